@@ -1,0 +1,21 @@
+// Lint is part of `npm test`: floating promises and type-only imports are errors here.
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", "operators/**", "eslint.config.mjs"] },
+  {
+    files: ["**/*.ts"],
+    extends: [tseslint.configs.base],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false, attributes: false } }],
+      "@typescript-eslint/consistent-type-imports": "error",
+      "eqeqeq": ["error", "smart"],
+      "no-restricted-imports": ["error", { patterns: [
+        { group: ["../controller/*", "../../controller/*", "../agent/*", "../../agent/*", "../cli/*", "../../cli/*", "../provider/*", "../../provider/*"],
+          message: "Import another top-level folder only through its index.ts." },
+      ] }],
+    },
+  },
+);
