@@ -1,0 +1,94 @@
+/**
+ * Typed errors with stable codes. They cross the wire as `{code, message, details}` and are rebuilt
+ * into the same classes by {@link errorFromWire}, so callers branch on `code`, never on message text.
+ *
+ * Codes are a permanent contract: never rename or reuse one.
+ */
+
+export const ErrorCodes = {
+  invalidRequest: "invalid-request",
+  notFound: "not-found",
+  unauthorized: "unauthorized",
+  forbidden: "forbidden",
+  alreadyExists: "already-exists",
+  conflict: "conflict",
+  operatorInvalid: "operator-invalid",
+  configInvalid: "config-invalid",
+  unavailable: "unavailable",
+  internal: "internal",
+} as const;
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+const httpStatusByCode: Record<ErrorCode, number> = {
+  "invalid-request": 400,
+  "operator-invalid": 400,
+  "config-invalid": 400,
+  "unauthorized": 401,
+  "forbidden": 403,
+  "not-found": 404,
+  "already-exists": 409,
+  "conflict": 409,
+  "unavailable": 503,
+  "internal": 500,
+};
+
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+/** The base of every error Steward raises on purpose. Check with {@link StewardError.isInstance}. */
+export class StewardError extends Error {
+  public readonly __stewardError = true;
+  public readonly code: ErrorCode;
+  public readonly details: Record<string, unknown>;
+  /** True when the same call may succeed if simply tried again. */
+  public readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, opts: { details?: Record<string, unknown>; retryable?: boolean; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "StewardError";
+    this.code = code;
+    this.details = opts.details ?? {};
+    this.retryable = opts.retryable ?? (code === "unavailable" || code === "conflict");
+  }
+
+  get httpStatus(): number {
+    return httpStatusByCode[this.code] ?? 500;
+  }
+
+  toWire(): WireError {
+    const out: WireError = { code: this.code, message: this.message };
+    if (Object.keys(this.details).length > 0) out.details = this.details;
+    return out;
+  }
+
+  /** Works across realms and duplicate copies of this module (Pulumi serializes provider code). */
+  static isInstance(err: unknown): err is StewardError {
+    return typeof err === "object" && err !== null && (err as { __stewardError?: unknown }).__stewardError === true;
+  }
+}
+
+/** Bad input: names what was wrong and, where it can, how to fix it. */
+export function invalidRequest(message: string, details?: Record<string, unknown>): StewardError {
+  return new StewardError("invalid-request", message, { details });
+}
+
+export function notFound(kind: string, name: string): StewardError {
+  return new StewardError("not-found", `${kind} "${name}" not found`, { details: { kind, name } });
+}
+
+export function alreadyExists(kind: string, name: string): StewardError {
+  return new StewardError("already-exists", `${kind} "${name}" already exists`, { details: { kind, name } });
+}
+
+export function errorFromWire(body: unknown, httpStatus: number): StewardError {
+  if (typeof body === "object" && body !== null && typeof (body as WireError).code === "string") {
+    const w = body as WireError;
+    const code = (Object.values(ErrorCodes) as string[]).includes(w.code) ? w.code : "internal";
+    return new StewardError(code, String(w.message ?? "unknown error"), { details: w.details });
+  }
+  const code: ErrorCode = httpStatus >= 500 ? "internal" : "invalid-request";
+  return new StewardError(code, `controller answered HTTP ${httpStatus}`, { details: { body } });
+}

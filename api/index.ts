@@ -1,0 +1,15 @@
+/**
+ * @module api
+ * The wire contract shared by the controller, agents, the CLI and the Pulumi provider: errors with
+ * stable codes, request schemas, status shapes, the operator format, the agent protocol and the
+ * typed {@link ControllerClient}. Depends on nothing else of ours.
+ */
+export * from "./errors";
+export * from "./schemas";
+export * from "./status";
+export * from "./operator";
+export { readOperatorDir } from "./operator-dir";
+export * from "./agent-protocol";
+export { ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";
+export type { ControllerClientOptions, ModelSummary, MachineInfo, ApplicationInfo, ControllerInfo } from "./client";
+export const STEWARD_VERSION = "0.1.0";

@@ -1,0 +1,216 @@
+/**
+ * The operator format (DESIGN.md §5): `operator.yaml` plus `hooks/<hook-name>` executables or one
+ * `dispatch` executable. Validated identically by the CLI (before upload) and the controller (on
+ * upload); every problem names the file, the field and, in YAML, the line.
+ */
+import { createHash } from "node:crypto";
+import { LineCounter, parseDocument } from "yaml";
+import { StewardError } from "./errors";
+import { NAME_PATTERN } from "./schemas";
+
+export type ConfigOptionType = "string" | "int" | "float" | "boolean";
+export interface ConfigOption {
+  type: ConfigOptionType;
+  default?: string | number | boolean;
+  description: string;
+}
+export interface Endpoint {
+  interface: string;
+  /** Most integrations this endpoint accepts; absent means unlimited. */
+  limit?: number;
+}
+export interface OperatorMeta {
+  name: string;
+  version: string;
+  summary: string;
+  description: string;
+  provides: Record<string, Endpoint>;
+  requires: Record<string, Endpoint>;
+  peers: Record<string, Endpoint>;
+  config: Record<string, ConfigOption>;
+}
+
+export const UNIT_HOOKS = [
+  "install", "start", "config-changed", "upgrade", "stop", "remove", "update-status",
+  "leader-elected", "leader-settings-changed",
+] as const;
+export const RELATION_HOOK_SUFFIXES = ["relation-created", "relation-joined", "relation-changed", "relation-departed", "relation-broken"] as const;
+
+export interface BundleFileEntry { path: string; mode: number; content: string }
+export interface Bundle { files: BundleFileEntry[] }
+
+/** Upper bound of an operator bundle, so one upload cannot fill the store. */
+export const MAX_BUNDLE_BYTES = 16 * 1024 * 1024;
+
+export class OperatorInvalidError extends StewardError {
+  constructor(file: string, problem: string, opts: { field?: string; line?: number } = {}) {
+    const where = `${file}${opts.line !== undefined ? `:${opts.line}` : ""}`;
+    super("operator-invalid", `${where}: ${opts.field ? `"${opts.field}" ` : ""}${problem}`, {
+      details: { file, ...(opts.field ? { field: opts.field } : {}), ...(opts.line !== undefined ? { line: opts.line } : {}) },
+    });
+  }
+}
+
+/** Parses and checks `operator.yaml`. Throws {@link OperatorInvalidError} naming the field and line. */
+export function parseOperatorYaml(text: string, file = "operator.yaml"): OperatorMeta {
+  const lc = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lc, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0]!;
+    throw new OperatorInvalidError(file, `is not valid YAML: ${e.message.split("\n")[0]}`, { line: lc.linePos(e.pos[0]).line });
+  }
+  const lineOf = (path: (string | number)[]): number | undefined => {
+    const node = doc.getIn(path, true) as { range?: [number, number, number] } | undefined;
+    const parentPair = path.length > 0 ? (doc.getIn(path.slice(0, -1), true) as { items?: { key: { value: unknown; range?: [number, number, number] } }[] } | undefined) : undefined;
+    const keyNode = parentPair?.items?.find((p) => p.key?.value === path[path.length - 1])?.key;
+    const range = keyNode?.range ?? node?.range;
+    return range ? lc.linePos(range[0]).line : undefined;
+  };
+  const fail = (path: (string | number)[], problem: string): never => {
+    throw new OperatorInvalidError(file, problem, { field: path.join("."), line: lineOf(path) });
+  };
+
+  const raw: unknown = doc.toJS();
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new OperatorInvalidError(file, "must be a mapping with at least \"name\" and \"version\"");
+  const o = raw as Record<string, unknown>;
+  const known = ["name", "version", "summary", "description", "provides", "requires", "peers", "config"];
+  for (const key of Object.keys(o)) if (!known.includes(key)) fail([key], `is not a known field (known: ${known.join(", ")})`);
+
+  if (typeof o.name !== "string" || !NAME_PATTERN.test(o.name)) fail(["name"], "must be a name of lower-case letters, digits and hyphens, e.g. hello-http");
+  if (o.version === undefined) fail(["version"], "is required (e.g. version: \"1.0.0\")");
+  if (typeof o.version !== "string" && typeof o.version !== "number") fail(["version"], "must be a string such as \"1.0.0\"");
+  for (const f of ["summary", "description"]) if (o[f] !== undefined && typeof o[f] !== "string") fail([f], "must be a string");
+
+  const endpoints = (section: "provides" | "requires" | "peers"): Record<string, Endpoint> => {
+    const v = o[section];
+    if (v === undefined || v === null) return {};
+    if (typeof v !== "object" || Array.isArray(v)) return fail([section], "must be a mapping of endpoint name to {interface: ...}");
+    const out: Record<string, Endpoint> = {};
+    for (const [ep, def] of Object.entries(v as Record<string, unknown>)) {
+      if (!NAME_PATTERN.test(ep)) fail([section, ep], "is not a valid endpoint name (lower-case letters, digits, hyphens)");
+      if (typeof def !== "object" || def === null) fail([section, ep], "must be a mapping with an \"interface\"");
+      const d = def as Record<string, unknown>;
+      for (const k of Object.keys(d)) if (!["interface", "limit"].includes(k)) fail([section, ep, k], "is not a known endpoint field (known: interface, limit)");
+      if (typeof d.interface !== "string" || !NAME_PATTERN.test(d.interface)) fail([section, ep, "interface"], "is required and must be a name such as http or pgsql");
+      if (d.limit !== undefined && (!Number.isInteger(d.limit) || (d.limit as number) < 1)) fail([section, ep, "limit"], "must be a whole number of at least 1");
+      out[ep] = { interface: d.interface as string, ...(d.limit !== undefined ? { limit: d.limit as number } : {}) };
+    }
+    return out;
+  };
+  const provides = endpoints("provides");
+  const requires = endpoints("requires");
+  const peers = endpoints("peers");
+  const seen = new Set<string>();
+  for (const [section, eps] of [["provides", provides], ["requires", requires], ["peers", peers]] as const) {
+    for (const ep of Object.keys(eps)) {
+      if (seen.has(ep)) fail([section, ep], "is declared twice; endpoint names must be unique across provides, requires and peers");
+      seen.add(ep);
+    }
+  }
+
+  const config: Record<string, ConfigOption> = {};
+  if (o.config !== undefined && o.config !== null) {
+    if (typeof o.config !== "object" || Array.isArray(o.config)) fail(["config"], "must be a mapping of option name to {type, default, description}");
+    for (const [key, def] of Object.entries(o.config as Record<string, unknown>)) {
+      if (!/^[a-z][a-z0-9-]*$/.test(key)) fail(["config", key], "is not a valid option name (lower-case letters, digits, hyphens)");
+      if (typeof def !== "object" || def === null) fail(["config", key], "must be a mapping with type, default and description");
+      const d = def as Record<string, unknown>;
+      for (const k of Object.keys(d)) if (!["type", "default", "description"].includes(k)) fail(["config", key, k], "is not a known option field (known: type, default, description)");
+      if (!["string", "int", "float", "boolean"].includes(d.type as string)) fail(["config", key, "type"], "must be one of string, int, float, boolean");
+      const opt: ConfigOption = { type: d.type as ConfigOptionType, description: typeof d.description === "string" ? d.description : "" };
+      if (d.default !== undefined && d.default !== null) {
+        const problem = checkConfigValue(opt.type, d.default);
+        if (problem) fail(["config", key, "default"], problem);
+        opt.default = d.default as string | number | boolean;
+      }
+      config[key] = opt;
+    }
+  }
+  return {
+    name: o.name as string,
+    version: String(o.version),
+    summary: (o.summary as string | undefined) ?? "",
+    description: (o.description as string | undefined) ?? "",
+    provides, requires, peers, config,
+  };
+}
+
+/** Returns why `value` does not fit `type`, or undefined when it does. */
+export function checkConfigValue(type: ConfigOptionType, value: unknown): string | undefined {
+  switch (type) {
+    case "string": return typeof value === "string" ? undefined : `must be a string, got ${describe(value)}`;
+    case "int": return typeof value === "number" && Number.isInteger(value) ? undefined : `must be a whole number, got ${describe(value)}`;
+    case "float": return typeof value === "number" && Number.isFinite(value) ? undefined : `must be a number, got ${describe(value)}`;
+    case "boolean": return typeof value === "boolean" ? undefined : `must be true or false, got ${describe(value)}`;
+  }
+}
+
+function describe(v: unknown): string {
+  return typeof v === "string" ? `the string ${JSON.stringify(v)}` : `${typeof v} ${JSON.stringify(v)}`;
+}
+
+/**
+ * Converts text from the command line (`--config port=80`) to the option's type, so `port=80`
+ * becomes the number 80 and `debug=true` the boolean true.
+ */
+export function coerceConfigText(type: ConfigOptionType | undefined, text: string): string | number | boolean {
+  if (type === "int" && /^-?\d+$/.test(text)) return Number(text);
+  if (type === "float" && text.trim() !== "" && Number.isFinite(Number(text))) return Number(text);
+  if (type === "boolean" && (text === "true" || text === "false")) return text === "true";
+  return text;
+}
+
+/** Every hook name this operator may carry. */
+export function knownHookNames(meta: OperatorMeta): Set<string> {
+  const names = new Set<string>(UNIT_HOOKS);
+  for (const ep of [...Object.keys(meta.provides), ...Object.keys(meta.requires), ...Object.keys(meta.peers)]) {
+    for (const suffix of RELATION_HOOK_SUFFIXES) names.add(`${ep}-${suffix}`);
+  }
+  return names;
+}
+
+/**
+ * Checks a whole bundle: `operator.yaml` present and valid, every hook a known name and executable,
+ * no path escaping the operator directory, within the size bound. Returns the parsed metadata.
+ */
+export function validateBundle(bundle: Bundle): OperatorMeta {
+  let total = 0;
+  const byPath = new Map<string, BundleFileEntry>();
+  for (const f of bundle.files) {
+    if (f.path.startsWith("/") || f.path.split("/").some((p) => p === ".." || p === "" || p === ".")) {
+      throw new OperatorInvalidError(f.path, "is not a plain relative path inside the operator directory");
+    }
+    if (byPath.has(f.path)) throw new OperatorInvalidError(f.path, "appears twice in the bundle");
+    byPath.set(f.path, f);
+    total += Buffer.byteLength(f.content, "base64");
+  }
+  if (total > MAX_BUNDLE_BYTES) {
+    throw new OperatorInvalidError("(bundle)", `is ${total} bytes; operators may be at most ${MAX_BUNDLE_BYTES} bytes (keep large payloads out of the operator directory)`);
+  }
+  const yamlFile = byPath.get("operator.yaml");
+  if (!yamlFile) throw new OperatorInvalidError("operator.yaml", "is missing: every operator directory needs an operator.yaml with at least name and version");
+  const meta = parseOperatorYaml(Buffer.from(yamlFile.content, "base64").toString("utf8"));
+  const hooks = [...byPath.values()].filter((f) => f.path.startsWith("hooks/"));
+  const dispatch = byPath.get("dispatch");
+  if (hooks.length === 0 && !dispatch) throw new OperatorInvalidError("hooks/", "has no hooks and there is no dispatch executable: the operator would never do anything");
+  if (dispatch && (dispatch.mode & 0o111) === 0) throw new OperatorInvalidError("dispatch", "is not executable (chmod +x dispatch)");
+  const allowed = knownHookNames(meta);
+  for (const h of hooks) {
+    const name = h.path.slice("hooks/".length);
+    if (name.includes("/")) throw new OperatorInvalidError(h.path, "hooks/ must hold only hook executables, not folders (put helpers elsewhere in the operator)");
+    if (!allowed.has(name)) throw new OperatorInvalidError(h.path, `is not a hook this operator can receive (known: ${[...allowed].sort().join(", ")})`);
+    if ((h.mode & 0o111) === 0) throw new OperatorInvalidError(h.path, `is not executable (chmod +x ${h.path})`);
+  }
+  return meta;
+}
+
+/** The content hash that names an operator: sha256 over paths, modes and contents in path order. */
+export function bundleHash(bundle: Bundle): string {
+  const h = createHash("sha256");
+  for (const f of [...bundle.files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+    h.update(`${f.path}\0${(f.mode & 0o777).toString(8)}\0`);
+    h.update(Buffer.from(f.content, "base64"));
+    h.update("\0");
+  }
+  return h.digest("hex");
+}

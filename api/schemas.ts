@@ -1,0 +1,83 @@
+/**
+ * Request and message schemas. Every request body and every agent message is parsed with one of
+ * these; unknown fields are refused (strict objects) so a typo never passes silently.
+ */
+import { z } from "zod";
+import { invalidRequest } from "./errors";
+
+export const NAME_PATTERN = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
+const nameRule = "lower-case letters, digits and single hyphens, starting with a letter, at most 63 characters";
+
+export const Name = z.string().max(63).regex(NAME_PATTERN, { message: `must be ${nameRule}` });
+export const UserName = z.string().max(63).regex(/^[a-z][a-z0-9._-]*$/, { message: "must start with a letter and use a-z, 0-9, '.', '_' or '-'" });
+export const ConfigValue = z.union([z.string(), z.number(), z.boolean()]);
+export const ConfigMap = z.record(z.string(), ConfigValue);
+/** In an update, `null` resets a key to the operator's default. */
+export const ConfigPatch = z.record(z.string(), ConfigValue.nullable());
+export const MachineId = z.string().regex(/^[0-9]+$/, { message: "must be a machine number such as 0 or 12" });
+export const Access = z.enum(["read", "write", "admin"]);
+
+export const LoginRequest = z.strictObject({ user: UserName, password: z.string().min(1).max(1024) });
+export const CreateUserRequest = z.strictObject({ name: UserName, password: z.string().min(8).max(1024), superuser: z.boolean().optional() });
+export const GrantRequest = z.strictObject({ access: Access });
+
+export const ModelConfig = z.strictObject({
+  /** Seconds between update-status hooks (jittered 80–120 %). */
+  updateStatusInterval: z.number().int().min(1).max(3600).optional(),
+});
+export const CreateModelRequest = z.strictObject({ name: Name, config: ModelConfig.optional() });
+
+export const BundleFile = z.strictObject({
+  path: z.string().min(1).max(512),
+  mode: z.number().int().min(0).max(0o7777),
+  content: z.string(), // base64
+});
+export const OperatorBundle = z.strictObject({ files: z.array(BundleFile).min(1).max(2000) });
+
+export const DeployRequest = z.strictObject({
+  name: Name,
+  operator: z.string().regex(/^[0-9a-f]{64}$/, { message: "must be the sha256 content hash returned by the operator upload" }),
+  units: z.number().int().min(0).max(10000).default(1),
+  config: ConfigMap.optional(),
+  to: z.array(MachineId).optional(),
+});
+export const UpdateApplicationRequest = z.strictObject({
+  config: ConfigPatch.optional(),
+  operator: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+});
+export const AddUnitsRequest = z.strictObject({
+  count: z.number().int().min(1).max(10000).default(1),
+  to: z.array(MachineId).optional(),
+});
+export const AddMachineRequest = z.strictObject({
+  /** `local` starts an agent process on the controller's host; `manual` only issues a credential for an agent started elsewhere. */
+  substrate: z.enum(["local", "manual"]).default("local"),
+  count: z.number().int().min(1).max(10000).default(1),
+});
+
+export const WorkloadStatusValue = z.enum(["active", "blocked", "maintenance", "waiting", "unknown", "terminated"]);
+export const StatusSetParams = z.strictObject({
+  unit: z.string(),
+  status: WorkloadStatusValue,
+  message: z.string().max(1024).default(""),
+});
+
+/** Parses `input` with `schema`, turning the first problems into one message that names each field. */
+export function parseRequest<T extends z.ZodType>(schema: T, input: unknown, what = "request"): z.infer<T> {
+  const result = schema.safeParse(input ?? {});
+  if (result.success) return result.data;
+  throw invalidRequest(`invalid ${what}: ${describeIssues(result.error.issues)}`, {
+    issues: result.error.issues.map((i) => ({ field: i.path.join("."), problem: i.message })),
+  });
+}
+
+export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues
+    .slice(0, 5)
+    .map((i) => {
+      const field = i.path.length > 0 ? i.path.join(".") : "(body)";
+      if (i.code === "unrecognized_keys") return `unknown field${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${[...i.path, k].join(".")}"`).join(", ")}`;
+      return `"${field}" ${i.message}`;
+    })
+    .join("; ");
+}

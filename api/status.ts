@@ -1,0 +1,71 @@
+/** Status shapes, as people who know `juju status` expect them. */
+
+export type WorkloadStatus = "active" | "blocked" | "maintenance" | "waiting" | "unknown" | "terminated" | "error";
+export type AgentStatus = "allocating" | "executing" | "idle" | "error" | "lost";
+export type MachineStatus = "pending" | "started" | "down" | "stopped" | "error";
+export type Life = "alive" | "dying";
+
+export interface StatusInfo<S extends string = string> {
+  current: S;
+  message: string;
+  /** ISO 8601 time of the last change of `current` or `message`. */
+  since: string;
+}
+
+export interface UnitStatusView {
+  name: string;
+  machine: string;
+  leader: boolean;
+  life: Life;
+  workload: StatusInfo<WorkloadStatus>;
+  agent: StatusInfo<AgentStatus>;
+  address?: string;
+  ports: string[];
+}
+
+export interface ApplicationStatusView {
+  name: string;
+  operator: { name: string; version: string; hash: string };
+  status: StatusInfo<WorkloadStatus>;
+  version: string;
+  life: Life;
+  scale: number;
+  units: Record<string, UnitStatusView>;
+  config: Record<string, string | number | boolean>;
+}
+
+export interface MachineStatusView {
+  id: string;
+  substrate: string;
+  status: StatusInfo<MachineStatus>;
+  address: string;
+  hostname: string;
+  life: Life;
+  units: string[];
+}
+
+export interface IntegrationStatusView {
+  id: string;
+  provider: string;
+  requirer: string;
+  interface: string;
+  type: "regular" | "peer";
+}
+
+export interface ModelStatus {
+  model: { name: string; uuid: string; controller: string; status: StatusInfo<"available" | "busy" | "destroying">; revision: number };
+  applications: Record<string, ApplicationStatusView>;
+  machines: Record<string, MachineStatusView>;
+  integrations: IntegrationStatusView[];
+  timestamp: string;
+}
+
+/** Juju's severity order: the application shows the most severe unit status unless its leader set one. */
+export const workloadSeverity: Record<WorkloadStatus, number> = {
+  error: 100, blocked: 90, maintenance: 80, waiting: 70, active: 60, terminated: 50, unknown: 40,
+};
+
+/** The readiness predicate of `juju wait-for` and terraform users: every unit active and idle. */
+export function unitIsReady(u: Pick<UnitStatusView, "workload" | "agent">): boolean {
+  return u.workload.current === "active" && u.agent.current === "idle";
+}

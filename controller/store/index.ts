@@ -1,0 +1,3 @@
+export * from "./store";
+export { EmbeddedStore, MAX_VALUE_BYTES, embeddedStoreSize } from "./embedded";
+export type { EmbeddedStoreOptions } from "./embedded";
