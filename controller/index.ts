@@ -4,3 +4,11 @@
  * substrates that start machines.
  */
 export * from "./store";
+export { Controller } from "./controller";
+export type { ControllerOptions, ControllerState } from "./controller";
+export { initControllerDir } from "./bootstrap";
+export type { InitControllerOptions } from "./bootstrap";
+export { dataFiles, readControllerConfig } from "./config";
+export type { ControllerConfig } from "./config";
+export { stopProcess } from "./substrates/local";
+export type { AgentConfigFile } from "./substrates/local";

@@ -1,0 +1,52 @@
+/**
+ * Creating a controller's data directory: the CA and server certificate, the configuration file and
+ * the store with the controller's identity and admin user. Idempotent: an existing directory is
+ * left as it is.
+ */
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { newSecret } from "./security/credentials";
+import { EmbeddedStore } from "./store";
+import { StateOps } from "./state";
+import type { ControllerConfig } from "./config";
+import { dataFiles } from "./config";
+
+export interface InitControllerOptions {
+  dataDir: string;
+  name: string;
+  listen: { host: string; port: number };
+  advertise?: string[];
+  /** Generated (24 random characters) when not given. */
+  adminPassword?: string;
+}
+
+export async function initControllerDir(o: InitControllerOptions): Promise<{ created: boolean; adminPassword?: string; caCert: string }> {
+  const configPath = join(o.dataDir, dataFiles.config);
+  if (await stat(configPath).then(() => true, () => false)) {
+    return { created: false, caCert: await readFile(join(o.dataDir, dataFiles.caCert), "utf8") };
+  }
+  await mkdir(o.dataDir, { recursive: true, mode: 0o700 });
+  // Loaded here only: the PKI library is heavy and a running controller does not need it.
+  // eslint-disable-next-line @typescript-eslint/consistent-type-imports
+  const { createCertificateAuthority, issueServerCertificate } = require("./security/pki") as typeof import("./security/pki");
+  const ca = await createCertificateAuthority(o.name);
+  const hosts = [o.listen.host, ...(o.advertise ?? []).map((a) => a.replace(/:\d+$/, "").replace(/^\[|\]$/g, ""))].filter((h) => h !== "0.0.0.0" && h !== "::");
+  const server = await issueServerCertificate(ca, hosts);
+  await writeFile(join(o.dataDir, dataFiles.caCert), ca.certPem, { mode: 0o644 });
+  await writeFile(join(o.dataDir, dataFiles.caKey), ca.keyPem, { mode: 0o600 });
+  await writeFile(join(o.dataDir, dataFiles.serverCert), server.certPem, { mode: 0o644 });
+  await writeFile(join(o.dataDir, dataFiles.serverKey), server.keyPem, { mode: 0o600 });
+  const adminPassword = o.adminPassword ?? newSecret(18);
+  // A store left by an interrupted init holds an admin password nobody knows: start it afresh.
+  await rm(join(o.dataDir, dataFiles.store), { recursive: true, force: true });
+  const store = await EmbeddedStore.open({ dir: join(o.dataDir, dataFiles.store) });
+  try {
+    await new StateOps(store).initController(o.name, adminPassword);
+  } finally {
+    await store.close();
+  }
+  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: { backend: "embedded" } };
+  // Written last: its presence marks a complete directory, so an interrupted init is redone.
+  await writeFile(configPath, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
+  return { created: true, adminPassword, caCert: ca.certPem };
+}

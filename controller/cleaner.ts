@@ -1,0 +1,42 @@
+/**
+ * The cleaner moves dying things along once what they wait for is gone: a dying model's machines
+ * retire when its units are gone, the model is deleted when its machines are; manual machines
+ * (whose agents we do not own) are deleted as soon as they are dying.
+ */
+import type { Logger } from "../api";
+import type { StateCache, StateOps } from "./state";
+
+export class Cleaner {
+  private running = false;
+  private again = false;
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly cache: StateCache, private readonly ops: StateOps, private readonly log: Logger) {
+    this.unsubscribe = cache.subscribe(() => this.kick());
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.running) { this.again = true; return; }
+    this.running = true;
+    this.sweep()
+      .catch((err: unknown) => this.log.warn("cleanup pass failed; will retry on the next change", { err }))
+      .finally(() => { this.running = false; if (this.again) { this.again = false; this.kick(); } });
+  }
+
+  private async sweep(): Promise<void> {
+    for (const idx of [...this.cache.models.values()]) {
+      for (const m of [...idx.machines.values()]) if (m.life === "dying" && m.substrate === "manual") await this.ops.finishMachine(idx.uuid, m.id);
+      for (const a of [...idx.apps.values()]) {
+        if (a.life === "dying" && ![...idx.units.values()].some((u) => u.app === a.name)) await this.ops.removeApplication(idx.uuid, a.name, true);
+      }
+      if (idx.model?.life !== "dying") continue;
+      if (idx.units.size === 0 && [...idx.machines.values()].some((m) => m.life === "alive")) await this.ops.retireMachines(idx.uuid);
+      if (idx.units.size === 0 && idx.apps.size === 0 && idx.machines.size === 0 && (await this.ops.finishModel(idx.uuid))) {
+        this.log.info("model destroyed", { model: idx.model.name });
+      }
+    }
+  }
+
+  close(): void { this.unsubscribe(); }
+}

@@ -1,0 +1,38 @@
+/**
+ * A controller's data directory and its configuration file. Layout:
+ * `controller.json`, `ca.crt`, `ca.key` and `server.key` (0600), `server.crt`, `store/`,
+ * `machines/` (local substrate), `api-address` (written once listening).
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { StewardError } from "../api";
+
+export interface ControllerConfig {
+  name: string;
+  /** Where the API listens. Port 0 picks a free port (tests). */
+  listen: { host: string; port: number };
+  /** Addresses given to clients and agents; default: the listen address (127.0.0.1 for 0.0.0.0). */
+  advertise?: string[];
+  store: { backend: "embedded" };
+}
+
+export const dataFiles = {
+  config: "controller.json",
+  caCert: "ca.crt",
+  caKey: "ca.key",
+  serverCert: "server.crt",
+  serverKey: "server.key",
+  store: "store",
+  machines: "machines",
+  apiAddress: "api-address",
+  pid: "controller.pid",
+  log: "controller.log",
+};
+
+export async function readControllerConfig(dataDir: string): Promise<ControllerConfig> {
+  const path = join(dataDir, dataFiles.config);
+  const text = await readFile(path, "utf8").catch(() => {
+    throw new StewardError("invalid-request", `${path} not found: ${dataDir} is not a controller data directory (create one with steward bootstrap)`);
+  });
+  return JSON.parse(text) as ControllerConfig;
+}

@@ -1,0 +1,184 @@
+/**
+ * {@link AgentHub} holds the WebSocket of every connected agent. It marks the machine present (a key
+ * bound to this replica's lease, so a dead replica's agents show as lost within the TTL), pushes
+ * each agent its view whenever that view changes, and answers the agent's reports.
+ */
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { randomUUID } from "node:crypto";
+import { WebSocketServer } from "ws";
+import type WebSocket from "ws";
+import type { AgentFrame, Logger } from "../../api";
+import { StewardError, agentMethods, describeIssues } from "../../api";
+import type { Store } from "../store";
+import type { StateCache, StateOps } from "../state";
+import { buildAgentView, keys } from "../state";
+import type { PresenceDoc } from "../state";
+import { authenticate } from "./auth";
+
+export interface AgentHubDeps {
+  cache: StateCache;
+  ops: StateOps;
+  store: Store;
+  log: Logger;
+  /** Lease of this replica's presence keys. */
+  leaseId: () => string;
+  replicaId: string;
+  controllerAddresses: () => string[];
+}
+
+interface AgentConnection {
+  id: string;
+  ws: WebSocket;
+  model: string;
+  machine: string;
+  lastView?: string;
+  alive: boolean;
+}
+
+const PING_MS = 15_000;
+
+export class AgentHub {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
+  private readonly byMachine = new Map<string, AgentConnection>();
+  private readonly dirtyModels = new Set<string>();
+  private pushScheduled = false;
+  private readonly pinger: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly deps: AgentHubDeps) {
+    this.unsubscribe = deps.cache.subscribe((changed) => {
+      for (const m of changed) this.dirtyModels.add(m);
+      this.schedulePush();
+    });
+    this.pinger = setInterval(() => this.ping(), PING_MS);
+    this.pinger.unref();
+  }
+
+  get connectionCount(): number { return this.byMachine.size; }
+
+  /** Authenticates an upgrade request to `/v1/agent` and takes the socket over. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    let principal;
+    try {
+      principal = authenticate(this.deps.cache, req.headers);
+      if (principal.kind !== "agent") throw new StewardError("forbidden", "only agents may connect to /v1/agent");
+    } catch (err) {
+      const status = StewardError.isInstance(err) ? err.httpStatus : 500;
+      socket.end(`HTTP/1.1 ${status} ${status === 401 ? "Unauthorized" : "Forbidden"}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${JSON.stringify(StewardError.isInstance(err) ? err.toWire() : { code: "internal" })}`);
+      return;
+    }
+    const { model, machine } = principal;
+    this.wss.handleUpgrade(req, socket, head, (ws) => { this.accept(ws, model, machine).catch((err: unknown) => this.deps.log.error("agent connection failed", { model, machine, err })); });
+  }
+
+  private async accept(ws: WebSocket, model: string, machine: string): Promise<void> {
+    const key = `${model}/${machine}`;
+    const conn: AgentConnection = { id: randomUUID(), ws, model, machine, alive: true };
+    const previous = this.byMachine.get(key);
+    this.byMachine.set(key, conn);
+    // A newer connection from the same machine wins; the old one is most likely half-dead.
+    previous?.ws.close(4000, "replaced by a newer connection from the same machine");
+    ws.on("pong", () => { conn.alive = true; });
+    ws.on("message", (data: Buffer) => { this.onFrame(conn, data).catch((err: unknown) => this.deps.log.warn("agent frame failed", { key, err })); });
+    ws.on("close", () => { this.onClose(conn).catch((err: unknown) => this.deps.log.warn("agent close cleanup failed", { key, err })); });
+    ws.on("error", () => undefined);
+    const presence: PresenceDoc = { replica: this.deps.replicaId, since: new Date().toISOString() };
+    await this.deps.store.put(keys.presence(model, machine), JSON.stringify({ ...presence, conn: conn.id }), { lease: this.deps.leaseId() });
+    this.deps.log.info("agent connected", { model, machine });
+    this.pushView(conn);
+  }
+
+  private async onClose(conn: AgentConnection): Promise<void> {
+    const key = `${conn.model}/${conn.machine}`;
+    if (this.byMachine.get(key) === conn) this.byMachine.delete(key);
+    else return; // replaced: the newer connection owns the presence key
+    const pk = keys.presence(conn.model, conn.machine);
+    const kv = await this.deps.store.get(pk);
+    if (kv && (JSON.parse(kv.value) as { conn?: string }).conn === conn.id) {
+      await this.deps.store.txn({ compare: [{ key: pk, target: "modRevision", value: kv.modRevision }], success: [{ type: "delete", key: pk }] });
+    }
+    this.deps.log.info("agent disconnected", { model: conn.model, machine: conn.machine });
+  }
+
+  private async onFrame(conn: AgentConnection, data: Buffer): Promise<void> {
+    let frame: AgentFrame;
+    try { frame = JSON.parse(data.toString("utf8")) as AgentFrame; } catch { conn.ws.close(4400, "frames must be JSON"); return; }
+    if (frame.t !== "req") return;
+    const reply = (body: { result?: unknown; error?: unknown }): void => { if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(JSON.stringify({ t: "res", id: frame.id, ...body })); };
+    try {
+      reply({ result: await this.dispatch(conn, frame.method, frame.params) });
+    } catch (err) {
+      if (StewardError.isInstance(err)) reply({ error: err.toWire() });
+      else { this.deps.log.error("agent request failed", { method: frame.method, err }); reply({ error: { code: "internal", message: "internal error; see the controller log" } }); }
+    }
+  }
+
+  private async dispatch(conn: AgentConnection, method: string, params: unknown): Promise<unknown> {
+    const schema = (agentMethods as Record<string, (typeof agentMethods)[keyof typeof agentMethods]>)[method];
+    if (!schema) throw new StewardError("invalid-request", `unknown agent method "${method}"`);
+    const parsed = schema.safeParse(params);
+    if (!parsed.success) throw new StewardError("invalid-request", `invalid ${method}: ${describeIssues(parsed.error.issues)}`);
+    const { ops, cache } = this.deps;
+    switch (method) {
+      case "unit.status": {
+        const rev = await ops.setUnitStatus(conn.model, conn.machine, parsed.data as never);
+        await cache.waitForRevision(rev);
+        return {};
+      }
+      case "unit.dead": {
+        const rev = await ops.unitDead(conn.model, conn.machine, (parsed.data as { unit: string }).unit);
+        await cache.waitForRevision(rev);
+        return {};
+      }
+      case "machine.info":
+        await ops.setMachineInfo(conn.model, conn.machine, parsed.data as never);
+        return {};
+    }
+    return {};
+  }
+
+  private schedulePush(): void {
+    if (this.pushScheduled) return;
+    this.pushScheduled = true;
+    // Coalesce a burst of store events (a deploy writes many keys) into one push per agent.
+    setImmediate(() => {
+      this.pushScheduled = false;
+      const models = new Set(this.dirtyModels);
+      this.dirtyModels.clear();
+      for (const conn of this.byMachine.values()) if (models.has(conn.model)) this.pushView(conn);
+    });
+  }
+
+  private pushView(conn: AgentConnection): void {
+    const idx = this.deps.cache.models.get(conn.model);
+    const machine = idx?.machines.get(conn.machine);
+    if (!idx || !machine) { conn.ws.close(4404, "machine removed"); return; }
+    const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, this.deps.controllerAddresses()));
+    if (view === conn.lastView) return;
+    conn.lastView = view;
+    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(`{"t":"push","topic":"view","data":${view}}`);
+  }
+
+  private ping(): void {
+    for (const conn of this.byMachine.values()) {
+      if (!conn.alive) { conn.ws.terminate(); continue; }
+      conn.alive = false;
+      conn.ws.ping();
+    }
+  }
+
+  /** Re-writes presence keys after the replica's lease was replaced (e.g. it expired during a stall). */
+  async refreshPresence(): Promise<void> {
+    for (const conn of this.byMachine.values()) {
+      await this.deps.store.put(keys.presence(conn.model, conn.machine), JSON.stringify({ replica: this.deps.replicaId, since: new Date().toISOString(), conn: conn.id }), { lease: this.deps.leaseId() });
+    }
+  }
+
+  close(): void {
+    this.unsubscribe();
+    clearInterval(this.pinger);
+    for (const conn of this.byMachine.values()) conn.ws.close(1001, "controller stopping");
+    this.wss.close();
+  }
+}

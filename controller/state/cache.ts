@@ -1,0 +1,180 @@
+/**
+ * {@link StateCache} follows the store (one consistent read, then watches) and keeps every document
+ * parsed and indexed in memory, so status and agent views never touch the store. Each replica runs
+ * its own; listeners hear which models changed. A watch that falls behind compaction triggers a
+ * fresh read, so the cache never silently misses a change.
+ */
+import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
+import type { AccessDoc, ApplicationDoc, ControllerDoc, MachineDoc, MachineInfoDoc, ModelDoc, OperatorDoc, PresenceDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import { CACHED_PREFIXES } from "./keys";
+
+export interface ModelIndex {
+  uuid: string;
+  model?: ModelDoc;
+  apps: Map<string, ApplicationDoc>;
+  units: Map<string, UnitDoc>;
+  unitStatus: Map<string, UnitStatusDoc>;
+  machines: Map<string, MachineDoc>;
+  machineInfo: Map<string, MachineInfoDoc>;
+  access: Map<string, AccessDoc>;
+  presence: Map<string, PresenceDoc>;
+  unitsByMachine: Map<string, Set<string>>;
+  /** Store revision of the last change to anything in this model. */
+  revision: number;
+}
+
+export type CacheListener = (changedModels: ReadonlySet<string>, revision: number) => void;
+
+export class StateCache {
+  controller?: ControllerDoc;
+  tokenKey?: string;
+  readonly users = new Map<string, UserDoc>();
+  readonly modelNames = new Map<string, string>();
+  readonly models = new Map<string, ModelIndex>();
+  readonly operators = new Map<string, OperatorDoc>();
+  revision = 0;
+  private watchers: Watcher[] = [];
+  private readonly listeners = new Set<CacheListener>();
+  private readonly waiters: { rev: number; resolve: () => void }[] = [];
+  private stopped = false;
+
+  protected constructor(private readonly store: Store, private readonly onError: (err: Error) => void) {}
+
+  static async start(store: Store, onError: (err: Error) => void): Promise<StateCache> {
+    const c = new StateCache(store, onError);
+    await c.load();
+    return c;
+  }
+
+  private async load(): Promise<void> {
+    for (const w of this.watchers) w.close();
+    this.watchers = [];
+    const res = await this.store.txn({ success: CACHED_PREFIXES.map((prefix) => ({ type: "range" as const, prefix })) });
+    this.clear();
+    for (const kvs of res.responses) for (const kv of kvs) this.apply("put", kv);
+    this.revision = res.revision;
+    const changed = new Set(this.models.keys());
+    for (const prefix of CACHED_PREFIXES) {
+      this.watchers.push(this.store.watch(prefix, (events, rev) => this.onEvents(events, rev), {
+        fromRevision: res.revision + 1,
+        onError: (err) => this.resync(err),
+      }));
+    }
+    this.notify(changed);
+  }
+
+  private resync(err: Error): void {
+    if (this.stopped) return;
+    this.load().catch((e: unknown) => this.onError(new Error(`state cache could not resync after "${err.message}": ${(e as Error).message}`)));
+  }
+
+  private clear(): void {
+    this.controller = undefined;
+    this.tokenKey = undefined;
+    this.users.clear();
+    this.modelNames.clear();
+    this.models.clear();
+    this.operators.clear();
+  }
+
+  private onEvents(events: WatchEvent[], revision: number): void {
+    const changed = new Set<string>();
+    for (const e of events) {
+      const m = this.apply(e.type, e.kv);
+      if (m) changed.add(m);
+    }
+    if (revision > this.revision) this.revision = revision;
+    for (const uuid of changed) { const idx = this.models.get(uuid); if (idx) idx.revision = revision; }
+    this.notify(changed);
+  }
+
+  private notify(changed: Set<string>): void {
+    for (const l of this.listeners) {
+      try { l(changed, this.revision); } catch (err) { this.onError(err as Error); }
+    }
+    for (let i = this.waiters.length - 1; i >= 0; i--) {
+      if (this.waiters[i]!.rev <= this.revision) { this.waiters[i]!.resolve(); this.waiters.splice(i, 1); }
+    }
+  }
+
+  /** Applies one event; returns the uuid of the model it touched, if any. */
+  private apply(type: "put" | "delete", kv: KeyValue): string | undefined {
+    const parts = kv.key.split("/");
+    const doc = type === "put" ? (JSON.parse(kv.value) as unknown) : undefined;
+    const set = <T>(map: Map<string, T>, id: string): void => { if (doc === undefined) map.delete(id); else map.set(id, doc as T); };
+    switch (parts[1]) {
+      case "controller":
+        if (parts[2] === "info") this.controller = doc as ControllerDoc | undefined;
+        if (parts[2] === "token-key") this.tokenKey = doc as string | undefined;
+        return undefined;
+      case "users": set(this.users, parts[2]!); return undefined;
+      case "model-names": if (doc === undefined) this.modelNames.delete(parts[2]!); else this.modelNames.set(parts[2]!, doc as string); return undefined;
+      case "operators": set(this.operators, parts[2]!); return undefined;
+      case "presence": { const idx = this.index(parts[2]!); set(idx.presence, parts[3]!); return idx.uuid; }
+      case "models": {
+        const uuid = parts[2]!;
+        const idx = this.index(uuid);
+        if (parts.length === 3) {
+          idx.model = doc as ModelDoc | undefined;
+          if (!doc && idx.apps.size === 0 && idx.machines.size === 0) this.models.delete(uuid);
+          return uuid;
+        }
+        const id = parts.slice(4).join("/");
+        switch (parts[3]) {
+          case "apps": set(idx.apps, id); break;
+          case "units": {
+            const old = idx.units.get(id);
+            if (old) idx.unitsByMachine.get(old.machine)?.delete(id);
+            set(idx.units, id);
+            const u = doc as UnitDoc | undefined;
+            if (u) {
+              let s = idx.unitsByMachine.get(u.machine);
+              if (!s) idx.unitsByMachine.set(u.machine, (s = new Set()));
+              s.add(id);
+            }
+            break;
+          }
+          case "unit-status": set(idx.unitStatus, id); break;
+          case "machines": set(idx.machines, id); if (!doc) idx.unitsByMachine.delete(id); break;
+          case "machine-info": set(idx.machineInfo, id); break;
+          case "access": set(idx.access, id); break;
+        }
+        return uuid;
+      }
+    }
+    return undefined;
+  }
+
+  private index(uuid: string): ModelIndex {
+    let idx = this.models.get(uuid);
+    if (!idx) {
+      idx = { uuid, apps: new Map(), units: new Map(), unitStatus: new Map(), machines: new Map(), machineInfo: new Map(), access: new Map(), presence: new Map(), unitsByMachine: new Map(), revision: this.revision };
+      this.models.set(uuid, idx);
+    }
+    return idx;
+  }
+
+  /** The model named `nameOrUuid` (alive or dying), if it exists. */
+  findModel(nameOrUuid: string): ModelIndex | undefined {
+    const uuid = this.modelNames.get(nameOrUuid) ?? nameOrUuid;
+    const idx = this.models.get(uuid);
+    return idx?.model ? idx : undefined;
+  }
+
+  subscribe(listener: CacheListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Resolves once the cache has seen `revision` (e.g. a write's revision), so reads after a write see it. */
+  waitForRevision(revision: number): Promise<void> {
+    if (revision <= this.revision) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ rev: revision, resolve }));
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const w of this.watchers) w.close();
+    this.watchers = [];
+  }
+}

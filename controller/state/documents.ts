@@ -1,0 +1,50 @@
+/** The documents kept in the store, one JSON value per key (layout in keys.ts). */
+import type { AgentStatus, Life, OperatorMeta, StatusInfo, WorkloadStatus } from "../../api";
+
+export type ConfigValues = Record<string, string | number | boolean>;
+
+export interface ControllerDoc { uuid: string; name: string; createdAt: string; schemaVersion: number }
+export interface UserDoc { name: string; passwordHash: string; superuser: boolean; createdAt: string }
+export interface ModelDoc {
+  uuid: string;
+  name: string;
+  owner: string;
+  life: Life;
+  createdAt: string;
+  config: { updateStatusInterval: number };
+}
+export interface OperatorDoc { hash: string; name: string; version: string; meta: OperatorMeta; bytes: number; chunks: number; uploadedAt: string }
+export interface ApplicationDoc {
+  name: string;
+  operator: { hash: string; name: string; version: string };
+  /** Only the values set by users; defaults come from the operator's metadata. */
+  config: ConfigValues;
+  life: Life;
+  /** Next unit number; unit numbers are never reused within an application. */
+  nextUnit: number;
+  createdAt: string;
+}
+export interface UnitDoc { name: string; app: string; machine: string; life: Life; createdAt: string }
+export interface UnitStatusDoc {
+  workload: StatusInfo<WorkloadStatus>;
+  agent: StatusInfo<Exclude<AgentStatus, "lost">>;
+  version: string;
+}
+export type Substrate = "local" | "manual";
+export interface MachineDoc {
+  id: string;
+  substrate: Substrate;
+  life: Life;
+  /** SHA-256 of the agent's credential; absent until one is issued. */
+  credentialHash?: string;
+  /** The unit this machine was created for; the machine goes when that unit goes and none remain. */
+  createdFor?: string;
+  createdAt: string;
+}
+export interface MachineInfoDoc { hostname: string; address: string; os: string; agentVersion: string; firstSeen: string }
+export interface AccessDoc { access: "read" | "write" | "admin" }
+/** Presence of an agent connection, bound to the lease of the replica that holds the connection. */
+export interface PresenceDoc { replica: string; since: string }
+
+export const SCHEMA_VERSION = 1;
+export const DEFAULT_UPDATE_STATUS_INTERVAL = 300;

@@ -1,0 +1,30 @@
+/**
+ * The key layout of the store, in one place. Operator content lives under `/blobs/`, which the
+ * state cache never loads.
+ */
+export const keys = {
+  controller: "/controller/info",
+  tokenKey: "/controller/token-key",
+  user: (name: string) => `/users/${name}`,
+  modelName: (name: string) => `/model-names/${name}`,
+  model: (uuid: string) => `/models/${uuid}`,
+  modelPrefix: (uuid: string) => `/models/${uuid}/`,
+  app: (m: string, app: string) => `/models/${m}/apps/${app}`,
+  unit: (m: string, unit: string) => `/models/${m}/units/${unit}`,
+  unitsOf: (m: string, app: string) => `/models/${m}/units/${app}/`,
+  unitStatus: (m: string, unit: string) => `/models/${m}/unit-status/${unit}`,
+  machine: (m: string, id: string) => `/models/${m}/machines/${id}`,
+  machineInfo: (m: string, id: string) => `/models/${m}/machine-info/${id}`,
+  machineSeq: (m: string) => `/models/${m}/seq/machine`,
+  access: (m: string, user: string) => `/models/${m}/access/${user}`,
+  presence: (m: string, machine: string) => `/presence/${m}/${machine}`,
+  presencePrefix: (m: string) => `/presence/${m}/`,
+  operator: (hash: string) => `/operators/${hash}`,
+  operatorChunk: (hash: string, i: number) => `/blobs/operators/${hash}/${i}`,
+};
+
+/** Prefixes the state cache follows. */
+export const CACHED_PREFIXES = ["/controller/", "/users/", "/model-names/", "/models/", "/operators/", "/presence/"];
+
+/** Operator bundles are stored in chunks well under etcd's 1.5 MiB request limit. */
+export const CHUNK_BYTES = 512 * 1024;

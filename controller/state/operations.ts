@@ -1,0 +1,471 @@
+/**
+ * Domain operations as store transactions. Each one reads what it depends on, checks it, and writes
+ * with compares on every revision it read, so a concurrent change makes it retry instead of being
+ * overwritten; a refused operation writes nothing.
+ */
+import { randomUUID } from "node:crypto";
+import type { Bundle, OperatorMeta, UnitStatusReport } from "../../api";
+import { StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
+import type { Compare, Op, Store } from "../store";
+import { absent, unchanged } from "../store";
+import { hashCredential, hashPassword, newSecret } from "../security/credentials";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, MachineDoc, ModelDoc, OperatorDoc, Substrate, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import { DEFAULT_UPDATE_STATUS_INTERVAL, SCHEMA_VERSION } from "./documents";
+import { CHUNK_BYTES, keys } from "./keys";
+
+interface Read<T> { doc: T; rev: number }
+const MAX_ATTEMPTS = 50;
+
+export class StateOps {
+  constructor(private readonly store: Store, private readonly now: () => Date = () => new Date()) {}
+
+  private stamp(): string { return this.now().toISOString(); }
+
+  private async read<T>(key: string): Promise<Read<T> | undefined> {
+    const kv = await this.store.get(key);
+    return kv ? { doc: JSON.parse(kv.value) as T, rev: kv.modRevision } : undefined;
+  }
+
+  private async readAll<T>(prefix: string): Promise<(Read<T> & { key: string })[]> {
+    return (await this.store.range(prefix)).kvs.map((kv) => ({ key: kv.key, doc: JSON.parse(kv.value) as T, rev: kv.modRevision }));
+  }
+
+  /** Runs `attempt` until its transaction's compares hold; `attempt` throws to refuse. */
+  private async retry<T>(what: string, attempt: () => Promise<{ compare: Compare[]; ops: Op[]; result: T }>): Promise<T & { revision: number }> {
+    for (let i = 0; i < MAX_ATTEMPTS; i++) {
+      const { compare, ops, result } = await attempt();
+      const res = await this.store.txn({ compare, success: ops });
+      if (res.succeeded) return { ...result, revision: res.revision };
+    }
+    throw new StewardError("conflict", `${what}: too much concurrent change, try again`, { retryable: true });
+  }
+
+  // --- controller and users ---
+
+  /** Creates the controller's identity, token key and admin user; a second call changes nothing. */
+  async initController(name: string, adminPassword: string): Promise<{ created: boolean; uuid: string }> {
+    const existing = await this.read<ControllerDoc>(keys.controller);
+    if (existing) return { created: false, uuid: existing.doc.uuid };
+    const uuid = randomUUID();
+    const admin: UserDoc = { name: "admin", passwordHash: await hashPassword(adminPassword), superuser: true, createdAt: this.stamp() };
+    const res = await this.store.txn({
+      compare: [absent(keys.controller)],
+      success: [
+        { type: "put", key: keys.controller, value: JSON.stringify({ uuid, name, createdAt: this.stamp(), schemaVersion: SCHEMA_VERSION } satisfies ControllerDoc) },
+        { type: "put", key: keys.tokenKey, value: JSON.stringify(newSecret(32)) },
+        { type: "put", key: keys.user("admin"), value: JSON.stringify(admin) },
+      ],
+    });
+    return { created: res.succeeded, uuid };
+  }
+
+  async createUser(name: string, password: string, superuser: boolean): Promise<void> {
+    const doc: UserDoc = { name, passwordHash: await hashPassword(password), superuser, createdAt: this.stamp() };
+    const res = await this.store.txn({ compare: [absent(keys.user(name))], success: [{ type: "put", key: keys.user(name), value: JSON.stringify(doc) }] });
+    if (!res.succeeded) throw alreadyExists("user", name);
+  }
+
+  async grant(modelUuid: string, user: string, access: "read" | "write" | "admin"): Promise<number> {
+    const res = await this.store.txn({
+      compare: [{ key: keys.user(user), target: "createRevision", op: ">", value: 0 }, { key: keys.model(modelUuid), target: "createRevision", op: ">", value: 0 }],
+      success: [{ type: "put", key: keys.access(modelUuid, user), value: JSON.stringify({ access }) }],
+    });
+    if (!res.succeeded) throw notFound("user", user);
+    return res.revision;
+  }
+
+  // --- models ---
+
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number } = {}): Promise<ModelDoc & { revision: number }> {
+    const uuid = randomUUID();
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: { updateStatusInterval: config.updateStatusInterval ?? DEFAULT_UPDATE_STATUS_INTERVAL } };
+    const res = await this.store.txn({
+      compare: [absent(keys.modelName(name))],
+      success: [
+        { type: "put", key: keys.modelName(name), value: JSON.stringify(uuid) },
+        { type: "put", key: keys.model(uuid), value: JSON.stringify(doc) },
+        { type: "put", key: keys.access(uuid, owner), value: JSON.stringify({ access: "admin" }) },
+        { type: "put", key: keys.machineSeq(uuid), value: "0" },
+      ],
+    });
+    if (!res.succeeded) throw alreadyExists("model", name);
+    return { ...doc, revision: res.revision };
+  }
+
+  /**
+   * Starts destroying a model: it and everything in it become dying; the cleaner removes each piece
+   * as its agent reports it gone. With `force`, everything is deleted at once without waiting.
+   */
+  async destroyModel(uuid: string, force: boolean): Promise<{ revision: number }> {
+    return this.retry(`destroy model ${uuid}`, async () => {
+      const m = await this.read<ModelDoc>(keys.model(uuid));
+      if (!m) throw notFound("model", uuid);
+      if (force) {
+        return {
+          compare: [unchanged(keys.model(uuid), m.rev)],
+          ops: [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(m.doc.name) }],
+          result: {},
+        };
+      }
+      const { compare, ops } = await this.dyingEverything(uuid);
+      compare.push(unchanged(keys.model(uuid), m.rev));
+      if (m.doc.life === "alive") ops.push({ type: "put", key: keys.model(uuid), value: JSON.stringify({ ...m.doc, life: "dying" }) });
+      return { compare, ops, result: {} };
+    });
+  }
+
+  /** Marks every alive application and unit of a model dying. */
+  private async dyingEverything(uuid: string): Promise<{ compare: Compare[]; ops: Op[] }> {
+    const compare: Compare[] = [];
+    const ops: Op[] = [];
+    for (const kind of ["apps", "units"] as const) {
+      for (const r of await this.readAll<ApplicationDoc | UnitDoc>(`${keys.modelPrefix(uuid)}${kind}/`)) {
+        if (r.doc.life !== "alive") continue;
+        compare.push(unchanged(r.key, r.rev));
+        ops.push({ type: "put", key: r.key, value: JSON.stringify({ ...r.doc, life: "dying" }) });
+      }
+    }
+    return { compare, ops };
+  }
+
+  /** Deletes a dying model once nothing is left in it. Returns whether it was deleted. */
+  async finishModel(uuid: string): Promise<boolean> {
+    const m = await this.read<ModelDoc>(keys.model(uuid));
+    if (!m || m.doc.life !== "dying") return false;
+    const left = (await this.store.range(keys.modelPrefix(uuid))).kvs.filter((kv) => /\/(apps|units|machines)\//.test(kv.key));
+    if (left.length > 0) return false;
+    const res = await this.store.txn({
+      compare: [unchanged(keys.model(uuid), m.rev), ...left.map((kv) => unchanged(kv.key, kv.modRevision))],
+      success: [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(m.doc.name) }],
+    });
+    return res.succeeded;
+  }
+
+  // --- operators ---
+
+  /** Stores an operator bundle under its content hash (idempotent: the same content is stored once). */
+  async putOperator(bundle: Bundle): Promise<{ doc: OperatorDoc; created: boolean }> {
+    const meta = validateBundle(bundle);
+    const hash = bundleHash(bundle);
+    const existing = await this.read<OperatorDoc>(keys.operator(hash));
+    if (existing) return { doc: existing.doc, created: false };
+    const data = Buffer.from(JSON.stringify(bundle));
+    const chunks = Math.max(1, Math.ceil(data.length / CHUNK_BYTES));
+    // Chunks first, each its own write (one transaction could exceed etcd's request limit); the
+    // document that makes the operator visible goes last, so a reader never finds half an operator.
+    for (let i = 0; i < chunks; i++) await this.store.put(keys.operatorChunk(hash, i), data.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES).toString("base64"));
+    const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp() };
+    const res = await this.store.txn({ compare: [absent(keys.operator(hash))], success: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }] });
+    return { doc, created: res.succeeded };
+  }
+
+  async getOperatorBundle(hash: string): Promise<Bundle> {
+    const meta = await this.read<OperatorDoc>(keys.operator(hash));
+    if (!meta) throw notFound("operator", hash);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < meta.doc.chunks; i++) {
+      const kv = await this.store.get(keys.operatorChunk(hash, i));
+      if (!kv) throw new StewardError("internal", `operator ${hash} is missing chunk ${i}`);
+      parts.push(Buffer.from(kv.value, "base64"));
+    }
+    return JSON.parse(Buffer.concat(parts).toString("utf8")) as Bundle;
+  }
+
+  // --- applications and units ---
+
+  async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[] }): Promise<{ units: string[]; revision: number }> {
+    const op = await this.read<OperatorDoc>(keys.operator(req.operator));
+    if (!op) throw invalidRequest(`operator ${req.operator} has not been uploaded: upload it first (steward deploy does this for you)`, { field: "operator" });
+    const config = validateConfig(op.doc.meta, req.config ?? {}, req.name);
+    if (req.to && req.to.length > req.units) throw invalidRequest(`"to" names ${req.to.length} machines for ${req.units} units; give at most one machine per unit`, { field: "to" });
+    return this.retry(`deploy ${req.name}`, async () => {
+      const m = await this.aliveModel(uuid);
+      const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
+      const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp() };
+      const ops: Op[] = [];
+      const units = await this.placeUnits(uuid, app, req.units, req.to ?? [], compare, ops);
+      ops.unshift({ type: "put", key: keys.app(uuid, req.name), value: JSON.stringify(app) });
+      return { compare, ops, result: { units } };
+    }).catch(async (err: unknown) => {
+      if (StewardError.isInstance(err) && err.code === "conflict" && (await this.store.get(keys.app(uuid, req.name)))) throw alreadyExists("application", req.name);
+      throw err;
+    });
+  }
+
+  /**
+   * Adds `count` units of `app` (mutating `app.nextUnit`) to the transaction being built: on the
+   * machines named in `to`, then on new machines created for them.
+   */
+  private async placeUnits(uuid: string, app: ApplicationDoc, count: number, to: string[], compare: Compare[], ops: Op[]): Promise<string[]> {
+    const names: string[] = [];
+    const seq = await this.store.get(keys.machineSeq(uuid));
+    let nextMachine = Number(seq?.value ?? "0");
+    compare.push(unchanged(keys.machineSeq(uuid), seq?.modRevision ?? 0));
+    for (let i = 0; i < count; i++) {
+      const unit = `${app.name}/${app.nextUnit++}`;
+      let machine = to[i];
+      if (machine !== undefined) {
+        const md = await this.read<MachineDoc>(keys.machine(uuid, machine));
+        if (!md) throw notFound("machine", machine);
+        if (md.doc.life !== "alive") throw invalidRequest(`machine ${machine} is being removed; choose another`, { field: "to" });
+        compare.push(unchanged(keys.machine(uuid, machine), md.rev));
+      } else {
+        machine = String(nextMachine++);
+        const md: MachineDoc = { id: machine, substrate: "local", life: "alive", createdFor: unit, createdAt: this.stamp() };
+        ops.push({ type: "put", key: keys.machine(uuid, machine), value: JSON.stringify(md) });
+      }
+      const u: UnitDoc = { name: unit, app: app.name, machine, life: "alive", createdAt: this.stamp() };
+      ops.push({ type: "put", key: keys.unit(uuid, unit), value: JSON.stringify(u) });
+      names.push(unit);
+    }
+    ops.push({ type: "put", key: keys.machineSeq(uuid), value: String(nextMachine) });
+    return names;
+  }
+
+  async addUnits(uuid: string, appName: string, count: number, to: string[] = []): Promise<{ units: string[]; revision: number }> {
+    if (to.length > count) throw invalidRequest(`"to" names ${to.length} machines for ${count} units`, { field: "to" });
+    return this.retry(`add units to ${appName}`, async () => {
+      const m = await this.aliveModel(uuid);
+      const a = await this.read<ApplicationDoc>(keys.app(uuid, appName));
+      if (!a) throw notFound("application", appName);
+      if (a.doc.life !== "alive") throw invalidRequest(`application ${appName} is being removed`);
+      const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), unchanged(keys.app(uuid, appName), a.rev)];
+      const ops: Op[] = [];
+      const units = await this.placeUnits(uuid, a.doc, count, to, compare, ops);
+      ops.push({ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(a.doc) });
+      return { compare, ops, result: { units } };
+    });
+  }
+
+  /** Sets or resets (null) config keys and/or moves the application to another operator version. */
+  async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string }): Promise<{ revision: number; changed: boolean }> {
+    return this.retry<{ changed: boolean }>(`update ${appName}`, async () => {
+      const a = await this.read<ApplicationDoc>(keys.app(uuid, appName));
+      if (!a) throw notFound("application", appName);
+      let operator = a.doc.operator;
+      let meta = (await this.read<OperatorDoc>(keys.operator(operator.hash)))?.doc.meta;
+      if (patch.operator && patch.operator !== operator.hash) {
+        const op = await this.read<OperatorDoc>(keys.operator(patch.operator));
+        if (!op) throw invalidRequest(`operator ${patch.operator} has not been uploaded`, { field: "operator" });
+        if (op.doc.name !== operator.name) throw invalidRequest(`application ${appName} runs operator "${operator.name}"; it cannot switch to "${op.doc.name}" (deploy a new application instead)`, { field: "operator" });
+        operator = { hash: op.doc.hash, name: op.doc.name, version: op.doc.version };
+        meta = op.doc.meta;
+      }
+      if (!meta) throw new StewardError("internal", `operator ${operator.hash} of ${appName} is missing`);
+      const next: ConfigValues = { ...a.doc.config };
+      const sets: ConfigValues = {};
+      for (const [k, v] of Object.entries(patch.config ?? {})) {
+        if (v === null) { if (!(k in meta.config)) throw configError(appName, meta, k); delete next[k]; } else sets[k] = v;
+      }
+      Object.assign(next, validateConfig(meta, sets, appName));
+      // Values the new operator no longer declares are dropped rather than refused, so upgrades that rename options work.
+      for (const k of Object.keys(next)) if (!(k in meta.config)) delete next[k];
+      const changed = operator.hash !== a.doc.operator.hash || JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config));
+      if (!changed) return { compare: [], ops: [], result: { changed } };
+      const doc: ApplicationDoc = { ...a.doc, operator, config: next };
+      return { compare: [unchanged(keys.app(uuid, appName), a.rev)], ops: [{ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(doc) }], result: { changed } };
+    });
+  }
+
+  async removeApplication(uuid: string, appName: string, force: boolean): Promise<{ revision: number }> {
+    return this.retry(`remove ${appName}`, async () => {
+      const a = await this.read<ApplicationDoc>(keys.app(uuid, appName));
+      if (!a) throw notFound("application", appName);
+      const units = await this.readAll<UnitDoc>(keys.unitsOf(uuid, appName));
+      const compare: Compare[] = [unchanged(keys.app(uuid, appName), a.rev), ...units.map((u) => unchanged(u.key, u.rev))];
+      const ops: Op[] = [];
+      if (force || units.length === 0) {
+        for (const u of units) ops.push(...(await this.unitGoneOps(uuid, u.doc, compare)));
+        ops.push({ type: "delete", key: keys.app(uuid, appName) });
+      } else {
+        ops.push({ type: "put", key: keys.app(uuid, appName), value: JSON.stringify({ ...a.doc, life: "dying" }) });
+        for (const u of units) if (u.doc.life === "alive") ops.push({ type: "put", key: u.key, value: JSON.stringify({ ...u.doc, life: "dying" }) });
+      }
+      return { compare, ops, result: {} };
+    });
+  }
+
+  async removeUnit(uuid: string, unit: string, force: boolean): Promise<{ revision: number }> {
+    return this.retry(`remove ${unit}`, async () => {
+      const u = await this.read<UnitDoc>(keys.unit(uuid, unit));
+      if (!u) throw notFound("unit", unit);
+      const compare: Compare[] = [unchanged(keys.unit(uuid, unit), u.rev)];
+      if (force) return { compare, ops: await this.unitGoneOps(uuid, u.doc, compare), result: {} };
+      if (u.doc.life === "dying") return { compare: [], ops: [], result: {} };
+      return { compare, ops: [{ type: "put", key: keys.unit(uuid, unit), value: JSON.stringify({ ...u.doc, life: "dying" }) }], result: {} };
+    });
+  }
+
+  /**
+   * The writes that remove a unit for good: its documents; its application when that was dying and
+   * this was its last unit; the machine made for it when nothing else runs there.
+   */
+  private async unitGoneOps(uuid: string, unit: UnitDoc, compare: Compare[]): Promise<Op[]> {
+    const ops: Op[] = [{ type: "delete", key: keys.unit(uuid, unit.name) }, { type: "delete", key: keys.unitStatus(uuid, unit.name) }];
+    const app = await this.read<ApplicationDoc>(keys.app(uuid, unit.app));
+    const siblings = await this.readAll<UnitDoc>(keys.unitsOf(uuid, unit.app));
+    if (app && app.doc.life === "dying" && siblings.every((s) => s.doc.name === unit.name)) {
+      compare.push(unchanged(keys.app(uuid, unit.app), app.rev), ...siblings.map((s) => unchanged(s.key, s.rev)));
+      ops.push({ type: "delete", key: keys.app(uuid, unit.app) });
+    }
+    const machine = await this.read<MachineDoc>(keys.machine(uuid, unit.machine));
+    if (machine && machine.doc.createdFor === unit.name && machine.doc.life === "alive") {
+      const onMachine = (await this.readAll<UnitDoc>(`${keys.modelPrefix(uuid)}units/`)).filter((o) => o.doc.machine === unit.machine && o.doc.name !== unit.name);
+      if (onMachine.length === 0) {
+        compare.push(unchanged(keys.machine(uuid, unit.machine), machine.rev));
+        ops.push({ type: "put", key: keys.machine(uuid, unit.machine), value: JSON.stringify({ ...machine.doc, life: "dying" }) });
+      }
+    }
+    return ops;
+  }
+
+  // --- machines ---
+
+  /** Creates machines; for `manual` ones returns each agent's credential (shown once, stored hashed). */
+  async addMachines(uuid: string, substrate: Substrate, count: number): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
+    return this.retry("add machines", async () => {
+      const m = await this.aliveModel(uuid);
+      const seq = await this.store.get(keys.machineSeq(uuid));
+      let next = Number(seq?.value ?? "0");
+      const ops: Op[] = [];
+      const machines: { id: string; credential?: string }[] = [];
+      for (let i = 0; i < count; i++) {
+        const id = String(next++);
+        const doc: MachineDoc = { id, substrate, life: "alive", createdAt: this.stamp() };
+        let credential: string | undefined;
+        if (substrate === "manual") { credential = newSecret(); doc.credentialHash = hashCredential(credential); }
+        ops.push({ type: "put", key: keys.machine(uuid, id), value: JSON.stringify(doc) });
+        machines.push(credential ? { id, credential } : { id });
+      }
+      ops.push({ type: "put", key: keys.machineSeq(uuid), value: String(next) });
+      return { compare: [unchanged(keys.model(uuid), m.rev), unchanged(keys.machineSeq(uuid), seq?.modRevision ?? 0)], ops, result: { machines } };
+    });
+  }
+
+  /** Issues a fresh credential for a machine's agent (used by substrates that install agents). */
+  async issueMachineCredential(uuid: string, id: string): Promise<string> {
+    const credential = newSecret();
+    await this.retry(`credential for machine ${id}`, async () => {
+      const md = await this.read<MachineDoc>(keys.machine(uuid, id));
+      if (!md) throw notFound("machine", id);
+      return { compare: [unchanged(keys.machine(uuid, id), md.rev)], ops: [{ type: "put", key: keys.machine(uuid, id), value: JSON.stringify({ ...md.doc, credentialHash: hashCredential(credential) }) }], result: {} };
+    });
+    return credential;
+  }
+
+  async removeMachine(uuid: string, id: string, force: boolean): Promise<{ revision: number }> {
+    return this.retry(`remove machine ${id}`, async () => {
+      const md = await this.read<MachineDoc>(keys.machine(uuid, id));
+      if (!md) throw notFound("machine", id);
+      const units = (await this.readAll<UnitDoc>(`${keys.modelPrefix(uuid)}units/`)).filter((u) => u.doc.machine === id);
+      if (units.length > 0 && !force) {
+        throw new StewardError("invalid-request", `machine ${id} still runs ${units.map((u) => u.doc.name).join(", ")}: remove those units first, or use --force to remove them with it`, { details: { units: units.map((u) => u.doc.name) } });
+      }
+      const compare: Compare[] = [unchanged(keys.machine(uuid, id), md.rev), ...units.map((u) => unchanged(u.key, u.rev))];
+      const ops: Op[] = [];
+      for (const u of units) { ops.push({ type: "delete", key: u.key }, { type: "delete", key: keys.unitStatus(uuid, u.doc.name) }); }
+      if (md.doc.life === "alive") ops.push({ type: "put", key: keys.machine(uuid, id), value: JSON.stringify({ ...md.doc, life: "dying" }) });
+      return { compare, ops, result: {} };
+    });
+  }
+
+  /** Deletes a dying machine's documents once its agent is stopped (called by the substrate). */
+  async finishMachine(uuid: string, id: string): Promise<void> {
+    const md = await this.read<MachineDoc>(keys.machine(uuid, id));
+    if (!md || md.doc.life !== "dying") return;
+    await this.store.txn({
+      compare: [unchanged(keys.machine(uuid, id), md.rev)],
+      success: [{ type: "delete", key: keys.machine(uuid, id) }, { type: "delete", key: keys.machineInfo(uuid, id) }, { type: "delete", key: keys.presence(uuid, id) }],
+    });
+  }
+
+  /** Marks every machine of a dying model dying once no units remain in it. */
+  async retireMachines(uuid: string): Promise<void> {
+    const machines = await this.readAll<MachineDoc>(`${keys.modelPrefix(uuid)}machines/`);
+    const units = await this.store.range(`${keys.modelPrefix(uuid)}units/`);
+    if (units.kvs.length > 0) return;
+    const alive = machines.filter((m) => m.doc.life === "alive");
+    if (alive.length === 0) return;
+    await this.store.txn({
+      compare: alive.map((m) => unchanged(m.key, m.rev)),
+      success: alive.map((m) => ({ type: "put" as const, key: m.key, value: JSON.stringify({ ...m.doc, life: "dying" }) })),
+    });
+  }
+
+  // --- what agents report ---
+
+  /** Records a unit's status from its machine's agent; refuses units on other machines. */
+  async setUnitStatus(uuid: string, machine: string, report: UnitStatusReport): Promise<number> {
+    const res = await this.retry(`status of ${report.unit}`, async () => {
+      const u = await this.read<UnitDoc>(keys.unit(uuid, report.unit));
+      if (!u || u.doc.machine !== machine) throw new StewardError("forbidden", `unit ${report.unit} is not on machine ${machine}`);
+      const old = await this.read<UnitStatusDoc>(keys.unitStatus(uuid, report.unit));
+      const now = this.stamp();
+      const prev: UnitStatusDoc = old?.doc ?? { workload: { current: "waiting", message: "agent initialising", since: now }, agent: { current: "allocating", message: "", since: now }, version: "" };
+      const next: UnitStatusDoc = { ...prev };
+      if (report.workload && (report.workload.current !== prev.workload.current || report.workload.message !== prev.workload.message)) next.workload = { ...report.workload, since: now };
+      if (report.agent && (report.agent.current !== prev.agent.current || report.agent.message !== prev.agent.message)) next.agent = { ...report.agent, since: now };
+      if (report.version !== undefined) next.version = report.version;
+      if (old && JSON.stringify(next) === JSON.stringify(old.doc)) return { compare: [], ops: [], result: {} };
+      return { compare: [unchanged(keys.unitStatus(uuid, report.unit), old?.rev ?? 0), unchanged(keys.unit(uuid, report.unit), u.rev)], ops: [{ type: "put", key: keys.unitStatus(uuid, report.unit), value: JSON.stringify(next) }], result: {} };
+    });
+    return res.revision;
+  }
+
+  /** The agent ran a dying unit's `remove` hook: remove the unit (and what goes with it). */
+  async unitDead(uuid: string, machine: string, unit: string): Promise<number> {
+    const res = await this.retry(`remove ${unit}`, async () => {
+      const u = await this.read<UnitDoc>(keys.unit(uuid, unit));
+      if (!u) return { compare: [], ops: [], result: {} };
+      if (u.doc.machine !== machine) throw new StewardError("forbidden", `unit ${unit} is not on machine ${machine}`);
+      if (u.doc.life !== "dying") throw invalidRequest(`unit ${unit} is not being removed`);
+      const compare: Compare[] = [unchanged(keys.unit(uuid, unit), u.rev)];
+      return { compare, ops: await this.unitGoneOps(uuid, u.doc, compare), result: {} };
+    });
+    return res.revision;
+  }
+
+  async setMachineInfo(uuid: string, machine: string, info: { hostname: string; address: string; os: string; agentVersion: string }): Promise<void> {
+    const old = await this.read<{ firstSeen: string }>(keys.machineInfo(uuid, machine));
+    await this.store.txn({
+      compare: [{ key: keys.machine(uuid, machine), target: "createRevision", op: ">", value: 0 }],
+      success: [{ type: "put", key: keys.machineInfo(uuid, machine), value: JSON.stringify({ ...info, firstSeen: old?.doc.firstSeen ?? this.stamp() }) }],
+    });
+  }
+
+  private async aliveModel(uuid: string): Promise<Read<ModelDoc>> {
+    const m = await this.read<ModelDoc>(keys.model(uuid));
+    if (!m) throw notFound("model", uuid);
+    if (m.doc.life !== "alive") throw invalidRequest(`model ${m.doc.name} is being destroyed`);
+    return m;
+  }
+}
+
+/** Checks user-set config against the operator's options; names the key and the fix on error. */
+export function validateConfig(meta: OperatorMeta, values: ConfigValues, app: string): ConfigValues {
+  const out: ConfigValues = {};
+  for (const [k, v] of Object.entries(values)) {
+    const opt = meta.config[k];
+    if (!opt) throw configError(app, meta, k);
+    const problem = checkConfigValue(opt.type, v);
+    if (problem) throw new StewardError("config-invalid", `config "${k}" of ${app}: ${problem}`, { details: { field: k, type: opt.type } });
+    out[k] = v;
+  }
+  return out;
+}
+
+function configError(app: string, meta: OperatorMeta, key: string): StewardError {
+  const known = Object.keys(meta.config);
+  return new StewardError("config-invalid", `config "${key}" is not an option of ${app} (operator ${meta.name}); ${known.length > 0 ? `known options: ${known.join(", ")}` : "it has no config options"}`, { details: { field: key, known } });
+}
+
+/** The effective config: operator defaults overlaid with the values set on the application. */
+export function effectiveConfig(meta: OperatorMeta | undefined, set: ConfigValues): ConfigValues {
+  const out: ConfigValues = {};
+  for (const [k, opt] of Object.entries(meta?.config ?? {})) if (opt.default !== undefined) out[k] = opt.default;
+  return { ...out, ...set };
+}
+
+function sortKeys(o: ConfigValues): ConfigValues {
+  return Object.fromEntries(Object.entries(o).sort(([a], [b]) => a.localeCompare(b)));
+}
