@@ -1,0 +1,144 @@
+/**
+ * {@link Agent} is the machine agent: it connects to the controller, keeps its configuration (and
+ * the controller addresses) on disk, and runs a {@link Uniter} for each unit the controller places
+ * on its machine.
+ *
+ * ```ts
+ * const agent = await Agent.start({ dir: "/var/lib/steward/agent" });
+ * await agent.stop();
+ * ```
+ */
+import { readdir } from "node:fs/promises";
+import { hostname, networkInterfaces, release } from "node:os";
+import { join } from "node:path";
+import type { AgentView, Logger } from "../api";
+import { STEWARD_VERSION, createLogger } from "../api";
+import type { AgentConfig } from "./config";
+import { readAgentConfig, saveAgentConfig } from "./config";
+import { ControllerConnection } from "./connection";
+import { HookToolServer } from "./hook-tools/server";
+import { MachineLock } from "./machine-lock";
+import { OperatorStore } from "./operators";
+import { StatusReporter } from "./status-reporter";
+import { Uniter, unitDirOf } from "./uniter";
+
+export type AgentState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED";
+
+export interface AgentOptions {
+  /** The agent's directory: `agent.json`, `units/`, `operators/`, `tools/`. */
+  dir: string;
+  /** @default a logger writing to stderr */
+  log?: Logger;
+}
+
+export class Agent {
+  private state: AgentState = "INITIALIZED";
+  private readonly uniters = new Map<string, Uniter>();
+  private readonly starting = new Map<string, Promise<void>>();
+  private view?: AgentView;
+  private firstView = true;
+  private readonly conn: ControllerConnection;
+  private readonly reporter: StatusReporter;
+  private readonly tools: HookToolServer;
+  private readonly operators: OperatorStore;
+  private readonly lock = new MachineLock();
+
+  protected constructor(private readonly dir: string, private cfg: AgentConfig, private readonly log: Logger) {
+    const authorization = `${cfg.model}/${cfg.machine}/${cfg.credential}`;
+    this.conn = new ControllerConnection({
+      addresses: () => this.cfg.controllerAddresses,
+      caCert: cfg.caCert,
+      authorization,
+      log,
+      onView: (v) => this.onView(v),
+      onConnected: () => this.onConnected(),
+    });
+    this.reporter = new StatusReporter(this.conn, log);
+    this.tools = new HookToolServer(dir);
+    this.operators = new OperatorStore(join(dir, "operators"), () => this.cfg.controllerAddresses, cfg.caCert, authorization);
+  }
+
+  static async start(opts: AgentOptions): Promise<Agent> {
+    const cfg = await readAgentConfig(opts.dir);
+    const log = (opts.log ?? createLogger()).child({ machine: cfg.machine });
+    const agent = new Agent(opts.dir, cfg, log);
+    await agent.tools.start();
+    agent.conn.start();
+    agent.state = "RUNNING";
+    log.info("agent started", { version: STEWARD_VERSION, controllers: cfg.controllerAddresses.join(",") });
+    return agent;
+  }
+
+  getState(): AgentState { return this.state; }
+  get unitNames(): string[] { return [...this.uniters.keys()].sort(); }
+
+  private onConnected(): void {
+    this.conn.call("machine.info", { hostname: hostname(), address: primaryAddress(), os: `${process.platform} ${release()}`, agentVersion: STEWARD_VERSION })
+      .catch((err: unknown) => this.log.warn("could not report machine info", { err }));
+    this.reporter.flush();
+  }
+
+  private onView(view: AgentView): void {
+    if (this.state !== "RUNNING") return;
+    this.view = view;
+    const addrs = view.controllerAddresses;
+    if (addrs.length > 0 && addrs.join(",") !== this.cfg.controllerAddresses.join(",")) {
+      this.cfg = { ...this.cfg, controllerAddresses: addrs };
+      saveAgentConfig(this.dir, this.cfg).catch((err: unknown) => this.log.error("could not save controller addresses", { err }));
+    }
+    const wanted = new Set(view.units.map((u) => u.name));
+    for (const u of view.units) {
+      const existing = this.uniters.get(u.name);
+      if (existing) existing.update(u, view.updateStatusInterval);
+      else if (!this.starting.has(u.name)) this.startUniter(u.name);
+    }
+    for (const [name, uniter] of this.uniters) {
+      if (!wanted.has(name)) { this.uniters.delete(name); uniter.vanish().catch((err: unknown) => this.log.warn("cleanup of removed unit failed", { unit: name, err })); }
+    }
+    if (this.firstView) { this.firstView = false; this.cleanOrphans(wanted).catch((err: unknown) => this.log.warn("orphan cleanup failed", { err })); }
+  }
+
+  private startUniter(name: string): void {
+    const p = (async () => {
+      const u = this.view!.units.find((x) => x.name === name);
+      if (!u) return;
+      const uniter = await Uniter.start(u, {
+        agentDir: this.dir, model: () => this.view!.model, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
+        tools: this.tools, operators: this.operators, lock: this.lock, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
+      }, this.view!.updateStatusInterval);
+      this.uniters.set(name, uniter);
+      void uniter.done.then(() => { if (this.uniters.get(name) === uniter) this.uniters.delete(name); });
+      // The view may have moved on while we were starting.
+      const latest = this.view!.units.find((x) => x.name === name);
+      if (latest) uniter.update(latest, this.view!.updateStatusInterval);
+    })()
+      .catch((err: unknown) => this.log.error("could not start unit", { unit: name, err }))
+      .finally(() => this.starting.delete(name));
+    this.starting.set(name, p);
+  }
+
+  /** Unit directories left from units removed while this agent was down. */
+  private async cleanOrphans(wanted: Set<string>): Promise<void> {
+    const entries = await readdir(join(this.dir, "units")).catch(() => [] as string[]);
+    const { rm } = await import("node:fs/promises");
+    for (const e of entries) {
+      const name = e.replace(/-(\d+)$/, "/$1");
+      if (!wanted.has(name)) await rm(unitDirOf(this.dir, name), { recursive: true, force: true });
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.state !== "RUNNING") return;
+    this.state = "STOPPING";
+    for (const u of this.uniters.values()) u.close();
+    this.conn.close();
+    await this.tools.close();
+    this.state = "STOPPED";
+    this.log.info("agent stopped");
+  }
+}
+
+function primaryAddress(): string {
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  return "127.0.0.1";
+}

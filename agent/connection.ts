@@ -1,0 +1,159 @@
+/**
+ * {@link ControllerConnection} keeps one WebSocket to some controller replica: it dials the known
+ * addresses in random order with staggered parallel attempts (the first to open wins), reconnects
+ * with jittered exponential backoff, and carries request/response calls and pushed views.
+ */
+import WebSocket from "ws";
+import type { AgentFrame, AgentView, Logger } from "../api";
+import { CONTROLLER_TLS_NAME, StewardError, errorFromWire } from "../api";
+
+export interface ConnectionOptions {
+  addresses: () => string[];
+  caCert: string;
+  /** `model/machine/credential`, sent as `Authorization: Agent …`. */
+  authorization: string;
+  log: Logger;
+  onView: (view: AgentView) => void;
+  onConnected: () => void;
+  /**
+   * Delay between parallel dial attempts, in milliseconds.
+   * @default 250
+   */
+  dialStaggerMs?: number;
+  /** @default 30000 */
+  requestTimeoutMs?: number;
+}
+
+type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout };
+
+const BACKOFF_MIN_MS = 500;
+const BACKOFF_MAX_MS = 30_000;
+
+export class ControllerConnection {
+  private ws?: WebSocket;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private closed = false;
+  private attempt = 0;
+  private reconnectTimer?: NodeJS.Timeout;
+  /** Resolves when connected; replaced on every disconnect. */
+  private ready!: Promise<void>;
+  private markReady!: () => void;
+
+  constructor(private readonly o: ConnectionOptions) {
+    this.resetReady();
+  }
+
+  get connected(): boolean { return this.ws?.readyState === WebSocket.OPEN; }
+
+  private resetReady(): void {
+    this.ready = new Promise((r) => (this.markReady = r));
+  }
+
+  start(): void { this.connectLoop(); }
+
+  private connectLoop(): void {
+    if (this.closed) return;
+    this.dial()
+      .then((ws) => this.adopt(ws))
+      .catch((err: unknown) => {
+        const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt++) * (0.5 + Math.random() / 2);
+        this.o.log.warn("cannot reach any controller; retrying", { in_ms: Math.round(delay), err });
+        this.reconnectTimer = setTimeout(() => this.connectLoop(), delay);
+      });
+  }
+
+  /** Tries every address, starting one attempt every `dialStaggerMs`; the first open socket wins. */
+  private dial(): Promise<WebSocket> {
+    const addrs = shuffle([...this.o.addresses()]);
+    const stagger = this.o.dialStaggerMs ?? 250;
+    return new Promise((resolve, reject) => {
+      let failures = 0;
+      let won = false;
+      const sockets: WebSocket[] = [];
+      const timers: NodeJS.Timeout[] = [];
+      let lastErr: unknown;
+      addrs.forEach((addr, i) => {
+        timers.push(setTimeout(() => {
+          if (won || this.closed) return;
+          const ws = new WebSocket(`wss://${addr}/v1/agent`, { ca: this.o.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${this.o.authorization}` }, handshakeTimeout: 10_000 } as WebSocket.ClientOptions);
+          sockets.push(ws);
+          ws.once("open", () => {
+            if (won) { ws.close(); return; }
+            won = true;
+            timers.forEach(clearTimeout);
+            for (const other of sockets) if (other !== ws) other.terminate();
+            resolve(ws);
+          });
+          ws.once("unexpected-response", (_req, res) => {
+            lastErr = new StewardError(res.statusCode === 401 ? "unauthorized" : "unavailable", `controller ${addr} refused the agent with HTTP ${res.statusCode}`);
+            ws.terminate();
+          });
+          ws.once("error", (err) => { lastErr = lastErr ?? err; });
+          ws.once("close", () => { if (!won && ++failures === addrs.length) reject(lastErr ?? new Error("all dial attempts failed")); });
+        }, i * stagger));
+      });
+    });
+  }
+
+  private adopt(ws: WebSocket): void {
+    this.ws = ws;
+    this.attempt = 0;
+    ws.on("message", (data: Buffer) => this.onMessage(data));
+    ws.on("close", (code, reason) => {
+      if (this.ws !== ws) return;
+      this.ws = undefined;
+      this.resetReady();
+      for (const [id, p] of this.pending) { clearTimeout(p.timer); p.reject(new StewardError("unavailable", "connection to the controller was lost")); this.pending.delete(id); }
+      if (this.closed) return;
+      this.o.log.warn("disconnected from controller", { code, reason: reason.toString() });
+      if (code === 4404) this.o.log.error("the controller says this machine was removed");
+      this.reconnectTimer = setTimeout(() => this.connectLoop(), BACKOFF_MIN_MS * (0.5 + Math.random()));
+    });
+    ws.on("error", () => undefined);
+    this.o.log.info("connected to controller", { url: ws.url });
+    this.markReady();
+    this.o.onConnected();
+  }
+
+  private onMessage(data: Buffer): void {
+    let frame: AgentFrame;
+    try { frame = JSON.parse(data.toString("utf8")) as AgentFrame; } catch { return; }
+    if (frame.t === "push" && frame.topic === "view") this.o.onView(frame.data as AgentView);
+    else if (frame.t === "res") {
+      const p = this.pending.get(frame.id);
+      if (!p) return;
+      this.pending.delete(frame.id);
+      clearTimeout(p.timer);
+      if (frame.error) p.reject(errorFromWire(frame.error, 400));
+      else p.resolve(frame.result);
+    }
+  }
+
+  /** Calls a controller method, waiting for a connection first (up to the request timeout). */
+  async call<T>(method: string, params: unknown): Promise<T> {
+    const timeoutMs = this.o.requestTimeoutMs ?? 30_000;
+    if (!this.connected) {
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([this.ready, new Promise((_, rej) => { t = setTimeout(() => rej(new StewardError("unavailable", `not connected to a controller after ${timeoutMs} ms`)), timeoutMs); })]).finally(() => clearTimeout(t));
+    }
+    const ws = this.ws!;
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => { this.pending.delete(id); reject(new StewardError("unavailable", `controller did not answer ${method} within ${timeoutMs} ms`)); }, timeoutMs);
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
+      ws.send(JSON.stringify({ t: "req", id, method, params }));
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    this.ws?.close(1000, "agent stopping");
+  }
+}
+
+function shuffle<T>(a: T[]): T[] {
+  for (let i = a.length - 1; i > 0; i--) { const j = Math.floor(Math.random() * (i + 1)); [a[i], a[j]] = [a[j]!, a[i]!]; }
+  return a;
+}

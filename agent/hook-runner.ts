@@ -1,0 +1,68 @@
+/**
+ * Runs one hook: `hooks/<name>` if the operator has it, else its `dispatch` executable with
+ * STEWARD_DISPATCH_PATH naming the hook, else nothing (a missing hook succeeds, as in Juju).
+ * Output goes to the unit's log; a hook that outlives its timeout is killed and counts as failed.
+ */
+import { spawn } from "node:child_process";
+import { access, constants, open } from "node:fs/promises";
+import { join } from "node:path";
+
+export interface HookRun {
+  operatorDir: string;
+  hook: string;
+  env: Record<string, string>;
+  logPath: string;
+  /** @default 600000 (10 minutes) */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface HookResult {
+  /** False when the operator has no such hook and no dispatch. */
+  ran: boolean;
+  exitCode: number;
+  /** Last lines of output, for the error message when the hook fails. */
+  tail: string;
+}
+
+const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
+
+export async function runHook(r: HookRun): Promise<HookResult> {
+  const hookPath = join(r.operatorDir, "hooks", r.hook);
+  const dispatch = join(r.operatorDir, "dispatch");
+  let command: string;
+  if (await executable(hookPath)) command = hookPath;
+  else if (await executable(dispatch)) command = dispatch;
+  else return { ran: false, exitCode: 0, tail: "" };
+
+  const log = await open(r.logPath, "a", 0o600);
+  try {
+    await log.write(`--- ${new Date().toISOString()} running ${r.hook}\n`);
+    const child = spawn(command, [], {
+      cwd: r.operatorDir,
+      env: { ...r.env, STEWARD_DISPATCH_PATH: `hooks/${r.hook}` },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true, // its own process group, so a timeout kills what it started too
+    });
+    let tail = "";
+    const onData = (d: Buffer): void => {
+      log.write(d).catch(() => undefined);
+      tail = (tail + d.toString("utf8")).slice(-2000);
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    const killGroup = (): void => { try { process.kill(-child.pid!, "SIGKILL"); } catch { /* gone */ } };
+    const timer = setTimeout(() => { tail += `\n(killed after ${r.timeoutMs ?? 600_000} ms)`; killGroup(); }, r.timeoutMs ?? 600_000);
+    r.signal?.addEventListener("abort", killGroup, { once: true });
+    const exitCode = await new Promise<number>((resolve) => {
+      child.on("error", (err) => { tail += `\n${err.message}`; resolve(127); });
+      child.on("close", (code, sig) => resolve(code ?? (sig ? 128 : 1)));
+    });
+    clearTimeout(timer);
+    r.signal?.removeEventListener("abort", killGroup);
+    await log.write(`--- ${r.hook} exited ${exitCode}\n`);
+    return { ran: true, exitCode, tail: tail.trim() };
+  } finally {
+    await log.close();
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The agent's hook-tool socket. A hook's tools name their context (the running hook); only contexts
+ * registered for the duration of a hook are answered, so a stray process cannot act for a unit.
+ */
+import { createHash } from "node:crypto";
+import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import type { Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { HookContext } from "./tools";
+import { runTool, tools } from "./tools";
+
+export class HookToolServer {
+  private readonly contexts = new Map<string, HookContext>();
+  private server?: Server;
+  readonly socketPath: string;
+  readonly toolsDir: string;
+
+  constructor(agentDir: string) {
+    // Unix socket paths are limited to ~107 bytes; deep agent directories fall back to a short path.
+    const local = join(agentDir, "agent.sock");
+    this.socketPath = local.length < 100 ? local : join(tmpdir(), `steward-${createHash("sha256").update(agentDir).digest("hex").slice(0, 12)}.sock`);
+    this.toolsDir = join(agentDir, "tools");
+  }
+
+  async start(): Promise<void> {
+    await rm(this.socketPath, { force: true });
+    this.server = createServer((sock) => {
+      let buf = "";
+      sock.on("data", (d: Buffer) => {
+        buf += d.toString("utf8");
+        const nl = buf.indexOf("\n");
+        if (nl < 0) return;
+        this.answer(buf.slice(0, nl))
+          .then((res) => sock.end(JSON.stringify(res)))
+          .catch((err: unknown) => sock.end(JSON.stringify({ code: 1, stderr: `${(err as Error).message}\n` })));
+      });
+      sock.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve, reject) => { this.server!.once("error", reject); this.server!.listen(this.socketPath, () => resolve()); });
+    await chmod(this.socketPath, 0o600);
+    await this.writeToolWrappers();
+  }
+
+  /** One small shell wrapper per tool, so hooks find them on PATH in any language. */
+  private async writeToolWrappers(): Promise<void> {
+    await mkdir(this.toolsDir, { recursive: true });
+    const client = join(__dirname, "tool-client.js");
+    for (const name of Object.keys(tools)) {
+      await writeFile(join(this.toolsDir, name), `#!/bin/sh\nexec '${process.execPath}' '${client}' ${name} "$@"\n`, { mode: 0o755 });
+    }
+  }
+
+  private async answer(line: string): Promise<{ code: number; stdout?: string; stderr?: string }> {
+    const req = JSON.parse(line) as { context?: string; tool?: string; args?: unknown };
+    const ctx = req.context ? this.contexts.get(req.context) : undefined;
+    if (!ctx) return { code: 2, stderr: `${req.tool}: no hook is running with this context (tools work only inside a running hook)\n` };
+    const args = Array.isArray(req.args) ? req.args.map(String) : [];
+    return runTool(ctx, String(req.tool), args);
+  }
+
+  register(id: string, ctx: HookContext): () => void {
+    this.contexts.set(id, ctx);
+    return () => this.contexts.delete(id);
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    await rm(this.socketPath, { force: true });
+  }
+}
