@@ -89,6 +89,7 @@ export function errorFromWire(body: unknown, httpStatus: number): StewardError {
     const code = (Object.values(ErrorCodes) as string[]).includes(w.code) ? w.code : "internal";
     return new StewardError(code, String(w.message ?? "unknown error"), { details: w.details });
   }
-  const code: ErrorCode = httpStatus >= 500 ? "internal" : "invalid-request";
+  const byStatus: Record<number, ErrorCode> = { 400: "invalid-request", 401: "unauthorized", 403: "forbidden", 404: "not-found", 409: "conflict", 503: "unavailable" };
+  const code: ErrorCode = byStatus[httpStatus] ?? (httpStatus >= 500 ? "internal" : "invalid-request");
   return new StewardError(code, `controller answered HTTP ${httpStatus}`, { details: { body } });
 }

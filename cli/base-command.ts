@@ -1,0 +1,100 @@
+/**
+ * The base of every command: shared `--controller` and `--model` options, loading the client
+ * configuration, connecting, and turning Steward errors into a one-line message and exit code 1
+ * (a stack trace is only for bugs).
+ */
+import { Command, Option, UsageError } from "clipanion";
+import { ControllerClient, StewardError } from "../api";
+import type { ClientConfig, ControllerEntry } from "./client-config";
+import { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
+import type { StewardContext } from "./context";
+
+export abstract class BaseCommand extends Command<StewardContext> {
+  abstract run(): Promise<number | void>;
+
+  async execute(): Promise<number | void> {
+    try {
+      return await this.run();
+    } catch (err) {
+      if (StewardError.isInstance(err)) {
+        this.context.stderr.write(`ERROR ${err.message}\n`);
+        return 1;
+      }
+      throw err;
+    }
+  }
+
+  get home(): string { return stewardHome(this.context.env); }
+  clientConfig(): Promise<ClientConfig> { return loadClientConfig(this.home); }
+  saveConfig(cfg: ClientConfig): Promise<void> { return saveClientConfig(this.home, cfg); }
+
+  out(line = ""): void { this.context.stdout.write(line + "\n"); }
+  progress(line: string): void { this.context.stderr.write(line + "\n"); }
+}
+
+/** A command that talks to a controller (`--controller`, default the current one). */
+export abstract class ControllerCommand extends BaseCommand {
+  controllerName = Option.String("-c,--controller", { description: "Controller to use (default: the current one; env STEWARD_CONTROLLER)" });
+
+  protected entryName?: string;
+  protected entry?: ControllerEntry;
+  private client?: ControllerClient;
+
+  async resolveController(): Promise<{ name: string; entry: ControllerEntry; cfg: ClientConfig }> {
+    const cfg = await this.clientConfig();
+    const name = this.controllerName ?? this.context.env.STEWARD_CONTROLLER ?? cfg.current;
+    if (!name) throw new UsageError("no controller selected: bootstrap one (steward bootstrap) or pass --controller");
+    const entry = cfg.controllers[name];
+    if (!entry) throw new UsageError(`controller "${name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`);
+    this.entryName = name;
+    this.entry = entry;
+    return { name, entry, cfg };
+  }
+
+  async connect(): Promise<ControllerClient> {
+    if (this.client) return this.client;
+    const { entry } = await this.resolveController();
+    this.client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}) });
+    return this.client;
+  }
+
+  /** Saves a renewed token so the next command does not log in again. */
+  async persistToken(): Promise<void> {
+    if (!this.client || !this.entryName || this.client.currentToken === this.entry?.token) return;
+    const cfg = await this.clientConfig();
+    const e = cfg.controllers[this.entryName];
+    if (e) { e.token = this.client.currentToken; await this.saveConfig(cfg); }
+  }
+
+  override async execute(): Promise<number | void> {
+    try {
+      return await super.execute();
+    } finally {
+      await this.persistToken().catch(() => undefined);
+      this.client?.close();
+    }
+  }
+}
+
+/** A command that works on a model (`--model`, default the controller's current model). */
+export abstract class ModelCommand extends ControllerCommand {
+  modelName = Option.String("-m,--model", { description: "Model to use (default: the current one; env STEWARD_MODEL)" });
+
+  async model(): Promise<string> {
+    const { entry } = await this.resolveController();
+    const name = this.modelName ?? this.context.env.STEWARD_MODEL ?? entry.currentModel;
+    if (!name) throw new UsageError("no model selected: pass --model, or create one with steward add-model");
+    return name;
+  }
+}
+
+/** Parses repeated `key=value` arguments. */
+export function parseAssignments(items: string[], what: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of items) {
+    const eq = item.indexOf("=");
+    if (eq <= 0) throw new UsageError(`${what} "${item}" is not key=value`);
+    out[item.slice(0, eq)] = item.slice(eq + 1);
+  }
+  return out;
+}

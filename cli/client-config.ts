@@ -1,0 +1,47 @@
+/**
+ * The CLI's own files under `$STEWARD_HOME` (default `~/.steward`): `controllers.json` (0600: it
+ * holds credentials, like Juju's accounts.yaml) and, for controllers bootstrapped on this host,
+ * their data directories under `controllers/<name>/`.
+ */
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { StewardError } from "../api";
+
+export interface ControllerEntry {
+  addresses: string[];
+  caCert: string;
+  user: string;
+  password?: string;
+  token?: string;
+  /** Set for a controller running on this host (local bootstrap): its data directory. */
+  dataDir?: string;
+  currentModel?: string;
+}
+
+export interface ClientConfig {
+  current?: string;
+  controllers: Record<string, ControllerEntry>;
+}
+
+export function stewardHome(env: NodeJS.ProcessEnv): string {
+  return env.STEWARD_HOME ?? join(homedir(), ".steward");
+}
+
+export async function loadClientConfig(home: string): Promise<ClientConfig> {
+  const text = await readFile(join(home, "controllers.json"), "utf8").catch(() => undefined);
+  if (!text) return { controllers: {} };
+  try {
+    return JSON.parse(text) as ClientConfig;
+  } catch {
+    throw new StewardError("invalid-request", `${join(home, "controllers.json")} is not valid JSON; fix or remove it`);
+  }
+}
+
+export async function saveClientConfig(home: string, cfg: ClientConfig): Promise<void> {
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  const path = join(home, "controllers.json");
+  const tmp = `${path}.tmp-${process.pid}`;
+  await writeFile(tmp, JSON.stringify(cfg, null, 2) + "\n", { mode: 0o600 });
+  await rename(tmp, path);
+}

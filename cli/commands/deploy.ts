@@ -1,0 +1,56 @@
+import { Command, Option, UsageError } from "clipanion";
+import { resolve } from "node:path";
+import { coerceConfigText, readOperatorDir } from "../../api";
+import { ModelCommand, parseAssignments } from "../base-command";
+import { parseDuration, waitForModelReady } from "../wait";
+
+export default class DeployCommand extends ModelCommand {
+  static override paths = [["deploy"]];
+  static override usage = Command.Usage({
+    category: "Applications",
+    description: "deploy an operator as a new application",
+    details: `
+      Checks the operator directory (operator.yaml and hooks/), uploads it if the controller does not
+      have this content yet, and creates the application with its units. Each unit gets a new
+      machine unless \`--to\` names existing ones. Config values are converted to the option types
+      declared in operator.yaml (\`port=80\` becomes the number 80).
+    `,
+    examples: [
+      ["Deploy hello-http with two units", "$0 deploy ./operators/hello-http -n 2"],
+      ["Deploy under another name with config", "$0 deploy ./operators/motd banner --config message='Maintenance at 6pm'"],
+      ["Place units on machines 0 and 1 and wait until active", "$0 deploy ./operators/hello-http -n 2 --to 0,1 --wait"],
+    ],
+  });
+
+  dir = Option.String({ required: true, name: "operator-dir" });
+  appName = Option.String({ required: false, name: "application" });
+  units = Option.String("-n,--num-units", "1", { description: "How many units" });
+  config = Option.Array("--config", [], { description: "Config as key=value (repeatable)" });
+  to = Option.String("--to", { description: "Comma-separated machine ids, one per unit" });
+  wait = Option.Boolean("--wait", false, { description: "Wait until every unit is active/idle" });
+  timeout = Option.String("--timeout", "10m", { description: "How long --wait waits" });
+
+  async run(): Promise<number> {
+    const units = Number(this.units);
+    if (!Number.isInteger(units) || units < 0) throw new UsageError(`-n must be a whole number, got "${this.units}"`);
+    const model = await this.model();
+    const op = await readOperatorDir(resolve(this.context.cwd, this.dir));
+    const name = this.appName ?? op.meta.name;
+    const config = Object.fromEntries(Object.entries(parseAssignments(this.config, "--config")).map(([k, v]) => [k, coerceConfigText(op.meta.config[k]?.type, v)]));
+    const client = await this.connect();
+    if (!(await client.hasOperator(op.hash))) {
+      this.progress(`Uploading operator ${op.meta.name} ${op.meta.version} (${op.bundle.files.length} files)`);
+      await client.uploadOperator(op.bundle);
+    }
+    const to = this.to ? this.to.split(",").map((s) => s.trim()).filter(Boolean) : undefined;
+    const app = await client.deploy(model, { name, operator: op.hash, units, ...(Object.keys(config).length > 0 ? { config } : {}), ...(to ? { to } : {}) });
+    this.out(`Deployed "${name}" (${op.meta.name} ${op.meta.version}) with ${app.units.length} unit${app.units.length === 1 ? "" : "s"}: ${app.units.join(", ") || "none"}.`);
+    if (this.wait) {
+      await waitForModelReady(client, model, { apps: [name], timeoutMs: parseDuration(this.timeout, "--timeout"), progress: (l) => this.progress(l) });
+      this.out(`All units of "${name}" are active.`);
+    } else {
+      this.out("Follow progress with: steward status --watch");
+    }
+    return 0;
+  }
+}

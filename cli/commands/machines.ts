@@ -1,0 +1,23 @@
+import { Command, Option } from "clipanion";
+import { ModelCommand } from "../base-command";
+import { table } from "../table";
+
+export default class MachinesCommand extends ModelCommand {
+  static override paths = [["machines"]];
+  static override usage = Command.Usage({
+    category: "Machines",
+    description: "list the model's machines",
+    examples: [["List machines", "$0 machines"], ["As JSON", "$0 machines --format json"]],
+  });
+
+  format = Option.String("--format", "tabular", { description: "tabular or json" });
+
+  async run(): Promise<number> {
+    const client = await this.connect();
+    const machines = await client.listMachines(await this.model());
+    if (this.format === "json") { this.out(JSON.stringify(machines, null, 2)); return 0; }
+    if (machines.length === 0) { this.out("No machines."); return 0; }
+    this.context.stdout.write(table(["Machine", "State", "Address", "Hostname", "Substrate", "Units"], machines.map((m) => [m.id, m.life === "dying" ? "removing" : m.status, m.address, m.hostname, m.substrate, m.units.join(",")])));
+    return 0;
+  }
+}

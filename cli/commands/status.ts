@@ -1,0 +1,47 @@
+import { Command, Option, UsageError } from "clipanion";
+import { stringify } from "yaml";
+import type { ModelStatus } from "../../api";
+import { ModelCommand } from "../base-command";
+import { formatStatusTabular } from "../status-format";
+
+export default class StatusCommand extends ModelCommand {
+  static override paths = [["status"]];
+  static override usage = Command.Usage({
+    category: "Models",
+    description: "show the status of a model",
+    details: `
+      Shows applications, units (workload and agent status, as \`juju status\` does), machines and
+      integrations. A unit reads as \`workload/agent\`: \`active/idle\` is ready. \`--watch\` keeps the
+      view up to date as things change (Ctrl-C to stop).
+    `,
+    examples: [["Status of the current model", "$0 status"], ["As YAML", "$0 status --format yaml"], ["Follow changes", "$0 status --watch"]],
+  });
+
+  format = Option.String("--format", "tabular", { description: "tabular, json or yaml" });
+  watch = Option.Boolean("--watch", false, { description: "Keep showing status as it changes" });
+
+  async run(): Promise<number> {
+    if (!["tabular", "json", "yaml"].includes(this.format)) throw new UsageError(`--format must be tabular, json or yaml, got "${this.format}"`);
+    const client = await this.connect();
+    const model = await this.model();
+    if (!this.watch) { this.render(await client.status(model)); return 0; }
+    const abort = new AbortController();
+    const onInt = (): void => abort.abort();
+    process.once("SIGINT", onInt);
+    try {
+      await client.watchStatus(model, (s) => this.render(s, true), abort.signal);
+    } finally {
+      process.off("SIGINT", onInt);
+    }
+    return 0;
+  }
+
+  private render(s: ModelStatus, watching = false): void {
+    const tty = (this.context.stdout as { isTTY?: boolean }).isTTY === true;
+    if (watching && tty) this.context.stdout.write("\x1b[2J\x1b[H");
+    else if (watching) this.context.stdout.write("---\n");
+    if (this.format === "json") this.out(JSON.stringify(s, null, 2));
+    else if (this.format === "yaml") this.context.stdout.write(stringify(s));
+    else this.context.stdout.write(formatStatusTabular(s));
+  }
+}

@@ -1,0 +1,11 @@
+/**
+ * @module cli
+ * The `steward` command line (clipanion), one command per file under commands/.
+ */
+export { buildCli, runCli, commands } from "./cli";
+export type { StewardContext } from "./context";
+export { loadModelFile } from "./model-file";
+export { planChanges, describePlan } from "./plan";
+export { loadClientConfig, stewardHome } from "./client-config";
+export type { ClientConfig, ControllerEntry } from "./client-config";
+export { startLocalController } from "./local-controller";

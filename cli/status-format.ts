@@ -1,0 +1,32 @@
+/** `steward status` in the shape Juju users read at a glance. */
+import type { ModelStatus } from "../api";
+import { table } from "./table";
+
+export function formatStatusTabular(s: ModelStatus): string {
+  const parts: string[] = [];
+  parts.push(table(["Model", "Controller", "Status", "Timestamp"], [[s.model.name, s.model.controller, s.model.status.current, s.timestamp.slice(11, 19) + "Z"]]));
+  const apps = Object.values(s.applications).sort((a, b) => a.name.localeCompare(b.name));
+  if (apps.length > 0) {
+    parts.push(table(["App", "Version", "Status", "Scale", "Operator", "Rev", "Message"], apps.map((a) => {
+      const ready = Object.values(a.units).filter((u) => u.agent.current === "idle" || u.agent.current === "executing").length;
+      return [a.name, a.version, a.status.current, ready === a.scale ? String(a.scale) : `${ready}/${a.scale}`, a.operator.name, a.operator.version, a.status.message];
+    })));
+    const rows: string[][] = [];
+    for (const a of apps) {
+      for (const u of Object.values(a.units)) {
+        const busy = u.agent.current === "executing" && u.agent.message ? `(${u.agent.message.replace(/^running (.*) hook$/, "$1")}) ` : "";
+        rows.push([`${u.name}${u.leader ? "*" : ""}`, u.workload.current, u.agent.current, u.machine, u.address ?? "", u.ports.join(","), busy + (u.agent.current === "lost" ? u.agent.message : u.workload.message)]);
+      }
+    }
+    if (rows.length > 0) parts.push(table(["Unit", "Workload", "Agent", "Machine", "Address", "Ports", "Message"], rows));
+  }
+  const machines = Object.values(s.machines);
+  if (machines.length > 0) {
+    parts.push(table(["Machine", "State", "Address", "Substrate", "Message"], machines.map((m) => [m.id, m.status.current, m.address, m.substrate, m.life === "dying" ? "removing" : m.status.message])));
+  }
+  if (s.integrations.length > 0) {
+    parts.push(table(["Integration provider", "Requirer", "Interface", "Type"], s.integrations.map((i) => [i.provider, i.requirer, i.interface, i.type])));
+  }
+  if (apps.length === 0 && machines.length === 0) parts.push(`Model "${s.model.name}" is empty.\n`);
+  return parts.join("\n");
+}
