@@ -1,0 +1,68 @@
+/**
+ * A real controller for a test: its own data directory, real HTTPS on a free loopback port, and the
+ * local substrate starting real agent processes. `close()` stops it and reaps every process it
+ * started, so a failed test leaves nothing behind.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ModelStatus, UnitStatusView } from "../../api";
+import { ControllerClient, readOperatorDir, silentLogger, unitIsReady } from "../../api";
+import { Controller, initControllerDir } from "../../controller";
+import { eventually } from "./eventually";
+import { killProcessesUnder } from "./processes";
+
+export const fixturesDir = join(__dirname, "..", "..", "..", "test", "fixtures");
+export const operatorsDir = join(__dirname, "..", "..", "..", "operators");
+
+export interface TestController {
+  dir: string;
+  controller: Controller;
+  admin: ControllerClient;
+  caCert: string;
+  adminPassword: string;
+  addresses: string[];
+  /** A client logged in as `user`. */
+  clientFor(user: string, password: string): ControllerClient;
+  /** Uploads an operator directory and returns its hash. */
+  upload(dir: string): Promise<string>;
+  waitForUnits(model: string, predicate: (units: UnitStatusView[], s: ModelStatus) => boolean, what: string, timeoutMs?: number): Promise<ModelStatus>;
+  close(): Promise<void>;
+}
+
+export async function startTestController(): Promise<TestController> {
+  const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
+  const dataDir = join(dir, "c");
+  const init = await initControllerDir({ dataDir, name: "test", listen: { host: "127.0.0.1", port: 0 } });
+  const controller = await Controller.start({ dataDir, log: silentLogger });
+  const addresses = controller.apiAddresses;
+  const clients: ControllerClient[] = [];
+  const clientFor = (user: string, password: string): ControllerClient => {
+    const c = new ControllerClient({ addresses, caCert: init.caCert, user, password });
+    clients.push(c);
+    return c;
+  };
+  const admin = clientFor("admin", init.adminPassword!);
+  return {
+    dir, controller, admin, caCert: init.caCert, adminPassword: init.adminPassword!, addresses, clientFor,
+    async upload(opDir) {
+      const op = await readOperatorDir(opDir);
+      return (await admin.uploadOperator(op.bundle)).hash;
+    },
+    async waitForUnits(model, predicate, what, timeoutMs = 30_000) {
+      return eventually(what, async () => {
+        const s = await admin.status(model);
+        const units = Object.values(s.applications).flatMap((a) => Object.values(a.units));
+        return predicate(units, s) ? s : undefined;
+      }, timeoutMs, 150);
+    },
+    async close() {
+      for (const c of clients) c.close();
+      await controller.stop().catch(() => undefined);
+      await killProcessesUnder(dir);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const allReady = (n: number) => (units: UnitStatusView[]): boolean => units.length === n && units.every(unitIsReady);
