@@ -9,3 +9,5 @@ export { nextHook, commitHook, configHash } from "./resolver";
 export type { HookName, Decision } from "./resolver";
 export { initialUnitState } from "./unit-state";
 export type { UnitLocalState } from "./unit-state";
+export { runTool, tools } from "./hook-tools/tools";
+export type { HookContext, ToolResult } from "./hook-tools/tools";

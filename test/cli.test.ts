@@ -1,0 +1,148 @@
+/**
+ * The `steward` CLI end to end: a controller bootstrapped as a real process, then every command a
+ * user types, with exit codes and output asserted.
+ */
+import test from "ava";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { parse } from "yaml";
+import type { ModelStatus } from "../api";
+import { commands } from "../cli";
+import type { CliResult } from "./harness/cli";
+import { cliRunner } from "./harness/cli";
+import { killProcessesUnder } from "./harness/processes";
+
+const repo = join(__dirname, "..", "..");
+let home: string;
+let steward: (...args: string[]) => Promise<CliResult>;
+
+test.before(async () => {
+  home = await mkdtemp(join(tmpdir(), "steward-cli-"));
+  steward = cliRunner(home, repo);
+  const boot = await steward("bootstrap", "t1", "--port", String(20000 + Math.floor(Math.random() * 20000)));
+  if (boot.code !== 0) throw new Error(`bootstrap failed: ${boot.stdout}${boot.stderr}`);
+});
+test.after.always(async () => {
+  await steward?.("destroy-controller", "t1", "--yes", "--timeout", "20");
+  await killProcessesUnder(home);
+  await rm(home, { recursive: true, force: true });
+});
+
+const noStack = (t: { false(v: boolean, m?: string): void }, r: CliResult): void => t.false(/\n\s+at .+\(.*:\d+:\d+\)/.test(r.stdout + r.stderr), `no stack trace expected:\n${r.stdout}${r.stderr}`);
+
+test.serial("bootstrap registers the controller and makes it current", async (t) => {
+  const r = await steward("controllers", "--format", "json");
+  t.is(r.code, 0);
+  const list = JSON.parse(r.stdout) as { name: string; current: boolean; reachable: boolean }[];
+  t.deepEqual(list.map((c) => [c.name, c.current, c.reachable]), [["t1", true, true]]);
+  const again = await steward("bootstrap", "t1");
+  t.is(again.code, 1);
+  t.regex(again.stdout, /controller "t1" already exists/);
+  noStack(t, again);
+});
+
+test.serial("deploy, scale, configure and remove through the CLI", async (t) => {
+  t.is((await steward("add-model", "cli")).code, 0);
+  const deploy = await steward("deploy", "operators/motd", "board", "-n", "2", "--config", "message=from the cli", "--wait", "--timeout", "60s");
+  t.is(deploy.code, 0, deploy.stderr);
+  t.regex(deploy.stdout, /Deployed "board" \(motd 1\.0\.0\) with 2 units: board\/0, board\/1/);
+  t.regex(deploy.stderr, /Uploading operator motd/);
+
+  const tab = await steward("status");
+  t.is(tab.code, 0);
+  t.regex(tab.stdout, /^App\s+Version\s+Status\s+Scale\s+Operator\s+Rev\s+Message$/m);
+  t.regex(tab.stdout, /^board\s+1\.0\.0\s+active\s+2\s+motd\s+1\.0\.0\s+motd: from the cli$/m);
+  t.regex(tab.stdout, /^board\/0\s+active\s+idle\s+\d+/m);
+
+  const json = JSON.parse((await steward("status", "--format", "json")).stdout) as ModelStatus;
+  t.deepEqual(Object.keys(json.applications.board!.units).sort(), ["board/0", "board/1"]);
+  const yaml = parse((await steward("status", "--format", "yaml")).stdout) as ModelStatus;
+  t.is(yaml.applications.board!.status.current, "active");
+
+  t.is((await steward("config", "board", "uppercase=true")).code, 0);
+  const cfg = JSON.parse((await steward("config", "board", "--format", "json")).stdout) as Record<string, unknown>;
+  t.is(cfg.uppercase, true, "text 'true' became a boolean");
+  const wrong = await steward("config", "board", "uppercase=perhaps");
+  t.is(wrong.code, 1);
+  t.regex(wrong.stderr, /^ERROR config "uppercase" of board: must be true or false/m);
+  noStack(t, wrong);
+  t.is((JSON.parse((await steward("config", "board", "--format", "json")).stdout) as Record<string, unknown>).uppercase, true, "nothing changed");
+
+  t.is((await steward("add-unit", "board")).code, 0);
+  const machines = await steward("machines", "--format", "json");
+  t.is((JSON.parse(machines.stdout) as unknown[]).length, 3);
+  t.is((await steward("remove-unit", "board/2")).code, 0);
+  t.is((await steward("remove-application", "board")).code, 0);
+  t.is((await steward("destroy-model", "cli", "--yes", "--timeout", "60s")).code, 0);
+  const models = await steward("models", "--format", "json");
+  t.deepEqual(JSON.parse(models.stdout), []);
+});
+
+test.serial("apply converges a model file and diff reports drift with exit code 2", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-mf-"));
+  const file = join(dir, "model.yaml");
+  await writeFile(file, `model: declared\napplications:\n  board:\n    operator: ${join(repo, "operators", "motd")}\n    units: 1\n    config:\n      message: declared\n`);
+  const before = await steward("diff", file);
+  t.is(before.code, 2);
+  t.regex(before.stdout, /\+ create model declared/);
+  const apply = await steward("apply", file, "--yes", "--timeout", "60s");
+  t.is(apply.code, 0, apply.stderr);
+  t.regex(apply.stdout, /Model "declared" matches/);
+  const inSync = await steward("diff", file);
+  t.is(inSync.code, 0);
+  t.regex(inSync.stdout, /in sync/);
+  // Drift made by hand shows up, and apply puts it back.
+  await steward("add-unit", "board", "-m", "declared");
+  await steward("config", "board", "message=by hand", "-m", "declared");
+  const drift = await steward("diff", file);
+  t.is(drift.code, 2);
+  t.regex(drift.stdout, /~ board: config message "by hand" -> "declared"/);
+  t.regex(drift.stdout, /~ board: remove board\/1 \(2 -> 1\)/);
+  t.is((await steward("apply", file, "--yes", "--timeout", "60s")).code, 0);
+  t.is((await steward("diff", file)).code, 0);
+  const noYes = await steward("apply", file);
+  t.is(noYes.code, 0, "in sync: nothing to confirm");
+  await steward("destroy-model", "declared", "--yes", "--timeout", "60s");
+});
+
+test.serial("model file mistakes are errors naming the line", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-mf-"));
+  const cases: [string, RegExp][] = [
+    [`applications:\n  web:\n    operator: ${join(repo, "operators", "motd")}\n    unitz: 2\n`, /model\.yaml:4: applications\.web\.unitz: is not a known field/],
+    [`applications:\n  web:\n    operator: ${join(repo, "operators", "motd")}\n    units: many\n`, /model\.yaml:4: applications\.web\.units: must be a whole number/],
+    [`applications:\n  web:\n    operator: ${join(repo, "operators", "motd")}\n    config:\n      message: 3\n      colour: red\n`, /model\.yaml:5: applications\.web\.config\.message: must be a string/],
+    [`aplications: {}\n`, /model\.yaml:1: aplications: is not a known section/],
+    [`applications:\n  web:\n    units: 1\n`, /model\.yaml:2: applications\.web\.operator: is required/],
+  ];
+  for (const [text, expected] of cases) {
+    const file = join(dir, "model.yaml");
+    await writeFile(file, text);
+    const r = await steward("diff", file, "-m", "whatever");
+    t.is(r.code, 1, text);
+    t.regex(r.stderr, expected);
+    noStack(t, r);
+  }
+});
+
+test("wrong arguments are a usage error with exit code 1 and no stack trace", async (t) => {
+  for (const args of [["deploy"], ["status", "--format", "xml"], ["add-unit", "web", "-n", "zero"], ["frobnicate"], ["remove-unit", "not-a-unit"]]) {
+    const r = await steward(...args);
+    t.is(r.code, 1, args.join(" "));
+    t.true(/Usage Error|Unknown Syntax Error|ERROR/.test(r.stdout + r.stderr), args.join(" "));
+    noStack(t, r);
+  }
+});
+
+test("every command has a description, details or examples in its --help", async (t) => {
+  for (const c of commands) {
+    const path = c.paths![0]!;
+    const r = await steward(...path, "--help");
+    t.is(r.code, 0, path.join(" "));
+    t.truthy(c.usage?.description, path.join(" "));
+    t.true((c.usage?.examples?.length ?? 0) > 0, `${path.join(" ")} has examples`);
+    t.regex(r.stdout, /Examples/, path.join(" "));
+  }
+  const top = await steward("--help");
+  for (const c of commands) t.true(top.stdout.includes(`steward ${c.paths![0]!.join(" ")}`), c.paths![0]!.join(" "));
+});

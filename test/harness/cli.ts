@@ -1,0 +1,21 @@
+/** Runs the `steward` CLI in-process with captured output and its own STEWARD_HOME. */
+import { PassThrough, Readable } from "node:stream";
+import { runCli } from "../../cli";
+
+export interface CliResult { code: number; stdout: string; stderr: string }
+
+export function cliRunner(home: string, cwd: string): (...args: string[]) => Promise<CliResult> {
+  return async (...args) => {
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    let out = "", err = "";
+    stdout.on("data", (d: Buffer) => { out += d.toString(); });
+    stderr.on("data", (d: Buffer) => { err += d.toString(); });
+    const code = await runCli(args, { stdin: Readable.from([]) as never, stdout, stderr, env: { ...withoutSteward(process.env), STEWARD_HOME: home }, cwd });
+    return { code, stdout: out, stderr: err };
+  };
+}
+
+function withoutSteward(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("STEWARD_")));
+}
