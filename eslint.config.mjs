@@ -13,6 +13,8 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
       "eqeqeq": ["error", "smart"],
       "no-restricted-imports": ["error", { patterns: [
+        { group: ["../api/*", "../../api/*", "!../api/core", "!../../api/core"],
+          message: "Import api/ through its index.ts (or api/core for processes that must stay small)." },
         { group: ["../controller/*", "../../controller/*", "../agent/*", "../../agent/*", "../cli/*", "../../cli/*", "../provider/*", "../../provider/*"],
           message: "Import another top-level folder only through its index.ts." },
       ] }],

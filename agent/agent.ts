@@ -11,8 +11,8 @@
 import { readdir } from "node:fs/promises";
 import { hostname, networkInterfaces, release } from "node:os";
 import { join } from "node:path";
-import type { AgentView, Logger } from "../api";
-import { STEWARD_VERSION, createLogger } from "../api";
+import type { AgentView, Logger } from "../api/core";
+import { STEWARD_VERSION, createLogger } from "../api/core";
 import type { AgentConfig } from "./config";
 import { readAgentConfig, saveAgentConfig } from "./config";
 import { ControllerConnection } from "./connection";

@@ -1,7 +1,7 @@
 /** The agent's own configuration (`agent.json`, 0600): who it is and where its controllers are. */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { StewardError } from "../api";
+import { StewardError } from "../api/core";
 import { writeFileAtomic } from "./files";
 
 export interface AgentConfig {

@@ -4,8 +4,8 @@
  * with jittered exponential backoff, and carries request/response calls and pushed views.
  */
 import WebSocket from "ws";
-import type { AgentFrame, AgentView, Logger } from "../api";
-import { CONTROLLER_TLS_NAME, StewardError, errorFromWire } from "../api";
+import type { AgentFrame, AgentView, Logger } from "../api/core";
+import { CONTROLLER_TLS_NAME, StewardError, errorFromWire } from "../api/core";
 
 export interface ConnectionOptions {
   addresses: () => string[];

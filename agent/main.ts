@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The agent process: `node dist/agent/main.js --dir DIR`. */
-import { createLogger } from "../api";
+import { createLogger } from "../api/core";
 import { Agent } from "./agent";
 
 async function main(): Promise<void> {

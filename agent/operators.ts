@@ -5,8 +5,8 @@
 import { request } from "node:https";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { Bundle } from "../api";
-import { CONTROLLER_TLS_NAME, StewardError, bundleHash, errorFromWire, splitAddress } from "../api";
+import type { Bundle } from "../api/core";
+import { CONTROLLER_TLS_NAME, StewardError, bundleHash, errorFromWire, splitAddress } from "../api/core";
 
 export class OperatorStore {
   private readonly inflight = new Map<string, Promise<string>>();

@@ -4,7 +4,7 @@
  * (see ../shared/reference/juju-internals.md §4.2).
  */
 import { createHash } from "node:crypto";
-import type { UnitView } from "../api";
+import type { UnitView } from "../api/core";
 import type { UnitLocalState } from "./unit-state";
 
 export type HookName = "install" | "config-changed" | "start" | "upgrade" | "update-status" | "stop" | "remove";

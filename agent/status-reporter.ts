@@ -2,7 +2,7 @@
  * Sends unit status to the controller. Reports are merged per unit and retried after a reconnect,
  * so a status set while the controller is unreachable still arrives, and only the newest counts.
  */
-import type { Logger, UnitStatusReport } from "../api";
+import type { Logger, UnitStatusReport } from "../api/core";
 import type { ControllerConnection } from "./connection";
 
 type Partial_ = Omit<UnitStatusReport, "unit">;

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { appendFile, mkdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { AgentView, Logger, UnitView } from "../api";
+import type { AgentView, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import { runHook } from "./hook-runner";
 import type { HookToolServer } from "./hook-tools/server";

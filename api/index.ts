@@ -12,5 +12,5 @@ export { readOperatorDir } from "./operator-dir";
 export * from "./agent-protocol";
 export { ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";
 export type { ControllerClientOptions, ModelSummary, MachineInfo, ApplicationInfo, ControllerInfo } from "./client";
-export const STEWARD_VERSION = "0.1.0";
+export { STEWARD_VERSION } from "./core";
 export * from "./log";

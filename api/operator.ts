@@ -4,9 +4,9 @@
  * upload); every problem names the file, the field and, in YAML, the line.
  */
 import { createHash } from "node:crypto";
-import { LineCounter, parseDocument } from "yaml";
+import type * as Yaml from "yaml";
 import { StewardError } from "./errors";
-import { NAME_PATTERN } from "./schemas";
+import { NAME_PATTERN } from "./names";
 
 export type ConfigOptionType = "string" | "int" | "float" | "boolean";
 export interface ConfigOption {
@@ -53,6 +53,8 @@ export class OperatorInvalidError extends StewardError {
 
 /** Parses and checks `operator.yaml`. Throws {@link OperatorInvalidError} naming the field and line. */
 export function parseOperatorYaml(text: string, file = "operator.yaml"): OperatorMeta {
+  // Loaded on first use: agents hash bundles but never parse YAML, and must stay small.
+  const { LineCounter, parseDocument } = require("yaml") as typeof Yaml;
   const lc = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lc, uniqueKeys: true });
   if (doc.errors.length > 0) {

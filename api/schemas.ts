@@ -4,8 +4,9 @@
  */
 import { z } from "zod";
 import { invalidRequest } from "./errors";
+import { NAME_PATTERN } from "./names";
 
-export const NAME_PATTERN = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
+export { NAME_PATTERN };
 const nameRule = "lower-case letters, digits and single hyphens, starting with a letter, at most 63 characters";
 
 export const Name = z.string().max(63).regex(NAME_PATTERN, { message: `must be ${nameRule}` });

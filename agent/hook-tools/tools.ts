@@ -3,7 +3,7 @@
  * `--help`, refuses unknown flags with a usage line, and exits 0 on success, 1 on a refusal and 2
  * on misuse.
  */
-import type { UnitView } from "../../api";
+import type { UnitView } from "../../api/core";
 
 export interface ToolResult { code: number; stdout?: string; stderr?: string }
 

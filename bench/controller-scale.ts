@@ -1,0 +1,84 @@
+/**
+ * The controller with 1,000 units: status latency (target median ≤ 100 ms) and memory with 1,000
+ * connected agents (target ≤ 60 MB RSS above idle). The controller runs as its own process; the
+ * agents are lightweight simulated connections (real TLS WebSockets speaking the agent protocol)
+ * from this process.
+ */
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import WebSocket from "ws";
+import { CONTROLLER_TLS_NAME, ControllerClient, readOperatorDir } from "../api";
+import { startLocalController } from "../cli";
+import { initControllerDir, stopProcess } from "../controller";
+import { median, percentile, report, rssMiB, sleep } from "./util";
+
+const UNITS = Number(process.env.BENCH_UNITS ?? 1000);
+
+export async function benchControllerScale(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "steward-bench-"));
+  const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
+  const addresses = await startLocalController(dir, init.caCert);
+  const pid = Number(await readFile(join(dir, "controller.pid"), "utf8"));
+  const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  const sockets: WebSocket[] = [];
+  try {
+    const { uuid } = await client.createModel("scale");
+    const machines = (await client.addMachines("scale", "manual", UNITS)).machines;
+    const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
+    await client.uploadOperator(op.bundle);
+    const t0 = Date.now();
+    await client.deploy("scale", { name: "app", operator: op.hash, units: UNITS, to: machines.map((m) => m.id) });
+    const deployMs = Date.now() - t0;
+    await sleep(1500);
+    const idleRss = await rssMiB(pid);
+
+    // Connect one simulated agent per machine; each reports its unit active/idle when it gets its view.
+    const t1 = Date.now();
+    let reported = 0;
+    await Promise.all(machines.map((m, i) => new Promise<void>((resolve, reject) => {
+      const ws = new WebSocket(`wss://${addresses[0]}/v1/agent`, { ca: init.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${uuid}/${m.id}/${m.credential}` } } as WebSocket.ClientOptions);
+      sockets.push(ws);
+      let sent = false;
+      ws.on("message", (data: Buffer) => {
+        const f = JSON.parse(data.toString()) as { t: string; topic?: string; data?: { units: { name: string }[] } };
+        if (f.t === "push" && f.topic === "view" && !sent && f.data!.units.length > 0) {
+          sent = true;
+          ws.send(JSON.stringify({ t: "req", id: 1, method: "unit.status", params: { unit: f.data!.units[0]!.name, workload: { current: "active", message: `unit ${i}` }, agent: { current: "idle", message: "" } } }));
+        } else if (f.t === "res") { reported++; resolve(); }
+      });
+      ws.on("error", reject);
+    })));
+    const connectMs = Date.now() - t1;
+    await sleep(3000);
+    const samples: number[] = [];
+    for (let i = 0; i < 5; i++) { samples.push(await rssMiB(pid)); await sleep(500); }
+    const connectedRss = median(samples);
+
+    const latencies: number[] = [];
+    let status = await client.status("scale");
+    for (let i = 0; i < 60; i++) {
+      const s = process.hrtime.bigint();
+      status = await client.status("scale");
+      latencies.push(Number(process.hrtime.bigint() - s) / 1e6);
+    }
+    const active = Object.values(status.applications.app!.units).filter((u) => u.workload.current === "active" && u.agent.current === "idle").length;
+    report(`controller with ${UNITS} units (controller pid ${pid})`, {
+      "deploy of all units (ms)": deployMs,
+      "connect + first status report, all agents (ms)": connectMs,
+      "units active/idle in status": `${active}/${UNITS} (${reported} reports acknowledged)`,
+      "status latency median (ms)": median(latencies),
+      "status latency p95 (ms)": percentile(latencies, 95),
+      "status response size (KiB)": Buffer.byteLength(JSON.stringify(status)) / 1024,
+      "controller RSS idle, units but no agents (MiB)": idleRss,
+      "controller RSS with all agents connected (MiB)": connectedRss,
+      "RSS above idle (MiB)": connectedRss - idleRss,
+      "RSS per connected agent (KiB)": ((connectedRss - idleRss) * 1024) / UNITS,
+    });
+  } finally {
+    for (const ws of sockets) ws.terminate();
+    client.close();
+    await stopProcess(pid);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
