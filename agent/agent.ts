@@ -89,7 +89,7 @@ export class Agent {
     const wanted = new Set(view.units.map((u) => u.name));
     for (const u of view.units) {
       const existing = this.uniters.get(u.name);
-      if (existing) existing.update(u, view.updateStatusInterval);
+      if (existing) existing.update(u);
       else if (!this.starting.has(u.name)) this.startUniter(u.name);
     }
     for (const [name, uniter] of this.uniters) {
@@ -103,14 +103,14 @@ export class Agent {
       const u = this.view!.units.find((x) => x.name === name);
       if (!u) return;
       const uniter = await Uniter.start(u, {
-        agentDir: this.dir, model: () => this.view!.model, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
+        agentDir: this.dir, model: () => this.view!.model, settings: () => this.view!, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
         tools: this.tools, operators: this.operators, lock: this.lock, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
-      }, this.view!.updateStatusInterval);
+      });
       this.uniters.set(name, uniter);
       void uniter.done.then(() => { if (this.uniters.get(name) === uniter) this.uniters.delete(name); });
       // The view may have moved on while we were starting.
       const latest = this.view!.units.find((x) => x.name === name);
-      if (latest) uniter.update(latest, this.view!.updateStatusInterval);
+      if (latest) uniter.update(latest);
     })()
       .catch((err: unknown) => this.log.error("could not start unit", { unit: name, err }))
       .finally(() => this.starting.delete(name));

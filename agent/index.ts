@@ -5,9 +5,9 @@
  */
 export { Agent } from "./agent";
 export type { AgentOptions, AgentState } from "./agent";
-export { nextHook, commitHook, configHash } from "./resolver";
-export type { HookName, Decision } from "./resolver";
+export { nextHook, commitHook, applyDecision, configHash } from "./resolver";
+export type { Decision, ResolveOptions } from "./resolver";
 export { initialUnitState } from "./unit-state";
-export type { UnitLocalState } from "./unit-state";
+export type { UnitLocalState, HookSpec, HookKind } from "./unit-state";
 export { runTool, tools } from "./hook-tools/tools";
 export type { HookContext, ToolResult } from "./hook-tools/tools";

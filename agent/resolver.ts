@@ -1,44 +1,129 @@
 /**
  * Which hook a unit runs next: a pure function of what the controller wants (the unit's view) and
- * what the unit has done (its local state), in Juju's order. Relations and leadership slot in here
- * (see ../shared/reference/juju-internals.md §4.2).
+ * what the unit has done (its local state), in Juju's order (../shared/reference/juju-internals.md
+ * §4.2). The guarantees that follow:
+ *
+ * - deploy: install → relation-created (each integration) → leader-elected (leader) or
+ *   leader-settings-changed (others) → config-changed → start → per remote unit relation-joined,
+ *   immediately followed by relation-changed for that unit;
+ * - config change → config-changed; new operator content → upgrade → config-changed;
+ * - a remote unit leaving → relation-departed; an integration removed → relation-departed for each
+ *   remote unit, then relation-broken (never for peer relations);
+ * - a unit removed → every relation departed and broken (peer relations last), then stop → remove.
+ *
+ * Where Juju is vague we chose: leadership must be decided before a new unit's config-changed, so
+ * the deploy order above always holds; JUJU_DEPARTING_UNIT-style `departingUnit` names the remote
+ * unit when it leaves or the integration ends, and the unit itself when it is the one going.
  */
 import { createHash } from "node:crypto";
-import type { UnitView } from "../api/core";
-import type { UnitLocalState } from "./unit-state";
-
-export type HookName = "install" | "config-changed" | "start" | "upgrade" | "update-status" | "stop" | "remove";
+import type { RelationView, UnitView } from "../api/core";
+import type { HookKind, HookSpec, RelationLocalState, UnitLocalState } from "./unit-state";
 
 export type Decision =
-  | { kind: "run"; hook: HookName }
+  | { kind: "run"; hook: HookSpec }
+  /** `steward resolve --no-retry`: record the failed hook as done without running it. */
+  | { kind: "skip"; hook: HookSpec }
+  /** Leave a relation (no hook): its teardown is complete. */
+  | { kind: "leave"; relationId: number }
+  /** Leadership was lost: forget it (no hook, as in Juju). */
+  | { kind: "resign" }
   | { kind: "dead" }
   | { kind: "idle" };
+
+export interface ResolveOptions {
+  /** update-status is due. */
+  updateStatusDue: boolean;
+  /** A failed hook may run again now (automatic retry enabled and its backoff elapsed). */
+  retryDue: boolean;
+}
 
 export function configHash(config: UnitView["config"]): string {
   const sorted = Object.fromEntries(Object.entries(config).sort(([a], [b]) => a.localeCompare(b)));
   return createHash("sha256").update(JSON.stringify(sorted)).digest("hex").slice(0, 16);
 }
 
-export function nextHook(view: UnitView, s: UnitLocalState, updateStatusDue: boolean): Decision {
+const simple = (kind: HookKind): HookSpec => ({ kind, name: kind });
+
+function relHook(kind: HookKind, id: number, r: { endpoint: string; remoteApp: string }, extra: Partial<HookSpec> = {}): HookSpec {
+  return { kind, name: `${r.endpoint}-${kind}`, relationId: id, remoteApp: r.remoteApp, ...extra };
+}
+
+/** Local relations in Juju's order: regular ones by id, then peer relations by id. */
+function orderedLocal(s: UnitLocalState): [number, RelationLocalState][] {
+  return Object.entries(s.relations).map(([id, r]) => [Number(id), r] as [number, RelationLocalState])
+    .sort(([a, ra], [b, rb]) => (ra.peer === rb.peer ? a - b : ra.peer ? 1 : -1));
+}
+
+const sortedUnits = (units: Iterable<string>): string[] => [...units].sort((a, b) => {
+  const [aa, an] = a.split("/"); const [ba, bn] = b.split("/");
+  return aa === ba ? Number(an) - Number(bn) : aa!.localeCompare(ba!);
+});
+
+export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): Decision {
   if (view.life === "dying") {
-    if (s.started && !s.stopped) return { kind: "run", hook: "stop" };
-    if (s.installed && !s.removed) return { kind: "run", hook: "remove" };
+    for (const [id, r] of orderedLocal(s)) {
+      const joined = sortedUnits(Object.keys(r.joined));
+      if (joined.length > 0) return { kind: "run", hook: relHook("relation-departed", id, r, { remoteUnit: joined[0], departingUnit: view.name }) };
+      if (!r.peer && !r.broken) return { kind: "run", hook: relHook("relation-broken", id, r) };
+      return { kind: "leave", relationId: id };
+    }
+    if (s.started && !s.stopped) return { kind: "run", hook: simple("stop") };
+    if (s.installed && !s.removed) return { kind: "run", hook: simple("remove") };
     return { kind: "dead" };
   }
-  if (s.failedHook) return { kind: "run", hook: s.failedHook as HookName };
-  if (!s.installed) return { kind: "run", hook: "install" };
-  if (s.operatorHash !== view.operator.hash) return { kind: "run", hook: "upgrade" };
-  if (s.configHash !== configHash(view.config)) return { kind: "run", hook: "config-changed" };
-  if (!s.started) return { kind: "run", hook: "start" };
-  if (updateStatusDue) return { kind: "run", hook: "update-status" };
+  if (s.failedHook) {
+    if (view.resolve === "no-retry") return { kind: "skip", hook: s.failedHook };
+    if (view.resolve === "retry" || o.retryDue) return { kind: "run", hook: s.failedHook };
+    return { kind: "idle" };
+  }
+  if (!s.installed) return { kind: "run", hook: simple("install") };
+  for (const r of view.relations) {
+    if (r.life === "alive" && !(String(r.id) in s.relations)) return { kind: "run", hook: relHook("relation-created", r.id, r) };
+  }
+  if (view.leader && !s.leader) return { kind: "run", hook: simple("leader-elected") };
+  if (!view.leader && s.leader) return { kind: "resign" };
+  // A new unit waits for leadership to be decided, so it runs exactly one of the two leader hooks first.
+  if (s.leaderSettingsVersion === -1 && !view.leaderKnown) return { kind: "idle" };
+  if (!view.leader && s.leaderSettingsVersion !== view.leaderSettingsVersion) return { kind: "run", hook: simple("leader-settings-changed") };
+  if (s.operatorHash !== view.operator.hash) return { kind: "run", hook: simple("upgrade") };
+  if (s.configHash !== configHash(view.config)) return { kind: "run", hook: simple("config-changed") };
+  if (!s.started) return { kind: "run", hook: simple("start") };
+  const rel = relationHook(view, s);
+  if (rel) return rel;
+  if (o.updateStatusDue) return { kind: "run", hook: simple("update-status") };
   return { kind: "idle" };
 }
 
+/** The next relation hook for a started unit: per relation, pending changed → departed → broken → app changed → joined → changed. */
+function relationHook(view: UnitView, s: UnitLocalState): Decision | undefined {
+  const byId = new Map<number, RelationView>(view.relations.map((r) => [r.id, r]));
+  for (const [id, r] of orderedLocal(s)) {
+    const vr = byId.get(id);
+    const ended = !vr || vr.life === "dying";
+    const pending = sortedUnits(Object.keys(r.joined)).find((u) => r.joined[u] === -1 && !ended && u in vr!.remoteUnits);
+    if (pending) return { kind: "run", hook: relHook("relation-changed", id, r, { remoteUnit: pending, version: vr!.remoteUnits[pending] }) };
+    const departed = sortedUnits(Object.keys(r.joined)).find((u) => ended || !(u in vr!.remoteUnits));
+    if (departed) return { kind: "run", hook: relHook("relation-departed", id, r, { remoteUnit: departed, departingUnit: departed }) };
+    if (ended) {
+      if (!r.peer && !r.broken) return { kind: "run", hook: relHook("relation-broken", id, r) };
+      return { kind: "leave", relationId: id };
+    }
+    if (vr!.remoteAppVersion !== r.appVersion && vr!.remoteAppVersion > 0) return { kind: "run", hook: relHook("relation-changed", id, r, { version: vr!.remoteAppVersion }) };
+    const joining = sortedUnits(Object.keys(vr!.remoteUnits)).find((u) => !(u in r.joined));
+    if (joining) return { kind: "run", hook: relHook("relation-joined", id, r, { remoteUnit: joining }) };
+    const changed = sortedUnits(Object.keys(r.joined)).find((u) => r.joined[u] !== vr!.remoteUnits[u]);
+    if (changed) return { kind: "run", hook: relHook("relation-changed", id, r, { remoteUnit: changed, version: vr!.remoteUnits[changed] }) };
+  }
+  return undefined;
+}
+
 /** How the unit's local state changes when `hook` commits (Juju's commit chaining). */
-export function commitHook(s: UnitLocalState, hook: HookName, view: UnitView): UnitLocalState {
-  const next: UnitLocalState = { ...s, committed: [...s.committed, hook] };
+export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView): UnitLocalState {
+  const next: UnitLocalState = { ...s, relations: { ...s.relations }, committed: [...s.committed, hook.name] };
   delete next.failedHook;
-  switch (hook) {
+  const id = hook.relationId !== undefined ? String(hook.relationId) : undefined;
+  const rel = id !== undefined && next.relations[id] ? (next.relations[id] = { ...next.relations[id]!, joined: { ...next.relations[id]!.joined } }) : undefined;
+  switch (hook.kind) {
     case "install": next.installed = true; next.operatorHash = view.operator.hash; break;
     case "upgrade": next.operatorHash = view.operator.hash; next.configHash = ""; break; // upgrade is always followed by config-changed
     case "config-changed": next.configHash = configHash(view.config); break;
@@ -46,6 +131,28 @@ export function commitHook(s: UnitLocalState, hook: HookName, view: UnitView): U
     case "stop": next.stopped = true; break;
     case "remove": next.removed = true; break;
     case "update-status": break;
+    case "leader-elected": next.leader = true; next.leaderSettingsVersion = view.leaderSettingsVersion; break;
+    case "leader-settings-changed": next.leaderSettingsVersion = view.leaderSettingsVersion; break;
+    case "relation-created": {
+      const vr = view.relations.find((r) => r.id === hook.relationId);
+      next.relations[id!] = { endpoint: vr?.endpoint ?? hook.name.replace(/-relation-created$/, ""), remoteApp: vr?.remoteApp ?? hook.remoteApp ?? "", peer: vr?.role === "peer", joined: {}, appVersion: 0, broken: false };
+      break;
+    }
+    case "relation-joined": if (rel) rel.joined[hook.remoteUnit!] = -1; break;
+    case "relation-changed":
+      if (rel && hook.remoteUnit) rel.joined[hook.remoteUnit] = hook.version ?? 0;
+      else if (rel) rel.appVersion = hook.version ?? 0;
+      break;
+    case "relation-departed": if (rel) delete rel.joined[hook.remoteUnit!]; break;
+    case "relation-broken": if (rel) rel.broken = true; break;
   }
   return next;
+}
+
+/** The local effect of a no-hook decision. */
+export function applyDecision(s: UnitLocalState, d: { kind: "leave"; relationId: number } | { kind: "resign" }): UnitLocalState {
+  if (d.kind === "resign") return { ...s, leader: false };
+  const relations = { ...s.relations };
+  delete relations[String(d.relationId)];
+  return { ...s, relations };
 }

@@ -7,6 +7,36 @@ import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { writeFileAtomic } from "./files";
 
+export type HookKind =
+  | "install" | "start" | "config-changed" | "upgrade" | "update-status" | "stop" | "remove"
+  | "leader-elected" | "leader-settings-changed"
+  | "relation-created" | "relation-joined" | "relation-changed" | "relation-departed" | "relation-broken";
+
+/** One hook to run, with its relation context when it is a relation hook. */
+export interface HookSpec {
+  kind: HookKind;
+  /** The executable's name: the kind, or `<endpoint>-<kind>` for relation hooks. */
+  name: string;
+  relationId?: number;
+  remoteUnit?: string;
+  remoteApp?: string;
+  departingUnit?: string;
+  /** The databag revision a relation-changed hook was decided on (recorded when it commits). */
+  version?: number;
+}
+
+/** A relation the unit has entered (after its relation-created hook). */
+export interface RelationLocalState {
+  endpoint: string;
+  remoteApp: string;
+  peer: boolean;
+  /** Remote units joined, with the databag revision last seen by relation-changed (-1: changed is due). */
+  joined: Record<string, number>;
+  /** Remote application databag revision last seen. */
+  appVersion: number;
+  broken: boolean;
+}
+
 export interface UnitLocalState {
   installed: boolean;
   started: boolean;
@@ -20,13 +50,23 @@ export interface UnitLocalState {
   statusSet: boolean;
   /** The workload status the operator last set, for status-get after a restart. */
   workload: { status: string; message: string };
-  /** The hook that failed and must run again before anything else, if any. */
-  failedHook?: string;
-  /** Sequence of committed hooks, for operators and tests that inspect history (capped). */
+  /** leader-elected has run and leadership was not lost since. */
+  leader: boolean;
+  /** Leader data revision last seen by leader-elected or leader-settings-changed (-1: neither ran yet). */
+  leaderSettingsVersion: number;
+  relations: Record<string, RelationLocalState>;
+  /** Ports opened by committed hooks. */
+  ports: string[];
+  /** The hook that failed and must run again (or be resolved) before anything else. */
+  failedHook?: HookSpec;
+  /** Names of committed hooks, oldest first (capped), for operators and tests that inspect history. */
   committed: string[];
 }
 
-export const initialUnitState = (): UnitLocalState => ({ installed: false, started: false, stopped: false, removed: false, operatorHash: "", configHash: "", statusSet: false, workload: { status: "waiting", message: "" }, committed: [] });
+export const initialUnitState = (): UnitLocalState => ({
+  installed: false, started: false, stopped: false, removed: false, operatorHash: "", configHash: "", statusSet: false,
+  workload: { status: "waiting", message: "" }, leader: false, leaderSettingsVersion: -1, relations: {}, ports: [], committed: [],
+});
 
 const MAX_HISTORY = 200;
 

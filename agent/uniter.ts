@@ -1,27 +1,36 @@
 /**
  * {@link Uniter} drives one unit: whenever its view or local state changes it asks the resolver for
- * the next hook, runs it under the machine lock, commits the outcome to disk, and reports status.
- * A failed hook leaves the unit in `error` and is retried with backoff (5 s doubling to 5 min).
+ * the next step, runs hooks under the machine lock, commits each hook's writes to the controller
+ * and then its outcome to disk, and keeps the unit's leadership claimed or renewed.
+ *
+ * A failed hook leaves the unit in `error`; it is retried after 5 s, doubling to 5 min, when the
+ * model retries automatically, and otherwise waits for `steward resolve`.
+ *
+ * Delivery is at least once in one narrow window: an agent killed after the controller took a
+ * hook's commit but before the local state was saved runs that hook again on restart. The commit
+ * is idempotent (same data, same ports, same scope), so operators see at most a repeated hook,
+ * never a lost one.
  */
-import { randomUUID } from "node:crypto";
 import { appendFile, mkdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { randomUUID } from "node:crypto";
 import type { AgentView, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
+import { HookRunContext } from "./hook-context";
 import { runHook } from "./hook-runner";
 import type { HookToolServer } from "./hook-tools/server";
-import type { HookContext } from "./hook-tools/tools";
 import type { MachineLock } from "./machine-lock";
 import type { OperatorStore } from "./operators";
-import type { HookName } from "./resolver";
-import { commitHook, nextHook } from "./resolver";
+import type { Decision } from "./resolver";
+import { applyDecision, commitHook, nextHook } from "./resolver";
 import type { StatusReporter } from "./status-reporter";
-import type { UnitLocalState } from "./unit-state";
+import type { HookSpec, UnitLocalState } from "./unit-state";
 import { loadUnitState, saveUnitState } from "./unit-state";
 
 export interface UniterDeps {
   agentDir: string;
   model: () => AgentView["model"];
+  settings: () => Pick<AgentView, "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds">;
   machine: string;
   conn: ControllerConnection;
   reporter: StatusReporter;
@@ -35,7 +44,7 @@ export interface UniterDeps {
 const RETRY_MIN_MS = 5_000;
 const RETRY_MAX_MS = 300_000;
 
-const beforeHookStatus: Partial<Record<HookName, string>> = {
+const beforeHookStatus: Partial<Record<string, string>> = {
   install: "installing operator",
   stop: "stopping operator",
   remove: "cleaning up prior to removal",
@@ -54,8 +63,10 @@ export class Uniter {
   private failures = 0;
   /** The last hook failed, so the workload shows `error` until a hook succeeds. */
   private wasInError = false;
-  private readonly abort = new AbortController();
   private intervalS = 300;
+  private leaderTimer?: NodeJS.Timeout;
+  private claiming = false;
+  private readonly abort = new AbortController();
   readonly unitDir: string;
   /** Resolves when the unit is gone (dead and cleaned up). */
   readonly done: Promise<void>;
@@ -67,23 +78,50 @@ export class Uniter {
     this.done = new Promise((r) => (this.markDone = r));
   }
 
-  static async start(view: UnitView, deps: UniterDeps, updateStatusIntervalS: number): Promise<Uniter> {
+  static async start(view: UnitView, deps: UniterDeps): Promise<Uniter> {
     const u = new Uniter(view, deps);
     u.state = await loadUnitState(u.unitDir);
     await mkdir(join(u.unitDir, "data"), { recursive: true, mode: 0o700 });
-    u.intervalS = updateStatusIntervalS;
-    u.kick();
+    u.intervalS = deps.settings().updateStatusInterval;
+    u.update(view);
     return u;
   }
 
   get name(): string { return this.view.name; }
   get localState(): Readonly<UnitLocalState> { return this.state; }
 
-  update(view: UnitView, updateStatusIntervalS: number): void {
+  update(view: UnitView): void {
     this.view = view;
-    if (updateStatusIntervalS !== this.intervalS) { this.intervalS = updateStatusIntervalS; this.scheduleUpdateStatus(); }
+    const { updateStatusInterval } = this.d.settings();
+    if (updateStatusInterval !== this.intervalS) { this.intervalS = updateStatusInterval; this.scheduleUpdateStatus(); }
+    this.tendLeadership();
     this.kick();
   }
+
+  // --- leadership ---
+
+  /** Claims leadership when nobody holds it; renews it at half the lease while this unit holds it. */
+  private tendLeadership(): void {
+    if (this.closed || this.view.life !== "alive") { clearInterval(this.leaderTimer); this.leaderTimer = undefined; return; }
+    if (!this.view.leaderKnown) this.claim();
+    if (this.view.leader && !this.leaderTimer) {
+      this.leaderTimer = setInterval(() => this.claim(), (this.d.settings().leadershipLeaseSeconds * 1000) / 2);
+      this.leaderTimer.unref();
+    } else if (!this.view.leader && this.leaderTimer) {
+      clearInterval(this.leaderTimer);
+      this.leaderTimer = undefined;
+    }
+  }
+
+  private claim(): void {
+    if (this.claiming || this.closed) return;
+    this.claiming = true;
+    this.d.conn.call("leader.claim", { unit: this.name })
+      .catch((err: unknown) => this.d.log.debug("leadership claim failed; will try again", { unit: this.name, err }))
+      .finally(() => { this.claiming = false; });
+  }
+
+  // --- the loop ---
 
   private kick(): void {
     if (this.closed) return;
@@ -92,7 +130,7 @@ export class Uniter {
     this.loop()
       .catch((err: unknown) => {
         this.d.log.error("unit loop failed; retrying", { unit: this.name, err });
-        this.scheduleRetry();
+        this.scheduleRetry(RETRY_MIN_MS);
       })
       .finally(() => { this.running = false; if (this.again) { this.again = false; this.kick(); } });
   }
@@ -100,61 +138,107 @@ export class Uniter {
   private async loop(): Promise<void> {
     while (!this.closed) {
       this.again = false;
-      const decision = nextHook(this.view, this.state, this.updateStatusDue);
-      if (decision.kind === "idle") return;
-      if (decision.kind === "dead") { await this.die(); return; }
-      if (this.state.failedHook && Date.now() < this.retryAt && this.view.life === "alive") return; // the retry timer kicks us
-      await this.d.lock.run(() => this.runOne(decision.hook));
+      const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
+      const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue });
+      switch (decision.kind) {
+        case "idle": return;
+        case "dead": await this.die(); return;
+        case "leave":
+          await this.d.conn.call("relation.leave", { unit: this.name, relationId: decision.relationId });
+          await this.save(applyDecision(this.state, decision));
+          break;
+        case "resign": await this.save(applyDecision(this.state, decision)); break;
+        case "skip": await this.skip(decision); break;
+        case "run": {
+          if (this.view.resolve === "retry") await this.d.conn.call("unit.resolved", { unit: this.name });
+          await this.d.lock.run(() => this.runOne(decision.hook));
+          break;
+        }
+      }
     }
   }
 
-  private async runOne(hook: HookName): Promise<void> {
+  /** `steward resolve --no-retry`: the failed hook counts as done without running again. */
+  private async skip(d: Extract<Decision, { kind: "skip" }>): Promise<void> {
+    await this.save(commitHook(this.state, d.hook, this.view));
+    await this.d.conn.call("unit.resolved", { unit: this.name });
+    this.recovered();
+  }
+
+  private async runOne(hook: HookSpec): Promise<void> {
     if (this.closed) return;
-    const log = this.d.log.child({ unit: this.name, hook });
+    const log = this.d.log.child({ unit: this.name, hook: hook.name });
     const view = this.view;
     const operatorDir = await this.d.operators.ensure(view.operator.hash);
-    const before = beforeHookStatus[hook];
+    const before = beforeHookStatus[hook.kind];
     this.d.reporter.post(this.name, {
-      ...(before && (hook !== "install" || !this.state.statusSet) ? { workload: { current: "maintenance" as const, message: before } } : {}),
-      agent: { current: "executing", message: `running ${hook} hook` },
+      ...(before && (hook.kind !== "install" || !this.state.statusSet) ? { workload: { current: "maintenance" as const, message: before } } : {}),
+      agent: { current: "executing", message: `running ${hook.name} hook` },
+    });
+    const ctx = new HookRunContext({
+      unit: this.name, hook, view: () => this.view, state: () => this.state, conn: this.d.conn, reporter: this.d.reporter, log: this.d.log,
+      appendLog: (line) => { appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined); },
+      onWorkloadStatus: (status, message) => { this.state.statusSet = true; this.state.workload = { status, message }; },
     });
     const contextId = randomUUID();
-    const unregister = this.d.tools.register(contextId, this.hookContext(hook));
+    const unregister = this.d.tools.register(contextId, ctx);
     let result;
     try {
-      result = await runHook({ operatorDir, hook, env: this.hookEnv(hook, operatorDir, contextId), logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal });
+      result = await runHook({ operatorDir, hook: hook.name, env: this.hookEnv(hook, operatorDir, contextId), logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal });
     } finally {
       unregister();
     }
     if (this.closed) return;
     if (result.exitCode === 0) {
-      this.state = commitHook(this.state, hook, view);
-      if (hook === "update-status") this.updateStatusDue = false;
-      await saveUnitState(this.unitDir, this.state);
-      this.failures = 0;
-      if (result.ran) log.info("hook completed");
-      const report: Parameters<StatusReporter["post"]>[1] = { agent: { current: "idle", message: "" } };
-      if (hook === "start" && !this.state.statusSet) report.workload = { current: "unknown", message: "" };
-      if (this.wasInError) {
-        // Back from error: show what the operator last said, as Juju does after a successful retry.
-        report.workload = this.state.statusSet ? { current: this.state.workload.status as "active", message: this.state.workload.message } : { current: this.state.started ? "unknown" : "maintenance", message: "" };
-        this.wasInError = false;
+      const commit = ctx.commit(hook.kind === "relation-created" && hook.relationId !== undefined ? [hook.relationId] : []);
+      try {
+        if (!HookRunContext.isEmpty(commit)) await this.d.conn.call("hook.commit", commit);
+      } catch (err) {
+        // The controller refused what the hook wrote (e.g. leadership moved): nothing is committed and the hook counts as failed.
+        return this.failed(hook, `its changes were refused: ${(err as Error).message}`, log);
       }
-      this.d.reporter.post(this.name, report);
-      if (hook === "start" || hook === "update-status") this.scheduleUpdateStatus();
+      let next = commitHook(this.state, hook, view);
+      if (commit.ports) next = { ...next, ports: ctx.openedPorts() };
+      await this.save(next);
+      if (hook.kind === "update-status") this.updateStatusDue = false;
+      if (result.ran) log.info("hook completed");
+      this.recovered(hook.kind === "start" && !this.state.statusSet);
+      if (hook.kind === "start" || hook.kind === "update-status") this.scheduleUpdateStatus();
     } else {
-      this.state = { ...this.state, failedHook: hook };
-      await saveUnitState(this.unitDir, this.state);
-      const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.failures++);
-      this.retryAt = Date.now() + delay;
-      this.wasInError = true;
-      log.warn("hook failed; will retry", { exit: result.exitCode, retry_in_s: delay / 1000, output: result.tail.split("\n").slice(-3).join(" | ") });
-      this.d.reporter.post(this.name, { workload: { current: "error", message: `hook failed: "${hook}"` }, agent: { current: "error", message: `hook failed: "${hook}"` } });
-      this.scheduleRetry(delay);
+      await this.failed(hook, `exit ${result.exitCode}: ${result.tail.split("\n").slice(-3).join(" | ")}`, log);
     }
   }
 
-  private scheduleRetry(delay = RETRY_MIN_MS): void {
+  private async failed(hook: HookSpec, why: string, log: Logger): Promise<void> {
+    await this.save({ ...this.state, failedHook: hook });
+    const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.failures++);
+    this.retryAt = Date.now() + delay;
+    this.wasInError = true;
+    const retrying = this.d.settings().retryHooks;
+    log.warn(retrying ? "hook failed; will retry" : "hook failed; waiting for steward resolve", { why, ...(retrying ? { retry_in_s: delay / 1000 } : {}) });
+    this.d.reporter.post(this.name, { workload: { current: "error", message: `hook failed: "${hook.name}"` }, agent: { current: "error", message: `hook failed: "${hook.name}"` } });
+    if (retrying) this.scheduleRetry(delay);
+  }
+
+  /** Back to idle after a hook succeeded; after an error, show again what the operator last said. */
+  private recovered(neverSetStatus = false): void {
+    this.failures = 0;
+    this.retryAt = 0;
+    const report: Parameters<StatusReporter["post"]>[1] = { agent: { current: "idle", message: "" } };
+    if (neverSetStatus) report.workload = { current: "unknown", message: "" };
+    if (this.wasInError) {
+      report.workload = this.state.statusSet ? { current: this.state.workload.status as "active", message: this.state.workload.message } : { current: this.state.started ? "unknown" : "maintenance", message: "" };
+      this.wasInError = false;
+    }
+    this.d.reporter.post(this.name, report);
+  }
+
+  private async save(next: UnitLocalState): Promise<void> {
+    this.state = next;
+    await saveUnitState(this.unitDir, next);
+  }
+
+  private scheduleRetry(delay: number): void {
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.kick(), delay);
     this.retryTimer.unref();
@@ -168,28 +252,9 @@ export class Uniter {
     this.updateStatusTimer.unref();
   }
 
-  private hookContext(hook: string): HookContext {
-    return {
-      unit: this.name,
-      hook,
-      view: () => this.view,
-      workloadStatus: () => this.state.workload,
-      setWorkloadStatus: async (status, message) => {
-        await this.d.reporter.report(this.name, { workload: { current: status as "active", message } });
-        this.state.statusSet = true;
-        this.state.workload = { status, message };
-      },
-      setVersion: (version) => this.d.reporter.report(this.name, { version }),
-      log: (level, message) => {
-        this.d.log.info("operator log", { unit: this.name, level, message });
-        appendFile(join(this.unitDir, "hooks.log"), `${new Date().toISOString()} ${level} ${message}\n`).catch(() => undefined);
-      },
-    };
-  }
-
-  private hookEnv(hook: string, operatorDir: string, contextId: string): Record<string, string> {
+  private hookEnv(hook: HookSpec, operatorDir: string, contextId: string): Record<string, string> {
     const model = this.d.model();
-    return {
+    const env: Record<string, string> = {
       PATH: [this.d.tools.toolsDir, dirname(process.execPath), process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(":"),
       HOME: process.env.HOME ?? "/",
       LANG: process.env.LANG ?? "C.UTF-8",
@@ -198,13 +263,22 @@ export class Uniter {
       STEWARD_MODEL_NAME: model.name,
       STEWARD_MODEL_UUID: model.uuid,
       STEWARD_MACHINE_ID: this.d.machine,
-      STEWARD_HOOK_NAME: hook,
+      STEWARD_HOOK_NAME: hook.name,
       STEWARD_OPERATOR_DIR: operatorDir,
       STEWARD_UNIT_DATA: join(this.unitDir, "data"),
       STEWARD_CONTEXT_ID: contextId,
       STEWARD_AGENT_SOCKET: this.d.tools.socketPath,
       STEWARD_API_ADDRESSES: this.d.controllerAddresses().join(" "),
     };
+    if (hook.relationId !== undefined) {
+      const endpoint = this.view.relations.find((r) => r.id === hook.relationId)?.endpoint ?? this.state.relations[String(hook.relationId)]?.endpoint ?? "";
+      env.STEWARD_RELATION = endpoint;
+      env.STEWARD_RELATION_ID = `${endpoint}:${hook.relationId}`;
+      if (hook.remoteApp) env.STEWARD_REMOTE_APP = hook.remoteApp;
+      if (hook.remoteUnit) env.STEWARD_REMOTE_UNIT = hook.remoteUnit;
+      if (hook.departingUnit) env.STEWARD_DEPARTING_UNIT = hook.departingUnit;
+    }
+    return env;
   }
 
   /** The unit ran stop and remove: tell the controller, then forget it locally. */
@@ -219,14 +293,12 @@ export class Uniter {
    * far, so its workload does not linger, but never fail on them.
    */
   async vanish(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.retryTimer);
-    clearTimeout(this.updateStatusTimer);
+    this.stopTimers();
     await this.d.lock.run(async () => {
       const operatorDir = await this.d.operators.ensure(this.state.operatorHash || this.view.operator.hash).catch(() => undefined);
       if (!operatorDir) return;
       for (const hook of [this.state.started && !this.state.stopped ? "stop" : "", this.state.installed && !this.state.removed ? "remove" : ""].filter(Boolean)) {
-        await runHook({ operatorDir, hook, env: this.hookEnv(hook, operatorDir, "none"), logPath: join(this.unitDir, "hooks.log"), timeoutMs: 60_000 }).catch(() => undefined);
+        await runHook({ operatorDir, hook, env: this.hookEnv({ kind: hook as "stop", name: hook }, operatorDir, "none"), logPath: join(this.unitDir, "hooks.log"), timeoutMs: 60_000 }).catch(() => undefined);
       }
     });
     this.d.reporter.forget(this.name);
@@ -234,19 +306,22 @@ export class Uniter {
   }
 
   private async cleanup(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.retryTimer);
-    clearTimeout(this.updateStatusTimer);
+    this.stopTimers();
     await rm(this.unitDir, { recursive: true, force: true });
     this.d.log.info("unit removed", { unit: this.name });
     this.markDone();
   }
 
-  /** Stops driving the unit (agent shutdown); a running hook is killed and will run again on restart. */
-  close(): void {
+  private stopTimers(): void {
     this.closed = true;
     clearTimeout(this.retryTimer);
     clearTimeout(this.updateStatusTimer);
+    clearInterval(this.leaderTimer);
+  }
+
+  /** Stops driving the unit (agent shutdown); a running hook is killed and will run again on restart. */
+  close(): void {
+    this.stopTimers();
     this.abort.abort();
   }
 }

@@ -6,8 +6,26 @@
 import { z } from "zod";
 import type { WireError } from "./errors";
 import { WorkloadStatusValue } from "./schemas";
+import { DATABAG_LIMIT_BYTES } from "./limits";
 
 export const AGENT_PROTOCOL_VERSION = 1;
+
+/** One integration as a unit sees it. */
+export interface RelationView {
+  /** Model-wide integration id. */
+  id: number;
+  /** This unit's endpoint in the integration. */
+  endpoint: string;
+  interface: string;
+  role: "provider" | "requirer" | "peer";
+  /** The application on the other side (the unit's own for a peer relation). */
+  remoteApp: string;
+  life: "alive" | "dying";
+  /** Remote units that have entered the integration, each with the revision of its databag (0: empty). */
+  remoteUnits: Record<string, number>;
+  /** Revision of the remote application's databag (0: empty). */
+  remoteAppVersion: number;
+}
 
 export interface UnitView {
   name: string;
@@ -16,6 +34,15 @@ export interface UnitView {
   operator: { hash: string; name: string; version: string };
   /** The effective config: operator defaults overlaid with the values set on the application. */
   config: Record<string, string | number | boolean>;
+  /** This unit holds its application's leadership. */
+  leader: boolean;
+  /** Some unit of the application holds leadership (false while it is being decided). */
+  leaderKnown: boolean;
+  /** Revision of the application's leader data (0: none set yet). */
+  leaderSettingsVersion: number;
+  relations: RelationView[];
+  /** A `steward resolve` waiting to be acted on. */
+  resolve?: "retry" | "no-retry";
 }
 
 /** Everything one machine agent needs to know; pushed whole whenever any of it changes. */
@@ -24,6 +51,10 @@ export interface AgentView {
   machine: { id: string };
   /** Seconds between update-status hooks. */
   updateStatusInterval: number;
+  /** Whether failed hooks are retried automatically (else they wait for `steward resolve`). */
+  retryHooks: boolean;
+  /** Seconds a leadership claim lasts; agents renew at half of it. */
+  leadershipLeaseSeconds: number;
   units: UnitView[];
   controllerAddresses: string[];
 }
@@ -49,10 +80,36 @@ export const MachineInfoReport = z.strictObject({
   agentVersion: z.string().max(64),
 });
 
+/** Relation and leader data values are strings, as in Juju; `null` deletes a key. */
+const DataPatch = z.record(z.string().min(1).max(256), z.string().max(DATABAG_LIMIT_BYTES).nullable());
+const UnitOnly = z.strictObject({ unit: z.string() });
+
+export const HookCommit = z.strictObject({
+  unit: z.string(),
+  relations: z.array(z.strictObject({ relationId: z.number().int(), app: z.boolean(), set: DataPatch })).max(1000).default([]),
+  ports: z.strictObject({ open: z.array(z.string()).max(1000), close: z.array(z.string()).max(1000) }).optional(),
+  /** Relations the unit enters with this commit (its relation-created hooks). */
+  enterScope: z.array(z.number().int()).max(1000).default([]),
+});
+export type HookCommit = z.infer<typeof HookCommit>;
+
+export const RelationGet = z.strictObject({ unit: z.string(), relationId: z.number().int(), target: z.strictObject({ unit: z.string().optional(), app: z.string().optional() }) });
+export const RelationLeave = z.strictObject({ unit: z.string(), relationId: z.number().int() });
+export const LeaderSet = z.strictObject({ unit: z.string(), data: DataPatch });
+export const AppStatusReport = z.strictObject({ unit: z.string(), status: WorkloadStatusValue, message: z.string().max(1024) });
+
 /** Methods an agent may call, with their parameter schemas. */
 export const agentMethods = {
   "unit.status": UnitStatusReport,
   "unit.dead": UnitDeadReport,
+  "unit.resolved": UnitOnly,
   "machine.info": MachineInfoReport,
+  "leader.claim": UnitOnly,
+  "leader.get": UnitOnly,
+  "leader.set": LeaderSet,
+  "app.status": AppStatusReport,
+  "relation.get": RelationGet,
+  "relation.leave": RelationLeave,
+  "hook.commit": HookCommit,
 } as const;
 export type AgentMethod = keyof typeof agentMethods;

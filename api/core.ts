@@ -9,6 +9,7 @@ export * from "./status";
 export * from "./log";
 export { bundleHash } from "./operator";
 export type { Bundle, BundleFileEntry, OperatorMeta } from "./operator";
-export type { AgentFrame, AgentView, UnitView, UnitStatusReport } from "./agent-protocol";
+export type { AgentFrame, AgentView, UnitView, RelationView, UnitStatusReport, HookCommit } from "./agent-protocol";
+export * from "./limits";
 export { ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";
 export const STEWARD_VERSION = "0.1.0";

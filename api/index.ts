@@ -14,3 +14,4 @@ export { ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";
 export type { ControllerClientOptions, ModelSummary, MachineInfo, ApplicationInfo, ControllerInfo } from "./client";
 export { STEWARD_VERSION } from "./core";
 export * from "./log";
+export * from "./limits";

@@ -25,7 +25,10 @@ export const GrantRequest = z.strictObject({ access: Access });
 export const ModelConfig = z.strictObject({
   /** Seconds between update-status hooks (jittered 80–120 %). */
   updateStatusInterval: z.number().int().min(1).max(3600).optional(),
+  /** Retry failed hooks automatically (5 s doubling to 5 min); off, they wait for `steward resolve`. */
+  automaticallyRetryHooks: z.boolean().optional(),
 });
+export const UpdateModelRequest = z.strictObject({ config: ModelConfig });
 export const CreateModelRequest = z.strictObject({ name: Name, config: ModelConfig.optional() });
 
 export const BundleFile = z.strictObject({
@@ -55,6 +58,11 @@ export const AddMachineRequest = z.strictObject({
   substrate: z.enum(["local", "manual"]).default("local"),
   count: z.number().int().min(1).max(10000).default(1),
 });
+
+/** `app` or `app:endpoint`. */
+export const EndpointRef = z.string().regex(/^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)?$/, { message: "must be app or app:endpoint" });
+export const IntegrateRequest = z.strictObject({ endpoints: z.tuple([EndpointRef, EndpointRef]) });
+export const ResolveRequest = z.strictObject({ retry: z.boolean().default(true) });
 
 export const WorkloadStatusValue = z.enum(["active", "blocked", "maintenance", "waiting", "unknown", "terminated"]);
 export const StatusSetParams = z.strictObject({

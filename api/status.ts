@@ -45,11 +45,31 @@ export interface MachineStatusView {
 }
 
 export interface IntegrationStatusView {
-  id: string;
+  id: number;
+  /** `app:endpoint` of the providing side (for a peer relation, the endpoint itself). */
   provider: string;
   requirer: string;
   interface: string;
   type: "regular" | "peer";
+  life: Life;
+}
+
+/** `steward show-unit`: one unit with its integrations and their data. */
+export interface UnitDetails extends UnitStatusView {
+  app: string;
+  integrations: {
+    id: number;
+    endpoint: string;
+    interface: string;
+    remoteApp: string;
+    /** The unit's own databag. */
+    data: Record<string, string>;
+    /** Its application's databag. */
+    appData: Record<string, string>;
+    /** Each remote unit in the integration, with its databag. */
+    remoteUnits: Record<string, Record<string, string>>;
+    remoteAppData: Record<string, string>;
+  }[];
 }
 
 export interface ModelStatus {

@@ -1,17 +1,18 @@
 /**
- * The cleaner moves dying things along once what they wait for is gone: a dying model's machines
+ * The cleaner moves dying things along once what they wait for is gone: a dying integration is
+ * deleted once every unit has left it; a dying model's machines
  * retire when its units are gone, the model is deleted when its machines are; manual machines
  * (whose agents we do not own) are deleted as soon as they are dying.
  */
 import type { Logger } from "../api";
-import type { StateCache, StateOps } from "./state";
+import type { RelationOps, StateCache, StateOps } from "./state";
 
 export class Cleaner {
   private running = false;
   private again = false;
   private readonly unsubscribe: () => void;
 
-  constructor(private readonly cache: StateCache, private readonly ops: StateOps, private readonly log: Logger) {
+  constructor(private readonly cache: StateCache, private readonly ops: StateOps, private readonly relations: RelationOps, private readonly log: Logger) {
     this.unsubscribe = cache.subscribe(() => this.kick());
     this.kick();
   }
@@ -27,12 +28,15 @@ export class Cleaner {
   private async sweep(): Promise<void> {
     for (const idx of [...this.cache.models.values()]) {
       for (const m of [...idx.machines.values()]) if (m.life === "dying" && m.substrate === "manual") await this.ops.finishMachine(idx.uuid, m.id);
+      for (const r of [...idx.relations.values()]) {
+        if (r.life === "dying" && !idx.scope.has(r.id)) await this.relations.finishRelation(idx.uuid, r.id);
+      }
       for (const a of [...idx.apps.values()]) {
         if (a.life === "dying" && ![...idx.units.values()].some((u) => u.app === a.name)) await this.ops.removeApplication(idx.uuid, a.name, true);
       }
       if (idx.model?.life !== "dying") continue;
       if (idx.units.size === 0 && [...idx.machines.values()].some((m) => m.life === "alive")) await this.ops.retireMachines(idx.uuid);
-      if (idx.units.size === 0 && idx.apps.size === 0 && idx.machines.size === 0 && (await this.ops.finishModel(idx.uuid))) {
+      if (idx.units.size === 0 && idx.apps.size === 0 && idx.machines.size === 0 && idx.relations.size === 0 && (await this.ops.finishModel(idx.uuid))) {
         this.log.info("model destroyed", { model: idx.model.name });
       }
     }

@@ -14,6 +14,8 @@ export interface ControllerConfig {
   /** Addresses given to clients and agents; default: the listen address (127.0.0.1 for 0.0.0.0). */
   advertise?: string[];
   store: { backend: "embedded" };
+  /** Seconds a unit leadership claim lasts (default 60). */
+  leadershipLeaseSeconds?: number;
 }
 
 export const dataFiles = {

@@ -22,7 +22,7 @@ import { dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import { installErrorHandling, registerHttpApi } from "./server/http-api";
 import { StatusWatchHub } from "./server/status-watch";
-import { StateCache, StateOps } from "./state";
+import { DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps } from "./state";
 import type { Store } from "./store";
 import { EmbeddedStore, LeaseNotFoundError } from "./store";
 import { LocalSubstrate } from "./substrates/local";
@@ -41,6 +41,11 @@ export interface ControllerOptions {
   agentEntry?: string;
   /** Overrides the configured listen port (0: any free port). */
   port?: number;
+  /**
+   * Seconds a unit leadership claim lasts; agents renew at half of it.
+   * @default 60 (Juju's: 30 s of guaranteed leadership)
+   */
+  leadershipLeaseSeconds?: number;
 }
 
 /** TTL of this replica's presence lease; its agents show as lost this long after it dies. */
@@ -96,6 +101,9 @@ export class Controller {
     const cache = (this.cache = await StateCache.start(this.store, (err) => this.log.error("state cache error", { err })));
     if (!cache.controller) throw new StewardError("invalid-request", `the store in ${dataDir} holds no controller: it was not initialised (steward bootstrap)`);
     const ops = new StateOps(this.store);
+    const relations = new RelationOps(this.store);
+    const leadership = new LeadershipOps(this.store);
+    const leadershipLeaseSeconds = this.opts.leadershipLeaseSeconds ?? this.config.leadershipLeaseSeconds ?? DEFAULT_LEADERSHIP_LEASE_SECONDS;
     await this.renewLease();
     this.keepAliveTimer = setInterval(() => { this.keepLeaseAlive().catch((err: unknown) => this.log.warn("replica lease keep-alive failed", { err })); }, (REPLICA_LEASE_TTL_S * 1000) / 4);
     this.keepAliveTimer.unref();
@@ -103,8 +111,8 @@ export class Controller {
     const [key, cert, caCert] = await Promise.all([dataFiles.serverKey, dataFiles.serverCert, dataFiles.caCert].map((f) => readFile(join(dataDir, f), "utf8")));
     const http = (this.http = Fastify({ https: { key: key!, cert: cert! }, bodyLimit: 1024 * 1024, logger: false, forceCloseConnections: true }));
     installErrorHandling(http, this.log);
-    registerHttpApi(http, { cache, ops, log: this.log, controllerAddresses: () => this.addresses });
-    this.hub = new AgentHub({ cache, ops, store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });
+    registerHttpApi(http, { cache, ops, relations, log: this.log, controllerAddresses: () => this.addresses });
+    this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });
     this.watchHub = new StatusWatchHub(cache);
     http.server.on("upgrade", (req, socket, head: Buffer) => {
       const path = (req.url ?? "").split("?")[0]!;
@@ -128,7 +136,7 @@ export class Controller {
       agentEntry: this.opts.agentEntry ?? join(__dirname, "..", "agent", "main.js"),
       caCert: caCert!, controllerAddresses: () => this.addresses, cache, ops, log: this.log,
     });
-    this.cleaner = new Cleaner(cache, ops, this.log);
+    this.cleaner = new Cleaner(cache, ops, relations, this.log);
     this.setState("RUNNING");
     this.log.info("controller listening", { name: this.config.name, addresses: this.addresses.join(","), store: this.store.backend });
   }

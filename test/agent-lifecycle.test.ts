@@ -32,13 +32,16 @@ test("deploy, config change, update-status and unit removal run hooks in Juju's 
   await tc.admin.deploy("lifecycle", { name: "rec", operator: op, units: 3, config: { "record-dir": record } });
   await tc.waitForUnits("lifecycle", allReady(3), "3 units active/idle");
   let hooks = await hooksOf(record);
-  for (const u of ["rec/0", "rec/1", "rec/2"]) t.deepEqual(withoutUpdateStatus(hooks.get(u)).slice(0, 3), ["install", "config-changed", "start"], u);
+  const leaders = ["rec/0", "rec/1", "rec/2"].filter((u) => withoutUpdateStatus(hooks.get(u))[1] === "leader-elected");
+  t.is(leaders.length, 1, "exactly one unit is elected leader");
+  const second = (u: string): string => (leaders.includes(u) ? "leader-elected" : "leader-settings-changed");
+  for (const u of ["rec/0", "rec/1", "rec/2"]) t.deepEqual(withoutUpdateStatus(hooks.get(u)), ["install", second(u), "config-changed", "start"], u);
 
   await tc.admin.updateApplication("lifecycle", "rec", { config: { label: "b" } });
   const s = await tc.waitForUnits("lifecycle", (units) => units.length === 3 && units.every((u) => u.workload.message === "label=b"), "status to show the new label");
   t.is(s.applications.rec!.status.current, "active");
   hooks = await hooksOf(record);
-  for (const u of ["rec/0", "rec/1", "rec/2"]) t.deepEqual(withoutUpdateStatus(hooks.get(u)), ["install", "config-changed", "start", "config-changed"], u);
+  for (const u of ["rec/0", "rec/1", "rec/2"]) t.deepEqual(withoutUpdateStatus(hooks.get(u)), ["install", second(u), "config-changed", "start", "config-changed"], u);
 
   // The model runs update-status every second (jittered 80–120 %).
   await eventually("update-status on every unit", async () => {
@@ -67,7 +70,7 @@ test("a failing hook puts the unit in error, is retried with backoff, then succe
   // Retries come after 5 s and then 10 s.
   await tc.waitForUnits("flaky", allReady(1), "the unit active after retries", 40_000);
   const hooks = (await hooksOf(record)).get("rec/0");
-  t.deepEqual(withoutUpdateStatus(hooks), ["install", "install", "install", "config-changed", "start"]);
+  t.deepEqual(withoutUpdateStatus(hooks), ["install", "install", "install", "leader-elected", "config-changed", "start"]);
 });
 
 test.serial("an agent killed with kill -9 is restarted and re-runs no committed hook", async (t) => {

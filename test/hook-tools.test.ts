@@ -4,17 +4,36 @@ import type { UnitView } from "../api";
 import { runTool } from "../agent";
 import type { HookContext } from "../agent";
 
-function context(): HookContext & { statuses: [string, string][]; versions: string[] } {
-  const view: UnitView = { name: "web/0", app: "web", life: "alive", operator: { hash: "h", name: "op", version: "1" }, config: { port: 80, name: "x", debug: false } };
+/**
+ * A stand-in for the agent side of a running hook: these tests check argument handling only; the
+ * real context (controller calls, commit at hook end) runs in agent-lifecycle and agent-relations.
+ */
+function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookContext & { statuses: [string, string][]; sets: unknown[]; ports: string[] } {
+  const view: UnitView = {
+    name: "web/0", app: "web", life: "alive", operator: { hash: "h", name: "op", version: "1" }, config: { port: 80, name: "x", debug: false },
+    leader: over.leader ?? false, leaderKnown: true, leaderSettingsVersion: 0,
+    relations: [{ id: 4, endpoint: "db", interface: "pg", role: "requirer", remoteApp: "pg", life: "alive", remoteUnits: { "pg/0": 1 }, remoteAppVersion: 0 }],
+  };
   const ctx = {
     statuses: [] as [string, string][],
-    versions: [] as string[],
-    unit: "web/0", hook: "install",
+    sets: [] as unknown[],
+    ports: [] as string[],
+    unit: "web/0", hook: over.relationHook ? "db-relation-changed" : "install",
+    ...(over.relationHook ? { relation: { id: 4, endpoint: "db", remoteUnit: "pg/0", remoteApp: "pg" } } : {}),
     view: () => view,
     workloadStatus: () => ({ status: "active", message: "fine" }),
     async setWorkloadStatus(s: string, m: string) { ctx.statuses.push([s, m]); },
-    async setVersion(v: string) { ctx.versions.push(v); },
+    async setAppStatus(s: string, m: string) { ctx.statuses.push([`app:${s}`, m]); },
+    async setVersion() { /* not under test */ },
     log: () => undefined,
+    isLeader: async () => over.leader ?? false,
+    leaderGet: async () => ({ secret: "s3" }),
+    async leaderSet() { /* not under test */ },
+    relationGet: async (_id: number, target: { unit?: string; app?: string }): Promise<Record<string, string>> => (target.unit === "pg/0" ? { host: "db.local" } : {}),
+    relationSet(id: number, app: boolean, patch: Record<string, string | null>) { ctx.sets.push({ id, app, patch }); },
+    openPort(p: string) { ctx.ports.push(p); },
+    closePort() { /* not under test */ },
+    openedPorts: () => ctx.ports,
   };
   return ctx;
 }
@@ -23,6 +42,12 @@ test("status-set records the status and message", async (t) => {
   const ctx = context();
   t.is((await runTool(ctx, "status-set", ["active", "serving", "on", "80"])).code, 0);
   t.deepEqual(ctx.statuses, [["active", "serving on 80"]]);
+});
+
+test("status-set --application sets the application's status", async (t) => {
+  const ctx = context({ leader: true });
+  t.is((await runTool(ctx, "status-set", ["--application", "blocked", "needs", "a", "database"])).code, 0);
+  t.deepEqual(ctx.statuses, [["app:blocked", "needs a database"]]);
 });
 
 test("status-set refuses a status operators may not set", async (t) => {
@@ -53,13 +78,58 @@ test("status-get prints text or JSON", async (t) => {
   t.deepEqual(JSON.parse((await runTool(context(), "status-get", ["--format", "json"])).stdout!), { status: "active", message: "fine" });
 });
 
+test("relation-set outside a relation hook needs -r, and an unknown relation id is refused", async (t) => {
+  const r = await runTool(context(), "relation-set", ["a=b"]);
+  t.is(r.code, 2);
+  t.regex(r.stderr!, /not a relation hook: name the relation with -r <endpoint:id>/);
+  const unknown = await runTool(context(), "relation-get", ["-r", "db:9", "host", "pg/0"]);
+  t.is(unknown.code, 1);
+  t.regex(unknown.stderr!, /relation db:9 does not exist for web\/0 \(known: db:4\)/);
+  const ctx = context();
+  t.is((await runTool(ctx, "relation-set", ["-r", "db:4", "a=b", "gone="])).code, 0);
+  t.deepEqual(ctx.sets, [{ id: 4, app: false, patch: { a: "b", gone: null } }]);
+});
+
+test("relation-get defaults to the hook's remote unit; relation-ids and relation-list list what exists", async (t) => {
+  const ctx = context({ relationHook: true });
+  t.is((await runTool(ctx, "relation-get", ["host"])).stdout, "db.local\n");
+  t.is((await runTool(ctx, "relation-ids", [])).stdout, "db:4\n");
+  t.is((await runTool(ctx, "relation-list", [])).stdout, "pg/0\n");
+  t.is((await runTool(ctx, "relation-list", ["--app"])).stdout, "pg\n");
+});
+
+test("non-leaders may not write the application databag or leader data", async (t) => {
+  const app = await runTool(context({ relationHook: true }), "relation-set", ["--app", "k=v"]);
+  t.is(app.code, 1);
+  t.regex(app.stderr!, /web\/0 is not the leader of web; only the leader may write the application databag/);
+  const leaderSet = await runTool(context(), "leader-set", ["k=v"]);
+  t.is(leaderSet.code, 1);
+  t.regex(leaderSet.stderr!, /only the leader may leader-set/);
+  t.is((await runTool(context({ leader: true, relationHook: true }), "relation-set", ["--app", "k=v"])).code, 0);
+});
+
+test("an oversized databag is refused with the limit", async (t) => {
+  const r = await runTool(context({ relationHook: true }), "relation-set", [`big=${"x".repeat(70_000)}`]);
+  t.is(r.code, 1);
+  t.regex(r.stderr!, /the databag would hold \d+ bytes; the limit is 65536 bytes/);
+});
+
+test("open-port normalises ports and refuses nonsense", async (t) => {
+  const ctx = context();
+  t.is((await runTool(ctx, "open-port", ["8080"])).code, 0);
+  t.is((await runTool(ctx, "open-port", ["53/udp"])).code, 0);
+  t.deepEqual(ctx.ports, ["8080/tcp", "53/udp"]);
+  t.is((await runTool(ctx, "open-port", ["http"])).code, 2);
+  t.is((await runTool(ctx, "open-port", ["70000"])).code, 1);
+});
+
 test("every tool answers --help with its usage", async (t) => {
-  for (const tool of ["status-set", "status-get", "config-get", "application-version-set", "log"]) {
+  for (const tool of ["status-set", "status-get", "config-get", "application-version-set", "log", "is-leader", "leader-get", "leader-set", "relation-ids", "relation-list", "relation-get", "relation-set", "open-port", "close-port", "opened-ports"]) {
     const r = await runTool(context(), tool, ["--help"]);
     t.is(r.code, 0);
     t.regex(r.stdout!, new RegExp(`^usage: ${tool}`));
   }
-  t.is((await runTool(context(), "relation-get", [])).code, 2);
+  t.is((await runTool(context(), "action-get", [])).code, 2);
 });
 
 test("log refuses an unknown level", async (t) => {

@@ -1,56 +1,102 @@
-/** The hook resolver's decisions, state by state (the real sequence is asserted end to end in agent-lifecycle). */
+/** The hook resolver's decisions, state by state (the real sequences are asserted end to end in agent-*.test.ts). */
 import test from "ava";
-import type { UnitView } from "../api";
-import type { HookName, UnitLocalState } from "../agent";
-import { commitHook, initialUnitState, nextHook } from "../agent";
+import type { RelationView, UnitView } from "../api";
+import type { UnitLocalState } from "../agent";
+import { applyDecision, commitHook, initialUnitState, nextHook } from "../agent";
 
-const view = (over: Partial<UnitView> = {}): UnitView => ({ name: "a/0", app: "a", life: "alive", operator: { hash: "h1", name: "a", version: "1" }, config: { x: 1 }, ...over });
+const view = (over: Partial<UnitView> = {}): UnitView => ({
+  name: "a/0", app: "a", life: "alive", operator: { hash: "h1", name: "a", version: "1" }, config: { x: 1 },
+  leader: false, leaderKnown: true, leaderSettingsVersion: 0, relations: [], ...over,
+});
+const rel = (over: Partial<RelationView> = {}): RelationView => ({ id: 3, endpoint: "db", interface: "pg", role: "requirer", remoteApp: "pg", life: "alive", remoteUnits: {}, remoteAppVersion: 0, ...over });
+const opts = { updateStatusDue: false, retryDue: false };
 
-function runToIdle(v: UnitView, s: UnitLocalState, limit = 20): { hooks: HookName[]; state: UnitLocalState } {
-  const hooks: HookName[] = [];
+/** Runs the resolver until idle, committing every hook, and returns the hook names in order. */
+function runToIdle(v: UnitView, s: UnitLocalState, limit = 40): { hooks: string[]; state: UnitLocalState } {
+  const hooks: string[] = [];
   for (let i = 0; i < limit; i++) {
-    const d = nextHook(v, s, false);
-    if (d.kind !== "run") return { hooks, state: s };
-    hooks.push(d.hook);
-    s = commitHook(s, d.hook, v);
+    const d = nextHook(v, s, opts);
+    if (d.kind === "run") { hooks.push(d.hook.remoteUnit ? `${d.hook.name}(${d.hook.remoteUnit})` : d.hook.name); s = commitHook(s, d.hook, v); }
+    else if (d.kind === "leave" || d.kind === "resign") { hooks.push(`(${d.kind})`); s = applyDecision(s, d); }
+    else return { hooks, state: s };
   }
   throw new Error("did not settle");
 }
 
-test("a new unit installs, configures, then starts", (t) => {
-  t.deepEqual(runToIdle(view(), initialUnitState()).hooks, ["install", "config-changed", "start"]);
+test("a new follower installs, runs leader-settings-changed, configures, then starts", (t) => {
+  t.deepEqual(runToIdle(view(), initialUnitState()).hooks, ["install", "leader-settings-changed", "config-changed", "start"]);
 });
 
-test("a config change runs config-changed only", (t) => {
+test("a new leader runs leader-elected instead", (t) => {
+  t.deepEqual(runToIdle(view({ leader: true }), initialUnitState()).hooks, ["install", "leader-elected", "config-changed", "start"]);
+});
+
+test("a new unit waits after install until leadership is decided", (t) => {
+  const r = runToIdle(view({ leaderKnown: false }), initialUnitState());
+  t.deepEqual(r.hooks, ["install"]);
+  t.deepEqual(runToIdle(view({ leader: true }), r.state).hooks, ["leader-elected", "config-changed", "start"]);
+});
+
+test("the full deploy order with an existing integration and two remote units", (t) => {
+  const v = view({ leader: true, relations: [rel({ remoteUnits: { "pg/1": 5, "pg/0": 0 } })] });
+  t.deepEqual(runToIdle(v, initialUnitState()).hooks, [
+    "install", "db-relation-created", "leader-elected", "config-changed", "start",
+    "db-relation-joined(pg/0)", "db-relation-changed(pg/0)", "db-relation-joined(pg/1)", "db-relation-changed(pg/1)",
+  ]);
+});
+
+test("remote data changes run relation-changed; the remote app's databag too", (t) => {
+  const { state } = runToIdle(view({ relations: [rel({ remoteUnits: { "pg/0": 1 } })] }), initialUnitState());
+  t.deepEqual(runToIdle(view({ relations: [rel({ remoteUnits: { "pg/0": 9 }, remoteAppVersion: 4 })] }), state).hooks, ["db-relation-changed", "db-relation-changed(pg/0)"]);
+});
+
+test("a remote unit leaving runs relation-departed for it", (t) => {
+  const { state } = runToIdle(view({ relations: [rel({ remoteUnits: { "pg/0": 1, "pg/1": 1 } })] }), initialUnitState());
+  t.deepEqual(runToIdle(view({ relations: [rel({ remoteUnits: { "pg/1": 1 } })] }), state).hooks, ["db-relation-departed(pg/0)"]);
+});
+
+test("removing an integration departs every remote unit, then breaks, then leaves", (t) => {
+  const { state } = runToIdle(view({ relations: [rel({ remoteUnits: { "pg/0": 1, "pg/1": 1 } })] }), initialUnitState());
+  t.deepEqual(runToIdle(view({ relations: [rel({ life: "dying", remoteUnits: { "pg/0": 1, "pg/1": 1 } })] }), state).hooks, ["db-relation-departed(pg/0)", "db-relation-departed(pg/1)", "db-relation-broken", "(leave)"]);
+});
+
+test("a peer relation is never broken", (t) => {
+  const peer = rel({ id: 1, endpoint: "cluster", role: "peer", remoteApp: "a", remoteUnits: { "a/1": 0 } });
+  const { state } = runToIdle(view({ relations: [peer] }), initialUnitState());
+  t.deepEqual(runToIdle(view({ relations: [{ ...peer, life: "dying" }] }), state).hooks, ["cluster-relation-departed(a/1)", "(leave)"]);
+});
+
+test("a dying unit tears down regular relations, then peers, then stops and is removed", (t) => {
+  const peer = rel({ id: 1, endpoint: "cluster", role: "peer", remoteApp: "a", remoteUnits: { "a/1": 0 } });
+  const v = view({ relations: [peer, rel({ remoteUnits: { "pg/0": 0 } })] });
+  const { state } = runToIdle(v, initialUnitState());
+  const dying = { ...v, life: "dying" as const };
+  const r = runToIdle(dying, state);
+  t.deepEqual(r.hooks, ["db-relation-departed(pg/0)", "db-relation-broken", "(leave)", "cluster-relation-departed(a/1)", "(leave)", "stop", "remove"]);
+  t.deepEqual(nextHook(dying, r.state, opts), { kind: "dead" });
+});
+
+test("losing leadership resigns without a hook; a new leader value runs leader-settings-changed on followers", (t) => {
+  const { state } = runToIdle(view({ leader: true }), initialUnitState());
+  t.deepEqual(runToIdle(view({ leader: false, leaderSettingsVersion: 7 }), state).hooks, ["(resign)", "leader-settings-changed"]);
+});
+
+test("a config change runs config-changed only; an upgrade runs upgrade then config-changed", (t) => {
   const { state } = runToIdle(view(), initialUnitState());
   t.deepEqual(runToIdle(view({ config: { x: 2 } }), state).hooks, ["config-changed"]);
-});
-
-test("an operator upgrade runs upgrade then config-changed", (t) => {
-  const { state } = runToIdle(view(), initialUnitState());
   t.deepEqual(runToIdle(view({ operator: { hash: "h2", name: "a", version: "2" } }), state).hooks, ["upgrade", "config-changed"]);
 });
 
-test("a dying unit stops, is removed, then is dead", (t) => {
-  const { state } = runToIdle(view(), initialUnitState());
-  const dying = view({ life: "dying" });
-  const r = runToIdle(dying, state);
-  t.deepEqual(r.hooks, ["stop", "remove"]);
-  t.deepEqual(nextHook(dying, r.state, false), { kind: "dead" });
-});
-
-test("a unit dying before it started skips stop", (t) => {
-  const installed = commitHook(initialUnitState(), "install", view());
-  t.deepEqual(runToIdle(view({ life: "dying" }), installed).hooks, ["remove"]);
-});
-
-test("a failed hook runs again before anything else", (t) => {
-  const s = { ...commitHook(initialUnitState(), "install", view()), failedHook: "config-changed" };
-  t.deepEqual(nextHook(view({ config: { x: 5 } }), s, true), { kind: "run", hook: "config-changed" });
+test("a failed hook runs again only when due or resolved, and --no-retry skips it", (t) => {
+  const failed = { ...runToIdle(view(), initialUnitState()).state, failedHook: { kind: "config-changed" as const, name: "config-changed" } };
+  t.deepEqual(nextHook(view({ config: { x: 5 } }), failed, opts), { kind: "idle" });
+  t.deepEqual(nextHook(view(), failed, { ...opts, retryDue: true }), { kind: "run", hook: failed.failedHook });
+  t.deepEqual(nextHook(view({ resolve: "retry" }), failed, opts), { kind: "run", hook: failed.failedHook });
+  t.deepEqual(nextHook(view({ resolve: "no-retry" }), failed, opts), { kind: "skip", hook: failed.failedHook });
 });
 
 test("update-status runs only once started and when due", (t) => {
   const { state } = runToIdle(view(), initialUnitState());
-  t.deepEqual(nextHook(view(), state, true), { kind: "run", hook: "update-status" });
-  t.deepEqual(nextHook(view(), state, false), { kind: "idle" });
+  t.like(nextHook(view(), state, { ...opts, updateStatusDue: true }), { kind: "run", hook: { name: "update-status" } });
+  t.deepEqual(nextHook(view(), state, opts), { kind: "idle" });
 });

@@ -1,9 +1,11 @@
 /**
- * The hook tools: what each does with its arguments inside a hook's context. Each answers
- * `--help`, refuses unknown flags with a usage line, and exits 0 on success, 1 on a refusal and 2
- * on misuse.
+ * The hook tools: what each does with its arguments inside a hook's context. Each answers `--help`,
+ * refuses unknown flags with a usage line, and exits 0 on success, 1 on a refusal and 2 on misuse.
+ * Relation data, ports and application data written here are buffered and committed when the hook
+ * ends (nothing if it fails); status-set and leader-set act at once.
  */
 import type { UnitView } from "../../api/core";
+import { DATABAG_LIMIT_BYTES } from "../../api/core";
 
 export interface ToolResult { code: number; stdout?: string; stderr?: string }
 
@@ -11,36 +13,95 @@ export interface ToolResult { code: number; stdout?: string; stderr?: string }
 export interface HookContext {
   unit: string;
   hook: string;
+  /** The relation of a relation hook. */
+  relation?: { id: number; endpoint: string; remoteUnit?: string; remoteApp?: string };
   view(): UnitView;
   workloadStatus(): { status: string; message: string };
   setWorkloadStatus(status: string, message: string): Promise<void>;
+  /** Leader only; refused otherwise. */
+  setAppStatus(status: string, message: string): Promise<void>;
   setVersion(version: string): Promise<void>;
   log(level: string, message: string): void;
+  /** Asks the controller (and renews leadership when held). */
+  isLeader(): Promise<boolean>;
+  leaderGet(): Promise<Record<string, string>>;
+  leaderSet(patch: Record<string, string | null>): Promise<void>;
+  /** A databag as this hook sees it (its own pending writes included). */
+  relationGet(relationId: number, target: { unit?: string; app?: string }): Promise<Record<string, string>>;
+  relationSet(relationId: number, app: boolean, patch: Record<string, string | null>): void;
+  openPort(spec: string): void;
+  closePort(spec: string): void;
+  openedPorts(): string[];
 }
 
+type Flags = Record<string, string | true>;
 interface ToolSpec {
   usage: string;
   summary: string;
   flags: Record<string, "bool" | "value">;
-  run(ctx: HookContext, flags: Record<string, string | true>, positional: string[]): Promise<ToolResult>;
+  run(ctx: HookContext, flags: Flags, positional: string[]): Promise<ToolResult>;
 }
 
-const WORKLOAD = ["active", "blocked", "maintenance", "waiting", "unknown", "terminated"];
+const WORKLOAD = ["active", "blocked", "maintenance", "waiting"];
 const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"];
 const ok = (stdout = ""): ToolResult => ({ code: 0, stdout });
 const refuse = (tool: string, msg: string): ToolResult => ({ code: 1, stderr: `${tool}: ${msg}\n` });
+const misuse = (tool: string, msg: string, usage: string): ToolResult => ({ code: 2, stderr: `${tool}: ${msg}\nusage: ${usage}\n` });
+const json = (v: unknown): string => JSON.stringify(v) + "\n";
+
+class ToolError extends Error {
+  constructor(readonly result: ToolResult) { super(result.stderr); }
+}
+
+/** The relation a tool acts on: `-r endpoint:id` (or just the id), else the hook's own relation. */
+function relationOf(ctx: HookContext, tool: string, flags: Flags, usage: string): { id: number; endpoint: string; remoteApp: string } {
+  const r = flags["-r"] ?? flags["--relation"];
+  if (r === undefined) {
+    if (!ctx.relation) throw new ToolError(misuse(tool, "this is not a relation hook: name the relation with -r <endpoint:id> (see relation-ids)", usage));
+    const vr = ctx.view().relations.find((x) => x.id === ctx.relation!.id);
+    return { id: ctx.relation.id, endpoint: ctx.relation.endpoint, remoteApp: vr?.remoteApp ?? ctx.relation.remoteApp ?? "" };
+  }
+  const m = /^(?:([a-z][a-z0-9-]*):)?(\d+)$/.exec(String(r));
+  const vr = m ? ctx.view().relations.find((x) => x.id === Number(m[2]) && (m[1] === undefined || x.endpoint === m[1])) : undefined;
+  if (!vr) throw new ToolError(refuse(tool, `relation ${String(r)} does not exist for ${ctx.unit} (known: ${ctx.view().relations.map((x) => `${x.endpoint}:${x.id}`).join(", ") || "none"})`));
+  return { id: vr.id, endpoint: vr.endpoint, remoteApp: vr.remoteApp };
+}
+
+/** `key=value` words; an empty value deletes the key (as in Juju). */
+function assignments(tool: string, words: string[], usage: string): Record<string, string | null> {
+  if (words.length === 0) throw new ToolError(misuse(tool, "give at least one key=value", usage));
+  const out: Record<string, string | null> = {};
+  for (const w of words) {
+    const eq = w.indexOf("=");
+    if (eq <= 0) throw new ToolError(misuse(tool, `"${w}" is not key=value`, usage));
+    const v = w.slice(eq + 1);
+    out[w.slice(0, eq)] = v === "" ? null : v;
+  }
+  return out;
+}
+
+const PORT = /^(icmp|(\d{1,5})(?:-(\d{1,5}))?(?:\/(tcp|udp))?)$/;
+function portSpec(tool: string, text: string | undefined, usage: string): string {
+  const m = text ? PORT.exec(text) : null;
+  if (!m) throw new ToolError(misuse(tool, `"${text ?? ""}" is not a port such as 80, 80/tcp, 53/udp, 8000-8010/tcp or icmp`, usage));
+  if (m[1] === "icmp") return "icmp";
+  const from = Number(m[2]), to = m[3] ? Number(m[3]) : from;
+  if (from < 1 || to > 65535 || to < from) throw new ToolError(refuse(tool, `port range ${text} is outside 1-65535`));
+  return `${from}${to !== from ? `-${to}` : ""}/${m[4] ?? "tcp"}`;
+}
 
 export const tools: Record<string, ToolSpec> = {
   "status-set": {
-    usage: "status-set <active|blocked|maintenance|waiting> [message...]",
-    summary: "set the unit's workload status, shown at once in `steward status`",
-    flags: {},
-    async run(ctx, _f, pos) {
+    usage: "status-set [--application] <active|blocked|maintenance|waiting> [message...]",
+    summary: "set the unit's workload status (or, for the leader with --application, the application's); shown at once in `steward status`",
+    flags: { "--application": "bool" },
+    async run(ctx, f, pos) {
       const [status, ...words] = pos;
-      if (!status || !WORKLOAD.includes(status) || status === "unknown" || status === "terminated") return { code: 2, stderr: `status-set: first argument must be one of active, blocked, maintenance, waiting (got ${status ? `"${status}"` : "nothing"})\nusage: ${this.usage}\n` };
+      if (!status || !WORKLOAD.includes(status)) return misuse("status-set", `first argument must be one of ${WORKLOAD.join(", ")} (got ${status ? `"${status}"` : "nothing"})`, this.usage);
       const message = words.join(" ");
       if (message.length > 1024) return refuse("status-set", "message is longer than 1024 characters");
-      await ctx.setWorkloadStatus(status, message);
+      if (f["--application"]) await ctx.setAppStatus(status, message);
+      else await ctx.setWorkloadStatus(status, message);
       return ok();
     },
   },
@@ -50,26 +111,22 @@ export const tools: Record<string, ToolSpec> = {
     flags: { "--format": "value" },
     async run(ctx, f) {
       const s = ctx.workloadStatus();
-      if (f["--format"] === "json") return ok(JSON.stringify(s) + "\n");
-      if (f["--format"] !== undefined && f["--format"] !== "text") return { code: 2, stderr: "status-get: --format must be text or json\n" };
+      if (f["--format"] === "json") return ok(json(s));
+      if (f["--format"] !== undefined && f["--format"] !== "text") return misuse("status-get", "--format must be text or json", this.usage);
       return ok(`${s.status}\n`);
     },
   },
   "config-get": {
     usage: "config-get [--format text|json] [key]",
     summary: "print the application's config: one value, or all of it as JSON",
-    flags: { "--format": "value", "--all": "bool" },
+    flags: { "--format": "value" },
     async run(ctx, f, pos) {
       const config = ctx.view().config;
-      if (pos.length > 1) return { code: 2, stderr: `config-get: give at most one key\nusage: ${this.usage}\n` };
-      if (pos.length === 0) return ok(JSON.stringify(config) + "\n");
+      if (pos.length > 1) return misuse("config-get", "give at most one key", this.usage);
+      if (pos.length === 0) return ok(json(config));
       const key = pos[0]!;
-      if (!(key in config)) {
-        const known = Object.keys(config);
-        return refuse("config-get", `"${key}" is not set and has no default (options with values: ${known.length > 0 ? known.join(", ") : "none"})`);
-      }
-      const v = config[key];
-      return ok(f["--format"] === "json" ? JSON.stringify(v) + "\n" : `${String(v)}\n`);
+      if (!(key in config)) return refuse("config-get", `"${key}" is not set and has no default (options with values: ${Object.keys(config).join(", ") || "none"})`);
+      return ok(f["--format"] === "json" ? json(config[key]) : `${String(config[key])}\n`);
     },
   },
   "application-version-set": {
@@ -77,7 +134,7 @@ export const tools: Record<string, ToolSpec> = {
     summary: "set the workload version shown for the application in `steward status`",
     flags: {},
     async run(ctx, _f, pos) {
-      if (pos.length !== 1 || pos[0]!.length > 256) return { code: 2, stderr: `application-version-set: give exactly one version string (at most 256 characters)\nusage: ${this.usage}\n` };
+      if (pos.length !== 1 || pos[0]!.length > 256) return misuse("application-version-set", "give exactly one version string (at most 256 characters)", this.usage);
       await ctx.setVersion(pos[0]!);
       return ok();
     },
@@ -88,10 +145,130 @@ export const tools: Record<string, ToolSpec> = {
     flags: { "--level": "value", "-l": "value" },
     async run(ctx, f, pos) {
       const level = String(f["--level"] ?? f["-l"] ?? "INFO").toUpperCase();
-      if (!LEVELS.includes(level)) return { code: 2, stderr: `log: --level must be one of ${LEVELS.join(", ")}\n` };
-      if (pos.length === 0) return { code: 2, stderr: `log: nothing to log\nusage: ${this.usage}\n` };
+      if (!LEVELS.includes(level)) return misuse("log", `--level must be one of ${LEVELS.join(", ")}`, this.usage);
+      if (pos.length === 0) return misuse("log", "nothing to log", this.usage);
       ctx.log(level, pos.join(" "));
       return ok();
+    },
+  },
+  "is-leader": {
+    usage: "is-leader [--format text|json]",
+    summary: "print true if this unit leads its application (and keeps leadership for at least 30 s more), else false",
+    flags: { "--format": "value" },
+    async run(ctx, f) {
+      const leader = await ctx.isLeader();
+      return ok(f["--format"] === "json" ? json(leader) : `${leader}\n`);
+    },
+  },
+  "leader-get": {
+    usage: "leader-get [--format text|json] [key]",
+    summary: "print the application's leader data: one value, or all of it as JSON",
+    flags: { "--format": "value" },
+    async run(ctx, f, pos) {
+      if (pos.length > 1) return misuse("leader-get", "give at most one key", this.usage);
+      const data = await ctx.leaderGet();
+      if (pos.length === 0) return ok(json(data));
+      const v = data[pos[0]!];
+      return ok(v === undefined ? "" : f["--format"] === "json" ? json(v) : `${v}\n`);
+    },
+  },
+  "leader-set": {
+    usage: "leader-set key=value [key=value...]",
+    summary: "change the application's leader data at once (leader only); an empty value deletes the key",
+    flags: {},
+    async run(ctx, _f, pos) {
+      const patch = assignments("leader-set", pos, this.usage);
+      if (!(await ctx.isLeader())) return refuse("leader-set", `${ctx.unit} is not the leader of ${ctx.view().app}; only the leader may leader-set (check with is-leader)`);
+      await ctx.leaderSet(patch);
+      return ok();
+    },
+  },
+  "relation-ids": {
+    usage: "relation-ids [--format text|json] [endpoint]",
+    summary: "print the ids (endpoint:id) of the unit's integrations on an endpoint (default: this hook's endpoint, else all)",
+    flags: { "--format": "value" },
+    async run(ctx, f, pos) {
+      const endpoint = pos[0] ?? ctx.relation?.endpoint;
+      const ids = ctx.view().relations.filter((r) => r.life === "alive" && (endpoint === undefined || r.endpoint === endpoint)).map((r) => `${r.endpoint}:${r.id}`);
+      return ok(f["--format"] === "json" ? json(ids) : ids.map((i) => i + "\n").join(""));
+    },
+  },
+  "relation-list": {
+    usage: "relation-list [-r endpoint:id] [--app] [--format text|json]",
+    summary: "print the remote units in an integration (with --app: the remote application)",
+    flags: { "-r": "value", "--relation": "value", "--app": "bool", "--format": "value" },
+    async run(ctx, f) {
+      const rel = relationOf(ctx, "relation-list", f, this.usage);
+      if (f["--app"]) return ok(f["--format"] === "json" ? json(rel.remoteApp) : `${rel.remoteApp}\n`);
+      const units = Object.keys(ctx.view().relations.find((r) => r.id === rel.id)?.remoteUnits ?? {}).sort();
+      return ok(f["--format"] === "json" ? json(units) : units.map((u) => u + "\n").join(""));
+    },
+  },
+  "relation-get": {
+    usage: "relation-get [-r endpoint:id] [--app] [--format text|json] [key|-] [unit|app]",
+    summary: "print a databag of an integration: a remote unit's (default: the hook's remote unit), this unit's, or with --app an application's",
+    flags: { "-r": "value", "--relation": "value", "--app": "bool", "--format": "value" },
+    async run(ctx, f, pos) {
+      const rel = relationOf(ctx, "relation-get", f, this.usage);
+      if (pos.length > 2) return misuse("relation-get", "give at most a key and a unit (or application)", this.usage);
+      const key = pos[0] === undefined || pos[0] === "-" ? undefined : pos[0];
+      let target: { unit?: string; app?: string };
+      if (f["--app"]) target = { app: pos[1] ?? (ctx.relation?.id === rel.id ? ctx.relation.remoteApp : undefined) ?? rel.remoteApp };
+      else {
+        const unit = pos[1] ?? (ctx.relation?.id === rel.id ? ctx.relation.remoteUnit : undefined);
+        if (!unit) return misuse("relation-get", "no remote unit in this hook: name one (see relation-list), or use --app", this.usage);
+        target = { unit };
+      }
+      const data = await ctx.relationGet(rel.id, target);
+      if (key === undefined) return ok(json(data));
+      const v = data[key];
+      return ok(v === undefined ? "" : f["--format"] === "json" ? json(v) : `${v}\n`);
+    },
+  },
+  "relation-set": {
+    usage: "relation-set [-r endpoint:id] [--app] key=value [key=value...]",
+    summary: `set values in this unit's databag (with --app, the application's; leader only), committed when the hook succeeds; an empty value deletes; at most ${DATABAG_LIMIT_BYTES} bytes per databag`,
+    flags: { "-r": "value", "--relation": "value", "--app": "bool" },
+    async run(ctx, f, pos) {
+      const rel = relationOf(ctx, "relation-set", f, this.usage);
+      const patch = assignments("relation-set", pos, this.usage);
+      const app = f["--app"] === true;
+      if (app && !(await ctx.isLeader())) return refuse("relation-set", `${ctx.unit} is not the leader of ${ctx.view().app}; only the leader may write the application databag`);
+      const merged = { ...(await ctx.relationGet(rel.id, app ? { app: ctx.view().app } : { unit: ctx.unit })) };
+      for (const [k, v] of Object.entries(patch)) { if (v === null) delete merged[k]; else merged[k] = v; }
+      const size = Buffer.byteLength(JSON.stringify(merged));
+      if (size > DATABAG_LIMIT_BYTES) return refuse("relation-set", `the databag would hold ${size} bytes; the limit is ${DATABAG_LIMIT_BYTES} bytes`);
+      ctx.relationSet(rel.id, app, patch);
+      return ok();
+    },
+  },
+  "open-port": {
+    usage: "open-port <port>[/tcp|/udp] | <from>-<to>/<protocol> | icmp",
+    summary: "record a port as open for this unit (shown in status), committed when the hook succeeds",
+    flags: {},
+    async run(ctx, _f, pos) {
+      if (pos.length !== 1) return misuse("open-port", "give exactly one port", this.usage);
+      ctx.openPort(portSpec("open-port", pos[0], this.usage));
+      return ok();
+    },
+  },
+  "close-port": {
+    usage: "close-port <port>[/tcp|/udp] | <from>-<to>/<protocol> | icmp",
+    summary: "record a port as closed for this unit, committed when the hook succeeds",
+    flags: {},
+    async run(ctx, _f, pos) {
+      if (pos.length !== 1) return misuse("close-port", "give exactly one port", this.usage);
+      ctx.closePort(portSpec("close-port", pos[0], this.usage));
+      return ok();
+    },
+  },
+  "opened-ports": {
+    usage: "opened-ports [--format text|json]",
+    summary: "print the ports this unit has open (including changes made earlier in this hook)",
+    flags: { "--format": "value" },
+    async run(ctx, f) {
+      const ports = ctx.openedPorts();
+      return ok(f["--format"] === "json" ? json(ports) : ports.map((p) => p + "\n").join(""));
     },
   },
 };
@@ -101,7 +278,7 @@ export async function runTool(ctx: HookContext, name: string, args: string[]): P
   const spec = tools[name];
   if (!spec) return { code: 2, stderr: `${name}: not a hook tool this agent provides (available: ${Object.keys(tools).join(", ")})\n` };
   if (args.includes("--help") || args.includes("-h")) return ok(`usage: ${spec.usage}\n\n${spec.summary}\n`);
-  const flags: Record<string, string | true> = {};
+  const flags: Flags = {};
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
@@ -109,14 +286,20 @@ export async function runTool(ctx: HookContext, name: string, args: string[]): P
     if (a.startsWith("-") && a.length > 1 && !/^-\d/.test(a)) {
       const [flag, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
       const kind = spec.flags[flag];
-      if (!kind) return { code: 2, stderr: `${name}: unknown flag ${flag}\nusage: ${spec.usage}\n` };
+      if (!kind) return misuse(name, `unknown flag ${flag}`, spec.usage);
       if (kind === "bool") flags[flag] = true;
       else {
         const v = inline ?? args[++i];
-        if (v === undefined) return { code: 2, stderr: `${name}: ${flag} needs a value\nusage: ${spec.usage}\n` };
+        if (v === undefined) return misuse(name, `${flag} needs a value`, spec.usage);
         flags[flag] = v;
       }
     } else positional.push(a);
   }
-  return spec.run(ctx, flags, positional);
+  try {
+    return await spec.run(ctx, flags, positional);
+  } catch (err) {
+    if (err instanceof ToolError) return err.result;
+    const e = err as { code?: string; message?: string };
+    return { code: 1, stderr: `${name}: ${e.message ?? String(err)}\n` };
+  }
 }

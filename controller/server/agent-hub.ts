@@ -11,7 +11,7 @@ import type WebSocket from "ws";
 import type { AgentFrame, Logger } from "../../api";
 import { StewardError, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
-import type { StateCache, StateOps } from "../state";
+import type { LeadershipOps, RelationOps, StateCache, StateOps } from "../state";
 import { buildAgentView, keys } from "../state";
 import type { PresenceDoc } from "../state";
 import { authenticate } from "./auth";
@@ -19,6 +19,10 @@ import { authenticate } from "./auth";
 export interface AgentHubDeps {
   cache: StateCache;
   ops: StateOps;
+  relations: RelationOps;
+  leadership: LeadershipOps;
+  /** Seconds a leadership claim lasts. */
+  leadershipLeaseSeconds: number;
   store: Store;
   log: Logger;
   /** Lease of this replica's presence keys. */
@@ -119,8 +123,25 @@ export class AgentHub {
     if (!schema) throw new StewardError("invalid-request", `unknown agent method "${method}"`);
     const parsed = schema.safeParse(params);
     if (!parsed.success) throw new StewardError("invalid-request", `invalid ${method}: ${describeIssues(parsed.error.issues)}`);
-    const { ops, cache } = this.deps;
+    const { ops, cache, relations, leadership } = this.deps;
+    const p = parsed.data as Record<string, unknown> & { unit: string };
+    const settle = async (rev: number): Promise<Record<string, never>> => { await cache.waitForRevision(rev); return {}; };
     switch (method) {
+      case "unit.resolved": return settle(await ops.unitResolved(conn.model, conn.machine, p.unit));
+      case "leader.claim": {
+        const leader = await leadership.claim(conn.model, conn.machine, p.unit, this.deps.leadershipLeaseSeconds);
+        await cache.waitForRevision(await this.deps.store.currentRevision());
+        return { leader };
+      }
+      case "leader.get": {
+        const u = this.ownUnit(conn, p.unit);
+        return { data: cache.models.get(conn.model)?.leaderData.get(u.app)?.data ?? {} };
+      }
+      case "leader.set": return settle(await leadership.set(conn.model, conn.machine, p.unit, p.data as Record<string, string | null>));
+      case "app.status": return settle(await leadership.setAppStatus(conn.model, conn.machine, p.unit, { current: p.status as "active", message: p.message as string, since: new Date().toISOString() }));
+      case "hook.commit": return settle(await relations.commitHook(conn.model, conn.machine, parsed.data as never));
+      case "relation.leave": return settle(await relations.leave(conn.model, conn.machine, p.unit, p.relationId as number));
+      case "relation.get": return { data: this.relationData(conn, p.unit, p.relationId as number, p.target as { unit?: string; app?: string }) };
       case "unit.status": {
         const rev = await ops.setUnitStatus(conn.model, conn.machine, parsed.data as never);
         await cache.waitForRevision(rev);
@@ -136,6 +157,28 @@ export class AgentHub {
         return {};
     }
     return {};
+  }
+
+  private ownUnit(conn: AgentConnection, unit: string): { app: string } {
+    const u = this.deps.cache.models.get(conn.model)?.units.get(unit);
+    if (!u || u.machine !== conn.machine) throw new StewardError("forbidden", `unit ${unit} is not on machine ${conn.machine}`);
+    return u;
+  }
+
+  /** A databag, readable by a unit in the relation: any unit's bag, its own application's, or the remote application's. */
+  private relationData(conn: AgentConnection, unit: string, relationId: number, target: { unit?: string; app?: string }): Record<string, string> {
+    const me = this.ownUnit(conn, unit);
+    const idx = this.deps.cache.models.get(conn.model)!;
+    const r = idx.relations.get(relationId);
+    if (!r || !r.endpoints.some((e) => e.app === me.app)) throw new StewardError("not-found", `integration ${relationId} does not exist or does not involve ${me.app} (see relation-ids)`);
+    if (target.app !== undefined) {
+      if (!r.endpoints.some((e) => e.app === target.app)) throw new StewardError("invalid-request", `application ${target.app} is not part of integration ${relationId}`);
+      return idx.relationData.get(`${relationId}/app/${target.app}`)?.data ?? {};
+    }
+    const other = target.unit ?? unit;
+    const ou = idx.units.get(other);
+    if (other !== unit && (!ou || !r.endpoints.some((e) => e.app === ou.app))) throw new StewardError("invalid-request", `unit ${other} is not part of integration ${relationId}`);
+    return idx.relationData.get(`${relationId}/unit/${other}`)?.data ?? {};
   }
 
   private schedulePush(): void {
@@ -154,7 +197,7 @@ export class AgentHub {
     const idx = this.deps.cache.models.get(conn.model);
     const machine = idx?.machines.get(conn.machine);
     if (!idx || !machine) { conn.ws.close(4404, "machine removed"); return; }
-    const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, this.deps.controllerAddresses()));
+    const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, this.deps.controllerAddresses(), this.deps.leadershipLeaseSeconds));
     if (view === conn.lastView) return;
     conn.lastView = view;
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(`{"t":"push","topic":"view","data":${view}}`);

@@ -6,12 +6,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../../api";
 import {
-  AddMachineRequest, AddUnitsRequest, CreateModelRequest, CreateUserRequest, DeployRequest, GrantRequest, LoginRequest,
-  MachineId, Name, OperatorBundle, STEWARD_VERSION, StewardError, UpdateApplicationRequest, UserName, notFound, parseRequest,
+  AddMachineRequest, AddUnitsRequest, CreateModelRequest, CreateUserRequest, DeployRequest, GrantRequest, IntegrateRequest, LoginRequest,
+  MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
 } from "../../api";
 import { signToken, verifyPassword } from "../security/credentials";
-import type { ModelIndex, StateCache, StateOps } from "../state";
-import { buildModelStatus, effectiveConfig } from "../state";
+import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
+import { buildModelStatus, buildUnitDetails, effectiveConfig } from "../state";
 import type { Access, Principal } from "./auth";
 import { authenticate, modelAccess, requireModelAccess, requireSuperuser, requireUser } from "./auth";
 
@@ -20,6 +20,7 @@ const TOKEN_TTL_MS = 24 * 3600 * 1000;
 export interface HttpApiDeps {
   cache: StateCache;
   ops: StateOps;
+  relations: RelationOps;
   log: Logger;
   controllerAddresses: () => string[];
 }
@@ -105,6 +106,43 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const idx = model(req, principalOf(req), "admin");
     await settled((await ops.destroyModel(idx.uuid, force(req))).revision);
     reply.code(202);
+  });
+
+  app.patch("/v1/models/:model", async (req) => {
+    const idx = model(req, principalOf(req), "admin");
+    const body = parseRequest(UpdateModelRequest, req.body, "model update");
+    await settled((await ops.updateModelConfig(idx.uuid, body.config)).revision);
+    return { name: idx.model?.name, config: cache.models.get(idx.uuid)?.model?.config };
+  });
+
+  app.post("/v1/models/:model/integrations", async (req, reply) => {
+    const idx = model(req, principalOf(req), "write");
+    const body = parseRequest(IntegrateRequest, req.body, "integration");
+    const res = await deps.relations.integrate(idx.uuid, body.endpoints[0], body.endpoints[1]);
+    await settled(res.revision);
+    reply.code(201);
+    return { id: res.id, key: res.key };
+  });
+
+  app.delete("/v1/models/:model/integrations", async (req, reply) => {
+    const idx = model(req, principalOf(req), "write");
+    const body = parseRequest(IntegrateRequest, req.body, "integration");
+    await settled((await deps.relations.removeIntegration(idx.uuid, body.endpoints[0], body.endpoints[1])).revision);
+    reply.code(202);
+  });
+
+  app.get("/v1/models/:model/units/:app/:n", async (req) => {
+    const idx = model(req, principalOf(req), "read");
+    const { app: appName, n } = req.params as { app: string; n: string };
+    return buildUnitDetails(cache, idx, `${appName}/${n}`);
+  });
+
+  app.post("/v1/models/:model/units/:app/:n/resolve", async (req) => {
+    const idx = model(req, principalOf(req), "write");
+    const { app: appName, n } = req.params as { app: string; n: string };
+    const body = parseRequest(ResolveRequest, req.body, "resolve");
+    await settled((await ops.resolve(idx.uuid, `${appName}/${n}`, body.retry ? "retry" : "no-retry")).revision);
+    return {};
   });
 
   app.get("/v1/models/:model/status", async (req) => {

@@ -5,7 +5,8 @@
  * fresh read, so the cache never silently misses a change.
  */
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
-import type { AccessDoc, ApplicationDoc, ControllerDoc, MachineDoc, MachineInfoDoc, ModelDoc, OperatorDoc, PresenceDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { StatusInfo, WorkloadStatus } from "../../api";
+import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, ModelDoc, OperatorDoc, PresenceDoc, RelationDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { CACHED_PREFIXES } from "./keys";
 
 export interface ModelIndex {
@@ -19,6 +20,15 @@ export interface ModelIndex {
   access: Map<string, AccessDoc>;
   presence: Map<string, PresenceDoc>;
   unitsByMachine: Map<string, Set<string>>;
+  relations: Map<number, RelationDoc>;
+  /** Units that have entered each relation. */
+  scope: Map<number, Set<string>>;
+  /** Databags by `<relation-id>/unit/<unit>` or `<relation-id>/app/<app>`, with their revision (the version agents compare). */
+  relationData: Map<string, { data: DataBag; rev: number }>;
+  leaders: Map<string, LeaderDoc>;
+  leaderData: Map<string, { data: DataBag; rev: number }>;
+  ports: Map<string, string[]>;
+  appStatus: Map<string, StatusInfo<WorkloadStatus>>;
   /** Store revision of the last change to anything in this model. */
   revision: number;
 }
@@ -138,6 +148,20 @@ export class StateCache {
           case "machines": set(idx.machines, id); if (!doc) idx.unitsByMachine.delete(id); break;
           case "machine-info": set(idx.machineInfo, id); break;
           case "access": set(idx.access, id); break;
+          case "relations": if (doc === undefined) idx.relations.delete(Number(id)); else idx.relations.set(Number(id), doc as RelationDoc); break;
+          case "relation-scope": {
+            const rel = Number(parts[4]);
+            const unit = parts.slice(5).join("/");
+            let s = idx.scope.get(rel);
+            if (!s) idx.scope.set(rel, (s = new Set()));
+            if (doc === undefined) { s.delete(unit); if (s.size === 0) idx.scope.delete(rel); } else s.add(unit);
+            break;
+          }
+          case "relation-data": if (doc === undefined) idx.relationData.delete(id); else idx.relationData.set(id, { data: doc as DataBag, rev: kv.modRevision }); break;
+          case "leaders": set(idx.leaders, id); break;
+          case "leader-data": if (doc === undefined) idx.leaderData.delete(id); else idx.leaderData.set(id, { data: doc as DataBag, rev: kv.modRevision }); break;
+          case "unit-ports": set(idx.ports, id); break;
+          case "app-status": set(idx.appStatus, id); break;
         }
         return uuid;
       }
@@ -148,7 +172,9 @@ export class StateCache {
   private index(uuid: string): ModelIndex {
     let idx = this.models.get(uuid);
     if (!idx) {
-      idx = { uuid, apps: new Map(), units: new Map(), unitStatus: new Map(), machines: new Map(), machineInfo: new Map(), access: new Map(), presence: new Map(), unitsByMachine: new Map(), revision: this.revision };
+      idx = { uuid, apps: new Map(), units: new Map(), unitStatus: new Map(), machines: new Map(), machineInfo: new Map(), access: new Map(), presence: new Map(), unitsByMachine: new Map(),
+        relations: new Map(), scope: new Map(), relationData: new Map(), leaders: new Map(), leaderData: new Map(), ports: new Map(), appStatus: new Map(),
+        revision: this.revision };
       this.models.set(uuid, idx);
     }
     return idx;

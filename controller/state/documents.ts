@@ -11,7 +11,7 @@ export interface ModelDoc {
   owner: string;
   life: Life;
   createdAt: string;
-  config: { updateStatusInterval: number };
+  config: { updateStatusInterval: number; automaticallyRetryHooks?: boolean };
 }
 export interface OperatorDoc { hash: string; name: string; version: string; meta: OperatorMeta; bytes: number; chunks: number; uploadedAt: string }
 export interface ApplicationDoc {
@@ -24,7 +24,15 @@ export interface ApplicationDoc {
   nextUnit: number;
   createdAt: string;
 }
-export interface UnitDoc { name: string; app: string; machine: string; life: Life; createdAt: string }
+export interface UnitDoc {
+  name: string;
+  app: string;
+  machine: string;
+  life: Life;
+  createdAt: string;
+  /** A `steward resolve` for a unit in error, until its agent acts on it. */
+  resolve?: "retry" | "no-retry";
+}
 export interface UnitStatusDoc {
   workload: StatusInfo<WorkloadStatus>;
   agent: StatusInfo<Exclude<AgentStatus, "lost">>;
@@ -46,5 +54,21 @@ export interface AccessDoc { access: "read" | "write" | "admin" }
 /** Presence of an agent connection, bound to the lease of the replica that holds the connection. */
 export interface PresenceDoc { replica: string; since: string }
 
+export interface RelationEndpoint { app: string; endpoint: string; role: "provider" | "requirer" | "peer"; interface: string }
+export interface RelationDoc {
+  id: number;
+  /** Sorted `app:endpoint` names, space-separated: what makes two integrations the same. */
+  key: string;
+  /** Two endpoints, or one for a peer relation. */
+  endpoints: RelationEndpoint[];
+  life: Life;
+  createdAt: string;
+}
+/** A relation or leader databag. */
+export type DataBag = Record<string, string>;
+export interface LeaderDoc { unit: string; since: string; lease: string }
+
 export const SCHEMA_VERSION = 1;
+/** How long a leadership claim lasts; agents renew at half of it, so leadership is guaranteed for 30 s. */
+export const DEFAULT_LEADERSHIP_LEASE_SECONDS = 60;
 export const DEFAULT_UPDATE_STATUS_INTERVAL = 300;

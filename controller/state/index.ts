@@ -1,6 +1,8 @@
 export { StateCache } from "./cache";
 export type { ModelIndex, CacheListener } from "./cache";
 export { StateOps, validateConfig, effectiveConfig } from "./operations";
-export { buildModelStatus, buildAgentView } from "./views";
+export { RelationOps } from "./relation-ops";
+export { LeadershipOps } from "./leadership-ops";
+export { buildModelStatus, buildAgentView, buildUnitDetails } from "./views";
 export { keys } from "./keys";
 export * from "./documents";

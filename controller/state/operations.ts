@@ -6,39 +6,16 @@
 import { randomUUID } from "node:crypto";
 import type { Bundle, OperatorMeta, UnitStatusReport } from "../../api";
 import { StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
-import type { Compare, Op, Store } from "../store";
+import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
-import type { ApplicationDoc, ConfigValues, ControllerDoc, MachineDoc, ModelDoc, OperatorDoc, Substrate, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, Substrate, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { DEFAULT_UPDATE_STATUS_INTERVAL, SCHEMA_VERSION } from "./documents";
 import { CHUNK_BYTES, keys } from "./keys";
+import type { Read } from "./txn";
+import { StoreTxns } from "./txn";
 
-interface Read<T> { doc: T; rev: number }
-const MAX_ATTEMPTS = 50;
-
-export class StateOps {
-  constructor(private readonly store: Store, private readonly now: () => Date = () => new Date()) {}
-
-  private stamp(): string { return this.now().toISOString(); }
-
-  private async read<T>(key: string): Promise<Read<T> | undefined> {
-    const kv = await this.store.get(key);
-    return kv ? { doc: JSON.parse(kv.value) as T, rev: kv.modRevision } : undefined;
-  }
-
-  private async readAll<T>(prefix: string): Promise<(Read<T> & { key: string })[]> {
-    return (await this.store.range(prefix)).kvs.map((kv) => ({ key: kv.key, doc: JSON.parse(kv.value) as T, rev: kv.modRevision }));
-  }
-
-  /** Runs `attempt` until its transaction's compares hold; `attempt` throws to refuse. */
-  private async retry<T>(what: string, attempt: () => Promise<{ compare: Compare[]; ops: Op[]; result: T }>): Promise<T & { revision: number }> {
-    for (let i = 0; i < MAX_ATTEMPTS; i++) {
-      const { compare, ops, result } = await attempt();
-      const res = await this.store.txn({ compare, success: ops });
-      if (res.succeeded) return { ...result, revision: res.revision };
-    }
-    throw new StewardError("conflict", `${what}: too much concurrent change, try again`, { retryable: true });
-  }
+export class StateOps extends StoreTxns {
 
   // --- controller and users ---
 
@@ -76,9 +53,9 @@ export class StateOps {
 
   // --- models ---
 
-  async createModel(owner: string, name: string, config: { updateStatusInterval?: number } = {}): Promise<ModelDoc & { revision: number }> {
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: { updateStatusInterval: config.updateStatusInterval ?? DEFAULT_UPDATE_STATUS_INTERVAL } };
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: { updateStatusInterval: config.updateStatusInterval ?? DEFAULT_UPDATE_STATUS_INTERVAL, automaticallyRetryHooks: config.automaticallyRetryHooks ?? true } };
     const res = await this.store.txn({
       compare: [absent(keys.modelName(name))],
       success: [
@@ -118,8 +95,8 @@ export class StateOps {
   private async dyingEverything(uuid: string): Promise<{ compare: Compare[]; ops: Op[] }> {
     const compare: Compare[] = [];
     const ops: Op[] = [];
-    for (const kind of ["apps", "units"] as const) {
-      for (const r of await this.readAll<ApplicationDoc | UnitDoc>(`${keys.modelPrefix(uuid)}${kind}/`)) {
+    for (const kind of ["apps", "units", "relations"] as const) {
+      for (const r of await this.readAll<ApplicationDoc | UnitDoc | RelationDoc>(`${keys.modelPrefix(uuid)}${kind}/`)) {
         if (r.doc.life !== "alive") continue;
         compare.push(unchanged(r.key, r.rev));
         ops.push({ type: "put", key: r.key, value: JSON.stringify({ ...r.doc, life: "dying" }) });
@@ -185,11 +162,27 @@ export class StateOps {
       const ops: Op[] = [];
       const units = await this.placeUnits(uuid, app, req.units, req.to ?? [], compare, ops);
       ops.unshift({ type: "put", key: keys.app(uuid, req.name), value: JSON.stringify(app) });
+      await this.peerRelations(uuid, req.name, op.doc.meta, compare, ops);
       return { compare, ops, result: { units } };
     }).catch(async (err: unknown) => {
       if (StewardError.isInstance(err) && err.code === "conflict" && (await this.store.get(keys.app(uuid, req.name)))) throw alreadyExists("application", req.name);
       throw err;
     });
+  }
+
+  /** Peer relations form by themselves, one per `peers` endpoint, when the application is created. */
+  private async peerRelations(uuid: string, app: string, meta: OperatorMeta, compare: Compare[], ops: Op[]): Promise<void> {
+    const peers = Object.entries(meta.peers);
+    if (peers.length === 0) return;
+    const seq = await this.store.get(keys.relationSeq(uuid));
+    let next = Number(seq?.value ?? "0");
+    compare.push(unchanged(keys.relationSeq(uuid), seq?.modRevision ?? 0));
+    for (const [endpoint, def] of peers) {
+      const id = next++;
+      const doc: RelationDoc = { id, key: `${app}:${endpoint}`, endpoints: [{ app, endpoint, role: "peer", interface: def.interface }], life: "alive", createdAt: this.stamp() };
+      ops.push({ type: "put", key: keys.relation(uuid, id), value: JSON.stringify(doc) });
+    }
+    ops.push({ type: "put", key: keys.relationSeq(uuid), value: String(next) });
   }
 
   /**
@@ -274,9 +267,15 @@ export class StateOps {
       const units = await this.readAll<UnitDoc>(keys.unitsOf(uuid, appName));
       const compare: Compare[] = [unchanged(keys.app(uuid, appName), a.rev), ...units.map((u) => unchanged(u.key, u.rev))];
       const ops: Op[] = [];
+      const relations = (await this.readAll<RelationDoc>(keys.relationsPrefix(uuid))).filter((r) => r.doc.endpoints.some((e) => e.app === appName));
+      compare.push(...relations.map((r) => unchanged(r.key, r.rev)));
+      // Its integrations end with it: the other side departs and breaks them, then they are deleted.
+      for (const r of relations) if (r.doc.life === "alive") ops.push({ type: "put", key: r.key, value: JSON.stringify({ ...r.doc, life: "dying" }) });
       if (force || units.length === 0) {
         for (const u of units) ops.push(...(await this.unitGoneOps(uuid, u.doc, compare)));
-        ops.push({ type: "delete", key: keys.app(uuid, appName) });
+        ops.push({ type: "delete", key: keys.app(uuid, appName) }, { type: "delete", key: keys.leaderData(uuid, appName) }, { type: "delete", key: keys.appStatus(uuid, appName) });
+        // The last unit's removal also deletes the application: keep one write per key.
+        return { compare, ops: [...new Map(ops.map((o) => ["key" in o ? o.key : o.prefix, o])).values()], result: {} };
       } else {
         ops.push({ type: "put", key: keys.app(uuid, appName), value: JSON.stringify({ ...a.doc, life: "dying" }) });
         for (const u of units) if (u.doc.life === "alive") ops.push({ type: "put", key: u.key, value: JSON.stringify({ ...u.doc, life: "dying" }) });
@@ -301,12 +300,19 @@ export class StateOps {
    * this was its last unit; the machine made for it when nothing else runs there.
    */
   private async unitGoneOps(uuid: string, unit: UnitDoc, compare: Compare[]): Promise<Op[]> {
-    const ops: Op[] = [{ type: "delete", key: keys.unit(uuid, unit.name) }, { type: "delete", key: keys.unitStatus(uuid, unit.name) }];
+    const ops: Op[] = [{ type: "delete", key: keys.unit(uuid, unit.name) }, { type: "delete", key: keys.unitStatus(uuid, unit.name) }, { type: "delete", key: keys.ports(uuid, unit.name) }];
+    for (const r of await this.readAll<RelationDoc>(keys.relationsPrefix(uuid))) {
+      if (!r.doc.endpoints.some((e) => e.app === unit.app)) continue;
+      ops.push({ type: "delete", key: keys.scope(uuid, r.doc.id, unit.name) }, { type: "delete", key: keys.unitBag(uuid, r.doc.id, unit.name) });
+    }
+    // A leader that goes hands leadership on at once instead of holding it until its lease runs out.
+    const leader = await this.read<LeaderDoc>(keys.leader(uuid, unit.app));
+    if (leader?.doc.unit === unit.name) { compare.push(unchanged(keys.leader(uuid, unit.app), leader.rev)); ops.push({ type: "delete", key: keys.leader(uuid, unit.app) }); }
     const app = await this.read<ApplicationDoc>(keys.app(uuid, unit.app));
     const siblings = await this.readAll<UnitDoc>(keys.unitsOf(uuid, unit.app));
     if (app && app.doc.life === "dying" && siblings.every((s) => s.doc.name === unit.name)) {
       compare.push(unchanged(keys.app(uuid, unit.app), app.rev), ...siblings.map((s) => unchanged(s.key, s.rev)));
-      ops.push({ type: "delete", key: keys.app(uuid, unit.app) });
+      ops.push({ type: "delete", key: keys.app(uuid, unit.app) }, { type: "delete", key: keys.leaderData(uuid, unit.app) }, { type: "delete", key: keys.appStatus(uuid, unit.app) });
     }
     const machine = await this.read<MachineDoc>(keys.machine(uuid, unit.machine));
     if (machine && machine.doc.createdFor === unit.name && machine.doc.life === "alive") {
@@ -317,6 +323,37 @@ export class StateOps {
       }
     }
     return ops;
+  }
+
+  /** Records a `steward resolve` for a unit in error; its agent retries (or skips) the failed hook. */
+  async resolve(uuid: string, unit: string, mode: "retry" | "no-retry"): Promise<{ revision: number }> {
+    return this.retry(`resolve ${unit}`, async () => {
+      const u = await this.read<UnitDoc>(keys.unit(uuid, unit));
+      if (!u) throw notFound("unit", unit);
+      const st = await this.read<UnitStatusDoc>(keys.unitStatus(uuid, unit));
+      if (st?.doc.workload.current !== "error") throw invalidRequest(`unit ${unit} is not in error (it is ${st?.doc.workload.current ?? "not started"}): nothing to resolve`);
+      return { compare: [unchanged(keys.unit(uuid, unit), u.rev)], ops: [{ type: "put", key: keys.unit(uuid, unit), value: JSON.stringify({ ...u.doc, resolve: mode }) }], result: {} };
+    });
+  }
+
+  /** The agent took the resolve request: clear it. */
+  async unitResolved(uuid: string, machine: string, unit: string): Promise<number> {
+    const res = await this.retry(`resolved ${unit}`, async () => {
+      const u = await this.read<UnitDoc>(keys.unit(uuid, unit));
+      if (!u || u.doc.machine !== machine) throw new StewardError("forbidden", `unit ${unit} is not on machine ${machine}`);
+      if (!u.doc.resolve) return { compare: [], ops: [], result: {} };
+      const { resolve: _done, ...rest } = u.doc;
+      return { compare: [unchanged(keys.unit(uuid, unit), u.rev)], ops: [{ type: "put", key: keys.unit(uuid, unit), value: JSON.stringify(rest) }], result: {} };
+    });
+    return res.revision;
+  }
+
+  async updateModelConfig(uuid: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ revision: number }> {
+    return this.retry("update model config", async () => {
+      const m = await this.aliveModel(uuid);
+      const doc: ModelDoc = { ...m.doc, config: { ...m.doc.config, ...config } };
+      return { compare: [unchanged(keys.model(uuid), m.rev)], ops: [{ type: "put", key: keys.model(uuid), value: JSON.stringify(doc) }], result: {} };
+    });
   }
 
   // --- machines ---

@@ -1,0 +1,31 @@
+/** The transaction helpers every domain operation uses: typed reads and compare-and-swap with retry. */
+import { StewardError } from "../../api";
+import type { Compare, Op, Store } from "../store";
+
+export interface Read<T> { doc: T; rev: number }
+const MAX_ATTEMPTS = 50;
+
+export class StoreTxns {
+  constructor(protected readonly store: Store, protected readonly now: () => Date = () => new Date()) {}
+
+  protected stamp(): string { return this.now().toISOString(); }
+
+  protected async read<T>(key: string): Promise<Read<T> | undefined> {
+    const kv = await this.store.get(key);
+    return kv ? { doc: JSON.parse(kv.value) as T, rev: kv.modRevision } : undefined;
+  }
+
+  protected async readAll<T>(prefix: string): Promise<(Read<T> & { key: string })[]> {
+    return (await this.store.range(prefix)).kvs.map((kv) => ({ key: kv.key, doc: JSON.parse(kv.value) as T, rev: kv.modRevision }));
+  }
+
+  /** Runs `attempt` until its transaction's compares hold; `attempt` throws to refuse. */
+  protected async retry<T>(what: string, attempt: () => Promise<{ compare: Compare[]; ops: Op[]; result: T }>): Promise<T & { revision: number }> {
+    for (let i = 0; i < MAX_ATTEMPTS; i++) {
+      const { compare, ops, result } = await attempt();
+      const res = await this.store.txn({ compare, success: ops });
+      if (res.succeeded) return { ...result, revision: res.revision };
+    }
+    throw new StewardError("conflict", `${what}: too much concurrent change, try again`, { retryable: true });
+  }
+}
