@@ -12,7 +12,7 @@ import { Agent, request } from "node:https";
 import WebSocket from "ws";
 import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
-import type { ModelStatus } from "./status";
+import type { ModelStatus, UnitDetails } from "./status";
 
 export interface ControllerClientOptions {
   /** `host:port` of each controller replica; tried in order, failing over on connection errors. */
@@ -156,6 +156,16 @@ export class ControllerClient {
     return this.call("POST", `/v1/models/${enc(model)}/applications/${enc(app)}/units`, { count, ...(to ? { to } : {}) });
   }
   removeUnit(model: string, unit: string): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}`); }
+
+  updateModel(model: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ name: string; config: Record<string, unknown> }> {
+    return this.call("PATCH", `/v1/models/${enc(model)}`, { config });
+  }
+
+  // --- integrations and units ---
+  integrate(model: string, a: string, b: string): Promise<{ id: number; key: string }> { return this.call("POST", `/v1/models/${enc(model)}/integrations`, { endpoints: [a, b] }); }
+  removeIntegration(model: string, a: string, b: string): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/integrations`, { endpoints: [a, b] }); }
+  showUnit(model: string, unit: string): Promise<UnitDetails> { return this.call("GET", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}`); }
+  resolve(model: string, unit: string, retry = true): Promise<void> { return this.call("POST", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}/resolve`, { retry }); }
 
   // --- machines ---
   addMachines(model: string, substrate: "local" | "manual", count = 1): Promise<{ machines: { id: string; credential?: string }[] }> {

@@ -23,11 +23,17 @@ import RemoveMachineCommand from "./commands/remove-machine";
 import RemoveUnitCommand from "./commands/remove-unit";
 import StatusCommand from "./commands/status";
 import SwitchCommand from "./commands/switch";
+import IntegrateCommand from "./commands/integrate";
+import ModelConfigCommand from "./commands/model-config";
+import RemoveIntegrationCommand from "./commands/remove-integration";
+import ResolveCommand from "./commands/resolve";
+import ShowUnitCommand from "./commands/show-unit";
 
 export const commands = [
   BootstrapCommand, ControllersCommand, LoginCommand, AddUserCommand, GrantCommand, DestroyControllerCommand,
-  AddModelCommand, ModelsCommand, SwitchCommand, StatusCommand, ApplyCommand, DiffCommand, DestroyModelCommand,
+  AddModelCommand, ModelsCommand, SwitchCommand, ModelConfigCommand, StatusCommand, ApplyCommand, DiffCommand, DestroyModelCommand,
   DeployCommand, AddUnitCommand, RemoveUnitCommand, ConfigCommand, RemoveApplicationCommand,
+  IntegrateCommand, RemoveIntegrationCommand, ResolveCommand, ShowUnitCommand,
   AddMachineCommand, MachinesCommand, RemoveMachineCommand,
 ];
 

@@ -11,6 +11,8 @@
  *     units: 2
  *     config: { greeting: Hello }
  *     to: ["0", "1"]                # optional placement on existing machines
+ * integrations:
+ *   - [checker, web]                # or [checker:upstream, web:website]
  * ```
  *
  * Every problem is reported with the file and line it concerns.
@@ -39,6 +41,8 @@ export interface ModelDefinition {
   model?: string;
   updateStatusInterval?: number;
   applications: DesiredApplication[];
+  /** Pairs of `app` or `app:endpoint`. */
+  integrations: [string, string][];
 }
 
 export class ModelFileError extends StewardError {
@@ -60,7 +64,8 @@ export async function loadModelFile(path: string): Promise<ModelDefinition> {
   const root = doc.contents;
   if (!isMap(root)) return fail(root, "", "must be a mapping with an \"applications\" section");
 
-  const def: ModelDefinition = { file: path, applications: [] };
+  const def: ModelDefinition = { file: path, applications: [], integrations: [] };
+  const integrationNodes: unknown[] = [];
   const pending: { name: string; node: unknown; op: unknown; units: number; config: Map<string, { value: unknown; node: unknown }>; to?: string[] }[] = [];
   for (const pair of root.items) {
     const key = isScalar(pair.key) ? String(pair.key.value) : "";
@@ -126,7 +131,14 @@ export async function loadModelFile(path: string): Promise<ModelDefinition> {
         }
         break;
       case "integrations":
-        if (isSeq(v) && v.items.length > 0) fail(v, "integrations", "are not supported yet (they arrive with the operator runtime)");
+        if (v === null || (isScalar(v) && v.value === null)) break;
+        if (!isSeq(v)) { fail(v ?? pair.key, "integrations", "must be a list of pairs such as [checker, web]"); break; }
+        v.items.forEach((item, i) => {
+          const ok = isSeq(item) && item.items.length === 2 && item.items.every((e) => isScalar(e) && typeof e.value === "string" && /^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)?$/.test(e.value));
+          if (!ok) fail(item, `integrations[${i}]`, "must be a pair of app or app:endpoint, such as [checker, web]");
+          def.integrations.push((item as { items: { value: string }[] }).items.map((e) => e.value) as [string, string]);
+          integrationNodes.push(item);
+        });
         break;
       default:
         fail(pair.key, key, "is not a known section (known: model, config, applications)");
@@ -148,6 +160,14 @@ export async function loadModelFile(path: string): Promise<ModelDefinition> {
     }
     def.applications.push({ name: p.name, operatorDir, bundle, hash, meta, units: p.units, config, ...(p.to ? { to: p.to } : {}) });
   }
+  const apps = new Set(def.applications.map((a) => a.name));
+  def.integrations.forEach((pair, i) => {
+    for (const ref of pair) {
+      const app = ref.split(":")[0]!;
+      if (!apps.has(app)) fail(integrationNodes[i], `integrations[${i}]`, `names application "${app}", which this file does not define`);
+    }
+    if (pair[0].split(":")[0] === pair[1].split(":")[0]) fail(integrationNodes[i], `integrations[${i}]`, "integrates an application with itself; peer relations form by themselves");
+  });
   return def;
 }
 

@@ -10,6 +10,8 @@ export type Change =
   | { kind: "config"; app: string; patch: Record<string, string | number | boolean | null>; before: Record<string, unknown> }
   | { kind: "add-units"; app: string; count: number; from: number }
   | { kind: "remove-units"; app: string; units: string[]; from: number }
+  | { kind: "integrate"; a: string; b: string }
+  | { kind: "remove-integration"; a: string; b: string }
   | { kind: "remove-application"; app: string };
 
 export async function actualStatus(client: ControllerClient, model: string): Promise<ModelStatus | undefined> {
@@ -37,6 +39,12 @@ export function planChanges(def: ModelDefinition, model: string, actual: ModelSt
     if (alive.length < want.units) changes.push({ kind: "add-units", app: want.name, count: want.units - alive.length, from: alive.length });
     if (alive.length > want.units) changes.push({ kind: "remove-units", app: want.name, units: alive.slice(want.units), from: alive.length });
   }
+  const existing = (actual?.integrations ?? []).filter((i) => i.type === "regular" && i.life === "alive");
+  const fits = (ref: string, ep: string): boolean => (ref.includes(":") ? ref === ep : ref === ep.split(":")[0]);
+  const same = (pair: [string, string], i: { provider: string; requirer: string }): boolean =>
+    (fits(pair[0], i.provider) && fits(pair[1], i.requirer)) || (fits(pair[1], i.provider) && fits(pair[0], i.requirer));
+  for (const pair of def.integrations) if (!existing.some((i) => same(pair, i))) changes.push({ kind: "integrate", a: pair[0], b: pair[1] });
+  for (const i of existing) if (!def.integrations.some((pair) => same(pair, i))) changes.push({ kind: "remove-integration", a: i.provider, b: i.requirer });
   const wanted = new Set(def.applications.map((a) => a.name));
   for (const [name, have] of Object.entries(apps)) if (!wanted.has(name) && have.life === "alive") changes.push({ kind: "remove-application", app: name });
   return changes;
@@ -59,6 +67,8 @@ export function describePlan(model: string, changes: Change[]): string {
         break;
       case "add-units": lines.push(`  ~ ${c.app}: add ${c.count} unit${c.count === 1 ? "" : "s"} (${c.from} -> ${c.from + c.count})`); change++; break;
       case "remove-units": lines.push(`  ~ ${c.app}: remove ${c.units.join(", ")} (${c.from} -> ${c.from - c.units.length})`); change++; break;
+      case "integrate": lines.push(`  + integrate ${c.a} ${c.b}`); add++; break;
+      case "remove-integration": lines.push(`  - remove integration ${c.a} ${c.b}`); remove++; break;
       case "remove-application": lines.push(`  - remove application ${c.app}`); remove++; break;
     }
   }
@@ -87,9 +97,17 @@ export async function applyChanges(client: ControllerClient, model: string, def:
       case "upgrade": progress(`Upgrading ${c.app.name} to ${c.app.meta.version}`); await client.updateApplication(model, c.app.name, { operator: c.app.hash }); break;
       case "config": progress(`Configuring ${c.app}`); await client.updateApplication(model, c.app, { config: c.patch }); break;
       case "add-units": progress(`Adding ${c.count} unit(s) to ${c.app}`); await client.addUnits(model, c.app, c.count); break;
+      case "integrate": progress(`Integrating ${c.a} and ${c.b}`); await client.integrate(model, c.a, c.b); break;
+      default: break;
+    }
+  }
+  // Removals last, integrations before the applications they join.
+  for (const c of changes) {
+    switch (c.kind) {
+      case "remove-integration": progress(`Removing the integration of ${c.a} and ${c.b}`); await client.removeIntegration(model, c.a, c.b); break;
       case "remove-units": for (const u of c.units) { progress(`Removing ${u}`); await client.removeUnit(model, u); } break;
       case "remove-application": progress(`Removing application ${c.app}`); await client.removeApplication(model, c.app); break;
-      case "create-model": break;
+      default: break;
     }
   }
 }

@@ -25,7 +25,7 @@ export function formatStatusTabular(s: ModelStatus): string {
     parts.push(table(["Machine", "State", "Address", "Substrate", "Message"], machines.map((m) => [m.id, m.status.current, m.address, m.substrate, m.life === "dying" ? "removing" : m.status.message])));
   }
   if (s.integrations.length > 0) {
-    parts.push(table(["Integration provider", "Requirer", "Interface", "Type"], s.integrations.map((i) => [i.provider, i.requirer, i.interface, i.type])));
+    parts.push(table(["Integration provider", "Requirer", "Interface", "Type", "Message"], s.integrations.map((i) => [i.provider, i.requirer, i.interface, i.type, i.life === "dying" ? "removing" : ""])));
   }
   if (apps.length === 0 && machines.length === 0) parts.push(`Model "${s.model.name}" is empty.\n`);
   return parts.join("\n");

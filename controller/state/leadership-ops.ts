@@ -9,6 +9,7 @@ import { DATABAG_LIMIT_BYTES, StewardError, invalidRequest } from "../../api";
 import { LeaseNotFoundError, absent, unchanged } from "../store";
 import type { DataBag, LeaderDoc, UnitDoc } from "./documents";
 import { keys } from "./keys";
+import { sortedBag } from "./relation-ops";
 import { StoreTxns } from "./txn";
 
 export class LeadershipOps extends StoreTxns {
@@ -47,6 +48,7 @@ export class LeadershipOps extends StoreTxns {
       const cur = await this.read<DataBag>(keys.leaderData(uuid, u.doc.app));
       const data: DataBag = { ...(cur?.doc ?? {}) };
       for (const [k, v] of Object.entries(patch)) { if (v === null || v === "") delete data[k]; else data[k] = v; }
+      if (JSON.stringify(sortedBag(data)) === JSON.stringify(sortedBag(cur?.doc ?? {}))) return { compare: [], ops: [], result: {} }; // unchanged: followers see no leader-settings-changed
       const size = Buffer.byteLength(JSON.stringify(data));
       if (size > DATABAG_LIMIT_BYTES) throw invalidRequest(`leader data of ${u.doc.app} would hold ${size} bytes; the limit is ${DATABAG_LIMIT_BYTES} bytes`);
       return {

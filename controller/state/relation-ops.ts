@@ -85,7 +85,7 @@ export class RelationOps extends StoreTxns {
         }
         return r.doc;
       };
-      const bags = new Map<string, { key: string; data: DataBag; label: string }>();
+      const bags = new Map<string, { key: string; data: DataBag; before: string; label: string }>();
       for (const w of c.relations) {
         await relationOf(w.relationId);
         const key = w.app ? keys.appBag(uuid, w.relationId, u.doc.app) : keys.unitBag(uuid, w.relationId, c.unit);
@@ -93,7 +93,7 @@ export class RelationOps extends StoreTxns {
         if (!bag) {
           const cur = await this.read<DataBag>(key);
           compare.push(unchanged(key, cur?.rev ?? 0));
-          bags.set(key, (bag = { key, data: { ...(cur?.doc ?? {}) }, label: w.app ? `application ${u.doc.app}` : c.unit }));
+          bags.set(key, (bag = { key, data: { ...(cur?.doc ?? {}) }, before: JSON.stringify(sortedBag(cur?.doc ?? {})), label: w.app ? `application ${u.doc.app}` : c.unit }));
           if (w.app) await this.requireLeader(uuid, u.doc, compare, "write the application databag");
         }
         for (const [k, v] of Object.entries(w.set)) { if (v === null || v === "") delete bag.data[k]; else bag.data[k] = v; }
@@ -101,6 +101,8 @@ export class RelationOps extends StoreTxns {
       for (const bag of bags.values()) {
         const size = Buffer.byteLength(JSON.stringify(bag.data));
         if (size > DATABAG_LIMIT_BYTES) throw invalidRequest(`the databag of ${bag.label} would hold ${size} bytes; the limit is ${DATABAG_LIMIT_BYTES} bytes per databag`);
+        // Unchanged data is not written: its revision is what makes the other side run relation-changed.
+        if (JSON.stringify(sortedBag(bag.data)) === bag.before) continue;
         ops.push(Object.keys(bag.data).length === 0 ? { type: "delete", key: bag.key } : { type: "put", key: bag.key, value: JSON.stringify(bag.data) });
       }
       if (c.ports && (c.ports.open.length > 0 || c.ports.close.length > 0)) {
@@ -160,6 +162,10 @@ export class RelationOps extends StoreTxns {
     if (!op) throw new StewardError("internal", `operator of ${app.name} is missing`);
     return op.doc.meta;
   }
+}
+
+export function sortedBag(b: DataBag): DataBag {
+  return Object.fromEntries(Object.entries(b).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
 }
 
 function endpointsOf(app: string, meta: OperatorMeta, only?: string): RelationEndpoint[] {

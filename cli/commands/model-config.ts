@@ -1,0 +1,37 @@
+import { Command, Option, UsageError } from "clipanion";
+import { ModelCommand, parseAssignments } from "../base-command";
+import { parseDuration } from "../wait";
+
+export default class ModelConfigCommand extends ModelCommand {
+  static override paths = [["model-config"]];
+  static override usage = Command.Usage({
+    category: "Models",
+    description: "show or change model settings",
+    details: `
+      Settings: \`update-status-interval\` (how often units run update-status, e.g. 30s, 5m; default
+      5m) and \`automatically-retry-hooks\` (true: failed hooks are retried after 5 s doubling to 5
+      min; false: they wait for \`steward resolve\`).
+    `,
+    examples: [["Show settings", "$0 model-config"], ["Stop automatic retries", "$0 model-config automatically-retry-hooks=false"]],
+  });
+
+  assignments = Option.Rest({ name: "key=value" });
+
+  async run(): Promise<number> {
+    const client = await this.connect();
+    const model = await this.model();
+    const config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {};
+    for (const [k, v] of Object.entries(parseAssignments(this.assignments, "setting"))) {
+      if (k === "update-status-interval") config.updateStatusInterval = Math.round(parseDuration(v, k) / 1000);
+      else if (k === "automatically-retry-hooks") {
+        if (v !== "true" && v !== "false") throw new UsageError(`${k} must be true or false, got "${v}"`);
+        config.automaticallyRetryHooks = v === "true";
+      } else throw new UsageError(`"${k}" is not a model setting (known: update-status-interval, automatically-retry-hooks)`);
+    }
+    const res = await client.updateModel(model, config);
+    const c = res.config as { updateStatusInterval: number; automaticallyRetryHooks?: boolean };
+    this.out(`update-status-interval     ${c.updateStatusInterval}s`);
+    this.out(`automatically-retry-hooks  ${c.automaticallyRetryHooks ?? true}`);
+    return 0;
+  }
+}

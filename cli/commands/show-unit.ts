@@ -1,0 +1,25 @@
+import { Command, Option, UsageError } from "clipanion";
+import { stringify } from "yaml";
+import { ModelCommand } from "../base-command";
+
+export default class ShowUnitCommand extends ModelCommand {
+  static override paths = [["show-unit"]];
+  static override usage = Command.Usage({
+    category: "Applications",
+    description: "show a unit with its integrations and their data",
+    details: "Prints the unit's status, whether it leads its application, its open ports, and for each integration the unit's own databag, its application's, and every remote unit's.",
+    examples: [["Show web/0", "$0 show-unit web/0"], ["As JSON", "$0 show-unit web/0 --format json"]],
+  });
+
+  unit = Option.String({ required: true, name: "unit" });
+  format = Option.String("--format", "yaml", { description: "yaml or json" });
+
+  async run(): Promise<number> {
+    if (!/^[a-z][a-z0-9-]*\/\d+$/.test(this.unit)) throw new UsageError(`"${this.unit}" is not a unit name such as web/0`);
+    if (this.format !== "yaml" && this.format !== "json") throw new UsageError(`--format must be yaml or json, got "${this.format}"`);
+    const client = await this.connect();
+    const details = await client.showUnit(await this.model(), this.unit);
+    this.context.stdout.write(this.format === "json" ? JSON.stringify(details, null, 2) + "\n" : stringify({ [this.unit]: details }));
+    return 0;
+  }
+}
