@@ -53,7 +53,7 @@ test.serial("deploy, scale, configure and remove through the CLI", async (t) => 
   t.is(tab.code, 0);
   t.regex(tab.stdout, /^App\s+Version\s+Status\s+Scale\s+Operator\s+Rev\s+Message$/m);
   t.regex(tab.stdout, /^board\s+1\.0\.0\s+active\s+2\s+motd\s+1\.0\.0\s+motd: from the cli$/m);
-  t.regex(tab.stdout, /^board\/0\s+active\s+idle\s+\d+/m);
+  t.regex(tab.stdout, /^board\/0\*?\s+active\s+idle\s+\d+/m);
 
   const json = JSON.parse((await steward("status", "--format", "json")).stdout) as ModelStatus;
   t.deepEqual(Object.keys(json.applications.board!.units).sort(), ["board/0", "board/1"]);

@@ -30,11 +30,11 @@ export interface TestController {
   close(): Promise<void>;
 }
 
-export async function startTestController(): Promise<TestController> {
+export async function startTestController(opts: { leadershipLeaseSeconds?: number } = {}): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
   const dataDir = join(dir, "c");
   const init = await initControllerDir({ dataDir, name: "test", listen: { host: "127.0.0.1", port: 0 } });
-  const controller = await Controller.start({ dataDir, log: silentLogger });
+  const controller = await Controller.start({ dataDir, log: silentLogger, ...opts });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {

@@ -1,0 +1,49 @@
+/** Variants of the recorder fixture operator with the endpoints a test needs, made at test time. */
+import { cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fixturesDir } from "./controller";
+
+export interface RecorderVariant {
+  name?: string;
+  version?: string;
+  provides?: Record<string, string>;
+  requires?: Record<string, string>;
+  peers?: Record<string, string>;
+}
+
+/** A copy of the recorder operator with `variant`'s name, version and endpoints. */
+export async function recorderVariant(v: RecorderVariant): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "steward-op-"));
+  await cp(join(fixturesDir, "operators", "recorder"), dir, { recursive: true });
+  let yaml = await readFile(join(dir, "operator.yaml"), "utf8");
+  yaml = yaml.replace(/^name: recorder$/m, `name: ${v.name ?? "recorder"}`).replace(/^version: "1"$/m, `version: "${v.version ?? "1"}"`);
+  for (const section of ["provides", "requires", "peers"] as const) {
+    const eps = v[section];
+    if (eps) yaml += `${section}:\n${Object.entries(eps).map(([ep, iface]) => `  ${ep}:\n    interface: ${iface}\n`).join("")}`;
+  }
+  await writeFile(join(dir, "operator.yaml"), yaml);
+  return dir;
+}
+
+/** Every hook each unit ran, in order, as "hook" or "hook(remote-unit)". */
+export async function hooksByUnit(recordDir: string): Promise<Map<string, string[]>> {
+  const text = await readFile(join(recordDir, "hooks.log"), "utf8").catch(() => "");
+  const byUnit = new Map<string, string[]>();
+  for (const line of text.split("\n").filter(Boolean)) {
+    const [unit, hook, remote] = line.split(" ");
+    byUnit.set(unit!, [...(byUnit.get(unit!) ?? []), remote ? `${hook}(${remote})` : hook!]);
+  }
+  return byUnit;
+}
+
+/** The same, without update-status (its timing is random by design). */
+export async function sequences(recordDir: string): Promise<Map<string, string[]>> {
+  const m = await hooksByUnit(recordDir);
+  for (const [u, hooks] of m) m.set(u, hooks.filter((h) => h !== "update-status"));
+  return m;
+}
+
+export async function recordDir(): Promise<string> {
+  return mkdtemp(join(tmpdir(), "steward-rec-"));
+}
