@@ -7,10 +7,10 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import WebSocket from "ws";
-import { CONTROLLER_TLS_NAME, ControllerClient, readOperatorDir } from "../api";
+import { ControllerClient, readOperatorDir } from "../api";
 import { startLocalController } from "../cli";
 import { initControllerDir, stopProcess } from "../controller";
+import { SimAgent } from "./sim-agent";
 import { median, percentile, report, rssMiB, sleep } from "./util";
 
 const UNITS = Number(process.env.BENCH_UNITS ?? 1000);
@@ -21,7 +21,7 @@ export async function benchControllerScale(): Promise<void> {
   const addresses = await startLocalController(dir, init.caCert);
   const pid = Number(await readFile(join(dir, "controller.pid"), "utf8"));
   const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
-  const sockets: WebSocket[] = [];
+  const sockets: SimAgent[] = [];
   try {
     const { uuid } = await client.createModel("scale");
     const machines = (await client.addMachines("scale", "manual", UNITS)).machines;
@@ -33,22 +33,16 @@ export async function benchControllerScale(): Promise<void> {
     await sleep(1500);
     const idleRss = await rssMiB(pid);
 
-    // Connect one simulated agent per machine; each reports its unit active/idle when it gets its view.
+    // Connect one simulated agent per machine; each reports its unit active/idle once it has its view.
     const t1 = Date.now();
     let reported = 0;
-    await Promise.all(machines.map((m, i) => new Promise<void>((resolve, reject) => {
-      const ws = new WebSocket(`wss://${addresses[0]}/v1/agent`, { ca: init.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${uuid}/${m.id}/${m.credential}` } } as WebSocket.ClientOptions);
-      sockets.push(ws);
-      let sent = false;
-      ws.on("message", (data: Buffer) => {
-        const f = JSON.parse(data.toString()) as { t: string; topic?: string; data?: { units: { name: string }[] } };
-        if (f.t === "push" && f.topic === "view" && !sent && f.data!.units.length > 0) {
-          sent = true;
-          ws.send(JSON.stringify({ t: "req", id: 1, method: "unit.status", params: { unit: f.data!.units[0]!.name, workload: { current: "active", message: `unit ${i}` }, agent: { current: "idle", message: "" } } }));
-        } else if (f.t === "res") { reported++; resolve(); }
-      });
-      ws.on("error", reject);
-    })));
+    await Promise.all(machines.map(async (m, i) => {
+      const a = await SimAgent.connect(addresses[0]!, init.caCert, uuid, m.id, m.credential!);
+      sockets.push(a);
+      while (!a.view?.units[0]) await sleep(20);
+      await a.call("unit.status", { unit: a.view.units[0].name, workload: { current: "active", message: `unit ${i}` }, agent: { current: "idle", message: "" } });
+      reported++;
+    }));
     const connectMs = Date.now() - t1;
     await sleep(3000);
     const samples: number[] = [];
@@ -76,7 +70,7 @@ export async function benchControllerScale(): Promise<void> {
       "RSS per connected agent (KiB)": ((connectedRss - idleRss) * 1024) / UNITS,
     });
   } finally {
-    for (const ws of sockets) ws.terminate();
+    for (const a of sockets) a.close();
     client.close();
     await stopProcess(pid);
     await rm(dir, { recursive: true, force: true });

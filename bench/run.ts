@@ -3,11 +3,16 @@
  * `npm run bench -- controller-scale agent-memory demo store` (some).
  */
 import { benchAgentMemory } from "./agent-memory";
+import { benchConfigFanout } from "./config-fanout";
+import { benchLeadership } from "./leadership";
 import { benchControllerScale } from "./controller-scale";
 import { benchDemo } from "./demo-time";
 import { benchStore } from "./store-throughput";
 
-const all: Record<string, () => Promise<void>> = { store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo };
+const all: Record<string, () => Promise<void>> = {
+  store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo,
+  "config-fanout": benchConfigFanout, leadership: benchLeadership,
+};
 
 async function main(): Promise<void> {
   const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(all);

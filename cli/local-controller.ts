@@ -4,7 +4,7 @@ import { open, readFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { ControllerClient, StewardError } from "../api";
-import { dataFiles } from "../controller";
+import { CONTROLLER_NODE_FLAGS, dataFiles } from "../controller";
 
 export const controllerEntry = (): string => join(__dirname, "..", "controller", "main.js");
 
@@ -31,7 +31,7 @@ export function freePort(host: string): Promise<number> {
  */
 export async function startLocalController(dataDir: string, caCert: string, timeoutMs = 30_000): Promise<string[]> {
   const log = await open(join(dataDir, dataFiles.log), "a", 0o600);
-  const child = spawn(process.execPath, [controllerEntry(), "--data-dir", dataDir], { detached: true, stdio: ["ignore", log.fd, log.fd] });
+  const child = spawn(process.execPath, [...CONTROLLER_NODE_FLAGS, controllerEntry(), "--data-dir", dataDir], { detached: true, stdio: ["ignore", log.fd, log.fd] });
   child.unref();
   await log.close();
   let exited: number | null = null;

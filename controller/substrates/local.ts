@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../api";
+import { AGENT_NODE_FLAGS } from "../config";
 import type { StateCache, StateOps } from "../state";
 
 export interface LocalSubstrateOptions {
@@ -104,7 +105,7 @@ export class LocalSubstrate {
     }
     const log = await open(join(dir, "agent.log"), "a", 0o600);
     try {
-      const child = spawn(process.execPath, [this.o.agentEntry, "--dir", dir], { detached: true, stdio: ["ignore", log.fd, log.fd], cwd: dir, env: { ...process.env, STEWARD_AGENT_DIR: dir } });
+      const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, this.o.agentEntry, "--dir", dir], { detached: true, stdio: ["ignore", log.fd, log.fd], cwd: dir, env: { ...process.env, STEWARD_AGENT_DIR: dir } });
       child.unref();
       await writeFile(join(dir, "agent.pid"), String(child.pid));
       this.o.log.info(pid ? "restarted local agent" : "started local agent", { model, machine, pid: child.pid });

@@ -1,0 +1,68 @@
+/**
+ * A config change on an application with 1,000 units (target p99 ≤ 1 s): from the API call until
+ * each unit's agent holds the new config (the moment a real agent starts config-changed). The
+ * agents are simulated connections; the controller runs as its own process.
+ */
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ControllerClient, readOperatorDir } from "../api";
+import { startLocalController } from "../cli";
+import { initControllerDir, stopProcess } from "../controller";
+import { SimAgent } from "./sim-agent";
+import { median, percentile, report, sleep } from "./util";
+
+const UNITS = Number(process.env.BENCH_UNITS ?? 1000);
+const TRIALS = 10;
+
+export async function benchConfigFanout(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "steward-bench-fanout-"));
+  const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
+  const addresses = await startLocalController(dir, init.caCert);
+  const pid = Number(await readFile(join(dir, "controller.pid"), "utf8"));
+  const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  const agents: SimAgent[] = [];
+  try {
+    const { uuid } = await client.createModel("fanout");
+    const machines = (await client.addMachines("fanout", "manual", UNITS)).machines;
+    const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
+    await client.uploadOperator(op.bundle);
+    await client.deploy("fanout", { name: "app", operator: op.hash, units: UNITS, to: machines.map((m) => m.id) });
+    for (let i = 0; i < machines.length; i += 100) {
+      agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(addresses[0]!, init.caCert, uuid, m.id, m.credential!)))));
+    }
+    while (agents.some((a) => a.view?.units.length !== 1)) await sleep(50);
+    const all: number[] = [];
+    const trialP99: number[] = [];
+    const trialMax: number[] = [];
+    for (let trial = 0; trial < TRIALS; trial++) {
+      const message = `trial-${trial}`;
+      const got: number[] = [];
+      let t0 = 0;
+      const done = new Promise<void>((resolve) => {
+        for (const a of agents) {
+          let seen = false;
+          a.listen((v, at) => { if (!seen && v.units[0]?.config.message === message) { seen = true; got.push(at - t0); if (got.length === agents.length) resolve(); } });
+        }
+      });
+      t0 = performance.now();
+      await client.updateApplication("fanout", "app", { config: { message } });
+      await done;
+      all.push(...got);
+      trialP99.push(percentile(got, 99));
+      trialMax.push(Math.max(...got));
+      await sleep(300);
+    }
+    report(`config change fanned out to ${UNITS} unit agents (${TRIALS} trials, controller pid ${pid})`, {
+      "until a unit has the new config: median (ms)": median(all),
+      "p99 over all trials (ms)": percentile(all, 99),
+      "p99 of the worst trial (ms)": Math.max(...trialP99),
+      "last unit, median over trials (ms)": median(trialMax),
+    });
+  } finally {
+    for (const a of agents) a.close();
+    client.close();
+    await stopProcess(pid);
+    await rm(dir, { recursive: true, force: true });
+  }
+}

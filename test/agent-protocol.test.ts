@@ -1,0 +1,102 @@
+/**
+ * The controller's side of the agent protocol, driven by a simulated agent over a real WebSocket:
+ * what a hook commits is checked there too (leadership, sizes, ownership), all or nothing.
+ */
+import test from "ava";
+import WebSocket from "ws";
+import type { AgentView, StewardError } from "../api";
+import { CONTROLLER_TLS_NAME, errorFromWire } from "../api";
+import type { TestController } from "./harness/controller";
+import { startTestController } from "./harness/controller";
+import { eventually } from "./harness/eventually";
+import { recorderVariant } from "./harness/operators";
+
+let tc: TestController;
+test.before(async () => { tc = await startTestController(); });
+test.after.always(async () => { await tc?.close(); });
+
+/** A minimal agent: connects with a machine credential, keeps the latest view, makes calls. */
+async function simulatedAgent(model: string, machine: string, credential: string): Promise<{ view: () => AgentView | undefined; call: <T>(method: string, params: unknown) => Promise<T>; close: () => void }> {
+  let view: AgentView | undefined;
+  let id = 0;
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  const ws = new WebSocket(`wss://${tc.addresses[0]}/v1/agent`, { ca: tc.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${model}/${machine}/${credential}` } } as WebSocket.ClientOptions);
+  ws.on("message", (d: Buffer) => {
+    const f = JSON.parse(d.toString()) as { t: string; id: number; topic?: string; data?: AgentView; result?: unknown; error?: never };
+    if (f.t === "push") view = f.data;
+    else if (f.t === "res") { const p = pending.get(f.id)!; pending.delete(f.id); if (f.error) p.reject(errorFromWire(f.error, 400)); else p.resolve(f.result); }
+  });
+  await new Promise((resolve, reject) => { ws.once("open", resolve); ws.once("error", reject); });
+  return {
+    view: () => view,
+    call: <T>(method: string, params: unknown) => new Promise<T>((resolve, reject) => { const n = ++id; pending.set(n, { resolve: resolve as (v: unknown) => void, reject }); ws.send(JSON.stringify({ t: "req", id: n, method, params })); }),
+    close: () => ws.close(),
+  };
+}
+
+test("hook commits are checked by the controller and applied all or nothing", async (t) => {
+  const { uuid } = await tc.admin.createModel("proto");
+  const [m] = (await tc.admin.addMachines("proto", "manual", 1)).machines;
+  const op = await tc.upload(await recorderVariant({ peers: { peer: "rec-peer" } }));
+  await tc.admin.deploy("proto", { name: "p", operator: op, units: 2, to: [m!.id, m!.id] });
+  const agent = await simulatedAgent(uuid, m!.id, m!.credential!);
+  t.teardown(agent.close);
+  const view = await eventually("a view with two units", () => (agent.view()?.units.length === 2 ? agent.view() : undefined));
+  const peer = view.units[0]!.relations[0]!;
+  t.is(peer.role, "peer");
+
+  t.deepEqual(await agent.call("leader.claim", { unit: "p/0" }), { leader: true });
+  t.deepEqual(await agent.call("leader.claim", { unit: "p/1" }), { leader: false });
+  t.deepEqual(await agent.call("leader.claim", { unit: "p/0" }), { leader: true }, "the holder renews");
+
+  // Both units enter the peer relation.
+  for (const unit of ["p/0", "p/1"]) await agent.call("hook.commit", { unit, relations: [], enterScope: [peer.id] });
+  await eventually("p/0 sees p/1 in the relation", () => "p/1" in (agent.view()?.units[0]?.relations[0]?.remoteUnits ?? {}));
+
+  // A follower writing the application databag: refused, and its unit-bag write in the same commit is not applied.
+  const notLeader = await t.throwsAsync<StewardError>(agent.call("hook.commit", { unit: "p/1", relations: [{ relationId: peer.id, app: false, set: { mine: "x" } }, { relationId: peer.id, app: true, set: { shared: "y" } }] }));
+  t.is(notLeader?.code, "forbidden");
+  t.regex(notLeader!.message, /p\/1 is not the leader of p: only the leader may write the application databag/);
+  t.deepEqual(await agent.call("relation.get", { unit: "p/0", relationId: peer.id, target: { unit: "p/1" } }), { data: {} });
+
+  const big = "x".repeat(40_000);
+  const oversized = await t.throwsAsync<StewardError>(agent.call("hook.commit", { unit: "p/0", relations: [{ relationId: peer.id, app: false, set: { a: big, b: big } }] }));
+  t.regex(oversized!.message, /the databag of p\/0 would hold \d+ bytes; the limit is 65536 bytes per databag/);
+
+  await agent.call("hook.commit", { unit: "p/0", relations: [{ relationId: peer.id, app: true, set: { shared: "y" } }, { relationId: peer.id, app: false, set: { mine: "z" } }], ports: { open: ["8080/tcp"], close: [] } });
+  t.deepEqual(await agent.call("relation.get", { unit: "p/1", relationId: peer.id, target: { app: "p" } }), { data: { shared: "y" } });
+  t.deepEqual(await agent.call("relation.get", { unit: "p/1", relationId: peer.id, target: { unit: "p/0" } }), { data: { mine: "z" } });
+  t.deepEqual((await tc.admin.status("proto")).applications.p!.units["p/0"]!.ports, ["8080/tcp"]);
+
+  const unknown = await t.throwsAsync<StewardError>(agent.call("relation.get", { unit: "p/0", relationId: 99, target: {} }));
+  t.regex(unknown!.message, /integration 99 does not exist or does not involve p/);
+  const follower = await t.throwsAsync<StewardError>(agent.call("leader.set", { unit: "p/1", data: { k: "v" } }));
+  t.regex(follower!.message, /only the leader may leader-set/);
+  await agent.call("leader.set", { unit: "p/0", data: { k: "v" } });
+  t.deepEqual(await agent.call("leader.get", { unit: "p/1" }), { data: { k: "v" } });
+  const before = agent.view()!.units[1]!.leaderSettingsVersion;
+  await agent.call("leader.set", { unit: "p/0", data: { k: "v" } });
+  await new Promise((r) => setTimeout(r, 200));
+  t.is(agent.view()!.units[1]!.leaderSettingsVersion, before, "setting the same data again wakes nobody");
+
+  const badMethod = await t.throwsAsync<StewardError>(agent.call("unit.explode", {}));
+  t.regex(badMethod!.message, /unknown agent method "unit.explode"/);
+  const badParams = await t.throwsAsync<StewardError>(agent.call("hook.commit", { unit: "p/0", relationz: [] }));
+  t.regex(badParams!.message, /unknown field "relationz"/);
+});
+
+test("an agent may act only for units on its own machine", async (t) => {
+  const { uuid } = await tc.admin.createModel("owned");
+  const [m1, m2] = (await tc.admin.addMachines("owned", "manual", 2)).machines;
+  const op = await tc.upload(await recorderVariant({}));
+  await tc.admin.deploy("owned", { name: "o", operator: op, units: 1, to: [m2!.id] });
+  const agent = await simulatedAgent(uuid, m1!.id, m1!.credential!);
+  t.teardown(agent.close);
+  for (const [method, params] of [["unit.status", { unit: "o/0", workload: { current: "active", message: "hijacked" } }], ["leader.claim", { unit: "o/0" }], ["hook.commit", { unit: "o/0", relations: [] }]] as const) {
+    const err = await t.throwsAsync<StewardError>(agent.call(method, params));
+    t.is(err?.code, "forbidden", method);
+  }
+  t.not((await tc.admin.status("owned")).applications.o!.units["o/0"]!.workload.message, "hijacked");
+  const wrong = await t.throwsAsync(simulatedAgent(uuid, m1!.id, "not-the-credential"));
+  t.regex(String(wrong?.message), /401/);
+});
