@@ -3,12 +3,9 @@
  * each unit's agent holds the new config (the moment a real agent starts config-changed). The
  * agents are simulated connections; the controller runs as its own process.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ControllerClient, readOperatorDir } from "../api";
-import { startLocalController } from "../cli";
-import { initControllerDir, stopProcess } from "../controller";
+import { readOperatorDir } from "../api";
+import { benchController } from "./bench-controller";
 import { SimAgent } from "./sim-agent";
 import { median, percentile, report, sleep } from "./util";
 
@@ -16,20 +13,16 @@ const UNITS = Number(process.env.BENCH_UNITS ?? 1000);
 const TRIALS = 10;
 
 export async function benchConfigFanout(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), "steward-bench-fanout-"));
-  const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
-  const addresses = await startLocalController(dir, init.caCert);
-  const pid = Number(await readFile(join(dir, "controller.pid"), "utf8"));
-  const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  const bc = await benchController("fanout");
+  const { addresses, client, pid, uuid } = bc;
   const agents: SimAgent[] = [];
   try {
-    const { uuid } = await client.createModel("fanout");
     const machines = (await client.addMachines("fanout", "manual", UNITS)).machines;
     const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
     await client.uploadOperator(op.bundle);
     await client.deploy("fanout", { name: "app", operator: op.hash, units: UNITS, to: machines.map((m) => m.id) });
     for (let i = 0; i < machines.length; i += 100) {
-      agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(addresses[0]!, init.caCert, uuid, m.id, m.credential!)))));
+      agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!)))));
     }
     while (agents.some((a) => a.view?.units.length !== 1)) await sleep(50);
     const all: number[] = [];
@@ -61,8 +54,6 @@ export async function benchConfigFanout(): Promise<void> {
     });
   } finally {
     for (const a of agents) a.close();
-    client.close();
-    await stopProcess(pid);
-    await rm(dir, { recursive: true, force: true });
+    await bc.stop();
   }
 }

@@ -4,26 +4,19 @@
  * agents are lightweight simulated connections (real TLS WebSockets speaking the agent protocol)
  * from this process.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ControllerClient, readOperatorDir } from "../api";
-import { startLocalController } from "../cli";
-import { initControllerDir, stopProcess } from "../controller";
+import { readOperatorDir } from "../api";
+import { benchController } from "./bench-controller";
 import { SimAgent } from "./sim-agent";
 import { median, percentile, report, rssMiB, sleep } from "./util";
 
 const UNITS = Number(process.env.BENCH_UNITS ?? 1000);
 
 export async function benchControllerScale(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), "steward-bench-"));
-  const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
-  const addresses = await startLocalController(dir, init.caCert);
-  const pid = Number(await readFile(join(dir, "controller.pid"), "utf8"));
-  const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  const bc = await benchController("scale");
+  const { addresses, client, pid, uuid } = bc;
   const sockets: SimAgent[] = [];
   try {
-    const { uuid } = await client.createModel("scale");
     const machines = (await client.addMachines("scale", "manual", UNITS)).machines;
     const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
     await client.uploadOperator(op.bundle);
@@ -37,7 +30,7 @@ export async function benchControllerScale(): Promise<void> {
     const t1 = Date.now();
     let reported = 0;
     await Promise.all(machines.map(async (m, i) => {
-      const a = await SimAgent.connect(addresses[0]!, init.caCert, uuid, m.id, m.credential!);
+      const a = await SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!);
       sockets.push(a);
       while (!a.view?.units[0]) await sleep(20);
       await a.call("unit.status", { unit: a.view.units[0].name, workload: { current: "active", message: `unit ${i}` }, agent: { current: "idle", message: "" } });
@@ -71,8 +64,6 @@ export async function benchControllerScale(): Promise<void> {
     });
   } finally {
     for (const a of sockets) a.close();
-    client.close();
-    await stopProcess(pid);
-    await rm(dir, { recursive: true, force: true });
+    await bc.stop();
   }
 }

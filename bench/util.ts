@@ -20,3 +20,4 @@ export function report(name: string, figures: Record<string, string | number>): 
   process.stdout.write(`\n${name}\n`);
   for (const [k, v] of Object.entries(figures)) process.stdout.write(`  ${k.padEnd(44)} ${typeof v === "number" ? v.toFixed(v < 10 ? 2 : 1) : v}\n`);
 }
+

@@ -4,10 +4,15 @@
  * (a stack trace is only for bugs).
  */
 import { Command, Option, UsageError } from "clipanion";
+import { resolve } from "node:path";
 import { ControllerClient, StewardError } from "../api";
 import type { ClientConfig, ControllerEntry } from "./client-config";
 import { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 import type { StewardContext } from "./context";
+import type { ModelDefinition } from "./model-file";
+import { loadModelFile } from "./model-file";
+import type { Change } from "./plan";
+import { actualStatus, describePlan, planChanges } from "./plan";
 
 export abstract class BaseCommand extends Command<StewardContext> {
   abstract run(): Promise<number | void>;
@@ -97,4 +102,19 @@ export function parseAssignments(items: string[], what: string): Record<string, 
     out[item.slice(0, eq)] = item.slice(eq + 1);
   }
   return out;
+}
+
+/** A command that compares a model file with the controller (`apply`, `diff`). */
+export abstract class ModelFileCommand extends ModelCommand {
+  file = Option.String({ required: true, name: "model-file" });
+
+  /** Loads the file, reads the model and prints the plan. */
+  async plan(): Promise<{ client: ControllerClient; model: string; def: ModelDefinition; changes: Change[] }> {
+    const def = await loadModelFile(resolve(this.context.cwd, this.file));
+    const model = this.modelName ?? def.model ?? (await this.model());
+    const client = await this.connect();
+    const changes = planChanges(def, model, await actualStatus(client, model));
+    this.context.stdout.write(describePlan(model, changes));
+    return { client, model, def, changes };
+  }
 }

@@ -90,6 +90,19 @@ function portSpec(tool: string, text: string | undefined, usage: string): string
   return `${from}${to !== from ? `-${to}` : ""}/${m[4] ?? "tcp"}`;
 }
 
+function portTool(name: string, summary: string, apply: (ctx: HookContext, port: string) => void): ToolSpec {
+  return {
+    usage: `${name} <port>[/tcp|/udp] | <from>-<to>/<protocol> | icmp`,
+    summary,
+    flags: {},
+    async run(ctx, _f, pos) {
+      if (pos.length !== 1) return misuse(name, "give exactly one port", this.usage);
+      apply(ctx, portSpec(name, pos[0], this.usage));
+      return ok();
+    },
+  };
+}
+
 export const tools: Record<string, ToolSpec> = {
   "status-set": {
     usage: "status-set [--application] <active|blocked|maintenance|waiting> [message...]",
@@ -242,26 +255,8 @@ export const tools: Record<string, ToolSpec> = {
       return ok();
     },
   },
-  "open-port": {
-    usage: "open-port <port>[/tcp|/udp] | <from>-<to>/<protocol> | icmp",
-    summary: "record a port as open for this unit (shown in status), committed when the hook succeeds",
-    flags: {},
-    async run(ctx, _f, pos) {
-      if (pos.length !== 1) return misuse("open-port", "give exactly one port", this.usage);
-      ctx.openPort(portSpec("open-port", pos[0], this.usage));
-      return ok();
-    },
-  },
-  "close-port": {
-    usage: "close-port <port>[/tcp|/udp] | <from>-<to>/<protocol> | icmp",
-    summary: "record a port as closed for this unit, committed when the hook succeeds",
-    flags: {},
-    async run(ctx, _f, pos) {
-      if (pos.length !== 1) return misuse("close-port", "give exactly one port", this.usage);
-      ctx.closePort(portSpec("close-port", pos[0], this.usage));
-      return ok();
-    },
-  },
+  "open-port": portTool("open-port", "record a port as open for this unit (shown in status), committed when the hook succeeds", (ctx, p) => ctx.openPort(p)),
+  "close-port": portTool("close-port", "record a port as closed for this unit, committed when the hook succeeds", (ctx, p) => ctx.closePort(p)),
   "opened-ports": {
     usage: "opened-ports [--format text|json]",
     summary: "print the ports this unit has open (including changes made earlier in this hook)",

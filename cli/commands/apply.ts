@@ -1,12 +1,10 @@
 import { Command, Option, UsageError } from "clipanion";
-import { resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { ModelCommand } from "../base-command";
-import { loadModelFile } from "../model-file";
-import { actualStatus, applyChanges, describePlan, planChanges } from "../plan";
+import { ModelFileCommand } from "../base-command";
+import { applyChanges } from "../plan";
 import { parseDuration, waitForModelReady } from "../wait";
 
-export default class ApplyCommand extends ModelCommand {
+export default class ApplyCommand extends ModelFileCommand {
   static override paths = [["apply"]];
   static override usage = Command.Usage({
     category: "Models",
@@ -24,17 +22,12 @@ export default class ApplyCommand extends ModelCommand {
     examples: [["Apply the local example", "$0 apply examples/local/model.yaml --yes"], ["Apply to a named model", "$0 apply prod.yaml -m prod"]],
   });
 
-  file = Option.String({ required: true, name: "model-file" });
   yes = Option.Boolean("-y,--yes", false, { description: "Apply without asking" });
   noWait = Option.Boolean("--no-wait", false, { description: "Do not wait for units to become active" });
   timeout = Option.String("--timeout", "10m", { description: "How long to wait for units" });
 
   async run(): Promise<number> {
-    const def = await loadModelFile(resolve(this.context.cwd, this.file));
-    const model = this.modelName ?? def.model ?? (await this.model());
-    const client = await this.connect();
-    const changes = planChanges(def, model, await actualStatus(client, model));
-    this.context.stdout.write(describePlan(model, changes));
+    const { client, model, def, changes } = await this.plan();
     if (changes.length > 0) {
       if (!this.yes && !(await this.confirm())) { this.out("Nothing changed."); return 1; }
       await applyChanges(client, model, def, changes, (l) => this.progress(l));

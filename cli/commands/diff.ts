@@ -1,10 +1,7 @@
-import { Command, Option } from "clipanion";
-import { resolve } from "node:path";
-import { ModelCommand } from "../base-command";
-import { loadModelFile } from "../model-file";
-import { actualStatus, describePlan, planChanges } from "../plan";
+import { Command } from "clipanion";
+import { ModelFileCommand } from "../base-command";
 
-export default class DiffCommand extends ModelCommand {
+export default class DiffCommand extends ModelFileCommand {
   static override paths = [["diff"]];
   static override usage = Command.Usage({
     category: "Models",
@@ -13,14 +10,8 @@ export default class DiffCommand extends ModelCommand {
     examples: [["Check for drift", "$0 diff examples/local/model.yaml"]],
   });
 
-  file = Option.String({ required: true, name: "model-file" });
-
   async run(): Promise<number> {
-    const def = await loadModelFile(resolve(this.context.cwd, this.file));
-    const model = this.modelName ?? def.model ?? (await this.model());
-    const client = await this.connect();
-    const changes = planChanges(def, model, await actualStatus(client, model));
-    this.context.stdout.write(describePlan(model, changes));
+    const { changes } = await this.plan();
     return changes.length === 0 ? 0 : 2;
   }
 }
