@@ -1,0 +1,209 @@
+/**
+ * Test hosts: each one a network namespace joined by veth to a bridge that has no uplink and no
+ * default route, running its own sshd (own host key) as the child of PID 1 in its own PID, UTS and
+ * mount namespaces, with private /opt/steward, /var/lib/steward, /etc/steward and /tmp, so what an
+ * installer writes on one host is invisible on another. Killing a host kills everything in it;
+ * cutting its link is a partition; restarting it is a reboot (same disks, same host key).
+ *
+ * Needs root, iproute2, util-linux and openssh-server (test/harness/setup-host.sh installs them).
+ * Only these hosts' addresses are ever dialled.
+ */
+import { execFile, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+const sh = async (cmd: string): Promise<string> => (await run("sh", ["-c", cmd])).stdout;
+
+/** Where labs keep their files: root-owned, as sshd's StrictModes wants for authorized keys. */
+const LAB_ROOT = "/var/lib/steward-test-lab";
+/** The user with passwordless sudo used to test non-root installs. */
+export const SUDO_USER = "stwdeploy";
+
+export interface TestHostOptions { noNode?: boolean }
+
+export class TestHost {
+  private proc?: ChildProcess;
+  constructor(
+    readonly lab: TestLab,
+    readonly index: number,
+    readonly name: string,
+    readonly ip: string,
+    readonly dir: string,
+    readonly hostKeyFingerprint: string,
+    private readonly opts: TestHostOptions,
+  ) {}
+
+  get netns(): string { return `${this.lab.id}-h${this.index}`; }
+  private get hostVeth(): string { return `${this.lab.id}v${this.index}`; }
+
+  /** Boots the host: its namespaces, sshd, and the services its boot directory lists. */
+  async start(): Promise<void> {
+    const init = join(this.dir, "init.sh");
+    this.proc = spawn("ip", ["netns", "exec", this.netns, "unshare", "--uts", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private", "/bin/sh", init], { stdio: ["ignore", "ignore", "ignore"] });
+    this.proc.on("error", () => undefined);
+    // Ready when sshd answers on port 22 inside the namespace.
+    for (let i = 0; i < 100; i++) {
+      if (await portOpen(this.ip, 22)) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`test host ${this.name} did not start sshd; see ${join(this.dir, "sshd.log")}`);
+  }
+
+  /** Kills everything on the host at once, as pulling the power would. */
+  async kill(): Promise<void> {
+    if (!this.proc || this.proc.exitCode !== null) return;
+    const done = new Promise((r) => this.proc!.once("exit", r));
+    this.proc.kill("SIGKILL"); // --kill-child takes PID 1 of the host, and with it every process there
+    await done;
+    // PID 1's children die with it; wait until none is left holding the mounts.
+    for (let i = 0; i < 100 && (await this.processes()).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+  }
+
+  async restart(): Promise<void> { await this.kill(); await this.start(); }
+  async cut(): Promise<void> { await run("ip", ["link", "set", this.hostVeth, "down"]); }
+  async restore(): Promise<void> { await run("ip", ["link", "set", this.hostVeth, "up"]); }
+
+  /** Runs a shell command inside the host (all its namespaces), for assertions. */
+  async exec(cmd: string): Promise<{ code: number; stdout: string }> {
+    const pid1 = await this.pid1();
+    return run("nsenter", ["-t", String(pid1), "-n", "-m", "-u", "-p", "sh", "-c", cmd]).then((r) => ({ code: 0, stdout: r.stdout }), (e: { code?: number; stdout?: string }) => ({ code: e.code ?? 1, stdout: e.stdout ?? "" }));
+  }
+
+  private async pid1(): Promise<number> {
+    const children = (await readFile(`/proc/${this.proc!.pid}/task/${this.proc!.pid}/children`, "utf8").catch(() => "")).trim();
+    // ip netns exec → unshare → (fork) PID 1 of the host
+    const unsharePid = Number(children.split(" ")[0] || this.proc!.pid);
+    const grand = (await readFile(`/proc/${unsharePid}/task/${unsharePid}/children`, "utf8").catch(() => "")).trim();
+    return Number(grand.split(" ")[0] || unsharePid);
+  }
+
+  /** Host PIDs of processes running in this host's network namespace. */
+  async processes(): Promise<number[]> {
+    const out = await run("ip", ["netns", "pids", this.netns]).then((r) => r.stdout, () => "");
+    return out.split("\n").filter(Boolean).map(Number);
+  }
+
+  get noNode(): boolean { return this.opts.noNode === true; }
+}
+
+export class TestLab {
+  readonly hosts: TestHost[] = [];
+  private nextIndex = 1;
+  /** Key pair accepted for root and for the sudo user on every host. */
+  clientKey = "";
+  clientPublicKey = "";
+
+  protected constructor(readonly id: string, readonly subnet: string, readonly dir: string) {}
+
+  get bridge(): string { return `${this.id}br`; }
+
+  /** Creates `n` hosts; `opts(i)` chooses per-host options (e.g. no Node.js). */
+  static async create(n: number, opts: (i: number) => TestHostOptions = () => ({})): Promise<TestLab> {
+    if (process.getuid?.() !== 0) throw new Error("test hosts need root (network namespaces, sshd)");
+    const id = `st${randomBytes(2).toString("hex")}`;
+    const subnet = await freeSubnet();
+    const lab = new TestLab(id, subnet, join(LAB_ROOT, id));
+    try {
+      await lab.prepare();
+      await Promise.all(Array.from({ length: n }, (_, i) => lab.addHost(opts(i))));
+    } catch (err) {
+      await lab.close();
+      throw err;
+    }
+    return lab;
+  }
+
+  private async prepare(): Promise<void> {
+    await mkdir(join(this.dir, "keys"), { recursive: true, mode: 0o755 });
+    await chmod(LAB_ROOT, 0o755);
+    for (const d of ["/run/sshd", "/opt/steward", "/var/lib/steward", "/etc/steward"]) await mkdir(d, { recursive: true });
+    await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "steward-test", "-f", join(this.dir, "client_key")]);
+    this.clientKey = await readFile(join(this.dir, "client_key"), "utf8");
+    this.clientPublicKey = await readFile(join(this.dir, "client_key.pub"), "utf8");
+    // "*": no password, but not locked ("!"), which sshd refuses without PAM.
+    await sh(`id ${SUDO_USER} >/dev/null 2>&1 || useradd -m -s /bin/sh ${SUDO_USER}; usermod -p "*" ${SUDO_USER}`);
+    await writeFile(`/etc/sudoers.d/${SUDO_USER}`, `${SUDO_USER} ALL=(ALL) NOPASSWD: ALL\n`, { mode: 0o440 });
+    for (const user of ["root", SUDO_USER]) await writeFile(join(this.dir, "keys", user), this.clientPublicKey, { mode: 0o644 });
+    await run("ip", ["link", "add", this.bridge, "type", "bridge"]);
+    await run("ip", ["addr", "add", `${this.subnet}.1/24`, "dev", this.bridge]);
+    await run("ip", ["link", "set", this.bridge, "up"]);
+  }
+
+  async addHost(opts: TestHostOptions = {}): Promise<TestHost> {
+    const index = this.nextIndex++;
+    const name = `host-${index}`;
+    const ip = `${this.subnet}.${10 + index}`;
+    const dir = join(this.dir, name);
+    for (const d of ["opt", "var", "etc", "etc/boot.d"]) await mkdir(join(dir, d), { recursive: true, mode: 0o755 });
+    await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "ssh_host_ed25519_key")]);
+    const pub = (await readFile(join(dir, "ssh_host_ed25519_key.pub"), "utf8")).split(" ")[1]!;
+    const fingerprint = "SHA256:" + createHash("sha256").update(Buffer.from(pub, "base64")).digest("base64").replace(/=+$/, "");
+    await writeFile(join(dir, "sshd_config"), [
+      "Port 22", `ListenAddress ${ip}`, `HostKey ${join(dir, "ssh_host_ed25519_key")}`, `PidFile ${join(dir, "sshd.pid")}`,
+      `AuthorizedKeysFile ${join(this.dir, "keys", "%u")}`, "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+      "KbdInteractiveAuthentication no", "UsePAM no", "Subsystem sftp /usr/lib/openssh/sftp-server", "",
+    ].join("\n"));
+    if (opts.noNode) await writeFile(join(dir, "no-node"), "#!/bin/sh\necho 'node: not installed on this host' >&2\nexit 127\n", { mode: 0o755 });
+    await writeFile(join(dir, "init.sh"), [
+      "#!/bin/sh",
+      `hostname ${name}`,
+      `mount --bind ${join(dir, "opt")} /opt/steward`,
+      `mount --bind ${join(dir, "var")} /var/lib/steward`,
+      `mount --bind ${join(dir, "etc")} /etc/steward`,
+      "mount -t tmpfs tmpfs /tmp",
+      ...(opts.noNode ? [`mount --bind ${join(dir, "no-node")} /usr/bin/node`] : []),
+      // What the installer registered for boot on a host without systemd.
+      "for f in /etc/steward/boot.d/*; do [ -x \"$f\" ] && setsid \"$f\" </dev/null >/dev/null 2>&1 & done",
+      `/usr/sbin/sshd -D -e -f ${join(dir, "sshd_config")} 2>>${join(dir, "sshd.log")} &`,
+      "while :; do wait; sleep 1; done",
+      "",
+    ].join("\n"), { mode: 0o755 });
+    const netns = `${this.id}-h${index}`;
+    const hv = `${this.id}v${index}`, nv = `${this.id}n${index}`;
+    await run("ip", ["netns", "add", netns]);
+    await run("ip", ["link", "add", hv, "type", "veth", "peer", "name", nv]);
+    await run("ip", ["link", "set", nv, "netns", netns]);
+    const inNs = (...args: string[]): Promise<unknown> => run("ip", ["netns", "exec", netns, "ip", ...args]);
+    await inNs("link", "set", nv, "name", "eth0");
+    await inNs("addr", "add", `${ip}/24`, "dev", "eth0");
+    await inNs("link", "set", "eth0", "up");
+    await inNs("link", "set", "lo", "up");
+    await run("ip", ["link", "set", hv, "master", this.bridge, "up"]);
+    const host = new TestHost(this, index, name, ip, dir, fingerprint, opts);
+    this.hosts.push(host);
+    await host.start();
+    return host;
+  }
+
+  /** Tears everything down, even after a failed test. */
+  async close(): Promise<void> {
+    for (const h of this.hosts) await h.kill().catch(() => undefined);
+    for (const h of this.hosts) await run("ip", ["netns", "del", h.netns]).catch(() => undefined);
+    await run("ip", ["link", "del", this.bridge]).catch(() => undefined);
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+function portOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port, timeout: 500 });
+    s.once("connect", () => { s.destroy(); resolve(true); });
+    s.once("error", () => resolve(false));
+    s.once("timeout", () => { s.destroy(); resolve(false); });
+  });
+}
+
+/** A /24 in 10.231.0.0/16 that no interface on this machine uses yet. */
+async function freeSubnet(): Promise<string> {
+  const used = await sh("ip -4 -o addr show");
+  for (let i = 0; i < 50; i++) {
+    const candidate = `10.231.${Math.floor(Math.random() * 250) + 1}`;
+    if (!used.includes(`${candidate}.`)) return candidate;
+  }
+  throw new Error("no free test subnet in 10.231.0.0/16");
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Run before the tests (npm's pretest): installs what the SSH test hosts need when it is missing.
+# Needs root (CI and developer machines of our kind are root); without it, the SSH tests say why
+# they cannot run.
+set -euo pipefail
+need=()
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v sudo >/dev/null || need+=(sudo)
+command -v ip >/dev/null || need+=(iproute2)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "setup-host: not root, cannot install ${need[*]}; the SSH tests will not run" >&2
+  exit 0
+fi
+echo "setup-host: installing ${need[*]} for the SSH test hosts" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
