@@ -8,6 +8,8 @@
  * await agent.stop();
  * ```
  */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { hostname, networkInterfaces, release } from "node:os";
 import { join } from "node:path";
@@ -95,6 +97,7 @@ export class Agent {
     for (const [name, uniter] of this.uniters) {
       if (!wanted.has(name)) { this.uniters.delete(name); uniter.vanish().catch((err: unknown) => this.log.warn("cleanup of removed unit failed", { unit: name, err })); }
     }
+    if (view.machine.life === "dying" && view.units.length === 0 && this.uniters.size === 0) this.uninstall();
     if (this.firstView) { this.firstView = false; this.cleanOrphans(wanted).catch((err: unknown) => this.log.warn("orphan cleanup failed", { err })); }
   }
 
@@ -125,6 +128,26 @@ export class Agent {
       const name = e.replace(/-(\d+)$/, "/$1");
       if (!wanted.has(name)) await rm(unitDirOf(this.dir, name), { recursive: true, force: true });
     }
+  }
+
+  private uninstalling = false;
+
+  /**
+   * The machine is being removed and has no units left. An agent that was installed over SSH runs
+   * its uninstall script (stops its service, deletes its files) after telling the controller; one
+   * started by the local substrate is stopped by it instead.
+   */
+  private uninstall(): void {
+    if (this.uninstalling) return;
+    const script = join(this.dir, "uninstall");
+    if (!existsSync(script)) return;
+    this.uninstalling = true;
+    this.conn.call("machine.dead", {})
+      .then(() => {
+        this.log.info("machine removed; uninstalling this agent");
+        spawn(script, [], { detached: true, stdio: "ignore" }).unref();
+      })
+      .catch((err: unknown) => { this.uninstalling = false; this.log.warn("could not report the machine gone; will retry", { err }); });
   }
 
   async stop(): Promise<void> {

@@ -11,3 +11,4 @@ export { initialUnitState } from "./unit-state";
 export type { UnitLocalState, HookSpec, HookKind } from "./unit-state";
 export { runTool, tools } from "./hook-tools/tools";
 export type { HookContext, ToolResult } from "./hook-tools/tools";
+export * as install from "./install";

@@ -48,7 +48,8 @@ export interface UnitView {
 /** Everything one machine agent needs to know; pushed whole whenever any of it changes. */
 export interface AgentView {
   model: { uuid: string; name: string };
-  machine: { id: string };
+  /** When the machine is being removed, an agent that installed itself uninstalls itself. */
+  machine: { id: string; life: "alive" | "dying" };
   /** Seconds between update-status hooks. */
   updateStatusInterval: number;
   /** Whether failed hooks are retried automatically (else they wait for `steward resolve`). */
@@ -104,6 +105,8 @@ export const agentMethods = {
   "unit.dead": UnitDeadReport,
   "unit.resolved": UnitOnly,
   "machine.info": MachineInfoReport,
+  /** The agent is uninstalling itself from its dying machine. */
+  "machine.dead": z.strictObject({}),
   "leader.claim": UnitOnly,
   "leader.get": UnitOnly,
   "leader.set": LeaderSet,

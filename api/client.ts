@@ -31,7 +31,8 @@ export interface ControllerClientOptions {
 }
 
 export interface ModelSummary { name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string }
-export interface MachineInfo { id: string; substrate: string; life: string; address: string; hostname: string; status: string; units: string[] }
+export interface MachineInfo { id: string; substrate: string; life: string; address: string; hostname: string; status: string; message: string; units: string[] }
+export interface SshMachineRequest { host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean }
 export interface ApplicationInfo { name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, { type: string; default?: unknown; description: string }> }
 export interface ControllerInfo { name: string; uuid: string; version: string; addresses: string[] }
 
@@ -170,6 +171,10 @@ export class ControllerClient {
   // --- machines ---
   addMachines(model: string, substrate: "local" | "manual", count = 1): Promise<{ machines: { id: string; credential?: string }[] }> {
     return this.call("POST", `/v1/models/${enc(model)}/machines`, { substrate, count });
+  }
+  /** Checks the host at once and installs an agent there in the background (see machine status). */
+  addSshMachine(model: string, ssh: SshMachineRequest): Promise<{ machines: { id: string; hostKey: string }[] }> {
+    return this.call("POST", `/v1/models/${enc(model)}/machines`, { substrate: "ssh", ssh });
   }
   listMachines(model: string): Promise<MachineInfo[]> { return this.call("GET", `/v1/models/${enc(model)}/machines`); }
   removeMachine(model: string, id: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/machines/${enc(id)}${force ? "?force=true" : ""}`); }

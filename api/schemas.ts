@@ -53,10 +53,24 @@ export const AddUnitsRequest = z.strictObject({
   count: z.number().int().min(1).max(10000).default(1),
   to: z.array(MachineId).optional(),
 });
+export const SshTargetSchema = z.strictObject({
+  host: z.string().min(1).max(255).regex(/^[A-Za-z0-9.:_-]+$/, { message: "must be a host name or IP address" }),
+  port: z.number().int().min(1).max(65535).default(22),
+  user: z.string().min(1).max(64).regex(/^[a-z_][a-z0-9_.-]*$/, { message: "must be a user name" }),
+  /** The private key's content; used for this install only, never stored. */
+  privateKey: z.string().min(1).max(64 * 1024),
+  passphrase: z.string().max(1024).optional(),
+  hostKey: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, { message: "must be a fingerprint such as SHA256:abc… (ssh-keygen -lf the host's key)" }).optional(),
+  trustOnFirstUse: z.boolean().optional(),
+});
 export const AddMachineRequest = z.strictObject({
-  /** `local` starts an agent process on the controller's host; `manual` only issues a credential for an agent started elsewhere. */
-  substrate: z.enum(["local", "manual"]).default("local"),
+  /**
+   * `local` starts an agent process on the controller's host; `manual` only issues a credential for
+   * an agent started elsewhere; `ssh` installs an agent on the host given in `ssh`.
+   */
+  substrate: z.enum(["local", "manual", "ssh"]).default("local"),
   count: z.number().int().min(1).max(10000).default(1),
+  ssh: SshTargetSchema.optional(),
 });
 
 /** `app` or `app:endpoint`. */

@@ -27,7 +27,12 @@ export class Cleaner {
 
   private async sweep(): Promise<void> {
     for (const idx of [...this.cache.models.values()]) {
-      for (const m of [...idx.machines.values()]) if (m.life === "dying" && m.substrate === "manual") await this.ops.finishMachine(idx.uuid, m.id);
+      for (const m of [...idx.machines.values()]) {
+        if (m.life !== "dying") continue;
+        // Agents we do not own go at once; an SSH machine whose agent never came up has nobody to uninstall it.
+        const neverUp = m.substrate === "ssh" && !idx.presence.has(m.id) && !idx.machineInfo.has(m.id) && idx.machineInstall.get(m.id)?.state !== "installing";
+        if (m.substrate === "manual" || neverUp) await this.ops.finishMachine(idx.uuid, m.id);
+      }
       for (const r of [...idx.relations.values()]) {
         if (r.life === "dying" && !idx.scope.has(r.id)) await this.relations.finishRelation(idx.uuid, r.id);
       }

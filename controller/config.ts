@@ -39,6 +39,12 @@ export const dataFiles = {
 export const CONTROLLER_NODE_FLAGS = ["--max-semi-space-size=4"];
 export const AGENT_NODE_FLAGS = ["--max-semi-space-size=1"];
 
+/** The agent as shipped: one bundled script plus the hook-tool client, built by `npm run build`. */
+export const AGENT_BUNDLE = {
+  main: join(__dirname, "..", "agent-bundle", "main.js"),
+  toolClient: join(__dirname, "..", "agent-bundle", "tool-client.js"),
+};
+
 export async function readControllerConfig(dataDir: string): Promise<ControllerConfig> {
   const path = join(dataDir, dataFiles.config);
   const text = await readFile(path, "utf8").catch(() => {

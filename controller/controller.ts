@@ -18,7 +18,7 @@ import type { Logger } from "../api";
 import { StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
 import type { ControllerConfig } from "./config";
-import { dataFiles, readControllerConfig } from "./config";
+import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import { installErrorHandling, registerHttpApi } from "./server/http-api";
 import { StatusWatchHub } from "./server/status-watch";
@@ -26,6 +26,7 @@ import { DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCach
 import type { Store } from "./store";
 import { EmbeddedStore, LeaseNotFoundError } from "./store";
 import { LocalSubstrate } from "./substrates/local";
+import { SshSubstrate } from "./substrates/ssh";
 
 export type ControllerState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED" | "FAILED";
 
@@ -36,7 +37,7 @@ export interface ControllerOptions {
   log?: Logger;
   /**
    * The agent entry script the local substrate starts.
-   * @default dist/agent/main.js next to this build
+   * @default the agent bundle (dist/agent-bundle/main.js), the same file SSH installs ship
    */
   agentEntry?: string;
   /** Overrides the configured listen port (0: any free port). */
@@ -111,7 +112,8 @@ export class Controller {
     const [key, cert, caCert] = await Promise.all([dataFiles.serverKey, dataFiles.serverCert, dataFiles.caCert].map((f) => readFile(join(dataDir, f), "utf8")));
     const http = (this.http = Fastify({ https: { key: key!, cert: cert! }, bodyLimit: 1024 * 1024, logger: false, forceCloseConnections: true }));
     installErrorHandling(http, this.log);
-    registerHttpApi(http, { cache, ops, relations, log: this.log, controllerAddresses: () => this.addresses });
+    const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert: caCert!, controllerAddresses: () => this.addresses });
+    registerHttpApi(http, { cache, ops, relations, ssh, log: this.log, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });
     this.watchHub = new StatusWatchHub(cache);
     http.server.on("upgrade", (req, socket, head: Buffer) => {
@@ -133,7 +135,7 @@ export class Controller {
 
     this.local = new LocalSubstrate({
       machinesDir: join(dataDir, dataFiles.machines),
-      agentEntry: this.opts.agentEntry ?? join(__dirname, "..", "agent", "main.js"),
+      agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
       caCert: caCert!, controllerAddresses: () => this.addresses, cache, ops, log: this.log,
     });
     this.cleaner = new Cleaner(cache, ops, relations, this.log);

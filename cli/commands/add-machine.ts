@@ -1,5 +1,12 @@
 import { Command, Option, UsageError } from "clipanion";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { StewardError } from "../../api";
 import { ModelCommand } from "../base-command";
+import { table } from "../table";
+import { parseDuration } from "../wait";
+
+interface SshSpec { user: string; host: string }
 
 export default class AddMachineCommand extends ModelCommand {
   static override paths = [["add-machine"]];
@@ -7,23 +14,106 @@ export default class AddMachineCommand extends ModelCommand {
     category: "Machines",
     description: "add machines to the model",
     details: `
-      \`local\` starts an agent process on the controller's host with a directory of its own, so many
-      machines can run on one laptop without root or SSH. \`manual\` only registers the machine and
-      prints the agent credential once, for an agent you start yourself.
+      \`ssh:user@host\` installs an agent on a host you reach over SSH (bare metal, a VMware VM, any
+      Linux VM): the controller connects with the private key you give (read from \`--key-file\` or
+      the variable named by \`--key-env\`; it is used for this install only and never stored),
+      verifies the host key against \`--host-key\` (or records it with \`--trust-on-first-use\`, then
+      enforces it), ships Node.js if the host has none, installs a service and waits until the agent
+      has logged in. Non-root users need passwordless sudo. Running it again on an installed host
+      changes nothing; on a half-installed host it finishes the install. Several hosts install in
+      parallel, each with its own progress.
+
+      \`local\` starts an agent process on the controller's host with a directory of its own.
+      \`manual\` only registers the machine and prints the agent credential once.
     `,
-    examples: [["Add a local machine", "$0 add-machine local"], ["Add three", "$0 add-machine local -n 3"]],
+    examples: [
+      ["Install an agent on a host, pinning its key", "$0 add-machine ssh:root@10.0.0.5 --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
+      ["Three hosts as a sudo user, recording their keys", "$0 add-machine ssh:ops@db1 ssh:ops@db2 ssh:ops@db3 --key-file ops.key --trust-on-first-use"],
+      ["Add a local machine", "$0 add-machine local"],
+    ],
   });
 
-  substrate = Option.String({ required: true, name: "local|manual" });
-  count = Option.String("-n", "1", { description: "How many machines" });
+  targets = Option.Rest({ required: 1, name: "local|manual|ssh:user@host" });
+  count = Option.String("-n", "1", { description: "How many machines (local and manual)" });
+  port = Option.String("--port", "22", { description: "SSH port" });
+  keyFile = Option.String("--key-file", { description: "Private key file for ssh: targets" });
+  keyEnv = Option.String("--key-env", { description: "Name of an environment variable holding the private key" });
+  passphraseEnv = Option.String("--passphrase-env", { description: "Name of an environment variable holding the key's passphrase" });
+  hostKey = Option.Array("--host-key", [], { description: "Pinned host key fingerprint (SHA256:…), one per ssh: target in order" });
+  tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host key the host offers this time" });
+  timeout = Option.String("--timeout", "10m", { description: "How long to wait for the installs" });
 
   async run(): Promise<number> {
-    if (this.substrate !== "local" && this.substrate !== "manual") throw new UsageError(`machines come from "local" or "manual" here (ssh:user@host arrives with the SSH substrate), got "${this.substrate}"`);
-    const n = Number(this.count);
-    if (!Number.isInteger(n) || n < 1) throw new UsageError(`-n must be a whole number of at least 1, got "${this.count}"`);
+    const first = this.targets[0]!;
+    if (first === "local" || first === "manual") {
+      if (this.targets.length > 1) throw new UsageError(`give "${first}" alone (use -n for several machines)`);
+      const n = Number(this.count);
+      if (!Number.isInteger(n) || n < 1) throw new UsageError(`-n must be a whole number of at least 1, got "${this.count}"`);
+      const client = await this.connect();
+      const res = await client.addMachines(await this.model(), first, n);
+      for (const m of res.machines) this.out(m.credential ? `Created machine ${m.id}; its agent credential (shown once): ${m.credential}` : `Created machine ${m.id}.`);
+      return 0;
+    }
+    const specs = this.targets.map(parseSshTarget);
+    if (this.hostKey.length > 0 && this.hostKey.length !== specs.length) throw new UsageError(`give one --host-key per ssh: target (${specs.length}), or use --trust-on-first-use`);
+    if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host keys are not pinned: pass --host-key SHA256:… for each host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it), or --trust-on-first-use to record what the hosts offer now");
+    const privateKey = await this.readKey();
+    const passphrase = this.passphraseEnv ? this.context.env[this.passphraseEnv] : undefined;
+    const port = Number(this.port);
     const client = await this.connect();
-    const res = await client.addMachines(await this.model(), this.substrate, n);
-    for (const m of res.machines) this.out(m.credential ? `Created machine ${m.id}; its agent credential (shown once): ${m.credential}` : `Created machine ${m.id}.`);
+    const model = await this.model();
+    const added: { spec: SshSpec; id: string }[] = [];
+    const failed: string[][] = [];
+    await Promise.all(specs.map(async (spec, i) => {
+      try {
+        const res = await client.addSshMachine(model, { host: spec.host, port, user: spec.user, privateKey, ...(passphrase ? { passphrase } : {}), ...(this.hostKey[i] ? { hostKey: this.hostKey[i] } : { trustOnFirstUse: true }) });
+        const m = res.machines[0]!;
+        this.progress(`${spec.host}: machine ${m.id}, host key ${m.hostKey}${this.tofu ? " (recorded)" : ""}`);
+        added.push({ spec, id: m.id });
+      } catch (err) {
+        if (!StewardError.isInstance(err)) throw err;
+        failed.push([spec.host, "-", err.message]);
+      }
+    }));
+    const deadline = Date.now() + parseDuration(this.timeout, "--timeout");
+    const last = new Map<string, string>();
+    const pending = new Set(added.map((a) => a.id));
+    while (pending.size > 0 && Date.now() < deadline) {
+      for (const m of await client.listMachines(model)) {
+        if (!pending.has(m.id)) continue;
+        const host = added.find((a) => a.id === m.id)!.spec.host;
+        const line = m.status === "started" ? "agent running" : m.message;
+        if (last.get(m.id) !== line) { last.set(m.id, line); this.progress(`${host}: ${line}`); }
+        if (m.status === "started") pending.delete(m.id);
+        if (m.status === "error") { pending.delete(m.id); failed.push([host, m.id, m.message]); }
+      }
+      if (pending.size > 0) await new Promise((r) => setTimeout(r, 300));
+    }
+    for (const id of pending) failed.push([added.find((a) => a.id === id)!.spec.host, id, "timed out waiting for the install"]);
+    const ok = added.filter((a) => !failed.some((f) => f[1] === a.id));
+    if (ok.length > 0) this.out(`Machines ready: ${ok.map((a) => `${a.id} (${a.spec.host})`).join(", ")}.`);
+    if (failed.length > 0) {
+      this.context.stderr.write(`ERROR ${failed.length} host${failed.length === 1 ? "" : "s"} failed:\n${table(["Host", "Machine", "Problem"], failed)}`);
+      return 1;
+    }
     return 0;
   }
+
+  private async readKey(): Promise<string> {
+    if (this.keyFile && this.keyEnv) throw new UsageError("give --key-file or --key-env, not both");
+    if (this.keyEnv) {
+      const v = this.context.env[this.keyEnv];
+      if (!v) throw new UsageError(`environment variable ${this.keyEnv} (from --key-env) is empty`);
+      return v;
+    }
+    if (!this.keyFile) throw new UsageError("ssh: targets need a private key: --key-file PATH or --key-env VAR");
+    const path = resolve(this.context.cwd, this.keyFile.replace(/^~(?=\/)/, this.context.env.HOME ?? "~"));
+    return readFile(path, "utf8").catch(() => { throw new UsageError(`cannot read the key file ${path}`); });
+  }
+}
+
+function parseSshTarget(t: string): SshSpec {
+  const m = /^ssh:([a-z_][a-z0-9_.-]*)@([A-Za-z0-9.:_-]+)$/.exec(t);
+  if (!m) throw new UsageError(`"${t}" is not local, manual or ssh:user@host`);
+  return { user: m[1]!, host: m[2]! };
 }

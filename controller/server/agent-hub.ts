@@ -127,6 +127,12 @@ export class AgentHub {
     const p = parsed.data as Record<string, unknown> & { unit: string };
     const settle = async (rev: number): Promise<Record<string, never>> => { await cache.waitForRevision(rev); return {}; };
     switch (method) {
+      case "machine.dead": {
+        const idx = cache.models.get(conn.model);
+        if (idx?.machines.get(conn.machine)?.life !== "dying" || (idx.unitsByMachine.get(conn.machine)?.size ?? 0) > 0) throw new StewardError("invalid-request", `machine ${conn.machine} is not being removed, or still has units`);
+        await ops.finishMachine(conn.model, conn.machine);
+        return {};
+      }
       case "unit.resolved": return settle(await ops.unitResolved(conn.model, conn.machine, p.unit));
       case "leader.claim": {
         const leader = await leadership.claim(conn.model, conn.machine, p.unit, this.deps.leadershipLeaseSeconds);

@@ -12,6 +12,7 @@ import {
 import { signToken, verifyPassword } from "../security/credentials";
 import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { buildModelStatus, buildUnitDetails, effectiveConfig } from "../state";
+import type { SshSubstrate } from "../substrates/ssh";
 import type { Access, Principal } from "./auth";
 import { authenticate, modelAccess, requireModelAccess, requireSuperuser, requireUser } from "./auth";
 
@@ -21,6 +22,7 @@ export interface HttpApiDeps {
   cache: StateCache;
   ops: StateOps;
   relations: RelationOps;
+  ssh: SshSubstrate;
   log: Logger;
   controllerAddresses: () => string[];
 }
@@ -233,6 +235,13 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.post("/v1/models/:model/machines", async (req, reply) => {
     const idx = model(req, principalOf(req), "write");
     const body = parseRequest(AddMachineRequest, req.body, "add machine");
+    if (body.substrate === "ssh") {
+      if (!body.ssh) throw new StewardError("invalid-request", `substrate "ssh" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`, { details: { field: "ssh" } });
+      const m = await deps.ssh.add(idx.uuid, body.ssh);
+      reply.code(m.created ? 201 : 200);
+      return { machines: [{ id: m.id, hostKey: m.hostKey }] };
+    }
+    if (body.ssh) throw new StewardError("invalid-request", `"ssh" is only for substrate "ssh"`, { details: { field: "ssh" } });
     const res = await ops.addMachines(idx.uuid, body.substrate, body.count);
     await settled(res.revision);
     reply.code(201);
@@ -242,7 +251,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.get("/v1/models/:model/machines", async (req) => {
     const idx = model(req, principalOf(req), "read");
     const status = buildModelStatus(cache, idx);
-    return Object.values(status.machines).map((m) => ({ id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, units: m.units }));
+    return Object.values(status.machines).map((m) => ({ id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, message: m.status.message, units: m.units }));
   });
 
   app.delete("/v1/models/:model/machines/:id", async (req, reply) => {

@@ -6,7 +6,7 @@
  */
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { StatusInfo, WorkloadStatus } from "../../api";
-import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, ModelDoc, OperatorDoc, PresenceDoc, RelationDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, RelationDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { CACHED_PREFIXES } from "./keys";
 
 export interface ModelIndex {
@@ -17,6 +17,7 @@ export interface ModelIndex {
   unitStatus: Map<string, UnitStatusDoc>;
   machines: Map<string, MachineDoc>;
   machineInfo: Map<string, MachineInfoDoc>;
+  machineInstall: Map<string, MachineInstallDoc>;
   access: Map<string, AccessDoc>;
   presence: Map<string, PresenceDoc>;
   unitsByMachine: Map<string, Set<string>>;
@@ -147,6 +148,7 @@ export class StateCache {
           case "unit-status": set(idx.unitStatus, id); break;
           case "machines": set(idx.machines, id); if (!doc) idx.unitsByMachine.delete(id); break;
           case "machine-info": set(idx.machineInfo, id); break;
+          case "machine-install": set(idx.machineInstall, id); break;
           case "access": set(idx.access, id); break;
           case "relations": if (doc === undefined) idx.relations.delete(Number(id)); else idx.relations.set(Number(id), doc as RelationDoc); break;
           case "relation-scope": {
@@ -172,7 +174,7 @@ export class StateCache {
   private index(uuid: string): ModelIndex {
     let idx = this.models.get(uuid);
     if (!idx) {
-      idx = { uuid, apps: new Map(), units: new Map(), unitStatus: new Map(), machines: new Map(), machineInfo: new Map(), access: new Map(), presence: new Map(), unitsByMachine: new Map(),
+      idx = { uuid, apps: new Map(), units: new Map(), unitStatus: new Map(), machines: new Map(), machineInfo: new Map(), machineInstall: new Map(), access: new Map(), presence: new Map(), unitsByMachine: new Map(),
         relations: new Map(), scope: new Map(), relationData: new Map(), leaders: new Map(), leaderData: new Map(), ports: new Map(), appStatus: new Map(),
         revision: this.revision };
       this.models.set(uuid, idx);

@@ -38,7 +38,7 @@ export interface UnitStatusDoc {
   agent: StatusInfo<Exclude<AgentStatus, "lost">>;
   version: string;
 }
-export type Substrate = "local" | "manual";
+export type Substrate = "local" | "manual" | "ssh";
 export interface MachineDoc {
   id: string;
   substrate: Substrate;
@@ -48,7 +48,11 @@ export interface MachineDoc {
   /** The unit this machine was created for; the machine goes when that unit goes and none remain. */
   createdFor?: string;
   createdAt: string;
+  /** SSH machines: where, as whom, and the host key pinned (recorded on first use if asked). */
+  ssh?: { host: string; port: number; user: string; hostKey: string };
 }
+/** Progress of installing a machine's agent (SSH machines). */
+export interface MachineInstallDoc { state: "installing" | "installed" | "failed"; step: string; changed?: boolean; bytesUploaded?: number; at: string }
 export interface MachineInfoDoc { hostname: string; address: string; os: string; agentVersion: string; firstSeen: string }
 export interface AccessDoc { access: "read" | "write" | "admin" }
 /** Presence of an agent connection, bound to the lease of the replica that holds the connection. */

@@ -16,6 +16,7 @@ export const keys = {
   machine: (m: string, id: string) => `/models/${m}/machines/${id}`,
   machineInfo: (m: string, id: string) => `/models/${m}/machine-info/${id}`,
   machineSeq: (m: string) => `/models/${m}/seq/machine`,
+  machineInstall: (m: string, id: string) => `/models/${m}/machine-install/${id}`,
   relationSeq: (m: string) => `/models/${m}/seq/relation`,
   relation: (m: string, id: number) => `/models/${m}/relations/${id}`,
   relationsPrefix: (m: string) => `/models/${m}/relations/`,

@@ -9,7 +9,7 @@ import { StewardError, alreadyExists, bundleHash, checkConfigValue, invalidReque
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
-import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, Substrate, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, RelationDoc, Substrate, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { DEFAULT_UPDATE_STATUS_INTERVAL, SCHEMA_VERSION } from "./documents";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
@@ -359,7 +359,7 @@ export class StateOps extends StoreTxns {
   // --- machines ---
 
   /** Creates machines; for `manual` ones returns each agent's credential (shown once, stored hashed). */
-  async addMachines(uuid: string, substrate: Substrate, count: number): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
+  async addMachines(uuid: string, substrate: Exclude<Substrate, "ssh">, count: number): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
     return this.retry("add machines", async () => {
       const m = await this.aliveModel(uuid);
       const seq = await this.store.get(keys.machineSeq(uuid));
@@ -376,6 +376,38 @@ export class StateOps extends StoreTxns {
       }
       ops.push({ type: "put", key: keys.machineSeq(uuid), value: String(next) });
       return { compare: [unchanged(keys.model(uuid), m.rev), unchanged(keys.machineSeq(uuid), seq?.modRevision ?? 0)], ops, result: { machines } };
+    });
+  }
+
+  /**
+   * Registers an SSH machine, or returns the one already registered for the same host and port
+   * (so running add-machine again resumes an install instead of adding a second machine).
+   */
+  async addSshMachine(uuid: string, ssh: { host: string; port: number; user: string; hostKey: string }): Promise<{ id: string; created: boolean; revision: number }> {
+    return this.retry<{ id: string; created: boolean }>(`add machine ${ssh.host}`, async () => {
+      const m = await this.aliveModel(uuid);
+      const machines = await this.readAll<MachineDoc>(`${keys.modelPrefix(uuid)}machines/`);
+      const same = machines.find((x) => x.doc.ssh?.host === ssh.host && x.doc.ssh.port === ssh.port);
+      if (same) {
+        if (same.doc.life !== "alive") throw invalidRequest(`machine ${same.doc.id} (${ssh.host}) is being removed; wait until it is gone, then add it again`);
+        if (same.doc.ssh!.hostKey !== ssh.hostKey) throw new StewardError("forbidden", `${ssh.host} is machine ${same.doc.id} with host key ${same.doc.ssh!.hostKey}, but it now offers ${ssh.hostKey}; if the host was reinstalled, remove the machine and add it again`);
+        return { compare: [], ops: [], result: { id: same.doc.id, created: false } };
+      }
+      const seq = await this.store.get(keys.machineSeq(uuid));
+      const id = seq?.value ?? "0";
+      const doc: MachineDoc = { id, substrate: "ssh", life: "alive", createdAt: this.stamp(), ssh };
+      return {
+        compare: [unchanged(keys.model(uuid), m.rev), unchanged(keys.machineSeq(uuid), seq?.modRevision ?? 0), ...machines.map((x) => unchanged(x.key, x.rev))],
+        ops: [{ type: "put", key: keys.machine(uuid, id), value: JSON.stringify(doc) }, { type: "put", key: keys.machineSeq(uuid), value: String(Number(id) + 1) }],
+        result: { id, created: true },
+      };
+    });
+  }
+
+  async setMachineInstall(uuid: string, id: string, doc: Omit<MachineInstallDoc, "at">): Promise<void> {
+    await this.store.txn({
+      compare: [{ key: keys.machine(uuid, id), target: "createRevision", op: ">", value: 0 }],
+      success: [{ type: "put", key: keys.machineInstall(uuid, id), value: JSON.stringify({ ...doc, at: this.stamp() }) }],
     });
   }
 
@@ -412,7 +444,7 @@ export class StateOps extends StoreTxns {
     if (!md || md.doc.life !== "dying") return;
     await this.store.txn({
       compare: [unchanged(keys.machine(uuid, id), md.rev)],
-      success: [{ type: "delete", key: keys.machine(uuid, id) }, { type: "delete", key: keys.machineInfo(uuid, id) }, { type: "delete", key: keys.presence(uuid, id) }],
+      success: [{ type: "delete", key: keys.machine(uuid, id) }, { type: "delete", key: keys.machineInfo(uuid, id) }, { type: "delete", key: keys.machineInstall(uuid, id) }, { type: "delete", key: keys.presence(uuid, id) }],
     });
   }
 

@@ -51,13 +51,16 @@ export function buildModelStatus(cache: StateCache, idx: ModelIndex, now = new D
   for (const m of [...idx.machines.values()].sort((a, b) => Number(a.id) - Number(b.id))) {
     const info = idx.machineInfo.get(m.id);
     const up = idx.presence.has(m.id);
+    const install = idx.machineInstall.get(m.id);
     const status: StatusInfo<MachineStatusView["status"]["current"]> = up
       ? { current: "started", message: "", since: idx.presence.get(m.id)!.since }
+      : install && install.state !== "installed"
+        ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `install failed: ${install.step}` : `installing: ${install.step}`, since: install.at }
       : info
         ? { current: "down", message: "agent is not communicating with the controller", since: info.firstSeen }
         : { current: "pending", message: m.substrate === "manual" ? "waiting for the agent to connect" : "starting agent", since: m.createdAt };
     machines[m.id] = {
-      id: m.id, substrate: m.substrate, status, address: info?.address ?? "", hostname: info?.hostname ?? "", life: m.life,
+      id: m.id, substrate: m.substrate, status, address: m.ssh?.host ?? info?.address ?? "", hostname: info?.hostname ?? "", life: m.life,
       units: [...(idx.unitsByMachine.get(m.id) ?? [])].sort(),
     };
   }
@@ -89,7 +92,7 @@ export function buildAgentView(cache: StateCache, idx: ModelIndex, machineId: st
   units.sort((a, b) => (a.app === b.app ? unitNumber(a.name) - unitNumber(b.name) : a.app.localeCompare(b.app)));
   return {
     model: { uuid: idx.uuid, name: idx.model?.name ?? "" },
-    machine: { id: machineId },
+    machine: { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" },
     updateStatusInterval: idx.model?.config.updateStatusInterval ?? 300,
     retryHooks: idx.model?.config.automaticallyRetryHooks ?? true,
     leadershipLeaseSeconds,

@@ -1,0 +1,99 @@
+/**
+ * The SSH substrate: machines that are hosts reached over SSH (bare metal, VMware VMs, any VM).
+ * Adding one checks the host at once (reachable, host key, credentials, OS, sudo) so a wrong key
+ * is refused before anything is recorded; the install then runs in the background, at most
+ * {@link SshSubstrateOptions.concurrency} hosts at a time, each step recorded in the machine's status.
+ * The private key lives in memory for the install only; it is never stored.
+ */
+import type { Logger } from "../../api";
+import { StewardError } from "../../api";
+import { install } from "../../agent";
+import type { StateCache, StateOps } from "../state";
+import { AGENT_BUNDLE } from "../config";
+
+export interface SshSubstrateOptions {
+  cache: StateCache;
+  ops: StateOps;
+  log: Logger;
+  caCert: string;
+  controllerAddresses: () => string[];
+  /**
+   * Hosts installed at once.
+   * @default 10
+   */
+  concurrency?: number;
+  /**
+   * How long an installed agent may take to log in.
+   * @default 60000
+   */
+  loginTimeoutMs?: number;
+}
+
+export class SshSubstrate {
+  private running = 0;
+  private readonly queue: (() => void)[] = [];
+
+  constructor(private readonly o: SshSubstrateOptions) {}
+
+  /** Checks the host and registers the machine; the install continues in the background. */
+  async add(uuid: string, target: install.SshTarget & { port: number }): Promise<{ id: string; hostKey: string; created: boolean }> {
+    const session = await install.SshSession.connect(target, { attempts: 3 });
+    try {
+      await install.gatherFacts(session); // refuses unsupported hosts and missing sudo before anything is recorded
+    } finally {
+      session.close();
+    }
+    const m = await this.o.ops.addSshMachine(uuid, { host: target.host, port: target.port, user: target.user, hostKey: session.hostKey });
+    await this.o.cache.waitForRevision(m.revision);
+    await this.o.ops.setMachineInstall(uuid, m.id, { state: "installing", step: "queued" });
+    // The key stays in this closure until the install ends; the pinned host key is enforced from now on.
+    const pinned = { ...target, hostKey: session.hostKey, trustOnFirstUse: false };
+    this.schedule(() => this.install(uuid, m.id, pinned));
+    return { id: m.id, hostKey: session.hostKey, created: m.created };
+  }
+
+  private schedule(job: () => Promise<void>): void {
+    const start = (): void => {
+      this.running++;
+      void job().finally(() => { this.running--; this.queue.shift()?.(); });
+    };
+    if (this.running < (this.o.concurrency ?? 10)) start();
+    else this.queue.push(start);
+  }
+
+  private async install(uuid: string, id: string, target: install.SshTarget): Promise<void> {
+    const log = this.o.log.child({ machine: id, host: target.host });
+    const record = (state: "installing" | "installed" | "failed", step: string, extra: { changed?: boolean; bytesUploaded?: number } = {}): Promise<void> =>
+      this.o.ops.setMachineInstall(uuid, id, { state, step, ...extra }).catch((err: unknown) => log.warn("could not record install progress", { err }));
+    let session: install.SshSession | undefined;
+    try {
+      session = await install.SshSession.connect(target);
+      const res = await install.installAgent(session, {
+        name: `${uuid}-${id}`,
+        bundle: AGENT_BUNDLE,
+        nodeBinary: process.execPath,
+        configMatches: (c) => c.model === uuid && c.machine === id && c.caCert === this.o.caCert && c.controllerAddresses.join(",") === this.o.controllerAddresses().join(","),
+        newConfig: async () => ({ model: uuid, machine: id, credential: await this.o.ops.issueMachineCredential(uuid, id), controllerAddresses: this.o.controllerAddresses(), caCert: this.o.caCert }),
+        waitForLogin: () => this.waitForLogin(uuid, id),
+        progress: (step, state) => { log.info("install step", { step, state }); void record("installing", step); },
+      });
+      await record("installed", res.changed ? "installed" : "already installed; nothing changed", { changed: res.changed, bytesUploaded: res.bytesUploaded });
+      log.info(res.changed ? "agent installed" : "agent already installed; nothing changed", { bytes_uploaded: res.bytesUploaded });
+    } catch (err) {
+      const message = StewardError.isInstance(err) ? err.message : (err as Error).message;
+      log.error("agent install failed", { err: message });
+      await record("failed", message);
+    } finally {
+      session?.close();
+    }
+  }
+
+  private async waitForLogin(uuid: string, id: string): Promise<void> {
+    const deadline = Date.now() + (this.o.loginTimeoutMs ?? 60_000);
+    while (Date.now() < deadline) {
+      if (this.o.cache.models.get(uuid)?.presence.has(id)) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new StewardError("unavailable", `the agent was installed but did not log in within ${(this.o.loginTimeoutMs ?? 60_000) / 1000} s: can the host reach the controller at ${this.o.controllerAddresses().join(", ")}? See /var/lib/steward/agents/${uuid}-${id}/agent.log on the host`);
+  }
+}
