@@ -31,7 +31,11 @@ export interface ControllerClientOptions {
 }
 
 export interface ModelSummary { name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string }
-export interface MachineInfo { id: string; substrate: string; life: string; address: string; hostname: string; status: string; message: string; units: string[] }
+export interface MachineInfo {
+  id: string; substrate: string; life: string; address: string; hostname: string; status: string; message: string; units: string[];
+  /** SSH machines: the last install's outcome. */
+  install?: { state: "installing" | "installed" | "failed"; step: string; changed?: boolean; bytesUploaded?: number };
+}
 export interface SshMachineRequest { host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean }
 export interface ApplicationInfo { name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, { type: string; default?: unknown; description: string }> }
 export interface ControllerInfo { name: string; uuid: string; version: string; addresses: string[] }

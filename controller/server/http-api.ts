@@ -251,7 +251,10 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.get("/v1/models/:model/machines", async (req) => {
     const idx = model(req, principalOf(req), "read");
     const status = buildModelStatus(cache, idx);
-    return Object.values(status.machines).map((m) => ({ id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, message: m.status.message, units: m.units }));
+    return Object.values(status.machines).map((m) => {
+      const install = idx.machineInstall.get(m.id);
+      return { id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, message: m.status.message, units: m.units, ...(install ? { install } : {}) };
+    });
   });
 
   app.delete("/v1/models/:model/machines/:id", async (req, reply) => {

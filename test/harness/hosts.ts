@@ -111,6 +111,7 @@ export class TestLab {
     try {
       await lab.prepare();
       await Promise.all(Array.from({ length: n }, (_, i) => lab.addHost(opts(i))));
+      lab.hosts.sort((a, b) => a.index - b.index); // host i+1 is hosts[i], whatever order they came up in
     } catch (err) {
       await lab.close();
       throw err;

@@ -1,0 +1,147 @@
+/**
+ * Installing agents over SSH on real sshd test hosts (network, PID, UTS and mount namespaces on a
+ * bridge with no uplink). Needs root; test/harness/setup-host.sh installs openssh-server and sudo.
+ */
+import test from "ava";
+import { join } from "node:path";
+import type { StewardError } from "../api";
+import { Controller, initControllerDir } from "../controller";
+import { ControllerClient, readOperatorDir, silentLogger } from "../api";
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { promisify } from "node:util";
+import { tmpdir } from "node:os";
+import type { TestHost } from "./harness/hosts";
+import { SUDO_USER, TestLab } from "./harness/hosts";
+import { eventually } from "./harness/eventually";
+import { operatorsDir } from "./harness/controller";
+
+const run = promisify(execFile);
+const root = process.getuid?.() === 0;
+const ssh = root ? test.serial : test.skip; // skipped only without root: namespaces and sshd need it
+
+let lab: TestLab;
+let controller: Controller;
+let client: ControllerClient;
+let dir: string;
+
+test.before(async () => {
+  if (!root) return;
+  // Host 2 has no Node.js; host 3 is reached as a non-root user with passwordless sudo.
+  lab = await TestLab.create(6, (i) => ({ noNode: i === 1 }));
+  dir = await mkdtemp(join(tmpdir(), "steward-ssh-"));
+  const init = await initControllerDir({ dataDir: dir, name: "ssh", listen: { host: `${lab.subnet}.1`, port: 0 } });
+  controller = await Controller.start({ dataDir: dir, log: silentLogger });
+  client = new ControllerClient({ addresses: controller.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  await client.createModel("bare");
+});
+test.after.always(async () => {
+  client?.close();
+  await controller?.stop().catch(() => undefined);
+  await lab?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const target = (h: TestHost, over: Partial<{ user: string; privateKey: string; hostKey: string; trustOnFirstUse: boolean }> = {}) =>
+  ({ host: h.ip, user: h.index === 3 ? SUDO_USER : "root", privateKey: lab.clientKey, hostKey: h.hostKeyFingerprint, ...over });
+
+async function machineOf(h: TestHost): Promise<{ id: string; status: string; message: string; install?: { state: string; step: string; changed?: boolean; bytesUploaded?: number } } | undefined> {
+  return (await client.listMachines("bare")).find((m) => m.address === h.ip);
+}
+const started = (h: TestHost, timeoutMs = 60_000) => eventually(`${h.name} started`, async () => { const m = await machineOf(h); if (m?.status === "error") throw new Error(m.message); return m?.status === "started" ? m : undefined; }, timeoutMs, 200);
+
+ssh("agents install on five hosts in parallel and an operator deploys there", async (t) => {
+  const hosts = lab.hosts.slice(0, 5);
+  const added = await Promise.all(hosts.map((h) => client.addSshMachine("bare", target(h))));
+  t.deepEqual(added.map((a) => a.machines[0]!.hostKey), hosts.map((h) => h.hostKeyFingerprint));
+  const machines = await Promise.all(hosts.map((h) => started(h)));
+  // The host without Node got this controller's; the others use their own.
+  t.is((await lab.hosts[1]!.exec("ls /opt/steward/node/*/node")).code, 0);
+  t.not((await lab.hosts[0]!.exec("ls /opt/steward/node/*/node")).code, 0);
+  t.true(machines[1]!.install!.bytesUploaded! > 50_000_000, "the Node binary was shipped");
+  t.true(machines[0]!.install!.bytesUploaded! < 1_000_000, `only the agent bundle went to a host with Node (${machines[0]!.install!.bytesUploaded} bytes)`);
+  // What one host has installed is invisible on another (private paths per host).
+  t.is((await lab.hosts[0]!.exec("ls /var/lib/steward/agents")).stdout.trim().split("\n").length, 1);
+  const cfg = await lab.hosts[2]!.exec("stat -c %a /var/lib/steward/agents/*/agent.json");
+  t.is(cfg.stdout.trim(), "600", "the config with the credential is 0600");
+
+  const op = await readOperatorDir(join(operatorsDir, "motd"));
+  await client.uploadOperator(op.bundle);
+  await client.deploy("bare", { name: "motd", operator: op.hash, units: 5, to: machines.map((m) => m.id) });
+  await eventually("5 units active on the SSH hosts", async () => {
+    const units = Object.values((await client.status("bare")).applications.motd?.units ?? {});
+    return units.length === 5 && units.every((u) => u.workload.current === "active" && u.agent.current === "idle");
+  }, 60_000, 250);
+  t.is((await lab.hosts[3]!.exec("cat /var/lib/steward/agents/*/units/motd-*/data/motd.txt")).stdout.trim(), "Welcome to Steward");
+});
+
+ssh("installing again on an installed host changes nothing and says so", async (t) => {
+  const h = lab.hosts[0]!;
+  const before = (await machineOf(h))!;
+  const again = await client.addSshMachine("bare", target(h));
+  t.is(again.machines[0]!.id, before.id, "the same machine, not a second one");
+  const m = await eventually("the second install finished", async () => { const x = await machineOf(h); return x?.install?.state === "installed" && x.install.step !== before.install?.step ? x : undefined; }, 30_000, 200)
+    .catch(async () => (await machineOf(h))!);
+  t.is(m.install!.changed, false);
+  t.is(m.install!.step, "already installed; nothing changed");
+  t.is(m.install!.bytesUploaded, 0);
+});
+
+ssh("a wrong host key is refused naming both fingerprints, and nothing is installed", async (t) => {
+  const h = lab.hosts[5]!;
+  const wrong = "SHA256:" + "A".repeat(43);
+  const err = await t.throwsAsync<StewardError>(client.addSshMachine("bare", target(h, { hostKey: wrong })));
+  t.is(err?.code, "forbidden");
+  t.true(err!.message.includes(wrong) && err!.message.includes(h.hostKeyFingerprint), err!.message);
+  t.is(await machineOf(h), undefined);
+  t.not((await h.exec("ls /var/lib/steward/agents")).code, 0, "nothing installed");
+});
+
+ssh("a wrong private key is a clear authentication error", async (t) => {
+  const keyDir = await mkdtemp(join(tmpdir(), "steward-key-"));
+  await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(keyDir, "other")]);
+  const other = await readFile(join(keyDir, "other"), "utf8");
+  const err = await t.throwsAsync<StewardError>(client.addSshMachine("bare", target(lab.hosts[5]!, { privateKey: other })));
+  t.is(err?.code, "unauthorized");
+  t.regex(err!.message, /refused the private key \(authentication failed\)/);
+  const none = await t.throwsAsync<StewardError>(client.addSshMachine("bare", { host: lab.hosts[5]!.ip, user: "root", privateKey: lab.clientKey }));
+  t.regex(none!.message, /no host key pinned/);
+  const garbage = await t.throwsAsync<StewardError>(client.addSshMachine("bare", target(lab.hosts[5]!, { privateKey: "not a key" })));
+  t.regex(garbage!.message, /private key for .* cannot be read/);
+});
+
+ssh("an install cut off half-way fails clearly and the next run finishes it", async (t) => {
+  const h = lab.hosts[5]!; // no agent yet; has Node
+  await client.addSshMachine("bare", target(h));
+  await eventually("the install under way", async () => (await machineOf(h))?.install?.state === "installing", 10_000, 20);
+  await h.cut();
+  const failed = await eventually("the install failed", async () => { const m = await machineOf(h); return m?.install?.state === "failed" ? m : undefined; }, 90_000, 200);
+  t.is(failed.status, "error");
+  await h.restore();
+  await client.addSshMachine("bare", target(h));
+  const m = await eventually("the install finished", async () => { const x = await machineOf(h); return x?.install?.state === "installed" ? x : undefined; }, 60_000, 200);
+  t.is(m.status, "started");
+  t.is(m.install!.changed, true);
+});
+
+ssh("a rebooted host brings its agent back", async (t) => {
+  const h = lab.hosts[2]!;
+  await started(h);
+  const since = async (): Promise<string | undefined> => (await client.status("bare")).machines[(await machineOf(h))!.id]?.status.since;
+  const before = await since();
+  await h.restart(); // every process on the host dies; its init then starts what was registered for boot
+  // A new connection from the rebooted host (its presence is dated anew).
+  await eventually("the agent reconnected after the reboot", async () => { const m = await machineOf(h); const s = await since(); return m?.status === "started" && s !== before; }, 60_000, 200);
+  t.regex((await h.exec("ps -eo args")).stdout, /main\.js --dir \/var\/lib\/steward\/agents/);
+});
+
+ssh("remove-machine uninstalls the agent and leaves the host clean", async (t) => {
+  const h = lab.hosts[4]!;
+  const m = (await machineOf(h))!;
+  await client.removeMachine("bare", m.id, true);
+  await eventually("the machine gone", async () => (await machineOf(h)) === undefined, 30_000, 200);
+  await eventually("the host clean", async () => (await h.exec("ls -A /var/lib/steward /opt/steward /etc/steward/boot.d")).stdout.trim() === "/etc/steward/boot.d:\n\n/opt/steward:\n\n/var/lib/steward:", 20_000, 200)
+    .catch(() => undefined);
+  t.is((await h.exec("ls -A /var/lib/steward /opt/steward /etc/steward/boot.d | grep -v ':$' | grep -v '^$'")).stdout.trim(), "", "nothing left");
+  t.notRegex((await h.exec("ps -eo args")).stdout, /main\.js --dir/);
+});
