@@ -63,6 +63,8 @@ export class Uniter {
   private failures = 0;
   /** The last hook failed, so the workload shows `error` until a hook succeeds. */
   private wasInError = false;
+  /** The agent status last reported, so idle is sent once per quiet period. */
+  private reportedAgent: "executing" | "idle" | "error" | undefined;
   private intervalS = 300;
   private leaderTimer?: NodeJS.Timeout;
   private claiming = false;
@@ -141,7 +143,10 @@ export class Uniter {
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue });
       switch (decision.kind) {
-        case "idle": return;
+        case "idle":
+          // Idle only when nothing is left to do: never between two hooks that are already due.
+          if (!this.state.failedHook && this.reportedAgent !== "idle") { this.reportedAgent = "idle"; this.d.reporter.post(this.name, { agent: { current: "idle", message: "" } }); }
+          return;
         case "dead": await this.die(); return;
         case "leave":
           await this.d.conn.call("relation.leave", { unit: this.name, relationId: decision.relationId });
@@ -171,6 +176,7 @@ export class Uniter {
     const view = this.view;
     const operatorDir = await this.d.operators.ensure(view.operator.hash);
     const before = beforeHookStatus[hook.kind];
+    this.reportedAgent = "executing";
     this.d.reporter.post(this.name, {
       ...(before && (hook.kind !== "install" || !this.state.statusSet) ? { workload: { current: "maintenance" as const, message: before } } : {}),
       agent: { current: "executing", message: `running ${hook.name} hook` },
@@ -214,23 +220,25 @@ export class Uniter {
     const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.failures++);
     this.retryAt = Date.now() + delay;
     this.wasInError = true;
+    this.reportedAgent = "error";
     const retrying = this.d.settings().retryHooks;
     log.warn(retrying ? "hook failed; will retry" : "hook failed; waiting for steward resolve", { why, ...(retrying ? { retry_in_s: delay / 1000 } : {}) });
     this.d.reporter.post(this.name, { workload: { current: "error", message: `hook failed: "${hook.name}"` }, agent: { current: "error", message: `hook failed: "${hook.name}"` } });
     if (retrying) this.scheduleRetry(delay);
   }
 
-  /** Back to idle after a hook succeeded; after an error, show again what the operator last said. */
+  /** A hook succeeded; after an error, show again what the operator last said (the loop reports idle once nothing is due). */
   private recovered(neverSetStatus = false): void {
     this.failures = 0;
     this.retryAt = 0;
-    const report: Parameters<StatusReporter["post"]>[1] = { agent: { current: "idle", message: "" } };
-    if (neverSetStatus) report.workload = { current: "unknown", message: "" };
+    let workload: Parameters<StatusReporter["post"]>[1]["workload"];
+    if (neverSetStatus) workload = { current: "unknown", message: "" };
     if (this.wasInError) {
-      report.workload = this.state.statusSet ? { current: this.state.workload.status as "active", message: this.state.workload.message } : { current: this.state.started ? "unknown" : "maintenance", message: "" };
+      workload = this.state.statusSet ? { current: this.state.workload.status as "active", message: this.state.workload.message } : { current: this.state.started ? "unknown" : "maintenance", message: "" };
       this.wasInError = false;
+      if (this.reportedAgent === "error") this.reportedAgent = "executing";
     }
-    this.d.reporter.post(this.name, report);
+    if (workload) this.d.reporter.post(this.name, { workload });
   }
 
   private async save(next: UnitLocalState): Promise<void> {

@@ -5,13 +5,14 @@
 import { benchAgentMemory } from "./agent-memory";
 import { benchConfigFanout } from "./config-fanout";
 import { benchLeadership } from "./leadership";
+import { benchSshInstall } from "./ssh-install";
 import { benchControllerScale } from "./controller-scale";
 import { benchDemo } from "./demo-time";
 import { benchStore } from "./store-throughput";
 
 const all: Record<string, () => Promise<void>> = {
   store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo,
-  "config-fanout": benchConfigFanout, leadership: benchLeadership,
+  "config-fanout": benchConfigFanout, leadership: benchLeadership, "ssh-install": benchSshInstall,
 };
 
 async function main(): Promise<void> {

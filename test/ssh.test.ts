@@ -48,7 +48,12 @@ const target = (h: TestHost, over: Partial<{ user: string; privateKey: string; h
 async function machineOf(h: TestHost): Promise<{ id: string; status: string; message: string; install?: { state: string; step: string; changed?: boolean; bytesUploaded?: number } } | undefined> {
   return (await client.listMachines("bare")).find((m) => m.address === h.ip);
 }
-const started = (h: TestHost, timeoutMs = 60_000) => eventually(`${h.name} started`, async () => { const m = await machineOf(h); if (m?.status === "error") throw new Error(m.message); return m?.status === "started" ? m : undefined; }, timeoutMs, 200);
+/** Waits until the host's agent is installed and connected. */
+const started = (h: TestHost, timeoutMs = 60_000) => eventually(`${h.name} installed and started`, async () => {
+  const m = await machineOf(h);
+  if (m?.install?.state === "failed") throw new Error(m.install.step);
+  return m?.status === "started" && m.install?.state === "installed" ? m : undefined;
+}, timeoutMs, 200);
 
 ssh("agents install on five hosts in parallel and an operator deploys there", async (t) => {
   const hosts = lab.hosts.slice(0, 5);

@@ -19,7 +19,7 @@ export interface SshSubstrateOptions {
   controllerAddresses: () => string[];
   /**
    * Hosts installed at once.
-   * @default 10
+   * @default 20
    */
   concurrency?: number;
   /**
@@ -57,7 +57,7 @@ export class SshSubstrate {
       this.running++;
       void job().finally(() => { this.running--; this.queue.shift()?.(); });
     };
-    if (this.running < (this.o.concurrency ?? 10)) start();
+    if (this.running < (this.o.concurrency ?? 20)) start();
     else this.queue.push(start);
   }
 
