@@ -45,6 +45,9 @@ export const AGENT_BUNDLE = {
   toolClient: join(__dirname, "..", "agent-bundle", "tool-client.js"),
 };
 
+/** The controller as shipped to remote hosts (bootstrap over SSH): one bundled script. */
+export const CONTROLLER_BUNDLE = join(__dirname, "..", "controller-bundle", "main.js");
+
 export async function readControllerConfig(dataDir: string): Promise<ControllerConfig> {
   const path = join(dataDir, dataFiles.config);
   const text = await readFile(path, "utf8").catch(() => {

@@ -8,13 +8,14 @@ import type { StewardError } from "../api";
 import { Controller, initControllerDir } from "../controller";
 import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { tmpdir } from "node:os";
 import type { TestHost } from "./harness/hosts";
 import { SUDO_USER, TestLab } from "./harness/hosts";
 import { eventually } from "./harness/eventually";
 import { operatorsDir } from "./harness/controller";
+import { cliRunner } from "./harness/cli";
 
 const run = promisify(execFile);
 const root = process.getuid?.() === 0;
@@ -28,7 +29,8 @@ let dir: string;
 test.before(async () => {
   if (!root) return;
   // Host 2 has no Node.js; host 3 is reached as a non-root user with passwordless sudo.
-  lab = await TestLab.create(6, (i) => ({ noNode: i === 1 }));
+  // Host 7 gets a controller bootstrapped over SSH.
+  lab = await TestLab.create(7, (i) => ({ noNode: i === 1 }));
   dir = await mkdtemp(join(tmpdir(), "steward-ssh-"));
   const init = await initControllerDir({ dataDir: dir, name: "ssh", listen: { host: `${lab.subnet}.1`, port: 0 } });
   controller = await Controller.start({ dataDir: dir, log: silentLogger });
@@ -149,4 +151,31 @@ ssh("remove-machine uninstalls the agent and leaves the host clean", async (t) =
     .catch(() => undefined);
   t.is((await h.exec("ls -A /var/lib/steward /opt/steward /etc/steward/boot.d | grep -v ':$' | grep -v '^$'")).stdout.trim(), "", "nothing left");
   t.notRegex((await h.exec("ps -eo args")).stdout, /main\.js --dir/);
+});
+
+ssh("a controller bootstrapped on a host over SSH is driven from the CLI", async (t) => {
+  const home = await mkdtemp(join(tmpdir(), "steward-ssh-cli-"));
+  t.teardown(() => rm(home, { recursive: true, force: true }));
+  const keyFile = join(home, "id_ed25519");
+  await writeFile(keyFile, lab.clientKey, { mode: 0o600 });
+  const steward = cliRunner(home, process.cwd());
+  const [c, m] = [lab.hosts[6]!, lab.hosts[4]!]; // host 5 was cleaned by the remove-machine test
+  const boot = await steward("bootstrap", `ssh:root@${c.ip}`, "remote", "--key-file", keyFile, "--host-key", c.hostKeyFingerprint);
+  t.is(boot.code, 0, boot.stdout + boot.stderr);
+  t.regex(boot.stdout, new RegExp(`Bootstrapped controller "remote" on ${c.ip.replace(/\./g, "\\.")} at ${c.ip.replace(/\./g, "\\.")}:17070`));
+  t.regex((await c.exec("ps -eo args")).stdout, /controller-bundle\/main\.js --data-dir \/var\/lib\/steward\/controller/);
+  t.is((await steward("add-model", "far")).code, 0);
+  const add = await steward("add-machine", `ssh:root@${m.ip}`, "--key-file", keyFile, "--host-key", m.hostKeyFingerprint);
+  t.is(add.code, 0, add.stdout + add.stderr);
+  t.regex(add.stderr, /agent running/);
+  const machines = JSON.parse((await steward("machines", "--format", "json")).stdout) as { id: string; address: string }[];
+  t.deepEqual(machines.map((x) => x.address), [m.ip]);
+  const deploy = await steward("deploy", "operators/motd", "-n", "1", "--to", machines[0]!.id, "--wait", "--timeout", "90s");
+  t.is(deploy.code, 0, deploy.stdout + deploy.stderr);
+  const status = JSON.parse((await steward("status", "--format", "json")).stdout) as { applications: Record<string, { units: Record<string, { workload: { current: string } }> }> };
+  t.is(status.applications.motd!.units["motd/0"]!.workload.current, "active");
+  // Bootstrapping again where a controller runs changes nothing and says what to do.
+  const again = await steward("bootstrap", `ssh:root@${c.ip}`, "remote2", "--key-file", keyFile, "--host-key", c.hostKeyFingerprint);
+  t.is(again.code, 1);
+  t.regex(again.stdout + again.stderr, /already runs a controller that this client does not know/);
 });

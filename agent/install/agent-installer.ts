@@ -10,12 +10,12 @@
  * 6. wait until the agent has logged in to the controller.
  */
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { StewardError } from "../../api/core";
 import type { HostFacts } from "./facts";
 import { gatherFacts } from "./facts";
+import { NODE_DIR, ensureFile, ensureNode, fileSha256 } from "./runtime";
 import type { SshSession } from "./ssh-session";
 import { shellQuote } from "./ssh-session";
+import { SERVICE_PATHS, ensureService, removeServiceCommands, writeIfDifferent } from "./service";
 
 export interface AgentConfigContent {
   model: string;
@@ -44,58 +44,28 @@ export interface InstallResult { changed: boolean; steps: { step: string; state:
 
 export const PATHS = {
   lib: "/opt/steward/lib",
-  node: "/opt/steward/node",
+  node: NODE_DIR,
   agents: "/var/lib/steward/agents",
-  bootDir: "/etc/steward/boot.d",
-  unitDir: "/etc/systemd/system",
+  controller: "/var/lib/steward/controller",
+  controllerLib: "/opt/steward/controller",
 };
-
-const hashCache = new Map<string, Promise<string>>();
-/** SHA-256 of a local file (cached: the node binary is 100 MB and the same for every host). */
-export function fileSha256(path: string): Promise<string> {
-  let p = hashCache.get(path);
-  if (!p) {
-    p = new Promise((resolve, reject) => {
-      const h = createHash("sha256");
-      createReadStream(path).on("data", (d) => h.update(d)).on("end", () => resolve(h.digest("hex"))).on("error", reject);
-    });
-    hashCache.set(path, p);
-  }
-  return p;
-}
 
 export async function installAgent(s: SshSession, plan: AgentInstallPlan): Promise<InstallResult> {
   const steps: InstallResult["steps"] = [];
   let bytesUploaded = 0;
   const note = (step: string, state: "ok" | "changed"): void => { steps.push({ step, state }); plan.progress?.(step, state); };
-  const remoteSha = async (path: string): Promise<string> => (await s.run(`sha256sum ${shellQuote(path)} 2>/dev/null`, { sudo: true })).stdout.split(" ")[0] ?? "";
 
   const facts = await gatherFacts(s);
   note(`facts: ${facts.distro} ${facts.arch}, ${facts.systemd ? "systemd" : "no systemd"}, node ${facts.nodeMajor ?? "none"}`, "ok");
 
-  // Node.js
-  let node: string;
-  if (facts.nodeMajor !== undefined && facts.nodeMajor >= 20 && facts.nodePath) {
-    node = facts.nodePath;
-    note(`node: using the host's ${node} (v${facts.nodeMajor})`, "ok");
-  } else {
-    if (facts.arch !== (process.arch === "arm64" ? "arm64" : "x64")) {
-      throw new StewardError("invalid-request", `${s.target.host} has no Node.js 20 or newer and is ${facts.arch}, unlike this controller (${process.arch}): install Node.js 20+ on it (e.g. apt-get install nodejs) and run again`);
-    }
-    const sha = await fileSha256(plan.nodeBinary);
-    node = `${PATHS.node}/${sha.slice(0, 16)}/node`;
-    if ((await remoteSha(node)) === sha) note("node: shipped runtime already in place", "ok");
-    else { bytesUploaded += await s.putFile(plan.nodeBinary, node, "0755", sha); note(`node: shipped ${process.version} to ${node}`, "changed"); }
-  }
+  const node = await ensureNode(s, facts, plan.nodeBinary, (step, changed, bytes) => { bytesUploaded += bytes; note(step, changed ? "changed" : "ok"); });
 
   // The agent bundle, content-addressed.
   const [mainSha, toolSha] = await Promise.all([fileSha256(plan.bundle.main), fileSha256(plan.bundle.toolClient)]);
   const libDir = `${PATHS.lib}/${createHash("sha256").update(mainSha + toolSha).digest("hex").slice(0, 16)}`;
-  let bundleChanged = false;
-  for (const [local, name, sha] of [[plan.bundle.main, "main.js", mainSha], [plan.bundle.toolClient, "tool-client.js", toolSha]] as const) {
-    if ((await remoteSha(`${libDir}/${name}`)) !== sha) { bytesUploaded += await s.putFile(local, `${libDir}/${name}`, "0644", sha); bundleChanged = true; }
-  }
-  note(`agent bundle ${libDir}`, bundleChanged ? "changed" : "ok");
+  const sent = (await ensureFile(s, plan.bundle.main, `${libDir}/main.js`, "0644")) + (await ensureFile(s, plan.bundle.toolClient, `${libDir}/tool-client.js`, "0644"));
+  bytesUploaded += sent;
+  note(`agent bundle ${libDir}`, sent > 0 ? "changed" : "ok");
 
   // Config.
   const dir = `${PATHS.agents}/${plan.name}`;
@@ -112,69 +82,24 @@ export async function installAgent(s: SshSession, plan: AgentInstallPlan): Promi
   // Launch script and service.
   const launch = `#!/bin/sh\n# Starts the Steward agent ${plan.name}.\nexec ${shellQuote(node)} --max-semi-space-size=1 ${shellQuote(`${libDir}/main.js`)} --dir ${shellQuote(dir)}\n`;
   const launchChanged = await writeIfDifferent(s, `${dir}/launch`, launch, "0755");
-  await writeIfDifferent(s, `${dir}/uninstall`, uninstallScript(plan.name, facts.systemd), "0755");
-  const serviceChanged = facts.systemd ? await ensureSystemdUnit(s, plan.name, dir, configChanged || launchChanged) : await ensureSupervisor(s, plan.name, dir, configChanged || launchChanged);
-  note(facts.systemd ? `systemd unit steward-agent-${plan.name}` : `supervised process (registered in ${PATHS.bootDir})`, serviceChanged ? "changed" : "ok");
+  const service = { unit: `steward-agent-${plan.name}`, description: `Steward agent ${plan.name}`, dir, log: "agent.log", systemd: facts.systemd };
+  await writeIfDifferent(s, `${dir}/uninstall`, uninstallScript(service), "0755");
+  const serviceChanged = await ensureService(s, { ...service, restart: configChanged || launchChanged });
+  note(facts.systemd ? `systemd unit ${service.unit}` : `supervised process (registered in ${SERVICE_PATHS.bootDir})`, serviceChanged ? "changed" : "ok");
 
   await plan.waitForLogin();
   note("agent logged in to the controller", "ok");
   return { changed: steps.some((x) => x.state === "changed"), steps, bytesUploaded, facts };
 }
 
-async function writeIfDifferent(s: SshSession, path: string, content: string, mode: string): Promise<boolean> {
-  const current = (await s.run(`cat ${shellQuote(path)} 2>/dev/null`, { sudo: true })).stdout;
-  if (current === content.trimEnd()) return false; // execCommand trims output
-  await s.writeFile(path, content, mode);
-  return true;
-}
-
-async function ensureSystemdUnit(s: SshSession, name: string, dir: string, restart: boolean): Promise<boolean> {
-  const unit = `[Unit]\nDescription=Steward agent ${name}\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=${dir}/launch\nRestart=always\nRestartSec=2\nStandardOutput=append:${dir}/agent.log\nStandardError=append:${dir}/agent.log\n\n[Install]\nWantedBy=multi-user.target\n`;
-  const path = `${PATHS.unitDir}/steward-agent-${name}.service`;
-  const changed = await writeIfDifferent(s, path, unit, "0644");
-  if (changed) await s.must("enabling the agent service", `systemctl daemon-reload && systemctl enable steward-agent-${name}`, { sudo: true });
-  const active = (await s.run(`systemctl is-active --quiet steward-agent-${name}`, { sudo: true })).code === 0;
-  if (!active || changed || restart) await s.must("starting the agent service", `systemctl restart steward-agent-${name}`, { sudo: true });
-  return changed || restart || !active;
-}
-
-/** Hosts without systemd: a small supervisor loop, started now and registered to start at boot. */
-async function ensureSupervisor(s: SshSession, name: string, dir: string, restart: boolean): Promise<boolean> {
-  const script = [
-    "#!/bin/sh",
-    `# Keeps the Steward agent ${name} running on a host without systemd; the host's init runs ${PATHS.bootDir}/* at boot.`,
-    `dir=${shellQuote(dir)}`,
-    'echo $$ > "$dir/supervisor.pid"',
-    "child=",
-    'trap \'[ -n "$child" ] && kill "$child" 2>/dev/null; exit 0\' TERM INT',
-    "while :; do",
-    '  "$dir/launch" >>"$dir/agent.log" 2>&1 &',
-    "  child=$!",
-    "  wait $child",
-    "  sleep 2",
-    "done",
-    "",
-  ].join("\n");
-  const path = `${PATHS.bootDir}/steward-agent-${name}`;
-  const changed = await writeIfDifferent(s, path, script, "0755");
-  const running = (await s.run(`kill -0 "$(cat ${shellQuote(`${dir}/supervisor.pid`)} 2>/dev/null)" 2>/dev/null`, { sudo: true })).code === 0;
-  if (running && !changed && !restart) return false;
-  if (running) await s.run(`kill "$(cat ${shellQuote(`${dir}/supervisor.pid`)})"; sleep 0.5`, { sudo: true });
-  await s.must("starting the agent", `setsid ${shellQuote(path)} </dev/null >/dev/null 2>&1 &`, { sudo: true });
-  return true;
-}
-
 /** What `remove-machine` runs (through the agent itself): stop, unregister, delete; the shared runtime goes with the last agent. */
-function uninstallScript(name: string, systemd: boolean): string {
-  const dir = `${PATHS.agents}/${name}`;
+function uninstallScript(service: { unit: string; dir: string; systemd: boolean }): string {
   return [
     "#!/bin/sh",
-    `# Removes the Steward agent ${name} from this host.`,
+    `# Removes ${service.unit} from this host.`,
     "sleep 1",
-    systemd
-      ? `systemctl disable --now steward-agent-${name} 2>/dev/null; rm -f ${PATHS.unitDir}/steward-agent-${name}.service; systemctl daemon-reload`
-      : `rm -f ${PATHS.bootDir}/steward-agent-${name}; kill "$(cat ${dir}/supervisor.pid 2>/dev/null)" 2>/dev/null`,
-    `rm -rf ${dir}`,
+    removeServiceCommands(service),
+    `rm -rf ${service.dir}`,
     `rmdir ${PATHS.agents} 2>/dev/null && rm -rf ${PATHS.lib} ${PATHS.node}`,
     "exit 0",
     "",

@@ -1,12 +1,10 @@
 import { Command, Option, UsageError } from "clipanion";
-import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
 import { StewardError } from "../../api";
 import { ModelCommand } from "../base-command";
 import { table } from "../table";
 import { parseDuration } from "../wait";
-
-interface SshSpec { user: string; host: string }
+import type { SshSpec } from "../ssh-options";
+import { parseSshTarget, readPrivateKey } from "../ssh-options";
 
 export default class AddMachineCommand extends ModelCommand {
   static override paths = [["add-machine"]];
@@ -54,7 +52,7 @@ export default class AddMachineCommand extends ModelCommand {
       for (const m of res.machines) this.out(m.credential ? `Created machine ${m.id}; its agent credential (shown once): ${m.credential}` : `Created machine ${m.id}.`);
       return 0;
     }
-    const specs = this.targets.map(parseSshTarget);
+    const specs = this.targets.map((t) => { if (!t.startsWith("ssh:")) throw new UsageError(`"${t}" is not local, manual or ssh:user@host`); return parseSshTarget(t); });
     if (this.hostKey.length > 0 && this.hostKey.length !== specs.length) throw new UsageError(`give one --host-key per ssh: target (${specs.length}), or use --trust-on-first-use`);
     if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host keys are not pinned: pass --host-key SHA256:… for each host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it), or --trust-on-first-use to record what the hosts offer now");
     const privateKey = await this.readKey();
@@ -99,21 +97,7 @@ export default class AddMachineCommand extends ModelCommand {
     return 0;
   }
 
-  private async readKey(): Promise<string> {
-    if (this.keyFile && this.keyEnv) throw new UsageError("give --key-file or --key-env, not both");
-    if (this.keyEnv) {
-      const v = this.context.env[this.keyEnv];
-      if (!v) throw new UsageError(`environment variable ${this.keyEnv} (from --key-env) is empty`);
-      return v;
-    }
-    if (!this.keyFile) throw new UsageError("ssh: targets need a private key: --key-file PATH or --key-env VAR");
-    const path = resolve(this.context.cwd, this.keyFile.replace(/^~(?=\/)/, this.context.env.HOME ?? "~"));
-    return readFile(path, "utf8").catch(() => { throw new UsageError(`cannot read the key file ${path}`); });
+  private readKey(): Promise<string> {
+    return readPrivateKey(this.context, this.keyFile, this.keyEnv);
   }
-}
-
-function parseSshTarget(t: string): SshSpec {
-  const m = /^ssh:([a-z_][a-z0-9_.-]*)@([A-Za-z0-9.:_-]+)$/.exec(t);
-  if (!m) throw new UsageError(`"${t}" is not local, manual or ssh:user@host`);
-  return { user: m[1]!, host: m[2]! };
 }

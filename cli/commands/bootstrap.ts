@@ -1,8 +1,10 @@
 import { Command, Option, UsageError } from "clipanion";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
+import { install } from "../../agent";
 import { ControllerClient, Name } from "../../api";
-import { initControllerDir } from "../../controller";
+import { AGENT_BUNDLE, CONTROLLER_BUNDLE, initControllerDir } from "../../controller";
+import { parseSshTarget, readPrivateKey } from "../ssh-options";
 import { BaseCommand } from "../base-command";
 import { freePort, portFree, startLocalController } from "../local-controller";
 
@@ -17,21 +19,34 @@ export default class BootstrapCommand extends BaseCommand {
       background and makes it the current controller. Machines added to its models with the local
       substrate run as agent processes on this host.
 
+      With \`ssh:user@host\`, the controller is installed on that host instead (Node.js is shipped if
+      it has none; a systemd service, or a supervised process where systemd does not run), the CA
+      and admin password come back over the SSH connection, and it listens on port 17070 of the
+      host (\`--port\`). The host key must be pinned (\`--host-key\`) or explicitly trusted on first use.
+
       The admin password is stored, with the controller's CA, in \`$STEWARD_HOME/controllers.json\`
       (mode 0600). The controller listens on 127.0.0.1:17070, or on a free port if that is taken.
     `,
     examples: [
       ["Bootstrap a controller called local", "$0 bootstrap"],
       ["Bootstrap a second controller on a chosen port", "$0 bootstrap dev --port 17171"],
+      ["Bootstrap a controller on a server over SSH", "$0 bootstrap ssh:root@10.0.0.5 prod --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
     ],
   });
 
-  name = Option.String({ required: false, name: "name" });
+  first = Option.String({ required: false, name: "ssh:user@host|name" });
+  second = Option.String({ required: false, name: "name" });
   port = Option.String("--port", { description: "API port (default 17070, or a free port if that is taken)" });
-  host = Option.String("--host", "127.0.0.1", { description: "Address to listen on" });
+  host = Option.String("--host", "127.0.0.1", { description: "Address to listen on (local controllers)" });
+  keyFile = Option.String("--key-file", { description: "Private key file (ssh: targets)" });
+  keyEnv = Option.String("--key-env", { description: "Name of an environment variable holding the private key" });
+  hostKey = Option.String("--host-key", { description: "Pinned host key fingerprint, SHA256:…" });
+  tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host key the host offers now" });
 
   async run(): Promise<number> {
-    const name = this.name ?? "local";
+    if (this.first?.startsWith("ssh:")) return this.bootstrapSsh(this.first, this.second);
+    if (this.second !== undefined) throw new UsageError(`unexpected argument "${this.second}": give a name, or ssh:user@host and a name`);
+    const name = this.first ?? "local";
     if (!Name.safeParse(name).success) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
     const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists: use it (steward status -c ${name}) or remove it first (steward destroy-controller ${name} --yes)`);
@@ -62,6 +77,50 @@ export default class BootstrapCommand extends BaseCommand {
     cfg.current = name;
     await this.saveConfig(cfg);
     this.out(`Bootstrapped controller "${name}" at ${addresses.join(", ")}.`);
+    this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name>`);
+    return 0;
+  }
+
+  private async bootstrapSsh(targetText: string, nameArg: string | undefined): Promise<number> {
+    const target = parseSshTarget(targetText);
+    const name = nameArg ?? target.host.replace(/[^a-z0-9]+/gi, "-").toLowerCase().replace(/^-+|-+$/g, "");
+    if (!Name.safeParse(name).success) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens; give one after the target`);
+    const cfg = await this.clientConfig();
+    if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
+    if (!this.hostKey && !this.tofu) throw new UsageError("the host key is not pinned: pass --host-key SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or --trust-on-first-use");
+    const port = this.port === undefined ? 17070 : Number(this.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a number from 1 to 65535, got "${this.port}"`);
+    const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
+    const session = await install.SshSession.connect({ host: target.host, user: target.user, privateKey, ...(this.hostKey ? { hostKey: this.hostKey } : { trustOnFirstUse: true }) });
+    let res;
+    try {
+      this.progress(`Connected to ${session.label} (host key ${session.hostKey}${this.tofu ? ", recorded" : ""})`);
+      res = await install.installController(session, {
+        name, port, nodeBinary: process.execPath,
+        bundle: { controller: CONTROLLER_BUNDLE, agentMain: AGENT_BUNDLE.main, toolClient: AGENT_BUNDLE.toolClient },
+        progress: (step) => this.progress(`  ${step}`),
+      });
+    } finally {
+      session.close();
+    }
+    if (!res.adminPassword) throw new UsageError(`${target.host} already runs a controller that this client does not know; log in to it with the admin password you kept (steward login), or remove /var/lib/steward/controller there`);
+    this.progress(`Waiting for the controller API at ${res.addresses.join(", ")}`);
+    const client = new ControllerClient({ addresses: res.addresses, caCert: res.caCert, user: "admin", password: res.adminPassword, timeoutMs: 3000 });
+    try {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        if (await client.call("GET", "/v1/health").then(() => true, () => false)) break;
+        if (Date.now() > deadline) throw new UsageError(`the controller on ${target.host} did not answer on port ${port} within 60 s: is the port reachable from here? Its log is /var/lib/steward/controller/controller.log`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const token = await client.login();
+      cfg.controllers[name] = { addresses: res.addresses, caCert: res.caCert, user: "admin", password: res.adminPassword, token };
+      cfg.current = name;
+      await this.saveConfig(cfg);
+    } finally {
+      client.close();
+    }
+    this.out(`Bootstrapped controller "${name}" on ${target.host} at ${res.addresses.join(", ")}.`);
     this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name>`);
     return 0;
   }
