@@ -36,7 +36,10 @@ export interface MachineInfo {
   /** SSH machines: the last install's outcome. */
   install?: { state: "installing" | "installed" | "failed"; step: string; changed?: boolean; bytesUploaded?: number };
 }
-export interface SshMachineRequest { host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean }
+export interface SshMachineRequest {
+  host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean;
+  jump?: { host: string; port?: number; user: string; hostKey: string };
+}
 export interface ApplicationInfo { name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, { type: string; default?: unknown; description: string }> }
 export interface ControllerInfo { name: string; uuid: string; version: string; addresses: string[] }
 

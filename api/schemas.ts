@@ -62,6 +62,13 @@ export const SshTargetSchema = z.strictObject({
   passphrase: z.string().max(1024).optional(),
   hostKey: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, { message: "must be a fingerprint such as SHA256:abc… (ssh-keygen -lf the host's key)" }).optional(),
   trustOnFirstUse: z.boolean().optional(),
+  /** A bastion to reach the host through (same private key; its host key must be pinned). */
+  jump: z.strictObject({
+    host: z.string().min(1).max(255).regex(/^[A-Za-z0-9.:_-]+$/),
+    port: z.number().int().min(1).max(65535).default(22),
+    user: z.string().min(1).max(64).regex(/^[a-z_][a-z0-9_.-]*$/),
+    hostKey: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, { message: "must be the jump host's fingerprint, SHA256:…" }),
+  }).optional(),
 });
 export const AddMachineRequest = z.strictObject({
   /**

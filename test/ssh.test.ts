@@ -117,6 +117,18 @@ ssh("a wrong private key is a clear authentication error", async (t) => {
   t.regex(garbage!.message, /private key for .* cannot be read/);
 });
 
+ssh("a host reached through a jump host: the jump host's key is verified too", async (t) => {
+  const [jumpHost, h] = [lab.hosts[0]!, lab.hosts[5]!];
+  const jump = { host: jumpHost.ip, user: "root", hostKey: "SHA256:" + "B".repeat(43) };
+  const wrongJump = await t.throwsAsync<StewardError>(client.addSshMachine("bare", { ...target(h), jump }));
+  t.is(wrongJump?.code, "forbidden");
+  t.true(wrongJump!.message.includes(jumpHost.ip) && wrongJump!.message.includes(jumpHost.hostKeyFingerprint), wrongJump!.message);
+  // With the jump host's real key the connection goes through (and the target's key is still checked).
+  const wrongTarget = await t.throwsAsync<StewardError>(client.addSshMachine("bare", { ...target(h, { hostKey: "SHA256:" + "C".repeat(43) }), jump: { ...jump, hostKey: jumpHost.hostKeyFingerprint } }));
+  t.true(wrongTarget!.message.includes(h.hostKeyFingerprint), wrongTarget!.message);
+  t.is(await machineOf(h), undefined, "nothing was added");
+});
+
 ssh("an install cut off half-way fails clearly and the next run finishes it", async (t) => {
   const h = lab.hosts[5]!; // no agent yet; has Node
   await client.addSshMachine("bare", target(h));

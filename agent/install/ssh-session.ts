@@ -21,6 +21,8 @@ export interface SshTarget {
   hostKey?: string;
   /** Accept whatever host key the host offers, this once; the caller records the fingerprint. */
   trustOnFirstUse?: boolean;
+  /** Reach the host through this one (a bastion); same key, its own pinned host key. */
+  jump?: { host: string; port?: number; user: string; hostKey: string };
 }
 
 export interface RunResult { code: number; stdout: string; stderr: string }
@@ -32,7 +34,7 @@ export function fingerprint(key: Buffer): string {
 }
 
 export class SshSession {
-  protected constructor(private readonly ssh: NodeSSH, readonly target: SshTarget, readonly hostKey: string) {}
+  protected constructor(private readonly ssh: NodeSSH, readonly target: SshTarget, readonly hostKey: string, private readonly via?: SshSession) {}
 
   get label(): string { return `${this.target.user}@${this.target.host}${this.target.port && this.target.port !== 22 ? `:${this.target.port}` : ""}`; }
   get asRoot(): boolean { return this.target.user === "root"; }
@@ -51,8 +53,13 @@ export class SshSession {
       if (opts.signal?.aborted) throw new StewardError("unavailable", `connecting to ${target.host} was cancelled`);
       let seen = "";
       const ssh = new NodeSSH();
+      let via: SshSession | undefined;
       try {
+        // Through a jump host: verify it first, then tunnel the target's SSH over it.
+        if (target.jump) via = await SshSession.connect({ ...target.jump, privateKey: target.privateKey, ...(target.passphrase ? { passphrase: target.passphrase } : {}) }, { attempts: 1 });
+        const sock = via ? await via.tunnel(target.host, target.port ?? 22) : undefined;
         await ssh.connect({
+          ...(sock ? { sock } : {}),
           host: target.host, port: target.port ?? 22, username: target.user, privateKey: target.privateKey,
           ...(target.passphrase ? { passphrase: target.passphrase } : {}),
           // A cut link is noticed within ~20 s (5 s keepalives, 3 missed).
@@ -62,9 +69,11 @@ export class SshSession {
             return target.hostKey ? seen === target.hostKey : target.trustOnFirstUse === true;
           },
         });
-        return new SshSession(ssh, target, seen);
+        return new SshSession(ssh, target, seen, via);
       } catch (err) {
         ssh.dispose();
+        via?.close();
+        if (StewardError.isInstance(err)) throw err; // from the jump host: already explained
         const e = err as { code?: string; level?: string; message?: string };
         if (seen && target.hostKey && seen !== target.hostKey) {
           throw new StewardError("forbidden", `host key of ${target.host} does not match: expected ${target.hostKey}, the host offered ${seen}. If the host was reinstalled, verify the new key and pin it; otherwise someone may be intercepting the connection`, { details: { expected: target.hostKey, offered: seen } });
@@ -121,7 +130,14 @@ export class SshSession {
     await this.must("writing a file", `mkdir -p ${shellQuote(dir)} && umask 077 && cat > ${shellQuote(remotePath)}.new && chmod ${mode} ${shellQuote(remotePath)}.new && mv -f ${shellQuote(remotePath)}.new ${shellQuote(remotePath)}`, { sudo: true, stdin: content });
   }
 
-  close(): void { this.ssh.dispose(); }
+  /** A TCP stream to `host:port` opened from this host (for jumping through it). */
+  tunnel(host: string, port: number): Promise<NodeJS.ReadableStream & NodeJS.WritableStream> {
+    return this.ssh.forwardOut("127.0.0.1", 0, host, port).catch((err: Error) => {
+      throw new StewardError("unavailable", `jump host ${this.target.host} cannot reach ${host}:${port}: ${err.message}`, { cause: err });
+    }) as Promise<NodeJS.ReadableStream & NodeJS.WritableStream>;
+  }
+
+  close(): void { this.ssh.dispose(); this.via?.close(); }
 }
 
 export function shellQuote(s: string): string {

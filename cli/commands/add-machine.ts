@@ -27,6 +27,7 @@ export default class AddMachineCommand extends ModelCommand {
     examples: [
       ["Install an agent on a host, pinning its key", "$0 add-machine ssh:root@10.0.0.5 --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
       ["Three hosts as a sudo user, recording their keys", "$0 add-machine ssh:ops@db1 ssh:ops@db2 ssh:ops@db3 --key-file ops.key --trust-on-first-use"],
+      ["Through a bastion", "$0 add-machine ssh:root@10.1.0.7 --key-file k --host-key SHA256:… --jump ops@bastion --jump-host-key SHA256:…"],
       ["Add a local machine", "$0 add-machine local"],
     ],
   });
@@ -39,6 +40,8 @@ export default class AddMachineCommand extends ModelCommand {
   passphraseEnv = Option.String("--passphrase-env", { description: "Name of an environment variable holding the key's passphrase" });
   hostKey = Option.Array("--host-key", [], { description: "Pinned host key fingerprint (SHA256:…), one per ssh: target in order" });
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host key the host offers this time" });
+  jump = Option.String("--jump", { description: "Reach the hosts through this bastion, user@host[:port] (same key)" });
+  jumpHostKey = Option.String("--jump-host-key", { description: "The bastion's pinned host key, SHA256:…" });
   timeout = Option.String("--timeout", "10m", { description: "How long to wait for the installs" });
 
   async run(): Promise<number> {
@@ -56,6 +59,7 @@ export default class AddMachineCommand extends ModelCommand {
     if (this.hostKey.length > 0 && this.hostKey.length !== specs.length) throw new UsageError(`give one --host-key per ssh: target (${specs.length}), or use --trust-on-first-use`);
     if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host keys are not pinned: pass --host-key SHA256:… for each host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it), or --trust-on-first-use to record what the hosts offer now");
     const privateKey = await this.readKey();
+    const jump = this.parseJump();
     const passphrase = this.passphraseEnv ? this.context.env[this.passphraseEnv] : undefined;
     const port = Number(this.port);
     const client = await this.connect();
@@ -64,7 +68,7 @@ export default class AddMachineCommand extends ModelCommand {
     const failed: string[][] = [];
     await Promise.all(specs.map(async (spec, i) => {
       try {
-        const res = await client.addSshMachine(model, { host: spec.host, port, user: spec.user, privateKey, ...(passphrase ? { passphrase } : {}), ...(this.hostKey[i] ? { hostKey: this.hostKey[i] } : { trustOnFirstUse: true }) });
+        const res = await client.addSshMachine(model, { host: spec.host, port, user: spec.user, privateKey, ...(passphrase ? { passphrase } : {}), ...(jump ? { jump } : {}), ...(this.hostKey[i] ? { hostKey: this.hostKey[i] } : { trustOnFirstUse: true }) });
         const m = res.machines[0]!;
         this.progress(`${spec.host}: machine ${m.id}, host key ${m.hostKey}${this.tofu ? " (recorded)" : ""}`);
         added.push({ spec, id: m.id });
@@ -95,6 +99,14 @@ export default class AddMachineCommand extends ModelCommand {
       return 1;
     }
     return 0;
+  }
+
+  private parseJump(): { host: string; port: number; user: string; hostKey: string } | undefined {
+    if (!this.jump) return undefined;
+    const m = /^([a-z_][a-z0-9_.-]*)@([A-Za-z0-9._-]+)(?::(\d+))?$/.exec(this.jump);
+    if (!m) throw new UsageError(`--jump "${this.jump}" is not user@host[:port]`);
+    if (!this.jumpHostKey) throw new UsageError("--jump needs --jump-host-key SHA256:… (the bastion's host key is verified too)");
+    return { user: m[1]!, host: m[2]!, port: Number(m[3] ?? 22), hostKey: this.jumpHostKey };
   }
 
   private readKey(): Promise<string> {
