@@ -2,7 +2,10 @@
  * The store conformance suite: what every backend of the store port must do. A backend's test file
  * calls {@link storeConformance} with a factory; the etcd backend runs this same suite.
  */
-import type { ExecutionContext, TestFn } from "ava";
+import type { ExecutionContext } from "ava";
+
+/** `test` or `test.serial` (backends sharing one server, whose revisions are global, run serially). */
+export type Register = (title: string, fn: (t: ExecutionContext) => Promise<void>) => void;
 import type { Store, WatchEvent } from "../controller";
 import { CompactedError, LeaseNotFoundError, absent, unchanged } from "../controller";
 import { StewardError } from "../api";
@@ -28,7 +31,7 @@ function collect(store: Store, prefix: string, count: number, fromRevision?: num
   });
 }
 
-export function storeConformance(test: TestFn, name: string, factory: StoreFactory): void {
+export function storeConformance(test: Register, name: string, factory: StoreFactory): void {
   const withStore = (title: string, fn: (t: ExecutionContext, s: Store) => Promise<void>): void => {
     test(`${name}: ${title}`, async (t) => {
       const s = await factory.create();

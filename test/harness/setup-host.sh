@@ -5,6 +5,7 @@
 set -euo pipefail
 need=()
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v etcd >/dev/null || need+=(etcd-server etcd-client)
 command -v sudo >/dev/null || need+=(sudo)
 command -v ip >/dev/null || need+=(iproute2)
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -1,0 +1,257 @@
+/**
+ * The etcd backend (etcd 3.4, through the `etcd3` client's raw RPCs). What it avoids or works
+ * around in that client (../shared/reference/etcd-and-ssh.md §1.3):
+ *
+ * - no STM: every transaction is an explicit compare/then/else, built here;
+ * - a watch asked for compacted history is cancelled by etcd with an empty message: it is reported
+ *   as {@link CompactedError} so the caller re-reads, and its `cancel()` (which never resolves) is
+ *   not awaited;
+ * - keep-alives are explicit (one request per call), so an expired lease is an error at once rather
+ *   than a `lost` event two TTLs later.
+ *
+ * All keys live under `prefix` (one etcd can hold several controllers' data, and tests share one).
+ */
+import { Etcd3 } from "etcd3";
+import type { IKeyValue } from "etcd3";
+import { StewardError, invalidRequest } from "../../api";
+import type { Compare, KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptions, Watcher } from "./store";
+import { CompactedError, LeaseNotFoundError, StoreClosedError } from "./store";
+import { MAX_VALUE_BYTES } from "./embedded";
+
+export interface EtcdStoreOptions {
+  /** Client URLs of the members, e.g. `http://127.0.0.1:2379` (https with `tls`). */
+  endpoints: string[];
+  /**
+   * Prefix of every key this store uses.
+   * @default ""
+   */
+  prefix?: string;
+  tls?: { caCert: string; cert: string; key: string };
+  /** @default 5000 */
+  requestTimeoutMs?: number;
+}
+
+const enum Result { Equal = 0, Greater = 1, Less = 2, NotEqual = 3 }
+const enum Target { Version = 0, Create = 1, Mod = 2, Value = 3 }
+
+/** The smallest key greater than every key that starts with `prefix` (etcd's range_end for a prefix). */
+function prefixEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) { end[i]! += 1; return end.subarray(0, i + 1); }
+  }
+  return Buffer.from([0]);
+}
+
+export class EtcdStore implements Store {
+  readonly backend = "etcd";
+  private closed = false;
+  private readonly prefix: string;
+
+  protected constructor(private readonly client: Etcd3, private readonly o: EtcdStoreOptions) {
+    this.prefix = o.prefix ?? "";
+  }
+
+  /** Connects and checks the cluster answers (a linearizable read). */
+  static async connect(o: EtcdStoreOptions): Promise<EtcdStore> {
+    const client = new Etcd3({
+      hosts: o.endpoints,
+      dialTimeout: 3000,
+      ...(o.tls ? { credentials: { rootCertificate: Buffer.from(o.tls.caCert), certChain: Buffer.from(o.tls.cert), privateKey: Buffer.from(o.tls.key) } } : {}),
+      grpcOptions: { "grpc.keepalive_time_ms": 10_000, "grpc.keepalive_timeout_ms": 5_000 },
+    });
+    const store = new EtcdStore(client, o);
+    try {
+      await store.currentRevision();
+    } catch (err) {
+      client.close();
+      throw new StewardError("unavailable", `cannot reach etcd at ${o.endpoints.join(", ")}: ${(err as Error).message}`, { cause: err });
+    }
+    return store;
+  }
+
+  private opts(): { deadline: Date } { return { deadline: new Date(Date.now() + (this.o.requestTimeoutMs ?? 5000)) }; }
+  private k(key: string): Buffer { return Buffer.from(this.prefix + key); }
+  private check(): void { if (this.closed) throw new StoreClosedError(this.backend); }
+
+  private kv(raw: IKeyValue): KeyValue {
+    const kv: KeyValue = {
+      key: raw.key.toString().slice(this.prefix.length),
+      value: raw.value.toString(),
+      createRevision: Number(raw.create_revision),
+      modRevision: Number(raw.mod_revision),
+      version: Number(raw.version),
+    };
+    if (raw.lease && raw.lease !== "0") kv.lease = String(raw.lease);
+    return kv;
+  }
+
+  async get(key: string): Promise<KeyValue | undefined> {
+    this.check();
+    const res = await this.client.kv.range({ key: this.k(key) }, this.opts());
+    return res.kvs[0] ? this.kv(res.kvs[0]) : undefined;
+  }
+
+  async range(prefix: string): Promise<{ kvs: KeyValue[]; revision: number }> {
+    this.check();
+    const key = this.k(prefix);
+    const res = await this.client.kv.range({ key, range_end: prefixEnd(key) }, this.opts());
+    return { kvs: res.kvs.map((kv) => this.kv(kv)), revision: Number(res.header.revision) };
+  }
+
+  async txn(t: Txn): Promise<TxnResult> {
+    this.check();
+    for (const ops of [t.success, t.failure ?? []]) {
+      const written = new Set<string>();
+      for (const op of ops) {
+        if (op.type !== "put" && op.type !== "delete") continue;
+        if (written.has(op.key)) throw invalidRequest(`key ${op.key} is written twice in one transaction`);
+        written.add(op.key);
+        if (op.type === "put" && Buffer.byteLength(op.value) > MAX_VALUE_BYTES) throw invalidRequest(`value for ${op.key} is ${Buffer.byteLength(op.value)} bytes; the store takes at most ${MAX_VALUE_BYTES}`);
+      }
+    }
+    try {
+      const res = await this.client.kv.txn({ compare: (t.compare ?? []).map((c) => this.compare(c)), success: t.success.map((op) => this.op(op)), failure: (t.failure ?? []).map((op) => this.op(op)) }, this.opts());
+      const responses: KeyValue[][] = res.responses.map((r) => {
+        if (r.response_range) return r.response_range.kvs.map((kv) => this.kv(kv));
+        if (r.response_delete_range) return (r.response_delete_range.prev_kvs ?? []).map((kv) => this.kv(kv));
+        return [];
+      });
+      return { succeeded: res.succeeded, revision: Number(res.header.revision), responses };
+    } catch (err) {
+      const message = (err as Error).message ?? "";
+      if (/requested lease not found/.test(message)) {
+        const put = t.success.find((op) => op.type === "put" && op.lease);
+        throw new LeaseNotFoundError(put && put.type === "put" ? put.lease! : "?");
+      }
+      if (/duplicate key/.test(message)) throw invalidRequest("a key is written twice in one transaction");
+      throw err;
+    }
+  }
+
+  private compare(c: Compare): object {
+    const op = c.op ?? "==";
+    const result = op === "==" ? Result.Equal : op === "!=" ? Result.NotEqual : op === "<" ? Result.Less : Result.Greater;
+    const key = this.k(c.key);
+    switch (c.target) {
+      case "value": return { key, result, target: Target.Value, value: Buffer.from(c.value) };
+      case "version": return { key, result, target: Target.Version, version: String(c.value) };
+      case "createRevision": return { key, result, target: Target.Create, create_revision: String(c.value) };
+      case "modRevision": return { key, result, target: Target.Mod, mod_revision: String(c.value) };
+    }
+  }
+
+  private op(op: Op): object {
+    switch (op.type) {
+      case "get": return { request_range: { key: this.k(op.key) } };
+      case "range": { const key = this.k(op.prefix); return { request_range: { key, range_end: prefixEnd(key) } }; }
+      case "put": return { request_put: { key: this.k(op.key), value: Buffer.from(op.value), ...(op.lease ? { lease: op.lease } : {}) } };
+      case "delete": return { request_delete_range: { key: this.k(op.key), prev_kv: true } };
+      case "deletePrefix": { const key = this.k(op.prefix); return { request_delete_range: { key, range_end: prefixEnd(key), prev_kv: true } }; }
+    }
+  }
+
+  async put(key: string, value: string, opts: { lease?: string } = {}): Promise<number> {
+    return (await this.txn({ success: [{ type: "put", key, value, ...(opts.lease ? { lease: opts.lease } : {}) }] })).revision;
+  }
+
+  async delete(key: string): Promise<number> {
+    return (await this.txn({ success: [{ type: "delete", key }] })).revision;
+  }
+
+  async grantLease(ttlSeconds: number): Promise<Lease> {
+    this.check();
+    if (!(ttlSeconds >= 1)) throw invalidRequest("lease TTL must be at least 1 second");
+    const res = await this.client.leaseClient.leaseGrant({ TTL: ttlSeconds }, this.opts());
+    return { id: String(res.ID), ttlSeconds: Number(res.TTL) };
+  }
+
+  async keepAlive(leaseId: string): Promise<void> {
+    this.check();
+    const stream = await this.client.leaseClient.leaseKeepAlive();
+    try {
+      const answer = new Promise<{ TTL: string }>((resolve, reject) => {
+        stream.on("data", resolve);
+        stream.on("error", reject);
+        setTimeout(() => reject(new StewardError("unavailable", "etcd did not answer a lease keep-alive in time")), this.o.requestTimeoutMs ?? 5000).unref();
+      });
+      stream.write({ ID: leaseId });
+      const res = await answer;
+      if (Number(res.TTL) <= 0) throw new LeaseNotFoundError(leaseId);
+    } finally {
+      stream.end();
+    }
+  }
+
+  async revokeLease(leaseId: string): Promise<void> {
+    this.check();
+    try {
+      await this.client.leaseClient.leaseRevoke({ ID: leaseId }, this.opts());
+    } catch (err) {
+      if (!/requested lease not found/.test((err as Error).message ?? "")) throw err;
+    }
+  }
+
+  watch(prefix: string, listener: (events: WatchEvent[], revision: number) => void, opts: WatchOptions = {}): Watcher {
+    this.check();
+    let closed = false;
+    let nextRev = opts.fromRevision;
+    const fail = (err: Error): void => { if (!closed) { closed = true; opts.onError?.(err); } };
+    const builder = this.client.watch().prefix(this.prefix + prefix);
+    const pending = (nextRev !== undefined ? builder.startRevision(String(nextRev)) : builder).create();
+    let watcher: Awaited<typeof pending> | undefined;
+    pending.then((w) => {
+      watcher = w;
+      if (closed) { void w.cancel().catch(() => undefined); return; }
+      w.on("data", (res) => {
+        if (closed) return;
+        // One response may hold several revisions: deliver them one revision at a time, in order.
+        const byRev = new Map<number, WatchEvent[]>();
+        for (const e of res.events) {
+          const kv = this.kv(e.kv);
+          const list = byRev.get(kv.modRevision) ?? [];
+          list.push({ type: e.type === "Delete" ? "delete" : "put", kv });
+          byRev.set(kv.modRevision, list);
+        }
+        for (const [rev, events] of [...byRev].sort(([a], [b]) => a - b)) {
+          nextRev = rev + 1;
+          try { listener(events, rev); } catch (err) { process.emitWarning(`store watch listener threw: ${(err as Error).message}`); }
+        }
+      });
+      w.on("error", (err: Error) => {
+        // etcd cancels a watch below the compaction revision with an empty reason (etcd3 1.1.2).
+        fail(/canceled|compacted/i.test(err.message) ? new CompactedError(nextRev ?? 0, 0) : err);
+        w.removeAllListeners();
+      });
+    }, (err: Error) => fail(/canceled|compacted/i.test(err.message) ? new CompactedError(nextRev ?? 0, 0) : err));
+    return {
+      close: () => {
+        closed = true;
+        // Not awaited: cancel() on a watcher etcd already cancelled never resolves.
+        if (watcher) { watcher.removeAllListeners(); void watcher.cancel().catch(() => undefined); }
+      },
+    };
+  }
+
+  async compact(revision: number): Promise<void> {
+    this.check();
+    try {
+      await this.client.kv.compact({ revision: String(revision), physical: true }, this.opts());
+    } catch (err) {
+      if (/required revision has been compacted/.test((err as Error).message ?? "")) return;
+      throw err;
+    }
+  }
+
+  async currentRevision(): Promise<number> {
+    this.check();
+    const res = await this.client.kv.range({ key: this.k("\0"), count_only: true }, this.opts());
+    return Number(res.header.revision);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.client.close();
+  }
+}
