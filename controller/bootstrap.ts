@@ -6,7 +6,7 @@
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { newSecret } from "./security/credentials";
-import { EmbeddedStore } from "./store";
+import { EmbeddedStore, EtcdStore } from "./store";
 import { StateOps } from "./state";
 import type { ControllerConfig } from "./config";
 import { dataFiles } from "./config";
@@ -18,6 +18,8 @@ export interface InitControllerOptions {
   advertise?: string[];
   /** Generated (24 random characters) when not given. */
   adminPassword?: string;
+  /** @default the embedded store in the data directory */
+  store?: ControllerConfig["store"];
 }
 
 export async function initControllerDir(o: InitControllerOptions): Promise<{ created: boolean; adminPassword?: string; caCert: string }> {
@@ -39,13 +41,15 @@ export async function initControllerDir(o: InitControllerOptions): Promise<{ cre
   const adminPassword = o.adminPassword ?? newSecret(18);
   // A store left by an interrupted init holds an admin password nobody knows: start it afresh.
   await rm(join(o.dataDir, dataFiles.store), { recursive: true, force: true });
-  const store = await EmbeddedStore.open({ dir: join(o.dataDir, dataFiles.store) });
+  const store = o.store?.backend === "etcd"
+    ? await EtcdStore.connect({ endpoints: o.store.endpoints, ...(o.store.prefix ? { prefix: o.store.prefix } : {}) })
+    : await EmbeddedStore.open({ dir: join(o.dataDir, dataFiles.store) });
   try {
     await new StateOps(store).initController(o.name, adminPassword);
   } finally {
     await store.close();
   }
-  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: { backend: "embedded" } };
+  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: o.store ?? { backend: "embedded" } };
   // Written last: its presence marks a complete directory, so an interrupted init is redone.
   await writeFile(configPath, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
   return { created: true, adminPassword, caCert: ca.certPem };

@@ -13,7 +13,8 @@ export interface ControllerConfig {
   listen: { host: string; port: number };
   /** Addresses given to clients and agents; default: the listen address (127.0.0.1 for 0.0.0.0). */
   advertise?: string[];
-  store: { backend: "embedded" };
+  /** `embedded` (default, single replica) or an etcd cluster (required for 3/5/7 replicas). */
+  store: { backend: "embedded" } | { backend: "etcd"; endpoints: string[]; prefix?: string };
   /** Seconds a unit leadership claim lasts (default 60). */
   leadershipLeaseSeconds?: number;
 }

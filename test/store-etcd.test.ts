@@ -7,6 +7,8 @@ import { EtcdStore } from "../controller";
 import { storeConformance } from "./store-conformance";
 import type { TestEtcd } from "./harness/etcd";
 import { startEtcd } from "./harness/etcd";
+import { join } from "node:path";
+import { operatorsDir, startTestController } from "./harness/controller";
 
 const haveEtcd = (() => { try { execFileSync("etcd", ["--version"]); return true; } catch { return false; } })();
 let etcd: TestEtcd | undefined;
@@ -30,6 +32,16 @@ if (haveEtcd) {
       prefixes.set(s, prefix);
       return s;
     },
+  });
+  test.serial("a controller on the etcd store deploys an integrated model to active", async (t) => {
+    const tc = await startTestController({ store: { backend: "etcd", endpoints: [etcd!.endpoint], prefix: `/c-${randomBytes(4).toString("hex")}` } });
+    t.teardown(() => tc.close());
+    await tc.admin.createModel("on-etcd");
+    await tc.admin.deploy("on-etcd", { name: "web", operator: await tc.upload(join(operatorsDir, "hello-http")), units: 1 });
+    await tc.admin.deploy("on-etcd", { name: "checker", operator: await tc.upload(join(operatorsDir, "http-checker")), units: 1 });
+    await tc.admin.integrate("on-etcd", "checker", "web");
+    const s = await tc.waitForUnits("on-etcd", (units) => units.length === 2 && units.every((u) => u.workload.current === "active" && u.agent.current === "idle") && units.some((u) => u.workload.message === "1/1 upstreams answer"), "both active, the checker reaching web", 60_000);
+    t.is(s.applications.checker!.status.message, "1/1 upstreams answer");
   });
 } else {
   test("etcd backend", (t) => { t.fail("etcd-server is not installed: test/harness/setup-host.sh installs it (needs root)"); });

@@ -47,6 +47,8 @@ export class EtcdStore implements Store {
   readonly backend = "etcd";
   private closed = false;
   private readonly prefix: string;
+  /** Newest revision any answer has shown this client: a watch without a start revision starts after it. */
+  private seen = 0;
 
   protected constructor(private readonly client: Etcd3, private readonly o: EtcdStoreOptions) {
     this.prefix = o.prefix ?? "";
@@ -68,6 +70,12 @@ export class EtcdStore implements Store {
       throw new StewardError("unavailable", `cannot reach etcd at ${o.endpoints.join(", ")}: ${(err as Error).message}`, { cause: err });
     }
     return store;
+  }
+
+  private saw(revision: string | number): number {
+    const r = Number(revision);
+    if (r > this.seen) this.seen = r;
+    return r;
   }
 
   private opts(): { deadline: Date } { return { deadline: new Date(Date.now() + (this.o.requestTimeoutMs ?? 5000)) }; }
@@ -96,7 +104,7 @@ export class EtcdStore implements Store {
     this.check();
     const key = this.k(prefix);
     const res = await this.client.kv.range({ key, range_end: prefixEnd(key) }, this.opts());
-    return { kvs: res.kvs.map((kv) => this.kv(kv)), revision: Number(res.header.revision) };
+    return { kvs: res.kvs.map((kv) => this.kv(kv)), revision: this.saw(res.header.revision) };
   }
 
   async txn(t: Txn): Promise<TxnResult> {
@@ -117,7 +125,7 @@ export class EtcdStore implements Store {
         if (r.response_delete_range) return (r.response_delete_range.prev_kvs ?? []).map((kv) => this.kv(kv));
         return [];
       });
-      return { succeeded: res.succeeded, revision: Number(res.header.revision), responses };
+      return { succeeded: res.succeeded, revision: this.saw(res.header.revision), responses };
     } catch (err) {
       const message = (err as Error).message ?? "";
       if (/requested lease not found/.test(message)) {
@@ -195,10 +203,12 @@ export class EtcdStore implements Store {
   watch(prefix: string, listener: (events: WatchEvent[], revision: number) => void, opts: WatchOptions = {}): Watcher {
     this.check();
     let closed = false;
-    let nextRev = opts.fromRevision;
+    // etcd creates the watch asynchronously; starting after the newest revision seen keeps
+    // "events after now" exact for anything this client wrote before calling watch().
+    let nextRev = opts.fromRevision ?? this.seen + 1;
     const fail = (err: Error): void => { if (!closed) { closed = true; opts.onError?.(err); } };
     const builder = this.client.watch().prefix(this.prefix + prefix);
-    const pending = (nextRev !== undefined ? builder.startRevision(String(nextRev)) : builder).create();
+    const pending = builder.startRevision(String(nextRev)).create();
     let watcher: Awaited<typeof pending> | undefined;
     pending.then((w) => {
       watcher = w;
@@ -220,10 +230,10 @@ export class EtcdStore implements Store {
       });
       w.on("error", (err: Error) => {
         // etcd cancels a watch below the compaction revision with an empty reason (etcd3 1.1.2).
-        fail(/canceled|compacted/i.test(err.message) ? new CompactedError(nextRev ?? 0, 0) : err);
+        fail(/canceled|compacted/i.test(err.message) ? new CompactedError(nextRev, 0) : err);
         w.removeAllListeners();
       });
-    }, (err: Error) => fail(/canceled|compacted/i.test(err.message) ? new CompactedError(nextRev ?? 0, 0) : err));
+    }, (err: Error) => fail(/canceled|compacted/i.test(err.message) ? new CompactedError(nextRev, 0) : err));
     return {
       close: () => {
         closed = true;
@@ -246,7 +256,7 @@ export class EtcdStore implements Store {
   async currentRevision(): Promise<number> {
     this.check();
     const res = await this.client.kv.range({ key: this.k("\0"), count_only: true }, this.opts());
-    return Number(res.header.revision);
+    return this.saw(res.header.revision);
   }
 
   async close(): Promise<void> {

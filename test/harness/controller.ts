@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { ModelStatus, UnitStatusView } from "../../api";
 import { ControllerClient, readOperatorDir, silentLogger, unitIsReady } from "../../api";
 import { Controller, initControllerDir } from "../../controller";
+import type { ControllerConfig } from "../../controller";
 import { eventually } from "./eventually";
 import { killProcessesUnder } from "./processes";
 
@@ -30,11 +31,11 @@ export interface TestController {
   close(): Promise<void>;
 }
 
-export async function startTestController(opts: { leadershipLeaseSeconds?: number } = {}): Promise<TestController> {
+export async function startTestController(opts: { leadershipLeaseSeconds?: number; store?: ControllerConfig["store"] } = {}): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
   const dataDir = join(dir, "c");
-  const init = await initControllerDir({ dataDir, name: "test", listen: { host: "127.0.0.1", port: 0 } });
-  const controller = await Controller.start({ dataDir, log: silentLogger, ...opts });
+  const init = await initControllerDir({ dataDir, name: "test", listen: { host: "127.0.0.1", port: 0 }, ...(opts.store ? { store: opts.store } : {}) });
+  const controller = await Controller.start({ dataDir, log: silentLogger, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}) });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {
