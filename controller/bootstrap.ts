@@ -6,7 +6,7 @@
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { newSecret } from "./security/credentials";
-import { EmbeddedStore, EtcdStore } from "./store";
+import { openStore } from "./store";
 import { StateOps } from "./state";
 import type { ControllerConfig } from "./config";
 import { dataFiles } from "./config";
@@ -41,9 +41,7 @@ export async function initControllerDir(o: InitControllerOptions): Promise<{ cre
   const adminPassword = o.adminPassword ?? newSecret(18);
   // A store left by an interrupted init holds an admin password nobody knows: start it afresh.
   await rm(join(o.dataDir, dataFiles.store), { recursive: true, force: true });
-  const store = o.store?.backend === "etcd"
-    ? await EtcdStore.connect({ endpoints: o.store.endpoints, ...(o.store.prefix ? { prefix: o.store.prefix } : {}) })
-    : await EmbeddedStore.open({ dir: join(o.dataDir, dataFiles.store) });
+  const store = await openStore(o.store ?? { backend: "embedded" }, join(o.dataDir, dataFiles.store));
   try {
     await new StateOps(store).initController(o.name, adminPassword);
   } finally {

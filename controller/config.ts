@@ -6,6 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { StewardError } from "../api";
+import type { StoreConfig } from "./store";
 
 export interface ControllerConfig {
   name: string;
@@ -14,7 +15,7 @@ export interface ControllerConfig {
   /** Addresses given to clients and agents; default: the listen address (127.0.0.1 for 0.0.0.0). */
   advertise?: string[];
   /** `embedded` (default, single replica) or an etcd cluster (required for 3/5/7 replicas). */
-  store: { backend: "embedded" } | { backend: "etcd"; endpoints: string[]; prefix?: string };
+  store: StoreConfig;
   /** Seconds a unit leadership claim lasts (default 60). */
   leadershipLeaseSeconds?: number;
 }

@@ -24,7 +24,7 @@ import { installErrorHandling, registerHttpApi } from "./server/http-api";
 import { StatusWatchHub } from "./server/status-watch";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps } from "./state";
 import type { Store } from "./store";
-import { EmbeddedStore, EtcdStore, LeaseNotFoundError } from "./store";
+import { LeaseNotFoundError, openStore } from "./store";
 import { LocalSubstrate } from "./substrates/local";
 import { SshSubstrate } from "./substrates/ssh";
 
@@ -75,9 +75,7 @@ export class Controller {
   static async start(opts: ControllerOptions): Promise<Controller> {
     const log = opts.log ?? createLogger();
     const config = await readControllerConfig(opts.dataDir);
-    const store = config.store.backend === "etcd"
-      ? await EtcdStore.connect({ endpoints: config.store.endpoints, ...(config.store.prefix ? { prefix: config.store.prefix } : {}) })
-      : await EmbeddedStore.open({ dir: join(opts.dataDir, dataFiles.store) });
+    const store = await openStore(config.store, join(opts.dataDir, dataFiles.store));
     const c = new Controller(opts, config, store, log);
     try {
       await c.run();

@@ -4,6 +4,8 @@
  * substrates that start machines.
  */
 export * from "./store";
+// Only here, not in store/index.ts: the running controller loads the etcd client on demand.
+export { EtcdStore } from "./store/etcd";
 export { Controller } from "./controller";
 export type { ControllerOptions, ControllerState } from "./controller";
 export { initControllerDir } from "./bootstrap";
