@@ -17,6 +17,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "../api";
 import { StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
+import { LeaderElection, REPLICAS_PREFIX, clusterAddresses, fencedStore } from "./cluster";
 import type { ControllerConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
@@ -63,7 +64,11 @@ export class Controller {
   private local?: LocalSubstrate;
   private cleaner?: Cleaner;
   private cache?: StateCache;
-  private addresses: string[] = [];
+  private ownAddresses: string[] = [];
+  private election?: LeaderElection;
+
+  /** Every replica's API addresses, this one's first (what agents and clients are given). */
+  private get addresses(): string[] { return this.cache ? clusterAddresses(this.cache, this.ownAddresses) : this.ownAddresses; }
 
   protected constructor(
     private readonly opts: ControllerOptions,
@@ -88,7 +93,9 @@ export class Controller {
   }
 
   getState(): ControllerState { return this.state; }
-  get apiAddresses(): string[] { return [...this.addresses]; }
+  get apiAddresses(): string[] { return [...this.ownAddresses]; }
+  get isLeader(): boolean { return this.election?.isLeader ?? false; }
+  get id(): string { return this.replicaId; }
   get name(): string { return this.config.name; }
   get agentConnections(): number { return this.hub?.connectionCount ?? 0; }
 
@@ -130,21 +137,37 @@ export class Controller {
     });
     const bound = http.server.address();
     const boundPort = typeof bound === "object" && bound ? bound.port : port;
-    this.addresses = this.config.advertise ?? advertised(this.config.listen.host, boundPort);
-    await writeFile(join(dataDir, dataFiles.apiAddress), this.addresses.join("\n") + "\n");
+    this.ownAddresses = this.config.advertise ?? advertised(this.config.listen.host, boundPort);
+    await writeFile(join(dataDir, dataFiles.apiAddress), this.ownAddresses.join("\n") + "\n");
 
-    this.local = new LocalSubstrate({
-      machinesDir: join(dataDir, dataFiles.machines),
-      agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
-      caCert: caCert!, controllerAddresses: () => this.addresses, cache, ops, log: this.log,
-    });
-    this.cleaner = new Cleaner(cache, ops, relations, this.log);
+    await this.publishReplica();
+    // Singleton work (cleanup, local machines) runs on the elected leader only, with fenced writes.
+    const election = (this.election = new LeaderElection({
+      store: this.store, replicaId: this.replicaId, addresses: () => this.ownAddresses, log: this.log,
+      onElected: () => {
+        const fenced = fencedStore(this.store, () => election.fence());
+        const leaderOps = new StateOps(fenced);
+        this.local = new LocalSubstrate({
+          machinesDir: join(dataDir, dataFiles.machines),
+          agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
+          caCert: caCert!, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
+        });
+        this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log);
+      },
+      onDeposed: () => { this.local?.close(); this.cleaner?.close(); this.local = undefined; this.cleaner = undefined; },
+    }));
+    election.start();
     this.setState("RUNNING");
     this.log.info("controller listening", { name: this.config.name, addresses: this.addresses.join(","), store: this.store.backend });
   }
 
   private async renewLease(): Promise<void> {
     this.leaseId = (await this.store.grantLease(REPLICA_LEASE_TTL_S)).id;
+  }
+
+  /** This replica and its addresses, under its presence lease (gone within the TTL if it dies). */
+  private async publishReplica(): Promise<void> {
+    await this.store.put(`${REPLICAS_PREFIX}${this.replicaId}`, JSON.stringify({ id: this.replicaId, addresses: this.ownAddresses, since: new Date().toISOString() }), { lease: this.leaseId });
   }
 
   private async keepLeaseAlive(): Promise<void> {
@@ -154,6 +177,7 @@ export class Controller {
       if (!(err instanceof LeaseNotFoundError)) throw err;
       // The lease lapsed (a long stall): take a new one and re-mark our agents present.
       await this.renewLease();
+      await this.publishReplica();
       await this.hub?.refreshPresence();
     }
   }
@@ -168,6 +192,7 @@ export class Controller {
 
   private async shutdown(): Promise<void> {
     clearInterval(this.keepAliveTimer);
+    await this.election?.stop();
     this.local?.close();
     this.cleaner?.close();
     this.hub?.close();

@@ -12,7 +12,7 @@ import type { AgentFrame, Logger } from "../../api";
 import { StewardError, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
 import type { LeadershipOps, RelationOps, StateCache, StateOps } from "../state";
-import { buildAgentView, keys } from "../state";
+import { CLUSTER_CHANGED, buildAgentView, keys } from "../state";
 import type { PresenceDoc } from "../state";
 import { authenticate } from "./auth";
 
@@ -52,7 +52,9 @@ export class AgentHub {
 
   constructor(private readonly deps: AgentHubDeps) {
     this.unsubscribe = deps.cache.subscribe((changed) => {
-      for (const m of changed) this.dirtyModels.add(m);
+      // A replica came or went: every agent gets the new address list.
+      if (changed.has(CLUSTER_CHANGED)) for (const c of this.byMachine.values()) this.dirtyModels.add(c.model);
+      for (const m of changed) if (m !== CLUSTER_CHANGED) this.dirtyModels.add(m);
       this.schedulePush();
     });
     this.pinger = setInterval(() => this.ping(), PING_MS);

@@ -63,7 +63,10 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 
   app.get("/v1/controller", async (req) => {
     requireUser(principalOf(req));
-    return { name: cache.controller?.name, uuid: cache.controller?.uuid, version: STEWARD_VERSION, addresses: deps.controllerAddresses() };
+    return {
+      name: cache.controller?.name, uuid: cache.controller?.uuid, version: STEWARD_VERSION, addresses: deps.controllerAddresses(),
+      replicas: [...cache.replicas.values()].map((r) => ({ ...r, leader: cache.leader?.replica === r.id })).sort((a, b) => a.since.localeCompare(b.since)),
+    };
   });
 
   app.post("/v1/users", async (req, reply) => {

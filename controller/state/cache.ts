@@ -36,6 +36,9 @@ export interface ModelIndex {
 
 export type CacheListener = (changedModels: ReadonlySet<string>, revision: number) => void;
 
+/** In a listener's changed set: the controller cluster (replicas, leader) changed. */
+export const CLUSTER_CHANGED = "";
+
 export class StateCache {
   controller?: ControllerDoc;
   tokenKey?: string;
@@ -43,6 +46,9 @@ export class StateCache {
   readonly modelNames = new Map<string, string>();
   readonly models = new Map<string, ModelIndex>();
   readonly operators = new Map<string, OperatorDoc>();
+  /** Controller replicas by id, and the current controller leader. */
+  readonly replicas = new Map<string, { id: string; addresses: string[]; since: string }>();
+  leader?: { replica: string; addresses: string[]; since: string };
   revision = 0;
   private watchers: Watcher[] = [];
   private readonly listeners = new Set<CacheListener>();
@@ -86,6 +92,8 @@ export class StateCache {
     this.modelNames.clear();
     this.models.clear();
     this.operators.clear();
+    this.replicas.clear();
+    this.leader = undefined;
   }
 
   private onEvents(events: WatchEvent[], revision: number): void {
@@ -95,7 +103,7 @@ export class StateCache {
       if (m) changed.add(m);
     }
     if (revision > this.revision) this.revision = revision;
-    for (const uuid of changed) { const idx = this.models.get(uuid); if (idx) idx.revision = revision; }
+    for (const uuid of changed) { const idx = uuid === CLUSTER_CHANGED ? undefined : this.models.get(uuid); if (idx) idx.revision = revision; }
     this.notify(changed);
   }
 
@@ -121,6 +129,10 @@ export class StateCache {
       case "users": set(this.users, parts[2]!); return undefined;
       case "model-names": if (doc === undefined) this.modelNames.delete(parts[2]!); else this.modelNames.set(parts[2]!, doc as string); return undefined;
       case "operators": set(this.operators, parts[2]!); return undefined;
+      case "cluster":
+        if (parts[2] === "leader") this.leader = doc as typeof this.leader;
+        if (parts[2] === "replicas") set(this.replicas, parts[3]!);
+        return CLUSTER_CHANGED;
       case "presence": { const idx = this.index(parts[2]!); set(idx.presence, parts[3]!); return idx.uuid; }
       case "models": {
         const uuid = parts[2]!;

@@ -1,4 +1,4 @@
-export { StateCache } from "./cache";
+export { CLUSTER_CHANGED, StateCache } from "./cache";
 export type { ModelIndex, CacheListener } from "./cache";
 export { StateOps, validateConfig, effectiveConfig } from "./operations";
 export { RelationOps } from "./relation-ops";

@@ -37,7 +37,7 @@ export const keys = {
 };
 
 /** Prefixes the state cache follows. */
-export const CACHED_PREFIXES = ["/controller/", "/users/", "/model-names/", "/models/", "/operators/", "/presence/"];
+export const CACHED_PREFIXES = ["/controller/", "/users/", "/model-names/", "/models/", "/operators/", "/presence/", "/cluster/"];
 
 /** Operator bundles are stored in chunks well under etcd's 1.5 MiB request limit. */
 export const CHUNK_BYTES = 512 * 1024;

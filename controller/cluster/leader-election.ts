@@ -1,0 +1,113 @@
+/**
+ * {@link LeaderElection}: one controller replica leads, chosen through the store: a campaign key
+ * bound to a short lease (3 s), renewed every second by its holder. The others watch the key and
+ * campaign when it goes. The leader fences itself on its own clock: if no renewal has succeeded
+ * for most of the TTL it stops leading before the store could have handed leadership on; and
+ * every leader-only write carries {@link LeaderElection.fence}, so a deposed leader's write fails.
+ */
+import type { Logger } from "../../api";
+import type { Compare, Store, Watcher } from "../store";
+import { absent } from "../store";
+
+export const LEADER_KEY = "/cluster/leader";
+
+export interface LeaderElectionOptions {
+  store: Store;
+  replicaId: string;
+  /** Published in the campaign key, for status. */
+  addresses: () => string[];
+  log: Logger;
+  /** @default 3 */
+  ttlSeconds?: number;
+  onElected(): void;
+  onDeposed(): void;
+}
+
+export class LeaderElection {
+  private leading = false;
+  private createRevision = 0;
+  private leaseId = "";
+  private lastRenewal = 0;
+  private renewTimer?: NodeJS.Timeout;
+  private retryTimer?: NodeJS.Timeout;
+  private watcher?: Watcher;
+  private stopped = false;
+  private campaigning = false;
+
+  constructor(private readonly o: LeaderElectionOptions) {}
+
+  get isLeader(): boolean { return this.leading; }
+  private get ttl(): number { return this.o.ttlSeconds ?? 3; }
+
+  start(): void {
+    this.watcher = this.o.store.watch(LEADER_KEY, (events) => { if (events.some((e) => e.type === "delete")) this.campaign(); }, { onError: () => this.campaign() });
+    // Also retry on a timer: a watch can miss the moment (reconnects), a timer cannot.
+    this.retryTimer = setInterval(() => this.campaign(), this.ttl * 1000);
+    this.retryTimer.unref();
+    this.campaign();
+  }
+
+  /** Compares every leader-only write must carry: our campaign key is still ours. */
+  fence(): Compare[] {
+    return [{ key: LEADER_KEY, target: "createRevision", value: this.leading ? this.createRevision : -1 }];
+  }
+
+  private campaign(): void {
+    if (this.stopped || this.leading || this.campaigning) return;
+    this.campaigning = true;
+    this.tryCampaign()
+      .catch((err: unknown) => this.o.log.warn("leader campaign failed; will retry", { err }))
+      .finally(() => { this.campaigning = false; });
+  }
+
+  private async tryCampaign(): Promise<void> {
+    const lease = await this.o.store.grantLease(this.ttl);
+    const res = await this.o.store.txn({
+      compare: [absent(LEADER_KEY)],
+      success: [{ type: "put", key: LEADER_KEY, value: JSON.stringify({ replica: this.o.replicaId, addresses: this.o.addresses(), since: new Date().toISOString() }), lease: lease.id }],
+    });
+    if (!res.succeeded || this.stopped) { await this.o.store.revokeLease(lease.id).catch(() => undefined); return; }
+    this.leaseId = lease.id;
+    this.createRevision = res.revision;
+    this.lastRenewal = Date.now();
+    this.leading = true;
+    this.o.log.info("this replica is now the controller leader", { replica: this.o.replicaId });
+    this.renewTimer = setInterval(() => { this.renew().catch(() => undefined); }, 1000);
+    this.renewTimer.unref();
+    this.o.onElected();
+  }
+
+  private async renew(): Promise<void> {
+    if (!this.leading) return;
+    // Self-fence on our own clock before the store can have let the lease go.
+    if (Date.now() - this.lastRenewal > this.ttl * 1000 - 700) return this.depose("leadership lease not renewed in time");
+    try {
+      await this.o.store.keepAlive(this.leaseId);
+      this.lastRenewal = Date.now();
+    } catch (err) {
+      if (Date.now() - this.lastRenewal > this.ttl * 1000 - 700 || (err as { code?: string }).code === "not-found") this.depose(`renewal failed: ${(err as Error).message}`);
+    }
+  }
+
+  private depose(why: string): void {
+    if (!this.leading) return;
+    this.leading = false;
+    clearInterval(this.renewTimer);
+    this.o.log.warn("this replica is no longer the controller leader", { why });
+    this.o.onDeposed();
+    this.campaign();
+  }
+
+  /** Steps down (handing leadership on at once) and stops campaigning. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.retryTimer);
+    this.watcher?.close();
+    if (this.leading) {
+      this.leading = false;
+      clearInterval(this.renewTimer);
+      this.o.onDeposed();
+      await this.o.store.revokeLease(this.leaseId).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,12 @@
+/** The controller replicas, as each publishes itself under its presence lease. */
+import type { StateCache } from "../state";
+
+export const REPLICAS_PREFIX = "/cluster/replicas/";
+export interface ReplicaDoc { id: string; addresses: string[]; since: string }
+export interface LeaderDoc { replica: string; addresses: string[]; since: string }
+
+/** Every replica's API addresses, this replica's first: what agents and clients are given. */
+export function clusterAddresses(cache: StateCache, own: string[]): string[] {
+  const others = [...cache.replicas.values()].flatMap((r) => r.addresses).filter((a) => !own.includes(a)).sort();
+  return [...own, ...others];
+}
