@@ -5,6 +5,7 @@
 import { benchAgentMemory } from "./agent-memory";
 import { benchConfigFanout } from "./config-fanout";
 import { benchLeadership } from "./leadership";
+import { benchLeaderFailover } from "./leader-failover";
 import { benchSshInstall } from "./ssh-install";
 import { benchControllerScale } from "./controller-scale";
 import { benchDemo } from "./demo-time";
@@ -12,7 +13,7 @@ import { benchStore } from "./store-throughput";
 
 const all: Record<string, () => Promise<void>> = {
   store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo,
-  "config-fanout": benchConfigFanout, leadership: benchLeadership, "ssh-install": benchSshInstall,
+  "config-fanout": benchConfigFanout, leadership: benchLeadership, "ssh-install": benchSshInstall, "leader-failover": benchLeaderFailover,
 };
 
 async function main(): Promise<void> {
