@@ -80,6 +80,15 @@ function assignments(tool: string, words: string[], usage: string): Record<strin
   return out;
 }
 
+/** One value (text or JSON), or with no key the whole map as JSON; `onMissing` answers for an absent key. */
+function oneOrAll(tool: string, usage: string, data: Record<string, unknown>, pos: string[], format: string | true | undefined, onMissing: (key: string) => ToolResult): ToolResult {
+  if (pos.length > 1) return misuse(tool, "give at most one key", usage);
+  if (pos.length === 0) return ok(json(data));
+  const key = pos[0]!;
+  if (!(key in data)) return onMissing(key);
+  return ok(format === "json" ? json(data[key]) : `${String(data[key])}\n`);
+}
+
 const PORT = /^(icmp|(\d{1,5})(?:-(\d{1,5}))?(?:\/(tcp|udp))?)$/;
 function portSpec(tool: string, text: string | undefined, usage: string): string {
   const m = text ? PORT.exec(text) : null;
@@ -135,11 +144,7 @@ export const tools: Record<string, ToolSpec> = {
     flags: { "--format": "value" },
     async run(ctx, f, pos) {
       const config = ctx.view().config;
-      if (pos.length > 1) return misuse("config-get", "give at most one key", this.usage);
-      if (pos.length === 0) return ok(json(config));
-      const key = pos[0]!;
-      if (!(key in config)) return refuse("config-get", `"${key}" is not set and has no default (options with values: ${Object.keys(config).join(", ") || "none"})`);
-      return ok(f["--format"] === "json" ? json(config[key]) : `${String(config[key])}\n`);
+      return oneOrAll("config-get", this.usage, config, pos, f["--format"], (key) => refuse("config-get", `"${key}" is not set and has no default (options with values: ${Object.keys(config).join(", ") || "none"})`));
     },
   },
   "application-version-set": {
@@ -179,10 +184,7 @@ export const tools: Record<string, ToolSpec> = {
     flags: { "--format": "value" },
     async run(ctx, f, pos) {
       if (pos.length > 1) return misuse("leader-get", "give at most one key", this.usage);
-      const data = await ctx.leaderGet();
-      if (pos.length === 0) return ok(json(data));
-      const v = data[pos[0]!];
-      return ok(v === undefined ? "" : f["--format"] === "json" ? json(v) : `${v}\n`);
+      return oneOrAll("leader-get", this.usage, await ctx.leaderGet(), pos, f["--format"], () => ok(""));
     },
   },
   "leader-set": {
