@@ -21,6 +21,8 @@ import { LeaderElection, REPLICAS_PREFIX, clusterAddresses, fencedStore } from "
 import type { ControllerConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
+import type { LoginLimiterOptions } from "./server/login-limiter";
+import { LoginLimiter } from "./server/login-limiter";
 import { installErrorHandling, registerHttpApi } from "./server/http-api";
 import { StatusWatchHub } from "./server/status-watch";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps } from "./state";
@@ -48,6 +50,8 @@ export interface ControllerOptions {
    * @default 60 (Juju's: 30 s of guaranteed leadership)
    */
   leadershipLeaseSeconds?: number;
+  /** Agent logins per second and burst (reconnect storms are spread out). @default 200 and 200 */
+  agentLogins?: LoginLimiterOptions;
 }
 
 /** TTL of this replica's presence lease; its agents show as lost this long after it dies. */
@@ -121,7 +125,7 @@ export class Controller {
     installErrorHandling(http, this.log);
     const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert: caCert!, controllerAddresses: () => this.addresses });
     registerHttpApi(http, { cache, ops, relations, ssh, log: this.log, controllerAddresses: () => this.addresses });
-    this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });
+    this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });
     this.watchHub = new StatusWatchHub(cache);
     http.server.on("upgrade", (req, socket, head: Buffer) => {
       const path = (req.url ?? "").split("?")[0]!;

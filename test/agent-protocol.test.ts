@@ -100,3 +100,31 @@ test("an agent may act only for units on its own machine", async (t) => {
   const wrong = await t.throwsAsync(simulatedAgent(uuid, m1!.id, "not-the-credential"));
   t.regex(String(wrong?.message), /401/);
 });
+
+test("a reconnect storm is spread out by the login limit and every agent gets in", async (t) => {
+  const limited = await startTestController({ agentLogins: { perSecond: 50, burst: 10 } });
+  t.teardown(() => limited.close());
+  const { uuid } = await limited.admin.createModel("storm");
+  const machines = (await limited.admin.addMachines("storm", "manual", 60)).machines;
+  let refused = 0;
+  // Each simulated agent retries a refused login after a short jittered pause, as real agents do.
+  const connect = async (m: { id: string; credential?: string }): Promise<WebSocket> => {
+    for (;;) {
+      const ws = new WebSocket(`wss://${limited.addresses[0]}/v1/agent`, { ca: limited.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${uuid}/${m.id}/${m.credential}` } } as WebSocket.ClientOptions);
+      const outcome = await new Promise<"open" | number>((resolve) => {
+        ws.once("open", () => resolve("open"));
+        ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once("error", () => resolve(0));
+      });
+      if (outcome === "open") return ws;
+      t.is(outcome, 503);
+      refused++;
+      ws.terminate();
+      await new Promise((r) => setTimeout(r, 50 + Math.random() * 200));
+    }
+  };
+  const sockets = await Promise.all(machines.map(connect));
+  t.teardown(() => { for (const ws of sockets) ws.terminate(); });
+  t.true(refused > 0, "the burst was over the limit, so some logins were refused first");
+  await eventually("all 60 machines present", async () => Object.values((await limited.admin.status("storm")).machines).every((m) => m.status.current === "started"), 20_000, 200);
+});

@@ -15,6 +15,7 @@ import type { LeadershipOps, RelationOps, StateCache, StateOps } from "../state"
 import { CLUSTER_CHANGED, buildAgentView, keys } from "../state";
 import type { PresenceDoc } from "../state";
 import { authenticate } from "./auth";
+import type { LoginLimiter } from "./login-limiter";
 
 export interface AgentHubDeps {
   cache: StateCache;
@@ -27,6 +28,7 @@ export interface AgentHubDeps {
   log: Logger;
   /** Lease of this replica's presence keys. */
   leaseId: () => string;
+  limiter: LoginLimiter;
   replicaId: string;
   controllerAddresses: () => string[];
 }
@@ -65,6 +67,10 @@ export class AgentHub {
 
   /** Authenticates an upgrade request to `/v1/agent` and takes the socket over. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (!this.deps.limiter.take()) {
+      socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${this.deps.limiter.retryAfterSeconds()}\r\nConnection: close\r\n\r\n`);
+      return;
+    }
     let principal;
     try {
       principal = authenticate(this.deps.cache, req.headers);

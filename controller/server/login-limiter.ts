@@ -1,0 +1,47 @@
+/**
+ * A token bucket in front of agent logins, so a reconnect storm (a replica died and its agents all
+ * come at once) is spread out instead of stalling the controller with TLS handshakes. A refused
+ * agent gets 503 with Retry-After and tries again after its jittered backoff.
+ */
+export interface LoginLimiterOptions {
+  /**
+   * Logins allowed per second, on average.
+   * @default 200
+   */
+  perSecond?: number;
+  /**
+   * Logins allowed at once after a quiet spell.
+   * @default 200
+   */
+  burst?: number;
+}
+
+export class LoginLimiter {
+  private tokens: number;
+  private last = Date.now();
+  private readonly rate: number;
+  private readonly burst: number;
+  /** Logins refused so far (for status and benchmarks). */
+  refused = 0;
+
+  constructor(o: LoginLimiterOptions = {}) {
+    this.rate = o.perSecond ?? 200;
+    this.burst = o.burst ?? 200;
+    this.tokens = this.burst;
+  }
+
+  /** True when a login may proceed now. */
+  take(): boolean {
+    const now = Date.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.rate);
+    this.last = now;
+    if (this.tokens >= 1) { this.tokens -= 1; return true; }
+    this.refused++;
+    return false;
+  }
+
+  /** Seconds until a token is likely free, for Retry-After. */
+  retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil((1 - this.tokens) / this.rate));
+  }
+}
