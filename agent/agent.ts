@@ -10,7 +10,7 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { readdir } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { hostname, networkInterfaces, release } from "node:os";
 import { join } from "node:path";
 import type { AgentView, Logger } from "../api/core";
@@ -123,7 +123,6 @@ export class Agent {
   /** Unit directories left from units removed while this agent was down. */
   private async cleanOrphans(wanted: Set<string>): Promise<void> {
     const entries = await readdir(join(this.dir, "units")).catch(() => [] as string[]);
-    const { rm } = await import("node:fs/promises");
     for (const e of entries) {
       const name = e.replace(/-(\d+)$/, "/$1");
       if (!wanted.has(name)) await rm(unitDirOf(this.dir, name), { recursive: true, force: true });

@@ -144,7 +144,8 @@ export class ControllerClient {
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
   createModel(name: string, config?: { updateStatusInterval?: number }): Promise<{ name: string; uuid: string }> { return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}) }); }
-  destroyModel(name: string): Promise<void> { return this.call("DELETE", `/v1/models/${enc(name)}`); }
+  /** With `force`, everything is deleted at once without running hooks. */
+  destroyModel(name: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(name)}${force ? "?force=true" : ""}`); }
   status(model: string): Promise<ModelStatus> { return this.call("GET", `/v1/models/${enc(model)}/status`); }
 
   // --- operators and applications ---
@@ -159,11 +160,11 @@ export class ControllerClient {
   updateApplication(model: string, app: string, req: { config?: Record<string, string | number | boolean | null>; operator?: string }): Promise<ApplicationInfo> {
     return this.call("PATCH", `/v1/models/${enc(model)}/applications/${enc(app)}`, req);
   }
-  removeApplication(model: string, app: string): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/applications/${enc(app)}`); }
+  removeApplication(model: string, app: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/applications/${enc(app)}${force ? "?force=true" : ""}`); }
   addUnits(model: string, app: string, count: number, to?: string[]): Promise<{ units: string[] }> {
     return this.call("POST", `/v1/models/${enc(model)}/applications/${enc(app)}/units`, { count, ...(to ? { to } : {}) });
   }
-  removeUnit(model: string, unit: string): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}`); }
+  removeUnit(model: string, unit: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}${force ? "?force=true" : ""}`); }
 
   updateModel(model: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ name: string; config: Record<string, unknown> }> {
     return this.call("PATCH", `/v1/models/${enc(model)}`, { config });

@@ -5,24 +5,17 @@
  * (whose agents we do not own) are deleted as soon as they are dying.
  */
 import type { Logger } from "../api";
+import { CoalescedRunner } from "./coalesced-runner";
 import type { RelationOps, StateCache, StateOps } from "./state";
 
 export class Cleaner {
-  private running = false;
-  private again = false;
+  private readonly runner: CoalescedRunner;
   private readonly unsubscribe: () => void;
 
   constructor(private readonly cache: StateCache, private readonly ops: StateOps, private readonly relations: RelationOps, private readonly log: Logger) {
-    this.unsubscribe = cache.subscribe(() => this.kick());
-    this.kick();
-  }
-
-  private kick(): void {
-    if (this.running) { this.again = true; return; }
-    this.running = true;
-    this.sweep()
-      .catch((err: unknown) => this.log.warn("cleanup pass failed; will retry on the next change", { err }))
-      .finally(() => { this.running = false; if (this.again) { this.again = false; this.kick(); } });
+    this.runner = new CoalescedRunner(() => this.sweep(), (err) => this.log.warn("cleanup pass failed; will retry on the next change", { err }));
+    this.unsubscribe = cache.subscribe(() => this.runner.kick());
+    this.runner.kick();
   }
 
   private async sweep(): Promise<void> {
@@ -47,5 +40,5 @@ export class Cleaner {
     }
   }
 
-  close(): void { this.unsubscribe(); }
+  close(): void { this.runner.stop(); this.unsubscribe(); }
 }

@@ -5,7 +5,7 @@
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
-import { readFile } from "node:fs/promises";
+import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { StewardError } from "../api";
 import type { TestController } from "./harness/controller";
@@ -160,7 +160,6 @@ test.serial("an agent killed between any two hooks of the deploy sequence resume
       t.deepEqual(s.get(u), peerDeploy(u === leader, [`${app}/${1 - n}`]), `${u} (agent killed before ${hook})`);
     }
   }
-  const { readdir } = await import("node:fs/promises");
   const kills = (await readdir(rec)).filter((f) => f.startsWith("killed-"));
   t.true(kills.length >= hooks.length, `agents were really killed (${kills.length} times)`);
 });

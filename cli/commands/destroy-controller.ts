@@ -43,7 +43,7 @@ export default class DestroyControllerCommand extends BaseCommand {
       while (Date.now() < deadline && (await client.listModels().catch(() => [])).length > 0) await new Promise((r) => setTimeout(r, 300));
       for (const m of await client.listModels().catch(() => [])) {
         this.progress(`Model ${m.name} did not finish in time; forcing`);
-        await client.call("DELETE", `/v1/models/${encodeURIComponent(m.name)}?force=true`).catch(() => undefined);
+        await client.destroyModel(m.name, true).catch(() => undefined);
       }
     } finally {
       client.close();

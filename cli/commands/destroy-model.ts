@@ -25,7 +25,7 @@ export default class DestroyModelCommand extends ControllerCommand {
   async run(): Promise<number> {
     if (!this.yes) throw new UsageError(`this destroys model "${this.name}" and all its applications and machines: pass --yes to confirm`);
     const client = await this.connect();
-    await client.call("DELETE", `/v1/models/${encodeURIComponent(this.name)}${this.force ? "?force=true" : ""}`);
+    await client.destroyModel(this.name, this.force);
     const { name, cfg } = await this.resolveController();
     if (cfg.controllers[name]!.currentModel === this.name) { delete cfg.controllers[name]!.currentModel; await this.saveConfig(cfg); }
     if (this.noWait) { this.out(`Destroying model "${this.name}".`); return 0; }

@@ -16,7 +16,7 @@ export default class RemoveApplicationCommand extends ModelCommand {
   async run(): Promise<number> {
     const client = await this.connect();
     const model = await this.model();
-    await client.call("DELETE", `/v1/models/${encodeURIComponent(model)}/applications/${encodeURIComponent(this.app)}${this.force ? "?force=true" : ""}`);
+    await client.removeApplication(model, this.app, this.force);
     this.out(`Removing application "${this.app}".`);
     return 0;
   }

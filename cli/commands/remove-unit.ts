@@ -18,7 +18,7 @@ export default class RemoveUnitCommand extends ModelCommand {
     const client = await this.connect();
     const model = await this.model();
     for (const u of this.units) {
-      await client.call("DELETE", `/v1/models/${encodeURIComponent(model)}/units/${u}${this.force ? "?force=true" : ""}`);
+      await client.removeUnit(model, u, this.force);
       this.out(`Removing ${u}.`);
     }
     return 0;

@@ -9,6 +9,7 @@ import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../api";
 import { AGENT_NODE_FLAGS } from "../config";
+import { CoalescedRunner } from "../coalesced-runner";
 import type { StateCache, StateOps } from "../state";
 
 export interface LocalSubstrateOptions {
@@ -39,38 +40,26 @@ export interface AgentConfigFile {
 
 export class LocalSubstrate {
   private signature = "";
-  private running = false;
-  private again = false;
+  private readonly runner: CoalescedRunner;
   private readonly timer: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private stopped = false;
 
   constructor(private readonly o: LocalSubstrateOptions) {
+    this.runner = new CoalescedRunner(() => this.reconcile(), (err) => o.log.error("local substrate reconcile failed", { err }));
     this.unsubscribe = o.cache.subscribe(() => {
       // Only machine changes matter; status chatter leaves the signature unchanged.
-      if (this.machinesSignature() !== this.signature) this.kick();
+      if (this.machinesSignature() !== this.signature) this.runner.kick();
     });
-    this.timer = setInterval(() => this.kick(), o.superviseIntervalMs ?? 5000);
+    this.timer = setInterval(() => this.runner.kick(), o.superviseIntervalMs ?? 5000);
     this.timer.unref();
-    this.kick();
+    this.runner.kick();
   }
 
   private machinesSignature(): string {
     const parts: string[] = [];
     for (const idx of this.o.cache.models.values()) for (const m of idx.machines.values()) if (m.substrate === "local") parts.push(`${idx.uuid}/${m.id}/${m.life}`);
     return parts.sort().join(",");
-  }
-
-  private kick(): void {
-    if (this.stopped) return;
-    if (this.running) { this.again = true; return; }
-    this.running = true;
-    this.reconcile()
-      .catch((err: unknown) => this.o.log.error("local substrate reconcile failed", { err }))
-      .finally(() => {
-        this.running = false;
-        if (this.again) { this.again = false; this.kick(); }
-      });
   }
 
   private async reconcile(): Promise<void> {
@@ -125,6 +114,7 @@ export class LocalSubstrate {
 
   close(): void {
     this.stopped = true;
+    this.runner.stop();
     this.unsubscribe();
     clearInterval(this.timer);
   }
