@@ -41,7 +41,30 @@ export interface SshMachineRequest {
   jump?: { host: string; port?: number; user: string; hostKey: string };
 }
 export interface ApplicationInfo { name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, { type: string; default?: unknown; description: string }> }
-export interface ControllerInfo { name: string; uuid: string; version: string; addresses: string[] }
+export interface ControllerInfo {
+  name: string; uuid: string; version: string; addresses: string[];
+  /** Replicas that are up now (their presence in the store). */
+  replicas: { id: string; addresses: string[]; leader: boolean; since: string }[];
+  cluster: ClusterInfo;
+}
+/** What `steward show-controller` shows: membership, votes, health and the quorum keeper. */
+export interface ClusterInfo {
+  store: "embedded" | "etcd";
+  /** Whether the store has a majority (false: the API can read but not change anything). */
+  quorum: boolean;
+  wantsVote: number;
+  replaceAfterSeconds: number;
+  maxReplacementsPerHour: number;
+  members: {
+    name: string; host: string; addresses: string[]; state: string;
+    hasVote: boolean; learner: boolean; present: boolean; leader: boolean; etcdLeader: boolean; reason?: string;
+  }[];
+  spares: { host: string; user: string; hostKey: string; failed?: string }[];
+  keeper: { state: string; message: string; history: { at: string; message: string }[] };
+  /** Set when the answer comes from this replica alone (no quorum): why. */
+  degraded?: string;
+}
+export interface SpareHost { host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean }
 
 /**
  * The name every controller certificate carries, so clients verify the CA-signed identity whatever
@@ -65,6 +88,9 @@ export class ControllerClient {
     this.token = opts.token;
     this.agent = new Agent({ keepAlive: true, ca: opts.caCert, maxSockets: 16 });
   }
+
+  /** The replica addresses this client tries, in order. */
+  get addresses(): string[] { return [...this.opts.addresses]; }
 
   /** The current token, for callers that persist it (the CLI). */
   get currentToken(): string | undefined { return this.token; }
@@ -103,10 +129,13 @@ export class ControllerClient {
         return out;
       } catch (err) {
         lastErr = err;
+        // Try the next replica when this one is unreachable or has lost its store majority (503).
+        if (StewardError.isInstance(err) && err.code === "unavailable") continue;
         const code = (err as NodeJS.ErrnoException).code;
         if (!code || !CONNECTION_ERRORS.has(code)) throw err;
       }
     }
+    if (StewardError.isInstance(lastErr)) throw lastErr;
     throw new StewardError("unavailable", `no controller answered at ${this.opts.addresses.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr });
   }
 
@@ -138,6 +167,9 @@ export class ControllerClient {
 
   // --- controller and users ---
   controllerInfo(): Promise<ControllerInfo> { return this.call("GET", "/v1/controller"); }
+  /** Grows the controller to `replicas` voters, on `hosts` and the spare pool; from the embedded store it first moves into etcd. */
+  enableHa(req: { replicas: number; hosts?: SpareHost[]; replaceAfterSeconds?: number; maxReplacementsPerHour?: number }): Promise<{ moving: boolean; message: string }> { return this.call("POST", "/v1/controller/enable-ha", req); }
+  addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call("POST", "/v1/controller/spares", { hosts }); }
   createUser(name: string, password: string, superuser = false): Promise<{ name: string }> { return this.call("POST", "/v1/users", { name, password, superuser }); }
   grant(model: string, user: string, access: "read" | "write" | "admin"): Promise<void> { return this.call("PUT", `/v1/models/${enc(model)}/access/${enc(user)}`, { access }); }
 

@@ -70,6 +70,17 @@ export const SshTargetSchema = z.strictObject({
     hostKey: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, { message: "must be the jump host's fingerprint, SHA256:…" }),
   }).optional(),
 });
+/** Hosts for controller replicas: kept by the controller (as spares) until used, so the key is stored. */
+export const SpareHostsRequest = z.strictObject({
+  hosts: z.array(SshTargetSchema.omit({ jump: true })).min(1).max(16),
+});
+export const EnableHaRequest = z.strictObject({
+  replicas: z.number().int().refine((n) => [1, 3, 5, 7].includes(n), { message: "must be 3, 5 or 7: an even number of voters tolerates no more failures than one fewer, and etcd advises at most 7" }),
+  /** New hosts to put replicas on (added to the spare pool first). */
+  hosts: z.array(SshTargetSchema.omit({ jump: true })).max(16).default([]),
+  replaceAfterSeconds: z.number().int().min(5).max(7 * 24 * 3600).optional(),
+  maxReplacementsPerHour: z.number().int().min(0).max(60).optional(),
+});
 export const AddMachineRequest = z.strictObject({
   /**
    * `local` starts an agent process on the controller's host; `manual` only issues a credential for

@@ -28,9 +28,12 @@ import ModelConfigCommand from "./commands/model-config";
 import RemoveIntegrationCommand from "./commands/remove-integration";
 import ResolveCommand from "./commands/resolve";
 import ShowUnitCommand from "./commands/show-unit";
+import EnableHaCommand from "./commands/enable-ha";
+import AddSpareCommand from "./commands/add-spare";
+import ShowControllerCommand from "./commands/show-controller";
 
 export const commands = [
-  BootstrapCommand, ControllersCommand, LoginCommand, AddUserCommand, GrantCommand, DestroyControllerCommand,
+  BootstrapCommand, ControllersCommand, ShowControllerCommand, EnableHaCommand, AddSpareCommand, LoginCommand, AddUserCommand, GrantCommand, DestroyControllerCommand,
   AddModelCommand, ModelsCommand, SwitchCommand, ModelConfigCommand, StatusCommand, ApplyCommand, DiffCommand, DestroyModelCommand,
   DeployCommand, AddUnitCommand, RemoveUnitCommand, ConfigCommand, RemoveApplicationCommand,
   IntegrateCommand, RemoveIntegrationCommand, ResolveCommand, ShowUnitCommand,

@@ -3,9 +3,12 @@
  * `controller.json`, `ca.crt`, `ca.key` and `server.key` (0600), `server.crt`, `store/`,
  * `machines/` (local substrate), `api-address` (written once listening).
  */
+import { accessSync, constants } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { StewardError } from "../api";
+import type { install } from "../agent";
+import type { MemberConfig } from "./cluster/etcd-member";
 import type { StoreConfig } from "./store";
 
 export interface ControllerConfig {
@@ -18,6 +21,8 @@ export interface ControllerConfig {
   store: StoreConfig;
   /** Seconds a unit leadership claim lasts (default 60). */
   leadershipLeaseSeconds?: number;
+  /** The etcd member this replica runs (replicas of an HA controller); absent on the embedded store. */
+  member?: MemberConfig;
 }
 
 export const dataFiles = {
@@ -31,6 +36,10 @@ export const dataFiles = {
   apiAddress: "api-address",
   pid: "controller.pid",
   log: "controller.log",
+  /** An accepted enable-ha request waiting for the move from the embedded store into etcd. */
+  haPending: "ha-pending.json",
+  /** Present once this replica found it was replaced: it then stays down. */
+  stoodDown: "stood-down",
 };
 
 /**
@@ -49,6 +58,23 @@ export const AGENT_BUNDLE = {
 
 /** The controller as shipped to remote hosts (bootstrap over SSH): one bundled script. */
 export const CONTROLLER_BUNDLE = join(__dirname, "..", "controller-bundle", "main.js");
+
+/** Everything a controller install over SSH ships, from this installation. */
+export function controllerFiles(): install.ControllerFiles {
+  const etcd = findOnPath("etcd");
+  return {
+    controller: CONTROLLER_BUNDLE, agentMain: AGENT_BUNDLE.main, toolClient: AGENT_BUNDLE.toolClient,
+    protoDir: join(__dirname, "..", "proto"), nodeBinary: process.execPath, ...(etcd ? { etcdBinary: etcd } : {}),
+  };
+}
+
+export function findOnPath(binary: string): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    const p = join(dir, binary);
+    try { accessSync(p, constants.X_OK); return p; } catch { /* not here */ }
+  }
+  return undefined;
+}
 
 export async function readControllerConfig(dataDir: string): Promise<ControllerConfig> {
   const path = join(dataDir, dataFiles.config);

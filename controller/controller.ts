@@ -9,7 +9,7 @@
  * ```
  */
 import { randomUUID } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, stat, writeFile } from "node:fs/promises";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import Fastify from "fastify";
@@ -17,7 +17,8 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "../api";
 import { StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
-import { LeaderElection, REPLICAS_PREFIX, clusterAddresses, fencedStore } from "./cluster";
+import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, fencedStore, moveToEtcd } from "./cluster";
+import type { HaPending } from "./cluster";
 import type { ControllerConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
@@ -25,9 +26,10 @@ import type { LoginLimiterOptions } from "./server/login-limiter";
 import { LoginLimiter } from "./server/login-limiter";
 import { installErrorHandling, registerHttpApi } from "./server/http-api";
 import { StatusWatchHub } from "./server/status-watch";
-import { DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps } from "./state";
+import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps } from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
+import type { EtcdStore } from "./store/etcd";
 import { LocalSubstrate } from "./substrates/local";
 import { SshSubstrate } from "./substrates/ssh";
 
@@ -52,6 +54,18 @@ export interface ControllerOptions {
   leadershipLeaseSeconds?: number;
   /** Agent logins per second and burst (reconnect storms are spread out). @default 200 and 200 */
   agentLogins?: LoginLimiterOptions;
+  /**
+   * Stops this controller and starts it again from its data directory (main.js does); needed to
+   * move from the embedded store into etcd. Absent: enable-ha on the embedded store is refused.
+   */
+  requestRestart?: () => void;
+  /** Called when this replica finds it was replaced while away and stands down for good. */
+  onStoodDown?: (why: string) => void;
+}
+
+/** This replica was removed from the cluster (replaced while it was away): it must not serve. */
+export class StoodDownError extends StewardError {
+  constructor(why: string) { super("conflict", `this controller replica stands down: ${why}. To reuse the host, remove its data directory and add it as a spare`); }
 }
 
 /** TTL of this replica's presence lease; its agents show as lost this long after it dies. */
@@ -59,7 +73,8 @@ const REPLICA_LEASE_TTL_S = 10;
 
 export class Controller {
   private state: ControllerState = "INITIALIZED";
-  private readonly replicaId = randomUUID();
+  /** An HA replica's id is its etcd member name (stable across restarts); otherwise one per process. */
+  private readonly replicaId: string;
   private leaseId = "";
   private keepAliveTimer?: NodeJS.Timeout;
   private http?: FastifyInstance;
@@ -70,6 +85,8 @@ export class Controller {
   private cache?: StateCache;
   private ownAddresses: string[] = [];
   private election?: LeaderElection;
+  private keeper?: QuorumKeeper;
+  private lastStoreContact = Date.now();
 
   /** Every replica's API addresses, this one's first (what agents and clients are given). */
   private get addresses(): string[] { return this.cache ? clusterAddresses(this.cache, this.ownAddresses) : this.ownAddresses; }
@@ -79,13 +96,44 @@ export class Controller {
     private readonly config: ControllerConfig,
     private readonly store: Store,
     private readonly log: Logger,
-  ) {}
+    private readonly tls: { caCert: string; cert: string; key: string },
+    private readonly etcd?: EtcdMember,
+  ) {
+    this.replicaId = config.member?.name ?? randomUUID();
+  }
 
   static async start(opts: ControllerOptions): Promise<Controller> {
     const log = opts.log ?? createLogger();
-    const config = await readControllerConfig(opts.dataDir);
-    const store = await openStore(config.store, join(opts.dataDir, dataFiles.store));
-    const c = new Controller(opts, config, store, log);
+    const { dataDir } = opts;
+    const file = (f: string): string => join(dataDir, f);
+    if (await exists(file(dataFiles.stoodDown))) throw new StoodDownError(await readFile(file(dataFiles.stoodDown), "utf8"));
+    let config = await readControllerConfig(dataDir);
+    const [caCert, cert, key] = await Promise.all([dataFiles.caCert, dataFiles.serverCert, dataFiles.serverKey].map((f) => readFile(file(f), "utf8")));
+    const tls = { caCert: caCert!, cert: cert!, key: key! };
+    if (config.store.backend === "embedded" && (await exists(file(dataFiles.haPending)))) {
+      config = await moveToEtcd(dataDir, config, JSON.parse(await readFile(file(dataFiles.haPending), "utf8")) as HaPending, tls, log);
+    }
+    let etcd: EtcdMember | undefined;
+    let store: Store;
+    let c: Controller | undefined;
+    if (config.member) {
+      etcd = new EtcdMember({
+        member: config.member, dataDir, log,
+        tls: { caFile: file(dataFiles.caCert), certFile: file(dataFiles.serverCert), keyFile: file(dataFiles.serverKey) },
+        onRemoved: () => { void c?.standDown("its etcd member was removed from the cluster (it was replaced while away)"); },
+      });
+      await etcd.start();
+      try {
+        store = await openManagedStore(config, tls, etcd, log);
+      } catch (err) {
+        await etcd.stop();
+        if (etcd.wasRemoved) await markStoodDown(dataDir, "its etcd member was removed from the cluster (it was replaced while away)");
+        throw err;
+      }
+    } else {
+      store = await openStore(config.store, file(dataFiles.store), tls);
+    }
+    c = new Controller(opts, config, store, log, tls, etcd);
     try {
       await c.run();
     } catch (err) {
@@ -112,6 +160,14 @@ export class Controller {
     const { dataDir } = this.opts;
     const cache = (this.cache = await StateCache.start(this.store, (err) => this.log.error("state cache error", { err })));
     if (!cache.controller) throw new StewardError("invalid-request", `the store in ${dataDir} holds no controller: it was not initialised (steward bootstrap)`);
+    const own = cache.clusterMembers.get(this.replicaId);
+    if (own?.state === "removed") {
+      await markStoodDown(dataDir, `it was removed from the cluster at ${own.removedAt ?? "?"} (${own.reason ?? "replaced"})`);
+      throw new StoodDownError(`it was removed from the cluster (${own.reason ?? "replaced"})`);
+    }
+    cache.subscribe((changed) => {
+      if (changed.has(CLUSTER_CHANGED) && cache.clusterMembers.get(this.replicaId)?.state === "removed") void this.standDown("the cluster removed it (replaced while away)");
+    });
     const ops = new StateOps(this.store);
     const relations = new RelationOps(this.store);
     const leadership = new LeadershipOps(this.store);
@@ -120,11 +176,13 @@ export class Controller {
     this.keepAliveTimer = setInterval(() => { this.keepLeaseAlive().catch((err: unknown) => this.log.warn("replica lease keep-alive failed", { err })); }, (REPLICA_LEASE_TTL_S * 1000) / 4);
     this.keepAliveTimer.unref();
 
-    const [key, cert, caCert] = await Promise.all([dataFiles.serverKey, dataFiles.serverCert, dataFiles.caCert].map((f) => readFile(join(dataDir, f), "utf8")));
-    const http = (this.http = Fastify({ https: { key: key!, cert: cert! }, bodyLimit: 1024 * 1024, logger: false, forceCloseConnections: true }));
+    const { key, cert, caCert } = this.tls;
+    const http = (this.http = Fastify({ https: { key, cert }, bodyLimit: 1024 * 1024, logger: false, forceCloseConnections: true }));
     installErrorHandling(http, this.log);
-    const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert: caCert!, controllerAddresses: () => this.addresses });
-    registerHttpApi(http, { cache, ops, relations, ssh, log: this.log, controllerAddresses: () => this.addresses });
+    const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
+    const membership = this.membership();
+    const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(this.opts.requestRestart ? { requestRestart: this.opts.requestRestart } : {}) });
+    registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });
     this.watchHub = new StatusWatchHub(cache);
     http.server.on("upgrade", (req, socket, head: Buffer) => {
@@ -154,11 +212,15 @@ export class Controller {
         this.local = new LocalSubstrate({
           machinesDir: join(dataDir, dataFiles.machines),
           agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
-          caCert: caCert!, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
+          caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
         });
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log);
+        if (membership) {
+          this.keeper = new QuorumKeeper({ store: fenced, membership, cache, provisioner: new SshReplicaProvisioner(dataDir, this.config), log: this.log });
+          this.keeper.start();
+        }
       },
-      onDeposed: () => { this.local?.close(); this.cleaner?.close(); this.local = undefined; this.cleaner = undefined; },
+      onDeposed: () => { this.local?.close(); this.cleaner?.close(); this.keeper?.close(); this.local = undefined; this.cleaner = undefined; this.keeper = undefined; },
     }));
     election.start();
     this.setState("RUNNING");
@@ -174,16 +236,33 @@ export class Controller {
     await this.store.put(`${REPLICAS_PREFIX}${this.replicaId}`, JSON.stringify({ id: this.replicaId, addresses: this.ownAddresses, since: new Date().toISOString() }), { lease: this.leaseId });
   }
 
+  private membership(): ReturnType<EtcdStore["membership"]> | undefined {
+    return this.store.backend === "etcd" ? (this.store as EtcdStore).membership() : undefined;
+  }
+
   private async keepLeaseAlive(): Promise<void> {
     try {
       await this.store.keepAlive(this.leaseId);
+      this.lastStoreContact = Date.now();
+      this.hub?.setStoreReachable(true);
     } catch (err) {
+      // Cut off from a store majority for most of a lease: let agents move to a replica that is not.
+      if (Date.now() - this.lastStoreContact > (REPLICA_LEASE_TTL_S * 1000) / 2) this.hub?.setStoreReachable(false);
       if (!(err instanceof LeaseNotFoundError)) throw err;
       // The lease lapsed (a long stall): take a new one and re-mark our agents present.
       await this.renewLease();
       await this.publishReplica();
       await this.hub?.refreshPresence();
     }
+  }
+
+  /** Stops for good: this replica was replaced while away. Nothing in the cluster is touched. */
+  private async standDown(why: string): Promise<void> {
+    if (this.state === "STOPPING" || this.state === "STOPPED") return;
+    this.log.error("standing down", { why, replica: this.replicaId });
+    await markStoodDown(this.opts.dataDir, why);
+    await this.stop();
+    this.opts.onStoodDown?.(why);
   }
 
   /** Stops serving and closes the store. Agents stay running; they reconnect when a controller is back. */
@@ -205,6 +284,31 @@ export class Controller {
     if (this.leaseId) await this.store.revokeLease(this.leaseId).catch(() => undefined);
     this.cache?.stop();
     await this.store.close();
+    await this.etcd?.stop();
+  }
+}
+
+const exists = (path: string): Promise<boolean> => stat(path).then(() => true, () => false);
+const markStoodDown = (dataDir: string, why: string): Promise<void> => writeFile(join(dataDir, dataFiles.stoodDown), `${why}\n`);
+
+/**
+ * Opens the store through this replica's own etcd member, waiting as long as it takes: a replica
+ * that starts while the cluster has no majority, or as a learner not yet promoted, waits rather than
+ * failing (its service manager would only start it again).
+ */
+async function openManagedStore(config: ControllerConfig, tls: { caCert: string; cert: string; key: string }, etcd: EtcdMember, log: Logger): Promise<Store> {
+  let lastLog = 0;
+  for (;;) {
+    if (etcd.wasRemoved) throw new StoodDownError("its etcd member was removed from the cluster (it was replaced while away)");
+    try {
+      return await openStore(config.store, "", tls);
+    } catch (err) {
+      if (Date.now() - lastLog > 10_000) {
+        lastLog = Date.now();
+        log.warn("waiting for the store: this replica's etcd member has no quorum yet or is still a learner", { err: (err as Error).message });
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
   }
 }
 

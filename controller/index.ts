@@ -10,7 +10,7 @@ export { Controller } from "./controller";
 export type { ControllerOptions, ControllerState } from "./controller";
 export { initControllerDir } from "./bootstrap";
 export type { InitControllerOptions } from "./bootstrap";
-export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, dataFiles, readControllerConfig } from "./config";
+export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerFiles, dataFiles, readControllerConfig } from "./config";
 export type { ControllerConfig } from "./config";
 export { stopProcess } from "./substrates/local";
 export type { AgentConfigFile } from "./substrates/local";

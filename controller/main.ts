@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { createLogger } from "../api";
 import { initControllerDir } from "./bootstrap";
 import { dataFiles } from "./config";
-import { Controller } from "./controller";
+import { Controller, StoodDownError } from "./controller";
 
 const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...]\n";
 
@@ -35,14 +35,35 @@ async function main(): Promise<void> {
   }
   const log = createLogger({ fields: { component: "controller" } });
   const port = flag("--port");
-  const controller = await Controller.start({ dataDir, log, ...(port !== undefined ? { port: Number(port) } : {}) });
+  let controller: Controller | undefined;
+  // A replaced replica stays up doing nothing, so its service manager does not restart it in a loop.
+  const idle = (why: string): void => { log.error("this replica stood down and stays idle", { why }); setInterval(() => undefined, 3600_000); };
+  const start = async (): Promise<void> => {
+    try {
+      controller = await Controller.start({
+        dataDir, log, ...(port !== undefined ? { port: Number(port) } : {}),
+        // enable-ha on the embedded store: stop, move into etcd (done by start), start again.
+        requestRestart: () => {
+          log.info("restarting the controller");
+          const old = controller;
+          controller = undefined;
+          void (old?.stop() ?? Promise.resolve()).then(start).catch((err: unknown) => { log.error("restart failed", { err }); process.exit(1); });
+        },
+        onStoodDown: idle,
+      });
+    } catch (err) {
+      if (err instanceof StoodDownError) return idle(err.message);
+      throw err;
+    }
+  };
+  await start();
   await writeFile(join(dataDir, dataFiles.pid), String(process.pid));
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     log.info("stopping on signal", { signal });
-    controller.stop().then(() => process.exit(0), (err: unknown) => { log.error("stop failed", { err }); process.exit(1); });
+    (controller?.stop() ?? Promise.resolve()).then(() => process.exit(0), (err: unknown) => { log.error("stop failed", { err }); process.exit(1); });
   };
   for (const s of ["SIGINT", "SIGTERM"] as const) process.on(s, () => stop(s));
 }

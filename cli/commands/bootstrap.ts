@@ -3,8 +3,10 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { install } from "../../agent";
 import { ControllerClient, Name } from "../../api";
-import { AGENT_BUNDLE, CONTROLLER_BUNDLE, initControllerDir } from "../../controller";
-import { parseSshTarget, readPrivateKey } from "../ssh-options";
+import { controllerFiles, initControllerDir } from "../../controller";
+import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
+import { waitForVoters } from "../cluster-wait";
+import { parseDuration } from "../wait";
 import { BaseCommand } from "../base-command";
 import { freePort, portFree, startLocalController } from "../local-controller";
 
@@ -19,6 +21,11 @@ export default class BootstrapCommand extends BaseCommand {
       background and makes it the current controller. Machines added to its models with the local
       substrate run as agent processes on this host.
 
+      With several hosts (\`ssh:user@h1,ssh:user@h2,ssh:user@h3\`: 3, 5 or 7 of them), the controller
+      is highly available: it starts on the first host and grows onto the others as
+      \`steward enable-ha\` does, each replica a controller plus an etcd member with TLS from the
+      controller's CA. Give one \`--host-key\` per host, in order.
+
       With \`ssh:user@host\`, the controller is installed on that host instead (Node.js is shipped if
       it has none; a systemd service, or a supervised process where systemd does not run), the CA
       and admin password come back over the SSH connection, and it listens on port 17070 of the
@@ -31,6 +38,7 @@ export default class BootstrapCommand extends BaseCommand {
       ["Bootstrap a controller called local", "$0 bootstrap"],
       ["Bootstrap a second controller on a chosen port", "$0 bootstrap dev --port 17171"],
       ["Bootstrap a controller on a server over SSH", "$0 bootstrap ssh:root@10.0.0.5 prod --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
+      ["Bootstrap a 3-replica controller", "$0 bootstrap ssh:root@10.0.0.5,ssh:root@10.0.0.6,ssh:root@10.0.0.7 prod --key-file k --host-key SHA256:A… --host-key SHA256:B… --host-key SHA256:C…"],
     ],
   });
 
@@ -40,11 +48,13 @@ export default class BootstrapCommand extends BaseCommand {
   host = Option.String("--host", "127.0.0.1", { description: "Address to listen on (local controllers)" });
   keyFile = Option.String("--key-file", { description: "Private key file (ssh: targets)" });
   keyEnv = Option.String("--key-env", { description: "Name of an environment variable holding the private key" });
-  hostKey = Option.String("--host-key", { description: "Pinned host key fingerprint, SHA256:…" });
+  hostKey = Option.Array("--host-key", [], { description: "Pinned host key fingerprint, SHA256:…, one per host in order" });
+  replaceAfter = Option.String("--replace-after", { description: "HA: replace a replica gone this long (default 5m)" });
+  timeout = Option.String("--timeout", "15m", { description: "HA: how long to wait for every replica" });
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host key the host offers now" });
 
   async run(): Promise<number> {
-    if (this.first?.startsWith("ssh:")) return this.bootstrapSsh(this.first, this.second);
+    if (this.first?.startsWith("ssh:")) return this.bootstrapSsh(this.first.split(",").map((t) => t.trim()).filter(Boolean), this.second);
     if (this.second !== undefined) throw new UsageError(`unexpected argument "${this.second}": give a name, or ssh:user@host and a name`);
     const name = this.first ?? "local";
     if (!Name.safeParse(name).success) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
@@ -81,23 +91,25 @@ export default class BootstrapCommand extends BaseCommand {
     return 0;
   }
 
-  private async bootstrapSsh(targetText: string, nameArg: string | undefined): Promise<number> {
-    const target = parseSshTarget(targetText);
+  private async bootstrapSsh(targets: string[], nameArg: string | undefined): Promise<number> {
+    if (![1, 3, 5, 7].includes(targets.length)) throw new UsageError(`give 1, 3, 5 or 7 hosts, not ${targets.length}: ${targets.length % 2 === 0 ? "an even number of voters tolerates no more failures than one fewer" : "etcd advises at most 7 voters"}`);
+    if (this.hostKey.length > 0 && this.hostKey.length !== targets.length) throw new UsageError(`give one --host-key per host (${targets.length}, in order), or use --trust-on-first-use`);
+    const others = targets.length > 1 ? await sshHosts(this.context, targets.slice(1), { keyFile: this.keyFile, keyEnv: this.keyEnv, hostKeys: this.hostKey.slice(1), tofu: this.tofu }) : [];
+    const target = parseSshTarget(targets[0]!);
     const name = nameArg ?? target.host.replace(/[^a-z0-9]+/gi, "-").toLowerCase().replace(/^-+|-+$/g, "");
     if (!Name.safeParse(name).success) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens; give one after the target`);
     const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
-    if (!this.hostKey && !this.tofu) throw new UsageError("the host key is not pinned: pass --host-key SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or --trust-on-first-use");
+    if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host key is not pinned: pass --host-key SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or --trust-on-first-use");
     const port = this.port === undefined ? 17070 : Number(this.port);
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a number from 1 to 65535, got "${this.port}"`);
     const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
-    const session = await install.SshSession.connect({ host: target.host, user: target.user, privateKey, ...(this.hostKey ? { hostKey: this.hostKey } : { trustOnFirstUse: true }) });
+    const session = await install.SshSession.connect({ host: target.host, user: target.user, privateKey, ...(this.hostKey[0] ? { hostKey: this.hostKey[0] } : { trustOnFirstUse: true }) });
     let res;
     try {
       this.progress(`Connected to ${session.label} (host key ${session.hostKey}${this.tofu ? ", recorded" : ""})`);
       res = await install.installController(session, {
-        name, port, nodeBinary: process.execPath,
-        bundle: { controller: CONTROLLER_BUNDLE, agentMain: AGENT_BUNDLE.main, toolClient: AGENT_BUNDLE.toolClient },
+        name, port, files: controllerFiles(),
         progress: (step) => this.progress(`  ${step}`),
       });
     } finally {
@@ -117,10 +129,17 @@ export default class BootstrapCommand extends BaseCommand {
       cfg.controllers[name] = { addresses: res.addresses, caCert: res.caCert, user: "admin", password: res.adminPassword, token };
       cfg.current = name;
       await this.saveConfig(cfg);
+      if (others.length > 0) {
+        this.progress(`Growing to ${targets.length} replicas on ${others.map((o) => o.host).join(", ")}`);
+        await client.enableHa({ replicas: targets.length, hosts: others, ...(this.replaceAfter ? { replaceAfterSeconds: Math.round(parseDuration(this.replaceAfter, "--replace-after") / 1000) } : {}) });
+        await waitForVoters(client, targets.length, parseDuration(this.timeout, "--timeout"), (l) => this.progress(l));
+        cfg.controllers[name]!.addresses = (await client.controllerInfo()).addresses;
+        await this.saveConfig(cfg);
+      }
     } finally {
       client.close();
     }
-    this.out(`Bootstrapped controller "${name}" on ${target.host} at ${res.addresses.join(", ")}.`);
+    this.out(`Bootstrapped controller "${name}" on ${targets.map((t) => parseSshTarget(t).host).join(", ")} at ${cfg.controllers[name]!.addresses.join(", ")}.`);
     this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name>`);
     return 0;
   }

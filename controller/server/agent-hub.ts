@@ -66,7 +66,23 @@ export class AgentHub {
   get connectionCount(): number { return this.byMachine.size; }
 
   /** Authenticates an upgrade request to `/v1/agent` and takes the socket over. */
+  /**
+   * While this replica cannot reach a store majority it sends its agents away (they reconnect to
+   * another replica) and turns new ones away with 503.
+   */
+  setStoreReachable(reachable: boolean): void {
+    if (reachable === this.storeReachable) return;
+    this.storeReachable = reachable;
+    if (reachable) return;
+    this.deps.log.warn("the store is unreachable from this replica: sending its agents to other replicas", { agents: this.byMachine.size });
+    for (const conn of this.byMachine.values()) conn.ws.close(1013, "this controller replica has lost its store; try another");
+  }
+
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (!this.storeReachable) {
+      socket.end("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\nConnection: close\r\n\r\n");
+      return;
+    }
     if (!this.deps.limiter.take()) {
       socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${this.deps.limiter.retryAfterSeconds()}\r\nConnection: close\r\n\r\n`);
       return;
@@ -226,6 +242,8 @@ export class AgentHub {
   }
 
   /** Re-writes presence keys after the replica's lease was replaced (e.g. it expired during a stall). */
+  private storeReachable = true;
+
   async refreshPresence(): Promise<void> {
     for (const conn of this.byMachine.values()) {
       await this.deps.store.put(keys.presence(conn.model, conn.machine), JSON.stringify({ replica: this.deps.replicaId, since: new Date().toISOString(), conn: conn.id }), { lease: this.deps.leaseId() });

@@ -6,13 +6,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../../api";
 import {
-  AddMachineRequest, AddUnitsRequest, CreateModelRequest, CreateUserRequest, DeployRequest, GrantRequest, IntegrateRequest, LoginRequest,
-  MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
+  AddMachineRequest, AddUnitsRequest, CreateModelRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
+  MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
 } from "../../api";
 import { signToken, verifyPassword } from "../security/credentials";
 import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { buildModelStatus, buildUnitDetails, effectiveConfig } from "../state";
 import type { SshSubstrate } from "../substrates/ssh";
+import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
 import { authenticate, modelAccess, requireModelAccess, requireSuperuser, requireUser } from "./auth";
 
@@ -23,6 +24,7 @@ export interface HttpApiDeps {
   ops: StateOps;
   relations: RelationOps;
   ssh: SshSubstrate;
+  cluster: ClusterControl;
   log: Logger;
   controllerAddresses: () => string[];
 }
@@ -66,7 +68,23 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     return {
       name: cache.controller?.name, uuid: cache.controller?.uuid, version: STEWARD_VERSION, addresses: deps.controllerAddresses(),
       replicas: [...cache.replicas.values()].map((r) => ({ ...r, leader: cache.leader?.replica === r.id })).sort((a, b) => a.since.localeCompare(b.since)),
+      cluster: await deps.cluster.info(),
     };
+  });
+
+  app.post("/v1/controller/enable-ha", async (req, reply) => {
+    requireSuperuser(principalOf(req));
+    const body = parseRequest(EnableHaRequest, req.body, "enable-ha request");
+    reply.code(202);
+    return deps.cluster.enableHa(body);
+  });
+
+  app.post("/v1/controller/spares", async (req, reply) => {
+    requireSuperuser(principalOf(req));
+    const body = parseRequest(SpareHostsRequest, req.body, "spare hosts");
+    const spares = await deps.cluster.addSpares(body.hosts);
+    reply.code(201);
+    return { spares: spares.map((s) => ({ host: s.host, hostKey: s.hostKey })) };
   });
 
   app.post("/v1/users", async (req, reply) => {

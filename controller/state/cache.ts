@@ -4,6 +4,7 @@
  * its own; listeners hear which models changed. A watch that falls behind compaction triggers a
  * fresh read, so the cache never silently misses a change.
  */
+import type { HaConfig, KeeperDoc, MemberDoc, SpareDoc } from "../cluster/cluster-docs";
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { StatusInfo, WorkloadStatus } from "../../api";
 import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, RelationDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
@@ -49,6 +50,11 @@ export class StateCache {
   /** Controller replicas by id, and the current controller leader. */
   readonly replicas = new Map<string, { id: string; addresses: string[]; since: string }>();
   leader?: { replica: string; addresses: string[]; since: string };
+  /** The cluster's documents (controller/cluster/cluster-docs.ts), for status and the quorum keeper. */
+  readonly clusterMembers = new Map<string, MemberDoc>();
+  readonly spares = new Map<string, SpareDoc>();
+  haConfig?: HaConfig;
+  keeper?: KeeperDoc;
   revision = 0;
   private watchers: Watcher[] = [];
   private readonly listeners = new Set<CacheListener>();
@@ -94,6 +100,10 @@ export class StateCache {
     this.operators.clear();
     this.replicas.clear();
     this.leader = undefined;
+    this.clusterMembers.clear();
+    this.spares.clear();
+    this.haConfig = undefined;
+    this.keeper = undefined;
   }
 
   private onEvents(events: WatchEvent[], revision: number): void {
@@ -132,6 +142,10 @@ export class StateCache {
       case "cluster":
         if (parts[2] === "leader") this.leader = doc as typeof this.leader;
         if (parts[2] === "replicas") set(this.replicas, parts[3]!);
+        if (parts[2] === "members") set(this.clusterMembers, parts[3]!);
+        if (parts[2] === "spares") set(this.spares, parts[3]!);
+        if (parts[2] === "config") this.haConfig = doc as HaConfig | undefined;
+        if (parts[2] === "keeper") this.keeper = doc as KeeperDoc | undefined;
         return CLUSTER_CHANGED;
       case "presence": { const idx = this.index(parts[2]!); set(idx.presence, parts[3]!); return idx.uuid; }
       case "models": {

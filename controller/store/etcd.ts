@@ -43,6 +43,25 @@ function prefixEnd(prefix: Buffer): Buffer {
   return Buffer.from([0]);
 }
 
+/** One etcd member as the cluster lists it. `name` is empty until a newly added member starts. */
+export interface EtcdMemberInfo { id: string; name: string; peerUrls: string[]; clientUrls: string[]; learner: boolean }
+
+/** Cluster membership through the connected member (etcd 3.4's Cluster API). */
+export interface EtcdMembership {
+  list(): Promise<EtcdMemberInfo[]>;
+  /** Adds a non-voting learner; returns it and the membership the new member must start with. */
+  addLearner(peerUrl: string): Promise<{ member: EtcdMemberInfo; members: EtcdMemberInfo[] }>;
+  remove(id: string): Promise<void>;
+  /** Refused by etcd until the learner has caught up with the leader. */
+  promote(id: string): Promise<void>;
+  updatePeerUrls(id: string, peerUrls: string[]): Promise<void>;
+  /** The connected member's view: its id, the raft leader it sees (`0`: none), whether it is a learner. */
+  status(): Promise<{ memberId: string; leaderId: string; learner: boolean; raftIndex: number }>;
+}
+
+/** gRPC failures that mean "etcd did not answer" (no leader, no quorum, unreachable) rather than a bug. */
+const UNAVAILABLE = /deadline|unavailable|no leader|timed out|timeout|connect|ECONNREFUSED|leader changed|not supported for learner|too many requests/i;
+
 export class EtcdStore implements Store {
   readonly backend = "etcd";
   private closed = false;
@@ -78,6 +97,42 @@ export class EtcdStore implements Store {
     return r;
   }
 
+  /** Membership operations, for the quorum keeper and status. */
+  membership(): EtcdMembership {
+    const member = (m: { ID: string; name: string; peerURLs: string[]; clientURLs: string[]; isLearner?: boolean }): EtcdMemberInfo =>
+      ({ id: String(m.ID), name: m.name, peerUrls: m.peerURLs, clientUrls: m.clientURLs, learner: m.isLearner === true });
+    const cluster = this.client.cluster;
+    const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+      this.check();
+      try { return await fn(); } catch (err) { throw this.storeError(err, what); }
+    };
+    return {
+      list: () => call("listing members", async () => (await cluster.memberList({}, this.opts())).members.map(member)),
+      addLearner: (peerUrl) => call("adding a member", async () => {
+        const res = await cluster.memberAdd({ peerURLs: [peerUrl], isLearner: true }, this.opts());
+        return { member: member(res.member), members: res.members.map(member) };
+      }),
+      remove: (id) => call("removing a member", async () => { await cluster.memberRemove({ ID: id }, this.opts()); }),
+      promote: (id) => call("promoting a member", async () => { await cluster.memberPromote({ ID: id }, this.opts()); }),
+      updatePeerUrls: (id, peerUrls) => call("updating a member", async () => { await cluster.memberUpdate({ ID: id, peerURLs: peerUrls }, this.opts()); }),
+      status: () => call("reading member status", async () => {
+        const res = await this.client.maintenance.status(this.opts());
+        return { memberId: String(res.header.member_id), leaderId: String(res.leader), learner: (res as { isLearner?: boolean }).isLearner === true, raftIndex: Number(res.raftIndex) };
+      }),
+    };
+  }
+
+  private async rpc<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try { return await fn(); } catch (err) { throw this.storeError(err, what); }
+  }
+
+  /** etcd's refusals stay as they are; "did not answer" becomes a retryable `unavailable`. */
+  private storeError(err: unknown, what: string): unknown {
+    const message = (err as Error)?.message ?? String(err);
+    if (StewardError.isInstance(err) || !UNAVAILABLE.test(message)) return err;
+    return new StewardError("unavailable", `the controller's store (etcd) did not answer ${what}: ${message}. A majority of controller replicas must be up for the controller to work`, { retryable: true, cause: err });
+  }
+
   private opts(): { deadline: Date } { return { deadline: new Date(Date.now() + (this.o.requestTimeoutMs ?? 5000)) }; }
   private k(key: string): Buffer { return Buffer.from(this.prefix + key); }
   private check(): void { if (this.closed) throw new StoreClosedError(this.backend); }
@@ -96,14 +151,14 @@ export class EtcdStore implements Store {
 
   async get(key: string): Promise<KeyValue | undefined> {
     this.check();
-    const res = await this.client.kv.range({ key: this.k(key) }, this.opts());
+    const res = await this.rpc("a read", () => this.client.kv.range({ key: this.k(key) }, this.opts()));
     return res.kvs[0] ? this.kv(res.kvs[0]) : undefined;
   }
 
   async range(prefix: string): Promise<{ kvs: KeyValue[]; revision: number }> {
     this.check();
     const key = this.k(prefix);
-    const res = await this.client.kv.range({ key, range_end: prefixEnd(key) }, this.opts());
+    const res = await this.rpc("a read", () => this.client.kv.range({ key, range_end: prefixEnd(key) }, this.opts()));
     return { kvs: res.kvs.map((kv) => this.kv(kv)), revision: this.saw(res.header.revision) };
   }
 
@@ -133,7 +188,7 @@ export class EtcdStore implements Store {
         throw new LeaseNotFoundError(put && put.type === "put" ? put.lease! : "?");
       }
       if (/duplicate key/.test(message)) throw invalidRequest("a key is written twice in one transaction");
-      throw err;
+      throw this.storeError(err, "a write");
     }
   }
 
@@ -170,7 +225,7 @@ export class EtcdStore implements Store {
   async grantLease(ttlSeconds: number): Promise<Lease> {
     this.check();
     if (!(ttlSeconds >= 1)) throw invalidRequest("lease TTL must be at least 1 second");
-    const res = await this.client.leaseClient.leaseGrant({ TTL: ttlSeconds }, this.opts());
+    const res = await this.rpc("a lease grant", () => this.client.leaseClient.leaseGrant({ TTL: ttlSeconds }, this.opts()));
     return { id: String(res.ID), ttlSeconds: Number(res.TTL) };
   }
 
@@ -255,7 +310,7 @@ export class EtcdStore implements Store {
 
   async currentRevision(): Promise<number> {
     this.check();
-    const res = await this.client.kv.range({ key: this.k("\0"), count_only: true }, this.opts());
+    const res = await this.rpc("a read", () => this.client.kv.range({ key: this.k("\0"), count_only: true }, this.opts()));
     return this.saw(res.header.revision);
   }
 

@@ -1,0 +1,39 @@
+import { Command, Option } from "clipanion";
+import { ControllerCommand } from "../base-command";
+import { table } from "../table";
+
+export default class ShowControllerCommand extends ControllerCommand {
+  static override paths = [["show-controller"]];
+  static override usage = Command.Usage({
+    category: "Controllers",
+    description: "show the controller's replicas, votes, leader and quorum keeper",
+    details: `
+      Lists each replica (its etcd member): host, vote, whether it is up now, which one leads the
+      controller and which leads etcd, and its API addresses; then the spare hosts and what the
+      quorum keeper is doing, with its recent steps. Without a majority the answer comes from the
+      replica reached alone and says so.
+    `,
+    examples: [["Show the current controller", "$0 show-controller"], ["As JSON", "$0 show-controller --format json"]],
+  });
+
+  format = Option.String("--format", "tabular", { description: "tabular or json" });
+
+  async run(): Promise<number> {
+    const info = await (await this.connect()).controllerInfo();
+    if (this.format === "json") { this.out(JSON.stringify(info, null, 2)); return 0; }
+    const c = info.cluster;
+    const voters = c.members.filter((m) => m.hasVote);
+    this.out(`Controller ${info.name} (${info.version}), store ${c.store}, ${voters.filter((m) => m.present).length} of ${c.wantsVote} wanted voters up${c.quorum ? "" : ", NO QUORUM"}`);
+    if (c.degraded) this.out(`WARNING ${c.degraded}`);
+    this.out();
+    this.context.stdout.write(table(["Replica", "Host", "State", "Vote", "Up", "Leader", "Addresses"], c.members.map((m) => [
+      m.name, m.host, m.state + (m.reason ? ` (${m.reason})` : ""), m.hasVote ? "yes" : "no", m.present ? "yes" : "no",
+      [m.leader ? "controller" : "", m.etcdLeader ? "etcd" : ""].filter(Boolean).join(",") || "-", m.addresses.join(",") || "-",
+    ])));
+    this.out();
+    this.out(c.spares.length === 0 ? "Spare hosts: none (add with steward add-spare)" : `Spare hosts: ${c.spares.map((s) => `${s.user}@${s.host}${s.failed ? ` (skipped: ${s.failed})` : ""}`).join(", ")}`);
+    this.out(`Quorum keeper: ${c.keeper.state}: ${c.keeper.message || "-"} (replace after ${c.replaceAfterSeconds} s, at most ${c.maxReplacementsPerHour} an hour)`);
+    for (const e of c.keeper.history.slice(-8)) this.out(`  ${e.at}  ${e.message}`);
+    return 0;
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * {@link ClusterControl}: the controller cluster as the API shows and changes it: `show-controller`
+ * (members, votes, presence, leader, the quorum keeper), `enable-ha` and `add-spare`. Reading works
+ * without quorum too (from this replica's own etcd member and cache), so the API can say why nothing
+ * is being changed.
+ */
+import { request } from "node:https";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { ClusterInfo, SpareHost } from "../../api";
+import { StewardError } from "../../api";
+import { install } from "../../agent";
+import type { ControllerConfig } from "../config";
+import { dataFiles, findOnPath } from "../config";
+import type { StateCache } from "../state";
+import type { EtcdMembership } from "../store/etcd";
+import type { Store } from "../store";
+import type { HaConfig, SpareDoc } from "./cluster-docs";
+import { DEFAULT_HA_CONFIG, clusterKeys } from "./cluster-docs";
+import type { HaPending } from "./move-to-etcd";
+
+export interface ClusterControlDeps {
+  dataDir: string;
+  config: ControllerConfig;
+  store: Store;
+  cache: StateCache;
+  /** Present on the etcd store. */
+  membership?: EtcdMembership;
+  tls: { caCert: string; cert: string; key: string };
+  /** Restarts the controller process's controller (main.js); absent where it cannot (in-process tests). */
+  requestRestart?: () => void;
+}
+
+export class ClusterControl {
+  constructor(private readonly d: ClusterControlDeps) {}
+
+  async info(): Promise<ClusterInfo> {
+    const { cache, membership } = this.d;
+    const ha: HaConfig = { ...DEFAULT_HA_CONFIG, ...cache.haConfig };
+    const base = {
+      wantsVote: ha.replicas, replaceAfterSeconds: ha.replaceAfterSeconds, maxReplacementsPerHour: ha.maxReplacementsPerHour,
+      spares: [...cache.spares.values()].map((s) => ({ host: s.host, user: s.user, hostKey: s.hostKey, ...(s.failed ? { failed: s.failed } : {}) })),
+      keeper: { state: cache.keeper?.state ?? "idle", message: cache.keeper?.message ?? "", history: (cache.keeper?.history ?? []).slice(-15) },
+    };
+    if (!membership) {
+      const only = [...cache.replicas.values()][0];
+      return { store: "embedded", quorum: true, ...base, members: only ? [{ name: only.id, host: "", addresses: only.addresses, state: "member", hasVote: true, learner: false, present: true, leader: true, etcdLeader: false }] : [] };
+    }
+    const [members, status] = await Promise.all([membership.list(), membership.status().catch(() => undefined)]);
+    // A linearizable read answers only with a majority; do not wait the full request timeout for it.
+    const quorum = await Promise.race([this.d.store.currentRevision().then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 1500).unref())]);
+    const docs = [...cache.clusterMembers.values()];
+    const rows: ClusterInfo["members"] = members.map((m) => {
+      const doc = docs.find((d) => d.memberId === m.id || d.name === m.name);
+      const name = m.name || doc?.name || `unstarted-${m.id}`;
+      const replica = cache.replicas.get(name);
+      return {
+        name, host: doc?.host ?? hostOf(m.peerUrls[0]), addresses: replica?.addresses ?? [], state: m.learner ? "learner" : "voter",
+        hasVote: !m.learner, learner: m.learner, present: replica !== undefined, leader: cache.leader?.replica === name, etcdLeader: status?.leaderId === m.id,
+      };
+    });
+    // Replicas replaced or given up on stay listed with why, so an operator sees what happened.
+    for (const d of docs) if (d.state === "removed" && !rows.some((r) => r.name === d.name)) rows.push({ name: d.name, host: d.host, addresses: [], state: "removed", hasVote: false, learner: false, present: false, leader: false, etcdLeader: false, ...(d.reason ? { reason: d.reason } : {}) });
+    if (quorum) return { store: "etcd", quorum, ...base, members: rows };
+    // Without quorum the cache is frozen: say what this replica can see for itself.
+    const reachable = await Promise.all(members.filter((m) => !m.learner).map((m) => this.answers(m.clientUrls[0])));
+    const up = reachable.filter(Boolean).length;
+    const voters = reachable.length;
+    const degraded = `no quorum: ${up} of ${voters} voting members answer, ${Math.floor(voters / 2) + 1} are needed; the controller cannot change anything and the quorum keeper replaces nothing until a majority is back`;
+    return { store: "etcd", quorum, ...base, members: rows.map((r) => ({ ...r, present: false, leader: false })), keeper: { ...base.keeper, state: "blocked", message: degraded }, degraded };
+  }
+
+  /** Whether an etcd member answers at all (`/version` needs no leader). */
+  private answers(url: string | undefined): Promise<boolean> {
+    if (!url) return Promise.resolve(false);
+    const u = new URL("/version", url);
+    const { caCert, cert, key } = this.d.tls;
+    return new Promise((resolve) => {
+      const req = request({ host: u.hostname, port: u.port, path: u.pathname, ca: caCert, cert, key, timeout: 800 }, (res) => { res.resume(); resolve(res.statusCode === 200); });
+      req.on("timeout", () => req.destroy());
+      req.on("error", () => resolve(false));
+      req.end();
+    });
+  }
+
+  /** Checks each host over SSH (pinning its key) and adds it to the spare pool. */
+  async addSpares(hosts: SpareHost[]): Promise<SpareDoc[]> {
+    if (!this.d.membership) throw new StewardError("invalid-request", "this controller is a single replica on the embedded store: give hosts to steward enable-ha --to instead, which also makes them its spares");
+    const spares = await Promise.all(hosts.map((h) => this.verifySpare(h)));
+    for (const s of spares) await this.d.store.put(clusterKeys.spare(s.host), JSON.stringify(s));
+    return spares;
+  }
+
+  private async verifySpare(h: SpareHost): Promise<SpareDoc> {
+    if (this.d.cache.clusterMembers.get(h.host) || [...this.d.cache.clusterMembers.values()].some((m) => m.host === h.host && m.state !== "removed")) {
+      throw new StewardError("conflict", `${h.host} already runs a replica of this controller`);
+    }
+    const target = { host: h.host, port: h.port ?? 22, user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), ...(h.hostKey ? { hostKey: h.hostKey } : {}), ...(h.trustOnFirstUse ? { trustOnFirstUse: true } : {}) };
+    const session = await install.SshSession.connect(target, { attempts: 2 });
+    try {
+      await install.gatherFacts(session); // refuses unsupported hosts and missing sudo now, not at replacement time
+    } finally {
+      session.close();
+    }
+    return { host: h.host, ...(h.port && h.port !== 22 ? { port: h.port } : {}), user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), hostKey: session.hostKey, addedAt: new Date().toISOString() };
+  }
+
+  async enableHa(req: { replicas: number; hosts: SpareHost[]; replaceAfterSeconds?: number; maxReplacementsPerHour?: number }): Promise<{ moving: boolean; message: string }> {
+    const { cache, membership } = this.d;
+    const current: HaConfig = { ...DEFAULT_HA_CONFIG, ...cache.haConfig };
+    const voters = membership ? (await membership.list()).filter((m) => !m.learner).length : 1;
+    if (req.replicas < voters) throw new StewardError("invalid-request", `the controller has ${voters} voting replicas; enable-ha only grows it (shrinking is not supported yet)`, { details: { field: "replicas" } });
+    const pool = [...cache.spares.values()].filter((s) => !s.failed).length;
+    const needed = req.replicas - voters;
+    if (pool + req.hosts.length < needed) {
+      throw new StewardError("invalid-request", `${req.replicas} replicas need ${needed} more host${needed === 1 ? "" : "s"}; ${pool + req.hosts.length} ${pool + req.hosts.length === 1 ? "is" : "are"} available: give more with --to (or steward add-spare)`, { details: { field: "hosts" } });
+    }
+    const ha: HaConfig = {
+      replicas: req.replicas,
+      replaceAfterSeconds: req.replaceAfterSeconds ?? current.replaceAfterSeconds,
+      maxReplacementsPerHour: req.maxReplacementsPerHour ?? current.maxReplacementsPerHour,
+    };
+    if (membership) {
+      if (req.hosts.length > 0) await this.addSpares(req.hosts);
+      await this.d.store.put(clusterKeys.config, JSON.stringify(ha));
+      return { moving: false, message: `growing to ${req.replicas} voters, one replica at a time` };
+    }
+    // On the embedded store: checks first, then the move happens on restart.
+    const host = (this.d.config.advertise?.[0] ?? this.d.config.listen.host).replace(/:\d+$/, "");
+    if (/^(127\.|localhost$|::1$|\[::1\]$|0\.0\.0\.0$)/.test(host)) {
+      throw new StewardError("invalid-request", `this controller advertises ${host}, which other hosts cannot reach; enable-ha needs a controller bootstrapped on a reachable address (steward bootstrap ssh:user@host)`);
+    }
+    if (!findOnPath("etcd")) throw new StewardError("invalid-request", "etcd is not installed on the controller's host: install it there (apt-get install etcd-server) and run enable-ha again");
+    if (!this.d.requestRestart) throw new StewardError("invalid-request", "this controller was not started by its own process (main.js) and cannot restart itself to move into etcd");
+    const spares = await Promise.all(req.hosts.map((h) => this.verifySpare(h)));
+    const pending: HaPending = { ha, spares };
+    await writeFile(join(this.d.dataDir, dataFiles.haPending), JSON.stringify(pending), { mode: 0o600 });
+    setTimeout(() => this.d.requestRestart!(), 200).unref();
+    return { moving: true, message: "moving the controller's state into etcd (the API is away for a few seconds), then growing one replica at a time" };
+  }
+}
+
+const hostOf = (url: string | undefined): string => (url ? new URL(url).hostname : "");

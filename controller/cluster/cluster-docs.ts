@@ -1,0 +1,69 @@
+/**
+ * The controller cluster's own documents in the store: desired size and quorum-keeper settings,
+ * one record per etcd member (kept after removal, so a replica that returns late learns it was
+ * replaced), the pool of spare hosts, and what the quorum keeper is doing.
+ */
+export const clusterKeys = {
+  config: "/cluster/config",
+  membersPrefix: "/cluster/members/",
+  member: (name: string): string => `/cluster/members/${name}`,
+  sparesPrefix: "/cluster/spares/",
+  spare: (host: string): string => `/cluster/spares/${host}`,
+  keeper: "/cluster/keeper",
+};
+
+export const ALLOWED_REPLICAS = [1, 3, 5, 7] as const;
+
+export interface HaConfig {
+  /** Voters wanted (wantsVote). */
+  replicas: number;
+  /** A replica gone this long is replaced from the spare pool. */
+  replaceAfterSeconds: number;
+  /** At most this many replacements in any hour (a flapping network must not churn members). */
+  maxReplacementsPerHour: number;
+}
+
+export const DEFAULT_HA_CONFIG: HaConfig = { replicas: 1, replaceAfterSeconds: 300, maxReplacementsPerHour: 2 };
+
+export interface MemberDoc {
+  /** etcd member name = replica id. */
+  name: string;
+  /** Host address (peers, API). */
+  host: string;
+  apiPort: number;
+  /** etcd's member id, once added. */
+  memberId?: string;
+  state: "joining" | "member" | "removed";
+  addedAt: string;
+  removedAt?: string;
+  /** Why it was removed. */
+  reason?: string;
+}
+
+/** A host the keeper may install a replica on. Holds the SSH key: never returned by the API. */
+export interface SpareDoc {
+  host: string;
+  port?: number;
+  user: string;
+  privateKey: string;
+  passphrase?: string;
+  hostKey: string;
+  addedAt: string;
+  /** Set when an install there failed; such a spare is skipped until added again. */
+  failed?: string;
+}
+
+export interface KeeperEvent { at: string; message: string }
+
+export interface KeeperDoc {
+  /** `idle`: nothing to do; `waiting`: a replica is gone but not yet for replaceAfter; `acting`: a change is in flight; `blocked`: something needed is missing (quorum, spares, rate limit). */
+  state: "idle" | "waiting" | "acting" | "blocked";
+  message: string;
+  updatedAt: string;
+  /** Newest last; capped. */
+  history: KeeperEvent[];
+  /** When replacements were made (for the hourly limit). */
+  replacements: string[];
+}
+
+export const HISTORY_LIMIT = 50;

@@ -1,0 +1,165 @@
+/**
+ * {@link EtcdMember}: the etcd member beside a controller replica, started and kept running by the
+ * controller process itself (as Juju runs its database), so killing the host takes both and a
+ * replica is one thing to install. Peer and client traffic are TLS with the controller CA, and both
+ * sides must present a CA-issued certificate. Clients reach it on loopback; peers on the host's
+ * address.
+ *
+ * A member that etcd says was removed from the cluster (it was replaced while it was away) is
+ * reported through `onRemoved` and not restarted: its data directory can never rejoin.
+ */
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { mkdir, open, readFile } from "node:fs/promises";
+import { request } from "node:https";
+import { join } from "node:path";
+import type { Logger } from "../../api";
+import { StewardError } from "../../api";
+
+/** What a replica's configuration says about its etcd member. */
+export interface MemberConfig {
+  /** The member's etcd name, also the replica's id: unique per incarnation (`<host>-<4 hex>`). */
+  name: string;
+  /** The host's address other members and the controller's peers dial. */
+  host: string;
+  /** @default 2379 */
+  clientPort?: number;
+  /** @default 2380 */
+  peerPort?: number;
+  /** `name=https://host:port,...` as etcd wants it: used only when the data directory is empty. */
+  initialCluster: string;
+  initialState: "new" | "existing";
+  /** Shared by the members of one cluster (the controller's uuid or name). */
+  clusterToken: string;
+  /** The etcd binary. @default `etcd` on the PATH */
+  binary?: string;
+  /** etcd raft timing in ms; all members must agree. @default 100 and 1000 (etcd's defaults) */
+  heartbeatMs?: number;
+  electionMs?: number;
+}
+
+export const DEFAULT_CLIENT_PORT = 2379;
+export const DEFAULT_PEER_PORT = 2380;
+
+export const peerUrl = (host: string, port = DEFAULT_PEER_PORT): string => `https://${bracket(host)}:${port}`;
+export const clientUrl = (host: string, port = DEFAULT_CLIENT_PORT): string => `https://${bracket(host)}:${port}`;
+const bracket = (h: string): string => (h.includes(":") ? `[${h}]` : h);
+
+export interface EtcdMemberOptions {
+  member: MemberConfig;
+  /** The controller's data directory: `etcd/` (data), `etcd.log`, and the TLS files. */
+  dataDir: string;
+  tls: { caFile: string; certFile: string; keyFile: string };
+  log: Logger;
+  onRemoved(): void;
+}
+
+/** etcd's words when a member that was removed from the cluster starts again. */
+const REMOVED = /permanently removed from the cluster|the member has been removed|member .* has already been removed/i;
+
+export class EtcdMember {
+  private proc?: ChildProcess;
+  private stopping = false;
+  private restartTimer?: NodeJS.Timeout;
+  private restarts = 0;
+  private removed = false;
+
+  constructor(private readonly o: EtcdMemberOptions) {}
+
+  /** The URL the local controller uses: loopback, so it never depends on the network. */
+  get localClientUrl(): string { return clientUrl("127.0.0.1", this.o.member.clientPort); }
+  get wasRemoved(): boolean { return this.removed; }
+
+  async start(): Promise<void> {
+    await mkdir(join(this.o.dataDir, "etcd"), { recursive: true, mode: 0o700 });
+    await this.spawn();
+  }
+
+  private args(): string[] {
+    const m = this.o.member;
+    const { caFile, certFile, keyFile } = this.o.tls;
+    const peer = peerUrl(m.host, m.peerPort);
+    return [
+      "--name", m.name, "--data-dir", join(this.o.dataDir, "etcd"),
+      "--listen-client-urls", `${this.localClientUrl},${clientUrl(m.host, m.clientPort)}`,
+      "--advertise-client-urls", clientUrl(m.host, m.clientPort),
+      "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+      "--initial-cluster", m.initialCluster, "--initial-cluster-state", m.initialState, "--initial-cluster-token", m.clusterToken,
+      // One certificate per replica, with server and client usage, serves clients and peers.
+      "--cert-file", certFile, "--key-file", keyFile, "--trusted-ca-file", caFile, "--client-cert-auth",
+      "--peer-cert-file", certFile, "--peer-key-file", keyFile, "--peer-trusted-ca-file", caFile, "--peer-client-cert-auth",
+      "--heartbeat-interval", String(m.heartbeatMs ?? 100), "--election-timeout", String(m.electionMs ?? 1000),
+      // Off by default in 3.4: without it the keyspace history grows for ever.
+      "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "1h",
+      "--snapshot-count", "10000",
+      "--logger", "zap", "--log-outputs", "stderr",
+    ];
+  }
+
+  private async spawn(): Promise<void> {
+    const log = await open(join(this.o.dataDir, "etcd.log"), "a", 0o600);
+    // etcd refuses to start when an ETCD_* variable shadows a flag: give it none.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ETCD_")));
+    const proc = (this.proc = spawn(this.o.member.binary ?? "etcd", this.args(), { env, stdio: ["ignore", log.fd, "pipe"] }));
+    let tail = "";
+    proc.stderr!.on("data", (d: Buffer) => {
+      const text = d.toString();
+      void log.write(text).catch(() => undefined);
+      tail = (tail + text).slice(-4096);
+      if (!this.removed && REMOVED.test(tail)) {
+        this.removed = true;
+        this.o.log.error("this replica's etcd member was removed from the cluster (it was replaced while away): standing down", { member: this.o.member.name });
+        this.o.onRemoved();
+      }
+    });
+    proc.once("error", (err) => this.o.log.error("etcd could not be started", { err: err.message, binary: this.o.member.binary ?? "etcd" }));
+    proc.once("exit", (code, signal) => {
+      void log.close().catch(() => undefined);
+      if (this.stopping || this.removed) return;
+      // Restart with backoff; a member that keeps dying is logged each time with its exit status.
+      const delay = Math.min(10_000, 500 * 2 ** Math.min(this.restarts++, 5));
+      this.o.log.warn("etcd member exited; restarting", { code, signal, inMs: delay, log: join(this.o.dataDir, "etcd.log") });
+      this.restartTimer = setTimeout(() => { this.spawn().catch((err: unknown) => this.o.log.error("etcd restart failed", { err })); }, delay);
+    });
+  }
+
+  /** Waits until the local member answers /health over TLS (it has a leader and is serving). */
+  async waitServing(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && !signal?.aborted) {
+      if (this.removed) throw new StewardError("conflict", "this replica's etcd member was removed from the cluster");
+      if (this.proc?.exitCode !== null && this.proc?.exitCode !== undefined && this.restarts > 3) break;
+      await new Promise((r) => setTimeout(r, 200));
+      if (await this.healthy()) return;
+    }
+    throw new StewardError("unavailable", `the local etcd member did not become healthy within ${Math.round(timeoutMs / 1000)} s; see ${join(this.o.dataDir, "etcd.log")}`);
+  }
+
+  /** One probe of /health (true only when the member sees a leader). */
+  async healthy(): Promise<boolean> {
+    const [ca, cert, key] = await Promise.all([this.o.tls.caFile, this.o.tls.certFile, this.o.tls.keyFile].map((f) => readFile(f, "utf8")));
+    const url = new URL("/health", this.localClientUrl);
+    return new Promise<boolean>((resolve) => {
+      const req = request({ host: url.hostname, port: url.port, path: url.pathname, ca, cert, key, timeout: 1000 }, (res) => {
+        let body = "";
+        res.on("data", (d: Buffer) => { body += d.toString(); });
+        res.on("end", () => resolve(res.statusCode === 200 && /"health":\s*"true"/.test(body)));
+      });
+      req.on("timeout", () => req.destroy());
+      req.on("error", () => resolve(false));
+      req.end();
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    const p = this.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const exited = new Promise((r) => p.once("exit", r));
+    p.kill("SIGTERM");
+    const timer = setTimeout(() => p.kill("SIGKILL"), 5000);
+    await exited;
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Moving a single replica from the embedded store into a new etcd cluster (the first step of
+ * `enable-ha` on a controller bootstrapped without one). Runs while the controller is stopped, so
+ * the embedded store is quiet: every document is copied (lease-bound keys are not: presence and
+ * campaigns are re-established by the processes that own them), then the configuration is switched.
+ * The configuration file is written last, so a crash part-way just redoes the move on restart; the
+ * embedded store is kept beside it as `store.before-etcd`.
+ *
+ * Revisions restart in etcd. Agents compare data versions for equality only, so the worst a
+ * different number does is run one relation-changed or leader-settings-changed hook again.
+ */
+import { randomBytes } from "node:crypto";
+import { rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Logger } from "../../api";
+import type { ControllerConfig } from "../config";
+import { dataFiles } from "../config";
+import { EmbeddedStore, openStore } from "../store";
+import type { Op } from "../store";
+import type { HaConfig, MemberDoc, SpareDoc } from "./cluster-docs";
+import { DEFAULT_HA_CONFIG, clusterKeys } from "./cluster-docs";
+import type { MemberConfig } from "./etcd-member";
+import { EtcdMember, peerUrl } from "./etcd-member";
+
+/** What enable-ha asked for, kept in the data directory until the move is done. */
+export interface HaPending { ha: HaConfig; spares: SpareDoc[] }
+
+const BATCH = 100; // etcd allows 128 operations per transaction
+
+export async function moveToEtcd(dataDir: string, config: ControllerConfig, pending: HaPending, tls: { caCert: string; cert: string; key: string }, log: Logger): Promise<ControllerConfig> {
+  const host = (config.advertise?.[0] ?? config.listen.host).replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+  const embedded = await EmbeddedStore.open({ dir: join(dataDir, dataFiles.store) });
+  const controllerUuid = JSON.parse((await embedded.get("/controller/info"))?.value ?? "{}") as { uuid?: string };
+  const name = `${host.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}-${randomBytes(2).toString("hex")}`;
+  const member: MemberConfig = { name, host, initialCluster: `${name}=${peerUrl(host)}`, initialState: "new", clusterToken: `steward-${controllerUuid.uuid ?? config.name}` };
+  log.info("moving the controller's state from the embedded store into a new etcd cluster", { member: name });
+  // A half-done earlier attempt left an etcd data directory for a member name no longer used.
+  await rm(join(dataDir, "etcd"), { recursive: true, force: true });
+  const etcd = new EtcdMember({ member, dataDir, tls: { caFile: join(dataDir, dataFiles.caCert), certFile: join(dataDir, dataFiles.serverCert), keyFile: join(dataDir, dataFiles.serverKey) }, log, onRemoved: () => undefined });
+  const storeConfig = { backend: "etcd" as const, endpoints: [etcd.localClientUrl], tls: true };
+  try {
+    await etcd.start();
+    await etcd.waitServing(30_000);
+    const target = await openStore(storeConfig, "", tls);
+    try {
+      const { kvs } = await embedded.range("/");
+      const copied = kvs.filter((kv) => !kv.lease && !kv.key.startsWith("/cluster/"));
+      for (let i = 0; i < copied.length; i += BATCH) {
+        await target.txn({ success: copied.slice(i, i + BATCH).map((kv): Op => ({ type: "put", key: kv.key, value: kv.value })) });
+      }
+      const doc: MemberDoc = { name, host, apiPort: config.listen.port, state: "member", addedAt: new Date().toISOString() };
+      const ops: Op[] = [
+        { type: "put", key: clusterKeys.member(name), value: JSON.stringify(doc) },
+        { type: "put", key: clusterKeys.config, value: JSON.stringify({ ...DEFAULT_HA_CONFIG, ...pending.ha }) },
+        ...pending.spares.map((s): Op => ({ type: "put", key: clusterKeys.spare(s.host), value: JSON.stringify(s) })),
+      ];
+      await target.txn({ success: ops });
+      log.info("state copied into etcd", { documents: copied.length });
+    } finally {
+      await target.close();
+    }
+  } finally {
+    await etcd.stop();
+    await embedded.close();
+  }
+  const next: ControllerConfig = { ...config, store: storeConfig, member: { ...member, initialState: "existing" } };
+  await writeFile(join(dataDir, dataFiles.config), JSON.stringify(next, null, 2) + "\n", { mode: 0o600 });
+  await rm(join(dataDir, "store.before-etcd"), { recursive: true, force: true });
+  await rename(join(dataDir, dataFiles.store), join(dataDir, "store.before-etcd"));
+  await rm(join(dataDir, dataFiles.haPending), { force: true });
+  return next;
+}

@@ -1,0 +1,206 @@
+/**
+ * {@link QuorumKeeper}: run by the controller leader only, it keeps the cluster at its wanted number
+ * of voters. Each pass looks at what is (etcd's member list, the replicas' presence) and makes at
+ * most one change, so a new leader simply carries on from whatever state the last one left:
+ *
+ * 1. a learner exists → promote it once it has caught up (or remove it if it never does);
+ * 2. a voter has been gone longer than `replaceAfter`, quorum holds, the hourly limit allows and a
+ *    spare host exists → remove it (etcd 3.4 refuses to add while a voter is dead);
+ * 3. fewer voters than wanted and every voter healthy → install a replica on a spare host and add
+ *    it as a learner (rule 1 promotes it).
+ *
+ * Nothing happens without quorum (the leader could not write anyway). Every decision is recorded
+ * in `/cluster/keeper` for `steward show-controller`.
+ */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "../../api";
+import type { StateCache } from "../state";
+import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
+import type { Store } from "../store";
+import type { HaConfig, KeeperDoc, MemberDoc, SpareDoc } from "./cluster-docs";
+import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys } from "./cluster-docs";
+import { peerUrl } from "./etcd-member";
+
+/** How the keeper installs a replica on a spare host (SSH in production; see controller.ts). */
+export interface ReplicaProvisioner {
+  /** Uploads what the host needs; nothing is started. */
+  stage(spare: SpareDoc, name: string, progress: (step: string) => void): Promise<void>;
+  /** Writes the replica's configuration (joining `initialCluster`) and starts it. */
+  start(spare: SpareDoc, name: string, initialCluster: string, progress: (step: string) => void): Promise<void>;
+}
+
+export interface QuorumKeeperOptions {
+  /** A fenced store: the keeper's writes fail once this replica is no longer leader. */
+  store: Store;
+  membership: EtcdMembership;
+  cache: StateCache;
+  provisioner: ReplicaProvisioner;
+  log: Logger;
+  /** @default 2000 */
+  intervalMs?: number;
+  /** How long a learner may take to catch up before it is given up. @default 90000 */
+  learnerTimeoutMs?: number;
+}
+
+export class QuorumKeeper {
+  private timer?: NodeJS.Timeout;
+  private running = false;
+  private closed = false;
+  /** When this leader first saw each voter gone (a new leader starts counting afresh: conservative). */
+  private readonly goneSince = new Map<string, number>();
+  private readonly learnerSince = new Map<string, number>();
+
+  constructor(private readonly o: QuorumKeeperOptions) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), this.o.intervalMs ?? 2000);
+    this.timer.unref();
+    this.kick();
+  }
+
+  close(): void { this.closed = true; clearInterval(this.timer); }
+
+  kick(): void {
+    if (this.running || this.closed) return;
+    this.running = true;
+    this.pass()
+      .catch((err: unknown) => this.o.log.warn("quorum keeper pass failed; will retry", { err: (err as Error).message }))
+      .finally(() => { this.running = false; });
+  }
+
+  private get config(): HaConfig { return { ...DEFAULT_HA_CONFIG, ...this.o.cache.haConfig }; }
+
+  /** The replica (member name) of an etcd member: its name, or for a member not started yet, our record of it. */
+  private nameOf(m: EtcdMemberInfo): string {
+    if (m.name) return m.name;
+    for (const d of this.o.cache.clusterMembers.values()) if (d.memberId === m.id) return d.name;
+    return `unstarted-${m.id}`;
+  }
+
+  private async pass(): Promise<void> {
+    const cfg = this.config;
+    const members = await this.o.membership.list();
+    const voters = members.filter((m) => !m.learner);
+    const learners = members.filter((m) => m.learner);
+    const present = new Set(this.o.cache.replicas.keys());
+    const now = Date.now();
+    for (const v of voters) {
+      const name = this.nameOf(v);
+      if (present.has(name)) this.goneSince.delete(name);
+      else if (!this.goneSince.has(name)) this.goneSince.set(name, now);
+    }
+    const healthy = voters.filter((v) => present.has(this.nameOf(v)));
+    const quorum = Math.floor(voters.length / 2) + 1;
+    if (healthy.length < quorum) return this.report("blocked", `no quorum: ${healthy.length} of ${voters.length} voters present; nothing is changed until a majority is back`);
+
+    if (learners.length > 0) return this.promote(learners[0]!);
+
+    const gone = voters.filter((v) => this.goneSince.has(this.nameOf(v)));
+    const overdue = gone.filter((v) => now - this.goneSince.get(this.nameOf(v))! >= cfg.replaceAfterSeconds * 1000);
+    const spare = this.pickSpare();
+    if (overdue.length > 0) {
+      const dead = overdue[0]!;
+      const name = this.nameOf(dead);
+      const goneFor = Math.round((now - this.goneSince.get(name)!) / 1000);
+      const recent = (this.o.cache.keeper?.replacements ?? []).filter((t) => now - Date.parse(t) < 3600_000);
+      if (recent.length >= cfg.maxReplacementsPerHour) return this.report("blocked", `replica ${name} has been gone ${goneFor} s, but ${recent.length} replacements were made in the last hour (limit ${cfg.maxReplacementsPerHour})`);
+      if (!spare) return this.report("blocked", `replica ${name} has been gone ${goneFor} s and should be replaced, but no spare host is available: add one with steward add-spare`);
+      return this.removeDead(dead, name, goneFor, recent);
+    }
+    if (gone.length > 0) {
+      const name = this.nameOf(gone[0]!);
+      const left = cfg.replaceAfterSeconds - Math.round((now - this.goneSince.get(name)!) / 1000);
+      return this.report("waiting", `replica ${name} is gone; it is replaced in ${Math.max(0, left)} s unless it returns`);
+    }
+    if (voters.length < cfg.replicas) {
+      if (!spare) return this.report("blocked", `${voters.length} of ${cfg.replicas} wanted voters; no spare host to add: add one with steward add-spare`);
+      return this.grow(spare);
+    }
+    return this.report("idle", `${voters.length} of ${cfg.replicas} voters healthy`);
+  }
+
+  private pickSpare(): SpareDoc | undefined {
+    return [...this.o.cache.spares.values()].filter((s) => !s.failed).sort((a, b) => a.addedAt.localeCompare(b.addedAt))[0];
+  }
+
+  private async promote(learner: EtcdMemberInfo): Promise<void> {
+    const name = this.nameOf(learner);
+    const since = this.learnerSince.get(learner.id) ?? Date.now();
+    this.learnerSince.set(learner.id, since);
+    try {
+      await this.o.membership.promote(learner.id);
+    } catch (err) {
+      if (Date.now() - since < (this.o.learnerTimeoutMs ?? 90_000)) return this.report("acting", `waiting for ${name} to catch up before it gets a vote`);
+      await this.o.membership.remove(learner.id);
+      await this.markMember(name, { state: "removed", reason: `never caught up: ${(err as Error).message}` });
+      return this.report("blocked", `gave up on ${name}: it did not catch up within ${Math.round((this.o.learnerTimeoutMs ?? 90_000) / 1000)} s and was removed`, true);
+    }
+    this.learnerSince.delete(learner.id);
+    await this.markMember(name, { state: "member" });
+    const host = this.o.cache.clusterMembers.get(name)?.host;
+    if (host) await this.o.store.delete(clusterKeys.spare(host));
+    await this.report("acting", `${name} caught up and is now a voter`, true);
+  }
+
+  private async removeDead(dead: EtcdMemberInfo, name: string, goneFor: number, recent: string[]): Promise<void> {
+    await this.report("acting", `removing ${name} from etcd: gone for ${goneFor} s (replaceAfter ${this.config.replaceAfterSeconds} s)`, true);
+    await this.o.membership.remove(dead.id);
+    this.goneSince.delete(name);
+    await this.markMember(name, { state: "removed", reason: `gone for ${goneFor} s; replaced` });
+    await this.update({ replacements: [...recent, new Date().toISOString()] });
+    await this.report("acting", `${name} removed; a replacement is installed next`, true);
+  }
+
+  private async grow(spare: SpareDoc): Promise<void> {
+    const name = `${spare.host.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}-${randomBytes(2).toString("hex")}`;
+    const step = (s: string): void => { void this.report("acting", `${name} on ${spare.host}: ${s}`).catch(() => undefined); };
+    await this.report("acting", `installing replica ${name} on spare host ${spare.host}`, true);
+    try {
+      await this.o.provisioner.stage(spare, name, step);
+    } catch (err) {
+      return this.spareFailed(spare, `staging failed: ${(err as Error).message}`);
+    }
+    const added = await this.o.membership.addLearner(peerUrl(spare.host));
+    const doc: MemberDoc = { name, host: spare.host, apiPort: 0, memberId: added.member.id, state: "joining", addedAt: new Date().toISOString() };
+    await this.o.store.put(clusterKeys.member(name), JSON.stringify(doc));
+    const initialCluster = added.members.map((m) => `${m.id === added.member.id ? name : this.nameOf(m)}=${m.peerUrls[0]}`).join(",");
+    try {
+      await this.o.provisioner.start(spare, name, initialCluster, step);
+    } catch (err) {
+      // A learner does not count towards quorum: taking it out again is safe.
+      await this.o.membership.remove(added.member.id).catch(() => undefined);
+      await this.markMember(name, { state: "removed", reason: `install failed: ${(err as Error).message}` });
+      return this.spareFailed(spare, `install failed: ${(err as Error).message}`);
+    }
+    await this.report("acting", `${name} started as a learner; it gets a vote once it has caught up`, true);
+  }
+
+  private async spareFailed(spare: SpareDoc, why: string): Promise<void> {
+    await this.o.store.put(clusterKeys.spare(spare.host), JSON.stringify({ ...spare, failed: why } satisfies SpareDoc));
+    await this.report("blocked", `spare host ${spare.host} skipped: ${why}`, true);
+  }
+
+  private async markMember(name: string, change: Partial<MemberDoc>): Promise<void> {
+    const kv = await this.o.store.get(clusterKeys.member(name));
+    const cur: MemberDoc = kv ? (JSON.parse(kv.value) as MemberDoc) : { name, host: "", apiPort: 0, state: "member", addedAt: new Date().toISOString() };
+    await this.o.store.put(clusterKeys.member(name), JSON.stringify({ ...cur, ...change, ...(change.state === "removed" ? { removedAt: new Date().toISOString() } : {}) }));
+  }
+
+  private async update(change: Partial<KeeperDoc>): Promise<void> {
+    const kv = await this.o.store.get(clusterKeys.keeper);
+    const cur: KeeperDoc = kv ? (JSON.parse(kv.value) as KeeperDoc) : { state: "idle", message: "", updatedAt: "", history: [], replacements: [] };
+    await this.o.store.put(clusterKeys.keeper, JSON.stringify({ ...cur, ...change, updatedAt: new Date().toISOString() }));
+  }
+
+  /** Records the keeper's state; `event` also appends it to the history. Unchanged states are not rewritten. */
+  private async report(state: KeeperDoc["state"], message: string, event = false): Promise<void> {
+    const cur = this.o.cache.keeper;
+    if (!event && cur?.state === state && cur.message === message) return;
+    // The history is appended to the stored document (the cache may lag a write just made).
+    if (event) this.o.log.info("quorum keeper", { state, message });
+    const kv = await this.o.store.get(clusterKeys.keeper);
+    const stored = kv ? (JSON.parse(kv.value) as KeeperDoc) : undefined;
+    const history = event ? [...(stored?.history ?? []), { at: new Date().toISOString(), message }].slice(-HISTORY_LIMIT) : (stored?.history ?? []);
+    await this.update({ state, message, history });
+  }
+}

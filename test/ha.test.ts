@@ -1,0 +1,150 @@
+/**
+ * High availability on real sshd test hosts: controllers with their own etcd members (TLS from the
+ * controller CA), installed over SSH. One cluster is grown from a single replica on the embedded
+ * store (enable-ha) and then put through faults; a writer records every acknowledged write, and
+ * after each fault all of them must be there and the agent connected.
+ */
+import test from "ava";
+import type { ExecutionContext } from "ava";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ClusterInfo } from "../api";
+import { ControllerClient } from "../api";
+import { loadClientConfig } from "../cli";
+import type { TestHost } from "./harness/hosts";
+import { TestLab } from "./harness/hosts";
+import { eventually } from "./harness/eventually";
+import { cliRunner } from "./harness/cli";
+
+const root = process.getuid?.() === 0;
+const ha = root ? test.serial : test.skip; // namespaces and sshd need root
+
+let lab: TestLab;
+let home: string;
+let steward: ReturnType<typeof cliRunner>;
+let client: ControllerClient;
+let caCert: string;
+let password: string;
+/** Every model name whose creation was acknowledged, across all tests. */
+const acked: string[] = [];
+
+const REPLACE_AFTER_S = 12;
+const hostKeyArgs = (hosts: TestHost[]): string[] => hosts.flatMap((h) => ["--host-key", h.hostKeyFingerprint]);
+const replicaHosts = (): TestHost[] => lab.hosts.slice(0, 3);
+
+test.before(async () => {
+  if (!root) return;
+  // Hosts 1-3: replicas; 4: the spare; 5: a machine with an agent.
+  lab = await TestLab.create(5);
+  home = await mkdtemp(join(tmpdir(), "steward-ha-"));
+  steward = cliRunner(home, home);
+  process.env.HA_TEST_SSH_KEY = lab.clientKey;
+});
+test.after.always(async () => {
+  client?.close();
+  await lab?.close();
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+function newClient(addresses: string[]): ControllerClient {
+  return new ControllerClient({ addresses, caCert, user: "admin", password, timeoutMs: 4000 });
+}
+
+async function cluster(c = client): Promise<ClusterInfo> { return (await c.controllerInfo()).cluster; }
+
+/** Three voters present, one controller leader, no learner, quorum. */
+async function healthy(t: ExecutionContext, what: string, timeoutMs = 90_000): Promise<ClusterInfo> {
+  return eventually(what, async () => {
+    const c = await cluster().catch(() => undefined);
+    if (!c) return undefined;
+    const voters = c.members.filter((m) => m.hasVote);
+    return c.quorum && voters.length === 3 && voters.every((m) => m.present) && voters.filter((m) => m.leader).length === 1 ? c : undefined;
+  }, timeoutMs, 300).catch(async (err: unknown) => { t.log(JSON.stringify(await cluster().catch(() => undefined), null, 1)); throw err; });
+}
+
+/** Creates models until stopped; a creation counts once the controller acknowledged it. */
+function startWriter(c: ControllerClient, tag: string): { stop(): Promise<number> } {
+  let stopped = false;
+  let n = 0;
+  const loop = (async () => {
+    for (let i = 0; !stopped; i++) {
+      const name = `${tag}-${i}`;
+      try { await c.createModel(name); acked.push(name); n++; } catch { await new Promise((r) => setTimeout(r, 100)); }
+    }
+  })();
+  return { async stop() { stopped = true; await loop; return n; } };
+}
+
+async function assertNothingLost(t: ExecutionContext): Promise<void> {
+  const present = new Set((await client.listModels()).map((m) => m.name));
+  t.deepEqual(acked.filter((m) => !present.has(m)), [], "every acknowledged write is present");
+}
+
+async function agentConnected(): Promise<void> {
+  await eventually("the agent on host 5 connected", async () => (await client.listMachines("app")).every((m) => m.status === "started"), 60_000, 300);
+}
+
+const leaderHost = (c: ClusterInfo): TestHost => replicaHosts().find((h) => h.ip === c.members.find((m) => m.leader)!.host)!;
+
+ha("enable-ha grows a single embedded-store replica to three over SSH; nothing written before is lost", async (t) => {
+  const [h1, h2, h3] = replicaHosts() as [TestHost, TestHost, TestHost];
+  const boot = await steward("bootstrap", `ssh:root@${h1.ip}`, "ha", "--key-env", "HA_TEST_SSH_KEY", ...hostKeyArgs([h1]));
+  if (boot.code !== 0) t.log(boot.stderr, boot.stdout);
+  t.is(boot.code, 0);
+  const entry = (await loadClientConfig(home)).controllers.ha!;
+  caCert = entry.caCert;
+  password = entry.password!;
+  client = newClient(entry.addresses);
+  for (let i = 0; i < 5; i++) { await client.createModel(`before-${i}`); acked.push(`before-${i}`); }
+  t.is((await cluster()).store, "embedded");
+
+  const grow = await steward("enable-ha", "-n", "3", "--to", `ssh:root@${h2.ip},ssh:root@${h3.ip}`, "--key-env", "HA_TEST_SSH_KEY", ...hostKeyArgs([h2, h3]), "--replace-after", `${REPLACE_AFTER_S}s`);
+  if (grow.code !== 0) t.log(grow.stderr, grow.stdout);
+  t.is(grow.code, 0);
+  t.regex(grow.stderr, /moving the controller's state into etcd/);
+  t.regex(grow.stdout, /highly available: 3 voters/);
+  client.close();
+  const addresses = (await loadClientConfig(home)).controllers.ha!.addresses;
+  t.is(addresses.length, 3, "the client now knows every replica");
+  client = newClient(addresses);
+  const c = await healthy(t, "three healthy voters");
+  t.is(c.store, "etcd");
+  t.deepEqual(c.members.filter((m) => m.hasVote).map((m) => m.host).sort(), [h1.ip, h2.ip, h3.ip].sort());
+  await assertNothingLost(t);
+
+  // etcd accepts only clients with a certificate from the controller CA.
+  const plain = await h2.exec(`curl -sk --max-time 3 https://${h1.ip}:2379/version`);
+  t.not(plain.code, 0, "etcd refuses a client without a CA-issued certificate");
+
+  const show = await steward("show-controller");
+  t.is(show.code, 0, show.stderr);
+  t.regex(show.stdout, /store etcd, 3 of 3 wanted voters up/);
+  t.regex(show.stdout, /controller/);
+
+  // A machine with an agent, for the fault tests to check it stays connected.
+  await client.createModel("app");
+  const h5 = lab.hosts[4]!;
+  const add = await steward("add-machine", "-m", "app", `ssh:root@${h5.ip}`, "--key-env", "HA_TEST_SSH_KEY", ...hostKeyArgs([h5]));
+  t.is(add.code, 0, add.stderr);
+  await agentConnected();
+});
+
+ha("killing the leader's host: another replica leads, writes go on, the host rejoins when it returns", async (t) => {
+  const before = await healthy(t, "a healthy cluster");
+  const victim = leaderHost(before);
+  const writer = startWriter(newClient(client.addresses.filter((a) => !a.startsWith(`${victim.ip}:`))), "kl");
+  await new Promise((r) => setTimeout(r, 1000));
+  await victim.kill();
+  await eventually("a new controller leader", async () => {
+    const c = await cluster().catch(() => undefined);
+    const l = c?.members.find((m) => m.leader);
+    return l && l.host !== victim.ip ? l : undefined;
+  }, 30_000, 200);
+  const n = await writer.stop();
+  t.true(n > 0);
+  await victim.start();
+  await healthy(t, "the killed host rejoined");
+  await assertNothingLost(t);
+  await agentConnected();
+});
