@@ -112,7 +112,14 @@ export class AgentHub {
     ws.on("close", () => { this.onClose(conn).catch((err: unknown) => this.deps.log.warn("agent close cleanup failed", { key, err })); });
     ws.on("error", () => undefined);
     const presence: PresenceDoc = { replica: this.deps.replicaId, since: new Date().toISOString() };
-    await this.deps.store.put(keys.presence(model, machine), JSON.stringify({ ...presence, conn: conn.id }), { lease: this.deps.leaseId() });
+    try {
+      await this.deps.store.put(keys.presence(model, machine), JSON.stringify({ ...presence, conn: conn.id }), { lease: this.deps.leaseId() });
+    } catch (err) {
+      // Without its presence recorded the agent would look down while connected: let it retry
+      // (here or elsewhere) once the store answers again, e.g. after an etcd leader election.
+      ws.close(1013, "the controller could not record the connection; try again");
+      throw err;
+    }
     this.deps.log.info("agent connected", { model, machine });
     this.pushView(conn);
   }

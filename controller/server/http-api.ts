@@ -52,6 +52,12 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   };
   const settled = async (revision: number): Promise<void> => cache.waitForRevision(revision);
 
+  // Reads answer from the cache, after it has caught up with the store: a client that wrote through
+  // one replica and reads through another still sees its write.
+  app.addHook("preHandler", async (req) => {
+    if (req.method === "GET" && req.url.startsWith("/v1/models")) await cache.catchUp();
+  });
+
   app.get("/v1/health", async () => ({ ok: true, version: STEWARD_VERSION, revision: cache.revision }));
 
   app.post("/v1/login", async (req) => {

@@ -7,6 +7,7 @@
 import type { HaConfig, KeeperDoc, MemberDoc, SpareDoc } from "../cluster/cluster-docs";
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { StatusInfo, WorkloadStatus } from "../../api";
+import { StewardError } from "../../api";
 import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, RelationDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { CACHED_PREFIXES } from "./keys";
 
@@ -77,12 +78,12 @@ export class StateCache {
     for (const kvs of res.responses) for (const kv of kvs) this.apply("put", kv);
     this.revision = res.revision;
     const changed = new Set(this.models.keys());
-    for (const prefix of CACHED_PREFIXES) {
-      this.watchers.push(this.store.watch(prefix, (events, rev) => this.onEvents(events, rev), {
-        fromRevision: res.revision + 1,
-        onError: (err) => this.resync(err),
-      }));
-    }
+    // One watch over the whole keyspace, not one per prefix: etcd orders events within a watch
+    // only, and `revision` must never run ahead of a change not yet applied.
+    this.watchers.push(this.store.watch("/", (events, rev) => this.onEvents(events, rev), {
+      fromRevision: res.revision + 1,
+      onError: (err) => this.resync(err),
+    }));
     this.notify(changed);
   }
 
@@ -109,6 +110,7 @@ export class StateCache {
   private onEvents(events: WatchEvent[], revision: number): void {
     const changed = new Set<string>();
     for (const e of events) {
+      if (!CACHED_PREFIXES.some((p) => e.kv.key.startsWith(p))) continue;
       const m = this.apply(e.type, e.kv);
       if (m) changed.add(m);
     }
@@ -218,6 +220,18 @@ export class StateCache {
   subscribe(listener: CacheListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Resolves once the cache has seen everything the store had when this was called: a read after
+   * it sees every write acknowledged before, whichever replica took the write.
+   */
+  async catchUp(timeoutMs = 5000): Promise<void> {
+    const target = await this.store.currentRevision();
+    if (target <= this.revision) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new StewardError("unavailable", `this replica's view of the store is behind (at ${this.revision}, store at ${target}); try again or another replica`)), timeoutMs); });
+    try { await Promise.race([this.waitForRevision(target), late]); } finally { clearTimeout(timer); }
   }
 
   /** Resolves once the cache has seen `revision` (e.g. a write's revision), so reads after a write see it. */
