@@ -10,10 +10,12 @@ import { benchSshInstall } from "./ssh-install";
 import { benchControllerScale } from "./controller-scale";
 import { benchDemo } from "./demo-time";
 import { benchStore } from "./store-throughput";
+import { benchHaHostFailover } from "./ha-host-failover";
 
 const all: Record<string, () => Promise<void>> = {
   store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo,
   "config-fanout": benchConfigFanout, leadership: benchLeadership, "ssh-install": benchSshInstall, "leader-failover": benchLeaderFailover,
+  "ha-host-failover": benchHaHostFailover,
 };
 
 async function main(): Promise<void> {

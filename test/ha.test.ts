@@ -136,6 +136,13 @@ ha("enable-ha grows a single embedded-store replica to three over SSH; nothing w
   t.regex(show.stdout, /store etcd, 3 of 3 wanted voters up/);
   t.regex(show.stdout, /controller/);
 
+  // The spare pool: the faults below must not use it, except when a replica is lost for good.
+  const spare = lab.hosts[3]!;
+  const added = await steward("add-spare", `ssh:root@${spare.ip}`, "--key-env", "HA_TEST_SSH_KEY", ...hostKeyArgs([spare]));
+  if (added.code !== 0) t.log(added.stderr);
+  t.is(added.code, 0);
+  t.is((await cluster()).spares.length, 1);
+
   // A machine with an agent, for the fault tests to check it stays connected.
   await client.createModel("app");
   const h5 = lab.hosts[4]!;
@@ -218,6 +225,77 @@ ha("a partitioned minority stops taking writes; the majority carries on; healing
     majority.close();
   }
   await healthy(t, "the healed replica rejoined");
+  await assertNothingLost(t);
+  await agentConnected(t);
+});
+
+ha("a flapping host (down and up faster than replaceAfter) is not replaced", async (t) => {
+  const victim = follower(await healthy(t, "a healthy cluster"));
+  for (let i = 0; i < 2; i++) {
+    await victim.kill();
+    await new Promise((r) => setTimeout(r, 2000));
+    await victim.start();
+    await healthy(t, "the flapping host back");
+  }
+  const c = await cluster();
+  t.false(c.keeper.history.some((e) => /removing/.test(e.message)), "no replica was removed");
+  t.is(c.spares.length, 1, "the spare host is still unused");
+});
+
+ha("losing two of three: no replacement without quorum, the API says why, and the cluster recovers when one returns", async (t) => {
+  const c0 = await healthy(t, "a healthy cluster");
+  const [a, b] = replicaHosts().filter((h) => h.ip !== leaderHost(c0).ip) as [TestHost, TestHost];
+  const survivor = leaderHost(c0);
+  const only = newClient([`${survivor.ip}:17070`]);
+  try {
+    await Promise.all([a.kill(), b.kill()]);
+    const degraded = await eventually("the survivor reports no quorum", async () => {
+      const c = await cluster(only).catch(() => undefined);
+      return c && !c.quorum ? c : undefined;
+    }, 30_000, 500);
+    t.regex(degraded.degraded ?? "", /no quorum: 1 of 3 voting members answer, 2 are needed/);
+    // Well past replaceAfter: nothing may have been replaced.
+    await new Promise((r) => setTimeout(r, (REPLACE_AFTER_S + 3) * 1000));
+    const still = await cluster(only);
+    t.false(still.quorum);
+    t.is(still.members.filter((m) => m.hasVote).length, 3, "no member was removed");
+    t.is(still.spares.length, 1, "the spare host was not used");
+    await a.start();
+  } finally {
+    only.close();
+  }
+  await eventually("quorum back with two", async () => (await cluster().catch(() => undefined))?.quorum === true, 60_000, 500);
+  await b.start();
+  await healthy(t, "all three back");
+  await assertNothingLost(t);
+  await agentConnected(t);
+});
+
+ha("a replica lost for good is replaced from the spare pool; when the lost host returns it stands down", async (t) => {
+  t.timeout(240_000);
+  const spare = lab.hosts[3]!;
+  const c0 = await healthy(t, "a healthy cluster");
+  const lost = follower(c0);
+  const lostName = c0.members.find((m) => m.host === lost.ip)!.name;
+  const writer = startWriter(newClient(client.addresses), "lg");
+  await lost.kill();
+  const replaced = await eventually("three healthy voters again, one on the spare host", async () => {
+    const c = await cluster().catch(() => undefined);
+    const voters = c?.members.filter((m) => m.hasVote) ?? [];
+    return c && voters.length === 3 && voters.every((m) => m.present) && voters.some((m) => m.host === spare.ip) ? c : undefined;
+  }, 180_000, 500).catch(async (err: unknown) => { t.log(JSON.stringify((await cluster().catch(() => undefined))?.keeper, null, 1)); throw err; });
+  t.true((await writer.stop()) > 0);
+  t.deepEqual(replaced.members.find((m) => m.name === lostName)?.state, "removed");
+  t.true(replaced.keeper.history.some((e) => e.message.includes(`removing ${lostName}`)), "the removal is in the keeper's history");
+  t.is(replaced.spares.length, 0, "the spare was used");
+
+  // The lost host comes back: it finds it was replaced and stands down without harm.
+  await lost.start();
+  await eventually("the returned replica stood down", async () => (await lost.exec("cat /var/lib/steward/controller/stood-down")).code === 0, 60_000, 500);
+  const after = await healthy(t, "still three healthy voters");
+  t.false(after.members.some((m) => m.host === lost.ip && m.hasVote));
+  // Clients are still given only live replicas' addresses.
+  t.false((await client.controllerInfo()).addresses.some((a) => a.startsWith(`${lost.ip}:`)));
   await assertNothingLost(t);
   await agentConnected(t);
 });

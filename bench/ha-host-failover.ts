@@ -1,0 +1,175 @@
+/**
+ * HA on real sshd test hosts: a 3-replica controller bootstrapped with `steward bootstrap` onto
+ * three hosts (each replica a controller plus its etcd member), then
+ *
+ * - 10 trials of killing the leader's whole host: time to the first write acknowledged through
+ *   another replica (target median ≤ 2 s) and to a new controller leader, which starts the singleton
+ *   work as it is elected (target median ≤ 5 s);
+ * - 1,000 simulated agents on one replica whose host is killed: time until all are connected to the
+ *   others again (they redial with jitter, as agents do, through the login rate limit);
+ * - a follower lost for good: time from `replaceAfter` expiring (the keeper's removal) to three
+ *   healthy voters again, the replacement installed on the spare host over SSH (target ≤ 60 s).
+ *
+ * Needs root (network namespaces). BENCH_HA_TRIALS changes the trial count.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import WebSocket from "ws";
+import type { ClusterInfo } from "../api";
+import { CONTROLLER_TLS_NAME, ControllerClient } from "../api";
+import { loadClientConfig } from "../cli";
+import { cliRunner } from "../test/harness/cli";
+import type { TestHost } from "../test/harness/hosts";
+import { TestLab } from "../test/harness/hosts";
+import { median, report, sleep } from "./util";
+
+const TRIALS = Number(process.env.BENCH_HA_TRIALS ?? 10);
+const AGENTS = 1000;
+
+export async function benchHaHostFailover(): Promise<void> {
+  if (process.getuid?.() !== 0) { console.log("ha-host-failover: skipped (needs root for network namespaces)"); return; }
+  const lab = await TestLab.create(4);
+  const home = await mkdtemp(join(tmpdir(), "steward-bench-ha-"));
+  process.env.BENCH_SSH_KEY = lab.clientKey;
+  const clients: ControllerClient[] = [];
+  try {
+    const replicas = lab.hosts.slice(0, 3);
+    const steward = cliRunner(home, home);
+    const t0 = performance.now();
+    const boot = await steward("bootstrap", replicas.map((h) => `ssh:root@${h.ip}`).join(","), "bench", "--key-env", "BENCH_SSH_KEY", ...replicas.flatMap((h) => ["--host-key", h.hostKeyFingerprint]), "--replace-after", "10s");
+    if (boot.code !== 0) throw new Error(`bootstrap failed: ${boot.stderr}`);
+    const bootstrapS = (performance.now() - t0) / 1000;
+    const entry = (await loadClientConfig(home)).controllers.bench!;
+    const mk = (addresses: string[]): ControllerClient => { const c = new ControllerClient({ addresses, caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 1000 }); clients.push(c); return c; };
+    const all = mk(entry.addresses);
+    const cluster = async (c = all): Promise<ClusterInfo | undefined> => (await c.controllerInfo().catch(() => undefined))?.cluster;
+    const healthy = async (): Promise<ClusterInfo> => {
+      for (;;) {
+        const c = await cluster();
+        const voters = c?.members.filter((m) => m.hasVote) ?? [];
+        if (c?.quorum && voters.length === 3 && voters.every((m) => m.present) && voters.some((m) => m.leader) && !c.members.some((m) => m.learner)) return c;
+        await sleep(200);
+      }
+    };
+    const hostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean): TestHost => replicas.find((h) => h.ip === c.members.find(pick)!.host)!;
+
+    const writeMs: number[] = [];
+    const leaderMs: number[] = [];
+    for (let trial = 0; trial < TRIALS; trial++) {
+      const before = await healthy();
+      const victim = hostOf(before, (m) => m.leader);
+      const survivors = mk(entry.addresses.filter((a) => !a.startsWith(`${victim.ip}:`)));
+      await sleep(Math.random() * 1000); // anywhere in the lease renewal cycle
+      const killedAt = performance.now();
+      await victim.kill();
+      // Writers keep trying through the survivors; the first acknowledged write counts.
+      const firstWrite = (async () => {
+        for (let i = 0; ; i++) {
+          if (await survivors.createModel(`b${trial}-${i}`).then(() => true, () => false)) return performance.now() - killedAt;
+          await sleep(20);
+        }
+      })();
+      const newLeader = (async () => {
+        for (;;) {
+          const c = await cluster(survivors);
+          if (c?.members.some((m) => m.leader && m.host !== victim.ip)) return performance.now() - killedAt;
+          await sleep(50);
+        }
+      })();
+      writeMs.push(await firstWrite);
+      leaderMs.push(await newLeader);
+      await victim.start();
+    }
+    report(`HA: leader's host killed (3 replicas with etcd on SSH test hosts, ${TRIALS} trials)`, {
+      "bootstrap onto 3 hosts (s)": bootstrapS.toFixed(1),
+      "first acknowledged write through another replica: median (s)": (median(writeMs) / 1000).toFixed(2),
+      "first write max (s)": (Math.max(...writeMs) / 1000).toFixed(2),
+      "new controller leader (singleton work): median (s)": (median(leaderMs) / 1000).toFixed(2),
+      "new leader max (s)": (Math.max(...leaderMs) / 1000).toFixed(2),
+    });
+
+    await benchAgentReconnect(all, entry.caCert, await healthy(), replicas);
+
+    // A follower lost for good: replaced on the spare host.
+    const spare = lab.hosts[3]!;
+    const added = await steward("add-spare", `ssh:root@${spare.ip}`, "--key-env", "BENCH_SSH_KEY", "--host-key", spare.hostKeyFingerprint);
+    if (added.code !== 0) throw new Error(`add-spare failed: ${added.stderr}`);
+    const c0 = await healthy();
+    const lost = hostOf(c0, (m) => m.hasVote && !m.leader);
+    const killedAt = Date.now();
+    await lost.kill();
+    let done: ClusterInfo | undefined;
+    while (!done) {
+      const c = await cluster();
+      const voters = c?.members.filter((m) => m.hasVote) ?? [];
+      if (c && voters.length === 3 && voters.every((m) => m.present) && voters.some((m) => m.host === spare.ip)) done = c;
+      else await sleep(200);
+    }
+    const doneAt = Date.now();
+    const removal = done.keeper.history.find((e) => e.message.startsWith("removing "));
+    report("HA: replica lost for good, replaced from the spare pool over SSH (replaceAfter 10 s)", {
+      "kill to 3 healthy voters (s)": ((doneAt - killedAt) / 1000).toFixed(1),
+      "replaceAfter expired (removal) to 3 healthy voters (s)": removal ? ((doneAt - Date.parse(removal.at)) / 1000).toFixed(1) : "?",
+    });
+  } finally {
+    for (const c of clients) c.close();
+    await lab.close();
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+/** 1,000 simulated agents on one replica; its host dies; they redial the others with jitter. */
+async function benchAgentReconnect(client: ControllerClient, caCert: string, c: ClusterInfo, replicas: TestHost[]): Promise<void> {
+  const target = c.members.find((m) => m.hasVote && !m.leader)!;
+  const victim = replicas.find((h) => h.ip === target.host)!;
+  const others = c.members.filter((m) => m.hasVote && m.host !== victim.ip).flatMap((m) => m.addresses);
+  const { uuid } = await client.createModel("reconnect");
+  const machines = (await client.addMachines("reconnect", "manual", AGENTS)).machines;
+  const sockets: WebSocket[] = [];
+  const connect = (address: string, m: { id: string; credential?: string }): Promise<WebSocket> => new Promise((resolve, reject) => {
+    const ws = new WebSocket(`wss://${address}/v1/agent`, { ca: caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${uuid}/${m.id}/${m.credential!}` } } as WebSocket.ClientOptions);
+    ws.once("open", () => resolve(ws));
+    ws.once("error", reject);
+    ws.once("unexpected-response", () => { ws.terminate(); reject(new Error("refused")); });
+  });
+  let reconnected = 0;
+  const redial = async (m: { id: string; credential?: string }): Promise<void> => {
+    for (let attempt = 0; ; attempt++) {
+      await sleep(Math.random() * Math.min(5000, 500 * 2 ** attempt)); // jittered backoff, as agents do
+      const address = others[Math.floor(Math.random() * others.length)]!;
+      const ws = await connect(address, m).catch(() => undefined);
+      if (ws) { sockets.push(ws); reconnected++; return; }
+    }
+  };
+  let killedAt = 0;
+  const done = new Promise<void>((resolve) => {
+    let pending = AGENTS;
+    for (const m of machines) {
+      void connect(target.addresses[0]!, m).then((ws) => {
+        sockets.push(ws);
+        ws.on("error", () => undefined);
+        ws.once("close", () => { void redial(m).then(() => { if (--pending === 0) resolve(); }); });
+      });
+    }
+  });
+  while (sockets.length < AGENTS) await sleep(100);
+  killedAt = performance.now();
+  await victim.kill();
+  await done;
+  const allBackS = (performance.now() - killedAt) / 1000;
+  // And the controller agrees: every machine is started again.
+  for (;;) {
+    const list = await client.listMachines("reconnect").catch(() => []);
+    if (list.length === AGENTS && list.every((m) => m.status === "started")) break;
+    await sleep(200);
+  }
+  const statusS = (performance.now() - killedAt) / 1000;
+  report(`HA: ${AGENTS} simulated agents on a replica whose host is killed`, {
+    "all reconnected to other replicas (s)": allBackS.toFixed(1),
+    "all shown started by the controller (s)": statusS.toFixed(1),
+    reconnected,
+  });
+  for (const ws of sockets) ws.terminate();
+  await victim.start();
+}
