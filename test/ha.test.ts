@@ -256,7 +256,10 @@ ha("losing two of three: no replacement without quorum, the API says why, and th
     t.regex(degraded.degraded ?? "", /no quorum: 1 of 3 voting members answer, 2 are needed/);
     // Well past replaceAfter: nothing may have been replaced.
     await new Promise((r) => setTimeout(r, (REPLACE_AFTER_S + 3) * 1000));
-    const still = await cluster(only);
+    const still = await cluster(only).catch(async (err: unknown) => {
+      t.log((await survivor.exec("grep -i 'unexpected error' /var/lib/steward/controller/controller.log | tail -n 3")).stdout);
+      throw err;
+    });
     t.false(still.quorum);
     t.is(still.members.filter((m) => m.hasVote).length, 3, "no member was removed");
     t.is(still.spares.length, 1, "the spare host was not used");

@@ -13,7 +13,8 @@ import { install } from "../../agent";
 import type { ControllerConfig } from "../config";
 import { dataFiles, findOnPath } from "../config";
 import type { StateCache } from "../state";
-import type { EtcdMembership } from "../store/etcd";
+import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
+import { clientUrl, peerUrl } from "./etcd-member";
 import type { Store } from "../store";
 import type { HaConfig, SpareDoc } from "./cluster-docs";
 import { DEFAULT_HA_CONFIG, clusterKeys } from "./cluster-docs";
@@ -46,7 +47,11 @@ export class ClusterControl {
       const only = [...cache.replicas.values()][0];
       return { store: "embedded", quorum: true, ...base, members: only ? [{ name: only.id, host: "", addresses: only.addresses, state: "member", hasVote: true, learner: false, present: true, leader: true, etcdLeader: false }] : [] };
     }
-    const [members, status] = await Promise.all([membership.list(), membership.status().catch(() => undefined)]);
+    // Without quorum this replica's member may not answer either: fall back to the recorded members.
+    const listed = await membership.list().catch(() => undefined);
+    const members: EtcdMemberInfo[] = listed ?? [...cache.clusterMembers.values()].filter((d) => d.state !== "removed")
+      .map((d) => ({ id: d.memberId ?? d.name, name: d.name, peerUrls: [peerUrl(d.host)], clientUrls: [clientUrl(d.host)], learner: d.state === "joining" }));
+    const status = await membership.status().catch(() => undefined);
     // A linearizable read answers only with a majority; do not wait the full request timeout for it.
     const quorum = await Promise.race([this.d.store.currentRevision().then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 1500).unref())]);
     const docs = [...cache.clusterMembers.values()];

@@ -11,6 +11,7 @@
  *
  * All keys live under `prefix` (one etcd can hold several controllers' data, and tests share one).
  */
+import { noop } from "cockatiel";
 import { Etcd3 } from "etcd3";
 import type { IKeyValue } from "etcd3";
 import { StewardError, invalidRequest } from "../../api";
@@ -60,7 +61,7 @@ export interface EtcdMembership {
 }
 
 /** gRPC failures that mean "etcd did not answer" (no leader, no quorum, unreachable) rather than a bug. */
-const UNAVAILABLE = /deadline|unavailable|no leader|timed out|timeout|connect|ECONNREFUSED|leader changed|not supported for learner|too many requests/i;
+const UNAVAILABLE = /circuit breaker|deadline|unavailable|no leader|timed out|timeout|connect|ECONNREFUSED|leader changed|not supported for learner|too many requests/i;
 
 export class EtcdStore implements Store {
   readonly backend = "etcd";
@@ -80,6 +81,9 @@ export class EtcdStore implements Store {
       dialTimeout: 3000,
       ...(o.tls ? { credentials: { rootCertificate: Buffer.from(o.tls.caCert), certChain: Buffer.from(o.tls.cert), privateKey: Buffer.from(o.tls.key) } } : {}),
       grpcOptions: { "grpc.keepalive_time_ms": 10_000, "grpc.keepalive_timeout_ms": 5_000 },
+      // No client-side retries or circuit breaker: callers decide (every write is a conditional
+      // transaction), and a breaker left open would keep refusing for a while after quorum returns.
+      faultHandling: { host: () => noop, global: noop },
     });
     const store = new EtcdStore(client, o);
     try {
