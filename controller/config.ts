@@ -59,6 +59,11 @@ export const AGENT_BUNDLE = {
 /** The controller as shipped to remote hosts (bootstrap over SSH): one bundled script. */
 export const CONTROLLER_BUNDLE = join(__dirname, "..", "controller-bundle", "main.js");
 
+/** The host (no port, no brackets) other hosts reach this replica at. */
+export function advertisedHost(config: ControllerConfig): string {
+  return (config.advertise?.[0] ?? config.listen.host).replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+}
+
 /** Everything a controller install over SSH ships, from this installation. */
 export function controllerFiles(): install.ControllerFiles {
   const etcd = findOnPath("etcd");

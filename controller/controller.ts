@@ -17,7 +17,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "../api";
 import { StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
-import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, fencedStore, moveToEtcd } from "./cluster";
+import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, fencedStore, moveToEtcd } from "./cluster";
 import type { HaPending } from "./cluster";
 import type { ControllerConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
@@ -120,14 +120,14 @@ export class Controller {
       etcd = new EtcdMember({
         member: config.member, dataDir, log,
         tls: { caFile: file(dataFiles.caCert), certFile: file(dataFiles.serverCert), keyFile: file(dataFiles.serverKey) },
-        onRemoved: () => { void c?.standDown("its etcd member was removed from the cluster (it was replaced while away)"); },
+        onRemoved: () => { void c?.standDown(REMOVED_REASON); },
       });
       await etcd.start();
       try {
         store = await openManagedStore(config, tls, etcd, log);
       } catch (err) {
         await etcd.stop();
-        if (etcd.wasRemoved) await markStoodDown(dataDir, "its etcd member was removed from the cluster (it was replaced while away)");
+        if (etcd.wasRemoved) await markStoodDown(dataDir, REMOVED_REASON);
         throw err;
       }
     } else {
@@ -299,7 +299,7 @@ const markStoodDown = (dataDir: string, why: string): Promise<void> => writeFile
 async function openManagedStore(config: ControllerConfig, tls: { caCert: string; cert: string; key: string }, etcd: EtcdMember, log: Logger): Promise<Store> {
   let lastLog = 0;
   for (;;) {
-    if (etcd.wasRemoved) throw new StoodDownError("its etcd member was removed from the cluster (it was replaced while away)");
+    if (etcd.wasRemoved) throw new StoodDownError(REMOVED_REASON);
     try {
       return await openStore(config.store, "", tls);
     } catch (err) {

@@ -115,15 +115,14 @@ export interface ReplicaInstallPlan {
 }
 
 /** Stages the files; {@link startReplica} then writes the data directory and starts the service. */
-export async function stageReplica(s: SshSession, plan: ReplicaInstallPlan): Promise<Staged> {
-  const note = (step: string): void => plan.progress?.(step);
+export async function stageReplica(s: SshSession, name: string, files: ControllerFiles, note: (step: string) => void): Promise<Staged> {
   // A host that was a replica before keeps a data directory that can never rejoin: start afresh.
   const old = (await s.run(`cat ${CONTROLLER_DATA}/controller.json 2>/dev/null`, { sudo: true })).stdout;
-  if (old && !old.includes(`"name": ${JSON.stringify(plan.name)}`)) {
+  if (old && !old.includes(`"name": ${JSON.stringify(name)}`)) {
     note("removing an earlier controller's data from this host");
     await s.must("removing old controller data", `kill "$(cat ${CONTROLLER_DATA}/supervisor.pid 2>/dev/null)" 2>/dev/null; systemctl stop steward-controller 2>/dev/null; pkill -f ${shellQuote(`data-dir ${CONTROLLER_DATA}`)}; pkill -x etcd; sleep 0.5; rm -rf ${CONTROLLER_DATA}`, { sudo: true });
   }
-  return stageController(s, plan.files, note, { etcd: true });
+  return stageController(s, files, note, { etcd: true });
 }
 
 export async function startReplica(s: SshSession, staged: Staged, plan: ReplicaInstallPlan): Promise<void> {

@@ -1,6 +1,7 @@
 /** What an installer learns about a host before changing anything, in one round trip. */
 import { StewardError } from "../../api/core";
-import type { SshSession } from "./ssh-session";
+import type { SshTarget } from "./ssh-session";
+import { SshSession } from "./ssh-session";
 
 export interface HostFacts {
   os: string;
@@ -20,6 +21,20 @@ const SCRIPT = [
   "echo node=$(node --version 2>/dev/null || echo none)", "echo nodepath=$(command -v node 2>/dev/null || echo none)",
   "if [ \"$(id -u)\" = 0 ] || sudo -n true 2>/dev/null; then echo sudo=yes; else echo sudo=no; fi",
 ].join("; ");
+
+/**
+ * Connects, checks the host is one Steward can install on (OS, architecture, passwordless sudo),
+ * and returns its verified host key; nothing is changed on it.
+ */
+export async function checkHost(target: SshTarget, attempts: number): Promise<string> {
+  const session = await SshSession.connect(target, { attempts });
+  try {
+    await gatherFacts(session);
+    return session.hostKey;
+  } finally {
+    session.close();
+  }
+}
 
 export async function gatherFacts(s: SshSession): Promise<HostFacts> {
   const out = await s.must("gathering facts", SCRIPT);

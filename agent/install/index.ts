@@ -1,6 +1,6 @@
 export { SshSession, fingerprint, shellQuote } from "./ssh-session";
 export type { SshTarget, RunResult } from "./ssh-session";
-export { gatherFacts } from "./facts";
+export { checkHost, gatherFacts } from "./facts";
 export type { HostFacts } from "./facts";
 export { installAgent, PATHS } from "./agent-installer";
 export { fileSha256, ensureNode, ensureFile } from "./runtime";

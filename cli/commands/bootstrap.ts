@@ -5,7 +5,7 @@ import { install } from "../../agent";
 import { ControllerClient, Name } from "../../api";
 import { controllerFiles, initControllerDir } from "../../controller";
 import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
-import { waitForVoters } from "../cluster-wait";
+import { checkReplicaCount, replaceAfterSetting, waitForVoters } from "../ha";
 import { parseDuration } from "../wait";
 import { BaseCommand } from "../base-command";
 import { freePort, portFree, startLocalController } from "../local-controller";
@@ -92,7 +92,7 @@ export default class BootstrapCommand extends BaseCommand {
   }
 
   private async bootstrapSsh(targets: string[], nameArg: string | undefined): Promise<number> {
-    if (![1, 3, 5, 7].includes(targets.length)) throw new UsageError(`give 1, 3, 5 or 7 hosts, not ${targets.length}: ${targets.length % 2 === 0 ? "an even number of voters tolerates no more failures than one fewer" : "etcd advises at most 7 voters"}`);
+    checkReplicaCount(targets.length, "the number of hosts");
     if (this.hostKey.length > 0 && this.hostKey.length !== targets.length) throw new UsageError(`give one --host-key per host (${targets.length}, in order), or use --trust-on-first-use`);
     const others = targets.length > 1 ? await sshHosts(this.context, targets.slice(1), { keyFile: this.keyFile, keyEnv: this.keyEnv, hostKeys: this.hostKey.slice(1), tofu: this.tofu }) : [];
     const target = parseSshTarget(targets[0]!);
@@ -131,7 +131,7 @@ export default class BootstrapCommand extends BaseCommand {
       await this.saveConfig(cfg);
       if (others.length > 0) {
         this.progress(`Growing to ${targets.length} replicas on ${others.map((o) => o.host).join(", ")}`);
-        await client.enableHa({ replicas: targets.length, hosts: others, ...(this.replaceAfter ? { replaceAfterSeconds: Math.round(parseDuration(this.replaceAfter, "--replace-after") / 1000) } : {}) });
+        await client.enableHa({ replicas: targets.length, hosts: others, ...replaceAfterSetting(this.replaceAfter) });
         await waitForVoters(client, targets.length, parseDuration(this.timeout, "--timeout"), (l) => this.progress(l));
         cfg.controllers[name]!.addresses = (await client.controllerInfo()).addresses;
         await this.saveConfig(cfg);

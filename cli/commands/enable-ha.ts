@@ -1,6 +1,6 @@
-import { Command, Option, UsageError } from "clipanion";
+import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
-import { waitForVoters } from "../cluster-wait";
+import { checkReplicaCount, replaceAfterSetting, waitForVoters } from "../ha";
 import { sshHosts } from "../ssh-options";
 import { parseDuration } from "../wait";
 
@@ -43,15 +43,13 @@ export default class EnableHaCommand extends ControllerCommand {
 
   async run(): Promise<number> {
     const n = Number(this.replicas);
-    if (![1, 3, 5, 7].includes(n)) {
-      throw new UsageError(`-n must be 3, 5 or 7, got "${this.replicas}": ${Number.isInteger(n) && n % 2 === 0 ? "an even number of voters tolerates no more failures than one fewer" : n > 7 ? "etcd advises at most 7 voters" : "a cluster needs an odd number of voters"}`);
-    }
+    checkReplicaCount(n, "-n", this.replicas);
     const targets = (this.to ?? "").split(",").map((t) => t.trim()).filter(Boolean);
     const hosts = targets.length > 0 ? await sshHosts(this.context, targets, { keyFile: this.keyFile, keyEnv: this.keyEnv, hostKeys: this.hostKey, tofu: this.tofu }) : [];
     const client = await this.connect();
     const res = await client.enableHa({
       replicas: n, hosts,
-      ...(this.replaceAfter ? { replaceAfterSeconds: Math.round(parseDuration(this.replaceAfter, "--replace-after") / 1000) } : {}),
+      ...replaceAfterSetting(this.replaceAfter),
       ...(this.maxPerHour !== undefined ? { maxReplacementsPerHour: Number(this.maxPerHour) } : {}),
     });
     this.progress(res.message);

@@ -4,17 +4,16 @@
  * without quorum too (from this replica's own etcd member and cache), so the API can say why nothing
  * is being changed.
  */
-import { request } from "node:https";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ClusterInfo, SpareHost } from "../../api";
 import { StewardError } from "../../api";
 import { install } from "../../agent";
 import type { ControllerConfig } from "../config";
-import { dataFiles, findOnPath } from "../config";
+import { advertisedHost, dataFiles, findOnPath } from "../config";
 import type { StateCache } from "../state";
 import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
-import { clientUrl, peerUrl } from "./etcd-member";
+import { clientUrl, etcdGet, peerUrl } from "./etcd-member";
 import type { Store } from "../store";
 import type { HaConfig, SpareDoc } from "./cluster-docs";
 import { DEFAULT_HA_CONFIG, clusterKeys } from "./cluster-docs";
@@ -51,7 +50,7 @@ export class ClusterControl {
     const listed = await membership.list().catch(() => undefined);
     const members: EtcdMemberInfo[] = listed ?? [...cache.clusterMembers.values()].filter((d) => d.state !== "removed")
       .map((d) => ({ id: d.memberId ?? d.name, name: d.name, peerUrls: [peerUrl(d.host)], clientUrls: [clientUrl(d.host)], learner: d.state === "joining" }));
-    const status = await membership.status().catch(() => undefined);
+    const etcdLeader = await membership.leaderId().catch(() => undefined);
     // A linearizable read answers only with a majority; do not wait the full request timeout for it.
     const quorum = await Promise.race([this.d.store.currentRevision().then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 1500).unref())]);
     const docs = [...cache.clusterMembers.values()];
@@ -61,7 +60,7 @@ export class ClusterControl {
       const replica = cache.replicas.get(name);
       return {
         name, host: doc?.host ?? hostOf(m.peerUrls[0]), addresses: replica?.addresses ?? [], state: m.learner ? "learner" : "voter",
-        hasVote: !m.learner, learner: m.learner, present: replica !== undefined, leader: cache.leader?.replica === name, etcdLeader: status?.leaderId === m.id,
+        hasVote: !m.learner, learner: m.learner, present: replica !== undefined, leader: cache.leader?.replica === name, etcdLeader: etcdLeader === m.id,
       };
     });
     // Replicas replaced or given up on stay listed with why, so an operator sees what happened.
@@ -76,16 +75,8 @@ export class ClusterControl {
   }
 
   /** Whether an etcd member answers at all (`/version` needs no leader). */
-  private answers(url: string | undefined): Promise<boolean> {
-    if (!url) return Promise.resolve(false);
-    const u = new URL("/version", url);
-    const { caCert, cert, key } = this.d.tls;
-    return new Promise((resolve) => {
-      const req = request({ host: u.hostname, port: u.port, path: u.pathname, ca: caCert, cert, key, timeout: 800 }, (res) => { res.resume(); resolve(res.statusCode === 200); });
-      req.on("timeout", () => req.destroy());
-      req.on("error", () => resolve(false));
-      req.end();
-    });
+  private async answers(url: string | undefined): Promise<boolean> {
+    return url !== undefined && (await etcdGet(url, "/version", this.d.tls, 800))?.status === 200;
   }
 
   /** Checks each host over SSH (pinning its key) and adds it to the spare pool. */
@@ -100,14 +91,9 @@ export class ClusterControl {
     if (this.d.cache.clusterMembers.get(h.host) || [...this.d.cache.clusterMembers.values()].some((m) => m.host === h.host && m.state !== "removed")) {
       throw new StewardError("conflict", `${h.host} already runs a replica of this controller`);
     }
-    const target = { host: h.host, port: h.port ?? 22, user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), ...(h.hostKey ? { hostKey: h.hostKey } : {}), ...(h.trustOnFirstUse ? { trustOnFirstUse: true } : {}) };
-    const session = await install.SshSession.connect(target, { attempts: 2 });
-    try {
-      await install.gatherFacts(session); // refuses unsupported hosts and missing sudo now, not at replacement time
-    } finally {
-      session.close();
-    }
-    return { host: h.host, ...(h.port && h.port !== 22 ? { port: h.port } : {}), user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), hostKey: session.hostKey, addedAt: new Date().toISOString() };
+    // Refuses unsupported hosts, wrong keys and missing sudo now, not at replacement time.
+    const hostKey = await install.checkHost({ host: h.host, port: h.port ?? 22, user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), ...(h.hostKey ? { hostKey: h.hostKey } : {}), ...(h.trustOnFirstUse ? { trustOnFirstUse: true } : {}) }, 2);
+    return { host: h.host, ...(h.port && h.port !== 22 ? { port: h.port } : {}), user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), hostKey, addedAt: new Date().toISOString() };
   }
 
   async enableHa(req: { replicas: number; hosts: SpareHost[]; replaceAfterSeconds?: number; maxReplacementsPerHour?: number }): Promise<{ moving: boolean; message: string }> {
@@ -131,7 +117,7 @@ export class ClusterControl {
       return { moving: false, message: `growing to ${req.replicas} voters, one replica at a time` };
     }
     // On the embedded store: checks first, then the move happens on restart.
-    const host = (this.d.config.advertise?.[0] ?? this.d.config.listen.host).replace(/:\d+$/, "");
+    const host = advertisedHost(this.d.config);
     if (/^(127\.|localhost$|::1$|\[::1\]$|0\.0\.0\.0$)/.test(host)) {
       throw new StewardError("invalid-request", `this controller advertises ${host}, which other hosts cannot reach; enable-ha needs a controller bootstrapped on a reachable address (steward bootstrap ssh:user@host)`);
     }

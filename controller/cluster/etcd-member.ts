@@ -10,6 +10,7 @@
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile } from "node:fs/promises";
 import { request } from "node:https";
 import { join } from "node:path";
@@ -44,6 +45,29 @@ export const DEFAULT_PEER_PORT = 2380;
 export const peerUrl = (host: string, port = DEFAULT_PEER_PORT): string => `https://${bracket(host)}:${port}`;
 export const clientUrl = (host: string, port = DEFAULT_CLIENT_PORT): string => `https://${bracket(host)}:${port}`;
 const bracket = (h: string): string => (h.includes(":") ? `[${h}]` : h);
+
+/** A new replica's id and etcd member name: its host plus 4 hex digits, unique per incarnation. */
+export const replicaName = (host: string): string => `${host.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}-${randomBytes(2).toString("hex")}`;
+
+export const REMOVED_REASON = "its etcd member was removed from the cluster (it was replaced while away)";
+
+/**
+ * GET `path` from an etcd member's client URL with the replica's certificate; undefined when it
+ * does not answer within `timeoutMs`.
+ */
+export function etcdGet(url: string, path: string, tls: { caCert: string; cert: string; key: string }, timeoutMs: number): Promise<{ status: number; body: string } | undefined> {
+  const u = new URL(path, url);
+  return new Promise((resolve) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, ca: tls.caCert, cert: tls.cert, key: tls.key, timeout: timeoutMs }, (res) => {
+      let body = "";
+      res.on("data", (d: Buffer) => { body += d.toString(); });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolve(undefined));
+    req.end();
+  });
+}
 
 export interface EtcdMemberOptions {
   member: MemberConfig;
@@ -108,7 +132,7 @@ export class EtcdMember {
       tail = (tail + text).slice(-4096);
       if (!this.removed && REMOVED.test(tail)) {
         this.removed = true;
-        this.o.log.error("this replica's etcd member was removed from the cluster (it was replaced while away): standing down", { member: this.o.member.name });
+        this.o.log.error(`${REMOVED_REASON}: standing down`, { member: this.o.member.name });
         this.o.onRemoved();
       }
     });
@@ -124,10 +148,10 @@ export class EtcdMember {
   }
 
   /** Waits until the local member answers /health over TLS (it has a leader and is serving). */
-  async waitServing(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  async waitServing(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline && !signal?.aborted) {
-      if (this.removed) throw new StewardError("conflict", "this replica's etcd member was removed from the cluster");
+    while (Date.now() < deadline) {
+      if (this.removed) throw new StewardError("conflict", REMOVED_REASON);
       if (this.proc?.exitCode !== null && this.proc?.exitCode !== undefined && this.restarts > 3) break;
       await new Promise((r) => setTimeout(r, 200));
       if (await this.healthy()) return;
@@ -137,18 +161,9 @@ export class EtcdMember {
 
   /** One probe of /health (true only when the member sees a leader). */
   async healthy(): Promise<boolean> {
-    const [ca, cert, key] = await Promise.all([this.o.tls.caFile, this.o.tls.certFile, this.o.tls.keyFile].map((f) => readFile(f, "utf8")));
-    const url = new URL("/health", this.localClientUrl);
-    return new Promise<boolean>((resolve) => {
-      const req = request({ host: url.hostname, port: url.port, path: url.pathname, ca, cert, key, timeout: 1000 }, (res) => {
-        let body = "";
-        res.on("data", (d: Buffer) => { body += d.toString(); });
-        res.on("end", () => resolve(res.statusCode === 200 && /"health":\s*"true"/.test(body)));
-      });
-      req.on("timeout", () => req.destroy());
-      req.on("error", () => resolve(false));
-      req.end();
-    });
+    const [caCert, cert, key] = await Promise.all([this.o.tls.caFile, this.o.tls.certFile, this.o.tls.keyFile].map((f) => readFile(f, "utf8")));
+    const res = await etcdGet(this.localClientUrl, "/health", { caCert: caCert!, cert: cert!, key: key! }, 1000);
+    return res?.status === 200 && /"health":\s*"true"/.test(res.body);
   }
 
   async stop(): Promise<void> {

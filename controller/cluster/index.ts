@@ -3,7 +3,7 @@ export type { LeaderElectionOptions } from "./leader-election";
 export { REPLICAS_PREFIX, clusterAddresses } from "./replicas";
 export type { ReplicaDoc, LeaderDoc } from "./replicas";
 export { fencedStore } from "./fenced-store";
-export { EtcdMember, peerUrl, clientUrl } from "./etcd-member";
+export { EtcdMember, REMOVED_REASON, peerUrl, clientUrl } from "./etcd-member";
 export type { MemberConfig } from "./etcd-member";
 export { QuorumKeeper } from "./quorum-keeper";
 export { SshReplicaProvisioner } from "./ssh-provisioner";

@@ -9,18 +9,17 @@
  * Revisions restart in etcd. Agents compare data versions for equality only, so the worst a
  * different number does is run one relation-changed or leader-settings-changed hook again.
  */
-import { randomBytes } from "node:crypto";
 import { rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../api";
 import type { ControllerConfig } from "../config";
-import { dataFiles } from "../config";
+import { advertisedHost, dataFiles } from "../config";
 import { EmbeddedStore, openStore } from "../store";
 import type { Op } from "../store";
 import type { HaConfig, MemberDoc, SpareDoc } from "./cluster-docs";
 import { DEFAULT_HA_CONFIG, clusterKeys } from "./cluster-docs";
 import type { MemberConfig } from "./etcd-member";
-import { EtcdMember, peerUrl } from "./etcd-member";
+import { EtcdMember, peerUrl, replicaName } from "./etcd-member";
 
 /** What enable-ha asked for, kept in the data directory until the move is done. */
 export interface HaPending { ha: HaConfig; spares: SpareDoc[] }
@@ -28,11 +27,11 @@ export interface HaPending { ha: HaConfig; spares: SpareDoc[] }
 const BATCH = 100; // etcd allows 128 operations per transaction
 
 export async function moveToEtcd(dataDir: string, config: ControllerConfig, pending: HaPending, tls: { caCert: string; cert: string; key: string }, log: Logger): Promise<ControllerConfig> {
-  const host = (config.advertise?.[0] ?? config.listen.host).replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+  const host = advertisedHost(config);
   const embedded = await EmbeddedStore.open({ dir: join(dataDir, dataFiles.store) });
-  const controllerUuid = JSON.parse((await embedded.get("/controller/info"))?.value ?? "{}") as { uuid?: string };
-  const name = `${host.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}-${randomBytes(2).toString("hex")}`;
-  const member: MemberConfig = { name, host, initialCluster: `${name}=${peerUrl(host)}`, initialState: "new", clusterToken: `steward-${controllerUuid.uuid ?? config.name}` };
+  const info = JSON.parse((await embedded.get("/controller/info"))?.value ?? "{}") as { uuid?: string };
+  const name = replicaName(host);
+  const member: MemberConfig = { name, host, initialCluster: `${name}=${peerUrl(host)}`, initialState: "new", clusterToken: `steward-${info.uuid ?? config.name}` };
   log.info("moving the controller's state from the embedded store into a new etcd cluster", { member: name });
   // A half-done earlier attempt left an etcd data directory for a member name no longer used.
   await rm(join(dataDir, "etcd"), { recursive: true, force: true });

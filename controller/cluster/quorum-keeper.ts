@@ -12,14 +12,13 @@
  * Nothing happens without quorum (the leader could not write anyway). Every decision is recorded
  * in `/cluster/keeper` for `steward show-controller`.
  */
-import { randomBytes } from "node:crypto";
 import type { Logger } from "../../api";
 import type { StateCache } from "../state";
 import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
 import type { Store } from "../store";
 import type { HaConfig, KeeperDoc, MemberDoc, SpareDoc } from "./cluster-docs";
 import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys } from "./cluster-docs";
-import { peerUrl } from "./etcd-member";
+import { peerUrl, replicaName } from "./etcd-member";
 
 /** How the keeper installs a replica on a spare host (SSH in production; see controller.ts). */
 export interface ReplicaProvisioner {
@@ -152,7 +151,7 @@ export class QuorumKeeper {
   }
 
   private async grow(spare: SpareDoc): Promise<void> {
-    const name = `${spare.host.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}-${randomBytes(2).toString("hex")}`;
+    const name = replicaName(spare.host);
     const step = (s: string): void => { void this.report("acting", `${name} on ${spare.host}: ${s}`).catch(() => undefined); };
     await this.report("acting", `installing replica ${name} on spare host ${spare.host}`, true);
     try {

@@ -25,7 +25,7 @@ export class SshReplicaProvisioner implements ReplicaProvisioner {
   async stage(spare: SpareDoc, name: string, progress: (step: string) => void): Promise<void> {
     const s = await this.connect(spare);
     try {
-      this.staged.set(name, await install.stageReplica(s, { name, files: controllerFiles(), data: {}, progress }));
+      this.staged.set(name, await install.stageReplica(s, name, controllerFiles(), progress));
     } finally {
       s.close();
     }

@@ -49,6 +49,8 @@ export class AgentHub {
   private readonly byMachine = new Map<string, AgentConnection>();
   private readonly dirtyModels = new Set<string>();
   private pushScheduled = false;
+  /** False while this replica cannot reach a store majority (see setStoreReachable). */
+  private storeReachable = true;
   private readonly pinger: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
 
@@ -249,8 +251,6 @@ export class AgentHub {
   }
 
   /** Re-writes presence keys after the replica's lease was replaced (e.g. it expired during a stall). */
-  private storeReachable = true;
-
   async refreshPresence(): Promise<void> {
     for (const conn of this.byMachine.values()) {
       await this.deps.store.put(keys.presence(conn.model, conn.machine), JSON.stringify({ replica: this.deps.replicaId, since: new Date().toISOString(), conn: conn.id }), { lease: this.deps.leaseId() });

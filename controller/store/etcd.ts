@@ -55,9 +55,8 @@ export interface EtcdMembership {
   remove(id: string): Promise<void>;
   /** Refused by etcd until the learner has caught up with the leader. */
   promote(id: string): Promise<void>;
-  updatePeerUrls(id: string, peerUrls: string[]): Promise<void>;
-  /** The connected member's view: its id, the raft leader it sees (`0`: none), whether it is a learner. */
-  status(): Promise<{ memberId: string; leaderId: string; learner: boolean; raftIndex: number }>;
+  /** The id of the raft leader the connected member sees (`0`: none). */
+  leaderId(): Promise<string>;
 }
 
 /** gRPC failures that mean "etcd did not answer" (no leader, no quorum, unreachable) rather than a bug. */
@@ -106,10 +105,7 @@ export class EtcdStore implements Store {
     const member = (m: { ID: string; name: string; peerURLs: string[]; clientURLs: string[]; isLearner?: boolean }): EtcdMemberInfo =>
       ({ id: String(m.ID), name: m.name, peerUrls: m.peerURLs, clientUrls: m.clientURLs, learner: m.isLearner === true });
     const cluster = this.client.cluster;
-    const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
-      this.check();
-      try { return await fn(); } catch (err) { throw this.storeError(err, what); }
-    };
+    const call = <T>(what: string, fn: () => Promise<T>): Promise<T> => { this.check(); return this.rpc(what, fn); };
     return {
       list: () => call("listing members", async () => (await cluster.memberList({}, this.opts())).members.map(member)),
       addLearner: (peerUrl) => call("adding a member", async () => {
@@ -118,11 +114,7 @@ export class EtcdStore implements Store {
       }),
       remove: (id) => call("removing a member", async () => { await cluster.memberRemove({ ID: id }, this.opts()); }),
       promote: (id) => call("promoting a member", async () => { await cluster.memberPromote({ ID: id }, this.opts()); }),
-      updatePeerUrls: (id, peerUrls) => call("updating a member", async () => { await cluster.memberUpdate({ ID: id, peerURLs: peerUrls }, this.opts()); }),
-      status: () => call("reading member status", async () => {
-        const res = await this.client.maintenance.status(this.opts());
-        return { memberId: String(res.header.member_id), leaderId: String(res.leader), learner: (res as { isLearner?: boolean }).isLearner === true, raftIndex: Number(res.raftIndex) };
-      }),
+      leaderId: () => call("reading member status", async () => String((await this.client.maintenance.status(this.opts())).leader)),
     };
   }
 

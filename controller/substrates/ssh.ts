@@ -37,19 +37,15 @@ export class SshSubstrate {
 
   /** Checks the host and registers the machine; the install continues in the background. */
   async add(uuid: string, target: install.SshTarget & { port: number }): Promise<{ id: string; hostKey: string; created: boolean }> {
-    const session = await install.SshSession.connect(target, { attempts: 3 });
-    try {
-      await install.gatherFacts(session); // refuses unsupported hosts and missing sudo before anything is recorded
-    } finally {
-      session.close();
-    }
-    const m = await this.o.ops.addSshMachine(uuid, { host: target.host, port: target.port, user: target.user, hostKey: session.hostKey });
+    // Refuses unsupported hosts and missing sudo before anything is recorded.
+    const hostKey = await install.checkHost(target, 3);
+    const m = await this.o.ops.addSshMachine(uuid, { host: target.host, port: target.port, user: target.user, hostKey });
     await this.o.cache.waitForRevision(m.revision);
     await this.o.ops.setMachineInstall(uuid, m.id, { state: "installing", step: "queued" });
     // The key stays in this closure until the install ends; the pinned host key is enforced from now on.
-    const pinned = { ...target, hostKey: session.hostKey, trustOnFirstUse: false };
+    const pinned = { ...target, hostKey, trustOnFirstUse: false };
     this.schedule(() => this.install(uuid, m.id, pinned));
-    return { id: m.id, hostKey: session.hostKey, created: m.created };
+    return { id: m.id, hostKey, created: m.created };
   }
 
   private schedule(job: () => Promise<void>): void {

@@ -1,6 +1,20 @@
-/** Following the controller cluster while it grows: what the quorum keeper does, until enough voters are healthy. */
+/** What `bootstrap` (several hosts) and `enable-ha` share: the replica-count rule, settings, and following the growth. */
+import { UsageError } from "clipanion";
 import type { ClusterInfo, ControllerClient } from "../api";
 import { StewardError } from "../api";
+import { parseDuration } from "./wait";
+
+/** Refuses replica counts other than 1, 3, 5 and 7, saying why. */
+export function checkReplicaCount(n: number, what: string, given = String(n)): void {
+  if ([1, 3, 5, 7].includes(n)) return;
+  const why = Number.isInteger(n) && n % 2 === 0 ? "an even number of voters tolerates no more failures than one fewer" : n > 7 ? "etcd advises at most 7 voters" : "a cluster needs an odd number of voters";
+  throw new UsageError(`${what} must be 1, 3, 5 or 7, not "${given}": ${why}`);
+}
+
+/** `--replace-after` as the API takes it (whole seconds), or nothing when not given. */
+export function replaceAfterSetting(text: string | undefined): { replaceAfterSeconds?: number } {
+  return text ? { replaceAfterSeconds: Math.round(parseDuration(text, "--replace-after") / 1000) } : {};
+}
 
 /** Resolves with the cluster once `voters` healthy voters exist; prints each new keeper message. */
 export async function waitForVoters(client: ControllerClient, voters: number, timeoutMs: number, progress: (line: string) => void): Promise<ClusterInfo> {
