@@ -15,3 +15,5 @@ export type { ControllerClientOptions, ModelSummary, MachineInfo, ApplicationInf
 export { STEWARD_VERSION } from "./core";
 export * from "./log";
 export * from "./limits";
+export * from "./waits";
+export { table } from "./table";

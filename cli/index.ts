@@ -8,4 +8,4 @@ export { loadModelFile } from "./model-file";
 export { planChanges, describePlan } from "./plan";
 export { loadClientConfig, stewardHome } from "./client-config";
 export type { ClientConfig, ControllerEntry } from "./client-config";
-export { startLocalController } from "./local-controller";
+export { startLocalController } from "../controller";

@@ -1,6 +1,6 @@
 /** `steward status` in the shape Juju users read at a glance. */
 import type { ModelStatus } from "../api";
-import { table } from "./table";
+import { table } from "../api";
 
 export function formatStatusTabular(s: ModelStatus): string {
   const parts: string[] = [];

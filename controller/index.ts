@@ -14,3 +14,4 @@ export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAG
 export type { ControllerConfig } from "./config";
 export { stopProcess } from "./substrates/local";
 export type { AgentConfigFile } from "./substrates/local";
+export { controllerEntry, freePort, portFree, readPidFile, removeLocalController, startLocalController } from "./local-process";

@@ -288,7 +288,11 @@ ha("a replica lost for good is replaced from the spare pool; when the lost host 
     const c = await cluster().catch(() => undefined);
     const voters = c?.members.filter((m) => m.hasVote) ?? [];
     return c && voters.length === 3 && voters.every((m) => m.present) && voters.some((m) => m.host === spare.ip) ? c : undefined;
-  }, 180_000, 500).catch(async (err: unknown) => { t.log(JSON.stringify((await cluster().catch(() => undefined))?.keeper, null, 1)); throw err; });
+  }, 180_000, 500).catch(async (err: unknown) => {
+    t.log(JSON.stringify((await cluster().catch(() => undefined))?.keeper, null, 1));
+    t.log((await spare.exec("tail -40 /var/lib/steward/controller/controller.log; ls /var/lib/steward/controller")).stdout);
+    throw err;
+  });
   t.true((await writer.stop()) > 0);
   t.deepEqual(replaced.members.find((m) => m.name === lostName)?.state, "removed");
   t.true(replaced.keeper.history.some((e) => e.message.includes(`removing ${lostName}`)), "the removal is in the keeper's history");

@@ -120,7 +120,7 @@ export async function stageReplica(s: SshSession, name: string, files: Controlle
   const old = (await s.run(`cat ${CONTROLLER_DATA}/controller.json 2>/dev/null`, { sudo: true })).stdout;
   if (old && !old.includes(`"name": ${JSON.stringify(name)}`)) {
     note("removing an earlier controller's data from this host");
-    await s.must("removing old controller data", `kill "$(cat ${CONTROLLER_DATA}/supervisor.pid 2>/dev/null)" 2>/dev/null; systemctl stop steward-controller 2>/dev/null; pkill -f ${shellQuote(`data-dir ${CONTROLLER_DATA}`)}; pkill -x etcd; sleep 0.5; rm -rf ${CONTROLLER_DATA}`, { sudo: true });
+    await s.must("removing old controller data", removeControllerCommand(), { sudo: true });
   }
   return stageController(s, files, note, { etcd: true });
 }
@@ -133,4 +133,13 @@ export async function startReplica(s: SshSession, staged: Staged, plan: ReplicaI
   }
   note("replica configuration and certificate written");
   await startControllerService(s, staged, `Steward controller replica ${plan.name}`, note);
+}
+
+/** Stops the controller service and its etcd member on this host and deletes its data. */
+export async function uninstallController(s: SshSession): Promise<void> {
+  await s.must("removing the controller", `${removeControllerCommand()}; rm -f /etc/systemd/system/steward-controller.service; systemctl daemon-reload 2>/dev/null; true`, { sudo: true });
+}
+
+function removeControllerCommand(): string {
+  return `kill "$(cat ${CONTROLLER_DATA}/supervisor.pid 2>/dev/null)" 2>/dev/null; systemctl stop steward-controller 2>/dev/null; pkill -f ${shellQuote(`data-dir ${CONTROLLER_DATA}`)}; pkill -x etcd; sleep 0.5; rm -rf ${CONTROLLER_DATA}`;
 }

@@ -5,6 +5,6 @@ export type { HostFacts } from "./facts";
 export { installAgent, PATHS } from "./agent-installer";
 export { fileSha256, ensureNode, ensureFile } from "./runtime";
 export { ensureService } from "./service";
-export { CONTROLLER_DATA, installController, stageReplica, startReplica } from "./controller-installer";
+export { CONTROLLER_DATA, installController, stageReplica, startReplica, uninstallController } from "./controller-installer";
 export type { ControllerFiles, ControllerInstallPlan, ControllerInstallResult, ReplicaInstallPlan } from "./controller-installer";
 export type { AgentInstallPlan, AgentConfigContent, InstallResult } from "./agent-installer";

@@ -1,7 +1,7 @@
 import { Command, Option, UsageError } from "clipanion";
 import { StewardError } from "../../api";
 import { ModelCommand } from "../base-command";
-import { table } from "../table";
+import { table } from "../../api";
 import { parseDuration } from "../wait";
 import type { SshSpec } from "../ssh-options";
 import { parseSshTarget, readPrivateKey } from "../ssh-options";

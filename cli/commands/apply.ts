@@ -1,8 +1,9 @@
 import { Command, Option, UsageError } from "clipanion";
+import { waitForModelReady } from "../../api";
 import { createInterface } from "node:readline";
 import { ModelFileCommand } from "../base-command";
 import { applyChanges } from "../plan";
-import { parseDuration, waitForModelReady } from "../wait";
+import { parseDuration } from "../wait";
 
 export default class ApplyCommand extends ModelFileCommand {
   static override paths = [["apply"]];

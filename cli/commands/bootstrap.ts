@@ -2,13 +2,12 @@ import { Command, Option, UsageError } from "clipanion";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { install } from "../../agent";
-import { ControllerClient, Name } from "../../api";
-import { controllerFiles, initControllerDir } from "../../controller";
+import { ControllerClient, Name, waitForHealth, waitForVoters } from "../../api";
+import { controllerFiles, freePort, initControllerDir, portFree, startLocalController } from "../../controller";
 import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
-import { checkReplicaCount, replaceAfterSetting, waitForVoters } from "../ha";
+import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { parseDuration } from "../wait";
 import { BaseCommand } from "../base-command";
-import { freePort, portFree, startLocalController } from "../local-controller";
 
 export default class BootstrapCommand extends BaseCommand {
   static override paths = [["bootstrap"]];
@@ -119,12 +118,7 @@ export default class BootstrapCommand extends BaseCommand {
     this.progress(`Waiting for the controller API at ${res.addresses.join(", ")}`);
     const client = new ControllerClient({ addresses: res.addresses, caCert: res.caCert, user: "admin", password: res.adminPassword, timeoutMs: 3000 });
     try {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        if (await client.call("GET", "/v1/health").then(() => true, () => false)) break;
-        if (Date.now() > deadline) throw new UsageError(`the controller on ${target.host} did not answer on port ${port} within 60 s: is the port reachable from here? Its log is /var/lib/steward/controller/controller.log`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
+      await waitForHealth(client, 60_000, `is port ${port} of ${target.host} reachable from here? Its log is /var/lib/steward/controller/controller.log`);
       const token = await client.login();
       cfg.controllers[name] = { addresses: res.addresses, caCert: res.caCert, user: "admin", password: res.adminPassword, token };
       cfg.current = name;

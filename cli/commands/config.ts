@@ -2,7 +2,7 @@ import { Command, Option } from "clipanion";
 import { coerceConfigText } from "../../api";
 import type { ConfigOptionType } from "../../api";
 import { ModelCommand, parseAssignments } from "../base-command";
-import { table } from "../table";
+import { table } from "../../api";
 
 export default class ConfigCommand extends ModelCommand {
   static override paths = [["config"]];

@@ -1,7 +1,7 @@
 import { Command, Option } from "clipanion";
 import { ControllerClient } from "../../api";
 import { BaseCommand } from "../base-command";
-import { table } from "../table";
+import { table } from "../../api";
 
 export default class ControllersCommand extends BaseCommand {
   static override paths = [["controllers"]];

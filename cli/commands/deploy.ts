@@ -1,8 +1,8 @@
 import { Command, Option, UsageError } from "clipanion";
 import { resolve } from "node:path";
-import { coerceConfigText, readOperatorDir } from "../../api";
+import { coerceConfigText, readOperatorDir, waitForModelReady } from "../../api";
 import { ModelCommand, parseAssignments } from "../base-command";
-import { parseDuration, waitForModelReady } from "../wait";
+import { parseDuration } from "../wait";
 
 export default class DeployCommand extends ModelCommand {
   static override paths = [["deploy"]];

@@ -1,10 +1,7 @@
 import { Command, Option, UsageError } from "clipanion";
-import { readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
-import { ControllerClient } from "../../api";
-import { dataFiles, stopProcess } from "../../controller";
+import { ControllerClient, destroyAllModels } from "../../api";
+import { removeLocalController } from "../../controller";
 import { BaseCommand } from "../base-command";
-import { readPidFile } from "../local-controller";
 
 export default class DestroyControllerCommand extends BaseCommand {
   static override paths = [["destroy-controller"]];
@@ -34,39 +31,16 @@ export default class DestroyControllerCommand extends BaseCommand {
 
     const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), timeoutMs: 5000 });
     try {
-      const models = await client.listModels().catch(() => []);
-      for (const m of models) {
-        this.progress(`Destroying model ${m.name}`);
-        await client.destroyModel(m.name).catch(() => undefined);
-      }
-      const deadline = Date.now() + timeoutS * 1000;
-      while (Date.now() < deadline && (await client.listModels().catch(() => [])).length > 0) await new Promise((r) => setTimeout(r, 300));
-      for (const m of await client.listModels().catch(() => [])) {
-        this.progress(`Model ${m.name} did not finish in time; forcing`);
-        await client.destroyModel(m.name, true).catch(() => undefined);
-      }
+      await destroyAllModels(client, timeoutS * 1000, (l) => this.progress(l));
     } finally {
       client.close();
     }
     this.progress("Stopping the controller");
-    const pid = await readPidFile(join(entry.dataDir, dataFiles.pid));
-    if (pid) await stopProcess(pid);
-    await this.stopLeftoverAgents(join(entry.dataDir, dataFiles.machines));
-    await rm(entry.dataDir, { recursive: true, force: true });
+    await removeLocalController(entry.dataDir);
     delete cfg.controllers[this.name];
     if (cfg.current === this.name) delete cfg.current;
     await this.saveConfig(cfg);
     this.out(`Controller "${this.name}" destroyed.`);
     return 0;
-  }
-
-  /** Agents of machines whose removal did not finish (forced models). */
-  private async stopLeftoverAgents(machinesDir: string): Promise<void> {
-    for (const model of await readdir(machinesDir).catch(() => [] as string[])) {
-      for (const machine of await readdir(join(machinesDir, model)).catch(() => [] as string[])) {
-        const pid = await readPidFile(join(machinesDir, model, machine, "agent.pid"));
-        if (pid) await stopProcess(pid);
-      }
-    }
   }
 }

@@ -1,6 +1,7 @@
 import { Command, Option } from "clipanion";
+import { waitForVoters } from "../../api";
 import { ControllerCommand } from "../base-command";
-import { checkReplicaCount, replaceAfterSetting, waitForVoters } from "../ha";
+import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { sshHosts } from "../ssh-options";
 import { parseDuration } from "../wait";
 

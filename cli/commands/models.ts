@@ -1,6 +1,6 @@
 import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
-import { table } from "../table";
+import { table } from "../../api";
 
 export default class ModelsCommand extends ControllerCommand {
   static override paths = [["models"]];

@@ -1,12 +1,13 @@
 /** Starting and stopping a controller process on this host (local bootstrap). */
 import { spawn } from "node:child_process";
-import { open, readFile } from "node:fs/promises";
+import { open, readdir, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { ControllerClient, StewardError } from "../api";
-import { CONTROLLER_NODE_FLAGS, dataFiles } from "../controller";
+import { CONTROLLER_NODE_FLAGS, dataFiles } from "./config";
+import { stopProcess } from "./substrates/local";
 
-export const controllerEntry = (): string => join(__dirname, "..", "controller", "main.js");
+export const controllerEntry = (): string => join(__dirname, "main.js");
 
 /** True when `port` on `host` can be bound right now. */
 export function portFree(host: string, port: number): Promise<boolean> {
@@ -56,4 +57,19 @@ export async function startLocalController(dataDir: string, caCert: string, time
 export async function readPidFile(path: string): Promise<number | undefined> {
   const pid = Number((await readFile(path, "utf8").catch(() => "")).trim());
   return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+/** Stops a local controller and the agents it started, then deletes its data directory. */
+export async function removeLocalController(dataDir: string): Promise<void> {
+  const pid = await readPidFile(join(dataDir, dataFiles.pid));
+  if (pid) await stopProcess(pid);
+  // Agents of machines whose removal did not finish (forced models).
+  const machinesDir = join(dataDir, dataFiles.machines);
+  for (const model of await readdir(machinesDir).catch(() => [] as string[])) {
+    for (const machine of await readdir(join(machinesDir, model)).catch(() => [] as string[])) {
+      const agentPid = await readPidFile(join(machinesDir, model, machine, "agent.pid"));
+      if (agentPid) await stopProcess(agentPid);
+    }
+  }
+  await rm(dataDir, { recursive: true, force: true });
 }

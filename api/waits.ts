@@ -1,0 +1,96 @@
+/**
+ * Waiting on the controller from a client: for a model's units to settle, for a cluster to reach
+ * its voters, for a new controller to answer. Shared by the CLI and the Pulumi provider, so both
+ * report a timeout the same way (a table of what is not ready, and why).
+ */
+import type { ControllerClient } from "./client";
+import type { ClusterInfo } from "./client";
+import { StewardError } from "./errors";
+import type { ModelStatus, UnitStatusView } from "./status";
+import { unitIsReady } from "./status";
+import { table } from "./table";
+
+export interface WaitOptions {
+  /** Applications to wait for (default: all in the model). */
+  apps?: string[];
+  timeoutMs: number;
+  progress?: (line: string) => void;
+  signal?: AbortSignal;
+  /** When a unit counts as ready. @default active/idle ({@link unitIsReady}) */
+  ready?: (u: Pick<UnitStatusView, "workload" | "agent">) => boolean;
+  /** Milliseconds between polls. @default 300 */
+  intervalMs?: number;
+}
+
+/** Resolves when every unit of the chosen applications is active/idle and no unit is being removed. */
+export async function waitForModelReady(client: ControllerClient, model: string, o: WaitOptions): Promise<ModelStatus> {
+  const deadline = Date.now() + o.timeoutMs;
+  const seen = new Map<string, string>();
+  let last: ModelStatus | undefined;
+  while (Date.now() < deadline && !o.signal?.aborted) {
+    last = await client.status(model);
+    const units = unitsOf(last, o.apps);
+    for (const u of units) {
+      const line = `${u.workload.current}/${u.agent.current}${u.workload.message ? ` ${u.workload.message}` : ""}`;
+      if (seen.get(u.name) !== line) { seen.set(u.name, line); o.progress?.(`  ${u.name.padEnd(14)} ${line}`); }
+    }
+    const appsSettled = (o.apps ?? Object.keys(last.applications)).every((a) => last!.applications[a]?.life !== "dying");
+    if (appsSettled && units.every((u) => (o.ready ?? unitIsReady)(u) && u.life === "alive")) return last;
+    await new Promise((r) => setTimeout(r, o.intervalMs ?? 300));
+  }
+  throw notReadyError(last, o.apps, `timed out after ${Math.round(o.timeoutMs / 1000)} s waiting for units to be ${o.ready ? "ready" : "active/idle"}`, o.ready);
+}
+
+/** The units of `apps` that are not active/idle in `status`, as a table with their messages. */
+export function notReadyError(status: ModelStatus | undefined, apps: string[] | undefined, why: string, ready = unitIsReady): StewardError {
+  const notReady = status ? unitsOf(status, apps).filter((u) => !ready(u)) : [];
+  const rows = notReady.map((u) => [u.name, u.workload.current, u.agent.current, u.workload.message || u.agent.message]);
+  return new StewardError("unavailable", `${why}; not ready:\n${table(["Unit", "Workload", "Agent", "Message"], rows)}`, { details: { notReady: notReady.map((u) => u.name) } });
+}
+
+export function unitsOf(s: ModelStatus, apps?: string[]): UnitStatusView[] {
+  return Object.values(s.applications).filter((a) => !apps || apps.includes(a.name)).flatMap((a) => Object.values(a.units));
+}
+
+/** Resolves with the cluster once `voters` healthy voters exist; reports each new keeper message. */
+export async function waitForVoters(client: ControllerClient, voters: number, timeoutMs: number, progress?: (line: string) => void): Promise<ClusterInfo> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  let cluster: ClusterInfo | undefined;
+  while (Date.now() < deadline) {
+    // The controller restarts while it moves into etcd: keep asking.
+    cluster = (await client.controllerInfo().catch(() => undefined))?.cluster ?? cluster;
+    if (cluster) {
+      const line = cluster.keeper.message;
+      if (line && line !== last) { last = line; progress?.(`  ${line}`); }
+      const healthy = cluster.members.filter((m) => m.hasVote && m.present).length;
+      if (cluster.store === "etcd" && healthy >= voters && !cluster.members.some((m) => m.learner)) return cluster;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new StewardError("unavailable", `the controller did not reach ${voters} healthy voters within ${Math.round(timeoutMs / 1000)} s; last: ${last || "no answer"}. See steward show-controller`);
+}
+
+/** Resolves once the controller answers its health check; `hint` ends the timeout message. */
+export async function waitForHealth(client: ControllerClient, timeoutMs: number, hint: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await client.call("GET", "/v1/health").then(() => true, () => false)) return;
+    if (Date.now() > deadline) throw new StewardError("unavailable", `the controller did not answer within ${Math.round(timeoutMs / 1000)} s: ${hint}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Destroys every model cleanly (stop and remove hooks run), forcing those not gone within `timeoutMs`. */
+export async function destroyAllModels(client: ControllerClient, timeoutMs: number, progress?: (line: string) => void): Promise<void> {
+  for (const m of await client.listModels().catch(() => [])) {
+    progress?.(`Destroying model ${m.name}`);
+    await client.destroyModel(m.name).catch(() => undefined);
+  }
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && (await client.listModels().catch(() => [])).length > 0) await new Promise((r) => setTimeout(r, 300));
+  for (const m of await client.listModels().catch(() => [])) {
+    progress?.(`Model ${m.name} did not finish in time; forcing`);
+    await client.destroyModel(m.name, true).catch(() => undefined);
+  }
+}

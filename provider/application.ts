@@ -1,0 +1,64 @@
+import * as pulumi from "@pulumi/pulumi";
+import { readOperatorDir } from "../api";
+import type { ControllerConnection } from "./connection";
+import type { Model } from "./model";
+import { shims } from "./shim";
+import { TYPE_MODULE, withSecretOutputs } from "./secrets";
+
+export interface ApplicationArgs {
+  model: Model;
+  /** @default the resource name */
+  name?: pulumi.Input<string>;
+  /** The operator directory (holding operator.yaml), relative to the program. Changed content upgrades the application. */
+  operator: string;
+  /** @default 1 */
+  units?: pulumi.Input<number>;
+  /** Place one unit on each of these machines (Machine `machineId`s) instead of giving `units`. */
+  machines?: pulumi.Input<pulumi.Input<string>[]>;
+  config?: pulumi.Input<Record<string, pulumi.Input<string | number | boolean>>>;
+  /** `active`: wait until every unit is active/idle (and fail with a table of those that are not). @default "active" */
+  waitFor?: pulumi.Input<"active" | "none">;
+  /** How long create and update wait for the units. @default 600 */
+  timeoutSeconds?: pulumi.Input<number>;
+  /** @default 600 */
+  deleteTimeoutSeconds?: pulumi.Input<number>;
+  /** On destroy, remove without hooks when the units are not gone in time. @default false */
+  forceDelete?: pulumi.Input<boolean>;
+  /** Take over an application of this name that already exists instead of failing. */
+  adopt?: pulumi.Input<boolean>;
+}
+
+/** An operator deployed to units in a model. */
+export class Application extends pulumi.dynamic.Resource {
+  declare readonly name: pulumi.Output<string>;
+  declare readonly model: pulumi.Output<string>;
+  /** New for each deployment of the application (integrations are recreated when it changes). */
+  declare readonly uid: pulumi.Output<string>;
+  declare readonly units: pulumi.Output<number>;
+  declare readonly unitNames: pulumi.Output<string[]>;
+  declare readonly operatorVersion: pulumi.Output<string>;
+  declare readonly status: pulumi.Output<string>;
+  declare readonly connection: pulumi.Output<ControllerConnection>;
+
+  constructor(name: string, args: ApplicationArgs, opts?: pulumi.CustomResourceOptions) {
+    const path = args.operator;
+    // The content hash is taken here, so a changed directory shows in the preview as an upgrade;
+    // an unreadable one is reported by the provider's check, naming the field.
+    const operator = readOperatorDir(path).then((r) => ({ path, hash: r.hash }), () => ({ path, hash: "" }));
+    super(shims.application, name, {
+      uid: undefined, unitNames: undefined, operatorVersion: undefined, status: undefined, configDefaults: undefined,
+      connection: pulumi.secret(args.model.connection),
+      model: args.model.name,
+      name: args.name ?? name,
+      operator,
+      units: args.units ?? (args.machines ? pulumi.output(args.machines).apply((m) => m.length) : 1),
+      ...(args.machines !== undefined ? { machines: args.machines } : {}),
+      config: args.config ?? {},
+      waitFor: args.waitFor ?? "active",
+      timeoutSeconds: args.timeoutSeconds ?? 600,
+      deleteTimeoutSeconds: args.deleteTimeoutSeconds ?? 600,
+      forceDelete: args.forceDelete ?? false,
+      adopt: args.adopt ?? false,
+    }, withSecretOutputs(opts, ["connection"]), TYPE_MODULE, "Application");
+  }
+}

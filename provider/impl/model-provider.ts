@@ -1,0 +1,90 @@
+/** The Model resource: a model on a controller, with its settings; adopted by name when asked. */
+import type { ControllerConnection } from "../connection";
+import { Failures } from "./checks";
+import { changed, clientFor, isConflict, isNotFound, until } from "./session";
+import { plain, sameValue } from "./values";
+
+export interface ModelInputs {
+  connection: ControllerConnection;
+  name: string;
+  config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean };
+  adopt: boolean;
+  /** On delete, force removal (no stop hooks) when the model is not gone within `deleteTimeoutSeconds`. */
+  forceDelete: boolean;
+  deleteTimeoutSeconds: number;
+}
+export interface ModelOutputs extends ModelInputs { uuid: string }
+
+const MODEL_SETTINGS = ["updateStatusInterval", "automaticallyRetryHooks"] as const;
+
+export const modelProvider = {
+  async check(_olds: ModelInputs, news: ModelInputs) {
+    const f = new Failures();
+    f.connection(news.connection);
+    f.name("name", news.name, "model name");
+    f.unknownKeys("config", news.config, MODEL_SETTINGS);
+    f.wholeNumber("config.updateStatusInterval", news.config?.updateStatusInterval, 1, 3600);
+    f.oneOf("config.automaticallyRetryHooks", news.config?.automaticallyRetryHooks, [true, false]);
+    f.wholeNumber("deleteTimeoutSeconds", news.deleteTimeoutSeconds, 0, 86400);
+    return { inputs: news, failures: f.list };
+  },
+
+  async diff(_id: string, olds: ModelOutputs, news: ModelInputs) {
+    const replaces = olds.name !== news.name ? ["name"] : [];
+    const changes = replaces.length > 0 || !sameValue(olds.config, news.config) || !sameValue(olds.connection, news.connection)
+      || olds.forceDelete !== news.forceDelete || olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds || olds.adopt !== news.adopt;
+    return { changes, replaces, deleteBeforeReplace: true };
+  },
+
+  async create(inputs: ModelInputs) {
+    const client = clientFor(inputs.connection);
+    let uuid: string;
+    try {
+      uuid = (await client.createModel(inputs.name, inputs.config)).uuid;
+    } catch (e) {
+      if (!isConflict(e)) throw e;
+      if (!inputs.adopt) throw new Error(`model "${inputs.name}" already exists on the controller: set adopt: true to take it over, or choose another name`);
+      await client.updateModel(inputs.name, inputs.config);
+      uuid = (await client.listModels()).find((m) => m.name === inputs.name)!.uuid;
+    }
+    return { id: uuid, outs: plain({ ...inputs, uuid }) };
+  },
+
+  async read(id: string, props: ModelOutputs) {
+    const models = await clientFor(props.connection).listModels();
+    const found = models.find((m) => m.uuid === id);
+    if (!found || found.life !== "alive") return {};
+    // The controller keeps only what was set; report the settings this program manages.
+    return { id, props: plain({ ...props, name: found.name }), inputs: plain(inputsOf({ ...props, name: found.name })) };
+  },
+
+  async update(_id: string, olds: ModelOutputs, news: ModelInputs) {
+    if (!sameValue(olds.config, news.config)) await clientFor(news.connection).updateModel(news.name, news.config);
+    return { outs: plain({ ...news, uuid: olds.uuid }) };
+  },
+
+  async delete(id: string, props: ModelOutputs) {
+    const client = clientFor(props.connection);
+    const gone = async (): Promise<boolean> => !(await client.listModels()).some((m) => m.uuid === id);
+    try {
+      await client.destroyModel(props.name);
+    } catch (e) {
+      if (isNotFound(e)) return;
+      throw e;
+    }
+    changed(props.connection, props.name);
+    const timeoutMs = (props.deleteTimeoutSeconds ?? 600) * 1000;
+    try {
+      await until(`model "${props.name}" to be destroyed (stop and remove hooks run on each unit)`, timeoutMs, gone);
+    } catch (e) {
+      if (!props.forceDelete) throw new Error(`${(e as Error).message}; set forceDelete: true to remove it without its hooks`);
+      await client.destroyModel(props.name, true);
+      await until(`model "${props.name}" to be removed by force`, 60_000, gone);
+    }
+  },
+};
+
+function inputsOf(o: ModelOutputs): ModelInputs {
+  const { uuid: _uuid, ...inputs } = o;
+  return inputs;
+}

@@ -1,0 +1,24 @@
+/**
+ * @module provider
+ * Steward's Pulumi resources: `Controller`, `Model`, `Machine`, `Application` and `Integration`.
+ * Each is a dynamic resource whose serialized provider only names the implementation (impl/), so
+ * the state holds no client and no secret; credentials travel as secret inputs and outputs.
+ *
+ * ```ts
+ * const ctl = new Controller("ctl", { substrate: "local" });
+ * const model = new Model("demo", { connection: ctl.connection });
+ * const web = new Application("web", { model, operator: "./operators/hello-http", units: 2 });
+ * ```
+ */
+export { Controller } from "./controller";
+export type { ControllerArgs } from "./controller";
+export { Model } from "./model";
+export type { ModelArgs } from "./model";
+export { Machine } from "./machine";
+export type { MachineArgs } from "./machine";
+export { Application } from "./application";
+export type { ApplicationArgs } from "./application";
+export { Integration } from "./integration";
+export type { IntegrationArgs, IntegrationEnd } from "./integration";
+export type { ControllerConnection, SshHost, ReplicaCount } from "./connection";
+export { shims } from "./shim";

@@ -1,0 +1,37 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { ControllerConnection } from "./connection";
+import { shims } from "./shim";
+import { TYPE_MODULE, withSecretOutputs } from "./secrets";
+
+export interface ModelArgs {
+  /** The controller's `connection` output (or the same shape for a controller made elsewhere). */
+  connection: pulumi.Input<ControllerConnection>;
+  /** @default the resource name */
+  name?: pulumi.Input<string>;
+  config?: pulumi.Input<{ updateStatusInterval?: pulumi.Input<number>; automaticallyRetryHooks?: pulumi.Input<boolean> }>;
+  /** Take over a model of this name that already exists instead of failing. */
+  adopt?: pulumi.Input<boolean>;
+  /** On destroy, remove without hooks when the model is not gone within `deleteTimeoutSeconds`. @default false */
+  forceDelete?: pulumi.Input<boolean>;
+  /** @default 600 */
+  deleteTimeoutSeconds?: pulumi.Input<number>;
+}
+
+/** A model: the space applications, machines and integrations live in. */
+export class Model extends pulumi.dynamic.Resource {
+  declare readonly name: pulumi.Output<string>;
+  declare readonly uuid: pulumi.Output<string>;
+  declare readonly connection: pulumi.Output<ControllerConnection>;
+
+  constructor(name: string, args: ModelArgs, opts?: pulumi.CustomResourceOptions) {
+    super(shims.model, name, {
+      uuid: undefined,
+      connection: pulumi.secret(args.connection),
+      name: args.name ?? name,
+      config: args.config ?? {},
+      adopt: args.adopt ?? false,
+      forceDelete: args.forceDelete ?? false,
+      deleteTimeoutSeconds: args.deleteTimeoutSeconds ?? 600,
+    }, withSecretOutputs(opts, ["connection"]), TYPE_MODULE, "Model");
+  }
+}
