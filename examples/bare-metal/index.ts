@@ -1,0 +1,18 @@
+/** `pulumi up` entry point: reads the hosts and the key from stack config (see README.md). */
+import * as pulumi from "@pulumi/pulumi";
+import { join } from "node:path";
+import type { SshHost } from "../../provider";
+import { bareMetal } from "./stack";
+
+const config = new pulumi.Config("steward");
+const out = bareMetal({
+  controllers: config.requireObject<SshHost[]>("controllers"),
+  spares: config.getObject<SshHost[]>("spares") ?? [],
+  workers: config.requireObject<SshHost[]>("workers"),
+  privateKey: config.requireSecret("privateKey"),
+  operatorsDir: config.get("operatorsDir") ?? join(__dirname, "..", "..", "..", "operators"),
+});
+
+export const addresses = out.addresses;
+export const leader = out.leader;
+export const webUnits = out.webUnits;
