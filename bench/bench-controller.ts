@@ -9,6 +9,8 @@ import { initControllerDir, stopProcess } from "../controller";
 export interface BenchController {
   addresses: string[];
   caCert: string;
+  /** The admin password. */
+  password: string;
   pid: number;
   client: ControllerClient;
   /** uuid of the model created for the benchmark. */
@@ -24,7 +26,7 @@ export async function benchController(modelName: string): Promise<BenchControlle
   const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
   const { uuid } = await client.createModel(modelName);
   return {
-    addresses, caCert: init.caCert, pid, client, uuid,
+    addresses, caCert: init.caCert, password: init.adminPassword!, pid, client, uuid,
     async stop() { client.close(); await stopProcess(pid); await rm(dir, { recursive: true, force: true }); },
   };
 }

@@ -11,11 +11,12 @@ import { benchControllerScale } from "./controller-scale";
 import { benchDemo } from "./demo-time";
 import { benchStore } from "./store-throughput";
 import { benchHaHostFailover } from "./ha-host-failover";
+import { benchProviderRefresh } from "./provider-refresh";
 
 const all: Record<string, () => Promise<void>> = {
   store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo,
   "config-fanout": benchConfigFanout, leadership: benchLeadership, "ssh-install": benchSshInstall, "leader-failover": benchLeaderFailover,
-  "ha-host-failover": benchHaHostFailover,
+  "ha-host-failover": benchHaHostFailover, "provider-refresh": benchProviderRefresh,
 };
 
 async function main(): Promise<void> {
