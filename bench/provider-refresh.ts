@@ -5,8 +5,8 @@
  */
 import { join } from "node:path";
 import { readOperatorDir } from "../api";
-import { providers, requestCount } from "../provider/impl";
-import type { ApplicationOutputs } from "../provider/impl/application-provider";
+import { implementations as providers, requestCount } from "../provider";
+import type { ApplicationOutputs } from "../provider";
 import { benchController } from "./bench-controller";
 
 export async function benchProviderRefresh(): Promise<void> {

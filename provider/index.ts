@@ -22,3 +22,6 @@ export { Integration } from "./integration";
 export type { IntegrationArgs, IntegrationEnd } from "./integration";
 export type { ControllerConnection, SshHost, ReplicaCount } from "./connection";
 export { shims } from "./shim";
+/** The implementations the provider process runs, for benchmarks that call them directly. */
+export { providers as implementations, requestCount } from "./impl";
+export type { ApplicationOutputs } from "./impl/application-provider";

@@ -54,7 +54,6 @@ test("the bare-metal example declares an HA controller, a model, machines, two a
   t.deepEqual(unwrap(byName.get("web-checker")!.inputs.applicationUids), ["uid-web", "uid-checker"]);
 
   // Each serialized provider loads on its own (as in the provider process) and its check accepts the example.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const requireFromString = require("require-from-string") as (code: string) => { handler: () => pulumi.dynamic.ResourceProvider };
   for (const r of registered) {
     const { __provider: text, ...inputs } = unwrap(r.inputs) as Record<string, unknown>;

@@ -2,7 +2,7 @@
  * The bare-metal stack: a 3-replica controller on SSH hosts with spares for the quorum keeper, a
  * model with two machines, a web application on them, a checker integrated with it.
  */
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import { join } from "node:path";
 import { Application, Controller, Integration, Machine, Model } from "../../provider";
 import type { SshHost } from "../../provider";
