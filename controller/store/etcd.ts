@@ -79,7 +79,9 @@ export class EtcdStore implements Store {
       hosts: o.endpoints,
       dialTimeout: 3000,
       ...(o.tls ? { credentials: { rootCertificate: Buffer.from(o.tls.caCert), certChain: Buffer.from(o.tls.cert), privateKey: Buffer.from(o.tls.key) } } : {}),
-      grpcOptions: { "grpc.keepalive_time_ms": 10_000, "grpc.keepalive_timeout_ms": 5_000 },
+      // A replica's first read of the keyspace can pass gRPC's 4 MiB default (a replacement
+      // replica failed to start on a 9.4 MB answer); requests stay under etcd's 1.5 MiB limit.
+      grpcOptions: { "grpc.keepalive_time_ms": 10_000, "grpc.keepalive_timeout_ms": 5_000, "grpc.max_receive_message_length": 256 * 1024 * 1024 },
       // No client-side retries or circuit breaker: callers decide (every write is a conditional
       // transaction), and a breaker left open would keep refusing for a while after quorum returns.
       faultHandling: { host: () => noop, global: noop },
