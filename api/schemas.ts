@@ -7,6 +7,10 @@ import { invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 
 export { NAME_PATTERN };
+/** A host name or IP address, as SSH targets take it. */
+export const HOST_PATTERN = /^[A-Za-z0-9.:_-]+$/;
+/** An SSH host key fingerprint as `ssh-keygen -lf` prints it. */
+export const HOST_KEY_PATTERN = /^SHA256:[A-Za-z0-9+/]{43}$/;
 const nameRule = "lower-case letters, digits and single hyphens, starting with a letter, at most 63 characters";
 
 export const Name = z.string().max(63).regex(NAME_PATTERN, { message: `must be ${nameRule}` });
@@ -54,20 +58,20 @@ export const AddUnitsRequest = z.strictObject({
   to: z.array(MachineId).optional(),
 });
 export const SshTargetSchema = z.strictObject({
-  host: z.string().min(1).max(255).regex(/^[A-Za-z0-9.:_-]+$/, { message: "must be a host name or IP address" }),
+  host: z.string().min(1).max(255).regex(HOST_PATTERN, { message: "must be a host name or IP address" }),
   port: z.number().int().min(1).max(65535).default(22),
   user: z.string().min(1).max(64).regex(/^[a-z_][a-z0-9_.-]*$/, { message: "must be a user name" }),
   /** The private key's content; used for this install only, never stored. */
   privateKey: z.string().min(1).max(64 * 1024),
   passphrase: z.string().max(1024).optional(),
-  hostKey: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, { message: "must be a fingerprint such as SHA256:abc… (ssh-keygen -lf the host's key)" }).optional(),
+  hostKey: z.string().regex(HOST_KEY_PATTERN, { message: "must be a fingerprint such as SHA256:abc… (ssh-keygen -lf the host's key)" }).optional(),
   trustOnFirstUse: z.boolean().optional(),
   /** A bastion to reach the host through (same private key; its host key must be pinned). */
   jump: z.strictObject({
-    host: z.string().min(1).max(255).regex(/^[A-Za-z0-9.:_-]+$/),
+    host: z.string().min(1).max(255).regex(HOST_PATTERN),
     port: z.number().int().min(1).max(65535).default(22),
     user: z.string().min(1).max(64).regex(/^[a-z_][a-z0-9_.-]*$/),
-    hostKey: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, { message: "must be the jump host's fingerprint, SHA256:…" }),
+    hostKey: z.string().regex(HOST_KEY_PATTERN, { message: "must be the jump host's fingerprint, SHA256:…" }),
   }).optional(),
 });
 /** Hosts for controller replicas: kept by the controller (as spares) until used, so the key is stored. */

@@ -89,3 +89,12 @@ export const workloadSeverity: Record<WorkloadStatus, number> = {
 export function unitIsReady(u: Pick<UnitStatusView, "workload" | "agent">): boolean {
   return u.workload.current === "active" && u.agent.current === "idle";
 }
+
+/**
+ * Whether an integration joins the two endpoints of `pair` (either order); a bare `app` matches
+ * any endpoint of that application.
+ */
+export function integrationJoins(pair: readonly [string, string], i: { provider: string; requirer: string }): boolean {
+  const fits = (ref: string, ep: string): boolean => (ref.includes(":") ? ref === ep : ref === ep.split(":")[0]);
+  return (fits(pair[0], i.provider) && fits(pair[1], i.requirer)) || (fits(pair[1], i.provider) && fits(pair[0], i.requirer));
+}

@@ -1,6 +1,6 @@
 /** The changes that take a model from what the controller has to what a model file says. */
 import type { ControllerClient, ModelStatus } from "../api";
-import { StewardError } from "../api";
+import { StewardError, integrationJoins } from "../api";
 import type { DesiredApplication, ModelDefinition } from "./model-file";
 
 export type Change =
@@ -40,11 +40,8 @@ export function planChanges(def: ModelDefinition, model: string, actual: ModelSt
     if (alive.length > want.units) changes.push({ kind: "remove-units", app: want.name, units: alive.slice(want.units), from: alive.length });
   }
   const existing = (actual?.integrations ?? []).filter((i) => i.type === "regular" && i.life === "alive");
-  const fits = (ref: string, ep: string): boolean => (ref.includes(":") ? ref === ep : ref === ep.split(":")[0]);
-  const same = (pair: [string, string], i: { provider: string; requirer: string }): boolean =>
-    (fits(pair[0], i.provider) && fits(pair[1], i.requirer)) || (fits(pair[1], i.provider) && fits(pair[0], i.requirer));
-  for (const pair of def.integrations) if (!existing.some((i) => same(pair, i))) changes.push({ kind: "integrate", a: pair[0], b: pair[1] });
-  for (const i of existing) if (!def.integrations.some((pair) => same(pair, i))) changes.push({ kind: "remove-integration", a: i.provider, b: i.requirer });
+  for (const pair of def.integrations) if (!existing.some((i) => integrationJoins(pair, i))) changes.push({ kind: "integrate", a: pair[0], b: pair[1] });
+  for (const i of existing) if (!def.integrations.some((pair) => integrationJoins(pair, i))) changes.push({ kind: "remove-integration", a: i.provider, b: i.requirer });
   const wanted = new Set(def.applications.map((a) => a.name));
   for (const [name, have] of Object.entries(apps)) if (!wanted.has(name) && have.life === "alive") changes.push({ kind: "remove-application", app: name });
   return changes;

@@ -6,23 +6,13 @@ import test from "ava";
 import * as pulumi from "@pulumi/pulumi";
 import { join } from "node:path";
 import { bareMetal } from "../examples/bare-metal/stack";
+import { SECRET_SIG, unwrapSecrets as unwrap } from "./harness/pulumi-engine";
 
 const repo = join(__dirname, "..", "..");
-const SECRET_SIG = "4dabf18193072939515e22adb298388d";
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nexample-not-a-real-key\n-----END OPENSSH PRIVATE KEY-----\n";
 const host = (n: number): { host: string; hostKey: string } => ({ host: `10.0.0.${n}`, hostKey: `SHA256:${"A".repeat(42)}${n % 10}` });
 
 interface Registered { type: string; name: string; inputs: Record<string, unknown> }
-
-function unwrap(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(unwrap);
-  if (v && typeof v === "object") {
-    const o = v as Record<string, unknown>;
-    if (SECRET_SIG in o) return unwrap(o.value);
-    return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, unwrap(x)]));
-  }
-  return v;
-}
 
 test("the bare-metal example declares an HA controller, a model, machines, two applications and their integration", async (t) => {
   const registered: Registered[] = [];

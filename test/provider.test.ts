@@ -9,6 +9,7 @@ import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promi
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControllerClient } from "../api";
+import type { ModelStatus } from "../api";
 import type { ControllerConnection } from "../provider";
 import { Application, Controller, Integration, Model } from "../provider";
 import { cliRunner } from "./harness/cli";
@@ -42,9 +43,15 @@ function program(s: Shape): () => void {
 }
 
 const connection = (): ControllerConnection => engine.get("ctl")!.outputs.connection as ControllerConnection;
-function client(): ControllerClient {
+/** Model "pm" as the controller has it, asked with the stack's own connection output. */
+async function modelStatus(): Promise<ModelStatus> {
   const c = connection();
-  return new ControllerClient({ addresses: c.addresses, caCert: c.caCert, user: c.user, password: c.password });
+  const client = new ControllerClient({ addresses: c.addresses, caCert: c.caCert, user: c.user, password: c.password });
+  try {
+    return await client.status("pm");
+  } finally {
+    client.close();
+  }
 }
 
 test.before(async () => {
@@ -77,17 +84,12 @@ test.serial("up from nothing: controller, model, two applications and their inte
   const r = await engine.up(program({ webUnits: 2, greeting: "hi" }));
   t.deepEqual(r.errors, []);
   t.deepEqual(r.created.sort(), ["checker", "ctl", "pm", "web", "web-checker"]);
-  const c = client();
-  try {
-    const s = await c.status("pm");
-    const units = Object.values(s.applications).flatMap((a) => Object.values(a.units));
-    t.is(units.length, 3);
-    t.true(units.every((u) => u.workload.current === "active" && u.agent.current === "idle"), JSON.stringify(units.map((u) => [u.name, u.workload.current, u.agent.current])));
-    t.is(s.applications.web!.config.greeting, "hi");
-    t.is(s.integrations.filter((i) => i.type === "regular").length, 1);
-  } finally {
-    c.close();
-  }
+  const s = await modelStatus();
+  const units = Object.values(s.applications).flatMap((a) => Object.values(a.units));
+  t.is(units.length, 3);
+  t.true(units.every((u) => u.workload.current === "active" && u.agent.current === "idle"), JSON.stringify(units.map((u) => [u.name, u.workload.current, u.agent.current])));
+  t.is(s.applications.web!.config.greeting, "hi");
+  t.is(s.integrations.filter((i) => i.type === "regular").length, 1);
   // A second up with nothing changed does nothing.
   const again = await engine.up(program({ webUnits: 2, greeting: "hi" }));
   t.deepEqual(again.errors, []);
@@ -114,14 +116,9 @@ test.serial("scaling and a config change are updates, not replacements", async (
   t.deepEqual(r.errors, []);
   t.deepEqual(r.updated, ["web"]);
   t.deepEqual(r.replaced, []);
-  const c = client();
-  try {
-    const web = (await c.status("pm")).applications.web!;
-    t.is(Object.keys(web.units).length, 3);
-    t.is(web.config.greeting, "hello");
-  } finally {
-    c.close();
-  }
+  const web = (await modelStatus()).applications.web!;
+  t.is(Object.keys(web.units).length, 3);
+  t.is(web.config.greeting, "hello");
 });
 
 test.serial("scaling by hand with the steward CLI shows as drift on refresh, and up puts it back", async (t) => {
@@ -147,14 +144,9 @@ test.serial("scaling by hand with the steward CLI shows as drift on refresh, and
   const r = await engine.up(program({ webUnits: 3, greeting: "hello" }));
   t.deepEqual(r.errors, []);
   t.deepEqual(r.updated, ["web"]);
-  const cl = client();
-  try {
-    const s = (await cl.status("pm")).applications.web!;
-    t.is(Object.values(s.units).filter((u) => u.life === "alive").length, 3);
-    t.is(s.config.greeting, "hello");
-  } finally {
-    cl.close();
-  }
+  const s = (await modelStatus()).applications.web!;
+  t.is(Object.values(s.units).filter((u) => u.life === "alive").length, 3);
+  t.is(s.config.greeting, "hello");
 });
 
 test.serial("changed operator content upgrades the application in place", async (t) => {
@@ -182,12 +174,7 @@ test.serial("a unit stuck in error fails the up with a table of units, and the s
   const again = await engine.up(program({ webUnits: 3, greeting: "hello", broken: true }));
   t.deepEqual(again.created, []);
   t.true(again.errors.some((e) => e.name === "broken"));
-  const c = client();
-  try {
-    t.deepEqual(Object.keys((await c.status("pm")).applications.broken!.units), ["broken/0"]);
-  } finally {
-    c.close();
-  }
+  t.deepEqual(Object.keys((await modelStatus()).applications.broken!.units), ["broken/0"]);
   // Dropping it from the program removes it (forced: its unit cannot run its hooks).
   const removed = await engine.up(program({ webUnits: 3, greeting: "hello" }));
   t.deepEqual(removed.errors, []);

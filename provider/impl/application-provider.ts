@@ -180,7 +180,7 @@ async function settle(client: ControllerClient, id: string, inputs: ApplicationI
   const outs = (await observe(inputs, uid)) ?? { ...inputs, uid, unitNames: [], operatorVersion: info.operator.version, status: "unknown", configDefaults: {} };
   // What the program asked for is what the state keeps as inputs; the observed scale goes out as outputs.
   const result = plain({ ...outs, ...withoutDrift(inputs), uid });
-  if (failure) throw new PartialFailure(id, result as unknown as Record<string, unknown>, [`application "${inputs.name}": ${failure.message}`]);
+  if (failure) throw new PartialFailure(id, result, [`application "${inputs.name}": ${failure.message}`]);
   return result;
 }
 
@@ -251,7 +251,7 @@ function inputsOf(o: ApplicationOutputs): ApplicationInputs {
 
 /** The settings a read cannot observe (they live only in the program): kept from the inputs. */
 function withoutDrift(i: ApplicationInputs): Partial<ApplicationInputs> {
-  return { connection: i.connection, waitFor: i.waitFor, timeoutSeconds: i.timeoutSeconds, deleteTimeoutSeconds: i.deleteTimeoutSeconds, forceDelete: i.forceDelete, adopt: i.adopt, ...("__provider" in i ? { __provider: (i as unknown as Record<string, unknown>).__provider } : {}) } as Partial<ApplicationInputs>;
+  return { connection: i.connection, waitFor: i.waitFor, timeoutSeconds: i.timeoutSeconds, deleteTimeoutSeconds: i.deleteTimeoutSeconds, forceDelete: i.forceDelete, adopt: i.adopt, ...("__provider" in i ? { __provider: i.__provider } : {}) } as Partial<ApplicationInputs>;
 }
 
 const unitNo = (u: string): number => Number(u.slice(u.indexOf("/") + 1));

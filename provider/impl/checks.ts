@@ -1,5 +1,5 @@
 /** `check` helpers: failures as data, each naming its field, with unknown (preview) values let through. */
-import { NAME_PATTERN } from "../../api";
+import { HOST_KEY_PATTERN, HOST_PATTERN, NAME_PATTERN } from "../../api";
 import { isUnknown } from "./values";
 
 export interface CheckFailure { property: string; reason: string }
@@ -23,6 +23,17 @@ export class Failures {
     if (typeof c.caCert !== "string" || !c.caCert.includes("BEGIN CERTIFICATE")) this.add("connection.caCert", "must be the controller CA's PEM certificate");
     if (typeof c.user !== "string" || !c.user) this.add("connection.user", "required");
     if (typeof c.password !== "string" || !c.password) this.add("connection.password", "required");
+  }
+
+  /** An SSH host: address, optional port, and a pinned host key (required: keys are always verified). */
+  sshHost(property: string, h: unknown): void {
+    if (isUnknown(h)) return;
+    const host = h as { host?: unknown; port?: unknown; hostKey?: unknown } | undefined;
+    if (!HOST_PATTERN.test(String(host?.host ?? ""))) this.add(`${property}.host`, "must be a host name or IP address");
+    this.wholeNumber(`${property}.port`, host?.port, 1, 65535);
+    if (!isUnknown(host?.hostKey) && !HOST_KEY_PATTERN.test(String(host?.hostKey ?? ""))) {
+      this.add(`${property}.hostKey`, "required: the host key's fingerprint, SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host); host keys are always verified");
+    }
   }
 
   wholeNumber(property: string, value: unknown, min: number, max: number): void {

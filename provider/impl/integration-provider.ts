@@ -3,7 +3,7 @@
  * applications' `uid`s, so replacing an application replaces its integrations too (what
  * terraform-provider-juju users have to wire by hand with replace_triggered_by).
  */
-import { waitForModelReady } from "../../api";
+import { EndpointRef, integrationJoins, waitForModelReady } from "../../api";
 import type { IntegrationStatusView } from "../../api";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
@@ -22,8 +22,6 @@ export interface IntegrationInputs {
 }
 export interface IntegrationOutputs extends IntegrationInputs { integrationId: number; interface: string }
 
-const ENDPOINT = /^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)?$/;
-
 export const integrationProvider = {
   async check(_olds: IntegrationInputs, news: IntegrationInputs) {
     const f = new Failures();
@@ -31,7 +29,7 @@ export const integrationProvider = {
     f.name("model", news.model, "model name");
     f.wholeNumber("timeoutSeconds", news.timeoutSeconds, 0, 7 * 86400);
     if (!Array.isArray(news.endpoints) || news.endpoints.length !== 2) f.add("endpoints", "must be two endpoints, app or app:endpoint");
-    else news.endpoints.forEach((e, i) => { if (!isUnknown(e) && !ENDPOINT.test(String(e))) f.add(`endpoints[${i}]`, `${JSON.stringify(e)} must be app or app:endpoint`); });
+    else news.endpoints.forEach((e, i) => { if (!isUnknown(e) && !EndpointRef.safeParse(e).success) f.add(`endpoints[${i}]`, `${JSON.stringify(e)} must be app or app:endpoint`); });
     return { inputs: news, failures: f.list };
   },
 
@@ -53,7 +51,7 @@ export const integrationProvider = {
     } catch (e) {
       // Already there (made by hand, or a create whose answer was lost): take it as it is.
       if (!isConflict(e)) throw e;
-      found = matching(await modelStatus(inputs.connection, inputs.model), inputs.endpoints);
+      found = (await modelStatus(inputs.connection, inputs.model))?.integrations.find((i) => i.life === "alive" && integrationJoins(inputs.endpoints, i));
       if (!found) throw e;
     }
     if (!found) throw new Error(`integration ${a} ↔ ${b} was made but is not in model "${inputs.model}"'s status`);
@@ -62,7 +60,7 @@ export const integrationProvider = {
     if (inputs.timeoutSeconds > 0) {
       const apps = inputs.endpoints.map((e) => e.split(":")[0]!);
       await waitForModelReady(clientFor(inputs.connection), inputs.model, { apps, timeoutMs: inputs.timeoutSeconds * 1000, intervalMs: 500 })
-        .catch((e: Error) => { throw new PartialFailure(id, outs as unknown as Record<string, unknown>, [`integration ${a} ↔ ${b}: ${e.message}`]); });
+        .catch((e: Error) => { throw new PartialFailure(id, outs, [`integration ${a} ↔ ${b}: ${e.message}`]); });
     }
     return { id, outs };
   },
@@ -89,11 +87,6 @@ export const integrationProvider = {
       !(await modelStatus(props.connection, props.model))?.integrations.some((x) => x.id === props.integrationId));
   },
 };
-
-function matching(status: Awaited<ReturnType<typeof modelStatus>>, [a, b]: [string, string]): IntegrationStatusView | undefined {
-  const fits = (ref: string, ep: string): boolean => (ref.includes(":") ? ref === ep : ref === ep.split(":")[0]);
-  return status?.integrations.find((i) => i.life === "alive" && ((fits(a, i.provider) && fits(b, i.requirer)) || (fits(b, i.provider) && fits(a, i.requirer))));
-}
 
 function inputsOf(o: IntegrationOutputs): IntegrationInputs {
   const { integrationId: _i, interface: _f, ...inputs } = o;

@@ -21,11 +21,7 @@ export const machineProvider = {
     f.connection(news.connection);
     f.name("model", news.model, "model name");
     if (news.ssh && !isUnknown(news.ssh)) {
-      if (typeof news.ssh.host !== "string" || !/^[A-Za-z0-9.:_-]+$/.test(news.ssh.host)) f.add("ssh.host", "must be a host name or IP address");
-      f.wholeNumber("ssh.port", news.ssh.port, 1, 65535);
-      if (!isUnknown(news.ssh.hostKey) && !/^SHA256:[A-Za-z0-9+/]{43}$/.test(String(news.ssh.hostKey ?? ""))) {
-        f.add("ssh.hostKey", "required: the host key's fingerprint, SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host); host keys are always verified");
-      }
+      f.sshHost("ssh", news.ssh);
       if (!news.privateKey) f.add("privateKey", "required with ssh: the private key's content (pass it as a secret)");
     }
     return { inputs: news, failures: f.list };

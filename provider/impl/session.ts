@@ -72,7 +72,7 @@ export function requestCount(): number {
  * `id` and `properties` (so the next `up` updates it rather than creating a duplicate) and shows the reasons.
  */
 export class PartialFailure extends Error {
-  constructor(public readonly id: string, public readonly properties: Record<string, unknown>, public readonly reasons: string[]) {
+  constructor(public readonly id: string, public readonly properties: object, public readonly reasons: string[]) {
     super(reasons.join("\n"));
   }
 }

@@ -18,7 +18,8 @@ const providerGrpc = require("@pulumi/pulumi/proto/provider_grpc_pb");
 const statusPb = require("@pulumi/pulumi/proto/status_pb");
 const mocksModule = require("@pulumi/pulumi/runtime/mocks");
 
-const SECRET_SIG = "4dabf18193072939515e22adb298388d";
+/** The key the SDK marks a secret value with (in mocks, and on the wire). */
+export const SECRET_SIG = "4dabf18193072939515e22adb298388d";
 
 // The mock monitor drops `additionalSecretOutputs`; the engine honours them, so note them per resource.
 const secretOutputsByName = new Map<string, string[]>();
@@ -236,7 +237,8 @@ function initFailure(e: unknown): { id: string; properties: Record<string, unkno
   return undefined;
 }
 
-function unwrapSecrets(v: unknown, path: string, secrets: string[]): unknown {
+/** `v` with the SDK's secret wrappers replaced by their values; the secret paths are pushed to `secrets`. */
+export function unwrapSecrets(v: unknown, path = "", secrets: string[] = []): unknown {
   if (Array.isArray(v)) return v.map((x, i) => unwrapSecrets(x, `${path}[${i}]`, secrets));
   if (v && typeof v === "object") {
     const o = v as Record<string, unknown>;
