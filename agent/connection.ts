@@ -22,6 +22,12 @@ export interface ConnectionOptions {
   dialStaggerMs?: number;
   /** @default 30000 */
   requestTimeoutMs?: number;
+  /**
+   * How often the agent pings the controller, in ms; after three intervals without hearing from
+   * it the connection is dropped and redialled.
+   * @default 5000
+   */
+  pingMs?: number;
 }
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout };
@@ -111,9 +117,34 @@ export class ControllerConnection {
       this.reconnectTimer = setTimeout(() => this.connectLoop(), BACKOFF_MIN_MS * (0.5 + Math.random()));
     });
     ws.on("error", () => undefined);
+    this.watchLiveness(ws);
     this.o.log.info("connected to controller", { url: ws.url });
     this.markReady();
     this.o.onConnected();
+  }
+
+  /**
+   * A replica whose host lost power or its address sends nothing, not even a close, and the socket
+   * would look open until TCP gives up (many minutes). So the agent pings, and a controller silent
+   * for three pings is given up: the agent redials the others.
+   */
+  private watchLiveness(ws: WebSocket): void {
+    const every = this.o.pingMs ?? 5000;
+    let heard = Date.now();
+    const alive = (): void => { heard = Date.now(); };
+    ws.on("pong", alive);
+    ws.on("ping", alive);
+    ws.on("message", alive);
+    const timer = setInterval(() => {
+      if (Date.now() - heard > 3 * every) {
+        this.o.log.warn("the controller stopped answering; reconnecting", { url: ws.url, silent_ms: Date.now() - heard });
+        ws.terminate();
+        return;
+      }
+      ws.ping();
+    }, every);
+    timer.unref();
+    ws.once("close", () => clearInterval(timer));
   }
 
   private onMessage(data: Buffer): void {

@@ -4,6 +4,7 @@
  * agent's persisted state.
  */
 export { Agent } from "./agent";
+export { ControllerConnection } from "./connection";
 export type { AgentOptions, AgentState } from "./agent";
 export { nextHook, commitHook, applyDecision, configHash } from "./resolver";
 export type { Decision, ResolveOptions } from "./resolver";
