@@ -11,7 +11,7 @@
 import { execFile, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -32,7 +32,8 @@ export class TestHost {
     readonly lab: TestLab,
     readonly index: number,
     readonly name: string,
-    readonly ip: string,
+    /** Changes with {@link readdress}. */
+    public ip: string,
     readonly dir: string,
     readonly hostKeyFingerprint: string,
     private readonly opts: TestHostOptions,
@@ -65,6 +66,17 @@ export class TestHost {
   }
 
   async restart(): Promise<void> { await this.kill(); await this.start(); }
+
+  /** Powers the host off, gives it another address (as a new DHCP lease would) and boots it. */
+  async readdress(ip: string): Promise<void> {
+    await this.kill();
+    await run("ip", ["-n", this.netns, "addr", "flush", "dev", "eth0"]);
+    await run("ip", ["-n", this.netns, "addr", "add", `${ip}/24`, "dev", "eth0"]);
+    const config = join(this.dir, "sshd_config");
+    await writeFile(config, (await readFile(config, "utf8")).replace(`ListenAddress ${this.ip}`, `ListenAddress ${ip}`));
+    this.ip = ip;
+    await this.start();
+  }
   async cut(): Promise<void> { await run("ip", ["link", "set", this.hostVeth, "down"]); }
   async restore(): Promise<void> { await run("ip", ["link", "set", this.hostVeth, "up"]); }
 
@@ -105,6 +117,7 @@ export class TestLab {
   /** Creates `n` hosts; `opts(i)` chooses per-host options (e.g. no Node.js). */
   static async create(n: number, opts: (i: number) => TestHostOptions = () => ({})): Promise<TestLab> {
     if (process.getuid?.() !== 0) throw new Error("test hosts need root (network namespaces, sshd)");
+    await pruneStaleLabs();
     const id = `st${randomBytes(2).toString("hex")}`;
     const subnet = await freeSubnet();
     const lab = new TestLab(id, subnet, join(LAB_ROOT, id));
@@ -186,7 +199,30 @@ export class TestLab {
     for (const h of this.hosts) await h.kill().catch(() => undefined);
     for (const h of this.hosts) await run("ip", ["netns", "del", h.netns]).catch(() => undefined);
     await run("ip", ["link", "del", this.bridge]).catch(() => undefined);
-    await rm(this.dir, { recursive: true, force: true });
+    await removeDir(this.dir);
+  }
+}
+
+/** rm -r, retried: a process of a host that is just dying may still be writing its logs. */
+async function removeDir(dir: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    try { return await rm(dir, { recursive: true, force: true }); } catch (err) {
+      if (i >= 10) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/**
+ * Removes what labs of killed runs left behind: directories whose namespaces are gone. Only old
+ * ones: a lab being created right now has its directory a moment before its namespaces.
+ */
+async function pruneStaleLabs(): Promise<void> {
+  const namespaces = await sh("ip netns list");
+  for (const d of await readdir(LAB_ROOT).catch(() => [] as string[])) {
+    if (!/^st[0-9a-f]{4}$/.test(d) || namespaces.includes(`${d}-h`)) continue;
+    const age = Date.now() - (await stat(join(LAB_ROOT, d))).mtimeMs;
+    if (age > 600_000) await removeDir(join(LAB_ROOT, d)).catch(() => undefined);
   }
 }
 
