@@ -39,6 +39,8 @@ export class Agent {
   private readonly starting = new Map<string, Promise<void>>();
   private view?: AgentView;
   private firstView = true;
+  /** The last write of the persisted configuration (controller addresses); writes are chained. */
+  private saving: Promise<void> = Promise.resolve();
   private readonly conn: ControllerConnection;
   private readonly reporter: StatusReporter;
   private readonly tools: HookToolServer;
@@ -86,7 +88,8 @@ export class Agent {
     const addrs = view.controllerAddresses;
     if (addrs.length > 0 && addrs.join(",") !== this.cfg.controllerAddresses.join(",")) {
       this.cfg = { ...this.cfg, controllerAddresses: addrs };
-      saveAgentConfig(this.dir, this.cfg).catch((err: unknown) => this.log.error("could not save controller addresses", { err }));
+      // One write at a time, each of the newest list: two in flight could land out of order.
+      this.saving = this.saving.then(() => saveAgentConfig(this.dir, this.cfg)).catch((err: unknown) => this.log.error("could not save controller addresses", { err }));
     }
     const wanted = new Set(view.units.map((u) => u.name));
     for (const u of view.units) {

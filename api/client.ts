@@ -72,6 +72,9 @@ export interface SpareHost { host: string; port?: number; user: string; privateK
  */
 export const CONTROLLER_TLS_NAME = "steward-controller";
 
+/** Every API answer names the replicas' current addresses here, so clients follow replicas that move. */
+export const ADDRESSES_HEADER = "steward-addresses";
+
 const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
 
 export class ControllerClient {
@@ -79,18 +82,21 @@ export class ControllerClient {
   private readonly agent: Agent;
   private token: string | undefined;
   private preferred = 0;
+  /** The replicas' addresses, kept current from the controller's answers (replicas can move). */
+  private list: string[];
   /** How many HTTP requests this client has sent; benchmarks report it. */
   public requestCount = 0;
 
   constructor(opts: ControllerClientOptions) {
     if (opts.addresses.length === 0) throw new StewardError("invalid-request", "no controller addresses given");
     this.opts = opts;
+    this.list = [...opts.addresses];
     this.token = opts.token;
     this.agent = new Agent({ keepAlive: true, ca: opts.caCert, maxSockets: 16 });
   }
 
-  /** The replica addresses this client tries, in order. */
-  get addresses(): string[] { return [...this.opts.addresses]; }
+  /** The replica addresses this client tries, in order: at first those given; after an answer, the answering one and those it announced. */
+  get addresses(): string[] { return [...this.list]; }
 
   /** The current token, for callers that persist it (the CLI). */
   get currentToken(): string | undefined { return this.token; }
@@ -119,13 +125,14 @@ export class ControllerClient {
   }
 
   private async raw<T>(method: string, path: string, body: unknown, auth: boolean): Promise<T> {
-    const n = this.opts.addresses.length;
+    const tried = [...this.list];
+    const n = tried.length;
     let lastErr: unknown;
     for (let i = 0; i < n; i++) {
-      const idx = (this.preferred + i) % n;
+      const address = tried[(this.preferred + i) % n]!;
       try {
-        const out = await this.once<T>(this.opts.addresses[idx]!, method, path, body, auth);
-        this.preferred = idx;
+        const out = await this.once<T>(address, method, path, body, auth);
+        this.preferred = Math.max(0, this.list.indexOf(address));
         return out;
       } catch (err) {
         lastErr = err;
@@ -136,7 +143,7 @@ export class ControllerClient {
       }
     }
     if (StewardError.isInstance(lastErr)) throw lastErr;
-    throw new StewardError("unavailable", `no controller answered at ${this.opts.addresses.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr });
+    throw new StewardError("unavailable", `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr });
   }
 
   private once<T>(address: string, method: string, path: string, body: unknown, auth: boolean): Promise<T> {
@@ -152,6 +159,7 @@ export class ControllerClient {
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", reject);
         res.on("end", () => {
+          this.follow(address, res.headers[ADDRESSES_HEADER]);
           const text = Buffer.concat(chunks).toString("utf8");
           let parsed: unknown = undefined;
           try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = text; }
@@ -163,6 +171,17 @@ export class ControllerClient {
       req.on("error", reject);
       req.end(payload);
     });
+  }
+
+  /**
+   * Adopts the replica addresses a controller announced. The address that answered is kept first
+   * even when not announced: behind a NAT or a tunnel the replica does not know it.
+   */
+  private follow(answered: string, header: string | string[] | undefined): void {
+    const announced = typeof header === "string" ? header.split(",").filter(Boolean) : [];
+    if (announced.length === 0) return;
+    const next = [...new Set([answered, ...announced])];
+    if (next.join() !== this.list.join()) this.list = next;
   }
 
   // --- controller and users ---
@@ -225,7 +244,7 @@ export class ControllerClient {
    */
   async watchStatus(model: string, onStatus: (s: ModelStatus) => void, signal: AbortSignal): Promise<void> {
     if (!this.token) await this.login();
-    const address = this.opts.addresses[this.preferred]!;
+    const address = this.list[this.preferred]!;
     const ws = new WebSocket(`wss://${address}/v1/models/${enc(model)}/watch`, { ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${this.token}` } } as WebSocket.ClientOptions);
     await new Promise<void>((resolve, reject) => {
       const onAbort = (): void => { ws.close(1000); resolve(); };

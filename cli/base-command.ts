@@ -63,19 +63,22 @@ export abstract class ControllerCommand extends BaseCommand {
     return this.client;
   }
 
-  /** Saves a renewed token so the next command does not log in again. */
-  async persistToken(): Promise<void> {
-    if (!this.client || !this.entryName || this.client.currentToken === this.entry?.token) return;
+  /** Saves a renewed token and the replicas' current addresses, so the next command starts from them. */
+  async persistSession(): Promise<void> {
+    if (!this.client || !this.entryName) return;
+    const token = this.client.currentToken;
+    const addresses = this.client.addresses;
+    if (token === this.entry?.token && addresses.join() === this.entry?.addresses.join()) return;
     const cfg = await this.clientConfig();
     const e = cfg.controllers[this.entryName];
-    if (e) { e.token = this.client.currentToken; await this.saveConfig(cfg); }
+    if (e) { e.token = token; e.addresses = addresses; await this.saveConfig(cfg); }
   }
 
   override async execute(): Promise<number | void> {
     try {
       return await super.execute();
     } finally {
-      await this.persistToken().catch(() => undefined);
+      await this.persistSession().catch(() => undefined);
       this.client?.close();
     }
   }

@@ -17,7 +17,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "../api";
 import { StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
-import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, fencedStore, moveToEtcd } from "./cluster";
+import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending } from "./cluster";
 import type { ControllerConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
@@ -108,6 +108,9 @@ export class Controller {
     const file = (f: string): string => join(dataDir, f);
     if (await exists(file(dataFiles.stoodDown))) throw new StoodDownError(await readFile(file(dataFiles.stoodDown), "utf8"));
     let config = await readControllerConfig(dataDir);
+    // A replica whose host came back with another address moves to it first (certificate included).
+    const moved = await currentAddress(config);
+    if (moved) config = await moveToAddress(dataDir, config, moved, log);
     const [caCert, cert, key] = await Promise.all([dataFiles.caCert, dataFiles.serverCert, dataFiles.serverKey].map((f) => readFile(file(f), "utf8")));
     const tls = { caCert: caCert!, cert: cert!, key: key! };
     if (config.store.backend === "embedded" && (await exists(file(dataFiles.haPending)))) {
@@ -165,6 +168,8 @@ export class Controller {
       await markStoodDown(dataDir, `it was removed from the cluster at ${own.removedAt ?? "?"} (${own.reason ?? "replaced"})`);
       throw new StoodDownError(`it was removed from the cluster (${own.reason ?? "replaced"})`);
     }
+    const membership = this.membership();
+    if (membership) await publishPeerAddress(this.store, membership, this.config, this.log);
     cache.subscribe((changed) => {
       if (changed.has(CLUSTER_CHANGED) && cache.clusterMembers.get(this.replicaId)?.state === "removed") void this.standDown("the cluster removed it (replaced while away)");
     });
@@ -180,7 +185,6 @@ export class Controller {
     const http = (this.http = Fastify({ https: { key, cert }, bodyLimit: 1024 * 1024, logger: false, forceCloseConnections: true }));
     installErrorHandling(http, this.log);
     const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
-    const membership = this.membership();
     const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(this.opts.requestRestart ? { requestRestart: this.opts.requestRestart } : {}) });
     registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });

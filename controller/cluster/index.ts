@@ -11,3 +11,4 @@ export { ClusterControl } from "./cluster-control";
 export { moveToEtcd } from "./move-to-etcd";
 export type { HaPending } from "./move-to-etcd";
 export * from "./cluster-docs";
+export { currentAddress, moveToAddress, publishPeerAddress } from "./readdress";

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../../api";
 import {
-  AddMachineRequest, AddUnitsRequest, CreateModelRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
+  ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, CreateModelRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
   MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
 } from "../../api";
 import { signToken, verifyPassword } from "../security/credentials";
@@ -51,6 +51,9 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     return v as T;
   };
   const settled = async (revision: number): Promise<void> => cache.waitForRevision(revision);
+
+  // Clients follow replicas that move or are replaced by the addresses named on every answer.
+  app.addHook("onSend", async (_req, reply) => { reply.header(ADDRESSES_HEADER, deps.controllerAddresses().join(",")); });
 
   // Reads answer from the cache, after it has caught up with the store: a client that wrote through
   // one replica and reads through another still sees its write.

@@ -55,6 +55,8 @@ export interface EtcdMembership {
   remove(id: string): Promise<void>;
   /** Refused by etcd until the learner has caught up with the leader. */
   promote(id: string): Promise<void>;
+  /** Replaces a member's peer URLs (its host's address changed). */
+  updatePeerUrls(id: string, peerUrls: string[]): Promise<void>;
   /** The id of the raft leader the connected member sees (`0`: none). */
   leaderId(): Promise<string>;
 }
@@ -116,6 +118,7 @@ export class EtcdStore implements Store {
       }),
       remove: (id) => call("removing a member", async () => { await cluster.memberRemove({ ID: id }, this.opts()); }),
       promote: (id) => call("promoting a member", async () => { await cluster.memberPromote({ ID: id }, this.opts()); }),
+      updatePeerUrls: (id, peerURLs) => call("updating a member's peer URLs", async () => { await cluster.memberUpdate({ ID: id, peerURLs }, this.opts()); }),
       leaderId: () => call("reading member status", async () => String((await this.client.maintenance.status(this.opts())).leader)),
     };
   }
