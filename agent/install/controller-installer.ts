@@ -141,5 +141,6 @@ export async function uninstallController(s: SshSession): Promise<void> {
 }
 
 function removeControllerCommand(): string {
-  return `kill "$(cat ${CONTROLLER_DATA}/supervisor.pid 2>/dev/null)" 2>/dev/null; systemctl stop steward-controller 2>/dev/null; pkill -f ${shellQuote(`data-dir ${CONTROLLER_DATA}`)}; pkill -x etcd; sleep 0.5; rm -rf ${CONTROLLER_DATA}`;
+  // "[d]ata-dir": the pattern must not match this very shell's command line, which contains it.
+  return `kill "$(cat ${CONTROLLER_DATA}/supervisor.pid 2>/dev/null)" 2>/dev/null; systemctl stop steward-controller 2>/dev/null; pkill -f ${shellQuote(`[d]ata-dir ${CONTROLLER_DATA}`)}; pkill -x etcd; sleep 0.5; rm -rf ${CONTROLLER_DATA}`;
 }

@@ -88,7 +88,8 @@ export class ClusterControl {
   }
 
   private async verifySpare(h: SpareHost): Promise<SpareDoc> {
-    if (this.d.cache.clusterMembers.get(h.host) || [...this.d.cache.clusterMembers.values()].some((m) => m.host === h.host && m.state !== "removed")) {
+    // A spare is a host the keeper may wipe and install on: never one a replica runs on.
+    if (h.host === advertisedHost(this.d.config) || [...this.d.cache.clusterMembers.values()].some((m) => m.host === h.host && m.state !== "removed")) {
       throw new StewardError("conflict", `${h.host} already runs a replica of this controller`);
     }
     // Refuses unsupported hosts, wrong keys and missing sudo now, not at replacement time.

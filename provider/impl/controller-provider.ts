@@ -7,7 +7,7 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { install } from "../../agent";
-import { ControllerClient, destroyAllModels, waitForHealth, waitForVoters } from "../../api";
+import { ControllerClient, destroyAllModels, splitAddress, waitForHealth, waitForVoters } from "../../api";
 import { controllerFiles, freePort, initControllerDir, removeLocalController, startLocalController } from "../../controller";
 import type { ClusterInfo, SpareHost } from "../../api";
 import type { ControllerConnection, SshHost } from "../connection";
@@ -67,6 +67,7 @@ export const controllerProvider = {
       hosts.forEach((h, i) => f.sshHost(`hosts[${i}]`, h));
       (news.spares ?? []).forEach((h, i) => f.sshHost(`spares[${i}]`, h));
       if (!news.privateKey) f.add("privateKey", "required with substrate \"ssh\": the private key's content (pass it as a secret)");
+      if (news.spares?.length && news.replicas === 1) f.add("spares", "spares are for the quorum keeper of a 3, 5 or 7 replica controller; give them together with replicas: 3");
       if (news.adminPassword && !news.adopt) f.add("adminPassword", "an SSH controller makes its own admin password (an output); give one only with adopt: true");
     }
     if (typeof olds.replicas === "number" && typeof news.replicas === "number" && news.replicas < olds.replicas) {
@@ -202,8 +203,9 @@ async function grow(client: ControllerClient, i: ControllerInputs, had: number, 
   const newSpares = (i.spares ?? []).filter((h) => !hadSpares.some((o) => o.host === h.host));
   const settings = { ...(i.replaceAfterSeconds ? { replaceAfterSeconds: i.replaceAfterSeconds } : {}), ...(i.maxReplacementsPerHour !== undefined ? { maxReplacementsPerHour: i.maxReplacementsPerHour } : {}) };
   if (i.replicas > had) {
-    const cluster = (await client.controllerInfo()).cluster;
-    const used = new Set(cluster.members.map((m) => m.host));
+    const info = await client.controllerInfo();
+    // Hosts replicas run on already (on the embedded store the only replica has no member record).
+    const used = new Set([...info.cluster.members.map((m) => m.host), ...info.replicas.flatMap((r) => r.addresses.map((a) => splitAddress(a)[0]))]);
     const hosts = (i.hosts ?? []).slice(0, i.replicas).filter((h) => !used.has(h.host)).map((h) => spareOf(h, key));
     await client.enableHa({ replicas: i.replicas, hosts, ...settings });
     await waitForVoters(client, i.replicas, i.timeoutSeconds * 1000);

@@ -50,8 +50,9 @@ export interface RunResult {
   replaced: string[];
   deleted: string[];
   unchanged: string[];
-  /** Per resource, the properties the provider's diff found changed (for updates and replaces). */
   errors: { name: string; message: string }[];
+  /** When each resource's step ran, in ms from the start of the run (benchmarks report them). */
+  steps: { name: string; type: string; startMs: number; endMs: number }[];
 }
 
 export class MiniEngine {
@@ -85,12 +86,15 @@ export class MiniEngine {
 
   /** Runs `program` as `pulumi up` would; resolves with what was done (errors included, not thrown). */
   async up(program: () => void | Promise<void>): Promise<RunResult> {
-    const result: RunResult = { created: [], updated: [], replaced: [], deleted: [], unchanged: [], errors: [] };
+    const result: RunResult = { created: [], updated: [], replaced: [], deleted: [], unchanged: [], errors: [], steps: [] };
+    const t0 = performance.now();
     const registered = new Set<string>();
     const pending = new Set<Promise<unknown>>();
     await pulumi.runtime.setMocks({
       newResource: (args) => {
+        const startMs = performance.now() - t0;
         const step = this.step(args.type, args.name, args.inputs, result);
+        void step.finally(() => result.steps.push({ name: args.name, type: args.type.split(":").pop()!, startMs, endMs: performance.now() - t0 }));
         registered.add(key(args.type, args.name));
         pending.add(step);
         void step.finally(() => pending.delete(step));
