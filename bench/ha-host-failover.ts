@@ -52,6 +52,17 @@ export async function benchHaHostFailover(): Promise<void> {
         await sleep(200);
       }
     };
+    // A restarted host's replica is back once its presence is newer than the restart (the killed
+    // incarnation's lease makes it look present for a while).
+    const restart = async (h: TestHost): Promise<void> => {
+      const t0 = Date.now();
+      await h.start();
+      for (;;) {
+        const info = await all.controllerInfo().catch(() => undefined);
+        if (info?.replicas.some((r) => r.addresses.some((a) => a.startsWith(`${h.ip}:`)) && Date.parse(r.since) > t0)) return;
+        await sleep(200);
+      }
+    };
     const hostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean): TestHost => replicas.find((h) => h.ip === c.members.find(pick)!.host)!;
 
     const writeMs: number[] = [];
@@ -79,7 +90,7 @@ export async function benchHaHostFailover(): Promise<void> {
       })();
       writeMs.push(await firstWrite);
       leaderMs.push(await newLeader);
-      await victim.start();
+      await restart(victim);
     }
     report(`HA: leader's host killed (3 replicas with etcd on SSH test hosts, ${TRIALS} trials)`, {
       "bootstrap onto 3 hosts (s)": bootstrapS.toFixed(1),
@@ -89,7 +100,7 @@ export async function benchHaHostFailover(): Promise<void> {
       "new leader max (s)": (Math.max(...leaderMs) / 1000).toFixed(2),
     });
 
-    await benchAgentReconnect(all, entry.caCert, await healthy(), replicas);
+    await benchAgentReconnect(all, entry.caCert, await healthy(), replicas, restart);
 
     // A follower lost for good: replaced on the spare host.
     const spare = lab.hosts[3]!;
@@ -120,7 +131,7 @@ export async function benchHaHostFailover(): Promise<void> {
 }
 
 /** 1,000 simulated agents on one replica; its host dies; they redial the others with jitter. */
-async function benchAgentReconnect(client: ControllerClient, caCert: string, c: ClusterInfo, replicas: TestHost[]): Promise<void> {
+async function benchAgentReconnect(client: ControllerClient, caCert: string, c: ClusterInfo, replicas: TestHost[], restart: (h: TestHost) => Promise<void>): Promise<void> {
   const target = c.members.find((m) => m.hasVote && !m.leader)!;
   const victim = replicas.find((h) => h.ip === target.host)!;
   const others = c.members.filter((m) => m.hasVote && m.host !== victim.ip).flatMap((m) => m.addresses);
@@ -171,5 +182,5 @@ async function benchAgentReconnect(client: ControllerClient, caCert: string, c: 
     reconnected,
   });
   for (const ws of sockets) ws.terminate();
-  await victim.start();
+  await restart(victim);
 }

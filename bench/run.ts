@@ -12,11 +12,12 @@ import { benchDemo } from "./demo-time";
 import { benchStore } from "./store-throughput";
 import { benchHaHostFailover } from "./ha-host-failover";
 import { benchProviderRefresh } from "./provider-refresh";
+import { benchProviderUp } from "./provider-up";
 
 const all: Record<string, () => Promise<void>> = {
   store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo,
   "config-fanout": benchConfigFanout, leadership: benchLeadership, "ssh-install": benchSshInstall, "leader-failover": benchLeaderFailover,
-  "ha-host-failover": benchHaHostFailover, "provider-refresh": benchProviderRefresh,
+  "ha-host-failover": benchHaHostFailover, "provider-refresh": benchProviderRefresh, "provider-up": benchProviderUp,
 };
 
 async function main(): Promise<void> {
