@@ -166,6 +166,11 @@ ha("enable-ha grows a single embedded-store replica to three over SSH; nothing w
   t.not(own.code, 0);
   t.regex(own.stderr, new RegExp(`${h1.ip.replace(/\./g, "\\.")} already runs a replica of this controller`));
 
+  // One request may add many machines (one transaction, well over etcd's default 128 operations).
+  await client.createModel("bulk");
+  t.is((await client.addMachines("bulk", "manual", 300)).machines.length, 300);
+  await client.destroyModel("bulk", true);
+
   // A machine with an agent, for the fault tests to check it stays connected.
   await client.createModel("app");
   const h5 = lab.hosts[4]!;

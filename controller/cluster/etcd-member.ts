@@ -116,6 +116,9 @@ export class EtcdMember {
       // Off by default in 3.4: without it the keyspace history grows for ever.
       "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "1h",
       "--snapshot-count", "10000",
+      // The API accepts up to 10,000 machines or units in one request, written in one transaction:
+      // etcd's defaults (128 operations, 1.5 MiB) would refuse that with an internal error.
+      "--max-txn-ops", "25000", "--max-request-bytes", String(10 * 1024 * 1024),
       "--logger", "zap", "--log-outputs", "stderr",
     ];
   }
