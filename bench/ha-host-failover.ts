@@ -145,19 +145,23 @@ async function benchAgentReconnect(client: ControllerClient, caCert: string, c: 
     ws.once("unexpected-response", () => { ws.terminate(); reject(new Error("refused")); });
   });
   let reconnected = 0;
-  const redial = async (m: { id: string; credential?: string }): Promise<void> => {
+  // Dials until a login is accepted (the controller turns a storm away with 503), with jittered backoff as agents do.
+  const dialUntilIn = async (pick: () => string, m: { id: string; credential?: string }, first: boolean): Promise<WebSocket> => {
     for (let attempt = 0; ; attempt++) {
-      await sleep(Math.random() * Math.min(5000, 500 * 2 ** attempt)); // jittered backoff, as agents do
-      const address = others[Math.floor(Math.random() * others.length)]!;
-      const ws = await connect(address, m).catch(() => undefined);
-      if (ws) { sockets.push(ws); reconnected++; return; }
+      if (!first || attempt > 0) await sleep(Math.random() * Math.min(5000, 500 * 2 ** attempt));
+      const ws = await connect(pick(), m).catch(() => undefined);
+      if (ws) return ws;
     }
+  };
+  const redial = async (m: { id: string; credential?: string }): Promise<void> => {
+    sockets.push(await dialUntilIn(() => others[Math.floor(Math.random() * others.length)]!, m, false));
+    reconnected++;
   };
   let killedAt = 0;
   const done = new Promise<void>((resolve) => {
     let pending = AGENTS;
     for (const m of machines) {
-      void connect(target.addresses[0]!, m).then((ws) => {
+      void dialUntilIn(() => target.addresses[0]!, m, true).then((ws) => {
         sockets.push(ws);
         ws.on("error", () => undefined);
         ws.once("close", () => { void redial(m).then(() => { if (--pending === 0) resolve(); }); });
