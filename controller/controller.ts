@@ -169,7 +169,8 @@ export class Controller {
       throw new StoodDownError(`it was removed from the cluster (${own.reason ?? "replaced"})`);
     }
     const membership = this.membership();
-    if (membership) await publishPeerAddress(this.store, membership, this.config, this.log);
+    // Only a replica that runs its own etcd member can have moved (an external etcd has none).
+    if (membership && this.config.member) await publishPeerAddress(this.store, membership, this.config, this.log);
     cache.subscribe((changed) => {
       if (changed.has(CLUSTER_CHANGED) && cache.clusterMembers.get(this.replicaId)?.state === "removed") void this.standDown("the cluster removed it (replaced while away)");
     });

@@ -25,6 +25,7 @@ interface ControllerInfoWithReplicas { replicas: { id: string; addresses: string
   const dir = await mkdtemp(join(tmpdir(), "steward-cluster-"));
   let etcd: TestEtcd | undefined;
   const clients: ControllerClient[] = [];
+  let stop = false; // the writer's; also set on failure, or the worker would never exit
   try {
     etcd = await startEtcd();
     const store = { backend: "etcd" as const, endpoints: [etcd.endpoint], prefix: `/cl-${randomBytes(3).toString("hex")}` };
@@ -52,7 +53,6 @@ interface ControllerInfoWithReplicas { replicas: { id: string; addresses: string
     const survivors = new ControllerClient({ addresses: addresses.filter((a) => !leader.addresses.includes(a)), caCert: init.caCert, user: "admin", password: init.adminPassword! });
     clients.push(survivors);
     const acked: string[] = [];
-    let stop = false;
     const writer = (async () => { for (let i = 0; !stop; i++) { try { await survivors.createModel(`w-${i}`); acked.push(`w-${i}`); } catch { /* a write may fail during failover: it was not acknowledged */ } } })();
     while (acked.length < 20) await new Promise((r) => setTimeout(r, 10));
 
@@ -76,6 +76,7 @@ interface ControllerInfoWithReplicas { replicas: { id: string; addresses: string
     t.true(acked.length >= 20);
     await eventually("the dead replica is gone from the list", async () => (await survivors.call<ControllerInfoWithReplicas>("GET", "/v1/controller")).replicas.length === 2, 20_000, 200);
   } finally {
+    stop = true;
     for (const c of clients) c.close();
     await killProcessesUnder(dir);
     await etcd?.stop();

@@ -57,7 +57,8 @@ export class TestHost {
 
   /** Kills everything on the host at once, as pulling the power would. */
   async kill(): Promise<void> {
-    if (!this.proc || this.proc.exitCode !== null) return;
+    // A host killed before has a signal code, not an exit code: waiting for its exit would hang.
+    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return;
     const done = new Promise((r) => this.proc!.once("exit", r));
     this.proc.kill("SIGKILL"); // --kill-child takes PID 1 of the host, and with it every process there
     await done;
