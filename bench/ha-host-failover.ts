@@ -20,6 +20,7 @@ import type { ClusterInfo } from "../api";
 import { CONTROLLER_TLS_NAME, ControllerClient } from "../api";
 import { loadClientConfig } from "../cli";
 import { cliRunner } from "../test/harness/cli";
+import { replicaBackSince } from "../test/harness/controller";
 import type { TestHost } from "../test/harness/hosts";
 import { TestLab } from "../test/harness/hosts";
 import { median, report, sleep } from "./util";
@@ -57,11 +58,7 @@ export async function benchHaHostFailover(): Promise<void> {
     const restart = async (h: TestHost): Promise<void> => {
       const t0 = Date.now();
       await h.start();
-      for (;;) {
-        const info = await all.controllerInfo().catch(() => undefined);
-        if (info?.replicas.some((r) => r.addresses.some((a) => a.startsWith(`${h.ip}:`)) && Date.parse(r.since) > t0)) return;
-        await sleep(200);
-      }
+      while (!(await replicaBackSince(all, h.ip, t0))) await sleep(200);
     };
     const hostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean): TestHost => replicas.find((h) => h.ip === c.members.find(pick)!.host)!;
 

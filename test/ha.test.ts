@@ -16,6 +16,7 @@ import type { TestHost } from "./harness/hosts";
 import { TestLab } from "./harness/hosts";
 import { eventually } from "./harness/eventually";
 import { cliRunner } from "./harness/cli";
+import { replicaBackSince } from "./harness/controller";
 
 const root = process.getuid?.() === 0;
 const ha = root ? test.serial : test.skip; // namespaces and sshd need root
@@ -104,15 +105,11 @@ async function agentConnected(t?: ExecutionContext): Promise<void> {
   });
 }
 
-/**
- * Waits until the replica on `h` has come back since `t0`: its presence is newer than that. (Until
- * its lease runs out the killed incarnation still looks present, so "all voters present" is not enough.)
- */
-async function rejoined(t: ExecutionContext, h: TestHost, t0: number): Promise<void> {
-  await eventually(`the replica on ${h.ip} back`, async () => {
-    const info = await client.controllerInfo().catch(() => undefined);
-    return info?.replicas.some((r) => r.addresses.some((a) => a.startsWith(`${h.ip}:`)) && Date.parse(r.since) > t0);
-  }, 90_000, 300).catch(async (err: unknown) => {
+/** Boots `h` and waits until its replica is back (present since the boot, not just still leased). */
+async function boot(t: ExecutionContext, h: TestHost): Promise<void> {
+  const t0 = Date.now();
+  await h.start();
+  await eventually(`the replica on ${h.ip} back`, () => replicaBackSince(client, h.ip, t0), 90_000, 300).catch(async (err: unknown) => {
     t.log((await h.exec("grep -v '\"level\":\"info\"' /var/lib/steward/controller/etcd.log | tail -n 10; tail -n 15 /var/lib/steward/controller/controller.log")).stdout);
     throw err;
   });
@@ -192,9 +189,7 @@ ha("killing the leader's host: another replica leads, writes go on, the host rej
   }, 30_000, 200);
   const n = await writer.stop();
   t.true(n > 0);
-  const t0 = Date.now();
-  await victim.start();
-  await rejoined(t, victim, t0);
+  await boot(t, victim);
   await healthy(t, "the killed host rejoined");
   await assertNothingLost(t);
   await agentConnected(t);
@@ -218,10 +213,8 @@ ha("killing a follower's host: writes go on; it rejoins when it returns", async 
   await new Promise((r) => setTimeout(r, 500));
   await victim.kill();
   await new Promise((r) => setTimeout(r, 3000));
-  const t0 = Date.now();
-  await victim.start();
+  await boot(t, victim);
   t.true((await writer.stop()) > 0);
-  await rejoined(t, victim, t0);
   await healthy(t, "the follower rejoined");
   await assertNothingLost(t);
   await agentConnected(t);
@@ -313,9 +306,7 @@ ha("a flapping host (down and up faster than replaceAfter) is not replaced", asy
   for (let i = 0; i < 2; i++) {
     await victim.kill();
     await new Promise((r) => setTimeout(r, 2000));
-    const t0 = Date.now();
-    await victim.start();
-    await rejoined(t, victim, t0);
+    await boot(t, victim);
     await healthy(t, "the flapping host back");
   }
   const c = await cluster();
@@ -349,9 +340,7 @@ ha("losing two of three: no replacement without quorum, the API says why, and th
     only.close();
   }
   await eventually("quorum back with two", async () => (await cluster().catch(() => undefined))?.quorum === true, 60_000, 500);
-  const t0 = Date.now();
-  await b.start();
-  await rejoined(t, b, t0);
+  await boot(t, b);
   await healthy(t, "all three back");
   await assertNothingLost(t);
   await agentConnected(t);

@@ -44,7 +44,8 @@ export const DEFAULT_PEER_PORT = 2380;
 
 export const peerUrl = (host: string, port = DEFAULT_PEER_PORT): string => `https://${bracket(host)}:${port}`;
 export const clientUrl = (host: string, port = DEFAULT_CLIENT_PORT): string => `https://${bracket(host)}:${port}`;
-const bracket = (h: string): string => (h.includes(":") ? `[${h}]` : h);
+/** An IPv6 literal in brackets, as URLs and `host:port` want it. */
+export const bracket = (h: string): string => (h.includes(":") ? `[${h}]` : h);
 
 /** A new replica's id and etcd member name: its host plus 4 hex digits, unique per incarnation. */
 export const replicaName = (host: string): string => `${host.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}-${randomBytes(2).toString("hex")}`;

@@ -14,14 +14,14 @@ import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "../../api";
-import { StewardError } from "../../api";
+import { StewardError, splitAddress } from "../../api";
 import type { ControllerConfig } from "../config";
 import { dataFiles } from "../config";
 import type { Store } from "../store";
 import type { EtcdMembership } from "../store/etcd";
 import type { MemberDoc } from "./cluster-docs";
 import { clusterKeys } from "./cluster-docs";
-import { peerUrl } from "./etcd-member";
+import { bracket, peerUrl } from "./etcd-member";
 
 /** This host's own addresses (not loopback, not link-local) of one IP family, on links that are up. */
 function localAddresses(family: 4 | 6): string[] {
@@ -78,10 +78,9 @@ export async function moveToAddress(dataDir: string, config: ControllerConfig, a
   const file = (f: string): string => join(dataDir, f);
   const [caCert, caKey] = await Promise.all([dataFiles.caCert, dataFiles.caKey].map((f) => readFile(file(f), "utf8")));
   const cert = await issueServerCertificate({ certPem: caCert!, keyPem: caKey! }, [address]);
-  const bracket = (h: string): string => (h.includes(":") ? `[${h}]` : h);
   const moved = (a: string): string => {
-    const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(a);
-    return m && m[1] === old ? `${bracket(address)}:${m[2]}` : a;
+    const [host, port] = splitAddress(a);
+    return host === old ? `${bracket(address)}:${port}` : a;
   };
   const next: ControllerConfig = {
     ...config,

@@ -67,3 +67,12 @@ export async function startTestController(opts: { leadershipLeaseSeconds?: numbe
 }
 
 export const allReady = (n: number) => (units: UnitStatusView[]): boolean => units.length === n && units.every(unitIsReady);
+
+/**
+ * Whether the replica on host `ip` has published its presence since `t0`. A killed replica still
+ * looks present until its lease runs out, so "every voter present" cannot tell that it is back.
+ */
+export async function replicaBackSince(client: ControllerClient, ip: string, t0: number): Promise<boolean> {
+  const info = await client.controllerInfo().catch(() => undefined);
+  return info?.replicas.some((r) => r.addresses.some((a) => a.startsWith(`${ip}:`)) && Date.parse(r.since) > t0) ?? false;
+}
