@@ -30,7 +30,8 @@ export interface ControllerClientOptions {
   timeoutMs?: number;
 }
 
-export interface ModelSummary { name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string }
+export interface ModelSettings { updateStatusInterval: number; automaticallyRetryHooks: boolean }
+export interface ModelSummary { name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string; config: ModelSettings }
 export interface MachineInfo {
   id: string; substrate: string; life: string; address: string; hostname: string; status: string; message: string; units: string[];
   /** SSH machines: the last install's outcome. */

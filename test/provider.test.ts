@@ -121,7 +121,7 @@ test.serial("scaling and a config change are updates, not replacements", async (
   t.is(web.config.greeting, "hello");
 });
 
-test.serial("scaling by hand with the steward CLI shows as drift on refresh, and up puts it back", async (t) => {
+test.serial("scaling and model settings changed by hand with the steward CLI show as drift on refresh, and up puts them back", async (t) => {
   t.timeout(180_000);
   const home = join(dir, "cli-home");
   const c = connection();
@@ -133,8 +133,13 @@ test.serial("scaling by hand with the steward CLI shows as drift on refresh, and
   t.is(add.code, 0, add.stderr);
   const cfg = await steward("config", "-m", "pm", "web", "port=0", "greeting=by hand");
   t.is(cfg.code, 0, cfg.stderr);
+  const settings = await steward("model-config", "-m", "pm", "update-status-interval=30s");
+  t.is(settings.code, 0, settings.stderr);
 
   const refreshed = await engine.refresh();
+  const pm = refreshed.drifted.find((d) => d.name === "pm");
+  t.deepEqual(pm?.properties, ["config"], JSON.stringify(refreshed));
+  t.deepEqual(engine.get("pm")!.outputs.config, { updateStatusInterval: 30 });
   const web = refreshed.drifted.find((d) => d.name === "web");
   t.truthy(web, JSON.stringify(refreshed));
   t.true(web!.properties.includes("units"));
@@ -143,9 +148,11 @@ test.serial("scaling by hand with the steward CLI shows as drift on refresh, and
 
   const r = await engine.up(program({ webUnits: 3, greeting: "hello" }));
   t.deepEqual(r.errors, []);
-  t.deepEqual(r.updated, ["web"]);
+  t.deepEqual([...r.updated].sort(), ["pm", "web"]);
   const s = (await modelStatus()).applications.web!;
   t.is(Object.values(s.units).filter((u) => u.life === "alive").length, 3);
+  const shown = await steward("model-config", "-m", "pm");
+  t.regex(shown.stdout, /update-status-interval\s+60s/);
   t.is(s.config.greeting, "hello");
 });
 

@@ -1,4 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
+import type { ModelSettings } from "../../api";
+import { StewardError } from "../../api";
 import { ModelCommand, parseAssignments } from "../base-command";
 import { parseDuration } from "../wait";
 
@@ -28,8 +30,11 @@ export default class ModelConfigCommand extends ModelCommand {
         config.automaticallyRetryHooks = v === "true";
       } else throw new UsageError(`"${k}" is not a model setting (known: update-status-interval, automatically-retry-hooks)`);
     }
-    const res = await client.updateModel(model, config);
-    const c = res.config as { updateStatusInterval: number; automaticallyRetryHooks?: boolean };
+    // Showing is a read (any user with access to the model); changing needs admin on it.
+    const c = Object.keys(config).length > 0
+      ? (await client.updateModel(model, config)).config as Partial<ModelSettings>
+      : (await client.listModels()).find((m) => m.name === model)?.config;
+    if (!c) throw new StewardError("not-found", `model "${model}" not found (steward models lists the models you can see)`);
     this.out(`update-status-interval     ${c.updateStatusInterval}s`);
     this.out(`automatically-retry-hooks  ${c.automaticallyRetryHooks ?? true}`);
     return 0;

@@ -119,7 +119,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
       if (!idx.model) continue;
       const access = modelAccess(p, idx);
       if (!access) continue;
-      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access });
+      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: { ...idx.model.config, automaticallyRetryHooks: idx.model.config.automaticallyRetryHooks ?? true } });
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
   });

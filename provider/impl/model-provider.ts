@@ -54,8 +54,11 @@ export const modelProvider = {
     const models = await clientFor(props.connection).listModels();
     const found = models.find((m) => m.uuid === id);
     if (!found || found.life !== "alive") return {};
-    // The controller keeps only what was set; report the settings this program manages.
-    return { id, props: plain({ ...props, name: found.name }), inputs: plain(inputsOf({ ...props, name: found.name })) };
+    // Settings the program leaves unset are not its to report: only those it manages show drift.
+    const config: ModelInputs["config"] = {};
+    for (const key of MODEL_SETTINGS) if (props.config?.[key] !== undefined) Object.assign(config, { [key]: found.config[key] });
+    const now = { ...props, name: found.name, config };
+    return { id, props: plain(now), inputs: plain(inputsOf(now)) };
   },
 
   async update(_id: string, olds: ModelOutputs, news: ModelInputs) {
