@@ -56,6 +56,7 @@ export class Agent {
       log,
       onView: (v) => this.onView(v),
       onConnected: () => this.onConnected(),
+      onMachineRemoved: () => this.machineGone(),
     });
     this.reporter = new StatusReporter(this.conn, log);
     this.tools = new HookToolServer(dir);
@@ -145,11 +146,26 @@ export class Agent {
     if (!existsSync(script)) return;
     this.uninstalling = true;
     this.conn.call("machine.dead", {})
-      .then(() => {
-        this.log.info("machine removed; uninstalling this agent");
-        spawn(script, [], { detached: true, stdio: "ignore" }).unref();
-      })
+      .then(() => this.runUninstall(script))
       .catch((err: unknown) => { this.uninstalling = false; this.log.warn("could not report the machine gone; will retry", { err }); });
+  }
+
+  /**
+   * The machine's record is already gone (removed by force, or its model destroyed) so there is no
+   * one to tell: an agent installed over SSH removes itself; any other just stops its units.
+   */
+  private machineGone(): void {
+    const script = join(this.dir, "uninstall");
+    if (this.uninstalling) return;
+    this.uninstalling = true;
+    if (existsSync(script)) this.runUninstall(script);
+    else void this.stop();
+  }
+
+  /** Detached: the script stops this agent's service, and with it this process. */
+  private runUninstall(script: string): void {
+    this.log.info("machine removed; uninstalling this agent");
+    spawn(script, [], { detached: true, stdio: "ignore" }).unref();
   }
 
   async stop(): Promise<void> {

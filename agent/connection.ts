@@ -28,6 +28,11 @@ export interface ConnectionOptions {
    * @default 5000
    */
   pingMs?: number;
+  /**
+   * Called once, and the connection stops, when the controller has closed the connection saying the
+   * machine was removed (4404) and then refused the agent's credential: it can never log in again.
+   */
+  onMachineRemoved?: () => void;
 }
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout };
@@ -42,6 +47,9 @@ export class ControllerConnection {
   private closed = false;
   private attempt = 0;
   private reconnectTimer?: NodeJS.Timeout;
+  /** The controller said this machine was removed; a refused login afterwards confirms it. */
+  private removedSaid = false;
+  private local?: string;
   /** Resolves when connected; replaced on every disconnect. */
   private ready!: Promise<void>;
   private markReady!: () => void;
@@ -52,6 +60,12 @@ export class ControllerConnection {
 
   get connected(): boolean { return this.ws?.readyState === WebSocket.OPEN; }
 
+  /**
+   * The address this machine reached the controller from (kept after a disconnect): on the network
+   * the controller shares with its machines, so where other units can reach this one.
+   */
+  get localAddress(): string | undefined { return this.local; }
+
   private resetReady(): void {
     this.ready = new Promise((r) => (this.markReady = r));
   }
@@ -61,8 +75,15 @@ export class ControllerConnection {
   private connectLoop(): void {
     if (this.closed) return;
     this.dial()
-      .then((ws) => this.adopt(ws))
+      .then(({ ws, local }) => this.adopt(ws, local))
       .catch((err: unknown) => {
+        // Two answers, not one: a replica whose state lags could say either alone, never both in turn.
+        if (this.removedSaid && StewardError.isInstance(err) && err.code === "unauthorized") {
+          this.o.log.error("this machine was removed from the controller and its credential is no longer accepted: stopping", { err });
+          this.closed = true;
+          this.o.onMachineRemoved?.();
+          return;
+        }
         const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt++) * (0.5 + Math.random() / 2);
         this.o.log.warn("cannot reach any controller; retrying", { in_ms: Math.round(delay), err });
         this.reconnectTimer = setTimeout(() => this.connectLoop(), delay);
@@ -70,7 +91,7 @@ export class ControllerConnection {
   }
 
   /** Tries every address, starting one attempt every `dialStaggerMs`; the first open socket wins. */
-  private dial(): Promise<WebSocket> {
+  private dial(): Promise<{ ws: WebSocket; local?: string }> {
     const addrs = shuffle([...this.o.addresses()]);
     const stagger = this.o.dialStaggerMs ?? 250;
     return new Promise((resolve, reject) => {
@@ -79,32 +100,39 @@ export class ControllerConnection {
       const sockets: WebSocket[] = [];
       const timers: NodeJS.Timeout[] = [];
       let lastErr: unknown;
+      // A credential refused by any replica is the answer that matters, whatever the others did.
+      let refused: StewardError | undefined;
       addrs.forEach((addr, i) => {
         timers.push(setTimeout(() => {
           if (won || this.closed) return;
           const ws = new WebSocket(`wss://${addr}/v1/agent`, { ca: this.o.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${this.o.authorization}` }, handshakeTimeout: 10_000 } as WebSocket.ClientOptions);
           sockets.push(ws);
+          let local: string | undefined;
+          ws.once("upgrade", (res) => { local = res.socket.localAddress; });
           ws.once("open", () => {
             if (won) { ws.close(); return; }
             won = true;
             timers.forEach(clearTimeout);
             for (const other of sockets) if (other !== ws) other.terminate();
-            resolve(ws);
+            resolve({ ws, ...(local ? { local } : {}) });
           });
           ws.once("unexpected-response", (_req, res) => {
             lastErr = new StewardError(res.statusCode === 401 ? "unauthorized" : "unavailable", `controller ${addr} refused the agent with HTTP ${res.statusCode}`);
+            if (res.statusCode === 401) refused = lastErr as StewardError;
             ws.terminate();
           });
           ws.once("error", (err) => { lastErr = lastErr ?? err; });
-          ws.once("close", () => { if (!won && ++failures === addrs.length) reject(lastErr ?? new Error("all dial attempts failed")); });
+          ws.once("close", () => { if (!won && ++failures === addrs.length) reject(refused ?? lastErr ?? new Error("all dial attempts failed")); });
         }, i * stagger));
       });
     });
   }
 
-  private adopt(ws: WebSocket): void {
+  private adopt(ws: WebSocket, local: string | undefined): void {
     this.ws = ws;
+    if (local) this.local = local;
     this.attempt = 0;
+    this.removedSaid = false;
     ws.on("message", (data: Buffer) => this.onMessage(data));
     ws.on("close", (code, reason) => {
       if (this.ws !== ws) return;
@@ -113,7 +141,10 @@ export class ControllerConnection {
       for (const [id, p] of this.pending) { clearTimeout(p.timer); p.reject(new StewardError("unavailable", "connection to the controller was lost")); this.pending.delete(id); }
       if (this.closed) return;
       this.o.log.warn("disconnected from controller", { code, reason: reason.toString() });
-      if (code === 4404) this.o.log.error("the controller says this machine was removed");
+      if (code === 4404) {
+        this.removedSaid = true;
+        this.o.log.error("the controller says this machine was removed");
+      }
       this.reconnectTimer = setTimeout(() => this.connectLoop(), BACKOFF_MIN_MS * (0.5 + Math.random()));
     });
     ws.on("error", () => undefined);

@@ -25,6 +25,7 @@ import type { Decision } from "./resolver";
 import { applyDecision, commitHook, nextHook } from "./resolver";
 import type { StatusReporter } from "./status-reporter";
 import type { HookSpec, UnitLocalState } from "./unit-state";
+import { unitAddress } from "./unit-address";
 import { loadUnitState, saveUnitState } from "./unit-state";
 
 export interface UniterDeps {
@@ -277,6 +278,7 @@ export class Uniter {
       STEWARD_CONTEXT_ID: contextId,
       STEWARD_AGENT_SOCKET: this.d.tools.socketPath,
       STEWARD_API_ADDRESSES: this.d.controllerAddresses().join(" "),
+      STEWARD_UNIT_ADDRESS: unitAddress(this.d.conn),
     };
     if (hook.relationId !== undefined) {
       const endpoint = this.view.relations.find((r) => r.id === hook.relationId)?.endpoint ?? this.state.relations[String(hook.relationId)]?.endpoint ?? "";

@@ -1,8 +1,10 @@
 /**
- * The agent's connection to the controller when a replica goes silent without closing the socket
- * (its host lost power or its address): the agent must notice and redial, not wait for TCP to give
- * up. Two real TLS WebSocket servers stand in for replicas: one that never answers pings, one that does.
+ * The agent's connection to the controller, against real TLS WebSocket servers standing in for
+ * replicas: when a replica goes silent without closing the socket (its host lost power or its
+ * address) the agent must notice and redial, not wait for TCP to give up; when the controller says
+ * the machine was removed and then refuses the credential, the agent stops for good.
  */
+import type { ExecutionContext } from "ava";
 import test from "ava";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:https";
@@ -15,14 +17,24 @@ import { ControllerConnection } from "../agent";
 import { dataFiles, initControllerDir } from "../controller";
 import { eventually } from "./harness/eventually";
 
-async function replica(tls: { cert: string; key: string }, answersPings: boolean) {
+/**
+ * `answersPings: false` is a replica that went silent; `onLogin` decides each login in turn: accept,
+ * accept and close at once with `close` (a code), or refuse with HTTP `status`.
+ */
+async function replica(tls: { cert: string; key: string }, answersPings: boolean, onLogin: (n: number) => { close?: number; status?: number } = () => ({})) {
   const server = createServer({ cert: tls.cert, key: tls.key });
-  const wss = new WebSocketServer({ server, autoPong: answersPings });
+  const wss = new WebSocketServer({ noServer: true, autoPong: answersPings });
   const sockets: { closed: boolean }[] = [];
-  wss.on("connection", (ws) => {
-    const s = { closed: false };
-    sockets.push(s);
-    ws.on("close", () => { s.closed = true; });
+  let logins = 0;
+  server.on("upgrade", (req, socket, head) => {
+    const answer = onLogin(logins++);
+    if (answer.status) { socket.end(`HTTP/1.1 ${answer.status} Refused\r\nConnection: close\r\n\r\n`); return; }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const s = { closed: false };
+      sockets.push(s);
+      ws.on("close", () => { s.closed = true; });
+      if (answer.close) ws.close(answer.close, "machine removed");
+    });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
@@ -32,14 +44,20 @@ async function replica(tls: { cert: string; key: string }, answersPings: boolean
   };
 }
 
-test("an agent drops a replica that stopped answering and redials another", async (t) => {
-  // A controller's CA and server certificate, as bootstrap makes them.
+/** A controller's CA and server certificate, as bootstrap makes them. */
+async function controllerTls(t: ExecutionContext) {
   const dir = await mkdtemp(join(tmpdir(), "steward-conn-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
   const { caCert } = await initControllerDir({ dataDir: dir, name: "conn", listen: { host: "127.0.0.1", port: 0 } });
   const [cert, key] = await Promise.all([dataFiles.serverCert, dataFiles.serverKey].map((f) => readFile(join(dir, f), "utf8")));
-  const silent = await replica({ cert: cert!, key: key! }, false);
-  const live = await replica({ cert: cert!, key: key! }, true);
-  t.teardown(async () => { await silent.close(); await live.close(); await rm(dir, { recursive: true, force: true }); });
+  return { caCert, cert: cert!, key: key! };
+}
+
+test("an agent drops a replica that stopped answering and redials another", async (t) => {
+  const { caCert, cert, key } = await controllerTls(t);
+  const silent = await replica({ cert, key }, false);
+  const live = await replica({ cert, key }, true);
+  t.teardown(async () => { await silent.close(); await live.close(); });
 
   const logged: string[] = [];
   // The silent replica is the only one known at first; once the agent is on it, only the live one.
@@ -58,4 +76,42 @@ test("an agent drops a replica that stopped answering and redials another", asyn
   await new Promise((r) => setTimeout(r, 600));
   t.is(live.sockets.length, 1);
   t.false(live.sockets[0]!.closed);
+});
+
+test("told its machine was removed and then refused its credential, an agent stops for good", async (t) => {
+  const { caCert, cert, key } = await controllerTls(t);
+  // First login accepted and closed with 4404; every later login refused with 401.
+  const gone = await replica({ cert, key }, true, (n) => (n === 0 ? { close: 4404 } : { status: 401 }));
+  t.teardown(() => gone.close());
+  let removed = 0;
+  const conn = new ControllerConnection({
+    addresses: () => [gone.address], caCert, authorization: "m/0/x", pingMs: 100,
+    log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined, onMachineRemoved: () => { removed++; },
+  });
+  t.teardown(() => conn.close());
+  conn.start();
+  await eventually("the agent gave up on its removed machine", () => removed === 1, 10_000);
+  // And it does not dial again.
+  await new Promise((r) => setTimeout(r, 1500));
+  t.is(removed, 1);
+  t.is(gone.sockets.length, 1);
+});
+
+test("a removal notice from one replica that the next login contradicts changes nothing", async (t) => {
+  const { caCert, cert, key } = await controllerTls(t);
+  // 4404, then a login that is accepted (so the notice was wrong) and closed for another reason;
+  // then a 401 alone, which is no verdict: the agent keeps trying and gets in.
+  const answers = [{ close: 4404 }, { close: 1001 }, { status: 401 }];
+  const lagging = await replica({ cert, key }, true, (n) => answers[n] ?? {});
+  t.teardown(() => lagging.close());
+  let removed = 0;
+  const conn = new ControllerConnection({
+    addresses: () => [lagging.address], caCert, authorization: "m/0/x", pingMs: 100,
+    log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined, onMachineRemoved: () => { removed++; },
+  });
+  t.teardown(() => conn.close());
+  conn.start();
+  await eventually("the agent got in after the refused login", () => lagging.sockets.length === 3, 10_000);
+  t.is(removed, 0);
+  t.false(lagging.sockets[2]!.closed);
 });

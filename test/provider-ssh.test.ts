@@ -24,8 +24,8 @@ let engine: MiniEngine;
 
 test.before(async () => {
   if (!root) return;
-  // Hosts 1-3: controller replicas; 4: a spare; 5: a worker.
-  lab = await TestLab.create(5);
+  // Hosts 1-3: controller replicas; 4: a spare; 5 and 6: workers.
+  lab = await TestLab.create(6);
   engine = new MiniEngine(repo);
   await engine.start();
 });
@@ -40,7 +40,7 @@ const stack = (controllers: number, spares: number) => () => {
   bareMetal({
     controllers: lab.hosts.slice(0, controllers).map(sshHost),
     spares: lab.hosts.slice(3, 3 + spares).map(sshHost),
-    workers: [sshHost(lab.hosts[4]!)],
+    workers: lab.hosts.slice(4, 6).map(sshHost),
     privateKey: pulumi.secret(lab.clientKey),
     operatorsDir: join(repo, "operators"),
   });
@@ -60,11 +60,14 @@ ssh("bare-metal on test hosts: one replica, then replicas 1 → 3 as an update (
   t.timeout(420_000);
   const first = await engine.up(stack(1, 0));
   t.deepEqual(first.errors, []);
-  t.deepEqual(first.created.sort(), ["checker", "prod", "shop", "web", "web-checker", "worker-0"]);
+  t.deepEqual(first.created.sort(), ["checker", "prod", "shop", "web", "web-checker", "worker-0", "worker-1"]);
   let c = client();
   try {
     t.is((await c.controllerInfo()).cluster.store, "embedded");
-    t.deepEqual(await unitsActive(c), ["checker/0 active/idle", "web/0 active/idle"]);
+    // The checker (on worker-0) is active only if web/1 on worker-1 answers at its published address.
+    t.deepEqual(await unitsActive(c), ["checker/0 active/idle", "web/0 active/idle", "web/1 active/idle"]);
+    const web1 = (await c.status("shop")).applications.web!.units["web/1"]!;
+    t.regex(web1.workload.message, new RegExp(`serving on http://${lab.hosts[5]!.ip.replace(/\./g, "\\.")}:\\d+/`));
   } finally {
     c.close();
   }
@@ -83,7 +86,7 @@ ssh("bare-metal on test hosts: one replica, then replicas 1 → 3 as an update (
     const info = (await c.controllerInfo()).cluster;
     t.is(info.store, "etcd");
     t.deepEqual(info.spares.map((s) => s.host), [lab.hosts[3]!.ip], "the spare went to the quorum keeper");
-    t.deepEqual(await unitsActive(c), ["checker/0 active/idle", "web/0 active/idle"], "the move into etcd kept the units");
+    t.deepEqual(await unitsActive(c), ["checker/0 active/idle", "web/0 active/idle", "web/1 active/idle"], "the move into etcd kept the units");
   } finally {
     c.close();
   }

@@ -10,7 +10,13 @@ const server = http.createServer((req, res) => {
   res.writeHead(200, { "content-type": "text/plain" });
   res.end(`${greeting} (${unit})\n`);
 });
-server.listen(Number(process.env.PORT || 0), "127.0.0.1", () => {
-  fs.writeFileSync(path.join(data, "port"), String(server.address().port));
+// The unit's address (where the machine meets the controller's network): reachable by units on
+// other machines, without opening the server on every interface of the host.
+const host = process.env.HOST || "127.0.0.1";
+server.listen(Number(process.env.PORT || 0), host, () => {
+  const { port } = server.address();
+  fs.writeFileSync(path.join(data, "url"), `http://${host.includes(":") ? `[${host}]` : host}:${port}/`);
+  fs.writeFileSync(path.join(data, "host"), host);
+  fs.writeFileSync(path.join(data, "port"), String(port));
 });
 process.on("SIGTERM", () => server.close(() => process.exit(0)));
