@@ -165,6 +165,23 @@ ssh("remove-machine uninstalls the agent and leaves the host clean", async (t) =
   t.notRegex((await h.exec("ps -eo args")).stdout, /main\.js --dir/);
 });
 
+ssh("a model destroyed by force: its agent over SSH finds its machine gone and uninstalls itself; the host's other agent stays", async (t) => {
+  const h = lab.hosts[5]!; // also runs an agent of the "bare" model (the install cut-off test)
+  const { uuid } = await client.createModel("forced");
+  const machine = (await client.addSshMachine("forced", target(h))).machines[0]!;
+  await eventually("the forced model's agent started", async () => (await client.listMachines("forced")).find((m) => m.id === machine.id)?.status === "started", 60_000, 200);
+  const agents = async (): Promise<string> => (await h.exec("ls /var/lib/steward/agents")).stdout;
+  t.true((await agents()).includes(`${uuid}-${machine.id}`));
+
+  // No machine is marked dying: the records vanish, and the agent is told only that much (4404).
+  await client.destroyModel("forced", true);
+  const gone = await eventually("the agent uninstalled itself", async () => !(await agents()).includes(uuid), 30_000, 200).catch(() => false);
+  t.true(gone, await agents());
+  t.notRegex((await h.exec("ps -eo args")).stdout, new RegExp(`agents/${uuid}`));
+  t.regex(await agents(), /\S/, "the bare model's agent on the same host is untouched");
+  t.is((await machineOf(h))?.status, "started");
+});
+
 ssh("a controller bootstrapped on a host over SSH is driven from the CLI", async (t) => {
   const home = await mkdtemp(join(tmpdir(), "steward-ssh-cli-"));
   t.teardown(() => rm(home, { recursive: true, force: true }));
