@@ -78,22 +78,28 @@ test("an agent drops a replica that stopped answering and redials another", asyn
   t.false(live.sockets[0]!.closed);
 });
 
+/** An agent's connection to one replica, counting the times it concluded its machine was removed. */
+function startAgent(t: ExecutionContext, address: string, caCert: string): { removed: number } {
+  const agent = { removed: 0 };
+  const conn = new ControllerConnection({
+    addresses: () => [address], caCert, authorization: "m/0/x", pingMs: 100,
+    log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined, onMachineRemoved: () => { agent.removed++; },
+  });
+  t.teardown(() => conn.close());
+  conn.start();
+  return agent;
+}
+
 test("told its machine was removed and then refused its credential, an agent stops for good", async (t) => {
   const { caCert, cert, key } = await controllerTls(t);
   // First login accepted and closed with 4404; every later login refused with 401.
   const gone = await replica({ cert, key }, true, (n) => (n === 0 ? { close: 4404 } : { status: 401 }));
   t.teardown(() => gone.close());
-  let removed = 0;
-  const conn = new ControllerConnection({
-    addresses: () => [gone.address], caCert, authorization: "m/0/x", pingMs: 100,
-    log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined, onMachineRemoved: () => { removed++; },
-  });
-  t.teardown(() => conn.close());
-  conn.start();
-  await eventually("the agent gave up on its removed machine", () => removed === 1, 10_000);
+  const agent = startAgent(t, gone.address, caCert);
+  await eventually("the agent gave up on its removed machine", () => agent.removed === 1, 10_000);
   // And it does not dial again.
   await new Promise((r) => setTimeout(r, 1500));
-  t.is(removed, 1);
+  t.is(agent.removed, 1);
   t.is(gone.sockets.length, 1);
 });
 
@@ -104,14 +110,8 @@ test("a removal notice from one replica that the next login contradicts changes 
   const answers = [{ close: 4404 }, { close: 1001 }, { status: 401 }];
   const lagging = await replica({ cert, key }, true, (n) => answers[n] ?? {});
   t.teardown(() => lagging.close());
-  let removed = 0;
-  const conn = new ControllerConnection({
-    addresses: () => [lagging.address], caCert, authorization: "m/0/x", pingMs: 100,
-    log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined, onMachineRemoved: () => { removed++; },
-  });
-  t.teardown(() => conn.close());
-  conn.start();
+  const agent = startAgent(t, lagging.address, caCert);
   await eventually("the agent got in after the refused login", () => lagging.sockets.length === 3, 10_000);
-  t.is(removed, 0);
+  t.is(agent.removed, 0);
   t.false(lagging.sockets[2]!.closed);
 });
