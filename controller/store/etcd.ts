@@ -7,7 +7,10 @@
  *   as {@link CompactedError} so the caller re-reads, and its `cancel()` (which never resolves) is
  *   not awaited;
  * - keep-alives are explicit (one request per call), so an expired lease is an error at once rather
- *   than a `lost` event two TTLs later.
+ *   than a `lost` event two TTLs later;
+ * - reads of many keys (ranges, and transactions that only read, such as the state cache's load on
+ *   a replica's start) go in pages at one pinned revision: one consistent snapshot, however large
+ *   the keyspace, without a response that outgrows the client's message limit.
  *
  * All keys live under `prefix` (one etcd can hold several controllers' data, and tests share one).
  */
@@ -30,6 +33,11 @@ export interface EtcdStoreOptions {
   tls?: { caCert: string; cert: string; key: string };
   /** @default 5000 */
   requestTimeoutMs?: number;
+  /**
+   * Keys per page of a large read.
+   * @default 2000
+   */
+  readPageKeys?: number;
 }
 
 const enum Result { Equal = 0, Greater = 1, Less = 2, NotEqual = 3 }
@@ -159,8 +167,39 @@ export class EtcdStore implements Store {
   async range(prefix: string): Promise<{ kvs: KeyValue[]; revision: number }> {
     this.check();
     const key = this.k(prefix);
-    const res = await this.rpc("a read", () => this.client.kv.range({ key, range_end: prefixEnd(key) }, this.opts()));
-    return { kvs: res.kvs.map((kv) => this.kv(kv)), revision: this.saw(res.header.revision) };
+    return this.pagedRange(key, prefixEnd(key));
+  }
+
+  /**
+   * Every key in [key, end) as of `revision` (default: the revision the first page sees), read
+   * page by page. Later pages ask for the same revision, so writes landing meanwhile do not show;
+   * auto-compaction keeps an hour of history, far longer than any read takes.
+   */
+  private async pagedRange(key: Buffer, end: Buffer | undefined, revision?: number): Promise<{ kvs: KeyValue[]; revision: number }> {
+    const limit = this.o.readPageKeys ?? 2000;
+    const kvs: KeyValue[] = [];
+    let from = key;
+    let rev = revision;
+    for (;;) {
+      const page = await this.rpc("a read", () => this.client.kv.range({ key: from, ...(end ? { range_end: end, limit } : {}), ...(rev ? { revision: rev } : {}) }, this.opts()));
+      rev ??= this.saw(page.header.revision);
+      for (const kv of page.kvs) kvs.push(this.kv(kv));
+      if (!page.more || page.kvs.length === 0) return { kvs, revision: rev };
+      from = Buffer.concat([page.kvs[page.kvs.length - 1]!.key, Buffer.from([0])]);
+    }
+  }
+
+  /** A transaction that only reads, as one snapshot read in pages (see {@link pagedRange}). */
+  private async snapshot(ops: Op[]): Promise<TxnResult> {
+    let revision: number | undefined;
+    const responses: KeyValue[][] = [];
+    for (const op of ops) {
+      const key = this.k(op.type === "range" ? op.prefix : (op as { key: string }).key);
+      const res = await this.pagedRange(key, op.type === "range" ? prefixEnd(key) : undefined, revision);
+      revision ??= res.revision;
+      responses.push(res.kvs);
+    }
+    return { succeeded: true, revision: revision ?? (await this.currentRevision()), responses };
   }
 
   async txn(t: Txn): Promise<TxnResult> {
@@ -174,6 +213,7 @@ export class EtcdStore implements Store {
         if (op.type === "put" && Buffer.byteLength(op.value) > MAX_VALUE_BYTES) throw invalidRequest(`value for ${op.key} is ${Buffer.byteLength(op.value)} bytes; the store takes at most ${MAX_VALUE_BYTES}`);
       }
     }
+    if (!t.compare?.length && !t.failure?.length && t.success.every((op) => op.type === "range" || op.type === "get")) return this.snapshot(t.success);
     try {
       const res = await this.client.kv.txn({ compare: (t.compare ?? []).map((c) => this.compare(c)), success: t.success.map((op) => this.op(op)), failure: (t.failure ?? []).map((op) => this.op(op)) }, this.opts());
       const responses: KeyValue[][] = res.responses.map((r) => {
