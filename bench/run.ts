@@ -13,11 +13,12 @@ import { benchStore } from "./store-throughput";
 import { benchHaHostFailover } from "./ha-host-failover";
 import { benchProviderRefresh } from "./provider-refresh";
 import { benchProviderUp } from "./provider-up";
+import { benchEtcdSnapshot } from "./etcd-snapshot";
 
 const all: Record<string, () => Promise<void>> = {
   store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo,
   "config-fanout": benchConfigFanout, leadership: benchLeadership, "ssh-install": benchSshInstall, "leader-failover": benchLeaderFailover,
-  "ha-host-failover": benchHaHostFailover, "provider-refresh": benchProviderRefresh, "provider-up": benchProviderUp,
+  "ha-host-failover": benchHaHostFailover, "provider-refresh": benchProviderRefresh, "provider-up": benchProviderUp, "etcd-snapshot": benchEtcdSnapshot,
 };
 
 async function main(): Promise<void> {
