@@ -155,9 +155,9 @@ export class Agent {
    * one to tell: an agent installed over SSH removes itself; any other just stops its units.
    */
   private machineGone(): void {
-    const script = join(this.dir, "uninstall");
     if (this.uninstalling) return;
     this.uninstalling = true;
+    const script = join(this.dir, "uninstall");
     if (existsSync(script)) this.runUninstall(script);
     else void this.stop();
   }

@@ -55,8 +55,9 @@ export const modelProvider = {
     const found = models.find((m) => m.uuid === id);
     if (!found || found.life !== "alive") return {};
     // Settings the program leaves unset are not its to report: only those it manages show drift.
+    // (A controller too old to list settings shows none.)
     const config: ModelInputs["config"] = {};
-    for (const key of MODEL_SETTINGS) if (props.config?.[key] !== undefined) Object.assign(config, { [key]: found.config[key] });
+    for (const key of MODEL_SETTINGS) if (props.config?.[key] !== undefined) Object.assign(config, { [key]: (found.config ?? props.config)[key] });
     const now = { ...props, name: found.name, config };
     return { id, props: plain(now), inputs: plain(inputsOf(now)) };
   },
