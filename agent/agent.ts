@@ -11,7 +11,7 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
-import { hostname, networkInterfaces, release } from "node:os";
+import { hostname, release } from "node:os";
 import { join } from "node:path";
 import type { AgentView, Logger } from "../api/core";
 import { STEWARD_VERSION, createLogger } from "../api/core";
@@ -22,6 +22,7 @@ import { HookToolServer } from "./hook-tools/server";
 import { MachineLock } from "./machine-lock";
 import { OperatorStore } from "./operators";
 import { StatusReporter } from "./status-reporter";
+import { machineAddress } from "./unit-address";
 import { Uniter, unitDirOf } from "./uniter";
 
 export type AgentState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED";
@@ -78,7 +79,7 @@ export class Agent {
   get unitNames(): string[] { return [...this.uniters.keys()].sort(); }
 
   private onConnected(): void {
-    this.conn.call("machine.info", { hostname: hostname(), address: primaryAddress(), os: `${process.platform} ${release()}`, agentVersion: STEWARD_VERSION })
+    this.conn.call("machine.info", { hostname: hostname(), address: machineAddress(), os: `${process.platform} ${release()}`, agentVersion: STEWARD_VERSION })
       .catch((err: unknown) => this.log.warn("could not report machine info", { err }));
     this.reporter.flush();
   }
@@ -179,7 +180,3 @@ export class Agent {
   }
 }
 
-function primaryAddress(): string {
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
-  return "127.0.0.1";
-}

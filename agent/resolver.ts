@@ -6,7 +6,8 @@
  * - deploy: install → relation-created (each integration) → leader-elected (leader) or
  *   leader-settings-changed (others) → config-changed → start → per remote unit relation-joined,
  *   immediately followed by relation-changed for that unit;
- * - config change → config-changed; new operator content → upgrade → config-changed;
+ * - config change, or a new unit address (the machine came back with another) → config-changed;
+ *   new operator content → upgrade → config-changed;
  * - a remote unit leaving → relation-departed; an integration removed → relation-departed for each
  *   remote unit, then relation-broken (never for peer relations);
  * - a unit removed → every relation departed and broken (peer relations last), then stop → remove.
@@ -35,6 +36,8 @@ export interface ResolveOptions {
   updateStatusDue: boolean;
   /** A failed hook may run again now (automatic retry enabled and its backoff elapsed). */
   retryDue: boolean;
+  /** The unit's address now (unknown until the agent first connects: then it triggers nothing). */
+  address?: string;
 }
 
 export function configHash(config: UnitView["config"]): string {
@@ -86,7 +89,7 @@ export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): 
   if (s.leaderSettingsVersion === -1 && !view.leaderKnown) return { kind: "idle" };
   if (!view.leader && s.leaderSettingsVersion !== view.leaderSettingsVersion) return { kind: "run", hook: simple("leader-settings-changed") };
   if (s.operatorHash !== view.operator.hash) return { kind: "run", hook: simple("upgrade") };
-  if (s.configHash !== configHash(view.config)) return { kind: "run", hook: simple("config-changed") };
+  if (s.configHash !== configHash(view.config) || (o.address !== undefined && s.address !== o.address)) return { kind: "run", hook: simple("config-changed") };
   if (!s.started) return { kind: "run", hook: simple("start") };
   const rel = relationHook(view, s);
   if (rel) return rel;
@@ -118,7 +121,7 @@ function relationHook(view: UnitView, s: UnitLocalState): Decision | undefined {
 }
 
 /** How the unit's local state changes when `hook` commits (Juju's commit chaining). */
-export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView): UnitLocalState {
+export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView, address?: string): UnitLocalState {
   const next: UnitLocalState = { ...s, relations: { ...s.relations }, committed: [...s.committed, hook.name] };
   delete next.failedHook;
   const id = hook.relationId !== undefined ? String(hook.relationId) : undefined;
@@ -126,7 +129,7 @@ export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView): U
   switch (hook.kind) {
     case "install": next.installed = true; next.operatorHash = view.operator.hash; break;
     case "upgrade": next.operatorHash = view.operator.hash; next.configHash = ""; break; // upgrade is always followed by config-changed
-    case "config-changed": next.configHash = configHash(view.config); break;
+    case "config-changed": next.configHash = configHash(view.config); if (address !== undefined) next.address = address; break;
     case "start": next.started = true; break;
     case "stop": next.stopped = true; break;
     case "remove": next.removed = true; break;

@@ -46,6 +46,8 @@ export interface UnitLocalState {
   operatorHash: string;
   /** Hash of the config the last committed config-changed saw ("" before the first). */
   configHash: string;
+  /** The unit address the last committed config-changed saw: a new one runs config-changed again, as in Juju. */
+  address?: string;
   /** Whether the operator ever set a workload status (if not, it shows "unknown" once started). */
   statusSet: boolean;
   /** The workload status the operator last set, for status-get after a restart. */

@@ -25,7 +25,7 @@ import type { Decision } from "./resolver";
 import { applyDecision, commitHook, nextHook } from "./resolver";
 import type { StatusReporter } from "./status-reporter";
 import type { HookSpec, UnitLocalState } from "./unit-state";
-import { unitAddress } from "./unit-address";
+import { connectedAddress, machineAddress, unitAddress } from "./unit-address";
 import { loadUnitState, saveUnitState } from "./unit-state";
 
 export interface UniterDeps {
@@ -142,7 +142,8 @@ export class Uniter {
     while (!this.closed) {
       this.again = false;
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
-      const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue });
+      const address = connectedAddress(this.d.conn);
+      const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}) });
       switch (decision.kind) {
         case "idle":
           // Idle only when nothing is left to do: never between two hooks that are already due.
@@ -166,7 +167,7 @@ export class Uniter {
 
   /** `steward resolve --no-retry`: the failed hook counts as done without running again. */
   private async skip(d: Extract<Decision, { kind: "skip" }>): Promise<void> {
-    await this.save(commitHook(this.state, d.hook, this.view));
+    await this.save(commitHook(this.state, d.hook, this.view, connectedAddress(this.d.conn)));
     await this.d.conn.call("unit.resolved", { unit: this.name });
     this.recovered();
   }
@@ -189,9 +190,11 @@ export class Uniter {
     });
     const contextId = randomUUID();
     const unregister = this.d.tools.register(contextId, ctx);
+    // The address this hook is told is the one its commit records (config-changed runs again if it moves).
+    const address = connectedAddress(this.d.conn);
     let result;
     try {
-      result = await runHook({ operatorDir, hook: hook.name, env: this.hookEnv(hook, operatorDir, contextId), logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal });
+      result = await runHook({ operatorDir, hook: hook.name, env: this.hookEnv(hook, operatorDir, contextId, address ?? machineAddress()), logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal });
     } finally {
       unregister();
     }
@@ -204,7 +207,7 @@ export class Uniter {
         // The controller refused what the hook wrote (e.g. leadership moved): nothing is committed and the hook counts as failed.
         return this.failed(hook, `its changes were refused: ${(err as Error).message}`, log);
       }
-      let next = commitHook(this.state, hook, view);
+      let next = commitHook(this.state, hook, view, address);
       if (commit.ports) next = { ...next, ports: ctx.openedPorts() };
       await this.save(next);
       if (hook.kind === "update-status") this.updateStatusDue = false;
@@ -261,7 +264,7 @@ export class Uniter {
     this.updateStatusTimer.unref();
   }
 
-  private hookEnv(hook: HookSpec, operatorDir: string, contextId: string): Record<string, string> {
+  private hookEnv(hook: HookSpec, operatorDir: string, contextId: string, address: string): Record<string, string> {
     const model = this.d.model();
     const env: Record<string, string> = {
       PATH: [this.d.tools.toolsDir, dirname(process.execPath), process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(":"),
@@ -278,7 +281,7 @@ export class Uniter {
       STEWARD_CONTEXT_ID: contextId,
       STEWARD_AGENT_SOCKET: this.d.tools.socketPath,
       STEWARD_API_ADDRESSES: this.d.controllerAddresses().join(" "),
-      STEWARD_UNIT_ADDRESS: unitAddress(this.d.conn),
+      STEWARD_UNIT_ADDRESS: address,
     };
     if (hook.relationId !== undefined) {
       const endpoint = this.view.relations.find((r) => r.id === hook.relationId)?.endpoint ?? this.state.relations[String(hook.relationId)]?.endpoint ?? "";
@@ -308,7 +311,7 @@ export class Uniter {
       const operatorDir = await this.d.operators.ensure(this.state.operatorHash || this.view.operator.hash).catch(() => undefined);
       if (!operatorDir) return;
       for (const hook of [this.state.started && !this.state.stopped ? "stop" : "", this.state.installed && !this.state.removed ? "remove" : ""].filter(Boolean)) {
-        await runHook({ operatorDir, hook, env: this.hookEnv({ kind: hook as "stop", name: hook }, operatorDir, "none"), logPath: join(this.unitDir, "hooks.log"), timeoutMs: 60_000 }).catch(() => undefined);
+        await runHook({ operatorDir, hook, env: this.hookEnv({ kind: hook as "stop", name: hook }, operatorDir, "none", unitAddress(this.d.conn)), logPath: join(this.unitDir, "hooks.log"), timeoutMs: 60_000 }).catch(() => undefined);
       }
     });
     this.d.reporter.forget(this.name);

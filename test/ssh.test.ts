@@ -154,6 +154,31 @@ ssh("a rebooted host brings its agent back", async (t) => {
   t.regex((await h.exec("ps -eo args")).stdout, /main\.js --dir \/var\/lib\/steward\/agents/);
 });
 
+ssh("a host that comes back with another address: its unit runs config-changed and serves and publishes there", async (t) => {
+  const h = lab.hosts[2]!;
+  const m = (await started(h))!;
+  const op = await readOperatorDir(join(operatorsDir, "hello-http"));
+  await client.uploadOperator(op.bundle);
+  await client.deploy("bare", { name: "web", operator: op.hash, units: 1, to: [m.id] });
+  const serving = (ip: string) => eventually(`web/0 serving on ${ip}`, async () => {
+    const u = (await client.status("bare")).applications.web?.units["web/0"];
+    return u?.workload.current === "active" && u.workload.message.startsWith(`serving on http://${ip}:`) ? u.workload.message : undefined;
+  }, 60_000, 250);
+  await serving(h.ip);
+  const before = (await client.status("bare")).applications.web!.units["web/0"]!;
+
+  await h.readdress(`${lab.subnet}.${120 + h.index}`); // powered off, a new lease, booted
+  const message = await serving(h.ip);
+  const url = /(http:\/\/\S+)/.exec(message)![1]!;
+  const res = await fetch(url);
+  t.regex(await res.text(), /web\/0/, "the server answers on the new address");
+  // config-changed ran once more (the address moved); install and start did not. (Hooks the
+  // operator does not have, such as leader-elected here, are not logged as run.)
+  const hooks = (await h.exec("grep -h 'hook completed' /var/lib/steward/agents/*/agent.log | grep -o 'unit=web/0 hook=[a-z-]*'")).stdout.trim().split("\n");
+  t.deepEqual(hooks.map((l) => l.slice("unit=web/0 hook=".length)), ["install", "config-changed", "start", "config-changed"], "config-changed at deploy and once after the move");
+  t.not(before.workload.message, message);
+});
+
 ssh("remove-machine uninstalls the agent and leaves the host clean", async (t) => {
   const h = lab.hosts[4]!;
   const m = (await machineOf(h))!;
