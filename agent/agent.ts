@@ -23,6 +23,7 @@ import { MachineLock } from "./machine-lock";
 import { OperatorStore } from "./operators";
 import { StatusReporter } from "./status-reporter";
 import { machineAddress } from "./unit-address";
+import { currentBootId } from "./boot-id";
 import { Uniter, unitDirOf } from "./uniter";
 
 export type AgentState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED";
@@ -68,6 +69,7 @@ export class Agent {
     const cfg = await readAgentConfig(opts.dir);
     const log = (opts.log ?? createLogger()).child({ machine: cfg.machine });
     const agent = new Agent(opts.dir, cfg, log);
+    agent.bootId = await currentBootId();
     await agent.tools.start();
     agent.conn.start();
     agent.state = "RUNNING";
@@ -111,7 +113,7 @@ export class Agent {
       const u = this.view!.units.find((x) => x.name === name);
       if (!u) return;
       const uniter = await Uniter.start(u, {
-        agentDir: this.dir, model: () => this.view!.model, settings: () => this.view!, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
+        agentDir: this.dir, bootId: this.bootId, model: () => this.view!.model, settings: () => this.view!, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
         tools: this.tools, operators: this.operators, lock: this.lock, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
       });
       this.uniters.set(name, uniter);
@@ -135,6 +137,7 @@ export class Agent {
   }
 
   private uninstalling = false;
+  private bootId?: string;
 
   /**
    * The machine is being removed and has no units left. An agent that was installed over SSH runs

@@ -7,7 +7,8 @@
  *   leader-settings-changed (others) → config-changed → start → per remote unit relation-joined,
  *   immediately followed by relation-changed for that unit;
  * - config change, or a new unit address (the machine came back with another) → config-changed;
- *   new operator content → upgrade → config-changed;
+ *   new operator content → upgrade → config-changed; a started unit after its machine rebooted →
+ *   start (its workload died with the machine);
  * - a remote unit leaving → relation-departed; an integration removed → relation-departed for each
  *   remote unit, then relation-broken (never for peer relations);
  * - a unit removed → every relation departed and broken (peer relations last), then stop → remove.
@@ -38,6 +39,8 @@ export interface ResolveOptions {
   retryDue: boolean;
   /** The unit's address now (unknown until the agent first connects: then it triggers nothing). */
   address?: string;
+  /** The machine's boot now (see boot-id.ts; unknown: reboots trigger nothing). */
+  bootId?: string;
 }
 
 export function configHash(config: UnitView["config"]): string {
@@ -89,6 +92,7 @@ export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): 
   if (s.leaderSettingsVersion === -1 && !view.leaderKnown) return { kind: "idle" };
   if (!view.leader && s.leaderSettingsVersion !== view.leaderSettingsVersion) return { kind: "run", hook: simple("leader-settings-changed") };
   if (s.operatorHash !== view.operator.hash) return { kind: "run", hook: simple("upgrade") };
+  if (s.started && o.bootId !== undefined && s.bootId !== undefined && s.bootId !== o.bootId) return { kind: "run", hook: simple("start") };
   if (s.configHash !== configHash(view.config) || (o.address !== undefined && s.address !== o.address)) return { kind: "run", hook: simple("config-changed") };
   if (!s.started) return { kind: "run", hook: simple("start") };
   const rel = relationHook(view, s);
@@ -121,7 +125,7 @@ function relationHook(view: UnitView, s: UnitLocalState): Decision | undefined {
 }
 
 /** How the unit's local state changes when `hook` commits (Juju's commit chaining). */
-export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView, address?: string): UnitLocalState {
+export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView, machine: { address?: string; bootId?: string } = {}): UnitLocalState {
   const next: UnitLocalState = { ...s, relations: { ...s.relations }, committed: [...s.committed, hook.name] };
   delete next.failedHook;
   const id = hook.relationId !== undefined ? String(hook.relationId) : undefined;
@@ -129,8 +133,8 @@ export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView, ad
   switch (hook.kind) {
     case "install": next.installed = true; next.operatorHash = view.operator.hash; break;
     case "upgrade": next.operatorHash = view.operator.hash; next.configHash = ""; break; // upgrade is always followed by config-changed
-    case "config-changed": next.configHash = configHash(view.config); if (address !== undefined) next.address = address; break;
-    case "start": next.started = true; break;
+    case "config-changed": next.configHash = configHash(view.config); if (machine.address !== undefined) next.address = machine.address; break;
+    case "start": next.started = true; next.bootId = machine.bootId; break;
     case "stop": next.stopped = true; break;
     case "remove": next.removed = true; break;
     case "update-status": break;
@@ -149,6 +153,8 @@ export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView, ad
     case "relation-departed": if (rel) delete rel.joined[hook.remoteUnit!]; break;
     case "relation-broken": if (rel) rel.broken = true; break;
   }
+  // A unit started before boots were recorded belongs to the boot it is first seen in.
+  if (next.started && next.bootId === undefined) next.bootId = machine.bootId;
   return next;
 }
 

@@ -48,6 +48,8 @@ export interface UnitLocalState {
   configHash: string;
   /** The unit address the last committed config-changed saw: a new one runs config-changed again, as in Juju. */
   address?: string;
+  /** The machine boot in which start last committed: after a reboot start runs again, as in Juju. */
+  bootId?: string;
   /** Whether the operator ever set a workload status (if not, it shows "unknown" once started). */
   statusSet: boolean;
   /** The workload status the operator last set, for status-get after a restart. */

@@ -40,6 +40,8 @@ export interface UniterDeps {
   lock: MachineLock;
   log: Logger;
   controllerAddresses: () => string[];
+  /** This boot of the machine (see boot-id.ts). */
+  bootId?: string;
 }
 
 const RETRY_MIN_MS = 5_000;
@@ -143,7 +145,7 @@ export class Uniter {
       this.again = false;
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const address = connectedAddress(this.d.conn);
-      const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}) });
+      const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}) });
       switch (decision.kind) {
         case "idle":
           // Idle only when nothing is left to do: never between two hooks that are already due.
@@ -167,7 +169,7 @@ export class Uniter {
 
   /** `steward resolve --no-retry`: the failed hook counts as done without running again. */
   private async skip(d: Extract<Decision, { kind: "skip" }>): Promise<void> {
-    await this.save(commitHook(this.state, d.hook, this.view, connectedAddress(this.d.conn)));
+    await this.save(commitHook(this.state, d.hook, this.view, this.machineNow(connectedAddress(this.d.conn))));
     await this.d.conn.call("unit.resolved", { unit: this.name });
     this.recovered();
   }
@@ -207,7 +209,7 @@ export class Uniter {
         // The controller refused what the hook wrote (e.g. leadership moved): nothing is committed and the hook counts as failed.
         return this.failed(hook, `its changes were refused: ${(err as Error).message}`, log);
       }
-      let next = commitHook(this.state, hook, view, address);
+      let next = commitHook(this.state, hook, view, this.machineNow(address));
       if (commit.ports) next = { ...next, ports: ctx.openedPorts() };
       await this.save(next);
       if (hook.kind === "update-status") this.updateStatusDue = false;
@@ -262,6 +264,10 @@ export class Uniter {
     const ms = this.intervalS * 1000 * (0.8 + Math.random() * 0.4); // 80–120 %, as Juju, so units do not fire in step
     this.updateStatusTimer = setTimeout(() => { this.updateStatusDue = true; this.kick(); }, ms);
     this.updateStatusTimer.unref();
+  }
+
+  private machineNow(address: string | undefined): { address?: string; bootId?: string } {
+    return { ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}) };
   }
 
   private hookEnv(hook: HookSpec, operatorDir: string, contextId: string, address: string): Record<string, string> {

@@ -12,11 +12,11 @@ const rel = (over: Partial<RelationView> = {}): RelationView => ({ id: 3, endpoi
 const opts = { updateStatusDue: false, retryDue: false };
 
 /** Runs the resolver until idle, committing every hook, and returns the hook names in order. */
-function runToIdle(v: UnitView, s: UnitLocalState, limit = 40, address?: string): { hooks: string[]; state: UnitLocalState } {
+function runToIdle(v: UnitView, s: UnitLocalState, limit = 40, machine: { address?: string; bootId?: string } = {}): { hooks: string[]; state: UnitLocalState } {
   const hooks: string[] = [];
   for (let i = 0; i < limit; i++) {
-    const d = nextHook(v, s, { ...opts, ...(address ? { address } : {}) });
-    if (d.kind === "run") { hooks.push(d.hook.remoteUnit ? `${d.hook.name}(${d.hook.remoteUnit})` : d.hook.name); s = commitHook(s, d.hook, v, address); }
+    const d = nextHook(v, s, { ...opts, ...machine });
+    if (d.kind === "run") { hooks.push(d.hook.remoteUnit ? `${d.hook.name}(${d.hook.remoteUnit})` : d.hook.name); s = commitHook(s, d.hook, v, machine); }
     else if (d.kind === "leave" || d.kind === "resign") { hooks.push(`(${d.kind})`); s = applyDecision(s, d); }
     else return { hooks, state: s };
   }
@@ -88,15 +88,30 @@ test("a config change runs config-changed only; an upgrade runs upgrade then con
 });
 
 test("a new unit address (the machine came back with another) runs config-changed once, as in Juju", (t) => {
-  const first = runToIdle(view(), initialUnitState(), 40, "10.0.0.5");
+  const first = runToIdle(view(), initialUnitState(), 40, { address: "10.0.0.5" });
   t.deepEqual(first.hooks, ["install", "leader-settings-changed", "config-changed", "start"], "the first config-changed records the address: no extra hook");
   t.is(first.state.address, "10.0.0.5");
-  t.deepEqual(runToIdle(view(), first.state, 40, "10.0.0.5").hooks, []);
-  t.deepEqual(runToIdle(view(), first.state, 40, "10.0.9.7").hooks, ["config-changed"]);
+  t.deepEqual(runToIdle(view(), first.state, 40, { address: "10.0.0.5" }).hooks, []);
+  t.deepEqual(runToIdle(view(), first.state, 40, { address: "10.0.9.7" }).hooks, ["config-changed"]);
   t.deepEqual(runToIdle(view(), first.state).hooks, [], "an address not known yet triggers nothing");
   // A unit from before addresses were recorded configures once to learn it.
   const { address: _none, ...older } = first.state;
-  t.deepEqual(runToIdle(view(), older, 40, "10.0.0.5").hooks, ["config-changed"]);
+  t.deepEqual(runToIdle(view(), older, 40, { address: "10.0.0.5" }).hooks, ["config-changed"]);
+});
+
+test("after a reboot a started unit runs start again, once; an agent restart in the same boot runs nothing", (t) => {
+  const first = runToIdle(view(), initialUnitState(), 40, { bootId: "boot-1" });
+  t.is(first.state.bootId, "boot-1");
+  t.deepEqual(runToIdle(view(), first.state, 40, { bootId: "boot-1" }).hooks, []);
+  const rebooted = runToIdle(view(), first.state, 40, { bootId: "boot-2" });
+  t.deepEqual(rebooted.hooks, ["start"]);
+  t.deepEqual(runToIdle(view(), rebooted.state, 40, { bootId: "boot-2" }).hooks, []);
+  // Rebooted with another address and a config change: start, then one config-changed.
+  t.deepEqual(runToIdle(view({ config: { x: 9 } }), first.state, 40, { bootId: "boot-3", address: "10.0.9.9" }).hooks, ["start", "config-changed"]);
+  // A unit from before boots were recorded runs no start (its boot is unknown); its next commit records the boot.
+  const { bootId: _none, ...older } = first.state;
+  t.deepEqual(nextHook(view(), older, { ...opts, bootId: "boot-4" }), { kind: "idle" });
+  t.is(commitHook(older, { kind: "update-status", name: "update-status" }, view(), { bootId: "boot-4" }).bootId, "boot-4");
 });
 
 test("a failed hook runs again only when due or resolved, and --no-retry skips it", (t) => {

@@ -171,6 +171,9 @@ export class TestLab {
       `mount --bind ${join(dir, "var")} /var/lib/steward`,
       `mount --bind ${join(dir, "etc")} /etc/steward`,
       "mount -t tmpfs tmpfs /tmp",
+      // /run starts empty at every boot, as on a real host (agents tell reboots by it).
+      "mount -t tmpfs tmpfs /run",
+      "mkdir -p /run/sshd",
       ...(opts.noNode ? [`mount --bind ${join(dir, "no-node")} /usr/bin/node`] : []),
       // What the installer registered for boot on a host without systemd.
       "for f in /etc/steward/boot.d/*; do [ -x \"$f\" ] && setsid \"$f\" </dev/null >/dev/null 2>&1 & done",
