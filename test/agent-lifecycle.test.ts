@@ -40,7 +40,12 @@ test("deploy, config change, update-status and unit removal run hooks in Juju's 
   await tc.admin.updateApplication("lifecycle", "rec", { config: { label: "b" } });
   const s = await tc.waitForUnits("lifecycle", (units) => units.length === 3 && units.every((u) => u.workload.message === "label=b"), "status to show the new label");
   t.is(s.applications.rec!.status.current, "active");
-  hooks = await hooksOf(record);
+  // An update-status already running when the change lands may show the new label first (config-get
+  // reads the current config): wait for config-changed itself.
+  hooks = await eventually("config-changed recorded on every unit", async () => {
+    const h = await hooksOf(record);
+    return ["rec/0", "rec/1", "rec/2"].every((u) => withoutUpdateStatus(h.get(u)).length >= 5) ? h : undefined;
+  }, 20_000).catch(() => hooksOf(record));
   for (const u of ["rec/0", "rec/1", "rec/2"]) t.deepEqual(withoutUpdateStatus(hooks.get(u)), ["install", second(u), "config-changed", "start", "config-changed"], u);
 
   // The model runs update-status every second (jittered 80–120 %).
