@@ -11,7 +11,7 @@ import {
 } from "../../api";
 import { signToken, verifyPassword } from "../security/credentials";
 import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
-import { buildModelStatus, buildUnitDetails, effectiveConfig } from "../state";
+import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings } from "../state";
 import type { SshSubstrate } from "../substrates/ssh";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
@@ -119,7 +119,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
       if (!idx.model) continue;
       const access = modelAccess(p, idx);
       if (!access) continue;
-      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: { ...idx.model.config, automaticallyRetryHooks: idx.model.config.automaticallyRetryHooks ?? true } });
+      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: modelSettings(idx.model.config) });
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
   });

@@ -76,3 +76,8 @@ export const SCHEMA_VERSION = 1;
 /** How long a leadership claim lasts; agents renew at half of it, so leadership is guaranteed for 30 s. */
 export const DEFAULT_LEADERSHIP_LEASE_SECONDS = 60;
 export const DEFAULT_UPDATE_STATUS_INTERVAL = 300;
+
+/** A model's settings with the defaults filled in (for what was not given, or stored before a setting existed). */
+export function modelSettings(config: Partial<ModelDoc["config"]> = {}): Required<ModelDoc["config"]> {
+  return { updateStatusInterval: config.updateStatusInterval ?? DEFAULT_UPDATE_STATUS_INTERVAL, automaticallyRetryHooks: config.automaticallyRetryHooks ?? true };
+}

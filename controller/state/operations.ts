@@ -10,7 +10,7 @@ import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
 import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, RelationDoc, Substrate, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
-import { DEFAULT_UPDATE_STATUS_INTERVAL, SCHEMA_VERSION } from "./documents";
+import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
 import { StoreTxns } from "./txn";
@@ -55,7 +55,7 @@ export class StateOps extends StoreTxns {
 
   async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: { updateStatusInterval: config.updateStatusInterval ?? DEFAULT_UPDATE_STATUS_INTERVAL, automaticallyRetryHooks: config.automaticallyRetryHooks ?? true } };
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config) };
     const res = await this.store.txn({
       compare: [absent(keys.modelName(name))],
       success: [

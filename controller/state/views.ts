@@ -2,7 +2,7 @@
 import type { AgentStatus, AgentView, ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, RelationView, StatusInfo, UnitDetails, UnitStatusView, UnitView, WorkloadStatus } from "../../api";
 import { notFound } from "../../api";
 import type { RelationDoc } from "./documents";
-import { DEFAULT_LEADERSHIP_LEASE_SECONDS } from "./documents";
+import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import { workloadSeverity } from "../../api";
 import type { ModelIndex, StateCache } from "./cache";
 import { effectiveConfig } from "./operations";
@@ -90,11 +90,12 @@ export function buildAgentView(cache: StateCache, idx: ModelIndex, machineId: st
     });
   }
   units.sort((a, b) => (a.app === b.app ? unitNumber(a.name) - unitNumber(b.name) : a.app.localeCompare(b.app)));
+  const settings = modelSettings(idx.model?.config);
   return {
     model: { uuid: idx.uuid, name: idx.model?.name ?? "" },
     machine: { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" },
-    updateStatusInterval: idx.model?.config.updateStatusInterval ?? 300,
-    retryHooks: idx.model?.config.automaticallyRetryHooks ?? true,
+    updateStatusInterval: settings.updateStatusInterval,
+    retryHooks: settings.automaticallyRetryHooks,
     leadershipLeaseSeconds,
     units,
     controllerAddresses,

@@ -54,6 +54,9 @@ function prefixEnd(prefix: Buffer): Buffer {
   return Buffer.from([0]);
 }
 
+type ReadOp = Extract<Op, { type: "range" | "get" }>;
+const isRead = (op: Op): op is ReadOp => op.type === "range" || op.type === "get";
+
 /** One etcd member as the cluster lists it. `name` is empty until a newly added member starts. */
 export interface EtcdMemberInfo { id: string; name: string; peerUrls: string[]; clientUrls: string[]; learner: boolean }
 
@@ -192,11 +195,11 @@ export class EtcdStore implements Store {
   }
 
   /** A transaction that only reads, as one snapshot read in pages (see {@link pagedRange}). */
-  private async snapshot(ops: Op[]): Promise<TxnResult> {
+  private async snapshot(ops: ReadOp[]): Promise<TxnResult> {
     let revision: number | undefined;
     const responses: KeyValue[][] = [];
     for (const op of ops) {
-      const key = this.k(op.type === "range" ? op.prefix : (op as { key: string }).key);
+      const key = this.k(op.type === "range" ? op.prefix : op.key);
       const res = await this.pagedRange(key, op.type === "range" ? prefixEnd(key) : undefined, revision);
       revision ??= res.revision;
       responses.push(res.kvs);
@@ -215,7 +218,7 @@ export class EtcdStore implements Store {
         if (op.type === "put" && Buffer.byteLength(op.value) > MAX_VALUE_BYTES) throw invalidRequest(`value for ${op.key} is ${Buffer.byteLength(op.value)} bytes; the store takes at most ${MAX_VALUE_BYTES}`);
       }
     }
-    if (!t.compare?.length && !t.failure?.length && t.success.every((op) => op.type === "range" || op.type === "get")) return this.snapshot(t.success);
+    if (!t.compare?.length && !t.failure?.length && t.success.every(isRead)) return this.snapshot(t.success);
     try {
       const res = await this.client.kv.txn({ compare: (t.compare ?? []).map((c) => this.compare(c)), success: t.success.map((op) => this.op(op)), failure: (t.failure ?? []).map((op) => this.op(op)) }, this.opts());
       const responses: KeyValue[][] = res.responses.map((r) => {
