@@ -5,7 +5,7 @@
  */
 import WebSocket from "ws";
 import type { AgentFrame, AgentView, Logger } from "../api/core";
-import { CONTROLLER_TLS_NAME, StewardError, errorFromWire } from "../api/core";
+import { CONTROLLER_TLS_NAME, StewardError, TRANSPORT_LIMITS, errorFromWire } from "../api/core";
 
 export interface ConnectionOptions {
   addresses: () => string[];
@@ -201,10 +201,15 @@ export class ControllerConnection {
     }
     const ws = this.ws!;
     const id = this.nextId++;
+    const frame = JSON.stringify({ t: "req", id, method, params });
+    // The controller closes the socket on a bigger frame, and the agent would retry it forever.
+    if (Buffer.byteLength(frame) > TRANSPORT_LIMITS.agentFrameBytes) {
+      throw new StewardError("invalid-request", `${method} is ${Buffer.byteLength(frame)} bytes, more than the ${TRANSPORT_LIMITS.agentFrameBytes} an agent may send at once: set less data in one hook`);
+    }
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => { this.pending.delete(id); reject(new StewardError("unavailable", `controller did not answer ${method} within ${timeoutMs} ms`)); }, timeoutMs);
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
-      ws.send(JSON.stringify({ t: "req", id, method, params }));
+      ws.send(frame);
     });
   }
 

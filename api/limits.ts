@@ -2,3 +2,42 @@
 
 /** Most bytes (as JSON) one unit or application databag, or one application's leader data, may hold. */
 export const DATABAG_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * Bounds on the controller's request transport (HTTPS and WebSockets), so no client, authenticated
+ * or not, can hold the controller's memory or connections with slow or oversized input. Every one
+ * can be overridden per controller (ControllerOptions.transport); these are the defaults.
+ */
+export const TRANSPORT_LIMITS = {
+  /** A request's headers must arrive within this (Node's headersTimeout). Answered 408. */
+  headersTimeoutMs: 10_000,
+  /**
+   * A whole request, body included, must arrive within this (Node's requestTimeout): a 32 MiB
+   * operator upload needs about 0.5 MiB/s. Answered 408.
+   */
+  requestTimeoutMs: 60_000,
+  /** A connection that sends nothing for this long is closed (Fastify's connectionTimeout). */
+  idleTimeoutMs: 60_000,
+  /**
+   * Open connections at once, agents' WebSockets included (twice the 10,000 agents one replica is
+   * benchmarked with). Connections beyond it are closed before TLS, so nothing can answer them.
+   */
+  maxConnections: 20_000,
+  /** Bytes of request line and headers together (Node's maxHeaderSize). Answered 431. */
+  maxHeaderBytes: 16 * 1024,
+  /** Most bytes of one client→server frame on a status watch: watchers send nothing meaningful. */
+  watchFrameBytes: 4 * 1024,
+  /**
+   * Most bytes of one agent→controller frame. The largest legitimate one is a hook commit: a unit's
+   * databags for the integrations it changed (each at most DATABAG_LIMIT_BYTES), so this allows a
+   * hook to rewrite 60 full databags at once. The agent refuses to send more (the hook fails).
+   */
+  agentFrameBytes: 4 * 1024 * 1024,
+  /**
+   * Failed agent logins (bad credentials) one source address may make per second, and in a burst,
+   * before it is answered 429 instead of 401. Valid credentials are never refused by this.
+   */
+  failedAgentLoginsPerSecond: 5,
+  failedAgentLoginsBurst: 50,
+} as const;
+export type TransportLimits = { -readonly [K in keyof typeof TRANSPORT_LIMITS]: number };

@@ -14,7 +14,7 @@ import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import Fastify from "fastify";
 import type { FastifyInstance } from "fastify";
-import type { Logger } from "../api";
+import type { Logger, TransportLimits } from "../api";
 import { StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
 import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
@@ -26,6 +26,8 @@ import type { LoginLimiterOptions } from "./server/login-limiter";
 import { LoginLimiter } from "./server/login-limiter";
 import { installErrorHandling, registerHttpApi } from "./server/http-api";
 import { StatusWatchHub } from "./server/status-watch";
+import { applyServerLimits, serverOptions } from "./server/transport";
+import { installUpgradeRouting } from "./server/upgrades";
 import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps } from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
@@ -54,6 +56,8 @@ export interface ControllerOptions {
   leadershipLeaseSeconds?: number;
   /** Agent logins per second and burst (reconnect storms are spread out). @default 200 and 200 */
   agentLogins?: LoginLimiterOptions;
+  /** Overrides some of the request transport's bounds. @default TRANSPORT_LIMITS (api/limits.ts) */
+  transport?: Partial<TransportLimits>;
   /**
    * Stops this controller and starts it again from its data directory (main.js does); needed to
    * move from the embedded store into etcd. Absent: enable-ha on the embedded store is refused.
@@ -87,6 +91,7 @@ export class Controller {
   private election?: LeaderElection;
   private keeper?: QuorumKeeper;
   private lastStoreContact = Date.now();
+  private readonly routes: { method: string; url: string }[] = [];
 
   /** Every replica's API addresses, this one's first (what agents and clients are given). */
   private get addresses(): string[] { return this.cache ? clusterAddresses(this.cache, this.ownAddresses) : this.ownAddresses; }
@@ -153,6 +158,8 @@ export class Controller {
   get id(): string { return this.replicaId; }
   get name(): string { return this.config.name; }
   get agentConnections(): number { return this.hub?.connectionCount ?? 0; }
+  /** Every REST route this replica serves (what a hostile-input test must cover). */
+  get httpRoutes(): { method: string; url: string }[] { return [...this.routes]; }
 
   private setState(s: ControllerState): void {
     this.log.info("controller state changed", { from: this.state, to: s });
@@ -183,20 +190,17 @@ export class Controller {
     this.keepAliveTimer.unref();
 
     const { key, cert, caCert } = this.tls;
-    const http = (this.http = Fastify({ https: { key, cert }, bodyLimit: 1024 * 1024, logger: false, forceCloseConnections: true }));
+    const transport = this.opts.transport ?? {};
+    const http = (this.http = Fastify(serverOptions({ key, cert }, transport)));
+    applyServerLimits(http, transport);
     installErrorHandling(http, this.log);
+    http.addHook("onRoute", (r) => { for (const method of [r.method].flat()) this.routes.push({ method, url: r.url }); });
     const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
     const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(this.opts.requestRestart ? { requestRestart: this.opts.requestRestart } : {}) });
     registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses });
-    this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });
-    this.watchHub = new StatusWatchHub(cache);
-    http.server.on("upgrade", (req, socket, head: Buffer) => {
-      const path = (req.url ?? "").split("?")[0]!;
-      const watch = /^\/v1\/models\/([^/]+)\/watch$/.exec(path);
-      if (path === "/v1/agent") this.hub!.handleUpgrade(req, socket, head);
-      else if (watch) this.watchHub!.handleUpgrade(req, socket, head, decodeURIComponent(watch[1]!));
-      else socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
-    });
+    this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport });
+    this.watchHub = new StatusWatchHub(cache, transport);
+    installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, log: this.log });
     const port = this.opts.port ?? this.config.listen.port;
     await http.listen({ host: this.config.listen.host, port }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === "EADDRINUSE") throw new StewardError("unavailable", `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`);

@@ -8,14 +8,17 @@ import type { Duplex } from "node:stream";
 import { randomUUID } from "node:crypto";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
-import type { AgentFrame, Logger } from "../../api";
-import { StewardError, agentMethods, describeIssues } from "../../api";
+import type { AgentFrame, Logger, TransportLimits } from "../../api";
+import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
 import type { LeadershipOps, RelationOps, StateCache, StateOps } from "../state";
 import { CLUSTER_CHANGED, buildAgentView, keys } from "../state";
 import type { PresenceDoc } from "../state";
 import { authenticate } from "./auth";
 import type { LoginLimiter } from "./login-limiter";
+import { SourceLimiter } from "./login-limiter";
+import { answerRaw } from "./raw-answer";
+import { answerHandshakeErrors } from "./upgrades";
 
 export interface AgentHubDeps {
   cache: StateCache;
@@ -31,6 +34,8 @@ export interface AgentHubDeps {
   limiter: LoginLimiter;
   replicaId: string;
   controllerAddresses: () => string[];
+  /** Frame size and failed-login bounds. @default TRANSPORT_LIMITS (api/limits.ts) */
+  transport?: Partial<TransportLimits>;
 }
 
 interface AgentConnection {
@@ -45,7 +50,9 @@ interface AgentConnection {
 const PING_MS = 15_000;
 
 export class AgentHub {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
+  private readonly wss: WebSocketServer;
+  /** Bad credentials, per source address: answered 429 once a source keeps sending them. */
+  private readonly failedLogins: SourceLimiter;
   private readonly byMachine = new Map<string, AgentConnection>();
   private readonly dirtyModels = new Set<string>();
   private pushScheduled = false;
@@ -55,6 +62,10 @@ export class AgentHub {
   private readonly unsubscribe: () => void;
 
   constructor(private readonly deps: AgentHubDeps) {
+    const limits = { ...TRANSPORT_LIMITS, ...deps.transport };
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: limits.agentFrameBytes });
+    answerHandshakeErrors(this.wss);
+    this.failedLogins = new SourceLimiter({ perSecond: limits.failedAgentLoginsPerSecond, burst: limits.failedAgentLoginsBurst });
     this.unsubscribe = deps.cache.subscribe((changed) => {
       // A replica came or went: every agent gets the new address list.
       if (changed.has(CLUSTER_CHANGED)) for (const c of this.byMachine.values()) this.dirtyModels.add(c.model);
@@ -67,7 +78,6 @@ export class AgentHub {
 
   get connectionCount(): number { return this.byMachine.size; }
 
-  /** Authenticates an upgrade request to `/v1/agent` and takes the socket over. */
   /**
    * While this replica cannot reach a store majority it sends its agents away (they reconnect to
    * another replica) and turns new ones away with 503.
@@ -80,26 +90,46 @@ export class AgentHub {
     for (const conn of this.byMachine.values()) conn.ws.close(1013, "this controller replica has lost its store; try another");
   }
 
+  /**
+   * Authenticates an upgrade request to `/v1/agent` and takes the socket over. The credential is
+   * checked first (a SHA-256 compare, microseconds), so bad credentials never spend the login budget
+   * that spreads out real agents' reconnect storms; they are limited per source address instead.
+   */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    if (!this.storeReachable) {
-      socket.end("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\nConnection: close\r\n\r\n");
-      return;
-    }
-    if (!this.deps.limiter.take()) {
-      socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: ${this.deps.limiter.retryAfterSeconds()}\r\nConnection: close\r\n\r\n`);
-      return;
-    }
     let principal;
     try {
       principal = authenticate(this.deps.cache, req.headers);
-      if (principal.kind !== "agent") throw new StewardError("forbidden", "only agents may connect to /v1/agent");
+      if (principal.kind !== "agent") throw new StewardError("forbidden", "only agents may connect to /v1/agent; users watch a model's status at /v1/models/<model>/watch");
     } catch (err) {
-      const status = StewardError.isInstance(err) ? err.httpStatus : 500;
-      socket.end(`HTTP/1.1 ${status} ${status === 401 ? "Unauthorized" : "Forbidden"}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${JSON.stringify(StewardError.isInstance(err) ? err.toWire() : { code: "internal" })}`);
+      if (!StewardError.isInstance(err)) throw err;
+      this.refuseLogin(req, socket, err);
+      return;
+    }
+    if (!this.storeReachable) {
+      answerRaw(socket, 503, { code: "unavailable", message: "this controller replica has lost its store; try another" }, { "Retry-After": "2" });
+      return;
+    }
+    if (!this.deps.limiter.take()) {
+      const retry = this.deps.limiter.retryAfterSeconds();
+      answerRaw(socket, 503, { code: "unavailable", message: `too many agents are logging in at once; retry in ${retry} s` }, { "Retry-After": String(retry) });
       return;
     }
     const { model, machine } = principal;
     this.wss.handleUpgrade(req, socket, head, (ws) => { this.accept(ws, model, machine).catch((err: unknown) => this.deps.log.error("agent connection failed", { model, machine, err })); });
+  }
+
+  private refuseLogin(req: IncomingMessage, socket: Duplex, err: StewardError): void {
+    const source = req.socket.remoteAddress ?? "unknown";
+    if (this.failedLogins.take(source)) {
+      answerRaw(socket, err.httpStatus, err.toWire());
+      return;
+    }
+    const retry = this.failedLogins.retryAfterSeconds(source);
+    answerRaw(socket, 429, {
+      code: "unavailable",
+      message: `too many refused agent logins from ${source}; retry in ${retry} s (${err.message})`,
+      details: { limit: "failedAgentLoginsPerSecond" },
+    }, { "Retry-After": String(retry) });
   }
 
   private async accept(ws: WebSocket, model: string, machine: string): Promise<void> {
@@ -141,6 +171,7 @@ export class AgentHub {
   private async onFrame(conn: AgentConnection, data: Buffer): Promise<void> {
     let frame: AgentFrame;
     try { frame = JSON.parse(data.toString("utf8")) as AgentFrame; } catch { conn.ws.close(4400, "frames must be JSON"); return; }
+    if (typeof frame !== "object" || frame === null) { conn.ws.close(4400, "frames must be JSON objects"); return; }
     if (frame.t !== "req") return;
     const reply = (body: { result?: unknown; error?: unknown }): void => { if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(JSON.stringify({ t: "res", id: frame.id, ...body })); };
     try {
@@ -152,8 +183,9 @@ export class AgentHub {
   }
 
   private async dispatch(conn: AgentConnection, method: string, params: unknown): Promise<unknown> {
+    // Own keys only: "__proto__" or "constructor" must not find Object's.
     const schema = (agentMethods as Record<string, (typeof agentMethods)[keyof typeof agentMethods]>)[method];
-    if (!schema) throw new StewardError("invalid-request", `unknown agent method "${method}"`);
+    if (!schema || !Object.hasOwn(agentMethods, method)) throw new StewardError("invalid-request", `unknown agent method "${method}"`);
     const parsed = schema.safeParse(params);
     if (!parsed.success) throw new StewardError("invalid-request", `invalid ${method}: ${describeIssues(parsed.error.issues)}`);
     const { ops, cache, relations, leadership } = this.deps;

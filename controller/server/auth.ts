@@ -14,6 +14,12 @@ export type Principal =
 export type Access = "read" | "write" | "admin";
 const rank: Record<Access, number> = { read: 1, write: 2, admin: 3 };
 
+/**
+ * Agents reach their model only through the agent protocol (`/v1/agent`), which shows each one what
+ * concerns its own units; REST and status watches would show every unit's data, config and machine.
+ */
+const AGENTS_USE_THE_AGENT_PROTOCOL = "agent credentials may only be used on the agent protocol (/v1/agent) and to download operators; model reads and status watches are for users (steward login)";
+
 export function authenticate(cache: StateCache, headers: IncomingHttpHeaders): Principal {
   const header = headers.authorization;
   if (!header) throw new StewardError("unauthorized", "no credentials: log in first (steward login) or send Authorization: Bearer <token>");
@@ -36,7 +42,7 @@ export function authenticate(cache: StateCache, headers: IncomingHttpHeaders): P
 }
 
 export function requireUser(p: Principal): Extract<Principal, { kind: "user" }> {
-  if (p.kind !== "user") throw new StewardError("forbidden", "agents may not call this endpoint");
+  if (p.kind !== "user") throw new StewardError("forbidden", AGENTS_USE_THE_AGENT_PROTOCOL);
   return p;
 }
 
@@ -46,14 +52,14 @@ export function requireSuperuser(p: Principal): void {
 }
 
 export function modelAccess(p: Principal, idx: ModelIndex): Access | undefined {
-  if (p.kind === "agent") return p.model === idx.uuid ? "read" : undefined;
+  if (p.kind === "agent") return undefined;
   if (p.superuser) return "admin";
   return idx.access.get(p.user)?.access;
 }
 
 export function requireModelAccess(p: Principal, idx: ModelIndex, needed: Access): void {
+  if (p.kind === "agent") throw new StewardError("forbidden", AGENTS_USE_THE_AGENT_PROTOCOL);
   const has = modelAccess(p, idx);
   if (has && rank[has] >= rank[needed]) return;
-  const who = p.kind === "user" ? `user ${p.user}` : `machine ${p.machine}`;
-  throw new StewardError("forbidden", `${who} has ${has ?? "no"} access to model ${idx.model?.name}; this needs ${needed} (an admin can run: steward grant ${p.kind === "user" ? p.user : "<user>"} ${needed} ${idx.model?.name})`, { details: { needed, has: has ?? "none" } });
+  throw new StewardError("forbidden", `user ${p.user} has ${has ?? "no"} access to model ${idx.model?.name}; this needs ${needed} (an admin can run: steward grant ${p.user} ${needed} ${idx.model?.name})`, { details: { needed, has: has ?? "none" } });
 }

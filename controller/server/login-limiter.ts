@@ -45,3 +45,51 @@ export class LoginLimiter {
     return Math.max(1, Math.ceil((1 - this.tokens) / this.rate));
   }
 }
+
+export interface SourceLimiterOptions {
+  /** Attempts allowed per second from one source, on average. */
+  perSecond: number;
+  /** Attempts allowed at once from one source after a quiet spell. */
+  burst: number;
+  /**
+   * Sources remembered at once; beyond it the oldest is forgotten (a flood from many addresses
+   * must not grow memory without bound).
+   * @default 10,000
+   */
+  maxSources?: number;
+}
+
+/**
+ * A token bucket per source address, for failed logins: a source that keeps sending bad
+ * credentials is answered 429 with Retry-After, and its failures never spend the shared budget
+ * {@link LoginLimiter} keeps for real agents.
+ */
+export class SourceLimiter {
+  private readonly buckets = new Map<string, { tokens: number; last: number }>();
+  private readonly maxSources: number;
+
+  constructor(private readonly o: SourceLimiterOptions) {
+    this.maxSources = o.maxSources ?? 10_000;
+  }
+
+  /** True when `source` may make one more attempt now. */
+  take(source: string): boolean {
+    const now = Date.now();
+    const b = this.buckets.get(source) ?? { tokens: this.o.burst, last: now };
+    b.tokens = Math.min(this.o.burst, b.tokens + ((now - b.last) / 1000) * this.o.perSecond);
+    b.last = now;
+    // Re-inserted, so the map's order is least recently seen first.
+    this.buckets.delete(source);
+    this.buckets.set(source, b);
+    if (this.buckets.size > this.maxSources) this.buckets.delete(this.buckets.keys().next().value!);
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  }
+
+  /** Seconds until `source` may try again, for Retry-After. */
+  retryAfterSeconds(source: string): number {
+    const b = this.buckets.get(source);
+    return Math.max(1, Math.ceil((1 - (b?.tokens ?? 1)) / this.o.perSecond));
+  }
+}

@@ -7,20 +7,27 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
-import { StewardError, notFound } from "../../api";
+import type { TransportLimits } from "../../api";
+import { StewardError, TRANSPORT_LIMITS, notFound } from "../../api";
 import type { StateCache } from "../state";
 import { buildModelStatus } from "../state";
 import { authenticate, requireModelAccess } from "./auth";
+import { answerRaw } from "./raw-answer";
+import { answerHandshakeErrors } from "./upgrades";
 
 const MIN_INTERVAL_MS = 200;
 
 export class StatusWatchHub {
-  private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly wss: WebSocketServer;
   private readonly watchers = new Map<string, Set<WebSocket>>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly unsubscribe: () => void;
 
-  constructor(private readonly cache: StateCache) {
+  /** @param transport frame bounds; @default TRANSPORT_LIMITS (api/limits.ts) */
+  constructor(private readonly cache: StateCache, transport: Partial<TransportLimits> = {}) {
+    // Watchers only listen: a small bound keeps a read-only user from making the controller buffer big frames.
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: transport.watchFrameBytes ?? TRANSPORT_LIMITS.watchFrameBytes });
+    answerHandshakeErrors(this.wss);
     this.unsubscribe = cache.subscribe((changed) => { for (const m of changed) if (this.watchers.has(m)) this.schedule(m); });
   }
 
@@ -33,8 +40,8 @@ export class StatusWatchHub {
       requireModelAccess(p, idx, "read");
       uuid = idx.uuid;
     } catch (err) {
-      const status = StewardError.isInstance(err) ? err.httpStatus : 500;
-      socket.end(`HTTP/1.1 ${status} Refused\r\nConnection: close\r\n\r\n`);
+      if (!StewardError.isInstance(err)) throw err;
+      answerRaw(socket, err.httpStatus, err.toWire());
       return;
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -43,7 +50,11 @@ export class StatusWatchHub {
       set.add(ws);
       ws.on("close", () => { set.delete(ws); if (set.size === 0) this.watchers.delete(uuid); });
       ws.on("error", () => undefined);
-      this.send(uuid, [ws]);
+      try {
+        this.send(uuid, [ws]);
+      } catch {
+        ws.close(1011, "internal error; see the controller log");
+      }
     });
   }
 

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ModelStatus, UnitStatusView } from "../../api";
+import type { ModelStatus, TransportLimits, UnitStatusView } from "../../api";
 import { ControllerClient, readOperatorDir, silentLogger, unitIsReady } from "../../api";
 import { Controller, initControllerDir } from "../../controller";
 import type { ControllerConfig } from "../../controller";
@@ -31,11 +31,11 @@ export interface TestController {
   close(): Promise<void>;
 }
 
-export async function startTestController(opts: { leadershipLeaseSeconds?: number; store?: ControllerConfig["store"]; agentLogins?: { perSecond: number; burst: number } } = {}): Promise<TestController> {
+export async function startTestController(opts: { leadershipLeaseSeconds?: number; store?: ControllerConfig["store"]; agentLogins?: { perSecond: number; burst: number }; transport?: Partial<TransportLimits> } = {}): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
   const dataDir = join(dir, "c");
   const init = await initControllerDir({ dataDir, name: "test", listen: { host: "127.0.0.1", port: 0 }, ...(opts.store ? { store: opts.store } : {}) });
-  const controller = await Controller.start({ dataDir, log: silentLogger, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}) });
+  const controller = await Controller.start({ dataDir, log: silentLogger, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}), ...(opts.transport ? { transport: opts.transport } : {}) });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {

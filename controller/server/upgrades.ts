@@ -1,0 +1,68 @@
+/**
+ * Routes WebSocket upgrades: `/v1/agent` to the agent hub, `/v1/models/<model>/watch` to the status
+ * watch hub. Node hands an upgrade over outside any request handler, so a throw here would end the
+ * process: everything, from parsing the path to authenticating, runs inside error handling and
+ * every refusal is a proper HTTP answer.
+ */
+import type { IncomingMessage, Server } from "node:http";
+import type { Server as HttpsServer } from "node:https";
+import type { Duplex } from "node:stream";
+import type { WebSocketServer } from "ws";
+import type { Logger } from "../../api";
+import { StewardError } from "../../api";
+import type { AgentHub } from "./agent-hub";
+import { answerRaw, shown } from "./raw-answer";
+import type { StatusWatchHub } from "./status-watch";
+
+export interface UpgradeRoutes {
+  agents: AgentHub;
+  watches: StatusWatchHub;
+  log: Logger;
+}
+
+export type UpgradeTarget = { kind: "agent" } | { kind: "watch"; model: string };
+
+export function installUpgradeRouting(server: Server | HttpsServer, routes: UpgradeRoutes): void {
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => routeUpgrade(routes, req, socket, head));
+}
+
+export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  // Node takes its own error listener off an upgraded socket: without one, a reset would throw.
+  socket.on("error", () => undefined);
+  try {
+    const target = parseUpgradeTarget(req.url ?? "");
+    if (target.kind === "agent") routes.agents.handleUpgrade(req, socket, head);
+    else routes.watches.handleUpgrade(req, socket, head, target.model);
+  } catch (err) {
+    if (StewardError.isInstance(err)) {
+      answerRaw(socket, err.httpStatus, err.toWire());
+      return;
+    }
+    routes.log.error("unexpected error handling a WebSocket upgrade", { url: (req.url ?? "").slice(0, 200), err: (err as Error).message });
+    answerRaw(socket, 500, { code: "internal", message: "internal error; see the controller log" });
+  }
+}
+
+/** The endpoint an upgrade asks for; throws not-found or invalid-request. */
+export function parseUpgradeTarget(url: string): UpgradeTarget {
+  const path = url.split("?")[0]!;
+  if (path === "/v1/agent") return { kind: "agent" };
+  const watch = /^\/v1\/models\/([^/]+)\/watch$/.exec(path);
+  if (!watch) throw new StewardError("not-found", `no WebSocket endpoint at ${shown(path)}: use /v1/agent or /v1/models/<model>/watch`);
+  try {
+    return { kind: "watch", model: decodeURIComponent(watch[1]!) };
+  } catch {
+    throw new StewardError("invalid-request", `the model name in ${shown(path)} is not valid percent-encoding (write "%" as %25)`, { details: { field: "model" } });
+  }
+}
+
+/**
+ * Has `wss` answer a malformed handshake (bad key, version, method, extensions) in our error shape
+ * rather than ws's own text.
+ */
+export function answerHandshakeErrors(wss: WebSocketServer): void {
+  wss.on("wsClientError", (err: Error, socket: Duplex) => {
+    const status = err.message === "Invalid HTTP method" ? 405 : 400;
+    answerRaw(socket, status, { code: "invalid-request", message: `WebSocket handshake refused: ${err.message}` }, status === 400 ? { "Sec-WebSocket-Version": "13, 8" } : { Allow: "GET" });
+  });
+}
