@@ -12,7 +12,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WebSocketServer } from "ws";
-import { createLogger } from "../api";
+import type { StewardError } from "../api";
+import { TRANSPORT_LIMITS, createLogger } from "../api";
 import { ControllerConnection } from "../agent";
 import { dataFiles, initControllerDir } from "../controller";
 import { eventually } from "./harness/eventually";
@@ -114,4 +115,21 @@ test("a removal notice from one replica that the next login contradicts changes 
   await eventually("the agent got in after the refused login", () => lagging.sockets.length === 3, 10_000);
   t.is(agent.removed, 0);
   t.false(lagging.sockets[2]!.closed);
+});
+
+test("an agent refuses to send a frame over the controller's bound instead of being cut off", async (t) => {
+  const { caCert, cert, key } = await controllerTls(t);
+  const live = await replica({ cert, key }, true);
+  t.teardown(() => live.close());
+  const conn = new ControllerConnection({
+    addresses: () => [live.address], caCert, authorization: "m/0/x",
+    log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined,
+  });
+  t.teardown(() => conn.close());
+  conn.start();
+  const big = { unit: "u/0", relations: [{ relationId: 1, app: false, set: { k: "v".repeat(TRANSPORT_LIMITS.agentFrameBytes) } }] };
+  const err = await t.throwsAsync<StewardError>(conn.call("hook.commit", big));
+  t.is(err?.code, "invalid-request");
+  t.regex(err?.message ?? "", new RegExp(`more than the ${TRANSPORT_LIMITS.agentFrameBytes} an agent may send`));
+  t.false(live.sockets[0]!.closed, "the connection stays up");
 });

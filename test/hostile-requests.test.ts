@@ -9,7 +9,7 @@ import test from "ava";
 import type { ExecutionContext } from "ava";
 import { join } from "node:path";
 import type { RawAnswer } from "./harness/raw-tls";
-import { rawExchange, rawJsonBody, upgradeRequest, wsFrame } from "./harness/raw-tls";
+import { rawExchange, rawJsonBody, serverCloseCode, upgradeRequest, wsFrame } from "./harness/raw-tls";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 import { rawRequest } from "./harness/http";
@@ -217,4 +217,16 @@ test("prototype keys in a JSON body are refused by name", async (t) => {
     t.is(res.body.details?.key, key);
   }
   t.false((await tc.admin.listModels()).some((m) => m.name === "x"), "nothing was created");
+});
+
+test("a read-only user's watch refuses a 90 MiB frame at its header (1009)", async (t) => {
+  await tc.admin.createUser("watcher", "watcher-password", false);
+  await tc.admin.grant("keep", "watcher", "read");
+  const watcherToken = await tc.clientFor("watcher", "watcher-password").login();
+  const a = await rawExchange(tc.addresses[0]!, tc.caCert, [
+    upgradeRequest("/v1/models/keep/watch", { authorization: `Bearer ${watcherToken}` }),
+    wsFrame(2, Buffer.alloc(64 * 1024), { claimedLength: 90n * 1024n * 1024n }),
+  ], { gapMs: 100, waitMs: 5000 });
+  t.is(a.status, 101);
+  t.is(serverCloseCode(a.text), 1009);
 });
