@@ -16,8 +16,11 @@ export const TRANSPORT_LIMITS = {
    * operator upload needs about 0.5 MiB/s. Answered 408.
    */
   requestTimeoutMs: 60_000,
-  /** A connection that sends nothing for this long is closed (Fastify's connectionTimeout). */
-  idleTimeoutMs: 60_000,
+  /**
+   * A connection silent both ways for this long is closed (Fastify's connectionTimeout): longer than
+   * the slowest request (an SSH machine install), so only sockets whose peer vanished are reaped.
+   */
+  idleTimeoutMs: 300_000,
   /**
    * Open connections at once, agents' WebSockets included (twice the 10,000 agents one replica is
    * benchmarked with). Connections beyond it are closed before TLS, so nothing can answer them.
