@@ -18,7 +18,7 @@ import { noop } from "cockatiel";
 import { Etcd3 } from "etcd3";
 import type { IKeyValue } from "etcd3";
 import { StewardError, invalidRequest } from "../../api";
-import type { Compare, KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptions, Watcher } from "./store";
+import type { CallOptions, Compare, KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptions, Watcher } from "./store";
 import { CompactedError, LeaseNotFoundError, StoreClosedError } from "./store";
 import { MAX_VALUE_BYTES } from "./embedded";
 
@@ -147,7 +147,7 @@ export class EtcdStore implements Store {
     return new StewardError("unavailable", `the controller's store (etcd) did not answer ${what}: ${message}. A majority of controller replicas must be up for the controller to work`, { retryable: true, cause: err });
   }
 
-  private opts(): { deadline: Date } { return { deadline: new Date(Date.now() + (this.o.requestTimeoutMs ?? 5000)) }; }
+  private opts(call: CallOptions = {}): { deadline: Date } { return { deadline: new Date(Date.now() + (call.timeoutMs ?? this.o.requestTimeoutMs ?? 5000)) }; }
   private k(key: string): Buffer { return Buffer.from(this.prefix + key); }
   private check(): void { if (this.closed) throw new StoreClosedError(this.backend); }
 
@@ -207,7 +207,7 @@ export class EtcdStore implements Store {
     return { succeeded: true, revision: revision ?? (await this.currentRevision()), responses };
   }
 
-  async txn(t: Txn): Promise<TxnResult> {
+  async txn(t: Txn, call?: CallOptions): Promise<TxnResult> {
     this.check();
     for (const ops of [t.success, t.failure ?? []]) {
       const written = new Set<string>();
@@ -220,7 +220,7 @@ export class EtcdStore implements Store {
     }
     if (!t.compare?.length && !t.failure?.length && t.success.every(isRead)) return this.snapshot(t.success);
     try {
-      const res = await this.client.kv.txn({ compare: (t.compare ?? []).map((c) => this.compare(c)), success: t.success.map((op) => this.op(op)), failure: (t.failure ?? []).map((op) => this.op(op)) }, this.opts());
+      const res = await this.client.kv.txn({ compare: (t.compare ?? []).map((c) => this.compare(c)), success: t.success.map((op) => this.op(op)), failure: (t.failure ?? []).map((op) => this.op(op)) }, this.opts(call));
       const responses: KeyValue[][] = res.responses.map((r) => {
         if (r.response_range) return r.response_range.kvs.map((kv) => this.kv(kv));
         if (r.response_delete_range) return (r.response_delete_range.prev_kvs ?? []).map((kv) => this.kv(kv));
@@ -268,10 +268,10 @@ export class EtcdStore implements Store {
     return (await this.txn({ success: [{ type: "delete", key }] })).revision;
   }
 
-  async grantLease(ttlSeconds: number): Promise<Lease> {
+  async grantLease(ttlSeconds: number, call?: CallOptions): Promise<Lease> {
     this.check();
     if (!(ttlSeconds >= 1)) throw invalidRequest("lease TTL must be at least 1 second");
-    const res = await this.rpc("a lease grant", () => this.client.leaseClient.leaseGrant({ TTL: ttlSeconds }, this.opts()));
+    const res = await this.rpc("a lease grant", () => this.client.leaseClient.leaseGrant({ TTL: ttlSeconds }, this.opts(call)));
     return { id: String(res.ID), ttlSeconds: Number(res.TTL) };
   }
 
