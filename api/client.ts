@@ -8,6 +8,7 @@
  * const status = await client.status("demo");
  * ```
  */
+import { randomUUID } from "node:crypto";
 import { Agent, request } from "node:https";
 import WebSocket from "ws";
 import { StewardError, errorFromWire } from "./errors";
@@ -75,6 +76,14 @@ export const CONTROLLER_TLS_NAME = "steward-controller";
 
 /** Every API answer names the replicas' current addresses here, so clients follow replicas that move. */
 export const ADDRESSES_HEADER = "steward-addresses";
+/**
+ * A mutating request carries one id across all its tries (other replicas, after a timeout or a
+ * 503); the controller answers a retry with what the first try did. See controller/server/idempotency.ts.
+ */
+export const REQUEST_ID_HEADER = "steward-request-id";
+/** Set on an answer the controller recorded for an earlier try of the same request. */
+export const REPLAYED_HEADER = "steward-replayed";
+const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
 
@@ -111,28 +120,32 @@ export class ControllerClient {
     return res.token;
   }
 
-  /** Sends one request; on 401 with a password at hand, logs in again once and repeats it. */
+  /**
+   * Sends one request; on 401 with a password at hand, logs in again once and repeats it. A
+   * mutating request keeps one request id across every try, so its retries are answered, not redone.
+   */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
     if (!this.token && this.opts.password) await this.login();
+    const requestId = MUTATING.has(method) ? randomUUID() : undefined;
     try {
-      return await this.raw<T>(method, path, body, true);
+      return await this.raw<T>(method, path, body, true, requestId);
     } catch (err) {
       if (StewardError.isInstance(err) && err.code === "unauthorized" && this.opts.password) {
         await this.login();
-        return this.raw<T>(method, path, body, true);
+        return this.raw<T>(method, path, body, true, requestId);
       }
       throw err;
     }
   }
 
-  private async raw<T>(method: string, path: string, body: unknown, auth: boolean): Promise<T> {
+  private async raw<T>(method: string, path: string, body: unknown, auth: boolean, requestId?: string): Promise<T> {
     const tried = [...this.list];
     const n = tried.length;
     let lastErr: unknown;
     for (let i = 0; i < n; i++) {
       const address = tried[(this.preferred + i) % n]!;
       try {
-        const out = await this.once<T>(address, method, path, body, auth);
+        const out = await this.once<T>(address, method, path, body, auth, requestId);
         this.preferred = Math.max(0, this.list.indexOf(address));
         return out;
       } catch (err) {
@@ -147,12 +160,13 @@ export class ControllerClient {
     throw new StewardError("unavailable", `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr });
   }
 
-  private once<T>(address: string, method: string, path: string, body: unknown, auth: boolean): Promise<T> {
+  private once<T>(address: string, method: string, path: string, body: unknown, auth: boolean, requestId?: string): Promise<T> {
     const [host, port] = splitAddress(address);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: Record<string, string> = { accept: "application/json" };
     if (payload) { headers["content-type"] = "application/json"; headers["content-length"] = String(payload.length); }
     if (auth && this.token) headers.authorization = `Bearer ${this.token}`;
+    if (requestId) headers[REQUEST_ID_HEADER] = requestId;
     this.requestCount++;
     return new Promise<T>((resolve, reject) => {
       const req = request({ host, port, method, path, headers, agent: this.agent, servername: CONTROLLER_TLS_NAME, timeout: this.opts.timeoutMs ?? 30_000 }, (res) => {

@@ -25,8 +25,9 @@ import { AgentHub } from "./server/agent-hub";
 import type { LoginLimiterOptions } from "./server/login-limiter";
 import { LoginLimiter } from "./server/login-limiter";
 import { installErrorHandling, registerHttpApi } from "./server/http-api";
+import { installIdempotency } from "./server/idempotency";
 import { StatusWatchHub } from "./server/status-watch";
-import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps } from "./state";
+import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps, startRequestRecordSweeper } from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
@@ -86,6 +87,7 @@ export class Controller {
   private ownAddresses: string[] = [];
   private election?: LeaderElection;
   private keeper?: QuorumKeeper;
+  private stopSweeper?: () => void;
   private lastStoreContact = Date.now();
 
   /** Every replica's API addresses, this one's first (what agents and clients are given). */
@@ -185,6 +187,7 @@ export class Controller {
     const { key, cert, caCert } = this.tls;
     const http = (this.http = Fastify({ https: { key, cert }, bodyLimit: 1024 * 1024, logger: false, forceCloseConnections: true }));
     installErrorHandling(http, this.log);
+    installIdempotency(http, { store: this.store, cache, log: this.log });
     const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
     const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(this.opts.requestRestart ? { requestRestart: this.opts.requestRestart } : {}) });
     registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses });
@@ -220,12 +223,16 @@ export class Controller {
           caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
         });
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log);
+        this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
         if (membership) {
           this.keeper = new QuorumKeeper({ store: fenced, membership, cache, provisioner: new SshReplicaProvisioner(dataDir, this.config), log: this.log });
           this.keeper.start();
         }
       },
-      onDeposed: () => { this.local?.close(); this.cleaner?.close(); this.keeper?.close(); this.local = undefined; this.cleaner = undefined; this.keeper = undefined; },
+      onDeposed: () => {
+        this.local?.close(); this.cleaner?.close(); this.keeper?.close(); this.stopSweeper?.();
+        this.local = undefined; this.cleaner = undefined; this.keeper = undefined; this.stopSweeper = undefined;
+      },
     }));
     election.start();
     this.setState("RUNNING");
@@ -283,6 +290,7 @@ export class Controller {
     await this.election?.stop();
     this.local?.close();
     this.cleaner?.close();
+    this.stopSweeper?.();
     this.hub?.close();
     this.watchHub?.close();
     await this.http?.close();

@@ -63,7 +63,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 
   app.get("/v1/health", async () => ({ ok: true, version: STEWARD_VERSION, revision: cache.revision }));
 
-  app.post("/v1/login", async (req) => {
+  app.post("/v1/login", { config: { secretAnswer: true } }, async (req) => {
     const body = parseRequest(LoginRequest, req.body, "login");
     const user = cache.users.get(body.user);
     // Same answer for an unknown user and a wrong password: do not reveal which users exist.
@@ -217,7 +217,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.post("/v1/models/:model/applications", async (req, reply) => {
     const idx = model(req, principalOf(req), "write");
     const body = parseRequest(DeployRequest, req.body, "deploy");
-    if (idx.apps.has(body.name)) throw new StewardError("already-exists", `application "${body.name}" already exists in model ${idx.model?.name}: use add-unit or config to change it, or pick another name`, { details: { kind: "application", name: body.name } });
+    // ops.deploy refuses an existing name itself: here it would also refuse the retry of a deploy that worked.
     const res = await ops.deploy(idx.uuid, body);
     await settled(res.revision);
     reply.code(201);
@@ -262,7 +262,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     reply.code(202);
   });
 
-  app.post("/v1/models/:model/machines", async (req, reply) => {
+  app.post("/v1/models/:model/machines", { config: { secretAnswer: true } }, async (req, reply) => {
     const idx = model(req, principalOf(req), "write");
     const body = parseRequest(AddMachineRequest, req.body, "add machine");
     if (body.substrate === "ssh") {
