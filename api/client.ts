@@ -29,7 +29,16 @@ export interface ControllerClientOptions {
    * @default 30000
    */
   timeoutMs?: number;
+  /**
+   * How long to keep trying when every replica answers 503 (an election, a replica catching up):
+   * rounds over all replicas with growing pauses. Safe for writes: retries carry the request id.
+   * @default 15000
+   */
+  retryUnavailableMs?: number;
 }
+
+/** A replica that does not even accept the connection this fast is treated as down. */
+const CONNECT_TIMEOUT_MS = 3000;
 
 export interface ModelSettings { updateStatusInterval: number; automaticallyRetryHooks: boolean }
 export interface ModelSummary { name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string; config: ModelSettings }
@@ -65,6 +74,8 @@ export interface ClusterInfo {
   keeper: { state: string; message: string; history: { at: string; message: string }[] };
   /** Set when the answer comes from this replica alone (no quorum): why. */
   degraded?: string;
+  /** etcd's raft term as this replica's member sees it: it grows by one (or more) with every etcd election. */
+  raftTerm?: number;
 }
 export interface SpareHost { host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean }
 
@@ -139,22 +150,31 @@ export class ControllerClient {
   }
 
   private async raw<T>(method: string, path: string, body: unknown, auth: boolean, requestId?: string): Promise<T> {
-    const tried = [...this.list];
-    const n = tried.length;
+    const giveUpAt = Date.now() + (this.opts.retryUnavailableMs ?? 15_000);
+    let tried: string[] = [];
     let lastErr: unknown;
-    for (let i = 0; i < n; i++) {
-      const address = tried[(this.preferred + i) % n]!;
-      try {
-        const out = await this.once<T>(address, method, path, body, auth, requestId);
-        this.preferred = Math.max(0, this.list.indexOf(address));
-        return out;
-      } catch (err) {
-        lastErr = err;
-        // Try the next replica when this one is unreachable or has lost its store majority (503).
-        if (StewardError.isInstance(err) && err.code === "unavailable") continue;
-        const code = (err as NodeJS.ErrnoException).code;
-        if (!code || !CONNECTION_ERRORS.has(code)) throw err;
+    for (let round = 0; ; round++) {
+      tried = [...this.list];
+      const n = tried.length;
+      let answeredUnavailable = false;
+      for (let i = 0; i < n; i++) {
+        const address = tried[(this.preferred + i) % n]!;
+        try {
+          const out = await this.once<T>(address, method, path, body, auth, requestId);
+          this.preferred = Math.max(0, this.list.indexOf(address));
+          return out;
+        } catch (err) {
+          lastErr = err;
+          // Try the next replica when this one is unreachable or has lost its store majority (503).
+          if (StewardError.isInstance(err) && err.code === "unavailable") { answeredUnavailable = true; continue; }
+          const code = (err as NodeJS.ErrnoException).code;
+          if (!code || !CONNECTION_ERRORS.has(code)) throw err;
+        }
       }
+      // A replica answered but could not serve (an election under way): another round soon may.
+      const pause = Math.min(250 * 2 ** round, 2000);
+      if (!answeredUnavailable || Date.now() + pause > giveUpAt) break;
+      await new Promise((r) => setTimeout(r, pause));
     }
     if (StewardError.isInstance(lastErr)) throw lastErr;
     throw new StewardError("unavailable", `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr });
@@ -183,6 +203,14 @@ export class ControllerClient {
         });
       });
       req.on("timeout", () => req.destroy(Object.assign(new Error(`request to ${address} timed out`), { code: "ETIMEDOUT" })));
+      // A host that is gone does not refuse the connection; do not wait the whole request timeout for it.
+      req.on("socket", (socket) => {
+        if (!socket.connecting) return;
+        const t = setTimeout(() => req.destroy(Object.assign(new Error(`could not connect to ${address}`), { code: "ETIMEDOUT" })), CONNECT_TIMEOUT_MS);
+        t.unref();
+        socket.once("connect", () => clearTimeout(t));
+        socket.once("close", () => clearTimeout(t));
+      });
       req.on("error", reject);
       req.end(payload);
     });

@@ -17,14 +17,14 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "../api";
 import { StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
-import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
+import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending } from "./cluster";
 import type { ControllerConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import type { LoginLimiterOptions } from "./server/login-limiter";
 import { LoginLimiter } from "./server/login-limiter";
-import { installErrorHandling, registerHttpApi } from "./server/http-api";
+import { installErrorHandling, installWriteGuard, registerHttpApi } from "./server/http-api";
 import { installIdempotency } from "./server/idempotency";
 import { StatusWatchHub } from "./server/status-watch";
 import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps, startRequestRecordSweeper } from "./state";
@@ -88,6 +88,7 @@ export class Controller {
   private election?: LeaderElection;
   private keeper?: QuorumKeeper;
   private stopSweeper?: () => void;
+  private quorumMonitor?: QuorumMonitor;
   private lastStoreContact = Date.now();
 
   /** Every replica's API addresses, this one's first (what agents and clients are given). */
@@ -187,9 +188,14 @@ export class Controller {
     const { key, cert, caCert } = this.tls;
     const http = (this.http = Fastify({ https: { key, cert }, bodyLimit: 1024 * 1024, logger: false, forceCloseConnections: true }));
     installErrorHandling(http, this.log);
-    installIdempotency(http, { store: this.store, cache, log: this.log });
     const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
     const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(this.opts.requestRestart ? { requestRestart: this.opts.requestRestart } : {}) });
+    if (membership) {
+      this.quorumMonitor = new QuorumMonitor({ membership });
+      this.quorumMonitor.start();
+    }
+    installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
+    installIdempotency(http, { store: this.store, cache, log: this.log });
     registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });
     this.watchHub = new StatusWatchHub(cache);
@@ -287,6 +293,7 @@ export class Controller {
 
   private async shutdown(): Promise<void> {
     clearInterval(this.keepAliveTimer);
+    this.quorumMonitor?.stop();
     await this.election?.stop();
     this.local?.close();
     this.cleaner?.close();

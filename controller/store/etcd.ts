@@ -70,8 +70,8 @@ export interface EtcdMembership {
   promote(id: string): Promise<void>;
   /** Replaces a member's peer URLs (its host's address changed). */
   updatePeerUrls(id: string, peerUrls: string[]): Promise<void>;
-  /** The id of the raft leader the connected member sees (`0`: none). */
-  leaderId(): Promise<string>;
+  /** The raft leader the connected member sees (`0`: none) and its raft term (which grows with each election). */
+  status(): Promise<{ leaderId: string; raftTerm: number }>;
 }
 
 /** gRPC failures that mean "etcd did not answer" (no leader, no quorum, unreachable) rather than a bug. */
@@ -132,7 +132,10 @@ export class EtcdStore implements Store {
       remove: (id) => call("removing a member", async () => { await cluster.memberRemove({ ID: id }, this.opts()); }),
       promote: (id) => call("promoting a member", async () => { await cluster.memberPromote({ ID: id }, this.opts()); }),
       updatePeerUrls: (id, peerURLs) => call("updating a member's peer URLs", async () => { await cluster.memberUpdate({ ID: id, peerURLs }, this.opts()); }),
-      leaderId: () => call("reading member status", async () => String((await this.client.maintenance.status(this.opts())).leader)),
+      status: () => call("reading member status", async () => {
+        const st = await this.client.maintenance.status(this.opts());
+        return { leaderId: String(st.leader), raftTerm: Number(st.raftTerm) };
+      }),
     };
   }
 
