@@ -274,6 +274,26 @@ export class Controller {
     }
   }
 
+  /**
+   * A planned stop of the member that leads etcd hands raft leadership to a voter that stays, so
+   * the cluster does not sit out an election timeout with no leader (best effort, bounded).
+   */
+  private async handOffEtcdLeadership(): Promise<void> {
+    const membership = this.membership();
+    const own = this.config.member?.name;
+    if (!membership || !own) return;
+    try {
+      const [{ leaderId }, members] = await Promise.all([membership.status(), membership.list()]);
+      const me = members.find((m) => m.name === own);
+      const heir = members.find((m) => m.name !== own && !m.learner && m.name);
+      if (!me || me.id !== leaderId || !heir) return;
+      await membership.moveLeader(heir.id, { timeoutMs: 2000 });
+      this.log.info("handed etcd leadership on before stopping", { to: heir.name });
+    } catch (err) {
+      this.log.warn("could not hand etcd leadership on before stopping; the others will elect a leader", { err });
+    }
+  }
+
   /** Stops for good: this replica was replaced while away. Nothing in the cluster is touched. */
   private async standDown(why: string): Promise<void> {
     if (this.state === "STOPPING" || this.state === "STOPPED") return;
@@ -303,6 +323,7 @@ export class Controller {
     await this.http?.close();
     if (this.leaseId) await this.store.revokeLease(this.leaseId).catch(() => undefined);
     this.cache?.stop();
+    await this.handOffEtcdLeadership();
     await this.store.close();
     await this.etcd?.stop();
   }

@@ -72,6 +72,8 @@ export interface EtcdMembership {
   updatePeerUrls(id: string, peerUrls: string[]): Promise<void>;
   /** The raft leader the connected member sees (`0`: none) and its raft term (which grows with each election). */
   status(): Promise<{ leaderId: string; raftTerm: number }>;
+  /** Asks the raft leader (which must be the connected member) to hand leadership to member `id`. */
+  moveLeader(id: string, opts?: CallOptions): Promise<void>;
 }
 
 /** gRPC failures that mean "etcd did not answer" (no leader, no quorum, unreachable) rather than a bug. */
@@ -132,6 +134,7 @@ export class EtcdStore implements Store {
       remove: (id) => call("removing a member", async () => { await cluster.memberRemove({ ID: id }, this.opts()); }),
       promote: (id) => call("promoting a member", async () => { await cluster.memberPromote({ ID: id }, this.opts()); }),
       updatePeerUrls: (id, peerURLs) => call("updating a member's peer URLs", async () => { await cluster.memberUpdate({ ID: id, peerURLs }, this.opts()); }),
+      moveLeader: (id, opts) => call("moving the etcd leader", async () => { await this.client.maintenance.moveLeader({ targetID: id }, this.opts(opts)); }),
       status: () => call("reading member status", async () => {
         const st = await this.client.maintenance.status(this.opts());
         return { leaderId: String(st.leader), raftTerm: Number(st.raftTerm) };
