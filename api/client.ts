@@ -8,6 +8,7 @@
  * const status = await client.status("demo");
  * ```
  */
+import { randomUUID } from "node:crypto";
 import { Agent, request } from "node:https";
 import WebSocket from "ws";
 import { StewardError, errorFromWire } from "./errors";
@@ -28,7 +29,16 @@ export interface ControllerClientOptions {
    * @default 30000
    */
   timeoutMs?: number;
+  /**
+   * How long to keep trying when every replica answers 503 (an election, a replica catching up):
+   * rounds over all replicas with growing pauses. Safe for writes: retries carry the request id.
+   * @default 15000
+   */
+  retryUnavailableMs?: number;
 }
+
+/** A replica that does not even accept the connection this fast is treated as down. */
+const CONNECT_TIMEOUT_MS = 3000;
 
 export interface ModelSettings { updateStatusInterval: number; automaticallyRetryHooks: boolean }
 export interface ModelSummary { name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string; config: ModelSettings }
@@ -64,6 +74,8 @@ export interface ClusterInfo {
   keeper: { state: string; message: string; history: { at: string; message: string }[] };
   /** Set when the answer comes from this replica alone (no quorum): why. */
   degraded?: string;
+  /** etcd's raft term as this replica's member sees it: it grows by one (or more) with every etcd election. */
+  raftTerm?: number;
 }
 export interface SpareHost { host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean }
 
@@ -75,6 +87,14 @@ export const CONTROLLER_TLS_NAME = "steward-controller";
 
 /** Every API answer names the replicas' current addresses here, so clients follow replicas that move. */
 export const ADDRESSES_HEADER = "steward-addresses";
+/**
+ * A mutating request carries one id across all its tries (other replicas, after a timeout or a
+ * 503); the controller answers a retry with what the first try did. See controller/server/idempotency.ts.
+ */
+export const REQUEST_ID_HEADER = "steward-request-id";
+/** Set on an answer the controller recorded for an earlier try of the same request. */
+export const REPLAYED_HEADER = "steward-replayed";
+const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
 
@@ -111,48 +131,62 @@ export class ControllerClient {
     return res.token;
   }
 
-  /** Sends one request; on 401 with a password at hand, logs in again once and repeats it. */
+  /**
+   * Sends one request; on 401 with a password at hand, logs in again once and repeats it. A
+   * mutating request keeps one request id across every try, so its retries are answered, not redone.
+   */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
     if (!this.token && this.opts.password) await this.login();
+    const requestId = MUTATING.has(method) ? randomUUID() : undefined;
     try {
-      return await this.raw<T>(method, path, body, true);
+      return await this.raw<T>(method, path, body, true, requestId);
     } catch (err) {
       if (StewardError.isInstance(err) && err.code === "unauthorized" && this.opts.password) {
         await this.login();
-        return this.raw<T>(method, path, body, true);
+        return this.raw<T>(method, path, body, true, requestId);
       }
       throw err;
     }
   }
 
-  private async raw<T>(method: string, path: string, body: unknown, auth: boolean): Promise<T> {
-    const tried = [...this.list];
-    const n = tried.length;
+  private async raw<T>(method: string, path: string, body: unknown, auth: boolean, requestId?: string): Promise<T> {
+    const giveUpAt = Date.now() + (this.opts.retryUnavailableMs ?? 15_000);
+    let tried: string[] = [];
     let lastErr: unknown;
-    for (let i = 0; i < n; i++) {
-      const address = tried[(this.preferred + i) % n]!;
-      try {
-        const out = await this.once<T>(address, method, path, body, auth);
-        this.preferred = Math.max(0, this.list.indexOf(address));
-        return out;
-      } catch (err) {
-        lastErr = err;
-        // Try the next replica when this one is unreachable or has lost its store majority (503).
-        if (StewardError.isInstance(err) && err.code === "unavailable") continue;
-        const code = (err as NodeJS.ErrnoException).code;
-        if (!code || !CONNECTION_ERRORS.has(code)) throw err;
+    for (let round = 0; ; round++) {
+      tried = [...this.list];
+      const n = tried.length;
+      let answeredUnavailable = false;
+      for (let i = 0; i < n; i++) {
+        const address = tried[(this.preferred + i) % n]!;
+        try {
+          const out = await this.once<T>(address, method, path, body, auth, requestId);
+          this.preferred = Math.max(0, this.list.indexOf(address));
+          return out;
+        } catch (err) {
+          lastErr = err;
+          // Try the next replica when this one is unreachable or has lost its store majority (503).
+          if (StewardError.isInstance(err) && err.code === "unavailable") { answeredUnavailable = true; continue; }
+          const code = (err as NodeJS.ErrnoException).code;
+          if (!code || !CONNECTION_ERRORS.has(code)) throw err;
+        }
       }
+      // A replica answered but could not serve (an election under way): another round soon may.
+      const pause = Math.min(250 * 2 ** round, 2000);
+      if (!answeredUnavailable || Date.now() + pause > giveUpAt) break;
+      await new Promise((r) => setTimeout(r, pause));
     }
     if (StewardError.isInstance(lastErr)) throw lastErr;
     throw new StewardError("unavailable", `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr });
   }
 
-  private once<T>(address: string, method: string, path: string, body: unknown, auth: boolean): Promise<T> {
+  private once<T>(address: string, method: string, path: string, body: unknown, auth: boolean, requestId?: string): Promise<T> {
     const [host, port] = splitAddress(address);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: Record<string, string> = { accept: "application/json" };
     if (payload) { headers["content-type"] = "application/json"; headers["content-length"] = String(payload.length); }
     if (auth && this.token) headers.authorization = `Bearer ${this.token}`;
+    if (requestId) headers[REQUEST_ID_HEADER] = requestId;
     this.requestCount++;
     return new Promise<T>((resolve, reject) => {
       const req = request({ host, port, method, path, headers, agent: this.agent, servername: CONTROLLER_TLS_NAME, timeout: this.opts.timeoutMs ?? 30_000 }, (res) => {
@@ -169,6 +203,14 @@ export class ControllerClient {
         });
       });
       req.on("timeout", () => req.destroy(Object.assign(new Error(`request to ${address} timed out`), { code: "ETIMEDOUT" })));
+      // A host that is gone does not refuse the connection; do not wait the whole request timeout for it.
+      req.on("socket", (socket) => {
+        if (!socket.connecting) return;
+        const t = setTimeout(() => req.destroy(Object.assign(new Error(`could not connect to ${address}`), { code: "ETIMEDOUT" })), CONNECT_TIMEOUT_MS);
+        t.unref();
+        socket.once("connect", () => clearTimeout(t));
+        socket.once("close", () => clearTimeout(t));
+      });
       req.on("error", reject);
       req.end(payload);
     });

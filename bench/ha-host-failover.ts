@@ -2,9 +2,13 @@
  * HA on real sshd test hosts: a 3-replica controller bootstrapped with `steward bootstrap` onto
  * three hosts (each replica a controller plus its etcd member), then
  *
- * - killing the leader's whole host: time to the first write acknowledged through another replica
- *   (target median ≤ 2 s) and to a new controller leader, which starts the singleton work as it is
- *   elected (target median ≤ 5 s);
+ * - killing the leader's whole host while a writer creates models at about 20/s through a client
+ *   that started out on that replica (what a CLI or `pulumi up` sees): the longest time with no
+ *   acknowledged write, the time to a new controller leader (which starts the singleton work as it
+ *   is elected), and writes the client reported failed although they had worked (must be 0);
+ * - a follower, then the leader, cut off for 20 s and healed, with the same writer: the write gap the
+ *   cut causes, the longest gap after the heal (target: none), and whether the heal caused an etcd
+ *   election (raft term) or moved the controller leader (target: never);
  * - 1,000 simulated agents on one replica whose host is killed: time until all are connected to the
  *   others again (they redial with jitter, as agents do, through the login rate limit);
  * - a follower lost for good: time from `replaceAfter` expiring (the keeper's removal) to three
@@ -64,40 +68,9 @@ export async function benchHaHostFailover(): Promise<void> {
     };
     const hostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean): TestHost => replicas.find((h) => h.ip === c.members.find(pick)!.host)!;
 
-    const writeMs: number[] = [];
-    const leaderMs: number[] = [];
-    for (let trial = 0; trial < TRIALS; trial++) {
-      const before = await healthy();
-      const victim = hostOf(before, (m) => m.leader);
-      const survivors = mk(entry.addresses.filter((a) => !a.startsWith(`${victim.ip}:`)));
-      await sleep(Math.random() * 1000); // anywhere in the lease renewal cycle
-      const killedAt = performance.now();
-      await victim.kill();
-      // Writers keep trying through the survivors; the first acknowledged write counts.
-      const firstWrite = (async () => {
-        for (let i = 0; ; i++) {
-          if (await survivors.createModel(`b${trial}-${i}`).then(() => true, () => false)) return performance.now() - killedAt;
-          await sleep(20);
-        }
-      })();
-      const newLeader = (async () => {
-        for (;;) {
-          const c = await cluster(survivors);
-          if (c?.members.some((m) => m.leader && m.host !== victim.ip)) return performance.now() - killedAt;
-          await sleep(50);
-        }
-      })();
-      writeMs.push(await firstWrite);
-      leaderMs.push(await newLeader);
-      await restart(victim);
-    }
-    report(`HA: leader's host killed (3 replicas with etcd on SSH test hosts, ${TRIALS} trials)`, {
-      "bootstrap onto 3 hosts (s)": bootstrapS.toFixed(1),
-      "first acknowledged write through another replica: median (s)": (median(writeMs) / 1000).toFixed(2),
-      "first write max (s)": (Math.max(...writeMs) / 1000).toFixed(2),
-      "new controller leader (singleton work): median (s)": (median(leaderMs) / 1000).toFixed(2),
-      "new leader max (s)": (Math.max(...leaderMs) / 1000).toFixed(2),
-    });
+    await benchLeaderKill(mk, entry.addresses, cluster, healthy, hostOf, restart, bootstrapS);
+    await benchPartitionHeal(mk, entry.addresses, cluster, healthy, hostOf, "follower");
+    await benchPartitionHeal(mk, entry.addresses, cluster, healthy, hostOf, "leader");
 
     await benchAgentReconnect(all, entry.caCert, healthy, replicas, restart);
 
@@ -210,5 +183,116 @@ async function benchAgentReconnect(client: ControllerClient, caCert: string, hea
     "all reconnected max (s)": (Math.max(...allBackMs) / 1000).toFixed(1),
     "all shown started by the controller: median (s)": (median(statusMs) / 1000).toFixed(1),
     "shown started max (s)": (Math.max(...statusMs) / 1000).toFixed(1),
+  });
+}
+
+type Cluster = (c?: ControllerClient) => Promise<ClusterInfo | undefined>;
+type HostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean) => TestHost;
+
+/** Creates models one after another (about 20/s) and records when each was acknowledged. */
+function ledgerWriter(c: ControllerClient, tag: string): { acks: number[]; falseFailures: number; stop(): Promise<void> } {
+  const w = { acks: [] as number[], falseFailures: 0, stopped: false, loop: Promise.resolve() };
+  w.loop = (async () => {
+    for (let i = 0; !w.stopped; i++) {
+      try {
+        await c.createModel(`${tag}-${i}`);
+        w.acks.push(performance.now());
+      } catch (err) {
+        // Every name is tried once: "already exists" can only be our own retry of a write that worked.
+        if ((err as { code?: string }).code === "already-exists") w.falseFailures++;
+      }
+      await sleep(50);
+    }
+  })();
+  return { acks: w.acks, get falseFailures() { return w.falseFailures; }, async stop() { w.stopped = true; await w.loop; } };
+}
+
+/** The longest time in [from, to] with no acknowledged write (counting from the last one before `from`). */
+function longestGap(acks: number[], from: number, to: number): number {
+  const before = acks.filter((a) => a < from).pop() ?? from;
+  const inside = acks.filter((a) => a >= from && a <= to);
+  let gap = 0;
+  let last = before;
+  for (const a of inside) { gap = Math.max(gap, a - last); last = a; }
+  return Math.max(gap, to - last > 0 && inside.length === 0 ? to - last : 0);
+}
+
+async function benchLeaderKill(mk: (a: string[]) => ControllerClient, addresses: string[], cluster: Cluster, healthy: () => Promise<ClusterInfo>, hostOf: HostOf, restart: (h: TestHost) => Promise<void>, bootstrapS: number): Promise<void> {
+  const gapMs: number[] = [];
+  const leaderMs: number[] = [];
+  let falseFailures = 0;
+  for (let trial = 0; trial < TRIALS; trial++) {
+    const before = await healthy();
+    const victim = hostOf(before, (m) => m.leader);
+    // The writer's client starts out on the replica that dies, as a CLI connected to it would.
+    const onVictim = mk([...addresses.filter((a) => a.startsWith(`${victim.ip}:`)), ...addresses.filter((a) => !a.startsWith(`${victim.ip}:`))]);
+    const observer = mk(addresses.filter((a) => !a.startsWith(`${victim.ip}:`)));
+    const writer = ledgerWriter(onVictim, `k${trial}`);
+    await sleep(1000 + Math.random() * 1000); // anywhere in the lease renewal cycle
+    const killedAt = performance.now();
+    await victim.kill();
+    let newLeaderAt = 0;
+    while (!newLeaderAt) {
+      const c = await cluster(observer);
+      if (c?.members.some((m) => m.leader && m.host !== victim.ip)) newLeaderAt = performance.now();
+      else await sleep(50);
+    }
+    // Keep writing until writes flow again, then a little more.
+    while (!writer.acks.some((a) => a > killedAt)) await sleep(50);
+    await sleep(2000);
+    await writer.stop();
+    gapMs.push(longestGap(writer.acks, killedAt, performance.now()));
+    leaderMs.push(newLeaderAt - killedAt);
+    falseFailures += writer.falseFailures;
+    await restart(victim);
+  }
+  report(`HA: leader's host killed, writer on that replica at ~20/s (3 replicas with etcd on SSH test hosts, ${TRIALS} trials)`, {
+    "bootstrap onto 3 hosts (s)": bootstrapS.toFixed(1),
+    "longest time with no acknowledged write: median (s)": (median(gapMs) / 1000).toFixed(2),
+    "no acknowledged write max (s)": (Math.max(...gapMs) / 1000).toFixed(2),
+    "new controller leader (singleton work): median (s)": (median(leaderMs) / 1000).toFixed(2),
+    "new leader max (s)": (Math.max(...leaderMs) / 1000).toFixed(2),
+    "writes reported failed that had worked": falseFailures,
+  });
+}
+
+/** Cuts a follower's or the leader's host off for 20 s, heals it, and measures what the heal disturbs. */
+async function benchPartitionHeal(mk: (a: string[]) => ControllerClient, addresses: string[], cluster: Cluster, healthy: () => Promise<ClusterInfo>, hostOf: HostOf, who: "follower" | "leader"): Promise<void> {
+  const cutGapMs: number[] = [];
+  const healGapMs: number[] = [];
+  let healElections = 0;
+  let healLeaderMoves = 0;
+  let falseFailures = 0;
+  const cutS = Number(process.env.BENCH_HA_CUT_S ?? 20);
+  for (let trial = 0; trial < TRIALS; trial++) {
+    const before = await healthy();
+    const victim = hostOf(before, (m) => m.hasVote && (who === "leader" ? m.leader : !m.leader));
+    const others = addresses.filter((a) => !a.startsWith(`${victim.ip}:`));
+    const observer = mk(others);
+    const writer = ledgerWriter(mk(addresses), `p${who[0]}${trial}`);
+    await sleep(1000);
+    const cutAt = performance.now();
+    await victim.cut();
+    await sleep(cutS * 1000);
+    const atHeal = await cluster(observer);
+    const healedAt = performance.now();
+    await victim.restore();
+    await sleep(6000);
+    const after = await cluster(observer);
+    await writer.stop();
+    cutGapMs.push(longestGap(writer.acks, cutAt, healedAt));
+    healGapMs.push(longestGap(writer.acks, healedAt, healedAt + 6000));
+    if (atHeal?.raftTerm !== after?.raftTerm) healElections++;
+    if (atHeal?.members.find((m) => m.leader)?.name !== after?.members.find((m) => m.leader)?.name) healLeaderMoves++;
+    falseFailures += writer.falseFailures;
+  }
+  report(`HA: ${who} cut off ${cutS} s then healed, writer at ~20/s (${TRIALS} trials)`, {
+    "longest write gap from the cut: median (s)": (median(cutGapMs) / 1000).toFixed(2),
+    "from the cut max (s)": (Math.max(...cutGapMs) / 1000).toFixed(2),
+    "longest write gap in 6 s after the heal: median (s)": (median(healGapMs) / 1000).toFixed(2),
+    "after the heal max (s)": (Math.max(...healGapMs) / 1000).toFixed(2),
+    "heals that caused an etcd election": `${healElections} of ${TRIALS}`,
+    "heals that moved the controller leader": `${healLeaderMoves} of ${TRIALS}`,
+    "writes reported failed that had worked": falseFailures,
   });
 }

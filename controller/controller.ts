@@ -17,18 +17,19 @@ import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
 import { StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
-import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
+import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending } from "./cluster";
 import type { ControllerConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import type { LoginLimiterOptions } from "./server/login-limiter";
 import { LoginLimiter } from "./server/login-limiter";
-import { installErrorHandling, registerHttpApi } from "./server/http-api";
+import { installErrorHandling, installWriteGuard, registerHttpApi } from "./server/http-api";
+import { installIdempotency } from "./server/idempotency";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
-import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps } from "./state";
+import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps, startRequestRecordSweeper } from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
@@ -90,6 +91,8 @@ export class Controller {
   private ownAddresses: string[] = [];
   private election?: LeaderElection;
   private keeper?: QuorumKeeper;
+  private stopSweeper?: () => void;
+  private quorumMonitor?: QuorumMonitor;
   private lastStoreContact = Date.now();
   private readonly routes: { method: string; url: string }[] = [];
 
@@ -197,6 +200,12 @@ export class Controller {
     http.addHook("onRoute", (r) => { for (const method of [r.method].flat()) this.routes.push({ method, url: r.url }); });
     const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
     const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(this.opts.requestRestart ? { requestRestart: this.opts.requestRestart } : {}) });
+    if (membership) {
+      this.quorumMonitor = new QuorumMonitor({ membership });
+      this.quorumMonitor.start();
+    }
+    installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
+    installIdempotency(http, { store: this.store, cache, log: this.log });
     registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport });
     this.watchHub = new StatusWatchHub(cache, transport);
@@ -224,12 +233,16 @@ export class Controller {
           caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
         });
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log);
+        this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
         if (membership) {
           this.keeper = new QuorumKeeper({ store: fenced, membership, cache, provisioner: new SshReplicaProvisioner(dataDir, this.config), log: this.log });
           this.keeper.start();
         }
       },
-      onDeposed: () => { this.local?.close(); this.cleaner?.close(); this.keeper?.close(); this.local = undefined; this.cleaner = undefined; this.keeper = undefined; },
+      onDeposed: () => {
+        this.local?.close(); this.cleaner?.close(); this.keeper?.close(); this.stopSweeper?.();
+        this.local = undefined; this.cleaner = undefined; this.keeper = undefined; this.stopSweeper = undefined;
+      },
     }));
     election.start();
     this.setState("RUNNING");
@@ -265,6 +278,26 @@ export class Controller {
     }
   }
 
+  /**
+   * A planned stop of the member that leads etcd hands raft leadership to a voter that stays, so
+   * the cluster does not sit out an election timeout with no leader (best effort, bounded).
+   */
+  private async handOffEtcdLeadership(): Promise<void> {
+    const membership = this.membership();
+    const own = this.config.member?.name;
+    if (!membership || !own) return;
+    try {
+      const [{ leaderId }, members] = await Promise.all([membership.status(), membership.list()]);
+      const me = members.find((m) => m.name === own);
+      const heir = members.find((m) => m.name !== own && !m.learner && m.name);
+      if (!me || me.id !== leaderId || !heir) return;
+      await membership.moveLeader(heir.id, { timeoutMs: 2000 });
+      this.log.info("handed etcd leadership on before stopping", { to: heir.name });
+    } catch (err) {
+      this.log.warn("could not hand etcd leadership on before stopping; the others will elect a leader", { err });
+    }
+  }
+
   /** Stops for good: this replica was replaced while away. Nothing in the cluster is touched. */
   private async standDown(why: string): Promise<void> {
     if (this.state === "STOPPING" || this.state === "STOPPED") return;
@@ -284,14 +317,17 @@ export class Controller {
 
   private async shutdown(): Promise<void> {
     clearInterval(this.keepAliveTimer);
+    this.quorumMonitor?.stop();
     await this.election?.stop();
     this.local?.close();
     this.cleaner?.close();
+    this.stopSweeper?.();
     this.hub?.close();
     this.watchHub?.close();
     await this.http?.close();
     if (this.leaseId) await this.store.revokeLease(this.leaseId).catch(() => undefined);
     this.cache?.stop();
+    await this.handOffEtcdLeadership();
     await this.store.close();
     await this.etcd?.stop();
   }

@@ -15,3 +15,6 @@ export type { ControllerConfig } from "./config";
 export { stopProcess } from "./substrates/local";
 export type { AgentConfigFile } from "./substrates/local";
 export { controllerEntry, freePort, portFree, readPidFile, removeLocalController, startLocalController } from "./local-process";
+export { LeaderElection } from "./cluster";
+export type { LeaderElectionOptions } from "./cluster";
+export { RequestScope, StateOps, requestKeys, runInRequest } from "./state";

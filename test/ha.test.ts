@@ -29,6 +29,11 @@ let caCert: string;
 let password: string;
 /** Every model name whose creation was acknowledged, across all tests. */
 const acked: string[] = [];
+/**
+ * Writes refused as "already exists": each name is tried once, so only the client's own retry of
+ * a write that had worked could cause one (a success turned into a failure).
+ */
+const falseFailures: string[] = [];
 
 const REPLACE_AFTER_S = 12;
 const hostKeyArgs = (hosts: TestHost[]): string[] => hosts.flatMap((h) => ["--host-key", h.hostKeyFingerprint]);
@@ -71,7 +76,14 @@ function startWriter(c: ControllerClient, tag: string): { stop(): Promise<number
   const loop = (async () => {
     for (let i = 0; !stopped; i++) {
       const name = `${tag}-${i}`;
-      try { await c.createModel(name); acked.push(name); n++; } catch { await new Promise((r) => setTimeout(r, 100)); }
+      try {
+        await c.createModel(name);
+        acked.push(name);
+        n++;
+      } catch (err) {
+        if ((err as { code?: string }).code === "already-exists") falseFailures.push(name);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
   })();
   const writer = { async stop() { stopped = true; await loop; return n; } };
@@ -94,6 +106,7 @@ async function assertNothingLost(t: ExecutionContext): Promise<void> {
     }
   }
   t.deepEqual(acked.filter((m) => !present.has(m)), [], "every acknowledged write is present");
+  t.deepEqual(falseFailures, [], "no write that worked was reported as failed");
 }
 
 async function agentConnected(t?: ExecutionContext): Promise<void> {
@@ -225,6 +238,8 @@ ha("a partitioned minority stops taking writes; the majority carries on; healing
   const isolated = newClient([`${victim.ip}:17070`]);
   const majority = newClient(client.addresses.filter((a) => !a.startsWith(`${victim.ip}:`)));
   const writer = startWriter(majority, "pm");
+  let termAtHeal: number | undefined;
+  let leaderAtHeal: string | undefined;
   try {
     await victim.cut();
     // The cut-off replica's etcd member has no leader: a write through it is refused, not
@@ -247,12 +262,21 @@ ha("a partitioned minority stops taking writes; the majority carries on; healing
       return c.members.some((m) => m.host === victim.ip && !m.present) ? c : undefined;
     }, 30_000, 300);
     t.true(view.quorum);
+    termAtHeal = (await cluster(majority)).raftTerm;
+    leaderAtHeal = view.members.find((m) => m.leader)?.name;
   } finally {
     await victim.restore();
     isolated.close();
-    majority.close();
   }
   await healthy(t, "the healed replica rejoined");
+  // The returning member must not depose the healthy etcd leader (etcd's pre-vote): no election,
+  // so no second outage, and the controller leader stays where it was.
+  await new Promise((r) => setTimeout(r, 3000));
+  const after = await cluster(majority);
+  majority.close();
+  t.is(typeof termAtHeal, "number");
+  t.is(after.raftTerm, termAtHeal, "healing caused no etcd election");
+  t.is(after.members.find((m) => m.leader)?.name, leaderAtHeal, "the controller leader did not change");
   await assertNothingLost(t);
   await agentConnected(t);
 });

@@ -50,7 +50,8 @@ export class ClusterControl {
     const listed = await membership.list().catch(() => undefined);
     const members: EtcdMemberInfo[] = listed ?? [...cache.clusterMembers.values()].filter((d) => d.state !== "removed")
       .map((d) => ({ id: d.memberId ?? d.name, name: d.name, peerUrls: [peerUrl(d.host)], clientUrls: [clientUrl(d.host)], learner: d.state === "joining" }));
-    const etcdLeader = await membership.leaderId().catch(() => undefined);
+    const etcdStatus = await membership.status().catch(() => undefined);
+    const etcdLeader = etcdStatus?.leaderId;
     // A linearizable read answers only with a majority; do not wait the full request timeout for it.
     const quorum = await Promise.race([this.d.store.currentRevision().then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 1500).unref())]);
     const docs = [...cache.clusterMembers.values()];
@@ -65,7 +66,7 @@ export class ClusterControl {
     });
     // Replicas replaced or given up on stay listed with why, so an operator sees what happened.
     for (const d of docs) if (d.state === "removed" && !rows.some((r) => r.name === d.name)) rows.push({ name: d.name, host: d.host, addresses: [], state: "removed", hasVote: false, learner: false, present: false, leader: false, etcdLeader: false, ...(d.reason ? { reason: d.reason } : {}) });
-    if (quorum) return { store: "etcd", quorum, ...base, members: rows };
+    if (quorum) return { store: "etcd", quorum, ...base, members: rows, ...(etcdStatus ? { raftTerm: etcdStatus.raftTerm } : {}) };
     // Without quorum the cache is frozen: say what this replica can see for itself.
     const reachable = await Promise.all(members.filter((m) => !m.learner).map((m) => this.answers(m.clientUrls[0])));
     const up = reachable.filter(Boolean).length;

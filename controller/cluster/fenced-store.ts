@@ -3,12 +3,12 @@
  * key to be ours, so a replica that lost leadership (and does not know yet) cannot write.
  */
 import { StewardError } from "../../api";
-import type { Compare, Store, Txn, TxnResult } from "../store";
+import type { CallOptions, Compare, Store, Txn, TxnResult } from "../store";
 
 export function fencedStore(store: Store, fence: () => Compare[]): Store {
-  const txn = async (t: Txn): Promise<TxnResult> => {
+  const txn = async (t: Txn, call?: CallOptions): Promise<TxnResult> => {
     const guard = fence();
-    const res = await store.txn({ ...t, compare: [...(t.compare ?? []), ...guard] });
+    const res = await store.txn({ ...t, compare: [...(t.compare ?? []), ...guard] }, call);
     if (!res.succeeded) {
       // Tell a lost fence apart from an ordinary failed compare, so callers do not retry in vain.
       for (const g of guard) {

@@ -12,3 +12,4 @@ export { moveToEtcd } from "./move-to-etcd";
 export type { HaPending } from "./move-to-etcd";
 export * from "./cluster-docs";
 export { currentAddress, moveToAddress, publishPeerAddress } from "./readdress";
+export { QuorumMonitor } from "./quorum-monitor";

@@ -4,12 +4,21 @@
  * campaign when it goes. The leader fences itself on its own clock: if no renewal has succeeded
  * for most of the TTL it stops leading before the store could have handed leadership on; and
  * every leader-only write carries {@link LeaderElection.fence}, so a deposed leader's write fails.
+ *
+ * A campaign sent while etcd has no leader would hang until the store's 5 s deadline; each attempt
+ * therefore gives up after {@link CAMPAIGN_ATTEMPT_MS} and the next follows at once (a short pause),
+ * so takeover happens within one attempt of etcd electing a leader again.
  */
 import type { Logger } from "../../api";
 import type { Compare, Store, Watcher } from "../store";
 import { absent } from "../store";
 
 export const LEADER_KEY = "/cluster/leader";
+
+/** How long one campaign step (lease grant, then the claim) may wait for the store. */
+const CAMPAIGN_ATTEMPT_MS = 600;
+/** Pause between failed campaign attempts while the leader key is free. */
+const CAMPAIGN_RETRY_MS = 150;
 
 export interface LeaderElectionOptions {
   store: Store;
@@ -38,6 +47,7 @@ export class LeaderElection {
   private watcher?: Watcher;
   private stopped = false;
   private campaigning = false;
+  private lastFailureLog = 0;
 
   constructor(private readonly o: LeaderElectionOptions) {}
 
@@ -62,17 +72,36 @@ export class LeaderElection {
   private campaign(): void {
     if (this.stopped || this.leading || this.campaigning) return;
     this.campaigning = true;
-    this.tryCampaign()
-      .catch((err: unknown) => this.o.log.warn("leader campaign failed; will retry", { err }))
-      .finally(() => { this.campaigning = false; });
+    this.tryCampaign().then(
+      () => { this.campaigning = false; },
+      (err: unknown) => {
+        this.campaigning = false;
+        if (Date.now() - this.lastFailureLog > 5000) {
+          this.lastFailureLog = Date.now();
+          this.o.log.warn("leader campaign failed; retrying until the store answers", { err });
+        }
+        // The store did not answer (no etcd leader yet): try again at once rather than at the next timer tick.
+        const again = setTimeout(() => this.campaign(), CAMPAIGN_RETRY_MS);
+        again.unref();
+      },
+    );
   }
 
   private async tryCampaign(): Promise<void> {
-    const lease = await this.o.store.grantLease(this.ttl);
-    const res = await this.o.store.txn({
-      compare: [absent(LEADER_KEY)],
-      success: [{ type: "put", key: LEADER_KEY, value: JSON.stringify({ replica: this.o.replicaId, addresses: this.o.addresses(), since: new Date().toISOString() }), lease: lease.id }],
-    });
+    const call = { timeoutMs: CAMPAIGN_ATTEMPT_MS };
+    const lease = await this.o.store.grantLease(this.ttl, call);
+    let res;
+    try {
+      res = await this.o.store.txn({
+        compare: [absent(LEADER_KEY)],
+        success: [{ type: "put", key: LEADER_KEY, value: JSON.stringify({ replica: this.o.replicaId, addresses: this.o.addresses(), since: new Date().toISOString() }), lease: lease.id }],
+      }, call);
+    } catch (err) {
+      // The claim may still land after we gave up: revoking its lease releases it for the next try
+      // (not awaited: without an etcd leader the revoke would wait as long as the claim did).
+      void this.o.store.revokeLease(lease.id).catch(() => undefined);
+      throw err;
+    }
     if (!res.succeeded || this.stopped) { await this.o.store.revokeLease(lease.id).catch(() => undefined); return; }
     this.leaseId = lease.id;
     this.createRevision = res.revision;

@@ -63,7 +63,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 
   app.get("/v1/health", async () => ({ ok: true, version: STEWARD_VERSION, revision: cache.revision }));
 
-  app.post("/v1/login", async (req) => {
+  app.post("/v1/login", { config: { secretAnswer: true } }, async (req) => {
     const body = parseRequest(LoginRequest, req.body, "login");
     const user = cache.users.get(body.user);
     // Same answer for an unknown user and a wrong password: do not reveal which users exist.
@@ -74,10 +74,13 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 
   app.get("/v1/controller", async (req) => {
     requireUser(principalOf(req));
+    const cluster = await deps.cluster.info();
+    // Without quorum this replica's view of who leads is frozen at the cut: it names no leader.
+    const leader = cluster.degraded ? undefined : cache.leader?.replica;
     return {
       name: cache.controller?.name, uuid: cache.controller?.uuid, version: STEWARD_VERSION, addresses: deps.controllerAddresses(),
-      replicas: [...cache.replicas.values()].map((r) => ({ ...r, leader: cache.leader?.replica === r.id })).sort((a, b) => a.since.localeCompare(b.since)),
-      cluster: await deps.cluster.info(),
+      replicas: [...cache.replicas.values()].map((r) => ({ ...r, leader: leader === r.id })).sort((a, b) => a.since.localeCompare(b.since)),
+      cluster,
     };
   });
 
@@ -217,7 +220,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.post("/v1/models/:model/applications", async (req, reply) => {
     const idx = model(req, principalOf(req), "write");
     const body = parseRequest(DeployRequest, req.body, "deploy");
-    if (idx.apps.has(body.name)) throw new StewardError("already-exists", `application "${body.name}" already exists in model ${idx.model?.name}: use add-unit or config to change it, or pick another name`, { details: { kind: "application", name: body.name } });
+    // ops.deploy refuses an existing name itself: here it would also refuse the retry of a deploy that worked.
     const res = await ops.deploy(idx.uuid, body);
     await settled(res.revision);
     reply.code(201);
@@ -262,7 +265,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     reply.code(202);
   });
 
-  app.post("/v1/models/:model/machines", async (req, reply) => {
+  app.post("/v1/models/:model/machines", { config: { secretAnswer: true } }, async (req, reply) => {
     const idx = model(req, principalOf(req), "write");
     const body = parseRequest(AddMachineRequest, req.body, "add machine");
     if (body.substrate === "ssh") {
@@ -292,6 +295,18 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const id = param<string>(MachineId, req, "id", "machine");
     await settled((await ops.removeMachine(idx.uuid, id, force(req))).revision);
     reply.code(202);
+  });
+}
+
+/**
+ * A replica cut off from the majority says so at once (503) to every write, instead of letting it
+ * wait out the store's deadline; the client then tries another replica. Install before anything
+ * that reads the store on a write's way in.
+ */
+export function installWriteGuard(app: FastifyInstance, writable: () => boolean): void {
+  app.addHook("preHandler", async (req) => {
+    if (req.method === "GET" || req.method === "HEAD" || req.url === "/v1/login" || writable()) return;
+    throw new StewardError("unavailable", "this controller replica is cut off from the majority of replicas and cannot change anything now: retry through another replica");
   });
 }
 

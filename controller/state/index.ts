@@ -6,3 +6,4 @@ export { LeadershipOps } from "./leadership-ops";
 export { buildModelStatus, buildAgentView, buildUnitDetails } from "./views";
 export { keys } from "./keys";
 export * from "./documents";
+export { REQUESTS_PREFIX, RequestScope, currentRequest, requestKeys, runInRequest, startRequestRecordSweeper, sweepRequestRecords } from "./request-records";

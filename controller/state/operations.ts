@@ -38,16 +38,20 @@ export class StateOps extends StoreTxns {
 
   async createUser(name: string, password: string, superuser: boolean): Promise<void> {
     const doc: UserDoc = { name, passwordHash: await hashPassword(password), superuser, createdAt: this.stamp() };
-    const res = await this.store.txn({ compare: [absent(keys.user(name))], success: [{ type: "put", key: keys.user(name), value: JSON.stringify(doc) }] });
-    if (!res.succeeded) throw alreadyExists("user", name);
+    await this.retry(`create user ${name}`, async () => {
+      if (await this.store.get(keys.user(name))) throw alreadyExists("user", name);
+      return { compare: [absent(keys.user(name))], ops: [{ type: "put", key: keys.user(name), value: JSON.stringify(doc) }], result: {} };
+    });
   }
 
   async grant(modelUuid: string, user: string, access: "read" | "write" | "admin"): Promise<number> {
-    const res = await this.store.txn({
-      compare: [{ key: keys.user(user), target: "createRevision", op: ">", value: 0 }, { key: keys.model(modelUuid), target: "createRevision", op: ">", value: 0 }],
-      success: [{ type: "put", key: keys.access(modelUuid, user), value: JSON.stringify({ access }) }],
+    const res = await this.retry(`grant ${user} ${access}`, async () => {
+      const u = await this.store.get(keys.user(user));
+      if (!u) throw notFound("user", user);
+      const m = await this.store.get(keys.model(modelUuid));
+      if (!m) throw notFound("model", modelUuid);
+      return { compare: [unchanged(keys.user(user), u.modRevision), unchanged(keys.model(modelUuid), m.modRevision)], ops: [{ type: "put", key: keys.access(modelUuid, user), value: JSON.stringify({ access }) }], result: {} };
     });
-    if (!res.succeeded) throw notFound("user", user);
     return res.revision;
   }
 
@@ -56,17 +60,19 @@ export class StateOps extends StoreTxns {
   async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
     const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config) };
-    const res = await this.store.txn({
-      compare: [absent(keys.modelName(name))],
-      success: [
-        { type: "put", key: keys.modelName(name), value: JSON.stringify(uuid) },
-        { type: "put", key: keys.model(uuid), value: JSON.stringify(doc) },
-        { type: "put", key: keys.access(uuid, owner), value: JSON.stringify({ access: "admin" }) },
-        { type: "put", key: keys.machineSeq(uuid), value: "0" },
-      ],
+    return this.retry(`create model ${name}`, async () => {
+      if (await this.store.get(keys.modelName(name))) throw alreadyExists("model", name);
+      return {
+        compare: [absent(keys.modelName(name))],
+        ops: [
+          { type: "put", key: keys.modelName(name), value: JSON.stringify(uuid) },
+          { type: "put", key: keys.model(uuid), value: JSON.stringify(doc) },
+          { type: "put", key: keys.access(uuid, owner), value: JSON.stringify({ access: "admin" }) },
+          { type: "put", key: keys.machineSeq(uuid), value: "0" },
+        ],
+        result: doc,
+      };
     });
-    if (!res.succeeded) throw alreadyExists("model", name);
-    return { ...doc, revision: res.revision };
   }
 
   /**
@@ -157,6 +163,9 @@ export class StateOps extends StoreTxns {
     if (req.to && req.to.length > req.units) throw invalidRequest(`"to" names ${req.to.length} machines for ${req.units} units; give at most one machine per unit`, { field: "to" });
     return this.retry(`deploy ${req.name}`, async () => {
       const m = await this.aliveModel(uuid);
+      if (await this.store.get(keys.app(uuid, req.name))) {
+        throw new StewardError("already-exists", `application "${req.name}" already exists in model ${m.doc.name}: use add-unit or config to change it, or pick another name`, { details: { kind: "application", name: req.name } });
+      }
       const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
       const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp() };
       const ops: Op[] = [];
@@ -376,7 +385,7 @@ export class StateOps extends StoreTxns {
       }
       ops.push({ type: "put", key: keys.machineSeq(uuid), value: String(next) });
       return { compare: [unchanged(keys.model(uuid), m.rev), unchanged(keys.machineSeq(uuid), seq?.modRevision ?? 0)], ops, result: { machines } };
-    });
+    }, { secretResult: substrate === "manual" });
   }
 
   /**

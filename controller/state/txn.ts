@@ -1,6 +1,8 @@
 /** The transaction helpers every domain operation uses: typed reads and compare-and-swap with retry. */
 import { StewardError } from "../../api";
 import type { Compare, Op, Store } from "../store";
+import { absent } from "../store";
+import { currentRequest } from "./request-records";
 
 export interface Read<T> { doc: T; rev: number }
 const MAX_ATTEMPTS = 50;
@@ -19,11 +21,30 @@ export class StoreTxns {
     return (await this.store.range(prefix)).kvs.map((kv) => ({ key: kv.key, doc: JSON.parse(kv.value) as T, rev: kv.modRevision }));
   }
 
-  /** Runs `attempt` until its transaction's compares hold; `attempt` throws to refuse. */
-  protected async retry<T>(what: string, attempt: () => Promise<{ compare: Compare[]; ops: Op[]; result: T }>): Promise<T & { revision: number }> {
+  /**
+   * Runs `attempt` until its transaction's compares hold; `attempt` throws to refuse. Within a
+   * request that carries an id, the write also records its result, and a retry of that request
+   * gets the recorded result back instead of writing again (see request-records.ts). `result`
+   * must then be plain JSON and hold no secret: `secretResult` opts out (a retry writes again).
+   */
+  protected async retry<T>(what: string, attempt: () => Promise<{ compare: Compare[]; ops: Op[]; result: T }>, opts: { secretResult?: boolean } = {}): Promise<T & { revision: number }> {
+    const step = opts.secretResult ? undefined : currentRequest()?.nextStep();
     for (let i = 0; i < MAX_ATTEMPTS; i++) {
-      const { compare, ops, result } = await attempt();
-      const res = await this.store.txn({ compare, success: ops });
+      const done = await step?.recorded(this.store);
+      if (done) return done as T & { revision: number };
+      let built: { compare: Compare[]; ops: Op[]; result: T };
+      try {
+        built = await attempt();
+      } catch (err) {
+        // Refused because an earlier try of this very request already made the change.
+        const earlier = await step?.recorded(this.store);
+        if (earlier) return earlier as T & { revision: number };
+        throw err;
+      }
+      const { compare, ops, result } = built;
+      const res = step
+        ? await this.store.txn({ compare: [...compare, absent(step.key)], success: [...ops, step.record(result)] })
+        : await this.store.txn({ compare, success: ops });
       if (res.succeeded) return { ...result, revision: res.revision };
     }
     throw new StewardError("conflict", `${what}: too much concurrent change, try again`, { retryable: true });

@@ -18,7 +18,7 @@ import { noop } from "cockatiel";
 import { Etcd3 } from "etcd3";
 import type { IKeyValue } from "etcd3";
 import { StewardError, invalidRequest } from "../../api";
-import type { Compare, KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptions, Watcher } from "./store";
+import type { CallOptions, Compare, KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptions, Watcher } from "./store";
 import { CompactedError, LeaseNotFoundError, StoreClosedError } from "./store";
 import { MAX_VALUE_BYTES } from "./embedded";
 
@@ -70,8 +70,10 @@ export interface EtcdMembership {
   promote(id: string): Promise<void>;
   /** Replaces a member's peer URLs (its host's address changed). */
   updatePeerUrls(id: string, peerUrls: string[]): Promise<void>;
-  /** The id of the raft leader the connected member sees (`0`: none). */
-  leaderId(): Promise<string>;
+  /** The raft leader the connected member sees (`0`: none) and its raft term (which grows with each election). */
+  status(): Promise<{ leaderId: string; raftTerm: number }>;
+  /** Asks the raft leader (which must be the connected member) to hand leadership to member `id`. */
+  moveLeader(id: string, opts?: CallOptions): Promise<void>;
 }
 
 /** gRPC failures that mean "etcd did not answer" (no leader, no quorum, unreachable) rather than a bug. */
@@ -132,7 +134,11 @@ export class EtcdStore implements Store {
       remove: (id) => call("removing a member", async () => { await cluster.memberRemove({ ID: id }, this.opts()); }),
       promote: (id) => call("promoting a member", async () => { await cluster.memberPromote({ ID: id }, this.opts()); }),
       updatePeerUrls: (id, peerURLs) => call("updating a member's peer URLs", async () => { await cluster.memberUpdate({ ID: id, peerURLs }, this.opts()); }),
-      leaderId: () => call("reading member status", async () => String((await this.client.maintenance.status(this.opts())).leader)),
+      moveLeader: (id, opts) => call("moving the etcd leader", async () => { await this.client.maintenance.moveLeader({ targetID: id }, this.opts(opts)); }),
+      status: () => call("reading member status", async () => {
+        const st = await this.client.maintenance.status(this.opts());
+        return { leaderId: String(st.leader), raftTerm: Number(st.raftTerm) };
+      }),
     };
   }
 
@@ -147,7 +153,7 @@ export class EtcdStore implements Store {
     return new StewardError("unavailable", `the controller's store (etcd) did not answer ${what}: ${message}. A majority of controller replicas must be up for the controller to work`, { retryable: true, cause: err });
   }
 
-  private opts(): { deadline: Date } { return { deadline: new Date(Date.now() + (this.o.requestTimeoutMs ?? 5000)) }; }
+  private opts(call: CallOptions = {}): { deadline: Date } { return { deadline: new Date(Date.now() + (call.timeoutMs ?? this.o.requestTimeoutMs ?? 5000)) }; }
   private k(key: string): Buffer { return Buffer.from(this.prefix + key); }
   private check(): void { if (this.closed) throw new StoreClosedError(this.backend); }
 
@@ -207,7 +213,7 @@ export class EtcdStore implements Store {
     return { succeeded: true, revision: revision ?? (await this.currentRevision()), responses };
   }
 
-  async txn(t: Txn): Promise<TxnResult> {
+  async txn(t: Txn, call?: CallOptions): Promise<TxnResult> {
     this.check();
     for (const ops of [t.success, t.failure ?? []]) {
       const written = new Set<string>();
@@ -220,7 +226,7 @@ export class EtcdStore implements Store {
     }
     if (!t.compare?.length && !t.failure?.length && t.success.every(isRead)) return this.snapshot(t.success);
     try {
-      const res = await this.client.kv.txn({ compare: (t.compare ?? []).map((c) => this.compare(c)), success: t.success.map((op) => this.op(op)), failure: (t.failure ?? []).map((op) => this.op(op)) }, this.opts());
+      const res = await this.client.kv.txn({ compare: (t.compare ?? []).map((c) => this.compare(c)), success: t.success.map((op) => this.op(op)), failure: (t.failure ?? []).map((op) => this.op(op)) }, this.opts(call));
       const responses: KeyValue[][] = res.responses.map((r) => {
         if (r.response_range) return r.response_range.kvs.map((kv) => this.kv(kv));
         if (r.response_delete_range) return (r.response_delete_range.prev_kvs ?? []).map((kv) => this.kv(kv));
@@ -268,10 +274,10 @@ export class EtcdStore implements Store {
     return (await this.txn({ success: [{ type: "delete", key }] })).revision;
   }
 
-  async grantLease(ttlSeconds: number): Promise<Lease> {
+  async grantLease(ttlSeconds: number, call?: CallOptions): Promise<Lease> {
     this.check();
     if (!(ttlSeconds >= 1)) throw invalidRequest("lease TTL must be at least 1 second");
-    const res = await this.rpc("a lease grant", () => this.client.leaseClient.leaseGrant({ TTL: ttlSeconds }, this.opts()));
+    const res = await this.rpc("a lease grant", () => this.client.leaseClient.leaseGrant({ TTL: ttlSeconds }, this.opts(call)));
     return { id: String(res.ID), ttlSeconds: Number(res.TTL) };
   }
 

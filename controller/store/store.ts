@@ -66,17 +66,23 @@ export interface Lease {
   ttlSeconds: number;
 }
 
+/** Per-call options a backend may honour (the embedded store answers at once and ignores them). */
+export interface CallOptions {
+  /** Give up after this long instead of the backend's default deadline (etcd: 5 s). */
+  timeoutMs?: number;
+}
+
 export interface Store {
   /** Backend name for logs and status: `embedded`, `etcd`. */
   readonly backend: string;
   get(key: string): Promise<KeyValue | undefined>;
   /** Every key starting with `prefix`, sorted by key, with the revision the read saw. */
   range(prefix: string): Promise<{ kvs: KeyValue[]; revision: number }>;
-  txn(txn: Txn): Promise<TxnResult>;
+  txn(txn: Txn, opts?: CallOptions): Promise<TxnResult>;
   /** Blind write; domain code should prefer {@link Store.txn} with a compare. */
   put(key: string, value: string, opts?: { lease?: string }): Promise<number>;
   delete(key: string): Promise<number>;
-  grantLease(ttlSeconds: number): Promise<Lease>;
+  grantLease(ttlSeconds: number, opts?: CallOptions): Promise<Lease>;
   /** Resets the lease's time to live; throws {@link LeaseNotFoundError} when it already expired. */
   keepAlive(leaseId: string): Promise<void>;
   revokeLease(leaseId: string): Promise<void>;
