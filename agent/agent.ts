@@ -18,6 +18,7 @@ import { STEWARD_VERSION, createLogger } from "../api/core";
 import type { AgentConfig } from "./config";
 import { readAgentConfig, saveAgentConfig } from "./config";
 import { ControllerConnection } from "./connection";
+import { HookProcessRecord } from "./hook-processes";
 import { HookToolServer } from "./hook-tools/server";
 import { MachineLock } from "./machine-lock";
 import { OperatorStore } from "./operators";
@@ -48,6 +49,7 @@ export class Agent {
   private readonly tools: HookToolServer;
   private readonly operators: OperatorStore;
   private readonly lock = new MachineLock();
+  private readonly hookProcesses: HookProcessRecord;
 
   protected constructor(private readonly dir: string, private cfg: AgentConfig, private readonly log: Logger) {
     const authorization = `${cfg.model}/${cfg.machine}/${cfg.credential}`;
@@ -62,6 +64,7 @@ export class Agent {
     });
     this.reporter = new StatusReporter(this.conn, log);
     this.tools = new HookToolServer(dir);
+    this.hookProcesses = new HookProcessRecord(dir, log);
     this.operators = new OperatorStore(join(dir, "operators"), () => this.cfg.controllerAddresses, cfg.caCert, authorization);
   }
 
@@ -70,6 +73,9 @@ export class Agent {
     const log = (opts.log ?? createLogger()).child({ machine: cfg.machine });
     const agent = new Agent(opts.dir, cfg, log);
     agent.bootId = await currentBootId();
+    // Before anything runs: a hook the previous incarnation left running (it was killed with
+    // SIGKILL, which it could not pass on) must not overlap the re-run of the same hook.
+    await agent.hookProcesses.killLeftover();
     await agent.tools.start();
     agent.conn.start();
     agent.state = "RUNNING";
@@ -114,7 +120,7 @@ export class Agent {
       if (!u) return;
       const uniter = await Uniter.start(u, {
         agentDir: this.dir, bootId: this.bootId, model: () => this.view!.model, settings: () => this.view!, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
-        tools: this.tools, operators: this.operators, lock: this.lock, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
+        tools: this.tools, operators: this.operators, lock: this.lock, hookProcesses: this.hookProcesses, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
       });
       this.uniters.set(name, uniter);
       void uniter.done.then(() => { if (this.uniters.get(name) === uniter) this.uniters.delete(name); });

@@ -75,7 +75,6 @@ export class ControllerConnection {
   private connectLoop(): void {
     if (this.closed) return;
     this.dial()
-      .then(({ ws, local }) => this.adopt(ws, local))
       .catch((err: unknown) => {
         // Two answers, not one: a replica whose state lags could say either alone, never both in turn.
         if (this.removedSaid && StewardError.isInstance(err) && err.code === "unauthorized") {
@@ -90,8 +89,12 @@ export class ControllerConnection {
       });
   }
 
-  /** Tries every address, starting one attempt every `dialStaggerMs`; the first open socket wins. */
-  private dial(): Promise<{ ws: WebSocket; local?: string }> {
+  /**
+   * Tries every address, starting one attempt every `dialStaggerMs`; the first open socket wins and
+   * is adopted at once, in its `open` event: frames that came in the same read as the handshake's
+   * answer (the replica's first view) are emitted before a promise callback would run.
+   */
+  private dial(): Promise<void> {
     const addrs = shuffle([...this.o.addresses()]);
     const stagger = this.o.dialStaggerMs ?? 250;
     return new Promise((resolve, reject) => {
@@ -110,11 +113,12 @@ export class ControllerConnection {
           let local: string | undefined;
           ws.once("upgrade", (res) => { local = res.socket.localAddress; });
           ws.once("open", () => {
-            if (won) { ws.close(); return; }
+            if (won || this.closed) { ws.close(); return; }
             won = true;
             timers.forEach(clearTimeout);
             for (const other of sockets) if (other !== ws) other.terminate();
-            resolve({ ws, ...(local ? { local } : {}) });
+            this.adopt(ws, local);
+            resolve();
           });
           ws.once("unexpected-response", (_req, res) => {
             lastErr = new StewardError(res.statusCode === 401 ? "unauthorized" : "unavailable", `controller ${addr} refused the agent with HTTP ${res.statusCode}`);

@@ -15,6 +15,8 @@ export interface HookRun {
   /** @default 600000 (10 minutes) */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** Called right after the hook's process is spawned, with its pid (also its process group id). */
+  onSpawn?: (pid: number | undefined) => void;
 }
 
 export interface HookResult {
@@ -44,6 +46,7 @@ export async function runHook(r: HookRun): Promise<HookResult> {
       stdio: ["ignore", "pipe", "pipe"],
       detached: true, // its own process group, so a timeout kills what it started too
     });
+    r.onSpawn?.(child.pid);
     let tail = "";
     const onData = (d: Buffer): void => {
       log.write(d).catch(() => undefined);

@@ -17,6 +17,8 @@ import { randomUUID } from "node:crypto";
 import type { AgentView, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import { HookRunContext } from "./hook-context";
+import type { HookProcessRecord } from "./hook-processes";
+import type { HookResult, HookRun } from "./hook-runner";
 import { runHook } from "./hook-runner";
 import type { HookToolServer } from "./hook-tools/server";
 import type { MachineLock } from "./machine-lock";
@@ -38,6 +40,8 @@ export interface UniterDeps {
   tools: HookToolServer;
   operators: OperatorStore;
   lock: MachineLock;
+  /** Where the running hook's process group is recorded, for the agent's successor to kill. */
+  hookProcesses: HookProcessRecord;
   log: Logger;
   controllerAddresses: () => string[];
   /** This boot of the machine (see boot-id.ts). */
@@ -88,6 +92,9 @@ export class Uniter {
     u.state = await loadUnitState(u.unitDir);
     await mkdir(join(u.unitDir, "data"), { recursive: true, mode: 0o700 });
     u.intervalS = deps.settings().updateStatusInterval;
+    // A unit started by an earlier incarnation of the agent runs no start hook now, the only other
+    // place the timer is armed: arm it here, or update-status never runs after a restart.
+    u.scheduleUpdateStatus();
     u.update(view);
     return u;
   }
@@ -196,7 +203,7 @@ export class Uniter {
     const address = connectedAddress(this.d.conn);
     let result;
     try {
-      result = await runHook({ operatorDir, hook: hook.name, env: this.hookEnv(hook, operatorDir, contextId, address ?? machineAddress()), logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal });
+      result = await this.runRecorded({ operatorDir, hook: hook.name, env: this.hookEnv(hook, operatorDir, contextId, address ?? machineAddress()), logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal });
     } finally {
       unregister();
     }
@@ -218,6 +225,15 @@ export class Uniter {
       if (hook.kind === "start" || hook.kind === "update-status") this.scheduleUpdateStatus();
     } else {
       await this.failed(hook, `exit ${result.exitCode}: ${result.tail.split("\n").slice(-3).join(" | ")}`, log);
+    }
+  }
+
+  /** Runs a hook with its process group recorded while it runs (see hook-processes.ts). */
+  private async runRecorded(run: HookRun): Promise<HookResult> {
+    try {
+      return await runHook({ ...run, onSpawn: (pid) => this.d.hookProcesses.started(pid) });
+    } finally {
+      this.d.hookProcesses.finished();
     }
   }
 
@@ -317,7 +333,7 @@ export class Uniter {
       const operatorDir = await this.d.operators.ensure(this.state.operatorHash || this.view.operator.hash).catch(() => undefined);
       if (!operatorDir) return;
       for (const hook of [this.state.started && !this.state.stopped ? "stop" : "", this.state.installed && !this.state.removed ? "remove" : ""].filter(Boolean)) {
-        await runHook({ operatorDir, hook, env: this.hookEnv({ kind: hook as "stop", name: hook }, operatorDir, "none", unitAddress(this.d.conn)), logPath: join(this.unitDir, "hooks.log"), timeoutMs: 60_000 }).catch(() => undefined);
+        await this.runRecorded({ operatorDir, hook, env: this.hookEnv({ kind: hook as "stop", name: hook }, operatorDir, "none", unitAddress(this.d.conn)), logPath: join(this.unitDir, "hooks.log"), timeoutMs: 60_000 }).catch(() => undefined);
       }
     });
     this.d.reporter.forget(this.name);

@@ -7,6 +7,7 @@ import { z } from "zod";
 import type { WireError } from "./errors";
 import { WorkloadStatusValue } from "./schemas";
 import { DATABAG_LIMIT_BYTES } from "./limits";
+import { isNormalisedPort } from "./ports";
 
 export const AGENT_PROTOCOL_VERSION = 1;
 
@@ -85,10 +86,13 @@ export const MachineInfoReport = z.strictObject({
 const DataPatch = z.record(z.string().min(1).max(256), z.string().max(DATABAG_LIMIT_BYTES).nullable());
 const UnitOnly = z.strictObject({ unit: z.string() });
 
+/** As the hook tools normalise them (api/ports.ts); an agent sending anything else is refused. */
+const Port = z.string().max(16).refine(isNormalisedPort, { message: "must be a port such as 80/tcp, 53/udp, 8000-8010/tcp or icmp, with ports in 1-65535" });
+
 export const HookCommit = z.strictObject({
   unit: z.string(),
   relations: z.array(z.strictObject({ relationId: z.number().int(), app: z.boolean(), set: DataPatch })).max(1000).default([]),
-  ports: z.strictObject({ open: z.array(z.string()).max(1000), close: z.array(z.string()).max(1000) }).optional(),
+  ports: z.strictObject({ open: z.array(Port).max(1000), close: z.array(Port).max(1000) }).optional(),
   /** Relations the unit enters with this commit (its relation-created hooks). */
   enterScope: z.array(z.number().int()).max(1000).default([]),
 });

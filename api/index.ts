@@ -15,5 +15,6 @@ export type { ControllerClientOptions, ModelSettings, ModelSummary, MachineInfo,
 export { STEWARD_VERSION } from "./core";
 export * from "./log";
 export * from "./limits";
+export * from "./ports";
 export * from "./waits";
 export { table } from "./table";

@@ -4,6 +4,7 @@
  * substrates that start machines.
  */
 export * from "./store";
+export { CLUSTER_CHANGED, StateCache } from "./state";
 // Only here, not in store/index.ts: the running controller loads the etcd client on demand.
 export { EtcdStore } from "./store/etcd";
 export { Controller } from "./controller";

@@ -6,6 +6,7 @@
  */
 import type { ExecutionContext } from "ava";
 import test from "ava";
+import { createHash } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -132,4 +133,42 @@ test("an agent refuses to send a frame over the controller's bound instead of be
   t.is(err?.code, "invalid-request");
   t.regex(err?.message ?? "", new RegExp(`more than the ${TRANSPORT_LIMITS.agentFrameBytes} an agent may send`));
   t.false(live.sockets[0]!.closed, "the connection stays up");
+});
+
+/** A server-to-client WebSocket text frame (unmasked), as a replica sends one. */
+function textFrame(text: string): Buffer {
+  const payload = Buffer.from(text, "utf8");
+  if (payload.length < 126) return Buffer.concat([Buffer.from([0x81, payload.length]), payload]);
+  const header = Buffer.from([0x81, 126, 0, 0]);
+  header.writeUInt16BE(payload.length, 2);
+  return Buffer.concat([header, payload]);
+}
+
+test("a view that arrives with the handshake's answer, in one read, reaches the agent", async (t) => {
+  // On a loaded machine the agent may read the 101 and the replica's first view (the current
+  // controller addresses) in one go; the view then rides in the upgrade's `head`, and a listener
+  // attached a tick after `open` misses it. The replica only pushes again when the view changes,
+  // so an agent that connected after the last address change kept its old list for good.
+  const { caCert, cert, key } = await controllerTls(t);
+  const view = { controllerAddresses: ["10.0.0.111:17070", "10.0.0.112:17070", "10.0.0.113:17070"] };
+  const server = createServer({ cert, key });
+  server.on("upgrade", (req, socket) => {
+    const accept = createHash("sha1").update(`${String(req.headers["sec-websocket-key"])}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest("base64");
+    const answer = `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`;
+    socket.write(Buffer.concat([Buffer.from(answer), textFrame(JSON.stringify({ t: "push", topic: "view", data: view }))]));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.teardown(() => { server.closeAllConnections(); server.close(); });
+  const seen: string[][] = [];
+  let connected = 0;
+  const conn = new ControllerConnection({
+    addresses: () => [`127.0.0.1:${(server.address() as AddressInfo).port}`], caCert, authorization: "m/0/x",
+    log: createLogger({ level: "error", write: () => undefined }),
+    onView: (v) => seen.push(v.controllerAddresses), onConnected: () => { connected++; },
+  });
+  t.teardown(() => conn.close());
+  conn.start();
+  await eventually("the agent connected", () => connected === 1, 10_000);
+  await eventually("the agent got the view sent with the handshake", () => seen.length === 1, 3000).catch(() => undefined);
+  t.deepEqual(seen, [view.controllerAddresses]);
 });

@@ -67,6 +67,13 @@ test("hook commits are checked by the controller and applied all or nothing", as
   t.deepEqual(await agent.call("relation.get", { unit: "p/1", relationId: peer.id, target: { app: "p" } }), { data: { shared: "y" } });
   t.deepEqual(await agent.call("relation.get", { unit: "p/1", relationId: peer.id, target: { unit: "p/0" } }), { data: { mine: "z" } });
   t.deepEqual((await tc.admin.status("proto")).applications.p!.units["p/0"]!.ports, ["8080/tcp"]);
+  // Ports are taken only as the hook tools normalise them: none outside 1-65535, no terminal escapes.
+  for (const port of ["99999/tcp", "0/udp", "80/tcp\u001b[2J", "80", "10-5/tcp"]) {
+    const bad = await t.throwsAsync<StewardError>(agent.call("hook.commit", { unit: "p/0", relations: [], ports: { open: [port], close: [] } }));
+    t.is(bad?.code, "invalid-request", port);
+    t.regex(bad!.message, /must be a port such as 80\/tcp, 53\/udp, 8000-8010\/tcp or icmp, with ports in 1-65535/, port);
+  }
+  t.deepEqual((await tc.admin.status("proto")).applications.p!.units["p/0"]!.ports, ["8080/tcp"]);
 
   const unknown = await t.throwsAsync<StewardError>(agent.call("relation.get", { unit: "p/0", relationId: 99, target: {} }));
   t.regex(unknown!.message, /integration 99 does not exist or does not involve p/);

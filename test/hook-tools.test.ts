@@ -123,6 +123,33 @@ test("open-port normalises ports and refuses nonsense", async (t) => {
   t.is((await runTool(ctx, "open-port", ["70000"])).code, 1);
 });
 
+test("open-port and close-port refuse ports outside 1-65535, unknown protocols and control characters, saying why", async (t) => {
+  const ctx = context();
+  const refused: [string, number, RegExp][] = [
+    ["99999/tcp", 1, /port "99999\/tcp" is outside 1-65535/],
+    ["0", 1, /port "0" is outside 1-65535/],
+    ["1-99999/udp", 1, /port "1-99999\/udp" is outside 1-65535/],
+    ["10-5/tcp", 1, /port range "10-5\/tcp" ends before it starts/],
+    ["80/sctp", 2, /"80\/sctp" is not a port such as 80, 80\/tcp, 53\/udp, 8000-8010\/tcp or icmp/],
+    ["80/tcp\u001b[2J", 2, /"80\/tcp\\u001b\[2J" is not a port/],
+    ["\u001b]0;title\u0007", 2, /is not a port/],
+    ["80/tcp\n", 2, /is not a port/],
+  ];
+  for (const tool of ["open-port", "close-port"]) {
+    for (const [port, code, message] of refused) {
+      const r = await runTool(ctx, tool, [port]);
+      t.is(r.code, code, `${tool} ${JSON.stringify(port)}`);
+      t.regex(r.stderr!, message);
+      t.notRegex(r.stderr!, /[\u0000-\u0008\u000b-\u001f\u007f]/, "no control characters reach the hook's output");
+    }
+  }
+  t.deepEqual(ctx.ports, []);
+  t.is((await runTool(ctx, "open-port", ["8000-8010/udp"])).code, 0);
+  t.is((await runTool(ctx, "open-port", ["icmp"])).code, 0);
+  t.is((await runTool(ctx, "open-port", ["65535"])).code, 0);
+  t.deepEqual(ctx.ports, ["8000-8010/udp", "icmp", "65535/tcp"]);
+});
+
 test("every tool answers --help with its usage", async (t) => {
   for (const tool of ["status-set", "status-get", "config-get", "application-version-set", "log", "is-leader", "leader-get", "leader-set", "relation-ids", "relation-list", "relation-get", "relation-set", "open-port", "close-port", "opened-ports"]) {
     const r = await runTool(context(), tool, ["--help"]);

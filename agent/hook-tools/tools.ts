@@ -5,7 +5,7 @@
  * ends (nothing if it fails); status-set and leader-set act at once.
  */
 import type { UnitView } from "../../api/core";
-import { DATABAG_LIMIT_BYTES } from "../../api/core";
+import { DATABAG_LIMIT_BYTES, parsePort } from "../../api/core";
 
 export interface ToolResult { code: number; stdout?: string; stderr?: string }
 
@@ -89,14 +89,10 @@ function oneOrAll(tool: string, usage: string, data: Record<string, unknown>, po
   return ok(format === "json" ? json(data[key]) : `${String(data[key])}\n`);
 }
 
-const PORT = /^(icmp|(\d{1,5})(?:-(\d{1,5}))?(?:\/(tcp|udp))?)$/;
 function portSpec(tool: string, text: string | undefined, usage: string): string {
-  const m = text ? PORT.exec(text) : null;
-  if (!m) throw new ToolError(misuse(tool, `"${text ?? ""}" is not a port such as 80, 80/tcp, 53/udp, 8000-8010/tcp or icmp`, usage));
-  if (m[1] === "icmp") return "icmp";
-  const from = Number(m[2]), to = m[3] ? Number(m[3]) : from;
-  if (from < 1 || to > 65535 || to < from) throw new ToolError(refuse(tool, `port range ${text} is outside 1-65535`));
-  return `${from}${to !== from ? `-${to}` : ""}/${m[4] ?? "tcp"}`;
+  const parsed = parsePort(text ?? "");
+  if (parsed.ok) return parsed.port;
+  throw new ToolError(parsed.reason === "form" ? misuse(tool, parsed.message, usage) : refuse(tool, parsed.message));
 }
 
 function portTool(name: string, summary: string, apply: (ctx: HookContext, port: string) => void): ToolSpec {

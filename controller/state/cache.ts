@@ -38,6 +38,9 @@ export interface ModelIndex {
 
 export type CacheListener = (changedModels: ReadonlySet<string>, revision: number) => void;
 
+/** Pause before reading the store again after a failed resync. */
+const RESYNC_RETRY_MS = 500;
+
 /** In a listener's changed set: the controller cluster (replicas, leader) changed. */
 export const CLUSTER_CHANGED = "";
 
@@ -74,10 +77,13 @@ export class StateCache {
     for (const w of this.watchers) w.close();
     this.watchers = [];
     const res = await this.store.txn({ success: CACHED_PREFIXES.map((prefix) => ({ type: "range" as const, prefix })) });
+    // A re-read may change anything, the cluster included (replicas that moved while the watch was
+    // down): listeners hear of every model, the ones now gone too, and of the cluster.
+    const changed = new Set([CLUSTER_CHANGED, ...this.models.keys()]);
     this.clear();
     for (const kvs of res.responses) for (const kv of kvs) this.apply("put", kv);
     this.revision = res.revision;
-    const changed = new Set(this.models.keys());
+    for (const uuid of this.models.keys()) changed.add(uuid);
     // One watch over the whole keyspace, not one per prefix: etcd orders events within a watch
     // only, and `revision` must never run ahead of a change not yet applied.
     this.watchers.push(this.store.watch("/", (events, rev) => this.onEvents(events, rev), {
@@ -89,7 +95,12 @@ export class StateCache {
 
   private resync(err: Error): void {
     if (this.stopped) return;
-    this.load().catch((e: unknown) => this.onError(new Error(`state cache could not resync after "${err.message}": ${(e as Error).message}`)));
+    this.load().catch((e: unknown) => {
+      this.onError(new Error(`state cache could not resync after "${err.message}": ${(e as Error).message}; trying again`));
+      // Its watch is closed: without another read the cache would follow nothing for good (a read
+      // is refused, for instance, while the store has no leader).
+      setTimeout(() => this.resync(err), RESYNC_RETRY_MS).unref();
+    });
   }
 
   private clear(): void {
