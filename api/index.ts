@@ -17,3 +17,4 @@ export * from "./log";
 export * from "./limits";
 export * from "./waits";
 export { table } from "./table";
+export * from "./debug-log";
