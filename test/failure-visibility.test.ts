@@ -8,10 +8,13 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { parse } from "yaml";
+import type { DebugLogRecord, StewardError } from "../api";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
 import type { CliResult } from "./harness/cli";
 import { cliRunner } from "./harness/cli";
+import { eventually } from "./harness/eventually";
+import { rawRequest } from "./harness/http";
 
 let tc: TestController;
 let home: string;
@@ -87,4 +90,107 @@ test("show-unit shows the failed hook and the last lines of its output while the
   t.is((await tc.admin.showUnit("failing", "db/0")).failure, undefined);
   const after = await steward("show-unit", "db/0", "-m", "failing");
   t.notRegex(after.stdout, /known-reason-42/);
+});
+
+/** Runs `steward debug-log … --no-tail` until its output satisfies `ok` (records arrive in batches). */
+async function debugLogUntil(args: string[], ok: (out: string) => boolean, what: string): Promise<string> {
+  let last = "";
+  const found = await eventually(what, async () => {
+    const r = await steward("debug-log", ...args, "--no-tail");
+    if (r.code !== 0) throw new Error(`debug-log failed: ${r.stderr}`);
+    last = r.stdout;
+    return ok(r.stdout) ? r.stdout : undefined;
+  }, 30_000, 300).catch(() => last);
+  return found;
+}
+
+test.serial("debug-log shows the model's hook output and operator logs with their units, filtered by unit and level", async (t) => {
+  await tc.admin.createModel("logs");
+  const op = await tc.upload(await failingOperator());
+  await tc.admin.deploy("logs", { name: "app", operator: op, units: 2, config: { fail: false } });
+  await tc.waitForUnits("logs", (units) => units.length === 2 && units.every((u) => u.workload.current === "active"), "2 units active");
+
+  const all = await debugLogUntil(["-m", "logs", "--replay"], (o) => /stdout of start on app\/0/.test(o) && /stdout of start on app\/1/.test(o), "both units' start output");
+  for (const u of ["app/0", "app/1"]) {
+    t.regex(all, new RegExp(`^${u} \\S+ INFO install: stdout of install on ${u}$`, "m"), `${u}'s hook output`);
+    t.regex(all, new RegExp(`^${u} \\S+ WARNING install: operator says install$`, "m"), `${u}'s log tool line`);
+  }
+  t.regex(all, /^machine-\d+ \S+ INFO agent: connected to controller/m, "the agents' own lines");
+
+  const one = await steward("debug-log", "-m", "logs", "--replay", "--no-tail", "--include", "app/1");
+  t.is(one.code, 0, one.stderr);
+  t.regex(one.stdout, /stdout of install on app\/1/);
+  t.notRegex(one.stdout, /app\/0/);
+  t.true(one.stdout.trim().split("\n").every((l) => l.startsWith("app/1 ")), one.stdout);
+
+  const excluded = await steward("debug-log", "-m", "logs", "--replay", "--no-tail", "--include", "app", "--exclude", "app/0");
+  t.true(excluded.stdout.trim().split("\n").every((l) => l.startsWith("app/1 ")), excluded.stdout);
+
+  const warnings = await steward("debug-log", "-m", "logs", "--replay", "--no-tail", "--level", "warning");
+  t.is(warnings.code, 0, warnings.stderr);
+  t.regex(warnings.stdout, /operator says install/);
+  t.notRegex(warnings.stdout, /stdout of/);
+  t.true(warnings.stdout.trim().split("\n").every((l) => / (WARNING|ERROR) /.test(l)), warnings.stdout);
+
+  const recent = await steward("debug-log", "-m", "logs", "--no-tail", "--lines", "3");
+  t.is(recent.stdout.trim().split("\n").length, 3, "--lines bounds the backlog");
+});
+
+test("debug-log checks its arguments before connecting", async (t) => {
+  // The model does not exist: an answer about the level proves nothing was asked of the controller.
+  const level = await steward("debug-log", "-m", "no-such-model", "--level", "LOUD");
+  t.is(level.code, 1);
+  t.regex(level.stdout + level.stderr, /level must be one of DEBUG, INFO, WARNING, ERROR, got "LOUD"/);
+  const entity = await steward("debug-log", "-m", "no-such-model", "--include", "Web/0");
+  t.is(entity.code, 1);
+  t.regex(entity.stdout + entity.stderr, /"Web\/0" is not a unit \(web\/0\), an application \(web\) or a machine/);
+  const lines = await steward("debug-log", "-m", "no-such-model", "--lines", "-3");
+  t.is(lines.code, 1);
+  const missing = await steward("debug-log", "-m", "no-such-model", "--no-tail");
+  t.is(missing.code, 1);
+  t.regex(missing.stderr, /no-such-model/);
+});
+
+test("the log stream refuses users without read access (403) and bad queries (400)", async (t) => {
+  await tc.admin.createModel("private-logs");
+  await tc.admin.createUser("eve", "eve-password-1");
+  const eve = tc.clientFor("eve", "eve-password-1");
+  const denied = await t.throwsAsync(eve.debugLog("private-logs", { tail: false }, () => undefined));
+  t.is((denied as StewardError).code, "forbidden");
+  t.regex(denied!.message, /user eve has no access to model private-logs/);
+  await tc.admin.grant("private-logs", "eve", "read");
+  await t.notThrowsAsync(eve.debugLog("private-logs", { tail: false }, () => undefined));
+
+  const bad = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/models/private-logs/logs?level=LOUD&tail=false", undefined, { authorization: `Bearer ${await tc.admin.login()}` });
+  t.is(bad.status, 400);
+  t.is(bad.body.code, "invalid-request");
+  t.regex(bad.body.message ?? "", /query "level"/);
+  const unknown = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/models/private-logs/logs?follow=1", undefined, { authorization: `Bearer ${await tc.admin.login()}` });
+  t.is(unknown.status, 400);
+  t.regex(unknown.body.message ?? "", /unknown query "follow"/);
+  const anonymous = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/models/private-logs/logs");
+  t.is(anonymous.status, 401);
+});
+
+test.serial("a live debug-log receives a line logged after it connected", async (t) => {
+  await tc.admin.createModel("live");
+  const op = await tc.upload(await failingOperator());
+  await tc.admin.deploy("live", { name: "web", operator: op, units: 1, config: { fail: false } });
+  await tc.waitForUnits("live", (units) => units[0]?.workload.current === "active" && units[0].agent.current === "idle", "web/0 active and idle");
+  await debugLogUntil(["-m", "live", "--replay", "--include", "web/0"], (o) => /stdout of start on web\/0/.test(o), "start's output");
+
+  const abort = new AbortController();
+  const seen: DebugLogRecord[] = [];
+  let onRecord = (): void => undefined;
+  const stream = tc.admin.debugLog("live", { include: ["web/0"], lines: 1 }, (r) => { seen.push(r); onRecord(); }, { signal: abort.signal });
+  // The first record is the backlog's: from then on the stream follows the model.
+  await eventually("the backlog record", () => seen.length >= 1, 10_000, 50);
+  await tc.admin.updateApplication("live", "web", { config: { fail: true } });
+  const live = await eventually("config-changed's output on the live stream", () => seen.find((r) => r.hook === "config-changed" && r.message === "stdout of config-changed on web/0"), 30_000, 50);
+  t.true(seen.indexOf(live) >= 1, "after the backlog");
+  t.is(live.unit, "web/0");
+  t.is(live.level, "INFO");
+  t.is(live.source, "hook");
+  abort.abort();
+  await stream;
 });
