@@ -46,8 +46,7 @@ export class LogForwarder {
     if (this.closed) return;
     const message = record.message.length > LOG_MESSAGE_MAX_CHARS ? record.message.slice(0, LOG_MESSAGE_MAX_CHARS) : record.message;
     this.queue.push({ ...record, message });
-    const excess = this.queue.length - (this.o.maxQueued ?? 5000);
-    if (excess > 0) { this.queue.splice(0, excess); this.dropped += excess; }
+    this.trim();
     this.schedule();
   }
 
@@ -57,34 +56,35 @@ export class LogForwarder {
     this.timer = undefined;
     if (this.sending || this.closed || !this.o.connected() || (this.queue.length === 0 && this.dropped === 0)) return;
     this.sending = true;
-    const size = Math.min(this.o.batchSize ?? 200, LOG_BATCH_MAX_RECORDS);
-    const records = this.queue.slice(0, size);
+    // The batch leaves the queue while it is away, so drops made meanwhile count only unsent records.
+    const records = this.queue.splice(0, Math.min(this.o.batchSize ?? 200, LOG_BATCH_MAX_RECORDS));
     const dropped = this.dropped;
+    let again = true;
     this.o.send({ records, dropped })
-      .then(() => this.sent(records, dropped))
+      .then(() => { this.dropped -= dropped; })
       .catch((err: unknown) => {
         if ((err as { code?: string }).code === "unavailable") {
+          // Back in front, to go with the next add or reconnection (not at once: that could spin).
+          this.queue.unshift(...records);
+          this.trim();
+          again = false;
           this.o.log.debug("log records kept until the controller answers", { queued: this.queue.length, err });
           return;
         }
         // Refused for what it holds: sending it again would be refused again.
+        this.dropped += records.length;
         this.o.log.warn("the controller refused a batch of log records; dropping it", { records: records.length, err });
-        this.sent(records, dropped);
       })
       .finally(() => {
         this.sending = false;
-        if (this.queue.length > 0 || this.dropped > 0) this.schedule();
+        if (again && (this.queue.length > 0 || this.dropped > 0)) this.schedule();
       });
   }
 
-  /**
-   * A batch is done with. Drops made while it was away stay counted; its records leave the queue
-   * unless newer ones already pushed them out.
-   */
-  private sent(records: AgentLogRecord[], dropped: number): void {
-    this.dropped -= dropped;
-    const stillQueued = this.queue.indexOf(records[records.length - 1]!) + 1;
-    if (records.length > 0 && stillQueued > 0) this.queue.splice(0, stillQueued);
+  /** Drops the oldest records beyond the bound, counting them. */
+  private trim(): void {
+    const excess = this.queue.length - (this.o.maxQueued ?? 5000);
+    if (excess > 0) { this.queue.splice(0, excess); this.dropped += excess; }
   }
 
   close(): void {
