@@ -19,7 +19,9 @@ import type { AgentConfig } from "./config";
 import { readAgentConfig, saveAgentConfig } from "./config";
 import { ControllerConnection } from "./connection";
 import { HookProcessRecord } from "./hook-processes";
+import { forwardingLogger } from "./forwarding-logger";
 import { HookToolServer } from "./hook-tools/server";
+import { LogForwarder } from "./log-forwarder";
 import { MachineLock } from "./machine-lock";
 import { OperatorStore } from "./operators";
 import { StatusReporter } from "./status-reporter";
@@ -50,8 +52,14 @@ export class Agent {
   private readonly operators: OperatorStore;
   private readonly lock = new MachineLock();
   private readonly hookProcesses: HookProcessRecord;
+  /** Sends log records to the controller for `steward debug-log`. */
+  private readonly forwarder: LogForwarder;
+  /** The agent's log: written locally and forwarded. */
+  private readonly log: Logger;
 
-  protected constructor(private readonly dir: string, private cfg: AgentConfig, private readonly log: Logger) {
+  protected constructor(private readonly dir: string, private cfg: AgentConfig, localLog: Logger) {
+    this.forwarder = new LogForwarder({ send: (batch) => this.conn.call("log.batch", batch), connected: () => this.conn.connected, log: localLog });
+    const log = (this.log = forwardingLogger(localLog, this.forwarder));
     const authorization = `${cfg.model}/${cfg.machine}/${cfg.credential}`;
     this.conn = new ControllerConnection({
       addresses: () => this.cfg.controllerAddresses,
@@ -90,6 +98,7 @@ export class Agent {
     this.conn.call("machine.info", { hostname: hostname(), address: machineAddress(), os: `${process.platform} ${release()}`, agentVersion: STEWARD_VERSION })
       .catch((err: unknown) => this.log.warn("could not report machine info", { err }));
     this.reporter.flush();
+    this.forwarder.flush();
   }
 
   private onView(view: AgentView): void {
@@ -121,6 +130,7 @@ export class Agent {
       const uniter = await Uniter.start(u, {
         agentDir: this.dir, bootId: this.bootId, model: () => this.view!.model, settings: () => this.view!, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
         tools: this.tools, operators: this.operators, lock: this.lock, hookProcesses: this.hookProcesses, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
+        forwardLog: (record) => this.forwarder.add(record),
       });
       this.uniters.set(name, uniter);
       void uniter.done.then(() => { if (this.uniters.get(name) === uniter) this.uniters.delete(name); });
@@ -182,6 +192,7 @@ export class Agent {
     if (this.state !== "RUNNING") return;
     this.state = "STOPPING";
     for (const u of this.uniters.values()) u.close();
+    this.forwarder.close();
     this.conn.close();
     await this.tools.close();
     this.state = "STOPPED";

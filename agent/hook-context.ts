@@ -3,7 +3,7 @@
  * changes are buffered here and sent as one commit when the hook succeeds; reads of the unit's own
  * databags see the hook's pending writes, as in Juju.
  */
-import type { HookCommit, Logger, UnitView } from "../api/core";
+import type { HookCommit, LogRecordLevel, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import type { HookContext } from "./hook-tools/tools";
 import type { StatusReporter } from "./status-reporter";
@@ -18,6 +18,8 @@ export interface HookRunDeps {
   reporter: StatusReporter;
   log: Logger;
   appendLog: (line: string) => void;
+  /** The `log` tool's message, for `steward debug-log` (level as the tool took it: DEBUG … ERROR). */
+  forwardLog: (level: LogRecordLevel, message: string) => void;
   onWorkloadStatus: (status: string, message: string) => void;
 }
 
@@ -53,7 +55,9 @@ export class HookRunContext implements HookContext {
   setVersion(version: string): Promise<void> { return this.d.reporter.report(this.unit, { version }); }
 
   log(level: string, message: string): void {
-    this.d.log.info("operator log", { unit: this.unit, level, message });
+    // Debug locally: forwarding it as an agent line too would show it twice in debug-log.
+    this.d.log.debug("operator log", { unit: this.unit, level, message });
+    this.d.forwardLog(level as LogRecordLevel, message);
     this.d.appendLog(`${new Date().toISOString()} ${level} ${message}`);
   }
 

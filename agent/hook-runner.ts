@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process";
 import { access, constants, open } from "node:fs/promises";
 import { join } from "node:path";
+import { LineSplitter } from "./hook-output";
 
 export interface HookRun {
   operatorDir: string;
@@ -17,6 +18,8 @@ export interface HookRun {
   signal?: AbortSignal;
   /** Called right after the hook's process is spawned, with its pid (also its process group id). */
   onSpawn?: (pid: number | undefined) => void;
+  /** Each line the hook prints (cut and cleaned by {@link LineSplitter}), for `steward debug-log`. */
+  onLine?: (line: string, stream: "stdout" | "stderr") => void;
 }
 
 export interface HookResult {
@@ -50,10 +53,11 @@ export async function runHook(r: HookRun): Promise<HookResult> {
     let tail = "";
     const onData = (d: Buffer): void => {
       log.write(d).catch(() => undefined);
-      tail = (tail + d.toString("utf8")).slice(-2000);
+      tail = (tail + d.toString("utf8")).slice(-4096);
     };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
+    const lines = { stdout: new LineSplitter((l) => r.onLine?.(l, "stdout")), stderr: new LineSplitter((l) => r.onLine?.(l, "stderr")) };
+    child.stdout.on("data", (d: Buffer) => { onData(d); lines.stdout.push(d); });
+    child.stderr.on("data", (d: Buffer) => { onData(d); lines.stderr.push(d); });
     const killGroup = (): void => { try { process.kill(-child.pid!, "SIGKILL"); } catch { /* gone */ } };
     const timer = setTimeout(() => { tail += `\n(killed after ${r.timeoutMs ?? 600_000} ms)`; killGroup(); }, r.timeoutMs ?? 600_000);
     r.signal?.addEventListener("abort", killGroup, { once: true });
@@ -62,6 +66,8 @@ export async function runHook(r: HookRun): Promise<HookResult> {
       child.on("close", (code, sig) => resolve(code ?? (sig ? 128 : 1)));
     });
     clearTimeout(timer);
+    lines.stdout.end();
+    lines.stderr.end();
     r.signal?.removeEventListener("abort", killGroup);
     await log.write(`--- ${r.hook} exited ${exitCode}\n`);
     return { ran: true, exitCode, tail: tail.trim() };

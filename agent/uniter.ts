@@ -14,11 +14,12 @@
 import { appendFile, mkdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { randomUUID } from "node:crypto";
-import type { AgentView, Logger, UnitView } from "../api/core";
+import type { AgentLogRecord, AgentView, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import { HookRunContext } from "./hook-context";
 import type { HookProcessRecord } from "./hook-processes";
 import type { HookResult, HookRun } from "./hook-runner";
+import { failureTail } from "./hook-output";
 import { runHook } from "./hook-runner";
 import type { HookToolServer } from "./hook-tools/server";
 import type { MachineLock } from "./machine-lock";
@@ -46,6 +47,8 @@ export interface UniterDeps {
   controllerAddresses: () => string[];
   /** This boot of the machine (see boot-id.ts). */
   bootId?: string;
+  /** Hands hook output and operator log lines on to the controller (`steward debug-log`). */
+  forwardLog?: (record: AgentLogRecord) => void;
 }
 
 const RETRY_MIN_MS = 5_000;
@@ -195,6 +198,7 @@ export class Uniter {
     const ctx = new HookRunContext({
       unit: this.name, hook, view: () => this.view, state: () => this.state, conn: this.d.conn, reporter: this.d.reporter, log: this.d.log,
       appendLog: (line) => { appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined); },
+      forwardLog: (level, message) => this.forward(hook.name, "operator", level, message),
       onWorkloadStatus: (status, message) => { this.state.statusSet = true; this.state.workload = { status, message }; },
     });
     const contextId = randomUUID();
@@ -203,7 +207,8 @@ export class Uniter {
     const address = connectedAddress(this.d.conn);
     let result;
     try {
-      result = await this.runRecorded({ operatorDir, hook: hook.name, env: this.hookEnv(hook, operatorDir, contextId, address ?? machineAddress()), logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal });
+      result = await this.runRecorded({ operatorDir, hook: hook.name, env: this.hookEnv(hook, operatorDir, contextId, address ?? machineAddress()), logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal,
+        onLine: (line, stream) => this.forward(hook.name, "hook", stream === "stderr" ? "WARNING" : "INFO", line) });
     } finally {
       unregister();
     }
@@ -214,7 +219,8 @@ export class Uniter {
         if (!HookRunContext.isEmpty(commit)) await this.d.conn.call("hook.commit", commit);
       } catch (err) {
         // The controller refused what the hook wrote (e.g. leadership moved): nothing is committed and the hook counts as failed.
-        return this.failed(hook, `its changes were refused: ${(err as Error).message}`, log);
+        const why = `its changes were refused: ${(err as Error).message}`;
+        return this.failed(hook, why, log, why);
       }
       let next = commitHook(this.state, hook, view, this.machineNow(address));
       if (commit.ports) next = { ...next, ports: ctx.openedPorts() };
@@ -224,7 +230,7 @@ export class Uniter {
       this.recovered(hook.kind === "start" && !this.state.statusSet);
       if (hook.kind === "start" || hook.kind === "update-status") this.scheduleUpdateStatus();
     } else {
-      await this.failed(hook, `exit ${result.exitCode}: ${result.tail.split("\n").slice(-3).join(" | ")}`, log);
+      await this.failed(hook, `exit ${result.exitCode}: ${result.tail.split("\n").slice(-3).join(" | ")}`, log, `${result.tail}\n(exit status ${result.exitCode})`);
     }
   }
 
@@ -237,7 +243,8 @@ export class Uniter {
     }
   }
 
-  private async failed(hook: HookSpec, why: string, log: Logger): Promise<void> {
+  /** `output`: what the hook printed last, shown by `steward show-unit` while the unit is in error. */
+  private async failed(hook: HookSpec, why: string, log: Logger, output: string): Promise<void> {
     await this.save({ ...this.state, failedHook: hook });
     const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.failures++);
     this.retryAt = Date.now() + delay;
@@ -245,7 +252,11 @@ export class Uniter {
     this.reportedAgent = "error";
     const retrying = this.d.settings().retryHooks;
     log.warn(retrying ? "hook failed; will retry" : "hook failed; waiting for steward resolve", { why, ...(retrying ? { retry_in_s: delay / 1000 } : {}) });
-    this.d.reporter.post(this.name, { workload: { current: "error", message: `hook failed: "${hook.name}"` }, agent: { current: "error", message: `hook failed: "${hook.name}"` } });
+    this.d.reporter.post(this.name, {
+      workload: { current: "error", message: `hook failed: "${hook.name}"` },
+      agent: { current: "error", message: `hook failed: "${hook.name}"` },
+      failure: { hook: hook.name, output: failureTail(output) },
+    });
     if (retrying) this.scheduleRetry(delay);
   }
 
@@ -261,6 +272,10 @@ export class Uniter {
       if (this.reportedAgent === "error") this.reportedAgent = "executing";
     }
     if (workload) this.d.reporter.post(this.name, { workload });
+  }
+
+  private forward(hook: string, source: "hook" | "operator", level: AgentLogRecord["level"], message: string): void {
+    this.d.forwardLog?.({ ts: new Date().toISOString(), level, source, unit: this.name, hook, message });
   }
 
   private async save(next: UnitLocalState): Promise<void> {

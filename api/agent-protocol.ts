@@ -6,8 +6,9 @@
 import { z } from "zod";
 import type { WireError } from "./errors";
 import { WorkloadStatusValue } from "./schemas";
-import { DATABAG_LIMIT_BYTES } from "./limits";
+import { DATABAG_LIMIT_BYTES, HOOK_FAILURE_OUTPUT_MAX_CHARS } from "./limits";
 import { isNormalisedPort } from "./ports";
+import { LOG_BATCH_MAX_RECORDS, LOG_LEVELS, LOG_MESSAGE_MAX_CHARS } from "./debug-log";
 
 export const AGENT_PROTOCOL_VERSION = 1;
 
@@ -71,6 +72,8 @@ export const UnitStatusReport = z.strictObject({
   workload: z.strictObject({ current: z.union([WorkloadStatusValue, z.literal("error")]), message: z.string().max(1024) }).optional(),
   agent: z.strictObject({ current: z.enum(["allocating", "executing", "idle", "error"]), message: z.string().max(1024) }).optional(),
   version: z.string().max(256).optional(),
+  /** With an error status: the hook that failed and the last lines of its output (for `show-unit`). */
+  failure: z.strictObject({ hook: z.string().max(256), output: z.string().max(HOOK_FAILURE_OUTPUT_MAX_CHARS) }).optional(),
 });
 export type UnitStatusReport = z.infer<typeof UnitStatusReport>;
 
@@ -103,6 +106,21 @@ export const RelationLeave = z.strictObject({ unit: z.string(), relationId: z.nu
 export const LeaderSet = z.strictObject({ unit: z.string(), data: DataPatch });
 export const AppStatusReport = z.strictObject({ unit: z.string(), status: WorkloadStatusValue, message: z.string().max(1024) });
 
+const AgentLogRecordSchema = z.strictObject({
+  ts: z.string().max(40),
+  level: z.enum(LOG_LEVELS),
+  source: z.enum(["agent", "hook", "operator"]),
+  unit: z.string().max(256).optional(),
+  hook: z.string().max(256).optional(),
+  message: z.string().max(LOG_MESSAGE_MAX_CHARS),
+});
+/** Log records for `steward debug-log`, with how many the agent dropped since its last batch. */
+export const LogBatch = z.strictObject({
+  records: z.array(AgentLogRecordSchema).max(LOG_BATCH_MAX_RECORDS),
+  dropped: z.number().int().min(0).default(0),
+});
+export type LogBatch = z.infer<typeof LogBatch>;
+
 /** Methods an agent may call, with their parameter schemas. */
 export const agentMethods = {
   "unit.status": UnitStatusReport,
@@ -118,5 +136,6 @@ export const agentMethods = {
   "relation.get": RelationGet,
   "relation.leave": RelationLeave,
   "hook.commit": HookCommit,
+  "log.batch": LogBatch,
 } as const;
 export type AgentMethod = keyof typeof agentMethods;

@@ -14,6 +14,7 @@ import WebSocket from "ws";
 import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, UnitDetails } from "./status";
+import type { DebugLogRecord } from "./debug-log";
 
 export interface ControllerClientOptions {
   /** `host:port` of each controller replica; tried in order, failing over on connection errors. */
@@ -76,6 +77,16 @@ export interface ClusterInfo {
   degraded?: string;
   /** etcd's raft term as this replica's member sees it: it grows by one (or more) with every etcd election. */
   raftTerm?: number;
+}
+/** What `debugLog` asks for (see `GET /v1/models/<model>/logs`). */
+export interface DebugLogQuery {
+  include?: string[]; exclude?: string[]; level?: string;
+  /** Newest records shown first. @default 10 */
+  lines?: number;
+  /** All kept records first, whatever `lines` says. */
+  replay?: boolean;
+  /** Keep following new records. @default true */
+  tail?: boolean;
 }
 export interface SpareHost { host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean }
 
@@ -282,6 +293,61 @@ export class ControllerClient {
   removeMachine(model: string, id: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/machines/${enc(id)}${force ? "?force=true" : ""}`); }
 
   /**
+   * A model's agent and hook logs (`steward debug-log`): `onRecord` gets each record, `onDropped`
+   * how many the controller skipped because this client read too slowly. Resolves when the stream
+   * ends (after the backlog with `tail: false`) or `signal` aborts.
+   */
+  async debugLog(model: string, q: DebugLogQuery, onRecord: (r: DebugLogRecord) => void, opts: { signal?: AbortSignal; onDropped?: (n: number) => void } = {}): Promise<void> {
+    const params = new URLSearchParams();
+    for (const e of q.include ?? []) params.append("include", e);
+    for (const e of q.exclude ?? []) params.append("exclude", e);
+    if (q.level) params.set("level", q.level);
+    if (q.lines !== undefined) params.set("lines", String(q.lines));
+    if (q.replay) params.set("replay", "true");
+    if (q.tail === false) params.set("tail", "false");
+    const path = `/v1/models/${enc(model)}/logs?${params.toString()}`;
+    if (!this.token && this.opts.password) await this.login();
+    try {
+      await this.streamLines(path, (line) => parseLogLine(line, onRecord, opts.onDropped), opts.signal);
+    } catch (err) {
+      if (!(StewardError.isInstance(err) && err.code === "unauthorized" && this.opts.password)) throw err;
+      await this.login();
+      await this.streamLines(path, (line) => parseLogLine(line, onRecord, opts.onDropped), opts.signal);
+    }
+  }
+
+  /** GETs `path` from the preferred replica and hands each line of the answer to `onLine`, without a timeout. */
+  private streamLines(path: string, onLine: (line: string) => void, signal?: AbortSignal): Promise<void> {
+    const [host, port] = splitAddress(this.list[this.preferred]!);
+    const headers: Record<string, string> = { accept: "application/x-ndjson", ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) };
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) { resolve(); return; }
+      const req = request({ host, port, method: "GET", path, headers, ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        if ((res.statusCode ?? 500) >= 400) {
+          res.on("data", (c: string) => { text += c; });
+          res.on("end", () => { let body: unknown = text; try { body = JSON.parse(text); } catch { /* not JSON */ } reject(errorFromWire(body, res.statusCode ?? 500)); });
+          return;
+        }
+        res.on("data", (c: string) => {
+          text += c;
+          const lines = text.split("\n");
+          text = lines.pop() ?? "";
+          try { for (const l of lines) onLine(l); } catch (err) { req.destroy(); reject(err as Error); }
+        });
+        res.on("end", () => { if (text) onLine(text); resolve(); });
+        res.on("error", reject);
+      });
+      const onAbort = (): void => { req.destroy(); resolve(); };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      req.on("close", () => signal?.removeEventListener("abort", onAbort));
+      req.on("error", (err) => { if (signal?.aborted) resolve(); else reject(new StewardError("unavailable", `log stream from ${host}:${port} broke: ${err.message}`, { cause: err })); });
+      req.end();
+    });
+  }
+
+  /**
    * Follows a model's status: `onStatus` gets the full status now and after every change
    * (coalesced by the controller). Resolves when `signal` aborts; rejects if the stream breaks.
    */
@@ -303,6 +369,14 @@ export class ControllerClient {
       ws.on("close", () => { signal.removeEventListener("abort", onAbort); if (!signal.aborted) reject(new StewardError("unavailable", "status stream closed by the controller")); });
     });
   }
+}
+
+/** The stream of `GET /v1/models/<model>/logs`: one JSON object a line; empty lines are heartbeats. */
+function parseLogLine(line: string, onRecord: (r: DebugLogRecord) => void, onDropped?: (n: number) => void): void {
+  if (!line.trim()) return;
+  const v = JSON.parse(line) as DebugLogRecord | { dropped: number };
+  if ("dropped" in v) onDropped?.(v.dropped);
+  else onRecord(v);
 }
 
 function enc(s: string): string { return encodeURIComponent(s); }

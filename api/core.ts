@@ -12,5 +12,6 @@ export type { Bundle, BundleFileEntry, OperatorMeta } from "./operator";
 export type { AgentFrame, AgentView, UnitView, RelationView, UnitStatusReport, HookCommit } from "./agent-protocol";
 export * from "./limits";
 export * from "./ports";
+export * from "./debug-log";
 export { ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";
 export const STEWARD_VERSION = "0.1.0";

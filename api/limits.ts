@@ -44,3 +44,9 @@ export const TRANSPORT_LIMITS = {
   failedAgentLoginsBurst: 50,
 } as const;
 export type TransportLimits = { -readonly [K in keyof typeof TRANSPORT_LIMITS]: number };
+
+/**
+ * Most characters of a failed hook's output kept with its unit for `steward show-unit` (the agent
+ * sends its last 20 lines, control characters removed).
+ */
+export const HOOK_FAILURE_OUTPUT_MAX_CHARS = 4096;

@@ -21,7 +21,7 @@ export function createLogger(opts: { level?: LogLevel; write?: (line: string) =>
   const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (order[level] < min) return;
     const all = { ...base, ...fields };
-    const kv = Object.entries(all).map(([k, v]) => `${k}=${formatValue(v)}`).join(" ");
+    const kv = formatFields(all);
     write(`${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}${kv ? " " + kv : ""}`);
   };
   return {
@@ -31,6 +31,11 @@ export function createLogger(opts: { level?: LogLevel; write?: (line: string) =>
     error: (m, f) => emit("error", m, f),
     child: (fields) => createLogger({ ...opts, fields: { ...base, ...fields } }),
   };
+}
+
+/** Fields as the log line shows them: `key=value …`, values quoted when they need it. */
+export function formatFields(fields: Record<string, unknown>): string {
+  return Object.entries(fields).map(([k, v]) => `${k}=${formatValue(v)}`).join(" ");
 }
 
 function formatValue(v: unknown): string {

@@ -57,6 +57,8 @@ export interface IntegrationStatusView {
 /** `steward show-unit`: one unit with its integrations and their data. */
 export interface UnitDetails extends UnitStatusView {
   app: string;
+  /** While the unit is in error: the hook that failed and the last lines of its output. */
+  failure?: { hook: string; output: string; since: string };
   integrations: {
     id: number;
     endpoint: string;

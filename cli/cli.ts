@@ -28,6 +28,7 @@ import ModelConfigCommand from "./commands/model-config";
 import RemoveIntegrationCommand from "./commands/remove-integration";
 import ResolveCommand from "./commands/resolve";
 import ShowUnitCommand from "./commands/show-unit";
+import DebugLogCommand from "./commands/debug-log";
 import EnableHaCommand from "./commands/enable-ha";
 import AddSpareCommand from "./commands/add-spare";
 import ShowControllerCommand from "./commands/show-controller";
@@ -36,7 +37,7 @@ export const commands = [
   BootstrapCommand, ControllersCommand, ShowControllerCommand, EnableHaCommand, AddSpareCommand, LoginCommand, AddUserCommand, GrantCommand, DestroyControllerCommand,
   AddModelCommand, ModelsCommand, SwitchCommand, ModelConfigCommand, StatusCommand, ApplyCommand, DiffCommand, DestroyModelCommand,
   DeployCommand, AddUnitCommand, RemoveUnitCommand, ConfigCommand, RemoveApplicationCommand,
-  IntegrateCommand, RemoveIntegrationCommand, ResolveCommand, ShowUnitCommand,
+  IntegrateCommand, RemoveIntegrationCommand, ResolveCommand, ShowUnitCommand, DebugLogCommand,
   AddMachineCommand, MachinesCommand, RemoveMachineCommand,
 ];
 

@@ -26,6 +26,8 @@ import type { LoginLimiterOptions } from "./server/login-limiter";
 import { LoginLimiter } from "./server/login-limiter";
 import { installErrorHandling, installWriteGuard, registerHttpApi } from "./server/http-api";
 import { installIdempotency } from "./server/idempotency";
+import { registerDebugLog } from "./server/debug-log-route";
+import { ModelLogs } from "./server/model-logs";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
@@ -207,7 +209,11 @@ export class Controller {
     installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
     installIdempotency(http, { store: this.store, cache, log: this.log });
     registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses });
-    this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport });
+    const logs = new ModelLogs();
+    // A destroyed model's records go with it.
+    cache.subscribe((changed) => { for (const m of changed) if (m !== CLUSTER_CHANGED && !cache.models.get(m)?.model) logs.forget(m); });
+    registerDebugLog(http, { cache, logs });
+    this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);
     installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, log: this.log });
     const port = this.opts.port ?? this.config.listen.port;

@@ -1,5 +1,7 @@
 import { Command, Option, UsageError } from "clipanion";
 import { stringify } from "yaml";
+import type { UnitDetails } from "../../api";
+import { stripControlChars } from "../../api";
 import { ModelCommand } from "../base-command";
 
 export default class ShowUnitCommand extends ModelCommand {
@@ -7,7 +9,7 @@ export default class ShowUnitCommand extends ModelCommand {
   static override usage = Command.Usage({
     category: "Applications",
     description: "show a unit with its integrations and their data",
-    details: "Prints the unit's status, whether it leads its application, its open ports, and for each integration the unit's own databag, its application's, and every remote unit's.",
+    details: "Prints the unit's status (in error: the failed hook and the last lines of its output), whether it leads its application, its open ports, and for each integration the unit's own databag, its application's, and every remote unit's.",
     examples: [["Show web/0", "$0 show-unit web/0"], ["As JSON", "$0 show-unit web/0 --format json"]],
   });
 
@@ -18,8 +20,23 @@ export default class ShowUnitCommand extends ModelCommand {
     if (!/^[a-z][a-z0-9-]*\/\d+$/.test(this.unit)) throw new UsageError(`"${this.unit}" is not a unit name such as web/0`);
     if (this.format !== "yaml" && this.format !== "json") throw new UsageError(`--format must be yaml or json, got "${this.format}"`);
     const client = await this.connect();
-    const details = await client.showUnit(await this.model(), this.unit);
+    const details = withFailureUnderStatus(await client.showUnit(await this.model(), this.unit));
     this.context.stdout.write(this.format === "json" ? JSON.stringify(details, null, 2) + "\n" : stringify({ [this.unit]: details }));
     return 0;
   }
+}
+
+/**
+ * The failed hook's output right under the agent status it explains, cleaned for the terminal (it
+ * comes from the machine).
+ */
+function withFailureUnderStatus(details: UnitDetails): Record<string, unknown> {
+  const { failure, ...rest } = details;
+  if (!failure) return rest;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(rest)) {
+    out[k] = v;
+    if (k === "agent") out.failure = { hook: stripControlChars(failure.hook), since: failure.since, output: stripControlChars(failure.output, true) };
+  }
+  return out;
 }

@@ -8,7 +8,7 @@ import type { Duplex } from "node:stream";
 import { randomUUID } from "node:crypto";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
-import type { AgentFrame, Logger, TransportLimits } from "../../api";
+import type { AgentFrame, DebugLogRecord, LogBatch, Logger, TransportLimits } from "../../api";
 import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
 import type { LeadershipOps, RelationOps, StateCache, StateOps } from "../state";
@@ -19,6 +19,7 @@ import type { LoginLimiter } from "./login-limiter";
 import { SourceLimiter } from "./login-limiter";
 import { answerRaw } from "./raw-answer";
 import { answerHandshakeErrors } from "./upgrades";
+import type { ModelLogs } from "./model-logs";
 
 export interface AgentHubDeps {
   cache: StateCache;
@@ -36,6 +37,8 @@ export interface AgentHubDeps {
   controllerAddresses: () => string[];
   /** Frame size and failed-login bounds. @default TRANSPORT_LIMITS (api/limits.ts) */
   transport?: Partial<TransportLimits>;
+  /** Where agents' log records go, for `steward debug-log`. */
+  logs?: ModelLogs;
 }
 
 interface AgentConnection {
@@ -223,11 +226,31 @@ export class AgentHub {
         await cache.waitForRevision(rev);
         return {};
       }
+      case "log.batch": this.acceptLogs(conn, parsed.data as LogBatch); return {};
       case "machine.info":
         await ops.setMachineInfo(conn.model, conn.machine, parsed.data as never);
         return {};
     }
     return {};
+  }
+
+  /**
+   * Keeps an agent's log records, stamped with its machine. A record naming a unit that is not on
+   * this machine is dropped: an agent speaks for its own units only (this also drops the last lines
+   * of a unit removed before they arrived).
+   */
+  private acceptLogs(conn: AgentConnection, batch: LogBatch): void {
+    if (!this.deps.logs) return;
+    const units = this.deps.cache.models.get(conn.model)?.units;
+    const records: DebugLogRecord[] = [];
+    if (batch.dropped > 0) {
+      records.push({ ts: new Date().toISOString(), level: "WARNING", source: "agent", machine: conn.machine, message: `the agent dropped ${batch.dropped} log records (it logged faster than it could send them)` });
+    }
+    for (const r of batch.records) {
+      if (r.unit !== undefined && units?.get(r.unit)?.machine !== conn.machine) continue;
+      records.push({ ...r, machine: conn.machine });
+    }
+    this.deps.logs.append(conn.model, records);
   }
 
   private ownUnit(conn: AgentConnection, unit: string): { app: string } {

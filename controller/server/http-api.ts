@@ -169,7 +169,10 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.get("/v1/models/:model/units/:app/:n", async (req) => {
     const idx = model(req, principalOf(req), "read");
     const { app: appName, n } = req.params as { app: string; n: string };
-    return buildUnitDetails(cache, idx, `${appName}/${n}`);
+    const details = buildUnitDetails(cache, idx, `${appName}/${n}`);
+    // A failure recorded before a later success says nothing about the unit now.
+    const failure = details.agent.current === "error" ? await ops.unitFailure(idx.uuid, details.name) : undefined;
+    return { ...details, ...(failure ? { failure } : {}) };
   });
 
   app.post("/v1/models/:model/units/:app/:n/resolve", async (req) => {

@@ -38,6 +38,14 @@ export interface UnitStatusDoc {
   agent: StatusInfo<Exclude<AgentStatus, "lost">>;
   version: string;
 }
+/** A unit's last failed hook, as its agent reported it; not cached (only `show-unit` reads it). */
+export interface UnitFailureDoc {
+  hook: string;
+  /** The last lines of the hook's output, control characters removed. */
+  output: string;
+  /** ISO 8601 time the controller recorded it. */
+  since: string;
+}
 export type Substrate = "local" | "manual" | "ssh";
 export interface MachineDoc {
   id: string;

@@ -13,6 +13,8 @@ export const keys = {
   unit: (m: string, unit: string) => `/models/${m}/units/${unit}`,
   unitsOf: (m: string, app: string) => `/models/${m}/units/${app}/`,
   unitStatus: (m: string, unit: string) => `/models/${m}/unit-status/${unit}`,
+  /** The last failed hook's output (kept apart from the status, which every status read serves). */
+  unitFailure: (m: string, unit: string) => `/models/${m}/unit-failure/${unit}`,
   machine: (m: string, id: string) => `/models/${m}/machines/${id}`,
   machineInfo: (m: string, id: string) => `/models/${m}/machine-info/${id}`,
   machineSeq: (m: string) => `/models/${m}/seq/machine`,

@@ -9,7 +9,7 @@ import { StewardError, alreadyExists, bundleHash, checkConfigValue, invalidReque
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
-import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, RelationDoc, Substrate, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, RelationDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
@@ -310,6 +310,7 @@ export class StateOps extends StoreTxns {
    */
   private async unitGoneOps(uuid: string, unit: UnitDoc, compare: Compare[]): Promise<Op[]> {
     const ops: Op[] = [{ type: "delete", key: keys.unit(uuid, unit.name) }, { type: "delete", key: keys.unitStatus(uuid, unit.name) }, { type: "delete", key: keys.ports(uuid, unit.name) }];
+    ops.push({ type: "delete", key: keys.unitFailure(uuid, unit.name) });
     for (const r of await this.readAll<RelationDoc>(keys.relationsPrefix(uuid))) {
       if (!r.doc.endpoints.some((e) => e.app === unit.app)) continue;
       ops.push({ type: "delete", key: keys.scope(uuid, r.doc.id, unit.name) }, { type: "delete", key: keys.unitBag(uuid, r.doc.id, unit.name) });
@@ -441,7 +442,7 @@ export class StateOps extends StoreTxns {
       }
       const compare: Compare[] = [unchanged(keys.machine(uuid, id), md.rev), ...units.map((u) => unchanged(u.key, u.rev))];
       const ops: Op[] = [];
-      for (const u of units) { ops.push({ type: "delete", key: u.key }, { type: "delete", key: keys.unitStatus(uuid, u.doc.name) }); }
+      for (const u of units) { ops.push({ type: "delete", key: u.key }, { type: "delete", key: keys.unitStatus(uuid, u.doc.name) }, { type: "delete", key: keys.unitFailure(uuid, u.doc.name) }); }
       if (md.doc.life === "alive") ops.push({ type: "put", key: keys.machine(uuid, id), value: JSON.stringify({ ...md.doc, life: "dying" }) });
       return { compare, ops, result: {} };
     });
@@ -484,10 +485,18 @@ export class StateOps extends StoreTxns {
       if (report.workload && (report.workload.current !== prev.workload.current || report.workload.message !== prev.workload.message)) next.workload = { ...report.workload, since: now };
       if (report.agent && (report.agent.current !== prev.agent.current || report.agent.message !== prev.agent.message)) next.agent = { ...report.agent, since: now };
       if (report.version !== undefined) next.version = report.version;
-      if (old && JSON.stringify(next) === JSON.stringify(old.doc)) return { compare: [], ops: [], result: {} };
-      return { compare: [unchanged(keys.unitStatus(uuid, report.unit), old?.rev ?? 0), unchanged(keys.unit(uuid, report.unit), u.rev)], ops: [{ type: "put", key: keys.unitStatus(uuid, report.unit), value: JSON.stringify(next) }], result: {} };
+      // A failed hook's output goes with the status that shows the failure, in the same write.
+      const failure: Op[] = report.failure ? [{ type: "put", key: keys.unitFailure(uuid, report.unit), value: JSON.stringify({ ...report.failure, since: now } satisfies UnitFailureDoc) }] : [];
+      if (old && failure.length === 0 && JSON.stringify(next) === JSON.stringify(old.doc)) return { compare: [], ops: [], result: {} };
+      const put: Op = { type: "put", key: keys.unitStatus(uuid, report.unit), value: JSON.stringify(next) };
+      return { compare: [unchanged(keys.unitStatus(uuid, report.unit), old?.rev ?? 0), unchanged(keys.unit(uuid, report.unit), u.rev)], ops: [put, ...failure], result: {} };
     });
     return res.revision;
+  }
+
+  /** The unit's last failed hook, if its agent reported one. */
+  async unitFailure(uuid: string, unit: string): Promise<UnitFailureDoc | undefined> {
+    return (await this.read<UnitFailureDoc>(keys.unitFailure(uuid, unit)))?.doc;
   }
 
   /** The agent ran a dying unit's `remove` hook: remove the unit (and what goes with it). */
