@@ -68,15 +68,15 @@ export class OperatorStore {
     const bundle = await this.fetch(hash);
     if (bundleHash(bundle) !== hash) throw new OperatorUnpackError(hash, `arrived with different content (hash ${bundleHash(bundle)}); refusing to run it`);
     const tmp = `${dir}.tmp-${process.pid}`;
-    await rm(tmp, { recursive: true, force: true });
     try {
-      await unpackBundle(bundle, tmp);
-    } catch (err) {
       await rm(tmp, { recursive: true, force: true });
+      await unpackBundle(bundle, tmp);
+      await rm(dir, { recursive: true, force: true });
+      await rename(tmp, dir);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
       throw new OperatorUnpackError(hash, (err as Error).message, err);
     }
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
     return dir;
   }
 
