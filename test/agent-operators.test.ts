@@ -7,7 +7,7 @@ import { mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Bundle } from "../api";
-import { bundleFilePath, unpackBundle } from "../agent/operators";
+import { bundleFilePath, unpackBundle } from "../agent";
 import { operatorsDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 
