@@ -160,10 +160,13 @@ function checkYamlBounds(yaml: typeof Yaml, text: string, file: string): void {
   }
   const indents: number[] = [];
   let flow = 0, inline = 0, lineIndent = 0, aliases = 0;
-  let atLineStart = true, scalarSource = false;
+  let atLineStart = true, scalarSource = false, blockScalar = false;
   for (const token of new yaml.Lexer().lex(text)) {
     const type: string | null = scalarSource ? "scalar-source" : yaml.CST.tokenType(token);
     scalarSource = type === "scalar";
+    if (type === "block-scalar-header") blockScalar = true;
+    // A block scalar's text (`|`, `>`) is one token spanning its lines: not structure.
+    if (type === "scalar-source" && blockScalar) { blockScalar = false; atLineStart = true; lineIndent = 0; inline = 0; continue; }
     if (type === "newline") { atLineStart = true; lineIndent = 0; inline = 0; continue; }
     if (type === "space" && atLineStart) { lineIndent = token.length; continue; }
     if (type === "comment" || type === "space" || type === "scalar") continue;
