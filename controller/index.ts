@@ -15,3 +15,5 @@ export type { ControllerConfig } from "./config";
 export { stopProcess } from "./substrates/local";
 export type { AgentConfigFile } from "./substrates/local";
 export { controllerEntry, freePort, portFree, readPidFile, removeLocalController, startLocalController } from "./local-process";
+export { OperatorCollector } from "./operator-collector";
+export { StateCache, StateOps, keys } from "./state";
