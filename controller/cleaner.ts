@@ -26,7 +26,8 @@ export class Cleaner {
     this.operators = new OperatorCollector(cache, ops, log, operators);
     this.runner = new CoalescedRunner(() => this.sweep(), (err) => this.log.warn("cleanup pass failed; will retry on the next change", { err }));
     this.unsubscribe = cache.subscribe(() => this.runner.kick());
-    this.collectTimer = setInterval(() => { this.collectDue = true; this.runner.kick(); }, Math.min(MAX_COLLECT_INTERVAL_MS, Math.max(1000, operators.graceMs / 2)));
+    const collectEveryMs = Math.min(MAX_COLLECT_INTERVAL_MS, Math.max(1000, operators.graceMs / 2));
+    this.collectTimer = setInterval(() => { this.collectDue = true; this.runner.kick(); }, collectEveryMs);
     this.collectTimer.unref();
     this.runner.kick();
   }

@@ -46,7 +46,7 @@ test("uploading an operator needs write access to some model", async (t) => {
 test("an operator.yaml nested too deep is refused with 400 naming the limit, and the controller keeps answering", async (t) => {
   const deep = withYaml(`name: motd\nversion: "1"\nsummary: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n`);
   const dashes = withYaml(`name: motd\nversion: "1"\nsummary: ${"- ".repeat(100_000)}x\n`);
-  // Several at once with a health check beside them: the health check is answered while they are in flight.
+  // Several at once with a health check sent beside them, which must be answered too.
   const [a, b, c, health] = await Promise.all([
     upload(deep), upload(dashes), upload(deep),
     rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/health"),
