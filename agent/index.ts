@@ -9,6 +9,7 @@ export type { AgentOptions, AgentState } from "./agent";
 export { nextHook, commitHook, applyDecision, configHash } from "./resolver";
 export type { Decision, ResolveOptions } from "./resolver";
 export { initialUnitState } from "./unit-state";
+export { bundleFilePath, unpackBundle } from "./operators";
 export type { UnitLocalState, HookSpec, HookKind } from "./unit-state";
 export { runTool, tools } from "./hook-tools/tools";
 export type { HookContext, ToolResult } from "./hook-tools/tools";

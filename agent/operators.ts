@@ -4,9 +4,45 @@
  */
 import { request } from "node:https";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { Bundle } from "../api/core";
-import { CONTROLLER_TLS_NAME, StewardError, bundleHash, errorFromWire, splitAddress } from "../api/core";
+import { CONTROLLER_TLS_NAME, StewardError, bundleHash, bundlePathProblem, errorFromWire, fileDirectoryClash, operatorHashProblem, splitAddress } from "../api/core";
+
+/** An operator that could not be made ready on this machine; the message names the problem. */
+export class OperatorUnpackError extends StewardError {
+  constructor(hash: string, problem: string, cause?: unknown) {
+    super("operator-invalid", `operator ${hash.slice(0, 15)}… cannot be unpacked: ${problem}`, { details: { hash }, ...(cause ? { cause } : {}) });
+  }
+}
+
+/**
+ * Where file `path` of a bundle goes under `root`, after checking it stays there: the controller
+ * checks paths at upload, but the agent writes to its own disk and must not trust it.
+ */
+export function bundleFilePath(root: string, path: string): string {
+  const problem = bundlePathProblem(path);
+  if (problem) throw new StewardError("operator-invalid", `file ${JSON.stringify(path)} ${problem}`, { details: { path } });
+  const full = resolve(root, path);
+  const rel = relative(resolve(root), full);
+  if (rel === "" || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) {
+    throw new StewardError("operator-invalid", `file ${JSON.stringify(path)} would be written outside the operator directory`, { details: { path } });
+  }
+  return full;
+}
+
+/** Writes every file of `bundle` under `root` (which must not exist yet), checking every path first. */
+export async function unpackBundle(bundle: Bundle, root: string): Promise<void> {
+  const targets = bundle.files.map((f) => bundleFilePath(root, f.path));
+  const clash = fileDirectoryClash(bundle.files.map((f) => f.path));
+  if (clash) throw new StewardError("operator-invalid", `file ${JSON.stringify(clash.file)} is also a directory (of ${JSON.stringify(clash.inside)})`, { details: { path: clash.file } });
+  await mkdir(root, { recursive: true });
+  for (const [i, f] of bundle.files.entries()) {
+    const target = targets[i]!;
+    await mkdir(dirname(target), { recursive: true });
+    // "wx": a file never replaces another (a duplicate path is a broken bundle, not an update).
+    await writeFile(target, Buffer.from(f.content, "base64"), { mode: f.mode & 0o777, flag: "wx" });
+  }
+}
 
 export class OperatorStore {
   private readonly inflight = new Map<string, Promise<string>>();
@@ -24,19 +60,23 @@ export class OperatorStore {
   }
 
   private async fetchAndUnpack(hash: string): Promise<string> {
+    // The hash becomes a directory name: never trust it to be one.
+    const hashProblem = operatorHashProblem(hash);
+    if (hashProblem) throw new OperatorUnpackError(hash, hashProblem);
     const dir = join(this.root, hash);
     if (await stat(join(dir, "operator.yaml")).then(() => true, () => false)) return dir;
     const bundle = await this.fetch(hash);
-    if (bundleHash(bundle) !== hash) throw new StewardError("internal", `operator ${hash} arrived with different content (hash ${bundleHash(bundle)}); refusing to run it`);
+    if (bundleHash(bundle) !== hash) throw new OperatorUnpackError(hash, `arrived with different content (hash ${bundleHash(bundle)}); refusing to run it`);
     const tmp = `${dir}.tmp-${process.pid}`;
-    await rm(tmp, { recursive: true, force: true });
-    for (const f of bundle.files) {
-      const path = join(tmp, f.path);
-      await mkdir(dirname(path), { recursive: true });
-      await writeFile(path, Buffer.from(f.content, "base64"), { mode: f.mode & 0o777 });
+    try {
+      await rm(tmp, { recursive: true, force: true });
+      await unpackBundle(bundle, tmp);
+      await rm(dir, { recursive: true, force: true });
+      await rename(tmp, dir);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      throw new OperatorUnpackError(hash, (err as Error).message, err);
     }
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
     return dir;
   }
 

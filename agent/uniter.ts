@@ -54,6 +54,13 @@ export interface UniterDeps {
 const RETRY_MIN_MS = 5_000;
 const RETRY_MAX_MS = 300_000;
 
+/** The operator's files could not be had; the unit's status already says why. */
+class OperatorUnavailable extends Error {
+  constructor(readonly retryInMs: number, cause: unknown) {
+    super((cause as Error).message, { cause });
+  }
+}
+
 const beforeHookStatus: Partial<Record<string, string>> = {
   install: "installing operator",
   stop: "stopping operator",
@@ -71,6 +78,8 @@ export class Uniter {
   private retryTimer?: NodeJS.Timeout;
   private retryAt = 0;
   private failures = 0;
+  /** Failed attempts in a row to get the operator's files; spaces out the retries. */
+  private operatorFailures = 0;
   /** The last hook failed, so the workload shows `error` until a hook succeeds. */
   private wasInError = false;
   /** The agent status last reported, so idle is sent once per quiet period. */
@@ -144,6 +153,7 @@ export class Uniter {
     this.running = true;
     this.loop()
       .catch((err: unknown) => {
+        if (err instanceof OperatorUnavailable) return this.scheduleRetry(err.retryInMs); // already reported
         this.d.log.error("unit loop failed; retrying", { unit: this.name, err });
         this.scheduleRetry(RETRY_MIN_MS);
       })
@@ -188,7 +198,7 @@ export class Uniter {
     if (this.closed) return;
     const log = this.d.log.child({ unit: this.name, hook: hook.name });
     const view = this.view;
-    const operatorDir = await this.d.operators.ensure(view.operator.hash);
+    const operatorDir = await this.operatorDir(view.operator.hash);
     const before = beforeHookStatus[hook.kind];
     this.reportedAgent = "executing";
     this.d.reporter.post(this.name, {
@@ -240,6 +250,26 @@ export class Uniter {
       return await runHook({ ...run, onSpawn: (pid) => this.d.hookProcesses.started(pid) });
     } finally {
       this.d.hookProcesses.finished();
+    }
+  }
+
+  /**
+   * The unpacked operator. When it cannot be had (download failed, bad content) the unit says why
+   * in its status instead of waiting silently, and tries again later with backoff.
+   */
+  private async operatorDir(hash: string): Promise<string> {
+    try {
+      const dir = await this.d.operators.ensure(hash);
+      this.operatorFailures = 0;
+      return dir;
+    } catch (err) {
+      const message = (err as Error).message;
+      this.d.log.warn("operator not available; will retry", { unit: this.name, err });
+      this.reportedAgent = "error";
+      this.wasInError = true;
+      this.d.reporter.post(this.name, { workload: { current: "error", message }, agent: { current: "error", message } });
+      const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.operatorFailures++);
+      throw new OperatorUnavailable(delay, err);
     }
   }
 

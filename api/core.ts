@@ -7,7 +7,7 @@
 export * from "./errors";
 export * from "./status";
 export * from "./log";
-export { bundleHash } from "./operator";
+export { bundleHash, bundlePathProblem, fileDirectoryClash, operatorHashProblem } from "./operator";
 export type { Bundle, BundleFileEntry, OperatorMeta } from "./operator";
 export type { AgentFrame, AgentView, UnitView, RelationView, UnitStatusReport, HookCommit } from "./agent-protocol";
 export * from "./limits";

@@ -14,6 +14,7 @@ export const ErrorCodes = {
   conflict: "conflict",
   operatorInvalid: "operator-invalid",
   configInvalid: "config-invalid",
+  quotaExceeded: "quota-exceeded",
   unavailable: "unavailable",
   internal: "internal",
 } as const;
@@ -23,6 +24,7 @@ const httpStatusByCode: Record<ErrorCode, number> = {
   "invalid-request": 400,
   "operator-invalid": 400,
   "config-invalid": 400,
+  "quota-exceeded": 413,
   "unauthorized": 401,
   "forbidden": 403,
   "not-found": 404,

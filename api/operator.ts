@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import type * as Yaml from "yaml";
 import { StewardError } from "./errors";
+import { MAX_OPERATOR_YAML_ALIASES, MAX_OPERATOR_YAML_BYTES, MAX_OPERATOR_YAML_DEPTH } from "./limits";
 import { NAME_PATTERN } from "./names";
 
 export type ConfigOptionType = "string" | "int" | "float" | "boolean";
@@ -54,9 +55,10 @@ export class OperatorInvalidError extends StewardError {
 /** Parses and checks `operator.yaml`. Throws {@link OperatorInvalidError} naming the field and line. */
 export function parseOperatorYaml(text: string, file = "operator.yaml"): OperatorMeta {
   // Loaded on first use: agents hash bundles but never parse YAML, and must stay small.
-  const { LineCounter, parseDocument } = require("yaml") as typeof Yaml;
-  const lc = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lc, uniqueKeys: true });
+  const yaml = require("yaml") as typeof Yaml;
+  checkYamlBounds(yaml, text, file);
+  const lc = new yaml.LineCounter();
+  const doc = yaml.parseDocument(text, { lineCounter: lc, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
     throw new OperatorInvalidError(file, `is not valid YAML: ${e.message.split("\n")[0]}`, { line: lc.linePos(e.pos[0]).line });
@@ -72,7 +74,14 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
     throw new OperatorInvalidError(file, problem, { field: path.join("."), line: lineOf(path) });
   };
 
-  const raw: unknown = doc.toJS();
+  let raw: unknown;
+  try {
+    raw = doc.toJS({ maxAliasCount: MAX_OPERATOR_YAML_ALIASES });
+  } catch (err) {
+    // The yaml package's guard against an alias bomb ("billion laughs").
+    if (err instanceof ReferenceError) throw aliasLimitError(file);
+    throw err;
+  }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new OperatorInvalidError(file, "must be a mapping with at least \"name\" and \"version\"");
   const o = raw as Record<string, unknown>;
   const known = ["name", "version", "summary", "description", "provides", "requires", "peers", "config"];
@@ -137,6 +146,50 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
   };
 }
 
+/**
+ * Refuses, before the parser builds anything, a document too large, nested too deep or using too
+ * many aliases: parsing a million-deep document held the event loop for seconds. The lexer is
+ * linear and lazy, so the scan stops as soon as a bound is crossed. The depth it counts is an
+ * upper bound of the real one (indentation levels, inline `-`/`?`/`:` indicators and open
+ * brackets), which is all a bound needs.
+ */
+function checkYamlBounds(yaml: typeof Yaml, text: string, file: string): void {
+  const bytes = Buffer.byteLength(text);
+  if (bytes > MAX_OPERATOR_YAML_BYTES) {
+    throw new OperatorInvalidError(file, `is ${bytes} bytes; it may be at most ${MAX_OPERATOR_YAML_BYTES} bytes (the operator.yaml size limit)`);
+  }
+  const indents: number[] = [];
+  let flow = 0, inline = 0, lineIndent = 0, aliases = 0;
+  let atLineStart = true, scalarSource = false, blockScalar = false;
+  for (const token of new yaml.Lexer().lex(text)) {
+    const type: string | null = scalarSource ? "scalar-source" : yaml.CST.tokenType(token);
+    scalarSource = type === "scalar";
+    if (type === "block-scalar-header") blockScalar = true;
+    // A block scalar's text (`|`, `>`) is one token spanning its lines: not structure.
+    if (type === "scalar-source" && blockScalar) { blockScalar = false; atLineStart = true; lineIndent = 0; inline = 0; continue; }
+    if (type === "newline") { atLineStart = true; lineIndent = 0; inline = 0; continue; }
+    if (type === "space" && atLineStart) { lineIndent = token.length; continue; }
+    if (type === "comment" || type === "space" || type === "scalar") continue;
+    if (atLineStart && flow === 0) {
+      // A line's first content opens a block level when it is indented deeper than the last.
+      while (indents.length > 0 && indents[indents.length - 1]! >= lineIndent) indents.pop();
+      indents.push(lineIndent);
+    }
+    atLineStart = false;
+    if (type === "flow-seq-start" || type === "flow-map-start") flow++;
+    else if (type === "flow-seq-end" || type === "flow-map-end") flow = Math.max(0, flow - 1);
+    else if (type === "seq-item-ind" || type === "explicit-key-ind" || type === "map-value-ind") inline++;
+    else if (type === "alias" && ++aliases > MAX_OPERATOR_YAML_ALIASES) throw aliasLimitError(file);
+    if (indents.length + inline + flow > MAX_OPERATOR_YAML_DEPTH) {
+      throw new OperatorInvalidError(file, `nests deeper than ${MAX_OPERATOR_YAML_DEPTH} levels (the operator.yaml nesting limit)`);
+    }
+  }
+}
+
+function aliasLimitError(file: string): OperatorInvalidError {
+  return new OperatorInvalidError(file, `uses aliases (*name) too much: at most ${MAX_OPERATOR_YAML_ALIASES} alias uses, and none may expand the document many times over (the operator.yaml alias limit)`);
+}
+
 /** Returns why `value` does not fit `type`, or undefined when it does. */
 export function checkConfigValue(type: ConfigOptionType, value: unknown): string | undefined {
   switch (type) {
@@ -179,13 +232,14 @@ export function validateBundle(bundle: Bundle): OperatorMeta {
   let total = 0;
   const byPath = new Map<string, BundleFileEntry>();
   for (const f of bundle.files) {
-    if (f.path.startsWith("/") || f.path.split("/").some((p) => p === ".." || p === "" || p === ".")) {
-      throw new OperatorInvalidError(f.path, "is not a plain relative path inside the operator directory");
-    }
+    const problem = bundlePathProblem(f.path);
+    if (problem) throw new OperatorInvalidError(printablePath(f.path), problem);
     if (byPath.has(f.path)) throw new OperatorInvalidError(f.path, "appears twice in the bundle");
     byPath.set(f.path, f);
     total += Buffer.byteLength(f.content, "base64");
   }
+  const clash = fileDirectoryClash(bundle.files.map((f) => f.path));
+  if (clash) throw new OperatorInvalidError(clash.file, `is a file, but ${clash.inside} needs a directory of that name`);
   if (total > MAX_BUNDLE_BYTES) {
     throw new OperatorInvalidError("(bundle)", `is ${total} bytes; operators may be at most ${MAX_BUNDLE_BYTES} bytes (keep large payloads out of the operator directory)`);
   }
@@ -206,13 +260,74 @@ export function validateBundle(bundle: Bundle): OperatorMeta {
   return meta;
 }
 
-/** The content hash that names an operator: sha256 over paths, modes and contents in path order. */
+/**
+ * Why `path` cannot be a file of an operator, or undefined when it is a plain relative path that
+ * stays inside the operator directory. Agents run the same check before writing anything.
+ */
+export function bundlePathProblem(path: string): string | undefined {
+  // Control characters: NUL cuts the path short in the kernel; the rest only confuse humans.
+  if (/[\u0000-\u001f\u007f]/.test(path)) return "contains a control character (such as NUL); rename the file";
+  if (path.includes("\\")) return "contains a backslash; use / between directories";
+  if (path.startsWith("/")) return "is an absolute path; give paths relative to the operator directory";
+  if (path.split("/").some((p) => p === ".." || p === "" || p === ".")) {
+    return "is not a plain relative path inside the operator directory (no '..', '.' or empty parts)";
+  }
+  return undefined;
+}
+
+/** A path that is both a file and, for another file, a directory (`a` and `a/b`), if any. */
+export function fileDirectoryClash(paths: string[]): { file: string; inside: string } | undefined {
+  const files = new Set(paths);
+  for (const p of paths) {
+    for (let i = p.indexOf("/"); i !== -1; i = p.indexOf("/", i + 1)) {
+      if (files.has(p.slice(0, i))) return { file: p.slice(0, i), inside: p };
+    }
+  }
+  return undefined;
+}
+
+/** A path as it can be shown in a message: control characters escaped. */
+function printablePath(path: string): string {
+  return JSON.stringify(path).slice(1, -1);
+}
+
+/** Marks the hash encoding below; a hash of another format is refused (see {@link operatorHashProblem}). */
+export const OPERATOR_HASH_PREFIX = "v2-";
+export const OPERATOR_HASH_PATTERN = /^v2-[0-9a-f]{64}$/;
+/** The first format: sha256 over `path\0mode\0content\0`, ambiguous because fields had no lengths. */
+const LEGACY_HASH_PATTERN = /^[0-9a-f]{64}$/;
+export const LEGACY_HASH_MESSAGE = "operator hash format v1 is no longer accepted: re-upload from the directory";
+
+/** Why `hash` cannot name an operator, or undefined when it has the current format. */
+export function operatorHashProblem(hash: string): string | undefined {
+  if (OPERATOR_HASH_PATTERN.test(hash)) return undefined;
+  if (LEGACY_HASH_PATTERN.test(hash)) return LEGACY_HASH_MESSAGE;
+  return `must be the content hash returned by the operator upload (${OPERATOR_HASH_PREFIX} and 64 hex digits)`;
+}
+
+/**
+ * The content hash that names an operator: sha256 over an unambiguous encoding, the file count
+ * then, in path order, each file's path, mode and content, every variable-length field preceded
+ * by its byte length, so no two different bundles encode to the same bytes.
+ */
 export function bundleHash(bundle: Bundle): string {
   const h = createHash("sha256");
+  h.update("steward-operator-v2\0");
+  h.update(uint64(bundle.files.length));
   for (const f of [...bundle.files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
-    h.update(`${f.path}\0${(f.mode & 0o777).toString(8)}\0`);
-    h.update(Buffer.from(f.content, "base64"));
-    h.update("\0");
+    const path = Buffer.from(f.path, "utf8");
+    const content = Buffer.from(f.content, "base64");
+    h.update(uint64(path.length));
+    h.update(path);
+    h.update(uint64(f.mode & 0o777));
+    h.update(uint64(content.length));
+    h.update(content);
   }
-  return h.digest("hex");
+  return OPERATOR_HASH_PREFIX + h.digest("hex");
+}
+
+function uint64(n: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(BigInt(n));
+  return b;
 }

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
+import { operatorHashProblem } from "./operator";
 
 export { NAME_PATTERN };
 /** A host name or IP address, as SSH targets take it. */
@@ -42,16 +43,22 @@ export const BundleFile = z.strictObject({
 });
 export const OperatorBundle = z.strictObject({ files: z.array(BundleFile).min(1).max(2000) });
 
+/** An operator's content hash; an old-format hash is refused with a message saying to re-upload. */
+const OperatorHash = z.string().superRefine((v, ctx) => {
+  const problem = operatorHashProblem(v);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+
 export const DeployRequest = z.strictObject({
   name: Name,
-  operator: z.string().regex(/^[0-9a-f]{64}$/, { message: "must be the sha256 content hash returned by the operator upload" }),
+  operator: OperatorHash,
   units: z.number().int().min(0).max(10000).default(1),
   config: ConfigMap.optional(),
   to: z.array(MachineId).optional(),
 });
 export const UpdateApplicationRequest = z.strictObject({
   config: ConfigPatch.optional(),
-  operator: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  operator: OperatorHash.optional(),
 });
 export const AddUnitsRequest = z.strictObject({
   count: z.number().int().min(1).max(10000).default(1),

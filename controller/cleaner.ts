@@ -2,23 +2,44 @@
  * The cleaner moves dying things along once what they wait for is gone: a dying integration is
  * deleted once every unit has left it; a dying model's machines
  * retire when its units are gone, the model is deleted when its machines are; manual machines
- * (whose agents we do not own) are deleted as soon as they are dying.
+ * (whose agents we do not own) are deleted as soon as they are dying. Operators no application
+ * uses are collected too (see operator-collector.ts), also on a timer since they age unchanged.
  */
 import type { Logger } from "../api";
 import { CoalescedRunner } from "./coalesced-runner";
+import type { OperatorCollectorOptions } from "./operator-collector";
+import { OperatorCollector } from "./operator-collector";
 import type { RelationOps, StateCache, StateOps } from "./state";
+
+/** The longest an expired operator waits for the collector's timer. */
+const MAX_COLLECT_INTERVAL_MS = 60_000;
 
 export class Cleaner {
   private readonly runner: CoalescedRunner;
   private readonly unsubscribe: () => void;
+  private readonly operators: OperatorCollector;
+  private readonly collectTimer: NodeJS.Timeout;
+  /** Collecting operators reads the store: done on its timer, not on every change. */
+  private collectDue = true;
 
-  constructor(private readonly cache: StateCache, private readonly ops: StateOps, private readonly relations: RelationOps, private readonly log: Logger) {
+  constructor(private readonly cache: StateCache, private readonly ops: StateOps, private readonly relations: RelationOps, private readonly log: Logger, operators: OperatorCollectorOptions) {
+    this.operators = new OperatorCollector(cache, ops, log, operators);
     this.runner = new CoalescedRunner(() => this.sweep(), (err) => this.log.warn("cleanup pass failed; will retry on the next change", { err }));
     this.unsubscribe = cache.subscribe(() => this.runner.kick());
+    const collectEveryMs = Math.min(MAX_COLLECT_INTERVAL_MS, Math.max(1000, operators.graceMs / 2));
+    this.collectTimer = setInterval(() => { this.collectDue = true; this.runner.kick(); }, collectEveryMs);
+    this.collectTimer.unref();
     this.runner.kick();
   }
 
   private async sweep(): Promise<void> {
+    await this.sweepModels();
+    if (!this.collectDue) return;
+    this.collectDue = false;
+    await this.operators.collect();
+  }
+
+  private async sweepModels(): Promise<void> {
     for (const idx of [...this.cache.models.values()]) {
       for (const m of [...idx.machines.values()]) {
         if (m.life !== "dying") continue;
@@ -40,5 +61,5 @@ export class Cleaner {
     }
   }
 
-  close(): void { this.runner.stop(); this.unsubscribe(); }
+  close(): void { clearInterval(this.collectTimer); this.runner.stop(); this.unsubscribe(); }
 }

@@ -23,6 +23,15 @@ export interface ControllerConfig {
   leadershipLeaseSeconds?: number;
   /** The etcd member this replica runs (replicas of an HA controller); absent on the embedded store. */
   member?: MemberConfig;
+  /** Operator storage; defaults in api/limits.ts. */
+  operators?: OperatorStorageConfig;
+}
+
+export interface OperatorStorageConfig {
+  /** Most bytes all stored operator bundles may take together. @default 128 MiB */
+  quotaBytes?: number;
+  /** An operator no application uses is deleted this long after its upload or last use. @default 3600 */
+  unusedGraceSeconds?: number;
 }
 
 export const dataFiles = {

@@ -15,11 +15,11 @@ import { join } from "node:path";
 import Fastify from "fastify";
 import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
-import { StewardError, createLogger } from "../api";
+import { DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
 import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending } from "./cluster";
-import type { ControllerConfig } from "./config";
+import type { ControllerConfig, OperatorStorageConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import type { LoginLimiterOptions } from "./server/login-limiter";
@@ -68,6 +68,8 @@ export interface ControllerOptions {
   requestRestart?: () => void;
   /** Called when this replica finds it was replaced while away and stands down for good. */
   onStoodDown?: (why: string) => void;
+  /** Overrides the configured operator storage (quota, grace before unused ones are deleted). */
+  operators?: OperatorStorageConfig;
 }
 
 /** This replica was removed from the cluster (replaced while it was away): it must not serve. */
@@ -157,6 +159,14 @@ export class Controller {
     return c;
   }
 
+  /** Operator storage settings: options over controller.json over the defaults in api/limits.ts. */
+  private get operatorStorage(): Required<OperatorStorageConfig> {
+    return {
+      quotaBytes: this.opts.operators?.quotaBytes ?? this.config.operators?.quotaBytes ?? DEFAULT_OPERATOR_QUOTA_BYTES,
+      unusedGraceSeconds: this.opts.operators?.unusedGraceSeconds ?? this.config.operators?.unusedGraceSeconds ?? DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS,
+    };
+  }
+
   getState(): ControllerState { return this.state; }
   get apiAddresses(): string[] { return [...this.ownAddresses]; }
   get isLeader(): boolean { return this.election?.isLeader ?? false; }
@@ -208,7 +218,7 @@ export class Controller {
     }
     installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
     installIdempotency(http, { store: this.store, cache, log: this.log });
-    registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses });
+    registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, operatorQuotaBytes: this.operatorStorage.quotaBytes });
     const logs = new ModelLogs();
     // A destroyed model's records go with it.
     cache.subscribe((changed) => { for (const m of changed) if (m !== CLUSTER_CHANGED && !cache.models.get(m)?.model) logs.forget(m); });
@@ -238,7 +248,7 @@ export class Controller {
           agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
           caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
         });
-        this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log);
+        this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
         if (membership) {
           this.keeper = new QuorumKeeper({ store: fenced, membership, cache, provisioner: new SshReplicaProvisioner(dataDir, this.config), log: this.log });

@@ -18,4 +18,5 @@ export type { AgentConfigFile } from "./substrates/local";
 export { controllerEntry, freePort, portFree, readPidFile, removeLocalController, startLocalController } from "./local-process";
 export { LeaderElection } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
-export { RequestScope, StateOps, requestKeys, runInRequest } from "./state";
+export { OperatorCollector } from "./operator-collector";
+export { RequestScope, StateOps, keys, requestKeys, runInRequest } from "./state";

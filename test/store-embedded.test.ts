@@ -1,10 +1,10 @@
 import test from "ava";
 import { spawn } from "node:child_process";
-import { appendFile, mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Store } from "../controller";
-import { EmbeddedStore } from "../controller";
+import { EmbeddedStore, embeddedStoreSize } from "../controller";
 import { storeConformance } from "./store-conformance";
 
 const dirs = new Map<Store, string>();
@@ -48,7 +48,7 @@ test("embedded: a snapshot replaces the log and a reopen restores from it", asyn
   for (let i = 0; i < 200; i++) await s.put(`/s/${i % 20}`, `value-${i}`);
   const rev = await s.currentRevision();
   await s.close();
-  t.true((await stat(join(dir, "snapshot.json"))).size > 0);
+  t.true((await stat(join(dir, "snapshot.frames"))).size > 0);
   t.true((await stat(join(dir, "wal.log"))).size < 4096 + 512);
   s = await EmbeddedStore.open({ dir });
   t.is(await s.currentRevision(), rev);
@@ -86,5 +86,70 @@ test.serial("embedded: kill -9 in the middle of writes loses no acknowledged wri
   t.deepEqual(missing, [], `${missing.length} acknowledged writes missing`);
   await s.close();
   t.truthy(await readFile(join(dir, "wal.log")));
+  await rm(dir, { recursive: true });
+});
+
+test.serial("embedded: a store of many large values snapshots key by key and reopens whole", async (t) => {
+  const dir = await tmp();
+  const valueBytes = 1400 * 1024;
+  const count = 40;
+  const valueOf = (i: number): string => String.fromCharCode(97 + (i % 26)).repeat(valueBytes - 8) + String(i).padStart(8, "0");
+  // Watch every JSON.stringify while the store snapshots: none may hold more than about one value.
+  const stringify = JSON.stringify;
+  let longest = 0;
+  JSON.stringify = ((...args: Parameters<typeof stringify>) => {
+    const out = stringify(...args);
+    longest = Math.max(longest, out?.length ?? 0);
+    return out;
+  }) as typeof JSON.stringify;
+  let s: EmbeddedStore;
+  try {
+    s = await EmbeddedStore.open({ dir, snapshotAfterBytes: 8 * 1024 * 1024 });
+    for (let i = 0; i < count; i++) await s.put(`/big/${i}`, valueOf(i));
+    await s.close();
+  } finally {
+    JSON.stringify = stringify;
+  }
+  const { snapshotBytes } = await embeddedStoreSize(dir);
+  t.true(snapshotBytes > 32 * valueBytes, `the snapshot holds most values (${snapshotBytes} bytes)`);
+  t.true(longest < 2 * valueBytes, `the longest string JSON.stringify built was ${longest} characters`);
+  s = await EmbeddedStore.open({ dir });
+  const kvs = (await s.range("/big/")).kvs;
+  t.is(kvs.length, count);
+  for (const kv of kvs) t.is(kv.value, valueOf(Number(kv.key.slice("/big/".length))), kv.key);
+  await s.put("/after", "ok");
+  await s.close();
+  await rm(dir, { recursive: true });
+});
+
+test("embedded: a snapshot in the first format (one JSON document) is still read, then replaced", async (t) => {
+  const dir = await tmp();
+  await mkdir(dir, { recursive: true });
+  const kv = { key: "/old/a", value: "kept", createRevision: 3, modRevision: 7, version: 2 };
+  await writeFile(join(dir, "snapshot.json"), JSON.stringify({ revision: 7, kvs: [kv], leases: [] }));
+  let s = await EmbeddedStore.open({ dir, snapshotAfterBytes: 1024 });
+  t.deepEqual(await s.get("/old/a"), kv);
+  t.is(await s.currentRevision(), 7);
+  for (let i = 0; i < 20; i++) await s.put(`/new/${i}`, "x".repeat(100));
+  await s.close();
+  await t.throwsAsync(stat(join(dir, "snapshot.json")), undefined, "the old snapshot is removed once a new one exists");
+  s = await EmbeddedStore.open({ dir });
+  t.is((await s.get("/old/a"))?.value, "kept");
+  t.is((await s.range("/new/")).kvs.length, 20);
+  await s.close();
+  await rm(dir, { recursive: true });
+});
+
+test("embedded: a damaged snapshot stops the open with a message instead of losing keys", async (t) => {
+  const dir = await tmp();
+  let s = await EmbeddedStore.open({ dir, snapshotAfterBytes: 1024 });
+  for (let i = 0; i < 40; i++) await s.put(`/d/${i}`, "y".repeat(100));
+  await s.close();
+  const path = join(dir, "snapshot.frames");
+  const bytes = await readFile(path);
+  bytes[bytes.length - 30]! ^= 0xff; // inside the last key's frame
+  await writeFile(path, bytes);
+  const err = await t.throwsAsync(EmbeddedStore.open({ dir }));
+  t.regex(err!.message, /snapshot .* is damaged \(a checksum mismatch/);
   await rm(dir, { recursive: true });
 });

@@ -63,3 +63,14 @@ export function requireModelAccess(p: Principal, idx: ModelIndex, needed: Access
   if (has && rank[has] >= rank[needed]) return;
   throw new StewardError("forbidden", `user ${p.user} has ${has ?? "no"} access to model ${idx.model?.name}; this needs ${needed} (an admin can run: steward grant ${p.user} ${needed} ${idx.model?.name})`, { details: { needed, has: has ?? "none" } });
 }
+
+/** Uploading an operator needs write access to some model (what else could it be for), or superuser. */
+export function requireWriteOnSomeModel(p: Principal, cache: StateCache): void {
+  const user = requireUser(p);
+  if (user.superuser) return;
+  for (const idx of cache.models.values()) {
+    const has = modelAccess(user, idx);
+    if (has && rank[has] >= rank.write) return;
+  }
+  throw new StewardError("forbidden", `user ${user.user} has write access to no model; uploading an operator needs write access to one (an admin can run: steward grant ${user.user} write <model>)`, { details: { needed: "write" } });
+}

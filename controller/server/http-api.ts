@@ -8,6 +8,7 @@ import type { Logger } from "../../api";
 import {
   ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, CreateModelRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
   MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
+  LEGACY_HASH_MESSAGE, operatorHashProblem,
 } from "../../api";
 import { signToken, verifyPassword } from "../security/credentials";
 import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
@@ -15,7 +16,7 @@ import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings } fr
 import type { SshSubstrate } from "../substrates/ssh";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
-import { authenticate, modelAccess, requireModelAccess, requireSuperuser, requireUser } from "./auth";
+import { authenticate, modelAccess, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
 
 const TOKEN_TTL_MS = 24 * 3600 * 1000;
 
@@ -27,6 +28,8 @@ export interface HttpApiDeps {
   cluster: ClusterControl;
   log: Logger;
   controllerAddresses: () => string[];
+  /** Most bytes all stored operators may take (see DEFAULT_OPERATOR_QUOTA_BYTES). */
+  operatorQuotaBytes: number;
 }
 
 export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
@@ -188,10 +191,14 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     return buildModelStatus(cache, idx);
   });
 
+  let uploads: Promise<unknown> = Promise.resolve();
   app.post("/v1/operators", { bodyLimit: 32 * 1024 * 1024 }, async (req, reply) => {
-    requireUser(principalOf(req));
+    requireWriteOnSomeModel(principalOf(req), cache);
     const bundle = parseRequest(OperatorBundle, req.body, "operator bundle");
-    const { doc, created } = await ops.putOperator(bundle);
+    // One upload at a time per replica, so two cannot both pass the quota check.
+    const stored = uploads.catch(() => undefined).then(() => ops.putOperator(bundle, { quotaBytes: deps.operatorQuotaBytes }));
+    uploads = stored;
+    const { doc, created } = await stored;
     reply.code(created ? 201 : 200);
     return { hash: doc.hash, name: doc.name, version: doc.version, created };
   });
@@ -202,7 +209,9 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     handler: async (req, reply: FastifyReply) => {
       principalOf(req); // users and agents alike
       const hash = (req.params as { hash: string }).hash;
-      if (!/^[0-9a-f]{64}$/.test(hash) || !cache.operators.has(hash)) throw notFound("operator", hash);
+      const problem = operatorHashProblem(hash);
+      if (problem === LEGACY_HASH_MESSAGE) throw new StewardError("invalid-request", problem, { details: { field: "hash" } });
+      if (problem || !cache.operators.has(hash)) throw notFound("operator", hash);
       if (req.method === "HEAD") return reply.code(200).send();
       return ops.getOperatorBundle(hash);
     },

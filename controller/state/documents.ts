@@ -13,7 +13,13 @@ export interface ModelDoc {
   createdAt: string;
   config: { updateStatusInterval: number; automaticallyRetryHooks?: boolean };
 }
-export interface OperatorDoc { hash: string; name: string; version: string; meta: OperatorMeta; bytes: number; chunks: number; uploadedAt: string }
+export interface OperatorDoc {
+  hash: string; name: string; version: string; meta: OperatorMeta; bytes: number; chunks: number; uploadedAt: string;
+  /** Last deploy or upgrade to it: unused operators are deleted a grace period after this or the upload. */
+  lastUsedAt?: string;
+}
+/** Chunks being written before their operator document exists; lets the collector find abandoned uploads. */
+export interface OperatorUploadDoc { hash: string; startedAt: string }
 export interface ApplicationDoc {
   name: string;
   operator: { hash: string; name: string; version: string };

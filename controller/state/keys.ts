@@ -36,6 +36,9 @@ export const keys = {
   presencePrefix: (m: string) => `/presence/${m}/`,
   operator: (hash: string) => `/operators/${hash}`,
   operatorChunk: (hash: string, i: number) => `/blobs/operators/${hash}/${i}`,
+  operatorChunks: (hash: string) => `/blobs/operators/${hash}/`,
+  operatorUpload: (hash: string) => `/blobs/operator-uploads/${hash}`,
+  operatorUploads: "/blobs/operator-uploads/",
 };
 
 /** Prefixes the state cache follows. */

@@ -9,7 +9,7 @@ import { StewardError, alreadyExists, bundleHash, checkConfigValue, invalidReque
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
-import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, RelationDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
@@ -126,20 +126,80 @@ export class StateOps extends StoreTxns {
 
   // --- operators ---
 
-  /** Stores an operator bundle under its content hash (idempotent: the same content is stored once). */
-  async putOperator(bundle: Bundle): Promise<{ doc: OperatorDoc; created: boolean }> {
+  /**
+   * Stores an operator bundle under its content hash (idempotent: the same content is stored once).
+   * Refuses it when the operators stored would then take more than `quotaBytes`.
+   */
+  async putOperator(bundle: Bundle, opts: { quotaBytes: number }): Promise<{ doc: OperatorDoc; created: boolean }> {
     const meta = validateBundle(bundle);
     const hash = bundleHash(bundle);
     const existing = await this.read<OperatorDoc>(keys.operator(hash));
     if (existing) return { doc: existing.doc, created: false };
     const data = Buffer.from(JSON.stringify(bundle));
+    await this.checkOperatorQuota(data.length, opts.quotaBytes);
     const chunks = Math.max(1, Math.ceil(data.length / CHUNK_BYTES));
     // Chunks first, each its own write (one transaction could exceed etcd's request limit); the
     // document that makes the operator visible goes last, so a reader never finds half an operator.
+    // The upload marker lets the collector delete the chunks of an upload that never finished.
+    const upload: OperatorUploadDoc = { hash, startedAt: this.stamp() };
+    await this.store.put(keys.operatorUpload(hash), JSON.stringify(upload));
     for (let i = 0; i < chunks; i++) await this.store.put(keys.operatorChunk(hash, i), data.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES).toString("base64"));
     const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp() };
-    const res = await this.store.txn({ compare: [absent(keys.operator(hash))], success: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }] });
+    const res = await this.store.txn({
+      compare: [absent(keys.operator(hash))],
+      success: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }, { type: "delete", key: keys.operatorUpload(hash) }],
+    });
     return { doc, created: res.succeeded };
+  }
+
+  async readOperator(hash: string): Promise<Read<OperatorDoc> | undefined> {
+    return this.read<OperatorDoc>(keys.operator(hash));
+  }
+
+  /** Bytes the stored operators take (their bundles as stored, before chunk encoding). */
+  async operatorBytes(): Promise<number> {
+    return (await this.readAll<OperatorDoc>("/operators/")).reduce((sum, op) => sum + op.doc.bytes, 0);
+  }
+
+  private async checkOperatorQuota(bytes: number, quotaBytes: number): Promise<void> {
+    const used = await this.operatorBytes();
+    if (used + bytes <= quotaBytes) return;
+    throw new StewardError("quota-exceeded",
+      `this operator (${bytes} bytes) would take the operators stored on this controller to ${used + bytes} bytes, over the operator quota of ${quotaBytes} bytes; ` +
+      "operators no application uses are deleted after a grace period, or raise operators.quotaBytes in controller.json",
+      { details: { quota: "operators.quotaBytes", quotaBytes, usedBytes: used, bytes } });
+  }
+
+  /**
+   * Deletes operator `hash` and its chunks if it is still as the collector saw it at `rev` (a
+   * deploy or upgrade touches the document, so one that raced the collector keeps it).
+   */
+  async deleteOperator(hash: string, rev: number): Promise<boolean> {
+    const res = await this.store.txn({
+      compare: [unchanged(keys.operator(hash), rev)],
+      success: [{ type: "delete", key: keys.operator(hash) }, { type: "deletePrefix", prefix: keys.operatorChunks(hash) }],
+    });
+    return res.succeeded;
+  }
+
+  /** Upload markers (chunks being written or abandoned) with the revision they were read at. */
+  async operatorUploads(): Promise<(Read<OperatorUploadDoc> & { key: string })[]> {
+    return this.readAll<OperatorUploadDoc>(keys.operatorUploads);
+  }
+
+  /** Deletes the chunks of an upload that never finished, unless its operator was stored meanwhile. */
+  async deleteAbandonedUpload(hash: string, rev: number): Promise<boolean> {
+    const res = await this.store.txn({
+      compare: [unchanged(keys.operatorUpload(hash), rev), absent(keys.operator(hash))],
+      success: [{ type: "delete", key: keys.operatorUpload(hash) }, { type: "deletePrefix", prefix: keys.operatorChunks(hash) }],
+    });
+    return res.succeeded;
+  }
+
+  /** A deploy or upgrade to `op` fails if the collector deleted it meanwhile, and makes a racing collector back off. */
+  private useOperator(op: Read<OperatorDoc>, compare: Compare[], ops: Op[]): void {
+    compare.push(unchanged(keys.operator(op.doc.hash), op.rev));
+    ops.push({ type: "put", key: keys.operator(op.doc.hash), value: JSON.stringify({ ...op.doc, lastUsedAt: this.stamp() } satisfies OperatorDoc) });
   }
 
   async getOperatorBundle(hash: string): Promise<Bundle> {
@@ -166,12 +226,15 @@ export class StateOps extends StoreTxns {
       if (await this.store.get(keys.app(uuid, req.name))) {
         throw new StewardError("already-exists", `application "${req.name}" already exists in model ${m.doc.name}: use add-unit or config to change it, or pick another name`, { details: { kind: "application", name: req.name } });
       }
+      const current = await this.read<OperatorDoc>(keys.operator(req.operator));
+      if (!current) throw invalidRequest(`operator ${req.operator} has not been uploaded (or was deleted unused): upload it again`, { field: "operator" });
       const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
       const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp() };
       const ops: Op[] = [];
       const units = await this.placeUnits(uuid, app, req.units, req.to ?? [], compare, ops);
       ops.unshift({ type: "put", key: keys.app(uuid, req.name), value: JSON.stringify(app) });
       await this.peerRelations(uuid, req.name, op.doc.meta, compare, ops);
+      this.useOperator(current, compare, ops);
       return { compare, ops, result: { units } };
     }).catch(async (err: unknown) => {
       if (StewardError.isInstance(err) && err.code === "conflict" && (await this.store.get(keys.app(uuid, req.name)))) throw alreadyExists("application", req.name);
@@ -246,8 +309,9 @@ export class StateOps extends StoreTxns {
       if (!a) throw notFound("application", appName);
       let operator = a.doc.operator;
       let meta = (await this.read<OperatorDoc>(keys.operator(operator.hash)))?.doc.meta;
+      let upgradeTo: Read<OperatorDoc> | undefined;
       if (patch.operator && patch.operator !== operator.hash) {
-        const op = await this.read<OperatorDoc>(keys.operator(patch.operator));
+        const op = (upgradeTo = await this.read<OperatorDoc>(keys.operator(patch.operator)));
         if (!op) throw invalidRequest(`operator ${patch.operator} has not been uploaded`, { field: "operator" });
         if (op.doc.name !== operator.name) throw invalidRequest(`application ${appName} runs operator "${operator.name}"; it cannot switch to "${op.doc.name}" (deploy a new application instead)`, { field: "operator" });
         operator = { hash: op.doc.hash, name: op.doc.name, version: op.doc.version };
@@ -265,7 +329,10 @@ export class StateOps extends StoreTxns {
       const changed = operator.hash !== a.doc.operator.hash || JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config));
       if (!changed) return { compare: [], ops: [], result: { changed } };
       const doc: ApplicationDoc = { ...a.doc, operator, config: next };
-      return { compare: [unchanged(keys.app(uuid, appName), a.rev)], ops: [{ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(doc) }], result: { changed } };
+      const compare: Compare[] = [unchanged(keys.app(uuid, appName), a.rev)];
+      const ops: Op[] = [{ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(doc) }];
+      if (upgradeTo) this.useOperator(upgradeTo, compare, ops);
+      return { compare, ops, result: { changed } };
     });
   }
 

@@ -3,7 +3,9 @@
  * write-ahead log. Every write batch is framed (length + CRC-32), appended and `fdatasync`ed before
  * any writer is acknowledged or any watcher told, so `kill -9` loses nothing acknowledged; a torn
  * tail frame is detected by its CRC and cut off on the next open. When the log grows past a bound,
- * the state is written to a snapshot (temp file, fsync, rename) and the log starts afresh.
+ * the state is written to a snapshot (temp file, fsync, rename) and the log starts afresh. The
+ * snapshot is framed like the log, one frame per key, and streamed to disk: the store is never
+ * turned into one string (V8 caps strings at 512 MiB; a store holding large values broke on it).
  *
  * Writers arriving while a batch is being synced queue up and go out together in the next batch
  * (group commit). Reads wait for an in-flight sync so they never observe a write that is not yet
@@ -11,7 +13,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
-import { mkdir, open, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { StewardError, invalidRequest } from "../../api";
 import { crc32 } from "./crc32";
@@ -19,7 +21,7 @@ import type { KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptio
 import { CompactedError, LeaseNotFoundError, StoreClosedError, compareHolds } from "./store";
 
 export interface EmbeddedStoreOptions {
-  /** Directory holding `wal.log` and `snapshot.json`; created if missing. */
+  /** Directory holding `wal.log` and `snapshot.frames`; created if missing. */
   dir: string;
   /**
    * Revisions of history kept in memory for watches that replay.
@@ -46,8 +48,18 @@ interface Pending { apply: () => Applied; resolve: (v: unknown) => void; reject:
 interface Applied { result: unknown; record?: WalRecord; events?: WatchEvent[] }
 interface WatchState { prefix: string; listener: (e: WatchEvent[], r: number) => void; onError?: (e: Error) => void; nextRev: number; closed: boolean }
 
-const SNAPSHOT = "snapshot.json";
+const SNAPSHOT = "snapshot.frames";
+/** The first snapshot format, one JSON document; still read, replaced by the next snapshot. */
+const LEGACY_SNAPSHOT = "snapshot.json";
 const WAL = "wal.log";
+
+/** The frames of a snapshot, in order: one header, one frame per key, one end frame. */
+type SnapshotFrame =
+  | { h: { revision: number; leases: { id: string; ttl: number }[] } }
+  | { kv: KeyValue }
+  | { end: number };
+/** Snapshot frames are gathered into writes of about this many bytes. */
+const SNAPSHOT_WRITE_BYTES = 1024 * 1024;
 
 export class EmbeddedStore implements Store {
   readonly backend = "embedded";
@@ -88,20 +100,8 @@ export class EmbeddedStore implements Store {
   }
 
   private async recover(walPath: string): Promise<void> {
-    const snap = await readFile(join(this.opts.dir, SNAPSHOT), "utf8").catch((e: NodeJS.ErrnoException) => {
-      if (e.code === "ENOENT") return undefined;
-      throw e;
-    });
     const now = Date.now();
-    if (snap !== undefined) {
-      const s = JSON.parse(snap) as { revision: number; kvs: KeyValue[]; leases: { id: string; ttl: number }[] };
-      this.revision = s.revision;
-      for (const l of s.leases) this.leases.set(l.id, { ttl: l.ttl, deadline: now + l.ttl * 1000, keys: new Set() });
-      for (const kv of s.kvs) {
-        this.kv.set(kv.key, kv);
-        if (kv.lease) this.leases.get(kv.lease)?.keys.add(kv.key);
-      }
-    }
+    if (!(await this.loadSnapshot(now))) await this.loadLegacySnapshot(now);
     const buf = await readFile(walPath);
     let off = 0;
     while (off + 8 <= buf.length) {
@@ -117,6 +117,57 @@ export class EmbeddedStore implements Store {
     this.walBytes = off;
     this.firstRetained = this.revision + 1;
     this.published = this.revision;
+  }
+
+  /** Loads `snapshot.frames` frame by frame; false when there is none. A damaged one stops the open. */
+  private async loadSnapshot(now: number): Promise<boolean> {
+    const path = join(this.opts.dir, SNAPSHOT);
+    const fh = await open(path, "r").catch((e: NodeJS.ErrnoException) => {
+      if (e.code === "ENOENT") return undefined;
+      throw e;
+    });
+    if (!fh) return false;
+    const damaged = (why: string): StewardError => new StewardError("internal", `the store snapshot ${path} is damaged (${why}); restore the data directory from a backup`);
+    try {
+      const reader = new FrameReader(fh);
+      let kvs = 0;
+      let headerSeen = false;
+      for (let body = await reader.next(); body; body = await reader.next()) {
+        const f = JSON.parse(body.toString("utf8")) as SnapshotFrame;
+        if ("h" in f) {
+          headerSeen = true;
+          this.revision = f.h.revision;
+          for (const l of f.h.leases) this.leases.set(l.id, { ttl: l.ttl, deadline: now + l.ttl * 1000, keys: new Set() });
+        } else if ("kv" in f) {
+          if (!headerSeen) throw damaged("a key before the header");
+          this.restoreKey(f.kv);
+          kvs++;
+        } else {
+          if (f.end !== kvs) throw damaged(`it ends after ${kvs} keys but promises ${f.end}`);
+          return true;
+        }
+      }
+      throw damaged(reader.damage ?? "it has no end frame");
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private async loadLegacySnapshot(now: number): Promise<void> {
+    const snap = await readFile(join(this.opts.dir, LEGACY_SNAPSHOT), "utf8").catch((e: NodeJS.ErrnoException) => {
+      if (e.code === "ENOENT") return undefined;
+      throw e;
+    });
+    if (snap === undefined) return;
+    const s = JSON.parse(snap) as { revision: number; kvs: KeyValue[]; leases: { id: string; ttl: number }[] };
+    this.revision = s.revision;
+    for (const l of s.leases) this.leases.set(l.id, { ttl: l.ttl, deadline: now + l.ttl * 1000, keys: new Set() });
+    for (const kv of s.kvs) this.restoreKey(kv);
+  }
+
+  private restoreKey(kv: KeyValue): void {
+    this.kv.set(kv.key, kv);
+    if (kv.lease) this.leases.get(kv.lease)?.keys.add(kv.key);
   }
 
   private replay(rec: WalRecord, now: number): void {
@@ -220,15 +271,27 @@ export class EmbeddedStore implements Store {
     this.flushing = false;
   }
 
+  /**
+   * Writes the whole state to a new snapshot, key by key (each key its own frame, so no string
+   * ever holds more than one value), then makes it the snapshot in one rename. Runs inside the
+   * flush loop, so no write changes memory while it iterates.
+   */
   private async snapshot(): Promise<void> {
-    const leases = [...this.leases].map(([id, l]) => ({ id, ttl: l.ttl }));
-    const body = JSON.stringify({ revision: this.revision, kvs: [...this.kv.values()], leases });
     const tmp = join(this.opts.dir, `${SNAPSHOT}.tmp`);
-    await writeFile(tmp, body, { mode: 0o600 });
-    const fh = await open(tmp, "r+");
-    await fh.sync();
-    await fh.close();
+    const out = await open(tmp, "w", 0o600);
+    try {
+      const writer = new FrameWriter(out);
+      const leases = [...this.leases].map(([id, l]) => ({ id, ttl: l.ttl }));
+      await writer.add({ h: { revision: this.revision, leases } });
+      for (const kv of this.kv.values()) await writer.add({ kv });
+      await writer.add({ end: this.kv.size });
+      await writer.flush();
+      await out.sync();
+    } finally {
+      await out.close();
+    }
     await rename(tmp, join(this.opts.dir, SNAPSHOT));
+    await rm(join(this.opts.dir, LEGACY_SNAPSHOT), { force: true });
     await syncDir(this.opts.dir);
     // Only now is the log redundant; a crash before this truncate replays records the snapshot already has (skipped by revision).
     await this.wal.truncate(0);
@@ -416,7 +479,70 @@ export class EmbeddedStore implements Store {
   }
 }
 
-function frame(rec: WalRecord): Buffer {
+/** Gathers frames into large writes, so a snapshot of many small keys is not one syscall per key. */
+class FrameWriter {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(private readonly out: FileHandle) {}
+
+  async add(rec: SnapshotFrame): Promise<void> {
+    const f = frame(rec);
+    this.pending.push(f);
+    this.pendingBytes += f.length;
+    if (this.pendingBytes >= SNAPSHOT_WRITE_BYTES) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const data = Buffer.concat(this.pending);
+    this.pending = [];
+    this.pendingBytes = 0;
+    await this.out.write(data, 0, data.length, null);
+  }
+}
+
+/** Reads frames back one at a time through a buffer, never the whole file at once. */
+class FrameReader {
+  private buf = Buffer.alloc(0);
+  private off = 0;
+  private filePos = 0;
+  private eof = false;
+  /** Why reading stopped early, when it did. */
+  damage: string | undefined;
+
+  constructor(private readonly fh: FileHandle) {}
+
+  /** The next frame's body, or undefined at the end (or at damage: see {@link damage}). */
+  async next(): Promise<Buffer | undefined> {
+    if (!(await this.fill(8))) {
+      if (this.buf.length > this.off) this.damage = "a torn frame header at the end";
+      return undefined;
+    }
+    const len = this.buf.readUInt32LE(this.off);
+    const sum = this.buf.readUInt32LE(this.off + 4);
+    if (!(await this.fill(8 + len))) { this.damage = "a frame cut short at the end"; return undefined; }
+    const body = this.buf.subarray(this.off + 8, this.off + 8 + len);
+    if (crc32(body) !== sum) { this.damage = `a checksum mismatch at byte ${this.filePos - (this.buf.length - this.off)}`; return undefined; }
+    this.off += 8 + len;
+    return body;
+  }
+
+  /** Makes at least `n` unread bytes available; false if the file ends first. */
+  private async fill(n: number): Promise<boolean> {
+    while (this.buf.length - this.off < n && !this.eof) {
+      const chunk = Buffer.alloc(Math.max(SNAPSHOT_WRITE_BYTES, n));
+      const { bytesRead } = await this.fh.read(chunk, 0, chunk.length, this.filePos);
+      if (bytesRead === 0) { this.eof = true; break; }
+      this.filePos += bytesRead;
+      this.buf = Buffer.concat([this.buf.subarray(this.off), chunk.subarray(0, bytesRead)]);
+      this.off = 0;
+    }
+    return this.buf.length - this.off >= n;
+  }
+}
+
+function frame(rec: WalRecord | SnapshotFrame): Buffer {
   const body = Buffer.from(JSON.stringify(rec), "utf8");
   const head = Buffer.alloc(8);
   head.writeUInt32LE(body.length, 0);
@@ -441,5 +567,5 @@ async function syncDir(dir: string): Promise<void> {
 /** Size of the log and snapshot, for status and benchmarks. */
 export async function embeddedStoreSize(dir: string): Promise<{ walBytes: number; snapshotBytes: number }> {
   const size = async (f: string): Promise<number> => (await stat(join(dir, f)).catch(() => ({ size: 0 }))).size;
-  return { walBytes: await size(WAL), snapshotBytes: await size(SNAPSHOT) };
+  return { walBytes: await size(WAL), snapshotBytes: (await size(SNAPSHOT)) + (await size(LEGACY_SNAPSHOT)) };
 }
