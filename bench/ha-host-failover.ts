@@ -16,7 +16,8 @@
  *
  * Each is measured in 10 trials.
  *
- * Needs root (network namespaces). BENCH_HA_TRIALS changes the trial count.
+ * Needs root (network namespaces). BENCH_HA_TRIALS changes the trial count, BENCH_HA_CUT_S how long
+ * a partition lasts, BENCH_HA_PARTS which parts run.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -32,6 +33,8 @@ import { TestLab } from "../test/harness/hosts";
 import { median, report, sleep } from "./util";
 
 const TRIALS = Number(process.env.BENCH_HA_TRIALS ?? 10);
+/** BENCH_HA_PARTS (comma-separated: kill, partition, agents, replace) runs only those parts. */
+const part = (name: string): boolean => (process.env.BENCH_HA_PARTS ?? "kill,partition,agents,replace").split(",").includes(name);
 const AGENTS = 1000;
 
 export async function benchHaHostFailover(): Promise<void> {
@@ -68,11 +71,15 @@ export async function benchHaHostFailover(): Promise<void> {
     };
     const hostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean): TestHost => replicas.find((h) => h.ip === c.members.find(pick)!.host)!;
 
-    await benchLeaderKill(mk, entry.addresses, cluster, healthy, hostOf, restart, bootstrapS);
-    await benchPartitionHeal(mk, entry.addresses, cluster, healthy, hostOf, "follower");
-    await benchPartitionHeal(mk, entry.addresses, cluster, healthy, hostOf, "leader");
+    if (part("kill")) await benchLeaderKill(mk, entry.addresses, cluster, healthy, hostOf, restart, bootstrapS);
+    if (part("partition")) {
+      await benchPartitionHeal(mk, entry.addresses, cluster, healthy, hostOf, "follower");
+      await benchPartitionHeal(mk, entry.addresses, cluster, healthy, hostOf, "leader");
+    }
+    if (!part("agents") && !part("replace")) return;
 
-    await benchAgentReconnect(all, entry.caCert, healthy, replicas, restart);
+    if (part("agents")) await benchAgentReconnect(all, entry.caCert, healthy, replicas, restart);
+    if (!part("replace")) return;
 
     // A follower lost for good, replaced on the spare host; the lost host then comes back, stands
     // down and becomes the next trial's spare (the installer wipes what it left).
