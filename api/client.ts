@@ -9,7 +9,7 @@
  * ```
  */
 import { Agent, request } from "node:https";
-import WebSocket from "ws";
+import type WebSocket from "ws";
 import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, UnitDetails } from "./status";
@@ -246,7 +246,9 @@ export class ControllerClient {
   async watchStatus(model: string, onStatus: (s: ModelStatus) => void, signal: AbortSignal): Promise<void> {
     if (!this.token) await this.login();
     const address = this.list[this.preferred]!;
-    const ws = new WebSocket(`wss://${address}/v1/models/${enc(model)}/watch`, { ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${this.token}` } } as WebSocket.ClientOptions);
+    // Loaded here: only watches need it, and a one-shot CLI command starts faster without it.
+    const WebSocketClass = require("ws") as typeof WebSocket;
+    const ws = new WebSocketClass(`wss://${address}/v1/models/${enc(model)}/watch`, { ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${this.token}` } } as WebSocket.ClientOptions);
     await new Promise<void>((resolve, reject) => {
       const onAbort = (): void => { ws.close(1000); resolve(); };
       if (signal.aborted) return onAbort();

@@ -5,12 +5,12 @@
  */
 import { Command, Option, UsageError } from "clipanion";
 import { resolve } from "node:path";
-import { ControllerClient, StewardError } from "../api";
+import { ControllerClient, StewardError, sanitizeForTerminal } from "../api/core";
 import type { ClientConfig, ControllerEntry } from "./client-config";
 import { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 import type { StewardContext } from "./context";
+import type * as ModelFile from "./model-file";
 import type { ModelDefinition } from "./model-file";
-import { loadModelFile } from "./model-file";
 import type { Change } from "./plan";
 import { actualStatus, describePlan, planChanges } from "./plan";
 
@@ -22,7 +22,7 @@ export abstract class BaseCommand extends Command<StewardContext> {
       return await this.run();
     } catch (err) {
       if (StewardError.isInstance(err)) {
-        this.context.stderr.write(`ERROR ${err.message}\n`);
+        this.context.stderr.write(`ERROR ${sanitizeForTerminal(err.message)}\n`);
         return 1;
       }
       throw err;
@@ -33,8 +33,9 @@ export abstract class BaseCommand extends Command<StewardContext> {
   clientConfig(): Promise<ClientConfig> { return loadClientConfig(this.home); }
   saveConfig(cfg: ClientConfig): Promise<void> { return saveClientConfig(this.home, cfg); }
 
-  out(line = ""): void { this.context.stdout.write(line + "\n"); }
-  progress(line: string): void { this.context.stderr.write(line + "\n"); }
+  /** Prints a line; text from the controller may hold escape sequences, so it is sanitised here. */
+  out(line = ""): void { this.context.stdout.write(sanitizeForTerminal(line) + "\n"); }
+  progress(line: string): void { this.context.stderr.write(sanitizeForTerminal(line) + "\n"); }
 }
 
 /** A command that talks to a controller (`--controller`, default the current one). */
@@ -113,6 +114,8 @@ export abstract class ModelFileCommand extends ModelCommand {
 
   /** Loads the file, reads the model and prints the plan. */
   async plan(): Promise<{ client: ControllerClient; model: string; def: ModelDefinition; changes: Change[] }> {
+    // Loaded here, not at the top: the YAML parser is not needed by every other command.
+    const { loadModelFile } = require("./model-file") as typeof ModelFile;
     const def = await loadModelFile(resolve(this.context.cwd, this.file));
     const model = this.modelName ?? def.model ?? (await this.model());
     const client = await this.connect();

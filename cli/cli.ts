@@ -1,6 +1,6 @@
 /** The `steward` command line: every command, listed once. */
 import { Builtins, Cli } from "clipanion";
-import { STEWARD_VERSION } from "../api";
+import { STEWARD_VERSION } from "../api/core";
 import type { StewardContext } from "./context";
 import AddMachineCommand from "./commands/add-machine";
 import AddModelCommand from "./commands/add-model";

@@ -6,7 +6,7 @@
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { StewardError } from "../api";
+import { StewardError } from "../api/core";
 
 export interface ControllerEntry {
   addresses: string[];

@@ -1,6 +1,6 @@
 /** The changes that take a model from what the controller has to what a model file says. */
-import type { ControllerClient, ModelStatus } from "../api";
-import { StewardError, integrationJoins } from "../api";
+import type { ControllerClient, ModelStatus } from "../api/core";
+import { StewardError, integrationJoins } from "../api/core";
 import type { DesiredApplication, ModelDefinition } from "./model-file";
 
 export type Change =

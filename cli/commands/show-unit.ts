@@ -1,5 +1,5 @@
 import { Command, Option, UsageError } from "clipanion";
-import { stringify } from "yaml";
+import { stringify } from "../yaml-output";
 import { ModelCommand } from "../base-command";
 
 export default class ShowUnitCommand extends ModelCommand {
