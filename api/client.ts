@@ -78,6 +78,17 @@ export const ADDRESSES_HEADER = "steward-addresses";
 
 const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
 
+// TLS verification failures: the replica is up, but its certificate is not from the pinned CA.
+const UNTRUSTED_CERTIFICATE_ERRORS = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT", "CERT_SIGNATURE_FAILURE",
+  "UNABLE_TO_GET_ISSUER_CERT", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "CERT_UNTRUSTED", "CERT_HAS_EXPIRED", "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+/** The error for a replica whose certificate the pinned CA did not sign; `details.reason` lets callers name the controller. */
+function untrustedCertificate(address: string, code: string, cause: unknown): StewardError {
+  return new StewardError("unavailable", `the controller at ${address} presented a certificate that the CA this client trusts for it does not accept (${code}): either the controller was re-created with a new CA, or something else answers at that address`, { cause, retryable: false, details: { reason: "untrusted-certificate", address } });
+}
+
 export class ControllerClient {
   private readonly opts: ControllerClientOptions;
   private readonly agent: Agent;
@@ -140,6 +151,7 @@ export class ControllerClient {
         // Try the next replica when this one is unreachable or has lost its store majority (503).
         if (StewardError.isInstance(err) && err.code === "unavailable") continue;
         const code = (err as NodeJS.ErrnoException).code;
+        if (code && UNTRUSTED_CERTIFICATE_ERRORS.has(code)) { lastErr = untrustedCertificate(address, code, err); continue; }
         if (!code || !CONNECTION_ERRORS.has(code)) throw err;
       }
     }

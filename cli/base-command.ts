@@ -4,7 +4,7 @@
  * (a stack trace is only for bugs).
  */
 import { Command, Option, UsageError } from "clipanion";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { ControllerClient, StewardError, sanitizeForTerminal } from "../api/core";
 import type { ClientConfig, ControllerEntry } from "./client-config";
 import { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
@@ -22,12 +22,15 @@ export abstract class BaseCommand extends Command<StewardContext> {
       return await this.run();
     } catch (err) {
       if (StewardError.isInstance(err)) {
-        this.context.stderr.write(`ERROR ${sanitizeForTerminal(err.message)}\n`);
+        this.context.stderr.write(`ERROR ${sanitizeForTerminal(this.explain(err))}\n`);
         return 1;
       }
       throw err;
     }
   }
+
+  /** The message for a Steward error; commands that know more context (which controller) add it. */
+  protected explain(err: StewardError): string { return err.message; }
 
   get home(): string { return stewardHome(this.context.env); }
   clientConfig(): Promise<ClientConfig> { return loadClientConfig(this.home); }
@@ -45,6 +48,12 @@ export abstract class ControllerCommand extends BaseCommand {
   protected entryName?: string;
   protected entry?: ControllerEntry;
   private client?: ControllerClient;
+
+  protected override explain(err: StewardError): string {
+    if (err.details.reason !== "untrusted-certificate" || !this.entryName) return err.message;
+    const where = this.entry?.dataDir ? ` (a local controller: its current CA is ${join(this.entry.dataDir, "ca.crt")})` : "";
+    return `cannot trust controller "${this.entryName}": ${err.message}. If you re-created it on purpose${where}, register it again: remove "${this.entryName}" from ${join(this.home, "controllers.json")} and bootstrap or add it anew. Otherwise do not send it your credentials.`;
+  }
 
   async resolveController(): Promise<{ name: string; entry: ControllerEntry; cfg: ClientConfig }> {
     const cfg = await this.clientConfig();
@@ -94,6 +103,14 @@ export abstract class ModelCommand extends ControllerCommand {
     const name = this.modelName ?? this.context.env.STEWARD_MODEL ?? entry.currentModel;
     if (!name) throw new UsageError("no model selected: pass --model, or create one with steward add-model");
     return name;
+  }
+
+  /** Records where an application's operator came from, so `steward refresh` can find it again. */
+  async rememberOperatorSource(model: string, app: string, dir: string): Promise<void> {
+    const { name, cfg } = await this.resolveController();
+    const entry = cfg.controllers[name]!;
+    entry.operatorSources = { ...entry.operatorSources, [`${model}/${app}`]: dir };
+    await this.saveConfig(cfg);
   }
 }
 

@@ -31,6 +31,9 @@ import ShowUnitCommand from "./commands/show-unit";
 import EnableHaCommand from "./commands/enable-ha";
 import AddSpareCommand from "./commands/add-spare";
 import ShowControllerCommand from "./commands/show-controller";
+import HelpCommand from "./commands/help";
+import VersionCommand from "./commands/version";
+import RefreshCommand from "./commands/refresh";
 
 export const commands = [
   BootstrapCommand, ControllersCommand, ShowControllerCommand, EnableHaCommand, AddSpareCommand, LoginCommand, AddUserCommand, GrantCommand, DestroyControllerCommand,
@@ -38,6 +41,7 @@ export const commands = [
   DeployCommand, AddUnitCommand, RemoveUnitCommand, ConfigCommand, RemoveApplicationCommand,
   IntegrateCommand, RemoveIntegrationCommand, ResolveCommand, ShowUnitCommand,
   AddMachineCommand, MachinesCommand, RemoveMachineCommand,
+  HelpCommand, VersionCommand, RefreshCommand,
 ];
 
 export function buildCli(opts: { colors?: boolean } = {}): Cli<StewardContext> {

@@ -17,6 +17,8 @@ export interface ControllerEntry {
   /** Set for a controller running on this host (local bootstrap): its data directory. */
   dataDir?: string;
   currentModel?: string;
+  /** Where each application's operator was deployed from (`model/app` to a directory), for `steward refresh`. */
+  operatorSources?: Record<string, string>;
 }
 
 export interface ClientConfig {

@@ -33,7 +33,8 @@ export default class DeployCommand extends ModelCommand {
   async run(): Promise<number> {
     const units = this.units;
     const model = await this.model();
-    const op = await readOperatorDir(resolve(this.context.cwd, this.dir));
+    const dir = resolve(this.context.cwd, this.dir);
+    const op = await readOperatorDir(dir);
     const name = this.appName ?? op.meta.name;
     const config = Object.fromEntries(Object.entries(parseAssignments(this.config, "--config")).map(([k, v]) => [k, coerceConfigText(op.meta.config[k]?.type, v)]));
     const client = await this.connect();
@@ -43,6 +44,7 @@ export default class DeployCommand extends ModelCommand {
     }
     const to = this.to ? this.to.split(",").map((s) => s.trim()).filter(Boolean) : undefined;
     const app = await client.deploy(model, { name, operator: op.hash, units, ...(Object.keys(config).length > 0 ? { config } : {}), ...(to ? { to } : {}) });
+    await this.rememberOperatorSource(model, name, dir);
     this.out(`Deployed "${name}" (${op.meta.name} ${op.meta.version}) with ${app.units.length} unit${app.units.length === 1 ? "" : "s"}: ${app.units.join(", ") || "none"}.`);
     if (this.wait) {
       await waitForModelReady(client, model, { apps: [name], timeoutMs: this.timeout, progress: (l) => this.progress(l) });
@@ -52,4 +54,5 @@ export default class DeployCommand extends ModelCommand {
     }
     return 0;
   }
+
 }
