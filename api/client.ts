@@ -271,7 +271,7 @@ export class ControllerClient {
         else if (msg.error) reject(errorFromWire(msg.error, 400));
       });
       ws.on("unexpected-response", (_req, res) => reject(new StewardError(res.statusCode === 401 ? "unauthorized" : res.statusCode === 404 ? "not-found" : "unavailable", `watch refused with HTTP ${res.statusCode}`)));
-      ws.on("error", reject);
+      ws.on("error", (err: NodeJS.ErrnoException) => reject(err.code && UNTRUSTED_CERTIFICATE_ERRORS.has(err.code) ? untrustedCertificate(address, err.code, err) : err));
       ws.on("close", () => { signal.removeEventListener("abort", onAbort); if (!signal.aborted) reject(new StewardError("unavailable", "status stream closed by the controller")); });
     });
   }

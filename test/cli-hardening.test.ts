@@ -131,7 +131,7 @@ test.serial("a controller whose certificate the client does not trust is a clear
     // As if "hard" had been re-created with a new CA while this client kept the old one.
     cfg.controllers.stale = { addresses: entry.addresses, caCert: init.caCert, user: "admin", token: "x" };
     await writeFile(join(home, "controllers.json"), JSON.stringify(cfg));
-    for (const args of [["status", "-m", "x"], ["models"]]) {
+    for (const args of [["status", "-m", "x"], ["status", "-m", "x", "--watch"], ["models"]]) {
       const r = await steward(...args, "-c", "stale");
       t.is(r.code, 1, args.join(" "));
       t.regex(r.stderr, /^ERROR cannot trust controller "stale": the controller at 127\.0\.0\.1:\d+ presented a certificate that the CA this client trusts for it does not accept/m);
