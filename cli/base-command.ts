@@ -51,8 +51,9 @@ export abstract class ControllerCommand extends BaseCommand {
 
   protected override explain(err: StewardError): string {
     if (err.details.reason !== "untrusted-certificate" || !this.entryName) return err.message;
-    const where = this.entry?.dataDir ? ` (a local controller: its current CA is ${join(this.entry.dataDir, "ca.crt")})` : "";
-    return `cannot trust controller "${this.entryName}": ${err.message}. If you re-created it on purpose${where}, register it again: remove "${this.entryName}" from ${join(this.home, "controllers.json")} and bootstrap or add it anew. Otherwise do not send it your credentials.`;
+    const config = join(this.home, "controllers.json");
+    const localCa = this.entry?.dataDir ? `, or put its current CA (${join(this.entry.dataDir, "ca.crt")}) in the entry's caCert` : "";
+    return `cannot trust controller "${this.entryName}": ${err.message}. If it was re-created on purpose, this client's entry is stale: remove "${this.entryName}" from ${config}${localCa}. Otherwise do not send it your credentials.`;
   }
 
   async resolveController(): Promise<{ name: string; entry: ControllerEntry; cfg: ClientConfig }> {

@@ -13,7 +13,7 @@ import { ControllerClient } from "../api";
 import { loadClientConfig } from "../cli";
 import { initControllerDir } from "../controller";
 import type { CliResult } from "./harness/cli";
-import { cliRunner } from "./harness/cli";
+import { bootstrapOnFreePort, cliRunner } from "./harness/cli";
 import { fixturesDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { recordDir, recorderVariant, sequences } from "./harness/operators";
@@ -27,7 +27,7 @@ let admin: ControllerClient;
 test.before(async () => {
   home = await mkdtemp(join(tmpdir(), "steward-clih-"));
   steward = cliRunner(home, repo);
-  const boot = await steward("bootstrap", "hard", "--port", String(20000 + Math.floor(Math.random() * 20000)));
+  const boot = await bootstrapOnFreePort(steward, "hard");
   if (boot.code !== 0) throw new Error(`bootstrap failed: ${boot.stdout}${boot.stderr}`);
   const entry = (await loadClientConfig(home)).controllers.hard!;
   admin = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password! });
@@ -135,7 +135,7 @@ test.serial("a controller whose certificate the client does not trust is a clear
       const r = await steward(...args, "-c", "stale");
       t.is(r.code, 1, args.join(" "));
       t.regex(r.stderr, /^ERROR cannot trust controller "stale": the controller at 127\.0\.0\.1:\d+ presented a certificate that the CA this client trusts for it does not accept/m);
-      t.regex(r.stderr, /register it again: remove "stale" from .*controllers\.json/);
+      t.regex(r.stderr, /this client's entry is stale: remove "stale" from .*controllers\.json/);
       noStack(t, r);
     }
   } finally {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { ControllerClient } from "../api";
 import { loadClientConfig } from "../cli";
 import { Supervisor } from "../controller";
-import { cliRunner } from "./harness/cli";
+import { bootstrapOnFreePort, cliRunner } from "./harness/cli";
 import { eventually } from "./harness/eventually";
 import { killProcessesUnder } from "./harness/processes";
 
@@ -21,7 +21,7 @@ test.serial("a local controller killed with kill -9 is restarted, and gets none 
   process.env.SECRET_TEST = "do-not-leak";
   const steward = cliRunner(home, process.cwd());
   try {
-    const boot = await steward("bootstrap", "sup", "--port", String(20000 + Math.floor(Math.random() * 20000)));
+    const boot = await bootstrapOnFreePort(steward, "sup");
     t.is(boot.code, 0, boot.stdout + boot.stderr);
     const entry = (await loadClientConfig(home)).controllers.sup!;
     const pidFile = join(entry.dataDir!, "controller.pid");
