@@ -138,7 +138,7 @@ export abstract class ModelFileCommand extends ModelCommand {
     const model = this.modelName ?? def.model ?? (await this.model());
     const client = await this.connect();
     const changes = planChanges(def, model, await actualStatus(client, model));
-    this.context.stdout.write(describePlan(model, changes));
+    this.context.stdout.write(sanitizeForTerminal(describePlan(model, changes)));
     return { client, model, def, changes };
   }
 }
