@@ -60,6 +60,7 @@ test.serial("a bad number or duration is refused before anything changes", async
     [["add-machine", "ssh:root@127.0.0.1", "--port", "ssh"], /--port: expected a number/],
     [["add-unit", "board", "-n", "1.5"], /-n: expected to be an integer/],
     [["destroy-controller", "hard", "--yes", "--timeout", "abc"], /--timeout: expected a duration/],
+    [["destroy-model", "args", "--yes", "--timeout", "abc"], /--timeout: expected a duration/],
     [["add-model", "args2", "--update-status-interval", "often"], /--update-status-interval: expected a duration/],
   ];
   for (const [args, expected] of cases) {
