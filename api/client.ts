@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Agent, request } from "node:https";
-import WebSocket from "ws";
+import type WebSocket from "ws";
 import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, UnitDetails } from "./status";
@@ -109,6 +109,17 @@ const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
 
+// TLS verification failures: the replica is up, but its certificate is not from the pinned CA.
+const UNTRUSTED_CERTIFICATE_ERRORS = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT", "CERT_SIGNATURE_FAILURE",
+  "UNABLE_TO_GET_ISSUER_CERT", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "CERT_UNTRUSTED", "CERT_HAS_EXPIRED", "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+/** The error for a replica whose certificate the pinned CA did not sign; `details.reason` lets callers name the controller. */
+function untrustedCertificate(address: string, code: string, cause: unknown): StewardError {
+  return new StewardError("unavailable", `the controller at ${address} presented a certificate that the CA this client trusts for it does not accept (${code}): either the controller was re-created with a new CA, or something else answers at that address`, { cause, retryable: false, details: { reason: "untrusted-certificate", address } });
+}
+
 export class ControllerClient {
   private readonly opts: ControllerClientOptions;
   private readonly agent: Agent;
@@ -179,6 +190,7 @@ export class ControllerClient {
           // Try the next replica when this one is unreachable or has lost its store majority (503).
           if (StewardError.isInstance(err) && err.code === "unavailable") { answeredUnavailable = true; continue; }
           const code = (err as NodeJS.ErrnoException).code;
+          if (code && UNTRUSTED_CERTIFICATE_ERRORS.has(code)) { lastErr = untrustedCertificate(address, code, err); continue; }
           if (!code || !CONNECTION_ERRORS.has(code)) throw err;
         }
       }
@@ -354,7 +366,9 @@ export class ControllerClient {
   async watchStatus(model: string, onStatus: (s: ModelStatus) => void, signal: AbortSignal): Promise<void> {
     if (!this.token) await this.login();
     const address = this.list[this.preferred]!;
-    const ws = new WebSocket(`wss://${address}/v1/models/${enc(model)}/watch`, { ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${this.token}` } } as WebSocket.ClientOptions);
+    // Loaded here: only watches need it, and a one-shot CLI command starts faster without it.
+    const WebSocketClass = require("ws") as typeof WebSocket;
+    const ws = new WebSocketClass(`wss://${address}/v1/models/${enc(model)}/watch`, { ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${this.token}` } } as WebSocket.ClientOptions);
     await new Promise<void>((resolve, reject) => {
       const onAbort = (): void => { ws.close(1000); resolve(); };
       if (signal.aborted) return onAbort();
@@ -365,7 +379,7 @@ export class ControllerClient {
         else if (msg.error) reject(errorFromWire(msg.error, 400));
       });
       ws.on("unexpected-response", (_req, res) => reject(new StewardError(res.statusCode === 401 ? "unauthorized" : res.statusCode === 404 ? "not-found" : "unavailable", `watch refused with HTTP ${res.statusCode}`)));
-      ws.on("error", reject);
+      ws.on("error", (err: NodeJS.ErrnoException) => reject(err.code && UNTRUSTED_CERTIFICATE_ERRORS.has(err.code) ? untrustedCertificate(address, err.code, err) : err));
       ws.on("close", () => { signal.removeEventListener("abort", onAbort); if (!signal.aborted) reject(new StewardError("unavailable", "status stream closed by the controller")); });
     });
   }

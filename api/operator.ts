@@ -293,6 +293,9 @@ function printablePath(path: string): string {
 
 /** Marks the hash encoding below; a hash of another format is refused (see {@link operatorHashProblem}). */
 export const OPERATOR_HASH_PREFIX = "v2-";
+
+/** The first 8 hex digits of an operator hash, as people are shown it. */
+export const shortHash = (hash: string): string => hash.replace(OPERATOR_HASH_PREFIX, "").slice(0, 8);
 export const OPERATOR_HASH_PATTERN = /^v2-[0-9a-f]{64}$/;
 /** The first format: sha256 over `path\0mode\0content\0`, ambiguous because fields had no lengths. */
 const LEGACY_HASH_PATTERN = /^[0-9a-f]{64}$/;

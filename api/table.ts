@@ -1,6 +1,26 @@
 /** Plain column tables, as `juju status` prints them: left-aligned, two spaces apart. */
 export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const clean = (cells: string[]): string[] => cells.map((c) => sanitizeForTerminal(c ?? "", { keepNewlines: false }));
+  const body = rows.map(clean);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? "").length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
-  return [line(header), ...rows.map(line)].join("\n") + "\n";
+  return [line(header), ...body.map(line)].join("\n") + "\n";
+}
+
+// C0 controls but tab and newline, DEL, and C1 controls (0x9b is a one-byte CSI on some terminals).
+const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+// ESC [ … final byte (CSI), ESC ] … BEL or ESC \ (OSC), and ESC plus one character.
+const ESCAPES = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]/g;
+
+/**
+ * Text that came from operators, agents or machines (status messages, hostnames) made safe to
+ * print: escape sequences are removed whole and other control characters become `?`, so a unit
+ * cannot clear the screen, retitle the terminal or forge lines. Tabs stay; newlines stay unless
+ * `keepNewlines` is false (table cells), where they and tabs become spaces.
+ */
+export function sanitizeForTerminal(text: string, opts: { keepNewlines?: boolean } = {}): string {
+  const keepNewlines = opts.keepNewlines ?? true;
+  let out = text.replace(ESCAPES, "").replace(CONTROLS, "?");
+  if (!keepNewlines) out = out.replace(/[\n\t]/g, " ");
+  return out;
 }

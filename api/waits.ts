@@ -36,9 +36,21 @@ export async function waitForModelReady(client: ControllerClient, model: string,
     }
     const appsSettled = (o.apps ?? Object.keys(last.applications)).every((a) => last!.applications[a]?.life !== "dying");
     if (appsSettled && units.every((u) => (o.ready ?? unitIsReady)(u) && u.life === "alive")) return last;
+    const failed = units.filter((u) => u.agent.current === "error");
+    if (failed.length > 0 && !(await retriesHooks(client, model))) {
+      // Nothing will retry the hook: waiting longer cannot help, so say so now.
+      const first = failed[0]!.name;
+      throw notReadyError(last, o.apps, `${failed.map((u) => u.name).join(", ")} failed a hook and model "${model}" does not retry hooks (automatically-retry-hooks=false): fix the cause, then run steward resolve ${first}`, o.ready);
+    }
     await new Promise((r) => setTimeout(r, o.intervalMs ?? 300));
   }
   throw notReadyError(last, o.apps, `timed out after ${Math.round(o.timeoutMs / 1000)} s waiting for units to be ${o.ready ? "ready" : "active/idle"}`, o.ready);
+}
+
+/** Whether the model's agents retry failed hooks by themselves (its `automatically-retry-hooks`). */
+async function retriesHooks(client: ControllerClient, model: string): Promise<boolean> {
+  const summary = (await client.listModels()).find((m) => m.name === model);
+  return summary?.config.automaticallyRetryHooks ?? true;
 }
 
 /** The units of `apps` that are not active/idle in `status`, as a table with their messages. */

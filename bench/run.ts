@@ -14,11 +14,13 @@ import { benchHaHostFailover } from "./ha-host-failover";
 import { benchProviderRefresh } from "./provider-refresh";
 import { benchProviderUp } from "./provider-up";
 import { benchEtcdSnapshot } from "./etcd-snapshot";
+import { benchCliStartup } from "./cli-startup";
 
 const all: Record<string, () => Promise<void>> = {
   store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo,
   "config-fanout": benchConfigFanout, leadership: benchLeadership, "ssh-install": benchSshInstall, "leader-failover": benchLeaderFailover,
   "ha-host-failover": benchHaHostFailover, "provider-refresh": benchProviderRefresh, "provider-up": benchProviderUp, "etcd-snapshot": benchEtcdSnapshot,
+  "cli-startup": () => benchCliStartup(),
 };
 
 async function main(): Promise<void> {

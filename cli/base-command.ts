@@ -4,13 +4,13 @@
  * (a stack trace is only for bugs).
  */
 import { Command, Option, UsageError } from "clipanion";
-import { resolve } from "node:path";
-import { ControllerClient, StewardError } from "../api";
+import { join, resolve } from "node:path";
+import { ControllerClient, StewardError, sanitizeForTerminal } from "../api/core";
 import type { ClientConfig, ControllerEntry } from "./client-config";
 import { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 import type { StewardContext } from "./context";
+import type * as ModelFile from "./model-file";
 import type { ModelDefinition } from "./model-file";
-import { loadModelFile } from "./model-file";
 import type { Change } from "./plan";
 import { actualStatus, describePlan, planChanges } from "./plan";
 
@@ -22,19 +22,23 @@ export abstract class BaseCommand extends Command<StewardContext> {
       return await this.run();
     } catch (err) {
       if (StewardError.isInstance(err)) {
-        this.context.stderr.write(`ERROR ${err.message}\n`);
+        this.context.stderr.write(`ERROR ${sanitizeForTerminal(this.explain(err))}\n`);
         return 1;
       }
       throw err;
     }
   }
 
+  /** The message for a Steward error; commands that know more context (which controller) add it. */
+  protected explain(err: StewardError): string { return err.message; }
+
   get home(): string { return stewardHome(this.context.env); }
   clientConfig(): Promise<ClientConfig> { return loadClientConfig(this.home); }
   saveConfig(cfg: ClientConfig): Promise<void> { return saveClientConfig(this.home, cfg); }
 
-  out(line = ""): void { this.context.stdout.write(line + "\n"); }
-  progress(line: string): void { this.context.stderr.write(line + "\n"); }
+  /** Prints a line; text from the controller may hold escape sequences, so it is sanitised here. */
+  out(line = ""): void { this.context.stdout.write(sanitizeForTerminal(line) + "\n"); }
+  progress(line: string): void { this.context.stderr.write(sanitizeForTerminal(line) + "\n"); }
 }
 
 /** A command that talks to a controller (`--controller`, default the current one). */
@@ -44,6 +48,13 @@ export abstract class ControllerCommand extends BaseCommand {
   protected entryName?: string;
   protected entry?: ControllerEntry;
   private client?: ControllerClient;
+
+  protected override explain(err: StewardError): string {
+    if (err.details.reason !== "untrusted-certificate" || !this.entryName) return err.message;
+    const config = join(this.home, "controllers.json");
+    const localCa = this.entry?.dataDir ? `, or put its current CA (${join(this.entry.dataDir, "ca.crt")}) in the entry's caCert` : "";
+    return `cannot trust controller "${this.entryName}": ${err.message}. If it was re-created on purpose, this client's entry is stale: remove "${this.entryName}" from ${config}${localCa}. Otherwise do not send it your credentials.`;
+  }
 
   async resolveController(): Promise<{ name: string; entry: ControllerEntry; cfg: ClientConfig }> {
     const cfg = await this.clientConfig();
@@ -94,6 +105,14 @@ export abstract class ModelCommand extends ControllerCommand {
     if (!name) throw new UsageError("no model selected: pass --model, or create one with steward add-model");
     return name;
   }
+
+  /** Records where an application's operator came from, so `steward refresh` can find it again. */
+  async rememberOperatorSource(model: string, app: string, dir: string): Promise<void> {
+    const { name, cfg } = await this.resolveController();
+    const entry = cfg.controllers[name]!;
+    entry.operatorSources = { ...entry.operatorSources, [`${model}/${app}`]: dir };
+    await this.saveConfig(cfg);
+  }
 }
 
 /** Parses repeated `key=value` arguments. */
@@ -113,11 +132,13 @@ export abstract class ModelFileCommand extends ModelCommand {
 
   /** Loads the file, reads the model and prints the plan. */
   async plan(): Promise<{ client: ControllerClient; model: string; def: ModelDefinition; changes: Change[] }> {
+    // Loaded here, not at the top: the YAML parser is not needed by every other command.
+    const { loadModelFile } = require("./model-file") as typeof ModelFile;
     const def = await loadModelFile(resolve(this.context.cwd, this.file));
     const model = this.modelName ?? def.model ?? (await this.model());
     const client = await this.connect();
     const changes = planChanges(def, model, await actualStatus(client, model));
-    this.context.stdout.write(describePlan(model, changes));
+    this.context.stdout.write(sanitizeForTerminal(describePlan(model, changes)));
     return { client, model, def, changes };
   }
 }

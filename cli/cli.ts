@@ -1,6 +1,6 @@
 /** The `steward` command line: every command, listed once. */
 import { Builtins, Cli } from "clipanion";
-import { STEWARD_VERSION } from "../api";
+import { STEWARD_VERSION } from "../api/core";
 import type { StewardContext } from "./context";
 import AddMachineCommand from "./commands/add-machine";
 import AddModelCommand from "./commands/add-model";
@@ -32,6 +32,9 @@ import DebugLogCommand from "./commands/debug-log";
 import EnableHaCommand from "./commands/enable-ha";
 import AddSpareCommand from "./commands/add-spare";
 import ShowControllerCommand from "./commands/show-controller";
+import HelpCommand from "./commands/help";
+import VersionCommand from "./commands/version";
+import RefreshCommand from "./commands/refresh";
 
 export const commands = [
   BootstrapCommand, ControllersCommand, ShowControllerCommand, EnableHaCommand, AddSpareCommand, LoginCommand, AddUserCommand, GrantCommand, DestroyControllerCommand,
@@ -39,6 +42,7 @@ export const commands = [
   DeployCommand, AddUnitCommand, RemoveUnitCommand, ConfigCommand, RemoveApplicationCommand,
   IntegrateCommand, RemoveIntegrationCommand, ResolveCommand, ShowUnitCommand, DebugLogCommand,
   AddMachineCommand, MachinesCommand, RemoveMachineCommand,
+  HelpCommand, VersionCommand, RefreshCommand,
 ];
 
 export function buildCli(opts: { colors?: boolean } = {}): Cli<StewardContext> {

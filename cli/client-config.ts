@@ -6,7 +6,7 @@
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { StewardError } from "../api";
+import { StewardError } from "../api/core";
 
 export interface ControllerEntry {
   addresses: string[];
@@ -17,6 +17,8 @@ export interface ControllerEntry {
   /** Set for a controller running on this host (local bootstrap): its data directory. */
   dataDir?: string;
   currentModel?: string;
+  /** Where each application's operator was deployed from (`model/app` to a directory), for `steward refresh`. */
+  operatorSources?: Record<string, string>;
 }
 
 export interface ClientConfig {

@@ -1,6 +1,5 @@
 /** What `bootstrap` (several hosts) and `enable-ha` share: the replica-count rule, settings, and following the growth. */
 import { UsageError } from "clipanion";
-import { parseDuration } from "./wait";
 
 /** Refuses replica counts other than 1, 3, 5 and 7, saying why. */
 export function checkReplicaCount(n: number, what: string, given = String(n)): void {
@@ -9,7 +8,7 @@ export function checkReplicaCount(n: number, what: string, given = String(n)): v
   throw new UsageError(`${what} must be 1, 3, 5 or 7, not "${given}": ${why}`);
 }
 
-/** `--replace-after` as the API takes it (whole seconds), or nothing when not given. */
-export function replaceAfterSetting(text: string | undefined): { replaceAfterSeconds?: number } {
-  return text ? { replaceAfterSeconds: Math.round(parseDuration(text, "--replace-after") / 1000) } : {};
+/** `--replace-after` (milliseconds, as validated) as the API takes it (whole seconds), or nothing when not given. */
+export function replaceAfterSetting(ms: number | undefined): { replaceAfterSeconds?: number } {
+  return ms !== undefined ? { replaceAfterSeconds: Math.round(ms / 1000) } : {};
 }

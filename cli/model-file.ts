@@ -21,8 +21,8 @@ import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { Document } from "yaml";
 import { LineCounter, isMap, isScalar, isSeq, parseDocument } from "yaml";
-import type { Bundle, OperatorMeta } from "../api";
-import { NAME_PATTERN, StewardError, checkConfigValue, readOperatorDir } from "../api";
+import type { Bundle, OperatorMeta } from "../api/core";
+import { NAME_PATTERN, StewardError, checkConfigValue, readOperatorDir } from "../api/core";
 import { parseDuration } from "./wait";
 
 export interface DesiredApplication {

@@ -1,6 +1,6 @@
 /** The changes that take a model from what the controller has to what a model file says. */
-import type { ControllerClient, ModelStatus } from "../api";
-import { StewardError, integrationJoins } from "../api";
+import type { ControllerClient, ModelStatus } from "../api/core";
+import { StewardError, integrationJoins, shortHash } from "../api/core";
 import type { DesiredApplication, ModelDefinition } from "./model-file";
 
 export type Change =
@@ -57,7 +57,7 @@ export function describePlan(model: string, changes: Change[]): string {
     switch (c.kind) {
       case "create-model": lines.push(`  + create model ${c.name}`); add++; break;
       case "deploy": lines.push(`  + deploy ${c.app.name} (${c.app.meta.name} ${c.app.meta.version}) with ${c.app.units} unit${c.app.units === 1 ? "" : "s"}${Object.keys(c.app.config).length ? `, config ${JSON.stringify(c.app.config)}` : ""}`); add++; break;
-      case "upgrade": lines.push(`  ~ ${c.app.name}: upgrade ${c.app.meta.name} ${c.fromVersion} (${c.fromHash.slice(0, 8)}) -> ${c.app.meta.version} (${c.app.hash.slice(0, 8)})`); change++; break;
+      case "upgrade": lines.push(`  ~ ${c.app.name}: upgrade ${c.app.meta.name} ${c.fromVersion} (${shortHash(c.fromHash)}) -> ${c.app.meta.version} (${shortHash(c.app.hash)})`); change++; break;
       case "config":
         for (const [k, v] of Object.entries(c.patch)) lines.push(`  ~ ${c.app}: config ${k} ${JSON.stringify(c.before[k])} -> ${v === null ? "(default)" : JSON.stringify(v)}`);
         change++;

@@ -1,6 +1,6 @@
 /** `steward status` in the shape Juju users read at a glance. */
-import type { ModelStatus } from "../api";
-import { table } from "../api";
+import type { ModelStatus } from "../api/core";
+import { table } from "../api/core";
 
 export function formatStatusTabular(s: ModelStatus): string {
   const parts: string[] = [];

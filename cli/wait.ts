@@ -1,5 +1,5 @@
 /** Parsing durations given on the command line. */
-import { StewardError } from "../api";
+import { StewardError } from "../api/core";
 
 /** Parses durations like `90`, `90s`, `5m`, `1h` into milliseconds. */
 export function parseDuration(text: string, what: string): number {

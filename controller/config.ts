@@ -44,6 +44,8 @@ export const dataFiles = {
   machines: "machines",
   apiAddress: "api-address",
   pid: "controller.pid",
+  /** The pid of the process that restarts a local controller when it dies (local bootstrap). */
+  supervisorPid: "supervisor.pid",
   log: "controller.log",
   /** An accepted enable-ha request waiting for the move from the embedded store into etcd. */
   haPending: "ha-pending.json",

@@ -15,7 +15,9 @@ export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAG
 export type { ControllerConfig } from "./config";
 export { stopProcess } from "./substrates/local";
 export type { AgentConfigFile } from "./substrates/local";
-export { controllerEntry, freePort, portFree, readPidFile, removeLocalController, startLocalController } from "./local-process";
+export { CONTROLLER_ENV_VARIABLES, controllerEntry, controllerEnvironment, freePort, portFree, readPidFile, removeLocalController, startLocalController } from "./local-process";
+export { Supervisor } from "./supervisor";
+export type { SupervisorOptions } from "./supervisor";
 export { LeaderElection } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
 export { OperatorCollector } from "./operator-collector";

@@ -1,8 +1,8 @@
 import { Command, Option, UsageError } from "clipanion";
-import { StewardError } from "../../api";
+import { StewardError } from "../../api/core";
 import { ModelCommand } from "../base-command";
-import { table } from "../../api";
-import { parseDuration } from "../wait";
+import { table } from "../../api/core";
+import { DURATION_HELP, isDuration, isPort, isWholeNumber } from "../validators";
 import type { SshSpec } from "../ssh-options";
 import { parseSshTarget, readPrivateKey } from "../ssh-options";
 
@@ -33,8 +33,8 @@ export default class AddMachineCommand extends ModelCommand {
   });
 
   targets = Option.Rest({ required: 1, name: "local|manual|ssh:user@host" });
-  count = Option.String("-n", "1", { description: "How many machines (local and manual)" });
-  port = Option.String("--port", "22", { description: "SSH port" });
+  count = Option.String("-n", "1", { description: "How many machines (local and manual)", validator: isWholeNumber(1) });
+  port = Option.String("--port", "22", { description: "SSH port", validator: isPort() });
   keyFile = Option.String("--key-file", { description: "Private key file for ssh: targets" });
   keyEnv = Option.String("--key-env", { description: "Name of an environment variable holding the private key" });
   passphraseEnv = Option.String("--passphrase-env", { description: "Name of an environment variable holding the key's passphrase" });
@@ -42,14 +42,13 @@ export default class AddMachineCommand extends ModelCommand {
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host key the host offers this time" });
   jump = Option.String("--jump", { description: "Reach the hosts through this bastion, user@host[:port] (same key)" });
   jumpHostKey = Option.String("--jump-host-key", { description: "The bastion's pinned host key, SHA256:…" });
-  timeout = Option.String("--timeout", "10m", { description: "How long to wait for the installs" });
+  timeout = Option.String("--timeout", "10m", { description: "How long to wait for the installs: " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
     const first = this.targets[0]!;
     if (first === "local" || first === "manual") {
       if (this.targets.length > 1) throw new UsageError(`give "${first}" alone (use -n for several machines)`);
-      const n = Number(this.count);
-      if (!Number.isInteger(n) || n < 1) throw new UsageError(`-n must be a whole number of at least 1, got "${this.count}"`);
+      const n = this.count;
       const client = await this.connect();
       const res = await client.addMachines(await this.model(), first, n);
       for (const m of res.machines) this.out(m.credential ? `Created machine ${m.id}; its agent credential (shown once): ${m.credential}` : `Created machine ${m.id}.`);
@@ -61,7 +60,7 @@ export default class AddMachineCommand extends ModelCommand {
     const privateKey = await this.readKey();
     const jump = this.parseJump();
     const passphrase = this.passphraseEnv ? this.context.env[this.passphraseEnv] : undefined;
-    const port = Number(this.port);
+    const port = this.port;
     const client = await this.connect();
     const model = await this.model();
     const added: { spec: SshSpec; id: string }[] = [];
@@ -77,7 +76,7 @@ export default class AddMachineCommand extends ModelCommand {
         failed.push([spec.host, "-", err.message]);
       }
     }));
-    const deadline = Date.now() + parseDuration(this.timeout, "--timeout");
+    const deadline = Date.now() + this.timeout;
     const last = new Map<string, string>();
     const pending = new Set(added.map((a) => a.id));
     while (pending.size > 0 && Date.now() < deadline) {

@@ -1,6 +1,6 @@
 import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
-import { parseDuration } from "../wait";
+import { DURATION_HELP, isDuration } from "../validators";
 
 export default class AddModelCommand extends ControllerCommand {
   static override paths = [["add-model"]];
@@ -12,11 +12,11 @@ export default class AddModelCommand extends ControllerCommand {
   });
 
   name = Option.String({ required: true, name: "name" });
-  interval = Option.String("--update-status-interval", { description: "How often units run update-status (e.g. 30s, 5m; default 5m)" });
+  interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
     const client = await this.connect();
-    const config = this.interval ? { updateStatusInterval: Math.round(parseDuration(this.interval, "--update-status-interval") / 1000) } : undefined;
+    const config = this.interval !== undefined ? { updateStatusInterval: Math.round(this.interval / 1000) } : undefined;
     const m = await client.createModel(this.name, config);
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;

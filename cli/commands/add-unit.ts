@@ -1,5 +1,6 @@
-import { Command, Option, UsageError } from "clipanion";
+import { Command, Option } from "clipanion";
 import { ModelCommand } from "../base-command";
+import { isWholeNumber } from "../validators";
 
 export default class AddUnitCommand extends ModelCommand {
   static override paths = [["add-unit"]];
@@ -10,12 +11,11 @@ export default class AddUnitCommand extends ModelCommand {
   });
 
   app = Option.String({ required: true, name: "application" });
-  count = Option.String("-n,--num-units", "1", { description: "How many units" });
+  count = Option.String("-n,--num-units", "1", { description: "How many units", validator: isWholeNumber(1) });
   to = Option.String("--to", { description: "Comma-separated machine ids for the first units" });
 
   async run(): Promise<number> {
-    const n = Number(this.count);
-    if (!Number.isInteger(n) || n < 1) throw new UsageError(`-n must be a whole number of at least 1, got "${this.count}"`);
+    const n = this.count;
     const client = await this.connect();
     const res = await client.addUnits(await this.model(), this.app, n, this.to ? this.to.split(",").map((s) => s.trim()) : undefined);
     this.out(`Added ${res.units.join(", ")}.`);

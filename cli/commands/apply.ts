@@ -1,9 +1,9 @@
 import { Command, Option, UsageError } from "clipanion";
-import { waitForModelReady } from "../../api";
+import { waitForModelReady } from "../../api/core";
 import { createInterface } from "node:readline";
 import { ModelFileCommand } from "../base-command";
 import { applyChanges } from "../plan";
-import { parseDuration } from "../wait";
+import { DURATION_HELP, isDuration } from "../validators";
 
 export default class ApplyCommand extends ModelFileCommand {
   static override paths = [["apply"]];
@@ -25,7 +25,7 @@ export default class ApplyCommand extends ModelFileCommand {
 
   yes = Option.Boolean("-y,--yes", false, { description: "Apply without asking" });
   noWait = Option.Boolean("--no-wait", false, { description: "Do not wait for units to become active" });
-  timeout = Option.String("--timeout", "10m", { description: "How long to wait for units" });
+  timeout = Option.String("--timeout", "10m", { description: "How long to wait for units: " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
     const { client, model, def, changes } = await this.plan();
@@ -37,7 +37,7 @@ export default class ApplyCommand extends ModelFileCommand {
     }
     if (!this.noWait && def.applications.length > 0) {
       this.progress("Waiting for units to be active/idle:");
-      await waitForModelReady(client, model, { apps: def.applications.map((a) => a.name), timeoutMs: parseDuration(this.timeout, "--timeout"), progress: (l) => this.progress(l) });
+      await waitForModelReady(client, model, { apps: def.applications.map((a) => a.name), timeoutMs: this.timeout, progress: (l) => this.progress(l) });
       this.out(`Model "${model}" matches ${this.file}; all units are active.`);
     }
     return 0;

@@ -1,12 +1,12 @@
 import { Command, Option, UsageError } from "clipanion";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { install } from "../../agent";
-import { ControllerClient, Name, waitForHealth, waitForVoters } from "../../api";
-import { controllerFiles, freePort, initControllerDir, portFree, startLocalController } from "../../controller";
+import type * as Agent from "../../agent";
+import { ControllerClient, NAME_PATTERN, waitForHealth, waitForVoters } from "../../api/core";
+import type * as Controller from "../../controller";
 import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
-import { parseDuration } from "../wait";
+import { DURATION_HELP, isDuration, isPort } from "../validators";
 import { BaseCommand } from "../base-command";
 
 export default class BootstrapCommand extends BaseCommand {
@@ -43,26 +43,26 @@ export default class BootstrapCommand extends BaseCommand {
 
   first = Option.String({ required: false, name: "ssh:user@host|name" });
   second = Option.String({ required: false, name: "name" });
-  port = Option.String("--port", { description: "API port (default 17070, or a free port if that is taken)" });
+  port = Option.String("--port", { description: "API port (default 17070, or a free port if that is taken)", validator: isPort() });
   host = Option.String("--host", "127.0.0.1", { description: "Address to listen on (local controllers)" });
   keyFile = Option.String("--key-file", { description: "Private key file (ssh: targets)" });
   keyEnv = Option.String("--key-env", { description: "Name of an environment variable holding the private key" });
   hostKey = Option.Array("--host-key", [], { description: "Pinned host key fingerprint, SHA256:…, one per host in order" });
-  replaceAfter = Option.String("--replace-after", { description: "HA: replace a replica gone this long (default 5m)" });
-  timeout = Option.String("--timeout", "15m", { description: "HA: how long to wait for every replica" });
+  replaceAfter = Option.String("--replace-after", { description: "HA: replace a replica gone this long (default 5m): " + DURATION_HELP, validator: isDuration() });
+  timeout = Option.String("--timeout", "15m", { description: "HA: how long to wait for every replica: " + DURATION_HELP, validator: isDuration() });
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host key the host offers now" });
 
   async run(): Promise<number> {
     if (this.first?.startsWith("ssh:")) return this.bootstrapSsh(this.first.split(",").map((t) => t.trim()).filter(Boolean), this.second);
     if (this.second !== undefined) throw new UsageError(`unexpected argument "${this.second}": give a name, or ssh:user@host and a name`);
     const name = this.first ?? "local";
-    if (!Name.safeParse(name).success) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
+    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
     const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists: use it (steward status -c ${name}) or remove it first (steward destroy-controller ${name} --yes)`);
+    const { freePort, initControllerDir, portFree, startLocalController } = loadController();
     let port: number;
     if (this.port !== undefined) {
-      port = Number(this.port);
-      if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a number from 1 to 65535, got "${this.port}"`);
+      port = this.port;
       if (!(await portFree(this.host, port))) throw new UsageError(`port ${port} on ${this.host} is in use; choose another with --port`);
     } else {
       port = (await portFree(this.host, 17070)) ? 17070 : await freePort(this.host);
@@ -96,12 +96,14 @@ export default class BootstrapCommand extends BaseCommand {
     const others = targets.length > 1 ? await sshHosts(this.context, targets.slice(1), { keyFile: this.keyFile, keyEnv: this.keyEnv, hostKeys: this.hostKey.slice(1), tofu: this.tofu }) : [];
     const target = parseSshTarget(targets[0]!);
     const name = nameArg ?? target.host.replace(/[^a-z0-9]+/gi, "-").toLowerCase().replace(/^-+|-+$/g, "");
-    if (!Name.safeParse(name).success) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens; give one after the target`);
+    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens; give one after the target`);
     const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
     if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host key is not pinned: pass --host-key SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or --trust-on-first-use");
-    const port = this.port === undefined ? 17070 : Number(this.port);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a number from 1 to 65535, got "${this.port}"`);
+    const port = this.port ?? 17070;
+    // Loaded only here: the SSH and controller modules are heavy and most commands never need them.
+    const { install } = require("../../agent") as typeof Agent;
+    const { controllerFiles } = loadController();
     const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
     const session = await install.SshSession.connect({ host: target.host, user: target.user, privateKey, ...(this.hostKey[0] ? { hostKey: this.hostKey[0] } : { trustOnFirstUse: true }) });
     let res;
@@ -126,7 +128,7 @@ export default class BootstrapCommand extends BaseCommand {
       if (others.length > 0) {
         this.progress(`Growing to ${targets.length} replicas on ${others.map((o) => o.host).join(", ")}`);
         await client.enableHa({ replicas: targets.length, hosts: others, ...replaceAfterSetting(this.replaceAfter) });
-        await waitForVoters(client, targets.length, parseDuration(this.timeout, "--timeout"), (l) => this.progress(l));
+        await waitForVoters(client, targets.length, this.timeout, (l) => this.progress(l));
         cfg.controllers[name]!.addresses = (await client.controllerInfo()).addresses;
         await this.saveConfig(cfg);
       }
@@ -137,4 +139,13 @@ export default class BootstrapCommand extends BaseCommand {
     this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name>`);
     return 0;
   }
+}
+
+function isControllerName(name: string): boolean {
+  return name.length <= 63 && NAME_PATTERN.test(name);
+}
+
+/** The controller package, loaded on first use: it brings fastify, etcd3 and node-ssh (tens of MB). */
+function loadController(): typeof Controller {
+  return require("../../controller") as typeof Controller;
 }

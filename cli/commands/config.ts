@@ -1,8 +1,8 @@
 import { Command, Option } from "clipanion";
-import { coerceConfigText } from "../../api";
-import type { ConfigOptionType } from "../../api";
+import { coerceConfigText } from "../../api/core";
+import type { ConfigOptionType } from "../../api/core";
 import { ModelCommand, parseAssignments } from "../base-command";
-import { table } from "../../api";
+import { table } from "../../api/core";
 
 export default class ConfigCommand extends ModelCommand {
   static override paths = [["config"]];

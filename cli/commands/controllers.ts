@@ -1,7 +1,7 @@
 import { Command, Option } from "clipanion";
-import { ControllerClient } from "../../api";
+import { ControllerClient } from "../../api/core";
 import { BaseCommand } from "../base-command";
-import { table } from "../../api";
+import { table } from "../../api/core";
 
 export default class ControllersCommand extends BaseCommand {
   static override paths = [["controllers"]];

@@ -1,8 +1,8 @@
-import { Command, Option, UsageError } from "clipanion";
+import { Command, Option } from "clipanion";
 import { resolve } from "node:path";
-import { coerceConfigText, readOperatorDir, waitForModelReady } from "../../api";
+import { coerceConfigText, readOperatorDir, waitForModelReady } from "../../api/core";
 import { ModelCommand, parseAssignments } from "../base-command";
-import { parseDuration } from "../wait";
+import { DURATION_HELP, isDuration, isWholeNumber } from "../validators";
 
 export default class DeployCommand extends ModelCommand {
   static override paths = [["deploy"]];
@@ -24,17 +24,17 @@ export default class DeployCommand extends ModelCommand {
 
   dir = Option.String({ required: true, name: "operator-dir" });
   appName = Option.String({ required: false, name: "application" });
-  units = Option.String("-n,--num-units", "1", { description: "How many units" });
+  units = Option.String("-n,--num-units", "1", { description: "How many units", validator: isWholeNumber(0) });
   config = Option.Array("--config", [], { description: "Config as key=value (repeatable)" });
   to = Option.String("--to", { description: "Comma-separated machine ids, one per unit" });
   wait = Option.Boolean("--wait", false, { description: "Wait until every unit is active/idle" });
-  timeout = Option.String("--timeout", "10m", { description: "How long --wait waits" });
+  timeout = Option.String("--timeout", "10m", { description: "How long --wait waits: " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
-    const units = Number(this.units);
-    if (!Number.isInteger(units) || units < 0) throw new UsageError(`-n must be a whole number, got "${this.units}"`);
+    const units = this.units;
     const model = await this.model();
-    const op = await readOperatorDir(resolve(this.context.cwd, this.dir));
+    const dir = resolve(this.context.cwd, this.dir);
+    const op = await readOperatorDir(dir);
     const name = this.appName ?? op.meta.name;
     const config = Object.fromEntries(Object.entries(parseAssignments(this.config, "--config")).map(([k, v]) => [k, coerceConfigText(op.meta.config[k]?.type, v)]));
     const client = await this.connect();
@@ -44,13 +44,15 @@ export default class DeployCommand extends ModelCommand {
     }
     const to = this.to ? this.to.split(",").map((s) => s.trim()).filter(Boolean) : undefined;
     const app = await client.deploy(model, { name, operator: op.hash, units, ...(Object.keys(config).length > 0 ? { config } : {}), ...(to ? { to } : {}) });
+    await this.rememberOperatorSource(model, name, dir);
     this.out(`Deployed "${name}" (${op.meta.name} ${op.meta.version}) with ${app.units.length} unit${app.units.length === 1 ? "" : "s"}: ${app.units.join(", ") || "none"}.`);
     if (this.wait) {
-      await waitForModelReady(client, model, { apps: [name], timeoutMs: parseDuration(this.timeout, "--timeout"), progress: (l) => this.progress(l) });
+      await waitForModelReady(client, model, { apps: [name], timeoutMs: this.timeout, progress: (l) => this.progress(l) });
       this.out(`All units of "${name}" are active.`);
     } else {
       this.out("Follow progress with: steward status --watch");
     }
     return 0;
   }
+
 }

@@ -1,7 +1,8 @@
 import { Command, Option, UsageError } from "clipanion";
-import { ControllerClient, destroyAllModels } from "../../api";
-import { removeLocalController } from "../../controller";
+import { ControllerClient, destroyAllModels } from "../../api/core";
+import type * as Controller from "../../controller";
 import { BaseCommand } from "../base-command";
+import { DURATION_HELP, isDuration } from "../validators";
 
 export default class DestroyControllerCommand extends BaseCommand {
   static override paths = [["destroy-controller"]];
@@ -18,7 +19,7 @@ export default class DestroyControllerCommand extends BaseCommand {
 
   name = Option.String({ required: true, name: "name" });
   yes = Option.Boolean("-y,--yes", false, { description: "Confirm the destruction" });
-  timeout = Option.String("--timeout", "60", { description: "Seconds to wait for models to be destroyed cleanly before forcing" });
+  timeout = Option.String("--timeout", "60s", { description: "How long to wait for models to be destroyed cleanly before forcing: " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
     const cfg = await this.clientConfig();
@@ -26,16 +27,16 @@ export default class DestroyControllerCommand extends BaseCommand {
     if (!entry) throw new UsageError(`controller "${this.name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`);
     if (!entry.dataDir) throw new UsageError(`controller "${this.name}" does not run on this host; destroy-controller only handles local controllers for now`);
     if (!this.yes) throw new UsageError(`this destroys controller "${this.name}", all its models and their machines: pass --yes to confirm`);
-    const timeoutS = Number(this.timeout);
-    if (!Number.isFinite(timeoutS) || timeoutS < 0) throw new UsageError("--timeout must be a number of seconds");
 
     const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), timeoutMs: 5000 });
     try {
-      await destroyAllModels(client, timeoutS * 1000, (l) => this.progress(l));
+      await destroyAllModels(client, this.timeout, (l) => this.progress(l));
     } finally {
       client.close();
     }
     this.progress("Stopping the controller");
+    // Loaded only here: the controller package is heavy and most commands never need it.
+    const { removeLocalController } = require("../../controller") as typeof Controller;
     await removeLocalController(entry.dataDir);
     delete cfg.controllers[this.name];
     if (cfg.current === this.name) delete cfg.current;

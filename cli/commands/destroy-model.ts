@@ -1,7 +1,7 @@
 import { Command, Option, UsageError } from "clipanion";
-import { StewardError } from "../../api";
+import { StewardError } from "../../api/core";
 import { ControllerCommand } from "../base-command";
-import { parseDuration } from "../wait";
+import { DURATION_HELP, isDuration } from "../validators";
 
 export default class DestroyModelCommand extends ControllerCommand {
   static override paths = [["destroy-model"]];
@@ -20,7 +20,7 @@ export default class DestroyModelCommand extends ControllerCommand {
   yes = Option.Boolean("-y,--yes", false, { description: "Confirm the destruction" });
   force = Option.Boolean("--force", false, { description: "Delete at once without running hooks" });
   noWait = Option.Boolean("--no-wait", false, { description: "Return without waiting for the model to be gone" });
-  timeout = Option.String("--timeout", "5m", { description: "How long to wait" });
+  timeout = Option.String("--timeout", "5m", { description: "How long to wait: " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
     if (!this.yes) throw new UsageError(`this destroys model "${this.name}" and all its applications and machines: pass --yes to confirm`);
@@ -29,7 +29,7 @@ export default class DestroyModelCommand extends ControllerCommand {
     const { name, cfg } = await this.resolveController();
     if (cfg.controllers[name]!.currentModel === this.name) { delete cfg.controllers[name]!.currentModel; await this.saveConfig(cfg); }
     if (this.noWait) { this.out(`Destroying model "${this.name}".`); return 0; }
-    const deadline = Date.now() + parseDuration(this.timeout, "--timeout");
+    const deadline = Date.now() + this.timeout;
     let last = "";
     while (Date.now() < deadline) {
       const s = await client.status(this.name).catch((e: unknown) => { if (StewardError.isInstance(e) && e.code === "not-found") return undefined; throw e; });
@@ -38,6 +38,6 @@ export default class DestroyModelCommand extends ControllerCommand {
       if (line !== last) { this.progress(line); last = line; }
       await new Promise((r) => setTimeout(r, 300));
     }
-    throw new StewardError("unavailable", `model "${this.name}" is still being destroyed after ${this.timeout}; check steward status -m ${this.name}, or use --force if its agents are gone`);
+    throw new StewardError("unavailable", `model "${this.name}" is still being destroyed after ${Math.round(this.timeout / 1000)} s; check steward status -m ${this.name}, or use --force if its agents are gone`);
   }
 }

@@ -1,9 +1,9 @@
 import { Command, Option } from "clipanion";
-import { waitForVoters } from "../../api";
+import { waitForVoters } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { sshHosts } from "../ssh-options";
-import { parseDuration } from "../wait";
+import { DURATION_HELP, isDuration, isWholeNumber } from "../validators";
 
 export default class EnableHaCommand extends ControllerCommand {
   static override paths = [["enable-ha"]];
@@ -31,31 +31,31 @@ export default class EnableHaCommand extends ControllerCommand {
     ],
   });
 
-  replicas = Option.String("-n", "3", { description: "Replicas wanted: 3, 5 or 7" });
+  replicas = Option.String("-n", "3", { description: "Replicas wanted: 3, 5 or 7", validator: isWholeNumber(1) });
   to = Option.String("--to", { description: "Hosts for the new replicas, ssh:user@host separated by commas" });
   keyFile = Option.String("--key-file", { description: "Private key file for the hosts" });
   keyEnv = Option.String("--key-env", { description: "Name of an environment variable holding the private key" });
   hostKey = Option.Array("--host-key", [], { description: "Pinned host key (SHA256:…), one per --to host in order" });
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host keys offered now" });
-  replaceAfter = Option.String("--replace-after", { description: "Replace a replica gone this long (default 5m)" });
-  maxPerHour = Option.String("--max-replacements-per-hour", { description: "At most this many replacements an hour (default 2)" });
+  replaceAfter = Option.String("--replace-after", { description: "Replace a replica gone this long (default 5m): " + DURATION_HELP, validator: isDuration() });
+  maxPerHour = Option.String("--max-replacements-per-hour", { description: "At most this many replacements an hour (default 2)", validator: isWholeNumber(0) });
   wait = Option.Boolean("--wait", true, { description: "Wait until the replicas are voters (--no-wait to return at once)" });
-  timeout = Option.String("--timeout", "15m", { description: "How long to wait" });
+  timeout = Option.String("--timeout", "15m", { description: "How long to wait: " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
-    const n = Number(this.replicas);
-    checkReplicaCount(n, "-n", this.replicas);
+    const n = this.replicas;
+    checkReplicaCount(n, "-n");
     const targets = (this.to ?? "").split(",").map((t) => t.trim()).filter(Boolean);
     const hosts = targets.length > 0 ? await sshHosts(this.context, targets, { keyFile: this.keyFile, keyEnv: this.keyEnv, hostKeys: this.hostKey, tofu: this.tofu }) : [];
     const client = await this.connect();
     const res = await client.enableHa({
       replicas: n, hosts,
       ...replaceAfterSetting(this.replaceAfter),
-      ...(this.maxPerHour !== undefined ? { maxReplacementsPerHour: Number(this.maxPerHour) } : {}),
+      ...(this.maxPerHour !== undefined ? { maxReplacementsPerHour: this.maxPerHour } : {}),
     });
     this.progress(res.message);
     if (!this.wait) return 0;
-    const cluster = await waitForVoters(client, n, parseDuration(this.timeout, "--timeout"), (l) => this.progress(l));
+    const cluster = await waitForVoters(client, n, this.timeout, (l) => this.progress(l));
     await this.rememberAddresses();
     this.out(`Controller is highly available: ${cluster.members.filter((m) => m.hasVote && m.present).length} voters (${cluster.members.filter((m) => m.hasVote).map((m) => m.host).join(", ")}).`);
     return 0;

@@ -1,6 +1,6 @@
 import { Command, Option } from "clipanion";
 import { ModelCommand } from "../base-command";
-import { table } from "../../api";
+import { table } from "../../api/core";
 
 export default class MachinesCommand extends ModelCommand {
   static override paths = [["machines"]];

@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
-import type { ModelSettings } from "../../api";
-import { StewardError } from "../../api";
+import type { ModelSettings } from "../../api/core";
+import { StewardError } from "../../api/core";
 import { ModelCommand, parseAssignments } from "../base-command";
 import { parseDuration } from "../wait";
 

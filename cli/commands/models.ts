@@ -1,6 +1,6 @@
 import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
-import { table } from "../../api";
+import { table } from "../../api/core";
 
 export default class ModelsCommand extends ControllerCommand {
   static override paths = [["models"]];

@@ -1,7 +1,7 @@
 import { Command, Option, UsageError } from "clipanion";
-import { stringify } from "yaml";
-import type { UnitDetails } from "../../api";
-import { stripControlChars } from "../../api";
+import { stringify } from "../yaml-output";
+import type { UnitDetails } from "../../api/core";
+import { stripControlChars } from "../../api/core";
 import { ModelCommand } from "../base-command";
 
 export default class ShowUnitCommand extends ModelCommand {

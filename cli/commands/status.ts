@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
-import { stringify } from "yaml";
-import type { ModelStatus } from "../../api";
+import { stringify } from "../yaml-output";
+import type { ModelStatus } from "../../api/core";
 import { ModelCommand } from "../base-command";
 import { formatStatusTabular } from "../status-format";
 

@@ -19,3 +19,13 @@ export function cliRunner(home: string, cwd: string): (...args: string[]) => Pro
 function withoutSteward(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("STEWARD_")));
 }
+
+/** `steward bootstrap NAME` on a random high port, trying another when one is taken (tests run side by side). */
+export async function bootstrapOnFreePort(steward: (...args: string[]) => Promise<CliResult>, name: string): Promise<CliResult> {
+  let r: CliResult | undefined;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    r = await steward("bootstrap", name, "--port", String(20000 + Math.floor(Math.random() * 20000)));
+    if (r.code === 0 || !/is in use; choose another/.test(r.stderr + r.stdout)) return r;
+  }
+  return r!;
+}
