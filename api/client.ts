@@ -13,6 +13,7 @@ import WebSocket from "ws";
 import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, UnitDetails } from "./status";
+import { WATCH_CLOSE_CODES } from "./status";
 
 export interface ControllerClientOptions {
   /** `host:port` of each controller replica; tried in order, failing over on connection errors. */
@@ -192,6 +193,18 @@ export class ControllerClient {
   addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call("POST", "/v1/controller/spares", { hosts }); }
   createUser(name: string, password: string, superuser = false): Promise<{ name: string }> { return this.call("POST", "/v1/users", { name, password, superuser }); }
   grant(model: string, user: string, access: "read" | "write" | "admin"): Promise<void> { return this.call("PUT", `/v1/models/${enc(model)}/access/${enc(user)}`, { access }); }
+  /** Takes away `user`'s access to `model`. */
+  revoke(model: string, user: string): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/access/${enc(user)}`); }
+  /** Sets `user`'s password; their existing tokens stop working. Your own needs `currentPassword`. */
+  changePassword(user: string, password: string, currentPassword?: string): Promise<void> {
+    return this.call("PUT", `/v1/users/${enc(user)}/password`, { password, ...(currentPassword !== undefined ? { currentPassword } : {}) });
+  }
+  /** Revokes the token in use (on every replica) and forgets it. */
+  async logout(): Promise<void> {
+    if (!this.token) return;
+    await this.raw("POST", "/v1/logout", undefined, true);
+    this.token = undefined;
+  }
 
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
@@ -258,7 +271,13 @@ export class ControllerClient {
       });
       ws.on("unexpected-response", (_req, res) => reject(new StewardError(res.statusCode === 401 ? "unauthorized" : res.statusCode === 404 ? "not-found" : "unavailable", `watch refused with HTTP ${res.statusCode}`)));
       ws.on("error", reject);
-      ws.on("close", () => { signal.removeEventListener("abort", onAbort); if (!signal.aborted) reject(new StewardError("unavailable", "status stream closed by the controller")); });
+      ws.on("close", (code: number, reason: Buffer) => {
+        signal.removeEventListener("abort", onAbort);
+        if (signal.aborted) return;
+        if (code === WATCH_CLOSE_CODES.tokenEnded) reject(new StewardError("unauthorized", `status stream closed: ${reason.toString()}`));
+        else if (code === WATCH_CLOSE_CODES.accessEnded) reject(new StewardError("forbidden", `status stream closed: ${reason.toString()}`));
+        else reject(new StewardError("unavailable", "status stream closed by the controller"));
+      });
     });
   }
 }

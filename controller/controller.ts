@@ -22,6 +22,7 @@ import type { HaPending } from "./cluster";
 import type { ControllerConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
+import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 import type { LoginLimiterOptions } from "./server/login-limiter";
 import { LoginLimiter } from "./server/login-limiter";
 import { installErrorHandling, registerHttpApi } from "./server/http-api";
@@ -52,6 +53,13 @@ export interface ControllerOptions {
    * @default 60 (Juju's: 30 s of guaranteed leadership)
    */
   leadershipLeaseSeconds?: number;
+  /**
+   * Seconds a user token issued at login lives (at most 24 hours; tests use short ones).
+   * @default 86400
+   */
+  tokenLifetimeSeconds?: number;
+  /** Failed user logins allowed per user and per source address (see FailedLoginLimiter). */
+  failedLogins?: FailedLoginLimiterOptions;
   /** Agent logins per second and burst (reconnect storms are spread out). @default 200 and 200 */
   agentLogins?: LoginLimiterOptions;
   /**
@@ -187,7 +195,11 @@ export class Controller {
     installErrorHandling(http, this.log);
     const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
     const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(this.opts.requestRestart ? { requestRestart: this.opts.requestRestart } : {}) });
-    registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses });
+    registerHttpApi(http, {
+      cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses,
+      ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
+      ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
+    });
     this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses });
     this.watchHub = new StatusWatchHub(cache);
     http.server.on("upgrade", (req, socket, head: Buffer) => {

@@ -9,7 +9,7 @@ import { StewardError, alreadyExists, bundleHash, checkConfigValue, invalidReque
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
-import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, RelationDoc, Substrate, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, RelationDoc, RevokedTokenDoc, Substrate, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
@@ -48,6 +48,42 @@ export class StateOps extends StoreTxns {
       success: [{ type: "put", key: keys.access(modelUuid, user), value: JSON.stringify({ access }) }],
     });
     if (!res.succeeded) throw notFound("user", user);
+    return res.revision;
+  }
+
+  /** Takes away a user's access to a model (their open status watches close; agents are unaffected). */
+  async revokeAccess(modelUuid: string, user: string): Promise<number> {
+    const res = await this.store.txn({
+      compare: [{ key: keys.access(modelUuid, user), target: "createRevision", op: ">", value: 0 }],
+      success: [{ type: "delete", key: keys.access(modelUuid, user) }],
+    });
+    if (!res.succeeded) throw new StewardError("not-found", `user "${user}" has no access to this model (nothing to revoke)`, { details: { kind: "access", name: user } });
+    return res.revision;
+  }
+
+  /** Sets a user's password and ends every token issued to them before now. */
+  async changePassword(name: string, password: string): Promise<number> {
+    const passwordHash = await hashPassword(password);
+    const res = await this.retry(`change the password of ${name}`, async () => {
+      const u = await this.read<UserDoc>(keys.user(name));
+      if (!u) throw notFound("user", name);
+      const doc: UserDoc = { ...u.doc, passwordHash, tokensValidAfter: this.now().getTime() };
+      return { compare: [unchanged(keys.user(name), u.rev)], ops: [{ type: "put", key: keys.user(name), value: JSON.stringify(doc) }], result: {} };
+    });
+    return res.revision;
+  }
+
+  /**
+   * Revokes one token (logout) until it would have expired. Revocations already past their expiry
+   * are deleted in the same write, so the list stays as short as the tokens still alive.
+   */
+  async revokeToken(id: string, user: string, expiresAt: number): Promise<number> {
+    const now = this.now().getTime();
+    const expired = (await this.readAll<RevokedTokenDoc>(keys.revokedTokensPrefix)).filter((r) => r.doc.expiresAt < now && r.key !== keys.revokedToken(id));
+    const doc: RevokedTokenDoc = { user, expiresAt };
+    const res = await this.store.txn({
+      success: [{ type: "put", key: keys.revokedToken(id), value: JSON.stringify(doc) }, ...expired.slice(0, 100).map((r) => ({ type: "delete" as const, key: r.key }))],
+    });
     return res.revision;
   }
 
