@@ -13,6 +13,7 @@ import { MAX_TOKEN_LIFETIME_MS, newTokenId, signToken } from "../security/creden
 import { PasswordWork } from "../security/password-work";
 import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings } from "../state";
+import { ValueTooLargeError } from "../store";
 import type { SshSubstrate } from "../substrates/ssh";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
@@ -356,6 +357,11 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 /** Turns any thrown error into the wire shape; unexpected ones are logged and reported as internal. */
 export function installErrorHandling(app: FastifyInstance, log: Logger): void {
   app.setErrorHandler((err: unknown, req, reply) => {
+    // A size error not translated to the user's field where it arose: never pass the store key on.
+    if (err instanceof ValueTooLargeError) {
+      log.warn("a request's data was too large to store", { method: req.method, url: req.url.split("?")[0], bytes: err.bytes });
+      return reply.code(400).send({ code: "invalid-request", message: `the data sent is too large to store (${err.bytes} bytes once stored, at most ${err.limit}); send less`, details: { bytes: err.bytes, limit: err.limit } });
+    }
     if (StewardError.isInstance(err)) {
       const wait = err.details.retryAfterSeconds;
       if (typeof wait === "number") reply.header("retry-after", String(wait));

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Bundle, OperatorMeta, UnitStatusReport } from "../../api";
-import { StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
+import { CONFIG_TOTAL_LIMIT_BYTES, StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
@@ -164,10 +164,12 @@ export class StateOps extends StoreTxns {
     if (existing) return { doc: existing.doc, created: false };
     const data = Buffer.from(JSON.stringify(bundle));
     const chunks = Math.max(1, Math.ceil(data.length / CHUNK_BYTES));
+    const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp() };
+    // The metadata is stored whole: refuse it before writing any chunk, so nothing is left half-written.
+    this.checkStorable("operator.yaml", "shorten its description, summary or config descriptions", JSON.stringify(doc));
     // Chunks first, each its own write (one transaction could exceed etcd's request limit); the
     // document that makes the operator visible goes last, so a reader never finds half an operator.
     for (let i = 0; i < chunks; i++) await this.store.put(keys.operatorChunk(hash, i), data.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES).toString("base64"));
-    const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp() };
     const res = await this.store.txn({ compare: [absent(keys.operator(hash))], success: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }] });
     return { doc, created: res.succeeded };
   }
@@ -189,9 +191,9 @@ export class StateOps extends StoreTxns {
   async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[] }): Promise<{ units: string[]; revision: number }> {
     const op = await this.read<OperatorDoc>(keys.operator(req.operator));
     if (!op) throw invalidRequest(`operator ${req.operator} has not been uploaded: upload it first (steward deploy does this for you)`, { field: "operator" });
-    const config = validateConfig(op.doc.meta, req.config ?? {}, req.name);
+    const config = checkConfigTotal(validateConfig(op.doc.meta, req.config ?? {}, req.name), req.name);
     if (req.to && req.to.length > req.units) throw invalidRequest(`"to" names ${req.to.length} machines for ${req.units} units; give at most one machine per unit`, { field: "to" });
-    return this.retry(`deploy ${req.name}`, async () => {
+    return this.sized("config", "set fewer or shorter values", () => this.retry(`deploy ${req.name}`, async () => {
       const m = await this.aliveModel(uuid);
       const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
       const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp() };
@@ -200,7 +202,7 @@ export class StateOps extends StoreTxns {
       ops.unshift({ type: "put", key: keys.app(uuid, req.name), value: JSON.stringify(app) });
       await this.peerRelations(uuid, req.name, op.doc.meta, compare, ops);
       return { compare, ops, result: { units } };
-    }).catch(async (err: unknown) => {
+    })).catch(async (err: unknown) => {
       if (StewardError.isInstance(err) && err.code === "conflict" && (await this.store.get(keys.app(uuid, req.name)))) throw alreadyExists("application", req.name);
       throw err;
     });
@@ -268,7 +270,7 @@ export class StateOps extends StoreTxns {
 
   /** Sets or resets (null) config keys and/or moves the application to another operator version. */
   async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string }): Promise<{ revision: number; changed: boolean }> {
-    return this.retry<{ changed: boolean }>(`update ${appName}`, async () => {
+    return this.sized("config", "set fewer or shorter values", () => this.retry<{ changed: boolean }>(`update ${appName}`, async () => {
       const a = await this.read<ApplicationDoc>(keys.app(uuid, appName));
       if (!a) throw notFound("application", appName);
       let operator = a.doc.operator;
@@ -289,11 +291,12 @@ export class StateOps extends StoreTxns {
       Object.assign(next, validateConfig(meta, sets, appName));
       // Values the new operator no longer declares are dropped rather than refused, so upgrades that rename options work.
       for (const k of Object.keys(next)) if (!(k in meta.config)) delete next[k];
+      checkConfigTotal(next, appName);
       const changed = operator.hash !== a.doc.operator.hash || JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config));
       if (!changed) return { compare: [], ops: [], result: { changed } };
       const doc: ApplicationDoc = { ...a.doc, operator, config: next };
       return { compare: [unchanged(keys.app(uuid, appName), a.rev)], ops: [{ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(doc) }], result: { changed } };
-    });
+    }));
   }
 
   async removeApplication(uuid: string, appName: string, force: boolean): Promise<{ revision: number }> {
@@ -557,6 +560,14 @@ export function validateConfig(meta: OperatorMeta, values: ConfigValues, app: st
     out[k] = v;
   }
   return out;
+}
+
+/** Refuses config whose values together exceed {@link CONFIG_TOTAL_LIMIT_BYTES}; returns it otherwise. */
+function checkConfigTotal(config: ConfigValues, app: string): ConfigValues {
+  const bytes = Buffer.byteLength(JSON.stringify(config));
+  if (bytes <= CONFIG_TOTAL_LIMIT_BYTES) return config;
+  const largest = Object.entries(config).sort(([, a], [, b]) => String(b).length - String(a).length).slice(0, 3).map(([k]) => `"${k}"`);
+  throw new StewardError("config-invalid", `config of ${app} would be ${bytes} bytes in all; an application's config may hold at most ${CONFIG_TOTAL_LIMIT_BYTES} bytes (largest values: ${largest.join(", ")})`, { details: { field: "config", bytes, limit: CONFIG_TOTAL_LIMIT_BYTES } });
 }
 
 function configError(app: string, meta: OperatorMeta, key: string): StewardError {
