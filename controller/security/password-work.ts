@@ -9,13 +9,14 @@ import { hashPassword, newSecret, verifyPassword } from "./credentials";
 
 export interface PasswordWorkOptions {
   /**
-   * Password checks running at once (each holds one libuv pool thread).
-   * @default 1
+   * Password checks running at once (each holds one of the libuv pool's four threads; the others
+   * stay free for file writes).
+   * @default 2
    */
   concurrency?: number;
   /**
    * Password checks waiting their turn; beyond this a login is refused with 429 at once.
-   * @default 64
+   * @default 32
    */
   maxQueued?: number;
 }
@@ -28,8 +29,8 @@ export class PasswordWork {
   private readonly dummyHash: Promise<string>;
 
   constructor(o: PasswordWorkOptions = {}) {
-    this.concurrency = o.concurrency ?? 1;
-    this.maxQueued = o.maxQueued ?? 64;
+    this.concurrency = o.concurrency ?? 2;
+    this.maxQueued = o.maxQueued ?? 32;
     this.dummyHash = hashPassword(newSecret());
     this.dummyHash.catch(() => undefined); // awaited (and any failure seen) by the first unknown-user login
   }
