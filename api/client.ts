@@ -77,6 +77,9 @@ export const CONTROLLER_TLS_NAME = "steward-controller";
 /** Every API answer names the replicas' current addresses here, so clients follow replicas that move. */
 export const ADDRESSES_HEADER = "steward-addresses";
 
+/** A login told to wait at most this long is retried; longer (failed-login limits) is reported. */
+const MAX_LOGIN_WAIT_SECONDS = 5;
+
 const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
 
 export class ControllerClient {
@@ -107,9 +110,18 @@ export class ControllerClient {
 
   async login(): Promise<string> {
     if (!this.opts.user || !this.opts.password) throw new StewardError("unauthorized", "no password to log in with: run `steward login` first");
-    const res = await this.raw<{ token: string }>("POST", "/v1/login", { user: this.opts.user, password: this.opts.password }, false);
-    this.token = res.token;
-    return res.token;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const res = await this.raw<{ token: string }>("POST", "/v1/login", { user: this.opts.user, password: this.opts.password }, false);
+        this.token = res.token;
+        return res.token;
+      } catch (err) {
+        // Told to wait a moment (the controller is busy checking passwords): wait and try again, a few times.
+        const wait = StewardError.isInstance(err) && err.code === "rate-limited" ? Number(err.details.retryAfterSeconds) : NaN;
+        if (!(wait <= MAX_LOGIN_WAIT_SECONDS) || attempt >= 3) throw err;
+        await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+      }
+    }
   }
 
   /** Sends one request; on 401 with a password at hand, logs in again once and repeats it. */

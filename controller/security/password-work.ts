@@ -42,6 +42,11 @@ export class PasswordWork {
     return storedHash !== undefined && ok;
   }
 
+  /** Hashes a new password (a password change), sharing the same bounded slots. */
+  hash(password: string): Promise<string> {
+    return this.run(() => hashPassword(password));
+  }
+
   private async run<T>(fn: () => Promise<T>): Promise<T> {
     if (this.running >= this.concurrency) {
       if (this.queue.length >= this.maxQueued) {

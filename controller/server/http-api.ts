@@ -120,7 +120,8 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
       const ok = await checkPassword(name, req.ip, body.currentPassword);
       if (!ok) throw new StewardError("forbidden", "the current password is wrong", { details: { field: "currentPassword" } });
     }
-    await settled(await ops.changePassword(name, body.password));
+    if (!cache.users.has(name)) throw notFound("user", name);
+    await settled(await ops.changePassword(name, await passwords.hash(body.password)));
     reply.code(204);
   });
 

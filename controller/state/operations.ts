@@ -61,9 +61,8 @@ export class StateOps extends StoreTxns {
     return res.revision;
   }
 
-  /** Sets a user's password and ends every token issued to them before now. */
-  async changePassword(name: string, password: string): Promise<number> {
-    const passwordHash = await hashPassword(password);
+  /** Sets a user's password (given hashed) and ends every token issued to them before now. */
+  async changePassword(name: string, passwordHash: string): Promise<number> {
     const res = await this.retry(`change the password of ${name}`, async () => {
       const u = await this.read<UserDoc>(keys.user(name));
       if (!u) throw notFound("user", name);
