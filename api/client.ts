@@ -270,6 +270,20 @@ export class ControllerClient {
    */
   async watchStatus(model: string, onStatus: (s: ModelStatus) => void, signal: AbortSignal): Promise<void> {
     if (!this.token) await this.login();
+    for (;;) {
+      let received = false;
+      try {
+        return await this.watchOnce(model, (s) => { received = true; onStatus(s); }, signal);
+      } catch (err) {
+        // The token ended (expired, or revoked by a password change): with a password at hand, log
+        // in again and carry on; not if the new token was refused before anything arrived.
+        if (!StewardError.isInstance(err) || err.code !== "unauthorized" || !this.opts.password || !received) throw err;
+        await this.login();
+      }
+    }
+  }
+
+  private async watchOnce(model: string, onStatus: (s: ModelStatus) => void, signal: AbortSignal): Promise<void> {
     const address = this.list[this.preferred]!;
     const ws = new WebSocket(`wss://${address}/v1/models/${enc(model)}/watch`, { ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${this.token}` } } as WebSocket.ClientOptions);
     await new Promise<void>((resolve, reject) => {

@@ -5,8 +5,8 @@
  */
 import test from "ava";
 import { Agent } from "node:https";
-import type { ExecutionContext } from "ava";
-import type { ControllerClient, ModelStatus, StewardError } from "../api";
+import type { ModelStatus, StewardError } from "../api";
+import { ControllerClient } from "../api";
 import { signToken, verifyToken } from "../controller";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
@@ -35,15 +35,19 @@ async function reader(name: string): Promise<ControllerClient> {
   return tc.clientFor(name, `${name}-password`);
 }
 
-/** Opens a status watch; resolves with the error that ends it. */
-function watchUntilClosed(client: ControllerClient): { opened: Promise<void>; ended: Promise<StewardError> } {
+/**
+ * Opens a status watch with `token` alone (a client with a password would log in again and carry
+ * on); `ended` resolves with the error that ends it.
+ */
+function watchUntilClosed(token: string): { opened: Promise<void>; ended: Promise<StewardError> } {
+  const client = new ControllerClient({ addresses: tc.addresses, caCert: tc.caCert, token });
   let opened!: () => void;
   const first = new Promise<void>((resolve) => { opened = resolve; });
   const abort = new AbortController();
   const ended = client.watchStatus("m", (_s: ModelStatus) => opened(), abort.signal).then(
     () => { throw new Error("the watch ended without an error"); },
     (err: StewardError) => err,
-  );
+  ).finally(() => client.close());
   return { opened: first, ended };
 }
 
@@ -129,7 +133,7 @@ test("logout revokes the token presented, not the user's other tokens, and close
   const second = tc.clientFor("alice", "alice-password");
   const secondToken = await second.login();
   const firstToken = await alice.login();
-  const watch = watchUntilClosed(alice);
+  const watch = watchUntilClosed(firstToken);
   await watch.opened;
   await alice.logout();
   const r = await withToken(firstToken);
@@ -145,7 +149,7 @@ test("logout revokes the token presented, not the user's other tokens, and close
 test("changing your own password needs the current one and ends your existing tokens", async (t) => {
   const bob = await reader("bob");
   const oldToken = await bob.login();
-  const watch = watchUntilClosed(bob);
+  const watch = watchUntilClosed(oldToken);
   await watch.opened;
   const wrong = await t.throwsAsync<StewardError>(bob.changePassword("bob", "bob-new-password", "not-it"));
   t.is(wrong?.code, "forbidden");
@@ -175,7 +179,7 @@ test("a superuser resets another user's password; other users may not", async (t
 test("revoke takes away a user's access to a model and closes their watches of it", async (t) => {
   const erin = await reader("erin");
   t.truthy(await erin.status("m"));
-  const watch = watchUntilClosed(erin);
+  const watch = watchUntilClosed(await erin.login());
   await watch.opened;
   const notAdmin = await t.throwsAsync<StewardError>(erin.revoke("m", "erin"));
   t.is(notAdmin?.code, "forbidden");
@@ -190,20 +194,32 @@ test("revoke takes away a user's access to a model and closes their watches of i
   t.regex(again!.message, /has no access/);
 });
 
-test("a short-lived token stops working, and its watch is closed, when it expires", async (t: ExecutionContext) => {
+test("a short-lived token stops working, and its watch is closed, when it expires; a client with a password carries on", async (t) => {
   const short = await startTestController({ tokenLifetimeSeconds: 2 });
   try {
     await short.admin.createModel("m");
     const token = await short.admin.login();
+    // A client holding only the token: its watch ends with the token.
+    const tokenOnly = new ControllerClient({ addresses: short.addresses, caCert: short.caCert, token });
     const abort = new AbortController();
-    const ended = short.admin.watchStatus("m", () => undefined, abort.signal).then(() => undefined, (err: StewardError) => err);
-    const err = await ended;
+    const err = await tokenOnly.watchStatus("m", () => undefined, abort.signal).then(() => undefined, (e: StewardError) => e);
+    tokenOnly.close();
     t.is(err?.code, "unauthorized");
     t.regex(err!.message, /expired/);
-    await eventually("the token is refused", async () => {
-      const r = await rawRequest(short.addresses[0]!, short.caCert, "GET", "/v1/models", undefined, { authorization: `Bearer ${token}` });
-      return r.status === 401 ? true : undefined;
-    }, 10_000, 200);
+    const r = await rawRequest(short.addresses[0]!, short.caCert, "GET", "/v1/models", undefined, { authorization: `Bearer ${token}` });
+    t.is(r.status, 401);
+
+    // A client with a password logs in again when its watch's token ends, and keeps receiving status.
+    const withPassword = short.clientFor("admin", short.adminPassword);
+    const keepOn = new AbortController();
+    let latest = 0;
+    const watching = withPassword.watchStatus("m", (s) => { latest = s.model.revision; }, keepOn.signal);
+    await new Promise((resolve) => setTimeout(resolve, 3000)); // past the first token's life
+    await short.admin.updateModel("m", { updateStatusInterval: 77 });
+    const changed = (await short.admin.status("m")).model.revision;
+    await eventually("the change seen through the renewed watch", () => latest >= changed, 10_000, 50);
+    keepOn.abort();
+    await watching;
     t.pass();
   } finally {
     await short.close();
