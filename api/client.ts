@@ -15,6 +15,7 @@ import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, UnitDetails } from "./status";
 import type { DebugLogRecord } from "./debug-log";
+import { WATCH_CLOSE_CODES } from "./status";
 
 export interface ControllerClientOptions {
   /** `host:port` of each controller replica; tried in order, failing over on connection errors. */
@@ -107,6 +108,9 @@ export const REQUEST_ID_HEADER = "steward-request-id";
 export const REPLAYED_HEADER = "steward-replayed";
 const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
+/** A login told to wait at most this long is retried; longer (failed-login limits) is reported. */
+const MAX_LOGIN_WAIT_SECONDS = 5;
+
 const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
 
 // TLS verification failures: the replica is up, but its certificate is not from the pinned CA.
@@ -148,9 +152,18 @@ export class ControllerClient {
 
   async login(): Promise<string> {
     if (!this.opts.user || !this.opts.password) throw new StewardError("unauthorized", "no password to log in with: run `steward login` first");
-    const res = await this.raw<{ token: string }>("POST", "/v1/login", { user: this.opts.user, password: this.opts.password }, false);
-    this.token = res.token;
-    return res.token;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const res = await this.raw<{ token: string }>("POST", "/v1/login", { user: this.opts.user, password: this.opts.password }, false);
+        this.token = res.token;
+        return res.token;
+      } catch (err) {
+        // Told to wait a moment (the controller is busy checking passwords): wait and try again, a few times.
+        const wait = StewardError.isInstance(err) && err.code === "rate-limited" ? Number(err.details.retryAfterSeconds) : NaN;
+        if (!(wait <= MAX_LOGIN_WAIT_SECONDS) || attempt >= 3) throw err;
+        await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+      }
+    }
   }
 
   /**
@@ -257,6 +270,18 @@ export class ControllerClient {
   addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call("POST", "/v1/controller/spares", { hosts }); }
   createUser(name: string, password: string, superuser = false): Promise<{ name: string }> { return this.call("POST", "/v1/users", { name, password, superuser }); }
   grant(model: string, user: string, access: "read" | "write" | "admin"): Promise<void> { return this.call("PUT", `/v1/models/${enc(model)}/access/${enc(user)}`, { access }); }
+  /** Takes away `user`'s access to `model`. */
+  revoke(model: string, user: string): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/access/${enc(user)}`); }
+  /** Sets `user`'s password; their existing tokens stop working. Your own needs `currentPassword`. */
+  changePassword(user: string, password: string, currentPassword?: string): Promise<void> {
+    return this.call("PUT", `/v1/users/${enc(user)}/password`, { password, ...(currentPassword !== undefined ? { currentPassword } : {}) });
+  }
+  /** Revokes the token in use (on every replica) and forgets it. */
+  async logout(): Promise<void> {
+    if (!this.token) return;
+    await this.raw("POST", "/v1/logout", undefined, true);
+    this.token = undefined;
+  }
 
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
@@ -365,6 +390,20 @@ export class ControllerClient {
    */
   async watchStatus(model: string, onStatus: (s: ModelStatus) => void, signal: AbortSignal): Promise<void> {
     if (!this.token) await this.login();
+    for (;;) {
+      let received = false;
+      try {
+        return await this.watchOnce(model, (s) => { received = true; onStatus(s); }, signal);
+      } catch (err) {
+        // The token ended (expired, or revoked by a password change): with a password at hand, log
+        // in again and carry on; not if the new token was refused before anything arrived.
+        if (!StewardError.isInstance(err) || err.code !== "unauthorized" || !this.opts.password || !received) throw err;
+        await this.login();
+      }
+    }
+  }
+
+  private async watchOnce(model: string, onStatus: (s: ModelStatus) => void, signal: AbortSignal): Promise<void> {
     const address = this.list[this.preferred]!;
     // Loaded here: only watches need it, and a one-shot CLI command starts faster without it.
     const WebSocketClass = require("ws") as typeof WebSocket;
@@ -380,7 +419,13 @@ export class ControllerClient {
       });
       ws.on("unexpected-response", (_req, res) => reject(new StewardError(res.statusCode === 401 ? "unauthorized" : res.statusCode === 404 ? "not-found" : "unavailable", `watch refused with HTTP ${res.statusCode}`)));
       ws.on("error", (err: NodeJS.ErrnoException) => reject(err.code && UNTRUSTED_CERTIFICATE_ERRORS.has(err.code) ? untrustedCertificate(address, err.code, err) : err));
-      ws.on("close", () => { signal.removeEventListener("abort", onAbort); if (!signal.aborted) reject(new StewardError("unavailable", "status stream closed by the controller")); });
+      ws.on("close", (code: number, reason: Buffer) => {
+        signal.removeEventListener("abort", onAbort);
+        if (signal.aborted) return;
+        if (code === WATCH_CLOSE_CODES.tokenEnded) reject(new StewardError("unauthorized", `status stream closed: ${reason.toString()}`));
+        else if (code === WATCH_CLOSE_CODES.accessEnded) reject(new StewardError("forbidden", `status stream closed: ${reason.toString()}`));
+        else reject(new StewardError("unavailable", "status stream closed by the controller"));
+      });
     });
   }
 }

@@ -12,6 +12,8 @@ export const ErrorCodes = {
   forbidden: "forbidden",
   alreadyExists: "already-exists",
   conflict: "conflict",
+  /** Too many attempts (failed logins): wait the `Retry-After` seconds and try again. */
+  rateLimited: "rate-limited",
   operatorInvalid: "operator-invalid",
   configInvalid: "config-invalid",
   quotaExceeded: "quota-exceeded",
@@ -30,6 +32,7 @@ const httpStatusByCode: Record<ErrorCode, number> = {
   "not-found": 404,
   "already-exists": 409,
   "conflict": 409,
+  "rate-limited": 429,
   "unavailable": 503,
   "internal": 500,
 };
@@ -91,7 +94,7 @@ export function errorFromWire(body: unknown, httpStatus: number): StewardError {
     const code = (Object.values(ErrorCodes) as string[]).includes(w.code) ? w.code : "internal";
     return new StewardError(code, String(w.message ?? "unknown error"), { details: w.details });
   }
-  const byStatus: Record<number, ErrorCode> = { 400: "invalid-request", 401: "unauthorized", 403: "forbidden", 404: "not-found", 409: "conflict", 503: "unavailable" };
+  const byStatus: Record<number, ErrorCode> = { 400: "invalid-request", 401: "unauthorized", 403: "forbidden", 404: "not-found", 409: "conflict", 429: "rate-limited", 503: "unavailable" };
   const code: ErrorCode = byStatus[httpStatus] ?? (httpStatus >= 500 ? "internal" : "invalid-request");
   return new StewardError(code, `controller answered HTTP ${httpStatus}`, { details: { body } });
 }

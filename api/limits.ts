@@ -68,3 +68,11 @@ export const DEFAULT_OPERATOR_QUOTA_BYTES = 128 * 1024 * 1024;
  * after its upload or last use, so an upload followed by a deploy is never collected in between.
  */
 export const DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS = 3600;
+
+/**
+ * Most bytes one application config value may hold (UTF-8). Hooks pass values to commands as
+ * arguments, and Linux refuses a single argument over 128 KiB ("Argument list too long").
+ */
+export const CONFIG_VALUE_LIMIT_BYTES = 64 * 1024;
+/** Most bytes (as JSON) all config values set on one application may hold together. */
+export const CONFIG_TOTAL_LIMIT_BYTES = 256 * 1024;

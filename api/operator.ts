@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import type * as Yaml from "yaml";
 import { StewardError } from "./errors";
-import { MAX_OPERATOR_YAML_ALIASES, MAX_OPERATOR_YAML_BYTES, MAX_OPERATOR_YAML_DEPTH } from "./limits";
+import { CONFIG_VALUE_LIMIT_BYTES, MAX_OPERATOR_YAML_ALIASES, MAX_OPERATOR_YAML_BYTES, MAX_OPERATOR_YAML_DEPTH } from "./limits";
 import { NAME_PATTERN } from "./names";
 
 export type ConfigOptionType = "string" | "int" | "float" | "boolean";
@@ -193,7 +193,11 @@ function aliasLimitError(file: string): OperatorInvalidError {
 /** Returns why `value` does not fit `type`, or undefined when it does. */
 export function checkConfigValue(type: ConfigOptionType, value: unknown): string | undefined {
   switch (type) {
-    case "string": return typeof value === "string" ? undefined : `must be a string, got ${describe(value)}`;
+    case "string": {
+      if (typeof value !== "string") return `must be a string, got ${describe(value)}`;
+      const bytes = Buffer.byteLength(value);
+      return bytes > CONFIG_VALUE_LIMIT_BYTES ? `is ${bytes} bytes long; a config value may be at most ${CONFIG_VALUE_LIMIT_BYTES} bytes` : undefined;
+    }
     case "int": return typeof value === "number" && Number.isInteger(value) ? undefined : `must be a whole number, got ${describe(value)}`;
     case "float": return typeof value === "number" && Number.isFinite(value) ? undefined : `must be a number, got ${describe(value)}`;
     case "boolean": return typeof value === "boolean" ? undefined : `must be true or false, got ${describe(value)}`;

@@ -26,6 +26,8 @@ export const Access = z.enum(["read", "write", "admin"]);
 export const LoginRequest = z.strictObject({ user: UserName, password: z.string().min(1).max(1024) });
 export const CreateUserRequest = z.strictObject({ name: UserName, password: z.string().min(8).max(1024), superuser: z.boolean().optional() });
 export const GrantRequest = z.strictObject({ access: Access });
+/** A user changing their own password gives the current one; a superuser resetting another's does not. */
+export const ChangePasswordRequest = z.strictObject({ password: z.string().min(8).max(1024), currentPassword: z.string().min(1).max(1024).optional() });
 
 export const ModelConfig = z.strictObject({
   /** Seconds between update-status hooks (jittered 80–120 %). */

@@ -100,3 +100,14 @@ export function integrationJoins(pair: readonly [string, string], i: { provider:
   const fits = (ref: string, ep: string): boolean => (ref.includes(":") ? ref === ep : ref === ep.split(":")[0]);
   return (fits(pair[0], i.provider) && fits(pair[1], i.requirer)) || (fits(pair[1], i.provider) && fits(pair[0], i.requirer));
 }
+
+/**
+ * WebSocket close codes of a status watch (`/v1/models/<model>/watch`) ended by the controller for
+ * an authorization reason; the close reason says which. Any other close is a broken stream.
+ */
+export const WATCH_CLOSE_CODES = {
+  /** The token expired or was revoked (logout, password change): log in again. */
+  tokenEnded: 4401,
+  /** The user's access to the model was revoked, or the user removed. */
+  accessEnded: 4403,
+} as const;

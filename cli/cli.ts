@@ -16,6 +16,9 @@ import DestroyModelCommand from "./commands/destroy-model";
 import DiffCommand from "./commands/diff";
 import GrantCommand from "./commands/grant";
 import LoginCommand from "./commands/login";
+import LogoutCommand from "./commands/logout";
+import ChangePasswordCommand from "./commands/change-password";
+import RevokeCommand from "./commands/revoke";
 import MachinesCommand from "./commands/machines";
 import ModelsCommand from "./commands/models";
 import RemoveApplicationCommand from "./commands/remove-application";
@@ -37,7 +40,7 @@ import VersionCommand from "./commands/version";
 import RefreshCommand from "./commands/refresh";
 
 export const commands = [
-  BootstrapCommand, ControllersCommand, ShowControllerCommand, EnableHaCommand, AddSpareCommand, LoginCommand, AddUserCommand, GrantCommand, DestroyControllerCommand,
+  BootstrapCommand, ControllersCommand, ShowControllerCommand, EnableHaCommand, AddSpareCommand, LoginCommand, LogoutCommand, ChangePasswordCommand, AddUserCommand, GrantCommand, RevokeCommand, DestroyControllerCommand,
   AddModelCommand, ModelsCommand, SwitchCommand, ModelConfigCommand, StatusCommand, ApplyCommand, DiffCommand, DestroyModelCommand,
   DeployCommand, AddUnitCommand, RemoveUnitCommand, ConfigCommand, RemoveApplicationCommand,
   IntegrateCommand, RemoveIntegrationCommand, ResolveCommand, ShowUnitCommand, DebugLogCommand,

@@ -13,6 +13,8 @@ export interface ControllerEntry {
   caCert: string;
   user: string;
   password?: string;
+  /** The password was generated at bootstrap and this file holds its only copy (logout then needs --force). */
+  generatedPassword?: boolean;
   token?: string;
   /** Set for a controller running on this host (local bootstrap): its data directory. */
   dataDir?: string;

@@ -22,6 +22,7 @@ import type { HaPending } from "./cluster";
 import type { ControllerConfig, OperatorStorageConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
+import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 import type { LoginLimiterOptions } from "./server/login-limiter";
 import { LoginLimiter } from "./server/login-limiter";
 import { installErrorHandling, installWriteGuard, registerHttpApi } from "./server/http-api";
@@ -57,6 +58,13 @@ export interface ControllerOptions {
    * @default 60 (Juju's: 30 s of guaranteed leadership)
    */
   leadershipLeaseSeconds?: number;
+  /**
+   * Seconds a user token issued at login lives (at most 24 hours; tests use short ones).
+   * @default 86400
+   */
+  tokenLifetimeSeconds?: number;
+  /** Failed user logins allowed per user and per source address (see FailedLoginLimiter). */
+  failedLogins?: FailedLoginLimiterOptions;
   /** Agent logins per second and burst (reconnect storms are spread out). @default 200 and 200 */
   agentLogins?: LoginLimiterOptions;
   /** Overrides some of the request transport's bounds. @default TRANSPORT_LIMITS (api/limits.ts) */
@@ -218,7 +226,11 @@ export class Controller {
     }
     installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
     installIdempotency(http, { store: this.store, cache, log: this.log });
-    registerHttpApi(http, { cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, operatorQuotaBytes: this.operatorStorage.quotaBytes });
+    registerHttpApi(http, {
+      cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, operatorQuotaBytes: this.operatorStorage.quotaBytes,
+      ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
+      ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
+    });
     const logs = new ModelLogs();
     // A destroyed model's records go with it.
     cache.subscribe((changed) => { for (const m of changed) if (m !== CLUSTER_CHANGED && !cache.models.get(m)?.model) logs.forget(m); });

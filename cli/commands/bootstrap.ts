@@ -82,7 +82,7 @@ export default class BootstrapCommand extends BaseCommand {
     const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword });
     const token = await client.login();
     client.close();
-    cfg.controllers[name] = { addresses, caCert: init.caCert, user: "admin", password: init.adminPassword, token, dataDir };
+    cfg.controllers[name] = { addresses, caCert: init.caCert, user: "admin", password: init.adminPassword, generatedPassword: true, token, dataDir };
     cfg.current = name;
     await this.saveConfig(cfg);
     this.out(`Bootstrapped controller "${name}" at ${addresses.join(", ")}.`);
@@ -122,7 +122,7 @@ export default class BootstrapCommand extends BaseCommand {
     try {
       await waitForHealth(client, 60_000, `is port ${port} of ${target.host} reachable from here? Its log is /var/lib/steward/controller/controller.log`);
       const token = await client.login();
-      cfg.controllers[name] = { addresses: res.addresses, caCert: res.caCert, user: "admin", password: res.adminPassword, token };
+      cfg.controllers[name] = { addresses: res.addresses, caCert: res.caCert, user: "admin", password: res.adminPassword, generatedPassword: true, token };
       cfg.current = name;
       await this.saveConfig(cfg);
       if (others.length > 0) {

@@ -39,26 +39,57 @@ export function credentialMatches(secret: string, storedHash: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-export interface TokenClaims { user: string; expiresAt: number }
+/** The longest a user token may live, whatever it claims: a token is refused once it claims more. */
+export const MAX_TOKEN_LIFETIME_MS = 24 * 3600 * 1000;
+/** Clocks of replicas may differ a little; a token issued "in the future" by this much is still accepted. */
+const CLOCK_SKEW_MS = 60 * 1000;
 
-export function signToken(claims: TokenClaims, key: string): string {
-  const body = Buffer.from(JSON.stringify({ u: claims.user, e: claims.expiresAt })).toString("base64url");
-  const sig = createHmac("sha256", key).update(body).digest("base64url");
-  return `${body}.${sig}`;
+export interface TokenClaims {
+  user: string;
+  /** Random id, so one token can be revoked (logout) without the others. */
+  id: string;
+  issuedAt: number;
+  expiresAt: number;
 }
 
-/** Returns the claims of a valid, unexpired token, or undefined. */
+function encodeBody(c: TokenClaims): string {
+  return Buffer.from(JSON.stringify({ u: c.user, j: c.id, i: c.issuedAt, e: c.expiresAt })).toString("base64url");
+}
+
+function signature(body: string, key: string): string {
+  return createHmac("sha256", key).update(body).digest("base64url");
+}
+
+export function newTokenId(): string {
+  return randomBytes(12).toString("base64url");
+}
+
+export function signToken(claims: TokenClaims, key: string): string {
+  const body = encodeBody(claims);
+  return `${body}.${signature(body, key)}`;
+}
+
+/**
+ * Returns the claims of a valid, unexpired token, or undefined. Only the exact encoding the
+ * controller issues is accepted (no trailing bytes, no re-encoded variants), and a token that
+ * claims to live longer than {@link MAX_TOKEN_LIFETIME_MS} is refused even if its signature holds.
+ */
 export function verifyToken(token: string, key: string, now = Date.now()): TokenClaims | undefined {
-  const [body, sig] = token.split(".");
-  if (!body || !sig) return undefined;
-  const expected = createHmac("sha256", key).update(body).digest();
-  const given = Buffer.from(sig, "base64url");
+  if (token.length > 1024 || !/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
+  const body = token.slice(0, token.indexOf("."));
+  const expected = Buffer.from(`${body}.${signature(body, key)}`);
+  const given = Buffer.from(token);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+  let c: TokenClaims;
   try {
-    const c = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as { u: string; e: number };
-    if (typeof c.u !== "string" || typeof c.e !== "number" || c.e < now) return undefined;
-    return { user: c.u, expiresAt: c.e };
+    const raw = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as { u: unknown; j: unknown; i: unknown; e: unknown };
+    if (typeof raw.u !== "string" || typeof raw.j !== "string" || !Number.isSafeInteger(raw.i) || !Number.isSafeInteger(raw.e)) return undefined;
+    c = { user: raw.u, id: raw.j, issuedAt: raw.i as number, expiresAt: raw.e as number };
   } catch {
     return undefined;
   }
+  if (encodeBody(c) !== body) return undefined;
+  if (c.expiresAt < now || c.issuedAt > now + CLOCK_SKEW_MS) return undefined;
+  if (c.expiresAt - c.issuedAt > MAX_TOKEN_LIFETIME_MS || c.expiresAt > now + MAX_TOKEN_LIFETIME_MS + CLOCK_SKEW_MS) return undefined;
+  return c;
 }

@@ -8,7 +8,7 @@ import { credentialMatches, verifyToken } from "../security/credentials";
 import type { ModelIndex, StateCache } from "../state";
 
 export type Principal =
-  | { kind: "user"; user: string; superuser: boolean }
+  | { kind: "user"; user: string; superuser: boolean; token: { id: string; expiresAt: number } }
   | { kind: "agent"; model: string; machine: string };
 
 export type Access = "read" | "write" | "admin";
@@ -28,7 +28,11 @@ export function authenticate(cache: StateCache, headers: IncomingHttpHeaders): P
     const claims = cache.tokenKey ? verifyToken(value, cache.tokenKey) : undefined;
     const user = claims && cache.users.get(claims.user);
     if (!user) throw new StewardError("unauthorized", "token is invalid or expired: log in again (steward login)");
-    return { kind: "user", user: user.name, superuser: user.superuser };
+    // Revoked by logout, or by a password change (which ends every token issued before it).
+    if (cache.revokedTokens.has(claims.id) || claims.issuedAt < (user.tokensValidAfter ?? 0)) {
+      throw new StewardError("unauthorized", "token was revoked (logged out, or the password changed): log in again (steward login)");
+    }
+    return { kind: "user", user: user.name, superuser: user.superuser, token: { id: claims.id, expiresAt: claims.expiresAt } };
   }
   if (scheme === "Agent") {
     const [model, machine, secret] = value.split("/");

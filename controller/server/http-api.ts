@@ -6,19 +6,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../../api";
 import {
-  ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, CreateModelRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
+  ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, ChangePasswordRequest, CreateModelRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
   MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
   LEGACY_HASH_MESSAGE, operatorHashProblem,
 } from "../../api";
-import { signToken, verifyPassword } from "../security/credentials";
+import { MAX_TOKEN_LIFETIME_MS, newTokenId, signToken } from "../security/credentials";
+import { PasswordWork } from "../security/password-work";
 import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings } from "../state";
+import { ValueTooLargeError } from "../store";
 import type { SshSubstrate } from "../substrates/ssh";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
 import { authenticate, modelAccess, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
-
-const TOKEN_TTL_MS = 24 * 3600 * 1000;
+import type { FailedLoginLimiterOptions } from "./failed-login-limiter";
+import { FailedLoginLimiter } from "./failed-login-limiter";
 
 export interface HttpApiDeps {
   cache: StateCache;
@@ -30,6 +32,13 @@ export interface HttpApiDeps {
   controllerAddresses: () => string[];
   /** Most bytes all stored operators may take (see DEFAULT_OPERATOR_QUOTA_BYTES). */
   operatorQuotaBytes: number;
+  /**
+   * How long the tokens issued at login live, in ms (at most MAX_TOKEN_LIFETIME_MS).
+   * @default 24 hours
+   */
+  tokenLifetimeMs?: number;
+  /** Limits on failed logins per user and per source address (see FailedLoginLimiter for defaults). */
+  failedLogins?: FailedLoginLimiterOptions;
 }
 
 export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
@@ -66,13 +75,57 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 
   app.get("/v1/health", async () => ({ ok: true, version: STEWARD_VERSION, revision: cache.revision }));
 
+  const tokenLifetimeMs = Math.min(deps.tokenLifetimeMs ?? MAX_TOKEN_LIFETIME_MS, MAX_TOKEN_LIFETIME_MS);
+  const failedLogins = new FailedLoginLimiter(deps.failedLogins);
+  const passwords = new PasswordWork();
+  const tooManyFailures = (wait: number): StewardError =>
+    new StewardError("rate-limited", `too many failed logins for this user or from this address: try again in ${wait} s`, { details: { retryAfterSeconds: wait } });
+  /** Checks a password under the failed-login limits; an attempt refused only for load does not count as failed. */
+  const checkPassword = async (user: string, source: string, password: string): Promise<boolean> => {
+    const wait = failedLogins.begin(user, source);
+    if (wait > 0) throw tooManyFailures(wait);
+    let ok: boolean;
+    try {
+      ok = await passwords.verify(password, cache.users.get(user)?.passwordHash);
+    } catch (err) {
+      failedLogins.succeeded(user, source);
+      throw err;
+    }
+    if (ok) failedLogins.succeeded(user, source);
+    return ok;
+  };
+
   app.post("/v1/login", { config: { secretAnswer: true } }, async (req) => {
     const body = parseRequest(LoginRequest, req.body, "login");
+    // Same work and answer for an unknown user and a wrong password: do not reveal which users exist.
+    const ok = await checkPassword(body.user, req.ip, body.password);
     const user = cache.users.get(body.user);
-    // Same answer for an unknown user and a wrong password: do not reveal which users exist.
-    if (!user || !(await verifyPassword(body.password, user.passwordHash))) throw new StewardError("unauthorized", "wrong user name or password");
-    const expiresAt = Date.now() + TOKEN_TTL_MS;
-    return { token: signToken({ user: user.name, expiresAt }, cache.tokenKey!), expiresAt: new Date(expiresAt).toISOString(), user: user.name };
+    if (!ok || !user) throw new StewardError("unauthorized", "wrong user name or password");
+    const issuedAt = Date.now();
+    const expiresAt = issuedAt + tokenLifetimeMs;
+    return { token: signToken({ user: user.name, id: newTokenId(), issuedAt, expiresAt }, cache.tokenKey!), expiresAt: new Date(expiresAt).toISOString(), user: user.name };
+  });
+
+  app.post("/v1/logout", async (req, reply) => {
+    const p = requireUser(principalOf(req));
+    await settled(await ops.revokeToken(p.token.id, p.user, p.token.expiresAt));
+    reply.code(204);
+  });
+
+  app.put("/v1/users/:user/password", async (req, reply) => {
+    const p = requireUser(principalOf(req));
+    const name = param<string>(UserName, req, "user", "user");
+    const body = parseRequest(ChangePasswordRequest, req.body, "password change");
+    if (name !== p.user) requireSuperuser(p);
+    else {
+      // The user's own password: a stolen token alone must not be enough to take the account.
+      if (!body.currentPassword) throw new StewardError("invalid-request", `"currentPassword" is required to change your own password`, { details: { field: "currentPassword" } });
+      const ok = await checkPassword(name, req.ip, body.currentPassword);
+      if (!ok) throw new StewardError("forbidden", "the current password is wrong", { details: { field: "currentPassword" } });
+    }
+    if (!cache.users.has(name)) throw notFound("user", name);
+    await settled(await ops.changePassword(name, await passwords.hash(body.password)));
+    reply.code(204);
   });
 
   app.get("/v1/controller", async (req) => {
@@ -115,6 +168,13 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const user = param<string>(UserName, req, "user", "user");
     const body = parseRequest(GrantRequest, req.body, "grant");
     await settled(await ops.grant(idx.uuid, user, body.access));
+    reply.code(204);
+  });
+
+  app.delete("/v1/models/:model/access/:user", async (req, reply) => {
+    const idx = model(req, principalOf(req), "admin");
+    const user = param<string>(UserName, req, "user", "user");
+    await settled(await ops.revokeAccess(idx.uuid, user));
     reply.code(204);
   });
 
@@ -325,7 +385,16 @@ export function installWriteGuard(app: FastifyInstance, writable: () => boolean)
 /** Turns any thrown error into the wire shape; unexpected ones are logged and reported as internal. */
 export function installErrorHandling(app: FastifyInstance, log: Logger): void {
   app.setErrorHandler((err: unknown, req, reply) => {
-    if (StewardError.isInstance(err)) return reply.code(err.httpStatus).send(err.toWire());
+    // A size error not translated to the user's field where it arose: never pass the store key on.
+    if (err instanceof ValueTooLargeError) {
+      log.warn("a request's data was too large to store", { method: req.method, url: req.url.split("?")[0], bytes: err.bytes });
+      return reply.code(400).send({ code: "invalid-request", message: `the data sent is too large to store (${err.bytes} bytes once stored, at most ${err.limit}); send less`, details: { bytes: err.bytes, limit: err.limit } });
+    }
+    if (StewardError.isInstance(err)) {
+      const wait = err.details.retryAfterSeconds;
+      if (typeof wait === "number") reply.header("retry-after", String(wait));
+      return reply.code(err.httpStatus).send(err.toWire());
+    }
     const e = err as { statusCode?: number; code?: string; message?: string };
     if (e.statusCode && e.statusCode < 500) {
       const message =

@@ -1,26 +1,34 @@
 /**
  * Live status for clients (`steward status --watch`, dashboards): a WebSocket on
  * `/v1/models/<model>/watch` receives the full status at once and after each change, at most every
- * {@link MIN_INTERVAL_MS}, so a burst of unit updates costs one status build.
+ * {@link MIN_INTERVAL_MS}, so a burst of unit updates costs one status build. A watch lasts only as
+ * long as what let it in: it is closed (code and reason from WATCH_CLOSE_CODES) when its token
+ * expires or is revoked, or the user's access to the model is taken away.
  */
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
 import type { TransportLimits } from "../../api";
-import { StewardError, TRANSPORT_LIMITS, notFound } from "../../api";
+import { StewardError, TRANSPORT_LIMITS, WATCH_CLOSE_CODES, notFound } from "../../api";
 import type { StateCache } from "../state";
 import { buildModelStatus } from "../state";
+import type { Principal } from "./auth";
 import { authenticate, requireModelAccess } from "./auth";
 import { answerRaw } from "./raw-answer";
 import { answerHandshakeErrors } from "./upgrades";
 
 const MIN_INTERVAL_MS = 200;
 
+/** What let a watch in, re-checked whenever users, tokens or the model's access change. */
+interface WatchGrant { headers: IncomingMessage["headers"]; uuid: string; expiry?: NodeJS.Timeout }
+
 export class StatusWatchHub {
   private readonly wss: WebSocketServer;
   private readonly watchers = new Map<string, Set<WebSocket>>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly grants = new Map<WebSocket, WatchGrant>();
+  private authVersion: number;
   private readonly unsubscribe: () => void;
 
   /** @param transport frame bounds; @default TRANSPORT_LIMITS (api/limits.ts) */
@@ -28,16 +36,24 @@ export class StatusWatchHub {
     // Watchers only listen: a small bound keeps a read-only user from making the controller buffer big frames.
     this.wss = new WebSocketServer({ noServer: true, maxPayload: transport.watchFrameBytes ?? TRANSPORT_LIMITS.watchFrameBytes });
     answerHandshakeErrors(this.wss);
-    this.unsubscribe = cache.subscribe((changed) => { for (const m of changed) if (this.watchers.has(m)) this.schedule(m); });
+    this.authVersion = cache.authVersion;
+    this.unsubscribe = cache.subscribe((changed) => {
+      // Users or revoked tokens changed: every watch re-checks its token; otherwise only the changed models' watches their access.
+      const authChanged = cache.authVersion !== this.authVersion;
+      this.authVersion = cache.authVersion;
+      for (const [ws, grant] of this.grants) if (authChanged || changed.has(grant.uuid)) this.recheck(ws, grant);
+      for (const m of changed) if (this.watchers.has(m)) this.schedule(m);
+    });
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, modelName: string): void {
     let uuid: string;
+    let principal: Principal;
     try {
-      const p = authenticate(this.cache, req.headers);
+      principal = authenticate(this.cache, req.headers);
       const idx = this.cache.findModel(modelName);
       if (!idx) throw notFound("model", modelName);
-      requireModelAccess(p, idx, "read");
+      requireModelAccess(principal, idx, "read");
       uuid = idx.uuid;
     } catch (err) {
       if (!StewardError.isInstance(err)) throw err;
@@ -48,7 +64,15 @@ export class StatusWatchHub {
       let set = this.watchers.get(uuid);
       if (!set) this.watchers.set(uuid, (set = new Set()));
       set.add(ws);
-      ws.on("close", () => { set.delete(ws); if (set.size === 0) this.watchers.delete(uuid); });
+      const grant: WatchGrant = { headers: { authorization: req.headers.authorization }, uuid };
+      this.grants.set(ws, grant);
+      if (principal.kind === "user") this.expireAt(ws, grant, principal.token.expiresAt);
+      ws.on("close", () => {
+        set.delete(ws);
+        if (set.size === 0) this.watchers.delete(uuid);
+        clearTimeout(grant.expiry);
+        this.grants.delete(ws);
+      });
       ws.on("error", () => undefined);
       try {
         this.send(uuid, [ws]);
@@ -56,6 +80,42 @@ export class StatusWatchHub {
         ws.close(1011, "internal error; see the controller log");
       }
     });
+  }
+
+  /** Closes the watch once its token has expired (tokens live at most a day, well within a timer's range). */
+  private expireAt(ws: WebSocket, grant: WatchGrant, expiresAt: number): void {
+    grant.expiry = setTimeout(() => {
+      this.recheck(ws, grant);
+      // Still open (the timer fired a hair early): wait the rest.
+      if (this.grants.has(ws)) this.expireAt(ws, grant, expiresAt);
+    }, Math.max(0, expiresAt - Date.now()) + 1);
+    grant.expiry.unref();
+  }
+
+  /** Closes the watch if its credentials or its access to the model no longer hold. */
+  private recheck(ws: WebSocket, grant: WatchGrant): void {
+    let principal: Principal;
+    try {
+      principal = authenticate(this.cache, grant.headers);
+    } catch (err) {
+      this.end(ws, WATCH_CLOSE_CODES.tokenEnded, StewardError.isInstance(err) ? err.message : "credentials no longer valid");
+      return;
+    }
+    const idx = this.cache.models.get(grant.uuid);
+    if (!idx?.model) return; // a destroyed model is reported by send()
+    try {
+      requireModelAccess(principal, idx, "read");
+    } catch {
+      this.end(ws, WATCH_CLOSE_CODES.accessEnded, `access to model ${idx.model.name} was revoked`);
+      return;
+    }
+  }
+
+  private end(ws: WebSocket, code: number, reason: string): void {
+    clearTimeout(this.grants.get(ws)?.expiry);
+    this.grants.delete(ws);
+    // A close reason is at most 123 bytes.
+    ws.close(code, Buffer.from(reason).subarray(0, 123).toString());
   }
 
   private schedule(uuid: string): void {

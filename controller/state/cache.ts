@@ -8,7 +8,7 @@ import type { HaConfig, KeeperDoc, MemberDoc, SpareDoc } from "../cluster/cluste
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
-import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, RelationDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { CACHED_PREFIXES } from "./keys";
 
 export interface ModelIndex {
@@ -48,6 +48,10 @@ export class StateCache {
   controller?: ControllerDoc;
   tokenKey?: string;
   readonly users = new Map<string, UserDoc>();
+  /** Tokens revoked by logout: id → when it expires anyway. */
+  readonly revokedTokens = new Map<string, number>();
+  /** Bumped on any change to users or revoked tokens, so holders of long-lived sessions re-check them. */
+  authVersion = 0;
   readonly modelNames = new Map<string, string>();
   readonly models = new Map<string, ModelIndex>();
   readonly operators = new Map<string, OperatorDoc>();
@@ -107,6 +111,8 @@ export class StateCache {
     this.controller = undefined;
     this.tokenKey = undefined;
     this.users.clear();
+    this.revokedTokens.clear();
+    this.authVersion++;
     this.modelNames.clear();
     this.models.clear();
     this.operators.clear();
@@ -149,7 +155,11 @@ export class StateCache {
         if (parts[2] === "info") this.controller = doc as ControllerDoc | undefined;
         if (parts[2] === "token-key") this.tokenKey = doc as string | undefined;
         return undefined;
-      case "users": set(this.users, parts[2]!); return undefined;
+      case "users": set(this.users, parts[2]!); this.authVersion++; return undefined;
+      case "revoked-tokens":
+        if (doc === undefined) this.revokedTokens.delete(parts[2]!); else this.revokedTokens.set(parts[2]!, (doc as RevokedTokenDoc).expiresAt);
+        this.authVersion++;
+        return undefined;
       case "model-names": if (doc === undefined) this.modelNames.delete(parts[2]!); else this.modelNames.set(parts[2]!, doc as string); return undefined;
       case "operators": set(this.operators, parts[2]!); return undefined;
       case "cluster":

@@ -4,7 +4,16 @@ import type { AgentStatus, Life, OperatorMeta, StatusInfo, WorkloadStatus } from
 export type ConfigValues = Record<string, string | number | boolean>;
 
 export interface ControllerDoc { uuid: string; name: string; createdAt: string; schemaVersion: number }
-export interface UserDoc { name: string; passwordHash: string; superuser: boolean; createdAt: string }
+export interface UserDoc {
+  name: string;
+  passwordHash: string;
+  superuser: boolean;
+  createdAt: string;
+  /** Epoch ms of the last password change: tokens issued before it are refused on every replica. */
+  tokensValidAfter?: number;
+}
+/** A token revoked by logout, kept until it would have expired anyway. */
+export interface RevokedTokenDoc { user: string; expiresAt: number }
 export interface ModelDoc {
   uuid: string;
   name: string;

@@ -6,6 +6,8 @@ export const keys = {
   controller: "/controller/info",
   tokenKey: "/controller/token-key",
   user: (name: string) => `/users/${name}`,
+  revokedToken: (id: string) => `/revoked-tokens/${id}`,
+  revokedTokensPrefix: "/revoked-tokens/",
   modelName: (name: string) => `/model-names/${name}`,
   model: (uuid: string) => `/models/${uuid}`,
   modelPrefix: (uuid: string) => `/models/${uuid}/`,
@@ -42,7 +44,7 @@ export const keys = {
 };
 
 /** Prefixes the state cache follows. */
-export const CACHED_PREFIXES = ["/controller/", "/users/", "/model-names/", "/models/", "/operators/", "/presence/", "/cluster/"];
+export const CACHED_PREFIXES = ["/controller/", "/users/", "/revoked-tokens/", "/model-names/", "/models/", "/operators/", "/presence/", "/cluster/"];
 
 /** Operator bundles are stored in chunks well under etcd's 1.5 MiB request limit. */
 export const CHUNK_BYTES = 512 * 1024;

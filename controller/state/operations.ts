@@ -5,11 +5,11 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Bundle, OperatorMeta, UnitStatusReport } from "../../api";
-import { StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
+import { CONFIG_TOTAL_LIMIT_BYTES, StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
-import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, RevokedTokenDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
@@ -51,6 +51,41 @@ export class StateOps extends StoreTxns {
       const m = await this.store.get(keys.model(modelUuid));
       if (!m) throw notFound("model", modelUuid);
       return { compare: [unchanged(keys.user(user), u.modRevision), unchanged(keys.model(modelUuid), m.modRevision)], ops: [{ type: "put", key: keys.access(modelUuid, user), value: JSON.stringify({ access }) }], result: {} };
+    });
+    return res.revision;
+  }
+
+  /** Takes away a user's access to a model (their open status watches close; agents are unaffected). */
+  async revokeAccess(modelUuid: string, user: string): Promise<number> {
+    const res = await this.store.txn({
+      compare: [{ key: keys.access(modelUuid, user), target: "createRevision", op: ">", value: 0 }],
+      success: [{ type: "delete", key: keys.access(modelUuid, user) }],
+    });
+    if (!res.succeeded) throw new StewardError("not-found", `user "${user}" has no access to this model (nothing to revoke)`, { details: { kind: "access", name: user } });
+    return res.revision;
+  }
+
+  /** Sets a user's password (given hashed) and ends every token issued to them before now. */
+  async changePassword(name: string, passwordHash: string): Promise<number> {
+    const res = await this.retry(`change the password of ${name}`, async () => {
+      const u = await this.read<UserDoc>(keys.user(name));
+      if (!u) throw notFound("user", name);
+      const doc: UserDoc = { ...u.doc, passwordHash, tokensValidAfter: this.now().getTime() };
+      return { compare: [unchanged(keys.user(name), u.rev)], ops: [{ type: "put", key: keys.user(name), value: JSON.stringify(doc) }], result: {} };
+    });
+    return res.revision;
+  }
+
+  /**
+   * Revokes one token (logout) until it would have expired. Revocations already past their expiry
+   * are deleted in the same write, so the list stays as short as the tokens still alive.
+   */
+  async revokeToken(id: string, user: string, expiresAt: number): Promise<number> {
+    const now = this.now().getTime();
+    const expired = (await this.readAll<RevokedTokenDoc>(keys.revokedTokensPrefix)).filter((r) => r.doc.expiresAt < now && r.key !== keys.revokedToken(id));
+    const doc: RevokedTokenDoc = { user, expiresAt };
+    const res = await this.store.txn({
+      success: [{ type: "put", key: keys.revokedToken(id), value: JSON.stringify(doc) }, ...expired.slice(0, 100).map((r) => ({ type: "delete" as const, key: r.key }))],
     });
     return res.revision;
   }
@@ -138,13 +173,15 @@ export class StateOps extends StoreTxns {
     const data = Buffer.from(JSON.stringify(bundle));
     await this.checkOperatorQuota(data.length, opts.quotaBytes);
     const chunks = Math.max(1, Math.ceil(data.length / CHUNK_BYTES));
+    const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp() };
+    // The metadata is stored whole: refuse it before writing any chunk, so nothing is left half-written.
+    this.checkStorable("operator.yaml", "shorten its description, summary or config descriptions", JSON.stringify(doc));
     // Chunks first, each its own write (one transaction could exceed etcd's request limit); the
     // document that makes the operator visible goes last, so a reader never finds half an operator.
     // The upload marker lets the collector delete the chunks of an upload that never finished.
     const upload: OperatorUploadDoc = { hash, startedAt: this.stamp() };
     await this.store.put(keys.operatorUpload(hash), JSON.stringify(upload));
     for (let i = 0; i < chunks; i++) await this.store.put(keys.operatorChunk(hash, i), data.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES).toString("base64"));
-    const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp() };
     const res = await this.store.txn({
       compare: [absent(keys.operator(hash))],
       success: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }, { type: "delete", key: keys.operatorUpload(hash) }],
@@ -219,9 +256,9 @@ export class StateOps extends StoreTxns {
   async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[] }): Promise<{ units: string[]; revision: number }> {
     const op = await this.read<OperatorDoc>(keys.operator(req.operator));
     if (!op) throw invalidRequest(`operator ${req.operator} has not been uploaded: upload it first (steward deploy does this for you)`, { field: "operator" });
-    const config = validateConfig(op.doc.meta, req.config ?? {}, req.name);
+    const config = checkConfigTotal(validateConfig(op.doc.meta, req.config ?? {}, req.name), req.name);
     if (req.to && req.to.length > req.units) throw invalidRequest(`"to" names ${req.to.length} machines for ${req.units} units; give at most one machine per unit`, { field: "to" });
-    return this.retry(`deploy ${req.name}`, async () => {
+    return this.sized("config", "set fewer or shorter values", () => this.retry(`deploy ${req.name}`, async () => {
       const m = await this.aliveModel(uuid);
       if (await this.store.get(keys.app(uuid, req.name))) {
         throw new StewardError("already-exists", `application "${req.name}" already exists in model ${m.doc.name}: use add-unit or config to change it, or pick another name`, { details: { kind: "application", name: req.name } });
@@ -236,7 +273,7 @@ export class StateOps extends StoreTxns {
       await this.peerRelations(uuid, req.name, op.doc.meta, compare, ops);
       this.useOperator(current, compare, ops);
       return { compare, ops, result: { units } };
-    }).catch(async (err: unknown) => {
+    })).catch(async (err: unknown) => {
       if (StewardError.isInstance(err) && err.code === "conflict" && (await this.store.get(keys.app(uuid, req.name)))) throw alreadyExists("application", req.name);
       throw err;
     });
@@ -304,7 +341,7 @@ export class StateOps extends StoreTxns {
 
   /** Sets or resets (null) config keys and/or moves the application to another operator version. */
   async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string }): Promise<{ revision: number; changed: boolean }> {
-    return this.retry<{ changed: boolean }>(`update ${appName}`, async () => {
+    return this.sized("config", "set fewer or shorter values", () => this.retry<{ changed: boolean }>(`update ${appName}`, async () => {
       const a = await this.read<ApplicationDoc>(keys.app(uuid, appName));
       if (!a) throw notFound("application", appName);
       let operator = a.doc.operator;
@@ -326,6 +363,7 @@ export class StateOps extends StoreTxns {
       Object.assign(next, validateConfig(meta, sets, appName));
       // Values the new operator no longer declares are dropped rather than refused, so upgrades that rename options work.
       for (const k of Object.keys(next)) if (!(k in meta.config)) delete next[k];
+      checkConfigTotal(next, appName);
       const changed = operator.hash !== a.doc.operator.hash || JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config));
       if (!changed) return { compare: [], ops: [], result: { changed } };
       const doc: ApplicationDoc = { ...a.doc, operator, config: next };
@@ -333,7 +371,7 @@ export class StateOps extends StoreTxns {
       const ops: Op[] = [{ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(doc) }];
       if (upgradeTo) this.useOperator(upgradeTo, compare, ops);
       return { compare, ops, result: { changed } };
-    });
+    }));
   }
 
   async removeApplication(uuid: string, appName: string, force: boolean): Promise<{ revision: number }> {
@@ -606,6 +644,14 @@ export function validateConfig(meta: OperatorMeta, values: ConfigValues, app: st
     out[k] = v;
   }
   return out;
+}
+
+/** Refuses config whose values together exceed {@link CONFIG_TOTAL_LIMIT_BYTES}; returns it otherwise. */
+function checkConfigTotal(config: ConfigValues, app: string): ConfigValues {
+  const bytes = Buffer.byteLength(JSON.stringify(config));
+  if (bytes <= CONFIG_TOTAL_LIMIT_BYTES) return config;
+  const largest = Object.entries(config).sort(([, a], [, b]) => String(b).length - String(a).length).slice(0, 3).map(([k]) => `"${k}"`);
+  throw new StewardError("config-invalid", `config of ${app} would be ${bytes} bytes in all; an application's config may hold at most ${CONFIG_TOTAL_LIMIT_BYTES} bytes (largest values: ${largest.join(", ")})`, { details: { field: "config", bytes, limit: CONFIG_TOTAL_LIMIT_BYTES } });
 }
 
 function configError(app: string, meta: OperatorMeta, key: string): StewardError {

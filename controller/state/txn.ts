@@ -1,7 +1,7 @@
 /** The transaction helpers every domain operation uses: typed reads and compare-and-swap with retry. */
 import { StewardError } from "../../api";
 import type { Compare, Op, Store } from "../store";
-import { absent } from "../store";
+import { MAX_VALUE_BYTES, ValueTooLargeError, absent } from "../store";
 import { currentRequest } from "./request-records";
 
 export interface Read<T> { doc: T; rev: number }
@@ -19,6 +19,25 @@ export class StoreTxns {
 
   protected async readAll<T>(prefix: string): Promise<(Read<T> & { key: string })[]> {
     return (await this.store.range(prefix)).kvs.map((kv) => ({ key: kv.key, doc: JSON.parse(kv.value) as T, rev: kv.modRevision }));
+  }
+
+  /**
+   * Runs `write`, reporting a value over the store's size limit as the user's `field` being too
+   * large (with `hint` on how to shrink it) instead of naming an internal store key.
+   */
+  protected async sized<T>(field: string, hint: string, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (err) {
+      if (err instanceof ValueTooLargeError) throw tooLarge(field, hint, err.bytes);
+      throw err;
+    }
+  }
+
+  /** Refuses `value` before anything is written when the store could not hold it (see {@link sized}). */
+  protected checkStorable(field: string, hint: string, value: string): void {
+    const bytes = Buffer.byteLength(value);
+    if (bytes > MAX_VALUE_BYTES) throw tooLarge(field, hint, bytes);
   }
 
   /**
@@ -49,4 +68,8 @@ export class StoreTxns {
     }
     throw new StewardError("conflict", `${what}: too much concurrent change, try again`, { retryable: true });
   }
+}
+
+function tooLarge(field: string, hint: string, bytes: number): StewardError {
+  return new StewardError("invalid-request", `${field} is too large: ${bytes} bytes once stored, at most ${MAX_VALUE_BYTES}; ${hint}`, { details: { field, bytes, limit: MAX_VALUE_BYTES } });
 }

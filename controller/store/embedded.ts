@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { StewardError, invalidRequest } from "../../api";
 import { crc32 } from "./crc32";
 import type { KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptions, Watcher } from "./store";
-import { CompactedError, LeaseNotFoundError, StoreClosedError, compareHolds } from "./store";
+import { CompactedError, LeaseNotFoundError, StoreClosedError, ValueTooLargeError, compareHolds } from "./store";
 
 export interface EmbeddedStoreOptions {
   /** Directory holding `wal.log` and `snapshot.frames`; created if missing. */
@@ -359,7 +359,7 @@ export class EmbeddedStore implements Store {
       seen.add(op.key);
       if (op.type === "put") {
         if (op.lease && !this.leases.has(op.lease)) throw new LeaseNotFoundError(op.lease);
-        if (Buffer.byteLength(op.value) > MAX_VALUE_BYTES) throw invalidRequest(`value for ${op.key} is ${Buffer.byteLength(op.value)} bytes; the store takes at most ${MAX_VALUE_BYTES}`);
+        if (Buffer.byteLength(op.value) > MAX_VALUE_BYTES) throw new ValueTooLargeError(op.key, Buffer.byteLength(op.value), MAX_VALUE_BYTES);
       }
     }
   }

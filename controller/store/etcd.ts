@@ -19,7 +19,7 @@ import { Etcd3 } from "etcd3";
 import type { IKeyValue } from "etcd3";
 import { StewardError, invalidRequest } from "../../api";
 import type { CallOptions, Compare, KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptions, Watcher } from "./store";
-import { CompactedError, LeaseNotFoundError, StoreClosedError } from "./store";
+import { CompactedError, LeaseNotFoundError, StoreClosedError, ValueTooLargeError } from "./store";
 import { MAX_VALUE_BYTES } from "./embedded";
 
 export interface EtcdStoreOptions {
@@ -221,7 +221,7 @@ export class EtcdStore implements Store {
         if (op.type !== "put" && op.type !== "delete") continue;
         if (written.has(op.key)) throw invalidRequest(`key ${op.key} is written twice in one transaction`);
         written.add(op.key);
-        if (op.type === "put" && Buffer.byteLength(op.value) > MAX_VALUE_BYTES) throw invalidRequest(`value for ${op.key} is ${Buffer.byteLength(op.value)} bytes; the store takes at most ${MAX_VALUE_BYTES}`);
+        if (op.type === "put" && Buffer.byteLength(op.value) > MAX_VALUE_BYTES) throw new ValueTooLargeError(op.key, Buffer.byteLength(op.value), MAX_VALUE_BYTES);
       }
     }
     if (!t.compare?.length && !t.failure?.length && t.success.every(isRead)) return this.snapshot(t.success);

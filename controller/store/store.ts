@@ -109,6 +109,18 @@ export class LeaseNotFoundError extends StewardError {
   }
 }
 
+/**
+ * A value over the store's size limit. Its message names the store key, which means nothing to a
+ * user: callers translate it into the field the user sent (StoreTxns.sized), and the HTTP layer
+ * never passes the key on.
+ */
+export class ValueTooLargeError extends StewardError {
+  constructor(public readonly key: string, public readonly bytes: number, public readonly limit: number) {
+    super("invalid-request", `value for ${key} is ${bytes} bytes; the store takes at most ${limit}`, { details: { bytes, limit } });
+    this.name = "ValueTooLargeError";
+  }
+}
+
 export class StoreClosedError extends StewardError {
   constructor(backend: string) {
     super("unavailable", `the ${backend} store is closed`);

@@ -4,14 +4,15 @@ import { runCli } from "../../cli";
 
 export interface CliResult { code: number; stdout: string; stderr: string }
 
-export function cliRunner(home: string, cwd: string): (...args: string[]) => Promise<CliResult> {
+/** `input`, if given, is what every command run by this runner reads on standard input. */
+export function cliRunner(home: string, cwd: string, input?: string): (...args: string[]) => Promise<CliResult> {
   return async (...args) => {
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     let out = "", err = "";
     stdout.on("data", (d: Buffer) => { out += d.toString(); });
     stderr.on("data", (d: Buffer) => { err += d.toString(); });
-    const code = await runCli(args, { stdin: Readable.from([]) as never, stdout, stderr, env: { ...withoutSteward(process.env), STEWARD_HOME: home }, cwd });
+    const code = await runCli(args, { stdin: Readable.from(input === undefined ? [] : [input]) as never, stdout, stderr, env: { ...withoutSteward(process.env), STEWARD_HOME: home }, cwd });
     return { code, stdout: out, stderr: err };
   };
 }

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { ModelStatus, TransportLimits, UnitStatusView } from "../../api";
 import { ControllerClient, readOperatorDir, silentLogger, unitIsReady } from "../../api";
 import { Controller, initControllerDir } from "../../controller";
-import type { ControllerConfig } from "../../controller";
+import type { ControllerConfig, FailedLoginLimiterOptions } from "../../controller";
 import { eventually } from "./eventually";
 import { killProcessesUnder } from "./processes";
 
@@ -31,11 +31,19 @@ export interface TestController {
   close(): Promise<void>;
 }
 
-export async function startTestController(opts: { leadershipLeaseSeconds?: number; store?: ControllerConfig["store"]; agentLogins?: { perSecond: number; burst: number }; transport?: Partial<TransportLimits>; operators?: ControllerConfig["operators"] } = {}): Promise<TestController> {
+export async function startTestController(opts: {
+  leadershipLeaseSeconds?: number; store?: ControllerConfig["store"]; agentLogins?: { perSecond: number; burst: number };
+  transport?: Partial<TransportLimits>; operators?: ControllerConfig["operators"];
+  /** Lifetime of user tokens (tests of expiry). */
+  tokenLifetimeSeconds?: number;
+  failedLogins?: FailedLoginLimiterOptions;
+} = {}): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
   const dataDir = join(dir, "c");
   const init = await initControllerDir({ dataDir, name: "test", listen: { host: "127.0.0.1", port: 0 }, ...(opts.store ? { store: opts.store } : {}) });
-  const controller = await Controller.start({ dataDir, log: silentLogger, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}), ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.operators ? { operators: opts.operators } : {}) });
+  const controller = await Controller.start({ dataDir, log: silentLogger, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}),
+    ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.operators ? { operators: opts.operators } : {}),
+    ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}), ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}) });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {
