@@ -11,6 +11,7 @@
 import { randomUUID } from "node:crypto";
 import { Agent, request } from "node:https";
 import type WebSocket from "ws";
+import type { ErrorCode } from "./errors";
 import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, UnitDetails } from "./status";
@@ -433,7 +434,8 @@ export class ControllerClient {
 /** The stream of `GET /v1/models/<model>/logs`: one JSON object a line; empty lines are heartbeats. */
 function parseLogLine(line: string, onRecord: (r: DebugLogRecord) => void, onDropped?: (n: number) => void): void {
   if (!line.trim()) return;
-  const v = JSON.parse(line) as DebugLogRecord | { dropped: number };
+  const v = JSON.parse(line) as DebugLogRecord | { dropped: number } | { ended: { code: ErrorCode; message: string } };
+  if ("ended" in v) throw new StewardError(v.ended.code, `log stream closed: ${v.ended.message}`);
   if ("dropped" in v) onDropped?.(v.dropped);
   else onRecord(v);
 }

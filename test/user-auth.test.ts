@@ -225,3 +225,28 @@ test("a short-lived token stops working, and its watch is closed, when it expire
     await short.close();
   }
 });
+
+test("a debug-log stream ends when its token is revoked, and when the user's access is", async (t) => {
+  const dora = await reader("dora");
+  const token = await dora.login();
+  const follow = (tok: string): Promise<StewardError> => {
+    const client = new ControllerClient({ addresses: tc.addresses, caCert: tc.caCert, token: tok });
+    return client.debugLog("m", { lines: 0 }, () => undefined).then(
+      () => { throw new Error("the stream ended without an error"); },
+      (err: StewardError) => err,
+    ).finally(() => client.close());
+  };
+  const byToken = follow(token);
+  await new Promise((r) => setTimeout(r, 500)); // the stream is open
+  await dora.logout();
+  const ended = await byToken;
+  t.is(ended.code, "unauthorized");
+  t.regex(ended.message, /log stream closed: .*revoked/);
+
+  const fresh = await tc.clientFor("dora", "dora-password").login();
+  const byAccess = follow(fresh);
+  await new Promise((r) => setTimeout(r, 500));
+  await tc.admin.revoke("m", "dora");
+  const denied = await byAccess;
+  t.is(denied.code, "forbidden");
+});

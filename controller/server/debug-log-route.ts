@@ -68,6 +68,22 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
       out.write(JSON.stringify(r) + "\n");
     };
     const stop = o.logs.follow(idx.uuid, q.filter, send);
+    // A stream lives no longer than the token and the access it was opened with, as watches do.
+    const headers = { authorization: req.headers.authorization };
+    const recheck = (): void => {
+      try {
+        const now = requireUser(authenticate(o.cache, headers));
+        const m = o.cache.models.get(idx.uuid);
+        if (m?.model) requireModelAccess(now, m, "read");
+      } catch (err) {
+        const e = StewardError.isInstance(err) ? err : new StewardError("unauthorized", "credentials no longer valid");
+        out.write(JSON.stringify({ ended: { code: e.code, message: e.message } }) + "\n");
+        close();
+      }
+    };
+    const unsubscribe = o.cache.subscribe(recheck);
+    const expiry = setTimeout(recheck, Math.max(0, p.token.expiresAt - Date.now()) + 1);
+    expiry.unref();
     const heartbeat = setInterval(() => { if (out.writableLength === 0) out.write("\n"); }, o.heartbeatMs ?? 25_000);
     heartbeat.unref();
     let closed = false;
@@ -76,6 +92,8 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
       closed = true;
       streams--;
       stop();
+      unsubscribe();
+      clearTimeout(expiry);
       clearInterval(heartbeat);
       out.end();
     };
