@@ -8,11 +8,14 @@ import { join } from "node:path";
 import { readOperatorDir } from "../api";
 import { benchController } from "./bench-controller";
 import { SimAgent } from "./sim-agent";
+import type { BenchOptions } from "./util";
 import { median, percentile, report, rssMiB, sleep } from "./util";
 
-const UNITS = Number(process.env.BENCH_UNITS ?? 1000);
+const DEFAULT_UNITS = Number(process.env.BENCH_UNITS ?? 1000);
 
-export async function benchControllerScale(): Promise<void> {
+/** `size`: units, one per machine and simulated agent (default 1,000, or BENCH_UNITS). */
+export async function benchControllerScale(o: BenchOptions = {}): Promise<void> {
+  const UNITS = o.size ?? DEFAULT_UNITS;
   const bc = await benchController("scale");
   const { addresses, client, pid, uuid } = bc;
   const sockets: SimAgent[] = [];

@@ -25,12 +25,22 @@ import { cliRunner } from "../test/harness/cli";
 import { replicaBackSince } from "../test/harness/controller";
 import type { TestHost } from "../test/harness/hosts";
 import { TestLab } from "../test/harness/hosts";
+import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
-const TRIALS = Number(process.env.BENCH_HA_TRIALS ?? 10);
-const AGENTS = 1000;
+const DEFAULT_TRIALS = Number(process.env.BENCH_HA_TRIALS ?? 10);
 
-export async function benchHaHostFailover(): Promise<void> {
+export interface HaBenchOptions extends BenchOptions {
+  /**
+   * Simulated agents on the replica whose host is killed.
+   * @default 1000
+   */
+  agents?: number;
+}
+
+/** `size`: trials of each measurement (default 10, or BENCH_HA_TRIALS). */
+export async function benchHaHostFailover(o: HaBenchOptions = {}): Promise<void> {
+  const TRIALS = o.size ?? DEFAULT_TRIALS;
   if (process.getuid?.() !== 0) { console.log("ha-host-failover: skipped (needs root for network namespaces)"); return; }
   const lab = await TestLab.create(4);
   const home = await mkdtemp(join(tmpdir(), "steward-bench-ha-"));
@@ -99,7 +109,7 @@ export async function benchHaHostFailover(): Promise<void> {
       "new leader max (s)": (Math.max(...leaderMs) / 1000).toFixed(2),
     });
 
-    await benchAgentReconnect(all, entry.caCert, healthy, replicas, restart);
+    await benchAgentReconnect({ trials: TRIALS, agents: o.agents ?? 1000 }, all, entry.caCert, healthy, replicas, restart);
 
     // A follower lost for good, replaced on the spare host; the lost host then comes back, stands
     // down and becomes the next trial's spare (the installer wipes what it left).
@@ -145,10 +155,10 @@ export async function benchHaHostFailover(): Promise<void> {
 }
 
 /**
- * 1,000 simulated agents on one replica; its host dies; they redial the others with jitter. The
+ * Simulated agents (1,000 by default) on one replica; its host dies; they redial the others with jitter. The
  * same machines are used in every trial, each on the replica after the previous trial's.
  */
-async function benchAgentReconnect(client: ControllerClient, caCert: string, healthy: () => Promise<ClusterInfo>, replicas: TestHost[], restart: (h: TestHost) => Promise<void>): Promise<void> {
+async function benchAgentReconnect({ trials: TRIALS, agents: AGENTS }: { trials: number; agents: number }, client: ControllerClient, caCert: string, healthy: () => Promise<ClusterInfo>, replicas: TestHost[], restart: (h: TestHost) => Promise<void>): Promise<void> {
   const { uuid } = await client.createModel("reconnect");
   const machines = (await client.addMachines("reconnect", "manual", AGENTS)).machines;
   const connect = (address: string, m: { id: string; credential?: string }): Promise<WebSocket> => new Promise((resolve, reject) => {

@@ -11,7 +11,7 @@ import type WebSocket from "ws";
 import type { AgentFrame, Logger } from "../../api";
 import { StewardError, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
-import type { LeadershipOps, RelationOps, StateCache, StateOps } from "../state";
+import type { LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { CLUSTER_CHANGED, buildAgentView, keys } from "../state";
 import type { PresenceDoc } from "../state";
 import { authenticate } from "./auth";
@@ -48,6 +48,10 @@ export class AgentHub {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
   private readonly byMachine = new Map<string, AgentConnection>();
   private readonly dirtyModels = new Set<string>();
+  /** The controller's address list changed: every agent's view did. */
+  private addressesChanged = false;
+  /** Each model's viewRevision as of its agents' last push: a change past it may change their views. */
+  private readonly pushedViewRevision = new WeakMap<ModelIndex, number>();
   private pushScheduled = false;
   /** False while this replica cannot reach a store majority (see setStoreReachable). */
   private storeReachable = true;
@@ -57,7 +61,7 @@ export class AgentHub {
   constructor(private readonly deps: AgentHubDeps) {
     this.unsubscribe = deps.cache.subscribe((changed) => {
       // A replica came or went: every agent gets the new address list.
-      if (changed.has(CLUSTER_CHANGED)) for (const c of this.byMachine.values()) this.dirtyModels.add(c.model);
+      if (changed.has(CLUSTER_CHANGED)) this.addressesChanged = true;
       for (const m of changed) if (m !== CLUSTER_CHANGED) this.dirtyModels.add(m);
       this.schedulePush();
     });
@@ -226,9 +230,20 @@ export class AgentHub {
     // Coalesce a burst of store events (a deploy writes many keys) into one push per agent.
     setImmediate(() => {
       this.pushScheduled = false;
-      const models = new Set(this.dirtyModels);
+      const everyone = this.addressesChanged;
+      this.addressesChanged = false;
+      const stale = new Set<string>();
+      for (const uuid of this.dirtyModels) {
+        // Status reports (10,000 agents each sending theirs) change no view: building and comparing
+        // every agent's view for each of them is what made a large model's logins slow.
+        const idx = this.deps.cache.models.get(uuid);
+        if (idx && this.pushedViewRevision.get(idx) === idx.viewRevision) continue;
+        if (idx) this.pushedViewRevision.set(idx, idx.viewRevision);
+        stale.add(uuid);
+      }
       this.dirtyModels.clear();
-      for (const conn of this.byMachine.values()) if (models.has(conn.model)) this.pushView(conn);
+      if (!everyone && stale.size === 0) return;
+      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) this.pushView(conn);
     });
   }
 

@@ -9,7 +9,7 @@ import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
 import { StewardError, notFound } from "../../api";
 import type { StateCache } from "../state";
-import { buildModelStatus } from "../state";
+import { renderModelStatus } from "../state";
 import { authenticate, requireModelAccess } from "./auth";
 
 const MIN_INTERVAL_MS = 200;
@@ -54,7 +54,7 @@ export class StatusWatchHub {
 
   private send(uuid: string, targets: WebSocket[]): void {
     const idx = this.cache.models.get(uuid);
-    const msg = idx?.model ? JSON.stringify({ status: buildModelStatus(this.cache, idx) }) : JSON.stringify({ error: { code: "not-found", message: "model was destroyed" } });
+    const msg = idx?.model ? `{"status":${renderModelStatus(this.cache, idx)}}` : JSON.stringify({ error: { code: "not-found", message: "model was destroyed" } });
     for (const ws of targets) {
       ws.send(msg);
       if (!idx?.model) ws.close(1000);
