@@ -27,7 +27,7 @@ export async function benchConfigFanout(o: BenchOptions = {}): Promise<void> {
     for (let i = 0; i < machines.length; i += 100) {
       agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!)))));
     }
-    while (agents.some((a) => a.view?.units.length !== 1)) await sleep(50);
+    await Promise.all(agents.map((a) => a.viewWhere((v) => v.units.length === 1)));
     const all: number[] = [];
     const trialP99: number[] = [];
     const trialMax: number[] = [];
@@ -35,9 +35,11 @@ export async function benchConfigFanout(o: BenchOptions = {}): Promise<void> {
       const message = `trial-${trial}`;
       const got: number[] = [];
       let t0 = 0;
-      const done = new Promise<void>((resolve) => {
+      const done = new Promise<void>((resolve, reject) => {
         for (const a of agents) {
           let seen = false;
+          // A dropped agent would never see the change: fail the benchmark rather than hang it.
+          a.listenClose((why) => reject(new Error(`a simulated agent was disconnected during the fan-out (${why})`)));
           a.listen((v, at) => { if (!seen && v.units[0]?.config.message === message) { seen = true; got.push(at - t0); if (got.length === agents.length) resolve(); } });
         }
       });
