@@ -25,7 +25,7 @@ import { LogForwarder } from "./log-forwarder";
 import { MachineLock } from "./machine-lock";
 import { OperatorStore } from "./operators";
 import { StatusReporter } from "./status-reporter";
-import { machineAddress } from "./unit-address";
+import { unitAddress } from "./unit-address";
 import { currentBootId } from "./boot-id";
 import { Uniter, unitDirOf } from "./uniter";
 
@@ -95,7 +95,9 @@ export class Agent {
   get unitNames(): string[] { return [...this.uniters.keys()].sort(); }
 
   private onConnected(): void {
-    this.conn.call("machine.info", { hostname: hostname(), address: machineAddress(), os: `${process.platform} ${release()}`, agentVersion: STEWARD_VERSION })
+    // The address reported is the one hooks get as STEWARD_UNIT_ADDRESS (where units serve), so
+    // status shows where they can be reached; on every connection, as it can change.
+    this.conn.call("machine.info", { hostname: hostname(), address: unitAddress(this.conn), os: `${process.platform} ${release()}`, agentVersion: STEWARD_VERSION })
       .catch((err: unknown) => this.log.warn("could not report machine info", { err }));
     this.reporter.flush();
     this.forwarder.flush();

@@ -14,7 +14,7 @@ import type WebSocket from "ws";
 import type { ErrorCode } from "./errors";
 import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
-import type { ModelStatus, UnitDetails } from "./status";
+import type { ModelStatus, StatusFilter, UnitDetails } from "./status";
 import type { DebugLogRecord } from "./debug-log";
 import { WATCH_CLOSE_CODES } from "./status";
 
@@ -289,7 +289,15 @@ export class ControllerClient {
   createModel(name: string, config?: { updateStatusInterval?: number }): Promise<{ name: string; uuid: string }> { return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}) }); }
   /** With `force`, everything is deleted at once without running hooks. */
   destroyModel(name: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(name)}${force ? "?force=true" : ""}`); }
-  status(model: string): Promise<ModelStatus> { return this.call("GET", `/v1/models/${enc(model)}/status`); }
+  /** The model's status, narrowed by `filter` on the controller (so a large model sends less). */
+  status(model: string, filter: StatusFilter = {}): Promise<ModelStatus> {
+    const q = new URLSearchParams();
+    if (filter.applications?.length) q.set("application", filter.applications.join(","));
+    if (filter.units?.length) q.set("unit", filter.units.join(","));
+    if (filter.machines?.length) q.set("machine", filter.machines.join(","));
+    const query = q.toString();
+    return this.call("GET", `/v1/models/${enc(model)}/status${query ? `?${query}` : ""}`);
+  }
 
   // --- operators and applications ---
   uploadOperator(bundle: Bundle): Promise<{ hash: string; name: string; version: string; created: boolean }> { return this.call("POST", "/v1/operators", bundle); }

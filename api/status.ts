@@ -74,6 +74,17 @@ export interface UnitDetails extends UnitStatusView {
   }[];
 }
 
+/**
+ * What `steward status web web/0 0` narrows the status to (the route's `?application=&unit=&machine=`):
+ * the named applications with all their units, the named units, the units on the named machines, and
+ * the applications, machines and integrations those involve. Empty lists (or none) mean everything.
+ */
+export interface StatusFilter {
+  applications?: readonly string[];
+  units?: readonly string[];
+  machines?: readonly string[];
+}
+
 export interface ModelStatus {
   model: { name: string; uuid: string; controller: string; status: StatusInfo<"available" | "busy" | "destroying">; revision: number };
   applications: Record<string, ApplicationStatusView>;

@@ -5,9 +5,12 @@ import { ControllerClient, readOperatorDir, silentLogger, unitIsReady } from "..
 import { Controller, initControllerDir } from "../controller";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import type { BenchOptions } from "./util";
 import { median, report, rssMiB, sleep } from "./util";
 
-export async function benchAgentMemory(): Promise<void> {
+/** `size`: memory samples taken, 400 ms apart after 3 s of quiet (default 5). */
+export async function benchAgentMemory(o: BenchOptions = {}): Promise<void> {
+  const SAMPLES = o.size ?? 5;
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-agent-"));
   const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
   const c = await Controller.start({ dataDir: dir, log: silentLogger });
@@ -25,7 +28,7 @@ export async function benchAgentMemory(): Promise<void> {
     const pid = Number(await readFile(join(dir, "machines", uuid, "0", "agent.pid"), "utf8"));
     await sleep(3000);
     const samples: number[] = [];
-    for (let i = 0; i < 5; i++) { samples.push(await rssMiB(pid)); await sleep(400); }
+    for (let i = 0; i < SAMPLES; i++) { samples.push(await rssMiB(pid)); await sleep(400); }
     report("agent idle with one started unit", { "agent RSS (MiB)": median(samples) });
     await client.destroyModel("mem");
     for (let i = 0; i < 100 && (await client.listModels()).length > 0; i++) await sleep(100);

@@ -7,12 +7,15 @@ import { join } from "node:path";
 import { readOperatorDir } from "../api";
 import { benchController } from "./bench-controller";
 import { SimAgent } from "./sim-agent";
+import type { BenchOptions } from "./util";
 import { median, percentile, report, sleep } from "./util";
 
-const UNITS = Number(process.env.BENCH_UNITS ?? 1000);
+const DEFAULT_UNITS = Number(process.env.BENCH_UNITS ?? 1000);
 const TRIALS = 10;
 
-export async function benchConfigFanout(): Promise<void> {
+/** `size`: units, one per machine and simulated agent (default 1,000, or BENCH_UNITS). */
+export async function benchConfigFanout(o: BenchOptions = {}): Promise<void> {
+  const UNITS = o.size ?? DEFAULT_UNITS;
   const bc = await benchController("fanout");
   const { addresses, client, pid, uuid } = bc;
   const agents: SimAgent[] = [];
@@ -24,7 +27,7 @@ export async function benchConfigFanout(): Promise<void> {
     for (let i = 0; i < machines.length; i += 100) {
       agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!)))));
     }
-    while (agents.some((a) => a.view?.units.length !== 1)) await sleep(50);
+    await Promise.all(agents.map((a) => a.viewWhere((v) => v.units.length === 1)));
     const all: number[] = [];
     const trialP99: number[] = [];
     const trialMax: number[] = [];
@@ -32,9 +35,11 @@ export async function benchConfigFanout(): Promise<void> {
       const message = `trial-${trial}`;
       const got: number[] = [];
       let t0 = 0;
-      const done = new Promise<void>((resolve) => {
+      const done = new Promise<void>((resolve, reject) => {
         for (const a of agents) {
           let seen = false;
+          // A dropped agent would never see the change: fail the benchmark rather than hang it.
+          a.listenClose((why) => reject(new Error(`a simulated agent was disconnected during the fan-out (${why})`)));
           a.listen((v, at) => { if (!seen && v.units[0]?.config.message === message) { seen = true; got.push(at - t0); if (got.length === agents.length) resolve(); } });
         }
       });

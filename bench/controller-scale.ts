@@ -7,12 +7,17 @@
 import { join } from "node:path";
 import { readOperatorDir } from "../api";
 import { benchController } from "./bench-controller";
-import { SimAgent } from "./sim-agent";
+import { AgentDisconnected, SimAgent } from "./sim-agent";
+import type { BenchOptions } from "./util";
 import { median, percentile, report, rssMiB, sleep } from "./util";
 
-const UNITS = Number(process.env.BENCH_UNITS ?? 1000);
+const DEFAULT_UNITS = Number(process.env.BENCH_UNITS ?? 1000);
 
-export async function benchControllerScale(): Promise<void> {
+/** `size`: units, one per machine and simulated agent (default 1,000, or BENCH_UNITS). */
+export async function benchControllerScale(o: BenchOptions = {}): Promise<void> {
+  const UNITS = o.size ?? DEFAULT_UNITS;
+  // Pauses that let memory settle before it is sampled: shorter for a small (smoke) run, whose memory figures mean little.
+  const settle = (ms: number): Promise<void> => sleep(ms * Math.min(1, UNITS / 1000));
   const bc = await benchController("scale");
   const { addresses, client, pid, uuid } = bc;
   const sockets: SimAgent[] = [];
@@ -23,23 +28,35 @@ export async function benchControllerScale(): Promise<void> {
     const t0 = Date.now();
     await client.deploy("scale", { name: "app", operator: op.hash, units: UNITS, to: machines.map((m) => m.id) });
     const deployMs = Date.now() - t0;
-    await sleep(1500);
+    await settle(1500);
     const idleRss = await rssMiB(pid);
 
     // Connect one simulated agent per machine; each reports its unit active/idle once it has its view.
     const t1 = Date.now();
     let reported = 0;
+    let refused = 0;
+    let dropped = 0;
     await Promise.all(machines.map(async (m, i) => {
-      const a = await SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!);
-      sockets.push(a);
-      while (!a.view?.units[0]) await sleep(20);
-      await a.call("unit.status", { unit: a.view.units[0].name, workload: { current: "active", message: `unit ${i}` }, agent: { current: "idle", message: "" } });
-      reported++;
+      // A connection dropped before the report went through is redialled, as a real agent would.
+      for (;;) {
+        const a = await SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!);
+        sockets.push(a);
+        refused += a.refusals;
+        try {
+          const view = await a.viewWhere((v) => v.units.length > 0);
+          await a.call("unit.status", { unit: view.units[0]!.name, workload: { current: "active", message: `unit ${i}` }, agent: { current: "idle", message: "" } });
+          reported++;
+          return;
+        } catch (err) {
+          if (!(err instanceof AgentDisconnected)) throw err;
+          dropped++;
+        }
+      }
     }));
     const connectMs = Date.now() - t1;
-    await sleep(3000);
+    await settle(3000);
     const samples: number[] = [];
-    for (let i = 0; i < 5; i++) { samples.push(await rssMiB(pid)); await sleep(500); }
+    for (let i = 0; i < 5; i++) { samples.push(await rssMiB(pid)); await settle(500); }
     const connectedRss = median(samples);
 
     const latencies: number[] = [];
@@ -54,6 +71,8 @@ export async function benchControllerScale(): Promise<void> {
       "deploy of all units (ms)": deployMs,
       "connect + first status report, all agents (ms)": connectMs,
       "units active/idle in status": `${active}/${UNITS} (${reported} reports acknowledged)`,
+      "logins refused (503) or failed, then retried": refused,
+      "connections dropped before reporting, redialled": dropped,
       "status latency median (ms)": median(latencies),
       "status latency p95 (ms)": percentile(latencies, 95),
       "status response size (KiB)": Buffer.byteLength(JSON.stringify(status)) / 1024,

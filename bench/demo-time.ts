@@ -1,15 +1,18 @@
-/** The local demo from command to every unit active, in a fresh STEWARD_HOME (median of 3 runs). */
+/** The local demo from command to every unit active, in a fresh STEWARD_HOME (median of 3 runs by default). */
 import { spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { BenchOptions } from "./util";
 import { median, report } from "./util";
 
-export async function benchDemo(): Promise<void> {
+/** `size`: runs, each a first and a second (default 3). */
+export async function benchDemo(o: BenchOptions = {}): Promise<void> {
+  const RUNS = o.size ?? 3;
   const runs: number[] = [];
   const reruns: number[] = [];
   const dist = join(__dirname, "..");
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < RUNS; i++) {
     const home = await mkdtemp(join(tmpdir(), "steward-bench-demo-"));
     const env = { ...process.env, STEWARD_HOME: home };
     try {
@@ -26,7 +29,7 @@ export async function benchDemo(): Promise<void> {
     }
   }
   report("local demo (bootstrap + apply examples/local/model.yaml + wait for active + status)", {
-    "first run, fresh STEWARD_HOME, median of 3 (ms)": median(runs),
-    "second run, nothing to change, median of 3 (ms)": median(reruns),
+    [`first run, fresh STEWARD_HOME, median of ${RUNS} (ms)`]: median(runs),
+    [`second run, nothing to change, median of ${RUNS} (ms)`]: median(reruns),
   });
 }

@@ -5,11 +5,13 @@
  */
 import { EtcdStore } from "../controller";
 import { startEtcd } from "../test/harness/etcd";
+import type { BenchOptions } from "./util";
 import { median, report } from "./util";
 
-const KEYS = 100_000;
 
-export async function benchEtcdSnapshot(): Promise<void> {
+/** `size`: keys in the snapshot, a multiple of 100 (default 100,000). */
+export async function benchEtcdSnapshot(o: BenchOptions = {}): Promise<void> {
+  const KEYS = Math.max(100, Math.round((o.size ?? 100_000) / 100) * 100);
   const etcd = await startEtcd();
   const store = await EtcdStore.connect({ endpoints: [etcd.endpoint], prefix: "/bench" });
   try {

@@ -30,14 +30,29 @@ import { cliRunner } from "../test/harness/cli";
 import { replicaBackSince } from "../test/harness/controller";
 import type { TestHost } from "../test/harness/hosts";
 import { TestLab } from "../test/harness/hosts";
+import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
-const TRIALS = Number(process.env.BENCH_HA_TRIALS ?? 10);
+const DEFAULT_TRIALS = Number(process.env.BENCH_HA_TRIALS ?? 10);
 /** BENCH_HA_PARTS (comma-separated: kill, partition, agents, replace) runs only those parts. */
 const part = (name: string): boolean => (process.env.BENCH_HA_PARTS ?? "kill,partition,agents,replace").split(",").includes(name);
-const AGENTS = 1000;
 
-export async function benchHaHostFailover(): Promise<void> {
+export interface HaBenchOptions extends BenchOptions {
+  /**
+   * Simulated agents on the replica whose host is killed.
+   * @default 1000
+   */
+  agents?: number;
+  /**
+   * How long each partition lasts, in seconds.
+   * @default 20, or BENCH_HA_CUT_S
+   */
+  cutSeconds?: number;
+}
+
+/** `size`: trials of each measurement (default 10, or BENCH_HA_TRIALS). */
+export async function benchHaHostFailover(o: HaBenchOptions = {}): Promise<void> {
+  const TRIALS = o.size ?? DEFAULT_TRIALS;
   if (process.getuid?.() !== 0) { console.log("ha-host-failover: skipped (needs root for network namespaces)"); return; }
   const lab = await TestLab.create(4);
   const home = await mkdtemp(join(tmpdir(), "steward-bench-ha-"));
@@ -71,14 +86,15 @@ export async function benchHaHostFailover(): Promise<void> {
     };
     const hostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean): TestHost => replicas.find((h) => h.ip === c.members.find(pick)!.host)!;
 
-    if (part("kill")) await benchLeaderKill(mk, entry.addresses, cluster, healthy, hostOf, restart, bootstrapS);
+    if (part("kill")) await benchLeaderKill(TRIALS, mk, entry.addresses, cluster, healthy, hostOf, restart, bootstrapS);
     if (part("partition")) {
-      await benchPartitionHeal(mk, entry.addresses, cluster, healthy, hostOf, "follower");
-      await benchPartitionHeal(mk, entry.addresses, cluster, healthy, hostOf, "leader");
+      const cutS = o.cutSeconds ?? Number(process.env.BENCH_HA_CUT_S ?? 20);
+      await benchPartitionHeal(TRIALS, cutS, mk, entry.addresses, cluster, healthy, hostOf, "follower");
+      await benchPartitionHeal(TRIALS, cutS, mk, entry.addresses, cluster, healthy, hostOf, "leader");
     }
     if (!part("agents") && !part("replace")) return;
 
-    if (part("agents")) await benchAgentReconnect(all, entry.caCert, healthy, replicas, restart);
+    if (part("agents")) await benchAgentReconnect({ trials: TRIALS, agents: o.agents ?? 1000 }, all, entry.caCert, healthy, replicas, restart);
     if (!part("replace")) return;
 
     // A follower lost for good, replaced on the spare host; the lost host then comes back, stands
@@ -125,10 +141,10 @@ export async function benchHaHostFailover(): Promise<void> {
 }
 
 /**
- * 1,000 simulated agents on one replica; its host dies; they redial the others with jitter. The
+ * Simulated agents (1,000 by default) on one replica; its host dies; they redial the others with jitter. The
  * same machines are used in every trial, each on the replica after the previous trial's.
  */
-async function benchAgentReconnect(client: ControllerClient, caCert: string, healthy: () => Promise<ClusterInfo>, replicas: TestHost[], restart: (h: TestHost) => Promise<void>): Promise<void> {
+async function benchAgentReconnect({ trials: TRIALS, agents: AGENTS }: { trials: number; agents: number }, client: ControllerClient, caCert: string, healthy: () => Promise<ClusterInfo>, replicas: TestHost[], restart: (h: TestHost) => Promise<void>): Promise<void> {
   const { uuid } = await client.createModel("reconnect");
   const machines = (await client.addMachines("reconnect", "manual", AGENTS)).machines;
   const connect = (address: string, m: { id: string; credential?: string }): Promise<WebSocket> => new Promise((resolve, reject) => {
@@ -224,7 +240,7 @@ function longestGap(acks: number[], from: number, to: number): number {
   return Math.max(gap, to - last > 0 && inside.length === 0 ? to - last : 0);
 }
 
-async function benchLeaderKill(mk: (a: string[]) => ControllerClient, addresses: string[], cluster: Cluster, healthy: () => Promise<ClusterInfo>, hostOf: HostOf, restart: (h: TestHost) => Promise<void>, bootstrapS: number): Promise<void> {
+async function benchLeaderKill(TRIALS: number, mk: (a: string[]) => ControllerClient, addresses: string[], cluster: Cluster, healthy: () => Promise<ClusterInfo>, hostOf: HostOf, restart: (h: TestHost) => Promise<void>, bootstrapS: number): Promise<void> {
   const gapMs: number[] = [];
   const leaderMs: number[] = [];
   let falseFailures = 0;
@@ -264,13 +280,12 @@ async function benchLeaderKill(mk: (a: string[]) => ControllerClient, addresses:
 }
 
 /** Cuts a follower's or the leader's host off for 20 s, heals it, and measures what the heal disturbs. */
-async function benchPartitionHeal(mk: (a: string[]) => ControllerClient, addresses: string[], cluster: Cluster, healthy: () => Promise<ClusterInfo>, hostOf: HostOf, who: "follower" | "leader"): Promise<void> {
+async function benchPartitionHeal(TRIALS: number, cutS: number, mk: (a: string[]) => ControllerClient, addresses: string[], cluster: Cluster, healthy: () => Promise<ClusterInfo>, hostOf: HostOf, who: "follower" | "leader"): Promise<void> {
   const cutGapMs: number[] = [];
   const healGapMs: number[] = [];
   let healElections = 0;
   let healLeaderMoves = 0;
   let falseFailures = 0;
-  const cutS = Number(process.env.BENCH_HA_CUT_S ?? 20);
   for (let trial = 0; trial < TRIALS; trial++) {
     const before = await healthy();
     const victim = hostOf(before, (m) => m.hasVote && (who === "leader" ? m.leader : !m.leader));

@@ -12,12 +12,14 @@ import { ControllerClient } from "../api";
 import { startLocalController } from "../cli";
 import { initControllerDir, stopProcess } from "../controller";
 import { startEtcd } from "../test/harness/etcd";
+import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
-const TRIALS = 10;
 interface Info { replicas: { id: string; addresses: string[]; leader: boolean }[] }
 
-export async function benchLeaderFailover(): Promise<void> {
+/** `size`: trials (default 10). */
+export async function benchLeaderFailover(o: BenchOptions = {}): Promise<void> {
+  const TRIALS = o.size ?? 10;
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-ha-"));
   const etcd = await startEtcd();
   const dirs = ["r0", "r1", "r2"].map((r) => join(dir, r));

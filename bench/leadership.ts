@@ -9,12 +9,23 @@ import { join } from "node:path";
 import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
 import { SimAgent } from "./sim-agent";
+import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
-const TRIALS = Number(process.env.BENCH_LEADER_TRIALS ?? 10);
-const LEASE_S = 60;
+const DEFAULT_TRIALS = Number(process.env.BENCH_LEADER_TRIALS ?? 10);
 
-export async function benchLeadership(): Promise<void> {
+export interface LeadershipBenchOptions extends BenchOptions {
+  /**
+   * Seconds a leadership claim lasts (a smoke run shortens it).
+   * @default 60
+   */
+  leaseSeconds?: number;
+}
+
+/** `size`: trials, side by side (default 10, or BENCH_LEADER_TRIALS). */
+export async function benchLeadership(o: LeadershipBenchOptions = {}): Promise<void> {
+  const TRIALS = o.size ?? DEFAULT_TRIALS;
+  const LEASE_S = o.leaseSeconds ?? 60;
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-leader-"));
   const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
   const c = await Controller.start({ dataDir: dir, log: silentLogger, leadershipLeaseSeconds: LEASE_S });

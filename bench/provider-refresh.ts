@@ -8,9 +8,11 @@ import { readOperatorDir } from "../api";
 import { implementations as providers, requestCount } from "../provider";
 import type { ApplicationOutputs } from "../provider";
 import { benchController } from "./bench-controller";
+import type { BenchOptions } from "./util";
 
-export async function benchProviderRefresh(): Promise<void> {
-  const apps = 100;
+/** `size`: applications (default 100). */
+export async function benchProviderRefresh(o: BenchOptions = {}): Promise<void> {
+  const apps = o.size ?? 100;
   const ctl = await benchController("refresh");
   try {
     const operator = join(__dirname, "..", "..", "operators", "motd");

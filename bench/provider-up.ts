@@ -13,6 +13,7 @@ import type { SshHost } from "../provider";
 import type { TestHost } from "../test/harness/hosts";
 import { TestLab } from "../test/harness/hosts";
 import { MiniEngine } from "../test/harness/pulumi-engine";
+import type { BenchOptions } from "./util";
 import { report } from "./util";
 
 const repo = join(__dirname, "..", "..");
@@ -29,16 +30,18 @@ function covered(intervals: { startMs: number; endMs: number }[]): number {
   return total;
 }
 
-export async function benchProviderUp(): Promise<void> {
+/** `size`: worker hosts (default 2; the controller takes 3 more and a spare). */
+export async function benchProviderUp(o: BenchOptions = {}): Promise<void> {
+  const workers = o.size ?? 2;
   if (process.getuid?.() !== 0) { console.log("provider-up: skipped (needs root for network namespaces)"); return; }
-  const lab = await TestLab.create(6);
+  const lab = await TestLab.create(4 + workers);
   const engine = new MiniEngine(repo);
   try {
     await engine.start();
     const host = (h: TestHost): SshHost => ({ host: h.ip, hostKey: h.hostKeyFingerprint });
     const run = await engine.up(() => {
       bareMetal({
-        controllers: lab.hosts.slice(0, 3).map(host), spares: [host(lab.hosts[3]!)], workers: lab.hosts.slice(4, 6).map(host),
+        controllers: lab.hosts.slice(0, 3).map(host), spares: [host(lab.hosts[3]!)], workers: lab.hosts.slice(4, 4 + workers).map(host),
         privateKey: pulumi.secret(lab.clientKey), operatorsDir: join(repo, "operators"),
       });
     });
@@ -52,7 +55,7 @@ export async function benchProviderUp(): Promise<void> {
     const t0 = performance.now();
     await engine.destroy();
     figures["destroy (s)"] = (performance.now() - t0) / 1000;
-    report("provider-up: pulumi up of examples/bare-metal on 6 sshd test hosts", figures);
+    report(`provider-up: pulumi up of examples/bare-metal on ${4 + workers} sshd test hosts`, figures);
   } finally {
     await engine.destroy().catch(() => undefined);
     engine.stop();

@@ -1,6 +1,9 @@
 /**
  * Runs the benchmarks and prints their figures: `npm run bench` (all) or
  * `npm run bench -- controller-scale agent-memory demo store` (some).
+ *
+ * `--smoke` runs each chosen benchmark once at a small size (`npm run bench:smoke`): not figures to
+ * quote, but proof that every benchmark still runs, cheap enough for the test suite.
  */
 import { benchAgentMemory } from "./agent-memory";
 import { benchConfigFanout } from "./config-fanout";
@@ -16,19 +19,39 @@ import { benchProviderUp } from "./provider-up";
 import { benchEtcdSnapshot } from "./etcd-snapshot";
 import { benchCliStartup } from "./cli-startup";
 
-const all: Record<string, () => Promise<void>> = {
-  store: benchStore, "controller-scale": benchControllerScale, "agent-memory": benchAgentMemory, demo: benchDemo,
-  "config-fanout": benchConfigFanout, leadership: benchLeadership, "ssh-install": benchSshInstall, "leader-failover": benchLeaderFailover,
-  "ha-host-failover": benchHaHostFailover, "provider-refresh": benchProviderRefresh, "provider-up": benchProviderUp, "etcd-snapshot": benchEtcdSnapshot,
-  "cli-startup": () => benchCliStartup(),
+interface Benchmark {
+  /** At the size its figures are quoted for. */
+  full: () => Promise<void>;
+  /** Once, small. */
+  smoke: () => Promise<void>;
+}
+
+const all: Record<string, Benchmark> = {
+  store: { full: () => benchStore(), smoke: () => benchStore({ size: 1000 }) },
+  "controller-scale": { full: () => benchControllerScale(), smoke: () => benchControllerScale({ size: 50 }) },
+  "agent-memory": { full: () => benchAgentMemory(), smoke: () => benchAgentMemory({ size: 1 }) },
+  demo: { full: () => benchDemo(), smoke: () => benchDemo({ size: 1 }) },
+  "config-fanout": { full: () => benchConfigFanout(), smoke: () => benchConfigFanout({ size: 50 }) },
+  leadership: { full: () => benchLeadership(), smoke: () => benchLeadership({ size: 2, leaseSeconds: 4 }) },
+  "ssh-install": { full: () => benchSshInstall(), smoke: () => benchSshInstall({ size: 2 }) },
+  "leader-failover": { full: () => benchLeaderFailover(), smoke: () => benchLeaderFailover({ size: 1 }) },
+  "ha-host-failover": { full: () => benchHaHostFailover(), smoke: () => benchHaHostFailover({ size: 1, agents: 50, cutSeconds: 5 }) },
+  "provider-refresh": { full: () => benchProviderRefresh(), smoke: () => benchProviderRefresh({ size: 5 }) },
+  "provider-up": { full: () => benchProviderUp(), smoke: () => benchProviderUp({ size: 1 }) },
+  "etcd-snapshot": { full: () => benchEtcdSnapshot(), smoke: () => benchEtcdSnapshot({ size: 2000 }) },
+  "cli-startup": { full: () => benchCliStartup(), smoke: () => benchCliStartup({ runs: 3 }) },
 };
 
 async function main(): Promise<void> {
-  const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(all);
+  const args = process.argv.slice(2);
+  const smoke = args.includes("--smoke");
+  const names = args.filter((a) => a !== "--smoke");
+  const chosen = names.length > 0 ? names : Object.keys(all);
+  for (const name of chosen) if (!all[name]) throw new Error(`unknown benchmark "${name}" (known: ${Object.keys(all).join(", ")})`);
   for (const name of chosen) {
-    const fn = all[name];
-    if (!fn) throw new Error(`unknown benchmark "${name}" (known: ${Object.keys(all).join(", ")})`);
-    await fn();
+    const t0 = performance.now();
+    await (smoke ? all[name]!.smoke : all[name]!.full)();
+    if (smoke) process.stdout.write(`  (smoke: ${name} took ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
   }
 }
 

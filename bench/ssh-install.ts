@@ -9,11 +9,14 @@ import { join } from "node:path";
 import { ControllerClient, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
 import { TestLab } from "../test/harness/hosts";
+import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
-const HOSTS = Number(process.env.BENCH_SSH_HOSTS ?? 20);
+const DEFAULT_HOSTS = Number(process.env.BENCH_SSH_HOSTS ?? 20);
 
-export async function benchSshInstall(): Promise<void> {
+/** `size`: hosts installed in parallel (default 20, or BENCH_SSH_HOSTS). */
+export async function benchSshInstall(o: BenchOptions = {}): Promise<void> {
+  const HOSTS = o.size ?? DEFAULT_HOSTS;
   if (process.getuid?.() !== 0) { process.stdout.write("\nssh-install: skipped (needs root for test hosts)\n"); return; }
   const rounds: number[] = [];
   let bytes: number[] = [];

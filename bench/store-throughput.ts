@@ -3,24 +3,27 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EmbeddedStore } from "../controller";
+import type { BenchOptions } from "./util";
 import { report } from "./util";
 
-export async function benchStore(): Promise<void> {
+/** `size`: writes by the 64 concurrent writers (default 20,000); ten times as many reads. */
+export async function benchStore(o: BenchOptions = {}): Promise<void> {
+  const N2 = o.size ?? 20_000;
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-store-"));
   const s = await EmbeddedStore.open({ dir });
   const value = JSON.stringify({ status: "active", message: "x".repeat(200) });
   let t = Date.now();
-  const N1 = 500;
+  const N1 = Math.min(500, N2);
   for (let i = 0; i < N1; i++) await s.put(`/seq/${i}`, value);
   const seq = (N1 * 1000) / (Date.now() - t);
   t = Date.now();
-  const N2 = 20_000;
   let n = 0;
   await Promise.all(Array.from({ length: 64 }, async () => { while (n < N2) await s.put(`/par/${n++}`, value); }));
   const par = (N2 * 1000) / (Date.now() - t);
   t = Date.now();
-  for (let i = 0; i < 200_000; i++) await s.get(`/par/${i % N2}`);
-  const reads = (200_000 * 1000) / (Date.now() - t);
+  const N3 = N2 * 10;
+  for (let i = 0; i < N3; i++) await s.get(`/par/${i % N2}`);
+  const reads = (N3 * 1000) / (Date.now() - t);
   await s.close();
   await rm(dir, { recursive: true, force: true });
   report("embedded store (writes fsynced before acknowledgement)", {

@@ -14,6 +14,11 @@ export async function rssMiB(pid: number): Promise<number> {
   return kb / 1024;
 }
 
+/** What every benchmark takes: how big to make it (its meaning and default are the benchmark's own). */
+export interface BenchOptions {
+  size?: number;
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export function report(name: string, figures: Record<string, string | number>): void {

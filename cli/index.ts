@@ -6,6 +6,7 @@ export { buildCli, runCli, commands } from "./cli";
 export type { StewardContext } from "./context";
 export { loadModelFile } from "./model-file";
 export { planChanges, describePlan } from "./plan";
+export { formatStatusTabular } from "./status-format";
 export { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 export type { ClientConfig, ControllerEntry } from "./client-config";
 export { startLocalController } from "../controller";

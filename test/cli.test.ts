@@ -60,6 +60,18 @@ test.serial("deploy, scale, configure and remove through the CLI", async (t) => 
   const yaml = parse((await steward("status", "--format", "yaml")).stdout) as ModelStatus;
   t.is(yaml.applications.board!.status.current, "active");
 
+  // Filters: the controller sends only the unit asked for (and its machine).
+  const one = JSON.parse((await steward("status", "board/1", "--format", "json")).stdout) as ModelStatus;
+  t.deepEqual(Object.keys(one.applications.board!.units), ["board/1"]);
+  t.deepEqual(Object.keys(one.machines), [one.applications.board!.units["board/1"]!.machine]);
+  const oneTab = await steward("status", "board/1");
+  t.regex(oneTab.stdout, /^board\/1\*?\s+active/m);
+  t.notRegex(oneTab.stdout, /^board\/0/m);
+  const typo = await steward("status", "bord");
+  t.is(typo.code, 1);
+  t.regex(typo.stderr, /bord/);
+  noStack(t, typo);
+
   t.is((await steward("config", "board", "uppercase=true")).code, 0);
   const cfg = JSON.parse((await steward("config", "board", "--format", "json")).stdout) as Record<string, unknown>;
   t.is(cfg.uppercase, true, "text 'true' became a boolean");

@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
 import { stringify } from "../yaml-output";
-import type { ModelStatus } from "../../api/core";
+import type { ModelStatus, StatusFilter } from "../../api/core";
 import { ModelCommand } from "../base-command";
 import { formatStatusTabular } from "../status-format";
 
@@ -13,18 +13,25 @@ export default class StatusCommand extends ModelCommand {
       Shows applications, units (workload and agent status, as \`juju status\` does), machines and
       integrations. A unit reads as \`workload/agent\`: \`active/idle\` is ready. \`--watch\` keeps the
       view up to date as things change (Ctrl-C to stop).
+
+      Filters narrow what is shown (the controller sends only that): an application name shows it
+      with its units, a unit name (\`web/0\`) that unit, a machine number the units on it; each with
+      the machines and integrations involved. Several filters show everything any of them selects.
     `,
-    examples: [["Status of the current model", "$0 status"], ["As YAML", "$0 status --format yaml"], ["Follow changes", "$0 status --watch"]],
+    examples: [["Status of the current model", "$0 status"], ["One application", "$0 status web"], ["One unit, and machine 3", "$0 status web/0 3"], ["As YAML", "$0 status --format yaml"], ["Follow changes", "$0 status --watch"]],
   });
 
   format = Option.String("--format", "tabular", { description: "tabular, json or yaml" });
   watch = Option.Boolean("--watch", false, { description: "Keep showing status as it changes" });
+  filters = Option.Rest({ name: "application|unit|machine" });
 
   async run(): Promise<number> {
     if (!["tabular", "json", "yaml"].includes(this.format)) throw new UsageError(`--format must be tabular, json or yaml, got "${this.format}"`);
+    const filter = statusFilterOf(this.filters);
+    if (this.watch && this.filters.length > 0) throw new UsageError("--watch shows the whole model; drop the filters or the --watch");
     const client = await this.connect();
     const model = await this.model();
-    if (!this.watch) { this.render(await client.status(model)); return 0; }
+    if (!this.watch) { this.render(await client.status(model, filter)); return 0; }
     const abort = new AbortController();
     const onInt = (): void => abort.abort();
     process.once("SIGINT", onInt);
@@ -44,4 +51,15 @@ export default class StatusCommand extends ModelCommand {
     else if (this.format === "yaml") this.context.stdout.write(stringify(s));
     else this.context.stdout.write(formatStatusTabular(s));
   }
+}
+
+/** `web` is an application, `web/0` a unit, `3` a machine; the controller checks that each exists. */
+function statusFilterOf(words: readonly string[]): StatusFilter {
+  const f = { applications: [] as string[], units: [] as string[], machines: [] as string[] };
+  for (const w of words) {
+    if (w.includes("/")) f.units.push(w);
+    else if (/^[0-9]+$/.test(w)) f.machines.push(w);
+    else f.applications.push(w);
+  }
+  return f;
 }

@@ -5,13 +5,13 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
 import type { AgentFrame, DebugLogRecord, LogBatch, Logger, TransportLimits } from "../../api";
 import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
-import type { LeadershipOps, RelationOps, StateCache, StateOps } from "../state";
+import type { LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { CLUSTER_CHANGED, buildAgentView, keys } from "../state";
 import type { PresenceDoc } from "../state";
 import { authenticate } from "./auth";
@@ -46,6 +46,7 @@ interface AgentConnection {
   ws: WebSocket;
   model: string;
   machine: string;
+  /** Digest of the last view sent (not the view: 10,000 agents would keep 10,000 copies). */
   lastView?: string;
   alive: boolean;
 }
@@ -58,6 +59,10 @@ export class AgentHub {
   private readonly failedLogins: SourceLimiter;
   private readonly byMachine = new Map<string, AgentConnection>();
   private readonly dirtyModels = new Set<string>();
+  /** The controller's address list changed: every agent's view did. */
+  private addressesChanged = false;
+  /** Each model's viewRevision as of its agents' last push: a change past it may change their views. */
+  private readonly pushedViewRevision = new WeakMap<ModelIndex, number>();
   private pushScheduled = false;
   /** False while this replica cannot reach a store majority (see setStoreReachable). */
   private storeReachable = true;
@@ -71,7 +76,7 @@ export class AgentHub {
     this.failedLogins = new SourceLimiter({ perSecond: limits.failedAgentLoginsPerSecond, burst: limits.failedAgentLoginsBurst });
     this.unsubscribe = deps.cache.subscribe((changed) => {
       // A replica came or went: every agent gets the new address list.
-      if (changed.has(CLUSTER_CHANGED)) for (const c of this.byMachine.values()) this.dirtyModels.add(c.model);
+      if (changed.has(CLUSTER_CHANGED)) this.addressesChanged = true;
       for (const m of changed) if (m !== CLUSTER_CHANGED) this.dirtyModels.add(m);
       this.schedulePush();
     });
@@ -281,9 +286,20 @@ export class AgentHub {
     // Coalesce a burst of store events (a deploy writes many keys) into one push per agent.
     setImmediate(() => {
       this.pushScheduled = false;
-      const models = new Set(this.dirtyModels);
+      const everyone = this.addressesChanged;
+      this.addressesChanged = false;
+      const stale = new Set<string>();
+      for (const uuid of this.dirtyModels) {
+        // Status reports (10,000 agents each sending theirs) change no view: building and comparing
+        // every agent's view for each of them is what made a large model's logins slow.
+        const idx = this.deps.cache.models.get(uuid);
+        if (idx && this.pushedViewRevision.get(idx) === idx.viewRevision) continue;
+        if (idx) this.pushedViewRevision.set(idx, idx.viewRevision);
+        stale.add(uuid);
+      }
       this.dirtyModels.clear();
-      for (const conn of this.byMachine.values()) if (models.has(conn.model)) this.pushView(conn);
+      if (!everyone && stale.size === 0) return;
+      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) this.pushView(conn);
     });
   }
 
@@ -292,8 +308,9 @@ export class AgentHub {
     const machine = idx?.machines.get(conn.machine);
     if (!idx || !machine) { conn.ws.close(4404, "machine removed"); return; }
     const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, this.deps.controllerAddresses(), this.deps.leadershipLeaseSeconds));
-    if (view === conn.lastView) return;
-    conn.lastView = view;
+    const digest = createHash("sha256").update(view).digest("base64");
+    if (digest === conn.lastView) return;
+    conn.lastView = digest;
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(`{"t":"push","topic":"view","data":${view}}`);
   }
 

@@ -12,7 +12,7 @@ import type WebSocket from "ws";
 import type { TransportLimits } from "../../api";
 import { StewardError, TRANSPORT_LIMITS, WATCH_CLOSE_CODES, notFound } from "../../api";
 import type { StateCache } from "../state";
-import { buildModelStatus } from "../state";
+import { renderModelStatus } from "../state";
 import type { Principal } from "./auth";
 import { authenticate, requireModelAccess } from "./auth";
 import { answerRaw } from "./raw-answer";
@@ -125,7 +125,7 @@ export class StatusWatchHub {
 
   private send(uuid: string, targets: WebSocket[]): void {
     const idx = this.cache.models.get(uuid);
-    const msg = idx?.model ? JSON.stringify({ status: buildModelStatus(this.cache, idx) }) : JSON.stringify({ error: { code: "not-found", message: "model was destroyed" } });
+    const msg = idx?.model ? `{"status":${renderModelStatus(this.cache, idx)}}` : JSON.stringify({ error: { code: "not-found", message: "model was destroyed" } });
     for (const ws of targets) {
       ws.send(msg);
       if (!idx?.model) ws.close(1000);

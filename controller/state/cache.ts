@@ -34,7 +34,15 @@ export interface ModelIndex {
   appStatus: Map<string, StatusInfo<WorkloadStatus>>;
   /** Store revision of the last change to anything in this model. */
   revision: number;
+  /**
+   * Store revision of the last change an agent's view may depend on: anything but status reports,
+   * machine info, presence and access, which 10,000 agents write often and no agent reads.
+   */
+  viewRevision: number;
 }
+
+/** Model documents that no agent view is built from (see {@link ModelIndex.viewRevision}). */
+const NOT_IN_AGENT_VIEWS = new Set(["unit-status", "machine-info", "machine-install", "access", "unit-ports", "app-status"]);
 
 export type CacheListener = (changedModels: ReadonlySet<string>, revision: number) => void;
 
@@ -126,13 +134,21 @@ export class StateCache {
 
   private onEvents(events: WatchEvent[], revision: number): void {
     const changed = new Set<string>();
+    const viewsChanged = new Set<string>();
     for (const e of events) {
       if (!CACHED_PREFIXES.some((p) => e.kv.key.startsWith(p))) continue;
       const m = this.apply(e.type, e.kv);
-      if (m) changed.add(m);
+      if (m === undefined) continue;
+      changed.add(m);
+      if (affectsAgentViews(e.kv.key)) viewsChanged.add(m);
     }
     if (revision > this.revision) this.revision = revision;
-    for (const uuid of changed) { const idx = uuid === CLUSTER_CHANGED ? undefined : this.models.get(uuid); if (idx) idx.revision = revision; }
+    for (const uuid of changed) {
+      const idx = uuid === CLUSTER_CHANGED ? undefined : this.models.get(uuid);
+      if (!idx) continue;
+      idx.revision = revision;
+      if (viewsChanged.has(uuid)) idx.viewRevision = revision;
+    }
     this.notify(changed);
   }
 
@@ -225,7 +241,7 @@ export class StateCache {
     if (!idx) {
       idx = { uuid, apps: new Map(), units: new Map(), unitStatus: new Map(), machines: new Map(), machineInfo: new Map(), machineInstall: new Map(), access: new Map(), presence: new Map(), unitsByMachine: new Map(),
         relations: new Map(), scope: new Map(), relationData: new Map(), leaders: new Map(), leaderData: new Map(), ports: new Map(), appStatus: new Map(),
-        revision: this.revision };
+        revision: this.revision, viewRevision: this.revision };
       this.models.set(uuid, idx);
     }
     return idx;
@@ -266,4 +282,11 @@ export class StateCache {
     for (const w of this.watchers) w.close();
     this.watchers = [];
   }
+}
+
+/** Whether a changed key may change some agent's view: a presence key or a status-like model document does not. */
+function affectsAgentViews(key: string): boolean {
+  const parts = key.split("/");
+  if (parts[1] === "presence") return false;
+  return !(parts[1] === "models" && NOT_IN_AGENT_VIEWS.has(parts[3] ?? ""));
 }

@@ -1,77 +1,153 @@
 /** What the cache is turned into: model status for people and the per-machine view for agents. */
-import type { AgentStatus, AgentView, ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, RelationView, StatusInfo, UnitDetails, UnitStatusView, UnitView, WorkloadStatus } from "../../api";
+import type { AgentStatus, AgentView, StatusFilter, ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, RelationView, StatusInfo, UnitDetails, UnitStatusView, UnitView, WorkloadStatus } from "../../api";
 import { notFound } from "../../api";
-import type { RelationDoc } from "./documents";
+import type { ApplicationDoc, MachineDoc, RelationDoc, UnitDoc } from "./documents";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import { workloadSeverity } from "../../api";
 import type { ModelIndex, StateCache } from "./cache";
 import { effectiveConfig } from "./operations";
 
-export function buildModelStatus(cache: StateCache, idx: ModelIndex, now = new Date()): ModelStatus {
-  const model = idx.model!;
-  const ts = now.toISOString();
-  const applications: Record<string, ApplicationStatusView> = {};
-  const unitsByApp = new Map<string, UnitStatusView[]>();
-  for (const u of idx.units.values()) {
-    const st = idx.unitStatus.get(u.name);
-    const connected = idx.presence.has(u.machine);
-    let agent: StatusInfo<AgentStatus> = st?.agent ?? { current: "allocating", message: "", since: u.createdAt };
-    // An agent that was up and no longer talks to us is "lost", as in Juju; one never seen is still allocating.
-    if (!connected && st && st.agent.current !== "allocating") agent = { current: "lost", message: "agent is not communicating with the controller", since: st.agent.since };
-    const workload: StatusInfo<WorkloadStatus> = st?.workload ?? { current: "waiting", message: idx.machines.get(u.machine)?.life === "alive" && connected ? "agent initialising" : "waiting for machine", since: u.createdAt };
-    const view: UnitStatusView = { name: u.name, machine: u.machine, leader: idx.leaders.get(u.app)?.unit === u.name, life: u.life, workload, agent, ports: idx.ports.get(u.name) ?? [] };
-    const info = idx.machineInfo.get(u.machine);
-    if (info?.address) view.address = info.address;
-    let list = unitsByApp.get(u.app);
-    if (!list) unitsByApp.set(u.app, (list = []));
-    list.push(view);
+/** One unit as status shows it, from the cache's documents. */
+export function unitStatusView(idx: ModelIndex, u: UnitDoc): UnitStatusView {
+  const st = idx.unitStatus.get(u.name);
+  const connected = idx.presence.has(u.machine);
+  let agent: StatusInfo<AgentStatus> = st?.agent ?? { current: "allocating", message: "", since: u.createdAt };
+  // An agent that was up and no longer talks to us is "lost", as in Juju; one never seen is still allocating.
+  if (!connected && st && st.agent.current !== "allocating") agent = { current: "lost", message: "agent is not communicating with the controller", since: st.agent.since };
+  const workload: StatusInfo<WorkloadStatus> = st?.workload ?? { current: "waiting", message: idx.machines.get(u.machine)?.life === "alive" && connected ? "agent initialising" : "waiting for machine", since: u.createdAt };
+  const view: UnitStatusView = { name: u.name, machine: u.machine, leader: idx.leaders.get(u.app)?.unit === u.name, life: u.life, workload, agent, ports: idx.ports.get(u.name) ?? [] };
+  // Where the unit is reached: the address its agent gives hooks (STEWARD_UNIT_ADDRESS), reported as machine info.
+  const info = idx.machineInfo.get(u.machine);
+  if (info?.address) view.address = info.address;
+  return view;
+}
+
+/**
+ * An application's status, as DESIGN says: what its leader set, else the most severe unit status
+ * (on a tie, the leader's, else the lowest-numbered unit's), so its message is never an arbitrary unit's.
+ */
+export function applicationStatus(idx: ModelIndex, app: ApplicationDoc, units: readonly UnitStatusView[]): StatusInfo<WorkloadStatus> {
+  let status: StatusInfo<WorkloadStatus> = { current: "unknown", message: units.length === 0 ? "no units" : "", since: app.createdAt };
+  let worst: UnitStatusView | undefined;
+  for (const u of units) {
+    const more = worst === undefined || workloadSeverity[u.workload.current] > workloadSeverity[worst.workload.current];
+    const tieWithLeader = worst !== undefined && u.leader && workloadSeverity[u.workload.current] === workloadSeverity[worst.workload.current];
+    if (more || tieWithLeader) worst = u;
   }
+  if (worst) status = worst.workload;
+  // The leader's word wins over the derived status (status-set --application), as in Juju.
+  const set = idx.appStatus.get(app.name);
+  if (set) status = set;
+  if (app.life === "dying") status = { current: "terminated", message: "removing", since: status.since };
+  return status;
+}
+
+/** One application as status shows it, given all its units' views (sorted) and the ones to list. */
+export function applicationStatusView(cache: StateCache, idx: ModelIndex, app: ApplicationDoc, units: readonly UnitStatusView[], listed: readonly UnitStatusView[] = units): ApplicationStatusView {
+  const meta = cache.operators.get(app.operator.hash)?.meta;
+  const version = units.map((u) => idx.unitStatus.get(u.name)?.version).find((v) => v) ?? "";
+  return {
+    name: app.name,
+    operator: app.operator,
+    status: applicationStatus(idx, app, units),
+    version,
+    life: app.life,
+    scale: units.length,
+    units: Object.fromEntries(listed.map((u) => [u.name, u])),
+    config: effectiveConfig(meta, app.config),
+  };
+}
+
+export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatusView {
+  const info = idx.machineInfo.get(m.id);
+  const up = idx.presence.has(m.id);
+  const install = idx.machineInstall.get(m.id);
+  const status: StatusInfo<MachineStatusView["status"]["current"]> = up
+    ? { current: "started", message: "", since: idx.presence.get(m.id)!.since }
+    : install && install.state !== "installed"
+      ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `install failed: ${install.step}` : `installing: ${install.step}`, since: install.at }
+    : info
+      ? { current: "down", message: "agent is not communicating with the controller", since: info.firstSeen }
+      : { current: "pending", message: m.substrate === "manual" ? "waiting for the agent to connect" : "starting agent", since: m.createdAt };
+  return {
+    id: m.id, substrate: m.substrate, status, address: m.ssh?.host ?? info?.address ?? "", hostname: info?.hostname ?? "", life: m.life,
+    units: [...(idx.unitsByMachine.get(m.id) ?? [])].sort(),
+  };
+}
+
+export function modelStatusHeader(cache: StateCache, idx: ModelIndex): ModelStatus["model"] {
+  const model = idx.model!;
+  const dying = model.life === "dying";
+  return { name: model.name, uuid: model.uuid, controller: cache.controller?.name ?? "", status: { current: dying ? "destroying" : "available", message: "", since: model.createdAt }, revision: idx.revision };
+}
+
+/** Units, machines and applications a filter selects (see {@link StatusFilter}). */
+export interface StatusSelection {
+  unit(u: UnitDoc): boolean;
+  app(name: string): boolean;
+  machine(id: string): boolean;
+}
+
+/**
+ * Resolves a filter against the model: a named application brings its units, a named unit itself,
+ * a named machine the units on it; each listed unit brings its application and machine. A name
+ * that matches nothing is a 404, so a typo does not read as an empty model.
+ */
+export function selectStatus(idx: ModelIndex, f: StatusFilter = {}): StatusSelection | undefined {
+  const apps = f.applications ?? [];
+  const units = f.units ?? [];
+  const machines = f.machines ?? [];
+  if (apps.length + units.length + machines.length === 0) return undefined;
+  for (const a of apps) if (!idx.apps.has(a)) throw notFound("application", a);
+  for (const u of units) if (!idx.units.has(u)) throw notFound("unit", u);
+  for (const m of machines) if (!idx.machines.has(m)) throw notFound("machine", m);
+  const unitSet = new Set<string>();
+  for (const u of idx.units.values()) if (apps.includes(u.app) || units.includes(u.name) || machines.includes(u.machine)) unitSet.add(u.name);
+  const appSet = new Set(apps);
+  const machineSet = new Set(machines);
+  for (const name of unitSet) { const u = idx.units.get(name)!; appSet.add(u.app); machineSet.add(u.machine); }
+  return { unit: (u) => unitSet.has(u.name), app: (name) => appSet.has(name), machine: (id) => machineSet.has(id) };
+}
+
+/** Units grouped by application, each list sorted by unit number. */
+export function unitsByApplication(idx: ModelIndex): Map<string, UnitDoc[]> {
+  const byApp = new Map<string, UnitDoc[]>();
+  for (const u of idx.units.values()) {
+    let list = byApp.get(u.app);
+    if (!list) byApp.set(u.app, (list = []));
+    list.push(u);
+  }
+  for (const list of byApp.values()) list.sort((a, b) => unitNumber(a.name) - unitNumber(b.name));
+  return byApp;
+}
+
+export function sortedMachines(idx: ModelIndex): MachineDoc[] {
+  return [...idx.machines.values()].sort((a, b) => Number(a.id) - Number(b.id));
+}
+
+/** The integrations a selection shows: those of its applications (all, without a selection). */
+export function selectedIntegrations(idx: ModelIndex, sel: StatusSelection | undefined): IntegrationStatusView[] {
+  const rels = [...idx.relations.values()].filter((r) => !sel || r.endpoints.some((e) => sel.app(e.app)));
+  return rels.sort((a, b) => a.id - b.id).map(integrationStatus);
+}
+
+/**
+ * The model's status as objects. {@link StatusRenderer} (status-json.ts) answers the API with the
+ * same document as text, from cached fragments; this is the plain version other views build on.
+ */
+export function buildModelStatus(cache: StateCache, idx: ModelIndex, now = new Date(), filter?: StatusFilter): ModelStatus {
+  const sel = selectStatus(idx, filter);
+  const byApp = unitsByApplication(idx);
+  const applications: Record<string, ApplicationStatusView> = {};
   for (const app of idx.apps.values()) {
-    const units = (unitsByApp.get(app.name) ?? []).sort((a, b) => unitNumber(a.name) - unitNumber(b.name));
-    const meta = cache.operators.get(app.operator.hash)?.meta;
-    let status: StatusInfo<WorkloadStatus> = { current: "unknown", message: units.length === 0 ? "no units" : "", since: app.createdAt };
-    for (const u of units) if (workloadSeverity[u.workload.current] > workloadSeverity[status.current] || status.message === "no units") status = u.workload;
-    // The leader's word wins over the derived status (status-set --application), as in Juju.
-    const set = idx.appStatus.get(app.name);
-    if (set) status = set;
-    if (app.life === "dying") status = { current: "terminated", message: "removing", since: status.since };
-    const version = units.map((u) => idx.unitStatus.get(u.name)?.version).find((v) => v) ?? "";
-    applications[app.name] = {
-      name: app.name,
-      operator: app.operator,
-      status,
-      version,
-      life: app.life,
-      scale: units.length,
-      units: Object.fromEntries(units.map((u) => [u.name, u])),
-      config: effectiveConfig(meta, app.config),
-    };
+    if (sel && !sel.app(app.name)) continue;
+    const units = (byApp.get(app.name) ?? []).map((u) => unitStatusView(idx, u));
+    const listed = sel ? units.filter((u) => sel.unit(idx.units.get(u.name)!)) : units;
+    applications[app.name] = applicationStatusView(cache, idx, app, units, listed);
   }
   const machines: Record<string, MachineStatusView> = {};
-  for (const m of [...idx.machines.values()].sort((a, b) => Number(a.id) - Number(b.id))) {
-    const info = idx.machineInfo.get(m.id);
-    const up = idx.presence.has(m.id);
-    const install = idx.machineInstall.get(m.id);
-    const status: StatusInfo<MachineStatusView["status"]["current"]> = up
-      ? { current: "started", message: "", since: idx.presence.get(m.id)!.since }
-      : install && install.state !== "installed"
-        ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `install failed: ${install.step}` : `installing: ${install.step}`, since: install.at }
-      : info
-        ? { current: "down", message: "agent is not communicating with the controller", since: info.firstSeen }
-        : { current: "pending", message: m.substrate === "manual" ? "waiting for the agent to connect" : "starting agent", since: m.createdAt };
-    machines[m.id] = {
-      id: m.id, substrate: m.substrate, status, address: m.ssh?.host ?? info?.address ?? "", hostname: info?.hostname ?? "", life: m.life,
-      units: [...(idx.unitsByMachine.get(m.id) ?? [])].sort(),
-    };
-  }
-  const dying = model.life === "dying";
-  return {
-    model: { name: model.name, uuid: model.uuid, controller: cache.controller?.name ?? "", status: { current: dying ? "destroying" : "available", message: "", since: model.createdAt }, revision: idx.revision },
-    applications,
-    machines,
-    integrations: [...idx.relations.values()].sort((a, b) => a.id - b.id).map(integrationStatus),
-    timestamp: ts,
-  };
+  for (const m of sortedMachines(idx)) if (!sel || sel.machine(m.id)) machines[m.id] = machineStatusView(idx, m);
+  return { model: modelStatusHeader(cache, idx), applications, machines, integrations: selectedIntegrations(idx, sel), timestamp: now.toISOString() };
 }
 
 export function buildAgentView(cache: StateCache, idx: ModelIndex, machineId: string, controllerAddresses: string[], leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS): AgentView {
@@ -132,11 +208,10 @@ function integrationStatus(r: RelationDoc): IntegrationStatusView {
 }
 
 /** `steward show-unit`: the unit's status plus each of its integrations with all their data. */
-export function buildUnitDetails(cache: StateCache, idx: ModelIndex, unitName: string): UnitDetails {
+export function buildUnitDetails(idx: ModelIndex, unitName: string): UnitDetails {
   const u = idx.units.get(unitName);
   if (!u) throw notFound("unit", unitName);
-  const status = buildModelStatus(cache, idx).applications[u.app]?.units[unitName];
-  if (!status) throw notFound("unit", unitName);
+  const status = unitStatusView(idx, u);
   const bag = (key: string): Record<string, string> => idx.relationData.get(key)?.data ?? {};
   return {
     ...status,

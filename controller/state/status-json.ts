@@ -1,0 +1,115 @@
+/**
+ * {@link StatusRenderer} answers status requests with the JSON text of {@link buildModelStatus}
+ * without building and serialising the whole document each time: every unit's and machine's
+ * fragment is kept, and reused while the documents it was made from are the same objects (the cache
+ * replaces a document on every change, so identity says "unchanged"). A request then only joins
+ * fragments; the unfiltered document is also kept whole until the model's revision moves.
+ */
+import type { ModelStatus, StatusFilter, UnitStatusView } from "../../api";
+import type { ModelIndex, StateCache } from "./cache";
+import type { ApplicationDoc, MachineDoc, UnitDoc } from "./documents";
+import type { StatusSelection } from "./views";
+import { applicationStatusView, machineStatusView, modelStatusHeader, selectStatus, selectedIntegrations, sortedMachines, unitStatusView, unitsByApplication } from "./views";
+
+/** A rendered piece and what it was rendered from, compared by identity. */
+interface Fragment<V> {
+  inputs: readonly unknown[];
+  view: V;
+  /** `"key":{...}`, ready to join into its object. */
+  json: string;
+}
+
+interface ModelFragments {
+  units: Map<string, Fragment<UnitStatusView>>;
+  machines: Map<string, Fragment<null>>;
+  /** The unfiltered document up to (not including) its timestamp, and what it was built at. */
+  whole?: { revision: number; operators: number; controller: string; text: string };
+}
+
+const sameInputs = (a: readonly unknown[], b: readonly unknown[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
+
+export class StatusRenderer {
+  // Keyed by the index object: a cache resync builds new indexes, and old fragments go with the old.
+  private readonly byModel = new WeakMap<ModelIndex, ModelFragments>();
+
+  constructor(private readonly cache: StateCache) {}
+
+  /** The model's status (narrowed by `filter`) as JSON text, equal to JSON.stringify(buildModelStatus(...)). */
+  render(idx: ModelIndex, filter?: StatusFilter, now = new Date()): string {
+    let frags = this.byModel.get(idx);
+    if (!frags) this.byModel.set(idx, (frags = { units: new Map(), machines: new Map() }));
+    const sel = selectStatus(idx, filter);
+    const tail = `,"timestamp":${JSON.stringify(now.toISOString())}}`;
+    const controller = this.cache.controller?.name ?? "";
+    const w = frags.whole;
+    if (!sel && w && w.revision === idx.revision && w.operators === this.cache.operators.size && w.controller === controller) return w.text + tail;
+    const text = this.build(idx, frags, sel);
+    if (!sel) {
+      frags.whole = { revision: idx.revision, operators: this.cache.operators.size, controller, text };
+      this.prune(idx, frags);
+    }
+    return text + tail;
+  }
+
+  private build(idx: ModelIndex, frags: ModelFragments, sel: StatusSelection | undefined): string {
+    const byApp = unitsByApplication(idx);
+    const apps: string[] = [];
+    for (const app of idx.apps.values()) {
+      if (!sel || sel.app(app.name)) apps.push(this.application(idx, frags, app, byApp.get(app.name) ?? [], sel));
+    }
+    const machines: string[] = [];
+    for (const m of sortedMachines(idx)) if (!sel || sel.machine(m.id)) machines.push(this.machine(idx, frags, m).json);
+    const header: Pick<ModelStatus, "model"> = { model: modelStatusHeader(this.cache, idx) };
+    return `${JSON.stringify(header).slice(0, -1)},"applications":{${apps.join(",")}},"machines":{${machines.join(",")}},"integrations":${JSON.stringify(selectedIntegrations(idx, sel))}`;
+  }
+
+  private application(idx: ModelIndex, frags: ModelFragments, app: ApplicationDoc, docs: readonly UnitDoc[], sel: StatusSelection | undefined): string {
+    const units = docs.map((u) => this.unit(idx, frags, u));
+    const listed = sel ? units.filter((_, i) => sel.unit(docs[i]!)) : units;
+    // The application's own fields are few; its units are spliced in as their cached text.
+    const view = applicationStatusView(this.cache, idx, app, units.map((f) => f.view), []);
+    const own = JSON.stringify(view);
+    const marker = `"units":{}`;
+    const at = own.indexOf(marker, own.indexOf(`"scale":`));
+    return `${JSON.stringify(app.name)}:${own.slice(0, at)}"units":{${listed.map((f) => f.json).join(",")}}${own.slice(at + marker.length)}`;
+  }
+
+  private unit(idx: ModelIndex, frags: ModelFragments, u: UnitDoc): Fragment<UnitStatusView> {
+    // Everything unitStatusView reads, by identity (or value, for the derived booleans).
+    const inputs = [
+      u, idx.unitStatus.get(u.name), idx.presence.has(u.machine), idx.machines.get(u.machine)?.life,
+      idx.leaders.get(u.app)?.unit === u.name, idx.ports.get(u.name), idx.machineInfo.get(u.machine)?.address,
+    ];
+    const old = frags.units.get(u.name);
+    if (old && sameInputs(old.inputs, inputs)) return old;
+    const view = unitStatusView(idx, u);
+    const f = { inputs, view, json: `${JSON.stringify(u.name)}:${JSON.stringify(view)}` };
+    frags.units.set(u.name, f);
+    return f;
+  }
+
+  private machine(idx: ModelIndex, frags: ModelFragments, m: MachineDoc): Fragment<null> {
+    const unitsHere = idx.unitsByMachine.get(m.id);
+    const inputs = [m, idx.machineInfo.get(m.id), idx.presence.get(m.id), idx.machineInstall.get(m.id), unitsHere ? [...unitsHere].join(",") : ""];
+    const old = frags.machines.get(m.id);
+    if (old && sameInputs(old.inputs, inputs)) return old;
+    const f = { inputs, view: null, json: `${JSON.stringify(m.id)}:${JSON.stringify(machineStatusView(idx, m))}` };
+    frags.machines.set(m.id, f);
+    return f;
+  }
+
+  /** Drops fragments of units and machines that are gone (after a full build, which saw them all). */
+  private prune(idx: ModelIndex, frags: ModelFragments): void {
+    for (const name of frags.units.keys()) if (!idx.units.has(name)) frags.units.delete(name);
+    for (const id of frags.machines.keys()) if (!idx.machines.has(id)) frags.machines.delete(id);
+  }
+}
+
+const renderers = new WeakMap<StateCache, StatusRenderer>();
+
+/** The model's status as JSON text, from the renderer shared by every reader of this cache. */
+export function renderModelStatus(cache: StateCache, idx: ModelIndex, filter?: StatusFilter, now = new Date()): string {
+  let r = renderers.get(cache);
+  if (!r) renderers.set(cache, (r = new StatusRenderer(cache)));
+  return r.render(idx, filter, now);
+}
