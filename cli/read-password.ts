@@ -20,7 +20,8 @@ function firstLine(text: string): string {
   return text.split(/\r?\n/)[0] ?? "";
 }
 
-function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+/** All of a stream's text (a password piped in). */
+export function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   return new Promise((resolve, reject) => {
     let s = "";
     stream.on("data", (d: Buffer | string) => { s += d.toString(); });

@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
 import type { DebugLogRecord } from "../../api";
-import { StewardError, parseLogEntity, parseLogLevel, stripControlChars } from "../../api";
+import { StewardError, parseLogEntity, parseLogLevel, sanitizeForTerminal } from "../../api/core";
 import { ModelCommand } from "../base-command";
 
 export default class DebugLogCommand extends ModelCommand {
@@ -65,5 +65,5 @@ export default class DebugLogCommand extends ModelCommand {
 export function formatRecord(r: DebugLogRecord): string {
   const who = r.unit ?? `machine-${r.machine}`;
   const what = r.hook ?? r.source;
-  return stripControlChars(`${who} ${r.ts} ${r.level} ${what}: ${r.message}`);
+  return sanitizeForTerminal(`${who} ${r.ts} ${r.level} ${what}: ${r.message}`, { keepNewlines: false });
 }

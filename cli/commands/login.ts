@@ -1,6 +1,7 @@
 import { Command, Option, UsageError } from "clipanion";
 import { ControllerClient } from "../../api/core";
 import { ControllerCommand } from "../base-command";
+import { readAll } from "../read-password";
 
 export default class LoginCommand extends ControllerCommand {
   static override paths = [["login"]];
@@ -38,13 +39,4 @@ export default class LoginCommand extends ControllerCommand {
     }
     return 0;
   }
-}
-
-function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let s = "";
-    stream.on("data", (d: Buffer | string) => { s += d.toString(); });
-    stream.on("end", () => resolve(s));
-    stream.on("error", reject);
-  });
 }

@@ -1,7 +1,7 @@
 import { Command, Option, UsageError } from "clipanion";
 import { stringify } from "../yaml-output";
 import type { UnitDetails } from "../../api/core";
-import { stripControlChars } from "../../api/core";
+import { sanitizeForTerminal } from "../../api/core";
 import { ModelCommand } from "../base-command";
 
 export default class ShowUnitCommand extends ModelCommand {
@@ -36,7 +36,7 @@ function withFailureUnderStatus(details: UnitDetails): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(rest)) {
     out[k] = v;
-    if (k === "agent") out.failure = { hook: stripControlChars(failure.hook), since: failure.since, output: stripControlChars(failure.output, true) };
+    if (k === "agent") out.failure = { hook: sanitizeForTerminal(failure.hook, { keepNewlines: false }), since: failure.since, output: sanitizeForTerminal(failure.output) };
   }
   return out;
 }
