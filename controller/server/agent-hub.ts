@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
 import type { AgentFrame, Logger } from "../../api";
@@ -38,7 +38,6 @@ interface AgentConnection {
   ws: WebSocket;
   model: string;
   machine: string;
-  /** Digest of the last view sent (not the view: 10,000 agents would keep 10,000 copies). */
   lastView?: string;
   alive: boolean;
 }
@@ -253,9 +252,8 @@ export class AgentHub {
     const machine = idx?.machines.get(conn.machine);
     if (!idx || !machine) { conn.ws.close(4404, "machine removed"); return; }
     const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, this.deps.controllerAddresses(), this.deps.leadershipLeaseSeconds));
-    const digest = createHash("sha256").update(view).digest("base64");
-    if (digest === conn.lastView) return;
-    conn.lastView = digest;
+    if (view === conn.lastView) return;
+    conn.lastView = view;
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(`{"t":"push","topic":"view","data":${view}}`);
   }
 
