@@ -243,15 +243,17 @@ export class AgentHub {
       }
       this.dirtyModels.clear();
       if (!everyone && stale.size === 0) return;
-      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) this.pushView(conn);
+      // One address list for the whole round, not one per agent.
+      const addresses = this.deps.controllerAddresses();
+      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) this.pushView(conn, addresses);
     });
   }
 
-  private pushView(conn: AgentConnection): void {
+  private pushView(conn: AgentConnection, addresses = this.deps.controllerAddresses()): void {
     const idx = this.deps.cache.models.get(conn.model);
     const machine = idx?.machines.get(conn.machine);
     if (!idx || !machine) { conn.ws.close(4404, "machine removed"); return; }
-    const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, this.deps.controllerAddresses(), this.deps.leadershipLeaseSeconds));
+    const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, addresses, this.deps.leadershipLeaseSeconds));
     if (view === conn.lastView) return;
     conn.lastView = view;
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(`{"t":"push","topic":"view","data":${view}}`);
