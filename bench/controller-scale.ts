@@ -66,6 +66,13 @@ export async function benchControllerScale(o: BenchOptions = {}): Promise<void> 
       status = await client.status("scale");
       latencies.push(Number(process.hrtime.bigint() - s) / 1e6);
     }
+    // What a user reading one unit waits for: the controller sends only that unit and its machine.
+    const filtered: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const s = process.hrtime.bigint();
+      await client.status("scale", { units: [`app/${i % UNITS}`] });
+      filtered.push(Number(process.hrtime.bigint() - s) / 1e6);
+    }
     const active = Object.values(status.applications.app!.units).filter((u) => u.workload.current === "active" && u.agent.current === "idle").length;
     report(`controller with ${UNITS} units (controller pid ${pid})`, {
       "deploy of all units (ms)": deployMs,
@@ -76,6 +83,7 @@ export async function benchControllerScale(o: BenchOptions = {}): Promise<void> 
       "status latency median (ms)": median(latencies),
       "status latency p95 (ms)": percentile(latencies, 95),
       "status response size (KiB)": Buffer.byteLength(JSON.stringify(status)) / 1024,
+      "status of one unit (filtered) median (ms)": median(filtered),
       "controller RSS idle, units but no agents (MiB)": idleRss,
       "controller RSS with all agents connected (MiB)": connectedRss,
       "RSS above idle (MiB)": connectedRss - idleRss,

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
 import type { AgentFrame, DebugLogRecord, LogBatch, Logger, TransportLimits } from "../../api";
@@ -46,7 +46,6 @@ interface AgentConnection {
   ws: WebSocket;
   model: string;
   machine: string;
-  /** Digest of the last view sent (not the view: 10,000 agents would keep 10,000 copies). */
   lastView?: string;
   alive: boolean;
 }
@@ -299,18 +298,19 @@ export class AgentHub {
       }
       this.dirtyModels.clear();
       if (!everyone && stale.size === 0) return;
-      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) this.pushView(conn);
+      // One address list for the whole round, not one per agent.
+      const addresses = this.deps.controllerAddresses();
+      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) this.pushView(conn, addresses);
     });
   }
 
-  private pushView(conn: AgentConnection): void {
+  private pushView(conn: AgentConnection, addresses = this.deps.controllerAddresses()): void {
     const idx = this.deps.cache.models.get(conn.model);
     const machine = idx?.machines.get(conn.machine);
     if (!idx || !machine) { conn.ws.close(4404, "machine removed"); return; }
-    const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, this.deps.controllerAddresses(), this.deps.leadershipLeaseSeconds));
-    const digest = createHash("sha256").update(view).digest("base64");
-    if (digest === conn.lastView) return;
-    conn.lastView = digest;
+    const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, addresses, this.deps.leadershipLeaseSeconds));
+    if (view === conn.lastView) return;
+    conn.lastView = view;
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(`{"t":"push","topic":"view","data":${view}}`);
   }
 
