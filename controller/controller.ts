@@ -32,7 +32,7 @@ import { ModelLogs } from "./server/model-logs";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
-import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps, startRequestRecordSweeper } from "./state";
+import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
@@ -219,7 +219,9 @@ export class Controller {
     installErrorHandling(http, this.log);
     http.addHook("onRoute", (r) => { for (const method of [r.method].flat()) this.routes.push({ method, url: r.url }); });
     const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
-    const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(this.opts.requestRestart ? { requestRestart: this.opts.requestRestart } : {}) });
+    // The restarted controller must not run inside the enable-ha request that asked for it.
+    const requestRestart = this.opts.requestRestart;
+    const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(requestRestart ? { requestRestart: () => outsideRequest(requestRestart) } : {}) });
     if (membership) {
       this.quorumMonitor = new QuorumMonitor({ membership });
       this.quorumMonitor.start();

@@ -95,3 +95,22 @@ test("a request whose first try committed but never answered is rebuilt from its
   const [a2, b2] = await both();
   t.deepEqual([a2!.uuid, b2!.uuid], [a1!.uuid, b1!.uuid]);
 });
+
+test("requests without an id are their own, even to a controller started inside another request", async (t) => {
+  // enable-ha restarts the controller from inside its request; the new server must not serve
+  // every later request as part of that one.
+  const outer = randomUUID();
+  const inner = await runInRequest(new RequestScope(outer), () => startTestController());
+  t.teardown(() => inner.close());
+  const innerToken = await inner.admin.login();
+  const post = (name: string, headers: Record<string, string> = {}) =>
+    rawRequest(inner.addresses[0]!, inner.caCert, "POST", "/v1/models", JSON.stringify({ name }), { authorization: `Bearer ${innerToken}`, ...headers });
+  // The enclosing request's own answer is on record, as enable-ha's is when the restart happens.
+  t.is((await post("zero", { [REQUEST_ID_HEADER]: outer })).status, 201);
+  const a = await post("first");
+  const b = await post("second");
+  t.is(a.status, 201);
+  t.is(b.status, 201);
+  t.is(b.headers[REPLAYED_HEADER], undefined);
+  t.deepEqual((await inner.admin.listModels()).map((m) => m.name).sort(), ["first", "second", "zero"]);
+});

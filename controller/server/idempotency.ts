@@ -10,7 +10,7 @@ import type { FastifyInstance } from "fastify";
 import { REPLAYED_HEADER, REQUEST_ID_HEADER, StewardError } from "../../api";
 import type { Logger } from "../../api";
 import type { StateCache } from "../state";
-import { RequestScope, currentRequest, requestKeys, runInRequest } from "../state";
+import { RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest } from "../state";
 import type { Store } from "../store";
 import { authenticate } from "./auth";
 
@@ -30,10 +30,11 @@ export function installIdempotency(app: FastifyInstance, deps: { store: Store; c
   };
   const pathOf = (url: string): string => url.split("?")[0]!;
 
-  // Callback style on purpose: everything the request does from here on runs in its scope.
+  // Callback style on purpose: everything the request does from here on runs in its scope, and a
+  // request without an id in none (whatever context the server itself was started in).
   app.addHook("onRequest", (req, reply, done) => {
     const id = req.headers[REQUEST_ID_HEADER];
-    if (!MUTATING.has(req.method) || id === undefined) return done();
+    if (!MUTATING.has(req.method) || id === undefined) return outsideRequest(done);
     if (typeof id !== "string" || !REQUEST_ID.test(id)) {
       const err = new StewardError("invalid-request", `header ${REQUEST_ID_HEADER} must be 8 to 64 letters, digits or dashes (a UUID)`, { details: { field: REQUEST_ID_HEADER } });
       void reply.code(err.httpStatus).send(err.toWire());

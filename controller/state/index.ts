@@ -7,4 +7,4 @@ export { buildModelStatus, buildAgentView, buildUnitDetails } from "./views";
 export { StatusRenderer, renderModelStatus } from "./status-json";
 export { keys } from "./keys";
 export * from "./documents";
-export { REQUESTS_PREFIX, RequestScope, currentRequest, requestKeys, runInRequest, startRequestRecordSweeper, sweepRequestRecords } from "./request-records";
+export { REQUESTS_PREFIX, RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest, startRequestRecordSweeper, sweepRequestRecords } from "./request-records";

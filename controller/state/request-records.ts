@@ -64,6 +64,13 @@ const scopes = new AsyncLocalStorage<RequestScope>();
 /** Runs `fn` (and everything it starts) as part of request `scope`. */
 export function runInRequest<T>(scope: RequestScope, fn: () => T): T { return scopes.run(scope, fn); }
 
+/**
+ * Runs `fn` (and everything it starts) outside any request: for requests without an id, and for
+ * long-lived work a request sets off (a restart of the controller must not serve every later
+ * request as part of the one that asked for it).
+ */
+export function outsideRequest<T>(fn: () => T): T { return scopes.exit(fn); }
+
 /** The request whose handler is running now, if it carries an id. */
 export function currentRequest(): RequestScope | undefined { return scopes.getStore(); }
 
