@@ -165,6 +165,8 @@ ssh("a host rebooted with another address: its unit runs start (the reboot) and 
     return u?.workload.current === "active" && u.workload.message.startsWith(`serving on http://${ip}:`) ? u.workload.message : undefined;
   }, 60_000, 250);
   await serving(h.ip);
+  // hello-http serves from config-changed: wait for start too, or the reboot can cut the deploy short.
+  await eventually("web/0 started", async () => (await h.exec("grep -c 'unit=web/0 hook=start' /var/lib/steward/agents/*/agent.log || true")).stdout.trim() === "1", 30_000, 200);
 
   await h.readdress(`${lab.subnet}.${120 + h.index}`); // powered off, a new lease, booted
   // start once more (the workload died with the host), then config-changed (the address moved);
@@ -174,7 +176,8 @@ ssh("a host rebooted with another address: its unit runs start (the reboot) and 
   await eventually("web/0's hooks after the reboot", async () => {
     hooks = (await h.exec("grep -h 'hook completed' /var/lib/steward/agents/*/agent.log | grep -o 'unit=web/0 hook=[a-z-]*'")).stdout.trim().split("\n").map((l) => l.slice("unit=web/0 hook=".length));
     return hooks.length >= expected.length;
-  }, 30_000, 200).catch(() => undefined);
+  }, 60_000, 200).catch(() => undefined);
+  if (hooks.join() !== expected.join()) t.log((await h.exec("tail -n 60 /var/lib/steward/agents/*/agent.log")).stdout);
   t.deepEqual(hooks, expected);
   // The URL it reports now (config-changed restarted the server, on a new free port) answers.
   let answer = "";
