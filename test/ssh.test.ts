@@ -166,7 +166,7 @@ ssh("a host rebooted with another address: its unit runs start (the reboot) and 
   }, 60_000, 250);
   await serving(h.ip);
   // hello-http serves from config-changed: wait for start too, or the reboot can cut the deploy short.
-  await eventually("web/0 started", async () => (await h.exec("grep -c 'unit=web/0 hook=start' /var/lib/steward/agents/*/agent.log || true")).stdout.trim() === "1", 30_000, 200);
+  await eventually("web/0 started", async () => (await h.exec("grep -h 'hook completed' /var/lib/steward/agents/*/agent.log | grep -c 'unit=web/0 hook=start' || true")).stdout.trim() === "1", 30_000, 200);
 
   await h.readdress(`${lab.subnet}.${120 + h.index}`); // powered off, a new lease, booted
   // start once more (the workload died with the host), then config-changed (the address moved);
