@@ -10,7 +10,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPLAYED_HEADER, REQUEST_ID_HEADER } from "../api";
-import { EmbeddedStore, RequestScope, StateOps, requestKeys, runInRequest } from "../controller";
+import { EmbeddedStore, RequestScope, StateOps, credentialMatches, requestKeys, runInRequest } from "../controller";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 import { rawRequest } from "./harness/http";
@@ -113,4 +113,19 @@ test("requests without an id are their own, even to a controller started inside 
   t.is(b.status, 201);
   t.is(b.headers[REPLAYED_HEADER], undefined);
   t.deepEqual((await inner.admin.listModels()).map((m) => m.name).sort(), ["first", "second", "zero"]);
+});
+
+test("a retried SSH install issues its agent a credential that is written again, not replayed", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-idem-"));
+  const store = await EmbeddedStore.open({ dir });
+  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }); });
+  const ops = new StateOps(store);
+  const { uuid } = await ops.createModel("admin", "installs");
+  const [machine] = (await ops.addMachines(uuid, "local", 1)).machines;
+  const id = randomUUID();
+  await runInRequest(new RequestScope(id), () => ops.issueMachineCredential(uuid, machine!.id));
+  // The retry hands the agent a new credential: the stored hash must be that one's.
+  const second = await runInRequest(new RequestScope(id), () => ops.issueMachineCredential(uuid, machine!.id));
+  const doc = JSON.parse((await store.get(`/models/${uuid}/machines/${machine!.id}`))!.value) as { credentialHash: string };
+  t.true(credentialMatches(second, doc.credentialHash));
 });

@@ -533,7 +533,8 @@ export class StateOps extends StoreTxns {
       const md = await this.read<MachineDoc>(keys.machine(uuid, id));
       if (!md) throw notFound("machine", id);
       return { compare: [unchanged(keys.machine(uuid, id), md.rev)], ops: [{ type: "put", key: keys.machine(uuid, id), value: JSON.stringify({ ...md.doc, credentialHash: hashCredential(credential) }) }], result: {} };
-    });
+      // Never replayed: a retried install hands the agent this new credential, so its hash must be written.
+    }, { secretResult: true });
     return credential;
   }
 
