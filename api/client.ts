@@ -107,7 +107,8 @@ export const ADDRESSES_HEADER = "steward-addresses";
 export const REQUEST_ID_HEADER = "steward-request-id";
 /** Set on an answer the controller recorded for an earlier try of the same request. */
 export const REPLAYED_HEADER = "steward-replayed";
-const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+/** The methods that change something: they carry a request id. */
+export const MUTATING_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /** A login told to wait at most this long is retried; longer (failed-login limits) is reported. */
 const MAX_LOGIN_WAIT_SECONDS = 5;
@@ -173,7 +174,7 @@ export class ControllerClient {
    */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
     if (!this.token && this.opts.password) await this.login();
-    const requestId = MUTATING.has(method) ? randomUUID() : undefined;
+    const requestId = MUTATING_METHODS.has(method) ? randomUUID() : undefined;
     try {
       return await this.raw<T>(method, path, body, true, requestId);
     } catch (err) {

@@ -71,6 +71,6 @@ test("a unit whose operator cannot be unpacked says why in its status, and recov
   t.regex(unit.workload.message, /cannot be unpacked/);
 
   await rm(join(agentDir, "operators"));
-  await tc.waitForUnits("unpack", (units) => units.some((u) => u.agent.current === "idle" && u.workload.current === "active"), "the unit to recover once the operator unpacks");
-  t.pass();
+  const recovered = await tc.waitForUnits("unpack", (units) => units.some((u) => u.agent.current === "idle" && u.workload.current === "active"), "the unit to recover once the operator unpacks");
+  t.is(recovered.applications.motd!.units["motd/0"]!.workload.current, "active");
 });

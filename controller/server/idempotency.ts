@@ -7,14 +7,13 @@
  * and path; a request id reused for something else is refused.
  */
 import type { FastifyInstance } from "fastify";
-import { REPLAYED_HEADER, REQUEST_ID_HEADER, StewardError } from "../../api";
+import { MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER, StewardError } from "../../api";
 import type { Logger } from "../../api";
 import type { StateCache } from "../state";
 import { RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest } from "../state";
 import type { Store } from "../store";
 import { authenticate } from "./auth";
 
-const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const REQUEST_ID = /^[A-Za-z0-9-]{8,64}$/;
 
 interface ResponseRecord { at: number; who: string; method: string; path: string; status: number; body: string }
@@ -34,7 +33,7 @@ export function installIdempotency(app: FastifyInstance, deps: { store: Store; c
   // request without an id in none (whatever context the server itself was started in).
   app.addHook("onRequest", (req, reply, done) => {
     const id = req.headers[REQUEST_ID_HEADER];
-    if (!MUTATING.has(req.method) || id === undefined) return outsideRequest(done);
+    if (!MUTATING_METHODS.has(req.method) || id === undefined) return outsideRequest(done);
     if (typeof id !== "string" || !REQUEST_ID.test(id)) {
       const err = new StewardError("invalid-request", `header ${REQUEST_ID_HEADER} must be 8 to 64 letters, digits or dashes (a UUID)`, { details: { field: REQUEST_ID_HEADER } });
       void reply.code(err.httpStatus).send(err.toWire());

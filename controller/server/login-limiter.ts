@@ -18,34 +18,48 @@ export interface LoginLimiterOptions {
   burst?: number;
 }
 
-export class LoginLimiter {
+/** A token bucket: at most `burst` tokens, refilled at `perSecond`; each attempt takes one. */
+class TokenBucket {
   private tokens: number;
   private last = Date.now();
-  private readonly rate: number;
-  private readonly burst: number;
+
+  constructor(private readonly perSecond: number, private readonly burst: number) {
+    this.tokens = burst;
+  }
+
+  take(): boolean {
+    const now = Date.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.perSecond);
+    this.last = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+
+  /** Seconds until a token is likely free, for Retry-After. */
+  retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil((1 - this.tokens) / this.perSecond));
+  }
+}
+
+export class LoginLimiter {
+  private readonly bucket: TokenBucket;
   /** Logins refused so far (for status and benchmarks). */
   refused = 0;
 
   constructor(o: LoginLimiterOptions = {}) {
-    this.rate = o.perSecond ?? 500;
-    this.burst = o.burst ?? 500;
-    this.tokens = this.burst;
+    this.bucket = new TokenBucket(o.perSecond ?? 500, o.burst ?? 500);
   }
 
   /** True when a login may proceed now. */
   take(): boolean {
-    const now = Date.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.rate);
-    this.last = now;
-    if (this.tokens >= 1) { this.tokens -= 1; return true; }
+    if (this.bucket.take()) return true;
     this.refused++;
     return false;
   }
 
   /** Seconds until a token is likely free, for Retry-After. */
-  retryAfterSeconds(): number {
-    return Math.max(1, Math.ceil((1 - this.tokens) / this.rate));
-  }
+  retryAfterSeconds(): number { return this.bucket.retryAfterSeconds(); }
 }
 
 export interface SourceLimiterOptions {
@@ -67,7 +81,7 @@ export interface SourceLimiterOptions {
  * {@link LoginLimiter} keeps for real agents.
  */
 export class SourceLimiter {
-  private readonly buckets = new Map<string, { tokens: number; last: number }>();
+  private readonly buckets = new Map<string, TokenBucket>();
   private readonly maxSources: number;
 
   constructor(private readonly o: SourceLimiterOptions) {
@@ -76,22 +90,16 @@ export class SourceLimiter {
 
   /** True when `source` may make one more attempt now. */
   take(source: string): boolean {
-    const now = Date.now();
-    const b = this.buckets.get(source) ?? { tokens: this.o.burst, last: now };
-    b.tokens = Math.min(this.o.burst, b.tokens + ((now - b.last) / 1000) * this.o.perSecond);
-    b.last = now;
+    const b = this.buckets.get(source) ?? new TokenBucket(this.o.perSecond, this.o.burst);
     // Re-inserted, so the map's order is least recently seen first.
     this.buckets.delete(source);
     this.buckets.set(source, b);
     if (this.buckets.size > this.maxSources) this.buckets.delete(this.buckets.keys().next().value!);
-    if (b.tokens < 1) return false;
-    b.tokens -= 1;
-    return true;
+    return b.take();
   }
 
   /** Seconds until `source` may try again, for Retry-After. */
   retryAfterSeconds(source: string): number {
-    const b = this.buckets.get(source);
-    return Math.max(1, Math.ceil((1 - (b?.tokens ?? 1)) / this.o.perSecond));
+    return this.buckets.get(source)?.retryAfterSeconds() ?? 1;
   }
 }
