@@ -20,4 +20,17 @@ export default tseslint.config(
       ] }],
     },
   },
+  {
+    // The CLI and the agent start often and must stay small: the full api index loads zod and yaml.
+    files: ["cli/**/*.ts", "agent/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { paths: ["../api", "../../api", "../../../api"].map((name) => ({ name, allowTypeImports: true,
+        message: "The CLI and agent import api/core (the full api index loads zod and yaml at start-up)." })), patterns: [
+        { group: ["../api/*", "../../api/*", "!../api/core", "!../../api/core"],
+          message: "Import api/ through its index.ts (or api/core for processes that must stay small)." },
+        { group: ["../controller/*", "../../controller/*", "../agent/*", "../../agent/*", "../cli/*", "../../cli/*", "../provider/*", "../../provider/*"],
+          message: "Import another top-level folder only through its index.ts." },
+      ] }],
+    },
+  },
 );

@@ -13,7 +13,7 @@ export type { Bundle, BundleFileEntry, ConfigOptionType, OperatorMeta } from "./
 export { readOperatorDir } from "./operator-dir";
 export { NAME_PATTERN } from "./names";
 export * from "./waits";
-export { sanitizeForTerminal, table } from "./table";
+export { byName, sanitizeForTerminal, table } from "./table";
 export type { AgentFrame, AgentView, UnitView, RelationView, UnitStatusReport, HookCommit } from "./agent-protocol";
 export * from "./limits";
 export * from "./ports";

@@ -17,5 +17,5 @@ export * from "./log";
 export * from "./limits";
 export * from "./ports";
 export * from "./waits";
-export { table } from "./table";
+export { byName, table } from "./table";
 export * from "./debug-log";

@@ -24,3 +24,11 @@ export function sanitizeForTerminal(text: string, opts: { keepNewlines?: boolean
   if (!keepNewlines) out = out.replace(/[\n\t]/g, " ");
   return out;
 }
+
+/**
+ * Orders names by code point: Steward's names are ASCII, and the first `localeCompare` of a process
+ * loads ICU collation (~8 ms of a 150 ms `steward status`).
+ */
+export function byName(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -2,7 +2,7 @@
  * @module cli
  * The `steward` command line (clipanion), one command per file under commands/.
  */
-export { buildCli, runCli, commands } from "./cli";
+export { buildCli, runCli, allCommands, COMMAND_NAMES } from "./cli";
 export type { StewardContext } from "./context";
 export { loadModelFile } from "./model-file";
 export { planChanges, describePlan } from "./plan";

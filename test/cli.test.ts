@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { parse } from "yaml";
 import type { ModelStatus } from "../api";
-import { commands } from "../cli";
+import { COMMAND_NAMES, allCommands } from "../cli";
 import type { CliResult } from "./harness/cli";
 import { cliRunner } from "./harness/cli";
 import { killProcessesUnder } from "./harness/processes";
@@ -147,6 +147,9 @@ test("wrong arguments are a usage error with exit code 1 and no stack trace", as
 });
 
 test("every command has a description, details or examples in its --help", async (t) => {
+  const commands = allCommands();
+  // The lazy loader finds a command by its name: each file's one path is its name.
+  t.deepEqual(commands.map((c) => c.paths), COMMAND_NAMES.map((n) => [[n]]));
   for (const c of commands) {
     const path = c.paths![0]!;
     const r = await steward(...path, "--help");

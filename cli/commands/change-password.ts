@@ -1,5 +1,5 @@
 import { Command, Option, UsageError } from "clipanion";
-import { ControllerClient } from "../../api";
+import { ControllerClient } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 import { readNewPassword } from "../read-password";
 

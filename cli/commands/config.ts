@@ -2,7 +2,7 @@ import { Command, Option } from "clipanion";
 import { coerceConfigText } from "../../api/core";
 import type { ConfigOptionType } from "../../api/core";
 import { ModelCommand, parseAssignments } from "../base-command";
-import { table } from "../../api/core";
+import { byName, table } from "../../api/core";
 
 export default class ConfigCommand extends ModelCommand {
   static override paths = [["config"]];
@@ -28,7 +28,7 @@ export default class ConfigCommand extends ModelCommand {
     const info = await client.getApplication(model, this.app);
     if (this.assignments.length === 0 && this.reset.length === 0) {
       if (this.format === "json") { this.out(JSON.stringify(info.config, null, 2)); return 0; }
-      this.context.stdout.write(table(["Key", "Value", "Type", "Source", "Description"], Object.entries(info.configSchema).sort(([a], [b]) => a.localeCompare(b)).map(([k, opt]) => [
+      this.context.stdout.write(table(["Key", "Value", "Type", "Source", "Description"], Object.entries(info.configSchema).sort(([a], [b]) => byName(a, b)).map(([k, opt]) => [
         k, k in info.config ? String(info.config[k]) : "", opt.type, info.config[k] === opt.default ? "default" : "user", opt.description,
       ])));
       return 0;

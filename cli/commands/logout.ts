@@ -1,5 +1,5 @@
 import { Command, Option, UsageError } from "clipanion";
-import { ControllerClient, StewardError } from "../../api";
+import { ControllerClient, StewardError } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 
 export default class LogoutCommand extends ControllerCommand {
