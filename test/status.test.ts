@@ -109,11 +109,18 @@ test("status follows each change (the rendered document is not served stale)", a
   for (const [name, a] of units) await report(a, name, "active", "first");
   const before = await tc.admin.status("fresh");
   t.is(before.applications.app!.units["app/1"]!.workload.message, "first");
+  const filteredBefore = await tc.admin.status("fresh", { units: ["app/0"] });
+  t.is(filteredBefore.applications.app!.status.current, "active");
   await report(units.get("app/1")!, "app/1", "maintenance", "second");
   const after = await tc.admin.status("fresh");
   t.is(after.applications.app!.units["app/1"]!.workload.message, "second");
   t.is(after.applications.app!.units["app/0"]!.workload.message, "first");
   t.true(after.model.revision > before.model.revision);
+  // A filtered read derives the application's status from every unit, including those it does not list.
+  const filteredAfter = await tc.admin.status("fresh", { units: ["app/0"] });
+  t.deepEqual(Object.keys(filteredAfter.applications.app!.units), ["app/0"]);
+  t.deepEqual([filteredAfter.applications.app!.status.current, filteredAfter.applications.app!.status.message], ["maintenance", "second"]);
+  t.deepEqual(filteredAfter.applications.app!.status, after.applications.app!.status);
   // A unit's agent going away shows at once: its fragment depends on its machine's presence too.
   units.get("app/0")!.close();
   const lost = await eventually("app/0 lost", async () => {

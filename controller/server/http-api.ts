@@ -13,7 +13,7 @@ import {
 import { MAX_TOKEN_LIFETIME_MS, newTokenId, signToken } from "../security/credentials";
 import { PasswordWork } from "../security/password-work";
 import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
-import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings, renderModelStatus } from "../state";
+import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings, renderModelStatusBytes } from "../state";
 import { ValueTooLargeError } from "../store";
 import { statusFilter } from "./status-filter";
 import type { SshSubstrate } from "../substrates/ssh";
@@ -250,7 +250,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.get("/v1/models/:model/status", async (req, reply) => {
     const idx = model(req, principalOf(req), "read");
     // Sent as the renderer's text: a 10,000-unit model is megabytes, mostly unchanged since the last read.
-    return reply.type("application/json; charset=utf-8").send(renderModelStatus(cache, idx, statusFilter(req.query)));
+    return reply.type("application/json; charset=utf-8").send(renderModelStatusBytes(cache, idx, statusFilter(req.query)));
   });
 
   let uploads: Promise<unknown> = Promise.resolve();

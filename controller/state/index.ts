@@ -4,7 +4,7 @@ export { StateOps, validateConfig, effectiveConfig } from "./operations";
 export { RelationOps } from "./relation-ops";
 export { LeadershipOps } from "./leadership-ops";
 export { buildModelStatus, buildAgentView, buildUnitDetails } from "./views";
-export { StatusRenderer, renderModelStatus } from "./status-json";
+export { StatusRenderer, renderModelStatus, renderModelStatusBytes } from "./status-json";
 export { keys } from "./keys";
 export * from "./documents";
 export { REQUESTS_PREFIX, RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest, startRequestRecordSweeper, sweepRequestRecords } from "./request-records";
