@@ -17,7 +17,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
 import { DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
-import { ClusterControl, EtcdMember, LeaderElection, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
+import { ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending } from "./cluster";
 import type { ControllerConfig, OperatorStorageConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
@@ -254,6 +254,7 @@ export class Controller {
     // Singleton work (cleanup, local machines) runs on the elected leader only, with fenced writes.
     const election = (this.election = new LeaderElection({
       store: this.store, replicaId: this.replicaId, addresses: () => this.ownAddresses, log: this.log,
+      ttlSeconds: this.store.backend === "etcd" ? HA_LEADER_LEASE_SECONDS : SINGLE_REPLICA_LEADER_LEASE_SECONDS,
       onElected: () => {
         const fenced = fencedStore(this.store, () => election.fence());
         const leaderOps = new StateOps(fenced);

@@ -16,6 +16,7 @@ import { request } from "node:https";
 import { join } from "node:path";
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
+import { ETCD_ELECTION_TIMEOUT_MS, ETCD_HEARTBEAT_MS } from "./timing";
 
 /** What a replica's configuration says about its etcd member. */
 export interface MemberConfig {
@@ -113,7 +114,7 @@ export class EtcdMember {
       // One certificate per replica, with server and client usage, serves clients and peers.
       "--cert-file", certFile, "--key-file", keyFile, "--trusted-ca-file", caFile, "--client-cert-auth",
       "--peer-cert-file", certFile, "--peer-key-file", keyFile, "--peer-trusted-ca-file", caFile, "--peer-client-cert-auth",
-      "--heartbeat-interval", String(m.heartbeatMs ?? 100), "--election-timeout", String(m.electionMs ?? 1000),
+      "--heartbeat-interval", String(m.heartbeatMs ?? ETCD_HEARTBEAT_MS), "--election-timeout", String(m.electionMs ?? ETCD_ELECTION_TIMEOUT_MS),
       // A member cut off from its peers keeps campaigning and raising its raft term; without
       // pre-vote its return deposes the healthy leader (a second outage at every heal). With it, a
       // member only raises its term once a majority would vote for it.

@@ -13,3 +13,4 @@ export type { HaPending } from "./move-to-etcd";
 export * from "./cluster-docs";
 export { currentAddress, moveToAddress, publishPeerAddress } from "./readdress";
 export { QuorumMonitor } from "./quorum-monitor";
+export * from "./timing";

@@ -1,6 +1,6 @@
 /**
  * {@link LeaderElection}: one controller replica leads, chosen through the store: a campaign key
- * bound to a short lease (2 s), renewed four times per TTL by its holder. The others watch the key and
+ * bound to a short lease (1 s with etcd, see timing.ts), renewed four times per TTL by its holder. The others watch the key and
  * campaign when it goes. The leader fences itself on its own clock: if no renewal has succeeded
  * for most of the TTL it stops leading before the store could have handed leadership on; and
  * every leader-only write carries {@link LeaderElection.fence}, so a deposed leader's write fails.
@@ -27,12 +27,10 @@ export interface LeaderElectionOptions {
   addresses: () => string[];
   log: Logger;
   /**
-   * The campaign lease. A dead leader's successor is chosen this long after etcd has a leader
-   * again (etcd restarts lease clocks on its own leader change): 2 s keeps the whole takeover
-   * under 5 s when the host that dies ran both leaders.
-   * @default 2
+   * The campaign lease. A dead leader's successor is chosen about this long (plus one etcd
+   * election timeout) after etcd has a leader again: see timing.ts.
    */
-  ttlSeconds?: number;
+  ttlSeconds: number;
   onElected(): void;
   onDeposed(): void;
 }
@@ -52,7 +50,7 @@ export class LeaderElection {
   constructor(private readonly o: LeaderElectionOptions) {}
 
   get isLeader(): boolean { return this.leading; }
-  private get ttl(): number { return this.o.ttlSeconds ?? 2; }
+  private get ttl(): number { return this.o.ttlSeconds; }
   /** Renewals are this far apart, and a leader that could not renew for the TTL minus this stops. */
   private get renewMs(): number { return (this.ttl * 1000) / 4; }
 

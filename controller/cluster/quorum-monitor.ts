@@ -4,16 +4,18 @@
  * loopback call and needs no quorum. The API uses this to refuse writes at once (503, so clients
  * go to another replica) instead of letting each one wait out the store's 5 s deadline.
  *
- * An ordinary election also leaves members leaderless for about a second; only a longer spell
- * counts, so a write during a normal election still waits for it and succeeds.
+ * An ordinary election also leaves members leaderless for one or two election timeouts; only a
+ * longer spell counts, so a write during a normal election still waits for it and succeeds (and
+ * one that meets a split vote is answered 503 and retried elsewhere, with its request id).
  */
 import type { EtcdMembership } from "../store/etcd";
+import { ETCD_ELECTION_TIMEOUT_MS } from "./timing";
 
 export interface QuorumMonitorOptions {
   membership: EtcdMembership;
-  /** @default 500 */
+  /** @default half an election timeout */
   pollMs?: number;
-  /** Leaderless this long means cut off, not electing. @default 2500 (2.5 election timeouts) */
+  /** Leaderless this long means cut off, not electing. @default three election timeouts */
   cutOffAfterMs?: number;
 }
 
@@ -25,13 +27,13 @@ export class QuorumMonitor {
   constructor(private readonly o: QuorumMonitorOptions) {}
 
   start(): void {
-    this.timer = setInterval(() => { void this.poll(); }, this.o.pollMs ?? 500);
+    this.timer = setInterval(() => { void this.poll(); }, this.o.pollMs ?? ETCD_ELECTION_TIMEOUT_MS / 2);
     this.timer.unref();
   }
 
   /** True once the member has had no leader for longer than an election takes. */
   get cutOff(): boolean {
-    return this.leaderlessSince !== undefined && Date.now() - this.leaderlessSince > (this.o.cutOffAfterMs ?? 2500);
+    return this.leaderlessSince !== undefined && Date.now() - this.leaderlessSince > (this.o.cutOffAfterMs ?? 3 * ETCD_ELECTION_TIMEOUT_MS);
   }
 
   private async poll(): Promise<void> {
