@@ -1,5 +1,37 @@
-// Lint is part of `npm test`: floating promises and type-only imports are errors here.
+// Lint is part of `npm test`: floating promises and type-only imports are errors here, and the
+// folder rule of DESIGN.md §2 holds: api ← substrates ← controller, cli, provider; agent → api only.
 import tseslint from "typescript-eslint";
+
+const FOLDERS = ["api", "substrates", "controller", "agent", "cli", "provider"];
+/** What each top-level folder may not import at all (DESIGN.md §2). */
+const FORBIDDEN = {
+  api: ["substrates", "controller", "agent", "cli", "provider"],
+  substrates: ["controller", "agent", "cli", "provider"],
+  agent: ["substrates", "controller", "cli", "provider"],
+  controller: ["agent", "cli", "provider"],
+  cli: ["controller", "agent", "provider"],
+  provider: ["controller", "agent", "cli"],
+};
+const upTo = (folder) => ["..", "../..", "../../.."].map((up) => `${up}/${folder}`);
+
+/** The import restrictions for files in `folder` (or anywhere else, for undefined). */
+function importRules(folder) {
+  const forbidden = FORBIDDEN[folder] ?? [];
+  const small = folder === "cli" || folder === "agent";
+  const indexOnly = FOLDERS.filter((f) => f !== "api" && f !== folder && !forbidden.includes(f));
+  return {
+    "no-restricted-imports": ["error", {
+      // The CLI and the agent start often and must stay small: the full api index loads zod and yaml.
+      ...(small ? { paths: upTo("api").map((name) => ({ name, allowTypeImports: true, message: "The CLI and agent import api/core (the full api index loads zod and yaml at start-up)." })) } : {}),
+      patterns: [
+        ...(forbidden.length ? [{ group: forbidden.flatMap((f) => [...upTo(f), ...upTo(f).map((p) => `${p}/*`)]), message: `${folder}/ may not import ${forbidden.join(", ")} (DESIGN.md §2: api ← substrates ← controller, cli, provider; agent → api only).` }] : []),
+        ...(folder === "api" ? [] : [{ group: ["../api/*", "../../api/*", "../../../api/*", "!../api/core", "!../../api/core", "!../../../api/core"],
+          message: "Import api/ through its index.ts (or api/core for processes that must stay small)." }]),
+        ...(indexOnly.length ? [{ group: indexOnly.flatMap((f) => upTo(f).map((p) => `${p}/*`)), message: "Import another top-level folder only through its index.ts." }] : []),
+      ],
+    }],
+  };
+}
 
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "operators/**", "eslint.config.mjs"] },
@@ -12,25 +44,8 @@ export default tseslint.config(
       "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false, attributes: false } }],
       "@typescript-eslint/consistent-type-imports": "error",
       "eqeqeq": ["error", "smart"],
-      "no-restricted-imports": ["error", { patterns: [
-        { group: ["../api/*", "../../api/*", "!../api/core", "!../../api/core"],
-          message: "Import api/ through its index.ts (or api/core for processes that must stay small)." },
-        { group: ["../controller/*", "../../controller/*", "../agent/*", "../../agent/*", "../cli/*", "../../cli/*", "../provider/*", "../../provider/*"],
-          message: "Import another top-level folder only through its index.ts." },
-      ] }],
+      ...importRules(undefined),
     },
   },
-  {
-    // The CLI and the agent start often and must stay small: the full api index loads zod and yaml.
-    files: ["cli/**/*.ts", "agent/**/*.ts"],
-    rules: {
-      "no-restricted-imports": ["error", { paths: ["../api", "../../api", "../../../api"].map((name) => ({ name, allowTypeImports: true,
-        message: "The CLI and agent import api/core (the full api index loads zod and yaml at start-up)." })), patterns: [
-        { group: ["../api/*", "../../api/*", "!../api/core", "!../../api/core"],
-          message: "Import api/ through its index.ts (or api/core for processes that must stay small)." },
-        { group: ["../controller/*", "../../controller/*", "../agent/*", "../../agent/*", "../cli/*", "../../cli/*", "../provider/*", "../../provider/*"],
-          message: "Import another top-level folder only through its index.ts." },
-      ] }],
-    },
-  },
+  ...FOLDERS.map((folder) => ({ files: [`${folder}/**/*.ts`], rules: importRules(folder) })),
 );

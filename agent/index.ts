@@ -13,7 +13,6 @@ export { bundleFilePath, unpackBundle } from "./operators";
 export type { UnitLocalState, HookSpec, HookKind } from "./unit-state";
 export { runTool, tools } from "./hook-tools/tools";
 export type { HookContext, ToolResult } from "./hook-tools/tools";
-export * as install from "./install";
 export { LogForwarder } from "./log-forwarder";
 export type { LogForwarderOptions } from "./log-forwarder";
 export { LineSplitter, failureTail } from "./hook-output";

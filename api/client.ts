@@ -16,6 +16,7 @@ import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, StatusFilter, UnitDetails } from "./status";
 import type { DebugLogRecord } from "./debug-log";
+import type { ModelSubstrate } from "./substrates";
 import { WATCH_CLOSE_CODES } from "./status";
 
 export interface ControllerClientOptions {
@@ -44,7 +45,11 @@ export interface ControllerClientOptions {
 const CONNECT_TIMEOUT_MS = 3000;
 
 export interface ModelSettings { updateStatusInterval: number; automaticallyRetryHooks: boolean }
-export interface ModelSummary { name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string; config: ModelSettings }
+export interface ModelSummary {
+  name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string; config: ModelSettings;
+  /** Where the model's machines come from (`local`, `manual`, `ssh`). */
+  substrate: string;
+}
 export interface MachineInfo {
   id: string; substrate: string; life: string; address: string; hostname: string; status: string; message: string; units: string[];
   /** SSH machines: the last install's outcome. */
@@ -287,7 +292,10 @@ export class ControllerClient {
 
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
-  createModel(name: string, config?: { updateStatusInterval?: number }): Promise<{ name: string; uuid: string }> { return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}) }); }
+  /** `substrate` (default `local`) says where machines for units placed without `to` come from. */
+  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate): Promise<{ name: string; uuid: string; substrate: string }> {
+    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}) });
+  }
   /** With `force`, everything is deleted at once without running hooks. */
   destroyModel(name: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(name)}${force ? "?force=true" : ""}`); }
   /** The model's status, narrowed by `filter` on the controller (so a large model sends less). */

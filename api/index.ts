@@ -19,3 +19,5 @@ export * from "./ports";
 export * from "./waits";
 export { byName, table } from "./table";
 export * from "./debug-log";
+export * from "./agent-config";
+export * from "./substrates";

@@ -3,6 +3,7 @@
  * these; unknown fields are refused (strict objects) so a typo never passes silently.
  */
 import { z } from "zod";
+import { MODEL_SUBSTRATES } from "./substrates";
 import { invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
@@ -36,7 +37,7 @@ export const ModelConfig = z.strictObject({
   automaticallyRetryHooks: z.boolean().optional(),
 });
 export const UpdateModelRequest = z.strictObject({ config: ModelConfig });
-export const CreateModelRequest = z.strictObject({ name: Name, config: ModelConfig.optional() });
+export const CreateModelRequest = z.strictObject({ name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional() });
 
 export const BundleFile = z.strictObject({
   path: z.string().min(1).max(512),

@@ -9,4 +9,4 @@ export { planChanges, describePlan } from "./plan";
 export { formatStatusTabular } from "./status-format";
 export { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 export type { ClientConfig, ControllerEntry } from "./client-config";
-export { startLocalController } from "../controller";
+export { startLocalController } from "../substrates";

@@ -17,7 +17,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
 import { DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
-import { ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, SshReplicaProvisioner, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
+import { ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending } from "./cluster";
 import type { ControllerConfig, OperatorStorageConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
@@ -36,8 +36,8 @@ import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, Relat
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
-import { LocalSubstrate } from "./substrates/local";
-import { SshSubstrate } from "./substrates/ssh";
+import { LocalSubstrate } from "./provisioner/local-machines";
+import { SshSubstrate } from "./provisioner/ssh-machines";
 
 export type ControllerState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED" | "FAILED";
 
@@ -266,7 +266,7 @@ export class Controller {
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
         if (membership) {
-          this.keeper = new QuorumKeeper({ store: fenced, membership, cache, provisioner: new SshReplicaProvisioner(dataDir, this.config), log: this.log });
+          this.keeper = new QuorumKeeper({ store: fenced, membership, cache, hosts: new SparePool({ store: fenced, cache, dataDir, config: this.config }), log: this.log });
           this.keeper.start();
         }
       },

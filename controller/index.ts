@@ -15,12 +15,11 @@ export { initControllerDir } from "./bootstrap";
 export type { InitControllerOptions } from "./bootstrap";
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerFiles, dataFiles, readControllerConfig } from "./config";
 export type { ControllerConfig } from "./config";
-export { stopProcess } from "./substrates/local";
-export type { AgentConfigFile } from "./substrates/local";
-export { CONTROLLER_ENV_VARIABLES, controllerEntry, controllerEnvironment, freePort, portFree, readPidFile, removeLocalController, startLocalController } from "./local-process";
+// Kept here for tests and benchmarks; the CLI and the provider take them from substrates.
+export { CONTROLLER_ENV_VARIABLES, controllerEntry, controllerEnvironment, freePort, portFree, readPidFile, removeLocalController, startLocalController, stopProcess } from "../substrates";
 export { Supervisor } from "./supervisor";
 export type { SupervisorOptions } from "./supervisor";
-export { LeaderElection } from "./cluster";
+export { LeaderElection, REPLICAS_PREFIX } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
 export { OperatorCollector } from "./operator-collector";
 export { RequestScope, StateOps, keys, requestKeys, runInRequest } from "./state";

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 /**
  * The controller process: `main.js --data-dir DIR [--port N]` serves;
- * `main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise A,B]` creates the data
- * directory and prints `{created, adminPassword, caCert}` as JSON (used by bootstrap over SSH, where
- * that output travels back over the encrypted channel). Started by `steward bootstrap` (locally,
- * detached) or by a service manager on a remote host.
+ * `main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise A,B] [--admin-password-stdin]`
+ * creates the data directory and prints `{created, adminPassword, caCert}` as JSON (used by local
+ * bootstrap and by bootstrap over SSH, where that output travels back over the encrypted channel; a
+ * chosen admin password comes on stdin, never on the command line). Started by `steward bootstrap`
+ * (locally, detached) or by a service manager on a remote host.
  */
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -13,7 +14,7 @@ import { initControllerDir } from "./bootstrap";
 import { dataFiles } from "./config";
 import { Controller, StoodDownError } from "./controller";
 
-const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...]\n";
+const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--admin-password-stdin]\n";
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -29,7 +30,8 @@ async function main(): Promise<void> {
     const listen = /^(.+):(\d+)$/.exec(flag("--listen") ?? "");
     if (!name || !listen) { process.stderr.write(USAGE); process.exitCode = 1; return; }
     const advertise = flag("--advertise")?.split(",").filter(Boolean);
-    const res = await initControllerDir({ dataDir, name, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}) });
+    const adminPassword = args.includes("--admin-password-stdin") ? await readStdin() : undefined;
+    const res = await initControllerDir({ dataDir, name, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), ...(adminPassword ? { adminPassword } : {}) });
     process.stdout.write(JSON.stringify(res) + "\n");
     return;
   }
@@ -66,6 +68,12 @@ async function main(): Promise<void> {
     (controller?.stop() ?? Promise.resolve()).then(() => process.exit(0), (err: unknown) => { log.error("stop failed", { err }); process.exit(1); });
   };
   for (const s of ["SIGINT", "SIGTERM"] as const) process.on(s, () => stop(s));
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 main().catch((err: unknown) => {

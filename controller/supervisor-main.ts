@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The local controller's supervisor process: `supervisor-main.js --pid-file FILE [--ready-file FILE] -- PROGRAM ARGS…`.
- * Started detached by `steward bootstrap` (see local-process.ts); records its pid in FILE while it
+ * Started detached by `steward bootstrap` (see substrates/local/controller-process.ts); records its pid in FILE while it
  * runs and logs to its stdout (the controller's log).
  */
 import { rmSync, writeFileSync } from "node:fs";

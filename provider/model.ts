@@ -9,6 +9,13 @@ export interface ModelArgs {
   /** @default the resource name */
   name?: pulumi.Input<string>;
   config?: pulumi.Input<{ updateStatusInterval?: pulumi.Input<number>; automaticallyRetryHooks?: pulumi.Input<boolean> }>;
+  /**
+   * Where machines for units placed without `to` come from: `local` (agent processes on the
+   * controller's host), or `ssh` / `manual` (only machines added to the model). Changing it
+   * replaces the model.
+   * @default "local"
+   */
+  substrate?: pulumi.Input<"local" | "manual" | "ssh">;
   /** Take over a model of this name that already exists instead of failing. */
   adopt?: pulumi.Input<boolean>;
   /** On destroy, remove without hooks when the model is not gone within `deleteTimeoutSeconds`. @default false */
@@ -29,6 +36,7 @@ export class Model extends pulumi.dynamic.Resource {
       connection: pulumi.secret(args.connection),
       name: args.name ?? name,
       config: args.config ?? {},
+      substrate: args.substrate ?? "local",
       adopt: args.adopt ?? false,
       forceDelete: args.forceDelete ?? false,
       deleteTimeoutSeconds: args.deleteTimeoutSeconds ?? 600,

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { ControllerClient } from "../api";
 import { loadClientConfig } from "../cli";
 import { Supervisor } from "../controller";
+import { freePort, initLocalController, removeLocalController, startLocalController } from "../substrates";
 import { bootstrapOnFreePort, cliRunner } from "./harness/cli";
 import { eventually } from "./harness/eventually";
 import { killProcessesUnder } from "./harness/processes";
@@ -81,4 +82,30 @@ test("a controller whose first run never served is not restarted", async (t) => 
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test("local bootstrap runs the controller's own init: a chosen admin password works, and a second init keeps the directory", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-init-"));
+  const dataDir = join(dir, "ctl");
+  try {
+    const port = await freePort("127.0.0.1");
+    const password = "chosen password, with spaces and 'quotes'";
+    const init = await initLocalController({ dataDir, name: "chosen", listen: { host: "127.0.0.1", port }, adminPassword: password });
+    t.true(init.created);
+    t.regex(init.caCert, /BEGIN CERTIFICATE/);
+    const again = await initLocalController({ dataDir, name: "chosen", listen: { host: "127.0.0.1", port } });
+    t.deepEqual([again.created, again.caCert, again.adminPassword], [false, init.caCert, undefined], "an existing directory is kept, and its password not shown");
+    const addresses = await startLocalController(dataDir, init.caCert);
+    const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password });
+    t.truthy(await client.login());
+    client.close();
+  } finally {
+    await removeLocalController(dataDir);
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("a failing init says why", async (t) => {
+  const err = await t.throwsAsync(initLocalController({ dataDir: "/proc/steward-cannot-be-here", name: "x", listen: { host: "127.0.0.1", port: 1 } }));
+  t.regex(err?.message ?? "", /creating the controller's data directory \/proc\/steward-cannot-be-here failed: .+/);
 });

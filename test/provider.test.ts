@@ -71,11 +71,13 @@ test.after.always(async () => {
 test.serial("bad arguments come back from check as failures naming the field; nothing is created", async (t) => {
   const r = await engine.up(() => {
     new Controller("bad", { substrate: "local", replicas: 4 as never, port: 70000 });
+    new Model("bad-model", { connection: { addresses: ["127.0.0.1:1"], caCert: "x", user: "admin", password: "x" }, substrate: "aws" as never });
   });
   t.is(r.created.length, 0);
   const message = r.errors.map((e) => e.message).join("\n");
   t.regex(message, /replicas: must be 1, 3, 5, 7, not 4: an even number of voters/);
   t.regex(message, /port: must be a whole number from 1 to 65535/);
+  t.regex(message, /substrate: must be "local", "manual", "ssh", not "aws"/);
   t.is(engine.state.size, 0);
 });
 

@@ -1,9 +1,8 @@
 import { Command, Option, UsageError } from "clipanion";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import type * as Agent from "../../agent";
+import type * as Substrates from "../../substrates";
 import { ControllerClient, NAME_PATTERN, waitForHealth, waitForVoters } from "../../api/core";
-import type * as Controller from "../../controller";
 import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { DURATION_HELP, isDuration, isPort } from "../validators";
@@ -59,7 +58,7 @@ export default class BootstrapCommand extends BaseCommand {
     if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
     const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists: use it (steward status -c ${name}) or remove it first (steward destroy-controller ${name} --yes)`);
-    const { freePort, initControllerDir, portFree, startLocalController } = loadController();
+    const { freePort, initLocalController, portFree, startLocalController } = loadSubstrates();
     let port: number;
     if (this.port !== undefined) {
       port = this.port;
@@ -69,7 +68,7 @@ export default class BootstrapCommand extends BaseCommand {
     }
     const dataDir = join(this.home, "controllers", name);
     this.progress(`Creating controller "${name}" in ${dataDir}`);
-    const init = await initControllerDir({ dataDir, name, listen: { host: this.host, port } });
+    const init = await initLocalController({ dataDir, name, listen: { host: this.host, port } });
     if (!init.created || !init.adminPassword) throw new UsageError(`${dataDir} already holds a controller that this client does not know; remove that directory or choose another name`);
     this.progress("Starting the controller (embedded store)");
     let addresses: string[];
@@ -102,14 +101,13 @@ export default class BootstrapCommand extends BaseCommand {
     if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host key is not pinned: pass --host-key SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or --trust-on-first-use");
     const port = this.port ?? 17070;
     // Loaded only here: the SSH and controller modules are heavy and most commands never need them.
-    const { install } = require("../../agent") as typeof Agent;
-    const { controllerFiles } = loadController();
+    const { ssh, controllerFiles } = loadSubstrates();
     const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
-    const session = await install.SshSession.connect({ host: target.host, user: target.user, privateKey, ...(this.hostKey[0] ? { hostKey: this.hostKey[0] } : { trustOnFirstUse: true }) });
+    const session = await ssh.SshSession.connect({ host: target.host, user: target.user, privateKey, ...(this.hostKey[0] ? { hostKey: this.hostKey[0] } : { trustOnFirstUse: true }) });
     let res;
     try {
       this.progress(`Connected to ${session.label} (host key ${session.hostKey}${this.tofu ? ", recorded" : ""})`);
-      res = await install.installController(session, {
+      res = await ssh.installController(session, {
         name, port, files: controllerFiles(),
         progress: (step) => this.progress(`  ${step}`),
       });
@@ -145,7 +143,7 @@ function isControllerName(name: string): boolean {
   return name.length <= 63 && NAME_PATTERN.test(name);
 }
 
-/** The controller package, loaded on first use: it brings fastify, etcd3 and node-ssh (tens of MB). */
-function loadController(): typeof Controller {
-  return require("../../controller") as typeof Controller;
+/** The substrates package, loaded on first use: it brings node-ssh (megabytes most commands never need). */
+function loadSubstrates(): typeof Substrates {
+  return require("../../substrates") as typeof Substrates;
 }

@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
 import { ControllerClient, destroyAllModels } from "../../api/core";
-import type * as Controller from "../../controller";
+import type * as Substrates from "../../substrates";
 import { BaseCommand } from "../base-command";
 import { DURATION_HELP, isDuration } from "../validators";
 
@@ -35,8 +35,8 @@ export default class DestroyControllerCommand extends BaseCommand {
       client.close();
     }
     this.progress("Stopping the controller");
-    // Loaded only here: the controller package is heavy and most commands never need it.
-    const { removeLocalController } = require("../../controller") as typeof Controller;
+    // Loaded only here: the substrates package brings node-ssh, which most commands never need.
+    const { removeLocalController } = require("../../substrates") as typeof Substrates;
     await removeLocalController(entry.dataDir);
     delete cfg.controllers[this.name];
     if (cfg.current === this.name) delete cfg.current;

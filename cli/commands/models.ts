@@ -18,8 +18,8 @@ export default class ModelsCommand extends ControllerCommand {
     if (this.format === "json") { this.out(JSON.stringify(models, null, 2)); return 0; }
     const current = this.entry?.currentModel;
     if (models.length === 0) { this.out("No models. Create one with: steward add-model <name>"); return 0; }
-    this.context.stdout.write(table(["Model", "Status", "Apps", "Units", "Machines", "Access", "Owner"], models.map((m) => [
-      `${m.name}${m.name === current ? "*" : ""}`, m.life === "alive" ? "available" : "destroying", String(m.applications), String(m.units), String(m.machines), m.access, m.owner,
+    this.context.stdout.write(table(["Model", "Status", "Substrate", "Apps", "Units", "Machines", "Access", "Owner"], models.map((m) => [
+      `${m.name}${m.name === current ? "*" : ""}`, m.life === "alive" ? "available" : "destroying", m.substrate, String(m.applications), String(m.units), String(m.machines), m.access, m.owner,
     ])));
     return 0;
   }

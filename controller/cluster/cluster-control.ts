@@ -8,7 +8,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ClusterInfo, SpareHost } from "../../api";
 import { StewardError } from "../../api";
-import { install } from "../../agent";
+import { ssh } from "../../substrates";
 import type { ControllerConfig } from "../config";
 import { advertisedHost, dataFiles, findOnPath } from "../config";
 import type { StateCache } from "../state";
@@ -94,7 +94,7 @@ export class ClusterControl {
       throw new StewardError("conflict", `${h.host} already runs a replica of this controller`);
     }
     // Refuses unsupported hosts, wrong keys and missing sudo now, not at replacement time.
-    const hostKey = await install.checkHost({ host: h.host, port: h.port ?? 22, user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), ...(h.hostKey ? { hostKey: h.hostKey } : {}), ...(h.trustOnFirstUse ? { trustOnFirstUse: true } : {}) }, 2);
+    const hostKey = await ssh.checkHost({ host: h.host, port: h.port ?? 22, user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), ...(h.hostKey ? { hostKey: h.hostKey } : {}), ...(h.trustOnFirstUse ? { trustOnFirstUse: true } : {}) }, 2);
     return { host: h.host, ...(h.port && h.port !== 22 ? { port: h.port } : {}), user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), hostKey, addedAt: new Date().toISOString() };
   }
 

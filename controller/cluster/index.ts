@@ -6,7 +6,7 @@ export { fencedStore } from "./fenced-store";
 export { EtcdMember, REMOVED_REASON, peerUrl, clientUrl } from "./etcd-member";
 export type { MemberConfig } from "./etcd-member";
 export { QuorumKeeper } from "./quorum-keeper";
-export { SshReplicaProvisioner } from "./ssh-provisioner";
+export { SparePool } from "./spare-pool";
 export { ClusterControl } from "./cluster-control";
 export { moveToEtcd } from "./move-to-etcd";
 export type { HaPending } from "./move-to-etcd";

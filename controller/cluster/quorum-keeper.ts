@@ -5,35 +5,29 @@
  *
  * 1. a learner exists → promote it once it has caught up (or remove it if it never does);
  * 2. a voter has been gone longer than `replaceAfter`, quorum holds, the hourly limit allows and a
- *    spare host exists → remove it (etcd 3.4 refuses to add while a voter is dead);
- * 3. fewer voters than wanted and every voter healthy → install a replica on a spare host and add
- *    it as a learner (rule 1 promotes it).
+ *    host can be had → remove it (etcd 3.4 refuses to add while a voter is dead);
+ * 3. fewer voters than wanted and every voter healthy → install a replica on a host from the
+ *    {@link ReplicaHostBroker} (the spare pool; a cloud) and add it as a learner (rule 1 promotes it).
  *
  * Nothing happens without quorum (the leader could not write anyway). Every decision is recorded
  * in `/cluster/keeper` for `steward show-controller`.
  */
 import type { Logger } from "../../api";
+import type { ReplicaHost, ReplicaHostBroker } from "../../substrates";
 import type { StateCache } from "../state";
 import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
 import type { Store } from "../store";
-import type { HaConfig, KeeperDoc, MemberDoc, SpareDoc } from "./cluster-docs";
+import type { HaConfig, KeeperDoc, MemberDoc } from "./cluster-docs";
 import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys } from "./cluster-docs";
 import { peerUrl, replicaName } from "./etcd-member";
-
-/** How the keeper installs a replica on a spare host (SSH in production; see controller.ts). */
-export interface ReplicaProvisioner {
-  /** Uploads what the host needs; nothing is started. */
-  stage(spare: SpareDoc, name: string, progress: (step: string) => void): Promise<void>;
-  /** Writes the replica's configuration (joining `initialCluster`) and starts it. */
-  start(spare: SpareDoc, name: string, initialCluster: string, progress: (step: string) => void): Promise<void>;
-}
 
 export interface QuorumKeeperOptions {
   /** A fenced store: the keeper's writes fail once this replica is no longer leader. */
   store: Store;
   membership: EtcdMembership;
   cache: StateCache;
-  provisioner: ReplicaProvisioner;
+  /** Where replacement replicas go (the spare pool; see controller.ts). */
+  hosts: ReplicaHostBroker;
   log: Logger;
   /** @default 2000 */
   intervalMs?: number;
@@ -96,14 +90,14 @@ export class QuorumKeeper {
 
     const gone = voters.filter((v) => this.goneSince.has(this.nameOf(v)));
     const overdue = gone.filter((v) => now - this.goneSince.get(this.nameOf(v))! >= cfg.replaceAfterSeconds * 1000);
-    const spare = this.pickSpare();
+    const noHost = this.o.hosts.unavailable();
     if (overdue.length > 0) {
       const dead = overdue[0]!;
       const name = this.nameOf(dead);
       const goneFor = Math.round((now - this.goneSince.get(name)!) / 1000);
       const recent = (this.o.cache.keeper?.replacements ?? []).filter((t) => now - Date.parse(t) < 3600_000);
       if (recent.length >= cfg.maxReplacementsPerHour) return this.report("blocked", `replica ${name} has been gone ${goneFor} s, but ${recent.length} replacements were made in the last hour (limit ${cfg.maxReplacementsPerHour})`);
-      if (!spare) return this.report("blocked", `replica ${name} has been gone ${goneFor} s and should be replaced, but no spare host is available: add one with steward add-spare`);
+      if (noHost) return this.report("blocked", `replica ${name} has been gone ${goneFor} s and should be replaced, but ${noHost}`);
       return this.removeDead(dead, name, goneFor, recent);
     }
     if (gone.length > 0) {
@@ -112,14 +106,10 @@ export class QuorumKeeper {
       return this.report("waiting", `replica ${name} is gone; it is replaced in ${Math.max(0, left)} s unless it returns`);
     }
     if (voters.length < cfg.replicas) {
-      if (!spare) return this.report("blocked", `${voters.length} of ${cfg.replicas} wanted voters; no spare host to add: add one with steward add-spare`);
-      return this.grow(spare);
+      if (noHost) return this.report("blocked", `${voters.length} of ${cfg.replicas} wanted voters; ${noHost}`);
+      return this.grow();
     }
     return this.report("idle", `${voters.length} of ${cfg.replicas} voters healthy`);
-  }
-
-  private pickSpare(): SpareDoc | undefined {
-    return [...this.o.cache.spares.values()].filter((s) => !s.failed).sort((a, b) => a.addedAt.localeCompare(b.addedAt))[0];
   }
 
   private async promote(learner: EtcdMemberInfo): Promise<void> {
@@ -137,7 +127,7 @@ export class QuorumKeeper {
     this.learnerSince.delete(learner.id);
     await this.markMember(name, { state: "member" });
     const host = this.o.cache.clusterMembers.get(name)?.host;
-    if (host) await this.o.store.delete(clusterKeys.spare(host));
+    if (host) await this.o.hosts.joined(host);
     await this.report("acting", `${name} caught up and is now a voter`, true);
   }
 
@@ -150,33 +140,31 @@ export class QuorumKeeper {
     await this.report("acting", `${name} removed; a replacement is installed next`, true);
   }
 
-  private async grow(spare: SpareDoc): Promise<void> {
-    const name = replicaName(spare.host);
-    const step = (s: string): void => { void this.report("acting", `${name} on ${spare.host}: ${s}`).catch(() => undefined); };
-    await this.report("acting", `installing replica ${name} on spare host ${spare.host}`, true);
+  private async grow(): Promise<void> {
+    let name = "";
+    const step = (s: string): void => { void this.report("acting", `${name}: ${s}`).catch(() => undefined); };
+    await this.report("acting", "getting a host for a new replica", true);
+    let host: ReplicaHost;
     try {
-      await this.o.provisioner.stage(spare, name, step);
+      host = await this.o.hosts.acquire((address) => (name = replicaName(address)), step);
     } catch (err) {
-      return this.spareFailed(spare, `staging failed: ${(err as Error).message}`);
+      return this.report("blocked", (err as Error).message, true);
     }
-    const added = await this.o.membership.addLearner(peerUrl(spare.host));
-    const doc: MemberDoc = { name, host: spare.host, apiPort: 0, memberId: added.member.id, state: "joining", addedAt: new Date().toISOString() };
+    await this.report("acting", `installing replica ${name} on ${host.address}`, true);
+    const added = await this.o.membership.addLearner(peerUrl(host.address));
+    const doc: MemberDoc = { name, host: host.address, apiPort: 0, memberId: added.member.id, state: "joining", addedAt: new Date().toISOString() };
     await this.o.store.put(clusterKeys.member(name), JSON.stringify(doc));
     const initialCluster = added.members.map((m) => `${m.id === added.member.id ? name : this.nameOf(m)}=${m.peerUrls[0]}`).join(",");
     try {
-      await this.o.provisioner.start(spare, name, initialCluster, step);
+      await this.o.hosts.start(host, name, initialCluster, step);
     } catch (err) {
       // A learner does not count towards quorum: taking it out again is safe.
       await this.o.membership.remove(added.member.id).catch(() => undefined);
       await this.markMember(name, { state: "removed", reason: `install failed: ${(err as Error).message}` });
-      return this.spareFailed(spare, `install failed: ${(err as Error).message}`);
+      await this.o.hosts.failed(host, (err as Error).message);
+      return this.report("blocked", `host ${host.address} skipped: install failed: ${(err as Error).message}`, true);
     }
     await this.report("acting", `${name} started as a learner; it gets a vote once it has caught up`, true);
-  }
-
-  private async spareFailed(spare: SpareDoc, why: string): Promise<void> {
-    await this.o.store.put(clusterKeys.spare(spare.host), JSON.stringify({ ...spare, failed: why } satisfies SpareDoc));
-    await this.report("blocked", `spare host ${spare.host} skipped: ${why}`, true);
   }
 
   private async markMember(name: string, change: Partial<MemberDoc>): Promise<void> {

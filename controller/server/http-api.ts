@@ -16,7 +16,7 @@ import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings, renderModelStatusBytes } from "../state";
 import { ValueTooLargeError } from "../store";
 import { statusFilter } from "./status-filter";
-import type { SshSubstrate } from "../substrates/ssh";
+import type { SshSubstrate } from "../provisioner/ssh-machines";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
 import { authenticate, modelAccess, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
@@ -186,7 +186,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
       if (!idx.model) continue;
       const access = modelAccess(p, idx);
       if (!access) continue;
-      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: modelSettings(idx.model.config) });
+      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: modelSettings(idx.model.config), substrate: idx.model.substrate ?? "local" });
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
   });
@@ -195,10 +195,10 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const p = principalOf(req);
     requireSuperuser(p);
     const body = parseRequest(CreateModelRequest, req.body, "model");
-    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {});
+    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate);
     await settled(doc.revision);
     reply.code(201);
-    return { name: doc.name, uuid: doc.uuid };
+    return { name: doc.name, uuid: doc.uuid, substrate: doc.substrate };
   });
 
   app.delete("/v1/models/:model", async (req, reply) => {

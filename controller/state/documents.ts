@@ -21,6 +21,8 @@ export interface ModelDoc {
   life: Life;
   createdAt: string;
   config: { updateStatusInterval: number; automaticallyRetryHooks?: boolean };
+  /** Where machines for units placed without `--to` come from; absent (models made before) is `local`. */
+  substrate?: Substrate;
 }
 export interface OperatorDoc {
   hash: string; name: string; version: string; meta: OperatorMeta; bytes: number; chunks: number; uploadedAt: string;

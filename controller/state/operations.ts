@@ -92,9 +92,9 @@ export class StateOps extends StoreTxns {
 
   // --- models ---
 
-  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}): Promise<ModelDoc & { revision: number }> {
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local"): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config) };
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate };
     return this.retry(`create model ${name}`, async () => {
       if (await this.store.get(keys.modelName(name))) throw alreadyExists("model", name);
       return {
@@ -300,6 +300,10 @@ export class StateOps extends StoreTxns {
    */
   private async placeUnits(uuid: string, app: ApplicationDoc, count: number, to: string[], compare: Compare[], ops: Op[]): Promise<string[]> {
     const names: string[] = [];
+    const substrate = (await this.read<ModelDoc>(keys.model(uuid)))?.doc.substrate ?? "local";
+    if (to.length < count && substrate !== "local") {
+      throw invalidRequest(`this model's machines come from the ${substrate} substrate, where Steward does not create machines: add them (steward add-machine${substrate === "ssh" ? " ssh:user@host" : ""}) and place units on them with --to`, { field: "to" });
+    }
     const seq = await this.store.get(keys.machineSeq(uuid));
     let nextMachine = Number(seq?.value ?? "0");
     compare.push(unchanged(keys.machineSeq(uuid), seq?.modRevision ?? 0));
@@ -313,7 +317,7 @@ export class StateOps extends StoreTxns {
         compare.push(unchanged(keys.machine(uuid, machine), md.rev));
       } else {
         machine = String(nextMachine++);
-        const md: MachineDoc = { id: machine, substrate: "local", life: "alive", createdFor: unit, createdAt: this.stamp() };
+        const md: MachineDoc = { id: machine, substrate, life: "alive", createdFor: unit, createdAt: this.stamp() };
         ops.push({ type: "put", key: keys.machine(uuid, machine), value: JSON.stringify(md) });
       }
       const u: UnitDoc = { name: unit, app: app.name, machine, life: "alive", createdAt: this.stamp() };

@@ -6,9 +6,8 @@
  */
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { install } from "../../agent";
 import { ControllerClient, destroyAllModels, splitAddress, waitForHealth, waitForVoters } from "../../api";
-import { controllerFiles, freePort, initControllerDir, removeLocalController, startLocalController } from "../../controller";
+import { controllerFiles, freePort, initLocalController, removeLocalController, ssh, startLocalController } from "../../substrates";
 import type { ClusterInfo, SpareHost } from "../../api";
 import type { ControllerConnection, SshHost } from "../connection";
 import { REPLICA_COUNTS } from "../connection";
@@ -142,9 +141,9 @@ export const controllerProvider = {
     const hosts = new Map<string, SshHost>();
     for (const h of [...(props.hosts ?? []), ...(props.spares ?? [])]) hosts.set(h.host, h);
     for (const h of hosts.values()) {
-      const s = await install.SshSession.connect({ host: h.host, port: h.port ?? 22, user: h.user ?? "root", privateKey: props.privateKey!, hostKey: h.hostKey }).catch(() => undefined);
+      const s = await ssh.SshSession.connect({ host: h.host, port: h.port ?? 22, user: h.user ?? "root", privateKey: props.privateKey!, hostKey: h.hostKey }).catch(() => undefined);
       if (!s) continue; // a host that is gone holds nothing to remove
-      try { await install.uninstallController(s); } finally { s.close(); }
+      try { await ssh.uninstallController(s); } finally { s.close(); }
     }
   },
 };
@@ -160,7 +159,7 @@ function connect(c: ControllerConnection): ControllerClient {
 async function startLocal(i: ControllerInputs): Promise<Started> {
   const dataDir = dataDirOf(i);
   const port = i.port ?? await freePort("127.0.0.1");
-  const init = await initControllerDir({ dataDir, name: i.name, listen: { host: "127.0.0.1", port }, ...(i.adminPassword ? { adminPassword: i.adminPassword } : {}) });
+  const init = await initLocalController({ dataDir, name: i.name, listen: { host: "127.0.0.1", port }, ...(i.adminPassword ? { adminPassword: i.adminPassword } : {}) });
   const adminPassword = init.adminPassword ?? (i.adopt ? i.adminPassword : undefined);
   if (!adminPassword) throw new Error(`${dataDir} already holds a controller: set adopt: true and its adminPassword to take it over, or choose another dataDir`);
   const addresses = await startLocalController(dataDir, init.caCert);
@@ -170,10 +169,10 @@ async function startLocal(i: ControllerInputs): Promise<Started> {
 async function installOverSsh(i: ControllerInputs): Promise<Started> {
   const first = i.hosts![0]!;
   const port = i.port ?? 17070;
-  const s = await install.SshSession.connect({ host: first.host, port: first.port ?? 22, user: first.user ?? "root", privateKey: i.privateKey!, hostKey: first.hostKey });
+  const s = await ssh.SshSession.connect({ host: first.host, port: first.port ?? 22, user: first.user ?? "root", privateKey: i.privateKey!, hostKey: first.hostKey });
   let res;
   try {
-    res = await install.installController(s, { name: i.name, port, files: controllerFiles() });
+    res = await ssh.installController(s, { name: i.name, port, files: controllerFiles() });
   } finally {
     s.close();
   }

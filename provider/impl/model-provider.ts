@@ -1,4 +1,6 @@
 /** The Model resource: a model on a controller, with its settings; adopted by name when asked. */
+import type { ModelSubstrate } from "../../api";
+import { MODEL_SUBSTRATES } from "../../api";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
 import { changed, clientFor, isConflict, isNotFound, until } from "./session";
@@ -8,6 +10,8 @@ export interface ModelInputs {
   connection: ControllerConnection;
   name: string;
   config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean };
+  /** Where machines for units placed without `to` come from; fixed for the model's life. */
+  substrate: ModelSubstrate;
   adopt: boolean;
   /** On delete, force removal (no stop hooks) when the model is not gone within `deleteTimeoutSeconds`. */
   forceDelete: boolean;
@@ -22,6 +26,7 @@ export const modelProvider = {
     const f = new Failures();
     f.connection(news.connection);
     f.name("name", news.name, "model name");
+    f.oneOf("substrate", news.substrate, MODEL_SUBSTRATES);
     f.unknownKeys("config", news.config, MODEL_SETTINGS);
     f.wholeNumber("config.updateStatusInterval", news.config?.updateStatusInterval, 1, 3600);
     f.oneOf("config.automaticallyRetryHooks", news.config?.automaticallyRetryHooks, [true, false]);
@@ -30,7 +35,8 @@ export const modelProvider = {
   },
 
   async diff(_id: string, olds: ModelOutputs, news: ModelInputs) {
-    const replaces = olds.name !== news.name ? ["name"] : [];
+    // A model keeps its substrate for life (its machines came from it): another one is another model.
+    const replaces = [...(olds.name !== news.name ? ["name"] : []), ...((olds.substrate ?? "local") !== news.substrate ? ["substrate"] : [])];
     const changes = replaces.length > 0 || !sameValue(olds.config, news.config) || !sameValue(olds.connection, news.connection)
       || olds.forceDelete !== news.forceDelete || olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds || olds.adopt !== news.adopt;
     return { changes, replaces, deleteBeforeReplace: true };
@@ -40,12 +46,14 @@ export const modelProvider = {
     const client = clientFor(inputs.connection);
     let uuid: string;
     try {
-      uuid = (await client.createModel(inputs.name, inputs.config)).uuid;
+      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate)).uuid;
     } catch (e) {
       if (!isConflict(e)) throw e;
       if (!inputs.adopt) throw new Error(`model "${inputs.name}" already exists on the controller: set adopt: true to take it over, or choose another name`);
+      const existing = (await client.listModels()).find((m) => m.name === inputs.name)!;
+      if (existing.substrate !== inputs.substrate) throw new Error(`model "${inputs.name}" exists with the ${existing.substrate} substrate, not ${inputs.substrate}: a model keeps its substrate, so it cannot be adopted as this one`);
       await client.updateModel(inputs.name, inputs.config);
-      uuid = (await client.listModels()).find((m) => m.name === inputs.name)!.uuid;
+      uuid = existing.uuid;
     }
     return { id: uuid, outs: plain({ ...inputs, uuid }) };
   },
@@ -58,7 +66,7 @@ export const modelProvider = {
     // (A controller too old to list settings shows none.)
     const config: ModelInputs["config"] = {};
     for (const key of MODEL_SETTINGS) if (props.config?.[key] !== undefined) Object.assign(config, { [key]: (found.config ?? props.config)[key] });
-    const now = { ...props, name: found.name, config };
+    const now = { ...props, name: found.name, config, substrate: (found.substrate ?? "local") as ModelSubstrate };
     return { id, props: plain(now), inputs: plain(inputsOf(now)) };
   },
 

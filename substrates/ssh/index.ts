@@ -1,4 +1,5 @@
 export { SshSession, fingerprint, shellQuote } from "./ssh-session";
+export { SshMachines } from "./machines";
 export type { SshTarget, RunResult } from "./ssh-session";
 export { checkHost, gatherFacts } from "./facts";
 export type { HostFacts } from "./facts";
@@ -7,4 +8,4 @@ export { fileSha256, ensureNode, ensureFile } from "./runtime";
 export { ensureService } from "./service";
 export { CONTROLLER_DATA, installController, stageReplica, startReplica, uninstallController } from "./controller-installer";
 export type { ControllerFiles, ControllerInstallPlan, ControllerInstallResult, ReplicaInstallPlan } from "./controller-installer";
-export type { AgentInstallPlan, AgentConfigContent, InstallResult } from "./agent-installer";
+export type { AgentInstallPlan, InstallResult } from "./agent-installer";

@@ -7,9 +7,8 @@
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
-import { install } from "../../agent";
+import { ssh } from "../../substrates";
 import type { StateCache, StateOps } from "../state";
-import { AGENT_BUNDLE } from "../config";
 
 export interface SshSubstrateOptions {
   cache: StateCache;
@@ -32,13 +31,14 @@ export interface SshSubstrateOptions {
 export class SshSubstrate {
   private running = 0;
   private readonly queue: (() => void)[] = [];
+  private readonly machines = new ssh.SshMachines();
 
   constructor(private readonly o: SshSubstrateOptions) {}
 
   /** Checks the host and registers the machine; the install continues in the background. */
-  async add(uuid: string, target: install.SshTarget & { port: number }): Promise<{ id: string; hostKey: string; created: boolean }> {
+  async add(uuid: string, target: ssh.SshTarget & { port: number }): Promise<{ id: string; hostKey: string; created: boolean }> {
     // Refuses unsupported hosts and missing sudo before anything is recorded.
-    const hostKey = await install.checkHost(target, 3);
+    const hostKey = await ssh.checkHost(target, 3);
     const m = await this.o.ops.addSshMachine(uuid, { host: target.host, port: target.port, user: target.user, hostKey });
     await this.o.cache.waitForRevision(m.revision);
     await this.o.ops.setMachineInstall(uuid, m.id, { state: "installing", step: "queued" });
@@ -57,30 +57,23 @@ export class SshSubstrate {
     else this.queue.push(start);
   }
 
-  private async install(uuid: string, id: string, target: install.SshTarget): Promise<void> {
+  private async install(uuid: string, id: string, target: ssh.SshTarget): Promise<void> {
     const log = this.o.log.child({ machine: id, host: target.host });
     const record = (state: "installing" | "installed" | "failed", step: string, extra: { changed?: boolean; bytesUploaded?: number } = {}): Promise<void> =>
       this.o.ops.setMachineInstall(uuid, id, { state, step, ...extra }).catch((err: unknown) => log.warn("could not record install progress", { err }));
-    let session: install.SshSession | undefined;
     try {
-      session = await install.SshSession.connect(target);
-      const res = await install.installAgent(session, {
-        name: `${uuid}-${id}`,
-        bundle: AGENT_BUNDLE,
-        nodeBinary: process.execPath,
-        configMatches: (c) => c.model === uuid && c.machine === id && c.caCert === this.o.caCert && c.controllerAddresses.join(",") === this.o.controllerAddresses().join(","),
-        newConfig: async () => ({ model: uuid, machine: id, credential: await this.o.ops.issueMachineCredential(uuid, id), controllerAddresses: this.o.controllerAddresses(), caCert: this.o.caCert }),
+      const res = await this.machines.startMachine({
+        model: uuid, machine: id, placement: target,
+        controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
+        issueCredential: () => this.o.ops.issueMachineCredential(uuid, id),
         waitForLogin: () => this.waitForLogin(uuid, id),
-        progress: (step, state) => { log.info("install step", { step, state }); void record("installing", step); },
-      });
+      }, { progress: (step) => { log.info("install step", { step }); void record("installing", step); } });
       await record("installed", res.changed ? "installed" : "already installed; nothing changed", { changed: res.changed, bytesUploaded: res.bytesUploaded });
       log.info(res.changed ? "agent installed" : "agent already installed; nothing changed", { bytes_uploaded: res.bytesUploaded });
     } catch (err) {
       const message = StewardError.isInstance(err) ? err.message : (err as Error).message;
       log.error("agent install failed", { err: message });
       await record("failed", message);
-    } finally {
-      session?.close();
     }
   }
 

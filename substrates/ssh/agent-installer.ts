@@ -9,6 +9,8 @@
  * 5. a systemd unit where systemd runs, else a supervisor registered in /etc/steward/boot.d;
  * 6. wait until the agent has logged in to the controller.
  */
+import type { AgentConfig } from "../../api/core";
+import { AGENT_CONFIG_FILE, agentConfigText, parseAgentConfig } from "../../api/core";
 import { createHash } from "node:crypto";
 import type { HostFacts } from "./facts";
 import { gatherFacts } from "./facts";
@@ -17,14 +19,6 @@ import type { SshSession } from "./ssh-session";
 import { shellQuote } from "./ssh-session";
 import { SERVICE_PATHS, ensureService, removeServiceCommands, writeIfDifferent } from "./service";
 
-export interface AgentConfigContent {
-  model: string;
-  machine: string;
-  credential: string;
-  controllerAddresses: string[];
-  caCert: string;
-}
-
 export interface AgentInstallPlan {
   /** Unique per agent on a host: `<model-uuid>-<machine-id>`. */
   name: string;
@@ -32,9 +26,9 @@ export interface AgentInstallPlan {
   /** The Node.js binary to ship to hosts that have none (this process's own). */
   nodeBinary: string;
   /** Whether an existing config on the host is still right (same model, machine, controllers, CA). */
-  configMatches(existing: AgentConfigContent): boolean;
+  configMatches(existing: AgentConfig): boolean;
   /** A fresh config, issuing a new credential; called only when the config must be (re)written. */
-  newConfig(): Promise<AgentConfigContent>;
+  newConfig(): Promise<AgentConfig>;
   /** Resolves once the agent has logged in. */
   waitForLogin(): Promise<void>;
   progress?(step: string, state: "ok" | "changed"): void;
@@ -69,12 +63,12 @@ export async function installAgent(s: SshSession, plan: AgentInstallPlan): Promi
 
   // Config.
   const dir = `${PATHS.agents}/${plan.name}`;
-  const existingText = (await s.run(`cat ${shellQuote(`${dir}/agent.json`)} 2>/dev/null`, { sudo: true })).stdout;
-  let existing: AgentConfigContent | undefined;
-  try { existing = existingText ? (JSON.parse(existingText) as AgentConfigContent) : undefined; } catch { existing = undefined; }
+  const existingText = (await s.run(`cat ${shellQuote(`${dir}/${AGENT_CONFIG_FILE}`)} 2>/dev/null`, { sudo: true })).stdout;
+  let existing: AgentConfig | undefined;
+  try { existing = existingText ? parseAgentConfig(existingText, `${dir}/${AGENT_CONFIG_FILE}`) : undefined; } catch { existing = undefined; }
   let configChanged = false;
   if (!existing || !plan.configMatches(existing)) {
-    await s.writeFile(`${dir}/agent.json`, JSON.stringify(await plan.newConfig(), null, 2), "0600");
+    await s.writeFile(`${dir}/${AGENT_CONFIG_FILE}`, agentConfigText(await plan.newConfig()), "0600");
     configChanged = true;
   }
   note("agent config (0600)", configChanged ? "changed" : "ok");

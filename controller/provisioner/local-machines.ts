@@ -1,0 +1,88 @@
+/**
+ * Provisioning for `local` models: the leader keeps one agent process (substrates/local) running
+ * for each of their live machines, starting one again when it is found dead, and removes the
+ * process of a machine that is dying before the machine's record goes.
+ */
+import type { Logger } from "../../api";
+import { LocalMachines } from "../../substrates";
+import { CoalescedRunner } from "../coalesced-runner";
+import type { StateCache, StateOps } from "../state";
+
+export interface LocalSubstrateOptions {
+  /** Root of the machines' directories: `<root>/<model-uuid>/<machine-id>/`. */
+  machinesDir: string;
+  /** The agent's entry script. */
+  agentEntry: string;
+  caCert: string;
+  controllerAddresses: () => string[];
+  cache: StateCache;
+  ops: StateOps;
+  log: Logger;
+  /**
+   * How often agents are checked for liveness, in milliseconds.
+   * @default 5000
+   */
+  superviseIntervalMs?: number;
+}
+
+export class LocalSubstrate {
+  private signature = "";
+  private readonly runner: CoalescedRunner;
+  private readonly timer: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+  private readonly machines: LocalMachines;
+  private stopped = false;
+
+  constructor(private readonly o: LocalSubstrateOptions) {
+    this.machines = new LocalMachines({ machinesDir: o.machinesDir, agentEntry: o.agentEntry });
+    this.runner = new CoalescedRunner(() => this.reconcile(), (err) => o.log.error("local substrate reconcile failed", { err }));
+    this.unsubscribe = o.cache.subscribe(() => {
+      // Only machine changes matter; status chatter leaves the signature unchanged.
+      if (this.machinesSignature() !== this.signature) this.runner.kick();
+    });
+    this.timer = setInterval(() => this.runner.kick(), o.superviseIntervalMs ?? 5000);
+    this.timer.unref();
+    this.runner.kick();
+  }
+
+  private machinesSignature(): string {
+    const parts: string[] = [];
+    for (const idx of this.o.cache.models.values()) for (const m of idx.machines.values()) if (m.substrate === "local") parts.push(`${idx.uuid}/${m.id}/${m.life}`);
+    return parts.sort().join(",");
+  }
+
+  private async reconcile(): Promise<void> {
+    this.signature = this.machinesSignature();
+    for (const idx of [...this.o.cache.models.values()]) {
+      for (const m of [...idx.machines.values()]) {
+        if (m.substrate !== "local" || this.stopped) continue;
+        if (m.life === "alive") await this.ensureRunning(idx.uuid, m.id);
+        else {
+          await this.destroy(idx.uuid, m.id);
+          await this.o.ops.finishMachine(idx.uuid, m.id);
+        }
+      }
+    }
+  }
+
+  private async ensureRunning(model: string, machine: string): Promise<void> {
+    const started = await this.machines.startMachine({
+      model, machine, placement: undefined,
+      controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
+      issueCredential: () => this.o.ops.issueMachineCredential(model, machine),
+    });
+    if (started.changed) this.o.log.info("started local agent", { model, machine, instance: started.instanceId });
+  }
+
+  private async destroy(model: string, machine: string): Promise<void> {
+    await this.machines.stopMachine({ model, machine });
+    this.o.log.info("removed local machine", { model, machine });
+  }
+
+  close(): void {
+    this.stopped = true;
+    this.runner.stop();
+    this.unsubscribe();
+    clearInterval(this.timer);
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * The seam every substrate implements, in the spirit of Juju's `environs.InstanceBroker`
+ * (StartInstance / StopInstances), typed and cancellable. The controller's provisioner decides
+ * *which* machines should exist (from the model); a broker only makes one exist or go away.
+ */
+
+/** Progress of a long step (an upload, a boot), for the machine's status. */
+export type Progress = (step: string) => void;
+
+export interface MachineRef {
+  /** The model's uuid. */
+  model: string;
+  machine: string;
+}
+
+/** A machine to bring up, and where on the substrate (`placement`: an SSH host, a zone, nothing for local). */
+export interface MachineSpec<Placement = undefined> extends MachineRef {
+  placement: Placement;
+  /** Where its agent finds the controller. */
+  controller: { addresses: string[]; caCert: string };
+  /** Issues the machine's credential; asked only when the agent needs a new configuration (a new credential ends the old). */
+  issueCredential(): Promise<string>;
+  /** Resolves once the agent has logged in; a broker that installs waits for it, so a broken install is reported as one. */
+  waitForLogin?(): Promise<void>;
+}
+
+export interface StartedMachine {
+  /** What the substrate calls it: a pid, an instance id, a host. */
+  instanceId: string;
+  /** False when it was already running as asked and nothing changed. */
+  changed: boolean;
+  /** Bytes sent to the host (installs over SSH), for the machine's status. */
+  bytesUploaded?: number;
+}
+
+/** Machines for a model's units. */
+export interface MachineBroker<Placement = undefined> {
+  /** Makes the machine's agent run (idempotent: one already running as asked is left alone). */
+  startMachine(spec: MachineSpec<Placement>, opts?: { progress?: Progress; signal?: AbortSignal }): Promise<StartedMachine>;
+  /** Stops the machine's agent and removes what the substrate made for it; a machine already gone is fine. */
+  stopMachine(ref: MachineRef, opts?: { signal?: AbortSignal }): Promise<void>;
+}
+
+/** A host acquired for a controller replica. */
+export interface ReplicaHost {
+  /** Where its etcd member and API are reached. */
+  address: string;
+}
+
+/**
+ * Hosts for the controller's own replicas: the quorum keeper asks for one when a lost replica is
+ * replaced (the spare pool hands over a registered host; a cloud launches an instance).
+ */
+export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
+  /** Why no host can be had now (the keeper reports it), or undefined when one can. */
+  unavailable(): string | undefined;
+  /** A host with a replica staged on it (nothing started yet); `nameFor` names the replica from its address. */
+  acquire(nameFor: (address: string) => string, progress: Progress): Promise<H>;
+  /** Starts the staged replica `name`, joining `initialCluster` (etcd's `name=peer-url,…`). */
+  start(host: H, name: string, initialCluster: string, progress: Progress): Promise<void>;
+  /** The replica on the host at `address` has a vote: the host is the cluster's now (a spare leaves the pool). */
+  joined(address: string): Promise<void>;
+  /** Installing on `host` failed: it is set aside (a spare is marked failed; an instance is terminated). */
+  failed(host: H, why: string): Promise<void>;
+}

@@ -1,0 +1,10 @@
+/**
+ * @module substrates
+ * Where machines and controller hosts come from: `ssh/` installs agents and controller replicas on
+ * hosts over SSH (host keys pinned); `local/` runs them as processes on this host. Used by the
+ * controller, the CLI and the provider alike; depends on `api` only.
+ */
+export * as ssh from "./ssh";
+export * from "./local";
+export type { MachineBroker, MachineRef, MachineSpec, Progress, ReplicaHost, ReplicaHostBroker, StartedMachine } from "./brokers";
+export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerEntry, controllerFiles, dataFiles, findOnPath, supervisorEntry } from "./controller-files";

@@ -1,0 +1,33 @@
+/**
+ * The SSH substrate's machines: a host reached over SSH (bare metal, a VMware VM, any VM) gets an
+ * agent installed as a service (agent-installer.ts); stopping it is the agent's own uninstall when
+ * its machine is removed, so the broker only installs.
+ */
+import type { MachineBroker, MachineRef, MachineSpec, Progress, StartedMachine } from "../brokers";
+import { AGENT_BUNDLE } from "../controller-files";
+import { installAgent } from "./agent-installer";
+import type { SshTarget } from "./ssh-session";
+import { SshSession } from "./ssh-session";
+
+export class SshMachines implements MachineBroker<SshTarget> {
+  async startMachine(spec: MachineSpec<SshTarget>, opts: { progress?: Progress } = {}): Promise<StartedMachine> {
+    const session = await SshSession.connect(spec.placement);
+    try {
+      const res = await installAgent(session, {
+        name: `${spec.model}-${spec.machine}`,
+        bundle: AGENT_BUNDLE,
+        nodeBinary: process.execPath,
+        configMatches: (c) => c.model === spec.model && c.machine === spec.machine && c.caCert === spec.controller.caCert && c.controllerAddresses.join(",") === spec.controller.addresses.join(","),
+        newConfig: async () => ({ model: spec.model, machine: spec.machine, credential: await spec.issueCredential(), controllerAddresses: spec.controller.addresses, caCert: spec.controller.caCert }),
+        waitForLogin: () => spec.waitForLogin?.() ?? Promise.resolve(),
+        progress: (step) => opts.progress?.(step),
+      });
+      return { instanceId: `${spec.placement.user}@${spec.placement.host}`, changed: res.changed, bytesUploaded: res.bytesUploaded };
+    } finally {
+      session.close();
+    }
+  }
+
+  /** The agent uninstalls itself when the controller tells it its machine is gone. */
+  async stopMachine(_ref: MachineRef): Promise<void> {}
+}
