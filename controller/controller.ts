@@ -209,7 +209,15 @@ export class Controller {
     const leadership = new LeadershipOps(this.store);
     const leadershipLeaseSeconds = this.opts.leadershipLeaseSeconds ?? this.config.leadershipLeaseSeconds ?? DEFAULT_LEADERSHIP_LEASE_SECONDS;
     await this.renewLease();
-    this.keepAliveTimer = setInterval(() => { this.keepLeaseAlive().catch((err: unknown) => this.log.warn("replica lease keep-alive failed", { err })); }, (REPLICA_LEASE_TTL_S * 1000) / 4);
+    // One keep-alive at a time: two in flight when a lapsed lease is noticed would both renew it,
+    // and their presence writes could land in either order, leaving the key on the lease that is
+    // not kept alive (it then vanished 10 s later, and the replica never showed as up again).
+    let keepingAlive = false;
+    this.keepAliveTimer = setInterval(() => {
+      if (keepingAlive) return;
+      keepingAlive = true;
+      this.keepLeaseAlive().catch((err: unknown) => this.log.warn("replica lease keep-alive failed", { err })).finally(() => { keepingAlive = false; });
+    }, (REPLICA_LEASE_TTL_S * 1000) / 4);
     this.keepAliveTimer.unref();
 
     const { key, cert, caCert } = this.tls;
@@ -289,6 +297,23 @@ export class Controller {
     await this.store.put(`${REPLICAS_PREFIX}${this.replicaId}`, JSON.stringify({ id: this.replicaId, addresses: this.ownAddresses, since: new Date().toISOString() }), { lease: this.leaseId });
   }
 
+  /**
+   * Checks, with a read the etcd leader answers, that our presence still stands under our lease.
+   * etcd 3.4 can get this wrong after a partition (etcd-io/etcd#15247): a member that led before it
+   * was cut off may go on answering keep-alives from a lessor it no longer leads, so the real leader
+   * lets the lease lapse while we are told it lives. Then we take a new lease, and restart our own
+   * member so that it stops answering for a leadership it lost.
+   */
+  private async checkPresence(): Promise<void> {
+    const own = await this.store.get(`${REPLICAS_PREFIX}${this.replicaId}`);
+    if (own?.lease === this.leaseId) return;
+    this.log.warn("this replica's presence lapsed although its lease was renewed; taking a new lease", { lease: this.leaseId });
+    await this.renewLease();
+    await this.publishReplica();
+    await this.hub?.refreshPresence();
+    this.etcd?.restart("it renewed a lease that its cluster let lapse (etcd-io/etcd#15247)");
+  }
+
   private membership(): ReturnType<EtcdStore["membership"]> | undefined {
     return this.store.backend === "etcd" ? (this.store as EtcdStore).membership() : undefined;
   }
@@ -298,11 +323,13 @@ export class Controller {
       await this.store.keepAlive(this.leaseId);
       this.lastStoreContact = Date.now();
       this.hub?.setStoreReachable(true);
+      await this.checkPresence();
     } catch (err) {
       // Cut off from a store majority for most of a lease: let agents move to a replica that is not.
       if (Date.now() - this.lastStoreContact > (REPLICA_LEASE_TTL_S * 1000) / 2) this.hub?.setStoreReachable(false);
       if (!(err instanceof LeaseNotFoundError)) throw err;
-      // The lease lapsed (a long stall): take a new one and re-mark our agents present.
+      // The lease lapsed (a long stall or a partition): take a new one and re-mark our agents present.
+      this.log.info("the replica's presence lease lapsed; taking a new one", { lease: this.leaseId });
       await this.renewLease();
       await this.publishReplica();
       await this.hub?.refreshPresence();

@@ -177,6 +177,14 @@ export class EtcdMember {
     return res?.status === 200 && /"health":\s*"true"/.test(res.body);
   }
 
+  /** Restarts the member (its exit handler starts it again): for a member that misbehaves. */
+  restart(why: string): void {
+    const p = this.proc;
+    if (this.stopping || !p || p.exitCode !== null || p.signalCode !== null) return;
+    this.o.log.warn("restarting the local etcd member", { why });
+    p.kill("SIGTERM");
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.restartTimer);
