@@ -3,7 +3,7 @@
  * and it does not inherit the bootstrapping shell's environment.
  */
 import test from "ava";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { ControllerClient } from "../api";
@@ -106,6 +106,14 @@ test("local bootstrap runs the controller's own init: a chosen admin password wo
 });
 
 test("a failing init says why", async (t) => {
-  const err = await t.throwsAsync(initLocalController({ dataDir: "/proc/steward-cannot-be-here", name: "x", listen: { host: "127.0.0.1", port: 1 } }));
-  t.regex(err?.message ?? "", /creating the controller's data directory \/proc\/steward-cannot-be-here failed: .+/);
+  const dir = await mkdtemp(join(tmpdir(), "steward-init-"));
+  try {
+    // Under a regular file, no directory can be made.
+    await writeFile(join(dir, "file"), "");
+    const dataDir = join(dir, "file", "ctl");
+    const err = await t.throwsAsync(initLocalController({ dataDir, name: "x", listen: { host: "127.0.0.1", port: 1 } }));
+    t.regex(err?.message ?? "", /creating the controller's data directory .*file\/ctl failed: .*ENOTDIR/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

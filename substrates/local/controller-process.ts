@@ -39,6 +39,8 @@ export interface LocalControllerInit {
 /** What `main.js init` answers: the CA clients pin, and the admin password when it made one. */
 export interface LocalControllerInitResult { created: boolean; adminPassword?: string; caCert: string }
 
+const INIT_TIMEOUT_MS = 60_000;
+
 /** Creates a controller's data directory (idempotent: an existing one is kept and its CA returned). */
 export async function initLocalController(o: LocalControllerInit): Promise<LocalControllerInitResult> {
   const args = [controllerEntry(), "init", "--data-dir", o.dataDir, "--name", o.name, "--listen", `${o.listen.host}:${o.listen.port}`];
@@ -50,10 +52,12 @@ export async function initLocalController(o: LocalControllerInit): Promise<Local
   child.stdout.on("data", (c: Buffer) => { out += c.toString(); });
   child.stderr.on("data", (c: Buffer) => { err += c.toString(); });
   child.stdin.end(o.adminPassword ?? "");
+  // Making keys and the store takes a second or two; one that hangs must not hang bootstrap.
+  const timer = setTimeout(() => { err ||= `it did not finish within ${INIT_TIMEOUT_MS / 1000} s`; child.kill("SIGKILL"); }, INIT_TIMEOUT_MS);
   const code = await new Promise<number>((resolve) => {
     child.once("error", () => resolve(-1));
     child.once("close", (c) => resolve(c ?? 1));
-  });
+  }).finally(() => clearTimeout(timer));
   if (code !== 0) throw new StewardError("internal", `creating the controller's data directory ${o.dataDir} failed: ${err.trim() || `exit code ${code}`}`);
   try {
     return JSON.parse(out) as LocalControllerInitResult;
