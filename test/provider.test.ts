@@ -35,7 +35,8 @@ function program(s: Shape): () => void {
     new Integration("web-checker", { endpoints: [{ application: web, endpoint: "website" }, { application: checker, endpoint: "upstream" }] });
     if (s.broken) {
       new Application("broken", {
-        model, operator: join(fixturesDir, "operators", "recorder"), timeoutSeconds: 8, deleteTimeoutSeconds: 5, forceDelete: true,
+        // Long enough for its unit to reach the failing install hook on a loaded machine (8 s was not).
+        model, operator: join(fixturesDir, "operators", "recorder"), timeoutSeconds: 25, deleteTimeoutSeconds: 5, forceDelete: true,
         config: { "record-dir": join(dir, "rec"), "fail-hook": "install", "fail-times": 1000 },
       });
     }
