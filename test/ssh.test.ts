@@ -133,6 +133,7 @@ ssh("a host reached through a jump host: the jump host's key is verified too", a
 });
 
 ssh("an install cut off half-way fails clearly and the next run finishes it", async (t) => {
+  t.timeout(420_000);
   const h = lab.hosts[5]!; // no agent yet; has Node
   await client.addSshMachine("bare", target(h));
   await eventually("the install under way", async () => (await machineOf(h))?.install?.state === "installing", 10_000, 20);
@@ -141,7 +142,10 @@ ssh("an install cut off half-way fails clearly and the next run finishes it", as
   t.is(failed.status, "error");
   await h.restore();
   await client.addSshMachine("bare", target(h));
-  const m = await eventually("the install finished", async () => { const x = await machineOf(h); return x?.install?.state === "installed" ? x : undefined; }, 60_000, 200);
+  // The second install waits for the agent's login too; on a loaded machine that has taken over a minute.
+  let last: unknown;
+  const m = await eventually("the install finished", async () => { const x = await machineOf(h); last = x?.install; return x?.install?.state === "installed" ? x : undefined; }, 180_000, 200)
+    .catch((err: unknown) => { t.log(`the install's last state: ${JSON.stringify(last)}`); throw err; });
   t.is(m.status, "started");
   t.is(m.install!.changed, true);
 });
