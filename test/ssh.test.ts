@@ -86,6 +86,7 @@ ssh("agents install on five hosts in parallel and an operator deploys there", as
 });
 
 ssh("installing again on an installed host changes nothing and says so", async (t) => {
+  t.timeout(240_000);
   const h = lab.hosts[0]!;
   const before = (await machineOf(h))!;
   const again = await client.addSshMachine("bare", target(h));
