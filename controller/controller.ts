@@ -297,6 +297,13 @@ export class Controller {
     await this.store.put(`${REPLICAS_PREFIX}${this.replicaId}`, JSON.stringify({ id: this.replicaId, addresses: this.ownAddresses, since: new Date().toISOString() }), { lease: this.leaseId });
   }
 
+  /** A new presence lease, with this replica and its agents marked present under it. */
+  private async republishPresence(): Promise<void> {
+    await this.renewLease();
+    await this.publishReplica();
+    await this.hub?.refreshPresence();
+  }
+
   /**
    * Checks, with a read the etcd leader answers, that our presence still stands under our lease.
    * etcd 3.4 can get this wrong after a partition (etcd-io/etcd#15247): a member that led before it
@@ -308,9 +315,7 @@ export class Controller {
     const own = await this.store.get(`${REPLICAS_PREFIX}${this.replicaId}`);
     if (own?.lease === this.leaseId) return;
     this.log.warn("this replica's presence lapsed although its lease was renewed; taking a new lease", { lease: this.leaseId });
-    await this.renewLease();
-    await this.publishReplica();
-    await this.hub?.refreshPresence();
+    await this.republishPresence();
     this.etcd?.restart("it renewed a lease that its cluster let lapse (etcd-io/etcd#15247)");
   }
 
@@ -330,9 +335,7 @@ export class Controller {
       if (!(err instanceof LeaseNotFoundError)) throw err;
       // The lease lapsed (a long stall or a partition): take a new one and re-mark our agents present.
       this.log.info("the replica's presence lease lapsed; taking a new one", { lease: this.leaseId });
-      await this.renewLease();
-      await this.publishReplica();
-      await this.hub?.refreshPresence();
+      await this.republishPresence();
     }
   }
 

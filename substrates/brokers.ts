@@ -4,6 +4,8 @@
  * *which* machines should exist (from the model); a broker only makes one exist or go away.
  */
 
+import type { AgentConfig } from "../api/core";
+
 /** Progress of a long step (an upload, a boot), for the machine's status. */
 export type Progress = (step: string) => void;
 
@@ -22,6 +24,11 @@ export interface MachineSpec<Placement = undefined> extends MachineRef {
   issueCredential(): Promise<string>;
   /** Resolves once the agent has logged in; a broker that installs waits for it, so a broken install is reported as one. */
   waitForLogin?(): Promise<void>;
+}
+
+/** The agent configuration a broker writes for `spec`, with the credential it was issued. */
+export function agentConfigOf(spec: MachineSpec<unknown>, credential: string): AgentConfig {
+  return { model: spec.model, machine: spec.machine, credential, controllerAddresses: spec.controller.addresses, caCert: spec.controller.caCert };
 }
 
 export interface StartedMachine {

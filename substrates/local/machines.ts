@@ -8,6 +8,7 @@ import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { AGENT_CONFIG_FILE, agentConfigText } from "../../api/core";
 import type { MachineBroker, MachineRef, MachineSpec, StartedMachine } from "../brokers";
+import { agentConfigOf } from "../brokers";
 import { AGENT_NODE_FLAGS } from "../controller-files";
 import { isAlive, readPidFile, stopProcess } from "./processes";
 
@@ -28,8 +29,7 @@ export class LocalMachines implements MachineBroker {
     const configPath = join(dir, AGENT_CONFIG_FILE);
     // A restarted agent keeps its config (and credential); only a new machine gets one.
     if (!(await readFile(configPath, "utf8").catch(() => undefined))) {
-      const cfg = { model: spec.model, machine: spec.machine, credential: await spec.issueCredential(), controllerAddresses: spec.controller.addresses, caCert: spec.controller.caCert };
-      await writeFile(configPath, agentConfigText(cfg), { mode: 0o600 });
+      await writeFile(configPath, agentConfigText(agentConfigOf(spec, await spec.issueCredential())), { mode: 0o600 });
     }
     const log = await open(join(dir, "agent.log"), "a", 0o600);
     try {

@@ -4,6 +4,7 @@
  * its machine is removed, so the broker only installs.
  */
 import type { MachineBroker, MachineRef, MachineSpec, Progress, StartedMachine } from "../brokers";
+import { agentConfigOf } from "../brokers";
 import { AGENT_BUNDLE } from "../controller-files";
 import { installAgent } from "./agent-installer";
 import type { SshTarget } from "./ssh-session";
@@ -18,7 +19,7 @@ export class SshMachines implements MachineBroker<SshTarget> {
         bundle: AGENT_BUNDLE,
         nodeBinary: process.execPath,
         configMatches: (c) => c.model === spec.model && c.machine === spec.machine && c.caCert === spec.controller.caCert && c.controllerAddresses.join(",") === spec.controller.addresses.join(","),
-        newConfig: async () => ({ model: spec.model, machine: spec.machine, credential: await spec.issueCredential(), controllerAddresses: spec.controller.addresses, caCert: spec.controller.caCert }),
+        newConfig: async () => agentConfigOf(spec, await spec.issueCredential()),
         waitForLogin: () => spec.waitForLogin?.() ?? Promise.resolve(),
         progress: (step) => opts.progress?.(step),
       });
