@@ -16,7 +16,7 @@ import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, StatusFilter, UnitDetails } from "./status";
 import type { DebugLogRecord } from "./debug-log";
-import type { ModelSubstrate } from "./substrates";
+import type { CredentialSubstrate, ModelSubstrate } from "./substrates";
 import { WATCH_CLOSE_CODES } from "./status";
 
 export interface ControllerClientOptions {
@@ -49,6 +49,15 @@ export interface ModelSummary {
   name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string; config: ModelSettings;
   /** Where the model's machines come from (`local`, `manual`, `ssh`). */
   substrate: string;
+  /** The stored credential its machines are made with. */
+  credential?: string;
+}
+/** A stored credential as the API shows it: no secret attribute, masked identifiers. */
+export interface CredentialSummary {
+  name: string; substrate: CredentialSubstrate; owner: string; createdAt: string; updatedAt?: string;
+  attributes: Record<string, string>;
+  /** Live models made with it. */
+  models: string[];
 }
 export interface MachineInfo {
   id: string; substrate: string; life: string; address: string; hostname: string; status: string; message: string; units: string[];
@@ -293,9 +302,17 @@ export class ControllerClient {
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
   /** `substrate` (default `local`) says where machines for units placed without `to` come from. */
-  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate): Promise<{ name: string; uuid: string; substrate: string }> {
-    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}) });
+  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, credential?: string): Promise<{ name: string; uuid: string; substrate: string; credential?: string }> {
+    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(credential ? { credential } : {}) });
   }
+
+  // --- credentials (superusers) ---
+  listCredentials(): Promise<{ credentials: CredentialSummary[] }> { return this.call("GET", "/v1/credentials"); }
+  /** Stores a credential; the same values again change nothing; other values need `replace`. */
+  putCredential(name: string, substrate: CredentialSubstrate, attributes: Record<string, string>, replace = false): Promise<{ name: string; created: boolean; changed: boolean }> {
+    return this.call("PUT", `/v1/credentials/${enc(name)}${replace ? "?replace=true" : ""}`, { substrate, attributes });
+  }
+  removeCredential(name: string): Promise<void> { return this.call("DELETE", `/v1/credentials/${enc(name)}`); }
   /** With `force`, everything is deleted at once without running hooks. */
   destroyModel(name: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(name)}${force ? "?force=true" : ""}`); }
   /** The model's status, narrowed by `filter` on the controller (so a large model sends less). */

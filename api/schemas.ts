@@ -3,7 +3,7 @@
  * these; unknown fields are refused (strict objects) so a typo never passes silently.
  */
 import { z } from "zod";
-import { MODEL_SUBSTRATES } from "./substrates";
+import { CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES } from "./substrates";
 import { invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
@@ -37,7 +37,20 @@ export const ModelConfig = z.strictObject({
   automaticallyRetryHooks: z.boolean().optional(),
 });
 export const UpdateModelRequest = z.strictObject({ config: ModelConfig });
-export const CreateModelRequest = z.strictObject({ name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional() });
+export const CreateModelRequest = z.strictObject({ name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional() });
+
+/** A credential's attributes, checked against what its substrate needs (see CREDENTIAL_KINDS). */
+export const CredentialRequest = z.strictObject({
+  substrate: z.enum(CREDENTIAL_SUBSTRATES),
+  attributes: z.record(z.string().max(64), z.string().min(1).max(16 * 1024)),
+}).superRefine((v, ctx) => {
+  const kind = CREDENTIAL_KINDS[v.substrate];
+  const known = [...kind.required, ...kind.optional];
+  for (const a of kind.required) if (v.attributes[a] === undefined) ctx.addIssue({ code: "custom", path: ["attributes", a], message: `is required for a ${v.substrate} credential` });
+  for (const a of Object.keys(v.attributes)) {
+    if (!known.includes(a)) ctx.addIssue({ code: "custom", path: ["attributes", a], message: `is not an attribute of a ${v.substrate} credential (known: ${known.join(", ")})` });
+  }
+});
 
 export const BundleFile = z.strictObject({
   path: z.string().min(1).max(512),

@@ -5,3 +5,37 @@
  */
 export const MODEL_SUBSTRATES = ["local", "manual", "ssh"] as const;
 export type ModelSubstrate = (typeof MODEL_SUBSTRATES)[number];
+
+/** Substrates a stored credential can be for (`steward add-credential --substrate`). */
+export const CREDENTIAL_SUBSTRATES = ["aws", "vsphere", "ssh"] as const;
+export type CredentialSubstrate = (typeof CREDENTIAL_SUBSTRATES)[number];
+
+export interface CredentialKind {
+  required: readonly string[];
+  optional: readonly string[];
+  /** Attributes shown back by `steward credentials` (masked when `masked`); every other attribute is secret. */
+  shown: readonly string[];
+  masked?: readonly string[];
+  /** Environment variables read by `steward add-credential --from-env`, by attribute. */
+  env?: Readonly<Record<string, string>>;
+}
+
+/** What each kind of credential holds (attribute names as in the file given to add-credential). */
+export const CREDENTIAL_KINDS: Readonly<Record<CredentialSubstrate, CredentialKind>> = {
+  // The access key id identifies the key but is shown masked all the same, as the AWS console does.
+  aws: {
+    required: ["access-key-id", "secret-access-key"], optional: ["session-token"], shown: ["access-key-id"], masked: ["access-key-id"],
+    env: { "access-key-id": "AWS_ACCESS_KEY_ID", "secret-access-key": "AWS_SECRET_ACCESS_KEY", "session-token": "AWS_SESSION_TOKEN" },
+  },
+  vsphere: {
+    required: ["user", "password"], optional: [], shown: ["user"],
+    env: { user: "VSPHERE_USER", password: "VSPHERE_PASSWORD" },
+  },
+  ssh: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"] },
+};
+
+/** How `steward credentials` shows an attribute's value: secrets never, masked ones by their last 4 characters. */
+export function shownCredentialValue(kind: CredentialKind, attribute: string, value: string): string | undefined {
+  if (!kind.shown.includes(attribute)) return undefined;
+  return kind.masked?.includes(attribute) ? `…${value.slice(-4)}` : value;
+}

@@ -44,9 +44,10 @@ export async function benchLeadership(o: LeadershipBenchOptions = {}): Promise<v
       const timers: NodeJS.Timeout[] = [];
       const alive = new Set(sims);
       for (const a of sims) {
-        const unit = (): string => a.view!.units[0]!.name;
-        a.listen((v) => { if (alive.has(a) && !v.units[0]!.leaderKnown) void a.call("leader.claim", { unit: unit() }); });
-        timers.push(setInterval(() => { if (alive.has(a) && a.view?.units[0]?.leader) void a.call("leader.claim", { unit: unit() }); }, (LEASE_S * 1000) / 2));
+        // A claim still in flight when the agent is closed (the trial's end) fails; that is expected.
+        const claim = (): void => { a.call("leader.claim", { unit: a.view!.units[0]!.name }).catch(() => undefined); };
+        a.listen((v) => { if (alive.has(a) && !v.units[0]!.leaderKnown) claim(); });
+        timers.push(setInterval(() => { if (alive.has(a) && a.view?.units[0]?.leader) claim(); }, (LEASE_S * 1000) / 2));
       }
       while (!sims.some((a) => a.view?.units[0]?.leader)) await sleep(50);
       await sleep(Math.random() * (LEASE_S * 1000) / 2); // die anywhere in the renewal cycle

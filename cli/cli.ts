@@ -15,6 +15,7 @@ export const COMMAND_NAMES = [
   "deploy", "add-unit", "remove-unit", "config", "refresh", "remove-application",
   "integrate", "remove-integration", "resolve", "show-unit", "debug-log",
   "add-machine", "machines", "remove-machine",
+  "add-credential", "credentials", "remove-credential",
   "help", "version",
 ] as const;
 

@@ -32,7 +32,8 @@ import { ModelLogs } from "./server/model-logs";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
-import { CLUSTER_CHANGED, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
+import { Sealer } from "./security/sealing";
+import { CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
@@ -207,6 +208,8 @@ export class Controller {
     const ops = new StateOps(this.store);
     const relations = new RelationOps(this.store);
     const leadership = new LeadershipOps(this.store);
+    const sealer = await Sealer.forDataDir(dataDir);
+    const credentials = new CredentialOps(this.store, sealer);
     const leadershipLeaseSeconds = this.opts.leadershipLeaseSeconds ?? this.config.leadershipLeaseSeconds ?? DEFAULT_LEADERSHIP_LEASE_SECONDS;
     await this.renewLease();
     // One keep-alive at a time: two in flight when a lapsed lease is noticed would both renew it,
@@ -229,7 +232,7 @@ export class Controller {
     const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
     // The restarted controller must not run inside the enable-ha request that asked for it.
     const requestRestart = this.opts.requestRestart;
-    const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, ...(membership ? { membership } : {}), ...(requestRestart ? { requestRestart: () => outsideRequest(requestRestart) } : {}) });
+    const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, sealer, ...(membership ? { membership } : {}), ...(requestRestart ? { requestRestart: () => outsideRequest(requestRestart) } : {}) });
     if (membership) {
       this.quorumMonitor = new QuorumMonitor({ membership });
       this.quorumMonitor.start();
@@ -237,7 +240,7 @@ export class Controller {
     installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
     installIdempotency(http, { store: this.store, cache, log: this.log });
     registerHttpApi(http, {
-      cache, ops, relations, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, operatorQuotaBytes: this.operatorStorage.quotaBytes,
+      cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, operatorQuotaBytes: this.operatorStorage.quotaBytes,
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
     });
@@ -274,7 +277,7 @@ export class Controller {
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
         if (membership) {
-          this.keeper = new QuorumKeeper({ store: fenced, membership, cache, hosts: new SparePool({ store: fenced, cache, dataDir, config: this.config }), log: this.log });
+          this.keeper = new QuorumKeeper({ store: fenced, membership, cache, hosts: new SparePool({ store: fenced, cache, dataDir, config: this.config, sealer }), log: this.log });
           this.keeper.start();
         }
       },

@@ -11,6 +11,7 @@ export { Controller } from "./controller";
 export type { ControllerOptions, ControllerState } from "./controller";
 export type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 export { MAX_TOKEN_LIFETIME_MS, credentialMatches, signToken, verifyToken } from "./security/credentials";
+export { Sealer } from "./security/sealing";
 export { initControllerDir } from "./bootstrap";
 export type { InitControllerOptions } from "./bootstrap";
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerFiles, dataFiles, readControllerConfig } from "./config";

@@ -171,6 +171,9 @@ ha("enable-ha grows a single embedded-store replica to three over SSH; nothing w
   if (added.code !== 0) t.log(added.stderr);
   t.is(added.code, 0);
   t.is((await cluster()).spares.length, 1);
+  // The spare's key is kept sealed: no replica's disk (etcd's files, logs) holds it in plain text.
+  const keyLine = lab.clientKey.split("\n")[2]!;
+  for (const h of [h1, h2, h3]) t.is((await h.exec(`grep -rlF '${keyLine}' /var/lib/steward /etc/steward`)).stdout, "", `${h.name} holds the spare's private key in plain text`);
   // A host a replica runs on is never a spare (the keeper would wipe it to install there).
   const own = await steward("add-spare", `ssh:root@${h1.ip}`, "--key-env", "HA_TEST_SSH_KEY", ...hostKeyArgs([h1]));
   t.not(own.code, 0);

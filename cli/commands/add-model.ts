@@ -15,16 +15,17 @@ export default class AddModelCommand extends ControllerCommand {
 
   name = Option.String({ required: true, name: "name" });
   substrate = Option.String("--substrate", { description: `Where machines come from: ${MODEL_SUBSTRATES.join(", ")} (default local)`, validator: t.isEnum(MODEL_SUBSTRATES) });
+  credential = Option.String("--credential", { description: "Stored credential its machines are made with (steward add-credential)" });
   interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
     const client = await this.connect();
     const config = this.interval !== undefined ? { updateStatusInterval: Math.round(this.interval / 1000) } : undefined;
-    const m = await client.createModel(this.name, config, this.substrate);
+    const m = await client.createModel(this.name, config, this.substrate, this.credential);
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;
     await this.saveConfig(cfg);
-    this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate) and made it current.`);
+    this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, credential ${m.credential}` : ""}) and made it current.`);
     return 0;
   }
 }

@@ -15,8 +15,9 @@ import type { StateCache } from "../state";
 import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
 import { clientUrl, etcdGet, peerUrl } from "./etcd-member";
 import type { Store } from "../store";
-import type { HaConfig, SpareDoc } from "./cluster-docs";
-import { DEFAULT_HA_CONFIG, clusterKeys } from "./cluster-docs";
+import type { Sealer } from "../security/sealing";
+import type { HaConfig, SpareDoc, SpareKey } from "./cluster-docs";
+import { DEFAULT_HA_CONFIG, clusterKeys, sparePurpose } from "./cluster-docs";
 import type { HaPending } from "./move-to-etcd";
 
 export interface ClusterControlDeps {
@@ -27,6 +28,8 @@ export interface ClusterControlDeps {
   /** Present on the etcd store. */
   membership?: EtcdMembership;
   tls: { caCert: string; cert: string; key: string };
+  /** Seals the spares' SSH keys before they are stored. */
+  sealer: Sealer;
   /** Restarts the controller process's controller (main.js); absent where it cannot (in-process tests). */
   requestRestart?: () => void;
 }
@@ -95,7 +98,8 @@ export class ClusterControl {
     }
     // Refuses unsupported hosts, wrong keys and missing sudo now, not at replacement time.
     const hostKey = await ssh.checkHost({ host: h.host, port: h.port ?? 22, user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), ...(h.hostKey ? { hostKey: h.hostKey } : {}), ...(h.trustOnFirstUse ? { trustOnFirstUse: true } : {}) }, 2);
-    return { host: h.host, ...(h.port && h.port !== 22 ? { port: h.port } : {}), user: h.user, privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}), hostKey, addedAt: new Date().toISOString() };
+    const key: SpareKey = { privateKey: h.privateKey, ...(h.passphrase ? { passphrase: h.passphrase } : {}) };
+    return { host: h.host, ...(h.port && h.port !== 22 ? { port: h.port } : {}), user: h.user, sealedKey: this.d.sealer.sealJson(sparePurpose(h.host), key), hostKey, addedAt: new Date().toISOString() };
   }
 
   async enableHa(req: { replicas: number; hosts: SpareHost[]; replaceAfterSeconds?: number; maxReplacementsPerHour?: number }): Promise<{ moving: boolean; message: string }> {

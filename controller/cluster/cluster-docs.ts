@@ -40,18 +40,23 @@ export interface MemberDoc {
   reason?: string;
 }
 
-/** A host the keeper may install a replica on. Holds the SSH key: never returned by the API. */
+/** A host the keeper may install a replica on. Its SSH key is sealed (security/sealing.ts); never returned by the API. */
 export interface SpareDoc {
   host: string;
   port?: number;
   user: string;
-  privateKey: string;
-  passphrase?: string;
+  /** {@link SpareKey}, sealed for `spare/<host>`. */
+  sealedKey: string;
   hostKey: string;
   addedAt: string;
   /** Set when an install there failed; such a spare is skipped until added again. */
   failed?: string;
 }
+
+/** What a spare's `sealedKey` holds. */
+export interface SpareKey { privateKey: string; passphrase?: string }
+
+export const sparePurpose = (host: string): string => `spare/${host}`;
 
 export interface KeeperEvent { at: string; message: string }
 

@@ -13,8 +13,9 @@ import type { ControllerConfig } from "../config";
 import { controllerFiles, dataFiles } from "../config";
 import type { StateCache } from "../state";
 import type { Store } from "../store";
-import type { SpareDoc } from "./cluster-docs";
-import { clusterKeys } from "./cluster-docs";
+import type { Sealer } from "../security/sealing";
+import type { SpareDoc, SpareKey } from "./cluster-docs";
+import { clusterKeys, sparePurpose } from "./cluster-docs";
 
 type Staged = Awaited<ReturnType<typeof ssh.stageReplica>>;
 
@@ -27,6 +28,8 @@ export interface SparePoolOptions {
   cache: StateCache;
   dataDir: string;
   config: ControllerConfig;
+  /** Opens the spares' sealed SSH keys. */
+  sealer: Sealer;
 }
 
 export class SparePool implements ReplicaHostBroker<PooledHost> {
@@ -42,7 +45,8 @@ export class SparePool implements ReplicaHostBroker<PooledHost> {
   }
 
   private connect(spare: SpareDoc): Promise<ssh.SshSession> {
-    return ssh.SshSession.connect({ host: spare.host, port: spare.port ?? 22, user: spare.user, privateKey: spare.privateKey, ...(spare.passphrase ? { passphrase: spare.passphrase } : {}), hostKey: spare.hostKey }, { attempts: 2 });
+    const key = this.o.sealer.openJson<SpareKey>(sparePurpose(spare.host), spare.sealedKey);
+    return ssh.SshSession.connect({ host: spare.host, port: spare.port ?? 22, user: spare.user, ...key, hostKey: spare.hostKey }, { attempts: 2 });
   }
 
   async acquire(nameFor: (address: string) => string, progress: Progress): Promise<PooledHost> {

@@ -6,13 +6,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../../api";
 import {
-  ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, ChangePasswordRequest, CreateModelRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
+  ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, ChangePasswordRequest, CreateModelRequest, CredentialRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
   MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
   LEGACY_HASH_MESSAGE, operatorHashProblem,
 } from "../../api";
 import { MAX_TOKEN_LIFETIME_MS, newTokenId, signToken } from "../security/credentials";
 import { PasswordWork } from "../security/password-work";
-import type { ModelIndex, RelationOps, StateCache, StateOps } from "../state";
+import type { CredentialOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings, renderModelStatusBytes } from "../state";
 import { ValueTooLargeError } from "../store";
 import { statusFilter } from "./status-filter";
@@ -27,6 +27,7 @@ export interface HttpApiDeps {
   cache: StateCache;
   ops: StateOps;
   relations: RelationOps;
+  credentials: CredentialOps;
   ssh: SshSubstrate;
   cluster: ClusterControl;
   log: Logger;
@@ -156,6 +157,29 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     return { spares: spares.map((s) => ({ host: s.host, hostKey: s.hostKey })) };
   });
 
+  // Credentials: only superusers see that they exist; no answer ever holds a secret attribute.
+  app.get("/v1/credentials", async (req) => {
+    requireSuperuser(principalOf(req));
+    return { credentials: await deps.credentials.list() };
+  });
+
+  app.put("/v1/credentials/:name", async (req, reply) => {
+    const p = principalOf(req);
+    requireSuperuser(p);
+    const name = param<string>(Name, req, "name", "credential");
+    const body = parseRequest(CredentialRequest, req.body, "credential");
+    const replace = (req.query as { replace?: string }).replace === "true";
+    const res = await deps.credentials.put(requireUser(p).user, name, body, replace);
+    reply.code(res.created ? 201 : 200);
+    return { name, substrate: body.substrate, created: res.created, changed: res.changed };
+  });
+
+  app.delete("/v1/credentials/:name", async (req, reply) => {
+    requireSuperuser(principalOf(req));
+    await deps.credentials.remove(param<string>(Name, req, "name", "credential"));
+    reply.code(204);
+  });
+
   app.post("/v1/users", async (req, reply) => {
     requireSuperuser(principalOf(req));
     const body = parseRequest(CreateUserRequest, req.body, "user");
@@ -186,7 +210,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
       if (!idx.model) continue;
       const access = modelAccess(p, idx);
       if (!access) continue;
-      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: modelSettings(idx.model.config), substrate: idx.model.substrate ?? "local" });
+      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: modelSettings(idx.model.config), substrate: idx.model.substrate ?? "local", ...(idx.model.credential ? { credential: idx.model.credential } : {}) });
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
   });
@@ -195,10 +219,10 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const p = principalOf(req);
     requireSuperuser(p);
     const body = parseRequest(CreateModelRequest, req.body, "model");
-    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate);
+    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate, body.credential);
     await settled(doc.revision);
     reply.code(201);
-    return { name: doc.name, uuid: doc.uuid, substrate: doc.substrate };
+    return { name: doc.name, uuid: doc.uuid, substrate: doc.substrate, ...(doc.credential ? { credential: doc.credential } : {}) };
   });
 
   app.delete("/v1/models/:model", async (req, reply) => {

@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { AgentStatus, Life, OperatorMeta, StatusInfo, WorkloadStatus } from "../../api";
+import type { AgentStatus, CredentialSubstrate, Life, OperatorMeta, StatusInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -23,6 +23,23 @@ export interface ModelDoc {
   config: { updateStatusInterval: number; automaticallyRetryHooks?: boolean };
   /** Where machines for units placed without `--to` come from; absent (models made before) is `local`. */
   substrate?: Substrate;
+  /** The stored credential its machines are made with (`/credentials/<name>`). */
+  credential?: string;
+}
+/**
+ * A credential for a substrate: its attributes sealed (security/sealing.ts), never in plain text;
+ * `shown` holds what `steward credentials` may show of them.
+ */
+export interface CredentialDoc {
+  name: string;
+  substrate: CredentialSubstrate;
+  owner: string;
+  createdAt: string;
+  updatedAt?: string;
+  shown: Record<string, string>;
+  sealed: string;
+  /** Models made with it (some may be gone since): it cannot be removed while one of them is alive. */
+  models: string[];
 }
 export interface OperatorDoc {
   hash: string; name: string; version: string; meta: OperatorMeta; bytes: number; chunks: number; uploadedAt: string;

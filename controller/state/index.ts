@@ -8,3 +8,5 @@ export { StatusRenderer, renderModelStatus, renderModelStatusBytes } from "./sta
 export { keys } from "./keys";
 export * from "./documents";
 export { REQUESTS_PREFIX, RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest, startRequestRecordSweeper, sweepRequestRecords } from "./request-records";
+export { CredentialOps } from "./credential-ops";
+export type { CredentialInput } from "./credential-ops";

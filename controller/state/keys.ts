@@ -41,6 +41,9 @@ export const keys = {
   operatorChunks: (hash: string) => `/blobs/operators/${hash}/`,
   operatorUpload: (hash: string) => `/blobs/operator-uploads/${hash}`,
   operatorUploads: "/blobs/operator-uploads/",
+  /** Not cached: read only when a credential is listed or used. */
+  credential: (name: string) => `/credentials/${name}`,
+  credentialsPrefix: "/credentials/",
 };
 
 /** Prefixes the state cache follows. */

@@ -9,7 +9,7 @@ import { CONFIG_TOTAL_LIMIT_BYTES, StewardError, alreadyExists, bundleHash, chec
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
-import type { ApplicationDoc, ConfigValues, ControllerDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, RevokedTokenDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, RevokedTokenDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
@@ -92,14 +92,16 @@ export class StateOps extends StoreTxns {
 
   // --- models ---
 
-  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local"): Promise<ModelDoc & { revision: number }> {
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", credential?: string): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate };
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}) };
     return this.retry(`create model ${name}`, async () => {
       if (await this.store.get(keys.modelName(name))) throw alreadyExists("model", name);
+      const uses = credential ? await this.useCredential(credential, substrate, uuid) : undefined;
       return {
-        compare: [absent(keys.modelName(name))],
+        compare: [absent(keys.modelName(name)), ...(uses ? [uses.compare] : [])],
         ops: [
+          ...(uses ? [uses.op] : []),
           { type: "put", key: keys.modelName(name), value: JSON.stringify(uuid) },
           { type: "put", key: keys.model(uuid), value: JSON.stringify(doc) },
           { type: "put", key: keys.access(uuid, owner), value: JSON.stringify({ access: "admin" }) },
@@ -108,6 +110,15 @@ export class StateOps extends StoreTxns {
         result: doc,
       };
     });
+  }
+
+  /** Records that model `uuid` uses the credential, refusing one that is missing or for another substrate. */
+  private async useCredential(name: string, substrate: Substrate, uuid: string): Promise<{ compare: Compare; op: Op }> {
+    const c = await this.read<CredentialDoc>(keys.credential(name));
+    if (!c) throw invalidRequest(`credential "${name}" does not exist: add it with steward add-credential ${name} --substrate ${substrate} --file F`, { field: "credential" });
+    if (c.doc.substrate !== substrate) throw invalidRequest(`credential "${name}" is for ${c.doc.substrate}, but the model's substrate is ${substrate}`, { field: "credential" });
+    const doc: CredentialDoc = { ...c.doc, models: [...c.doc.models, uuid] };
+    return { compare: unchanged(keys.credential(name), c.rev), op: { type: "put", key: keys.credential(name), value: JSON.stringify(doc) } };
   }
 
   /**
