@@ -16,7 +16,7 @@ import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, StatusFilter, UnitDetails } from "./status";
 import type { DebugLogRecord } from "./debug-log";
-import type { CredentialSubstrate, ModelSubstrate } from "./substrates";
+import type { AwsModelSettings, CredentialSubstrate, ModelSubstrate } from "./substrates";
 import { WATCH_CLOSE_CODES } from "./status";
 
 export interface ControllerClientOptions {
@@ -63,6 +63,8 @@ export interface MachineInfo {
   id: string; substrate: string; life: string; address: string; hostname: string; status: string; message: string; units: string[];
   /** SSH machines: the last install's outcome. */
   install?: { state: "installing" | "installed" | "failed"; step: string; changed?: boolean; bytesUploaded?: number };
+  /** Cloud machines: the instance, as the cloud last reported it. */
+  instance?: { id: string; zone?: string; state: string };
 }
 export interface SshMachineRequest {
   host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean;
@@ -119,6 +121,8 @@ export const ADDRESSES_HEADER = "steward-addresses";
  * 503); the controller answers a retry with what the first try did. See controller/server/idempotency.ts.
  */
 export const REQUEST_ID_HEADER = "steward-request-id";
+/** The one-time token a cloud instance enrols its agent with (`POST /v1/enrol`). */
+export const ENROLMENT_HEADER = "steward-enrolment";
 /** Set on an answer the controller recorded for an earlier try of the same request. */
 export const REPLAYED_HEADER = "steward-replayed";
 /** The methods that change something: they carry a request id. */
@@ -302,8 +306,8 @@ export class ControllerClient {
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
   /** `substrate` (default `local`) says where machines for units placed without `to` come from. */
-  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, credential?: string): Promise<{ name: string; uuid: string; substrate: string; credential?: string }> {
-    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(credential ? { credential } : {}) });
+  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string }> {
+    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}) });
   }
 
   // --- credentials (superusers) ---

@@ -21,6 +21,6 @@ export * from "./debug-log";
 export * from "./substrates";
 export { AGENT_CONFIG_FILE, agentConfigText, parseAgentConfig } from "./agent-config";
 export type { AgentConfig } from "./agent-config";
-export { ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";
+export { ControllerClient, ENROLMENT_HEADER, splitAddress, CONTROLLER_TLS_NAME } from "./client";
 export type { ControllerClientOptions, ModelSettings, ModelSummary, MachineInfo, ApplicationInfo, ControllerInfo, ClusterInfo, CredentialSummary, SpareHost, SshMachineRequest } from "./client";
 export const STEWARD_VERSION = "0.1.0";

@@ -10,7 +10,7 @@ export * from "./status";
 export * from "./operator";
 export { readOperatorDir } from "./operator-dir";
 export * from "./agent-protocol";
-export { ADDRESSES_HEADER, MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER, ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";
+export { ADDRESSES_HEADER, ENROLMENT_HEADER, MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER, ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";
 export type { ControllerClientOptions, DebugLogQuery, ModelSettings, ModelSummary, MachineInfo, ApplicationInfo, ControllerInfo, ClusterInfo, CredentialSummary, SpareHost, SshMachineRequest } from "./client";
 export { STEWARD_VERSION } from "./core";
 export * from "./log";

@@ -3,7 +3,7 @@
  * these; unknown fields are refused (strict objects) so a typo never passes silently.
  */
 import { z } from "zod";
-import { CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES } from "./substrates";
+import { CREDENTIALED_SUBSTRATES, CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES } from "./substrates";
 import { invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
@@ -37,7 +37,24 @@ export const ModelConfig = z.strictObject({
   automaticallyRetryHooks: z.boolean().optional(),
 });
 export const UpdateModelRequest = z.strictObject({ config: ModelConfig });
-export const CreateModelRequest = z.strictObject({ name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional() });
+const awsId = (prefix: string): z.ZodString => z.string().regex(new RegExp(`^${prefix}-[0-9a-f]{8,17}$`), { message: `must be an id such as ${prefix}-0123456789abcdef0` });
+export const AwsModelSettingsSchema = z.strictObject({
+  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { message: "must be an AWS region such as eu-west-1" }),
+  imageId: awsId("ami"),
+  instanceType: z.string().regex(/^[a-z0-9-]+\.[a-z0-9]+$/, { message: "must be an instance type such as t3.small" }).default("t3.small"),
+  subnetIds: z.array(awsId("subnet")).min(1).max(16).optional(),
+  securityGroupIds: z.array(awsId("sg")).min(1).max(16).optional(),
+  endpoint: z.string().max(512).regex(/^https:\/\/[^\s/]+\/?$/, { message: "must be an https:// URL of an EC2 endpoint" }).optional(),
+  endpointCaCert: z.string().max(16 * 1024).regex(/-----BEGIN CERTIFICATE-----/, { message: "must be a PEM certificate" }).optional(),
+});
+export const CreateModelRequest = z.strictObject({
+  name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(), aws: AwsModelSettingsSchema.optional(),
+}).superRefine((v, ctx) => {
+  const substrate = v.substrate ?? "local";
+  if (CREDENTIALED_SUBSTRATES.includes(substrate) && !v.credential) ctx.addIssue({ code: "custom", path: ["credential"], message: `is required for a ${substrate} model: store one with steward add-credential NAME --substrate ${substrate}` });
+  if (substrate === "aws" && !v.aws) ctx.addIssue({ code: "custom", path: ["aws"], message: "is required for an aws model: at least region and imageId" });
+  if (substrate !== "aws" && v.aws) ctx.addIssue({ code: "custom", path: ["aws"], message: `is only for aws models, not ${substrate}` });
+});
 
 /** A credential's attributes, checked against what its substrate needs (see CREDENTIAL_KINDS). */
 export const CredentialRequest = z.strictObject({
@@ -113,7 +130,7 @@ export const AddMachineRequest = z.strictObject({
    * `local` starts an agent process on the controller's host; `manual` only issues a credential for
    * an agent started elsewhere; `ssh` installs an agent on the host given in `ssh`.
    */
-  substrate: z.enum(["local", "manual", "ssh"]).default("local"),
+  substrate: z.enum(["local", "manual", "ssh", "aws"]).default("local"),
   count: z.number().int().min(1).max(10000).default(1),
   ssh: SshTargetSchema.optional(),
 });

@@ -42,6 +42,8 @@ export interface MachineStatusView {
   hostname: string;
   life: Life;
   units: string[];
+  /** Cloud machines: the instance, as the cloud last reported it. */
+  instance?: { id: string; zone?: string; state: string };
 }
 
 export interface IntegrationStatusView {

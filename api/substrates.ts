@@ -1,10 +1,29 @@
 /**
  * Where a model's machines come from (as a Juju model records its cloud): `local` starts agent
- * processes on the controller's host for units placed without `--to`; `manual` and `ssh` models
- * only use machines added to them (`add-machine`).
+ * processes on the controller's host and `aws` launches EC2 instances, for units placed without
+ * `--to`; `manual` and `ssh` models only use machines added to them (`add-machine`).
  */
-export const MODEL_SUBSTRATES = ["local", "manual", "ssh"] as const;
+export const MODEL_SUBSTRATES = ["local", "manual", "ssh", "aws"] as const;
 export type ModelSubstrate = (typeof MODEL_SUBSTRATES)[number];
+
+/** Substrates where the controller makes a machine itself when a unit needs one. */
+export const PROVISIONED_SUBSTRATES: readonly ModelSubstrate[] = ["local", "aws"];
+/** Substrates whose models need a stored credential. */
+export const CREDENTIALED_SUBSTRATES: readonly ModelSubstrate[] = ["aws"];
+
+/** Where an `aws` model's instances go and what they are (`steward add-model --substrate aws`). */
+export interface AwsModelSettings {
+  region: string;
+  /** The AMI: any Linux with cloud-init and curl (Node.js 20+ is fetched from the controller when missing). */
+  imageId: string;
+  instanceType: string;
+  /** Instances are spread over these subnets in turn (one per availability zone, usually). */
+  subnetIds?: string[];
+  securityGroupIds?: string[];
+  /** Another EC2 endpoint (a private endpoint, a test double) and the CA that signs it. */
+  endpoint?: string;
+  endpointCaCert?: string;
+}
 
 /** Substrates a stored credential can be for (`steward add-credential --substrate`). */
 export const CREDENTIAL_SUBSTRATES = ["aws", "vsphere", "ssh"] as const;

@@ -33,11 +33,13 @@ import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
 import { Sealer } from "./security/sealing";
-import { CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
+import { CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, EnrolmentOps, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
+import { CloudProvisioner } from "./provisioner/cloud-machines";
 import { LocalSubstrate } from "./provisioner/local-machines";
+import { registerEnrolRoutes } from "./server/enrol-routes";
 import { SshSubstrate } from "./provisioner/ssh-machines";
 
 export type ControllerState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED" | "FAILED";
@@ -52,6 +54,11 @@ export interface ControllerOptions {
    * @default the agent bundle (dist/agent-bundle/main.js), the same file SSH installs ship
    */
   agentEntry?: string;
+  /**
+   * How often the leader lists cloud instances to record their state, in ms.
+   * @default 10000
+   */
+  cloudPollIntervalMs?: number;
   /** Overrides the configured listen port (0: any free port). */
   port?: number;
   /**
@@ -99,6 +106,7 @@ export class Controller {
   private hub?: AgentHub;
   private watchHub?: StatusWatchHub;
   private local?: LocalSubstrate;
+  private cloud?: CloudProvisioner;
   private cleaner?: Cleaner;
   private cache?: StateCache;
   private ownAddresses: string[] = [];
@@ -248,6 +256,7 @@ export class Controller {
     // A destroyed model's records go with it.
     cache.subscribe((changed) => { for (const m of changed) if (m !== CLUSTER_CHANGED && !cache.models.get(m)?.model) logs.forget(m); });
     registerDebugLog(http, { cache, logs });
+    registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), caCert, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);
     installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, log: this.log });
@@ -274,6 +283,10 @@ export class Controller {
           agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
           caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
         });
+        this.cloud = new CloudProvisioner({
+          cache, ops: leaderOps, enrolments: new EnrolmentOps(fenced), credentials: new CredentialOps(fenced, sealer), caCert, controllerAddresses: () => this.addresses, log: this.log,
+          ...(this.opts.cloudPollIntervalMs ? { pollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
+        });
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
         if (membership) {
@@ -282,8 +295,8 @@ export class Controller {
         }
       },
       onDeposed: () => {
-        this.local?.close(); this.cleaner?.close(); this.keeper?.close(); this.stopSweeper?.();
-        this.local = undefined; this.cleaner = undefined; this.keeper = undefined; this.stopSweeper = undefined;
+        this.local?.close(); this.cloud?.close(); this.cleaner?.close(); this.keeper?.close(); this.stopSweeper?.();
+        this.local = undefined; this.cloud = undefined; this.cleaner = undefined; this.keeper = undefined; this.stopSweeper = undefined;
       },
     }));
     election.start();
@@ -384,6 +397,7 @@ export class Controller {
     this.quorumMonitor?.stop();
     await this.election?.stop();
     this.local?.close();
+    this.cloud?.close();
     this.cleaner?.close();
     this.stopSweeper?.();
     this.hub?.close();

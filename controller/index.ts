@@ -12,6 +12,8 @@ export type { ControllerOptions, ControllerState } from "./controller";
 export type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 export { MAX_TOKEN_LIFETIME_MS, credentialMatches, signToken, verifyToken } from "./security/credentials";
 export { Sealer } from "./security/sealing";
+// For test doubles of outside services (a fake EC2 endpoint) that need certificates.
+export { createCertificateAuthority, issueServerCertificate } from "./security/pki";
 export { initControllerDir } from "./bootstrap";
 export type { InitControllerOptions } from "./bootstrap";
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerFiles, dataFiles, readControllerConfig } from "./config";

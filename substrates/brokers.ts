@@ -15,13 +15,19 @@ export interface MachineRef {
   machine: string;
 }
 
-/** A machine to bring up, and where on the substrate (`placement`: an SSH host, a zone, nothing for local). */
-export interface MachineSpec<Placement = undefined> extends MachineRef {
+/** A machine on the substrate: `placement` says where (an SSH host; a cloud's region, settings and credential; nothing for local). */
+export interface MachineTarget<Placement = undefined> extends MachineRef {
   placement: Placement;
+}
+
+/** A machine to bring up. */
+export interface MachineSpec<Placement = undefined> extends MachineTarget<Placement> {
   /** Where its agent finds the controller. */
   controller: { addresses: string[]; caCert: string };
   /** Issues the machine's credential; asked only when the agent needs a new configuration (a new credential ends the old). */
   issueCredential(): Promise<string>;
+  /** Issues a one-time enrolment token (cloud machines, which enrol themselves: cloud-init.ts). */
+  issueEnrolment?(): Promise<string>;
   /** Resolves once the agent has logged in; a broker that installs waits for it, so a broken install is reported as one. */
   waitForLogin?(): Promise<void>;
 }
@@ -45,7 +51,7 @@ export interface MachineBroker<Placement = undefined> {
   /** Makes the machine's agent run (idempotent: one already running as asked is left alone). */
   startMachine(spec: MachineSpec<Placement>, opts?: { progress?: Progress; signal?: AbortSignal }): Promise<StartedMachine>;
   /** Stops the machine's agent and removes what the substrate made for it; a machine already gone is fine. */
-  stopMachine(ref: MachineRef, opts?: { signal?: AbortSignal }): Promise<void>;
+  stopMachine(target: MachineTarget<Placement>, opts?: { signal?: AbortSignal }): Promise<void>;
 }
 
 /** A host acquired for a controller replica. */

@@ -43,14 +43,14 @@ test("a model's substrate is recorded, listed, and decides where unplaced units 
 
 test("an unknown substrate is a 400 that names the field", async (t) => {
   const token = await tc.admin.login();
-  const res = await rawRequest(tc.addresses[0]!, tc.caCert, "POST", "/v1/models", JSON.stringify({ name: "cloudy", substrate: "aws" }), { "content-type": "application/json", authorization: `Bearer ${token}` });
+  const res = await rawRequest(tc.addresses[0]!, tc.caCert, "POST", "/v1/models", JSON.stringify({ name: "cloudy", substrate: "gcp" }), { "content-type": "application/json", authorization: `Bearer ${token}` });
   t.is(res.status, 400);
   t.regex(res.body.message ?? "", /substrate/);
   t.false((await tc.admin.listModels()).some((m) => m.name === "cloudy"));
 });
 
 test("steward add-model refuses an unknown --substrate before contacting anything", async (t) => {
-  const r = await cliRunner("/nonexistent-steward-home", process.cwd())("add-model", "x", "--substrate", "aws");
+  const r = await cliRunner("/nonexistent-steward-home", process.cwd())("add-model", "x", "--substrate", "gcp");
   t.is(r.code, 1);
-  t.regex(r.stdout + r.stderr, /--substrate.*(local|manual|ssh)/s);
+  t.regex(r.stdout + r.stderr, /--substrate.*(local|manual|ssh|aws)/s);
 });

@@ -1,5 +1,8 @@
-import { Command, Option } from "clipanion";
+import { Command, Option, UsageError } from "clipanion";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
 import * as t from "typanion";
+import type { AwsModelSettings } from "../../api/core";
 import { MODEL_SUBSTRATES } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 import { DURATION_HELP, isDuration } from "../validators";
@@ -9,23 +12,58 @@ export default class AddModelCommand extends ControllerCommand {
   static override usage = Command.Usage({
     category: "Models",
     description: "create a model and make it current",
-    details: "A model holds applications, their units and the machines they run on. The new model becomes the current one for later commands.\n\nIts substrate says where machines come from when units are placed without --to: `local` (the default) starts agents as processes on the controller's host; `ssh` and `manual` models use only machines added to them with add-machine (deploy and add-unit then need --to).",
-    examples: [["Create a model called demo", "$0 add-model demo"], ["A model of SSH hosts", "$0 add-model shop --substrate ssh"], ["Run update-status every minute", "$0 add-model demo --update-status-interval 1m"]],
+    details: `
+      A model holds applications, their units and the machines they run on. The new model becomes the current one for later commands.
+
+      Its substrate says where machines come from when units are placed without --to: \`local\` (the default) starts agents as processes on the controller's host; \`aws\` launches an EC2 instance per machine, which enrols its agent with cloud-init (no SSH); \`ssh\` and \`manual\` models use only machines added to them with add-machine (deploy and add-unit then need --to).
+
+      An aws model needs a stored credential (steward add-credential), a region and an image (any Linux AMI with cloud-init and curl); instances go to its subnets (or the region's zones) in turn.
+    `,
+    examples: [
+      ["Create a model called demo", "$0 add-model demo"],
+      ["A model of SSH hosts", "$0 add-model shop --substrate ssh"],
+      ["A model on EC2, spread over three subnets", "$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --instance-type t3.small --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd"],
+      ["Run update-status every minute", "$0 add-model demo --update-status-interval 1m"],
+    ],
   });
 
   name = Option.String({ required: true, name: "name" });
   substrate = Option.String("--substrate", { description: `Where machines come from: ${MODEL_SUBSTRATES.join(", ")} (default local)`, validator: t.isEnum(MODEL_SUBSTRATES) });
   credential = Option.String("--credential", { description: "Stored credential its machines are made with (steward add-credential)" });
+  region = Option.String("--region", { description: "aws: the region, e.g. eu-west-1" });
+  image = Option.String("--image", { description: "aws: the AMI its instances boot" });
+  instanceType = Option.String("--instance-type", { description: "aws: the instance type (default t3.small)" });
+  subnets = Option.Array("--subnet", [], { description: "aws: a subnet for its instances (repeat: they are used in turn)" });
+  securityGroups = Option.Array("--security-group", [], { description: "aws: a security group for its instances (repeatable)" });
+  endpoint = Option.String("--endpoint", { description: "aws: another EC2 endpoint (https://…), e.g. a VPC endpoint" });
+  endpointCa = Option.String("--endpoint-ca-file", { description: "aws: the CA certificate (PEM) that signs --endpoint" });
   interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
+    const aws = await this.awsSettings();
     const client = await this.connect();
     const config = this.interval !== undefined ? { updateStatusInterval: Math.round(this.interval / 1000) } : undefined;
-    const m = await client.createModel(this.name, config, this.substrate, this.credential);
+    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, aws });
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;
     await this.saveConfig(cfg);
     this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, credential ${m.credential}` : ""}) and made it current.`);
     return 0;
+  }
+
+  /** The aws settings from the flags; the controller checks their values and says which is wrong. */
+  private async awsSettings(): Promise<Partial<AwsModelSettings> | undefined> {
+    const given = [this.region, this.image, this.instanceType, this.endpoint, this.endpointCa].some((v) => v !== undefined) || this.subnets.length + this.securityGroups.length > 0;
+    if (this.substrate !== "aws") {
+      if (given) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group and --endpoint are for --substrate aws");
+      return undefined;
+    }
+    if (!this.region || !this.image) throw new UsageError("an aws model needs --region and --image (an AMI id such as ami-0abcdef1234567890)");
+    const ca = this.endpointCa ? await readFile(resolve(this.context.cwd, this.endpointCa), "utf8").catch(() => { throw new UsageError(`cannot read ${this.endpointCa}`); }) : undefined;
+    return {
+      region: this.region, imageId: this.image, ...(this.instanceType ? { instanceType: this.instanceType } : {}),
+      ...(this.subnets.length ? { subnetIds: this.subnets } : {}), ...(this.securityGroups.length ? { securityGroupIds: this.securityGroups } : {}),
+      ...(this.endpoint ? { endpoint: this.endpoint } : {}), ...(ca ? { endpointCaCert: ca } : {}),
+    };
   }
 }

@@ -17,7 +17,8 @@ export default class MachinesCommand extends ModelCommand {
     const machines = await client.listMachines(await this.model());
     if (this.format === "json") { this.out(JSON.stringify(machines, null, 2)); return 0; }
     if (machines.length === 0) { this.out("No machines."); return 0; }
-    this.context.stdout.write(table(["Machine", "State", "Address", "Hostname", "Substrate", "Units"], machines.map((m) => [m.id, m.life === "dying" ? "removing" : m.status, m.address, m.hostname, m.substrate, m.units.join(",")])));
+    const instance = (m: (typeof machines)[number]): string => (m.instance ? `${m.instance.id} (${m.instance.state}${m.instance.zone ? `, ${m.instance.zone}` : ""})` : "");
+    this.context.stdout.write(table(["Machine", "State", "Address", "Hostname", "Substrate", "Instance", "Units"], machines.map((m) => [m.id, m.life === "dying" ? "removing" : m.status, m.address, m.hostname, m.substrate, instance(m), m.units.join(",")])));
     return 0;
   }
 }

@@ -75,7 +75,7 @@ export class LocalSubstrate {
   }
 
   private async destroy(model: string, machine: string): Promise<void> {
-    await this.machines.stopMachine({ model, machine });
+    await this.machines.stopMachine({ model, machine, placement: undefined });
     this.o.log.info("removed local machine", { model, machine });
   }
 

@@ -9,6 +9,7 @@ import type { Logger } from "../../api";
 import { StewardError } from "../../api";
 import { ssh } from "../../substrates";
 import type { StateCache, StateOps } from "../state";
+import { waitForAgentLogin } from "./wait-for-login";
 
 export interface SshSubstrateOptions {
   cache: StateCache;
@@ -77,12 +78,8 @@ export class SshSubstrate {
     }
   }
 
-  private async waitForLogin(uuid: string, id: string): Promise<void> {
-    const deadline = Date.now() + (this.o.loginTimeoutMs ?? 60_000);
-    while (Date.now() < deadline) {
-      if (this.o.cache.models.get(uuid)?.presence.has(id)) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new StewardError("unavailable", `the agent was installed but did not log in within ${(this.o.loginTimeoutMs ?? 60_000) / 1000} s: can the host reach the controller at ${this.o.controllerAddresses().join(", ")}? See /var/lib/steward/agents/${uuid}-${id}/agent.log on the host`);
+  private waitForLogin(uuid: string, id: string): Promise<void> {
+    return waitForAgentLogin(this.o.cache, uuid, id, this.o.loginTimeoutMs ?? 60_000,
+      `it was installed; can the host reach the controller at ${this.o.controllerAddresses().join(", ")}? See /var/lib/steward/agents/${uuid}-${id}/agent.log on the host`);
   }
 }

@@ -219,7 +219,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const p = principalOf(req);
     requireSuperuser(p);
     const body = parseRequest(CreateModelRequest, req.body, "model");
-    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate, body.credential);
+    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate, { credential: body.credential, aws: body.aws });
     await settled(doc.revision);
     reply.code(201);
     return { name: doc.name, uuid: doc.uuid, substrate: doc.substrate, ...(doc.credential ? { credential: doc.credential } : {}) };
@@ -384,7 +384,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const status = buildModelStatus(cache, idx);
     return Object.values(status.machines).map((m) => {
       const install = idx.machineInstall.get(m.id);
-      return { id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, message: m.status.message, units: m.units, ...(install ? { install } : {}) };
+      return { id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, message: m.status.message, units: m.units, ...(m.instance ? { instance: m.instance } : {}), ...(install ? { install } : {}) };
     });
   });
 

@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { AgentStatus, CredentialSubstrate, Life, OperatorMeta, StatusInfo, WorkloadStatus } from "../../api";
+import type { AgentStatus, AwsModelSettings, CredentialSubstrate, Life, ModelSubstrate, OperatorMeta, StatusInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -25,6 +25,8 @@ export interface ModelDoc {
   substrate?: Substrate;
   /** The stored credential its machines are made with (`/credentials/<name>`). */
   credential?: string;
+  /** Where and what its instances are (aws models). */
+  aws?: AwsModelSettings;
 }
 /**
  * A credential for a substrate: its attributes sealed (security/sealing.ts), never in plain text;
@@ -80,7 +82,7 @@ export interface UnitFailureDoc {
   /** ISO 8601 time the controller recorded it. */
   since: string;
 }
-export type Substrate = "local" | "manual" | "ssh";
+export type Substrate = ModelSubstrate;
 export interface MachineDoc {
   id: string;
   substrate: Substrate;
@@ -93,8 +95,17 @@ export interface MachineDoc {
   /** SSH machines: where, as whom, and the host key pinned (recorded on first use if asked). */
   ssh?: { host: string; port: number; user: string; hostKey: string };
 }
-/** Progress of installing a machine's agent (SSH machines). */
-export interface MachineInstallDoc { state: "installing" | "installed" | "failed"; step: string; changed?: boolean; bytesUploaded?: number; at: string }
+/** Progress of installing a machine's agent (SSH machines) or of launching its instance (clouds). */
+export interface MachineInstallDoc {
+  state: "installing" | "installed" | "failed";
+  step: string;
+  changed?: boolean;
+  bytesUploaded?: number;
+  /** The cloud instance the machine is: its id, zone and state as the cloud last reported them. */
+  instance?: InstanceRecord;
+  at: string;
+}
+export interface InstanceRecord { id: string; zone?: string; state: string; address?: string }
 export interface MachineInfoDoc { hostname: string; address: string; os: string; agentVersion: string; firstSeen: string }
 export interface AccessDoc { access: "read" | "write" | "admin" }
 /** Presence of an agent connection, bound to the lease of the replica that holds the connection. */

@@ -44,6 +44,8 @@ export const keys = {
   /** Not cached: read only when a credential is listed or used. */
   credential: (name: string) => `/credentials/${name}`,
   credentialsPrefix: "/credentials/",
+  /** One-time enrolment tokens of cloud machines, by the token's SHA-256 (not cached). */
+  enrolment: (tokenHash: string) => `/enrolments/${tokenHash}`,
 };
 
 /** Prefixes the state cache follows. */

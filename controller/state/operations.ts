@@ -4,8 +4,8 @@
  * overwritten; a refused operation writes nothing.
  */
 import { randomUUID } from "node:crypto";
-import type { Bundle, OperatorMeta, UnitStatusReport } from "../../api";
-import { CONFIG_TOTAL_LIMIT_BYTES, StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
+import type { AwsModelSettings, Bundle, OperatorMeta, UnitStatusReport } from "../../api";
+import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
@@ -92,9 +92,10 @@ export class StateOps extends StoreTxns {
 
   // --- models ---
 
-  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", credential?: string): Promise<ModelDoc & { revision: number }> {
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined } = {}): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}) };
+    const { credential, aws } = cloud;
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}) };
     return this.retry(`create model ${name}`, async () => {
       if (await this.store.get(keys.modelName(name))) throw alreadyExists("model", name);
       const uses = credential ? await this.useCredential(credential, substrate, uuid) : undefined;
@@ -312,7 +313,7 @@ export class StateOps extends StoreTxns {
   private async placeUnits(uuid: string, app: ApplicationDoc, count: number, to: string[], compare: Compare[], ops: Op[]): Promise<string[]> {
     const names: string[] = [];
     const substrate = (await this.read<ModelDoc>(keys.model(uuid)))?.doc.substrate ?? "local";
-    if (to.length < count && substrate !== "local") {
+    if (to.length < count && !PROVISIONED_SUBSTRATES.includes(substrate)) {
       throw invalidRequest(`this model's machines come from the ${substrate} substrate, where Steward does not create machines: add them (steward add-machine${substrate === "ssh" ? " ssh:user@host" : ""}) and place units on them with --to`, { field: "to" });
     }
     const seq = await this.store.get(keys.machineSeq(uuid));
@@ -492,6 +493,8 @@ export class StateOps extends StoreTxns {
   async addMachines(uuid: string, substrate: Exclude<Substrate, "ssh">, count: number): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
     return this.retry("add machines", async () => {
       const m = await this.aliveModel(uuid);
+      const modelSubstrate = m.doc.substrate ?? "local";
+      if (substrate === "aws" && modelSubstrate !== "aws") throw invalidRequest(`aws machines go only in aws models; this model's substrate is ${modelSubstrate}`, { field: "substrate" });
       const seq = await this.store.get(keys.machineSeq(uuid));
       let next = Number(seq?.value ?? "0");
       const ops: Op[] = [];

@@ -65,13 +65,14 @@ export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatus
   const status: StatusInfo<MachineStatusView["status"]["current"]> = up
     ? { current: "started", message: "", since: idx.presence.get(m.id)!.since }
     : install && install.state !== "installed"
-      ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `install failed: ${install.step}` : `installing: ${install.step}`, since: install.at }
+      ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `${install.instance ? "provisioning" : "install"} failed: ${install.step}` : `${install.instance ? "provisioning" : "installing"}: ${install.step}`, since: install.at }
     : info
       ? { current: "down", message: "agent is not communicating with the controller", since: info.firstSeen }
       : { current: "pending", message: m.substrate === "manual" ? "waiting for the agent to connect" : "starting agent", since: m.createdAt };
   return {
-    id: m.id, substrate: m.substrate, status, address: m.ssh?.host ?? info?.address ?? "", hostname: info?.hostname ?? "", life: m.life,
+    id: m.id, substrate: m.substrate, status, address: m.ssh?.host ?? info?.address ?? install?.instance?.address ?? "", hostname: info?.hostname ?? "", life: m.life,
     units: [...(idx.unitsByMachine.get(m.id) ?? [])].sort(),
+    ...(install?.instance ? { instance: { id: install.instance.id, state: install.instance.state, ...(install.instance.zone ? { zone: install.instance.zone } : {}) } } : {}),
   };
 }
 

@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { AGENT_CONFIG_FILE, agentConfigText } from "../../api/core";
-import type { MachineBroker, MachineRef, MachineSpec, StartedMachine } from "../brokers";
+import type { MachineBroker, MachineRef, MachineSpec, MachineTarget, StartedMachine } from "../brokers";
 import { agentConfigOf } from "../brokers";
 import { AGENT_NODE_FLAGS } from "../controller-files";
 import { isAlive, readPidFile, stopProcess } from "./processes";
@@ -43,7 +43,7 @@ export class LocalMachines implements MachineBroker {
   }
 
   /** Stops the agent (TERM, then KILL after 5 s) and removes its directory. */
-  async stopMachine(ref: MachineRef): Promise<void> {
+  async stopMachine(ref: MachineTarget): Promise<void> {
     const dir = this.dirOf(ref);
     const pid = await readPidFile(join(dir, AGENT_PID_FILE));
     if (pid) await stopProcess(pid);

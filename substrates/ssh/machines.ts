@@ -3,7 +3,7 @@
  * agent installed as a service (agent-installer.ts); stopping it is the agent's own uninstall when
  * its machine is removed, so the broker only installs.
  */
-import type { MachineBroker, MachineRef, MachineSpec, Progress, StartedMachine } from "../brokers";
+import type { MachineBroker, MachineSpec, MachineTarget, Progress, StartedMachine } from "../brokers";
 import { agentConfigOf } from "../brokers";
 import { AGENT_BUNDLE } from "../controller-files";
 import { installAgent } from "./agent-installer";
@@ -30,5 +30,5 @@ export class SshMachines implements MachineBroker<SshTarget> {
   }
 
   /** The agent uninstalls itself when the controller tells it its machine is gone. */
-  async stopMachine(_ref: MachineRef): Promise<void> {}
+  async stopMachine(_target: MachineTarget<SshTarget>): Promise<void> {}
 }

@@ -39,8 +39,13 @@ export async function writeIfDifferent(s: SshSession, path: string, content: str
   return true;
 }
 
+/** The systemd unit that keeps `<dir>/launch` running. */
+export function systemdUnitText(spec: Pick<ServiceSpec, "description" | "dir" | "log">): string {
+  return `[Unit]\nDescription=${spec.description}\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=${spec.dir}/launch\nRestart=always\nRestartSec=2\nStandardOutput=append:${spec.dir}/${spec.log}\nStandardError=append:${spec.dir}/${spec.log}\n\n[Install]\nWantedBy=multi-user.target\n`;
+}
+
 async function ensureSystemdUnit(s: SshSession, spec: ServiceSpec): Promise<boolean> {
-  const unit = `[Unit]\nDescription=${spec.description}\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nExecStart=${spec.dir}/launch\nRestart=always\nRestartSec=2\nStandardOutput=append:${spec.dir}/${spec.log}\nStandardError=append:${spec.dir}/${spec.log}\n\n[Install]\nWantedBy=multi-user.target\n`;
+  const unit = systemdUnitText(spec);
   const changed = await writeIfDifferent(s, `${SERVICE_PATHS.unitDir}/${spec.unit}.service`, unit, "0644");
   if (changed) await s.must("enabling the service", `systemctl daemon-reload && systemctl enable ${spec.unit}`, { sudo: true });
   const active = (await s.run(`systemctl is-active --quiet ${spec.unit}`, { sudo: true })).code === 0;
@@ -48,8 +53,9 @@ async function ensureSystemdUnit(s: SshSession, spec: ServiceSpec): Promise<bool
   return changed || spec.restart || !active;
 }
 
-async function ensureSupervisor(s: SshSession, spec: ServiceSpec): Promise<boolean> {
-  const script = [
+/** The supervisor loop that keeps `<dir>/launch` running on a host without systemd. */
+export function supervisorScript(spec: Pick<ServiceSpec, "description" | "dir" | "log">): string {
+  return [
     "#!/bin/sh",
     `# Keeps ${spec.description} running on a host without systemd; the host's init runs ${SERVICE_PATHS.bootDir}/* at boot.`,
     `dir=${shellQuote(spec.dir)}`,
@@ -64,6 +70,10 @@ async function ensureSupervisor(s: SshSession, spec: ServiceSpec): Promise<boole
     "done",
     "",
   ].join("\n");
+}
+
+async function ensureSupervisor(s: SshSession, spec: ServiceSpec): Promise<boolean> {
+  const script = supervisorScript(spec);
   const path = `${SERVICE_PATHS.bootDir}/${spec.unit}`;
   const changed = await writeIfDifferent(s, path, script, "0755");
   const pidFile = shellQuote(`${spec.dir}/supervisor.pid`);

@@ -1,0 +1,179 @@
+/**
+ * Provisioning for cloud models (`aws`): the leader makes each live machine an instance, records
+ * the instance's id, zone and state in the machine's status as the cloud reports it, terminates the
+ * instance of a machine that is removed, and terminates instances it finds tagged for machines that
+ * no longer exist (a forced removal deletes machines without waiting).
+ *
+ * An instance that disappears while its machine lives (terminated by hand) is reported, not
+ * replaced: as in Juju, the machine shows down and the operator decides.
+ */
+import type { Logger } from "../../api";
+import { StewardError } from "../../api";
+import { aws } from "../../substrates";
+import { CoalescedRunner } from "../coalesced-runner";
+import type { CredentialOps, EnrolmentOps, InstanceRecord, MachineInstallDoc, ModelDoc, ModelIndex, StateCache, StateOps } from "../state";
+import { waitForAgentLogin } from "./wait-for-login";
+
+export interface CloudProvisionerOptions {
+  cache: StateCache;
+  /** Fenced: writes stop once this replica is no longer leader. */
+  ops: StateOps;
+  enrolments: EnrolmentOps;
+  credentials: CredentialOps;
+  caCert: string;
+  controllerAddresses: () => string[];
+  log: Logger;
+  /**
+   * How often instances are listed to record their state, in ms.
+   * @default 10000
+   */
+  pollIntervalMs?: number;
+  /**
+   * How long a new instance may take to boot and enrol its agent.
+   * @default 900000
+   */
+  loginTimeoutMs?: number;
+  /** The EC2 broker (one per controller: it keeps a client per region and key). */
+  broker?: aws.AwsMachines;
+}
+
+const GONE = new Set(["shutting-down", "terminated"]);
+
+export class CloudProvisioner {
+  private readonly broker: aws.AwsMachines;
+  private readonly runner: CoalescedRunner;
+  private readonly timer: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+  private readonly launching = new Set<string>();
+  /** Placements of models seen, to clean up after a model removed by force. */
+  private readonly seen = new Map<string, aws.AwsPlacement>();
+  private signature = "";
+  private stopped = false;
+
+  constructor(private readonly o: CloudProvisionerOptions) {
+    this.broker = o.broker ?? new aws.AwsMachines();
+    this.runner = new CoalescedRunner(() => this.reconcile(), (err) => o.log.error("cloud provisioning failed", { err }));
+    this.unsubscribe = o.cache.subscribe(() => { if (this.machinesSignature() !== this.signature) this.runner.kick(); });
+    this.timer = setInterval(() => this.runner.kick(), o.pollIntervalMs ?? 10_000);
+    this.timer.unref();
+    this.runner.kick();
+  }
+
+  private cloudModels(): ModelIndex[] {
+    return [...this.o.cache.models.values()].filter((idx) => idx.model?.substrate === "aws");
+  }
+
+  private machinesSignature(): string {
+    const parts: string[] = [];
+    for (const idx of this.cloudModels()) for (const m of idx.machines.values()) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
+    return parts.sort().join(",");
+  }
+
+  private async reconcile(): Promise<void> {
+    this.signature = this.machinesSignature();
+    const live = new Set<string>();
+    for (const idx of this.cloudModels()) {
+      if (this.stopped) return;
+      live.add(idx.uuid);
+      await this.reconcileModel(idx).catch((err: unknown) => this.o.log.warn("cloud model reconcile failed", { model: idx.model?.name, err: (err as Error).message }));
+    }
+    // Models removed by force took their machines' records at once: their instances go now.
+    for (const [uuid, placement] of this.seen) {
+      if (live.has(uuid) || this.stopped) continue;
+      const left = (await this.broker.instances(placement, uuid, [], ["pending", "running", "stopping", "stopped"]).catch(() => undefined));
+      if (!left) continue;
+      for (const i of left) if (i.machine) await this.broker.stopMachine({ model: uuid, machine: i.machine, placement }).catch(() => undefined);
+      this.o.log.info("terminated the instances of a removed model", { model: uuid, instances: left.map((i) => i.id).join(",") });
+      this.seen.delete(uuid);
+    }
+  }
+
+  private async placementOf(model: ModelDoc): Promise<aws.AwsPlacement> {
+    if (!model.aws || !model.credential) throw new StewardError("invalid-request", `model ${model.name} has no aws settings or credential`);
+    const c = await this.o.credentials.open(model.credential, "aws");
+    const controllerUuid = this.o.cache.controller?.uuid ?? "";
+    return { settings: model.aws, controllerUuid, credentials: { accessKeyId: c["access-key-id"]!, secretAccessKey: c["secret-access-key"]!, ...(c["session-token"] ? { sessionToken: c["session-token"] } : {}) } };
+  }
+
+  private async reconcileModel(idx: ModelIndex): Promise<void> {
+    const placement = await this.placementOf(idx.model!);
+    this.seen.set(idx.uuid, placement);
+    const newest = new Map<string, aws.AwsInstance>();
+    const instances = await this.broker.instances(placement, idx.uuid);
+    for (const i of instances) if (i.machine !== undefined && !newest.has(i.machine)) newest.set(i.machine, i);
+    for (const m of [...idx.machines.values()]) {
+      if (this.stopped) return;
+      const inst = newest.get(m.id);
+      const install = idx.machineInstall.get(m.id);
+      if (m.life !== "alive") {
+        if (inst && !GONE.has(inst.state)) await this.broker.stopMachine({ model: idx.uuid, machine: m.id, placement });
+        await this.o.ops.finishMachine(idx.uuid, m.id);
+        this.o.log.info("removed cloud machine", { model: idx.model?.name, machine: m.id, instance: inst?.id });
+        continue;
+      }
+      if (inst && !sameInstance(install?.instance, inst)) await this.record(idx.uuid, m.id, { instance: recordOf(inst) });
+      const key = `${idx.uuid}/${m.id}`;
+      // Launched once: a machine whose instance failed or vanished is reported, not relaunched. One
+      // left "launching" with no instance was interrupted before EC2 was asked (a leader change).
+      const interrupted = install?.state === "installing" && !install.instance;
+      if (!inst && (!install || interrupted) && !this.launching.has(key)) this.launch(idx, m.id, placement, key);
+    }
+    // Instances of machines that no longer exist (removed by force).
+    for (const i of instances) {
+      if (i.machine !== undefined && !idx.machines.has(i.machine) && !GONE.has(i.state)) {
+        await this.broker.stopMachine({ model: idx.uuid, machine: i.machine, placement });
+        this.o.log.info("terminated an instance whose machine is gone", { model: idx.model?.name, machine: i.machine, instance: i.id });
+      }
+    }
+  }
+
+  private launch(idx: ModelIndex, machine: string, placement: aws.AwsPlacement, key: string): void {
+    const { uuid } = idx;
+    const log = this.o.log.child({ model: idx.model?.name, machine });
+    this.launching.add(key);
+    void (async () => {
+      await this.record(uuid, machine, { state: "installing", step: "launching an instance" });
+      try {
+        const res = await this.broker.startMachine({
+          model: uuid, machine, placement,
+          controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
+          issueCredential: () => this.o.ops.issueMachineCredential(uuid, machine),
+          issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
+          waitForLogin: () => waitForAgentLogin(this.o.cache, uuid, machine, this.o.loginTimeoutMs ?? 900_000,
+            `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`),
+        }, { progress: (step) => { log.info("provisioning", { step }); void this.record(uuid, machine, { state: "installing", step }); } });
+        await this.record(uuid, machine, { state: "installed", step: res.changed ? "instance launched; agent enrolled" : "agent enrolled", changed: res.changed });
+        log.info("cloud machine up", { instance: res.instanceId });
+      } catch (err) {
+        const message = StewardError.isInstance(err) ? err.message : `${(err as Error).name}: ${(err as Error).message}`;
+        log.error("cloud machine provisioning failed", { err: message });
+        await this.record(uuid, machine, { state: "failed", step: message });
+      } finally {
+        this.launching.delete(key);
+      }
+    })();
+  }
+
+  /** Updates the machine's provisioning record, keeping what `change` does not say. */
+  private async record(uuid: string, machine: string, change: Partial<Omit<MachineInstallDoc, "at">>): Promise<void> {
+    const current = this.o.cache.models.get(uuid)?.machineInstall.get(machine);
+    const { at: _, ...base } = current ?? { state: "installing" as const, step: "", at: "" };
+    await this.o.ops.setMachineInstall(uuid, machine, { ...base, ...change }).catch((err: unknown) => this.o.log.warn("could not record provisioning progress", { machine, err }));
+  }
+
+  close(): void {
+    this.stopped = true;
+    this.runner.stop();
+    this.unsubscribe();
+    clearInterval(this.timer);
+    this.broker.close();
+  }
+}
+
+function recordOf(i: aws.AwsInstance): InstanceRecord {
+  return { id: i.id, state: i.state, ...(i.zone ? { zone: i.zone } : {}), ...(i.address ? { address: i.address } : {}) };
+}
+
+function sameInstance(a: InstanceRecord | undefined, b: aws.AwsInstance): boolean {
+  return !!a && a.id === b.id && a.state === b.state && a.zone === b.zone && a.address === b.address;
+}

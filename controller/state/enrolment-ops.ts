@@ -1,0 +1,54 @@
+/**
+ * Enrolment of cloud machines: an instance launched with cloud-init has no SSH session to receive
+ * its agent's credential, so its user data carries a one-time token instead. The token lets the
+ * instance download the agent, and is traded once for the agent's credential (`POST /v1/enrol`).
+ * Only its hash is stored; it expires unused after a while, and a used one is gone.
+ */
+import { StewardError } from "../../api";
+import { hashCredential, newSecret } from "../security/credentials";
+import { unchanged } from "../store";
+import type { MachineDoc } from "./documents";
+import { keys } from "./keys";
+import { StoreTxns } from "./txn";
+
+export interface EnrolmentDoc { model: string; machine: string; expiresAt: number }
+
+/** How long an instance has to boot and enrol. */
+export const ENROLMENT_LIFETIME_MS = 30 * 60 * 1000;
+
+const refused = (): StewardError => new StewardError("unauthorized", "unknown, used or expired enrolment token");
+
+export class EnrolmentOps extends StoreTxns {
+  /** A new one-time token for the machine's instance (an earlier unused one stays valid until it expires). */
+  async issue(model: string, machine: string, lifetimeMs = ENROLMENT_LIFETIME_MS): Promise<string> {
+    const token = newSecret();
+    const doc: EnrolmentDoc = { model, machine, expiresAt: this.now().getTime() + lifetimeMs };
+    await this.store.put(keys.enrolment(hashCredential(token)), JSON.stringify(doc));
+    return token;
+  }
+
+  /** The machine a valid token enrols, without using it up (the instance downloads the agent with it first). */
+  async check(token: string): Promise<EnrolmentDoc> {
+    const e = await this.read<EnrolmentDoc>(keys.enrolment(hashCredential(token)));
+    if (!e || e.doc.expiresAt < this.now().getTime()) throw refused();
+    return e.doc;
+  }
+
+  /** Uses the token up and issues the machine's agent credential, in one transaction. */
+  async redeem(token: string): Promise<{ model: string; machine: string; credential: string }> {
+    const key = keys.enrolment(hashCredential(token));
+    const credential = newSecret();
+    const res = await this.retry("enrol", async () => {
+      const e = await this.read<EnrolmentDoc>(key);
+      if (!e || e.doc.expiresAt < this.now().getTime()) throw refused();
+      const md = await this.read<MachineDoc>(keys.machine(e.doc.model, e.doc.machine));
+      if (!md || md.doc.life !== "alive") throw new StewardError("not-found", `machine ${e.doc.machine} is gone: this instance is no longer wanted`);
+      return {
+        compare: [unchanged(key, e.rev), unchanged(keys.machine(e.doc.model, e.doc.machine), md.rev)],
+        ops: [{ type: "delete", key }, { type: "put", key: keys.machine(e.doc.model, e.doc.machine), value: JSON.stringify({ ...md.doc, credentialHash: hashCredential(credential) } satisfies MachineDoc) }],
+        result: { model: e.doc.model, machine: e.doc.machine },
+      };
+    }, { secretResult: true });
+    return { model: res.model, machine: res.machine, credential };
+  }
+}

@@ -1,0 +1,2 @@
+export { AwsMachines, TAGS } from "./machines";
+export type { AwsCredentials, AwsInstance, AwsPlacement } from "./machines";

@@ -1,0 +1,138 @@
+/**
+ * The aws substrate end to end, against a FAKE EC2 endpoint (test/harness/fake-ec2.ts: EC2's Query
+ * API with SigV4, driven by the real @aws-sdk/client-ec2) whose instances are real test hosts (network
+ * namespaces) that apply their user data with a cloud-init subset. A model's machines become
+ * instances spread over zones, their agents enrol without SSH (one-time token, controller CA
+ * pinned), run units, and their instances are terminated when the machines go.
+ */
+import test from "ava";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
+import type { MachineInfo } from "../api";
+import { ControllerClient, ENROLMENT_HEADER, readOperatorDir, silentLogger } from "../api";
+import { Controller, initControllerDir } from "../controller";
+import { fakeEc2Boot } from "./harness/cloud-init";
+import type { FakeEc2Boot } from "./harness/cloud-init";
+import { operatorsDir } from "./harness/controller";
+import { eventually } from "./harness/eventually";
+import { FakeEc2 } from "./harness/fake-ec2";
+import { TestLab } from "./harness/hosts";
+import { rawRequest } from "./harness/http";
+
+const root = process.getuid?.() === 0;
+const aws = root ? test.serial : test.skip; // namespaces need root
+
+const region = "eu-west-1";
+const awsKey = { accessKeyId: "AKIAFAKEEC2TEST00001", secretAccessKey: "fake-secret-for-the-fake-ec2-endpoint-0001" };
+let lab: TestLab;
+let fake: FakeEc2;
+let boot: FakeEc2Boot;
+let controller: Controller;
+let client: ControllerClient;
+let caCert: string;
+let dir: string;
+
+test.before(async () => {
+  if (!root) return;
+  lab = await TestLab.create(0);
+  boot = fakeEc2Boot(lab);
+  fake = new FakeEc2({ region, credentials: awsKey, boot });
+  const ec2 = await fake.start();
+  dir = await mkdtemp(join(tmpdir(), "steward-aws-"));
+  const init = await initControllerDir({ dataDir: dir, name: "aws", listen: { host: `${lab.subnet}.1`, port: 0 } });
+  caCert = init.caCert;
+  controller = await Controller.start({ dataDir: dir, log: silentLogger, cloudPollIntervalMs: 500 });
+  client = new ControllerClient({ addresses: controller.apiAddresses, caCert, user: "admin", password: init.adminPassword! });
+  await client.putCredential("prod", "aws", { "access-key-id": awsKey.accessKeyId, "secret-access-key": awsKey.secretAccessKey });
+  await client.createModel("shop", undefined, "aws", { credential: "prod", aws: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: ec2.endpoint, endpointCaCert: ec2.caCert } });
+});
+test.after.always(async () => {
+  client?.close();
+  await controller?.stop().catch(() => undefined);
+  await fake?.stop().catch(() => undefined);
+  await lab?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const machines = (): Promise<MachineInfo[]> => client.listMachines("shop");
+
+aws("units placed without --to get EC2 instances whose agents enrol themselves, spread over the zones", async (t) => {
+  t.timeout(300_000);
+  const op = await client.uploadOperator((await readOperatorDir(join(operatorsDir, "motd"))).bundle);
+  await client.deploy("shop", { name: "motd", operator: op.hash, units: 3 });
+  const up = await eventually("three cloud machines started with their agents", async () => {
+    const ms = await machines();
+    const failed = ms.find((m) => m.install?.state === "failed");
+    if (failed) throw new Error(`machine ${failed.id}: ${failed.install!.step}`);
+    for (const h of boot.hosts.values()) if (h.error) throw h.error;
+    return ms.length === 3 && ms.every((m) => m.status === "started" && m.instance?.state === "running") ? ms : undefined;
+  }, 180_000, 250);
+  const instances = fake.instances();
+  t.is(instances.length, 3, "one instance per machine, launched once");
+  t.deepEqual(up.map((m) => m.instance!.id).sort(), instances.map((i) => i.id).sort());
+  t.deepEqual(new Set(up.map((m) => m.instance!.zone)), new Set([`${region}a`, `${region}b`, `${region}c`]), "one machine per zone");
+  const controllerUuid = (await client.controllerInfo()).uuid;
+  for (const m of up) {
+    const i = instances.find((x) => x.id === m.instance!.id)!;
+    t.is(i.tags["steward:machine"], m.id);
+    t.is(i.tags["steward:controller"], controllerUuid, "tagged with the controller");
+    t.is(m.address, i.privateIp ?? "(none)", "the machine's address is its instance's");
+  }
+  await eventually("the units active", async () => {
+    const s = await client.status("shop");
+    const units = Object.values(s.applications.motd?.units ?? {});
+    return units.length === 3 && units.every((u) => u.workload.current === "active") ? s : undefined;
+  }, 120_000, 250);
+
+  // The user data is gzipped cloud-config under EC2's 16 KiB, and carries no agent credential: only
+  // a one-time token, spent by the enrolment.
+  const userData = instances[0]!.userData!;
+  t.true(userData.length <= 16 * 1024);
+  const text = gunzipSync(userData).toString();
+  t.true(text.startsWith("#cloud-config\n"));
+  const token = /\.token\n\s+permissions: "0600"\n\s+content: (\S+)/.exec(text)?.[1] ?? /content: ([A-Za-z0-9_-]{43})\n/.exec(text)?.[1];
+  t.truthy(token, "the token is in the user data");
+  const replay = await rawRequest(controller.apiAddresses[0]!, caCert, "POST", "/v1/enrol", undefined, { [ENROLMENT_HEADER]: token! });
+  t.is(replay.status, 401, "a spent enrolment token enrols nothing");
+  t.false(JSON.stringify(replay.body).includes("credential"));
+});
+
+aws("enrolment refuses bad tokens and unknown files, and serves nothing without a token", async (t) => {
+  const address = controller.apiAddresses[0]!;
+  const tokens: Record<string, string>[] = [{}, { [ENROLMENT_HEADER]: "x".repeat(43) }, { [ENROLMENT_HEADER]: "bad token with spaces" }];
+  for (const headers of tokens) {
+    t.is((await rawRequest(address, caCert, "POST", "/v1/enrol", undefined, headers)).status, 401);
+    t.is((await rawRequest(address, caCert, "GET", "/v1/enrol/files/main.js", undefined, headers)).status, 401);
+  }
+  t.is((await rawRequest(address, caCert, "GET", "/v1/enrol/files/..%2F..%2Fca.key", undefined, { [ENROLMENT_HEADER]: "x".repeat(43) })).status, 401);
+});
+
+aws("removing a unit's machine terminates its instance; destroying the model terminates the rest", async (t) => {
+  t.timeout(180_000);
+  const before = await machines();
+  const victim = before[0]!;
+  await client.removeMachine("shop", victim.id, true);
+  await eventually("the machine gone and its instance terminated", async () => {
+    const gone = !(await machines()).some((m) => m.id === victim.id);
+    const inst = fake.instances().find((i) => i.id === victim.instance!.id);
+    return gone && inst?.state === "terminated";
+  }, 60_000, 250);
+  t.is(fake.instances().filter((i) => i.state === "running").length, 2, "the others still run");
+
+  await client.destroyModel("shop", true);
+  await eventually("every instance terminated", () => fake.instances().every((i) => i.state === "terminated"), 60_000, 250);
+  t.is(fake.instances().length, 3, "nothing was launched again");
+  t.is(fake.calls.filter((c) => c.action === "RunInstances").length, 3);
+});
+
+aws("an aws model is refused without its settings or credential, with what to give", async (t) => {
+  const noCred = await t.throwsAsync(client.createModel("bare", undefined, "aws", { aws: { region, imageId: "ami-0123456789abcdef0" } }));
+  t.regex(noCred?.message ?? "", /"credential" is required for a aws model: store one with steward add-credential/);
+  const badAmi = await t.throwsAsync(client.createModel("bare", undefined, "aws", { credential: "prod", aws: { region, imageId: "ubuntu" } }));
+  t.regex(badAmi?.message ?? "", /"aws\.imageId" must be an id such as ami-/);
+  const notAws = await t.throwsAsync(client.createModel("bare", undefined, "local", { aws: { region, imageId: "ami-0123456789abcdef0" } }));
+  t.regex(notAws?.message ?? "", /"aws" is only for aws models/);
+  t.false((await client.listModels()).some((m) => m.name === "bare"));
+});

@@ -1,0 +1,120 @@
+/**
+ * A tiny subset of cloud-init for the test hosts (test/harness/hosts.ts), so that instances of the
+ * fake EC2 (fake-ec2.ts) act on their user data as an Ubuntu/Debian cloud image would. Follows
+ * cloud-init's documentation ("User data formats", modules "Write Files" and "Runcmd"):
+ * - user data may be gzip-compressed; it must be `#cloud-config` YAML (cloud-init reads it with
+ *   PyYAML, i.e. YAML 1.1: `!!binary`, octal `0644`); other formats (shell scripts, MIME
+ *   multi-part, …) and keys other than `write_files` and `runcmd` are refused, not ignored, so a
+ *   test cannot pass on user data this runner did not really apply;
+ * - `write_files`: path, content, encoding (text/plain by default; b64, base64, gz, gzip, gz+b64,
+ *   gz+base64, gzip+b64, gzip+base64), permissions (octal, default 0644), parent directories
+ *   created; owner and defer are ignored (everything runs as root, at once);
+ * - `runcmd`: as cloud-init does, every item becomes a line of one shell script (a string as it
+ *   is, a list as single-quoted words), so `cd` and variables carry over from one item to the next.
+ * Deviations: output goes to /var/lib/steward/cloud-init-output.log (per host; /var/log is the real
+ * machine's), and the script stops at the first failing item, which fails the run (cloud-init would
+ * run the later items and only report an error).
+ */
+import { dirname } from "node:path";
+import { gunzipSync } from "node:zlib";
+import { parse } from "yaml";
+import type { FakeInstance } from "./fake-ec2";
+import type { TestHost, TestLab } from "./hosts";
+
+export const CLOUD_INIT_OUTPUT_LOG = "/var/lib/steward/cloud-init-output.log";
+const RUNCMD_SCRIPT = "/var/lib/steward/cloud-init/runcmd";
+/** Bytes of shell command per host.exec: argv strings are limited to 128 KiB on Linux. */
+const EXEC_CHUNK = 64 * 1024;
+
+const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+const isGzip = (b: Uint8Array): boolean => b[0] === 0x1f && b[1] === 0x8b;
+
+/** Applies `#cloud-config` user data on a test host: write_files, then runcmd. */
+export async function runCloudInit(host: TestHost, userData: Buffer): Promise<void> {
+  const text = (isGzip(userData) ? gunzipSync(userData) : userData).toString("utf8");
+  if (!text.startsWith("#cloud-config")) throw new Error(`unsupported user-data: only #cloud-config is supported here, got ${JSON.stringify(text.slice(0, 30))}`);
+  const config = (parse(text, { version: "1.1" }) ?? {}) as Record<string, unknown>;
+  if (typeof config !== "object" || Array.isArray(config)) throw new Error("unsupported user-data: #cloud-config is not a YAML mapping");
+  const unknown = Object.keys(config).filter((k) => k !== "write_files" && k !== "runcmd");
+  if (unknown.length) throw new Error(`unsupported user-data: cloud-config keys ${unknown.join(", ")} are not implemented by the test runner`);
+
+  for (const f of asList(config.write_files, "write_files")) await writeFile(host, f as Record<string, unknown>);
+  const runcmd = asList(config.runcmd, "runcmd");
+  if (runcmd.length === 0) return;
+  const lines = runcmd.map((item, n) => {
+    const line = typeof item === "string" ? item : Array.isArray(item) ? item.map((w) => quote(String(w))).join(" ") : undefined;
+    if (line === undefined) throw new Error(`unsupported user-data: runcmd item ${n + 1} is neither a string nor a list`);
+    return `__cloud_init_item=${n + 1}\n${line}\n__cloud_init_rc=$?; [ $__cloud_init_rc -eq 0 ] || exit $__cloud_init_rc`;
+  });
+  // The EXIT trap names the item that failed, also when the item itself calls exit.
+  const report = `trap '__cloud_init_rc=$?; [ $__cloud_init_rc -eq 0 ] || echo "cloud-init: runcmd item $__cloud_init_item failed with exit code $__cloud_init_rc"' EXIT`;
+  await put(host, RUNCMD_SCRIPT, Buffer.from(["#!/bin/sh", report, "cd /", ...lines, ""].join("\n")), 0o700);
+  const r = await host.exec(`sh ${RUNCMD_SCRIPT} </dev/null >>${CLOUD_INIT_OUTPUT_LOG} 2>&1`);
+  if (r.code !== 0) {
+    const tail = (await host.exec(`tail -n 20 ${CLOUD_INIT_OUTPUT_LOG}`)).stdout.trimEnd();
+    const item = /runcmd item (\d+) failed/.exec(tail)?.[1];
+    throw new Error(`cloud-init runcmd${item ? ` item ${item}` : ""} on ${host.name} failed with exit code ${r.code}; last output:\n${tail}`);
+  }
+}
+
+function asList(v: unknown, key: string): unknown[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new Error(`unsupported user-data: ${key} must be a list`);
+  return v;
+}
+
+async function writeFile(host: TestHost, f: Record<string, unknown>): Promise<void> {
+  const unknown = Object.keys(f).filter((k) => !["path", "content", "encoding", "permissions", "owner", "defer"].includes(k));
+  if (unknown.length) throw new Error(`unsupported user-data: write_files keys ${unknown.join(", ")} are not implemented by the test runner`);
+  const path = f.path;
+  if (typeof path !== "string" || !path.startsWith("/")) throw new Error(`write_files: path must be absolute, got ${JSON.stringify(path)}`);
+  const content = f.content ?? "";
+  let bytes = content instanceof Uint8Array ? Buffer.from(content) : Buffer.from(String(content), "utf8");
+  const encoding = String(f.encoding ?? "text/plain").trim().toLowerCase();
+  if (["b64", "base64", "gz+b64", "gz+base64", "gzip+b64", "gzip+base64"].includes(encoding)) bytes = Buffer.from(bytes.toString("utf8"), "base64");
+  if (["gz", "gzip", "gz+b64", "gz+base64", "gzip+b64", "gzip+base64"].includes(encoding)) bytes = gunzipSync(bytes);
+  else if (!["b64", "base64", "text/plain", "text"].includes(encoding)) throw new Error(`write_files ${path}: unsupported encoding ${encoding}`);
+  const perms = f.permissions ?? "0644";
+  const mode = typeof perms === "number" ? perms : /^(0o)?[0-7]{1,4}$/.test(String(perms).trim()) ? parseInt(String(perms).trim().replace(/^0o/, ""), 8) : NaN;
+  if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new Error(`write_files ${path}: permissions ${JSON.stringify(perms)} are not an octal mode`);
+  await put(host, path, bytes, mode);
+}
+
+/** Writes bytes to a file inside the host: base64 here, `base64 -d` there, in chunks argv can hold. */
+async function put(host: TestHost, path: string, bytes: Buffer, mode: number): Promise<void> {
+  const b64 = bytes.toString("base64");
+  const steps = [`mkdir -p ${quote(dirname(path))} && : > ${quote(path)} && chmod ${mode.toString(8)} ${quote(path)}`];
+  for (let i = 0; i < b64.length; i += EXEC_CHUNK) steps.push(`printf %s ${b64.slice(i, i + EXEC_CHUNK)} | base64 -d >> ${quote(path)}`);
+  for (const step of steps) {
+    const r = await host.exec(`{ ${step}; } 2>&1`);
+    if (r.code !== 0) throw new Error(`cloud-init write_files ${path} on ${host.name} failed with exit code ${r.code}: ${r.stdout.trim()}`);
+  }
+}
+
+export interface FakeEc2Host {
+  host: TestHost;
+  /** Settles when the user data has been applied; never rejects (see `error`). */
+  cloudInit: Promise<void>;
+  error?: Error;
+}
+export type FakeEc2Boot = ((i: FakeInstance) => Promise<{ privateIp: string; stop(): Promise<void> }>) & {
+  /** The host of each instance booted, by instance id. */
+  readonly hosts: Map<string, FakeEc2Host>;
+};
+
+/**
+ * A `boot` for FakeEc2: a new host in the lab per instance, answering once the host is up with its
+ * user data started in the background (failures land in `hosts.get(id).error` and in the host's
+ * cloud-init-output.log); stopping the instance kills the host.
+ */
+export function fakeEc2Boot(lab: TestLab): FakeEc2Boot {
+  const hosts = new Map<string, FakeEc2Host>();
+  const boot = async (i: FakeInstance): Promise<{ privateIp: string; stop(): Promise<void> }> => {
+    const host = await lab.addHost();
+    const entry: FakeEc2Host = { host, cloudInit: Promise.resolve() };
+    if (i.userData) entry.cloudInit = runCloudInit(host, i.userData).catch((err: unknown) => { entry.error = err instanceof Error ? err : new Error(String(err)); });
+    hosts.set(i.id, entry);
+    return { privateIp: host.ip, stop: () => host.kill() };
+  };
+  return Object.assign(boot, { hosts });
+}
