@@ -88,8 +88,12 @@ export interface ClusterInfo {
   members: {
     name: string; host: string; addresses: string[]; state: string;
     hasVote: boolean; learner: boolean; present: boolean; leader: boolean; etcdLeader: boolean; reason?: string;
+    /** A replica the quorum keeper launched on a cloud: its instance. */
+    instance?: { id: string; zone?: string };
   }[];
   spares: { host: string; user: string; hostKey: string; failed?: string }[];
+  /** Where the keeper launches replicas when no spare host is left. */
+  replicaCloud?: { substrate: string; credential: string; region: string; instanceType: string };
   keeper: { state: string; message: string; history: { at: string; message: string }[] };
   /** Set when the answer comes from this replica alone (no quorum): why. */
   degraded?: string;
@@ -288,6 +292,10 @@ export class ControllerClient {
   /** Grows the controller to `replicas` voters, on `hosts` and the spare pool; from the embedded store it first moves into etcd. */
   enableHa(req: { replicas: number; hosts?: SpareHost[]; replaceAfterSeconds?: number; maxReplacementsPerHour?: number }): Promise<{ moving: boolean; message: string }> { return this.call("POST", "/v1/controller/enable-ha", req); }
   addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call("POST", "/v1/controller/spares", { hosts }); }
+  /** The cloud the quorum keeper launches replicas on when no spare host is left (undefined: none). */
+  setReplicaCloud(cloud: { substrate: "aws"; credential: string; aws: Partial<AwsModelSettings> } | undefined): Promise<unknown> {
+    return cloud ? this.call("PUT", "/v1/controller/replica-cloud", cloud) : this.call("DELETE", "/v1/controller/replica-cloud");
+  }
   createUser(name: string, password: string, superuser = false): Promise<{ name: string }> { return this.call("POST", "/v1/users", { name, password, superuser }); }
   grant(model: string, user: string, access: "read" | "write" | "admin"): Promise<void> { return this.call("PUT", `/v1/models/${enc(model)}/access/${enc(user)}`, { access }); }
   /** Takes away `user`'s access to `model`. */
@@ -358,7 +366,7 @@ export class ControllerClient {
   resolve(model: string, unit: string, retry = true): Promise<void> { return this.call("POST", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}/resolve`, { retry }); }
 
   // --- machines ---
-  addMachines(model: string, substrate: "local" | "manual", count = 1): Promise<{ machines: { id: string; credential?: string }[] }> {
+  addMachines(model: string, substrate: "local" | "manual" | "aws", count = 1): Promise<{ machines: { id: string; credential?: string }[] }> {
     return this.call("POST", `/v1/models/${enc(model)}/machines`, { substrate, count });
   }
   /** Checks the host at once and installs an agent there in the background (see machine status). */

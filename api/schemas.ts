@@ -47,6 +47,8 @@ export const AwsModelSettingsSchema = z.strictObject({
   endpoint: z.string().max(512).regex(/^https:\/\/[^\s/]+\/?$/, { message: "must be an https:// URL of an EC2 endpoint" }).optional(),
   endpointCaCert: z.string().max(16 * 1024).regex(/-----BEGIN CERTIFICATE-----/, { message: "must be a PEM certificate" }).optional(),
 });
+/** Where the quorum keeper launches replicas when no spare host is left. */
+export const ReplicaCloudRequest = z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema });
 export const CreateModelRequest = z.strictObject({
   name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(), aws: AwsModelSettingsSchema.optional(),
 }).superRefine((v, ctx) => {

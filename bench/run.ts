@@ -8,6 +8,8 @@
 import { benchAgentMemory } from "./agent-memory";
 import { benchConfigFanout } from "./config-fanout";
 import { benchLeadership } from "./leadership";
+import { benchAwsMachines } from "./aws-machines";
+import { benchAwsReplicas } from "./aws-replicas";
 import { benchLeaderFailover } from "./leader-failover";
 import { benchSshInstall } from "./ssh-install";
 import { benchControllerScale } from "./controller-scale";
@@ -33,6 +35,8 @@ const all: Record<string, Benchmark> = {
   demo: { full: () => benchDemo(), smoke: () => benchDemo({ size: 1 }) },
   "config-fanout": { full: () => benchConfigFanout(), smoke: () => benchConfigFanout({ size: 50 }) },
   leadership: { full: () => benchLeadership(), smoke: () => benchLeadership({ size: 2, leaseSeconds: 4 }) },
+  "aws-machines": { full: () => benchAwsMachines(), smoke: () => benchAwsMachines({ size: 3, runs: 1 }) },
+  "aws-replicas": { full: () => benchAwsReplicas(), smoke: () => benchAwsReplicas({ size: 1 }) },
   "ssh-install": { full: () => benchSshInstall(), smoke: () => benchSshInstall({ size: 2 }) },
   "leader-failover": { full: () => benchLeaderFailover(), smoke: () => benchLeaderFailover({ size: 1 }) },
   "ha-host-failover": { full: () => benchHaHostFailover(), smoke: () => benchHaHostFailover({ size: 1, agents: 50, cutSeconds: 5 }) },

@@ -10,7 +10,7 @@ import type { CommandClass } from "clipanion";
  * and clipanion builds its parser for that command alone (building it for all of them cost ~60 ms).
  */
 export const COMMAND_NAMES = [
-  "bootstrap", "controllers", "show-controller", "enable-ha", "add-spare", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
+  "bootstrap", "controllers", "show-controller", "enable-ha", "add-spare", "set-replica-cloud", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
   "add-model", "models", "switch", "model-config", "status", "apply", "diff", "destroy-model",
   "deploy", "add-unit", "remove-unit", "config", "refresh", "remove-application",
   "integrate", "remove-integration", "resolve", "show-unit", "debug-log",

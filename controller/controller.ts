@@ -17,7 +17,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
 import { DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
-import { ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
+import { CloudReplicaHosts, ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, ReplicaHostChain, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending } from "./cluster";
 import type { ControllerConfig, OperatorStorageConfig } from "./config";
 import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
@@ -107,6 +107,7 @@ export class Controller {
   private watchHub?: StatusWatchHub;
   private local?: LocalSubstrate;
   private cloud?: CloudProvisioner;
+  private replicaCloud?: CloudReplicaHosts;
   private cleaner?: Cleaner;
   private cache?: StateCache;
   private ownAddresses: string[] = [];
@@ -256,7 +257,7 @@ export class Controller {
     // A destroyed model's records go with it.
     cache.subscribe((changed) => { for (const m of changed) if (m !== CLUSTER_CHANGED && !cache.models.get(m)?.model) logs.forget(m); });
     registerDebugLog(http, { cache, logs });
-    registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), caCert, controllerAddresses: () => this.addresses });
+    registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);
     installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, log: this.log });
@@ -290,13 +291,18 @@ export class Controller {
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
         if (membership) {
-          this.keeper = new QuorumKeeper({ store: fenced, membership, cache, hosts: new SparePool({ store: fenced, cache, dataDir, config: this.config, sealer }), log: this.log });
+          this.replicaCloud = new CloudReplicaHosts({
+            cache, enrolments: new EnrolmentOps(fenced), credentials: new CredentialOps(fenced, sealer), sealer, dataDir, config: this.config, caCert, controllerAddresses: () => this.addresses, log: this.log,
+          });
+          // Spare hosts first (set aside on purpose), then the cloud, if one is set.
+          const hosts = new ReplicaHostChain([new SparePool({ store: fenced, cache, dataDir, config: this.config, sealer }), this.replicaCloud]);
+          this.keeper = new QuorumKeeper({ store: fenced, membership, cache, hosts, log: this.log });
           this.keeper.start();
         }
       },
       onDeposed: () => {
-        this.local?.close(); this.cloud?.close(); this.cleaner?.close(); this.keeper?.close(); this.stopSweeper?.();
-        this.local = undefined; this.cloud = undefined; this.cleaner = undefined; this.keeper = undefined; this.stopSweeper = undefined;
+        this.local?.close(); this.cloud?.close(); this.cleaner?.close(); this.keeper?.close(); this.replicaCloud?.close(); this.stopSweeper?.();
+        this.local = undefined; this.cloud = undefined; this.cleaner = undefined; this.keeper = undefined; this.replicaCloud = undefined; this.stopSweeper = undefined;
       },
     }));
     election.start();
@@ -398,6 +404,7 @@ export class Controller {
     await this.election?.stop();
     this.local?.close();
     this.cloud?.close();
+    this.replicaCloud?.close();
     this.cleaner?.close();
     this.stopSweeper?.();
     this.hub?.close();

@@ -3,6 +3,18 @@ import type { ControllerConnection } from "./connection";
 import { shims } from "./shim";
 import { TYPE_MODULE, withSecretOutputs } from "./secrets";
 
+/** Where an aws model's instances go (see `steward add-model --substrate aws`). */
+export interface AwsModelArgs {
+  region: pulumi.Input<string>;
+  /** An AMI with cloud-init and curl; Node.js 20+ is fetched from the controller when the image has none. */
+  imageId: pulumi.Input<string>;
+  /** @default "t3.small" */
+  instanceType?: pulumi.Input<string>;
+  /** Instances go to these subnets in turn (one per zone spreads them over zones). */
+  subnetIds?: pulumi.Input<pulumi.Input<string>[]>;
+  securityGroupIds?: pulumi.Input<pulumi.Input<string>[]>;
+}
+
 export interface ModelArgs {
   /** The controller's `connection` output (or the same shape for a controller made elsewhere). */
   connection: pulumi.Input<ControllerConnection>;
@@ -15,7 +27,11 @@ export interface ModelArgs {
    * replaces the model.
    * @default "local"
    */
-  substrate?: pulumi.Input<"local" | "manual" | "ssh">;
+  substrate?: pulumi.Input<"local" | "manual" | "ssh" | "aws">;
+  /** aws models: the credential stored on the controller (`steward add-credential`) its instances are launched with. */
+  credential?: pulumi.Input<string>;
+  /** aws models: where instances go and what they are. Changing it replaces the model. */
+  aws?: pulumi.Input<AwsModelArgs>;
   /** Take over a model of this name that already exists instead of failing. */
   adopt?: pulumi.Input<boolean>;
   /** On destroy, remove without hooks when the model is not gone within `deleteTimeoutSeconds`. @default false */
@@ -37,6 +53,8 @@ export class Model extends pulumi.dynamic.Resource {
       name: args.name ?? name,
       config: args.config ?? {},
       substrate: args.substrate ?? "local",
+      credential: args.credential,
+      aws: args.aws,
       adopt: args.adopt ?? false,
       forceDelete: args.forceDelete ?? false,
       deleteTimeoutSeconds: args.deleteTimeoutSeconds ?? 600,

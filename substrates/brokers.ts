@@ -58,6 +58,8 @@ export interface MachineBroker<Placement = undefined> {
 export interface ReplicaHost {
   /** Where its etcd member and API are reached. */
   address: string;
+  /** A cloud host: its instance (recorded with the replica, shown by show-controller). */
+  instance?: { id: string; zone?: string };
 }
 
 /**
@@ -75,4 +77,6 @@ export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
   joined(address: string): Promise<void>;
   /** Installing on `host` failed: it is set aside (a spare is marked failed; an instance is terminated). */
   failed(host: H, why: string): Promise<void>;
+  /** The replica at `address` is out of the etcd cluster for good: a cloud terminates its instance. */
+  retire?(address: string): Promise<void>;
 }

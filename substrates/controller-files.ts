@@ -2,7 +2,7 @@
  * What a controller installation is made of, known to everyone who installs or starts one: the
  * built bundles and entry points, the Node flags, and the layout of a controller's data directory.
  */
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, readdirSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import type { ControllerFiles } from "./ssh/controller-installer";
 
@@ -69,4 +69,19 @@ export function findOnPath(binary: string): string | undefined {
     try { accessSync(p, constants.X_OK); return p; } catch { /* not here */ }
   }
   return undefined;
+}
+
+/**
+ * What a cloud instance may download while it enrols (`GET /v1/enrol/files/<name>`), by name: the
+ * agent, and for a replica the controller's installation as the SSH installer ships it, plus Node.js
+ * and etcd for images that lack them. Names are fixed here; nothing else is ever served.
+ */
+export function enrolmentFiles(): Map<string, string> {
+  const f = controllerFiles();
+  const protos = readdirSync(f.protoDir).filter((p) => p.endsWith(".proto")).sort();
+  return new Map([
+    ["agent-bundle/main.js", f.agentMain], ["agent-bundle/tool-client.js", f.toolClient], ["controller-bundle/main.js", f.controller],
+    ...protos.map((p): [string, string] => [`proto/${p}`, join(f.protoDir, p)]),
+    ["node", f.nodeBinary], ...(f.etcdBinary ? [["etcd", f.etcdBinary] as [string, string]] : []),
+  ]);
 }

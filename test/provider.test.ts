@@ -72,13 +72,17 @@ test.after.always(async () => {
 test.serial("bad arguments come back from check as failures naming the field; nothing is created", async (t) => {
   const r = await engine.up(() => {
     new Controller("bad", { substrate: "local", replicas: 4 as never, port: 70000 });
-    new Model("bad-model", { connection: { addresses: ["127.0.0.1:1"], caCert: "x", user: "admin", password: "x" }, substrate: "aws" as never });
+    const connection = { addresses: ["127.0.0.1:1"], caCert: "x", user: "admin", password: "x" };
+    new Model("bad-model", { connection, substrate: "gcp" as never });
+    new Model("bad-cloud", { connection, substrate: "aws", aws: { region: "eu-west-1", imageId: "ubuntu" } });
   });
   t.is(r.created.length, 0);
   const message = r.errors.map((e) => e.message).join("\n");
   t.regex(message, /replicas: must be 1, 3, 5, 7, not 4: an even number of voters/);
   t.regex(message, /port: must be a whole number from 1 to 65535/);
-  t.regex(message, /substrate: must be "local", "manual", "ssh", not "aws"/);
+  t.regex(message, /substrate: must be "local", "manual", "ssh", "aws", not "gcp"/);
+  t.regex(message, /credential: required for an aws model/);
+  t.regex(message, /aws: "imageId" must be an id such as ami-/);
   t.is(engine.state.size, 0);
 });
 

@@ -1,9 +1,8 @@
 import { Command, Option, UsageError } from "clipanion";
-import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
 import * as t from "typanion";
 import type { AwsModelSettings } from "../../api/core";
 import { MODEL_SUBSTRATES } from "../../api/core";
+import { awsFlagsGiven, awsOption, awsSettings } from "../aws-options";
 import { ControllerCommand } from "../base-command";
 import { DURATION_HELP, isDuration } from "../validators";
 
@@ -30,13 +29,13 @@ export default class AddModelCommand extends ControllerCommand {
   name = Option.String({ required: true, name: "name" });
   substrate = Option.String("--substrate", { description: `Where machines come from: ${MODEL_SUBSTRATES.join(", ")} (default local)`, validator: t.isEnum(MODEL_SUBSTRATES) });
   credential = Option.String("--credential", { description: "Stored credential its machines are made with (steward add-credential)" });
-  region = Option.String("--region", { description: "aws: the region, e.g. eu-west-1" });
-  image = Option.String("--image", { description: "aws: the AMI its instances boot" });
-  instanceType = Option.String("--instance-type", { description: "aws: the instance type (default t3.small)" });
-  subnets = Option.Array("--subnet", [], { description: "aws: a subnet for its instances (repeat: they are used in turn)" });
-  securityGroups = Option.Array("--security-group", [], { description: "aws: a security group for its instances (repeatable)" });
-  endpoint = Option.String("--endpoint", { description: "aws: another EC2 endpoint (https://…), e.g. a VPC endpoint" });
-  endpointCa = Option.String("--endpoint-ca-file", { description: "aws: the CA certificate (PEM) that signs --endpoint" });
+  region = awsOption.region();
+  image = awsOption.image();
+  instanceType = awsOption.instanceType();
+  subnets = awsOption.subnets();
+  securityGroups = awsOption.securityGroups();
+  endpoint = awsOption.endpoint();
+  endpointCa = awsOption.endpointCa();
   interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
@@ -51,19 +50,9 @@ export default class AddModelCommand extends ControllerCommand {
     return 0;
   }
 
-  /** The aws settings from the flags; the controller checks their values and says which is wrong. */
   private async awsSettings(): Promise<Partial<AwsModelSettings> | undefined> {
-    const given = [this.region, this.image, this.instanceType, this.endpoint, this.endpointCa].some((v) => v !== undefined) || this.subnets.length + this.securityGroups.length > 0;
-    if (this.substrate !== "aws") {
-      if (given) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group and --endpoint are for --substrate aws");
-      return undefined;
-    }
-    if (!this.region || !this.image) throw new UsageError("an aws model needs --region and --image (an AMI id such as ami-0abcdef1234567890)");
-    const ca = this.endpointCa ? await readFile(resolve(this.context.cwd, this.endpointCa), "utf8").catch(() => { throw new UsageError(`cannot read ${this.endpointCa}`); }) : undefined;
-    return {
-      region: this.region, imageId: this.image, ...(this.instanceType ? { instanceType: this.instanceType } : {}),
-      ...(this.subnets.length ? { subnetIds: this.subnets } : {}), ...(this.securityGroups.length ? { securityGroupIds: this.securityGroups } : {}),
-      ...(this.endpoint ? { endpoint: this.endpoint } : {}), ...(ca ? { endpointCaCert: ca } : {}),
-    };
+    if (this.substrate === "aws") return awsSettings(this.context, this);
+    if (awsFlagsGiven(this)) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group and --endpoint are for --substrate aws");
+    return undefined;
   }
 }

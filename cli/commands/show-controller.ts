@@ -26,12 +26,14 @@ export default class ShowControllerCommand extends ControllerCommand {
     this.out(`Controller ${info.name} (${info.version}), store ${c.store}, ${voters.filter((m) => m.present).length} of ${c.wantsVote} wanted voters up${c.quorum ? "" : ", NO QUORUM"}`);
     if (c.degraded) this.out(`WARNING ${c.degraded}`);
     this.out();
-    this.context.stdout.write(table(["Replica", "Host", "State", "Vote", "Up", "Leader", "Addresses"], c.members.map((m) => [
+    this.context.stdout.write(table(["Replica", "Host", "State", "Vote", "Up", "Leader", "Addresses", "Instance"], c.members.map((m) => [
       m.name, m.host, m.state + (m.reason ? ` (${m.reason})` : ""), m.hasVote ? "yes" : "no", m.present ? "yes" : "no",
       [m.leader ? "controller" : "", m.etcdLeader ? "etcd" : ""].filter(Boolean).join(",") || "-", m.addresses.join(",") || "-",
+      m.instance ? `${m.instance.id}${m.instance.zone ? ` (${m.instance.zone})` : ""}` : "-",
     ])));
     this.out();
-    this.out(c.spares.length === 0 ? "Spare hosts: none (add with steward add-spare)" : `Spare hosts: ${c.spares.map((s) => `${s.user}@${s.host}${s.failed ? ` (skipped: ${s.failed})` : ""}`).join(", ")}`);
+    if (c.replicaCloud) this.out(`Replica cloud: ${c.replicaCloud.substrate} ${c.replicaCloud.region}, ${c.replicaCloud.instanceType}, credential ${c.replicaCloud.credential} (used when no spare host is left)`);
+    this.out(c.spares.length === 0 ? `Spare hosts: none (add with steward add-spare${c.replicaCloud ? "" : ", or set a cloud with steward set-replica-cloud"})` : `Spare hosts: ${c.spares.map((s) => `${s.user}@${s.host}${s.failed ? ` (skipped: ${s.failed})` : ""}`).join(", ")}`);
     this.out(`Quorum keeper: ${c.keeper.state}: ${c.keeper.message || "-"} (replace after ${c.replaceAfterSeconds} s, at most ${c.maxReplacementsPerHour} an hour)`);
     for (const e of c.keeper.history.slice(-8)) this.out(`  ${e.at}  ${e.message}`);
     return 0;

@@ -16,7 +16,7 @@ import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
 import { clientUrl, etcdGet, peerUrl } from "./etcd-member";
 import type { Store } from "../store";
 import type { Sealer } from "../security/sealing";
-import type { HaConfig, SpareDoc, SpareKey } from "./cluster-docs";
+import type { HaConfig, ReplicaCloudDoc, SpareDoc, SpareKey } from "./cluster-docs";
 import { DEFAULT_HA_CONFIG, clusterKeys, sparePurpose } from "./cluster-docs";
 import type { HaPending } from "./move-to-etcd";
 
@@ -44,6 +44,7 @@ export class ClusterControl {
       wantsVote: ha.replicas, replaceAfterSeconds: ha.replaceAfterSeconds, maxReplacementsPerHour: ha.maxReplacementsPerHour,
       spares: [...cache.spares.values()].map((s) => ({ host: s.host, user: s.user, hostKey: s.hostKey, ...(s.failed ? { failed: s.failed } : {}) })),
       keeper: { state: cache.keeper?.state ?? "idle", message: cache.keeper?.message ?? "", history: (cache.keeper?.history ?? []).slice(-15) },
+      ...(cache.replicaCloud ? { replicaCloud: { substrate: cache.replicaCloud.substrate, credential: cache.replicaCloud.credential, region: cache.replicaCloud.aws.region, instanceType: cache.replicaCloud.aws.instanceType } } : {}),
     };
     if (!membership) {
       const only = [...cache.replicas.values()][0];
@@ -65,10 +66,11 @@ export class ClusterControl {
       return {
         name, host: doc?.host ?? hostOf(m.peerUrls[0]), addresses: replica?.addresses ?? [], state: m.learner ? "learner" : "voter",
         hasVote: !m.learner, learner: m.learner, present: replica !== undefined, leader: cache.leader?.replica === name, etcdLeader: etcdLeader === m.id,
+        ...(doc?.instance ? { instance: doc.instance } : {}),
       };
     });
     // Replicas replaced or given up on stay listed with why, so an operator sees what happened.
-    for (const d of docs) if (d.state === "removed" && !rows.some((r) => r.name === d.name)) rows.push({ name: d.name, host: d.host, addresses: [], state: "removed", hasVote: false, learner: false, present: false, leader: false, etcdLeader: false, ...(d.reason ? { reason: d.reason } : {}) });
+    for (const d of docs) if (d.state === "removed" && !rows.some((r) => r.name === d.name)) rows.push({ name: d.name, host: d.host, addresses: [], state: "removed", hasVote: false, learner: false, present: false, leader: false, etcdLeader: false, ...(d.reason ? { reason: d.reason } : {}), ...(d.instance ? { instance: d.instance } : {}) });
     if (quorum) return { store: "etcd", quorum, ...base, members: rows, ...(etcdStatus ? { raftTerm: etcdStatus.raftTerm } : {}) };
     // Without quorum the cache is frozen: say what this replica can see for itself.
     const reachable = await Promise.all(members.filter((m) => !m.learner).map((m) => this.answers(m.clientUrls[0])));
@@ -81,6 +83,14 @@ export class ClusterControl {
   /** Whether an etcd member answers at all (`/version` needs no leader). */
   private async answers(url: string | undefined): Promise<boolean> {
     return url !== undefined && (await etcdGet(url, "/version", this.d.tls, 800))?.status === 200;
+  }
+
+  /** Sets (or with undefined, clears) the cloud the quorum keeper launches replicas on. */
+  async setReplicaCloud(cloud: ReplicaCloudDoc | undefined): Promise<void> {
+    if (!this.d.membership) throw new StewardError("invalid-request", "this controller is a single replica on the embedded store: make it highly available first (steward enable-ha)");
+    if (cloud) await this.d.store.put(clusterKeys.replicaCloud, JSON.stringify(cloud));
+    else await this.d.store.delete(clusterKeys.replicaCloud);
+    await this.d.cache.catchUp();
   }
 
   /** Checks each host over SSH (pinning its key) and adds it to the spare pool. */

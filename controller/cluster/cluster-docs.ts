@@ -1,3 +1,5 @@
+import type { AwsModelSettings } from "../../api";
+
 /**
  * The controller cluster's own documents in the store: desired size and quorum-keeper settings,
  * one record per etcd member (kept after removal, so a replica that returns late learns it was
@@ -10,6 +12,8 @@ export const clusterKeys = {
   sparesPrefix: "/cluster/spares/",
   spare: (host: string): string => `/cluster/spares/${host}`,
   keeper: "/cluster/keeper",
+  /** Where the keeper launches replicas when no spare host is left (`steward set-replica-cloud`). */
+  replicaCloud: "/cluster/replica-cloud",
 };
 
 export const ALLOWED_REPLICAS = [1, 3, 5, 7] as const;
@@ -38,7 +42,12 @@ export interface MemberDoc {
   removedAt?: string;
   /** Why it was removed. */
   reason?: string;
+  /** Its cloud instance, when the keeper launched one for it. */
+  instance?: { id: string; zone?: string };
 }
+
+/** Where replacement replicas are launched: a cloud, its settings and the credential to use. */
+export interface ReplicaCloudDoc { substrate: "aws"; credential: string; aws: AwsModelSettings }
 
 /** A host the keeper may install a replica on. Its SSH key is sealed (security/sealing.ts); never returned by the API. */
 export interface SpareDoc {

@@ -7,6 +7,8 @@ export { EtcdMember, REMOVED_REASON, peerUrl, clientUrl } from "./etcd-member";
 export type { MemberConfig } from "./etcd-member";
 export { QuorumKeeper } from "./quorum-keeper";
 export { SparePool } from "./spare-pool";
+export { CloudReplicaHosts } from "./cloud-replicas";
+export { ReplicaHostChain } from "./replica-host-chain";
 export { ClusterControl } from "./cluster-control";
 export { moveToEtcd } from "./move-to-etcd";
 export type { HaPending } from "./move-to-etcd";

@@ -136,6 +136,9 @@ export class QuorumKeeper {
     await this.o.membership.remove(dead.id);
     this.goneSince.delete(name);
     await this.markMember(name, { state: "removed", reason: `gone for ${goneFor} s; replaced` });
+    // Out of the cluster for good: a cloud instance it ran on can go (it could not rejoin anyway).
+    const host = this.o.cache.clusterMembers.get(name)?.host;
+    if (host && this.o.hosts.retire) await this.o.hosts.retire(host).catch((err: unknown) => this.o.log.warn("could not retire the replaced replica's host", { host, err: (err as Error).message }));
     await this.update({ replacements: [...recent, new Date().toISOString()] });
     await this.report("acting", `${name} removed; a replacement is installed next`, true);
   }
@@ -152,7 +155,7 @@ export class QuorumKeeper {
     }
     await this.report("acting", `installing replica ${name} on ${host.address}`, true);
     const added = await this.o.membership.addLearner(peerUrl(host.address));
-    const doc: MemberDoc = { name, host: host.address, apiPort: 0, memberId: added.member.id, state: "joining", addedAt: new Date().toISOString() };
+    const doc: MemberDoc = { name, host: host.address, apiPort: 0, memberId: added.member.id, state: "joining", addedAt: new Date().toISOString(), ...(host.instance ? { instance: host.instance } : {}) };
     await this.o.store.put(clusterKeys.member(name), JSON.stringify(doc));
     const initialCluster = added.members.map((m) => `${m.id === added.member.id ? name : this.nameOf(m)}=${m.peerUrls[0]}`).join(",");
     try {

@@ -5,17 +5,16 @@
  * new replica's certificate from the controller CA (its key is on every replica), writes its
  * configuration (join the existing etcd cluster as `initialCluster` says) and starts it.
  */
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
 import { ssh } from "../../substrates";
 import type { ControllerConfig } from "../config";
-import { controllerFiles, dataFiles } from "../config";
+import { controllerFiles } from "../config";
 import type { StateCache } from "../state";
 import type { Store } from "../store";
 import type { Sealer } from "../security/sealing";
 import type { SpareDoc, SpareKey } from "./cluster-docs";
 import { clusterKeys, sparePurpose } from "./cluster-docs";
+import { replicaDataFiles } from "./replica-data";
 
 type Staged = Awaited<ReturnType<typeof ssh.stageReplica>>;
 
@@ -66,7 +65,7 @@ export class SparePool implements ReplicaHostBroker<PooledHost> {
   }
 
   async start(host: PooledHost, name: string, initialCluster: string, progress: Progress): Promise<void> {
-    const data = await this.replicaData(host.address, name, initialCluster);
+    const data = await replicaDataFiles(this.o, host.address, name, initialCluster);
     const s = await this.connect(host.spare);
     try {
       await ssh.startReplica(s, host.staged, { name, files: controllerFiles(), data, progress });
@@ -86,30 +85,5 @@ export class SparePool implements ReplicaHostBroker<PooledHost> {
   /** Keeps a spare that failed in the pool, marked, so `show-controller` says why it is not used. */
   private async setAside(spare: SpareDoc, why: string): Promise<void> {
     await this.o.store.put(clusterKeys.spare(spare.host), JSON.stringify({ ...spare, failed: why } satisfies SpareDoc));
-  }
-
-  /** The new replica's data directory: this controller's CA, a certificate for its host, its configuration. */
-  private async replicaData(host: string, name: string, initialCluster: string): Promise<Record<string, string>> {
-    // eslint-disable-next-line @typescript-eslint/consistent-type-imports
-    const { issueServerCertificate } = require("../security/pki") as typeof import("../security/pki");
-    const [caCert, caKey] = await Promise.all([dataFiles.caCert, dataFiles.caKey].map((f) => readFile(join(this.o.dataDir, f), "utf8")));
-    const cert = await issueServerCertificate({ certPem: caCert!, keyPem: caKey! }, [host]);
-    const own = this.o.config.member!;
-    const config: ControllerConfig = {
-      name: this.o.config.name,
-      listen: { host: "0.0.0.0", port: this.o.config.listen.port },
-      advertise: [`${host}:${this.o.config.listen.port}`],
-      store: { backend: "etcd", endpoints: [`https://127.0.0.1:${own.clientPort ?? 2379}`], tls: true },
-      ...(this.o.config.leadershipLeaseSeconds ? { leadershipLeaseSeconds: this.o.config.leadershipLeaseSeconds } : {}),
-      member: {
-        name, host, initialCluster, initialState: "existing", clusterToken: own.clusterToken,
-        ...(own.clientPort ? { clientPort: own.clientPort } : {}), ...(own.peerPort ? { peerPort: own.peerPort } : {}),
-        ...(own.heartbeatMs ? { heartbeatMs: own.heartbeatMs } : {}), ...(own.electionMs ? { electionMs: own.electionMs } : {}),
-      },
-    };
-    return {
-      [dataFiles.caCert]: caCert!, [dataFiles.caKey]: caKey!, [dataFiles.serverCert]: cert.certPem, [dataFiles.serverKey]: cert.keyPem,
-      [dataFiles.config]: JSON.stringify(config, null, 2) + "\n",
-    };
   }
 }

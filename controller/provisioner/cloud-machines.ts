@@ -37,7 +37,6 @@ export interface CloudProvisionerOptions {
   broker?: aws.AwsMachines;
 }
 
-const GONE = new Set(["shutting-down", "terminated"]);
 
 export class CloudProvisioner {
   private readonly broker: aws.AwsMachines;
@@ -80,7 +79,7 @@ export class CloudProvisioner {
     // Models removed by force took their machines' records at once: their instances go now.
     for (const [uuid, placement] of this.seen) {
       if (live.has(uuid) || this.stopped) continue;
-      const left = (await this.broker.instances(placement, uuid, [], ["pending", "running", "stopping", "stopped"]).catch(() => undefined));
+      const left = await this.broker.instances(placement, uuid, aws.LIVE_STATES).catch(() => undefined);
       if (!left) continue;
       for (const i of left) if (i.machine) await this.broker.stopMachine({ model: uuid, machine: i.machine, placement }).catch(() => undefined);
       this.o.log.info("terminated the instances of a removed model", { model: uuid, instances: left.map((i) => i.id).join(",") });
@@ -98,7 +97,7 @@ export class CloudProvisioner {
   private async reconcileModel(idx: ModelIndex): Promise<void> {
     const placement = await this.placementOf(idx.model!);
     this.seen.set(idx.uuid, placement);
-    const newest = new Map<string, aws.AwsInstance>();
+    const newest = new Map<string, aws.MachineInstance>();
     const instances = await this.broker.instances(placement, idx.uuid);
     for (const i of instances) if (i.machine !== undefined && !newest.has(i.machine)) newest.set(i.machine, i);
     for (const m of [...idx.machines.values()]) {
@@ -106,7 +105,7 @@ export class CloudProvisioner {
       const inst = newest.get(m.id);
       const install = idx.machineInstall.get(m.id);
       if (m.life !== "alive") {
-        if (inst && !GONE.has(inst.state)) await this.broker.stopMachine({ model: idx.uuid, machine: m.id, placement });
+        if (inst && !aws.GONE_STATES.has(inst.state)) await this.broker.stopMachine({ model: idx.uuid, machine: m.id, placement });
         await this.o.ops.finishMachine(idx.uuid, m.id);
         this.o.log.info("removed cloud machine", { model: idx.model?.name, machine: m.id, instance: inst?.id });
         continue;
@@ -120,7 +119,7 @@ export class CloudProvisioner {
     }
     // Instances of machines that no longer exist (removed by force).
     for (const i of instances) {
-      if (i.machine !== undefined && !idx.machines.has(i.machine) && !GONE.has(i.state)) {
+      if (i.machine !== undefined && !idx.machines.has(i.machine) && !aws.GONE_STATES.has(i.state)) {
         await this.broker.stopMachine({ model: idx.uuid, machine: i.machine, placement });
         this.o.log.info("terminated an instance whose machine is gone", { model: idx.model?.name, machine: i.machine, instance: i.id });
       }
@@ -170,10 +169,10 @@ export class CloudProvisioner {
   }
 }
 
-function recordOf(i: aws.AwsInstance): InstanceRecord {
+function recordOf(i: aws.MachineInstance): InstanceRecord {
   return { id: i.id, state: i.state, ...(i.zone ? { zone: i.zone } : {}), ...(i.address ? { address: i.address } : {}) };
 }
 
-function sameInstance(a: InstanceRecord | undefined, b: aws.AwsInstance): boolean {
+function sameInstance(a: InstanceRecord | undefined, b: aws.MachineInstance): boolean {
   return !!a && a.id === b.id && a.state === b.state && a.zone === b.zone && a.address === b.address;
 }

@@ -1,27 +1,25 @@
 /**
- * What a cloud instance calls while cloud-init enrols it (substrates/cloud-init.ts): downloads of
- * the agent (and Node.js, for images without it) and the one-time exchange of its enrolment token
- * for the agent's configuration. The token travels in a header, never in a URL (proxies log URLs).
+ * What a cloud instance calls while cloud-init sets it up (substrates/cloud-init.ts): downloads of
+ * the agent or the controller (and Node.js and etcd, for images without them), the one-time
+ * exchange of a machine's enrolment token for its agent's configuration, and a replica's collection
+ * of its data directory. The token travels in a header, never in a URL (proxies log URLs).
  */
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ENROLMENT_HEADER, StewardError, agentConfigText, notFound } from "../../api";
-import { AGENT_BUNDLE } from "../config";
+import { enrolmentFiles } from "../config";
+import type { Sealer } from "../security/sealing";
 import type { EnrolmentOps } from "../state";
+import { replicaDataPurpose } from "../state";
 
 export interface EnrolRoutesDeps {
   enrolments: EnrolmentOps;
+  sealer: Sealer;
   caCert: string;
   controllerAddresses: () => string[];
 }
 
-/** The files an enrolling instance may fetch. */
-const FILES: Record<string, () => string> = {
-  "main.js": () => AGENT_BUNDLE.main,
-  "tool-client.js": () => AGENT_BUNDLE.toolClient,
-  node: () => process.execPath,
-};
 
 function tokenOf(req: FastifyRequest): string {
   const v = req.headers[ENROLMENT_HEADER];
@@ -30,10 +28,11 @@ function tokenOf(req: FastifyRequest): string {
 }
 
 export function registerEnrolRoutes(app: FastifyInstance, deps: EnrolRoutesDeps): void {
-  app.get("/v1/enrol/files/:file", async (req, reply) => {
+  const files = enrolmentFiles();
+  app.get("/v1/enrol/files/*", async (req, reply) => {
     await deps.enrolments.check(tokenOf(req));
-    const file = (req.params as { file: string }).file;
-    const path = Object.hasOwn(FILES, file) ? FILES[file]!() : undefined;
+    const file = (req.params as { "*": string })["*"];
+    const path = files.get(file);
     if (!path) throw notFound("enrolment file", file);
     const size = (await stat(path)).size;
     reply.header("content-type", "application/octet-stream").header("content-length", size);
@@ -45,5 +44,14 @@ export function registerEnrolRoutes(app: FastifyInstance, deps: EnrolRoutesDeps)
     const { model, machine, credential } = await deps.enrolments.redeem(tokenOf(req));
     reply.header("content-type", "application/json");
     return reply.send(agentConfigText({ model, machine, credential, controllerAddresses: deps.controllerAddresses(), caCert: deps.caCert }));
+  });
+
+  // A replica's data holds the CA key: handed over once, and only after the leader left it.
+  app.post("/v1/enrol/replica", { config: { secretAnswer: true } }, async (req, reply) => {
+    const token = tokenOf(req);
+    const sealed = await deps.enrolments.collectReplicaData(token);
+    if (!sealed) throw new StewardError("conflict", "not ready: the leader has not added this replica yet; ask again shortly", { retryable: true });
+    reply.header("content-type", "application/json");
+    return reply.send(`{"files":${deps.sealer.open(replicaDataPurpose(token), sealed)}}`);
   });
 }

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../../api";
 import {
-  ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, ChangePasswordRequest, CreateModelRequest, CredentialRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
+  ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, ChangePasswordRequest, CreateModelRequest, CredentialRequest, ReplicaCloudRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
   MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
   LEGACY_HASH_MESSAGE, operatorHashProblem,
 } from "../../api";
@@ -177,6 +177,21 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.delete("/v1/credentials/:name", async (req, reply) => {
     requireSuperuser(principalOf(req));
     await deps.credentials.remove(param<string>(Name, req, "name", "credential"));
+    reply.code(204);
+  });
+
+  app.put("/v1/controller/replica-cloud", async (req) => {
+    requireSuperuser(principalOf(req));
+    const body = parseRequest(ReplicaCloudRequest, req.body, "replica cloud");
+    // Refuses a missing credential, or one for another cloud, now rather than when a replica is lost.
+    await deps.credentials.open(body.credential, body.substrate);
+    await deps.cluster.setReplicaCloud(body);
+    return body;
+  });
+
+  app.delete("/v1/controller/replica-cloud", async (req, reply) => {
+    requireSuperuser(principalOf(req));
+    await deps.cluster.setReplicaCloud(undefined);
     reply.code(204);
   });
 

@@ -4,7 +4,7 @@
  * its own; listeners hear which models changed. A watch that falls behind compaction triggers a
  * fresh read, so the cache never silently misses a change.
  */
-import type { HaConfig, KeeperDoc, MemberDoc, SpareDoc } from "../cluster/cluster-docs";
+import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "../cluster/cluster-docs";
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
@@ -71,6 +71,7 @@ export class StateCache {
   readonly spares = new Map<string, SpareDoc>();
   haConfig?: HaConfig;
   keeper?: KeeperDoc;
+  replicaCloud?: ReplicaCloudDoc;
   revision = 0;
   private watchers: Watcher[] = [];
   private readonly listeners = new Set<CacheListener>();
@@ -130,6 +131,7 @@ export class StateCache {
     this.spares.clear();
     this.haConfig = undefined;
     this.keeper = undefined;
+    this.replicaCloud = undefined;
   }
 
   private onEvents(events: WatchEvent[], revision: number): void {
@@ -185,6 +187,7 @@ export class StateCache {
         if (parts[2] === "spares") set(this.spares, parts[3]!);
         if (parts[2] === "config") this.haConfig = doc as HaConfig | undefined;
         if (parts[2] === "keeper") this.keeper = doc as KeeperDoc | undefined;
+        if (parts[2] === "replica-cloud") this.replicaCloud = doc as ReplicaCloudDoc | undefined;
         return CLUSTER_CHANGED;
       case "presence": { const idx = this.index(parts[2]!); set(idx.presence, parts[3]!); return idx.uuid; }
       case "models": {

@@ -10,4 +10,4 @@ export * from "./documents";
 export { REQUESTS_PREFIX, RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest, startRequestRecordSweeper, sweepRequestRecords } from "./request-records";
 export { CredentialOps } from "./credential-ops";
 export type { CredentialInput } from "./credential-ops";
-export { ENROLMENT_LIFETIME_MS, EnrolmentOps } from "./enrolment-ops";
+export { ENROLMENT_LIFETIME_MS, EnrolmentOps, replicaDataPurpose } from "./enrolment-ops";

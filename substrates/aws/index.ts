@@ -1,2 +1,4 @@
-export { AwsMachines, TAGS } from "./machines";
-export type { AwsCredentials, AwsInstance, AwsPlacement } from "./machines";
+export { AwsMachines } from "./machines";
+export type { MachineInstance } from "./machines";
+export { Ec2, GONE_STATES, LIVE_STATES, TAGS } from "./ec2";
+export type { AwsCredentials, AwsInstance, AwsPlacement } from "./ec2";

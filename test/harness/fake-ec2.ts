@@ -1,6 +1,7 @@
 /**
  * A FAKE Amazon EC2 endpoint for tests: AWS cannot be reached from here. Any SigV4 client (the real
- * `@aws-sdk/client-ec2` included, through its `endpoint` option) talks to it over HTTPS on 127.0.0.1.
+ * `@aws-sdk/client-ec2` included, through its `endpoint` option) talks to it over HTTPS on 127.0.0.1
+ * (or on `listen`, e.g. a test lab's bridge address when controllers inside the lab call it).
  *
  * What it models, from AWS's public documentation (not from our code):
  * - The EC2 Query API, version 2016-11-15 ("Making API requests using the Query format"): POST (or
@@ -46,6 +47,8 @@ export interface FakeEc2Options {
   zones?: string[];
   /** Brings an instance up; its stop() is called on termination. A rejection terminates the instance. */
   boot: (i: FakeInstance) => Promise<{ privateIp: string; stop(): Promise<void> }>;
+  /** The address to listen on (and name in the certificate). @default "127.0.0.1" */
+  listen?: string;
 }
 
 const VERSION = "2016-11-15";
@@ -83,11 +86,12 @@ export class FakeEc2 {
 
   async start(): Promise<{ endpoint: string; caCert: string }> {
     const ca = await createCertificateAuthority("fake-ec2");
-    const cert = await issueServerCertificate(ca, ["127.0.0.1"]);
+    const host = this.o.listen ?? "127.0.0.1";
+    const cert = await issueServerCertificate(ca, [host]);
     const server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, host, resolve));
     this.server = server;
-    this.endpoint = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    this.endpoint = `https://${host}:${(server.address() as AddressInfo).port}`;
     this.caCert = ca.certPem;
     return { endpoint: this.endpoint, caCert: this.caCert };
   }

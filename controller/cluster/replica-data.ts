@@ -1,0 +1,33 @@
+/**
+ * A new replica's data directory, made by the leader: this controller's CA (certificate and key),
+ * a server certificate for the replica's host, and its configuration (join the etcd cluster as
+ * `initialCluster` says). Written over SSH for a spare host; sealed and collected by a cloud instance.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { ControllerConfig } from "../config";
+import { dataFiles } from "../config";
+
+export async function replicaDataFiles(o: { dataDir: string; config: ControllerConfig }, host: string, name: string, initialCluster: string): Promise<Record<string, string>> {
+  // eslint-disable-next-line @typescript-eslint/consistent-type-imports
+  const { issueServerCertificate } = require("../security/pki") as typeof import("../security/pki");
+  const [caCert, caKey] = await Promise.all([dataFiles.caCert, dataFiles.caKey].map((f) => readFile(join(o.dataDir, f), "utf8")));
+  const cert = await issueServerCertificate({ certPem: caCert!, keyPem: caKey! }, [host]);
+  const own = o.config.member!;
+  const config: ControllerConfig = {
+    name: o.config.name,
+    listen: { host: "0.0.0.0", port: o.config.listen.port },
+    advertise: [`${host}:${o.config.listen.port}`],
+    store: { backend: "etcd", endpoints: [`https://127.0.0.1:${own.clientPort ?? 2379}`], tls: true },
+    ...(o.config.leadershipLeaseSeconds ? { leadershipLeaseSeconds: o.config.leadershipLeaseSeconds } : {}),
+    member: {
+      name, host, initialCluster, initialState: "existing", clusterToken: own.clusterToken,
+      ...(own.clientPort ? { clientPort: own.clientPort } : {}), ...(own.peerPort ? { peerPort: own.peerPort } : {}),
+      ...(own.heartbeatMs ? { heartbeatMs: own.heartbeatMs } : {}), ...(own.electionMs ? { electionMs: own.electionMs } : {}),
+    },
+  };
+  return {
+    [dataFiles.caCert]: caCert!, [dataFiles.caKey]: caKey!, [dataFiles.serverCert]: cert.certPem, [dataFiles.serverKey]: cert.keyPem,
+    [dataFiles.config]: JSON.stringify(config, null, 2) + "\n",
+  };
+}

@@ -1,0 +1,39 @@
+/**
+ * Where the quorum keeper gets replica hosts: from the first broker that has one (the spare pool
+ * first: hosts someone set aside on purpose; then a cloud). Each host goes back to its own broker.
+ */
+import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
+
+interface Owned { host: ReplicaHost; owner: ReplicaHostBroker }
+
+export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned?: Owned }> {
+  constructor(private readonly brokers: ReplicaHostBroker[]) {}
+
+  unavailable(): string | undefined {
+    const reasons = this.brokers.map((b) => b.unavailable());
+    return reasons.some((r) => r === undefined) ? undefined : reasons.join("; and ");
+  }
+
+  async acquire(nameFor: (address: string) => string, progress: Progress): Promise<ReplicaHost & { owned: Owned }> {
+    const owner = this.brokers.find((b) => b.unavailable() === undefined);
+    if (!owner) throw new Error(this.unavailable());
+    const host = await owner.acquire(nameFor, progress);
+    return { address: host.address, ...(host.instance ? { instance: host.instance } : {}), owned: { host, owner } };
+  }
+
+  start(host: ReplicaHost & { owned?: Owned }, name: string, initialCluster: string, progress: Progress): Promise<void> {
+    return host.owned!.owner.start(host.owned!.host, name, initialCluster, progress);
+  }
+
+  async joined(address: string): Promise<void> {
+    for (const b of this.brokers) await b.joined(address);
+  }
+
+  failed(host: ReplicaHost & { owned?: Owned }, why: string): Promise<void> {
+    return host.owned!.owner.failed(host.owned!.host, why);
+  }
+
+  async retire(address: string): Promise<void> {
+    for (const b of this.brokers) await b.retire?.(address);
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The controller provisions its own replacement replicas on a cloud: a three-replica cluster on
+ * test hosts (bootstrapped and grown over SSH) is given a FAKE EC2 endpoint (test/harness/fake-ec2.ts;
+ * its instances are new test hosts running their user data) with `steward set-replica-cloud`. A
+ * replica lost past replaceAfter is replaced by a new instance that installs itself without SSH and
+ * joins with a vote; a replaced replica's instance is terminated once it is out of the cluster; no
+ * acknowledged write is lost. Run with the HA suite (alone: it kills and cuts hosts).
+ */
+import test from "ava";
+import type { ExecutionContext } from "ava";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ClusterInfo } from "../api";
+import { ControllerClient } from "../api";
+import { loadClientConfig } from "../cli";
+import type { CliResult } from "./harness/cli";
+import { cliRunner } from "./harness/cli";
+import { fakeEc2Boot } from "./harness/cloud-init";
+import type { FakeEc2Boot } from "./harness/cloud-init";
+import { eventually } from "./harness/eventually";
+import { FakeEc2 } from "./harness/fake-ec2";
+import type { TestHost } from "./harness/hosts";
+import { TestLab } from "./harness/hosts";
+
+const root = process.getuid?.() === 0;
+const ha = root ? test.serial : test.skip;
+const REPLACE_AFTER_S = 5;
+const awsKey = { accessKeyId: "AKIAFAKEEC2REPLICAS1", secretAccessKey: "fake-secret-for-the-replica-cloud-test-01" };
+
+let lab: TestLab;
+let fake: FakeEc2;
+let boot: FakeEc2Boot;
+let home: string;
+let steward: (...args: string[]) => Promise<CliResult>;
+let client: ControllerClient;
+const acked: string[] = [];
+
+test.before(async () => {
+  if (!root) return;
+  lab = await TestLab.create(3);
+  boot = fakeEc2Boot(lab);
+  // The replicas run in the lab's namespaces: they reach the fake on the lab's bridge.
+  fake = new FakeEc2({ region: "eu-west-1", credentials: awsKey, boot, listen: `${lab.subnet}.1` });
+  await fake.start();
+  home = await mkdtemp(join(tmpdir(), "steward-aws-ha-"));
+  steward = cliRunner(home, home);
+  process.env.AWS_HA_TEST_SSH_KEY = lab.clientKey;
+});
+test.after.always(async () => {
+  client?.close();
+  await fake?.stop().catch(() => undefined);
+  await lab?.close();
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+const hostKeyArgs = (hosts: TestHost[]): string[] => hosts.flatMap((h) => ["--host-key", h.hostKeyFingerprint]);
+const ok = (t: ExecutionContext, r: CliResult, what: string): void => { if (r.code !== 0) t.log(r.stdout, r.stderr); t.is(r.code, 0, what); };
+
+async function cluster(): Promise<ClusterInfo | undefined> { return (await client.controllerInfo().catch(() => undefined))?.cluster; }
+
+/** Three present voters, one of them on `instance` when given, and no learner. */
+async function healthy(t: ExecutionContext, what: string, instance?: (c: ClusterInfo) => boolean): Promise<ClusterInfo> {
+  return eventually(what, async () => {
+    const c = await cluster();
+    const voters = c?.members.filter((m) => m.hasVote) ?? [];
+    return c?.quorum && voters.length === 3 && voters.every((m) => m.present) && !c.members.some((m) => m.learner) && (!instance || instance(c)) ? c : undefined;
+  }, 240_000, 500).catch(async (err: unknown) => {
+    t.log(JSON.stringify(await cluster(), null, 1));
+    for (const [id, h] of boot.hosts) t.log(id, h.error?.message ?? "", (await h.host.exec("tail -n 20 /var/lib/steward/enrol-replica.log; tail -n 10 /var/lib/steward/controller/controller.log")).stdout);
+    throw err;
+  });
+}
+
+/** Creates models until stopped; each acknowledged one must survive. */
+function startWriter(tag: string): { stop(): Promise<void> } {
+  let stopped = false;
+  const loop = (async () => {
+    for (let i = 0; !stopped; i++) {
+      try { await client.createModel(`${tag}-${i}`); acked.push(`${tag}-${i}`); } catch { await new Promise((r) => setTimeout(r, 200)); }
+    }
+  })();
+  return { async stop() { stopped = true; await loop; } };
+}
+
+async function assertNothingLost(t: ExecutionContext): Promise<void> {
+  const present = new Set((await client.listModels()).map((m) => m.name));
+  t.deepEqual(acked.filter((m) => !present.has(m)), [], "every acknowledged write is present");
+}
+
+ha("a lost replica is replaced by a new cloud instance that installs itself and votes; writes go on", async (t) => {
+  t.timeout(600_000);
+  const [h1, h2, h3] = lab.hosts as [TestHost, TestHost, TestHost];
+  ok(t, await steward("bootstrap", `ssh:root@${h1.ip}`, "cloudha", "--key-env", "AWS_HA_TEST_SSH_KEY", ...hostKeyArgs([h1])), "bootstrap");
+  ok(t, await steward("enable-ha", "-n", "3", "--to", `ssh:root@${h2.ip},ssh:root@${h3.ip}`, "--key-env", "AWS_HA_TEST_SSH_KEY", ...hostKeyArgs([h2, h3]), "--replace-after", `${REPLACE_AFTER_S}s`), "enable-ha");
+  const entry = (await loadClientConfig(home)).controllers.cloudha!;
+  client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 4000 });
+  await healthy(t, "three voters on the SSH hosts");
+
+  // The cloud the keeper may launch replicas on, with a stored credential.
+  await client.putCredential("prod", "aws", { "access-key-id": awsKey.accessKeyId, "secret-access-key": awsKey.secretAccessKey });
+  const caFile = join(home, "ec2-ca.pem");
+  await writeFile(caFile, fake.caCert);
+  const wrongCred = await steward("set-replica-cloud", "aws", "--credential", "nope", "--region", "eu-west-1", "--image", "ami-0123456789abcdef0");
+  t.regex(wrongCred.stderr, /credential "nope" not found/, "a credential that does not exist is refused at once");
+  ok(t, await steward("set-replica-cloud", "aws", "--credential", "prod", "--region", "eu-west-1", "--image", "ami-0123456789abcdef0", "--endpoint", fake.endpoint, "--endpoint-ca-file", caFile), "set-replica-cloud");
+  t.regex((await steward("show-controller")).stdout, /Replica cloud: aws eu-west-1, t3\.small, credential prod/);
+
+  const writer = startWriter("cloud");
+  await h3.kill();
+  const first = await healthy(t, "three voters, one on a new instance", (c) => c.members.some((m) => m.hasVote && m.instance));
+  const onCloud = first.members.find((m) => m.hasVote && m.instance)!;
+  const instance = fake.instances().find((i) => i.id === onCloud.instance!.id)!;
+  t.is(instance.state, "running");
+  t.is(onCloud.host, instance.privateIp ?? "(none)", "the replica runs on the instance's address");
+  t.is(instance.tags["steward:replica"], "replica");
+  t.true(first.members.some((m) => m.host === h3.ip && m.state === "removed"), "the lost replica was removed from etcd");
+  t.is(fake.calls.filter((c) => c.action === "RunInstances").length, 1, "one instance launched");
+  const show = await steward("show-controller");
+  t.regex(show.stdout, new RegExp(instance.id), "show-controller names the replica's instance");
+
+  // A replica on an instance, cut off for good: replaced by another instance, and its own
+  // instance terminated once it is out of the cluster.
+  const cloudHost = boot.hosts.get(instance.id)!.host;
+  await cloudHost.cut();
+  await healthy(t, "three voters again, on another instance", (c) => c.members.some((m) => m.hasVote && m.instance && m.instance.id !== instance.id));
+  await eventually("the cut-off replica's instance terminated", () => fake.instances().find((i) => i.id === instance.id)?.state === "terminated", 60_000, 500);
+  await writer.stop();
+  await assertNothingLost(t);
+  t.true(acked.length > 0, "writes went on");
+  t.is(fake.calls.filter((c) => c.action === "RunInstances").length, 2, "one instance per replacement");
+});
