@@ -16,7 +16,7 @@ import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ModelStatus, StatusFilter, UnitDetails } from "./status";
 import type { DebugLogRecord } from "./debug-log";
-import type { AwsModelSettings, CredentialSubstrate, ModelSubstrate } from "./substrates";
+import type { AwsModelSettings, CredentialSubstrate, ModelSubstrate, VsphereModelSettings } from "./substrates";
 import { WATCH_CLOSE_CODES } from "./status";
 
 export interface ControllerClientOptions {
@@ -314,8 +314,8 @@ export class ControllerClient {
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
   /** `substrate` (default `local`) says where machines for units placed without `to` come from. */
-  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string }> {
-    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}) });
+  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined; vsphere?: VsphereModelSettings | undefined } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string }> {
+    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}), ...(cloud.vsphere ? { vsphere: cloud.vsphere } : {}) });
   }
 
   // --- credentials (superusers) ---
@@ -366,7 +366,7 @@ export class ControllerClient {
   resolve(model: string, unit: string, retry = true): Promise<void> { return this.call("POST", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}/resolve`, { retry }); }
 
   // --- machines ---
-  addMachines(model: string, substrate: "local" | "manual" | "aws", count = 1): Promise<{ machines: { id: string; credential?: string }[] }> {
+  addMachines(model: string, substrate: "local" | "manual" | "aws" | "vsphere", count = 1): Promise<{ machines: { id: string; credential?: string }[] }> {
     return this.call("POST", `/v1/models/${enc(model)}/machines`, { substrate, count });
   }
   /** Checks the host at once and installs an agent there in the background (see machine status). */

@@ -3,7 +3,7 @@
  * these; unknown fields are refused (strict objects) so a typo never passes silently.
  */
 import { z } from "zod";
-import { CREDENTIALED_SUBSTRATES, CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES } from "./substrates";
+import { CREDENTIALED_SUBSTRATES, CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES, withArticle } from "./substrates";
 import { invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
@@ -47,15 +47,28 @@ export const AwsModelSettingsSchema = z.strictObject({
   endpoint: z.string().max(512).regex(/^https:\/\/[^\s/]+\/?$/, { message: "must be an https:// URL of an EC2 endpoint" }).optional(),
   endpointCaCert: z.string().max(16 * 1024).regex(/-----BEGIN CERTIFICATE-----/, { message: "must be a PEM certificate" }).optional(),
 });
+const inventoryPath = z.string().min(1).max(512).regex(/^[^\u0000-\u001f]+$/, { message: "must be an inventory path or name" });
+export const VsphereModelSettingsSchema = z.strictObject({
+  url: z.string().max(512).regex(/^https:\/\/[^\s/]+(\/sdk)?\/?$/, { message: "must be vCenter's https:// SDK URL, e.g. https://vcenter.example.com/sdk" }),
+  datacenter: inventoryPath,
+  template: inventoryPath,
+  folder: inventoryPath.optional(),
+  resourcePool: inventoryPath.optional(),
+  caCert: z.string().max(16 * 1024).regex(/-----BEGIN CERTIFICATE-----/, { message: "must be a PEM certificate" }).optional(),
+});
+
 /** Where the quorum keeper launches replicas when no spare host is left. */
 export const ReplicaCloudRequest = z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema });
 export const CreateModelRequest = z.strictObject({
-  name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(), aws: AwsModelSettingsSchema.optional(),
+  name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(),
+  aws: AwsModelSettingsSchema.optional(), vsphere: VsphereModelSettingsSchema.optional(),
 }).superRefine((v, ctx) => {
   const substrate = v.substrate ?? "local";
-  if (CREDENTIALED_SUBSTRATES.includes(substrate) && !v.credential) ctx.addIssue({ code: "custom", path: ["credential"], message: `is required for a ${substrate} model: store one with steward add-credential NAME --substrate ${substrate}` });
+  if (CREDENTIALED_SUBSTRATES.includes(substrate) && !v.credential) ctx.addIssue({ code: "custom", path: ["credential"], message: `is required for ${withArticle(substrate)} model: store one with steward add-credential NAME --substrate ${substrate}` });
   if (substrate === "aws" && !v.aws) ctx.addIssue({ code: "custom", path: ["aws"], message: "is required for an aws model: at least region and imageId" });
   if (substrate !== "aws" && v.aws) ctx.addIssue({ code: "custom", path: ["aws"], message: `is only for aws models, not ${substrate}` });
+  if (substrate === "vsphere" && !v.vsphere) ctx.addIssue({ code: "custom", path: ["vsphere"], message: "is required for a vsphere model: at least url, datacenter and template" });
+  if (substrate !== "vsphere" && v.vsphere) ctx.addIssue({ code: "custom", path: ["vsphere"], message: `is only for vsphere models, not ${substrate}` });
 });
 
 /** A credential's attributes, checked against what its substrate needs (see CREDENTIAL_KINDS). */
@@ -65,9 +78,9 @@ export const CredentialRequest = z.strictObject({
 }).superRefine((v, ctx) => {
   const kind = CREDENTIAL_KINDS[v.substrate];
   const known = [...kind.required, ...kind.optional];
-  for (const a of kind.required) if (v.attributes[a] === undefined) ctx.addIssue({ code: "custom", path: ["attributes", a], message: `is required for a ${v.substrate} credential` });
+  for (const a of kind.required) if (v.attributes[a] === undefined) ctx.addIssue({ code: "custom", path: ["attributes", a], message: `is required for ${withArticle(v.substrate)} credential` });
   for (const a of Object.keys(v.attributes)) {
-    if (!known.includes(a)) ctx.addIssue({ code: "custom", path: ["attributes", a], message: `is not an attribute of a ${v.substrate} credential (known: ${known.join(", ")})` });
+    if (!known.includes(a)) ctx.addIssue({ code: "custom", path: ["attributes", a], message: `is not an attribute of ${withArticle(v.substrate)} credential (known: ${known.join(", ")})` });
   }
 });
 
@@ -132,7 +145,7 @@ export const AddMachineRequest = z.strictObject({
    * `local` starts an agent process on the controller's host; `manual` only issues a credential for
    * an agent started elsewhere; `ssh` installs an agent on the host given in `ssh`.
    */
-  substrate: z.enum(["local", "manual", "ssh", "aws"]).default("local"),
+  substrate: z.enum(["local", "manual", "ssh", "aws", "vsphere"]).default("local"),
   count: z.number().int().min(1).max(10000).default(1),
   ssh: SshTargetSchema.optional(),
 });

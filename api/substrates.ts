@@ -1,15 +1,16 @@
 /**
  * Where a model's machines come from (as a Juju model records its cloud): `local` starts agent
- * processes on the controller's host and `aws` launches EC2 instances, for units placed without
- * `--to`; `manual` and `ssh` models only use machines added to them (`add-machine`).
+ * processes on the controller's host, `aws` launches EC2 instances and `vsphere` clones VMs from a
+ * template, for units placed without `--to`; `manual` and `ssh` models only use machines added to
+ * them (`add-machine`).
  */
-export const MODEL_SUBSTRATES = ["local", "manual", "ssh", "aws"] as const;
+export const MODEL_SUBSTRATES = ["local", "manual", "ssh", "aws", "vsphere"] as const;
 export type ModelSubstrate = (typeof MODEL_SUBSTRATES)[number];
 
 /** Substrates where the controller makes a machine itself when a unit needs one. */
-export const PROVISIONED_SUBSTRATES: readonly ModelSubstrate[] = ["local", "aws"];
+export const PROVISIONED_SUBSTRATES: readonly ModelSubstrate[] = ["local", "aws", "vsphere"];
 /** Substrates whose models need a stored credential. */
-export const CREDENTIALED_SUBSTRATES: readonly ModelSubstrate[] = ["aws"];
+export const CREDENTIALED_SUBSTRATES: readonly ModelSubstrate[] = ["aws", "vsphere"];
 
 /** Where an `aws` model's instances go and what they are (`steward add-model --substrate aws`). */
 export interface AwsModelSettings {
@@ -23,6 +24,20 @@ export interface AwsModelSettings {
   /** Another EC2 endpoint (a private endpoint, a test double) and the CA that signs it. */
   endpoint?: string;
   endpointCaCert?: string;
+}
+
+/** Where a `vsphere` model's VMs come from (`steward add-model --substrate vsphere`). */
+export interface VsphereModelSettings {
+  /** vCenter's SDK endpoint: `https://vcenter.example.com/sdk`. */
+  url: string;
+  datacenter: string;
+  /** The template VM cloned for each machine (inventory path under the datacenter's vm folder, or its name): a Linux with cloud-init (VMware datasource) and curl. */
+  template: string;
+  folder?: string;
+  /** A resource pool, cluster or host; by default the template's host's. */
+  resourcePool?: string;
+  /** The CA that signs vCenter's certificate (PEM), trusted instead of the system's. */
+  caCert?: string;
 }
 
 /** Substrates a stored credential can be for (`steward add-credential --substrate`). */
@@ -58,3 +73,6 @@ export function shownCredentialValue(kind: CredentialKind, attribute: string, va
   if (!kind.shown.includes(attribute)) return undefined;
   return kind.masked?.includes(attribute) ? `…${value.slice(-4)}` : value;
 }
+
+/** "an aws", "a vsphere": for messages that name a substrate. */
+export const withArticle = (substrate: string): string => `${/^[aeiou]/.test(substrate) ? "an" : "a"} ${substrate}`;

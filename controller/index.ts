@@ -25,4 +25,4 @@ export type { SupervisorOptions } from "./supervisor";
 export { LeaderElection, REPLICAS_PREFIX } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
 export { OperatorCollector } from "./operator-collector";
-export { RequestScope, StateOps, keys, requestKeys, runInRequest } from "./state";
+export { EnrolmentOps, RequestScope, StateOps, keys, requestKeys, runInRequest } from "./state";

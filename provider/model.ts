@@ -15,6 +15,19 @@ export interface AwsModelArgs {
   securityGroupIds?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
+/** Where a vsphere model's VMs come from (see `steward add-model --substrate vsphere`). */
+export interface VsphereModelArgs {
+  /** vCenter's SDK URL: `https://vcenter.example.com/sdk`. */
+  url: pulumi.Input<string>;
+  datacenter: pulumi.Input<string>;
+  /** A template VM with cloud-init (VMware datasource) and curl. */
+  template: pulumi.Input<string>;
+  folder?: pulumi.Input<string>;
+  resourcePool?: pulumi.Input<string>;
+  /** The CA that signs vCenter's certificate (PEM). */
+  caCert?: pulumi.Input<string>;
+}
+
 export interface ModelArgs {
   /** The controller's `connection` output (or the same shape for a controller made elsewhere). */
   connection: pulumi.Input<ControllerConnection>;
@@ -27,11 +40,13 @@ export interface ModelArgs {
    * replaces the model.
    * @default "local"
    */
-  substrate?: pulumi.Input<"local" | "manual" | "ssh" | "aws">;
-  /** aws models: the credential stored on the controller (`steward add-credential`) its instances are launched with. */
+  substrate?: pulumi.Input<"local" | "manual" | "ssh" | "aws" | "vsphere">;
+  /** Cloud models: the credential stored on the controller (`steward add-credential`) its machines are made with. */
   credential?: pulumi.Input<string>;
   /** aws models: where instances go and what they are. Changing it replaces the model. */
   aws?: pulumi.Input<AwsModelArgs>;
+  /** vsphere models: the vCenter and the template VMs are cloned from. Changing it replaces the model. */
+  vsphere?: pulumi.Input<VsphereModelArgs>;
   /** Take over a model of this name that already exists instead of failing. */
   adopt?: pulumi.Input<boolean>;
   /** On destroy, remove without hooks when the model is not gone within `deleteTimeoutSeconds`. @default false */
@@ -55,6 +70,7 @@ export class Model extends pulumi.dynamic.Resource {
       substrate: args.substrate ?? "local",
       credential: args.credential,
       aws: args.aws,
+      vsphere: args.vsphere,
       adopt: args.adopt ?? false,
       forceDelete: args.forceDelete ?? false,
       deleteTimeoutSeconds: args.deleteTimeoutSeconds ?? 600,

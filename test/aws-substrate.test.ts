@@ -129,7 +129,7 @@ aws("removing a unit's machine terminates its instance; destroying the model ter
 
 aws("an aws model is refused without its settings or credential, with what to give", async (t) => {
   const noCred = await t.throwsAsync(client.createModel("bare", undefined, "aws", { aws: { region, imageId: "ami-0123456789abcdef0" } }));
-  t.regex(noCred?.message ?? "", /"credential" is required for a aws model: store one with steward add-credential/);
+  t.regex(noCred?.message ?? "", /"credential" is required for an aws model: store one with steward add-credential/);
   const badAmi = await t.throwsAsync(client.createModel("bare", undefined, "aws", { credential: "prod", aws: { region, imageId: "ubuntu" } }));
   t.regex(badAmi?.message ?? "", /"aws\.imageId" must be an id such as ami-/);
   const notAws = await t.throwsAsync(client.createModel("bare", undefined, "local", { aws: { region, imageId: "ami-0123456789abcdef0" } }));

@@ -117,8 +117,8 @@ test.serial("bad credential input is refused with what is wrong, and nothing is 
   await writeFile(f, JSON.stringify({ "access-key-id": "AKIA1", region: "eu-west-1" }));
   const r = await steward("add-credential", "bad", "--substrate", "aws", "--file", f);
   t.is(r.code, 1);
-  t.regex(r.stderr, /attributes\.secret-access-key" is required for a aws credential/);
-  t.regex(r.stderr, /attributes\.region" is not an attribute of a aws credential \(known: access-key-id, secret-access-key, session-token\)/);
+  t.regex(r.stderr, /attributes\.secret-access-key" is required for an aws credential/);
+  t.regex(r.stderr, /attributes\.region" is not an attribute of an aws credential \(known: access-key-id, secret-access-key, session-token\)/);
   const output = (r: CliResult): string => r.stdout + r.stderr;
   t.regex(output(await steward("add-credential", "bad", "--substrate", "aws")), /Give --file F or --from-env/);
   t.regex(output(await steward("add-credential", "bad", "--substrate", "gcp", "--file", f)), /--substrate.*aws.*vsphere.*ssh/s);

@@ -23,7 +23,8 @@ export default class AddMachineCommand extends ModelCommand {
 
       \`local\` starts an agent process on the controller's host with a directory of its own.
       \`manual\` only registers the machine and prints the agent credential once.
-      \`aws\` (in an aws model) launches an EC2 instance per machine; its agent enrols itself.
+      \`aws\` (in an aws model) launches an EC2 instance per machine, \`vsphere\` (in a vsphere model)
+      clones a VM from the model's template; their agents enrol themselves.
     `,
     examples: [
       ["Install an agent on a host, pinning its key", "$0 add-machine ssh:root@10.0.0.5 --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
@@ -34,8 +35,8 @@ export default class AddMachineCommand extends ModelCommand {
     ],
   });
 
-  targets = Option.Rest({ required: 1, name: "local|manual|aws|ssh:user@host" });
-  count = Option.String("-n", "1", { description: "How many machines (local, manual, aws)", validator: isWholeNumber(1) });
+  targets = Option.Rest({ required: 1, name: "local|manual|aws|vsphere|ssh:user@host" });
+  count = Option.String("-n", "1", { description: "How many machines (local, manual, aws, vsphere)", validator: isWholeNumber(1) });
   port = Option.String("--port", "22", { description: "SSH port", validator: isPort() });
   keyFile = Option.String("--key-file", { description: "Private key file for ssh: targets" });
   keyEnv = Option.String("--key-env", { description: "Name of an environment variable holding the private key" });
@@ -48,7 +49,7 @@ export default class AddMachineCommand extends ModelCommand {
 
   async run(): Promise<number> {
     const first = this.targets[0]!;
-    if (first === "local" || first === "manual" || first === "aws") {
+    if (first === "local" || first === "manual" || first === "aws" || first === "vsphere") {
       if (this.targets.length > 1) throw new UsageError(`give "${first}" alone (use -n for several machines)`);
       const n = this.count;
       const client = await this.connect();
@@ -56,7 +57,7 @@ export default class AddMachineCommand extends ModelCommand {
       for (const m of res.machines) this.out(m.credential ? `Created machine ${m.id}; its agent credential (shown once): ${m.credential}` : `Created machine ${m.id}.`);
       return 0;
     }
-    const specs = this.targets.map((t) => { if (!t.startsWith("ssh:")) throw new UsageError(`"${t}" is not local, manual, aws or ssh:user@host`); return parseSshTarget(t); });
+    const specs = this.targets.map((t) => { if (!t.startsWith("ssh:")) throw new UsageError(`"${t}" is not local, manual, aws, vsphere or ssh:user@host`); return parseSshTarget(t); });
     if (this.hostKey.length > 0 && this.hostKey.length !== specs.length) throw new UsageError(`give one --host-key per ssh: target (${specs.length}), or use --trust-on-first-use`);
     if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host keys are not pinned: pass --host-key SHA256:… for each host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it), or --trust-on-first-use to record what the hosts offer now");
     const privateKey = await this.readKey();

@@ -1,12 +1,13 @@
 import { Command, Option, UsageError } from "clipanion";
 import * as t from "typanion";
-import type { AwsModelSettings } from "../../api/core";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { AwsModelSettings, VsphereModelSettings } from "../../api/core";
 import { MODEL_SUBSTRATES } from "../../api/core";
-import { awsFlagsGiven, awsOption, awsSettings } from "../aws-options";
-import { ControllerCommand } from "../base-command";
+import { AwsOptionsCommand } from "../aws-options";
 import { DURATION_HELP, isDuration } from "../validators";
 
-export default class AddModelCommand extends ControllerCommand {
+export default class AddModelCommand extends AwsOptionsCommand {
   static override paths = [["add-model"]];
   static override usage = Command.Usage({
     category: "Models",
@@ -14,14 +15,17 @@ export default class AddModelCommand extends ControllerCommand {
     details: `
       A model holds applications, their units and the machines they run on. The new model becomes the current one for later commands.
 
-      Its substrate says where machines come from when units are placed without --to: \`local\` (the default) starts agents as processes on the controller's host; \`aws\` launches an EC2 instance per machine, which enrols its agent with cloud-init (no SSH); \`ssh\` and \`manual\` models use only machines added to them with add-machine (deploy and add-unit then need --to).
+      Its substrate says where machines come from when units are placed without --to: \`local\` (the default) starts agents as processes on the controller's host; \`aws\` launches an EC2 instance per machine and \`vsphere\` clones a VM from a template, each enrolling its agent with cloud-init (no SSH); \`ssh\` and \`manual\` models use only machines added to them with add-machine (deploy and add-unit then need --to).
 
       An aws model needs a stored credential (steward add-credential), a region and an image (any Linux AMI with cloud-init and curl); instances go to its subnets (or the region's zones) in turn.
+
+      A vsphere model needs a stored vsphere credential, vCenter's SDK URL, a datacenter and a template VM (Linux with cloud-init's VMware datasource and curl); its user data goes in through guestinfo.
     `,
     examples: [
       ["Create a model called demo", "$0 add-model demo"],
       ["A model of SSH hosts", "$0 add-model shop --substrate ssh"],
       ["A model on EC2, spread over three subnets", "$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --instance-type t3.small --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd"],
+      ["A model on vSphere", "$0 add-model estate --substrate vsphere --credential lab --vcenter https://vcenter.example.com/sdk --datacenter DC1 --template debian-12-template --vcenter-ca-file vcenter-ca.pem"],
       ["Run update-status every minute", "$0 add-model demo --update-status-interval 1m"],
     ],
   });
@@ -29,20 +33,20 @@ export default class AddModelCommand extends ControllerCommand {
   name = Option.String({ required: true, name: "name" });
   substrate = Option.String("--substrate", { description: `Where machines come from: ${MODEL_SUBSTRATES.join(", ")} (default local)`, validator: t.isEnum(MODEL_SUBSTRATES) });
   credential = Option.String("--credential", { description: "Stored credential its machines are made with (steward add-credential)" });
-  region = awsOption.region();
-  image = awsOption.image();
-  instanceType = awsOption.instanceType();
-  subnets = awsOption.subnets();
-  securityGroups = awsOption.securityGroups();
-  endpoint = awsOption.endpoint();
-  endpointCa = awsOption.endpointCa();
+  vcenter = Option.String("--vcenter", { description: "vsphere: vCenter's SDK URL, https://…/sdk" });
+  datacenter = Option.String("--datacenter", { description: "vsphere: the datacenter" });
+  template = Option.String("--template", { description: "vsphere: the template VM cloned for each machine" });
+  folder = Option.String("--folder", { description: "vsphere: the VM folder for its VMs (default: the datacenter's)" });
+  resourcePool = Option.String("--resource-pool", { description: "vsphere: a resource pool, cluster or host (default: the template's host)" });
+  vcenterCa = Option.String("--vcenter-ca-file", { description: "vsphere: the CA certificate (PEM) that signs vCenter's" });
   interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
-    const aws = await this.awsSettings();
+    const aws = await this.modelAwsSettings();
+    const vsphere = await this.vsphereSettings();
     const client = await this.connect();
     const config = this.interval !== undefined ? { updateStatusInterval: Math.round(this.interval / 1000) } : undefined;
-    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, aws });
+    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, aws, vsphere });
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;
     await this.saveConfig(cfg);
@@ -50,9 +54,23 @@ export default class AddModelCommand extends ControllerCommand {
     return 0;
   }
 
-  private async awsSettings(): Promise<Partial<AwsModelSettings> | undefined> {
-    if (this.substrate === "aws") return awsSettings(this.context, this);
-    if (awsFlagsGiven(this)) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group and --endpoint are for --substrate aws");
+  private async modelAwsSettings(): Promise<Partial<AwsModelSettings> | undefined> {
+    if (this.substrate === "aws") return this.awsSettings();
+    if (this.awsFlagsGiven()) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group and --endpoint are for --substrate aws");
     return undefined;
+  }
+
+  private async vsphereSettings(): Promise<VsphereModelSettings | undefined> {
+    const given = [this.vcenter, this.datacenter, this.template, this.folder, this.resourcePool, this.vcenterCa].some((v) => v !== undefined);
+    if (this.substrate !== "vsphere") {
+      if (given) throw new UsageError("--vcenter, --datacenter, --template, --folder, --resource-pool and --vcenter-ca-file are for --substrate vsphere");
+      return undefined;
+    }
+    if (!this.vcenter || !this.datacenter || !this.template) throw new UsageError("a vsphere model needs --vcenter (https://…/sdk), --datacenter and --template");
+    const caCert = this.vcenterCa ? await readFile(resolve(this.context.cwd, this.vcenterCa), "utf8").catch(() => { throw new UsageError(`cannot read ${this.vcenterCa}`); }) : undefined;
+    return {
+      url: this.vcenter, datacenter: this.datacenter, template: this.template,
+      ...(this.folder ? { folder: this.folder } : {}), ...(this.resourcePool ? { resourcePool: this.resourcePool } : {}), ...(caCert ? { caCert } : {}),
+    };
   }
 }

@@ -1,8 +1,7 @@
 import { Command, Option, UsageError } from "clipanion";
-import { ControllerCommand } from "../base-command";
-import { awsOption, awsSettings } from "../aws-options";
+import { AwsOptionsCommand } from "../aws-options";
 
-export default class SetReplicaCloudCommand extends ControllerCommand {
+export default class SetReplicaCloudCommand extends AwsOptionsCommand {
   static override paths = [["set-replica-cloud"]];
   static override usage = Command.Usage({
     category: "Controllers",
@@ -26,13 +25,6 @@ export default class SetReplicaCloudCommand extends ControllerCommand {
   substrate = Option.String({ required: false, name: "aws" });
   credential = Option.String("--credential", { description: "The stored credential to launch with (steward add-credential)" });
   clear = Option.Boolean("--clear", false, { description: "Launch no more replicas" });
-  region = awsOption.region();
-  image = awsOption.image();
-  instanceType = awsOption.instanceType();
-  subnets = awsOption.subnets();
-  securityGroups = awsOption.securityGroups();
-  endpoint = awsOption.endpoint();
-  endpointCa = awsOption.endpointCa();
 
   async run(): Promise<number> {
     const client = await this.connect();
@@ -43,7 +35,7 @@ export default class SetReplicaCloudCommand extends ControllerCommand {
     }
     if (this.substrate !== "aws") throw new UsageError(`give the cloud: aws (the only one so far), not ${this.substrate ?? "nothing"}`);
     if (!this.credential) throw new UsageError("--credential is needed: the stored credential to launch instances with");
-    const aws = await awsSettings(this.context, this);
+    const aws = await this.awsSettings();
     await client.setReplicaCloud({ substrate: "aws", credential: this.credential, aws });
     this.out(`Lost replicas are replaced by new ${aws.instanceType ?? "t3.small"} instances in ${aws.region} when no spare host is left.`);
     return 0;

@@ -1,5 +1,5 @@
 /**
- * Provisioning for cloud models (`aws`): the leader makes each live machine an instance, records
+ * Provisioning for cloud models (`aws`, `vsphere`): the leader makes each live machine an instance (clouds.ts), records
  * the instance's id, zone and state in the machine's status as the cloud reports it, terminates the
  * instance of a machine that is removed, and terminates instances it finds tagged for machines that
  * no longer exist (a forced removal deletes machines without waiting).
@@ -9,9 +9,10 @@
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
-import { aws } from "../../substrates";
 import { CoalescedRunner } from "../coalesced-runner";
-import type { CredentialOps, EnrolmentOps, InstanceRecord, MachineInstallDoc, ModelDoc, ModelIndex, StateCache, StateOps } from "../state";
+import type { CredentialOps, EnrolmentOps, InstanceRecord, MachineInstallDoc, ModelIndex, StateCache, StateOps } from "../state";
+import type { Cloud, CloudInstance } from "./clouds";
+import { clouds } from "./clouds";
 import { waitForAgentLogin } from "./wait-for-login";
 
 export interface CloudProvisionerOptions {
@@ -33,24 +34,23 @@ export interface CloudProvisionerOptions {
    * @default 900000
    */
   loginTimeoutMs?: number;
-  /** The EC2 broker (one per controller: it keeps a client per region and key). */
-  broker?: aws.AwsMachines;
 }
 
 
 export class CloudProvisioner {
-  private readonly broker: aws.AwsMachines;
+  private readonly clouds: ReturnType<typeof clouds>;
   private readonly runner: CoalescedRunner;
   private readonly timer: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private readonly launching = new Set<string>();
   /** Placements of models seen, to clean up after a model removed by force. */
-  private readonly seen = new Map<string, aws.AwsPlacement>();
+  private readonly seen = new Map<string, { cloud: Cloud; placement: unknown }>();
   private signature = "";
+  private sweptAt = 0;
   private stopped = false;
 
   constructor(private readonly o: CloudProvisionerOptions) {
-    this.broker = o.broker ?? new aws.AwsMachines();
+    this.clouds = clouds(o.credentials);
     this.runner = new CoalescedRunner(() => this.reconcile(), (err) => o.log.error("cloud provisioning failed", { err }));
     this.unsubscribe = o.cache.subscribe(() => { if (this.machinesSignature() !== this.signature) this.runner.kick(); });
     this.timer = setInterval(() => this.runner.kick(), o.pollIntervalMs ?? 10_000);
@@ -59,7 +59,7 @@ export class CloudProvisioner {
   }
 
   private cloudModels(): ModelIndex[] {
-    return [...this.o.cache.models.values()].filter((idx) => idx.model?.substrate === "aws");
+    return [...this.o.cache.models.values()].filter((idx) => idx.model?.substrate !== undefined && this.clouds[idx.model.substrate] !== undefined);
   }
 
   private machinesSignature(): string {
@@ -70,6 +70,10 @@ export class CloudProvisioner {
 
   private async reconcile(): Promise<void> {
     this.signature = this.machinesSignature();
+    if (Date.now() - this.sweptAt > 60_000) {
+      this.sweptAt = Date.now();
+      await this.o.enrolments.sweepExpired().catch((err: unknown) => this.o.log.warn("could not delete expired enrolment tokens", { err }));
+    }
     const live = new Set<string>();
     for (const idx of this.cloudModels()) {
       if (this.stopped) return;
@@ -77,35 +81,29 @@ export class CloudProvisioner {
       await this.reconcileModel(idx).catch((err: unknown) => this.o.log.warn("cloud model reconcile failed", { model: idx.model?.name, err: (err as Error).message }));
     }
     // Models removed by force took their machines' records at once: their instances go now.
-    for (const [uuid, placement] of this.seen) {
+    for (const [uuid, { cloud, placement }] of this.seen) {
       if (live.has(uuid) || this.stopped) continue;
-      const left = await this.broker.instances(placement, uuid, aws.LIVE_STATES).catch(() => undefined);
+      const left = (await cloud.instances(placement, uuid).catch(() => undefined))?.filter((i) => !cloud.gone(i.state));
       if (!left) continue;
-      for (const i of left) if (i.machine) await this.broker.stopMachine({ model: uuid, machine: i.machine, placement }).catch(() => undefined);
+      for (const i of left) if (i.machine) await cloud.broker.stopMachine({ model: uuid, machine: i.machine, placement }).catch(() => undefined);
       this.o.log.info("terminated the instances of a removed model", { model: uuid, instances: left.map((i) => i.id).join(",") });
       this.seen.delete(uuid);
     }
   }
 
-  private async placementOf(model: ModelDoc): Promise<aws.AwsPlacement> {
-    if (!model.aws || !model.credential) throw new StewardError("invalid-request", `model ${model.name} has no aws settings or credential`);
-    const c = await this.o.credentials.open(model.credential, "aws");
-    const controllerUuid = this.o.cache.controller?.uuid ?? "";
-    return { settings: model.aws, controllerUuid, credentials: { accessKeyId: c["access-key-id"]!, secretAccessKey: c["secret-access-key"]!, ...(c["session-token"] ? { sessionToken: c["session-token"] } : {}) } };
-  }
-
   private async reconcileModel(idx: ModelIndex): Promise<void> {
-    const placement = await this.placementOf(idx.model!);
-    this.seen.set(idx.uuid, placement);
-    const newest = new Map<string, aws.MachineInstance>();
-    const instances = await this.broker.instances(placement, idx.uuid);
+    const cloud = this.clouds[idx.model!.substrate!]!;
+    const placement = await cloud.placementOf(idx.model!, this.o.cache.controller?.uuid ?? "");
+    this.seen.set(idx.uuid, { cloud, placement });
+    const newest = new Map<string, CloudInstance>();
+    const instances = await cloud.instances(placement, idx.uuid);
     for (const i of instances) if (i.machine !== undefined && !newest.has(i.machine)) newest.set(i.machine, i);
     for (const m of [...idx.machines.values()]) {
       if (this.stopped) return;
       const inst = newest.get(m.id);
       const install = idx.machineInstall.get(m.id);
       if (m.life !== "alive") {
-        if (inst && !aws.GONE_STATES.has(inst.state)) await this.broker.stopMachine({ model: idx.uuid, machine: m.id, placement });
+        if (inst && !cloud.gone(inst.state)) await cloud.broker.stopMachine({ model: idx.uuid, machine: m.id, placement });
         await this.o.ops.finishMachine(idx.uuid, m.id);
         this.o.log.info("removed cloud machine", { model: idx.model?.name, machine: m.id, instance: inst?.id });
         continue;
@@ -115,25 +113,25 @@ export class CloudProvisioner {
       // Launched once: a machine whose instance failed or vanished is reported, not relaunched. One
       // left "launching" with no instance was interrupted before EC2 was asked (a leader change).
       const interrupted = install?.state === "installing" && !install.instance;
-      if (!inst && (!install || interrupted) && !this.launching.has(key)) this.launch(idx, m.id, placement, key);
+      if (!inst && (!install || interrupted) && !this.launching.has(key)) this.launch(idx, m.id, cloud, placement, key);
     }
     // Instances of machines that no longer exist (removed by force).
     for (const i of instances) {
-      if (i.machine !== undefined && !idx.machines.has(i.machine) && !aws.GONE_STATES.has(i.state)) {
-        await this.broker.stopMachine({ model: idx.uuid, machine: i.machine, placement });
+      if (i.machine !== undefined && !idx.machines.has(i.machine) && !cloud.gone(i.state)) {
+        await cloud.broker.stopMachine({ model: idx.uuid, machine: i.machine, placement });
         this.o.log.info("terminated an instance whose machine is gone", { model: idx.model?.name, machine: i.machine, instance: i.id });
       }
     }
   }
 
-  private launch(idx: ModelIndex, machine: string, placement: aws.AwsPlacement, key: string): void {
+  private launch(idx: ModelIndex, machine: string, cloud: Cloud, placement: unknown, key: string): void {
     const { uuid } = idx;
     const log = this.o.log.child({ model: idx.model?.name, machine });
     this.launching.add(key);
     void (async () => {
       await this.record(uuid, machine, { state: "installing", step: "launching an instance" });
       try {
-        const res = await this.broker.startMachine({
+        const res = await cloud.broker.startMachine({
           model: uuid, machine, placement,
           controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
           issueCredential: () => this.o.ops.issueMachineCredential(uuid, machine),
@@ -165,14 +163,14 @@ export class CloudProvisioner {
     this.runner.stop();
     this.unsubscribe();
     clearInterval(this.timer);
-    this.broker.close();
+    for (const c of Object.values(this.clouds)) c.close();
   }
 }
 
-function recordOf(i: aws.MachineInstance): InstanceRecord {
+function recordOf(i: CloudInstance): InstanceRecord {
   return { id: i.id, state: i.state, ...(i.zone ? { zone: i.zone } : {}), ...(i.address ? { address: i.address } : {}) };
 }
 
-function sameInstance(a: InstanceRecord | undefined, b: aws.MachineInstance): boolean {
+function sameInstance(a: InstanceRecord | undefined, b: CloudInstance): boolean {
   return !!a && a.id === b.id && a.state === b.state && a.zone === b.zone && a.address === b.address;
 }

@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { AgentStatus, AwsModelSettings, CredentialSubstrate, Life, ModelSubstrate, OperatorMeta, StatusInfo, WorkloadStatus } from "../../api";
+import type { AgentStatus, AwsModelSettings, CredentialSubstrate, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -27,6 +27,8 @@ export interface ModelDoc {
   credential?: string;
   /** Where and what its instances are (aws models). */
   aws?: AwsModelSettings;
+  /** Where its VMs come from (vsphere models). */
+  vsphere?: VsphereModelSettings;
 }
 /**
  * A credential for a substrate: its attributes sealed (security/sealing.ts), never in plain text;

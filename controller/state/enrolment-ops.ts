@@ -87,6 +87,14 @@ export class EnrolmentOps extends StoreTxns {
     return res.sealed;
   }
 
+  /** Deletes tokens that expired unused (an instance that never came up); returns how many. */
+  async sweepExpired(): Promise<number> {
+    const now = this.now().getTime();
+    const expired = (await this.readAll<EnrolmentDoc>(keys.enrolmentsPrefix)).filter((e) => e.doc.expiresAt < now);
+    for (const e of expired) await this.store.txn({ compare: [unchanged(e.key, e.rev)], success: [{ type: "delete", key: e.key }] });
+    return expired.length;
+  }
+
   /** Uses the token up and issues the machine's agent credential, in one transaction. */
   async redeem(token: string): Promise<{ model: string; machine: string; credential: string }> {
     const key = keys.enrolment(hashCredential(token));

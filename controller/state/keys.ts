@@ -46,6 +46,7 @@ export const keys = {
   credentialsPrefix: "/credentials/",
   /** One-time enrolment tokens of cloud machines, by the token's SHA-256 (not cached). */
   enrolment: (tokenHash: string) => `/enrolments/${tokenHash}`,
+  enrolmentsPrefix: "/enrolments/",
 };
 
 /** Prefixes the state cache follows. */

@@ -4,7 +4,7 @@
  * overwritten; a refused operation writes nothing.
  */
 import { randomUUID } from "node:crypto";
-import type { AwsModelSettings, Bundle, OperatorMeta, UnitStatusReport } from "../../api";
+import type { AwsModelSettings, Bundle, VsphereModelSettings, OperatorMeta, UnitStatusReport } from "../../api";
 import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
@@ -92,10 +92,10 @@ export class StateOps extends StoreTxns {
 
   // --- models ---
 
-  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined } = {}): Promise<ModelDoc & { revision: number }> {
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined; vsphere?: VsphereModelSettings | undefined } = {}): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
-    const { credential, aws } = cloud;
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}) };
+    const { credential, aws, vsphere } = cloud;
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}), ...(vsphere ? { vsphere } : {}) };
     return this.retry(`create model ${name}`, async () => {
       if (await this.store.get(keys.modelName(name))) throw alreadyExists("model", name);
       const uses = credential ? await this.useCredential(credential, substrate, uuid) : undefined;
@@ -494,7 +494,7 @@ export class StateOps extends StoreTxns {
     return this.retry("add machines", async () => {
       const m = await this.aliveModel(uuid);
       const modelSubstrate = m.doc.substrate ?? "local";
-      if (substrate === "aws" && modelSubstrate !== "aws") throw invalidRequest(`aws machines go only in aws models; this model's substrate is ${modelSubstrate}`, { field: "substrate" });
+      if ((substrate === "aws" || substrate === "vsphere") && modelSubstrate !== substrate) throw invalidRequest(`${substrate} machines go only in ${substrate} models; this model's substrate is ${modelSubstrate}`, { field: "substrate" });
       const seq = await this.store.get(keys.machineSeq(uuid));
       let next = Number(seq?.value ?? "0");
       const ops: Op[] = [];

@@ -1,6 +1,6 @@
 /** The Model resource: a model on a controller, with its settings; adopted by name when asked. */
-import type { AwsModelSettings, ModelSubstrate } from "../../api";
-import { AwsModelSettingsSchema, MODEL_SUBSTRATES, describeIssues } from "../../api";
+import type { AwsModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api";
+import { AwsModelSettingsSchema, CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, VsphereModelSettingsSchema, describeIssues, withArticle } from "../../api";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
 import { changed, clientFor, isConflict, isNotFound, until } from "./session";
@@ -12,9 +12,10 @@ export interface ModelInputs {
   config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean };
   /** Where machines for units placed without `to` come from; fixed for the model's life. */
   substrate: ModelSubstrate;
-  /** aws models: the stored credential (steward add-credential) and where instances go. Fixed for the model's life. */
+  /** Cloud models: the stored credential (steward add-credential) and where instances go. Fixed for the model's life. */
   credential?: string;
   aws?: AwsModelSettings;
+  vsphere?: VsphereModelSettings;
   adopt: boolean;
   /** On delete, force removal (no stop hooks) when the model is not gone within `deleteTimeoutSeconds`. */
   forceDelete: boolean;
@@ -30,16 +31,16 @@ export const modelProvider = {
     f.connection(news.connection);
     f.name("name", news.name, "model name");
     f.oneOf("substrate", news.substrate, MODEL_SUBSTRATES);
-    if (news.substrate === "aws") {
-      if (!news.credential) f.add("credential", "required for an aws model: the name of a credential stored with steward add-credential");
-      if (!news.aws) f.add("aws", "required for an aws model: at least region and imageId");
-      else if (!isUnknown(news.aws)) {
-        const parsed = AwsModelSettingsSchema.safeParse(news.aws);
-        if (!parsed.success) f.add("aws", describeIssues(parsed.error.issues));
-      }
-    } else {
-      if (news.credential) f.add("credential", `only for aws models, not ${news.substrate}`);
-      if (news.aws) f.add("aws", `only for aws models, not ${news.substrate}`);
+    if (CREDENTIALED_SUBSTRATES.includes(news.substrate)) {
+      if (!news.credential) f.add("credential", `required for ${withArticle(news.substrate)} model: the name of a credential stored with steward add-credential`);
+    } else if (news.credential) f.add("credential", `only for cloud models, not ${news.substrate}`);
+    for (const [cloud, schema, least] of [["aws", AwsModelSettingsSchema, "region and imageId"], ["vsphere", VsphereModelSettingsSchema, "url, datacenter and template"]] as const) {
+      const settings = news[cloud];
+      if (news.substrate !== cloud) { if (settings) f.add(cloud, `only for ${cloud} models, not ${news.substrate}`); continue; }
+      if (!settings) { f.add(cloud, `required for ${withArticle(cloud)} model: at least ${least}`); continue; }
+      if (isUnknown(settings)) continue;
+      const parsed = schema.safeParse(settings);
+      if (!parsed.success) f.add(cloud, describeIssues(parsed.error.issues));
     }
     f.unknownKeys("config", news.config, MODEL_SETTINGS);
     f.wholeNumber("config.updateStatusInterval", news.config?.updateStatusInterval, 1, 3600);
@@ -51,7 +52,7 @@ export const modelProvider = {
   async diff(_id: string, olds: ModelOutputs, news: ModelInputs) {
     // A model keeps its substrate for life (its machines came from it): another one is another model.
     const replaces = [...(olds.name !== news.name ? ["name"] : []), ...((olds.substrate ?? "local") !== news.substrate ? ["substrate"] : []),
-      ...(olds.credential !== news.credential ? ["credential"] : []), ...(!sameValue(olds.aws, news.aws) ? ["aws"] : [])];
+      ...(olds.credential !== news.credential ? ["credential"] : []), ...(!sameValue(olds.aws, news.aws) ? ["aws"] : []), ...(!sameValue(olds.vsphere, news.vsphere) ? ["vsphere"] : [])];
     const changes = replaces.length > 0 || !sameValue(olds.config, news.config) || !sameValue(olds.connection, news.connection)
       || olds.forceDelete !== news.forceDelete || olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds || olds.adopt !== news.adopt;
     return { changes, replaces, deleteBeforeReplace: true };
@@ -61,7 +62,7 @@ export const modelProvider = {
     const client = clientFor(inputs.connection);
     let uuid: string;
     try {
-      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate, { credential: inputs.credential, aws: inputs.aws })).uuid;
+      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate, { credential: inputs.credential, aws: inputs.aws, vsphere: inputs.vsphere })).uuid;
     } catch (e) {
       if (!isConflict(e)) throw e;
       if (!inputs.adopt) throw new Error(`model "${inputs.name}" already exists on the controller: set adopt: true to take it over, or choose another name`);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run before the tests (npm's pretest): installs what the SSH test hosts need when it is missing.
+# Run before the tests (npm's pretest): installs what the SSH test hosts need when it is missing,
+# and builds VMware's vSphere simulator (vcsim) from Debian's sources for the vsphere tests.
 # Needs root (CI and developer machines of our kind are root); without it, the SSH tests say why
 # they cannot run.
 set -euo pipefail
@@ -8,6 +9,8 @@ need=()
 command -v etcd >/dev/null || need+=(etcd-server etcd-client)
 command -v sudo >/dev/null || need+=(sudo)
 command -v ip >/dev/null || need+=(iproute2)
+# vcsim: about 1.5 minutes the first time (apt and an offline Go build), nothing after.
+if [ "$(id -u)" = 0 ] && [ ! -x /usr/local/bin/vcsim ]; then bash "$(dirname "$0")/vcsim/build.sh" >&2; fi
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
   echo "setup-host: not root, cannot install ${need[*]}; the SSH tests will not run" >&2

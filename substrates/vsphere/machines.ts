@@ -1,0 +1,300 @@
+/**
+ * The vSphere substrate's machines: one VM per machine, cloned from a template (any Linux image
+ * with cloud-init, whose VMware datasource reads `guestinfo.*`, and curl), given the same user data
+ * as an EC2 instance (../cloud-init.ts) in `guestinfo.userdata` (`gzip+base64`), and powered on:
+ * cloud-init enrols its agent with a one-time token, no SSH needed. Removing a machine powers its VM
+ * off and destroys it.
+ *
+ * Finding a machine's VM again (after a restart, a change of leader): every VM is named
+ * `steward-<controller uuid, first 8>-<model uuid, first 8>-<machine>` and carries the full
+ * identities in its extraConfig ({@link EXTRA_CONFIG}: `guestinfo.steward.controller`, `.model`,
+ * `.machine`). VMs are looked for anywhere in the datacenter: by name prefix first (cheap: one
+ * property of every VM), then confirmed by those keys, so a VM of another controller or a
+ * look-alike name is never touched.
+ *
+ * Settings (inventory paths are relative to the datacenter's `vm` or `host` folder, or absolute
+ * when they start with `/`):
+ * - `datacenter`: its inventory path (`DC0`, `dcs/DC0`);
+ * - `template`: the VM or template to clone, a path under `<datacenter>/vm` or else a name
+ *   searched for in the whole datacenter;
+ * - `folder`: where the VMs go (default: the datacenter's `vm` folder);
+ * - `resourcePool`: a pool under `<datacenter>/host` (`cluster/Resources`, or a cluster or host,
+ *   meaning its root pool); default: the template's pool, or its host's root pool for a template.
+ */
+import { gzipSync } from "node:zlib";
+import type { MachineBroker, MachineSpec, MachineTarget, Progress, StartedMachine } from "../brokers";
+import { enrolmentUserData } from "../cloud-init";
+import type { ObjectContent, VsphereConnectionOptions } from "./soap";
+import { MoRef, VimClient, isFault, moRefOf, optionValues, xsdString } from "./soap";
+
+export interface VsphereSettings {
+  /** The SDK endpoint: `https://vcenter.example.com/sdk`. */
+  url: string;
+  datacenter: string;
+  template: string;
+  folder?: string;
+  resourcePool?: string;
+  /** The CA that signs vCenter's certificate (PEM), trusted instead of the system's. */
+  caCert?: string;
+  /** Accept any certificate: for a self-signed test simulator only. */
+  insecure?: boolean;
+}
+
+export interface VsphereCredentials { user: string; password: string }
+
+/** Where VMs go: the vCenter and its settings, the credential, and the controller they belong to. */
+export interface VspherePlacement {
+  settings: VsphereSettings;
+  credentials: VsphereCredentials;
+  controllerUuid: string;
+}
+
+/** The extraConfig keys Steward sets on its VMs. */
+export const EXTRA_CONFIG = {
+  controller: "guestinfo.steward.controller",
+  model: "guestinfo.steward.model",
+  machine: "guestinfo.steward.machine",
+  /** cloud-init's VMware datasource: user data and its encoding, metadata (instance-id, hostname) and its encoding. */
+  userData: "guestinfo.userdata",
+  userDataEncoding: "guestinfo.userdata.encoding",
+  metadata: "guestinfo.metadata",
+  metadataEncoding: "guestinfo.metadata.encoding",
+} as const;
+
+/** A machine's VM as Steward records it. */
+export interface VsphereVm {
+  /** The VM's managed object id (`vm-42`). */
+  id: string;
+  name: string;
+  machine?: string;
+  /** `poweredOn`, `poweredOff` or `suspended`. */
+  state: string;
+  /** The guest's address, as VMware Tools reports it. */
+  address?: string;
+}
+
+/** The VM name of a machine. */
+export function vmName(controllerUuid: string, model: string, machine: string): string {
+  return `${namePrefix(controllerUuid, model)}${machine}`;
+}
+const namePrefix = (controllerUuid: string, model?: string): string => `steward-${controllerUuid.slice(0, 8)}-${model === undefined ? "" : `${model.slice(0, 8)}-`}`;
+
+interface Datacenter { ref: MoRef; path: string; vmFolder: MoRef; hostFolder: MoRef }
+interface CloneSource { template: MoRef; folder: MoRef; pool: MoRef }
+
+export class VsphereMachines implements MachineBroker<VspherePlacement> {
+  private readonly clients = new Map<string, VimClient>();
+  /** Per client, by the datacenter's path. */
+  private readonly datacenters = new Map<VimClient, Map<string, Promise<Datacenter>>>();
+
+  async startMachine(spec: MachineSpec<VspherePlacement>, opts: { progress?: Progress; signal?: AbortSignal } = {}): Promise<StartedMachine> {
+    const p = spec.placement;
+    const vc = this.client(p);
+    const dc = await this.datacenter(p);
+    const name = vmName(p.controllerUuid, spec.model, spec.machine);
+    const existing = await this.machineVm(p, dc, spec.model, spec.machine);
+    if (existing) return this.resume(vc, spec, existing, opts);
+    if (!spec.issueEnrolment) throw new Error("vsphere machines enrol themselves: the spec needs issueEnrolment");
+    const source = await this.cloneSource(p, dc);
+    opts.signal?.throwIfAborted();
+    const token = await spec.issueEnrolment();
+    const userData = enrolmentUserData({ model: spec.model, machine: spec.machine, controller: spec.controller, token });
+    const metadata = gzipSync(Buffer.from(JSON.stringify({ "instance-id": name, "local-hostname": name })));
+    const extraConfig = Object.entries({
+      [EXTRA_CONFIG.controller]: p.controllerUuid, [EXTRA_CONFIG.model]: spec.model, [EXTRA_CONFIG.machine]: spec.machine,
+      [EXTRA_CONFIG.userData]: userData.toString("base64"), [EXTRA_CONFIG.userDataEncoding]: "gzip+base64",
+      [EXTRA_CONFIG.metadata]: metadata.toString("base64"), [EXTRA_CONFIG.metadataEncoding]: "gzip+base64",
+    }).map(([key, value]) => ({ key, value: xsdString(value) }));
+    opts.progress?.(`cloning ${p.settings.template} to VM ${name}`);
+    let vm: MoRef | undefined;
+    try {
+      vm = moRefOf(await vc.runTask("CloneVM_Task", source.template, {
+        folder: source.folder, name,
+        // VirtualMachineCloneSpec, in the WSDL's order: location, template, config, powerOn.
+        spec: { location: { pool: source.pool }, template: false, config: { extraConfig }, powerOn: false },
+      }, { ...(opts.signal ? { signal: opts.signal } : {}) }));
+    } catch (err) {
+      // Another start of this machine cloned it first (vCenter keeps names unique in a folder).
+      if (!isFault(err, "DuplicateName")) throw err;
+      const other = await this.machineVm(p, dc, spec.model, spec.machine);
+      if (!other) throw err;
+      return this.resume(vc, spec, other, opts);
+    }
+    if (!vm) throw new Error(`vSphere cloned ${name} but named no VM`);
+    opts.progress?.(`VM ${vm.value} cloned; powering it on`);
+    await vc.runTask("PowerOnVM_Task", vm, {}, { ...(opts.signal ? { signal: opts.signal } : {}) });
+    opts.progress?.(`VM ${vm.value} powered on; waiting for its agent to enrol`);
+    await spec.waitForLogin?.();
+    return { instanceId: vm.value, changed: true };
+  }
+
+  /** A machine's VM that exists already: powered on if it is not, then its agent awaited. */
+  private async resume(vc: VimClient, spec: MachineSpec<VspherePlacement>, vm: VsphereVm, opts: { progress?: Progress; signal?: AbortSignal }): Promise<StartedMachine> {
+    let changed = false;
+    if (vm.state !== "poweredOn") {
+      // Powered off by hand, or a start interrupted between clone and power-on: its user data still
+      // enrols it while its token lasts (a guest that ran cloud-init before just starts its agent).
+      opts.progress?.(`VM ${vm.id} is ${vm.state}; powering it on`);
+      await vc.runTask("PowerOnVM_Task", new MoRef("VirtualMachine", vm.id), {}, { ...(opts.signal ? { signal: opts.signal } : {}) }).catch((err: unknown) => {
+        if (!isFault(err, "InvalidPowerState")) throw err; // powered on meanwhile
+      });
+      changed = true;
+    } else opts.progress?.(`VM ${vm.id} is poweredOn`);
+    await spec.waitForLogin?.();
+    return { instanceId: vm.id, changed };
+  }
+
+  /** Powers the machine's VMs off and destroys them (a machine already gone is fine). */
+  async stopMachine(target: MachineTarget<VspherePlacement>, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    const p = target.placement;
+    const vc = this.client(p);
+    const dc = await this.datacenter(p);
+    const taskOpts = opts.signal ? { signal: opts.signal } : {};
+    for (const vm of await this.vms(p, dc, target.model, target.machine)) {
+      const ref = new MoRef("VirtualMachine", vm.id);
+      try {
+        if (vm.state !== "poweredOff") {
+          await vc.runTask("PowerOffVM_Task", ref, {}, taskOpts).catch((err: unknown) => {
+            if (!isFault(err, "InvalidPowerState")) throw err; // already off
+          });
+        }
+        await vc.runTask("Destroy_Task", ref, {}, taskOpts);
+      } catch (err) {
+        if (!isFault(err, "ManagedObjectNotFound")) throw err; // destroyed meanwhile
+      }
+    }
+  }
+
+  /** The model's VMs (of this controller), newest first. */
+  async instances(p: VspherePlacement, model: string): Promise<VsphereVm[]> {
+    return this.vms(p, await this.datacenter(p), model);
+  }
+
+  close(): void {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+    this.datacenters.clear();
+  }
+
+  // ---- finding things ----
+
+  /** One client per endpoint and credential (it keeps a session and a connection pool). */
+  private client(p: VspherePlacement): VimClient {
+    const o: VsphereConnectionOptions = {
+      url: p.settings.url, user: p.credentials.user, password: p.credentials.password,
+      ...(p.settings.caCert ? { caCert: p.settings.caCert } : {}), ...(p.settings.insecure ? { insecure: true } : {}),
+    };
+    const key = VimClient.keyOf(o);
+    let c = this.clients.get(key);
+    if (!c) {
+      c = new VimClient(o);
+      this.clients.set(key, c);
+    }
+    return c;
+  }
+
+  private datacenter(p: VspherePlacement): Promise<Datacenter> {
+    const vc = this.client(p);
+    const key = p.settings.datacenter;
+    let known = this.datacenters.get(vc);
+    if (!known) this.datacenters.set(vc, (known = new Map()));
+    const cache = known;
+    let d = cache.get(key);
+    if (!d) {
+      d = (async () => {
+        const path = p.settings.datacenter.replace(/^\/+|\/+$/g, "");
+        const ref = await vc.findByInventoryPath(path);
+        if (!ref || ref.type !== "Datacenter") throw new Error(`vSphere datacenter ${JSON.stringify(p.settings.datacenter)} not found at ${vc.url}${ref ? ` (that path is a ${ref.type})` : ""}`);
+        const props = await vc.propertiesOf(ref, ["vmFolder", "hostFolder"]);
+        const vmFolder = moRefOf(props?.get("vmFolder")), hostFolder = moRefOf(props?.get("hostFolder"));
+        if (!vmFolder || !hostFolder) throw new Error(`vSphere datacenter ${path} has no vm or host folder`);
+        return { ref, path, vmFolder, hostFolder };
+      })();
+      d.catch(() => cache.delete(key));
+      cache.set(key, d);
+    }
+    return d;
+  }
+
+  /** An inventory path under the datacenter's `vm` or `host` folder (or absolute, with a leading `/`). */
+  private pathIn(dc: Datacenter, under: "vm" | "host", path: string): string {
+    return path.startsWith("/") ? path.replace(/^\/+/, "") : `${dc.path}/${under}/${path.replace(/\/+$/, "")}`;
+  }
+
+  /** What a clone needs: the template, the folder and the resource pool, each checked. */
+  private async cloneSource(p: VspherePlacement, dc: Datacenter): Promise<CloneSource> {
+    const vc = this.client(p);
+    const s = p.settings;
+    let template = await vc.findByInventoryPath(this.pathIn(dc, "vm", s.template));
+    if (!template && !s.template.includes("/")) {
+      const named = (await vc.propertiesUnder(dc.ref, "VirtualMachine", ["name"])).filter((o) => o.props.get("name")?.text === s.template);
+      if (named.length > 1) throw new Error(`vSphere template ${JSON.stringify(s.template)} is ambiguous in datacenter ${dc.path}: ${named.length} VMs have that name; give its path under ${dc.path}/vm`);
+      template = named[0]?.obj;
+    }
+    if (!template || template.type !== "VirtualMachine") {
+      throw new Error(`vSphere template ${JSON.stringify(s.template)} not found in datacenter ${dc.path} (looked for ${this.pathIn(dc, "vm", s.template)}${s.template.includes("/") ? "" : " and a VM of that name"})`);
+    }
+    let folder = dc.vmFolder;
+    if (s.folder) {
+      const f = await vc.findByInventoryPath(this.pathIn(dc, "vm", s.folder));
+      if (!f || f.type !== "Folder") throw new Error(`vSphere folder ${JSON.stringify(s.folder)} not found in datacenter ${dc.path} (looked for ${this.pathIn(dc, "vm", s.folder)})`);
+      folder = f;
+    }
+    let pool: MoRef | undefined;
+    if (s.resourcePool) {
+      const r = await vc.findByInventoryPath(this.pathIn(dc, "host", s.resourcePool));
+      pool = r?.type === "ResourcePool" ? r : r && /ComputeResource$/.test(r.type) ? moRefOf((await vc.propertiesOf(r, ["resourcePool"]))?.get("resourcePool")) : undefined;
+      if (!pool) throw new Error(`vSphere resource pool ${JSON.stringify(s.resourcePool)} not found in datacenter ${dc.path} (looked for ${this.pathIn(dc, "host", s.resourcePool)}${r ? `, a ${r.type}` : ""})`);
+    } else {
+      // A VM has a pool; a template has none: its host's cluster (or standalone host) has.
+      const t = await vc.propertiesOf(template, ["resourcePool", "runtime.host"]);
+      pool = moRefOf(t?.get("resourcePool"));
+      const host = moRefOf(t?.get("runtime.host"));
+      if (!pool && host) {
+        const compute = moRefOf((await vc.propertiesOf(host, ["parent"]))?.get("parent"));
+        if (compute) pool = moRefOf((await vc.propertiesOf(compute, ["resourcePool"]))?.get("resourcePool"));
+      }
+      if (!pool) throw new Error(`vSphere template ${s.template} has no resource pool or host to clone into: give settings.resourcePool`);
+    }
+    return { template, folder, pool };
+  }
+
+  /** The machine's VM (powered on ones first), if any. */
+  private async machineVm(p: VspherePlacement, dc: Datacenter, model: string, machine: string): Promise<VsphereVm | undefined> {
+    const vms = await this.vms(p, dc, model, machine);
+    return vms.find((v) => v.state === "poweredOn") ?? vms[0];
+  }
+
+  /** This controller's VMs for the model (and machine), confirmed by their extraConfig keys, newest first. */
+  private async vms(p: VspherePlacement, dc: Datacenter, model: string, machine?: string): Promise<VsphereVm[]> {
+    const vc = this.client(p);
+    const prefix = machine === undefined ? namePrefix(p.controllerUuid, model) : vmName(p.controllerUuid, model, machine);
+    const named = (await vc.propertiesUnder(dc.ref, "VirtualMachine", ["name"])).filter((o) => {
+      const n = o.props.get("name")?.text ?? "";
+      return machine === undefined ? n.startsWith(prefix) : n === prefix;
+    });
+    let found: ObjectContent[] = [];
+    try {
+      found = await vc.properties(named.map((o) => o.obj), ["name", "config.extraConfig", "runtime.powerState", "guest.ipAddress"]);
+    } catch (err) {
+      if (!isFault(err, "ManagedObjectNotFound")) throw err;
+      // One was destroyed between the two reads: read them one by one.
+      for (const o of named) {
+        const props = await vc.propertiesOf(o.obj, ["name", "config.extraConfig", "runtime.powerState", "guest.ipAddress"]);
+        if (props) found.push({ obj: o.obj, props });
+      }
+    }
+    const out: VsphereVm[] = [];
+    for (const o of found) {
+      const config = optionValues(o.props.get("config.extraConfig"));
+      if (config.get(EXTRA_CONFIG.controller) !== p.controllerUuid || config.get(EXTRA_CONFIG.model) !== model) continue;
+      const m = config.get(EXTRA_CONFIG.machine);
+      if (machine !== undefined && m !== machine) continue;
+      const address = o.props.get("guest.ipAddress")?.text;
+      out.push({ id: o.obj.value, name: o.props.get("name")?.text ?? "", ...(m !== undefined ? { machine: m } : {}), state: o.props.get("runtime.powerState")?.text ?? "unknown", ...(address ? { address } : {}) });
+    }
+    // Managed object ids grow as objects are made: the highest is the newest.
+    const n = (id: string): number => Number(/(\d+)$/.exec(id)?.[1] ?? 0);
+    return out.sort((a, b) => n(b.id) - n(a.id));
+  }
+}

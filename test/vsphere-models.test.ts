@@ -1,0 +1,88 @@
+/**
+ * vsphere models end to end: a real controller clones a VM per machine from a template on VMware's
+ * own simulator (vcsim, built from Debian's govmomi sources), handing cloud-init the enrolment user
+ * data through guestinfo; the harness's guest bridge (the FAKE part: vcsim has no real guests)
+ * boots a test host per powered-on VM, runs that user data and reports the host's address as
+ * VMware Tools would. The agents enrol and run units; removing a machine destroys its VM.
+ */
+import test from "ava";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { MachineInfo } from "../api";
+import { ControllerClient, readOperatorDir, silentLogger } from "../api";
+import { Controller, initControllerDir } from "../controller";
+import { operatorsDir } from "./harness/controller";
+import { eventually } from "./harness/eventually";
+import { TestLab } from "./harness/hosts";
+import type { Vcsim } from "./harness/vcsim";
+import { startVcsim, vcsimAvailable } from "./harness/vcsim";
+
+const root = process.getuid?.() === 0;
+const run = root ? test.serial : test.skip; // namespaces need root
+let lab: TestLab;
+let vc: Vcsim;
+let controller: Controller;
+let client: ControllerClient;
+let dir: string;
+
+test.before(async () => {
+  if (!root) return;
+  if (!vcsimAvailable()) throw new Error("vcsim is not installed: run test/harness/vcsim/build.sh (npm test's pretest does)");
+  lab = await TestLab.create(0);
+  vc = await startVcsim(lab);
+  dir = await mkdtemp(join(tmpdir(), "steward-vsphere-"));
+  const init = await initControllerDir({ dataDir: dir, name: "vs", listen: { host: `${lab.subnet}.1`, port: 0 } });
+  controller = await Controller.start({ dataDir: dir, log: silentLogger, cloudPollIntervalMs: 500 });
+  client = new ControllerClient({ addresses: controller.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  await client.putCredential("lab", "vsphere", { user: vc.user, password: vc.password });
+  await client.createModel("estate", undefined, "vsphere", { credential: "lab", vsphere: { url: vc.url, datacenter: vc.datacenter, template: vc.template, caCert: vc.caCert } });
+});
+test.after.always(async () => {
+  client?.close();
+  await controller?.stop().catch(() => undefined);
+  await vc?.stop().catch(() => undefined);
+  await lab?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const machines = (): Promise<MachineInfo[]> => client.listMachines("estate");
+
+run("units placed without --to get VMs cloned from the template, whose agents enrol themselves", async (t) => {
+  t.timeout(180_000);
+  const op = await client.uploadOperator((await readOperatorDir(join(operatorsDir, "motd"))).bundle);
+  await client.deploy("estate", { name: "motd", operator: op.hash, units: 2 });
+  const up = await eventually("two VMs with their agents started", async () => {
+    const ms = await machines();
+    const failed = ms.find((m) => m.install?.state === "failed");
+    if (failed) throw new Error(`machine ${failed.id}: ${failed.install!.step}`);
+    return ms.length === 2 && ms.every((m) => m.status === "started" && m.instance?.state === "poweredOn") ? ms : undefined;
+  }, 120_000, 250);
+  for (const m of up) {
+    t.regex(m.instance!.id, /^vm-\d+$/, "the machine's instance is its VM");
+    const bridged = vc.bridge!.vms.get(m.instance!.id);
+    t.truthy(bridged, "the VM was booted by the guest bridge");
+    t.is(m.address, bridged!.host.ip, "the machine's address is the guest's");
+  }
+  await eventually("the units active", async () => {
+    const units = Object.values((await client.status("estate")).applications.motd?.units ?? {});
+    return units.length === 2 && units.every((u) => u.workload.current === "active");
+  }, 60_000, 250);
+
+  // Removing a machine destroys its VM (and the guest goes with it).
+  const victim = up[0]!;
+  await client.removeMachine("estate", victim.id, true);
+  await eventually("the machine gone and its VM destroyed", async () => {
+    const gone = !(await machines()).some((m) => m.id === victim.id);
+    const vms = await vc.client.propertiesUnder((await vc.client.serviceContent()).rootFolder, "VirtualMachine", ["name"]);
+    return gone && !vms.some((v) => v.obj.value === victim.instance!.id);
+  }, 60_000, 250);
+  t.is((await machines()).length, 1);
+});
+
+run("a vsphere model is refused without its settings, with what to give", async (t) => {
+  const err = await t.throwsAsync(client.createModel("nothing", undefined, "vsphere", { credential: "lab" }));
+  t.regex(err?.message ?? "", /"vsphere" is required for a vsphere model: at least url, datacenter and template/);
+  const http = await t.throwsAsync(client.createModel("plain", undefined, "vsphere", { credential: "lab", vsphere: { url: "http://vc/sdk", datacenter: "DC0", template: "t" } }));
+  t.regex(http?.message ?? "", /"vsphere\.url" must be vCenter's https:\/\/ SDK URL/);
+});
