@@ -58,7 +58,10 @@ export const VsphereModelSettingsSchema = z.strictObject({
 });
 
 /** Where the quorum keeper launches replicas when no spare host is left. */
-export const ReplicaCloudRequest = z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema });
+export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
+  z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema }),
+  z.strictObject({ substrate: z.literal("vsphere"), credential: Name, vsphere: VsphereModelSettingsSchema }),
+]);
 export const CreateModelRequest = z.strictObject({
   name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(),
   aws: AwsModelSettingsSchema.optional(), vsphere: VsphereModelSettingsSchema.optional(),

@@ -1,13 +1,11 @@
-import { Command, Option, UsageError } from "clipanion";
+import { Command, Option } from "clipanion";
 import * as t from "typanion";
-import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
 import type { AwsModelSettings, VsphereModelSettings } from "../../api/core";
 import { MODEL_SUBSTRATES } from "../../api/core";
-import { AwsOptionsCommand } from "../aws-options";
+import { CloudOptionsCommand } from "../cloud-options";
 import { DURATION_HELP, isDuration } from "../validators";
 
-export default class AddModelCommand extends AwsOptionsCommand {
+export default class AddModelCommand extends CloudOptionsCommand {
   static override paths = [["add-model"]];
   static override usage = Command.Usage({
     category: "Models",
@@ -33,20 +31,13 @@ export default class AddModelCommand extends AwsOptionsCommand {
   name = Option.String({ required: true, name: "name" });
   substrate = Option.String("--substrate", { description: `Where machines come from: ${MODEL_SUBSTRATES.join(", ")} (default local)`, validator: t.isEnum(MODEL_SUBSTRATES) });
   credential = Option.String("--credential", { description: "Stored credential its machines are made with (steward add-credential)" });
-  vcenter = Option.String("--vcenter", { description: "vsphere: vCenter's SDK URL, https://…/sdk" });
-  datacenter = Option.String("--datacenter", { description: "vsphere: the datacenter" });
-  template = Option.String("--template", { description: "vsphere: the template VM cloned for each machine" });
-  folder = Option.String("--folder", { description: "vsphere: the VM folder for its VMs (default: the datacenter's)" });
-  resourcePool = Option.String("--resource-pool", { description: "vsphere: a resource pool, cluster or host (default: the template's host)" });
-  vcenterCa = Option.String("--vcenter-ca-file", { description: "vsphere: the CA certificate (PEM) that signs vCenter's" });
   interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
-    const aws = await this.modelAwsSettings();
-    const vsphere = await this.vsphereSettings();
+    const cloud = await this.cloudSettings();
     const client = await this.connect();
     const config = this.interval !== undefined ? { updateStatusInterval: Math.round(this.interval / 1000) } : undefined;
-    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, aws, vsphere });
+    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, ...cloud });
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;
     await this.saveConfig(cfg);
@@ -54,23 +45,10 @@ export default class AddModelCommand extends AwsOptionsCommand {
     return 0;
   }
 
-  private async modelAwsSettings(): Promise<Partial<AwsModelSettings> | undefined> {
-    if (this.substrate === "aws") return this.awsSettings();
-    if (this.awsFlagsGiven()) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group and --endpoint are for --substrate aws");
-    return undefined;
-  }
-
-  private async vsphereSettings(): Promise<VsphereModelSettings | undefined> {
-    const given = [this.vcenter, this.datacenter, this.template, this.folder, this.resourcePool, this.vcenterCa].some((v) => v !== undefined);
-    if (this.substrate !== "vsphere") {
-      if (given) throw new UsageError("--vcenter, --datacenter, --template, --folder, --resource-pool and --vcenter-ca-file are for --substrate vsphere");
-      return undefined;
-    }
-    if (!this.vcenter || !this.datacenter || !this.template) throw new UsageError("a vsphere model needs --vcenter (https://…/sdk), --datacenter and --template");
-    const caCert = this.vcenterCa ? await readFile(resolve(this.context.cwd, this.vcenterCa), "utf8").catch(() => { throw new UsageError(`cannot read ${this.vcenterCa}`); }) : undefined;
-    return {
-      url: this.vcenter, datacenter: this.datacenter, template: this.template,
-      ...(this.folder ? { folder: this.folder } : {}), ...(this.resourcePool ? { resourcePool: this.resourcePool } : {}), ...(caCert ? { caCert } : {}),
-    };
+  private async cloudSettings(): Promise<{ aws?: Partial<AwsModelSettings>; vsphere?: VsphereModelSettings }> {
+    this.checkCloudFlags(this.substrate);
+    if (this.substrate === "aws") return { aws: await this.awsSettings() };
+    if (this.substrate === "vsphere") return { vsphere: await this.vsphereSettings() };
+    return {};
   }
 }

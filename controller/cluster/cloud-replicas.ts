@@ -1,14 +1,15 @@
 /**
- * Replica hosts from a cloud (`steward set-replica-cloud aws …`): when the quorum keeper needs a
- * host and the spare pool has none, the leader launches an instance whose user data installs a
- * controller replica without SSH (substrates/cloud-init.ts `replicaUserData`): it fetches the
- * controller from this cluster, reports itself staged, and collects its data directory (sealed in
- * the store until then: it holds the CA key) once the keeper has added it to etcd. A replica that
- * is replaced for good has its instance terminated, only after it is out of the etcd cluster.
+ * Replica hosts from a cloud (`steward set-replica-cloud aws|vsphere …`): when the quorum keeper
+ * needs a host and the spare pool has none, the leader launches an instance (an EC2 instance, a VM
+ * cloned from a vSphere template) whose user data installs a controller replica without SSH
+ * (substrates/cloud-init.ts `replicaUserData`): it fetches the controller from this cluster, reports
+ * itself staged, and collects its data directory (sealed in the store until then: it holds the CA
+ * key) once the keeper has added it to etcd. A replica that is replaced for good has its instance
+ * terminated, only after it is out of the etcd cluster.
  */
 import type { Logger } from "../../api";
 import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
-import { aws, enrolmentFiles, replicaUserData } from "../../substrates";
+import { aws, enrolmentFiles, replicaUserData, vsphere } from "../../substrates";
 import type { ControllerConfig } from "../config";
 import type { Sealer } from "../security/sealing";
 import type { CredentialOps, EnrolmentOps, StateCache } from "../state";
@@ -16,8 +17,18 @@ import { replicaDataPurpose } from "../state";
 import type { ReplicaCloudDoc } from "./cluster-docs";
 import { replicaDataFiles } from "./replica-data";
 
+/** One cloud's instances for replicas, seen the same way whatever the cloud. */
+interface ReplicaInstances {
+  launch(n: number, userData: Buffer, idempotencyKey: string): Promise<{ id: string; zone?: string }>;
+  /** The instance's address once it runs; `gone` once it never will. */
+  state(id: string): Promise<{ address?: string; zone?: string; gone: boolean }>;
+  /** Live replica instances of this controller. */
+  live(): Promise<{ id: string; address?: string }[]>;
+  terminate(ids: string[]): Promise<void>;
+}
+
 /** A host launched for a replica: its instance and the token its user data enrols with. */
-export interface CloudHost extends ReplicaHost { instance: { id: string; zone?: string }; token: string; placement: aws.AwsPlacement }
+export interface CloudHost extends ReplicaHost { instance: { id: string; zone?: string }; token: string; cloud: ReplicaInstances }
 
 export interface CloudReplicaHostsOptions {
   cache: StateCache;
@@ -30,7 +41,6 @@ export interface CloudReplicaHostsOptions {
   caCert: string;
   controllerAddresses: () => string[];
   log: Logger;
-  ec2?: aws.Ec2;
   /**
    * How long a new instance may take to boot and fetch the controller.
    * @default 600000
@@ -38,61 +48,85 @@ export interface CloudReplicaHostsOptions {
   stageTimeoutMs?: number;
 }
 
-const REPLICA_TAG_VALUE = "replica";
+/** Replica VMs on vSphere are named and marked as the machines of a pseudo-model of this name. */
+const REPLICAS = "replicas";
 
 export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
-  private readonly ec2: aws.Ec2;
+  private readonly ec2 = new aws.Ec2();
+  private readonly vms = new vsphere.VsphereMachines();
 
-  constructor(private readonly o: CloudReplicaHostsOptions) {
-    this.ec2 = o.ec2 ?? new aws.Ec2();
-  }
+  constructor(private readonly o: CloudReplicaHostsOptions) {}
 
   unavailable(): string | undefined {
     return this.o.cache.replicaCloud ? undefined : "no cloud is set for replicas (steward set-replica-cloud)";
   }
 
-  private async placement(cloud: ReplicaCloudDoc): Promise<aws.AwsPlacement> {
-    const c = await this.o.credentials.open(cloud.credential, "aws");
+  private async instancesOf(cloud: ReplicaCloudDoc): Promise<ReplicaInstances> {
+    const c = await this.o.credentials.open(cloud.credential, cloud.substrate);
+    const controllerUuid = this.o.cache.controller?.uuid ?? "";
+    if (cloud.substrate === "aws") {
+      const p: aws.AwsPlacement = { settings: cloud.aws, controllerUuid, credentials: { accessKeyId: c["access-key-id"]!, secretAccessKey: c["secret-access-key"]!, ...(c["session-token"] ? { sessionToken: c["session-token"] } : {}) } };
+      const tags = { [aws.TAGS.replica]: REPLICAS };
+      return {
+        launch: async (n, userData, idempotencyKey) => {
+          const i = await this.ec2.launch(p, { n, name: `steward-controller-${controllerUuid.slice(0, 8)}`, tags, userData, idempotencyKey });
+          return { id: i.id, ...(i.zone ? { zone: i.zone } : {}) };
+        },
+        state: async (id) => {
+          const i = await this.ec2.instance(p, id);
+          return { gone: !i || aws.GONE_STATES.has(i.state), ...(i?.state === "running" && i.address ? { address: i.address } : {}), ...(i?.zone ? { zone: i.zone } : {}) };
+        },
+        live: () => this.ec2.instances(p, tags, aws.LIVE_STATES),
+        terminate: (ids) => this.ec2.terminate(p, ids),
+      };
+    }
+    const p: vsphere.VspherePlacement = { settings: cloud.vsphere, controllerUuid, credentials: { user: c.user!, password: c.password! } };
+    const vms = (): Promise<vsphere.VsphereVm[]> => this.vms.instances(p, REPLICAS);
     return {
-      settings: cloud.aws, controllerUuid: this.o.cache.controller?.uuid ?? "",
-      credentials: { accessKeyId: c["access-key-id"]!, secretAccessKey: c["secret-access-key"]!, ...(c["session-token"] ? { sessionToken: c["session-token"] } : {}) },
+      launch: async (_n, userData) => ({ id: await this.vms.cloneWith(p, { model: REPLICAS, machine: String(Date.now()), userData }) }),
+      state: async (id) => {
+        const vm = (await vms()).find((v) => v.id === id);
+        return { gone: !vm || vm.state !== "poweredOn", ...(vm?.address ? { address: vm.address } : {}) };
+      },
+      live: async () => (await vms()).filter((v) => v.state === "poweredOn"),
+      terminate: async (ids) => {
+        for (const vm of (await vms()).filter((v) => ids.includes(v.id))) await this.vms.stopMachine({ model: REPLICAS, machine: vm.machine!, placement: p });
+      },
     };
   }
 
   async acquire(nameFor: (address: string) => string, progress: Progress): Promise<CloudHost> {
-    const cloud = this.o.cache.replicaCloud;
-    if (!cloud) throw new Error(this.unavailable());
-    const placement = await this.placement(cloud);
+    const doc = this.o.cache.replicaCloud;
+    if (!doc) throw new Error(this.unavailable());
+    const cloud = await this.instancesOf(doc);
     const token = await this.o.enrolments.issueReplica();
     const files = [...enrolmentFiles().keys()].filter((f) => f !== "node" && f !== "etcd");
-    // Replicas spread over zones: the next one goes where the fewest live ones are.
-    const live = await this.ec2.instances(placement, { [aws.TAGS.replica]: REPLICA_TAG_VALUE }, aws.LIVE_STATES);
-    progress(`launching a ${cloud.aws.instanceType} instance in ${cloud.aws.region}`);
-    const launched = await this.ec2.launch(placement, {
-      n: live.length, name: `steward-controller-${placement.controllerUuid.slice(0, 8)}`, tags: { [aws.TAGS.replica]: REPLICA_TAG_VALUE },
-      userData: replicaUserData({ controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert }, token, files }),
-      idempotencyKey: replicaDataPurpose(token),
-    });
-    const host = { instance: { id: launched.id, ...(launched.zone ? { zone: launched.zone } : {}) }, token, placement };
+    // The n-th live replica instance goes to the n-th subnet or zone, spreading them out.
+    const live = await cloud.live();
+    progress(`launching an instance on ${doc.substrate}`);
+    const launched = await cloud.launch(live.length, replicaUserData({ controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert }, token, files }), replicaDataPurpose(token));
+    const host = { instance: launched, token, cloud };
     try {
-      const deadline = Date.now() + (this.o.stageTimeoutMs ?? 600_000);
+      const timeoutMs = this.o.stageTimeoutMs ?? 600_000;
+      const deadline = Date.now() + timeoutMs;
       let address: string | undefined;
       for (;;) {
         if (!address) {
-          const now = await this.ec2.instance(placement, launched.id);
-          if (!now || aws.GONE_STATES.has(now.state)) throw new Error(`instance ${launched.id} ${now?.state ?? "vanished"} before it was ready`);
-          if (now.state === "running" && now.address) {
+          const now = await cloud.state(launched.id);
+          if (now.gone) throw new Error(`instance ${launched.id} stopped before it was ready`);
+          if (now.address) {
             address = now.address;
-            progress(`instance ${launched.id} running at ${address} in ${now.zone ?? "?"}; waiting for it to fetch the controller`);
+            if (now.zone) host.instance = { ...launched, zone: now.zone };
+            progress(`instance ${launched.id} running at ${address}; waiting for it to fetch the controller`);
             nameFor(address);
           }
         }
         if (address && (await this.o.enrolments.replicaStaged(token))) return { ...host, address };
-        if (Date.now() > deadline) throw new Error(`instance ${launched.id} did not ${address ? "fetch the controller" : "get an address"} within ${Math.round((this.o.stageTimeoutMs ?? 600_000) / 1000)} s; see /var/lib/steward/enrol-replica.log on it`);
+        if (Date.now() > deadline) throw new Error(`instance ${launched.id} did not ${address ? "fetch the controller" : "get an address"} within ${Math.round(timeoutMs / 1000)} s; see /var/lib/steward/enrol-replica.log on it`);
         await new Promise((r) => setTimeout(r, 1000));
       }
     } catch (err) {
-      await this.ec2.terminate(placement, [launched.id]).catch(() => undefined);
+      await cloud.terminate([launched.id]).catch(() => undefined);
       throw err;
     }
   }
@@ -107,18 +141,21 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
 
   async failed(host: CloudHost, why: string): Promise<void> {
     this.o.log.warn("terminating a replica instance whose install failed", { instance: host.instance.id, why });
-    await this.ec2.terminate(host.placement, [host.instance.id]);
+    await host.cloud.terminate([host.instance.id]);
   }
 
   async retire(address: string): Promise<void> {
-    const cloud = this.o.cache.replicaCloud;
-    if (!cloud) return;
-    const placement = await this.placement(cloud);
-    const mine = (await this.ec2.instances(placement, { [aws.TAGS.replica]: REPLICA_TAG_VALUE }, aws.LIVE_STATES)).filter((i) => i.address === address);
+    const doc = this.o.cache.replicaCloud;
+    if (!doc) return;
+    const cloud = await this.instancesOf(doc);
+    const mine = (await cloud.live()).filter((i) => i.address === address).map((i) => i.id);
     if (mine.length === 0) return;
-    await this.ec2.terminate(placement, mine.map((i) => i.id));
-    this.o.log.info("terminated the instance of a replaced replica", { address, instances: mine.map((i) => i.id).join(",") });
+    await cloud.terminate(mine);
+    this.o.log.info("terminated the instance of a replaced replica", { address, instances: mine.join(",") });
   }
 
-  close(): void { this.ec2.close(); }
+  close(): void {
+    this.ec2.close();
+    this.vms.close();
+  }
 }

@@ -44,7 +44,7 @@ export class ClusterControl {
       wantsVote: ha.replicas, replaceAfterSeconds: ha.replaceAfterSeconds, maxReplacementsPerHour: ha.maxReplacementsPerHour,
       spares: [...cache.spares.values()].map((s) => ({ host: s.host, user: s.user, hostKey: s.hostKey, ...(s.failed ? { failed: s.failed } : {}) })),
       keeper: { state: cache.keeper?.state ?? "idle", message: cache.keeper?.message ?? "", history: (cache.keeper?.history ?? []).slice(-15) },
-      ...(cache.replicaCloud ? { replicaCloud: { substrate: cache.replicaCloud.substrate, credential: cache.replicaCloud.credential, region: cache.replicaCloud.aws.region, instanceType: cache.replicaCloud.aws.instanceType } } : {}),
+      ...(cache.replicaCloud ? { replicaCloud: { substrate: cache.replicaCloud.substrate, credential: cache.replicaCloud.credential, summary: replicaCloudSummary(cache.replicaCloud) } } : {}),
     };
     if (!membership) {
       const only = [...cache.replicas.values()][0];
@@ -146,5 +146,8 @@ export class ClusterControl {
     return { moving: true, message: "moving the controller's state into etcd (the API is away for a few seconds), then growing one replica at a time" };
   }
 }
+
+const replicaCloudSummary = (c: ReplicaCloudDoc): string =>
+  c.substrate === "aws" ? `${c.aws.region}, ${c.aws.instanceType}` : `${c.vsphere.datacenter}, template ${c.vsphere.template}`;
 
 const hostOf = (url: string | undefined): string => (url ? new URL(url).hostname : "");

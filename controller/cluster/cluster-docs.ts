@@ -1,4 +1,4 @@
-import type { AwsModelSettings } from "../../api";
+import type { AwsModelSettings, VsphereModelSettings } from "../../api";
 
 /**
  * The controller cluster's own documents in the store: desired size and quorum-keeper settings,
@@ -47,7 +47,7 @@ export interface MemberDoc {
 }
 
 /** Where replacement replicas are launched: a cloud, its settings and the credential to use. */
-export interface ReplicaCloudDoc { substrate: "aws"; credential: string; aws: AwsModelSettings }
+export type ReplicaCloudDoc = { substrate: "aws"; credential: string; aws: AwsModelSettings } | { substrate: "vsphere"; credential: string; vsphere: VsphereModelSettings };
 
 /** A host the keeper may install a replica on. Its SSH key is sealed (security/sealing.ts); never returned by the API. */
 export interface SpareDoc {

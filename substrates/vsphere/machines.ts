@@ -91,7 +91,6 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     const p = spec.placement;
     const vc = this.client(p);
     const dc = await this.datacenter(p);
-    const name = vmName(p.controllerUuid, spec.model, spec.machine);
     const existing = await this.machineVm(p, dc, spec.model, spec.machine);
     if (existing) return this.resume(vc, spec, existing, opts);
     if (!spec.issueEnrolment) throw new Error("vsphere machines enrol themselves: the spec needs issueEnrolment");
@@ -99,20 +98,9 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     opts.signal?.throwIfAborted();
     const token = await spec.issueEnrolment();
     const userData = enrolmentUserData({ model: spec.model, machine: spec.machine, controller: spec.controller, token });
-    const metadata = gzipSync(Buffer.from(JSON.stringify({ "instance-id": name, "local-hostname": name })));
-    const extraConfig = Object.entries({
-      [EXTRA_CONFIG.controller]: p.controllerUuid, [EXTRA_CONFIG.model]: spec.model, [EXTRA_CONFIG.machine]: spec.machine,
-      [EXTRA_CONFIG.userData]: userData.toString("base64"), [EXTRA_CONFIG.userDataEncoding]: "gzip+base64",
-      [EXTRA_CONFIG.metadata]: metadata.toString("base64"), [EXTRA_CONFIG.metadataEncoding]: "gzip+base64",
-    }).map(([key, value]) => ({ key, value: xsdString(value) }));
-    opts.progress?.(`cloning ${p.settings.template} to VM ${name}`);
-    let vm: MoRef | undefined;
+    let vm: MoRef;
     try {
-      vm = moRefOf(await vc.runTask("CloneVM_Task", source.template, {
-        folder: source.folder, name,
-        // VirtualMachineCloneSpec, in the WSDL's order: location, template, config, powerOn.
-        spec: { location: { pool: source.pool }, template: false, config: { extraConfig }, powerOn: false },
-      }, { ...(opts.signal ? { signal: opts.signal } : {}) }));
+      vm = await this.clone(p, source, { model: spec.model, machine: spec.machine, userData }, opts);
     } catch (err) {
       // Another start of this machine cloned it first (vCenter keeps names unique in a folder).
       if (!isFault(err, "DuplicateName")) throw err;
@@ -120,12 +108,40 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
       if (!other) throw err;
       return this.resume(vc, spec, other, opts);
     }
-    if (!vm) throw new Error(`vSphere cloned ${name} but named no VM`);
-    opts.progress?.(`VM ${vm.value} cloned; powering it on`);
-    await vc.runTask("PowerOnVM_Task", vm, {}, { ...(opts.signal ? { signal: opts.signal } : {}) });
     opts.progress?.(`VM ${vm.value} powered on; waiting for its agent to enrol`);
     await spec.waitForLogin?.();
     return { instanceId: vm.value, changed: true };
+  }
+
+  /**
+   * Clones the template (as `settings` say) to a VM for `model`/`machine` carrying `userData`, and
+   * powers it on. Controller replicas use it too (as model "replicas"), with their own user data.
+   */
+  async cloneWith(p: VspherePlacement, o: { model: string; machine: string; userData: Buffer }, opts: { progress?: Progress; signal?: AbortSignal } = {}): Promise<string> {
+    const source = await this.cloneSource(p, await this.datacenter(p));
+    return (await this.clone(p, source, o, opts)).value;
+  }
+
+  private async clone(p: VspherePlacement, source: CloneSource, o: { model: string; machine: string; userData: Buffer }, opts: { progress?: Progress; signal?: AbortSignal }): Promise<MoRef> {
+    const vc = this.client(p);
+    const name = vmName(p.controllerUuid, o.model, o.machine);
+    const { userData } = o;
+    const metadata = gzipSync(Buffer.from(JSON.stringify({ "instance-id": name, "local-hostname": name })));
+    const extraConfig = Object.entries({
+      [EXTRA_CONFIG.controller]: p.controllerUuid, [EXTRA_CONFIG.model]: o.model, [EXTRA_CONFIG.machine]: o.machine,
+      [EXTRA_CONFIG.userData]: userData.toString("base64"), [EXTRA_CONFIG.userDataEncoding]: "gzip+base64",
+      [EXTRA_CONFIG.metadata]: metadata.toString("base64"), [EXTRA_CONFIG.metadataEncoding]: "gzip+base64",
+    }).map(([key, value]) => ({ key, value: xsdString(value) }));
+    opts.progress?.(`cloning ${p.settings.template} to VM ${name}`);
+    const vm = moRefOf(await vc.runTask("CloneVM_Task", source.template, {
+      folder: source.folder, name,
+      // VirtualMachineCloneSpec, in the WSDL's order: location, template, config, powerOn.
+      spec: { location: { pool: source.pool }, template: false, config: { extraConfig }, powerOn: false },
+    }, { ...(opts.signal ? { signal: opts.signal } : {}) }));
+    if (!vm) throw new Error(`vSphere cloned ${name} but named no VM`);
+    opts.progress?.(`VM ${vm.value} cloned; powering it on`);
+    await vc.runTask("PowerOnVM_Task", vm, {}, { ...(opts.signal ? { signal: opts.signal } : {}) });
+    return vm;
   }
 
   /** A machine's VM that exists already: powered on if it is not, then its agent awaited. */

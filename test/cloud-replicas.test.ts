@@ -4,7 +4,8 @@
  * its instances are new test hosts running their user data) with `steward set-replica-cloud`. A
  * replica lost past replaceAfter is replaced by a new instance that installs itself without SSH and
  * joins with a vote; a replaced replica's instance is terminated once it is out of the cluster; no
- * acknowledged write is lost. Run with the HA suite (alone: it kills and cuts hosts).
+ * acknowledged write is lost. Then the same on vSphere: VMware's simulator vcsim, whose guest bridge
+ * boots a test host per powered-on VM. Run with the HA suite (alone: it kills and cuts hosts).
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
@@ -22,6 +23,8 @@ import { eventually } from "./harness/eventually";
 import { FakeEc2 } from "./harness/fake-ec2";
 import type { TestHost } from "./harness/hosts";
 import { TestLab } from "./harness/hosts";
+import type { Vcsim } from "./harness/vcsim";
+import { startVcsim } from "./harness/vcsim";
 
 const root = process.getuid?.() === 0;
 const ha = root ? test.serial : test.skip;
@@ -34,6 +37,7 @@ let boot: FakeEc2Boot;
 let home: string;
 let steward: (...args: string[]) => Promise<CliResult>;
 let client: ControllerClient;
+let vc: Vcsim | undefined;
 const acked: string[] = [];
 
 test.before(async () => {
@@ -50,6 +54,7 @@ test.before(async () => {
 test.after.always(async () => {
   client?.close();
   await fake?.stop().catch(() => undefined);
+  await vc?.stop().catch(() => undefined);
   await lab?.close();
   if (home) await rm(home, { recursive: true, force: true });
 });
@@ -80,8 +85,13 @@ function startWriter(tag: string): { stop(): Promise<void> } {
       try { await client.createModel(`${tag}-${i}`); acked.push(`${tag}-${i}`); } catch { await new Promise((r) => setTimeout(r, 200)); }
     }
   })();
-  return { async stop() { stopped = true; await loop; } };
+  const writer = { async stop() { stopped = true; await loop; } };
+  writers.push(writer);
+  return writer;
 }
+const writers: { stop(): Promise<void> }[] = [];
+// A failed test must not leave its writer running (the worker would never exit).
+test.afterEach.always(async () => { await Promise.all(writers.splice(0).map((w) => w.stop())); });
 
 async function assertNothingLost(t: ExecutionContext): Promise<void> {
   const present = new Set((await client.listModels()).map((m) => m.name));
@@ -92,7 +102,7 @@ ha("a lost replica is replaced by a new cloud instance that installs itself and 
   t.timeout(600_000);
   const [h1, h2, h3] = lab.hosts as [TestHost, TestHost, TestHost];
   ok(t, await steward("bootstrap", `ssh:root@${h1.ip}`, "cloudha", "--key-env", "AWS_HA_TEST_SSH_KEY", ...hostKeyArgs([h1])), "bootstrap");
-  ok(t, await steward("enable-ha", "-n", "3", "--to", `ssh:root@${h2.ip},ssh:root@${h3.ip}`, "--key-env", "AWS_HA_TEST_SSH_KEY", ...hostKeyArgs([h2, h3]), "--replace-after", `${REPLACE_AFTER_S}s`), "enable-ha");
+  ok(t, await steward("enable-ha", "-n", "3", "--to", `ssh:root@${h2.ip},ssh:root@${h3.ip}`, "--key-env", "AWS_HA_TEST_SSH_KEY", ...hostKeyArgs([h2, h3]), "--replace-after", `${REPLACE_AFTER_S}s`, "--max-replacements-per-hour", "10"), "enable-ha");
   const entry = (await loadClientConfig(home)).controllers.cloudha!;
   client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 4000 });
   await healthy(t, "three voters on the SSH hosts");
@@ -113,7 +123,7 @@ ha("a lost replica is replaced by a new cloud instance that installs itself and 
   const instance = fake.instances().find((i) => i.id === onCloud.instance!.id)!;
   t.is(instance.state, "running");
   t.is(onCloud.host, instance.privateIp ?? "(none)", "the replica runs on the instance's address");
-  t.is(instance.tags["steward:replica"], "replica");
+  t.is(instance.tags["steward:replica"], "replicas");
   t.true(first.members.some((m) => m.host === h3.ip && m.state === "removed"), "the lost replica was removed from etcd");
   t.is(fake.calls.filter((c) => c.action === "RunInstances").length, 1, "one instance launched");
   const show = await steward("show-controller");
@@ -129,4 +139,29 @@ ha("a lost replica is replaced by a new cloud instance that installs itself and 
   await assertNothingLost(t);
   t.true(acked.length > 0, "writes went on");
   t.is(fake.calls.filter((c) => c.action === "RunInstances").length, 2, "one instance per replacement");
+});
+
+ha("on vSphere: a lost replica is replaced by a VM cloned from the template, which installs itself and votes", async (t) => {
+  t.timeout(300_000);
+  if (!client) return t.fail("the cluster of the test before is needed");
+  // The replicas run in the lab's namespaces: vcsim listens on the lab's bridge for them.
+  vc = await startVcsim(lab, { listen: `${lab.subnet}.1` });
+  await client.putCredential("lab", "vsphere", { user: vc.user, password: vc.password });
+  const caFile = join(home, "vcenter-ca.pem");
+  await writeFile(caFile, vc.caCert);
+  ok(t, await steward("set-replica-cloud", "vsphere", "--credential", "lab", "--vcenter", vc.url, "--datacenter", vc.datacenter, "--template", vc.template, "--vcenter-ca-file", caFile), "set-replica-cloud vsphere");
+  t.regex((await steward("show-controller")).stdout, /Replica cloud: vsphere DC0, template debian-12-template, credential lab/);
+
+  const before = await healthy(t, "a healthy cluster");
+  const writer = startWriter("vsphere");
+  const victim = before.members.find((m) => m.hasVote && !m.leader)!;
+  const victimHost = [...lab.hosts, ...[...boot.hosts.values()].map((h) => h.host)].find((h) => h.ip === victim.host)!;
+  await victimHost.cut();
+  const after = await healthy(t, "three voters again, one on a VM", (c) => c.members.some((m) => m.hasVote && /^vm-\d+$/.test(m.instance?.id ?? "")));
+  const onVm = after.members.find((m) => m.hasVote && /^vm-\d+$/.test(m.instance?.id ?? ""))!;
+  const bridged = vc.bridge!.vms.get(onVm.instance!.id);
+  t.truthy(bridged, "the VM was booted by the guest bridge");
+  t.is(onVm.host, bridged!.host.ip, "the replica runs at the VM's guest address");
+  await writer.stop();
+  await assertNothingLost(t);
 });
