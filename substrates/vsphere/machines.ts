@@ -22,23 +22,14 @@
  *   meaning its root pool); default: the template's pool, or its host's root pool for a template.
  */
 import { gzipSync } from "node:zlib";
+import type { VsphereModelSettings } from "../../api/core";
 import type { MachineBroker, MachineSpec, MachineTarget, Progress, StartedMachine } from "../brokers";
 import { enrolmentUserData } from "../cloud-init";
 import type { ObjectContent, VsphereConnectionOptions } from "./soap";
 import { MoRef, VimClient, isFault, moRefOf, optionValues, xsdString } from "./soap";
 
-export interface VsphereSettings {
-  /** The SDK endpoint: `https://vcenter.example.com/sdk`. */
-  url: string;
-  datacenter: string;
-  template: string;
-  folder?: string;
-  resourcePool?: string;
-  /** The CA that signs vCenter's certificate (PEM), trusted instead of the system's. */
-  caCert?: string;
-  /** Accept any certificate: for a self-signed test simulator only. */
-  insecure?: boolean;
-}
+/** A model's vSphere settings (the API's), and for a self-signed test simulator only: accept any certificate. */
+export type VsphereSettings = VsphereModelSettings & { insecure?: boolean };
 
 export interface VsphereCredentials { user: string; password: string }
 

@@ -8,7 +8,8 @@
 # Go never contacts a module proxy (GO111MODULE=off, GOPROXY=off).
 #
 # Idempotent: does nothing if $VCSIM_BIN already exists (set FORCE=1 to rebuild).
-#   Env: VCSIM_BIN (default /usr/local/bin/vcsim), NICE (default 19), FORCE.
+#   Env: VCSIM_BIN (default /usr/local/bin/vcsim), NICE (default 0: it runs before the tests, and
+#   niced on a busy machine it starved for many minutes), FORCE.
 #   Needs root (or sudo) for apt-get and to write /usr/local/bin.
 #
 # Usage after building:
@@ -20,7 +21,7 @@
 set -euo pipefail
 
 VCSIM_BIN=${VCSIM_BIN:-/usr/local/bin/vcsim}
-NICE=${NICE:-19}
+NICE=${NICE:-0}
 
 if [[ -x "$VCSIM_BIN" && -z "${FORCE:-}" ]]; then
   echo "vcsim already present at $VCSIM_BIN"
