@@ -284,15 +284,17 @@ export class Controller {
           agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
           caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
         });
+        const enrolments = new EnrolmentOps(fenced);
+        const leaderCredentials = new CredentialOps(fenced, sealer);
         this.cloud = new CloudProvisioner({
-          cache, ops: leaderOps, enrolments: new EnrolmentOps(fenced), credentials: new CredentialOps(fenced, sealer), caCert, controllerAddresses: () => this.addresses, log: this.log,
+          cache, ops: leaderOps, enrolments, credentials: leaderCredentials, caCert, controllerAddresses: () => this.addresses, log: this.log,
           ...(this.opts.cloudPollIntervalMs ? { pollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
         });
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
         if (membership) {
           this.replicaCloud = new CloudReplicaHosts({
-            cache, enrolments: new EnrolmentOps(fenced), credentials: new CredentialOps(fenced, sealer), sealer, dataDir, config: this.config, caCert, controllerAddresses: () => this.addresses, log: this.log,
+            cache, enrolments, credentials: leaderCredentials, sealer, dataDir, config: this.config, caCert, controllerAddresses: () => this.addresses, log: this.log,
           });
           // Spare hosts first (set aside on purpose), then the cloud, if one is set.
           const hosts = new ReplicaHostChain([new SparePool({ store: fenced, cache, dataDir, config: this.config, sealer }), this.replicaCloud]);

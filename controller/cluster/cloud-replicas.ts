@@ -65,7 +65,7 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
     const c = await this.o.credentials.open(cloud.credential, cloud.substrate);
     const controllerUuid = this.o.cache.controller?.uuid ?? "";
     if (cloud.substrate === "aws") {
-      const p: aws.AwsPlacement = { settings: cloud.aws, controllerUuid, credentials: { accessKeyId: c["access-key-id"]!, secretAccessKey: c["secret-access-key"]!, ...(c["session-token"] ? { sessionToken: c["session-token"] } : {}) } };
+      const p: aws.AwsPlacement = { settings: cloud.aws, controllerUuid, credentials: aws.awsCredentialsOf(c) };
       const tags = { [aws.TAGS.replica]: REPLICAS };
       return {
         launch: async (n, userData, idempotencyKey) => {
@@ -80,7 +80,7 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
         terminate: (ids) => this.ec2.terminate(p, ids),
       };
     }
-    const p: vsphere.VspherePlacement = { settings: cloud.vsphere, controllerUuid, credentials: { user: c.user!, password: c.password! } };
+    const p: vsphere.VspherePlacement = { settings: cloud.vsphere, controllerUuid, credentials: vsphere.vsphereCredentialsOf(c) };
     const vms = (): Promise<vsphere.VsphereVm[]> => this.vms.instances(p, REPLICAS);
     return {
       launch: async (_n, userData) => ({ id: await this.vms.cloneWith(p, { model: REPLICAS, machine: String(Date.now()), userData }) }),

@@ -30,7 +30,7 @@ export function clouds(credentials: CredentialOps): Partial<Record<ModelSubstrat
     async placementOf(model, controllerUuid) {
       if (!model.aws || !model.credential) throw new StewardError("invalid-request", `model ${model.name} has no aws settings or credential`);
       const c = await credentials.open(model.credential, "aws");
-      return { settings: model.aws, controllerUuid, credentials: { accessKeyId: c["access-key-id"]!, secretAccessKey: c["secret-access-key"]!, ...(c["session-token"] ? { sessionToken: c["session-token"] } : {}) } };
+      return { settings: model.aws, controllerUuid, credentials: aws.awsCredentialsOf(c) };
     },
     instances: (p, model) => awsMachines.instances(p, model),
     gone: (state) => aws.GONE_STATES.has(state),
@@ -41,7 +41,7 @@ export function clouds(credentials: CredentialOps): Partial<Record<ModelSubstrat
     async placementOf(model, controllerUuid) {
       if (!model.vsphere || !model.credential) throw new StewardError("invalid-request", `model ${model.name} has no vsphere settings or credential`);
       const c = await credentials.open(model.credential, "vsphere");
-      return { settings: model.vsphere, controllerUuid, credentials: { user: c.user!, password: c.password! } };
+      return { settings: model.vsphere, controllerUuid, credentials: vsphere.vsphereCredentialsOf(c) };
     },
     // A destroyed VM is simply not listed; none listed is gone.
     instances: (p, model) => vsphereMachines.instances(p, model),

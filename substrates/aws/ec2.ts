@@ -12,6 +12,11 @@ import type { AwsModelSettings } from "../../api/core";
 
 export interface AwsCredentials { accessKeyId: string; secretAccessKey: string; sessionToken?: string }
 
+/** A stored aws credential's attributes (api/substrates.ts CREDENTIAL_KINDS) as the SDK takes them. */
+export function awsCredentialsOf(attributes: Record<string, string>): AwsCredentials {
+  return { accessKeyId: attributes["access-key-id"]!, secretAccessKey: attributes["secret-access-key"]!, ...(attributes["session-token"] ? { sessionToken: attributes["session-token"] } : {}) };
+}
+
 /** Where instances go: region and settings, the credential, and the controller they belong to. */
 export interface AwsPlacement {
   settings: AwsModelSettings;

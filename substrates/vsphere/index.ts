@@ -1,4 +1,4 @@
-export { EXTRA_CONFIG, VsphereMachines, vmName } from "./machines";
+export { EXTRA_CONFIG, VsphereMachines, vmName, vsphereCredentialsOf } from "./machines";
 export type { VsphereCredentials, VspherePlacement, VsphereSettings, VsphereVm } from "./machines";
 export { MoRef, Typed, VimClient, VsphereFault, child, children, escapeXml, isFault, moRefOf, optionValues, parseXml, textAt, toXml, xsdString } from "./soap";
 export type { ObjectContent, ServiceContent, VsphereConnectionOptions, XmlNode, XmlValue } from "./soap";

@@ -33,6 +33,11 @@ export type VsphereSettings = VsphereModelSettings & { insecure?: boolean };
 
 export interface VsphereCredentials { user: string; password: string }
 
+/** A stored vsphere credential's attributes (api/substrates.ts CREDENTIAL_KINDS) as the client takes them. */
+export function vsphereCredentialsOf(attributes: Record<string, string>): VsphereCredentials {
+  return { user: attributes.user!, password: attributes.password! };
+}
+
 /** Where VMs go: the vCenter and its settings, the credential, and the controller they belong to. */
 export interface VspherePlacement {
   settings: VsphereSettings;
