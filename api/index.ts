@@ -7,6 +7,8 @@
 export * from "./errors";
 export * from "./schemas";
 export * from "./status";
+export { expandStatusColumns, fromColumnTable, statusToColumns, toColumnTable } from "./status-columns";
+export type { ColumnTable } from "./status-columns";
 export * from "./operator";
 export { readOperatorDir } from "./operator-dir";
 export * from "./agent-protocol";

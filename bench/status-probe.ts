@@ -17,17 +17,26 @@ export interface StatusProbeSettings {
   units: string[];
 }
 
-/** Latencies (ms): whole documents parsed, the same bytes only received (no JSON.parse), one unit's document. */
-export interface StatusProbeResult { full: number[]; received: number[]; filtered: number[]; bytes: number }
+/**
+ * Latencies (ms): whole documents read as the client reads them (the compact form, parsed and
+ * expanded), the same bytes only received, the plain JSON document parsed, one unit's document;
+ * sizes of the compact and the plain form.
+ */
+export interface StatusProbeResult { full: number[]; received: number[]; plain: number[]; filtered: number[]; bytes: number; plainBytes: number }
 
-/** Receives a GET's whole body without parsing it: how much of a read is the controller and the wire. */
-function receive(agent: Agent, address: string, path: string, token: string): Promise<number> {
+/** Receives a GET's whole body, parsed only if `parse`: how much of a read is the controller and the wire. */
+function receive(agent: Agent, address: string, path: string, token: string, parse = false): Promise<number> {
   const [host, port] = splitAddress(address);
   return new Promise((resolve, reject) => {
     get({ host, port, path, agent, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${token}` } }, (res) => {
-      let n = 0;
-      res.on("data", (c: Buffer) => { n += c.length; });
-      res.on("end", () => (res.statusCode === 200 ? resolve(n) : reject(new Error(`status ${res.statusCode}`))));
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        if (res.statusCode !== 200) { reject(new Error(`status ${res.statusCode}`)); return; }
+        const body = Buffer.concat(chunks);
+        if (parse) JSON.parse(body.toString("utf8"));
+        resolve(body.length);
+      });
       res.on("error", reject);
     }).on("error", reject);
   });
@@ -45,12 +54,18 @@ async function probe(s: StatusProbeSettings): Promise<StatusProbeResult> {
     const full: number[] = [];
     for (let i = 0; i < s.runs; i++) full.push(await timed(() => client.status(s.model)));
     const agent = new Agent({ keepAlive: true, ca: s.caCert });
+    const path = `/v1/models/${encodeURIComponent(s.model)}/status`;
     const received: number[] = [];
-    for (let i = 0; i < s.runs; i++) received.push(await timed(() => receive(agent, s.addresses[0]!, `/v1/models/${encodeURIComponent(s.model)}/status`, client.currentToken!)));
+    for (let i = 0; i < s.runs; i++) received.push(await timed(() => receive(agent, s.addresses[0]!, `${path}?format=columns`, client.currentToken!)));
+    const plain: number[] = [];
+    for (let i = 0; i < s.runs; i++) plain.push(await timed(() => receive(agent, s.addresses[0]!, path, client.currentToken!, true)));
+    const bytes = await receive(agent, s.addresses[0]!, `${path}?format=columns`, client.currentToken!);
+    const plainBytes = await receive(agent, s.addresses[0]!, path, client.currentToken!);
     agent.destroy();
     const filtered: number[] = [];
     for (let i = 0; i < s.runs; i++) filtered.push(await timed(() => client.status(s.model, { units: [s.units[i % s.units.length]!] })));
-    return { full, received, filtered, bytes: Buffer.byteLength(JSON.stringify(first)) };
+    if (Object.keys(first.applications).length === 0) throw new Error("the status probe read a model with no applications");
+    return { full, received, plain, filtered, bytes, plainBytes };
   } finally {
     client.close();
   }

@@ -6,6 +6,7 @@
 import test from "ava";
 import { join } from "node:path";
 import type { ModelStatus, StewardError } from "../api";
+import { expandStatusColumns } from "../api";
 import { SimAgent } from "../bench/sim-agent";
 import { formatStatusTabular } from "../cli";
 import type { TestController } from "./harness/controller";
@@ -102,6 +103,32 @@ test("status filters by application, unit and machine are applied by the control
   t.is(bad.status, 400);
   t.is(bad.body.code, "invalid-request");
   t.regex(bad.body.message ?? "", /"web" is not a unit name such as web\/0/);
+});
+
+test("the compact status form (what the client reads) is the plain document as column tables, filtered or not", async (t) => {
+  const units = await simulatedUnits("compact", "app", 3);
+  await report(units.get("app/1")!, "app/1", "blocked", "waiting for a peer");
+  const token = await tc.admin.login();
+  const get = async (query: string): Promise<{ status: number; text: string; body: unknown }> => {
+    const r = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", `/v1/models/compact/status${query}`, undefined, { authorization: `Bearer ${token}` });
+    return { status: r.status, text: JSON.stringify(r.body), body: r.body };
+  };
+  const untimed = (s: unknown): string => JSON.stringify({ ...(s as ModelStatus), timestamp: "" });
+  for (const filter of ["", "unit=app/1", "application=app", "machine=0"]) {
+    const plain = await get(`?${filter}`);
+    const compact = await get(`?${filter}${filter ? "&" : ""}format=columns`);
+    t.is(compact.status, 200);
+    if (filter !== "unit=app/1" && filter !== "machine=0") t.true(compact.text.length < plain.text.length, `the compact form is smaller (${filter || "unfiltered"})`);
+    t.is(untimed(expandStatusColumns(compact.body)), untimed(plain.body), `same document, key order included (${filter || "unfiltered"})`);
+  }
+  // Kept between reads and dropped on change, like the plain document.
+  await report(units.get("app/2")!, "app/2", "maintenance", "resizing");
+  const after = expandStatusColumns((await get("?format=columns")).body);
+  t.is(after.applications.app!.units["app/2"]!.workload.message, "resizing");
+  t.deepEqual((await tc.admin.status("compact")).applications.app!.units["app/2"]!.workload, after.applications.app!.units["app/2"]!.workload);
+  const bad = await get("?format=yaml");
+  t.is(bad.status, 400);
+  t.regex((bad.body as { message?: string }).message ?? "", /"format" must be "plain" or "columns"/);
 });
 
 test("status follows each change (the rendered document is not served stale)", async (t) => {

@@ -15,7 +15,7 @@ import { PasswordWork } from "../security/password-work";
 import type { CredentialOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings, renderModelStatusBytes } from "../state";
 import { ValueTooLargeError } from "../store";
-import { statusFilter } from "./status-filter";
+import { statusFilter, statusForm } from "./status-filter";
 import type { SshSubstrate } from "../provisioner/ssh-machines";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
@@ -289,7 +289,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.get("/v1/models/:model/status", async (req, reply) => {
     const idx = model(req, principalOf(req), "read");
     // Sent as the renderer's text: a 10,000-unit model is megabytes, mostly unchanged since the last read.
-    return reply.type("application/json; charset=utf-8").send(renderModelStatusBytes(cache, idx, statusFilter(req.query)));
+    return reply.type("application/json; charset=utf-8").send(renderModelStatusBytes(cache, idx, statusFilter(req.query), new Date(), statusForm(req.query)));
   });
 
   let uploads: Promise<unknown> = Promise.resolve();

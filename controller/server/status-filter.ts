@@ -1,7 +1,7 @@
 /**
  * The status route's filter: `?application=web,db&unit=web/0&machine=0` (each a comma-separated
  * list, all optional), as `steward status web web/0 0` sends it. What it selects is
- * {@link selectStatus}'s business; here only the words are checked.
+ * {@link selectStatus}'s business; here only the words are checked. `?format=` picks the wire form.
  */
 import type { StatusFilter } from "../../api";
 import { MachineId, Name, StewardError } from "../../api";
@@ -31,4 +31,12 @@ export function statusFilter(query: unknown): StatusFilter {
   }
   for (const m of machines) if (!MachineId.safeParse(m).success) refuse("machine", m, "a machine number such as 0 or 12");
   return { applications, units, machines };
+}
+
+/** `?format=columns`: the compact form the API client reads (units and machines as column tables); plain JSON otherwise. */
+export function statusForm(query: unknown): "plain" | "columns" {
+  const v = ((query ?? {}) as Record<string, unknown>).format;
+  if (v === undefined || v === "plain") return "plain";
+  if (v === "columns") return "columns";
+  throw new StewardError("invalid-request", `query "format" must be "plain" or "columns" (got ${JSON.stringify(v)})`, { details: { field: "format" } });
 }

@@ -5,7 +5,8 @@
  * replaces a document on every change, so identity says "unchanged"). A request then only joins
  * fragments; the unfiltered document is also kept whole until the model's revision moves.
  */
-import type { ModelStatus, StatusFilter, UnitStatusView } from "../../api";
+import type { ApplicationStatusView, MachineStatusView, ModelStatus, StatusFilter, UnitStatusView } from "../../api";
+import { statusToColumns } from "../../api";
 import type { ModelIndex, StateCache } from "./cache";
 import type { ApplicationDoc, MachineDoc, UnitDoc } from "./documents";
 import type { StatusSelection } from "./views";
@@ -24,6 +25,8 @@ interface ApplicationFragment {
   key: string;
   docs: readonly UnitDoc[];
   units: Fragment<UnitStatusView>[];
+  /** The application's view with no units listed (its status is still derived from all of them). */
+  own: ApplicationStatusView;
   /** `"name":{...,"units":{` and what follows the units. */
   head: string;
   tail: string;
@@ -32,12 +35,17 @@ interface ApplicationFragment {
 interface ModelFragments {
   units: Map<string, Fragment<UnitStatusView>>;
   apps: Map<string, ApplicationFragment>;
-  machines: Map<string, Fragment<null>>;
+  machines: Map<string, Fragment<MachineStatusView>>;
   /** Units by application and machines, in status order, as of a viewRevision (units and machines are among what moves it). */
   order?: { viewRevision: number; byApp: Map<string, UnitDoc[]>; machines: MachineDoc[] };
   /** The unfiltered document up to (not including) its timestamp, and what it was built at. */
-  whole?: { revision: number; operators: number; controller: string; text: string; bytes?: Buffer };
+  whole?: Whole & { text: string; bytes?: Buffer };
+  /** The same in the compact form (units and machines as column tables), as UTF-8. */
+  columns?: Whole & { bytes: Buffer };
 }
+
+/** What an unfiltered document was built at: it stands while these do. */
+interface Whole { revision: number; operators: number; controller: string }
 
 const sameInputs = (a: readonly unknown[], b: readonly unknown[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
 
@@ -65,17 +73,57 @@ export class StatusRenderer {
     return Buffer.concat([whole.bytes, tail]);
   }
 
-  /** Everything but the timestamp: the kept whole document when nothing is filtered, else a fresh body. */
-  private body(idx: ModelIndex, filter: StatusFilter | undefined): { body?: string; whole?: NonNullable<ModelFragments["whole"]> } {
+  /**
+   * The compact form ({@link statusToColumns}) as UTF-8 JSON: what the API client asks for. Built
+   * from the same kept unit and machine views; the unfiltered one is kept until the model changes.
+   */
+  renderColumnsBytes(idx: ModelIndex, filter?: StatusFilter, now = new Date()): Buffer {
+    const frags = this.fragments(idx);
+    const sel = selectStatus(idx, filter);
+    const tail = Buffer.from(timestampTail(now));
+    if (!sel && this.current(idx, frags.columns)) return Buffer.concat([frags.columns!.bytes, tail]);
+    const { byApp, machines: sorted } = this.order(idx, frags);
+    const applications: Record<string, ApplicationStatusView> = {};
+    for (const app of idx.apps.values()) {
+      if (sel && !sel.app(app.name)) continue;
+      const docs = byApp.get(app.name) ?? [];
+      const a = this.applicationFragment(idx, frags, app, docs);
+      const units: Record<string, UnitStatusView> = {};
+      for (let i = 0; i < docs.length; i++) if (!sel || sel.unit(docs[i]!)) units[docs[i]!.name] = a.units[i]!.view;
+      applications[app.name] = { ...a.own, units };
+    }
+    const machines: Record<string, MachineStatusView> = {};
+    for (const m of sorted) if (!sel || sel.machine(m.id)) machines[m.id] = this.machine(idx, frags, m).view;
+    const doc: Omit<ModelStatus, "timestamp"> = { model: modelStatusHeader(this.cache, idx), applications, machines, integrations: selectedIntegrations(idx, sel) };
+    const bytes = Buffer.from(JSON.stringify(statusToColumns(doc as ModelStatus)).slice(0, -1));
+    if (!sel) { frags.columns = { ...this.stamp(idx), bytes }; this.prune(idx, frags); }
+    return Buffer.concat([bytes, tail]);
+  }
+
+  private fragments(idx: ModelIndex): ModelFragments {
     let frags = this.byModel.get(idx);
     if (!frags) this.byModel.set(idx, (frags = { units: new Map(), apps: new Map(), machines: new Map() }));
+    return frags;
+  }
+
+  private stamp(idx: ModelIndex): Whole {
+    return { revision: idx.revision, operators: this.cache.operators.size, controller: this.cache.controller?.name ?? "" };
+  }
+
+  /** Whether a kept unfiltered document still shows the model as it is. */
+  private current(idx: ModelIndex, w: Whole | undefined): boolean {
+    const now = this.stamp(idx);
+    return w !== undefined && w.revision === now.revision && w.operators === now.operators && w.controller === now.controller;
+  }
+
+  /** Everything but the timestamp: the kept whole document when nothing is filtered, else a fresh body. */
+  private body(idx: ModelIndex, filter: StatusFilter | undefined): { body?: string; whole?: NonNullable<ModelFragments["whole"]> } {
+    const frags = this.fragments(idx);
     const sel = selectStatus(idx, filter);
-    const controller = this.cache.controller?.name ?? "";
-    const w = frags.whole;
-    if (!sel && w && w.revision === idx.revision && w.operators === this.cache.operators.size && w.controller === controller) return { whole: w };
+    if (!sel && this.current(idx, frags.whole)) return { whole: frags.whole };
     const text = this.build(idx, frags, sel);
     if (sel) return { body: text };
-    frags.whole = { revision: idx.revision, operators: this.cache.operators.size, controller, text };
+    frags.whole = { ...this.stamp(idx), text };
     this.prune(idx, frags);
     return { whole: frags.whole };
   }
@@ -114,10 +162,11 @@ export class StatusRenderer {
     if (old && old.key === key && old.docs === docs) return old;
     const units = docs.map((u) => this.unit(idx, frags, u));
     // The application's own fields are few; its units are spliced in as their cached text.
-    const own = JSON.stringify(applicationStatusView(this.cache, idx, app, units.map((f) => f.view), []));
+    const view = applicationStatusView(this.cache, idx, app, units.map((f) => f.view), []);
+    const own = JSON.stringify(view);
     const marker = `"units":{}`;
     const at = own.indexOf(marker, own.indexOf(`"scale":`));
-    const a = { key, docs, units, head: `${JSON.stringify(app.name)}:${own.slice(0, at)}"units":{`, tail: `}${own.slice(at + marker.length)}` };
+    const a = { key, docs, units, own: view, head: `${JSON.stringify(app.name)}:${own.slice(0, at)}"units":{`, tail: `}${own.slice(at + marker.length)}` };
     frags.apps.set(app.name, a);
     return a;
   }
@@ -136,12 +185,13 @@ export class StatusRenderer {
     return f;
   }
 
-  private machine(idx: ModelIndex, frags: ModelFragments, m: MachineDoc): Fragment<null> {
+  private machine(idx: ModelIndex, frags: ModelFragments, m: MachineDoc): Fragment<MachineStatusView> {
     const unitsHere = idx.unitsByMachine.get(m.id);
     const inputs = [m, idx.machineInfo.get(m.id), idx.presence.get(m.id), idx.machineInstall.get(m.id), unitsHere ? [...unitsHere].join(",") : ""];
     const old = frags.machines.get(m.id);
     if (old && sameInputs(old.inputs, inputs)) return old;
-    const f = { inputs, view: null, json: `${JSON.stringify(m.id)}:${JSON.stringify(machineStatusView(idx, m))}` };
+    const view = machineStatusView(idx, m);
+    const f = { inputs, view, json: `${JSON.stringify(m.id)}:${JSON.stringify(view)}` };
     frags.machines.set(m.id, f);
     return f;
   }
@@ -170,7 +220,8 @@ export function renderModelStatus(cache: StateCache, idx: ModelIndex, filter?: S
   return rendererOf(cache).render(idx, filter, now);
 }
 
-/** The model's status as UTF-8 JSON, for an HTTP answer. */
-export function renderModelStatusBytes(cache: StateCache, idx: ModelIndex, filter?: StatusFilter, now = new Date()): Buffer {
-  return rendererOf(cache).renderBytes(idx, filter, now);
+/** The model's status as UTF-8 JSON, for an HTTP answer: plain, or with units and machines as column tables. */
+export function renderModelStatusBytes(cache: StateCache, idx: ModelIndex, filter?: StatusFilter, now = new Date(), form: "plain" | "columns" = "plain"): Buffer {
+  const r = rendererOf(cache);
+  return form === "columns" ? r.renderColumnsBytes(idx, filter, now) : r.renderBytes(idx, filter, now);
 }
