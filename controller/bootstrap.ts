@@ -18,6 +18,8 @@ export interface InitControllerOptions {
   advertise?: string[];
   /** Generated (24 random characters) when not given. */
   adminPassword?: string;
+  /** The controller's UUID, when its machines were tagged with it before it existed (bootstrap on a cloud); random otherwise. */
+  uuid?: string;
   /** @default the embedded store in the data directory */
   store?: ControllerConfig["store"];
 }
@@ -43,7 +45,7 @@ export async function initControllerDir(o: InitControllerOptions): Promise<{ cre
   await rm(join(o.dataDir, dataFiles.store), { recursive: true, force: true });
   const store = await openStore(o.store ?? { backend: "embedded" }, join(o.dataDir, dataFiles.store));
   try {
-    await new StateOps(store).initController(o.name, adminPassword);
+    await new StateOps(store).initController(o.name, adminPassword, o.uuid);
   } finally {
     await store.close();
   }

@@ -14,7 +14,9 @@ import { initControllerDir } from "./bootstrap";
 import { dataFiles } from "./config";
 import { Controller, StoodDownError } from "./controller";
 
-const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--admin-password-stdin]\n";
+/** A UUID as randomUUID writes it (any version), lower or upper case. */
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--admin-password-stdin]\n";
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -30,8 +32,10 @@ async function main(): Promise<void> {
     const listen = /^(.+):(\d+)$/.exec(flag("--listen") ?? "");
     if (!name || !listen) { process.stderr.write(USAGE); process.exitCode = 1; return; }
     const advertise = flag("--advertise")?.split(",").filter(Boolean);
+    const uuid = flag("--uuid");
+    if (uuid !== undefined && !UUID_PATTERN.test(uuid)) { process.stderr.write(`--uuid ${JSON.stringify(uuid)} is not a UUID (8-4-4-4-12 hex digits)\n`); process.exitCode = 1; return; }
     const adminPassword = args.includes("--admin-password-stdin") ? await readStdin() : undefined;
-    const res = await initControllerDir({ dataDir, name, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), ...(adminPassword ? { adminPassword } : {}) });
+    const res = await initControllerDir({ dataDir, name, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), ...(uuid ? { uuid } : {}), ...(adminPassword ? { adminPassword } : {}) });
     process.stdout.write(JSON.stringify(res) + "\n");
     return;
   }

@@ -148,3 +148,21 @@ echo "done"
   if (data.length > USER_DATA_LIMIT) throw new Error(`the user data is ${data.length} bytes gzipped, over EC2's ${USER_DATA_LIMIT}: is the controller's CA certificate unusually large?`);
   return data;
 }
+
+/**
+ * The gzipped `#cloud-config` of the instance `steward bootstrap aws:…` installs its first replica
+ * on over SSH, as Juju's bootstrap does: cloud-init's SSH module installs a host key made for this
+ * instance (so the bootstrap pins it instead of trusting the first key it sees) and authorizes a
+ * key made for this bootstrap, for root. The host key's private half is in the instance's user
+ * data, readable by who may read that (ec2:DescribeInstanceAttribute, or root on the instance).
+ */
+export function sshBootstrapUserData(o: { authorizedKey: string; hostKey: { privateKey: string; publicKey: string } }): Buffer {
+  const config = {
+    disable_root: false,
+    ssh_authorized_keys: [o.authorizedKey.trim()],
+    ssh_deletekeys: true,
+    ssh_genkeytypes: [],
+    ssh_keys: { ed25519_private: o.hostKey.privateKey, ed25519_public: o.hostKey.publicKey.trim() },
+  };
+  return gzipSync(Buffer.from(`#cloud-config\n${stringify(config, { lineWidth: 0 })}`), { level: 9 });
+}

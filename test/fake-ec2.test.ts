@@ -15,8 +15,9 @@ import type { RunInstancesCommandInput } from "@aws-sdk/client-ec2";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { FakeEc2, ec2ClientFor } from "./harness/fake-ec2";
 import type { FakeInstance } from "./harness/fake-ec2";
-import { CLOUD_INIT_OUTPUT_LOG, fakeEc2Boot, runCloudInit } from "./harness/cloud-init";
-import { TestLab } from "./harness/hosts";
+import { CLOUD_INIT_OUTPUT_LOG, fakeEc2Boot, parseCloudConfig, runCloudInit } from "./harness/cloud-init";
+import { SUDO_USER, TestLab } from "./harness/hosts";
+import { ssh, sshBootstrapUserData } from "../substrates";
 import { eventually } from "./harness/eventually";
 
 const region = "eu-west-3";
@@ -261,6 +262,47 @@ asRoot("runCloudInit writes files (b64, text, gzip'd user data) and runs runcmd 
   t.regex(err!.message, /runcmd item 2 .*exit code 3[\s\S]*oops/);
   t.not((await other.exec("test -e /var/lib/steward/after")).code, 0);
   await t.throwsAsync(runCloudInit(other, Buffer.from("#!/bin/sh\necho hi\n")), { message: /unsupported user-data/ });
+});
+
+asRoot("the bootstrap user data (cloud-init's SSH module) gives the instance the host key made for it and lets the bootstrap key in as root", async (t) => {
+  const boot = fakeEc2Boot(await theLab());
+  const ec2 = new FakeEc2({ region, credentials, boot });
+  await ec2.start();
+  const client = ec2ClientFor(ec2);
+  t.teardown(async () => { client.destroy(); await ec2.stop(); });
+  const clientKey = ssh.generateSshKeyPair("steward-bootstrap");
+  const hostKey = ssh.generateSshKeyPair("steward-host");
+  const userData = sshBootstrapUserData({ authorizedKey: clientKey.publicKey, hostKey });
+  const id = (await client.send(launch({ UserData: userData.toString("base64") }))).Instances![0]!.InstanceId!;
+  const address = await eventually("running with an address", async () => {
+    const i = (await client.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations?.[0]?.Instances?.[0];
+    return i?.State?.Name === "running" ? i.PrivateIpAddress : undefined;
+  });
+  const entry = boot.hosts.get(id)!;
+  t.is(entry.error, undefined);
+  t.is(entry.host.hostKeyFingerprint, hostKey.fingerprint);
+  // The key pinned before the instance existed is the one sshd offers, and the bootstrap key is root's.
+  const session = await ssh.SshSession.connect({ host: address, user: "root", privateKey: clientKey.privateKey, hostKey: hostKey.fingerprint });
+  t.is((await session.run("id -u")).stdout.trim(), "0");
+  session.close();
+  // Any other pin is refused: the host key is verified, not trusted.
+  const wrong = ssh.generateSshKeyPair("someone-else");
+  const refused = await t.throwsAsync(ssh.SshSession.connect({ host: address, user: "root", privateKey: clientKey.privateKey, hostKey: wrong.fingerprint }, { attempts: 1 }));
+  t.regex(refused!.message, /host key of .* does not match/);
+
+  // cloud-init's default (disable_root true) gives root none of the keys: the same key only logs in as the default user.
+  const plain = Buffer.from(`#cloud-config\nssh_authorized_keys:\n  - ${clientKey.publicKey}\n`);
+  const other = (await client.send(launch({ UserData: plain.toString("base64") }))).Instances![0]!.InstanceId!;
+  const otherAddress = await eventually("second instance running", async () => {
+    const i = (await client.send(new DescribeInstancesCommand({ InstanceIds: [other] }))).Reservations?.[0]?.Instances?.[0];
+    return i?.State?.Name === "running" ? i.PrivateIpAddress : undefined;
+  });
+  const otherHost = boot.hosts.get(other)!.host;
+  await t.throwsAsync(ssh.SshSession.connect({ host: otherAddress, user: "root", privateKey: clientKey.privateKey, hostKey: otherHost.hostKeyFingerprint }, { attempts: 1 }));
+  const asUser = await ssh.SshSession.connect({ host: otherAddress, user: SUDO_USER, privateKey: clientKey.privateKey, hostKey: otherHost.hostKeyFingerprint });
+  asUser.close();
+  // Host key types the test hosts cannot make are refused, not ignored.
+  t.throws(() => parseCloudConfig(Buffer.from("#cloud-config\nssh_keys:\n  rsa_private: x\n")), { message: /rsa_private are not implemented/ });
 });
 
 asRoot("fakeEc2Boot: an instance is a new test host that runs its user data; terminating it kills the host", async (t) => {

@@ -90,7 +90,8 @@ test("local bootstrap runs the controller's own init: a chosen admin password wo
   try {
     const port = await freePort("127.0.0.1");
     const password = "chosen password, with spaces and 'quotes'";
-    const init = await initLocalController({ dataDir, name: "chosen", listen: { host: "127.0.0.1", port }, adminPassword: password });
+    const uuid = "0b6f3c2e-9a41-4d7e-8f10-2c3d4e5f6a7b";
+    const init = await initLocalController({ dataDir, name: "chosen", listen: { host: "127.0.0.1", port }, adminPassword: password, uuid });
     t.true(init.created);
     t.regex(init.caCert, /BEGIN CERTIFICATE/);
     const again = await initLocalController({ dataDir, name: "chosen", listen: { host: "127.0.0.1", port } });
@@ -98,6 +99,7 @@ test("local bootstrap runs the controller's own init: a chosen admin password wo
     const addresses = await startLocalController(dataDir, init.caCert);
     const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password });
     t.truthy(await client.login());
+    t.is((await client.controllerInfo()).uuid, uuid, "the UUID chosen before init (what cloud instances are tagged with)");
     client.close();
   } finally {
     await removeLocalController(dataDir);
@@ -113,6 +115,8 @@ test("a failing init says why", async (t) => {
     const dataDir = join(dir, "file", "ctl");
     const err = await t.throwsAsync(initLocalController({ dataDir, name: "x", listen: { host: "127.0.0.1", port: 1 } }));
     t.regex(err?.message ?? "", /creating the controller's data directory .*file\/ctl failed: .*ENOTDIR/);
+    const badUuid = await t.throwsAsync(initLocalController({ dataDir: join(dir, "ctl"), name: "x", listen: { host: "127.0.0.1", port: 1 }, uuid: "not-a-uuid" }));
+    t.regex(badUuid?.message ?? "", /--uuid "not-a-uuid" is not a UUID/);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -20,10 +20,10 @@ export class StateOps extends StoreTxns {
   // --- controller and users ---
 
   /** Creates the controller's identity, token key and admin user; a second call changes nothing. */
-  async initController(name: string, adminPassword: string): Promise<{ created: boolean; uuid: string }> {
+  async initController(name: string, adminPassword: string, presetUuid?: string): Promise<{ created: boolean; uuid: string }> {
     const existing = await this.read<ControllerDoc>(keys.controller);
     if (existing) return { created: false, uuid: existing.doc.uuid };
-    const uuid = randomUUID();
+    const uuid = presetUuid ?? randomUUID();
     const admin: UserDoc = { name: "admin", passwordHash: await hashPassword(adminPassword), superuser: true, createdAt: this.stamp() };
     const res = await this.store.txn({
       compare: [absent(keys.controller)],

@@ -1,4 +1,6 @@
 export { SshSession, fingerprint, shellQuote } from "./ssh-session";
+export { generateSshKeyPair } from "./keys";
+export type { SshKeyPair } from "./keys";
 export { SshMachines } from "./machines";
 export type { SshTarget, RunResult } from "./ssh-session";
 export { checkHost, gatherFacts } from "./facts";

@@ -10,7 +10,12 @@
  *   gz+base64, gzip+b64, gzip+base64), permissions (octal, default 0644), parent directories
  *   created; owner and defer are ignored (everything runs as root, at once);
  * - `runcmd`: as cloud-init does, every item becomes a line of one shell script (a string as it
- *   is, a list as single-quoted words), so `cd` and variables carry over from one item to the next.
+ *   is, a list as single-quoted words), so `cd` and variables carry over from one item to the next;
+ * - module "SSH": `ssh_keys` (ed25519_private and ed25519_public only; other types are refused),
+ *   `ssh_deletekeys` (default true: the image's host keys go), `ssh_genkeytypes` (only what is
+ *   already there, ed25519, or none), `ssh_authorized_keys` (the default user's; root's too when
+ *   `disable_root` is false; with the default `disable_root: true` root gets none that log in).
+ *   Applied before the instance answers as running ({@link fakeEc2Boot}), as cloud-init does before sshd starts.
  * Deviations: output goes to /var/lib/steward/cloud-init-output.log (per host; /var/log is the real
  * machine's), and the script stops at the first failing item, which fails the run (cloud-init would
  * run the later items and only report an error).
@@ -20,6 +25,7 @@ import { gunzipSync } from "node:zlib";
 import { parse } from "yaml";
 import type { FakeInstance } from "./fake-ec2";
 import type { TestHost, TestLab } from "./hosts";
+import { SUDO_USER } from "./hosts";
 
 export const CLOUD_INIT_OUTPUT_LOG = "/var/lib/steward/cloud-init-output.log";
 const RUNCMD_SCRIPT = "/var/lib/steward/cloud-init/runcmd";
@@ -31,12 +37,50 @@ const isGzip = (b: Uint8Array): boolean => b[0] === 0x1f && b[1] === 0x8b;
 
 /** Applies `#cloud-config` user data on a test host: write_files, then runcmd. */
 export async function runCloudInit(host: TestHost, userData: Buffer): Promise<void> {
+  const config = parseCloudConfig(userData);
+  await applySshModule(host, config);
+  await runFilesAndCommands(host, config);
+}
+
+const SSH_MODULE_KEYS = ["ssh_keys", "ssh_deletekeys", "ssh_genkeytypes", "ssh_authorized_keys", "disable_root"];
+
+/** The `#cloud-config` mapping, refusing what this runner does not implement. */
+export function parseCloudConfig(userData: Buffer): Record<string, unknown> {
   const text = (isGzip(userData) ? gunzipSync(userData) : userData).toString("utf8");
   if (!text.startsWith("#cloud-config")) throw new Error(`unsupported user-data: only #cloud-config is supported here, got ${JSON.stringify(text.slice(0, 30))}`);
   const config = (parse(text, { version: "1.1" }) ?? {}) as Record<string, unknown>;
   if (typeof config !== "object" || Array.isArray(config)) throw new Error("unsupported user-data: #cloud-config is not a YAML mapping");
-  const unknown = Object.keys(config).filter((k) => k !== "write_files" && k !== "runcmd");
+  const unknown = Object.keys(config).filter((k) => k !== "write_files" && k !== "runcmd" && !SSH_MODULE_KEYS.includes(k));
   if (unknown.length) throw new Error(`unsupported user-data: cloud-config keys ${unknown.join(", ")} are not implemented by the test runner`);
+  sshModule(config);
+  return config;
+}
+
+/** The SSH module's settings, refusing what the test hosts cannot do. */
+function sshModule(config: Record<string, unknown>): { hostKey?: { privateKey: string; publicKey: string }; keys: string[] } {
+  const given = (config.ssh_keys ?? {}) as Record<string, unknown>;
+  if (typeof given !== "object" || Array.isArray(given)) throw new Error("unsupported user-data: ssh_keys must be a mapping");
+  const other = Object.keys(given).filter((k) => k !== "ed25519_private" && k !== "ed25519_public");
+  if (other.length) throw new Error(`unsupported user-data: ssh_keys ${other.join(", ")} are not implemented by the test runner (ed25519 only)`);
+  const genTypes = asList(config.ssh_genkeytypes, "ssh_genkeytypes");
+  if (genTypes.some((t) => t !== "ed25519")) throw new Error(`unsupported user-data: ssh_genkeytypes ${JSON.stringify(genTypes)}: the test hosts have ed25519 keys only`);
+  const hasPrivate = typeof given.ed25519_private === "string";
+  if (hasPrivate !== (typeof given.ed25519_public === "string")) throw new Error("unsupported user-data: ssh_keys needs both ed25519_private and ed25519_public");
+  if (config.ssh_deletekeys === false && hasPrivate) throw new Error("unsupported user-data: ssh_keys with ssh_deletekeys false would leave two ed25519 host keys");
+  const keys = asList(config.ssh_authorized_keys, "ssh_authorized_keys").map(String);
+  return { keys, ...(hasPrivate ? { hostKey: { privateKey: given.ed25519_private as string, publicKey: given.ed25519_public as string } } : {}) };
+}
+
+/** cloud-init's SSH module on a test host: host keys, then authorized keys. */
+export async function applySshModule(host: TestHost, config: Record<string, unknown>): Promise<void> {
+  const { hostKey, keys } = sshModule(config);
+  // The default user of the test hosts' "image" is the sudo user; root only when disable_root is false.
+  const authorizedKeys: Record<string, string[]> = keys.length ? { [SUDO_USER]: keys, ...(config.disable_root === false ? { root: keys } : {}) } : {};
+  await host.setSshIdentity({ authorizedKeys, ...(hostKey ? { hostKey } : {}) });
+}
+
+/** write_files, then runcmd. */
+async function runFilesAndCommands(host: TestHost, config: Record<string, unknown>): Promise<void> {
 
   for (const f of asList(config.write_files, "write_files")) await writeFile(host, f as Record<string, unknown>);
   const runcmd = asList(config.runcmd, "runcmd");
@@ -112,7 +156,16 @@ export function fakeEc2Boot(lab: TestLab): FakeEc2Boot {
   const boot = async (i: FakeInstance): Promise<{ privateIp: string; stop(): Promise<void> }> => {
     const host = await lab.addHost();
     const entry: FakeEc2Host = { host, cloudInit: Promise.resolve() };
-    if (i.userData) entry.cloudInit = runCloudInit(host, i.userData).catch((err: unknown) => { entry.error = err instanceof Error ? err : new Error(String(err)); });
+    const failed = (err: unknown): void => { entry.error = err instanceof Error ? err : new Error(String(err)); };
+    if (i.userData) {
+      // The SSH module's part before the instance runs (sshd starts with its keys); the rest in the background.
+      let config: Record<string, unknown> | undefined;
+      try {
+        config = parseCloudConfig(i.userData);
+        await applySshModule(host, config);
+      } catch (err) { failed(err); }
+      if (config) entry.cloudInit = runFilesAndCommands(host, config).catch(failed);
+    }
     hosts.set(i.id, entry);
     return { privateIp: host.ip, stop: () => host.kill() };
   };

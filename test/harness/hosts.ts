@@ -35,7 +35,8 @@ export class TestHost {
     /** Changes with {@link readdress}. */
     public ip: string,
     readonly dir: string,
-    readonly hostKeyFingerprint: string,
+    /** Changes with {@link setSshIdentity}. */
+    public hostKeyFingerprint: string,
     private readonly opts: TestHostOptions,
   ) {}
 
@@ -102,6 +103,25 @@ export class TestHost {
   }
 
   get noNode(): boolean { return this.opts.noNode === true; }
+
+  /**
+   * What cloud-init's ssh module does before sshd starts (test/harness/cloud-init.ts): another
+   * ed25519 host key and keys authorized for this host's users (on top of the lab's client key).
+   * A new host key takes effect by rebooting the host, sshd's first start on a real instance.
+   */
+  async setSshIdentity(o: { hostKey?: { privateKey: string; publicKey: string }; authorizedKeys?: Record<string, string[]> }): Promise<void> {
+    for (const [user, keys] of Object.entries(o.authorizedKeys ?? {})) {
+      await mkdir(join(this.dir, "authorized_keys"), { recursive: true, mode: 0o755 });
+      await writeFile(join(this.dir, "authorized_keys", user), keys.map((k) => k.trim() + "\n").join(""), { mode: 0o644 });
+    }
+    if (!o.hostKey) return;
+    const blob = o.hostKey.publicKey.trim().split(/\s+/)[1];
+    if (!o.hostKey.publicKey.startsWith("ssh-ed25519 ") || !blob) throw new Error("setSshIdentity: only an ssh-ed25519 host key is supported");
+    await writeFile(join(this.dir, "ssh_host_ed25519_key"), o.hostKey.privateKey.trim() + "\n", { mode: 0o600 });
+    await writeFile(join(this.dir, "ssh_host_ed25519_key.pub"), o.hostKey.publicKey.trim() + "\n", { mode: 0o644 });
+    this.hostKeyFingerprint = "SHA256:" + createHash("sha256").update(Buffer.from(blob, "base64")).digest("base64").replace(/=+$/, "");
+    await this.restart();
+  }
 }
 
 export class TestLab {
@@ -160,7 +180,7 @@ export class TestLab {
     const fingerprint = "SHA256:" + createHash("sha256").update(Buffer.from(pub, "base64")).digest("base64").replace(/=+$/, "");
     await writeFile(join(dir, "sshd_config"), [
       "Port 22", `ListenAddress ${ip}`, `HostKey ${join(dir, "ssh_host_ed25519_key")}`, `PidFile ${join(dir, "sshd.pid")}`,
-      `AuthorizedKeysFile ${join(this.dir, "keys", "%u")}`, "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+      `AuthorizedKeysFile ${join(this.dir, "keys", "%u")} ${join(dir, "authorized_keys", "%u")}`, "PermitRootLogin prohibit-password", "PasswordAuthentication no",
       "KbdInteractiveAuthentication no", "UsePAM no", "Subsystem sftp /usr/lib/openssh/sftp-server", "",
     ].join("\n"));
     if (opts.noNode) await writeFile(join(dir, "no-node"), "#!/bin/sh\necho 'node: not installed on this host' >&2\nexit 127\n", { mode: 0o755 });
