@@ -227,6 +227,16 @@ let lab: TestLab | undefined;
 test.after.always(async () => { await lab?.close(); });
 const theLab = async (): Promise<TestLab> => (lab ??= await TestLab.create(0));
 
+/** A fake EC2 whose instances boot as test hosts, stopped when the test ends. */
+async function bootingEc2(t: ExecutionContext): Promise<{ boot: ReturnType<typeof fakeEc2Boot>; ec2: FakeEc2; client: ReturnType<typeof ec2ClientFor> }> {
+  const boot = fakeEc2Boot(await theLab());
+  const ec2 = new FakeEc2({ region, credentials, boot });
+  await ec2.start();
+  const client = ec2ClientFor(ec2);
+  t.teardown(async () => { client.destroy(); await ec2.stop(); });
+  return { boot, ec2, client };
+}
+
 asRoot("runCloudInit writes files (b64, text, gzip'd user data) and runs runcmd in order on a test host; a failing command throws", async (t) => {
   const host = await (await theLab()).addHost();
   const script = "#!/bin/sh\necho \"it's $1\"\n";
@@ -265,11 +275,7 @@ asRoot("runCloudInit writes files (b64, text, gzip'd user data) and runs runcmd 
 });
 
 asRoot("the bootstrap user data (cloud-init's SSH module) gives the instance the host key made for it and lets the bootstrap key in as root", async (t) => {
-  const boot = fakeEc2Boot(await theLab());
-  const ec2 = new FakeEc2({ region, credentials, boot });
-  await ec2.start();
-  const client = ec2ClientFor(ec2);
-  t.teardown(async () => { client.destroy(); await ec2.stop(); });
+  const { boot, client } = await bootingEc2(t);
   const clientKey = ssh.generateSshKeyPair("steward-bootstrap");
   const hostKey = ssh.generateSshKeyPair("steward-host");
   const userData = sshBootstrapUserData({ authorizedKey: clientKey.publicKey, hostKey });
@@ -306,11 +312,7 @@ asRoot("the bootstrap user data (cloud-init's SSH module) gives the instance the
 });
 
 asRoot("fakeEc2Boot: an instance is a new test host that runs its user data; terminating it kills the host", async (t) => {
-  const boot = fakeEc2Boot(await theLab());
-  const ec2 = new FakeEc2({ region, credentials, boot });
-  await ec2.start();
-  const client = ec2ClientFor(ec2);
-  t.teardown(async () => { client.destroy(); await ec2.stop(); });
+  const { boot, ec2, client } = await bootingEc2(t);
   const userData = "#cloud-config\nruncmd:\n  - hostname > /var/lib/steward/booted\n";
   const id = (await client.send(launch({ UserData: Buffer.from(userData).toString("base64") }))).Instances![0]!.InstanceId!;
   const running = await eventually("running", async () => {
