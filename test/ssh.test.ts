@@ -10,6 +10,9 @@ import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
+import { connect, createServer } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
+import * as substrates from "../substrates";
 import { tmpdir } from "node:os";
 import type { TestHost } from "./harness/hosts";
 import { SUDO_USER, TestLab } from "./harness/hosts";
@@ -251,4 +254,31 @@ ssh("a controller bootstrapped on a host over SSH is driven from the CLI", async
   const again = await steward("bootstrap", `ssh:root@${c.ip}`, "remote2", "--key-file", keyFile, "--host-key", c.hostKeyFingerprint);
   t.is(again.code, 1);
   t.regex(again.stdout + again.stderr, /already runs a controller that this client does not know/);
+});
+
+ssh("a session whose connection the host resets does not take the process down; its next command fails", async (t) => {
+  const h = lab.hosts[6]!;
+  // A proxy in front of the host's sshd that can answer with a TCP reset, as a host that reboots or drops state does.
+  const sockets: Socket[] = [];
+  const proxy = createServer((inbound) => {
+    const outbound = connect(22, h.ip);
+    sockets.push(inbound, outbound);
+    inbound.pipe(outbound).pipe(inbound);
+    inbound.on("error", () => undefined);
+    outbound.on("error", () => undefined);
+  });
+  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+  t.teardown(() => { proxy.close(); for (const s of sockets) s.destroy(); });
+  const port = (proxy.address() as AddressInfo).port;
+  const session = await substrates.ssh.SshSession.connect({ ...target(h), host: "127.0.0.1", port, user: "root" });
+  t.is((await session.run("echo up")).stdout.trim(), "up");
+  const uncaught: unknown[] = [];
+  const record = (err: unknown): void => { uncaught.push(err); };
+  process.on("uncaughtException", record);
+  t.teardown(() => { process.off("uncaughtException", record); });
+  for (const s of sockets) s.resetAndDestroy();
+  await new Promise((r) => setTimeout(r, 500));
+  t.deepEqual(uncaught.map(String), [], "the reset is not an uncaught exception");
+  await t.throwsAsync(session.run("echo again"));
+  session.close();
 });

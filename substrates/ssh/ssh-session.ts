@@ -69,6 +69,10 @@ export class SshSession {
             return target.hostKey ? seen === target.hostKey : target.trustOnFirstUse === true;
           },
         });
+        // node-ssh drops its error listener once connected: a reset from the host (it rebooted, or
+        // answered our close with RST) would then be an uncaught exception that ends the process.
+        // The next command on a dead connection fails on its own.
+        ssh.connection?.on("error", () => undefined);
         return new SshSession(ssh, target, seen, via);
       } catch (err) {
         ssh.dispose();
