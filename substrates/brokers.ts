@@ -77,6 +77,8 @@ export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
   joined(address: string): Promise<void>;
   /** Installing on `host` failed: it is set aside (a spare is marked failed; an instance is terminated). */
   failed(host: H, why: string): Promise<void>;
+  /** `host` was acquired but not used (the cluster could not take a member then): a spare stays in the pool, an instance is terminated. */
+  release(host: H): Promise<void>;
   /** The replica at `address` is out of the etcd cluster for good: a cloud terminates its instance. */
   retire?(address: string): Promise<void>;
 }

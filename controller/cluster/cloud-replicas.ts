@@ -66,10 +66,10 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
     const controllerUuid = this.o.cache.controller?.uuid ?? "";
     if (cloud.substrate === "aws") {
       const p: aws.AwsPlacement = { settings: cloud.aws, controllerUuid, credentials: aws.awsCredentialsOf(c) };
-      const tags = { [aws.TAGS.replica]: REPLICAS };
+      const tags = aws.REPLICA_TAGS;
       return {
         launch: async (n, userData, idempotencyKey) => {
-          const i = await this.ec2.launch(p, { n, name: `steward-controller-${controllerUuid.slice(0, 8)}`, tags, userData, idempotencyKey });
+          const i = await this.ec2.launch(p, { n, name: aws.replicaInstanceName(controllerUuid), tags, userData, idempotencyKey });
           return { id: i.id, ...(i.zone ? { zone: i.zone } : {}) };
         },
         state: async (id) => {
@@ -141,6 +141,11 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
 
   async failed(host: CloudHost, why: string): Promise<void> {
     this.o.log.warn("terminating a replica instance whose install failed", { instance: host.instance.id, why });
+    await host.cloud.terminate([host.instance.id]);
+  }
+
+  async release(host: CloudHost): Promise<void> {
+    this.o.log.info("terminating a replica instance that was not used", { instance: host.instance.id });
     await host.cloud.terminate([host.instance.id]);
   }
 

@@ -21,6 +21,10 @@ import type { HaConfig, KeeperDoc, MemberDoc } from "./cluster-docs";
 import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys } from "./cluster-docs";
 import { peerUrl, replicaName } from "./etcd-member";
 
+/** How often a member add refused as "unhealthy cluster" is tried, a second apart (etcd's window is 5 s). */
+const ADD_MEMBER_ATTEMPTS = 15;
+type AddedMember = Awaited<ReturnType<EtcdMembership["addLearner"]>>;
+
 export interface QuorumKeeperOptions {
   /** A fenced store: the keeper's writes fail once this replica is no longer leader. */
   store: Store;
@@ -154,7 +158,14 @@ export class QuorumKeeper {
       return this.report("blocked", (err as Error).message, true);
     }
     await this.report("acting", `installing replica ${name} on ${host.address}`, true);
-    const added = await this.o.membership.addLearner(peerUrl(host.address));
+    let added: AddedMember;
+    try {
+      added = await this.addLearnerWhenHealthy(peerUrl(host.address));
+    } catch (err) {
+      // Not a member: the host would otherwise be left acquired (a cloud instance running for nothing).
+      await this.o.hosts.release(host).catch((e: unknown) => this.o.log.warn("could not give back an unused replica host", { host: host.address, err: (e as Error).message }));
+      return this.report("blocked", `could not add ${name} to etcd: ${(err as Error).message}`, true);
+    }
     const doc: MemberDoc = { name, host: host.address, apiPort: 0, memberId: added.member.id, state: "joining", addedAt: new Date().toISOString(), ...(host.instance ? { instance: host.instance } : {}) };
     await this.o.store.put(clusterKeys.member(name), JSON.stringify(doc));
     const initialCluster = added.members.map((m) => `${m.id === added.member.id ? name : this.nameOf(m)}=${m.peerUrls[0]}`).join(",");
@@ -168,6 +179,21 @@ export class QuorumKeeper {
       return this.report("blocked", `host ${host.address} skipped: install failed: ${(err as Error).message}`, true);
     }
     await this.report("acting", `${name} started as a learner; it gets a vote once it has caught up`, true);
+  }
+
+  /**
+   * etcd refuses a new member for a few seconds after the last one joined ("unhealthy cluster":
+   * its leader must have been connected to a quorum for 5 s); that passes, so it is retried.
+   */
+  private async addLearnerWhenHealthy(peer: string): Promise<AddedMember> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.o.membership.addLearner(peer);
+      } catch (err) {
+        if (attempt >= ADD_MEMBER_ATTEMPTS || !/unhealthy cluster/.test((err as Error).message)) throw err;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
   }
 
   private async markMember(name: string, change: Partial<MemberDoc>): Promise<void> {

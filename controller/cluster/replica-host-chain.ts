@@ -33,6 +33,10 @@ export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned
     return host.owned!.owner.failed(host.owned!.host, why);
   }
 
+  release(host: ReplicaHost & { owned?: Owned }): Promise<void> {
+    return host.owned!.owner.release(host.owned!.host);
+  }
+
   async retire(address: string): Promise<void> {
     for (const b of this.brokers) await b.retire?.(address);
   }

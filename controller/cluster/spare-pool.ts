@@ -78,6 +78,9 @@ export class SparePool implements ReplicaHostBroker<PooledHost> {
     await this.o.store.delete(clusterKeys.spare(address));
   }
 
+  /** Nothing to give back: the spare was never taken out of the pool (joined() does that). */
+  async release(): Promise<void> {}
+
   async failed(host: PooledHost, why: string): Promise<void> {
     await this.setAside(host.spare, `install failed: ${why}`);
   }
