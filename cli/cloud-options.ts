@@ -1,19 +1,51 @@
-/** The flags that say where cloud machines go, shared by `add-model --substrate aws|vsphere` and `set-replica-cloud aws|vsphere`. */
+/**
+ * The flags that say where cloud machines go, shared by `add-model --substrate aws|vsphere`,
+ * `set-replica-cloud aws|vsphere` and (the aws ones) `bootstrap aws:REGION`.
+ */
 import { Option, UsageError } from "clipanion";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { AwsModelSettings, VsphereModelSettings } from "../api/core";
+import type { BaseCommand } from "./base-command";
 import { ControllerCommand } from "./base-command";
 
-/** A command that takes the aws and vsphere placement flags (clipanion finds options on the instance, inherited ones included). */
-export abstract class CloudOptionsCommand extends ControllerCommand {
-  region = Option.String("--region", { description: "aws: the region, e.g. eu-west-1" });
-  image = Option.String("--image", { description: "aws: the AMI its instances boot (Linux with cloud-init and curl)" });
-  instanceType = Option.String("--instance-type", { description: "aws: the instance type (default t3.small)" });
-  subnets = Option.Array("--subnet", [], { description: "aws: a subnet for its instances (repeat: they are used in turn)" });
-  securityGroups = Option.Array("--security-group", [], { description: "aws: a security group for its instances (repeatable)" });
-  endpoint = Option.String("--endpoint", { description: "aws: another EC2 endpoint (https://…), e.g. a VPC endpoint" });
-  endpointCa = Option.String("--endpoint-ca-file", { description: "aws: the CA certificate (PEM) that signs --endpoint" });
+type CommandClass = abstract new (...args: any[]) => BaseCommand;
+
+/** Adds the aws placement flags to a command class (clipanion finds options on the instance, inherited ones included). */
+export function withAwsFlags<B extends CommandClass>(Base: B) {
+  abstract class WithAwsFlags extends Base {
+    region = Option.String("--region", { description: "aws: the region, e.g. eu-west-1" });
+    image = Option.String("--image", { description: "aws: the AMI its instances boot (Linux with cloud-init and curl)" });
+    instanceType = Option.String("--instance-type", { description: "aws: the instance type (default t3.small)" });
+    subnets = Option.Array("--subnet", [], { description: "aws: a subnet for its instances (repeat: they are used in turn)" });
+    securityGroups = Option.Array("--security-group", [], { description: "aws: a security group for its instances (repeatable)" });
+    endpoint = Option.String("--endpoint", { description: "aws: another EC2 endpoint (https://…), e.g. a VPC endpoint" });
+    endpointCa = Option.String("--endpoint-ca-file", { description: "aws: the CA certificate (PEM) that signs --endpoint" });
+
+    awsFlagsGiven(): boolean {
+      return [this.region, this.image, this.instanceType, this.endpoint, this.endpointCa].some((v) => v !== undefined) || this.subnets.length + this.securityGroups.length > 0;
+    }
+
+    /** The settings from the flags; the controller (or the bootstrap) checks their values and says which one is wrong. */
+    async awsSettings(): Promise<Partial<AwsModelSettings>> {
+      if (!this.region || !this.image) throw new UsageError("aws needs --region and --image (an AMI id such as ami-0abcdef1234567890)");
+      const ca = this.endpointCa ? await readPem(this.context.cwd, this.endpointCa) : undefined;
+      return {
+        region: this.region, imageId: this.image, ...(this.instanceType ? { instanceType: this.instanceType } : {}),
+        ...(this.subnets.length ? { subnetIds: this.subnets } : {}), ...(this.securityGroups.length ? { securityGroupIds: this.securityGroups } : {}),
+        ...(this.endpoint ? { endpoint: this.endpoint } : {}), ...(ca ? { endpointCaCert: ca } : {}),
+      };
+    }
+  }
+  return WithAwsFlags;
+}
+
+function readPem(cwd: string, file: string): Promise<string> {
+  return readFile(resolve(cwd, file), "utf8").catch(() => { throw new UsageError(`cannot read ${file}`); });
+}
+
+/** A command that takes the aws and vsphere placement flags. */
+export abstract class CloudOptionsCommand extends withAwsFlags(ControllerCommand) {
   vcenter = Option.String("--vcenter", { description: "vsphere: vCenter's SDK URL, https://…/sdk" });
   datacenter = Option.String("--datacenter", { description: "vsphere: the datacenter" });
   template = Option.String("--template", { description: "vsphere: the template VM cloned for each machine" });
@@ -33,29 +65,10 @@ export abstract class CloudOptionsCommand extends ControllerCommand {
 
   protected async vsphereSettings(): Promise<VsphereModelSettings> {
     if (!this.vcenter || !this.datacenter || !this.template) throw new UsageError("vsphere needs --vcenter (https://…/sdk), --datacenter and --template");
-    const caCert = this.vcenterCa ? await this.readPem(this.vcenterCa) : undefined;
+    const caCert = this.vcenterCa ? await readPem(this.context.cwd, this.vcenterCa) : undefined;
     return {
       url: this.vcenter, datacenter: this.datacenter, template: this.template,
       ...(this.folder ? { folder: this.folder } : {}), ...(this.resourcePool ? { resourcePool: this.resourcePool } : {}), ...(caCert ? { caCert } : {}),
-    };
-  }
-
-  private readPem(file: string): Promise<string> {
-    return readFile(resolve(this.context.cwd, file), "utf8").catch(() => { throw new UsageError(`cannot read ${file}`); });
-  }
-
-  private awsFlagsGiven(): boolean {
-    return [this.region, this.image, this.instanceType, this.endpoint, this.endpointCa].some((v) => v !== undefined) || this.subnets.length + this.securityGroups.length > 0;
-  }
-
-  /** The settings from the flags; the controller checks their values and says which one is wrong. */
-  protected async awsSettings(): Promise<Partial<AwsModelSettings>> {
-    if (!this.region || !this.image) throw new UsageError("aws needs --region and --image (an AMI id such as ami-0abcdef1234567890)");
-    const ca = this.endpointCa ? await this.readPem(this.endpointCa) : undefined;
-    return {
-      region: this.region, imageId: this.image, ...(this.instanceType ? { instanceType: this.instanceType } : {}),
-      ...(this.subnets.length ? { subnetIds: this.subnets } : {}), ...(this.securityGroups.length ? { securityGroupIds: this.securityGroups } : {}),
-      ...(this.endpoint ? { endpoint: this.endpoint } : {}), ...(ca ? { endpointCaCert: ca } : {}),
     };
   }
 }

@@ -7,12 +7,15 @@ import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { DURATION_HELP, isDuration, isPort } from "../validators";
 import { BaseCommand } from "../base-command";
+import { withAwsFlags } from "../cloud-options";
+import { readCredentialAttributes } from "../credential-file";
+import { bootstrapOnAws, regionOf } from "../aws-bootstrap";
 
-export default class BootstrapCommand extends BaseCommand {
+export default class BootstrapCommand extends withAwsFlags(BaseCommand) {
   static override paths = [["bootstrap"]];
   static override usage = Command.Usage({
     category: "Controllers",
-    description: "create a controller on this host",
+    description: "create a controller: on this host, on hosts over SSH, or on EC2",
     details: `
       Creates a single-replica controller on this machine, using the embedded store (no database to
       install): generates its certificate authority and admin credentials, starts it in the
@@ -29,6 +32,17 @@ export default class BootstrapCommand extends BaseCommand {
       and admin password come back over the SSH connection, and it listens on port 17070 of the
       host (\`--port\`). The host key must be pinned (\`--host-key\`) or explicitly trusted on first use.
 
+      With \`aws:REGION\`, the controller is installed on an EC2 instance this command launches
+      (\`--image\`, an AMI with cloud-init; \`--instance-type\`, \`--subnet\`, \`--security-group\`).
+      The instance gets a host key made for it through its user data, so the SSH connection that
+      installs the controller verifies it; nothing is trusted on first use. The AWS credential comes
+      from \`--credential-file\` (e.g. ~/.aws/credentials with \`--profile\`) or \`--from-env\`, never
+      from the command line; it is stored in the controller (as \`--credential\`, default "aws")
+      and EC2 becomes the controller's replica cloud: with \`--replicas 3\` the controller launches
+      the other replicas itself, and later replaces lost ones the same way. The security group must
+      let this machine reach port 22 and the API port, and the instances reach each other on the
+      API port and 2379-2380. A failed bootstrap terminates the instance it launched.
+
       The admin password is stored, with the controller's CA, in \`$STEWARD_HOME/controllers.json\`
       (mode 0600). The controller listens on 127.0.0.1:17070, or on a free port if that is taken.
     `,
@@ -37,10 +51,11 @@ export default class BootstrapCommand extends BaseCommand {
       ["Bootstrap a second controller on a chosen port", "$0 bootstrap dev --port 17171"],
       ["Bootstrap a controller on a server over SSH", "$0 bootstrap ssh:root@10.0.0.5 prod --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
       ["Bootstrap a 3-replica controller", "$0 bootstrap ssh:root@10.0.0.5,ssh:root@10.0.0.6,ssh:root@10.0.0.7 prod --key-file k --host-key SHA256:A… --host-key SHA256:B… --host-key SHA256:C…"],
+      ["Bootstrap a 3-replica controller on EC2", "$0 bootstrap aws:eu-west-1 prod --replicas 3 --image ami-0abcdef1234567890 --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd --credential-file ~/.aws/credentials --profile prod"],
     ],
   });
 
-  first = Option.String({ required: false, name: "ssh:user@host|name" });
+  first = Option.String({ required: false, name: "ssh:user@host|aws:region|name" });
   second = Option.String({ required: false, name: "name" });
   port = Option.String("--port", { description: "API port (default 17070, or a free port if that is taken)", validator: isPort() });
   host = Option.String("--host", "127.0.0.1", { description: "Address to listen on (local controllers)" });
@@ -50,8 +65,17 @@ export default class BootstrapCommand extends BaseCommand {
   replaceAfter = Option.String("--replace-after", { description: "HA: replace a replica gone this long (default 5m): " + DURATION_HELP, validator: isDuration() });
   timeout = Option.String("--timeout", "15m", { description: "HA: how long to wait for every replica: " + DURATION_HELP, validator: isDuration() });
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host key the host offers now" });
+  replicas = Option.String("--replicas,-n", { description: "aws: how many replicas (1, 3, 5 or 7; default 1)" });
+  credentialFile = Option.String("--credential-file", { description: "aws: the AWS credential, a file (INI such as ~/.aws/credentials, JSON or YAML)" });
+  profile = Option.String("--profile", "default", { description: "aws: the profile in --credential-file's INI" });
+  fromEnv = Option.Boolean("--from-env", false, { description: "aws: read the AWS credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)" });
+  credentialName = Option.String("--credential", "aws", { description: "aws: the name the credential is stored under in the controller" });
 
   async run(): Promise<number> {
+    if (this.first?.startsWith("aws:")) return this.bootstrapAws(this.first, this.second);
+    if (this.awsFlagsGiven() || this.replicas !== undefined || this.credentialFile !== undefined || this.fromEnv) {
+      throw new UsageError("--region, --image, --instance-type, --subnet, --security-group, --endpoint, --replicas, --credential-file and --from-env are for aws:REGION");
+    }
     if (this.first?.startsWith("ssh:")) return this.bootstrapSsh(this.first.split(",").map((t) => t.trim()).filter(Boolean), this.second);
     if (this.second !== undefined) throw new UsageError(`unexpected argument "${this.second}": give a name, or ssh:user@host and a name`);
     const name = this.first ?? "local";
@@ -86,6 +110,34 @@ export default class BootstrapCommand extends BaseCommand {
     await this.saveConfig(cfg);
     this.out(`Bootstrapped controller "${name}" at ${addresses.join(", ")}.`);
     this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name>`);
+    return 0;
+  }
+
+  private async bootstrapAws(target: string, nameArg: string | undefined): Promise<number> {
+    // Every argument is checked before anything is launched.
+    const region = regionOf(target, this.region);
+    const name = nameArg ?? `aws-${region}`;
+    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
+    const replicas = this.replicas === undefined ? 1 : Number(this.replicas);
+    checkReplicaCount(replicas, "--replicas", this.replicas);
+    if (!isControllerName(this.credentialName)) throw new UsageError(`--credential "${this.credentialName}" must be lower-case letters, digits and hyphens`);
+    if (this.credentialFile === undefined && !this.fromEnv) throw new UsageError("give the AWS credential: --credential-file FILE [--profile P] or --from-env (never on the command line)");
+    if (this.hostKey.length > 0 || this.tofu || this.keyFile || this.keyEnv) throw new UsageError("--host-key, --trust-on-first-use, --key-file and --key-env are for ssh: targets; on aws the keys are made for the instance");
+    const cfg = await this.clientConfig();
+    if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
+    this.region = region;
+    const settings = await this.awsSettings();
+    const attributes = await readCredentialAttributes(this.context, "aws", { file: this.credentialFile, profile: this.profile, fromEnv: this.fromEnv });
+    const entry = await bootstrapOnAws({
+      name, settings, attributes, credentialName: this.credentialName, replicas, port: this.port ?? 17070,
+      ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout, progress: (l) => this.progress(l),
+    });
+    cfg.controllers[name] = entry;
+    cfg.current = name;
+    await this.saveConfig(cfg);
+    this.out(`Bootstrapped controller "${name}" on EC2 (${region}) at ${entry.addresses.join(", ")}.`);
+    this.out(replicas > 1 ? "It replaces a lost replica with a new instance itself (steward show-controller)." : "One replica: steward enable-ha -n 3 grows it onto new EC2 instances, which it then keeps replacing itself.");
+    this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name> --substrate aws --credential ${this.credentialName} --region ${region} --image …`);
     return 0;
   }
 

@@ -87,10 +87,19 @@ export class ClusterControl {
 
   /** Sets (or with undefined, clears) the cloud the quorum keeper launches replicas on. */
   async setReplicaCloud(cloud: ReplicaCloudDoc | undefined): Promise<void> {
-    if (!this.d.membership) throw new StewardError("invalid-request", "this controller is a single replica on the embedded store: make it highly available first (steward enable-ha)");
+    // On the embedded store it is kept for enable-ha, which then grows onto the cloud (bootstrap aws: does this).
+    if (!this.d.membership && cloud) this.requireReachableAddress("launching replicas on a cloud");
     if (cloud) await this.d.store.put(clusterKeys.replicaCloud, JSON.stringify(cloud));
     else await this.d.store.delete(clusterKeys.replicaCloud);
     await this.d.cache.catchUp();
+  }
+
+  /** Other replicas must reach this one: a controller on a loopback address cannot grow. */
+  private requireReachableAddress(what: string): void {
+    const host = advertisedHost(this.d.config);
+    if (/^(127\.|localhost$|::1$|\[::1\]$|0\.0\.0\.0$)/.test(host)) {
+      throw new StewardError("invalid-request", `this controller advertises ${host}, which other hosts cannot reach; ${what} needs a controller bootstrapped on a reachable address (steward bootstrap ssh:user@host or aws:region)`);
+    }
   }
 
   /** Checks each host over SSH (pinning its key) and adds it to the spare pool. */
@@ -119,8 +128,9 @@ export class ClusterControl {
     if (req.replicas < voters) throw new StewardError("invalid-request", `the controller has ${voters} voting replicas; enable-ha only grows it (shrinking is not supported yet)`, { details: { field: "replicas" } });
     const pool = [...cache.spares.values()].filter((s) => !s.failed).length;
     const needed = req.replicas - voters;
-    if (pool + req.hosts.length < needed) {
-      throw new StewardError("invalid-request", `${req.replicas} replicas need ${needed} more host${needed === 1 ? "" : "s"}; ${pool + req.hosts.length} ${pool + req.hosts.length === 1 ? "is" : "are"} available: give more with --to (or steward add-spare)`, { details: { field: "hosts" } });
+    // With a replica cloud set, the keeper launches what the spares do not cover.
+    if (pool + req.hosts.length < needed && !cache.replicaCloud) {
+      throw new StewardError("invalid-request", `${req.replicas} replicas need ${needed} more host${needed === 1 ? "" : "s"}; ${pool + req.hosts.length} ${pool + req.hosts.length === 1 ? "is" : "are"} available: give more with --to (or steward add-spare), or let the controller launch them (steward set-replica-cloud)`, { details: { field: "hosts" } });
     }
     const ha: HaConfig = {
       replicas: req.replicas,
@@ -133,10 +143,7 @@ export class ClusterControl {
       return { moving: false, message: `growing to ${req.replicas} voters, one replica at a time` };
     }
     // On the embedded store: checks first, then the move happens on restart.
-    const host = advertisedHost(this.d.config);
-    if (/^(127\.|localhost$|::1$|\[::1\]$|0\.0\.0\.0$)/.test(host)) {
-      throw new StewardError("invalid-request", `this controller advertises ${host}, which other hosts cannot reach; enable-ha needs a controller bootstrapped on a reachable address (steward bootstrap ssh:user@host)`);
-    }
+    this.requireReachableAddress("enable-ha");
     if (!findOnPath("etcd")) throw new StewardError("invalid-request", "etcd is not installed on the controller's host: install it there (apt-get install etcd-server) and run enable-ha again");
     if (!this.d.requestRestart) throw new StewardError("invalid-request", "this controller was not started by its own process (main.js) and cannot restart itself to move into etcd");
     const spares = await Promise.all(req.hosts.map((h) => this.verifySpare(h)));

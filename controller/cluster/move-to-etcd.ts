@@ -43,7 +43,8 @@ export async function moveToEtcd(dataDir: string, config: ControllerConfig, pend
     const target = await openStore(storeConfig, "", tls);
     try {
       const { kvs } = await embedded.range("/");
-      const copied = kvs.filter((kv) => !kv.lease && !kv.key.startsWith("/cluster/"));
+      // The embedded store's cluster documents describe no cluster, except the replica cloud set for this growth.
+      const copied = kvs.filter((kv) => !kv.lease && (!kv.key.startsWith("/cluster/") || kv.key === clusterKeys.replicaCloud));
       for (let i = 0; i < copied.length; i += BATCH) {
         await target.txn({ success: copied.slice(i, i + BATCH).map((kv): Op => ({ type: "put", key: kv.key, value: kv.value })) });
       }

@@ -28,6 +28,9 @@ export interface AwsPlacement {
 export interface AwsInstance { id: string; tags: Record<string, string>; zone?: string; state: string; address?: string }
 
 export const TAGS = { controller: "steward:controller", model: "steward:model", machine: "steward:machine", replica: "steward:replica" };
+/** What marks a controller replica's instance, whoever launched it (the quorum keeper, or `steward bootstrap aws:…`). */
+export const REPLICA_TAGS: Readonly<Record<string, string>> = { [TAGS.replica]: "replicas" };
+export const replicaInstanceName = (controllerUuid: string): string => `steward-controller-${controllerUuid.slice(0, 8)}`;
 /** States of an instance that still is (or will be) what it was launched as. */
 export const LIVE_STATES = ["pending", "running", "stopping", "stopped"];
 export const GONE_STATES = new Set(["shutting-down", "terminated"]);
