@@ -1,13 +1,24 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { ControllerConnection, ReplicaCount, SshHost } from "./connection";
+import type { AwsModelArgs } from "./model";
 import { shims } from "./shim";
 import { TYPE_MODULE, withSecretOutputs } from "./secrets";
 
 export interface ControllerArgs {
   /** @default the resource name */
   name?: pulumi.Input<string>;
-  /** `local`: one replica on the machine running Pulumi. `ssh`: installed on `hosts`. */
-  substrate: pulumi.Input<"local" | "ssh">;
+  /**
+   * `local`: one replica on the machine running Pulumi. `ssh`: installed on `hosts`. `aws`: on EC2
+   * instances it launches (as `steward bootstrap aws:` does); the controller launches further
+   * replicas and replaces lost ones itself, and deleting it terminates all its instances.
+   */
+  substrate: pulumi.Input<"local" | "ssh" | "aws">;
+  /** aws: where its instances go; also where the controller launches replicas. Changing region or endpoint replaces it. */
+  aws?: pulumi.Input<AwsModelArgs & { endpoint?: pulumi.Input<string>; endpointCaCert?: pulumi.Input<string> }>;
+  /** aws: the access key it launches (and later terminates) instances with; kept secret. */
+  awsCredential?: pulumi.Input<{ accessKeyId: pulumi.Input<string>; secretAccessKey: pulumi.Input<string>; sessionToken?: pulumi.Input<string> }>;
+  /** aws: the name the key is stored under in the controller, for models' `credential`. @default "aws" */
+  credentialName?: pulumi.Input<string>;
   /** @default 1; 3, 5 or 7 for high availability (ssh). Growing runs enable-ha; shrinking is refused. */
   replicas?: pulumi.Input<ReplicaCount>;
   /** ssh: the hosts, first one first; replicas go on the first `replicas` of them. */
@@ -54,6 +65,9 @@ export class Controller extends pulumi.dynamic.Resource {
       hosts: args.hosts ?? [],
       spares: args.spares ?? [],
       ...(args.privateKey !== undefined ? { privateKey: pulumi.secret(args.privateKey) } : {}),
+      ...(args.aws !== undefined ? { aws: args.aws } : {}),
+      ...(args.awsCredential !== undefined ? { awsCredential: pulumi.secret(args.awsCredential) } : {}),
+      ...(args.credentialName !== undefined ? { credentialName: args.credentialName } : {}),
       ...(args.dataDir !== undefined ? { dataDir: args.dataDir } : {}),
       ...(args.port !== undefined ? { port: args.port } : {}),
       ...(args.replaceAfterSeconds !== undefined ? { replaceAfterSeconds: args.replaceAfterSeconds } : {}),
@@ -61,6 +75,6 @@ export class Controller extends pulumi.dynamic.Resource {
       adminPassword: args.adminPassword !== undefined ? pulumi.secret(args.adminPassword) : undefined,
       adopt: args.adopt ?? false,
       timeoutSeconds: args.timeoutSeconds ?? 900,
-    }, withSecretOutputs(opts, ["connection", "adminPassword", "privateKey"]), TYPE_MODULE, "Controller");
+    }, withSecretOutputs(opts, ["connection", "adminPassword", "privateKey", "awsCredential"]), TYPE_MODULE, "Controller");
   }
 }

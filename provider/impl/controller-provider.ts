@@ -1,23 +1,35 @@
 /**
- * The Controller resource: a controller on this host (`local`, one replica, embedded store) or on
+ * The Controller resource: a controller on this host (`local`, one replica, embedded store), on
  * SSH hosts (`ssh`: installed on the first host, grown to 3, 5 or 7 replicas as enable-ha does,
- * spares handed to the quorum keeper). The connection it outputs (addresses, CA, admin password)
- * is secret in the state. Growing `replicas` is an update; shrinking is refused.
+ * spares handed to the quorum keeper), or on EC2 (`aws`: the first replica on an instance it
+ * launches, as `steward bootstrap aws:` does; the controller launches the others and replaces lost
+ * ones itself; delete terminates every instance of the controller). The connection it outputs
+ * (addresses, CA, admin password) is secret in the state. Growing `replicas` is an update;
+ * shrinking is refused.
  */
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { ControllerClient, destroyAllModels, splitAddress, waitForHealth, waitForVoters } from "../../api";
-import { controllerFiles, freePort, initLocalController, removeLocalController, ssh, startLocalController } from "../../substrates";
-import type { ClusterInfo, SpareHost } from "../../api";
+import { AwsModelSettingsSchema, ControllerClient, describeIssues, destroyAllModels, splitAddress, waitForHealth, waitForVoters } from "../../api";
+import { aws, controllerFiles, freePort, initLocalController, removeLocalController, ssh, startLocalController } from "../../substrates";
+import type { AwsModelSettings, ClusterInfo, SpareHost } from "../../api";
 import type { ControllerConnection, SshHost } from "../connection";
 import { REPLICA_COUNTS } from "../connection";
 import { Failures } from "./checks";
 import { PartialFailure } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
 
+/** An AWS access key, as the Controller resource takes it (secret in the state). */
+export interface AwsAccessKey { accessKeyId: string; secretAccessKey: string; sessionToken?: string }
+
 export interface ControllerInputs {
   name: string;
-  substrate: "local" | "ssh";
+  substrate: "local" | "ssh" | "aws";
+  /** aws: where its instances go (also the replica cloud's placement). */
+  aws?: AwsModelSettings;
+  /** aws: the key it launches with; stored in the controller as `credentialName`. */
+  awsCredential?: AwsAccessKey;
+  /** aws: the stored credential's name (default "aws"), for models' `credential` too. */
+  credentialName?: string;
   /** local: where its data lives (default ~/.steward/pulumi/<name>). */
   dataDir?: string;
   /** API port (local: a free one; ssh: 17070). */
@@ -50,7 +62,7 @@ export const controllerProvider = {
   async check(olds: Partial<ControllerInputs>, news: ControllerInputs) {
     const f = new Failures();
     f.name("name", news.name, "controller name");
-    f.oneOf("substrate", news.substrate, ["local", "ssh"]);
+    f.oneOf("substrate", news.substrate, ["local", "ssh", "aws"]);
     f.oneOf("replicas", news.replicas, REPLICA_COUNTS, "an even number of voters tolerates no more failures than one fewer, and etcd advises at most 7");
     f.wholeNumber("port", news.port, 1, 65535);
     f.wholeNumber("replaceAfterSeconds", news.replaceAfterSeconds, 5, 7 * 86400);
@@ -69,6 +81,21 @@ export const controllerProvider = {
       if (news.spares?.length && news.replicas === 1) f.add("spares", "spares are for the quorum keeper of a 3, 5 or 7 replica controller; give them together with replicas: 3");
       if (news.adminPassword && !news.adopt) f.add("adminPassword", "an SSH controller makes its own admin password (an output); give one only with adopt: true");
     }
+    if (news.substrate === "aws") {
+      if (!news.aws) f.add("aws", "required with substrate \"aws\": at least region and imageId");
+      else if (!isUnknown(news.aws)) {
+        const parsed = AwsModelSettingsSchema.safeParse(news.aws);
+        if (!parsed.success) f.add("aws", describeIssues(parsed.error.issues));
+        else news = { ...news, aws: parsed.data };
+      }
+      const key = news.awsCredential;
+      if (!key) f.add("awsCredential", "required with substrate \"aws\": an access key (accessKeyId, secretAccessKey; pass it as a secret)");
+      else if (!isUnknown(key) && (!key.accessKeyId || !key.secretAccessKey)) f.add("awsCredential", "needs accessKeyId and secretAccessKey");
+      if (news.credentialName !== undefined) f.name("credentialName", news.credentialName, "credential name");
+      if (news.hosts?.length) f.add("hosts", "only for substrate \"ssh\": on aws the controller launches its instances");
+      if (news.spares?.length) f.add("spares", "only for substrate \"ssh\": on aws the controller launches replacement instances itself");
+      if (news.adminPassword) f.add("adminPassword", "an aws controller makes its own admin password (an output)");
+    } else if (news.aws || news.awsCredential) f.add(news.aws ? "aws" : "awsCredential", "only for substrate \"aws\"");
     if (typeof olds.replicas === "number" && typeof news.replicas === "number" && news.replicas < olds.replicas) {
       f.add("replicas", `shrinking from ${olds.replicas} to ${news.replicas} replicas is not supported; a controller only grows`);
     }
@@ -82,14 +109,17 @@ export const controllerProvider = {
     if ((olds.dataDir ?? "") !== (news.dataDir ?? "")) replaces.push("dataDir");
     if ((olds.port ?? 0) !== (news.port ?? 0)) replaces.push("port");
     if (olds.substrate === "ssh" && olds.hosts?.[0]?.host !== news.hosts?.[0]?.host) replaces.push("hosts");
+    // Its instances are in that region (and behind that endpoint): another one is another controller.
+    if (olds.substrate === "aws" && (olds.aws?.region !== news.aws?.region || olds.aws?.endpoint !== news.aws?.endpoint)) replaces.push("aws");
     const changes = replaces.length > 0 || olds.replicas !== news.replicas || !sameValue(olds.spares ?? [], news.spares ?? [])
       || !sameValue(olds.hosts ?? [], news.hosts ?? []) || olds.replaceAfterSeconds !== news.replaceAfterSeconds
-      || olds.maxReplacementsPerHour !== news.maxReplacementsPerHour || olds.privateKey !== news.privateKey || olds.timeoutSeconds !== news.timeoutSeconds;
+      || olds.maxReplacementsPerHour !== news.maxReplacementsPerHour || olds.privateKey !== news.privateKey || olds.timeoutSeconds !== news.timeoutSeconds
+      || !sameValue(olds.aws, news.aws) || !sameValue(olds.awsCredential, news.awsCredential) || olds.credentialName !== news.credentialName;
     return { changes, replaces, deleteBeforeReplace: true };
   },
 
   async create(inputs: ControllerInputs) {
-    const started = inputs.substrate === "local" ? await startLocal(inputs) : await installOverSsh(inputs);
+    const started = inputs.substrate === "local" ? await startLocal(inputs) : inputs.substrate === "aws" ? await launchOnAws(inputs) : await installOverSsh(inputs);
     const client = started.client;
     try {
       const id = started.uuid;
@@ -120,6 +150,9 @@ export const controllerProvider = {
   async update(_id: string, olds: ControllerOutputs, news: ControllerInputs) {
     const client = connect(olds.connection);
     try {
+      if (news.substrate === "aws" && (!sameValue(olds.aws, news.aws) || !sameValue(olds.awsCredential, news.awsCredential) || olds.credentialName !== news.credentialName)) {
+        await handOverAws(client, news, true);
+      }
       await grow(client, news, olds.replicas, olds.spares ?? []);
       return { outs: await observe(client, news, { uuid: olds.uuid, caCert: olds.caCert, adminPassword: olds.adminPassword }) };
     } finally {
@@ -136,6 +169,11 @@ export const controllerProvider = {
     }
     if (props.substrate === "local") {
       await removeLocalController(dataDirOf(props));
+      return;
+    }
+    if (props.substrate === "aws") {
+      // Its replicas (those the keeper launched too) and whatever machines a model left: all tagged with its UUID.
+      await aws.terminateControllerInstances(props.aws!, accessKeyAttributes(props.awsCredential!), props.uuid);
       return;
     }
     const hosts = new Map<string, SshHost>();
@@ -187,6 +225,25 @@ async function installOverSsh(i: ControllerInputs): Promise<Started> {
   return loggedIn(res.addresses, res.caCert, adminPassword);
 }
 
+const accessKeyAttributes = (k: AwsAccessKey): Record<string, string> => ({
+  "access-key-id": k.accessKeyId, "secret-access-key": k.secretAccessKey, ...(k.sessionToken ? { "session-token": k.sessionToken } : {}),
+});
+const credentialNameOf = (i: ControllerInputs): string => i.credentialName ?? "aws";
+
+async function launchOnAws(i: ControllerInputs): Promise<Started> {
+  const c = await aws.bootstrapControllerOnAws({
+    name: i.name, settings: i.aws!, attributes: accessKeyAttributes(i.awsCredential!), credentialName: credentialNameOf(i), port: i.port ?? 17070,
+    progress: () => undefined,
+  });
+  return loggedIn(c.addresses, c.caCert, c.adminPassword);
+}
+
+/** The key and placement changed: the stored credential and the replica cloud follow. */
+async function handOverAws(client: ControllerClient, i: ControllerInputs, replace: boolean): Promise<void> {
+  await client.putCredential(credentialNameOf(i), "aws", accessKeyAttributes(i.awsCredential!), replace);
+  await client.setReplicaCloud({ substrate: "aws", credential: credentialNameOf(i), aws: i.aws! });
+}
+
 async function loggedIn(addresses: string[], caCert: string, adminPassword: string): Promise<Started> {
   const client = new ControllerClient({ addresses, caCert, user: "admin", password: adminPassword });
   await client.login();
@@ -197,8 +254,8 @@ const spareOf = (h: SshHost, privateKey: string): SpareHost => ({ host: h.host, 
 
 /** Grows to `replicas` (enable-ha), hands new spares to the keeper and applies its settings. */
 async function grow(client: ControllerClient, i: ControllerInputs, had: number, hadSpares: SshHost[] = []): Promise<void> {
-  if (i.substrate !== "ssh") return;
-  const key = i.privateKey!;
+  if (i.substrate === "local") return;
+  const key = i.privateKey ?? "";
   const newSpares = (i.spares ?? []).filter((h) => !hadSpares.some((o) => o.host === h.host));
   const settings = { ...(i.replaceAfterSeconds ? { replaceAfterSeconds: i.replaceAfterSeconds } : {}), ...(i.maxReplacementsPerHour !== undefined ? { maxReplacementsPerHour: i.maxReplacementsPerHour } : {}) };
   if (i.replicas > had) {
