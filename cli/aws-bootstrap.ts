@@ -37,7 +37,7 @@ export async function bootstrapOnAws(plan: AwsBootstrapPlan): Promise<Controller
   const client = new ControllerClient({ addresses: c.addresses, caCert: c.caCert, user: "admin", password: c.adminPassword, timeoutMs: 3000 });
   try {
     const token = await client.login();
-    const entry: ControllerEntry = { addresses: c.addresses, caCert: c.caCert, user: "admin", password: c.adminPassword, generatedPassword: true, token };
+    const entry: ControllerEntry = { addresses: c.addresses, caCert: c.caCert, user: "admin", password: c.adminPassword, generatedPassword: true, token, aws: { settings, uuid: c.uuid } };
     if (plan.replicas > 1) {
       plan.progress(`Growing to ${plan.replicas} replicas: the controller launches the others on EC2`);
       await client.enableHa({ replicas: plan.replicas, ...(plan.replaceAfterSeconds ? { replaceAfterSeconds: plan.replaceAfterSeconds } : {}) });

@@ -133,4 +133,15 @@ ha("bootstrap aws: --replicas 3 installs the first replica over SSH with the hos
   t.regex((await steward("show-controller")).stdout, /Replica cloud: aws eu-west-1, t3\.small, credential prod/);
   ok(t, await steward("add-model", "shop"), "the controller serves");
   await eventually("model listed", async () => (await client!.listModels()).some((m) => m.name === "shop"));
+
+  // Destroying it terminates every instance tagged with it, with the credential given again.
+  const noKey = await steward("destroy-controller", "ec2", "--yes");
+  t.is(noKey.code, 1);
+  t.regex(noKey.stdout + noKey.stderr, /give the AWS credential to terminate its instances with/);
+  t.is(fake.instances().filter((i) => i.state === "running").length, 3, "nothing was destroyed without the credential");
+  client.close();
+  client = undefined;
+  ok(t, await steward("destroy-controller", "ec2", "--yes", "--credential-file", credFile), "destroy-controller");
+  t.deepEqual(fake.instances().filter((i) => i.tags["steward:controller"] === info.uuid && (i.state === "running" || i.state === "pending")).map((i) => i.id), [], "no instance of the controller is left running");
+  t.false("ec2" in (await loadClientConfig(home)).controllers, "the client forgot it");
 });

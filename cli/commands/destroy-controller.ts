@@ -2,31 +2,44 @@ import { Command, Option, UsageError } from "clipanion";
 import { ControllerClient, destroyAllModels } from "../../api/core";
 import type * as Substrates from "../../substrates";
 import { BaseCommand } from "../base-command";
+import { readCredentialAttributes } from "../credential-file";
 import { DURATION_HELP, isDuration } from "../validators";
 
 export default class DestroyControllerCommand extends BaseCommand {
   static override paths = [["destroy-controller"]];
   static override usage = Command.Usage({
     category: "Controllers",
-    description: "destroy a controller on this host and everything it runs",
+    description: "destroy a controller (on this host or on EC2) and everything it runs",
     details: `
       Destroys every model (running each unit's stop and remove hooks, up to \`--timeout\`), then stops
       the controller and any agents it started, deletes its data directory and forgets it. Works for
-      controllers bootstrapped on this host. Asks for \`--yes\`: this cannot be undone.
+      controllers bootstrapped on this host, and on EC2 (\`bootstrap aws:\`): there it then terminates
+      every instance tagged with the controller (its replicas, those it launched itself included, and
+      any machine a model left), with the AWS credential given again (\`--credential-file\` or
+      \`--from-env\`: this client never keeps it). Asks for \`--yes\`: this cannot be undone.
     `,
-    examples: [["Destroy the controller called local", "$0 destroy-controller local --yes"]],
+    examples: [
+      ["Destroy the controller called local", "$0 destroy-controller local --yes"],
+      ["Destroy a controller on EC2 and terminate its instances", "$0 destroy-controller prod --yes --credential-file ~/.aws/credentials --profile prod"],
+    ],
   });
 
   name = Option.String({ required: true, name: "name" });
   yes = Option.Boolean("-y,--yes", false, { description: "Confirm the destruction" });
   timeout = Option.String("--timeout", "60s", { description: "How long to wait for models to be destroyed cleanly before forcing: " + DURATION_HELP, validator: isDuration() });
+  credentialFile = Option.String("--credential-file", { description: "aws: the AWS credential to terminate the instances with (INI, JSON or YAML)" });
+  profile = Option.String("--profile", "default", { description: "aws: the profile in --credential-file's INI" });
+  fromEnv = Option.Boolean("--from-env", false, { description: "aws: read the AWS credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)" });
 
   async run(): Promise<number> {
     const cfg = await this.clientConfig();
     const entry = cfg.controllers[this.name];
     if (!entry) throw new UsageError(`controller "${this.name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`);
-    if (!entry.dataDir) throw new UsageError(`controller "${this.name}" does not run on this host; destroy-controller only handles local controllers for now`);
+    if (!entry.dataDir && !entry.aws) throw new UsageError(`controller "${this.name}" was bootstrapped over SSH; destroy-controller handles controllers on this host and on EC2 only for now`);
     if (!this.yes) throw new UsageError(`this destroys controller "${this.name}", all its models and their machines: pass --yes to confirm`);
+    if (entry.aws && this.credentialFile === undefined && !this.fromEnv) throw new UsageError("a controller on EC2: give the AWS credential to terminate its instances with, --credential-file FILE [--profile P] or --from-env");
+    // Read before anything is destroyed, so a wrong file stops it here.
+    const attributes = entry.aws ? await readCredentialAttributes(this.context, "aws", { file: this.credentialFile, profile: this.profile, fromEnv: this.fromEnv }) : undefined;
 
     const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), timeoutMs: 5000 });
     try {
@@ -34,10 +47,16 @@ export default class DestroyControllerCommand extends BaseCommand {
     } finally {
       client.close();
     }
-    this.progress("Stopping the controller");
     // Loaded only here: the substrates package brings node-ssh, which most commands never need.
-    const { removeLocalController } = require("../../substrates") as typeof Substrates;
-    await removeLocalController(entry.dataDir);
+    const { aws, removeLocalController } = require("../../substrates") as typeof Substrates;
+    if (entry.aws) {
+      this.progress(`Terminating the controller's EC2 instances in ${entry.aws.settings.region}`);
+      const ids = await aws.terminateControllerInstances(entry.aws.settings, attributes!, entry.aws.uuid);
+      this.progress(`  ${ids.length ? ids.join(", ") : "none was left"}`);
+    } else {
+      this.progress("Stopping the controller");
+      await removeLocalController(entry.dataDir!);
+    }
     delete cfg.controllers[this.name];
     if (cfg.current === this.name) delete cfg.current;
     await this.saveConfig(cfg);
