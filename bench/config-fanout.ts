@@ -56,6 +56,7 @@ export async function benchConfigFanout(o: BenchOptions = {}): Promise<void> {
       "p99 over all trials (ms)": percentile(all, 99),
       "p99 of the worst trial (ms)": Math.max(...trialP99),
       "last unit, median over trials (ms)": median(trialMax),
+      "p99 of each trial (ms)": trialP99.map((v) => Math.round(v)).join(" "),
     });
   } finally {
     for (const a of agents) a.close();

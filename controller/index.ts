@@ -12,6 +12,7 @@ export type { ControllerOptions, ControllerState } from "./controller";
 export type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 export { MAX_TOKEN_LIFETIME_MS, credentialMatches, signToken, verifyToken } from "./security/credentials";
 export { Sealer } from "./security/sealing";
+export { sendText } from "./server/ws-frames";
 // For test doubles of outside services (a fake EC2 endpoint) that need certificates.
 export { createCertificateAuthority, issueServerCertificate } from "./security/pki";
 export { initControllerDir } from "./bootstrap";

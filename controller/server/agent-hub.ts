@@ -19,6 +19,7 @@ import type { LoginLimiter } from "./login-limiter";
 import { SourceLimiter } from "./login-limiter";
 import { answerRaw } from "./raw-answer";
 import { answerHandshakeErrors } from "./upgrades";
+import { sendText } from "./ws-frames";
 import type { ModelLogs } from "./model-logs";
 
 export interface AgentHubDeps {
@@ -316,7 +317,7 @@ export class AgentHub {
     const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, addresses, this.deps.leadershipLeaseSeconds));
     if (view === conn.lastView) return;
     conn.lastView = view;
-    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(`{"t":"push","topic":"view","data":${view}}`);
+    sendText(conn.ws, `{"t":"push","topic":"view","data":${view}}`);
   }
 
   /**
