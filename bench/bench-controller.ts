@@ -15,6 +15,8 @@ export interface BenchController {
   client: ControllerClient;
   /** uuid of the model created for the benchmark. */
   uuid: string;
+  /** The controller's log file. */
+  logFile: string;
   stop(): Promise<void>;
 }
 
@@ -26,7 +28,7 @@ export async function benchController(modelName: string): Promise<BenchControlle
   const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
   const { uuid } = await client.createModel(modelName);
   return {
-    addresses, caCert: init.caCert, password: init.adminPassword!, pid, client, uuid,
+    addresses, caCert: init.caCert, password: init.adminPassword!, pid, client, uuid, logFile: join(dir, "controller.log"),
     async stop() { client.close(); await stopProcess(pid); await rm(dir, { recursive: true, force: true }); },
   };
 }

@@ -51,6 +51,8 @@ interface AgentConnection {
   alive: boolean;
 }
 
+/** A push round at least this long is logged (at 10,000 agents a config change takes ~300 ms). */
+const SLOW_PUSH_ROUND_MS = 100;
 /** Each agent is pinged once per PING_MS, in PING_SLICES batches spread over that time. */
 const PING_MS = 15_000;
 const PING_SLICES = 15;
@@ -306,7 +308,12 @@ export class AgentHub {
       if (!everyone && stale.size === 0) return;
       // One address list for the whole round, not one per agent.
       const addresses = this.deps.controllerAddresses();
-      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) this.pushView(conn, addresses);
+      const started = performance.now();
+      let agents = 0;
+      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) { this.pushView(conn, addresses); agents++; }
+      // A round long enough to delay other work is worth a line: how a big model's changes fan out.
+      const ms = performance.now() - started;
+      if (ms >= SLOW_PUSH_ROUND_MS) this.deps.log.info("pushed agent views", { agents, ms: Math.round(ms) });
     });
   }
 
