@@ -42,6 +42,13 @@ export const TRANSPORT_LIMITS = {
    */
   failedAgentLoginsPerSecond: 5,
   failedAgentLoginsBurst: 50,
+  /**
+   * How often the controller looks at each agent connection. One it has heard nothing from (no
+   * frame, ping or pong) since the last look is pinged; one still silent at the next look is closed,
+   * so a frozen or cut-off agent's machine shows down and its units lost within 2–3 of these. Agents
+   * ping every 5 s themselves, so a live agent is never pinged.
+   */
+  agentLivenessMs: 15_000,
 } as const;
 export type TransportLimits = { -readonly [K in keyof typeof TRANSPORT_LIMITS]: number };
 

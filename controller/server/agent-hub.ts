@@ -48,14 +48,16 @@ interface AgentConnection {
   model: string;
   machine: string;
   lastView?: string;
-  alive: boolean;
+  /** Something (a frame, a ping, a pong) came from the agent since the last liveness look. */
+  heard: boolean;
+  /** Pinged at the last look, having been silent since the one before. */
+  pinged: boolean;
 }
 
 /** A push round at least this long is logged (at 10,000 agents a config change takes ~300 ms). */
 const SLOW_PUSH_ROUND_MS = 100;
-/** Each agent is pinged once per PING_MS, in PING_SLICES batches spread over that time. */
-const PING_MS = 15_000;
-const PING_SLICES = 15;
+/** Each agent's liveness is looked at once per agentLivenessMs, in this many slices spread over that time. */
+const LIVENESS_SLICES = 15;
 
 export class AgentHub {
   private readonly wss: WebSocketServer;
@@ -70,10 +72,12 @@ export class AgentHub {
   private pushScheduled = false;
   /** False while this replica cannot reach a store majority (see setStoreReachable). */
   private storeReachable = true;
-  private readonly pinger: NodeJS.Timeout;
-  /** What the current ping round has still to visit. */
-  private pingRound: AgentConnection[] = [];
-  private pingBatch = 0;
+  private readonly livenessTimer: NodeJS.Timeout;
+  /** What the current liveness round has still to visit. */
+  private livenessRound: AgentConnection[] = [];
+  private livenessBatch = 0;
+  /** Which slice of the round the next tick is: a round starts every LIVENESS_SLICES ticks, however few agents. */
+  private livenessSlice = 0;
   private readonly unsubscribe: () => void;
 
   constructor(private readonly deps: AgentHubDeps) {
@@ -87,8 +91,8 @@ export class AgentHub {
       for (const m of changed) if (m !== CLUSTER_CHANGED) this.dirtyModels.add(m);
       this.schedulePush();
     });
-    this.pinger = setInterval(() => this.ping(), PING_MS / PING_SLICES);
-    this.pinger.unref();
+    this.livenessTimer = setInterval(() => this.checkLiveness(), limits.agentLivenessMs / LIVENESS_SLICES);
+    this.livenessTimer.unref();
   }
 
   get connectionCount(): number { return this.byMachine.size; }
@@ -149,13 +153,15 @@ export class AgentHub {
 
   private async accept(ws: WebSocket, model: string, machine: string): Promise<void> {
     const key = `${model}/${machine}`;
-    const conn: AgentConnection = { id: randomUUID(), ws, model, machine, alive: true };
+    const conn: AgentConnection = { id: randomUUID(), ws, model, machine, heard: true, pinged: false };
     const previous = this.byMachine.get(key);
     this.byMachine.set(key, conn);
     // A newer connection from the same machine wins; the old one is most likely half-dead.
     previous?.ws.close(4000, "replaced by a newer connection from the same machine");
-    ws.on("pong", () => { conn.alive = true; });
-    ws.on("message", (data: Buffer) => { this.onFrame(conn, data).catch((err: unknown) => this.deps.log.warn("agent frame failed", { key, err })); });
+    const heard = (): void => { conn.heard = true; };
+    ws.on("pong", heard);
+    ws.on("ping", heard);
+    ws.on("message", (data: Buffer) => { heard(); this.onFrame(conn, data).catch((err: unknown) => this.deps.log.warn("agent frame failed", { key, err })); });
     ws.on("close", () => { this.onClose(conn).catch((err: unknown) => this.deps.log.warn("agent close cleanup failed", { key, err })); });
     ws.on("error", () => undefined);
     const presence: PresenceDoc = { replica: this.deps.replicaId, since: new Date().toISOString() };
@@ -328,19 +334,25 @@ export class AgentHub {
   }
 
   /**
-   * One slice of a ping round. Pinging 10,000 agents at once held the event loop ~0.3 s, which a
-   * config change arriving then waited for; in fifteen slices each is ~20 ms. An agent that did not
-   * answer the previous round's ping is dropped (its agent reconnects if it is alive).
+   * One slice of a liveness round (all agents at once held the event loop ~0.3 s at 10,000, which a
+   * config change arriving then waited for). An agent heard from since its last look is fine; a
+   * silent one is pinged; one silent since that ping is dropped (its agent reconnects if it lives).
    */
-  private ping(): void {
-    if (this.pingRound.length === 0) {
-      this.pingRound = [...this.byMachine.values()];
-      this.pingBatch = Math.ceil(this.pingRound.length / PING_SLICES);
+  private checkLiveness(): void {
+    if (this.livenessSlice === 0) {
+      this.livenessRound = [...this.byMachine.values()];
+      this.livenessBatch = Math.ceil(this.livenessRound.length / LIVENESS_SLICES);
     }
-    for (const conn of this.pingRound.splice(0, this.pingBatch)) {
-      if (this.byMachine.get(conn.machine) !== conn) continue; // gone since the round began
-      if (!conn.alive) { conn.ws.terminate(); continue; }
-      conn.alive = false;
+    this.livenessSlice = (this.livenessSlice + 1) % LIVENESS_SLICES;
+    for (const conn of this.livenessRound.splice(0, this.livenessBatch)) {
+      if (this.byMachine.get(`${conn.model}/${conn.machine}`) !== conn) continue; // gone since the round began
+      if (conn.heard) { conn.heard = false; conn.pinged = false; continue; }
+      if (conn.pinged) {
+        this.deps.log.warn("agent silent: closing its connection", { model: conn.model, machine: conn.machine });
+        conn.ws.terminate();
+        continue;
+      }
+      conn.pinged = true;
       conn.ws.ping();
     }
   }
@@ -354,7 +366,7 @@ export class AgentHub {
 
   close(): void {
     this.unsubscribe();
-    clearInterval(this.pinger);
+    clearInterval(this.livenessTimer);
     for (const conn of this.byMachine.values()) conn.ws.close(1001, "controller stopping");
     this.wss.close();
   }
