@@ -26,4 +26,5 @@ export type { SupervisorOptions } from "./supervisor";
 export { LeaderElection, REPLICAS_PREFIX } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
 export { OperatorCollector } from "./operator-collector";
-export { EnrolmentOps, RequestScope, StateOps, keys, requestKeys, runInRequest } from "./state";
+export { AgentViewRound, EnrolmentOps, RequestScope, StateOps, buildAgentView, keys, requestKeys, runInRequest } from "./state";
+export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, UnitDoc } from "./state";

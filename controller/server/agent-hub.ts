@@ -12,7 +12,7 @@ import type { AgentFrame, DebugLogRecord, LogBatch, Logger, TransportLimits } fr
 import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
 import type { LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
-import { CLUSTER_CHANGED, buildAgentView, keys } from "../state";
+import { AgentViewRound, CLUSTER_CHANGED, keys } from "../state";
 import type { PresenceDoc } from "../state";
 import { authenticate } from "./auth";
 import type { LoginLimiter } from "./login-limiter";
@@ -312,22 +312,26 @@ export class AgentHub {
       }
       this.dirtyModels.clear();
       if (!everyone && stale.size === 0) return;
-      // One address list for the whole round, not one per agent.
-      const addresses = this.deps.controllerAddresses();
+      // What agents' views share (the address list, each application's config) is made once per round.
+      const round = this.viewRound();
       const started = performance.now();
       let agents = 0;
-      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) { this.pushView(conn, addresses); agents++; }
+      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) { this.pushView(conn, round); agents++; }
       // A round long enough to delay other work is worth a line: how a big model's changes fan out.
       const ms = performance.now() - started;
       if (ms >= SLOW_PUSH_ROUND_MS) this.deps.log.info("pushed agent views", { agents, ms: Math.round(ms) });
     });
   }
 
-  private pushView(conn: AgentConnection, addresses = this.deps.controllerAddresses()): void {
+  private viewRound(): AgentViewRound {
+    return new AgentViewRound(this.deps.cache, this.deps.controllerAddresses(), this.deps.leadershipLeaseSeconds);
+  }
+
+  private pushView(conn: AgentConnection, round = this.viewRound()): void {
     const idx = this.deps.cache.models.get(conn.model);
     const machine = idx?.machines.get(conn.machine);
     if (!idx || !machine) { conn.ws.close(4404, "machine removed"); return; }
-    const view = JSON.stringify(buildAgentView(this.deps.cache, idx, conn.machine, addresses, this.deps.leadershipLeaseSeconds));
+    const view = round.text(idx, conn.machine);
     if (view === conn.lastView) return;
     conn.lastView = view;
     sendText(conn.ws, `{"t":"push","topic":"view","data":${view}}`);

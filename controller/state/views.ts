@@ -1,11 +1,11 @@
 /** What the cache is turned into: model status for people and the per-machine view for agents. */
-import type { AgentStatus, AgentView, StatusFilter, ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, RelationView, StatusInfo, UnitDetails, UnitStatusView, UnitView, WorkloadStatus } from "../../api";
+import type { AgentStatus, StatusFilter, ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, StatusInfo, UnitDetails, UnitStatusView, WorkloadStatus } from "../../api";
 import { notFound } from "../../api";
 import type { ApplicationDoc, MachineDoc, RelationDoc, UnitDoc } from "./documents";
-import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import { workloadSeverity } from "../../api";
 import type { ModelIndex, StateCache } from "./cache";
 import { effectiveConfig } from "./operations";
+import { relationsOf, unitNumber } from "./agent-views";
 
 /** One unit as status shows it, from the cache's documents. */
 export function unitStatusView(idx: ModelIndex, u: UnitDoc): UnitStatusView {
@@ -151,54 +151,6 @@ export function buildModelStatus(cache: StateCache, idx: ModelIndex, now = new D
   return { model: modelStatusHeader(cache, idx), applications, machines, integrations: selectedIntegrations(idx, sel), timestamp: now.toISOString() };
 }
 
-export function buildAgentView(cache: StateCache, idx: ModelIndex, machineId: string, controllerAddresses: string[], leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS): AgentView {
-  const units: UnitView[] = [];
-  for (const name of idx.unitsByMachine.get(machineId) ?? []) {
-    const u = idx.units.get(name);
-    const app = u && idx.apps.get(u.app);
-    if (!u || !app) continue;
-    const meta = cache.operators.get(app.operator.hash)?.meta;
-    const leader = idx.leaders.get(u.app);
-    units.push({
-      name: u.name, app: u.app, life: u.life, operator: app.operator, config: effectiveConfig(meta, app.config),
-      leader: leader?.unit === u.name, leaderKnown: leader !== undefined, leaderSettingsVersion: idx.leaderData.get(u.app)?.rev ?? 0,
-      relations: relationsOf(idx, u.app, u.name),
-      ...(u.resolve ? { resolve: u.resolve } : {}),
-    });
-  }
-  units.sort((a, b) => (a.app === b.app ? unitNumber(a.name) - unitNumber(b.name) : a.app.localeCompare(b.app)));
-  const settings = modelSettings(idx.model?.config);
-  return {
-    model: { uuid: idx.uuid, name: idx.model?.name ?? "" },
-    machine: { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" },
-    updateStatusInterval: settings.updateStatusInterval,
-    retryHooks: settings.automaticallyRetryHooks,
-    leadershipLeaseSeconds,
-    units,
-    controllerAddresses,
-  };
-}
-
-/** The integrations of `app` as its unit `unit` sees them: remote units in scope and databag versions. */
-function relationsOf(idx: ModelIndex, app: string, unit: string): RelationView[] {
-  const out: RelationView[] = [];
-  for (const r of idx.relations.values()) {
-    const mine = r.endpoints.find((e) => e.app === app);
-    if (!mine) continue;
-    const remoteApp = r.endpoints.find((e) => e.app !== app)?.app ?? app;
-    const remoteUnits: Record<string, number> = {};
-    for (const other of idx.scope.get(r.id) ?? []) {
-      if (other === unit || idx.units.get(other)?.app !== remoteApp) continue;
-      remoteUnits[other] = idx.relationData.get(`${r.id}/unit/${other}`)?.rev ?? 0;
-    }
-    out.push({
-      id: r.id, endpoint: mine.endpoint, interface: mine.interface, role: mine.role, remoteApp, life: r.life, remoteUnits,
-      remoteAppVersion: idx.relationData.get(`${r.id}/app/${remoteApp}`)?.rev ?? 0,
-    });
-  }
-  return out.sort((a, b) => a.id - b.id);
-}
-
 function integrationStatus(r: RelationDoc): IntegrationStatusView {
   const [a, b] = r.endpoints;
   const name = (e: { app: string; endpoint: string }): string => `${e.app}:${e.endpoint}`;
@@ -225,8 +177,4 @@ export function buildUnitDetails(idx: ModelIndex, unitName: string): UnitDetails
       remoteAppData: r.remoteApp === u.app ? {} : bag(`${r.id}/app/${r.remoteApp}`),
     })),
   };
-}
-
-function unitNumber(name: string): number {
-  return Number(name.slice(name.lastIndexOf("/") + 1));
 }

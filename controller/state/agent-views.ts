@@ -1,0 +1,124 @@
+/**
+ * What each machine's agent is told (api's AgentView): its units, their config, leadership and
+ * integrations, and the controller's addresses. {@link AgentViewRound} makes it as the JSON text
+ * that is pushed; {@link buildAgentView} as objects, the plain form the text must equal.
+ */
+import type { AgentView, RelationView, UnitView } from "../../api";
+import type { ApplicationDoc, UnitDoc } from "./documents";
+import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
+import type { ModelIndex, StateCache } from "./cache";
+import { effectiveConfig } from "./operations";
+
+export function unitNumber(name: string): number {
+  return Number(name.slice(name.lastIndexOf("/") + 1));
+}
+
+/** The units on a machine with their applications, by application name, then unit number. */
+function unitsOnMachine(idx: ModelIndex, machineId: string): { unit: UnitDoc; app: ApplicationDoc }[] {
+  const out: { unit: UnitDoc; app: ApplicationDoc }[] = [];
+  for (const name of idx.unitsByMachine.get(machineId) ?? []) {
+    const unit = idx.units.get(name);
+    const app = unit && idx.apps.get(unit.app);
+    if (unit && app) out.push({ unit, app });
+  }
+  return out.sort((a, b) => (a.unit.app === b.unit.app ? unitNumber(a.unit.name) - unitNumber(b.unit.name) : a.unit.app.localeCompare(b.unit.app)));
+}
+
+/** The model-wide head of a view: the model and its settings, in the order both builders write them. */
+function viewHead(idx: ModelIndex, leadershipLeaseSeconds: number): Pick<AgentView, "model" | "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds"> {
+  const settings = modelSettings(idx.model?.config);
+  return {
+    model: { uuid: idx.uuid, name: idx.model?.name ?? "" },
+    updateStatusInterval: settings.updateStatusInterval,
+    retryHooks: settings.automaticallyRetryHooks,
+    leadershipLeaseSeconds,
+  };
+}
+
+export function buildAgentView(cache: StateCache, idx: ModelIndex, machineId: string, controllerAddresses: string[], leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS): AgentView {
+  const units: UnitView[] = unitsOnMachine(idx, machineId).map(({ unit: u, app }) => {
+    const leader = idx.leaders.get(u.app);
+    return {
+      name: u.name, app: u.app, life: u.life, operator: app.operator, config: effectiveConfig(cache.operators.get(app.operator.hash)?.meta, app.config),
+      leader: leader?.unit === u.name, leaderKnown: leader !== undefined, leaderSettingsVersion: idx.leaderData.get(u.app)?.rev ?? 0,
+      relations: relationsOf(idx, u.app, u.name),
+      ...(u.resolve ? { resolve: u.resolve } : {}),
+    };
+  });
+  return {
+    ...viewHead(idx, leadershipLeaseSeconds),
+    machine: { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" },
+    units,
+    controllerAddresses,
+  };
+}
+
+/**
+ * Views as JSON text for one push round. A config change on a 10,000-unit application pushes 10,000
+ * views that differ only in the unit's name: the application's operator and effective config, the
+ * model's head and the address list are made into text once per round, not once per agent. A round
+ * must not outlive the synchronous loop it serves (it keys on the documents it saw).
+ */
+export class AgentViewRound {
+  private readonly appParts = new Map<ApplicationDoc, string>();
+  private readonly heads = new Map<ModelIndex, string>();
+  private readonly tail: string;
+
+  constructor(private readonly cache: StateCache, controllerAddresses: readonly string[], private readonly leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS) {
+    this.tail = `,"controllerAddresses":${JSON.stringify(controllerAddresses)}}`;
+  }
+
+  /** The machine's view: the same text as `JSON.stringify(buildAgentView(…))` with this round's arguments. */
+  text(idx: ModelIndex, machineId: string): string {
+    let units = "";
+    for (const { unit: u, app } of unitsOnMachine(idx, machineId)) {
+      const leader = idx.leaders.get(u.app);
+      units += `${units ? "," : ""}{"name":${JSON.stringify(u.name)},"app":${JSON.stringify(u.app)},"life":${JSON.stringify(u.life)},${this.appPart(app)}`
+        + `,"leader":${leader?.unit === u.name},"leaderKnown":${leader !== undefined},"leaderSettingsVersion":${idx.leaderData.get(u.app)?.rev ?? 0}`
+        + `,"relations":${JSON.stringify(relationsOf(idx, u.app, u.name))}${u.resolve ? `,"resolve":${JSON.stringify(u.resolve)}` : ""}}`;
+    }
+    const machine = { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" };
+    return `${this.head(idx)},"machine":${JSON.stringify(machine)},"units":[${units}]${this.tail}`;
+  }
+
+  /** `"operator":…,"config":…` of an application's units. */
+  private appPart(app: ApplicationDoc): string {
+    let part = this.appParts.get(app);
+    if (part === undefined) {
+      const config = effectiveConfig(this.cache.operators.get(app.operator.hash)?.meta, app.config);
+      part = `"operator":${JSON.stringify(app.operator)},"config":${JSON.stringify(config)}`;
+      this.appParts.set(app, part);
+    }
+    return part;
+  }
+
+  /** `{"model":…,"updateStatusInterval":…,…` without its closing brace. */
+  private head(idx: ModelIndex): string {
+    let head = this.heads.get(idx);
+    if (head === undefined) {
+      head = JSON.stringify(viewHead(idx, this.leadershipLeaseSeconds)).slice(0, -1);
+      this.heads.set(idx, head);
+    }
+    return head;
+  }
+}
+
+/** The integrations of `app` as its unit `unit` sees them: remote units in scope and databag versions. */
+export function relationsOf(idx: ModelIndex, app: string, unit: string): RelationView[] {
+  const out: RelationView[] = [];
+  for (const r of idx.relations.values()) {
+    const mine = r.endpoints.find((e) => e.app === app);
+    if (!mine) continue;
+    const remoteApp = r.endpoints.find((e) => e.app !== app)?.app ?? app;
+    const remoteUnits: Record<string, number> = {};
+    for (const other of idx.scope.get(r.id) ?? []) {
+      if (other === unit || idx.units.get(other)?.app !== remoteApp) continue;
+      remoteUnits[other] = idx.relationData.get(`${r.id}/unit/${other}`)?.rev ?? 0;
+    }
+    out.push({
+      id: r.id, endpoint: mine.endpoint, interface: mine.interface, role: mine.role, remoteApp, life: r.life, remoteUnits,
+      remoteAppVersion: idx.relationData.get(`${r.id}/app/${remoteApp}`)?.rev ?? 0,
+    });
+  }
+  return out.sort((a, b) => a.id - b.id);
+}
