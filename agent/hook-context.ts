@@ -6,12 +6,16 @@
 import type { HookCommit, LogRecordLevel, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import type { HookContext } from "./hook-tools/tools";
+import type { ActionRun } from "./action-run";
 import type { StatusReporter } from "./status-reporter";
 import type { HookSpec, UnitLocalState } from "./unit-state";
 
 export interface HookRunDeps {
   unit: string;
-  hook: HookSpec;
+  /** The hook, or for an action its name (with no relation). */
+  hook: Pick<HookSpec, "name" | "relationId" | "remoteUnit" | "remoteApp">;
+  /** The action being run, when this is one: what action-get reads and action-set/-fail/-log write. */
+  action?: ActionRun;
   view: () => UnitView;
   state: () => UnitLocalState;
   conn: ControllerConnection;
@@ -27,6 +31,7 @@ export class HookRunContext implements HookContext {
   readonly unit: string;
   readonly hook: string;
   readonly relation?: HookContext["relation"];
+  readonly action?: ActionRun;
   private readonly writes = new Map<string, { relationId: number; app: boolean; set: Record<string, string | null> }>();
   private readonly opened = new Set<string>();
   private readonly closed = new Set<string>();
@@ -34,6 +39,7 @@ export class HookRunContext implements HookContext {
   constructor(private readonly d: HookRunDeps) {
     this.unit = d.unit;
     this.hook = d.hook.name;
+    if (d.action) this.action = d.action;
     if (d.hook.relationId !== undefined) {
       const vr = d.view().relations.find((r) => r.id === d.hook.relationId);
       this.relation = { id: d.hook.relationId, endpoint: vr?.endpoint ?? d.state().relations[String(d.hook.relationId)]?.endpoint ?? "", ...(d.hook.remoteUnit ? { remoteUnit: d.hook.remoteUnit } : {}), ...(d.hook.remoteApp ? { remoteApp: d.hook.remoteApp } : {}) };

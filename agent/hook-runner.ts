@@ -1,6 +1,7 @@
 /**
  * Runs one hook: `hooks/<name>` if the operator has it, else its `dispatch` executable with
- * STEWARD_DISPATCH_PATH naming the hook, else nothing (a missing hook succeeds, as in Juju).
+ * STEWARD_DISPATCH_PATH naming the hook, else nothing (a missing hook succeeds, as in Juju). Actions
+ * run the same way from `actions/<name>`.
  * Output goes to the unit's log; a hook that outlives its timeout is killed and counts as failed.
  */
 import { spawn } from "node:child_process";
@@ -10,7 +11,10 @@ import { LineSplitter } from "./hook-output";
 
 export interface HookRun {
   operatorDir: string;
+  /** The executable's name in `folder`. */
   hook: string;
+  /** Where the executable lives: `hooks` or, for an action, `actions`. @default "hooks" */
+  folder?: "hooks" | "actions";
   env: Record<string, string>;
   logPath: string;
   /** @default 600000 (10 minutes) */
@@ -33,7 +37,8 @@ export interface HookResult {
 const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
 
 export async function runHook(r: HookRun): Promise<HookResult> {
-  const hookPath = join(r.operatorDir, "hooks", r.hook);
+  const folder = r.folder ?? "hooks";
+  const hookPath = join(r.operatorDir, folder, r.hook);
   const dispatch = join(r.operatorDir, "dispatch");
   let command: string;
   if (await executable(hookPath)) command = hookPath;
@@ -45,7 +50,7 @@ export async function runHook(r: HookRun): Promise<HookResult> {
     await log.write(`--- ${new Date().toISOString()} running ${r.hook}\n`);
     const child = spawn(command, [], {
       cwd: r.operatorDir,
-      env: { ...r.env, STEWARD_DISPATCH_PATH: `hooks/${r.hook}` },
+      env: { ...r.env, STEWARD_DISPATCH_PATH: `${folder}/${r.hook}` },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true, // its own process group, so a timeout kills what it started too
     });

@@ -6,7 +6,8 @@
 export { Agent } from "./agent";
 export { ControllerConnection } from "./connection";
 export type { AgentOptions, AgentState } from "./agent";
-export { nextHook, commitHook, applyDecision, configHash } from "./resolver";
+export { nextAction, nextHook, commitHook, applyDecision, configHash } from "./resolver";
+export { ActionRun } from "./action-run";
 export type { Decision, ResolveOptions } from "./resolver";
 export { initialUnitState } from "./unit-state";
 export { bundleFilePath, unpackBundle } from "./operators";

@@ -18,7 +18,7 @@
  * unit when it leaves or the integration ends, and the unit itself when it is the one going.
  */
 import { createHash } from "node:crypto";
-import type { RelationView, UnitView } from "../api/core";
+import type { QueuedAction, RelationView, UnitView } from "../api/core";
 import type { HookKind, HookSpec, RelationLocalState, UnitLocalState } from "./unit-state";
 
 export type Decision =
@@ -64,6 +64,16 @@ const sortedUnits = (units: Iterable<string>): string[] => [...units].sort((a, b
   const [aa, an] = a.split("/"); const [ba, bn] = b.split("/");
   return aa === ba ? Number(an) - Number(bn) : aa!.localeCompare(ba!);
 });
+
+/**
+ * The action to run next, asked only when no hook is due (actions queue behind hooks): the oldest
+ * queued one this unit has not finished, once it has started and while it is not being removed. A
+ * unit in error runs actions too (a repair is what one may be for).
+ */
+export function nextAction(view: UnitView, s: UnitLocalState): QueuedAction | undefined {
+  if (view.life !== "alive" || !s.started || s.stopped) return undefined;
+  return view.actions?.find((a) => a.id > s.lastTask);
+}
 
 export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): Decision {
   if (view.life === "dying") {

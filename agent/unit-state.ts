@@ -5,6 +5,7 @@
  */
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { TaskFinish } from "../api/core";
 import { writeFileAtomic } from "./files";
 
 export type HookKind =
@@ -65,11 +66,17 @@ export interface UnitLocalState {
   failedHook?: HookSpec;
   /** Names of committed hooks, oldest first (capped), for operators and tests that inspect history. */
   committed: string[];
+  /** The highest task id this unit has finished (task ids grow, so each queued action runs once). */
+  lastTask: number;
+  /** The action running now: found on restart, it was cut off and is reported failed, never run again. */
+  runningTask?: number;
+  /** A finished action's report not yet accepted by the controller: sent before anything else runs. */
+  unsentTask?: TaskFinish;
 }
 
 export const initialUnitState = (): UnitLocalState => ({
   installed: false, started: false, stopped: false, removed: false, operatorHash: "", configHash: "", statusSet: false,
-  workload: { status: "waiting", message: "" }, leader: false, leaderSettingsVersion: -1, relations: {}, ports: [], committed: [],
+  workload: { status: "waiting", message: "" }, leader: false, leaderSettingsVersion: -1, relations: {}, ports: [], committed: [], lastTask: 0,
 });
 
 const MAX_HISTORY = 200;

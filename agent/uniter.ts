@@ -14,7 +14,9 @@
 import { appendFile, mkdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { randomUUID } from "node:crypto";
-import type { AgentLogRecord, AgentView, Logger, UnitView } from "../api/core";
+import type { AgentLogRecord, AgentView, Logger, QueuedAction, UnitView } from "../api/core";
+import { StewardError } from "../api/core";
+import { ActionRun } from "./action-run";
 import type { ControllerConnection } from "./connection";
 import { HookRunContext } from "./hook-context";
 import type { HookProcessRecord } from "./hook-processes";
@@ -25,7 +27,7 @@ import type { HookToolServer } from "./hook-tools/server";
 import type { MachineLock } from "./machine-lock";
 import type { OperatorStore } from "./operators";
 import type { Decision } from "./resolver";
-import { applyDecision, commitHook, nextHook } from "./resolver";
+import { applyDecision, commitHook, nextAction, nextHook } from "./resolver";
 import type { StatusReporter } from "./status-reporter";
 import type { HookSpec, UnitLocalState } from "./unit-state";
 import { connectedAddress, machineAddress, unitAddress } from "./unit-address";
@@ -163,14 +165,18 @@ export class Uniter {
   private async loop(): Promise<void> {
     while (!this.closed) {
       this.again = false;
+      if (await this.settleActions()) continue;
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const address = connectedAddress(this.d.conn);
       const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}) });
       switch (decision.kind) {
-        case "idle":
+        case "idle": {
+          const task = nextAction(this.view, this.state);
+          if (task) { await this.d.lock.run(() => this.runAction(task)); break; }
           // Idle only when nothing is left to do: never between two hooks that are already due.
           if (!this.state.failedHook && this.reportedAgent !== "idle") { this.reportedAgent = "idle"; this.d.reporter.post(this.name, { agent: { current: "idle", message: "" } }); }
           return;
+        }
         case "dead": await this.die(); return;
         case "leave":
           await this.d.conn.call("relation.leave", { unit: this.name, relationId: decision.relationId });
@@ -241,6 +247,85 @@ export class Uniter {
       if (hook.kind === "start" || hook.kind === "update-status") this.scheduleUpdateStatus();
     } else {
       await this.failed(hook, `exit ${result.exitCode}: ${result.tail.split("\n").slice(-3).join(" | ")}`, log, `${result.tail}\n(exit status ${result.exitCode})`);
+    }
+  }
+
+  // --- actions ---
+
+  /**
+   * Finishes what an earlier action left: a report the controller has not taken yet is sent (before
+   * anything else runs), and an action found still running was cut off by the agent's death: it is
+   * reported failed, never run again. Returns whether it did anything.
+   */
+  private async settleActions(): Promise<boolean> {
+    const { unsentTask, runningTask } = this.state;
+    if (unsentTask) {
+      await this.d.conn.call("task.finish", unsentTask);
+      await this.save({ ...this.state, unsentTask: undefined, lastTask: Math.max(this.state.lastTask, unsentTask.id) });
+      return true;
+    }
+    if (runningTask !== undefined) {
+      const cut = new ActionRun({ id: runningTask, action: "", params: {} });
+      cut.fail("the agent stopped while the action ran; it was not run again");
+      await this.save({ ...this.state, runningTask: undefined, unsentTask: cut.report(this.name, -1, "") });
+      return true;
+    }
+    return false;
+  }
+
+  /** Runs one queued action; its outcome is saved to be reported (see {@link settleActions}). */
+  private async runAction(task: QueuedAction): Promise<void> {
+    if (this.closed) return;
+    await this.save({ ...this.state, runningTask: task.id });
+    try {
+      await this.d.conn.call("task.start", { unit: this.name, id: task.id });
+    } catch (err) {
+      // No longer queued (its unit is going): nothing to run or report.
+      if (StewardError.isInstance(err) && err.code === "not-found") { await this.save({ ...this.state, runningTask: undefined, lastTask: Math.max(this.state.lastTask, task.id) }); return; }
+      await this.save({ ...this.state, runningTask: undefined });
+      throw err;
+    }
+    const log = this.d.log.child({ unit: this.name, action: task.action, task: task.id });
+    const operatorDir = await this.operatorDir(this.view.operator.hash);
+    this.reportedAgent = "executing";
+    this.d.reporter.post(this.name, { agent: { current: "executing", message: `running action ${task.action}` } });
+    const action = new ActionRun(task);
+    const label = `action ${task.action}`;
+    const ctx = new HookRunContext({
+      unit: this.name, hook: { name: task.action }, action, view: () => this.view, state: () => this.state, conn: this.d.conn, reporter: this.d.reporter, log: this.d.log,
+      appendLog: (line) => { appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined); },
+      forwardLog: (level, message) => this.forward(label, "operator", level, message),
+      onWorkloadStatus: (status, message) => { this.state.statusSet = true; this.state.workload = { status, message }; },
+    });
+    const contextId = randomUUID();
+    const unregister = this.d.tools.register(contextId, ctx);
+    let result: HookResult;
+    try {
+      const env: Record<string, string> = { ...this.hookEnv({ name: task.action }, operatorDir, contextId, connectedAddress(this.d.conn) ?? machineAddress()), STEWARD_ACTION_NAME: task.action, STEWARD_ACTION_ID: String(task.id) };
+      delete env.STEWARD_HOOK_NAME;
+      result = await this.runRecorded({ operatorDir, folder: "actions", hook: task.action, env, logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal,
+        onLine: (line, stream) => this.forward(label, "hook", stream === "stderr" ? "WARNING" : "INFO", line) });
+    } finally {
+      unregister();
+    }
+    if (this.closed) return; // the agent is stopping: the next one reports it cut off
+    if (!result.ran) action.fail(`the operator has no executable actions/${task.action} (nor a dispatch)`);
+    let report = action.report(this.name, result.exitCode, result.tail);
+    if (report.status === "completed") {
+      const commit = ctx.commit([]);
+      try {
+        if (!HookRunContext.isEmpty(commit)) await this.d.conn.call("hook.commit", commit);
+      } catch (err) {
+        action.fail(`its relation data or ports were refused: ${(err as Error).message}`);
+        report = action.report(this.name, result.exitCode, result.tail);
+      }
+    }
+    await this.save({ ...this.state, runningTask: undefined, unsentTask: report });
+    log.info(report.status === "completed" ? "action completed" : "action failed", report.message ? { why: report.message } : {});
+    // A unit waiting in error shows so again once the action is over.
+    if (this.state.failedHook) {
+      this.reportedAgent = "error";
+      this.d.reporter.post(this.name, { agent: { current: "error", message: `hook failed: "${this.state.failedHook.name}"` } });
     }
   }
 
@@ -331,7 +416,7 @@ export class Uniter {
     return { ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}) };
   }
 
-  private hookEnv(hook: HookSpec, operatorDir: string, contextId: string, address: string): Record<string, string> {
+  private hookEnv(hook: Omit<HookSpec, "kind">, operatorDir: string, contextId: string, address: string): Record<string, string> {
     const model = this.d.model();
     const env: Record<string, string> = {
       PATH: [this.d.tools.toolsDir, dirname(process.execPath), process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(":"),
@@ -378,7 +463,7 @@ export class Uniter {
       const operatorDir = await this.d.operators.ensure(this.state.operatorHash || this.view.operator.hash).catch(() => undefined);
       if (!operatorDir) return;
       for (const hook of [this.state.started && !this.state.stopped ? "stop" : "", this.state.installed && !this.state.removed ? "remove" : ""].filter(Boolean)) {
-        await this.runRecorded({ operatorDir, hook, env: this.hookEnv({ kind: hook as "stop", name: hook }, operatorDir, "none", unitAddress(this.d.conn)), logPath: join(this.unitDir, "hooks.log"), timeoutMs: 60_000 }).catch(() => undefined);
+        await this.runRecorded({ operatorDir, hook, env: this.hookEnv({ name: hook }, operatorDir, "none", unitAddress(this.d.conn)), logPath: join(this.unitDir, "hooks.log"), timeoutMs: 60_000 }).catch(() => undefined);
       }
     });
     this.d.reporter.forget(this.name);

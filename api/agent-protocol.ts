@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { WireError } from "./errors";
 import { WorkloadStatusValue } from "./schemas";
-import { DATABAG_LIMIT_BYTES, HOOK_FAILURE_OUTPUT_MAX_CHARS } from "./limits";
+import { DATABAG_LIMIT_BYTES, HOOK_FAILURE_OUTPUT_MAX_CHARS, TASK_LIMITS } from "./limits";
 import { isNormalisedPort } from "./ports";
 import { LOG_BATCH_MAX_RECORDS, LOG_LEVELS, LOG_MESSAGE_MAX_CHARS } from "./debug-log";
 
@@ -45,6 +45,15 @@ export interface UnitView {
   relations: RelationView[];
   /** A `steward resolve` waiting to be acted on. */
   resolve?: "retry" | "no-retry";
+  /** Actions queued for this unit (`steward run`), oldest first; absent when none are. */
+  actions?: QueuedAction[];
+}
+
+/** One action a unit is to run: task ids grow with every run in the model, so an agent runs each once. */
+export interface QueuedAction {
+  id: number;
+  action: string;
+  params: Record<string, string | number | boolean>;
 }
 
 /** Everything one machine agent needs to know; pushed whole whenever any of it changes. */
@@ -121,6 +130,21 @@ export const LogBatch = z.strictObject({
 });
 export type LogBatch = z.infer<typeof LogBatch>;
 
+/** The agent is about to run a queued action: refused when it was cancelled or its unit removed. */
+export const TaskStart = z.strictObject({ unit: z.string(), id: z.number().int().min(1) });
+/** A finished action: its outcome, what it set with action-set, its action-log lines and output's end. */
+export const TaskFinish = z.strictObject({
+  unit: z.string(),
+  id: z.number().int().min(1),
+  status: z.enum(["completed", "failed"]),
+  message: z.string().max(TASK_LIMITS.messageChars).default(""),
+  results: z.record(z.string(), z.unknown()).default({}),
+  log: z.array(z.strictObject({ ts: z.string().max(40), message: z.string().max(TASK_LIMITS.logChars) })).max(TASK_LIMITS.logEntries).default([]),
+  output: z.string().max(TASK_LIMITS.outputChars).default(""),
+  exitCode: z.number().int().optional(),
+});
+export type TaskFinish = z.infer<typeof TaskFinish>;
+
 /** Methods an agent may call, with their parameter schemas. */
 export const agentMethods = {
   "unit.status": UnitStatusReport,
@@ -137,5 +161,7 @@ export const agentMethods = {
   "relation.leave": RelationLeave,
   "hook.commit": HookCommit,
   "log.batch": LogBatch,
+  "task.start": TaskStart,
+  "task.finish": TaskFinish,
 } as const;
 export type AgentMethod = keyof typeof agentMethods;

@@ -14,6 +14,7 @@ import type WebSocket from "ws";
 import type { ErrorCode } from "./errors";
 import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
+import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "./actions";
 import type { ModelStatus, StatusFilter, UnitDetails } from "./status";
 import type { DebugLogRecord } from "./debug-log";
 import type { AwsModelSettings, CredentialSubstrate, ModelSubstrate, VsphereModelSettings } from "./substrates";
@@ -366,6 +367,14 @@ export class ControllerClient {
   removeIntegration(model: string, a: string, b: string): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/integrations`, { endpoints: [a, b] }); }
   showUnit(model: string, unit: string): Promise<UnitDetails> { return this.call("GET", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}`); }
   resolve(model: string, unit: string, retry = true): Promise<void> { return this.call("POST", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}/resolve`, { retry }); }
+
+  // --- actions ---
+  /** Queues `action` on units (`web/0`), leaders (`web/leader`) or whole applications (`web`). */
+  runAction(model: string, targets: string[], action: string, params: Record<string, ActionValue> = {}): Promise<RunActionResult> {
+    return this.call("POST", `/v1/models/${enc(model)}/actions`, { targets, action, params });
+  }
+  task(model: string, id: number): Promise<TaskInfo> { return this.call("GET", `/v1/models/${enc(model)}/tasks/${id}`); }
+  operations(model: string, limit = 20): Promise<{ operations: OperationInfo[] }> { return this.call("GET", `/v1/models/${enc(model)}/operations?limit=${limit}`); }
 
   // --- machines ---
   addMachines(model: string, substrate: "local" | "manual" | "aws" | "vsphere", count = 1): Promise<{ machines: { id: string; credential?: string }[] }> {

@@ -10,6 +10,7 @@ export * from "./status";
 export { expandStatusColumns, fromColumnTable, statusToColumns, toColumnTable } from "./status-columns";
 export type { ColumnTable } from "./status-columns";
 export * from "./operator";
+export * from "./actions";
 export { readOperatorDir } from "./operator-dir";
 export * from "./agent-protocol";
 export { ADDRESSES_HEADER, ENROLMENT_HEADER, MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER, ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";

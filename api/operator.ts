@@ -8,6 +8,8 @@ import type * as Yaml from "yaml";
 import { StewardError } from "./errors";
 import { CONFIG_VALUE_LIMIT_BYTES, MAX_OPERATOR_YAML_ALIASES, MAX_OPERATOR_YAML_BYTES, MAX_OPERATOR_YAML_DEPTH } from "./limits";
 import { NAME_PATTERN } from "./names";
+import type { ActionSpec } from "./actions";
+import { parseActionsSection } from "./actions";
 
 export type ConfigOptionType = "string" | "int" | "float" | "boolean";
 export interface ConfigOption {
@@ -29,6 +31,8 @@ export interface OperatorMeta {
   requires: Record<string, Endpoint>;
   peers: Record<string, Endpoint>;
   config: Record<string, ConfigOption>;
+  /** Day-2 operations (`steward run`); absent in metadata stored before actions existed. */
+  actions?: Record<string, ActionSpec>;
 }
 
 export const UNIT_HOOKS = [
@@ -84,7 +88,7 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new OperatorInvalidError(file, "must be a mapping with at least \"name\" and \"version\"");
   const o = raw as Record<string, unknown>;
-  const known = ["name", "version", "summary", "description", "provides", "requires", "peers", "config"];
+  const known = ["name", "version", "summary", "description", "provides", "requires", "peers", "config", "actions"];
   for (const key of Object.keys(o)) if (!known.includes(key)) fail([key], `is not a known field (known: ${known.join(", ")})`);
 
   if (typeof o.name !== "string" || !NAME_PATTERN.test(o.name)) fail(["name"], "must be a name of lower-case letters, digits and hyphens, e.g. hello-http");
@@ -143,8 +147,12 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
     summary: (o.summary as string | undefined) ?? "",
     description: (o.description as string | undefined) ?? "",
     provides, requires, peers, config,
+    ...actionsOf(parseActionsSection(o.actions, fail)),
   };
 }
+
+/** Only operators that declare actions carry the field, so metadata without them reads as before. */
+const actionsOf = (actions: Record<string, ActionSpec>): { actions?: Record<string, ActionSpec> } => (Object.keys(actions).length > 0 ? { actions } : {});
 
 /**
  * Refuses, before the parser builds anything, a document too large, nested too deep or using too
@@ -261,7 +269,24 @@ export function validateBundle(bundle: Bundle): OperatorMeta {
     if (!allowed.has(name)) throw new OperatorInvalidError(h.path, `is not a hook this operator can receive (known: ${[...allowed].sort().join(", ")})`);
     if ((h.mode & 0o111) === 0) throw new OperatorInvalidError(h.path, `is not executable (chmod +x ${h.path})`);
   }
+  checkActionFiles(meta, byPath, dispatch);
   return meta;
+}
+
+/** `actions/` holds one executable per declared action (or `dispatch` runs them), nothing else. */
+function checkActionFiles(meta: OperatorMeta, byPath: Map<string, BundleFileEntry>, dispatch: BundleFileEntry | undefined): void {
+  const declared = Object.keys(meta.actions ?? {});
+  for (const f of byPath.values()) {
+    if (!f.path.startsWith("actions/")) continue;
+    const name = f.path.slice("actions/".length);
+    if (name.includes("/")) throw new OperatorInvalidError(f.path, "actions/ must hold only action executables, not folders (put helpers elsewhere in the operator)");
+    if (!declared.includes(name)) throw new OperatorInvalidError(f.path, `is not an action declared in operator.yaml (declared: ${declared.join(", ") || "none"}); declare it under actions:`);
+    if ((f.mode & 0o111) === 0) throw new OperatorInvalidError(f.path, `is not executable (chmod +x ${f.path})`);
+  }
+  if (dispatch) return;
+  for (const name of declared) {
+    if (!byPath.has(`actions/${name}`)) throw new OperatorInvalidError(`actions/${name}`, `is missing: action "${name}" is declared in operator.yaml, so the operator needs an executable actions/${name} (or a dispatch executable)`);
+  }
 }
 
 /**

@@ -158,6 +158,14 @@ export const EndpointRef = z.string().regex(/^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)?
 export const IntegrateRequest = z.strictObject({ endpoints: z.tuple([EndpointRef, EndpointRef]) });
 export const ResolveRequest = z.strictObject({ retry: z.boolean().default(true) });
 
+/** A unit (`web/0`), an application's leader (`web/leader`) or every unit of an application (`web`). */
+export const ActionTarget = z.string().max(128).regex(/^[a-z][a-z0-9-]*(\/(\d+|leader))?$/, { message: "must be a unit (web/0), an application's leader (web/leader) or an application (web)" });
+export const RunActionRequest = z.strictObject({
+  targets: z.array(ActionTarget).min(1).max(100),
+  action: z.string().max(63).regex(/^[a-z][a-z0-9-]*$/, { message: "must be an action name (lower-case letters, digits, hyphens)" }),
+  params: z.record(z.string().max(256), z.union([z.string(), z.number(), z.boolean()])).default({}),
+});
+
 export const WorkloadStatusValue = z.enum(["active", "blocked", "maintenance", "waiting", "unknown", "terminated"]);
 export const StatusSetParams = z.strictObject({
   unit: z.string(),

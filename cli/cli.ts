@@ -14,6 +14,7 @@ export const COMMAND_NAMES = [
   "add-model", "models", "switch", "model-config", "status", "apply", "diff", "destroy-model",
   "deploy", "add-unit", "remove-unit", "config", "refresh", "remove-application",
   "integrate", "remove-integration", "resolve", "show-unit", "debug-log",
+  "run", "show-task", "operations",
   "add-machine", "machines", "remove-machine",
   "add-credential", "credentials", "remove-credential",
   "help", "version",

@@ -28,12 +28,13 @@ import { LoginLimiter } from "./server/login-limiter";
 import { installErrorHandling, installWriteGuard, registerHttpApi } from "./server/http-api";
 import { installIdempotency } from "./server/idempotency";
 import { registerDebugLog } from "./server/debug-log-route";
+import { registerActionRoutes } from "./server/action-routes";
 import { ModelLogs } from "./server/model-logs";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
 import { Sealer } from "./security/sealing";
-import { CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, EnrolmentOps, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
+import { ActionOps, CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, EnrolmentOps, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
@@ -257,8 +258,10 @@ export class Controller {
     // A destroyed model's records go with it.
     cache.subscribe((changed) => { for (const m of changed) if (m !== CLUSTER_CHANGED && !cache.models.get(m)?.model) logs.forget(m); });
     registerDebugLog(http, { cache, logs });
+    const actions = new ActionOps(this.store);
+    registerActionRoutes(http, { cache, actions });
     registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
-    this.hub = new AgentHub({ cache, ops, relations, leadership, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
+    this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);
     installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, log: this.log });
     const port = this.opts.port ?? this.config.listen.port;

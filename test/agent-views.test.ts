@@ -2,7 +2,7 @@
  * Agents' views as pushed: the text a push round builds from shared parts is the same JSON as the
  * plain view built from objects, for every machine of a model that has what a view can hold
  * (several applications per machine, a regular and a peer integration with units in scope, databag
- * and leader-data revisions, leadership, a pending resolve, a dying machine, config defaults under
+ * and leader-data revisions, leadership, a pending resolve, queued actions, a dying machine, config defaults under
  * set values, and names and values that JSON must escape).
  */
 import test from "ava";
@@ -46,10 +46,12 @@ test("a round's view text equals the plain view, machine by machine", async (t) 
   await put(keys.unitBag(M, 2, "web/1"), { peer: "yes" });
   await put(keys.leader(M, "web"), { unit: "web/0", since: at, lease: "1" });
   await put(keys.leaderData(M, "web"), { secret: "s" });
+  await put(keys.taskQueue(M, "web/0", 7), { id: 7, action: "restart", params: { delay: 5, why: "a \"quoted\" reason" }, state: "pending" });
+  await put(keys.taskQueue(M, "web/0", 12), { id: 12, action: "backup", params: {}, state: "running" });
 
   const cache = await StateCache.start(store, (err) => t.fail(err.message));
   t.teardown(() => cache.stop());
-  await eventually("the cache holds the model", () => (cache.models.get(M)?.units.size ?? 0) === units.length && cache.models.get(M)?.leaderData.size === 1);
+  await eventually("the cache holds the model", () => (cache.models.get(M)?.units.size ?? 0) === units.length && cache.models.get(M)?.leaderData.size === 1 && cache.models.get(M)?.taskQueue.get("web/0")?.size === 2);
   const idx = cache.models.get(M)!;
   const addresses = ["127.0.0.1:17070", "[::1]:17070"];
   const round = new AgentViewRound(cache, addresses, 30);
@@ -69,6 +71,8 @@ test("a round's view text equals the plain view, machine by machine", async (t) 
   t.deepEqual(web0.relations.map((r) => [r.id, r.remoteApp, Object.keys(r.remoteUnits).sort()]), [[1, "db", ["db/0", "db/1"]], [2, "web", ["web/1", "web/2"]]]);
   t.true(web0.relations[0]!.remoteAppVersion > 0);
   t.is(view.units.find((u) => u.name === "web/2")!.resolve, "retry");
+  t.deepEqual(web0.actions, [{ id: 7, action: "restart", params: { delay: 5, why: "a \"quoted\" reason" } }, { id: 12, action: "backup", params: {} }], "queued actions, oldest first");
+  t.false("actions" in view.units.find((u) => u.name === "web/2")!, "a unit with nothing queued has no actions field");
   t.deepEqual([view.updateStatusInterval, view.retryHooks, view.leadershipLeaseSeconds], [42, false, 30]);
   t.deepEqual(view.controllerAddresses, addresses);
   t.is((JSON.parse(round.text(idx, "2")) as AgentView).machine.life, "dying");

@@ -11,6 +11,7 @@ import type { ModelStatus } from "../api";
 import { COMMAND_NAMES, allCommands } from "../cli";
 import type { CliResult } from "./harness/cli";
 import { cliRunner } from "./harness/cli";
+import { eventually } from "./harness/eventually";
 import { killProcessesUnder } from "./harness/processes";
 
 const repo = join(__dirname, "..", "..");
@@ -135,6 +136,56 @@ test.serial("model file mistakes are errors naming the line", async (t) => {
     t.regex(r.stderr, expected);
     noStack(t, r);
   }
+});
+
+test.serial("actions through the CLI: hello-http's restart, and cluster-secret's rotate-secret picked up by every peer", async (t) => {
+  t.is((await steward("add-model", "ops")).code, 0);
+  const web = await steward("deploy", "operators/hello-http", "web", "-m", "ops", "--wait", "--timeout", "90s");
+  t.is(web.code, 0, web.stderr);
+  const cluster = await steward("deploy", "operators/cluster-secret", "cluster", "-n", "3", "-m", "ops", "--wait", "--timeout", "120s");
+  t.is(cluster.code, 0, cluster.stderr);
+
+  const restart = await steward("run", "web/0", "restart", "-m", "ops");
+  t.is(restart.code, 0, restart.stderr);
+  t.regex(restart.stderr, /^Running operation (\d+) with 1 task\n {2}- task (\d+) on web\/0$/m);
+  const { results, log } = parse(restart.stdout) as { results: { url: string; port: string }; log: string[] };
+  t.regex(results.url, new RegExp(`^http://[^/]+:${results.port}/$`));
+  t.regex(log.at(-1)!, /restarted$/);
+  const webStatus = JSON.parse((await steward("status", "web/0", "-m", "ops", "--format", "json")).stdout) as ModelStatus;
+  t.is(webStatus.applications.web!.units["web/0"]!.workload.message, `serving on ${results.url}`);
+  const taskId = /task (\d+) on web\/0/.exec(restart.stderr)![1]!;
+  const shown = parse((await steward("show-task", taskId, "-m", "ops")).stdout) as { status: string; action: string; params: Record<string, unknown> };
+  t.deepEqual([shown.status, shown.action, shown.params], ["completed", "restart", { delay: 0 }]);
+
+  const bad = await steward("run", "web/0", "restart", "delay=soon", "-m", "ops");
+  t.is(bad.code, 1);
+  t.regex(bad.stderr, /parameter "delay" of action restart \(web\) must be a whole number, got the string "soon"/);
+  const noAction = await steward("run", "web/0", "-m", "ops");
+  t.is(noAction.code, 1);
+  noStack(t, noAction);
+
+  const before = JSON.parse((await steward("status", "cluster", "-m", "ops", "--format", "json")).stdout) as ModelStatus;
+  const units = Object.values(before.applications.cluster!.units);
+  const follower = units.find((u) => !u.leader)!.name;
+  const onFollower = await steward("run", follower, "rotate-secret", "-m", "ops");
+  t.is(onFollower.code, 1);
+  t.regex(onFollower.stderr, new RegExp(`task \\d+ on ${follower} failed: only the leader rotates the secret: run it on cluster/leader`));
+  const rotate = await steward("run", "cluster/leader", "rotate-secret", "-m", "ops");
+  t.is(rotate.code, 0, rotate.stderr);
+  const hash = (parse(rotate.stdout) as { results: Record<string, string> }).results["secret-hash"]!;
+  t.regex(hash, /^[0-9a-f]{12}$/);
+  t.false(units.some((u) => u.workload.message.includes(hash)), "a new secret");
+  const agreed = await eventually("every unit agrees on the new secret", async () => {
+    const s = JSON.parse((await steward("status", "cluster", "-m", "ops", "--format", "json")).stdout) as ModelStatus;
+    const messages = Object.values(s.applications.cluster!.units).map((u) => u.workload.message);
+    return messages.every((m) => m.startsWith(`3/3 units agree on secret ${hash}`)) ? messages : undefined;
+  }, 30_000);
+  t.is(agreed.length, 3);
+  const ops = await steward("operations", "-m", "ops");
+  t.regex(ops.stdout, /^\d+\s+completed\s+rotate-secret\s/m);
+  t.regex(ops.stdout, /^\d+\s+failed\s+rotate-secret\s/m);
+  t.regex(ops.stdout, /^\d+\s+completed\s+restart\s/m);
+  t.is((await steward("destroy-model", "ops", "--yes")).code, 0);
 });
 
 test("wrong arguments are a usage error with exit code 1 and no stack trace", async (t) => {

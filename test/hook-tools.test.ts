@@ -151,12 +151,16 @@ test("open-port and close-port refuse ports outside 1-65535, unknown protocols a
 });
 
 test("every tool answers --help with its usage", async (t) => {
-  for (const tool of ["status-set", "status-get", "config-get", "application-version-set", "log", "is-leader", "leader-get", "leader-set", "relation-ids", "relation-list", "relation-get", "relation-set", "open-port", "close-port", "opened-ports"]) {
+  for (const tool of ["status-set", "status-get", "config-get", "application-version-set", "log", "is-leader", "leader-get", "leader-set", "relation-ids", "relation-list", "relation-get", "relation-set", "open-port", "close-port", "opened-ports", "action-get", "action-set", "action-fail", "action-log"]) {
     const r = await runTool(context(), tool, ["--help"]);
     t.is(r.code, 0);
     t.regex(r.stdout!, new RegExp(`^usage: ${tool}`));
   }
-  t.is((await runTool(context(), "action-get", [])).code, 2);
+  t.is((await runTool(context(), "no-such-tool", [])).code, 2);
+  // The action tools exist, but a hook is not an action.
+  const outside = await runTool(context(), "action-get", []);
+  t.is(outside.code, 1);
+  t.regex(outside.stderr!, /action-get: only an action may use it/);
 });
 
 test("log refuses an unknown level", async (t) => {

@@ -2,7 +2,7 @@
 import test from "ava";
 import type { RelationView, UnitView } from "../api";
 import type { UnitLocalState } from "../agent";
-import { applyDecision, commitHook, initialUnitState, nextHook } from "../agent";
+import { applyDecision, commitHook, initialUnitState, nextAction, nextHook } from "../agent";
 
 const view = (over: Partial<UnitView> = {}): UnitView => ({
   name: "a/0", app: "a", life: "alive", operator: { hash: "h1", name: "a", version: "1" }, config: { x: 1 },
@@ -126,4 +126,16 @@ test("update-status runs only once started and when due", (t) => {
   const { state } = runToIdle(view(), initialUnitState());
   t.like(nextHook(view(), state, { ...opts, updateStatusDue: true }), { kind: "run", hook: { name: "update-status" } });
   t.deepEqual(nextHook(view(), state, opts), { kind: "idle" });
+});
+
+test("actions run once a unit has started, oldest first, each once, and not while it is being removed", (t) => {
+  const actions: UnitView["actions"] = [{ id: 4, action: "backup", params: {} }, { id: 9, action: "restart", params: { delay: 1 } }];
+  const fresh = initialUnitState();
+  t.is(nextAction(view({ actions }), fresh), undefined, "not before start");
+  const started = runToIdle(view(), fresh).state;
+  t.is(nextAction(view({ actions }), started)?.id, 4);
+  t.is(nextAction(view({ actions }), { ...started, lastTask: 4 })?.id, 9, "a finished task is never picked again");
+  t.is(nextAction(view({ actions }), { ...started, lastTask: 9 }), undefined);
+  t.is(nextAction(view({ actions, life: "dying" }), started), undefined, "a dying unit runs its teardown, not actions");
+  t.is(nextAction(view(), started), undefined, "nothing queued");
 });

@@ -4,54 +4,15 @@
  * Relation data, ports and application data written here are buffered and committed when the hook
  * ends (nothing if it fails); status-set and leader-set act at once.
  */
-import type { UnitView } from "../../api/core";
 import { DATABAG_LIMIT_BYTES, parsePort } from "../../api/core";
+import type { Flags, HookContext, ToolResult, ToolSpec } from "./tool-spec";
+import { ToolError, json, misuse, ok, refuse } from "./tool-spec";
+import { actionTools } from "./action-tools";
 
-export interface ToolResult { code: number; stdout?: string; stderr?: string }
-
-/** What a tool may see and do: the unit whose hook is running. */
-export interface HookContext {
-  unit: string;
-  hook: string;
-  /** The relation of a relation hook. */
-  relation?: { id: number; endpoint: string; remoteUnit?: string; remoteApp?: string };
-  view(): UnitView;
-  workloadStatus(): { status: string; message: string };
-  setWorkloadStatus(status: string, message: string): Promise<void>;
-  /** Leader only; refused otherwise. */
-  setAppStatus(status: string, message: string): Promise<void>;
-  setVersion(version: string): Promise<void>;
-  log(level: string, message: string): void;
-  /** Asks the controller (and renews leadership when held). */
-  isLeader(): Promise<boolean>;
-  leaderGet(): Promise<Record<string, string>>;
-  leaderSet(patch: Record<string, string | null>): Promise<void>;
-  /** A databag as this hook sees it (its own pending writes included). */
-  relationGet(relationId: number, target: { unit?: string; app?: string }): Promise<Record<string, string>>;
-  relationSet(relationId: number, app: boolean, patch: Record<string, string | null>): void;
-  openPort(spec: string): void;
-  closePort(spec: string): void;
-  openedPorts(): string[];
-}
-
-type Flags = Record<string, string | true>;
-interface ToolSpec {
-  usage: string;
-  summary: string;
-  flags: Record<string, "bool" | "value">;
-  run(ctx: HookContext, flags: Flags, positional: string[]): Promise<ToolResult>;
-}
+export type { HookContext, ToolResult } from "./tool-spec";
 
 const WORKLOAD = ["active", "blocked", "maintenance", "waiting"];
 const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"];
-const ok = (stdout = ""): ToolResult => ({ code: 0, stdout });
-const refuse = (tool: string, msg: string): ToolResult => ({ code: 1, stderr: `${tool}: ${msg}\n` });
-const misuse = (tool: string, msg: string, usage: string): ToolResult => ({ code: 2, stderr: `${tool}: ${msg}\nusage: ${usage}\n` });
-const json = (v: unknown): string => JSON.stringify(v) + "\n";
-
-class ToolError extends Error {
-  constructor(readonly result: ToolResult) { super(result.stderr); }
-}
 
 /** The relation a tool acts on: `-r endpoint:id` (or just the id), else the hook's own relation. */
 function relationOf(ctx: HookContext, tool: string, flags: Flags, usage: string): { id: number; endpoint: string; remoteApp: string } {
@@ -264,6 +225,7 @@ export const tools: Record<string, ToolSpec> = {
       return ok(f["--format"] === "json" ? json(ports) : ports.map((p) => p + "\n").join(""));
     },
   },
+  ...actionTools,
 };
 
 /** Parses a tool's arguments against its flags and runs it. */

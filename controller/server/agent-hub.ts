@@ -8,10 +8,10 @@ import type { Duplex } from "node:stream";
 import { randomUUID } from "node:crypto";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
-import type { AgentFrame, DebugLogRecord, LogBatch, Logger, TransportLimits } from "../../api";
+import type { AgentFrame, DebugLogRecord, LogBatch, Logger, TaskFinish, TransportLimits } from "../../api";
 import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
-import type { LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
+import type { ActionOps, LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { AgentViewRound, CLUSTER_CHANGED, keys } from "../state";
 import type { PresenceDoc } from "../state";
 import { authenticate } from "./auth";
@@ -27,6 +27,7 @@ export interface AgentHubDeps {
   ops: StateOps;
   relations: RelationOps;
   leadership: LeadershipOps;
+  actions: ActionOps;
   /** Seconds a leadership claim lasts. */
   leadershipLeaseSeconds: number;
   store: Store;
@@ -245,6 +246,8 @@ export class AgentHub {
         return {};
       }
       case "log.batch": this.acceptLogs(conn, parsed.data as LogBatch); return {};
+      case "task.start": return settle(await this.deps.actions.start(conn.model, conn.machine, p.unit, p.id as number));
+      case "task.finish": return settle(await this.deps.actions.finish(conn.model, conn.machine, parsed.data as TaskFinish));
       case "machine.info":
         await ops.setMachineInfo(conn.model, conn.machine, parsed.data as never);
         return {};

@@ -3,7 +3,7 @@
  * integrations, and the controller's addresses. {@link AgentViewRound} makes it as the JSON text
  * that is pushed; {@link buildAgentView} as objects, the plain form the text must equal.
  */
-import type { AgentView, RelationView, UnitView } from "../../api";
+import type { AgentView, QueuedAction, RelationView, UnitView } from "../../api";
 import type { ApplicationDoc, UnitDoc } from "./documents";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import type { ModelIndex, StateCache } from "./cache";
@@ -43,6 +43,7 @@ export function buildAgentView(cache: StateCache, idx: ModelIndex, machineId: st
       leader: leader?.unit === u.name, leaderKnown: leader !== undefined, leaderSettingsVersion: idx.leaderData.get(u.app)?.rev ?? 0,
       relations: relationsOf(idx, u.app, u.name),
       ...(u.resolve ? { resolve: u.resolve } : {}),
+      ...queuedActions(idx, u.name),
     };
   });
   return {
@@ -75,7 +76,8 @@ export class AgentViewRound {
       const leader = idx.leaders.get(u.app);
       units += `${units ? "," : ""}{"name":${JSON.stringify(u.name)},"app":${JSON.stringify(u.app)},"life":${JSON.stringify(u.life)},${this.appPart(app)}`
         + `,"leader":${leader?.unit === u.name},"leaderKnown":${leader !== undefined},"leaderSettingsVersion":${idx.leaderData.get(u.app)?.rev ?? 0}`
-        + `,"relations":${JSON.stringify(relationsOf(idx, u.app, u.name))}${u.resolve ? `,"resolve":${JSON.stringify(u.resolve)}` : ""}}`;
+        + `,"relations":${JSON.stringify(relationsOf(idx, u.app, u.name))}${u.resolve ? `,"resolve":${JSON.stringify(u.resolve)}` : ""}`
+        + `${idx.taskQueue.has(u.name) ? `,"actions":${JSON.stringify(queuedActions(idx, u.name).actions)}` : ""}}`;
     }
     const machine = { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" };
     return `${this.head(idx)},"machine":${JSON.stringify(machine)},"units":[${units}]${this.tail}`;
@@ -101,6 +103,13 @@ export class AgentViewRound {
     }
     return head;
   }
+}
+
+/** The unit's queued actions, oldest first (none: no field, so views without actions read as before). */
+function queuedActions(idx: ModelIndex, unit: string): { actions?: QueuedAction[] } {
+  const queue = idx.taskQueue.get(unit);
+  if (!queue) return {};
+  return { actions: [...queue.values()].sort((a, b) => a.id - b.id).map((t) => ({ id: t.id, action: t.action, params: t.params })) };
 }
 
 /** The integrations of `app` as its unit `unit` sees them: remote units in scope and databag versions. */

@@ -8,7 +8,7 @@ import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
-import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, QueuedTaskDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { CACHED_PREFIXES } from "./keys";
 
 export interface ModelIndex {
@@ -32,6 +32,8 @@ export interface ModelIndex {
   leaderData: Map<string, { data: DataBag; rev: number }>;
   ports: Map<string, string[]>;
   appStatus: Map<string, StatusInfo<WorkloadStatus>>;
+  /** Actions queued per unit, by task id. */
+  taskQueue: Map<string, Map<number, QueuedTaskDoc>>;
   /** Store revision of the last change to anything in this model. */
   revision: number;
   /**
@@ -232,6 +234,14 @@ export class StateCache {
           case "leader-data": if (doc === undefined) idx.leaderData.delete(id); else idx.leaderData.set(id, { data: doc as DataBag, rev: kv.modRevision }); break;
           case "unit-ports": set(idx.ports, id); break;
           case "app-status": set(idx.appStatus, id); break;
+          case "task-queue": {
+            const unit = `${parts[4]}/${parts[5]}`;
+            const task = Number(parts[6]);
+            let q = idx.taskQueue.get(unit);
+            if (doc !== undefined) { if (!q) idx.taskQueue.set(unit, (q = new Map())); q.set(task, doc as QueuedTaskDoc); }
+            else if (q) { q.delete(task); if (q.size === 0) idx.taskQueue.delete(unit); }
+            break;
+          }
         }
         return uuid;
       }
@@ -243,7 +253,7 @@ export class StateCache {
     let idx = this.models.get(uuid);
     if (!idx) {
       idx = { uuid, apps: new Map(), units: new Map(), unitStatus: new Map(), machines: new Map(), machineInfo: new Map(), machineInstall: new Map(), access: new Map(), presence: new Map(), unitsByMachine: new Map(),
-        relations: new Map(), scope: new Map(), relationData: new Map(), leaders: new Map(), leaderData: new Map(), ports: new Map(), appStatus: new Map(),
+        relations: new Map(), scope: new Map(), relationData: new Map(), leaders: new Map(), leaderData: new Map(), ports: new Map(), appStatus: new Map(), taskQueue: new Map(),
         revision: this.revision, viewRevision: this.revision };
       this.models.set(uuid, idx);
     }

@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { AgentStatus, AwsModelSettings, CredentialSubstrate, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, WorkloadStatus } from "../../api";
+import type { ActionValue, AgentStatus, AwsModelSettings, CredentialSubstrate, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, TaskInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -77,6 +77,15 @@ export interface UnitStatusDoc {
   version: string;
 }
 /** A unit's last failed hook, as its agent reported it; not cached (only `show-unit` reads it). */
+/**
+ * An action queued for a unit (`/models/<m>/task-queue/<unit>/<id>`): in its agent's view until the
+ * agent reports it finished. The task's full record lives apart (see {@link TaskDoc}).
+ */
+export interface QueuedTaskDoc { id: number; action: string; params: Record<string, ActionValue>; state: "pending" | "running" }
+/** A task's record (`/tasks/<model>/<id>`): not cached, read by show-task and operations. */
+export type TaskDoc = TaskInfo;
+/** One `steward run` (`/operations/<model>/<id>`): not cached. */
+export interface OperationDoc { id: number; action: string; enqueued: string; by: string; targets: string[]; tasks: { id: number; unit: string }[] }
 export interface UnitFailureDoc {
   hook: string;
   /** The last lines of the hook's output, control characters removed. */

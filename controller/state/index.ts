@@ -10,5 +10,6 @@ export { keys } from "./keys";
 export * from "./documents";
 export { REQUESTS_PREFIX, RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest, startRequestRecordSweeper, sweepRequestRecords } from "./request-records";
 export { CredentialOps } from "./credential-ops";
+export { ActionOps } from "./action-ops";
 export type { CredentialInput } from "./credential-ops";
 export { ENROLMENT_LIFETIME_MS, EnrolmentOps, replicaDataPurpose } from "./enrolment-ops";

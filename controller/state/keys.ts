@@ -32,6 +32,15 @@ export const keys = {
   leader: (m: string, app: string) => `/models/${m}/leaders/${app}`,
   leaderData: (m: string, app: string) => `/models/${m}/leader-data/${app}`,
   ports: (m: string, unit: string) => `/models/${m}/unit-ports/${unit}`,
+  /** Task and operation ids share one sequence per model, as in Juju. */
+  taskSeq: (m: string) => `/models/${m}/seq/task`,
+  taskQueue: (m: string, unit: string, id: number) => `/models/${m}/task-queue/${unit}/${sortableId(id)}`,
+  taskQueueOf: (m: string, unit: string) => `/models/${m}/task-queue/${unit}/`,
+  /** Not cached: task records carry results and logs that only show-task reads. */
+  task: (m: string, id: number) => `/tasks/${m}/${sortableId(id)}`,
+  tasksOf: (m: string) => `/tasks/${m}/`,
+  operation: (m: string, id: number) => `/operations/${m}/${sortableId(id)}`,
+  operationsOf: (m: string) => `/operations/${m}/`,
   appStatus: (m: string, app: string) => `/models/${m}/app-status/${app}`,
   access: (m: string, user: string) => `/models/${m}/access/${user}`,
   presence: (m: string, machine: string) => `/presence/${m}/${machine}`,
@@ -48,6 +57,11 @@ export const keys = {
   enrolment: (tokenHash: string) => `/enrolments/${tokenHash}`,
   enrolmentsPrefix: "/enrolments/",
 };
+
+/** Ids padded so that keys sort as their numbers do. */
+function sortableId(id: number): string {
+  return String(id).padStart(10, "0");
+}
 
 /** Prefixes the state cache follows. */
 export const CACHED_PREFIXES = ["/controller/", "/users/", "/revoked-tokens/", "/model-names/", "/models/", "/operators/", "/presence/", "/cluster/"];

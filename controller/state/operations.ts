@@ -133,7 +133,7 @@ export class StateOps extends StoreTxns {
       if (force) {
         return {
           compare: [unchanged(keys.model(uuid), m.rev)],
-          ops: [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(m.doc.name) }],
+          ops: [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, ...modelTaskDeletes(uuid), { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(m.doc.name) }],
           result: {},
         };
       }
@@ -166,7 +166,7 @@ export class StateOps extends StoreTxns {
     if (left.length > 0) return false;
     const res = await this.store.txn({
       compare: [unchanged(keys.model(uuid), m.rev), ...left.map((kv) => unchanged(kv.key, kv.modRevision))],
-      success: [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(m.doc.name) }],
+      success: [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, ...modelTaskDeletes(uuid), { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(m.doc.name) }],
     });
     return res.succeeded;
   }
@@ -431,7 +431,7 @@ export class StateOps extends StoreTxns {
    */
   private async unitGoneOps(uuid: string, unit: UnitDoc, compare: Compare[]): Promise<Op[]> {
     const ops: Op[] = [{ type: "delete", key: keys.unit(uuid, unit.name) }, { type: "delete", key: keys.unitStatus(uuid, unit.name) }, { type: "delete", key: keys.ports(uuid, unit.name) }];
-    ops.push({ type: "delete", key: keys.unitFailure(uuid, unit.name) });
+    ops.push({ type: "delete", key: keys.unitFailure(uuid, unit.name) }, { type: "deletePrefix", prefix: keys.taskQueueOf(uuid, unit.name) });
     for (const r of await this.readAll<RelationDoc>(keys.relationsPrefix(uuid))) {
       if (!r.doc.endpoints.some((e) => e.app === unit.app)) continue;
       ops.push({ type: "delete", key: keys.scope(uuid, r.doc.id, unit.name) }, { type: "delete", key: keys.unitBag(uuid, r.doc.id, unit.name) });
@@ -679,6 +679,11 @@ function configError(app: string, meta: OperatorMeta, key: string): StewardError
 }
 
 /** The effective config: operator defaults overlaid with the values set on the application. */
+/** A model's task and operation records, kept outside its prefix (the cache does not load them). */
+function modelTaskDeletes(uuid: string): Op[] {
+  return [{ type: "deletePrefix", prefix: keys.tasksOf(uuid) }, { type: "deletePrefix", prefix: keys.operationsOf(uuid) }];
+}
+
 export function effectiveConfig(meta: OperatorMeta | undefined, set: ConfigValues): ConfigValues {
   const out: ConfigValues = {};
   for (const [k, opt] of Object.entries(meta?.config ?? {})) if (opt.default !== undefined) out[k] = opt.default;

@@ -1,0 +1,52 @@
+/**
+ * What every hook tool is built from: the context it acts on (the running hook's unit) and the
+ * shape of its answer (exit 0 on success, 1 on a refusal, 2 on misuse).
+ */
+import type { UnitView } from "../../api/core";
+import type { ActionRun } from "../action-run";
+
+export interface ToolResult { code: number; stdout?: string; stderr?: string }
+
+/** What a tool may see and do: the unit whose hook is running. */
+export interface HookContext {
+  unit: string;
+  hook: string;
+  /** The relation of a relation hook. */
+  relation?: { id: number; endpoint: string; remoteUnit?: string; remoteApp?: string };
+  view(): UnitView;
+  workloadStatus(): { status: string; message: string };
+  setWorkloadStatus(status: string, message: string): Promise<void>;
+  /** Leader only; refused otherwise. */
+  setAppStatus(status: string, message: string): Promise<void>;
+  setVersion(version: string): Promise<void>;
+  log(level: string, message: string): void;
+  /** Asks the controller (and renews leadership when held). */
+  isLeader(): Promise<boolean>;
+  leaderGet(): Promise<Record<string, string>>;
+  leaderSet(patch: Record<string, string | null>): Promise<void>;
+  /** A databag as this hook sees it (its own pending writes included). */
+  relationGet(relationId: number, target: { unit?: string; app?: string }): Promise<Record<string, string>>;
+  relationSet(relationId: number, app: boolean, patch: Record<string, string | null>): void;
+  openPort(spec: string): void;
+  closePort(spec: string): void;
+  openedPorts(): string[];
+  /** The action being run, when the tool runs inside one (action-get, action-set, action-fail, action-log). */
+  action?: ActionRun;
+}
+
+export type Flags = Record<string, string | true>;
+export interface ToolSpec {
+  usage: string;
+  summary: string;
+  flags: Record<string, "bool" | "value">;
+  run(ctx: HookContext, flags: Flags, positional: string[]): Promise<ToolResult>;
+}
+
+export const ok = (stdout = ""): ToolResult => ({ code: 0, stdout });
+export const refuse = (tool: string, msg: string): ToolResult => ({ code: 1, stderr: `${tool}: ${msg}\n` });
+export const misuse = (tool: string, msg: string, usage: string): ToolResult => ({ code: 2, stderr: `${tool}: ${msg}\nusage: ${usage}\n` });
+export const json = (v: unknown): string => JSON.stringify(v) + "\n";
+
+export class ToolError extends Error {
+  constructor(readonly result: ToolResult) { super(result.stderr); }
+}
