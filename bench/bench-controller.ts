@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControllerClient } from "../api";
 import { startLocalController } from "../cli";
-import { initControllerDir, stopProcess } from "../controller";
+import { initControllerDir, removeLocalController } from "../controller";
 
 export interface BenchController {
   addresses: string[];
@@ -29,6 +29,7 @@ export async function benchController(modelName: string): Promise<BenchControlle
   const { uuid } = await client.createModel(modelName);
   return {
     addresses, caCert: init.caCert, password: init.adminPassword!, pid, client, uuid, logFile: join(dir, "controller.log"),
-    async stop() { client.close(); await stopProcess(pid); await rm(dir, { recursive: true, force: true }); },
+    // The supervisor first (removeLocalController): stopping only the controller would have it started again.
+    async stop() { client.close(); await removeLocalController(dir); await rm(dir, { recursive: true, force: true }); },
   };
 }

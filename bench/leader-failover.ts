@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControllerClient } from "../api";
 import { startLocalController } from "../cli";
-import { initControllerDir, stopProcess } from "../controller";
+import { initControllerDir, removeLocalController } from "../controller";
 import { startEtcd } from "../test/harness/etcd";
 import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
@@ -59,7 +59,8 @@ export async function benchLeaderFailover(o: BenchOptions = {}): Promise<void> {
       "min (s)": Math.min(...times),
       "max (s)": Math.max(...times),
     });
-    for (const d of dirs) { const pid = Number(await readFile(join(d, "controller.pid"), "utf8").catch(() => "0")); if (pid) await stopProcess(pid); }
+    // Supervisors first (removeLocalController): a controller stopped alone would be started again.
+    for (const d of dirs) await removeLocalController(d);
   } finally {
     await etcd.stop();
     await rm(dir, { recursive: true, force: true });

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { ControllerClient, StewardError } from "../../api/core";
 import { CONTROLLER_NODE_FLAGS, controllerEntry, dataFiles, supervisorEntry } from "../controller-files";
 import { AGENT_PID_FILE } from "./machines";
-import { isAlive, readPidFile, stopProcess } from "./processes";
+import { isProcessOf, readPidFile, stopProcess } from "./processes";
 
 /**
  * The variables a local controller (and so its agents) gets from the shell that bootstrapped it:
@@ -78,7 +78,7 @@ export async function initLocalController(o: LocalControllerInit): Promise<Local
 export async function startLocalController(dataDir: string, caCert: string, timeoutMs = 30_000): Promise<string[]> {
   let exited: number | null = null;
   const running = await readPidFile(join(dataDir, dataFiles.supervisorPid));
-  if (!running || !isAlive(running)) {
+  if (!running || !isProcessOf(running, dataDir)) {
     const log = await open(join(dataDir, dataFiles.log), "a", 0o600);
     const controller = [process.execPath, ...CONTROLLER_NODE_FLAGS, controllerEntry(), "--data-dir", dataDir];
     // The controller writes its pid file once it serves: the supervisor's sign that it came up.
@@ -109,15 +109,16 @@ export async function startLocalController(dataDir: string, caCert: string, time
 export async function removeLocalController(dataDir: string): Promise<void> {
   // The supervisor first, so that it does not start the controller again; it stops the controller.
   const supervisor = await readPidFile(join(dataDir, dataFiles.supervisorPid));
-  if (supervisor) await stopProcess(supervisor, 15_000);
+  if (supervisor) await stopProcess(supervisor, dataDir, 15_000);
   const pid = await readPidFile(join(dataDir, dataFiles.pid));
-  if (pid) await stopProcess(pid);
+  if (pid) await stopProcess(pid, dataDir);
   // Agents of machines whose removal did not finish (forced models).
   const machinesDir = join(dataDir, dataFiles.machines);
   for (const model of await readdir(machinesDir).catch(() => [] as string[])) {
     for (const machine of await readdir(join(machinesDir, model)).catch(() => [] as string[])) {
-      const agentPid = await readPidFile(join(machinesDir, model, machine, AGENT_PID_FILE));
-      if (agentPid) await stopProcess(agentPid);
+      const agentDir = join(machinesDir, model, machine);
+      const agentPid = await readPidFile(join(agentDir, AGENT_PID_FILE));
+      if (agentPid) await stopProcess(agentPid, agentDir);
     }
   }
   await rm(dataDir, { recursive: true, force: true });

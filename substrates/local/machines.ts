@@ -10,7 +10,7 @@ import { AGENT_CONFIG_FILE, agentConfigText } from "../../api/core";
 import type { MachineBroker, MachineRef, MachineSpec, MachineTarget, StartedMachine } from "../brokers";
 import { agentConfigOf } from "../brokers";
 import { AGENT_NODE_FLAGS } from "../controller-files";
-import { isAlive, readPidFile, stopProcess } from "./processes";
+import { isProcessOf, readPidFile, stopProcess } from "./processes";
 
 export const AGENT_PID_FILE = "agent.pid";
 
@@ -24,7 +24,7 @@ export class LocalMachines implements MachineBroker {
   async startMachine(spec: MachineSpec): Promise<StartedMachine> {
     const dir = this.dirOf(spec);
     const pid = await readPidFile(join(dir, AGENT_PID_FILE));
-    if (pid && isAlive(pid)) return { instanceId: `pid:${pid}`, changed: false };
+    if (pid && isProcessOf(pid, dir)) return { instanceId: `pid:${pid}`, changed: false };
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const configPath = join(dir, AGENT_CONFIG_FILE);
     // A restarted agent keeps its config (and credential); only a new machine gets one.
@@ -46,7 +46,7 @@ export class LocalMachines implements MachineBroker {
   async stopMachine(ref: MachineTarget): Promise<void> {
     const dir = this.dirOf(ref);
     const pid = await readPidFile(join(dir, AGENT_PID_FILE));
-    if (pid) await stopProcess(pid);
+    if (pid) await stopProcess(pid, dir);
     await rm(dir, { recursive: true, force: true });
   }
 }

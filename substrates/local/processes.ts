@@ -1,21 +1,33 @@
 /** Processes and ports on this host: what the local substrate and local bootstrap are made of. */
+import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:net";
 
-export function isAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
+/**
+ * Whether `pid` is alive and is the process its pid file meant: one whose command line names
+ * `marker` (the directory it runs for) as an argument or the start of one. A pid file outlives its
+ * process, and the number may since belong to anything else (pids wrap at 32,768 on many Linux
+ * hosts): such a process must be neither mistaken for ours nor signalled. Where there is no /proc,
+ * only whether the pid is alive can be known.
+ */
+export function isProcessOf(pid: number, marker: string): boolean {
+  try { process.kill(pid, 0); } catch { return false; }
+  if (!existsSync("/proc/self/cmdline")) return true;
+  let cmdline: string;
+  try { cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8"); } catch { return false; }
+  return cmdline.split("\0").some((arg) => arg === marker || arg.startsWith(`${marker}/`));
 }
 
-/** Stops a process: TERM, then KILL after `graceMs`. */
-export async function stopProcess(pid: number, graceMs = 5000): Promise<void> {
-  if (!isAlive(pid)) return;
+/** Stops the process `pid` if it is still the one running for `marker` (see {@link isProcessOf}): TERM, then KILL after `graceMs`. */
+export async function stopProcess(pid: number, marker: string, graceMs = 5000): Promise<void> {
+  if (!isProcessOf(pid, marker)) return;
   try { process.kill(pid, "SIGTERM"); } catch { return; }
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
-    if (!isAlive(pid)) return;
+    if (!isProcessOf(pid, marker)) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  try { process.kill(pid, "SIGKILL"); } catch { /* already gone */ }
+  if (isProcessOf(pid, marker)) { try { process.kill(pid, "SIGKILL"); } catch { /* already gone */ } }
 }
 
 export async function readPidFile(path: string): Promise<number | undefined> {

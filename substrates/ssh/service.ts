@@ -77,9 +77,12 @@ async function ensureSupervisor(s: SshSession, spec: ServiceSpec): Promise<boole
   const path = `${SERVICE_PATHS.bootDir}/${spec.unit}`;
   const changed = await writeIfDifferent(s, path, script, "0755");
   const pidFile = shellQuote(`${spec.dir}/supervisor.pid`);
-  const running = (await s.run(`kill -0 "$(cat ${pidFile} 2>/dev/null)" 2>/dev/null`, { sudo: true })).code === 0;
+  // The pid file outlives a reboot, and its number may belong to another process by now: only one
+  // running this very script is ours, to trust as running or to stop.
+  const ours = `pid="$(cat ${pidFile} 2>/dev/null)" && kill -0 "$pid" 2>/dev/null && grep -qaF ${shellQuote(path)} "/proc/$pid/cmdline"`;
+  const running = (await s.run(ours, { sudo: true })).code === 0;
   if (running && !changed && !spec.restart) return false;
-  if (running) await s.run(`kill "$(cat ${pidFile})"; sleep 0.5`, { sudo: true });
+  if (running) await s.run(`${ours} && kill "$pid"; sleep 0.5`, { sudo: true });
   await s.must("starting the service", `setsid ${shellQuote(path)} </dev/null >/dev/null 2>&1 &`, { sudo: true });
   return true;
 }
