@@ -10,7 +10,9 @@
  * the inventory, and for each powered-on VM that carries `guestinfo.userdata` it boots a test host
  * in the lab (test/harness/hosts.ts), reports the host's address as the VM's guest IP (extraConfig
  * `SET.guest.ipAddress`, vcsim's hook for what Tools would report), and applies the user data with
- * the test cloud-init (test/harness/cloud-init.ts; `gzip+base64` and `base64` encodings). A VM
+ * the test cloud-init (test/harness/cloud-init.ts; `gzip+base64` and `base64` encodings): its SSH
+ * module before the address is reported (on a real guest sshd starts only after that module, so
+ * nobody can reach the image's host key), the rest in the background. A VM
  * powered off has its host killed (and booted again, without cloud-init, if powered on again, as a
  * disk keeps what cloud-init did); a VM destroyed has its host killed for good.
  */
@@ -25,7 +27,7 @@ import { vsphere } from "../../substrates";
 
 type MoRef = vsphere.MoRef;
 const { VimClient, optionValues, xsdString } = vsphere;
-import { runCloudInit } from "./cloud-init";
+import { bootCloudInit } from "./cloud-init";
 import type { TestHost, TestLab } from "./hosts";
 
 /** The template the simulator is given (cloned by the vsphere substrate). */
@@ -212,19 +214,17 @@ class Bridge implements GuestBridge {
     const entry: BridgedVm = { vm: vm.value, host, seenAt, bootedAt: Date.now(), cloudInit: Promise.resolve(), state: "running" };
     this.vms.set(vm.value, entry);
     let bytes: Buffer | undefined;
-    // cloud-init's VMware datasource: base64 (or gzip+base64: runCloudInit gunzips), else plain text.
+    // cloud-init's VMware datasource: base64 (or gzip+base64: cloud-init gunzips), else plain text.
     const enc = (encoding ?? "").toLowerCase();
     if (["base64", "b64", "gzip+base64", "gz+b64"].includes(enc)) bytes = Buffer.from(userData, "base64");
     else if (enc === "") bytes = Buffer.from(userData, "utf8");
     else entry.error = new Error(`guestinfo.userdata.encoding ${encoding} is not one cloud-init knows`);
-    // Tools reports the address once the guest's network is up, before cloud-init's scripts end.
+    const failed = (err: unknown): void => { entry.error = err instanceof Error ? err : new Error(String(err)); };
+    // The SSH module runs before sshd starts; then Tools reports the address (the guest's network
+    // is up), before cloud-init's later modules end.
+    const booted = bytes ? await bootCloudInit(host, bytes).catch(failed) : undefined;
     await this.reportAddress(vm, entry);
-    if (bytes) {
-      entry.cloudInit = runCloudInit(host, bytes).then(
-        () => { entry.cloudInitDoneAt = Date.now(); },
-        (err: unknown) => { entry.error = err instanceof Error ? err : new Error(String(err)); },
-      );
-    }
+    if (booted) entry.cloudInit = booted.rest().then(() => { entry.cloudInitDoneAt = Date.now(); }, failed);
   }
 
   private async reportAddress(vm: MoRef, entry: BridgedVm): Promise<void> {
