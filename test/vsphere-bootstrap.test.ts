@@ -4,8 +4,9 @@
  * boots a test host per VM and applies its `guestinfo.userdata` with the harness's cloud-init
  * subset (its SSH module before the VM's address is reported, as sshd starts after it). The CLI
  * clones one VM with a host key made for it, installs the controller over SSH with that key pinned,
- * stores the vSphere account and makes vSphere the replica cloud; destroy-controller destroys every
- * VM marked with the controller.
+ * stores the vSphere account and makes vSphere the replica cloud; with --replicas 3 the controller
+ * clones the other two itself. destroy-controller destroys every VM marked with the controller.
+ * Run with the HA suite (alone: it moves a controller into etcd and boots several hosts).
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
@@ -25,7 +26,7 @@ import { startVcsim } from "./harness/vcsim";
 const { optionValues } = vsphere;
 
 const root = process.getuid?.() === 0;
-const asRoot = root ? test.serial : test.skip; // test hosts are namespaces: root
+const ha = root ? test.serial : test.skip; // test hosts are namespaces: root
 
 let lab: TestLab;
 let vc: Vcsim;
@@ -75,7 +76,7 @@ async function allVms(): Promise<{ id: string; name: string; state: string; addr
   });
 }
 
-asRoot("bootstrap vsphere: refuses bad input before it clones anything", async (t) => {
+ha("bootstrap vsphere: refuses bad input before it clones anything", async (t) => {
   t.timeout(120_000);
   const before = (await allVms()).map((v) => v.id).sort();
   const noPassword = join(home, "no-password.yaml");
@@ -112,7 +113,7 @@ asRoot("bootstrap vsphere: refuses bad input before it clones anything", async (
   t.deepEqual(Object.keys((await loadClientConfig(home)).controllers), [], "no controller entry was written");
 });
 
-asRoot("bootstrap vsphere: installs the controller on a VM it clones, with the host key made for it pinned; destroy-controller destroys its VMs", async (t) => {
+ha("bootstrap vsphere: installs the controller on a VM it clones, with the host key made for it pinned; destroy-controller destroys its VMs", async (t) => {
   t.timeout(600_000);
   const started = Date.now();
   const r = await steward("bootstrap", `vsphere:${vcenter}`, "vsb", ...placementArgs(), "--credential-file", credFile, "--credential", "lab");
@@ -163,4 +164,31 @@ asRoot("bootstrap vsphere: installs the controller on a VM it clones, with the h
   t.deepEqual((await allVms()).filter((v) => v.controller === info.uuid), [], "no VM of the controller is left");
   await eventually("the guest is gone with its VM", async () => guest?.state === "destroyed");
   t.false("vsb" in (await loadClientConfig(home)).controllers, "the client forgot it");
+});
+
+ha("bootstrap vsphere: --replicas 3 installs the first replica over SSH and the controller clones the other two itself", async (t) => {
+  t.timeout(900_000);
+  const started = Date.now();
+  const r = await steward("bootstrap", `vsphere:${vc.url}`, "vsha", "--replicas", "3", ...placementArgs(), "--credential-file", credFile, "--timeout", "12m");
+  ok(t, r, "bootstrap");
+  t.log(`a 3-replica bootstrap on vcsim took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  t.regex(r.stderr, /Growing to 3 replicas: the controller launches the others on vsphere/);
+  t.notRegex(r.stdout + r.stderr, new RegExp(vc.password), "the vSphere password is never printed");
+
+  const entry = (await loadClientConfig(home)).controllers.vsha!;
+  t.is(entry.addresses.length, 3, "the client knows all three replicas");
+  client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 4000 });
+  const info = await client.controllerInfo();
+  const voters = info.cluster.members.filter((m) => m.hasVote && m.present);
+  t.is(voters.length, 3);
+  // Three VMs, all marked as this controller's replicas (so the keeper can retire any of them), all on.
+  const mine = (await allVms()).filter((v) => v.controller === info.uuid);
+  t.deepEqual(mine.map((v) => [v.model, v.state]), [["replicas", "poweredOn"], ["replicas", "poweredOn"], ["replicas", "poweredOn"]]);
+  t.deepEqual(voters.map((m) => m.host).sort(), mine.map((v) => v.address!).sort(), "the voters are on the VMs");
+  t.regex((await steward("credentials")).stdout, /vsphere\s+vsphere/, "stored under the default name");
+
+  client.close();
+  client = undefined;
+  ok(t, await steward("destroy-controller", "vsha", "--yes", "--credential-file", credFile), "destroy-controller");
+  t.deepEqual((await allVms()).filter((v) => v.controller === info.uuid), [], "no VM of the controller is left");
 });
