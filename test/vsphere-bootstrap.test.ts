@@ -113,6 +113,26 @@ ha("bootstrap vsphere: refuses bad input before it clones anything", async (t) =
   t.deepEqual(Object.keys((await loadClientConfig(home)).controllers), [], "no controller entry was written");
 });
 
+ha("a VM that does not install the host key made for it fails the pin, and the bootstrap destroys it", async (t) => {
+  t.timeout(300_000);
+  // A template without cloud-init: its guest boots with its own host key and ignores the user data.
+  const plain = await startVcsim(lab, { listen: `${lab.subnet}.1`, cloudInit: false });
+  t.teardown(() => plain.stop());
+  const plainCa = join(home, "plain-ca.pem");
+  await writeFile(plainCa, plain.caCert);
+  const plainCred = join(home, "plain.yaml");
+  await writeFile(plainCred, `user: ${plain.user}\npassword: ${plain.password}\n`);
+  const r = await steward("bootstrap", `vsphere:${new URL(plain.url).host}`, "nokeys", "--datacenter", plain.datacenter, "--template", plain.template, "--vcenter-ca-file", plainCa, "--credential-file", plainCred);
+  t.is(r.code, 1);
+  t.regex(r.stderr, /host key of .* does not match: expected SHA256:/);
+  const destroyed = /Terminating VM (vm-\d+) \(the bootstrap failed\)/.exec(r.stderr)?.[1];
+  t.truthy(destroyed, "the bootstrap says it destroys the VM it cloned");
+  t.truthy(plain.bridge!.vms.get(destroyed!), "that VM had booted a guest");
+  const left = await plain.client.propertiesUnder((await plain.client.serviceContent()).rootFolder, "VirtualMachine", ["config.extraConfig"]);
+  t.deepEqual(left.filter((o) => optionValues(o.props.get("config.extraConfig")).has("guestinfo.steward.controller")).map((o) => o.obj.value), [], "the VM it cloned is not left");
+  t.false("nokeys" in (await loadClientConfig(home)).controllers, "no controller entry for a failed bootstrap");
+});
+
 ha("bootstrap vsphere: installs the controller on a VM it clones, with the host key made for it pinned; destroy-controller destroys its VMs", async (t) => {
   t.timeout(600_000);
   const started = Date.now();

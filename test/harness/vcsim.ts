@@ -80,7 +80,7 @@ export interface Vcsim {
  * Starts vcsim on a random port (`listen`: 127.0.0.1 unless given, e.g. a lab's bridge address) and
  * prepares the template; with a lab, runs the guest bridge.
  */
-export async function startVcsim(lab?: TestLab, opts: { listen?: string; pollIntervalMs?: number } = {}): Promise<Vcsim> {
+export async function startVcsim(lab?: TestLab, opts: { listen?: string; pollIntervalMs?: number; cloudInit?: boolean } = {}): Promise<Vcsim> {
   if (!vcsimAvailable()) throw new Error(`vcsim is not installed at ${VCSIM_BIN}: run test/harness/vcsim/build.sh (or set VCSIM)`);
   const listen = opts.listen ?? "127.0.0.1";
   const dir = await mkdtemp(join(tmpdir(), "steward-vcsim-"));
@@ -113,7 +113,7 @@ export async function startVcsim(lab?: TestLab, opts: { listen?: string; pollInt
   };
   try {
     await prepareTemplate(client);
-    if (lab) bridge = new Bridge(lab, client, opts.pollIntervalMs ?? 200);
+    if (lab) bridge = new Bridge(lab, client, opts.pollIntervalMs ?? 200, opts.cloudInit ?? true);
   } catch (err) {
     await stop();
     throw err;
@@ -156,7 +156,8 @@ class Bridge implements GuestBridge {
   private stopped = false;
   private readonly loop: Promise<void>;
 
-  constructor(private readonly lab: TestLab, private readonly client: vsphere.VimClient, private readonly intervalMs: number) {
+  /** `cloudInit` false: guests of an image without cloud-init, which boot and ignore their user data. */
+  constructor(private readonly lab: TestLab, private readonly client: vsphere.VimClient, private readonly intervalMs: number, private readonly cloudInit: boolean) {
     this.loop = this.run();
   }
 
@@ -222,7 +223,7 @@ class Bridge implements GuestBridge {
     const failed = (err: unknown): void => { entry.error = err instanceof Error ? err : new Error(String(err)); };
     // The SSH module runs before sshd starts; then Tools reports the address (the guest's network
     // is up), before cloud-init's later modules end.
-    const booted = bytes ? await bootCloudInit(host, bytes).catch(failed) : undefined;
+    const booted = bytes && this.cloudInit ? await bootCloudInit(host, bytes).catch(failed) : undefined;
     await this.reportAddress(vm, entry);
     if (booted) entry.cloudInit = booted.rest().then(() => { entry.cloudInitDoneAt = Date.now(); }, failed);
   }
