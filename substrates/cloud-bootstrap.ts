@@ -25,6 +25,12 @@ export interface BootstrapInstance {
   /** Its state, and its address once it runs; throws once it never will. */
   state(id: string): Promise<{ state: string; address?: string }>;
   terminate(id: string): Promise<void>;
+  /**
+   * Removes the user data from where the cloud keeps it, once the guest has applied it: it holds
+   * the host key's private half. Where the cloud cannot (EC2 changes it only on a stopped
+   * instance), absent.
+   */
+  forgetUserData?(id: string): Promise<void>;
 }
 
 /** Where the controller launches replicas later (the API's set-replica-cloud request). */
@@ -59,6 +65,8 @@ export async function bootstrapOnInstance(plan: InstanceBootstrapPlan, cloud: Bo
     const session = await connectWhenUp(address, clientKey.privateKey, hostKey.fingerprint);
     let installed;
     try {
+      // The pinned key answered: cloud-init has read the user data, which need not stay readable.
+      await cloud.forgetUserData?.(id);
       installed = await installController(session, { name: plan.name, port: plan.port, uuid: plan.uuid, files: controllerFiles(), progress: (step) => plan.progress(`  ${step}`) });
     } finally {
       session.close();

@@ -63,15 +63,16 @@ const ok = (t: ExecutionContext, r: CliResult, what: string): void => { if (r.co
 const placementArgs = (): string[] => ["--datacenter", vc.datacenter, "--template", vc.template, "--vcenter-ca-file", caFile];
 
 /** Every VM in the simulator, with the controller its extraConfig names (if any). */
-async function allVms(): Promise<{ id: string; name: string; state: string; address?: string; controller?: string; model?: string }[]> {
+async function allVms(): Promise<{ id: string; name: string; state: string; address?: string; controller?: string; model?: string; userData?: string }[]> {
   const sc = await vc.client.serviceContent();
   const found = await vc.client.propertiesUnder(sc.rootFolder, "VirtualMachine", ["name", "runtime.powerState", "guest.ipAddress", "config.extraConfig"]);
   return found.map((o) => {
     const config = optionValues(o.props.get("config.extraConfig"));
     const controller = config.get("guestinfo.steward.controller"), model = config.get("guestinfo.steward.model"), address = o.props.get("guest.ipAddress")?.text;
+    const userData = config.get("guestinfo.userdata");
     return {
       id: o.obj.value, name: o.props.get("name")?.text ?? "", state: o.props.get("runtime.powerState")?.text ?? "",
-      ...(address ? { address } : {}), ...(controller ? { controller } : {}), ...(model ? { model } : {}),
+      ...(address ? { address } : {}), ...(controller ? { controller } : {}), ...(model ? { model } : {}), ...(userData ? { userData } : {}),
     };
   });
 }
@@ -160,6 +161,7 @@ ha("bootstrap vsphere: installs the controller on a VM it clones, with the host 
   t.deepEqual(entry.addresses, [`${vm!.address}:17070`], "the controller is on the VM, at the address VMware Tools reports");
   const guest = vc.bridge!.vms.get(vm!.id);
   t.is(guest?.host.hostKeyFingerprint, pinned, "the guest's sshd has the host key that was pinned");
+  t.is(vm?.userData, undefined, "the user data (the host key's private half) is gone from the VM's settings once applied");
 
   // The account is stored (the password never shown back) and vSphere is the replica cloud.
   const creds = await steward("credentials");

@@ -178,6 +178,12 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     return props ? this.recordOf(p, { obj: new MoRef("VirtualMachine", id), props }) : undefined;
   }
 
+  /** Empties a VM's `guestinfo.userdata` (vSphere drops an extraConfig key set to ""), as cloud-init's `redact` does from inside. */
+  async forgetUserData(p: VspherePlacement, id: string): Promise<void> {
+    const extraConfig = [EXTRA_CONFIG.userData, EXTRA_CONFIG.userDataEncoding].map((key) => ({ key, value: xsdString("") }));
+    await this.client(p).runTask("ReconfigVM_Task", new MoRef("VirtualMachine", id), { spec: { extraConfig } });
+  }
+
   /** Powers these VMs off and destroys them (one already gone is fine). */
   async destroy(p: VspherePlacement, vms: Pick<VsphereVm, "id" | "state">[], opts: { signal?: AbortSignal } = {}): Promise<void> {
     const vc = this.client(p);
