@@ -156,9 +156,9 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     checkReplicaCount(replicas, "--replicas", this.replicas);
     const credentialName = this.credentialName ?? substrate;
     if (!isControllerName(credentialName)) throw new UsageError(`--credential "${credentialName}" must be lower-case letters, digits and hyphens`);
-    const env = substrate === "aws" ? "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" : "VSPHERE_USER, VSPHERE_PASSWORD";
-    if (this.credentialFile === undefined && !this.fromEnv) throw new UsageError(`give the ${substrate === "aws" ? "AWS" : "vSphere"} credential: --credential-file FILE [--profile P] or --from-env (${env}); never on the command line`);
-    if (this.hostKey.length > 0 || this.tofu || this.keyFile || this.keyEnv) throw new UsageError(`--host-key, --trust-on-first-use, --key-file and --key-env are for ssh: targets; on ${substrate} the keys are made for the ${substrate === "aws" ? "instance" : "VM"}`);
+    const words = CLOUD_WORDS[substrate];
+    if (this.credentialFile === undefined && !this.fromEnv) throw new UsageError(`give the ${words.cloud} credential: --credential-file FILE [--profile P] or --from-env (${words.env}); never on the command line`);
+    if (this.hostKey.length > 0 || this.tofu || this.keyFile || this.keyEnv) throw new UsageError(`--host-key, --trust-on-first-use, --key-file and --key-env are for ssh: targets; on ${substrate} the keys are made for the ${words.instance}`);
     const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
     const cloud: CloudPlacement = substrate === "aws" ? { substrate, settings: await this.awsSettings() } : { substrate, settings: await this.vsphereSettings() };
@@ -170,9 +170,8 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     cfg.controllers[name] = entry;
     cfg.current = name;
     await this.saveConfig(cfg);
-    const noun = substrate === "aws" ? "EC2 instances" : "VMs";
     this.out(`Bootstrapped controller "${name}" on ${where} at ${entry.addresses.join(", ")}.`);
-    this.out(replicas > 1 ? `It replaces a lost replica with a new ${substrate === "aws" ? "instance" : "VM"} itself (steward show-controller).` : `One replica: steward enable-ha -n 3 grows it onto new ${noun}, which it then keeps replacing itself.`);
+    this.out(replicas > 1 ? `It replaces a lost replica with a new ${words.instance} itself (steward show-controller).` : `One replica: steward enable-ha -n 3 grows it onto new ${words.instances}, which it then keeps replacing itself.`);
     const modelFlags = substrate === "aws" ? `--region ${this.region} --image …` : `--vcenter ${this.vcenter} --datacenter … --template …`;
     this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name> --substrate ${substrate} --credential ${credentialName} ${modelFlags}`);
     return 0;
@@ -227,6 +226,12 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     return 0;
   }
 }
+
+/** How messages name each cloud's things. */
+const CLOUD_WORDS = {
+  aws: { cloud: "AWS", instance: "instance", instances: "EC2 instances", env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" },
+  vsphere: { cloud: "vSphere", instance: "VM", instances: "VMs", env: "VSPHERE_USER, VSPHERE_PASSWORD" },
+} as const;
 
 function isControllerName(name: string): boolean {
   return name.length <= 63 && NAME_PATTERN.test(name);

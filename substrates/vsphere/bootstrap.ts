@@ -48,7 +48,7 @@ export async function bootstrapControllerOnVsphere(plan: VsphereControllerPlan):
         return { state: vm.state, ...(vm.state === "poweredOn" && vm.address ? { address: vm.address } : {}) };
       },
       terminate: (id) => vms.destroy(placement, [{ id, state: "unknown" }]),
-      // Whoever may read the VM's settings in vCenter, or any process in the guest (through Tools), could read the host key.
+      // Whoever may read the VM's settings in vCenter could read the host key there.
       forgetUserData: (id) => vms.forgetUserData(placement, id),
     });
   } finally {
