@@ -67,7 +67,7 @@ export async function bootstrapOnInstance(plan: InstanceBootstrapPlan, cloud: Bo
     try {
       // The pinned key answered: cloud-init has read the user data, which need not stay readable.
       await cloud.forgetUserData?.(id);
-      installed = await installController(session, { name: plan.name, port: plan.port, uuid: plan.uuid, files: controllerFiles(), progress: (step) => plan.progress(`  ${step}`) });
+      installed = await installController(session, { name: plan.name, port: plan.port, uuid: plan.uuid, instance: id, files: controllerFiles(), progress: (step) => plan.progress(`  ${step}`) });
     } finally {
       session.close();
     }

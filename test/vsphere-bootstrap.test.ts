@@ -207,6 +207,9 @@ ha("bootstrap vsphere: --replicas 3 installs the first replica over SSH and the 
   const mine = (await allVms()).filter((v) => v.controller === info.uuid);
   t.deepEqual(mine.map((v) => [v.model, v.state]), [["replicas", "poweredOn"], ["replicas", "poweredOn"], ["replicas", "poweredOn"]]);
   t.deepEqual(voters.map((m) => m.host).sort(), mine.map((v) => v.address!).sort(), "the voters are on the VMs");
+  t.deepEqual(voters.map((m) => m.instance?.id).sort(), mine.map((v) => v.id).sort(), "each replica's VM is recorded with it, the bootstrap's first one too");
+  const shown = (await steward("show-controller")).stdout;
+  for (const v of mine) t.true(shown.includes(v.id), `show-controller shows ${v.id}`);
   t.regex((await steward("credentials")).stdout, /vsphere\s+vsphere/, "stored under the default name");
 
   client.close();
