@@ -11,7 +11,7 @@ import test from "ava";
 import * as pulumi from "@pulumi/pulumi";
 import { join } from "node:path";
 import { ControllerClient } from "../api";
-import { Controller, Model } from "../provider";
+import { Controller, Model, implementations } from "../provider";
 import type { ControllerConnection } from "../provider";
 import { vsphere } from "../substrates";
 import { TestLab } from "./harness/hosts";
@@ -60,6 +60,17 @@ const stack = (template?: string) => (): void => {
   const ctl = new Controller("ctl", { substrate: "vsphere", vsphere: placement(template), vsphereCredential: pulumi.secret({ user: vc.user, password: vc.password }), credentialName: "lab" });
   new Model("shop", { connection: ctl.connection, substrate: "vsphere", credential: "lab", vsphere: placement() });
 };
+
+test("a Controller on vsphere is replaced by another vCenter or datacenter (where its VMs are), updated by other settings", async (t) => {
+  const vsphere = { url: "https://vc1.example.com/sdk", datacenter: "DC1", template: "t" };
+  const olds = { name: "c", substrate: "vsphere", vsphere, vsphereCredential: { user: "u", password: "p" }, replicas: 1, adopt: false, timeoutSeconds: 900 } as never;
+  const diff = (changed: Record<string, string>) => implementations.controller.diff("id", olds, { ...(olds as object), vsphere: { ...vsphere, ...changed } } as never);
+  t.deepEqual((await diff({ url: "https://vc2.example.com/sdk" })).replaces, ["vsphere"]);
+  t.deepEqual((await diff({ datacenter: "DC2" })).replaces, ["vsphere"]);
+  const template = await diff({ template: "other" });
+  t.deepEqual([template.replaces, template.changes], [[], true]);
+  t.deepEqual((await diff({})).changes, false);
+});
 
 asRoot("a Controller on vsphere: bad settings fail check naming the field, before any VM is cloned", async (t) => {
   const before = (await vc.client.propertiesUnder((await vc.client.serviceContent()).rootFolder, "VirtualMachine", ["name"])).length;

@@ -107,8 +107,8 @@ export const controllerProvider = {
     if (olds.substrate === "ssh" && olds.hosts?.[0]?.host !== news.hosts?.[0]?.host) replaces.push("hosts");
     // Its instances are in that region (and behind that endpoint): another one is another controller.
     if (olds.substrate === "aws" && (olds.aws?.region !== news.aws?.region || olds.aws?.endpoint !== news.aws?.endpoint)) replaces.push("aws");
-    // Its VMs are behind that vCenter.
-    if (olds.substrate === "vsphere" && olds.vsphere?.url !== news.vsphere?.url) replaces.push("vsphere");
+    // Its VMs are behind that vCenter, in that datacenter (where delete looks for them).
+    if (olds.substrate === "vsphere" && (olds.vsphere?.url !== news.vsphere?.url || olds.vsphere?.datacenter !== news.vsphere?.datacenter)) replaces.push("vsphere");
     const changes = replaces.length > 0 || olds.replicas !== news.replicas || !sameValue(olds.spares ?? [], news.spares ?? [])
       || !sameValue(olds.hosts ?? [], news.hosts ?? []) || olds.replaceAfterSeconds !== news.replaceAfterSeconds
       || olds.maxReplacementsPerHour !== news.maxReplacementsPerHour || olds.privateKey !== news.privateKey || olds.timeoutSeconds !== news.timeoutSeconds
