@@ -66,7 +66,7 @@ export interface AwsControllerArgs extends ControllerArgsBase {
  */
 export interface VsphereControllerArgs extends ControllerArgsBase {
   substrate: "vsphere";
-  /** Where its VMs come from; also where the controller clones replicas. Changing `url` replaces it. */
+  /** Where its VMs come from; also where the controller clones replicas. Changing `url` or `datacenter` replaces it. */
   vsphere: pulumi.Input<VsphereModelArgs>;
   /** The vSphere account it clones (and later destroys) VMs with; kept secret. */
   vsphereCredential: pulumi.Input<{ user: pulumi.Input<string>; password: pulumi.Input<string> }>;
