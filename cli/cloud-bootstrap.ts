@@ -73,13 +73,13 @@ export function regionOf(target: string, flag: string | undefined): string {
 }
 
 /**
- * `vsphere:vcenter.example.com` → `https://vcenter.example.com/sdk` (a full `https://…` URL is
+ * `vsphere:vcenter.example.com` (or `…/sdk`) → `https://vcenter.example.com/sdk` (a full `https://…` URL is
  * taken as it is); `--vcenter`, when given too, must agree.
  */
 export function vcenterOf(target: string, flag: string | undefined): string {
   const given = target.slice("vsphere:".length);
   if (!given && !flag) throw new UsageError("give vCenter: vsphere:vcenter.example.com (or vsphere:https://vcenter.example.com/sdk)");
-  const url = !given ? flag! : /^[a-z]+:\/\//i.test(given) ? given : `https://${given.replace(/\/+$/, "")}/sdk`;
+  const url = !given ? flag! : /^[a-z]+:\/\//i.test(given) ? given : `https://${given.replace(/\/+$/, "").replace(/\/sdk$/, "")}/sdk`;
   if (given && flag && url !== flag) throw new UsageError(`vCenter is given twice and differs: ${target} (${url}) and --vcenter ${flag}`);
   return url;
 }

@@ -100,7 +100,7 @@ ha("bootstrap vsphere: refuses bad input before it clones anything", async (t) =
     [["bootstrap", "aws:eu-west-1", "x", "--image", "ami-0123456789abcdef0", "--datacenter", "DC0", "--credential-file", credFile], /are for vsphere:VCENTER/],
     [["bootstrap", "ssh:root@192.0.2.1", "x", "--template", "t"], /are for vsphere:VCENTER/],
     // Checked by vCenter, still before anything is cloned:
-    [["bootstrap", target, "x", "--datacenter", vc.datacenter, "--template", "no-such-template", "--vcenter-ca-file", caFile, "--credential-file", credFile], /vSphere template "no-such-template" not found in datacenter DC0/],
+    [["bootstrap", `${target}/sdk`, "x", "--datacenter", vc.datacenter, "--template", "no-such-template", "--vcenter-ca-file", caFile, "--credential-file", credFile], /vSphere template "no-such-template" not found in datacenter DC0/],
     [["bootstrap", target, "x", ...placementArgs(), "--credential-file", wrongPassword], /vSphere Login failed: InvalidLogin/],
   ];
   for (const [args, message] of cases) {
