@@ -6,7 +6,7 @@
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import type { AwsModelSettings } from "../api/core";
+import type { AwsModelSettings, VsphereModelSettings } from "../api/core";
 import { StewardError } from "../api/core";
 
 export interface ControllerEntry {
@@ -21,6 +21,8 @@ export interface ControllerEntry {
   dataDir?: string;
   /** Set for a controller bootstrapped on EC2: where its instances are and the UUID they are tagged with (no secret). */
   aws?: { settings: AwsModelSettings; uuid: string };
+  /** Set for a controller bootstrapped on vSphere: where its VMs are and the UUID they are marked with (no secret). */
+  vsphere?: { settings: VsphereModelSettings; uuid: string };
   currentModel?: string;
   /** Where each application's operator was deployed from (`model/app` to a directory), for `steward refresh`. */
   operatorSources?: Record<string, string>;

@@ -1,6 +1,6 @@
 /**
  * The flags that say where cloud machines go, shared by `add-model --substrate aws|vsphere`,
- * `set-replica-cloud aws|vsphere` and (the aws ones) `bootstrap aws:REGION`.
+ * `set-replica-cloud aws|vsphere` and `bootstrap aws:REGION|vsphere:VCENTER`.
  */
 import { Option, UsageError } from "clipanion";
 import { readFile } from "node:fs/promises";
@@ -44,31 +44,38 @@ function readPem(cwd: string, file: string): Promise<string> {
   return readFile(resolve(cwd, file), "utf8").catch(() => { throw new UsageError(`cannot read ${file}`); });
 }
 
-/** A command that takes the aws and vsphere placement flags. */
-export abstract class CloudOptionsCommand extends withAwsFlags(ControllerCommand) {
-  vcenter = Option.String("--vcenter", { description: "vsphere: vCenter's SDK URL, https://…/sdk" });
-  datacenter = Option.String("--datacenter", { description: "vsphere: the datacenter" });
-  template = Option.String("--template", { description: "vsphere: the template VM cloned for each machine" });
-  folder = Option.String("--folder", { description: "vsphere: the VM folder for its VMs (default: the datacenter's)" });
-  resourcePool = Option.String("--resource-pool", { description: "vsphere: a resource pool, cluster or host (default: the template's host)" });
-  vcenterCa = Option.String("--vcenter-ca-file", { description: "vsphere: the CA certificate (PEM) that signs vCenter's" });
+/** Adds the vsphere placement flags to a command class. */
+export function withVsphereFlags<B extends CommandClass>(Base: B) {
+  abstract class WithVsphereFlags extends Base {
+    vcenter = Option.String("--vcenter", { description: "vsphere: vCenter's SDK URL, https://…/sdk" });
+    datacenter = Option.String("--datacenter", { description: "vsphere: the datacenter" });
+    template = Option.String("--template", { description: "vsphere: the template VM cloned for each machine" });
+    folder = Option.String("--folder", { description: "vsphere: the VM folder for its VMs (default: the datacenter's)" });
+    resourcePool = Option.String("--resource-pool", { description: "vsphere: a resource pool, cluster or host (default: the template's host)" });
+    vcenterCa = Option.String("--vcenter-ca-file", { description: "vsphere: the CA certificate (PEM) that signs vCenter's" });
 
+    vsphereFlagsGiven(): boolean {
+      return [this.vcenter, this.datacenter, this.template, this.folder, this.resourcePool, this.vcenterCa].some((v) => v !== undefined);
+    }
+
+    /** The settings from the flags; the controller (or the bootstrap) checks their values and says which one is wrong. */
+    async vsphereSettings(): Promise<VsphereModelSettings> {
+      if (!this.vcenter || !this.datacenter || !this.template) throw new UsageError("vsphere needs --vcenter (https://…/sdk), --datacenter and --template");
+      const caCert = this.vcenterCa ? await readPem(this.context.cwd, this.vcenterCa) : undefined;
+      return {
+        url: this.vcenter, datacenter: this.datacenter, template: this.template,
+        ...(this.folder ? { folder: this.folder } : {}), ...(this.resourcePool ? { resourcePool: this.resourcePool } : {}), ...(caCert ? { caCert } : {}),
+      };
+    }
+  }
+  return WithVsphereFlags;
+}
+
+/** A command that takes the aws and vsphere placement flags. */
+export abstract class CloudOptionsCommand extends withVsphereFlags(withAwsFlags(ControllerCommand)) {
   /** Refuses flags for a cloud other than `substrate`. */
   protected checkCloudFlags(substrate: string | undefined): void {
     if (substrate !== "aws" && this.awsFlagsGiven()) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group and --endpoint are for aws");
     if (substrate !== "vsphere" && this.vsphereFlagsGiven()) throw new UsageError("--vcenter, --datacenter, --template, --folder, --resource-pool and --vcenter-ca-file are for vsphere");
-  }
-
-  private vsphereFlagsGiven(): boolean {
-    return [this.vcenter, this.datacenter, this.template, this.folder, this.resourcePool, this.vcenterCa].some((v) => v !== undefined);
-  }
-
-  protected async vsphereSettings(): Promise<VsphereModelSettings> {
-    if (!this.vcenter || !this.datacenter || !this.template) throw new UsageError("vsphere needs --vcenter (https://…/sdk), --datacenter and --template");
-    const caCert = this.vcenterCa ? await readPem(this.context.cwd, this.vcenterCa) : undefined;
-    return {
-      url: this.vcenter, datacenter: this.datacenter, template: this.template,
-      ...(this.folder ? { folder: this.folder } : {}), ...(this.resourcePool ? { resourcePool: this.resourcePool } : {}), ...(caCert ? { caCert } : {}),
-    };
   }
 }

@@ -20,6 +20,8 @@ export interface InitControllerOptions {
   adminPassword?: string;
   /** The controller's UUID, when its machines were tagged with it before it existed (bootstrap on a cloud); random otherwise. */
   uuid?: string;
+  /** The cloud instance or VM a bootstrap launched for it (`i-…`, `vm-42`). */
+  instance?: string;
   /** @default the embedded store in the data directory */
   store?: ControllerConfig["store"];
 }
@@ -49,7 +51,7 @@ export async function initControllerDir(o: InitControllerOptions): Promise<{ cre
   } finally {
     await store.close();
   }
-  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: o.store ?? { backend: "embedded" } };
+  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: o.store ?? { backend: "embedded" }, ...(o.instance ? { instance: { id: o.instance } } : {}) };
   // Written last: its presence marks a complete directory, so an interrupted init is redone.
   await writeFile(configPath, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
   return { created: true, adminPassword, caCert: ca.certPem };

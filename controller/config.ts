@@ -24,6 +24,8 @@ export interface ControllerConfig {
   member?: MemberConfig;
   /** Operator storage; defaults in api/limits.ts. */
   operators?: OperatorStorageConfig;
+  /** The cloud instance or VM a bootstrap launched this replica on: recorded with it once it is an etcd member (show-controller). */
+  instance?: { id: string };
 }
 
 export interface OperatorStorageConfig {

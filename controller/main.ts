@@ -16,7 +16,9 @@ import { Controller, StoodDownError } from "./controller";
 
 /** A UUID as randomUUID writes it (any version), lower or upper case. */
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--admin-password-stdin]\n";
+/** A cloud's instance or VM id: `i-0123…`, `vm-42`. */
+const INSTANCE_PATTERN = /^[A-Za-z0-9][\w.-]{0,127}$/;
+const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--instance ID] [--admin-password-stdin]\n";
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -34,8 +36,10 @@ async function main(): Promise<void> {
     const advertise = flag("--advertise")?.split(",").filter(Boolean);
     const uuid = flag("--uuid");
     if (uuid !== undefined && !UUID_PATTERN.test(uuid)) { process.stderr.write(`--uuid ${JSON.stringify(uuid)} is not a UUID (8-4-4-4-12 hex digits)\n`); process.exitCode = 1; return; }
+    const instance = flag("--instance");
+    if (instance !== undefined && !INSTANCE_PATTERN.test(instance)) { process.stderr.write(`--instance ${JSON.stringify(instance)} is not an instance id (letters, digits, ".", "_", "-")\n`); process.exitCode = 1; return; }
     const adminPassword = args.includes("--admin-password-stdin") ? await readStdin() : undefined;
-    const res = await initControllerDir({ dataDir, name, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), ...(uuid ? { uuid } : {}), ...(adminPassword ? { adminPassword } : {}) });
+    const res = await initControllerDir({ dataDir, name, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), ...(uuid ? { uuid } : {}), ...(instance ? { instance } : {}), ...(adminPassword ? { adminPassword } : {}) });
     process.stdout.write(JSON.stringify(res) + "\n");
     return;
   }

@@ -11,7 +11,7 @@
  * ```
  */
 export { Controller } from "./controller";
-export type { ControllerArgs } from "./controller";
+export type { AwsControllerArgs, ControllerArgs, LocalControllerArgs, SshControllerArgs, VsphereControllerArgs } from "./controller";
 export { Model } from "./model";
 export type { ModelArgs } from "./model";
 export { Machine } from "./machine";

@@ -10,4 +10,5 @@ export type { MachineBroker, MachineRef, MachineSpec, MachineTarget, Progress, R
 export * as aws from "./aws";
 export * as vsphere from "./vsphere";
 export { enrolmentUserData, replicaUserData, sshBootstrapUserData } from "./cloud-init";
+export type { CloudController } from "./cloud-bootstrap";
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerEntry, controllerFiles, dataFiles, enrolmentFiles, findOnPath, supervisorEntry } from "./controller-files";

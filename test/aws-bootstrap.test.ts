@@ -126,6 +126,7 @@ ha("bootstrap aws: --replicas 3 installs the first replica over SSH with the hos
     t.is(i.tags["steward:replica"], "replicas");
   }
   t.deepEqual(voters.map((m) => m.host).sort(), live.map((i) => i.privateIp!).sort(), "the voters are on the instances");
+  t.deepEqual(voters.map((m) => m.instance?.id).sort(), live.map((i) => i.id).sort(), "each replica's instance is recorded with it, the bootstrap's first one too");
   // The credential is stored (secret not shown back) and EC2 is the replica cloud.
   const creds = await steward("credentials");
   t.regex(creds.stdout, /prod\s+aws/);

@@ -7,15 +7,16 @@ import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { DURATION_HELP, isDuration, isPort } from "../validators";
 import { BaseCommand } from "../base-command";
-import { withAwsFlags } from "../cloud-options";
+import { withAwsFlags, withVsphereFlags } from "../cloud-options";
 import { readCredentialAttributes } from "../credential-file";
-import { bootstrapOnAws, regionOf } from "../aws-bootstrap";
+import type { CloudPlacement } from "../cloud-bootstrap";
+import { bootstrapOnCloud, regionOf, vcenterOf } from "../cloud-bootstrap";
 
-export default class BootstrapCommand extends withAwsFlags(BaseCommand) {
+export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(BaseCommand)) {
   static override paths = [["bootstrap"]];
   static override usage = Command.Usage({
     category: "Controllers",
-    description: "create a controller: on this host, on hosts over SSH, or on EC2",
+    description: "create a controller: on this host, on hosts over SSH, on EC2 or on vSphere",
     details: `
       Creates a single-replica controller on this machine, using the embedded store (no database to
       install): generates its certificate authority and admin credentials, starts it in the
@@ -43,6 +44,17 @@ export default class BootstrapCommand extends withAwsFlags(BaseCommand) {
       let this machine reach port 22 and the API port, and the instances reach each other on the
       API port and 2379-2380. A failed bootstrap terminates the instance it launched.
 
+      With \`vsphere:VCENTER\` (a host name, or vCenter's \`https://…/sdk\` URL), the same on a VM this
+      command clones from \`--template\` (a Linux with cloud-init, whose VMware datasource reads
+      \`guestinfo.*\`, and curl) in \`--datacenter\` (\`--folder\`, \`--resource-pool\`;
+      \`--vcenter-ca-file\` when vCenter's certificate is not signed by a CA this system trusts). The
+      keys reach cloud-init through the VM's \`guestinfo.userdata\`, the address is the one VMware
+      Tools reports, and the VM and those the controller clones later are marked with it
+      (\`guestinfo.steward.controller\`). The vSphere account (user, password) comes from
+      \`--credential-file\` or \`--from-env\` (VSPHERE_USER, VSPHERE_PASSWORD) and is stored as
+      \`--credential\` (default "vsphere"); with \`--replicas 3\` the controller clones the other
+      replicas itself. A failed bootstrap destroys the VM it cloned.
+
       The admin password is stored, with the controller's CA, in \`$STEWARD_HOME/controllers.json\`
       (mode 0600). The controller listens on 127.0.0.1:17070, or on a free port if that is taken.
     `,
@@ -52,10 +64,11 @@ export default class BootstrapCommand extends withAwsFlags(BaseCommand) {
       ["Bootstrap a controller on a server over SSH", "$0 bootstrap ssh:root@10.0.0.5 prod --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
       ["Bootstrap a 3-replica controller", "$0 bootstrap ssh:root@10.0.0.5,ssh:root@10.0.0.6,ssh:root@10.0.0.7 prod --key-file k --host-key SHA256:A… --host-key SHA256:B… --host-key SHA256:C…"],
       ["Bootstrap a 3-replica controller on EC2", "$0 bootstrap aws:eu-west-1 prod --replicas 3 --image ami-0abcdef1234567890 --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd --credential-file ~/.aws/credentials --profile prod"],
+      ["Bootstrap a 3-replica controller on vSphere", "$0 bootstrap vsphere:vcenter.example.com prod --replicas 3 --datacenter dc1 --template debian-12-cloud --resource-pool cluster1/Resources --credential-file vsphere.yaml"],
     ],
   });
 
-  first = Option.String({ required: false, name: "ssh:user@host|aws:region|name" });
+  first = Option.String({ required: false, name: "ssh:user@host|aws:region|vsphere:vcenter|name" });
   second = Option.String({ required: false, name: "name" });
   port = Option.String("--port", { description: "API port (default 17070, or a free port if that is taken)", validator: isPort() });
   host = Option.String("--host", "127.0.0.1", { description: "Address to listen on (local controllers)" });
@@ -65,16 +78,19 @@ export default class BootstrapCommand extends withAwsFlags(BaseCommand) {
   replaceAfter = Option.String("--replace-after", { description: "HA: replace a replica gone this long (default 5m): " + DURATION_HELP, validator: isDuration() });
   timeout = Option.String("--timeout", "15m", { description: "HA: how long to wait for every replica: " + DURATION_HELP, validator: isDuration() });
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host key the host offers now" });
-  replicas = Option.String("--replicas,-n", { description: "aws: how many replicas (1, 3, 5 or 7; default 1)" });
-  credentialFile = Option.String("--credential-file", { description: "aws: the AWS credential, a file (INI such as ~/.aws/credentials, JSON or YAML)" });
-  profile = Option.String("--profile", "default", { description: "aws: the profile in --credential-file's INI" });
-  fromEnv = Option.Boolean("--from-env", false, { description: "aws: read the AWS credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)" });
-  credentialName = Option.String("--credential", "aws", { description: "aws: the name the credential is stored under in the controller" });
+  replicas = Option.String("--replicas,-n", { description: "aws, vsphere: how many replicas (1, 3, 5 or 7; default 1)" });
+  credentialFile = Option.String("--credential-file", { description: "aws, vsphere: the cloud's credential, a file (INI such as ~/.aws/credentials, JSON or YAML)" });
+  profile = Option.String("--profile", "default", { description: "aws, vsphere: the profile in --credential-file's INI" });
+  fromEnv = Option.Boolean("--from-env", false, { description: "aws, vsphere: read the credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD" });
+  credentialName = Option.String("--credential", { description: "aws, vsphere: the name the credential is stored under in the controller (default: aws, vsphere)" });
 
   async run(): Promise<number> {
-    if (this.first?.startsWith("aws:")) return this.bootstrapAws(this.first, this.second);
-    if (this.awsFlagsGiven() || this.replicas !== undefined || this.credentialFile !== undefined || this.fromEnv) {
-      throw new UsageError("--region, --image, --instance-type, --subnet, --security-group, --endpoint, --replicas, --credential-file and --from-env are for aws:REGION");
+    if (this.first?.startsWith("aws:")) return this.bootstrapCloud("aws", this.first, this.second);
+    if (this.first?.startsWith("vsphere:")) return this.bootstrapCloud("vsphere", this.first, this.second);
+    this.refuseAwsFlags();
+    this.refuseVsphereFlags();
+    if (this.replicas !== undefined || this.credentialFile !== undefined || this.fromEnv || this.credentialName !== undefined) {
+      throw new UsageError("--replicas, --credential-file, --from-env and --credential are for aws:REGION and vsphere:VCENTER");
     }
     if (this.first?.startsWith("ssh:")) return this.bootstrapSsh(this.first.split(",").map((t) => t.trim()).filter(Boolean), this.second);
     if (this.second !== undefined) throw new UsageError(`unexpected argument "${this.second}": give a name, or ssh:user@host and a name`);
@@ -113,31 +129,51 @@ export default class BootstrapCommand extends withAwsFlags(BaseCommand) {
     return 0;
   }
 
-  private async bootstrapAws(target: string, nameArg: string | undefined): Promise<number> {
+  private refuseAwsFlags(): void {
+    if (this.awsFlagsGiven()) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group, --endpoint and --endpoint-ca-file are for aws:REGION");
+  }
+
+  private refuseVsphereFlags(): void {
+    if (this.vsphereFlagsGiven()) throw new UsageError("--vcenter, --datacenter, --template, --folder, --resource-pool and --vcenter-ca-file are for vsphere:VCENTER");
+  }
+
+  private async bootstrapCloud(substrate: "aws" | "vsphere", target: string, nameArg: string | undefined): Promise<number> {
     // Every argument is checked before anything is launched.
-    const region = regionOf(target, this.region);
-    const name = nameArg ?? `aws-${region}`;
+    let where: string, defaultName: string;
+    if (substrate === "aws") {
+      this.refuseVsphereFlags();
+      this.region = regionOf(target, this.region);
+      [where, defaultName] = [`EC2 (${this.region})`, `aws-${this.region}`];
+    } else {
+      this.refuseAwsFlags();
+      this.vcenter = vcenterOf(target, this.vcenter);
+      const host = /^[a-z]+:\/\/([^/:]+)/i.exec(this.vcenter)?.[1] ?? "";
+      [where, defaultName] = [`vSphere (${host})`, `vsphere-${host.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "")}`];
+    }
+    const name = nameArg ?? defaultName;
     if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
     const replicas = this.replicas === undefined ? 1 : Number(this.replicas);
     checkReplicaCount(replicas, "--replicas", this.replicas);
-    if (!isControllerName(this.credentialName)) throw new UsageError(`--credential "${this.credentialName}" must be lower-case letters, digits and hyphens`);
-    if (this.credentialFile === undefined && !this.fromEnv) throw new UsageError("give the AWS credential: --credential-file FILE [--profile P] or --from-env (never on the command line)");
-    if (this.hostKey.length > 0 || this.tofu || this.keyFile || this.keyEnv) throw new UsageError("--host-key, --trust-on-first-use, --key-file and --key-env are for ssh: targets; on aws the keys are made for the instance");
+    const credentialName = this.credentialName ?? substrate;
+    if (!isControllerName(credentialName)) throw new UsageError(`--credential "${credentialName}" must be lower-case letters, digits and hyphens`);
+    const words = CLOUD_WORDS[substrate];
+    if (this.credentialFile === undefined && !this.fromEnv) throw new UsageError(`give the ${words.cloud} credential: --credential-file FILE [--profile P] or --from-env (${words.env}); never on the command line`);
+    if (this.hostKey.length > 0 || this.tofu || this.keyFile || this.keyEnv) throw new UsageError(`--host-key, --trust-on-first-use, --key-file and --key-env are for ssh: targets; on ${substrate} the keys are made for the ${words.instance}`);
     const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
-    this.region = region;
-    const settings = await this.awsSettings();
-    const attributes = await readCredentialAttributes(this.context, "aws", { file: this.credentialFile, profile: this.profile, fromEnv: this.fromEnv });
-    const entry = await bootstrapOnAws({
-      name, settings, attributes, credentialName: this.credentialName, replicas, port: this.port ?? 17070,
+    const cloud: CloudPlacement = substrate === "aws" ? { substrate, settings: await this.awsSettings() } : { substrate, settings: await this.vsphereSettings() };
+    const attributes = await readCredentialAttributes(this.context, substrate, { file: this.credentialFile, profile: this.profile, fromEnv: this.fromEnv });
+    const entry = await bootstrapOnCloud({
+      name, cloud, attributes, credentialName, replicas, port: this.port ?? 17070,
       ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout, progress: (l) => this.progress(l),
     });
     cfg.controllers[name] = entry;
     cfg.current = name;
     await this.saveConfig(cfg);
-    this.out(`Bootstrapped controller "${name}" on EC2 (${region}) at ${entry.addresses.join(", ")}.`);
-    this.out(replicas > 1 ? "It replaces a lost replica with a new instance itself (steward show-controller)." : "One replica: steward enable-ha -n 3 grows it onto new EC2 instances, which it then keeps replacing itself.");
-    this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name> --substrate aws --credential ${this.credentialName} --region ${region} --image …`);
+    this.out(`Bootstrapped controller "${name}" on ${where} at ${entry.addresses.join(", ")}.`);
+    this.out(replicas > 1 ? `It replaces a lost replica with a new ${words.instance} itself (steward show-controller).` : `One replica: steward enable-ha -n 3 grows it onto new ${words.instances}, which it then keeps replacing itself.`);
+    const modelFlags = substrate === "aws" ? `--region ${this.region} --image …` : `--vcenter ${this.vcenter} --datacenter … --template …`;
+    this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name> --substrate ${substrate} --credential ${credentialName} ${modelFlags}`);
     return 0;
   }
 
@@ -190,6 +226,12 @@ export default class BootstrapCommand extends withAwsFlags(BaseCommand) {
     return 0;
   }
 }
+
+/** How messages name each cloud's things. */
+const CLOUD_WORDS = {
+  aws: { cloud: "AWS", instance: "instance", instances: "EC2 instances", env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" },
+  vsphere: { cloud: "vSphere", instance: "VM", instances: "VMs", env: "VSPHERE_USER, VSPHERE_PASSWORD" },
+} as const;
 
 function isControllerName(name: string): boolean {
   return name.length <= 63 && NAME_PATTERN.test(name);

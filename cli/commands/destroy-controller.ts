@@ -9,37 +9,45 @@ export default class DestroyControllerCommand extends BaseCommand {
   static override paths = [["destroy-controller"]];
   static override usage = Command.Usage({
     category: "Controllers",
-    description: "destroy a controller (on this host or on EC2) and everything it runs",
+    description: "destroy a controller (on this host, on EC2 or on vSphere) and everything it runs",
     details: `
       Destroys every model (running each unit's stop and remove hooks, up to \`--timeout\`), then stops
       the controller and any agents it started, deletes its data directory and forgets it. Works for
       controllers bootstrapped on this host, and on EC2 (\`bootstrap aws:\`): there it then terminates
       every instance tagged with the controller (its replicas, those it launched itself included, and
       any machine a model left), with the AWS credential given again (\`--credential-file\` or
-      \`--from-env\`: this client never keeps it). Asks for \`--yes\`: this cannot be undone.
+      \`--from-env\`: this client never keeps it). On vSphere (\`bootstrap vsphere:\`) it destroys
+      every VM marked with the controller (\`guestinfo.steward.controller\`), with the vSphere account
+      given again the same way. Asks for \`--yes\`: this cannot be undone.
     `,
     examples: [
       ["Destroy the controller called local", "$0 destroy-controller local --yes"],
       ["Destroy a controller on EC2 and terminate its instances", "$0 destroy-controller prod --yes --credential-file ~/.aws/credentials --profile prod"],
+      ["Destroy a controller on vSphere and its VMs", "$0 destroy-controller prod --yes --from-env"],
     ],
   });
 
   name = Option.String({ required: true, name: "name" });
   yes = Option.Boolean("-y,--yes", false, { description: "Confirm the destruction" });
   timeout = Option.String("--timeout", "60s", { description: "How long to wait for models to be destroyed cleanly before forcing: " + DURATION_HELP, validator: isDuration() });
-  credentialFile = Option.String("--credential-file", { description: "aws: the AWS credential to terminate the instances with (INI, JSON or YAML)" });
-  profile = Option.String("--profile", "default", { description: "aws: the profile in --credential-file's INI" });
-  fromEnv = Option.Boolean("--from-env", false, { description: "aws: read the AWS credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)" });
+  credentialFile = Option.String("--credential-file", { description: "aws, vsphere: the credential to remove the instances or VMs with (INI, JSON or YAML)" });
+  profile = Option.String("--profile", "default", { description: "aws, vsphere: the profile in --credential-file's INI" });
+  fromEnv = Option.Boolean("--from-env", false, { description: "aws, vsphere: read the credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD" });
 
   async run(): Promise<number> {
     const cfg = await this.clientConfig();
     const entry = cfg.controllers[this.name];
     if (!entry) throw new UsageError(`controller "${this.name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`);
-    if (!entry.dataDir && !entry.aws) throw new UsageError(`controller "${this.name}" was bootstrapped over SSH; destroy-controller handles controllers on this host and on EC2 only for now`);
+    if (!entry.dataDir && !entry.aws && !entry.vsphere) throw new UsageError(`controller "${this.name}" was bootstrapped over SSH; destroy-controller handles controllers on this host, on EC2 and on vSphere only for now`);
     if (!this.yes) throw new UsageError(`this destroys controller "${this.name}", all its models and their machines: pass --yes to confirm`);
-    if (entry.aws && this.credentialFile === undefined && !this.fromEnv) throw new UsageError("a controller on EC2: give the AWS credential to terminate its instances with, --credential-file FILE [--profile P] or --from-env");
+    const cloud = entry.aws ? "aws" : entry.vsphere ? "vsphere" : undefined;
+    if (cloud && this.credentialFile === undefined && !this.fromEnv) {
+      throw new UsageError(cloud === "aws"
+        ? "a controller on EC2: give the AWS credential to terminate its instances with, --credential-file FILE [--profile P] or --from-env"
+        : "a controller on vSphere: give the vSphere account to destroy its VMs with, --credential-file FILE or --from-env (VSPHERE_USER, VSPHERE_PASSWORD)");
+    }
     // Read before anything is destroyed, so a wrong file stops it here.
-    const attributes = entry.aws ? await readCredentialAttributes(this.context, "aws", { file: this.credentialFile, profile: this.profile, fromEnv: this.fromEnv }) : undefined;
+    const attributes = cloud ? await readCredentialAttributes(this.context, cloud, { file: this.credentialFile, profile: this.profile, fromEnv: this.fromEnv }) : undefined;
 
     const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), timeoutMs: 5000 });
     try {
@@ -48,11 +56,15 @@ export default class DestroyControllerCommand extends BaseCommand {
       client.close();
     }
     // Loaded only here: the substrates package brings node-ssh, which most commands never need.
-    const { aws, removeLocalController } = require("../../substrates") as typeof Substrates;
+    const { aws, removeLocalController, vsphere } = require("../../substrates") as typeof Substrates;
     if (entry.aws) {
       this.progress(`Terminating the controller's EC2 instances in ${entry.aws.settings.region}`);
       const ids = await aws.terminateControllerInstances(entry.aws.settings, attributes!, entry.aws.uuid);
       this.progress(`  ${ids.length ? ids.join(", ") : "none was left"}`);
+    } else if (entry.vsphere) {
+      this.progress(`Destroying the controller's VMs in ${entry.vsphere.settings.datacenter}`);
+      const names = await vsphere.destroyControllerVms(entry.vsphere.settings, attributes!, entry.vsphere.uuid);
+      this.progress(`  ${names.length ? names.join(", ") : "none was left"}`);
     } else {
       this.progress("Stopping the controller");
       await removeLocalController(entry.dataDir!);

@@ -48,8 +48,8 @@ export interface CloudReplicaHostsOptions {
   stageTimeoutMs?: number;
 }
 
-/** Replica VMs on vSphere are named and marked as the machines of a pseudo-model of this name. */
-const REPLICAS = "replicas";
+/** Replica VMs on vSphere are named and marked as the machines of a pseudo-model (the bootstrap's VM too). */
+const REPLICAS = vsphere.REPLICA_MODEL;
 
 export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
   private readonly ec2 = new aws.Ec2();

@@ -42,7 +42,7 @@ export interface MemberDoc {
   removedAt?: string;
   /** Why it was removed. */
   reason?: string;
-  /** Its cloud instance, when the keeper launched one for it. */
+  /** Its cloud instance, when the keeper (or a bootstrap on a cloud, for the first replica) launched one for it. */
   instance?: { id: string; zone?: string };
 }
 

@@ -48,7 +48,7 @@ export async function moveToEtcd(dataDir: string, config: ControllerConfig, pend
       for (let i = 0; i < copied.length; i += BATCH) {
         await target.txn({ success: copied.slice(i, i + BATCH).map((kv): Op => ({ type: "put", key: kv.key, value: kv.value })) });
       }
-      const doc: MemberDoc = { name, host, apiPort: config.listen.port, state: "member", addedAt: new Date().toISOString() };
+      const doc: MemberDoc = { name, host, apiPort: config.listen.port, state: "member", addedAt: new Date().toISOString(), ...(config.instance ? { instance: config.instance } : {}) };
       const ops: Op[] = [
         { type: "put", key: clusterKeys.member(name), value: JSON.stringify(doc) },
         { type: "put", key: clusterKeys.config, value: JSON.stringify({ ...DEFAULT_HA_CONFIG, ...pending.ha }) },

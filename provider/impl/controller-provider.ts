@@ -1,17 +1,18 @@
 /**
  * The Controller resource: a controller on this host (`local`, one replica, embedded store), on
  * SSH hosts (`ssh`: installed on the first host, grown to 3, 5 or 7 replicas as enable-ha does,
- * spares handed to the quorum keeper), or on EC2 (`aws`: the first replica on an instance it
- * launches, as `steward bootstrap aws:` does; the controller launches the others and replaces lost
- * ones itself; delete terminates every instance of the controller). The connection it outputs
+ * spares handed to the quorum keeper), or on a cloud (`aws`, `vsphere`: the first replica on an
+ * instance or VM it launches, as `steward bootstrap aws:` / `vsphere:` do; the controller launches
+ * the others and replaces lost ones itself; delete removes every instance or VM marked with the
+ * controller). The connection it outputs
  * (addresses, CA, admin password) is secret in the state. Growing `replicas` is an update;
  * shrinking is refused.
  */
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { AwsModelSettingsSchema, ControllerClient, describeIssues, destroyAllModels, splitAddress, waitForHealth, waitForVoters } from "../../api";
-import { aws, controllerFiles, freePort, initLocalController, removeLocalController, ssh, startLocalController } from "../../substrates";
-import type { AwsModelSettings, ClusterInfo, SpareHost } from "../../api";
+import { AwsModelSettingsSchema, ControllerClient, VsphereModelSettingsSchema, describeIssues, destroyAllModels, splitAddress, waitForHealth, waitForVoters, withArticle } from "../../api";
+import { aws, controllerFiles, freePort, initLocalController, removeLocalController, ssh, startLocalController, vsphere } from "../../substrates";
+import type { AwsModelSettings, ClusterInfo, SpareHost, VsphereModelSettings } from "../../api";
 import type { ControllerConnection, SshHost } from "../connection";
 import { REPLICA_COUNTS } from "../connection";
 import { Failures } from "./checks";
@@ -20,15 +21,21 @@ import { isUnknown, plain, sameValue } from "./values";
 
 /** An AWS access key, as the Controller resource takes it (secret in the state). */
 export interface AwsAccessKey { accessKeyId: string; secretAccessKey: string; sessionToken?: string }
+/** A vSphere account, as the Controller resource takes it (secret in the state). */
+export interface VsphereAccount { user: string; password: string }
 
 export interface ControllerInputs {
   name: string;
-  substrate: "local" | "ssh" | "aws";
+  substrate: "local" | "ssh" | "aws" | "vsphere";
   /** aws: where its instances go (also the replica cloud's placement). */
   aws?: AwsModelSettings;
   /** aws: the key it launches with; stored in the controller as `credentialName`. */
   awsCredential?: AwsAccessKey;
-  /** aws: the stored credential's name (default "aws"), for models' `credential` too. */
+  /** vsphere: where its VMs come from (also the replica cloud's placement). */
+  vsphere?: VsphereModelSettings;
+  /** vsphere: the account it clones with; stored in the controller as `credentialName`. */
+  vsphereCredential?: VsphereAccount;
+  /** aws, vsphere: the stored credential's name (default: the substrate's), for models' `credential` too. */
   credentialName?: string;
   /** local: where its data lives (default ~/.steward/pulumi/<name>). */
   dataDir?: string;
@@ -62,7 +69,7 @@ export const controllerProvider = {
   async check(olds: Partial<ControllerInputs>, news: ControllerInputs) {
     const f = new Failures();
     f.name("name", news.name, "controller name");
-    f.oneOf("substrate", news.substrate, ["local", "ssh", "aws"]);
+    f.oneOf("substrate", news.substrate, ["local", "ssh", "aws", "vsphere"]);
     f.oneOf("replicas", news.replicas, REPLICA_COUNTS, "an even number of voters tolerates no more failures than one fewer, and etcd advises at most 7");
     f.wholeNumber("port", news.port, 1, 65535);
     f.wholeNumber("replaceAfterSeconds", news.replaceAfterSeconds, 5, 7 * 86400);
@@ -81,21 +88,10 @@ export const controllerProvider = {
       if (news.spares?.length && news.replicas === 1) f.add("spares", "spares are for the quorum keeper of a 3, 5 or 7 replica controller; give them together with replicas: 3");
       if (news.adminPassword && !news.adopt) f.add("adminPassword", "an SSH controller makes its own admin password (an output); give one only with adopt: true");
     }
-    if (news.substrate === "aws") {
-      if (!news.aws) f.add("aws", "required with substrate \"aws\": at least region and imageId");
-      else if (!isUnknown(news.aws)) {
-        const parsed = AwsModelSettingsSchema.safeParse(news.aws);
-        if (!parsed.success) f.add("aws", describeIssues(parsed.error.issues));
-        else news = { ...news, aws: parsed.data };
-      }
-      const key = news.awsCredential;
-      if (!key) f.add("awsCredential", "required with substrate \"aws\": an access key (accessKeyId, secretAccessKey; pass it as a secret)");
-      else if (!isUnknown(key) && (!key.accessKeyId || !key.secretAccessKey)) f.add("awsCredential", "needs accessKeyId and secretAccessKey");
-      if (news.credentialName !== undefined) f.name("credentialName", news.credentialName, "credential name");
-      if (news.hosts?.length) f.add("hosts", "only for substrate \"ssh\": on aws the controller launches its instances");
-      if (news.spares?.length) f.add("spares", "only for substrate \"ssh\": on aws the controller launches replacement instances itself");
-      if (news.adminPassword) f.add("adminPassword", "an aws controller makes its own admin password (an output)");
-    } else if (news.aws || news.awsCredential) f.add(news.aws ? "aws" : "awsCredential", "only for substrate \"aws\"");
+    for (const cloud of CLOUDS) {
+      if (news.substrate === cloud.substrate) news = checkCloud(f, news, cloud);
+      else for (const field of [cloud.substrate, cloud.credentialField] as const) if (news[field]) f.add(field, `only for substrate "${cloud.substrate}"`);
+    }
     if (typeof olds.replicas === "number" && typeof news.replicas === "number" && news.replicas < olds.replicas) {
       f.add("replicas", `shrinking from ${olds.replicas} to ${news.replicas} replicas is not supported; a controller only grows`);
     }
@@ -111,15 +107,18 @@ export const controllerProvider = {
     if (olds.substrate === "ssh" && olds.hosts?.[0]?.host !== news.hosts?.[0]?.host) replaces.push("hosts");
     // Its instances are in that region (and behind that endpoint): another one is another controller.
     if (olds.substrate === "aws" && (olds.aws?.region !== news.aws?.region || olds.aws?.endpoint !== news.aws?.endpoint)) replaces.push("aws");
+    // Its VMs are behind that vCenter, in that datacenter (where delete looks for them).
+    if (olds.substrate === "vsphere" && (olds.vsphere?.url !== news.vsphere?.url || olds.vsphere?.datacenter !== news.vsphere?.datacenter)) replaces.push("vsphere");
     const changes = replaces.length > 0 || olds.replicas !== news.replicas || !sameValue(olds.spares ?? [], news.spares ?? [])
       || !sameValue(olds.hosts ?? [], news.hosts ?? []) || olds.replaceAfterSeconds !== news.replaceAfterSeconds
       || olds.maxReplacementsPerHour !== news.maxReplacementsPerHour || olds.privateKey !== news.privateKey || olds.timeoutSeconds !== news.timeoutSeconds
-      || !sameValue(olds.aws, news.aws) || !sameValue(olds.awsCredential, news.awsCredential) || olds.credentialName !== news.credentialName;
+      || !sameValue(olds.aws, news.aws) || !sameValue(olds.awsCredential, news.awsCredential)
+      || !sameValue(olds.vsphere, news.vsphere) || !sameValue(olds.vsphereCredential, news.vsphereCredential) || olds.credentialName !== news.credentialName;
     return { changes, replaces, deleteBeforeReplace: true };
   },
 
   async create(inputs: ControllerInputs) {
-    const started = inputs.substrate === "local" ? await startLocal(inputs) : inputs.substrate === "aws" ? await launchOnAws(inputs) : await installOverSsh(inputs);
+    const started = inputs.substrate === "local" ? await startLocal(inputs) : inputs.substrate === "ssh" ? await installOverSsh(inputs) : await launchOnCloud(inputs);
     const client = started.client;
     try {
       const id = started.uuid;
@@ -150,8 +149,9 @@ export const controllerProvider = {
   async update(_id: string, olds: ControllerOutputs, news: ControllerInputs) {
     const client = connect(olds.connection);
     try {
-      if (news.substrate === "aws" && (!sameValue(olds.aws, news.aws) || !sameValue(olds.awsCredential, news.awsCredential) || olds.credentialName !== news.credentialName)) {
-        await handOverAws(client, news, true);
+      const cloud = cloudOf(news);
+      if (cloud && (!sameValue(olds[cloud.substrate], news[cloud.substrate]) || !sameValue(olds[cloud.credentialField], news[cloud.credentialField]) || olds.credentialName !== news.credentialName)) {
+        await handOverCloud(client, news);
       }
       await grow(client, news, olds.replicas, olds.spares ?? []);
       return { outs: await observe(client, news, { uuid: olds.uuid, caCert: olds.caCert, adminPassword: olds.adminPassword }) };
@@ -171,9 +171,13 @@ export const controllerProvider = {
       await removeLocalController(dataDirOf(props));
       return;
     }
+    // Its replicas (those the keeper launched too) and whatever machines a model left: all marked with its UUID.
     if (props.substrate === "aws") {
-      // Its replicas (those the keeper launched too) and whatever machines a model left: all tagged with its UUID.
-      await aws.terminateControllerInstances(props.aws!, accessKeyAttributes(props.awsCredential!), props.uuid);
+      await aws.terminateControllerInstances(props.aws!, attributesOf(props), props.uuid);
+      return;
+    }
+    if (props.substrate === "vsphere") {
+      await vsphere.destroyControllerVms(props.vsphere!, attributesOf(props), props.uuid);
       return;
     }
     const hosts = new Map<string, SshHost>();
@@ -225,23 +229,71 @@ async function installOverSsh(i: ControllerInputs): Promise<Started> {
   return loggedIn(res.addresses, res.caCert, adminPassword);
 }
 
-const accessKeyAttributes = (k: AwsAccessKey): Record<string, string> => ({
-  "access-key-id": k.accessKeyId, "secret-access-key": k.secretAccessKey, ...(k.sessionToken ? { "session-token": k.sessionToken } : {}),
-});
-const credentialNameOf = (i: ControllerInputs): string => i.credentialName ?? "aws";
+/** What each cloud substrate takes: its settings (a field named as the substrate) and its credential. */
+interface Cloud {
+  substrate: "aws" | "vsphere";
+  credentialField: "awsCredential" | "vsphereCredential";
+  schema: typeof AwsModelSettingsSchema | typeof VsphereModelSettingsSchema;
+  settingsHint: string;
+  credentialHint: string;
+  /** The credential's fields by the attribute they are stored as (api CREDENTIAL_KINDS), and those it needs. */
+  attributes: Record<string, string>;
+  required: string[];
+  launches: string;
+}
+const CLOUDS: readonly Cloud[] = [
+  {
+    substrate: "aws", credentialField: "awsCredential", schema: AwsModelSettingsSchema, settingsHint: "at least region and imageId",
+    credentialHint: "an access key (accessKeyId, secretAccessKey; pass it as a secret)",
+    attributes: { "access-key-id": "accessKeyId", "secret-access-key": "secretAccessKey", "session-token": "sessionToken" }, required: ["accessKeyId", "secretAccessKey"], launches: "instances",
+  },
+  {
+    substrate: "vsphere", credentialField: "vsphereCredential", schema: VsphereModelSettingsSchema, settingsHint: "at least url, datacenter and template",
+    credentialHint: "a vSphere account (user, password; pass it as a secret)", attributes: { user: "user", password: "password" }, required: ["user", "password"], launches: "VMs",
+  },
+];
 
-async function launchOnAws(i: ControllerInputs): Promise<Started> {
-  const c = await aws.bootstrapControllerOnAws({
-    name: i.name, settings: i.aws!, attributes: accessKeyAttributes(i.awsCredential!), credentialName: credentialNameOf(i), port: i.port ?? 17070,
-    progress: () => undefined,
-  });
+function checkCloud(f: Failures, news: ControllerInputs, cloud: Cloud): ControllerInputs {
+  const name = cloud.substrate;
+  const settings = news[name];
+  if (!settings) f.add(name, `required with substrate "${name}": ${cloud.settingsHint}`);
+  else if (!isUnknown(settings)) {
+    const parsed = cloud.schema.safeParse(settings);
+    if (!parsed.success) f.add(name, describeIssues(parsed.error.issues));
+    else news = { ...news, [name]: parsed.data };
+  }
+  const key = news[cloud.credentialField] as Record<string, unknown> | undefined;
+  const required = cloud.required;
+  if (!key) f.add(cloud.credentialField, `required with substrate "${name}": ${cloud.credentialHint}`);
+  else if (!isUnknown(key) && required.some((k) => !key[k])) f.add(cloud.credentialField, `needs ${required.join(" and ")}`);
+  if (news.credentialName !== undefined) f.name("credentialName", news.credentialName, "credential name");
+  if (news.hosts?.length) f.add("hosts", `only for substrate "ssh": on ${name} the controller launches its ${cloud.launches}`);
+  if (news.spares?.length) f.add("spares", `only for substrate "ssh": on ${name} the controller launches replacement ${cloud.launches} itself`);
+  if (news.adminPassword) f.add("adminPassword", `${withArticle(name)} controller makes its own admin password (an output)`);
+  return news;
+}
+
+const cloudOf = (i: ControllerInputs): Cloud | undefined => CLOUDS.find((c) => c.substrate === i.substrate);
+
+/** The credential's attributes as the controller stores them. */
+function attributesOf(i: ControllerInputs): Record<string, string> {
+  const cloud = cloudOf(i)!;
+  const key = i[cloud.credentialField] as unknown as Record<string, string | undefined>;
+  return Object.fromEntries(Object.entries(cloud.attributes).flatMap(([attribute, field]) => (key[field] ? [[attribute, key[field]]] : [])));
+}
+const credentialNameOf = (i: ControllerInputs): string => i.credentialName ?? i.substrate;
+
+async function launchOnCloud(i: ControllerInputs): Promise<Started> {
+  const common = { name: i.name, attributes: attributesOf(i), credentialName: credentialNameOf(i), port: i.port ?? 17070, progress: () => undefined };
+  const c = i.substrate === "aws" ? await aws.bootstrapControllerOnAws({ ...common, settings: i.aws! }) : await vsphere.bootstrapControllerOnVsphere({ ...common, settings: i.vsphere! });
   return loggedIn(c.addresses, c.caCert, c.adminPassword);
 }
 
-/** The key and placement changed: the stored credential and the replica cloud follow. */
-async function handOverAws(client: ControllerClient, i: ControllerInputs, replace: boolean): Promise<void> {
-  await client.putCredential(credentialNameOf(i), "aws", accessKeyAttributes(i.awsCredential!), replace);
-  await client.setReplicaCloud({ substrate: "aws", credential: credentialNameOf(i), aws: i.aws! });
+/** The credential or placement changed: the stored credential and the replica cloud follow. */
+async function handOverCloud(client: ControllerClient, i: ControllerInputs): Promise<void> {
+  const credential = credentialNameOf(i);
+  await client.putCredential(credential, i.substrate as Cloud["substrate"], attributesOf(i), true);
+  await client.setReplicaCloud(i.substrate === "aws" ? { substrate: "aws", credential, aws: i.aws! } : { substrate: "vsphere", credential, vsphere: i.vsphere! });
 }
 
 async function loggedIn(addresses: string[], caCert: string, adminPassword: string): Promise<Started> {

@@ -40,6 +40,8 @@ export interface ControllerInstallPlan {
   port: number;
   /** The controller's UUID, chosen before it exists (its cloud instances are tagged with it). */
   uuid?: string;
+  /** The cloud instance or VM the host is, recorded with the replica (show-controller). */
+  instance?: string;
   progress?(step: string): void;
 }
 
@@ -99,7 +101,7 @@ export async function installController(s: SshSession, plan: ControllerInstallPl
   // etcd is staged too, so that enable-ha later finds it in place.
   const staged = await stageController(s, plan.files, note, { etcd: plan.files.etcdBinary !== undefined });
   const address = `${s.target.host}:${plan.port}`;
-  const initOut = await s.must("initialising the controller", `${shellQuote(staged.node)} ${shellQuote(`${staged.root}/controller-bundle/main.js`)} init --data-dir ${CONTROLLER_DATA} --name ${shellQuote(plan.name)} --listen 0.0.0.0:${plan.port} --advertise ${shellQuote(address)}${plan.uuid ? ` --uuid ${shellQuote(plan.uuid)}` : ""}`, { sudo: true });
+  const initOut = await s.must("initialising the controller", `${shellQuote(staged.node)} ${shellQuote(`${staged.root}/controller-bundle/main.js`)} init --data-dir ${CONTROLLER_DATA} --name ${shellQuote(plan.name)} --listen 0.0.0.0:${plan.port} --advertise ${shellQuote(address)}${plan.uuid ? ` --uuid ${shellQuote(plan.uuid)}` : ""}${plan.instance ? ` --instance ${shellQuote(plan.instance)}` : ""}`, { sudo: true });
   const init = JSON.parse(initOut.trim().split("\n").pop()!) as { created: boolean; adminPassword?: string; caCert: string };
   note(init.created ? "controller data, CA and admin credentials created" : "controller data already present");
   await startControllerService(s, staged, `the Steward controller ${plan.name}`, note);

@@ -57,6 +57,9 @@ export const EXTRA_CONFIG = {
   metadataEncoding: "guestinfo.metadata.encoding",
 } as const;
 
+/** Controller replicas' VMs are named and marked as the machines of a pseudo-model of this name. */
+export const REPLICA_MODEL = "replicas";
+
 /** A machine's VM as Steward records it. */
 export interface VsphereVm {
   /** The VM's managed object id (`vm-42`). */
@@ -74,6 +77,8 @@ export function vmName(controllerUuid: string, model: string, machine: string): 
   return `${namePrefix(controllerUuid, model)}${machine}`;
 }
 const namePrefix = (controllerUuid: string, model?: string): string => `steward-${controllerUuid.slice(0, 8)}-${model === undefined ? "" : `${model.slice(0, 8)}-`}`;
+
+const VM_PROPERTIES = ["name", "config.extraConfig", "runtime.powerState", "guest.ipAddress"];
 
 interface Datacenter { ref: MoRef; path: string; vmFolder: MoRef; hostFolder: MoRef }
 interface CloneSource { template: MoRef; folder: MoRef; pool: MoRef }
@@ -159,10 +164,31 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
   /** Powers the machine's VMs off and destroys them (a machine already gone is fine). */
   async stopMachine(target: MachineTarget<VspherePlacement>, opts: { signal?: AbortSignal } = {}): Promise<void> {
     const p = target.placement;
+    await this.destroy(p, await this.vms(p, await this.datacenter(p), target.model, target.machine), opts);
+  }
+
+  /** Every VM of this controller, whatever its model (replicas included), newest first. */
+  async controllerVms(p: VspherePlacement): Promise<VsphereVm[]> {
+    return this.vms(p, await this.datacenter(p));
+  }
+
+  /** One VM of this controller by id (undefined once it is gone, or if it is not this controller's). */
+  async vm(p: VspherePlacement, id: string): Promise<VsphereVm | undefined> {
+    const props = await this.client(p).propertiesOf(new MoRef("VirtualMachine", id), VM_PROPERTIES);
+    return props ? this.recordOf(p, { obj: new MoRef("VirtualMachine", id), props }) : undefined;
+  }
+
+  /** Empties a VM's `guestinfo.userdata` (vSphere drops an extraConfig key set to ""), as cloud-init's `redact` does from inside. */
+  async forgetUserData(p: VspherePlacement, id: string): Promise<void> {
+    const extraConfig = [EXTRA_CONFIG.userData, EXTRA_CONFIG.userDataEncoding].map((key) => ({ key, value: xsdString("") }));
+    await this.client(p).runTask("ReconfigVM_Task", new MoRef("VirtualMachine", id), { spec: { extraConfig } });
+  }
+
+  /** Powers these VMs off and destroys them (one already gone is fine). */
+  async destroy(p: VspherePlacement, vms: Pick<VsphereVm, "id" | "state">[], opts: { signal?: AbortSignal } = {}): Promise<void> {
     const vc = this.client(p);
-    const dc = await this.datacenter(p);
     const taskOpts = opts.signal ? { signal: opts.signal } : {};
-    for (const vm of await this.vms(p, dc, target.model, target.machine)) {
+    for (const vm of vms) {
       const ref = new MoRef("VirtualMachine", vm.id);
       try {
         if (vm.state !== "poweredOff") {
@@ -277,36 +303,46 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     return vms.find((v) => v.state === "poweredOn") ?? vms[0];
   }
 
-  /** This controller's VMs for the model (and machine), confirmed by their extraConfig keys, newest first. */
-  private async vms(p: VspherePlacement, dc: Datacenter, model: string, machine?: string): Promise<VsphereVm[]> {
+  /** This controller's VMs (for the model, and machine), confirmed by their extraConfig keys, newest first. */
+  private async vms(p: VspherePlacement, dc: Datacenter, model?: string, machine?: string): Promise<VsphereVm[]> {
     const vc = this.client(p);
-    const prefix = machine === undefined ? namePrefix(p.controllerUuid, model) : vmName(p.controllerUuid, model, machine);
+    const prefix = machine === undefined || model === undefined ? namePrefix(p.controllerUuid, model) : vmName(p.controllerUuid, model, machine);
     const named = (await vc.propertiesUnder(dc.ref, "VirtualMachine", ["name"])).filter((o) => {
       const n = o.props.get("name")?.text ?? "";
       return machine === undefined ? n.startsWith(prefix) : n === prefix;
     });
     let found: ObjectContent[] = [];
     try {
-      found = await vc.properties(named.map((o) => o.obj), ["name", "config.extraConfig", "runtime.powerState", "guest.ipAddress"]);
+      found = await vc.properties(named.map((o) => o.obj), VM_PROPERTIES);
     } catch (err) {
       if (!isFault(err, "ManagedObjectNotFound")) throw err;
       // One was destroyed between the two reads: read them one by one.
       for (const o of named) {
-        const props = await vc.propertiesOf(o.obj, ["name", "config.extraConfig", "runtime.powerState", "guest.ipAddress"]);
+        const props = await vc.propertiesOf(o.obj, VM_PROPERTIES);
         if (props) found.push({ obj: o.obj, props });
       }
     }
     const out: VsphereVm[] = [];
     for (const o of found) {
-      const config = optionValues(o.props.get("config.extraConfig"));
-      if (config.get(EXTRA_CONFIG.controller) !== p.controllerUuid || config.get(EXTRA_CONFIG.model) !== model) continue;
-      const m = config.get(EXTRA_CONFIG.machine);
-      if (machine !== undefined && m !== machine) continue;
-      const address = o.props.get("guest.ipAddress")?.text;
-      out.push({ id: o.obj.value, name: o.props.get("name")?.text ?? "", ...(m !== undefined ? { machine: m } : {}), state: o.props.get("runtime.powerState")?.text ?? "unknown", ...(address ? { address } : {}) });
+      const vm = this.recordOf(p, o);
+      if (!vm || (model !== undefined && vm.model !== model) || (machine !== undefined && vm.machine !== machine)) continue;
+      const { model: _, ...rest } = vm;
+      out.push(rest);
     }
     // Managed object ids grow as objects are made: the highest is the newest.
     const n = (id: string): number => Number(/(\d+)$/.exec(id)?.[1] ?? 0);
     return out.sort((a, b) => n(b.id) - n(a.id));
+  }
+
+  /** A VM as recorded, with its model; undefined unless its extraConfig marks it as this controller's. */
+  private recordOf(p: VspherePlacement, o: ObjectContent): (VsphereVm & { model?: string }) | undefined {
+    const config = optionValues(o.props.get("config.extraConfig"));
+    if (config.get(EXTRA_CONFIG.controller) !== p.controllerUuid) return undefined;
+    const model = config.get(EXTRA_CONFIG.model), m = config.get(EXTRA_CONFIG.machine);
+    const address = o.props.get("guest.ipAddress")?.text;
+    return {
+      id: o.obj.value, name: o.props.get("name")?.text ?? "", ...(model !== undefined ? { model } : {}), ...(m !== undefined ? { machine: m } : {}),
+      state: o.props.get("runtime.powerState")?.text ?? "unknown", ...(address ? { address } : {}),
+    };
   }
 }

@@ -15,7 +15,8 @@
  *   `ssh_deletekeys` (default true: the image's host keys go), `ssh_genkeytypes` (only what is
  *   already there, ed25519, or none), `ssh_authorized_keys` (the default user's; root's too when
  *   `disable_root` is false; with the default `disable_root: true` root gets none that log in).
- *   Applied before the instance answers as running ({@link fakeEc2Boot}), as cloud-init does before sshd starts.
+ *   Applied before the instance answers as running ({@link fakeEc2Boot}) or the VM's address is
+ *   reported (vcsim.ts), as cloud-init does before sshd starts ({@link bootCloudInit}).
  * Deviations: output goes to /var/lib/steward/cloud-init-output.log (per host; /var/log is the real
  * machine's), and the script stops at the first failing item, which fails the run (cloud-init would
  * run the later items and only report an error).
@@ -37,9 +38,20 @@ const isGzip = (b: Uint8Array): boolean => b[0] === 0x1f && b[1] === 0x8b;
 
 /** Applies `#cloud-config` user data on a test host: write_files, then runcmd. */
 export async function runCloudInit(host: TestHost, userData: Buffer): Promise<void> {
+  await (await bootCloudInit(host, userData)).rest();
+}
+
+/**
+ * A first boot as cloud-init orders it ("Boot stages": the Network stage's cloud_init_modules, the
+ * SSH module among them, run before sshd and logins start): the SSH module is applied now, and
+ * the rest (write_files, runcmd) is returned to run in the background. A guest's address should be
+ * made known only once this resolves: before, its sshd still has the image's host key. Bad user
+ * data rejects here (nothing of it applied).
+ */
+export async function bootCloudInit(host: TestHost, userData: Buffer): Promise<{ rest: () => Promise<void> }> {
   const config = parseCloudConfig(userData);
   await applySshModule(host, config);
-  await runFilesAndCommands(host, config);
+  return { rest: () => runFilesAndCommands(host, config) };
 }
 
 const SSH_MODULE_KEYS = ["ssh_keys", "ssh_deletekeys", "ssh_genkeytypes", "ssh_authorized_keys", "disable_root"];
@@ -159,12 +171,8 @@ export function fakeEc2Boot(lab: TestLab): FakeEc2Boot {
     const failed = (err: unknown): void => { entry.error = err instanceof Error ? err : new Error(String(err)); };
     if (i.userData) {
       // The SSH module's part before the instance runs (sshd starts with its keys); the rest in the background.
-      let config: Record<string, unknown> | undefined;
-      try {
-        config = parseCloudConfig(i.userData);
-        await applySshModule(host, config);
-      } catch (err) { failed(err); }
-      if (config) entry.cloudInit = runFilesAndCommands(host, config).catch(failed);
+      const booted = await bootCloudInit(host, i.userData).catch(failed);
+      if (booted) entry.cloudInit = booted.rest().catch(failed);
     }
     hosts.set(i.id, entry);
     return { privateIp: host.ip, stop: () => host.kill() };

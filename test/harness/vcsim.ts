@@ -10,7 +10,9 @@
  * the inventory, and for each powered-on VM that carries `guestinfo.userdata` it boots a test host
  * in the lab (test/harness/hosts.ts), reports the host's address as the VM's guest IP (extraConfig
  * `SET.guest.ipAddress`, vcsim's hook for what Tools would report), and applies the user data with
- * the test cloud-init (test/harness/cloud-init.ts; `gzip+base64` and `base64` encodings). A VM
+ * the test cloud-init (test/harness/cloud-init.ts; `gzip+base64` and `base64` encodings): its SSH
+ * module before the address is reported (on a real guest sshd starts only after that module, so
+ * nobody can reach the image's host key), the rest in the background. A VM
  * powered off has its host killed (and booted again, without cloud-init, if powered on again, as a
  * disk keeps what cloud-init did); a VM destroyed has its host killed for good.
  */
@@ -25,7 +27,7 @@ import { vsphere } from "../../substrates";
 
 type MoRef = vsphere.MoRef;
 const { VimClient, optionValues, xsdString } = vsphere;
-import { runCloudInit } from "./cloud-init";
+import { bootCloudInit } from "./cloud-init";
 import type { TestHost, TestLab } from "./hosts";
 
 /** The template the simulator is given (cloned by the vsphere substrate). */
@@ -78,7 +80,7 @@ export interface Vcsim {
  * Starts vcsim on a random port (`listen`: 127.0.0.1 unless given, e.g. a lab's bridge address) and
  * prepares the template; with a lab, runs the guest bridge.
  */
-export async function startVcsim(lab?: TestLab, opts: { listen?: string; pollIntervalMs?: number } = {}): Promise<Vcsim> {
+export async function startVcsim(lab?: TestLab, opts: { listen?: string; pollIntervalMs?: number; cloudInit?: boolean } = {}): Promise<Vcsim> {
   if (!vcsimAvailable()) throw new Error(`vcsim is not installed at ${VCSIM_BIN}: run test/harness/vcsim/build.sh (or set VCSIM)`);
   const listen = opts.listen ?? "127.0.0.1";
   const dir = await mkdtemp(join(tmpdir(), "steward-vcsim-"));
@@ -111,7 +113,7 @@ export async function startVcsim(lab?: TestLab, opts: { listen?: string; pollInt
   };
   try {
     await prepareTemplate(client);
-    if (lab) bridge = new Bridge(lab, client, opts.pollIntervalMs ?? 200);
+    if (lab) bridge = new Bridge(lab, client, opts.pollIntervalMs ?? 200, opts.cloudInit ?? true);
   } catch (err) {
     await stop();
     throw err;
@@ -154,7 +156,8 @@ class Bridge implements GuestBridge {
   private stopped = false;
   private readonly loop: Promise<void>;
 
-  constructor(private readonly lab: TestLab, private readonly client: vsphere.VimClient, private readonly intervalMs: number) {
+  /** `cloudInit` false: guests of an image without cloud-init, which boot and ignore their user data. */
+  constructor(private readonly lab: TestLab, private readonly client: vsphere.VimClient, private readonly intervalMs: number, private readonly cloudInit: boolean) {
     this.loop = this.run();
   }
 
@@ -212,19 +215,17 @@ class Bridge implements GuestBridge {
     const entry: BridgedVm = { vm: vm.value, host, seenAt, bootedAt: Date.now(), cloudInit: Promise.resolve(), state: "running" };
     this.vms.set(vm.value, entry);
     let bytes: Buffer | undefined;
-    // cloud-init's VMware datasource: base64 (or gzip+base64: runCloudInit gunzips), else plain text.
+    // cloud-init's VMware datasource: base64 (or gzip+base64: cloud-init gunzips), else plain text.
     const enc = (encoding ?? "").toLowerCase();
     if (["base64", "b64", "gzip+base64", "gz+b64"].includes(enc)) bytes = Buffer.from(userData, "base64");
     else if (enc === "") bytes = Buffer.from(userData, "utf8");
     else entry.error = new Error(`guestinfo.userdata.encoding ${encoding} is not one cloud-init knows`);
-    // Tools reports the address once the guest's network is up, before cloud-init's scripts end.
+    const failed = (err: unknown): void => { entry.error = err instanceof Error ? err : new Error(String(err)); };
+    // The SSH module runs before sshd starts; then Tools reports the address (the guest's network
+    // is up), before cloud-init's later modules end.
+    const booted = bytes && this.cloudInit ? await bootCloudInit(host, bytes).catch(failed) : undefined;
     await this.reportAddress(vm, entry);
-    if (bytes) {
-      entry.cloudInit = runCloudInit(host, bytes).then(
-        () => { entry.cloudInitDoneAt = Date.now(); },
-        (err: unknown) => { entry.error = err instanceof Error ? err : new Error(String(err)); },
-      );
-    }
+    if (booted) entry.cloudInit = booted.rest().then(() => { entry.cloudInitDoneAt = Date.now(); }, failed);
   }
 
   private async reportAddress(vm: MoRef, entry: BridgedVm): Promise<void> {
