@@ -116,5 +116,7 @@ async function connectWhenUp(host: string, privateKey: string, hostKey: string):
     } catch (err) {
       if (!StewardError.isInstance(err) || err.code !== "unavailable" || Date.now() > deadline) throw err;
     }
+    // A refused connection answers at once: do not dial in a tight loop.
+    await new Promise((r) => setTimeout(r, 1000));
   }
 }
