@@ -15,7 +15,7 @@ import type { ErrorCode } from "./errors";
 import { StewardError, errorFromWire } from "./errors";
 import type { Bundle } from "./operator";
 import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "./actions";
-import type { ModelStatus, StatusFilter, UnitDetails } from "./status";
+import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "./status";
 import type { DebugLogRecord } from "./debug-log";
 import type { AwsModelSettings, CredentialSubstrate, ModelSubstrate, VsphereModelSettings } from "./substrates";
 import { WATCH_CLOSE_CODES } from "./status";
@@ -366,6 +366,8 @@ export class ControllerClient {
   integrate(model: string, a: string, b: string): Promise<{ id: number; key: string }> { return this.call("POST", `/v1/models/${enc(model)}/integrations`, { endpoints: [a, b] }); }
   removeIntegration(model: string, a: string, b: string): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/integrations`, { endpoints: [a, b] }); }
   showUnit(model: string, unit: string): Promise<UnitDetails> { return this.call("GET", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}`); }
+  /** The unit's recent workload and agent status changes, oldest first. */
+  statusLog(model: string, unit: string): Promise<{ entries: StatusLogEntry[] }> { return this.call("GET", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}/status-log`); }
   resolve(model: string, unit: string, retry = true): Promise<void> { return this.call("POST", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}/resolve`, { retry }); }
 
   // --- actions ---

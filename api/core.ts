@@ -14,6 +14,8 @@ export { readOperatorDir } from "./operator-dir";
 export type { ActionValue, OperationInfo, RunActionResult, TaskInfo, TaskStatus } from "./actions";
 export { NAME_PATTERN } from "./names";
 export * from "./waits";
+export { QUERY_DEFAULTS, StatusQuery, applicationScope, modelScope, unitScope } from "./status-query";
+export type { EntityKind } from "./status-query";
 export { byName, sanitizeForTerminal, table } from "./table";
 export type { AgentFrame, AgentView, UnitView, RelationView, UnitStatusReport, HookCommit, QueuedAction, TaskFinish } from "./agent-protocol";
 export * from "./limits";

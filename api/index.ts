@@ -20,6 +20,7 @@ export * from "./log";
 export * from "./limits";
 export * from "./ports";
 export * from "./waits";
+export * from "./status-query";
 export { byName, table } from "./table";
 export * from "./debug-log";
 export * from "./agent-config";

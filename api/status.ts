@@ -124,3 +124,13 @@ export const WATCH_CLOSE_CODES = {
   /** The user's access to the model was revoked, or the user removed. */
   accessEnded: 4403,
 } as const;
+
+/** One change of a unit's workload or agent status (`steward show-status-log`). */
+export interface StatusLogEntry {
+  since: string;
+  type: "workload" | "agent";
+  status: string;
+  message: string;
+}
+/** Status changes kept per unit; older ones are forgotten. */
+export const STATUS_HISTORY_ENTRIES = 100;

@@ -11,9 +11,9 @@ import type { CommandClass } from "clipanion";
  */
 export const COMMAND_NAMES = [
   "bootstrap", "controllers", "show-controller", "enable-ha", "add-spare", "set-replica-cloud", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
-  "add-model", "models", "switch", "model-config", "status", "apply", "diff", "destroy-model",
+  "add-model", "models", "switch", "model-config", "status", "wait-for", "apply", "diff", "destroy-model",
   "deploy", "add-unit", "remove-unit", "config", "refresh", "remove-application",
-  "integrate", "remove-integration", "resolve", "show-unit", "debug-log",
+  "integrate", "remove-integration", "resolve", "show-unit", "show-status-log", "debug-log",
   "run", "show-task", "operations",
   "add-machine", "machines", "remove-machine",
   "add-credential", "credentials", "remove-credential",

@@ -188,6 +188,44 @@ test.serial("actions through the CLI: hello-http's restart, and cluster-secret's
   t.is((await steward("destroy-model", "ops", "--yes")).code, 0);
 });
 
+test.serial("wait-for follows status until a query holds, and show-status-log tells how a unit got there", async (t) => {
+  t.is((await steward("add-model", "waits")).code, 0);
+  // Waiting for an application that does not exist yet: it is deployed while the wait runs.
+  const waiting = steward("wait-for", "application", "later", "-m", "waits", "--timeout", "90s");
+  const deploy = await steward("deploy", "operators/motd", "later", "-m", "waits");
+  t.is(deploy.code, 0, deploy.stderr);
+  const waited = await waiting;
+  t.is(waited.code, 0, waited.stderr);
+  t.regex(waited.stdout, /^application later is ready\.$/m);
+  t.is((await steward("wait-for", "model", "waits", "--timeout", "30s")).code, 0);
+  const one = await steward("wait-for", "unit", "later/0", "-m", "waits", "--query", 'leader && workload-message != ""');
+  t.is(one.code, 0, one.stderr);
+
+  const never = await steward("wait-for", "unit", "later/0", "-m", "waits", "--query", 'workload-status == "blocked"', "--timeout", "2s");
+  t.is(never.code, 1);
+  t.regex(never.stderr, /timed out after 2 s waiting for unit later\/0: workload-status == "blocked"/);
+  const typo = await steward("wait-for", "unit", "later/0", "-m", "waits", "--query", "scale == 1");
+  t.is(typo.code, 1);
+  t.regex(typo.stderr, /names "scale", which is not a field here/);
+  const missing = await steward("wait-for", "application", "ghost", "-m", "waits", "--timeout", "2s");
+  t.is(missing.code, 1);
+  t.regex(missing.stderr, /\(application ghost does not exist\)/);
+  const badKind = await steward("wait-for", "machine", "0", "-m", "waits");
+  t.is(badKind.code, 1);
+  noStack(t, badKind);
+
+  const log = await steward("show-status-log", "later/0", "-m", "waits");
+  t.is(log.code, 0, log.stderr);
+  t.regex(log.stdout, /^Time\s+Type\s+Status\s+Message$/m);
+  t.regex(log.stdout, /^\S+Z\s+agent\s+executing\s+running install hook$/m);
+  t.regex(log.stdout, /^\S+Z\s+workload\s+active\s+motd: /m);
+  t.regex(log.stdout.trim().split("\n").at(-1)!, /agent\s+idle|workload\s+active/);
+  const json = JSON.parse((await steward("show-status-log", "later/0", "-m", "waits", "--format", "json", "-n", "2")).stdout) as unknown[];
+  t.is(json.length, 2);
+  t.is((await steward("show-status-log", "later/9", "-m", "waits")).code, 1);
+  t.is((await steward("destroy-model", "waits", "--yes")).code, 0);
+});
+
 test("wrong arguments are a usage error with exit code 1 and no stack trace", async (t) => {
   for (const args of [["deploy"], ["status", "--format", "xml"], ["add-unit", "web", "-n", "zero"], ["frobnicate"], ["remove-unit", "not-a-unit"]]) {
     const r = await steward(...args);

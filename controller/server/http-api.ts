@@ -278,6 +278,14 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     return { ...details, ...(failure ? { failure } : {}) };
   });
 
+  app.get("/v1/models/:model/units/:app/:n/status-log", async (req) => {
+    const idx = model(req, principalOf(req), "read");
+    const { app: appName, n } = req.params as { app: string; n: string };
+    const unit = `${appName}/${n}`;
+    if (!idx.units.has(unit)) throw notFound("unit", unit);
+    return { entries: await ops.statusHistory(idx.uuid, unit) };
+  });
+
   app.post("/v1/models/:model/units/:app/:n/resolve", async (req) => {
     const idx = model(req, principalOf(req), "write");
     const { app: appName, n } = req.params as { app: string; n: string };

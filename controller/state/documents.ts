@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { ActionValue, AgentStatus, AwsModelSettings, CredentialSubstrate, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, TaskInfo, WorkloadStatus } from "../../api";
+import type { ActionValue, StatusLogEntry, AgentStatus, AwsModelSettings, CredentialSubstrate, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, TaskInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -86,6 +86,8 @@ export interface QueuedTaskDoc { id: number; action: string; params: Record<stri
 export type TaskDoc = TaskInfo;
 /** One `steward run` (`/operations/<model>/<id>`): not cached. */
 export interface OperationDoc { id: number; action: string; enqueued: string; by: string; targets: string[]; tasks: { id: number; unit: string }[] }
+/** A unit's recent status changes, oldest first (at most STATUS_HISTORY_ENTRIES). */
+export type StatusHistoryDoc = StatusLogEntry[];
 export interface UnitFailureDoc {
   hook: string;
   /** The last lines of the hook's output, control characters removed. */

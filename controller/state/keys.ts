@@ -41,6 +41,9 @@ export const keys = {
   tasksOf: (m: string) => `/tasks/${m}/`,
   operation: (m: string, id: number) => `/operations/${m}/${sortableId(id)}`,
   operationsOf: (m: string) => `/operations/${m}/`,
+  /** Not cached: a unit's recent status changes (show-status-log), kept out of the status every read serves. */
+  statusHistory: (m: string, unit: string) => `/status-history/${m}/${unit}`,
+  statusHistoryOf: (m: string) => `/status-history/${m}/`,
   appStatus: (m: string, app: string) => `/models/${m}/app-status/${app}`,
   access: (m: string, user: string) => `/models/${m}/access/${user}`,
   presence: (m: string, machine: string) => `/presence/${m}/${machine}`,

@@ -4,12 +4,12 @@
  * overwritten; a refused operation writes nothing.
  */
 import { randomUUID } from "node:crypto";
-import type { AwsModelSettings, Bundle, VsphereModelSettings, OperatorMeta, UnitStatusReport } from "../../api";
-import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
+import type { AwsModelSettings, Bundle, VsphereModelSettings, OperatorMeta, StatusLogEntry, UnitStatusReport } from "../../api";
+import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, STATUS_HISTORY_ENTRIES, StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
-import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, RevokedTokenDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, RevokedTokenDoc, StatusHistoryDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
@@ -431,7 +431,7 @@ export class StateOps extends StoreTxns {
    */
   private async unitGoneOps(uuid: string, unit: UnitDoc, compare: Compare[]): Promise<Op[]> {
     const ops: Op[] = [{ type: "delete", key: keys.unit(uuid, unit.name) }, { type: "delete", key: keys.unitStatus(uuid, unit.name) }, { type: "delete", key: keys.ports(uuid, unit.name) }];
-    ops.push({ type: "delete", key: keys.unitFailure(uuid, unit.name) }, { type: "deletePrefix", prefix: keys.taskQueueOf(uuid, unit.name) });
+    ops.push({ type: "delete", key: keys.unitFailure(uuid, unit.name) }, { type: "deletePrefix", prefix: keys.taskQueueOf(uuid, unit.name) }, { type: "delete", key: keys.statusHistory(uuid, unit.name) });
     for (const r of await this.readAll<RelationDoc>(keys.relationsPrefix(uuid))) {
       if (!r.doc.endpoints.some((e) => e.app === unit.app)) continue;
       ops.push({ type: "delete", key: keys.scope(uuid, r.doc.id, unit.name) }, { type: "delete", key: keys.unitBag(uuid, r.doc.id, unit.name) });
@@ -613,9 +613,30 @@ export class StateOps extends StoreTxns {
       const failure: Op[] = report.failure ? [{ type: "put", key: keys.unitFailure(uuid, report.unit), value: JSON.stringify({ ...report.failure, since: now } satisfies UnitFailureDoc) }] : [];
       if (old && failure.length === 0 && JSON.stringify(next) === JSON.stringify(old.doc)) return { compare: [], ops: [], result: {} };
       const put: Op = { type: "put", key: keys.unitStatus(uuid, report.unit), value: JSON.stringify(next) };
-      return { compare: [unchanged(keys.unitStatus(uuid, report.unit), old?.rev ?? 0), unchanged(keys.unit(uuid, report.unit), u.rev)], ops: [put, ...failure], result: {} };
+      const compare = [unchanged(keys.unitStatus(uuid, report.unit), old?.rev ?? 0), unchanged(keys.unit(uuid, report.unit), u.rev)];
+      return { compare, ops: [put, ...failure, ...(await this.statusHistoryOps(uuid, report.unit, old ? prev : undefined, next, compare))], result: {} };
     });
     return res.revision;
+  }
+
+  /** Appends what changed between `prev` (none: the first report) and `next` to the unit's status history. */
+  private async statusHistoryOps(uuid: string, unit: string, prev: UnitStatusDoc | undefined, next: UnitStatusDoc, compare: Compare[]): Promise<Op[]> {
+    const added: StatusLogEntry[] = [];
+    for (const type of ["agent", "workload"] as const) {
+      const s = next[type];
+      if (prev && s.current === prev[type].current && s.message === prev[type].message) continue;
+      added.push({ since: s.since, type, status: s.current, message: s.message });
+    }
+    if (added.length === 0) return [];
+    const history = await this.read<StatusHistoryDoc>(keys.statusHistory(uuid, unit));
+    compare.push(unchanged(keys.statusHistory(uuid, unit), history?.rev ?? 0));
+    const entries = [...(history?.doc ?? []), ...added].slice(-STATUS_HISTORY_ENTRIES);
+    return [{ type: "put", key: keys.statusHistory(uuid, unit), value: JSON.stringify(entries) }];
+  }
+
+  /** The unit's recent status changes, oldest first. */
+  async statusHistory(uuid: string, unit: string): Promise<StatusLogEntry[]> {
+    return (await this.read<StatusHistoryDoc>(keys.statusHistory(uuid, unit)))?.doc ?? [];
   }
 
   /** The unit's last failed hook, if its agent reported one. */
@@ -679,9 +700,9 @@ function configError(app: string, meta: OperatorMeta, key: string): StewardError
 }
 
 /** The effective config: operator defaults overlaid with the values set on the application. */
-/** A model's task and operation records, kept outside its prefix (the cache does not load them). */
+/** A model's records kept outside its prefix, which the cache does not load: tasks, operations, status history. */
 function modelTaskDeletes(uuid: string): Op[] {
-  return [{ type: "deletePrefix", prefix: keys.tasksOf(uuid) }, { type: "deletePrefix", prefix: keys.operationsOf(uuid) }];
+  return [{ type: "deletePrefix", prefix: keys.tasksOf(uuid) }, { type: "deletePrefix", prefix: keys.operationsOf(uuid) }, { type: "deletePrefix", prefix: keys.statusHistoryOf(uuid) }];
 }
 
 export function effectiveConfig(meta: OperatorMeta | undefined, set: ConfigValues): ConfigValues {
