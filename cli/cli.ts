@@ -3,6 +3,7 @@ import { Builtins, Cli } from "clipanion";
 import { STEWARD_VERSION } from "../api/core";
 import type { StewardContext } from "./context";
 import type { CommandClass } from "clipanion";
+import type * as Console from "./console/console";
 
 /**
  * Every command, in the order `steward help` lists them; each lives in commands/<name>.ts with
@@ -17,7 +18,7 @@ export const COMMAND_NAMES = [
   "run", "show-task", "operations",
   "add-machine", "machines", "remove-machine",
   "add-credential", "credentials", "remove-credential",
-  "help", "version",
+  "completion", "help", "version",
 ] as const;
 
 export function loadCommand(name: (typeof COMMAND_NAMES)[number]): CommandClass<StewardContext> {
@@ -46,8 +47,15 @@ function namedCommand(args: string[]): (typeof COMMAND_NAMES)[number] | undefine
   return name === "help" ? undefined : name;
 }
 
-/** Runs the CLI with `args` and returns its exit code (used by main and by tests in-process). */
+/**
+ * Runs the CLI with `args` and returns its exit code (used by main and by tests in-process). No
+ * arguments start the console (console/console.ts).
+ */
 export function runCli(args: string[], context: Partial<StewardContext> = {}): Promise<number> {
+  if (args.length === 0) {
+    const { runConsole } = require("./console/console") as typeof Console;
+    return runConsole({ stdin: context.stdin ?? process.stdin, stdout: context.stdout ?? process.stdout, stderr: context.stderr ?? process.stderr, env: context.env ?? process.env, cwd: context.cwd ?? process.cwd() });
+  }
   const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
   return buildCli({ colors: tty, only: namedCommand(args) }).run(args, {
     ...Cli.defaultContext,

@@ -3,6 +3,7 @@
  * The `steward` command line (clipanion), one command per file under commands/.
  */
 export { buildCli, runCli, allCommands, COMMAND_NAMES } from "./cli";
+export { lineWords, splitWords } from "./console/words";
 export type { StewardContext } from "./context";
 export { loadModelFile } from "./model-file";
 export { planChanges, describePlan } from "./plan";
