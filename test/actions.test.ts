@@ -65,7 +65,7 @@ test("parameters and targets are checked before anything is queued; each refusal
   t.regex(await refusal(["act/0"], "echo", { text: "x", mode: "loud" }), /parameter "mode" .* must be one of "plain", "upper"/);
   t.regex(await refusal(["act/0"], "echo", { text: "x", colour: "red" }), /parameter "colour" .* is not a parameter it takes \(it takes: text, times, mode\)/);
   t.regex(await refusal(["act/0"], "echo", { text: "y".repeat(101) }), /must be at most 100 characters/);
-  t.regex(await refusal(["act/0"], "launch", {}), /has no action "launch"; its actions: echo, fail-on-purpose, crash, hang/);
+  t.regex(await refusal(["act/0"], "launch", {}), /has no action "launch"; its actions: echo, fail-on-purpose, crash, hang, keep/);
   t.regex(await refusal(["act/7"], "echo", { text: "x" }), /unit "act\/7" not found/);
   t.regex(await refusal(["nope"], "echo", { text: "x" }), /application "nope" not found/);
   t.regex(await refusal(["act/0", "act/x"], "echo", { text: "x" }), /must be a unit \(web\/0\)/);
@@ -138,4 +138,16 @@ test("tasks and operations: unknown ids are 404s, bad limits 400s, and read acce
   t.is((await reader.task("act-read", run.tasks[0]!.id)).status, "completed");
   t.is((await reader.operations("act-read")).operations.length, 1);
   t.is((await t.throwsAsync<StewardError>(reader.runAction("act-read", ["act/0"], "echo", { text: "no" })))?.code, "forbidden");
+});
+
+test("one run may not write more than a store request holds: a clear refusal, nothing queued", async (t) => {
+  await tc.admin.createModel("act-big");
+  const machines = (await tc.admin.addMachines("act-big", "manual", 70)).machines.map((m) => m.id);
+  await tc.admin.deploy("act-big", { name: "act", operator: actor, units: 70, to: machines });
+  // 70 units × (task record + queue entry) × 60 KB of parameters: about 8.4 MB in one transaction.
+  const err = await t.throwsAsync<StewardError>(tc.admin.runAction("act-big", ["act"], "keep", { blob: "b".repeat(60_000) }));
+  t.regex(err?.message ?? "", /running keep on 70 units with these parameters would write \d+ bytes at once, more than the 8388608 one run may: run it on fewer units at a time/);
+  t.deepEqual((await tc.admin.operations("act-big")).operations, []);
+  const fewer = await tc.admin.runAction("act-big", ["act/0", "act/1"], "keep", { blob: "b".repeat(60_000) });
+  t.is(fewer.tasks.length, 2, "on fewer units it is queued");
 });

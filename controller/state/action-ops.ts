@@ -12,6 +12,8 @@ import type { ApplicationDoc, LeaderDoc, OperationDoc, OperatorDoc, QueuedTaskDo
 import { keys } from "./keys";
 import { StoreTxns } from "./txn";
 
+/** Most bytes one run writes (its tasks and queue entries), well under etcd's request limit (10 MiB as the controller runs it). */
+const MAX_RUN_BYTES = 8 * 1024 * 1024;
 /** Operations kept per model; older ones (and their tasks) are deleted as new ones come. */
 export const MAX_OPERATIONS_PER_MODEL = 1000;
 
@@ -46,6 +48,8 @@ export class ActionOps extends StoreTxns {
         ops.push({ type: "put", key: keys.task(uuid, id), value: JSON.stringify(task) }, { type: "put", key: keys.taskQueue(uuid, u.name, id), value: JSON.stringify(queued) });
       }
       const doc: OperationDoc = { id: operation, action: req.action, enqueued, by, targets: req.targets, tasks };
+      const bytes = ops.reduce((n, o) => n + (o.type === "put" ? o.value.length : 0), 0);
+      if (bytes > MAX_RUN_BYTES) throw invalidRequest(`running ${req.action} on ${tasks.length} units with these parameters would write ${bytes} bytes at once, more than the ${MAX_RUN_BYTES} one run may: run it on fewer units at a time, or pass less data`, { field: "targets" });
       ops.push({ type: "put", key: keys.operation(uuid, operation), value: JSON.stringify(doc) }, { type: "put", key: keys.taskSeq(uuid), value: String(next) });
       return { compare, ops, result: { operation, tasks } };
     });
