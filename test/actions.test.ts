@@ -150,4 +150,10 @@ test("one run may not write more than a store request holds: a clear refusal, no
   t.deepEqual((await tc.admin.operations("act-big")).operations, []);
   const fewer = await tc.admin.runAction("act-big", ["act/0", "act/1"], "keep", { blob: "b".repeat(60_000) });
   t.is(fewer.tasks.length, 2, "on fewer units it is queued");
+  // A unit whose agent is away (these machines have none) holds at most 100 waiting actions.
+  for (let i = 1; i < 100; i++) await tc.admin.runAction("act-big", ["act/0"], "keep", { blob: "" });
+  const full = await t.throwsAsync<StewardError>(tc.admin.runAction("act-big", ["act/0"], "keep", { blob: "" }));
+  t.is(full?.code, "rate-limited");
+  t.regex(full?.message ?? "", /unit act\/0 already has 100 actions waiting/);
+  t.is((await tc.admin.runAction("act-big", ["act/1"], "keep", { blob: "" })).tasks.length, 1, "other units are not held up");
 });

@@ -48,10 +48,12 @@ test("a round's view text equals the plain view, machine by machine", async (t) 
   await put(keys.leaderData(M, "web"), { secret: "s" });
   await put(keys.taskQueue(M, "web/0", 7), { id: 7, action: "restart", params: { delay: 5, why: "a \"quoted\" reason" }, state: "pending" });
   await put(keys.taskQueue(M, "web/0", 12), { id: 12, action: "backup", params: {}, state: "running" });
+  await put(keys.taskQueue(M, "web/0", 30), { id: 30, action: "backup", params: {}, state: "pending" });
+  await put(keys.taskQueue(M, "web/0", 25), { id: 25, action: "restart", params: {}, state: "pending" });
 
   const cache = await StateCache.start(store, (err) => t.fail(err.message));
   t.teardown(() => cache.stop());
-  await eventually("the cache holds the model", () => (cache.models.get(M)?.units.size ?? 0) === units.length && cache.models.get(M)?.leaderData.size === 1 && cache.models.get(M)?.taskQueue.get("web/0")?.size === 2);
+  await eventually("the cache holds the model", () => (cache.models.get(M)?.units.size ?? 0) === units.length && cache.models.get(M)?.leaderData.size === 1 && cache.models.get(M)?.taskQueue.get("web/0")?.size === 4);
   const idx = cache.models.get(M)!;
   const addresses = ["127.0.0.1:17070", "[::1]:17070"];
   const round = new AgentViewRound(cache, addresses, 30);
@@ -71,7 +73,7 @@ test("a round's view text equals the plain view, machine by machine", async (t) 
   t.deepEqual(web0.relations.map((r) => [r.id, r.remoteApp, Object.keys(r.remoteUnits).sort()]), [[1, "db", ["db/0", "db/1"]], [2, "web", ["web/1", "web/2"]]]);
   t.true(web0.relations[0]!.remoteAppVersion > 0);
   t.is(view.units.find((u) => u.name === "web/2")!.resolve, "retry");
-  t.deepEqual(web0.actions, [{ id: 7, action: "restart", params: { delay: 5, why: "a \"quoted\" reason" } }, { id: 12, action: "backup", params: {} }], "queued actions, oldest first");
+  t.deepEqual(web0.actions, [{ id: 7, action: "restart", params: { delay: 5, why: "a \"quoted\" reason" } }, { id: 12, action: "backup", params: {} }, { id: 25, action: "restart", params: {} }], "the three oldest queued actions, oldest first");
   t.false("actions" in view.units.find((u) => u.name === "web/2")!, "a unit with nothing queued has no actions field");
   t.deepEqual([view.updateStatusInterval, view.retryHooks, view.leadershipLeaseSeconds], [42, false, 30]);
   t.deepEqual(view.controllerAddresses, addresses);

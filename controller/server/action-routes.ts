@@ -28,7 +28,7 @@ export function registerActionRoutes(app: FastifyInstance, { cache, actions }: A
   app.post("/v1/models/:model/actions", async (req, reply) => {
     const { idx, user } = access(req, "write");
     const body = parseRequest(RunActionRequest, req.body, "action run");
-    const { revision, ...result } = await actions.run(idx.uuid, user, body);
+    const { revision, ...result } = await actions.run(idx.uuid, user, body, (unit) => idx.taskQueue.get(unit)?.size ?? 0);
     await cache.waitForRevision(revision);
     return reply.code(201).send(result);
   });

@@ -14,6 +14,8 @@ import { StoreTxns } from "./txn";
 
 /** Most bytes one run writes (its tasks and queue entries), well under etcd's request limit (10 MiB as the controller runs it). */
 const MAX_RUN_BYTES = 8 * 1024 * 1024;
+/** Actions that may wait for one unit at once. */
+export const MAX_QUEUED_PER_UNIT = 100;
 /** Operations kept per model; older ones (and their tasks) are deleted as new ones come. */
 export const MAX_OPERATIONS_PER_MODEL = 1000;
 
@@ -25,11 +27,14 @@ export class ActionOps extends StoreTxns {
    * application's leadership now) or `app` (all its alive units). Every target and parameter is
    * checked first; nothing is queued unless all of it holds.
    */
-  async run(uuid: string, by: string, req: { targets: string[]; action: string; params: Record<string, ActionValue> }): Promise<RunActionResult & { revision: number }> {
+  async run(uuid: string, by: string, req: { targets: string[]; action: string; params: Record<string, ActionValue> }, queued: (unit: string) => number = () => 0): Promise<RunActionResult & { revision: number }> {
     const result = await this.retry<RunActionResult>(`run ${req.action}`, async () => {
       const compare: Compare[] = [];
       const units = new Map<string, UnitDoc>();
       for (const target of req.targets) for (const u of await this.targetUnits(uuid, target, compare)) units.set(u.name, u);
+      for (const u of units.values()) {
+        if (queued(u.name) >= MAX_QUEUED_PER_UNIT) throw new StewardError("rate-limited", `unit ${u.name} already has ${MAX_QUEUED_PER_UNIT} actions waiting; let them run (steward operations) before queueing more`, { details: { field: "targets", unit: u.name } });
+      }
       const params = new Map<string, Record<string, ActionValue>>();
       for (const app of new Set([...units.values()].map((u) => u.app))) params.set(app, await this.checkedParams(uuid, app, req.action, req.params));
       const seq = await this.store.get(keys.taskSeq(uuid));

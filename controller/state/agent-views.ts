@@ -105,11 +105,14 @@ export class AgentViewRound {
   }
 }
 
-/** The unit's queued actions, oldest first (none: no field, so views without actions read as before). */
+/** Queued actions a view carries: the agent runs them one at a time, and the next come as these finish. */
+const ACTIONS_IN_VIEW = 3;
+
+/** The unit's oldest queued actions (none: no field, so views without actions read as before). */
 function queuedActions(idx: ModelIndex, unit: string): { actions?: QueuedAction[] } {
   const queue = idx.taskQueue.get(unit);
   if (!queue) return {};
-  return { actions: [...queue.values()].sort((a, b) => a.id - b.id).map((t) => ({ id: t.id, action: t.action, params: t.params })) };
+  return { actions: [...queue.values()].sort((a, b) => a.id - b.id).slice(0, ACTIONS_IN_VIEW).map((t) => ({ id: t.id, action: t.action, params: t.params })) };
 }
 
 /** The integrations of `app` as its unit `unit` sees them: remote units in scope and databag versions. */
