@@ -57,7 +57,9 @@ test("a flood of bad agent credentials never gets a real agent refused", async (
 });
 
 test("a source sending bad credentials is answered 401, then 429 with Retry-After", async (t) => {
-  const tc = await startTestController({ transport: { failedAgentLoginsPerSecond: 1, failedAgentLoginsBurst: 3 } });
+  // One attempt back per 100 s: on a loaded machine an exchange can take over a second, and a faster
+  // refill would answer each one 401 again, however fast this source "floods".
+  const tc = await startTestController({ transport: { failedAgentLoginsPerSecond: 0.01, failedAgentLoginsBurst: 3 } });
   t.teardown(() => tc.close());
   const statuses: number[] = [];
   let last = await rawExchange(tc.addresses[0]!, tc.caCert, [upgradeRequest("/v1/agent", { authorization: "Agent x/0/secret" })]);
