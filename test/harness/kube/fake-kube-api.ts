@@ -120,6 +120,9 @@ export class FakeKubeApi {
     if (this.o.statefulSetController !== false) this.controller = new StatefulSetController(this.state);
   }
 
+  /** Watch streams open now. */
+  get openWatches(): number { return this.watches.size; }
+
   /** A client certificate (and key) this server accepts. */
   async issueClientCertificate(): Promise<{ certPem: string; keyPem: string }> {
     if (!this.ca) throw new Error("the fake Kubernetes API server is not started");
