@@ -10,7 +10,7 @@ import type { ExecutionContext } from "ava";
 import { request } from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node" with { "resolution-mode": "import" };
 import { FakeKubeApi, SimpleKubelet } from "./harness/kube";
-import type { FakeKubeApiOptions } from "./harness/kube";
+import type { FakeKubeApiOptions, KubeObject, Kubelet, KubeletHost } from "./harness/kube";
 import { eventually } from "./harness/eventually";
 
 const loadClient = () => import("@kubernetes/client-node");
@@ -401,4 +401,101 @@ test("deleting a namespace empties it (Terminating meanwhile), then it is gone; 
   await eventually("the namespace gone", async () => (await statusOf(core.readNamespace({ name: "shop" })).catch(() => ({ code: 200 }))).code === 404);
   t.is((await core.listSecretForAllNamespaces()).items.length, 0);
   t.is((await core.listPodForAllNamespaces()).items.length, 0);
+});
+
+/** A kubelet that records what the server asks of it and answers only when the test says. */
+class RecordingKubelet implements Kubelet {
+  readonly nodeName = "node-a";
+  host?: KubeletHost;
+  readonly calls: string[] = [];
+  readonly synced: KubeObject[] = [];
+  start(host: KubeletHost): void { this.host = host; }
+  syncPod(pod: KubeObject): void { this.calls.push(`sync ${pod.metadata.name}`); this.synced.push(pod); }
+  killPod(pod: KubeObject, force: boolean): void { this.calls.push(`kill ${pod.metadata.name}${force ? " force" : ""}`); }
+  async close(): Promise<void> { /* nothing runs */ }
+}
+
+test("the kubelet seam: a new pod is bound to the kubelet's node, handed to syncPod, and its status is what the kubelet reports; a deleted pod stays until the kubelet says its containers stopped", async (t) => {
+  const kubelet = new RecordingKubelet();
+  const { core } = await start(t, { kubelet });
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  await core.createNamespacedSecret({ namespace: "shop", body: { metadata: { name: "env" }, stringData: { A: "1" } } });
+  const created = await core.createNamespacedPod({ namespace: "shop", body: { metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "busybox:1.36" }] } } });
+  t.is(created.status?.phase, "Pending");
+  t.is(created.spec?.nodeName, undefined);
+  await eventually("syncPod", () => kubelet.synced.length === 1);
+  const bound = kubelet.synced[0]!;
+  t.is(bound.spec.nodeName, "node-a");
+  t.is(bound.status.conditions.find((c: { type: string }) => c.type === "PodScheduled")?.status, "True");
+  t.is((kubelet.host!.read("secrets", "shop", "env")?.data as Record<string, string> | undefined)?.A, Buffer.from("1").toString("base64"));
+  kubelet.host!.updatePodStatus("shop", "p", bound.metadata.uid!, (s) => { s.phase = "Running"; s.podIP = "127.1.0.9"; });
+  t.like((await core.readNamespacedPod({ namespace: "shop", name: "p" })).status, { phase: "Running", podIP: "127.1.0.9" });
+  // A status for another incarnation (an old uid) is ignored.
+  t.is(kubelet.host!.updatePodStatus("shop", "p", "00000000-0000-0000-0000-000000000000", (s) => { s.phase = "Failed"; }), undefined);
+  await core.deleteNamespacedPod({ namespace: "shop", name: "p", gracePeriodSeconds: 20 });
+  await eventually("killPod", () => kubelet.calls.includes("kill p"));
+  const terminating = await core.readNamespacedPod({ namespace: "shop", name: "p" });
+  t.is(terminating.metadata?.deletionGracePeriodSeconds, 20);
+  t.true(terminating.metadata?.deletionTimestamp instanceof Date);
+  kubelet.host!.podTerminated("shop", "p", bound.metadata.uid!);
+  t.is((await statusOf(core.readNamespacedPod({ namespace: "shop", name: "p" }))).code, 404);
+  // gracePeriodSeconds 0: gone from the API at once, the kubelet told to force the stop.
+  await core.createNamespacedPod({ namespace: "shop", body: { metadata: { name: "q" }, spec: { containers: [{ name: "c", image: "busybox:1.36" }] } } });
+  await eventually("syncPod q", () => kubelet.calls.includes("sync q"));
+  await core.deleteNamespacedPod({ namespace: "shop", name: "q", gracePeriodSeconds: 0 });
+  t.is((await statusOf(core.readNamespacedPod({ namespace: "shop", name: "q" }))).code, 404);
+  await eventually("kill q force", () => kubelet.calls.includes("kill q force"));
+});
+
+test("the /status subresource: status is ignored on create and on updates of the pod, and only status changes through /status", async (t) => {
+  const { core } = await start(t, { kubelet: new RecordingKubelet() });
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  const pod = await core.createNamespacedPod({ namespace: "shop", body: { metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "busybox:1.36" }] }, status: { phase: "Succeeded" } } });
+  t.is(pod.status?.phase, "Pending");
+  const labelled = await core.replaceNamespacedPod({ namespace: "shop", name: "p", body: { ...(await core.readNamespacedPod({ namespace: "shop", name: "p" })), metadata: { ...pod.metadata, resourceVersion: undefined, labels: { x: "y" } }, status: { phase: "Failed" } } });
+  t.is(labelled.metadata?.labels?.x, "y");
+  t.is(labelled.status?.phase, "Pending");
+  const current = await core.readNamespacedPod({ namespace: "shop", name: "p" });
+  const st = await core.replaceNamespacedPodStatus({ namespace: "shop", name: "p", body: { ...current, metadata: { ...current.metadata, labels: { x: "changed" } }, status: { ...current.status, phase: "Running" } } });
+  t.is(st.status?.phase, "Running");
+  t.is(st.metadata?.labels?.x, "y");
+  const immutable = await statusOf(core.replaceNamespacedPod({ namespace: "shop", name: "p", body: { ...st, spec: { ...st.spec!, restartPolicy: "Never" } } }));
+  t.is(immutable.code, 422);
+  t.regex(immutable.message!, /pod updates may not change fields other than/);
+});
+
+test("StatefulSet rolling update: a new template replaces pods from the highest ordinal down, one at a time; then the update revision is current", async (t) => {
+  const { k8s, kc, core, apps } = await start(t);
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  await apps.createNamespacedStatefulSet({ namespace: "shop", body: sts("web") as never });
+  const first = await eventually("3 ready", async () => { const s = await apps.readNamespacedStatefulSet({ namespace: "shop", name: "web" }); return s.status?.readyReplicas === 3 ? s : undefined; });
+  const listed = await core.listNamespacedPod({ namespace: "shop" });
+  const order: string[] = [];
+  const ctl = await new k8s.Watch(kc).watch("/api/v1/namespaces/shop/pods", { resourceVersion: listed.metadata!.resourceVersion! },
+    (type, p: { metadata: { name: string } }) => { if (type === "DELETED") order.push(p.metadata.name); }, () => undefined);
+  t.teardown(() => ctl.abort());
+  await apps.patchNamespacedStatefulSet({ namespace: "shop", name: "web", body: { spec: { template: { spec: { containers: [{ name: "main", image: "busybox:1.37" }] } } } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+  const done = await eventually("the update to complete", async () => {
+    const s = await apps.readNamespacedStatefulSet({ namespace: "shop", name: "web" });
+    return s.status?.updatedReplicas === 3 && s.status.readyReplicas === 3 && s.status.currentRevision === s.status.updateRevision ? s : undefined;
+  });
+  t.deepEqual(order, ["web-2", "web-1", "web-0"]);
+  t.not(done.status?.updateRevision, first.status?.updateRevision);
+  t.is(done.metadata?.generation, 2);
+  t.is(done.status?.observedGeneration, 2);
+  const pods = (await core.listNamespacedPod({ namespace: "shop" })).items;
+  t.deepEqual(pods.map((p) => [p.spec?.containers[0]?.image, p.metadata?.labels?.["controller-revision-hash"]]), pods.map(() => ["busybox:1.37", done.status?.updateRevision]));
+});
+
+test("StatefulSet persistentVolumeClaimRetentionPolicy whenScaled Delete: the claims of scaled-away pods go, the others stay", async (t) => {
+  const { core, apps } = await start(t);
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  const body = sts("db", { claims: true }) as { spec: Record<string, unknown> };
+  body.spec.persistentVolumeClaimRetentionPolicy = { whenScaled: "Delete", whenDeleted: "Retain" };
+  await apps.createNamespacedStatefulSet({ namespace: "shop", body: body as never });
+  const claims = async () => (await core.listNamespacedPersistentVolumeClaim({ namespace: "shop" })).items.map((c) => c.metadata!.name!).join();
+  await eventually("3 claims", async () => (await claims()) === "data-db-0,data-db-1,data-db-2");
+  await apps.replaceNamespacedStatefulSetScale({ namespace: "shop", name: "db", body: { metadata: { name: "db" }, spec: { replicas: 1 } } });
+  await eventually("1 claim", async () => (await claims()) === "data-db-0");
+  t.is((await core.listNamespacedPod({ namespace: "shop" })).items.map((p) => p.metadata?.name).join(), "db-0");
 });

@@ -113,6 +113,7 @@ export class FakeKubeApi {
     this.url = `https://${host}:${(server.address() as AddressInfo).port}`;
     this.caCert = this.ca.certPem;
     await this.kubelet.start({
+      read: (plural, ns, name) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.find(k, ns, name) : undefined; },
       updatePodStatus: (ns, name, uid, mutate) => this.state.updateStatus(PODS, ns, name, uid, mutate),
       podTerminated: (ns, name, uid) => this.state.podTerminated(ns, name, uid),
     });
