@@ -499,3 +499,35 @@ test("StatefulSet persistentVolumeClaimRetentionPolicy whenScaled Delete: the cl
   await eventually("1 claim", async () => (await claims()) === "data-db-0");
   t.is((await core.listNamespacedPod({ namespace: "shop" })).items.map((p) => p.metadata?.name).join(), "db-0");
 });
+
+test("EndpointSlices list a Service's selected pods with ready/serving/terminating as their readiness says, hostnames for the headless Service of a StatefulSet", async (t) => {
+  const kubelet = new SimpleKubelet();
+  const { k8s, kc, core, apps } = await start(t, { kubelet });
+  const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  await core.createNamespacedService({ namespace: "shop", body: { metadata: { name: "web" }, spec: { clusterIP: "None", selector: { app: "web" }, ports: [{ name: "http", port: 80, targetPort: "http" as never }] } } });
+  const body = sts("web", { probe: true, replicas: 2 }) as { spec: { template: { spec: { containers: Record<string, unknown>[] } } } };
+  body.spec.template.spec.containers[0]!.ports = [{ name: "http", containerPort: 8080 }];
+  await apps.createNamespacedStatefulSet({ namespace: "shop", body: body as never });
+  const slice = async () => (await discovery.listNamespacedEndpointSlice({ namespace: "shop", labelSelector: "kubernetes.io/service-name=web" })).items;
+  const two = await eventually("2 endpoints", async () => { const s = await slice(); return s[0]?.endpoints?.length === 2 ? s : undefined; });
+  t.is(two.length, 1);
+  t.regex(two[0]!.metadata!.name!, /^web-/);
+  t.is(two[0]!.metadata?.labels?.["endpointslice.kubernetes.io/managed-by"], "endpointslice-controller.k8s.io");
+  t.deepEqual(two[0]!.ports?.map((p) => ({ ...p })), [{ name: "http", protocol: "TCP", port: 8080 }]);
+  t.deepEqual(two[0]!.endpoints.map((e) => [e.hostname, e.targetRef?.name, e.conditions?.ready]), [["web-0", "web-0", false], ["web-1", "web-1", false]]);
+  t.true(kubelet.setReady("shop", "web-1", true));
+  await eventually("web-1 ready in the slice", async () => (await slice())[0]?.endpoints.find((e) => e.targetRef?.name === "web-1")?.conditions?.ready === true);
+  t.is((await slice())[0]?.endpoints.find((e) => e.targetRef?.name === "web-0")?.conditions?.ready, false);
+  // A terminating pod (held here by a finalizer) stays listed, not ready but still serving.
+  await core.createNamespacedPod({ namespace: "shop", body: { metadata: { name: "extra", labels: { app: "web" }, finalizers: ["example.com/hold"] }, spec: { containers: [{ name: "c", image: "busybox:1.36" }] } } });
+  await eventually("extra ready in the slice", async () => (await slice())[0]?.endpoints.find((e) => e.targetRef?.name === "extra")?.conditions?.ready === true);
+  await core.deleteNamespacedPod({ namespace: "shop", name: "extra" });
+  const leaving = await eventually("extra terminating", async () => { const e = (await slice())[0]?.endpoints.find((x) => x.targetRef?.name === "extra"); return e?.conditions?.terminating ? e : undefined; });
+  t.deepEqual({ ...leaving.conditions }, { ready: false, serving: true, terminating: true });
+  t.is(leaving.hostname, undefined);
+  await core.patchNamespacedPod({ namespace: "shop", name: "extra", body: { metadata: { finalizers: null } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+  await eventually("extra gone from the slice", async () => (await slice())[0]?.endpoints.length === 2);
+  await core.deleteNamespacedService({ namespace: "shop", name: "web" });
+  await eventually("the slice gone with its Service", async () => (await slice()).length === 0);
+});

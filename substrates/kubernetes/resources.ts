@@ -25,6 +25,7 @@ export const KUBE_RESOURCES = {
   pods: core("pods", "Pod"),
   persistentVolumeClaims: core("persistentvolumeclaims", "PersistentVolumeClaim"),
   statefulSets: { group: "apps", version: "v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true },
+  endpointSlices: { group: "discovery.k8s.io", version: "v1", plural: "endpointslices", kind: "EndpointSlice", namespaced: true },
 } as const satisfies Record<string, KubeResource>;
 
 export const apiVersionOf = (r: KubeResource): string => (r.group ? `${r.group}/${r.version}` : r.version);

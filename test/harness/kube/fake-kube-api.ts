@@ -8,7 +8,8 @@
  * What it serves, following the Kubernetes API concepts page (kubernetes.io/docs/reference/using-api/api-concepts):
  * - core/v1 namespaces, services, secrets, configmaps, serviceaccounts, pods (+ `/status`),
  *   persistentvolumeclaims (+ `/status`); apps/v1 statefulsets (+ `/status`, `/scale` as an
- *   autoscaling/v1 Scale); discovery at /api, /apis, /api/v1, /apis/apps/v1; /version, /healthz.
+ *   autoscaling/v1 Scale); discovery.k8s.io/v1 endpointslices; discovery at /api, /apis, /api/v1,
+ *   /apis/<group>/<version>; /version, /healthz.
  * - Verbs: get, list (`labelSelector`, `fieldSelector`, `limit`/`continue` with `remainingItemCount`,
  *   the list's `metadata.resourceVersion`), create (201), update (PUT), patch (merge patch, JSON
  *   patch, server-side apply as described in state.ts; strategic merge patch answers 415), delete
@@ -24,7 +25,8 @@
  * - Errors as `Status` objects (status.ts); written objects validated by kinds.ts; semantics of
  *   writes, deletion and garbage collection in state.ts.
  * - A scheduler (binds every new pod to the kubelet's node), a kubelet behind a seam (kubelet.ts),
- *   and the StatefulSet controller (statefulset-controller.ts).
+ *   the StatefulSet controller (statefulset-controller.ts) and the EndpointSlice controller
+ *   (endpointslice-controller.ts).
  * Not modelled: RBAC and admission (see state.ts), protobuf and CBOR (JSON only), the legacy
  * `/watch/` paths, Table output, `resourceVersionMatch=Exact` other than for the current version.
  */
@@ -43,6 +45,7 @@ import type { Kubelet } from "./kubelet";
 import { parseFieldSelector, parseLabelSelector } from "./selectors";
 import { ApiState } from "./state";
 import type { DeleteOptions, PatchType, PropagationPolicy, StoreEvent } from "./state";
+import { EndpointSliceController } from "./endpointslice-controller";
 import { StatefulSetController } from "./statefulset-controller";
 import { KubeStatusError, badRequest, expired } from "./status";
 
@@ -57,6 +60,8 @@ export interface FakeKubeApiOptions {
   bookmarkIntervalMs?: number;
   /** Run the StatefulSet controller. @default true */
   statefulSetController?: boolean;
+  /** Run the EndpointSlice controller. @default true */
+  endpointSliceController?: boolean;
   /** @default "127.0.0.1" */
   listen?: string;
 }
@@ -86,6 +91,7 @@ export class FakeKubeApi {
   private readonly watches = new Set<ServerResponse>();
   private readonly continues = new Map<string, { items: KubeObject[]; rv: string; at: number }>();
   private controller?: StatefulSetController;
+  private endpoints?: EndpointSliceController;
   private unsubscribe?: () => void;
 
   private constructor(private readonly o: FakeKubeApiOptions) {
@@ -119,6 +125,7 @@ export class FakeKubeApi {
     });
     this.unsubscribe = this.state.subscribe((e) => this.schedule(e));
     if (this.o.statefulSetController !== false) this.controller = new StatefulSetController(this.state);
+    if (this.o.endpointSliceController !== false) this.endpoints = new EndpointSliceController(this.state);
   }
 
   /** Watch streams open now. */
@@ -147,6 +154,7 @@ export class FakeKubeApi {
   async stop(): Promise<void> {
     this.unsubscribe?.();
     this.controller?.stop();
+    this.endpoints?.stop();
     for (const w of this.watches) w.end();
     this.watches.clear();
     const server = this.server;

@@ -15,6 +15,7 @@
  */
 import { StatefulSet } from "kubernetes-models/apps/v1";
 import { Scale } from "kubernetes-models/autoscaling/v1";
+import { EndpointSlice } from "kubernetes-models/discovery.k8s.io/v1";
 import { ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { matchesSelector } from "./selectors";
 import { KubeStatusError, cause, invalid } from "./status";
@@ -247,7 +248,7 @@ export const KINDS: KindInfo[] = [
     },
     prepare(o) {
       defaultPodSpec(o.spec);
-      o.status ??= { phase: "Pending", qosClass: "BestEffort" };
+      o.status ??= { phase: "Pending", qosClass: qosClass(o.spec) };
     },
     check(o) {
       const names = new Set<string>();
@@ -316,7 +317,30 @@ export const KINDS: KindInfo[] = [
       return rest(old.spec) === rest(next.spec) ? [] : [cause("spec", "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden", "FieldValueForbidden")];
     },
   },
+  {
+    group: "discovery.k8s.io", version: "v1", kind: "EndpointSlice", plural: "endpointslices", singular: "endpointslice", namespaced: true, model: EndpointSlice as unknown as Model,
+    status: false, scale: false, generation: false, nameRule: "subdomain",
+    check(o) {
+      const t = o.addressType;
+      return ["IPv4", "IPv6", "FQDN"].includes(t as string) ? [] : [cause("addressType", `Unsupported value: ${JSON.stringify(t)}: supported values: "FQDN", "IPv4", "IPv6"`, "FieldValueNotSupported")];
+    },
+    checkUpdate(old, next) {
+      return old.addressType === next.addressType ? [] : [cause("addressType", "Invalid value: field is immutable")];
+    },
+  },
 ];
+
+/** The QoS class (Pod QoS concepts page): BestEffort without requests or limits, Guaranteed when cpu and memory limits equal requests in every container. */
+function qosClass(spec: { containers?: { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } }[] } | undefined): string {
+  const containers = spec?.containers ?? [];
+  const any = containers.some((c) => Object.keys(c?.resources?.requests ?? {}).length || Object.keys(c?.resources?.limits ?? {}).length);
+  if (!any) return "BestEffort";
+  const guaranteed = containers.every((c) => ["cpu", "memory"].every((r) => {
+    const limit = c?.resources?.limits?.[r], request = c?.resources?.requests?.[r] ?? limit;
+    return limit !== undefined && request === limit;
+  }));
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
 
 function immutableData(old: KubeObject, next: KubeObject): StatusCause[] {
   if (old.immutable !== true) return [];
