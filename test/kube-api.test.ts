@@ -36,7 +36,7 @@ async function failure(p: Promise<unknown>): Promise<Error & { code?: number; re
   return err;
 }
 
-const sts = (name: string, replicas = 2) => ({
+const sts = (name: string, replicas = 2): kubernetes.StatefulSet => ({
   metadata: { name },
   spec: { replicas, serviceName: name, podManagementPolicy: "Parallel", selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: "main", image: "busybox:1.36" }] } } },
 });
@@ -225,4 +225,23 @@ test("the cluster CA is pinned: a server with another CA is refused; a server th
   const aborted = slow.get(R.namespaces, "shop", { signal: ac.signal, timeoutMs: 10_000 });
   ac.abort(new Error("cancelled by the caller"));
   t.is((await failure(aborted)).message, "cancelled by the caller");
+});
+
+test("typed objects: a StatefulSet's status and its pods' phase and IPs read as typed fields; /status writes; a watch ends when the server's timeoutSeconds does", async (t) => {
+  const { kube } = await start(t);
+  await kube.create(R.statefulSets, sts("web", 2));
+  const s = await eventually("2 ready", async () => { const x = await kube.get(R.statefulSets, "web"); return x.status?.readyReplicas === 2 ? x : undefined; });
+  t.is(s.status?.observedGeneration, 1);
+  const pods = await kube.list(R.pods, { labelSelector: "app=web" });
+  t.deepEqual(pods.items.map((p) => [p.metadata.name, p.status?.phase, p.status?.conditions?.find((c) => c.type === "Ready")?.status]), [["web-0", "Running", "True"], ["web-1", "Running", "True"]]);
+  t.true(pods.items.every((p) => /^127\.1\./.test(p.status?.podIP ?? "")));
+  const claim = await kube.create(R.persistentVolumeClaims, { metadata: { name: "c" }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } });
+  t.is(claim.status?.phase, "Pending");
+  const bound = await kube.replace(R.persistentVolumeClaims, { ...claim, status: { phase: "Bound" } }, { subresource: "status" });
+  t.is(bound.status?.phase, "Bound");
+  const started = Date.now();
+  const events: string[] = [];
+  for await (const e of kube.watch(R.pods, { resourceVersion: pods.resourceVersion, timeoutSeconds: 1 })) events.push(e.type);
+  t.true(Date.now() - started >= 900);
+  t.deepEqual(events, []);
 });

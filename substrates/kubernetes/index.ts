@@ -3,4 +3,7 @@ export type { CallOptions, DeleteOptions, KubeApiOptions, ListOptions, ObjectOpt
 export { KubeConnection, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
 export type { KubeCredential, KubeconfigOptions } from "./kubeconfig";
 export { KUBE_RESOURCES, apiVersionOf, resourceName } from "./resources";
-export type { KubeList, KubeObject, KubeResource, KubeScale, KubeStatus, ObjectMeta, WatchEvent, WatchEventType } from "./resources";
+export type {
+  Condition, ConfigMap, ContainerStatus, EndpointSlice, KubeList, KubeObject, KubeResource, KubeScale, KubeStatus, LabelSelector, Namespace, ObjectMeta,
+  PersistentVolumeClaim, Pod, Secret, Service, ServicePort, StatefulSet, WatchEvent, WatchEventType,
+} from "./resources";

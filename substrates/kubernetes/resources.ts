@@ -2,9 +2,12 @@
  * The Kubernetes resource types the substrate uses and the few object shapes the client itself
  * reads (metadata, Status, Scale, watch events). Each type says where it lives in the API
  * (`/api/v1/…` for the core group, `/apis/<group>/<version>/…` otherwise) and whether it is
- * namespaced; anything else in an object passes through untouched.
+ * namespaced, and carries the (partial) shape of its objects, so `get(KUBE_RESOURCES.pods, …)`
+ * answers a {@link Pod}; fields not written here pass through untouched.
  */
-export interface KubeResource {
+export interface KubeResource<T extends KubeObject = KubeObject> {
+  /** Never set: it carries the type of the resource's objects to the client's methods. */
+  readonly objectType?: T;
   /** "" for the core group. */
   readonly group: string;
   readonly version: string;
@@ -14,19 +17,19 @@ export interface KubeResource {
   readonly namespaced: boolean;
 }
 
-const core = (plural: string, kind: string, namespaced = true): KubeResource => ({ group: "", version: "v1", plural, kind, namespaced });
+const resource = <T extends KubeObject>(group: string, plural: string, kind: string, namespaced = true): KubeResource<T> => ({ group, version: "v1", plural, kind, namespaced });
 
 export const KUBE_RESOURCES = {
-  namespaces: core("namespaces", "Namespace", false),
-  services: core("services", "Service"),
-  secrets: core("secrets", "Secret"),
-  configMaps: core("configmaps", "ConfigMap"),
-  serviceAccounts: core("serviceaccounts", "ServiceAccount"),
-  pods: core("pods", "Pod"),
-  persistentVolumeClaims: core("persistentvolumeclaims", "PersistentVolumeClaim"),
-  statefulSets: { group: "apps", version: "v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true },
-  endpointSlices: { group: "discovery.k8s.io", version: "v1", plural: "endpointslices", kind: "EndpointSlice", namespaced: true },
-} as const satisfies Record<string, KubeResource>;
+  namespaces: resource<Namespace>("", "namespaces", "Namespace", false),
+  services: resource<Service>("", "services", "Service"),
+  secrets: resource<Secret>("", "secrets", "Secret"),
+  configMaps: resource<ConfigMap>("", "configmaps", "ConfigMap"),
+  serviceAccounts: resource<KubeObject>("", "serviceaccounts", "ServiceAccount"),
+  pods: resource<Pod>("", "pods", "Pod"),
+  persistentVolumeClaims: resource<PersistentVolumeClaim>("", "persistentvolumeclaims", "PersistentVolumeClaim"),
+  statefulSets: resource<StatefulSet>("apps", "statefulsets", "StatefulSet"),
+  endpointSlices: resource<EndpointSlice>("discovery.k8s.io", "endpointslices", "EndpointSlice"),
+} as const;
 
 export const apiVersionOf = (r: KubeResource): string => (r.group ? `${r.group}/${r.version}` : r.version);
 /** `statefulsets.apps`, `pods`: how messages name a resource type, as the API server does. */
@@ -80,4 +83,52 @@ export interface KubeList<T extends KubeObject = KubeObject> {
   items: T[];
   /** The list's resourceVersion: watch from it to see every later change. */
   resourceVersion: string;
+}
+
+// ---- the shapes of the objects the substrate reads (the fields it uses; the rest passes through) ----
+
+type Open = { [key: string]: unknown };
+export interface LabelSelector { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }
+export interface Condition { type: string; status: "True" | "False" | "Unknown"; reason?: string; message?: string; lastTransitionTime?: string }
+
+export interface Namespace extends KubeObject { status?: { phase?: "Active" | "Terminating" } & Open }
+export interface ConfigMap extends KubeObject { data?: Record<string, string>; binaryData?: Record<string, string>; immutable?: boolean }
+/** `data` values are base64; `stringData` is write-only (the server folds it into data). */
+export interface Secret extends KubeObject { type?: string; data?: Record<string, string>; stringData?: Record<string, string>; immutable?: boolean }
+export interface ServicePort { name?: string; port: number; targetPort?: number | string; protocol?: "TCP" | "UDP" | "SCTP"; nodePort?: number }
+export interface Service extends KubeObject {
+  spec?: { type?: string; selector?: Record<string, string>; ports?: ServicePort[]; clusterIP?: string; clusterIPs?: string[]; publishNotReadyAddresses?: boolean } & Open;
+  status?: Open;
+}
+export interface ContainerStatus { name: string; ready: boolean; started?: boolean; restartCount: number; image: string; state?: Open; lastState?: Open; containerID?: string }
+export interface Pod extends KubeObject {
+  spec?: { containers: ({ name: string; image?: string } & Open)[]; initContainers?: ({ name: string; image?: string } & Open)[]; nodeName?: string; hostname?: string; subdomain?: string } & Open;
+  status?: {
+    phase?: "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
+    podIP?: string; podIPs?: { ip: string }[]; hostIP?: string; startTime?: string;
+    conditions?: Condition[]; containerStatuses?: ContainerStatus[]; initContainerStatuses?: ContainerStatus[];
+  } & Open;
+}
+export interface PersistentVolumeClaim extends KubeObject {
+  spec?: { accessModes?: string[]; resources?: { requests?: Record<string, string> }; storageClassName?: string; volumeName?: string } & Open;
+  status?: { phase?: "Pending" | "Bound" | "Lost"; capacity?: Record<string, string> } & Open;
+}
+export interface StatefulSet extends KubeObject {
+  spec?: {
+    replicas?: number; serviceName?: string; selector: LabelSelector; podManagementPolicy?: "OrderedReady" | "Parallel";
+    template: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: Pod["spec"] };
+    volumeClaimTemplates?: PersistentVolumeClaim[];
+    updateStrategy?: { type?: "RollingUpdate" | "OnDelete"; rollingUpdate?: { partition?: number; maxUnavailable?: number | string } };
+    persistentVolumeClaimRetentionPolicy?: { whenDeleted?: "Retain" | "Delete"; whenScaled?: "Retain" | "Delete" };
+    ordinals?: { start?: number };
+  } & Open;
+  status?: {
+    observedGeneration?: number; replicas: number; readyReplicas?: number; availableReplicas?: number; currentReplicas?: number; updatedReplicas?: number;
+    currentRevision?: string; updateRevision?: string; collisionCount?: number; conditions?: Condition[];
+  };
+}
+export interface EndpointSlice extends KubeObject {
+  addressType: "IPv4" | "IPv6" | "FQDN";
+  endpoints: { addresses: string[]; conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean }; hostname?: string; nodeName?: string; targetRef?: { kind?: string; name?: string; namespace?: string; uid?: string } }[];
+  ports?: { name?: string; port?: number; protocol?: string }[];
 }

@@ -104,7 +104,9 @@ export class ApiState {
   list(k: KindInfo, ns?: string, filter: (o: KubeObject) => boolean = () => true): KubeObject[] {
     const out: KubeObject[] = [];
     for (const o of this.data.get(k)!.values()) if ((!ns || o.metadata.namespace === ns) && filter(o)) out.push(clone(o));
-    return out.sort((a, b) => keyOf(a.metadata.namespace, a.metadata.name!).localeCompare(keyOf(b.metadata.namespace, b.metadata.name!)));
+    // By key, byte order, as etcd lists.
+    const key = (o: KubeObject): string => keyOf(o.metadata.namespace, o.metadata.name!);
+    return out.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   }
 
   // ---- writes ----
