@@ -221,6 +221,14 @@ test("the cluster CA is pinned: a server with another CA is refused; a server th
   t.teardown(() => slow.close());
   const timeout = await failure(slow.get(R.namespaces, "shop"));
   t.regex(timeout.message, /^Kubernetes get namespaces shop at 127\.0\.0\.1:\d+: no answer in 300 ms$/);
+  // One that starts its answer and never finishes it: the deadline covers the body too.
+  const trickle = createServer({ cert: cert.certPem, key: cert.keyPem }, (_req, res) => { res.writeHead(200, { "content-type": "application/json" }); res.write("{"); });
+  await new Promise<void>((r) => trickle.listen(0, "127.0.0.1", r));
+  t.teardown(() => { trickle.closeAllConnections(); trickle.close(); });
+  cfg.clusters[0]!.cluster.server = `https://127.0.0.1:${(trickle.address() as AddressInfo).port}`;
+  const stalled = KubeApi.fromKubeconfig(YAML.stringify(cfg), { timeoutMs: 300 });
+  t.teardown(() => stalled.close());
+  t.regex((await failure(stalled.list(R.pods))).message, /^Kubernetes list pods in namespace default at 127\.0\.0\.1:\d+: no answer in 300 ms$/);
   const ac = new AbortController();
   const aborted = slow.get(R.namespaces, "shop", { signal: ac.signal, timeoutMs: 10_000 });
   ac.abort(new Error("cancelled by the caller"));

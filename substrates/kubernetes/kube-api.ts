@@ -303,13 +303,27 @@ export class KubeApi {
     const t: Target = { ...(c.name !== undefined ? { name: c.name } : {}), ...(c.subresource ? { subresource: c.subresource } : {}), namespace: r.namespaced ? (c.namespace ?? this.namespace) : undefined };
     const target = this.describe(r, t, c.objectName);
     const path = this.path(r, t, c.query);
-    const res = await this.send(verb, target, method, path, c.body, c.contentType, c.signal, c.timeoutMs ?? this.o.timeoutMs ?? 30_000, false);
-    const text = await this.read(res, verb, target);
+    // The deadline covers the whole exchange, the answer's body included.
+    const timeoutMs = c.timeoutMs ?? this.o.timeoutMs ?? 30_000;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    const signal = c.signal ? AbortSignal.any([c.signal, deadline.signal]) : deadline.signal;
+    let res: IncomingMessage, text: string;
+    try {
+      res = await this.send(verb, target, method, path, c.body, c.contentType, signal, undefined, false);
+      text = await this.read(res, verb, target);
+    } catch (err) {
+      if (c.signal?.aborted) throw c.signal.reason;
+      if (deadline.signal.aborted) throw new Error(`Kubernetes ${verb} ${target} at ${this.base.host}: no answer in ${timeoutMs} ms`);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
     try { return JSON.parse(text) as unknown; } catch { throw new KubeApiError(res.statusCode ?? 0, "BadResponse", verb, target, { kind: "Status", message: `not JSON: ${text.slice(0, 200)}` }); }
   }
 
   /** Sends one request; answers the response once it is a success (2xx), else throws its Status. */
-  private send(verb: string, target: string, method: string, path: string, body: unknown, contentType: string | undefined, signal: AbortSignal | undefined, timeoutMs: number, stream: boolean): Promise<IncomingMessage> {
+  private send(verb: string, target: string, method: string, path: string, body: unknown, contentType: string | undefined, signal: AbortSignal | undefined, timeoutMs: number | undefined, stream: boolean): Promise<IncomingMessage> {
     if (this.closed) return Promise.reject(new Error(`Kubernetes ${verb} ${target}: the client is closed`));
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
@@ -333,11 +347,11 @@ export class KubeApi {
           reject(code === 410 ? new KubeGoneError(verb, target, status) : new KubeApiError(code, status.reason ?? (res.statusMessage || "Error"), verb, target, status));
         }, reject);
       });
-      // Until the answer starts; a watch's stream then has its own idle limit.
-      const timer = setTimeout(() => { timedOut = true; req.destroy(); }, timeoutMs);
+      // Until the answer starts (a watch's stream then has its own idle limit); calls keep their own deadline.
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => { timedOut = true; req.destroy(); }, timeoutMs);
       req.on("error", (err) => {
         clearTimeout(timer);
-        if (signal?.aborted) reject(signal.reason);
+        if (signal?.aborted) reject(signal.reason ?? err);
         else reject(new Error(`Kubernetes ${verb} ${target} at ${this.base.host}: ${timedOut ? `no answer in ${timeoutMs} ms` : err.message}`));
       });
       if (stream) req.setNoDelay(true);
