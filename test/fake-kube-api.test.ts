@@ -531,3 +531,22 @@ test("EndpointSlices list a Service's selected pods with ready/serving/terminati
   await core.deleteNamespacedService({ namespace: "shop", name: "web" });
   await eventually("the slice gone with its Service", async () => (await slice()).length === 0);
 });
+
+test("the real client's informer (list, then watch from the list's resourceVersion) keeps a cache that follows the StatefulSet's pods, a recreated pod included", async (t) => {
+  const { k8s, kc, core, apps } = await start(t);
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  const informer = k8s.makeInformer(kc, "/api/v1/namespaces/shop/pods", () => core.listNamespacedPod({ namespace: "shop" }));
+  const events: string[] = [];
+  informer.on("add", (p) => events.push(`add ${p.metadata?.name}`));
+  informer.on("delete", (p) => events.push(`delete ${p.metadata?.name}`));
+  informer.on("error", (err) => events.push(`error ${String(err)}`));
+  await informer.start();
+  t.teardown(() => informer.stop());
+  await apps.createNamespacedStatefulSet({ namespace: "shop", body: sts("web") as never });
+  await eventually("3 running pods in the cache", () => informer.list().filter((p) => p.status?.phase === "Running").length === 3);
+  const old = informer.get("web-1", "shop")!;
+  await core.deleteNamespacedPod({ namespace: "shop", name: "web-1" });
+  await eventually("web-1 back in the cache", () => { const p = informer.get("web-1", "shop"); return p && p.metadata?.uid !== old.metadata?.uid && p.status?.phase === "Running"; });
+  t.deepEqual(events.filter((e) => !e.startsWith("add web-0") && !e.startsWith("add web-2")), ["add web-1", "delete web-1", "add web-1"]);
+  t.deepEqual(informer.list().map((p) => p.metadata?.name).sort(), ["web-0", "web-1", "web-2"]);
+});
