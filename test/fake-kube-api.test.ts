@@ -550,3 +550,26 @@ test("the real client's informer (list, then watch from the list's resourceVersi
   t.deepEqual(events.filter((e) => !e.startsWith("add web-0") && !e.startsWith("add web-2")), ["add web-1", "delete web-1", "add web-1"]);
   t.deepEqual(informer.list().map((p) => p.metadata?.name).sort(), ["web-0", "web-1", "web-2"]);
 });
+
+test("RBAC, Leases and PodDisruptionBudgets are stored and validated: a binding's roleRef cannot change, a budget cannot set both minAvailable and maxUnavailable", async (t) => {
+  const { k8s, kc, core } = await start(t);
+  const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
+  const policy = kc.makeApiClient(k8s.PolicyV1Api);
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  await rbac.createNamespacedRole({ namespace: "shop", body: { metadata: { name: "steward:controller" }, rules: [{ apiGroups: ["apps"], resources: ["statefulsets", "statefulsets/scale"], verbs: ["get", "list", "watch", "patch"] }] } });
+  await rbac.createClusterRole({ body: { metadata: { name: "steward-namespaces" }, rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["create"] }] } });
+  t.deepEqual((await rbac.listClusterRole()).items.map((r) => r.metadata?.name), ["steward-namespaces"]);
+  const binding = await rbac.createNamespacedRoleBinding({ namespace: "shop", body: { metadata: { name: "b" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "steward:controller" }, subjects: [{ kind: "ServiceAccount", name: "controller", namespace: "shop" }] } });
+  const moved = await statusOf(rbac.replaceNamespacedRoleBinding({ namespace: "shop", name: "b", body: { ...binding, roleRef: { ...binding.roleRef, name: "other" } } }));
+  t.is(moved.code, 422);
+  t.is(moved.details?.causes?.[0]?.field, "roleRef");
+  t.is((await statusOf(rbac.createNamespacedRole({ namespace: "shop", body: { metadata: { name: "a/b" } } }))).code, 422);
+  const lease = await coordination.createNamespacedLease({ namespace: "shop", body: { metadata: { name: "leader" }, spec: { holderIdentity: "ctrl-0", leaseDurationSeconds: 15 } } });
+  await coordination.replaceNamespacedLease({ namespace: "shop", name: "leader", body: { ...lease, spec: { ...lease.spec, holderIdentity: "ctrl-1" } } });
+  t.like(await statusOf(coordination.replaceNamespacedLease({ namespace: "shop", name: "leader", body: { ...lease, spec: { ...lease.spec, holderIdentity: "ctrl-2" } } })), { code: 409, reason: "Conflict" });
+  await policy.createNamespacedPodDisruptionBudget({ namespace: "shop", body: { metadata: { name: "quorum" }, spec: { minAvailable: 2 as never, selector: { matchLabels: { app: "ctrl" } } } } });
+  const both = await statusOf(policy.createNamespacedPodDisruptionBudget({ namespace: "shop", body: { metadata: { name: "bad" }, spec: { minAvailable: 2 as never, maxUnavailable: 1 as never, selector: { matchLabels: { app: "ctrl" } } } } }));
+  t.is(both.code, 422);
+  t.regex(both.message!, /minAvailable and maxUnavailable cannot be both set/);
+});

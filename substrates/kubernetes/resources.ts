@@ -18,6 +18,7 @@ export interface KubeResource<T extends KubeObject = KubeObject> {
 }
 
 const resource = <T extends KubeObject>(group: string, plural: string, kind: string, namespaced = true): KubeResource<T> => ({ group, version: "v1", plural, kind, namespaced });
+const RBAC = "rbac.authorization.k8s.io";
 
 export const KUBE_RESOURCES = {
   namespaces: resource<Namespace>("", "namespaces", "Namespace", false),
@@ -29,6 +30,12 @@ export const KUBE_RESOURCES = {
   persistentVolumeClaims: resource<PersistentVolumeClaim>("", "persistentvolumeclaims", "PersistentVolumeClaim"),
   statefulSets: resource<StatefulSet>("apps", "statefulsets", "StatefulSet"),
   endpointSlices: resource<EndpointSlice>("discovery.k8s.io", "endpointslices", "EndpointSlice"),
+  leases: resource<KubeObject>("coordination.k8s.io", "leases", "Lease"),
+  roles: resource<KubeObject>(RBAC, "roles", "Role"),
+  roleBindings: resource<KubeObject>(RBAC, "rolebindings", "RoleBinding"),
+  clusterRoles: resource<KubeObject>(RBAC, "clusterroles", "ClusterRole", false),
+  clusterRoleBindings: resource<KubeObject>(RBAC, "clusterrolebindings", "ClusterRoleBinding", false),
+  podDisruptionBudgets: resource<KubeObject>("policy", "poddisruptionbudgets", "PodDisruptionBudget"),
 } as const;
 
 export const apiVersionOf = (r: KubeResource): string => (r.group ? `${r.group}/${r.version}` : r.version);

@@ -8,7 +8,10 @@
  * What it serves, following the Kubernetes API concepts page (kubernetes.io/docs/reference/using-api/api-concepts):
  * - core/v1 namespaces, services, secrets, configmaps, serviceaccounts, pods (+ `/status`),
  *   persistentvolumeclaims (+ `/status`); apps/v1 statefulsets (+ `/status`, `/scale` as an
- *   autoscaling/v1 Scale); discovery.k8s.io/v1 endpointslices; discovery at /api, /apis, /api/v1,
+ *   autoscaling/v1 Scale); discovery.k8s.io/v1 endpointslices; coordination.k8s.io/v1 leases;
+ *   rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings (stored and
+ *   validated, not enforced); policy/v1 poddisruptionbudgets (stored and validated; their status is
+ *   not computed and the eviction API is not served); discovery at /api, /apis, /api/v1,
  *   /apis/<group>/<version>; /version, /healthz.
  * - Verbs: get, list (`labelSelector`, `fieldSelector`, `limit`/`continue` with `remainingItemCount`,
  *   the list's `metadata.resourceVersion`), create (201), update (PUT), patch (merge patch, JSON

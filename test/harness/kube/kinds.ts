@@ -15,7 +15,10 @@
  */
 import { StatefulSet } from "kubernetes-models/apps/v1";
 import { Scale } from "kubernetes-models/autoscaling/v1";
+import { Lease } from "kubernetes-models/coordination.k8s.io/v1";
 import { EndpointSlice } from "kubernetes-models/discovery.k8s.io/v1";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { matchesSelector } from "./selectors";
 import { KubeStatusError, cause, invalid } from "./status";
@@ -36,7 +39,7 @@ export type KubeObject = {
 };
 
 type Model = new (data: never) => { validate(): void };
-type NameRule = "subdomain" | "label" | "dns1035";
+type NameRule = "subdomain" | "label" | "dns1035" | "path";
 
 export interface KindInfo {
   group: string; version: string; kind: string; plural: string; singular: string; namespaced: boolean;
@@ -75,6 +78,10 @@ export function nameProblem(name: string, rule: NameRule): string | undefined {
   } else if (rule === "label") {
     if (name.length > 63) return "must be no more than 63 characters";
     if (!LABEL.test(name)) return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+  } else if (rule === "path") {
+    // RBAC objects: any path segment (ValidatePathSegmentName).
+    if (name === "." || name === "..") return `may not be '${name}'`;
+    if (/[/%]/.test(name)) return `may not contain '${name.includes("/") ? "/" : "%"}'`;
   } else {
     if (name.length > 63) return "must be no more than 63 characters";
     if (!DNS1035.test(name)) return "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
@@ -328,7 +335,34 @@ export const KINDS: KindInfo[] = [
       return old.addressType === next.addressType ? [] : [cause("addressType", "Invalid value: field is immutable")];
     },
   },
+  {
+    group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", singular: "lease", namespaced: true, model: Lease as unknown as Model,
+    status: false, scale: false, generation: false, nameRule: "subdomain",
+  },
+  rbac("Role", "roles", true),
+  rbac("RoleBinding", "rolebindings", true),
+  rbac("ClusterRole", "clusterroles", false),
+  rbac("ClusterRoleBinding", "clusterrolebindings", false),
+  {
+    group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", singular: "poddisruptionbudget", namespaced: true, model: PodDisruptionBudget as unknown as Model,
+    status: true, scale: false, generation: true, nameRule: "subdomain",
+    prepare(o) { o.status ??= { currentHealthy: 0, desiredHealthy: 0, disruptionsAllowed: 0, expectedPods: 0 }; },
+    check(o) {
+      return o.spec?.minAvailable !== undefined && o.spec?.maxUnavailable !== undefined
+        ? [cause("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set")] : [];
+    },
+  },
 ];
+
+/** RBAC kinds: names are path segments; a binding's roleRef never changes (delete and recreate it). */
+function rbac(kind: string, plural: string, namespaced: boolean): KindInfo {
+  const models: Record<string, unknown> = { Role, RoleBinding, ClusterRole, ClusterRoleBinding };
+  return {
+    group: "rbac.authorization.k8s.io", version: "v1", kind, plural, singular: plural.replace(/s$/, ""), namespaced, model: models[kind] as Model,
+    status: false, scale: false, generation: false, nameRule: "path",
+    ...(kind.endsWith("Binding") ? { checkUpdate: (old: KubeObject, next: KubeObject) => (stable(old.roleRef) === stable(next.roleRef) ? [] : [cause("roleRef", `Invalid value: ${stable(next.roleRef)}: cannot change roleRef`)]) } : {}),
+  };
+}
 
 /** The QoS class (Pod QoS concepts page): BestEffort without requests or limits, Guaranteed when cpu and memory limits equal requests in every container. */
 function qosClass(spec: { containers?: { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } }[] } | undefined): string {
