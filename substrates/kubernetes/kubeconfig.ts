@@ -18,28 +18,46 @@ export interface KubeCredential {
   clientKey?: string;
 }
 
+export interface KubeConnectionOptions {
+  /** `https://host:port`, perhaps with a path prefix. */
+  server: string;
+  /** The cluster CA (PEM), trusted instead of the system's; undefined: the system's roots. */
+  caCert?: string;
+  credential: KubeCredential;
+  /** @default "default" */
+  namespace?: string;
+  /** The kubeconfig context it came from, for messages. */
+  context?: string;
+  /** `insecure-skip-tls-verify`: for a throwaway test cluster only. @default false */
+  insecure?: boolean;
+  /** The TLS name to verify, when it differs from the server's host (`tls-server-name`). */
+  tlsServerName?: string;
+}
+
 /** One cluster and identity from a kubeconfig; its credential is hidden from logs. */
 export class KubeConnection {
   readonly #credential: KubeCredential;
-  constructor(
-    /** `https://host:port`, perhaps with a path prefix. */
-    readonly server: string,
-    /** The cluster CA (PEM), trusted instead of the system's; undefined: the system's roots. */
-    readonly caCert: string | undefined,
-    credential: KubeCredential,
-    /** The context's namespace, or "default". */
-    readonly namespace = "default",
-    readonly context = "",
-    /** `insecure-skip-tls-verify`: for a throwaway test cluster only. */
-    readonly insecure = false,
-    /** The TLS name to verify, when it differs from the server's host (`tls-server-name`). */
-    readonly tlsServerName?: string,
-  ) {
-    this.#credential = { ...credential };
-    if (!credential.token && !(credential.clientCert && credential.clientKey)) throw new Error(`kubeconfig${context ? ` context "${context}"` : ""}: the user has neither a token nor a client certificate and key`);
+  readonly server: string;
+  readonly caCert: string | undefined;
+  readonly namespace: string;
+  readonly context: string;
+  readonly insecure: boolean;
+  readonly tlsServerName: string | undefined;
+
+  constructor(o: KubeConnectionOptions) {
+    const where = `kubeconfig${o.context ? ` context "${o.context}"` : ""}`;
+    const c = o.credential;
+    if (!c.token && !(c.clientCert && c.clientKey)) throw new Error(`${where}: the user has neither a token nor a client certificate and key`);
     let u: URL;
-    try { u = new URL(server); } catch { throw new Error(`kubeconfig${context ? ` context "${context}"` : ""}: the cluster's server ${JSON.stringify(server)} is not a URL (e.g. https://10.0.0.1:6443)`); }
-    if (u.protocol !== "https:") throw new Error(`kubeconfig${context ? ` context "${context}"` : ""}: the cluster's server ${server} must be https://`);
+    try { u = new URL(o.server); } catch { throw new Error(`${where}: the cluster's server ${JSON.stringify(o.server)} is not a URL (e.g. https://10.0.0.1:6443)`); }
+    if (u.protocol !== "https:") throw new Error(`${where}: the cluster's server ${o.server} must be https://`);
+    this.#credential = { ...c };
+    this.server = o.server.replace(/\/+$/, "");
+    this.caCert = o.caCert;
+    this.namespace = o.namespace || "default";
+    this.context = o.context ?? "";
+    this.insecure = o.insecure ?? false;
+    this.tlsServerName = o.tlsServerName;
   }
 
   /** The credential, for the client only. */
@@ -117,5 +135,8 @@ export function parseKubeconfig(text: string, o: KubeconfigOptions = {}): KubeCo
   if (insecure && caCert) throw new Error(`${where}: cluster "${context.cluster}" has both a CA and insecure-skip-tls-verify: keep the CA`);
   const namespace = typeof context.namespace === "string" && context.namespace ? context.namespace : "default";
   const tlsServerName = typeof cluster["tls-server-name"] === "string" ? cluster["tls-server-name"] : undefined;
-  return new KubeConnection(cluster.server.replace(/\/+$/, ""), caCert, { ...(token ? { token } : {}), ...(clientCert ? { clientCert, clientKey } : {}) }, namespace, contextName, insecure, tlsServerName);
+  return new KubeConnection({
+    server: cluster.server, caCert, namespace, context: contextName, insecure, tlsServerName,
+    credential: { ...(token ? { token } : {}), ...(clientCert ? { clientCert, clientKey } : {}) },
+  });
 }

@@ -296,6 +296,7 @@ export class FakeKubeApi {
       throw badRequest("the fake serves resourceVersionMatch=Exact only for the current resourceVersion");
     }
     let items: KubeObject[], rv: string;
+    for (const [id, c] of this.continues) if (Date.now() - c.at > CONTINUE_TTL_MS) this.continues.delete(id);
     const token = q.get("continue");
     if (token) {
       const c = this.continues.get(token);
@@ -328,7 +329,8 @@ export class FakeKubeApi {
     res.writeHead(200, { "content-type": "application/json", "cache-control": "no-cache, private", "transfer-encoding": "chunked" });
     res.flushHeaders(); // the client's watch starts when the headers come, events or not
     entry.status = 200;
-    const send = (type: string, object: unknown): void => { res.write(JSON.stringify({ type, object }) + "\n"); };
+    // Nothing after the stream has ended (a bookmark timer can fire between end() and 'finish').
+    const send = (type: string, object: unknown): void => { if (!res.writableEnded && !res.destroyed) res.write(JSON.stringify({ type, object }) + "\n"); };
     const toEvent = (e: StoreEvent): void => {
       if (e.kind !== k) return;
       const now = matches(e.object), before = e.type === "MODIFIED" && matches(e.previous);

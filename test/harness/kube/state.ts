@@ -285,6 +285,7 @@ export class ApiState {
       if (old.metadata.deletionTimestamp && (m.finalizers ?? []).some((f) => !oldFin.includes(f))) causes.push(cause("metadata.finalizers", "Forbidden: no new finalizers can be added if the object is being deleted", "FieldValueForbidden"));
     }
     if (causes.length) throw invalid(k, m.name ?? "", causes);
+    if (!k.generation) delete m.generation;
     if (old) {
       m.uid = old.metadata.uid;
       m.creationTimestamp = old.metadata.creationTimestamp;
