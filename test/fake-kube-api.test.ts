@@ -573,3 +573,47 @@ test("RBAC, Leases and PodDisruptionBudgets are stored and validated: a binding'
   t.is(both.code, 422);
   t.regex(both.message!, /minAvailable and maxUnavailable cannot be both set/);
 });
+
+test("the real informer recovers from 410: while other kinds' changes push its resourceVersion out of the history, its next watch is Expired, it lists again and goes on", async (t) => {
+  const { api, k8s, kc, core } = await start(t, { historySize: 5, watchTimeoutSeconds: 1 });
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  await core.createNamespacedConfigMap({ namespace: "shop", body: { metadata: { name: "first" } } });
+  const informer = k8s.makeInformer(kc, "/api/v1/namespaces/shop/configmaps", () => core.listNamespacedConfigMap({ namespace: "shop" }));
+  await informer.start();
+  t.teardown(() => informer.stop());
+  const lists = () => api.requests.filter((r) => r.method === "GET" && r.path === "/api/v1/namespaces/shop/configmaps" && !r.query.includes("watch")).length;
+  t.is(lists(), 1);
+  for (let i = 0; i < 10; i++) await core.createNamespacedSecret({ namespace: "shop", body: { metadata: { name: `s${i}` } } });
+  await eventually("a second list after the 410", () => lists() >= 2, 10_000);
+  t.true(api.requests.some((r) => r.path === "/api/v1/namespaces/shop/configmaps" && r.watchError === 410));
+  await core.createNamespacedConfigMap({ namespace: "shop", body: { metadata: { name: "second" } } });
+  await eventually("the informer to see the new object", () => informer.get("second", "shop"), 10_000);
+  t.deepEqual(informer.list().map((c) => c.metadata?.name).sort(), ["first", "second"]);
+});
+
+test("OrderedReady scale-down: one pod at a time from the highest ordinal, the next only once the previous is completely gone", async (t) => {
+  /** A kubelet whose pods stop only when the test says. */
+  class HoldingKubelet extends SimpleKubelet {
+    readonly held: { pod: KubeObject; force: boolean }[] = [];
+    override killPod(pod: KubeObject, force: boolean): void { this.held.push({ pod, force }); }
+    release(name: string): void {
+      const i = this.held.findIndex((h) => h.pod.metadata.name === name);
+      const [h] = this.held.splice(i, 1);
+      super.killPod(h!.pod, h!.force);
+    }
+  }
+  const kubelet = new HoldingKubelet();
+  const { k8s, core, apps } = await start(t, { kubelet });
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  await apps.createNamespacedStatefulSet({ namespace: "shop", body: sts("web", { policy: "OrderedReady" }) as never });
+  await eventually("3 ready", async () => (await apps.readNamespacedStatefulSet({ namespace: "shop", name: "web" })).status?.readyReplicas === 3);
+  await apps.patchNamespacedStatefulSetScale({ namespace: "shop", name: "web", body: { spec: { replicas: 1 } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+  await eventually("web-2 asked to stop", () => kubelet.held.some((h) => h.pod.metadata.name === "web-2"));
+  await new Promise((r) => setTimeout(r, 200));
+  t.deepEqual(kubelet.held.map((h) => h.pod.metadata.name), ["web-2"]);
+  t.falsy((await core.readNamespacedPod({ namespace: "shop", name: "web-1" })).metadata?.deletionTimestamp);
+  kubelet.release("web-2");
+  await eventually("web-1 asked to stop", () => kubelet.held.some((h) => h.pod.metadata.name === "web-1"));
+  kubelet.release("web-1");
+  await eventually("1 pod", async () => (await core.listNamespacedPod({ namespace: "shop" })).items.map((p) => p.metadata?.name).join() === "web-0");
+});

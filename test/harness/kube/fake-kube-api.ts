@@ -61,6 +61,11 @@ export interface FakeKubeApiOptions {
   historySize?: number;
   /** How often a watch that allows bookmarks gets one. @default 60000 (about what the real server does) */
   bookmarkIntervalMs?: number;
+  /**
+   * How long a watch without `timeoutSeconds` lasts. @default a random 1800–3600 s, as the real
+   * server spreads watches over its minimum request timeout and twice that
+   */
+  watchTimeoutSeconds?: number;
   /** Run the StatefulSet controller. @default true */
   statefulSetController?: boolean;
   /** Run the EndpointSlice controller. @default true */
@@ -69,7 +74,11 @@ export interface FakeKubeApiOptions {
   listen?: string;
 }
 
-export interface FakeKubeRequest { method: string; path: string; query: string; user: string; status: number; contentType?: string }
+export interface FakeKubeRequest {
+  method: string; path: string; query: string; user: string; status: number; contentType?: string;
+  /** The code of the Status a watch ended with in an ERROR event (410 when too old). */
+  watchError?: number;
+}
 
 const MAX_BODY = 3 * 1024 * 1024;
 const CONTINUE_TTL_MS = 5 * 60_000;
@@ -325,7 +334,7 @@ export class FakeKubeApi {
     const matches = (o: KubeObject | undefined): boolean => !!o && (!t.namespace || o.metadata.namespace === t.namespace) && label(o.metadata.labels) && field(o as Record<string, unknown>);
     const from = q.get("resourceVersion") ?? "";
     if (from !== "" && !/^\d+$/.test(from)) throw badRequest(`resourceVersion: Invalid value: ${JSON.stringify(from)}: must be a resourceVersion this server issued`);
-    const timeoutSeconds = q.get("timeoutSeconds") ? Number(q.get("timeoutSeconds")) : 1800 + Math.random() * 1800;
+    const timeoutSeconds = q.get("timeoutSeconds") ? Number(q.get("timeoutSeconds")) : this.o.watchTimeoutSeconds ?? 1800 + Math.random() * 1800;
     res.writeHead(200, { "content-type": "application/json", "cache-control": "no-cache, private", "transfer-encoding": "chunked" });
     res.flushHeaders(); // the client's watch starts when the headers come, events or not
     entry.status = 200;
@@ -343,6 +352,7 @@ export class FakeKubeApi {
       backlog = from === "" || from === "0" ? [] : this.state.eventsAfter(Number(from));
     } catch (err) {
       if (!(err instanceof KubeStatusError)) throw err;
+      entry.watchError = err.code;
       send("ERROR", err.toStatus());
       res.end();
       return;
