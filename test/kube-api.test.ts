@@ -98,7 +98,7 @@ test("create, get, find, replace: 409 AlreadyExists and Conflict as typed errors
   // Another namespace than the context's, and the object's own namespace must agree with it.
   await kube.create(R.namespaces, { metadata: { name: "other" } });
   t.is((await kube.create(R.secrets, { metadata: { name: "s", namespace: "other" }, stringData: { k: "v" } })).metadata.namespace, "other");
-  await t.throwsAsync(async () => kube.create(R.secrets, { metadata: { name: "s", namespace: "other" } }, { namespace: "shop" }), { message: /in namespace other, not shop/ });
+  await t.throwsAsync(kube.create(R.secrets, { metadata: { name: "s", namespace: "other" } }, { namespace: "shop" }), { message: /in namespace other, not shop/ });
 });
 
 test("list follows continue pages and answers the list's resourceVersion; label selectors; all namespaces", async (t) => {
@@ -120,7 +120,7 @@ test("patch (merge and JSON), server-side apply, delete with preconditions and p
   await kube.create(R.configMaps, { metadata: { name: "cfg" }, data: { a: "1", b: "2" } });
   t.deepEqual((await kube.patch<Obj>(R.configMaps, "cfg", { data: { b: null, c: "3" } })).data, { a: "1", c: "3" });
   t.is((await kube.patch<Obj>(R.configMaps, "cfg", [{ op: "replace", path: "/data/a", value: "9" }], { type: "json" })).data?.a, "9");
-  t.throws(() => kube.patch(R.configMaps, "cfg", { op: "x" }, { type: "json" }), { message: /a json patch must be an array of operations/ });
+  await t.throwsAsync(kube.patch(R.configMaps, "cfg", { op: "x" }, { type: "json" }), { message: /a json patch must be an array of operations/ });
   const applied = await kube.apply<Obj>(R.configMaps, { metadata: { name: "applied" }, data: { x: "1" } }, { fieldManager: "steward" });
   t.is(applied.data?.x, "1");
   t.is((await kube.apply<Obj>(R.configMaps, { metadata: { name: "applied" }, data: { y: "2" } }, { fieldManager: "steward" })).metadata.uid, applied.metadata.uid);
@@ -185,7 +185,7 @@ test("scale through /scale: replicas change the StatefulSet; with a stale resour
   const current = await kube.get(R.statefulSets, "db");
   await kube.scale(R.statefulSets, "db", 1, { resourceVersion: current.metadata.resourceVersion! });
   await eventually("1 pod", async () => (await kube.list(R.pods)).items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name).join() === "db-0");
-  t.throws(() => kube.scale(R.statefulSets, "db", -1), { message: /replicas must be a whole number >= 0, not -1/ });
+  await t.throwsAsync(kube.scale(R.statefulSets, "db", -1), { message: /replicas must be a whole number >= 0, not -1/ });
 });
 
 test("authentication: a client certificate works; a wrong token is 401 and its text appears nowhere", async (t) => {
@@ -252,4 +252,28 @@ test("typed objects: a StatefulSet's status and its pods' phase and IPs read as 
   for await (const e of kube.watch(R.pods, { resourceVersion: pods.resourceVersion, timeoutSeconds: 1 })) events.push(e.type);
   t.true(Date.now() - started >= 900);
   t.deepEqual(events, []);
+});
+
+test("answers that are not successes: a 410 HTTP answer is a KubeGoneError too, a non-Status body is quoted, a non-JSON success is an error", async (t) => {
+  const ca = await createCertificateAuthority("answers");
+  const cert = await issueServerCertificate(ca, ["127.0.0.1"]);
+  const answers: [number, string][] = [
+    [410, JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason: "Expired", code: 410, message: "The provided continue parameter is too old" })],
+    [502, "<html>bad gateway</html>"],
+    [200, "not json"],
+  ];
+  const server = createServer({ cert: cert.certPem, key: cert.keyPem }, (_req, res) => { const [code, body] = answers.shift()!; res.writeHead(code); res.end(body); });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.teardown(() => { server.closeAllConnections(); server.close(); });
+  const kube = new KubeApi(new kubernetes.KubeConnection({ server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, caCert: ca.certPem, credential: { token: "t" }, namespace: "shop" }));
+  t.teardown(() => kube.close());
+  const gone = await failure(kube.list(R.pods));
+  t.true(isGone(gone));
+  t.is(gone.message, "Kubernetes list pods in namespace shop: 410 Expired: The provided continue parameter is too old");
+  const gateway = await failure(kube.get(R.pods, "p"));
+  t.is(gateway.code, 502);
+  t.is(gateway.message, "Kubernetes get pods shop/p: 502 Bad Gateway: <html>bad gateway</html>");
+  t.regex((await failure(kube.get(R.pods, "p"))).message, /^Kubernetes get pods shop\/p: 200 BadResponse: not JSON: not json$/);
+  await t.throwsAsync(kube.get(R.pods, "a/b"), { message: 'Kubernetes pods: "a/b" is not a valid name' });
+  await t.throwsAsync(kube.create(R.pods, { metadata: { name: "p" }, kind: "Service" }), { message: "Kubernetes pods: the object is a Service, not a Pod" });
 });

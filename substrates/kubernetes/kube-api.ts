@@ -124,7 +124,7 @@ export class KubeApi {
   /** The kubeconfig context's namespace. */
   get namespace(): string { return this.connection.namespace; }
 
-  get<T extends KubeObject>(r: KubeResource<T>, name: string, o: ObjectOptions = {}): Promise<T> {
+  async get<T extends KubeObject>(r: KubeResource<T>, name: string, o: ObjectOptions = {}): Promise<T> {
     return this.call("get", r, "GET", { ...o, name }) as Promise<T>;
   }
 
@@ -149,24 +149,24 @@ export class KubeApi {
     }
   }
 
-  create<T extends KubeObject>(r: KubeResource<T>, obj: T, o: WriteOptions = {}): Promise<Stored<T>> {
+  async create<T extends KubeObject>(r: KubeResource<T>, obj: T, o: WriteOptions = {}): Promise<Stored<T>> {
     return this.call("create", r, "POST", { ...o, namespace: this.namespaceFor(r, obj, o), body: this.typed(r, obj), query: writeQuery(o), objectName: obj?.metadata?.name ?? `${obj?.metadata?.generateName ?? ""}*` }) as Promise<Stored<T>>;
   }
 
   /** PUT: the whole object; with `metadata.resourceVersion` set, a stale one is a 409 Conflict ({@link isConflict}). */
-  replace<T extends KubeObject>(r: KubeResource<T>, obj: T, o: WriteOptions & { subresource?: "status" } = {}): Promise<Stored<T>> {
+  async replace<T extends KubeObject>(r: KubeResource<T>, obj: T, o: WriteOptions & { subresource?: "status" } = {}): Promise<Stored<T>> {
     return this.call("replace", r, "PUT", { ...o, name: nameOf(obj), namespace: this.namespaceFor(r, obj, o), body: this.typed(r, obj), query: writeQuery(o) }) as Promise<Stored<T>>;
   }
 
   /** A JSON merge patch (RFC 7386: null removes) or a JSON patch (RFC 6902 operations). */
-  patch<T extends KubeObject>(r: KubeResource<T>, name: string, patch: unknown, o: WriteOptions & { type?: "merge" | "json"; subresource?: "status" } = {}): Promise<T> {
+  async patch<T extends KubeObject>(r: KubeResource<T>, name: string, patch: unknown, o: WriteOptions & { type?: "merge" | "json"; subresource?: "status" } = {}): Promise<T> {
     const type = o.type ?? "merge";
     if (type === "json" ? !Array.isArray(patch) : typeof patch !== "object" || patch === null || Array.isArray(patch)) throw new Error(`Kubernetes patch ${resourceName(r)} ${name}: a ${type} patch must be ${type === "json" ? "an array of operations" : "an object"}`);
     return this.call("patch", r, "PATCH", { ...o, name, body: patch, contentType: PATCH_TYPES[type], query: writeQuery(o) }) as Promise<T>;
   }
 
   /** Server-side apply: creates the object or sets the fields it gives, owned by `fieldManager`. */
-  apply<T extends KubeObject>(r: KubeResource<T>, obj: T, o: WriteOptions & { fieldManager: string; force?: boolean }): Promise<Stored<T>> {
+  async apply<T extends KubeObject>(r: KubeResource<T>, obj: T, o: WriteOptions & { fieldManager: string; force?: boolean }): Promise<Stored<T>> {
     if (!o.fieldManager) throw new Error(`Kubernetes apply ${resourceName(r)} ${nameOf(obj)}: a fieldManager is required`);
     return this.call("apply", r, "PATCH", {
       ...o, name: nameOf(obj), namespace: this.namespaceFor(r, obj, o), body: this.typed(r, obj), contentType: "application/apply-patch+yaml",
@@ -175,7 +175,7 @@ export class KubeApi {
   }
 
   /** Deletes (or starts deleting: finalizers, graceful pods) the object; answers what the server returns. */
-  delete<T extends KubeObject>(r: KubeResource<T>, name: string, o: DeleteOptions = {}): Promise<T | KubeStatus> {
+  async delete<T extends KubeObject>(r: KubeResource<T>, name: string, o: DeleteOptions = {}): Promise<T | KubeStatus> {
     const body = {
       apiVersion: "v1", kind: "DeleteOptions",
       ...(o.propagationPolicy ? { propagationPolicy: o.propagationPolicy } : {}),
@@ -186,12 +186,12 @@ export class KubeApi {
     return this.call("delete", r, "DELETE", { ...o, name, body }) as Promise<T | KubeStatus>;
   }
 
-  getScale<T extends KubeObject>(r: KubeResource<T>, name: string, o: ObjectOptions = {}): Promise<KubeScale> {
+  async getScale<T extends KubeObject>(r: KubeResource<T>, name: string, o: ObjectOptions = {}): Promise<KubeScale> {
     return this.call("get", r, "GET", { ...o, name, subresource: "scale" }) as Promise<KubeScale>;
   }
 
   /** Sets `spec.replicas` through `/scale`; with `resourceVersion`, only if the object is still at it (else 409 Conflict). */
-  scale<T extends KubeObject>(r: KubeResource<T>, name: string, replicas: number, o: ObjectOptions & { resourceVersion?: string } = {}): Promise<KubeScale> {
+  async scale<T extends KubeObject>(r: KubeResource<T>, name: string, replicas: number, o: ObjectOptions & { resourceVersion?: string } = {}): Promise<KubeScale> {
     if (!Number.isInteger(replicas) || replicas < 0) throw new Error(`Kubernetes scale ${resourceName(r)} ${name}: replicas must be a whole number >= 0, not ${replicas}`);
     if (o.resourceVersion) {
       const namespace = r.namespaced ? o.namespace ?? this.namespace : undefined;
