@@ -277,3 +277,33 @@ test("answers that are not successes: a 410 HTTP answer is a KubeGoneError too, 
   await t.throwsAsync(kube.get(R.pods, "a/b"), { message: 'Kubernetes pods: "a/b" is not a valid name' });
   await t.throwsAsync(kube.create(R.pods, { metadata: { name: "p" }, kind: "Service" }), { message: "Kubernetes pods: the object is a Service, not a Pod" });
 });
+
+test("observe: a list, then the changes; when the stream ends it watches again from the last version, and after a 410 it lists again", async (t) => {
+  const { api, kube } = await start(t, { historySize: 5, watchTimeoutSeconds: 1 });
+  await kube.create(R.configMaps, { metadata: { name: "first" } });
+  const ac = new AbortController();
+  const seen: string[] = [];
+  const run = (async () => {
+    for await (const e of kubernetes.observe(kube, R.configMaps, { signal: ac.signal, watchTimeoutSeconds: 1, retryMs: 50 })) {
+      seen.push(e.type === "LIST" ? `LIST ${e.items.map((i) => i.metadata.name).join(",")}` : `${e.type} ${e.object.metadata.name}`);
+    }
+  })();
+  await eventually("the first list", () => seen.length === 1);
+  t.is(seen[0], "LIST first");
+  await kube.create(R.configMaps, { metadata: { name: "a" } });
+  await eventually("ADDED a", () => seen.includes("ADDED a"));
+  const watches = () => api.requests.filter((r) => r.path === "/api/v1/namespaces/shop/configmaps" && r.query.includes("watch=true"));
+  await eventually("a second watch after the first stream ended", () => watches().length >= 2, 10_000);
+  t.true(watches().every((w) => w.watchError === undefined));
+  t.deepEqual(seen, ["LIST first", "ADDED a"]);
+  // Other kinds' changes push the last version seen out of the history while no configmap changes.
+  for (let i = 0; i < 10; i++) await kube.create(R.secrets, { metadata: { name: `s${i}` } });
+  await eventually("a second list", () => seen.filter((s) => s.startsWith("LIST")).length >= 2, 10_000);
+  t.is(seen.filter((s) => s.startsWith("LIST"))[1], "LIST a,first");
+  t.true(api.requests.some((r) => r.path === "/api/v1/namespaces/shop/configmaps" && r.watchError === 410));
+  await kube.delete(R.configMaps, "a");
+  await eventually("DELETED a", () => seen.includes("DELETED a"), 10_000);
+  ac.abort();
+  await run;
+  t.is(seen.filter((s) => s === "ADDED a").length, 1);
+});

@@ -7,3 +7,5 @@ export type {
   Condition, ConfigMap, ContainerStatus, EndpointSlice, KubeList, KubeObject, KubeResource, KubeScale, KubeStatus, LabelSelector, Namespace, ObjectMeta,
   PersistentVolumeClaim, Pod, Secret, Service, ServicePort, StatefulSet, WatchEvent, WatchEventType,
 } from "./resources";
+export { observe } from "./observe";
+export type { ObserveOptions, Observed } from "./observe";
