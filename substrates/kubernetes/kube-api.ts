@@ -13,8 +13,8 @@
  */
 import { Agent, request } from "node:https";
 import type { IncomingMessage } from "node:http";
-import { KubeConnection, parseKubeconfig } from "./kubeconfig";
-import type { KubeconfigOptions } from "./kubeconfig";
+import { parseKubeconfig } from "./kubeconfig";
+import type { KubeConnection, KubeconfigOptions } from "./kubeconfig";
 import { apiVersionOf, resourceName } from "./resources";
 import type { KubeList, KubeObject, KubeResource, ObjectMeta, KubeScale, KubeStatus, WatchEvent, WatchEventType } from "./resources";
 
@@ -383,4 +383,3 @@ const nameOf = (obj: KubeObject): string => {
 };
 const writeQuery = (o: WriteOptions): Record<string, string | undefined> => ({ dryRun: o.dryRun ? "All" : undefined, fieldManager: o.fieldManager });
 
-export { KubeConnection };
