@@ -62,6 +62,17 @@ const sts = (name: string, o: { replicas?: number; policy?: string; probe?: bool
   },
 });
 
+/** A kubelet whose pods stop only when the test says. */
+class HoldingKubelet extends SimpleKubelet {
+  readonly held: { pod: KubeObject; force: boolean }[] = [];
+  override killPod(pod: KubeObject, force: boolean): void { this.held.push({ pod, force }); }
+  release(name: string): void {
+    const i = this.held.findIndex((h) => h.pod.metadata.name === name);
+    const [h] = this.held.splice(i, 1);
+    super.killPod(h!.pod, h!.force);
+  }
+}
+
 test("without credentials every API path is 401 Unauthorized (a Status); /version and /healthz are open", async (t) => {
   const { api } = await start(t);
   const none = await raw(api, "GET", "/api/v1/namespaces");
@@ -592,16 +603,6 @@ test("the real informer recovers from 410: while other kinds' changes push its r
 });
 
 test("OrderedReady scale-down: one pod at a time from the highest ordinal, the next only once the previous is completely gone", async (t) => {
-  /** A kubelet whose pods stop only when the test says. */
-  class HoldingKubelet extends SimpleKubelet {
-    readonly held: { pod: KubeObject; force: boolean }[] = [];
-    override killPod(pod: KubeObject, force: boolean): void { this.held.push({ pod, force }); }
-    release(name: string): void {
-      const i = this.held.findIndex((h) => h.pod.metadata.name === name);
-      const [h] = this.held.splice(i, 1);
-      super.killPod(h!.pod, h!.force);
-    }
-  }
   const kubelet = new HoldingKubelet();
   const { k8s, core, apps } = await start(t, { kubelet });
   await core.createNamespace({ body: { metadata: { name: "shop" } } });
@@ -616,4 +617,37 @@ test("OrderedReady scale-down: one pod at a time from the highest ordinal, the n
   await eventually("web-1 asked to stop", () => kubelet.held.some((h) => h.pod.metadata.name === "web-1"));
   kubelet.release("web-1");
   await eventually("1 pod", async () => (await core.listNamespacedPod({ namespace: "shop" })).items.map((p) => p.metadata?.name).join() === "web-0");
+});
+
+test("PodDisruptionBudget status and eviction: with minAvailable 2 of 3 one eviction is allowed, the next is 429 until the evicted pod is back and Ready", async (t) => {
+  const kubelet = new HoldingKubelet();
+  const { k8s, kc, core, apps } = await start(t, { kubelet });
+  const policy = kc.makeApiClient(k8s.PolicyV1Api);
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  await apps.createNamespacedStatefulSet({ namespace: "shop", body: sts("ctrl") as never });
+  await policy.createNamespacedPodDisruptionBudget({ namespace: "shop", body: { metadata: { name: "quorum" }, spec: { minAvailable: 2 as never, selector: { matchLabels: { app: "ctrl" } } } } });
+  await policy.createNamespacedPodDisruptionBudget({ namespace: "shop", body: { metadata: { name: "other" }, spec: { maxUnavailable: "34%" as never, selector: { matchLabels: { app: "nothing" } } } } });
+  const pdb = await eventually("one disruption allowed", async () => { const p = await policy.readNamespacedPodDisruptionBudget({ namespace: "shop", name: "quorum" }); return p.status?.disruptionsAllowed === 1 ? p : undefined; });
+  t.like(pdb.status, { expectedPods: 3, currentHealthy: 3, desiredHealthy: 2, observedGeneration: 1 });
+  t.is(pdb.status?.conditions?.find((c) => c.type === "DisruptionAllowed")?.status, "True");
+  const old = await core.readNamespacedPod({ namespace: "shop", name: "ctrl-0" });
+  await core.createNamespacedPodEviction({ namespace: "shop", name: "ctrl-0", body: { metadata: { name: "ctrl-0", namespace: "shop" } } });
+  const refused = await statusOf(core.createNamespacedPodEviction({ namespace: "shop", name: "ctrl-1", body: { metadata: { name: "ctrl-1", namespace: "shop" } } }));
+  t.like(refused, { code: 429, reason: "TooManyRequests", message: "Cannot evict pod as it would violate the pod's disruption budget." });
+  t.is(refused.details?.causes?.[0]?.reason, "DisruptionBudget");
+  t.falsy((await core.readNamespacedPod({ namespace: "shop", name: "ctrl-1" })).metadata?.deletionTimestamp);
+  // ctrl-0 is still stopping: it does not count as healthy, so still no disruption is allowed.
+  t.true((await core.readNamespacedPod({ namespace: "shop", name: "ctrl-0" })).metadata?.deletionTimestamp instanceof Date);
+  const during = await eventually("the budget recomputed", async () => { const b = await policy.readNamespacedPodDisruptionBudget({ namespace: "shop", name: "quorum" }); return b.status?.currentHealthy === 2 ? b : undefined; });
+  t.is(during.status?.disruptionsAllowed, 0);
+  t.is(during.status?.conditions?.find((c) => c.type === "DisruptionAllowed")?.status, "False");
+  kubelet.release("ctrl-0");
+  await eventually("ctrl-0 back and the budget restored", async () => {
+    const p = await core.readNamespacedPod({ namespace: "shop", name: "ctrl-0" }).catch(() => undefined);
+    const b = await policy.readNamespacedPodDisruptionBudget({ namespace: "shop", name: "quorum" });
+    return p && p.metadata?.uid !== old.metadata?.uid && b.status?.disruptionsAllowed === 1;
+  });
+  await core.createNamespacedPodEviction({ namespace: "shop", name: "ctrl-1", body: { metadata: { name: "ctrl-1", namespace: "shop" } } });
+  const other = await policy.readNamespacedPodDisruptionBudget({ namespace: "shop", name: "other" });
+  t.like(other.status, { expectedPods: 0, currentHealthy: 0, disruptionsAllowed: 0 });
 });

@@ -10,8 +10,8 @@
  *   persistentvolumeclaims (+ `/status`); apps/v1 statefulsets (+ `/status`, `/scale` as an
  *   autoscaling/v1 Scale); discovery.k8s.io/v1 endpointslices; coordination.k8s.io/v1 leases;
  *   rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings (stored and
- *   validated, not enforced); policy/v1 poddisruptionbudgets (stored and validated; their status is
- *   not computed and the eviction API is not served); discovery at /api, /apis, /api/v1,
+ *   validated, not enforced); policy/v1 poddisruptionbudgets with their status and the
+ *   `pods/{name}/eviction` subresource (disruption.ts); discovery at /api, /apis, /api/v1,
  *   /apis/<group>/<version>; /version, /healthz.
  * - Verbs: get, list (`labelSelector`, `fieldSelector`, `limit`/`continue` with `remainingItemCount`,
  *   the list's `metadata.resourceVersion`), create (201), update (PUT), patch (merge patch, JSON
@@ -28,8 +28,8 @@
  * - Errors as `Status` objects (status.ts); written objects validated by kinds.ts; semantics of
  *   writes, deletion and garbage collection in state.ts.
  * - A scheduler (binds every new pod to the kubelet's node), a kubelet behind a seam (kubelet.ts),
- *   the StatefulSet controller (statefulset-controller.ts) and the EndpointSlice controller
- *   (endpointslice-controller.ts).
+ *   the StatefulSet controller (statefulset-controller.ts), the EndpointSlice controller
+ *   (endpointslice-controller.ts) and the disruption controller (disruption.ts).
  * Not modelled: RBAC and admission (see state.ts), protobuf and CBOR (JSON only), the legacy
  * `/watch/` paths, Table output, `resourceVersionMatch=Exact` other than for the current version.
  */
@@ -48,6 +48,7 @@ import type { Kubelet } from "./kubelet";
 import { parseFieldSelector, parseLabelSelector } from "./selectors";
 import { ApiState } from "./state";
 import type { DeleteOptions, PatchType, PropagationPolicy, StoreEvent } from "./state";
+import { DisruptionController, evict } from "./disruption";
 import { EndpointSliceController } from "./endpointslice-controller";
 import { StatefulSetController } from "./statefulset-controller";
 import { KubeStatusError, badRequest, expired } from "./status";
@@ -104,6 +105,7 @@ export class FakeKubeApi {
   private readonly continues = new Map<string, { items: KubeObject[]; rv: string; at: number }>();
   private controller?: StatefulSetController;
   private endpoints?: EndpointSliceController;
+  private disruption?: DisruptionController;
   private unsubscribe?: () => void;
 
   private constructor(private readonly o: FakeKubeApiOptions) {
@@ -138,6 +140,7 @@ export class FakeKubeApi {
     this.unsubscribe = this.state.subscribe((e) => this.schedule(e));
     if (this.o.statefulSetController !== false) this.controller = new StatefulSetController(this.state);
     if (this.o.endpointSliceController !== false) this.endpoints = new EndpointSliceController(this.state);
+    this.disruption = new DisruptionController(this.state);
   }
 
   /** Watch streams open now. */
@@ -167,6 +170,7 @@ export class FakeKubeApi {
     this.unsubscribe?.();
     this.controller?.stop();
     this.endpoints?.stop();
+    this.disruption?.stop();
     for (const w of this.watches) w.end();
     this.watches.clear();
     const server = this.server;
@@ -251,6 +255,10 @@ export class FakeKubeApi {
     const q = url.searchParams;
     const dryRun = q.getAll("dryRun").includes("All");
     const k = t.kind;
+    if (t.subresource === "eviction" && k === PODS && t.name !== undefined) {
+      if (method !== "POST") throw methodNotAllowed(method, url.pathname);
+      return this.json(res, entry, 201, evict(this.state, t.namespace!, t.name, parseJson(body)));
+    }
     if (t.subresource && !((t.subresource === "status" && k.status) || (t.subresource === "scale" && k.scale))) throw notFoundPath(url.pathname);
     if (t.name === undefined) {
       if (method === "GET") return q.get("watch") === "true" || q.get("watch") === "1" ? this.watch(res, entry, t, q) : this.list(res, entry, t, q);
@@ -428,6 +436,7 @@ function resourceList(group: string, version: string): unknown {
     resources.push({ name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"] });
     if (k.status) resources.push({ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] });
     if (k.scale) resources.push({ name: `${k.plural}/scale`, singularName: "", namespaced: k.namespaced, group: "autoscaling", version: "v1", kind: "Scale", verbs: ["get", "patch", "update"] });
+    if (k.plural === "pods" && !k.group) resources.push({ name: "pods/eviction", singularName: "", namespaced: true, group: "policy", version: "v1", kind: "Eviction", verbs: ["create"] });
   }
   return { kind: "APIResourceList", apiVersion: "v1", groupVersion: group ? `${group}/${version}` : version, resources };
 }

@@ -346,7 +346,7 @@ export const KINDS: KindInfo[] = [
   {
     group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", singular: "poddisruptionbudget", namespaced: true, model: PodDisruptionBudget as unknown as Model,
     status: true, scale: false, generation: true, nameRule: "subdomain",
-    prepare(o) { o.status ??= { currentHealthy: 0, desiredHealthy: 0, disruptionsAllowed: 0, expectedPods: 0 }; },
+    prepare(o) { o.status ??= { currentHealthy: 0, desiredHealthy: 0, disruptionsAllowed: 0, expectedPods: 0 }; }, // kept by disruption.ts
     check(o) {
       return o.spec?.minAvailable !== undefined && o.spec?.maxUnavailable !== undefined
         ? [cause("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set")] : [];
