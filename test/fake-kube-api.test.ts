@@ -651,3 +651,16 @@ test("PodDisruptionBudget status and eviction: with minAvailable 2 of 3 one evic
   const other = await policy.readNamespacedPodDisruptionBudget({ namespace: "shop", name: "other" });
   t.like(other.status, { expectedPods: 0, currentHealthy: 0, disruptionsAllowed: 0 });
 });
+
+test("StatefulSet ordinals.start numbers the pods from it; minReadySeconds holds availableReplicas back until pods have been Ready that long", async (t) => {
+  const { core, apps } = await start(t);
+  await core.createNamespace({ body: { metadata: { name: "shop" } } });
+  const body = sts("web", { replicas: 2 }) as { spec: Record<string, unknown> };
+  body.spec.ordinals = { start: 5 };
+  body.spec.minReadySeconds = 4;
+  await apps.createNamespacedStatefulSet({ namespace: "shop", body: body as never });
+  const ready = await eventually("2 ready", async () => { const s = await apps.readNamespacedStatefulSet({ namespace: "shop", name: "web" }); return s.status?.readyReplicas === 2 ? s : undefined; });
+  t.deepEqual((await core.listNamespacedPod({ namespace: "shop" })).items.map((p) => [p.metadata?.name, p.metadata?.labels?.["apps.kubernetes.io/pod-index"]]), [["web-5", "5"], ["web-6", "6"]]);
+  t.is(ready.status?.availableReplicas, 0);
+  await eventually("2 available after minReadySeconds", async () => (await apps.readNamespacedStatefulSet({ namespace: "shop", name: "web" })).status?.availableReplicas === 2, 15_000);
+});
