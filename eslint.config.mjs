@@ -12,6 +12,8 @@ const FORBIDDEN = {
   cli: ["controller", "agent", "provider"],
   provider: ["controller", "agent", "cli"],
 };
+/** devDependencies that check our fakes and manifests in tests; the product's Kubernetes client stays dependency-free. */
+const TEST_ONLY = ["@kubernetes/client-node", "@kubernetes/client-node/*", "kubernetes-models", "kubernetes-models/*"];
 const upTo = (folder) => ["..", "../..", "../../.."].map((up) => `${up}/${folder}`);
 
 /** The import restrictions for files in `folder` (or anywhere else, for undefined). */
@@ -28,6 +30,7 @@ function importRules(folder) {
         ...(folder === "api" ? [] : [{ group: ["../api/*", "../../api/*", "../../../api/*", "!../api/core", "!../../api/core", "!../../../api/core"],
           message: "Import api/ through its index.ts (or api/core for processes that must stay small)." }]),
         ...(indexOnly.length ? [{ group: indexOnly.flatMap((f) => upTo(f).map((p) => `${p}/*`)), message: "Import another top-level folder only through its index.ts." }] : []),
+        ...(folder ? [{ group: TEST_ONLY, message: "Test-only devDependency: product code talks to Kubernetes through substrates/kubernetes (dependency-free)." }] : []),
       ],
     }],
   };

@@ -9,6 +9,7 @@ export * from "./local";
 export type { MachineBroker, MachineRef, MachineSpec, MachineTarget, Progress, ReplicaHost, ReplicaHostBroker, StartedMachine } from "./brokers";
 export * as aws from "./aws";
 export * as vsphere from "./vsphere";
+export * as kubernetes from "./kubernetes";
 export { enrolmentUserData, replicaUserData, sshBootstrapUserData } from "./cloud-init";
 export type { CloudController } from "./cloud-bootstrap";
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerEntry, controllerFiles, dataFiles, enrolmentFiles, findOnPath, supervisorEntry } from "./controller-files";

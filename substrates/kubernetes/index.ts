@@ -1,0 +1,11 @@
+export { KubeApi, KubeApiError, KubeGoneError, isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "./kube-api";
+export type { CallOptions, DeleteOptions, KubeApiOptions, ListOptions, ObjectOptions, Stored, WatchOptions, WriteOptions } from "./kube-api";
+export { KubeConnection, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
+export type { KubeConnectionOptions, KubeCredential, KubeconfigOptions } from "./kubeconfig";
+export { KUBE_RESOURCES, apiVersionOf, resourceName } from "./resources";
+export type {
+  Condition, ConfigMap, ContainerStatus, EndpointSlice, KubeList, KubeObject, KubeResource, KubeScale, KubeStatus, LabelSelector, Namespace, ObjectMeta,
+  PersistentVolumeClaim, Pod, Secret, Service, ServicePort, StatefulSet, WatchEvent, WatchEventType,
+} from "./resources";
+export { observe } from "./observe";
+export type { ObserveOptions, Observed } from "./observe";
