@@ -1,11 +1,13 @@
 /**
  * The flags that say where cloud machines go, shared by `add-model --substrate aws|vsphere`,
- * `set-replica-cloud aws|vsphere` and (the aws ones) `bootstrap aws:REGION`.
+ * `set-replica-cloud aws|vsphere` and (the aws ones) `bootstrap aws:REGION`; and `--constraints`,
+ * what those machines must have (add-model, deploy, add-machine).
  */
 import { Option, UsageError } from "clipanion";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { AwsModelSettings, VsphereModelSettings } from "../api/core";
+import { StewardError, formatConstraints, parseConstraints } from "../api/core";
 import type { BaseCommand } from "./base-command";
 import { ControllerCommand } from "./base-command";
 
@@ -40,12 +42,31 @@ export function withAwsFlags<B extends CommandClass>(Base: B) {
   return WithAwsFlags;
 }
 
+/** Adds `--constraints "cores=2 mem=4G"` (Juju's syntax) to a command class. */
+export function withConstraintsFlag<B extends CommandClass>(Base: B) {
+  abstract class WithConstraintsFlag extends Base {
+    constraints = Option.String("--constraints", { description: 'What its machines must have, as Juju writes it: "cores=2 mem=4G root-disk=20G arch=amd64" or "instance-type=t3.large"' });
+
+    /** The constraints in their normal form, checked here first (the controller checks them again, against the model's cloud). */
+    constraintsText(): string | undefined {
+      if (this.constraints === undefined) return undefined;
+      try {
+        return formatConstraints(parseConstraints(this.constraints)) || undefined;
+      } catch (err) {
+        if (StewardError.isInstance(err)) throw new UsageError(`--constraints: ${err.message.replace(/^constraints: /, "")}`);
+        throw err;
+      }
+    }
+  }
+  return WithConstraintsFlag;
+}
+
 function readPem(cwd: string, file: string): Promise<string> {
   return readFile(resolve(cwd, file), "utf8").catch(() => { throw new UsageError(`cannot read ${file}`); });
 }
 
 /** A command that takes the aws and vsphere placement flags. */
-export abstract class CloudOptionsCommand extends withAwsFlags(ControllerCommand) {
+export abstract class CloudOptionsCommand extends withConstraintsFlag(withAwsFlags(ControllerCommand)) {
   vcenter = Option.String("--vcenter", { description: "vsphere: vCenter's SDK URL, https://…/sdk" });
   datacenter = Option.String("--datacenter", { description: "vsphere: the datacenter" });
   template = Option.String("--template", { description: "vsphere: the template VM cloned for each machine" });

@@ -126,6 +126,7 @@ export class CloudProvisioner {
 
   private launch(idx: ModelIndex, machine: string, cloud: Cloud, placement: unknown, key: string): void {
     const { uuid } = idx;
+    const doc = idx.machines.get(machine);
     const log = this.o.log.child({ model: idx.model?.name, machine });
     this.launching.add(key);
     void (async () => {
@@ -136,10 +137,11 @@ export class CloudProvisioner {
           controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
           issueCredential: () => this.o.ops.issueMachineCredential(uuid, machine),
           issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
+          ...(doc?.constraints ? { constraints: doc.constraints } : {}),
           waitForLogin: () => waitForAgentLogin(this.o.cache, uuid, machine, this.o.loginTimeoutMs ?? 900_000,
             `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`),
         }, { progress: (step) => { log.info("provisioning", { step }); void this.record(uuid, machine, { state: "installing", step }); } });
-        await this.record(uuid, machine, { state: "installed", step: res.changed ? "instance launched; agent enrolled" : "agent enrolled", changed: res.changed });
+        await this.record(uuid, machine, { state: "installed", step: res.changed ? "instance launched; agent enrolled" : "agent enrolled", changed: res.changed, ...(res.hardware ? { hardware: res.hardware } : {}) });
         log.info("cloud machine up", { instance: res.instanceId });
       } catch (err) {
         const message = StewardError.isInstance(err) ? err.message : `${(err as Error).name}: ${(err as Error).message}`;

@@ -4,13 +4,14 @@
  * overwritten; a refused operation writes nothing.
  */
 import { randomUUID } from "node:crypto";
-import type { AwsModelSettings, Bundle, VsphereModelSettings, OperatorMeta, UnitStatusReport } from "../../api";
-import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
+import type { AwsModelSettings, Bundle, Constraints, VsphereModelSettings, OperatorMeta, UnitStatusReport } from "../../api";
+import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, StewardError, alreadyExists, bundleHash, checkConfigValue, hasConstraints, invalidRequest, mergeConstraints, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
 import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, RevokedTokenDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
+import { checkMachineConstraints } from "./constraints";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
 import { StoreTxns } from "./txn";
@@ -92,10 +93,11 @@ export class StateOps extends StoreTxns {
 
   // --- models ---
 
-  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined; vsphere?: VsphereModelSettings | undefined } = {}): Promise<ModelDoc & { revision: number }> {
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined; vsphere?: VsphereModelSettings | undefined; constraints?: Constraints | undefined } = {}): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
-    const { credential, aws, vsphere } = cloud;
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}), ...(vsphere ? { vsphere } : {}) };
+    const { credential, aws, vsphere, constraints } = cloud;
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}), ...(vsphere ? { vsphere } : {}), ...(hasConstraints(constraints) ? { constraints } : {}) };
+    checkMachineConstraints(doc, constraints);
     return this.retry(`create model ${name}`, async () => {
       if (await this.store.get(keys.modelName(name))) throw alreadyExists("model", name);
       const uses = credential ? await this.useCredential(credential, substrate, uuid) : undefined;
@@ -265,7 +267,7 @@ export class StateOps extends StoreTxns {
 
   // --- applications and units ---
 
-  async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[] }): Promise<{ units: string[]; revision: number }> {
+  async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[]; constraints?: Constraints | undefined }): Promise<{ units: string[]; revision: number }> {
     const op = await this.read<OperatorDoc>(keys.operator(req.operator));
     if (!op) throw invalidRequest(`operator ${req.operator} has not been uploaded: upload it first (steward deploy does this for you)`, { field: "operator" });
     const config = checkConfigTotal(validateConfig(op.doc.meta, req.config ?? {}, req.name), req.name);
@@ -278,7 +280,9 @@ export class StateOps extends StoreTxns {
       const current = await this.read<OperatorDoc>(keys.operator(req.operator));
       if (!current) throw invalidRequest(`operator ${req.operator} has not been uploaded (or was deleted unused): upload it again`, { field: "operator" });
       const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
-      const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp() };
+      const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp(), ...(hasConstraints(req.constraints) ? { constraints: req.constraints } : {}) };
+      // Checked whether or not this deploy makes machines: later add-units will.
+      checkMachineConstraints(m.doc, mergeConstraints(m.doc.constraints, app.constraints));
       const ops: Op[] = [];
       const units = await this.placeUnits(uuid, app, req.units, req.to ?? [], compare, ops);
       ops.unshift({ type: "put", key: keys.app(uuid, req.name), value: JSON.stringify(app) });
@@ -312,7 +316,9 @@ export class StateOps extends StoreTxns {
    */
   private async placeUnits(uuid: string, app: ApplicationDoc, count: number, to: string[], compare: Compare[], ops: Op[]): Promise<string[]> {
     const names: string[] = [];
-    const substrate = (await this.read<ModelDoc>(keys.model(uuid)))?.doc.substrate ?? "local";
+    const model = (await this.read<ModelDoc>(keys.model(uuid)))?.doc;
+    const substrate = model?.substrate ?? "local";
+    const constraints = mergeConstraints(model?.constraints, app.constraints);
     if (to.length < count && !PROVISIONED_SUBSTRATES.includes(substrate)) {
       throw invalidRequest(`this model's machines come from the ${substrate} substrate, where Steward does not create machines: add them (steward add-machine${substrate === "ssh" ? " ssh:user@host" : ""}) and place units on them with --to`, { field: "to" });
     }
@@ -329,7 +335,7 @@ export class StateOps extends StoreTxns {
         compare.push(unchanged(keys.machine(uuid, machine), md.rev));
       } else {
         machine = String(nextMachine++);
-        const md: MachineDoc = { id: machine, substrate, life: "alive", createdFor: unit, createdAt: this.stamp() };
+        const md: MachineDoc = { id: machine, substrate, life: "alive", createdFor: unit, createdAt: this.stamp(), ...(hasConstraints(constraints) ? { constraints } : {}) };
         ops.push({ type: "put", key: keys.machine(uuid, machine), value: JSON.stringify(md) });
       }
       const u: UnitDoc = { name: unit, app: app.name, machine, life: "alive", createdAt: this.stamp() };
@@ -490,18 +496,21 @@ export class StateOps extends StoreTxns {
   // --- machines ---
 
   /** Creates machines; for `manual` ones returns each agent's credential (shown once, stored hashed). */
-  async addMachines(uuid: string, substrate: Exclude<Substrate, "ssh">, count: number): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
+  async addMachines(uuid: string, substrate: Exclude<Substrate, "ssh">, count: number, own?: Constraints): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
     return this.retry("add machines", async () => {
       const m = await this.aliveModel(uuid);
       const modelSubstrate = m.doc.substrate ?? "local";
       if ((substrate === "aws" || substrate === "vsphere") && modelSubstrate !== substrate) throw invalidRequest(`${substrate} machines go only in ${substrate} models; this model's substrate is ${modelSubstrate}`, { field: "substrate" });
+      // The model's constraints are for the machines it makes, not for local or manual ones added to it.
+      const constraints = substrate === modelSubstrate ? mergeConstraints(m.doc.constraints, own) : own ?? {};
+      if (hasConstraints(constraints)) checkMachineConstraints({ ...m.doc, substrate }, constraints);
       const seq = await this.store.get(keys.machineSeq(uuid));
       let next = Number(seq?.value ?? "0");
       const ops: Op[] = [];
       const machines: { id: string; credential?: string }[] = [];
       for (let i = 0; i < count; i++) {
         const id = String(next++);
-        const doc: MachineDoc = { id, substrate, life: "alive", createdAt: this.stamp() };
+        const doc: MachineDoc = { id, substrate, life: "alive", createdAt: this.stamp(), ...(hasConstraints(constraints) ? { constraints } : {}) };
         let credential: string | undefined;
         if (substrate === "manual") { credential = newSecret(); doc.credentialHash = hashCredential(credential); }
         ops.push({ type: "put", key: keys.machine(uuid, id), value: JSON.stringify(doc) });

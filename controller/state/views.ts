@@ -1,6 +1,6 @@
 /** What the cache is turned into: model status for people and the per-machine view for agents. */
 import type { AgentStatus, AgentView, StatusFilter, ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, RelationView, StatusInfo, UnitDetails, UnitStatusView, UnitView, WorkloadStatus } from "../../api";
-import { notFound } from "../../api";
+import { formatConstraints, hasConstraints, notFound } from "../../api";
 import type { ApplicationDoc, MachineDoc, RelationDoc, UnitDoc } from "./documents";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import { workloadSeverity } from "../../api";
@@ -73,6 +73,8 @@ export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatus
     id: m.id, substrate: m.substrate, status, address: m.ssh?.host ?? info?.address ?? install?.instance?.address ?? "", hostname: info?.hostname ?? "", life: m.life,
     units: [...(idx.unitsByMachine.get(m.id) ?? [])].sort(),
     ...(install?.instance ? { instance: { id: install.instance.id, state: install.instance.state, ...(install.instance.zone ? { zone: install.instance.zone } : {}) } } : {}),
+    ...(hasConstraints(m.constraints) ? { constraints: formatConstraints(m.constraints) } : {}),
+    ...(hasConstraints(install?.hardware) ? { hardware: formatConstraints(install.hardware) } : {}),
   };
 }
 
