@@ -12,9 +12,11 @@
  * property of every VM), then confirmed by those keys, so a VM of another controller or a
  * look-alike name is never touched.
  *
- * Constraints: `cores` and `mem` become the clone's `numCPUs` and `memoryMB` (rounded up to the
- * 4 MB vSphere wants); without them the VM keeps the template's. arch, root-disk and instance-type
- * are refused before anything is cloned.
+ * Constraints: `cores` and `mem` become `numCPUs` and `memoryMB` (rounded up to the 4 MB vSphere
+ * wants) of a VirtualMachineConfigSpec applied with ReconfigVM_Task to the clone before it is
+ * powered on; without them the VM keeps the template's. (vCenter would also apply them from the
+ * clone spec's `config`, but vcsim copies the template's hardware there; reconfiguring is one path
+ * that both honour.) arch, root-disk and instance-type are refused before anything is cloned.
  *
  * Settings (inventory paths are relative to the datacenter's `vm` or `host` folder, or absolute
  * when they start with `/`):
@@ -148,11 +150,21 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     opts.progress?.(`cloning ${p.settings.template} to VM ${name}`);
     const vm = moRefOf(await vc.runTask("CloneVM_Task", source.template, {
       folder: source.folder, name,
-      // VirtualMachineCloneSpec, in the WSDL's order: location, template, config, powerOn; and
-      // VirtualMachineConfigSpec's: numCPUs, memoryMB, …, extraConfig.
-      spec: { location: { pool: source.pool }, template: false, config: { numCPUs: o.numCPUs, memoryMB: o.memoryMB, extraConfig }, powerOn: false },
+      // VirtualMachineCloneSpec, in the WSDL's order: location, template, config, powerOn.
+      spec: { location: { pool: source.pool }, template: false, config: { extraConfig }, powerOn: false },
     }, { ...(opts.signal ? { signal: opts.signal } : {}) }));
     if (!vm) throw new Error(`vSphere cloned ${name} but named no VM`);
+    if (o.numCPUs !== undefined || o.memoryMB !== undefined) {
+      opts.progress?.(`VM ${vm.value} cloned; sizing it to ${[o.numCPUs !== undefined ? `${o.numCPUs} CPUs` : "", o.memoryMB !== undefined ? `${o.memoryMB} MB` : ""].filter(Boolean).join(" and ")}`);
+      // VirtualMachineConfigSpec, in the WSDL's order: numCPUs before memoryMB.
+      try {
+        await vc.runTask("ReconfigVM_Task", vm, { spec: { numCPUs: o.numCPUs, memoryMB: o.memoryMB } }, { ...(opts.signal ? { signal: opts.signal } : {}) });
+      } catch (err) {
+        // Not left behind at the template's size, for a later start to power on as if it were sized.
+        await vc.runTask("Destroy_Task", vm).catch(() => undefined);
+        throw err;
+      }
+    }
     opts.progress?.(`VM ${vm.value} cloned; powering it on`);
     await vc.runTask("PowerOnVM_Task", vm, {}, { ...(opts.signal ? { signal: opts.signal } : {}) });
     return vm;
