@@ -173,7 +173,8 @@ aws("constraints through the CLI: the model's default, an application's and a ma
     const ms = await client.listMachines("sized");
     const failed = ms.find((m) => m.install?.state === "failed");
     if (failed) throw new Error(`machine ${failed.id}: ${failed.install!.step}`);
-    return ms.length === 2 && ms.every((m) => m.status === "started") ? ms : undefined;
+    // Installed: the provisioner has recorded what it launched (the agent may log in a moment before).
+    return ms.length === 2 && ms.every((m) => m.status === "started" && m.install?.state === "installed") ? ms : undefined;
   }, 180_000, 250);
   const [forUnit, added] = [up.find((m) => m.units.length === 1)!, up.find((m) => m.units.length === 0)!];
   t.is(forUnit.constraints, "cores=4 mem=8G", "the application's merged over the model's");

@@ -5,7 +5,8 @@
  * no longer exist (a forced removal deletes machines without waiting).
  *
  * An instance that disappears while its machine lives (terminated by hand) is reported, not
- * replaced: as in Juju, the machine shows down and the operator decides.
+ * replaced: as in Juju, the machine shows down and the operator decides. One the cloud no longer
+ * lists at all is recorded in state `gone`.
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
@@ -109,6 +110,8 @@ export class CloudProvisioner {
         continue;
       }
       if (inst && !sameInstance(install?.instance, inst)) await this.record(idx.uuid, m.id, { instance: recordOf(inst) });
+      // Seen before, not listed now: destroyed by hand (a vSphere VM), or terminated long ago (EC2 forgets them after an hour).
+      if (!inst && install?.instance && install.instance.state !== "gone") await this.record(idx.uuid, m.id, { instance: { ...install.instance, state: "gone" } });
       const key = `${idx.uuid}/${m.id}`;
       // Launched once: a machine whose instance failed or vanished is reported, not relaunched. One
       // left "launching" with no instance was interrupted before EC2 was asked (a leader change).
