@@ -12,6 +12,7 @@ import { join } from "node:path";
 import type { MachineInfo } from "../api";
 import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
+import { vsphere } from "../substrates";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { TestLab } from "./harness/hosts";
@@ -85,4 +86,32 @@ run("a vsphere model is refused without its settings, with what to give", async 
   t.regex(err?.message ?? "", /"vsphere" is required for a vsphere model: at least url, datacenter and template/);
   const http = await t.throwsAsync(client.createModel("plain", undefined, "vsphere", { credential: "lab", vsphere: { url: "http://vc/sdk", datacenter: "DC0", template: "t" } }));
   t.regex(http?.message ?? "", /"vsphere\.url" must be vCenter's https:\/\/ SDK URL/);
+});
+
+run("constraints size the VM the controller clones; a VM destroyed by hand shows as gone", async (t) => {
+  t.timeout(180_000);
+  await client.createModel("sized", undefined, "vsphere", { credential: "lab", vsphere: { url: vc.url, datacenter: vc.datacenter, template: vc.template, caCert: vc.caCert }, constraints: "mem=2G" });
+  const refused = await t.throwsAsync(client.addMachines("sized", "vsphere", 1, "root-disk=40G"));
+  t.is(refused?.message, "constraints: root-disk is not supported on vsphere (a VM is its template's architecture and disk): give cores and mem");
+  t.deepEqual(await client.listMachines("sized"), [], "nothing added");
+
+  const { machines: [added] } = await client.addMachines("sized", "vsphere", 1, "cores=2");
+  const m = await eventually("the VM's agent started", async () => {
+    const found = (await client.listMachines("sized")).find((x) => x.id === added!.id);
+    if (found?.install?.state === "failed") throw new Error(found.install.step);
+    return found?.status === "started" && found.install?.state === "installed" ? found : undefined;
+  }, 120_000, 250);
+  t.is(m.constraints, "cores=2 mem=2G", "its own merged over the model's");
+  t.is(m.hardware, "cores=2 mem=2G");
+  const vm = new vsphere.MoRef("VirtualMachine", m.instance!.id);
+  const hw = (await vc.client.propertiesOf(vm, ["config.hardware.numCPU", "config.hardware.memoryMB"]))!;
+  t.is(hw.get("config.hardware.numCPU")?.text, "2", "vSphere says so too");
+  t.is(hw.get("config.hardware.memoryMB")?.text, "2048");
+
+  // Destroyed behind the controller's back: not relaunched (as in Juju), but shown as gone.
+  await vc.client.runTask("PowerOffVM_Task", vm);
+  await vc.client.runTask("Destroy_Task", vm);
+  await eventually("the controller records the VM gone", async () => (await client.listMachines("sized")).find((x) => x.id === m.id)?.instance?.state === "gone", 30_000, 250);
+  t.is((await client.listMachines("sized")).length, 1, "the machine stays until it is removed");
+  await client.destroyModel("sized", true);
 });
