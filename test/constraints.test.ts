@@ -8,12 +8,16 @@
 import test from "ava";
 import { randomUUID } from "node:crypto";
 import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
-import type { Constraints } from "../api";
+import { join } from "node:path";
+import type { Constraints, MachineStatusView, ModelStatus } from "../api";
+import { formatStatusTabular } from "../cli";
 import { DeployRequest, OPERATOR_HASH_PREFIX, StewardError, constraintsProblem, formatConstraints, mergeConstraints, parseConstraints, parseRequest } from "../api";
 import type { MachineSpec } from "../substrates";
 import { aws } from "../substrates";
 import type { FakeImage } from "./harness/fake-ec2";
 import { FakeEc2, ec2ClientFor } from "./harness/fake-ec2";
+import type { TestController } from "./harness/controller";
+import { operatorsDir, startTestController } from "./harness/controller";
 
 // ---- the parser ----
 
@@ -118,6 +122,7 @@ const images: FakeImage[] = [
   { id: "ami-0ccccccccccccccc3", architecture: "x86_64", rootDeviceName: "/dev/sda1", rootDeviceType: "instance-store" },
 ];
 let fake: FakeEc2;
+let tc: TestController;
 const broker = new aws.AwsMachines();
 const controllerUuid = randomUUID();
 const model = randomUUID();
@@ -125,9 +130,11 @@ const model = randomUUID();
 test.before(async () => {
   fake = new FakeEc2({ region, credentials: awsKey, images, boot: () => Promise.resolve({ privateIp: "127.0.0.2", stop: () => Promise.resolve() }) });
   await fake.start();
+  tc = await startTestController();
 });
 test.after.always(async () => {
   broker.close();
+  await tc?.close();
   await fake?.stop();
 });
 
@@ -222,4 +229,43 @@ test.serial("the fake EC2 refuses a root volume smaller than the image's snapsho
     const unknown = await t.throwsAsync(ec2.send(new RunInstancesCommand({ ImageId: "ami-0eeeeeeeeeeeeeee5", MinCount: 1, MaxCount: 1 })));
     t.is(unknown?.name, "InvalidAMIID.NotFound");
   } finally { ec2.destroy(); }
+});
+
+// ---- the controller's API: refused before anything is made ----
+
+test.serial("the API refuses constraints where no machine could have them, naming the key, and changes nothing", async (t) => {
+  const admin = tc.admin;
+  await admin.createModel("plain");
+  const op = await tc.upload(join(operatorsDir, "motd"));
+  const refusals: [() => Promise<unknown>, RegExp][] = [
+    [() => admin.createModel("plain-sized", undefined, "local", { constraints: "cores=2" }), /^constraints: they size the machines a cloud makes \(aws and vsphere models\); local machines take none$/],
+    [() => admin.deploy("plain", { name: "motd", operator: op, units: 1, constraints: "mem=2G" }), /^constraints: they size the machines a cloud makes .*; local machines take none$/],
+    [() => admin.addMachines("plain", "manual", 1, "cores=2"), /^constraints: .* manual machines take none$/],
+    [() => admin.deploy("plain", { name: "motd", operator: op, units: 1, constraints: "cores=2 spaces=db" }), /^invalid deploy: "constraints" "spaces" is a Juju constraint Steward does not support/],
+    [() => admin.createModel("huge", undefined, "aws", { credential: "prod", aws: { region, imageId: "ami-0aaaaaaaaaaaaaaa1" }, constraints: "mem=1T" }),
+      /^constraints: no instance type Steward knows fits "arch=amd64 mem=1T" \(the largest amd64 one: m6i\.32xlarge, 128 cores, 512G\): ask for less, or name a type with instance-type=$/],
+  ];
+  for (const [call, message] of refusals) {
+    const err = await t.throwsAsync(call());
+    t.true(StewardError.isInstance(err) && err.code === "invalid-request", err?.message);
+    t.regex(err?.message ?? "", message);
+  }
+  t.deepEqual((await admin.listModels()).map((m) => m.name), ["plain"], "no model made");
+  t.deepEqual(await admin.listMachines("plain"), [], "no machine made");
+  t.false("motd" in (await admin.status("plain")).applications, "no application made");
+});
+
+test("status shows a Hardware column when a machine has hardware or constraints, and not otherwise", (t) => {
+  const machine = (id: string, extra: Partial<MachineStatusView> = {}): MachineStatusView => ({ id, substrate: "aws", status: { current: "started", message: "", since: "" }, address: "10.0.0.1", hostname: "", life: "alive", units: [], ...extra });
+  const status = (machines: MachineStatusView[]): ModelStatus => ({
+    model: { name: "m", uuid: "u", controller: "c", status: { current: "available", message: "", since: "" }, revision: 1 },
+    applications: {}, machines: Object.fromEntries(machines.map((m) => [m.id, m])), integrations: [], timestamp: "",
+  });
+  const sized = formatStatusTabular(status([machine("0", { hardware: "arch=amd64 cores=2 mem=4G instance-type=t3.medium" }), machine("1", { constraints: "cores=8" }), machine("2")]));
+  t.regex(sized, /^Machine\s+State\s+Address\s+Substrate\s+Hardware\s+Message$/m);
+  t.regex(sized, /^0\s+started\s+10\.0\.0\.1\s+aws\s+arch=amd64 cores=2 mem=4G instance-type=t3\.medium\s*$/m);
+  t.regex(sized, /^1\s+started\s+10\.0\.0\.1\s+aws\s+asked: cores=8\s*$/m);
+  const plain = formatStatusTabular(status([machine("0", { substrate: "local" })]));
+  t.regex(plain, /^Machine\s+State\s+Address\s+Substrate\s+Message$/m);
+  t.notRegex(plain, /Hardware/);
 });
