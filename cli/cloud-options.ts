@@ -66,7 +66,7 @@ function readPem(cwd: string, file: string): Promise<string> {
 }
 
 /** A command that takes the aws and vsphere placement flags. */
-export abstract class CloudOptionsCommand extends withConstraintsFlag(withAwsFlags(ControllerCommand)) {
+export abstract class CloudOptionsCommand extends withAwsFlags(ControllerCommand) {
   vcenter = Option.String("--vcenter", { description: "vsphere: vCenter's SDK URL, https://…/sdk" });
   datacenter = Option.String("--datacenter", { description: "vsphere: the datacenter" });
   template = Option.String("--template", { description: "vsphere: the template VM cloned for each machine" });

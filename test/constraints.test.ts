@@ -10,7 +10,8 @@ import { randomUUID } from "node:crypto";
 import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
 import { join } from "node:path";
 import type { Constraints, MachineStatusView, ModelStatus } from "../api";
-import { formatStatusTabular } from "../cli";
+import { formatStatusTabular, saveClientConfig } from "../cli";
+import { cliRunner } from "./harness/cli";
 import { DeployRequest, OPERATOR_HASH_PREFIX, StewardError, constraintsProblem, formatConstraints, mergeConstraints, parseConstraints, parseRequest } from "../api";
 import type { MachineSpec } from "../substrates";
 import { aws } from "../substrates";
@@ -268,4 +269,24 @@ test("status shows a Hardware column when a machine has hardware or constraints,
   const plain = formatStatusTabular(status([machine("0", { substrate: "local" })]));
   t.regex(plain, /^Machine\s+State\s+Address\s+Substrate\s+Message$/m);
   t.notRegex(plain, /Hardware/);
+});
+
+test.serial("add-model --constraints through the CLI: checked first, stored normalized; commands that do not take them refuse the flag", async (t) => {
+  await tc.admin.putCredential("prod", "aws", { "access-key-id": awsKey.accessKeyId, "secret-access-key": awsKey.secretAccessKey });
+  const home = join(tc.dir, "cli-home");
+  await saveClientConfig(home, { current: "t", controllers: { t: { addresses: tc.addresses, caCert: tc.caCert, user: "admin", password: tc.adminPassword } } });
+  const steward = cliRunner(home, tc.dir);
+  const awsFlags = ["--substrate", "aws", "--credential", "prod", "--region", region, "--image", "ami-0aaaaaaaaaaaaaaa1"];
+  const typo = await steward("add-model", "big", ...awsFlags, "--constraints", "cores=2 ram=4G");
+  t.is(typo.code, 1);
+  t.regex(typo.stdout + typo.stderr, /--constraints: unknown key "ram" \(accepted keys: arch, cores, mem, root-disk, instance-type/);
+  const made = await steward("add-model", "big", ...awsFlags, "--constraints", "mem=4096 cores=2");
+  t.is(made.code, 0, made.stdout + made.stderr);
+  t.regex(made.stdout, /^Added model "big" \([0-9a-f-]{36}, aws substrate, credential prod, constraints cores=2 mem=4G\) and made it current\.$/m);
+  t.is((await tc.admin.listModels()).find((m) => m.name === "big")?.constraints, "cores=2 mem=4G");
+  const replicas = await steward("set-replica-cloud", "aws", "--constraints", "cores=2");
+  t.not(replicas.code, 0, "set-replica-cloud takes no constraints");
+  t.regex(replicas.stdout + replicas.stderr, /While running set-replica-cloud aws --constraints cores=2/);
+  t.notRegex(replicas.stdout + replicas.stderr, /--constraints #0/, "not among its options");
+  await tc.admin.destroyModel("big", true);
 });

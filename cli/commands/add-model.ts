@@ -2,10 +2,10 @@ import { Command, Option } from "clipanion";
 import * as t from "typanion";
 import type { AwsModelSettings, VsphereModelSettings } from "../../api/core";
 import { MODEL_SUBSTRATES } from "../../api/core";
-import { CloudOptionsCommand } from "../cloud-options";
+import { CloudOptionsCommand, withConstraintsFlag } from "../cloud-options";
 import { DURATION_HELP, isDuration } from "../validators";
 
-export default class AddModelCommand extends CloudOptionsCommand {
+export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCommand) {
   static override paths = [["add-model"]];
   static override usage = Command.Usage({
     category: "Models",
