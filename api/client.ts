@@ -359,7 +359,8 @@ export class ControllerClient {
     return this.call("POST", `/v1/models/${enc(model)}/applications`, req);
   }
   getApplication(model: string, app: string): Promise<ApplicationInfo> { return this.call("GET", `/v1/models/${enc(model)}/applications/${enc(app)}`); }
-  updateApplication(model: string, app: string, req: { config?: Record<string, string | number | boolean | null>; operator?: string }): Promise<ApplicationInfo> {
+  /** `constraints` (Juju's syntax; "" clears them) apply to machines made for its units from now on. */
+  updateApplication(model: string, app: string, req: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: string }): Promise<ApplicationInfo> {
     return this.call("PATCH", `/v1/models/${enc(model)}/applications/${enc(app)}`, req);
   }
   removeApplication(model: string, app: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/applications/${enc(app)}${force ? "?force=true" : ""}`); }
@@ -368,8 +369,12 @@ export class ControllerClient {
   }
   removeUnit(model: string, unit: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}${force ? "?force=true" : ""}`); }
 
-  updateModel(model: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ name: string; config: Record<string, unknown> }> {
+  updateModel(model: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ name: string; config: Record<string, unknown>; constraints?: string }> {
     return this.call("PATCH", `/v1/models/${enc(model)}`, { config });
+  }
+  /** The constraints of machines the model makes from now on (Juju's syntax; "" clears them); machines that exist keep theirs. */
+  setModelConstraints(model: string, constraints: string): Promise<{ name: string; config: Record<string, unknown>; constraints?: string }> {
+    return this.call("PATCH", `/v1/models/${enc(model)}`, { constraints });
   }
 
   // --- integrations and units ---

@@ -47,7 +47,8 @@ export const ConstraintsText = z.string().max(512).transform((text, ctx) => {
     return z.NEVER;
   }
 });
-export const UpdateModelRequest = z.strictObject({ config: ModelConfig });
+/** A model's settings, and (as `set-model-constraints`) the constraints of the machines it makes from now on; "" clears them. */
+export const UpdateModelRequest = z.strictObject({ config: ModelConfig.optional(), constraints: ConstraintsText.optional() });
 const awsId = (prefix: string): z.ZodString => z.string().regex(new RegExp(`^${prefix}-[0-9a-f]{8,17}$`), { message: `must be an id such as ${prefix}-0123456789abcdef0` });
 export const AwsModelSettingsSchema = z.strictObject({
   region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { message: "must be an AWS region such as eu-west-1" }),
@@ -125,6 +126,8 @@ export const DeployRequest = z.strictObject({
 export const UpdateApplicationRequest = z.strictObject({
   config: ConfigPatch.optional(),
   operator: OperatorHash.optional(),
+  /** For machines made for its units from now on (`set-constraints`); "" clears them. */
+  constraints: ConstraintsText.optional(),
 });
 export const AddUnitsRequest = z.strictObject({
   count: z.number().int().min(1).max(10000).default(1),

@@ -11,8 +11,8 @@ import type { CommandClass } from "clipanion";
  */
 export const COMMAND_NAMES = [
   "bootstrap", "controllers", "show-controller", "enable-ha", "add-spare", "set-replica-cloud", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
-  "add-model", "models", "switch", "model-config", "status", "apply", "diff", "destroy-model",
-  "deploy", "add-unit", "remove-unit", "config", "refresh", "remove-application",
+  "add-model", "models", "switch", "model-config", "model-constraints", "status", "apply", "diff", "destroy-model",
+  "deploy", "add-unit", "remove-unit", "config", "constraints", "refresh", "remove-application",
   "integrate", "remove-integration", "resolve", "show-unit", "debug-log",
   "add-machine", "machines", "remove-machine",
   "add-credential", "credentials", "remove-credential",

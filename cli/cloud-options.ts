@@ -42,6 +42,23 @@ export function withAwsFlags<B extends CommandClass>(Base: B) {
   return WithAwsFlags;
 }
 
+/** Constraints given as arguments (`cores=2 mem=4G`, one or several words) in their normal form; none given is undefined. */
+export function constraintsArgument(words: readonly string[]): string | undefined {
+  if (words.length === 0) return undefined;
+  const text = formatConstraints(checked(words.join(" "), "constraints"));
+  if (!text) throw new UsageError("no constraints given: give key=value pairs such as cores=2 mem=4G, or --clear");
+  return text;
+}
+
+function checked(text: string, what: string): ReturnType<typeof parseConstraints> {
+  try {
+    return parseConstraints(text);
+  } catch (err) {
+    if (StewardError.isInstance(err)) throw new UsageError(`${what}: ${err.message.replace(/^constraints: /, "")}`);
+    throw err;
+  }
+}
+
 /** Adds `--constraints "cores=2 mem=4G"` (Juju's syntax) to a command class. */
 export function withConstraintsFlag<B extends CommandClass>(Base: B) {
   abstract class WithConstraintsFlag extends Base {
@@ -50,12 +67,7 @@ export function withConstraintsFlag<B extends CommandClass>(Base: B) {
     /** The constraints in their normal form, checked here first (the controller checks them again, against the model's cloud). */
     constraintsText(): string | undefined {
       if (this.constraints === undefined) return undefined;
-      try {
-        return formatConstraints(parseConstraints(this.constraints)) || undefined;
-      } catch (err) {
-        if (StewardError.isInstance(err)) throw new UsageError(`--constraints: ${err.message.replace(/^constraints: /, "")}`);
-        throw err;
-      }
+      return formatConstraints(checked(this.constraints, "--constraints")) || undefined;
     }
   }
   return WithConstraintsFlag;

@@ -8,6 +8,7 @@
 import test from "ava";
 import { randomUUID } from "node:crypto";
 import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Constraints, MachineStatusView, ModelStatus } from "../api";
 import { formatStatusTabular, saveClientConfig } from "../cli";
@@ -276,7 +277,9 @@ test.serial("add-model --constraints through the CLI: checked first, stored norm
   const home = join(tc.dir, "cli-home");
   await saveClientConfig(home, { current: "t", controllers: { t: { addresses: tc.addresses, caCert: tc.caCert, user: "admin", password: tc.adminPassword } } });
   const steward = cliRunner(home, tc.dir);
-  const awsFlags = ["--substrate", "aws", "--credential", "prod", "--region", region, "--image", "ami-0aaaaaaaaaaaaaaa1"];
+  // The fake EC2's endpoint: the controller lists an aws model's instances even before it has machines.
+  await writeFile(join(tc.dir, "fake-ec2-ca.pem"), fake.caCert);
+  const awsFlags = ["--substrate", "aws", "--credential", "prod", "--region", region, "--image", "ami-0aaaaaaaaaaaaaaa1", "--endpoint", fake.endpoint, "--endpoint-ca-file", "fake-ec2-ca.pem"];
   const typo = await steward("add-model", "big", ...awsFlags, "--constraints", "cores=2 ram=4G");
   t.is(typo.code, 1);
   t.regex(typo.stdout + typo.stderr, /--constraints: unknown key "ram" \(accepted keys: arch, cores, mem, root-disk, instance-type/);
@@ -284,6 +287,28 @@ test.serial("add-model --constraints through the CLI: checked first, stored norm
   t.is(made.code, 0, made.stdout + made.stderr);
   t.regex(made.stdout, /^Added model "big" \([0-9a-f-]{36}, aws substrate, credential prod, constraints cores=2 mem=4G\) and made it current\.$/m);
   t.is((await tc.admin.listModels()).find((m) => m.name === "big")?.constraints, "cores=2 mem=4G");
+  // Changed later, for machines made from now on; shown back normalized; cleared.
+  t.deepEqual(await steward("model-constraints"), { code: 0, stdout: "cores=2 mem=4G\n", stderr: "" });
+  t.is((await steward("model-constraints", "mem=8G", "arch=arm64")).stdout, "arch=arm64 mem=8G\n");
+  t.is((await tc.admin.listModels()).find((m) => m.name === "big")?.constraints, "arch=arm64 mem=8G");
+  const tooBig = await steward("model-constraints", "cores=100", "arch=arm64");
+  t.is(tooBig.code, 1);
+  t.regex(tooBig.stdout + tooBig.stderr, /no instance type Steward knows fits "arch=arm64 cores=100" \(the largest arm64 one: m7g\.16xlarge/);
+  t.is((await tc.admin.listModels()).find((m) => m.name === "big")?.constraints, "arch=arm64 mem=8G", "unchanged by the refusal");
+  t.is((await steward("model-constraints", "--clear")).stdout, "(none)\n");
+  t.is((await tc.admin.listModels()).find((m) => m.name === "big")?.constraints, undefined);
+
+  const op = await tc.upload(join(operatorsDir, "motd"));
+  await tc.admin.deploy("big", { name: "web", operator: op, units: 0, constraints: "cores=2" });
+  t.is((await steward("constraints", "web")).stdout, "cores=2\n");
+  t.is((await steward("constraints", "web", "instance-type=m6i.large")).stdout, "instance-type=m6i.large\n");
+  t.is((await tc.admin.getApplication("big", "web")).constraints, "instance-type=m6i.large");
+  const badKey = await steward("constraints", "web", "ram=2G");
+  t.is(badKey.code, 1);
+  t.regex(badKey.stdout + badKey.stderr, /constraints: unknown key "ram"/);
+  t.is((await steward("constraints", "web", "--clear")).stdout, "(none: the model's apply)\n");
+  t.is((await tc.admin.getApplication("big", "web")).constraints, undefined);
+
   const replicas = await steward("set-replica-cloud", "aws", "--constraints", "cores=2");
   t.not(replicas.code, 0, "set-replica-cloud takes no constraints");
   t.regex(replicas.stdout + replicas.stderr, /While running set-replica-cloud aws --constraints cores=2/);

@@ -249,8 +249,9 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.patch("/v1/models/:model", async (req) => {
     const idx = model(req, principalOf(req), "admin");
     const body = parseRequest(UpdateModelRequest, req.body, "model update");
-    await settled((await ops.updateModelConfig(idx.uuid, body.config)).revision);
-    return { name: idx.model?.name, config: cache.models.get(idx.uuid)?.model?.config };
+    await settled((await ops.updateModelConfig(idx.uuid, body.config, body.constraints)).revision);
+    const now = cache.models.get(idx.uuid)?.model;
+    return { name: idx.model?.name, config: now?.config, ...(hasConstraints(now?.constraints) ? { constraints: formatConstraints(now.constraints) } : {}) };
   });
 
   app.post("/v1/models/:model/integrations", async (req, reply) => {

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { AwsModelSettings, Bundle, Constraints, VsphereModelSettings, OperatorMeta, UnitStatusReport } from "../../api";
-import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, StewardError, alreadyExists, bundleHash, checkConfigValue, hasConstraints, invalidRequest, mergeConstraints, notFound, validateBundle } from "../../api";
+import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, StewardError, alreadyExists, bundleHash, checkConfigValue, formatConstraints, hasConstraints, invalidRequest, mergeConstraints, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
@@ -362,7 +362,7 @@ export class StateOps extends StoreTxns {
   }
 
   /** Sets or resets (null) config keys and/or moves the application to another operator version. */
-  async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string }): Promise<{ revision: number; changed: boolean }> {
+  async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: Constraints | undefined }): Promise<{ revision: number; changed: boolean }> {
     return this.sized("config", "set fewer or shorter values", () => this.retry<{ changed: boolean }>(`update ${appName}`, async () => {
       const a = await this.read<ApplicationDoc>(keys.app(uuid, appName));
       if (!a) throw notFound("application", appName);
@@ -386,10 +386,20 @@ export class StateOps extends StoreTxns {
       // Values the new operator no longer declares are dropped rather than refused, so upgrades that rename options work.
       for (const k of Object.keys(next)) if (!(k in meta.config)) delete next[k];
       checkConfigTotal(next, appName);
-      const changed = operator.hash !== a.doc.operator.hash || JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config));
+      let constraints = a.doc.constraints;
+      let model: Read<ModelDoc> | undefined;
+      if (patch.constraints !== undefined) {
+        model = await this.aliveModel(uuid);
+        checkMachineConstraints(model.doc, mergeConstraints(model.doc.constraints, patch.constraints));
+        constraints = hasConstraints(patch.constraints) ? patch.constraints : undefined;
+      }
+      const changed = operator.hash !== a.doc.operator.hash || JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config))
+        || formatConstraints(constraints ?? {}) !== formatConstraints(a.doc.constraints ?? {});
       if (!changed) return { compare: [], ops: [], result: { changed } };
-      const doc: ApplicationDoc = { ...a.doc, operator, config: next };
-      const compare: Compare[] = [unchanged(keys.app(uuid, appName), a.rev)];
+      const { constraints: _, ...rest } = a.doc;
+      const doc: ApplicationDoc = { ...rest, operator, config: next, ...(constraints ? { constraints } : {}) };
+      // Checked against the model's constraints as they are: a change of those meanwhile retries.
+      const compare: Compare[] = [unchanged(keys.app(uuid, appName), a.rev), ...(model ? [unchanged(keys.model(uuid), model.rev)] : [])];
       const ops: Op[] = [{ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(doc) }];
       if (upgradeTo) this.useOperator(upgradeTo, compare, ops);
       return { compare, ops, result: { changed } };
@@ -485,10 +495,14 @@ export class StateOps extends StoreTxns {
     return res.revision;
   }
 
-  async updateModelConfig(uuid: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ revision: number }> {
+  /** Settings, and (given) the constraints of machines it makes from now on: `{}` clears them; machines that exist keep theirs. */
+  async updateModelConfig(uuid: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, constraints?: Constraints): Promise<{ revision: number }> {
     return this.retry("update model config", async () => {
       const m = await this.aliveModel(uuid);
-      const doc: ModelDoc = { ...m.doc, config: { ...m.doc.config, ...config } };
+      const { constraints: old, ...rest } = m.doc;
+      const next = constraints === undefined ? old : hasConstraints(constraints) ? constraints : undefined;
+      if (constraints !== undefined) checkMachineConstraints(m.doc, constraints);
+      const doc: ModelDoc = { ...rest, config: { ...m.doc.config, ...config }, ...(next ? { constraints: next } : {}) };
       return { compare: [unchanged(keys.model(uuid), m.rev)], ops: [{ type: "put", key: keys.model(uuid), value: JSON.stringify(doc) }], result: {} };
     });
   }
