@@ -195,6 +195,20 @@ aws("constraints through the CLI: the model's default, an application's and a ma
   const status = await client.status("sized");
   t.is(status.machines[added.id]?.hardware, added.hardware, "status carries it too");
   t.is(status.machines[added.id]?.constraints, added.constraints);
+
+  // Changed later: machines made from then on get the new constraints; the one that exists keeps its own.
+  const set = await steward("constraints", "web", "cores=8");
+  t.deepEqual([set.code, set.stdout], [0, "cores=8\n"], set.stderr);
+  const { units: [unit] } = await client.addUnits("sized", "web", 1);
+  const next = await eventually("the new unit's machine launched", async () => {
+    const ms = await client.listMachines("sized");
+    const m = ms.find((x) => x.units.includes(unit!));
+    return m?.instance ? m : undefined;
+  }, 60_000, 250);
+  t.is(next.constraints, "cores=8 mem=8G");
+  t.is(instance(next.instance!.id).instanceType, "t3.2xlarge");
+  t.is((await client.listMachines("sized")).find((m) => m.id === forUnit.id)?.constraints, "cores=4 mem=8G", "the first machine keeps its own");
+
   await client.destroyModel("sized", true);
-  await eventually("its instances terminated", () => [forUnit, added].every((m) => instance(m.instance!.id).state === "terminated"), 60_000, 250);
+  await eventually("its instances terminated", () => [forUnit, added, next].every((m) => instance(m.instance!.id).state === "terminated"), 60_000, 250);
 });

@@ -142,7 +142,8 @@ export class CloudProvisioner {
           issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
           ...(doc?.constraints ? { constraints: doc.constraints } : {}),
           waitForLogin: () => waitForAgentLogin(this.o.cache, uuid, machine, this.o.loginTimeoutMs ?? 900_000,
-            `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`),
+            `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`,
+            () => (this.stopped ? "the provisioner stopped" : this.o.cache.models.get(uuid)?.machines.get(machine)?.life !== "alive" ? "the machine is being removed" : undefined)),
         }, { progress: (step) => { log.info("provisioning", { step }); void this.record(uuid, machine, { state: "installing", step }); } });
         await this.record(uuid, machine, { state: "installed", step: res.changed ? "instance launched; agent enrolled" : "agent enrolled", changed: res.changed, ...(res.hardware ? { hardware: res.hardware } : {}) });
         log.info("cloud machine up", { instance: res.instanceId });
