@@ -15,8 +15,9 @@ import { TerminateInstancesCommand } from "@aws-sdk/client-ec2";
 import { ControllerClient, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
 import type { ControllerConnection, ModelArgs } from "../provider";
-import { Machine, Model, implementations } from "../provider";
+import { Application, Machine, Model, implementations } from "../provider";
 import { fakeEc2Boot } from "./harness/cloud-init";
+import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { FakeEc2, ec2ClientFor } from "./harness/fake-ec2";
 import { TestLab } from "./harness/hosts";
@@ -60,11 +61,12 @@ test.after.always(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const stack = (constraints: string) => (): void => {
+const stack = (constraints: string, more: { model?: string; app?: string } = {}) => (): void => {
   // The model reaches the fake EC2 through the endpoint settings the controller's API takes.
   const aws = { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: fake.endpoint, endpointCaCert: fake.caCert } as ModelArgs["aws"];
-  const model = new Model("shop", { connection, substrate: "aws", credential: "prod", aws });
+  const model = new Model("shop", { connection, substrate: "aws", credential: "prod", aws, ...(more.model !== undefined ? { constraints: more.model } : {}) });
   new Machine("m0", { model, substrate: "aws", constraints, timeoutSeconds: 120 });
+  if (more.app !== undefined) new Application("board", { model, operator: join(operatorsDir, "motd"), units: 1, constraints: more.app, timeoutSeconds: 120 });
 };
 
 interface MachineOuts { machineId: string; instanceId: string; instanceState: string; zone: string; hardware: string; status: string; constraints: string }
@@ -160,6 +162,35 @@ asRoot("bad args are refused by check, naming the property; constraints nothing 
   t.regex(err?.message ?? "", /no instance type Steward knows fits "arch=amd64 cores=512"/);
   t.is(fake.instances().length, launched, "nothing launched");
   t.is((await client.listMachines("shop")).length, machines, "no machine added");
+});
+
+asRoot("a Model's and an Application's constraints: the application's machines get both merged; changing the model's is an update", async (t) => {
+  t.timeout(300_000);
+  const m0 = outs();
+  const up = await engine.up(stack("instance-type=m6i.large", { model: "mem=8G", app: "cores=4" }));
+  t.deepEqual(up.errors, []);
+  t.deepEqual(up.created, ["board"]);
+  t.deepEqual(up.updated, ["shop"], "the model's constraints change in place");
+  t.deepEqual(up.replaced, [], "m0 keeps the constraints it was made with");
+  t.is((await client.listModels()).find((m) => m.name === "shop")?.constraints, "mem=8G");
+  t.is((await client.getApplication("shop", "board")).constraints, "cores=4");
+  const board = (await client.listMachines("shop")).find((m) => m.units.includes("board/0"))!;
+  t.is(board.constraints, "cores=4 mem=8G", "the application's merged over the model's");
+  t.is(board.hardware, "arch=amd64 cores=4 mem=16G instance-type=t3.xlarge");
+  t.is(instance(board.instance!.id)?.instanceType, "t3.xlarge");
+  t.is(outs().machineId, m0.machineId);
+
+  const again = await engine.up(stack("instance-type=m6i.large", { model: "mem=8192M", app: "cores=4" }));
+  t.deepEqual([again.created, again.updated, again.replaced, again.errors], [[], [], [], []], "the same constraints written otherwise");
+
+  // Set by hand on the controller: refresh shows it as drift of the model.
+  await client.setModelConstraints("shop", "mem=16G");
+  await new Promise((r) => setTimeout(r, 2100)); // past the provider process's status reuse
+  const refreshed = await engine.refresh();
+  t.deepEqual(refreshed.drifted.filter((d) => d.name === "shop").map((d) => d.properties), [["constraints"]]);
+  const back = await engine.up(stack("instance-type=m6i.large", { model: "mem=8G", app: "cores=4" }));
+  t.deepEqual(back.updated, ["shop"]);
+  t.is((await client.listModels()).find((m) => m.name === "shop")?.constraints, "mem=8G", "the program's again");
 });
 
 asRoot("delete removes the machine and terminates its instance", async (t) => {
