@@ -21,7 +21,8 @@
  * - Images and block devices (EC2 API Reference: DescribeImages, RunInstances' BlockDeviceMapping.N,
  *   the EbsBlockDevice and Image data types): DescribeImages (ImageId.N; an unknown id is
  *   InvalidAMIID.NotFound) answers each image's architecture, root device name and type, and its
- *   block device mapping (the root snapshot's size). RunInstances' BlockDeviceMapping.N.DeviceName
+ *   block device mapping (the root snapshot's size); without ids it lists the `images` given (no
+ *   public images are modelled). RunInstances' BlockDeviceMapping.N.DeviceName
  *   and .Ebs.VolumeSize / .VolumeType / .DeleteOnTermination resize the root volume when the name is
  *   the image's root device, or add a volume; a size below the root snapshot's is
  *   InvalidBlockDeviceMapping, one outside a volume type's range InvalidParameterValue
