@@ -209,6 +209,16 @@ aws("constraints through the CLI: the model's default, an application's and a ma
   t.is(instance(next.instance!.id).instanceType, "t3.2xlarge");
   t.is((await client.listMachines("sized")).find((m) => m.id === forUnit.id)?.constraints, "cores=4 mem=8G", "the first machine keeps its own");
 
+  // What only the image can tell (its root volume is 8 GiB) fails the machine before launch, saying why.
+  const launchedNow = fake.instances().length;
+  const small = await steward("add-machine", "aws", "--constraints", "root-disk=4G");
+  t.is(small.code, 0, "accepted: the image is looked at when the machine is launched");
+  const failed = await eventually("the machine's provisioning failed", async () => (await client.listMachines("sized")).find((m) => m.install?.state === "failed"), 30_000, 250);
+  t.is(failed.status, "error");
+  t.regex(failed.message, /^provisioning failed: constraints: root-disk=4G is smaller than image ami-0123456789abcdef0's root volume \(8G\): ask for at least root-disk=8G$/);
+  t.is(failed.instance, undefined);
+  t.is(fake.instances().length, launchedNow, "nothing launched for it");
+
   await client.destroyModel("sized", true);
   await eventually("its instances terminated", () => [forUnit, added, next].every((m) => instance(m.instance!.id).state === "terminated"), 60_000, 250);
 });

@@ -62,10 +62,12 @@ export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatus
   const info = idx.machineInfo.get(m.id);
   const up = idx.presence.has(m.id);
   const install = idx.machineInstall.get(m.id);
+  // A cloud machine is provisioned, not installed: so too when it failed before it had an instance.
+  const provisioned = !!install?.instance || m.substrate === "aws" || m.substrate === "vsphere";
   const status: StatusInfo<MachineStatusView["status"]["current"]> = up
     ? { current: "started", message: "", since: idx.presence.get(m.id)!.since }
     : install && install.state !== "installed"
-      ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `${install.instance ? "provisioning" : "install"} failed: ${install.step}` : `${install.instance ? "provisioning" : "installing"}: ${install.step}`, since: install.at }
+      ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `${provisioned ? "provisioning" : "install"} failed: ${install.step}` : `${provisioned ? "provisioning" : "installing"}: ${install.step}`, since: install.at }
     : info
       ? { current: "down", message: "agent is not communicating with the controller", since: info.firstSeen }
       : { current: "pending", message: m.substrate === "manual" ? "waiting for the agent to connect" : "starting agent", since: m.createdAt };
