@@ -206,7 +206,7 @@ test.serial("aws: constraints nothing can honour fail before a token is issued o
     [images[0]!.id, { instanceType: "m7g.large" }, /^constraints: instance type m7g\.large is arm64, but image ami-0aaaaaaaaaaaaaaa1 is x86_64: ask for an amd64 type \(or arch=amd64\), or give the model an arm64 image$/],
     [images[1]!.id, { arch: "amd64", cores: 2 }, /^constraints: instance type t3\.small is amd64, but image ami-0bbbbbbbbbbbbbbb2 is arm64: ask for an arm64 type/],
     [images[0]!.id, { rootDisk: 4096 }, /^constraints: root-disk=4G is smaller than image ami-0aaaaaaaaaaaaaaa1's root volume \(8G\): ask for at least root-disk=8G$/],
-    [images[2]!.id, { rootDisk: 40960 }, /^constraints: root-disk needs an EBS-backed image; ami-0ccccccccccccccc3 has a instance-store root device$/],
+    [images[2]!.id, { rootDisk: 40960 }, /^constraints: root-disk needs an EBS-backed image; ami-0ccccccccccccccc3's root device is instance-store$/],
     ["ami-0ddddddddddddddd4", { cores: 2 }, /^image ami-0ddddddddddddddd4 was not found in eu-west-1/],
   ];
   for (const [imageId, c, message] of cases) {

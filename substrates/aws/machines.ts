@@ -75,7 +75,7 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     }
     let rootVolume: LaunchPlan["rootVolume"];
     if (c.rootDisk !== undefined) {
-      if (image.rootDeviceType !== "ebs" || !image.rootDeviceName) throw invalidRequest(`constraints: root-disk needs an EBS-backed image; ${image.id} has a ${image.rootDeviceType ?? "unknown"} root device`, { field: "constraints", key: "root-disk" });
+      if (image.rootDeviceType !== "ebs" || !image.rootDeviceName) throw invalidRequest(`constraints: root-disk needs an EBS-backed image; ${image.id}'s root device is ${image.rootDeviceType ?? "of an unknown type"}`, { field: "constraints", key: "root-disk" });
       // EBS sizes are whole GiB: round up, so the disk is at least what was asked.
       const sizeGiB = Math.ceil(c.rootDisk / 1024);
       if (image.rootVolumeGiB !== undefined && sizeGiB < image.rootVolumeGiB) {
