@@ -53,6 +53,8 @@ export interface ModelSummary {
   substrate: string;
   /** The stored credential its machines are made with. */
   credential?: string;
+  /** The default constraints of its machines, in Juju's syntax. */
+  constraints?: string;
 }
 /** A stored credential as the API shows it: no secret attribute, masked identifiers. */
 export interface CredentialSummary {
@@ -67,12 +69,20 @@ export interface MachineInfo {
   install?: { state: "installing" | "installed" | "failed"; step: string; changed?: boolean; bytesUploaded?: number };
   /** Cloud machines: the instance, as the cloud last reported it. */
   instance?: { id: string; zone?: string; state: string };
+  /** What it was asked to have (Juju's syntax: `cores=2 mem=4G`), the model's and its application's merged. */
+  constraints?: string;
+  /** What it has, where the substrate says (`arch=amd64 cores=2 mem=4G instance-type=t3.medium`). */
+  hardware?: string;
 }
 export interface SshMachineRequest {
   host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean;
   jump?: { host: string; port?: number; user: string; hostKey: string };
 }
-export interface ApplicationInfo { name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, { type: string; default?: unknown; description: string }> }
+export interface ApplicationInfo {
+  name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, { type: string; default?: unknown; description: string }>;
+  /** Constraints for the machines made for its units (Juju's syntax). */
+  constraints?: string;
+}
 export interface ControllerInfo {
   name: string; uuid: string; version: string; addresses: string[];
   /** Replicas that are up now (their presence in the store). */
@@ -316,8 +326,8 @@ export class ControllerClient {
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
   /** `substrate` (default `local`) says where machines for units placed without `to` come from. */
-  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined; vsphere?: VsphereModelSettings | undefined } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string }> {
-    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}), ...(cloud.vsphere ? { vsphere: cloud.vsphere } : {}) });
+  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined; vsphere?: VsphereModelSettings | undefined; constraints?: string | undefined } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
+    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}), ...(cloud.vsphere ? { vsphere: cloud.vsphere } : {}), ...(cloud.constraints ? { constraints: cloud.constraints } : {}) });
   }
 
   // --- credentials (superusers) ---
@@ -345,11 +355,13 @@ export class ControllerClient {
   hasOperator(hash: string): Promise<boolean> {
     return this.call("HEAD", `/v1/operators/${hash}`).then(() => true, (e: unknown) => { if (StewardError.isInstance(e) && e.code === "not-found") return false; throw e; });
   }
-  deploy(model: string, req: { name: string; operator: string; units?: number; config?: Record<string, string | number | boolean>; to?: string[] }): Promise<ApplicationInfo> {
+  /** `constraints` (Juju's syntax) apply to the machines made for its units. */
+  deploy(model: string, req: { name: string; operator: string; units?: number; config?: Record<string, string | number | boolean>; to?: string[]; constraints?: string }): Promise<ApplicationInfo> {
     return this.call("POST", `/v1/models/${enc(model)}/applications`, req);
   }
   getApplication(model: string, app: string): Promise<ApplicationInfo> { return this.call("GET", `/v1/models/${enc(model)}/applications/${enc(app)}`); }
-  updateApplication(model: string, app: string, req: { config?: Record<string, string | number | boolean | null>; operator?: string }): Promise<ApplicationInfo> {
+  /** `constraints` (Juju's syntax; "" clears them) apply to machines made for its units from now on. */
+  updateApplication(model: string, app: string, req: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: string }): Promise<ApplicationInfo> {
     return this.call("PATCH", `/v1/models/${enc(model)}/applications/${enc(app)}`, req);
   }
   removeApplication(model: string, app: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/applications/${enc(app)}${force ? "?force=true" : ""}`); }
@@ -358,8 +370,12 @@ export class ControllerClient {
   }
   removeUnit(model: string, unit: string, force = false): Promise<void> { return this.call("DELETE", `/v1/models/${enc(model)}/units/${unit.split("/").map(enc).join("/")}${force ? "?force=true" : ""}`); }
 
-  updateModel(model: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ name: string; config: Record<string, unknown> }> {
+  updateModel(model: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ name: string; config: Record<string, unknown>; constraints?: string }> {
     return this.call("PATCH", `/v1/models/${enc(model)}`, { config });
+  }
+  /** The constraints of machines the model makes from now on (Juju's syntax; "" clears them); machines that exist keep theirs. */
+  setModelConstraints(model: string, constraints: string): Promise<{ name: string; config: Record<string, unknown>; constraints?: string }> {
+    return this.call("PATCH", `/v1/models/${enc(model)}`, { constraints });
   }
 
   // --- integrations and units ---
@@ -379,8 +395,9 @@ export class ControllerClient {
   operations(model: string, limit = 20): Promise<{ operations: OperationInfo[] }> { return this.call("GET", `/v1/models/${enc(model)}/operations?limit=${limit}`); }
 
   // --- machines ---
-  addMachines(model: string, substrate: "local" | "manual" | "aws" | "vsphere", count = 1): Promise<{ machines: { id: string; credential?: string }[] }> {
-    return this.call("POST", `/v1/models/${enc(model)}/machines`, { substrate, count });
+  /** `constraints` (Juju's syntax, aws and vsphere) are merged over the model's. */
+  addMachines(model: string, substrate: "local" | "manual" | "aws" | "vsphere", count = 1, constraints?: string): Promise<{ machines: { id: string; credential?: string }[] }> {
+    return this.call("POST", `/v1/models/${enc(model)}/machines`, { substrate, count, ...(constraints ? { constraints } : {}) });
   }
   /** Checks the host at once and installs an agent there in the background (see machine status). */
   addSshMachine(model: string, ssh: SshMachineRequest): Promise<{ machines: { id: string; hostKey: string }[] }> {

@@ -22,6 +22,7 @@ export * from "./limits";
 export * from "./ports";
 export * from "./debug-log";
 export * from "./substrates";
+export * from "./constraints";
 export { AGENT_CONFIG_FILE, agentConfigText, parseAgentConfig } from "./agent-config";
 export type { AgentConfig } from "./agent-config";
 export { ControllerClient, ENROLMENT_HEADER, splitAddress, CONTROLLER_TLS_NAME } from "./client";

@@ -25,3 +25,4 @@ export { byName, table } from "./table";
 export * from "./debug-log";
 export * from "./agent-config";
 export * from "./substrates";
+export * from "./constraints";

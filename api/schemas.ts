@@ -4,7 +4,8 @@
  */
 import { z } from "zod";
 import { CREDENTIALED_SUBSTRATES, CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES, withArticle } from "./substrates";
-import { invalidRequest } from "./errors";
+import { parseConstraints } from "./constraints";
+import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
 
@@ -36,7 +37,18 @@ export const ModelConfig = z.strictObject({
   /** Retry failed hooks automatically (5 s doubling to 5 min); off, they wait for `steward resolve`. */
   automaticallyRetryHooks: z.boolean().optional(),
 });
-export const UpdateModelRequest = z.strictObject({ config: ModelConfig });
+/** Constraints in Juju's syntax (api/constraints.ts), parsed: a bad key or value is named in the answer. */
+export const ConstraintsText = z.string().max(512).transform((text, ctx) => {
+  try {
+    return parseConstraints(text);
+  } catch (err) {
+    if (!StewardError.isInstance(err)) throw err;
+    ctx.issues.push({ code: "custom", input: text, message: err.message.replace(/^constraints: /, "") });
+    return z.NEVER;
+  }
+});
+/** A model's settings, and (as `set-model-constraints`) the constraints of the machines it makes from now on; "" clears them. */
+export const UpdateModelRequest = z.strictObject({ config: ModelConfig.optional(), constraints: ConstraintsText.optional() });
 const awsId = (prefix: string): z.ZodString => z.string().regex(new RegExp(`^${prefix}-[0-9a-f]{8,17}$`), { message: `must be an id such as ${prefix}-0123456789abcdef0` });
 export const AwsModelSettingsSchema = z.strictObject({
   region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { message: "must be an AWS region such as eu-west-1" }),
@@ -65,6 +77,8 @@ export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
 export const CreateModelRequest = z.strictObject({
   name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(),
   aws: AwsModelSettingsSchema.optional(), vsphere: VsphereModelSettingsSchema.optional(),
+  /** The default for its machines (`cores=2 mem=4G`). */
+  constraints: ConstraintsText.optional(),
 }).superRefine((v, ctx) => {
   const substrate = v.substrate ?? "local";
   if (CREDENTIALED_SUBSTRATES.includes(substrate) && !v.credential) ctx.addIssue({ code: "custom", path: ["credential"], message: `is required for ${withArticle(substrate)} model: store one with steward add-credential NAME --substrate ${substrate}` });
@@ -106,10 +120,14 @@ export const DeployRequest = z.strictObject({
   units: z.number().int().min(0).max(10000).default(1),
   config: ConfigMap.optional(),
   to: z.array(MachineId).optional(),
+  /** For the machines made for its units, merged over the model's. */
+  constraints: ConstraintsText.optional(),
 });
 export const UpdateApplicationRequest = z.strictObject({
   config: ConfigPatch.optional(),
   operator: OperatorHash.optional(),
+  /** For machines made for its units from now on (`set-constraints`); "" clears them. */
+  constraints: ConstraintsText.optional(),
 });
 export const AddUnitsRequest = z.strictObject({
   count: z.number().int().min(1).max(10000).default(1),
@@ -151,6 +169,8 @@ export const AddMachineRequest = z.strictObject({
   substrate: z.enum(["local", "manual", "ssh", "aws", "vsphere"]).default("local"),
   count: z.number().int().min(1).max(10000).default(1),
   ssh: SshTargetSchema.optional(),
+  /** aws and vsphere machines: merged over the model's. */
+  constraints: ConstraintsText.optional(),
 });
 
 /** `app` or `app:endpoint`. */

@@ -44,6 +44,10 @@ export interface MachineStatusView {
   units: string[];
   /** Cloud machines: the instance, as the cloud last reported it. */
   instance?: { id: string; zone?: string; state: string };
+  /** What it was asked to have (Juju's constraint syntax). */
+  constraints?: string;
+  /** What it has, where the substrate says (same syntax). */
+  hardware?: string;
 }
 
 export interface IntegrationStatusView {

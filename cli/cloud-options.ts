@@ -1,11 +1,13 @@
 /**
  * The flags that say where cloud machines go, shared by `add-model --substrate aws|vsphere`,
- * `set-replica-cloud aws|vsphere` and `bootstrap aws:REGION|vsphere:VCENTER`.
+ * `set-replica-cloud aws|vsphere` and `bootstrap aws:REGION|vsphere:VCENTER`; and `--constraints`,
+ * what those machines must have (add-model, deploy, add-machine).
  */
 import { Option, UsageError } from "clipanion";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { AwsModelSettings, VsphereModelSettings } from "../api/core";
+import { StewardError, formatConstraints, parseConstraints } from "../api/core";
 import type { BaseCommand } from "./base-command";
 import { ControllerCommand } from "./base-command";
 
@@ -38,6 +40,37 @@ export function withAwsFlags<B extends CommandClass>(Base: B) {
     }
   }
   return WithAwsFlags;
+}
+
+/** Constraints given as arguments (`cores=2 mem=4G`, one or several words) in their normal form; none given is undefined. */
+export function constraintsArgument(words: readonly string[]): string | undefined {
+  if (words.length === 0) return undefined;
+  const text = formatConstraints(checked(words.join(" "), "constraints"));
+  if (!text) throw new UsageError("no constraints given: give key=value pairs such as cores=2 mem=4G, or --clear");
+  return text;
+}
+
+function checked(text: string, what: string): ReturnType<typeof parseConstraints> {
+  try {
+    return parseConstraints(text);
+  } catch (err) {
+    if (StewardError.isInstance(err)) throw new UsageError(`${what}: ${err.message.replace(/^constraints: /, "")}`);
+    throw err;
+  }
+}
+
+/** Adds `--constraints "cores=2 mem=4G"` (Juju's syntax) to a command class. */
+export function withConstraintsFlag<B extends CommandClass>(Base: B) {
+  abstract class WithConstraintsFlag extends Base {
+    constraints = Option.String("--constraints", { description: 'What its machines must have, as Juju writes it: "cores=2 mem=4G root-disk=20G arch=amd64" or "instance-type=t3.large"' });
+
+    /** The constraints in their normal form, checked here first (the controller checks them again, against the model's cloud). */
+    constraintsText(): string | undefined {
+      if (this.constraints === undefined) return undefined;
+      return formatConstraints(checked(this.constraints, "--constraints")) || undefined;
+    }
+  }
+  return WithConstraintsFlag;
 }
 
 function readPem(cwd: string, file: string): Promise<string> {

@@ -22,7 +22,10 @@ export function formatStatusTabular(s: ModelStatus): string {
   }
   const machines = Object.values(s.machines);
   if (machines.length > 0) {
-    parts.push(table(["Machine", "State", "Address", "Substrate", "Message"], machines.map((m) => [m.id, m.status.current, m.address, m.substrate, m.life === "dying" ? "removing" : m.status.message])));
+    // Cloud machines say what they are (or were asked to be); other models keep the narrower table.
+    const sized = machines.some((m) => m.hardware || m.constraints);
+    const size = (m: (typeof machines)[number]): string[] => (sized ? [m.hardware ?? (m.constraints ? `asked: ${m.constraints}` : "")] : []);
+    parts.push(table(["Machine", "State", "Address", "Substrate", ...(sized ? ["Hardware"] : []), "Message"], machines.map((m) => [m.id, m.status.current, m.address, m.substrate, ...size(m), m.life === "dying" ? "removing" : m.status.message])));
   }
   if (s.integrations.length > 0) {
     parts.push(table(["Integration provider", "Requirer", "Interface", "Type", "Message"], s.integrations.map((i) => [i.provider, i.requirer, i.interface, i.type, i.life === "dying" ? "removing" : ""])));

@@ -16,6 +16,12 @@ export interface ApplicationArgs {
   /** Place one unit on each of these machines (Machine `machineId`s) instead of giving `units`. */
   machines?: pulumi.Input<pulumi.Input<string>[]>;
   config?: pulumi.Input<Record<string, pulumi.Input<string | number | boolean>>>;
+  /**
+   * aws and vsphere models: what the machines made for its units must have (Juju's syntax,
+   * `cores=4 mem=8G`), merged over the model's. A change applies to machines made after it (units
+   * added by a larger `units`), as `steward constraints` does; machines that exist keep theirs.
+   */
+  constraints?: pulumi.Input<string>;
   /** `active`: wait until every unit is active/idle (and fail with a table of those that are not). @default "active" */
   waitFor?: pulumi.Input<"active" | "none">;
   /** How long create and update wait for the units. @default 600 */
@@ -54,6 +60,7 @@ export class Application extends pulumi.dynamic.Resource {
       units: args.units ?? (args.machines ? pulumi.output(args.machines).apply((m) => m.length) : 1),
       ...(args.machines !== undefined ? { machines: args.machines } : {}),
       config: args.config ?? {},
+      ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
       waitFor: args.waitFor ?? "active",
       timeoutSeconds: args.timeoutSeconds ?? 600,
       deleteTimeoutSeconds: args.deleteTimeoutSeconds ?? 600,

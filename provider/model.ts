@@ -47,6 +47,12 @@ export interface ModelArgs {
   aws?: pulumi.Input<AwsModelArgs>;
   /** vsphere models: the vCenter and the template VMs are cloned from. Changing it replaces the model. */
   vsphere?: pulumi.Input<VsphereModelArgs>;
+  /**
+   * aws and vsphere models: the default constraints of the machines it makes (Juju's syntax,
+   * `cores=2 mem=4G`); applications' and machines' own are merged over them. A change applies to
+   * machines made after it (machines that exist keep theirs), as `steward model-constraints` does.
+   */
+  constraints?: pulumi.Input<string>;
   /** Take over a model of this name that already exists instead of failing. */
   adopt?: pulumi.Input<boolean>;
   /** On destroy, remove without hooks when the model is not gone within `deleteTimeoutSeconds`. @default false */
@@ -71,6 +77,7 @@ export class Model extends pulumi.dynamic.Resource {
       credential: args.credential,
       aws: args.aws,
       vsphere: args.vsphere,
+      ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
       adopt: args.adopt ?? false,
       forceDelete: args.forceDelete ?? false,
       deleteTimeoutSeconds: args.deleteTimeoutSeconds ?? 600,

@@ -4,7 +4,7 @@
  * *which* machines should exist (from the model); a broker only makes one exist or go away.
  */
 
-import type { AgentConfig } from "../api/core";
+import type { AgentConfig, Constraints } from "../api/core";
 
 /** Progress of a long step (an upload, a boot), for the machine's status. */
 export type Progress = (step: string) => void;
@@ -30,6 +30,8 @@ export interface MachineSpec<Placement = undefined> extends MachineTarget<Placem
   issueEnrolment?(): Promise<string>;
   /** Resolves once the agent has logged in; a broker that installs waits for it, so a broken install is reported as one. */
   waitForLogin?(): Promise<void>;
+  /** What the machine must at least have (a cloud sizes its instance or VM by them; one that cannot honour them says so before it makes anything). */
+  constraints?: Constraints;
 }
 
 /** The agent configuration a broker writes for `spec`, with the credential it was issued. */
@@ -44,6 +46,8 @@ export interface StartedMachine {
   changed: boolean;
   /** Bytes sent to the host (installs over SSH), for the machine's status. */
   bytesUploaded?: number;
+  /** What the machine has, where the substrate knows (a cloud's instance type or VM size). */
+  hardware?: Constraints;
 }
 
 /** Machines for a model's units. */

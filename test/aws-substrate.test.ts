@@ -20,6 +20,8 @@ import { eventually } from "./harness/eventually";
 import { FakeEc2 } from "./harness/fake-ec2";
 import { TestLab } from "./harness/hosts";
 import { rawRequest } from "./harness/http";
+import { saveClientConfig } from "../cli";
+import { cliRunner } from "./harness/cli";
 
 const root = process.getuid?.() === 0;
 const aws = root ? test.serial : test.skip; // namespaces need root
@@ -33,6 +35,7 @@ let controller: Controller;
 let client: ControllerClient;
 let caCert: string;
 let dir: string;
+let adminPassword: string;
 
 test.before(async () => {
   if (!root) return;
@@ -44,7 +47,8 @@ test.before(async () => {
   const init = await initControllerDir({ dataDir: dir, name: "aws", listen: { host: `${lab.subnet}.1`, port: 0 } });
   caCert = init.caCert;
   controller = await Controller.start({ dataDir: dir, log: silentLogger, cloudPollIntervalMs: 500 });
-  client = new ControllerClient({ addresses: controller.apiAddresses, caCert, user: "admin", password: init.adminPassword! });
+  adminPassword = init.adminPassword!;
+  client = new ControllerClient({ addresses: controller.apiAddresses, caCert, user: "admin", password: adminPassword });
   await client.putCredential("prod", "aws", { "access-key-id": awsKey.accessKeyId, "secret-access-key": awsKey.secretAccessKey });
   await client.createModel("shop", undefined, "aws", { credential: "prod", aws: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: ec2.endpoint, endpointCaCert: ec2.caCert } });
 });
@@ -135,4 +139,86 @@ aws("an aws model is refused without its settings or credential, with what to gi
   const notAws = await t.throwsAsync(client.createModel("bare", undefined, "local", { aws: { region, imageId: "ami-0123456789abcdef0" } }));
   t.regex(notAws?.message ?? "", /"aws" is only for aws models/);
   t.false((await client.listModels()).some((m) => m.name === "bare"));
+});
+
+aws("constraints through the CLI: the model's default, an application's and a machine's own size the instances EC2 is asked for", async (t) => {
+  t.timeout(300_000);
+  await client.createModel("sized", undefined, "aws", { credential: "prod", aws: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: fake.endpoint, endpointCaCert: fake.caCert }, constraints: "mem=8G" });
+  t.is((await client.listModels()).find((m) => m.name === "sized")?.constraints, "mem=8G");
+  const home = join(dir, "cli-home");
+  await saveClientConfig(home, { current: "t", controllers: { t: { addresses: controller.apiAddresses, caCert, user: "admin", password: adminPassword, currentModel: "sized" } } });
+  const steward = cliRunner(home, join(__dirname, "..", ".."));
+  const launchedBefore = fake.instances().length;
+
+  // Refused before anything is made: a key the CLI does not know, and a size no listed type has.
+  const typo = await steward("deploy", join(operatorsDir, "motd"), "web", "--constraints", "cpus=4");
+  t.is(typo.code, 1);
+  t.regex(typo.stdout + typo.stderr, /--constraints: unknown key "cpus" \(accepted keys: arch, cores, mem, root-disk, instance-type/);
+  const huge = await steward("add-machine", "aws", "--constraints", "cores=999");
+  t.is(huge.code, 1);
+  t.regex(huge.stdout + huge.stderr, /no instance type Steward knows fits "arch=amd64 cores=999 mem=8G" \(the largest amd64 one: m6i\.32xlarge, 128 cores, 512G\)/);
+  const local = await steward("add-machine", "local", "--constraints", "cores=2");
+  t.is(local.code, 1);
+  t.regex(local.stdout + local.stderr, /--constraints are for aws and vsphere machines/);
+  t.deepEqual(await client.listMachines("sized"), [], "no machine added");
+
+  const deploy = await steward("deploy", join(operatorsDir, "motd"), "web", "--constraints", "cores=4");
+  t.is(deploy.code, 0, deploy.stdout + deploy.stderr);
+  t.regex(deploy.stdout, /Deployed "web" \(motd 1\.0\.0\) with 1 unit: web\/0 \(constraints cores=4\)\./);
+  t.is((await client.getApplication("sized", "web")).constraints, "cores=4");
+  const own = await steward("add-machine", "aws", "--constraints", "instance-type=m6i.large root-disk=16G");
+  t.is(own.code, 0, own.stdout + own.stderr);
+
+  const up = await eventually("both machines started", async () => {
+    const ms = await client.listMachines("sized");
+    const failed = ms.find((m) => m.install?.state === "failed");
+    if (failed) throw new Error(`machine ${failed.id}: ${failed.install!.step}`);
+    // Installed: the provisioner has recorded what it launched (the agent may log in a moment before).
+    return ms.length === 2 && ms.every((m) => m.status === "started" && m.install?.state === "installed") ? ms : undefined;
+  }, 180_000, 250);
+  const [forUnit, added] = [up.find((m) => m.units.length === 1)!, up.find((m) => m.units.length === 0)!];
+  t.is(forUnit.constraints, "cores=4 mem=8G", "the application's merged over the model's");
+  t.is(forUnit.hardware, "arch=amd64 cores=4 mem=16G instance-type=t3.xlarge");
+  t.is(added.constraints, "root-disk=16G instance-type=m6i.large", "an instance type replaces the model's mem");
+  t.is(added.hardware, "arch=amd64 cores=2 mem=8G root-disk=16G instance-type=m6i.large");
+  const instance = (id: string) => fake.instances().find((i) => i.id === id)!;
+  t.is(instance(forUnit.instance!.id).instanceType, "t3.xlarge");
+  t.deepEqual(instance(forUnit.instance!.id).volumes.map((v) => [v.deviceName, v.sizeGiB]), [["/dev/xvda", 8]], "the image's root volume as it is");
+  t.is(instance(added.instance!.id).instanceType, "m6i.large");
+  t.deepEqual(instance(added.instance!.id).volumes.map((v) => [v.deviceName, v.sizeGiB]), [["/dev/xvda", 16]]);
+  t.is(fake.instances().length, launchedBefore + 2, "one instance each, nothing for the refused requests");
+
+  const listed = await steward("machines");
+  t.is(listed.code, 0);
+  t.regex(listed.stdout, /^Machine\s+State\s+Address\s+Hostname\s+Substrate\s+Instance\s+Hardware\s+Units$/m);
+  t.regex(listed.stdout, new RegExp(`^${forUnit.id}\\s+started\\s+.*arch=amd64 cores=4 mem=16G instance-type=t3\\.xlarge\\s+web/0$`, "m"));
+  const status = await client.status("sized");
+  t.is(status.machines[added.id]?.hardware, added.hardware, "status carries it too");
+  t.is(status.machines[added.id]?.constraints, added.constraints);
+
+  // Changed later: machines made from then on get the new constraints; the one that exists keeps its own.
+  const set = await steward("constraints", "web", "cores=8");
+  t.deepEqual([set.code, set.stdout], [0, "cores=8\n"], set.stderr);
+  const { units: [unit] } = await client.addUnits("sized", "web", 1);
+  const next = await eventually("the new unit's machine launched", async () => {
+    const ms = await client.listMachines("sized");
+    const m = ms.find((x) => x.units.includes(unit!));
+    return m?.instance ? m : undefined;
+  }, 60_000, 250);
+  t.is(next.constraints, "cores=8 mem=8G");
+  t.is(instance(next.instance!.id).instanceType, "t3.2xlarge");
+  t.is((await client.listMachines("sized")).find((m) => m.id === forUnit.id)?.constraints, "cores=4 mem=8G", "the first machine keeps its own");
+
+  // What only the image can tell (its root volume is 8 GiB) fails the machine before launch, saying why.
+  const launchedNow = fake.instances().length;
+  const small = await steward("add-machine", "aws", "--constraints", "root-disk=4G");
+  t.is(small.code, 0, "accepted: the image is looked at when the machine is launched");
+  const failed = await eventually("the machine's provisioning failed", async () => (await client.listMachines("sized")).find((m) => m.install?.state === "failed"), 30_000, 250);
+  t.is(failed.status, "error");
+  t.regex(failed.message, /^provisioning failed: constraints: root-disk=4G is smaller than image ami-0123456789abcdef0's root volume \(8G\): ask for at least root-disk=8G$/);
+  t.is(failed.instance, undefined);
+  t.is(fake.instances().length, launchedNow, "nothing launched for it");
+
+  await client.destroyModel("sized", true);
+  await eventually("its instances terminated", () => [forUnit, added, next].every((m) => instance(m.instance!.id).state === "terminated"), 60_000, 250);
 });

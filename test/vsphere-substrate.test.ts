@@ -16,7 +16,7 @@ import { createServer } from "node:https";
 import type { Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
-import { AGENT_CONFIG_FILE, CONTROLLER_TLS_NAME, ENROLMENT_HEADER, agentConfigText } from "../api";
+import { AGENT_CONFIG_FILE, CONTROLLER_TLS_NAME, ENROLMENT_HEADER, StewardError, agentConfigText, parseConstraints } from "../api";
 import { createCertificateAuthority, issueServerCertificate } from "../controller";
 import type { MachineSpec } from "../substrates";
 import { vsphere } from "../substrates";
@@ -294,6 +294,49 @@ withLab("a VM found powered off is powered on again, not cloned again", async (t
   await eventually("the guest running again", () => bridged(t, res.instanceId).state === "running", 10_000, 100);
   await broker.stopMachine({ model, machine: "1", placement: placement() });
   t.deepEqual(await broker.instances(placement(), model), []);
+});
+
+withLab("constraints: cores and mem size the VM before it is powered on, as vSphere then reports it", async (t) => {
+  t.timeout(120_000);
+  const template = await vc!.client.findByInventoryPath(`${vc!.datacenter}/vm/${vc!.template}`);
+  const templateHw = (await vc!.client.propertiesOf(template!, ["config.hardware.numCPU", "config.hardware.memoryMB"]))!;
+  const spec = { ...specFor("4"), constraints: parseConstraints("cores=3 mem=3001M") };
+  const steps: string[] = [];
+  const res = await broker.startMachine(spec, { progress: (s) => steps.push(s) });
+  t.deepEqual(res.hardware, { cores: 3, mem: 3004 }, "memory rounded up to vSphere's 4 MB");
+  t.deepEqual(steps.map((s) => s.replace(/vm-\d+/, "vm-N")), [
+    `cloning ${vc!.template} to VM ${vmName(controllerUuid, model, "4")}`,
+    "VM vm-N cloned; sizing it to 3 CPUs and 3004 MB",
+    "VM vm-N cloned; powering it on",
+    "VM vm-N powered on; waiting for its agent to enrol",
+  ]);
+  const hw = (await vc!.client.propertiesOf(vmRef(res.instanceId), ["config.hardware.numCPU", "config.hardware.memoryMB", "runtime.powerState"]))!;
+  t.is(hw.get("config.hardware.numCPU")?.text, "3");
+  t.is(hw.get("config.hardware.memoryMB")?.text, "3004");
+  t.is(hw.get("runtime.powerState")?.text, "poweredOn");
+  t.not(templateHw.get("config.hardware.numCPU")?.text, "3", "not the template's size by chance");
+  t.not(templateHw.get("config.hardware.memoryMB")?.text, "3004");
+
+  // Only one of them: the other stays the template's.
+  const memOnly = await broker.startMachine({ ...specFor("5"), constraints: parseConstraints("mem=2G") });
+  const hw5 = (await vc!.client.propertiesOf(vmRef(memOnly.instanceId), ["config.hardware.numCPU", "config.hardware.memoryMB"]))!;
+  t.is(hw5.get("config.hardware.memoryMB")?.text, "2048");
+  t.is(hw5.get("config.hardware.numCPU")?.text, templateHw.get("config.hardware.numCPU")?.text);
+  t.deepEqual(memOnly.hardware, { mem: 2048 });
+  for (const m of ["4", "5"]) await broker.stopMachine({ model, machine: m, placement: placement() });
+  t.deepEqual(await broker.instances(placement(), model), []);
+});
+
+withLab("constraints a VM cannot have are refused before any token is issued or anything cloned", async (t) => {
+  const before = await vmCount();
+  for (const text of ["root-disk=40G", "arch=arm64 cores=2", "instance-type=t3.large"]) {
+    const spec = { ...specFor("6"), constraints: parseConstraints(text) };
+    const err = await t.throwsAsync(broker.startMachine(spec));
+    t.true(StewardError.isInstance(err) && err.code === "invalid-request", text);
+    t.regex(err?.message ?? "", /^constraints: .* not supported on vsphere \(a VM is its template's architecture and disk\): give cores and mem$/, text);
+    t.is(spec.issued.length, 0, text);
+  }
+  t.is(await vmCount(), before, "nothing cloned");
 });
 
 withLab("a wrong password is refused as InvalidLogin, before any token is issued", async (t) => {

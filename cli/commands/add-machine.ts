@@ -1,12 +1,13 @@
 import { Command, Option, UsageError } from "clipanion";
 import { StewardError } from "../../api/core";
 import { ModelCommand } from "../base-command";
+import { withConstraintsFlag } from "../cloud-options";
 import { table } from "../../api/core";
 import { DURATION_HELP, isDuration, isPort, isWholeNumber } from "../validators";
 import type { SshSpec } from "../ssh-options";
 import { parseSshTarget, readPrivateKey } from "../ssh-options";
 
-export default class AddMachineCommand extends ModelCommand {
+export default class AddMachineCommand extends withConstraintsFlag(ModelCommand) {
   static override paths = [["add-machine"]];
   static override usage = Command.Usage({
     category: "Machines",
@@ -24,7 +25,9 @@ export default class AddMachineCommand extends ModelCommand {
       \`local\` starts an agent process on the controller's host with a directory of its own.
       \`manual\` only registers the machine and prints the agent credential once.
       \`aws\` (in an aws model) launches an EC2 instance per machine, \`vsphere\` (in a vsphere model)
-      clones a VM from the model's template; their agents enrol themselves.
+      clones a VM from the model's template; their agents enrol themselves. \`--constraints\`
+      (Juju's syntax) are merged over the model's: on aws they choose the instance type and root
+      volume size, on vsphere the VM's CPUs and memory.
     `,
     examples: [
       ["Install an agent on a host, pinning its key", "$0 add-machine ssh:root@10.0.0.5 --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
@@ -32,6 +35,8 @@ export default class AddMachineCommand extends ModelCommand {
       ["Through a bastion", "$0 add-machine ssh:root@10.1.0.7 --key-file k --host-key SHA256:… --jump ops@bastion --jump-host-key SHA256:…"],
       ["Add a local machine", "$0 add-machine local"],
       ["Launch three EC2 instances in an aws model", "$0 add-machine aws -n 3"],
+      ["An EC2 instance with 8 cores, 32 GiB and a 100 GiB root volume", "$0 add-machine aws --constraints \"cores=8 mem=32G root-disk=100G\""],
+      ["A VM with 4 CPUs and 16 GiB in a vsphere model", "$0 add-machine vsphere --constraints \"cores=4 mem=16G\""],
     ],
   });
 
@@ -52,11 +57,14 @@ export default class AddMachineCommand extends ModelCommand {
     if (first === "local" || first === "manual" || first === "aws" || first === "vsphere") {
       if (this.targets.length > 1) throw new UsageError(`give "${first}" alone (use -n for several machines)`);
       const n = this.count;
+      const constraints = this.constraintsText();
+      if (constraints && first !== "aws" && first !== "vsphere") throw new UsageError(`--constraints are for aws and vsphere machines, which Steward provisions; ${first} machines are what they are`);
       const client = await this.connect();
-      const res = await client.addMachines(await this.model(), first, n);
+      const res = await client.addMachines(await this.model(), first, n, constraints);
       for (const m of res.machines) this.out(m.credential ? `Created machine ${m.id}; its agent credential (shown once): ${m.credential}` : `Created machine ${m.id}.`);
       return 0;
     }
+    if (this.constraints !== undefined) throw new UsageError("--constraints are for aws and vsphere machines, which Steward provisions; an ssh: host is what it is");
     const specs = this.targets.map((t) => { if (!t.startsWith("ssh:")) throw new UsageError(`"${t}" is not local, manual, aws, vsphere or ssh:user@host`); return parseSshTarget(t); });
     if (this.hostKey.length > 0 && this.hostKey.length !== specs.length) throw new UsageError(`give one --host-key per ssh: target (${specs.length}), or use --trust-on-first-use`);
     if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host keys are not pinned: pass --host-key SHA256:… for each host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it), or --trust-on-first-use to record what the hosts offer now");

@@ -2,10 +2,10 @@ import { Command, Option } from "clipanion";
 import * as t from "typanion";
 import type { AwsModelSettings, VsphereModelSettings } from "../../api/core";
 import { MODEL_SUBSTRATES } from "../../api/core";
-import { CloudOptionsCommand } from "../cloud-options";
+import { CloudOptionsCommand, withConstraintsFlag } from "../cloud-options";
 import { DURATION_HELP, isDuration } from "../validators";
 
-export default class AddModelCommand extends CloudOptionsCommand {
+export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCommand) {
   static override paths = [["add-model"]];
   static override usage = Command.Usage({
     category: "Models",
@@ -17,6 +17,8 @@ export default class AddModelCommand extends CloudOptionsCommand {
 
       An aws model needs a stored credential (steward add-credential), a region and an image (any Linux AMI with cloud-init and curl); instances go to its subnets (or the region's zones) in turn.
 
+      --constraints (as Juju has them: cores, mem, root-disk, arch, instance-type) are the default for the machines an aws or vsphere model makes; an application's (deploy --constraints) and a machine's (add-machine --constraints) are merged over them. On aws they choose the smallest fitting instance type from a list of t3, m6i, t4g and m7g types (an explicit instance-type wins) and size the root volume; on vsphere cores and mem size the clone.
+
       A vsphere model needs a stored vsphere credential, vCenter's SDK URL, a datacenter and a template VM (Linux with cloud-init's VMware datasource and curl); its user data goes in through guestinfo.
     `,
     examples: [
@@ -24,6 +26,7 @@ export default class AddModelCommand extends CloudOptionsCommand {
       ["A model of SSH hosts", "$0 add-model shop --substrate ssh"],
       ["A model on EC2, spread over three subnets", "$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --instance-type t3.small --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd"],
       ["A model on vSphere", "$0 add-model estate --substrate vsphere --credential lab --vcenter https://vcenter.example.com/sdk --datacenter DC1 --template debian-12-template --vcenter-ca-file vcenter-ca.pem"],
+      ["Machines with at least 2 cores and 4 GiB by default", "$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --constraints \"cores=2 mem=4G\""],
       ["Run update-status every minute", "$0 add-model demo --update-status-interval 1m"],
     ],
   });
@@ -34,14 +37,15 @@ export default class AddModelCommand extends CloudOptionsCommand {
   interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
+    const constraints = this.constraintsText();
     const cloud = await this.cloudSettings();
     const client = await this.connect();
     const config = this.interval !== undefined ? { updateStatusInterval: Math.round(this.interval / 1000) } : undefined;
-    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, ...cloud });
+    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, ...cloud, constraints });
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;
     await this.saveConfig(cfg);
-    this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, credential ${m.credential}` : ""}) and made it current.`);
+    this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, credential ${m.credential}` : ""}${m.constraints ? `, constraints ${m.constraints}` : ""}) and made it current.`);
     return 0;
   }
 

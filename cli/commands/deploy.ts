@@ -2,9 +2,10 @@ import { Command, Option } from "clipanion";
 import { resolve } from "node:path";
 import { coerceConfigText, readOperatorDir, waitForModelReady } from "../../api/core";
 import { ModelCommand, parseAssignments } from "../base-command";
+import { withConstraintsFlag } from "../cloud-options";
 import { DURATION_HELP, isDuration, isWholeNumber } from "../validators";
 
-export default class DeployCommand extends ModelCommand {
+export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
   static override paths = [["deploy"]];
   static override usage = Command.Usage({
     category: "Applications",
@@ -14,10 +15,14 @@ export default class DeployCommand extends ModelCommand {
       have this content yet, and creates the application with its units. Each unit gets a new
       machine unless \`--to\` names existing ones. Config values are converted to the option types
       declared in operator.yaml (\`port=80\` becomes the number 80).
+
+      In an aws or vsphere model, \`--constraints\` (Juju's syntax) say what the machines made for
+      its units must have, merged over the model's constraints.
     `,
     examples: [
       ["Deploy hello-http with two units", "$0 deploy ./operators/hello-http -n 2"],
       ["Deploy under another name with config", "$0 deploy ./operators/motd banner --config message='Maintenance at 6pm'"],
+      ["Two units on machines with 4 cores and 8 GiB each (aws, vsphere)", "$0 deploy ./operators/hello-http -n 2 --constraints \"cores=4 mem=8G\""],
       ["Place units on machines 0 and 1 and wait until active", "$0 deploy ./operators/hello-http -n 2 --to 0,1 --wait"],
     ],
   });
@@ -32,6 +37,7 @@ export default class DeployCommand extends ModelCommand {
 
   async run(): Promise<number> {
     const units = this.units;
+    const constraints = this.constraintsText();
     const model = await this.model();
     const dir = resolve(this.context.cwd, this.dir);
     const op = await readOperatorDir(dir);
@@ -43,9 +49,9 @@ export default class DeployCommand extends ModelCommand {
       await client.uploadOperator(op.bundle);
     }
     const to = this.to ? this.to.split(",").map((s) => s.trim()).filter(Boolean) : undefined;
-    const app = await client.deploy(model, { name, operator: op.hash, units, ...(Object.keys(config).length > 0 ? { config } : {}), ...(to ? { to } : {}) });
+    const app = await client.deploy(model, { name, operator: op.hash, units, ...(Object.keys(config).length > 0 ? { config } : {}), ...(to ? { to } : {}), ...(constraints ? { constraints } : {}) });
     await this.rememberOperatorSource(model, name, dir);
-    this.out(`Deployed "${name}" (${op.meta.name} ${op.meta.version}) with ${app.units.length} unit${app.units.length === 1 ? "" : "s"}: ${app.units.join(", ") || "none"}.`);
+    this.out(`Deployed "${name}" (${op.meta.name} ${op.meta.version}) with ${app.units.length} unit${app.units.length === 1 ? "" : "s"}: ${app.units.join(", ") || "none"}${app.constraints ? ` (constraints ${app.constraints})` : ""}.`);
     if (this.wait) {
       await waitForModelReady(client, model, { apps: [name], timeoutMs: this.timeout, progress: (l) => this.progress(l) });
       this.out(`All units of "${name}" are active.`);

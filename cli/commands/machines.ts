@@ -18,7 +18,9 @@ export default class MachinesCommand extends ModelCommand {
     if (this.format === "json") { this.out(JSON.stringify(machines, null, 2)); return 0; }
     if (machines.length === 0) { this.out("No machines."); return 0; }
     const instance = (m: (typeof machines)[number]): string => (m.instance ? `${m.instance.id} (${m.instance.state}${m.instance.zone ? `, ${m.instance.zone}` : ""})` : "");
-    this.context.stdout.write(table(["Machine", "State", "Address", "Hostname", "Substrate", "Instance", "Units"], machines.map((m) => [m.id, m.life === "dying" ? "removing" : m.status, m.address, m.hostname, m.substrate, instance(m), m.units.join(",")])));
+    // Hardware where the cloud said what it is, else what was asked for.
+    const size = (m: (typeof machines)[number]): string => m.hardware ?? (m.constraints ? `asked: ${m.constraints}` : "");
+    this.context.stdout.write(table(["Machine", "State", "Address", "Hostname", "Substrate", "Instance", "Hardware", "Units"], machines.map((m) => [m.id, m.life === "dying" ? "removing" : m.status, m.address, m.hostname, m.substrate, instance(m), size(m), m.units.join(",")])));
     return 0;
   }
 }

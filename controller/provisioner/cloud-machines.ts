@@ -5,7 +5,8 @@
  * no longer exist (a forced removal deletes machines without waiting).
  *
  * An instance that disappears while its machine lives (terminated by hand) is reported, not
- * replaced: as in Juju, the machine shows down and the operator decides.
+ * replaced: as in Juju, the machine shows down and the operator decides. One the cloud no longer
+ * lists at all is recorded in state `gone`.
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
@@ -109,6 +110,8 @@ export class CloudProvisioner {
         continue;
       }
       if (inst && !sameInstance(install?.instance, inst)) await this.record(idx.uuid, m.id, { instance: recordOf(inst) });
+      // Seen before, not listed now: destroyed by hand (a vSphere VM), or terminated long ago (EC2 forgets them after an hour).
+      if (!inst && install?.instance && install.instance.state !== "gone") await this.record(idx.uuid, m.id, { instance: { ...install.instance, state: "gone" } });
       const key = `${idx.uuid}/${m.id}`;
       // Launched once: a machine whose instance failed or vanished is reported, not relaunched. One
       // left "launching" with no instance was interrupted before EC2 was asked (a leader change).
@@ -126,6 +129,7 @@ export class CloudProvisioner {
 
   private launch(idx: ModelIndex, machine: string, cloud: Cloud, placement: unknown, key: string): void {
     const { uuid } = idx;
+    const doc = idx.machines.get(machine);
     const log = this.o.log.child({ model: idx.model?.name, machine });
     this.launching.add(key);
     void (async () => {
@@ -136,10 +140,12 @@ export class CloudProvisioner {
           controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
           issueCredential: () => this.o.ops.issueMachineCredential(uuid, machine),
           issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
+          ...(doc?.constraints ? { constraints: doc.constraints } : {}),
           waitForLogin: () => waitForAgentLogin(this.o.cache, uuid, machine, this.o.loginTimeoutMs ?? 900_000,
-            `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`),
+            `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`,
+            () => (this.stopped ? "the provisioner stopped" : this.o.cache.models.get(uuid)?.machines.get(machine)?.life !== "alive" ? "the machine is being removed" : undefined)),
         }, { progress: (step) => { log.info("provisioning", { step }); void this.record(uuid, machine, { state: "installing", step }); } });
-        await this.record(uuid, machine, { state: "installed", step: res.changed ? "instance launched; agent enrolled" : "agent enrolled", changed: res.changed });
+        await this.record(uuid, machine, { state: "installed", step: res.changed ? "instance launched; agent enrolled" : "agent enrolled", changed: res.changed, ...(res.hardware ? { hardware: res.hardware } : {}) });
         log.info("cloud machine up", { instance: res.instanceId });
       } catch (err) {
         const message = StewardError.isInstance(err) ? err.message : `${(err as Error).name}: ${(err as Error).message}`;

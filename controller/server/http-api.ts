@@ -8,7 +8,7 @@ import type { Logger } from "../../api";
 import {
   ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, ChangePasswordRequest, CreateModelRequest, CredentialRequest, ReplicaCloudRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
   MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
-  LEGACY_HASH_MESSAGE, operatorHashProblem,
+  LEGACY_HASH_MESSAGE, operatorHashProblem, formatConstraints, hasConstraints,
 } from "../../api";
 import { MAX_TOKEN_LIFETIME_MS, newTokenId, signToken } from "../security/credentials";
 import { PasswordWork } from "../security/password-work";
@@ -225,7 +225,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
       if (!idx.model) continue;
       const access = modelAccess(p, idx);
       if (!access) continue;
-      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: modelSettings(idx.model.config), substrate: idx.model.substrate ?? "local", ...(idx.model.credential ? { credential: idx.model.credential } : {}) });
+      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: modelSettings(idx.model.config), substrate: idx.model.substrate ?? "local", ...(idx.model.credential ? { credential: idx.model.credential } : {}), ...(hasConstraints(idx.model.constraints) ? { constraints: formatConstraints(idx.model.constraints) } : {}) });
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
   });
@@ -234,10 +234,10 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const p = principalOf(req);
     requireSuperuser(p);
     const body = parseRequest(CreateModelRequest, req.body, "model");
-    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate, { credential: body.credential, aws: body.aws, vsphere: body.vsphere });
+    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate, { credential: body.credential, aws: body.aws, vsphere: body.vsphere, constraints: body.constraints });
     await settled(doc.revision);
     reply.code(201);
-    return { name: doc.name, uuid: doc.uuid, substrate: doc.substrate, ...(doc.credential ? { credential: doc.credential } : {}) };
+    return { name: doc.name, uuid: doc.uuid, substrate: doc.substrate, ...(doc.credential ? { credential: doc.credential } : {}), ...(hasConstraints(doc.constraints) ? { constraints: formatConstraints(doc.constraints) } : {}) };
   });
 
   app.delete("/v1/models/:model", async (req, reply) => {
@@ -249,8 +249,9 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   app.patch("/v1/models/:model", async (req) => {
     const idx = model(req, principalOf(req), "admin");
     const body = parseRequest(UpdateModelRequest, req.body, "model update");
-    await settled((await ops.updateModelConfig(idx.uuid, body.config)).revision);
-    return { name: idx.model?.name, config: cache.models.get(idx.uuid)?.model?.config };
+    await settled((await ops.updateModelConfig(idx.uuid, body.config, body.constraints)).revision);
+    const now = cache.models.get(idx.uuid)?.model;
+    return { name: idx.model?.name, config: now?.config, ...(hasConstraints(now?.constraints) ? { constraints: formatConstraints(now.constraints) } : {}) };
   });
 
   app.post("/v1/models/:model/integrations", async (req, reply) => {
@@ -335,6 +336,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
       config: effectiveConfig(meta, a.config),
       configSchema: meta?.config ?? {},
       units: [...idx.units.values()].filter((u) => u.app === name).map((u) => u.name).sort(),
+      ...(hasConstraints(a.constraints) ? { constraints: formatConstraints(a.constraints) } : {}),
     };
   };
 
@@ -396,7 +398,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
       return { machines: [{ id: m.id, hostKey: m.hostKey }] };
     }
     if (body.ssh) throw new StewardError("invalid-request", `"ssh" is only for substrate "ssh"`, { details: { field: "ssh" } });
-    const res = await ops.addMachines(idx.uuid, body.substrate, body.count);
+    const res = await ops.addMachines(idx.uuid, body.substrate, body.count, body.constraints);
     await settled(res.revision);
     reply.code(201);
     return { machines: res.machines };
@@ -406,8 +408,9 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const idx = model(req, principalOf(req), "read");
     const status = buildModelStatus(cache, idx);
     return Object.values(status.machines).map((m) => {
-      const install = idx.machineInstall.get(m.id);
-      return { id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, message: m.status.message, units: m.units, ...(m.instance ? { instance: m.instance } : {}), ...(install ? { install } : {}) };
+      // The hardware is shown once, in constraint syntax (below), not again as the record holds it.
+      const { hardware: _, ...install } = idx.machineInstall.get(m.id) ?? { hardware: undefined };
+      return { id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, message: m.status.message, units: m.units, ...(m.instance ? { instance: m.instance } : {}), ...(m.constraints ? { constraints: m.constraints } : {}), ...(m.hardware ? { hardware: m.hardware } : {}), ...("state" in install ? { install } : {}) };
     });
   });
 

@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { ActionValue, StatusLogEntry, AgentStatus, AwsModelSettings, CredentialSubstrate, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, TaskInfo, WorkloadStatus } from "../../api";
+import type { ActionValue, AgentStatus, AwsModelSettings, Constraints, CredentialSubstrate, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -29,6 +29,8 @@ export interface ModelDoc {
   aws?: AwsModelSettings;
   /** Where its VMs come from (vsphere models). */
   vsphere?: VsphereModelSettings;
+  /** The default constraints of machines made for it (aws, vsphere). */
+  constraints?: Constraints;
 }
 /**
  * A credential for a substrate: its attributes sealed (security/sealing.ts), never in plain text;
@@ -61,6 +63,8 @@ export interface ApplicationDoc {
   /** Next unit number; unit numbers are never reused within an application. */
   nextUnit: number;
   createdAt: string;
+  /** Constraints of the machines made for its units, merged over the model's. */
+  constraints?: Constraints;
 }
 export interface UnitDoc {
   name: string;
@@ -107,6 +111,8 @@ export interface MachineDoc {
   createdAt: string;
   /** SSH machines: where, as whom, and the host key pinned (recorded on first use if asked). */
   ssh?: { host: string; port: number; user: string; hostKey: string };
+  /** Cloud machines: what it must have, fixed when it is made (the model's, its application's or its own merged). */
+  constraints?: Constraints;
 }
 /** Progress of installing a machine's agent (SSH machines) or of launching its instance (clouds). */
 export interface MachineInstallDoc {
@@ -116,6 +122,8 @@ export interface MachineInstallDoc {
   bytesUploaded?: number;
   /** The cloud instance the machine is: its id, zone and state as the cloud last reported them. */
   instance?: InstanceRecord;
+  /** What the instance has, as the substrate said when it started it. */
+  hardware?: Constraints;
   at: string;
 }
 export interface InstanceRecord { id: string; zone?: string; state: string; address?: string }

@@ -4,13 +4,14 @@
  * overwritten; a refused operation writes nothing.
  */
 import { randomUUID } from "node:crypto";
-import type { AwsModelSettings, Bundle, VsphereModelSettings, OperatorMeta, StatusLogEntry, UnitStatusReport } from "../../api";
-import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, STATUS_HISTORY_ENTRIES, StewardError, alreadyExists, bundleHash, checkConfigValue, invalidRequest, notFound, validateBundle } from "../../api";
+import type { AwsModelSettings, Bundle, Constraints, VsphereModelSettings, OperatorMeta, StatusLogEntry, UnitStatusReport } from "../../api";
+import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, STATUS_HISTORY_ENTRIES, StewardError, alreadyExists, bundleHash, checkConfigValue, formatConstraints, hasConstraints, invalidRequest, mergeConstraints, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
 import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, RevokedTokenDoc, StatusHistoryDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
+import { checkMachineConstraints } from "./constraints";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
 import { StoreTxns } from "./txn";
@@ -92,10 +93,11 @@ export class StateOps extends StoreTxns {
 
   // --- models ---
 
-  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined; vsphere?: VsphereModelSettings | undefined } = {}): Promise<ModelDoc & { revision: number }> {
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined; vsphere?: VsphereModelSettings | undefined; constraints?: Constraints | undefined } = {}): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
-    const { credential, aws, vsphere } = cloud;
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}), ...(vsphere ? { vsphere } : {}) };
+    const { credential, aws, vsphere, constraints } = cloud;
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}), ...(vsphere ? { vsphere } : {}), ...(hasConstraints(constraints) ? { constraints } : {}) };
+    checkMachineConstraints(doc, constraints);
     return this.retry(`create model ${name}`, async () => {
       if (await this.store.get(keys.modelName(name))) throw alreadyExists("model", name);
       const uses = credential ? await this.useCredential(credential, substrate, uuid) : undefined;
@@ -265,7 +267,7 @@ export class StateOps extends StoreTxns {
 
   // --- applications and units ---
 
-  async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[] }): Promise<{ units: string[]; revision: number }> {
+  async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[]; constraints?: Constraints | undefined }): Promise<{ units: string[]; revision: number }> {
     const op = await this.read<OperatorDoc>(keys.operator(req.operator));
     if (!op) throw invalidRequest(`operator ${req.operator} has not been uploaded: upload it first (steward deploy does this for you)`, { field: "operator" });
     const config = checkConfigTotal(validateConfig(op.doc.meta, req.config ?? {}, req.name), req.name);
@@ -278,7 +280,9 @@ export class StateOps extends StoreTxns {
       const current = await this.read<OperatorDoc>(keys.operator(req.operator));
       if (!current) throw invalidRequest(`operator ${req.operator} has not been uploaded (or was deleted unused): upload it again`, { field: "operator" });
       const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
-      const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp() };
+      const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp(), ...(hasConstraints(req.constraints) ? { constraints: req.constraints } : {}) };
+      // Checked whether or not this deploy makes machines: later add-units will.
+      checkMachineConstraints(m.doc, mergeConstraints(m.doc.constraints, app.constraints));
       const ops: Op[] = [];
       const units = await this.placeUnits(uuid, app, req.units, req.to ?? [], compare, ops);
       ops.unshift({ type: "put", key: keys.app(uuid, req.name), value: JSON.stringify(app) });
@@ -312,7 +316,9 @@ export class StateOps extends StoreTxns {
    */
   private async placeUnits(uuid: string, app: ApplicationDoc, count: number, to: string[], compare: Compare[], ops: Op[]): Promise<string[]> {
     const names: string[] = [];
-    const substrate = (await this.read<ModelDoc>(keys.model(uuid)))?.doc.substrate ?? "local";
+    const model = (await this.read<ModelDoc>(keys.model(uuid)))?.doc;
+    const substrate = model?.substrate ?? "local";
+    const constraints = mergeConstraints(model?.constraints, app.constraints);
     if (to.length < count && !PROVISIONED_SUBSTRATES.includes(substrate)) {
       throw invalidRequest(`this model's machines come from the ${substrate} substrate, where Steward does not create machines: add them (steward add-machine${substrate === "ssh" ? " ssh:user@host" : ""}) and place units on them with --to`, { field: "to" });
     }
@@ -329,7 +335,7 @@ export class StateOps extends StoreTxns {
         compare.push(unchanged(keys.machine(uuid, machine), md.rev));
       } else {
         machine = String(nextMachine++);
-        const md: MachineDoc = { id: machine, substrate, life: "alive", createdFor: unit, createdAt: this.stamp() };
+        const md: MachineDoc = { id: machine, substrate, life: "alive", createdFor: unit, createdAt: this.stamp(), ...(hasConstraints(constraints) ? { constraints } : {}) };
         ops.push({ type: "put", key: keys.machine(uuid, machine), value: JSON.stringify(md) });
       }
       const u: UnitDoc = { name: unit, app: app.name, machine, life: "alive", createdAt: this.stamp() };
@@ -356,7 +362,7 @@ export class StateOps extends StoreTxns {
   }
 
   /** Sets or resets (null) config keys and/or moves the application to another operator version. */
-  async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string }): Promise<{ revision: number; changed: boolean }> {
+  async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: Constraints | undefined }): Promise<{ revision: number; changed: boolean }> {
     return this.sized("config", "set fewer or shorter values", () => this.retry<{ changed: boolean }>(`update ${appName}`, async () => {
       const a = await this.read<ApplicationDoc>(keys.app(uuid, appName));
       if (!a) throw notFound("application", appName);
@@ -380,10 +386,20 @@ export class StateOps extends StoreTxns {
       // Values the new operator no longer declares are dropped rather than refused, so upgrades that rename options work.
       for (const k of Object.keys(next)) if (!(k in meta.config)) delete next[k];
       checkConfigTotal(next, appName);
-      const changed = operator.hash !== a.doc.operator.hash || JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config));
+      let constraints = a.doc.constraints;
+      let model: Read<ModelDoc> | undefined;
+      if (patch.constraints !== undefined) {
+        model = await this.aliveModel(uuid);
+        checkMachineConstraints(model.doc, mergeConstraints(model.doc.constraints, patch.constraints));
+        constraints = hasConstraints(patch.constraints) ? patch.constraints : undefined;
+      }
+      const changed = operator.hash !== a.doc.operator.hash || JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config))
+        || formatConstraints(constraints ?? {}) !== formatConstraints(a.doc.constraints ?? {});
       if (!changed) return { compare: [], ops: [], result: { changed } };
-      const doc: ApplicationDoc = { ...a.doc, operator, config: next };
-      const compare: Compare[] = [unchanged(keys.app(uuid, appName), a.rev)];
+      const { constraints: _, ...rest } = a.doc;
+      const doc: ApplicationDoc = { ...rest, operator, config: next, ...(constraints ? { constraints } : {}) };
+      // Checked against the model's constraints as they are: a change of those meanwhile retries.
+      const compare: Compare[] = [unchanged(keys.app(uuid, appName), a.rev), ...(model ? [unchanged(keys.model(uuid), model.rev)] : [])];
       const ops: Op[] = [{ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(doc) }];
       if (upgradeTo) this.useOperator(upgradeTo, compare, ops);
       return { compare, ops, result: { changed } };
@@ -479,10 +495,14 @@ export class StateOps extends StoreTxns {
     return res.revision;
   }
 
-  async updateModelConfig(uuid: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ revision: number }> {
+  /** Settings, and (given) the constraints of machines it makes from now on: `{}` clears them; machines that exist keep theirs. */
+  async updateModelConfig(uuid: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, constraints?: Constraints): Promise<{ revision: number }> {
     return this.retry("update model config", async () => {
       const m = await this.aliveModel(uuid);
-      const doc: ModelDoc = { ...m.doc, config: { ...m.doc.config, ...config } };
+      const { constraints: old, ...rest } = m.doc;
+      const next = constraints === undefined ? old : hasConstraints(constraints) ? constraints : undefined;
+      if (constraints !== undefined) checkMachineConstraints(m.doc, constraints);
+      const doc: ModelDoc = { ...rest, config: { ...m.doc.config, ...config }, ...(next ? { constraints: next } : {}) };
       return { compare: [unchanged(keys.model(uuid), m.rev)], ops: [{ type: "put", key: keys.model(uuid), value: JSON.stringify(doc) }], result: {} };
     });
   }
@@ -490,18 +510,21 @@ export class StateOps extends StoreTxns {
   // --- machines ---
 
   /** Creates machines; for `manual` ones returns each agent's credential (shown once, stored hashed). */
-  async addMachines(uuid: string, substrate: Exclude<Substrate, "ssh">, count: number): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
+  async addMachines(uuid: string, substrate: Exclude<Substrate, "ssh">, count: number, own?: Constraints): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
     return this.retry("add machines", async () => {
       const m = await this.aliveModel(uuid);
       const modelSubstrate = m.doc.substrate ?? "local";
       if ((substrate === "aws" || substrate === "vsphere") && modelSubstrate !== substrate) throw invalidRequest(`${substrate} machines go only in ${substrate} models; this model's substrate is ${modelSubstrate}`, { field: "substrate" });
+      // The model's constraints are for the machines it makes, not for local or manual ones added to it.
+      const constraints = substrate === modelSubstrate ? mergeConstraints(m.doc.constraints, own) : own ?? {};
+      if (hasConstraints(constraints)) checkMachineConstraints({ ...m.doc, substrate }, constraints);
       const seq = await this.store.get(keys.machineSeq(uuid));
       let next = Number(seq?.value ?? "0");
       const ops: Op[] = [];
       const machines: { id: string; credential?: string }[] = [];
       for (let i = 0; i < count; i++) {
         const id = String(next++);
-        const doc: MachineDoc = { id, substrate, life: "alive", createdAt: this.stamp() };
+        const doc: MachineDoc = { id, substrate, life: "alive", createdAt: this.stamp(), ...(hasConstraints(constraints) ? { constraints } : {}) };
         let credential: string | undefined;
         if (substrate === "manual") { credential = newSecret(); doc.credentialHash = hashCredential(credential); }
         ops.push({ type: "put", key: keys.machine(uuid, id), value: JSON.stringify(doc) });

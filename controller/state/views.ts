@@ -1,6 +1,6 @@
 /** What the cache is turned into: model status for people and the per-machine view for agents. */
 import type { AgentStatus, StatusFilter, ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, StatusInfo, UnitDetails, UnitStatusView, WorkloadStatus } from "../../api";
-import { notFound } from "../../api";
+import { formatConstraints, hasConstraints, notFound } from "../../api";
 import type { ApplicationDoc, MachineDoc, RelationDoc, UnitDoc } from "./documents";
 import { workloadSeverity } from "../../api";
 import type { ModelIndex, StateCache } from "./cache";
@@ -62,10 +62,12 @@ export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatus
   const info = idx.machineInfo.get(m.id);
   const up = idx.presence.has(m.id);
   const install = idx.machineInstall.get(m.id);
+  // A cloud machine is provisioned, not installed: so too when it failed before it had an instance.
+  const provisioned = !!install?.instance || m.substrate === "aws" || m.substrate === "vsphere";
   const status: StatusInfo<MachineStatusView["status"]["current"]> = up
     ? { current: "started", message: "", since: idx.presence.get(m.id)!.since }
     : install && install.state !== "installed"
-      ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `${install.instance ? "provisioning" : "install"} failed: ${install.step}` : `${install.instance ? "provisioning" : "installing"}: ${install.step}`, since: install.at }
+      ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `${provisioned ? "provisioning" : "install"} failed: ${install.step}` : `${provisioned ? "provisioning" : "installing"}: ${install.step}`, since: install.at }
     : info
       ? { current: "down", message: "agent is not communicating with the controller", since: info.firstSeen }
       : { current: "pending", message: m.substrate === "manual" ? "waiting for the agent to connect" : "starting agent", since: m.createdAt };
@@ -73,6 +75,8 @@ export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatus
     id: m.id, substrate: m.substrate, status, address: m.ssh?.host ?? info?.address ?? install?.instance?.address ?? "", hostname: info?.hostname ?? "", life: m.life,
     units: [...(idx.unitsByMachine.get(m.id) ?? [])].sort(),
     ...(install?.instance ? { instance: { id: install.instance.id, state: install.instance.state, ...(install.instance.zone ? { zone: install.instance.zone } : {}) } } : {}),
+    ...(hasConstraints(m.constraints) ? { constraints: formatConstraints(m.constraints) } : {}),
+    ...(hasConstraints(install?.hardware) ? { hardware: formatConstraints(install.hardware) } : {}),
   };
 }
 

@@ -5,7 +5,7 @@
  * what exists, so the next `up` carries on from there.
  */
 import { randomUUID } from "node:crypto";
-import { checkConfigValue, notReadyError, readOperatorDir, waitForModelReady } from "../../api";
+import { StewardError, checkConfigValue, formatConstraints, notReadyError, parseConstraints, readOperatorDir, waitForModelReady } from "../../api";
 import type { ApplicationStatusView, ControllerClient, UnitStatusView } from "../../api";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
@@ -23,6 +23,8 @@ export interface ApplicationInputs {
   /** Placement: one unit on each of these machines (ids); `units` then equals their number. */
   machines?: string[];
   config: Record<string, ConfigValue>;
+  /** For the machines made for its units (Juju's syntax), merged over the model's; a change applies to machines made after it. */
+  constraints?: string;
   waitFor: "active" | "none";
   timeoutSeconds: number;
   deleteTimeoutSeconds: number;
@@ -67,6 +69,12 @@ export const applicationProvider = {
         f.add("operator", (e as Error).message);
       }
     }
+    if (typeof news.constraints === "string") {
+      try { parseConstraints(news.constraints); } catch (e) {
+        if (!StewardError.isInstance(e)) throw e;
+        f.add("constraints", e.message.replace(/^constraints: /, ""));
+      }
+    }
     return { inputs: news, failures: f.list };
   },
 
@@ -78,6 +86,7 @@ export const applicationProvider = {
       || olds.operator.hash !== news.operator.hash
       || olds.units !== news.units
       || (news.machines !== undefined && !sameSet(olds.machines, news.machines))
+      || normalConstraints(olds.constraints) !== normalConstraints(news.constraints)
       || !sameConfig(effective(olds.config, olds.configDefaults), effective(news.config, olds.configDefaults))
       || !sameValue(olds.connection, news.connection)
       || olds.waitFor !== news.waitFor || olds.timeoutSeconds !== news.timeoutSeconds || olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds || olds.forceDelete !== news.forceDelete;
@@ -90,7 +99,7 @@ export const applicationProvider = {
     const uid = randomUUID();
     const id = `${inputs.model}/${inputs.name}/${uid.slice(0, 8)}`;
     try {
-      await client.deploy(inputs.model, { name: inputs.name, operator: hash, units: inputs.units, config: inputs.config, ...(inputs.machines ? { to: inputs.machines } : {}) });
+      await client.deploy(inputs.model, { name: inputs.name, operator: hash, units: inputs.units, config: inputs.config, ...(inputs.machines ? { to: inputs.machines } : {}), ...(inputs.constraints ? { constraints: inputs.constraints } : {}) });
     } catch (e) {
       if (!isConflict(e)) throw e;
       if (!inputs.adopt) throw new Error(`application "${inputs.name}" already exists in model "${inputs.model}": set adopt: true to take it over, or choose another name`);
@@ -145,8 +154,10 @@ async function converge(client: ControllerClient, id: string, olds: ApplicationO
     if (!Object.is(a, b)) patch[k] = k in want ? want[k]! : null;
   }
   const upgrade = olds.operator.hash !== news.operator.hash ? await uploadOperator(client, news.operator) : undefined;
-  if (upgrade || Object.keys(patch).length > 0) {
-    await client.updateApplication(news.model, news.name, { ...(upgrade ? { operator: upgrade } : {}), ...(Object.keys(patch).length > 0 ? { config: patch } : {}) });
+  // Before scaling: machines made for new units get the new constraints.
+  const constraints = normalConstraints(olds.constraints) !== normalConstraints(news.constraints) ? news.constraints ?? "" : undefined;
+  if (upgrade || Object.keys(patch).length > 0 || constraints !== undefined) {
+    await client.updateApplication(news.model, news.name, { ...(upgrade ? { operator: upgrade } : {}), ...(Object.keys(patch).length > 0 ? { config: patch } : {}), ...(constraints !== undefined ? { constraints } : {}) });
   }
   await scale(client, news, olds.machines !== undefined || news.machines !== undefined);
   changed(news.connection, news.model);
@@ -237,6 +248,11 @@ async function uploadOperator(client: ControllerClient, operator: { path: string
   if (operator.hash && hash !== operator.hash) throw new Error(`operator directory ${operator.path} changed while this update ran (hash ${hash.slice(0, 12)}…, the program read ${operator.hash.slice(0, 12)}…): run again`);
   if (!(await client.hasOperator(hash))) await client.uploadOperator(bundle);
   return hash;
+}
+
+/** Constraints as what they mean (`mem=4096` is `mem=4G`). */
+function normalConstraints(text: string | undefined): string {
+  try { return formatConstraints(parseConstraints(text ?? "")); } catch { return text ?? ""; }
 }
 
 function effective(config: Record<string, ConfigValue> | undefined, defaults: Record<string, ConfigValue> | undefined): Record<string, ConfigValue> {

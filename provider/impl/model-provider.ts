@@ -1,6 +1,6 @@
 /** The Model resource: a model on a controller, with its settings; adopted by name when asked. */
 import type { AwsModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api";
-import { AwsModelSettingsSchema, CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, VsphereModelSettingsSchema, describeIssues, withArticle } from "../../api";
+import { AwsModelSettingsSchema, CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, StewardError, VsphereModelSettingsSchema, constraintsProblem, describeIssues, formatConstraints, parseConstraints, withArticle } from "../../api";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
 import { changed, clientFor, isConflict, isNotFound, until } from "./session";
@@ -16,6 +16,8 @@ export interface ModelInputs {
   credential?: string;
   aws?: AwsModelSettings;
   vsphere?: VsphereModelSettings;
+  /** The default constraints of the machines it makes (Juju's syntax); a change applies to machines made after it. */
+  constraints?: string;
   adopt: boolean;
   /** On delete, force removal (no stop hooks) when the model is not gone within `deleteTimeoutSeconds`. */
   forceDelete: boolean;
@@ -42,6 +44,15 @@ export const modelProvider = {
       const parsed = schema.safeParse(settings);
       if (!parsed.success) f.add(cloud, describeIssues(parsed.error.issues));
     }
+    if (typeof news.constraints === "string") {
+      try {
+        const problem = constraintsProblem(news.substrate, parseConstraints(news.constraints));
+        if (problem) f.add("constraints", problem.replace(/^constraints: /, ""));
+      } catch (e) {
+        if (!StewardError.isInstance(e)) throw e;
+        f.add("constraints", e.message.replace(/^constraints: /, ""));
+      }
+    }
     f.unknownKeys("config", news.config, MODEL_SETTINGS);
     f.wholeNumber("config.updateStatusInterval", news.config?.updateStatusInterval, 1, 3600);
     f.oneOf("config.automaticallyRetryHooks", news.config?.automaticallyRetryHooks, [true, false]);
@@ -53,7 +64,7 @@ export const modelProvider = {
     // A model keeps its substrate for life (its machines came from it): another one is another model.
     const replaces = [...(olds.name !== news.name ? ["name"] : []), ...((olds.substrate ?? "local") !== news.substrate ? ["substrate"] : []),
       ...(olds.credential !== news.credential ? ["credential"] : []), ...(!sameValue(olds.aws, news.aws) ? ["aws"] : []), ...(!sameValue(olds.vsphere, news.vsphere) ? ["vsphere"] : [])];
-    const changes = replaces.length > 0 || !sameValue(olds.config, news.config) || !sameValue(olds.connection, news.connection)
+    const changes = replaces.length > 0 || !sameValue(olds.config, news.config) || !sameValue(olds.connection, news.connection) || normal(olds.constraints) !== normal(news.constraints)
       || olds.forceDelete !== news.forceDelete || olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds || olds.adopt !== news.adopt;
     return { changes, replaces, deleteBeforeReplace: true };
   },
@@ -62,13 +73,14 @@ export const modelProvider = {
     const client = clientFor(inputs.connection);
     let uuid: string;
     try {
-      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate, { credential: inputs.credential, aws: inputs.aws, vsphere: inputs.vsphere })).uuid;
+      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate, { credential: inputs.credential, aws: inputs.aws, vsphere: inputs.vsphere, constraints: inputs.constraints || undefined })).uuid;
     } catch (e) {
       if (!isConflict(e)) throw e;
       if (!inputs.adopt) throw new Error(`model "${inputs.name}" already exists on the controller: set adopt: true to take it over, or choose another name`);
       const existing = (await client.listModels()).find((m) => m.name === inputs.name)!;
       if (existing.substrate !== inputs.substrate) throw new Error(`model "${inputs.name}" exists with the ${existing.substrate} substrate, not ${inputs.substrate}: a model keeps its substrate, so it cannot be adopted as this one`);
       await client.updateModel(inputs.name, inputs.config);
+      if (normal(existing.constraints) !== normal(inputs.constraints)) await client.setModelConstraints(inputs.name, inputs.constraints ?? "");
       uuid = existing.uuid;
     }
     return { id: uuid, outs: plain({ ...inputs, uuid }) };
@@ -82,12 +94,15 @@ export const modelProvider = {
     // (A controller too old to list settings shows none.)
     const config: ModelInputs["config"] = {};
     for (const key of MODEL_SETTINGS) if (props.config?.[key] !== undefined) Object.assign(config, { [key]: (found.config ?? props.config)[key] });
-    const now = { ...props, name: found.name, config, substrate: (found.substrate ?? "local") as ModelSubstrate };
+    const now: ModelOutputs = { ...props, name: found.name, config, substrate: (found.substrate ?? "local") as ModelSubstrate };
+    // Constraints set by hand show as drift, kept as the program wrote them when they mean the same.
+    if (normal(found.constraints) !== normal(props.constraints)) { if (found.constraints) now.constraints = found.constraints; else delete now.constraints; }
     return { id, props: plain(now), inputs: plain(inputsOf(now)) };
   },
 
   async update(_id: string, olds: ModelOutputs, news: ModelInputs) {
     if (!sameValue(olds.config, news.config)) await clientFor(news.connection).updateModel(news.name, news.config);
+    if (normal(olds.constraints) !== normal(news.constraints)) await clientFor(news.connection).setModelConstraints(news.name, news.constraints ?? "");
     return { outs: plain({ ...news, uuid: olds.uuid }) };
   },
 
@@ -111,6 +126,11 @@ export const modelProvider = {
     }
   },
 };
+
+/** Constraints as what they mean (`mem=4096` is `mem=4G`); unparsable text as written, for check to refuse. */
+function normal(text: string | undefined): string {
+  try { return formatConstraints(parseConstraints(text ?? "")); } catch { return text ?? ""; }
+}
 
 function inputsOf(o: ModelOutputs): ModelInputs {
   const { uuid: _uuid, ...inputs } = o;

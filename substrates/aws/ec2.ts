@@ -25,7 +25,9 @@ export interface AwsPlacement {
 }
 
 /** An instance as Steward records it. */
-export interface AwsInstance { id: string; tags: Record<string, string>; zone?: string; state: string; address?: string }
+export interface AwsInstance { id: string; tags: Record<string, string>; zone?: string; state: string; address?: string; instanceType?: string }
+/** What a launch needs to know of an image: its architecture (EC2's `x86_64`, `arm64`…) and root device. */
+export interface AwsImage { id: string; architecture?: string; rootDeviceName?: string; rootDeviceType?: string; rootVolumeGiB?: number }
 
 export const TAGS = { controller: "steward:controller", model: "steward:model", machine: "steward:machine", replica: "steward:replica" };
 /** What marks a controller replica's instance, whoever launched it (the quorum keeper, or `steward bootstrap aws:…`). */
@@ -69,12 +71,14 @@ export class Ec2 {
    * Launches one instance tagged with the controller and `tags`, in the `n`-th subnet (or zone) in
    * turn. `idempotencyKey` makes EC2 launch it once however often the call is retried.
    */
-  async launch(p: AwsPlacement, o: { n: number; name: string; tags: Record<string, string>; userData: Buffer; idempotencyKey: string }): Promise<AwsInstance> {
+  async launch(p: AwsPlacement, o: { n: number; name: string; tags: Record<string, string>; userData: Buffer; idempotencyKey: string; instanceType?: string; rootVolume?: { deviceName: string; sizeGiB: number } }): Promise<AwsInstance> {
     const where = await this.placementFor(p, o.n);
     const { RunInstancesCommand } = loadSdk();
     const tags = { Name: o.name, [TAGS.controller]: p.controllerUuid, ...o.tags };
     const res = await this.client(p).send(new RunInstancesCommand({
-      ImageId: p.settings.imageId, InstanceType: p.settings.instanceType as never, MinCount: 1, MaxCount: 1,
+      ImageId: p.settings.imageId, InstanceType: (o.instanceType ?? p.settings.instanceType) as never, MinCount: 1, MaxCount: 1,
+      // The image's own root device, resized: any other device name would add a second volume.
+      ...(o.rootVolume ? { BlockDeviceMappings: [{ DeviceName: o.rootVolume.deviceName, Ebs: { VolumeSize: o.rootVolume.sizeGiB, DeleteOnTermination: true } }] } : {}),
       // The SDK sends UserData as given: EC2 wants it base64-encoded.
       UserData: o.userData.toString("base64"),
       ...(where.subnet ? { SubnetId: where.subnet } : {}),
@@ -112,6 +116,23 @@ export class Ec2 {
       return i ? recordOf(i) : undefined;
     } catch (err) {
       if ((err as Error).name === "InvalidInstanceID.NotFound") return undefined;
+      throw err;
+    }
+  }
+
+  /** The image `id` (undefined when EC2 does not know it, or it is not visible to this account). */
+  async image(p: AwsPlacement, id: string): Promise<AwsImage | undefined> {
+    const { DescribeImagesCommand } = loadSdk();
+    try {
+      const i = (await this.client(p).send(new DescribeImagesCommand({ ImageIds: [id] }))).Images?.[0];
+      if (!i?.ImageId) return undefined;
+      const root = i.BlockDeviceMappings?.find((b) => b.DeviceName === i.RootDeviceName)?.Ebs?.VolumeSize;
+      return {
+        id: i.ImageId, ...(i.Architecture ? { architecture: i.Architecture } : {}), ...(i.RootDeviceName ? { rootDeviceName: i.RootDeviceName } : {}),
+        ...(i.RootDeviceType ? { rootDeviceType: i.RootDeviceType } : {}), ...(root !== undefined ? { rootVolumeGiB: root } : {}),
+      };
+    } catch (err) {
+      if ((err as Error).name === "InvalidAMIID.NotFound") return undefined;
       throw err;
     }
   }
@@ -154,5 +175,6 @@ function recordOf(i: Instance): AwsInstance {
     id: i.InstanceId ?? "", state: i.State?.Name ?? "unknown",
     tags: Object.fromEntries((i.Tags ?? []).flatMap((t) => (t.Key ? [[t.Key, t.Value ?? ""]] : []))),
     ...(i.Placement?.AvailabilityZone ? { zone: i.Placement.AvailabilityZone } : {}), ...(i.PrivateIpAddress ? { address: i.PrivateIpAddress } : {}),
+    ...(i.InstanceType ? { instanceType: i.InstanceType } : {}),
   };
 }

@@ -3,12 +3,25 @@
  * its agent (../cloud-init.ts), tagged with the controller, model and machine so the controller can
  * find its instances again after a restart or a change of leader, spread over the model's subnets
  * (or the region's zones) in turn. Removing a machine terminates its instance.
+ *
+ * Constraints size the instance (instance-types.ts) and its root volume; what cannot be honoured
+ * (nothing fits, an image of another architecture, a root disk smaller than the image's) is an
+ * error before the enrolment token is issued or anything is launched.
  */
 import { createHash } from "node:crypto";
+import type { Arch, Constraints } from "../../api/core";
+import { formatSize, hasConstraints, invalidRequest } from "../../api/core";
 import type { MachineBroker, MachineSpec, MachineTarget, Progress, StartedMachine } from "../brokers";
 import { enrolmentUserData } from "../cloud-init";
 import type { AwsInstance, AwsPlacement } from "./ec2";
 import { Ec2, LIVE_STATES, TAGS } from "./ec2";
+import { hardwareOf, instanceTypeFor, instanceTypeInfo } from "./instance-types";
+
+/** EC2's architecture names, as constraints write them. */
+const ARCH_OF_IMAGE: Record<string, Arch> = { x86_64: "amd64", arm64: "arm64" };
+
+/** What to launch for a machine's constraints. */
+export interface LaunchPlan { instanceType: string; rootVolume?: { deviceName: string; sizeGiB: number }; hardware: Constraints }
 
 /** A machine's instance: the instance and which machine it is. */
 export type MachineInstance = AwsInstance & { machine?: string };
@@ -22,12 +35,15 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     if (existing) {
       opts.progress?.(`instance ${existing.id} is ${existing.state}`);
       await spec.waitForLogin?.();
-      return { instanceId: existing.id, changed: false };
+      const info = existing.instanceType ? instanceTypeInfo(existing.instanceType) : undefined;
+      return { instanceId: existing.id, changed: false, ...(info ? { hardware: hardwareOf(info) } : {}) };
     }
     if (!spec.issueEnrolment) throw new Error("aws machines enrol themselves: the spec needs issueEnrolment");
+    const plan = await this.plan(p, spec.constraints ?? {});
     const token = await spec.issueEnrolment();
-    opts.progress?.(`launching a ${p.settings.instanceType} instance`);
+    opts.progress?.(`launching a ${plan.instanceType} instance${plan.rootVolume ? ` with a ${plan.rootVolume.sizeGiB} GiB root volume` : ""}`);
     const launched = await this.ec2.launch(p, {
+      instanceType: plan.instanceType, ...(plan.rootVolume ? { rootVolume: plan.rootVolume } : {}),
       n: Number(spec.machine), name: `steward-${spec.machine}-${spec.model.slice(0, 8)}`,
       tags: { [TAGS.model]: spec.model, [TAGS.machine]: spec.machine },
       userData: enrolmentUserData({ model: spec.model, machine: spec.machine, controller: spec.controller, token }),
@@ -36,7 +52,40 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     });
     opts.progress?.(`instance ${launched.id} launched in ${launched.zone ?? "?"}; waiting for its agent to enrol`);
     await spec.waitForLogin?.();
-    return { instanceId: launched.id, changed: true };
+    return { instanceId: launched.id, changed: true, hardware: plan.hardware };
+  }
+
+  /**
+   * The instance type and root volume for constraints `c` (the model's default type without
+   * any). The image is looked up only when there are constraints: for its architecture (the
+   * default arch) and its root device (what root-disk resizes).
+   */
+  async plan(p: AwsPlacement, c: Constraints): Promise<LaunchPlan> {
+    if (!hasConstraints(c)) {
+      const info = instanceTypeInfo(p.settings.instanceType);
+      return { instanceType: p.settings.instanceType, hardware: info ? hardwareOf(info) : { instanceType: p.settings.instanceType } };
+    }
+    const image = await this.ec2.image(p, p.settings.imageId);
+    if (!image) throw invalidRequest(`image ${p.settings.imageId} was not found in ${p.settings.region}: the model's image must exist there for its machines`, { field: "imageId" });
+    const imageArch = image.architecture ? ARCH_OF_IMAGE[image.architecture] : undefined;
+    const chosen = instanceTypeFor(c, p.settings.instanceType, imageArch);
+    if (chosen.info && image.architecture && chosen.info.arch !== imageArch) {
+      const other = imageArch ?? image.architecture;
+      throw invalidRequest(`constraints: instance type ${chosen.name} is ${chosen.info.arch}, but image ${image.id} is ${image.architecture}: ask for an ${other} type (or arch=${other}), or give the model an ${chosen.info.arch} image`, { field: "constraints" });
+    }
+    let rootVolume: LaunchPlan["rootVolume"];
+    if (c.rootDisk !== undefined) {
+      if (image.rootDeviceType !== "ebs" || !image.rootDeviceName) throw invalidRequest(`constraints: root-disk needs an EBS-backed image; ${image.id}'s root device is ${image.rootDeviceType ?? "of an unknown type"}`, { field: "constraints", key: "root-disk" });
+      // EBS sizes are whole GiB: round up, so the disk is at least what was asked.
+      const sizeGiB = Math.ceil(c.rootDisk / 1024);
+      if (image.rootVolumeGiB !== undefined && sizeGiB < image.rootVolumeGiB) {
+        throw invalidRequest(`constraints: root-disk=${formatSize(c.rootDisk)} is smaller than image ${image.id}'s root volume (${image.rootVolumeGiB}G): ask for at least root-disk=${image.rootVolumeGiB}G`, { field: "constraints", key: "root-disk" });
+      }
+      rootVolume = { deviceName: image.rootDeviceName, sizeGiB };
+    }
+    const disk = rootVolume ? rootVolume.sizeGiB * 1024 : undefined;
+    const hardware: Constraints = chosen.info ? hardwareOf(chosen.info, disk) : { ...(imageArch ? { arch: imageArch } : {}), ...(disk !== undefined ? { rootDisk: disk } : {}), instanceType: chosen.name };
+    return { instanceType: chosen.name, ...(rootVolume ? { rootVolume } : {}), hardware };
   }
 
   /** Terminates the machine's instances (a machine already gone is fine). */

@@ -12,6 +12,12 @@
  * property of every VM), then confirmed by those keys, so a VM of another controller or a
  * look-alike name is never touched.
  *
+ * Constraints: `cores` and `mem` become `numCPUs` and `memoryMB` (rounded up to the 4 MB vSphere
+ * wants) of a VirtualMachineConfigSpec applied with ReconfigVM_Task to the clone before it is
+ * powered on; without them the VM keeps the template's. (vCenter would also apply them from the
+ * clone spec's `config`, but vcsim copies the template's hardware there; reconfiguring is one path
+ * that both honour.) arch, root-disk and instance-type are refused before anything is cloned.
+ *
  * Settings (inventory paths are relative to the datacenter's `vm` or `host` folder, or absolute
  * when they start with `/`):
  * - `datacenter`: its inventory path (`DC0`, `dcs/DC0`);
@@ -22,7 +28,8 @@
  *   meaning its root pool); default: the template's pool, or its host's root pool for a template.
  */
 import { gzipSync } from "node:zlib";
-import type { VsphereModelSettings } from "../../api/core";
+import type { Constraints, VsphereModelSettings } from "../../api/core";
+import { constraintsProblem, invalidRequest } from "../../api/core";
 import type { MachineBroker, MachineSpec, MachineTarget, Progress, StartedMachine } from "../brokers";
 import { enrolmentUserData } from "../cloud-init";
 import type { ObjectContent, VsphereConnectionOptions } from "./soap";
@@ -80,6 +87,16 @@ const namePrefix = (controllerUuid: string, model?: string): string => `steward-
 
 const VM_PROPERTIES = ["name", "config.extraConfig", "runtime.powerState", "guest.ipAddress"];
 
+/** A VM's size from constraints: what the clone's config spec sets (absent: the template's). */
+interface VmSize { numCPUs?: number; memoryMB?: number }
+
+function vmSize(c: Constraints): VmSize {
+  const problem = constraintsProblem("vsphere", c);
+  if (problem) throw invalidRequest(problem, { field: "constraints" });
+  // vSphere wants a VM's memory in multiples of 4 MB.
+  return { ...(c.cores !== undefined ? { numCPUs: c.cores } : {}), ...(c.mem !== undefined ? { memoryMB: Math.ceil(c.mem / 4) * 4 } : {}) };
+}
+
 interface Datacenter { ref: MoRef; path: string; vmFolder: MoRef; hostFolder: MoRef }
 interface CloneSource { template: MoRef; folder: MoRef; pool: MoRef }
 
@@ -95,13 +112,14 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     const existing = await this.machineVm(p, dc, spec.model, spec.machine);
     if (existing) return this.resume(vc, spec, existing, opts);
     if (!spec.issueEnrolment) throw new Error("vsphere machines enrol themselves: the spec needs issueEnrolment");
+    const size = vmSize(spec.constraints ?? {});
     const source = await this.cloneSource(p, dc);
     opts.signal?.throwIfAborted();
     const token = await spec.issueEnrolment();
     const userData = enrolmentUserData({ model: spec.model, machine: spec.machine, controller: spec.controller, token });
     let vm: MoRef;
     try {
-      vm = await this.clone(p, source, { model: spec.model, machine: spec.machine, userData }, opts);
+      vm = await this.clone(p, source, { model: spec.model, machine: spec.machine, userData, ...size }, opts);
     } catch (err) {
       // Another start of this machine cloned it first (vCenter keeps names unique in a folder).
       if (!isFault(err, "DuplicateName")) throw err;
@@ -111,7 +129,8 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     }
     opts.progress?.(`VM ${vm.value} powered on; waiting for its agent to enrol`);
     await spec.waitForLogin?.();
-    return { instanceId: vm.value, changed: true };
+    const hardware: Constraints = { ...(size.numCPUs !== undefined ? { cores: size.numCPUs } : {}), ...(size.memoryMB !== undefined ? { mem: size.memoryMB } : {}) };
+    return { instanceId: vm.value, changed: true, ...(Object.keys(hardware).length ? { hardware } : {}) };
   }
 
   /**
@@ -123,7 +142,7 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     return (await this.clone(p, source, o, opts)).value;
   }
 
-  private async clone(p: VspherePlacement, source: CloneSource, o: { model: string; machine: string; userData: Buffer }, opts: { progress?: Progress; signal?: AbortSignal }): Promise<MoRef> {
+  private async clone(p: VspherePlacement, source: CloneSource, o: { model: string; machine: string; userData: Buffer } & VmSize, opts: { progress?: Progress; signal?: AbortSignal }): Promise<MoRef> {
     const vc = this.client(p);
     const name = vmName(p.controllerUuid, o.model, o.machine);
     const { userData } = o;
@@ -140,6 +159,17 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
       spec: { location: { pool: source.pool }, template: false, config: { extraConfig }, powerOn: false },
     }, { ...(opts.signal ? { signal: opts.signal } : {}) }));
     if (!vm) throw new Error(`vSphere cloned ${name} but named no VM`);
+    if (o.numCPUs !== undefined || o.memoryMB !== undefined) {
+      opts.progress?.(`VM ${vm.value} cloned; sizing it to ${[o.numCPUs !== undefined ? `${o.numCPUs} CPUs` : "", o.memoryMB !== undefined ? `${o.memoryMB} MB` : ""].filter(Boolean).join(" and ")}`);
+      // VirtualMachineConfigSpec, in the WSDL's order: numCPUs before memoryMB.
+      try {
+        await vc.runTask("ReconfigVM_Task", vm, { spec: { numCPUs: o.numCPUs, memoryMB: o.memoryMB } }, { ...(opts.signal ? { signal: opts.signal } : {}) });
+      } catch (err) {
+        // Not left behind at the template's size, for a later start to power on as if it were sized.
+        await vc.runTask("Destroy_Task", vm).catch(() => undefined);
+        throw err;
+      }
+    }
     opts.progress?.(`VM ${vm.value} cloned; powering it on`);
     await vc.runTask("PowerOnVM_Task", vm, {}, { ...(opts.signal ? { signal: opts.signal } : {}) });
     return vm;

@@ -18,6 +18,19 @@
  *   filters instance-id, instance-state-name, availability-zone, tag:<key>, tag-key with * and ?
  *   wildcards, MaxResults 5–1000 / NextToken), TerminateInstances, DescribeAvailabilityZones,
  *   CreateTags. Terminated instances stay visible (EC2 keeps them about an hour; here, forever).
+ * - Images and block devices (EC2 API Reference: DescribeImages, RunInstances' BlockDeviceMapping.N,
+ *   the EbsBlockDevice and Image data types): DescribeImages (ImageId.N; an unknown id is
+ *   InvalidAMIID.NotFound) answers each image's architecture, root device name and type, and its
+ *   block device mapping (the root snapshot's size); without ids it lists the `images` given (no
+ *   public images are modelled). RunInstances' BlockDeviceMapping.N.DeviceName
+ *   and .Ebs.VolumeSize / .VolumeType / .DeleteOnTermination resize the root volume when the name is
+ *   the image's root device, or add a volume; a size below the root snapshot's is
+ *   InvalidBlockDeviceMapping, one outside a volume type's range InvalidParameterValue
+ *   (gp2/gp3 1–16,384 GiB, io1/io2 4–16,384, st1/sc1 125–16,384, standard 1–1,024). The volumes are
+ *   answered in DescribeInstances' blockDeviceMapping. With no `images` option every well-formed
+ *   AMI id is an x86_64 EBS image with root device /dev/xvda and an 8 GiB gp3 root snapshot (as
+ *   Amazon Linux 2023's are); with it, only those images exist (RunInstances of another is
+ *   InvalidAMIID.NotFound).
  * Not modelled: VPCs, subnets and security groups as resources (ids are recorded, not checked),
  * stop/start, public addresses, other actions (InvalidAction). Parameters it does not know are
  * accepted and ignored; every accepted call is in {@link FakeEc2.calls} for assertions.
@@ -32,8 +45,14 @@ import { EC2Client } from "@aws-sdk/client-ec2";
 import { createCertificateAuthority, issueServerCertificate } from "../../controller";
 
 export type FakeInstanceState = "pending" | "running" | "shutting-down" | "terminated";
+/** An AMI as DescribeImages answers it. */
+export interface FakeImage { id: string; architecture: "x86_64" | "arm64" | "i386" | "x86_64_mac" | "arm64_mac"; rootDeviceName: string; rootDeviceType: "ebs" | "instance-store"; rootSnapshotGiB?: number }
+/** An EBS volume attached to an instance. */
+export interface FakeVolume { deviceName: string; volumeId: string; sizeGiB: number; volumeType: string; deleteOnTermination: boolean }
 export interface FakeInstance {
   id: string; imageId: string; instanceType: string; zone: string; subnetId?: string;
+  /** The image's root device (EBS images) and every volume attached at launch, root first. */
+  rootDeviceName?: string; volumes: FakeVolume[];
   securityGroupIds: string[]; tags: Record<string, string>;
   /** The base64-decoded bytes of UserData exactly as sent. */
   userData?: Buffer; clientToken?: string;
@@ -49,12 +68,17 @@ export interface FakeEc2Options {
   boot: (i: FakeInstance) => Promise<{ privateIp: string; stop(): Promise<void> }>;
   /** The address to listen on (and name in the certificate). @default "127.0.0.1" */
   listen?: string;
+  /** The images that exist (see the module comment for the default). */
+  images?: FakeImage[];
 }
 
 const VERSION = "2016-11-15";
 const XMLNS = `http://ec2.amazonaws.com/doc/${VERSION}/`;
 const OWNER_ID = "123456789012";
 const USER_DATA_LIMIT = 16384;
+const DEFAULT_IMAGE: Omit<FakeImage, "id"> = { architecture: "x86_64", rootDeviceName: "/dev/xvda", rootDeviceType: "ebs", rootSnapshotGiB: 8 };
+/** Volume sizes EC2 accepts, by type (GiB; EbsBlockDevice.VolumeSize). */
+const VOLUME_SIZES: Record<string, [number, number]> = { gp2: [1, 16384], gp3: [1, 16384], io1: [4, 16384], io2: [4, 16384], st1: [125, 16384], sc1: [125, 16384], standard: [1, 1024] };
 const STATE_CODES: Record<FakeInstanceState, number> = { pending: 0, running: 16, "shutting-down": 32, terminated: 48 };
 /** DescribeInstances filters other than tag:<key>, and the values of an instance each one matches. */
 const FILTERS = new Map<string, (i: FakeInstance) => string[]>([
@@ -171,6 +195,11 @@ export class FakeEc2 {
     RunInstances: (p) => this.runInstances(p),
     DescribeInstances: (p) => this.describeInstances(p),
     TerminateInstances: (p) => this.terminateInstances(p),
+    DescribeImages: (p) => {
+      const ids = list(p, "ImageId");
+      const images = ids.length > 0 ? ids.map((id) => this.image(id)) : (this.o.images ?? []);
+      return `<imagesSet>${images.map(imageXml).join("")}</imagesSet>`;
+    },
     DescribeAvailabilityZones: (p) => {
       const wanted = list(p, "ZoneName");
       for (const z of wanted) if (!this.zones.includes(z)) throw new Ec2Error("InvalidParameterValue", `The zone '${z}' does not exist.`);
@@ -204,6 +233,8 @@ export class FakeEc2 {
     }
     const zone = p["Placement.AvailabilityZone"];
     if (zone !== undefined && !this.zones.includes(zone)) throw new Ec2Error("InvalidParameterValue", `Invalid availability zone: [${zone}]`);
+    const image = this.image(imageId);
+    const volumes = launchVolumes(image, structs(p, "BlockDeviceMapping"));
     const { ClientToken: clientToken, ...rest } = p;
     const fingerprint = JSON.stringify(Object.entries(rest).sort(([a], [b]) => (a < b ? -1 : 1)));
     if (clientToken !== undefined) {
@@ -219,6 +250,7 @@ export class FakeEc2 {
     const reservationId = `r-${hex17()}`;
     const launched = Array.from({ length: max }, (): FakeInstance => ({
       id: `i-${hex17()}`, imageId, instanceType: p.InstanceType ?? "m1.small",
+      ...(image.rootDeviceType === "ebs" ? { rootDeviceName: image.rootDeviceName } : {}), volumes: volumes.map((v) => ({ ...v, volumeId: `vol-${hex17()}` })),
       zone: zone ?? this.zones[this.nextZone++ % this.zones.length]!, subnetId: p.SubnetId,
       securityGroupIds: list(p, "SecurityGroupId"), tags: { ...tags }, userData, clientToken,
       state: "pending", launchTime: new Date(), reservationId,
@@ -300,6 +332,15 @@ export class FakeEc2 {
     return `<reservationSet>${reservations.join("")}</reservationSet>${next}`;
   }
 
+  /** The image `id`, or InvalidAMIID.Malformed / .NotFound as EC2 says it. */
+  private image(id: string): FakeImage {
+    if (!/^ami-[0-9a-f]{8,17}$/.test(id)) throw new Ec2Error("InvalidAMIID.Malformed", `Invalid id: "${id}" (expecting "ami-...")`);
+    if (!this.o.images) return { id, ...DEFAULT_IMAGE };
+    const found = this.o.images.find((i) => i.id === id);
+    if (!found) throw new Ec2Error("InvalidAMIID.NotFound", `The image id '[${id}]' does not exist`);
+    return found;
+  }
+
   /** The instances with these ids, or InvalidInstanceID.Malformed / .NotFound as EC2 says it. */
   private find(ids: string[]): FakeInstance[] {
     const bad = ids.find((id) => !/^i-[0-9a-f]{8,17}$/.test(id));
@@ -324,6 +365,38 @@ export function ec2ClientFor(fake: FakeEc2, credentials = fake.credentials): EC2
   return new EC2Client({ region: fake.region, endpoint: fake.endpoint, credentials, requestHandler: { httpsAgent: new Agent({ ca: fake.caCert }) } });
 }
 
+/** The volumes a launch attaches: the image's root (resized if a mapping names its device), then the other EBS mappings. */
+function launchVolumes(image: FakeImage, mappings: Record<string, string>[]): Omit<FakeVolume, "volumeId">[] {
+  const out: Omit<FakeVolume, "volumeId">[] = [];
+  if (image.rootDeviceType === "ebs") out.push({ deviceName: image.rootDeviceName, sizeGiB: image.rootSnapshotGiB ?? 8, volumeType: "gp3", deleteOnTermination: true });
+  for (const m of mappings) {
+    const deviceName = m.DeviceName;
+    if (!deviceName) throw new Ec2Error("MissingParameter", "The request must contain the parameter BlockDeviceMapping.deviceName");
+    if (m.NoDevice !== undefined || m.VirtualName !== undefined) continue; // suppressing a device, instance store: not modelled
+    const root = image.rootDeviceType === "ebs" && deviceName === image.rootDeviceName ? out[0] : undefined;
+    const volumeType = m["Ebs.VolumeType"] ?? root?.volumeType ?? "gp2";
+    const range = VOLUME_SIZES[volumeType];
+    if (!range) throw new Ec2Error("InvalidParameterValue", `Value (${volumeType}) for parameter volumeType is invalid. Valid values are ${Object.keys(VOLUME_SIZES).join(", ")}.`);
+    const given = m["Ebs.VolumeSize"];
+    const size = given === undefined ? root?.sizeGiB : Number(given);
+    if (size === undefined) throw new Ec2Error("InvalidBlockDeviceMapping", `The device ${deviceName} needs a volume size or a snapshot`);
+    if (!Number.isInteger(size) || size < range[0] || size > range[1]) throw new Ec2Error("InvalidParameterValue", `Volume size ${given} GiB is out of range for ${volumeType}: it must be from ${range[0]} to ${range[1]} GiB`);
+    if (root && size < root.sizeGiB) throw new Ec2Error("InvalidBlockDeviceMapping", `Volume of size ${size}GB is smaller than snapshot 'snap-${image.id.slice(4)}', expect size >= ${root.sizeGiB}GB`);
+    const deleteOnTermination = m["Ebs.DeleteOnTermination"] !== undefined ? m["Ebs.DeleteOnTermination"] === "true" : root?.deleteOnTermination ?? true;
+    const volume = { deviceName, sizeGiB: size, volumeType, deleteOnTermination };
+    if (root) out[0] = volume; else out.push(volume);
+  }
+  return out;
+}
+
+function imageXml(i: FakeImage): string {
+  const root = i.rootDeviceType === "ebs"
+    ? `<blockDeviceMapping><item><deviceName>${esc(i.rootDeviceName)}</deviceName><ebs><snapshotId>snap-${esc(i.id.slice(4))}</snapshotId><volumeSize>${i.rootSnapshotGiB ?? 8}</volumeSize><deleteOnTermination>true</deleteOnTermination><volumeType>gp3</volumeType><encrypted>false</encrypted></ebs></item></blockDeviceMapping>`
+    : "<blockDeviceMapping/>";
+  return `<item><imageId>${esc(i.id)}</imageId><imageLocation>${OWNER_ID}/fake-${esc(i.id)}</imageLocation><imageState>available</imageState><imageOwnerId>${OWNER_ID}</imageOwnerId><isPublic>false</isPublic>`
+    + `<architecture>${esc(i.architecture)}</architecture><imageType>machine</imageType><rootDeviceType>${i.rootDeviceType}</rootDeviceType><rootDeviceName>${esc(i.rootDeviceName)}</rootDeviceName>${root}<virtualizationType>hvm</virtualizationType><hypervisor>xen</hypervisor></item>`;
+}
+
 function instanceXml(i: FakeInstance, launchIndex: number, region: string): string {
   const opt = (tag: string, v: string | undefined) => (v === undefined ? "" : `<${tag}>${esc(v)}</${tag}>`);
   return "<item>" + [
@@ -336,6 +409,8 @@ function instanceXml(i: FakeInstance, launchIndex: number, region: string): stri
     `<groupSet>${i.securityGroupIds.map((g) => `<item><groupId>${esc(g)}</groupId></item>`).join("")}</groupSet>`,
     i.stateReason ? `<stateReason><code>${esc(i.stateReason.code)}</code><message>${esc(i.stateReason.message)}</message></stateReason>` : "",
     `<tagSet>${Object.entries(i.tags).map(([k, v]) => `<item><key>${esc(k)}</key><value>${esc(v)}</value></item>`).join("")}</tagSet>`,
+    i.rootDeviceName ? `<rootDeviceType>ebs</rootDeviceType><rootDeviceName>${esc(i.rootDeviceName)}</rootDeviceName>` : "<rootDeviceType>instance-store</rootDeviceType>",
+    `<blockDeviceMapping>${i.volumes.map((v) => `<item><deviceName>${esc(v.deviceName)}</deviceName><ebs><volumeId>${v.volumeId}</volumeId><status>attached</status><attachTime>${i.launchTime.toISOString()}</attachTime><deleteOnTermination>${v.deleteOnTermination}</deleteOnTermination></ebs></item>`).join("")}</blockDeviceMapping>`,
     opt("clientToken", i.clientToken),
   ].join("") + "</item>";
 }
