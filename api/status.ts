@@ -136,5 +136,9 @@ export interface StatusLogEntry {
   status: string;
   message: string;
 }
-/** Status changes kept per unit; older ones are forgotten. */
-export const STATUS_HISTORY_ENTRIES = 100;
+/**
+ * Status changes kept per unit, and how much of each message: older ones are forgotten, so 10,000
+ * units' history stays within tens of MB of the store.
+ */
+export const STATUS_HISTORY_ENTRIES = 50;
+export const STATUS_HISTORY_MESSAGE_CHARS = 256;

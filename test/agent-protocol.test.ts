@@ -108,6 +108,23 @@ test("an agent may act only for units on its own machine", async (t) => {
   t.regex(String(wrong?.message), /401/);
 });
 
+test("status history keeps each change once, the newest 50, each message cut at 256 characters", async (t) => {
+  const { uuid } = await tc.admin.createModel("history");
+  const [m] = (await tc.admin.addMachines("history", "manual", 1)).machines;
+  await tc.admin.deploy("history", { name: "h", operator: await tc.upload(await recorderVariant({})), units: 1, to: [m!.id] });
+  const agent = await simulatedAgent(uuid, m!.id, m!.credential!);
+  t.teardown(agent.close);
+  await agent.call("unit.status", { unit: "h/0", agent: { current: "executing", message: "running install hook" } });
+  await agent.call("unit.status", { unit: "h/0", agent: { current: "executing", message: "running install hook" } }); // no change: no entry
+  for (let i = 0; i < 60; i++) await agent.call("unit.status", { unit: "h/0", workload: { current: "active", message: `step ${i}` } });
+  await agent.call("unit.status", { unit: "h/0", workload: { current: "blocked", message: "x".repeat(1000) } });
+  const { entries } = await tc.admin.statusLog("history", "h/0");
+  t.is(entries.length, 50);
+  t.deepEqual(entries.slice(0, 2).map((e) => [e.type, e.status, e.message]), [["workload", "active", "step 11"], ["workload", "active", "step 12"]]);
+  t.deepEqual([entries.at(-1)!.type, entries.at(-1)!.status, entries.at(-1)!.message.length], ["workload", "blocked", 256]);
+  t.false(entries.some((e) => e.type === "agent"), "the agent's one change is among the oldest, forgotten");
+});
+
 test("a reconnect storm is spread out by the login limit and every agent gets in", async (t) => {
   // A limit far below what 60 simultaneous logins ask for, even on a loaded machine where the
   // handshakes themselves come slowly (at 50/s the test saw no refusal under load).

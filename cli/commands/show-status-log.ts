@@ -8,12 +8,12 @@ export default class ShowStatusLogCommand extends ModelCommand {
   static override usage = Command.Usage({
     category: "Applications",
     description: "show how a unit's workload and agent status changed",
-    details: "Each change of the unit's workload status (what its operator set) and agent status (what its agent was doing), oldest first, as `juju show-status-log` shows them. The controller keeps the last 100 changes per unit.",
+    details: "Each change of the unit's workload status (what its operator set) and agent status (what its agent was doing), oldest first, as `juju show-status-log` shows them. The controller keeps the last 50 changes per unit (each message cut at 256 characters).",
     examples: [["The last 20 changes of web/0", "$0 show-status-log web/0"], ["All kept, as JSON", "$0 show-status-log web/0 -n 100 --format json"]],
   });
 
   unit = Option.String({ required: true, name: "unit" });
-  count = Option.String("-n,--count", "20", { description: "How many of the newest changes (1–100)", validator: isWholeNumber(1, 100) });
+  count = Option.String("-n,--count", "20", { description: "How many of the newest changes (1–50)", validator: isWholeNumber(1, 50) });
   format = Option.String("--format", "tabular", { description: "tabular or json" });
 
   async run(): Promise<number> {

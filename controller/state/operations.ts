@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { AwsModelSettings, Bundle, Constraints, VsphereModelSettings, OperatorMeta, StatusLogEntry, UnitStatusReport } from "../../api";
-import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, STATUS_HISTORY_ENTRIES, StewardError, alreadyExists, bundleHash, checkConfigValue, formatConstraints, hasConstraints, invalidRequest, mergeConstraints, notFound, validateBundle } from "../../api";
+import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, STATUS_HISTORY_ENTRIES, STATUS_HISTORY_MESSAGE_CHARS, StewardError, alreadyExists, bundleHash, checkConfigValue, formatConstraints, hasConstraints, invalidRequest, mergeConstraints, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
@@ -648,7 +648,7 @@ export class StateOps extends StoreTxns {
     for (const type of ["agent", "workload"] as const) {
       const s = next[type];
       if (prev && s.current === prev[type].current && s.message === prev[type].message) continue;
-      added.push({ since: s.since, type, status: s.current, message: s.message });
+      added.push({ since: s.since, type, status: s.current, message: s.message.slice(0, STATUS_HISTORY_MESSAGE_CHARS) });
     }
     if (added.length === 0) return [];
     const history = await this.read<StatusHistoryDoc>(keys.statusHistory(uuid, unit));
