@@ -3,6 +3,7 @@
  * is refused with a usage error before `execute()` starts, so a command never changes anything and
  * then complains about an argument.
  */
+import { UsageError } from "clipanion";
 import * as t from "typanion";
 import { parseDuration } from "./wait";
 
@@ -41,4 +42,9 @@ export function isWholeNumber(min: number, max = Number.MAX_SAFE_INTEGER): t.Str
 /** A TCP port. */
 export function isPort(): t.StrictValidator<unknown, number> {
   return isWholeNumber(1, 65535);
+}
+
+/** Refuses what is not a unit name (`web/0`), before anything is asked of the controller. */
+export function checkUnitName(text: string): void {
+  if (!/^[a-z][a-z0-9-]*\/\d+$/.test(text)) throw new UsageError(`"${text}" is not a unit name such as web/0`);
 }

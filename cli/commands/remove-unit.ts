@@ -1,5 +1,6 @@
-import { Command, Option, UsageError } from "clipanion";
+import { Command, Option } from "clipanion";
 import { ModelCommand } from "../base-command";
+import { checkUnitName } from "../validators";
 
 export default class RemoveUnitCommand extends ModelCommand {
   static override paths = [["remove-unit"]];
@@ -14,7 +15,7 @@ export default class RemoveUnitCommand extends ModelCommand {
   force = Option.Boolean("--force", false, { description: "Remove at once without running hooks" });
 
   async run(): Promise<number> {
-    for (const u of this.units) if (!/^[a-z][a-z0-9-]*\/\d+$/.test(u)) throw new UsageError(`"${u}" is not a unit name such as web/0`);
+    for (const u of this.units) checkUnitName(u);
     const client = await this.connect();
     const model = await this.model();
     for (const u of this.units) {

@@ -1,5 +1,6 @@
-import { Command, Option, UsageError } from "clipanion";
+import { Command, Option } from "clipanion";
 import { ModelCommand } from "../base-command";
+import { checkUnitName } from "../validators";
 
 export default class ResolveCommand extends ModelCommand {
   static override paths = [["resolve"]];
@@ -14,7 +15,7 @@ export default class ResolveCommand extends ModelCommand {
   noRetry = Option.Boolean("--no-retry", false, { description: "Mark the failed hook done without running it" });
 
   async run(): Promise<number> {
-    if (!/^[a-z][a-z0-9-]*\/\d+$/.test(this.unit)) throw new UsageError(`"${this.unit}" is not a unit name such as web/0`);
+    checkUnitName(this.unit);
     const client = await this.connect();
     await client.resolve(await this.model(), this.unit, !this.noRetry);
     this.out(this.noRetry ? `${this.unit}: the failed hook is marked done.` : `${this.unit}: retrying the failed hook.`);

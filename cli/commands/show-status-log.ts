@@ -1,7 +1,7 @@
 import { Command, Option, UsageError } from "clipanion";
 import { table } from "../../api/core";
 import { ModelCommand } from "../base-command";
-import { isWholeNumber } from "../validators";
+import { checkUnitName, isWholeNumber } from "../validators";
 
 export default class ShowStatusLogCommand extends ModelCommand {
   static override paths = [["show-status-log"]];
@@ -17,7 +17,7 @@ export default class ShowStatusLogCommand extends ModelCommand {
   format = Option.String("--format", "tabular", { description: "tabular or json" });
 
   async run(): Promise<number> {
-    if (!/^[a-z][a-z0-9-]*\/\d+$/.test(this.unit)) throw new UsageError(`"${this.unit}" is not a unit name such as web/0`);
+    checkUnitName(this.unit);
     if (this.format !== "tabular" && this.format !== "json") throw new UsageError(`--format must be tabular or json, got "${this.format}"`);
     const client = await this.connect();
     const entries = (await client.statusLog(await this.model(), this.unit)).entries.slice(-this.count);

@@ -3,6 +3,7 @@ import { stringify } from "../yaml-output";
 import type { UnitDetails } from "../../api/core";
 import { sanitizeForTerminal } from "../../api/core";
 import { ModelCommand } from "../base-command";
+import { checkUnitName } from "../validators";
 
 export default class ShowUnitCommand extends ModelCommand {
   static override paths = [["show-unit"]];
@@ -17,7 +18,7 @@ export default class ShowUnitCommand extends ModelCommand {
   format = Option.String("--format", "yaml", { description: "yaml or json" });
 
   async run(): Promise<number> {
-    if (!/^[a-z][a-z0-9-]*\/\d+$/.test(this.unit)) throw new UsageError(`"${this.unit}" is not a unit name such as web/0`);
+    checkUnitName(this.unit);
     if (this.format !== "yaml" && this.format !== "json") throw new UsageError(`--format must be yaml or json, got "${this.format}"`);
     const client = await this.connect();
     const details = withFailureUnderStatus(await client.showUnit(await this.model(), this.unit));

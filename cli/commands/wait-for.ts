@@ -2,7 +2,7 @@ import { Command, Option, UsageError } from "clipanion";
 import type { EntityKind, ModelStatus, UnitStatusView } from "../../api/core";
 import { QUERY_DEFAULTS, StatusQuery, StewardError, applicationScope, modelScope, table, unitScope } from "../../api/core";
 import { ModelCommand } from "../base-command";
-import { DURATION_HELP, isDuration } from "../validators";
+import { checkUnitName, DURATION_HELP, isDuration } from "../validators";
 
 const KINDS: EntityKind[] = ["model", "application", "unit"];
 
@@ -33,7 +33,7 @@ export default class WaitForCommand extends ModelCommand {
   async run(): Promise<number> {
     if (!KINDS.includes(this.kind as EntityKind)) throw new UsageError(`the first argument must be model, application or unit, got "${this.kind}"`);
     const kind = this.kind as EntityKind;
-    if (kind === "unit" && !/^[a-z][a-z0-9-]*\/\d+$/.test(this.name)) throw new UsageError(`"${this.name}" is not a unit name such as web/0`);
+    if (kind === "unit") checkUnitName(this.name);
     if (kind === "application" && !/^[a-z][a-z0-9-]*$/.test(this.name)) throw new UsageError(`"${this.name}" is not an application name`);
     const query = StatusQuery.parse(this.query ?? QUERY_DEFAULTS[kind], kind);
     const client = await this.connect();

@@ -9,6 +9,7 @@ import { StewardError, TASK_LIMITS, checkActionParams, invalidRequest, notFound 
 import type { Compare, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { ApplicationDoc, LeaderDoc, OperationDoc, OperatorDoc, QueuedTaskDoc, TaskDoc, UnitDoc } from "./documents";
+import { unitNumber } from "./agent-views";
 import { keys } from "./keys";
 import { StoreTxns } from "./txn";
 
@@ -196,7 +197,7 @@ export function operationStatus(statuses: TaskStatus[]): TaskStatus {
 }
 
 function compareUnits(a: string, b: string): number {
-  const [aa, an] = a.split("/");
-  const [ba, bn] = b.split("/");
-  return aa === ba ? Number(an) - Number(bn) : aa!.localeCompare(ba!);
+  const appA = a.slice(0, a.lastIndexOf("/"));
+  const appB = b.slice(0, b.lastIndexOf("/"));
+  return appA === appB ? unitNumber(a) - unitNumber(b) : appA.localeCompare(appB);
 }

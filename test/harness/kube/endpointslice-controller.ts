@@ -15,7 +15,7 @@ import { kindFor } from "./kinds";
 import type { KubeObject } from "./kinds";
 import { podReady } from "./kubelet";
 import type { ApiState, StoreEvent } from "./state";
-import { KubeStatusError } from "./status";
+import { WorkQueue } from "./work-queue";
 
 const SERVICES = kindFor("", "v1", "services")!;
 const PODS = kindFor("", "v1", "pods")!;
@@ -25,10 +25,7 @@ const MANAGED_BY = "endpointslice-controller.k8s.io";
 type Port = { name?: string; port: number; protocol?: string; targetPort?: number | string };
 
 export class EndpointSliceController {
-  private readonly queue = new Set<string>();
-  private running = false;
-  private stopped = false;
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly work = new WorkQueue("fake EndpointSlice controller", (key) => this.sync(key));
   private readonly unsubscribe: () => void;
 
   constructor(private readonly state: ApiState) {
@@ -36,9 +33,8 @@ export class EndpointSliceController {
   }
 
   stop(): void {
-    this.stopped = true;
+    this.work.stop();
     this.unsubscribe();
-    for (const t of this.timers) clearTimeout(t);
   }
 
   private observe(e: StoreEvent): void {
@@ -47,28 +43,7 @@ export class EndpointSliceController {
     else if (e.kind === PODS) for (const s of this.state.list(SERVICES, ns)) this.enqueue(`${ns}/${s.metadata.name}`);
   }
 
-  private enqueue(key: string, afterMs = 0): void {
-    if (this.stopped) return;
-    if (afterMs) {
-      const t = setTimeout(() => { this.timers.delete(t); this.enqueue(key); }, afterMs);
-      this.timers.add(t);
-      return;
-    }
-    this.queue.add(key);
-    if (!this.running) { this.running = true; setImmediate(() => this.drain()); }
-  }
-
-  private drain(): void {
-    while (this.queue.size && !this.stopped) {
-      const key = this.queue.values().next().value!;
-      this.queue.delete(key);
-      try { this.sync(key); } catch (err) {
-        if (!(err instanceof KubeStatusError)) console.error(`fake EndpointSlice controller: ${key}: ${(err as Error).stack ?? String(err)}`);
-        this.enqueue(key, 50);
-      }
-    }
-    this.running = false;
-  }
+  private enqueue(key: string, afterMs = 0): void { this.work.add(key, afterMs); }
 
   private sync(key: string): void {
     const [ns, name] = key.split("/") as [string, string];

@@ -28,7 +28,7 @@ import { kindFor } from "./kinds";
 import type { KubeObject } from "./kinds";
 import { podReady } from "./kubelet";
 import type { ApiState, StoreEvent } from "./state";
-import { KubeStatusError } from "./status";
+import { WorkQueue } from "./work-queue";
 
 const STS = kindFor("apps", "v1", "statefulsets")!;
 const PODS = kindFor("", "v1", "pods")!;
@@ -50,10 +50,7 @@ const healthy = (p: KubeObject): boolean => !terminating(p) && p.status?.phase =
 const finished = (p: KubeObject): boolean => p.status?.phase === "Failed" || p.status?.phase === "Succeeded";
 
 export class StatefulSetController {
-  private readonly queue = new Set<string>();
-  private running = false;
-  private stopped = false;
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly work = new WorkQueue("fake StatefulSet controller", (key) => this.sync(key));
   private readonly unsubscribe: () => void;
 
   constructor(private readonly state: ApiState) {
@@ -62,9 +59,8 @@ export class StatefulSetController {
   }
 
   stop(): void {
-    this.stopped = true;
+    this.work.stop();
     this.unsubscribe();
-    for (const t of this.timers) clearTimeout(t);
   }
 
   private observe(e: StoreEvent): void {
@@ -75,29 +71,7 @@ export class StatefulSetController {
     }
   }
 
-  private enqueue(key: string, afterMs = 0): void {
-    if (this.stopped) return;
-    if (afterMs > 0) {
-      const t = setTimeout(() => { this.timers.delete(t); this.enqueue(key); }, afterMs);
-      this.timers.add(t);
-      return;
-    }
-    this.queue.add(key);
-    if (!this.running) { this.running = true; setImmediate(() => this.drain()); }
-  }
-
-  private drain(): void {
-    while (this.queue.size && !this.stopped) {
-      const key = this.queue.values().next().value!;
-      this.queue.delete(key);
-      try { this.sync(key); } catch (err) {
-        // A conflict or a name still taken by a terminating pod: try again shortly, as the workqueue does.
-        if (!(err instanceof KubeStatusError)) console.error(`fake StatefulSet controller: ${key}: ${(err as Error).stack ?? String(err)}`);
-        this.enqueue(key, 50);
-      }
-    }
-    this.running = false;
-  }
+  private enqueue(key: string, afterMs = 0): void { this.work.add(key, afterMs); }
 
   private sync(key: string): void {
     const [ns, name] = key.split("/") as [string, string];
