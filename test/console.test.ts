@@ -32,7 +32,9 @@ test.after.always(async () => { await tc?.close(); });
 
 /** A console on a pseudo-terminal: what it printed so far (escape sequences removed), keys to type, and its end. */
 function terminal(): { screen: () => string; type: (keys: string) => void; waitFor: (what: RegExp, timeoutMs?: number) => Promise<void>; exited: Promise<number> } {
-  const p = spawn("script", ["-qfec", `${process.execPath} ${cliMain}`, "/dev/null"], { env: { ...process.env, STEWARD_HOME: home, TERM: "xterm", STEWARD_MODEL: "" } });
+  // `exec`: script runs the command through $SHELL -c; a shell left waiting (dash, CI's /bin/sh)
+  // would itself die of the Ctrl-C the console survives, and script would report that death.
+  const p = spawn("script", ["-qfec", `exec ${process.execPath} ${cliMain}`, "/dev/null"], { env: { ...process.env, SHELL: "/bin/sh", STEWARD_HOME: home, TERM: "xterm", STEWARD_MODEL: "" } });
   let out = "";
   p.stdout.on("data", (d: Buffer) => { out += d.toString(); });
   const screen = (): string => out.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
