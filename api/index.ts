@@ -2,7 +2,9 @@
  * @module api
  * The wire contract shared by the controller, agents, the CLI and the Pulumi provider: errors with
  * stable codes, request schemas, status shapes, the operator format, the agent protocol and the
- * typed {@link ControllerClient}. Depends on nothing else of ours.
+ * typed {@link ControllerClient}. Depends on nothing else of ours. `node/` holds what needs Node
+ * (the HTTPS client, waits built on it, reading operator directories); `browser.ts` is the part a
+ * browser may load (the dashboard).
  */
 export * from "./errors";
 export * from "./schemas";
@@ -11,18 +13,20 @@ export { expandStatusColumns, fromColumnTable, statusToColumns, toColumnTable } 
 export type { ColumnTable } from "./status-columns";
 export * from "./operator";
 export * from "./actions";
-export { readOperatorDir } from "./operator-dir";
+export { readOperatorDir } from "./node/operator-dir";
 export * from "./agent-protocol";
-export { ADDRESSES_HEADER, ENROLMENT_HEADER, MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER, ControllerClient, splitAddress, CONTROLLER_TLS_NAME } from "./client";
-export type { ControllerClientOptions, DebugLogQuery, ModelSettings, ModelSummary, MachineInfo, ApplicationInfo, ControllerInfo, ClusterInfo, CredentialSummary, SpareHost, SshMachineRequest } from "./client";
+export * from "./wire";
+export { ControllerClient, splitAddress } from "./node/client";
+export type { ControllerClientOptions } from "./node/client";
 export { STEWARD_VERSION } from "./core";
 export * from "./log";
 export * from "./limits";
 export * from "./ports";
-export * from "./waits";
+export * from "./node/waits";
 export * from "./status-query";
 export { byName, table } from "./table";
 export * from "./debug-log";
 export * from "./agent-config";
 export * from "./substrates";
 export * from "./constraints";
+export * from "./dashboard";

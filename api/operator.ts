@@ -6,17 +6,15 @@
 import { createHash } from "node:crypto";
 import type * as Yaml from "yaml";
 import { StewardError } from "./errors";
-import { CONFIG_VALUE_LIMIT_BYTES, MAX_OPERATOR_YAML_ALIASES, MAX_OPERATOR_YAML_BYTES, MAX_OPERATOR_YAML_DEPTH } from "./limits";
+import { MAX_OPERATOR_YAML_ALIASES, MAX_OPERATOR_YAML_BYTES, MAX_OPERATOR_YAML_DEPTH } from "./limits";
 import { NAME_PATTERN } from "./names";
 import type { ActionSpec } from "./actions";
 import { parseActionsSection } from "./actions";
 
-export type ConfigOptionType = "string" | "int" | "float" | "boolean";
-export interface ConfigOption {
-  type: ConfigOptionType;
-  default?: string | number | boolean;
-  description: string;
-}
+import type { ConfigOption, ConfigOptionType } from "./config-values";
+import { checkConfigValue } from "./config-values";
+export { checkConfigValue, coerceConfigText } from "./config-values";
+export type { ConfigOption, ConfigOptionType } from "./config-values";
 export interface Endpoint {
   interface: string;
   /** Most integrations this endpoint accepts; absent means unlimited. */
@@ -196,35 +194,6 @@ function checkYamlBounds(yaml: typeof Yaml, text: string, file: string): void {
 
 function aliasLimitError(file: string): OperatorInvalidError {
   return new OperatorInvalidError(file, `uses aliases (*name) too much: at most ${MAX_OPERATOR_YAML_ALIASES} alias uses, and none may expand the document many times over (the operator.yaml alias limit)`);
-}
-
-/** Returns why `value` does not fit `type`, or undefined when it does. */
-export function checkConfigValue(type: ConfigOptionType, value: unknown): string | undefined {
-  switch (type) {
-    case "string": {
-      if (typeof value !== "string") return `must be a string, got ${describe(value)}`;
-      const bytes = Buffer.byteLength(value);
-      return bytes > CONFIG_VALUE_LIMIT_BYTES ? `is ${bytes} bytes long; a config value may be at most ${CONFIG_VALUE_LIMIT_BYTES} bytes` : undefined;
-    }
-    case "int": return typeof value === "number" && Number.isInteger(value) ? undefined : `must be a whole number, got ${describe(value)}`;
-    case "float": return typeof value === "number" && Number.isFinite(value) ? undefined : `must be a number, got ${describe(value)}`;
-    case "boolean": return typeof value === "boolean" ? undefined : `must be true or false, got ${describe(value)}`;
-  }
-}
-
-function describe(v: unknown): string {
-  return typeof v === "string" ? `the string ${JSON.stringify(v)}` : `${typeof v} ${JSON.stringify(v)}`;
-}
-
-/**
- * Converts text from the command line (`--config port=80`) to the option's type, so `port=80`
- * becomes the number 80 and `debug=true` the boolean true.
- */
-export function coerceConfigText(type: ConfigOptionType | undefined, text: string): string | number | boolean {
-  if (type === "int" && /^-?\d+$/.test(text)) return Number(text);
-  if (type === "float" && text.trim() !== "" && Number.isFinite(Number(text))) return Number(text);
-  if (type === "boolean" && (text === "true" || text === "false")) return text === "true";
-  return text;
 }
 
 /** Every hook name this operator may carry. */

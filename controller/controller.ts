@@ -33,6 +33,9 @@ import { ModelLogs } from "./server/model-logs";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
+import { describeController } from "./server/summaries";
+import { LiveFeedHub } from "./dashboard/live-feed";
+import { registerDashboard } from "./dashboard/static-routes";
 import { Sealer } from "./security/sealing";
 import { ActionOps, CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, EnrolmentOps, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
 import type { Store } from "./store";
@@ -106,6 +109,7 @@ export class Controller {
   private http?: FastifyInstance;
   private hub?: AgentHub;
   private watchHub?: StatusWatchHub;
+  private liveFeeds?: LiveFeedHub;
   private local?: LocalSubstrate;
   private cloud?: CloudProvisioner;
   private replicaCloud?: CloudReplicaHosts;
@@ -263,7 +267,9 @@ export class Controller {
     registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);
-    installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, log: this.log });
+    this.liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses) });
+    registerDashboard(http, { log: this.log });
+    installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, live: this.liveFeeds, log: this.log });
     const port = this.opts.port ?? this.config.listen.port;
     await http.listen({ host: this.config.listen.host, port }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === "EADDRINUSE") throw new StewardError("unavailable", `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`);
@@ -414,6 +420,7 @@ export class Controller {
     this.stopSweeper?.();
     this.hub?.close();
     this.watchHub?.close();
+    this.liveFeeds?.close();
     await this.http?.close();
     if (this.leaseId) await this.store.revokeLease(this.leaseId).catch(() => undefined);
     this.cache?.stop();

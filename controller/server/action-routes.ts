@@ -16,7 +16,7 @@ export interface ActionRoutesDeps { cache: StateCache; actions: ActionOps }
 
 export function registerActionRoutes(app: FastifyInstance, { cache, actions }: ActionRoutesDeps): void {
   const access = (req: FastifyRequest, needed: Access): { idx: ModelIndex; user: string } => {
-    const p = requireUser(authenticate(cache, req.headers));
+    const p = requireUser(authenticate(cache, req.headers, { method: req.method }));
     const name = (req.params as { model: string }).model;
     const idx = cache.findModel(name);
     if (!idx) throw notFound("model", name);

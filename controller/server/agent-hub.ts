@@ -118,7 +118,7 @@ export class AgentHub {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     let principal;
     try {
-      principal = authenticate(this.deps.cache, req.headers);
+      principal = authenticate(this.deps.cache, req.headers, { upgrade: true });
       if (principal.kind !== "agent") throw new StewardError("forbidden", "only agents may connect to /v1/agent; users watch a model's status at /v1/models/<model>/watch");
     } catch (err) {
       if (!StewardError.isInstance(err)) throw err;

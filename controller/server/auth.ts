@@ -1,11 +1,13 @@
 /**
  * Who is calling and what they may do. Users send `Authorization: Bearer <token>` (from
- * `POST /v1/login`); agents send `Authorization: Agent <model-uuid>/<machine-id>/<credential>`.
+ * `POST /v1/login`), or, in the dashboard, the session cookie (see session-cookie.ts); agents send
+ * `Authorization: Agent <model-uuid>/<machine-id>/<credential>`.
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { StewardError } from "../../api";
 import { credentialMatches, verifyToken } from "../security/credentials";
 import type { ModelIndex, StateCache } from "../state";
+import { CSRF_HEADER, csrfMatches, readSessionCookie, sameOrigin } from "./session-cookie";
 
 export type Principal =
   | { kind: "user"; user: string; superuser: boolean; token: { id: string; expiresAt: number } }
@@ -20,20 +22,25 @@ const rank: Record<Access, number> = { read: 1, write: 2, admin: 3 };
  */
 const AGENTS_USE_THE_AGENT_PROTOCOL = "agent credentials may only be used on the agent protocol (/v1/agent) and to download operators; model reads and status watches are for users (steward login)";
 
-export function authenticate(cache: StateCache, headers: IncomingHttpHeaders): Principal {
+/** How a request arrived, for the checks a cookie needs: a write's CSRF token, an upgrade's Origin. */
+export interface RequestKind {
+  /** The HTTP method. @default "GET" */
+  method?: string;
+  /** A WebSocket upgrade. */
+  upgrade?: boolean;
+}
+
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+export function authenticate(cache: StateCache, headers: IncomingHttpHeaders, how: RequestKind = {}): Principal {
   const header = headers.authorization;
-  if (!header) throw new StewardError("unauthorized", "no credentials: log in first (steward login) or send Authorization: Bearer <token>");
-  const [scheme, value] = [header.slice(0, header.indexOf(" ")), header.slice(header.indexOf(" ") + 1)];
-  if (scheme === "Bearer") {
-    const claims = cache.tokenKey ? verifyToken(value, cache.tokenKey) : undefined;
-    const user = claims && cache.users.get(claims.user);
-    if (!user) throw new StewardError("unauthorized", "token is invalid or expired: log in again (steward login)");
-    // Revoked by logout, or by a password change (which ends every token issued before it).
-    if (cache.revokedTokens.has(claims.id) || claims.issuedAt < (user.tokensValidAfter ?? 0)) {
-      throw new StewardError("unauthorized", "token was revoked (logged out, or the password changed): log in again (steward login)");
-    }
-    return { kind: "user", user: user.name, superuser: user.superuser, token: { id: claims.id, expiresAt: claims.expiresAt } };
+  if (!header) {
+    const cookie = readSessionCookie(headers);
+    if (cookie) return sessionUser(cache, headers, cookie, how);
+    throw new StewardError("unauthorized", "no credentials: log in first (steward login) or send Authorization: Bearer <token>");
   }
+  const [scheme, value] = [header.slice(0, header.indexOf(" ")), header.slice(header.indexOf(" ") + 1)];
+  if (scheme === "Bearer") return tokenUser(cache, value);
   if (scheme === "Agent") {
     const [model, machine, secret] = value.split("/");
     const m = model ? cache.models.get(model)?.machines.get(machine ?? "") : undefined;
@@ -43,6 +50,34 @@ export function authenticate(cache: StateCache, headers: IncomingHttpHeaders): P
     return { kind: "agent", model: model!, machine: machine! };
   }
   throw new StewardError("unauthorized", `unsupported authorization scheme "${scheme}": use Bearer`);
+}
+
+function tokenUser(cache: StateCache, token: string): Extract<Principal, { kind: "user" }> {
+  const claims = cache.tokenKey ? verifyToken(token, cache.tokenKey) : undefined;
+  const user = claims && cache.users.get(claims.user);
+  if (!user) throw new StewardError("unauthorized", "token is invalid or expired: log in again (steward login)");
+  // Revoked by logout, or by a password change (which ends every token issued before it).
+  if (cache.revokedTokens.has(claims.id) || claims.issuedAt < (user.tokensValidAfter ?? 0)) {
+    throw new StewardError("unauthorized", "token was revoked (logged out, or the password changed): log in again (steward login)");
+  }
+  return { kind: "user", user: user.name, superuser: user.superuser, token: { id: claims.id, expiresAt: claims.expiresAt } };
+}
+
+/** A dashboard session: the cookie's token, and proof that our own page sent the request. */
+function sessionUser(cache: StateCache, headers: IncomingHttpHeaders, token: string, how: RequestKind): Principal {
+  let p: Extract<Principal, { kind: "user" }>;
+  try {
+    p = tokenUser(cache, token);
+  } catch (err) {
+    throw new StewardError("unauthorized", "the dashboard session has ended (expired, logged out, or the password changed): log in again", { details: { session: true, reason: (err as Error).message } });
+  }
+  if (how.upgrade && !sameOrigin(headers)) {
+    throw new StewardError("forbidden", "a WebSocket authenticated by the session cookie must come from this controller's own page (its Origin must be this host)");
+  }
+  if (WRITES.has(how.method ?? "GET") && (!csrfMatches(headers[CSRF_HEADER], p.token.id, cache.tokenKey!) || (headers.origin !== undefined && !sameOrigin(headers)))) {
+    throw new StewardError("forbidden", `a change authenticated by the session cookie needs the session's ${CSRF_HEADER} header (what the dashboard sends); scripts should use a Bearer token (steward login)`);
+  }
+  return p;
 }
 
 export function requireUser(p: Principal): Extract<Principal, { kind: "user" }> {

@@ -69,7 +69,7 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
     };
     const stop = o.logs.follow(idx.uuid, q.filter, send);
     // A stream lives no longer than the token and the access it was opened with, as watches do.
-    const headers = { authorization: req.headers.authorization };
+    const headers = { authorization: req.headers.authorization, cookie: req.headers.cookie };
     const recheck = (): void => {
       try {
         const now = requireUser(authenticate(o.cache, headers));

@@ -10,18 +10,21 @@ import {
   MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
   LEGACY_HASH_MESSAGE, operatorHashProblem, formatConstraints, hasConstraints,
 } from "../../api";
+import type { SessionInfo } from "../../api";
 import { MAX_TOKEN_LIFETIME_MS, newTokenId, signToken } from "../security/credentials";
 import { PasswordWork } from "../security/password-work";
 import type { CredentialOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
-import { buildModelStatus, buildUnitDetails, effectiveConfig, modelSettings, renderModelStatusBytes } from "../state";
+import { buildModelStatus, buildUnitDetails, effectiveConfig, renderModelStatusBytes } from "../state";
 import { ValueTooLargeError } from "../store";
 import { statusFilter, statusForm } from "./status-filter";
 import type { SshSubstrate } from "../provisioner/ssh-machines";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
-import { authenticate, modelAccess, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
+import { authenticate, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
 import type { FailedLoginLimiterOptions } from "./failed-login-limiter";
 import { FailedLoginLimiter } from "./failed-login-limiter";
+import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "./session-cookie";
+import { describeController, modelSummaries } from "./summaries";
 
 export interface HttpApiDeps {
   cache: StateCache;
@@ -45,7 +48,7 @@ export interface HttpApiDeps {
 
 export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   const { cache, ops } = deps;
-  const principalOf = (req: FastifyRequest): Principal => authenticate(cache, req.headers);
+  const principalOf = (req: FastifyRequest): Principal => authenticate(cache, req.headers, { method: req.method });
   const model = (req: FastifyRequest, p: Principal, needed: Access): ModelIndex => {
     const name = (req.params as { model: string }).model;
     const idx = cache.findModel(name);
@@ -97,7 +100,8 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     return ok;
   };
 
-  app.post("/v1/login", { config: { secretAnswer: true } }, async (req) => {
+  /** Checks a login request's password and issues a token. */
+  const logIn = async (req: FastifyRequest): Promise<{ token: string; id: string; expiresAt: number; user: string; superuser: boolean }> => {
     const body = parseRequest(LoginRequest, req.body, "login");
     // Same work and answer for an unknown user and a wrong password: do not reveal which users exist.
     const ok = await checkPassword(body.user, req.ip, body.password);
@@ -105,7 +109,34 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     if (!ok || !user) throw new StewardError("unauthorized", "wrong user name or password");
     const issuedAt = Date.now();
     const expiresAt = issuedAt + tokenLifetimeMs;
-    return { token: signToken({ user: user.name, id: newTokenId(), issuedAt, expiresAt }, cache.tokenKey!), expiresAt: new Date(expiresAt).toISOString(), user: user.name };
+    const id = newTokenId();
+    return { token: signToken({ user: user.name, id, issuedAt, expiresAt }, cache.tokenKey!), id, expiresAt, user: user.name, superuser: user.superuser };
+  };
+
+  app.post("/v1/login", { config: { secretAnswer: true } }, async (req) => {
+    const t = await logIn(req);
+    return { token: t.token, expiresAt: new Date(t.expiresAt).toISOString(), user: t.user };
+  });
+
+  // The dashboard's session: the token goes into an HttpOnly cookie, the page gets only its CSRF token.
+  const sessionInfo = (p: { user: string; superuser: boolean; token: { id: string; expiresAt: number } }): SessionInfo => ({
+    user: p.user, superuser: p.superuser, expiresAt: new Date(p.token.expiresAt).toISOString(), csrf: csrfTokenFor(p.token.id, cache.tokenKey!),
+    controller: cache.controller?.name ?? "",
+  });
+  app.post("/v1/session", { config: { secretAnswer: true } }, async (req, reply) => {
+    const t = await logIn(req);
+    reply.header("set-cookie", sessionCookie(t.token, t.expiresAt)).header("cache-control", "no-store");
+    return sessionInfo({ user: t.user, superuser: t.superuser, token: { id: t.id, expiresAt: t.expiresAt } });
+  });
+  app.get("/v1/session", async (req, reply) => {
+    reply.header("cache-control", "no-store");
+    return sessionInfo(requireUser(principalOf(req)));
+  });
+  app.delete("/v1/session", async (req, reply) => {
+    reply.header("set-cookie", clearedSessionCookie());
+    const p = requireUser(principalOf(req));
+    await settled(await ops.revokeToken(p.token.id, p.user, p.token.expiresAt));
+    reply.code(204);
   });
 
   app.post("/v1/logout", async (req, reply) => {
@@ -132,14 +163,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 
   app.get("/v1/controller", async (req) => {
     requireUser(principalOf(req));
-    const cluster = await deps.cluster.info();
-    // Without quorum this replica's view of who leads is frozen at the cut: it names no leader.
-    const leader = cluster.degraded ? undefined : cache.leader?.replica;
-    return {
-      name: cache.controller?.name, uuid: cache.controller?.uuid, version: STEWARD_VERSION, addresses: deps.controllerAddresses(),
-      replicas: [...cache.replicas.values()].map((r) => ({ ...r, leader: leader === r.id })).sort((a, b) => a.since.localeCompare(b.since)),
-      cluster,
-    };
+    return describeController(cache, deps.cluster, deps.controllerAddresses());
   });
 
   app.post("/v1/controller/enable-ha", async (req, reply) => {
@@ -218,17 +242,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     reply.code(204);
   });
 
-  app.get("/v1/models", async (req) => {
-    const p = requireUser(principalOf(req));
-    const out = [];
-    for (const idx of cache.models.values()) {
-      if (!idx.model) continue;
-      const access = modelAccess(p, idx);
-      if (!access) continue;
-      out.push({ name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size, access, config: modelSettings(idx.model.config), substrate: idx.model.substrate ?? "local", ...(idx.model.credential ? { credential: idx.model.credential } : {}), ...(hasConstraints(idx.model.constraints) ? { constraints: formatConstraints(idx.model.constraints) } : {}) });
-    }
-    return out.sort((a, b) => a.name.localeCompare(b.name));
-  });
+  app.get("/v1/models", async (req) => modelSummaries(cache, requireUser(principalOf(req))));
 
   app.post("/v1/models", async (req, reply) => {
     const p = principalOf(req);

@@ -6,7 +6,7 @@
  * A recorded answer is given back only to the principal that made the request, for the same method
  * and path; a request id reused for something else is refused.
  */
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER, StewardError } from "../../api";
 import type { Logger } from "../../api";
 import type { StateCache } from "../state";
@@ -19,9 +19,9 @@ const REQUEST_ID = /^[A-Za-z0-9-]{8,64}$/;
 interface ResponseRecord { at: number; who: string; method: string; path: string; status: number; body: string }
 
 export function installIdempotency(app: FastifyInstance, deps: { store: Store; cache: StateCache; log: Logger }): void {
-  const who = (headers: Parameters<typeof authenticate>[1]): string | undefined => {
+  const who = (req: FastifyRequest): string | undefined => {
     try {
-      const p = authenticate(deps.cache, headers);
+      const p = authenticate(deps.cache, req.headers, { method: req.method });
       return p.kind === "user" ? `user:${p.user}` : `agent:${p.model}/${p.machine}`;
     } catch {
       return undefined;
@@ -48,7 +48,7 @@ export function installIdempotency(app: FastifyInstance, deps: { store: Store; c
     const kv = await deps.store.get(requestKeys.response(scope.id));
     if (!kv) return;
     const rec = JSON.parse(kv.value) as ResponseRecord;
-    if (rec.who !== who(req.headers)) return; // not theirs: served as a new request (and refused by its own checks)
+    if (rec.who !== who(req)) return; // not theirs: served as a new request (and refused by its own checks)
     if (rec.method !== req.method || rec.path !== pathOf(req.url)) {
       throw new StewardError("invalid-request", `request id ${scope.id} was already used for ${rec.method} ${rec.path}: send a new id for a new request`, { details: { field: REQUEST_ID_HEADER } });
     }
@@ -63,7 +63,7 @@ export function installIdempotency(app: FastifyInstance, deps: { store: Store; c
     const scope = currentRequest();
     if (!scope || scope.closed) return payload;
     scope.closed = true;
-    const caller = who(req.headers);
+    const caller = who(req);
     // Answers that carry a secret (a login token, new agent credentials) are never stored.
     const secret = (req.routeOptions.config as { secretAnswer?: boolean }).secretAnswer === true;
     if (reply.statusCode >= 400 || !caller || secret || (payload !== undefined && typeof payload !== "string")) return payload;

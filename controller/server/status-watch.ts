@@ -50,7 +50,7 @@ export class StatusWatchHub {
     let uuid: string;
     let principal: Principal;
     try {
-      principal = authenticate(this.cache, req.headers);
+      principal = authenticate(this.cache, req.headers, { upgrade: true });
       const idx = this.cache.findModel(modelName);
       if (!idx) throw notFound("model", modelName);
       requireModelAccess(principal, idx, "read");
@@ -64,7 +64,7 @@ export class StatusWatchHub {
       let set = this.watchers.get(uuid);
       if (!set) this.watchers.set(uuid, (set = new Set()));
       set.add(ws);
-      const grant: WatchGrant = { headers: { authorization: req.headers.authorization }, uuid };
+      const grant: WatchGrant = { headers: { authorization: req.headers.authorization, cookie: req.headers.cookie }, uuid };
       this.grants.set(ws, grant);
       if (principal.kind === "user") this.expireAt(ws, grant, principal.token.expiresAt);
       ws.on("close", () => {

@@ -1,6 +1,6 @@
 /**
  * Routes WebSocket upgrades: `/v1/agent` to the agent hub, `/v1/models/<model>/watch` to the status
- * watch hub. Node hands an upgrade over outside any request handler, so a throw here would end the
+ * watch hub, `/v1/live` to the dashboard's live feed. Node hands an upgrade over outside any request handler, so a throw here would end the
  * process: everything, from parsing the path to authenticating, runs inside error handling and
  * every refusal is a proper HTTP answer.
  */
@@ -13,14 +13,16 @@ import { StewardError } from "../../api";
 import type { AgentHub } from "./agent-hub";
 import { answerRaw, shown } from "./raw-answer";
 import type { StatusWatchHub } from "./status-watch";
+import type { LiveFeedHub } from "../dashboard/live-feed";
 
 export interface UpgradeRoutes {
   agents: AgentHub;
   watches: StatusWatchHub;
+  live: LiveFeedHub;
   log: Logger;
 }
 
-export type UpgradeTarget = { kind: "agent" } | { kind: "watch"; model: string };
+export type UpgradeTarget = { kind: "agent" } | { kind: "live" } | { kind: "watch"; model: string };
 
 export function installUpgradeRouting(server: Server | HttpsServer, routes: UpgradeRoutes): void {
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => routeUpgrade(routes, req, socket, head));
@@ -32,6 +34,7 @@ export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket
   try {
     const target = parseUpgradeTarget(req.url ?? "");
     if (target.kind === "agent") routes.agents.handleUpgrade(req, socket, head);
+    else if (target.kind === "live") routes.live.handleUpgrade(req, socket, head);
     else routes.watches.handleUpgrade(req, socket, head, target.model);
   } catch (err) {
     if (StewardError.isInstance(err)) {
@@ -47,8 +50,9 @@ export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket
 export function parseUpgradeTarget(url: string): UpgradeTarget {
   const path = url.split("?")[0]!;
   if (path === "/v1/agent") return { kind: "agent" };
+  if (path === "/v1/live") return { kind: "live" };
   const watch = /^\/v1\/models\/([^/]+)\/watch$/.exec(path);
-  if (!watch) throw new StewardError("not-found", `no WebSocket endpoint at ${shown(path)}: use /v1/agent or /v1/models/<model>/watch`);
+  if (!watch) throw new StewardError("not-found", `no WebSocket endpoint at ${shown(path)}: use /v1/agent, /v1/live or /v1/models/<model>/watch`);
   try {
     return { kind: "watch", model: decodeURIComponent(watch[1]!) };
   } catch {

@@ -47,6 +47,15 @@ interface ModelFragments {
 /** What an unfiltered document was built at: it stands while these do. */
 interface Whole { revision: number; operators: number; controller: string }
 
+/** See {@link StatusRenderer.parts}; applications have no units listed. */
+export interface StatusParts {
+  model: ModelStatus["model"];
+  applications: Map<string, ApplicationStatusView>;
+  units: Map<string, UnitStatusView>;
+  machines: Map<string, MachineStatusView>;
+  integrations: ModelStatus["integrations"];
+}
+
 const sameInputs = (a: readonly unknown[], b: readonly unknown[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
 
 export class StatusRenderer {
@@ -98,6 +107,26 @@ export class StatusRenderer {
     const bytes = Buffer.from(JSON.stringify(statusToColumns(doc as ModelStatus)).slice(0, -1));
     if (!sel) { frags.columns = { ...this.stamp(idx), bytes }; this.prune(idx, frags); }
     return Buffer.concat([bytes, tail]);
+  }
+
+  /**
+   * The model's status in parts, for a live feed to diff: each unit's and machine's view is the same
+   * object for as long as it is unchanged, so comparing identities finds what changed.
+   */
+  parts(idx: ModelIndex): StatusParts {
+    const frags = this.fragments(idx);
+    const { byApp, machines: sorted } = this.order(idx, frags);
+    const applications = new Map<string, ApplicationStatusView>();
+    const units = new Map<string, UnitStatusView>();
+    for (const app of idx.apps.values()) {
+      const a = this.applicationFragment(idx, frags, app, byApp.get(app.name) ?? []);
+      applications.set(app.name, a.own);
+      for (const f of a.units) units.set(f.view.name, f.view);
+    }
+    const machines = new Map<string, MachineStatusView>();
+    for (const m of sorted) machines.set(m.id, this.machine(idx, frags, m).view);
+    this.prune(idx, frags);
+    return { model: modelStatusHeader(this.cache, idx), applications, units, machines, integrations: selectedIntegrations(idx, undefined) };
   }
 
   private fragments(idx: ModelIndex): ModelFragments {
@@ -224,4 +253,9 @@ export function renderModelStatus(cache: StateCache, idx: ModelIndex, filter?: S
 export function renderModelStatusBytes(cache: StateCache, idx: ModelIndex, filter?: StatusFilter, now = new Date(), form: "plain" | "columns" = "plain"): Buffer {
   const r = rendererOf(cache);
   return form === "columns" ? r.renderColumnsBytes(idx, filter, now) : r.renderBytes(idx, filter, now);
+}
+
+/** The model's status in parts (see {@link StatusRenderer.parts}). */
+export function modelStatusParts(cache: StateCache, idx: ModelIndex): StatusParts {
+  return rendererOf(cache).parts(idx);
 }

@@ -5,10 +5,10 @@
  */
 import type { ControllerClient } from "./client";
 import type { ClusterInfo } from "./client";
-import { StewardError } from "./errors";
-import type { ModelStatus, UnitStatusView } from "./status";
-import { unitIsReady } from "./status";
-import { table } from "./table";
+import { StewardError } from "../errors";
+import type { ModelStatus, UnitStatusView } from "../status";
+import { unitIsReady } from "../status";
+import { table } from "../table";
 
 export interface WaitOptions {
   /** Applications to wait for (default: all in the model). */

@@ -1,8 +1,8 @@
 /** Reading an operator directory from disk into a {@link Bundle} (used by the CLI and the provider). */
 import { lstat, readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import type { Bundle, BundleFileEntry } from "./operator";
-import { OperatorInvalidError, bundleHash, validateBundle } from "./operator";
+import type { Bundle, BundleFileEntry } from "../operator";
+import { OperatorInvalidError, bundleHash, validateBundle } from "../operator";
 
 const SKIP = new Set([".git", "node_modules", ".DS_Store"]);
 

@@ -1,0 +1,82 @@
+/**
+ * The dashboard's live feed: one WebSocket per browser on `/v1/live`. The page says which topics it
+ * shows ({@link LiveRequest}, replacing what it asked before); the controller sends each topic's
+ * state at once and then what changed ({@link LiveMessage}), at most every few hundred ms per topic.
+ * A model's changes come as {@link ModelPatch}es: only the units, machines and applications that
+ * changed, so a model of 1,000 units costs a few hundred bytes per change, not its whole status.
+ * Browser-safe.
+ */
+import type { WireError } from "./errors";
+import type { ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, UnitDetails, UnitStatusView } from "./status";
+import type { ControllerInfo, ModelSummary } from "./wire";
+
+/** `models`, `controller`, `model:<name>`, or `unit:<model>/<app>/<n>`. */
+export type LiveTopic = string;
+
+/** Most topics one feed follows at once. */
+export const MAX_LIVE_TOPICS = 8;
+
+export interface LiveRequest {
+  subscribe: LiveTopic[];
+}
+
+/** An application without its units (they come on their own in a patch). */
+export type ApplicationHead = Omit<ApplicationStatusView, "units">;
+
+/** What changed in a model's status since the last message on its topic; `null` means removed. */
+export interface ModelPatch {
+  model: ModelStatus["model"];
+  applications?: Record<string, ApplicationHead | null>;
+  /** Changed units, by name (`app/n`). */
+  units?: Record<string, UnitStatusView | null>;
+  machines?: Record<string, MachineStatusView | null>;
+  /** The whole list, when it changed. */
+  integrations?: IntegrationStatusView[];
+  timestamp: string;
+}
+
+export type LiveMessage =
+  | { topic: LiveTopic; models: ModelSummary[] }
+  | { topic: LiveTopic; controller: ControllerInfo }
+  | { topic: LiveTopic; status: ModelStatus }
+  | { topic: LiveTopic; patch: ModelPatch }
+  | { topic: LiveTopic; unit: UnitDetails }
+  /** The topic cannot be followed (no such model or unit, no access); the others go on. */
+  | { topic: LiveTopic; error: WireError }
+  /** The feed was refused as a whole (a malformed request). */
+  | { error: WireError };
+
+/** The topic's parts, or undefined when it is not one of the four forms. */
+export function parseLiveTopic(topic: unknown): { kind: "models" } | { kind: "controller" } | { kind: "model"; model: string } | { kind: "unit"; model: string; unit: string } | undefined {
+  if (typeof topic !== "string" || topic.length > 200) return undefined;
+  if (topic === "models" || topic === "controller") return { kind: topic };
+  const model = /^model:([^/]+)$/.exec(topic);
+  if (model) return { kind: "model", model: model[1]! };
+  const unit = /^unit:([^/]+)\/([^/]+\/\d+)$/.exec(topic);
+  if (unit) return { kind: "unit", model: unit[1]!, unit: unit[2]! };
+  return undefined;
+}
+
+/** The model's status with a patch applied (the page keeps its copy current this way). */
+export function applyModelPatch(doc: ModelStatus, patch: ModelPatch): ModelStatus {
+  const applications: Record<string, ApplicationStatusView> = {};
+  for (const [name, app] of Object.entries(doc.applications)) applications[name] = app;
+  for (const [name, head] of Object.entries(patch.applications ?? {})) {
+    if (head === null) delete applications[name];
+    else applications[name] = { ...head, units: applications[name]?.units ?? {} };
+  }
+  for (const [name, unit] of Object.entries(patch.units ?? {})) {
+    const app = applications[name.slice(0, name.lastIndexOf("/"))];
+    if (!app) continue;
+    const units = { ...app.units };
+    if (unit === null) delete units[name];
+    else units[name] = unit;
+    applications[app.name] = { ...app, units };
+  }
+  const machines = { ...doc.machines };
+  for (const [id, m] of Object.entries(patch.machines ?? {})) {
+    if (m === null) delete machines[id];
+    else machines[id] = m;
+  }
+  return { model: patch.model, applications, machines, integrations: patch.integrations ?? doc.integrations, timestamp: patch.timestamp };
+}

@@ -1,0 +1,117 @@
+/**
+ * The REST API's answer shapes and header names: what the controller sends and every client reads
+ * (the Node {@link ControllerClient} and the dashboard alike). Browser-safe: no Node imports.
+ */
+import type { CredentialSubstrate } from "./substrates";
+
+export interface ModelSettings { updateStatusInterval: number; automaticallyRetryHooks: boolean }
+export interface ModelSummary {
+  name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string; config: ModelSettings;
+  /** Where the model's machines come from (`local`, `manual`, `ssh`). */
+  substrate: string;
+  /** The stored credential its machines are made with. */
+  credential?: string;
+  /** The default constraints of its machines, in Juju's syntax. */
+  constraints?: string;
+}
+/** A stored credential as the API shows it: no secret attribute, masked identifiers. */
+export interface CredentialSummary {
+  name: string; substrate: CredentialSubstrate; owner: string; createdAt: string; updatedAt?: string;
+  attributes: Record<string, string>;
+  /** Live models made with it. */
+  models: string[];
+}
+export interface MachineInfo {
+  id: string; substrate: string; life: string; address: string; hostname: string; status: string; message: string; units: string[];
+  /** SSH machines: the last install's outcome. */
+  install?: { state: "installing" | "installed" | "failed"; step: string; changed?: boolean; bytesUploaded?: number };
+  /** Cloud machines: the instance, as the cloud last reported it. */
+  instance?: { id: string; zone?: string; state: string };
+  /** What it was asked to have (Juju's syntax: `cores=2 mem=4G`), the model's and its application's merged. */
+  constraints?: string;
+  /** What it has, where the substrate says (`arch=amd64 cores=2 mem=4G instance-type=t3.medium`). */
+  hardware?: string;
+}
+export interface SshMachineRequest {
+  host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean;
+  jump?: { host: string; port?: number; user: string; hostKey: string };
+}
+export interface ApplicationInfo {
+  name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, { type: string; default?: unknown; description: string }>;
+  /** Constraints for the machines made for its units (Juju's syntax). */
+  constraints?: string;
+}
+export interface ControllerInfo {
+  name: string; uuid: string; version: string; addresses: string[];
+  /** Replicas that are up now (their presence in the store). */
+  replicas: { id: string; addresses: string[]; leader: boolean; since: string }[];
+  cluster: ClusterInfo;
+}
+/** What `steward show-controller` shows: membership, votes, health and the quorum keeper. */
+export interface ClusterInfo {
+  store: "embedded" | "etcd";
+  /** Whether the store has a majority (false: the API can read but not change anything). */
+  quorum: boolean;
+  wantsVote: number;
+  replaceAfterSeconds: number;
+  maxReplacementsPerHour: number;
+  members: {
+    name: string; host: string; addresses: string[]; state: string;
+    hasVote: boolean; learner: boolean; present: boolean; leader: boolean; etcdLeader: boolean; reason?: string;
+    /** A replica the quorum keeper launched on a cloud: its instance. */
+    instance?: { id: string; zone?: string };
+  }[];
+  spares: { host: string; user: string; hostKey: string; failed?: string }[];
+  /** Where the keeper launches replicas when no spare host is left. */
+  replicaCloud?: { substrate: string; credential: string; summary: string };
+  keeper: { state: string; message: string; history: { at: string; message: string }[] };
+  /** Set when the answer comes from this replica alone (no quorum): why. */
+  degraded?: string;
+  /** etcd's raft term as this replica's member sees it: it grows by one (or more) with every etcd election. */
+  raftTerm?: number;
+}
+/** What `debugLog` asks for (see `GET /v1/models/<model>/logs`). */
+export interface DebugLogQuery {
+  include?: string[]; exclude?: string[]; level?: string;
+  /** Newest records shown first. @default 10 */
+  lines?: number;
+  /** All kept records first, whatever `lines` says. */
+  replay?: boolean;
+  /** Keep following new records. @default true */
+  tail?: boolean;
+}
+export interface SpareHost { host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean }
+
+/**
+ * The name every controller certificate carries, so clients verify the CA-signed identity whatever
+ * address (which may change in HA) they dialled.
+ */
+export const CONTROLLER_TLS_NAME = "steward-controller";
+
+/** Every API answer names the replicas' current addresses here, so clients follow replicas that move. */
+export const ADDRESSES_HEADER = "steward-addresses";
+/**
+ * A mutating request carries one id across all its tries (other replicas, after a timeout or a
+ * 503); the controller answers a retry with what the first try did. See controller/server/idempotency.ts.
+ */
+export const REQUEST_ID_HEADER = "steward-request-id";
+/** The one-time token a cloud instance enrols its agent with (`POST /v1/enrol`). */
+export const ENROLMENT_HEADER = "steward-enrolment";
+/** Set on an answer the controller recorded for an earlier try of the same request. */
+export const REPLAYED_HEADER = "steward-replayed";
+/** The methods that change something: they carry a request id. */
+export const MUTATING_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** The dashboard's session (`POST /v1/session`, `GET /v1/session`); the token itself stays in an HttpOnly cookie. */
+export interface SessionInfo {
+  user: string;
+  superuser: boolean;
+  /** ISO 8601. */
+  expiresAt: string;
+  /** Sent back as the `x-steward-csrf` header on every change the page makes. */
+  csrf: string;
+  /** The controller's name. */
+  controller: string;
+}
+/** The header a dashboard write carries its session's CSRF token in. */
+export const CSRF_HEADER = "x-steward-csrf";

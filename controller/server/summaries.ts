@@ -1,0 +1,39 @@
+/**
+ * The answers of `GET /v1/controller` and `GET /v1/models`, built where the REST API and the
+ * dashboard's live feed can both use them.
+ */
+import type { ControllerInfo, ModelSummary } from "../../api";
+import { STEWARD_VERSION, formatConstraints, hasConstraints } from "../../api";
+import type { ClusterControl } from "../cluster";
+import type { StateCache } from "../state";
+import { modelSettings } from "../state";
+import type { Principal } from "./auth";
+import { modelAccess } from "./auth";
+
+export async function describeController(cache: StateCache, cluster: Pick<ClusterControl, "info">, addresses: string[]): Promise<ControllerInfo> {
+  const info = await cluster.info();
+  // Without quorum this replica's view of who leads is frozen at the cut: it names no leader.
+  const leader = info.degraded ? undefined : cache.leader?.replica;
+  return {
+    name: cache.controller?.name ?? "", uuid: cache.controller?.uuid ?? "", version: STEWARD_VERSION, addresses,
+    replicas: [...cache.replicas.values()].map((r) => ({ ...r, leader: leader === r.id })).sort((a, b) => a.since.localeCompare(b.since)),
+    cluster: info,
+  };
+}
+
+/** The models the user has some access to, by name. */
+export function modelSummaries(cache: StateCache, p: Extract<Principal, { kind: "user" }>): ModelSummary[] {
+  const out: ModelSummary[] = [];
+  for (const idx of cache.models.values()) {
+    if (!idx.model) continue;
+    const access = modelAccess(p, idx);
+    if (!access) continue;
+    out.push({
+      name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size,
+      access, config: modelSettings(idx.model.config), substrate: idx.model.substrate ?? "local",
+      ...(idx.model.credential ? { credential: idx.model.credential } : {}),
+      ...(hasConstraints(idx.model.constraints) ? { constraints: formatConstraints(idx.model.constraints) } : {}),
+    });
+  }
+  return out.sort((a, b) => a.name.localeCompare(b.name));
+}
