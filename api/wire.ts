@@ -2,6 +2,8 @@
  * The REST API's answer shapes and header names: what the controller sends and every client reads
  * (the Node {@link ControllerClient} and the dashboard alike). Browser-safe: no Node imports.
  */
+import type { ActionSpec } from "./actions";
+import type { ConfigOption } from "./config-values";
 import type { CredentialSubstrate } from "./substrates";
 
 export interface ModelSettings { updateStatusInterval: number; automaticallyRetryHooks: boolean }
@@ -37,7 +39,9 @@ export interface SshMachineRequest {
   jump?: { host: string; port?: number; user: string; hostKey: string };
 }
 export interface ApplicationInfo {
-  name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, { type: string; default?: unknown; description: string }>;
+  name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, ConfigOption>;
+  /** The operator's actions (`steward run`), by name. */
+  actions: Record<string, ActionSpec>;
   /** Constraints for the machines made for its units (Juju's syntax). */
   constraints?: string;
 }

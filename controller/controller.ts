@@ -267,7 +267,7 @@ export class Controller {
     registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);
-    this.liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses) });
+    this.liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses), unitFailure: (model, unit) => ops.unitFailure(model, unit) });
     registerDashboard(http, { log: this.log });
     installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, live: this.liveFeeds, log: this.log });
     const port = this.opts.port ?? this.config.listen.port;

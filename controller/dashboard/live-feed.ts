@@ -10,7 +10,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
-import type { ApplicationStatusView, ControllerInfo, LiveTopic, Logger, ModelPatch } from "../../api";
+import type { ApplicationStatusView, ControllerInfo, LiveTopic, Logger, ModelPatch, UnitDetails } from "../../api";
 import { MAX_LIVE_TOPICS, StewardError, WATCH_CLOSE_CODES, notFound, parseLiveTopic } from "../../api";
 import type { ModelIndex, StateCache, StatusParts } from "../state";
 import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus } from "../state";
@@ -25,6 +25,8 @@ type User = Extract<Principal, { kind: "user" }>;
 export interface LiveFeedOptions {
   cache: StateCache;
   controllerInfo: () => Promise<ControllerInfo>;
+  /** The hook that failed and its output, for a unit in error (kept in the store, not the cache). */
+  unitFailure: (model: string, unit: string) => Promise<UnitDetails["failure"]>;
   log: Logger;
   /**
    * Changes to a topic are sent at most this often (a burst of unit updates costs one round).
@@ -61,8 +63,10 @@ interface ModelGroup {
   integrationsJson: string;
 }
 
+interface TopicEntry { kind: string; uuid?: string; unit?: string; last?: string; reads?: number }
+
 class Feed {
-  readonly topics = new Map<LiveTopic, { kind: string; uuid?: string; unit?: string; last?: string }>();
+  readonly topics = new Map<LiveTopic, TopicEntry>();
   lastModels?: string;
   expiry?: NodeJS.Timeout;
 
@@ -162,7 +166,7 @@ export class LiveFeedHub {
           this.groupOf(idx).feeds.add(feed);
           feed.send(`{"topic":${JSON.stringify(topic)},"status":${renderModelStatus(this.o.cache, idx)}}`);
         } else {
-          const entry: { kind: string; uuid: string; unit: string; last?: string } = { kind: "unit", uuid: idx.uuid, unit: t.unit };
+          const entry: TopicEntry = { kind: "unit", uuid: idx.uuid, unit: t.unit };
           feed.topics.set(topic, entry);
           this.sendUnit(feed, topic, entry, idx);
         }
@@ -282,19 +286,29 @@ export class LiveFeedHub {
     feed.send(`{"topic":"models","models":${text}}`);
   }
 
-  private sendUnit(feed: Feed, topic: LiveTopic, entry: { unit?: string; last?: string }, idx: ModelIndex): void {
-    let text: string;
+  private sendUnit(feed: Feed, topic: LiveTopic, entry: TopicEntry, idx: ModelIndex): void {
+    let details: UnitDetails;
     try {
-      text = JSON.stringify(buildUnitDetails(idx, entry.unit!));
+      details = buildUnitDetails(idx, entry.unit!);
     } catch (err) {
       if (!StewardError.isInstance(err)) throw err;
       feed.topics.delete(topic);
       feed.send(JSON.stringify({ topic, error: err.toWire() }));
       return;
     }
-    if (text === entry.last) return;
-    entry.last = text;
-    feed.send(`{"topic":${JSON.stringify(topic)},"unit":${text}}`);
+    const send = (d: UnitDetails): void => {
+      if (feed.topics.get(topic) !== entry) return; // left meanwhile
+      const text = JSON.stringify(d);
+      if (text === entry.last) return;
+      entry.last = text;
+      feed.send(`{"topic":${JSON.stringify(topic)},"unit":${text}}`);
+    };
+    if (details.agent.current !== "error") { send(details); return; }
+    // A failure is read from the store; only the newest read may answer (an older one could land later).
+    const read = (entry.reads = (entry.reads ?? 0) + 1);
+    this.o.unitFailure(idx.uuid, details.name).then((failure) => {
+      if (read === entry.reads) send(failure ? { ...details, failure } : details);
+    }, (err: unknown) => this.o.log.warn("live feed could not read a unit's failure", { err: (err as Error).message }));
   }
 
   /** Keeps a timer re-reading the cluster while any feed shows the controller. */

@@ -349,6 +349,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
       name: a.name, operator: a.operator, life: a.life,
       config: effectiveConfig(meta, a.config),
       configSchema: meta?.config ?? {},
+      actions: meta?.actions ?? {},
       units: [...idx.units.values()].filter((u) => u.app === name).map((u) => u.name).sort(),
       ...(hasConstraints(a.constraints) ? { constraints: formatConstraints(a.constraints) } : {}),
     };
@@ -443,7 +444,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
  */
 export function installWriteGuard(app: FastifyInstance, writable: () => boolean): void {
   app.addHook("preHandler", async (req) => {
-    if (req.method === "GET" || req.method === "HEAD" || req.url === "/v1/login" || writable()) return;
+    if (req.method === "GET" || req.method === "HEAD" || req.url === "/v1/login" || (req.url === "/v1/session" && req.method === "POST") || writable()) return;
     throw new StewardError("unavailable", "this controller replica is cut off from the majority of replicas and cannot change anything now: retry through another replica");
   });
 }

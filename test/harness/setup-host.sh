@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run before the tests (npm's pretest): installs what the SSH test hosts need when it is missing,
-# and builds VMware's vSphere simulator (vcsim) from Debian's sources for the vsphere tests.
+# Chromium for the dashboard's browser tests, and builds VMware's vSphere simulator (vcsim) from
+# Debian's sources for the vsphere tests.
 # Needs root (CI and developer machines of our kind are root); without it, the SSH tests say why
 # they cannot run.
 set -euo pipefail
@@ -9,6 +10,7 @@ need=()
 command -v etcd >/dev/null || need+=(etcd-server etcd-client)
 command -v sudo >/dev/null || need+=(sudo)
 command -v ip >/dev/null || need+=(iproute2)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 # vcsim: about 1.5 minutes the first time (apt and an offline Go build), nothing after.
 if [ "$(id -u)" = 0 ] && [ ! -x /usr/local/bin/vcsim ]; then bash "$(dirname "$0")/vcsim/build.sh" >&2; fi
 [ ${#need[@]} -eq 0 ] && exit 0
@@ -16,7 +18,7 @@ if [ "$(id -u)" != 0 ]; then
   echo "setup-host: not root, cannot install ${need[*]}; the SSH tests will not run" >&2
   exit 0
 fi
-echo "setup-host: installing ${need[*]} for the SSH test hosts" >&2
+echo "setup-host: installing ${need[*]} for the SSH test hosts and the browser tests" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
