@@ -40,7 +40,7 @@ function importRules(folder, depth = 0) {
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "operators/**", "eslint.config.mjs"] },
   {
-    files: ["**/*.ts"],
+    files: ["**/*.ts", "**/*.tsx"],
     extends: [tseslint.configs.base],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
@@ -54,4 +54,14 @@ export default tseslint.config(
   ...FOLDERS.map((folder) => ({ files: [`${folder}/**/*.ts`], rules: importRules(folder) })),
   // api/node/ is still api: `../substrates` there is api/substrates.ts.
   { files: ["api/node/**/*.ts"], rules: importRules("api", 1) },
+  // The dashboard's page runs in a browser: of ours it may load only api/browser (no Node modules).
+  {
+    files: ["controller/dashboard/app/**/*.{ts,tsx}"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [
+        { regex: "^(\\.\\./)+(?!api/browser$)(api|substrates|controller|agent|cli|provider)(/|$)", message: "The dashboard's page runs in a browser: import the contract from api/browser only." },
+        { regex: "^node:", message: "The dashboard's page runs in a browser: no Node modules." },
+      ] }],
+    },
+  },
 );
