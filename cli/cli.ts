@@ -11,7 +11,7 @@ import type * as Console from "./console/console";
  * and clipanion builds its parser for that command alone (building it for all of them cost ~60 ms).
  */
 export const COMMAND_NAMES = [
-  "bootstrap", "controllers", "show-controller", "enable-ha", "add-spare", "set-replica-cloud", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
+  "bootstrap", "controllers", "show-controller", "dashboard", "enable-ha", "add-spare", "set-replica-cloud", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
   "add-model", "models", "switch", "model-config", "model-constraints", "status", "wait-for", "apply", "diff", "destroy-model",
   "deploy", "add-unit", "remove-unit", "config", "constraints", "refresh", "remove-application",
   "integrate", "remove-integration", "resolve", "show-unit", "show-status-log", "debug-log",

@@ -34,6 +34,8 @@ async function main(): Promise<number> {
   process.stdout.write("\n");
   const status = await runCli(["status", "-c", "local", "-m", "demo"]);
   process.stdout.write(`\nDemo ready in ${((Date.now() - started) / 1000).toFixed(1)} s. Try: npx steward status -m demo   (STEWARD_HOME=${home})\n`);
+  const addresses = (await loadClientConfig(home)).controllers.local?.addresses ?? [];
+  process.stdout.write(`The web dashboard: https://${addresses[0]}/ (npx steward dashboard says how to log in)\n`);
   process.stdout.write("Clean up with: npx steward destroy-controller local --yes\n");
   return status;
 }
