@@ -1,0 +1,427 @@
+/**
+ * A FAKE kubelet that runs each pod's containers as real processes on this machine, for tests
+ * and benchmarks of the Kubernetes substrate (no Kubernetes runs here). Checked against the
+ * kubelet's documented behaviour (kubernetes.io: pod lifecycle, init containers, container
+ * restart policy and back-off, probes, termination, volumes, the downward API), not tuned to the
+ * substrate:
+ *
+ * - each pod gets a network namespace with its own IP on a bridge (pod-network.ts); its containers
+ *   share it (localhost between containers of a pod), and each runs in its own mount, UTS (hostname
+ *   = pod name) and PID namespaces, with its volume mounts bound at their mountPaths;
+ * - images map to commands on this machine (`images`: the project's own images to its bundles,
+ *   test images to small programs); an unknown image waits in ErrImagePull, as a pull would fail;
+ * - init containers run one by one to completion before the containers start; a failed one runs
+ *   again after the back-off; containers are restarted after they exit (restartPolicy Always, the
+ *   StatefulSet's) with the documented back-off (10 s doubling to 300 s; tests may shorten it);
+ * - readiness, liveness and startup probes (probes.ts) set `ready`, restart the container, and
+ *   gate the other probes until startup succeeded; the pod's Ready condition is every container ready;
+ * - deletion sends SIGTERM, waits the pod's grace period (tests may cap it), then SIGKILL;
+ * - volumes: emptyDir (per pod), secret and configMap (files from the object, read at start),
+ *   persistentVolumeClaim (a directory per claim uid: a claim deleted and made again starts empty).
+ */
+import { execFile, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { KubeObject } from "./kinds";
+import type { Kubelet, KubeletHost } from "./kubelet";
+import { setCondition } from "./kubelet";
+import { PodNetwork } from "./pod-network";
+import type { ProbeSpec } from "./probes";
+import { scheduleProbe } from "./probes";
+
+/** What an image runs: its ENTRYPOINT and CMD, as a Dockerfile would say. */
+export interface ImageSpec { entrypoint: string[]; cmd?: string[]; workingDir?: string }
+
+export interface ProcessKubeletOptions {
+  /** @default "fake-node-0" */
+  nodeName?: string;
+  /** Image name (with or without its tag) → what it runs. */
+  images: Record<string, ImageSpec>;
+  /** Where pods keep their volumes and logs. */
+  dataDir: string;
+  /** Back-off before a container that exited starts again. @default { initialMs: 10000, maxMs: 300000 } (the kubelet's) */
+  restartBackoff?: { initialMs: number; maxMs: number };
+  /** At most this grace on deletion, whatever the pod asks (the default grace is 30 s). */
+  maxGraceSeconds?: number;
+}
+
+const PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const now = (): string => new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z");
+const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+interface ContainerSpec {
+  name: string; image: string; command?: string[]; args?: string[]; workingDir?: string;
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string; optional?: boolean }; configMapKeyRef?: { name: string; key: string; optional?: boolean } } }[];
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean; subPath?: string }[];
+  ports?: { name?: string; containerPort: number }[];
+  readinessProbe?: ProbeSpec; livenessProbe?: ProbeSpec; startupProbe?: ProbeSpec;
+}
+
+type ContainerState =
+  | { waiting: { reason: string; message?: string } }
+  | { running: { startedAt: string } }
+  | { terminated: { exitCode: number; signal?: number; reason: string; startedAt?: string; finishedAt: string } };
+
+type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+class Container {
+  proc?: ChildProcess;
+  /** Set at spawn, before anything can be missed: a container may exit at once. */
+  exited?: Promise<Exit>;
+  pid1?: number;
+  state: ContainerState = { waiting: { reason: "ContainerCreating" } };
+  lastState?: ContainerState;
+  restartCount = 0;
+  ready = false;
+  started = false;
+  startedAt = "";
+  backoffMs = 0;
+  stopProbes: (() => void)[] = [];
+  restartTimer?: NodeJS.Timeout;
+  constructor(readonly spec: ContainerSpec, readonly init: boolean) {}
+}
+
+class RunningPod {
+  ip = "";
+  netns = "";
+  release?: () => Promise<void>;
+  readonly containers: Container[];
+  readonly inits: Container[];
+  initialized = false;
+  stopping = false;
+  startTime = now();
+  constructor(readonly pod: KubeObject, readonly dir: string) {
+    this.inits = (pod.spec?.initContainers ?? []).map((c: ContainerSpec) => new Container(c, true));
+    this.containers = (pod.spec?.containers ?? []).map((c: ContainerSpec) => new Container(c, false));
+  }
+  get uid(): string { return this.pod.metadata.uid!; }
+  get namespace(): string { return this.pod.metadata.namespace!; }
+  get name(): string { return this.pod.metadata.name!; }
+}
+
+export class ProcessKubelet implements Kubelet {
+  readonly nodeName: string;
+  private host?: KubeletHost;
+  private network?: PodNetwork;
+  private readonly pods = new Map<string, RunningPod>();
+  private readonly publishing = new Set<string>();
+  private closed = false;
+
+  constructor(private readonly o: ProcessKubeletOptions) {
+    this.nodeName = o.nodeName ?? "fake-node-0";
+  }
+
+  /** Where pods reach this machine (the bridge's address): a controller for pods listens here. */
+  get gateway(): string {
+    if (!this.network) throw new Error("the process kubelet is not started");
+    return this.network.gateway;
+  }
+
+  async start(host: KubeletHost): Promise<void> {
+    this.host = host;
+    await mkdir(this.o.dataDir, { recursive: true });
+    this.network = await PodNetwork.create();
+  }
+
+  syncPod(pod: KubeObject): void {
+    if (this.closed || this.pods.has(pod.metadata.uid!)) return;
+    const p = new RunningPod(pod, join(this.o.dataDir, "pods", pod.metadata.uid!));
+    this.pods.set(p.uid, p);
+    setImmediate(() => void this.startPod(p).catch((err: unknown) => this.fail(p, `could not start the pod: ${(err as Error).message}`)));
+  }
+
+  killPod(pod: KubeObject, force: boolean): void {
+    const p = this.pods.get(pod.metadata.uid!);
+    if (!p) { setImmediate(() => this.host?.podTerminated(pod.metadata.namespace!, pod.metadata.name!, pod.metadata.uid!)); return; }
+    if (p.stopping) return;
+    p.stopping = true;
+    const asked = force ? 0 : (pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
+    const grace = Math.min(asked, this.o.maxGraceSeconds ?? asked);
+    setImmediate(() => void this.stopPod(p, grace).finally(() => this.host?.podTerminated(p.namespace, p.name, p.uid)));
+  }
+
+  /** What a container printed (as `kubectl logs`), all of it. */
+  async logs(namespace: string, pod: string, container: string): Promise<string> {
+    const p = this.find(namespace, pod);
+    return p ? readFile(join(p.dir, "logs", `${container}.log`), "utf8").catch(() => "") : "";
+  }
+
+  /** Runs a command in a container (as `kubectl exec`). */
+  exec(namespace: string, pod: string, container: string, cmd: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const c = this.find(namespace, pod)?.containers.find((x) => x.spec.name === container);
+    if (!c?.pid1) return Promise.resolve({ code: 126, stdout: "", stderr: `container ${container} of ${namespace}/${pod} is not running` });
+    return new Promise((resolve) => execFile("nsenter", ["-t", String(c.pid1), "-n", "-m", "-u", "-p", "--", ...cmd], (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr })));
+  }
+
+  /** Host PIDs of the processes in a pod's network namespace (none once it is gone). */
+  async processes(namespace: string, pod: string): Promise<number[]> {
+    const p = this.find(namespace, pod);
+    if (!p?.netns) return [];
+    return new Promise((resolve) => execFile("ip", ["netns", "pids", p.netns], (err, out) => resolve(err ? [] : out.split("\n").filter(Boolean).map(Number))));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.pods.values()].map((p) => { p.stopping = true; return this.stopPod(p, 0); }));
+    await this.network?.close();
+  }
+
+  private find(namespace: string, name: string): RunningPod | undefined {
+    return [...this.pods.values()].find((p) => p.namespace === namespace && p.name === name && !p.stopping) ?? [...this.pods.values()].find((p) => p.namespace === namespace && p.name === name);
+  }
+
+  private async startPod(p: RunningPod): Promise<void> {
+    await mkdir(join(p.dir, "logs"), { recursive: true });
+    const net = await this.network!.attach();
+    Object.assign(p, { ip: net.ip, netns: net.netns, release: net.release });
+    if (p.stopping) return;
+    this.publish(p);
+    for (const c of p.inits) {
+      while (!p.stopping) {
+        const code = await this.runToCompletion(p, c);
+        if (code === 0) break;
+        await this.backoff(p, c);
+      }
+    }
+    if (p.stopping) return;
+    p.initialized = true;
+    for (const c of p.containers) void this.runContainer(p, c);
+  }
+
+  /** Runs an init container once; its exit code (or -1 if it could not start). */
+  private async runToCompletion(p: RunningPod, c: Container): Promise<number> {
+    const proc = await this.spawnContainer(p, c);
+    if (!proc) return -1;
+    const { code, signal } = await c.exited!;
+    c.proc = undefined; c.pid1 = undefined;
+    c.state = { terminated: { exitCode: code ?? 128 + 9, reason: code === 0 ? "Completed" : "Error", startedAt: c.startedAt, finishedAt: now(), ...(signal ? { signal: 9 } : {}) } };
+    this.publish(p);
+    return code ?? -1;
+  }
+
+  /** Runs a container and keeps it running (restartPolicy Always) until the pod stops. */
+  private async runContainer(p: RunningPod, c: Container): Promise<void> {
+    if (p.stopping) return;
+    const proc = await this.spawnContainer(p, c);
+    if (!proc) { await this.backoff(p, c); return this.runContainer(p, c); }
+    const runningSince = Date.now();
+    this.probe(p, c);
+    void c.exited!.then(({ code, signal }) => {
+      for (const stop of c.stopProbes) stop();
+      c.stopProbes = [];
+      c.proc = undefined; c.pid1 = undefined; c.ready = false; c.started = false;
+      const exitCode = code ?? 128 + (signal === "SIGKILL" ? 9 : 15);
+      c.state = { terminated: { exitCode, reason: exitCode === 0 ? "Completed" : "Error", startedAt: c.startedAt, finishedAt: now() } };
+      this.publish(p);
+      if (p.stopping) return;
+      // A container that ran 10 minutes without trouble starts again with the back-off reset (the kubelet's rule).
+      if (Date.now() - runningSince > 600_000) c.backoffMs = 0;
+      c.lastState = c.state;
+      c.restartCount++;
+      void this.backoff(p, c).then(() => this.runContainer(p, c));
+    });
+  }
+
+  private async backoff(p: RunningPod, c: Container): Promise<void> {
+    const { initialMs, maxMs } = this.o.restartBackoff ?? { initialMs: 10_000, maxMs: 300_000 };
+    c.backoffMs = c.backoffMs === 0 ? initialMs : Math.min(c.backoffMs * 2, maxMs);
+    if (!("waiting" in c.state)) c.lastState = c.state;
+    // An image that could not be pulled backs off as ImagePullBackOff, a bad config stays as it is, the rest is a crash loop.
+    const reason = "waiting" in c.state ? c.state.waiting.reason : "";
+    if (reason === "ErrImagePull" || reason === "ImagePullBackOff") c.state = { waiting: { reason: "ImagePullBackOff", message: "waiting" in c.state ? c.state.waiting.message : "" } };
+    else if (reason !== "CreateContainerConfigError") c.state = { waiting: { reason: "CrashLoopBackOff", message: `back-off ${Math.round(c.backoffMs / 1000)}s restarting failed container=${c.spec.name} pod=${p.name}` } };
+    this.publish(p);
+    await new Promise<void>((resolve) => { c.restartTimer = setTimeout(resolve, c.backoffMs); });
+  }
+
+  private probe(p: RunningPod, c: Container): void {
+    const target = () => (c.pid1 ? { podIP: p.ip, pid: c.pid1, ports: Object.fromEntries((c.spec.ports ?? []).filter((x) => x.name).map((x) => [x.name!, x.containerPort])) } : undefined);
+    const afterStartup = (): void => {
+      c.started = true;
+      if (c.spec.readinessProbe) c.stopProbes.push(scheduleProbe(c.spec.readinessProbe, target, (ok) => { c.ready = ok; this.publish(p); }));
+      else c.ready = true;
+      if (c.spec.livenessProbe) c.stopProbes.push(scheduleProbe(c.spec.livenessProbe, target, (ok) => { if (!ok) this.restart(p, c, "liveness probe failed"); }));
+      this.publish(p);
+    };
+    if (!c.spec.startupProbe) { afterStartup(); return; }
+    const stop = scheduleProbe(c.spec.startupProbe, target, (ok) => {
+      stop();
+      if (ok) afterStartup(); else this.restart(p, c, "startup probe failed");
+    });
+    c.stopProbes.push(stop);
+  }
+
+  /** Kills a container (SIGTERM, then SIGKILL after the pod's grace); runContainer starts it again. */
+  private restart(p: RunningPod, c: Container, why: string): void {
+    const proc = c.proc;
+    if (!proc || p.stopping) return;
+    void writeFile(join(p.dir, "logs", `${c.spec.name}.log`), `[fake kubelet] ${why}: killing the container\n`, { flag: "a" });
+    void this.terminate(c, Math.min(p.pod.spec?.terminationGracePeriodSeconds ?? 30, this.o.maxGraceSeconds ?? 30));
+  }
+
+  private async terminate(c: Container, graceSeconds: number): Promise<void> {
+    const proc = c.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = c.exited!;
+    if (c.pid1 && graceSeconds > 0) {
+      try { process.kill(c.pid1, "SIGTERM"); } catch { /* already gone */ }
+      const t = setTimeout(() => proc.kill("SIGKILL"), graceSeconds * 1000);
+      await exited;
+      clearTimeout(t);
+      return;
+    }
+    proc.kill("SIGKILL"); // --kill-child: the container's PID 1, and with it every process in it
+    await exited;
+  }
+
+  private async stopPod(p: RunningPod, graceSeconds: number): Promise<void> {
+    for (const c of [...p.inits, ...p.containers]) { clearTimeout(c.restartTimer); for (const stop of c.stopProbes) stop(); }
+    await Promise.all([...p.inits, ...p.containers].map((c) => this.terminate(c, graceSeconds)));
+    await p.release?.();
+    await rm(join(p.dir, "volumes"), { recursive: true, force: true }).catch(() => undefined);
+    this.pods.delete(p.uid);
+  }
+
+  private async spawnContainer(p: RunningPod, c: Container): Promise<ChildProcess | undefined> {
+    const image = this.o.images[c.spec.image] ?? this.o.images[c.spec.image.replace(/(@sha256:[0-9a-f]+|:[^/:]+)$/, "")];
+    if (!image) {
+      c.state = { waiting: { reason: "ErrImagePull", message: `image ${c.spec.image} is not known to the fake kubelet (its images: ${Object.keys(this.o.images).join(", ")})` } };
+      this.publish(p);
+      return undefined;
+    }
+    let env: Record<string, string>;
+    let mounts: string[];
+    try {
+      env = this.environment(p, c);
+      mounts = await this.mounts(p, c);
+    } catch (err) {
+      c.state = { waiting: { reason: "CreateContainerConfigError", message: (err as Error).message } };
+      this.publish(p);
+      return undefined;
+    }
+    // The image's entrypoint and cmd unless the container says otherwise (the documented rule).
+    const argv = c.spec.command ? [...c.spec.command, ...(c.spec.args ?? [])] : [...image.entrypoint, ...(c.spec.args ?? image.cmd ?? [])];
+    const workingDir = c.spec.workingDir ?? image.workingDir;
+    const script = [`hostname ${quote(p.name)}`, ...mounts, ...(workingDir ? [`mkdir -p ${quote(workingDir)} && cd ${quote(workingDir)}`] : []), 'exec "$@"'].join(" && ");
+    const log = openSync(join(p.dir, "logs", `${c.spec.name}.log`), "a");
+    const proc = spawn("ip", ["netns", "exec", p.netns, "unshare", "--uts", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private", "/bin/sh", "-c", script, "sh", ...argv], {
+      env, stdio: ["ignore", log, log],
+    });
+    closeSync(log);
+    proc.on("error", () => undefined);
+    c.exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
+    c.proc = proc;
+    c.startedAt = now();
+    c.state = { running: { startedAt: c.startedAt } };
+    // ip netns exec becomes unshare; unshare forks the container's PID 1.
+    for (let i = 0; i < 100 && !c.pid1 && proc.exitCode === null; i++) {
+      const children = (await readFile(`/proc/${proc.pid}/task/${proc.pid}/children`, "utf8").catch(() => "")).trim();
+      if (children) c.pid1 = Number(children.split(" ")[0]);
+      else await new Promise((r) => setTimeout(r, 10));
+    }
+    this.publish(p);
+    return proc;
+  }
+
+  /** The container's environment: what the pod says, resolved as the kubelet resolves it. */
+  private environment(p: RunningPod, c: Container): Record<string, string> {
+    const env: Record<string, string> = { PATH, HOSTNAME: p.name };
+    const fields: Record<string, string> = {
+      "metadata.name": p.name, "metadata.namespace": p.namespace, "metadata.uid": p.uid, "spec.nodeName": this.nodeName,
+      "status.podIP": p.ip, "status.hostIP": this.network!.gateway, "spec.serviceAccountName": p.pod.spec?.serviceAccountName ?? "default",
+    };
+    for (const e of c.spec.env ?? []) {
+      if (e.value !== undefined) { env[e.name] = e.value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m); continue; }
+      const from = e.valueFrom;
+      if (from?.fieldRef) {
+        const v = fields[from.fieldRef.fieldPath];
+        if (v === undefined) throw new Error(`env ${e.name}: fieldRef ${from.fieldRef.fieldPath} is not supported by the fake kubelet`);
+        env[e.name] = v;
+      } else if (from?.secretKeyRef || from?.configMapKeyRef) {
+        const ref = (from.secretKeyRef ?? from.configMapKeyRef)!;
+        const obj = this.host!.read(from.secretKeyRef ? "secrets" : "configmaps", p.namespace, ref.name);
+        const raw = (obj?.data as Record<string, string> | undefined)?.[ref.key];
+        if (raw === undefined) {
+          if (ref.optional) continue;
+          throw new Error(`couldn't find key ${ref.key} in ${from.secretKeyRef ? "Secret" : "ConfigMap"} ${p.namespace}/${ref.name}`);
+        }
+        env[e.name] = from.secretKeyRef ? Buffer.from(String(raw), "base64").toString("utf8") : String(raw);
+      }
+    }
+    return env;
+  }
+
+  /** Shell steps that bind each volume at its mountPath inside the container's mount namespace. */
+  private async mounts(p: RunningPod, c: Container): Promise<string[]> {
+    const steps: string[] = [];
+    for (const m of c.spec.volumeMounts ?? []) {
+      const src = join(await this.volume(p, m.name), m.subPath ?? "");
+      await mkdir(src, { recursive: true });
+      steps.push(`mkdir -p ${quote(m.mountPath)}`, `mount --bind ${quote(src)} ${quote(m.mountPath)}`);
+      if (m.readOnly) steps.push(`mount -o remount,bind,ro ${quote(m.mountPath)}`);
+    }
+    return steps;
+  }
+
+  /** A volume's directory on this machine, made (and filled, for secrets and config maps) once per pod. */
+  private async volume(p: RunningPod, name: string): Promise<string> {
+    const v = (p.pod.spec?.volumes ?? []).find((x: { name: string }) => x.name === name);
+    if (!v) throw new Error(`volume ${name} is mounted but not declared in the pod`);
+    if (v.persistentVolumeClaim) {
+      const claim = this.host!.read("persistentvolumeclaims", p.namespace, v.persistentVolumeClaim.claimName);
+      if (!claim) throw new Error(`persistentvolumeclaim "${v.persistentVolumeClaim.claimName}" not found`);
+      return join(this.o.dataDir, "claims", claim.metadata.uid!);
+    }
+    const dir = join(p.dir, "volumes", name);
+    if (v.emptyDir) return dir;
+    if (v.secret || v.configMap) {
+      const secret = !!v.secret;
+      const ref = secret ? v.secret.secretName : v.configMap.name;
+      const obj = this.host!.read(secret ? "secrets" : "configmaps", p.namespace, ref);
+      if (!obj && !(v.secret ?? v.configMap).optional) throw new Error(`${secret ? "secret" : "configmap"} "${ref}" not found`);
+      await mkdir(dir, { recursive: true });
+      const mode = (v.secret ?? v.configMap).defaultMode ?? 0o644;
+      for (const [key, value] of Object.entries((obj?.data ?? {}) as Record<string, string>)) {
+        await writeFile(join(dir, key), secret ? Buffer.from(value, "base64") : value, { mode });
+      }
+      return dir;
+    }
+    throw new Error(`volume ${name}: only emptyDir, secret, configMap and persistentVolumeClaim are supported by the fake kubelet`);
+  }
+
+  private fail(p: RunningPod, message: string): void {
+    for (const c of p.containers) c.state = { waiting: { reason: "CreateContainerError", message } };
+    this.publish(p);
+  }
+
+  /** Writes the pod's status from what runs, once per turn of the event loop. */
+  private publish(p: RunningPod): void {
+    if (this.publishing.has(p.uid) || this.closed) return;
+    this.publishing.add(p.uid);
+    setImmediate(() => {
+      this.publishing.delete(p.uid);
+      if (!this.pods.has(p.uid)) return;
+      this.host?.updatePodStatus(p.namespace, p.name, p.uid, (s) => {
+        const allReady = p.initialized && p.containers.every((c) => c.ready);
+        s.phase = p.initialized && p.containers.some((c) => "running" in c.state || c.restartCount > 0) ? "Running" : "Pending";
+        s.hostIP = this.network!.gateway;
+        s.hostIPs = [{ ip: this.network!.gateway }];
+        if (p.ip) { s.podIP = p.ip; s.podIPs = [{ ip: p.ip }]; }
+        s.startTime = p.startTime;
+        setCondition(s, "PodReadyToStartContainers", !!p.ip);
+        setCondition(s, "Initialized", p.initialized, p.initialized ? undefined : "ContainersNotInitialized");
+        setCondition(s, "ContainersReady", allReady, allReady ? undefined : "ContainersNotReady");
+        setCondition(s, "Ready", allReady, allReady ? undefined : "ContainersNotReady");
+        const status = (c: Container) => ({
+          name: c.spec.name, image: c.spec.image, imageID: "", containerID: `fake://${p.uid}/${c.spec.name}`,
+          ready: c.init ? "terminated" in c.state && c.state.terminated.exitCode === 0 : c.ready,
+          restartCount: c.restartCount, started: c.init ? false : c.started, state: c.state, ...(c.lastState ? { lastState: c.lastState } : {}),
+        });
+        s.initContainerStatuses = p.inits.map(status);
+        s.containerStatuses = p.containers.map(status);
+      });
+    });
+  }
+}

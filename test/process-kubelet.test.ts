@@ -1,0 +1,144 @@
+/**
+ * The fake kubelet that runs containers as processes (test/harness/kube/process-kubelet.ts), behind
+ * the fake API server and driven by the real `@kubernetes/client-node`, checked against what the
+ * Kubernetes documentation says a kubelet does: init containers first, the downward API and
+ * secrets in the environment, volumes shared within a pod, pod IPs of their own, readiness gating
+ * Ready, liveness restarting a container, back-off after a crash, SIGTERM on deletion, and claims
+ * that outlive their pods.
+ */
+import test from "ava";
+import type { ExecutionContext } from "ava";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { get } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FakeKubeApi } from "./harness/kube";
+import type { KubeObject } from "./harness/kube";
+import { ProcessKubelet } from "./harness/kube/process-kubelet";
+import { eventually } from "./harness/eventually";
+
+const loadClient = () => import("@kubernetes/client-node");
+
+/** A test image: a small HTTP server that answers with its pod's facts, on $PORT. */
+const SERVER = `
+const http = require("node:http"); const fs = require("node:fs"); const os = require("node:os");
+process.on("SIGTERM", () => { fs.appendFileSync("/data/terms", os.hostname() + " got SIGTERM\\n"); process.exit(0); });
+http.createServer((req, res) => {
+  if (req.url === "/ready") { res.statusCode = fs.existsSync("/data/ready") ? 200 : 503; return res.end(); }
+  res.end(JSON.stringify({ host: os.hostname(), pod: process.env.POD_NAME, ip: process.env.POD_IP, secret: process.env.PASSWORD, init: fs.readFileSync("/shared/from-init", "utf8").trim() }));
+}).listen(Number(process.env.PORT), "0.0.0.0");
+`;
+
+async function start(t: ExecutionContext) {
+  const dir = await mkdtemp(join(tmpdir(), "steward-kubelet-"));
+  await writeFile(join(dir, "server.js"), SERVER);
+  const kubelet = new ProcessKubelet({
+    dataDir: join(dir, "node"),
+    images: { "steward-test/server": { entrypoint: [process.execPath, join(dir, "server.js")] }, "steward-test/shell": { entrypoint: ["/bin/sh", "-c"], cmd: ["sleep 3600"] } },
+    restartBackoff: { initialMs: 300, maxMs: 2000 },
+    maxGraceSeconds: 5,
+  });
+  const api = await FakeKubeApi.start({ kubelet });
+  t.teardown(async () => { await api.stop(); await rm(dir, { recursive: true, force: true }); });
+  const k8s = await loadClient();
+  const kc = new k8s.KubeConfig();
+  kc.loadFromString(api.kubeconfig());
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: "default" } } });
+  const pod = async (name: string): Promise<KubeObject> => (await core.readNamespacedPod({ name, namespace: "default" })) as unknown as KubeObject;
+  return { api, kubelet, core, apps: kc.makeApiClient(k8s.AppsV1Api), pod, dir };
+}
+
+const fetchJson = (url: string): Promise<Record<string, string>> => new Promise((resolve, reject) => {
+  get(url, (res) => { let b = ""; res.on("data", (d: Buffer) => { b += d.toString(); }); res.on("end", () => { try { resolve(JSON.parse(b) as Record<string, string>); } catch (e) { reject(e as Error); } }); }).on("error", reject);
+});
+const ready = (p: KubeObject): boolean => !!p.status?.conditions?.some((c: { type: string; status: string }) => c.type === "Ready" && c.status === "True");
+
+const serverPod = (name: string) => ({
+  apiVersion: "v1", kind: "Pod", metadata: { name },
+  spec: {
+    terminationGracePeriodSeconds: 3,
+    volumes: [{ name: "shared", emptyDir: {} }, { name: "data", emptyDir: {} }, { name: "creds", secret: { secretName: "creds" } }],
+    initContainers: [{ name: "setup", image: "steward-test/shell", args: ["echo made-by-init > /shared/from-init; touch /data/ready"], volumeMounts: [{ name: "shared", mountPath: "/shared" }, { name: "data", mountPath: "/data" }] }],
+    containers: [
+      {
+        name: "server", image: "steward-test/server", ports: [{ name: "http", containerPort: 8080 }],
+        env: [{ name: "PORT", value: "8080" }, { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }, { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+          { name: "PASSWORD", valueFrom: { secretKeyRef: { name: "creds", key: "password" } } }],
+        volumeMounts: [{ name: "shared", mountPath: "/shared", readOnly: true }, { name: "data", mountPath: "/data" }, { name: "creds", mountPath: "/etc/creds", readOnly: true }],
+        readinessProbe: { httpGet: { path: "/ready", port: "http" }, periodSeconds: 1, failureThreshold: 1 },
+      },
+      { name: "sidecar", image: "steward-test/shell", volumeMounts: [{ name: "data", mountPath: "/data" }] },
+    ],
+  },
+});
+
+test("a pod runs: init container first, its own IP and hostname, env from the downward API and a secret, shared volumes, readiness", async (t) => {
+  const { core, kubelet, pod } = await start(t);
+  await core.createNamespacedSecret({ namespace: "default", body: { metadata: { name: "creds" }, data: { password: Buffer.from("s3cret").toString("base64") } } });
+  await core.createNamespacedPod({ namespace: "default", body: serverPod("web-0") as never });
+  await core.createNamespacedPod({ namespace: "default", body: serverPod("web-1") as never });
+  const [a, b] = await Promise.all(["web-0", "web-1"].map((n) => eventually(`${n} ready`, async () => { const p = await pod(n); return ready(p) ? p : undefined; }, 30_000)));
+  t.not(a!.status.podIP, b!.status.podIP, "each pod has its own IP");
+  t.is(a!.status.phase, "Running");
+  t.is(a!.status.initContainerStatuses[0].state.terminated.reason, "Completed");
+  const facts = await fetchJson(`http://${a!.status.podIP}:8080/`);
+  t.deepEqual(facts, { host: "web-0", pod: "web-0", ip: a!.status.podIP, secret: "s3cret", init: "made-by-init" });
+  // Both containers of a pod see the same emptyDir; the secret is a file too.
+  t.is((await kubelet.exec("default", "web-0", "sidecar", ["cat", "/data/ready"])).code, 0);
+  t.is((await kubelet.exec("default", "web-0", "server", ["cat", "/etc/creds/password"])).stdout, "s3cret");
+  // Readiness: the probe failing takes the pod out of Ready; passing again brings it back.
+  await kubelet.exec("default", "web-0", "sidecar", ["rm", "/data/ready"]);
+  await eventually("web-0 not ready", async () => !ready(await pod("web-0")), 15_000);
+  t.true(ready(await pod("web-1")), "the other pod is not affected");
+  await kubelet.exec("default", "web-0", "sidecar", ["touch", "/data/ready"]);
+  await eventually("web-0 ready again", async () => ready(await pod("web-0")), 15_000);
+  // Deletion: SIGTERM first (the server records it), then the pod is gone with its processes.
+  await core.deleteNamespacedPod({ name: "web-0", namespace: "default" });
+  await eventually("web-0 gone", async () => (await pod("web-0").then(() => false, () => true)), 30_000);
+  t.deepEqual(await kubelet.processes("default", "web-0"), []);
+});
+
+test("an unknown image waits in ErrImagePull; a crashing container backs off and restarts; a failing liveness probe restarts it", async (t) => {
+  const { core, kubelet, pod } = await start(t);
+  await core.createNamespacedPod({ namespace: "default", body: { apiVersion: "v1", kind: "Pod", metadata: { name: "nope" }, spec: { containers: [{ name: "c", image: "example.com/nothing:1" }] } } as never });
+  const waiting = await eventually("ErrImagePull", async () => { const s = (await pod("nope")).status?.containerStatuses?.[0]; return ["ErrImagePull", "ImagePullBackOff"].includes(s?.state?.waiting?.reason) ? s : undefined; }, 15_000);
+  t.regex(waiting.state.waiting.message, /not known to the fake kubelet/);
+  await core.createNamespacedPod({ namespace: "default", body: { apiVersion: "v1", kind: "Pod", metadata: { name: "crash" }, spec: { containers: [{ name: "c", image: "steward-test/shell", args: ["echo started; exit 3"] }] } } as never });
+  const crashed = await eventually("two restarts", async () => { const s = (await pod("crash")).status?.containerStatuses?.[0]; return s && s.restartCount >= 2 ? s : undefined; }, 30_000);
+  t.is(crashed.lastState.terminated.exitCode, 3);
+  await core.createNamespacedPod({ namespace: "default", body: { apiVersion: "v1", kind: "Pod", metadata: { name: "live" }, spec: { terminationGracePeriodSeconds: 1, containers: [{
+    name: "c", image: "steward-test/shell", args: ["touch /tmp/alive; sleep 3600"],
+    livenessProbe: { exec: { command: ["test", "-e", "/tmp/alive"] }, periodSeconds: 1, failureThreshold: 2 },
+  }] } } as never });
+  await eventually("live running", async () => (await pod("live")).status?.containerStatuses?.[0]?.state?.running !== undefined, 15_000);
+  t.is((await pod("live")).status.containerStatuses[0].restartCount, 0);
+  await kubelet.exec("default", "live", "c", ["rm", "/tmp/alive"]);
+  const restarted = await eventually("a restart after the liveness probe failed", async () => { const s = (await pod("live")).status?.containerStatuses?.[0]; return s?.restartCount >= 1 && s.state.running ? s : undefined; }, 30_000);
+  t.is(restarted.restartCount, 1);
+  t.regex(await kubelet.logs("default", "live", "c"), /liveness probe failed: killing the container/);
+});
+
+test("a StatefulSet's claim outlives its pod; a claim deleted and made again starts empty", async (t) => {
+  const { apps, core, kubelet, pod } = await start(t);
+  await apps.createNamespacedStatefulSet({ namespace: "default", body: {
+    apiVersion: "apps/v1", kind: "StatefulSet", metadata: { name: "db" },
+    spec: {
+      replicas: 1, serviceName: "db", selector: { matchLabels: { app: "db" } },
+      template: { metadata: { labels: { app: "db" } }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "db", image: "steward-test/shell", volumeMounts: [{ name: "state", mountPath: "/var/lib/db" }] }] } },
+      volumeClaimTemplates: [{ metadata: { name: "state" }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } }],
+    },
+  } as never });
+  await eventually("db-0 running", async () => (await pod("db-0")).status?.containerStatuses?.[0]?.state?.running !== undefined, 30_000);
+  t.is((await kubelet.exec("default", "db-0", "db", ["sh", "-c", "echo kept > /var/lib/db/file"])).code, 0);
+  const uid = (await pod("db-0")).metadata.uid;
+  await core.deleteNamespacedPod({ name: "db-0", namespace: "default" });
+  await eventually("db-0 back as a new pod", async () => { const p = await pod("db-0").catch(() => undefined); return p && p.metadata.uid !== uid && p.status?.containerStatuses?.[0]?.state?.running ? p : undefined; }, 30_000);
+  t.is((await kubelet.exec("default", "db-0", "db", ["cat", "/var/lib/db/file"])).stdout, "kept\n");
+  // The node and its disk lost: the claim goes with the pod; the StatefulSet makes both again.
+  const uid2 = (await pod("db-0")).metadata.uid;
+  await core.deleteNamespacedPersistentVolumeClaim({ name: "state-db-0", namespace: "default" });
+  await core.deleteNamespacedPod({ name: "db-0", namespace: "default" });
+  await eventually("db-0 back with a new claim", async () => { const p = await pod("db-0").catch(() => undefined); return p && p.metadata.uid !== uid2 && p.status?.containerStatuses?.[0]?.state?.running ? p : undefined; }, 30_000);
+  t.not((await kubelet.exec("default", "db-0", "db", ["cat", "/var/lib/db/file"])).code, 0, "the new claim is empty");
+});
