@@ -2,9 +2,10 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ControllerClient } from "../api";
+import { ControllerClient, readOperatorDir } from "../api";
 import { startLocalController } from "../cli";
 import { initControllerDir, removeLocalController } from "../controller";
+import { SimAgent } from "./sim-agent";
 
 export interface BenchController {
   addresses: string[];
@@ -32,4 +33,19 @@ export async function benchController(modelName: string): Promise<BenchControlle
     // The supervisor first (removeLocalController): stopping only the controller would have it started again.
     async stop() { client.close(); await removeLocalController(dir); await rm(dir, { recursive: true, force: true }); },
   };
+}
+
+/**
+ * The motd operator deployed as "app" with `units` units, each on a manual machine of its own
+ * whose simulated agent logs in (100 at a time). Agents go into `agents` as they connect, so the
+ * caller closes them even when this fails half-way.
+ */
+export async function deploySimulated(bc: BenchController, model: string, units: number, agents: SimAgent[]): Promise<void> {
+  const machines = (await bc.client.addMachines(model, "manual", units)).machines;
+  const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
+  await bc.client.uploadOperator(op.bundle);
+  await bc.client.deploy(model, { name: "app", operator: op.hash, units, to: machines.map((m) => m.id) });
+  for (let i = 0; i < machines.length; i += 100) {
+    agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(bc.addresses[0]!, bc.caCert, bc.uuid, m.id, m.credential!)))));
+  }
 }

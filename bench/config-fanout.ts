@@ -4,10 +4,8 @@
  * agents are simulated connections; the controller runs as its own process.
  */
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
-import { readOperatorDir } from "../api";
-import { benchController } from "./bench-controller";
-import { SimAgent } from "./sim-agent";
+import { benchController, deploySimulated } from "./bench-controller";
+import type { SimAgent } from "./sim-agent";
 import type { BenchOptions } from "./util";
 import { median, percentile, report, sleep } from "./util";
 
@@ -18,16 +16,10 @@ const TRIALS = 10;
 export async function benchConfigFanout(o: BenchOptions = {}): Promise<void> {
   const UNITS = o.size ?? DEFAULT_UNITS;
   const bc = await benchController("fanout");
-  const { addresses, client, pid, uuid } = bc;
+  const { client, pid } = bc;
   const agents: SimAgent[] = [];
   try {
-    const machines = (await client.addMachines("fanout", "manual", UNITS)).machines;
-    const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
-    await client.uploadOperator(op.bundle);
-    await client.deploy("fanout", { name: "app", operator: op.hash, units: UNITS, to: machines.map((m) => m.id) });
-    for (let i = 0; i < machines.length; i += 100) {
-      agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!)))));
-    }
+    await deploySimulated(bc, "fanout", UNITS, agents);
     await Promise.all(agents.map((a) => a.viewWhere((v) => v.units.length === 1)));
     const all: number[] = [];
     const trialP99: number[] = [];

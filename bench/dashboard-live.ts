@@ -5,12 +5,10 @@
  * page timestamps the animation frame after the row changes. Also: the bytes the feed sent per
  * change and for the first status, and the page's JS heap.
  */
-import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { readOperatorDir } from "../api";
 import { launchBrowser, logInThroughPage, openDashboard } from "../test/harness/browser";
-import { benchController } from "./bench-controller";
-import { SimAgent } from "./sim-agent";
+import { benchController, deploySimulated } from "./bench-controller";
+import type { SimAgent } from "./sim-agent";
 import type { BenchOptions } from "./util";
 import { median, percentile, report, sleep } from "./util";
 
@@ -37,17 +35,11 @@ export async function benchDashboardLive(o: BenchOptions & { trials?: number } =
   const UNITS = o.size ?? DEFAULT_UNITS;
   const TRIALS = o.trials ?? 30;
   const bc = await benchController("live");
-  const { addresses, client, uuid } = bc;
+  const { addresses } = bc;
   const agents: SimAgent[] = [];
   const browser = await launchBrowser();
   try {
-    const machines = (await client.addMachines("live", "manual", UNITS)).machines;
-    const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
-    await client.uploadOperator(op.bundle);
-    await client.deploy("live", { name: "app", operator: op.hash, units: UNITS, to: machines.map((m) => m.id) });
-    for (let i = 0; i < machines.length; i += 100) {
-      agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!)))));
-    }
+    await deploySimulated(bc, "live", UNITS, agents);
     const units = await Promise.all(agents.map(async (a) => (await a.viewWhere((v) => v.units.length === 1)).units[0]!.name));
     const report1 = (i: number, message: string): Promise<unknown> => agents[i]!.call("unit.status", { unit: units[i], workload: { current: "active", message }, agent: { current: "idle", message: "" } });
     await Promise.all(units.map((_, i) => report1(i, "ready")));

@@ -201,17 +201,7 @@ export class TestLab {
       "while :; do wait; sleep 1; done",
       "",
     ].join("\n"), { mode: 0o755 });
-    const netns = `${this.id}-h${index}`;
-    const hv = `${this.id}v${index}`, nv = `${this.id}n${index}`;
-    await run("ip", ["netns", "add", netns]);
-    await run("ip", ["link", "add", hv, "type", "veth", "peer", "name", nv]);
-    await run("ip", ["link", "set", nv, "netns", netns]);
-    const inNs = (...args: string[]): Promise<unknown> => run("ip", ["netns", "exec", netns, "ip", ...args]);
-    await inNs("link", "set", nv, "name", "eth0");
-    await inNs("addr", "add", `${ip}/24`, "dev", "eth0");
-    await inNs("link", "set", "eth0", "up");
-    await inNs("link", "set", "lo", "up");
-    await run("ip", ["link", "set", hv, "master", this.bridge, "up"]);
+    await addNamespaceOnBridge({ netns: `${this.id}-h${index}`, ip, bridge: this.bridge, hostVeth: `${this.id}v${index}`, peerVeth: `${this.id}n${index}` });
     const host = new TestHost(this, index, name, ip, dir, fingerprint, opts);
     this.hosts.push(host);
     await host.start();
@@ -225,6 +215,22 @@ export class TestLab {
     await run("ip", ["link", "del", this.bridge]).catch(() => undefined);
     await removeDir(this.dir);
   }
+}
+
+/**
+ * A network namespace joined to `bridge` by a veth pair: `eth0` inside with `ip`/24, loopback up,
+ * no default route (nothing beyond the bridge is reachable). Test hosts and the fake kubelet's pods.
+ */
+export async function addNamespaceOnBridge(o: { netns: string; ip: string; bridge: string; hostVeth: string; peerVeth: string }): Promise<void> {
+  await run("ip", ["netns", "add", o.netns]);
+  await run("ip", ["link", "add", o.hostVeth, "type", "veth", "peer", "name", o.peerVeth]);
+  await run("ip", ["link", "set", o.peerVeth, "netns", o.netns]);
+  const inNs = (...args: string[]): Promise<unknown> => run("ip", ["netns", "exec", o.netns, "ip", ...args]);
+  await inNs("link", "set", o.peerVeth, "name", "eth0");
+  await inNs("addr", "add", `${o.ip}/24`, "dev", "eth0");
+  await inNs("link", "set", "eth0", "up");
+  await inNs("link", "set", "lo", "up");
+  await run("ip", ["link", "set", o.hostVeth, "master", o.bridge, "up"]);
 }
 
 /** rm -r, retried: a process of a host that is just dying may still be writing its logs. */

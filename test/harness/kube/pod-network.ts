@@ -7,6 +7,7 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
+import { addNamespaceOnBridge } from "../hosts";
 
 const run = promisify(execFile);
 
@@ -45,15 +46,7 @@ export class PodNetwork {
     if (n > 250) throw new Error("the fake kubelet's pod network is full (240 pods)");
     const netns = `${this.id}-p${n}`, hv = `${this.id}h${n}`, pv = `${this.id}p${n}`;
     const ip = `${this.subnet}.${n}`;
-    await run("ip", ["netns", "add", netns]);
-    await run("ip", ["link", "add", hv, "type", "veth", "peer", "name", pv]);
-    await run("ip", ["link", "set", pv, "netns", netns]);
-    const inNs = (...args: string[]): Promise<unknown> => run("ip", ["netns", "exec", netns, "ip", ...args]);
-    await inNs("link", "set", pv, "name", "eth0");
-    await inNs("addr", "add", `${ip}/24`, "dev", "eth0");
-    await inNs("link", "set", "eth0", "up");
-    await inNs("link", "set", "lo", "up");
-    await run("ip", ["link", "set", hv, "master", this.bridge, "up"]);
+    await addNamespaceOnBridge({ netns, ip, bridge: this.bridge, hostVeth: hv, peerVeth: pv });
     return {
       netns, ip,
       release: async () => {
