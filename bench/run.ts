@@ -20,6 +20,7 @@ import { benchProviderRefresh } from "./provider-refresh";
 import { benchProviderUp } from "./provider-up";
 import { benchEtcdSnapshot } from "./etcd-snapshot";
 import { benchCliStartup } from "./cli-startup";
+import { benchProviderLoad } from "./provider-load";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -44,6 +45,7 @@ const all: Record<string, Benchmark> = {
   "provider-up": { full: () => benchProviderUp(), smoke: () => benchProviderUp({ size: 1 }) },
   "etcd-snapshot": { full: () => benchEtcdSnapshot(), smoke: () => benchEtcdSnapshot({ size: 2000 }) },
   "cli-startup": { full: () => benchCliStartup(), smoke: () => benchCliStartup({ runs: 3 }) },
+  "provider-load": { full: () => benchProviderLoad(), smoke: () => benchProviderLoad({ size: 1 }) },
 };
 
 async function main(): Promise<void> {
