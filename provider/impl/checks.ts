@@ -1,13 +1,7 @@
 /** `check` helpers: failures as data, each naming its field, with unknown (preview) values let through. */
 import { NAME_PATTERN } from "../../api/core";
-import type * as Api from "../../api";
+import { schemas } from "./schemas";
 import { isUnknown } from "./values";
-
-/**
- * The whole api index (request schemas: zod and yaml, ~65 ms and ~10 MiB), loaded only by the checks
- * that need a schema: the rest of a provider runs on api/core, so a refresh never loads it.
- */
-export const schemas = (): typeof Api => require("../../api");
 
 export interface CheckFailure { property: string; reason: string }
 

@@ -6,24 +6,17 @@
  * `providers` loads each implementation on first use: benchmarks and tests call them directly, and
  * Pulumi states written before the shims named each module still load this one.
  */
-import type { applicationProvider } from "./application-provider";
-import type { controllerProvider } from "./controller-provider";
-import type { integrationProvider } from "./integration-provider";
-import type { machineProvider } from "./machine-provider";
-import type { modelProvider } from "./model-provider";
+import type * as pulumi from "@pulumi/pulumi";
 import type * as Session from "./session";
 
-interface Providers {
-  controller: typeof controllerProvider;
-  model: typeof modelProvider;
-  machine: typeof machineProvider;
-  application: typeof applicationProvider;
-  integration: typeof integrationProvider;
-}
-export type ResourceKind = keyof Providers;
+export type ResourceKind = "controller" | "model" | "machine" | "application" | "integration";
 export const RESOURCE_KINDS: readonly ResourceKind[] = ["controller", "model", "machine", "application", "integration"];
 
-export const providers = {} as Providers;
+/**
+ * Typed as the SDK's provider interface only, so the published declarations of the resources do not
+ * reach into the implementations (and through them the request schemas and SSH installers).
+ */
+export const providers = {} as Record<ResourceKind, Required<pulumi.dynamic.ResourceProvider>>;
 for (const kind of RESOURCE_KINDS) {
   Object.defineProperty(providers, kind, { enumerable: true, get: () => require(`./${kind}-provider`)[`${kind}Provider`] });
 }

@@ -6,7 +6,8 @@
 import { integrationJoins, waitForModelReady } from "../../api/core";
 import type { IntegrationStatusView } from "../../api/core";
 import type { ControllerConnection } from "../connection";
-import { Failures, schemas } from "./checks";
+import { Failures } from "./checks";
+import { schemas } from "./schemas";
 import { changed, clientFor, isConflict, isNotFound, modelStatus, PartialFailure, until } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
 

@@ -2,7 +2,8 @@
 import type { AwsModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api/core";
 import { CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, StewardError, constraintsProblem, formatConstraints, parseConstraints, withArticle } from "../../api/core";
 import type { ControllerConnection } from "../connection";
-import { Failures, schemas } from "./checks";
+import { Failures } from "./checks";
+import { schemas } from "./schemas";
 import { changed, clientFor, isConflict, isNotFound, until } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
 
