@@ -68,10 +68,10 @@ const ctl = new Controller("ctl", { substrate: "local", dataDir: cfg.require("da
 const model = new Model("shop", { connection: ctl.connection, config: { updateStatusInterval: 60 } });
 const box = new Machine("box", { model });
 const web = new Application("web", {
-  model, operator: "./operators/hello-http", machines: [box.machineId], config: { greeting: cfg.get("greeting") ?? "hello" }, timeoutSeconds: 90,
-});
+  model, operator: pulumi.output("./operators/hello-http"), machines: [box.machineId], config: { greeting: cfg.get("greeting") ?? "hello" },
+}, { customTimeouts: { create: "90s", update: "1m30s", delete: "2m" }, aliases: [{ name: "website" }] });
 const checker = new Application("checker", { model, operator: "./operators/http-checker", units: pulumi.output(1), timeoutSeconds: 90 });
-new Integration("web-checker", { endpoints: [{ application: web, endpoint: "website" }, { application: checker, endpoint: "upstream" }] });
+new Integration("web-checker", { endpoints: [{ application: web, endpoint: pulumi.output("website") }, { application: checker, endpoint: "upstream" }] });
 
 // Outputs are typed: these assignments are checked.
 const connection: pulumi.Output<ControllerConnection> = ctl.connection;
@@ -134,8 +134,13 @@ pulumi.runtime.setMocks({
 }, "steward-user", "test", false);
 pulumi.runtime.setConfig("steward-user:dataDir", "/nonexistent");
 const program = require("./bin/index.js");
+let badTimeout = "";
+try {
+  const { Model } = require("steward");
+  new Model("late", { connection: { addresses: [], caCert: "", user: "", password: "" } }, { customTimeouts: { delete: "soon" } });
+} catch (e) { badTimeout = e.message; }
 program.units.apply((units) => setTimeout(() => {
-  console.log(JSON.stringify({ units, registered }));
+  console.log(JSON.stringify({ units, badTimeout, registered: registered.filter((r) => r.name !== "late") }));
 }, 300));
 `;
 
@@ -187,7 +192,7 @@ test.after.always(async () => {
 test.serial("the tarball holds what runs, with declarations, and no tests, benchmarks, sources or source maps", async (t) => {
   const files = packed.files.map((f) => f.path);
   for (const f of ["package.json", "LICENSE", "README.md", "dist/provider/index.js", "dist/provider/index.d.ts", "dist/api/scripting.js", "dist/api/scripting.d.ts",
-    "dist/provider/impl/model-provider.js", "dist/cli/main.js", "dist/controller/main.js", "dist/controller-bundle/main.js", "dist/agent-bundle/main.js", "dist/agent-bundle/tool-client.js"]) {
+    "dist/provider/impl/model-provider.js", "dist/cli/main.js", "dist/controller/main.js", "dist/controller-bundle/main.js", "dist/agent-bundle/main.js", "dist/agent-bundle/tool-client.js", "operators/hello-http/operator.yaml"]) {
     t.true(files.includes(f), `${f} is in the package`);
   }
   const stray = files.filter((f) => /^dist\/(test|bench|examples|agent)\//.test(f) || f.endsWith(".map") || (f.endsWith(".ts") && !f.endsWith(".d.ts")) || f.includes("tsbuildinfo"));
@@ -215,13 +220,18 @@ test.serial("a program using every resource type-checks against the installed de
 test.serial("the compiled program runs under the SDK's mocks: every resource registered, secrets kept secret, providers naming the package", async (t) => {
   const r = await inProject(process.execPath, ["mocks.js"]);
   t.is(r.code, 0, r.out);
-  const out = JSON.parse(r.out.trim().split("\n").pop()!) as { units: string[]; registered: { type: string; name: string; inputs: Record<string, any> }[] };
+  const out = JSON.parse(r.out.trim().split("\n").pop()!) as { units: string[]; badTimeout: string; registered: { type: string; name: string; inputs: Record<string, any> }[] };
   t.deepEqual(out.units, ["web/0"]);
+  t.is(out.badTimeout, 'customTimeouts.delete: "soon" is not a duration such as "30m", "1h30m" or "90s"');
   const byName = new Map(out.registered.map((x) => [x.name, x]));
   t.deepEqual(out.registered.map((x) => `${x.type.replace(TYPE, "")}:${x.name}`).sort(),
     ["Application:checker", "Application:web", "Controller:ctl", "Integration:web-checker", "Machine:box", "Model:shop"]);
   const SIG = "4dabf18193072939515e22adb298388d";
   t.truthy(byName.get("shop")!.inputs.connection[SIG], "the model's connection input is secret");
+  // customTimeouts reach the provider as the waits' inputs (the engine does not pass them to a dynamic provider).
+  t.like(byName.get("web")!.inputs, { timeoutSeconds: 90, deleteTimeoutSeconds: 120, operator: { path: "./operators/hello-http" } });
+  t.true(/^v2-/.test(byName.get("web")!.inputs.operator.hash), "the operator's content hash is taken from an Input path");
+  t.deepEqual(byName.get("web-checker")!.inputs.endpoints, ["web:website", "checker:upstream"]);
   for (const x of out.registered) {
     const kind = x.type.replace(TYPE, "").toLowerCase();
     const text = String(x.inputs.__provider?.value ?? x.inputs.__provider);
