@@ -21,6 +21,7 @@ import { benchProviderUp } from "./provider-up";
 import { benchEtcdSnapshot } from "./etcd-snapshot";
 import { benchCliStartup } from "./cli-startup";
 import { benchProviderLoad } from "./provider-load";
+import { benchPackage } from "./package";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -46,6 +47,7 @@ const all: Record<string, Benchmark> = {
   "etcd-snapshot": { full: () => benchEtcdSnapshot(), smoke: () => benchEtcdSnapshot({ size: 2000 }) },
   "cli-startup": { full: () => benchCliStartup(), smoke: () => benchCliStartup({ runs: 3 }) },
   "provider-load": { full: () => benchProviderLoad(), smoke: () => benchProviderLoad({ size: 1 }) },
+  package: { full: () => benchPackage(), smoke: () => benchPackage({ size: 1 }) },
 };
 
 async function main(): Promise<void> {
