@@ -159,6 +159,8 @@ test.before(async (t) => {
   await writeFile(join(project, "Pulumi.yaml"), "name: steward-user\nruntime: nodejs\n");
   await writeFile(join(project, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2));
   await writeFile(join(project, "tsconfig.wrong.json"), JSON.stringify({ ...TSCONFIG, compilerOptions: { ...TSCONFIG.compilerOptions, noEmit: true }, files: ["wrong.ts"] }, null, 2));
+  // The same program under Node's own resolution, where the package's `exports` (and their `types`) decide.
+  await writeFile(join(project, "tsconfig.node16.json"), JSON.stringify({ ...TSCONFIG, compilerOptions: { ...TSCONFIG.compilerOptions, module: "node16", moduleResolution: "node16", noEmit: true } }, null, 2));
   await writeFile(join(project, "index.ts"), PROGRAM);
   await writeFile(join(project, "wrong.ts"), WRONG_PROGRAM);
   await writeFile(join(project, "mocks.js"), MOCKS);
@@ -207,8 +209,9 @@ test.serial("the tarball holds what runs, with declarations, and no tests, bench
 });
 
 test.serial("a program using every resource type-checks against the installed declarations; wrong arguments do not", async (t) => {
-  const [good, wrong] = await Promise.all([tsc("tsconfig.json"), tsc("tsconfig.wrong.json")]);
+  const [good, node16, wrong] = await Promise.all([tsc("tsconfig.json"), tsc("tsconfig.node16.json"), tsc("tsconfig.wrong.json")]);
   t.is(good.code, 0, good.out);
+  t.is(node16.code, 0, node16.out);
   t.not(wrong.code, 0, "wrong.ts must not compile");
   const errorLines = new Set([...wrong.out.matchAll(/^wrong\.ts\((\d+),\d+\): error TS\d+/gm)].map((m) => Number(m[1])));
   // The wrong calls are on lines 4.. of wrong.ts, one each; nothing else may fail (a missing module would).
