@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { readOperatorDir } from "../api";
+import { readOperatorDir } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import type { Model } from "./model";
 import { shims } from "./shim";
