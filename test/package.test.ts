@@ -202,6 +202,14 @@ test.serial("the tarball holds what runs, with declarations, and no tests, bench
   const manifest = JSON.parse(await readFile(join(project, "node_modules", "steward", "package.json"), "utf8"));
   t.is(manifest.private, undefined, "publishable");
   t.truthy(manifest.peerDependencies["@pulumi/pulumi"]);
+  // What stored providers load: each kind's module, and the one providers written before 0.1.0's
+  // package layout named (refresh and destroy run the code in the state).
+  const projectRequire = createRequire(join(project, "index.js"));
+  for (const kind of ["controller", "model", "machine", "application", "integration"]) {
+    t.is(typeof projectRequire(`steward/dynamic/${kind}`)[`${kind}Provider`].read, "function", kind);
+    t.is(typeof projectRequire("steward/dist/provider/impl").providers[kind].read, "function", `${kind}, by the earlier path`);
+  }
+  t.throws(() => projectRequire("steward/dist/controller/main.js"), { code: "ERR_PACKAGE_PATH_NOT_EXPORTED" });
   // The CLI comes with it.
   const help = await inProject(join(project, "node_modules", ".bin", "steward"), ["--help"]);
   t.is(help.code, 0, help.out);
