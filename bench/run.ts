@@ -21,6 +21,8 @@ import { benchProviderUp } from "./provider-up";
 import { benchEtcdSnapshot } from "./etcd-snapshot";
 import { benchCliStartup } from "./cli-startup";
 import { benchDashboardLive } from "./dashboard-live";
+import { benchProviderLoad } from "./provider-load";
+import { benchPackage } from "./package";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -46,6 +48,8 @@ const all: Record<string, Benchmark> = {
   "etcd-snapshot": { full: () => benchEtcdSnapshot(), smoke: () => benchEtcdSnapshot({ size: 2000 }) },
   "cli-startup": { full: () => benchCliStartup(), smoke: () => benchCliStartup({ runs: 3 }) },
   "dashboard-live": { full: () => benchDashboardLive(), smoke: () => benchDashboardLive({ size: 20, trials: 3 }) },
+  "provider-load": { full: () => benchProviderLoad(), smoke: () => benchProviderLoad({ size: 1 }) },
+  package: { full: () => benchPackage(), smoke: () => benchPackage({ size: 1 }) },
 };
 
 async function main(): Promise<void> {

@@ -1,16 +1,17 @@
 import * as pulumi from "@pulumi/pulumi";
-import { readOperatorDir } from "../api";
+import { readOperatorDir } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import type { Model } from "./model";
 import { shims } from "./shim";
 import { TYPE_MODULE, withSecretOutputs } from "./secrets";
+import { waitSeconds } from "./timeouts";
 
 export interface ApplicationArgs {
   model: Model;
   /** @default the resource name */
   name?: pulumi.Input<string>;
   /** The operator directory (holding operator.yaml), relative to the program. Changed content upgrades the application. */
-  operator: string;
+  operator: pulumi.Input<string>;
   /** @default 1 */
   units?: pulumi.Input<number>;
   /** Place one unit on each of these machines (Machine `machineId`s) instead of giving `units`. */
@@ -24,9 +25,9 @@ export interface ApplicationArgs {
   constraints?: pulumi.Input<string>;
   /** `active`: wait until every unit is active/idle (and fail with a table of those that are not). @default "active" */
   waitFor?: pulumi.Input<"active" | "none">;
-  /** How long create and update wait for the units. @default 600 */
+  /** How long create and update wait for the units. @default `customTimeouts.create` (or `.update`), else 600 */
   timeoutSeconds?: pulumi.Input<number>;
-  /** @default 600 */
+  /** How long delete waits for the units to run their stop and remove hooks. @default `customTimeouts.delete`, else 600 */
   deleteTimeoutSeconds?: pulumi.Input<number>;
   /** On destroy, remove without hooks when the units are not gone in time. @default false */
   forceDelete?: pulumi.Input<boolean>;
@@ -47,10 +48,9 @@ export class Application extends pulumi.dynamic.Resource {
   declare readonly connection: pulumi.Output<ControllerConnection>;
 
   constructor(name: string, args: ApplicationArgs, opts?: pulumi.CustomResourceOptions) {
-    const path = args.operator;
     // The content hash is taken here, so a changed directory shows in the preview as an upgrade;
     // an unreadable one is reported by the provider's check, naming the field.
-    const operator = readOperatorDir(path).then((r) => ({ path, hash: r.hash }), () => ({ path, hash: "" }));
+    const operator = pulumi.output(args.operator).apply((path) => readOperatorDir(path).then((r) => ({ path, hash: r.hash }), () => ({ path, hash: "" })));
     super(shims.application, name, {
       uid: undefined, unitNames: undefined, operatorVersion: undefined, status: undefined, configDefaults: undefined,
       connection: pulumi.secret(args.model.connection),
@@ -62,8 +62,8 @@ export class Application extends pulumi.dynamic.Resource {
       config: args.config ?? {},
       ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
       waitFor: args.waitFor ?? "active",
-      timeoutSeconds: args.timeoutSeconds ?? 600,
-      deleteTimeoutSeconds: args.deleteTimeoutSeconds ?? 600,
+      timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 600),
+      deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),
       forceDelete: args.forceDelete ?? false,
       adopt: args.adopt ?? false,
     }, withSecretOutputs(opts, ["connection"]), TYPE_MODULE, "Application");

@@ -3,6 +3,7 @@ import type { ControllerConnection, ReplicaCount, SshHost } from "./connection";
 import type { AwsModelArgs, VsphereModelArgs } from "./model";
 import { shims } from "./shim";
 import { TYPE_MODULE, withSecretOutputs } from "./secrets";
+import { waitSeconds } from "./timeouts";
 
 /** What every controller takes, whatever its substrate. */
 interface ControllerArgsBase {
@@ -16,7 +17,7 @@ interface ControllerArgsBase {
   replaceAfterSeconds?: pulumi.Input<number>;
   /** @default 2 */
   maxReplacementsPerHour?: pulumi.Input<number>;
-  /** How long to wait for every replica. @default 900 */
+  /** How long to wait for every replica. @default `customTimeouts.create` (or `.update`), else 900 */
   timeoutSeconds?: pulumi.Input<number>;
 }
 
@@ -115,7 +116,7 @@ export class Controller extends pulumi.dynamic.Resource {
       ...(args.maxReplacementsPerHour !== undefined ? { maxReplacementsPerHour: args.maxReplacementsPerHour } : {}),
       adminPassword: args.adminPassword !== undefined ? pulumi.secret(args.adminPassword) : undefined,
       adopt: args.adopt ?? false,
-      timeoutSeconds: args.timeoutSeconds ?? 900,
+      timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 900),
     }, withSecretOutputs(opts, ["connection", "adminPassword", "privateKey", "awsCredential", "vsphereCredential"]), TYPE_MODULE, "Controller");
   }
 }

@@ -13,9 +13,9 @@
 export { Controller } from "./controller";
 export type { AwsControllerArgs, ControllerArgs, LocalControllerArgs, SshControllerArgs, VsphereControllerArgs } from "./controller";
 export { Model } from "./model";
-export type { ModelArgs } from "./model";
+export type { AwsModelArgs, ModelArgs, VsphereModelArgs } from "./model";
 export { Machine } from "./machine";
-export type { MachineArgs } from "./machine";
+export type { AwsMachineArgs, LocalMachineArgs, MachineArgs, SshMachineArgs, VsphereMachineArgs } from "./machine";
 export { Application } from "./application";
 export type { ApplicationArgs } from "./application";
 export { Integration } from "./integration";

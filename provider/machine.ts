@@ -3,6 +3,7 @@ import type { SshHost } from "./connection";
 import type { Model } from "./model";
 import { shims } from "./shim";
 import { TYPE_MODULE, withSecretOutputs } from "./secrets";
+import { waitSeconds } from "./timeouts";
 
 interface MachineArgsBase {
   model: Model;
@@ -32,7 +33,7 @@ export interface AwsMachineArgs extends MachineArgsBase {
   constraints?: pulumi.Input<string>;
   /**
    * How long to wait for the instance to boot and its agent to enrol.
-   * @default 900
+   * @default `customTimeouts.create`, else 900
    */
   timeoutSeconds?: pulumi.Input<number>;
   ssh?: never; privateKey?: never;
@@ -45,7 +46,7 @@ export interface VsphereMachineArgs extends MachineArgsBase {
   constraints?: pulumi.Input<string>;
   /**
    * How long to wait for the VM to boot and its agent to enrol.
-   * @default 900
+   * @default `customTimeouts.create`, else 900
    */
   timeoutSeconds?: pulumi.Input<number>;
   ssh?: never; privateKey?: never;
@@ -79,7 +80,7 @@ export class Machine extends pulumi.dynamic.Resource {
       ...(args.ssh !== undefined ? { ssh: args.ssh } : {}),
       ...(args.privateKey !== undefined ? { privateKey: pulumi.secret(args.privateKey) } : {}),
       ...(constraints !== undefined ? { constraints } : {}),
-      ...(cloud ? { timeoutSeconds: cloud.timeoutSeconds ?? 900 } : {}),
+      ...(cloud ? { timeoutSeconds: waitSeconds(cloud.timeoutSeconds, opts, ["create"], 900) } : {}),
       forceDelete: args.forceDelete ?? false,
     }, withSecretOutputs(opts, ["connection", "privateKey"]), TYPE_MODULE, "Machine");
   }

@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { ControllerConnection } from "./connection";
 import { shims } from "./shim";
 import { TYPE_MODULE, withSecretOutputs } from "./secrets";
+import { waitSeconds } from "./timeouts";
 
 /** Where an aws model's instances go (see `steward add-model --substrate aws`). */
 export interface AwsModelArgs {
@@ -57,7 +58,7 @@ export interface ModelArgs {
   adopt?: pulumi.Input<boolean>;
   /** On destroy, remove without hooks when the model is not gone within `deleteTimeoutSeconds`. @default false */
   forceDelete?: pulumi.Input<boolean>;
-  /** @default 600 */
+  /** How long delete waits for the model to go. @default `customTimeouts.delete`, else 600 */
   deleteTimeoutSeconds?: pulumi.Input<number>;
 }
 
@@ -80,7 +81,7 @@ export class Model extends pulumi.dynamic.Resource {
       ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
       adopt: args.adopt ?? false,
       forceDelete: args.forceDelete ?? false,
-      deleteTimeoutSeconds: args.deleteTimeoutSeconds ?? 600,
+      deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),
     }, withSecretOutputs(opts, ["connection"]), TYPE_MODULE, "Model");
   }
 }

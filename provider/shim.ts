@@ -1,29 +1,33 @@
 /**
- * The provider objects Pulumi serializes into state. Each method only loads the implementation
- * (impl/) by module name and calls it: nothing else is captured, so the stored text is short,
- * holds no secret, and a newer Steward's code runs on the next `up` without a provider diff.
+ * The provider objects Pulumi serializes into state. Each method only loads its kind's
+ * implementation (impl/<kind>-provider) by module name and calls it: nothing else is captured, so
+ * the stored text is short, holds no secret, a newer Steward's code runs on the next `up` without
+ * a provider diff, and the provider process loads only what that kind needs.
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { sep } from "node:path";
 import type { ResourceKind } from "./impl";
 
 /**
- * How the provider process finds impl/: by package path when Steward is installed under
- * node_modules (resolved from the program's directory, as the engine runs the provider there),
- * else by absolute path (a checkout).
+ * The module the provider process loads for `kind`. Installed under node_modules, it is the
+ * package's public `<package>/dynamic/<kind>` entry (package.json `exports`), resolved from the
+ * program's directory as the engine starts the provider there: no path of the machine that ran
+ * `up` is stored, and a later Steward's files may move behind it. In a checkout (tests, benchmarks,
+ * `npm link`), the module's absolute path.
  */
-function implementationModule(): string {
-  const here = `${__dirname}${sep}impl`;
+export function implementationModule(kind: ResourceKind, dir = __dirname): string {
   const marker = `${sep}node_modules${sep}`;
-  const i = here.lastIndexOf(marker);
-  return i < 0 ? here : here.slice(i + marker.length).split(sep).join("/");
+  const i = dir.lastIndexOf(marker);
+  if (i < 0) return `${dir}${sep}impl${sep}${kind}-provider`;
+  const parts = dir.slice(i + marker.length).split(sep);
+  const name = parts[0]!.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
+  return `${name}/dynamic/${kind}`;
 }
 
-const IMPLEMENTATION = implementationModule();
-
 function shim(kind: ResourceKind): pulumi.dynamic.ResourceProvider {
-  const module = IMPLEMENTATION;
-  const impl = (): Required<pulumi.dynamic.ResourceProvider> => require(module).providers[kind];
+  const module = implementationModule(kind);
+  const exported = `${kind}Provider`;
+  const impl = (): Required<pulumi.dynamic.ResourceProvider> => require(module)[exported];
   return {
     check: (olds, news) => impl().check(olds, news),
     diff: (id, olds, news) => impl().diff(id, olds, news),

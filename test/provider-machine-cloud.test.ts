@@ -152,8 +152,8 @@ asRoot("bad args are refused by check, naming the property; constraints nothing 
   ];
   for (const [args, property, reason] of cases) {
     const res = await check({} as never, { ...base, ...args } as never);
-    t.deepEqual(res.failures.map((f) => f.property), [property], JSON.stringify(args));
-    t.regex(res.failures[0]?.reason ?? "", reason, JSON.stringify(args));
+    t.deepEqual((res.failures ?? []).map((f) => f.property), [property], JSON.stringify(args));
+    t.regex(res.failures?.[0]?.reason ?? "", reason, JSON.stringify(args));
   }
   t.deepEqual((await check({} as never, { ...base, substrate: "aws", constraints: "cores=2 mem=4G" } as never)).failures, []);
 

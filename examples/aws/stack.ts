@@ -16,8 +16,8 @@ import * as ec2 from "@pulumi/aws/ec2";
 import * as iam from "@pulumi/aws/iam";
 import * as vpc from "@pulumi/aws/vpc";
 import { join } from "node:path";
-import { Application, Controller, Integration, Model } from "../../provider";
-import type { SshHost } from "../../provider";
+import { Application, Controller, Integration, Model } from "steward";
+import type { SshHost } from "steward";
 
 export interface AwsStackSettings {
   /** The region (the aws provider's `aws:region`); the model's instances are launched there. */

@@ -1,7 +1,7 @@
 /** `pulumi up` entry point: reads the hosts and the key from stack config (see README.md). */
 import * as pulumi from "@pulumi/pulumi";
-import { join } from "node:path";
-import type { SshHost } from "../../provider";
+import { dirname, join } from "node:path";
+import type { SshHost } from "steward";
 import { bareMetal } from "./stack";
 
 const config = new pulumi.Config("steward");
@@ -10,7 +10,7 @@ const out = bareMetal({
   spares: config.getObject<SshHost[]>("spares") ?? [],
   workers: config.requireObject<SshHost[]>("workers"),
   privateKey: config.requireSecret("privateKey"),
-  operatorsDir: config.get("operatorsDir") ?? join(__dirname, "..", "..", "..", "operators"),
+  operatorsDir: config.get("operatorsDir") ?? join(dirname(require.resolve("steward/package.json")), "operators"),
 });
 
 export const addresses = out.addresses;

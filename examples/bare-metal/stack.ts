@@ -4,8 +4,8 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { join } from "node:path";
-import { Application, Controller, Integration, Machine, Model } from "../../provider";
-import type { SshHost } from "../../provider";
+import { Application, Controller, Integration, Machine, Model } from "steward";
+import type { SshHost } from "steward";
 
 export interface BareMetalSettings {
   /** Controller hosts (3 for HA), host keys pinned. */

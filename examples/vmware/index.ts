@@ -4,7 +4,7 @@
  * (the model and its applications).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { vmwareStack } from "./stack";
 
 const config = new pulumi.Config("steward");
@@ -34,7 +34,7 @@ const out = vmwareStack({
   hostKeys: config.getObject<string[]>("hostKeys"),
   credential: config.get("credential"),
   webUnits: config.getNumber("webUnits"),
-  operatorsDir: config.get("operatorsDir") ?? join(__dirname, "..", "..", "..", "operators"),
+  operatorsDir: config.get("operatorsDir") ?? join(dirname(require.resolve("steward/package.json")), "operators"),
 });
 
 const next = {

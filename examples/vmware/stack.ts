@@ -13,8 +13,8 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { Application, Controller, Integration, Model } from "../../provider";
-import type { SshHost } from "../../provider";
+import { Application, Controller, Integration, Model } from "steward";
+import type { SshHost } from "steward";
 import * as vsphere from "./vsphere";
 
 export interface VmwareStackSettings {

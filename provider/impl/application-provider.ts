@@ -5,8 +5,8 @@
  * what exists, so the next `up` carries on from there.
  */
 import { randomUUID } from "node:crypto";
-import { StewardError, checkConfigValue, formatConstraints, notReadyError, parseConstraints, readOperatorDir, waitForModelReady } from "../../api";
-import type { ApplicationStatusView, ControllerClient, UnitStatusView } from "../../api";
+import { StewardError, checkConfigValue, formatConstraints, notReadyError, parseConstraints, readOperatorDir, waitForModelReady } from "../../api/core";
+import type { ApplicationStatusView, ControllerClient, UnitStatusView } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
 import { changed, clientFor, isConflict, isNotFound, modelStatus, PartialFailure, until } from "./session";

@@ -1,5 +1,6 @@
 /** `check` helpers: failures as data, each naming its field, with unknown (preview) values let through. */
-import { HOST_KEY_PATTERN, HOST_PATTERN, NAME_PATTERN } from "../../api";
+import { NAME_PATTERN } from "../../api/core";
+import { schemas } from "./schemas";
 import { isUnknown } from "./values";
 
 export interface CheckFailure { property: string; reason: string }
@@ -29,6 +30,7 @@ export class Failures {
   sshHost(property: string, h: unknown): void {
     if (isUnknown(h)) return;
     const host = h as { host?: unknown; port?: unknown; hostKey?: unknown } | undefined;
+    const { HOST_KEY_PATTERN, HOST_PATTERN } = schemas();
     if (!HOST_PATTERN.test(String(host?.host ?? ""))) this.add(`${property}.host`, "must be a host name or IP address");
     this.wholeNumber(`${property}.port`, host?.port, 1, 65535);
     if (!isUnknown(host?.hostKey) && !HOST_KEY_PATTERN.test(String(host?.hostKey ?? ""))) {

@@ -3,10 +3,11 @@
  * applications' `uid`s, so replacing an application replaces its integrations too (what
  * terraform-provider-juju users have to wire by hand with replace_triggered_by).
  */
-import { EndpointRef, integrationJoins, waitForModelReady } from "../../api";
-import type { IntegrationStatusView } from "../../api";
+import { integrationJoins, waitForModelReady } from "../../api/core";
+import type { IntegrationStatusView } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
+import { schemas } from "./schemas";
 import { changed, clientFor, isConflict, isNotFound, modelStatus, PartialFailure, until } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
 
@@ -29,7 +30,7 @@ export const integrationProvider = {
     f.name("model", news.model, "model name");
     f.wholeNumber("timeoutSeconds", news.timeoutSeconds, 0, 7 * 86400);
     if (!Array.isArray(news.endpoints) || news.endpoints.length !== 2) f.add("endpoints", "must be two endpoints, app or app:endpoint");
-    else news.endpoints.forEach((e, i) => { if (!isUnknown(e) && !EndpointRef.safeParse(e).success) f.add(`endpoints[${i}]`, `${JSON.stringify(e)} must be app or app:endpoint`); });
+    else news.endpoints.forEach((e, i) => { if (!isUnknown(e) && !schemas().EndpointRef.safeParse(e).success) f.add(`endpoints[${i}]`, `${JSON.stringify(e)} must be app or app:endpoint`); });
     return { inputs: news, failures: f.list };
   },
 

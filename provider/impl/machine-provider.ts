@@ -5,8 +5,8 @@
  * (terminated, or destroyed by hand), and the next up replaces it; delete removes the machine,
  * which terminates its instance.
  */
-import type { MachineInfo } from "../../api";
-import { StewardError, formatConstraints, parseConstraints, withArticle } from "../../api";
+import type { MachineInfo } from "../../api/core";
+import { StewardError, formatConstraints, parseConstraints, withArticle } from "../../api/core";
 import type { ControllerConnection, SshHost } from "../connection";
 import { Failures } from "./checks";
 import { changed, clientFor, isNotFound, modelStatus, until } from "./session";

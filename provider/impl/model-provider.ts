@@ -1,8 +1,9 @@
 /** The Model resource: a model on a controller, with its settings; adopted by name when asked. */
-import type { AwsModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api";
-import { AwsModelSettingsSchema, CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, StewardError, VsphereModelSettingsSchema, constraintsProblem, describeIssues, formatConstraints, parseConstraints, withArticle } from "../../api";
+import type { AwsModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api/core";
+import { CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, StewardError, constraintsProblem, formatConstraints, parseConstraints, withArticle } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
+import { schemas } from "./schemas";
 import { changed, clientFor, isConflict, isNotFound, until } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
 
@@ -36,13 +37,14 @@ export const modelProvider = {
     if (CREDENTIALED_SUBSTRATES.includes(news.substrate)) {
       if (!news.credential) f.add("credential", `required for ${withArticle(news.substrate)} model: the name of a credential stored with steward add-credential`);
     } else if (news.credential) f.add("credential", `only for cloud models, not ${news.substrate}`);
-    for (const [cloud, schema, least] of [["aws", AwsModelSettingsSchema, "region and imageId"], ["vsphere", VsphereModelSettingsSchema, "url, datacenter and template"]] as const) {
+    for (const [cloud, schema, least] of [["aws", "AwsModelSettingsSchema", "region and imageId"], ["vsphere", "VsphereModelSettingsSchema", "url, datacenter and template"]] as const) {
       const settings = news[cloud];
       if (news.substrate !== cloud) { if (settings) f.add(cloud, `only for ${cloud} models, not ${news.substrate}`); continue; }
       if (!settings) { f.add(cloud, `required for ${withArticle(cloud)} model: at least ${least}`); continue; }
       if (isUnknown(settings)) continue;
-      const parsed = schema.safeParse(settings);
-      if (!parsed.success) f.add(cloud, describeIssues(parsed.error.issues));
+      const api = schemas();
+      const parsed = api[schema].safeParse(settings);
+      if (!parsed.success) f.add(cloud, api.describeIssues(parsed.error.issues));
     }
     if (typeof news.constraints === "string") {
       try {

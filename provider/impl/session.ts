@@ -4,8 +4,8 @@
  * refresh of a model's hundred applications costs one status request, not a hundred.
  */
 import { createHash } from "node:crypto";
-import { ControllerClient, StewardError } from "../../api";
-import type { ModelStatus } from "../../api";
+import { ControllerClient, StewardError } from "../../api/core";
+import type { ModelStatus } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 
 const clients = new Map<string, ControllerClient>();

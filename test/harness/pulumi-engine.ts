@@ -10,24 +10,38 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import * as grpc from "@grpc/grpc-js";
 import { Struct } from "google-protobuf/google/protobuf/struct_pb";
 const providerPb = require("@pulumi/pulumi/proto/provider_pb");
 const providerGrpc = require("@pulumi/pulumi/proto/provider_grpc_pb");
 const statusPb = require("@pulumi/pulumi/proto/status_pb");
-const mocksModule = require("@pulumi/pulumi/runtime/mocks");
 
 /** The key the SDK marks a secret value with (in mocks, and on the wire). */
 export const SECRET_SIG = "4dabf18193072939515e22adb298388d";
 
 // The mock monitor drops `additionalSecretOutputs`; the engine honours them, so note them per resource.
 const secretOutputsByName = new Map<string, string[]>();
-const registerResource = mocksModule.MockMonitor.prototype.registerResource;
-mocksModule.MockMonitor.prototype.registerResource = function (req: any, cb: unknown) {
-  secretOutputsByName.set(req.getName(), req.getAdditionalsecretoutputsList());
-  return registerResource.call(this, req, cb);
-};
+const noted = new WeakSet<object>();
+
+/**
+ * The Pulumi SDK a program's resources register with: this repository's, or (`sdkFrom`) the copy
+ * installed in a user's project, whose mock monitor is then the one to watch.
+ */
+function sdkFor(sdkFrom: string | undefined): typeof pulumi {
+  const resolve = (m: string): string => (sdkFrom ? require.resolve(m, { paths: [sdkFrom] }) : require.resolve(m));
+  const mocksModule = require(resolve("@pulumi/pulumi/runtime/mocks"));
+  const proto = mocksModule.MockMonitor.prototype;
+  if (!noted.has(proto)) {
+    noted.add(proto);
+    const registerResource = proto.registerResource;
+    proto.registerResource = function (req: any, cb: unknown) {
+      secretOutputsByName.set(req.getName(), req.getAdditionalsecretoutputsList());
+      return registerResource.call(this, req, cb);
+    };
+  }
+  return require(resolve("@pulumi/pulumi"));
+}
 const PROJECT = "steward-test";
 
 export interface StoredResource {
@@ -63,10 +77,15 @@ export class MiniEngine {
   /** What each provider call was sent last, by resource (tests inspect the serialized provider). */
   readonly serializedProviders = new Map<string, string>();
 
-  constructor(private readonly cwd: string, private readonly env: NodeJS.ProcessEnv = {}) {}
+  /**
+   * `cwd`: the program's directory, where the engine starts the provider process. `sdkFrom`: where
+   * to take the SDK (program side and provider process) from, when not this repository's: a user's
+   * project with Steward installed from its package.
+   */
+  constructor(private readonly cwd: string, private readonly env: NodeJS.ProcessEnv = {}, private readonly sdkFrom?: string) {}
 
   async start(): Promise<void> {
-    const entry = require.resolve("@pulumi/pulumi/cmd/dynamic-provider");
+    const entry = this.sdkFrom ? require.resolve("@pulumi/pulumi/cmd/dynamic-provider", { paths: [this.sdkFrom] }) : require.resolve("@pulumi/pulumi/cmd/dynamic-provider");
     const child = spawn(process.execPath, [entry, "engine-address-unused"], { cwd: this.cwd, env: { ...process.env, ...this.env, PULUMI_NODEJS_PROJECT: PROJECT }, stdio: ["ignore", "pipe", "pipe"] });
     this.child = child;
     child.stderr!.on("data", (d: Buffer) => { if (process.env.STEWARD_TEST_VERBOSE) process.stderr.write(d); });
@@ -90,7 +109,7 @@ export class MiniEngine {
     const t0 = performance.now();
     const registered = new Set<string>();
     const pending = new Set<Promise<unknown>>();
-    await pulumi.runtime.setMocks({
+    await sdkFor(this.sdkFrom).runtime.setMocks({
       newResource: (args) => {
         const startMs = performance.now() - t0;
         const step = this.step(args.type, args.name, args.inputs, result);
