@@ -3,9 +3,7 @@
  * its model and id; sequences are not mistaken for ids; keys of no kind are not classified.
  */
 import test from "ava";
-import { keys } from "../controller/state/keys";
-import { clusterKeys } from "../controller/cluster/cluster-docs";
-import { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "../controller/state/registry";
+import { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, keys, prefixOf, queueId, scopeId } from "../controller";
 
 const M = "0b6f4c1e-7f0e-4d43-9d2a-3c8f9a1b2c3d";
 
@@ -20,11 +18,11 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.operatorUpload("sha256-ab"), "operator-upload", undefined, "sha256-ab"],
   [keys.credential("c"), "credential", undefined, "c"],
   [keys.enrolment("h"), "enrolment", undefined, "h"],
-  [clusterKeys.config, "cluster-config", undefined, ""],
-  [clusterKeys.member("r1"), "cluster-member", undefined, "r1"],
-  [clusterKeys.spare("h1"), "cluster-spare", undefined, "h1"],
-  [clusterKeys.keeper, "cluster-keeper", undefined, ""],
-  [clusterKeys.replicaCloud, "cluster-replica-cloud", undefined, ""],
+  ["/cluster/config", "cluster-config", undefined, ""],
+  ["/cluster/members/r1", "cluster-member", undefined, "r1"],
+  ["/cluster/spares/h1", "cluster-spare", undefined, "h1"],
+  ["/cluster/keeper", "cluster-keeper", undefined, ""],
+  ["/cluster/replica-cloud", "cluster-replica-cloud", undefined, ""],
   ["/cluster/leader", "cluster-leader", undefined, ""],
   ["/cluster/replicas/r2", "cluster-replica", undefined, "r2"],
   [keys.model(M), "model", M, ""],

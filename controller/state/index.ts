@@ -14,3 +14,5 @@ export { CredentialOps } from "./credential-ops";
 export { ActionOps } from "./action-ops";
 export type { CredentialInput } from "./credential-ops";
 export { ENROLMENT_LIFETIME_MS, EnrolmentOps, replicaDataPurpose } from "./enrolment-ops";
+export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./registry";
+export type { ClassifiedKey, KindName, KindSpec } from "./registry";
