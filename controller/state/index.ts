@@ -16,3 +16,8 @@ export type { CredentialInput } from "./credential-ops";
 export { ENROLMENT_LIFETIME_MS, EnrolmentOps, replicaDataPurpose } from "./enrolment-ops";
 export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./registry";
 export type { ClassifiedKey, KindName, KindSpec } from "./registry";
+export { MAX_MODEL_EXPORT_BYTES, MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION, upgradeModelExport } from "./model-format";
+export type { ModelExport } from "./model-format";
+export { exportModel } from "./model-export";
+export { importModel } from "./model-import";
+export type { ImportResult } from "./model-import";
