@@ -97,7 +97,9 @@ test("a model exported from one controller and imported into another carries on 
     await writeFile(join(to, "agent.json"), JSON.stringify({ ...cfg, controllerAddresses: dst.addresses, caCert: dst.caCert }), { mode: 0o600 });
   }
 
+  const t1 = Date.now();
   const res = await dst.admin.call<{ name: string; uuid: string; documents: Record<string, number> }>("POST", "/v1/models/import", doc);
+  t.log(`import: ${Date.now() - t1} ms`);
   t.is(res.uuid, uuid);
   // The agents log in with the credentials they had (a machine given a new one would show it in agent.json).
   await dst.waitForUnits("mig", allReady(3), "3 units active on the target", 60_000);
