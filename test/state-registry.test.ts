@@ -83,3 +83,17 @@ test("split ids, prefixes, and what an export carries", (t) => {
   t.true(exported.has("leader") && exported.has("relation-data") && exported.has("task-seq"));
   t.is(new Set(KINDS.map((k) => k.name)).size, KINDS.length);
 });
+
+test("keys.ts builds, through the registry, exactly the layout stores already hold", (t) => {
+  t.deepEqual([
+    keys.revokedTokensPrefix, keys.modelPrefix("M"), keys.unitsOf("M", "web"), keys.relationsPrefix("M"), keys.scopePrefix("M", 3), keys.relationDataPrefix("M", 3),
+    keys.taskQueueOf("M", "web/0"), keys.tasksOf("M"), keys.operationsOf("M"), keys.statusHistoryOf("M"), keys.presencePrefix("M"),
+    keys.operatorChunks("h"), keys.operatorUploads, keys.credentialsPrefix, keys.enrolmentsPrefix,
+  ], [
+    "/revoked-tokens/", "/models/M/", "/models/M/units/web/", "/models/M/relations/", "/models/M/relation-scope/3/", "/models/M/relation-data/3/",
+    "/models/M/task-queue/web/0/", "/tasks/M/", "/operations/M/", "/status-history/M/", "/presence/M/",
+    "/blobs/operators/h/", "/blobs/operator-uploads/", "/credentials/", "/enrolments/",
+  ]);
+  t.is(keys.ports("M", "web/0"), "/models/M/unit-ports/web/0");
+  t.is(keys.taskQueue("M", "web/0", 5), "/models/M/task-queue/web/0/0000000005");
+});
