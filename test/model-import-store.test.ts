@@ -10,8 +10,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readOperatorDir } from "../api";
-import { EmbeddedStore, StateCache, StateOps, exportModel, importModel, keys } from "../controller";
+import { execFileSync } from "node:child_process";
+import { EmbeddedStore, EtcdStore, StateCache, StateOps, exportModel, importModel, keys } from "../controller";
 import { operatorsDir } from "./harness/controller";
+import { startEtcd } from "./harness/etcd";
 
 async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
   const dir = await mkdtemp(join(tmpdir(), "steward-imp-store-"));
@@ -90,4 +92,22 @@ test("the cache serves the export's databag versions after an import, and later 
   const again = await exportModel(store, res.uuid);
   t.is(again.versions.bags["leader/motd"], doc.versions.bags["leader/motd"]);
   t.is(again.versions.bags["0/unit/motd/1"], idx.relationData.get("0/unit/motd/1")!.rev);
+});
+
+const haveEtcd = (() => { try { execFileSync("etcd", ["--version"]); return true; } catch { return false; } })();
+(haveEtcd ? test : test.skip)("into an etcd store: one transaction with the leader's lease, served at the source's versions", async (t) => {
+  const doc = await sourceExport(t);
+  const etcd = await startEtcd();
+  t.teardown(() => etcd.stop());
+  const store = await EtcdStore.connect({ endpoints: [etcd.endpoint], prefix: "/imp" });
+  const cache = await StateCache.start(store, () => undefined);
+  t.teardown(async () => { cache.stop(); await store.close(); });
+  const ops = new StateOps(store);
+  const res = await importModel({ store, leaseSeconds: 60, putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }) }, doc);
+  await cache.waitForRevision(res.revision);
+  const idx = cache.models.get(res.uuid)!;
+  t.is(idx.units.size, 2);
+  t.is(idx.leaders.get("motd")?.unit, "motd/0");
+  t.is(idx.leaderData.get("motd")?.rev, doc.versions.bags["leader/motd"]);
+  t.is((await store.get(keys.leader(res.uuid, "motd")))?.lease !== undefined, true, "the leader key is bound to an etcd lease");
 });
