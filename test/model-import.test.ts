@@ -146,3 +146,16 @@ async function raw(body: string): Promise<{ status: number; text: string }> {
     req.end(body);
   });
 }
+
+test.serial("export needs admin on the model, import a superuser", async (t) => {
+  await a.admin.createUser("writer", "writer-password-1");
+  await a.admin.grant("src", "writer", "write");
+  const writer = a.clientFor("writer", "writer-password-1");
+  const exp = await writer.call("GET", "/v1/models/src/export").catch((e: unknown) => e as { code: string });
+  t.is((exp as { code: string }).code, "forbidden");
+  await a.admin.grant("src", "writer", "admin");
+  const doc = await writer.call<Doc>("GET", "/v1/models/src/export");
+  t.is(doc.version, 2);
+  const imp = await writer.call("POST", "/v1/models/import?name=by-writer", doc).catch((e: unknown) => e as { code: string });
+  t.is((imp as { code: string }).code, "forbidden");
+});
