@@ -1,8 +1,9 @@
 /**
  * The registry of document kinds: for every kind of key in the store, its path, which model it
- * belongs to, whether the state cache follows it and whether a model export carries it. The cache
- * classifies keys through {@link classifyKey}; export and import walk {@link MODEL_KINDS}. A new
- * kind of document is added here once, and a test checks keys.ts builds keys this registry reads.
+ * belongs to, whether the state cache keeps it and whether a model export carries it (or why not).
+ * keys.ts builds its keys and CACHED_PREFIXES from it; the cache classifies keys through
+ * {@link classifyKey}; export and import walk {@link EXPORTED_KINDS}. A new kind of document is
+ * added here once (test/state-registry.test.ts pins the layout).
  */
 
 /** A path segment: a literal, the model's uuid, or the document's id (the rest of the key, slashes included). */
