@@ -28,3 +28,6 @@ export type { LeaderElectionOptions } from "./cluster";
 export { OperatorCollector } from "./operator-collector";
 export { AgentViewRound, EnrolmentOps, RequestScope, StateOps, buildAgentView, keys, requestKeys, runInRequest } from "./state";
 export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, UnitDoc } from "./state";
+// The registry of document kinds (state/registry.ts), for tests and the export format's tools.
+export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./state";
+export { exportModel, importModel } from "./state";

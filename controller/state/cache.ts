@@ -9,7 +9,13 @@ import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
 import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, QueuedTaskDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ImportOrigin, ImportedRevisionsDoc } from "./imported-revisions";
+import { servedVersion } from "./imported-revisions";
 import { CACHED_PREFIXES } from "./keys";
+import { classifyKey, queueId, scopeId } from "./registry";
+
+/** A databag as kept: `rev` is the version served to agents, `modRevision` the store's. */
+export interface VersionedBag { data: DataBag; rev: number; modRevision: number }
 
 export interface ModelIndex {
   uuid: string;
@@ -26,10 +32,15 @@ export interface ModelIndex {
   relations: Map<number, RelationDoc>;
   /** Units that have entered each relation. */
   scope: Map<number, Set<string>>;
-  /** Databags by `<relation-id>/unit/<unit>` or `<relation-id>/app/<app>`, with their revision (the version agents compare). */
-  relationData: Map<string, { data: DataBag; rev: number }>;
+  /**
+   * Databags by `<relation-id>/unit/<unit>` or `<relation-id>/app/<app>`, with their version (what
+   * agents compare: the store revision, or the source's for an imported model; imported-revisions.ts).
+   */
+  relationData: Map<string, VersionedBag>;
   leaders: Map<string, LeaderDoc>;
-  leaderData: Map<string, { data: DataBag; rev: number }>;
+  leaderData: Map<string, VersionedBag>;
+  /** Set when the model was imported: how its databags' versions map from the source's. */
+  importOrigin?: ImportOrigin;
   ports: Map<string, string[]>;
   appStatus: Map<string, StatusInfo<WorkloadStatus>>;
   /** Actions queued per unit, by task id. */
@@ -42,9 +53,6 @@ export interface ModelIndex {
    */
   viewRevision: number;
 }
-
-/** Model documents that no agent view is built from (see {@link ModelIndex.viewRevision}). */
-const NOT_IN_AGENT_VIEWS = new Set(["unit-status", "machine-info", "machine-install", "access", "unit-ports", "app-status"]);
 
 export type CacheListener = (changedModels: ReadonlySet<string>, revision: number) => void;
 
@@ -165,88 +173,95 @@ export class StateCache {
     }
   }
 
-  /** Applies one event; returns the uuid of the model it touched, if any. */
+  /** Applies one event; returns the uuid of the model it touched, if any. The registry says what the key is. */
   private apply(type: "put" | "delete", kv: KeyValue): string | undefined {
-    const parts = kv.key.split("/");
+    const c = classifyKey(kv.key);
+    if (!c) return undefined;
     const doc = type === "put" ? (JSON.parse(kv.value) as unknown) : undefined;
-    const set = <T>(map: Map<string, T>, id: string): void => { if (doc === undefined) map.delete(id); else map.set(id, doc as T); };
-    switch (parts[1]) {
-      case "controller":
-        if (parts[2] === "info") this.controller = doc as ControllerDoc | undefined;
-        if (parts[2] === "token-key") this.tokenKey = doc as string | undefined;
-        return undefined;
-      case "users": set(this.users, parts[2]!); this.authVersion++; return undefined;
-      case "revoked-tokens":
-        if (doc === undefined) this.revokedTokens.delete(parts[2]!); else this.revokedTokens.set(parts[2]!, (doc as RevokedTokenDoc).expiresAt);
+    const id = c.id;
+    const set = <T>(map: Map<string, T>, key: string): void => { if (doc === undefined) map.delete(key); else map.set(key, doc as T); };
+    switch (c.kind.name) {
+      case "controller-info": this.controller = doc as ControllerDoc | undefined; return undefined;
+      case "token-key": this.tokenKey = doc as string | undefined; return undefined;
+      case "user": set(this.users, id); this.authVersion++; return undefined;
+      case "revoked-token":
+        if (doc === undefined) this.revokedTokens.delete(id); else this.revokedTokens.set(id, (doc as RevokedTokenDoc).expiresAt);
         this.authVersion++;
         return undefined;
-      case "model-names": if (doc === undefined) this.modelNames.delete(parts[2]!); else this.modelNames.set(parts[2]!, doc as string); return undefined;
-      case "operators": set(this.operators, parts[2]!); return undefined;
-      case "cluster":
-        if (parts[2] === "leader") this.leader = doc as typeof this.leader;
-        if (parts[2] === "replicas") set(this.replicas, parts[3]!);
-        if (parts[2] === "members") set(this.clusterMembers, parts[3]!);
-        if (parts[2] === "spares") set(this.spares, parts[3]!);
-        if (parts[2] === "config") this.haConfig = doc as HaConfig | undefined;
-        if (parts[2] === "keeper") this.keeper = doc as KeeperDoc | undefined;
-        if (parts[2] === "replica-cloud") this.replicaCloud = doc as ReplicaCloudDoc | undefined;
-        return CLUSTER_CHANGED;
-      case "presence": { const idx = this.index(parts[2]!); set(idx.presence, parts[3]!); return idx.uuid; }
-      case "models": {
-        const uuid = parts[2]!;
-        const idx = this.index(uuid);
-        if (parts.length === 3) {
-          idx.model = doc as ModelDoc | undefined;
-          if (!doc && idx.apps.size === 0 && idx.machines.size === 0) this.models.delete(uuid);
-          return uuid;
-        }
-        const id = parts.slice(4).join("/");
-        switch (parts[3]) {
-          case "apps": set(idx.apps, id); break;
-          case "units": {
-            const old = idx.units.get(id);
-            if (old) idx.unitsByMachine.get(old.machine)?.delete(id);
-            set(idx.units, id);
-            const u = doc as UnitDoc | undefined;
-            if (u) {
-              let s = idx.unitsByMachine.get(u.machine);
-              if (!s) idx.unitsByMachine.set(u.machine, (s = new Set()));
-              s.add(id);
-            }
-            break;
-          }
-          case "unit-status": set(idx.unitStatus, id); break;
-          case "machines": set(idx.machines, id); if (!doc) idx.unitsByMachine.delete(id); break;
-          case "machine-info": set(idx.machineInfo, id); break;
-          case "machine-install": set(idx.machineInstall, id); break;
-          case "access": set(idx.access, id); break;
-          case "relations": if (doc === undefined) idx.relations.delete(Number(id)); else idx.relations.set(Number(id), doc as RelationDoc); break;
-          case "relation-scope": {
-            const rel = Number(parts[4]);
-            const unit = parts.slice(5).join("/");
-            let s = idx.scope.get(rel);
-            if (!s) idx.scope.set(rel, (s = new Set()));
-            if (doc === undefined) { s.delete(unit); if (s.size === 0) idx.scope.delete(rel); } else s.add(unit);
-            break;
-          }
-          case "relation-data": if (doc === undefined) idx.relationData.delete(id); else idx.relationData.set(id, { data: doc as DataBag, rev: kv.modRevision }); break;
-          case "leaders": set(idx.leaders, id); break;
-          case "leader-data": if (doc === undefined) idx.leaderData.delete(id); else idx.leaderData.set(id, { data: doc as DataBag, rev: kv.modRevision }); break;
-          case "unit-ports": set(idx.ports, id); break;
-          case "app-status": set(idx.appStatus, id); break;
-          case "task-queue": {
-            const unit = `${parts[4]}/${parts[5]}`;
-            const task = Number(parts[6]);
-            let q = idx.taskQueue.get(unit);
-            if (doc !== undefined) { if (!q) idx.taskQueue.set(unit, (q = new Map())); q.set(task, doc as QueuedTaskDoc); }
-            else if (q) { q.delete(task); if (q.size === 0) idx.taskQueue.delete(unit); }
-            break;
-          }
-        }
-        return uuid;
-      }
+      case "model-name": if (doc === undefined) this.modelNames.delete(id); else this.modelNames.set(id, doc as string); return undefined;
+      case "operator": set(this.operators, id); return undefined;
+      case "cluster-leader": this.leader = doc as typeof this.leader; return CLUSTER_CHANGED;
+      case "cluster-replica": set(this.replicas, id); return CLUSTER_CHANGED;
+      case "cluster-member": set(this.clusterMembers, id); return CLUSTER_CHANGED;
+      case "cluster-spare": set(this.spares, id); return CLUSTER_CHANGED;
+      case "cluster-config": this.haConfig = doc as HaConfig | undefined; return CLUSTER_CHANGED;
+      case "cluster-keeper": this.keeper = doc as KeeperDoc | undefined; return CLUSTER_CHANGED;
+      case "cluster-replica-cloud": this.replicaCloud = doc as ReplicaCloudDoc | undefined; return CLUSTER_CHANGED;
+      case "presence": { const idx = this.index(c.model!); set(idx.presence, id); return idx.uuid; }
+      default: break;
     }
-    return undefined;
+    // Every key under a model's own prefix touches the model, kept here or not (sequences, failures).
+    if (c.kind.path[0] !== "models") return undefined;
+    const uuid = c.model!;
+    const idx = this.index(uuid);
+    switch (c.kind.name) {
+      case "model":
+        idx.model = doc as ModelDoc | undefined;
+        if (!doc && idx.apps.size === 0 && idx.machines.size === 0) this.models.delete(uuid);
+        break;
+      case "app": set(idx.apps, id); break;
+      case "unit": {
+        const old = idx.units.get(id);
+        if (old) idx.unitsByMachine.get(old.machine)?.delete(id);
+        set(idx.units, id);
+        const u = doc as UnitDoc | undefined;
+        if (u) {
+          let s = idx.unitsByMachine.get(u.machine);
+          if (!s) idx.unitsByMachine.set(u.machine, (s = new Set()));
+          s.add(id);
+        }
+        break;
+      }
+      case "unit-status": set(idx.unitStatus, id); break;
+      case "machine": set(idx.machines, id); if (!doc) idx.unitsByMachine.delete(id); break;
+      case "machine-info": set(idx.machineInfo, id); break;
+      case "machine-install": set(idx.machineInstall, id); break;
+      case "access": set(idx.access, id); break;
+      case "relation": if (doc === undefined) idx.relations.delete(Number(id)); else idx.relations.set(Number(id), doc as RelationDoc); break;
+      case "scope": {
+        const { relation: rel, unit } = scopeId(id);
+        let s = idx.scope.get(rel);
+        if (!s) idx.scope.set(rel, (s = new Set()));
+        if (doc === undefined) { s.delete(unit); if (s.size === 0) idx.scope.delete(rel); } else s.add(unit);
+        break;
+      }
+      case "relation-data":
+        if (doc === undefined) idx.relationData.delete(id);
+        else idx.relationData.set(id, { data: doc as DataBag, rev: servedVersion(idx.importOrigin, id, kv.modRevision), modRevision: kv.modRevision });
+        break;
+      case "leader": set(idx.leaders, id); break;
+      case "leader-data":
+        if (doc === undefined) idx.leaderData.delete(id);
+        else idx.leaderData.set(id, { data: doc as DataBag, rev: servedVersion(idx.importOrigin, `leader/${id}`, kv.modRevision), modRevision: kv.modRevision });
+        break;
+      case "ports": set(idx.ports, id); break;
+      case "app-status": set(idx.appStatus, id); break;
+      case "task-queue": {
+        const { unit, task } = queueId(id);
+        let q = idx.taskQueue.get(unit);
+        if (doc !== undefined) { if (!q) idx.taskQueue.set(unit, (q = new Map())); q.set(task, doc as QueuedTaskDoc); }
+        else if (q) { q.delete(task); if (q.size === 0) idx.taskQueue.delete(unit); }
+        break;
+      }
+      case "imported-revisions":
+        idx.importOrigin = doc === undefined ? undefined : { ...(doc as ImportedRevisionsDoc), importRevision: kv.modRevision };
+        // Bags read before this document in the same load are served again at their source versions.
+        for (const [bag, e] of idx.relationData) e.rev = servedVersion(idx.importOrigin, bag, e.modRevision);
+        for (const [app, e] of idx.leaderData) e.rev = servedVersion(idx.importOrigin, `leader/${app}`, e.modRevision);
+        break;
+      default: break;
+    }
+    return uuid;
   }
 
   private index(uuid: string): ModelIndex {
@@ -297,9 +312,7 @@ export class StateCache {
   }
 }
 
-/** Whether a changed key may change some agent's view: a presence key or a status-like model document does not. */
+/** Whether a changed key may change some agent's view: presence and status-like model documents do not (the registry marks them). */
 function affectsAgentViews(key: string): boolean {
-  const parts = key.split("/");
-  if (parts[1] === "presence") return false;
-  return !(parts[1] === "models" && NOT_IN_AGENT_VIEWS.has(parts[3] ?? ""));
+  return classifyKey(key)?.kind.notInAgentViews !== true;
 }

@@ -1,64 +1,70 @@
 /**
- * The key layout of the store, in one place. Operator content lives under `/blobs/`, which the
- * state cache never loads.
+ * The store's keys, built from the registry of document kinds (registry.ts), which holds the
+ * layout. Operator content lives under `/blobs/`, which the state cache never loads.
  */
+import type { KindName } from "./registry";
+import { KIND, KINDS, keyOf, prefixOf } from "./registry";
+
+const k = (kind: KindName, model: string, id = ""): string => keyOf(KIND[kind], model, id);
+const p = (kind: KindName, model: string): string => prefixOf(KIND[kind], model);
+
 export const keys = {
-  controller: "/controller/info",
-  tokenKey: "/controller/token-key",
-  user: (name: string) => `/users/${name}`,
-  revokedToken: (id: string) => `/revoked-tokens/${id}`,
-  revokedTokensPrefix: "/revoked-tokens/",
-  modelName: (name: string) => `/model-names/${name}`,
-  model: (uuid: string) => `/models/${uuid}`,
-  modelPrefix: (uuid: string) => `/models/${uuid}/`,
-  app: (m: string, app: string) => `/models/${m}/apps/${app}`,
-  unit: (m: string, unit: string) => `/models/${m}/units/${unit}`,
-  unitsOf: (m: string, app: string) => `/models/${m}/units/${app}/`,
-  unitStatus: (m: string, unit: string) => `/models/${m}/unit-status/${unit}`,
+  controller: k("controller-info", ""),
+  tokenKey: k("token-key", ""),
+  user: (name: string) => k("user", "", name),
+  revokedToken: (id: string) => k("revoked-token", "", id),
+  revokedTokensPrefix: p("revoked-token", ""),
+  modelName: (name: string) => k("model-name", "", name),
+  model: (uuid: string) => k("model", uuid),
+  modelPrefix: (uuid: string) => `${k("model", uuid)}/`,
+  app: (m: string, app: string) => k("app", m, app),
+  unit: (m: string, unit: string) => k("unit", m, unit),
+  unitsOf: (m: string, app: string) => `${k("unit", m, app)}/`,
+  unitStatus: (m: string, unit: string) => k("unit-status", m, unit),
   /** The last failed hook's output (kept apart from the status, which every status read serves). */
-  unitFailure: (m: string, unit: string) => `/models/${m}/unit-failure/${unit}`,
-  machine: (m: string, id: string) => `/models/${m}/machines/${id}`,
-  machineInfo: (m: string, id: string) => `/models/${m}/machine-info/${id}`,
-  machineSeq: (m: string) => `/models/${m}/seq/machine`,
-  machineInstall: (m: string, id: string) => `/models/${m}/machine-install/${id}`,
-  relationSeq: (m: string) => `/models/${m}/seq/relation`,
-  relation: (m: string, id: number) => `/models/${m}/relations/${id}`,
-  relationsPrefix: (m: string) => `/models/${m}/relations/`,
-  scope: (m: string, id: number, unit: string) => `/models/${m}/relation-scope/${id}/${unit}`,
-  scopePrefix: (m: string, id: number) => `/models/${m}/relation-scope/${id}/`,
-  unitBag: (m: string, id: number, unit: string) => `/models/${m}/relation-data/${id}/unit/${unit}`,
-  appBag: (m: string, id: number, app: string) => `/models/${m}/relation-data/${id}/app/${app}`,
-  relationDataPrefix: (m: string, id: number) => `/models/${m}/relation-data/${id}/`,
-  leader: (m: string, app: string) => `/models/${m}/leaders/${app}`,
-  leaderData: (m: string, app: string) => `/models/${m}/leader-data/${app}`,
-  ports: (m: string, unit: string) => `/models/${m}/unit-ports/${unit}`,
+  unitFailure: (m: string, unit: string) => k("unit-failure", m, unit),
+  machine: (m: string, id: string) => k("machine", m, id),
+  machineInfo: (m: string, id: string) => k("machine-info", m, id),
+  machineSeq: (m: string) => k("machine-seq", m),
+  machineInstall: (m: string, id: string) => k("machine-install", m, id),
+  relationSeq: (m: string) => k("relation-seq", m),
+  relation: (m: string, id: number) => k("relation", m, String(id)),
+  relationsPrefix: (m: string) => p("relation", m),
+  scope: (m: string, id: number, unit: string) => k("scope", m, `${id}/${unit}`),
+  scopePrefix: (m: string, id: number) => `${p("scope", m)}${id}/`,
+  unitBag: (m: string, id: number, unit: string) => k("relation-data", m, `${id}/unit/${unit}`),
+  appBag: (m: string, id: number, app: string) => k("relation-data", m, `${id}/app/${app}`),
+  relationDataPrefix: (m: string, id: number) => `${p("relation-data", m)}${id}/`,
+  leader: (m: string, app: string) => k("leader", m, app),
+  leaderData: (m: string, app: string) => k("leader-data", m, app),
+  ports: (m: string, unit: string) => k("ports", m, unit),
   /** Task and operation ids share one sequence per model, as in Juju. */
-  taskSeq: (m: string) => `/models/${m}/seq/task`,
-  taskQueue: (m: string, unit: string, id: number) => `/models/${m}/task-queue/${unit}/${sortableId(id)}`,
-  taskQueueOf: (m: string, unit: string) => `/models/${m}/task-queue/${unit}/`,
+  taskSeq: (m: string) => k("task-seq", m),
+  taskQueue: (m: string, unit: string, id: number) => k("task-queue", m, `${unit}/${sortableId(id)}`),
+  taskQueueOf: (m: string, unit: string) => `${p("task-queue", m)}${unit}/`,
   /** Not cached: task records carry results and logs that only show-task reads. */
-  task: (m: string, id: number) => `/tasks/${m}/${sortableId(id)}`,
-  tasksOf: (m: string) => `/tasks/${m}/`,
-  operation: (m: string, id: number) => `/operations/${m}/${sortableId(id)}`,
-  operationsOf: (m: string) => `/operations/${m}/`,
+  task: (m: string, id: number) => k("task", m, sortableId(id)),
+  tasksOf: (m: string) => p("task", m),
+  operation: (m: string, id: number) => k("operation", m, sortableId(id)),
+  operationsOf: (m: string) => p("operation", m),
   /** Not cached: a unit's recent status changes (show-status-log), kept out of the status every read serves. */
-  statusHistory: (m: string, unit: string) => `/status-history/${m}/${unit}`,
-  statusHistoryOf: (m: string) => `/status-history/${m}/`,
-  appStatus: (m: string, app: string) => `/models/${m}/app-status/${app}`,
-  access: (m: string, user: string) => `/models/${m}/access/${user}`,
-  presence: (m: string, machine: string) => `/presence/${m}/${machine}`,
-  presencePrefix: (m: string) => `/presence/${m}/`,
-  operator: (hash: string) => `/operators/${hash}`,
-  operatorChunk: (hash: string, i: number) => `/blobs/operators/${hash}/${i}`,
-  operatorChunks: (hash: string) => `/blobs/operators/${hash}/`,
-  operatorUpload: (hash: string) => `/blobs/operator-uploads/${hash}`,
-  operatorUploads: "/blobs/operator-uploads/",
+  statusHistory: (m: string, unit: string) => k("status-history", m, unit),
+  statusHistoryOf: (m: string) => p("status-history", m),
+  appStatus: (m: string, app: string) => k("app-status", m, app),
+  access: (m: string, user: string) => k("access", m, user),
+  presence: (m: string, machine: string) => k("presence", m, machine),
+  presencePrefix: (m: string) => p("presence", m),
+  operator: (hash: string) => k("operator", "", hash),
+  operatorChunk: (hash: string, i: number) => k("operator-chunk", "", `${hash}/${i}`),
+  operatorChunks: (hash: string) => `${p("operator-chunk", "")}${hash}/`,
+  operatorUpload: (hash: string) => k("operator-upload", "", hash),
+  operatorUploads: p("operator-upload", ""),
   /** Not cached: read only when a credential is listed or used. */
-  credential: (name: string) => `/credentials/${name}`,
-  credentialsPrefix: "/credentials/",
+  credential: (name: string) => k("credential", "", name),
+  credentialsPrefix: p("credential", ""),
   /** One-time enrolment tokens of cloud machines, by the token's SHA-256 (not cached). */
-  enrolment: (tokenHash: string) => `/enrolments/${tokenHash}`,
-  enrolmentsPrefix: "/enrolments/",
+  enrolment: (tokenHash: string) => k("enrolment", "", tokenHash),
+  enrolmentsPrefix: p("enrolment", ""),
 };
 
 /** Ids padded so that keys sort as their numbers do. */
@@ -66,8 +72,8 @@ function sortableId(id: number): string {
   return String(id).padStart(10, "0");
 }
 
-/** Prefixes the state cache follows. */
-export const CACHED_PREFIXES = ["/controller/", "/users/", "/revoked-tokens/", "/model-names/", "/models/", "/operators/", "/presence/", "/cluster/"];
+/** Prefixes the state cache follows: the top folder of every kind it keeps. */
+export const CACHED_PREFIXES = [...new Set(KINDS.filter((kd) => kd.cached).map((kd) => `/${kd.path[0] as string}/`))];
 
 /** Operator bundles are stored in chunks well under etcd's 1.5 MiB request limit. */
 export const CHUNK_BYTES = 512 * 1024;

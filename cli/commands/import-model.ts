@@ -1,0 +1,47 @@
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { gunzipSync } from "node:zlib";
+import { Command, Option, UsageError } from "clipanion";
+import { ControllerCommand } from "../base-command";
+
+/** The controller takes at most this much JSON (MAX_MODEL_EXPORT_BYTES): refuse sooner, and do not inflate a gzip bomb past it. */
+const MAX_JSON_BYTES = 64 * 1024 * 1024;
+
+export default class ImportModelCommand extends ControllerCommand {
+  static override paths = [["import-model"]];
+  static override usage = Command.Usage({
+    category: "Models",
+    description: "create a model from a file written by export-model",
+    details: `
+      Writes the model into this controller in one transaction: nothing is created when anything is
+      refused. The model keeps its uuid, so it cannot be imported where it (or its copy) exists;
+      \`--name\` gives it another name. Its machines' agents, pointed at this controller, log in with
+      the credentials they have and carry on where they were: no hook runs again. An older file
+      format is upgraded on the way in. Needs a superuser.
+    `,
+    examples: [["Import a model", "$0 import-model demo.steward.gz"], ["Under another name", "$0 import-model demo.steward.gz --name demo-copy"]],
+  });
+
+  file = Option.String({ required: true, name: "file" });
+  name = Option.String("--name", { description: "Name the model this instead of its exported name" });
+
+  async run(): Promise<number> {
+    const bytes = await readFile(resolve(this.context.cwd, this.file));
+    let text: string;
+    try {
+      // gzip starts with 1f 8b; a plain JSON export is taken too.
+      text = bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes, { maxOutputLength: MAX_JSON_BYTES }).toString("utf8") : bytes.toString("utf8");
+    } catch (err) {
+      throw new UsageError(`${this.file} is not a model export: ${(err as Error).message}`);
+    }
+    let doc: unknown;
+    try { doc = JSON.parse(text); } catch (err) { throw new UsageError(`${this.file} is not a model export: ${(err as Error).message}`); }
+    const client = await this.connect();
+    const res = await client.call<{ name: string; uuid: string; fromVersion: number; documents: Record<string, number>; missingUsers: string[] }>(
+      "POST", `/v1/models/import${this.name ? `?name=${encodeURIComponent(this.name)}` : ""}`, doc);
+    const count = Object.values(res.documents).reduce((a, b) => a + b, 0);
+    this.out(`Model "${res.name}" (${res.uuid}) imported: ${count} documents, ${res.documents.unit ?? 0} units${res.fromVersion < 2 ? ` (upgraded from format version ${res.fromVersion})` : ""}.`);
+    if (res.missingUsers.length > 0) this.out(`Users with access to it that this controller does not have: ${res.missingUsers.join(", ")} (add them with steward add-user).`);
+    return 0;
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * A model as a document (state/model-format.ts):
+ *
+ * - `GET /v1/models/<model>/export` (admin on the model) → the export, read at one store revision
+ * - `POST /v1/models/import[?name=NEW]` (superuser) with an export as the body → `{name, uuid, ...}`;
+ *   the model is written in one transaction, refused (400/409) whole when anything is wrong.
+ *
+ * An export is JSON; clients gzip it for files (Content-Encoding is not taken on the way in, so a
+ * body's size limit is the size the controller parses).
+ */
+import type { FastifyInstance } from "fastify";
+import { Name, StewardError, notFound, parseRequest } from "../../api";
+import type { Bundle } from "../../api";
+import type { StateCache, StateOps } from "../state";
+import { MAX_MODEL_EXPORT_BYTES, exportModel, importModel } from "../state";
+import type { Store } from "../store";
+import { authenticate, requireModelAccess, requireSuperuser } from "./auth";
+
+export interface ModelTransferDeps { cache: StateCache; ops: StateOps; store: Store; leadershipLeaseSeconds: number; operatorQuotaBytes: number }
+
+export function registerModelTransferRoutes(app: FastifyInstance, deps: ModelTransferDeps): void {
+  const { cache } = deps;
+  app.get("/v1/models/:model/export", async (req, reply) => {
+    const p = authenticate(cache, req.headers, { method: req.method });
+    const name = (req.params as { model: string }).model;
+    const idx = cache.findModel(name);
+    if (!idx) throw notFound("model", name);
+    requireModelAccess(p, idx, "admin");
+    const doc = await exportModel(deps.store, idx.uuid);
+    return reply.type("application/json; charset=utf-8").send(JSON.stringify(doc));
+  });
+
+  app.post("/v1/models/import", { bodyLimit: MAX_MODEL_EXPORT_BYTES }, async (req, reply) => {
+    requireSuperuser(authenticate(cache, req.headers, { method: req.method }));
+    const q = req.query as { name?: string };
+    const name = q.name === undefined ? undefined : parseRequest(Name, q.name, "model name");
+    if (req.body === undefined || req.body === null) throw new StewardError("invalid-request", "model export: the request has no body; send the export's JSON");
+    const res = await importModel({ store: deps.store, leaseSeconds: deps.leadershipLeaseSeconds, putOperator: (b: Bundle) => deps.ops.putOperator(b, { quotaBytes: deps.operatorQuotaBytes }) }, req.body, name === undefined ? {} : { name });
+    await cache.waitForRevision(res.revision);
+    reply.code(201);
+    return res;
+  });
+}

@@ -1,0 +1,136 @@
+/**
+ * The model export format: one model as one JSON document, versioned as a whole. Documents are
+ * grouped by the registry's kind names (registry.ts), each a map of id → the document as stored,
+ * so a new kind of document travels by being marked exported there.
+ *
+ * Version 2 (current) keeps databags exactly as stored and the versions agents last saw of them in
+ * a `versions` section of their own. Version 1 carried each databag as `{data, version}` and named
+ * the ports kind `unit-ports` (its store path); {@link upgradeModelExport} turns a v1 document into
+ * v2, touching only that model's data.
+ *
+ * {@link checkModelExport} refuses what a hostile or damaged file could hold before any of it is
+ * used: the wrong shape, unknown kinds, ids that are not names, prototype keys, future versions.
+ */
+import type { Bundle } from "../../api";
+import { StewardError } from "../../api";
+import type { KindName } from "./registry";
+import { EXPORTED_KINDS, KIND, classifyKey, keyOf } from "./registry";
+
+export const MODEL_EXPORT_FORMAT = "steward-model";
+export const MODEL_EXPORT_VERSION = 2;
+/** Largest export an import takes (operators included), as JSON. */
+export const MAX_MODEL_EXPORT_BYTES = 64 * 1024 * 1024;
+
+export interface ModelExport {
+  format: typeof MODEL_EXPORT_FORMAT;
+  version: typeof MODEL_EXPORT_VERSION;
+  exportedAt: string;
+  /** Where it came from: the controller, and the store revision the whole document was read at. */
+  source: { controller: string; controllerName: string; revision: number };
+  /** Exported documents by kind, then id (as in the store key); the model document under kind `model`, id "". */
+  documents: Partial<Record<KindName, Record<string, unknown>>>;
+  /**
+   * The versions agents were served of each databag (`<rel>/unit/<unit>`, `<rel>/app/<app>`,
+   * `leader/<app>`), and of the store as a whole: what their hook state compares against.
+   */
+  versions: { revision: number; bags: Record<string, number> };
+  /** The operator bundles the model's applications use, by content hash. */
+  operators: Record<string, Bundle>;
+  /** What the document names but does not carry: the sealed credential (add it on the target first). */
+  references: { credential?: string };
+}
+
+/** A refusal of the import document, naming what is wrong (400). */
+function bad(what: string, details: Record<string, unknown> = {}): StewardError {
+  return new StewardError("invalid-request", `model export: ${what}`, { details: { field: "export", ...details } });
+}
+
+const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+const MAX_DEPTH = 32;
+
+/** Refuses prototype keys anywhere (they would rewrite the prototype of whatever a key is copied into) and absurd nesting. */
+function checkKeys(v: unknown, path: string, depth: number): void {
+  if (depth > MAX_DEPTH) throw bad(`nested deeper than ${MAX_DEPTH} levels at ${path}`);
+  if (Array.isArray(v)) { v.forEach((x, i) => checkKeys(x, `${path}[${i}]`, depth + 1)); return; }
+  if (v === null || typeof v !== "object") return;
+  for (const k of Object.keys(v)) {
+    if (FORBIDDEN_KEYS.has(k)) throw bad(`key "${k}" at ${path} is not allowed`, { path });
+    checkKeys((v as Record<string, unknown>)[k], `${path}.${k}`, depth + 1);
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+/** One segment of an id: names, unit numbers, padded task ids. */
+const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._@+:-]{0,99}$/;
+
+/** Upgrades `raw` (parsed JSON of any version this controller reads) to the current version, after checking its envelope. */
+export function upgradeModelExport(raw: unknown): ModelExport {
+  checkKeys(raw, "$", 0);
+  if (!isObject(raw)) throw bad("not a JSON object");
+  if (raw.format !== MODEL_EXPORT_FORMAT) throw bad(`"format" must be "${MODEL_EXPORT_FORMAT}", got ${JSON.stringify(raw.format)?.slice(0, 60) ?? "nothing"}`);
+  const version = raw.version;
+  if (typeof version !== "number" || !Number.isInteger(version) || version < 1) throw bad(`"version" must be a whole number from 1, got ${JSON.stringify(version)?.slice(0, 60) ?? "nothing"}`);
+  if (version > MODEL_EXPORT_VERSION) {
+    throw bad(`format version ${version} is newer than this controller reads (1 to ${MODEL_EXPORT_VERSION}): import it into a controller of the version that exported it or later`, { version, supported: MODEL_EXPORT_VERSION });
+  }
+  let doc = raw;
+  if (version === 1) doc = upgradeV1(doc);
+  return checkModelExport(doc);
+}
+
+/**
+ * v1 → v2: databags split into the bag as stored and its version (moved to `versions.bags`);
+ * `unit-ports` renamed `ports`; the store revision moved from `source.revision` alone into `versions.revision` too.
+ */
+function upgradeV1(v1: Record<string, unknown>): Record<string, unknown> {
+  const documents = isObject(v1.documents) ? { ...v1.documents } : undefined;
+  if (!documents) throw bad(`"documents" must be an object`);
+  const source = isObject(v1.source) ? v1.source : {};
+  const bags: Record<string, number> = {};
+  const split = (kind: string, versionKey: (id: string) => string): void => {
+    const group = documents[kind];
+    if (group === undefined) return;
+    if (!isObject(group)) throw bad(`documents["${kind}"] must be an object`);
+    const out: Record<string, unknown> = {};
+    for (const [id, entry] of Object.entries(group)) {
+      if (!isObject(entry) || !isObject(entry.data) || typeof entry.version !== "number") throw bad(`v1 documents["${kind}"]["${id}"] must be {data, version}`);
+      out[id] = entry.data;
+      bags[versionKey(id)] = entry.version;
+    }
+    documents[kind] = out;
+  };
+  split("relation-data", (id) => id);
+  split("leader-data", (id) => `leader/${id}`);
+  if ("unit-ports" in documents) { documents.ports = documents["unit-ports"]; delete documents["unit-ports"]; }
+  const revision = typeof source.revision === "number" ? source.revision : 0;
+  return { ...v1, version: 2, documents, versions: { revision, bags } };
+}
+
+/** Checks a v2 document's shape and every id in it; returns it typed. */
+export function checkModelExport(doc: Record<string, unknown>): ModelExport {
+  for (const field of ["documents", "versions", "operators", "references", "source"]) if (!isObject(doc[field])) throw bad(`"${field}" must be an object`);
+  const documents = doc.documents as Record<string, unknown>;
+  const exportedNames = new Set<string>(EXPORTED_KINDS.map((k) => k.name));
+  for (const [kind, group] of Object.entries(documents)) {
+    if (!exportedNames.has(kind)) throw bad(`unknown kind of document "${kind}"`, { kind });
+    if (!isObject(group)) throw bad(`documents["${kind}"] must be an object`, { kind });
+    const spec = KIND[kind as KindName];
+    for (const id of Object.keys(group)) {
+      // Each id must be names joined by "/" and must read back as this very kind: no id may reach another key.
+      const ok = (id === "" || id.split("/").every((s) => SEGMENT.test(s))) && classifyKey(keyOf(spec, "m", id))?.kind === spec;
+      if (!ok) throw bad(`documents["${kind}"] has an id that is not valid for that kind: ${JSON.stringify(id.slice(0, 80))}`, { kind });
+    }
+  }
+  const model = (documents.model as Record<string, unknown> | undefined)?.[""];
+  if (!isObject(model)) throw bad(`documents.model[""] (the model itself) is missing`);
+  if (typeof model.uuid !== "string" || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(model.uuid)) throw bad("the model's uuid is not a uuid");
+  if (typeof model.name !== "string") throw bad("the model has no name");
+  const versions = doc.versions as Record<string, unknown>;
+  if (typeof versions.revision !== "number" || !isObject(versions.bags) || !Object.values(versions.bags).every((v) => typeof v === "number" && Number.isSafeInteger(v) && v >= 0)) {
+    throw bad(`"versions" must be {revision: number, bags: {id: number}}`);
+  }
+  for (const [hash, bundle] of Object.entries(doc.operators as Record<string, unknown>)) {
+    if (!isObject(bundle) || !Array.isArray(bundle.files)) throw bad(`operators["${hash.slice(0, 80)}"] is not an operator bundle`);
+  }
+  return doc as unknown as ModelExport;
+}

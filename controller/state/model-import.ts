@@ -1,0 +1,147 @@
+/**
+ * Imports a model export into this controller's store. The model itself is written in ONE
+ * transaction that holds only if neither its name nor its uuid exists: a crash or a refusal leaves
+ * nothing of it. Before that transaction, content-addressed operator bundles are stored (an unused
+ * one is collected later) and each leader gets a lease of this store (an unused one expires).
+ *
+ * Agents keep their credentials (the machines' hashes travel as stored) and their hook state: the
+ * databags keep the versions they were served on the source (imported-revisions.ts), and the
+ * sequences travel, so no id is reused and no hook runs again.
+ */
+import type { Bundle } from "../../api";
+import { Name, StewardError, alreadyExists, bundleHash } from "../../api";
+import type { Compare, Op, Store } from "../store";
+import { ValueTooLargeError, absent, unchanged } from "../store";
+import type { ApplicationDoc, CredentialDoc, LeaderDoc, MachineDoc, ModelDoc, RelationDoc, UnitDoc } from "./documents";
+import type { ImportedRevisionsDoc } from "./imported-revisions";
+import { keys } from "./keys";
+import type { ModelExport } from "./model-format";
+import { upgradeModelExport } from "./model-format";
+import type { KindName } from "./registry";
+import { KIND, keyOf } from "./registry";
+
+/** etcd is run with --max-txn-ops 25000 and --max-request-bytes 10 MiB (cluster/etcd-member.ts): stay under both. */
+export const MAX_IMPORT_TXN_OPS = 20_000;
+export const MAX_IMPORT_TXN_BYTES = 8 * 1024 * 1024;
+
+export interface ImportDeps {
+  store: Store;
+  /** Stores an operator bundle (StateOps.putOperator: validated, quota-checked, idempotent by hash). */
+  putOperator: (bundle: Bundle) => Promise<unknown>;
+  leaseSeconds: number;
+}
+
+export interface ImportResult {
+  name: string;
+  uuid: string;
+  revision: number;
+  /** Documents written, by kind. */
+  documents: Partial<Record<KindName, number>>;
+  /** The version of the file before it was upgraded. */
+  fromVersion: number;
+  /** Users the model's access names that this controller does not have (the access is kept; add the users). */
+  missingUsers: string[];
+}
+
+function bad(what: string): StewardError {
+  return new StewardError("invalid-request", `model export: ${what}`, { details: { field: "export" } });
+}
+
+export async function importModel(deps: ImportDeps, raw: unknown, opts: { name?: string } = {}): Promise<ImportResult> {
+  const fromVersion = (raw as { version?: number } | null)?.version ?? 0;
+  const doc = upgradeModelExport(raw);
+  const model = { ...(doc.documents.model![""] as ModelDoc) };
+  const uuid = model.uuid;
+  if (opts.name !== undefined) model.name = opts.name;
+  if (!Name.safeParse(model.name).success) throw bad(`the model name "${model.name.slice(0, 80)}" is not a valid name`);
+  if (model.life !== "alive") throw bad(`the model is ${String(model.life)}: only a living model can be imported`);
+  checkReferences(doc);
+
+  // Clear refusals before anything is written; the transaction's compares hold the line against races.
+  const { store } = deps;
+  if (await store.get(keys.modelName(model.name))) throw alreadyExists("model", model.name);
+  if (await store.get(keys.model(uuid))) throw new StewardError("already-exists", `a model with uuid ${uuid} already exists on this controller (imported before, or the model it came from)`, { details: { kind: "model", name: uuid } });
+  const compare: Compare[] = [absent(keys.modelName(model.name)), absent(keys.model(uuid))];
+  const ops: Op[] = [];
+  // Written first: the cache reads versions for the bags that follow it in the same revision.
+  const origin: ImportedRevisionsDoc = { sourceRevision: doc.versions.revision, versions: doc.versions.bags };
+  ops.push({ type: "put", key: keyOf(KIND["imported-revisions"], uuid), value: JSON.stringify(origin) });
+  ops.push({ type: "put", key: keys.modelName(model.name), value: JSON.stringify(uuid) });
+
+  if (model.credential) {
+    const c = await store.get(keys.credential(model.credential));
+    if (!c) throw bad(`the model uses credential "${model.credential}", which this controller does not have: add it (steward add-credential ${model.credential}) and import again`);
+    const cred = JSON.parse(c.value) as CredentialDoc;
+    if (cred.substrate !== model.substrate) throw bad(`credential "${model.credential}" here is for ${cred.substrate}, but the model's substrate is ${String(model.substrate)}`);
+    compare.push(unchanged(keys.credential(model.credential), c.modRevision));
+    ops.push({ type: "put", key: keys.credential(model.credential), value: JSON.stringify({ ...cred, models: [...cred.models, uuid] }) });
+  }
+
+  for (const [hash, bundle] of Object.entries(doc.operators)) {
+    if (bundleHash(bundle) !== hash) throw bad(`operator bundle "${hash.slice(0, 80)}" does not have the content its hash names`);
+  }
+  const counts: Partial<Record<KindName, number>> = {};
+  const leases: string[] = [];
+  try {
+    for (const [kind, group] of Object.entries(doc.documents) as [KindName, Record<string, unknown>][]) {
+      for (const [id, value] of Object.entries(group)) {
+        let v = value;
+        if (kind === "model") v = model;
+        if (kind === "leader") {
+          const lease = await store.grantLease(deps.leaseSeconds);
+          leases.push(lease.id);
+          v = { ...(value as Omit<LeaderDoc, "lease">), lease: lease.id };
+          ops.push({ type: "put", key: keyOf(KIND.leader, uuid, id), value: JSON.stringify(v), lease: lease.id });
+        } else {
+          ops.push({ type: "put", key: keyOf(KIND[kind], uuid, id), value: JSON.stringify(v) });
+        }
+        counts[kind] = (counts[kind] ?? 0) + 1;
+      }
+    }
+    const bytes = ops.reduce((n, op) => n + (op.type === "put" ? op.key.length + op.value.length : 0), 0);
+    if (ops.length > MAX_IMPORT_TXN_OPS || bytes > MAX_IMPORT_TXN_BYTES) {
+      throw bad(`the model is too large to import in one transaction (${ops.length} documents, ${bytes} bytes; at most ${MAX_IMPORT_TXN_OPS} and ${MAX_IMPORT_TXN_BYTES})`);
+    }
+    // Bundles before the model: an application must never name an operator the store lacks.
+    for (const bundle of Object.values(doc.operators)) await deps.putOperator(bundle);
+    const res = await store.txn({ compare, success: ops });
+    if (!res.succeeded) throw new StewardError("already-exists", `model "${model.name}" (or its uuid) was created while it was being imported`, { details: { kind: "model", name: model.name } });
+    const users = Object.keys(doc.documents.access ?? {});
+    const present = await Promise.all(users.map((u) => store.get(keys.user(u))));
+    return { name: model.name, uuid, revision: res.revision, documents: counts, fromVersion, missingUsers: users.filter((_, i) => !present[i]) };
+  } catch (err) {
+    for (const l of leases) await store.revokeLease(l).catch(() => undefined);
+    if (err instanceof ValueTooLargeError) throw bad(`a document is too large for this store (${err.bytes} bytes, at most ${err.limit})`);
+    throw err;
+  }
+}
+
+/** Refuses a model whose documents point at what it does not hold (views would break on them). */
+function checkReferences(doc: ModelExport): void {
+  const d = doc.documents;
+  const apps = (d.app ?? {}) as Record<string, ApplicationDoc>;
+  const units = (d.unit ?? {}) as Record<string, UnitDoc>;
+  const machines = (d.machine ?? {}) as Record<string, MachineDoc>;
+  const shape = (ok: boolean, what: string): void => { if (!ok) throw bad(what); };
+  for (const [id, a] of Object.entries(apps)) {
+    shape(typeof a === "object" && a !== null && a.name === id && typeof a.operator?.hash === "string" && typeof a.config === "object" && a.config !== null, `application "${id}" is malformed`);
+    shape(a.operator.hash in doc.operators, `application "${id}" uses operator ${a.operator.hash}, which the export does not carry`);
+  }
+  for (const [id, m] of Object.entries(machines)) shape(typeof m === "object" && m !== null && m.id === id && typeof m.substrate === "string", `machine "${id}" is malformed`);
+  for (const [id, u] of Object.entries(units)) {
+    shape(typeof u === "object" && u !== null && u.name === id && typeof u.app === "string" && typeof u.machine === "string", `unit "${id}" is malformed`);
+    shape(u.app in apps, `unit "${id}" belongs to application "${u.app}", which the export does not carry`);
+    shape(u.machine in machines, `unit "${id}" is on machine "${u.machine}", which the export does not carry`);
+  }
+  for (const [id, r] of Object.entries((d.relation ?? {}) as Record<string, RelationDoc>)) {
+    shape(typeof r === "object" && r !== null && String(r.id) === id && Array.isArray(r.endpoints) && r.endpoints.every((e) => typeof e?.app === "string" && e.app in apps), `integration ${id} is malformed or names an application the export does not carry`);
+  }
+  for (const kind of ["relation-data", "leader-data"] as const) {
+    for (const [id, bag] of Object.entries(d[kind] ?? {})) {
+      shape(typeof bag === "object" && bag !== null && !Array.isArray(bag) && Object.values(bag).every((v) => typeof v === "string"), `${kind} "${id}" must map names to strings`);
+    }
+  }
+  for (const [app, l] of Object.entries((d.leader ?? {}) as Record<string, LeaderDoc>)) {
+    shape(typeof l?.unit === "string" && units[l.unit]?.app === app, `the leader of "${app}" is not one of its units`);
+  }
+}

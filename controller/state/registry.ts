@@ -1,0 +1,174 @@
+/**
+ * The registry of document kinds: for every kind of key in the store, its path, which model it
+ * belongs to, whether the state cache keeps it and whether a model export carries it (or why not).
+ * keys.ts builds its keys and CACHED_PREFIXES from it; the cache classifies keys through
+ * {@link classifyKey}; export and import walk {@link EXPORTED_KINDS}. A new kind of document is
+ * added here once (test/state-registry.test.ts pins the layout).
+ */
+
+/** A path segment: a literal, the model's uuid, or the document's id (the rest of the key, slashes included). */
+type Segment = string | typeof MODEL | typeof ID;
+const MODEL = Symbol("model");
+const ID = Symbol("id");
+
+export type KindName =
+  // controller-wide
+  | "controller-info" | "token-key" | "user" | "revoked-token" | "model-name" | "operator" | "operator-chunk" | "operator-upload"
+  | "credential" | "enrolment" | "request-record"
+  | "cluster-leader" | "cluster-replica" | "cluster-member" | "cluster-spare" | "cluster-config" | "cluster-keeper" | "cluster-replica-cloud"
+  // one model's
+  | "model" | "app" | "unit" | "unit-status" | "unit-failure" | "machine" | "machine-info" | "machine-install"
+  | "machine-seq" | "relation-seq" | "task-seq" | "relation" | "scope" | "relation-data" | "leader" | "leader-data" | "ports"
+  | "app-status" | "access" | "task-queue" | "task" | "operation" | "status-history" | "presence" | "imported-revisions";
+
+export interface KindSpec {
+  name: KindName;
+  path: readonly Segment[];
+  /** Whether the state cache keeps it in memory (some keys under cached prefixes pass through it unkept: sequences, failures). */
+  cached: boolean;
+  /**
+   * Whether a model export carries it: true for one model's documents that must survive a move;
+   * otherwise the reason it is left out.
+   */
+  exported: true | string;
+  /** Model kinds no agent view is built from: status reports and the like, written often and read by no agent. */
+  notInAgentViews?: true;
+}
+
+const kind = (name: KindName, path: Segment[], cached: boolean, exported: true | string, notInAgentViews = false): KindSpec =>
+  ({ name, path, cached, exported, ...(notInAgentViews ? { notInAgentViews: true as const } : {}) });
+const CONTROLLER_WIDE = "controller-wide, not one model's";
+
+/** Every kind; the order of model kinds is the order an export lists them (documents before what refers to them). */
+export const KINDS: readonly KindSpec[] = [
+  kind("controller-info", ["controller", "info"], true, CONTROLLER_WIDE),
+  kind("token-key", ["controller", "token-key"], true, "the controller's token signing key: secret, and the target has its own"),
+  kind("user", ["users", ID], true, CONTROLLER_WIDE + " (access names users; the target's admin grants them)"),
+  kind("revoked-token", ["revoked-tokens", ID], true, CONTROLLER_WIDE),
+  kind("model-name", ["model-names", ID], true, "rewritten by the import under the (possibly new) name"),
+  kind("operator", ["operators", ID], true, "exported as the bundles the model's applications use, not as store keys"),
+  kind("operator-chunk", ["blobs", "operators", ID], false, "exported as the bundles the model's applications use"),
+  kind("operator-upload", ["blobs", "operator-uploads", ID], false, CONTROLLER_WIDE),
+  kind("credential", ["credentials", ID], false, "sealed with the source controller's key: named by reference only, never exported"),
+  kind("enrolment", ["enrolments", ID], false, "one-time tokens for machines not yet enrolled, bound to the source controller"),
+  kind("request-record", ["requests", ID], false, "idempotency records of the source's requests"),
+  kind("cluster-leader", ["cluster", "leader"], true, CONTROLLER_WIDE),
+  kind("cluster-replica", ["cluster", "replicas", ID], true, CONTROLLER_WIDE),
+  kind("cluster-member", ["cluster", "members", ID], true, CONTROLLER_WIDE),
+  kind("cluster-spare", ["cluster", "spares", ID], true, CONTROLLER_WIDE),
+  kind("cluster-config", ["cluster", "config"], true, CONTROLLER_WIDE),
+  kind("cluster-keeper", ["cluster", "keeper"], true, CONTROLLER_WIDE),
+  kind("cluster-replica-cloud", ["cluster", "replica-cloud"], true, CONTROLLER_WIDE),
+
+  kind("model", ["models", MODEL], true, true),
+  kind("access", ["models", MODEL, "access", ID], true, true, true),
+  // Sequences travel so that ids are never reused: agents remember relation ids and the last task id they ran.
+  kind("machine-seq", ["models", MODEL, "seq", "machine"], false, true),
+  kind("relation-seq", ["models", MODEL, "seq", "relation"], false, true),
+  kind("task-seq", ["models", MODEL, "seq", "task"], false, true),
+  kind("machine", ["models", MODEL, "machines", ID], true, true),
+  kind("machine-info", ["models", MODEL, "machine-info", ID], true, true, true),
+  kind("machine-install", ["models", MODEL, "machine-install", ID], true, true, true),
+  kind("app", ["models", MODEL, "apps", ID], true, true),
+  kind("app-status", ["models", MODEL, "app-status", ID], true, true, true),
+  kind("unit", ["models", MODEL, "units", ID], true, true),
+  kind("unit-status", ["models", MODEL, "unit-status", ID], true, true, true),
+  kind("unit-failure", ["models", MODEL, "unit-failure", ID], false, true),
+  kind("ports", ["models", MODEL, "unit-ports", ID], true, true, true),
+  kind("relation", ["models", MODEL, "relations", ID], true, true),
+  kind("scope", ["models", MODEL, "relation-scope", ID], true, true),
+  kind("relation-data", ["models", MODEL, "relation-data", ID], true, true),
+  kind("leader", ["models", MODEL, "leaders", ID], true, true),
+  kind("leader-data", ["models", MODEL, "leader-data", ID], true, true),
+  kind("task-queue", ["models", MODEL, "task-queue", ID], true, true),
+  // Written by an import (imported-revisions.ts); an export carries the versions it holds in its own form.
+  kind("imported-revisions", ["models", MODEL, "imported-revisions"], true, "folded into the export's databag versions"),
+  kind("task", ["tasks", MODEL, ID], false, true),
+  kind("operation", ["operations", MODEL, ID], false, true),
+  kind("status-history", ["status-history", MODEL, ID], false, true),
+  // Presence is bound to a lease of the source replica that held the agent's connection: on the
+  // target, the agent's own connection makes it anew.
+  kind("presence", ["presence", MODEL, ID], true, "bound to the lease of the source replica holding the agent's connection; made anew when the agent connects", true),
+];
+
+export const KIND: Readonly<Record<KindName, KindSpec>> = Object.fromEntries(KINDS.map((k) => [k.name, k])) as Record<KindName, KindSpec>;
+
+/** The kinds that belong to one model (their path names the model). */
+export const MODEL_KINDS: readonly KindSpec[] = KINDS.filter((k) => k.path.includes(MODEL));
+/** The model kinds an export carries. */
+export const EXPORTED_KINDS: readonly KindSpec[] = MODEL_KINDS.filter((k) => k.exported === true);
+
+export interface ClassifiedKey {
+  kind: KindSpec;
+  /** The model's uuid, for model kinds. */
+  model?: string;
+  /** The document's id: the rest of the key after the kind's fixed segments ("" for singletons). */
+  id: string;
+}
+
+/** The key of a document of `spec` in model `model` (ignored by controller kinds) with id `id`. */
+export function keyOf(spec: KindSpec, model: string, id = ""): string {
+  return "/" + spec.path.map((s) => (s === MODEL ? model : s === ID ? id : s)).join("/");
+}
+
+/** The prefix under which every document of `spec` in `model` lives (for a range read). */
+export function prefixOf(spec: KindSpec, model: string): string {
+  const i = spec.path.indexOf(ID);
+  if (i < 0) return keyOf(spec, model);
+  return "/" + spec.path.slice(0, i).map((s) => (s === MODEL ? model : s)).join("/") + "/";
+}
+
+/**
+ * What `key` is, or undefined for a key no kind describes. Matched segment by segment, literals
+ * before the model or id wildcard, so `/models/<m>/seq/task` is a sequence, not some id.
+ */
+export function classifyKey(key: string): ClassifiedKey | undefined {
+  if (!key.startsWith("/")) return undefined;
+  const parts = key.slice(1).split("/");
+  const candidates = BY_ROOT.get(parts[0]!);
+  if (!candidates) return undefined;
+  for (const spec of candidates) {
+    const m = match(spec.path, parts);
+    if (m) return { kind: spec, ...m };
+  }
+  return undefined;
+}
+
+function match(path: readonly Segment[], parts: string[]): { model?: string; id: string } | undefined {
+  let model: string | undefined;
+  for (let i = 0; i < path.length; i++) {
+    const seg = path[i]!;
+    if (seg === ID) {
+      const id = parts.slice(i).join("/");
+      return id === "" ? undefined : { ...(model !== undefined ? { model } : {}), id };
+    }
+    const part = parts[i];
+    if (part === undefined || part === "") return undefined;
+    if (seg === MODEL) model = part;
+    else if (seg !== part) return undefined;
+  }
+  return parts.length === path.length ? { ...(model !== undefined ? { model } : {}), id: "" } : undefined;
+}
+
+/** Kinds by their first segment, those with more literal segments first (they are more specific). */
+const BY_ROOT = new Map<string, KindSpec[]>();
+for (const spec of KINDS) {
+  const root = spec.path[0] as string;
+  const list = BY_ROOT.get(root) ?? [];
+  list.push(spec);
+  BY_ROOT.set(root, list);
+}
+for (const list of BY_ROOT.values()) list.sort((a, b) => literals(b) - literals(a));
+function literals(spec: KindSpec): number { return spec.path.filter((s) => typeof s === "string").length; }
+
+/** A relation-scope id `<relation>/<unit>` split. */
+export function scopeId(id: string): { relation: number; unit: string } {
+  const slash = id.indexOf("/");
+  return { relation: Number(id.slice(0, slash)), unit: id.slice(slash + 1) };
+}
+
+/** A task-queue id `<app>/<n>/<task>` split. */
+export function queueId(id: string): { unit: string; task: number } {
+  const slash = id.lastIndexOf("/");
+  return { unit: id.slice(0, slash), task: Number(id.slice(slash + 1)) };
+}

@@ -1,0 +1,99 @@
+/**
+ * The registry of document kinds: every key keys.ts builds is read back as the kind it is, with
+ * its model and id; sequences are not mistaken for ids; keys of no kind are not classified.
+ */
+import test from "ava";
+import { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, keys, prefixOf, queueId, scopeId } from "../controller";
+
+const M = "0b6f4c1e-7f0e-4d43-9d2a-3c8f9a1b2c3d";
+
+const cases: [string, string, string | undefined, string][] = [
+  [keys.controller, "controller-info", undefined, ""],
+  [keys.tokenKey, "token-key", undefined, ""],
+  [keys.user("alice"), "user", undefined, "alice"],
+  [keys.revokedToken("t1"), "revoked-token", undefined, "t1"],
+  [keys.modelName("demo"), "model-name", undefined, "demo"],
+  [keys.operator("sha256-ab"), "operator", undefined, "sha256-ab"],
+  [keys.operatorChunk("sha256-ab", 3), "operator-chunk", undefined, "sha256-ab/3"],
+  [keys.operatorUpload("sha256-ab"), "operator-upload", undefined, "sha256-ab"],
+  [keys.credential("c"), "credential", undefined, "c"],
+  [keys.enrolment("h"), "enrolment", undefined, "h"],
+  ["/cluster/config", "cluster-config", undefined, ""],
+  ["/cluster/members/r1", "cluster-member", undefined, "r1"],
+  ["/cluster/spares/h1", "cluster-spare", undefined, "h1"],
+  ["/cluster/keeper", "cluster-keeper", undefined, ""],
+  ["/cluster/replica-cloud", "cluster-replica-cloud", undefined, ""],
+  ["/cluster/leader", "cluster-leader", undefined, ""],
+  ["/cluster/replicas/r2", "cluster-replica", undefined, "r2"],
+  [keys.model(M), "model", M, ""],
+  [keys.app(M, "web"), "app", M, "web"],
+  [keys.unit(M, "web/0"), "unit", M, "web/0"],
+  [keys.unitStatus(M, "web/0"), "unit-status", M, "web/0"],
+  [keys.unitFailure(M, "web/0"), "unit-failure", M, "web/0"],
+  [keys.machine(M, "0"), "machine", M, "0"],
+  [keys.machineInfo(M, "0"), "machine-info", M, "0"],
+  [keys.machineInstall(M, "0"), "machine-install", M, "0"],
+  [keys.machineSeq(M), "machine-seq", M, ""],
+  [keys.relationSeq(M), "relation-seq", M, ""],
+  [keys.taskSeq(M), "task-seq", M, ""],
+  [keys.relation(M, 4), "relation", M, "4"],
+  [keys.scope(M, 4, "web/1"), "scope", M, "4/web/1"],
+  [keys.unitBag(M, 4, "web/1"), "relation-data", M, "4/unit/web/1"],
+  [keys.appBag(M, 4, "web"), "relation-data", M, "4/app/web"],
+  [keys.leader(M, "web"), "leader", M, "web"],
+  [keys.leaderData(M, "web"), "leader-data", M, "web"],
+  [keys.ports(M, "web/0"), "ports", M, "web/0"],
+  [keys.taskQueue(M, "web/0", 12), "task-queue", M, "web/0/0000000012"],
+  [keys.task(M, 12), "task", M, "0000000012"],
+  [keys.operation(M, 12), "operation", M, "0000000012"],
+  [keys.statusHistory(M, "web/0"), "status-history", M, "web/0"],
+  [keys.appStatus(M, "web"), "app-status", M, "web"],
+  [keys.access(M, "alice"), "access", M, "alice"],
+  [keys.presence(M, "0"), "presence", M, "0"],
+];
+
+for (const [key, kind, model, id] of cases) {
+  test(`${key.replace(M, "<m>")} is a ${kind}`, (t) => {
+    const c = classifyKey(key);
+    t.is(c?.kind.name as string | undefined, kind);
+    t.is(c?.model, model);
+    t.is(c?.id, id);
+    // And the registry builds the same key back.
+    t.is(keyOf(c!.kind, model ?? "", id), key);
+  });
+}
+
+test("keys of no kind, and truncated keys, are not classified", (t) => {
+  for (const key of ["/nothing/here", `/models/${M}/apps`, `/models/${M}/apps/`, `/models/${M}/seq/other`, "/controller/other", "models", "/", `/models//apps/web`]) {
+    t.is(classifyKey(key), undefined, key);
+  }
+});
+
+test("split ids, prefixes, and what an export carries", (t) => {
+  t.deepEqual(scopeId("4/web/1"), { relation: 4, unit: "web/1" });
+  t.deepEqual(queueId("web/0/0000000012"), { unit: "web/0", task: 12 });
+  t.is(prefixOf(KIND.app, M), `/models/${M}/apps/`);
+  t.is(prefixOf(KIND["task-seq"], M), keys.taskSeq(M));
+  t.is(prefixOf(KIND.task, M), keys.tasksOf(M));
+  t.true(MODEL_KINDS.every((k) => keyOf(k, M, "x").includes(M)));
+  // Every model kind either travels or says why not.
+  for (const k of MODEL_KINDS) t.true(k.exported === true || k.exported.length > 10, k.name);
+  const exported = new Set(EXPORTED_KINDS.map((k) => k.name));
+  t.false(exported.has("presence"));
+  t.true(exported.has("leader") && exported.has("relation-data") && exported.has("task-seq"));
+  t.is(new Set(KINDS.map((k) => k.name)).size, KINDS.length);
+});
+
+test("keys.ts builds, through the registry, exactly the layout stores already hold", (t) => {
+  t.deepEqual([
+    keys.revokedTokensPrefix, keys.modelPrefix("M"), keys.unitsOf("M", "web"), keys.relationsPrefix("M"), keys.scopePrefix("M", 3), keys.relationDataPrefix("M", 3),
+    keys.taskQueueOf("M", "web/0"), keys.tasksOf("M"), keys.operationsOf("M"), keys.statusHistoryOf("M"), keys.presencePrefix("M"),
+    keys.operatorChunks("h"), keys.operatorUploads, keys.credentialsPrefix, keys.enrolmentsPrefix,
+  ], [
+    "/revoked-tokens/", "/models/M/", "/models/M/units/web/", "/models/M/relations/", "/models/M/relation-scope/3/", "/models/M/relation-data/3/",
+    "/models/M/task-queue/web/0/", "/tasks/M/", "/operations/M/", "/status-history/M/", "/presence/M/",
+    "/blobs/operators/h/", "/blobs/operator-uploads/", "/credentials/", "/enrolments/",
+  ]);
+  t.is(keys.ports("M", "web/0"), "/models/M/unit-ports/web/0");
+  t.is(keys.taskQueue("M", "web/0", 5), "/models/M/task-queue/web/0/0000000005");
+});
