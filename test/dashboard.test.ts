@@ -164,3 +164,29 @@ test.serial("a unit whose hook fails shows the hook and its output; retrying fro
   t.deepEqual(d.problems, []);
   await d.context.close();
 });
+
+test.serial("the console pane runs the console as the logged-in user: status, and a refusal for what reads local files", async (t) => {
+  const d = await openDashboard(browser, address());
+  const { page } = d;
+  await logInThroughPage(page, "viewer", viewerPassword);
+  await page.click("a.nav-link:has-text('Console')");
+  await page.waitForSelector(".terminal .xterm");
+  const screen = (): Promise<string> => page.locator(".terminal .xterm-rows").innerText();
+  await eventually("the console's prompt", async () => /steward test> *$/m.test(await screen()), 60_000);
+  await page.click(".terminal");
+  await page.keyboard.type("status -m shop");
+  await page.keyboard.press("Enter");
+  await eventually("status in the pane", async () => /board\/0\*?\s+(active|error|maintenance)/.test(await screen()), 60_000);
+  await d.screenshot("console");
+  // The viewer may read but not write; the console says so rather than doing it.
+  await page.keyboard.type("config board message=from-the-viewer -m shop");
+  await page.keyboard.press("Enter");
+  await eventually("the refusal", async () => /viewer has read access to model shop/.test(await screen()), 60_000);
+  await page.keyboard.type("deploy ./somewhere -m shop");
+  await page.keyboard.press("Enter");
+  await eventually("deploy refused in the web console", async () => /local files|your own machine/.test(await screen()), 60_000);
+  t.not((await tc.admin.status("shop")).applications.board!.config.message, "from-the-viewer");
+  t.deepEqual(await cspViolations(page), [], "xterm's styles go through constructable sheets, not inline styles");
+  t.deepEqual(d.problems, []);
+  await d.context.close();
+});
