@@ -68,7 +68,8 @@ export function runCli(args: string[], context: Partial<StewardContext> = {}, op
     const stdin = context.stdin ?? process.stdin;
     const stdout = context.stdout ?? process.stdout;
     const terminal = env[WEB_CONSOLE_ENV.terminal] === "web" ? (require("./console/web-terminal") as typeof WebTerminalModule).WebTerminal.start(stdin, stdout) : undefined;
-    return runConsole({ stdin, stdout, stderr, env, cwd: context.cwd ?? process.cwd(), ...(opts.cliMain ? { cliMain: opts.cliMain } : {}), ...(terminal ? { terminal } : {}), restricted })
+    // One screen: errors on the same stream as the prompt, so that they cannot arrive after it.
+    return runConsole({ stdin, stdout, stderr: terminal ? stdout : stderr, env, cwd: context.cwd ?? process.cwd(), ...(opts.cliMain ? { cliMain: opts.cliMain } : {}), ...(terminal ? { terminal } : {}), restricted })
       .finally(() => terminal?.close());
   }
   if (restricted) {
