@@ -11,15 +11,16 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readFile, readdir, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import WebSocket from "ws";
-import type { ConsoleMessage } from "../api";
-import { CONSOLE_CLOSE_CODES, CONTROLLER_TLS_NAME, CSRF_HEADER, MAX_CONSOLE_FRAME_BYTES } from "../api";
+import type WebSocket from "ws";
+import { CONSOLE_CLOSE_CODES, CSRF_HEADER, MAX_CONSOLE_FRAME_BYTES } from "../api";
 import { COMMAND_NAMES, WEB_CONSOLE_COMMANDS, restrictedRefusal } from "../cli";
 import type { TestController } from "./harness/controller";
 import { allReady, operatorsDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { rawRequest } from "./harness/http";
 import { processesUnder } from "./harness/processes";
+import type { ConsoleRefusal, WebConsole } from "./harness/web-console";
+import { loginToken, openConsole as open } from "./harness/web-console";
 
 const WAIT_MS = 45_000;
 const dist = join(__dirname, "..");
@@ -47,59 +48,11 @@ test.afterEach.always(async () => {
   if (consolesDir) await noConsoleProcesses();
 });
 
-async function login(user: string, password: string, c = tc): Promise<string> {
-  const r = await rawRequest(c.addresses[0]!, c.caCert, "POST", "/v1/login", JSON.stringify({ user, password }));
-  if (r.status !== 200) throw new Error(`login as ${user}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body.token as string;
-}
+const login = (user: string, password: string, c = tc): Promise<string> => loginToken(c.addresses[0]!, c.caCert, user, password);
 
-interface WebConsole {
-  ws: WebSocket;
-  messages: ConsoleMessage[];
-  /** The output so far as a screen shows it, escape sequences and carriage returns removed. */
-  screen(): string;
-  /** Where the screen ends now, to wait for what comes after. */
-  mark(): number;
-  type(keys: string): void;
-  waitFor(what: RegExp, since?: number): Promise<void>;
-  closed: Promise<{ code: number; reason: string }>;
-}
-
-function connect(headers: Record<string, string>, c = tc, origin?: string): WebSocket {
-  return new WebSocket(`wss://${c.addresses[0]}/v1/console`, { ca: c.caCert, servername: CONTROLLER_TLS_NAME, headers, ...(origin ? { origin } : {}) } as WebSocket.ClientOptions);
-}
-
-/** Opens a console; rejects with the refusal (status and body) when the controller refuses it. */
+/** Opens a console on `c` (the shared controller by default), closed after the test whatever happens. */
 function openConsole(headers: Record<string, string>, c = tc, origin?: string): Promise<WebConsole> {
-  const ws = connect(headers, c, origin);
-  opened.add(ws);
-  const messages: ConsoleMessage[] = [];
-  let out = "";
-  ws.on("message", (data) => {
-    const m = JSON.parse(data.toString()) as ConsoleMessage;
-    messages.push(m);
-    if ("output" in m) out += m.output;
-  });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
-  const screen = (): string => out.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
-  const con: WebConsole = {
-    ws, messages, screen, closed,
-    mark: () => screen().length,
-    type: (keys) => ws.send(JSON.stringify({ input: keys })),
-    waitFor: (what, since = 0) => eventually(`the console to show ${what}`, () => what.test(screen().slice(since)), WAIT_MS).then(
-      () => undefined,
-      (err: Error) => { throw new Error(`${err.message}; it shows ${JSON.stringify(screen().slice(since).slice(-600))}`); },
-    ),
-  };
-  return new Promise((resolve, reject) => {
-    ws.once("open", () => resolve(con));
-    ws.once("unexpected-response", (_req, res) => {
-      let body = "";
-      res.on("data", (d: Buffer) => { body += d.toString(); });
-      res.on("end", () => reject(Object.assign(new Error(`refused: ${res.statusCode}`), { status: res.statusCode, body: JSON.parse(body) as { code: string; message: string } })));
-    });
-    ws.once("error", reject);
-  });
+  return open(c.addresses[0]!, c.caCert, headers, { ...(origin ? { origin } : {}), waitMs: WAIT_MS, onSocket: (ws) => opened.add(ws) });
 }
 
 const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
@@ -111,7 +64,9 @@ async function noConsoleProcesses(): Promise<void> {
 test.serial("status, use then a command, and refusals that say why; the home holds only the user's token and goes afterwards", async (t) => {
   const token = await login("admin", tc.adminPassword);
   const c = await openConsole(bearer(token));
-  await c.waitFor(/steward test> $/);
+  // Typed before the console is even there: the keys wait for it.
+  c.type("use con\r");
+  await c.waitFor(/using model con in this console\nsteward test:con> $/);
 
   const homes = await readdir(consolesDir);
   t.is(homes.length, 1);
@@ -123,8 +78,6 @@ test.serial("status, use then a command, and refusals that say why; the home hol
   t.like(cfg.controllers.test, { user: "admin", token, addresses: tc.addresses, caCert: tc.caCert });
   t.false("password" in cfg.controllers.test!, "never a password");
 
-  c.type("use con\r");
-  await c.waitFor(/using model con in this console\nsteward test:con> $/);
   let m = c.mark();
   c.type("status\r");
   await c.waitFor(/^board\/0\*?\s+active\s+idle/m, m);
@@ -205,7 +158,7 @@ test.serial("logging out ends the console, whether the dashboard's session (cook
   t.is(session.status, 200);
   const cookie = String(session.headers["set-cookie"]).split(";")[0]!;
   // A cookie alone is not enough: the upgrade must come from the controller's own page.
-  const foreign = await openConsole({ cookie }).then(() => undefined, (err: { status?: number }) => err);
+  const foreign = await openConsole({ cookie }).then(() => undefined, (err: ConsoleRefusal) => err);
   t.is(foreign?.status, 403);
 
   const c = await openConsole({ cookie }, tc, `https://${address}`);
@@ -247,11 +200,11 @@ test.serial("limits: a third console of one user is refused (429), and beyond th
   const admin = await login("admin", tc.adminPassword);
   const a1 = await openConsole(bearer(admin));
   const a2 = await openConsole(bearer(admin));
-  const third = await openConsole(bearer(admin)).then(() => undefined, (err: { status?: number; body?: { message: string } }) => err);
+  const third = await openConsole(bearer(admin)).then(() => undefined, (err: ConsoleRefusal) => err);
   t.is(third?.status, 429);
   t.regex(third?.body?.message ?? "", /user admin already has 2 consoles open on this controller, the most allowed: close one first/);
   const r1 = await openConsole(bearer(await login("reader", "reader-password-1")));
-  const over = await openConsole(bearer(await login("carol", "carol-password-1"))).then(() => undefined, (err: { status?: number; body?: { message: string } }) => err);
+  const over = await openConsole(bearer(await login("carol", "carol-password-1"))).then(() => undefined, (err: ConsoleRefusal) => err);
   t.is(over?.status, 503);
   t.regex(over?.body?.message ?? "", /already runs 3 consoles, its limit/);
   for (const c of [a1, a2, r1]) await c.waitFor(/steward test> $/);
@@ -266,7 +219,7 @@ test.serial("limits: a third console of one user is refused (429), and beyond th
 
 test.serial("frames a browser could send that are not the protocol get an error or a close; the controller goes on", async (t) => {
   const token = await login("admin", tc.adminPassword);
-  const unauthenticated = await openConsole({}).then(() => undefined, (err: { status?: number }) => err);
+  const unauthenticated = await openConsole({}).then(() => undefined, (err: ConsoleRefusal) => err);
   t.is(unauthenticated?.status, 401);
   const cases: [string, string | Buffer, number][] = [
     ["binary", Buffer.from([0, 1, 2, 3]), CONSOLE_CLOSE_CODES.binary],

@@ -70,6 +70,9 @@ class Console {
         completeWords(s.words, current, this.sources, true).then((c) => done(null, [c.map((x) => x + " "), current]), () => done(null, [[], current]));
       },
     });
+    // Lines typed before the first prompt (a browser's keys arrive as soon as the socket opens)
+    // are emitted at once: the iterator must exist before anything is awaited, or they are lost.
+    const lines = rl[Symbol.asyncIterator]();
     if (this.interactive) {
       rl.on("history", (h: string[]) => { void this.saveHistory(h); });
       // At the prompt Ctrl-C drops the line typed so far, as a shell does; Ctrl-D (or exit) leaves.
@@ -79,8 +82,8 @@ class Console {
       this.o.stdout.write("Steward console: type commands without `steward` (help lists them); `use MODEL` picks a model for this console;\ntab completes; Ctrl-C cancels a running command; Ctrl-D or exit leaves.\n");
       await this.prompt(rl);
     }
-    for await (const line of rl) {
-      if (!(await this.handle(line, rl))) break;
+    for (let next = await lines.next(); !next.done; next = await lines.next()) {
+      if (!(await this.handle(next.value, rl))) break;
       if (this.interactive) await this.prompt(rl);
     }
     rl.close();

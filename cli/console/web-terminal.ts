@@ -47,7 +47,7 @@ export class WebTerminal {
     process.on("SIGINT", () => undefined);
     keys.setEncoding("utf8");
     keys.on("data", (d: string) => t.keystrokes(d));
-    keys.once("end", () => { t.input.end(); t.control?.destroy(); });
+    keys.once("end", () => t.hangUp());
     if (hasFd(WEB_CONSOLE_CONTROL_FD)) t.readControl(new Socket({ fd: WEB_CONSOLE_CONTROL_FD, readable: true, writable: false }));
     return t;
   }
@@ -57,6 +57,17 @@ export class WebTerminal {
     this.keys?.destroy();
     this.control?.destroy();
     this.input.end();
+  }
+
+  /**
+   * The keys ended: the controller closed the session, or died. As a terminal's hang-up does, a
+   * running command is ended with the console (it could otherwise follow a log for as long as the
+   * token lasts, with nobody reading); at the prompt the console just ends.
+   */
+  private hangUp(): void {
+    this.input.end();
+    this.control?.destroy();
+    if (this.running) try { process.kill(0, "SIGHUP"); } catch { /* the group is gone */ }
   }
 
   /** A command started: keys now wait, and Ctrl-C interrupts it. */
