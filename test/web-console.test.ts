@@ -152,7 +152,7 @@ test.serial("a user with read access sees the model but cannot change its config
   await noConsoleProcesses();
 });
 
-test.serial("logging out ends the console, whether the dashboard's session (cookie) or a Bearer token", async (t) => {
+test.serial("logging out ends the console, whether the dashboard's session (cookie) or a Bearer token; so does a password change", async (t) => {
   const address = tc.addresses[0]!;
   const session = await rawRequest(address, tc.caCert, "POST", "/v1/session", JSON.stringify({ user: "admin", password: tc.adminPassword }));
   t.is(session.status, 200);
@@ -180,6 +180,13 @@ test.serial("logging out ends the console, whether the dashboard's session (cook
   t.is((await rawRequest(address, tc.caCert, "POST", "/v1/logout", undefined, bearer(token))).status, 204);
   t.is((await b.closed).code, CONSOLE_CLOSE_CODES.tokenEnded);
   await noConsoleProcesses();
+
+  // A password change ends every token the user held, and so their consoles.
+  const carol = await openConsole(bearer(await login("carol", "carol-password-1")));
+  await carol.waitFor(/steward test> $/);
+  await tc.admin.changePassword("carol", "carol-password-2");
+  t.is((await carol.closed).code, CONSOLE_CLOSE_CODES.tokenEnded);
+  await noConsoleProcesses();
 });
 
 test.serial("closing the socket ends the console and the command it runs, and removes its home", async (t) => {
@@ -204,7 +211,7 @@ test.serial("limits: a third console of one user is refused (429), and beyond th
   t.is(third?.status, 429);
   t.regex(third?.body?.message ?? "", /user admin already has 2 consoles open on this controller, the most allowed: close one first/);
   const r1 = await openConsole(bearer(await login("reader", "reader-password-1")));
-  const over = await openConsole(bearer(await login("carol", "carol-password-1"))).then(() => undefined, (err: ConsoleRefusal) => err);
+  const over = await openConsole(bearer(await login("carol", "carol-password-2"))).then(() => undefined, (err: ConsoleRefusal) => err);
   t.is(over?.status, 503);
   t.regex(over?.body?.message ?? "", /already runs 3 consoles, its limit/);
   for (const c of [a1, a2, r1]) await c.waitFor(/steward test> $/);
