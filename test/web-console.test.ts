@@ -259,10 +259,10 @@ test.serial("frames a browser could send that are not the protocol get an error 
 });
 
 test.serial("no input for the idle time ends a console; so does the token's expiry", async (t) => {
-  const small = await startTestController({ consoles: { idleMs: 2000 }, tokenLifetimeSeconds: 8 });
+  const small = await startTestController({ consoles: { idleMs: 3000 }, tokenLifetimeSeconds: 10 });
   try {
     const idle = await openConsole(bearer(await login("admin", small.adminPassword, small)), small);
-    await idle.waitFor(/steward test> $/);
+    // Not waiting for its prompt: on a loaded machine the idle time may pass before it shows.
     const closed = await idle.closed;
     t.is(closed.code, CONSOLE_CLOSE_CODES.idle);
     t.regex(JSON.stringify(idle.messages.at(-1)), /without input/);
