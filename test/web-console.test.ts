@@ -94,10 +94,12 @@ test.serial("status, use then a command, and refusals that say why; the home hol
   await c.waitFor(/ERROR add-machine ssh:root@10\.0\.0\.9: ssh: hosts need a private key/, m);
   m = c.mark();
   c.type("bootstrap\r");
-  await c.waitFor(/ERROR bootstrap needs the steward CLI on your own machine: it reads local files and starts processes/, m);
+  await c.waitFor(/ERROR bootstrap needs the steward CLI on your own machine: it reads local files and starts processes\nsteward test:con> $/, m);
 
-  // A new size is taken without complaint, and the console goes on.
+  // A new size reaches the console's line editor, which redraws the prompt for it (nothing typed).
+  m = c.mark();
   c.ws.send(JSON.stringify({ resize: { cols: 120, rows: 40 } }));
+  await c.waitFor(/^steward test:con> $/, m);
   m = c.mark();
   c.type("show-unit board/0 --format json\r");
   await c.waitFor(/"name": "board\/0"/, m);
