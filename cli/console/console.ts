@@ -50,6 +50,8 @@ class Console {
   /** The model chosen with `use` (this console only). */
   private model?: string;
   private failed = false;
+  private historyToSave?: string[];
+  private savingHistory = false;
   private readonly home: string;
   private readonly sources: ControllerSources;
   private readonly interactive: boolean;
@@ -74,7 +76,7 @@ class Console {
     // are emitted at once: the iterator must exist before anything is awaited, or they are lost.
     const lines = rl[Symbol.asyncIterator]();
     if (this.interactive) {
-      rl.on("history", (h: string[]) => { void this.saveHistory(h); });
+      rl.on("history", (h: string[]) => this.historyChanged(h));
       // At the prompt Ctrl-C drops the line typed so far, as a shell does; Ctrl-D (or exit) leaves.
       rl.on("SIGINT", () => { this.o.stdout.write("^C\n"); rl.write(null, { ctrl: true, name: "u" }); void this.prompt(rl); });
       // Without a listener readline stops the whole process on Ctrl-Z, and in the web console nothing could continue it.
@@ -184,6 +186,23 @@ class Console {
   private async loadHistory(): Promise<string[]> {
     const text = await readFile(join(this.home, HISTORY_FILE), "utf8").catch(() => "");
     return text.split("\n").filter(Boolean).reverse().slice(0, HISTORY_SIZE);
+  }
+
+  /**
+   * One save at a time, of the newest history: a paste of thousands of lines would otherwise start
+   * a write of the whole history per line (hundreds of MB held at once).
+   */
+  private historyChanged(newestFirst: string[]): void {
+    this.historyToSave = [...newestFirst];
+    if (this.savingHistory) return;
+    this.savingHistory = true;
+    void (async () => {
+      for (let h = this.historyToSave; h; h = this.historyToSave) {
+        this.historyToSave = undefined;
+        await this.saveHistory(h);
+      }
+      this.savingHistory = false;
+    })();
   }
 
   private async saveHistory(newestFirst: string[]): Promise<void> {

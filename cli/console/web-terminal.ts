@@ -19,6 +19,17 @@ import { WEB_CONSOLE_CONTROL_FD } from "../../api/core";
 
 /** Keys typed while a command runs that are kept for the prompt; beyond it they are dropped. */
 const MAX_TYPEAHEAD = 4096;
+/**
+ * Output the screen may have waiting before keys are no longer read. Writes to a pipe never block
+ * in Node: without this, keys typed (echoed) into a browser that reads nothing would pile up here
+ * without end. Not reading keys fills our stdin, which the controller answers by reading no more
+ * frames from the browser.
+ */
+// Small: the line editor echoes each key with a write of its own, and every write waiting costs far
+// more than its byte (a MiB of echo waiting held ~150 MB).
+const MAX_PENDING_OUTPUT = 64 * 1024;
+/** Keys the line editor has not taken yet (a paste) before keys are no longer read. */
+const MAX_PENDING_KEYS = 64 * 1024;
 /** A control line longer than this is not a resize message: dropped. */
 const MAX_CONTROL_LINE = 1024;
 
@@ -82,6 +93,20 @@ export class WebTerminal {
   }
 
   private keystrokes(d: string): void {
+    this.route(d);
+    this.throttle();
+  }
+
+  /** Stops reading keys while the screen or the line editor is behind; reads again once both caught up. */
+  private throttle(): void {
+    const behind = this.output.writableLength > MAX_PENDING_OUTPUT ? this.output : this.input.writableLength > MAX_PENDING_KEYS ? this.input : undefined;
+    if (!behind) { if (this.keys?.isPaused()) this.keys.resume(); return; }
+    if (this.keys?.isPaused()) return;
+    this.keys?.pause();
+    behind.once("drain", () => { this.keys?.resume(); this.throttle(); });
+  }
+
+  private route(d: string): void {
     if (!this.running) { this.input.write(d); return; }
     const at = d.lastIndexOf("\u0003");
     if (at < 0) { this.typeahead = (this.typeahead + d).slice(0, MAX_TYPEAHEAD); return; }

@@ -33,6 +33,9 @@ import { answerHandshakeErrors } from "../server/upgrades";
 
 type User = Extract<Principal, { kind: "user" }>;
 
+/** The console process's V8 heap limit; it needs ~50 MB, keys pasted faster than shown included. */
+const CONSOLE_HEAP_MB = 128;
+
 export interface ConsoleSessionOptions {
   cache: StateCache;
   log: Logger;
@@ -158,7 +161,8 @@ export class ConsoleSessionHub {
     // The socket closed meanwhile: nothing to start.
     if (s.ended) { await rm(home, { recursive: true, force: true }); return; }
     s.home = home;
-    const child = (s.child = spawn(process.execPath, [this.o.cliMain!], {
+    // A bounded heap: whatever a browser sends, a console costs this host a known amount of memory.
+    const child = (s.child = spawn(process.execPath, [`--max-old-space-size=${CONSOLE_HEAP_MB}`, this.o.cliMain!], {
       cwd: home,
       // A process group of its own (one kill ends the console and whatever it runs), and none of the
       // controller's environment: only what a terminal session needs.
