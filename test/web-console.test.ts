@@ -10,6 +10,7 @@ import test from "ava";
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, readdir, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import type { Writable } from "node:stream";
 import { join } from "node:path";
 import type WebSocket from "ws";
 import { CONSOLE_CLOSE_CODES, CSRF_HEADER, MAX_CONSOLE_FRAME_BYTES } from "../api";
@@ -299,6 +300,43 @@ test("the CLI bundle runs its console's commands through itself; a restricted co
   const direct = await run(join(dist, "cli", "main.js"), ["add-credential", "x", "--substrate", "ssh", "--file", "/etc/shadow"], "");
   t.is(direct.code, 1);
   t.regex(direct.stderr, /ERROR add-credential needs the steward CLI on your own machine: it reads the credential from local files/);
+});
+
+test("keys pasted faster than the screen is read are not read either: the console's memory stays bounded", async (t) => {
+  const home = await mkdtemp(join(tmpdir(), "steward-webconsole-"));
+  // The heap as the controller bounds it, halved: piling up echo in memory would end the console.
+  const p = spawn(process.execPath, ["--max-old-space-size=64", join(dist, "cli", "main.js")], {
+    detached: true, stdio: ["pipe", "pipe", "pipe", "pipe"], env: { PATH: process.env.PATH, STEWARD_HOME: home, STEWARD_CONSOLE_TERMINAL: "web" },
+  });
+  t.teardown(() => { try { process.kill(-p.pid!, "SIGKILL"); } catch { /* gone */ } });
+  let out = "", err = "";
+  p.stdout.setEncoding("utf8").on("data", (d: string) => { out += d; });
+  p.stderr.on("data", (d: Buffer) => { err += d.toString(); });
+  p.stdin.on("error", () => undefined);
+  const exited = new Promise<number | null>((resolve) => p.once("exit", (code) => resolve(code)));
+  await eventually("the prompt", () => /steward \(no controller\)> /.test(out), WAIT_MS);
+  // Wide enough that no line wraps (a wrapped line is redrawn, not echoed in one piece).
+  const before = out.length;
+  (p.stdio[3] as Writable).write(`${JSON.stringify({ resize: { cols: 1000, rows: 50 } })}\n`);
+  await eventually("the prompt redrawn for the new width", () => out.length > before, WAIT_MS);
+  p.stdout.pause(); // a browser that reads nothing
+  const lines = 30_000;
+  const line = `# ${"x".repeat(97)}\r`;
+  for (let i = 0; i < lines; i += 500) p.stdin.write(line.repeat(500));
+  let last = -1;
+  await eventually("the console to stop taking keys", () => {
+    const now = p.stdin.writableLength;
+    const stalled = now === last;
+    last = now;
+    return stalled || p.exitCode !== null;
+  }, 60_000, 1000);
+  t.is(p.exitCode, null, `the console is alive: ${err.slice(0, 300)}`);
+  t.true(p.stdin.writableLength > lines * line.length / 2, "most keys wait outside the console");
+  p.stdout.resume();
+  await eventually("every key taken", () => p.stdin.writableLength === 0, 90_000, 200);
+  p.stdin.write("exit\r");
+  t.is(await exited, 0, err.slice(0, 300));
+  t.true(out.split("\r\n").length - 1 >= lines, "every line was taken (the line editor ends each with \\r\\n)");
 });
 
 test("the allow-list: every command is either allowed or refused with its reason; local files and paths are refused within allowed ones", (t) => {
