@@ -26,6 +26,7 @@ export * from "./constraints";
 export { AGENT_CONFIG_FILE, agentConfigText, parseAgentConfig } from "./agent-config";
 export type { AgentConfig } from "./agent-config";
 export * from "./wire";
+export { WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "./dashboard";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions } from "./node/client";
 export const STEWARD_VERSION = "0.1.0";

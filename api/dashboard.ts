@@ -80,3 +80,52 @@ export function applyModelPatch(doc: ModelStatus, patch: ModelPatch): ModelStatu
   }
   return { model: patch.model, applications, machines, integrations: patch.integrations ?? doc.integrations, timestamp: patch.timestamp };
 }
+
+/*
+ * The console pane: `/v1/console`, a WebSocket on which the controller runs the console shell
+ * (`steward` with no arguments) as the logged-in user, restricted to commands that talk to the
+ * controller. Frames are JSON text both ways.
+ */
+
+/** Most bytes one frame from the page may have; a longer paste goes in several `input` frames. */
+export const MAX_CONSOLE_FRAME_BYTES = 64 * 1024;
+
+/** Page → controller: keystrokes as typed (UTF-8 text, escape sequences as xterm.js sends them), or the terminal's new size. */
+export type ConsoleRequest = { input: string } | { resize: { cols: number; rows: number } };
+
+/**
+ * Controller → page: what the console wrote (terminal text: escape sequences, newlines as `\r\n`);
+ * `exit` once, with the console's exit code, just before the socket closes; `error` when a frame was
+ * refused or the console could not start, just before the socket closes.
+ */
+export type ConsoleMessage = { output: string } | { exit: number } | { error: WireError };
+
+/** How `/v1/console` closes; the reason says more. */
+export const CONSOLE_CLOSE_CODES = {
+  /** The console exited (exit, Ctrl-D); `exit` came first. */
+  exited: 1000,
+  /** The controller is stopping. */
+  shutdown: 1001,
+  /** A binary frame: send JSON text. */
+  binary: 1003,
+  /** A frame that is not one of {@link ConsoleRequest}. */
+  malformed: 1008,
+  /** A frame over {@link MAX_CONSOLE_FRAME_BYTES}. */
+  tooBig: 1009,
+  internal: 1011,
+  /** The session's token expired or was revoked (logout, password change): log in again. */
+  tokenEnded: 4401,
+  /** No input for the idle time (30 minutes by default): open a new console. */
+  idle: 4408,
+} as const;
+
+/** What the controller starts the console with (shared with the CLI, which reads them). */
+export const WEB_CONSOLE_ENV = {
+  /** `web`: the console's pipes are a terminal (keys in, screen out), its size on {@link WEB_CONSOLE_CONTROL_FD}. */
+  terminal: "STEWARD_CONSOLE_TERMINAL",
+  /** `1`: only commands that talk to the controller (it runs on a controller host). */
+  restricted: "STEWARD_CONSOLE_RESTRICTED",
+} as const;
+
+/** The console's file descriptor for `{"resize":{"cols":n,"rows":n}}` lines from the controller. */
+export const WEB_CONSOLE_CONTROL_FD = 3;

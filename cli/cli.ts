@@ -1,9 +1,12 @@
 /** The `steward` command line: every command, listed once. */
 import { Builtins, Cli } from "clipanion";
-import { STEWARD_VERSION } from "../api/core";
+import { STEWARD_VERSION, WEB_CONSOLE_ENV } from "../api/core";
 import type { StewardContext } from "./context";
 import type { CommandClass } from "clipanion";
 import type * as Console from "./console/console";
+import type * as Restricted from "./console/restricted";
+import type * as WebTerminalModule from "./console/web-terminal";
+
 
 /**
  * Every command, in the order `steward help` lists them; each lives in commands/<name>.ts with
@@ -49,12 +52,29 @@ function namedCommand(args: string[]): (typeof COMMAND_NAMES)[number] | undefine
 
 /**
  * Runs the CLI with `args` and returns its exit code (used by main and by tests in-process). No
- * arguments start the console (console/console.ts).
+ * arguments start the console (console/console.ts); `cliMain` is the script the console runs each
+ * command with (main.js passes itself, so a bundle runs itself).
+ *
+ * With `STEWARD_CONSOLE_TERMINAL=web` the console takes its pipes for a terminal, and with
+ * `STEWARD_CONSOLE_RESTRICTED=1` (the web console, on a controller host) only commands that talk to
+ * the controller run: the console refuses the others and each command checks its own words again.
  */
-export function runCli(args: string[], context: Partial<StewardContext> = {}): Promise<number> {
+export function runCli(args: string[], context: Partial<StewardContext> = {}, opts: { cliMain?: string } = {}): Promise<number> {
+  const env = context.env ?? process.env;
+  const restricted = env[WEB_CONSOLE_ENV.restricted] === "1";
+  const stderr = context.stderr ?? process.stderr;
   if (args.length === 0) {
     const { runConsole } = require("./console/console") as typeof Console;
-    return runConsole({ stdin: context.stdin ?? process.stdin, stdout: context.stdout ?? process.stdout, stderr: context.stderr ?? process.stderr, env: context.env ?? process.env, cwd: context.cwd ?? process.cwd() });
+    const stdin = context.stdin ?? process.stdin;
+    const stdout = context.stdout ?? process.stdout;
+    const terminal = env[WEB_CONSOLE_ENV.terminal] === "web" ? (require("./console/web-terminal") as typeof WebTerminalModule).WebTerminal.start(stdin, stdout) : undefined;
+    // One screen: errors on the same stream as the prompt, so that they cannot arrive after it.
+    return runConsole({ stdin, stdout, stderr: terminal ? stdout : stderr, env, cwd: context.cwd ?? process.cwd(), ...(opts.cliMain ? { cliMain: opts.cliMain } : {}), ...(terminal ? { terminal } : {}), restricted })
+      .finally(() => terminal?.close());
+  }
+  if (restricted) {
+    const refused = (require("./console/restricted") as typeof Restricted).restrictedRefusal(args);
+    if (refused) { stderr.write(`ERROR ${refused}\n`); return Promise.resolve(1); }
   }
   const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
   return buildCli({ colors: tty, only: namedCommand(args) }).run(args, {

@@ -4,6 +4,7 @@
  */
 export { buildCli, runCli, allCommands, COMMAND_NAMES } from "./cli";
 export { lineWords, splitWords } from "./console/words";
+export { WEB_CONSOLE_COMMANDS, restrictedRefusal } from "./console/restricted";
 export type { StewardContext } from "./context";
 export { loadModelFile } from "./model-file";
 export { planChanges, describePlan } from "./plan";

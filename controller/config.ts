@@ -35,7 +35,7 @@ export interface OperatorStorageConfig {
   unusedGraceSeconds?: number;
 }
 
-export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerFiles, dataFiles, enrolmentFiles, findOnPath } from "../substrates";
+export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CLI_BUNDLE, cliEntry, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerFiles, dataFiles, enrolmentFiles, findOnPath } from "../substrates";
 
 /** The host (no port, no brackets) other hosts reach this replica at. */
 export function advertisedHost(config: ControllerConfig): string {

@@ -20,7 +20,7 @@ import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, ReplicaHostChain, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending } from "./cluster";
 import type { ControllerConfig, OperatorStorageConfig } from "./config";
-import { AGENT_BUNDLE, dataFiles, readControllerConfig } from "./config";
+import { AGENT_BUNDLE, CLI_BUNDLE, cliEntry, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 import type { LoginLimiterOptions } from "./server/login-limiter";
@@ -36,6 +36,8 @@ import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
 import { describeController } from "./server/summaries";
 import { LiveFeedHub } from "./dashboard/live-feed";
+import { ConsoleSessionHub, findCli } from "./dashboard/console-sessions";
+import type { ConsoleSessionOptions } from "./dashboard/console-sessions";
 import { registerDashboard } from "./dashboard/static-routes";
 import { Sealer } from "./security/sealing";
 import { ActionOps, CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, EnrolmentOps, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
@@ -91,6 +93,13 @@ export interface ControllerOptions {
   onStoodDown?: (why: string) => void;
   /** Overrides the configured operator storage (quota, grace before unused ones are deleted). */
   operators?: OperatorStorageConfig;
+  /**
+   * The CLI the dashboard's console pane runs.
+   * @default the build's dist/cli/main.js, else the bundle shipped beside the controller's (cli-bundle/main.js)
+   */
+  cliMain?: string;
+  /** Overrides the console pane's limits (consoles per user and per replica, idle time, output buffered). */
+  consoles?: Pick<ConsoleSessionOptions, "maxPerUser" | "maxSessions" | "idleMs" | "maxBufferedBytes">;
 }
 
 /** This replica was removed from the cluster (replaced while it was away): it must not serve. */
@@ -111,6 +120,7 @@ export class Controller {
   private hub?: AgentHub;
   private watchHub?: StatusWatchHub;
   private liveFeeds?: LiveFeedHub;
+  private consoles?: ConsoleSessionHub;
   private local?: LocalSubstrate;
   private cloud?: CloudProvisioner;
   private replicaCloud?: CloudReplicaHosts;
@@ -270,8 +280,13 @@ export class Controller {
     this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);
     this.liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses), unitFailure: (model, unit) => ops.unitFailure(model, unit) });
+    const cliMain = this.opts.cliMain ?? findCli([cliEntry(), CLI_BUNDLE]);
+    this.consoles = new ConsoleSessionHub({
+      cache, log: this.log, controllerName: this.config.name, caCert, controllerAddresses: () => this.addresses, homesDir: join(dataDir, dataFiles.consoles),
+      ...(cliMain ? { cliMain } : {}), ...this.opts.consoles,
+    });
     registerDashboard(http, { log: this.log });
-    installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, live: this.liveFeeds, log: this.log });
+    installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, live: this.liveFeeds, consoles: this.consoles, log: this.log });
     const port = this.opts.port ?? this.config.listen.port;
     await http.listen({ host: this.config.listen.host, port }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === "EADDRINUSE") throw new StewardError("unavailable", `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`);
@@ -423,6 +438,7 @@ export class Controller {
     this.hub?.close();
     this.watchHub?.close();
     this.liveFeeds?.close();
+    this.consoles?.close();
     await this.http?.close();
     if (this.leaseId) await this.store.revokeLease(this.leaseId).catch(() => undefined);
     this.cache?.stop();

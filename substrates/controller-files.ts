@@ -30,6 +30,8 @@ export const dataFiles = {
   haPending: "ha-pending.json",
   /** Present once this replica found it was replaced: it then stays down. */
   stoodDown: "stood-down",
+  /** The dashboard's consoles' temporary STEWARD_HOMEs (0700; emptied when the controller starts). */
+  consoles: "consoles",
 };
 
 /**
@@ -49,6 +51,11 @@ export const AGENT_BUNDLE = {
 /** The controller as shipped to remote hosts (bootstrap over SSH): one bundled script. */
 export const CONTROLLER_BUNDLE = join(DIST, "controller-bundle", "main.js");
 
+/** The CLI as shipped beside the controller (the dashboard's console pane runs it): one bundled script. */
+export const CLI_BUNDLE = join(DIST, "cli-bundle", "main.js");
+/** The CLI's entry point in this build (a checkout has it; an installed host has only the bundle). */
+export const cliEntry = (): string => join(DIST, "cli", "main.js");
+
 /** The controller's entry point in this build (local bootstrap runs it unbundled). */
 export const controllerEntry = (): string => join(DIST, "controller", "main.js");
 /** The process that restarts a local controller when it dies (controller/supervisor.ts). */
@@ -58,7 +65,7 @@ export const supervisorEntry = (): string => join(DIST, "controller", "superviso
 export function controllerFiles(): ControllerFiles {
   const etcd = findOnPath("etcd");
   return {
-    controller: CONTROLLER_BUNDLE, agentMain: AGENT_BUNDLE.main, toolClient: AGENT_BUNDLE.toolClient,
+    controller: CONTROLLER_BUNDLE, agentMain: AGENT_BUNDLE.main, toolClient: AGENT_BUNDLE.toolClient, cliMain: CLI_BUNDLE,
     protoDir: join(DIST, "proto"), nodeBinary: process.execPath, ...(etcd ? { etcdBinary: etcd } : {}),
   };
 }
@@ -80,7 +87,7 @@ export function enrolmentFiles(): Map<string, string> {
   const f = controllerFiles();
   const protos = readdirSync(f.protoDir).filter((p) => p.endsWith(".proto")).sort();
   return new Map([
-    ["agent-bundle/main.js", f.agentMain], ["agent-bundle/tool-client.js", f.toolClient], ["controller-bundle/main.js", f.controller],
+    ["agent-bundle/main.js", f.agentMain], ["agent-bundle/tool-client.js", f.toolClient], ["controller-bundle/main.js", f.controller], ["cli-bundle/main.js", f.cliMain],
     ...protos.map((p): [string, string] => [`proto/${p}`, join(f.protoDir, p)]),
     ["node", f.nodeBinary], ...(f.etcdBinary ? [["etcd", f.etcdBinary] as [string, string]] : []),
   ]);

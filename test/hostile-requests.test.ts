@@ -20,7 +20,8 @@ let tc: TestController;
 let token: string;
 let agentAuth: string;
 test.before(async () => {
-  tc = await startTestController();
+  // Consoles (/v1/console) are fuzzed too, more of them at once than one user may normally open.
+  tc = await startTestController({ consoles: { maxPerUser: 50, maxSessions: 50 } });
   token = await tc.admin.login();
   // "keep" is never among the generated names, so no generated write can remove it.
   const { uuid } = await tc.admin.createModel("keep");
@@ -131,7 +132,8 @@ test("malformed request lines and headers are answered 4xx and the controller li
 test("hostile WebSocket upgrades are answered 4xx in our shape and the controller lives", async (t) => {
   const r = prng(SEED + 1);
   const paths = ["/v1/agent", "/v1/models/keep/watch", "/v1/models/%/watch", "/v1/models/%zz/watch", "/v1/models/%00/watch", "/v1/models/%E0%A4%A/watch",
-    `/v1/models/${"a".repeat(20_000)}/watch`, "/v1/models/../watch", "/v1/models/keep/watch/../x", "/v1/agent?%", "/v1/nothing", "/v1/models//watch", "*"];
+    `/v1/models/${"a".repeat(20_000)}/watch`, "/v1/models/../watch", "/v1/models/keep/watch/../x", "/v1/agent?%", "/v1/nothing", "/v1/models//watch", "*",
+    "/v1/console", "/v1/console?%", "/v1/console/../agent"];
   const mutations: readonly { headers?: Record<string, string>; method?: string }[] = [
     {}, { headers: { "sec-websocket-key": "short" } }, { headers: { "sec-websocket-version": "99" } }, { headers: { upgrade: "h2c" } },
     { method: "POST" }, { headers: { "sec-websocket-extensions": "permessage-deflate; server_max_window_bits=99" } }, { headers: { "sec-websocket-protocol": "\u00ff" } },
@@ -153,7 +155,7 @@ test("hostile WebSocket upgrades are answered 4xx in our shape and the controlle
   await assertAlive(t, "hostile upgrades");
 });
 
-test("bad WebSocket frames on the agent socket and a status watch leave the controller alive", async (t) => {
+test("bad WebSocket frames on the agent socket, a status watch and a console leave the controller alive", async (t) => {
   const r = prng(SEED + 2);
   const text = (s: string): Buffer => Buffer.from(s);
   const frames: readonly Buffer[] = [
@@ -178,6 +180,7 @@ test("bad WebSocket frames on the agent socket and a status watch leave the cont
   const targets = [
     { path: "/v1/agent", authorization: `Agent ${agentAuth}` },
     { path: "/v1/models/keep/watch", authorization: `Bearer ${token}` },
+    { path: "/v1/console", authorization: `Bearer ${token}` },
   ];
   const violations: string[] = [];
   for (let i = 0; i < 40; i++) {

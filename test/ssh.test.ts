@@ -19,6 +19,8 @@ import { SUDO_USER, TestLab } from "./harness/hosts";
 import { eventually } from "./harness/eventually";
 import { operatorsDir } from "./harness/controller";
 import { cliRunner } from "./harness/cli";
+import { loginToken, openConsole } from "./harness/web-console";
+import { loadClientConfig } from "../cli";
 
 const run = promisify(execFile);
 const root = process.getuid?.() === 0;
@@ -250,6 +252,16 @@ ssh("a controller bootstrapped on a host over SSH is driven from the CLI", async
   t.is(deploy.code, 0, deploy.stdout + deploy.stderr);
   const status = JSON.parse((await steward("status", "--format", "json")).stdout) as { applications: Record<string, { units: Record<string, { workload: { current: string } }> }> };
   t.is(status.applications.motd!.units["motd/0"]!.workload.current, "active");
+  // The dashboard's console pane there runs the CLI bundle shipped beside the controller's.
+  const entry = (await loadClientConfig(home)).controllers.remote!;
+  const token = await loginToken(entry.addresses[0]!, entry.caCert, entry.user, entry.password!);
+  const pane = await openConsole(entry.addresses[0]!, entry.caCert, { authorization: `Bearer ${token}` });
+  try {
+    pane.type("status -m far\r");
+    await pane.waitFor(/^motd\/0\*?\s+active\s+idle/m);
+  } finally {
+    pane.ws.close();
+  }
   // Bootstrapping again where a controller runs changes nothing and says what to do.
   const again = await steward("bootstrap", `ssh:root@${c.ip}`, "remote2", "--key-file", keyFile, "--host-key", c.hostKeyFingerprint);
   t.is(again.code, 1);

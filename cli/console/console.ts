@@ -4,7 +4,9 @@
  * tab (commands, options, models, applications, units), splits words as a shell does, and `use
  * MODEL` picks a model for this console only (the controller's current model is left alone). Each
  * command runs as its own process, exactly as from a shell: Ctrl-C cancels it and the console stays.
- * With input from a pipe it runs each line in turn and exits 1 if any failed.
+ * With input from a pipe it runs each line in turn and exits 1 if any failed. Behind the dashboard's
+ * console pane it runs on pipes as a terminal (web-terminal.ts) and, restricted, runs only what
+ * talks to the controller (restricted.ts).
  */
 import { spawn } from "node:child_process";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
@@ -15,7 +17,9 @@ import { sanitizeForTerminal } from "../../api/core";
 import { loadClientConfig, stewardHome } from "../client-config";
 import { COMMAND_NAMES } from "../cli";
 import { completeWords } from "./completion";
+import { restrictedRefusal } from "./restricted";
 import { ControllerSources } from "./sources";
+import type { WebTerminal } from "./web-terminal";
 import { lineWords, splitWords } from "./words";
 
 export interface ConsoleOptions {
@@ -24,8 +28,15 @@ export interface ConsoleOptions {
   stderr: Writable;
   env: NodeJS.ProcessEnv;
   cwd: string;
-  /** The CLI's entry, run for each command. @default main.js beside this folder */
+  /**
+   * The CLI's entry, run for each command (main.ts passes its own file: inside a bundle, files
+   * beside this one do not exist). @default main.js beside this folder (the unbundled build)
+   */
   cliMain?: string;
+  /** Keys and screen are pipes to the web console: a terminal all the same. */
+  terminal?: WebTerminal;
+  /** Only commands that talk to the controller (the web console on a controller host). */
+  restricted?: boolean;
 }
 
 const HISTORY_FILE = "console-history";
@@ -39,6 +50,8 @@ class Console {
   /** The model chosen with `use` (this console only). */
   private model?: string;
   private failed = false;
+  private historyToSave?: string[];
+  private savingHistory = false;
   private readonly home: string;
   private readonly sources: ControllerSources;
   private readonly interactive: boolean;
@@ -46,28 +59,33 @@ class Console {
   constructor(private readonly o: ConsoleOptions) {
     this.home = stewardHome(o.env);
     this.sources = new ControllerSources(this.home, o.env, () => this.model);
-    this.interactive = o.stdin.isTTY === true;
+    this.interactive = o.terminal !== undefined || o.stdin.isTTY === true;
   }
 
   async run(): Promise<number> {
     const history = this.interactive ? await this.loadHistory() : [];
     const rl = readline.createInterface({
-      input: this.o.stdin, output: this.o.stdout, terminal: this.interactive, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true,
+      input: this.o.terminal?.input ?? this.o.stdin, output: this.o.stdout, terminal: this.interactive, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true,
       completer: (line: string, done: (err: Error | null, result: [string[], string]) => void) => {
         const s = splitWords(line);
         const current = s.last ?? "";
         completeWords(s.words, current, this.sources, true).then((c) => done(null, [c.map((x) => x + " "), current]), () => done(null, [[], current]));
       },
     });
+    // Lines typed before the first prompt (a browser's keys arrive as soon as the socket opens)
+    // are emitted at once: the iterator must exist before anything is awaited, or they are lost.
+    const lines = rl[Symbol.asyncIterator]();
     if (this.interactive) {
-      rl.on("history", (h: string[]) => { void this.saveHistory(h); });
+      rl.on("history", (h: string[]) => this.historyChanged(h));
       // At the prompt Ctrl-C drops the line typed so far, as a shell does; Ctrl-D (or exit) leaves.
       rl.on("SIGINT", () => { this.o.stdout.write("^C\n"); rl.write(null, { ctrl: true, name: "u" }); void this.prompt(rl); });
+      // Without a listener readline stops the whole process on Ctrl-Z, and in the web console nothing could continue it.
+      if (this.o.terminal) rl.on("SIGTSTP", () => undefined);
       this.o.stdout.write("Steward console: type commands without `steward` (help lists them); `use MODEL` picks a model for this console;\ntab completes; Ctrl-C cancels a running command; Ctrl-D or exit leaves.\n");
       await this.prompt(rl);
     }
-    for await (const line of rl) {
-      if (!(await this.handle(line, rl))) break;
+    for (let next = await lines.next(); !next.done; next = await lines.next()) {
+      if (!(await this.handle(next.value, rl))) break;
       if (this.interactive) await this.prompt(rl);
     }
     rl.close();
@@ -91,6 +109,8 @@ class Console {
       this.error(`unknown command "${command}": help lists the commands (and use, exit in this console)`);
       return true;
     }
+    const refused = this.o.restricted ? restrictedRefusal(words) : undefined;
+    if (refused) { this.error(refused); return true; }
     const code = await this.runCommand(words, rl);
     if (code !== 0) this.failed = true;
     return true;
@@ -113,18 +133,21 @@ class Console {
   /**
    * Runs `steward WORDS` as its own process. On a terminal it gets the terminal, in its normal
    * (cooked) mode so that Ctrl-C reaches it as SIGINT; the console ignores that signal meanwhile.
+   * In the web console it gets no input (the keys are the console's: Ctrl-C is passed on as SIGINT).
    */
   private async runCommand(words: string[], rl: readline.Interface): Promise<number> {
     const main = this.o.cliMain ?? join(__dirname, "..", "main.js");
     const env = { ...this.o.env, ...(this.model ? { STEWARD_MODEL: this.model } : {}) };
     const ownStreams = this.o.stdout === process.stdout && this.o.stderr === process.stderr;
+    const tty = this.interactive && !this.o.terminal;
     const ignore = (): void => undefined;
-    if (this.interactive) { rl.pause(); this.o.stdin.setRawMode?.(false); process.on("SIGINT", ignore); }
+    if (tty) { rl.pause(); this.o.stdin.setRawMode?.(false); process.on("SIGINT", ignore); }
     try {
       const child = spawn(process.execPath, [main, ...words], {
         cwd: this.o.cwd, env,
-        stdio: ownStreams ? [this.interactive ? "inherit" : "ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],
+        stdio: ownStreams ? [tty ? "inherit" : "ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],
       });
+      this.o.terminal?.commandStarted(child);
       if (!ownStreams) { child.stdout?.pipe(this.o.stdout, { end: false }); child.stderr?.pipe(this.o.stderr, { end: false }); }
       const outputDone = ownStreams ? Promise.resolve() : Promise.all([ended(child.stdout), ended(child.stderr)]);
       const code = await new Promise<number>((resolve) => {
@@ -135,7 +158,8 @@ class Console {
       if (code === 130 && this.interactive) this.o.stdout.write("\n(cancelled)\n");
       return code;
     } finally {
-      if (this.interactive) { process.off("SIGINT", ignore); this.o.stdin.setRawMode?.(true); rl.resume(); }
+      this.o.terminal?.commandEnded();
+      if (tty) { process.off("SIGINT", ignore); this.o.stdin.setRawMode?.(true); rl.resume(); }
     }
   }
 
@@ -162,6 +186,23 @@ class Console {
   private async loadHistory(): Promise<string[]> {
     const text = await readFile(join(this.home, HISTORY_FILE), "utf8").catch(() => "");
     return text.split("\n").filter(Boolean).reverse().slice(0, HISTORY_SIZE);
+  }
+
+  /**
+   * One save at a time, of the newest history: a paste of thousands of lines would otherwise start
+   * a write of the whole history per line (hundreds of MB held at once).
+   */
+  private historyChanged(newestFirst: string[]): void {
+    this.historyToSave = [...newestFirst];
+    if (this.savingHistory) return;
+    this.savingHistory = true;
+    void (async () => {
+      for (let h = this.historyToSave; h; h = this.historyToSave) {
+        this.historyToSave = undefined;
+        await this.saveHistory(h);
+      }
+      this.savingHistory = false;
+    })();
   }
 
   private async saveHistory(newestFirst: string[]): Promise<void> {

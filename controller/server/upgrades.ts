@@ -1,6 +1,6 @@
 /**
  * Routes WebSocket upgrades: `/v1/agent` to the agent hub, `/v1/models/<model>/watch` to the status
- * watch hub, `/v1/live` to the dashboard's live feed. Node hands an upgrade over outside any request handler, so a throw here would end the
+ * watch hub, `/v1/live` to the dashboard's live feed, `/v1/console` to the dashboard's console pane. Node hands an upgrade over outside any request handler, so a throw here would end the
  * process: everything, from parsing the path to authenticating, runs inside error handling and
  * every refusal is a proper HTTP answer.
  */
@@ -14,15 +14,17 @@ import type { AgentHub } from "./agent-hub";
 import { answerRaw, shown } from "./raw-answer";
 import type { StatusWatchHub } from "./status-watch";
 import type { LiveFeedHub } from "../dashboard/live-feed";
+import type { ConsoleSessionHub } from "../dashboard/console-sessions";
 
 export interface UpgradeRoutes {
   agents: AgentHub;
   watches: StatusWatchHub;
   live: LiveFeedHub;
+  consoles: ConsoleSessionHub;
   log: Logger;
 }
 
-export type UpgradeTarget = { kind: "agent" } | { kind: "live" } | { kind: "watch"; model: string };
+export type UpgradeTarget = { kind: "agent" } | { kind: "live" } | { kind: "console" } | { kind: "watch"; model: string };
 
 export function installUpgradeRouting(server: Server | HttpsServer, routes: UpgradeRoutes): void {
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => routeUpgrade(routes, req, socket, head));
@@ -35,6 +37,7 @@ export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket
     const target = parseUpgradeTarget(req.url ?? "");
     if (target.kind === "agent") routes.agents.handleUpgrade(req, socket, head);
     else if (target.kind === "live") routes.live.handleUpgrade(req, socket, head);
+    else if (target.kind === "console") routes.consoles.handleUpgrade(req, socket, head);
     else routes.watches.handleUpgrade(req, socket, head, target.model);
   } catch (err) {
     if (StewardError.isInstance(err)) {
@@ -51,8 +54,9 @@ export function parseUpgradeTarget(url: string): UpgradeTarget {
   const path = url.split("?")[0]!;
   if (path === "/v1/agent") return { kind: "agent" };
   if (path === "/v1/live") return { kind: "live" };
+  if (path === "/v1/console") return { kind: "console" };
   const watch = /^\/v1\/models\/([^/]+)\/watch$/.exec(path);
-  if (!watch) throw new StewardError("not-found", `no WebSocket endpoint at ${shown(path)}: use /v1/agent, /v1/live or /v1/models/<model>/watch`);
+  if (!watch) throw new StewardError("not-found", `no WebSocket endpoint at ${shown(path)}: use /v1/agent, /v1/live, /v1/console or /v1/models/<model>/watch`);
   try {
     return { kind: "watch", model: decodeURIComponent(watch[1]!) };
   } catch {

@@ -26,6 +26,8 @@ export interface ControllerFiles {
   controller: string;
   agentMain: string;
   toolClient: string;
+  /** The CLI bundle, which the dashboard's console pane runs. */
+  cliMain: string;
   /** Directory of etcd's .proto files (the etcd client loads them at run time). */
   protoDir: string;
   nodeBinary: string;
@@ -59,7 +61,7 @@ export async function stageController(s: SshSession, files: ControllerFiles, not
   const node = await ensureNode(s, facts, files.nodeBinary, (step) => note(step));
   const protos = (await readdir(files.protoDir)).filter((f) => f.endsWith(".proto")).sort();
   const shipped: [string, string][] = [
-    [files.controller, "controller-bundle/main.js"], [files.agentMain, "agent-bundle/main.js"], [files.toolClient, "agent-bundle/tool-client.js"],
+    [files.controller, "controller-bundle/main.js"], [files.agentMain, "agent-bundle/main.js"], [files.toolClient, "agent-bundle/tool-client.js"], [files.cliMain, "cli-bundle/main.js"],
     ...protos.map((p): [string, string] => [join(files.protoDir, p), `proto/${p}`]),
   ];
   const shas = await Promise.all(shipped.map(([local]) => fileSha256(local)));

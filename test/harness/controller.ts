@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { ModelStatus, TransportLimits, UnitStatusView } from "../../api";
 import { ControllerClient, readOperatorDir, silentLogger, unitIsReady } from "../../api";
 import { Controller, initControllerDir } from "../../controller";
-import type { ControllerConfig, FailedLoginLimiterOptions } from "../../controller";
+import type { ControllerConfig, ControllerOptions, FailedLoginLimiterOptions } from "../../controller";
 import { eventually } from "./eventually";
 import { killProcessesUnder } from "./processes";
 
@@ -37,13 +37,16 @@ export async function startTestController(opts: {
   /** Lifetime of user tokens (tests of expiry). */
   tokenLifetimeSeconds?: number;
   failedLogins?: FailedLoginLimiterOptions;
+  /** Limits of the dashboard's console pane. */
+  consoles?: ControllerOptions["consoles"];
 } = {}): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
   const dataDir = join(dir, "c");
   const init = await initControllerDir({ dataDir, name: "test", listen: { host: "127.0.0.1", port: 0 }, ...(opts.store ? { store: opts.store } : {}) });
   const controller = await Controller.start({ dataDir, log: silentLogger, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}),
     ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.operators ? { operators: opts.operators } : {}),
-    ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}), ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}) });
+    ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}), ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}),
+    ...(opts.consoles ? { consoles: opts.consoles } : {}) });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {

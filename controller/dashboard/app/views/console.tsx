@@ -5,6 +5,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
+import { CONSOLE_CLOSE_CODES } from "../../../../api/browser";
 
 export function ConsoleView() {
   const box = useRef<HTMLDivElement>(null);
@@ -12,7 +13,7 @@ export function ConsoleView() {
   const [note, setNote] = useState("");
   const [generation, setGeneration] = useState(0);
   useEffect(() => {
-    const term = new Terminal({ convertEol: true, cursorBlink: true, fontSize: 13, fontFamily: "ui-monospace, 'DejaVu Sans Mono', Menlo, monospace", theme: { background: "#0f172a", foreground: "#e2e8f0", cursor: "#38bdf8" } });
+    const term = new Terminal({ cursorBlink: true, fontSize: 13, fontFamily: "ui-monospace, 'DejaVu Sans Mono', Menlo, monospace", theme: { background: "#0f172a", foreground: "#e2e8f0", cursor: "#38bdf8" } });
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(box.current!);
@@ -26,8 +27,13 @@ export function ConsoleView() {
       if (msg.error) setNote(msg.error.message);
       if (msg.exit !== undefined) setNote(`The console ended (exit ${msg.exit}).`);
     };
-    ws.onclose = (e: CloseEvent) => { setState("ended"); if (e.reason) setNote(e.reason); };
-    const input = term.onData((data) => send({ input: data }));
+    ws.onclose = (e: CloseEvent) => {
+      setState("ended");
+      if (e.code === CONSOLE_CLOSE_CODES.tokenEnded) setNote("Your session ended (logged out, or the password changed): log in again for a console.");
+      else if (e.reason) setNote(e.reason);
+    };
+    // A frame holds at most 64 KiB: a big paste goes in pieces (16,384 characters are at most 64 KiB of UTF-8).
+    const input = term.onData((data) => { for (let i = 0; i < data.length; i += 16_384) send({ input: data.slice(i, i + 16_384) }); });
     const resized = term.onResize(({ cols, rows }) => send({ resize: { cols, rows } }));
     const onWindowResize = (): void => fit.fit();
     window.addEventListener("resize", onWindowResize);
