@@ -295,10 +295,11 @@ ha("a rolling restart that gives every replica a new address, agents restarted t
     await h.readdress(`${lab.subnet}.${110 + h.index}`);
     // The agents' host reboots while the replicas move: it starts from the addresses it persisted.
     if (i === 1) await agentHost.restart();
-    // Until its presence lease runs out the old incarnation still looks present: wait for the new address.
+    // Until its presence lease runs out the old incarnation still looks present, and the member's
+    // host moves before the new incarnation serves: wait until it announces its new address itself.
     await eventually(`the replica from ${old} back at ${h.ip}`, async () => {
       const c = await cluster().catch(() => undefined);
-      return c?.members.some((m) => m.hasVote && m.present && m.host === h.ip) ? c : undefined;
+      return c?.members.some((m) => m.hasVote && m.present && m.host === h.ip && m.addresses.some((a) => a.startsWith(`${h.ip}:`))) ? c : undefined;
     }, 90_000, 300).catch(async (err: unknown) => {
       t.log((await h.exec("grep -v '\"level\":\"info\"' /var/lib/steward/controller/etcd.log | tail -n 15; tail -n 20 /var/lib/steward/controller/controller.log")).stdout);
       throw err;

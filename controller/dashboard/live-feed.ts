@@ -85,6 +85,7 @@ export class LiveFeedHub {
   private roundTimer?: NodeJS.Timeout;
   private controllerTimer?: NodeJS.Timeout;
   private lastController?: string;
+  private refreshing = false;
   private authVersion: number;
   private readonly unsubscribe: () => void;
 
@@ -228,10 +229,10 @@ export class LiveFeedHub {
       const g = this.groups.get(uuid);
       if (g) this.sendPatch(uuid, g);
     }
-    const modelsChanged = [...changed].some((u) => u !== CLUSTER_CHANGED) || changed.has(CLUSTER_CHANGED);
     for (const feed of this.feeds) {
       if (feed.ws.bufferedAmount > (this.o.maxBufferedBytes ?? 8 * 1024 * 1024)) { feed.ws.close(TOO_SLOW, "the browser did not keep up; reconnect"); continue; }
-      if (modelsChanged && feed.topics.has("models")) this.sendModels(feed);
+      // Any change may move a model's counts or access: the list goes again if its text changed.
+      if (feed.topics.has("models")) this.sendModels(feed);
       for (const [topic, entry] of feed.topics) {
         if (entry.kind !== "unit" || !changed.has(entry.uuid!)) continue;
         const idx = this.o.cache.models.get(entry.uuid!);
@@ -324,7 +325,6 @@ export class LiveFeedHub {
     }
   }
 
-  private refreshing = false;
   private refreshController(): void {
     if (this.refreshing || ![...this.feeds].some((f) => f.topics.has("controller"))) return;
     this.refreshing = true;
