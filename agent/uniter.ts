@@ -28,6 +28,7 @@ import type { MachineLock } from "./machine-lock";
 import type { OperatorStore } from "./operators";
 import type { Decision } from "./resolver";
 import { applyDecision, commitHook, nextAction, nextHook } from "./resolver";
+import { reconcileRestore } from "./restore-epoch";
 import type { StatusReporter } from "./status-reporter";
 import type { HookSpec, UnitLocalState } from "./unit-state";
 import { connectedAddress, machineAddress, unitAddress } from "./unit-address";
@@ -36,7 +37,7 @@ import { loadUnitState, saveUnitState } from "./unit-state";
 export interface UniterDeps {
   agentDir: string;
   model: () => AgentView["model"];
-  settings: () => Pick<AgentView, "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds">;
+  settings: () => Pick<AgentView, "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds" | "restore">;
   machine: string;
   conn: ControllerConnection;
   reporter: StatusReporter;
@@ -165,6 +166,11 @@ export class Uniter {
   private async loop(): Promise<void> {
     while (!this.closed) {
       this.again = false;
+      const reconciled = reconcileRestore(this.state, this.d.settings().restore);
+      if (reconciled) {
+        this.d.log.info("the controller was restored from a backup: revisions seen since are not trusted", { unit: this.name, epoch: reconciled.storeEpoch });
+        await this.save(reconciled);
+      }
       if (await this.settleActions()) continue;
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const address = connectedAddress(this.d.conn);
