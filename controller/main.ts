@@ -5,8 +5,8 @@
  * creates the data directory and prints `{created, adminPassword, caCert}` as JSON (used by local
  * bootstrap and by bootstrap over SSH, where that output travels back over the encrypted channel; a
  * chosen admin password comes on stdin, never on the command line);
- * `main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise A,B] [--force]`
- * restores a backup into the data directory (the passphrase on stdin) and prints
+ * `main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise A,B] [--force] [--check-only]`
+ * restores a backup into the data directory (the passphrase on stdin; `--check-only` only opens it) and prints
  * `{controller, backupId, revision, keys, models, caCert, epoch}`. Started by `steward bootstrap`
  * (locally, detached) or by a service manager on a remote host.
  */
@@ -53,7 +53,9 @@ async function main(): Promise<void> {
     const advertise = flag("--advertise")?.split(",").filter(Boolean);
     const passphrase = (await readStdin()).replace(/\r?\n$/, "");
     // eslint-disable-next-line @typescript-eslint/consistent-type-imports
-    const { restoreControllerDir } = require("./backup") as typeof import("./backup");
+    const { checkBackup, restoreControllerDir } = require("./backup") as typeof import("./backup");
+    // --check-only: open and parse it, write nothing (a restore checks before it stops anything).
+    if (args.includes("--check-only")) { process.stdout.write(JSON.stringify(await checkBackup(await readFile(backup), passphrase)) + "\n"); return; }
     const res = await restoreControllerDir({ dataDir, file: await readFile(backup), passphrase, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), force: args.includes("--force") });
     process.stdout.write(JSON.stringify(res) + "\n");
     return;

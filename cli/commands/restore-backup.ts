@@ -55,6 +55,8 @@ export default class RestoreBackupCommand extends BaseCommand {
     const dataDir = entry?.dataDir ?? join(this.home, "controllers", name);
     const passphrase = await readPassphrase(this.context, this, false);
     const substrates = require("../../substrates") as typeof Substrates;
+    // The file and passphrase first: a backup that does not open must not cost a running controller.
+    await substrates.restoreLocalController({ dataDir, backupFile: path, passphrase, listen: { host, port }, checkOnly: true });
 
     // A controller that still answers is asked what it holds; one with models is kept unless --force.
     if (entry) {

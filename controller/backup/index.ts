@@ -7,5 +7,5 @@ export { DEFAULT_BACKUP_QUOTA, KeptBackups, checkBackupId } from "./kept-backups
 export type { BackupQuota, BackupRecord } from "./kept-backups";
 export { createBackup } from "./create-backup";
 export type { CreatedBackup } from "./create-backup";
-export { restoreControllerDir, restoredKeys } from "./restore";
+export { checkBackup, restoreControllerDir, restoredKeys } from "./restore";
 export type { RestoreOptions, RestoreResult } from "./restore";

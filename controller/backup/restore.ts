@@ -24,6 +24,7 @@ import type { RestoreEpochDoc } from "../state";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, KIND, classifyKey, keyOf } from "../state";
 import type { BackupHeader } from "./backup-cipher";
 import { openBackup } from "./backup-cipher";
+import type { Snapshot } from "./snapshot";
 import { parseSnapshot } from "./snapshot";
 
 export interface RestoreOptions {
@@ -40,6 +41,14 @@ export interface RestoreResult { controller: { uuid: string; name: string }; bac
 
 /** Kinds bound to the replicas or connections of the controller that was backed up. */
 const LEFT_OUT = new Set(["cluster-leader", "cluster-replica", "cluster-member", "cluster-keeper", "presence"]);
+
+/** Opens and parses a backup, writing nothing: what a restore would bring back. */
+export async function checkBackup(file: Buffer, passphrase: string): Promise<{ header: BackupHeader; snap: Snapshot }> {
+  const { header, plain } = await openBackup(file, passphrase);
+  const snap = parseSnapshot(plain);
+  if (snap.manifest.revision !== header.revision || snap.manifest.controller.uuid !== header.controller.uuid) throw new StewardError("invalid-request", "the backup's header and archive disagree (altered)");
+  return { header, snap: { ...snap, kvs: [], secrets: { caCert: snap.secrets.caCert, caKey: "" } } };
+}
 
 export async function restoreControllerDir(o: RestoreOptions): Promise<RestoreResult> {
   // Everything is checked before the directory is touched: a bad file restores nothing.

@@ -62,16 +62,19 @@ export interface LocalControllerRestore {
   advertise?: string[];
   /** Replace a controller in `dataDir` (it must be stopped). */
   force?: boolean;
+  /** Only open and check the backup (passphrase, integrity, format): write nothing. */
+  checkOnly?: boolean;
 }
 
 /** What `main.js restore` answers. */
 export interface LocalControllerRestoreResult { controller: { uuid: string; name: string }; backupId: string; revision: number; keys: number; models: string[]; caCert: string; epoch: number }
 
-/** Restores a backup into `dataDir` (controller/backup/restore.ts); start it with {@link startLocalController}. */
+/** Restores a backup into `dataDir` (controller/backup/restore.ts); start it with {@link startLocalController}. With `checkOnly` the answer is not a restore's but only says the backup opens. */
 export async function restoreLocalController(o: LocalControllerRestore): Promise<LocalControllerRestoreResult> {
   const args = ["restore", "--data-dir", o.dataDir, "--listen", `${o.listen.host}:${o.listen.port}`, "--backup", o.backupFile];
   if (o.advertise?.length) args.push("--advertise", o.advertise.join(","));
   if (o.force) args.push("--force");
+  if (o.checkOnly) args.push("--check-only");
   return runControllerCommand<LocalControllerRestoreResult>(args, o.passphrase, "restoring the backup", "invalid-request");
 }
 
