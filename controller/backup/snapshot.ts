@@ -38,7 +38,8 @@ type Line = { manifest: SnapshotManifest } | { secrets: Snapshot["secrets"] } | 
 
 /** Reads the store at one revision and makes the (plaintext, gzipped) archive. */
 export async function takeSnapshot(store: Store, secrets: Snapshot["secrets"]): Promise<{ archive: Buffer; manifest: SnapshotManifest }> {
-  const { kvs: all, revision } = await store.range("");
+  // "/" rather than "": with a key prefix on a shared etcd, "" would also match a sibling prefix ("/a" and "/ab").
+  const { kvs: all, revision } = await store.range("/");
   const kvs = all.filter((kv) => !BACKUP_EXCLUDED_PREFIXES.some((p) => kv.key.startsWith(p)));
   const info = kvs.find((kv) => kv.key === keys.controller);
   if (!info) throw new StewardError("internal", "the store holds no controller record: nothing to back up");
