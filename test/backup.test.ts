@@ -107,6 +107,10 @@ test("a controller destroyed after a backup comes back from it: agents reconnect
   const after = (await admin.runAction("m", ["act/0"], "echo", { text: "after" })).tasks[0]!.id;
   await eventually("the second action done", async () => (await admin.task("m", after)).status === "completed", 30_000);
   const hooksBefore = await sequences(rec);
+  const refused = await steward("restore-backup", "bk.sbk", "--passphrase-env", "BACKUP_TEST_PASSPHRASE");
+  t.is(refused.code, 1);
+  t.regex(refused.stdout + refused.stderr, /controller "bk" is running with models \(m\): restoring replaces them with the backup's; pass --force/);
+  t.is((await status()).applications.pub!.units["pub/0"]!.workload.message, "label=v3", "a refused restore changes nothing");
 
   // The controller is lost: its supervisor and process killed, its data directory gone. Its
   // machines' directories (this host's agents, which keep running) are all that is left.
