@@ -16,12 +16,16 @@ export const BACKUP_CHUNKS = "/blobs/backups/";
 export const BACKUP_CHUNK_BYTES = 512 * 1024;
 
 export interface BackupQuota {
-  /** Most backups kept. @default 5 */
+  /** Most backups kept. @default 3 */
   keep?: number;
-  /** Most bytes all kept backups take together. @default 512 MiB */
+  /** Most bytes all kept backups take together. @default 256 MiB */
   quotaBytes?: number;
 }
-export const DEFAULT_BACKUP_QUOTA: Required<BackupQuota> = { keep: 5, quotaBytes: 512 * 1024 * 1024 };
+/**
+ * Modest, because on etcd a removed backup frees its space only once history is compacted (an hour)
+ * and the member defragmented, and etcd's whole database is capped at 2 GiB by default.
+ */
+export const DEFAULT_BACKUP_QUOTA: Required<BackupQuota> = { keep: 3, quotaBytes: 256 * 1024 * 1024 };
 
 export interface BackupRecord {
   id: string;
