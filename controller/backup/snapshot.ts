@@ -1,7 +1,7 @@
 /**
- * The archive inside a backup: the controller's whole store read at ONE revision (one range read,
- * which both backends answer as a single snapshot: the embedded store at once, etcd in pages pinned
- * to the first page's revision), plus what a restore needs that is not in the store: the CA's
+ * The archive inside a backup: the controller's whole store read at ONE revision (one read-only
+ * transaction over every folder the registry knows, which both backends answer as a single snapshot:
+ * the embedded store at once, etcd in pages pinned to the first page's revision), plus what a restore needs that is not in the store: the CA's
  * certificate and key (the key also derives the sealing key of stored cloud credentials, see
  * security/sealing.ts). Gzipped JSON lines: a manifest, the secrets, one line per key, an end line
  * with the count (so a short archive is refused even if it decrypted).
@@ -12,12 +12,19 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import type { KeyValue, Store } from "../store";
 import type { ControllerDoc, ModelDoc } from "../state";
-import { keys } from "../state";
+import { KINDS, keys } from "../state";
 import { StewardError } from "../../api";
 import { BACKUP_FORMAT_VERSION, BackupFileError } from "./backup-cipher";
 
 /** Prefixes never put in a backup: the kept backups. */
 export const BACKUP_EXCLUDED_PREFIXES = ["/backups/", "/blobs/backups/"];
+
+/**
+ * What a backup reads: the top folder of every kind in the registry, `/blobs/` by its own folders,
+ * leaving out the kept backups without reading them (up to the quota's 256 MiB).
+ */
+export const BACKUP_PREFIXES: readonly string[] = [...new Set(KINDS.map((k) => (k.path[0] === "blobs" ? `/blobs/${k.path[1] as string}/` : `/${k.path[0] as string}/`)))]
+  .filter((p) => !BACKUP_EXCLUDED_PREFIXES.includes(p));
 
 export interface SnapshotManifest {
   format: number;
@@ -38,9 +45,10 @@ type Line = { manifest: SnapshotManifest } | { secrets: Snapshot["secrets"] } | 
 
 /** Reads the store at one revision and makes the (plaintext, gzipped) archive. */
 export async function takeSnapshot(store: Store, secrets: Snapshot["secrets"]): Promise<{ archive: Buffer; manifest: SnapshotManifest }> {
-  // "/" rather than "": with a key prefix on a shared etcd, "" would also match a sibling prefix ("/a" and "/ab").
-  const { kvs: all, revision } = await store.range("/");
-  const kvs = all.filter((kv) => !BACKUP_EXCLUDED_PREFIXES.some((p) => kv.key.startsWith(p)));
+  // One read-only transaction: one revision (etcd pins its pages to the first one's).
+  const res = await store.txn({ success: BACKUP_PREFIXES.map((prefix) => ({ type: "range" as const, prefix })) });
+  const { revision } = res;
+  const kvs = res.responses.flat();
   const info = kvs.find((kv) => kv.key === keys.controller);
   if (!info) throw new StewardError("internal", "the store holds no controller record: nothing to back up");
   const controller = JSON.parse(info.value) as ControllerDoc;
