@@ -23,13 +23,19 @@ export function reconcileRestore(s: UnitLocalState, restore: AgentView["restore"
     for (const [u, v] of Object.entries(r.joined)) joined[u] = v > shared ? -1 : v;
     relations[id] = { ...r, joined, appVersion: r.appVersion > shared ? -1 : r.appVersion };
   }
-  return {
+  const taskSeq = restore?.taskSeq ?? 0;
+  const next: UnitLocalState = {
     ...s,
     relations,
     // -2: never a version the controller serves, and not -1 (which means "no leader hook ran yet").
     leaderSettingsVersion: s.leaderSettingsVersion > shared ? -2 : s.leaderSettingsVersion,
     // Task ids above the restored sequence will be given out again, to new actions.
-    lastTask: Math.min(s.lastTask, restore?.taskSeq ?? 0),
+    lastTask: Math.min(s.lastTask, taskSeq),
     storeEpoch: current,
   };
+  // A report or a cut-off run of a task given out after the backup: that task is gone, and its id
+  // may now name another one, which the report must not finish.
+  if (s.unsentTask && s.unsentTask.id > taskSeq) delete next.unsentTask;
+  if (s.runningTask !== undefined && s.runningTask > taskSeq) delete next.runningTask;
+  return next;
 }

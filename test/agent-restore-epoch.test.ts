@@ -50,6 +50,16 @@ test("revisions seen after the backup are not trusted, even when the restored co
   t.is(reconcileRestore(cur, restore), undefined, "once reconciled, the same epoch changes nothing");
 });
 
+test("a report of a task given out after the backup is dropped: its id may name a new task now", (t) => {
+  const report = { unit: "a/0", id: 9, status: "completed" as const, message: "", results: {}, log: [], output: "" };
+  const s: UnitLocalState = { ...started(R - 1, 0, 0, 8), unsentTask: report, runningTask: 10 };
+  const r = reconcileRestore(s, restore)!;
+  t.is(r.unsentTask, undefined);
+  t.is(r.runningTask, undefined);
+  const kept = reconcileRestore({ ...s, unsentTask: { ...report, id: 6 }, runningTask: undefined }, restore)!;
+  t.is(kept.unsentTask?.id, 6, "a task from before the backup is still reported (the restored controller has it queued)");
+});
+
 test("revisions up to the backup are shared history: nothing runs again for them", (t) => {
   const s = started(R - 10, R - 9, R - 8, 5);
   const r = reconcileRestore(s, restore)!;
