@@ -13,7 +13,7 @@ import { join } from "node:path";
 import type { ModelStatus } from "../api";
 import { ControllerClient, unitIsReady } from "../api";
 import { loadClientConfig } from "../cli";
-import { dataFiles, readPidFile } from "../controller";
+import { dataFiles, freePort, readPidFile } from "../controller";
 import { bootstrapOnFreePort, cliRunner } from "./harness/cli";
 import { fixturesDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
@@ -114,11 +114,7 @@ test("a controller destroyed after a backup comes back from it: agents reconnect
 
   // The controller is lost: its supervisor and process killed, its data directory gone. Its
   // machines' directories (this host's agents, which keep running) are all that is left.
-  for (const f of [dataFiles.supervisorPid, dataFiles.pid]) {
-    const pid = await readPidFile(join(dataDir, f));
-    if (pid) process.kill(pid, "SIGKILL");
-  }
-  for (const e of await readdir(dataDir)) if (e !== dataFiles.machines) await rm(join(dataDir, e), { recursive: true, force: true });
+  await loseController(dataDir);
   const nothingRestored = async (): Promise<boolean> => !(await stat(join(dataDir, dataFiles.config)).then(() => true, () => false));
 
   // Bad files and passphrases: a clear error each, and nothing restored.
@@ -168,4 +164,58 @@ test("a controller destroyed after a backup comes back from it: agents reconnect
   }
   t.deepEqual((await lines(join(rec, "labels.log"))).slice(-2).map((l) => l.split(" ")[1]).sort(), ["v2", "v2"]);
   t.log(`backup: ${file.length} bytes; after restore: ${[...hooksAfter].map(([u, h]) => `${u}: ${h.slice(hooksBefore.get(u)?.length ?? 0).join(" ")}`).join("; ")}`);
+});
+
+/** Kills a local controller (supervisor and process) and deletes its data directory but for its machines' directories. */
+async function loseController(dataDir: string): Promise<void> {
+  for (const f of [dataFiles.supervisorPid, dataFiles.pid]) {
+    const pid = await readPidFile(join(dataDir, f));
+    if (pid) process.kill(pid, "SIGKILL");
+  }
+  for (const e of await readdir(dataDir)) if (e !== dataFiles.machines) await rm(join(dataDir, e), { recursive: true, force: true });
+}
+
+test("restored on another port, the agents on this host are pointed at it and carry on", async (t) => {
+  t.timeout(180_000);
+  const home = await mkdtemp(join(tmpdir(), "steward-bk2-"));
+  const steward = cliRunner(home, home);
+  process.env.BACKUP_TEST_PASSPHRASE = PASS;
+  let dataDir = "";
+  t.teardown(async () => {
+    await steward("destroy-controller", "mv", "--yes", "--timeout", "5s").catch(() => undefined);
+    if (dataDir) await killProcessesUnder(dataDir);
+    await rm(home, { recursive: true, force: true });
+  });
+  t.is((await bootstrapOnFreePort(steward, "mv")).code, 0);
+  const entry = (await loadClientConfig(home)).controllers.mv!;
+  dataDir = entry.dataDir!;
+  const admin = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password! });
+  const rec = await recordDir();
+  await admin.createModel("m");
+  await admin.deploy("m", { name: "solo", operator: (await admin.uploadOperator((await readOperatorDir(await recorderVariant({ name: "solo" }))).bundle)).hash, units: 1, config: { "record-dir": rec } });
+  await eventually("solo/0 active", async () => Object.values((await admin.status("m")).applications.solo?.units ?? {}).every(unitIsReady) || undefined, 60_000, 300);
+  admin.close();
+  t.is((await steward("create-backup", "--passphrase-env", "BACKUP_TEST_PASSPHRASE", "-o", "mv.sbk")).code, 0);
+  const before = await sequences(rec);
+  await loseController(dataDir);
+
+  const port = await freePort("127.0.0.1");
+  const r = await steward("restore-backup", "mv.sbk", "--passphrase-env", "BACKUP_TEST_PASSPHRASE", "--port", String(port));
+  t.is(r.code, 0, r.stderr + r.stdout);
+  t.regex(r.stdout, /1 agents on this host were pointed at it/);
+  const back = (await loadClientConfig(home)).controllers.mv!;
+  t.deepEqual(back.addresses, [`127.0.0.1:${port}`]);
+  const client = new ControllerClient({ addresses: back.addresses, caCert: back.caCert, user: "admin", password: back.password! });
+  t.teardown(() => client.close());
+  // The agent is seen again (its presence comes only from its own connection) and its unit is ready.
+  await eventually("solo/0's agent back on the new port", async () => {
+    const u = (await client.status("m")).applications.solo?.units["solo/0"];
+    return u && u.agent.current !== "lost" && unitIsReady(u) && (await readdir(join(dataDir, dataFiles.machines))).length > 0 ? u : undefined;
+  }, 90_000, 500);
+  const machines = join(dataDir, dataFiles.machines);
+  const [model] = await readdir(machines);
+  const [machine] = await readdir(join(machines, model!));
+  t.deepEqual((JSON.parse(await readFile(join(machines, model!, machine!, "agent.json"), "utf8")) as { controllerAddresses: string[] }).controllerAddresses, [`127.0.0.1:${port}`]);
+  const since = (await sequences(rec)).get("solo/0")!.slice(before.get("solo/0")!.length);
+  t.false(since.some((h) => /^(install|leader-elected|config-changed)$/.test(h)), `after the move it ran ${since.join(", ")}`);
 });

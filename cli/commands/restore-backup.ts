@@ -21,7 +21,8 @@ export default class RestoreBackupCommand extends BaseCommand {
       store damaged): makes a new controller from the backup in the controller's directory, on the
       same address and port, with the same CA, so its agents reconnect with the credentials they
       have. The controller is named by the backup (or \`-c NAME\`); a controller this client does not
-      know needs \`--port\` (and \`--host\`). Everything acknowledged before the backup is back; what
+      know needs \`--port\` (and \`--host\`). Given another port or host than before, the agents on this
+      host (its local machines) are pointed at the new address; agents on other hosts are not. Everything acknowledged before the backup is back; what
       was written after it is gone, and agents converge on the restored state (a config set since
       reverts and config-changed runs). A controller that still answers with models is not replaced
       without \`--force\`; the restored one has one replica (grow it with \`steward enable-ha\`).
@@ -75,11 +76,15 @@ export default class RestoreBackupCommand extends BaseCommand {
 
     this.progress(`Restoring backup ${header.id} (controller "${header.controller.name}", store revision ${header.revision}, made ${header.createdAt}) into ${dataDir}`);
     const res = await substrates.restoreLocalController({ dataDir, backupFile: path, passphrase, listen: { host, port }, force: hasController || this.force });
+    // On another address than before, this host's agents are told where it is now (SSH-installed ones are not yet).
+    const wanted = [`${host.includes(":") ? `[${host}]` : host}:${port}`];
+    const moved = entry !== undefined && entry.addresses.join(",") !== wanted.join(",") ? await substrates.repointLocalAgents(join(dataDir, substrates.dataFiles.machines), wanted) : 0;
     const addresses = await substrates.startLocalController(dataDir, res.caCert);
     cfg.controllers[name] = { ...(entry ?? { user: "admin" }), addresses, caCert: res.caCert, dataDir };
     cfg.current ??= name;
     await this.saveConfig(cfg);
     this.out(`Controller "${name}" restored from backup ${res.backupId} at ${addresses.join(", ")}: store revision ${res.revision}, ${res.keys} keys, models: ${res.models.join(", ") || "none"} (restore epoch ${res.epoch}).`);
+    if (moved > 0) this.out(`It listens on another address than before: ${moved} agents on this host were pointed at it (agents on other hosts must be told by hand: their agent.json's controllerAddresses).`);
     this.out("Agents reconnect with their credentials; anything written after the backup is gone and agents converge on the restored state.");
     if (!entry?.password && !entry?.token) this.out(`Log in as a user the backup holds: steward login -c ${name}`);
     return 0;
