@@ -56,6 +56,13 @@ const haveEtcd = (() => { try { execFileSync("etcd", ["--version"]); return true
   t.deepEqual(now.filter((kv) => !inBackup.has(kv.key)).map((kv) => kv.key), [], "no key of the store is missed");
   t.deepEqual(snap.manifest.models.map((m) => m.name), ["e"]);
 
+  await t.throwsAsync(bob.call("GET", "/v1/backups"), { message: /superuser/ });
+  await t.throwsAsync(bob.call("GET", `/v1/backups/${made.record.id}?part=0`), { message: /superuser/ });
+  await t.throwsAsync(src.admin.call("GET", `/v1/backups/${made.record.id}?part=${made.record.chunks}`), { message: /has parts 0 to/ });
+  await src.admin.call("DELETE", `/v1/backups/${made.record.id}`);
+  t.deepEqual((await src.admin.call<{ backups: unknown[] }>("GET", "/v1/backups")).backups, []);
+  t.deepEqual((await direct.range("/blobs/backups/")).kvs, [], "its chunks went with it");
+
   // Restored into a fresh controller: the same admin password, the model, the credential opens.
   const dir = await mkdtemp(join(tmpdir(), "steward-rs-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
