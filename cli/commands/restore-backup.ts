@@ -59,14 +59,17 @@ export default class RestoreBackupCommand extends BaseCommand {
     // The file and passphrase first: a backup that does not open must not cost a running controller.
     await substrates.restoreLocalController({ dataDir, backupFile: path, passphrase, listen: { host, port }, checkOnly: true });
 
-    // A controller that still answers is asked what it holds; one with models is kept unless --force.
+    // A controller that still answers is asked what it holds; one with models is kept unless --force
+    // (an empty one, e.g. bootstrapped again in its place, is replaced).
+    let models: { name: string }[] | undefined;
     if (entry) {
       const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}), timeoutMs: 3000 });
-      const models = await client.call<{ name: string }[]>("GET", "/v1/models").then((m) => m, () => undefined).finally(() => client.close());
+      models = await client.call<{ name: string }[]>("GET", "/v1/models").then((m) => m, () => undefined).finally(() => client.close());
       if (models && models.length > 0 && !this.force) throw new UsageError(`controller "${name}" is running with models (${models.map((m) => m.name).join(", ")}): restoring replaces them with the backup's; pass --force to do it`);
     }
     const hasController = await stat(join(dataDir, substrates.dataFiles.config)).then(() => true, () => false);
-    if (hasController && !this.force) throw new UsageError(`${dataDir} still holds a controller (not answering): pass --force to replace it with the backup`);
+    // One that does not answer may hold anything: only with --force.
+    if (hasController && models === undefined && !this.force) throw new UsageError(`${dataDir} still holds a controller that does not answer: pass --force to replace it with the backup`);
     // Stop what may still run there (its supervisor first, so it does not start it again); agents keep running.
     for (const f of [substrates.dataFiles.supervisorPid, substrates.dataFiles.pid]) {
       const pid = await substrates.readPidFile(join(dataDir, f));
