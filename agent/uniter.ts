@@ -170,6 +170,7 @@ export class Uniter {
       if (reconciled) {
         this.d.log.info("the controller was restored from a backup: revisions seen since are not trusted", { unit: this.name, epoch: reconciled.storeEpoch });
         await this.save(reconciled);
+        this.reportAfterRestore();
       }
       if (await this.settleActions()) continue;
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
@@ -379,6 +380,23 @@ export class Uniter {
       failure: { hook: hook.name, output: failureTail(output) },
     });
     if (retrying) this.scheduleRetry(delay);
+  }
+
+  /**
+   * The restored controller holds this unit's status as it was at the backup (an agent "executing"
+   * that has long been idle, an old message): tell it what is true now. The loop reports the agent
+   * status again once it is idle or runs something.
+   */
+  private reportAfterRestore(): void {
+    if (!this.state.installed) return;
+    if (this.state.failedHook) {
+      const message = `hook failed: "${this.state.failedHook.name}"`;
+      this.reportedAgent = "error";
+      this.d.reporter.post(this.name, { workload: { current: "error", message }, agent: { current: "error", message } });
+      return;
+    }
+    this.reportedAgent = undefined;
+    this.d.reporter.post(this.name, { workload: this.state.statusSet ? { current: this.state.workload.status as "active", message: this.state.workload.message } : { current: this.state.started ? "unknown" : "maintenance", message: "" } });
   }
 
   /** A hook succeeded; after an error, show again what the operator last said (the loop reports idle once nothing is due). */
