@@ -92,6 +92,10 @@ test("a controller destroyed after a backup comes back from it: agents reconnect
   await eventually("the first action done", async () => (await admin.task("m", before)).status === "completed", 30_000);
   const leader = Object.values((await status()).applications.pub!.units).find((u) => u.leader)?.name;
 
+  // The backup catches act/0 in a hook (its status "executing"), which ends after it: the restored
+  // controller must hear from the agent that it is idle now.
+  await admin.updateApplication("m", "act", { config: { "hook-sleep": 4 } });
+  await eventually("act/0 in its slow config-changed", async () => (await status()).applications.act!.units["act/0"]!.agent.current === "executing", 30_000, 100);
   const made = await steward("create-backup", "--passphrase-env", "BACKUP_TEST_PASSPHRASE", "-o", "bk.sbk");
   t.is(made.code, 0, made.stderr + made.stdout);
   t.regex(made.stdout, /Backup \S+ made: store revision \d+, \d+ keys, 1 models/);
@@ -101,6 +105,7 @@ test("a controller destroyed after a backup comes back from it: agents reconnect
   t.false(file.includes(Buffer.from("BEGIN PRIVATE KEY")), "the CA key is not in the clear");
   t.false(file.includes(Buffer.from("label")), "the store is not in the clear");
 
+  await eventually("act/0 idle again", async () => unitIsReady((await status()).applications.act!.units["act/0"]!), 30_000, 200);
   // After the backup: another config change and another action. The restore must lose both.
   await admin.updateApplication("m", "pub", { config: { label: "v3" } });
   await eventually("pub at v3, seen by sub", () => labelsAre("v3"), 60_000, 300);
@@ -143,7 +148,14 @@ test("a controller destroyed after a backup comes back from it: agents reconnect
   t.deepEqual(back.addresses, entry.addresses, "on the same address, where the agents look");
 
   // The agents reconnect with their credentials and converge on the restored state: v2, not v3.
-  const s = await eventually("every unit back at v2, sub seeing v2 again", async () => (await labelsAre("v2")) ? status() : undefined, 120_000, 500);
+  const s = await eventually("every unit back at v2, sub seeing v2 again", async () => (await labelsAre("v2")) ? status() : undefined, 120_000, 500).catch(async (err: unknown) => {
+    const now = await status().catch(() => undefined);
+    t.log(JSON.stringify(now && units(now).map((u) => [u.name, u.workload, u.agent])), (await lines(join(rec, "seen.log"))).slice(-4), (await sequences(rec)));
+    for (const m of await readdir(join(dataDir, dataFiles.machines, (await readdir(join(dataDir, dataFiles.machines)))[0]!)).catch(() => [])) {
+      t.log(m, (await readFile(join(dataDir, dataFiles.machines, (await readdir(join(dataDir, dataFiles.machines)))[0]!, m, "agent.log"), "utf8").catch(() => "")).split("\n").slice(-8).join("\n"));
+    }
+    throw err;
+  });
   t.is(Object.values(s.applications.pub!.units).find((u) => u.leader)?.name, leader, "leadership kept");
   const echoed = async (id: number): Promise<unknown> => ((await admin.task("m", id)).results.echo as { text?: string } | undefined)?.text;
   t.is(await echoed(before), "before", "the action result acknowledged before the backup is back");
