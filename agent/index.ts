@@ -10,6 +10,7 @@ export { nextAction, nextHook, commitHook, applyDecision, configHash } from "./r
 export { ActionRun } from "./action-run";
 export type { Decision, ResolveOptions } from "./resolver";
 export { initialUnitState } from "./unit-state";
+export { reconcileRestore } from "./restore-epoch";
 export { bundleFilePath, unpackBundle } from "./operators";
 export type { UnitLocalState, HookSpec, HookKind } from "./unit-state";
 export { runTool, tools } from "./hook-tools/tools";

@@ -72,6 +72,8 @@ export interface UnitLocalState {
   runningTask?: number;
   /** A finished action's report not yet accepted by the controller: sent before anything else runs. */
   unsentTask?: TaskFinish;
+  /** The controller's restore epoch the recorded revisions belong to ("" or absent: never restored; restore-epoch.ts). */
+  storeEpoch?: string;
 }
 
 export const initialUnitState = (): UnitLocalState => ({

@@ -28,6 +28,7 @@ import type { MachineLock } from "./machine-lock";
 import type { OperatorStore } from "./operators";
 import type { Decision } from "./resolver";
 import { applyDecision, commitHook, nextAction, nextHook } from "./resolver";
+import { reconcileRestore } from "./restore-epoch";
 import type { StatusReporter } from "./status-reporter";
 import type { HookSpec, UnitLocalState } from "./unit-state";
 import { connectedAddress, machineAddress, unitAddress } from "./unit-address";
@@ -36,7 +37,7 @@ import { loadUnitState, saveUnitState } from "./unit-state";
 export interface UniterDeps {
   agentDir: string;
   model: () => AgentView["model"];
-  settings: () => Pick<AgentView, "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds">;
+  settings: () => Pick<AgentView, "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds" | "restore">;
   machine: string;
   conn: ControllerConnection;
   reporter: StatusReporter;
@@ -165,6 +166,12 @@ export class Uniter {
   private async loop(): Promise<void> {
     while (!this.closed) {
       this.again = false;
+      const reconciled = reconcileRestore(this.state, this.d.settings().restore);
+      if (reconciled) {
+        this.d.log.info("the controller was restored from a backup: revisions seen since are not trusted", { unit: this.name, epoch: reconciled.storeEpoch });
+        await this.save(reconciled);
+        this.reportAfterRestore();
+      }
       if (await this.settleActions()) continue;
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const address = connectedAddress(this.d.conn);
@@ -373,6 +380,23 @@ export class Uniter {
       failure: { hook: hook.name, output: failureTail(output) },
     });
     if (retrying) this.scheduleRetry(delay);
+  }
+
+  /**
+   * The restored controller holds this unit's status as it was at the backup (an agent "executing"
+   * that has long been idle, an old message): tell it what is true now. The loop reports the agent
+   * status again once it is idle or runs something.
+   */
+  private reportAfterRestore(): void {
+    if (!this.state.installed) return;
+    if (this.state.failedHook) {
+      const message = `hook failed: "${this.state.failedHook.name}"`;
+      this.reportedAgent = "error";
+      this.d.reporter.post(this.name, { workload: { current: "error", message }, agent: { current: "error", message } });
+      return;
+    }
+    this.reportedAgent = undefined;
+    this.d.reporter.post(this.name, { workload: this.state.statusSet ? { current: this.state.workload.status as "active", message: this.state.workload.message } : { current: this.state.started ? "unknown" : "maintenance", message: "" } });
   }
 
   /** A hook succeeded; after an error, show again what the operator last said (the loop reports idle once nothing is due). */

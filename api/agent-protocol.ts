@@ -69,6 +69,12 @@ export interface AgentView {
   leadershipLeaseSeconds: number;
   units: UnitView[];
   controllerAddresses: string[];
+  /**
+   * Present once the controller was restored from a backup. `epoch` changes at every restore;
+   * revisions an agent saw after `revision` under another epoch belong to a history that was lost
+   * (and may be given out again), and task ids above `taskSeq` likewise.
+   */
+  restore?: { epoch: string; revision: number; taskSeq: number };
 }
 
 export type AgentFrame =

@@ -23,6 +23,7 @@ import { benchCliStartup } from "./cli-startup";
 import { benchDashboardLive } from "./dashboard-live";
 import { benchProviderLoad } from "./provider-load";
 import { benchPackage } from "./package";
+import { benchBackup } from "./backup";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -50,6 +51,7 @@ const all: Record<string, Benchmark> = {
   "dashboard-live": { full: () => benchDashboardLive(), smoke: () => benchDashboardLive({ size: 20, trials: 3 }) },
   "provider-load": { full: () => benchProviderLoad(), smoke: () => benchProviderLoad({ size: 1 }) },
   package: { full: () => benchPackage(), smoke: () => benchPackage({ size: 1 }) },
+  backup: { full: () => benchBackup(), smoke: () => benchBackup({ size: 20 }) },
 };
 
 async function main(): Promise<void> {

@@ -31,7 +31,7 @@ export function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 }
 
 /** Reads one line from a terminal without echoing it. */
-function promptHidden(stdin: Input, out: NodeJS.WritableStream, prompt: string): Promise<string> {
+export function promptHidden(stdin: Input, out: NodeJS.WritableStream, prompt: string): Promise<string> {
   out.write(prompt);
   stdin.setRawMode!(true);
   return new Promise((resolve, reject) => {

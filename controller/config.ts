@@ -24,6 +24,8 @@ export interface ControllerConfig {
   member?: MemberConfig;
   /** Operator storage; defaults in api/limits.ts. */
   operators?: OperatorStorageConfig;
+  /** Backups kept on the controller: `{keep, quotaBytes}` (defaults in backup/kept-backups.ts). */
+  backups?: { keep?: number; quotaBytes?: number };
   /** The cloud instance or VM a bootstrap launched this replica on: recorded with it once it is an etcd member (show-controller). */
   instance?: { id: string };
 }

@@ -30,6 +30,8 @@ import { installIdempotency } from "./server/idempotency";
 import { registerDebugLog } from "./server/debug-log-route";
 import { registerActionRoutes } from "./server/action-routes";
 import { registerModelTransferRoutes } from "./server/model-transfer-routes";
+import { registerBackupRoutes } from "./server/backup-routes";
+import { DEFAULT_BACKUP_QUOTA, KeptBackups } from "./backup";
 import { ModelLogs } from "./server/model-logs";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
@@ -276,6 +278,7 @@ export class Controller {
     const actions = new ActionOps(this.store);
     registerActionRoutes(http, { cache, actions });
     registerModelTransferRoutes(http, { cache, ops, store: this.store, leadershipLeaseSeconds, operatorQuotaBytes: this.operatorStorage.quotaBytes });
+    registerBackupRoutes(http, { cache, store: this.store, dataDir, kept: new KeptBackups(this.store, { ...DEFAULT_BACKUP_QUOTA, ...this.config.backups }) });
     registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);

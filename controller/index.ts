@@ -30,4 +30,7 @@ export { AgentViewRound, EnrolmentOps, RequestScope, StateOps, buildAgentView, k
 export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, UnitDoc } from "./state";
 // The registry of document kinds (state/registry.ts), for tests and the export format's tools.
 export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./state";
-export { exportModel, importModel } from "./state";
+export { CredentialOps, exportModel, importModel } from "./state";
+// Backups (controller/backup/), for tests and benchmarks.
+export { BACKUP_FORMAT_VERSION, KeptBackups, checkBackup, createBackup, openBackup, parseSnapshot, restoreControllerDir, sealBackup, takeSnapshot } from "./backup";
+export type { BackupRecord } from "./backup";

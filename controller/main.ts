@@ -4,10 +4,13 @@
  * `main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise A,B] [--admin-password-stdin]`
  * creates the data directory and prints `{created, adminPassword, caCert}` as JSON (used by local
  * bootstrap and by bootstrap over SSH, where that output travels back over the encrypted channel; a
- * chosen admin password comes on stdin, never on the command line). Started by `steward bootstrap`
+ * chosen admin password comes on stdin, never on the command line);
+ * `main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise A,B] [--force] [--check-only]`
+ * restores a backup into the data directory (the passphrase on stdin; `--check-only` only opens it) and prints
+ * `{controller, backupId, revision, keys, models, caCert, epoch}`. Started by `steward bootstrap`
  * (locally, detached) or by a service manager on a remote host.
  */
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createLogger } from "../api";
 import { initControllerDir } from "./bootstrap";
@@ -18,7 +21,7 @@ import { Controller, StoodDownError } from "./controller";
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A cloud's instance or VM id: `i-0123…`, `vm-42`. */
 const INSTANCE_PATTERN = /^[A-Za-z0-9][\w.-]{0,127}$/;
-const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--instance ID] [--admin-password-stdin]\n";
+const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--instance ID] [--admin-password-stdin]\n       main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise ADDR,...] [--force] < passphrase\n";
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -40,6 +43,20 @@ async function main(): Promise<void> {
     if (instance !== undefined && !INSTANCE_PATTERN.test(instance)) { process.stderr.write(`--instance ${JSON.stringify(instance)} is not an instance id (letters, digits, ".", "_", "-")\n`); process.exitCode = 1; return; }
     const adminPassword = args.includes("--admin-password-stdin") ? await readStdin() : undefined;
     const res = await initControllerDir({ dataDir, name, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), ...(uuid ? { uuid } : {}), ...(instance ? { instance } : {}), ...(adminPassword ? { adminPassword } : {}) });
+    process.stdout.write(JSON.stringify(res) + "\n");
+    return;
+  }
+  if (args[0] === "restore") {
+    const listen = /^(.+):(\d+)$/.exec(flag("--listen") ?? "");
+    const backup = flag("--backup");
+    if (!listen || !backup) { process.stderr.write(USAGE); process.exitCode = 1; return; }
+    const advertise = flag("--advertise")?.split(",").filter(Boolean);
+    const passphrase = (await readStdin()).replace(/\r?\n$/, "");
+    // eslint-disable-next-line @typescript-eslint/consistent-type-imports
+    const { checkBackup, restoreControllerDir } = require("./backup") as typeof import("./backup");
+    // --check-only: open and parse it, write nothing (a restore checks before it stops anything).
+    if (args.includes("--check-only")) { process.stdout.write(JSON.stringify(await checkBackup(await readFile(backup), passphrase)) + "\n"); return; }
+    const res = await restoreControllerDir({ dataDir, file: await readFile(backup), passphrase, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), force: args.includes("--force") });
     process.stdout.write(JSON.stringify(res) + "\n");
     return;
   }
@@ -85,6 +102,6 @@ async function readStdin(): Promise<string> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`controller failed to start: ${(err as Error).message}\n`);
+  process.stderr.write(`${process.argv[2] === "restore" ? "restore failed" : "controller failed to start"}: ${(err as Error).message}\n`);
   process.exitCode = 1;
 });

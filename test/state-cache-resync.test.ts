@@ -73,3 +73,22 @@ test("a cache whose re-read fails tries again, and tells listeners the cluster c
   await real.put("/cluster/replicas/r3", replica(["10.0.0.213:17070"]));
   await eventually("the cache follows the store after the resync", () => cache.replicas.get("r3")?.addresses[0] === "10.0.0.213:17070");
 });
+
+test("a cache reads the store again when it was restored under it (a new restore epoch), and follows it after", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-cache-"));
+  const store = await EmbeddedStore.open({ dir });
+  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }); });
+  const cache = await StateCache.start(store, () => undefined);
+  t.teardown(() => cache.stop());
+  const loads: number[] = [];
+  // A re-read tells listeners the cluster changed along with every model; a plain event does not.
+  cache.subscribe((changed, rev) => { if (changed.has(CLUSTER_CHANGED) && changed.has("m1")) loads.push(rev); });
+  await store.put("/models/m1", JSON.stringify({ uuid: "m1", name: "one" }));
+  await eventually("the cache follows the store", () => cache.models.has("m1"));
+  // A watcher cannot tell a restored store from its revisions alone: the epoch document says so.
+  await store.put("/controller/restore", JSON.stringify({ clusterId: "c1", epoch: 1, revision: 1, backupId: "b", restoredAt: "", taskSeqs: {} }));
+  await eventually("the cache read the store again", () => loads.length === 1 && cache.restore?.clusterId === "c1");
+  await store.put("/models/m2", JSON.stringify({ uuid: "m2", name: "two" }));
+  await eventually("the cache follows the store after it", () => cache.models.has("m2"));
+  t.is(loads.length, 1, "only a new epoch makes it read everything again");
+});

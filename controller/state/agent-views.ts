@@ -25,13 +25,16 @@ function unitsOnMachine(idx: ModelIndex, machineId: string): { unit: UnitDoc; ap
 }
 
 /** The model-wide head of a view: the model and its settings, in the order both builders write them. */
-function viewHead(idx: ModelIndex, leadershipLeaseSeconds: number): Pick<AgentView, "model" | "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds"> {
+function viewHead(cache: StateCache, idx: ModelIndex, leadershipLeaseSeconds: number): Pick<AgentView, "model" | "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds" | "restore"> {
   const settings = modelSettings(idx.model?.config);
+  const r = cache.restore;
   return {
     model: { uuid: idx.uuid, name: idx.model?.name ?? "" },
     updateStatusInterval: settings.updateStatusInterval,
     retryHooks: settings.automaticallyRetryHooks,
     leadershipLeaseSeconds,
+    // Only once restored: views of a controller never restored read as before.
+    ...(r ? { restore: { epoch: r.clusterId, revision: r.revision, taskSeq: r.taskSeqs[idx.uuid] ?? 0 } } : {}),
   };
 }
 
@@ -47,7 +50,7 @@ export function buildAgentView(cache: StateCache, idx: ModelIndex, machineId: st
     };
   });
   return {
-    ...viewHead(idx, leadershipLeaseSeconds),
+    ...viewHead(cache, idx, leadershipLeaseSeconds),
     machine: { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" },
     units,
     controllerAddresses,
@@ -98,7 +101,7 @@ export class AgentViewRound {
   private head(idx: ModelIndex): string {
     let head = this.heads.get(idx);
     if (head === undefined) {
-      head = JSON.stringify(viewHead(idx, this.leadershipLeaseSeconds)).slice(0, -1);
+      head = JSON.stringify(viewHead(this.cache, idx, this.leadershipLeaseSeconds)).slice(0, -1);
       this.heads.set(idx, head);
     }
     return head;

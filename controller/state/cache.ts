@@ -8,10 +8,11 @@ import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
-import type { AccessDoc, ApplicationDoc, ControllerDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, QueuedTaskDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { AccessDoc, ApplicationDoc, ControllerDoc, RestoreEpochDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, QueuedTaskDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import type { ImportOrigin, ImportedRevisionsDoc } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
 import { CACHED_PREFIXES } from "./keys";
+import { KIND, keyOf } from "./registry";
 import { classifyKey, queueId, scopeId } from "./registry";
 
 /** A databag as kept: `rev` is the version served to agents, `modRevision` the store's. */
@@ -56,6 +57,8 @@ export interface ModelIndex {
 
 export type CacheListener = (changedModels: ReadonlySet<string>, revision: number) => void;
 
+const RESTORE_KEY = keyOf(KIND["restore-epoch"], "");
+
 /** Pause before reading the store again after a failed resync. */
 const RESYNC_RETRY_MS = 500;
 
@@ -64,6 +67,8 @@ export const CLUSTER_CHANGED = "";
 
 export class StateCache {
   controller?: ControllerDoc;
+  /** Set once the store was restored from a backup (documents.ts). */
+  restore?: RestoreEpochDoc;
   tokenKey?: string;
   readonly users = new Map<string, UserDoc>();
   /** Tokens revoked by logout: id → when it expires anyway. */
@@ -128,6 +133,7 @@ export class StateCache {
 
   private clear(): void {
     this.controller = undefined;
+    this.restore = undefined;
     this.tokenKey = undefined;
     this.users.clear();
     this.revokedTokens.clear();
@@ -145,6 +151,12 @@ export class StateCache {
   }
 
   private onEvents(events: WatchEvent[], revision: number): void {
+    // The store was restored under us (its revisions may repeat ones we saw): read it all again.
+    const restored = events.find((e) => e.kv.key === RESTORE_KEY && (e.type === "delete" || (JSON.parse(e.kv.value) as RestoreEpochDoc).clusterId !== this.restore?.clusterId));
+    if (restored || revision <= this.revision) {
+      this.resync(new Error(restored ? "the store was restored from a backup" : `the store's revision went back (${revision} after ${this.revision})`));
+      return;
+    }
     const changed = new Set<string>();
     const viewsChanged = new Set<string>();
     for (const e of events) {
@@ -182,6 +194,7 @@ export class StateCache {
     const set = <T>(map: Map<string, T>, key: string): void => { if (doc === undefined) map.delete(key); else map.set(key, doc as T); };
     switch (c.kind.name) {
       case "controller-info": this.controller = doc as ControllerDoc | undefined; return undefined;
+      case "restore-epoch": this.restore = doc as RestoreEpochDoc | undefined; return CLUSTER_CHANGED;
       case "token-key": this.tokenKey = doc as string | undefined; return undefined;
       case "user": set(this.users, id); this.authVersion++; return undefined;
       case "revoked-token":

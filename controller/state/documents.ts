@@ -4,6 +4,23 @@ import type { ActionValue, AgentStatus, AwsModelSettings, Constraints, Credentia
 export type ConfigValues = Record<string, string | number | boolean>;
 
 export interface ControllerDoc { uuid: string; name: string; createdAt: string; schemaVersion: number }
+/**
+ * `/controller/restore`, written by a restore: the store went back to `revision`. etcd 3.4 cannot
+ * bump revisions on restore, so revisions seen after `revision` before the restore may be reused:
+ * whoever remembers revisions (agents, caches) checks `clusterId` and resynchronises when it changes.
+ */
+export interface RestoreEpochDoc {
+  /** New at every restore. */
+  clusterId: string;
+  /** Restores so far in this controller's life. */
+  epoch: number;
+  /** The backup's revision: history up to it is shared with the store before the restore. */
+  revision: number;
+  backupId: string;
+  restoredAt: string;
+  /** Each model's task sequence at the backup (agents must not skip task ids given out again). */
+  taskSeqs: Record<string, number>;
+}
 export interface UserDoc {
   name: string;
   passwordHash: string;

@@ -14,7 +14,7 @@ const ID = Symbol("id");
 export type KindName =
   // controller-wide
   | "controller-info" | "token-key" | "user" | "revoked-token" | "model-name" | "operator" | "operator-chunk" | "operator-upload"
-  | "credential" | "enrolment" | "request-record"
+  | "credential" | "enrolment" | "request-record" | "restore-epoch" | "backup" | "backup-chunk"
   | "cluster-leader" | "cluster-replica" | "cluster-member" | "cluster-spare" | "cluster-config" | "cluster-keeper" | "cluster-replica-cloud"
   // one model's
   | "model" | "app" | "unit" | "unit-status" | "unit-failure" | "machine" | "machine-info" | "machine-install"
@@ -52,6 +52,10 @@ export const KINDS: readonly KindSpec[] = [
   kind("credential", ["credentials", ID], false, "sealed with the source controller's key: named by reference only, never exported"),
   kind("enrolment", ["enrolments", ID], false, "one-time tokens for machines not yet enrolled, bound to the source controller"),
   kind("request-record", ["requests", ID], false, "idempotency records of the source's requests"),
+  // Written by a restore (controller/backup/): agents and caches resynchronise when it changes.
+  kind("restore-epoch", ["controller", "restore"], true, CONTROLLER_WIDE),
+  kind("backup", ["backups", ID], false, CONTROLLER_WIDE),
+  kind("backup-chunk", ["blobs", "backups", ID], false, CONTROLLER_WIDE),
   kind("cluster-leader", ["cluster", "leader"], true, CONTROLLER_WIDE),
   kind("cluster-replica", ["cluster", "replicas", ID], true, CONTROLLER_WIDE),
   kind("cluster-member", ["cluster", "members", ID], true, CONTROLLER_WIDE),

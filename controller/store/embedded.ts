@@ -569,3 +569,32 @@ export async function embeddedStoreSize(dir: string): Promise<{ walBytes: number
   const size = async (f: string): Promise<number> => (await stat(join(dir, f)).catch(() => ({ size: 0 }))).size;
   return { walBytes: await size(WAL), snapshotBytes: (await size(SNAPSHOT)) + (await size(LEGACY_SNAPSHOT)) };
 }
+
+/**
+ * Writes a new embedded store in `dir` holding exactly `kvs` at `revision`, each key with the
+ * revisions and version it had (a restored backup: agents compare databag revisions, which must not
+ * all change). `leases` are created afresh with their TTL running from the store's next open.
+ * `dir` must not hold a store.
+ */
+export async function writeEmbeddedStore(dir: string, revision: number, kvs: KeyValue[], leases: { id: string; ttl: number }[]): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const existing = await embeddedStoreSize(dir);
+  if (existing.walBytes > 0 || existing.snapshotBytes > 0) throw new StewardError("invalid-request", `${dir} already holds a store; a restore writes only into an empty one`);
+  const tmp = join(dir, `${SNAPSHOT}.tmp`);
+  const out = await open(tmp, "w", 0o600);
+  try {
+    const writer = new FrameWriter(out);
+    await writer.add({ h: { revision, leases } });
+    for (const kv of kvs) {
+      if (kv.modRevision > revision) throw invalidRequest(`key ${kv.key} was written at ${kv.modRevision}, after the store's revision ${revision}`);
+      await writer.add({ kv });
+    }
+    await writer.add({ end: kvs.length });
+    await writer.flush();
+    await out.sync();
+  } finally {
+    await out.close();
+  }
+  await rename(tmp, join(dir, SNAPSHOT));
+  await syncDir(dir);
+}

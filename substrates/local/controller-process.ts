@@ -45,27 +45,58 @@ const INIT_TIMEOUT_MS = 60_000;
 
 /** Creates a controller's data directory (idempotent: an existing one is kept and its CA returned). */
 export async function initLocalController(o: LocalControllerInit): Promise<LocalControllerInitResult> {
-  const args = [controllerEntry(), "init", "--data-dir", o.dataDir, "--name", o.name, "--listen", `${o.listen.host}:${o.listen.port}`];
+  const args = ["init", "--data-dir", o.dataDir, "--name", o.name, "--listen", `${o.listen.host}:${o.listen.port}`];
   if (o.advertise?.length) args.push("--advertise", o.advertise.join(","));
   if (o.uuid !== undefined) args.push("--uuid", o.uuid);
   if (o.adminPassword !== undefined) args.push("--admin-password-stdin");
-  const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"], env: controllerEnvironment() });
+  return runControllerCommand<LocalControllerInitResult>(args, o.adminPassword ?? "", `creating the controller's data directory ${o.dataDir}`);
+}
+
+export interface LocalControllerRestore {
+  dataDir: string;
+  /** The encrypted backup file. */
+  backupFile: string;
+  /** Sent on the child's stdin, never on its command line. */
+  passphrase: string;
+  listen: { host: string; port: number };
+  advertise?: string[];
+  /** Replace a controller in `dataDir` (it must be stopped). */
+  force?: boolean;
+  /** Only open and check the backup (passphrase, integrity, format): write nothing. */
+  checkOnly?: boolean;
+}
+
+/** What `main.js restore` answers. */
+export interface LocalControllerRestoreResult { controller: { uuid: string; name: string }; backupId: string; revision: number; keys: number; models: string[]; caCert: string; epoch: number }
+
+/** Restores a backup into `dataDir` (controller/backup/restore.ts); start it with {@link startLocalController}. With `checkOnly` the answer is not a restore's but only says the backup opens. */
+export async function restoreLocalController(o: LocalControllerRestore): Promise<LocalControllerRestoreResult> {
+  const args = ["restore", "--data-dir", o.dataDir, "--listen", `${o.listen.host}:${o.listen.port}`, "--backup", o.backupFile];
+  if (o.advertise?.length) args.push("--advertise", o.advertise.join(","));
+  if (o.force) args.push("--force");
+  if (o.checkOnly) args.push("--check-only");
+  return runControllerCommand<LocalControllerRestoreResult>(args, o.passphrase, "restoring the backup", "invalid-request");
+}
+
+/** Runs `main.js <args>` with `stdin`, answering its JSON output; a failure carries its stderr. */
+async function runControllerCommand<T>(args: string[], stdin: string, what: string, failure: "internal" | "invalid-request" = "internal"): Promise<T> {
+  const child = spawn(process.execPath, [controllerEntry(), ...args], { stdio: ["pipe", "pipe", "pipe"], env: controllerEnvironment() });
   let out = "";
   let err = "";
   child.stdout.on("data", (c: Buffer) => { out += c.toString(); });
   child.stderr.on("data", (c: Buffer) => { err += c.toString(); });
-  child.stdin.end(o.adminPassword ?? "");
+  child.stdin.end(stdin);
   // Making keys and the store takes a second or two; one that hangs must not hang bootstrap.
   const timer = setTimeout(() => { err ||= `it did not finish within ${INIT_TIMEOUT_MS / 1000} s`; child.kill("SIGKILL"); }, INIT_TIMEOUT_MS);
   const code = await new Promise<number>((resolve) => {
     child.once("error", () => resolve(-1));
     child.once("close", (c) => resolve(c ?? 1));
   }).finally(() => clearTimeout(timer));
-  if (code !== 0) throw new StewardError("internal", `creating the controller's data directory ${o.dataDir} failed: ${err.trim() || `exit code ${code}`}`);
+  if (code !== 0) throw new StewardError(failure, `${what} failed: ${err.trim() || `exit code ${code}`}`);
   try {
-    return JSON.parse(out) as LocalControllerInitResult;
+    return JSON.parse(out) as T;
   } catch {
-    throw new StewardError("internal", `the controller's init answered something that is not JSON: ${out.slice(0, 200)}`);
+    throw new StewardError("internal", `the controller's ${args[0]} answered something that is not JSON: ${out.slice(0, 200)}`);
   }
 }
 
