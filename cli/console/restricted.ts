@@ -42,7 +42,7 @@ export const WEB_CONSOLE_COMMANDS: Partial<Record<CommandName, { options?: strin
   "machines": {}, "remove-machine": {},
   // local, manual, aws and vsphere machines are made by the controller; ssh: hosts need a private key from here.
   "add-machine": { options: ["--key-file", "--key-env", "--passphrase-env"], refuseWord: (w) => (w.startsWith("ssh:") ? "ssh: hosts need a private key, which the web console does not read" : undefined) },
-  "grant": {}, "revoke": {}, "credentials": {}, "remove-credential": {},
+  "grant": {}, "revoke": {}, "credentials": {}, "remove-credential": {}, "backups": {},
   "enable-ha": { options: ["--key-file", "--key-env"] },
   "set-replica-cloud": { options: ["--endpoint-ca-file", "--vcenter-ca-file"] },
 };
@@ -69,6 +69,9 @@ const REFUSED: Record<string, string> = {
   "dashboard": "prints how to reach this dashboard, which you are using",
   "export-model": `${OWN_MACHINE}: it writes the model to a local file`,
   "import-model": `${OWN_MACHINE}: it reads the model from a local file`,
+  "create-backup": `${OWN_MACHINE}: it reads the passphrase from the terminal, a file or the environment, and writes the backup to a local file`,
+  "download-backup": `${OWN_MACHINE}: it writes the backup to a local file`,
+  "restore-backup": `${OWN_MACHINE}: it reads a local backup file and starts a controller`,
 };
 
 /** Why `words` (a command line without `steward`) may not run in the web console, or undefined when it may. */
