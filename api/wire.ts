@@ -119,3 +119,17 @@ export interface SessionInfo {
 }
 /** The header a dashboard write carries its session's CSRF token in. */
 export const CSRF_HEADER = "x-steward-csrf";
+
+/** A backup kept on the controller (`steward backups`; controller/backup/kept-backups.ts). */
+export interface BackupRecord {
+  id: string;
+  createdAt: string;
+  controller: { uuid: string; name: string };
+  revision: number;
+  bytes: number;
+  chunks: number;
+  keys: number;
+  models: number;
+  /** SHA-256 of the file, hex: checked by the client after download. */
+  sha256: string;
+}

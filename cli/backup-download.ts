@@ -6,28 +6,17 @@ import { createHash } from "node:crypto";
 import { open, rename, rm } from "node:fs/promises";
 import type { ControllerClient } from "../api/core";
 import { StewardError } from "../api/core";
+import type { BackupRecord } from "../api/core";
 
-/** A backup as the controller lists it (controller/backup/kept-backups.ts). */
-export interface BackupRecordView {
-  id: string;
-  createdAt: string;
-  controller: { uuid: string; name: string };
-  revision: number;
-  bytes: number;
-  chunks: number;
-  keys: number;
-  models: number;
-  sha256: string;
-}
 
-export async function downloadBackup(client: ControllerClient, id: string, path: string): Promise<BackupRecordView> {
+export async function downloadBackup(client: ControllerClient, id: string, path: string): Promise<BackupRecord> {
   const tmp = `${path}.part`;
   const out = await open(tmp, "w", 0o600);
   const hash = createHash("sha256");
-  let record: BackupRecordView | undefined;
+  let record: BackupRecord | undefined;
   try {
     for (let part = 0; record === undefined || part < record.chunks; part++) {
-      const res = await client.call<{ record: BackupRecordView; data: string }>("GET", `/v1/backups/${encodeURIComponent(id)}?part=${part}`);
+      const res = await client.call<{ record: BackupRecord; data: string }>("GET", `/v1/backups/${encodeURIComponent(id)}?part=${part}`);
       record = res.record;
       const data = Buffer.from(res.data, "base64");
       hash.update(data);

@@ -6,6 +6,7 @@
  * record is written after the last chunk, so a backup interrupted half-way is never listed (a
  * failed write deletes its chunks). A quota bounds them; the oldest go first.
  */
+import type { BackupRecord } from "../../api";
 import { randomBytes } from "node:crypto";
 import { StewardError, notFound } from "../../api";
 import type { Store } from "../store";
@@ -27,18 +28,8 @@ export interface BackupQuota {
  */
 export const DEFAULT_BACKUP_QUOTA: Required<BackupQuota> = { keep: 3, quotaBytes: 256 * 1024 * 1024 };
 
-export interface BackupRecord {
-  id: string;
-  createdAt: string;
-  controller: { uuid: string; name: string };
-  revision: number;
-  bytes: number;
-  chunks: number;
-  keys: number;
-  models: number;
-  /** SHA-256 of the file, hex: checked by the client after download. */
-  sha256: string;
-}
+
+export type { BackupRecord };
 
 export function newBackupId(now = new Date()): string {
   return `${now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}-${randomBytes(3).toString("hex")}`;
