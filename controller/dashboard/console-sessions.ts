@@ -26,7 +26,7 @@ import type { ConsoleMessage, Logger, WireError } from "../../api";
 import { CONSOLE_CLOSE_CODES, MAX_CONSOLE_FRAME_BYTES, StewardError, WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "../../api";
 import type { StateCache } from "../state";
 import type { Principal } from "../server/auth";
-import { authenticate, requireUser } from "../server/auth";
+import { atTokenExpiry, authenticate, requireUser } from "../server/auth";
 import { answerRaw } from "../server/raw-answer";
 import { readSessionCookie } from "../server/session-cookie";
 import { answerHandshakeErrors } from "../server/upgrades";
@@ -70,7 +70,7 @@ class Session {
   exited = false;
   paused = false;
   idle?: NodeJS.Timeout;
-  expiry?: NodeJS.Timeout;
+  stopExpiry?: () => void;
 
   constructor(readonly ws: WebSocket, public principal: User, readonly headers: IncomingMessage["headers"]) {}
 
@@ -133,7 +133,7 @@ export class ConsoleSessionHub {
           this.end(s, CONSOLE_CLOSE_CODES.internal, "internal error; see the controller log");
         }
       });
-      this.expireAt(s, principal.token.expiresAt);
+      s.stopExpiry = atTokenExpiry(principal.token.expiresAt, () => this.recheck(s), () => !s.ended);
       this.touch(s);
       this.start(s, token).catch((err: unknown) => {
         if (s.ended) return;
@@ -249,15 +249,6 @@ export class ConsoleSessionHub {
     s.idle.unref();
   }
 
-  /** Re-checks the session when its token expires. */
-  private expireAt(s: Session, expiresAt: number): void {
-    s.expiry = setTimeout(() => {
-      this.recheck(s);
-      if (!s.ended) this.expireAt(s, expiresAt);
-    }, Math.min(Math.max(0, expiresAt - Date.now()) + 1, 2 ** 31 - 1));
-    s.expiry.unref();
-  }
-
   /** Ends the console if its session no longer holds (expired, logged out, password changed, user removed). */
   private recheck(s: Session): void {
     try {
@@ -274,7 +265,7 @@ export class ConsoleSessionHub {
     if (!s.ended) {
       s.ended = true;
       clearTimeout(s.idle);
-      clearTimeout(s.expiry);
+      s.stopExpiry?.();
       this.sessions.delete(s);
       if (s.child && !s.exited) killGroup(s.child);
       s.child?.stdin?.destroy();

@@ -15,7 +15,7 @@ import { MAX_LIVE_TOPICS, StewardError, WATCH_CLOSE_CODES, notFound, parseLiveTo
 import type { ModelIndex, StateCache, StatusParts } from "../state";
 import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus } from "../state";
 import type { Principal } from "../server/auth";
-import { authenticate, requireModelAccess, requireUser } from "../server/auth";
+import { atTokenExpiry, authenticate, requireModelAccess, requireUser } from "../server/auth";
 import { answerRaw } from "../server/raw-answer";
 import { modelSummaries } from "../server/summaries";
 import { answerHandshakeErrors } from "../server/upgrades";
@@ -68,7 +68,7 @@ interface TopicEntry { kind: string; uuid?: string; unit?: string; last?: string
 class Feed {
   readonly topics = new Map<LiveTopic, TopicEntry>();
   lastModels?: string;
-  expiry?: NodeJS.Timeout;
+  stopExpiry?: () => void;
 
   constructor(readonly ws: WebSocket, public principal: User, readonly headers: IncomingMessage["headers"]) {}
 
@@ -115,7 +115,7 @@ export class LiveFeedHub {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const feed = new Feed(ws, principal, { authorization: req.headers.authorization, cookie: req.headers.cookie });
       this.feeds.add(feed);
-      this.expireAt(feed, principal.token.expiresAt);
+      feed.stopExpiry = atTokenExpiry(principal.token.expiresAt, () => this.recheck(feed), () => this.feeds.has(feed));
       ws.on("error", () => undefined);
       ws.on("close", () => this.drop(feed));
       ws.on("message", (data, isBinary) => {
@@ -190,7 +190,7 @@ export class LiveFeedHub {
   }
 
   private drop(feed: Feed): void {
-    clearTimeout(feed.expiry);
+    feed.stopExpiry?.();
     for (const topic of [...feed.topics.keys()]) this.leave(feed, topic);
     this.feeds.delete(feed);
     this.followController();
@@ -336,15 +336,6 @@ export class LiveFeedHub {
     }, (err: unknown) => this.o.log.warn("live feed could not read the cluster", { err: (err as Error).message })).finally(() => { this.refreshing = false; });
   }
 
-  /** Closes the feed once its token has expired. */
-  private expireAt(feed: Feed, expiresAt: number): void {
-    feed.expiry = setTimeout(() => {
-      this.recheck(feed);
-      if (this.feeds.has(feed)) this.expireAt(feed, expiresAt);
-    }, Math.max(0, expiresAt - Date.now()) + 1);
-    feed.expiry.unref();
-  }
-
   /** Closes the feed if its session no longer holds; ends topics whose access was taken away. */
   private recheck(feed: Feed): void {
     try {
@@ -375,7 +366,7 @@ export class LiveFeedHub {
     this.unsubscribe();
     clearTimeout(this.roundTimer);
     clearInterval(this.controllerTimer);
-    for (const feed of this.feeds) { clearTimeout(feed.expiry); feed.ws.close(1001); }
+    for (const feed of this.feeds) { feed.stopExpiry?.(); feed.ws.close(1001); }
     this.wss.close();
   }
 }

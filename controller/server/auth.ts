@@ -113,3 +113,18 @@ export function requireWriteOnSomeModel(p: Principal, cache: StateCache): void {
   }
   throw new StewardError("forbidden", `user ${user.user} has write access to no model; uploading an operator needs write access to one (an admin can run: steward grant ${user.user} write <model>)`, { details: { needed: "write" } });
 }
+
+/**
+ * Calls `recheck` once a token has expired, for a stream that must not outlive what let it in
+ * (watches, live feeds, consoles); armed again while `open()` holds (a timer may fire a hair
+ * early). Returns what cancels it.
+ */
+export function atTokenExpiry(expiresAt: number, recheck: () => void, open: () => boolean): () => void {
+  let timer: NodeJS.Timeout;
+  const arm = (): void => {
+    timer = setTimeout(() => { recheck(); if (open()) arm(); }, Math.min(Math.max(0, expiresAt - Date.now()) + 1, 2 ** 31 - 1));
+    timer.unref();
+  };
+  arm();
+  return () => clearTimeout(timer);
+}

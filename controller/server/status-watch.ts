@@ -14,14 +14,14 @@ import { StewardError, TRANSPORT_LIMITS, WATCH_CLOSE_CODES, notFound } from "../
 import type { StateCache } from "../state";
 import { renderModelStatus } from "../state";
 import type { Principal } from "./auth";
-import { authenticate, requireModelAccess } from "./auth";
+import { atTokenExpiry, authenticate, requireModelAccess } from "./auth";
 import { answerRaw } from "./raw-answer";
 import { answerHandshakeErrors } from "./upgrades";
 
 const MIN_INTERVAL_MS = 200;
 
 /** What let a watch in, re-checked whenever users, tokens or the model's access change. */
-interface WatchGrant { headers: IncomingMessage["headers"]; uuid: string; expiry?: NodeJS.Timeout }
+interface WatchGrant { headers: IncomingMessage["headers"]; uuid: string; stopExpiry?: () => void }
 
 export class StatusWatchHub {
   private readonly wss: WebSocketServer;
@@ -66,11 +66,11 @@ export class StatusWatchHub {
       set.add(ws);
       const grant: WatchGrant = { headers: { authorization: req.headers.authorization, cookie: req.headers.cookie }, uuid };
       this.grants.set(ws, grant);
-      if (principal.kind === "user") this.expireAt(ws, grant, principal.token.expiresAt);
+      if (principal.kind === "user") grant.stopExpiry = atTokenExpiry(principal.token.expiresAt, () => this.recheck(ws, grant), () => this.grants.has(ws));
       ws.on("close", () => {
         set.delete(ws);
         if (set.size === 0) this.watchers.delete(uuid);
-        clearTimeout(grant.expiry);
+        grant.stopExpiry?.();
         this.grants.delete(ws);
       });
       ws.on("error", () => undefined);
@@ -80,16 +80,6 @@ export class StatusWatchHub {
         ws.close(1011, "internal error; see the controller log");
       }
     });
-  }
-
-  /** Closes the watch once its token has expired (tokens live at most a day, well within a timer's range). */
-  private expireAt(ws: WebSocket, grant: WatchGrant, expiresAt: number): void {
-    grant.expiry = setTimeout(() => {
-      this.recheck(ws, grant);
-      // Still open (the timer fired a hair early): wait the rest.
-      if (this.grants.has(ws)) this.expireAt(ws, grant, expiresAt);
-    }, Math.max(0, expiresAt - Date.now()) + 1);
-    grant.expiry.unref();
   }
 
   /** Closes the watch if its credentials or its access to the model no longer hold. */
@@ -112,7 +102,7 @@ export class StatusWatchHub {
   }
 
   private end(ws: WebSocket, code: number, reason: string): void {
-    clearTimeout(this.grants.get(ws)?.expiry);
+    this.grants.get(ws)?.stopExpiry?.();
     this.grants.delete(ws);
     // A close reason is at most 123 bytes.
     ws.close(code, Buffer.from(reason).subarray(0, 123).toString());
