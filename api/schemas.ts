@@ -69,6 +69,10 @@ export const VsphereModelSettingsSchema = z.strictObject({
   caCert: z.string().max(16 * 1024).regex(/-----BEGIN CERTIFICATE-----/, { message: "must be a PEM certificate" }).optional(),
 });
 
+/** A Kubernetes namespace's name: a DNS label (RFC 1123), as the API server requires. */
+export const KubernetesNamespace = z.string().max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { message: "must be a Kubernetes namespace name: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters" });
+export const KubernetesModelSettingsSchema = z.strictObject({ namespace: KubernetesNamespace });
+
 /** Where the quorum keeper launches replicas when no spare host is left. */
 export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
   z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema }),
@@ -76,7 +80,7 @@ export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
 ]);
 export const CreateModelRequest = z.strictObject({
   name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(),
-  aws: AwsModelSettingsSchema.optional(), vsphere: VsphereModelSettingsSchema.optional(),
+  aws: AwsModelSettingsSchema.optional(), vsphere: VsphereModelSettingsSchema.optional(), kubernetes: KubernetesModelSettingsSchema.optional(),
   /** The default for its machines (`cores=2 mem=4G`). */
   constraints: ConstraintsText.optional(),
 }).superRefine((v, ctx) => {
@@ -86,6 +90,8 @@ export const CreateModelRequest = z.strictObject({
   if (substrate !== "aws" && v.aws) ctx.addIssue({ code: "custom", path: ["aws"], message: `is only for aws models, not ${substrate}` });
   if (substrate === "vsphere" && !v.vsphere) ctx.addIssue({ code: "custom", path: ["vsphere"], message: "is required for a vsphere model: at least url, datacenter and template" });
   if (substrate !== "vsphere" && v.vsphere) ctx.addIssue({ code: "custom", path: ["vsphere"], message: `is only for vsphere models, not ${substrate}` });
+  if (substrate !== "kubernetes" && v.kubernetes) ctx.addIssue({ code: "custom", path: ["kubernetes"], message: `is only for kubernetes models, not ${substrate}` });
+  if (substrate === "kubernetes" && v.constraints) ctx.addIssue({ code: "custom", path: ["constraints"], message: "are for machines Steward makes on a cloud; a kubernetes model's units are pods (their containers' resources come from the operator)" });
 });
 
 /** A credential's attributes, checked against what its substrate needs (see CREDENTIAL_KINDS). */

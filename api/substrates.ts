@@ -1,16 +1,17 @@
 /**
  * Where a model's machines come from (as a Juju model records its cloud): `local` starts agent
  * processes on the controller's host, `aws` launches EC2 instances and `vsphere` clones VMs from a
- * template, for units placed without `--to`; `manual` and `ssh` models only use machines added to
- * them (`add-machine`).
+ * template, for units placed without `--to`; `kubernetes` runs each unit in a pod of its
+ * application's StatefulSet (the pod is the unit's machine); `manual` and `ssh` models only use
+ * machines added to them (`add-machine`).
  */
-export const MODEL_SUBSTRATES = ["local", "manual", "ssh", "aws", "vsphere"] as const;
+export const MODEL_SUBSTRATES = ["local", "manual", "ssh", "aws", "vsphere", "kubernetes"] as const;
 export type ModelSubstrate = (typeof MODEL_SUBSTRATES)[number];
 
 /** Substrates where the controller makes a machine itself when a unit needs one. */
-export const PROVISIONED_SUBSTRATES: readonly ModelSubstrate[] = ["local", "aws", "vsphere"];
+export const PROVISIONED_SUBSTRATES: readonly ModelSubstrate[] = ["local", "aws", "vsphere", "kubernetes"];
 /** Substrates whose models need a stored credential. */
-export const CREDENTIALED_SUBSTRATES: readonly ModelSubstrate[] = ["aws", "vsphere"];
+export const CREDENTIALED_SUBSTRATES: readonly ModelSubstrate[] = ["aws", "vsphere", "kubernetes"];
 
 /** Where an `aws` model's instances go and what they are (`steward add-model --substrate aws`). */
 export interface AwsModelSettings {
@@ -40,8 +41,14 @@ export interface VsphereModelSettings {
   caCert?: string;
 }
 
-/** Substrates a stored credential can be for (`steward add-credential --substrate`). */
-export const CREDENTIAL_SUBSTRATES = ["aws", "vsphere", "ssh"] as const;
+/** Where a `kubernetes` model's pods go (`steward add-model --substrate kubernetes:CLUSTER`). */
+export interface KubernetesModelSettings {
+  /** The namespace the model's StatefulSets, Services and Secrets live in (made if missing); by default the model's name. */
+  namespace: string;
+}
+
+/** Substrates a stored credential can be for (`steward add-credential --substrate`; `steward add-k8s` stores a kubernetes one). */
+export const CREDENTIAL_SUBSTRATES = ["aws", "vsphere", "ssh", "kubernetes"] as const;
 export type CredentialSubstrate = (typeof CREDENTIAL_SUBSTRATES)[number];
 
 export interface CredentialKind {
@@ -66,6 +73,8 @@ export const CREDENTIAL_KINDS: Readonly<Record<CredentialSubstrate, CredentialKi
     env: { user: "VSPHERE_USER", password: "VSPHERE_PASSWORD" },
   },
   ssh: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"] },
+  // A cluster (steward add-k8s): the kubeconfig (its server, CA and user's token or certificate) is secret; its context is not.
+  kubernetes: { required: ["kubeconfig"], optional: ["context", "server"], shown: ["context", "server"] },
 };
 
 /** How `steward credentials` shows an attribute's value: secrets never, masked ones by their last 4 characters. */

@@ -24,6 +24,7 @@ import { benchDashboardLive } from "./dashboard-live";
 import { benchProviderLoad } from "./provider-load";
 import { benchPackage } from "./package";
 import { benchBackup } from "./backup";
+import { benchKubernetesPods } from "./kubernetes-pods";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -52,6 +53,7 @@ const all: Record<string, Benchmark> = {
   "provider-load": { full: () => benchProviderLoad(), smoke: () => benchProviderLoad({ size: 1 }) },
   package: { full: () => benchPackage(), smoke: () => benchPackage({ size: 1 }) },
   backup: { full: () => benchBackup(), smoke: () => benchBackup({ size: 20 }) },
+  "kubernetes-pods": { full: () => benchKubernetesPods(), smoke: () => benchKubernetesPods({ size: 2, runs: 1 }) },
 };
 
 async function main(): Promise<void> {

@@ -21,7 +21,7 @@ export const COMMAND_NAMES = [
   "integrate", "remove-integration", "resolve", "show-unit", "show-status-log", "debug-log",
   "run", "show-task", "operations",
   "add-machine", "machines", "remove-machine",
-  "add-credential", "credentials", "remove-credential",
+  "add-credential", "add-k8s", "credentials", "remove-credential",
   "completion", "help", "version",
 ] as const;
 

@@ -5,7 +5,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { StewardError } from "../api";
+import { STEWARD_VERSION, StewardError } from "../api";
 import { dataFiles } from "../substrates";
 import type { MemberConfig } from "./cluster/etcd-member";
 import type { StoreConfig } from "./store";
@@ -28,7 +28,12 @@ export interface ControllerConfig {
   backups?: { keep?: number; quotaBytes?: number };
   /** The cloud instance or VM a bootstrap launched this replica on: recorded with it once it is an etcd member (show-controller). */
   instance?: { id: string };
+  /** Kubernetes models: the image of the agent container in their pods (default {@link DEFAULT_AGENT_IMAGE}: push the build's image to your registry and name it here). */
+  kubernetes?: { agentImage?: string };
 }
+
+/** The agent image a Kubernetes model's pods run when the controller's configuration names none. */
+export const DEFAULT_AGENT_IMAGE = `steward/agent:${STEWARD_VERSION}`;
 
 export interface OperatorStorageConfig {
   /** Most bytes all stored operator bundles may take together. @default 128 MiB */

@@ -20,7 +20,7 @@ import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, ReplicaHostChain, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending } from "./cluster";
 import type { ControllerConfig, OperatorStorageConfig } from "./config";
-import { AGENT_BUNDLE, CLI_BUNDLE, cliEntry, dataFiles, readControllerConfig } from "./config";
+import { AGENT_BUNDLE, CLI_BUNDLE, DEFAULT_AGENT_IMAGE, cliEntry, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 import type { LoginLimiterOptions } from "./server/login-limiter";
@@ -48,6 +48,8 @@ import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
 import { CloudProvisioner } from "./provisioner/cloud-machines";
 import { LocalSubstrate } from "./provisioner/local-machines";
+import type { KubernetesProvisionerOptions } from "./provisioner/kubernetes-units";
+import { KubernetesProvisioner } from "./provisioner/kubernetes-units";
 import { registerEnrolRoutes } from "./server/enrol-routes";
 import { SshSubstrate } from "./provisioner/ssh-machines";
 
@@ -102,6 +104,8 @@ export interface ControllerOptions {
   cliMain?: string;
   /** Overrides the console pane's limits (consoles per user and per replica, idle time, output buffered). */
   consoles?: Pick<ConsoleSessionOptions, "maxPerUser" | "maxSessions" | "idleMs" | "maxBufferedBytes">;
+  /** Kubernetes models: how often pods are listed (ms) and the agent container's probes (tests shorten both). */
+  kubernetes?: Pick<KubernetesProvisionerOptions, "pollIntervalMs" | "probes">;
 }
 
 /** This replica was removed from the cluster (replaced while it was away): it must not serve. */
@@ -125,6 +129,7 @@ export class Controller {
   private consoles?: ConsoleSessionHub;
   private local?: LocalSubstrate;
   private cloud?: CloudProvisioner;
+  private pods?: KubernetesProvisioner;
   private replicaCloud?: CloudReplicaHosts;
   private cleaner?: Cleaner;
   private cache?: StateCache;
@@ -319,6 +324,10 @@ export class Controller {
           cache, ops: leaderOps, enrolments, credentials: leaderCredentials, caCert, controllerAddresses: () => this.addresses, log: this.log,
           ...(this.opts.cloudPollIntervalMs ? { pollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
         });
+        this.pods = new KubernetesProvisioner({
+          cache, ops: leaderOps, credentials: leaderCredentials, caCert, controllerAddresses: () => this.addresses, log: this.log,
+          agentImage: this.config.kubernetes?.agentImage ?? DEFAULT_AGENT_IMAGE, ...this.opts.kubernetes,
+        });
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
         if (membership) {
@@ -332,8 +341,8 @@ export class Controller {
         }
       },
       onDeposed: () => {
-        this.local?.close(); this.cloud?.close(); this.cleaner?.close(); this.keeper?.close(); this.replicaCloud?.close(); this.stopSweeper?.();
-        this.local = undefined; this.cloud = undefined; this.cleaner = undefined; this.keeper = undefined; this.replicaCloud = undefined; this.stopSweeper = undefined;
+        this.local?.close(); this.cloud?.close(); this.pods?.close(); this.cleaner?.close(); this.keeper?.close(); this.replicaCloud?.close(); this.stopSweeper?.();
+        this.local = undefined; this.cloud = undefined; this.pods = undefined; this.cleaner = undefined; this.keeper = undefined; this.replicaCloud = undefined; this.stopSweeper = undefined;
       },
     }));
     election.start();
@@ -435,6 +444,7 @@ export class Controller {
     await this.election?.stop();
     this.local?.close();
     this.cloud?.close();
+    this.pods?.close();
     this.replicaCloud?.close();
     this.cleaner?.close();
     this.stopSweeper?.();

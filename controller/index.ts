@@ -17,7 +17,7 @@ export { sendText } from "./server/ws-frames";
 export { createCertificateAuthority, issueServerCertificate } from "./security/pki";
 export { initControllerDir } from "./bootstrap";
 export type { InitControllerOptions } from "./bootstrap";
-export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerFiles, dataFiles, readControllerConfig } from "./config";
+export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, DEFAULT_AGENT_IMAGE, controllerFiles, dataFiles, readControllerConfig } from "./config";
 export type { ControllerConfig } from "./config";
 // Kept here for tests and benchmarks; the CLI and the provider take them from substrates.
 export { CONTROLLER_ENV_VARIABLES, controllerEntry, controllerEnvironment, freePort, portFree, readPidFile, removeLocalController, startLocalController, stopProcess } from "../substrates";

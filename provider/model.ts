@@ -41,13 +41,15 @@ export interface ModelArgs {
    * replaces the model.
    * @default "local"
    */
-  substrate?: pulumi.Input<"local" | "manual" | "ssh" | "aws" | "vsphere">;
-  /** Cloud models: the credential stored on the controller (`steward add-credential`) its machines are made with. */
+  substrate?: pulumi.Input<"local" | "manual" | "ssh" | "aws" | "vsphere" | "kubernetes">;
+  /** Cloud models: the credential stored on the controller (`steward add-credential`) its machines are made with; kubernetes models: the cluster (`steward add-k8s`). */
   credential?: pulumi.Input<string>;
   /** aws models: where instances go and what they are. Changing it replaces the model. */
   aws?: pulumi.Input<AwsModelArgs>;
   /** vsphere models: the vCenter and the template VMs are cloned from. Changing it replaces the model. */
   vsphere?: pulumi.Input<VsphereModelArgs>;
+  /** kubernetes models: the namespace its applications' StatefulSets go in (default the model's name). Changing it replaces the model. */
+  kubernetes?: pulumi.Input<{ namespace: pulumi.Input<string> }>;
   /**
    * aws and vsphere models: the default constraints of the machines it makes (Juju's syntax,
    * `cores=2 mem=4G`); applications' and machines' own are merged over them. A change applies to
@@ -78,6 +80,7 @@ export class Model extends pulumi.dynamic.Resource {
       credential: args.credential,
       aws: args.aws,
       vsphere: args.vsphere,
+      kubernetes: args.kubernetes,
       ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
       adopt: args.adopt ?? false,
       forceDelete: args.forceDelete ?? false,

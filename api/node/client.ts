@@ -17,7 +17,7 @@ import type { Bundle } from "../operator";
 import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "../actions";
 import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "../status";
 import type { DebugLogRecord } from "../debug-log";
-import type { AwsModelSettings, CredentialSubstrate, ModelSubstrate, VsphereModelSettings } from "../substrates";
+import type { AwsModelSettings, CredentialSubstrate, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../substrates";
 import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
 import type { ApplicationInfo, ControllerInfo, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
@@ -233,8 +233,8 @@ export class ControllerClient {
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
   /** `substrate` (default `local`) says where machines for units placed without `to` come from. */
-  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined; vsphere?: VsphereModelSettings | undefined; constraints?: string | undefined } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
-    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}), ...(cloud.vsphere ? { vsphere: cloud.vsphere } : {}), ...(cloud.constraints ? { constraints: cloud.constraints } : {}) });
+  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined; vsphere?: VsphereModelSettings | undefined; kubernetes?: KubernetesModelSettings | undefined; constraints?: string | undefined } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
+    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}), ...(cloud.vsphere ? { vsphere: cloud.vsphere } : {}), ...(cloud.kubernetes ? { kubernetes: cloud.kubernetes } : {}), ...(cloud.constraints ? { constraints: cloud.constraints } : {}) });
   }
 
   // --- credentials (superusers) ---

@@ -1,6 +1,5 @@
-import { Command, Option } from "clipanion";
-import * as t from "typanion";
-import type { AwsModelSettings, VsphereModelSettings } from "../../api/core";
+import { Command, Option, UsageError } from "clipanion";
+import type { AwsModelSettings, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api/core";
 import { MODEL_SUBSTRATES } from "../../api/core";
 import { CloudOptionsCommand, withConstraintsFlag } from "../cloud-options";
 import { DURATION_HELP, isDuration } from "../validators";
@@ -20,6 +19,8 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
       --constraints (as Juju has them: cores, mem, root-disk, arch, instance-type) are the default for the machines an aws or vsphere model makes; an application's (deploy --constraints) and a machine's (add-machine --constraints) are merged over them. On aws they choose the smallest fitting instance type from a list of t3, m6i, t4g and m7g types (an explicit instance-type wins) and size the root volume; on vsphere cores and mem size the clone.
 
       A vsphere model needs a stored vsphere credential, vCenter's SDK URL, a datacenter and a template VM (Linux with cloud-init's VMware datasource and curl); its user data goes in through guestinfo.
+
+      \`--substrate kubernetes:CLUSTER\` makes a model on a cluster registered with steward add-k8s: a namespace (the model's name, or --namespace) where each application is a StatefulSet and unit N is its pod N, with the Steward agent as a container of the pod.
     `,
     examples: [
       ["Create a model called demo", "$0 add-model demo"],
@@ -27,25 +28,48 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
       ["A model on EC2, spread over three subnets", "$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --instance-type t3.small --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd"],
       ["A model on vSphere", "$0 add-model estate --substrate vsphere --credential lab --vcenter https://vcenter.example.com/sdk --datacenter DC1 --template debian-12-template --vcenter-ca-file vcenter-ca.pem"],
       ["Machines with at least 2 cores and 4 GiB by default", "$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --constraints \"cores=2 mem=4G\""],
+      ["A model on a Kubernetes cluster registered with add-k8s", "$0 add-model shop --substrate kubernetes:lab"],
       ["Run update-status every minute", "$0 add-model demo --update-status-interval 1m"],
     ],
   });
 
   name = Option.String({ required: true, name: "name" });
-  substrate = Option.String("--substrate", { description: `Where machines come from: ${MODEL_SUBSTRATES.join(", ")} (default local)`, validator: t.isEnum(MODEL_SUBSTRATES) });
+  substrateArg = Option.String("--substrate", { description: `Where machines come from: ${MODEL_SUBSTRATES.filter((s) => s !== "kubernetes").join(", ")}, or kubernetes:CLUSTER (default local)` });
+  namespace = Option.String("--namespace", { description: "kubernetes: the namespace its pods go in (default the model's name)" });
   credential = Option.String("--credential", { description: "Stored credential its machines are made with (steward add-credential)" });
   interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
 
+  /** `--substrate`, with `kubernetes:CLUSTER` read as the kubernetes substrate and the cluster's credential. */
+  private get substrate(): ModelSubstrate | undefined {
+    const arg = this.substrateArg;
+    if (arg === undefined) return undefined;
+    if (arg.startsWith("kubernetes:") || arg.startsWith("k8s:")) return "kubernetes";
+    if (!(MODEL_SUBSTRATES as readonly string[]).includes(arg)) throw new UsageError(`--substrate ${arg}: expected one of ${MODEL_SUBSTRATES.filter((s) => s !== "kubernetes").join(", ")}, or kubernetes:CLUSTER (a cluster registered with steward add-k8s)`);
+    return arg as ModelSubstrate;
+  }
+
+  private kubernetesSettings(): { credential?: string; kubernetes?: KubernetesModelSettings } {
+    if (this.substrate !== "kubernetes") {
+      if (this.namespace !== undefined) throw new UsageError("--namespace is for kubernetes models (--substrate kubernetes:CLUSTER)");
+      return {};
+    }
+    const cluster = this.substrateArg!.slice(this.substrateArg!.indexOf(":") + 1) || this.credential;
+    if (!cluster) throw new UsageError("name the cluster: --substrate kubernetes:CLUSTER (one registered with steward add-k8s; see steward credentials)");
+    if (this.credential !== undefined && this.credential !== cluster) throw new UsageError(`--substrate kubernetes:${cluster} and --credential ${this.credential} name two clusters: give one`);
+    return { credential: cluster, ...(this.namespace !== undefined ? { kubernetes: { namespace: this.namespace } } : {}) };
+  }
+
   async run(): Promise<number> {
+    const k8s = this.kubernetesSettings();
     const constraints = this.constraintsText();
     const cloud = await this.cloudSettings();
     const client = await this.connect();
     const config = this.interval !== undefined ? { updateStatusInterval: Math.round(this.interval / 1000) } : undefined;
-    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, ...cloud, constraints });
+    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, ...cloud, ...k8s, constraints });
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;
     await this.saveConfig(cfg);
-    this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, credential ${m.credential}` : ""}${m.constraints ? `, constraints ${m.constraints}` : ""}) and made it current.`);
+    this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, ${m.substrate === "kubernetes" ? "cluster" : "credential"} ${m.credential}` : ""}${m.constraints ? `, constraints ${m.constraints}` : ""}) and made it current.`);
     return 0;
   }
 

@@ -248,7 +248,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const p = principalOf(req);
     requireSuperuser(p);
     const body = parseRequest(CreateModelRequest, req.body, "model");
-    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate, { credential: body.credential, aws: body.aws, vsphere: body.vsphere, constraints: body.constraints });
+    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate, { credential: body.credential, aws: body.aws, vsphere: body.vsphere, kubernetes: body.kubernetes, constraints: body.constraints });
     await settled(doc.revision);
     reply.code(201);
     return { name: doc.name, uuid: doc.uuid, substrate: doc.substrate, ...(doc.credential ? { credential: doc.credential } : {}), ...(hasConstraints(doc.constraints) ? { constraints: formatConstraints(doc.constraints) } : {}) };

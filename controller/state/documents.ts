@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { ActionValue, AgentStatus, AwsModelSettings, Constraints, CredentialSubstrate, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
+import type { ActionValue, AgentStatus, AwsModelSettings, Constraints, CredentialSubstrate, KubernetesModelSettings, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -46,6 +46,8 @@ export interface ModelDoc {
   aws?: AwsModelSettings;
   /** Where its VMs come from (vsphere models). */
   vsphere?: VsphereModelSettings;
+  /** The namespace its pods go in (kubernetes models). */
+  kubernetes?: KubernetesModelSettings;
   /** The default constraints of machines made for it (aws, vsphere). */
   constraints?: Constraints;
 }
@@ -77,7 +79,7 @@ export interface ApplicationDoc {
   /** Only the values set by users; defaults come from the operator's metadata. */
   config: ConfigValues;
   life: Life;
-  /** Next unit number; unit numbers are never reused within an application. */
+  /** Next unit number; unit numbers are never reused within an application (but in kubernetes models, where they are pod ordinals). */
   nextUnit: number;
   createdAt: string;
   /** Constraints of the machines made for its units, merged over the model's. */

@@ -4,13 +4,14 @@
  * overwritten; a refused operation writes nothing.
  */
 import { randomUUID } from "node:crypto";
-import type { AwsModelSettings, Bundle, Constraints, VsphereModelSettings, OperatorMeta, StatusLogEntry, UnitStatusReport } from "../../api";
+import type { AwsModelSettings, Bundle, Constraints, KubernetesModelSettings, VsphereModelSettings, OperatorMeta, StatusLogEntry, UnitStatusReport } from "../../api";
 import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, STATUS_HISTORY_ENTRIES, STATUS_HISTORY_MESSAGE_CHARS, StewardError, alreadyExists, bundleHash, checkConfigValue, formatConstraints, hasConstraints, invalidRequest, mergeConstraints, notFound, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
 import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, RevokedTokenDoc, StatusHistoryDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
+import { unitNumber } from "./agent-views";
 import { checkMachineConstraints } from "./constraints";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
@@ -93,10 +94,11 @@ export class StateOps extends StoreTxns {
 
   // --- models ---
 
-  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined; vsphere?: VsphereModelSettings | undefined; constraints?: Constraints | undefined } = {}): Promise<ModelDoc & { revision: number }> {
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined; vsphere?: VsphereModelSettings | undefined; kubernetes?: KubernetesModelSettings | undefined; constraints?: Constraints | undefined } = {}): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
     const { credential, aws, vsphere, constraints } = cloud;
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}), ...(vsphere ? { vsphere } : {}), ...(hasConstraints(constraints) ? { constraints } : {}) };
+    const kubernetes = substrate === "kubernetes" ? cloud.kubernetes ?? { namespace: name } : undefined; // model names are namespace names (api/names.ts)
+    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}), ...(vsphere ? { vsphere } : {}), ...(kubernetes ? { kubernetes } : {}), ...(hasConstraints(constraints) ? { constraints } : {}) };
     checkMachineConstraints(doc, constraints);
     return this.retry(`create model ${name}`, async () => {
       if (await this.store.get(keys.modelName(name))) throw alreadyExists("model", name);
@@ -322,11 +324,12 @@ export class StateOps extends StoreTxns {
     if (to.length < count && !PROVISIONED_SUBSTRATES.includes(substrate)) {
       throw invalidRequest(`this model's machines come from the ${substrate} substrate, where Steward does not create machines: add them (steward add-machine${substrate === "ssh" ? " ssh:user@host" : ""}) and place units on them with --to`, { field: "to" });
     }
+    const ordinals = substrate === "kubernetes" ? await this.podOrdinals(uuid, app.name, to) : undefined;
     const seq = await this.store.get(keys.machineSeq(uuid));
     let nextMachine = Number(seq?.value ?? "0");
     compare.push(unchanged(keys.machineSeq(uuid), seq?.modRevision ?? 0));
     for (let i = 0; i < count; i++) {
-      const unit = `${app.name}/${app.nextUnit++}`;
+      const unit = `${app.name}/${ordinals ? ordinals.next() : app.nextUnit++}`;
       let machine = to[i];
       if (machine !== undefined) {
         const md = await this.read<MachineDoc>(keys.machine(uuid, machine));
@@ -344,6 +347,21 @@ export class StateOps extends StoreTxns {
     }
     ops.push({ type: "put", key: keys.machineSeq(uuid), value: String(nextMachine) });
     return names;
+  }
+
+  /**
+   * Unit numbers for new units of `app` in a kubernetes model: unit N is pod N of the application's
+   * StatefulSet, so numbers are its ordinals, the lowest free first (a StatefulSet has no holes).
+   * Refused while units are being removed: their pods still hold the ordinals above.
+   */
+  private async podOrdinals(uuid: string, app: string, to: string[]): Promise<{ next(): number }> {
+    if (to.length > 0) throw invalidRequest("units of a kubernetes model run in pods of their application's StatefulSet: --to does not apply there", { field: "to" });
+    const units = (await this.readAll<UnitDoc>(keys.unitsOf(uuid, app))).map((u) => u.doc);
+    const dying = units.filter((u) => u.life !== "alive").map((u) => u.name);
+    if (dying.length > 0) throw new StewardError("conflict", `${dying.join(", ")} ${dying.length === 1 ? "is" : "are"} being removed and still hold ${dying.length === 1 ? "its pod" : "their pods"}: add units once ${dying.length === 1 ? "it is" : "they are"} gone`);
+    const taken = new Set(units.map((u) => unitNumber(u.name)));
+    let n = 0;
+    return { next: () => { while (taken.has(n)) n++; taken.add(n); return n; } };
   }
 
   async addUnits(uuid: string, appName: string, count: number, to: string[] = []): Promise<{ units: string[]; revision: number }> {
@@ -437,8 +455,19 @@ export class StateOps extends StoreTxns {
       const compare: Compare[] = [unchanged(keys.unit(uuid, unit), u.rev)];
       if (force) return { compare, ops: await this.unitGoneOps(uuid, u.doc, compare), result: {} };
       if (u.doc.life === "dying") return { compare: [], ops: [], result: {} };
+      if ((await this.read<ModelDoc>(keys.model(uuid)))?.doc.substrate === "kubernetes") await this.checkHighestOrdinal(uuid, u.doc, compare);
       return { compare, ops: [{ type: "put", key: keys.unit(uuid, unit), value: JSON.stringify({ ...u.doc, life: "dying" }) }], result: {} };
     });
+  }
+
+  /** A StatefulSet scales down from its highest ordinal: a unit goes only when every unit above it goes too. */
+  private async checkHighestOrdinal(uuid: string, unit: UnitDoc, compare: Compare[]): Promise<void> {
+    const above = (await this.readAll<UnitDoc>(keys.unitsOf(uuid, unit.app))).filter((s) => unitNumber(s.doc.name) > unitNumber(unit.name));
+    const staying = above.filter((s) => s.doc.life === "alive").map((s) => s.doc.name);
+    if (staying.length > 0) {
+      throw invalidRequest(`units of a kubernetes model are pods of a StatefulSet, which removes its highest ordinal first: remove ${staying.sort((a, b) => unitNumber(b) - unitNumber(a)).join(", ")} before ${unit.name}, or with it`, { field: "unit" });
+    }
+    compare.push(...above.map((s) => unchanged(s.key, s.rev)));
   }
 
   /**

@@ -1,5 +1,5 @@
 /** The Model resource: a model on a controller, with its settings; adopted by name when asked. */
-import type { AwsModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api/core";
+import type { AwsModelSettings, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api/core";
 import { CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, StewardError, constraintsProblem, formatConstraints, parseConstraints, withArticle } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
@@ -17,6 +17,7 @@ export interface ModelInputs {
   credential?: string;
   aws?: AwsModelSettings;
   vsphere?: VsphereModelSettings;
+  kubernetes?: KubernetesModelSettings;
   /** The default constraints of the machines it makes (Juju's syntax); a change applies to machines made after it. */
   constraints?: string;
   adopt: boolean;
@@ -36,7 +37,13 @@ export const modelProvider = {
     f.oneOf("substrate", news.substrate, MODEL_SUBSTRATES);
     if (CREDENTIALED_SUBSTRATES.includes(news.substrate)) {
       if (!news.credential) f.add("credential", `required for ${withArticle(news.substrate)} model: the name of a credential stored with steward add-credential`);
-    } else if (news.credential) f.add("credential", `only for cloud models, not ${news.substrate}`);
+    } else if (news.credential) f.add("credential", `only for cloud and kubernetes models, not ${news.substrate}`);
+    if (news.kubernetes && news.substrate !== "kubernetes") f.add("kubernetes", `only for kubernetes models, not ${news.substrate}`);
+    else if (news.kubernetes && !isUnknown(news.kubernetes)) {
+      const api = schemas();
+      const parsed = api.KubernetesModelSettingsSchema.safeParse(news.kubernetes);
+      if (!parsed.success) f.add("kubernetes", api.describeIssues(parsed.error.issues));
+    }
     for (const [cloud, schema, least] of [["aws", "AwsModelSettingsSchema", "region and imageId"], ["vsphere", "VsphereModelSettingsSchema", "url, datacenter and template"]] as const) {
       const settings = news[cloud];
       if (news.substrate !== cloud) { if (settings) f.add(cloud, `only for ${cloud} models, not ${news.substrate}`); continue; }
@@ -65,7 +72,8 @@ export const modelProvider = {
   async diff(_id: string, olds: ModelOutputs, news: ModelInputs) {
     // A model keeps its substrate for life (its machines came from it): another one is another model.
     const replaces = [...(olds.name !== news.name ? ["name"] : []), ...((olds.substrate ?? "local") !== news.substrate ? ["substrate"] : []),
-      ...(olds.credential !== news.credential ? ["credential"] : []), ...(!sameValue(olds.aws, news.aws) ? ["aws"] : []), ...(!sameValue(olds.vsphere, news.vsphere) ? ["vsphere"] : [])];
+      ...(olds.credential !== news.credential ? ["credential"] : []), ...(!sameValue(olds.aws, news.aws) ? ["aws"] : []), ...(!sameValue(olds.vsphere, news.vsphere) ? ["vsphere"] : []),
+      ...(!sameValue(olds.kubernetes, news.kubernetes) ? ["kubernetes"] : [])];
     const changes = replaces.length > 0 || !sameValue(olds.config, news.config) || !sameValue(olds.connection, news.connection) || normal(olds.constraints) !== normal(news.constraints)
       || olds.forceDelete !== news.forceDelete || olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds || olds.adopt !== news.adopt;
     return { changes, replaces, deleteBeforeReplace: true };
@@ -75,7 +83,7 @@ export const modelProvider = {
     const client = clientFor(inputs.connection);
     let uuid: string;
     try {
-      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate, { credential: inputs.credential, aws: inputs.aws, vsphere: inputs.vsphere, constraints: inputs.constraints || undefined })).uuid;
+      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate, { credential: inputs.credential, aws: inputs.aws, vsphere: inputs.vsphere, kubernetes: inputs.kubernetes, constraints: inputs.constraints || undefined })).uuid;
     } catch (e) {
       if (!isConflict(e)) throw e;
       if (!inputs.adopt) throw new Error(`model "${inputs.name}" already exists on the controller: set adopt: true to take it over, or choose another name`);

@@ -1,6 +1,6 @@
 export { KubeApi, KubeApiError, KubeGoneError, isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "./kube-api";
 export type { CallOptions, DeleteOptions, KubeApiOptions, ListOptions, ObjectOptions, Stored, WatchOptions, WriteOptions } from "./kube-api";
-export { KubeConnection, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
+export { KubeConnection, flattenKubeconfig, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
 export type { KubeConnectionOptions, KubeCredential, KubeconfigOptions } from "./kubeconfig";
 export { KUBE_RESOURCES, apiVersionOf, resourceName } from "./resources";
 export type {
@@ -9,3 +9,5 @@ export type {
 } from "./resources";
 export { observe } from "./observe";
 export type { ObserveOptions, Observed } from "./observe";
+export { DEFAULT_POD_PROBES, LABELS, MANAGED_BY, POD_PATHS, AGENT_CONTAINER, TEMPLATE_HASH, agentsSecretManifest, agentsSecretName, endpointsServiceName, namespaceManifest, podName, selectorOf, serviceManifests, statefulSetManifest } from "./unit-pods";
+export type { PodProbeSettings, UnitPodsSpec } from "./unit-pods";

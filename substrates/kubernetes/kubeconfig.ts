@@ -140,3 +140,22 @@ export function parseKubeconfig(text: string, o: KubeconfigOptions = {}): KubeCo
     credential: { ...(token ? { token } : {}), ...(clientCert ? { clientCert, clientKey } : {}) },
   });
 }
+
+/**
+ * A kubeconfig holding only `c`'s cluster, user and context, everything inline: what `steward
+ * add-k8s` stores, since the controller cannot read the files a user's kubeconfig points to.
+ */
+export function flattenKubeconfig(c: KubeConnection): string {
+  const name = c.context || "steward";
+  const b64 = (pem: string): string => Buffer.from(pem).toString("base64");
+  const cred = c.credential();
+  const cluster: Record<string, unknown> = { server: c.server };
+  if (c.caCert) cluster["certificate-authority-data"] = b64(c.caCert);
+  if (c.insecure) cluster["insecure-skip-tls-verify"] = true;
+  if (c.tlsServerName) cluster["tls-server-name"] = c.tlsServerName;
+  const user: Record<string, unknown> = cred.token ? { token: cred.token } : { "client-certificate-data": b64(cred.clientCert!), "client-key-data": b64(cred.clientKey!) };
+  return YAML.stringify({
+    apiVersion: "v1", kind: "Config", "current-context": name,
+    clusters: [{ name, cluster }], users: [{ name, user }], contexts: [{ name, context: { cluster: name, user: name, namespace: c.namespace } }],
+  });
+}

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus, TransportLimits, UnitStatusView } from "../../api";
-import { ControllerClient, readOperatorDir, silentLogger, unitIsReady } from "../../api";
+import { ControllerClient, createLogger, readOperatorDir, silentLogger, unitIsReady } from "../../api";
 import { Controller, initControllerDir } from "../../controller";
 import type { ControllerConfig, ControllerOptions, FailedLoginLimiterOptions } from "../../controller";
 import { eventually } from "./eventually";
@@ -39,14 +39,19 @@ export async function startTestController(opts: {
   failedLogins?: FailedLoginLimiterOptions;
   /** Limits of the dashboard's console pane. */
   consoles?: ControllerOptions["consoles"];
+  /** Where the API listens (default loopback): a fake kubelet's pods reach the controller on their bridge's address. */
+  listenHost?: string;
+  kubernetes?: ControllerOptions["kubernetes"];
 } = {}): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
   const dataDir = join(dir, "c");
-  const init = await initControllerDir({ dataDir, name: "test", listen: { host: "127.0.0.1", port: 0 }, ...(opts.store ? { store: opts.store } : {}) });
-  const controller = await Controller.start({ dataDir, log: silentLogger, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}),
+  const init = await initControllerDir({ dataDir, name: "test", listen: { host: opts.listenHost ?? "127.0.0.1", port: 0 }, ...(opts.store ? { store: opts.store } : {}) });
+  // STEWARD_TEST_LOG=1 shows the controller's log on stderr (for debugging a test).
+  const log = process.env.STEWARD_TEST_LOG ? createLogger({ fields: { component: "test-controller" } }) : silentLogger;
+  const controller = await Controller.start({ dataDir, log, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}),
     ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.operators ? { operators: opts.operators } : {}),
     ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}), ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}),
-    ...(opts.consoles ? { consoles: opts.consoles } : {}) });
+    ...(opts.consoles ? { consoles: opts.consoles } : {}), ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}) });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {

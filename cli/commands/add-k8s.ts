@@ -1,0 +1,43 @@
+import { Command, Option, UsageError } from "clipanion";
+import { kubernetes } from "../../substrates";
+import { ControllerCommand } from "../base-command";
+
+export default class AddK8sCommand extends ControllerCommand {
+  static override paths = [["add-k8s"]];
+  static override usage = Command.Usage({
+    category: "Credentials",
+    description: "register a Kubernetes cluster that models can run on",
+    details: `
+      Reads the cluster's API server, CA and your user's credential from a kubeconfig (the named context or its current one) and stores them on the controller as a credential named NAME, encrypted like every credential; \`steward credentials\` shows only the context and server. Files the kubeconfig points to (a CA, a client certificate, a token file) are read here and stored inline, since the controller cannot read your files.
+
+      The user needs a token (a ServiceAccount's, for instance) or a client certificate: \`exec\` and \`auth-provider\` users (cloud CLI plugins) are refused, because a controller replica would have to run those programs. It needs the rights to manage namespaces, StatefulSets, Services, Secrets, pods and their claims in the namespaces of its models.
+
+      Then \`steward add-model NAME --substrate kubernetes:CLUSTER\` makes a model whose applications are StatefulSets in a namespace of that cluster (the model's name, or --namespace).
+    `,
+    examples: [
+      ["A cluster from your kubeconfig's current context", "$0 add-k8s lab --kubeconfig ~/.kube/config"],
+      ["A named context", "$0 add-k8s prod --kubeconfig ~/.kube/config --context prod-admin"],
+      ["A model on it", "$0 add-model shop --substrate kubernetes:lab"],
+    ],
+  });
+
+  name = Option.String({ required: true, name: "name" });
+  kubeconfig = Option.String("--kubeconfig", { description: "The kubeconfig file (default $KUBECONFIG, else ~/.kube/config)" });
+  contextName = Option.String("--context", { description: "The kubeconfig context to use (default its current-context)" });
+  replace = Option.Boolean("--replace", false, { description: "Replace an existing cluster's credential" });
+
+  async run(): Promise<number> {
+    const path = this.kubeconfig ?? process.env.KUBECONFIG?.split(":")[0] ?? `${process.env.HOME ?? ""}/.kube/config`;
+    let connection: kubernetes.KubeConnection;
+    try {
+      connection = kubernetes.loadKubeconfig(path, this.contextName ? { context: this.contextName } : {});
+    } catch (err) {
+      throw new UsageError(`${(err as Error).message}${this.kubeconfig ? "" : " (give the file with --kubeconfig)"}`);
+    }
+    const attributes = { kubeconfig: kubernetes.flattenKubeconfig(connection), server: connection.server, ...(connection.context ? { context: connection.context } : {}) };
+    const res = await (await this.connect()).putCredential(this.name, "kubernetes", attributes, this.replace);
+    const what = `cluster "${this.name}" (${connection.server}, context ${connection.context || "?"})`;
+    this.out(res.created ? `Registered ${what}. Make a model on it: steward add-model NAME --substrate kubernetes:${this.name}` : res.changed ? `Replaced ${what}.` : `${what[0]!.toUpperCase()}${what.slice(1)} is already registered with these values; nothing changed.`);
+    return 0;
+  }
+}

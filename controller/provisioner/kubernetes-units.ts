@@ -1,0 +1,269 @@
+/**
+ * Provisioning for `kubernetes` models: the leader keeps, per model, its namespace and, per
+ * application, the objects of substrates/kubernetes/unit-pods.ts: a Secret with one agent
+ * configuration per unit (written before the pods that read it), the Services, and a StatefulSet
+ * with one pod per unit (unit N = pod N). Its replicas are 1 + the highest unit number still in the
+ * model, dying units included: a unit's pod goes only after its agent has run the teardown hooks
+ * and the unit is removed, highest ordinal first.
+ *
+ * The pod is the unit's machine: a machine made for a unit records its pod (name, phase, IP) as
+ * its instance, and is finished as soon as its unit is gone (the StatefulSet deletes the pod).
+ * Objects of applications and models that are gone are deleted (a namespace only when this
+ * controller made it).
+ */
+import type { Logger } from "../../api";
+import { StewardError, agentConfigText, parseAgentConfig, podAgentConfigKey } from "../../api";
+import { kubernetes } from "../../substrates";
+import { CoalescedRunner } from "../coalesced-runner";
+import type { CredentialOps, InstanceRecord, MachineInstallDoc, ModelIndex, StateCache, StateOps } from "../state";
+import { unitNumber } from "../state/agent-views";
+
+export interface KubernetesProvisionerOptions {
+  cache: StateCache;
+  /** Fenced: writes stop once this replica is no longer leader. */
+  ops: StateOps;
+  credentials: CredentialOps;
+  caCert: string;
+  controllerAddresses: () => string[];
+  /** The image of the agent container (`kubernetes.agentImage` in the controller's configuration). */
+  agentImage: string;
+  log: Logger;
+  /**
+   * How often pods are listed to record their state, in ms.
+   * @default 5000
+   */
+  pollIntervalMs?: number;
+  /** Probe settings of the agent container (tests shorten them). */
+  probes?: kubernetes.PodProbeSettings;
+}
+
+/** A model's cluster, opened from its credential. */
+interface Cluster { api: kubernetes.KubeApi; namespace: string; key: string }
+
+const FIELD_MANAGER = "steward-controller";
+
+export class KubernetesProvisioner {
+  private readonly runner: CoalescedRunner;
+  private readonly timer: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+  /** Clusters by model uuid (kept to clean up after a model removed by force, and reused while its credential is unchanged). */
+  private readonly clusters = new Map<string, Cluster>();
+  private signature = "";
+  private stopped = false;
+
+  constructor(private readonly o: KubernetesProvisionerOptions) {
+    this.runner = new CoalescedRunner(() => this.reconcile(), (err) => o.log.error("kubernetes provisioning failed", { err }));
+    this.unsubscribe = o.cache.subscribe(() => { if (this.unitsSignature() !== this.signature) this.runner.kick(); });
+    this.timer = setInterval(() => this.runner.kick(), o.pollIntervalMs ?? 5000);
+    this.timer.unref();
+    this.runner.kick();
+  }
+
+  private models(): ModelIndex[] {
+    return [...this.o.cache.models.values()].filter((idx) => idx.model?.substrate === "kubernetes");
+  }
+
+  /** What decides the objects: units and machines with their life, applications. */
+  private unitsSignature(): string {
+    const parts: string[] = [];
+    for (const idx of this.models()) {
+      parts.push(`${idx.uuid}:${idx.model?.life}:${idx.model?.credential}`);
+      for (const a of idx.apps.values()) parts.push(`${idx.uuid}/app/${a.name}/${a.life}`);
+      for (const u of idx.units.values()) parts.push(`${idx.uuid}/unit/${u.name}/${u.machine}/${u.life}`);
+      for (const m of idx.machines.values()) parts.push(`${idx.uuid}/machine/${m.id}/${m.life}`);
+    }
+    return parts.sort().join(",");
+  }
+
+  private async reconcile(): Promise<void> {
+    this.signature = this.unitsSignature();
+    const live = new Set<string>();
+    for (const idx of this.models()) {
+      if (this.stopped) return;
+      live.add(idx.uuid);
+      await this.reconcileModel(idx).catch((err: unknown) => this.o.log.warn("kubernetes model reconcile failed", { model: idx.model?.name, err: describe(err) }));
+    }
+    // Models removed (by force, or their last application gone and then the model): their objects go.
+    for (const [uuid, cluster] of this.clusters) {
+      if (live.has(uuid) || this.stopped) continue;
+      try {
+        await this.removeModelObjects(uuid, cluster);
+        this.clusters.delete(uuid);
+        cluster.api.close();
+      } catch (err) {
+        this.o.log.warn("could not delete a removed kubernetes model's objects", { model: uuid, err: describe(err) });
+      }
+    }
+  }
+
+  private async clusterOf(idx: ModelIndex): Promise<Cluster> {
+    const m = idx.model!;
+    if (!m.credential || !m.kubernetes) throw new StewardError("invalid-request", `model ${m.name} has no kubernetes credential or namespace`);
+    const c = await this.o.credentials.open(m.credential, "kubernetes");
+    const key = `${m.credential}\n${c.kubeconfig}\n${c.context ?? ""}\n${m.kubernetes.namespace}`;
+    const known = this.clusters.get(idx.uuid);
+    if (known?.key === key) return known;
+    known?.api.close();
+    const connection = kubernetes.parseKubeconfig(c.kubeconfig ?? "", c.context ? { context: c.context } : {});
+    const cluster = { api: new kubernetes.KubeApi(connection), namespace: m.kubernetes.namespace, key };
+    this.clusters.set(idx.uuid, cluster);
+    return cluster;
+  }
+
+  private async reconcileModel(idx: ModelIndex): Promise<void> {
+    const cluster = await this.clusterOf(idx);
+    const { api, namespace } = cluster;
+    const R = kubernetes.KUBE_RESOURCES;
+    if (!(await api.find(R.namespaces, namespace))) {
+      await api.create(R.namespaces, kubernetes.namespaceManifest(idx.uuid, namespace)).catch((err: unknown) => { if (!kubernetes.isAlreadyExists(err)) throw err; });
+      this.o.log.info("made the model's namespace", { model: idx.model?.name, namespace });
+    }
+    const byApp = new Map<string, { ordinal: number; machine: string }[]>();
+    for (const u of idx.units.values()) {
+      const list = byApp.get(u.app) ?? [];
+      list.push({ ordinal: unitNumber(u.name), machine: u.machine });
+      byApp.set(u.app, list);
+    }
+    for (const app of new Set([...idx.apps.keys(), ...byApp.keys()])) {
+      if (this.stopped) return;
+      await this.reconcileApp(idx, cluster, app, byApp.get(app) ?? []);
+    }
+    // StatefulSets of applications that are gone.
+    const sets = await api.list(R.statefulSets, { namespace, labelSelector: kubernetes.selectorOf(idx.uuid) });
+    for (const s of sets.items) {
+      const app = s.metadata?.labels?.[kubernetes.LABELS.app];
+      if (app && !idx.apps.has(app) && !byApp.has(app)) await this.removeAppObjects(cluster, idx.uuid, app);
+    }
+    await this.recordPods(idx, cluster);
+    // A machine made for a unit is its pod: once the unit is gone, the StatefulSet deletes the pod.
+    for (const m of [...idx.machines.values()]) {
+      if (m.substrate !== "kubernetes" || m.life === "alive" || this.stopped) continue;
+      await this.o.ops.finishMachine(idx.uuid, m.id);
+      this.o.log.info("removed a unit's pod machine", { model: idx.model?.name, machine: m.id, unit: m.createdFor });
+    }
+  }
+
+  private async reconcileApp(idx: ModelIndex, cluster: Cluster, app: string, units: { ordinal: number; machine: string }[]): Promise<void> {
+    const { api, namespace } = cluster;
+    const R = kubernetes.KUBE_RESOURCES;
+    const spec = { model: idx.uuid, namespace, app };
+    // Units first get their agent configuration, then their pods.
+    if (units.length > 0) await this.writeAgentConfigs(idx, cluster, app, units);
+    for (const svc of kubernetes.serviceManifests(spec)) {
+      if (!(await api.find(R.services, svc.metadata!.name!, { namespace }))) await api.create(R.services, svc).catch((err: unknown) => { if (!kubernetes.isAlreadyExists(err)) throw err; });
+    }
+    const replicas = units.length === 0 ? 0 : Math.max(...units.map((u) => u.ordinal)) + 1;
+    const want = kubernetes.statefulSetManifest({ ...spec, replicas, agentImage: this.o.agentImage, ...(this.o.probes ? { probes: this.o.probes } : {}) });
+    const have = await api.find(R.statefulSets, app, { namespace });
+    if (!have) {
+      await api.create(R.statefulSets, want);
+      this.o.log.info("made the application's StatefulSet", { model: idx.model?.name, app, replicas });
+      return;
+    }
+    const hash = want.metadata!.annotations![kubernetes.TEMPLATE_HASH];
+    if (have.metadata?.annotations?.[kubernetes.TEMPLATE_HASH] !== hash) {
+      await api.patch<kubernetes.StatefulSet>(R.statefulSets, app, { metadata: { annotations: { [kubernetes.TEMPLATE_HASH]: hash } }, spec: { replicas, template: want.spec!.template } }, { namespace, type: "merge", fieldManager: FIELD_MANAGER });
+      this.o.log.info("updated the application's pod template", { model: idx.model?.name, app, replicas });
+    } else if (have.spec?.replicas !== replicas) {
+      await api.scale(R.statefulSets, app, replicas, { namespace });
+      this.o.log.info("scaled the application's StatefulSet", { model: idx.model?.name, app, from: have.spec?.replicas, to: replicas });
+    }
+  }
+
+  /**
+   * Keeps one agent configuration per unit in the application's Secret. A unit whose entry names
+   * its machine keeps it (its credential is still good); a new one (or a number reused by a new
+   * unit) gets a new credential, which ends the machine's old one.
+   */
+  private async writeAgentConfigs(idx: ModelIndex, cluster: Cluster, app: string, units: { ordinal: number; machine: string }[]): Promise<void> {
+    const { api, namespace } = cluster;
+    const R = kubernetes.KUBE_RESOURCES;
+    const name = kubernetes.agentsSecretName(app);
+    const have = await api.find(R.secrets, name, { namespace });
+    const configs = new Map<number, string>();
+    let changed = !have;
+    for (const u of units.sort((a, b) => a.ordinal - b.ordinal)) {
+      const current = have?.data?.[podAgentConfigKey(u.ordinal)];
+      const text = current ? Buffer.from(current, "base64").toString() : undefined;
+      const who = text ? identityOf(text) : undefined;
+      if (text && who?.machine === u.machine && who.model === idx.uuid) { configs.set(u.ordinal, text); continue; }
+      const credential = await this.o.ops.issueMachineCredential(idx.uuid, u.machine);
+      configs.set(u.ordinal, agentConfigText({ model: idx.uuid, machine: u.machine, credential, controllerAddresses: this.o.controllerAddresses(), caCert: this.o.caCert }));
+      changed = true;
+    }
+    if (have && Object.keys(have.data ?? {}).length !== configs.size) changed = true;
+    if (!changed) return;
+    const secret: kubernetes.Secret = kubernetes.agentsSecretManifest({ model: idx.uuid, namespace, app }, configs);
+    if (have) await api.replace(R.secrets, { ...secret, metadata: { ...secret.metadata, resourceVersion: have.metadata!.resourceVersion! } });
+    else await api.create(R.secrets, secret);
+  }
+
+  /** Records each unit machine's pod (name, phase and readiness, IP) as its instance, for status and show-machine. */
+  private async recordPods(idx: ModelIndex, cluster: Cluster): Promise<void> {
+    const pods = await cluster.api.list(kubernetes.KUBE_RESOURCES.pods, { namespace: cluster.namespace, labelSelector: kubernetes.selectorOf(idx.uuid) });
+    const byName = new Map(pods.items.map((p) => [p.metadata!.name!, p]));
+    for (const u of idx.units.values()) {
+      const m = idx.machines.get(u.machine);
+      if (!m || m.substrate !== "kubernetes" || m.life !== "alive") continue;
+      const pod = byName.get(kubernetes.podName(u.app, unitNumber(u.name)));
+      const instance: InstanceRecord = pod ? instanceOf(pod, cluster.namespace) : { id: `${cluster.namespace}/${kubernetes.podName(u.app, unitNumber(u.name))}`, state: "pending" };
+      const current = idx.machineInstall.get(m.id);
+      const state: MachineInstallDoc["state"] = pod?.status?.phase === "Running" ? "installed" : "installing";
+      const step = pod ? `pod ${instance.id} is ${instance.state}` : `waiting for pod ${instance.id}`;
+      if (current && current.state === state && current.step === step && sameInstance(current.instance, instance)) continue;
+      await this.o.ops.setMachineInstall(idx.uuid, m.id, { state, step, instance }).catch((err: unknown) => this.o.log.warn("could not record a pod", { machine: m.id, err: describe(err) }));
+    }
+  }
+
+  private async removeAppObjects(cluster: Cluster, model: string, app: string): Promise<void> {
+    const { api, namespace } = cluster;
+    const R = kubernetes.KUBE_RESOURCES;
+    const gone = (err: unknown) => { if (!kubernetes.isNotFound(err)) throw err; };
+    await api.delete(R.statefulSets, app, { namespace, propagationPolicy: "Foreground" }).catch(gone);
+    for (const svc of kubernetes.serviceManifests({ model, namespace, app })) await api.delete(R.services, svc.metadata!.name!, { namespace }).catch(gone);
+    await api.delete(R.secrets, kubernetes.agentsSecretName(app), { namespace }).catch(gone);
+    this.o.log.info("deleted a removed application's objects", { app, namespace });
+  }
+
+  /** A removed model: the namespace goes when this controller made it for the model, else the model's objects in it. */
+  private async removeModelObjects(model: string, cluster: Cluster): Promise<void> {
+    const { api, namespace } = cluster;
+    const R = kubernetes.KUBE_RESOURCES;
+    const ns = await api.find(R.namespaces, namespace);
+    if (!ns) return;
+    if (ns.metadata?.labels?.[kubernetes.LABELS.model] === model) {
+      await api.delete(R.namespaces, namespace).catch((err: unknown) => { if (!kubernetes.isNotFound(err)) throw err; });
+      this.o.log.info("deleted a removed model's namespace", { model, namespace });
+      return;
+    }
+    const sets = await api.list(R.statefulSets, { namespace, labelSelector: kubernetes.selectorOf(model) });
+    for (const s of sets.items) await this.removeAppObjects(cluster, model, s.metadata!.name!);
+  }
+
+  close(): void {
+    this.stopped = true;
+    this.runner.stop();
+    this.unsubscribe();
+    clearInterval(this.timer);
+    for (const c of this.clusters.values()) c.api.close();
+  }
+}
+
+/** Who an agent configuration in the Secret is for (undefined when it is not one). */
+function identityOf(configText: string): { model: string; machine: string } | undefined {
+  try { return parseAgentConfig(configText, "the agent configuration"); } catch { return undefined; }
+}
+
+function instanceOf(pod: kubernetes.Pod, namespace: string): InstanceRecord {
+  const ready = pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+  const phase = pod.metadata?.deletionTimestamp ? "Terminating" : pod.status?.phase ?? "Pending";
+  return { id: `${namespace}/${pod.metadata!.name!}`, state: phase === "Running" ? (ready ? "running, ready" : "running, not ready") : phase.toLowerCase(), ...(pod.status?.podIP ? { address: pod.status.podIP } : {}) };
+}
+
+function sameInstance(a: InstanceRecord | undefined, b: InstanceRecord): boolean {
+  return !!a && a.id === b.id && a.state === b.state && a.address === b.address;
+}
+
+function describe(err: unknown): string {
+  return StewardError.isInstance(err) ? err.message : (err as Error).message;
+}

@@ -1,0 +1,135 @@
+/**
+ * What a Kubernetes model is made of on its cluster, as manifests (pure functions, so the
+ * provisioner, the Pulumi program and the tests read the same thing). As in Juju on Kubernetes, an
+ * application is a StatefulSet and unit N is its pod N; each pod runs the Steward agent as a
+ * container (the sidecar), which finds its unit's agent configuration by the pod's ordinal in the
+ * application's Secret, keeps its hook state on the pod's own claim (so a pod deleted and made again
+ * is the same unit, and runs `start` again as after a reboot), and answers the pod's probes:
+ * liveness from the agent alone, never from the controller (juju#21512), readiness from its unit
+ * (the operator's `readiness-set`, else an active workload).
+ *
+ * Two headless Services per application: `<app>-endpoints` publishes every pod, ready or not (the
+ * StatefulSet's governing Service: stable DNS names `<app>-N.<app>-endpoints`, for peers that are
+ * still assembling), `<app>` only ready ones (what clients of the application use).
+ */
+import { createHash } from "node:crypto";
+import { POD_HEALTH_PORT, POD_LIVENESS_PATH, POD_READINESS_PATH, podAgentConfigKey } from "../../api/core";
+import type { Namespace, Secret, Service, StatefulSet } from "./resources";
+
+/** Labels every object made for a model carries (how the provisioner finds its own). */
+export const LABELS = {
+  managedBy: "app.kubernetes.io/managed-by",
+  app: "app.kubernetes.io/name",
+  model: "steward.io/model",
+} as const;
+export const MANAGED_BY = "steward";
+/** On a StatefulSet: a hash of the pod template it was last written with (a changed one is patched in). */
+export const TEMPLATE_HASH = "steward.io/template-hash";
+
+/** Where the agent keeps its state in the pod (the claim) and reads its configuration (the Secret). */
+export const POD_PATHS = { agentDir: "/var/lib/steward/agent", configs: "/etc/steward/agents" } as const;
+export const AGENT_CONTAINER = "steward-agent";
+
+/** Probes of the agent container, with Juju's defaults (liveness every 5 s, timeout 1 s, 3 failures; startup every 1 s, 30 failures). */
+export interface PodProbeSettings {
+  liveness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
+  readiness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
+  startup: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
+}
+export const DEFAULT_POD_PROBES: PodProbeSettings = {
+  liveness: { periodSeconds: 5, timeoutSeconds: 1, failureThreshold: 3 },
+  readiness: { periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 },
+  startup: { periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 30 },
+};
+
+export interface UnitPodsSpec {
+  /** The model's uuid. */
+  model: string;
+  namespace: string;
+  app: string;
+  replicas: number;
+  /** The agent's image (the controller's `kubernetes.agentImage`). */
+  agentImage: string;
+  /** Size of each pod's claim for the agent's state. @default "64Mi" */
+  stateSize?: string;
+  probes?: PodProbeSettings;
+  /** @default 30 */
+  terminationGracePeriodSeconds?: number;
+}
+
+const labelsOf = (model: string, app?: string): Record<string, string> => ({ [LABELS.managedBy]: MANAGED_BY, [LABELS.model]: model, ...(app ? { [LABELS.app]: app } : {}) });
+/** Selects a model's objects (all of them, or one application's). */
+export const selectorOf = (model: string, app?: string): string => Object.entries(labelsOf(model, app)).map(([k, v]) => `${k}=${v}`).join(",");
+
+export const agentsSecretName = (app: string): string => `${app}-steward-agents`;
+export const endpointsServiceName = (app: string): string => `${app}-endpoints`;
+export const podName = (app: string, ordinal: number): string => `${app}-${ordinal}`;
+
+export function namespaceManifest(model: string, name: string): Namespace {
+  return { apiVersion: "v1", kind: "Namespace", metadata: { name, labels: labelsOf(model) } };
+}
+
+/** The application's agent configurations by pod ordinal (keys: api/kubernetes-pods.ts). */
+export function agentsSecretManifest(s: Pick<UnitPodsSpec, "model" | "namespace" | "app">, configs: ReadonlyMap<number, string>): Secret {
+  const data: Record<string, string> = {};
+  for (const [ordinal, text] of [...configs].sort((a, b) => a[0] - b[0])) data[podAgentConfigKey(ordinal)] = Buffer.from(text).toString("base64");
+  return { apiVersion: "v1", kind: "Secret", metadata: { name: agentsSecretName(s.app), namespace: s.namespace, labels: labelsOf(s.model, s.app) }, type: "Opaque", data };
+}
+
+export function serviceManifests(s: Pick<UnitPodsSpec, "model" | "namespace" | "app">): Service[] {
+  const selector = { [LABELS.model]: s.model, [LABELS.app]: s.app };
+  const meta = (name: string) => ({ name, namespace: s.namespace, labels: labelsOf(s.model, s.app) });
+  return [
+    { apiVersion: "v1", kind: "Service", metadata: meta(endpointsServiceName(s.app)), spec: { clusterIP: "None", selector, publishNotReadyAddresses: true } },
+    { apiVersion: "v1", kind: "Service", metadata: meta(s.app), spec: { clusterIP: "None", selector } },
+  ];
+}
+
+export function statefulSetManifest(s: UnitPodsSpec): StatefulSet {
+  const probes = s.probes ?? DEFAULT_POD_PROBES;
+  const labels = labelsOf(s.model, s.app);
+  const probe = (path: string, p: PodProbeSettings["liveness"]) => ({ httpGet: { path, port: "steward-health" }, ...p });
+  const template = {
+    metadata: { labels },
+    spec: {
+      terminationGracePeriodSeconds: s.terminationGracePeriodSeconds ?? 30,
+      // The agent talks to the controller, never to the Kubernetes API.
+      automountServiceAccountToken: false,
+      volumes: [{ name: "agent-configs", secret: { secretName: agentsSecretName(s.app), defaultMode: 0o400 } }],
+      containers: [{
+        name: AGENT_CONTAINER,
+        image: s.agentImage,
+        args: ["--pod", "--dir", POD_PATHS.agentDir, "--configs", POD_PATHS.configs],
+        env: [
+          { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+          { name: "POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
+          { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+        ],
+        ports: [{ name: "steward-health", containerPort: POD_HEALTH_PORT }],
+        volumeMounts: [{ name: "agent-state", mountPath: POD_PATHS.agentDir }, { name: "agent-configs", mountPath: POD_PATHS.configs, readOnly: true }],
+        startupProbe: probe(POD_LIVENESS_PATH, probes.startup),
+        livenessProbe: probe(POD_LIVENESS_PATH, probes.liveness),
+        readinessProbe: probe(POD_READINESS_PATH, probes.readiness),
+      }],
+    },
+  };
+  const hash = createHash("sha256").update(JSON.stringify(template)).digest("hex").slice(0, 16);
+  return {
+    apiVersion: "apps/v1", kind: "StatefulSet",
+    metadata: { name: s.app, namespace: s.namespace, labels, annotations: { [TEMPLATE_HASH]: hash } },
+    spec: {
+      replicas: s.replicas,
+      serviceName: endpointsServiceName(s.app),
+      // Units come and go independently: no pod waits for a lower ordinal to be Ready.
+      podManagementPolicy: "Parallel",
+      selector: { matchLabels: { [LABELS.model]: s.model, [LABELS.app]: s.app } },
+      template,
+      volumeClaimTemplates: [{
+        metadata: { name: "agent-state", labels },
+        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: s.stateSize ?? "64Mi" } } },
+      }],
+      // A removed unit's hook state must not greet a later unit that gets its number.
+      persistentVolumeClaimRetentionPolicy: { whenScaled: "Delete", whenDeleted: "Delete" },
+    },
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * A Kubernetes "cluster" for tests and benchmarks of the kubernetes substrate: the FAKE API server
+ * with the FAKE process kubelet (pods are processes in network namespaces on a bridge), and a real
+ * controller listening on the bridge's address so pods reach it, with the cluster registered as the
+ * `lab` credential (what `steward add-k8s lab` stores). The agent image maps to the agent bundle.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { AGENT_BUNDLE, AGENT_NODE_FLAGS, DEFAULT_AGENT_IMAGE } from "../../../controller";
+import { kubernetes } from "../../../substrates";
+import type { TestController } from "../controller";
+import { startTestController } from "../controller";
+import { FakeKubeApi } from "./fake-kube-api";
+import { ProcessKubelet } from "./process-kubelet";
+
+export interface KubeLab {
+  api: FakeKubeApi;
+  kubelet: ProcessKubelet;
+  /** The product's own client, for what the test reads of the cluster. */
+  kube: kubernetes.KubeApi;
+  tc: TestController;
+  close(): Promise<void>;
+}
+
+/** Probes short enough for tests (the defaults are Juju's: liveness every 5 s). */
+export const LAB_PROBES: kubernetes.PodProbeSettings = {
+  liveness: { periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 3 },
+  readiness: { periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 1 },
+  startup: { periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 60 },
+};
+
+export async function startKubeLab(): Promise<KubeLab> {
+  const dir = await mkdtemp(join(tmpdir(), "steward-kube-lab-"));
+  const image = DEFAULT_AGENT_IMAGE.replace(/:[^:/]+$/, "");
+  const kubelet = new ProcessKubelet({
+    dataDir: join(dir, "node"),
+    images: { [image]: { entrypoint: [process.execPath, ...AGENT_NODE_FLAGS, AGENT_BUNDLE.main] } },
+    restartBackoff: { initialMs: 500, maxMs: 5000 },
+    maxGraceSeconds: 10,
+  });
+  let api: FakeKubeApi | undefined;
+  let tc: TestController | undefined;
+  try {
+    api = await FakeKubeApi.start({ kubelet });
+    tc = await startTestController({ listenHost: kubelet.gateway, kubernetes: { pollIntervalMs: 500, probes: LAB_PROBES } });
+    await tc.admin.putCredential("lab", "kubernetes", { kubeconfig: api.kubeconfig() });
+  } catch (err) {
+    await tc?.close();
+    await api?.stop();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const kube = new kubernetes.KubeApi(kubernetes.parseKubeconfig(api.kubeconfig()));
+  const started = { api, tc };
+  return {
+    api, kubelet, kube, tc,
+    async close() {
+      kube.close();
+      await started.tc.close();
+      await started.api.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
