@@ -102,8 +102,9 @@ export async function writeOfflineProject(o: {
 
   const missing: string[] = [];
   for (const [name, version] of Object.entries(o.fromRepo)) {
+    // Another version than the lock holds is not in the cache (a package absent, the closure reports).
     const have = packages[`node_modules/${name}`]?.version;
-    if (have !== version) missing.push(`${name}@${version} (the lock has ${have ?? "none"})`);
+    if (have !== undefined && have !== version) missing.push(`${name}@${version} (the lock has ${have})`);
   }
   // The package's dependencies resolve as from this repository's root: it is the package.
   const roots = { ...own.dependencies, ...o.fromRepo };
