@@ -1,10 +1,11 @@
 /**
  * Steward as a Pulumi user gets it: `npm pack`, then a fresh TypeScript project in a temporary
- * directory outside the repository installs the tarball (offline, from the tarball and the npm
- * cache) with TypeScript and @pulumi/pulumi, type-checks a program that uses every resource (and
- * fails to type-check wrong arguments), runs it under the SDK's mocks, and drives it through the
- * SDK's dynamic-provider process against a local controller (up, refresh, destroy) with the SDK the
- * project installed, checking that the serialized providers name the installed package.
+ * directory outside the repository installs the tarball with TypeScript and @pulumi/pulumi (offline,
+ * from the tarball and the npm cache, with a lock taken from this repository's), type-checks a
+ * program that uses every resource (and fails to type-check wrong arguments), runs it under the
+ * SDK's mocks, and drives it through the SDK's dynamic-provider process against a local controller
+ * (up, refresh, destroy) with the SDK the project installed, checking that the serialized providers
+ * name the installed package.
  */
 import test from "ava";
 import { execFile } from "node:child_process";
@@ -14,6 +15,7 @@ import { createRequire } from "node:module";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import { eventually } from "./harness/eventually";
+import { writeOfflineProject } from "./harness/offline-lock";
 import { MiniEngine } from "./harness/pulumi-engine";
 import { killProcessesUnder, processesUnder } from "./harness/processes";
 
@@ -26,12 +28,15 @@ let work: string;
 let project: string;
 let stateDir: string;
 let tarball: string;
-let packed: { name: string; version: string; size: number; unpackedSize: number; files: { path: string }[] };
+let packed: { name: string; version: string; filename: string; integrity: string; size: number; unpackedSize: number; files: { path: string }[] };
 let engine: MiniEngine | undefined;
 
-/** The environment of a user's shell: none of the npm_* variables `npm test` sets for this repository. */
+/**
+ * The environment of a user's shell: none of the npm_* variables `npm test` sets for this repository,
+ * but the npm cache this test was given (the one `npm ci` filled).
+ */
 function userEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || /^npm_config_cache$/i.test(k)));
 }
 
 async function inProject(cmd: string, args: string[], timeout = 120_000): Promise<{ code: number; out: string }> {
@@ -153,9 +158,8 @@ test.before(async (t) => {
   // The tarball, as `npm publish` would upload it (from the build this test runs after).
   const pack = await run("npm", ["pack", "--json", "--pack-destination", work], { cwd: repo, env: userEnv(), maxBuffer: 64 << 20 });
   packed = JSON.parse(pack.stdout.slice(pack.stdout.indexOf("[")))[0];
-  tarball = join(work, (packed as unknown as { filename: string }).filename);
+  tarball = join(work, packed.filename);
 
-  await writeFile(join(project, "package.json"), JSON.stringify({ name: "steward-user", version: "1.0.0", private: true, main: "bin/index.js" }, null, 2));
   await writeFile(join(project, "Pulumi.yaml"), "name: steward-user\nruntime: nodejs\n");
   await writeFile(join(project, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2));
   await writeFile(join(project, "tsconfig.wrong.json"), JSON.stringify({ ...TSCONFIG, compilerOptions: { ...TSCONFIG.compilerOptions, noEmit: true }, files: ["wrong.ts"] }, null, 2));
@@ -167,19 +171,23 @@ test.before(async (t) => {
   await cp(join(repo, "operators", "hello-http"), join(project, "operators", "hello-http"), { recursive: true });
   await cp(join(repo, "operators", "http-checker"), join(project, "operators", "http-checker"), { recursive: true });
 
+  // Offline: the project's lock is taken from this repository's (harness/offline-lock.ts), and npm
+  // takes every tarball but ours from the cache `npm ci` filled here, by its integrity.
   const typescript = JSON.parse(await readFile(join(repo, "node_modules", "typescript", "package.json"), "utf8")).version as string;
-  const install = (mode: string): Promise<{ code: number; out: string }> =>
-    inProject("npm", ["install", mode, "--no-audit", "--no-fund", "--loglevel=error", tarball, `typescript@${typescript}`, `@pulumi/pulumi@${PULUMI_VERSION}`], 240_000);
+  const locked = await writeOfflineProject({
+    repo, project, tarball, tarballIntegrity: packed.integrity,
+    manifest: { name: "steward-user", version: "1.0.0", private: true, main: "bin/index.js" },
+    fromRepo: { typescript, "@pulumi/pulumi": PULUMI_VERSION },
+  });
   const t0 = performance.now();
-  let installed = await install("--offline");
-  if (installed.code !== 0 && /ENOTCACHED/.test(installed.out)) {
-    // A cache filled by `npm ci` holds the tarballs but not every package's metadata; npm then
-    // needs the registry once for what is missing (later runs are offline).
-    t.log(`npm install --offline: not everything is in the npm cache (${/request to (\S+)/.exec(installed.out)?.[1] ?? "?"}); again with --prefer-offline`);
-    installed = await install("--prefer-offline");
+  const installed = await inProject("npm", ["ci", "--offline", "--no-audit", "--no-fund", "--loglevel=error"], 240_000);
+  if (installed.code !== 0) {
+    const cache = (await run("npm", ["config", "get", "cache"], { env: userEnv() })).stdout.trim();
+    const wanted = /request to (\S+) failed/.exec(installed.out)?.[1];
+    throw new Error(`npm ci --offline of the tarball (and ${locked.length - 1} packages from this repository's lock) failed`
+      + `${wanted ? `: ${wanted} is not in the npm cache` : ""}. Its packages come from the npm cache (${cache}): run \`npm ci\` in ${repo} with that cache first.\n${installed.out}`);
   }
-  if (installed.code !== 0) throw new Error(`npm install of the tarball failed:\n${installed.out}`);
-  t.log(`packed ${packed.files.length} files, ${(packed.size / 1e6).toFixed(2)} MB (${(packed.unpackedSize / 1e6).toFixed(1)} MB unpacked); installed in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  t.log(`packed ${packed.files.length} files, ${(packed.size / 1e6).toFixed(2)} MB (${(packed.unpackedSize / 1e6).toFixed(1)} MB unpacked); installed offline with ${locked.length - 1} packages in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 });
 
 test.after.always(async () => {
@@ -202,6 +210,14 @@ test.serial("the tarball holds what runs, with declarations, and no tests, bench
   const manifest = JSON.parse(await readFile(join(project, "node_modules", "steward", "package.json"), "utf8"));
   t.is(manifest.private, undefined, "publishable");
   t.truthy(manifest.peerDependencies["@pulumi/pulumi"]);
+  // What the package brings is its dependencies' closure: npm finds every edge of the installed tree
+  // met (none missing or invalid, nothing extraneous), and none of this repository's tools in it.
+  t.deepEqual(manifest.dependencies, JSON.parse(await readFile(join(repo, "package.json"), "utf8")).dependencies);
+  const ls = await inProject("npm", ["ls", "--all", "--offline"]);
+  t.is(ls.code, 0, ls.out);
+  for (const tool of ["ava", "eslint", "typescript-eslint", "esbuild", "playwright-core", "preact", "@xterm/xterm", "@pulumi/aws", "@kubernetes/client-node", "kubernetes-models"]) {
+    t.false(await stat(join(project, "node_modules", tool)).then(() => true, () => false), `${tool} came with the package`);
+  }
   // What stored providers load: each kind's module, and the one providers written before 0.1.0's
   // package layout named (refresh and destroy run the code in the state).
   const projectRequire = createRequire(join(project, "index.js"));
