@@ -128,9 +128,10 @@ export async function writeOfflineProject(o: {
     const { dev: _dev, devOptional: _devOptional, peer: _peer, optional: _optional, ...entry } = packages[path]!;
     lock[path] = { ...entry, resolved: entry.resolved ?? registryTarball(path, entry.version!), ...(required.has(path) ? {} : { optional: true }) };
   }
-  // The repository's overrides chose some versions its lock holds (and the cache has), e.g. cookie 1
-  // for light-my-request (cookie 2 wants Node 22): without them npm finds those entries invalid here
-  // and wants others from the registry.
+  // Overrides the repository may have chose versions its lock holds (and the cache has): without
+  // them npm would find those entries invalid here and want others from the registry. (Users do not
+  // get overrides, so the package avoids needing any: light-my-request is pinned to 6.6.0, whose
+  // cookie ^1 runs on Node 20, where 6.8's cookie 2 wants Node 22.)
   await writeFile(join(o.project, "package.json"), JSON.stringify({ ...o.manifest, dependencies, ...(own.overrides ? { overrides: own.overrides } : {}) }, null, 2));
   await writeFile(join(o.project, "package-lock.json"), JSON.stringify({ name: o.manifest.name, version: o.manifest.version, lockfileVersion: 3, requires: true, packages: lock }, null, 2));
   return Object.keys(lock).filter((p) => p !== "");
