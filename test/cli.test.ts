@@ -85,7 +85,12 @@ test.serial("deploy, scale, configure and remove through the CLI", async (t) => 
   t.is((await steward("add-unit", "board")).code, 0);
   const machines = await steward("machines", "--format", "json");
   t.is((JSON.parse(machines.stdout) as unknown[]).length, 3);
-  t.is((await steward("remove-unit", "board/2")).code, 0);
+  const scaled = await steward("remove-unit", "board", "--num-units", "2");
+  t.is(scaled.code, 0, scaled.stderr);
+  t.deepEqual(scaled.stdout.trim().split("\n"), ["Removing board/2.", "Removing board/1."], "the highest-numbered units, highest first");
+  const tooMany = await steward("remove-unit", "board", "-n", "5");
+  t.is(tooMany.code, 1);
+  t.regex(tooMany.stdout + tooMany.stderr, /board has 1 unit not already being removed; cannot remove 5/);
   t.is((await steward("remove-application", "board")).code, 0);
   t.is((await steward("destroy-model", "cli", "--yes", "--timeout", "60s")).code, 0);
   const models = await steward("models", "--format", "json");
