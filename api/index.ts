@@ -27,6 +27,7 @@ export * from "./status-query";
 export { byName, table } from "./table";
 export * from "./debug-log";
 export * from "./agent-config";
+export * from "./kubernetes-pods";
 export * from "./substrates";
 export * from "./constraints";
 export * from "./dashboard";
