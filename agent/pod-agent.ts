@@ -121,6 +121,7 @@ export class PodAgent {
       await new Promise<void>((resolve) => { const t = setTimeout(resolve, this.o.pollMs ?? 1000); this.wake = () => { clearTimeout(t); resolve(); }; });
     }
     if (this.stopped || !mounted) return;
+    this.waitingFor = `starting the agent for machine ${mounted.machine}`;
     const adopted = await adoptMountedConfig(this.o.dir, mounted);
     this.o.log.info(adopted === "kept" ? "keeping the agent configuration in the agent's directory (same machine and credential as the mounted one)" : `agent configuration ${adopted} from ${path}`, { model: mounted.model, machine: mounted.machine });
     this.agent = await Agent.start({ dir: this.o.dir, log: this.o.log, bootId: this.o.pod.uid, pod: true });
