@@ -104,6 +104,7 @@ export class PodAgent {
 
   private async configureAndStart(): Promise<void> {
     const path = join(this.o.configDir, podAgentConfigKey(this.o.pod.ordinal));
+    this.waitingFor = `reading ${path}`;
     let said = "";
     let mounted: AgentConfig | undefined;
     while (!this.stopped) {

@@ -93,7 +93,7 @@ test.serial("a pod's agent serves its probes at once, waits for its configuratio
   const running = runPod(pod, "db-3", "uid-wait-1");
   t.teardown(() => running.stop());
   await eventually("the probes answer", () => probe(pod, POD_LIVENESS_PATH).then((r) => r.status === 200, () => false), 10_000);
-  const notYet = await probe(pod, POD_READINESS_PATH);
+  const notYet = await eventually("not ready, waiting", async () => { const r = await probe(pod, POD_READINESS_PATH); return r.body.includes("waiting for") ? r : undefined; }, 10_000);
   t.is(notYet.status, 503);
   t.regex(notYet.body, /^no unit on this pod yet: waiting for .*\/agent-3\.conf/);
   // Polled every second, said once.
@@ -158,8 +158,11 @@ test.serial("/readyz follows readiness-set, and the active workload status when 
   await readyz(503, /^db\/0 is not ready: waiting for 2 peers\n$/);
   await tc.admin.updateApplication("pod-ready", "db", { config: { readiness: "ready", "workload-status": "maintenance" } });
   await readyz(200, /^db\/0 ready\n$/);
-  const state = JSON.parse(await readFile(join(pod.dir, "units", "db-0", "state.json"), "utf8")) as { readiness?: unknown };
-  t.deepEqual(state.readiness, { ready: true, message: "waiting for 2 peers", bootId: "uid-r" }, "kept in the unit's state with the boot it was said in");
+  // Kept in the unit's state with the boot it was said in (the probe may answer a moment before it is on disk).
+  const said = { ready: true, message: "waiting for 2 peers", bootId: "uid-r" };
+  const onDisk = async (): Promise<unknown> => (JSON.parse(await readFile(join(pod.dir, "units", "db-0", "state.json"), "utf8")) as { readiness?: unknown }).readiness;
+  await eventually("readiness on disk", async () => JSON.stringify(await onDisk()) === JSON.stringify(said), 5000).catch(() => undefined);
+  t.deepEqual(await onDisk(), said);
 });
 
 test.serial("the machine's end: the pod's agent reports it and idles, live and not ready, without retrying", async (t) => {
