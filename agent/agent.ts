@@ -280,7 +280,6 @@ export class Agent {
   }
 }
 
-
 /** The units whose state is in `dir/units/` (directory `db-0` is unit `db/0`). */
 async function rememberedUnits(dir: string): Promise<Map<string, UnitLocalState>> {
   const out = new Map<string, UnitLocalState>();

@@ -185,6 +185,22 @@ test.serial("the machine's end: the pod's agent reports it and idles, live and n
   t.is((await running.log()).split("\n").length, lines, `nothing more was logged: ${(await running.log()).split("\n").slice(lines - 1).join("\n")}`);
 });
 
+test.serial("a pod agent started wrongly exits at once saying what to fix", async (t) => {
+  const pod = await newPod("bad");
+  const run = (args: string[], env: Record<string, string>): Promise<{ code: number | null; err: string }> => new Promise((resolve) => {
+    const child = spawn(process.execPath, [agentEntry, "--pod", "--dir", pod.dir, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    child.stderr!.on("data", (d: Buffer) => { err += d.toString(); });
+    child.once("exit", (code) => resolve({ code, err }));
+  });
+  const configs = ["--configs", pod.configs, "--health-port", String(pod.port)];
+  t.like(await run(configs, { POD_NAME: "db", POD_UID: "u" }), { code: 1, err: 'agent failed to start: pod name "db" does not end in -<ordinal> (as a StatefulSet\'s pods do, e.g. "db-2"): set POD_NAME from the pod\'s metadata.name\n' });
+  t.like(await run(configs, { POD_NAME: "db-0" }), { code: 1 });
+  t.regex((await run(configs, { POD_NAME: "db-0" })).err, /POD_UID is not set/);
+  t.regex((await run(["--health-port", "1"], { POD_NAME: "db-0", POD_UID: "u" })).err, /--pod needs --configs CONFIG_DIR \(or STEWARD_AGENT_CONFIGS\)/);
+  t.regex((await run(["--configs", pod.configs, "--health-port", "http"], { POD_NAME: "db-0", POD_UID: "u" })).err, /--health-port must be a port number from 0 to 65535 \(got "http"\)/);
+});
+
 // Last: it stops the controller.
 test.serial("/livez stays 200 while the controller is stopped; readiness holds, even across a container restart", async (t) => {
   const pod = await newPod("live");
