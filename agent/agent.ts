@@ -47,6 +47,8 @@ export interface AgentOptions {
    * {@link Agent.readiness} for the pod's probe even before the controller is reached.
    */
   pod?: boolean;
+  /** How long one hook or action may hold the machine lock before {@link Agent.liveness} calls the agent wedged. @default 15 minutes */
+  wedgedAfterMs?: number;
 }
 
 /** An answer of a probe: whether, and if not why. */
@@ -59,6 +61,8 @@ export interface ProbeAnswer { ok: boolean; reason: string }
  * (which kills the leftover hook and runs it again) gets the unit going.
  */
 const WEDGED_AFTER_MS = 15 * 60_000;
+
+interface AgentSettings { pod: boolean; wedgedAfterMs: number }
 
 export class Agent {
   private state: AgentState = "INITIALIZED";
@@ -83,7 +87,7 @@ export class Agent {
   /** Pod mode: the units' states on disk, for readiness until the controller's first view. */
   private remembered = new Map<string, UnitLocalState>();
 
-  protected constructor(private readonly dir: string, private cfg: AgentConfig, localLog: Logger, private readonly pod = false) {
+  protected constructor(private readonly dir: string, private cfg: AgentConfig, localLog: Logger, private readonly settings: AgentSettings = { pod: false, wedgedAfterMs: WEDGED_AFTER_MS }) {
     this.forwarder = new LogForwarder({ send: (batch) => this.conn.call("log.batch", batch), connected: () => this.conn.connected, log: localLog });
     const log = (this.log = forwardingLogger(localLog, this.forwarder));
     const authorization = `${cfg.model}/${cfg.machine}/${cfg.credential}`;
@@ -105,9 +109,9 @@ export class Agent {
   static async start(opts: AgentOptions): Promise<Agent> {
     const cfg = await readAgentConfig(opts.dir);
     const log = (opts.log ?? createLogger()).child({ machine: cfg.machine });
-    const agent = new Agent(opts.dir, cfg, log, opts.pod ?? false);
+    const agent = new Agent(opts.dir, cfg, log, { pod: opts.pod ?? false, wedgedAfterMs: opts.wedgedAfterMs ?? WEDGED_AFTER_MS });
     agent.bootId = opts.bootId ?? await currentBootId();
-    if (agent.pod) agent.remembered = await rememberedUnits(opts.dir);
+    if (agent.settings.pod) agent.remembered = await rememberedUnits(opts.dir);
     // Before anything runs: a hook the previous incarnation left running (it was killed with
     // SIGKILL, which it could not pass on) must not overlap the re-run of the same hook.
     await agent.hookProcesses.killLeftover();
@@ -129,7 +133,7 @@ export class Agent {
     if (this.ended) return { ok: true, reason: "this machine was removed; the agent idles until its pod is deleted" };
     if (this.state !== "RUNNING") return { ok: false, reason: `the agent is ${this.state.toLowerCase()}` };
     const held = this.lock.heldForMs();
-    if (held > WEDGED_AFTER_MS) return { ok: false, reason: `one hook or action has held the machine lock for ${Math.round(held / 1000)} s, longer than any may run: the agent is wedged` };
+    if (held > this.settings.wedgedAfterMs) return { ok: false, reason: `one hook or action has held the machine lock for ${Math.round(held / 1000)} s, longer than any may run: the agent is wedged` };
     return { ok: true, reason: "ok" };
   }
 
@@ -218,7 +222,7 @@ export class Agent {
    */
   private uninstall(): void {
     if (this.uninstalling) return;
-    if (this.pod) return this.endInPod();
+    if (this.settings.pod) return this.endInPod();
     const script = join(this.dir, "uninstall");
     if (!existsSync(script)) return;
     this.uninstalling = true;
@@ -232,7 +236,7 @@ export class Agent {
    * one to tell: an agent installed over SSH removes itself; any other just stops its units.
    */
   private machineGone(): void {
-    if (this.pod) { this.idle("this machine's record is gone"); return; }
+    if (this.settings.pod) { this.idle("this machine's record is gone"); return; }
     if (this.uninstalling) return;
     this.uninstalling = true;
     const script = join(this.dir, "uninstall");

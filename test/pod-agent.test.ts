@@ -12,7 +12,8 @@ import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { get } from "node:http";
 import { join } from "node:path";
 import type { AgentConfig } from "../api";
-import { AGENT_CONFIG_FILE, POD_LIVENESS_PATH, POD_READINESS_PATH, agentConfigText, podAgentConfigKey } from "../api";
+import { Agent } from "../agent";
+import { AGENT_CONFIG_FILE, POD_LIVENESS_PATH, POD_READINESS_PATH, agentConfigText, podAgentConfigKey, silentLogger } from "../api";
 import { freePort } from "../substrates";
 import type { TestController } from "./harness/controller";
 import { allReady, fixturesDir, startTestController } from "./harness/controller";
@@ -183,6 +184,23 @@ test.serial("the machine's end: the pod's agent reports it and idles, live and n
   t.is((await probe(pod, POD_LIVENESS_PATH)).status, 200);
   t.deepEqual(await probe(pod, POD_READINESS_PATH), { status: 503, body: "this machine was removed\n" });
   t.is((await running.log()).split("\n").length, lines, `nothing more was logged: ${(await running.log()).split("\n").slice(lines - 1).join("\n")}`);
+});
+
+test.serial("liveness fails only when one hook holds the machine lock longer than any may run", async (t) => {
+  const pod = await newPod("wedge");
+  const cfg = await modelWithUnit("pod-wedge", pod);
+  await mkdir(pod.dir);
+  await writeFile(join(pod.dir, AGENT_CONFIG_FILE), agentConfigText(cfg));
+  // In this process, to shorten "longer than any may run" (15 minutes; a hook is killed after 10).
+  const agent = await Agent.start({ dir: pod.dir, log: silentLogger, pod: true, bootId: "uid-w", wedgedAfterMs: 1500 });
+  t.teardown(() => agent.stop());
+  await tc.waitForUnits("pod-wedge", allReady(1), "db/0 active");
+  t.deepEqual(agent.liveness(), { ok: true, reason: "ok" });
+  await tc.admin.updateApplication("pod-wedge", "db", { config: { "hook-seconds": 4 } });
+  const wedged = await eventually("live fails while config-changed holds the lock", () => (agent.liveness().ok ? undefined : agent.liveness()), 10_000);
+  t.regex(wedged.reason, /^one hook or action has held the machine lock for \d+ s, longer than any may run: the agent is wedged$/);
+  await eventually("live again once the hook is over", () => agent.liveness().ok, 10_000);
+  t.is((await hooksRun(pod)).filter((h) => h === "config-changed").length, 2);
 });
 
 test.serial("a pod agent started wrongly exits at once saying what to fix", async (t) => {
