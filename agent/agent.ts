@@ -28,6 +28,9 @@ import { StatusReporter } from "./status-reporter";
 import { unitAddress } from "./unit-address";
 import { currentBootId } from "./boot-id";
 import { Uniter, unitDirOf } from "./uniter";
+import { unitReadiness } from "./readiness";
+import type { UnitLocalState } from "./unit-state";
+import { loadUnitState } from "./unit-state";
 
 export type AgentState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED";
 
@@ -36,7 +39,30 @@ export interface AgentOptions {
   dir: string;
   /** @default a logger writing to stderr */
   log?: Logger;
+  /** This boot's id (units run `start` again in a new one); a pod passes its uid. @default from boot-id.ts */
+  bootId?: string;
+  /**
+   * The agent runs in a Kubernetes pod (pod-agent.ts): at its machine's end it reports the machine
+   * dead and then idles (no uninstall script; the StatefulSet removes the pod), and it answers
+   * {@link Agent.readiness} for the pod's probe even before the controller is reached.
+   */
+  pod?: boolean;
+  /** How long one hook or action may hold the machine lock before {@link Agent.liveness} calls the agent wedged. @default 15 minutes */
+  wedgedAfterMs?: number;
 }
+
+/** An answer of a probe: whether, and if not why. */
+export interface ProbeAnswer { ok: boolean; reason: string }
+
+/**
+ * Hooks and actions are killed after 10 minutes (hook-runner.ts) and a controller call gives up
+ * after 30 s, so the machine lock is never held much past 10 minutes by an agent that works. Held
+ * past this, something the agent waits on will never finish: it is wedged, and only a restart
+ * (which kills the leftover hook and runs it again) gets the unit going.
+ */
+const WEDGED_AFTER_MS = 15 * 60_000;
+
+interface AgentSettings { pod: boolean; wedgedAfterMs: number }
 
 export class Agent {
   private state: AgentState = "INITIALIZED";
@@ -56,8 +82,12 @@ export class Agent {
   private readonly forwarder: LogForwarder;
   /** The agent's log: written locally and forwarded. */
   private readonly log: Logger;
+  /** The pod's agent after its machine was removed: idle until the pod goes. */
+  private ended = false;
+  /** Pod mode: the units' states on disk, for readiness until the controller's first view. */
+  private remembered = new Map<string, UnitLocalState>();
 
-  protected constructor(private readonly dir: string, private cfg: AgentConfig, localLog: Logger) {
+  protected constructor(private readonly dir: string, private cfg: AgentConfig, localLog: Logger, private readonly settings: AgentSettings = { pod: false, wedgedAfterMs: WEDGED_AFTER_MS }) {
     this.forwarder = new LogForwarder({ send: (batch) => this.conn.call("log.batch", batch), connected: () => this.conn.connected, log: localLog });
     const log = (this.log = forwardingLogger(localLog, this.forwarder));
     const authorization = `${cfg.model}/${cfg.machine}/${cfg.credential}`;
@@ -79,8 +109,9 @@ export class Agent {
   static async start(opts: AgentOptions): Promise<Agent> {
     const cfg = await readAgentConfig(opts.dir);
     const log = (opts.log ?? createLogger()).child({ machine: cfg.machine });
-    const agent = new Agent(opts.dir, cfg, log);
-    agent.bootId = await currentBootId();
+    const agent = new Agent(opts.dir, cfg, log, { pod: opts.pod ?? false, wedgedAfterMs: opts.wedgedAfterMs ?? WEDGED_AFTER_MS });
+    agent.bootId = opts.bootId ?? await currentBootId();
+    if (agent.settings.pod) agent.remembered = await rememberedUnits(opts.dir);
     // Before anything runs: a hook the previous incarnation left running (it was killed with
     // SIGKILL, which it could not pass on) must not overlap the re-run of the same hook.
     await agent.hookProcesses.killLeftover();
@@ -92,6 +123,33 @@ export class Agent {
   }
 
   getState(): AgentState { return this.state; }
+
+  /**
+   * Whether the agent works (a pod's liveness probe): running, and no hook or action holding the
+   * machine lock for longer than any may run. Never whether the controller can be reached: a
+   * workload must not be restarted because its controller is away (juju#21512).
+   */
+  liveness(): ProbeAnswer {
+    if (this.ended) return { ok: true, reason: "this machine was removed; the agent idles until its pod is deleted" };
+    if (this.state !== "RUNNING") return { ok: false, reason: `the agent is ${this.state.toLowerCase()}` };
+    const held = this.lock.heldForMs();
+    if (held > this.settings.wedgedAfterMs) return { ok: false, reason: `one hook or action has held the machine lock for ${Math.round(held / 1000)} s, longer than any may run: the agent is wedged` };
+    return { ok: true, reason: "ok" };
+  }
+
+  /** Whether this agent's units are ready (a pod's readiness probe; readiness.ts), with why not. */
+  readiness(): ProbeAnswer {
+    if (this.ended) return { ok: false, reason: "this machine was removed" };
+    const units = this.view
+      ? [...this.uniters.values()].map((u) => ({ name: u.name, r: u.readiness() }))
+      : [...this.remembered].map(([name, st]) => ({ name, r: unitReadiness(name, st, this.bootId) }));
+    if (units.length === 0) {
+      if (this.starting.size > 0) return { ok: false, reason: `${[...this.starting.keys()].sort().join(", ")} starting` };
+      return { ok: false, reason: this.view ? "no unit on this machine yet" : "no unit on this machine yet (the controller has not been reached)" };
+    }
+    const notReady = units.filter((u) => !u.r.ready).map((u) => u.r.reason);
+    return notReady.length > 0 ? { ok: false, reason: notReady.join("; ") } : { ok: true, reason: `${units.map((u) => u.name).sort().join(", ")} ready` };
+  }
   get unitNames(): string[] { return [...this.uniters.keys()].sort(); }
 
   private onConnected(): void {
@@ -164,6 +222,7 @@ export class Agent {
    */
   private uninstall(): void {
     if (this.uninstalling) return;
+    if (this.settings.pod) return this.endInPod();
     const script = join(this.dir, "uninstall");
     if (!existsSync(script)) return;
     this.uninstalling = true;
@@ -177,11 +236,34 @@ export class Agent {
    * one to tell: an agent installed over SSH removes itself; any other just stops its units.
    */
   private machineGone(): void {
+    if (this.settings.pod) { this.idle("this machine's record is gone"); return; }
     if (this.uninstalling) return;
     this.uninstalling = true;
     const script = join(this.dir, "uninstall");
     if (existsSync(script)) this.runUninstall(script);
     else void this.stop();
+  }
+
+  /**
+   * In a pod there is no uninstall script and nothing to remove: the StatefulSet deletes the pod
+   * when it scales down. Tell the controller, then idle (exiting would only have the container
+   * restarted, again and again).
+   */
+  private endInPod(): void {
+    this.uninstalling = true;
+    this.conn.call("machine.dead", {})
+      .then(() => this.idle("machine removed"))
+      .catch((err: unknown) => { this.uninstalling = false; this.log.warn("could not report the machine gone; will retry", { err }); });
+  }
+
+  /** The pod's agent has nothing left to do: no units, no connection; it stays up for the probes. */
+  private idle(why: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.uninstalling = true;
+    for (const u of this.uniters.values()) u.close();
+    this.conn.close();
+    this.log.info(`${why}; the agent idles until its pod is deleted`);
   }
 
   /** Detached: the script stops this agent's service, and with it this process. */
@@ -202,3 +284,14 @@ export class Agent {
   }
 }
 
+/** The units whose state is in `dir/units/` (directory `db-0` is unit `db/0`). */
+async function rememberedUnits(dir: string): Promise<Map<string, UnitLocalState>> {
+  const out = new Map<string, UnitLocalState>();
+  for (const e of await readdir(join(dir, "units")).catch(() => [] as string[])) {
+    const name = e.replace(/-(\d+)$/, "/$1");
+    // A state file that cannot be read says nothing about readiness; the view will.
+    const st = await loadUnitState(unitDirOf(dir, name)).catch(() => undefined);
+    if (st?.installed) out.set(name, st);
+  }
+  return out;
+}

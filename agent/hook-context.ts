@@ -7,6 +7,7 @@ import type { HookCommit, LogRecordLevel, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import type { HookContext } from "./hook-tools/tools";
 import type { ActionRun } from "./action-run";
+import type { Readiness } from "./readiness";
 import type { StatusReporter } from "./status-reporter";
 import type { HookSpec, UnitLocalState } from "./unit-state";
 
@@ -25,6 +26,9 @@ export interface HookRunDeps {
   /** The `log` tool's message, for `steward debug-log` (level as the tool took it: DEBUG … ERROR). */
   forwardLog: (level: LogRecordLevel, message: string) => void;
   onWorkloadStatus: (status: string, message: string) => void;
+  readiness: () => Readiness;
+  /** Keeps the operator's readiness-set in the unit's local state (resolves once it is on disk). */
+  onReadiness: (ready: boolean, message: string) => Promise<void>;
 }
 
 export class HookRunContext implements HookContext {
@@ -93,6 +97,9 @@ export class HookRunContext implements HookContext {
     Object.assign(w.set, patch);
     this.writes.set(key, w);
   }
+
+  readiness(): Readiness { return this.d.readiness(); }
+  setReadiness(ready: boolean, message: string): Promise<void> { return this.d.onReadiness(ready, message); }
 
   openPort(spec: string): void { this.closed.delete(spec); this.opened.add(spec); }
   closePort(spec: string): void { this.opened.delete(spec); this.closed.add(spec); }

@@ -1,25 +1,54 @@
 #!/usr/bin/env node
-/** The agent process: `node dist/agent/main.js --dir DIR`. */
+/**
+ * The agent process: `node dist/agent/main.js --dir DIR`, or in a Kubernetes pod
+ * `main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]` (pod-agent.ts).
+ */
 import { createLogger } from "../api/core";
+import { POD_HEALTH_PORT } from "../api/core";
 import { Agent } from "./agent";
+import { PodAgent, podIdentity } from "./pod-agent";
+
+const USAGE = "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]\n";
+
+function option(args: string[], flag: string, env: string): string | undefined {
+  const i = args.indexOf(flag);
+  return i >= 0 ? args[i + 1] : process.env[env];
+}
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const i = args.indexOf("--dir");
-  const dir = i >= 0 ? args[i + 1] : process.env.STEWARD_AGENT_DIR;
+  const dir = option(args, "--dir", "STEWARD_AGENT_DIR");
+  const pod = args.includes("--pod");
   if (!dir) {
-    process.stderr.write("usage: agent/main.js --dir DIR\n");
+    process.stderr.write(USAGE);
     process.exitCode = 1;
     return;
   }
   const log = createLogger({ fields: { component: "agent" } });
-  const agent = await Agent.start({ dir, log });
+  let stop: () => Promise<void>;
+  if (pod) {
+    const configDir = option(args, "--configs", "STEWARD_AGENT_CONFIGS");
+    if (!configDir) throw new Error(`--pod needs --configs CONFIG_DIR (or STEWARD_AGENT_CONFIGS): the mounted Secret of agent configurations\n${USAGE}`);
+    const portText = option(args, "--health-port", "STEWARD_AGENT_HEALTH_PORT") ?? String(POD_HEALTH_PORT);
+    const healthPort = Number(portText);
+    if (!/^\d+$/.test(portText) || healthPort > 65535) throw new Error(`--health-port must be a port number from 0 to 65535 (got "${portText}")`);
+    const podAgent = await PodAgent.start({ dir, configDir, pod: podIdentity(process.env), log, healthPort });
+    // An agent that cannot start (its directory not writable, say) is a failed container: say why and exit.
+    podAgent.started.catch((err: unknown) => {
+      process.stderr.write(`agent failed to start: ${(err as Error).message}\n`);
+      process.exit(1);
+    });
+    stop = () => podAgent.stop();
+  } else {
+    const agent = await Agent.start({ dir, log });
+    stop = () => agent.stop();
+  }
   let stopping = false;
   for (const s of ["SIGINT", "SIGTERM"] as const) {
     process.on(s, () => {
       if (stopping) return;
       stopping = true;
-      agent.stop().then(() => process.exit(0), () => process.exit(1));
+      stop().then(() => process.exit(0), () => process.exit(1));
     });
   }
 }

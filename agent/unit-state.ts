@@ -74,6 +74,11 @@ export interface UnitLocalState {
   unsentTask?: TaskFinish;
   /** The controller's restore epoch the recorded revisions belong to ("" or absent: never restored; restore-epoch.ts). */
   storeEpoch?: string;
+  /**
+   * What the operator last said with readiness-set, and in which boot (absent in older files and
+   * until it says anything: readiness then follows the workload status; see readiness.ts).
+   */
+  readiness?: { ready: boolean; message: string; bootId?: string };
 }
 
 export const initialUnitState = (): UnitLocalState => ({

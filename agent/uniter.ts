@@ -19,6 +19,7 @@ import { StewardError } from "../api/core";
 import { ActionRun } from "./action-run";
 import type { ControllerConnection } from "./connection";
 import { HookRunContext } from "./hook-context";
+import type { HookRunDeps } from "./hook-context";
 import type { HookProcessRecord } from "./hook-processes";
 import type { HookResult, HookRun } from "./hook-runner";
 import { failureTail } from "./hook-output";
@@ -28,6 +29,8 @@ import type { MachineLock } from "./machine-lock";
 import type { OperatorStore } from "./operators";
 import type { Decision } from "./resolver";
 import { applyDecision, commitHook, nextAction, nextHook } from "./resolver";
+import type { Readiness } from "./readiness";
+import { unitReadiness } from "./readiness";
 import { reconcileRestore } from "./restore-epoch";
 import type { StatusReporter } from "./status-reporter";
 import type { HookSpec, UnitLocalState } from "./unit-state";
@@ -95,6 +98,7 @@ export class Uniter {
   /** Resolves when the unit is gone (dead and cleaned up). */
   readonly done: Promise<void>;
   private markDone!: () => void;
+  private writing: Promise<void> = Promise.resolve();
 
   protected constructor(view: UnitView, private readonly d: UniterDeps) {
     this.view = view;
@@ -223,6 +227,7 @@ export class Uniter {
       appendLog: (line) => { appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined); },
       forwardLog: (level, message) => this.forward(hook.name, "operator", level, message),
       onWorkloadStatus: (status, message) => { this.state.statusSet = true; this.state.workload = { status, message }; },
+      ...this.readinessDeps(),
     });
     const contextId = randomUUID();
     const unregister = this.d.tools.register(contextId, ctx);
@@ -303,6 +308,7 @@ export class Uniter {
       appendLog: (line) => { appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined); },
       forwardLog: (level, message) => this.forward(label, "operator", level, message),
       onWorkloadStatus: (status, message) => { this.state.statusSet = true; this.state.workload = { status, message }; },
+      ...this.readinessDeps(),
     });
     const contextId = randomUUID();
     const unregister = this.d.tools.register(contextId, ctx);
@@ -417,9 +423,25 @@ export class Uniter {
     this.d.forwardLog?.({ ts: new Date().toISOString(), level, source, unit: this.name, hook, message });
   }
 
+  /** The unit's readiness (readiness.ts): what /readyz of a pod's agent answers. */
+  readiness(): Readiness {
+    return unitReadiness(this.name, this.state, this.d.bootId);
+  }
+
+  private readinessDeps(): Pick<HookRunDeps, "readiness" | "onReadiness"> {
+    return {
+      readiness: () => this.readiness(),
+      // Saved at once, not at the hook's end: the probe acts on it now, and it must outlive the agent.
+      onReadiness: (ready, message) => this.save({ ...this.state, readiness: { ready, message, ...(this.d.bootId ? { bootId: this.d.bootId } : {}) } }),
+    };
+  }
+
   private async save(next: UnitLocalState): Promise<void> {
     this.state = next;
-    await saveUnitState(this.unitDir, next);
+    // One write at a time, in order: a hook tool (readiness-set) may save while the loop does.
+    const write = this.writing.then(() => saveUnitState(this.unitDir, next));
+    this.writing = write.catch(() => undefined);
+    await write;
   }
 
   private scheduleRetry(delay: number): void {

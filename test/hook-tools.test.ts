@@ -8,7 +8,7 @@ import type { HookContext } from "../agent";
  * A stand-in for the agent side of a running hook: these tests check argument handling only; the
  * real context (controller calls, commit at hook end) runs in agent-lifecycle and agent-relations.
  */
-function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookContext & { statuses: [string, string][]; sets: unknown[]; ports: string[] } {
+function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookContext & { statuses: [string, string][]; sets: unknown[]; ports: string[]; readinessSaid: [boolean, string][] } {
   const view: UnitView = {
     name: "web/0", app: "web", life: "alive", operator: { hash: "h", name: "op", version: "1" }, config: { port: 80, name: "x", debug: false },
     leader: over.leader ?? false, leaderKnown: true, leaderSettingsVersion: 0,
@@ -18,6 +18,7 @@ function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookC
     statuses: [] as [string, string][],
     sets: [] as unknown[],
     ports: [] as string[],
+    readinessSaid: [] as [boolean, string][],
     unit: "web/0", hook: over.relationHook ? "db-relation-changed" : "install",
     ...(over.relationHook ? { relation: { id: 4, endpoint: "db", remoteUnit: "pg/0", remoteApp: "pg" } } : {}),
     view: () => view,
@@ -34,6 +35,8 @@ function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookC
     openPort(p: string) { ctx.ports.push(p); },
     closePort() { /* not under test */ },
     openedPorts: () => ctx.ports,
+    readiness: () => ({ ready: false, reason: "web/0 has not run its start hook yet", source: "workload" as const }),
+    async setReadiness(ready: boolean, message: string) { ctx.readinessSaid.push([ready, message]); },
   };
   return ctx;
 }
@@ -151,7 +154,7 @@ test("open-port and close-port refuse ports outside 1-65535, unknown protocols a
 });
 
 test("every tool answers --help with its usage", async (t) => {
-  for (const tool of ["status-set", "status-get", "config-get", "application-version-set", "log", "is-leader", "leader-get", "leader-set", "relation-ids", "relation-list", "relation-get", "relation-set", "open-port", "close-port", "opened-ports", "action-get", "action-set", "action-fail", "action-log"]) {
+  for (const tool of ["status-set", "status-get", "config-get", "application-version-set", "log", "is-leader", "leader-get", "leader-set", "relation-ids", "relation-list", "relation-get", "relation-set", "open-port", "close-port", "opened-ports", "readiness-set", "readiness-get", "action-get", "action-set", "action-fail", "action-log"]) {
     const r = await runTool(context(), tool, ["--help"]);
     t.is(r.code, 0);
     t.regex(r.stdout!, new RegExp(`^usage: ${tool}`));
@@ -167,4 +170,40 @@ test("log refuses an unknown level", async (t) => {
   const r = await runTool(context(), "log", ["--level", "LOUD", "hi"]);
   t.is(r.code, 2);
   t.regex(r.stderr!, /--level must be one of DEBUG, INFO, WARNING, ERROR/);
+});
+
+test("readiness-set takes ready or not-ready and an optional message", async (t) => {
+  const ctx = context();
+  t.is((await runTool(ctx, "readiness-set", ["ready"])).code, 0);
+  t.is((await runTool(ctx, "readiness-set", ["not-ready", "--message", "waiting for 2 peers"])).code, 0);
+  t.is((await runTool(ctx, "readiness-set", ["-m=rejoining", "not-ready"])).code, 0);
+  t.deepEqual(ctx.readinessSaid, [[true, ""], [false, "waiting for 2 peers"], [false, "rejoining"]]);
+});
+
+test("readiness-set refuses anything but one of ready, not-ready, saying what it got", async (t) => {
+  const ctx = context();
+  for (const [args, why] of [
+    [[], /give exactly one of ready, not-ready \(got nothing\)/],
+    [["yes"], /give exactly one of ready, not-ready \(got "yes"\)/],
+    [["ready", "now"], /\(got "ready" "now"\)/],
+    [["ready", "--message"], /--message needs a value/],
+    [["ready", "--force"], /unknown flag --force/],
+  ] as const) {
+    const r = await runTool(ctx, "readiness-set", [...args]);
+    t.is(r.code, 2, args.join(" "));
+    t.regex(r.stderr!, why);
+    t.regex(r.stderr!, /usage: readiness-set ready\|not-ready \[--message TEXT\]/);
+  }
+  const long = await runTool(ctx, "readiness-set", ["not-ready", "--message", "x".repeat(1025)]);
+  t.is(long.code, 1);
+  t.regex(long.stderr!, /message is longer than 1024 characters/);
+  t.deepEqual(ctx.readinessSaid, [], "nothing was set by a refused call");
+});
+
+test("readiness-get prints the unit's readiness as text or JSON", async (t) => {
+  const ctx = context();
+  t.is((await runTool(ctx, "readiness-get", [])).stdout, "not-ready\n");
+  t.deepEqual(JSON.parse((await runTool(ctx, "readiness-get", ["--format", "json"])).stdout!), { ready: false, reason: "web/0 has not run its start hook yet", source: "workload" });
+  t.is((await runTool(ctx, "readiness-get", ["--format", "yaml"])).code, 2);
+  t.is((await runTool(ctx, "readiness-get", ["extra"])).code, 2);
 });

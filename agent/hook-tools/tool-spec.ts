@@ -4,6 +4,7 @@
  */
 import type { UnitView } from "../../api/core";
 import type { ActionRun } from "../action-run";
+import type { Readiness } from "../readiness";
 
 export interface ToolResult { code: number; stdout?: string; stderr?: string }
 
@@ -30,6 +31,10 @@ export interface HookContext {
   openPort(spec: string): void;
   closePort(spec: string): void;
   openedPorts(): string[];
+  /** The unit's readiness now (readiness.ts), including what this hook said. */
+  readiness(): Readiness;
+  /** readiness-set: the operator's word, kept in the unit's local state at once. */
+  setReadiness(ready: boolean, message: string): Promise<void>;
   /** The action being run, when the tool runs inside one (action-get, action-set, action-fail, action-log). */
   action?: ActionRun;
 }

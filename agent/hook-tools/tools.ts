@@ -13,6 +13,7 @@ export type { HookContext, ToolResult } from "./tool-spec";
 
 const WORKLOAD = ["active", "blocked", "maintenance", "waiting"];
 const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"];
+const READINESS = ["ready", "not-ready"];
 
 /** The relation a tool acts on: `-r endpoint:id` (or just the id), else the hook's own relation. */
 function relationOf(ctx: HookContext, tool: string, flags: Flags, usage: string): { id: number; endpoint: string; remoteApp: string } {
@@ -223,6 +224,30 @@ export const tools: Record<string, ToolSpec> = {
     async run(ctx, f) {
       const ports = ctx.openedPorts();
       return ok(f["--format"] === "json" ? json(ports) : ports.map((p) => p + "\n").join(""));
+    },
+  },
+  "readiness-set": {
+    usage: "readiness-set ready|not-ready [--message TEXT]",
+    summary: "say whether this unit is ready to be served (on Kubernetes, its pod's readiness probe: Services list only ready units); acts at once and is kept until said again or the pod is recreated. Never said: ready once the workload status is active",
+    flags: { "--message": "value", "-m": "value" },
+    async run(ctx, f, pos) {
+      if (pos.length !== 1 || !READINESS.includes(pos[0]!)) return misuse("readiness-set", `give exactly one of ${READINESS.join(", ")} (got ${pos.length === 0 ? "nothing" : pos.map((p) => `"${p}"`).join(" ")})`, this.usage);
+      const message = String(f["--message"] ?? f["-m"] ?? "");
+      if (message.length > 1024) return refuse("readiness-set", "message is longer than 1024 characters");
+      await ctx.setReadiness(pos[0] === "ready", message);
+      return ok();
+    },
+  },
+  "readiness-get": {
+    usage: "readiness-get [--format text|json]",
+    summary: "print whether this unit is ready (text: ready or not-ready; json: {ready, reason, source}, source being operator when readiness-set decided it, else workload)",
+    flags: { "--format": "value" },
+    async run(ctx, f, pos) {
+      if (pos.length > 0) return misuse("readiness-get", "takes no arguments", this.usage);
+      const r = ctx.readiness();
+      if (f["--format"] === "json") return ok(json(r));
+      if (f["--format"] !== undefined && f["--format"] !== "text") return misuse("readiness-get", "--format must be text or json", this.usage);
+      return ok(`${r.ready ? "ready" : "not-ready"}\n`);
     },
   },
   ...actionTools,
