@@ -5,7 +5,7 @@
  * outlives the pod), the pod's uid is the boot id (a recreated pod runs `start` again, as a rebooted
  * machine does), and the probes are served from the start, before there is a unit.
  */
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentConfig, Logger } from "../api/core";
 import { AGENT_CONFIG_FILE, POD_HEALTH_PORT, StewardError, agentConfigText, ordinalOfPod, parseAgentConfig, podAgentConfigKey } from "../api/core";
@@ -42,6 +42,9 @@ export async function adoptMountedConfig(dir: string, mounted: AgentConfig): Pro
   let current: AgentConfig | undefined;
   try { current = text === undefined ? undefined : parseAgentConfig(text, path); } catch { /* unreadable: replaced below */ }
   if (current && current.model === mounted.model && current.machine === mounted.machine && current.credential === mounted.credential) return "kept";
+  // Another machine (a unit number reused by a new unit on a claim that was kept): the hook state
+  // of the unit that was here must not pass for the new one's.
+  if (current && (current.model !== mounted.model || current.machine !== mounted.machine)) await rm(join(dir, "units"), { recursive: true, force: true });
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await writeFileAtomic(path, agentConfigText(mounted));
   return text === undefined ? "created" : "replaced";

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import type { UnitStatusView } from "../api";
 import { unitIsReady } from "../api";
 import { kubernetes } from "../substrates";
-import { fixturesDir } from "./harness/controller";
+import { fixturesDir, operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import type { KubeLab } from "./harness/kube/lab";
 import { startKubeLab } from "./harness/kube/lab";
@@ -141,4 +141,46 @@ test.serial("an application's objects go with it, and the model's namespace with
     return found === undefined ? "gone" : found.status?.phase === "Terminating" ? "terminating" : undefined;
   }, 60_000);
   t.true(["gone", "terminating"].includes(ns));
+});
+
+test.serial("a unit's pod is ready only once its operator says so: the Service lists ready units, the peers' Service every unit", async (t) => {
+  const { tc, kube } = lab;
+  await tc.admin.createModel("db", { updateStatusInterval: 300 }, "kubernetes", { credential: "lab" });
+  const op = await tc.upload(join(operatorsDir, "peer-cluster"));
+  const readyIn = async (service: string): Promise<string[]> => {
+    const slices = await kube.list(R.endpointSlices, { namespace: "db", labelSelector: `kubernetes.io/service-name=${service}` });
+    return slices.items.flatMap((s) => s.endpoints.filter((e) => e.conditions?.ready).map((e) => e.targetRef?.name ?? "?")).sort();
+  };
+  // Two of the three members it waits for: both wait, and their pods stay out of the Service.
+  await tc.admin.deploy("db", { name: "quorum", operator: op, units: 2, config: { size: 3 } });
+  await tc.waitForUnits("db", (units) => units.length === 2 && units.every((u) => /waiting for peers before bootstrapping \(2\/3\)/.test(u.workload.message)), "2 units waiting for a third", 90_000);
+  await eventually("both pods running and announced to peers", async () => (await readyIn("quorum-endpoints")).length === 2, 30_000);
+  const pods = await kube.list(R.pods, { namespace: "db" });
+  t.true(pods.items.every((p) => p.status?.phase === "Running" && !p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True")), "running, not ready");
+  t.deepEqual(await readyIn("quorum"), [], "no unit in the Service before the cluster is assembled");
+
+  // The third arrives: the leader bootstraps, every unit says ready, and the Service lists all three.
+  await tc.admin.addUnits("db", "quorum", 1);
+  await tc.waitForUnits("db", readyUnits(3), "3 members active", 90_000);
+  const listed = await eventually("every pod in the Service", async () => { const r = await readyIn("quorum"); return r.length === 3 ? r : undefined; }, 30_000);
+  t.deepEqual(listed, ["quorum-0", "quorum-1", "quorum-2"]);
+  const s = await tc.admin.status("db");
+  t.regex(s.applications.quorum!.units["quorum/2"]!.workload.message, /ready: 3 members, bootstrapped by quorum\/\d with 3/);
+});
+
+test.serial("liveness holds while the controller is away: no agent container is restarted (the last test: it stops the controller)", async (t) => {
+  const { tc, kube } = lab;
+  const restarts = async (): Promise<Record<string, number>> => {
+    const pods = await kube.list(R.pods, { allNamespaces: true, labelSelector: `${kubernetes.LABELS.managedBy}=${kubernetes.MANAGED_BY}` });
+    return Object.fromEntries(pods.items.map((p) => [`${p.metadata!.namespace}/${p.metadata!.name}`, p.status?.containerStatuses?.[0]?.restartCount ?? -1]));
+  };
+  const before = await restarts();
+  t.true(Object.keys(before).length >= 5, `pods of the earlier tests: ${Object.keys(before).join(", ")}`);
+  await tc.controller.stop();
+  // Liveness is probed every second and fails after 3: 8 s is well past what a controller-bound check would survive.
+  await new Promise((r) => setTimeout(r, 8000));
+  const after = await restarts();
+  t.deepEqual(after, before, "no container restarted");
+  const pods = await kube.list(R.pods, { allNamespaces: true, labelSelector: `${kubernetes.LABELS.managedBy}=${kubernetes.MANAGED_BY}` });
+  t.true(pods.items.every((p) => p.status?.phase === "Running"), "every pod still running");
 });

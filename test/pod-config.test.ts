@@ -3,9 +3,10 @@
  * downward API, and which agent configuration wins between the mounted Secret and the claim.
  */
 import test from "ava";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { AgentConfig, StewardError } from "../api";
 import { AGENT_CONFIG_FILE, agentConfigText, ordinalOfPod, podAgentConfigKey } from "../api";
 import { adoptMountedConfig, podIdentity } from "../agent";
@@ -47,10 +48,16 @@ test("the mounted configuration is written to a claim without one, or with anoth
   t.is(await adoptMountedConfig(dir, mounted), "kept");
   t.deepEqual(await inDir(), saved);
 
-  for (const other of [{ ...saved, credential: "cred-old" }, { ...saved, machine: "4" }, { ...saved, model: "other-model" }]) {
+  // A new credential for the same machine keeps the unit's hook state; another machine (a new unit
+  // given a reused number) does not inherit the old unit's.
+  const unitState = join(dir, "units", "db-3", "state.json");
+  for (const [other, stateKept] of [[{ ...saved, credential: "cred-old" }, true], [{ ...saved, machine: "4" }, false], [{ ...saved, model: "other-model" }, false]] as const) {
+    await mkdir(dirname(unitState), { recursive: true });
+    await writeFile(unitState, "{}");
     await writeFile(join(dir, AGENT_CONFIG_FILE), agentConfigText(other));
     t.is(await adoptMountedConfig(dir, mounted), "replaced");
     t.deepEqual(await inDir(), mounted);
+    t.is(existsSync(unitState), stateKept, `unit state ${stateKept ? "kept" : "dropped"} for ${JSON.stringify(other).slice(0, 60)}`);
   }
   await writeFile(join(dir, AGENT_CONFIG_FILE), "{ half written");
   t.is(await adoptMountedConfig(dir, mounted), "replaced", "an unreadable one is replaced");
