@@ -23,6 +23,8 @@ export interface ControllerEntry {
   aws?: { settings: AwsModelSettings; uuid: string };
   /** Set for a controller bootstrapped on vSphere: where its VMs are and the UUID they are marked with (no secret). */
   vsphere?: { settings: VsphereModelSettings; uuid: string };
+  /** Set for a controller bootstrapped on Kubernetes: its namespace and StatefulSet. */
+  kubernetes?: { namespace: string; statefulSet: string };
   currentModel?: string;
   /** Where each application's operator was deployed from (`model/app` to a directory), for `steward refresh`. */
   operatorSources?: Record<string, string>;

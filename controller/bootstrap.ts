@@ -24,6 +24,8 @@ export interface InitControllerOptions {
   instance?: string;
   /** @default the embedded store in the data directory */
   store?: ControllerConfig["store"];
+  /** The CA to use (a bootstrap that made it first, so it could hand the CA to what it made); new otherwise. */
+  ca?: { certPem: string; keyPem: string };
 }
 
 export async function initControllerDir(o: InitControllerOptions): Promise<{ created: boolean; adminPassword?: string; caCert: string }> {
@@ -35,7 +37,7 @@ export async function initControllerDir(o: InitControllerOptions): Promise<{ cre
   // Loaded here only: the PKI library is heavy and a running controller does not need it.
   // eslint-disable-next-line @typescript-eslint/consistent-type-imports
   const { createCertificateAuthority, issueServerCertificate } = require("./security/pki") as typeof import("./security/pki");
-  const ca = await createCertificateAuthority(o.name);
+  const ca = o.ca ?? await createCertificateAuthority(o.name);
   const hosts = [o.listen.host, ...(o.advertise ?? []).map((a) => a.replace(/:\d+$/, "").replace(/^\[|\]$/g, ""))].filter((h) => h !== "0.0.0.0" && h !== "::");
   const server = await issueServerCertificate(ca, hosts);
   await writeFile(join(o.dataDir, dataFiles.caCert), ca.certPem, { mode: 0o644 });

@@ -50,6 +50,7 @@ import { CloudProvisioner } from "./provisioner/cloud-machines";
 import { LocalSubstrate } from "./provisioner/local-machines";
 import type { KubernetesProvisionerOptions } from "./provisioner/kubernetes-units";
 import { KubernetesProvisioner } from "./provisioner/kubernetes-units";
+import { KubernetesReplicaHosts } from "./cluster/kubernetes-replicas";
 import { registerEnrolRoutes } from "./server/enrol-routes";
 import { SshSubstrate } from "./provisioner/ssh-machines";
 
@@ -131,6 +132,7 @@ export class Controller {
   private cloud?: CloudProvisioner;
   private pods?: KubernetesProvisioner;
   private replicaCloud?: CloudReplicaHosts;
+  private replicaPods?: KubernetesReplicaHosts;
   private cleaner?: Cleaner;
   private cache?: StateCache;
   private ownAddresses: string[] = [];
@@ -334,15 +336,16 @@ export class Controller {
           this.replicaCloud = new CloudReplicaHosts({
             cache, enrolments, credentials: leaderCredentials, sealer, dataDir, config: this.config, caCert, controllerAddresses: () => this.addresses, log: this.log,
           });
-          // Spare hosts first (set aside on purpose), then the cloud, if one is set.
-          const hosts = new ReplicaHostChain([new SparePool({ store: fenced, cache, dataDir, config: this.config, sealer }), this.replicaCloud]);
+          this.replicaPods = new KubernetesReplicaHosts({ cache, enrolments, credentials: leaderCredentials, sealer, dataDir, config: this.config, log: this.log });
+          // Spare hosts first (set aside on purpose), then the cloud (or, on Kubernetes, the StatefulSet), if one is set.
+          const hosts = new ReplicaHostChain([new SparePool({ store: fenced, cache, dataDir, config: this.config, sealer }), this.replicaCloud, this.replicaPods]);
           this.keeper = new QuorumKeeper({ store: fenced, membership, cache, hosts, log: this.log });
           this.keeper.start();
         }
       },
       onDeposed: () => {
-        this.local?.close(); this.cloud?.close(); this.pods?.close(); this.cleaner?.close(); this.keeper?.close(); this.replicaCloud?.close(); this.stopSweeper?.();
-        this.local = undefined; this.cloud = undefined; this.pods = undefined; this.cleaner = undefined; this.keeper = undefined; this.replicaCloud = undefined; this.stopSweeper = undefined;
+        this.local?.close(); this.cloud?.close(); this.pods?.close(); this.cleaner?.close(); this.keeper?.close(); this.replicaCloud?.close(); this.replicaPods?.close(); this.stopSweeper?.();
+        this.local = undefined; this.cloud = undefined; this.pods = undefined; this.cleaner = undefined; this.keeper = undefined; this.replicaCloud = undefined; this.replicaPods = undefined; this.stopSweeper = undefined;
       },
     }));
     election.start();
@@ -446,6 +449,7 @@ export class Controller {
     this.cloud?.close();
     this.pods?.close();
     this.replicaCloud?.close();
+    this.replicaPods?.close();
     this.cleaner?.close();
     this.stopSweeper?.();
     this.hub?.close();

@@ -21,11 +21,20 @@ import { Controller, StoodDownError } from "./controller";
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A cloud's instance or VM id: `i-0123…`, `vm-42`. */
 const INSTANCE_PATTERN = /^[A-Za-z0-9][\w.-]{0,127}$/;
-const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--instance ID] [--admin-password-stdin]\n       main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise ADDR,...] [--force] < passphrase\n";
+const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js --pod --data-dir DIR --seed DIR --enrol DIR --peers SERVICE.NAMESPACE\n       main.js new-ca --name NAME\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--instance ID] [--admin-password-stdin]\n       main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise ADDR,...] [--force] < passphrase\n";
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const flag = (name: string): string | undefined => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+  // A CA alone, printed as JSON on stdout (a pipe to the CLI): for a bootstrap that makes replicas' data elsewhere (Kubernetes).
+  if (args[0] === "new-ca") {
+    const name = flag("--name");
+    if (!name) { process.stderr.write(USAGE); process.exitCode = 1; return; }
+    // eslint-disable-next-line @typescript-eslint/consistent-type-imports
+    const { createCertificateAuthority } = require("./security/pki") as typeof import("./security/pki");
+    process.stdout.write(JSON.stringify(await createCertificateAuthority(name)) + "\n");
+    return;
+  }
   const dataDir = flag("--data-dir");
   if (!dataDir) {
     process.stderr.write(USAGE);
@@ -63,8 +72,26 @@ async function main(): Promise<void> {
   const log = createLogger({ fields: { component: "controller" } });
   const port = flag("--port");
   let controller: Controller | undefined;
-  // A replaced replica stays up doing nothing, so its service manager does not restart it in a loop.
-  const idle = (why: string): void => { log.error("this replica stood down and stays idle", { why }); setInterval(() => undefined, 3600_000); };
+  const pod = args.includes("--pod");
+  if (pod) {
+    const [seedDir, enrolDir, peers, podName] = [flag("--seed"), flag("--enrol"), flag("--peers"), process.env.POD_NAME];
+    if (!seedDir || !enrolDir || !peers || !podName) { process.stderr.write("usage: main.js --pod --data-dir DIR --seed DIR --enrol DIR --peers SERVICE.NAMESPACE, with POD_NAME set from the pod's metadata.name\n"); process.exitCode = 1; return; }
+    // eslint-disable-next-line @typescript-eslint/consistent-type-imports
+    const { preparePodReplica } = require("./pod-replica") as typeof import("./pod-replica");
+    await preparePodReplica({ dataDir, seedDir, enrolDir, peers, podName, log });
+  }
+  // A replaced replica stays up doing nothing, so its service manager does not restart it in a loop;
+  // in a pod it empties its claim and exits instead, so the pod starts again empty and is taken back as a new replica.
+  const idle = (why: string): void => {
+    if (pod) {
+      log.error("this replica stood down: emptying its volume so the pod joins again as a new replica", { why });
+      // eslint-disable-next-line @typescript-eslint/consistent-type-imports
+      void (require("./pod-replica") as typeof import("./pod-replica")).emptyDataDir(dataDir).finally(() => process.exit(1));
+      return;
+    }
+    log.error("this replica stood down and stays idle", { why });
+    setInterval(() => undefined, 3600_000);
+  };
   const start = async (): Promise<void> => {
     try {
       controller = await Controller.start({

@@ -62,8 +62,10 @@ export interface MachineBroker<Placement = undefined> {
 export interface ReplicaHost {
   /** Where its etcd member and API are reached. */
   address: string;
-  /** A cloud host: its instance (recorded with the replica, shown by show-controller). */
+  /** A cloud host: its instance (recorded with the replica, shown by show-controller); a pod: its claim. */
   instance?: { id: string; zone?: string };
+  /** The replica's name when the broker chooses it (a pod's: `<pod>-<4 hex>`), else the keeper makes one from the address. */
+  name?: string;
 }
 
 /**
@@ -85,4 +87,9 @@ export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
   release(host: H): Promise<void>;
   /** The replica at `address` is out of the etcd cluster for good: a cloud terminates its instance. */
   retire?(address: string): Promise<void>;
+  /**
+   * Whether a replica (its host, the instance it was recorded with, when it was added) is known lost
+   * for good: a pod made again on a new, empty claim. The keeper then replaces it without waiting `replaceAfter`.
+   */
+  lost?(replica: { host: string; instance?: { id: string }; addedAt: string }): Promise<boolean>;
 }

@@ -55,6 +55,18 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       \`--credential\` (default "vsphere"); with \`--replicas 3\` the controller clones the other
       replicas itself. A failed bootstrap destroys the VM it cloned.
 
+      With \`kubernetes:CONTEXT\` (a context of \`--kubeconfig\`; empty: its current one), the controller
+      runs as a StatefulSet in \`--namespace\` (default steward): each pod a controller and its etcd
+      member on its own volume, addressed by stable DNS names from a headless Service, behind a client
+      Service, with a disruption budget keeping a majority and pods spread over nodes. This command
+      makes the CA and admin password, gives pod 0 its first data through a Secret it deletes once
+      the controller answers, stores the cluster in the controller (with the API server's in-cluster
+      address, \`--in-cluster-server\`), and with \`--replicas 3\` lets the controller grow itself:
+      it scales its StatefulSet one pod at a time and takes each pod into etcd; a pod that comes back
+      with an empty volume is replaced the same way, at once. \`--controller-image\` names the image
+      (built from images/); \`--api-address\` how clients outside the cluster reach it (a load
+      balancer or node port; by default the pods' IPs, which only flat networks route).
+
       The admin password is stored, with the controller's CA, in \`$STEWARD_HOME/controllers.json\`
       (mode 0600). The controller listens on 127.0.0.1:17070, or on a free port if that is taken.
     `,
@@ -64,11 +76,12 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       ["Bootstrap a controller on a server over SSH", "$0 bootstrap ssh:root@10.0.0.5 prod --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
       ["Bootstrap a 3-replica controller", "$0 bootstrap ssh:root@10.0.0.5,ssh:root@10.0.0.6,ssh:root@10.0.0.7 prod --key-file k --host-key SHA256:A… --host-key SHA256:B… --host-key SHA256:C…"],
       ["Bootstrap a 3-replica controller on EC2", "$0 bootstrap aws:eu-west-1 prod --replicas 3 --image ami-0abcdef1234567890 --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd --credential-file ~/.aws/credentials --profile prod"],
+      ["Bootstrap a 3-replica controller on Kubernetes", "$0 bootstrap kubernetes:prod-admin prod --replicas 3 --kubeconfig ~/.kube/config --controller-image registry.example.com/steward/controller:0.1.0 --api-address 203.0.113.10:17070"],
       ["Bootstrap a 3-replica controller on vSphere", "$0 bootstrap vsphere:vcenter.example.com prod --replicas 3 --datacenter dc1 --template debian-12-cloud --resource-pool cluster1/Resources --credential-file vsphere.yaml"],
     ],
   });
 
-  first = Option.String({ required: false, name: "ssh:user@host|aws:region|vsphere:vcenter|name" });
+  first = Option.String({ required: false, name: "ssh:user@host|aws:region|vsphere:vcenter|kubernetes:context|name" });
   second = Option.String({ required: false, name: "name" });
   port = Option.String("--port", { description: "API port (default 17070, or a free port if that is taken)", validator: isPort() });
   host = Option.String("--host", "127.0.0.1", { description: "Address to listen on (local controllers)" });
@@ -83,8 +96,17 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
   profile = Option.String("--profile", "default", { description: "aws, vsphere: the profile in --credential-file's INI" });
   fromEnv = Option.Boolean("--from-env", false, { description: "aws, vsphere: read the credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD" });
   credentialName = Option.String("--credential", { description: "aws, vsphere: the name the credential is stored under in the controller (default: aws, vsphere)" });
+  kubeconfig = Option.String("--kubeconfig", { description: "kubernetes: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)" });
+  namespace = Option.String("--namespace", { description: "kubernetes: the namespace the controller runs in (default steward)" });
+  controllerImage = Option.String("--controller-image", { description: "kubernetes: the controller image (default steward/controller:<version>, built from images/ and pushed to your registry)" });
+  apiAddress = Option.Array("--api-address", [], { description: "kubernetes: how clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT; default the pods' IPs)" });
+  inClusterServer = Option.String("--in-cluster-server", { description: "kubernetes: the API server as pods reach it (default https://kubernetes.default.svc)" });
 
   async run(): Promise<number> {
+    if (this.first?.startsWith("kubernetes:") || this.first?.startsWith("k8s:")) return this.bootstrapKubernetes(this.first, this.second);
+    if (this.kubeconfig !== undefined || this.namespace !== undefined || this.controllerImage !== undefined || this.apiAddress.length > 0 || this.inClusterServer !== undefined) {
+      throw new UsageError("--kubeconfig, --namespace, --controller-image, --api-address and --in-cluster-server are for kubernetes:CONTEXT");
+    }
     if (this.first?.startsWith("aws:")) return this.bootstrapCloud("aws", this.first, this.second);
     if (this.first?.startsWith("vsphere:")) return this.bootstrapCloud("vsphere", this.first, this.second);
     this.refuseAwsFlags();
@@ -174,6 +196,46 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     this.out(replicas > 1 ? `It replaces a lost replica with a new ${words.instance} itself (steward show-controller).` : `One replica: steward enable-ha -n 3 grows it onto new ${words.instances}, which it then keeps replacing itself.`);
     const modelFlags = substrate === "aws" ? `--region ${this.region} --image …` : `--vcenter ${this.vcenter} --datacenter … --template …`;
     this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name> --substrate ${substrate} --credential ${credentialName} ${modelFlags}`);
+    return 0;
+  }
+
+  private async bootstrapKubernetes(target: string, nameArg: string | undefined): Promise<number> {
+    this.refuseAwsFlags();
+    this.refuseVsphereFlags();
+    if (this.credentialFile !== undefined || this.fromEnv || this.credentialName !== undefined || this.hostKey.length > 0 || this.tofu || this.keyFile || this.keyEnv || this.port !== undefined) {
+      throw new UsageError("kubernetes: the cluster's credential comes from --kubeconfig; --credential-file, --from-env, --credential, --host-key, --key-file, --key-env and --port are for other targets");
+    }
+    const context = target.slice(target.indexOf(":") + 1) || undefined;
+    const name = nameArg ?? "steward";
+    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
+    const replicas = this.replicas === undefined ? 1 : Number(this.replicas);
+    checkReplicaCount(replicas, "--replicas", this.replicas);
+    const namespace = this.namespace ?? "steward";
+    if (!isControllerName(namespace)) throw new UsageError(`--namespace "${namespace}" must be a namespace name: lower-case letters, digits and hyphens`);
+    for (const a of this.apiAddress) if (!/^[^\s:]+:\d{1,5}$/.test(a)) throw new UsageError(`--api-address ${a}: give HOST:PORT`);
+    const cfg = await this.clientConfig();
+    if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
+    const { kubernetes } = loadSubstrates();
+    const path = this.kubeconfig ?? process.env.KUBECONFIG?.split(":")[0] ?? join(process.env.HOME ?? "", ".kube", "config");
+    let connection: ReturnType<typeof kubernetes.loadKubeconfig>;
+    try {
+      connection = kubernetes.loadKubeconfig(path, context ? { context } : {});
+    } catch (err) {
+      throw new UsageError(`${(err as Error).message}${this.kubeconfig ? "" : " (give the file with --kubeconfig)"}`);
+    }
+    // eslint-disable-next-line @typescript-eslint/consistent-type-imports -- loaded only for this target
+    const { bootstrapOnKubernetes } = require("../kubernetes-bootstrap") as typeof import("../kubernetes-bootstrap");
+    const entry = await bootstrapOnKubernetes({
+      name, connection, namespace, replicas, image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
+      ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}), ...(this.inClusterServer ? { inClusterServer: this.inClusterServer } : {}),
+      ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout, progress: (l) => this.progress(l),
+    });
+    cfg.controllers[name] = entry;
+    cfg.current = name;
+    await this.saveConfig(cfg);
+    this.out(`Bootstrapped controller "${name}" on Kubernetes (${connection.server}, namespace ${namespace}) at ${entry.addresses.join(", ")}.`);
+    this.out(replicas > 1 ? "A pod that comes back with an empty volume is taken back into the cluster by the controller itself (steward show-controller)." : "One replica: steward enable-ha -n 3 grows it: the controller scales its StatefulSet and takes each new pod into etcd.");
+    this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-k8s CLUSTER --kubeconfig … and steward add-model NAME --substrate kubernetes:CLUSTER`);
     return 0;
   }
 

@@ -58,10 +58,11 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
   constructor(private readonly o: CloudReplicaHostsOptions) {}
 
   unavailable(): string | undefined {
-    return this.o.cache.replicaCloud ? undefined : "no cloud is set for replicas (steward set-replica-cloud)";
+    const cloud = this.o.cache.replicaCloud;
+    return cloud && cloud.substrate !== "kubernetes" ? undefined : "no cloud is set for replicas (steward set-replica-cloud)";
   }
 
-  private async instancesOf(cloud: ReplicaCloudDoc): Promise<ReplicaInstances> {
+  private async instancesOf(cloud: Exclude<ReplicaCloudDoc, { substrate: "kubernetes" }>): Promise<ReplicaInstances> {
     const c = await this.o.credentials.open(cloud.credential, cloud.substrate);
     const controllerUuid = this.o.cache.controller?.uuid ?? "";
     if (cloud.substrate === "aws") {
@@ -97,7 +98,7 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
 
   async acquire(nameFor: (address: string) => string, progress: Progress): Promise<CloudHost> {
     const doc = this.o.cache.replicaCloud;
-    if (!doc) throw new Error(this.unavailable());
+    if (!doc || doc.substrate === "kubernetes") throw new Error(this.unavailable());
     const cloud = await this.instancesOf(doc);
     const token = await this.o.enrolments.issueReplica();
     const files = [...enrolmentFiles().keys()].filter((f) => f !== "node" && f !== "etcd");
@@ -151,7 +152,7 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
 
   async retire(address: string): Promise<void> {
     const doc = this.o.cache.replicaCloud;
-    if (!doc) return;
+    if (!doc || doc.substrate === "kubernetes") return;
     const cloud = await this.instancesOf(doc);
     const mine = (await cloud.live()).filter((i) => i.address === address).map((i) => i.id);
     if (mine.length === 0) return;

@@ -155,6 +155,6 @@ export class ClusterControl {
 }
 
 const replicaCloudSummary = (c: ReplicaCloudDoc): string =>
-  c.substrate === "aws" ? `${c.aws.region}, ${c.aws.instanceType}` : `${c.vsphere.datacenter}, template ${c.vsphere.template}`;
+  c.substrate === "aws" ? `${c.aws.region}, ${c.aws.instanceType}` : c.substrate === "vsphere" ? `${c.vsphere.datacenter}, template ${c.vsphere.template}` : `StatefulSet ${c.kubernetes.namespace}/${c.kubernetes.statefulSet}`;
 
 const hostOf = (url: string | undefined): string => (url ? new URL(url).hostname : "");

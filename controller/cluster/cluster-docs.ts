@@ -47,7 +47,8 @@ export interface MemberDoc {
 }
 
 /** Where replacement replicas are launched: a cloud, its settings and the credential to use. */
-export type ReplicaCloudDoc = { substrate: "aws"; credential: string; aws: AwsModelSettings } | { substrate: "vsphere"; credential: string; vsphere: VsphereModelSettings };
+export type ReplicaCloudDoc = { substrate: "aws"; credential: string; aws: AwsModelSettings } | { substrate: "vsphere"; credential: string; vsphere: VsphereModelSettings }
+  | { substrate: "kubernetes"; credential: string; kubernetes: { namespace: string; statefulSet: string } };
 
 /** A host the keeper may install a replica on. Its SSH key is sealed (security/sealing.ts); never returned by the API. */
 export interface SpareDoc {

@@ -13,6 +13,7 @@ import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile } from "node:fs/promises";
 import { request } from "node:https";
+import { isIP } from "node:net";
 import { join } from "node:path";
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
@@ -105,11 +106,15 @@ export class EtcdMember {
     const m = this.o.member;
     const { caFile, certFile, keyFile } = this.o.tls;
     const peer = peerUrl(m.host, m.peerPort);
+    // etcd binds only IPs: a replica known by a DNS name (a pod's stable name on Kubernetes) listens
+    // on every address of its own network namespace and advertises the name.
+    const bind = isIP(m.host.replace(/^\[|\]$/g, "")) ? m.host : "0.0.0.0";
     return [
       "--name", m.name, "--data-dir", join(this.o.dataDir, "etcd"),
-      "--listen-client-urls", `${this.localClientUrl},${clientUrl(m.host, m.clientPort)}`,
+      // (0.0.0.0 includes loopback, where the local controller connects.)
+      "--listen-client-urls", bind === "0.0.0.0" ? clientUrl(bind, m.clientPort) : `${this.localClientUrl},${clientUrl(m.host, m.clientPort)}`,
       "--advertise-client-urls", clientUrl(m.host, m.clientPort),
-      "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+      "--listen-peer-urls", peerUrl(bind, m.peerPort), "--initial-advertise-peer-urls", peer,
       "--initial-cluster", m.initialCluster, "--initial-cluster-state", m.initialState, "--initial-cluster-token", m.clusterToken,
       // One certificate per replica, with server and client usage, serves clients and peers.
       "--cert-file", certFile, "--key-file", keyFile, "--trusted-ca-file", caFile, "--client-cert-auth",

@@ -93,7 +93,12 @@ export class QuorumKeeper {
     if (learners.length > 0) return this.promote(learners[0]!);
 
     const gone = voters.filter((v) => this.goneSince.has(this.nameOf(v)));
-    const overdue = gone.filter((v) => now - this.goneSince.get(this.nameOf(v))! >= cfg.replaceAfterSeconds * 1000);
+    const overdue: EtcdMemberInfo[] = [];
+    const lost = new Set<string>();
+    for (const v of gone) {
+      if (now - this.goneSince.get(this.nameOf(v))! >= cfg.replaceAfterSeconds * 1000) overdue.push(v);
+      else if (await this.knownLost(v)) { overdue.push(v); lost.add(v.id); }
+    }
     const noHost = this.o.hosts.unavailable();
     if (overdue.length > 0) {
       const dead = overdue[0]!;
@@ -102,7 +107,7 @@ export class QuorumKeeper {
       const recent = (this.o.cache.keeper?.replacements ?? []).filter((t) => now - Date.parse(t) < 3600_000);
       if (recent.length >= cfg.maxReplacementsPerHour) return this.report("blocked", `replica ${name} has been gone ${goneFor} s, but ${recent.length} replacements were made in the last hour (limit ${cfg.maxReplacementsPerHour})`);
       if (noHost) return this.report("blocked", `replica ${name} has been gone ${goneFor} s and should be replaced, but ${noHost}`);
-      return this.removeDead(dead, name, goneFor, recent);
+      return this.removeDead(dead, name, goneFor, recent, lost.has(dead.id));
     }
     if (gone.length > 0) {
       const name = this.nameOf(gone[0]!);
@@ -114,6 +119,13 @@ export class QuorumKeeper {
       return this.grow();
     }
     return this.report("idle", `${voters.length} of ${cfg.replicas} voters healthy`);
+  }
+
+  /** The broker knows the member's host came back empty (a pod on a new claim): waiting longer cannot bring it back. */
+  private async knownLost(v: EtcdMemberInfo): Promise<boolean> {
+    const doc = this.o.cache.clusterMembers.get(this.nameOf(v));
+    if (!doc?.host || !this.o.hosts.lost) return false;
+    return this.o.hosts.lost(doc).catch((err: unknown) => { this.o.log.warn("could not tell whether a replica's host was lost", { host: doc.host, err: (err as Error).message }); return false; });
   }
 
   private async promote(learner: EtcdMemberInfo): Promise<void> {
@@ -135,11 +147,12 @@ export class QuorumKeeper {
     await this.report("acting", `${name} caught up and is now a voter`, true);
   }
 
-  private async removeDead(dead: EtcdMemberInfo, name: string, goneFor: number, recent: string[]): Promise<void> {
-    await this.report("acting", `removing ${name} from etcd: gone for ${goneFor} s (replaceAfter ${this.config.replaceAfterSeconds} s)`, true);
+  private async removeDead(dead: EtcdMemberInfo, name: string, goneFor: number, recent: string[], lost: boolean): Promise<void> {
+    const why = lost ? `its host came back with an empty volume, so it cannot rejoin (gone ${goneFor} s)` : `gone for ${goneFor} s (replaceAfter ${this.config.replaceAfterSeconds} s)`;
+    await this.report("acting", `removing ${name} from etcd: ${why}`, true);
     await this.o.membership.remove(dead.id);
     this.goneSince.delete(name);
-    await this.markMember(name, { state: "removed", reason: `gone for ${goneFor} s; replaced` });
+    await this.markMember(name, { state: "removed", reason: lost ? "its volume was lost; replaced" : `gone for ${goneFor} s; replaced` });
     // Out of the cluster for good: a cloud instance it ran on can go (it could not rejoin anyway).
     const host = this.o.cache.clusterMembers.get(name)?.host;
     if (host && this.o.hosts.retire) await this.o.hosts.retire(host).catch((err: unknown) => this.o.log.warn("could not retire the replaced replica's host", { host, err: (err as Error).message }));
@@ -154,6 +167,7 @@ export class QuorumKeeper {
     let host: ReplicaHost;
     try {
       host = await this.o.hosts.acquire((address) => (name = replicaName(address)), step);
+      if (host.name) name = host.name;
     } catch (err) {
       return this.report("blocked", (err as Error).message, true);
     }

@@ -18,7 +18,7 @@ export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned
     const owner = this.brokers.find((b) => b.unavailable() === undefined);
     if (!owner) throw new Error(this.unavailable());
     const host = await owner.acquire(nameFor, progress);
-    return { address: host.address, ...(host.instance ? { instance: host.instance } : {}), owned: { host, owner } };
+    return { address: host.address, ...(host.instance ? { instance: host.instance } : {}), ...(host.name ? { name: host.name } : {}), owned: { host, owner } };
   }
 
   start(host: ReplicaHost & { owned?: Owned }, name: string, initialCluster: string, progress: Progress): Promise<void> {
@@ -39,5 +39,10 @@ export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned
 
   async retire(address: string): Promise<void> {
     for (const b of this.brokers) await b.retire?.(address);
+  }
+
+  async lost(replica: { host: string; instance?: { id: string }; addedAt: string }): Promise<boolean> {
+    for (const b of this.brokers) if (await b.lost?.(replica)) return true;
+    return false;
   }
 }

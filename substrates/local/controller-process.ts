@@ -52,6 +52,11 @@ export async function initLocalController(o: LocalControllerInit): Promise<Local
   return runControllerCommand<LocalControllerInitResult>(args, o.adminPassword ?? "", `creating the controller's data directory ${o.dataDir}`);
 }
 
+/** A new CA for a controller whose data directories are made elsewhere (bootstrap on Kubernetes): made by the controller's own code, in a child process. */
+export async function createControllerCa(name: string): Promise<{ certPem: string; keyPem: string }> {
+  return runControllerCommand<{ certPem: string; keyPem: string }>(["new-ca", "--name", name], "", "creating the controller's CA");
+}
+
 export interface LocalControllerRestore {
   dataDir: string;
   /** The encrypted backup file. */

@@ -71,7 +71,7 @@ export interface FakeKubeApiOptions {
   statefulSetController?: boolean;
   /** Run the EndpointSlice controller. @default true */
   endpointSliceController?: boolean;
-  /** @default "127.0.0.1" */
+  /** @default "127.0.0.1"; "0.0.0.0" lets pods reach it too, as `kubernetes.default.svc` ({@link FakeKubeApi.inClusterUrl}). */
   listen?: string;
 }
 
@@ -95,6 +95,8 @@ export class FakeKubeApi {
   /** Every request answered (not the bodies), for assertions. */
   readonly requests: FakeKubeRequest[] = [];
   url = "";
+  /** The server as pods address it (through cluster DNS; reachable when it listens on 0.0.0.0). */
+  inClusterUrl = "";
   caCert = "";
   /** A token accepted for user "admin" (the first of `tokens`). */
   token = "";
@@ -125,12 +127,14 @@ export class FakeKubeApi {
   private async listen(): Promise<void> {
     const host = this.o.listen ?? "127.0.0.1";
     this.ca = await createCertificateAuthority("fake-kube-api");
-    const cert = await issueServerCertificate(this.ca, [host, "kubernetes.default.svc"]);
+    const local = host === "0.0.0.0" ? "127.0.0.1" : host;
+    const cert = await issueServerCertificate(this.ca, [local, "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"]);
     // Client certificates are asked for, not required: a token is the other way in.
     const server = createServer({ cert: cert.certPem, key: cert.keyPem, ca: [this.ca.certPem], requestCert: true, rejectUnauthorized: false }, (req, res) => void this.handle(req, res));
     await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, host, resolve));
     this.server = server;
-    this.url = `https://${host}:${(server.address() as AddressInfo).port}`;
+    this.url = `https://${local}:${(server.address() as AddressInfo).port}`;
+    this.inClusterUrl = `https://kubernetes.default.svc:${(server.address() as AddressInfo).port}`;
     this.caCert = this.ca.certPem;
     await this.kubelet.start({
       read: (plural, ns, name) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.find(k, ns, name) : undefined; },

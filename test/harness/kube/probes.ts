@@ -8,6 +8,7 @@
  */
 import { execFile } from "node:child_process";
 import { request } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
 
 export interface ProbeSpec {
@@ -42,9 +43,11 @@ export async function probeOnce(p: ProbeSpec, t: ProbeTarget): Promise<boolean> 
   }
   if (p.httpGet) {
     const g = p.httpGet;
-    if ((g.scheme ?? "HTTP") !== "HTTP") return false; // HTTPS probes skip verification upstream; not needed here
+    // HTTPS: the kubelet does not verify the certificate (the Probe type's `scheme` in the API reference).
+    const https = (g.scheme ?? "HTTP") === "HTTPS";
     return new Promise((resolve) => {
-      const req = request({ host: g.host ?? t.podIP, port: port(g.port), path: g.path ?? "/", timeout: timeoutMs, headers: { "user-agent": "kube-probe/fake" } }, (res) => {
+      const send = https ? httpsRequest : request;
+      const req = send({ host: g.host ?? t.podIP, port: port(g.port), path: g.path ?? "/", timeout: timeoutMs, headers: { "user-agent": "kube-probe/fake" }, ...(https ? { rejectUnauthorized: false } : {}) }, (res) => {
         res.resume();
         resolve((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400);
       });

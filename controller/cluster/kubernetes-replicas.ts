@@ -1,0 +1,178 @@
+/**
+ * Replica hosts for a controller that runs on Kubernetes (`steward bootstrap kubernetes:`): its
+ * own StatefulSet's pods. When the quorum keeper needs a host, the leader takes the lowest pod
+ * whose DNS name no live member holds (a pod that came back with an empty volume), or scales the
+ * StatefulSet up by one for a new pod; either way it writes a one-time enrolment token for that
+ * pod into the enrolment Secret, waits for the pod to report itself staged (controller/pod-replica.ts),
+ * and hands it its data once the keeper has added it to etcd, as for a cloud instance.
+ *
+ * Each replica is recorded with its claim's uid (as its "instance"): a pod made again on a new
+ * claim (its node and local disk lost) is then known lost for good, and the keeper replaces its
+ * member at once instead of waiting `replaceAfter` (still one change at a time, with quorum, and
+ * within the hourly limit).
+ */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "../../api";
+import { StewardError } from "../../api";
+import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
+import { kubernetes } from "../../substrates";
+import type { ControllerConfig } from "../config";
+import type { Sealer } from "../security/sealing";
+import type { CredentialOps, EnrolmentOps, StateCache } from "../state";
+import { replicaDataPurpose } from "../state";
+import type { ReplicaCloudDoc } from "./cluster-docs";
+import { replicaDataFiles } from "./replica-data";
+
+type KubeDoc = Extract<ReplicaCloudDoc, { substrate: "kubernetes" }>;
+
+/** A pod taken for a replica: its ordinal and the token written for it. */
+export interface PodHost extends ReplicaHost { ordinal: number; token: string }
+
+export interface KubernetesReplicaHostsOptions {
+  cache: StateCache;
+  enrolments: EnrolmentOps;
+  credentials: CredentialOps;
+  sealer: Sealer;
+  dataDir: string;
+  config: ControllerConfig;
+  log: Logger;
+  /**
+   * How long a pod may take to see its token (Kubernetes updates a mounted Secret within about a
+   * minute) and report itself staged.
+   * @default 600000
+   */
+  stageTimeoutMs?: number;
+}
+
+const R = kubernetes.KUBE_RESOURCES;
+
+export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
+  private api?: { key: string; api: kubernetes.KubeApi };
+
+  constructor(private readonly o: KubernetesReplicaHostsOptions) {}
+
+  private get doc(): KubeDoc | undefined {
+    const d = this.o.cache.replicaCloud;
+    return d?.substrate === "kubernetes" ? d : undefined;
+  }
+
+  unavailable(): string | undefined {
+    return this.doc ? undefined : "the controller does not run on Kubernetes (steward bootstrap kubernetes:CLUSTER)";
+  }
+
+  private async kube(doc: KubeDoc): Promise<kubernetes.KubeApi> {
+    const c = await this.o.credentials.open(doc.credential, "kubernetes");
+    const key = `${c.kubeconfig}\n${c.context ?? ""}`;
+    if (this.api?.key !== key) {
+      this.api?.api.close();
+      this.api = { key, api: new kubernetes.KubeApi(kubernetes.parseKubeconfig(c.kubeconfig ?? "", c.context ? { context: c.context } : {})) };
+    }
+    return this.api.api;
+  }
+
+  private address(doc: KubeDoc, ordinal: number): string {
+    return kubernetes.replicaDnsName({ name: doc.kubernetes.statefulSet, namespace: doc.kubernetes.namespace }, ordinal);
+  }
+
+  /** The ordinal of a replica's DNS name, when it is one of this StatefulSet's pods. */
+  private ordinalOf(doc: KubeDoc, address: string): number | undefined {
+    const m = new RegExp(`^${doc.kubernetes.statefulSet}-(\\d+)\\.`).exec(address);
+    return m && address === this.address(doc, Number(m[1])) ? Number(m[1]) : undefined;
+  }
+
+  async acquire(nameFor: (address: string) => string, progress: Progress): Promise<PodHost> {
+    const doc = this.doc;
+    if (!doc) throw new Error(this.unavailable());
+    const api = await this.kube(doc);
+    const { namespace, statefulSet } = doc.kubernetes;
+    const set = await api.get(R.statefulSets, statefulSet, { namespace });
+    const live = new Set([...this.o.cache.clusterMembers.values()].filter((m) => m.state !== "removed").map((m) => m.host));
+    const size = set.spec?.replicas ?? 0;
+    let ordinal = [...Array(size).keys()].find((k) => !live.has(this.address(doc, k)));
+    if (ordinal === undefined) {
+      ordinal = size;
+      progress(`scaling StatefulSet ${namespace}/${statefulSet} to ${size + 1} pods`);
+      await api.scale(R.statefulSets, statefulSet, size + 1, { namespace });
+    }
+    const pod = `${statefulSet}-${ordinal}`;
+    const address = this.address(doc, ordinal);
+    nameFor(address);
+    const token = await this.o.enrolments.issueReplica();
+    await this.setToken(api, doc, ordinal, token);
+    progress(`pod ${pod}: enrolment token written; waiting for the pod to see it and report itself`);
+    try {
+      const timeoutMs = this.o.stageTimeoutMs ?? 600_000;
+      const deadline = Date.now() + timeoutMs;
+      while (!(await this.o.enrolments.replicaStaged(token))) {
+        if (Date.now() > deadline) throw new Error(`pod ${namespace}/${pod} did not report itself within ${Math.round(timeoutMs / 1000)} s: is it running, and does its log say it waits for an enrolment token?`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      const claim = await api.find(R.persistentVolumeClaims, `data-${pod}`, { namespace });
+      return { address, ordinal, token, name: `${pod}-${randomBytes(2).toString("hex")}`, ...(claim?.metadata?.uid ? { instance: { id: claim.metadata.uid } } : {}) };
+    } catch (err) {
+      await this.setToken(api, doc, ordinal, undefined).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async start(host: PodHost, name: string, initialCluster: string, progress: Progress): Promise<void> {
+    const data = await replicaDataFiles(this.o, host.address, name, initialCluster);
+    await this.o.enrolments.provideReplicaData(host.token, this.o.sealer.sealJson(replicaDataPurpose(host.token), data));
+    progress(`data left for pod ${host.address.split(".")[0]}; it starts the replica once it has collected it`);
+  }
+
+  /** The replica has a vote: its token is spent; it is taken out of the Secret. */
+  async joined(address: string): Promise<void> {
+    const doc = this.doc;
+    const ordinal = doc ? this.ordinalOf(doc, address) : undefined;
+    if (doc && ordinal !== undefined) await this.setToken(await this.kube(doc), doc, ordinal, undefined);
+  }
+
+  async failed(host: PodHost, why: string): Promise<void> {
+    this.o.log.warn("a pod could not be made a replica", { pod: host.address, why });
+    const doc = this.doc;
+    if (doc) await this.setToken(await this.kube(doc), doc, host.ordinal, undefined);
+  }
+
+  async release(host: PodHost): Promise<void> {
+    const doc = this.doc;
+    if (doc) await this.setToken(await this.kube(doc), doc, host.ordinal, undefined);
+  }
+
+  /**
+   * A pod of ours whose claim is not the one its replica ran on: another claim than the one it was
+   * recorded with, or (the first replica, recorded without one) a claim made after it was added.
+   */
+  async lost(replica: { host: string; instance?: { id: string }; addedAt: string }): Promise<boolean> {
+    const doc = this.doc;
+    const ordinal = doc ? this.ordinalOf(doc, replica.host) : undefined;
+    if (!doc || ordinal === undefined) return false;
+    const claim = await (await this.kube(doc)).find(R.persistentVolumeClaims, `data-${doc.kubernetes.statefulSet}-${ordinal}`, { namespace: doc.kubernetes.namespace });
+    if (!claim?.metadata?.uid) return false;
+    if (replica.instance) return claim.metadata.uid !== replica.instance.id;
+    const made = Date.parse(claim.metadata.creationTimestamp ?? "");
+    return Number.isFinite(made) && made > Date.parse(replica.addedAt);
+  }
+
+  /** Writes (or with undefined, removes) pod `ordinal`'s token in the enrolment Secret, keeping the rest. */
+  private async setToken(api: kubernetes.KubeApi, doc: KubeDoc, ordinal: number, token: string | undefined): Promise<void> {
+    const { namespace, statefulSet } = doc.kubernetes;
+    const name = kubernetes.controllerEnrolSecretName(statefulSet);
+    const key = kubernetes.replicaTokenKey(ordinal);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const secret = await api.find(R.secrets, name, { namespace });
+      if (!secret) throw new StewardError("not-found", `the enrolment Secret ${namespace}/${name} is missing (made by steward bootstrap kubernetes:)`);
+      const data = { ...secret.data };
+      if (token === undefined) { if (!(key in data)) return; delete data[key]; } else data[key] = Buffer.from(token).toString("base64");
+      try {
+        await api.replace(R.secrets, { ...secret, data, metadata: { ...secret.metadata!, resourceVersion: secret.metadata!.resourceVersion! } });
+        return;
+      } catch (err) {
+        if (!kubernetes.isConflict(err)) throw err;
+      }
+    }
+    throw new StewardError("conflict", `the enrolment Secret ${namespace}/${name} kept changing; will try again`, { retryable: true });
+  }
+
+  close(): void { this.api?.api.close(); }
+}
