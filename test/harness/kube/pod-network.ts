@@ -42,8 +42,10 @@ export class PodNetwork {
 
   /** A namespace for one pod, with its IP; `release` when the pod is gone. */
   async attach(): Promise<{ netns: string; ip: string; release: () => Promise<void> }> {
-    const n = this.free.shift() ?? this.next++;
-    if (n > 250) throw new Error("the fake kubelet's pod network is full (240 pods)");
+    // Round robin, as CNI's host-local IPAM allocates (the address after the last one given), so a
+    // recreated pod gets a new IP as it usually does in a cluster; freed addresses only once the range is used up.
+    const n = this.next <= 250 ? this.next++ : this.free.shift();
+    if (n === undefined) throw new Error("the fake kubelet's pod network is full (240 pods)");
     const netns = `${this.id}-p${n}`, hv = `${this.id}h${n}`, pv = `${this.id}p${n}`;
     const ip = `${this.subnet}.${n}`;
     await addNamespaceOnBridge({ netns, ip, bridge: this.bridge, hostVeth: hv, peerVeth: pv });
