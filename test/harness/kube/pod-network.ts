@@ -33,11 +33,19 @@ export class PodNetwork {
 
   static async create(): Promise<PodNetwork> {
     if (process.getuid?.() !== 0) throw new Error("the process kubelet needs root (network and mount namespaces)");
-    const net = new PodNetwork(`sk${randomBytes(2).toString("hex")}`, await freePodSubnet());
-    await run("ip", ["link", "add", net.bridge, "type", "bridge"]);
-    await run("ip", ["addr", "add", `${net.gateway}/24`, "dev", net.bridge]);
-    await run("ip", ["link", "set", net.bridge, "up"]);
-    return net;
+    for (let attempt = 0; ; attempt++) {
+      const net = new PodNetwork(`sk${randomBytes(2).toString("hex")}`, await freePodSubnet());
+      await run("ip", ["link", "add", net.bridge, "type", "bridge"]);
+      await run("ip", ["addr", "add", `${net.gateway}/24`, "dev", net.bridge]);
+      // Kubelets starting at once (here or in another test process) may pick the same subnet: the later ones try another.
+      const holders = (await run("ip", ["-4", "-o", "addr", "show"])).stdout.split("\n").filter((l) => l.includes(` ${net.subnet}.`));
+      if (holders.length === 1 || attempt >= 5) {
+        await run("ip", ["link", "set", net.bridge, "up"]);
+        return net;
+      }
+      await run("ip", ["link", "del", net.bridge]).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, Math.random() * 50));
+    }
   }
 
   /** A namespace for one pod, with its IP; `release` when the pod is gone. */
