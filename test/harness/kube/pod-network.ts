@@ -36,6 +36,9 @@ export class PodNetwork {
     for (let attempt = 0; ; attempt++) {
       const net = new PodNetwork(`sk${randomBytes(2).toString("hex")}`, await freePodSubnet());
       await run("ip", ["link", "add", net.bridge, "type", "bridge"]);
+      // A bridge without an address of its own takes its ports' lowest MAC, so deleting a pod could
+      // change the gateway's MAC under the other pods' ARP caches (cut off until their entries expire).
+      await run("ip", ["link", "set", net.bridge, "address", `02:${Array.from(randomBytes(5), (b) => b.toString(16).padStart(2, "0")).join(":")}`]);
       await run("ip", ["addr", "add", `${net.gateway}/24`, "dev", net.bridge]);
       // Kubelets starting at once (here or in another test process) may pick the same subnet: the later ones try another.
       const holders = (await run("ip", ["-4", "-o", "addr", "show"])).stdout.split("\n").filter((l) => l.includes(` ${net.subnet}.`));
