@@ -134,6 +134,7 @@ export class FakeKubeApi {
     this.caCert = this.ca.certPem;
     await Promise.resolve(this.kubelet.start({
       read: (plural, ns, name) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.find(k, ns, name) : undefined; },
+      list: (plural, ns) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.list(k, ns) : []; },
       updatePodStatus: (ns, name, uid, mutate) => this.state.updateStatus(PODS, ns, name, uid, mutate),
       podTerminated: (ns, name, uid) => this.state.podTerminated(ns, name, uid),
     })).catch((err: unknown) => new Promise<never>((_, reject) => server.close(() => reject(err)))); // a kubelet that cannot start leaves nothing listening
