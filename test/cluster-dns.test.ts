@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { FakeKubeApi, kindFor } from "./harness/kube";
 import type { KubeObject } from "./harness/kube";
 import { DnsServer } from "./harness/kube/dns-server";
+import { podDnsFiles } from "./harness/kube/pod-dns";
 import { ProcessKubelet } from "./harness/kube/process-kubelet";
 import { eventually } from "./harness/eventually";
 
@@ -198,4 +199,21 @@ test("the DNS server answers as an authoritative server: A records, no data for 
   await t.throwsAsync(r.resolve4("b.test"), { code: "ENOTFOUND" });
   // 40 answers do not fit 512 bytes: the reply is cut and flagged, the client retries over TCP, which is not served.
   await t.throwsAsync(r.resolve4("many.test"));
+});
+
+test("the kubelet's pod files follow dnsPolicy and dnsConfig as documented; /etc/hosts names the pod and its hostAliases", (t) => {
+  const o = { ip: "10.1.2.3", nameserver: "10.1.2.1", zone: "cluster.local", nodeNsswitch: "passwd: files\nhosts: files mdns4_minimal [NOTFOUND=return] dns\n" };
+  const pod = (spec: Record<string, unknown>): KubeObject => ({ metadata: { name: "p", namespace: "shop" }, spec: { containers: [], ...spec } } as KubeObject);
+  t.is(podDnsFiles(pod({}), o)["resolv.conf"], "nameserver 10.1.2.1\nsearch shop.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n");
+  // dnsConfig is merged into ClusterFirst's: nameservers and searches appended without duplicates, options overriding by name.
+  const dnsConfig = { nameservers: ["10.1.2.1", "10.9.9.9"], searches: ["svc.cluster.local", "corp.example"], options: [{ name: "ndots", value: "2" }, { name: "edns0" }] };
+  t.is(podDnsFiles(pod({ dnsConfig }), o)["resolv.conf"], "nameserver 10.1.2.1\nnameserver 10.9.9.9\nsearch shop.svc.cluster.local svc.cluster.local cluster.local corp.example\noptions ndots:2 edns0\n");
+  t.is(podDnsFiles(pod({ dnsPolicy: "None", dnsConfig: { nameservers: ["10.9.9.9"] } }), o)["resolv.conf"], "nameserver 10.9.9.9\n");
+  t.is(podDnsFiles(pod({ dnsPolicy: "Default" }), o)["resolv.conf"], undefined, "the node's own");
+  const hosts = podDnsFiles(pod({ hostname: "h", subdomain: "peers", hostAliases: [{ ip: "10.5.5.5", hostnames: ["a.example", "b.example"] }] }), o).hosts;
+  t.regex(hosts, /^10\.1\.2\.3\th\.peers\.shop\.svc\.cluster\.local\th$/m);
+  t.regex(hosts, /^10\.5\.5\.5\ta\.example\tb\.example$/m);
+  t.regex(hosts, /^127\.0\.0\.1\tlocalhost$/m);
+  t.regex(podDnsFiles(pod({}), o).hosts, /^10\.1\.2\.3\tp$/m, "no subdomain: the pod's name alone");
+  t.is(podDnsFiles(pod({}), o)["nsswitch.conf"], "passwd: files\nhosts:          files dns\n");
 });
