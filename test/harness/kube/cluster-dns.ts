@@ -6,8 +6,9 @@
  * service discovery specification it points to (github.com/kubernetes/dns, docs/specification.md):
  *
  * - a Service with a cluster IP: `<service>.<ns>.svc.<zone>` → its cluster IP (spec 2.3.1). The fake
- *   API server gives Services cluster IPs (kinds.ts), but nothing here routes them (no kube-proxy):
- *   the name resolves as in a cluster, connecting to it does not;
+ *   API server gives Services cluster IPs (kinds.ts, from 127.96.0.0/16), but nothing here routes
+ *   them (no kube-proxy): the name resolves as in a cluster, connecting to it does not (inside a
+ *   pod such an address is the pod's own loopback);
  * - a headless Service (`clusterIP: None`): `<service>.<ns>.svc.<zone>` → the addresses of its
  *   _ready_ endpoints, NXDOMAIN when it has none (spec 2.4.1). Endpoints come from the EndpointSlices
  *   labelled `kubernetes.io/service-name: <service>`, whoever manages them, as CoreDNS reads them;
