@@ -136,11 +136,12 @@ export class FakeKubeApi {
     this.url = `https://${local}:${(server.address() as AddressInfo).port}`;
     this.inClusterUrl = `https://kubernetes.default.svc:${(server.address() as AddressInfo).port}`;
     this.caCert = this.ca.certPem;
-    await this.kubelet.start({
+    await Promise.resolve(this.kubelet.start({
       read: (plural, ns, name) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.find(k, ns, name) : undefined; },
+      list: (plural, ns) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.list(k, ns) : []; },
       updatePodStatus: (ns, name, uid, mutate) => this.state.updateStatus(PODS, ns, name, uid, mutate),
       podTerminated: (ns, name, uid) => this.state.podTerminated(ns, name, uid),
-    });
+    })).catch((err: unknown) => new Promise<never>((_, reject) => server.close(() => reject(err)))); // a kubelet that cannot start leaves nothing listening
     this.unsubscribe = this.state.subscribe((e) => this.schedule(e));
     if (this.o.statefulSetController !== false) this.controller = new StatefulSetController(this.state);
     if (this.o.endpointSliceController !== false) this.endpoints = new EndpointSliceController(this.state);

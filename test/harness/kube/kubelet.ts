@@ -16,6 +16,8 @@ import type { KubeObject } from "./kinds";
 export interface KubeletHost {
   /** Reads an object the pod refers to (`secrets`, `configmaps`, `persistentvolumeclaims`, `pods`…), as a kubelet does through the API. */
   read(plural: string, namespace: string, name: string): KubeObject | undefined;
+  /** Lists a kind's objects in a namespace (`services`, `endpointslices`…), as a kubelet's informers do; the cluster DNS reads through it. */
+  list(plural: string, namespace: string): KubeObject[];
   /** Changes a pod's status; skipped (undefined) if the pod is gone or was recreated with another uid. */
   updatePodStatus(namespace: string, name: string, uid: string, mutate: (status: any, pod: KubeObject) => void): KubeObject | undefined;
   /** The deleted pod's containers have stopped: the server removes the pod. */

@@ -33,17 +33,30 @@ export class PodNetwork {
 
   static async create(): Promise<PodNetwork> {
     if (process.getuid?.() !== 0) throw new Error("the process kubelet needs root (network and mount namespaces)");
-    const net = new PodNetwork(`sk${randomBytes(2).toString("hex")}`, await freePodSubnet());
-    await run("ip", ["link", "add", net.bridge, "type", "bridge"]);
-    await run("ip", ["addr", "add", `${net.gateway}/24`, "dev", net.bridge]);
-    await run("ip", ["link", "set", net.bridge, "up"]);
-    return net;
+    for (let attempt = 0; ; attempt++) {
+      const net = new PodNetwork(`sk${randomBytes(2).toString("hex")}`, await freePodSubnet());
+      await run("ip", ["link", "add", net.bridge, "type", "bridge"]);
+      // A bridge without an address of its own takes its ports' lowest MAC, so deleting a pod could
+      // change the gateway's MAC under the other pods' ARP caches (cut off until their entries expire).
+      await run("ip", ["link", "set", net.bridge, "address", `02:${Array.from(randomBytes(5), (b) => b.toString(16).padStart(2, "0")).join(":")}`]);
+      await run("ip", ["addr", "add", `${net.gateway}/24`, "dev", net.bridge]);
+      // Kubelets starting at once (here or in another test process) may pick the same subnet: the later ones try another.
+      const holders = (await run("ip", ["-4", "-o", "addr", "show"])).stdout.split("\n").filter((l) => l.includes(` ${net.subnet}.`));
+      if (holders.length === 1 || attempt >= 5) {
+        await run("ip", ["link", "set", net.bridge, "up"]);
+        return net;
+      }
+      await run("ip", ["link", "del", net.bridge]).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, Math.random() * 50));
+    }
   }
 
   /** A namespace for one pod, with its IP; `release` when the pod is gone. */
   async attach(): Promise<{ netns: string; ip: string; release: () => Promise<void> }> {
-    const n = this.free.shift() ?? this.next++;
-    if (n > 250) throw new Error("the fake kubelet's pod network is full (240 pods)");
+    // Round robin, as CNI's host-local IPAM allocates (the address after the last one given), so a
+    // recreated pod gets a new IP as it usually does in a cluster; freed addresses only once the range is used up.
+    const n = this.next <= 250 ? this.next++ : this.free.shift();
+    if (n === undefined) throw new Error("the fake kubelet's pod network is full (240 pods)");
     const netns = `${this.id}-p${n}`, hv = `${this.id}h${n}`, pv = `${this.id}p${n}`;
     const ip = `${this.subnet}.${n}`;
     await addNamespaceOnBridge({ netns, ip, bridge: this.bridge, hostVeth: hv, peerVeth: pv });

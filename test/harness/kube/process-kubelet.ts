@@ -17,16 +17,28 @@
  *   gate the other probes until startup succeeded; the pod's Ready condition is every container ready;
  * - deletion sends SIGTERM, waits the pod's grace period (tests may cap it), then SIGKILL;
  * - volumes: emptyDir (per pod), secret and configMap (files from the object, read at start),
- *   persistentVolumeClaim (a directory per claim uid: a claim deleted and made again starts empty).
+ *   persistentVolumeClaim (a directory per claim uid: a claim deleted and made again starts empty);
+ * - cluster DNS: the node serves the cluster's DNS records (cluster-dns.ts) on its bridge address,
+ *   port 53 (dns-server.ts), and each container gets the kubelet's resolv.conf pointing there, its
+ *   managed /etc/hosts and an nsswitch.conf (pod-dns.ts) bound over its own. A DNS server rather
+ *   than /etc/hosts entries for every name: the pod's own resolver then applies the search list and
+ *   ndots as in a cluster (`web-1.web-peers` from its namespace only), every name is answered from
+ *   the API's current state (no file to keep up to date in every pod), and Node's `dns.resolve*`
+ *   (c-ares, which ignores /etc/hosts) works for fully qualified names as well as getaddrinfo. The
+ *   host side asks the same server: {@link ProcessKubelet.resolve}.
  */
 import { execFile, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
+import { Resolver } from "node:dns/promises";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubeObject } from "./kinds";
+import { ClusterDns } from "./cluster-dns";
+import { DnsServer } from "./dns-server";
 import type { Kubelet, KubeletHost } from "./kubelet";
 import { setCondition } from "./kubelet";
+import { podDnsFiles } from "./pod-dns";
 import { PodNetwork } from "./pod-network";
 import type { ProbeSpec } from "./probes";
 import { scheduleProbe } from "./probes";
@@ -45,6 +57,8 @@ export interface ProcessKubeletOptions {
   restartBackoff?: { initialMs: number; maxMs: number };
   /** At most this grace on deletion, whatever the pod asks (the default grace is 30 s). */
   maxGraceSeconds?: number;
+  /** The cluster domain (the real kubelet's --cluster-domain). @default "cluster.local" */
+  clusterDomain?: string;
 }
 
 const PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -92,6 +106,8 @@ class RunningPod {
   initialized = false;
   stopping = false;
   startTime = now();
+  /** The files of pod-dns.ts written for it, bound over /etc/<name> in each container. */
+  dnsFiles: string[] = [];
   constructor(readonly pod: KubeObject, readonly dir: string) {
     this.inits = (pod.spec?.initContainers ?? []).map((c: ContainerSpec) => new Container(c, true));
     this.containers = (pod.spec?.containers ?? []).map((c: ContainerSpec) => new Container(c, false));
@@ -105,6 +121,7 @@ export class ProcessKubelet implements Kubelet {
   readonly nodeName: string;
   private host?: KubeletHost;
   private network?: PodNetwork;
+  private dns?: DnsServer;
   private readonly pods = new Map<string, RunningPod>();
   private readonly publishing = new Set<string>();
   private closed = false;
@@ -123,6 +140,35 @@ export class ProcessKubelet implements Kubelet {
     this.host = host;
     await mkdir(this.o.dataDir, { recursive: true });
     this.network = await PodNetwork.create();
+    const records = new ClusterDns(host, this.o.clusterDomain ?? "cluster.local");
+    try {
+      this.dns = await DnsServer.listen(this.network.gateway, (name) => records.lookup(name));
+    } catch (err) {
+      await this.network.close();
+      throw new Error(`the fake kubelet could not serve cluster DNS on ${this.network.gateway}:53: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * The addresses cluster DNS gives `name`, asked of the same server the pods ask (empty when the
+   * name does not resolve). With a `namespace`, `name` is expanded as in a pod of that namespace
+   * (search list `<ns>.svc.<zone> svc.<zone> <zone>`, ndots 5); without, it must be fully qualified.
+   */
+  async resolve(name: string, namespace?: string): Promise<string[]> {
+    if (!this.dns) throw new Error("the process kubelet is not started");
+    const resolver = new Resolver({ timeout: 1000, tries: 2 });
+    resolver.setServers([`${this.dns.address}:${this.dns.port}`]);
+    const zone = this.o.clusterDomain ?? "cluster.local";
+    const bare = name.replace(/\.$/, "");
+    const search = namespace && !name.endsWith(".") ? [`${namespace}.svc.${zone}`, `svc.${zone}`, zone].map((s) => `${bare}.${s}`) : [];
+    // A name with at least ndots dots is tried as it is first, else after the search list (resolv.conf(5)).
+    const tries = bare.split(".").length - 1 >= 5 || !search.length ? [bare, ...search] : [...search, bare];
+    for (const candidate of tries) {
+      try { return await resolver.resolve4(candidate); } catch (err) {
+        if (!["ENOTFOUND", "ENODATA"].includes((err as { code?: string }).code ?? "")) throw err;
+      }
+    }
+    return [];
   }
 
   syncPod(pod: KubeObject): void {
@@ -165,6 +211,7 @@ export class ProcessKubelet implements Kubelet {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.pods.values()].map((p) => { p.stopping = true; return this.stopPod(p, 0); }));
+    await this.dns?.close();
     await this.network?.close();
   }
 
@@ -177,6 +224,7 @@ export class ProcessKubelet implements Kubelet {
     const net = await this.network!.attach();
     Object.assign(p, { ip: net.ip, netns: net.netns, release: net.release });
     if (p.stopping) return;
+    await this.writeDnsFiles(p);
     this.publish(p);
     for (const c of p.inits) {
       while (!p.stopping) {
@@ -304,7 +352,7 @@ export class ProcessKubelet implements Kubelet {
     // The image's entrypoint and cmd unless the container says otherwise (the documented rule).
     const argv = c.spec.command ? [...c.spec.command, ...(c.spec.args ?? [])] : [...image.entrypoint, ...(c.spec.args ?? image.cmd ?? [])];
     const workingDir = c.spec.workingDir ?? image.workingDir;
-    const script = [`hostname ${quote(p.name)}`, ...mounts, ...(workingDir ? [`mkdir -p ${quote(workingDir)} && cd ${quote(workingDir)}`] : []), 'exec "$@"'].join(" && ");
+    const script = [`hostname ${quote(p.pod.spec?.hostname ?? p.name)}`, ...this.dnsMounts(p), ...mounts, ...(workingDir ? [`mkdir -p ${quote(workingDir)} && cd ${quote(workingDir)}`] : []), 'exec "$@"'].join(" && ");
     const log = openSync(join(p.dir, "logs", `${c.spec.name}.log`), "a");
     const proc = spawn("ip", ["netns", "exec", p.netns, "unshare", "--uts", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private", "/bin/sh", "-c", script, "sh", ...argv], {
       env, stdio: ["ignore", log, log],
@@ -327,7 +375,7 @@ export class ProcessKubelet implements Kubelet {
 
   /** The container's environment: what the pod says, resolved as the kubelet resolves it. */
   private environment(p: RunningPod, c: Container): Record<string, string> {
-    const env: Record<string, string> = { PATH, HOSTNAME: p.name };
+    const env: Record<string, string> = { PATH, HOSTNAME: p.pod.spec?.hostname ?? p.name };
     const fields: Record<string, string> = {
       "metadata.name": p.name, "metadata.namespace": p.namespace, "metadata.uid": p.uid, "spec.nodeName": this.nodeName,
       "status.podIP": p.ip, "status.hostIP": this.network!.gateway, "spec.serviceAccountName": p.pod.spec?.serviceAccountName ?? "default",
@@ -351,6 +399,22 @@ export class ProcessKubelet implements Kubelet {
       }
     }
     return env;
+  }
+
+  /** The pod's resolv.conf, hosts and nsswitch.conf (pod-dns.ts), written once its IP is known. */
+  private async writeDnsFiles(p: RunningPod): Promise<void> {
+    const files = podDnsFiles(p.pod, {
+      ip: p.ip, nameserver: this.dns!.address, zone: this.o.clusterDomain ?? "cluster.local",
+      nodeNsswitch: await readFile("/etc/nsswitch.conf", "utf8").catch(() => ""),
+    });
+    await mkdir(join(p.dir, "etc"), { recursive: true });
+    for (const [name, text] of Object.entries(files)) if (text !== undefined) await writeFile(join(p.dir, "etc", name), text);
+    p.dnsFiles = Object.keys(files).filter((k) => files[k as keyof typeof files] !== undefined);
+  }
+
+  /** Shell steps that bind the pod's name-resolution files over the container's /etc ones. */
+  private dnsMounts(p: RunningPod): string[] {
+    return p.dnsFiles.map((f) => `mount --bind ${quote(join(p.dir, "etc", f))} /etc/${f}`);
   }
 
   /** Shell steps that bind each volume at its mountPath inside the container's mount namespace. */
