@@ -64,8 +64,6 @@ export interface ReplicaHost {
   address: string;
   /** A cloud host: its instance (recorded with the replica, shown by show-controller); a pod: its claim. */
   instance?: { id: string; zone?: string };
-  /** The replica's name when the broker chooses it (a pod's: `<pod>-<4 hex>`), else the keeper makes one from the address. */
-  name?: string;
 }
 
 /**
@@ -75,8 +73,11 @@ export interface ReplicaHost {
 export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
   /** Why no host can be had now (the keeper reports it), or undefined when one can. */
   unavailable(): string | undefined;
-  /** A host with a replica staged on it (nothing started yet); `nameFor` names the replica from its address. */
-  acquire(nameFor: (address: string) => string, progress: Progress): Promise<H>;
+  /**
+   * A host with a replica staged on it (nothing started yet); `nameFor` names the replica from its
+   * address, or takes the broker's `preferred` name (a pod's: `<pod>-<4 hex>`).
+   */
+  acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress): Promise<H>;
   /** Starts the staged replica `name`, joining `initialCluster` (etcd's `name=peer-url,…`). */
   start(host: H, name: string, initialCluster: string, progress: Progress): Promise<void>;
   /** The replica on the host at `address` has a vote: the host is the cluster's now (a spare leaves the pool). */

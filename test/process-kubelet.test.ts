@@ -37,6 +37,7 @@ async function start(t: ExecutionContext) {
     images: { "steward-test/server": { entrypoint: [process.execPath, join(dir, "server.js")] }, "steward-test/shell": { entrypoint: ["/bin/sh", "-c"], cmd: ["sleep 3600"] } },
     restartBackoff: { initialMs: 300, maxMs: 2000 },
     maxGraceSeconds: 5,
+    secretRefreshMs: 300,
   });
   const api = await FakeKubeApi.start({ kubelet });
   t.teardown(async () => { await api.stop(); await rm(dir, { recursive: true, force: true }); });
@@ -142,3 +143,20 @@ test("a StatefulSet's claim outlives its pod; a claim deleted and made again sta
   await eventually("db-0 back with a new claim", async () => { const p = await pod("db-0").catch(() => undefined); return p && p.metadata.uid !== uid2 && p.status?.containerStatuses?.[0]?.state?.running ? p : undefined; }, 30_000);
   t.not((await kubelet.exec("default", "db-0", "db", ["cat", "/var/lib/db/file"])).code, 0, "the new claim is empty");
 });
+
+test("a mounted Secret is brought up to date in a running pod: keys changed, added and removed", async (t) => {
+  const { core, kubelet, pod } = await start(t);
+  const b64 = (v: string): string => Buffer.from(v).toString("base64");
+  await core.createNamespacedSecret({ namespace: "default", body: { metadata: { name: "tokens" }, data: { a: b64("one"), gone: b64("x") } } });
+  await core.createNamespacedPod({ namespace: "default", body: {
+    metadata: { name: "reader" },
+    spec: { volumes: [{ name: "t", secret: { secretName: "tokens" } }], containers: [{ name: "c", image: "steward-test/shell", volumeMounts: [{ name: "t", mountPath: "/etc/tokens", readOnly: true }] }] },
+  } as never });
+  await eventually("the pod running", async () => (await pod("reader")).status?.phase === "Running", 20_000);
+  const cat = async (f: string): Promise<string> => (await kubelet.exec("default", "reader", "c", ["cat", `/etc/tokens/${f}`])).stdout;
+  t.is(await cat("a"), "one");
+  await core.replaceNamespacedSecret({ name: "tokens", namespace: "default", body: { metadata: { name: "tokens" }, data: { a: b64("two"), b: b64("new") } } });
+  await eventually("the new content in the running container", async () => (await cat("a")) === "two" && (await cat("b")) === "new", 10_000);
+  t.is((await kubelet.exec("default", "reader", "c", ["ls", "/etc/tokens"])).stdout.split("\n").filter(Boolean).sort().join(","), "a,b", "the removed key's file is gone");
+});
+

@@ -80,7 +80,7 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     return m && address === this.address(doc, Number(m[1])) ? Number(m[1]) : undefined;
   }
 
-  async acquire(nameFor: (address: string) => string, progress: Progress): Promise<PodHost> {
+  async acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress): Promise<PodHost> {
     const doc = this.doc;
     if (!doc) throw new Error(this.unavailable());
     const api = await this.kube(doc);
@@ -96,7 +96,8 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     }
     const pod = `${statefulSet}-${ordinal}`;
     const address = this.address(doc, ordinal);
-    nameFor(address);
+    // Named after its pod (new for each incarnation, as every replica's name is).
+    nameFor(address, `${pod}-${randomBytes(2).toString("hex")}`);
     const token = await this.o.enrolments.issueReplica();
     await this.setToken(api, doc, ordinal, token);
     progress(`pod ${pod}: enrolment token written; waiting for the pod to see it and report itself`);
@@ -108,7 +109,7 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
         await new Promise((r) => setTimeout(r, 1000));
       }
       const claim = await api.find(R.persistentVolumeClaims, `data-${pod}`, { namespace });
-      return { address, ordinal, token, name: `${pod}-${randomBytes(2).toString("hex")}`, ...(claim?.metadata?.uid ? { instance: { id: claim.metadata.uid } } : {}) };
+      return { address, ordinal, token, ...(claim?.metadata?.uid ? { instance: { id: claim.metadata.uid } } : {}) };
     } catch (err) {
       await this.setToken(api, doc, ordinal, undefined).catch(() => undefined);
       throw err;

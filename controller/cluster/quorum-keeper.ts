@@ -166,8 +166,7 @@ export class QuorumKeeper {
     await this.report("acting", "getting a host for a new replica", true);
     let host: ReplicaHost;
     try {
-      host = await this.o.hosts.acquire((address) => (name = replicaName(address)), step);
-      if (host.name) name = host.name;
+      host = await this.o.hosts.acquire((address, preferred) => (name = preferred ?? replicaName(address)), step);
     } catch (err) {
       return this.report("blocked", (err as Error).message, true);
     }

@@ -14,11 +14,11 @@ export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned
     return reasons.some((r) => r === undefined) ? undefined : reasons.join("; and ");
   }
 
-  async acquire(nameFor: (address: string) => string, progress: Progress): Promise<ReplicaHost & { owned: Owned }> {
+  async acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress): Promise<ReplicaHost & { owned: Owned }> {
     const owner = this.brokers.find((b) => b.unavailable() === undefined);
     if (!owner) throw new Error(this.unavailable());
     const host = await owner.acquire(nameFor, progress);
-    return { address: host.address, ...(host.instance ? { instance: host.instance } : {}), ...(host.name ? { name: host.name } : {}), owned: { host, owner } };
+    return { address: host.address, ...(host.instance ? { instance: host.instance } : {}), owned: { host, owner } };
   }
 
   start(host: ReplicaHost & { owned?: Owned }, name: string, initialCluster: string, progress: Progress): Promise<void> {

@@ -165,6 +165,9 @@ export class TestLab {
     await writeFile(`/etc/sudoers.d/${SUDO_USER}`, `${SUDO_USER} ALL=(ALL) NOPASSWD: ALL\n`, { mode: 0o440 });
     for (const user of ["root", SUDO_USER]) await writeFile(join(this.dir, "keys", user), this.clientPublicKey, { mode: 0o644 });
     await run("ip", ["link", "add", this.bridge, "type", "bridge"]);
+    // A bridge without a MAC of its own takes its ports' lowest, so killing a host could change the
+    // gateway's MAC under the other hosts' ARP caches (cut off from this machine until those expire).
+    await run("ip", ["link", "set", this.bridge, "address", `02:${Array.from(randomBytes(5), (b) => b.toString(16).padStart(2, "0")).join(":")}`]);
     await run("ip", ["addr", "add", `${this.subnet}.1/24`, "dev", this.bridge]);
     await run("ip", ["link", "set", this.bridge, "up"]);
   }

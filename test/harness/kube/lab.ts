@@ -63,3 +63,20 @@ export async function startKubeLab(): Promise<KubeLab> {
     },
   };
 }
+
+/**
+ * Makes the fake API server reachable from pods as `kubernetes.default.svc` (where a pod finds its
+ * cluster's API server): a headless Service `kubernetes` in `default` whose EndpointSlice holds the
+ * node's bridge address (the fake routes no cluster IPs). The server must listen on 0.0.0.0.
+ */
+export async function publishApiServer(kube: kubernetes.KubeApi, gateway: string): Promise<void> {
+  const R = kubernetes.KUBE_RESOURCES;
+  if (!(await kube.find(R.namespaces, "default"))) await kube.create(R.namespaces, { apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } });
+  await kube.create(R.services, { apiVersion: "v1", kind: "Service", metadata: { name: "kubernetes", namespace: "default" }, spec: { clusterIP: "None", ports: [{ name: "https", port: 443 }] } });
+  await kube.create(R.endpointSlices, {
+    apiVersion: "discovery.k8s.io/v1", kind: "EndpointSlice",
+    metadata: { name: "kubernetes", namespace: "default", labels: { "kubernetes.io/service-name": "kubernetes", "endpointslice.kubernetes.io/managed-by": "fake-kube-api" } },
+    addressType: "IPv4", endpoints: [{ addresses: [gateway], conditions: { ready: true } }], ports: [{ name: "https", port: 443, protocol: "TCP" }],
+  });
+}
+

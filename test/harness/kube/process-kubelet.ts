@@ -16,7 +16,8 @@
  * - readiness, liveness and startup probes (probes.ts) set `ready`, restart the container, and
  *   gate the other probes until startup succeeded; the pod's Ready condition is every container ready;
  * - deletion sends SIGTERM, waits the pod's grace period (tests may cap it), then SIGKILL;
- * - volumes: emptyDir (per pod), secret and configMap (files from the object, read at start),
+ * - volumes: emptyDir (per pod), secret and configMap (files from the object, written at start and
+ *   brought up to date at each periodic sync, as the kubelet does for mounts without subPath),
  *   persistentVolumeClaim (a directory per claim uid: a claim deleted and made again starts empty);
  * - cluster DNS: the node serves the cluster's DNS records (cluster-dns.ts) on its bridge address,
  *   port 53 (dns-server.ts), and each container gets the kubelet's resolv.conf pointing there, its
@@ -31,7 +32,7 @@ import { execFile, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { Resolver } from "node:dns/promises";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubeObject } from "./kinds";
 import { ClusterDns } from "./cluster-dns";
@@ -57,6 +58,8 @@ export interface ProcessKubeletOptions {
   restartBackoff?: { initialMs: number; maxMs: number };
   /** At most this grace on deletion, whatever the pod asks (the default grace is 30 s). */
   maxGraceSeconds?: number;
+  /** How often mounted Secrets and ConfigMaps are brought up to date. @default 60000 (the kubelet's sync period) */
+  secretRefreshMs?: number;
   /** The cluster domain (the real kubelet's --cluster-domain). @default "cluster.local" */
   clusterDomain?: string;
 }
@@ -125,6 +128,7 @@ export class ProcessKubelet implements Kubelet {
   private readonly pods = new Map<string, RunningPod>();
   private readonly publishing = new Set<string>();
   private closed = false;
+  private syncTimer?: NodeJS.Timeout;
 
   constructor(private readonly o: ProcessKubeletOptions) {
     this.nodeName = o.nodeName ?? "fake-node-0";
@@ -147,6 +151,13 @@ export class ProcessKubelet implements Kubelet {
       await this.network.close();
       throw new Error(`the fake kubelet could not serve cluster DNS on ${this.network.gateway}:53: ${(err as Error).message}`);
     }
+    let syncing = false;
+    this.syncTimer = setInterval(() => {
+      if (syncing) return;
+      syncing = true;
+      void this.refreshConfigVolumes().finally(() => { syncing = false; });
+    }, this.o.secretRefreshMs ?? 60_000);
+    this.syncTimer.unref();
   }
 
   /**
@@ -210,6 +221,7 @@ export class ProcessKubelet implements Kubelet {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.syncTimer);
     await Promise.all([...this.pods.values()].map((p) => { p.stopping = true; return this.stopPod(p, 0); }));
     await this.dns?.close();
     await this.network?.close();
@@ -441,18 +453,43 @@ export class ProcessKubelet implements Kubelet {
     const dir = join(p.dir, "volumes", name);
     if (v.emptyDir) return dir;
     if (v.secret || v.configMap) {
-      const secret = !!v.secret;
-      const ref = secret ? v.secret.secretName : v.configMap.name;
-      const obj = this.host!.read(secret ? "secrets" : "configmaps", p.namespace, ref);
-      if (!obj && !(v.secret ?? v.configMap).optional) throw new Error(`${secret ? "secret" : "configmap"} "${ref}" not found`);
-      await mkdir(dir, { recursive: true });
-      const mode = (v.secret ?? v.configMap).defaultMode ?? 0o644;
-      for (const [key, value] of Object.entries((obj?.data ?? {}) as Record<string, string>)) {
-        await writeFile(join(dir, key), secret ? Buffer.from(value, "base64") : value, { mode });
-      }
+      await this.fillConfigVolume(p, v, dir, true);
       return dir;
     }
     throw new Error(`volume ${name}: only emptyDir, secret, configMap and persistentVolumeClaim are supported by the fake kubelet`);
+  }
+
+  /**
+   * Writes a Secret's or ConfigMap's keys as files in `dir` and removes files of keys it no longer
+   * has. Each file is replaced by a rename, so a reader sees the old or the new content, never half.
+   */
+  private async fillConfigVolume(p: RunningPod, v: { secret?: { secretName: string; optional?: boolean; defaultMode?: number }; configMap?: { name: string; optional?: boolean; defaultMode?: number } }, dir: string, first: boolean): Promise<void> {
+    const secret = !!v.secret;
+    const source = (v.secret ?? v.configMap)!;
+    const ref = v.secret ? v.secret.secretName : v.configMap!.name;
+    const obj = this.host!.read(secret ? "secrets" : "configmaps", p.namespace, ref);
+    if (!obj && !source.optional && first) throw new Error(`${secret ? "secret" : "configmap"} "${ref}" not found`);
+    if (!obj && !first) return; // deleted since: the kubelet keeps the last content
+    await mkdir(dir, { recursive: true });
+    const mode = source.defaultMode ?? 0o644;
+    const data = (obj?.data ?? {}) as Record<string, string>;
+    for (const [key, value] of Object.entries(data)) {
+      const content = secret ? Buffer.from(value, "base64") : Buffer.from(value);
+      if (!first && (await readFile(join(dir, key)).then((b) => b.equals(content), () => false))) continue;
+      await writeFile(join(dir, `.${key}.tmp`), content, { mode });
+      await rename(join(dir, `.${key}.tmp`), join(dir, key));
+    }
+    if (!first) for (const f of await readdir(dir)) if (!f.startsWith(".") && !(f in data)) await rm(join(dir, f), { force: true });
+  }
+
+  /** The periodic sync's part that refreshes mounted Secrets and ConfigMaps of running pods. */
+  private async refreshConfigVolumes(): Promise<void> {
+    for (const p of this.pods.values()) {
+      if (p.stopping || !p.initialized) continue;
+      for (const v of (p.pod.spec?.volumes ?? []) as { name: string; secret?: { secretName: string }; configMap?: { name: string } }[]) {
+        if (v.secret || v.configMap) await this.fillConfigVolume(p, v, join(p.dir, "volumes", v.name), false).catch(() => undefined);
+      }
+    }
   }
 
   private fail(p: RunningPod, message: string): void {
