@@ -25,6 +25,7 @@ import { benchProviderLoad } from "./provider-load";
 import { benchPackage } from "./package";
 import { benchBackup } from "./backup";
 import { benchKubernetesPods } from "./kubernetes-pods";
+import { benchKubernetesController } from "./kubernetes-controller";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -54,6 +55,7 @@ const all: Record<string, Benchmark> = {
   package: { full: () => benchPackage(), smoke: () => benchPackage({ size: 1 }) },
   backup: { full: () => benchBackup(), smoke: () => benchBackup({ size: 20 }) },
   "kubernetes-pods": { full: () => benchKubernetesPods(), smoke: () => benchKubernetesPods({ size: 2, runs: 1 }) },
+  "kubernetes-controller": { full: () => benchKubernetesController(), smoke: () => benchKubernetesController({ runs: 1 }) },
 };
 
 async function main(): Promise<void> {

@@ -4,39 +4,27 @@
  * kubernetes:` makes a StatefulSet with one pod, the controller grows itself to three replicas by
  * scaling it and taking each pod into etcd, a pod deleted (its volume kept) rejoins under its
  * stable DNS name with a new IP, and a pod deleted with its claim comes back empty and is replaced
- * automatically: three voters again, and no acknowledged write lost.
+ * automatically: three voters again, and no acknowledged write lost. Then a kubernetes model on the
+ * same cluster: its agents (in pods too) reach the controller by the replicas' DNS names.
  */
 import test from "ava";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ClusterInfo } from "../api";
-import { ControllerClient } from "../api";
+import { ControllerClient, readOperatorDir, unitIsReady } from "../api";
 import { bootstrapOnKubernetes } from "../cli";
-import { CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS } from "../controller";
 import { kubernetes } from "../substrates";
+import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
-import { FakeKubeApi } from "./harness/kube";
-import { publishApiServer } from "./harness/kube/lab";
-import { ProcessKubelet } from "./harness/kube/process-kubelet";
+import { startKubeCluster } from "./harness/kube/lab";
 
 const R = kubernetes.KUBE_RESOURCES;
 const NS = "steward";
 
-test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins; a lost volume is replaced automatically", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "steward-kube-ctl-"));
-  const kubelet = new ProcessKubelet({
-    dataDir: join(dir, "node"),
-    images: { [kubernetes.DEFAULT_CONTROLLER_IMAGE.replace(/:[^:/]+$/, "")]: { entrypoint: [process.execPath, ...CONTROLLER_NODE_FLAGS, CONTROLLER_BUNDLE] } },
-    restartBackoff: { initialMs: 500, maxMs: 5000 },
-    maxGraceSeconds: 10,
-    secretRefreshMs: 1000,
-  });
-  const api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0" });
-  const kube = new kubernetes.KubeApi(kubernetes.parseKubeconfig(api.kubeconfig()));
-  await publishApiServer(kube, kubelet.gateway);
+test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins; a lost volume is replaced automatically; a kubernetes model's agents reach it by DNS", async (t) => {
+  const cluster0 = await startKubeCluster();
+  const { api, kube } = cluster0;
   let client: ControllerClient | undefined;
-  t.teardown(async () => { client?.close(); kube.close(); await api.stop(); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => { client?.close(); await cluster0.close(); });
 
   const lines: string[] = [];
   const entry = await bootstrapOnKubernetes({
@@ -85,4 +73,19 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
 
   const models = (await (await connect()).listModels()).map((m) => m.name);
   for (const name of written) t.true(models.includes(name), `${name} (acknowledged) is still there`);
+
+  // A kubernetes model on the same cluster: its agents reach the controller by the replicas' DNS names.
+  const admin = await connect();
+  await admin.putCredential("here", "kubernetes", { kubeconfig: kubernetes.flattenKubeconfig(new kubernetes.KubeConnection({ ...kubernetes.parseKubeconfig(api.kubeconfig()), server: api.inClusterUrl, caCert: api.caCert, credential: { token: api.token } })) });
+  await admin.createModel("shop", { updateStatusInterval: 300 }, "kubernetes", { credential: "here" });
+  await admin.deploy("shop", { name: "cluster", operator: (await admin.uploadOperator((await readOperatorDir(join(operatorsDir, "cluster-secret"))).bundle)).hash, units: 2 });
+  const shop = await eventually("2 units active in pods, their agents on the controller's DNS names", async () => {
+    const s = await (await connect()).status("shop").catch(() => undefined);
+    const units = Object.values(s?.applications.cluster?.units ?? {});
+    return units.length === 2 && units.every(unitIsReady) ? s : undefined;
+  }, 120_000);
+  t.regex(shop.applications.cluster!.units["cluster/0"]!.workload.message, /2\/2 units agree/);
+  const secret = await kube.get(R.secrets, kubernetes.agentsSecretName("cluster"), { namespace: "shop" });
+  const agentConfig = JSON.parse(Buffer.from(secret.data!["agent-0.conf"]!, "base64").toString()) as { controllerAddresses: string[] };
+  t.deepEqual(agentConfig.controllerAddresses.map((a) => a.replace(/:\d+$/, "")).sort(), [0, 1, 2].map((n) => kubernetes.replicaDnsName({ name: "ctl", namespace: NS }, n)));
 });

@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AGENT_BUNDLE, AGENT_NODE_FLAGS, DEFAULT_AGENT_IMAGE } from "../../../controller";
+import { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, DEFAULT_AGENT_IMAGE } from "../../../controller";
 import { kubernetes } from "../../../substrates";
 import type { TestController } from "../controller";
 import { startTestController } from "../controller";
@@ -80,3 +80,42 @@ export async function publishApiServer(kube: kubernetes.KubeApi, gateway: string
   });
 }
 
+
+export interface KubeCluster {
+  api: FakeKubeApi;
+  kubelet: ProcessKubelet;
+  kube: kubernetes.KubeApi;
+  close(): Promise<void>;
+}
+
+/**
+ * The fake cluster alone, for a controller that runs in it (`steward bootstrap kubernetes:`): the
+ * controller and agent images map to their bundles, the API server is reachable from pods as
+ * `kubernetes.default.svc` ({@link FakeKubeApi.inClusterUrl}), mounted Secrets refresh every second.
+ */
+export async function startKubeCluster(): Promise<KubeCluster> {
+  const dir = await mkdtemp(join(tmpdir(), "steward-kube-cluster-"));
+  const untagged = (image: string): string => image.replace(/:[^:/]+$/, "");
+  const kubelet = new ProcessKubelet({
+    dataDir: join(dir, "node"),
+    images: {
+      [untagged(kubernetes.DEFAULT_CONTROLLER_IMAGE)]: { entrypoint: [process.execPath, ...CONTROLLER_NODE_FLAGS, CONTROLLER_BUNDLE] },
+      [untagged(DEFAULT_AGENT_IMAGE)]: { entrypoint: [process.execPath, ...AGENT_NODE_FLAGS, AGENT_BUNDLE.main] },
+    },
+    restartBackoff: { initialMs: 500, maxMs: 5000 },
+    maxGraceSeconds: 10,
+    secretRefreshMs: 1000,
+  });
+  let api: FakeKubeApi | undefined;
+  try {
+    api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0" });
+    const kube = new kubernetes.KubeApi(kubernetes.parseKubeconfig(api.kubeconfig()));
+    await publishApiServer(kube, kubelet.gateway);
+    const started = api;
+    return { api, kubelet, kube, async close() { kube.close(); await started.stop(); await rm(dir, { recursive: true, force: true }); } };
+  } catch (err) {
+    await api?.stop();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
