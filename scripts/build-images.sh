@@ -19,6 +19,7 @@
 #   BUILDER         buildah | docker | none (default: the first installed)
 #   ISOLATION       buildah's --isolation (default chroot: needs no runtime or cgroups, and the
 #                   Dockerfiles have no RUN step anyway)
+#   IMAGES_CACHE    where the Node binary is kept between builds (default build/images/.cache)
 #   BUILDAH_ARGS    extra global buildah options, e.g. "--storage-driver vfs --root /tmp/store"
 #   SOURCE_DATE_EPOCH  the images' timestamps with buildah (default: the last commit's time)
 # The Node binary and the shared libraries it needs (glibc, libstdc++, libgcc_s) come from the npm
@@ -62,7 +63,7 @@ busybox=${BUSYBOX:-/bin/busybox}
 if ldd "$busybox" >/dev/null 2>&1; then die "$busybox is dynamically linked: the agent image needs a static one (apt-get install busybox-static)"; fi
 
 # --- Node.js from the npm registry (npm checks the tarball's integrity), kept in a cache ---
-cache="$out/.cache"
+cache=${IMAGES_CACHE:-$repo/build/images/.cache}
 mkdir -p "$cache"
 node_dir="$cache/node-$node_version"
 if [ ! -x "$node_dir/bin/node" ]; then
