@@ -1,0 +1,257 @@
+/**
+ * The container images (images/*\/Dockerfile, scripts/build-images.sh). The build contexts the script
+ * prepares hold every directory their Dockerfiles COPY, the files their entrypoints run, and the
+ * shared libraries (and loader) that Node and etcd need, at the paths the loader looks for them;
+ * Node and etcd start with the shipped libraries alone. Where buildah is installed
+ * (test/harness/setup-host.sh installs it), both images are built FROM scratch in a store of the
+ * test's own (vfs driver, chroot isolation) and run: Node, the agent's usage, /bin/sh as the
+ * image's user for hooks, etcd, and the controller's `init`.
+ */
+import test from "ava";
+import { execFile, spawnSync } from "node:child_process";
+import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, posix } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+const repo = join(__dirname, "..", "..");
+const script = join(repo, "scripts", "build-images.sh");
+const IMAGES = ["agent", "controller"] as const;
+type Image = (typeof IMAGES)[number];
+
+interface Dockerfile { from: string; copies: { src: string; dest: string; chown?: string }[]; user?: string; env: Record<string, string>; entrypoint: string[]; cmd?: string[] }
+
+/** The instructions this project's Dockerfiles use (continuation lines joined, comments dropped). */
+function parseDockerfile(text: string): Dockerfile {
+  const lines = text.replace(/\\\n/g, " ").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const d: Dockerfile = { from: "", copies: [], env: {}, entrypoint: [] };
+  for (const line of lines) {
+    const [op, ...rest] = line.split(/\s+/);
+    const arg = line.slice(op!.length).trim();
+    switch (op!.toUpperCase()) {
+      case "FROM": d.from = arg; break;
+      case "COPY": {
+        const chown = rest.find((r) => r.startsWith("--chown="))?.slice("--chown=".length);
+        const [src, dest] = rest.filter((r) => !r.startsWith("--"));
+        d.copies.push({ src: src!, dest: dest!, ...(chown ? { chown } : {}) });
+        break;
+      }
+      case "USER": d.user = arg; break;
+      case "ENV": for (const m of arg.matchAll(/(\w+)=(\S+)/g)) d.env[m[1]!] = m[2]!; break;
+      case "ENTRYPOINT": d.entrypoint = JSON.parse(arg) as string[]; break;
+      case "CMD": d.cmd = JSON.parse(arg) as string[]; break;
+    }
+  }
+  return d;
+}
+
+interface Entry { kind: "file" | "dir" | "link"; mode: number; target?: string }
+
+/** The image's filesystem as its COPY instructions lay it out from the context. */
+async function imageTree(ctx: string, d: Dockerfile): Promise<Map<string, Entry>> {
+  const tree = new Map<string, Entry>([["/", { kind: "dir", mode: 0o755 }]]);
+  const walk = async (src: string, dest: string): Promise<void> => {
+    for (const name of await readdir(src)) {
+      const from = join(src, name);
+      const to = posix.join(dest, name);
+      const st = await lstat(from);
+      if (st.isSymbolicLink()) tree.set(to, { kind: "link", mode: st.mode & 0o7777, target: await readlink(from) });
+      else if (st.isDirectory()) { tree.set(to, { kind: "dir", mode: st.mode & 0o7777 }); await walk(from, to); }
+      else tree.set(to, { kind: "file", mode: st.mode & 0o7777 });
+    }
+  };
+  for (const c of d.copies) {
+    // COPY makes the destination's missing parents.
+    for (let p = posix.normalize(c.dest).replace(/(.)\/$/, "$1"); p !== "/"; p = posix.dirname(p)) if (!tree.has(p)) tree.set(p, { kind: "dir", mode: 0o755 });
+    await walk(join(ctx, c.src), posix.normalize(c.dest));
+  }
+  return tree;
+}
+
+/** Follows symlinks (absolute or relative, in every component) inside the image. */
+function resolve(tree: Map<string, Entry>, path: string, hops = 0): { path: string; entry: Entry } | undefined {
+  if (hops > 20) return undefined;
+  const parts = path.split("/").filter(Boolean);
+  let at = "/";
+  for (let i = 0; i < parts.length; i++) {
+    const next = posix.join(at, parts[i]!);
+    const e = tree.get(next);
+    if (!e) return undefined;
+    if (e.kind === "link") {
+      const target = posix.isAbsolute(e.target!) ? e.target! : posix.join(at, e.target!);
+      return resolve(tree, posix.join(target, ...parts.slice(i + 1)), hops + 1);
+    }
+    at = next;
+  }
+  const entry = tree.get(at);
+  return entry ? { path: at, entry } : undefined;
+}
+
+/** What the loader loads for a binary on this host (ldd): the libraries' paths and the loader's. */
+async function neededPaths(binary: string): Promise<string[]> {
+  const { stdout } = await run("ldd", [binary]);
+  return stdout.split("\n").flatMap((l) => {
+    const m = /=>\s+(\/\S+)/.exec(l) ?? /^\s*(\/\S+)\s+\(/.exec(l);
+    return m ? [m[1]!] : [];
+  });
+}
+
+let work: string;
+let out: string;
+let buildah: string[] | undefined;
+let nodeVersion: string;
+const dockerfiles = new Map<Image, Dockerfile>();
+const trees = new Map<Image, Map<string, Entry>>();
+let built: { code: number; out: string } = { code: -1, out: "" };
+
+const haveBuildah = spawnSync("buildah", ["--version"]).status === 0;
+/** What the script needs besides the build (setup-host.sh installs them as root). */
+const missing = [
+  ...(spawnSync("etcd", ["--version"]).status === 0 ? [] : ["etcd (etcd-server)"]),
+  ...(spawnSync("/bin/busybox", ["true"]).status === 0 && spawnSync("ldd", ["/bin/busybox"]).status !== 0 ? [] : ["a static /bin/busybox (busybox-static)"]),
+];
+const withTools = missing.length === 0 ? test : test.skip;
+
+test.before(async () => {
+  if (missing.length > 0) return;
+  work = await mkdtemp(join(tmpdir(), "steward-images-"));
+  out = join(work, "ctx");
+  nodeVersion = /^NODE_VERSION_DEFAULT=(\S+)$/m.exec(await readFile(script, "utf8"))![1]!;
+  const args = ["--storage-driver", "vfs", "--root", join(work, "store"), "--runroot", join(work, "run")];
+  if (haveBuildah) buildah = args;
+  const env = { ...process.env, REGISTRY: "steward-test", TAG: "test", BUILDER: haveBuildah ? "buildah" : "none", BUILDAH_ARGS: args.join(" ") };
+  try {
+    const r = await run("bash", [script, "--out", out, ...(haveBuildah ? [] : ["--context-only"])], { env, timeout: 180_000, maxBuffer: 64 << 20 });
+    built = { code: 0, out: r.stdout + r.stderr };
+  } catch (e) {
+    const err = e as { code?: number; stdout?: string; stderr?: string; message: string };
+    built = { code: typeof err.code === "number" ? err.code : 1, out: `${err.stdout ?? ""}${err.stderr ?? ""}${err.message}` };
+  }
+  for (const image of IMAGES) {
+    const d = parseDockerfile(await readFile(join(repo, "images", image, "Dockerfile"), "utf8"));
+    dockerfiles.set(image, d);
+    trees.set(image, await imageTree(join(out, image), d).catch(() => new Map()));
+  }
+});
+
+test.after.always(async () => {
+  if (buildah) await run("buildah", [...buildah, "rm", "--all"]).catch(() => undefined);
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+if (missing.length > 0) test("the images' prerequisites are installed", (t) => { t.log(`skipping the images' tests: no ${missing.join(", no ")} (npm test's pretest installs them as root)`); t.pass(); });
+
+withTools("the script prepares both contexts (and builds them where buildah is installed)", (t) => {
+  t.is(built.code, 0, built.out);
+  if (!haveBuildah) t.log("buildah is not installed: only the build contexts are checked (apt-get install buildah to build the images too)");
+});
+
+for (const image of IMAGES) {
+  withTools(`${image}: FROM scratch; every COPY source is in the context; a numeric non-root user; an exec-form entrypoint that exists in the image`, async (t) => {
+    const d = dockerfiles.get(image)!;
+    const tree = trees.get(image)!;
+    t.is(d.from, "scratch");
+    t.true(d.copies.length > 0);
+    for (const c of d.copies) t.true((await stat(join(out, image, c.src)).catch(() => undefined))?.isDirectory() ?? false, `COPY ${c.src}: not a directory of the context`);
+    t.regex(d.user ?? "", /^[1-9]\d*:\d+$/);
+    const uid = d.user!.split(":")[0];
+    t.true((await readFile(join(out, image, "runtime", "etc", "passwd"), "utf8")).split("\n").some((l) => l.split(":")[2] === uid), "the user is in /etc/passwd (os.userInfo(), id)");
+    t.true(d.copies.some((c) => c.chown === d.user && c.dest.startsWith("/var/lib/steward")), "the state directory belongs to the image's user");
+    const [node, ...rest] = d.entrypoint;
+    const bin = resolve(tree, node!);
+    t.truthy(bin, `${node} is not in the image`);
+    t.true(((bin?.entry.mode ?? 0) & 0o111) !== 0, `${node} is not executable`);
+    const mainJs = rest.find((a) => a.endsWith(".js"))!;
+    t.is(resolve(tree, mainJs)?.entry.kind, "file", `${mainJs} is not in the image`);
+    t.is(resolve(tree, "/tmp")?.entry.mode, 0o1777);
+    // Every directory on PATH that holds something is in the image.
+    t.true(d.env.PATH!.split(":").includes(posix.dirname(node!)));
+  });
+
+  withTools(`${image}: the libraries of ${image === "controller" ? "Node and etcd" : "Node"} are in the image where the loader looks, and suffice to run them`, async (t) => {
+    const tree = trees.get(image)!;
+    const ctx = join(out, image);
+    const node = join(ctx, "node", "usr", "local", "bin", "node");
+    const binaries = [node, ...(image === "controller" ? [join(ctx, "etcd", "usr", "local", "bin", "etcd")] : [])];
+    for (const b of binaries) {
+      for (const p of await neededPaths(b)) t.is(resolve(tree, p)?.entry.kind, "file", `${b} needs ${p}, which is not in the image`);
+    }
+    // Through the image's own loader, with its libraries only (no host cache).
+    const loader = join(ctx, "runtime", "lib64", "ld-linux-x86-64.so.2");
+    const libs = join(ctx, "runtime", "lib", "x86_64-linux-gnu");
+    const v = await run(loader, ["--inhibit-cache", "--library-path", libs, node, "--version"]);
+    t.is(v.stdout.trim(), `v${nodeVersion}`);
+    if (image === "controller") {
+      const e = await run(loader, ["--inhibit-cache", "--library-path", libs, binaries[1]!, "--version"]);
+      t.regex(e.stdout, /etcd Version: 3\.(\d+)/);
+      t.true(Number(/etcd Version: 3\.(\d+)/.exec(e.stdout)![1]) >= 4, "etcd 3.4 or newer");
+    }
+  });
+}
+
+withTools("agent: /bin/sh and the basic tools for hooks, static; the hook-tool client beside the agent", async (t) => {
+  const tree = trees.get("agent")!;
+  for (const tool of ["/bin/sh", "/bin/cat", "/bin/sed", "/usr/bin/awk", "/bin/grep", "/usr/bin/tr", "/usr/bin/env"]) t.is(resolve(tree, tool)?.entry.kind, "file", `${tool} is not in the image`);
+  const sh = resolve(tree, "/bin/sh")!.path;
+  t.is(sh, "/bin/busybox");
+  const busybox = join(out, "agent", "busybox", "bin", "busybox");
+  await t.throwsAsync(run("ldd", [busybox]), undefined, "busybox must be statically linked");
+  t.is((await run(busybox, ["sh", "-c", "echo ok"])).stdout, "ok\n");
+  // agent/hook-tools/server.ts writes `exec node <dir of the agent>/tool-client.js`.
+  t.is(resolve(tree, "/opt/steward/agent-bundle/tool-client.js")?.entry.kind, "file");
+});
+
+withTools("controller: etcd on PATH; proto/ where the bundled etcd client loads it; the dashboard, agent and CLI bundles beside it", async (t) => {
+  const tree = trees.get("controller")!;
+  const d = dockerfiles.get("controller")!;
+  t.true(d.env.PATH!.split(":").some((dir) => resolve(tree, posix.join(dir, "etcd"))?.entry.kind === "file"), "etcd is not on the image's PATH (controller/cluster/etcd-member.ts spawns `etcd`)");
+  const bundle = await readFile(join(out, "controller", "steward", "opt", "steward", "controller-bundle", "main.js"), "utf8");
+  t.true(bundle.includes("/../proto/rpc.proto"), "the etcd client loads ${__dirname}/../proto/rpc.proto");
+  for (const f of ["/opt/steward/proto/rpc.proto", "/opt/steward/proto/kv.proto", "/opt/steward/proto/auth.proto", "/opt/steward/dashboard/index.html", "/opt/steward/agent-bundle/main.js", "/opt/steward/agent-bundle/tool-client.js", "/opt/steward/cli-bundle/main.js"]) {
+    t.is(resolve(tree, f)?.entry.kind, "file", `${f} is not in the image`);
+  }
+  t.deepEqual(d.cmd, ["--data-dir", "/var/lib/steward/controller"]);
+  t.is(resolve(tree, "/var/lib/steward/controller")?.entry.kind, "dir");
+});
+
+const withBuildah = haveBuildah && missing.length === 0 ? test.serial : test.skip;
+
+async function inImage(image: Image, cmd: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const name = `steward-test-${image}`;
+  await run("buildah", [...buildah!, "from", "--name", name, `steward-test/${image}:test`]).catch(() => undefined);
+  try {
+    const r = await run("buildah", [...buildah!, "run", name, "--", ...cmd], { env: { ...process.env, BUILDAH_ISOLATION: "chroot" }, timeout: 60_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const err = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof err.code === "number" ? err.code : -1, stdout: err.stdout ?? "", stderr: err.stderr ?? "" };
+  }
+}
+
+withBuildah("built agent image: Node runs; the agent prints its usage; /bin/sh runs as user 10001", async (t) => {
+  t.is(built.code, 0, built.out);
+  t.is((await inImage("agent", ["/usr/local/bin/node", "--version"])).stdout.trim(), `v${nodeVersion}`);
+  const usage = await inImage("agent", ["/usr/local/bin/node", "/opt/steward/agent-bundle/main.js"]);
+  t.not(usage.code, 0);
+  t.regex(usage.stderr, /usage: agent\/main\.js --dir DIR/);
+  // As the pod starts it (unit-pods.ts), with no configuration yet: it reads its directory and says what is missing.
+  const pod = await inImage("agent", ["/usr/local/bin/node", "/opt/steward/agent-bundle/main.js", "--pod", "--dir", "/var/lib/steward/agent", "--configs", "/etc/steward/agents"]);
+  t.regex(pod.stderr, /agent\.json not found/);
+  const sh = await inImage("agent", ["/bin/sh", "-c", "echo ok; id -u; touch /var/lib/steward/agent/x && echo writable"]);
+  t.is(sh.stdout, "ok\n10001\nwritable\n", sh.stderr);
+  const { stdout } = await run("buildah", [...buildah!, "inspect", "--type", "image", "steward-test/agent:test"]);
+  const config = (JSON.parse(stdout) as { OCIv1: { config: { User: string; Entrypoint: string[] } } }).OCIv1.config;
+  t.is(config.User, "10001:10001");
+  t.deepEqual(config.Entrypoint, dockerfiles.get("agent")!.entrypoint);
+});
+
+withBuildah("built controller image: etcd runs; the controller initialises its data directory", async (t) => {
+  t.is(built.code, 0, built.out);
+  t.regex((await inImage("controller", ["/usr/local/bin/etcd", "--version"])).stdout, /etcd Version: 3\./);
+  const init = await inImage("controller", ["/usr/local/bin/node", "/opt/steward/controller-bundle/main.js", "init", "--data-dir", "/var/lib/steward/controller", "--name", "img", "--listen", "127.0.0.1:0"]);
+  t.is(init.code, 0, init.stderr);
+  const res = JSON.parse(init.stdout.trim().split("\n").pop()!) as { created: boolean; caCert: string };
+  t.true(res.created);
+  t.regex(res.caCert, /BEGIN CERTIFICATE/);
+});
