@@ -5,14 +5,21 @@
  * Node and etcd start with the shipped libraries alone. Where buildah is installed
  * (test/harness/setup-host.sh installs it), both images are built FROM scratch in a store of the
  * test's own (vfs driver, chroot isolation) and run: Node, the agent's usage, /bin/sh as the
- * image's user for hooks, etcd, and the controller's `init`.
+ * image's user for hooks, etcd, and the controller's `init`; and the agent of the image, started for
+ * a local machine, runs a real operator's hooks (busybox's sh and tr, the hook tools) until its unit
+ * is active.
  */
 import test from "ava";
 import { execFile, spawnSync } from "node:child_process";
 import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join, posix } from "node:path";
 import { promisify } from "node:util";
+import { ControllerClient, readOperatorDir, silentLogger } from "../api";
+import { Controller, initControllerDir } from "../controller";
+import { eventually } from "./harness/eventually";
+import { operatorsDir } from "./harness/controller";
+import { killProcessesUnder } from "./harness/processes";
 
 const run = promisify(execFile);
 const repo = join(__dirname, "..", "..");
@@ -254,4 +261,36 @@ withBuildah("built controller image: etcd runs; the controller initialises its d
   const res = JSON.parse(init.stdout.trim().split("\n").pop()!) as { created: boolean; caCert: string };
   t.true(res.created);
   t.regex(res.caCert, /BEGIN CERTIFICATE/);
+});
+
+withBuildah("an agent in the built image runs a real operator's hooks against a controller: motd's unit turns active", async (t) => {
+  t.is(built.code, 0, built.out);
+  const dir = await mkdtemp(join(tmpdir(), "steward-image-agent-"));
+  const dataDir = join(dir, "c");
+  const init = await initControllerDir({ dataDir, name: "images", listen: { host: "127.0.0.1", port: 0 } });
+  process.env.STEWARD_TEST_AGENT_IMAGE = "steward-test/agent:test";
+  process.env.STEWARD_TEST_BUILDAH_ARGS = buildah!.join(" ");
+  const controller = await Controller.start({ dataDir, log: silentLogger, agentEntry: join(__dirname, "harness", "agent-in-image.js") });
+  const admin = new ControllerClient({ addresses: controller.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  try {
+    await admin.createModel("m");
+    const op = await readOperatorDir(join(operatorsDir, "motd"));
+    const hash = (await admin.uploadOperator(op.bundle)).hash;
+    await admin.deploy("m", { name: "motd", operator: hash, units: 1, config: { message: "hello from the image", uppercase: true } });
+    const unit = await eventually("motd/0 active", async () => {
+      const u = (await admin.status("m")).applications.motd?.units["motd/0"];
+      return u?.workload.current === "active" && u.agent.current === "idle" ? u : undefined;
+    }, 60_000, 250);
+    // config-changed uppercased it with busybox's tr and reported it with the status-set hook tool.
+    t.is(unit.workload.message, "motd: HELLO FROM THE IMAGE");
+    // The machine reports the container's hostname (buildah gives it the container's id), not this host's.
+    const machine = (await admin.status("m")).machines["0"];
+    t.truthy(machine?.hostname);
+    t.not(machine?.hostname, hostname());
+  } finally {
+    admin.close();
+    await controller.stop().catch(() => undefined);
+    await killProcessesUnder(dir);
+    await rm(dir, { recursive: true, force: true });
+  }
 });
