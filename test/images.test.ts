@@ -7,11 +7,13 @@
  * test's own (vfs driver, chroot isolation) and run: Node, the agent's usage, /bin/sh as the
  * image's user for hooks, etcd, and the controller's `init`; and the agent of the image, started for
  * a local machine, runs a real operator's hooks (busybox's sh and tr, the hook tools) until its unit
- * is active.
+ * is active; the controller of the image moves into etcd as enable-ha does (its etcd member from
+ * the image, the etcd client's proto files) and serves from it.
  */
 import test from "ava";
-import { execFile, spawnSync } from "node:child_process";
-import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat } from "node:fs/promises";
+import { execFile, spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
+import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join, posix } from "node:path";
 import { promisify } from "node:util";
@@ -19,7 +21,7 @@ import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
 import { eventually } from "./harness/eventually";
 import { operatorsDir } from "./harness/controller";
-import { killProcessesUnder } from "./harness/processes";
+import { killProcessesUnder, processesUnder } from "./harness/processes";
 
 const run = promisify(execFile);
 const repo = join(__dirname, "..", "..");
@@ -292,5 +294,56 @@ withBuildah("an agent in the built image runs a real operator's hooks against a 
     await controller.stop().catch(() => undefined);
     await killProcessesUnder(dir);
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+/** Whether nothing listens on 127.0.0.1:port. */
+const portFree = (port: number): Promise<boolean> => new Promise((resolve) => {
+  const s = createServer();
+  s.once("error", () => resolve(false));
+  s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
+});
+
+withBuildah("the built controller image runs its etcd member: moved into etcd as enable-ha does, it serves from it", async (t) => {
+  t.is(built.code, 0, built.out);
+  // The move starts a one-member cluster on etcd's default ports (2379, 2380) on the advertised host.
+  if (!(await portFree(2379)) || !(await portFree(2380))) { t.log("skipped: 127.0.0.1:2379 or :2380 is in use here"); t.pass(); return; }
+  const port = await new Promise<number>((resolve) => { const s = createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); }); });
+  const name = "steward-test-controller-ha";
+  await run("buildah", [...buildah!, "from", "--name", name, "steward-test/controller:test"]);
+  const env = { ...process.env, BUILDAH_ISOLATION: "chroot" };
+  const main = ["/usr/local/bin/node", "/opt/steward/controller-bundle/main.js"];
+  const data = "/var/lib/steward/controller";
+  const init = await run("buildah", [...buildah!, "run", name, "--", ...main, "init", "--data-dir", data, "--name", "ha", "--listen", `127.0.0.1:${port}`, "--advertise", `127.0.0.1:${port}`], { env });
+  const { caCert, adminPassword } = JSON.parse(init.stdout.trim().split("\n").pop()!) as { caCert: string; adminPassword: string };
+  // What enable-ha leaves for the restart (controller/cluster/cluster-control.ts).
+  const pending = join(work, "ha-pending.json");
+  await writeFile(pending, JSON.stringify({ ha: {}, spares: [] }));
+  await run("buildah", [...buildah!, "copy", "--chown", "10001:10001", name, pending, `${data}/ha-pending.json`]);
+  const proc = spawn("buildah", [...buildah!, "run", name, "--", ...main, "--data-dir", data], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  proc.stdout.on("data", (b: Buffer) => { log += b.toString(); });
+  proc.stderr.on("data", (b: Buffer) => { log += b.toString(); });
+  const admin = new ControllerClient({ addresses: [`127.0.0.1:${port}`], caCert, user: "admin", password: adminPassword });
+  try {
+    await eventually("the controller serving from etcd", async () => (/controller listening .*store=etcd/.test(log) ? true : undefined), 60_000, 200).catch((e: Error) => { throw new Error(`${e.message}\n${log}`); });
+    t.regex(log, /state copied into etcd/);
+    await admin.createModel("on-etcd");
+    t.truthy((await admin.status("on-etcd")).model);
+    // etcd runs from the image, as the image's user.
+    const etcdPid = (await processesUnder(data)).find((pid) => spawnSync("cat", [`/proc/${pid}/cmdline`]).stdout.toString().startsWith("etcd\0"));
+    t.truthy(etcdPid, "no etcd process for the controller's data directory");
+    t.regex(await readFile(`/proc/${etcdPid}/status`, "utf8"), /^Uid:\s+10001\b/m);
+  } finally {
+    admin.close();
+    // SIGTERM to the controller itself, as a container runtime stops it (buildah run would SIGKILL
+    // it and orphan etcd): it stops its etcd member and exits.
+    const cmdline = (pid: number): string => spawnSync("cat", [`/proc/${pid}/cmdline`]).stdout.toString();
+    for (const pid of await processesUnder(data)) if (cmdline(pid).startsWith("/usr/local/bin/node\0")) process.kill(pid, "SIGTERM");
+    const exited = await eventually("the controller and its etcd member gone", async () => (proc.exitCode !== null && (await processesUnder(data)).length === 0 ? true : undefined), 30_000, 100).catch(() => false);
+    for (const pid of await processesUnder(data)) { try { process.kill(pid, "SIGKILL"); } catch { /* gone */ } }
+    proc.kill("SIGKILL");
+    await run("buildah", [...buildah!, "rm", name]).catch(() => undefined);
+    t.true(exited, "the controller or its etcd member did not stop on SIGTERM");
   }
 });
