@@ -21,6 +21,8 @@
 #                   Dockerfiles have no RUN step anyway)
 #   IMAGES_CACHE    where the Node binary is kept between builds (default build/images/.cache)
 #   BUILDAH_ARGS    extra global buildah options, e.g. "--storage-driver vfs --root /tmp/store"
+#   PUSH_ARGS       extra options of buildah push (or docker push), e.g. "--creds USER:PASSWORD" or
+#                   "--tls-verify=false" for a registry without TLS
 #   SOURCE_DATE_EPOCH  the images' timestamps with buildah (default: the last commit's time)
 # The Node binary and the shared libraries it needs (glibc, libstdc++, libgcc_s) come from the npm
 # registry and this host: build on an x86-64 glibc Linux (Debian 12 here).
@@ -182,6 +184,8 @@ fi
 epoch=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)}
 # shellcheck disable=SC2206 # word splitting of BUILDAH_ARGS is meant
 bargs=(${BUILDAH_ARGS:-})
+# shellcheck disable=SC2206
+pargs=(${PUSH_ARGS:-})
 for image in agent controller; do
   ref="$registry/$image:$tag"
   case "$builder" in
@@ -205,8 +209,8 @@ for image in agent controller; do
   if [ "$push" = 1 ]; then
     say "pushing $ref"
     case "$builder" in
-      buildah) buildah "${bargs[@]}" push "$ref" "docker://$ref" >&2 ;;
-      docker) docker push "$ref" >&2 ;;
+      buildah) buildah "${bargs[@]}" push "${pargs[@]}" "$ref" "docker://$ref" >&2 ;;
+      docker) docker push "${pargs[@]}" "$ref" >&2 ;;
     esac
   fi
   echo "$ref"

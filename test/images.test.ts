@@ -5,13 +5,16 @@
  * Node and etcd start with the shipped libraries alone. Where buildah is installed
  * (test/harness/setup-host.sh installs it), both images are built FROM scratch in a store of the
  * test's own (vfs driver, chroot isolation) and run: Node, the agent's usage, /bin/sh as the
- * image's user for hooks, etcd, and the controller's `init`; and the agent of the image, started for
+ * image's user for hooks, etcd, and the controller's `init`; pushed (the script's --push) to a
+ * registry on loopback (Debian's docker-registry), which then holds both, their Node and glibc
+ * layers once; and the agent of the image, started for
  * a local machine, runs a real operator's hooks (busybox's sh and tr, the hook tools) until its unit
  * is active; the controller of the image moves into etcd as enable-ha does (its etcd member from
  * the image, the etcd client's proto files) and serves from it.
  */
 import test from "ava";
 import { execFile, spawn, spawnSync } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
@@ -106,6 +109,10 @@ async function neededPaths(binary: string): Promise<string[]> {
   });
 }
 
+const freePort = (): Promise<number> => new Promise((resolve) => {
+  const s = createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
+});
+
 let work: string;
 let out: string;
 let buildah: string[] | undefined;
@@ -115,6 +122,11 @@ const trees = new Map<Image, Map<string, Entry>>();
 let built: { code: number; out: string } = { code: -1, out: "" };
 
 const haveBuildah = spawnSync("buildah", ["--version"]).status === 0;
+/** Debian's docker-registry (the Distribution registry), to push to on loopback. */
+const haveRegistry = haveBuildah && spawnSync("docker-registry", ["--version"]).status === 0;
+let registry = "steward-test";
+let registryProc: ChildProcess | undefined;
+const ref = (image: Image): string => `${registry}/${image}:test`;
 /** What the script needs besides the build (setup-host.sh installs them as root). */
 const missing = [
   ...(spawnSync("etcd", ["--version"]).status === 0 ? [] : ["etcd (etcd-server)"]),
@@ -129,9 +141,17 @@ test.before(async () => {
   nodeVersion = /^NODE_VERSION_DEFAULT=(\S+)$/m.exec(await readFile(script, "utf8"))![1]!;
   const args = ["--storage-driver", "vfs", "--root", join(work, "store"), "--runroot", join(work, "run")];
   if (haveBuildah) buildah = args;
-  const env = { ...process.env, REGISTRY: "steward-test", TAG: "test", BUILDER: haveBuildah ? "buildah" : "none", BUILDAH_ARGS: args.join(" ") };
+  if (haveRegistry) {
+    // A registry of the test's own on a free loopback port, plain HTTP, storing under the test's directory.
+    const port = await freePort();
+    await writeFile(join(work, "registry.yml"), `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(work, "registry")}\nhttp:\n  addr: 127.0.0.1:${port}\n`);
+    registryProc = spawn("docker-registry", ["serve", join(work, "registry.yml")], { stdio: "ignore" });
+    await eventually("the registry answering", () => fetch(`http://127.0.0.1:${port}/v2/`).then((r) => (r.ok ? true : undefined), () => undefined), 10_000, 100);
+    registry = `127.0.0.1:${port}/steward-test`;
+  }
+  const env = { ...process.env, REGISTRY: registry, TAG: "test", BUILDER: haveBuildah ? "buildah" : "none", BUILDAH_ARGS: args.join(" "), PUSH_ARGS: "--tls-verify=false" };
   try {
-    const r = await run("bash", [script, "--out", out, ...(haveBuildah ? [] : ["--context-only"])], { env, timeout: 180_000, maxBuffer: 64 << 20 });
+    const r = await run("bash", [script, "--out", out, ...(haveBuildah ? [] : ["--context-only"]), ...(haveRegistry ? ["--push"] : [])], { env, timeout: 180_000, maxBuffer: 64 << 20 });
     built = { code: 0, out: r.stdout + r.stderr };
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string; message: string };
@@ -145,6 +165,7 @@ test.before(async () => {
 });
 
 test.after.always(async () => {
+  registryProc?.kill();
   if (buildah) await run("buildah", [...buildah, "rm", "--all"]).catch(() => undefined);
   if (work) await rm(work, { recursive: true, force: true });
 });
@@ -154,6 +175,7 @@ if (missing.length > 0) test("the images' prerequisites are installed", (t) => {
 withTools("the script prepares both contexts (and builds them where buildah is installed)", (t) => {
   t.is(built.code, 0, built.out);
   if (!haveBuildah) t.log("buildah is not installed: only the build contexts are checked (apt-get install buildah to build the images too)");
+  else if (!haveRegistry) t.log("docker-registry is not installed: the images are built but not pushed (apt-get install docker-registry to test pushing too)");
 });
 
 for (const image of IMAGES) {
@@ -228,7 +250,7 @@ const withBuildah = haveBuildah && missing.length === 0 ? test.serial : test.ski
 
 async function inImage(image: Image, cmd: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const name = `steward-test-${image}`;
-  await run("buildah", [...buildah!, "from", "--name", name, `steward-test/${image}:test`]).catch(() => undefined);
+  await run("buildah", [...buildah!, "from", "--name", name, ref(image)]).catch(() => undefined);
   try {
     const r = await run("buildah", [...buildah!, "run", name, "--", ...cmd], { env: { ...process.env, BUILDAH_ISOLATION: "chroot" }, timeout: 60_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -249,7 +271,7 @@ withBuildah("built agent image: Node runs; the agent prints its usage; /bin/sh r
   t.regex(pod.stderr, /agent\.json not found/);
   const sh = await inImage("agent", ["/bin/sh", "-c", "echo ok; id -u; touch /var/lib/steward/agent/x && echo writable"]);
   t.is(sh.stdout, "ok\n10001\nwritable\n", sh.stderr);
-  const { stdout } = await run("buildah", [...buildah!, "inspect", "--type", "image", "steward-test/agent:test"]);
+  const { stdout } = await run("buildah", [...buildah!, "inspect", "--type", "image", ref("agent")]);
   const config = (JSON.parse(stdout) as { OCIv1: { config: { User: string; Entrypoint: string[] } } }).OCIv1.config;
   t.is(config.User, "10001:10001");
   t.deepEqual(config.Entrypoint, dockerfiles.get("agent")!.entrypoint);
@@ -270,7 +292,7 @@ withBuildah("an agent in the built image runs a real operator's hooks against a 
   const dir = await mkdtemp(join(tmpdir(), "steward-image-agent-"));
   const dataDir = join(dir, "c");
   const init = await initControllerDir({ dataDir, name: "images", listen: { host: "127.0.0.1", port: 0 } });
-  process.env.STEWARD_TEST_AGENT_IMAGE = "steward-test/agent:test";
+  process.env.STEWARD_TEST_AGENT_IMAGE = ref("agent");
   process.env.STEWARD_TEST_BUILDAH_ARGS = buildah!.join(" ");
   const controller = await Controller.start({ dataDir, log: silentLogger, agentEntry: join(__dirname, "harness", "agent-in-image.js") });
   const admin = new ControllerClient({ addresses: controller.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
@@ -308,9 +330,9 @@ withBuildah("the built controller image runs its etcd member: moved into etcd as
   t.is(built.code, 0, built.out);
   // The move starts a one-member cluster on etcd's default ports (2379, 2380) on the advertised host.
   if (!(await portFree(2379)) || !(await portFree(2380))) { t.log("skipped: 127.0.0.1:2379 or :2380 is in use here"); t.pass(); return; }
-  const port = await new Promise<number>((resolve) => { const s = createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); }); });
+  const port = await freePort();
   const name = "steward-test-controller-ha";
-  await run("buildah", [...buildah!, "from", "--name", name, "steward-test/controller:test"]);
+  await run("buildah", [...buildah!, "from", "--name", name, ref("controller")]);
   const env = { ...process.env, BUILDAH_ISOLATION: "chroot" };
   const main = ["/usr/local/bin/node", "/opt/steward/controller-bundle/main.js"];
   const data = "/var/lib/steward/controller";
@@ -346,4 +368,20 @@ withBuildah("the built controller image runs its etcd member: moved into etcd as
     await run("buildah", [...buildah!, "rm", name]).catch(() => undefined);
     t.true(exited, "the controller or its etcd member did not stop on SIGTERM");
   }
+});
+
+(haveRegistry && missing.length === 0 ? test : test.skip)("pushed: the registry holds both images, their runtime and Node layers stored once", async (t) => {
+  t.is(built.code, 0, built.out);
+  const [host, ...path] = registry.split("/");
+  const layers = new Map<Image, string[]>();
+  for (const image of IMAGES) {
+    const res = await fetch(`http://${host}/v2/${path.join("/")}/${image}/manifests/test`, { headers: { accept: "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json" } });
+    t.is(res.status, 200, `${ref(image)} is not in the registry`);
+    const manifest = (await res.json()) as { layers: { digest: string; size: number }[] };
+    layers.set(image, manifest.layers.map((l) => l.digest));
+    for (const l of manifest.layers) t.is((await fetch(`http://${host}/v2/${path.join("/")}/${image}/blobs/${l.digest}`, { method: "HEAD" })).status, 200);
+  }
+  // COPY runtime/ and COPY node/ come first in both Dockerfiles, and the same bytes make the same layers.
+  t.deepEqual(layers.get("agent")!.slice(0, 2), layers.get("controller")!.slice(0, 2));
+  t.notDeepEqual(layers.get("agent")!.slice(2), layers.get("controller")!.slice(2));
 });

@@ -12,8 +12,10 @@ command -v sudo >/dev/null || need+=(sudo)
 command -v ip >/dev/null || need+=(iproute2)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 # The container images (test/images.test.ts): buildah builds them (chroot isolation, vfs: no runtime
-# or daemon needed), and the agent image's /bin/sh is a static busybox.
+# or daemon needed), the agent image's /bin/sh is a static busybox, and the test pushes them to a
+# docker-registry of its own on loopback (the package's service, where one starts, is not used).
 command -v buildah >/dev/null || need+=(buildah)
+command -v docker-registry >/dev/null || need+=(docker-registry)
 { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || need+=(busybox-static)
 # vcsim: about 1.5 minutes the first time (apt and an offline Go build), nothing after.
 if [ "$(id -u)" = 0 ] && [ ! -x /usr/local/bin/vcsim ]; then bash "$(dirname "$0")/vcsim/build.sh" >&2; fi
