@@ -7,6 +7,8 @@
 # there (build those contexts with any builder). Run `npm run build` first.
 #
 #   scripts/build-images.sh [--context-only] [--push] [--out DIR]
+#   scripts/build-images.sh --print-refs    the agent's and the controller's names, one a line
+#                                           (the agent's is what kubernetes.agentImage should say)
 #
 # Environment:
 #   REGISTRY        where to tag and push: REGISTRY/agent:TAG, REGISTRY/controller:TAG
@@ -33,10 +35,12 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 out="$repo/build/images"
 context_only=0
 push=0
+print_refs=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --context-only) context_only=1 ;;
     --push) push=1 ;;
+    --print-refs) print_refs=1 ;;
     --out) out=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-images: unknown option $1 (try --help)" >&2; exit 2 ;;
@@ -52,6 +56,7 @@ tag=${TAG:-$version}
 registry=${REGISTRY:-steward}
 registry=${registry%/}
 node_version=${NODE_VERSION:-$NODE_VERSION_DEFAULT}
+if [ "$print_refs" = 1 ]; then echo "$registry/agent:$tag"; echo "$registry/controller:$tag"; exit 0; fi
 dist="$repo/dist"
 for f in agent-bundle/main.js agent-bundle/tool-client.js controller-bundle/main.js cli-bundle/main.js proto/rpc.proto dashboard/index.html; do
   [ -f "$dist/$f" ] || die "dist/$f is missing: run npm run build first"

@@ -21,7 +21,7 @@ import { hostname, tmpdir } from "node:os";
 import { join, posix } from "node:path";
 import { promisify } from "node:util";
 import { ControllerClient, readOperatorDir, silentLogger } from "../api";
-import { Controller, initControllerDir } from "../controller";
+import { Controller, DEFAULT_AGENT_IMAGE, initControllerDir } from "../controller";
 import { eventually } from "./harness/eventually";
 import { operatorsDir } from "./harness/controller";
 import { killProcessesUnder, processesUnder } from "./harness/processes";
@@ -384,4 +384,11 @@ withBuildah("the built controller image runs its etcd member: moved into etcd as
   // COPY runtime/ and COPY node/ come first in both Dockerfiles, and the same bytes make the same layers.
   t.deepEqual(layers.get("agent")!.slice(0, 2), layers.get("controller")!.slice(0, 2));
   t.notDeepEqual(layers.get("agent")!.slice(2), layers.get("controller")!.slice(2));
+});
+
+test("by default the script tags the agent image the controller's pods ask for (DEFAULT_AGENT_IMAGE); REGISTRY and TAG rename both", async (t) => {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "REGISTRY" && k !== "TAG"));
+  t.deepEqual((await run("bash", [script, "--print-refs"], { env })).stdout.trim().split("\n"), [DEFAULT_AGENT_IMAGE, DEFAULT_AGENT_IMAGE.replace("/agent:", "/controller:")]);
+  const renamed = await run("bash", [script, "--print-refs"], { env: { ...env, REGISTRY: "registry.example.com/team/steward/", TAG: "1.2.3" } });
+  t.deepEqual(renamed.stdout.trim().split("\n"), ["registry.example.com/team/steward/agent:1.2.3", "registry.example.com/team/steward/controller:1.2.3"]);
 });
