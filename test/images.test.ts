@@ -15,6 +15,7 @@
 import test from "ava";
 import { execFile, spawn, spawnSync } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
@@ -24,7 +25,7 @@ import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { Controller, DEFAULT_AGENT_IMAGE, initControllerDir } from "../controller";
 import { eventually } from "./harness/eventually";
 import { operatorsDir } from "./harness/controller";
-import { killProcessesUnder, processesUnder } from "./harness/processes";
+import { killProcessesUnder } from "./harness/processes";
 
 const run = promisify(execFile);
 const repo = join(__dirname, "..", "..");
@@ -319,6 +320,23 @@ withBuildah("an agent in the built image runs a real operator's hooks against a 
   }
 });
 
+const cmdline = (pid: number): string => { try { return readFileSync(`/proc/${pid}/cmdline`, "utf8"); } catch { return ""; } };
+
+/** Every process below `root` (children, their children, …). */
+async function descendants(root: number): Promise<number[]> {
+  const parent = new Map<number, number>();
+  for (const entry of await readdir("/proc")) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+    // pid (comm) state ppid …: comm may hold spaces and parentheses, so read after the last ")".
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    if (ppid) parent.set(pid, ppid);
+  }
+  const below = (p: number): number[] => [...parent].filter(([, pp]) => pp === p).flatMap(([c]) => [c, ...below(c)]);
+  return below(root);
+}
+
 /** Whether nothing listens on 127.0.0.1:port. */
 const portFree = (port: number): Promise<boolean> => new Promise((resolve) => {
   const s = createServer();
@@ -353,17 +371,20 @@ withBuildah("the built controller image runs its etcd member: moved into etcd as
     await admin.createModel("on-etcd");
     t.truthy((await admin.status("on-etcd")).model);
     // etcd runs from the image, as the image's user.
-    const etcdPid = (await processesUnder(data)).find((pid) => spawnSync("cat", [`/proc/${pid}/cmdline`]).stdout.toString().startsWith("etcd\0"));
-    t.truthy(etcdPid, "no etcd process for the controller's data directory");
+    const etcdPid = (await descendants(proc.pid!)).find((pid) => cmdline(pid).startsWith("etcd\0"));
+    t.truthy(etcdPid, "no etcd process under the controller");
     t.regex(await readFile(`/proc/${etcdPid}/status`, "utf8"), /^Uid:\s+10001\b/m);
   } finally {
     admin.close();
+    // Only processes this test started: the buildah run's descendants (other tests' pods may run
+    // controllers with the same data directory path in namespaces of their own).
+    const mine = await descendants(proc.pid!);
     // SIGTERM to the controller itself, as a container runtime stops it (buildah run would SIGKILL
     // it and orphan etcd): it stops its etcd member and exits.
-    const cmdline = (pid: number): string => spawnSync("cat", [`/proc/${pid}/cmdline`]).stdout.toString();
-    for (const pid of await processesUnder(data)) if (cmdline(pid).startsWith("/usr/local/bin/node\0")) process.kill(pid, "SIGTERM");
-    const exited = await eventually("the controller and its etcd member gone", async () => (proc.exitCode !== null && (await processesUnder(data)).length === 0 ? true : undefined), 30_000, 100).catch(() => false);
-    for (const pid of await processesUnder(data)) { try { process.kill(pid, "SIGKILL"); } catch { /* gone */ } }
+    for (const pid of mine) if (cmdline(pid).startsWith("/usr/local/bin/node\0")) process.kill(pid, "SIGTERM");
+    const alive = (pid: number): boolean => cmdline(pid) !== "";
+    const exited = await eventually("the controller and its etcd member gone", async () => (proc.exitCode !== null && !mine.some(alive) ? true : undefined), 30_000, 100).catch(() => false);
+    for (const pid of mine.filter(alive)) { try { process.kill(pid, "SIGKILL"); } catch { /* gone */ } }
     proc.kill("SIGKILL");
     await run("buildah", [...buildah!, "rm", name]).catch(() => undefined);
     t.true(exited, "the controller or its etcd member did not stop on SIGTERM");
