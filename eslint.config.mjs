@@ -38,7 +38,7 @@ function importRules(folder, depth = 0) {
 }
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "operators/**", "eslint.config.mjs"] },
+  { ignores: ["dist/**", "build/**", "node_modules/**", "operators/**", "eslint.config.mjs"] },
   {
     files: ["**/*.ts", "**/*.tsx"],
     extends: [tseslint.configs.base],
