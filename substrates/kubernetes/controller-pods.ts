@@ -94,6 +94,8 @@ export function controllerManifests(s: ControllerPodsSpec): KubeObject[] {
         metadata: { labels },
         spec: {
           serviceAccountName: s.name,
+          // The image runs as 10001 (images/controller): the claim must be its to write.
+          securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001 },
           terminationGracePeriodSeconds: 30,
           affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [spread("kubernetes.io/hostname", 100), spread("topology.kubernetes.io/zone", 50)] } },
           volumes: [

@@ -95,6 +95,8 @@ export function statefulSetManifest(s: UnitPodsSpec): StatefulSet {
       terminationGracePeriodSeconds: s.terminationGracePeriodSeconds ?? 30,
       // The agent talks to the controller, never to the Kubernetes API.
       automountServiceAccountToken: false,
+      // The images run as 10001 (images/): the claim must be theirs to write.
+      securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001 },
       volumes: [{ name: "agent-configs", secret: { secretName: agentsSecretName(s.app), defaultMode: 0o400 } }],
       containers: [{
         name: AGENT_CONTAINER,
