@@ -6,7 +6,6 @@
  */
 import type { ClusterInfo } from "../api";
 import { ControllerClient } from "../api";
-import { bootstrapOnKubernetes } from "../cli";
 import { kubernetes } from "../substrates";
 import { eventually } from "../test/harness/eventually";
 import { startKubeCluster } from "../test/harness/kube/lab";
@@ -24,7 +23,7 @@ export async function benchKubernetesController(o: BenchOptions & { runs?: numbe
   let client: ControllerClient | undefined;
   try {
     let t0 = performance.now();
-    const entry = await bootstrapOnKubernetes({
+    const entry = await kubernetes.bootstrapOnKubernetes({
       name: "ctl", namespace: NS, replicas: 3, image: kubernetes.DEFAULT_CONTROLLER_IMAGE, connection: kubernetes.parseKubeconfig(api.kubeconfig()),
       inClusterServer: api.inClusterUrl, replaceAfterSeconds: 600, timeoutMs: 300_000, progress: () => undefined,
     });
@@ -32,7 +31,7 @@ export async function benchKubernetesController(o: BenchOptions & { runs?: numbe
     const healthy = async (): Promise<ClusterInfo | undefined> => {
       const pods = (await kube.list(R.pods, { namespace: NS })).items.filter((p) => p.status?.podIP);
       client?.close();
-      client = new ControllerClient({ addresses: pods.map((p) => `${p.status!.podIP}:${kubernetes.CONTROLLER_API_PORT}`), caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 3000 });
+      client = new ControllerClient({ addresses: pods.map((p) => `${p.status!.podIP}:${kubernetes.CONTROLLER_API_PORT}`), caCert: entry.caCert, user: "admin", password: entry.adminPassword, timeoutMs: 3000 });
       const c = (await client.controllerInfo().catch(() => undefined))?.cluster;
       return c && c.members.filter((m) => m.hasVote && m.present).length === 3 && !c.members.some((m) => m.learner) ? c : undefined;
     };

@@ -12,6 +12,3 @@ export { formatStatusTabular } from "./status-format";
 export { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 export type { ClientConfig, ControllerEntry } from "./client-config";
 export { startLocalController } from "../substrates";
-// For tests and benchmarks of a controller on Kubernetes (the command loads it on demand).
-export { bootstrapOnKubernetes } from "./kubernetes-bootstrap";
-export type { KubernetesBootstrapPlan } from "./kubernetes-bootstrap";

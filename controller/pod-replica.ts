@@ -4,8 +4,9 @@
  *
  * - a claim that holds one (the pod was made again on its volume) is used as it is: the replica
  *   restarts and its etcd member rejoins under its stable DNS name;
- * - pod 0 at bootstrap initialises it from the seed Secret (name, uuid, admin password, CA), the
- *   bootstrap deletes the seed once it has logged in, so a later empty claim never starts a second cluster;
+ * - pod 0 at bootstrap initialises it from the seed Secret (name, uuid, admin password, CA); once the
+ *   bootstrap has logged in it marks the enrolment Secret `bootstrapped` (and the CLI deletes the
+ *   seed), so a later empty claim never starts a second cluster;
  * - any other empty claim (a new pod as the controller grows, or a pod whose volume was lost) waits
  *   for its enrolment token in the enrolment Secret (Kubernetes updates a mounted Secret in place),
  *   which the leader writes when the quorum keeper takes this pod; it then collects its data from
@@ -50,7 +51,8 @@ const MAX_REPLICAS = 7;
 export async function preparePodReplica(o: PodReplicaOptions): Promise<"existing" | "seeded" | "enrolled"> {
   if (await readFile(join(o.dataDir, dataFiles.config), "utf8").then(() => true, () => false)) return "existing";
   const ordinal = ordinalOfPod(o.podName);
-  const seed = ordinal === 0 ? await readFile(join(o.seedDir, kubernetes.SEED_KEY), "utf8").catch(() => undefined) : undefined;
+  const bootstrapped = await readFile(join(o.enrolDir, kubernetes.BOOTSTRAPPED_KEY), "utf8").then(() => true, () => false);
+  const seed = ordinal === 0 && !bootstrapped ? await readFile(join(o.seedDir, kubernetes.SEED_KEY), "utf8").catch(() => undefined) : undefined;
   if (seed) {
     const s = JSON.parse(seed) as ControllerSeed;
     await initControllerDir({

@@ -11,7 +11,6 @@ import test from "ava";
 import { join } from "node:path";
 import type { ClusterInfo } from "../api";
 import { ControllerClient, readOperatorDir, unitIsReady } from "../api";
-import { bootstrapOnKubernetes } from "../cli";
 import { kubernetes } from "../substrates";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
@@ -27,7 +26,7 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
   t.teardown(async () => { client?.close(); await cluster0.close(); });
 
   const lines: string[] = [];
-  const entry = await bootstrapOnKubernetes({
+  const entry = await kubernetes.bootstrapOnKubernetes({
     name: "ctl", namespace: NS, replicas: 3, image: kubernetes.DEFAULT_CONTROLLER_IMAGE, connection: kubernetes.parseKubeconfig(api.kubeconfig()),
     inClusterServer: api.inClusterUrl, replaceAfterSeconds: 600, timeoutMs: 240_000, progress: (l) => lines.push(l),
   });
@@ -38,7 +37,7 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
   const podAddresses = async (): Promise<string[]> => (await kube.list(R.pods, { namespace: NS })).items.filter((p) => p.status?.podIP).map((p) => `${p.status!.podIP}:${kubernetes.CONTROLLER_API_PORT}`);
   const connect = async (): Promise<ControllerClient> => {
     client?.close();
-    client = new ControllerClient({ addresses: await podAddresses(), caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 3000 });
+    client = new ControllerClient({ addresses: await podAddresses(), caCert: entry.caCert, user: "admin", password: entry.adminPassword, timeoutMs: 3000 });
     return client;
   };
   const voters = async (): Promise<ClusterInfo | undefined> => (await (await connect()).controllerInfo().catch(() => undefined))?.cluster;

@@ -9,6 +9,7 @@ import { DURATION_HELP, isDuration, isPort } from "../validators";
 import { BaseCommand } from "../base-command";
 import { withAwsFlags, withVsphereFlags } from "../cloud-options";
 import { readCredentialAttributes } from "../credential-file";
+import type { ControllerEntry } from "../client-config";
 import type { CloudPlacement } from "../cloud-bootstrap";
 import { bootstrapOnCloud, regionOf, vcenterOf } from "../cloud-bootstrap";
 
@@ -223,13 +224,12 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     } catch (err) {
       throw new UsageError(`${(err as Error).message}${this.kubeconfig ? "" : " (give the file with --kubeconfig)"}`);
     }
-    // eslint-disable-next-line @typescript-eslint/consistent-type-imports -- loaded only for this target
-    const { bootstrapOnKubernetes } = require("../kubernetes-bootstrap") as typeof import("../kubernetes-bootstrap");
-    const entry = await bootstrapOnKubernetes({
+    const access = await kubernetes.bootstrapOnKubernetes({
       name, connection, namespace, replicas, image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
       ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}), ...(this.inClusterServer ? { inClusterServer: this.inClusterServer } : {}),
       ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout, progress: (l) => this.progress(l),
     });
+    const entry: ControllerEntry = { addresses: access.addresses, caCert: access.caCert, user: "admin", password: access.adminPassword, generatedPassword: true, token: access.token, kubernetes: { namespace, statefulSet: name } };
     cfg.controllers[name] = entry;
     cfg.current = name;
     await this.saveConfig(cfg);

@@ -44,6 +44,8 @@ export const controllerEnrolSecretName = (name: string): string => `${name}-enro
 export const replicaTokenKey = (ordinal: number): string => `replica-${ordinal}.token`;
 /** Key of the seed (pod 0's first data) in the seed Secret. */
 export const SEED_KEY = "seed.json";
+/** Key in the enrolment Secret once the cluster exists: from then on no pod uses the seed. */
+export const BOOTSTRAPPED_KEY = "bootstrapped";
 
 /** The stable DNS name of replica `ordinal` (what its etcd member and API advertise). */
 export function replicaDnsName(s: Pick<ControllerPodsSpec, "name" | "namespace">, ordinal: number, clusterDomain = "cluster.local"): string {

@@ -12,7 +12,9 @@ export type { ObserveOptions, Observed } from "./observe";
 export { DEFAULT_POD_PROBES, LABELS, MANAGED_BY, POD_PATHS, AGENT_CONTAINER, TEMPLATE_HASH, agentsSecretManifest, agentsSecretName, endpointsServiceName, namespaceManifest, podName, selectorOf, serviceManifests, statefulSetManifest } from "./unit-pods";
 export type { PodProbeSettings, UnitPodsSpec } from "./unit-pods";
 export {
-  CONTROLLER_API_PORT, CONTROLLER_LABELS, DEFAULT_CONTROLLER_IMAGE, CONTROLLER_POD_PATHS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName,
+  BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, DEFAULT_CONTROLLER_IMAGE, CONTROLLER_POD_PATHS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName,
   peersServiceName, replicaDnsName, replicaTokenKey,
 } from "./controller-pods";
 export type { ControllerPodsSpec } from "./controller-pods";
+export { bootstrapOnKubernetes, finishKubernetesBootstrap, kubernetesControllerObjects, newKubernetesControllerSeed } from "./controller-bootstrap";
+export type { KubernetesBootstrapPlan, KubernetesControllerAccess, KubernetesControllerSeed } from "./controller-bootstrap";
