@@ -26,6 +26,8 @@ export interface InitControllerOptions {
   store?: ControllerConfig["store"];
   /** The CA to use (a bootstrap that made it first, so it could hand the CA to what it made); new otherwise. */
   ca?: { certPem: string; keyPem: string };
+  /** Kubernetes models' settings (the agent image), for a controller bootstrapped on Kubernetes. */
+  kubernetes?: ControllerConfig["kubernetes"];
 }
 
 export async function initControllerDir(o: InitControllerOptions): Promise<{ created: boolean; adminPassword?: string; caCert: string }> {
@@ -53,7 +55,7 @@ export async function initControllerDir(o: InitControllerOptions): Promise<{ cre
   } finally {
     await store.close();
   }
-  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: o.store ?? { backend: "embedded" }, ...(o.instance ? { instance: { id: o.instance } } : {}) };
+  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: o.store ?? { backend: "embedded" }, ...(o.instance ? { instance: { id: o.instance } } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}) };
   // Written last: its presence marks a complete directory, so an interrupted init is redone.
   await writeFile(configPath, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
   return { created: true, adminPassword, caCert: ca.certPem };

@@ -43,6 +43,8 @@ export interface ControllerSeed {
   caKey: string;
   /** Its stable DNS name (advertised, in its certificate). */
   address: string;
+  /** The image kubernetes models' pods run the agent from (the controller's `kubernetes.agentImage`). */
+  agentImage?: string;
 }
 
 const MAX_REPLICAS = 7;
@@ -58,6 +60,7 @@ export async function preparePodReplica(o: PodReplicaOptions): Promise<"existing
     await initControllerDir({
       dataDir: o.dataDir, name: s.name, uuid: s.uuid, adminPassword: s.adminPassword, ca: { certPem: s.caCert, keyPem: s.caKey },
       listen: { host: "0.0.0.0", port: kubernetes.CONTROLLER_API_PORT }, advertise: [`${s.address}:${kubernetes.CONTROLLER_API_PORT}`],
+      ...(s.agentImage ? { kubernetes: { agentImage: s.agentImage } } : {}),
     });
     o.log.info("initialised the first replica from the bootstrap's seed", { pod: o.podName });
     return "seeded";

@@ -45,4 +45,6 @@ export const shims = {
   machine: shim("machine"),
   application: shim("application"),
   integration: shim("integration"),
+  kubernetesSeed: shim("kubernetesSeed"),
+  kubernetesController: shim("kubernetesController"),
 };

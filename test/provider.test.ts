@@ -80,7 +80,7 @@ test.serial("bad arguments come back from check as failures naming the field; no
   const message = r.errors.map((e) => e.message).join("\n");
   t.regex(message, /replicas: must be 1, 3, 5, 7, not 4: an even number of voters/);
   t.regex(message, /port: must be a whole number from 1 to 65535/);
-  t.regex(message, /substrate: must be "local", "manual", "ssh", "aws", "vsphere", not "gcp"/);
+  t.regex(message, /substrate: must be "local", "manual", "ssh", "aws", "vsphere", "kubernetes", not "gcp"/);
   t.regex(message, /credential: required for an aws model/);
   t.regex(message, /aws: "imageId" must be an id such as ami-/);
   t.is(engine.state.size, 0);

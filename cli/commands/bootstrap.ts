@@ -100,13 +100,14 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
   kubeconfig = Option.String("--kubeconfig", { description: "kubernetes: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)" });
   namespace = Option.String("--namespace", { description: "kubernetes: the namespace the controller runs in (default steward)" });
   controllerImage = Option.String("--controller-image", { description: "kubernetes: the controller image (default steward/controller:<version>, built from images/ and pushed to your registry)" });
+  agentImage = Option.String("--agent-image", { description: "kubernetes: the agent image kubernetes models' pods run (default steward/agent:<version>)" });
   apiAddress = Option.Array("--api-address", [], { description: "kubernetes: how clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT; default the pods' IPs)" });
   inClusterServer = Option.String("--in-cluster-server", { description: "kubernetes: the API server as pods reach it (default https://kubernetes.default.svc)" });
 
   async run(): Promise<number> {
     if (this.first?.startsWith("kubernetes:") || this.first?.startsWith("k8s:")) return this.bootstrapKubernetes(this.first, this.second);
-    if (this.kubeconfig !== undefined || this.namespace !== undefined || this.controllerImage !== undefined || this.apiAddress.length > 0 || this.inClusterServer !== undefined) {
-      throw new UsageError("--kubeconfig, --namespace, --controller-image, --api-address and --in-cluster-server are for kubernetes:CONTEXT");
+    if (this.kubeconfig !== undefined || this.namespace !== undefined || this.controllerImage !== undefined || this.agentImage !== undefined || this.apiAddress.length > 0 || this.inClusterServer !== undefined) {
+      throw new UsageError("--kubeconfig, --namespace, --controller-image, --agent-image, --api-address and --in-cluster-server are for kubernetes:CONTEXT");
     }
     if (this.first?.startsWith("aws:")) return this.bootstrapCloud("aws", this.first, this.second);
     if (this.first?.startsWith("vsphere:")) return this.bootstrapCloud("vsphere", this.first, this.second);
@@ -225,7 +226,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       throw new UsageError(`${(err as Error).message}${this.kubeconfig ? "" : " (give the file with --kubeconfig)"}`);
     }
     const access = await kubernetes.bootstrapOnKubernetes({
-      name, connection, namespace, replicas, image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
+      name, connection, namespace, replicas, image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE, ...(this.agentImage ? { agentImage: this.agentImage } : {}),
       ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}), ...(this.inClusterServer ? { inClusterServer: this.inClusterServer } : {}),
       ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout, progress: (l) => this.progress(l),
     });

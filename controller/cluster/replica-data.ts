@@ -20,6 +20,7 @@ export async function replicaDataFiles(o: { dataDir: string; config: ControllerC
     advertise: [`${host}:${o.config.listen.port}`],
     store: { backend: "etcd", endpoints: [`https://127.0.0.1:${own.clientPort ?? 2379}`], tls: true },
     ...(o.config.leadershipLeaseSeconds ? { leadershipLeaseSeconds: o.config.leadershipLeaseSeconds } : {}),
+    ...(o.config.kubernetes ? { kubernetes: o.config.kubernetes } : {}),
     member: {
       name, host, initialCluster, initialState: "existing", clusterToken: own.clusterToken,
       ...(own.clientPort ? { clientPort: own.clientPort } : {}), ...(own.peerPort ? { peerPort: own.peerPort } : {}),

@@ -9,8 +9,8 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type * as Session from "./session";
 
-export type ResourceKind = "controller" | "model" | "machine" | "application" | "integration";
-export const RESOURCE_KINDS: readonly ResourceKind[] = ["controller", "model", "machine", "application", "integration"];
+export type ResourceKind = "controller" | "model" | "machine" | "application" | "integration" | "kubernetesSeed" | "kubernetesController";
+export const RESOURCE_KINDS: readonly ResourceKind[] = ["controller", "model", "machine", "application", "integration", "kubernetesSeed", "kubernetesController"];
 
 /**
  * Typed as the SDK's provider interface only, so the published declarations of the resources do not

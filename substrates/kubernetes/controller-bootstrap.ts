@@ -29,6 +29,8 @@ export interface KubernetesBootstrapPlan {
   namespace: string;
   replicas: number;
   image: string;
+  /** The agent image kubernetes models' pods run (the controller's `kubernetes.agentImage`); default the controller's own default. */
+  agentImage?: string;
   /** How clients outside the cluster reach the API (a load balancer, a node port); default the pods' IPs, where those are routable. */
   apiAddresses?: string[];
   replaceAfterSeconds?: number;
@@ -45,10 +47,10 @@ export async function newKubernetesControllerSeed(name: string): Promise<Kuberne
 }
 
 /** Every object of a controller with one pod, Secrets included, in the order to create them (what the Pulumi component declares too). */
-export function kubernetesControllerObjects(plan: Pick<KubernetesBootstrapPlan, "name" | "namespace" | "replicas" | "image">, seed: KubernetesControllerSeed): KubeObject[] {
+export function kubernetesControllerObjects(plan: Pick<KubernetesBootstrapPlan, "name" | "namespace" | "replicas" | "image" | "agentImage">, seed: KubernetesControllerSeed): KubeObject[] {
   const spec: ControllerPodsSpec = { name: plan.name, namespace: plan.namespace, replicas: 1, voters: plan.replicas, image: plan.image };
   const [ns, ...rest] = controllerManifests(spec);
-  const first = { name: plan.name, uuid: seed.uuid, adminPassword: seed.adminPassword, caCert: seed.caCert, caKey: seed.caKey, address: replicaDnsName(spec, 0) };
+  const first = { name: plan.name, uuid: seed.uuid, adminPassword: seed.adminPassword, caCert: seed.caCert, caKey: seed.caKey, address: replicaDnsName(spec, 0), ...(plan.agentImage ? { agentImage: plan.agentImage } : {}) };
   const secrets: Secret[] = [
     controllerSecretManifest(spec, controllerSeedSecretName(plan.name), { [SEED_KEY]: JSON.stringify(first) }),
     controllerSecretManifest(spec, controllerEnrolSecretName(plan.name), { "ca.crt": seed.caCert }),
