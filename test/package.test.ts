@@ -22,6 +22,7 @@ import { killProcessesUnder, processesUnder } from "./harness/processes";
 const run = promisify(execFile);
 const repo = join(__dirname, "..", "..");
 const PULUMI_VERSION = "3.248.0";
+const KUBERNETES_VERSION = "4.34.2";
 const TYPE = "pulumi-nodejs:dynamic/steward:";
 
 let work: string;
@@ -67,6 +68,7 @@ import { Application, Controller, Integration, Machine, Model } from "steward";
 import type { ControllerArgs, ControllerConnection, SshHost } from "steward";
 import { ControllerClient, StewardError } from "steward/client";
 import type { ModelStatus } from "steward/client";
+import { KubernetesController } from "steward/kubernetes";
 
 const cfg = new pulumi.Config();
 const ctl = new Controller("ctl", { substrate: "local", dataDir: cfg.require("dataDir"), timeoutSeconds: 120 });
@@ -96,6 +98,11 @@ export function sshController(hosts: SshHost[], key: pulumi.Input<string>): Cont
 export function awsMachine(m: Model): Machine {
   return new Machine("big", { model: m, substrate: "aws", constraints: "cores=4 mem=16G", timeoutSeconds: 900 }, { retainOnDelete: true });
 }
+export function kubeController(kubeconfig: pulumi.Input<string>): { ctl: KubernetesController; model: Model } {
+  const k = new KubernetesController("k8s-ctl", { replicas: 3, kubeconfig, image: "registry.example.com/steward/controller:0.1.0", apiAddresses: ["203.0.113.10:17070"] });
+  const m = new Model("pods", { connection: k.connection, substrate: "kubernetes", credential: k.clusterCredential, kubernetes: { namespace: "pods" } });
+  return { ctl: k, model: m };
+}
 export async function unitCount(client: ControllerClient): Promise<number> {
   try {
     const s: ModelStatus = await client.status("shop");
@@ -115,8 +122,10 @@ const WRONG = [
   `new Application("a1", { model, operator: "./op", units: "two" });`,
   `new Machine("x1", { model, substrate: "local", privateKey: "k" });`,
   `new Integration("i1", { endpoints: [{ application: model }, { application: model }] });`,
+  `new KubernetesController("k1", { replicas: 3 });`,
 ];
 const WRONG_PROGRAM = `import { Application, Controller, Integration, Machine, Model } from "steward";
+import { KubernetesController } from "steward/kubernetes";
 const ctl = new Controller("ctl", { substrate: "local" });
 const model = new Model("m", { connection: ctl.connection });
 ${WRONG.join("\n")}
@@ -177,7 +186,7 @@ test.before(async (t) => {
   const locked = await writeOfflineProject({
     repo, project, tarball, tarballIntegrity: packed.integrity,
     manifest: { name: "steward-user", version: "1.0.0", private: true, main: "bin/index.js" },
-    fromRepo: { typescript, "@pulumi/pulumi": PULUMI_VERSION },
+    fromRepo: { typescript, "@pulumi/pulumi": PULUMI_VERSION, "@pulumi/kubernetes": KUBERNETES_VERSION },
   });
   const t0 = performance.now();
   const installed = await inProject("npm", ["ci", "--offline", "--no-audit", "--no-fund", "--loglevel=error"], 240_000);
@@ -239,7 +248,7 @@ test.serial("a program using every resource type-checks against the installed de
   t.not(wrong.code, 0, "wrong.ts must not compile");
   const errorLines = new Set([...wrong.out.matchAll(/^wrong\.ts\((\d+),\d+\): error TS\d+/gm)].map((m) => Number(m[1])));
   // The wrong calls are on lines 4.. of wrong.ts, one each; nothing else may fail (a missing module would).
-  t.deepEqual([...errorLines].sort((a, b) => a - b), WRONG.map((_, i) => i + 4), wrong.out);
+  t.deepEqual([...errorLines].sort((a, b) => a - b), WRONG.map((_, i) => i + 5), wrong.out);
   t.notRegex(wrong.out, /node_modules\//, `no error inside a package's declarations:\n${wrong.out}`);
   t.regex(wrong.out, /"gcp"/);
 });
