@@ -267,9 +267,9 @@ withBuildah("built agent image: Node runs; the agent prints its usage; /bin/sh r
   const usage = await inImage("agent", ["/usr/local/bin/node", "/opt/steward/agent-bundle/main.js"]);
   t.not(usage.code, 0);
   t.regex(usage.stderr, /usage: agent\/main\.js --dir DIR/);
-  // As the pod starts it (unit-pods.ts), with no configuration yet: it reads its directory and says what is missing.
+  // With the pod's arguments (unit-pods.ts) but not its downward-API environment: it says what is missing.
   const pod = await inImage("agent", ["/usr/local/bin/node", "/opt/steward/agent-bundle/main.js", "--pod", "--dir", "/var/lib/steward/agent", "--configs", "/etc/steward/agents"]);
-  t.regex(pod.stderr, /agent\.json not found/);
+  t.regex(pod.stderr, /POD_NAME is not set: give the agent container the pod's name/);
   const sh = await inImage("agent", ["/bin/sh", "-c", "echo ok; id -u; touch /var/lib/steward/agent/x && echo writable"]);
   t.is(sh.stdout, "ok\n10001\nwritable\n", sh.stderr);
   const { stdout } = await run("buildah", [...buildah!, "inspect", "--type", "image", ref("agent")]);

@@ -6,7 +6,7 @@
  * cluster is assembled). One `pulumi up`: the controller waits for its quorum before the model is made.
  */
 import * as k8s from "@pulumi/kubernetes";
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import { join } from "node:path";
 import { Application, Integration, Model } from "steward";
 import { KubernetesController } from "steward/kubernetes";
