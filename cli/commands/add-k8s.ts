@@ -1,6 +1,7 @@
-import { Command, Option, UsageError } from "clipanion";
+import { Command, Option } from "clipanion";
 import { kubernetes } from "../../substrates";
 import { ControllerCommand } from "../base-command";
+import { readKubeconfig } from "../kubeconfig-file";
 
 export default class AddK8sCommand extends ControllerCommand {
   static override paths = [["add-k8s"]];
@@ -27,13 +28,7 @@ export default class AddK8sCommand extends ControllerCommand {
   replace = Option.Boolean("--replace", false, { description: "Replace an existing cluster's credential" });
 
   async run(): Promise<number> {
-    const path = this.kubeconfig ?? process.env.KUBECONFIG?.split(":")[0] ?? `${process.env.HOME ?? ""}/.kube/config`;
-    let connection: kubernetes.KubeConnection;
-    try {
-      connection = kubernetes.loadKubeconfig(path, this.contextName ? { context: this.contextName } : {});
-    } catch (err) {
-      throw new UsageError(`${(err as Error).message}${this.kubeconfig ? "" : " (give the file with --kubeconfig)"}`);
-    }
+    const connection = readKubeconfig(this.context.env, this.kubeconfig, this.contextName);
     const attributes = { kubeconfig: kubernetes.flattenKubeconfig(connection), server: connection.server, ...(connection.context ? { context: connection.context } : {}) };
     const res = await (await this.connect()).putCredential(this.name, "kubernetes", attributes, this.replace);
     const what = `cluster "${this.name}" (${connection.server}, context ${connection.context || "?"})`;

@@ -10,6 +10,7 @@ import { BaseCommand } from "../base-command";
 import { withAwsFlags, withVsphereFlags } from "../cloud-options";
 import { readCredentialAttributes } from "../credential-file";
 import type { ControllerEntry } from "../client-config";
+import { readKubeconfig } from "../kubeconfig-file";
 import type { CloudPlacement } from "../cloud-bootstrap";
 import { bootstrapOnCloud, regionOf, vcenterOf } from "../cloud-bootstrap";
 
@@ -218,13 +219,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
     const { kubernetes } = loadSubstrates();
-    const path = this.kubeconfig ?? process.env.KUBECONFIG?.split(":")[0] ?? join(process.env.HOME ?? "", ".kube", "config");
-    let connection: ReturnType<typeof kubernetes.loadKubeconfig>;
-    try {
-      connection = kubernetes.loadKubeconfig(path, context ? { context } : {});
-    } catch (err) {
-      throw new UsageError(`${(err as Error).message}${this.kubeconfig ? "" : " (give the file with --kubeconfig)"}`);
-    }
+    const connection = readKubeconfig(this.context.env, this.kubeconfig, context);
     const access = await kubernetes.bootstrapOnKubernetes({
       name, connection, namespace, replicas, image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE, ...(this.agentImage ? { agentImage: this.agentImage } : {}),
       ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}), ...(this.inClusterServer ? { inClusterServer: this.inClusterServer } : {}),
