@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 /**
  * The agent process: `node dist/agent/main.js --dir DIR`, or in a Kubernetes pod
- * `main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]` (pod-agent.ts).
+ * `main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]` (pod-agent.ts), and as the
+ * pod's init container `main.js --install-supervisor DIR` (workload/install.ts).
  */
 import { createLogger } from "../api/core";
 import { POD_HEALTH_PORT } from "../api/core";
 import { Agent } from "./agent";
 import { PodAgent, podIdentity } from "./pod-agent";
+import { installSupervisor } from "./workload/install";
 
-const USAGE = "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]\n";
+const USAGE = "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]\n       agent/main.js --install-supervisor DIR\n";
 
 function option(args: string[], flag: string, env: string): string | undefined {
   const i = args.indexOf(flag);
@@ -17,6 +19,12 @@ function option(args: string[], flag: string, env: string): string | undefined {
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
+  const into = option(args, "--install-supervisor", "STEWARD_INSTALL_SUPERVISOR");
+  if (into) {
+    const placed = await installSupervisor(into);
+    process.stdout.write(`placed the workload supervisor: ${placed.node} ${placed.script}\n`);
+    return;
+  }
   const dir = option(args, "--dir", "STEWARD_AGENT_DIR");
   const pod = args.includes("--pod");
   if (!dir) {
