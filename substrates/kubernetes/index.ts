@@ -11,3 +11,5 @@ export { observe } from "./observe";
 export type { ObserveOptions, Observed } from "./observe";
 export { DEFAULT_POD_PROBES, LABELS, MANAGED_BY, POD_PATHS, AGENT_CONTAINER, TEMPLATE_HASH, agentsSecretManifest, agentsSecretName, endpointsServiceName, namespaceManifest, podName, selectorOf, serviceManifests, statefulSetManifest } from "./unit-pods";
 export type { PodProbeSettings, UnitPodsSpec } from "./unit-pods";
+export { WORKLOAD_VOLUME, workloadPodParts } from "./workload-pods";
+export type { WorkloadPodParts } from "./workload-pods";
