@@ -10,7 +10,7 @@ import { Agent } from "./agent";
 import { PodAgent, podIdentity } from "./pod-agent";
 import { installSupervisor } from "./workload/install";
 
-const USAGE = "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]\n       agent/main.js --install-supervisor DIR\n";
+const USAGE = "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N] [--workload-sockets DIR]\n       agent/main.js --install-supervisor DIR\n";
 
 function option(args: string[], flag: string, env: string): string | undefined {
   const i = args.indexOf(flag);
@@ -40,7 +40,8 @@ async function main(): Promise<void> {
     const portText = option(args, "--health-port", "STEWARD_AGENT_HEALTH_PORT") ?? String(POD_HEALTH_PORT);
     const healthPort = Number(portText);
     if (!/^\d+$/.test(portText) || healthPort > 65535) throw new Error(`--health-port must be a port number from 0 to 65535 (got "${portText}")`);
-    const podAgent = await PodAgent.start({ dir, configDir, pod: podIdentity(process.env), log, healthPort });
+    const workloadSockets = option(args, "--workload-sockets", "STEWARD_WORKLOAD_SOCKETS");
+    const podAgent = await PodAgent.start({ dir, configDir, pod: podIdentity(process.env), log, healthPort, ...(workloadSockets ? { workloadSockets } : {}) });
     // An agent that cannot start (its directory not writable, say) is a failed container: say why and exit.
     podAgent.started.catch((err: unknown) => {
       process.stderr.write(`agent failed to start: ${(err as Error).message}\n`);
