@@ -1,0 +1,98 @@
+/**
+ * Workload containers end to end on the FAKE API server and FAKE process kubelet, with a real
+ * controller and the real agent and supervisor bundles: an operator declaring one container is
+ * deployed with 2 units; each pod's init container places the supervisor, which becomes the
+ * workload container's entrypoint; the unit runs `web-workload-ready`, pushes files, sets the layer
+ * and starts the service with the hook tools, the page answers on the pod's IP and the unit goes
+ * active. A killed service is restarted by the supervisor (not the container by the kubelet), and a
+ * recreated pod runs `web-workload-ready` again.
+ */
+import test from "ava";
+import { readFile } from "node:fs/promises";
+import { request } from "node:http";
+import { join } from "node:path";
+import type { UnitStatusView } from "../api";
+import { unitIsReady } from "../api";
+import { kubernetes } from "../substrates";
+import { fixturesDir } from "./harness/controller";
+import { eventually } from "./harness/eventually";
+import type { KubeLab } from "./harness/kube/lab";
+import { startKubeLab } from "./harness/kube/lab";
+import { hooksByUnit, recordDir } from "./harness/operators";
+
+const R = kubernetes.KUBE_RESOURCES;
+const readyUnits = (n: number) => (units: UnitStatusView[]): boolean => units.length === n && units.every(unitIsReady);
+
+function get(host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    request({ host, port, path: "/", timeout: 2000 }, (res) => {
+      let body = "";
+      res.on("data", (d: Buffer) => { body += d.toString(); });
+      res.on("end", () => resolve(body));
+    }).on("error", reject).on("timeout", function (this: { destroy(e: Error): void }) { this.destroy(new Error("timed out")); }).end();
+  });
+}
+
+let lab: KubeLab;
+/** Where the operator records its hooks (set by the first test, which deploys it). */
+let record = "";
+test.before(async () => { lab = await startKubeLab(); });
+test.after.always(async () => { await lab?.close(); });
+
+test.serial("an operator's workload container runs under the supervisor: workload-ready, layer and service set by hook tools, page served on the pod IP", async (t) => {
+  const { tc, kube, kubelet } = lab;
+  record = await recordDir();
+  await tc.admin.createModel("wl", { updateStatusInterval: 300 }, "kubernetes", { credential: "lab" });
+  const op = await tc.upload(join(fixturesDir, "operators", "workload-web"));
+  await tc.admin.deploy("wl", { name: "site", operator: op, units: 2, config: { "record-dir": record } });
+  await tc.waitForUnits("wl", readyUnits(2), "2 units active, serving from their workload containers", 120_000);
+
+  const set = await kube.get(R.statefulSets, "site", { namespace: "wl" });
+  const podSpec = set.spec!.template.spec!;
+  t.deepEqual(podSpec.initContainers?.map((c) => c.name), ["steward-init"]);
+  t.deepEqual(podSpec.containers.map((c) => c.name), ["steward-agent", "web"]);
+
+  const hooks = await hooksByUnit(record);
+  for (const n of [0, 1]) {
+    const unit = `site/${n}`;
+    const seen = (hooks.get(unit) ?? []).filter((h) => h !== "update-status");
+    t.deepEqual(seen.slice(-2), ["start", "web-workload-ready"], `${unit}: ${seen.join(", ")}`);
+    t.is(seen.filter((h) => h === "web-workload-ready").length, 1, `${unit} ran web-workload-ready once`);
+    const pod = await kube.get(R.pods, `site-${n}`, { namespace: "wl" });
+    t.is((pod.status?.initContainerStatuses?.[0]?.state as { terminated?: { reason?: string } } | undefined)?.terminated?.reason, "Completed", "the init container placed the supervisor");
+    const web = pod.status?.containerStatuses?.find((c) => c.name === "web");
+    t.true(web?.ready && web.restartCount === 0, `the web container runs: ${JSON.stringify(web?.state)}`);
+    t.is(await get(pod.status!.podIP!, 8080), `hello from ${unit}\n`, `${unit}'s page on its pod IP`);
+    t.regex(await readFile(join(record, `services-site-${n}.txt`), "utf8"), /http\s+disabled\s+active\s+0/, "container-services listed the service active");
+    t.regex((await tc.admin.status("wl")).applications.site!.units[unit]!.workload.message, /serving on :8080/);
+  }
+
+  // The service dies: its supervisor starts it again by its on-failure policy; the container stays up.
+  const pod0 = await kube.get(R.pods, "site-0", { namespace: "wl" });
+  const killed = await kubelet.exec("wl", "site-0", "web", ["pkill", "-f", "/steward/srv/server.js"]);
+  t.is(killed.code, 0, killed.stderr);
+  const again = await eventually("the page served again", () => get(pod0.status!.podIP!, 8080).catch(() => undefined), 30_000, 200);
+  t.is(again, "hello from site/0\n");
+  const web0 = (await kube.get(R.pods, "site-0", { namespace: "wl" })).status?.containerStatuses?.find((c) => c.name === "web");
+  t.is(web0?.restartCount, 0, "the kubelet did not restart the container");
+  t.is((await kube.get(R.pods, "site-0", { namespace: "wl" })).metadata?.uid, pod0.metadata?.uid);
+});
+
+test.serial("a recreated pod brings a new supervisor: web-workload-ready runs again and the page is back", async (t) => {
+  const { tc, kube } = lab;
+  const old = await kube.get(R.pods, "site-1", { namespace: "wl" });
+  const before = ((await hooksByUnit(record)).get("site/1") ?? []).filter((h) => h === "web-workload-ready").length;
+  await kube.delete(R.pods, "site-1", { namespace: "wl" });
+  const pod = await eventually("site-1 made again, its unit active and its page served", async () => {
+    const p = await kube.find(R.pods, "site-1", { namespace: "wl" });
+    if (!p?.status?.podIP || p.metadata?.uid === old.metadata?.uid) return undefined;
+    const ready = ((await hooksByUnit(record)).get("site/1") ?? []).filter((h) => h === "web-workload-ready").length > before;
+    const page = ready ? await get(p.status.podIP, 8080).catch(() => undefined) : undefined;
+    return page === "hello from site/1\n" ? p : undefined;
+  }, 120_000, 500);
+  t.not(pod.metadata?.uid, old.metadata?.uid);
+  const seen = ((await hooksByUnit(record)).get("site/1") ?? []).filter((h) => h !== "update-status");
+  t.deepEqual(seen.slice(-2), ["start", "web-workload-ready"], "start again (a new boot), then the new supervisor's workload-ready");
+  await tc.waitForUnits("wl", readyUnits(2), "both units active again", 60_000);
+});
+
