@@ -4,11 +4,13 @@
  * deployed with 2 units; each pod's init container places the supervisor, which becomes the
  * workload container's entrypoint; the unit runs `web-workload-ready`, pushes files, sets the layer
  * and starts the service with the hook tools, the page answers on the pod's IP and the unit goes
- * active. A killed service is restarted by the supervisor (not the container by the kubelet), and a
- * recreated pod runs `web-workload-ready` again.
+ * active. A killed service is restarted by the supervisor (not the container by the kubelet), a
+ * recreated pod runs `web-workload-ready` again, and an application upgraded to an operator that
+ * declares containers gets them in its pods.
  */
 import test from "ava";
-import { readFile } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { request } from "node:http";
 import { join } from "node:path";
 import type { UnitStatusView } from "../api";
@@ -96,3 +98,33 @@ test.serial("a recreated pod brings a new supervisor: web-workload-ready runs ag
   await tc.waitForUnits("wl", readyUnits(2), "both units active again", 60_000);
 });
 
+
+test.serial("upgrading to an operator that declares a container patches the pod template: the pod is rolled with the container", async (t) => {
+  const { tc, kube } = lab;
+  // The same operator before it had containers: active without one.
+  const v1 = await mkdtemp(join(tmpdir(), "steward-op-"));
+  t.teardown(() => rm(v1, { recursive: true, force: true }));
+  await cp(join(fixturesDir, "operators", "workload-web"), v1, { recursive: true });
+  const yaml = await readFile(join(v1, "operator.yaml"), "utf8");
+  await writeFile(join(v1, "operator.yaml"), yaml.replace(/^containers:\n(?: .*\n)+/m, "").replace(/^version: "1"$/m, 'version: "0"'));
+  const dispatch = await readFile(join(v1, "dispatch"), "utf8");
+  await writeFile(join(v1, "dispatch"), dispatch.replace('status-set waiting "waiting for the web container"', 'status-set active "no containers yet"'));
+  const old = await tc.upload(v1);
+  await tc.admin.deploy("wl", { name: "plain", operator: old, units: 1, config: { "record-dir": record } });
+  const plainReady = (units: UnitStatusView[]): boolean => units.filter((u) => u.name.startsWith("plain/")).length === 1 && units.filter((u) => u.name.startsWith("plain/")).every(unitIsReady);
+  await tc.waitForUnits("wl", plainReady, "plain/0 active without containers", 90_000);
+  t.is((await kube.get(R.statefulSets, "plain", { namespace: "wl" })).spec!.template.spec!.initContainers, undefined);
+
+  const next = await tc.upload(join(fixturesDir, "operators", "workload-web"));
+  await tc.admin.updateApplication("wl", "plain", { operator: next });
+  const pod = await eventually("plain-0 rolled with the web container and serving", async () => {
+    const p = await kube.find(R.pods, "plain-0", { namespace: "wl" });
+    if (!p?.status?.podIP || !p.spec?.containers.some((c) => c.name === "web")) return undefined;
+    const page = await get(p.status.podIP, 8080).catch(() => undefined);
+    return page === "hello from plain/0\n" ? p : undefined;
+  }, 120_000, 500);
+  t.deepEqual(pod.spec?.initContainers?.map((c) => c.name), ["steward-init"]);
+  const seen = ((await hooksByUnit(record)).get("plain/0") ?? []).filter((h) => h !== "update-status");
+  t.true(seen.includes("upgrade"), seen.join(", "));
+  t.is(seen[seen.length - 1], "web-workload-ready", seen.join(", "));
+});
