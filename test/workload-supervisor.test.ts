@@ -107,6 +107,19 @@ test("start, stop and restart a service; replan restarts a changed one and stops
   t.is((await service(s.client, "x"))!.current, "error");
 });
 
+test("changes sent at once are applied one at a time: a service replaced by five concurrent layers runs once", async (t) => {
+  const s = await setup();
+  t.teardown(() => teardown(s));
+  // The running service takes a moment to stop, so the five replans would overlap if not serialized.
+  await s.client.call({ op: "layer", layer: { services: { svc: { command: ["sh", "-c", "trap 'sleep 0.3; exit 0' TERM; while :; do sleep 0.05; done"], startup: "enabled" } } } });
+  const marker = `1000.${process.pid}${Date.now() % 100000}`; // a sleep no other process runs
+  const layer = { services: { svc: { command: ["sleep", marker], startup: "enabled" } } };
+  const plans = await Promise.all(Array.from({ length: 5 }, () => s.client.call<ReplanResult>({ op: "layer", layer })));
+  t.is(plans.filter((p) => p.restarted.includes("svc")).length, 1, JSON.stringify(plans));
+  const running = await s.client.call<ExecResult>({ op: "exec", command: ["pgrep", "-f", `sleep ${marker}`] });
+  t.is(running.stdout.trim().split("\n").filter(Boolean).length, 1, `one process: ${running.stdout}`);
+});
+
 test("exec returns the output and exit code, and a command past its timeout is killed", async (t) => {
   const s = await setup();
   t.teardown(() => teardown(s));

@@ -49,6 +49,8 @@ export class Supervisor {
   private readonly services: ServiceManager;
   private readonly sockets = new Set<Socket>();
   private stopping?: Promise<void>;
+  /** Changes to the services (layer, start, stop, restart) run one at a time, in arrival order. */
+  private changing: Promise<unknown> = Promise.resolve();
   /** The port the probes are served on (when asked for port 0). */
   healthPort = 0;
 
@@ -143,11 +145,12 @@ export class Supervisor {
       case "layer": {
         let layer;
         try { layer = checkLayer(req.layer); } catch (err) { if (err instanceof LayerError) throw new RequestError("bad-request", `bad layer: ${err.message}`); throw err; }
-        return this.services.replan(layer);
+        return this.serially(() => this.services.replan(layer));
       }
       case "start": case "stop": case "restart": {
         if (!isStrings(req.services)) throw new RequestError("bad-request", "services must be a list of service names");
-        await this.services[req.op](req.services);
+        const op = req.op, names = req.services;
+        await this.serially(() => this.services[op](names));
         return { services: this.services.list().filter((s) => (req.services as string[]).includes(s.name)) };
       }
       case "exec": {
@@ -171,6 +174,12 @@ export class Supervisor {
       case "pull": return pullFile(req.path);
     }
     throw new RequestError("bad-request", "unreachable");
+  }
+
+  private serially<T>(change: () => Promise<T>): Promise<T> {
+    const run = this.changing.then(change, change);
+    this.changing = run.catch(() => undefined);
+    return run;
   }
 
   /** Stops serving and stops every service (SIGTERM, then SIGKILL after its kill-delay). */
