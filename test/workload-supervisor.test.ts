@@ -80,6 +80,18 @@ test("on-failure ignore leaves the service in error; on-success ignore leaves it
   await eventually("good inactive after exiting 0", async () => (await service(s.client, "good"))?.lastExit?.code === 0 && (await service(s.client, "good"))?.current === "inactive", 10_000);
 });
 
+test("on-failure shutdown ends the supervisor with a failure, so the kubelet restarts the container", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-sup-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  let ended: (code: number) => void = () => undefined;
+  const code = new Promise<number>((resolve) => { ended = resolve; });
+  const sup = await Supervisor.start({ container: "w", socketPath: join(dir, "w.sock"), log: () => undefined, onShutdown: (c) => ended(c) });
+  t.teardown(() => sup.stop());
+  await new SupervisorClient(join(dir, "w.sock"), "w").call({ op: "layer", layer: { services: { main: { command: "sh -c 'exit 2'", startup: "enabled", "on-failure": "shutdown" } } } });
+  t.is(await code, 1);
+  t.false(existsSync(join(dir, "w.sock")), "it stopped serving");
+});
+
 test("start, stop and restart a service; replan restarts a changed one and stops a removed one", async (t) => {
   const s = await setup();
   t.teardown(() => teardown(s));
