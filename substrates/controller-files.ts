@@ -42,7 +42,7 @@ export const dataFiles = {
 export const CONTROLLER_NODE_FLAGS = ["--max-semi-space-size=4"];
 export const AGENT_NODE_FLAGS = ["--max-semi-space-size=1"];
 
-/** The agent as shipped: one bundled script plus the hook-tool client, built by `npm run build`. */
+/** The agent as shipped: one bundled script plus the hook-tool client (and the workload supervisor), built by `npm run build`. */
 export const AGENT_BUNDLE = {
   main: join(DIST, "agent-bundle", "main.js"),
   toolClient: join(DIST, "agent-bundle", "tool-client.js"),

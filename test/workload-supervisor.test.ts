@@ -5,14 +5,14 @@
  */
 import test from "ava";
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { request } from "node:http";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ExecResult, PingResult, PullResult, ReplanResult, ServiceInfo } from "../agent";
-import { LayerError, Supervisor, SupervisorClient, checkLayer, splitCommand } from "../agent";
+import { LayerError, Supervisor, SupervisorClient, checkLayer, installSupervisor, splitCommand } from "../agent";
 import { eventually } from "./harness/eventually";
 
 interface Setup { dir: string; sup: Supervisor; client: SupervisorClient }
@@ -227,4 +227,18 @@ test("layers are checked: commands split as a shell would, unknown fields and ba
   t.regex(problem({ services: { Web: { command: "x" } } }), /not a valid service name/);
   t.regex(problem({ services: { web: { command: "x", "working-dir": "srv" } } }), /must be an absolute path/);
   t.regex(problem("services: {}"), /a layer must be a mapping/);
+});
+
+test("the init container's step places node and the supervisor, with a socket directory any user may create in", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-inst-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const bundle = join(dir, "bundle.js");
+  writeFileSync(bundle, "// the supervisor\n");
+  const placed = await installSupervisor(join(dir, "steward"), { bundle });
+  t.deepEqual(placed, { node: join(dir, "steward", "node"), script: join(dir, "steward", "supervisor.js") });
+  t.is(statSync(placed.node).size, statSync(process.execPath).size);
+  t.true((statSync(placed.node).mode & 0o111) !== 0, "node is executable");
+  t.is(readFileSync(placed.script, "utf8"), "// the supervisor\n");
+  t.is(statSync(join(dir, "steward", "run")).mode & 0o7777, 0o1777);
+  await t.throwsAsync(installSupervisor(join(dir, "other"), { bundle: join(dir, "missing.js") }), { message: /the supervisor bundle .*missing.js is missing/ });
 });
