@@ -31,6 +31,7 @@ import { Uniter, unitDirOf } from "./uniter";
 import { unitReadiness } from "./readiness";
 import type { UnitLocalState } from "./unit-state";
 import { loadUnitState } from "./unit-state";
+import { WorkloadContainers } from "./workload/containers";
 
 export type AgentState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED";
 
@@ -49,6 +50,8 @@ export interface AgentOptions {
   pod?: boolean;
   /** How long one hook or action may hold the machine lock before {@link Agent.liveness} calls the agent wedged. @default 15 minutes */
   wedgedAfterMs?: number;
+  /** Where the pod's workload containers' supervisors listen (Kubernetes pods with workload containers). */
+  workloadSockets?: string;
 }
 
 /** An answer of a probe: whether, and if not why. */
@@ -86,6 +89,8 @@ export class Agent {
   private ended = false;
   /** Pod mode: the units' states on disk, for readiness until the controller's first view. */
   private remembered = new Map<string, UnitLocalState>();
+  /** The pod's workload containers, when it has some. */
+  private workloads?: WorkloadContainers;
 
   protected constructor(private readonly dir: string, private cfg: AgentConfig, localLog: Logger, private readonly settings: AgentSettings = { pod: false, wedgedAfterMs: WEDGED_AFTER_MS }) {
     this.forwarder = new LogForwarder({ send: (batch) => this.conn.call("log.batch", batch), connected: () => this.conn.connected, log: localLog });
@@ -116,6 +121,10 @@ export class Agent {
     // SIGKILL, which it could not pass on) must not overlap the re-run of the same hook.
     await agent.hookProcesses.killLeftover();
     await agent.tools.start();
+    if (opts.workloadSockets) {
+      agent.workloads = new WorkloadContainers({ dir: opts.workloadSockets, log, onChange: () => { for (const u of agent.uniters.values()) u.workloadChanged(); } });
+      agent.workloads.start();
+    }
     agent.conn.start();
     agent.state = "RUNNING";
     log.info("agent started", { version: STEWARD_VERSION, controllers: cfg.controllerAddresses.join(",") });
@@ -190,7 +199,7 @@ export class Agent {
       const uniter = await Uniter.start(u, {
         agentDir: this.dir, bootId: this.bootId, model: () => this.view!.model, settings: () => this.view!, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
         tools: this.tools, operators: this.operators, lock: this.lock, hookProcesses: this.hookProcesses, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
-        forwardLog: (record) => this.forwarder.add(record),
+        forwardLog: (record) => this.forwarder.add(record), ...(this.workloads ? { workloads: this.workloads } : {}),
       });
       this.uniters.set(name, uniter);
       void uniter.done.then(() => { if (this.uniters.get(name) === uniter) this.uniters.delete(name); });
@@ -275,6 +284,7 @@ export class Agent {
   async stop(): Promise<void> {
     if (this.state !== "RUNNING") return;
     this.state = "STOPPING";
+    this.workloads?.stop();
     for (const u of this.uniters.values()) u.close();
     this.forwarder.close();
     this.conn.close();

@@ -5,7 +5,7 @@
  */
 import type { HookCommit, LogRecordLevel, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
-import type { HookContext } from "./hook-tools/tools";
+import type { HookContext, WorkloadAccess } from "./hook-tools/tools";
 import type { ActionRun } from "./action-run";
 import type { Readiness } from "./readiness";
 import type { StatusReporter } from "./status-reporter";
@@ -29,6 +29,8 @@ export interface HookRunDeps {
   readiness: () => Readiness;
   /** Keeps the operator's readiness-set in the unit's local state (resolves once it is on disk). */
   onReadiness: (ready: boolean, message: string) => Promise<void>;
+  /** The pod's workload containers (Kubernetes only). */
+  workload?: WorkloadAccess;
 }
 
 export class HookRunContext implements HookContext {
@@ -36,6 +38,7 @@ export class HookRunContext implements HookContext {
   readonly hook: string;
   readonly relation?: HookContext["relation"];
   readonly action?: ActionRun;
+  readonly workload?: WorkloadAccess;
   private readonly writes = new Map<string, { relationId: number; app: boolean; set: Record<string, string | null> }>();
   private readonly opened = new Set<string>();
   private readonly closed = new Set<string>();
@@ -44,6 +47,7 @@ export class HookRunContext implements HookContext {
     this.unit = d.unit;
     this.hook = d.hook.name;
     if (d.action) this.action = d.action;
+    if (d.workload) this.workload = d.workload;
     if (d.hook.relationId !== undefined) {
       const vr = d.view().relations.find((r) => r.id === d.hook.relationId);
       this.relation = { id: d.hook.relationId, endpoint: vr?.endpoint ?? d.state().relations[String(d.hook.relationId)]?.endpoint ?? "", ...(d.hook.remoteUnit ? { remoteUnit: d.hook.remoteUnit } : {}), ...(d.hook.remoteApp ? { remoteApp: d.hook.remoteApp } : {}) };

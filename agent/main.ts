@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 /**
  * The agent process: `node dist/agent/main.js --dir DIR`, or in a Kubernetes pod
- * `main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]` (pod-agent.ts).
+ * `main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]` (pod-agent.ts), and as the
+ * pod's init container `main.js --install-supervisor DIR` (workload/install.ts).
  */
 import { createLogger } from "../api/core";
 import { POD_HEALTH_PORT } from "../api/core";
 import { Agent } from "./agent";
 import { PodAgent, podIdentity } from "./pod-agent";
+import { installSupervisor } from "./workload/install";
 
-const USAGE = "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]\n";
+const USAGE = "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N] [--workload-sockets DIR]\n       agent/main.js --install-supervisor DIR\n";
 
 function option(args: string[], flag: string, env: string): string | undefined {
   const i = args.indexOf(flag);
@@ -17,6 +19,12 @@ function option(args: string[], flag: string, env: string): string | undefined {
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
+  const into = option(args, "--install-supervisor", "STEWARD_INSTALL_SUPERVISOR");
+  if (into) {
+    const placed = await installSupervisor(into);
+    process.stdout.write(`placed the workload supervisor: ${placed.node} ${placed.script}\n`);
+    return;
+  }
   const dir = option(args, "--dir", "STEWARD_AGENT_DIR");
   const pod = args.includes("--pod");
   if (!dir) {
@@ -32,7 +40,8 @@ async function main(): Promise<void> {
     const portText = option(args, "--health-port", "STEWARD_AGENT_HEALTH_PORT") ?? String(POD_HEALTH_PORT);
     const healthPort = Number(portText);
     if (!/^\d+$/.test(portText) || healthPort > 65535) throw new Error(`--health-port must be a port number from 0 to 65535 (got "${portText}")`);
-    const podAgent = await PodAgent.start({ dir, configDir, pod: podIdentity(process.env), log, healthPort });
+    const workloadSockets = option(args, "--workload-sockets", "STEWARD_WORKLOAD_SOCKETS");
+    const podAgent = await PodAgent.start({ dir, configDir, pod: podIdentity(process.env), log, healthPort, ...(workloadSockets ? { workloadSockets } : {}) });
     // An agent that cannot start (its directory not writable, say) is a failed container: say why and exit.
     podAgent.started.catch((err: unknown) => {
       process.stderr.write(`agent failed to start: ${(err as Error).message}\n`);

@@ -69,6 +69,8 @@ export interface PodAgentOptions {
   healthHost?: string;
   /** How often a missing configuration is looked for again. @default 1000 */
   pollMs?: number;
+  /** Where the workload containers' supervisors listen (the pod has workload containers). */
+  workloadSockets?: string;
 }
 
 /** A running pod agent: its probes from the start, its {@link Agent} once configured. */
@@ -128,7 +130,7 @@ export class PodAgent {
     this.waitingFor = `starting the agent for machine ${mounted.machine}`;
     const adopted = await adoptMountedConfig(this.o.dir, mounted);
     this.o.log.info(adopted === "kept" ? "keeping the agent configuration in the agent's directory (same machine and credential as the mounted one)" : `agent configuration ${adopted} from ${path}`, { model: mounted.model, machine: mounted.machine });
-    this.agent = await Agent.start({ dir: this.o.dir, log: this.o.log, bootId: this.o.pod.uid, pod: true });
+    this.agent = await Agent.start({ dir: this.o.dir, log: this.o.log, bootId: this.o.pod.uid, pod: true, ...(this.o.workloadSockets ? { workloadSockets: this.o.workloadSockets } : {}) });
     if (this.stopped) await this.agent.stop();
   }
 

@@ -11,7 +11,9 @@
  *   start (its workload died with the machine);
  * - a remote unit leaving → relation-departed; an integration removed → relation-departed for each
  *   remote unit, then relation-broken (never for peer relations);
- * - a unit removed → every relation departed and broken (peer relations last), then stop → remove.
+ * - a unit removed → every relation departed and broken (peer relations last), then stop → remove;
+ * - on Kubernetes, once started, `<container>-workload-ready` for each workload container whose
+ *   supervisor answers and has not had it (a restarted container's new supervisor has it again).
  *
  * Where Juju is vague we chose: leadership must be decided before a new unit's config-changed, so
  * the deploy order above always holds; JUJU_DEPARTING_UNIT-style `departingUnit` names the remote
@@ -19,6 +21,7 @@
  */
 import { createHash } from "node:crypto";
 import type { QueuedAction, RelationView, UnitView } from "../api/core";
+import { workloadReadyHook } from "../api/core";
 import type { HookKind, HookSpec, RelationLocalState, UnitLocalState } from "./unit-state";
 
 export type Decision =
@@ -41,6 +44,8 @@ export interface ResolveOptions {
   address?: string;
   /** The machine's boot now (see boot-id.ts; unknown: reboots trigger nothing). */
   bootId?: string;
+  /** Workload containers whose supervisor answers now: container → the supervisor's bootId. */
+  workloads?: Record<string, string>;
 }
 
 export function configHash(config: UnitView["config"]): string {
@@ -105,6 +110,10 @@ export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): 
   if (s.started && o.bootId !== undefined && s.bootId !== undefined && s.bootId !== o.bootId) return { kind: "run", hook: simple("start") };
   if (s.configHash !== configHash(view.config) || (o.address !== undefined && s.address !== o.address)) return { kind: "run", hook: simple("config-changed") };
   if (!s.started) return { kind: "run", hook: simple("start") };
+  // Before relation hooks: an operator configures its workload as soon as it can.
+  for (const [container, supervisor] of Object.entries(o.workloads ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
+    if (s.workloadReady?.[container] !== supervisor) return { kind: "run", hook: { kind: "workload-ready", name: workloadReadyHook(container), container, supervisor } };
+  }
   const rel = relationHook(view, s);
   if (rel) return rel;
   if (o.updateStatusDue) return { kind: "run", hook: simple("update-status") };
@@ -148,6 +157,7 @@ export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView, ma
     case "stop": next.stopped = true; break;
     case "remove": next.removed = true; break;
     case "update-status": break;
+    case "workload-ready": next.workloadReady = { ...s.workloadReady, [hook.container!]: hook.supervisor ?? "" }; break;
     case "leader-elected": next.leader = true; next.leaderSettingsVersion = view.leaderSettingsVersion; break;
     case "leader-settings-changed": next.leaderSettingsVersion = view.leaderSettingsVersion; break;
     case "relation-created": {

@@ -10,7 +10,7 @@ import { writeFileAtomic } from "./files";
 
 export type HookKind =
   | "install" | "start" | "config-changed" | "upgrade" | "update-status" | "stop" | "remove"
-  | "leader-elected" | "leader-settings-changed"
+  | "leader-elected" | "leader-settings-changed" | "workload-ready"
   | "relation-created" | "relation-joined" | "relation-changed" | "relation-departed" | "relation-broken";
 
 /** One hook to run, with its relation context when it is a relation hook. */
@@ -24,6 +24,9 @@ export interface HookSpec {
   departingUnit?: string;
   /** The databag revision a relation-changed hook was decided on (recorded when it commits). */
   version?: number;
+  /** A workload-ready hook's container, and the supervisor (its bootId) it was decided on. */
+  container?: string;
+  supervisor?: string;
 }
 
 /** A relation the unit has entered (after its relation-created hook). */
@@ -79,6 +82,8 @@ export interface UnitLocalState {
    * until it says anything: readiness then follows the workload status; see readiness.ts).
    */
   readiness?: { ready: boolean; message: string; bootId?: string };
+  /** Per workload container, the supervisor (its bootId) whose `<container>-workload-ready` has run. */
+  workloadReady?: Record<string, string>;
 }
 
 export const initialUnitState = (): UnitLocalState => ({

@@ -33,6 +33,7 @@ import type { Readiness } from "./readiness";
 import { unitReadiness } from "./readiness";
 import { reconcileRestore } from "./restore-epoch";
 import type { StatusReporter } from "./status-reporter";
+import type { WorkloadContainers } from "./workload/containers";
 import type { HookSpec, UnitLocalState } from "./unit-state";
 import { connectedAddress, machineAddress, unitAddress } from "./unit-address";
 import { loadUnitState, saveUnitState } from "./unit-state";
@@ -55,6 +56,8 @@ export interface UniterDeps {
   bootId?: string;
   /** Hands hook output and operator log lines on to the controller (`steward debug-log`). */
   forwardLog?: (record: AgentLogRecord) => void;
+  /** The pod's workload containers (Kubernetes only): their supervisors decide `<container>-workload-ready`. */
+  workloads?: WorkloadContainers;
 }
 
 const RETRY_MIN_MS = 5_000;
@@ -119,6 +122,9 @@ export class Uniter {
   }
 
   get name(): string { return this.view.name; }
+
+  /** A workload container's supervisor started answering: `<container>-workload-ready` may be due. */
+  workloadChanged(): void { this.kick(); }
   get localState(): Readonly<UnitLocalState> { return this.state; }
 
   update(view: UnitView): void {
@@ -179,7 +185,7 @@ export class Uniter {
       if (await this.settleActions()) continue;
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const address = connectedAddress(this.d.conn);
-      const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}) });
+      const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}), ...(this.d.workloads ? { workloads: this.d.workloads.ready() } : {}) });
       switch (decision.kind) {
         case "idle": {
           const task = nextAction(this.view, this.state);
@@ -228,6 +234,7 @@ export class Uniter {
       forwardLog: (level, message) => this.forward(hook.name, "operator", level, message),
       onWorkloadStatus: (status, message) => { this.state.statusSet = true; this.state.workload = { status, message }; },
       ...this.readinessDeps(),
+      ...(this.d.workloads ? { workload: this.d.workloads } : {}),
     });
     const contextId = randomUUID();
     const unregister = this.d.tools.register(contextId, ctx);
@@ -309,6 +316,7 @@ export class Uniter {
       forwardLog: (level, message) => this.forward(label, "operator", level, message),
       onWorkloadStatus: (status, message) => { this.state.statusSet = true; this.state.workload = { status, message }; },
       ...this.readinessDeps(),
+      ...(this.d.workloads ? { workload: this.d.workloads } : {}),
     });
     const contextId = randomUUID();
     const unregister = this.d.tools.register(contextId, ctx);
@@ -489,6 +497,7 @@ export class Uniter {
       if (hook.remoteUnit) env.STEWARD_REMOTE_UNIT = hook.remoteUnit;
       if (hook.departingUnit) env.STEWARD_DEPARTING_UNIT = hook.departingUnit;
     }
+    if (hook.container) env.STEWARD_WORKLOAD_CONTAINER = hook.container;
     return env;
   }
 

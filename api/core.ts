@@ -26,6 +26,7 @@ export * from "./constraints";
 export { AGENT_CONFIG_FILE, agentConfigText, parseAgentConfig } from "./agent-config";
 export type { AgentConfig } from "./agent-config";
 export * from "./kubernetes-pods";
+export * from "./workload-containers";
 export * from "./wire";
 export { WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "./dashboard";
 export { ControllerClient, splitAddress } from "./node/client";

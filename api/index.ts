@@ -28,6 +28,7 @@ export { byName, table } from "./table";
 export * from "./debug-log";
 export * from "./agent-config";
 export * from "./kubernetes-pods";
+export * from "./workload-containers";
 export * from "./substrates";
 export * from "./constraints";
 export * from "./dashboard";

@@ -10,6 +10,8 @@ import { MAX_OPERATOR_YAML_ALIASES, MAX_OPERATOR_YAML_BYTES, MAX_OPERATOR_YAML_D
 import { NAME_PATTERN } from "./names";
 import type { ActionSpec } from "./actions";
 import { parseActionsSection } from "./actions";
+import type { WorkloadContainer } from "./workload-containers";
+import { parseContainersSection, workloadReadyHook } from "./workload-containers";
 
 import type { ConfigOption, ConfigOptionType } from "./config-values";
 import { checkConfigValue } from "./config-values";
@@ -31,6 +33,8 @@ export interface OperatorMeta {
   config: Record<string, ConfigOption>;
   /** Day-2 operations (`steward run`); absent in metadata stored before actions existed. */
   actions?: Record<string, ActionSpec>;
+  /** Workload containers beside the agent (Kubernetes; workload-containers.ts); absent when none are declared. */
+  containers?: Record<string, WorkloadContainer>;
 }
 
 export const UNIT_HOOKS = [
@@ -86,7 +90,7 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new OperatorInvalidError(file, "must be a mapping with at least \"name\" and \"version\"");
   const o = raw as Record<string, unknown>;
-  const known = ["name", "version", "summary", "description", "provides", "requires", "peers", "config", "actions"];
+  const known = ["name", "version", "summary", "description", "provides", "requires", "peers", "config", "actions", "containers"];
   for (const key of Object.keys(o)) if (!known.includes(key)) fail([key], `is not a known field (known: ${known.join(", ")})`);
 
   if (typeof o.name !== "string" || !NAME_PATTERN.test(o.name)) fail(["name"], "must be a name of lower-case letters, digits and hyphens, e.g. hello-http");
@@ -146,11 +150,15 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
     description: (o.description as string | undefined) ?? "",
     provides, requires, peers, config,
     ...actionsOf(parseActionsSection(o.actions, fail)),
+    ...containersOf(parseContainersSection(o.containers, fail)),
   };
 }
 
 /** Only operators that declare actions carry the field, so metadata without them reads as before. */
 const actionsOf = (actions: Record<string, ActionSpec>): { actions?: Record<string, ActionSpec> } => (Object.keys(actions).length > 0 ? { actions } : {});
+
+/** Likewise containers: metadata of operators without them keeps its JSON form. */
+const containersOf = (containers: Record<string, WorkloadContainer>): { containers?: Record<string, WorkloadContainer> } => (Object.keys(containers).length > 0 ? { containers } : {});
 
 /**
  * Refuses, before the parser builds anything, a document too large, nested too deep or using too
@@ -202,6 +210,7 @@ export function knownHookNames(meta: OperatorMeta): Set<string> {
   for (const ep of [...Object.keys(meta.provides), ...Object.keys(meta.requires), ...Object.keys(meta.peers)]) {
     for (const suffix of RELATION_HOOK_SUFFIXES) names.add(`${ep}-${suffix}`);
   }
+  for (const c of Object.keys(meta.containers ?? {})) names.add(workloadReadyHook(c));
   return names;
 }
 

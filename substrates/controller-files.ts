@@ -42,10 +42,12 @@ export const dataFiles = {
 export const CONTROLLER_NODE_FLAGS = ["--max-semi-space-size=4"];
 export const AGENT_NODE_FLAGS = ["--max-semi-space-size=1"];
 
-/** The agent as shipped: one bundled script plus the hook-tool client, built by `npm run build`. */
+/** The agent as shipped: one bundled script plus the hook-tool client (and the workload supervisor), built by `npm run build`. */
 export const AGENT_BUNDLE = {
   main: join(DIST, "agent-bundle", "main.js"),
   toolClient: join(DIST, "agent-bundle", "tool-client.js"),
+  /** The workload supervisor: an agent image holds it beside main.js, for its init container to place (agent/workload/install.ts). */
+  supervisor: join(DIST, "agent-bundle", "supervisor.js"),
 };
 
 /** The controller as shipped to remote hosts (bootstrap over SSH): one bundled script. */

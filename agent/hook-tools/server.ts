@@ -11,6 +11,10 @@ import { join } from "node:path";
 import type { HookContext } from "./tools";
 import { runTool, tools } from "./tools";
 
+/** What a hook tool may send on its standard input (container-layer-set reads a layer there). */
+export const MAX_TOOL_STDIN = 1024 * 1024;
+const MAX_TOOL_REQUEST = 2 * MAX_TOOL_STDIN;
+
 export class HookToolServer {
   private readonly contexts = new Map<string, HookContext>();
   private server?: Server;
@@ -28,10 +32,15 @@ export class HookToolServer {
     await rm(this.socketPath, { force: true });
     this.server = createServer((sock) => {
       let buf = "";
+      let answered = false;
       sock.on("data", (d: Buffer) => {
+        if (answered) return;
         buf += d.toString("utf8");
+        // A tool call is its arguments and at most MAX_TOOL_STDIN of input: more is not one.
+        if (buf.length > MAX_TOOL_REQUEST) { answered = true; sock.end(JSON.stringify({ code: 2, stderr: `the tool call is larger than ${MAX_TOOL_REQUEST} bytes\n` })); return; }
         const nl = buf.indexOf("\n");
         if (nl < 0) return;
+        answered = true;
         this.answer(buf.slice(0, nl))
           .then((res) => sock.end(JSON.stringify(res)))
           .catch((err: unknown) => sock.end(JSON.stringify({ code: 1, stderr: `${(err as Error).message}\n` })));
@@ -53,11 +62,11 @@ export class HookToolServer {
   }
 
   private async answer(line: string): Promise<{ code: number; stdout?: string; stderr?: string }> {
-    const req = JSON.parse(line) as { context?: string; tool?: string; args?: unknown };
+    const req = JSON.parse(line) as { context?: string; tool?: string; args?: unknown; cwd?: unknown; stdin?: unknown };
     const ctx = req.context ? this.contexts.get(req.context) : undefined;
     if (!ctx) return { code: 2, stderr: `${req.tool}: no hook is running with this context (tools work only inside a running hook)\n` };
     const args = Array.isArray(req.args) ? req.args.map(String) : [];
-    return runTool(ctx, String(req.tool), args);
+    return runTool(ctx, String(req.tool), args, { ...(typeof req.cwd === "string" ? { cwd: req.cwd } : {}), ...(typeof req.stdin === "string" ? { stdin: req.stdin } : {}) });
   }
 
   register(id: string, ctx: HookContext): () => void {

@@ -5,6 +5,7 @@
 import type { UnitView } from "../../api/core";
 import type { ActionRun } from "../action-run";
 import type { Readiness } from "../readiness";
+import type { SupervisorClient } from "../workload/supervisor-client";
 
 export interface ToolResult { code: number; stdout?: string; stderr?: string }
 
@@ -37,14 +38,25 @@ export interface HookContext {
   setReadiness(ready: boolean, message: string): Promise<void>;
   /** The action being run, when the tool runs inside one (action-get, action-set, action-fail, action-log). */
   action?: ActionRun;
+  /** The pod's workload containers (Kubernetes only; absent elsewhere): what the container-* tools drive. */
+  workload?: WorkloadAccess;
 }
+
+export interface WorkloadAccess {
+  /** The containers whose supervisor socket is in the shared volume, by name. */
+  containers(): Promise<string[]>;
+  client(container: string): SupervisorClient;
+}
+
+/** What a tool call brings besides its arguments: the hook's working directory and, for tools that read it, its input. */
+export interface ToolIO { cwd?: string; stdin?: string }
 
 export type Flags = Record<string, string | true>;
 export interface ToolSpec {
   usage: string;
   summary: string;
   flags: Record<string, "bool" | "value">;
-  run(ctx: HookContext, flags: Flags, positional: string[]): Promise<ToolResult>;
+  run(ctx: HookContext, flags: Flags, positional: string[], io: ToolIO): Promise<ToolResult>;
 }
 
 export const ok = (stdout = ""): ToolResult => ({ code: 0, stdout });

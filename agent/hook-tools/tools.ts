@@ -5,11 +5,12 @@
  * ends (nothing if it fails); status-set and leader-set act at once.
  */
 import { DATABAG_LIMIT_BYTES, parsePort } from "../../api/core";
-import type { Flags, HookContext, ToolResult, ToolSpec } from "./tool-spec";
+import type { Flags, HookContext, ToolIO, ToolResult, ToolSpec } from "./tool-spec";
 import { ToolError, json, misuse, ok, refuse } from "./tool-spec";
 import { actionTools } from "./action-tools";
+import { containerTools } from "./container-tools";
 
-export type { HookContext, ToolResult } from "./tool-spec";
+export type { HookContext, ToolIO, ToolResult, WorkloadAccess } from "./tool-spec";
 
 const WORKLOAD = ["active", "blocked", "maintenance", "waiting"];
 const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"];
@@ -251,10 +252,11 @@ export const tools: Record<string, ToolSpec> = {
     },
   },
   ...actionTools,
+  ...containerTools,
 };
 
 /** Parses a tool's arguments against its flags and runs it. */
-export async function runTool(ctx: HookContext, name: string, args: string[]): Promise<ToolResult> {
+export async function runTool(ctx: HookContext, name: string, args: string[], io: ToolIO = {}): Promise<ToolResult> {
   const spec = tools[name];
   if (!spec) return { code: 2, stderr: `${name}: not a hook tool this agent provides (available: ${Object.keys(tools).join(", ")})\n` };
   if (args.includes("--help") || args.includes("-h")) return ok(`usage: ${spec.usage}\n\n${spec.summary}\n`);
@@ -276,7 +278,7 @@ export async function runTool(ctx: HookContext, name: string, args: string[]): P
     } else positional.push(a);
   }
   try {
-    return await spec.run(ctx, flags, positional);
+    return await spec.run(ctx, flags, positional, io);
   } catch (err) {
     if (err instanceof ToolError) return err.result;
     const e = err as { code?: string; message?: string };

@@ -8,6 +8,7 @@
  *
  * The pod is the unit's machine: a machine made for a unit records its pod (name, phase, IP) as
  * its instance, and is finished as soon as its unit is gone (the StatefulSet deletes the pod).
+ * An operator's workload containers are part of the pod template (substrates/kubernetes/workload-pods.ts).
  * Objects of applications and models that are gone are deleted (a namespace only when this
  * controller made it).
  */
@@ -68,7 +69,8 @@ export class KubernetesProvisioner {
     const parts: string[] = [];
     for (const idx of this.models()) {
       parts.push(`${idx.uuid}:${idx.model?.life}:${idx.model?.credential}`);
-      for (const a of idx.apps.values()) parts.push(`${idx.uuid}/app/${a.name}/${a.life}`);
+      // The operator decides the pod template (its workload containers): an upgrade is patched in.
+      for (const a of idx.apps.values()) parts.push(`${idx.uuid}/app/${a.name}/${a.life}/${a.operator.hash}`);
       for (const u of idx.units.values()) parts.push(`${idx.uuid}/unit/${u.name}/${u.machine}/${u.life}`);
       for (const m of idx.machines.values()) parts.push(`${idx.uuid}/machine/${m.id}/${m.life}`);
     }
@@ -153,7 +155,8 @@ export class KubernetesProvisioner {
       if (!(await api.find(R.services, svc.metadata!.name!, { namespace }))) await api.create(R.services, svc).catch((err: unknown) => { if (!kubernetes.isAlreadyExists(err)) throw err; });
     }
     const replicas = units.length === 0 ? 0 : Math.max(...units.map((u) => u.ordinal)) + 1;
-    const want = kubernetes.statefulSetManifest({ ...spec, replicas, agentImage: this.o.agentImage, ...(this.o.probes ? { probes: this.o.probes } : {}) });
+    const containers = this.o.cache.operators.get(idx.apps.get(app)?.operator.hash ?? "")?.meta.containers;
+    const want = kubernetes.statefulSetManifest({ ...spec, replicas, agentImage: this.o.agentImage, ...(this.o.probes ? { probes: this.o.probes } : {}), ...(containers ? { containers } : {}) });
     const have = await api.find(R.statefulSets, app, { namespace });
     if (!have) {
       await api.create(R.statefulSets, want);

@@ -18,3 +18,5 @@ export {
 export type { ControllerPodsSpec } from "./controller-pods";
 export { bootstrapOnKubernetes, finishKubernetesBootstrap, kubernetesControllerObjects, newKubernetesControllerSeed } from "./controller-bootstrap";
 export type { KubernetesBootstrapPlan, KubernetesControllerAccess, KubernetesControllerSeed } from "./controller-bootstrap";
+export { WORKLOAD_VOLUME, workloadPodParts } from "./workload-pods";
+export type { WorkloadPodParts } from "./workload-pods";

@@ -8,13 +8,18 @@
  * liveness from the agent alone, never from the controller (juju#21512), readiness from its unit
  * (the operator's `readiness-set`, else an active workload).
  *
+ * An operator's workload containers (`containers:` in operator.yaml) run beside the agent with the
+ * workload supervisor as their entrypoint, placed by an init container (workload-pods.ts).
+ *
  * Two headless Services per application: `<app>-endpoints` publishes every pod, ready or not (the
  * StatefulSet's governing Service: stable DNS names `<app>-N.<app>-endpoints`, for peers that are
  * still assembling), `<app>` only ready ones (what clients of the application use).
  */
 import { createHash } from "node:crypto";
 import { POD_HEALTH_PORT, POD_LIVENESS_PATH, POD_READINESS_PATH, podAgentConfigKey } from "../../api/core";
+import type { WorkloadContainer } from "../../api/core";
 import type { Namespace, Secret, Service, StatefulSet } from "./resources";
+import { STEWARD_USER, workloadPodParts } from "./workload-pods";
 
 /** Labels every object made for a model carries (how the provisioner finds its own). */
 export const LABELS = {
@@ -55,6 +60,8 @@ export interface UnitPodsSpec {
   probes?: PodProbeSettings;
   /** @default 30 */
   terminationGracePeriodSeconds?: number;
+  /** The operator's workload containers (workload-pods.ts); none when absent. */
+  containers?: Record<string, WorkloadContainer>;
 }
 
 const labelsOf = (model: string, app?: string): Record<string, string> => ({ [LABELS.managedBy]: MANAGED_BY, [LABELS.model]: model, ...(app ? { [LABELS.app]: app } : {}) });
@@ -89,30 +96,34 @@ export function statefulSetManifest(s: UnitPodsSpec): StatefulSet {
   const probes = s.probes ?? DEFAULT_POD_PROBES;
   const labels = labelsOf(s.model, s.app);
   const probe = (path: string, p: PodProbeSettings["liveness"]) => ({ httpGet: { path, port: "steward-health" }, ...p });
+  const workload = workloadPodParts(s.agentImage, s.containers, probes);
   const template = {
     metadata: { labels },
     spec: {
       terminationGracePeriodSeconds: s.terminationGracePeriodSeconds ?? 30,
       // The agent talks to the controller, never to the Kubernetes API.
       automountServiceAccountToken: false,
-      // The images run as 10001 (images/): the claim must be theirs to write.
-      securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001 },
-      volumes: [{ name: "agent-configs", secret: { secretName: agentsSecretName(s.app), defaultMode: 0o400 } }],
+      // Claims and the shared /steward volume belong to group 10001, the images' (images/): the agent
+      // runs as 10001, workload containers as their images say, and both reach the supervisor's socket.
+      securityContext: { fsGroup: 10001 },
+      volumes: [{ name: "agent-configs", secret: { secretName: agentsSecretName(s.app), defaultMode: 0o400 } }, ...workload.volumes],
+      ...(workload.initContainers.length ? { initContainers: workload.initContainers } : {}),
       containers: [{
         name: AGENT_CONTAINER,
         image: s.agentImage,
-        args: ["--pod", "--dir", POD_PATHS.agentDir, "--configs", POD_PATHS.configs],
+        securityContext: STEWARD_USER,
+        args: ["--pod", "--dir", POD_PATHS.agentDir, "--configs", POD_PATHS.configs, ...workload.agentArgs],
         env: [
           { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
           { name: "POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
           { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
         ],
         ports: [{ name: "steward-health", containerPort: POD_HEALTH_PORT }],
-        volumeMounts: [{ name: "agent-state", mountPath: POD_PATHS.agentDir }, { name: "agent-configs", mountPath: POD_PATHS.configs, readOnly: true }],
+        volumeMounts: [{ name: "agent-state", mountPath: POD_PATHS.agentDir }, { name: "agent-configs", mountPath: POD_PATHS.configs, readOnly: true }, ...workload.agentMounts],
         startupProbe: probe(POD_LIVENESS_PATH, probes.startup),
         livenessProbe: probe(POD_LIVENESS_PATH, probes.liveness),
         readinessProbe: probe(POD_READINESS_PATH, probes.readiness),
-      }],
+      }, ...workload.containers],
     },
   };
   const hash = createHash("sha256").update(JSON.stringify(template)).digest("hex").slice(0, 16);

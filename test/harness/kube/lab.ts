@@ -2,7 +2,9 @@
  * A Kubernetes "cluster" for tests and benchmarks of the kubernetes substrate: the FAKE API server
  * with the FAKE process kubelet (pods are processes in network namespaces on a bridge), and a real
  * controller listening on the bridge's address so pods reach it, with the cluster registered as the
- * `lab` credential (what `steward add-k8s lab` stores). The agent image maps to the agent bundle.
+ * `lab` credential (what `steward add-k8s lab` stores). The agent image maps to the agent bundle
+ * (its init container mode places the workload supervisor); the test workload image to a command
+ * that only says it was not replaced (the supervisor is a workload container's entrypoint).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -30,12 +32,18 @@ export const LAB_PROBES: kubernetes.PodProbeSettings = {
   startup: { periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 60 },
 };
 
+/** A workload image for test operators' `containers:` (any command: the supervisor replaces its entrypoint). */
+export const LAB_WORKLOAD_IMAGE = "steward-test/workload";
+
 export async function startKubeLab(): Promise<KubeLab> {
   const dir = await mkdtemp(join(tmpdir(), "steward-kube-lab-"));
   const image = DEFAULT_AGENT_IMAGE.replace(/:[^:/]+$/, "");
   const kubelet = new ProcessKubelet({
     dataDir: join(dir, "node"),
-    images: { [image]: { entrypoint: [process.execPath, ...AGENT_NODE_FLAGS, AGENT_BUNDLE.main] } },
+    images: {
+      [image]: { entrypoint: [process.execPath, ...AGENT_NODE_FLAGS, AGENT_BUNDLE.main] },
+      [LAB_WORKLOAD_IMAGE]: { entrypoint: ["/bin/sh", "-c", "echo the workload image's own entrypoint ran: the supervisor should have replaced it >&2; exit 1"] },
+    },
     restartBackoff: { initialMs: 500, maxMs: 5000 },
     maxGraceSeconds: 10,
   });
