@@ -8,6 +8,7 @@
 import test from "ava";
 import * as pulumi from "@pulumi/pulumi";
 import { join } from "node:path";
+import { readOperatorDir, validateBundle } from "../api";
 import { k8sStack } from "../examples/k8s/stack";
 import { KINDS } from "./harness/kube";
 import { validateSchema } from "./harness/kube/kinds";
@@ -95,5 +96,11 @@ test.serial("examples/k8s: the controller's Kubernetes objects, valid and wired;
   const model = registered.find((r) => r.type.endsWith(":Model"))!;
   t.is(model.inputs.substrate, "kubernetes");
   t.is(model.inputs.credential, "controller-cluster");
-  t.deepEqual(registered.filter((r) => r.type.endsWith(":Application")).map((r) => r.name).sort(), ["checker", "db", "web"]);
+  const apps = registered.filter((r) => r.type.endsWith(":Application"));
+  t.deepEqual(apps.map((r) => r.name).sort(), ["checker", "db", "web"]);
+  // The operators it deploys are valid (as an upload checks them); web's declares its nginx container.
+  for (const app of apps) {
+    const meta = validateBundle((await readOperatorDir(app.inputs.operator as string)).bundle);
+    if (app.name === "web") t.deepEqual(Object.keys(meta.containers ?? {}), ["web"]);
+  }
 });

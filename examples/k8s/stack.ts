@@ -1,8 +1,8 @@
 /**
  * The Kubernetes stack: a 3-replica controller as a StatefulSet on the cluster (KubernetesController:
  * `@pulumi/kubernetes` resources, so `pulumi preview` shows them), a kubernetes model on the same
- * cluster (the controller holds the cluster as `clusterCredential`), and in it `web` (hello-http)
- * integrated with `checker` (http-checker), and `db` (peer-cluster: pods turn ready only once the
+ * cluster (the controller holds the cluster as `clusterCredential`), and in it `web` (static-site:
+ * nginx in a workload container) integrated with `checker` (http-checker), and `db` (peer-cluster: pods turn ready only once the
  * cluster is assembled). One `pulumi up`: the controller waits for its quorum before the model is made.
  */
 import * as k8s from "@pulumi/kubernetes";
@@ -36,7 +36,8 @@ export function k8sStack(s: K8sStackSettings) {
     ...(s.context ? { context: s.context } : {}), ...(s.apiAddresses ? { apiAddresses: s.apiAddresses } : {}), ...(s.inClusterServer ? { inClusterServer: s.inClusterServer } : {}),
   }, { providers: { kubernetes: provider } });
   const model = new Model("shop", { connection: controller.connection, substrate: "kubernetes", credential: controller.clusterCredential });
-  const web = new Application("web", { model, operator: join(s.operatorsDir, "hello-http"), units: s.webUnits ?? 2, config: { greeting: "Hello from Kubernetes" } });
+  // nginx in a workload container, driven through the supervisor Steward puts in front of it.
+  const web = new Application("web", { model, operator: join(s.operatorsDir, "static-site"), units: s.webUnits ?? 2, config: { greeting: "Hello from Kubernetes" } });
   const checker = new Application("checker", { model, operator: join(s.operatorsDir, "http-checker"), units: 1 });
   const integration = new Integration("web-checker", { endpoints: [{ application: web, endpoint: "website" }, { application: checker, endpoint: "upstream" }] });
   const db = new Application("db", { model, operator: join(s.operatorsDir, "peer-cluster"), units: 3, config: { size: 3 } });
