@@ -100,7 +100,7 @@ test.serial("examples/k8s: the controller's Kubernetes objects, valid and wired;
   t.deepEqual(apps.map((r) => r.name).sort(), ["checker", "db", "web"]);
   // The operators it deploys are valid (as an upload checks them); web's declares its nginx container.
   for (const app of apps) {
-    const meta = validateBundle((await readOperatorDir(app.inputs.operator as string)).bundle);
+    const meta = validateBundle((await readOperatorDir((app.inputs.operator as { path: string }).path)).bundle);
     if (app.name === "web") t.deepEqual(Object.keys(meta.containers ?? {}), ["web"]);
   }
 });
