@@ -7,7 +7,10 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { STEWARD_VERSION, StewardError } from "../api";
 import { dataFiles } from "../substrates";
+import type { kubernetes } from "../substrates";
 import type { MemberConfig } from "./cluster/etcd-member";
+
+type PodProbeSettings = kubernetes.PodProbeSettings;
 import type { StoreConfig } from "./store";
 
 export interface ControllerConfig {
@@ -28,8 +31,12 @@ export interface ControllerConfig {
   backups?: { keep?: number; quotaBytes?: number };
   /** The cloud instance or VM a bootstrap launched this replica on: recorded with it once it is an etcd member (show-controller). */
   instance?: { id: string };
-  /** Kubernetes models: the image of the agent container in their pods (default {@link DEFAULT_AGENT_IMAGE}: push the build's image to your registry and name it here). */
-  kubernetes?: { agentImage?: string };
+  /**
+   * Kubernetes models: the image of the agent container in their pods (default {@link DEFAULT_AGENT_IMAGE}:
+   * push the build's image to your registry and name it here), and the agent container's probes
+   * (default Juju's: liveness every 5 s, timeout 1 s, 3 failures; startup every 1 s, 30 failures).
+   */
+  kubernetes?: { agentImage?: string; probes?: PodProbeSettings };
 }
 
 /** The agent image a Kubernetes model's pods run when the controller's configuration names none. */
