@@ -200,6 +200,7 @@ export class Agent {
         agentDir: this.dir, bootId: this.bootId, model: () => this.view!.model, settings: () => this.view!, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
         tools: this.tools, operators: this.operators, lock: this.lock, hookProcesses: this.hookProcesses, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
         forwardLog: (record) => this.forwarder.add(record), ...(this.workloads ? { workloads: this.workloads } : {}),
+        hookStateInController: this.settings.pod,
       });
       this.uniters.set(name, uniter);
       void uniter.done.then(() => { if (this.uniters.get(name) === uniter) this.uniters.delete(name); });

@@ -11,7 +11,7 @@
  * is idempotent (same data, same ports, same scope), so operators see at most a repeated hook,
  * never a lost one.
  */
-import { appendFile, mkdir, rm } from "node:fs/promises";
+import { appendFile, mkdir, readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { randomUUID } from "node:crypto";
 import type { AgentLogRecord, AgentView, Logger, QueuedAction, UnitView } from "../api/core";
@@ -58,6 +58,11 @@ export interface UniterDeps {
   forwardLog?: (record: AgentLogRecord) => void;
   /** The pod's workload containers (Kubernetes only): their supervisors decide `<container>-workload-ready`. */
   workloads?: WorkloadContainers;
+  /**
+   * Keep a copy of the unit's hook state in the controller after each save, and take it back when
+   * the unit's directory has none (a pod made again on a new, empty claim: its node and disk lost).
+   */
+  hookStateInController?: boolean;
 }
 
 const RETRY_MIN_MS = 5_000;
@@ -82,6 +87,8 @@ export class Uniter {
   private running = false;
   private again = false;
   private closed = false;
+  private copying = false;
+  private copyWaiting?: string;
   private updateStatusDue = false;
   private updateStatusTimer?: NodeJS.Timeout;
   private retryTimer?: NodeJS.Timeout;
@@ -111,6 +118,7 @@ export class Uniter {
 
   static async start(view: UnitView, deps: UniterDeps): Promise<Uniter> {
     const u = new Uniter(view, deps);
+    if (deps.hookStateInController) await u.takeBackHookState();
     u.state = await loadUnitState(u.unitDir);
     await mkdir(join(u.unitDir, "data"), { recursive: true, mode: 0o700 });
     u.intervalS = deps.settings().updateStatusInterval;
@@ -450,6 +458,50 @@ export class Uniter {
     const write = this.writing.then(() => saveUnitState(this.unitDir, next));
     this.writing = write.catch(() => undefined);
     await write;
+    if (this.d.hookStateInController) this.copyHookState(next);
+  }
+
+  /**
+   * Sends the latest hook state to the controller, one copy in flight, a newer one replacing any
+   * still waiting. The copy may lag the disk by the hook just committed: taken back after a lost
+   * volume, that one hook runs again (at least once, as after a crash between commit and save).
+   */
+  private copyHookState(s: UnitLocalState): void {
+    this.copyWaiting = JSON.stringify(s);
+    if (this.copying) return;
+    this.copying = true;
+    void (async () => {
+      while (this.copyWaiting !== undefined && !this.closed) {
+        const text = this.copyWaiting;
+        this.copyWaiting = undefined;
+        try {
+          await this.d.conn.call("unit.hook-state.put", { unit: this.name, state: text });
+        } catch (err) {
+          if (StewardError.isInstance(err) && err.code === "not-found") break; // the unit is gone
+          this.copyWaiting ??= text;
+          await new Promise((r) => setTimeout(r, 2000).unref());
+        }
+      }
+      this.copying = false;
+    })();
+  }
+
+  /** A unit directory without hook state (a new claim) takes the copy the controller keeps, if any. */
+  private async takeBackHookState(): Promise<void> {
+    if (await readFile(join(this.unitDir, "state.json")).then(() => true, () => false)) return;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { state } = await this.d.conn.call<{ state?: string }>("unit.hook-state.get", { unit: this.name });
+        if (state === undefined) return; // a new unit: nothing ran yet
+        await saveUnitState(this.unitDir, JSON.parse(state) as UnitLocalState);
+        this.d.log.info("took back the unit's hook state from the controller (this pod's volume is new)", { unit: this.name });
+        return;
+      } catch (err) {
+        // Starting afresh would run install again: wait for the controller rather than guess.
+        if (attempt >= 10) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(1000 * 2 ** attempt, 15_000)).unref());
+      }
+    }
   }
 
   private scheduleRetry(delay: number): void {

@@ -103,6 +103,8 @@ export const MachineInfoReport = z.strictObject({
 /** Relation and leader data values are strings, as in Juju; `null` deletes a key. */
 const DataPatch = z.record(z.string().min(1).max(256), z.string().max(DATABAG_LIMIT_BYTES).nullable());
 const UnitOnly = z.strictObject({ unit: z.string() });
+/** A unit's hook state as its agent keeps it (its committed-hook history is capped): far below this. */
+export const UNIT_HOOK_STATE_MAX_CHARS = 256 * 1024;
 
 /** As the hook tools normalise them (api/ports.ts); an agent sending anything else is refused. */
 const Port = z.string().max(16).refine(isNormalisedPort, { message: "must be a port such as 80/tcp, 53/udp, 8000-8010/tcp or icmp, with ports in 1-65535" });
@@ -169,5 +171,9 @@ export const agentMethods = {
   "log.batch": LogBatch,
   "task.start": TaskStart,
   "task.finish": TaskFinish,
+  /** A pod's agent keeps a copy of its unit's hook state (its state.json) in the controller after each commit… */
+  "unit.hook-state.put": z.strictObject({ unit: z.string(), state: z.string().max(UNIT_HOOK_STATE_MAX_CHARS) }),
+  /** …and a pod made again on an empty claim takes it back before the unit runs anything. */
+  "unit.hook-state.get": UnitOnly,
 } as const;
 export type AgentMethod = keyof typeof agentMethods;

@@ -4,8 +4,8 @@
  * agent container, and the recorder operator writes every hook it runs. Checked: Juju's hook order
  * in pods, unit N = pod N, scale up, scale down with every departing unit's teardown hooks run
  * before its pod is deleted (highest ordinal first), a deleted pod coming back as the same unit
- * (its hook state on its claim: `start` again, no `install`), and the objects going with the
- * application and the model.
+ * (its hook state on its claim: `start` again, no `install`; on a new claim, the copy the
+ * controller keeps), and the objects going with the application and the model.
  */
 import test from "ava";
 import { readFileSync } from "node:fs";
@@ -119,6 +119,23 @@ test.serial("a kubernetes model: units in pods, scale up, scale down with teardo
   const added1 = withoutUpdateStatus(hooks.get("rec/1")).slice(before.length);
   t.false(added1.includes("install"), `no install again: ${added1.join(", ")}`);
   t.true(added1.includes("start"), `start again: ${added1.join(", ")}`);
+
+  // A pod made again on a new, empty claim (its node and disk lost): the unit's hook state comes back from the controller.
+  const before0 = withoutUpdateStatus((await hooksByUnit(record)).get("rec/0"));
+  const old0 = await kube.get(R.pods, "rec-0", { namespace: "shop" });
+  const claim = await kube.get(R.persistentVolumeClaims, "agent-state-rec-0", { namespace: "shop" });
+  await kube.delete(R.persistentVolumeClaims, "agent-state-rec-0", { namespace: "shop" });
+  await kube.delete(R.pods, "rec-0", { namespace: "shop" });
+  await eventually("rec-0 made again on a new claim and its unit active", async () => {
+    const pod = await kube.find(R.pods, "rec-0", { namespace: "shop" });
+    const newClaim = await kube.find(R.persistentVolumeClaims, "agent-state-rec-0", { namespace: "shop" });
+    if (!pod || pod.metadata?.uid === old0.metadata?.uid || !newClaim || newClaim.metadata?.uid === claim.metadata?.uid) return undefined;
+    const u = (await tc.admin.status("shop")).applications.rec?.units["rec/0"];
+    return u && unitIsReady(u) && withoutUpdateStatus((await hooksByUnit(record)).get("rec/0")).length > before0.length ? true : undefined;
+  }, 90_000);
+  const added0 = withoutUpdateStatus((await hooksByUnit(record)).get("rec/0")).slice(before0.length);
+  t.false(added0.includes("install"), `no install on the new claim: ${added0.join(", ")}`);
+  t.true(added0.includes("start"), `start again: ${added0.join(", ")}`);
 });
 
 test.serial("an application's objects go with it, and the model's namespace with the model", async (t) => {

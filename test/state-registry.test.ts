@@ -33,6 +33,7 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.unit(M, "web/0"), "unit", M, "web/0"],
   [keys.unitStatus(M, "web/0"), "unit-status", M, "web/0"],
   [keys.unitFailure(M, "web/0"), "unit-failure", M, "web/0"],
+  [keys.unitHookState(M, "web/0"), "unit-hook-state", M, "web/0"],
   [keys.machine(M, "0"), "machine", M, "0"],
   [keys.machineInfo(M, "0"), "machine-info", M, "0"],
   [keys.machineInstall(M, "0"), "machine-install", M, "0"],

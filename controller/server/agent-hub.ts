@@ -11,6 +11,7 @@ import type WebSocket from "ws";
 import type { AgentFrame, DebugLogRecord, LogBatch, Logger, TaskFinish, TransportLimits } from "../../api";
 import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
+import { unchanged } from "../store";
 import type { ActionOps, LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { AgentViewRound, CLUSTER_CHANGED, keys } from "../state";
 import type { PresenceDoc } from "../state";
@@ -225,6 +226,18 @@ export class AgentHub {
         const leader = await leadership.claim(conn.model, conn.machine, p.unit, this.deps.leadershipLeaseSeconds);
         await cache.waitForRevision(await this.deps.store.currentRevision());
         return { leader };
+      }
+      case "unit.hook-state.put": {
+        this.ownUnit(conn, p.unit);
+        // Only while the unit exists: a late copy must not outlive the unit's removal.
+        const unit = await this.deps.store.get(keys.unit(conn.model, p.unit));
+        if (!unit) throw new StewardError("not-found", `unit ${p.unit} is gone`);
+        await this.deps.store.txn({ compare: [unchanged(keys.unit(conn.model, p.unit), unit.modRevision)], success: [{ type: "put", key: keys.unitHookState(conn.model, p.unit), value: p.state as string }] });
+        return {};
+      }
+      case "unit.hook-state.get": {
+        this.ownUnit(conn, p.unit);
+        return { state: (await this.deps.store.get(keys.unitHookState(conn.model, p.unit)))?.value };
       }
       case "leader.get": {
         const u = this.ownUnit(conn, p.unit);

@@ -23,6 +23,7 @@ export const keys = {
   unitStatus: (m: string, unit: string) => k("unit-status", m, unit),
   /** The last failed hook's output (kept apart from the status, which every status read serves). */
   unitFailure: (m: string, unit: string) => k("unit-failure", m, unit),
+  unitHookState: (m: string, unit: string) => k("unit-hook-state", m, unit),
   machine: (m: string, id: string) => k("machine", m, id),
   machineInfo: (m: string, id: string) => k("machine-info", m, id),
   machineSeq: (m: string) => k("machine-seq", m),

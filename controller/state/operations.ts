@@ -477,6 +477,7 @@ export class StateOps extends StoreTxns {
   private async unitGoneOps(uuid: string, unit: UnitDoc, compare: Compare[]): Promise<Op[]> {
     const ops: Op[] = [{ type: "delete", key: keys.unit(uuid, unit.name) }, { type: "delete", key: keys.unitStatus(uuid, unit.name) }, { type: "delete", key: keys.ports(uuid, unit.name) }];
     ops.push({ type: "delete", key: keys.unitFailure(uuid, unit.name) }, { type: "deletePrefix", prefix: keys.taskQueueOf(uuid, unit.name) }, { type: "delete", key: keys.statusHistory(uuid, unit.name) });
+    ops.push({ type: "delete", key: keys.unitHookState(uuid, unit.name) });
     for (const r of await this.readAll<RelationDoc>(keys.relationsPrefix(uuid))) {
       if (!r.doc.endpoints.some((e) => e.app === unit.app)) continue;
       ops.push({ type: "delete", key: keys.scope(uuid, r.doc.id, unit.name) }, { type: "delete", key: keys.unitBag(uuid, r.doc.id, unit.name) });

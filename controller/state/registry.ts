@@ -19,7 +19,7 @@ export type KindName =
   // one model's
   | "model" | "app" | "unit" | "unit-status" | "unit-failure" | "machine" | "machine-info" | "machine-install"
   | "machine-seq" | "relation-seq" | "task-seq" | "relation" | "scope" | "relation-data" | "leader" | "leader-data" | "ports"
-  | "app-status" | "access" | "task-queue" | "task" | "operation" | "status-history" | "presence" | "imported-revisions";
+  | "app-status" | "access" | "task-queue" | "task" | "operation" | "status-history" | "presence" | "imported-revisions" | "unit-hook-state";
 
 export interface KindSpec {
   name: KindName;
@@ -78,6 +78,8 @@ export const KINDS: readonly KindSpec[] = [
   kind("unit", ["models", MODEL, "units", ID], true, true),
   kind("unit-status", ["models", MODEL, "unit-status", ID], true, true, true),
   kind("unit-failure", ["models", MODEL, "unit-failure", ID], false, true),
+  // A copy of a pod's unit's hook state (its agent's, after each commit): a pod made again on an empty claim resumes from it.
+  kind("unit-hook-state", ["models", MODEL, "unit-hook-state", ID], false, true, true),
   kind("ports", ["models", MODEL, "unit-ports", ID], true, true, true),
   kind("relation", ["models", MODEL, "relations", ID], true, true),
   kind("scope", ["models", MODEL, "relation-scope", ID], true, true),
