@@ -63,8 +63,8 @@ export class KubernetesController extends pulumi.ComponentResource {
     const [nsManifest, serviceAccount, role, binding, peers, client, budget, set] = kubernetes.controllerManifests(spec) as never[];
     this.namespace = new k8s.core.v1.Namespace(`${name}-namespace`, nsManifest!, child);
     const inNs = { parent: this, dependsOn: [this.namespace] };
-    const first = pulumi.all([seed.uuid, seed.caCert, seed.caKey, seed.adminPassword]).apply(([uuid, caCert, caKey, adminPassword]) =>
-      JSON.stringify({ name: ctl, uuid, adminPassword, caCert, caKey, address: kubernetes.replicaDnsName(spec, 0), ...(args.agentImage ? { agentImage: args.agentImage } : {}) }));
+    const made = pulumi.all([seed.uuid, seed.caCert, seed.caKey, seed.adminPassword]).apply(([uuid, caCert, caKey, adminPassword]) => ({ uuid, caCert, caKey, adminPassword }));
+    const first = made.apply((s) => JSON.stringify({ name: ctl, ...s, address: kubernetes.replicaDnsName(spec, 0), ...(args.agentImage ? { agentImage: args.agentImage } : {}) }));
     const seedSecret = new k8s.core.v1.Secret(`${name}-seed`, {
       metadata: { name: kubernetes.controllerSeedSecretName(ctl), namespace: ns }, type: "Opaque", stringData: { [kubernetes.SEED_KEY]: pulumi.secret(first) },
     }, inNs);
@@ -86,7 +86,7 @@ export class KubernetesController extends pulumi.ComponentResource {
     const ready = new ControllerReady(`${name}-ready`, {
       name: ctl, namespace: ns, replicas: args.replicas ?? 1, kubeconfig: pulumi.secret(args.kubeconfig), context: args.context, inClusterServer: args.inClusterServer,
       apiAddresses: args.apiAddresses, replaceAfterSeconds: args.replaceAfterSeconds, timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 900),
-      seed: pulumi.secret(pulumi.all([seed.uuid, seed.caCert, seed.caKey, seed.adminPassword]).apply(([uuid, caCert, caKey, adminPassword]) => ({ uuid, caCert, caKey, adminPassword }))),
+      seed: pulumi.secret(made),
     }, { parent: this, dependsOn: [this.statefulSet] });
     this.connection = pulumi.secret(ready.connection);
     this.clusterCredential = ready.clusterCredential;

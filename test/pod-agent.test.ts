@@ -147,10 +147,10 @@ test.serial("/readyz follows readiness-set, and the active workload status when 
   await mount(pod, 0, cfg);
   const running = runPod(pod, "db-0", "uid-r");
   t.teardown(() => running.stop());
-  const readyz = (status: number, body: RegExp) => eventually(`/readyz ${status} ${body}`, async () => {
+  const readyz = (status: number, body: RegExp) => t.notThrowsAsync(eventually(`/readyz ${status} ${body}`, async () => {
     const r = await probe(pod, POD_READINESS_PATH);
     return r.status === status && body.test(r.body) ? r : undefined;
-  }, 20_000).then(() => t.pass(), (err: Error) => t.fail(err.message));
+  }, 20_000));
   await readyz(503, /^db\/0's workload status is waiting: ready when it is active, or when its operator runs readiness-set ready\n$/);
   await tc.admin.updateApplication("pod-ready", "db", { config: { "workload-status": "active" } });
   await readyz(200, /^db\/0 ready\n$/);

@@ -13,7 +13,6 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../../api";
-import { StewardError } from "../../api";
 import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
 import { kubernetes } from "../../substrates";
 import type { ControllerConfig } from "../config";
@@ -65,7 +64,7 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     const key = `${c.kubeconfig}\n${c.context ?? ""}`;
     if (this.api?.key !== key) {
       this.api?.api.close();
-      this.api = { key, api: new kubernetes.KubeApi(kubernetes.parseKubeconfig(c.kubeconfig ?? "", c.context ? { context: c.context } : {})) };
+      this.api = { key, api: new kubernetes.KubeApi(kubernetes.connectionOfCredential(c)) };
     }
     return this.api.api;
   }
@@ -157,22 +156,13 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
 
   /** Writes (or with undefined, removes) pod `ordinal`'s token in the enrolment Secret, keeping the rest. */
   private async setToken(api: kubernetes.KubeApi, doc: KubeDoc, ordinal: number, token: string | undefined): Promise<void> {
-    const { namespace, statefulSet } = doc.kubernetes;
-    const name = kubernetes.controllerEnrolSecretName(statefulSet);
     const key = kubernetes.replicaTokenKey(ordinal);
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const secret = await api.find(R.secrets, name, { namespace });
-      if (!secret) throw new StewardError("not-found", `the enrolment Secret ${namespace}/${name} is missing (made by steward bootstrap kubernetes:)`);
-      const data = { ...secret.data };
-      if (token === undefined) { if (!(key in data)) return; delete data[key]; } else data[key] = Buffer.from(token).toString("base64");
-      try {
-        await api.replace(R.secrets, { ...secret, data, metadata: { ...secret.metadata!, resourceVersion: secret.metadata!.resourceVersion! } });
-        return;
-      } catch (err) {
-        if (!kubernetes.isConflict(err)) throw err;
-      }
-    }
-    throw new StewardError("conflict", `the enrolment Secret ${namespace}/${name} kept changing; will try again`, { retryable: true });
+    await kubernetes.updateSecretData(api, doc.kubernetes.namespace, kubernetes.controllerEnrolSecretName(doc.kubernetes.statefulSet), (data) => {
+      if (token !== undefined) return { ...data, [key]: Buffer.from(token).toString("base64") };
+      if (!(key in data)) return undefined;
+      delete data[key];
+      return data;
+    });
   }
 
   close(): void { this.api?.api.close(); }

@@ -106,8 +106,7 @@ export class KubernetesProvisioner {
     const known = this.clusters.get(idx.uuid);
     if (known?.key === key) return known;
     known?.api.close();
-    const connection = kubernetes.parseKubeconfig(c.kubeconfig ?? "", c.context ? { context: c.context } : {});
-    const cluster = { api: new kubernetes.KubeApi(connection), namespace: m.kubernetes.namespace, key };
+    const cluster = { api: new kubernetes.KubeApi(kubernetes.connectionOfCredential(c)), namespace: m.kubernetes.namespace, key };
     this.clusters.set(idx.uuid, cluster);
     return cluster;
   }

@@ -56,7 +56,7 @@ export const kubernetesControllerProvider = {
     const api = new kubernetes.KubeApi(connection);
     try {
       const access = await kubernetes.finishKubernetesBootstrap({
-        name: inputs.name, namespace: inputs.namespace, replicas: inputs.replicas, image: "", connection, timeoutMs: inputs.timeoutSeconds * 1000, progress: () => undefined,
+        name: inputs.name, namespace: inputs.namespace, replicas: inputs.replicas, connection, timeoutMs: inputs.timeoutSeconds * 1000, progress: () => undefined,
         ...(inputs.inClusterServer ? { inClusterServer: inputs.inClusterServer } : {}), ...(inputs.apiAddresses?.length ? { apiAddresses: inputs.apiAddresses } : {}),
         ...(inputs.replaceAfterSeconds ? { replaceAfterSeconds: inputs.replaceAfterSeconds } : {}),
       }, inputs.seed, api);

@@ -12,9 +12,10 @@ import { ControllerClient, StewardError, waitForVoters } from "../../api/core";
 import { createControllerCa } from "../local";
 import type { ControllerPodsSpec } from "./controller-pods";
 import { BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName, replicaDnsName } from "./controller-pods";
-import { KubeApi, isConflict } from "./kube-api";
+import { KubeApi } from "./kube-api";
 import { KubeConnection, flattenKubeconfig } from "./kubeconfig";
 import type { KubeObject, Secret } from "./resources";
+import { updateSecretData } from "./secret-data";
 import { KUBE_RESOURCES } from "./resources";
 
 export interface KubernetesBootstrapPlan {
@@ -66,7 +67,7 @@ export interface KubernetesControllerAccess { addresses: string[]; caCert: strin
  * seed again), stores the cluster (as pods reach its API server) in the controller as its replica
  * "cloud", and grows to `replicas` voters.
  */
-export async function finishKubernetesBootstrap(plan: KubernetesBootstrapPlan, seed: KubernetesControllerSeed, api: KubeApi): Promise<KubernetesControllerAccess> {
+export async function finishKubernetesBootstrap(plan: Omit<KubernetesBootstrapPlan, "image" | "agentImage">, seed: KubernetesControllerSeed, api: KubeApi): Promise<KubernetesControllerAccess> {
   const R = KUBE_RESOURCES;
   const { name, namespace } = plan;
   plan.progress(`Waiting for pod ${name}-0 to start the controller`);
@@ -87,7 +88,8 @@ export async function finishKubernetesBootstrap(plan: KubernetesBootstrapPlan, s
       if (Date.now() > deadline) throw new StewardError("unavailable", `pod ${namespace}/${name}-0 did not serve the controller within ${Math.round(plan.timeoutMs / 1000)} s: see kubectl -n ${namespace} describe pod ${name}-0 and its log`);
       await new Promise((r) => setTimeout(r, 1000));
     }
-    await markBootstrapped(api, namespace, controllerEnrolSecretName(name));
+    await updateSecretData(api, namespace, controllerEnrolSecretName(name), (data) =>
+      (data[BOOTSTRAPPED_KEY] ? undefined : { ...data, [BOOTSTRAPPED_KEY]: Buffer.from(new Date().toISOString()).toString("base64") }));
     const credential = `${name}-cluster`;
     const inCluster = new KubeConnection({
       server: plan.inClusterServer ?? "https://kubernetes.default.svc", credential: plan.connection.credential(), namespace,
@@ -103,20 +105,6 @@ export async function finishKubernetesBootstrap(plan: KubernetesBootstrapPlan, s
     return { addresses: plan.apiAddresses ?? await podAddresses(), caCert: seed.caCert, adminPassword: seed.adminPassword, token: token!, credential };
   } finally {
     client?.close();
-  }
-}
-
-async function markBootstrapped(api: KubeApi, namespace: string, secretName: string): Promise<void> {
-  const R = KUBE_RESOURCES;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const s = await api.get(R.secrets, secretName, { namespace });
-    if (s.data?.[BOOTSTRAPPED_KEY]) return;
-    try {
-      await api.replace(R.secrets, { ...s, data: { ...s.data, [BOOTSTRAPPED_KEY]: Buffer.from(new Date().toISOString()).toString("base64") }, metadata: { ...s.metadata!, resourceVersion: s.metadata!.resourceVersion! } });
-      return;
-    } catch (err) {
-      if (!isConflict(err)) throw err;
-    }
   }
 }
 

@@ -1,6 +1,6 @@
 export { KubeApi, KubeApiError, KubeGoneError, isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "./kube-api";
 export type { CallOptions, DeleteOptions, KubeApiOptions, ListOptions, ObjectOptions, Stored, WatchOptions, WriteOptions } from "./kube-api";
-export { KubeConnection, flattenKubeconfig, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
+export { KubeConnection, connectionOfCredential, flattenKubeconfig, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
 export type { KubeConnectionOptions, KubeCredential, KubeconfigOptions } from "./kubeconfig";
 export { KUBE_RESOURCES, apiVersionOf, resourceName } from "./resources";
 export type {
@@ -20,3 +20,4 @@ export { bootstrapOnKubernetes, finishKubernetesBootstrap, kubernetesControllerO
 export type { KubernetesBootstrapPlan, KubernetesControllerAccess, KubernetesControllerSeed } from "./controller-bootstrap";
 export { WORKLOAD_VOLUME, workloadPodParts } from "./workload-pods";
 export type { WorkloadPodParts } from "./workload-pods";
+export { updateSecretData } from "./secret-data";

@@ -159,3 +159,8 @@ export function flattenKubeconfig(c: KubeConnection): string {
     clusters: [{ name, cluster }], users: [{ name, user }], contexts: [{ name, context: { cluster: name, user: name, namespace: c.namespace } }],
   });
 }
+
+/** The connection a stored `kubernetes` credential holds (what add-k8s and the bootstrap store: a flattened kubeconfig and its context). */
+export function connectionOfCredential(attributes: Record<string, string>): KubeConnection {
+  return parseKubeconfig(attributes.kubeconfig ?? "", attributes.context ? { context: attributes.context } : {});
+}
