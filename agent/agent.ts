@@ -13,8 +13,9 @@ import { existsSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { hostname, release } from "node:os";
 import { join } from "node:path";
-import type { AgentView, Logger } from "../api/core";
-import { STEWARD_VERSION, createLogger } from "../api/core";
+import type { AgentView, Logger, MigrationTarget } from "../api/core";
+import { HANDED_OVER_PHASES, STEWARD_VERSION, createLogger } from "../api/core";
+import { MigrationMinion } from "./migration-minion";
 import type { AgentConfig } from "./config";
 import { readAgentConfig, saveAgentConfig } from "./config";
 import { ControllerConnection } from "./connection";
@@ -91,6 +92,10 @@ export class Agent {
   private remembered = new Map<string, UnitLocalState>();
   /** The pod's workload containers, when it has some. */
   private workloads?: WorkloadContainers;
+  /** Answers the model's migration and pauses hooks while it holds the model. */
+  private readonly minion: MigrationMinion;
+  /** The migration this agent switched controllers for (the source's later views are ignored). */
+  private switchedFor?: string;
 
   protected constructor(private readonly dir: string, private cfg: AgentConfig, localLog: Logger, private readonly settings: AgentSettings = { pod: false, wedgedAfterMs: WEDGED_AFTER_MS }) {
     this.forwarder = new LogForwarder({ send: (batch) => this.conn.call("log.batch", batch), connected: () => this.conn.connected, log: localLog });
@@ -98,17 +103,24 @@ export class Agent {
     const authorization = `${cfg.model}/${cfg.machine}/${cfg.credential}`;
     this.conn = new ControllerConnection({
       addresses: () => this.cfg.controllerAddresses,
-      caCert: cfg.caCert,
+      caCert: () => this.cfg.caCert,
       authorization,
       log,
       onView: (v) => this.onView(v),
       onConnected: () => this.onConnected(),
       onMachineRemoved: () => this.machineGone(),
+      onMoved: (target) => { void this.switchController(target); },
+    });
+    this.minion = new MigrationMinion({
+      conn: this.conn, lock: this.lock, log, authorization,
+      units: () => this.view?.units.map((u) => u.name) ?? [],
+      switchTo: (target) => this.switchController(target),
+      onPausedChange: (paused) => { if (!paused) for (const u of this.uniters.values()) u.resume(); },
     });
     this.reporter = new StatusReporter(this.conn, log);
     this.tools = new HookToolServer(dir);
     this.hookProcesses = new HookProcessRecord(dir, log);
-    this.operators = new OperatorStore(join(dir, "operators"), () => this.cfg.controllerAddresses, cfg.caCert, authorization);
+    this.operators = new OperatorStore(join(dir, "operators"), () => this.cfg.controllerAddresses, () => this.cfg.caCert, authorization);
   }
 
   static async start(opts: AgentOptions): Promise<Agent> {
@@ -172,7 +184,10 @@ export class Agent {
 
   private onView(view: AgentView): void {
     if (this.state !== "RUNNING") return;
+    // A view the source sent as this agent left for the target: its addresses must not be adopted again.
+    if (view.migration && view.migration.id === this.switchedFor && HANDED_OVER_PHASES.has(view.migration.phase)) return;
     this.view = view;
+    this.minion.onView(view.migration);
     const addrs = view.controllerAddresses;
     if (addrs.length > 0 && addrs.join(",") !== this.cfg.controllerAddresses.join(",")) {
       this.cfg = { ...this.cfg, controllerAddresses: addrs };
@@ -192,6 +207,21 @@ export class Agent {
     if (this.firstView) { this.firstView = false; this.cleanOrphans(wanted).catch((err: unknown) => this.log.warn("orphan cleanup failed", { err })); }
   }
 
+  /**
+   * Moves to the controller the model migrated to: its addresses and CA are saved first (a restart
+   * goes there too), then the connection redials. Units are not restarted: their hook state is
+   * theirs, and the target serves the same revisions (state/imported-revisions.ts).
+   */
+  private async switchController(target: MigrationTarget): Promise<void> {
+    if (this.cfg.caCert === target.caCert && this.cfg.controllerAddresses.join(",") === target.addresses.join(",")) { this.conn.redial(); return; }
+    this.switchedFor = this.view?.migration?.id;
+    this.cfg = { ...this.cfg, controllerAddresses: target.addresses, caCert: target.caCert };
+    const saved = (this.saving = this.saving.then(() => saveAgentConfig(this.dir, this.cfg)));
+    await saved.catch((err: unknown) => this.log.error("could not save the target controller's addresses: a restart would go to the source, which redirects", { err }));
+    this.log.info("switched to the controller the model migrated to", { controller: target.name, addresses: target.addresses.join(",") });
+    this.conn.redial();
+  }
+
   private startUniter(name: string): void {
     const p = (async () => {
       const u = this.view!.units.find((x) => x.name === name);
@@ -201,6 +231,7 @@ export class Agent {
         tools: this.tools, operators: this.operators, lock: this.lock, hookProcesses: this.hookProcesses, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
         forwardLog: (record) => this.forwarder.add(record), ...(this.workloads ? { workloads: this.workloads } : {}),
         hookStateInController: this.settings.pod,
+        paused: () => this.minion.isPaused,
       });
       this.uniters.set(name, uniter);
       void uniter.done.then(() => { if (this.uniters.get(name) === uniter) this.uniters.delete(name); });
@@ -288,6 +319,7 @@ export class Agent {
     this.workloads?.stop();
     for (const u of this.uniters.values()) u.close();
     this.forwarder.close();
+    this.minion.close();
     this.conn.close();
     await this.tools.close();
     this.state = "STOPPED";

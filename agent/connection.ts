@@ -5,11 +5,13 @@
  */
 import WebSocket from "ws";
 import type { AgentFrame, AgentView, Logger } from "../api/core";
-import { CONTROLLER_TLS_NAME, StewardError, TRANSPORT_LIMITS, errorFromWire } from "../api/core";
+import type { MigrationTarget } from "../api/core";
+import { CONTROLLER_TLS_NAME, StewardError, TRANSPORT_LIMITS, errorFromWire, isModelMoved } from "../api/core";
 
 export interface ConnectionOptions {
   addresses: () => string[];
-  caCert: string;
+  /** The controller CA the agent pins (read at each dial: a migration changes it). */
+  caCert: () => string;
   /** `model/machine/credential`, sent as `Authorization: Agent …`. */
   authorization: string;
   log: Logger;
@@ -33,6 +35,17 @@ export interface ConnectionOptions {
    * machine was removed (4404) and then refused the agent's credential: it can never log in again.
    */
   onMachineRemoved?: () => void;
+  /**
+   * The controller answered that the model moved to another controller (api/migration.ts): the
+   * agent adopts the target and calls {@link ControllerConnection.redial}. The answer came over TLS
+   * pinned to the controller's CA, so it is the controller's own.
+   */
+  onMoved?: (target: MigrationTarget) => void;
+}
+
+/** The controller said the model is elsewhere now. */
+class ModelMovedAway extends Error {
+  constructor(readonly target: MigrationTarget) { super(`the model moved to controller ${target.name}`); }
 }
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout };
@@ -76,6 +89,11 @@ export class ControllerConnection {
     if (this.closed) return;
     this.dial()
       .catch((err: unknown) => {
+        if (err instanceof ModelMovedAway && this.o.onMoved) {
+          this.o.log.warn("the controller says this model moved; following it", { to: err.target.name, addresses: err.target.addresses.join(",") });
+          this.o.onMoved(err.target);
+          return;
+        }
         // Two answers, not one: a replica whose state lags could say either alone, never both in turn.
         if (this.removedSaid && StewardError.isInstance(err) && err.code === "unauthorized") {
           this.o.log.error("this machine was removed from the controller and its credential is no longer accepted: stopping", { err });
@@ -108,7 +126,7 @@ export class ControllerConnection {
       addrs.forEach((addr, i) => {
         timers.push(setTimeout(() => {
           if (won || this.closed) return;
-          const ws = new WebSocket(`wss://${addr}/v1/agent`, { ca: this.o.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${this.o.authorization}` }, handshakeTimeout: 10_000 } as WebSocket.ClientOptions);
+          const ws = new WebSocket(`wss://${addr}/v1/agent`, { ca: this.o.caCert(), servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${this.o.authorization}` }, handshakeTimeout: 10_000 } as WebSocket.ClientOptions);
           sockets.push(ws);
           let local: string | undefined;
           ws.once("upgrade", (res) => { local = res.socket.localAddress; });
@@ -123,10 +141,20 @@ export class ControllerConnection {
           ws.once("unexpected-response", (_req, res) => {
             lastErr = new StewardError(res.statusCode === 401 ? "unauthorized" : "unavailable", `controller ${addr} refused the agent with HTTP ${res.statusCode}`);
             if (res.statusCode === 401) refused = lastErr as StewardError;
-            ws.terminate();
+            if (res.statusCode !== 410) { ws.terminate(); return; }
+            // 410: the model moved; the body says where.
+            const chunks: Buffer[] = [];
+            res.on("data", (c: Buffer) => { if (chunks.length < 64) chunks.push(c); });
+            res.on("end", () => {
+              try {
+                const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { details?: Record<string, unknown> };
+                if (isModelMoved(body.details)) lastErr = new ModelMovedAway(body.details.target);
+              } catch { /* not an answer of ours: an ordinary failure */ }
+              ws.terminate();
+            });
           });
           ws.once("error", (err) => { lastErr = lastErr ?? err; });
-          ws.once("close", () => { if (!won && ++failures === addrs.length) reject(refused ?? lastErr ?? new Error("all dial attempts failed")); });
+          ws.once("close", () => { if (!won && ++failures === addrs.length) reject(lastErr instanceof ModelMovedAway ? lastErr : refused ?? lastErr ?? new Error("all dial attempts failed")); });
         }, i * stagger));
       });
     });
@@ -215,6 +243,16 @@ export class ControllerConnection {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
       ws.send(frame);
     });
+  }
+
+  /** Drops the current connection (if any) and dials again at once, with the addresses and CA as they are now. */
+  redial(): void {
+    if (this.closed) return;
+    clearTimeout(this.reconnectTimer);
+    this.attempt = 0;
+    const ws = this.ws;
+    if (ws) { ws.terminate(); return; } // its close handler dials again
+    this.connectLoop();
   }
 
   close(): void {

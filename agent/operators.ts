@@ -47,7 +47,7 @@ export async function unpackBundle(bundle: Bundle, root: string): Promise<void> 
 export class OperatorStore {
   private readonly inflight = new Map<string, Promise<string>>();
 
-  constructor(private readonly root: string, private readonly addresses: () => string[], private readonly caCert: string, private readonly authorization: string) {}
+  constructor(private readonly root: string, private readonly addresses: () => string[], private readonly caCert: () => string, private readonly authorization: string) {}
 
   /** The directory of operator `hash`, fetching and unpacking it first if needed. */
   ensure(hash: string): Promise<string> {
@@ -86,7 +86,7 @@ export class OperatorStore {
       try {
         return await new Promise<Bundle>((resolve, reject) => {
           const [host, port] = splitAddress(address);
-          const req = request({ host, port, path: `/v1/operators/${hash}`, method: "GET", ca: this.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${this.authorization}` }, timeout: 60_000 }, (res) => {
+          const req = request({ host, port, path: `/v1/operators/${hash}`, method: "GET", ca: this.caCert(), servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${this.authorization}` }, timeout: 60_000 }, (res) => {
             const chunks: Buffer[] = [];
             res.on("data", (c: Buffer) => chunks.push(c));
             res.on("end", () => {

@@ -63,6 +63,8 @@ export interface UniterDeps {
    * the unit's directory has none (a pod made again on a new, empty claim: its node and disk lost).
    */
   hookStateInController?: boolean;
+  /** While true (the model is migrating) no hook or action starts; the one running finishes. */
+  paused?: () => boolean;
 }
 
 const RETRY_MIN_MS = 5_000;
@@ -133,6 +135,8 @@ export class Uniter {
 
   /** A workload container's supervisor started answering: `<container>-workload-ready` may be due. */
   workloadChanged(): void { this.kick(); }
+  /** Hooks may run again (a migration ended or moved the unit): look for what is due. */
+  resume(): void { this.kick(); }
   get localState(): Readonly<UnitLocalState> { return this.state; }
 
   update(view: UnitView): void {
@@ -184,6 +188,7 @@ export class Uniter {
   private async loop(): Promise<void> {
     while (!this.closed) {
       this.again = false;
+      if (this.d.paused?.()) return;
       const reconciled = reconcileRestore(this.state, this.d.settings().restore);
       if (reconciled) {
         this.d.log.info("the controller was restored from a backup: revisions seen since are not trusted", { unit: this.name, epoch: reconciled.storeEpoch });
@@ -197,7 +202,7 @@ export class Uniter {
       switch (decision.kind) {
         case "idle": {
           const task = nextAction(this.view, this.state);
-          if (task) { await this.d.lock.run(() => this.runAction(task)); break; }
+          if (task) { await this.d.lock.run(() => (this.d.paused?.() ? Promise.resolve() : this.runAction(task))); break; }
           // Idle only when nothing is left to do: never between two hooks that are already due.
           if (!this.state.failedHook && this.reportedAgent !== "idle") { this.reportedAgent = "idle"; this.d.reporter.post(this.name, { agent: { current: "idle", message: "" } }); }
           return;
@@ -211,7 +216,8 @@ export class Uniter {
         case "skip": await this.skip(decision); break;
         case "run": {
           if (this.view.resolve === "retry") await this.d.conn.call("unit.resolved", { unit: this.name });
-          await this.d.lock.run(() => this.runOne(decision.hook));
+          // Decided before the lock was had: a migration may have begun meanwhile, and then it waits.
+          await this.d.lock.run(() => (this.d.paused?.() ? Promise.resolve() : this.runOne(decision.hook)));
           break;
         }
       }

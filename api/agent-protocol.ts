@@ -9,6 +9,8 @@ import { WorkloadStatusValue } from "./schemas";
 import { DATABAG_LIMIT_BYTES, HOOK_FAILURE_OUTPUT_MAX_CHARS, TASK_LIMITS } from "./limits";
 import { isNormalisedPort } from "./ports";
 import { LOG_BATCH_MAX_RECORDS, LOG_LEVELS, LOG_MESSAGE_MAX_CHARS } from "./debug-log";
+import type { MigrationView } from "./migration";
+import { MIGRATION_PHASES } from "./migration";
 
 export const AGENT_PROTOCOL_VERSION = 1;
 
@@ -75,6 +77,8 @@ export interface AgentView {
    * (and may be given out again), and task ids above `taskSeq` likewise.
    */
   restore?: { epoch: string; revision: number; taskSeq: number };
+  /** Present while the model is being migrated to another controller (api/migration.ts). */
+  migration?: MigrationView;
 }
 
 export type AgentFrame =
@@ -175,5 +179,7 @@ export const agentMethods = {
   "unit.hook-state.put": z.strictObject({ unit: z.string(), state: z.string().max(UNIT_HOOK_STATE_MAX_CHARS) }),
   /** …and a pod made again on an empty claim takes it back before the unit runs anything. */
   "unit.hook-state.get": UnitOnly,
+  /** The agent's answer for one phase of its model's migration. */
+  "migration.report": z.strictObject({ id: z.string().max(64), phase: z.enum(MIGRATION_PHASES), ok: z.boolean(), reason: z.string().max(1024).optional() }),
 } as const;
 export type AgentMethod = keyof typeof agentMethods;

@@ -18,6 +18,8 @@ export const ErrorCodes = {
   configInvalid: "config-invalid",
   quotaExceeded: "quota-exceeded",
   unavailable: "unavailable",
+  /** The model moved to another controller: `details` says where (api/migration.ts ModelMoved). */
+  moved: "moved",
   internal: "internal",
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -34,6 +36,7 @@ const httpStatusByCode: Record<ErrorCode, number> = {
   "conflict": 409,
   "rate-limited": 429,
   "unavailable": 503,
+  "moved": 410,
   "internal": 500,
 };
 

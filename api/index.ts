@@ -16,6 +16,7 @@ export * from "./actions";
 export { readOperatorDir } from "./node/operator-dir";
 export * from "./agent-protocol";
 export * from "./wire";
+export * from "./migration";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions } from "./node/client";
 export { STEWARD_VERSION } from "./core";

@@ -6,6 +6,7 @@
 import { Command, Option, UsageError } from "clipanion";
 import { join, resolve } from "node:path";
 import { ControllerClient, StewardError, sanitizeForTerminal } from "../api/core";
+import type { ModelMoved, MovedTo } from "../api/core";
 import type { ClientConfig, ControllerEntry } from "./client-config";
 import { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 import type { StewardContext } from "./context";
@@ -70,8 +71,34 @@ export abstract class ControllerCommand extends BaseCommand {
   async connect(): Promise<ControllerClient> {
     if (this.client) return this.client;
     const { entry } = await this.resolveController();
-    this.client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}) });
+    this.client = new ControllerClient({
+      addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}),
+      onMoved: (moved) => this.followMove(moved),
+    });
     return this.client;
+  }
+
+  /**
+   * A model moved to another controller (a migration): when this client knows that controller (the
+   * same CA), the command goes there, and the current model follows to it; otherwise the error says
+   * where the model went.
+   */
+  private async followMove(moved: ModelMoved): Promise<MovedTo | undefined> {
+    const cfg = await this.clientConfig();
+    const found = Object.entries(cfg.controllers).find(([, e]) => e.caCert.trim() === moved.target.caCert.trim());
+    if (!found) return undefined;
+    const [name, target] = found;
+    this.context.stderr.write(`Model ${moved.model} moved to controller ${name}; following it there.\n`);
+    const source = this.entryName ? cfg.controllers[this.entryName] : undefined;
+    if (source?.currentModel === moved.model) {
+      delete source.currentModel;
+      target.currentModel = moved.model;
+      if (cfg.current === this.entryName) { cfg.current = name; this.context.stderr.write(`The current controller is now ${name}.\n`); }
+      await this.saveConfig(cfg);
+    }
+    this.entryName = name;
+    this.entry = target;
+    return { addresses: target.addresses, caCert: target.caCert, user: target.user, ...(target.password ? { password: target.password } : {}), ...(target.token ? { token: target.token } : {}) };
   }
 
   /** Saves a renewed token and the replicas' current addresses, so the next command starts from them. */

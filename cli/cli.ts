@@ -16,7 +16,7 @@ import type * as WebTerminalModule from "./console/web-terminal";
 export const COMMAND_NAMES = [
   "bootstrap", "controllers", "show-controller", "dashboard", "enable-ha", "add-spare", "set-replica-cloud", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
   "create-backup", "backups", "download-backup", "restore-backup",
-  "add-model", "models", "switch", "model-config", "model-constraints", "status", "wait-for", "apply", "diff", "destroy-model", "export-model", "import-model",
+  "add-model", "models", "switch", "model-config", "model-constraints", "status", "wait-for", "apply", "diff", "destroy-model", "export-model", "import-model", "migrate", "show-migration",
   "deploy", "add-unit", "remove-unit", "config", "constraints", "refresh", "remove-application",
   "integrate", "remove-integration", "resolve", "show-unit", "show-status-log", "debug-log",
   "run", "show-task", "operations",

@@ -53,6 +53,7 @@ import { KubernetesProvisioner } from "./provisioner/kubernetes-units";
 import { KubernetesReplicaHosts } from "./cluster/kubernetes-replicas";
 import { registerEnrolRoutes } from "./server/enrol-routes";
 import { SshSubstrate } from "./provisioner/ssh-machines";
+import { MigrationMaster, MigrationStaging, installMigrationGuards, registerMigrationSourceRoutes, registerMigrationTargetRoutes, startStagingPurge } from "./migration";
 
 export type ControllerState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED" | "FAILED";
 
@@ -139,6 +140,8 @@ export class Controller {
   private election?: LeaderElection;
   private keeper?: QuorumKeeper;
   private stopSweeper?: () => void;
+  private migrations?: MigrationMaster;
+  private stopStagingPurge?: () => void;
   private quorumMonitor?: QuorumMonitor;
   private lastStoreContact = Date.now();
   private readonly routes: { method: string; url: string }[] = [];
@@ -272,6 +275,7 @@ export class Controller {
       this.quorumMonitor.start();
     }
     installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
+    installMigrationGuards(http, cache);
     installIdempotency(http, { store: this.store, cache, log: this.log });
     registerHttpApi(http, {
       cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, operatorQuotaBytes: this.operatorStorage.quotaBytes,
@@ -285,6 +289,9 @@ export class Controller {
     const actions = new ActionOps(this.store);
     registerActionRoutes(http, { cache, actions });
     registerModelTransferRoutes(http, { cache, ops, store: this.store, leadershipLeaseSeconds, operatorQuotaBytes: this.operatorStorage.quotaBytes });
+    registerMigrationSourceRoutes(http, { cache, store: this.store, sealer });
+    const staging = new MigrationStaging({ store: this.store, importDeps: { store: this.store, leaseSeconds: leadershipLeaseSeconds, putOperator: (b) => ops.putOperator(b, { quotaBytes: this.operatorStorage.quotaBytes }) } });
+    registerMigrationTargetRoutes(http, { cache, staging, logs });
     registerBackupRoutes(http, { cache, store: this.store, dataDir, kept: new KeptBackups(this.store, { ...DEFAULT_BACKUP_QUOTA, ...this.config.backups }) });
     registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
@@ -333,6 +340,8 @@ export class Controller {
         });
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
+        this.migrations = new MigrationMaster({ store: fenced, cache, sealer, log: this.log, logs, machinesDir: join(dataDir, dataFiles.machines) });
+        this.stopStagingPurge = startStagingPurge(staging, this.log);
         if (membership) {
           this.replicaCloud = new CloudReplicaHosts({
             cache, enrolments, credentials: leaderCredentials, sealer, dataDir, config: this.config, caCert, controllerAddresses: () => this.addresses, log: this.log,
@@ -345,6 +354,8 @@ export class Controller {
         }
       },
       onDeposed: () => {
+        this.migrations?.close(); this.stopStagingPurge?.();
+        this.migrations = undefined; this.stopStagingPurge = undefined;
         this.local?.close(); this.cloud?.close(); this.pods?.close(); this.cleaner?.close(); this.keeper?.close(); this.replicaCloud?.close(); this.replicaPods?.close(); this.stopSweeper?.();
         this.local = undefined; this.cloud = undefined; this.pods = undefined; this.cleaner = undefined; this.keeper = undefined; this.replicaCloud = undefined; this.replicaPods = undefined; this.stopSweeper = undefined;
       },
@@ -453,6 +464,8 @@ export class Controller {
     this.replicaPods?.close();
     this.cleaner?.close();
     this.stopSweeper?.();
+    this.migrations?.close();
+    this.stopStagingPurge?.();
     this.hub?.close();
     this.watchHub?.close();
     this.liveFeeds?.close();

@@ -65,7 +65,7 @@ test("an agent drops a replica that stopped answering and redials another", asyn
   // The silent replica is the only one known at first; once the agent is on it, only the live one.
   const addresses = (): string[] => (silent.sockets.length === 0 ? [silent.address] : [live.address]);
   const conn = new ControllerConnection({
-    addresses, caCert, authorization: "m/0/x", pingMs: 100,
+    addresses, caCert: () => caCert, authorization: "m/0/x", pingMs: 100,
     log: createLogger({ level: "warn", write: (l) => logged.push(l) }), onView: () => undefined, onConnected: () => undefined,
   });
   t.teardown(() => conn.close());
@@ -84,7 +84,7 @@ test("an agent drops a replica that stopped answering and redials another", asyn
 function startAgent(t: ExecutionContext, address: string, caCert: string): { removed: number } {
   const agent = { removed: 0 };
   const conn = new ControllerConnection({
-    addresses: () => [address], caCert, authorization: "m/0/x", pingMs: 100,
+    addresses: () => [address], caCert: () => caCert, authorization: "m/0/x", pingMs: 100,
     log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined, onMachineRemoved: () => { agent.removed++; },
   });
   t.teardown(() => conn.close());
@@ -123,7 +123,7 @@ test("an agent refuses to send a frame over the controller's bound instead of be
   const live = await replica({ cert, key }, true);
   t.teardown(() => live.close());
   const conn = new ControllerConnection({
-    addresses: () => [live.address], caCert, authorization: "m/0/x",
+    addresses: () => [live.address], caCert: () => caCert, authorization: "m/0/x",
     log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined,
   });
   t.teardown(() => conn.close());
@@ -162,7 +162,7 @@ test("a view that arrives with the handshake's answer, in one read, reaches the 
   const seen: string[][] = [];
   let connected = 0;
   const conn = new ControllerConnection({
-    addresses: () => [`127.0.0.1:${(server.address() as AddressInfo).port}`], caCert, authorization: "m/0/x",
+    addresses: () => [`127.0.0.1:${(server.address() as AddressInfo).port}`], caCert: () => caCert, authorization: "m/0/x",
     log: createLogger({ level: "error", write: () => undefined }),
     onView: (v) => seen.push(v.controllerAddresses), onConnected: () => { connected++; },
   });

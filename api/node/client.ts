@@ -22,6 +22,8 @@ import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
 import type { ApplicationInfo, ControllerInfo, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
 import { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, MUTATING_METHODS, REQUEST_ID_HEADER } from "../wire";
+import type { ModelMoved } from "../migration";
+import { isModelMoved } from "../migration";
 export type { ApplicationInfo, ClusterInfo, ControllerInfo, CredentialSummary, DebugLogQuery, MachineInfo, ModelSettings, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
 export { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, ENROLMENT_HEADER, MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER } from "../wire";
 
@@ -45,7 +47,16 @@ export interface ControllerClientOptions {
    * @default 15000
    */
   retryUnavailableMs?: number;
+  /**
+   * A model this client asked about moved to another controller (api/migration.ts): return how to
+   * reach and log in to that one, and this client follows it from then on (the request is sent
+   * there again); return undefined to get the `moved` error instead. Absent: never follow.
+   */
+  onMoved?: (moved: ModelMoved) => Promise<MovedTo | undefined> | MovedTo | undefined;
 }
+
+/** Where a client goes after a model moved: the target's addresses and CA, and credentials if not the same. */
+export interface MovedTo { addresses: string[]; caCert: string; user?: string; password?: string; token?: string }
 
 /** A replica that does not even accept the connection this fast is treated as down. */
 const CONNECT_TIMEOUT_MS = 3000;
@@ -68,8 +79,8 @@ function untrustedCertificate(address: string, code: string, cause: unknown): St
 }
 
 export class ControllerClient {
-  private readonly opts: ControllerClientOptions;
-  private readonly agent: Agent;
+  private opts: ControllerClientOptions;
+  private agent: Agent;
   private token: string | undefined;
   private preferred = 0;
   /** The replicas' addresses, kept current from the controller's answers (replicas can move). */
@@ -114,6 +125,28 @@ export class ControllerClient {
    * mutating request keeps one request id across every try, so its retries are answered, not redone.
    */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    try {
+      return await this.callHere<T>(method, path, body);
+    } catch (err) {
+      if (!StewardError.isInstance(err) || err.code !== "moved" || !this.opts.onMoved || !isModelMoved(err.details)) throw err;
+      const next = await this.opts.onMoved(err.details);
+      if (!next) throw err;
+      this.retarget(next);
+      return this.callHere<T>(method, path, body);
+    }
+  }
+
+  /** From now on this client talks to another controller (the one a model moved to). */
+  private retarget(next: MovedTo): void {
+    this.agent.destroy();
+    this.opts = { ...this.opts, addresses: next.addresses, caCert: next.caCert, ...(next.user !== undefined ? { user: next.user, password: next.password, token: next.token } : {}) };
+    this.agent = new Agent({ keepAlive: true, ca: next.caCert, maxSockets: 16 });
+    this.list = [...next.addresses];
+    this.preferred = 0;
+    this.token = next.user !== undefined ? next.token : undefined;
+  }
+
+  private async callHere<T>(method: string, path: string, body?: unknown): Promise<T> {
     if (!this.token && this.opts.password) await this.login();
     const requestId = MUTATING_METHODS.has(method) ? randomUUID() : undefined;
     try {

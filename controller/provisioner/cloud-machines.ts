@@ -12,6 +12,7 @@ import type { Logger } from "../../api";
 import { StewardError } from "../../api";
 import { CoalescedRunner } from "../coalesced-runner";
 import type { CredentialOps, EnrolmentOps, InstanceRecord, MachineInstallDoc, ModelIndex, StateCache, StateOps } from "../state";
+import { handedOver } from "../state";
 import type { Cloud, CloudInstance } from "./clouds";
 import { clouds } from "./clouds";
 import { waitForAgentLogin } from "./wait-for-login";
@@ -60,7 +61,8 @@ export class CloudProvisioner {
   }
 
   private cloudModels(): ModelIndex[] {
-    return [...this.o.cache.models.values()].filter((idx) => idx.model?.substrate !== undefined && this.clouds[idx.model.substrate] !== undefined);
+    // A model that moved to another controller (between SUCCESS and REAP): its instances are that one's.
+    return [...this.o.cache.models.values()].filter((idx) => idx.model?.substrate !== undefined && this.clouds[idx.model.substrate] !== undefined && !handedOver(this.o.cache.migrations.get(idx.uuid)));
   }
 
   private machinesSignature(): string {

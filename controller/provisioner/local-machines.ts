@@ -3,10 +3,12 @@
  * for each of their live machines, starting one again when it is found dead, and removes the
  * process of a machine that is dying before the machine's record goes.
  */
+import { dirname } from "node:path";
 import type { Logger } from "../../api";
 import { LocalMachines } from "../../substrates";
 import { CoalescedRunner } from "../coalesced-runner";
-import type { StateCache, StateOps } from "../state";
+import type { MachineDoc, StateCache, StateOps } from "../state";
+import { handedOver } from "../state";
 
 export interface LocalSubstrateOptions {
   /** Root of the machines' directories: `<root>/<model-uuid>/<machine-id>/`. */
@@ -31,6 +33,8 @@ export class LocalSubstrate {
   private readonly timer: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   private readonly machines: LocalMachines;
+  /** Machines adopted by migration, by the directory they run under. */
+  private readonly adopted = new Map<string, LocalMachines>();
   private stopped = false;
 
   constructor(private readonly o: LocalSubstrateOptions) {
@@ -54,19 +58,34 @@ export class LocalSubstrate {
   private async reconcile(): Promise<void> {
     this.signature = this.machinesSignature();
     for (const idx of [...this.o.cache.models.values()]) {
+      // A model that moved to another controller: its agents are that controller's to keep.
+      if (handedOver(this.o.cache.migrations.get(idx.uuid))) continue;
       for (const m of [...idx.machines.values()]) {
         if (m.substrate !== "local" || this.stopped) continue;
-        if (m.life === "alive") await this.ensureRunning(idx.uuid, m.id);
+        const machines = this.machinesOf(m);
+        if (m.life === "alive") await this.ensureRunning(machines, idx.uuid, m.id);
         else {
-          await this.destroy(idx.uuid, m.id);
+          await this.destroy(machines, idx.uuid, m.id);
           await this.o.ops.finishMachine(idx.uuid, m.id);
         }
       }
     }
   }
 
-  private async ensureRunning(model: string, machine: string): Promise<void> {
-    const started = await this.machines.startMachine({
+  /**
+   * Where the machine's agent runs: under this controller's directory, or, for a machine that came
+   * by migration from another local controller, where that one started it (the agent never moved).
+   */
+  private machinesOf(m: MachineDoc): LocalMachines {
+    if (!m.localDir) return this.machines;
+    const root = dirname(dirname(m.localDir));
+    let machines = this.adopted.get(root);
+    if (!machines) this.adopted.set(root, (machines = new LocalMachines({ machinesDir: root, agentEntry: this.o.agentEntry })));
+    return machines;
+  }
+
+  private async ensureRunning(machines: LocalMachines, model: string, machine: string): Promise<void> {
+    const started = await machines.startMachine({
       model, machine, placement: undefined,
       controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
       issueCredential: () => this.o.ops.issueMachineCredential(model, machine),
@@ -74,8 +93,8 @@ export class LocalSubstrate {
     if (started.changed) this.o.log.info("started local agent", { model, machine, instance: started.instanceId });
   }
 
-  private async destroy(model: string, machine: string): Promise<void> {
-    await this.machines.stopMachine({ model, machine, placement: undefined });
+  private async destroy(machines: LocalMachines, model: string, machine: string): Promise<void> {
+    await machines.stopMachine({ model, machine, placement: undefined });
     this.o.log.info("removed local machine", { model, machine });
   }
 

@@ -8,7 +8,7 @@ import type { Duplex } from "node:stream";
 import { randomUUID } from "node:crypto";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
-import type { AgentFrame, DebugLogRecord, LogBatch, Logger, TaskFinish, TransportLimits } from "../../api";
+import type { AgentFrame, DebugLogRecord, LogBatch, Logger, MigrationReport, TaskFinish, TransportLimits } from "../../api";
 import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
 import { unchanged } from "../store";
@@ -22,6 +22,8 @@ import { answerRaw } from "./raw-answer";
 import { answerHandshakeErrors } from "./upgrades";
 import { sendText } from "./ws-frames";
 import type { ModelLogs } from "./model-logs";
+import { movedError } from "../migration/source-routes";
+import { recordReport } from "../migration/reports";
 
 export interface AgentHubDeps {
   cache: StateCache;
@@ -117,6 +119,9 @@ export class AgentHub {
    * that spreads out real agents' reconnect storms; they are limited per source address instead.
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    // An agent of a model that moved away is told where it went (its config was not switched: it was down, or the switch failed, Juju #18618).
+    const moved = this.movedModelOf(req);
+    if (moved) { answerRaw(socket, moved.httpStatus, moved.toWire()); return; }
     let principal;
     try {
       principal = authenticate(this.deps.cache, req.headers, { upgrade: true });
@@ -137,6 +142,15 @@ export class AgentHub {
     }
     const { model, machine } = principal;
     this.wss.handleUpgrade(req, socket, head, (ws) => { this.accept(ws, model, machine).catch((err: unknown) => this.deps.log.error("agent connection failed", { model, machine, err })); });
+  }
+
+  private movedModelOf(req: IncomingMessage): StewardError | undefined {
+    const header = req.headers.authorization;
+    if (!header?.startsWith("Agent ")) return undefined;
+    const model = header.slice(6).split("/")[0] ?? "";
+    if (this.deps.cache.models.get(model)?.model) return undefined;
+    const m = this.deps.cache.migrations.get(model);
+    return m?.phase === "DONE" ? movedError(m) : undefined;
   }
 
   private refuseLogin(req: IncomingMessage, socket: Duplex, err: StewardError): void {
@@ -263,6 +277,9 @@ export class AgentHub {
       case "task.finish": return settle(await this.deps.actions.finish(conn.model, conn.machine, parsed.data as TaskFinish));
       case "machine.info":
         await ops.setMachineInfo(conn.model, conn.machine, parsed.data as never);
+        return {};
+      case "migration.report":
+        await recordReport(this.deps.store, cache, conn.model, conn.machine, parsed.data as MigrationReport);
         return {};
     }
     return {};

@@ -8,6 +8,7 @@ import type { ApplicationDoc, UnitDoc } from "./documents";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import type { ModelIndex, StateCache } from "./cache";
 import { effectiveConfig } from "./operations";
+import { migrationView } from "./migration-phases";
 
 export function unitNumber(name: string): number {
   return Number(name.slice(name.lastIndexOf("/") + 1));
@@ -25,9 +26,10 @@ function unitsOnMachine(idx: ModelIndex, machineId: string): { unit: UnitDoc; ap
 }
 
 /** The model-wide head of a view: the model and its settings, in the order both builders write them. */
-function viewHead(cache: StateCache, idx: ModelIndex, leadershipLeaseSeconds: number): Pick<AgentView, "model" | "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds" | "restore"> {
+function viewHead(cache: StateCache, idx: ModelIndex, leadershipLeaseSeconds: number): Pick<AgentView, "model" | "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds" | "restore" | "migration"> {
   const settings = modelSettings(idx.model?.config);
   const r = cache.restore;
+  const migration = migrationView(cache.migrations.get(idx.uuid));
   return {
     model: { uuid: idx.uuid, name: idx.model?.name ?? "" },
     updateStatusInterval: settings.updateStatusInterval,
@@ -35,6 +37,7 @@ function viewHead(cache: StateCache, idx: ModelIndex, leadershipLeaseSeconds: nu
     leadershipLeaseSeconds,
     // Only once restored: views of a controller never restored read as before.
     ...(r ? { restore: { epoch: r.clusterId, revision: r.revision, taskSeq: r.taskSeqs[idx.uuid] ?? 0 } } : {}),
+    ...(migration ? { migration } : {}),
   };
 }
 

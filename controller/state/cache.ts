@@ -8,7 +8,7 @@ import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
-import type { AccessDoc, ApplicationDoc, ControllerDoc, RestoreEpochDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, ModelDoc, OperatorDoc, PresenceDoc, QueuedTaskDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { AccessDoc, ApplicationDoc, ControllerDoc, RestoreEpochDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, MigrationDoc, ModelDoc, OperatorDoc, PresenceDoc, QueuedTaskDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import type { ImportOrigin, ImportedRevisionsDoc } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
 import { CACHED_PREFIXES } from "./keys";
@@ -87,6 +87,8 @@ export class StateCache {
   haConfig?: HaConfig;
   keeper?: KeeperDoc;
   replicaCloud?: ReplicaCloudDoc;
+  /** Each model's last migration, by model uuid (kept after the model moved: redirects read it). */
+  readonly migrations = new Map<string, MigrationDoc>();
   revision = 0;
   private watchers: Watcher[] = [];
   private readonly listeners = new Set<CacheListener>();
@@ -148,6 +150,7 @@ export class StateCache {
     this.haConfig = undefined;
     this.keeper = undefined;
     this.replicaCloud = undefined;
+    this.migrations.clear();
   }
 
   private onEvents(events: WatchEvent[], revision: number): void {
@@ -210,6 +213,8 @@ export class StateCache {
       case "cluster-config": this.haConfig = doc as HaConfig | undefined; return CLUSTER_CHANGED;
       case "cluster-keeper": this.keeper = doc as KeeperDoc | undefined; return CLUSTER_CHANGED;
       case "cluster-replica-cloud": this.replicaCloud = doc as ReplicaCloudDoc | undefined; return CLUSTER_CHANGED;
+      // A migration changes what the model's agents are told (pause, report, switch).
+      case "migration": set(this.migrations, id); return this.models.has(id) ? id : undefined;
       case "presence": { const idx = this.index(c.model!); set(idx.presence, id); return idx.uuid; }
       default: break;
     }

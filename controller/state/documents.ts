@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { ActionValue, AgentStatus, AwsModelSettings, Constraints, CredentialSubstrate, KubernetesModelSettings, Life, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
+import type { ActionValue, AgentStatus, AwsModelSettings, Constraints, CredentialSubstrate, KubernetesModelSettings, Life, MigrationPhase, MigrationTarget, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -132,6 +132,8 @@ export interface MachineDoc {
   ssh?: { host: string; port: number; user: string; hostKey: string };
   /** Cloud machines: what it must have, fixed when it is made (the model's, its application's or its own merged). */
   constraints?: Constraints;
+  /** A local machine that came by migration: the directory its agent runs in, under the source controller's (the agent stays where it is). */
+  localDir?: string;
 }
 /** Progress of installing a machine's agent (SSH machines) or of launching its instance (clouds). */
 export interface MachineInstallDoc {
@@ -164,6 +166,37 @@ export interface RelationDoc {
 /** A relation or leader databag. */
 export type DataBag = Record<string, string>;
 export interface LeaderDoc { unit: string; since: string; lease: string }
+
+/**
+ * A model's migration, kept by the source controller (`/migrations/<model-uuid>`): the master's
+ * cursor, so a new leader resumes where the last one was, and after DONE what redirects clients.
+ */
+export interface MigrationDoc {
+  id: string;
+  model: string;
+  modelName: string;
+  target: MigrationTarget;
+  /** How the source logs in to the target (`{user, password?, token?}` as JSON), sealed; gone once over. */
+  sealedAuth?: string;
+  phase: MigrationPhase;
+  startedAt: string;
+  phaseStartedAt: string;
+  endedAt?: string;
+  history: { phase: MigrationPhase; at: string; note?: string }[];
+  failure?: string;
+  /** Set before the target is first asked to activate: from then on only the target can say whether the model moved. */
+  activateAttempted?: boolean;
+  /** How long agents have to report in each phase, in seconds. */
+  agentWaitSeconds: number;
+  /** What the master does now, or why it retries. */
+  status: string;
+  /** This model's local machines ran under the source controller's directory: where (the target supervises them there). */
+  localMachinesDir?: string;
+}
+/** A staged import on the target (`/migration-stages/<migration-id>`); its export is in chunks under `/blobs/`. */
+export interface MigrationStageDoc { id: string; model: string; modelName: string; source: string; chunks: number; bytes: number; sha256: string; createdAt: string; heartbeatAt: string }
+/** On the target: the model `model` arrived by migration `id` (an activation asked again is answered, not redone). */
+export interface MigrationArrivalDoc { id: string; source: string; at: string }
 
 export const SCHEMA_VERSION = 1;
 /** How long a leadership claim lasts; agents renew at half of it, so leadership is guaranteed for 30 s. */

@@ -1,6 +1,6 @@
 export { CLUSTER_CHANGED, StateCache } from "./cache";
 export type { ModelIndex, CacheListener } from "./cache";
-export { StateOps, validateConfig, effectiveConfig } from "./operations";
+export { StateOps, validateConfig, effectiveConfig, modelDeletes } from "./operations";
 export { RelationOps } from "./relation-ops";
 export { LeadershipOps } from "./leadership-ops";
 export { buildModelStatus, buildUnitDetails } from "./views";
@@ -20,4 +20,5 @@ export { MAX_MODEL_EXPORT_BYTES, MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION, upgr
 export type { ModelExport } from "./model-format";
 export { exportModel } from "./model-export";
 export { importModel } from "./model-import";
-export type { ImportResult } from "./model-import";
+export type { ImportDeps, ImportOptions, ImportResult } from "./model-import";
+export { canMove, handedOver, holdsModel, migrationActive, migrationView } from "./migration-phases";

@@ -66,6 +66,17 @@ export const keys = {
   /** One-time enrolment tokens of cloud machines, by the token's SHA-256 (not cached). */
   enrolment: (tokenHash: string) => k("enrolment", "", tokenHash),
   enrolmentsPrefix: p("enrolment", ""),
+  /** A model's migration, by the model's uuid (the source's). */
+  migration: (model: string) => k("migration", "", model),
+  migrationReport: (model: string, id: string, phase: string, machine: string) => k("migration-report", "", `${model}/${id}/${phase}/${machine}`),
+  migrationReports: (model: string, id: string, phase: string) => `${p("migration-report", "")}${model}/${id}/${phase}/`,
+  migrationReportsOf: (model: string) => `${p("migration-report", "")}${model}/`,
+  /** An import staged on the target, by migration id, and its chunks. */
+  migrationStage: (id: string) => k("migration-stage", "", id),
+  migrationStages: p("migration-stage", ""),
+  migrationStageChunk: (id: string, i: number) => k("migration-stage-chunk", "", `${id}/${i}`),
+  migrationStageChunks: (id: string) => `${p("migration-stage-chunk", "")}${id}/`,
+  migrationArrival: (model: string) => k("migration-arrival", "", model),
 };
 
 /** Ids padded so that keys sort as their numbers do. */

@@ -47,7 +47,17 @@ function bad(what: string): StewardError {
   return new StewardError("invalid-request", `model export: ${what}`, { details: { field: "export" } });
 }
 
-export async function importModel(deps: ImportDeps, raw: unknown, opts: { name?: string } = {}): Promise<ImportResult> {
+export interface ImportOptions {
+  /** Imports under this name instead of the export's. */
+  name?: string;
+  /** More for the model's one transaction to check and do (a migration's activation takes its staged copy away in it). */
+  alsoCompare?: Compare[];
+  alsoDo?: Op[];
+  /** Why the transaction can fail besides the name or uuid being taken, for the error. */
+  refusedBecause?: string;
+}
+
+export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOptions = {}): Promise<ImportResult> {
   const fromVersion = (raw as { version?: number } | null)?.version ?? 0;
   const doc = upgradeModelExport(raw);
   const model = { ...(doc.documents.model![""] as ModelDoc) };
@@ -61,8 +71,8 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: { name?:
   const { store } = deps;
   if (await store.get(keys.modelName(model.name))) throw alreadyExists("model", model.name);
   if (await store.get(keys.model(uuid))) throw new StewardError("already-exists", `a model with uuid ${uuid} already exists on this controller (imported before, or the model it came from)`, { details: { kind: "model", name: uuid } });
-  const compare: Compare[] = [absent(keys.modelName(model.name)), absent(keys.model(uuid))];
-  const ops: Op[] = [];
+  const compare: Compare[] = [absent(keys.modelName(model.name)), absent(keys.model(uuid)), ...(opts.alsoCompare ?? [])];
+  const ops: Op[] = [...(opts.alsoDo ?? [])];
   // Written first: the cache reads versions for the bags that follow it in the same revision.
   const origin: ImportedRevisionsDoc = { sourceRevision: doc.versions.revision, versions: doc.versions.bags };
   ops.push({ type: "put", key: keyOf(KIND["imported-revisions"], uuid), value: JSON.stringify(origin) });
@@ -105,7 +115,7 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: { name?:
     // Bundles before the model: an application must never name an operator the store lacks.
     for (const bundle of Object.values(doc.operators)) await deps.putOperator(bundle);
     const res = await store.txn({ compare, success: ops });
-    if (!res.succeeded) throw new StewardError("already-exists", `model "${model.name}" (or its uuid) was created while it was being imported`, { details: { kind: "model", name: model.name } });
+    if (!res.succeeded) throw new StewardError("already-exists", `model "${model.name}" (or its uuid) was created while it was being imported${opts.refusedBecause ? `, or ${opts.refusedBecause}` : ""}`, { details: { kind: "model", name: model.name } });
     const users = Object.keys(doc.documents.access ?? {});
     const present = await Promise.all(users.map((u) => store.get(keys.user(u))));
     return { name: model.name, uuid, revision: res.revision, documents: counts, fromVersion, missingUsers: users.filter((_, i) => !present[i]) };

@@ -137,7 +137,7 @@ export class StateOps extends StoreTxns {
       if (force) {
         return {
           compare: [unchanged(keys.model(uuid), m.rev)],
-          ops: [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, ...modelTaskDeletes(uuid), { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(m.doc.name) }],
+          ops: modelDeletes(uuid, m.doc.name),
           result: {},
         };
       }
@@ -170,7 +170,7 @@ export class StateOps extends StoreTxns {
     if (left.length > 0) return false;
     const res = await this.store.txn({
       compare: [unchanged(keys.model(uuid), m.rev), ...left.map((kv) => unchanged(kv.key, kv.modRevision))],
-      success: [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, ...modelTaskDeletes(uuid), { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(m.doc.name) }],
+      success: modelDeletes(uuid, m.doc.name),
     });
     return res.succeeded;
   }
@@ -753,6 +753,11 @@ function configError(app: string, meta: OperatorMeta, key: string): StewardError
 }
 
 /** The effective config: operator defaults overlaid with the values set on the application. */
+/** Every record of model `uuid` (named `name`), for a transaction that removes the model at once. */
+export function modelDeletes(uuid: string, name: string): Op[] {
+  return [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, ...modelTaskDeletes(uuid), { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(name) }];
+}
+
 /** A model's records kept outside its prefix, which the cache does not load: tasks, operations, status history. */
 function modelTaskDeletes(uuid: string): Op[] {
   return [{ type: "deletePrefix", prefix: keys.tasksOf(uuid) }, { type: "deletePrefix", prefix: keys.operationsOf(uuid) }, { type: "deletePrefix", prefix: keys.statusHistoryOf(uuid) }];

@@ -26,7 +26,9 @@ export function clientFor(connection: ControllerConnection): ControllerClient {
   const key = keyOf(connection);
   let client = clients.get(key);
   if (!client) {
-    client = new ControllerClient({ addresses: connection.addresses, caCert: connection.caCert, user: connection.user, password: connection.password });
+    // A model that migrated is followed to its new controller with the same login (the user has one
+    // there, having moved it); the stack keeps working until its connection is updated.
+    client = new ControllerClient({ addresses: connection.addresses, caCert: connection.caCert, user: connection.user, password: connection.password, onMoved: (m) => ({ addresses: m.target.addresses, caCert: m.target.caCert }) });
     clients.set(key, client);
   }
   return client;

@@ -60,7 +60,7 @@ export async function startTestController(opts: {
     return c;
   };
   const admin = clientFor("admin", init.adminPassword!);
-  return {
+  const tc: TestController = {
     dir, controller, admin, caCert: init.caCert, adminPassword: init.adminPassword!, addresses, clientFor,
     async upload(opDir) {
       const op = await readOperatorDir(opDir);
@@ -75,11 +75,13 @@ export async function startTestController(opts: {
     },
     async close() {
       for (const c of clients) c.close();
-      await controller.stop().catch(() => undefined);
+      // The controller a test started again (tc.controller) is the one to stop.
+      await tc.controller.stop().catch(() => undefined);
       await killProcessesUnder(dir);
       await rm(dir, { recursive: true, force: true });
     },
   };
+  return tc;
 }
 
 export const allReady = (n: number) => (units: UnitStatusView[]): boolean => units.length === n && units.every(unitIsReady);

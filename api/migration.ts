@@ -1,0 +1,69 @@
+/**
+ * Model migration on the wire: the phases (Juju's, core/migration/phase.go), what an agent is told
+ * of a migration in its view, and what `steward show-migration` shows.
+ *
+ * QUIESCE → IMPORT → VALIDATION → SUCCESS → LOGTRANSFER → REAP → DONE, and ABORT → ABORTDONE from
+ * any phase before SUCCESS. Juju's PROCESSRELATIONS is left out: Steward has no cross-model
+ * relations to re-point.
+ */
+
+export const MIGRATION_PHASES = ["QUIESCE", "IMPORT", "VALIDATION", "SUCCESS", "LOGTRANSFER", "REAP", "DONE", "ABORT", "ABORTDONE"] as const;
+export type MigrationPhase = (typeof MIGRATION_PHASES)[number];
+
+/** Phases with no way out: the migration is over. */
+export const TERMINAL_PHASES: ReadonlySet<MigrationPhase> = new Set(["DONE", "ABORTDONE"]);
+
+/** From SUCCESS on the model lives on the target: nothing rolls back, and the source redirects. */
+export const HANDED_OVER_PHASES: ReadonlySet<MigrationPhase> = new Set(["SUCCESS", "LOGTRANSFER", "REAP", "DONE"]);
+
+/** The phases agents report on (the others they need not answer). */
+export const REPORTED_PHASES: ReadonlySet<MigrationPhase> = new Set(["QUIESCE", "VALIDATION", "SUCCESS"]);
+
+/** Where a model is going: what an agent needs to reach the target (no secret). */
+export interface MigrationTarget {
+  /** The target controller's uuid, which it proves by answering over TLS with its CA. */
+  controller: string;
+  /** The name the user knows the target by (their client's name for it). */
+  name: string;
+  addresses: string[];
+  caCert: string;
+}
+
+/** A migration as an agent's view carries it. */
+export interface MigrationView {
+  id: string;
+  phase: MigrationPhase;
+  /** Whether hooks must stay paused (a running phase, or an abort that must first learn the target did not take the model). */
+  paused: boolean;
+  target: MigrationTarget;
+}
+
+/** One agent's answer for one phase. */
+export interface MigrationReport { id: string; phase: MigrationPhase; ok: boolean; reason?: string }
+
+/** `steward show-migration`: the model's last migration and where it stands. */
+export interface MigrationInfo {
+  id: string;
+  model: { uuid: string; name: string };
+  target: Omit<MigrationTarget, "caCert">;
+  phase: MigrationPhase;
+  startedAt: string;
+  phaseStartedAt: string;
+  endedAt?: string;
+  /** Every phase entered, in order, with when. */
+  history: { phase: MigrationPhase; at: string; note?: string }[];
+  /** The reason it was aborted (kept: a later step never overwrites it). */
+  failure?: string;
+  /** While the master waits on agents: who has answered this phase and who has not. */
+  agents?: { reported: number; failed: { machine: string; reason: string }[]; waitingFor: string[] };
+  /** What the master is doing now, or why it is retrying. */
+  status: string;
+}
+
+/** The answer of a source controller for a model that moved away (HTTP 409 with code `conflict`, `details.reason` "moved"). */
+export interface ModelMoved { reason: "moved"; model: string; target: MigrationTarget }
+
+export function isModelMoved(details: Record<string, unknown> | undefined): details is Record<string, unknown> & ModelMoved {
+  const t = details?.target as Partial<MigrationTarget> | undefined;
+  return details?.reason === "moved" && typeof details.model === "string" && typeof t?.caCert === "string" && Array.isArray(t.addresses);
+}

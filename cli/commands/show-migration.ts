@@ -1,0 +1,28 @@
+import { Command, Option } from "clipanion";
+import type { MigrationInfo } from "../../api/core";
+import { ControllerCommand } from "../base-command";
+import { printMigration } from "../migration-progress";
+
+export default class ShowMigrationCommand extends ControllerCommand {
+  static override paths = [["show-migration"]];
+  static override usage = Command.Usage({
+    category: "Models",
+    description: "show where a model's migration stands",
+    details: `
+      The model's last migration: its phase, what the controller is doing or waiting for, which
+      agents have not answered the phase yet, every phase with when it began, and why it was aborted
+      if it was. Asked of the source controller; after the move it still answers for the model.
+    `,
+    examples: [["Show the migration of model demo", "$0 show-migration demo"], ["As JSON", "$0 show-migration demo --format json"]],
+  });
+
+  model = Option.String({ required: true, name: "model" });
+  format = Option.String("--format", "tabular", { description: "tabular or json" });
+
+  async run(): Promise<number> {
+    const info = await (await this.connect()).call<MigrationInfo>("GET", `/v1/models/${encodeURIComponent(this.model)}/migration`);
+    if (this.format === "json") { this.out(JSON.stringify(info, null, 2)); return 0; }
+    printMigration(info, (line) => this.out(line));
+    return 0;
+  }
+}

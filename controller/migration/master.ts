@@ -1,0 +1,349 @@
+/**
+ * {@link MigrationMaster} drives each migration of this controller's models, on the leader only
+ * (Juju's migrationmaster). Its cursor is the migration document: every phase change is one
+ * transaction on it, so a leader that takes over resumes the phase where the last one was, and
+ * every step of a phase can be done twice (staging replaces, activation is answered again, the
+ * reap deletes what is there).
+ *
+ * Aborting is a phase like the others, retried until it is known how it ended: before the target
+ * was asked to activate, the source model never stopped being the one that counts (the target
+ * purges a staging nobody heartbeats); after, only the target can say, and until it does the
+ * model stays held (Juju #21459: an abort that failed once left the model half alive on both).
+ */
+import { join } from "node:path";
+import type { MigrationPhase } from "../../api";
+import { ControllerClient, STEWARD_VERSION, StewardError } from "../../api";
+import type { CredentialDoc, MachineDoc, MigrationDoc, ModelDoc, StateCache } from "../state";
+import { canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
+import type { Sealer } from "../security/sealing";
+import type { ModelLogs } from "../server/model-logs";
+import type { KeyValue, Op, Store } from "../store";
+import { unchanged } from "../store";
+import type { Logger } from "../../api";
+import { agentReports } from "./reports";
+
+export interface MigrationMasterOptions {
+  /** The leader's fenced store. */
+  store: Store;
+  cache: StateCache;
+  sealer: Sealer;
+  log: Logger;
+  logs: ModelLogs;
+  /** Where this controller's local machines run (`<dir>/<model>/<machine>`): the target adopts them there. */
+  machinesDir: string;
+  /** How often agents' reports are looked at while waiting, in ms. @default 500 */
+  pollMs?: number;
+  /** How often the target is probed while agents are awaited (in VALIDATION this heartbeats the staged copy), in ms. @default 5000 */
+  probeMs?: number;
+  /** How long the target may not answer before a migration not yet past VALIDATION aborts, in ms. @default 15000 */
+  targetGoneMs?: number;
+  /** How long an abort that the target never acknowledges is tried before giving up (only when it was never asked to activate). @default 10 minutes */
+  abortGiveUpMs?: number;
+}
+
+/** The sealed login to the target (`MigrationDoc.sealedAuth`). */
+export interface TargetAuth { user: string; password?: string; token?: string }
+
+export const authPurpose = (id: string): string => `migration/${id}`;
+
+/** A phase's outcome: where to go, with a note for the history (and, for ABORT, the failure). */
+type Outcome = { to: MigrationPhase; note?: string; failure?: string; set?: Partial<MigrationDoc> } | undefined;
+
+class AbortMigration extends Error {}
+
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 60_000;
+const LOG_BATCH = 2000;
+
+export class MigrationMaster {
+  private readonly driving = new Map<string, Promise<void>>();
+  private readonly clients = new Map<string, ControllerClient>();
+  private closed = false;
+  private readonly unsubscribe: () => void;
+  private readonly wakers = new Set<() => void>();
+
+  constructor(private readonly o: MigrationMasterOptions) {
+    this.unsubscribe = o.cache.subscribe(() => this.scan());
+    this.scan();
+  }
+
+  private scan(): void {
+    if (this.closed) return;
+    for (const m of this.o.cache.migrations.values()) {
+      if (!migrationActive(m) || this.driving.has(m.model)) continue;
+      const p = this.drive(m.model).catch((err: unknown) => this.o.log.error("migration master failed", { model: m.modelName, err })).finally(() => {
+        this.driving.delete(m.model);
+        this.clients.get(m.id)?.close();
+        this.clients.delete(m.id);
+      });
+      this.driving.set(m.model, p);
+    }
+  }
+
+  private async drive(model: string): Promise<void> {
+    let wait = RETRY_MIN_MS;
+    while (!this.closed) {
+      const kv = await this.o.store.get(keys.migration(model));
+      if (!kv) return;
+      const m = JSON.parse(kv.value) as MigrationDoc;
+      if (!migrationActive(m)) return;
+      let outcome: Outcome;
+      try {
+        outcome = await this.step(m);
+        wait = RETRY_MIN_MS;
+      } catch (err) {
+        if (this.closed) return;
+        if (err instanceof AbortMigration) {
+          outcome = { to: "ABORT", failure: err.message };
+        } else {
+          const why = err instanceof Error ? err.message : String(err);
+          this.o.log.warn("migration step failed; retrying", { model: m.modelName, phase: m.phase, in_ms: wait, err: why });
+          await this.update(kv, { status: `retrying in ${Math.round(wait / 1000)} s: ${why}` }).catch(() => undefined);
+          await this.sleep(wait);
+          wait = Math.min(wait * 2, RETRY_MAX_MS);
+          continue;
+        }
+      }
+      if (!outcome) continue;
+      // Read again: the step may have written the document (status, activateAttempted).
+      const latest = await this.o.store.get(keys.migration(model));
+      if (latest) await this.move(latest, outcome);
+    }
+  }
+
+  /** Does what phase `m.phase` needs and says where to go next (undefined: look again). */
+  private async step(m: MigrationDoc): Promise<Outcome> {
+    switch (m.phase) {
+      case "QUIESCE": {
+        await this.checkTarget(m);
+        await this.waitForAgents(m, { failFast: true });
+        return { to: "IMPORT" };
+      }
+      case "IMPORT": {
+        const text = JSON.stringify(await this.exportForTarget(m));
+        try {
+          await this.target(m).call("POST", `/v1/migrations/${m.id}/stage?source=${encodeURIComponent(this.o.cache.controller?.uuid ?? "")}`, JSON.parse(text));
+        } catch (err) {
+          throw new AbortMigration(`the target could not stage the model: ${(err as Error).message}`);
+        }
+        return { to: "VALIDATION", note: `${text.length} bytes staged` };
+      }
+      case "VALIDATION": {
+        await this.waitForAgents(m, { failFast: true });
+        if (!m.activateAttempted) {
+          const kv = await this.o.store.get(keys.migration(m.model));
+          if (kv) await this.update(kv, { activateAttempted: true, status: "activating the model on the target" });
+        }
+        try {
+          await this.target(m).call("POST", `/v1/migrations/${m.id}/activate`, { model: m.model });
+        } catch (err) {
+          // A refusal is final; a lost answer is asked again (activation is answered twice alike).
+          if (StewardError.isInstance(err) && err.code !== "unavailable") throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
+          throw err;
+        }
+        return { to: "SUCCESS" };
+      }
+      case "SUCCESS": {
+        const missing = await this.waitForAgents(m, { failFast: false });
+        return { to: "LOGTRANSFER", ...(missing.length > 0 ? { note: `no SUCCESS report from ${missing.join(", ")}; those agents are redirected when they next connect` } : {}) };
+      }
+      case "LOGTRANSFER": {
+        const records = this.o.logs.recent(m.model, { include: [], exclude: [], level: "DEBUG" }, 10_000);
+        try {
+          for (let i = 0; i < records.length; i += LOG_BATCH) await this.target(m).call("POST", `/v1/migrations/${m.id}/logs`, { model: m.model, records: records.slice(i, i + LOG_BATCH) });
+        } catch (err) {
+          return { to: "REAP", note: `logs not transferred: ${(err as Error).message}` };
+        }
+        return { to: "REAP", note: `${records.length} log records transferred` };
+      }
+      case "REAP": {
+        await this.reap(m);
+        return undefined;
+      }
+      case "ABORT": return this.abort(m);
+      default: return undefined;
+    }
+  }
+
+  /** The target answers as the controller the migration was started for, at a version that can take the model. */
+  private async checkTarget(m: MigrationDoc): Promise<void> {
+    let hello: { controller: string; version: string };
+    try {
+      hello = await this.target(m).call("GET", "/v1/migrations/hello");
+    } catch (err) {
+      throw new AbortMigration(`the target controller ${m.target.name} cannot be reached: ${(err as Error).message}`);
+    }
+    if (hello.controller !== m.target.controller) throw new AbortMigration(`the controller at ${m.target.addresses.join(", ")} is ${hello.controller}, not ${m.target.controller}`);
+    if (olderMinor(hello.version, STEWARD_VERSION)) throw new AbortMigration(`the target runs ${hello.version}, older than this controller's ${STEWARD_VERSION}`);
+  }
+
+  /**
+   * Waits for every agent of the model to report on this phase. Fail-fast phases abort on the
+   * first failure; all abort at the deadline (measured from the phase's start, Juju #12759), but
+   * SUCCESS goes on without the missing, whom it returns.
+   */
+  private async waitForAgents(m: MigrationDoc, o: { failFast: boolean }): Promise<string[]> {
+    const deadline = Date.parse(m.phaseStartedAt) + m.agentWaitSeconds * 1000;
+    // Before SUCCESS a target that stops answering fails the move (its agents cannot report on it
+    // either); after, it is the model's home and only the deadline counts.
+    const watchTarget = m.phase === "QUIESCE" || m.phase === "VALIDATION";
+    let lastProbe = Date.now();
+    let unreachableSince: number | undefined;
+    for (;;) {
+      const r = await agentReports(this.o.store, this.o.cache, m);
+      if (o.failFast && r.failed.length > 0) throw new AbortMigration(`agents failed ${m.phase}: ${r.failed.map((f) => `${f.machine} (${f.reason})`).join("; ")}`);
+      if (r.waitingFor.length === 0) return [];
+      if (Date.now() > deadline) {
+        if (!o.failFast) return r.waitingFor;
+        throw new AbortMigration(`agents did not report ${m.phase} within ${m.agentWaitSeconds} s: ${r.waitingFor.slice(0, 10).join(", ")}${r.waitingFor.length > 10 ? ` and ${r.waitingFor.length - 10} more` : ""}`);
+      }
+      if (watchTarget && Date.now() - lastProbe >= (this.o.probeMs ?? 5000)) {
+        lastProbe = Date.now();
+        const problem = await this.probeTarget(m);
+        if (problem === undefined) unreachableSince = undefined;
+        else if ((unreachableSince ??= lastProbe) && Date.now() - unreachableSince >= (this.o.targetGoneMs ?? 15_000)) throw new AbortMigration(`the target stopped answering: ${problem}`);
+      }
+      if (this.closed) throw new Error("the master stopped");
+      await this.sleep(this.o.pollMs ?? 500);
+    }
+  }
+
+  /**
+   * Whether the target still answers (and, once it holds the staged copy, still wants it: the
+   * probe is its heartbeat); the problem if not. A staging it no longer has is final.
+   */
+  private async probeTarget(m: MigrationDoc): Promise<string | undefined> {
+    try {
+      if (m.phase === "QUIESCE") await this.target(m).call("GET", "/v1/migrations/hello");
+      else await this.target(m).call("POST", `/v1/migrations/${m.id}/heartbeat`, {});
+      return undefined;
+    } catch (err) {
+      if (StewardError.isInstance(err) && err.code === "not-found" && !m.activateAttempted) throw new AbortMigration("the target no longer has the staged model (purged or aborted there)");
+      return (err as Error).message;
+    }
+  }
+
+  /** The export, with each local machine's directory, so the target supervises the agent where it runs. */
+  private async exportForTarget(m: MigrationDoc): Promise<unknown> {
+    const doc = await exportModel(this.o.store, m.model);
+    for (const machine of Object.values(doc.documents.machine ?? {}) as MachineDoc[]) {
+      if (machine.substrate === "local" && !machine.localDir) machine.localDir = join(this.o.machinesDir, m.model, machine.id);
+    }
+    return doc;
+  }
+
+  /** The model leaves this controller: every record of it in one transaction with the move to DONE; its machines are the target's now. */
+  private async reap(m: MigrationDoc): Promise<void> {
+    const kv = await this.o.store.get(keys.migration(m.model));
+    if (!kv) return;
+    const modelKv = await this.o.store.get(keys.model(m.model));
+    const ops: Op[] = [{ type: "deletePrefix", prefix: keys.migrationReportsOf(m.model) }];
+    const compare = [unchanged(kv.key, kv.modRevision)];
+    if (modelKv) {
+      const model = JSON.parse(modelKv.value) as ModelDoc;
+      ops.push(...modelDeletes(m.model, model.name));
+      compare.push(unchanged(modelKv.key, modelKv.modRevision));
+      if (model.credential) {
+        const c = await this.o.store.get(keys.credential(model.credential));
+        if (c) {
+          const cred = JSON.parse(c.value) as CredentialDoc;
+          compare.push(unchanged(c.key, c.modRevision));
+          ops.push({ type: "put", key: c.key, value: JSON.stringify({ ...cred, models: cred.models.filter((u) => u !== m.model) }) });
+        }
+      }
+    }
+    const now = new Date().toISOString();
+    const { sealedAuth: _, ...rest } = m;
+    const done: MigrationDoc = { ...rest, phase: "DONE", phaseStartedAt: now, endedAt: now, status: "the model lives on the target; this controller redirects its clients and agents there", history: [...m.history, { phase: "DONE", at: now }] };
+    ops.push({ type: "put", key: kv.key, value: JSON.stringify(done) });
+    const res = await this.o.store.txn({ compare, success: ops });
+    if (res.succeeded) this.o.log.info("model migrated", { model: m.modelName, to: m.target.name, id: m.id });
+  }
+
+  private async abort(m: MigrationDoc): Promise<Outcome> {
+    try {
+      await this.target(m).call("DELETE", `/v1/migrations/${m.id}?model=${m.model}`);
+      return { to: "ABORTDONE" };
+    } catch (err) {
+      if (StewardError.isInstance(err) && err.code === "conflict" && err.details.reason === "activated") {
+        return { to: "SUCCESS", note: "the target had already activated the model: the migration goes on" };
+      }
+      const since = Date.parse(m.phaseStartedAt);
+      if (!m.activateAttempted && Date.now() - since > (this.o.abortGiveUpMs ?? 10 * 60_000)) {
+        return { to: "ABORTDONE", note: `the target never answered the abort (${(err as Error).message}); it purges the staged copy itself once nobody heartbeats it` };
+      }
+      throw err;
+    }
+  }
+
+  /** One phase change, checked against the document as read (another leader may have moved it). */
+  private async move(kv: KeyValue, outcome: NonNullable<Outcome>): Promise<void> {
+    const m = JSON.parse(kv.value) as MigrationDoc;
+    if (!canMove(m.phase, outcome.to)) return;
+    const now = new Date().toISOString();
+    const over = outcome.to === "ABORTDONE" || outcome.to === "DONE";
+    const { sealedAuth, ...rest } = m;
+    const next: MigrationDoc = {
+      ...rest, ...(over ? {} : sealedAuth ? { sealedAuth } : {}), ...outcome.set,
+      phase: outcome.to, phaseStartedAt: now, status: describePhase(outcome.to),
+      history: [...m.history, { phase: outcome.to, at: now, ...(outcome.note ?? outcome.failure ? { note: outcome.note ?? outcome.failure } : {}) }],
+      ...(outcome.failure && !m.failure ? { failure: outcome.failure } : {}),
+      ...(over ? { endedAt: now } : {}),
+    };
+    const res = await this.o.store.txn({ compare: [unchanged(kv.key, kv.modRevision)], success: [{ type: "put", key: kv.key, value: JSON.stringify(next) }] });
+    if (res.succeeded) this.o.log.info("migration phase", { model: m.modelName, from: m.phase, to: outcome.to, ...(outcome.failure ? { failure: outcome.failure } : {}), ...(outcome.note ? { note: outcome.note } : {}) });
+  }
+
+  private async update(kv: KeyValue, change: Partial<MigrationDoc>): Promise<void> {
+    const m = JSON.parse(kv.value) as MigrationDoc;
+    await this.o.store.txn({ compare: [unchanged(kv.key, kv.modRevision)], success: [{ type: "put", key: kv.key, value: JSON.stringify({ ...m, ...change }) }] });
+  }
+
+  private target(m: MigrationDoc): ControllerClient {
+    let c = this.clients.get(m.id);
+    if (!c) {
+      const auth = m.sealedAuth ? this.o.sealer.openJson<TargetAuth>(authPurpose(m.id), m.sealedAuth) : undefined;
+      if (!auth) throw new StewardError("unauthorized", "this migration holds no login for the target any more");
+      c = new ControllerClient({ addresses: m.target.addresses, caCert: m.target.caCert, user: auth.user, ...(auth.password ? { password: auth.password } : {}), ...(auth.token ? { token: auth.token } : {}), retryUnavailableMs: 5000, timeoutMs: 60_000 });
+      this.clients.set(m.id, c);
+    }
+    return c;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => { clearTimeout(t); this.wakers.delete(done); resolve(); };
+      const t = setTimeout(done, ms);
+      this.wakers.add(done);
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    this.unsubscribe();
+    for (const wake of [...this.wakers]) wake();
+    for (const c of this.clients.values()) c.close();
+  }
+}
+
+export function describePhase(p: MigrationPhase): string {
+  switch (p) {
+    case "QUIESCE": return "agents are finishing their hooks and checking they can reach the target";
+    case "IMPORT": return "staging the model on the target";
+    case "VALIDATION": return "agents are checking the staged model against what they hold";
+    case "SUCCESS": return "the model is live on the target; agents are switching to it";
+    case "LOGTRANSFER": return "sending the model's recent logs to the target";
+    case "REAP": return "removing the model from this controller";
+    case "DONE": return "the model lives on the target";
+    case "ABORT": return "aborting: taking the staged copy away from the target";
+    case "ABORTDONE": return "aborted: the model stays on this controller";
+  }
+}
+
+/** Whether version `a` is older than `b` in major.minor (a patch apart is no matter). */
+export function olderMinor(a: string, b: string): boolean {
+  const [am = 0, an = 0] = a.split(".").map(Number);
+  const [bm = 0, bn = 0] = b.split(".").map(Number);
+  return am < bm || (am === bm && an < bn);
+}
+

@@ -1,0 +1,193 @@
+/**
+ * What a controller serves as the SOURCE of a migration:
+ *
+ * - `POST /v1/models/<model>/migrate` `{target: {name, addresses, caCert, user, password | token}, agentWaitSeconds?}`
+ *   (superuser) → prechecks, then the migration starts in QUIESCE (202); the leader's master drives it
+ * - `GET  /v1/models/<model>/migration` → where the model's last migration stands (also after it moved)
+ * - `POST /v1/models/<model>/migration/abort` → aborts one that has not reached SUCCESS
+ *
+ * and two guards on every model route: while a migration holds the model its changes are refused
+ * (409: the export must hold everything), and once the model has moved its requests are answered
+ * with where it went (410, code `moved`), which clients follow.
+ */
+import { randomUUID } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { MigrationInfo, ModelMoved } from "../../api";
+import { ControllerClient, MUTATING_METHODS, Name, STEWARD_VERSION, StewardError, notFound, parseRequest } from "../../api";
+import type { MigrationDoc, ModelIndex, StateCache } from "../state";
+import { handedOver, holdsModel, keys, migrationActive } from "../state";
+import type { Sealer } from "../security/sealing";
+import { authenticate, requireModelAccess, requireSuperuser, requireUser } from "../server/auth";
+import type { Store } from "../store";
+import { absent, unchanged } from "../store";
+import type { TargetAuth } from "./master";
+import { authPurpose, describePhase, olderMinor } from "./master";
+import { agentReports } from "./reports";
+
+/** Juju's migration-agent-wait-time. */
+export const DEFAULT_AGENT_WAIT_SECONDS = 15 * 60;
+
+const Address = z.string().min(3).max(300).regex(/^[^\s/]+:\d+$/, "host:port");
+const MigrateRequest = z.strictObject({
+  target: z.strictObject({
+    name: Name,
+    addresses: z.array(Address).min(1).max(16),
+    caCert: z.string().min(1).max(16_384).includes("BEGIN CERTIFICATE", { message: "a PEM certificate" }),
+    user: Name,
+    password: z.string().min(1).max(1024).optional(),
+    token: z.string().min(1).max(4096).optional(),
+  }).refine((t) => t.password !== undefined || t.token !== undefined, { message: "give the target user's password or token" }),
+  agentWaitSeconds: z.number().int().min(5).max(24 * 3600).optional(),
+});
+
+export interface SourceRouteDeps { cache: StateCache; store: Store; sealer: Sealer }
+
+/** The model route's `:model`, or undefined for routes without one. */
+const modelParam = (req: FastifyRequest): string | undefined => (req.params as { model?: string } | undefined)?.model;
+
+/** The last migration of the model known here by `nameOrUuid`. */
+export function migrationOf(cache: StateCache, nameOrUuid: string): MigrationDoc | undefined {
+  const byUuid = cache.migrations.get(nameOrUuid);
+  if (byUuid) return byUuid;
+  let found: MigrationDoc | undefined;
+  for (const m of cache.migrations.values()) if (m.modelName === nameOrUuid && (!found || m.startedAt > found.startedAt)) found = m;
+  return found;
+}
+
+export function movedError(m: MigrationDoc): StewardError {
+  const details: ModelMoved = { reason: "moved", model: m.modelName, target: m.target };
+  return new StewardError("moved", `model ${m.modelName} moved to controller ${m.target.name} (${m.target.addresses.join(", ")}); log in there (steward login) or let the client follow`, { details: details as unknown as Record<string, unknown> });
+}
+
+export function installMigrationGuards(app: FastifyInstance, cache: StateCache): void {
+  app.addHook("preHandler", async (req) => {
+    const model = modelParam(req);
+    if (model === undefined || req.url.split("?")[0]!.endsWith("/migration")) return;
+    const idx = cache.findModel(model);
+    const m = idx ? cache.migrations.get(idx.uuid) : migrationOf(cache, model);
+    if (!idx) {
+      if (m?.phase === "DONE") throw movedError(m);
+      return;
+    }
+    if (!MUTATING_METHODS.has(req.method) || req.url.split("?")[0]!.endsWith("/migration/abort")) return;
+    if (holdsModel(m)) {
+      throw new StewardError("conflict", `model ${idx.model!.name} is being migrated to ${m!.target.name} (${m!.phase}): it cannot change until that is over (steward show-migration ${idx.model!.name})`, { retryable: false, details: { reason: "migrating", phase: m!.phase } });
+    }
+  });
+}
+
+export function registerMigrationSourceRoutes(app: FastifyInstance, deps: SourceRouteDeps): void {
+  const { cache, store } = deps;
+
+  app.post("/v1/models/:model/migrate", async (req, reply) => {
+    const p = authenticate(cache, req.headers, { method: req.method });
+    requireSuperuser(p);
+    const body = parseRequest(MigrateRequest, req.body, "migration");
+    const idx = cache.findModel(modelParam(req)!);
+    if (!idx) throw notFound("model", modelParam(req)!);
+    const existing = cache.migrations.get(idx.uuid);
+    if (migrationActive(existing)) throw new StewardError("conflict", `model ${idx.model!.name} is already migrating (${existing.phase}); see steward show-migration`, { retryable: false });
+    precheckModel(idx);
+    const target = await checkTarget(body.target, idx, cache);
+    const id = randomUUID();
+    const now = new Date().toISOString();
+    const auth: TargetAuth = { user: body.target.user, ...(body.target.password ? { password: body.target.password } : {}), ...(body.target.token ? { token: body.target.token } : {}) };
+    const doc: MigrationDoc = {
+      id, model: idx.uuid, modelName: idx.model!.name,
+      target: { controller: target.controller, name: body.target.name, addresses: body.target.addresses, caCert: body.target.caCert },
+      sealedAuth: deps.sealer.sealJson(authPurpose(id), auth),
+      phase: "QUIESCE", startedAt: now, phaseStartedAt: now, history: [{ phase: "QUIESCE", at: now }],
+      agentWaitSeconds: body.agentWaitSeconds ?? DEFAULT_AGENT_WAIT_SECONDS, status: describePhase("QUIESCE"),
+    };
+    const key = keys.migration(idx.uuid);
+    const [prior, modelKv] = await Promise.all([store.get(key), store.get(keys.model(idx.uuid))]);
+    if (!modelKv) throw notFound("model", idx.model!.name);
+    const res = await store.txn({
+      compare: [prior ? unchanged(key, prior.modRevision) : absent(key), unchanged(modelKv.key, modelKv.modRevision)],
+      success: [{ type: "put", key, value: JSON.stringify(doc) }],
+    });
+    if (!res.succeeded) throw new StewardError("conflict", `model ${idx.model!.name} changed while its migration was being started; try again`, { retryable: true });
+    await cache.waitForRevision(res.revision);
+    reply.code(202);
+    return info(doc, undefined);
+  });
+
+  app.get("/v1/models/:model/migration", async (req) => {
+    const p = requireUser(authenticate(cache, req.headers, { method: req.method }));
+    const name = modelParam(req)!;
+    const idx = cache.findModel(name);
+    const m = idx ? cache.migrations.get(idx.uuid) : migrationOf(cache, name);
+    if (idx) requireModelAccess(p, idx, "read");
+    else if (!p.superuser) throw notFound("model", name);
+    if (!m) throw new StewardError("not-found", `model ${name} has never been migrated`);
+    const agents = migrationActive(m) && idx ? await agentReports(store, cache, m) : undefined;
+    return info(m, agents);
+  });
+
+  app.post("/v1/models/:model/migration/abort", async (req) => {
+    const p = requireUser(authenticate(cache, req.headers, { method: req.method }));
+    requireSuperuser(p);
+    const name = modelParam(req)!;
+    const idx = cache.findModel(name);
+    if (!idx) throw notFound("model", name);
+    const key = keys.migration(idx.uuid);
+    const kv = await store.get(key);
+    const m = kv ? (JSON.parse(kv.value) as MigrationDoc) : undefined;
+    if (!kv || !migrationActive(m)) throw new StewardError("conflict", `model ${name} is not migrating`, { retryable: false });
+    if (m.phase === "ABORT") return info(m, undefined);
+    if (handedOver(m)) throw new StewardError("conflict", `the migration of ${name} is past its point of no return (${m.phase}): the model lives on ${m.target.name} now`, { retryable: false });
+    const now = new Date().toISOString();
+    const failure = `aborted by ${p.user}`;
+    const next: MigrationDoc = { ...m, phase: "ABORT", phaseStartedAt: now, status: describePhase("ABORT"), failure: m.failure ?? failure, history: [...m.history, { phase: "ABORT", at: now, note: failure }] };
+    const res = await store.txn({ compare: [unchanged(key, kv.modRevision)], success: [{ type: "put", key, value: JSON.stringify(next) }] });
+    if (!res.succeeded) throw new StewardError("conflict", "the migration moved on meanwhile; look again (steward show-migration)", { retryable: true });
+    await cache.waitForRevision(res.revision);
+    return info(next, undefined);
+  });
+}
+
+/** Juju's source prechecks, those that apply here: everything alive, every agent connected, a substrate that can move. */
+function precheckModel(idx: ModelIndex): void {
+  const name = idx.model!.name;
+  const refuse = (why: string): never => { throw new StewardError("conflict", `model ${name} cannot be migrated now: ${why}`, { retryable: false }); };
+  if (idx.model!.life !== "alive") refuse("it is being destroyed");
+  if (idx.model!.substrate === "kubernetes") refuse("kubernetes models cannot be migrated yet (their pods' agent configuration lives in a Secret the source writes)");
+  for (const m of idx.machines.values()) {
+    if (m.life !== "alive") refuse(`machine ${m.id} is being removed; wait for it to go`);
+    if (!m.credentialHash) refuse(`machine ${m.id} has no agent yet; wait until it is provisioned`);
+    if (!idx.presence.has(m.id)) refuse(`machine ${m.id}'s agent is not connected; a migration needs every agent to answer`);
+  }
+  for (const u of idx.units.values()) if (u.life !== "alive") refuse(`unit ${u.name} is being removed`);
+  for (const a of idx.apps.values()) if (a.life !== "alive") refuse(`application ${a.name} is being removed`);
+  for (const r of idx.relations.values()) if (r.life !== "alive") refuse(`integration ${r.key} is being removed`);
+}
+
+/** The target answers with its CA, takes the login, is not older and has room for the model. */
+async function checkTarget(t: z.infer<typeof MigrateRequest>["target"], idx: ModelIndex, cache: StateCache): Promise<{ controller: string }> {
+  const reach = { addresses: t.addresses, caCert: t.caCert, retryUnavailableMs: 3000, timeoutMs: 15_000 };
+  // Who answers first, without credentials: they go only to the controller the CA proves.
+  const anonymous = new ControllerClient(reach);
+  const client = new ControllerClient({ ...reach, user: t.user, ...(t.password ? { password: t.password } : {}), ...(t.token ? { token: t.token } : {}) });
+  const refuse = (why: string): never => { throw new StewardError("conflict", `cannot migrate to ${t.name}: ${why}`, { retryable: false }); };
+  try {
+    const hello = await anonymous.call<{ controller: string; version: string }>("GET", "/v1/migrations/hello").catch((err: Error) => refuse(`the target cannot be reached with the CA given (${err.message})`));
+    if (hello.controller === cache.controller?.uuid) refuse("the target is this controller");
+    if (olderMinor(hello.version, STEWARD_VERSION)) refuse(`it runs ${hello.version}, older than this controller's ${STEWARD_VERSION}`);
+    const models = await client.listModels().catch((err: Error) => refuse(`the target refused the login as ${t.user} (${err.message})`));
+    const clash = models.find((m) => m.uuid === idx.uuid || m.name === idx.model!.name);
+    if (clash) refuse(`it already has a model ${clash.uuid === idx.uuid ? `with this model's uuid (${clash.name})` : `named ${clash.name}`}`);
+    return { controller: hello.controller };
+  } finally {
+    anonymous.close();
+    client.close();
+  }
+}
+
+function info(m: MigrationDoc, agents: MigrationInfo["agents"] | undefined): MigrationInfo {
+  return {
+    id: m.id, model: { uuid: m.model, name: m.modelName }, target: { controller: m.target.controller, name: m.target.name, addresses: m.target.addresses },
+    phase: m.phase, startedAt: m.startedAt, phaseStartedAt: m.phaseStartedAt, ...(m.endedAt ? { endedAt: m.endedAt } : {}),
+    history: m.history, ...(m.failure ? { failure: m.failure } : {}), ...(agents ? { agents } : {}), status: m.status,
+  };
+}

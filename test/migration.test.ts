@@ -1,0 +1,172 @@
+/**
+ * Model migration between two real local controllers, with real agents and hooks (api/migration.ts,
+ * controller/migration/): the model moves while a config change is in flight, every unit stays
+ * active on the target, no hook runs twice and none is skipped, relations, their data, leadership
+ * and leader data come along, the source keeps only the record and redirects the CLI and the
+ * client; a target that dies during the move aborts it with the source fully working, and the
+ * migration succeeds when tried again; an agent killed during QUIESCE is started again and answers.
+ */
+import test from "ava";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { MigrationInfo, UnitStatusView } from "../api";
+import { ControllerClient, StewardError, silentLogger } from "../api";
+import { loadClientConfig, saveClientConfig } from "../cli";
+import { Controller } from "../controller";
+import { cliRunner } from "./harness/cli";
+import type { TestController } from "./harness/controller";
+import { allReady, startTestController } from "./harness/controller";
+import { eventually } from "./harness/eventually";
+import { recordDir, recorderVariant, sequences } from "./harness/operators";
+
+let a: TestController;
+let b: TestController;
+let work: string;
+let steward: ReturnType<typeof cliRunner>;
+let peerOp: string;
+
+/** A peer operator whose config-changed takes 3 s when its label starts with "slow" (a change in flight). */
+async function slowPeer(): Promise<string> {
+  const dir = await recorderVariant({ name: "peer", peers: { ring: "ring" } });
+  await writeFile(join(dir, "dispatch"), (await readFile(join(dir, "dispatch"), "utf8")) + `
+if [ "$hook" = "leader-elected" ]; then leader-set token="t-$me"; fi
+if [ -n "\${STEWARD_RELATION_ID:-}" ] && [ "$(is-leader)" = "true" ]; then relation-set --app ring=from-$me; fi
+case "$(config-get label)" in slow*) if [ "$hook" = "config-changed" ]; then sleep 3; fi ;; esac
+`, { mode: 0o755 });
+  return dir;
+}
+
+test.before(async () => {
+  [a, b] = await Promise.all([startTestController(), startTestController()]);
+  work = a.dir;
+  await saveClientConfig(work, { current: "a", controllers: {
+    a: { addresses: a.addresses, caCert: a.caCert, user: "admin", password: a.adminPassword, currentModel: "shop" },
+    b: { addresses: b.addresses, caCert: b.caCert, user: "admin", password: b.adminPassword },
+  } });
+  steward = cliRunner(work, work);
+  peerOp = await slowPeer();
+});
+// The target first: it supervises the moved agents, which run under the source's directory.
+test.after.always(async () => { await b?.close(); await a?.close(); });
+
+const migration = (c: ControllerClient, model: string): Promise<MigrationInfo> => c.call<MigrationInfo>("GET", `/v1/models/${model}/migration`);
+const waitPhase = (c: ControllerClient, model: string, phases: string[], timeoutMs = 60_000): Promise<MigrationInfo> =>
+  eventually(`migration of ${model} in ${phases.join("/")}`, async () => { const m = await migration(c, model); return phases.includes(m.phase) ? m : undefined; }, timeoutMs, 100);
+const unitsOf = async (c: ControllerClient, model: string): Promise<UnitStatusView[]> => Object.values((await c.status(model)).applications).flatMap((x) => Object.values(x.units));
+const countOf = (hooks: string[] | undefined, name: string): number => (hooks ?? []).filter((h) => h === name).length;
+
+async function deployShop(model: string, rec: string): Promise<string> {
+  const { uuid } = await a.admin.createModel(model);
+  await a.admin.deploy(model, { name: "peer", operator: await a.upload(peerOp), units: 3, config: { "record-dir": rec, "set-marker": true } });
+  await a.waitForUnits(model, allReady(3), "3 units active", 90_000);
+  return uuid;
+}
+
+test.serial("a model moves with a config change in flight: units active on the target, no hook re-run or skipped, data and leadership kept, the source redirects", async (t) => {
+  const rec = await recordDir();
+  const uuid = await deployShop("shop", rec);
+  const before = await a.admin.call<{ documents: Record<string, Record<string, unknown>> }>("GET", "/v1/models/shop/export");
+  const leaderBefore = (await unitsOf(a.admin, "shop")).find((u) => u.leader)?.name;
+  t.truthy(leaderBefore);
+
+  // The change every unit must apply exactly once: its hook takes 3 s, so QUIESCE waits for it.
+  await a.admin.updateApplication("shop", "peer", { config: { label: "slow-1" } });
+  await new Promise((r) => setTimeout(r, 300));
+  const r = await steward("migrate", "shop", "b");
+  t.is(r.code, 0, r.stdout + r.stderr);
+  t.regex(r.stdout, /QUIESCE[\s\S]*DONE/);
+
+  // On the target: every unit active, with the new config, the leader the same, the data the same.
+  const units = await eventually("units active on the target", async () => { const u = await unitsOf(b.admin, "shop"); return u.length === 3 && u.every((x) => x.workload.current === "active" && x.workload.message === "label=slow-1") ? u : undefined; }, 60_000);
+  t.is(units.find((u) => u.leader)?.name, leaderBefore, "leadership carried over");
+  const after = await b.admin.call<{ documents: Record<string, Record<string, unknown>> }>("GET", "/v1/models/shop/export");
+  t.deepEqual(after.documents["leader-data"], before.documents["leader-data"]);
+  t.deepEqual(after.documents.relation, before.documents.relation);
+  for (const [bag, data] of Object.entries(before.documents["relation-data"] ?? {})) t.deepEqual(after.documents["relation-data"]?.[bag], data, `relation data ${bag}`);
+
+  // No hook re-ran, none was skipped: each unit ran config-changed once for the change, and install/start once.
+  const seq = await sequences(rec);
+  for (const u of units) {
+    const hooks = seq.get(u.name);
+    t.is(countOf(hooks, "install"), 1, `${u.name}: ${hooks?.join(" ")}`);
+    t.is(countOf(hooks, "start"), 1, `${u.name}: ${hooks?.join(" ")}`);
+    t.is(countOf(hooks, "config-changed"), 2, `${u.name}: one at deploy, one for the change: ${hooks?.join(" ")}`);
+  }
+
+  // The agents now work for the target: a change made there reaches every unit.
+  await b.admin.updateApplication("shop", "peer", { config: { label: "on-b" } });
+  await eventually("the target's change applied", async () => (await unitsOf(b.admin, "shop")).every((x) => x.workload.message === "label=on-b") || undefined, 60_000);
+  const saved = JSON.parse(await readFile(join(a.dir, "c", "machines", uuid, "0", "agent.json"), "utf8")) as { controllerAddresses: string[]; caCert: string };
+  t.deepEqual(saved.controllerAddresses, b.addresses, "the agent saved the target's addresses");
+  t.is(saved.caCert, b.caCert);
+
+  // The source keeps only the record, and redirects.
+  const m = await migration(a.admin, "shop");
+  t.is(m.phase, "DONE");
+  t.deepEqual(m.history.map((h) => h.phase), ["QUIESCE", "IMPORT", "VALIDATION", "SUCCESS", "LOGTRANSFER", "REAP", "DONE"]);
+  t.false((await a.admin.listModels()).some((x) => x.name === "shop"));
+  const err = await a.admin.status("shop").catch((e: unknown) => e);
+  t.true(StewardError.isInstance(err) && err.code === "moved", String(err));
+  // A client that follows lands on the target with the same login there.
+  const following = new ControllerClient({ addresses: a.addresses, caCert: a.caCert, user: "admin", password: a.adminPassword, onMoved: (mv) => ({ addresses: mv.target.addresses, caCert: mv.target.caCert, user: "admin", password: b.adminPassword }) });
+  t.is(Object.keys((await following.status("shop")).applications).length, 1);
+  following.close();
+  // The CLI follows too, and the current model's controller becomes the target.
+  const s = await steward("status", "-m", "shop", "-c", "a");
+  t.is(s.code, 0, s.stderr);
+  t.regex(s.stderr, /moved to controller b/);
+  t.regex(s.stdout, /peer\/0/);
+  const cfg = await loadClientConfig(work);
+  t.is(cfg.current, "b");
+  t.is(cfg.controllers.b?.currentModel, "shop");
+});
+
+test.serial("the target dies during the move: the migration aborts, the source model works on, and a second attempt succeeds", async (t) => {
+  const rec = await recordDir();
+  await deployShop("cafe", rec);
+  // Holds QUIESCE for 3 s, while the target goes away.
+  await a.admin.updateApplication("cafe", "peer", { config: { label: "slow-2" } });
+  await new Promise((r) => setTimeout(r, 300));
+  const start = await steward("migrate", "cafe", "b", "-c", "a", "--no-wait");
+  t.is(start.code, 0, start.stdout + start.stderr);
+  await waitPhase(a.admin, "cafe", ["QUIESCE"]);
+  const port = Number(b.addresses[0]!.split(":").at(-1));
+  await b.controller.stop();
+
+  const aborting = await waitPhase(a.admin, "cafe", ["ABORT", "ABORTDONE"]);
+  t.regex(aborting.failure ?? "", /stage|reach|answer/i);
+  // The source model is the one that counts again at once: changes are taken and reach the units.
+  await a.admin.updateApplication("cafe", "peer", { config: { label: "still-here" } });
+  // The target comes back; the abort is retried until it takes, and nothing was left there.
+  b.controller = await Controller.start({ dataDir: join(b.dir, "c"), log: silentLogger, port });
+  await eventually("the source's change applied while aborting", async () => (await unitsOf(a.admin, "cafe")).every((x) => x.workload.message === "label=still-here") || undefined, 60_000);
+  const ended = await waitPhase(a.admin, "cafe", ["ABORTDONE"], 120_000);
+  t.truthy(ended.failure);
+  t.false((await b.admin.listModels()).some((x) => x.name === "cafe"));
+
+  const again = await steward("migrate", "cafe", "b", "-c", "a");
+  t.is(again.code, 0, again.stdout + again.stderr);
+  const units = await eventually("units active on the target", async () => { const u = await unitsOf(b.admin, "cafe"); return u.length === 3 && u.every((x) => x.workload.current === "active") ? u : undefined; }, 60_000);
+  const seq = await sequences(rec);
+  for (const u of units) t.is(countOf(seq.get(u.name), "install"), 1, `${u.name}: ${seq.get(u.name)?.join(" ")}`);
+});
+
+test.serial("bad migration requests are refused, saying why, and change nothing", async (t) => {
+  await a.admin.createModel("empty");
+  const bad = async (body: unknown): Promise<string> => {
+    const e = await a.admin.call("POST", "/v1/models/empty/migrate", body).catch((x: unknown) => x);
+    t.true(StewardError.isInstance(e), String(e));
+    return (e as StewardError).message;
+  };
+  t.regex(await bad({}), /target/);
+  t.regex(await bad({ target: { name: "b", addresses: ["nowhere"], caCert: b.caCert, user: "admin", password: "x" } }), /host:port/);
+  t.regex(await bad({ target: { name: "b", addresses: b.addresses, caCert: b.caCert, user: "admin" } }), /password or token/);
+  t.regex(await bad({ target: { name: "a", addresses: a.addresses, caCert: a.caCert, user: "admin", password: a.adminPassword } }), /this controller/);
+  t.regex(await bad({ target: { name: "b", addresses: b.addresses, caCert: b.caCert, user: "admin", password: "wrong" } }), /refused the login/);
+  t.regex(await bad({ target: { name: "b", addresses: b.addresses, caCert: a.caCert, user: "admin", password: b.adminPassword } }), /cannot be reached with the CA given/);
+  const none = await a.admin.call("GET", "/v1/models/empty/migration").catch((x: unknown) => x);
+  t.true(StewardError.isInstance(none) && none.code === "not-found");
+  const r = await steward("migrate", "empty", "nowhere", "-c", "a");
+  t.not(r.code, 0);
+  t.regex(r.stdout + r.stderr, /not known here/);
+});
