@@ -151,6 +151,26 @@ test.serial("the target dies during the move: the migration aborts, the source m
   for (const u of units) t.is(countOf(seq.get(u.name), "install"), 1, `${u.name}: ${seq.get(u.name)?.join(" ")}`);
 });
 
+test.serial("an agent killed during QUIESCE is started again, answers, and moves with its model", async (t) => {
+  const rec = await recordDir();
+  const uuid = await deployShop("deli", rec);
+  await a.admin.updateApplication("deli", "peer", { config: { label: "slow-3" } });
+  await new Promise((r) => setTimeout(r, 300));
+  const start = await steward("migrate", "deli", "b", "-c", "a", "--no-wait");
+  t.is(start.code, 0, start.stdout + start.stderr);
+  await waitPhase(a.admin, "deli", ["QUIESCE"]);
+  const machineDir = join(a.dir, "c", "machines", uuid, "1");
+  const pid = Number(await readFile(join(machineDir, "agent.pid"), "utf8"));
+  process.kill(pid, "SIGKILL");
+  const done = await waitPhase(a.admin, "deli", ["DONE", "ABORTDONE"], 120_000);
+  t.is(done.phase, "DONE", done.failure);
+  await eventually("units active on the target", async () => { const u = await unitsOf(b.admin, "deli"); return u.length === 3 && u.every((x) => x.workload.current === "active" && x.workload.message === "label=slow-3") ? u : undefined; }, 60_000);
+  const restarted = Number(await readFile(join(machineDir, "agent.pid"), "utf8"));
+  t.not(restarted, pid, "the source started the killed agent again");
+  const saved = JSON.parse(await readFile(join(machineDir, "agent.json"), "utf8")) as { controllerAddresses: string[] };
+  t.deepEqual(saved.controllerAddresses, b.addresses);
+});
+
 test.serial("bad migration requests are refused, saying why, and change nothing", async (t) => {
   await a.admin.createModel("empty");
   const bad = async (body: unknown): Promise<string> => {
