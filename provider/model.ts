@@ -30,7 +30,12 @@ export interface VsphereModelArgs {
 }
 
 export interface ModelArgs {
-  /** The controller's `connection` output (or the same shape for a controller made elsewhere). */
+  /**
+   * The controller's `connection` output (or the same shape for a controller made elsewhere).
+   * Pointing it at ANOTHER controller migrates the model there (an update, not a replace: its
+   * machines and units move and keep running); the same controller with new addresses or a new
+   * password is no migration.
+   */
   connection: pulumi.Input<ControllerConnection>;
   /** @default the resource name */
   name?: pulumi.Input<string>;
@@ -62,6 +67,8 @@ export interface ModelArgs {
   forceDelete?: pulumi.Input<boolean>;
   /** How long delete waits for the model to go. @default `customTimeouts.delete`, else 600 */
   deleteTimeoutSeconds?: pulumi.Input<number>;
+  /** How long a migration to another controller may take. @default `customTimeouts.update`, else 1800 */
+  migrateTimeoutSeconds?: pulumi.Input<number>;
 }
 
 /** A model: the space applications, machines and integrations live in. */
@@ -85,6 +92,7 @@ export class Model extends pulumi.dynamic.Resource {
       adopt: args.adopt ?? false,
       forceDelete: args.forceDelete ?? false,
       deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),
+      migrateTimeoutSeconds: waitSeconds(args.migrateTimeoutSeconds, opts, ["update"], 1800),
     }, withSecretOutputs(opts, ["connection"]), TYPE_MODULE, "Model");
   }
 }

@@ -5,6 +5,7 @@ import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
 import { schemas } from "./schemas";
 import { changed, clientFor, isConflict, isNotFound, until } from "./session";
+import { migrateIfMoved } from "./model-migration";
 import { isUnknown, plain, sameValue } from "./values";
 
 export interface ModelInputs {
@@ -24,6 +25,8 @@ export interface ModelInputs {
   /** On delete, force removal (no stop hooks) when the model is not gone within `deleteTimeoutSeconds`. */
   forceDelete: boolean;
   deleteTimeoutSeconds: number;
+  /** How long a migration to another controller (a changed `connection`) may take. @default 1800 */
+  migrateTimeoutSeconds?: number;
 }
 export interface ModelOutputs extends ModelInputs { uuid: string }
 
@@ -66,6 +69,7 @@ export const modelProvider = {
     f.wholeNumber("config.updateStatusInterval", news.config?.updateStatusInterval, 1, 3600);
     f.oneOf("config.automaticallyRetryHooks", news.config?.automaticallyRetryHooks, [true, false]);
     f.wholeNumber("deleteTimeoutSeconds", news.deleteTimeoutSeconds, 0, 86400);
+    f.wholeNumber("migrateTimeoutSeconds", news.migrateTimeoutSeconds, 60, 86400);
     return { inputs: news, failures: f.list };
   },
 
@@ -111,6 +115,8 @@ export const modelProvider = {
   },
 
   async update(_id: string, olds: ModelOutputs, news: ModelInputs) {
+    // Another controller: the model migrates there (an update, never a replace: its units keep running).
+    if (!sameValue(olds.connection, news.connection)) await migrateIfMoved(news.name, olds.uuid, olds.connection, news.connection, (news.migrateTimeoutSeconds ?? 1800) * 1000);
     if (!sameValue(olds.config, news.config)) await clientFor(news.connection).updateModel(news.name, news.config);
     if (normal(olds.constraints) !== normal(news.constraints)) await clientFor(news.connection).setModelConstraints(news.name, news.constraints ?? "");
     return { outs: plain({ ...news, uuid: olds.uuid }) };
