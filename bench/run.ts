@@ -24,6 +24,7 @@ import { benchDashboardLive } from "./dashboard-live";
 import { benchProviderLoad } from "./provider-load";
 import { benchPackage } from "./package";
 import { benchBackup } from "./backup";
+import { benchMigration } from "./migration";
 import { benchKubernetesPods } from "./kubernetes-pods";
 import { benchKubernetesController } from "./kubernetes-controller";
 
@@ -51,6 +52,7 @@ const all: Record<string, Benchmark> = {
   "etcd-snapshot": { full: () => benchEtcdSnapshot(), smoke: () => benchEtcdSnapshot({ size: 2000 }) },
   "cli-startup": { full: () => benchCliStartup(), smoke: () => benchCliStartup({ runs: 3 }) },
   "dashboard-live": { full: () => benchDashboardLive(), smoke: () => benchDashboardLive({ size: 20, trials: 3 }) },
+  migration: { full: () => benchMigration(), smoke: () => benchMigration({ size: 20 }) },
   "provider-load": { full: () => benchProviderLoad(), smoke: () => benchProviderLoad({ size: 1 }) },
   package: { full: () => benchPackage(), smoke: () => benchPackage({ size: 1 }) },
   backup: { full: () => benchBackup(), smoke: () => benchBackup({ size: 20 }) },

@@ -31,7 +31,7 @@ export interface MigrationMasterOptions {
   logs: ModelLogs;
   /** Where this controller's local machines run (`<dir>/<model>/<machine>`): the target adopts them there. */
   machinesDir: string;
-  /** How often agents' reports are looked at while waiting, in ms. @default 500 */
+  /** How often agents' reports are looked at while waiting, in ms. @default 250 */
   pollMs?: number;
   /** How often the target is probed while agents are awaited (in VALIDATION this heartbeats the staged copy), in ms. @default 5000 */
   probeMs?: number;
@@ -204,7 +204,7 @@ export class MigrationMaster {
         else if ((unreachableSince ??= lastProbe) && Date.now() - unreachableSince >= (this.o.targetGoneMs ?? 15_000)) throw new AbortMigration(`the target stopped answering: ${problem}`);
       }
       if (this.closed) throw new Error("the master stopped");
-      await this.sleep(this.o.pollMs ?? 500);
+      await this.sleep(this.o.pollMs ?? 250);
     }
   }
 

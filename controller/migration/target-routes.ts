@@ -37,14 +37,14 @@ export interface TargetRouteDeps {
    * Agents' validations allowed per second and at once: past it they are told when to come back
    * (429, Retry-After), which is not a failure (Juju #12503: a big model's agents all hit the
    * target's login limit at once and failed validation).
-   * @default 200 and 200
+   * @default 500 and 500 (as agent logins: a validation costs less than a login's TLS handshake)
    */
   validations?: LoginLimiterOptions;
 }
 
 export function registerMigrationTargetRoutes(app: FastifyInstance, deps: TargetRouteDeps): void {
   const { cache, staging } = deps;
-  const limiter = new LoginLimiter({ perSecond: 200, burst: 200, ...deps.validations });
+  const limiter = new LoginLimiter({ perSecond: 500, burst: 500, ...deps.validations });
   const superuser = (req: { headers: Record<string, unknown>; method: string }): void => requireSuperuser(authenticate(cache, req.headers as never, { method: req.method }));
   const idOf = (params: unknown): string => parseRequest(Id, (params as { id: string }).id, "migration id");
   const modelOf = (v: unknown): string => parseRequest(ModelUuid, v, "model");
