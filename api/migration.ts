@@ -41,23 +41,30 @@ export interface MigrationView {
 /** One agent's answer for one phase. */
 export interface MigrationReport { id: string; phase: MigrationPhase; ok: boolean; reason?: string }
 
-/** `steward show-migration`: the model's last migration and where it stands. */
-export interface MigrationInfo {
-  id: string;
-  model: { uuid: string; name: string };
-  target: Omit<MigrationTarget, "caCert">;
+/** One phase entered, with when (and why, for an abort or a step that went otherwise). */
+export interface MigrationStep { phase: MigrationPhase; at: string; note?: string }
+
+/** Where a migration stands: the source's record of it and what `steward show-migration` shows share this. */
+export interface MigrationProgress {
   phase: MigrationPhase;
   startedAt: string;
   phaseStartedAt: string;
   endedAt?: string;
-  /** Every phase entered, in order, with when. */
-  history: { phase: MigrationPhase; at: string; note?: string }[];
+  /** Every phase entered, in order. */
+  history: MigrationStep[];
   /** The reason it was aborted (kept: a later step never overwrites it). */
   failure?: string;
-  /** While the master waits on agents: who has answered this phase and who has not. */
-  agents?: { reported: number; failed: { machine: string; reason: string }[]; waitingFor: string[] };
   /** What the master is doing now, or why it is retrying. */
   status: string;
+}
+
+/** `steward show-migration`: the model's last migration and where it stands. */
+export interface MigrationInfo extends MigrationProgress {
+  id: string;
+  model: { uuid: string; name: string };
+  target: Omit<MigrationTarget, "caCert">;
+  /** While the master waits on agents: who has answered this phase and who has not. */
+  agents?: { reported: number; failed: { machine: string; reason: string }[]; waitingFor: string[] };
 }
 
 /** The answer of a source controller for a model that moved away (HTTP 409 with code `conflict`, `details.reason` "moved"). */

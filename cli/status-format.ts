@@ -1,10 +1,11 @@
 /** `steward status` in the shape Juju users read at a glance. */
 import type { ModelStatus } from "../api/core";
-import { byName, table } from "../api/core";
+import { byName, sanitizeForTerminal, table } from "../api/core";
 
 export function formatStatusTabular(s: ModelStatus): string {
   const parts: string[] = [];
   parts.push(table(["Model", "Controller", "Status", "Timestamp"], [[s.model.name, s.model.controller, s.model.status.current, s.timestamp.slice(11, 19) + "Z"]]));
+  if (s.model.status.message) parts.push(`${sanitizeForTerminal(s.model.status.message)}\n`);
   const apps = Object.values(s.applications).sort((a, b) => byName(a.name, b.name));
   if (apps.length > 0) {
     parts.push(table(["App", "Version", "Status", "Scale", "Operator", "Rev", "Message"], apps.map((a) => {

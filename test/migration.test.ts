@@ -130,6 +130,12 @@ test.serial("the target dies during the move: the migration aborts, the source m
   const start = await steward("migrate", "cafe", "b", "-c", "a", "--no-wait");
   t.is(start.code, 0, start.stdout + start.stderr);
   await waitPhase(a.admin, "cafe", ["QUIESCE"]);
+  // While it moves, the model is busy and takes no change.
+  const busy = (await a.admin.status("cafe")).model.status;
+  t.is(busy.current, "busy");
+  t.regex(busy.message, /migrating to controller b: QUIESCE/);
+  const refused = await a.admin.addUnits("cafe", "peer", 1).catch((e: unknown) => e);
+  t.true(StewardError.isInstance(refused) && refused.code === "conflict" && /being migrated/.test(refused.message), String(refused));
   const port = Number(b.addresses[0]!.split(":").at(-1));
   await b.controller.stop();
 

@@ -38,7 +38,7 @@ export const WEB_CONSOLE_COMMANDS: Partial<Record<CommandName, { options?: strin
   "model-config": {}, "model-constraints": {}, "wait-for": {}, "destroy-model": {},
   "add-unit": {}, "remove-unit": {}, "config": {}, "constraints": {}, "remove-application": {},
   "integrate": {}, "remove-integration": {}, "resolve": {}, "show-unit": {}, "show-status-log": {}, "debug-log": {},
-  "run": {}, "show-task": {}, "operations": {},
+  "run": {}, "show-task": {}, "operations": {}, "show-migration": {},
   "machines": {}, "remove-machine": {},
   // local, manual, aws and vsphere machines are made by the controller; ssh: hosts need a private key from here.
   "add-machine": { options: ["--key-file", "--key-env", "--passphrase-env"], refuseWord: (w) => (w.startsWith("ssh:") ? "ssh: hosts need a private key, which the web console does not read" : undefined) },
@@ -69,6 +69,7 @@ const REFUSED: Record<string, string> = {
   "dashboard": "prints how to reach this dashboard, which you are using",
   "export-model": `${OWN_MACHINE}: it writes the model to a local file`,
   "import-model": `${OWN_MACHINE}: it reads the model from a local file`,
+  "migrate": `${OWN_MACHINE}: it takes the target controller's login from your client's list of controllers`,
   "create-backup": `${OWN_MACHINE}: it reads the passphrase from the terminal, a file or the environment, and writes the backup to a local file`,
   "download-backup": `${OWN_MACHINE}: it writes the backup to a local file`,
   "restore-backup": `${OWN_MACHINE}: it reads a local backup file and starts a controller`,

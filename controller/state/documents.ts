@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { ActionValue, AgentStatus, AwsModelSettings, Constraints, CredentialSubstrate, KubernetesModelSettings, Life, MigrationPhase, MigrationTarget, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
+import type { ActionValue, AgentStatus, AwsModelSettings, Constraints, CredentialSubstrate, KubernetesModelSettings, Life, MigrationProgress, MigrationTarget, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -171,27 +171,17 @@ export interface LeaderDoc { unit: string; since: string; lease: string }
  * A model's migration, kept by the source controller (`/migrations/<model-uuid>`): the master's
  * cursor, so a new leader resumes where the last one was, and after DONE what redirects clients.
  */
-export interface MigrationDoc {
+export interface MigrationDoc extends MigrationProgress {
   id: string;
   model: string;
   modelName: string;
   target: MigrationTarget;
   /** How the source logs in to the target (`{user, password?, token?}` as JSON), sealed; gone once over. */
   sealedAuth?: string;
-  phase: MigrationPhase;
-  startedAt: string;
-  phaseStartedAt: string;
-  endedAt?: string;
-  history: { phase: MigrationPhase; at: string; note?: string }[];
-  failure?: string;
   /** Set before the target is first asked to activate: from then on only the target can say whether the model moved. */
   activateAttempted?: boolean;
   /** How long agents have to report in each phase, in seconds. */
   agentWaitSeconds: number;
-  /** What the master does now, or why it retries. */
-  status: string;
-  /** This model's local machines ran under the source controller's directory: where (the target supervises them there). */
-  localMachinesDir?: string;
 }
 /** A staged import on the target (`/migration-stages/<migration-id>`); its export is in chunks under `/blobs/`. */
 export interface MigrationStageDoc { id: string; model: string; modelName: string; source: string; chunks: number; bytes: number; sha256: string; createdAt: string; heartbeatAt: string }

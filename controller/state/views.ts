@@ -3,6 +3,7 @@ import type { AgentStatus, StatusFilter, ApplicationStatusView, IntegrationStatu
 import { formatConstraints, hasConstraints, notFound } from "../../api";
 import type { ApplicationDoc, MachineDoc, RelationDoc, UnitDoc } from "./documents";
 import { workloadSeverity } from "../../api";
+import { migrationActive } from "./migration-phases";
 import type { ModelIndex, StateCache } from "./cache";
 import { effectiveConfig } from "./operations";
 import { relationsOf, unitNumber } from "./agent-views";
@@ -83,7 +84,12 @@ export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatus
 export function modelStatusHeader(cache: StateCache, idx: ModelIndex): ModelStatus["model"] {
   const model = idx.model!;
   const dying = model.life === "dying";
-  return { name: model.name, uuid: model.uuid, controller: cache.controller?.name ?? "", status: { current: dying ? "destroying" : "available", message: "", since: model.createdAt }, revision: idx.revision };
+  const m = cache.migrations.get(idx.uuid);
+  // A model on the move is busy: it takes no change until the migration is over.
+  const status: ModelStatus["model"]["status"] = migrationActive(m)
+    ? { current: "busy", message: `migrating to controller ${m.target.name}: ${m.phase} (steward show-migration ${model.name})`, since: m.phaseStartedAt }
+    : { current: dying ? "destroying" : "available", message: "", since: model.createdAt };
+  return { name: model.name, uuid: model.uuid, controller: cache.controller?.name ?? "", status, revision: idx.revision };
 }
 
 /** Units, machines and applications a filter selects (see {@link StatusFilter}). */
