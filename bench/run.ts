@@ -5,6 +5,7 @@
  * `--smoke` runs each chosen benchmark once at a small size (`npm run bench:smoke`): not figures to
  * quote, but proof that every benchmark still runs, cheap enough for the test suite.
  */
+import { spawn } from "node:child_process";
 import { benchAgentMemory } from "./agent-memory";
 import { benchConfigFanout } from "./config-fanout";
 import { benchLeadership } from "./leadership";
@@ -60,12 +61,50 @@ const all: Record<string, Benchmark> = {
   "kubernetes-controller": { full: () => benchKubernetesController(), smoke: () => benchKubernetesController({ runs: 1 }) },
 };
 
+/**
+ * Seconds each smoke run took on this machine, loaded (longest first in the lanes below); a
+ * benchmark not listed counts as short.
+ */
+const SMOKE_SECONDS: Record<string, number> = { "ha-host-failover": 150, "aws-replicas": 130, "provider-up": 100, "ssh-install": 32, "kubernetes-controller": 28, package: 26, "cli-startup": 15 };
+
+/**
+ * Smoke runs go two at a time, each benchmark in a process of its own whose output is printed whole
+ * when it ends: most of their time is spent waiting (leases, SSH, replacements), not computing,
+ * and one after another they took nine minutes of the suite. `BENCH_SMOKE_LANES=1` runs them one by one.
+ */
+async function smokeInLanes(names: string[], lanes: number): Promise<boolean> {
+  const queue = [...names].sort((a, b) => (SMOKE_SECONDS[b] ?? 5) - (SMOKE_SECONDS[a] ?? 5));
+  let ok = true;
+  const lane = async (): Promise<void> => {
+    for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
+      const t0 = performance.now();
+      const child = spawn(process.execPath, [__filename, "--smoke", name], { stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
+      child.stderr.on("data", (d: Buffer) => { out += d.toString(); });
+      const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+      process.stdout.write(out);
+      if (code !== 0) { ok = false; process.stdout.write(`  (smoke: ${name} FAILED with exit code ${code} after ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`); }
+    }
+  };
+  await Promise.all(Array.from({ length: lanes }, lane));
+  return ok;
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const smoke = args.includes("--smoke");
   const names = args.filter((a) => a !== "--smoke");
   const chosen = names.length > 0 ? names : Object.keys(all);
   for (const name of chosen) if (!all[name]) throw new Error(`unknown benchmark "${name}" (known: ${Object.keys(all).join(", ")})`);
+  const lanes = Number(process.env.BENCH_SMOKE_LANES ?? 2);
+  if (smoke && chosen.length > 1 && lanes > 1) {
+    const t0 = performance.now();
+    const ok = await smokeInLanes(chosen, lanes);
+    process.stdout.write(`\n${chosen.length} benchmark smoke runs in ${lanes} lanes: ${((performance.now() - t0) / 1000).toFixed(1)} s${ok ? "" : ", SOME FAILED"}\n`);
+    if (!ok) process.exitCode = 1;
+    return;
+  }
   for (const name of chosen) {
     const t0 = performance.now();
     await (smoke ? all[name]!.smoke : all[name]!.full)();

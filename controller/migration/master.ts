@@ -290,7 +290,9 @@ export class MigrationMaster {
       ...(outcome.failure && !m.failure ? { failure: outcome.failure } : {}),
       ...(over ? { endedAt: now } : {}),
     };
-    const res = await this.o.store.txn({ compare: [unchanged(kv.key, kv.modRevision)], success: [{ type: "put", key: kv.key, value: JSON.stringify(next) }] });
+    // An aborted migration's reports are of no more use (the reap takes them with the model).
+    const cleanup: Op[] = outcome.to === "ABORTDONE" ? [{ type: "deletePrefix", prefix: keys.migrationReportsOf(m.model) }] : [];
+    const res = await this.o.store.txn({ compare: [unchanged(kv.key, kv.modRevision)], success: [{ type: "put", key: kv.key, value: JSON.stringify(next) }, ...cleanup] });
     if (res.succeeded) this.o.log.info("migration phase", { model: m.modelName, from: m.phase, to: outcome.to, ...(outcome.failure ? { failure: outcome.failure } : {}), ...(outcome.note ? { note: outcome.note } : {}) });
   }
 
