@@ -4,6 +4,7 @@
  * to a controller whose certificate changed, `help`, `version` and `refresh`.
  */
 import test from "ava";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -160,6 +161,16 @@ test.serial("help and version", async (t) => {
   t.is(one.code, 0);
   t.regex(one.stdout, /^\$ steward deploy /m);
   t.regex(one.stdout, /a duration such as 90s, 5m or 1h \(a bare number is seconds\)/, "--timeout's format is in the help");
+});
+
+test("a reader that closes the pipe early ends the command quietly, not with an EPIPE stack trace", async (t) => {
+  const child = spawn(process.execPath, [join(repo, "dist", "cli", "main.js"), "help"], { stdio: ["ignore", "pipe", "pipe"] });
+  child.stdout.destroy(); // as `steward help | head -0` would: nobody reads what it writes
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
+  const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+  t.is(stderr, "");
+  t.is(code, 0);
 });
 
 test.serial("refresh uploads the changed operator and its units run upgrade then config-changed", async (t) => {
