@@ -1,6 +1,8 @@
 export { KubeApi, KubeApiError, KubeGoneError, isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "./kube-api";
 export type { CallOptions, DeleteOptions, KubeApiOptions, ListOptions, ObjectOptions, Stored, WatchOptions, WriteOptions } from "./kube-api";
-export { KubeConnection, connectionOfCredential, flattenKubeconfig, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
+export { KubeConnection, connectionOfCredential, credentialOfConnection, flattenKubeconfig, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
+export { SERVICE_ACCOUNT_DIR, inClusterConnection } from "./in-cluster";
+export type { InClusterOptions } from "./in-cluster";
 export type { KubeConnectionOptions, KubeCredential, KubeconfigOptions } from "./kubeconfig";
 export { KUBE_RESOURCES, apiVersionOf, resourceName } from "./resources";
 export type {
