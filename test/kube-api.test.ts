@@ -2,12 +2,12 @@
  * The product's Kubernetes client (substrates/kubernetes) against the fake API server
  * (test/harness/kube/, itself checked with the real @kubernetes/client-node): kubeconfig reading,
  * the verbs, typed errors naming the object and the server's message, watches with 410, /scale,
- * timeouts, aborts and the pinned CA; the credential never printed.
+ * timeouts, aborts and the pinned CA; the credential never printed; in-cluster configuration.
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:https";
+import { mkdtempSync, renameSync, writeFileSync } from "node:fs";
+import { createServer, request as httpsRequest } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -307,3 +307,45 @@ test("observe: a list, then the changes; when the stream ends it watches again f
   await run;
   t.is(seen.filter((s) => s === "ADDED a").length, 1);
 });
+
+test("in-cluster configuration: the pod's environment and mounted files; the token file is read again when the kubelet replaces it; a clear error outside a pod", async (t) => {
+  const { api, kube } = await start(t);
+  await kube.create(R.serviceAccounts, { metadata: { name: "app" } });
+  await kube.create(R.roles, { metadata: { name: "r" }, rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["list"] }] });
+  await kube.create(R.roleBindings, { metadata: { name: "r" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "r" }, subjects: [{ kind: "ServiceAccount", name: "app", namespace: "shop" }] });
+  const token = (): Promise<string> => fetchToken(api);
+  const dir = mkdtempSync(join(tmpdir(), "steward-sa-"));
+  writeFileSync(join(dir, "ca.crt"), api.caCert);
+  writeFileSync(join(dir, "namespace"), "shop");
+  writeFileSync(join(dir, "token"), "not-a-token");
+  const u = new URL(api.url);
+  const conn = kubernetes.inClusterConnection({ env: { KUBERNETES_SERVICE_HOST: u.hostname, KUBERNETES_SERVICE_PORT: u.port }, dir });
+  t.is(conn.server, api.url);
+  t.is(conn.namespace, "shop");
+  t.notRegex(inspect(conn), /not-a-token/);
+  const inPod = new KubeApi(conn);
+  t.teardown(() => inPod.close());
+  t.is((await failure(inPod.list(R.configMaps))).code, 401);
+  // The kubelet replaces the file (a rename, as it rotates the token): the next call uses the new one.
+  for (let i = 0; i < 2; i++) {
+    writeFileSync(join(dir, ".token.tmp"), await token());
+    renameSync(join(dir, ".token.tmp"), join(dir, "token"));
+    t.true(Array.isArray((await inPod.list(R.configMaps)).items));
+  }
+  t.throws(() => kubernetes.inClusterConnection({ env: {}, dir }), { message: "not in a Kubernetes pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set" });
+  t.throws(() => kubernetes.inClusterConnection({ env: { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "443" }, dir: join(dir, "absent") }), { message: /cannot read the pod's cluster CA .*absent\/ca\.crt \(is automountServiceAccountToken off for this pod\?\)/ });
+});
+
+/** A token for shop/app from the TokenRequest API, as the kubelet asks for one. */
+function fetchToken(api: FakeKubeApi): Promise<string> {
+  const u = new URL(api.url);
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: u.hostname, port: u.port, method: "POST", path: "/api/v1/namespaces/shop/serviceaccounts/app/token", ca: api.caCert, headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json" } }, (res) => {
+      let text = "";
+      res.on("data", (d: Buffer) => { text += d.toString(); });
+      res.on("end", () => { try { resolve((JSON.parse(text) as { status: { token: string } }).status.token); } catch (err) { reject(err as Error); } });
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify({ spec: {} }));
+  });
+}

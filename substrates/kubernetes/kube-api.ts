@@ -104,8 +104,8 @@ export class KubeApi {
   readonly #agent: Agent;
   readonly #token?: string;
   readonly #tokenFile?: string;
-  /** The token file's content, and the change time it was read at. */
-  #fileToken?: { token: string; mtimeMs: number; size: number };
+  /** The token file's content, and which file (inode, change time, size) it was read from. */
+  #fileToken?: { token: string; ino: number; mtimeMs: number; size: number };
   private readonly base: URL;
   private closed = false;
 
@@ -336,7 +336,8 @@ export class KubeApi {
     try {
       const s = await stat(file);
       const had = this.#fileToken;
-      if (!had || had.mtimeMs !== s.mtimeMs || had.size !== s.size) this.#fileToken = { token: (await readFile(file, "utf8")).trim(), mtimeMs: s.mtimeMs, size: s.size };
+      // Replaced (a rename: another inode) or rewritten: read it again.
+      if (!had || had.ino !== s.ino || had.mtimeMs !== s.mtimeMs || had.size !== s.size) this.#fileToken = { token: (await readFile(file, "utf8")).trim(), ino: s.ino, mtimeMs: s.mtimeMs, size: s.size };
       return this.#fileToken!.token;
     } catch (err) {
       throw new Error(`Kubernetes ${verb} ${target}: cannot read the token file ${file}: ${(err as Error).message}`);
