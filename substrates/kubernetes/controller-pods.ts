@@ -37,7 +37,12 @@ export interface ControllerPodsSpec {
   storageClassName?: string;
 }
 
+/** The most pods a controller's StatefulSet has: the most voters (7), each ordinal reused when its pod is replaced. */
+export const MAX_CONTROLLER_PODS = 7;
+
 export const peersServiceName = (name: string): string => `${name}-peers`;
+/** Pod `ordinal`'s claim (the StatefulSet's `data` template). */
+export const replicaClaimName = (name: string, ordinal: number): string => `data-${name}-${ordinal}`;
 export const controllerSeedSecretName = (name: string): string => `${name}-seed`;
 export const controllerEnrolSecretName = (name: string): string => `${name}-enrol`;
 /** Key of pod `ordinal`'s enrolment token in the enrolment Secret. */
@@ -61,14 +66,16 @@ export function controllerManifests(s: ControllerPodsSpec): KubeObject[] {
   const selector = { [CONTROLLER_LABELS.component]: "controller", [CONTROLLER_LABELS.instance]: s.name };
   const namespace: Namespace = { apiVersion: "v1", kind: "Namespace", metadata: { name: s.namespace, labels } };
   const serviceAccount: KubeObject = { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(s, s.name) };
-  // Least privilege: what the leader does to its own replicas (scale the StatefulSet, write the
-  // enrolment Secret, see pods and their claims), in this namespace only.
+  // Least privilege: exactly what the leader does to its own replicas (controller/cluster/kubernetes-replicas.ts),
+  // each object by name, in this namespace only: read the StatefulSet and patch its scale, read and
+  // replace the enrolment Secret (tokens in, tokens out), read a replica's claim (is it the one it ran on?).
   const role: KubeObject = {
     apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(s, s.name),
     rules: [
-      { apiGroups: ["apps"], resources: ["statefulsets", "statefulsets/scale"], resourceNames: [s.name], verbs: ["get", "patch", "update"] },
-      { apiGroups: [""], resources: ["secrets"], resourceNames: [controllerEnrolSecretName(s.name), controllerSeedSecretName(s.name)], verbs: ["get", "update", "patch", "delete"] },
-      { apiGroups: [""], resources: ["pods", "persistentvolumeclaims"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["apps"], resources: ["statefulsets"], resourceNames: [s.name], verbs: ["get"] },
+      { apiGroups: ["apps"], resources: ["statefulsets/scale"], resourceNames: [s.name], verbs: ["patch"] },
+      { apiGroups: [""], resources: ["secrets"], resourceNames: [controllerEnrolSecretName(s.name)], verbs: ["get", "update"] },
+      { apiGroups: [""], resources: ["persistentvolumeclaims"], resourceNames: [...Array(MAX_CONTROLLER_PODS).keys()].map((k) => replicaClaimName(s.name, k)), verbs: ["get"] },
     ],
   };
   const binding: KubeObject = {

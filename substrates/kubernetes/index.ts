@@ -14,8 +14,8 @@ export type { ObserveOptions, Observed } from "./observe";
 export { DEFAULT_POD_PROBES, LABELS, MANAGED_BY, POD_PATHS, AGENT_CONTAINER, TEMPLATE_HASH, agentsSecretManifest, agentsSecretName, endpointsServiceName, namespaceManifest, podName, selectorOf, serviceManifests, statefulSetManifest } from "./unit-pods";
 export type { PodProbeSettings, UnitPodsSpec } from "./unit-pods";
 export {
-  BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, DEFAULT_CONTROLLER_IMAGE, CONTROLLER_POD_PATHS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName,
-  peersServiceName, replicaDnsName, replicaTokenKey,
+  BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, DEFAULT_CONTROLLER_IMAGE, CONTROLLER_POD_PATHS, MAX_CONTROLLER_PODS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName,
+  peersServiceName, replicaClaimName, replicaDnsName, replicaTokenKey,
 } from "./controller-pods";
 export type { ControllerPodsSpec } from "./controller-pods";
 export { bootstrapOnKubernetes, finishKubernetesBootstrap, kubernetesControllerObjects, newKubernetesControllerSeed } from "./controller-bootstrap";
