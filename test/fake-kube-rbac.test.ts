@@ -127,6 +127,12 @@ test("a RoleBinding to a ClusterRole grants it in the binding's namespace only; 
   await env.rbac.createNamespacedRoleBinding({ namespace: "shop", body: bindTo("all-accounts", { kind: "ClusterRole", name: "cm-reader" }, [{ kind: "Group", name: "system:serviceaccounts:shop" }]) });
   const app = env.as(token);
   t.true(Array.isArray((await app.core.listNamespacedConfigMap({ namespace: "shop" })).items), "the group of the namespace's ServiceAccounts");
+  // A namespace object is in itself: a RoleBinding there may let one read it.
+  t.is((await statusOf(app.core.readNamespace({ name: "shop" }))).message, 'namespaces "shop" is forbidden: User "system:serviceaccount:shop:app" cannot get resource "namespaces" in API group "" in the namespace "shop"');
+  await env.rbac.createNamespacedRole({ namespace: "shop", body: role("ns-self", [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get"] }]) });
+  await env.rbac.createNamespacedRoleBinding({ namespace: "shop", body: bindTo("ns-self", { kind: "Role", name: "ns-self" }, [{ kind: "ServiceAccount", name: "app", namespace: "shop" }]) });
+  t.is((await app.core.readNamespace({ name: "shop" })).metadata?.name, "shop");
+  t.is((await statusOf(app.core.readNamespace({ name: "other" }))).code, 403);
   t.is((await statusOf(app.core.listNamespacedConfigMap({ namespace: "other" }))).code, 403, "a RoleBinding's ClusterRole stays in its namespace");
   t.is((await statusOf(app.core.listConfigMapForAllNamespaces())).code, 403);
 

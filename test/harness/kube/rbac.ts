@@ -66,9 +66,11 @@ export function resourceAttributes(method: string, kind: KindInfo, t: { namespac
   // A list or watch of one object by name is authorised as that name (the RBAC page, "Referring to resources").
   let name = t.name;
   if (collection && (verb === "list" || verb === "watch")) name = nameFromFieldSelector(query.get("fieldSelector"));
+  // A namespace is in itself (`/api/v1/namespaces/foo` is namespace foo's), as kube-apiserver's RequestInfo reads the path.
+  const namespace = kind.group === "" && kind.plural === "namespaces" ? t.name : t.namespace;
   return {
     verb: verb || method.toLowerCase(),
-    resource: { group: kind.group, resource: kind.plural, ...(t.subresource ? { subresource: t.subresource } : {}), ...(t.namespace ? { namespace: t.namespace } : {}), ...(name !== undefined ? { name } : {}) },
+    resource: { group: kind.group, resource: kind.plural, ...(t.subresource ? { subresource: t.subresource } : {}), ...(namespace ? { namespace } : {}), ...(name !== undefined ? { name } : {}) },
   };
 }
 
