@@ -7,7 +7,8 @@
  * automatically: three voters again, and no acknowledged write lost. The controller does all this
  * as its pods' ServiceAccount, under the fake server's RBAC, with tokens that rotate every minute;
  * that identity is refused everything outside its own objects. Then a kubernetes model on the
- * same cluster: its agents (in pods too) reach the controller by the replicas' DNS names.
+ * same cluster: its agents (in pods too) are given the controller's client Service (headless: its
+ * name resolves to the ready replicas) and then each replica's DNS name.
  */
 import test from "ava";
 import { join } from "node:path";
@@ -114,5 +115,13 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
   t.regex(shop.applications.cluster!.units["cluster/0"]!.workload.message, /2\/2 units agree/);
   const secret = await kube.get(R.secrets, kubernetes.agentsSecretName("cluster"), { namespace: "shop" });
   const agentConfig = JSON.parse(Buffer.from(secret.data!["agent-0.conf"]!, "base64").toString()) as { controllerAddresses: string[] };
-  t.deepEqual(agentConfig.controllerAddresses.map((a) => a.replace(/:\d+$/, "")).sort(), [0, 1, 2].map((n) => kubernetes.replicaDnsName({ name: "ctl", namespace: NS }, n)));
+  const service = kubernetes.clientServiceDnsName({ name: "ctl", namespace: NS });
+  t.is(agentConfig.controllerAddresses[0], `${service}:${kubernetes.CONTROLLER_API_PORT}`, "the client Service first");
+  t.deepEqual(agentConfig.controllerAddresses.slice(1).map((a) => a.replace(/:\d+$/, "")).sort(), [0, 1, 2].map((n) => kubernetes.replicaDnsName({ name: "ctl", namespace: NS }, n)), "then every replica's name");
+  // The Service's name leads to the ready replicas, as pods resolve it.
+  const readyIps = async (): Promise<string[]> => (await kube.list(R.pods, { namespace: NS })).items.filter((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")).map((p) => p.status!.podIP!).sort();
+  await eventually("the client Service resolving to the 3 ready replicas", async () => {
+    const [ips, ready] = [(await cluster0.kubelet.resolve(service)).sort(), await readyIps()];
+    return ips.length === 3 && ips.join() === ready.join();
+  }, 30_000);
 });

@@ -3,7 +3,8 @@
  * and its etcd member, data on the pod's own claim), addressed by stable DNS names from a headless
  * Service (`<name>-N.<name>-peers.<ns>.svc.cluster.local`: etcd's peer URLs and the replicas'
  * advertised addresses never name a pod IP, which changes when a pod is made again: Juju's
- * juju#10012), a client Service, a PodDisruptionBudget keeping a majority, pods spread over nodes
+ * juju#10012), a headless client Service (its name resolves to the ready replicas: agents in the
+ * cluster reach one by a single name, with no cluster IP to route), a PodDisruptionBudget keeping a majority, pods spread over nodes
  * (and zones where labelled), a ServiceAccount bound to a Role on its own namespace only.
  *
  * How a pod becomes a replica (controller/main.ts `--pod`): pod 0 at bootstrap initialises its data
@@ -52,6 +53,11 @@ export const SEED_KEY = "seed.json";
 /** Key in the enrolment Secret once the cluster exists: from then on no pod uses the seed. */
 export const BOOTSTRAPPED_KEY = "bootstrapped";
 
+/** The client Service's DNS name: it resolves to the ready replicas' IPs (what agents in the cluster try besides each replica's name). */
+export function clientServiceDnsName(s: Pick<ControllerPodsSpec, "name" | "namespace">, clusterDomain = "cluster.local"): string {
+  return `${s.name}.${s.namespace}.svc.${clusterDomain}`;
+}
+
 /** The stable DNS name of replica `ordinal` (what its etcd member and API advertise). */
 export function replicaDnsName(s: Pick<ControllerPodsSpec, "name" | "namespace">, ordinal: number, clusterDomain = "cluster.local"): string {
   return `${s.name}-${ordinal}.${peersServiceName(s.name)}.${s.namespace}.svc.${clusterDomain}`;
@@ -86,7 +92,10 @@ export function controllerManifests(s: ControllerPodsSpec): KubeObject[] {
   const ports = [{ name: "api", port: CONTROLLER_API_PORT, targetPort: "api" }, { name: "etcd-client", port: 2379, targetPort: "etcd-client" }, { name: "etcd-peer", port: 2380, targetPort: "etcd-peer" }];
   // Every replica, ready or not: a member must be reachable by name while it catches up.
   const peers: Service = { apiVersion: "v1", kind: "Service", metadata: meta(s, peersServiceName(s.name)), spec: { clusterIP: "None", selector, publishNotReadyAddresses: true, ports } };
-  const client: Service = { apiVersion: "v1", kind: "Service", metadata: meta(s, s.name), spec: { selector, ports: [ports[0]!] } };
+  // Ready replicas only, by DNS (headless): no kube-proxy or cluster IP is needed to reach one, and
+  // clients verify the controller's own TLS name, not this one. Outside the cluster, expose the API
+  // with a LoadBalancer or node port Service of your own (`--api-address`).
+  const client: Service = { apiVersion: "v1", kind: "Service", metadata: meta(s, s.name), spec: { clusterIP: "None", selector, ports: [ports[0]!] } };
   const majority = Math.floor(s.voters / 2) + 1;
   const budget: KubeObject = { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: meta(s, s.name), spec: { minAvailable: majority, selector: { matchLabels: selector } } };
   const probe = (path: string, periodSeconds: number, failureThreshold: number) => ({ httpGet: { path, port: "api", scheme: "HTTPS" }, periodSeconds, timeoutSeconds: 2, failureThreshold });

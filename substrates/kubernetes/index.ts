@@ -15,7 +15,7 @@ export { DEFAULT_POD_PROBES, LABELS, MANAGED_BY, POD_PATHS, AGENT_CONTAINER, TEM
 export type { PodProbeSettings, UnitPodsSpec } from "./unit-pods";
 export {
   BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, DEFAULT_CONTROLLER_IMAGE, CONTROLLER_POD_PATHS, MAX_CONTROLLER_PODS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName,
-  peersServiceName, replicaClaimName, replicaDnsName, replicaTokenKey,
+  clientServiceDnsName, peersServiceName, replicaClaimName, replicaDnsName, replicaTokenKey,
 } from "./controller-pods";
 export type { ControllerPodsSpec } from "./controller-pods";
 export { bootstrapOnKubernetes, finishKubernetesBootstrap, kubernetesControllerObjects, newKubernetesControllerSeed } from "./controller-bootstrap";
