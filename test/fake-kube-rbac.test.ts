@@ -14,7 +14,7 @@ import { eventually } from "./harness/eventually";
 const loadClient = () => import("@kubernetes/client-node");
 type K8s = Awaited<ReturnType<typeof loadClient>>;
 
-interface Clients { core: InstanceType<K8s["CoreV1Api"]>; apps: InstanceType<K8s["AppsV1Api"]>; rbac: InstanceType<K8s["RbacAuthorizationV1Api"]> }
+interface Clients { core: InstanceType<K8s["CoreV1Api"]>; apps: InstanceType<K8s["AppsV1Api"]>; rbac: InstanceType<K8s["RbacAuthorizationV1Api"]>; authz: InstanceType<K8s["AuthorizationV1Api"]> }
 interface Env extends Clients { api: FakeKubeApi; k8s: K8s; as(token: string): Clients }
 
 async function start(t: ExecutionContext, o: FakeKubeApiOptions = {}): Promise<Env> {
@@ -24,7 +24,7 @@ async function start(t: ExecutionContext, o: FakeKubeApiOptions = {}): Promise<E
   const clients = (kubeconfig: string): Clients => {
     const kc: KubeConfig = new k8s.KubeConfig();
     kc.loadFromString(kubeconfig);
-    return { core: kc.makeApiClient(k8s.CoreV1Api), apps: kc.makeApiClient(k8s.AppsV1Api), rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api) };
+    return { core: kc.makeApiClient(k8s.CoreV1Api), apps: kc.makeApiClient(k8s.AppsV1Api), rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api), authz: kc.makeApiClient(k8s.AuthorizationV1Api) };
   };
   return { api, k8s, ...clients(api.kubeconfig()), as: (token) => clients(api.kubeconfig({ token })) };
 }
@@ -191,6 +191,20 @@ test("ServiceAccount admission: a namespace gets a default ServiceAccount and ku
   const refused = await statusOf(env.core.createNamespacedPod({ namespace: "shop", body: { metadata: { name: "r" }, spec: { serviceAccountName: "nobody", containers: [{ name: "a", image: "busybox" }] } } }));
   t.like(refused, { code: 403, reason: "Forbidden" });
   t.is(refused.message, 'pods "r" is forbidden: error looking up service account shop/nobody: serviceaccount "nobody" not found');
+});
+
+test("SelfSubjectAccessReview (kubectl auth can-i) answers what RBAC would decide for the asking user, whoever may ask", async (t) => {
+  const env = await start(t);
+  const token = await account(env, "shop", "app");
+  await env.rbac.createNamespacedRole({ namespace: "shop", body: role("scaler", [{ apiGroups: ["apps"], resources: ["statefulsets/scale"], resourceNames: ["web"], verbs: ["patch"] }]) });
+  await env.rbac.createNamespacedRoleBinding({ namespace: "shop", body: bindTo("scaler", { kind: "Role", name: "scaler" }, [{ kind: "ServiceAccount", name: "app", namespace: "shop" }]) });
+  const app = env.as(token);
+  const canI = async (resourceAttributes: Record<string, string>): Promise<boolean | undefined> => (await app.authz.createSelfSubjectAccessReview({ body: { spec: { resourceAttributes } } })).status?.allowed;
+  t.true(await canI({ namespace: "shop", verb: "patch", group: "apps", resource: "statefulsets", subresource: "scale", name: "web" }));
+  t.false(await canI({ namespace: "shop", verb: "patch", group: "apps", resource: "statefulsets", subresource: "scale", name: "db" }));
+  t.false(await canI({ namespace: "shop", verb: "patch", group: "apps", resource: "statefulsets", name: "web" }));
+  t.false(await canI({ namespace: "other", verb: "patch", group: "apps", resource: "statefulsets", subresource: "scale", name: "web" }));
+  t.true((await env.authz.createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { verb: "delete", resource: "namespaces" } } } })).status?.allowed, "the administrator may do anything");
 });
 
 const ADMIN = "admin-token-0123456789abcdef";
