@@ -75,6 +75,8 @@ export class ServiceAccountTokens {
     const audiences = spec.audiences?.length ? spec.audiences : [API_AUDIENCE];
     const token = randomBytes(32).toString("base64url");
     const expires = Date.now() + expirationSeconds * 1000;
+    // Expired tokens are forgotten as new ones come (the kubelet asks again for every pod as they rotate).
+    for (const [key, t] of this.issued) if (t.expires <= Date.now()) this.issued.delete(key);
     this.issued.set(hash(token), { namespace, name, uid: account.metadata.uid!, audiences, expires, ...(pod ? { pod } : {}) });
     return { token, expirationTimestamp: new Date(expires).toISOString().replace(/\.\d+Z$/, "Z"), expirationSeconds, audiences };
   }
