@@ -77,8 +77,8 @@ export const KubernetesModelSettingsSchema = z.strictObject({ namespace: Kuberne
 export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
   z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema }),
   z.strictObject({ substrate: z.literal("vsphere"), credential: Name, vsphere: VsphereModelSettingsSchema }),
-  // A controller on Kubernetes: its own StatefulSet's pods (steward bootstrap kubernetes: sets this).
-  z.strictObject({ substrate: z.literal("kubernetes"), credential: Name, kubernetes: z.strictObject({ namespace: KubernetesNamespace, statefulSet: Name }) }),
+  // A controller on Kubernetes: its own StatefulSet's pods, reached as its pods' ServiceAccount (steward bootstrap kubernetes: sets this).
+  z.strictObject({ substrate: z.literal("kubernetes"), kubernetes: z.strictObject({ namespace: KubernetesNamespace, statefulSet: Name }) }),
 ]);
 export const CreateModelRequest = z.strictObject({
   name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(),

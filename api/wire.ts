@@ -67,7 +67,8 @@ export interface ClusterInfo {
   }[];
   spares: { host: string; user: string; hostKey: string; failed?: string }[];
   /** Where the keeper launches replicas when no spare host is left. */
-  replicaCloud?: { substrate: string; credential: string; summary: string };
+  /** `credential` absent: the controller's own pods' identity (Kubernetes: their ServiceAccount). */
+  replicaCloud?: { substrate: string; credential?: string; summary: string };
   keeper: { state: string; message: string; history: { at: string; message: string }[] };
   /** Set when the answer comes from this replica alone (no quorum): why. */
   degraded?: string;

@@ -25,7 +25,7 @@ export async function benchKubernetesController(o: BenchOptions & { runs?: numbe
     let t0 = performance.now();
     const entry = await kubernetes.bootstrapOnKubernetes({
       name: "ctl", namespace: NS, replicas: 3, image: kubernetes.DEFAULT_CONTROLLER_IMAGE, connection: kubernetes.parseKubeconfig(api.kubeconfig()),
-      inClusterServer: api.inClusterUrl, replaceAfterSeconds: 600, timeoutMs: 300_000, progress: () => undefined,
+      replaceAfterSeconds: 600, timeoutMs: 300_000, progress: () => undefined,
     });
     const bootstrapMs = performance.now() - t0;
     const healthy = async (): Promise<ClusterInfo | undefined> => {

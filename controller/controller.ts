@@ -346,7 +346,7 @@ export class Controller {
           this.replicaCloud = new CloudReplicaHosts({
             cache, enrolments, credentials: leaderCredentials, sealer, dataDir, config: this.config, caCert, controllerAddresses: () => this.addresses, log: this.log,
           });
-          this.replicaPods = new KubernetesReplicaHosts({ cache, enrolments, credentials: leaderCredentials, sealer, dataDir, config: this.config, log: this.log });
+          this.replicaPods = new KubernetesReplicaHosts({ cache, enrolments, sealer, dataDir, config: this.config, log: this.log });
           // Spare hosts first (set aside on purpose), then the cloud (or, on Kubernetes, the StatefulSet), if one is set.
           const hosts = new ReplicaHostChain([new SparePool({ store: fenced, cache, dataDir, config: this.config, sealer }), this.replicaCloud, this.replicaPods]);
           this.keeper = new QuorumKeeper({ store: fenced, membership, cache, hosts, log: this.log });

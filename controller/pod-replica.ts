@@ -47,8 +47,6 @@ export interface ControllerSeed {
   agentImage?: string;
 }
 
-const MAX_REPLICAS = 7;
-
 /** Makes `dataDir` a replica's data directory, unless it is one already; resolves when it is. */
 export async function preparePodReplica(o: PodReplicaOptions): Promise<"existing" | "seeded" | "enrolled"> {
   if (await readFile(join(o.dataDir, dataFiles.config), "utf8").then(() => true, () => false)) return "existing";
@@ -72,7 +70,7 @@ export async function preparePodReplica(o: PodReplicaOptions): Promise<"existing
 async function enrol(o: PodReplicaOptions, ordinal: number): Promise<void> {
   const pollMs = o.pollMs ?? 2000;
   const tokenFile = join(o.enrolDir, kubernetes.replicaTokenKey(ordinal));
-  const others = [...Array(MAX_REPLICAS).keys()].filter((k) => k !== ordinal).map((k) => `${o.podName.replace(/-\d+$/, "")}-${k}.${o.peers}`);
+  const others = [...Array(kubernetes.MAX_CONTROLLER_PODS).keys()].filter((k) => k !== ordinal).map((k) => `${o.podName.replace(/-\d+$/, "")}-${k}.${o.peers}`);
   let said = "";
   const say = (what: string, fields: Record<string, unknown> = {}): void => { if (what !== said) { said = what; o.log.info(what, fields); } };
   for (;;) {

@@ -23,7 +23,7 @@ export interface KubernetesControllerArgs {
   /** The kubeconfig the provider process reaches the cluster with, to finish the bootstrap (kept secret). */
   kubeconfig: pulumi.Input<string>;
   context?: pulumi.Input<string>;
-  /** The API server as the controller's pods reach it. @default "https://kubernetes.default.svc" */
+  /** The API server as the controller's pods reach it, in `clusterCredential` (for models on this cluster). @default "https://kubernetes.default.svc" */
   inClusterServer?: pulumi.Input<string>;
   /** How clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT); default the pods' IPs. */
   apiAddresses?: pulumi.Input<pulumi.Input<string>[]>;

@@ -190,14 +190,15 @@ test("list: label and field selectors, the list's resourceVersion, limit and con
   t.truthy(web.metadata?.resourceVersion);
   t.deepEqual((await core.listNamespacedConfigMap({ namespace: "shop", labelSelector: "tier in (db,cache)" })).items.map((i) => i.metadata?.name), ["b", "d"]);
   t.deepEqual((await core.listNamespacedConfigMap({ namespace: "shop", labelSelector: "tier=web,!canary" })).items.map((i) => i.metadata?.name), ["a"]);
-  t.deepEqual((await core.listNamespacedConfigMap({ namespace: "shop", labelSelector: "tier!=web" })).items.map((i) => i.metadata?.name), ["b", "d"]);
+  // Every namespace also holds kube-root-ca.crt (no tier label): `tier!=web` alone would match it too.
+  t.deepEqual((await core.listNamespacedConfigMap({ namespace: "shop", labelSelector: "tier,tier!=web" })).items.map((i) => i.metadata?.name), ["b", "d"]);
   t.deepEqual((await core.listNamespacedConfigMap({ namespace: "shop", fieldSelector: "metadata.name=b" })).items.map((i) => i.metadata?.name), ["b"]);
   t.like(await statusOf(core.listNamespacedConfigMap({ namespace: "shop", fieldSelector: "data.x=1" })), { code: 400, message: "field label not supported: data.x" });
   t.like(await statusOf(core.listNamespacedConfigMap({ namespace: "shop", labelSelector: "tier in (web" })), { code: 400, reason: "BadRequest" });
-  const page1 = await core.listNamespacedConfigMap({ namespace: "shop", limit: 3 });
+  const page1 = await core.listNamespacedConfigMap({ namespace: "shop", labelSelector: "tier", limit: 3 });
   t.deepEqual(page1.items.map((i) => i.metadata?.name), ["a", "b", "c"]);
   t.is(page1.metadata?.remainingItemCount, 1);
-  const page2 = await core.listNamespacedConfigMap({ namespace: "shop", limit: 3, _continue: page1.metadata!._continue! });
+  const page2 = await core.listNamespacedConfigMap({ namespace: "shop", labelSelector: "tier", limit: 3, _continue: page1.metadata!._continue! });
   t.deepEqual(page2.items.map((i) => i.metadata?.name), ["d"]);
   t.is(page2.metadata?._continue, undefined);
   t.like(await statusOf(core.listNamespacedConfigMap({ namespace: "shop", _continue: "made-up" })), { code: 410, reason: "Expired" });
@@ -230,8 +231,8 @@ test("Watch without a resourceVersion starts with a synthetic ADDED per object; 
   const initial: string[] = [];
   const w1 = await new k8s.Watch(kc).watch("/api/v1/namespaces/shop/configmaps", {}, (type, obj: { metadata: { name: string } }) => initial.push(`${type} ${obj.metadata.name}`), () => undefined);
   t.teardown(() => w1.abort());
-  await eventually("the initial events", () => initial.length >= 8);
-  t.deepEqual(initial, [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `ADDED c${i}`));
+  await eventually("the initial events", () => initial.length >= 9);
+  t.deepEqual(initial, [...[0, 1, 2, 3, 4, 5, 6, 7].map((i) => `ADDED c${i}`), "ADDED kube-root-ca.crt"], "by name, the root CA publisher's ConfigMap too");
   const events: { type: string; obj: { kind?: string; code?: number; reason?: string; message?: string } }[] = [];
   let ended = false;
   await new k8s.Watch(kc).watch("/api/v1/namespaces/shop/configmaps", { resourceVersion: first.metadata!.resourceVersion! }, (type, obj) => events.push({ type, obj }), () => { ended = true; });
@@ -599,7 +600,7 @@ test("the real informer recovers from 410: while other kinds' changes push its r
   t.true(api.requests.some((r) => r.path === "/api/v1/namespaces/shop/configmaps" && r.watchError === 410));
   await core.createNamespacedConfigMap({ namespace: "shop", body: { metadata: { name: "second" } } });
   await eventually("the informer to see the new object", () => informer.get("second", "shop"), 10_000);
-  t.deepEqual(informer.list().map((c) => c.metadata?.name).sort(), ["first", "second"]);
+  t.deepEqual(informer.list().map((c) => c.metadata?.name).sort(), ["first", "kube-root-ca.crt", "second"]);
 });
 
 test("OrderedReady scale-down: one pod at a time from the highest ordinal, the next only once the previous is completely gone", async (t) => {

@@ -2,12 +2,12 @@
  * The product's Kubernetes client (substrates/kubernetes) against the fake API server
  * (test/harness/kube/, itself checked with the real @kubernetes/client-node): kubeconfig reading,
  * the verbs, typed errors naming the object and the server's message, watches with 410, /scale,
- * timeouts, aborts and the pinned CA; the credential never printed.
+ * timeouts, aborts and the pinned CA; the credential never printed; in-cluster configuration.
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:https";
+import { mkdtempSync, renameSync, writeFileSync } from "node:fs";
+import { createServer, request as httpsRequest } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -103,16 +103,16 @@ test("create, get, find, replace: 409 AlreadyExists and Conflict as typed errors
 
 test("list follows continue pages and answers the list's resourceVersion; label selectors; all namespaces", async (t) => {
   const { api, kube } = await start(t);
-  for (let i = 0; i < 5; i++) await kube.create(R.configMaps, { metadata: { name: `c${i}`, labels: { even: String(i % 2 === 0) } } });
-  const all = await kube.list(R.configMaps, { limit: 2 });
+  for (let i = 0; i < 5; i++) await kube.create(R.secrets, { metadata: { name: `c${i}`, labels: { even: String(i % 2 === 0) } } });
+  const all = await kube.list(R.secrets, { limit: 2 });
   t.deepEqual(all.items.map((i) => i.metadata.name), ["c0", "c1", "c2", "c3", "c4"]);
-  t.true(all.items.every((i) => i.kind === "ConfigMap" && i.apiVersion === "v1"));
+  t.true(all.items.every((i) => i.kind === "Secret" && i.apiVersion === "v1"));
   t.is(all.resourceVersion, api.state.resourceVersion);
-  t.is(api.requests.filter((r) => r.path === "/api/v1/namespaces/shop/configmaps" && r.method === "GET").length, 3);
-  t.deepEqual((await kube.list(R.configMaps, { labelSelector: "even=true" })).items.map((i) => i.metadata.name), ["c0", "c2", "c4"]);
+  t.is(api.requests.filter((r) => r.path === "/api/v1/namespaces/shop/secrets" && r.method === "GET").length, 3);
+  t.deepEqual((await kube.list(R.secrets, { labelSelector: "even=true" })).items.map((i) => i.metadata.name), ["c0", "c2", "c4"]);
   await kube.create(R.namespaces, { metadata: { name: "other" } });
-  await kube.create(R.configMaps, { metadata: { name: "x", namespace: "other" } });
-  t.is((await kube.list(R.configMaps, { allNamespaces: true })).items.length, 6);
+  await kube.create(R.secrets, { metadata: { name: "x", namespace: "other" } });
+  t.is((await kube.list(R.secrets, { allNamespaces: true })).items.length, 6);
 });
 
 test("patch (merge and JSON), server-side apply, delete with preconditions and propagation", async (t) => {
@@ -280,30 +280,72 @@ test("answers that are not successes: a 410 HTTP answer is a KubeGoneError too, 
 
 test("observe: a list, then the changes; when the stream ends it watches again from the last version, and after a 410 it lists again", async (t) => {
   const { api, kube } = await start(t, { historySize: 5, watchTimeoutSeconds: 1 });
-  await kube.create(R.configMaps, { metadata: { name: "first" } });
+  await kube.create(R.secrets, { metadata: { name: "first" } });
   const ac = new AbortController();
   const seen: string[] = [];
   const run = (async () => {
-    for await (const e of kubernetes.observe(kube, R.configMaps, { signal: ac.signal, watchTimeoutSeconds: 1, retryMs: 50 })) {
+    for await (const e of kubernetes.observe(kube, R.secrets, { signal: ac.signal, watchTimeoutSeconds: 1, retryMs: 50 })) {
       seen.push(e.type === "LIST" ? `LIST ${e.items.map((i) => i.metadata.name).join(",")}` : `${e.type} ${e.object.metadata.name}`);
     }
   })();
   await eventually("the first list", () => seen.length === 1);
   t.is(seen[0], "LIST first");
-  await kube.create(R.configMaps, { metadata: { name: "a" } });
+  await kube.create(R.secrets, { metadata: { name: "a" } });
   await eventually("ADDED a", () => seen.includes("ADDED a"));
-  const watches = () => api.requests.filter((r) => r.path === "/api/v1/namespaces/shop/configmaps" && r.query.includes("watch=true"));
+  const watches = () => api.requests.filter((r) => r.path === "/api/v1/namespaces/shop/secrets" && r.query.includes("watch=true"));
   await eventually("a second watch after the first stream ended", () => watches().length >= 2, 10_000);
   t.true(watches().every((w) => w.watchError === undefined));
   t.deepEqual(seen, ["LIST first", "ADDED a"]);
-  // Other kinds' changes push the last version seen out of the history while no configmap changes.
-  for (let i = 0; i < 10; i++) await kube.create(R.secrets, { metadata: { name: `s${i}` } });
+  // Other kinds' changes push the last version seen out of the history while no secret changes.
+  for (let i = 0; i < 10; i++) await kube.create(R.configMaps, { metadata: { name: `s${i}` } });
   await eventually("a second list", () => seen.filter((s) => s.startsWith("LIST")).length >= 2, 10_000);
   t.is(seen.filter((s) => s.startsWith("LIST"))[1], "LIST a,first");
-  t.true(api.requests.some((r) => r.path === "/api/v1/namespaces/shop/configmaps" && r.watchError === 410));
-  await kube.delete(R.configMaps, "a");
+  t.true(api.requests.some((r) => r.path === "/api/v1/namespaces/shop/secrets" && r.watchError === 410));
+  await kube.delete(R.secrets, "a");
   await eventually("DELETED a", () => seen.includes("DELETED a"), 10_000);
   ac.abort();
   await run;
   t.is(seen.filter((s) => s === "ADDED a").length, 1);
 });
+
+test("in-cluster configuration: the pod's environment and mounted files; the token file is read again when the kubelet replaces it; a clear error outside a pod", async (t) => {
+  const { api, kube } = await start(t);
+  await kube.create(R.serviceAccounts, { metadata: { name: "app" } });
+  await kube.create(R.roles, { metadata: { name: "r" }, rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["list"] }] });
+  await kube.create(R.roleBindings, { metadata: { name: "r" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "r" }, subjects: [{ kind: "ServiceAccount", name: "app", namespace: "shop" }] });
+  const token = (): Promise<string> => fetchToken(api);
+  const dir = mkdtempSync(join(tmpdir(), "steward-sa-"));
+  writeFileSync(join(dir, "ca.crt"), api.caCert);
+  writeFileSync(join(dir, "namespace"), "shop");
+  writeFileSync(join(dir, "token"), "not-a-token");
+  const u = new URL(api.url);
+  const conn = kubernetes.inClusterConnection({ env: { KUBERNETES_SERVICE_HOST: u.hostname, KUBERNETES_SERVICE_PORT: u.port }, dir });
+  t.is(conn.server, api.url);
+  t.is(conn.namespace, "shop");
+  t.notRegex(inspect(conn), /not-a-token/);
+  const inPod = new KubeApi(conn);
+  t.teardown(() => inPod.close());
+  t.is((await failure(inPod.list(R.configMaps))).code, 401);
+  // The kubelet replaces the file (a rename, as it rotates the token): the next call uses the new one.
+  for (let i = 0; i < 2; i++) {
+    writeFileSync(join(dir, ".token.tmp"), await token());
+    renameSync(join(dir, ".token.tmp"), join(dir, "token"));
+    t.true(Array.isArray((await inPod.list(R.configMaps)).items));
+  }
+  t.throws(() => kubernetes.inClusterConnection({ env: {}, dir }), { message: "not in a Kubernetes pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set" });
+  t.throws(() => kubernetes.inClusterConnection({ env: { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "443" }, dir: join(dir, "absent") }), { message: /cannot read the pod's cluster CA .*absent\/ca\.crt \(is automountServiceAccountToken off for this pod\?\)/ });
+});
+
+/** A token for shop/app from the TokenRequest API, as the kubelet asks for one. */
+function fetchToken(api: FakeKubeApi): Promise<string> {
+  const u = new URL(api.url);
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: u.hostname, port: u.port, method: "POST", path: "/api/v1/namespaces/shop/serviceaccounts/app/token", ca: api.caCert, headers: { authorization: `Bearer ${api.token}`, "content-type": "application/json" } }, (res) => {
+      let text = "";
+      res.on("data", (d: Buffer) => { text += d.toString(); });
+      res.on("end", () => { try { resolve((JSON.parse(text) as { status: { token: string } }).status.token); } catch (err) { reject(err as Error); } });
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify({ spec: {} }));
+  });
+}

@@ -4,8 +4,11 @@
  * kubernetes:` makes a StatefulSet with one pod, the controller grows itself to three replicas by
  * scaling it and taking each pod into etcd, a pod deleted (its volume kept) rejoins under its
  * stable DNS name with a new IP, and a pod deleted with its claim comes back empty and is replaced
- * automatically: three voters again, and no acknowledged write lost. Then a kubernetes model on the
- * same cluster: its agents (in pods too) reach the controller by the replicas' DNS names.
+ * automatically: three voters again, and no acknowledged write lost. The controller does all this
+ * as its pods' ServiceAccount, under the fake server's RBAC, with tokens that rotate every minute;
+ * that identity is refused everything outside its own objects. Then a kubernetes model on the
+ * same cluster: its agents (in pods too) are given the controller's client Service (headless: its
+ * name resolves to the ready replicas) and then each replica's DNS name.
  */
 import test from "ava";
 import { join } from "node:path";
@@ -14,10 +17,11 @@ import { ControllerClient, readOperatorDir, unitIsReady } from "../api";
 import { kubernetes } from "../substrates";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
-import { startKubeCluster } from "./harness/kube/lab";
+import { CLUSTER_TOKEN_SECONDS, startKubeCluster } from "./harness/kube/lab";
 
 const R = kubernetes.KUBE_RESOURCES;
 const NS = "steward";
+const TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
 test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins; a lost volume is replaced automatically; a kubernetes model's agents reach it by DNS", async (t) => {
   const cluster0 = await startKubeCluster();
@@ -28,7 +32,7 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
   const lines: string[] = [];
   const entry = await kubernetes.bootstrapOnKubernetes({
     name: "ctl", namespace: NS, replicas: 3, image: kubernetes.DEFAULT_CONTROLLER_IMAGE, connection: kubernetes.parseKubeconfig(api.kubeconfig()),
-    inClusterServer: api.inClusterUrl, replaceAfterSeconds: 600, timeoutMs: 240_000, progress: (l) => lines.push(l),
+    replaceAfterSeconds: 600, timeoutMs: 240_000, progress: (l) => lines.push(l),
   });
   t.log(lines.join("\n"));
   t.is(await kube.find(R.secrets, kubernetes.controllerSeedSecretName("ctl"), { namespace: NS }), undefined, "the seed (with the CA key) is gone");
@@ -45,6 +49,9 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
   let cluster = await eventually("3 healthy voters", async () => { const c = await voters(); return healthy(c, 3) ? c : undefined; }, 60_000);
   const hosts = cluster.members.map((m) => m.host ?? "").sort();
   t.deepEqual(hosts, [0, 1, 2].map((n) => kubernetes.replicaDnsName({ name: "ctl", namespace: NS }, n)), "members are addressed by their pods' DNS names");
+  const podToken = async (pod: string): Promise<string> => (await cluster0.kubelet.exec(NS, pod, "controller", ["cat", TOKEN_FILE])).stdout.trim();
+  const firstToken = await podToken("ctl-0");
+  t.truthy(firstToken, "the kubelet mounted ctl-0's ServiceAccount token");
 
   // Acknowledged writes, checked at the end.
   const written: string[] = [];
@@ -60,6 +67,9 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
 
   for (let i = 5; i < 10; i++) { const name = `ack-${i}`; await (await connect()).createModel(name); written.push(name); }
 
+  // The pods' tokens rotate (they live CLUSTER_TOKEN_SECONDS here): what follows is done with a newer one than the first.
+  await eventually("ctl-0's ServiceAccount token rotated", async () => (await podToken("ctl-0")) !== firstToken, (CLUSTER_TOKEN_SECONDS + 30) * 1000);
+
   // A pod deleted with its claim (its node and disk lost): it comes back empty and the leader replaces its member at once.
   const before = new Set(cluster.members.map((m) => m.name));
   await kube.delete(R.persistentVolumeClaims, "data-ctl-1", { namespace: NS });
@@ -69,6 +79,25 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
     return healthy(c, 3) && c!.members.some((m) => m.host === kubernetes.replicaDnsName({ name: "ctl", namespace: NS }, 1) && !before.has(m.name)) ? c : undefined;
   }, 120_000);
   t.regex(cluster.keeper.history.map((h) => h.message).join("\n"), /its host came back with an empty volume/);
+  // The leader did that with its pod's ServiceAccount token, rotated since it first used it: read again, never refused.
+  t.deepEqual(api.requests.filter((r) => r.status === 401).map((r) => `${r.method} ${r.path}`), [], "no request was refused a token");
+  t.true(api.requests.some((r) => r.user === "system:serviceaccount:steward:ctl" && r.method === "PATCH" && r.path.endsWith("/statefulsets/ctl/scale") && r.status === 200), "the controller scaled its StatefulSet as its ServiceAccount");
+
+  // That ServiceAccount is allowed its own objects and nothing else (403, not 404: refused before looked up).
+  await kube.create(R.namespaces, { apiVersion: "v1", kind: "Namespace", metadata: { name: "elsewhere" } });
+  await kube.create(R.secrets, { apiVersion: "v1", kind: "Secret", metadata: { name: "not-the-controllers", namespace: NS }, data: {} });
+  const asController = new kubernetes.KubeApi(new kubernetes.KubeConnection({ server: api.url, caCert: api.caCert, namespace: NS, credential: { token: await podToken("ctl-0") } }));
+  t.teardown(() => asController.close());
+  t.is((await asController.get(R.statefulSets, "ctl", { namespace: NS })).metadata?.name, "ctl");
+  const refusal = async (p: Promise<unknown>): Promise<string> => p.then(() => "allowed", (e: unknown) => (e instanceof kubernetes.KubeApiError ? `${e.code} ${e.status?.message ?? ""}` : String(e)));
+  const user = 'User "system:serviceaccount:steward:ctl"';
+  t.is(await refusal(asController.list(R.pods, { namespace: "elsewhere" })), `403 pods is forbidden: ${user} cannot list resource "pods" in API group "" in the namespace "elsewhere"`);
+  t.is(await refusal(asController.list(R.pods, { namespace: NS })), `403 pods is forbidden: ${user} cannot list resource "pods" in API group "" in the namespace "steward"`);
+  t.is(await refusal(asController.get(R.secrets, "not-the-controllers", { namespace: NS })), `403 secrets "not-the-controllers" is forbidden: ${user} cannot get resource "secrets" in API group "" in the namespace "steward"`);
+  t.is(await refusal(asController.get(R.secrets, kubernetes.controllerSeedSecretName("ctl"), { namespace: NS })), `403 secrets "ctl-seed" is forbidden: ${user} cannot get resource "secrets" in API group "" in the namespace "steward"`);
+  t.is(await refusal(asController.list(R.secrets, { namespace: NS })), `403 secrets is forbidden: ${user} cannot list resource "secrets" in API group "" in the namespace "steward"`);
+  t.is(await refusal(asController.delete(R.statefulSets, "ctl", { namespace: NS })), `403 statefulsets.apps "ctl" is forbidden: ${user} cannot delete resource "statefulsets" in API group "apps" in the namespace "steward"`);
+  t.is(await refusal(asController.list(R.namespaces)), `403 namespaces is forbidden: ${user} cannot list resource "namespaces" in API group "" at the cluster scope`);
 
   const models = (await (await connect()).listModels()).map((m) => m.name);
   for (const name of written) t.true(models.includes(name), `${name} (acknowledged) is still there`);
@@ -86,5 +115,13 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
   t.regex(shop.applications.cluster!.units["cluster/0"]!.workload.message, /2\/2 units agree/);
   const secret = await kube.get(R.secrets, kubernetes.agentsSecretName("cluster"), { namespace: "shop" });
   const agentConfig = JSON.parse(Buffer.from(secret.data!["agent-0.conf"]!, "base64").toString()) as { controllerAddresses: string[] };
-  t.deepEqual(agentConfig.controllerAddresses.map((a) => a.replace(/:\d+$/, "")).sort(), [0, 1, 2].map((n) => kubernetes.replicaDnsName({ name: "ctl", namespace: NS }, n)));
+  const service = kubernetes.clientServiceDnsName({ name: "ctl", namespace: NS });
+  t.is(agentConfig.controllerAddresses[0], `${service}:${kubernetes.CONTROLLER_API_PORT}`, "the client Service first");
+  t.deepEqual(agentConfig.controllerAddresses.slice(1).map((a) => a.replace(/:\d+$/, "")).sort(), [0, 1, 2].map((n) => kubernetes.replicaDnsName({ name: "ctl", namespace: NS }, n)), "then every replica's name");
+  // The Service's name leads to the ready replicas, as pods resolve it.
+  const readyIps = async (): Promise<string[]> => (await kube.list(R.pods, { namespace: NS })).items.filter((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")).map((p) => p.status!.podIP!).sort();
+  await eventually("the client Service resolving to the 3 ready replicas", async () => {
+    const [ips, ready] = [(await cluster0.kubelet.resolve(service)).sort(), await readyIps()];
+    return ips.length === 3 && ips.join() === ready.join();
+  }, 30_000);
 });

@@ -3,8 +3,8 @@
  * the fake API server and driven by the real `@kubernetes/client-node`, checked against what the
  * Kubernetes documentation says a kubelet does: init containers first, the downward API and
  * secrets in the environment, volumes shared within a pod, pod IPs of their own, readiness gating
- * Ready, liveness restarting a container, back-off after a crash, SIGTERM on deletion, and claims
- * that outlive their pods.
+ * Ready, liveness restarting a container, back-off after a crash, SIGTERM on deletion, claims
+ * that outlive their pods, and a pod's ServiceAccount token (mounted, rotated) and API address.
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
@@ -14,6 +14,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FakeKubeApi } from "./harness/kube";
 import type { KubeObject } from "./harness/kube";
+import { kubernetes } from "../substrates";
+import { publishApiServer } from "./harness/kube/lab";
 import { ProcessKubelet } from "./harness/kube/process-kubelet";
 import { eventually } from "./harness/eventually";
 
@@ -163,3 +165,49 @@ test("a mounted Secret is brought up to date in a running pod: keys changed, add
   t.is(await ls(), "a,b", "the removed key's file is gone");
 });
 
+
+/** A test image: calls the API server every 300 ms as a pod does ("Accessing the Kubernetes API from a Pod"), reading its token each time. */
+const IN_CLUSTER_CLIENT = `
+const https = require("node:https"); const fs = require("node:fs"); const crypto = require("node:crypto");
+const dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+setInterval(() => {
+  const token = fs.readFileSync(dir + "/token", "utf8");
+  const ns = fs.readFileSync(dir + "/namespace", "utf8");
+  const req = https.request({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT, path: "/api/v1/namespaces/" + ns + "/configmaps/kube-root-ca.crt", ca: fs.readFileSync(dir + "/ca.crt"), headers: { authorization: "Bearer " + token } }, (res) => {
+    res.resume();
+    console.log(res.statusCode + " " + crypto.createHash("sha256").update(token).digest("hex").slice(0, 12));
+  });
+  req.on("error", (e) => console.log("error " + e.message));
+  req.end();
+}, 300);
+`;
+
+test("a pod's ServiceAccount: its token, the CA and its namespace mounted, the API server in its environment; the kubelet rotates the token before it expires, and an expired one is refused", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-kubelet-sa-"));
+  await writeFile(join(dir, "client.js"), IN_CLUSTER_CLIENT);
+  const kubelet = new ProcessKubelet({ dataDir: join(dir, "node"), images: { "steward-test/client": { entrypoint: [process.execPath, join(dir, "client.js")] } }, maxGraceSeconds: 2, secretRefreshMs: 300 });
+  // Tokens live 3 s here (kube-apiserver's maximum lowered): the kubelet renews them after 80 %.
+  const api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0", serviceAccountTokenMaxSeconds: 3 });
+  const kube = new kubernetes.KubeApi(kubernetes.parseKubeconfig(api.kubeconfig()));
+  t.teardown(async () => { kube.close(); await api.stop(); await rm(dir, { recursive: true, force: true }); });
+  await publishApiServer(kube, kubelet.gateway, Number(new URL(api.url).port));
+  const R = kubernetes.KUBE_RESOURCES;
+  await kube.create(R.namespaces, { metadata: { name: "shop" } });
+  await kube.create(R.roles, { metadata: { name: "ca-reader", namespace: "shop" }, rules: [{ apiGroups: [""], resources: ["configmaps"], resourceNames: ["kube-root-ca.crt"], verbs: ["get"] }] });
+  await kube.create(R.roleBindings, { metadata: { name: "ca-reader", namespace: "shop" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "ca-reader" }, subjects: [{ kind: "ServiceAccount", name: "default", namespace: "shop" }] });
+  await eventually("the default ServiceAccount", async () => !!(await kube.find(R.serviceAccounts, "default", { namespace: "shop" })));
+  await kube.create(R.pods, { metadata: { name: "client", namespace: "shop" }, spec: { containers: [{ name: "c", image: "steward-test/client" }] } });
+
+  const lines = async (): Promise<string[]> => (await kubelet.logs("shop", "client", "c")).split("\n").filter(Boolean);
+  await eventually("the pod's calls answered", async () => (await lines()).length >= 3, 20_000);
+  const exec = async (cmd: string[]): Promise<string> => (await kubelet.exec("shop", "client", "c", cmd)).stdout.trim();
+  t.is(await exec(["cat", "/var/run/secrets/kubernetes.io/serviceaccount/namespace"]), "shop");
+  t.is(await exec(["cat", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"]), api.caCert.trim());
+  const first = await exec(["cat", "/var/run/secrets/kubernetes.io/serviceaccount/token"]);
+  // Several tokens in turn, every call answered 200 throughout.
+  await eventually("three tokens in turn", async () => new Set((await lines()).map((l) => l.split(" ")[1])).size >= 3, 20_000);
+  t.deepEqual((await lines()).filter((l) => !l.startsWith("200 ")), [], "no call refused or failed");
+  const asFirst = new kubernetes.KubeApi(new kubernetes.KubeConnection({ server: api.url, caCert: api.caCert, namespace: "shop", credential: { token: first } }));
+  t.teardown(() => asFirst.close());
+  await t.notThrowsAsync(eventually("the first token, once expired, refused (401)", async () => (await asFirst.get(R.configMaps, "kube-root-ca.crt").then(() => 0, (e: unknown) => (e as kubernetes.KubeApiError).code)) === 401, 10_000));
+});

@@ -245,7 +245,7 @@ export class ControllerClient {
   enableHa(req: { replicas: number; hosts?: SpareHost[]; replaceAfterSeconds?: number; maxReplacementsPerHour?: number }): Promise<{ moving: boolean; message: string }> { return this.call("POST", "/v1/controller/enable-ha", req); }
   addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call("POST", "/v1/controller/spares", { hosts }); }
   /** The cloud the quorum keeper launches replicas on when no spare host is left (undefined: none). */
-  setReplicaCloud(cloud: { substrate: "aws" | "vsphere" | "kubernetes"; credential: string; aws?: Partial<AwsModelSettings>; vsphere?: VsphereModelSettings; kubernetes?: { namespace: string; statefulSet: string } } | undefined): Promise<unknown> {
+  setReplicaCloud(cloud: { substrate: "aws" | "vsphere"; credential: string; aws?: Partial<AwsModelSettings>; vsphere?: VsphereModelSettings } | { substrate: "kubernetes"; kubernetes: { namespace: string; statefulSet: string } } | undefined): Promise<unknown> {
     return cloud ? this.call("PUT", "/v1/controller/replica-cloud", cloud) : this.call("DELETE", "/v1/controller/replica-cloud");
   }
   createUser(name: string, password: string, superuser = false): Promise<{ name: string }> { return this.call("POST", "/v1/users", { name, password, superuser }); }

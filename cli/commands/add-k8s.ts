@@ -29,8 +29,7 @@ export default class AddK8sCommand extends ControllerCommand {
 
   async run(): Promise<number> {
     const connection = readKubeconfig(this.context.env, this.kubeconfig, this.contextName);
-    const attributes = { kubeconfig: kubernetes.flattenKubeconfig(connection), server: connection.server, ...(connection.context ? { context: connection.context } : {}) };
-    const res = await (await this.connect()).putCredential(this.name, "kubernetes", attributes, this.replace);
+    const res = await (await this.connect()).putCredential(this.name, "kubernetes", kubernetes.credentialOfConnection(connection), this.replace);
     const what = `cluster "${this.name}" (${connection.server}, context ${connection.context || "?"})`;
     this.out(res.created ? `Registered ${what}. Make a model on it: steward add-model NAME --substrate kubernetes:${this.name}` : res.changed ? `Replaced ${what}.` : `${what[0]!.toUpperCase()}${what.slice(1)} is already registered with these values; nothing changed.`);
     return 0;

@@ -62,10 +62,11 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       member on its own volume, addressed by stable DNS names from a headless Service, behind a client
       Service, with a disruption budget keeping a majority and pods spread over nodes. This command
       makes the CA and admin password, gives pod 0 its first data through a Secret it deletes once
-      the controller answers, stores the cluster in the controller (with the API server's in-cluster
-      address, \`--in-cluster-server\`), and with \`--replicas 3\` lets the controller grow itself:
-      it scales its StatefulSet one pod at a time and takes each pod into etcd; a pod that comes back
-      with an empty volume is replaced the same way, at once. \`--controller-image\` names the image
+      the controller answers, and with \`--replicas 3\` lets the controller grow itself: it scales its
+      StatefulSet one pod at a time and takes each pod into etcd; a pod that comes back with an empty
+      volume is replaced the same way, at once. The controller does this as its pods' ServiceAccount,
+      whose Role allows only that, in its namespace; your kubeconfig's credential is not stored
+      (register the cluster for kubernetes models with steward add-k8s). \`--controller-image\` names the image
       (built from images/); \`--api-address\` how clients outside the cluster reach it (a load
       balancer or node port; by default the pods' IPs, which only flat networks route).
 
@@ -103,12 +104,11 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
   controllerImage = Option.String("--controller-image", { description: "kubernetes: the controller image (default steward/controller:<version>, built from images/ and pushed to your registry)" });
   agentImage = Option.String("--agent-image", { description: "kubernetes: the agent image kubernetes models' pods run (default steward/agent:<version>)" });
   apiAddress = Option.Array("--api-address", [], { description: "kubernetes: how clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT; default the pods' IPs)" });
-  inClusterServer = Option.String("--in-cluster-server", { description: "kubernetes: the API server as pods reach it (default https://kubernetes.default.svc)" });
 
   async run(): Promise<number> {
     if (this.first?.startsWith("kubernetes:") || this.first?.startsWith("k8s:")) return this.bootstrapKubernetes(this.first, this.second);
-    if (this.kubeconfig !== undefined || this.namespace !== undefined || this.controllerImage !== undefined || this.agentImage !== undefined || this.apiAddress.length > 0 || this.inClusterServer !== undefined) {
-      throw new UsageError("--kubeconfig, --namespace, --controller-image, --agent-image, --api-address and --in-cluster-server are for kubernetes:CONTEXT");
+    if (this.kubeconfig !== undefined || this.namespace !== undefined || this.controllerImage !== undefined || this.agentImage !== undefined || this.apiAddress.length > 0) {
+      throw new UsageError("--kubeconfig, --namespace, --controller-image, --agent-image and --api-address are for kubernetes:CONTEXT");
     }
     if (this.first?.startsWith("aws:")) return this.bootstrapCloud("aws", this.first, this.second);
     if (this.first?.startsWith("vsphere:")) return this.bootstrapCloud("vsphere", this.first, this.second);
@@ -222,7 +222,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     const connection = readKubeconfig(this.context.env, this.kubeconfig, context);
     const access = await kubernetes.bootstrapOnKubernetes({
       name, connection, namespace, replicas, image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE, ...(this.agentImage ? { agentImage: this.agentImage } : {}),
-      ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}), ...(this.inClusterServer ? { inClusterServer: this.inClusterServer } : {}),
+      ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}),
       ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout, progress: (l) => this.progress(l),
     });
     const entry: ControllerEntry = { addresses: access.addresses, caCert: access.caCert, user: "admin", password: access.adminPassword, generatedPassword: true, token: access.token, kubernetes: { namespace, statefulSet: name } };

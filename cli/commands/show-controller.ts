@@ -32,7 +32,7 @@ export default class ShowControllerCommand extends ControllerCommand {
       m.instance ? `${m.instance.id}${m.instance.zone ? ` (${m.instance.zone})` : ""}` : "-",
     ])));
     this.out();
-    if (c.replicaCloud) this.out(`Replica cloud: ${c.replicaCloud.substrate} ${c.replicaCloud.summary}, credential ${c.replicaCloud.credential} (used when no spare host is left)`);
+    if (c.replicaCloud) this.out(`Replica cloud: ${c.replicaCloud.substrate} ${c.replicaCloud.summary}, ${c.replicaCloud.credential ? `credential ${c.replicaCloud.credential}` : "as its pods' ServiceAccount"} (used when no spare host is left)`);
     this.out(c.spares.length === 0 ? `Spare hosts: none (add with steward add-spare${c.replicaCloud ? "" : ", or set a cloud with steward set-replica-cloud"})` : `Spare hosts: ${c.spares.map((s) => `${s.user}@${s.host}${s.failed ? ` (skipped: ${s.failed})` : ""}`).join(", ")}`);
     this.out(`Quorum keeper: ${c.keeper.state}: ${c.keeper.message || "-"} (replace after ${c.replaceAfterSeconds} s, at most ${c.maxReplacementsPerHour} an hour)`);
     for (const e of c.keeper.history.slice(-8)) this.out(`  ${e.at}  ${e.message}`);

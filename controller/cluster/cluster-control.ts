@@ -44,7 +44,7 @@ export class ClusterControl {
       wantsVote: ha.replicas, replaceAfterSeconds: ha.replaceAfterSeconds, maxReplacementsPerHour: ha.maxReplacementsPerHour,
       spares: [...cache.spares.values()].map((s) => ({ host: s.host, user: s.user, hostKey: s.hostKey, ...(s.failed ? { failed: s.failed } : {}) })),
       keeper: { state: cache.keeper?.state ?? "idle", message: cache.keeper?.message ?? "", history: (cache.keeper?.history ?? []).slice(-15) },
-      ...(cache.replicaCloud ? { replicaCloud: { substrate: cache.replicaCloud.substrate, credential: cache.replicaCloud.credential, summary: replicaCloudSummary(cache.replicaCloud) } } : {}),
+      ...(cache.replicaCloud ? { replicaCloud: { substrate: cache.replicaCloud.substrate, ...(cache.replicaCloud.substrate !== "kubernetes" ? { credential: cache.replicaCloud.credential } : {}), summary: replicaCloudSummary(cache.replicaCloud) } } : {}),
     };
     if (!membership) {
       const only = [...cache.replicas.values()][0];

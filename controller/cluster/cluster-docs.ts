@@ -46,9 +46,13 @@ export interface MemberDoc {
   instance?: { id: string; zone?: string };
 }
 
-/** Where replacement replicas are launched: a cloud, its settings and the credential to use. */
+/**
+ * Where replacement replicas are launched: a cloud, its settings and the credential to use; on
+ * Kubernetes the controller's own StatefulSet, reached as its pods' ServiceAccount (no credential;
+ * one stored by an older bootstrap is ignored).
+ */
 export type ReplicaCloudDoc = { substrate: "aws"; credential: string; aws: AwsModelSettings } | { substrate: "vsphere"; credential: string; vsphere: VsphereModelSettings }
-  | { substrate: "kubernetes"; credential: string; kubernetes: { namespace: string; statefulSet: string } };
+  | { substrate: "kubernetes"; kubernetes: { namespace: string; statefulSet: string } };
 
 /** A host the keeper may install a replica on. Its SSH key is sealed (security/sealing.ts); never returned by the API. */
 export interface SpareDoc {

@@ -6,6 +6,10 @@
  * pod into the enrolment Secret, waits for the pod to report itself staged (controller/pod-replica.ts),
  * and hands it its data once the keeper has added it to etcd, as for a cloud instance.
  *
+ * The leader reaches the API server as its own pod's ServiceAccount (in-cluster configuration: the
+ * mounted token, read again as the kubelet rotates it); the controller's Role (controller-pods.ts)
+ * allows exactly what is done here, by name, in its own namespace. No user credential is stored for it.
+ *
  * Each replica is recorded with its claim's uid (as its "instance"): a pod made again on a new
  * claim (its node and local disk lost) is then known lost for good, and the keeper replaces its
  * member at once instead of waiting `replaceAfter` (still one change at a time, with quorum, and
@@ -17,7 +21,7 @@ import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates"
 import { kubernetes } from "../../substrates";
 import type { ControllerConfig } from "../config";
 import type { Sealer } from "../security/sealing";
-import type { CredentialOps, EnrolmentOps, StateCache } from "../state";
+import type { EnrolmentOps, StateCache } from "../state";
 import { replicaDataPurpose } from "../state";
 import type { ReplicaCloudDoc } from "./cluster-docs";
 import { replicaDataFiles } from "./replica-data";
@@ -30,7 +34,6 @@ export interface PodHost extends ReplicaHost { ordinal: number; token: string }
 export interface KubernetesReplicaHostsOptions {
   cache: StateCache;
   enrolments: EnrolmentOps;
-  credentials: CredentialOps;
   sealer: Sealer;
   dataDir: string;
   config: ControllerConfig;
@@ -46,7 +49,7 @@ export interface KubernetesReplicaHostsOptions {
 const R = kubernetes.KUBE_RESOURCES;
 
 export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
-  private api?: { key: string; api: kubernetes.KubeApi };
+  private api?: kubernetes.KubeApi;
 
   constructor(private readonly o: KubernetesReplicaHostsOptions) {}
 
@@ -59,14 +62,10 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     return this.doc ? undefined : "the controller does not run on Kubernetes (steward bootstrap kubernetes:CLUSTER)";
   }
 
-  private async kube(doc: KubeDoc): Promise<kubernetes.KubeApi> {
-    const c = await this.o.credentials.open(doc.credential, "kubernetes");
-    const key = `${c.kubeconfig}\n${c.context ?? ""}`;
-    if (this.api?.key !== key) {
-      this.api?.api.close();
-      this.api = { key, api: new kubernetes.KubeApi(kubernetes.connectionOfCredential(c)) };
-    }
-    return this.api.api;
+  /** The client, made on first use (a replica that never acts needs no ServiceAccount token). */
+  private kube(): kubernetes.KubeApi {
+    this.api ??= new kubernetes.KubeApi(kubernetes.inClusterConnection());
+    return this.api;
   }
 
   private address(doc: KubeDoc, ordinal: number): string {
@@ -82,7 +81,7 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
   async acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress): Promise<PodHost> {
     const doc = this.doc;
     if (!doc) throw new Error(this.unavailable());
-    const api = await this.kube(doc);
+    const api = this.kube();
     const { namespace, statefulSet } = doc.kubernetes;
     const set = await api.get(R.statefulSets, statefulSet, { namespace });
     const live = new Set([...this.o.cache.clusterMembers.values()].filter((m) => m.state !== "removed").map((m) => m.host));
@@ -107,7 +106,7 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
         if (Date.now() > deadline) throw new Error(`pod ${namespace}/${pod} did not report itself within ${Math.round(timeoutMs / 1000)} s: is it running, and does its log say it waits for an enrolment token?`);
         await new Promise((r) => setTimeout(r, 1000));
       }
-      const claim = await api.find(R.persistentVolumeClaims, `data-${pod}`, { namespace });
+      const claim = await api.find(R.persistentVolumeClaims, kubernetes.replicaClaimName(statefulSet, ordinal), { namespace });
       return { address, ordinal, token, ...(claim?.metadata?.uid ? { instance: { id: claim.metadata.uid } } : {}) };
     } catch (err) {
       await this.setToken(api, doc, ordinal, undefined).catch(() => undefined);
@@ -125,18 +124,18 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
   async joined(address: string): Promise<void> {
     const doc = this.doc;
     const ordinal = doc ? this.ordinalOf(doc, address) : undefined;
-    if (doc && ordinal !== undefined) await this.setToken(await this.kube(doc), doc, ordinal, undefined);
+    if (doc && ordinal !== undefined) await this.setToken(this.kube(), doc, ordinal, undefined);
   }
 
   async failed(host: PodHost, why: string): Promise<void> {
     this.o.log.warn("a pod could not be made a replica", { pod: host.address, why });
     const doc = this.doc;
-    if (doc) await this.setToken(await this.kube(doc), doc, host.ordinal, undefined);
+    if (doc) await this.setToken(this.kube(), doc, host.ordinal, undefined);
   }
 
   async release(host: PodHost): Promise<void> {
     const doc = this.doc;
-    if (doc) await this.setToken(await this.kube(doc), doc, host.ordinal, undefined);
+    if (doc) await this.setToken(this.kube(), doc, host.ordinal, undefined);
   }
 
   /**
@@ -147,7 +146,7 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     const doc = this.doc;
     const ordinal = doc ? this.ordinalOf(doc, replica.host) : undefined;
     if (!doc || ordinal === undefined) return false;
-    const claim = await (await this.kube(doc)).find(R.persistentVolumeClaims, `data-${doc.kubernetes.statefulSet}-${ordinal}`, { namespace: doc.kubernetes.namespace });
+    const claim = await this.kube().find(R.persistentVolumeClaims, kubernetes.replicaClaimName(doc.kubernetes.statefulSet, ordinal), { namespace: doc.kubernetes.namespace });
     if (!claim?.metadata?.uid) return false;
     if (replica.instance) return claim.metadata.uid !== replica.instance.id;
     const made = Date.parse(claim.metadata.creationTimestamp ?? "");
@@ -165,5 +164,5 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     });
   }
 
-  close(): void { this.api?.api.close(); }
+  close(): void { this.api?.close(); }
 }

@@ -1,12 +1,19 @@
 /** The controller replicas, as each publishes itself under its presence lease. */
+import { kubernetes } from "../../substrates";
 import type { StateCache } from "../state";
 
 export const REPLICAS_PREFIX = "/cluster/replicas/";
 export interface ReplicaDoc { id: string; addresses: string[]; since: string }
 export interface LeaderDoc { replica: string; addresses: string[]; since: string }
 
-/** Every replica's API addresses, this replica's first: what agents and clients are given. */
+/**
+ * Every replica's API addresses, this replica's first: what agents and clients are given. A
+ * controller on Kubernetes puts its client Service's name before them: it resolves to whichever
+ * replicas are ready, so it still leads somewhere when some replicas' own names do not.
+ */
 export function clusterAddresses(cache: StateCache, own: string[]): string[] {
   const others = [...cache.replicas.values()].flatMap((r) => r.addresses).filter((a) => !own.includes(a)).sort();
-  return [...own, ...others];
+  const cloud = cache.replicaCloud;
+  const service = cloud?.substrate === "kubernetes" ? [`${kubernetes.clientServiceDnsName({ name: cloud.kubernetes.statefulSet, namespace: cloud.kubernetes.namespace })}:${kubernetes.CONTROLLER_API_PORT}`] : [];
+  return [...service, ...own, ...others];
 }

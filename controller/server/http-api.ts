@@ -208,7 +208,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     requireSuperuser(principalOf(req));
     const body = parseRequest(ReplicaCloudRequest, req.body, "replica cloud");
     // Refuses a missing credential, or one for another cloud, now rather than when a replica is lost.
-    await deps.credentials.open(body.credential, body.substrate);
+    if ("credential" in body) await deps.credentials.open(body.credential, body.substrate);
     await deps.cluster.setReplicaCloud(body);
     return body;
   });

@@ -56,11 +56,26 @@ export const kubernetesControllerProvider = {
     const api = new kubernetes.KubeApi(connection);
     try {
       const access = await kubernetes.finishKubernetesBootstrap({
-        name: inputs.name, namespace: inputs.namespace, replicas: inputs.replicas, connection, timeoutMs: inputs.timeoutSeconds * 1000, progress: () => undefined,
-        ...(inputs.inClusterServer ? { inClusterServer: inputs.inClusterServer } : {}), ...(inputs.apiAddresses?.length ? { apiAddresses: inputs.apiAddresses } : {}),
+        name: inputs.name, namespace: inputs.namespace, replicas: inputs.replicas, timeoutMs: inputs.timeoutSeconds * 1000, progress: () => undefined,
+        ...(inputs.apiAddresses?.length ? { apiAddresses: inputs.apiAddresses } : {}),
         ...(inputs.replaceAfterSeconds ? { replaceAfterSeconds: inputs.replaceAfterSeconds } : {}),
       }, inputs.seed, api);
-      const outs: KubernetesControllerOutputs = { ...inputs, connection: { addresses: access.addresses, caCert: access.caCert, user: "admin", password: access.adminPassword }, clusterCredential: access.credential };
+      const controller: ControllerConnection = { addresses: access.addresses, caCert: access.caCert, user: "admin", password: access.adminPassword };
+      // For a kubernetes Model on this same cluster, registered as `steward add-k8s` would register
+      // it: the user's credential, at the API server as the controller's pods reach it. (The
+      // controller itself manages its StatefulSet as its pods' ServiceAccount, not with this.)
+      const clusterCredential = `${inputs.name}-cluster`;
+      const inCluster = new kubernetes.KubeConnection({
+        server: inputs.inClusterServer ?? "https://kubernetes.default.svc", credential: connection.credential(), namespace: inputs.namespace,
+        ...(connection.caCert ? { caCert: connection.caCert } : {}), insecure: connection.insecure, context: connection.context,
+      });
+      const client = clientFor(controller);
+      try {
+        await client.putCredential(clusterCredential, "kubernetes", kubernetes.credentialOfConnection(inCluster), true);
+      } finally {
+        client.close();
+      }
+      const outs: KubernetesControllerOutputs = { ...inputs, connection: controller, clusterCredential };
       return { id: `${inputs.namespace}/${inputs.name}`, outs };
     } finally {
       api.close();

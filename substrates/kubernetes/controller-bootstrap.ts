@@ -3,9 +3,11 @@
  * kubernetes:CONTEXT NAME` and the Pulumi component (which declares the same objects itself and runs
  * only {@link finishKubernetesBootstrap}). The bootstrap makes the CA and the admin password, puts
  * pod 0's seed in a Secret, creates the objects with one pod, logs in to it, deletes the seed (it
- * holds the CA key; and an empty volume later must never start a second cluster), stores the cluster
- * in the controller as its replica "cloud", and with `--replicas 3` lets the controller grow: its
- * quorum keeper scales the StatefulSet one pod at a time and takes each new pod into etcd.
+ * holds the CA key; and an empty volume later must never start a second cluster), sets the
+ * controller's own StatefulSet as its replica "cloud", and with `--replicas 3` lets the controller
+ * grow: its quorum keeper scales the StatefulSet one pod at a time and takes each new pod into etcd.
+ * The controller does that as its pods' ServiceAccount (least privilege: controller-pods.ts); the
+ * user's credential is used here only and never stored for it.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { ControllerClient, StewardError, waitForVoters } from "../../api/core";
@@ -13,7 +15,7 @@ import { createControllerCa } from "../local";
 import type { ControllerPodsSpec } from "./controller-pods";
 import { BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName, replicaDnsName } from "./controller-pods";
 import { KubeApi } from "./kube-api";
-import { KubeConnection, flattenKubeconfig } from "./kubeconfig";
+import type { KubeConnection } from "./kubeconfig";
 import type { KubeObject, Secret } from "./resources";
 import { updateSecretData } from "./secret-data";
 import { KUBE_RESOURCES } from "./resources";
@@ -22,11 +24,6 @@ export interface KubernetesBootstrapPlan {
   name: string;
   /** How this client reaches the cluster (its kubeconfig's context). */
   connection: KubeConnection;
-  /**
-   * The API server as the controller's pods reach it (it is stored with the credential the
-   * controller manages its StatefulSet with). @default "https://kubernetes.default.svc"
-   */
-  inClusterServer?: string;
   namespace: string;
   replicas: number;
   image: string;
@@ -60,14 +57,13 @@ export function kubernetesControllerObjects(plan: Pick<KubernetesBootstrapPlan, 
 }
 
 /** What a client needs to reach the controller a bootstrap made. */
-export interface KubernetesControllerAccess { addresses: string[]; caCert: string; adminPassword: string; token: string; credential: string }
+export interface KubernetesControllerAccess { addresses: string[]; caCert: string; adminPassword: string; token: string }
 
 /**
  * Once the objects exist: waits for pod 0 to serve, marks the cluster bootstrapped (no pod uses the
- * seed again), stores the cluster (as pods reach its API server) in the controller as its replica
- * "cloud", and grows to `replicas` voters.
+ * seed again), sets its StatefulSet as the controller's replica "cloud", and grows to `replicas` voters.
  */
-export async function finishKubernetesBootstrap(plan: Omit<KubernetesBootstrapPlan, "image" | "agentImage">, seed: KubernetesControllerSeed, api: KubeApi): Promise<KubernetesControllerAccess> {
+export async function finishKubernetesBootstrap(plan: Omit<KubernetesBootstrapPlan, "image" | "agentImage" | "connection">, seed: KubernetesControllerSeed, api: KubeApi): Promise<KubernetesControllerAccess> {
   const R = KUBE_RESOURCES;
   const { name, namespace } = plan;
   plan.progress(`Waiting for pod ${name}-0 to start the controller`);
@@ -90,19 +86,13 @@ export async function finishKubernetesBootstrap(plan: Omit<KubernetesBootstrapPl
     }
     await updateSecretData(api, namespace, controllerEnrolSecretName(name), (data) =>
       (data[BOOTSTRAPPED_KEY] ? undefined : { ...data, [BOOTSTRAPPED_KEY]: Buffer.from(new Date().toISOString()).toString("base64") }));
-    const credential = `${name}-cluster`;
-    const inCluster = new KubeConnection({
-      server: plan.inClusterServer ?? "https://kubernetes.default.svc", credential: plan.connection.credential(), namespace,
-      ...(plan.connection.caCert ? { caCert: plan.connection.caCert } : {}), insecure: plan.connection.insecure, context: plan.connection.context,
-    });
-    await client!.putCredential(credential, "kubernetes", { kubeconfig: flattenKubeconfig(inCluster), server: inCluster.server, ...(inCluster.context ? { context: inCluster.context } : {}) }, true);
-    await client!.setReplicaCloud({ substrate: "kubernetes", credential, kubernetes: { namespace, statefulSet: name } });
+    await client!.setReplicaCloud({ substrate: "kubernetes", kubernetes: { namespace, statefulSet: name } });
     if (plan.replicas > 1) {
       plan.progress(`Growing to ${plan.replicas} replicas: the controller scales its StatefulSet and takes each pod into etcd`);
       await client!.enableHa({ replicas: plan.replicas, ...(plan.replaceAfterSeconds ? { replaceAfterSeconds: plan.replaceAfterSeconds } : {}) });
       await waitForVoters(client!, plan.replicas, Math.max(0, deadline - Date.now()), plan.progress);
     }
-    return { addresses: plan.apiAddresses ?? await podAddresses(), caCert: seed.caCert, adminPassword: seed.adminPassword, token: token!, credential };
+    return { addresses: plan.apiAddresses ?? await podAddresses(), caCert: seed.caCert, adminPassword: seed.adminPassword, token: token! };
   } finally {
     client?.close();
   }

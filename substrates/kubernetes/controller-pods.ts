@@ -3,7 +3,8 @@
  * and its etcd member, data on the pod's own claim), addressed by stable DNS names from a headless
  * Service (`<name>-N.<name>-peers.<ns>.svc.cluster.local`: etcd's peer URLs and the replicas'
  * advertised addresses never name a pod IP, which changes when a pod is made again: Juju's
- * juju#10012), a client Service, a PodDisruptionBudget keeping a majority, pods spread over nodes
+ * juju#10012), a headless client Service (its name resolves to the ready replicas: agents in the
+ * cluster reach one by a single name, with no cluster IP to route), a PodDisruptionBudget keeping a majority, pods spread over nodes
  * (and zones where labelled), a ServiceAccount bound to a Role on its own namespace only.
  *
  * How a pod becomes a replica (controller/main.ts `--pod`): pod 0 at bootstrap initialises its data
@@ -37,7 +38,12 @@ export interface ControllerPodsSpec {
   storageClassName?: string;
 }
 
+/** The most pods a controller's StatefulSet has: the most voters (7), each ordinal reused when its pod is replaced. */
+export const MAX_CONTROLLER_PODS = 7;
+
 export const peersServiceName = (name: string): string => `${name}-peers`;
+/** Pod `ordinal`'s claim (the StatefulSet's `data` template). */
+export const replicaClaimName = (name: string, ordinal: number): string => `data-${name}-${ordinal}`;
 export const controllerSeedSecretName = (name: string): string => `${name}-seed`;
 export const controllerEnrolSecretName = (name: string): string => `${name}-enrol`;
 /** Key of pod `ordinal`'s enrolment token in the enrolment Secret. */
@@ -46,6 +52,11 @@ export const replicaTokenKey = (ordinal: number): string => `replica-${ordinal}.
 export const SEED_KEY = "seed.json";
 /** Key in the enrolment Secret once the cluster exists: from then on no pod uses the seed. */
 export const BOOTSTRAPPED_KEY = "bootstrapped";
+
+/** The client Service's DNS name: it resolves to the ready replicas' IPs (what agents in the cluster try besides each replica's name). */
+export function clientServiceDnsName(s: Pick<ControllerPodsSpec, "name" | "namespace">, clusterDomain = "cluster.local"): string {
+  return `${s.name}.${s.namespace}.svc.${clusterDomain}`;
+}
 
 /** The stable DNS name of replica `ordinal` (what its etcd member and API advertise). */
 export function replicaDnsName(s: Pick<ControllerPodsSpec, "name" | "namespace">, ordinal: number, clusterDomain = "cluster.local"): string {
@@ -61,14 +72,16 @@ export function controllerManifests(s: ControllerPodsSpec): KubeObject[] {
   const selector = { [CONTROLLER_LABELS.component]: "controller", [CONTROLLER_LABELS.instance]: s.name };
   const namespace: Namespace = { apiVersion: "v1", kind: "Namespace", metadata: { name: s.namespace, labels } };
   const serviceAccount: KubeObject = { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(s, s.name) };
-  // Least privilege: what the leader does to its own replicas (scale the StatefulSet, write the
-  // enrolment Secret, see pods and their claims), in this namespace only.
+  // Least privilege: exactly what the leader does to its own replicas (controller/cluster/kubernetes-replicas.ts),
+  // each object by name, in this namespace only: read the StatefulSet and patch its scale, read and
+  // replace the enrolment Secret (tokens in, tokens out), read a replica's claim (is it the one it ran on?).
   const role: KubeObject = {
     apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(s, s.name),
     rules: [
-      { apiGroups: ["apps"], resources: ["statefulsets", "statefulsets/scale"], resourceNames: [s.name], verbs: ["get", "patch", "update"] },
-      { apiGroups: [""], resources: ["secrets"], resourceNames: [controllerEnrolSecretName(s.name), controllerSeedSecretName(s.name)], verbs: ["get", "update", "patch", "delete"] },
-      { apiGroups: [""], resources: ["pods", "persistentvolumeclaims"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["apps"], resources: ["statefulsets"], resourceNames: [s.name], verbs: ["get"] },
+      { apiGroups: ["apps"], resources: ["statefulsets/scale"], resourceNames: [s.name], verbs: ["patch"] },
+      { apiGroups: [""], resources: ["secrets"], resourceNames: [controllerEnrolSecretName(s.name)], verbs: ["get", "update"] },
+      { apiGroups: [""], resources: ["persistentvolumeclaims"], resourceNames: [...Array(MAX_CONTROLLER_PODS).keys()].map((k) => replicaClaimName(s.name, k)), verbs: ["get"] },
     ],
   };
   const binding: KubeObject = {
@@ -79,7 +92,10 @@ export function controllerManifests(s: ControllerPodsSpec): KubeObject[] {
   const ports = [{ name: "api", port: CONTROLLER_API_PORT, targetPort: "api" }, { name: "etcd-client", port: 2379, targetPort: "etcd-client" }, { name: "etcd-peer", port: 2380, targetPort: "etcd-peer" }];
   // Every replica, ready or not: a member must be reachable by name while it catches up.
   const peers: Service = { apiVersion: "v1", kind: "Service", metadata: meta(s, peersServiceName(s.name)), spec: { clusterIP: "None", selector, publishNotReadyAddresses: true, ports } };
-  const client: Service = { apiVersion: "v1", kind: "Service", metadata: meta(s, s.name), spec: { selector, ports: [ports[0]!] } };
+  // Ready replicas only, by DNS (headless): no kube-proxy or cluster IP is needed to reach one, and
+  // clients verify the controller's own TLS name, not this one. Outside the cluster, expose the API
+  // with a LoadBalancer or node port Service of your own (`--api-address`).
+  const client: Service = { apiVersion: "v1", kind: "Service", metadata: meta(s, s.name), spec: { clusterIP: "None", selector, ports: [ports[0]!] } };
   const majority = Math.floor(s.voters / 2) + 1;
   const budget: KubeObject = { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: meta(s, s.name), spec: { minAvailable: majority, selector: { matchLabels: selector } } };
   const probe = (path: string, periodSeconds: number, failureThreshold: number) => ({ httpGet: { path, port: "api", scheme: "HTTPS" }, periodSeconds, timeoutSeconds: 2, failureThreshold });

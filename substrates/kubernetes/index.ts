@@ -1,6 +1,8 @@
 export { KubeApi, KubeApiError, KubeGoneError, isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "./kube-api";
 export type { CallOptions, DeleteOptions, KubeApiOptions, ListOptions, ObjectOptions, Stored, WatchOptions, WriteOptions } from "./kube-api";
-export { KubeConnection, connectionOfCredential, flattenKubeconfig, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
+export { KubeConnection, connectionOfCredential, credentialOfConnection, flattenKubeconfig, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
+export { SERVICE_ACCOUNT_DIR, inClusterConnection } from "./in-cluster";
+export type { InClusterOptions } from "./in-cluster";
 export type { KubeConnectionOptions, KubeCredential, KubeconfigOptions } from "./kubeconfig";
 export { KUBE_RESOURCES, apiVersionOf, resourceName } from "./resources";
 export type {
@@ -12,8 +14,8 @@ export type { ObserveOptions, Observed } from "./observe";
 export { DEFAULT_POD_PROBES, LABELS, MANAGED_BY, POD_PATHS, AGENT_CONTAINER, TEMPLATE_HASH, agentsSecretManifest, agentsSecretName, endpointsServiceName, namespaceManifest, podName, selectorOf, serviceManifests, statefulSetManifest } from "./unit-pods";
 export type { PodProbeSettings, UnitPodsSpec } from "./unit-pods";
 export {
-  BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, DEFAULT_CONTROLLER_IMAGE, CONTROLLER_POD_PATHS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName,
-  peersServiceName, replicaDnsName, replicaTokenKey,
+  BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, DEFAULT_CONTROLLER_IMAGE, CONTROLLER_POD_PATHS, MAX_CONTROLLER_PODS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName,
+  clientServiceDnsName, peersServiceName, replicaClaimName, replicaDnsName, replicaTokenKey,
 } from "./controller-pods";
 export type { ControllerPodsSpec } from "./controller-pods";
 export { bootstrapOnKubernetes, finishKubernetesBootstrap, kubernetesControllerObjects, newKubernetesControllerSeed } from "./controller-bootstrap";

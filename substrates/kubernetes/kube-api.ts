@@ -9,8 +9,11 @@
  * {@link KubeGoneError}: list again and watch from the list's version), and the `/scale`
  * subresource. Every call takes an AbortSignal and has a timeout; failures are
  * {@link KubeApiError}s naming the verb, the object and the server's `Status` message. The client
- * never logs, and its credential is in private fields: nothing prints it.
+ * never logs, and its credential is in private fields: nothing prints it. A token given as a file
+ * (a pod's ServiceAccount token, in-cluster.ts) is read again whenever the file changes, since the
+ * kubelet rotates it.
  */
+import { readFile, stat } from "node:fs/promises";
 import { Agent, request } from "node:https";
 import type { IncomingMessage } from "node:http";
 import { parseKubeconfig } from "./kubeconfig";
@@ -100,12 +103,16 @@ type Call = Target & CallOptions & { query?: Record<string, string | undefined>;
 export class KubeApi {
   readonly #agent: Agent;
   readonly #token?: string;
+  readonly #tokenFile?: string;
+  /** The token file's content, and which file (inode, change time, size) it was read from. */
+  #fileToken?: { token: string; ino: number; mtimeMs: number; size: number };
   private readonly base: URL;
   private closed = false;
 
   constructor(readonly connection: KubeConnection, private readonly o: KubeApiOptions = {}) {
     const cred = connection.credential();
     this.#token = cred.token;
+    this.#tokenFile = cred.tokenFile;
     this.base = new URL(connection.server);
     this.#agent = new Agent({
       keepAlive: true,
@@ -322,10 +329,26 @@ export class KubeApi {
     try { return JSON.parse(text) as unknown; } catch { throw new KubeApiError(res.statusCode ?? 0, "BadResponse", verb, target, { kind: "Status", message: `not JSON: ${text.slice(0, 200)}` }); }
   }
 
+  /** The bearer token: the given one, or the token file's current content. */
+  private async bearer(verb: string, target: string): Promise<string | undefined> {
+    if (!this.#tokenFile) return this.#token;
+    const file = this.#tokenFile;
+    try {
+      const s = await stat(file);
+      const had = this.#fileToken;
+      // Replaced (a rename: another inode) or rewritten: read it again.
+      if (!had || had.ino !== s.ino || had.mtimeMs !== s.mtimeMs || had.size !== s.size) this.#fileToken = { token: (await readFile(file, "utf8")).trim(), ino: s.ino, mtimeMs: s.mtimeMs, size: s.size };
+      return this.#fileToken!.token;
+    } catch (err) {
+      throw new Error(`Kubernetes ${verb} ${target}: cannot read the token file ${file}: ${(err as Error).message}`);
+    }
+  }
+
   /** Sends one request; answers the response once it is a success (2xx), else throws its Status. */
-  private send(verb: string, target: string, method: string, path: string, body: unknown, contentType: string | undefined, signal: AbortSignal | undefined, timeoutMs: number | undefined, stream: boolean): Promise<IncomingMessage> {
-    if (this.closed) return Promise.reject(new Error(`Kubernetes ${verb} ${target}: the client is closed`));
+  private async send(verb: string, target: string, method: string, path: string, body: unknown, contentType: string | undefined, signal: AbortSignal | undefined, timeoutMs: number | undefined, stream: boolean): Promise<IncomingMessage> {
+    if (this.closed) throw new Error(`Kubernetes ${verb} ${target}: the client is closed`);
     const payload = body === undefined ? undefined : JSON.stringify(body);
+    const token = await this.bearer(verb, target);
     return new Promise((resolve, reject) => {
       let timedOut = false;
       const req = request({
@@ -333,7 +356,7 @@ export class KubeApi {
         ...(signal ? { signal } : {}),
         headers: {
           accept: "application/json", "user-agent": "steward",
-          ...(this.#token ? { authorization: `Bearer ${this.#token}` } : {}),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
           ...(payload !== undefined ? { "content-type": contentType ?? "application/json", "content-length": Buffer.byteLength(payload) } : {}),
         },
       }, (res) => {

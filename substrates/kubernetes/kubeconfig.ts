@@ -14,6 +14,8 @@ import YAML from "yaml";
 
 export interface KubeCredential {
   token?: string;
+  /** A file holding the token, read again whenever it changes (a pod's rotated ServiceAccount token). */
+  tokenFile?: string;
   clientCert?: string;
   clientKey?: string;
 }
@@ -47,7 +49,7 @@ export class KubeConnection {
   constructor(o: KubeConnectionOptions) {
     const where = `kubeconfig${o.context ? ` context "${o.context}"` : ""}`;
     const c = o.credential;
-    if (!c.token && !(c.clientCert && c.clientKey)) throw new Error(`${where}: the user has neither a token nor a client certificate and key`);
+    if (!c.token && !c.tokenFile && !(c.clientCert && c.clientKey)) throw new Error(`${where}: the user has neither a token nor a client certificate and key`);
     let u: URL;
     try { u = new URL(o.server); } catch { throw new Error(`${where}: the cluster's server ${JSON.stringify(o.server)} is not a URL (e.g. https://10.0.0.1:6443)`); }
     if (u.protocol !== "https:") throw new Error(`${where}: the cluster's server ${o.server} must be https://`);
@@ -65,7 +67,8 @@ export class KubeConnection {
 
   /** What a log may show: everything but the credential. */
   describe(): Record<string, unknown> {
-    return { server: this.server, context: this.context, namespace: this.namespace, auth: this.#credential.token ? "token" : "client certificate", caPinned: !!this.caCert, insecure: this.insecure };
+    const c = this.#credential;
+    return { server: this.server, context: this.context, namespace: this.namespace, auth: c.token ? "token" : c.tokenFile ? `token file ${c.tokenFile}` : "client certificate", caPinned: !!this.caCert, insecure: this.insecure };
   }
   toJSON(): Record<string, unknown> { return this.describe(); }
   [inspect.custom](): string { return `KubeConnection ${inspect(this.describe())}`; }
@@ -153,14 +156,20 @@ export function flattenKubeconfig(c: KubeConnection): string {
   if (c.caCert) cluster["certificate-authority-data"] = b64(c.caCert);
   if (c.insecure) cluster["insecure-skip-tls-verify"] = true;
   if (c.tlsServerName) cluster["tls-server-name"] = c.tlsServerName;
-  const user: Record<string, unknown> = cred.token ? { token: cred.token } : { "client-certificate-data": b64(cred.clientCert!), "client-key-data": b64(cred.clientKey!) };
+  const token = cred.token ?? (cred.tokenFile ? readFileSync(cred.tokenFile, "utf8").trim() : undefined);
+  const user: Record<string, unknown> = token ? { token } : { "client-certificate-data": b64(cred.clientCert!), "client-key-data": b64(cred.clientKey!) };
   return YAML.stringify({
     apiVersion: "v1", kind: "Config", "current-context": name,
     clusters: [{ name, cluster }], users: [{ name, user }], contexts: [{ name, context: { cluster: name, user: name, namespace: c.namespace } }],
   });
 }
 
-/** The connection a stored `kubernetes` credential holds (what add-k8s and the bootstrap store: a flattened kubeconfig and its context). */
+/** A stored `kubernetes` credential's attributes for a connection (what `steward add-k8s` stores: a flattened kubeconfig, its server and context). */
+export function credentialOfConnection(c: KubeConnection): Record<string, string> {
+  return { kubeconfig: flattenKubeconfig(c), server: c.server, ...(c.context ? { context: c.context } : {}) };
+}
+
+/** The connection a stored `kubernetes` credential holds (see {@link credentialOfConnection}). */
 export function connectionOfCredential(attributes: Record<string, string>): KubeConnection {
   return parseKubeconfig(attributes.kubeconfig ?? "", attributes.context ? { context: attributes.context } : {});
 }

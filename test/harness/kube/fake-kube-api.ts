@@ -2,15 +2,17 @@
  * A FAKE Kubernetes API server for tests: no kube-apiserver can run here (none in Debian or npm;
  * envtest and kwok download binaries). Real clients (`@kubernetes/client-node`, the product's own
  * client) talk to it over HTTPS on 127.0.0.1 with its own CA, authenticated by bearer token or by a
- * client certificate it issued (401 otherwise). Checked against the real client in
- * test/fake-kube-api.test.ts, never against the substrate.
+ * client certificate it issued (401 otherwise), and authorised by RBAC (rbac.ts: 403 otherwise).
+ * Checked against the real client in test/fake-kube-api.test.ts and test/fake-kube-rbac.test.ts,
+ * never against the substrate.
  *
  * What it serves, following the Kubernetes API concepts page (kubernetes.io/docs/reference/using-api/api-concepts):
  * - core/v1 namespaces, services, secrets, configmaps, serviceaccounts, pods (+ `/status`),
  *   persistentvolumeclaims (+ `/status`); apps/v1 statefulsets (+ `/status`, `/scale` as an
  *   autoscaling/v1 Scale); discovery.k8s.io/v1 endpointslices; coordination.k8s.io/v1 leases;
- *   rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings (stored and
- *   validated, not enforced); policy/v1 poddisruptionbudgets with their status and the
+ *   rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings (enforced:
+ *   rbac.ts); `serviceaccounts/{name}/token` (TokenRequest, service-account-tokens.ts);
+ *   authorization.k8s.io/v1 selfsubjectaccessreviews (`kubectl auth can-i`); policy/v1 poddisruptionbudgets with their status and the
  *   `pods/{name}/eviction` subresource (disruption.ts); discovery at /api, /apis, /api/v1,
  *   /apis/<group>/<version>; /version, /healthz.
  * - Verbs: get, list (`labelSelector`, `fieldSelector`, `limit`/`continue` with `remainingItemCount`,
@@ -25,12 +27,17 @@
  *   resourceVersion (every `bookmarkIntervalMs`); a version older than the kept history gets an
  *   ERROR event holding a 410 Expired Status ("too old resource version"), as the real server's
  *   watch does, and the stream ends; `timeoutSeconds` ends it too.
+ * - Users: the static tokens and the client certificates it issues are administrators (group
+ *   `system:masters`, as kubeadm's admin.conf); ServiceAccount tokens (service-account-tokens.ts)
+ *   are their ServiceAccount, allowed only what RBAC grants it.
  * - Errors as `Status` objects (status.ts); written objects validated by kinds.ts; semantics of
- *   writes, deletion and garbage collection in state.ts.
+ *   writes, deletion and garbage collection in state.ts; pods admitted by the ServiceAccount plugin
+ *   (service-account-admission.ts).
  * - A scheduler (binds every new pod to the kubelet's node), a kubelet behind a seam (kubelet.ts),
  *   the StatefulSet controller (statefulset-controller.ts), the EndpointSlice controller
- *   (endpointslice-controller.ts) and the disruption controller (disruption.ts).
- * Not modelled: RBAC and admission (see state.ts), protobuf and CBOR (JSON only), the legacy
+ *   (endpointslice-controller.ts), the disruption controller (disruption.ts), and the ServiceAccount
+ *   and root CA publisher controllers (service-account-controllers.ts).
+ * Not modelled: other admission plugins (see state.ts), protobuf and CBOR (JSON only), the legacy
  * `/watch/` paths, Table output, `resourceVersionMatch=Exact` other than for the current version.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
@@ -51,11 +58,21 @@ import type { DeleteOptions, PatchType, PropagationPolicy, StoreEvent } from "./
 import { DisruptionController, evict } from "./disruption";
 import { EndpointSliceController } from "./endpointslice-controller";
 import { StatefulSetController } from "./statefulset-controller";
+import { AUTHENTICATED, MASTERS, authorize, forbiddenError, resourceAttributes } from "./rbac";
+import type { RequestAttributes, UserInfo } from "./rbac";
+import { ServiceAccountControllers } from "./service-account-controllers";
+import { ServiceAccountTokens } from "./service-account-tokens";
 import { KubeStatusError, badRequest, expired } from "./status";
 
 export interface FakeKubeApiOptions {
-  /** Bearer tokens accepted, token → user name. @default one random token for user "admin" */
-  tokens?: Record<string, string>;
+  /**
+   * Bearer tokens accepted besides ServiceAccount tokens: token → a user name (an administrator, in
+   * `system:masters`) or a user and the groups it is in (allowed only what RBAC grants).
+   * @default one random token for user "admin"
+   */
+  tokens?: Record<string, string | { user: string; groups?: string[] }>;
+  /** The longest a ServiceAccount token lives, whatever is asked (`--service-account-max-token-expiration`). @default one year */
+  serviceAccountTokenMaxSeconds?: number;
   /** @default a {@link SimpleKubelet} */
   kubelet?: Kubelet;
   /** Changes kept for watches; an older resourceVersion is Expired. @default 1000 */
@@ -102,7 +119,9 @@ export class FakeKubeApi {
   token = "";
   private server?: Server;
   private ca?: Awaited<ReturnType<typeof createCertificateAuthority>>;
-  private readonly tokens: Map<string, string>;
+  private readonly tokens: Map<string, UserInfo>;
+  private readonly serviceAccountTokens: ServiceAccountTokens;
+  private serviceAccounts?: ServiceAccountControllers;
   private readonly watches = new Set<ServerResponse>();
   private readonly continues = new Map<string, { items: KubeObject[]; rv: string; at: number }>();
   private controller?: StatefulSetController;
@@ -114,7 +133,10 @@ export class FakeKubeApi {
     this.state = new ApiState({ historySize: o.historySize });
     this.kubelet = o.kubelet ?? new SimpleKubelet();
     const tokens = o.tokens ?? { [randomBytes(24).toString("base64url")]: "admin" };
-    this.tokens = new Map(Object.entries(tokens));
+    this.tokens = new Map(Object.entries(tokens).map(([token, u]) => [token, typeof u === "string"
+      ? { name: u, groups: [MASTERS, AUTHENTICATED] }
+      : { name: u.user, groups: [...new Set([...(u.groups ?? []), AUTHENTICATED])] }]));
+    this.serviceAccountTokens = new ServiceAccountTokens(this.state, o.serviceAccountTokenMaxSeconds);
     this.token = [...this.tokens.keys()][0] ?? "";
   }
 
@@ -127,22 +149,34 @@ export class FakeKubeApi {
   private async listen(): Promise<void> {
     const host = this.o.listen ?? "127.0.0.1";
     this.ca = await createCertificateAuthority("fake-kube-api");
-    const local = host === "0.0.0.0" ? "127.0.0.1" : host;
-    const cert = await issueServerCertificate(this.ca, [local, "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"]);
-    // Client certificates are asked for, not required: a token is the other way in.
-    const server = createServer({ cert: cert.certPem, key: cert.keyPem, ca: [this.ca.certPem], requestCert: true, rejectUnauthorized: false }, (req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, host, resolve));
-    this.server = server;
-    this.url = `https://${local}:${(server.address() as AddressInfo).port}`;
-    this.inClusterUrl = `https://kubernetes.default.svc:${(server.address() as AddressInfo).port}`;
     this.caCert = this.ca.certPem;
-    await Promise.resolve(this.kubelet.start({
+    // The kubelet first: its pod network's addresses exist once it has started, and the certificate names them.
+    await this.kubelet.start({
       read: (plural, ns, name) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.find(k, ns, name) : undefined; },
       list: (plural, ns) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.list(k, ns) : []; },
       updatePodStatus: (ns, name, uid, mutate) => this.state.updateStatus(PODS, ns, name, uid, mutate),
       podTerminated: (ns, name, uid) => this.state.podTerminated(ns, name, uid),
-    })).catch((err: unknown) => new Promise<never>((_, reject) => server.close(() => reject(err)))); // a kubelet that cannot start leaves nothing listening
+      requestToken: (ns, serviceAccount, spec) => this.serviceAccountTokens.issue(ns, serviceAccount, spec),
+    });
+    const local = host === "0.0.0.0" ? "127.0.0.1" : host;
+    // Listening everywhere, pods reach it at the node's address on their network, which its
+    // certificate names, as a real server's names its advertised address and the kubernetes Service's.
+    const everywhere = host === "0.0.0.0" && this.kubelet.gateway ? [this.kubelet.gateway] : [];
+    let server: Server;
+    try {
+      const cert = await issueServerCertificate(this.ca, [local, ...everywhere, "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"]);
+      // Client certificates are asked for, not required: a token is the other way in.
+      server = createServer({ cert: cert.certPem, key: cert.keyPem, ca: [this.ca.certPem], requestCert: true, rejectUnauthorized: false }, (req, res) => void this.handle(req, res));
+      await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, host, resolve));
+    } catch (err) {
+      await this.kubelet.close();
+      throw err;
+    }
+    this.server = server;
+    this.url = `https://${local}:${(server.address() as AddressInfo).port}`;
+    this.inClusterUrl = `https://kubernetes.default.svc:${(server.address() as AddressInfo).port}`;
     this.unsubscribe = this.state.subscribe((e) => this.schedule(e));
+    this.serviceAccounts = new ServiceAccountControllers(this.state, this.caCert);
     if (this.o.statefulSetController !== false) this.controller = new StatefulSetController(this.state);
     if (this.o.endpointSliceController !== false) this.endpoints = new EndpointSliceController(this.state);
     this.disruption = new DisruptionController(this.state);
@@ -176,6 +210,7 @@ export class FakeKubeApi {
     this.controller?.stop();
     this.endpoints?.stop();
     this.disruption?.stop();
+    this.serviceAccounts?.stop();
     for (const w of this.watches) w.end();
     this.watches.clear();
     const server = this.server;
@@ -216,9 +251,10 @@ export class FakeKubeApi {
     try {
       if (["/healthz", "/livez", "/readyz"].includes(url.pathname)) return this.text(res, entry, 200, "ok");
       if (url.pathname === "/version") return this.json(res, entry, 200, { major: "1", minor: "33", gitVersion: "v1.33.0-fake", platform: "linux/amd64" });
-      entry.user = this.authenticate(req);
+      const user = this.authenticate(req);
+      entry.user = user.name;
       const body = await readBody(req);
-      await this.route(req, res, url, body, entry);
+      await this.route(req, res, url, body, entry, user);
     } catch (err) {
       const e = err instanceof KubeStatusError ? err : new KubeStatusError(500, "InternalError", `Internal error occurred: ${(err as Error)?.stack ?? String(err)}`);
       if (res.headersSent) { res.end(); return; }
@@ -226,7 +262,7 @@ export class FakeKubeApi {
     }
   }
 
-  private authenticate(req: IncomingMessage): string {
+  private authenticate(req: IncomingMessage): UserInfo {
     const auth = req.headers.authorization;
     if (auth) {
       const m = /^Bearer\s+(\S+)$/i.exec(auth);
@@ -235,16 +271,30 @@ export class FakeKubeApi {
         const want = Buffer.from(token);
         if (want.length === given.length && timingSafeEqual(want, given)) return user;
       }
+      const account = m ? this.serviceAccountTokens.authenticate(m[1]!) : undefined;
+      if (account) return account;
       throw new KubeStatusError(401, "Unauthorized", "Unauthorized");
     }
     const socket = req.socket as TLSSocket;
-    if (socket.authorized) return [socket.getPeerCertificate().subject?.CN ?? "client-certificate"].flat()[0]!;
+    if (socket.authorized) return { name: [socket.getPeerCertificate().subject?.CN ?? "client-certificate"].flat()[0]!, groups: [MASTERS, AUTHENTICATED] };
     throw new KubeStatusError(401, "Unauthorized", "Unauthorized");
   }
 
-  private async route(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, entry: FakeKubeRequest): Promise<void> {
+  /** Who may do what: RBAC over the request's attributes (rbac.ts); a refusal is thrown as 403. */
+  private authorize(user: UserInfo, a: RequestAttributes): void {
+    if (!authorize(this.state, user, a)) throw forbiddenError(user, a);
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, entry: FakeKubeRequest, user: UserInfo): Promise<void> {
     const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
     const method = req.method ?? "GET";
+    const t = target(parts);
+    if (url.pathname === SSAR_PATH) {
+      this.authorize(user, { verb: method === "POST" ? "create" : method.toLowerCase(), resource: { group: "authorization.k8s.io", resource: "selfsubjectaccessreviews" } });
+      if (method !== "POST") throw methodNotAllowed(method, url.pathname);
+      return this.json(res, entry, 201, this.selfSubjectAccessReview(user, parseJson(body)));
+    }
+    this.authorize(user, t ? resourceAttributes(method, t.kind, t, url.searchParams) : { verb: method.toLowerCase(), path: url.pathname });
     // Discovery.
     if (method === "GET") {
       if (url.pathname === "/api") return this.json(res, entry, 200, { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(this.url).host }] });
@@ -255,7 +305,6 @@ export class FakeKubeApi {
         return this.json(res, entry, 200, resourceList(parts[1]!, parts[2]!));
       }
     }
-    const t = target(parts);
     if (!t) throw notFoundPath(url.pathname);
     const q = url.searchParams;
     const dryRun = q.getAll("dryRun").includes("All");
@@ -263,6 +312,10 @@ export class FakeKubeApi {
     if (t.subresource === "eviction" && k === PODS && t.name !== undefined) {
       if (method !== "POST") throw methodNotAllowed(method, url.pathname);
       return this.json(res, entry, 201, evict(this.state, t.namespace!, t.name, parseJson(body)));
+    }
+    if (t.subresource === "token" && k === SERVICE_ACCOUNTS && t.name !== undefined) {
+      if (method !== "POST") throw methodNotAllowed(method, url.pathname);
+      return this.json(res, entry, 201, this.serviceAccountTokens.request(t.namespace!, t.name, parseJson(body)));
     }
     if (t.subresource && !((t.subresource === "status" && k.status) || (t.subresource === "scale" && k.scale))) throw notFoundPath(url.pathname);
     if (t.name === undefined) {
@@ -304,6 +357,17 @@ export class FakeKubeApi {
       }
       default: throw methodNotAllowed(method, url.pathname);
     }
+  }
+
+  /** `kubectl auth can-i`: whether RBAC allows the asking user what the review names. */
+  private selfSubjectAccessReview(user: UserInfo, body: unknown): unknown {
+    const review = body as { apiVersion?: string; kind?: string; spec?: { resourceAttributes?: Record<string, string>; nonResourceAttributes?: { path?: string; verb?: string } } };
+    const ra = review?.spec?.resourceAttributes, na = review?.spec?.nonResourceAttributes;
+    if (!ra === !na) throw new KubeStatusError(422, "Invalid", `SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified`);
+    const a: RequestAttributes = ra
+      ? { verb: ra.verb ?? "", resource: { group: ra.group ?? "", resource: ra.resource ?? "", ...(ra.subresource ? { subresource: ra.subresource } : {}), ...(ra.namespace ? { namespace: ra.namespace } : {}), ...(ra.name ? { name: ra.name } : {}) } }
+      : { verb: na!.verb ?? "", path: na!.path ?? "" };
+    return { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", metadata: { creationTimestamp: null }, spec: review.spec, status: { allowed: authorize(this.state, user, a) } };
   }
 
   private list(res: ServerResponse, entry: FakeKubeRequest, t: Target, q: URLSearchParams): void {
@@ -396,6 +460,8 @@ export class FakeKubeApi {
 }
 
 const PODS = kindFor("", "v1", "pods")!;
+const SERVICE_ACCOUNTS = kindFor("", "v1", "serviceaccounts")!;
+const SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
 
 /** A list item as the real server writes it: without apiVersion and kind. */
 function bare(o: KubeObject): KubeObject {

@@ -12,6 +12,7 @@
  * processes replaces it behind the same interface.
  */
 import type { KubeObject } from "./kinds";
+import type { TokenRequestSpec } from "./service-account-tokens";
 
 export interface KubeletHost {
   /** Reads an object the pod refers to (`secrets`, `configmaps`, `persistentvolumeclaims`, `pods`…), as a kubelet does through the API. */
@@ -22,11 +23,15 @@ export interface KubeletHost {
   updatePodStatus(namespace: string, name: string, uid: string, mutate: (status: any, pod: KubeObject) => void): KubeObject | undefined;
   /** The deleted pod's containers have stopped: the server removes the pod. */
   podTerminated(namespace: string, name: string, uid: string): void;
+  /** A ServiceAccount token (the TokenRequest API), for a pod's projected volume; throws the Status of a refusal. */
+  requestToken(namespace: string, serviceAccount: string, spec: TokenRequestSpec): { token: string; expirationTimestamp: string };
 }
 
 export interface Kubelet {
   /** The node this kubelet is; pods are bound to it. */
   readonly nodeName: string;
+  /** Where its pods reach this machine, once started, if they run anywhere (the process kubelet's bridge address). */
+  readonly gateway?: string;
   start(host: KubeletHost): Promise<void> | void;
   /**
    * A pod bound to this node was created or changed. Called from inside the write that caused it:

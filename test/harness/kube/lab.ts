@@ -74,20 +74,24 @@ export async function startKubeLab(): Promise<KubeLab> {
 
 /**
  * Makes the fake API server reachable from pods as `kubernetes.default.svc` (where a pod finds its
- * cluster's API server): a headless Service `kubernetes` in `default` whose EndpointSlice holds the
- * node's bridge address (the fake routes no cluster IPs). The server must listen on 0.0.0.0.
+ * cluster's API server) and by `KUBERNETES_SERVICE_HOST`/`_PORT`: a headless Service `kubernetes`
+ * in `default` whose EndpointSlice holds the node's bridge address and the server's own port (the
+ * fake routes no cluster IPs, so no port is translated either). The server must listen on 0.0.0.0.
  */
-export async function publishApiServer(kube: kubernetes.KubeApi, gateway: string): Promise<void> {
+export async function publishApiServer(kube: kubernetes.KubeApi, gateway: string, port: number): Promise<void> {
   const R = kubernetes.KUBE_RESOURCES;
   if (!(await kube.find(R.namespaces, "default"))) await kube.create(R.namespaces, { apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } });
-  await kube.create(R.services, { apiVersion: "v1", kind: "Service", metadata: { name: "kubernetes", namespace: "default" }, spec: { clusterIP: "None", ports: [{ name: "https", port: 443 }] } });
+  await kube.create(R.services, { apiVersion: "v1", kind: "Service", metadata: { name: "kubernetes", namespace: "default" }, spec: { clusterIP: "None", ports: [{ name: "https", port }] } });
   await kube.create(R.endpointSlices, {
     apiVersion: "discovery.k8s.io/v1", kind: "EndpointSlice",
     metadata: { name: "kubernetes", namespace: "default", labels: { "kubernetes.io/service-name": "kubernetes", "endpointslice.kubernetes.io/managed-by": "fake-kube-api" } },
-    addressType: "IPv4", endpoints: [{ addresses: [gateway], conditions: { ready: true } }], ports: [{ name: "https", port: 443, protocol: "TCP" }],
+    addressType: "IPv4", endpoints: [{ addresses: [gateway], conditions: { ready: true } }], ports: [{ name: "https", port, protocol: "TCP" }],
   });
 }
 
+
+/** How long ServiceAccount tokens live in {@link startKubeCluster}: pods' tokens rotate about every 48 s. */
+export const CLUSTER_TOKEN_SECONDS = 60;
 
 export interface KubeCluster {
   api: FakeKubeApi;
@@ -99,7 +103,9 @@ export interface KubeCluster {
 /**
  * The fake cluster alone, for a controller that runs in it (`steward bootstrap kubernetes:`): the
  * controller and agent images map to their bundles, the API server is reachable from pods as
- * `kubernetes.default.svc` ({@link FakeKubeApi.inClusterUrl}), mounted Secrets refresh every second.
+ * `kubernetes.default.svc` ({@link FakeKubeApi.inClusterUrl}) and by the environment, mounted
+ * Secrets refresh every second, and ServiceAccount tokens live a minute (a real cluster's live an
+ * hour): a pod's client that does not read its token again as it rotates is refused within the test.
  */
 export async function startKubeCluster(): Promise<KubeCluster> {
   const dir = await mkdtemp(join(tmpdir(), "steward-kube-cluster-"));
@@ -116,9 +122,9 @@ export async function startKubeCluster(): Promise<KubeCluster> {
   });
   let api: FakeKubeApi | undefined;
   try {
-    api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0" });
+    api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0", serviceAccountTokenMaxSeconds: CLUSTER_TOKEN_SECONDS });
     const kube = new kubernetes.KubeApi(kubernetes.parseKubeconfig(api.kubeconfig()));
-    await publishApiServer(kube, kubelet.gateway);
+    await publishApiServer(kube, kubelet.gateway, Number(new URL(api.url).port));
     const started = api;
     return { api, kubelet, kube, async close() { kube.close(); await started.stop(); await rm(dir, { recursive: true, force: true }); } };
   } catch (err) {

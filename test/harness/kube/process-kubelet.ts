@@ -18,7 +18,14 @@
  * - deletion sends SIGTERM, waits the pod's grace period (tests may cap it), then SIGKILL;
  * - volumes: emptyDir (per pod), secret and configMap (files from the object, written at start and
  *   brought up to date at each periodic sync, as the kubelet does for mounts without subPath),
+ *   projected (secret, configMap and downwardAPI sources, and serviceAccountToken: a token for the
+ *   pod's ServiceAccount bound to the pod, asked of the API server and written again at the
+ *   periodic sync once older than 80 % of its lifetime or 24 hours, as the kubelet rotates them),
  *   persistentVolumeClaim (a directory per claim uid: a claim deleted and made again starts empty);
+ * - the API server's address in each container's environment (`KUBERNETES_SERVICE_HOST`,
+ *   `KUBERNETES_SERVICE_PORT`, from the Service `kubernetes` in `default`, as "Accessing the
+ *   Kubernetes API from a Pod" describes): its cluster IP, or, the fake having no kube-proxy to
+ *   route one, the ready address of a headless `kubernetes` Service's EndpointSlice;
  * - cluster DNS: the node serves the cluster's DNS records (cluster-dns.ts) on its bridge address,
  *   port 53 (dns-server.ts), and each container gets the kubelet's resolv.conf pointing there, its
  *   managed /etc/hosts and an nsswitch.conf (pod-dns.ts) bound over its own. A DNS server rather
@@ -33,7 +40,7 @@ import type { ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { Resolver } from "node:dns/promises";
 import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import type { KubeObject } from "./kinds";
 import { ClusterDns } from "./cluster-dns";
 import { DnsServer } from "./dns-server";
@@ -81,6 +88,13 @@ type ContainerState =
   | { running: { startedAt: string } }
   | { terminated: { exitCode: number; signal?: number; reason: string; startedAt?: string; finishedAt: string } };
 
+type KeyItems = { name: string; optional?: boolean; items?: { key: string; path: string }[] };
+type ProjectedSource = {
+  secret?: KeyItems; configMap?: KeyItems;
+  downwardAPI?: { items?: { path: string; fieldRef?: { fieldPath: string } }[] };
+  serviceAccountToken?: { path: string; expirationSeconds?: number; audience?: string };
+};
+
 type Exit = { code: number | null; signal: NodeJS.Signals | null };
 
 class Container {
@@ -111,6 +125,8 @@ class RunningPod {
   startTime = now();
   /** The files of pod-dns.ts written for it, bound over /etc/<name> in each container. */
   dnsFiles: string[] = [];
+  /** Projected ServiceAccount tokens written, by file: when each was issued and expires (ms). */
+  readonly tokens = new Map<string, { issued: number; expires: number }>();
   constructor(readonly pod: KubeObject, readonly dir: string) {
     this.inits = (pod.spec?.initContainers ?? []).map((c: ContainerSpec) => new Container(c, true));
     this.containers = (pod.spec?.containers ?? []).map((c: ContainerSpec) => new Container(c, false));
@@ -387,11 +403,8 @@ export class ProcessKubelet implements Kubelet {
 
   /** The container's environment: what the pod says, resolved as the kubelet resolves it. */
   private environment(p: RunningPod, c: Container): Record<string, string> {
-    const env: Record<string, string> = { PATH, HOSTNAME: p.pod.spec?.hostname ?? p.name };
-    const fields: Record<string, string> = {
-      "metadata.name": p.name, "metadata.namespace": p.namespace, "metadata.uid": p.uid, "spec.nodeName": this.nodeName,
-      "status.podIP": p.ip, "status.hostIP": this.network!.gateway, "spec.serviceAccountName": p.pod.spec?.serviceAccountName ?? "default",
-    };
+    const env: Record<string, string> = { PATH, HOSTNAME: p.pod.spec?.hostname ?? p.name, ...this.apiServerEnvironment() };
+    const fields = this.podFields(p);
     for (const e of c.spec.env ?? []) {
       if (e.value !== undefined) { env[e.name] = e.value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m); continue; }
       const from = e.valueFrom;
@@ -411,6 +424,14 @@ export class ProcessKubelet implements Kubelet {
       }
     }
     return env;
+  }
+
+  /** What the downward API gives, by fieldPath. */
+  private podFields(p: RunningPod): Record<string, string> {
+    return {
+      "metadata.name": p.name, "metadata.namespace": p.namespace, "metadata.uid": p.uid, "spec.nodeName": this.nodeName,
+      "status.podIP": p.ip, "status.hostIP": this.network!.gateway, "spec.serviceAccountName": p.pod.spec?.serviceAccountName ?? "default",
+    };
   }
 
   /** The pod's resolv.conf, hosts and nsswitch.conf (pod-dns.ts), written once its IP is known. */
@@ -456,7 +477,81 @@ export class ProcessKubelet implements Kubelet {
       await this.fillConfigVolume(p, v, dir, true);
       return dir;
     }
-    throw new Error(`volume ${name}: only emptyDir, secret, configMap and persistentVolumeClaim are supported by the fake kubelet`);
+    if (v.projected) {
+      await this.fillProjectedVolume(p, v.projected, dir, true);
+      return dir;
+    }
+    throw new Error(`volume ${name}: only emptyDir, secret, configMap, projected and persistentVolumeClaim are supported by the fake kubelet`);
+  }
+
+  /** `KUBERNETES_SERVICE_HOST` and `_PORT` (and the other variables of a Service) for the `kubernetes` Service, if there is one. */
+  private apiServerEnvironment(): Record<string, string> {
+    const svc = this.host!.read("services", "default", "kubernetes");
+    if (!svc) return {};
+    const port = ((svc.spec?.ports ?? []) as { name?: string; port: number }[]).find((x) => x.name === "https") ?? svc.spec?.ports?.[0];
+    let host: string | undefined = svc.spec?.clusterIP !== "None" ? svc.spec?.clusterIP : undefined;
+    if (!host) {
+      const slices = this.host!.list("endpointslices", "default").filter((e) => e.metadata.labels?.["kubernetes.io/service-name"] === "kubernetes");
+      host = slices.flatMap((e) => ((e.endpoints ?? []) as { addresses: string[]; conditions?: { ready?: boolean } }[]).filter((x) => x.conditions?.ready !== false).flatMap((x) => x.addresses))[0];
+    }
+    if (!host || !port) return {};
+    return {
+      KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: String(port.port), KUBERNETES_SERVICE_PORT_HTTPS: String(port.port),
+      KUBERNETES_PORT: `tcp://${host}:${port.port}`, [`KUBERNETES_PORT_${port.port}_TCP`]: `tcp://${host}:${port.port}`,
+    };
+  }
+
+  /**
+   * Writes a projected volume's files: its Secret, ConfigMap and downward API items, and its
+   * ServiceAccount token (asked for again only when due, so every container of the pod and every
+   * restart sees the same one until it rotates).
+   */
+  private async fillProjectedVolume(p: RunningPod, projected: { defaultMode?: number; sources?: ProjectedSource[] }, dir: string, first: boolean): Promise<void> {
+    const mode = projected.defaultMode ?? 0o644;
+    const files: Record<string, Buffer> = {};
+    for (const src of projected.sources ?? []) {
+      if (src.serviceAccountToken) {
+        const file = join(dir, src.serviceAccountToken.path);
+        const had = p.tokens.get(file);
+        const now = Date.now();
+        if (had && now < had.issued + 0.8 * (had.expires - had.issued) && now < had.issued + 24 * 3600_000) continue;
+        const { token, expirationTimestamp } = this.host!.requestToken(p.namespace, p.pod.spec?.serviceAccountName ?? "default", {
+          ...(src.serviceAccountToken.audience ? { audiences: [src.serviceAccountToken.audience] } : {}),
+          expirationSeconds: src.serviceAccountToken.expirationSeconds ?? 3600,
+          boundObjectRef: { kind: "Pod", apiVersion: "v1", name: p.name, uid: p.uid },
+        });
+        p.tokens.set(file, { issued: now, expires: Date.parse(expirationTimestamp) });
+        files[src.serviceAccountToken.path] = Buffer.from(token);
+      } else if (src.secret || src.configMap) {
+        const secret = !!src.secret;
+        const ref = (src.secret ?? src.configMap)!;
+        const obj = this.host!.read(secret ? "secrets" : "configmaps", p.namespace, ref.name);
+        if (!obj) {
+          if (ref.optional || !first) continue; // deleted since: the last content stays
+          throw new Error(`${secret ? "secret" : "configmap"} "${ref.name}" not found`);
+        }
+        const data = (obj.data ?? {}) as Record<string, string>;
+        const items = ref.items ?? Object.keys(data).map((key) => ({ key, path: key }));
+        for (const { key, path } of items) {
+          if (data[key] === undefined) { if (ref.optional) continue; throw new Error(`${secret ? "secret" : "configmap"} "${ref.name}" has no key ${key}`); }
+          files[path] = secret ? Buffer.from(data[key], "base64") : Buffer.from(data[key]);
+        }
+      } else if (src.downwardAPI) {
+        for (const item of src.downwardAPI.items ?? []) {
+          const v = this.podFields(p)[item.fieldRef?.fieldPath ?? ""];
+          if (v === undefined) throw new Error(`projected downwardAPI ${item.path}: fieldRef ${item.fieldRef?.fieldPath ?? "(none)"} is not supported by the fake kubelet`);
+          files[item.path] = Buffer.from(v);
+        }
+      }
+    }
+    await mkdir(dir, { recursive: true });
+    for (const [path, content] of Object.entries(files)) {
+      if (!first && (await readFile(join(dir, path)).then((b) => b.equals(content), () => false))) continue;
+      await mkdir(dirname(join(dir, path)), { recursive: true });
+      const tmp = join(dirname(join(dir, path)), `.${basename(path)}.tmp`);
+      await writeFile(tmp, content, { mode });
+      await rename(tmp, join(dir, path));
+    }
   }
 
   /**
@@ -482,12 +577,13 @@ export class ProcessKubelet implements Kubelet {
     if (!first) for (const f of await readdir(dir)) if (!f.startsWith(".") && !(f in data)) await rm(join(dir, f), { force: true });
   }
 
-  /** The periodic sync's part that refreshes mounted Secrets and ConfigMaps of running pods. */
+  /** The periodic sync's part that refreshes mounted Secrets, ConfigMaps and projected volumes (tokens due to rotate) of running pods. */
   private async refreshConfigVolumes(): Promise<void> {
     for (const p of this.pods.values()) {
       if (p.stopping || !p.initialized) continue;
-      for (const v of (p.pod.spec?.volumes ?? []) as { name: string; secret?: { secretName: string }; configMap?: { name: string } }[]) {
+      for (const v of (p.pod.spec?.volumes ?? []) as { name: string; secret?: { secretName: string }; configMap?: { name: string }; projected?: { sources?: ProjectedSource[] } }[]) {
         if (v.secret || v.configMap) await this.fillConfigVolume(p, v, join(p.dir, "volumes", v.name), false).catch(() => undefined);
+        else if (v.projected) await this.fillProjectedVolume(p, v.projected, join(p.dir, "volumes", v.name), false).catch(() => undefined);
       }
     }
   }

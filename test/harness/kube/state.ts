@@ -19,9 +19,10 @@
  *   deletes dependents (by ownerReferences uid) after the owner, Foreground before it (finalizer
  *   `foregroundDeletion`), Orphan strips their ownerReferences; a namespace is Terminating until
  *   everything in it is gone.
+ * - admission: a new pod goes through the ServiceAccount plugin (service-account-admission.ts).
  * Not modelled: managedFields and apply conflicts (server-side apply merges the applied object into
- * the live one and creates it if absent, without field ownership), strategic merge patch, RBAC
- * (every authenticated user may do anything), admission (quotas, limit ranges), unknown-field
+ * the live one and creates it if absent, without field ownership), strategic merge patch, other
+ * admission plugins (quotas, limit ranges), unknown-field
  * pruning (the real server drops unknown fields with a warning; here they are kept).
  */
 import { randomBytes, randomUUID } from "node:crypto";
@@ -29,6 +30,7 @@ import YAML from "yaml";
 import { KINDS, apiVersionOf, checkCommon, kindFor, stable, validateScale, validateSchema } from "./kinds";
 import type { KindInfo, KubeObject } from "./kinds";
 import { jsonPatch, mergePatch } from "./patch";
+import { admitServiceAccount } from "./service-account-admission";
 import { selectorString } from "./selectors";
 import { KubeStatusError, alreadyExists, badRequest, conflict, expired, forbidden, invalid, notFound, cause } from "./status";
 
@@ -122,6 +124,8 @@ export class ApiState {
       if (!space) throw notFound(NAMESPACES, ns!);
       if (space.metadata.deletionTimestamp) throw forbidden(k, m.name ?? "", `unable to create new content in namespace ${ns} because it is being terminated`);
     }
+    // Admission, after the namespace's and before storage's checks (as kube-apiserver orders them).
+    if (k === PODS) admitServiceAccount(this, ns!, obj);
     if (m.name && this.find(k, ns, m.name)) throw alreadyExists(k, m.name);
     for (const f of ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields", "selfLink"]) delete m[f];
     if (k.status) delete obj.status;

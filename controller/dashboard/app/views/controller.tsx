@@ -36,7 +36,7 @@ export function ControllerView({ info }: { info: ControllerInfo | undefined }) {
             <table class="grid compact"><thead><tr><th>Spare host</th><th>User</th><th>Note</th></tr></thead>
               <tbody>{c.spares.map((s) => <tr key={s.host}><td><code>{s.host}</code></td><td>{s.user}</td><td class="message">{s.failed ?? "ready"}</td></tr>)}</tbody></table>
           ) : null}
-          {c.replicaCloud ? <p>Cloud: <strong>{c.replicaCloud.substrate}</strong> with credential {c.replicaCloud.credential}: {c.replicaCloud.summary}</p> : null}
+          {c.replicaCloud ? <p>Cloud: <strong>{c.replicaCloud.substrate}</strong> {c.replicaCloud.credential ? <>with credential {c.replicaCloud.credential}</> : "as its pods' ServiceAccount"}: {c.replicaCloud.summary}</p> : null}
           <p class="muted">A replica gone for {c.replaceAfterSeconds} s is replaced; at most {c.maxReplacementsPerHour} replacements an hour.</p>
         </Section>
         <Section title="Quorum keeper">
