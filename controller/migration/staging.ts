@@ -36,11 +36,13 @@ export class MigrationStaging {
     const { store } = this.o;
     if (await store.get(keys.model(model.uuid))) throw new StewardError("already-exists", `model ${model.name} (uuid ${model.uuid}) already exists on this controller`, { details: { kind: "model", name: model.name } });
     if (await store.get(keys.modelName(model.name))) throw new StewardError("already-exists", `this controller already has a model named "${model.name}": rename or remove it, then migrate again`, { details: { kind: "model", name: model.name } });
-    // A model is staged once: an older staging of it (an earlier attempt) goes.
+    // A model is staged once: an older staging of it (an earlier attempt) goes, and so do chunks
+    // of this one that a crash left without their meta (they could outnumber the new ones).
     for (const kv of (await store.range(keys.migrationStages)).kvs) {
       const other = JSON.parse(kv.value) as MigrationStageDoc;
-      if (other.model === model.uuid || other.id === id) await this.discard(other.id);
+      if (other.model === model.uuid) await this.discard(other.id);
     }
+    await this.discard(id);
     const bytes = Buffer.from(text, "utf8");
     const chunks: Op[] = [];
     for (let i = 0, n = 0; i < bytes.length; i += CHUNK_BYTES, n++) chunks.push({ type: "put", key: keys.migrationStageChunk(id, n), value: bytes.subarray(i, i + CHUNK_BYTES).toString("base64") });
