@@ -34,3 +34,7 @@ export { CredentialOps, exportModel, importModel } from "./state";
 // Backups (controller/backup/), for tests and benchmarks.
 export { BACKUP_FORMAT_VERSION, KeptBackups, checkBackup, createBackup, openBackup, parseSnapshot, restoreControllerDir, sealBackup, takeSnapshot } from "./backup";
 export type { BackupRecord } from "./backup";
+// Model migration (controller/migration/), for tests.
+export { MigrationStaging } from "./migration";
+export { MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION } from "./state";
+export type { ModelExport } from "./state";

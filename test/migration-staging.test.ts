@@ -11,10 +11,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StewardError } from "../api";
-import { MigrationStaging } from "../controller/migration";
-import type { ModelExport } from "../controller/state";
-import { MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION, keys } from "../controller/state";
-import { EmbeddedStore } from "../controller/store";
+import type { ModelExport } from "../controller";
+import { EmbeddedStore, MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION, MigrationStaging, keys } from "../controller";
 
 let dir: string;
 let store: EmbeddedStore;
