@@ -9,14 +9,14 @@
  * - VALIDATION: it shows the target its own credential and its units, and the target says whether
  *   its staged copy agrees; "too many at once" answers (429) are waited out, not failures (Juju #12503);
  * - SUCCESS: it reports FIRST, then adopts the target's addresses and CA (the source may be gone
- *   by the time it would report after).
+ *   by the time it would report after); an agent that comes back in a later phase just adopts them.
  *
  * Each check is tried again with backoff for as long as the phase lasts: the master's deadline,
  * not a count of tries, decides when waiting is over.
  */
 import { request } from "node:https";
 import type { Logger, MigrationTarget, MigrationView } from "../api/core";
-import { CONTROLLER_TLS_NAME, REPORTED_PHASES, StewardError, splitAddress } from "../api/core";
+import { CONTROLLER_TLS_NAME, HANDED_OVER_PHASES, REPORTED_PHASES, StewardError, splitAddress } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import type { MachineLock } from "./machine-lock";
 
@@ -57,7 +57,8 @@ export class MigrationMinion {
       this.d.log.info(paused ? "the model is migrating: hooks paused" : "hooks resumed", m ? { migration: m.id, phase: m.phase } : {});
       this.d.onPausedChange(paused);
     }
-    if (!m || !REPORTED_PHASES.has(m.phase)) return;
+    // Past SUCCESS too: an agent that was down when SUCCESS came must still go to the target.
+    if (!m || !(REPORTED_PHASES.has(m.phase) || HANDED_OVER_PHASES.has(m.phase))) return;
     const key = `${m.id}/${m.phase}`;
     if (this.answered.has(key) || this.working === key) return;
     this.working = key;
@@ -94,8 +95,8 @@ export class MigrationMinion {
         return true;
       });
       if (done) await this.report(m, refusal === undefined, refusal);
-    } else if (m.phase === "SUCCESS") {
-      await this.report(m, true).catch((err: unknown) => this.d.log.warn("could not report SUCCESS; switching to the target anyway", { err }));
+    } else if (HANDED_OVER_PHASES.has(m.phase)) {
+      if (m.phase === "SUCCESS") await this.report(m, true).catch((err: unknown) => this.d.log.warn("could not report SUCCESS; switching to the target anyway", { err }));
       await this.d.switchTo(m.target);
     }
   }
