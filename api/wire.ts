@@ -48,8 +48,25 @@ export interface ApplicationInfo {
 export interface ControllerInfo {
   name: string; uuid: string; version: string; addresses: string[];
   /** Replicas that are up now (their presence in the store). */
-  replicas: { id: string; addresses: string[]; leader: boolean; since: string }[];
+  replicas: { id: string; addresses: string[]; leader: boolean; since: string; version?: string }[];
   cluster: ClusterInfo;
+}
+/**
+ * An in-place (patch) upgrade of the controller, as `steward upgrade-controller` records it in the
+ * store while it works replica by replica: `show-controller` shows it, and a re-run resumes from it.
+ */
+export interface ControllerUpgrade {
+  from: string;
+  to: string;
+  /** `running`: under way (or its runner died: a re-run resumes); `failed`: stopped at a replica, which was rolled back; `done`. */
+  state: "running" | "failed" | "done";
+  startedAt: string;
+  /** Every write refreshes it: a `running` record not updated for a while is a run that died. */
+  updatedAt: string;
+  finishedAt?: string;
+  /** In upgrade order (followers first, the leader last). */
+  replicas: { name: string; host: string; version: string; state: "pending" | "upgrading" | "upgraded" | "rolled-back" | "failed"; at?: string; message?: string }[];
+  message: string;
 }
 /** What `steward show-controller` shows: membership, votes, health and the quorum keeper. */
 export interface ClusterInfo {
@@ -64,6 +81,8 @@ export interface ClusterInfo {
     hasVote: boolean; learner: boolean; present: boolean; leader: boolean; etcdLeader: boolean; reason?: string;
     /** A replica the quorum keeper launched on a cloud: its instance. */
     instance?: { id: string; zone?: string };
+    /** The Steward version the replica runs (from its presence; absent while it is down). */
+    version?: string;
   }[];
   spares: { host: string; user: string; hostKey: string; failed?: string }[];
   /** Where the keeper launches replicas when no spare host is left. */
@@ -71,6 +90,8 @@ export interface ClusterInfo {
   keeper: { state: string; message: string; history: { at: string; message: string }[] };
   /** Set when the answer comes from this replica alone (no quorum): why. */
   degraded?: string;
+  /** The last in-place upgrade (`steward upgrade-controller`), if any. */
+  upgrade?: ControllerUpgrade;
   /** etcd's raft term as this replica's member sees it: it grows by one (or more) with every etcd election. */
   raftTerm?: number;
 }

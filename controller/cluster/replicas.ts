@@ -2,7 +2,8 @@
 import type { StateCache } from "../state";
 
 export const REPLICAS_PREFIX = "/cluster/replicas/";
-export interface ReplicaDoc { id: string; addresses: string[]; since: string }
+/** `version`: the Steward version the replica runs (absent from replicas older than 0.1.0's upgrade support). */
+export interface ReplicaDoc { id: string; addresses: string[]; since: string; version?: string }
 export interface LeaderDoc { replica: string; addresses: string[]; since: string }
 
 /** Every replica's API addresses, this replica's first: what agents and clients are given. */

@@ -15,7 +15,7 @@ export type KindName =
   // controller-wide
   | "controller-info" | "token-key" | "user" | "revoked-token" | "model-name" | "operator" | "operator-chunk" | "operator-upload"
   | "credential" | "enrolment" | "request-record" | "restore-epoch" | "backup" | "backup-chunk"
-  | "cluster-leader" | "cluster-replica" | "cluster-member" | "cluster-spare" | "cluster-config" | "cluster-keeper" | "cluster-replica-cloud"
+  | "cluster-leader" | "cluster-replica" | "cluster-member" | "cluster-spare" | "cluster-config" | "cluster-keeper" | "cluster-replica-cloud" | "cluster-upgrade"
   // one model's
   | "model" | "app" | "unit" | "unit-status" | "unit-failure" | "machine" | "machine-info" | "machine-install"
   | "machine-seq" | "relation-seq" | "task-seq" | "relation" | "scope" | "relation-data" | "leader" | "leader-data" | "ports"
@@ -63,6 +63,7 @@ export const KINDS: readonly KindSpec[] = [
   kind("cluster-config", ["cluster", "config"], true, CONTROLLER_WIDE),
   kind("cluster-keeper", ["cluster", "keeper"], true, CONTROLLER_WIDE),
   kind("cluster-replica-cloud", ["cluster", "replica-cloud"], true, CONTROLLER_WIDE),
+  kind("cluster-upgrade", ["cluster", "upgrade"], true, CONTROLLER_WIDE),
 
   kind("model", ["models", MODEL], true, true),
   kind("access", ["models", MODEL, "access", ID], true, true, true),
