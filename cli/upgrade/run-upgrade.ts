@@ -1,6 +1,6 @@
 /**
- * Runs an upgrade plan replica by replica: stage the new release, switch and restart, gate on
- * health; on a failed gate, roll that replica back, record why, and stop (never a second replica
+ * Runs an upgrade plan: the new release is staged on every replica first, then replica by replica:
+ * switch and restart, gate on health; on a failed gate, roll that replica back, record why, and stop (never a second replica
  * while one is down). Progress is recorded in the controller's store as it goes, so
  * `show-controller` shows it and a re-run resumes.
  */
@@ -21,11 +21,13 @@ export interface RunUpgradeOptions {
   progress: (line: string) => void;
 }
 
+/** How often a running upgrade refreshes its record (well inside plan.ts's STALE_RECORD_MS). */
+const HEARTBEAT_MS = 15_000;
 /** How long a record write may wait for the cluster (a leader restarting, an election). */
 const RECORD_RETRY_MS = 30_000;
 
 export async function runUpgrade(o: RunUpgradeOptions): Promise<ControllerUpgrade> {
-  const { plan, progress } = o;
+  const { plan } = o;
   const now = (): string => new Date().toISOString();
   const record: ControllerUpgrade = {
     from: plan.resumes?.from ?? plan.from, to: plan.to, state: "running", startedAt: plan.resumes?.startedAt ?? now(), updatedAt: now(),
@@ -35,13 +37,28 @@ export async function runUpgrade(o: RunUpgradeOptions): Promise<ControllerUpgrad
     ],
     message: plan.resumes ? `resumed: ${plan.steps.length} replica(s) left` : `upgrading ${plan.steps.length} replica(s)`,
   };
-  const mark = (step: ReplicaStep, state: ControllerUpgrade["replicas"][number]["state"], version: string, message?: string): void => {
+  const mark: Mark = (step, state, version, message) => {
     const r = record.replicas.find((x) => x.name === step.name)!;
     Object.assign(r, { state, version, at: now() });
     if (message) r.message = message; else delete r.message;
   };
   const save = (): Promise<void> => saveRecord(o.client, record);
   await save();
+  // A running record that stops being refreshed means its run died (plan.ts): refresh it while a gate waits.
+  const heartbeat = setInterval(() => { void saveRecord(o.client, record).catch(() => undefined); }, HEARTBEAT_MS);
+  try {
+    await stageAll(o, record, mark, save);
+    await upgradeEach(o, record, mark, save);
+  } finally {
+    clearInterval(heartbeat);
+  }
+  await finish(record, "done", `every replica runs ${plan.to}`, save);
+  return record;
+}
+
+/** Replica by replica: switch, restart, gate; a failed gate rolls the replica back and stops. */
+async function upgradeEach(o: RunUpgradeOptions, record: ControllerUpgrade, mark: Mark, save: () => Promise<void>): Promise<void> {
+  const { plan, progress } = o;
   for (const [i, step] of plan.steps.entries()) {
     // Whatever happened since the plan (or the last gate), every replica must be healthy before one goes down.
     const info = await o.client.controllerInfo();
@@ -52,15 +69,7 @@ export async function runUpgrade(o: RunUpgradeOptions): Promise<ControllerUpgrad
     mark(step, "upgrading", step.version);
     record.message = `upgrading replica ${step.name}`;
     await save();
-    const t0 = Date.now();
-    try {
-      await o.upgrader.stage(step, progress);
-    } catch (err) {
-      // Nothing runs differently yet: the replica needs no rollback.
-      mark(step, "failed", step.version, `staging failed: ${(err as Error).message}`);
-      await finish(record, "failed", `stopped at replica ${step.name}: staging the new release failed; nothing was switched`, save);
-      throw new StewardError("unavailable", `the upgrade stopped before changing replica ${step.name}: staging the new release failed: ${(err as Error).message}. Fix that and run steward upgrade-controller again; it resumes there`);
-    }
+    const switched = Date.now();
     try {
       await o.upgrader.switchOver(step, progress);
       await waitForReplica({ client: o.client, caCert: o.caCert, step, version: plan.to, sinceBefore, timeoutMs: o.timeoutMs, progress });
@@ -79,11 +88,30 @@ export async function runUpgrade(o: RunUpgradeOptions): Promise<ControllerUpgrad
     }
     mark(step, "upgraded", plan.to);
     await save();
-    progress(`    replica ${step.name} is back at ${plan.to}, a healthy voter (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    progress(`    replica ${step.name} is back at ${plan.to}, a healthy voter (${seconds(switched)} s after its switch)`);
   }
-  await finish(record, "done", `every replica runs ${plan.to}`, save);
-  return record;
 }
+
+type Mark = (step: ReplicaStep, state: ControllerUpgrade["replicas"][number]["state"], version: string, message?: string) => void;
+
+/**
+ * Stages the new release on every replica first, side by side: nothing that runs changes, so it
+ * needs no one-at-a-time, and the replicas' down times stay short. A failure stops the upgrade
+ * before any replica was switched.
+ */
+async function stageAll(o: RunUpgradeOptions, record: ControllerUpgrade, mark: Mark, save: () => Promise<void>): Promise<void> {
+  const t0 = Date.now();
+  o.progress(`Staging ${o.plan.to} beside the running release on ${o.plan.steps.length} replica(s)`);
+  const results = await Promise.allSettled(o.plan.steps.map((step) => o.upgrader.stage(step, (l) => o.progress(`  ${step.name}: ${l.trim()}`))));
+  const failed = o.plan.steps.map((step, i) => [step, results[i]!] as const).filter(([, r]) => r.status === "rejected");
+  if (failed.length === 0) { o.progress(`  staged (${seconds(t0)} s)`); return; }
+  const why = failed.map(([step, r]) => `${step.name}${step.host ? ` on ${step.host}` : ""}: ${((r as PromiseRejectedResult).reason as Error).message}`).join("; ");
+  for (const [step, r] of failed) mark(step, "failed", step.version, `staging failed: ${((r as PromiseRejectedResult).reason as Error).message}`);
+  await finish(record, "failed", `staging the new release failed (${why}); no replica was switched`, save);
+  throw new StewardError("unavailable", `the upgrade stopped before changing any replica: staging the new release failed on ${why}. Fix that and run steward upgrade-controller again`);
+}
+
+const seconds = (since: number): string => ((Date.now() - since) / 1000).toFixed(1);
 
 async function finish(record: ControllerUpgrade, state: "done" | "failed", message: string, save: () => Promise<void>): Promise<void> {
   Object.assign(record, { state, message, finishedAt: new Date().toISOString() });
