@@ -61,7 +61,8 @@ async function healthyAt(t: ExecutionContext, version: string): Promise<ClusterI
   return eventually(`three healthy voters at ${version}`, async () => {
     const c = (await client.controllerInfo().catch(() => undefined))?.cluster;
     const voters = c?.members.filter((m) => m.hasVote) ?? [];
-    return c?.quorum && voters.length === 3 && voters.every((m) => m.present && m.version === version) && voters.filter((m) => m.leader).length === 1 ? c : undefined;
+    // The keeper idle too: right after a replica joins it reports "acting" for a pass, which upgrade-controller refuses.
+    return c?.quorum && voters.length === 3 && voters.every((m) => m.present && m.version === version) && voters.filter((m) => m.leader).length === 1 && c.keeper.state === "idle" ? c : undefined;
   }, 90_000, 300).catch(async (err: unknown) => { t.log(JSON.stringify((await client.controllerInfo().catch(() => undefined))?.cluster.members)); throw err; });
 }
 

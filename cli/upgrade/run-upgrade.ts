@@ -59,10 +59,16 @@ export async function runUpgrade(o: RunUpgradeOptions): Promise<ControllerUpgrad
 /** Replica by replica: switch, restart, gate; a failed gate rolls the replica back and stops. */
 async function upgradeEach(o: RunUpgradeOptions, record: ControllerUpgrade, mark: Mark, save: () => Promise<void>): Promise<void> {
   const { plan, progress } = o;
-  for (const [i, step] of plan.steps.entries()) {
+  const remaining = [...plan.steps];
+  for (let i = 0; remaining.length > 0; i++) {
     // Whatever happened since the plan (or the last gate), every replica must be healthy before one goes down.
     const info = await o.client.controllerInfo();
     requireHealthy(info);
+    // Leadership may have moved since the plan: a follower still goes first, so it moves only once.
+    const leaderNow = info.cluster.members.find((m) => m.leader)?.name;
+    const next = remaining.findIndex((s) => s.name !== leaderNow);
+    const [picked] = remaining.splice(next >= 0 ? next : 0, 1);
+    const step: ReplicaStep = { ...picked!, leader: picked!.name === leaderNow };
     // (A single replica on the embedded store is the only one, whatever its id.)
     const sinceBefore = (info.cluster.store === "embedded" ? info.replicas[0] : info.replicas.find((r) => r.id === step.name))?.since;
     progress(`Replica ${step.name}${step.host ? ` on ${step.host}` : ""} (${i + 1} of ${plan.steps.length}${step.leader ? ", the leader" : ""}): ${step.version} -> ${plan.to}`);

@@ -23,10 +23,10 @@ export interface Release {
   close(): Promise<void>;
 }
 
-/** `bump`: "patch" (0.1.0 → 0.1.1), "minor" (→ 0.2.0). */
-export async function makeRelease(o: { bump: "patch" | "minor"; broken?: boolean; env?: NodeJS.ProcessEnv }): Promise<Release> {
+/** `bump`: "patch" (0.1.0 → 0.1.1, or `by` more), "minor" (→ 0.2.0). */
+export async function makeRelease(o: { bump: "patch" | "minor"; by?: number; broken?: boolean; env?: NodeJS.ProcessEnv }): Promise<Release> {
   const [major, minor, patch] = STEWARD_VERSION.split(".").map(Number) as [number, number, number];
-  const version = o.bump === "patch" ? `${major}.${minor}.${patch + 1}` : `${major}.${minor + 1}.0`;
+  const version = o.bump === "patch" ? `${major}.${minor}.${patch + (o.by ?? 1)}` : `${major}.${minor + 1}.0`;
   const root = await mkdtemp(join(tmpdir(), "steward-release-"));
   const dist = join(root, "dist");
   await run("cp", ["-al", DIST, dist]);
