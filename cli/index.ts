@@ -14,3 +14,4 @@ export type { ClientConfig, ControllerEntry } from "./client-config";
 export { startLocalController } from "../substrates";
 export { planUpgrade } from "./upgrade/plan";
 export type { UpgradePlan, ReplicaStep } from "./upgrade/plan";
+export { unsupportedReplicas } from "./upgrade/replica-upgraders";

@@ -6,7 +6,7 @@ import test from "ava";
 import type { ExecutionContext } from "ava";
 import type { ClusterInfo, ControllerInfo, ControllerUpgrade } from "../api";
 import { StewardError } from "../api";
-import { planUpgrade } from "../cli";
+import { planUpgrade, unsupportedReplicas } from "../cli";
 
 type Member = ClusterInfo["members"][number];
 const member = (name: string, o: Partial<Member> = {}): Member => ({
@@ -69,4 +69,13 @@ test("an upgrade in progress is refused; one whose run died is resumed", (t) => 
 test("an unfinished upgrade to another version must be finished with its own client", (t) => {
   const failed = info(three({ r2: { version: "0.1.1" } }), { upgrade: record({ state: "failed" }) });
   refusal(t, () => planUpgrade(failed, "0.1.2"), /a previous upgrade to 0\.1\.1 did not complete \(replica r3 on 10\.0\.0\.3: upgrading\): finish it first by running upgrade-controller with steward 0\.1\.1/);
+});
+
+test("replicas on Kubernetes and on cloud instances are refused with what to do instead", (t) => {
+  const steps = planUpgrade(info(three()), "0.1.1").steps;
+  const entry = { addresses: [], caCert: "", user: "admin" };
+  t.regex(unsupportedReplicas({ ...entry, kubernetes: { namespace: "steward", statefulSet: "prod" } }, steps, "0.1.1") ?? "", /kubectl -n steward set image statefulset\/prod controller=REGISTRY\/steward\/controller:0\.1\.1/);
+  const onEc2 = planUpgrade(info(three({ r3: { instance: { id: "i-0abc" } } })), "0.1.1").steps;
+  t.regex(unsupportedReplicas(entry, onEc2, "0.1.1") ?? "", /replica r3 runs on the cloud instance i-0abc, which this command cannot upgrade in place yet/);
+  t.is(unsupportedReplicas(entry, steps, "0.1.1"), undefined, "replicas over SSH are upgraded");
 });

@@ -9,6 +9,7 @@
  * store would widen what a stolen store gives away. The CLI also stands outside the cluster, so the
  * run survives every replica's restart, the leader's included, and sees the API as clients do.
  */
+import { join } from "node:path";
 import type * as Substrates from "../../substrates";
 import { StewardError } from "../../api/core";
 import type { ControllerEntry } from "../client-config";
@@ -52,7 +53,12 @@ export function localUpgrader(subs: typeof Substrates, dataDir: string, caCert: 
     async stage(step, progress) {
       from = step.version;
       // The running release is kept as a release too (the installation it ran from may be replaced later).
-      if (await subs.currentLocalRelease(dataDir) !== from) await subs.stageLocalRelease(dataDir, await subs.runningControllerBuild(dataDir), from);
+      if (await subs.currentLocalRelease(dataDir) !== from) {
+        const running = await subs.runningControllerBuild(dataDir);
+        const holds = await versionOf(join(running, "controller-bundle", "main.js"));
+        if (holds !== from) throw new StewardError("invalid-request", `the controller runs ${from} from ${running}, which now holds ${holds} (Steward was replaced under it): there is no copy of ${from} to roll back to. Restart the controller (steward upgrade-controller then has nothing to do if it comes up at ${holds})`);
+        await subs.stageLocalRelease(dataDir, running, from);
+      }
       to = await bundleVersion(subs);
       await subs.stageLocalRelease(dataDir, subs.BUILD_DIR, to);
       progress(`    staged ${to} in ${dataDir}/releases/${to} (${from} kept beside it)`);
@@ -96,12 +102,16 @@ export function sshUpgrader(subs: typeof Substrates, access: SshAccess): Replica
 }
 
 /** The version of the controller bundle this CLI carries, asked of the bundle itself (`main.js version`). */
-export async function bundleVersion(subs: typeof Substrates): Promise<string> {
+export function bundleVersion(subs: typeof Substrates): Promise<string> {
+  return versionOf(subs.CONTROLLER_BUNDLE);
+}
+
+async function versionOf(bundle: string): Promise<string> {
   const { execFile } = await import("node:child_process");
   const out = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, [subs.CONTROLLER_BUNDLE, "version"], { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new StewardError("internal", `cannot read the version of ${subs.CONTROLLER_BUNDLE}: ${stderr.trim() || err.message} (npm run build makes it)`)) : resolve(stdout)));
+    execFile(process.execPath, [bundle, "version"], { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new StewardError("internal", `cannot read the version of ${bundle}: ${stderr.trim() || err.message} (npm run build makes it)`)) : resolve(stdout)));
   });
   const version = (JSON.parse(out) as { version?: string }).version;
-  if (!version) throw new StewardError("internal", `${subs.CONTROLLER_BUNDLE} did not report a version`);
+  if (!version) throw new StewardError("internal", `${bundle} did not report a version`);
   return version;
 }
