@@ -109,6 +109,8 @@ ha("--dry-run on three replicas prints the order, the leader last, and changes n
 });
 
 ha("a release that fails its health gate is rolled back on the first replica; no other replica is touched", async (t) => {
+  // Staging 16 MiB on three hosts over SSH takes up to a minute on a loaded machine, then a 20 s gate and the rollback.
+  t.timeout(300_000);
   const broken = await makeRelease({ bump: "patch", broken: true });
   releases.push(broken);
   const before = await launchScripts();
@@ -127,6 +129,7 @@ ha("a release that fails its health gate is rolled back on the first replica; no
 });
 
 ha("the patch release upgrades the replicas one by one, the leader last, with writes going on and none lost", async (t) => {
+  t.timeout(300_000);
   const c0 = await healthyAt(t, STEWARD_VERSION);
   const leader = c0.members.find((m) => m.leader)!;
   const patch = releases[0]!;
