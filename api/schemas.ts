@@ -166,6 +166,7 @@ export const SpareHostsRequest = z.strictObject({
 const Version = z.string().regex(/^\d+\.\d+\.\d+$/, { message: "must be MAJOR.MINOR.PATCH" });
 const Timestamp = z.string().max(40);
 export const ControllerUpgradeRecord = z.strictObject({
+  run: z.string().regex(/^[A-Za-z0-9-]{1,64}$/),
   from: Version, to: Version, state: z.enum(["running", "failed", "done"]), startedAt: Timestamp, updatedAt: Timestamp, finishedAt: Timestamp.optional(),
   replicas: z.array(z.strictObject({
     name: z.string().min(1).max(100), host: z.string().max(255), version: z.string().max(40),

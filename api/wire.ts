@@ -56,6 +56,8 @@ export interface ControllerInfo {
  * store while it works replica by replica: `show-controller` shows it, and a re-run resumes from it.
  */
 export interface ControllerUpgrade {
+  /** Which `upgrade-controller` run writes it: another run may take over only once it is stale. */
+  run: string;
   from: string;
   to: string;
   /** `running`: under way (or its runner died: a re-run resumes); `failed`: stopped at a replica, which was rolled back; `done`. */
@@ -68,6 +70,8 @@ export interface ControllerUpgrade {
   replicas: { name: string; host: string; version: string; state: "pending" | "upgrading" | "upgraded" | "rolled-back" | "failed"; at?: string; message?: string }[];
   message: string;
 }
+/** A `running` upgrade record not written for this long belongs to a run that died: another run may resume it. */
+export const UPGRADE_RECORD_STALE_MS = 60_000;
 /** What `steward show-controller` shows: membership, votes, health and the quorum keeper. */
 export interface ClusterInfo {
   store: "embedded" | "etcd";

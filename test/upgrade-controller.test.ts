@@ -16,6 +16,7 @@ import { removeLocalController } from "../substrates";
 import { bootstrapOnFreePort, cliRunner } from "./harness/cli";
 import type { Release } from "./harness/release";
 import { makeRelease } from "./harness/release";
+import { startTestController } from "./harness/controller";
 
 let home: string;
 let dataDir: string;
@@ -99,4 +100,25 @@ test.serial("the good patch release resumes the upgrade and keeps the state; a r
   const older = await steward("upgrade-controller", "-c", "up");
   t.not(older.code, 0);
   t.regex(older.stderr + older.stdout, /this client is older/);
+});
+
+test("the controller keeps one live run's record: a second run is refused until the first's goes stale", async (t) => {
+  const tc = await startTestController();
+  try {
+    const now = new Date().toISOString();
+    const record = { run: "run-a", from: "0.1.0", to: "0.1.1", state: "running" as const, startedAt: now, updatedAt: now, replicas: [], message: "upgrading" };
+    await tc.admin.recordUpgrade(record);
+    await tc.admin.recordUpgrade({ ...record, message: "still run-a" });
+    const other = await t.throwsAsync(tc.admin.recordUpgrade({ ...record, run: "run-b" }));
+    t.regex(other!.message, /another upgrade-controller run is upgrading the controller to 0\.1\.1/);
+    t.is((await tc.admin.controllerInfo()).cluster.upgrade?.run, "run-a");
+    // A run that died: its record stops being refreshed, and another run may take over.
+    await tc.admin.recordUpgrade({ ...record, updatedAt: new Date(Date.now() - 120_000).toISOString() });
+    await tc.admin.recordUpgrade({ ...record, run: "run-b", updatedAt: new Date().toISOString() });
+    t.is((await tc.admin.controllerInfo()).cluster.upgrade?.run, "run-b");
+    const bad = await t.throwsAsync(tc.admin.recordUpgrade({ ...record, run: "run-b", to: "not-a-version" }));
+    t.regex(bad!.message, /must be MAJOR\.MINOR\.PATCH/);
+  } finally {
+    await tc.close();
+  }
 });

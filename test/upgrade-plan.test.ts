@@ -23,7 +23,7 @@ const refusal = (t: ExecutionContext, f: () => unknown, pattern: RegExp): void =
   t.regex(err!.message, pattern);
 };
 const record = (o: Partial<ControllerUpgrade>): ControllerUpgrade => ({
-  from: "0.1.0", to: "0.1.1", state: "running", startedAt: "2026-11-25T00:00:00Z", updatedAt: "2026-11-25T00:00:00Z", message: "",
+  run: "run-1", from: "0.1.0", to: "0.1.1", state: "running", startedAt: "2026-11-25T00:00:00Z", updatedAt: "2026-11-25T00:00:00Z", message: "",
   replicas: [{ name: "r2", host: "10.0.0.2", version: "0.1.1", state: "upgraded" }, { name: "r3", host: "10.0.0.3", version: "0.1.0", state: "upgrading" }, { name: "r1", host: "10.0.0.1", version: "0.1.0", state: "pending" }], ...o,
 });
 

@@ -5,7 +5,7 @@
  * cluster, an upgrade in flight or one to another version left unfinished).
  */
 import type { ControllerInfo, ControllerUpgrade } from "../../api/core";
-import { StewardError } from "../../api/core";
+import { StewardError, UPGRADE_RECORD_STALE_MS } from "../../api/core";
 import { compareVersions, parseVersion, samePatchLine } from "./versions";
 
 export interface ReplicaStep {
@@ -33,7 +33,7 @@ export interface UpgradePlan {
 }
 
 /** A `running` record not written for this long is an upgrade whose runner died: a re-run resumes it. */
-export const STALE_RECORD_MS = 60_000;
+export const STALE_RECORD_MS = UPGRADE_RECORD_STALE_MS;
 
 const MIGRATION_HINT = "a minor/major upgrade goes by migration: bootstrap a new controller at the new version and `steward upgrade-controller --via-migration TARGET`";
 

@@ -4,6 +4,7 @@
  * while one is down). Progress is recorded in the controller's store as it goes, so
  * `show-controller` shows it and a re-run resumes.
  */
+import { randomUUID } from "node:crypto";
 import type { ControllerClient, ControllerUpgrade } from "../../api/core";
 import { StewardError } from "../../api/core";
 import { waitForReplica } from "./health-gate";
@@ -30,7 +31,7 @@ export async function runUpgrade(o: RunUpgradeOptions): Promise<ControllerUpgrad
   const { plan } = o;
   const now = (): string => new Date().toISOString();
   const record: ControllerUpgrade = {
-    from: plan.resumes?.from ?? plan.from, to: plan.to, state: "running", startedAt: plan.resumes?.startedAt ?? now(), updatedAt: now(),
+    run: randomUUID(), from: plan.resumes?.from ?? plan.from, to: plan.to, state: "running", startedAt: plan.resumes?.startedAt ?? now(), updatedAt: now(),
     replicas: [
       ...plan.done.map((r) => ({ name: r.name, host: r.host, version: r.version, state: "upgraded" as const })),
       ...plan.steps.map((r) => ({ name: r.name, host: r.host, version: r.version, state: "pending" as const })),
@@ -130,6 +131,8 @@ async function saveRecord(client: ControllerClient, record: ControllerUpgrade): 
   for (;;) {
     record.updatedAt = new Date().toISOString();
     try { await client.recordUpgrade(record); return; } catch (err) {
+      // Another run's live record: this run must not go on (two replicas would restart at once).
+      if (err instanceof StewardError && !err.retryable) throw err;
       if (Date.now() > deadline) throw new StewardError("unavailable", `cannot record the upgrade's progress in the controller: ${(err as Error).message}`);
       await new Promise((r) => setTimeout(r, 500));
     }

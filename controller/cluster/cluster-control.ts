@@ -7,7 +7,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ClusterInfo, ControllerUpgrade, SpareHost } from "../../api";
-import { StewardError } from "../../api";
+import { StewardError, UPGRADE_RECORD_STALE_MS } from "../../api";
 import { ssh } from "../../substrates";
 import type { ControllerConfig } from "../config";
 import { advertisedHost, dataFiles, findOnPath } from "../config";
@@ -15,6 +15,7 @@ import type { StateCache } from "../state";
 import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
 import { clientUrl, etcdGet, peerUrl } from "./etcd-member";
 import type { Store } from "../store";
+import { unchanged } from "../store";
 import type { Sealer } from "../security/sealing";
 import type { HaConfig, ReplicaCloudDoc, SpareDoc, SpareKey } from "./cluster-docs";
 import { DEFAULT_HA_CONFIG, clusterKeys, sparePurpose } from "./cluster-docs";
@@ -86,7 +87,14 @@ export class ClusterControl {
    * replica, this one included), so the record is its own; the controller only keeps and shows it.
    */
   async recordUpgrade(record: ControllerUpgrade): Promise<void> {
-    await this.d.store.put(clusterKeys.upgrade, JSON.stringify(record));
+    const kv = await this.d.store.get(clusterKeys.upgrade);
+    const current = kv ? (JSON.parse(kv.value) as ControllerUpgrade) : undefined;
+    // Two runs at once would restart two replicas at once: a live run's record is its own.
+    if (current && current.run !== record.run && current.state === "running" && Date.now() - Date.parse(current.updatedAt) < UPGRADE_RECORD_STALE_MS) {
+      throw new StewardError("conflict", `another upgrade-controller run is upgrading the controller to ${current.to} (last progress at ${current.updatedAt}): wait for it (steward show-controller)`, { retryable: false });
+    }
+    const res = await this.d.store.txn({ compare: [unchanged(clusterKeys.upgrade, kv?.modRevision ?? 0)], success: [{ type: "put", key: clusterKeys.upgrade, value: JSON.stringify(record) }] });
+    if (!res.succeeded) throw new StewardError("conflict", "the upgrade record changed while it was written; retry", { retryable: true });
     await this.d.cache.catchUp();
   }
 

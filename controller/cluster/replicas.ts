@@ -2,7 +2,7 @@
 import type { StateCache } from "../state";
 
 export const REPLICAS_PREFIX = "/cluster/replicas/";
-/** `version`: the Steward version the replica runs (absent from replicas older than 0.1.0's upgrade support). */
+/** `version`: the Steward version the replica runs (absent from replicas built before upgrade-controller existed). */
 export interface ReplicaDoc { id: string; addresses: string[]; since: string; version?: string }
 export interface LeaderDoc { replica: string; addresses: string[]; since: string }
 
