@@ -7,7 +7,7 @@
  */
 import test from "ava";
 import { existsSync } from "node:fs";
-import { mkdtemp, readlink, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readlink, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControllerClient, STEWARD_VERSION } from "../api";
@@ -83,9 +83,12 @@ test.serial("a release that fails its health gate is rolled back, and the record
 
 test.serial("the good patch release resumes the upgrade and keeps the state; a re-run has nothing to do", async (t) => {
   const patch = await release({ bump: "patch" });
+  // An older release left from before: pruned once the upgrade passed its gate.
+  await mkdir(join(dataDir, "releases", "0.0.9", "controller-bundle"), { recursive: true });
   const r = await patch.steward(home, "upgrade-controller", "-c", "up");
   t.is(r.code, 0, r.stderr);
   t.regex(r.stdout, /resuming the upgrade started/);
+  t.deepEqual((await readdir(join(dataDir, "releases"))).sort(), [STEWARD_VERSION, patch.version].sort(), "the previous release is kept, older ones go");
   t.regex(r.stderr, new RegExp(`back at ${patch.version.replace(/\./g, "\\.")}, a healthy voter`));
   t.is(await runningVersion(), patch.version);
   t.is(await readlink(join(dataDir, "current")), join("releases", patch.version));

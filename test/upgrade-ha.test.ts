@@ -150,10 +150,10 @@ ha("the patch release upgrades the replicas one by one, the leader last, with wr
   t.true(w.writes > 0);
   t.is(w.failures, 0, "no write failed: the client's failover covered every restart");
   await assertNothingLost(t);
-  // The previous release stays on each host for a rollback.
+  // The previous release stays on each host for a rollback; older ones go.
   for (const h of lab.hosts) {
     const kept = await h.exec("test -f /var/lib/steward/controller/launch.previous && ls /opt/steward/controller | wc -l");
-    t.true(kept.code === 0 && Number(kept.stdout.trim()) >= 2, `${h.name} keeps its earlier release`);
+    t.true(kept.code === 0 && Number(kept.stdout.trim()) === 2, `${h.name} keeps the release it ran before and no older one (the failed release is gone): ${kept.stdout}`);
   }
   const again = await patch.steward(home, ...upgradeArgs());
   t.regex(again.stdout, new RegExp(`already at ${patch.version}`));

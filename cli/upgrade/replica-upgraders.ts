@@ -22,6 +22,8 @@ export interface ReplicaUpgrader {
   switchOver(step: ReplicaStep, progress: (line: string) => void): Promise<void>;
   /** Puts the replica back on the release it ran before, and restarts it. */
   rollBack(step: ReplicaStep, progress: (line: string) => void): Promise<void>;
+  /** Once the replica passed its gate: deletes releases older than the one it replaced (kept for a rollback). */
+  prune(step: ReplicaStep): Promise<void>;
 }
 
 export interface SshAccess {
@@ -73,6 +75,7 @@ export function localUpgrader(subs: typeof Substrates, dataDir: string, caCert: 
       progress(`    switched back to ${from}; restarting`);
       await subs.restartLocalController(dataDir, caCert, timeoutMs);
     },
+    async prune() { await subs.pruneLocalReleases(dataDir, [to, from]); },
   };
 }
 
@@ -98,6 +101,7 @@ export function sshUpgrader(subs: typeof Substrates, access: SshAccess): Replica
       progress(`    restoring the previous release on ${step.host}`);
       await withSession(step.host, (s) => subs.ssh.rollbackControllerUpgrade(s, step.name));
     },
+    async prune(step) { await withSession(step.host, (s) => subs.ssh.pruneControllerReleases(s)); },
   };
 }
 

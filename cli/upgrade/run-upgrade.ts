@@ -95,6 +95,8 @@ async function upgradeEach(o: RunUpgradeOptions, record: ControllerUpgrade, mark
     }
     mark(step, "upgraded", plan.to);
     await save();
+    // Tidying is not the upgrade: a failure to delete old files only says so.
+    await o.upgrader.prune(step).catch((err: Error) => progress(`    could not remove older releases of replica ${step.name}: ${err.message}`));
     progress(`    replica ${step.name} is back at ${plan.to}, a healthy voter (${seconds(switched)} s after its switch)`);
   }
 }

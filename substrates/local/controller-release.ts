@@ -6,7 +6,7 @@
  * renamed over the old). The release it ran before is kept there for a rollback.
  */
 import { existsSync } from "node:fs";
-import { cp, readFile, readlink, rename, rm, symlink } from "node:fs/promises";
+import { cp, readdir, readFile, readlink, rename, rm, symlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { StewardError } from "../../api/core";
 import { RELEASE_DIRS, controllerEntry, dataFiles } from "../controller-files";
@@ -50,6 +50,13 @@ export async function stageLocalRelease(dataDir: string, build: string, version:
   for (const d of RELEASE_DIRS) if (existsSync(join(build, d))) await cp(join(build, d), join(staging, d), { recursive: true });
   await rm(target, { recursive: true, force: true });
   await rename(staging, target);
+}
+
+/** Deletes the releases other than `keep` (the current one and the one it replaced). */
+export async function pruneLocalReleases(dataDir: string, keep: string[]): Promise<void> {
+  for (const name of await readdir(join(dataDir, RELEASES)).catch(() => [] as string[])) {
+    if (!keep.includes(name)) await rm(join(dataDir, RELEASES, name), { recursive: true, force: true });
+  }
 }
 
 /** Points `current` at `releases/<version>` atomically. */

@@ -3,4 +3,4 @@ export { CONTROLLER_ENV_VARIABLES, controllerEnvironment, createControllerCa, in
 export type { LocalControllerInit, LocalControllerInitResult, LocalControllerRestore, LocalControllerRestoreResult } from "./controller-process";
 export { AGENT_PID_FILE, LocalMachines } from "./machines";
 export { repointLocalAgents } from "./repoint";
-export { currentLocalRelease, localControllerEntry, runningControllerBuild, stageLocalRelease, switchLocalRelease } from "./controller-release";
+export { currentLocalRelease, localControllerEntry, pruneLocalReleases, runningControllerBuild, stageLocalRelease, switchLocalRelease } from "./controller-release";

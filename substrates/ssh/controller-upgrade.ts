@@ -42,6 +42,17 @@ export async function rollbackControllerUpgrade(s: SshSession, replica: string):
   await ensureService(s, { unit: CONTROLLER_UNIT, description: `Steward controller replica ${replica}`, dir: CONTROLLER_DATA, log: "controller.log", systemd, restart: true });
 }
 
+/** Deletes the releases on the host that neither `launch` nor `launch.previous` runs (earlier upgrades, a failed one). */
+export async function pruneControllerReleases(s: SshSession): Promise<void> {
+  const root = "/opt/steward/controller";
+  await s.must("removing old releases", [
+    `keep="$(grep -ho '${root}/[0-9a-f]*' ${LAUNCH} ${PREVIOUS} 2>/dev/null | sort -u)"`,
+    // Never an empty keep list: with no launch script to read, nothing is removed.
+    `[ -n "$keep" ] || exit 0`,
+    `for d in ${root}/*; do [ -d "$d" ] || continue; echo "$keep" | grep -qxF "$d" || rm -rf "$d"; done`,
+  ].join("\n"), { sudo: true });
+}
+
 /**
  * Stops the replica and waits until its process is gone: the new one must not start while the old
  * one still holds its ports and its etcd member (systemd's restart waits by itself; the supervisor

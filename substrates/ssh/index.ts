@@ -11,4 +11,4 @@ export { ensureService } from "./service";
 export { CONTROLLER_DATA, installController, stageReplica, startReplica, uninstallController } from "./controller-installer";
 export type { ControllerFiles, ControllerInstallPlan, ControllerInstallResult, ReplicaInstallPlan, Staged } from "./controller-installer";
 export type { AgentInstallPlan, InstallResult } from "./agent-installer";
-export { rollbackControllerUpgrade, stageControllerUpgrade, switchControllerRelease } from "./controller-upgrade";
+export { pruneControllerReleases, rollbackControllerUpgrade, stageControllerUpgrade, switchControllerRelease } from "./controller-upgrade";
