@@ -55,10 +55,16 @@ export async function benchUpgradeController(o: BenchOptions = {}): Promise<void
       const release = await makeRelease({ bump: "patch", by: trial + 1 });
       releases.push(release);
       const writer = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 4000 });
-      let stop = false, last = Date.now(), gap = 0;
+      let stop = false, last = Date.now(), gap = 0, gapAt = 0;
+      const started = Date.now();
       const loop = (async () => {
         for (let i = 0; !stop; i++) {
-          try { await writer.createModel(`t${trial}-${i}`); writes++; gap = Math.max(gap, Date.now() - last); last = Date.now(); } catch { failedCalls++; }
+          try {
+            await writer.createModel(`t${trial}-${i}`);
+            writes++;
+            if (Date.now() - last > gap) { gap = Date.now() - last; gapAt = (last - started) / 1000; }
+            last = Date.now();
+          } catch { failedCalls++; }
         }
       })();
       const t0 = performance.now();
@@ -68,7 +74,7 @@ export async function benchUpgradeController(o: BenchOptions = {}): Promise<void
       await loop;
       writer.close();
       if (r.code !== 0) throw new Error(`upgrade to ${release.version} failed: ${r.stderr}`);
-      if (process.env.BENCH_UPGRADE_LOG) process.stdout.write(r.stderr);
+      if (process.env.BENCH_UPGRADE_LOG) process.stdout.write(`${r.stderr}longest gap ${gap} ms, from ${gapAt.toFixed(1)} s after the start\n`);
       gapMs.push(Math.max(gap, Date.now() - last));
       for (const m of r.stderr.matchAll(/a healthy voter \(([\d.]+) s after its switch\)/g)) replicaS.push(Number(m[1]));
     }
