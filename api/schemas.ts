@@ -162,6 +162,18 @@ export const SshTargetSchema = z.strictObject({
 export const SpareHostsRequest = z.strictObject({
   hosts: z.array(SshTargetSchema.omit({ jump: true })).min(1).max(16),
 });
+/** The record `steward upgrade-controller` keeps of its progress (api/wire.ts ControllerUpgrade). */
+const Version = z.string().regex(/^\d+\.\d+\.\d+$/, { message: "must be MAJOR.MINOR.PATCH" });
+const Timestamp = z.string().max(40);
+export const ControllerUpgradeRecord = z.strictObject({
+  run: z.string().regex(/^[A-Za-z0-9-]{1,64}$/),
+  from: Version, to: Version, state: z.enum(["running", "failed", "done"]), startedAt: Timestamp, updatedAt: Timestamp, finishedAt: Timestamp.optional(),
+  replicas: z.array(z.strictObject({
+    name: z.string().min(1).max(100), host: z.string().max(255), version: z.string().max(40),
+    state: z.enum(["pending", "upgrading", "upgraded", "rolled-back", "failed"]), at: Timestamp.optional(), message: z.string().max(2000).optional(),
+  })).max(16),
+  message: z.string().max(2000),
+});
 export const EnableHaRequest = z.strictObject({
   replicas: z.number().int().refine((n) => [1, 3, 5, 7].includes(n), { message: "must be 3, 5 or 7: an even number of voters tolerates no more failures than one fewer, and etcd advises at most 7" }),
   /** New hosts to put replicas on (added to the spare pool first). */

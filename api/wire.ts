@@ -48,9 +48,30 @@ export interface ApplicationInfo {
 export interface ControllerInfo {
   name: string; uuid: string; version: string; addresses: string[];
   /** Replicas that are up now (their presence in the store). */
-  replicas: { id: string; addresses: string[]; leader: boolean; since: string }[];
+  replicas: { id: string; addresses: string[]; leader: boolean; since: string; version?: string }[];
   cluster: ClusterInfo;
 }
+/**
+ * An in-place (patch) upgrade of the controller, as `steward upgrade-controller` records it in the
+ * store while it works replica by replica: `show-controller` shows it, and a re-run resumes from it.
+ */
+export interface ControllerUpgrade {
+  /** Which `upgrade-controller` run writes it: another run may take over only once it is stale. */
+  run: string;
+  from: string;
+  to: string;
+  /** `running`: under way (or its runner died: a re-run resumes); `failed`: stopped at a replica, which was rolled back; `done`. */
+  state: "running" | "failed" | "done";
+  startedAt: string;
+  /** Every write refreshes it: a `running` record not updated for a while is a run that died. */
+  updatedAt: string;
+  finishedAt?: string;
+  /** In upgrade order (followers first, the leader last). */
+  replicas: { name: string; host: string; version: string; state: "pending" | "upgrading" | "upgraded" | "rolled-back" | "failed"; at?: string; message?: string }[];
+  message: string;
+}
+/** A `running` upgrade record not written for this long belongs to a run that died: another run may resume it. */
+export const UPGRADE_RECORD_STALE_MS = 60_000;
 /** What `steward show-controller` shows: membership, votes, health and the quorum keeper. */
 export interface ClusterInfo {
   store: "embedded" | "etcd";
@@ -64,6 +85,8 @@ export interface ClusterInfo {
     hasVote: boolean; learner: boolean; present: boolean; leader: boolean; etcdLeader: boolean; reason?: string;
     /** A replica the quorum keeper launched on a cloud: its instance. */
     instance?: { id: string; zone?: string };
+    /** The Steward version the replica runs (from its presence; absent while it is down). */
+    version?: string;
   }[];
   spares: { host: string; user: string; hostKey: string; failed?: string }[];
   /** Where the keeper launches replicas when no spare host is left. */
@@ -72,6 +95,8 @@ export interface ClusterInfo {
   keeper: { state: string; message: string; history: { at: string; message: string }[] };
   /** Set when the answer comes from this replica alone (no quorum): why. */
   degraded?: string;
+  /** The last in-place upgrade (`steward upgrade-controller`), if any. */
+  upgrade?: ControllerUpgrade;
   /** etcd's raft term as this replica's member sees it: it grows by one (or more) with every etcd election. */
   raftTerm?: number;
 }

@@ -28,6 +28,7 @@ import { benchBackup } from "./backup";
 import { benchMigration } from "./migration";
 import { benchKubernetesPods } from "./kubernetes-pods";
 import { benchKubernetesController } from "./kubernetes-controller";
+import { benchUpgradeController } from "./upgrade-controller";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -59,6 +60,7 @@ const all: Record<string, Benchmark> = {
   backup: { full: () => benchBackup(), smoke: () => benchBackup({ size: 20 }) },
   "kubernetes-pods": { full: () => benchKubernetesPods(), smoke: () => benchKubernetesPods({ size: 2, runs: 1 }) },
   "kubernetes-controller": { full: () => benchKubernetesController(), smoke: () => benchKubernetesController({ runs: 1 }) },
+  "upgrade-controller": { full: () => benchUpgradeController(), smoke: () => benchUpgradeController({ size: 1 }) },
 };
 
 /**

@@ -14,7 +14,7 @@ import type * as WebTerminalModule from "./console/web-terminal";
  * and clipanion builds its parser for that command alone (building it for all of them cost ~60 ms).
  */
 export const COMMAND_NAMES = [
-  "bootstrap", "controllers", "show-controller", "dashboard", "enable-ha", "add-spare", "set-replica-cloud", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
+  "bootstrap", "controllers", "show-controller", "dashboard", "enable-ha", "add-spare", "set-replica-cloud", "upgrade-controller", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
   "create-backup", "backups", "download-backup", "restore-backup",
   "add-model", "models", "switch", "model-config", "model-constraints", "status", "wait-for", "apply", "diff", "destroy-model", "export-model", "import-model", "migrate", "show-migration",
   "deploy", "add-unit", "remove-unit", "config", "constraints", "refresh", "remove-application",

@@ -12,3 +12,6 @@ export { formatStatusTabular } from "./status-format";
 export { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 export type { ClientConfig, ControllerEntry } from "./client-config";
 export { startLocalController } from "../substrates";
+export { planUpgrade } from "./upgrade/plan";
+export type { UpgradePlan, ReplicaStep } from "./upgrade/plan";
+export { unsupportedReplicas } from "./upgrade/replica-upgraders";

@@ -15,10 +15,10 @@ import { join } from "node:path";
 import Fastify from "fastify";
 import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
-import { DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, StewardError, createLogger } from "../api";
+import { DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, ReplicaHostChain, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
-import type { HaPending } from "./cluster";
+import type { HaPending, ReplicaDoc } from "./cluster";
 import type { ControllerConfig, OperatorStorageConfig } from "./config";
 import { AGENT_BUNDLE, CLI_BUNDLE, DEFAULT_AGENT_IMAGE, cliEntry, dataFiles, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
@@ -371,7 +371,7 @@ export class Controller {
 
   /** This replica and its addresses, under its presence lease (gone within the TTL if it dies). */
   private async publishReplica(): Promise<void> {
-    await this.store.put(`${REPLICAS_PREFIX}${this.replicaId}`, JSON.stringify({ id: this.replicaId, addresses: this.ownAddresses, since: new Date().toISOString() }), { lease: this.leaseId });
+    await this.store.put(`${REPLICAS_PREFIX}${this.replicaId}`, JSON.stringify({ id: this.replicaId, addresses: this.ownAddresses, since: new Date().toISOString(), version: STEWARD_VERSION } satisfies ReplicaDoc), { lease: this.leaseId });
   }
 
   /** A new presence lease, with this replica and its agents marked present under it. */

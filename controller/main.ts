@@ -5,6 +5,8 @@
  * creates the data directory and prints `{created, adminPassword, caCert}` as JSON (used by local
  * bootstrap and by bootstrap over SSH, where that output travels back over the encrypted channel; a
  * chosen admin password comes on stdin, never on the command line);
+ * `main.js version` prints `{"version": "X.Y.Z"}`: how `steward upgrade-controller` learns which version
+ * the bundle it carries is, from the bundle itself;
  * `main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise A,B] [--force] [--check-only]`
  * restores a backup into the data directory (the passphrase on stdin; `--check-only` only opens it) and prints
  * `{controller, backupId, revision, keys, models, caCert, epoch}`. Started by `steward bootstrap`
@@ -12,7 +14,7 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createLogger } from "../api";
+import { STEWARD_VERSION, createLogger } from "../api";
 import { initControllerDir } from "./bootstrap";
 import { dataFiles } from "./config";
 import { Controller, StoodDownError } from "./controller";
@@ -21,11 +23,12 @@ import { Controller, StoodDownError } from "./controller";
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A cloud's instance or VM id: `i-0123…`, `vm-42`. */
 const INSTANCE_PATTERN = /^[A-Za-z0-9][\w.-]{0,127}$/;
-const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js --pod --data-dir DIR --seed DIR --enrol DIR --peers SERVICE.NAMESPACE\n       main.js new-ca --name NAME\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--instance ID] [--admin-password-stdin]\n       main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise ADDR,...] [--force] < passphrase\n";
+const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js version\n       main.js --pod --data-dir DIR --seed DIR --enrol DIR --peers SERVICE.NAMESPACE\n       main.js new-ca --name NAME\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--instance ID] [--admin-password-stdin]\n       main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise ADDR,...] [--force] < passphrase\n";
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const flag = (name: string): string | undefined => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+  if (args[0] === "version") { process.stdout.write(JSON.stringify({ version: STEWARD_VERSION }) + "\n"); return; }
   // A CA alone, printed as JSON on stdout (a pipe to the CLI): for a bootstrap that makes replicas' data elsewhere (Kubernetes).
   if (args[0] === "new-ca") {
     const name = flag("--name");

@@ -50,6 +50,14 @@ export const AGENT_BUNDLE = {
   supervisor: join(DIST, "agent-bundle", "supervisor.js"),
 };
 
+/**
+ * A release: the directories of the build output a controller runs from (its bundle finds the
+ * others beside it). `steward upgrade-controller` copies them into a local controller's data directory.
+ */
+export const RELEASE_DIRS = ["controller-bundle", "agent-bundle", "cli-bundle", "proto", "dashboard"];
+/** This installation's build output, holding {@link RELEASE_DIRS}. */
+export const BUILD_DIR = DIST;
+
 /** The controller as shipped to remote hosts (bootstrap over SSH): one bundled script. */
 export const CONTROLLER_BUNDLE = join(DIST, "controller-bundle", "main.js");
 

@@ -12,4 +12,4 @@ export * as vsphere from "./vsphere";
 export * as kubernetes from "./kubernetes";
 export { enrolmentUserData, replicaUserData, sshBootstrapUserData } from "./cloud-init";
 export type { CloudController } from "./cloud-bootstrap";
-export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CLI_BUNDLE, cliEntry, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerEntry, controllerFiles, dataFiles, enrolmentFiles, findOnPath, supervisorEntry } from "./controller-files";
+export { AGENT_BUNDLE, AGENT_NODE_FLAGS, BUILD_DIR, CLI_BUNDLE, RELEASE_DIRS, cliEntry, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerEntry, controllerFiles, dataFiles, enrolmentFiles, findOnPath, supervisorEntry } from "./controller-files";

@@ -26,6 +26,7 @@ const cases: [string, string, string | undefined, string][] = [
   ["/cluster/spares/h1", "cluster-spare", undefined, "h1"],
   ["/cluster/keeper", "cluster-keeper", undefined, ""],
   ["/cluster/replica-cloud", "cluster-replica-cloud", undefined, ""],
+  ["/cluster/upgrade", "cluster-upgrade", undefined, ""],
   ["/cluster/leader", "cluster-leader", undefined, ""],
   ["/cluster/replicas/r2", "cluster-replica", undefined, "r2"],
   [keys.model(M), "model", M, ""],

@@ -20,7 +20,7 @@ import type { DebugLogRecord } from "../debug-log";
 import type { AwsModelSettings, CredentialSubstrate, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../substrates";
 import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
-import type { ApplicationInfo, ControllerInfo, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
+import type { ApplicationInfo, ControllerInfo, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
 import { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, MUTATING_METHODS, REQUEST_ID_HEADER } from "../wire";
 import type { ModelMoved } from "../migration";
 import { isModelMoved } from "../migration";
@@ -243,6 +243,8 @@ export class ControllerClient {
   controllerInfo(): Promise<ControllerInfo> { return this.call("GET", "/v1/controller"); }
   /** Grows the controller to `replicas` voters, on `hosts` and the spare pool; from the embedded store it first moves into etcd. */
   enableHa(req: { replicas: number; hosts?: SpareHost[]; replaceAfterSeconds?: number; maxReplacementsPerHour?: number }): Promise<{ moving: boolean; message: string }> { return this.call("POST", "/v1/controller/enable-ha", req); }
+  /** Records the progress of `steward upgrade-controller` (superusers). */
+  recordUpgrade(record: ControllerUpgrade): Promise<ControllerUpgrade> { return this.call("PUT", "/v1/controller/upgrade", record); }
   addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call("POST", "/v1/controller/spares", { hosts }); }
   /** The cloud the quorum keeper launches replicas on when no spare host is left (undefined: none). */
   setReplicaCloud(cloud: { substrate: "aws" | "vsphere"; credential: string; aws?: Partial<AwsModelSettings>; vsphere?: VsphereModelSettings } | { substrate: "kubernetes"; kubernetes: { namespace: string; statefulSet: string } } | undefined): Promise<unknown> {

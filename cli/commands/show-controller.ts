@@ -8,9 +8,10 @@ export default class ShowControllerCommand extends ControllerCommand {
     category: "Controllers",
     description: "show the controller's replicas, votes, leader and quorum keeper",
     details: `
-      Lists each replica (its etcd member): host, vote, whether it is up now, which one leads the
-      controller and which leads etcd, and its API addresses; then the spare hosts and what the
-      quorum keeper is doing, with its recent steps. Without a majority the answer comes from the
+      Lists each replica (its etcd member): host, the Steward version it runs, vote, whether it is
+      up now, which one leads the controller and which leads etcd, and its API addresses; then the
+      spare hosts, what the quorum keeper is doing, with its recent steps, and the last in-place
+      upgrade (steward upgrade-controller), replica by replica. Without a majority the answer comes from the
       replica reached alone and says so.
     `,
     examples: [["Show the current controller", "$0 show-controller"], ["As JSON", "$0 show-controller --format json"]],
@@ -26,8 +27,8 @@ export default class ShowControllerCommand extends ControllerCommand {
     this.out(`Controller ${info.name} (${info.version}), store ${c.store}, ${voters.filter((m) => m.present).length} of ${c.wantsVote} wanted voters up${c.quorum ? "" : ", NO QUORUM"}`);
     if (c.degraded) this.out(`WARNING ${c.degraded}`);
     this.out();
-    this.context.stdout.write(table(["Replica", "Host", "State", "Vote", "Up", "Leader", "Addresses", "Instance"], c.members.map((m) => [
-      m.name, m.host, m.state + (m.reason ? ` (${m.reason})` : ""), m.hasVote ? "yes" : "no", m.present ? "yes" : "no",
+    this.context.stdout.write(table(["Replica", "Host", "Version", "State", "Vote", "Up", "Leader", "Addresses", "Instance"], c.members.map((m) => [
+      m.name, m.host, m.version ?? "-", m.state + (m.reason ? ` (${m.reason})` : ""), m.hasVote ? "yes" : "no", m.present ? "yes" : "no",
       [m.leader ? "controller" : "", m.etcdLeader ? "etcd" : ""].filter(Boolean).join(",") || "-", m.addresses.join(",") || "-",
       m.instance ? `${m.instance.id}${m.instance.zone ? ` (${m.instance.zone})` : ""}` : "-",
     ])));
@@ -36,6 +37,11 @@ export default class ShowControllerCommand extends ControllerCommand {
     this.out(c.spares.length === 0 ? `Spare hosts: none (add with steward add-spare${c.replicaCloud ? "" : ", or set a cloud with steward set-replica-cloud"})` : `Spare hosts: ${c.spares.map((s) => `${s.user}@${s.host}${s.failed ? ` (skipped: ${s.failed})` : ""}`).join(", ")}`);
     this.out(`Quorum keeper: ${c.keeper.state}: ${c.keeper.message || "-"} (replace after ${c.replaceAfterSeconds} s, at most ${c.maxReplacementsPerHour} an hour)`);
     for (const e of c.keeper.history.slice(-8)) this.out(`  ${e.at}  ${e.message}`);
+    const u = c.upgrade;
+    if (u) {
+      this.out(`Upgrade ${u.from} -> ${u.to}: ${u.state}, started ${u.startedAt}${u.finishedAt ? `, finished ${u.finishedAt}` : `, last progress ${u.updatedAt}`}: ${u.message}`);
+      for (const r of u.replicas) this.out(`  ${r.name}${r.host ? ` (${r.host})` : ""}: ${r.state} at ${r.version}${r.message ? `: ${r.message}` : ""}`);
+    }
     return 0;
   }
 }

@@ -73,6 +73,7 @@ const REFUSED: Record<string, string> = {
   "create-backup": `${OWN_MACHINE}: it reads the passphrase from the terminal, a file or the environment, and writes the backup to a local file`,
   "download-backup": `${OWN_MACHINE}: it writes the backup to a local file`,
   "restore-backup": `${OWN_MACHINE}: it reads a local backup file and starts a controller`,
+  "upgrade-controller": `${OWN_MACHINE}: it restarts every replica, the one serving this console too, from the release your own steward carries`,
 };
 
 /** Why `words` (a command line without `steward`) may not run in the web console, or undefined when it may. */

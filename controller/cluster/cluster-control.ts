@@ -6,8 +6,8 @@
  */
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { ClusterInfo, SpareHost } from "../../api";
-import { StewardError } from "../../api";
+import type { ClusterInfo, ControllerUpgrade, SpareHost } from "../../api";
+import { StewardError, UPGRADE_RECORD_STALE_MS } from "../../api";
 import { ssh } from "../../substrates";
 import type { ControllerConfig } from "../config";
 import { advertisedHost, dataFiles, findOnPath } from "../config";
@@ -15,6 +15,7 @@ import type { StateCache } from "../state";
 import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
 import { clientUrl, etcdGet, peerUrl } from "./etcd-member";
 import type { Store } from "../store";
+import { unchanged } from "../store";
 import type { Sealer } from "../security/sealing";
 import type { HaConfig, ReplicaCloudDoc, SpareDoc, SpareKey } from "./cluster-docs";
 import { DEFAULT_HA_CONFIG, clusterKeys, sparePurpose } from "./cluster-docs";
@@ -44,11 +45,12 @@ export class ClusterControl {
       wantsVote: ha.replicas, replaceAfterSeconds: ha.replaceAfterSeconds, maxReplacementsPerHour: ha.maxReplacementsPerHour,
       spares: [...cache.spares.values()].map((s) => ({ host: s.host, user: s.user, hostKey: s.hostKey, ...(s.failed ? { failed: s.failed } : {}) })),
       keeper: { state: cache.keeper?.state ?? "idle", message: cache.keeper?.message ?? "", history: (cache.keeper?.history ?? []).slice(-15) },
+      ...(cache.upgrade ? { upgrade: cache.upgrade } : {}),
       ...(cache.replicaCloud ? { replicaCloud: { substrate: cache.replicaCloud.substrate, ...(cache.replicaCloud.substrate !== "kubernetes" ? { credential: cache.replicaCloud.credential } : {}), summary: replicaCloudSummary(cache.replicaCloud) } } : {}),
     };
     if (!membership) {
       const only = [...cache.replicas.values()][0];
-      return { store: "embedded", quorum: true, ...base, members: only ? [{ name: only.id, host: "", addresses: only.addresses, state: "member", hasVote: true, learner: false, present: true, leader: true, etcdLeader: false }] : [] };
+      return { store: "embedded", quorum: true, ...base, members: only ? [{ name: only.id, host: "", addresses: only.addresses, state: "member", hasVote: true, learner: false, present: true, leader: true, etcdLeader: false, ...(only.version ? { version: only.version } : {}) }] : [] };
     }
     // Without quorum this replica's member may not answer either: fall back to the recorded members.
     const listed = await membership.list().catch(() => undefined);
@@ -66,7 +68,7 @@ export class ClusterControl {
       return {
         name, host: doc?.host ?? hostOf(m.peerUrls[0]), addresses: replica?.addresses ?? [], state: m.learner ? "learner" : "voter",
         hasVote: !m.learner, learner: m.learner, present: replica !== undefined, leader: cache.leader?.replica === name, etcdLeader: etcdLeader === m.id,
-        ...(doc?.instance ? { instance: doc.instance } : {}),
+        ...(doc?.instance ? { instance: doc.instance } : {}), ...(replica?.version ? { version: replica.version } : {}),
       };
     });
     // Replicas replaced or given up on stay listed with why, so an operator sees what happened.
@@ -78,6 +80,22 @@ export class ClusterControl {
     const voters = reachable.length;
     const degraded = `no quorum: ${up} of ${voters} voting members answer, ${Math.floor(voters / 2) + 1} are needed; the controller cannot change anything and the quorum keeper replaces nothing until a majority is back`;
     return { store: "etcd", quorum, ...base, members: rows.map((r) => ({ ...r, present: false, leader: false })), keeper: { ...base.keeper, state: "blocked", message: degraded }, degraded };
+  }
+
+  /**
+   * Records `steward upgrade-controller`'s progress. The CLI drives the upgrade (it restarts every
+   * replica, this one included), so the record is its own; the controller only keeps and shows it.
+   */
+  async recordUpgrade(record: ControllerUpgrade): Promise<void> {
+    const kv = await this.d.store.get(clusterKeys.upgrade);
+    const current = kv ? (JSON.parse(kv.value) as ControllerUpgrade) : undefined;
+    // Two runs at once would restart two replicas at once: a live run's record is its own.
+    if (current && current.run !== record.run && current.state === "running" && Date.now() - Date.parse(current.updatedAt) < UPGRADE_RECORD_STALE_MS) {
+      throw new StewardError("conflict", `another upgrade-controller run is upgrading the controller to ${current.to} (last progress at ${current.updatedAt}): wait for it (steward show-controller)`, { retryable: false });
+    }
+    const res = await this.d.store.txn({ compare: [unchanged(clusterKeys.upgrade, kv?.modRevision ?? 0)], success: [{ type: "put", key: clusterKeys.upgrade, value: JSON.stringify(record) }] });
+    if (!res.succeeded) throw new StewardError("conflict", "the upgrade record changed while it was written; retry", { retryable: true });
+    await this.d.cache.catchUp();
   }
 
   /** Whether an etcd member answers at all (`/version` needs no leader). */

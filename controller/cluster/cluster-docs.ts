@@ -14,6 +14,8 @@ export const clusterKeys = {
   keeper: "/cluster/keeper",
   /** Where the keeper launches replicas when no spare host is left (`steward set-replica-cloud`). */
   replicaCloud: "/cluster/replica-cloud",
+  /** The last in-place upgrade's progress (`steward upgrade-controller`; api ControllerUpgrade). */
+  upgrade: "/cluster/upgrade",
 };
 
 export const ALLOWED_REPLICAS = [1, 3, 5, 7] as const;

@@ -3,7 +3,8 @@ import { kubernetes } from "../../substrates";
 import type { StateCache } from "../state";
 
 export const REPLICAS_PREFIX = "/cluster/replicas/";
-export interface ReplicaDoc { id: string; addresses: string[]; since: string }
+/** `version`: the Steward version the replica runs (absent from replicas built before upgrade-controller existed). */
+export interface ReplicaDoc { id: string; addresses: string[]; since: string; version?: string }
 export interface LeaderDoc { replica: string; addresses: string[]; since: string }
 
 /**

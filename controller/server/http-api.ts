@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../../api";
 import {
   ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, ChangePasswordRequest, CreateModelRequest, CredentialRequest, ReplicaCloudRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
-  MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
+  ControllerUpgradeRecord, MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
   LEGACY_HASH_MESSAGE, operatorHashProblem, formatConstraints, hasConstraints,
 } from "../../api";
 import type { SessionInfo } from "../../api";
@@ -171,6 +171,13 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const body = parseRequest(EnableHaRequest, req.body, "enable-ha request");
     reply.code(202);
     return deps.cluster.enableHa(body);
+  });
+
+  app.put("/v1/controller/upgrade", async (req) => {
+    requireSuperuser(principalOf(req));
+    const body = parseRequest(ControllerUpgradeRecord, req.body, "upgrade record");
+    await deps.cluster.recordUpgrade(body);
+    return body;
   });
 
   app.post("/v1/controller/spares", async (req, reply) => {

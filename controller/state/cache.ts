@@ -6,7 +6,7 @@
  */
 import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "../cluster/cluster-docs";
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
-import type { StatusInfo, WorkloadStatus } from "../../api";
+import type { ControllerUpgrade, StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
 import type { AccessDoc, ApplicationDoc, ControllerDoc, RestoreEpochDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, MigrationDoc, ModelDoc, OperatorDoc, PresenceDoc, QueuedTaskDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
 import type { ImportOrigin, ImportedRevisionsDoc } from "./imported-revisions";
@@ -79,13 +79,15 @@ export class StateCache {
   readonly models = new Map<string, ModelIndex>();
   readonly operators = new Map<string, OperatorDoc>();
   /** Controller replicas by id, and the current controller leader. */
-  readonly replicas = new Map<string, { id: string; addresses: string[]; since: string }>();
+  readonly replicas = new Map<string, { id: string; addresses: string[]; since: string; version?: string }>();
   leader?: { replica: string; addresses: string[]; since: string };
   /** The cluster's documents (controller/cluster/cluster-docs.ts), for status and the quorum keeper. */
   readonly clusterMembers = new Map<string, MemberDoc>();
   readonly spares = new Map<string, SpareDoc>();
   haConfig?: HaConfig;
   keeper?: KeeperDoc;
+  /** The last in-place upgrade's progress (steward upgrade-controller). */
+  upgrade?: ControllerUpgrade;
   replicaCloud?: ReplicaCloudDoc;
   /** Each model's last migration, by model uuid (kept after the model moved: redirects read it). */
   readonly migrations = new Map<string, MigrationDoc>();
@@ -149,6 +151,7 @@ export class StateCache {
     this.spares.clear();
     this.haConfig = undefined;
     this.keeper = undefined;
+    this.upgrade = undefined;
     this.replicaCloud = undefined;
     this.migrations.clear();
   }
@@ -212,6 +215,7 @@ export class StateCache {
       case "cluster-spare": set(this.spares, id); return CLUSTER_CHANGED;
       case "cluster-config": this.haConfig = doc as HaConfig | undefined; return CLUSTER_CHANGED;
       case "cluster-keeper": this.keeper = doc as KeeperDoc | undefined; return CLUSTER_CHANGED;
+      case "cluster-upgrade": this.upgrade = doc as ControllerUpgrade | undefined; return CLUSTER_CHANGED;
       case "cluster-replica-cloud": this.replicaCloud = doc as ReplicaCloudDoc | undefined; return CLUSTER_CHANGED;
       // A migration changes what the model's agents are told (pause, report, switch).
       case "migration": set(this.migrations, id); return this.models.has(id) ? id : undefined;

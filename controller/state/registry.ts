@@ -15,7 +15,7 @@ export type KindName =
   // controller-wide
   | "controller-info" | "token-key" | "user" | "revoked-token" | "model-name" | "operator" | "operator-chunk" | "operator-upload"
   | "credential" | "enrolment" | "request-record" | "restore-epoch" | "backup" | "backup-chunk"
-  | "cluster-leader" | "cluster-replica" | "cluster-member" | "cluster-spare" | "cluster-config" | "cluster-keeper" | "cluster-replica-cloud"
+  | "cluster-leader" | "cluster-replica" | "cluster-member" | "cluster-spare" | "cluster-config" | "cluster-keeper" | "cluster-replica-cloud" | "cluster-upgrade"
   | "migration" | "migration-report" | "migration-stage" | "migration-stage-chunk" | "migration-arrival"
   // one model's
   | "model" | "app" | "unit" | "unit-status" | "unit-failure" | "machine" | "machine-info" | "machine-install"
@@ -64,6 +64,7 @@ export const KINDS: readonly KindSpec[] = [
   kind("cluster-config", ["cluster", "config"], true, CONTROLLER_WIDE),
   kind("cluster-keeper", ["cluster", "keeper"], true, CONTROLLER_WIDE),
   kind("cluster-replica-cloud", ["cluster", "replica-cloud"], true, CONTROLLER_WIDE),
+  kind("cluster-upgrade", ["cluster", "upgrade"], true, CONTROLLER_WIDE),
   // Model migration (controller/migration/): by model uuid, so the record outlives the model it moved (redirects).
   kind("migration", ["migrations", ID], true, "the source's record of moving the model; the target keeps none"),
   kind("migration-report", ["migration-reports", ID], false, "agents' answers to one migration of the source"),

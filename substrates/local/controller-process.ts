@@ -9,6 +9,7 @@ import { open, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ControllerClient, StewardError } from "../../api/core";
 import { CONTROLLER_NODE_FLAGS, controllerEntry, dataFiles, supervisorEntry } from "../controller-files";
+import { localControllerEntry } from "./controller-release";
 import { AGENT_PID_FILE } from "./machines";
 import { isProcessOf, readPidFile, stopProcess } from "./processes";
 
@@ -116,7 +117,7 @@ export async function startLocalController(dataDir: string, caCert: string, time
   const running = await readPidFile(join(dataDir, dataFiles.supervisorPid));
   if (!running || !isProcessOf(running, dataDir)) {
     const log = await open(join(dataDir, dataFiles.log), "a", 0o600);
-    const controller = [process.execPath, ...CONTROLLER_NODE_FLAGS, controllerEntry(), "--data-dir", dataDir];
+    const controller = [process.execPath, ...CONTROLLER_NODE_FLAGS, localControllerEntry(dataDir), "--data-dir", dataDir];
     // The controller writes its pid file once it serves: the supervisor's sign that it came up.
     const args = [supervisorEntry(), "--pid-file", join(dataDir, dataFiles.supervisorPid), "--ready-file", join(dataDir, dataFiles.pid), "--", ...controller];
     const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", log.fd, log.fd], env: controllerEnvironment() });
@@ -141,13 +142,29 @@ export async function startLocalController(dataDir: string, caCert: string, time
   throw new StewardError("unavailable", `the controller did not start${exited !== null ? ` (it exited with code ${exited})` : ` within ${timeoutMs / 1000} s`}; the end of ${join(dataDir, dataFiles.log)}:\n  ${tail}`);
 }
 
-/** Stops a local controller and the agents it started, then deletes its data directory. */
-export async function removeLocalController(dataDir: string): Promise<void> {
+/** Stops a local controller and its supervisor (its agents go on running). */
+export async function stopLocalController(dataDir: string): Promise<void> {
   // The supervisor first, so that it does not start the controller again; it stops the controller.
   const supervisor = await readPidFile(join(dataDir, dataFiles.supervisorPid));
   if (supervisor) await stopProcess(supervisor, dataDir, 15_000);
   const pid = await readPidFile(join(dataDir, dataFiles.pid));
   if (pid) await stopProcess(pid, dataDir);
+}
+
+/**
+ * Stops the controller and starts it again on its current release (upgrade-controller). Its pid
+ * file goes first: it is the supervisor's sign that the controller served, so a release that dies
+ * before serving is reported at once instead of restarted.
+ */
+export async function restartLocalController(dataDir: string, caCert: string, timeoutMs?: number): Promise<string[]> {
+  await stopLocalController(dataDir);
+  await rm(join(dataDir, dataFiles.pid), { force: true });
+  return startLocalController(dataDir, caCert, timeoutMs);
+}
+
+/** Stops a local controller and the agents it started, then deletes its data directory. */
+export async function removeLocalController(dataDir: string): Promise<void> {
+  await stopLocalController(dataDir);
   // Agents of machines whose removal did not finish (forced models).
   const machinesDir = join(dataDir, dataFiles.machines);
   for (const model of await readdir(machinesDir).catch(() => [] as string[])) {

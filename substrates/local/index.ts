@@ -1,5 +1,6 @@
 export { freePort, isProcessOf, portFree, readPidFile, stopProcess } from "./processes";
-export { CONTROLLER_ENV_VARIABLES, controllerEnvironment, createControllerCa, initLocalController, removeLocalController, restoreLocalController, startLocalController } from "./controller-process";
+export { CONTROLLER_ENV_VARIABLES, controllerEnvironment, createControllerCa, initLocalController, removeLocalController, restartLocalController, restoreLocalController, startLocalController, stopLocalController } from "./controller-process";
 export type { LocalControllerInit, LocalControllerInitResult, LocalControllerRestore, LocalControllerRestoreResult } from "./controller-process";
 export { AGENT_PID_FILE, LocalMachines } from "./machines";
 export { repointLocalAgents } from "./repoint";
+export { currentLocalRelease, localControllerEntry, pruneLocalReleases, runningControllerBuild, stageLocalRelease, switchLocalRelease } from "./controller-release";

@@ -52,7 +52,11 @@ export interface ControllerInstallResult { created: boolean; adminPassword?: str
 /** Where a replica keeps its data on a host. */
 export const CONTROLLER_DATA = "/var/lib/steward/controller";
 
-interface Staged { node: string; root: string; etcd?: string; facts: HostFacts }
+/** The controller's service (a systemd unit, or a supervised process named so). */
+export const CONTROLLER_UNIT = "steward-controller";
+
+/** A release staged on a host: `root` is `/opt/steward/controller/<content hash>`, so releases sit side by side. */
+export interface Staged { node: string; root: string; etcd?: string; facts: HostFacts }
 
 /** Uploads everything a replica runs (only what the host lacks); starts nothing. */
 export async function stageController(s: SshSession, files: ControllerFiles, note: (step: string) => void, opts: { etcd: boolean }): Promise<Staged> {
@@ -90,11 +94,12 @@ async function ensureEtcd(s: SshSession, facts: HostFacts, local: string | undef
   return path;
 }
 
-async function startControllerService(s: SshSession, staged: Staged, description: string, note: (step: string) => void): Promise<void> {
+/** `launch` runs the staged release; a changed one (a new release: upgrade-controller) restarts the service, as does `restart`. */
+export async function startControllerService(s: SshSession, staged: Staged, description: string, note: (step: string) => void, restart = false): Promise<void> {
   const main = `${staged.root}/controller-bundle/main.js`;
   const launch = `#!/bin/sh\n# Starts ${description}.\n${staged.etcd ? `PATH=${shellQuote(staged.etcd.replace(/\/etcd$/, ""))}:$PATH; export PATH\n` : ""}exec ${shellQuote(staged.node)} --max-semi-space-size=4 ${shellQuote(main)} --data-dir ${CONTROLLER_DATA}\n`;
   const launchChanged = await writeIfDifferent(s, `${CONTROLLER_DATA}/launch`, launch, "0755");
-  const changed = await ensureService(s, { unit: "steward-controller", description, dir: CONTROLLER_DATA, log: "controller.log", systemd: staged.facts.systemd, restart: launchChanged });
+  const changed = await ensureService(s, { unit: CONTROLLER_UNIT, description, dir: CONTROLLER_DATA, log: "controller.log", systemd: staged.facts.systemd, restart: launchChanged || restart });
   note(changed ? "controller service started" : "controller service already running");
 }
 

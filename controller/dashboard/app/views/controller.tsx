@@ -1,4 +1,4 @@
-/** The controller: its replicas, the etcd voters and leader, spare hosts or the replica cloud, and the quorum keeper's history. */
+/** The controller: its replicas (and the version each runs), the etcd voters and leader, spare hosts or the replica cloud, the quorum keeper's history, and the last in-place upgrade. */
 import type { ControllerInfo } from "../../../../api/browser";
 import { Ago, Badge, Empty, Section } from "../ui";
 
@@ -14,8 +14,8 @@ export function ControllerView({ info }: { info: ControllerInfo | undefined }) {
         {c.degraded ? <p class="error-note">{c.degraded}</p> : null}
       </div>
       <Section title="Replicas">
-        <table class="grid"><thead><tr><th>Replica</th><th>Addresses</th><th>Role</th><th>Up since</th></tr></thead>
-          <tbody>{info.replicas.map((r) => <tr key={r.id} data-replica={r.id}><td>{r.id}</td><td><code>{r.addresses.join(" ")}</code></td><td>{r.leader ? <span class="leader">★ leader</span> : "follower"}</td><td><Ago at={r.since} /></td></tr>)}</tbody></table>
+        <table class="grid"><thead><tr><th>Replica</th><th>Addresses</th><th>Version</th><th>Role</th><th>Up since</th></tr></thead>
+          <tbody>{info.replicas.map((r) => <tr key={r.id} data-replica={r.id}><td>{r.id}</td><td><code>{r.addresses.join(" ")}</code></td><td>{r.version ?? "—"}</td><td>{r.leader ? <span class="leader">★ leader</span> : "follower"}</td><td><Ago at={r.since} /></td></tr>)}</tbody></table>
       </Section>
       {c.store === "etcd" ? (
         <Section title="etcd members">
@@ -46,6 +46,13 @@ export function ControllerView({ info }: { info: ControllerInfo | undefined }) {
           )}
         </Section>
       </div>
+      {c.upgrade ? (
+        <Section title={`Upgrade ${c.upgrade.from} → ${c.upgrade.to}`}>
+          <p><Badge status={c.upgrade.state === "done" ? "active" : c.upgrade.state === "failed" ? "error" : "executing"} /> {c.upgrade.message} · started <Ago at={c.upgrade.startedAt} />{c.upgrade.finishedAt ? <> · finished <Ago at={c.upgrade.finishedAt} /></> : null}</p>
+          <table class="grid compact"><thead><tr><th>Replica</th><th>Host</th><th>State</th><th>Version</th><th>Note</th></tr></thead>
+            <tbody>{c.upgrade.replicas.map((r) => <tr key={r.name}><td>{r.name}</td><td><code>{r.host}</code></td><td>{r.state}</td><td>{r.version}</td><td class="message">{r.message ?? ""}</td></tr>)}</tbody></table>
+        </Section>
+      ) : null}
     </div>
   );
 }

@@ -1,0 +1,103 @@
+import { Command, Option, UsageError } from "clipanion";
+import type * as Substrates from "../../substrates";
+import { STEWARD_VERSION, StewardError } from "../../api/core";
+import { ControllerCommand } from "../base-command";
+import { readPrivateKey } from "../ssh-options";
+import { DURATION_HELP, isDuration } from "../validators";
+import { planUpgrade } from "../upgrade/plan";
+import type { UpgradePlan } from "../upgrade/plan";
+import type { ReplicaUpgrader } from "../upgrade/replica-upgraders";
+import { bundleVersion, localUpgrader, sshUpgrader, unsupportedReplicas } from "../upgrade/replica-upgraders";
+import { runUpgrade } from "../upgrade/run-upgrade";
+
+export default class UpgradeControllerCommand extends ControllerCommand {
+  static override paths = [["upgrade-controller"]];
+  static override usage = Command.Usage({
+    category: "Controllers",
+    description: "upgrade the controller in place to this client's patch version",
+    details: `
+      Brings the controller to the version of this \`steward\`, which carries the new controller
+      release: one replica at a time, followers first and the leader last (so leadership moves
+      once). Each replica gets the new release beside the one it runs, is switched to it and
+      restarted, and must come back as a healthy voter at the new version, caught up, before the
+      next one is touched; quorum holds throughout. A replica that fails this is rolled back to the
+      release it ran, and the upgrade stops there.
+
+      Only patch versions are applied in place (0.1.0 to 0.1.3). A new minor or major version goes
+      by migration: bootstrap a new controller and move the models to it
+      (\`--via-migration TARGET\`, not yet available). Refused too: an older client, a replica that is
+      down or still joining, and an upgrade to another version left unfinished.
+
+      The progress is recorded in the controller (\`steward show-controller\` shows it); running the
+      same upgrade again resumes where it stopped. \`--dry-run\` prints the plan and changes nothing.
+
+      Local controllers keep their releases in their data directory (\`releases/\`, \`current\`).
+      Replicas installed over SSH get the release from this client over SSH (give the key as at
+      bootstrap, and each host's key as \`--host-key HOST=SHA256:…\`); the previous release stays on
+      the host for a rollback. Replicas on Kubernetes are upgraded by their image; replicas on cloud
+      instances are not supported yet.
+    `,
+    examples: [
+      ["Show what would be done", "$0 upgrade-controller --dry-run"],
+      ["Upgrade a local controller", "$0 upgrade-controller -c local"],
+      ["Upgrade three replicas installed over SSH", "$0 upgrade-controller -c prod --key-file ~/.ssh/id_ed25519 --host-key 10.0.0.5=SHA256:A… --host-key 10.0.0.6=SHA256:B… --host-key 10.0.0.7=SHA256:C…"],
+    ],
+  });
+
+  dryRun = Option.Boolean("--dry-run", false, { description: "Print the plan (replica order, versions) and change nothing" });
+  timeout = Option.String("--timeout", "10m", { description: "How long each replica may take to come back healthy: " + DURATION_HELP, validator: isDuration() });
+  viaMigration = Option.String("--via-migration", { description: "Upgrade to a new minor or major version by migrating models to the controller TARGET (not yet available)" });
+  keyFile = Option.String("--key-file", { description: "SSH replicas: private key file for their hosts" });
+  keyEnv = Option.String("--key-env", { description: "SSH replicas: name of an environment variable holding the private key" });
+  sshUser = Option.String("--ssh-user", "root", { description: "SSH replicas: the user to log in as" });
+  hostKey = Option.Array("--host-key", [], { description: "SSH replicas: a host's pinned key, HOST=SHA256:…, one per host" });
+  tofu = Option.Boolean("--trust-on-first-use", false, { description: "SSH replicas: accept the host keys offered now" });
+
+  async run(): Promise<number> {
+    if (this.viaMigration !== undefined) {
+      throw new UsageError(`--via-migration is not yet available: upgrading by migration needs model migration, which this steward does not have yet. A patch version goes in place: steward upgrade-controller without --via-migration`);
+    }
+    const { name, entry } = await this.resolveController();
+    const subs = require("../../substrates") as typeof Substrates;
+    const to = await bundleVersion(subs);
+    if (to !== STEWARD_VERSION) throw new StewardError("internal", `this steward is ${STEWARD_VERSION} but carries a controller release of ${to}: its build is inconsistent; rebuild it (npm run build)`);
+    const client = await this.connect();
+    const plan = planUpgrade(await client.controllerInfo(), to);
+    if (plan.steps.length === 0) {
+      if (plan.resumes && !this.dryRun) await client.recordUpgrade({ ...plan.resumes, state: "done", message: `every replica runs ${to}`, updatedAt: new Date().toISOString(), finishedAt: new Date().toISOString() });
+      this.out(`Controller "${name}" is already at ${to}: nothing to do.`);
+      return 0;
+    }
+    const unsupported = unsupportedReplicas(entry, plan.steps, to);
+    if (unsupported) throw new StewardError("invalid-request", unsupported);
+    const upgrader = entry.dataDir ? localUpgrader(subs, entry.dataDir, entry.caCert, this.timeout) : await this.sshUpgrader(subs, plan);
+    this.printPlan(name, plan);
+    if (this.dryRun) { this.out("Dry run: nothing was changed."); return 0; }
+    const t0 = Date.now();
+    await runUpgrade({ client, caCert: entry.caCert, plan, upgrader, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+    this.out(`Controller "${name}" upgraded to ${to} in ${((Date.now() - t0) / 1000).toFixed(1)} s.`);
+    return 0;
+  }
+
+  private printPlan(name: string, plan: UpgradePlan): void {
+    this.out(`Upgrade plan for controller "${name}": ${plan.from} -> ${plan.to}, one replica at a time${plan.resumes ? ` (resuming the upgrade started ${plan.resumes.startedAt})` : ""}`);
+    for (const [i, s] of plan.steps.entries()) this.out(`  ${i + 1}. ${s.name}${s.host ? ` on ${s.host}` : ""}: ${s.version} -> ${plan.to}${s.leader ? " (the leader, last)" : ""}`);
+    for (const s of plan.done) this.out(`  -  ${s.name}${s.host ? ` on ${s.host}` : ""}: already at ${plan.to}`);
+  }
+
+  /** SSH access to every replica's host, checked before anything changes. */
+  private async sshUpgrader(subs: typeof Substrates, plan: UpgradePlan): Promise<ReplicaUpgrader> {
+    const hostKeys: Record<string, string> = {};
+    for (const h of this.hostKey) {
+      const m = /^([^=\s]+)=(SHA256:\S+)$/.exec(h);
+      if (!m) throw new UsageError(`--host-key ${h}: give HOST=SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host)`);
+      hostKeys[m[1]!] = m[2]!;
+    }
+    for (const s of plan.steps) if (!s.host) throw new StewardError("internal", `replica ${s.name} has no known host to reach over SSH`);
+    const unpinned = plan.steps.filter((s) => !hostKeys[s.host]).map((s) => s.host);
+    if (this.dryRun) return sshUpgrader(subs, { user: this.sshUser, privateKey: "", hostKeys, trustOnFirstUse: this.tofu });
+    if (unpinned.length > 0 && !this.tofu) throw new UsageError(`the host keys of ${unpinned.join(", ")} are not pinned: pass --host-key HOST=SHA256:… for each, or --trust-on-first-use`);
+    const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
+    return sshUpgrader(subs, { user: this.sshUser, privateKey, hostKeys, trustOnFirstUse: this.tofu });
+  }
+}
