@@ -196,3 +196,25 @@ test.serial("bad migration requests are refused, saying why, and change nothing"
   t.not(r.code, 0);
   t.regex(r.stdout + r.stderr, /not known here/);
 });
+
+test.serial("upgrade-controller --via-migration moves every model, one at a time, stops at the first that cannot move, and moves the rest when run again", async (t) => {
+  for (const m of ["via-1", "via-2", "via-3"]) await a.admin.createModel(m);
+  await b.admin.createModel("via-2"); // the target has one by that name: that model cannot move
+  const dry = await steward("upgrade-controller", "-c", "a", "--via-migration", "b", "--dry-run");
+  t.is(dry.code, 0, dry.stdout + dry.stderr);
+  t.regex(dry.stdout, /\d\. via-1\n\s+\d\. via-2\n\s+\d\. via-3\n/);
+  t.true((await a.admin.listModels()).some((m) => m.name === "via-1"), "a dry run moves nothing");
+
+  const first = await steward("upgrade-controller", "-c", "a", "--via-migration", "b");
+  t.not(first.code, 0);
+  t.regex(first.stderr, /stopped at model via-2: .*already has a model named via-2.*Moved to b: (.*, )?via-1; still on a: via-2, via-3\./);
+  const onA = (await a.admin.listModels()).map((m) => m.name).sort();
+  t.deepEqual(onA, ["via-2", "via-3"], "the models before via-2 moved, via-2 and those after it stayed");
+
+  await b.admin.destroyModel("via-2", true);
+  const again = await steward("upgrade-controller", "-c", "a", "--via-migration", "b");
+  t.is(again.code, 0, again.stdout + again.stderr);
+  t.regex(again.stdout, /Every model of "a" now lives on "b" \(2 moved/);
+  t.deepEqual((await a.admin.listModels()).map((m) => m.name), []);
+  t.true((await b.admin.listModels()).some((m) => m.name === "via-3"));
+});

@@ -9,6 +9,7 @@ import type { UpgradePlan } from "../upgrade/plan";
 import type { ReplicaUpgrader } from "../upgrade/replica-upgraders";
 import { bundleVersion, localUpgrader, sshUpgrader, unsupportedReplicas } from "../upgrade/replica-upgraders";
 import { runUpgrade } from "../upgrade/run-upgrade";
+import { upgradeViaMigration } from "../upgrade/via-migration";
 
 export default class UpgradeControllerCommand extends ControllerCommand {
   static override paths = [["upgrade-controller"]];
@@ -25,7 +26,8 @@ export default class UpgradeControllerCommand extends ControllerCommand {
 
       Only patch versions are applied in place (0.1.0 to 0.1.3). A new minor or major version goes
       by migration: bootstrap a new controller and move the models to it
-      (\`--via-migration TARGET\`, not yet available). Refused too: an older client, a replica that is
+      (\`--via-migration TARGET\`: every model moved there, one at a time, stopping at the first
+      that does not move; run it again to move the rest). Refused too: an older client, a replica that is
       down or still joining, and an upgrade to another version left unfinished.
 
       The progress is recorded in the controller (\`steward show-controller\` shows it); running the
@@ -46,7 +48,7 @@ export default class UpgradeControllerCommand extends ControllerCommand {
 
   dryRun = Option.Boolean("--dry-run", false, { description: "Print the plan (replica order, versions) and change nothing" });
   timeout = Option.String("--timeout", "10m", { description: "How long each replica may take to come back healthy: " + DURATION_HELP, validator: isDuration() });
-  viaMigration = Option.String("--via-migration", { description: "Upgrade to a new minor or major version by migrating models to the controller TARGET (not yet available)" });
+  viaMigration = Option.String("--via-migration", { description: "Upgrade to a new minor or major version: move every model to the controller TARGET (this client's name for it), one at a time" });
   keyFile = Option.String("--key-file", { description: "SSH replicas: private key file for their hosts" });
   keyEnv = Option.String("--key-env", { description: "SSH replicas: name of an environment variable holding the private key" });
   sshUser = Option.String("--ssh-user", "root", { description: "SSH replicas: the user to log in as" });
@@ -54,10 +56,17 @@ export default class UpgradeControllerCommand extends ControllerCommand {
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "SSH replicas: accept the host keys offered now" });
 
   async run(): Promise<number> {
+    const { name, entry, cfg } = await this.resolveController();
     if (this.viaMigration !== undefined) {
-      throw new UsageError(`--via-migration is not yet available: upgrading by migration needs model migration, which this steward does not have yet. A patch version goes in place: steward upgrade-controller without --via-migration`);
+      const target = cfg.controllers[this.viaMigration];
+      if (!target) throw new UsageError(`controller "${this.viaMigration}" is not known here (known: ${Object.keys(cfg.controllers).join(", ")}): bootstrap the new version's controller, or log in to it, first`);
+      if (this.viaMigration === name) throw new UsageError(`${name} is the controller being upgraded: name the new one`);
+      const t0 = Date.now();
+      const moved = await upgradeViaMigration({ source: await this.connect(), sourceName: name, targetName: this.viaMigration, target, dryRun: this.dryRun, out: (l) => this.out(l) });
+      if (this.dryRun) this.out("Dry run: nothing was changed.");
+      else this.out(`Every model of "${name}" now lives on "${this.viaMigration}" (${moved.length} moved in ${((Date.now() - t0) / 1000).toFixed(1)} s). Clients and agents that still come to "${name}" are sent there; remove it once nothing does (steward destroy-controller ${name}).`);
+      return 0;
     }
-    const { name, entry } = await this.resolveController();
     const subs = require("../../substrates") as typeof Substrates;
     const to = await bundleVersion(subs);
     if (to !== STEWARD_VERSION) throw new StewardError("internal", `this steward is ${STEWARD_VERSION} but carries a controller release of ${to}: its build is inconsistent; rebuild it (npm run build)`);
