@@ -330,7 +330,7 @@ export class Controller {
         const enrolments = new EnrolmentOps(fenced);
         const leaderCredentials = new CredentialOps(fenced, sealer);
         this.cloud = new CloudProvisioner({
-          cache, ops: leaderOps, enrolments, credentials: leaderCredentials, caCert, controllerAddresses: () => this.addresses, log: this.log,
+          cache, ops: leaderOps, store: fenced, enrolments, credentials: leaderCredentials, caCert, controllerAddresses: () => this.addresses, log: this.log,
           ...(this.opts.cloudPollIntervalMs ? { pollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
         });
         this.pods = new KubernetesProvisioner({

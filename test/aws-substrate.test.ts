@@ -222,3 +222,53 @@ aws("constraints through the CLI: the model's default, an application's and a ma
   await client.destroyModel("sized", true);
   await eventually("its instances terminated", () => [forUnit, added, next].every((m) => instance(m.instance!.id).state === "terminated"), 60_000, 250);
 });
+
+aws("an aws model migrates to another controller: its instance and agent go on, the target owns the instance, the source leaves it alone", async (t) => {
+  t.timeout(300_000);
+  const targetDir = await mkdtemp(join(tmpdir(), "steward-aws-tgt-"));
+  const init = await initControllerDir({ dataDir: targetDir, name: "aws-2", listen: { host: `${lab.subnet}.1`, port: 0 } });
+  const target = await Controller.start({ dataDir: targetDir, log: silentLogger, cloudPollIntervalMs: 500 });
+  const tgt = new ControllerClient({ addresses: target.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  try {
+    await tgt.putCredential("prod", "aws", { "access-key-id": awsKey.accessKeyId, "secret-access-key": awsKey.secretAccessKey });
+    const op = await client.uploadOperator((await readOperatorDir(join(operatorsDir, "motd"))).bundle);
+    await client.createModel("moving", undefined, "aws", { credential: "prod", aws: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: fake.endpoint, endpointCaCert: fake.caCert } });
+    await client.deploy("moving", { name: "motd", operator: op.hash, units: 1 });
+    const [m] = await eventually("the machine's instance running with its agent", async () => {
+      const ms = await client.listMachines("moving");
+      return ms.length === 1 && ms[0]!.status === "started" && ms[0]!.instance?.state === "running" ? ms : undefined;
+    }, 180_000, 250);
+    const launched = fake.instances().length;
+
+    await client.call("POST", "/v1/models/moving/migrate", { target: { name: "aws-2", addresses: target.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword } });
+    const done = await eventually("the migration over", async () => {
+      const info = await client.call<{ phase: string; failure?: string }>("GET", "/v1/models/moving/migration");
+      return info.phase === "DONE" || info.phase === "ABORTDONE" ? info : undefined;
+    }, 120_000, 250);
+    t.is(done.phase, "DONE", done.failure);
+
+    // On the target: the same machine and instance, its agent connected, the unit taking changes.
+    const there = await eventually("the machine started on the target", async () => {
+      const ms = await tgt.listMachines("moving");
+      return ms.length === 1 && ms[0]!.status === "started" && ms[0]!.instance?.state === "running" ? ms[0] : undefined;
+    }, 60_000, 250).catch(async (err: unknown) => {
+      t.log(JSON.stringify(await tgt.listMachines("moving")));
+      const host = boot.hosts.get(m!.instance!.id)?.host;
+      if (host) t.log((await host.exec("cat /var/lib/steward/agents/*/agent.json | head -5; tail -n 20 /var/lib/steward/agents/*/*.log")).stdout);
+      throw err;
+    });
+    t.is(there.instance!.id, m!.instance!.id);
+    await tgt.updateApplication("moving", "motd", { config: { message: "on the target" } });
+    await eventually("the change reached the unit", async () => (await tgt.status("moving")).applications.motd?.units["motd/0"]?.workload.message.includes("on the target") || undefined, 60_000, 250);
+    t.is(fake.instances().length, launched, "nothing launched again");
+    t.is(fake.instances().find((i) => i.id === m!.instance!.id)?.state, "running", "the source left the instance alone");
+
+    // The target owns it now: removing the machine there terminates the instance.
+    await tgt.destroyModel("moving");
+    await eventually("the instance terminated by the target", () => fake.instances().find((i) => i.id === m!.instance!.id)?.state === "terminated", 120_000, 250);
+  } finally {
+    tgt.close();
+    await target.stop().catch(() => undefined);
+    await rm(targetDir, { recursive: true, force: true });
+  }
+});

@@ -44,8 +44,8 @@ const replicaHosts = (): TestHost[] => lab.hosts.slice(0, 3);
 
 test.before(async () => {
   if (!root) return;
-  // Hosts 1-3: replicas; 4: the spare; 5: a machine with an agent; 6: the controller a model migrates to.
-  lab = await TestLab.create(6);
+  // Hosts 1-3: replicas; 4: the spare; 5 (and 7, for the migration): machines with an agent; 6: the controller a model migrates to.
+  lab = await TestLab.create(7);
   home = await mkdtemp(join(tmpdir(), "steward-ha-"));
   steward = cliRunner(home, home);
   process.env.HA_TEST_SSH_KEY = lab.clientKey;
@@ -413,38 +413,47 @@ ha("a replica lost for good is replaced from the spare pool; when the lost host 
 
 ha("a model migrates off the HA controller while its leader replica dies during VALIDATION: the next leader resumes, and the model lands whole", async (t) => {
   t.timeout(300_000);
-  const [h5, h6] = [lab.hosts[4]!, lab.hosts[5]!];
+  const [h5, h6, h7] = [lab.hosts[4]!, lab.hosts[5]!, lab.hosts[6]!];
   const boot6 = await steward("bootstrap", `ssh:root@${h6.ip}`, "tgt", "--key-env", "HA_TEST_SSH_KEY", ...hostKeyArgs([h6]));
   t.is(boot6.code, 0, boot6.stderr);
   const target = (await loadClientConfig(home)).controllers.tgt!;
   const tgt = new ControllerClient({ addresses: target.addresses, caCert: target.caCert, user: "admin", password: target.password!, timeoutMs: 4000 });
-  // A unit on the agent's machine, so there is a hook history to keep.
+  // A second machine, on host 7: while it cannot reach the target it holds QUIESCE, which gives
+  // time to cut host 5's agent from the target too, after that one has answered QUIESCE; healing
+  // host 7 then lets the migration on to VALIDATION, where it waits for host 5, for sure.
+  const add = await steward("add-machine", "-c", "ha", "-m", "app", `ssh:root@${h7.ip}`, "--key-env", "HA_TEST_SSH_KEY", ...hostKeyArgs([h7]));
+  t.is(add.code, 0, add.stderr);
+  await agentConnected(t);
+  // A unit on host 5's machine, so there is a hook history to keep.
   const motd = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
   await client.uploadOperator(motd.bundle);
   await client.deploy("app", { name: "motd", operator: motd.hash, to: ["0"], config: { message: "before" } });
   await eventually("motd/0 active", async () => (await client.status("app")).applications.motd?.units["motd/0"]?.workload.current === "active" || undefined, 90_000, 300);
   await healthy(t, "a healthy cluster");
 
-  // The agent cannot reach the target from the moment it has answered QUIESCE: VALIDATION waits for it.
-  const cut = `ip netns exec ${h5.netns} iptables -w -%s OUTPUT -d ${h6.ip} -j DROP`;
+  const cut = (h: TestHost, op: "A" | "D"): Promise<unknown> => run(`ip netns exec ${h.netns} iptables -w -${op} OUTPUT -d ${h6.ip} -j DROP`);
+  const migration = (): Promise<MigrationInfo> => client.call<MigrationInfo>("GET", "/v1/models/app/migration");
+  await cut(h7, "A");
   const started = await steward("migrate", "app", "tgt", "-c", "ha", "--no-wait");
   t.is(started.code, 0, started.stdout + started.stderr);
-  await eventually("the agent answered QUIESCE", async () => {
-    const m = await client.call<MigrationInfo>("GET", "/v1/models/app/migration");
-    return m.phase !== "QUIESCE" || (m.agents?.reported ?? 0) > 0 || undefined;
-  }, 60_000, 20);
-  await run(cut.replace("%s", "A"));
-  const validating = await eventually("VALIDATION waiting for the agent", async () => {
-    const m = await client.call<MigrationInfo>("GET", "/v1/models/app/migration");
-    return m.phase === "VALIDATION" ? m : undefined;
-  }, 60_000, 100);
-  t.is(validating.agents?.waitingFor.join(","), "0");
+  const quiesce = await eventually("host 5's agent answered QUIESCE, host 7's cannot", async () => {
+    const m = await migration();
+    return m.phase === "QUIESCE" && m.agents?.reported === 1 ? m : undefined;
+  }, 60_000, 200);
+  t.deepEqual(quiesce.agents?.waitingFor, ["1"]);
+  await cut(h5, "A");
+  await cut(h7, "D");
+  const validating = await eventually("VALIDATION waiting for host 5's agent", async () => {
+    const m = await migration();
+    return m.phase === "VALIDATION" && m.agents?.reported === 1 ? m : undefined;
+  }, 60_000, 200);
+  t.deepEqual(validating.agents?.waitingFor, ["0"]);
 
   const c0 = await cluster();
   const victim = leaderHost(c0);
   await victim.kill();
   await eventually("another replica leads", async () => { const c = await cluster().catch(() => undefined); return c?.members.some((m) => m.leader && m.host !== victim.ip) || undefined; }, 60_000, 300);
-  await run(cut.replace("%s", "D"));
+  await cut(h5, "D");
   const done = await eventually("the migration done", async () => {
     const m = await client.call<MigrationInfo>("GET", "/v1/models/app/migration").catch(() => undefined);
     return m && (m.phase === "DONE" || m.phase === "ABORTDONE") ? m : undefined;
@@ -453,7 +462,7 @@ ha("a model migrates off the HA controller while its leader replica dies during 
   t.deepEqual(done.history.map((h) => h.phase), ["QUIESCE", "IMPORT", "VALIDATION", "SUCCESS", "LOGTRANSFER", "REAP", "DONE"], "resumed, not started over");
 
   // On the target: the machine's agent is there, its unit active, and a change reaches it.
-  await eventually("the agent on host 5 connected to the target", async () => (await tgt.listMachines("app")).every((m) => m.status === "started") || undefined, 60_000, 300);
+  await eventually("the agents on hosts 5 and 7 connected to the target", async () => { const ms = await tgt.listMachines("app"); return (ms.length === 2 && ms.every((m) => m.status === "started")) || undefined; }, 60_000, 300);
   await tgt.updateApplication("app", "motd", { config: { message: "after" } });
   await eventually("the target's change applied", async () => (await tgt.status("app")).applications.motd?.units["motd/0"]?.workload.message.includes("after") || undefined, 60_000, 300);
   t.regex((await h5.exec("cat /var/lib/steward/agents/*/agent.json")).stdout, new RegExp(h6.ip.replace(/\./g, "\\.")));

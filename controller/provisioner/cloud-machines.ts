@@ -11,8 +11,10 @@
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
 import { CoalescedRunner } from "../coalesced-runner";
-import type { CredentialOps, EnrolmentOps, InstanceRecord, MachineInstallDoc, ModelIndex, StateCache, StateOps } from "../state";
-import { handedOver } from "../state";
+import type { CredentialOps, EnrolmentOps, InstanceRecord, MachineInstallDoc, MigrationArrivalDoc, ModelIndex, StateCache, StateOps } from "../state";
+import { handedOver, keys } from "../state";
+import type { Store } from "../store";
+import { unchanged } from "../store";
 import type { Cloud, CloudInstance } from "./clouds";
 import { clouds } from "./clouds";
 import { waitForAgentLogin } from "./wait-for-login";
@@ -21,6 +23,8 @@ export interface CloudProvisionerOptions {
   cache: StateCache;
   /** Fenced: writes stop once this replica is no longer leader. */
   ops: StateOps;
+  /** The leader's (fenced) store: where a migrated model's arrival is recorded. */
+  store: Store;
   enrolments: EnrolmentOps;
   credentials: CredentialOps;
   caCert: string;
@@ -47,6 +51,8 @@ export class CloudProvisioner {
   private readonly launching = new Set<string>();
   /** Placements of models seen, to clean up after a model removed by force. */
   private readonly seen = new Map<string, { cloud: Cloud; placement: unknown }>();
+  /** Models whose arrival by migration was looked at (and their instances taken over, if it was one). */
+  private readonly adopted = new Set<string>();
   private signature = "";
   private sweptAt = 0;
   private stopped = false;
@@ -83,9 +89,11 @@ export class CloudProvisioner {
       live.add(idx.uuid);
       await this.reconcileModel(idx).catch((err: unknown) => this.o.log.warn("cloud model reconcile failed", { model: idx.model?.name, err: (err as Error).message }));
     }
-    // Models removed by force took their machines' records at once: their instances go now.
+    // Models removed by force took their machines' records at once: their instances go now. A
+    // model that migrated away is no longer here either, but its instances are the target's.
     for (const [uuid, { cloud, placement }] of this.seen) {
       if (live.has(uuid) || this.stopped) continue;
+      if (handedOver(this.o.cache.migrations.get(uuid))) { this.seen.delete(uuid); continue; }
       const left = (await cloud.instances(placement, uuid).catch(() => undefined))?.filter((i) => !cloud.gone(i.state));
       if (!left) continue;
       for (const i of left) if (i.machine) await cloud.broker.stopMachine({ model: uuid, machine: i.machine, placement }).catch(() => undefined);
@@ -97,6 +105,7 @@ export class CloudProvisioner {
   private async reconcileModel(idx: ModelIndex): Promise<void> {
     const cloud = this.clouds[idx.model!.substrate!]!;
     const placement = await cloud.placementOf(idx.model!, this.o.cache.controller?.uuid ?? "");
+    await this.adoptIfArrived(idx, cloud, placement);
     this.seen.set(idx.uuid, { cloud, placement });
     const newest = new Map<string, CloudInstance>();
     const instances = await cloud.instances(placement, idx.uuid);
@@ -127,6 +136,23 @@ export class CloudProvisioner {
         this.o.log.info("terminated an instance whose machine is gone", { model: idx.model?.name, machine: i.machine, instance: i.id });
       }
     }
+  }
+
+  /**
+   * A model that came by migration: its instances are still tagged as the source controller's
+   * until they are taken over, before anything here lists them (it would find none and call them gone).
+   */
+  private async adoptIfArrived(idx: ModelIndex, cloud: Cloud, placement: unknown): Promise<void> {
+    if (this.adopted.has(idx.uuid)) return;
+    const kv = await this.o.store.get(keys.migrationArrival(idx.uuid));
+    const arrival = kv ? (JSON.parse(kv.value) as MigrationArrivalDoc) : undefined;
+    if (kv && arrival && !arrival.adoptedAt) {
+      if (!cloud.adopt) throw new StewardError("invalid-request", `model ${idx.model?.name} came by migration, but its cloud's instances cannot be taken over`);
+      const n = await cloud.adopt(placement, idx.uuid, arrival.source);
+      await this.o.store.txn({ compare: [unchanged(kv.key, kv.modRevision)], success: [{ type: "put", key: kv.key, value: JSON.stringify({ ...arrival, adoptedAt: new Date().toISOString() }) }] });
+      this.o.log.info("took over the instances of a model that migrated here", { model: idx.model?.name, instances: n, from: arrival.source });
+    }
+    this.adopted.add(idx.uuid);
   }
 
   private launch(idx: ModelIndex, machine: string, cloud: Cloud, placement: unknown, key: string): void {

@@ -19,6 +19,8 @@ export interface Cloud<P = unknown> {
   instances(p: P, model: string): Promise<CloudInstance[]>;
   /** The instance no longer is (or soon will not be) the machine. */
   gone(state: string): boolean;
+  /** Takes over the instances of a model that migrated here from `fromController` (undefined: the cloud cannot, and its models are not migrated). */
+  adopt?(p: P, model: string, fromController: string): Promise<number>;
   close(): void;
 }
 
@@ -34,6 +36,7 @@ export function clouds(credentials: CredentialOps): Partial<Record<ModelSubstrat
     },
     instances: (p, model) => awsMachines.instances(p, model),
     gone: (state) => aws.GONE_STATES.has(state),
+    adopt: (p, model, from) => awsMachines.adopt(p, model, from),
     close: () => awsMachines.close(),
   };
   const vsphereCloud: Cloud<vsphere.VspherePlacement> = {

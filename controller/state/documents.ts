@@ -186,7 +186,14 @@ export interface MigrationDoc extends MigrationProgress {
 /** A staged import on the target (`/migration-stages/<migration-id>`); its export is in chunks under `/blobs/`. */
 export interface MigrationStageDoc { id: string; model: string; modelName: string; source: string; chunks: number; bytes: number; sha256: string; createdAt: string; heartbeatAt: string }
 /** On the target: the model `model` arrived by migration `id` (an activation asked again is answered, not redone). */
-export interface MigrationArrivalDoc { id: string; source: string; at: string }
+export interface MigrationArrivalDoc {
+  id: string;
+  /** The source controller's uuid: a cloud model's instances are tagged with it until the target adopts them. */
+  source: string;
+  at: string;
+  /** When this controller took over the model's cloud instances (cloud models only). */
+  adoptedAt?: string;
+}
 
 export const SCHEMA_VERSION = 1;
 /** How long a leadership claim lasts; agents renew at half of it, so leadership is guaranteed for 30 s. */

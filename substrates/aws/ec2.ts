@@ -137,6 +137,13 @@ export class Ec2 {
     }
   }
 
+  /** Sets `tags` on instances `ids` (existing keys are overwritten, as EC2's CreateTags does). */
+  async tag(p: AwsPlacement, ids: string[], tags: Record<string, string>): Promise<void> {
+    if (ids.length === 0) return;
+    const { CreateTagsCommand } = loadSdk();
+    await this.client(p).send(new CreateTagsCommand({ Resources: ids, Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }));
+  }
+
   async terminate(p: AwsPlacement, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const { TerminateInstancesCommand } = loadSdk();

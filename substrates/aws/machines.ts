@@ -88,6 +88,17 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     return { instanceType: chosen.name, ...(rootVolume ? { rootVolume } : {}), hardware };
   }
 
+  /**
+   * A model migrated here from the controller `fromController`: its instances, tagged as that
+   * controller's, are tagged as this one's (`p.controllerUuid`), so it finds them as its own and the
+   * source, which lists only its own, can no longer touch them (Juju's AdoptResources). Returns how many.
+   */
+  async adopt(p: AwsPlacement, model: string, fromController: string): Promise<number> {
+    const theirs = await this.ec2.instances({ ...p, controllerUuid: fromController }, { [TAGS.model]: model });
+    await this.ec2.tag(p, theirs.map((i) => i.id), { [TAGS.controller]: p.controllerUuid });
+    return theirs.length;
+  }
+
   /** Terminates the machine's instances (a machine already gone is fine). */
   async stopMachine(target: MachineTarget<AwsPlacement>): Promise<void> {
     const live = await this.ec2.instances(target.placement, { [TAGS.model]: target.model, [TAGS.machine]: target.machine }, LIVE_STATES);
