@@ -25,13 +25,13 @@ let work: string;
 let steward: ReturnType<typeof cliRunner>;
 let peerOp: string;
 
-/** A peer operator whose config-changed takes 3 s when its label starts with "slow" (a change in flight). */
+/** A peer operator whose config-changed takes 3 s when its label starts with "slow" (a change in flight), 30 s with "hold". */
 async function slowPeer(): Promise<string> {
   const dir = await recorderVariant({ name: "peer", peers: { ring: "ring" } });
   await writeFile(join(dir, "dispatch"), (await readFile(join(dir, "dispatch"), "utf8")) + `
 if [ "$hook" = "leader-elected" ]; then leader-set token="t-$me"; fi
 if [ -n "\${STEWARD_RELATION_ID:-}" ] && [ "$(is-leader)" = "true" ]; then relation-set --app ring=from-$me; fi
-case "$(config-get label)" in slow*) if [ "$hook" = "config-changed" ]; then sleep 3; fi ;; esac
+case "$(config-get label)" in slow*) if [ "$hook" = "config-changed" ]; then sleep 3; fi ;; hold*) if [ "$hook" = "config-changed" ]; then sleep 30; fi ;; esac
 `, { mode: 0o755 });
   return dir;
 }
@@ -175,6 +175,24 @@ test.serial("an agent killed during QUIESCE is started again, answers, and moves
   t.not(restarted, pid, "the source started the killed agent again");
   const saved = JSON.parse(await readFile(join(machineDir, "agent.json"), "utf8")) as { controllerAddresses: string[] };
   t.deepEqual(saved.controllerAddresses, b.addresses);
+});
+
+test.serial("a migration aborted by its user while agents quiesce ends at once, not when the hook holding QUIESCE ends", async (t) => {
+  const rec = await recordDir();
+  await deployShop("bakery", rec);
+  await a.admin.updateApplication("bakery", "peer", { config: { label: "hold-1" } });
+  await eventually("a unit in its 30 s hook", async () => (await unitsOf(a.admin, "bakery")).some((u) => u.agent.current === "executing") || undefined, 30_000, 100);
+  const start = await steward("migrate", "bakery", "b", "-c", "a", "--no-wait");
+  t.is(start.code, 0, start.stdout + start.stderr);
+  await waitPhase(a.admin, "bakery", ["QUIESCE"]);
+  const abort = await steward("migrate", "bakery", "--abort", "-c", "a");
+  t.is(abort.code, 0, abort.stdout + abort.stderr);
+  t.regex(abort.stdout, /ABORTDONE/);
+  t.true((await unitsOf(a.admin, "bakery")).some((u) => u.agent.current === "executing"), "the abort did not wait for the hook that held QUIESCE");
+  const m = await migration(a.admin, "bakery");
+  t.is(m.failure, "aborted by admin");
+  t.false((await b.admin.listModels()).some((x) => x.name === "bakery"), "nothing of it on the target");
+  await eventually("the change applied on the source", async () => (await unitsOf(a.admin, "bakery")).every((u) => u.workload.message === "label=hold-1" && u.agent.current === "idle") || undefined, 90_000);
 });
 
 test.serial("bad migration requests are refused, saying why, and change nothing", async (t) => {

@@ -45,7 +45,7 @@ export default class MigrateCommand extends ControllerCommand {
       if (this.target) throw new UsageError("--abort takes only the model");
       const info = await client.call<MigrationInfo>("POST", `${path}/migration/abort`);
       this.out(`Aborting the migration of ${this.model} to ${info.target.name}.`);
-      return this.wait ? this.finish(await waitForMigration(client, this.model, (line) => this.out(line))) : 0;
+      return this.wait ? this.finish(await waitForMigration(client, this.model, (line) => this.out(line)), "ABORTDONE") : 0;
     }
     if (!this.target) throw new UsageError("name the controller to move the model to: steward migrate MODEL TARGET (steward controllers lists them)");
     const { name: source } = await this.resolveController();
@@ -68,8 +68,9 @@ export default class MigrateCommand extends ControllerCommand {
     return this.finish(await waitForMigration(client, this.model, (line) => this.out(line)));
   }
 
-  private finish(info: MigrationInfo): number {
+  /** Prints where it ended; exit code 0 when it ended as wanted (moved, or aborted when asked to). */
+  private finish(info: MigrationInfo, wanted: MigrationInfo["phase"] = "DONE"): number {
     printMigration(info, (line) => this.out(line));
-    return info.phase === "DONE" ? 0 : 1;
+    return info.phase === wanted ? 0 : 1;
   }
 }

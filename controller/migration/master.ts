@@ -50,6 +50,8 @@ export const authPurpose = (id: string): string => `migration/${id}`;
 type Outcome = { to: MigrationPhase; note?: string; failure?: string; set?: Partial<MigrationDoc> } | undefined;
 
 class AbortMigration extends Error {}
+/** The migration left the phase being waited on (an abort asked by a user, another leader's move): look again. */
+class PhaseMovedOn extends Error {}
 
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 60_000;
@@ -93,6 +95,7 @@ export class MigrationMaster {
         wait = RETRY_MIN_MS;
       } catch (err) {
         if (this.closed) return;
+        if (err instanceof PhaseMovedOn) continue;
         if (err instanceof AbortMigration) {
           outcome = { to: "ABORT", failure: err.message };
         } else {
@@ -190,6 +193,8 @@ export class MigrationMaster {
     let lastProbe = Date.now();
     let unreachableSince: number | undefined;
     for (;;) {
+      const now = this.o.cache.migrations.get(m.model);
+      if (now?.id !== m.id || now.phase !== m.phase) throw new PhaseMovedOn();
       const r = await agentReports(this.o.store, this.o.cache, m);
       if (o.failFast && r.failed.length > 0) throw new AbortMigration(`agents failed ${m.phase}: ${r.failed.map((f) => `${f.machine} (${f.reason})`).join("; ")}`);
       if (r.waitingFor.length === 0) return [];
