@@ -15,7 +15,7 @@
  * not a count of tries, decides when waiting is over.
  */
 import { request } from "node:https";
-import type { Logger, MigrationTarget, MigrationView } from "../api/core";
+import type { ControllerHello, Logger, MigrationTarget, MigrationView } from "../api/core";
 import { CONTROLLER_TLS_NAME, HANDED_OVER_PHASES, REPORTED_PHASES, StewardError, splitAddress } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import type { MachineLock } from "./machine-lock";
@@ -78,7 +78,7 @@ export class MigrationMinion {
     if (m.phase === "QUIESCE") {
       // Whatever holds the lock now finishes; nothing new starts while paused.
       await this.d.lock.run(async () => undefined);
-      const hello = await this.persist(m, () => this.targetCall<{ controller: string }>(m.target, "GET", "/v1/migrations/hello"));
+      const hello = await this.persist(m, () => this.targetCall<ControllerHello>(m.target, "GET", "/v1/migrations/hello"));
       if (!hello) return;
       const ok = hello.controller === m.target.controller;
       await this.report(m, ok, ok ? undefined : `the target at ${m.target.addresses.join(", ")} is controller ${hello.controller}, not ${m.target.controller}`);

@@ -29,6 +29,7 @@ export * from "./kubernetes-pods";
 export * from "./workload-containers";
 export * from "./wire";
 export * from "./migration";
+export * from "./versions";
 export { WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "./dashboard";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions, MovedTo } from "./node/client";

@@ -17,6 +17,7 @@ export { readOperatorDir } from "./node/operator-dir";
 export * from "./agent-protocol";
 export * from "./wire";
 export * from "./migration";
+export * from "./versions";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions } from "./node/client";
 export { STEWARD_VERSION } from "./core";

@@ -38,6 +38,9 @@ export interface MigrationView {
   target: MigrationTarget;
 }
 
+/** A controller's answer to `GET /v1/migrations/hello`. */
+export interface ControllerHello { controller: string; name: string; version: string }
+
 /** One agent's answer for one phase. */
 export interface MigrationReport { id: string; phase: MigrationPhase; ok: boolean; reason?: string }
 

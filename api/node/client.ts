@@ -22,7 +22,7 @@ import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
 import type { ApplicationInfo, ControllerInfo, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
 import { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, MUTATING_METHODS, REQUEST_ID_HEADER } from "../wire";
-import type { ModelMoved } from "../migration";
+import type { ControllerHello, ModelMoved } from "../migration";
 import { isModelMoved } from "../migration";
 export type { ApplicationInfo, ClusterInfo, ControllerInfo, CredentialSummary, DebugLogQuery, MachineInfo, ModelSettings, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
 export { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, ENROLMENT_HEADER, MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER } from "../wire";
@@ -241,6 +241,8 @@ export class ControllerClient {
 
   // --- controller and users ---
   controllerInfo(): Promise<ControllerInfo> { return this.call("GET", "/v1/controller"); }
+  /** Who the controller is, asked without credentials (its CA proves the answer): what a migration checks first. */
+  hello(): Promise<ControllerHello> { return this.call("GET", "/v1/migrations/hello"); }
   /** Grows the controller to `replicas` voters, on `hosts` and the spare pool; from the embedded store it first moves into etcd. */
   enableHa(req: { replicas: number; hosts?: SpareHost[]; replaceAfterSeconds?: number; maxReplacementsPerHour?: number }): Promise<{ moving: boolean; message: string }> { return this.call("POST", "/v1/controller/enable-ha", req); }
   /** Records the progress of `steward upgrade-controller` (superusers). */

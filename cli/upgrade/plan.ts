@@ -5,8 +5,7 @@
  * cluster, an upgrade in flight or one to another version left unfinished).
  */
 import type { ControllerInfo, ControllerUpgrade } from "../../api/core";
-import { StewardError, UPGRADE_RECORD_STALE_MS } from "../../api/core";
-import { compareVersions, parseVersion, samePatchLine } from "./versions";
+import { StewardError, UPGRADE_RECORD_STALE_MS, compareVersions, parseVersion, samePatchLine } from "../../api/core";
 
 export interface ReplicaStep {
   name: string;

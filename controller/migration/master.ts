@@ -11,8 +11,8 @@
  * model stays held (Juju #21459: an abort that failed once left the model half alive on both).
  */
 import { join } from "node:path";
-import type { MigrationPhase } from "../../api";
-import { ControllerClient, STEWARD_VERSION, StewardError } from "../../api";
+import type { ControllerHello, MigrationPhase } from "../../api";
+import { ControllerClient, STEWARD_VERSION, StewardError, olderMinor } from "../../api";
 import type { CredentialDoc, MachineDoc, MigrationDoc, ModelDoc, StateCache } from "../state";
 import { canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
 import type { Sealer } from "../security/sealing";
@@ -170,9 +170,9 @@ export class MigrationMaster {
 
   /** The target answers as the controller the migration was started for, at a version that can take the model. */
   private async checkTarget(m: MigrationDoc): Promise<void> {
-    let hello: { controller: string; version: string };
+    let hello: ControllerHello;
     try {
-      hello = await this.target(m).call("GET", "/v1/migrations/hello");
+      hello = await this.target(m).hello();
     } catch (err) {
       throw new AbortMigration(`the target controller ${m.target.name} cannot be reached: ${(err as Error).message}`);
     }
@@ -219,7 +219,7 @@ export class MigrationMaster {
    */
   private async probeTarget(m: MigrationDoc): Promise<string | undefined> {
     try {
-      if (m.phase === "QUIESCE") await this.target(m).call("GET", "/v1/migrations/hello");
+      if (m.phase === "QUIESCE") await this.target(m).hello();
       else await this.target(m).call("POST", `/v1/migrations/${m.id}/heartbeat`, {});
       return undefined;
     } catch (err) {
@@ -346,11 +346,3 @@ export function describePhase(p: MigrationPhase): string {
     case "ABORTDONE": return "aborted: the model stays on this controller";
   }
 }
-
-/** Whether version `a` is older than `b` in major.minor (a patch apart is no matter). */
-export function olderMinor(a: string, b: string): boolean {
-  const [am = 0, an = 0] = a.split(".").map(Number);
-  const [bm = 0, bn = 0] = b.split(".").map(Number);
-  return am < bm || (am === bm && an < bn);
-}
-

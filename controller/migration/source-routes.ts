@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { MigrationInfo, ModelMoved } from "../../api";
-import { ControllerClient, MUTATING_METHODS, Name, STEWARD_VERSION, StewardError, notFound, parseRequest } from "../../api";
+import { ControllerClient, MUTATING_METHODS, Name, STEWARD_VERSION, StewardError, notFound, olderMinor, parseRequest } from "../../api";
 import type { MigrationDoc, ModelIndex, StateCache } from "../state";
 import { handedOver, holdsModel, keys, migrationActive } from "../state";
 import type { Sealer } from "../security/sealing";
@@ -22,7 +22,7 @@ import { authenticate, requireModelAccess, requireSuperuser, requireUser } from 
 import type { Store } from "../store";
 import { absent, unchanged } from "../store";
 import type { TargetAuth } from "./master";
-import { authPurpose, describePhase, olderMinor } from "./master";
+import { authPurpose, describePhase } from "./master";
 import { agentReports } from "./reports";
 
 /** Juju's migration-agent-wait-time. */
@@ -172,7 +172,7 @@ async function checkTarget(t: z.infer<typeof MigrateRequest>["target"], idx: Mod
   const client = new ControllerClient({ ...reach, user: t.user, ...(t.password ? { password: t.password } : {}), ...(t.token ? { token: t.token } : {}) });
   const refuse = (why: string): never => { throw new StewardError("conflict", `cannot migrate to ${t.name}: ${why}`, { retryable: false }); };
   try {
-    const hello = await anonymous.call<{ controller: string; version: string }>("GET", "/v1/migrations/hello").catch((err: Error) => refuse(`the target cannot be reached with the CA given (${err.message})`));
+    const hello = await anonymous.hello().catch((err: Error) => refuse(`the target cannot be reached with the CA given (${err.message})`));
     if (hello.controller === cache.controller?.uuid) refuse("the target is this controller");
     if (olderMinor(hello.version, STEWARD_VERSION)) refuse(`it runs ${hello.version}, older than this controller's ${STEWARD_VERSION}`);
     const models = await client.listModels().catch((err: Error) => refuse(`the target refused the login as ${t.user} (${err.message})`));

@@ -13,7 +13,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { DebugLogRecord } from "../../api";
+import type { ControllerHello, DebugLogRecord } from "../../api";
 import { STEWARD_VERSION, StewardError, parseRequest } from "../../api";
 import type { StateCache } from "../state";
 import { MAX_MODEL_EXPORT_BYTES } from "../state";
@@ -49,7 +49,7 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
   const idOf = (params: unknown): string => parseRequest(Id, (params as { id: string }).id, "migration id");
   const modelOf = (v: unknown): string => parseRequest(ModelUuid, v, "model");
 
-  app.get("/v1/migrations/hello", async () => ({ controller: cache.controller?.uuid ?? "", name: cache.controller?.name ?? "", version: STEWARD_VERSION }));
+  app.get("/v1/migrations/hello", async (): Promise<ControllerHello> => ({ controller: cache.controller?.uuid ?? "", name: cache.controller?.name ?? "", version: STEWARD_VERSION }));
 
   app.post("/v1/migrations/:id/stage", { bodyLimit: MAX_MODEL_EXPORT_BYTES }, async (req, reply) => {
     superuser(req);

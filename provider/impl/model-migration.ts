@@ -4,16 +4,14 @@
  * controllers is asked of them (each answers who it is, proven by its CA); a new password or
  * address of the same controller is no migration.
  */
-import type { MigrationInfo } from "../../api/core";
+import type { ControllerHello, MigrationInfo } from "../../api/core";
 import { ControllerClient, StewardError, TERMINAL_PHASES } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { clientFor, isNotFound, until } from "./session";
 
-interface Hello { controller: string; name: string }
-
-async function hello(c: ControllerConnection): Promise<Hello> {
+async function hello(c: ControllerConnection): Promise<ControllerHello> {
   const anonymous = new ControllerClient({ addresses: c.addresses, caCert: c.caCert, retryUnavailableMs: 5000 });
-  try { return await anonymous.call<Hello>("GET", "/v1/migrations/hello"); } finally { anonymous.close(); }
+  try { return await anonymous.hello(); } finally { anonymous.close(); }
 }
 
 /**

@@ -1,4 +1,4 @@
-/** Steward versions (MAJOR.MINOR.PATCH) as `upgrade-controller` compares them. */
+/** Steward versions (MAJOR.MINOR.PATCH), as upgrades and migrations compare them. */
 export interface Version { major: number; minor: number; patch: number }
 
 export function parseVersion(v: string): Version | undefined {
@@ -16,4 +16,10 @@ export function compareVersions(a: string, b: string): number {
 export function samePatchLine(a: string, b: string): boolean {
   const [x, y] = [parseVersion(a)!, parseVersion(b)!];
   return x.major === y.major && x.minor === y.minor;
+}
+
+/** Whether `a` is older than `b` in major.minor (a patch apart is no matter); false when either does not parse. */
+export function olderMinor(a: string, b: string): boolean {
+  const [x, y] = [parseVersion(a), parseVersion(b)];
+  return x !== undefined && y !== undefined && (x.major - y.major || x.minor - y.minor) < 0;
 }
