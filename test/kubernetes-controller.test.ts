@@ -107,11 +107,26 @@ test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins
   await admin.putCredential("here", "kubernetes", { kubeconfig: kubernetes.flattenKubeconfig(new kubernetes.KubeConnection({ ...kubernetes.parseKubeconfig(api.kubeconfig()), server: api.inClusterUrl, caCert: api.caCert, credential: { token: api.token } })) });
   await admin.createModel("shop", { updateStatusInterval: 300 }, "kubernetes", { credential: "here" });
   await admin.deploy("shop", { name: "cluster", operator: (await admin.uploadOperator((await readOperatorDir(join(operatorsDir, "cluster-secret"))).bundle)).hash, units: 2 });
+  // What the pods printed, shown only when the wait below fails (a failure under load must be readable).
+  const podLogs = async (): Promise<string> => {
+    const out: string[] = [];
+    for (const [ns, container] of [["shop", "steward-agent"], [NS, "controller"]] as const) {
+      for (const p of (await kube.list(R.pods, { namespace: ns })).items) {
+        const text = await cluster0.kubelet.logs(ns, p.metadata!.name!, container);
+        out.push(`--- ${ns}/${p.metadata!.name} ${container} (${p.status?.phase}, ready ${p.status?.conditions?.find((c) => c.type === "Ready")?.status})\n${text.split("\n").slice(-60).join("\n")}`);
+      }
+    }
+    return out.join("\n");
+  };
   const shop = await eventually("2 units active in pods, their agents on the controller's DNS names", async () => {
     const s = await (await connect()).status("shop").catch(() => undefined);
     const units = Object.values(s?.applications.cluster?.units ?? {});
     return units.length === 2 && units.every(unitIsReady) ? s : undefined;
-  }, 120_000);
+  }, 120_000).catch(async (e: unknown) => {
+    t.log(JSON.stringify((await (await connect()).status("shop").catch((err: unknown) => String(err))), null, 1));
+    t.log(await podLogs());
+    throw e;
+  });
   t.regex(shop.applications.cluster!.units["cluster/0"]!.workload.message, /2\/2 units agree/);
   const secret = await kube.get(R.secrets, kubernetes.agentsSecretName("cluster"), { namespace: "shop" });
   const agentConfig = JSON.parse(Buffer.from(secret.data!["agent-0.conf"]!, "base64").toString()) as { controllerAddresses: string[] };
