@@ -56,7 +56,14 @@ interface AgentConnection {
   heard: boolean;
   /** Pinged at the last look, having been silent since the one before. */
   pinged: boolean;
+  since: string;
+  /** When this replica last wrote the connection's presence key again (see reassertPresence). */
+  reassertedAt?: number;
+  reassertTimer?: NodeJS.Timeout;
 }
+
+/** A connection's presence key is written again at most this often (two live connections of one machine would otherwise trade it without pause). */
+const PRESENCE_REASSERT_MS = 2000;
 
 /** A push round at least this long is logged (at 10,000 agents a config change takes ~300 ms). */
 const SLOW_PUSH_ROUND_MS = 100;
@@ -83,6 +90,7 @@ export class AgentHub {
   /** Which slice of the round the next tick is: a round starts every LIVENESS_SLICES ticks, however few agents. */
   private livenessSlice = 0;
   private readonly unsubscribe: () => void;
+  private readonly unwatchPresence: () => void;
 
   constructor(private readonly deps: AgentHubDeps) {
     const limits = { ...TRANSPORT_LIMITS, ...deps.transport };
@@ -97,6 +105,10 @@ export class AgentHub {
     });
     this.livenessTimer = setInterval(() => this.checkLiveness(), limits.agentLivenessMs / LIVENESS_SLICES);
     this.livenessTimer.unref();
+    this.unwatchPresence = deps.cache.onPresenceChange((model, machine) => {
+      const conn = this.byMachine.get(`${model}/${machine}`);
+      if (conn && !this.holdsPresence(conn)) this.reassertPresence(conn);
+    });
   }
 
   get connectionCount(): number { return this.byMachine.size; }
@@ -169,7 +181,7 @@ export class AgentHub {
 
   private async accept(ws: WebSocket, model: string, machine: string): Promise<void> {
     const key = `${model}/${machine}`;
-    const conn: AgentConnection = { id: randomUUID(), ws, model, machine, heard: true, pinged: false };
+    const conn: AgentConnection = { id: randomUUID(), ws, model, machine, heard: true, pinged: false, since: new Date().toISOString() };
     const previous = this.byMachine.get(key);
     this.byMachine.set(key, conn);
     // A newer connection from the same machine wins; the old one is most likely half-dead.
@@ -180,9 +192,8 @@ export class AgentHub {
     ws.on("message", (data: Buffer) => { heard(); this.onFrame(conn, data).catch((err: unknown) => this.deps.log.warn("agent frame failed", { key, err })); });
     ws.on("close", () => { this.onClose(conn).catch((err: unknown) => this.deps.log.warn("agent close cleanup failed", { key, err })); });
     ws.on("error", () => undefined);
-    const presence: PresenceDoc = { replica: this.deps.replicaId, since: new Date().toISOString() };
     try {
-      await this.deps.store.put(keys.presence(model, machine), JSON.stringify({ ...presence, conn: conn.id }), { lease: this.deps.leaseId() });
+      await this.putPresence(conn);
     } catch (err) {
       // Without its presence recorded the agent would look down while connected: let it retry
       // (here or elsewhere) once the store answers again, e.g. after an etcd leader election.
@@ -193,7 +204,36 @@ export class AgentHub {
     this.pushView(conn);
   }
 
+  private putPresence(conn: AgentConnection): Promise<unknown> {
+    const presence: PresenceDoc & { conn: string } = { replica: this.deps.replicaId, since: conn.since, conn: conn.id };
+    return this.deps.store.put(keys.presence(conn.model, conn.machine), JSON.stringify(presence), { lease: this.deps.leaseId() });
+  }
+
+  private holdsPresence(conn: AgentConnection): boolean {
+    return (this.deps.cache.models.get(conn.model)?.presence.get(conn.machine) as { conn?: string } | undefined)?.conn === conn.id;
+  }
+
+  /**
+   * An agent's connection here lost its presence key to another replica's. That happens when the
+   * agent's parallel connection attempts both got in and the one it dropped was recorded last (and
+   * then deleted its record), or while a half-dead older connection is still open elsewhere: the
+   * machine would look down while connected. The live connection writes it again.
+   */
+  private reassertPresence(conn: AgentConnection): void {
+    if (conn.reassertTimer) return;
+    const wait = Math.max(0, (conn.reassertedAt ?? 0) + PRESENCE_REASSERT_MS - Date.now());
+    conn.reassertTimer = setTimeout(() => {
+      conn.reassertTimer = undefined;
+      if (this.byMachine.get(`${conn.model}/${conn.machine}`) !== conn || conn.ws.readyState !== conn.ws.OPEN || this.holdsPresence(conn)) return;
+      conn.reassertedAt = Date.now();
+      this.deps.log.info("agent presence recorded again (another replica's connection of the same machine had taken it)", { model: conn.model, machine: conn.machine });
+      this.putPresence(conn).catch((err: unknown) => this.deps.log.warn("could not record an agent's presence again", { model: conn.model, machine: conn.machine, err }));
+    }, wait);
+    conn.reassertTimer.unref();
+  }
+
   private async onClose(conn: AgentConnection): Promise<void> {
+    clearTimeout(conn.reassertTimer);
     const key = `${conn.model}/${conn.machine}`;
     if (this.byMachine.get(key) === conn) this.byMachine.delete(key);
     else return; // replaced: the newer connection owns the presence key
@@ -383,6 +423,7 @@ export class AgentHub {
     this.livenessSlice = (this.livenessSlice + 1) % LIVENESS_SLICES;
     for (const conn of this.livenessRound.splice(0, this.livenessBatch)) {
       if (this.byMachine.get(`${conn.model}/${conn.machine}`) !== conn) continue; // gone since the round began
+      if (!this.holdsPresence(conn)) this.reassertPresence(conn); // a change the presence watch missed (a cache resync)
       if (conn.heard) { conn.heard = false; conn.pinged = false; continue; }
       if (conn.pinged) {
         this.deps.log.warn("agent silent: closing its connection", { model: conn.model, machine: conn.machine });
@@ -396,13 +437,12 @@ export class AgentHub {
 
   /** Re-writes presence keys after the replica's lease was replaced (e.g. it expired during a stall). */
   async refreshPresence(): Promise<void> {
-    for (const conn of this.byMachine.values()) {
-      await this.deps.store.put(keys.presence(conn.model, conn.machine), JSON.stringify({ replica: this.deps.replicaId, since: new Date().toISOString(), conn: conn.id }), { lease: this.deps.leaseId() });
-    }
+    for (const conn of this.byMachine.values()) await this.putPresence(conn);
   }
 
   close(): void {
     this.unsubscribe();
+    this.unwatchPresence();
     clearInterval(this.livenessTimer);
     for (const conn of this.byMachine.values()) conn.ws.close(1001, "controller stopping");
     this.wss.close();

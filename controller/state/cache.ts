@@ -94,6 +94,7 @@ export class StateCache {
   revision = 0;
   private watchers: Watcher[] = [];
   private readonly listeners = new Set<CacheListener>();
+  private readonly presenceListeners = new Set<(model: string, machine: string) => void>();
   private readonly waiters: { rev: number; resolve: () => void }[] = [];
   private stopped = false;
 
@@ -219,7 +220,12 @@ export class StateCache {
       case "cluster-replica-cloud": this.replicaCloud = doc as ReplicaCloudDoc | undefined; return CLUSTER_CHANGED;
       // A migration changes what the model's agents are told (pause, report, switch).
       case "migration": set(this.migrations, id); return this.models.has(id) ? id : undefined;
-      case "presence": { const idx = this.index(c.model!); set(idx.presence, id); return idx.uuid; }
+      case "presence": {
+        const idx = this.index(c.model!);
+        set(idx.presence, id);
+        for (const l of this.presenceListeners) l(idx.uuid, id);
+        return idx.uuid;
+      }
       default: break;
     }
     // Every key under a model's own prefix touches the model, kept here or not (sequences, failures).
@@ -307,6 +313,12 @@ export class StateCache {
   subscribe(listener: CacheListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Called, as the change is applied, with each agent presence key written or deleted (the listener must only schedule work). */
+  onPresenceChange(listener: (model: string, machine: string) => void): () => void {
+    this.presenceListeners.add(listener);
+    return () => this.presenceListeners.delete(listener);
   }
 
   /**
