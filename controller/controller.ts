@@ -53,7 +53,7 @@ import { KubernetesProvisioner } from "./provisioner/kubernetes-units";
 import { KubernetesReplicaHosts } from "./cluster/kubernetes-replicas";
 import { registerEnrolRoutes } from "./server/enrol-routes";
 import { SshSubstrate } from "./provisioner/ssh-machines";
-import { MigrationMaster, MigrationStaging, installMigrationGuards, registerMigrationSourceRoutes, registerMigrationTargetRoutes, startStagingPurge } from "./migration";
+import { MigrationLogSender, MigrationMaster, MigrationStaging, installMigrationGuards, registerMigrationSourceRoutes, registerMigrationTargetRoutes, startStagingPurge } from "./migration";
 
 export type ControllerState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED" | "FAILED";
 
@@ -141,6 +141,7 @@ export class Controller {
   private keeper?: QuorumKeeper;
   private stopSweeper?: () => void;
   private migrations?: MigrationMaster;
+  private logSender?: MigrationLogSender;
   private stopStagingPurge?: () => void;
   private quorumMonitor?: QuorumMonitor;
   private lastStoreContact = Date.now();
@@ -292,6 +293,7 @@ export class Controller {
     registerMigrationSourceRoutes(http, { cache, store: this.store, sealer });
     const staging = new MigrationStaging({ store: this.store, importDeps: { store: this.store, leaseSeconds: leadershipLeaseSeconds, putOperator: (b) => ops.putOperator(b, { quotaBytes: this.operatorStorage.quotaBytes }) } });
     registerMigrationTargetRoutes(http, { cache, staging, logs });
+    this.logSender = new MigrationLogSender({ cache, store: this.store, sealer, logs, replicaId: this.replicaId, log: this.log });
     registerBackupRoutes(http, { cache, store: this.store, dataDir, kept: new KeptBackups(this.store, { ...DEFAULT_BACKUP_QUOTA, ...this.config.backups }) });
     registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
@@ -340,7 +342,7 @@ export class Controller {
         });
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
-        this.migrations = new MigrationMaster({ store: fenced, cache, sealer, log: this.log, logs, machinesDir: join(dataDir, dataFiles.machines) });
+        this.migrations = new MigrationMaster({ store: fenced, cache, sealer, log: this.log, machinesDir: join(dataDir, dataFiles.machines) });
         this.stopStagingPurge = startStagingPurge(staging, this.log);
         if (membership) {
           this.replicaCloud = new CloudReplicaHosts({
@@ -465,6 +467,7 @@ export class Controller {
     this.cleaner?.close();
     this.stopSweeper?.();
     this.migrations?.close();
+    this.logSender?.close();
     this.stopStagingPurge?.();
     this.hub?.close();
     this.watchHub?.close();

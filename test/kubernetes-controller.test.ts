@@ -24,6 +24,7 @@ const NS = "steward";
 const TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
 test("bootstrap on Kubernetes: three replicas by DNS name; a deleted pod rejoins; a lost volume is replaced automatically; a kubernetes model's agents reach it by DNS", async (t) => {
+  t.timeout(600_000); // about 80 s on an idle machine, over 120 s on a loaded one
   const cluster0 = await startKubeCluster();
   const { api, kube } = cluster0;
   let client: ControllerClient | undefined;

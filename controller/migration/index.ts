@@ -7,6 +7,7 @@ export { MigrationStaging } from "./staging";
 export { installMigrationGuards, migrationOf, movedError, registerMigrationSourceRoutes } from "./source-routes";
 export { registerMigrationTargetRoutes } from "./target-routes";
 export { recordReport } from "./reports";
+export { MigrationLogSender } from "./log-transfer";
 
 /** A staging left this long without its source's heartbeat is purged (the source's master heartbeats every 30 s). */
 export const STAGING_IDLE_PURGE_MS = 10 * 60_000;

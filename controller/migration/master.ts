@@ -11,16 +11,17 @@
  * model stays held (Juju #21459: an abort that failed once left the model half alive on both).
  */
 import { join } from "node:path";
-import type { ControllerHello, MigrationPhase } from "../../api";
-import { ControllerClient, STEWARD_VERSION, StewardError, olderMinor } from "../../api";
+import type { ControllerClient, ControllerHello, MigrationPhase } from "../../api";
+import { STEWARD_VERSION, StewardError, olderMinor } from "../../api";
 import type { CredentialDoc, MachineDoc, MigrationDoc, ModelDoc, StateCache } from "../state";
 import { canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
 import type { Sealer } from "../security/sealing";
-import type { ModelLogs } from "../server/model-logs";
 import type { KeyValue, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { Logger } from "../../api";
+import { logTransferState } from "./log-transfer";
 import { agentReports } from "./reports";
+import { targetClient } from "./target-login";
 
 export interface MigrationMasterOptions {
   /** The leader's fenced store. */
@@ -28,7 +29,6 @@ export interface MigrationMasterOptions {
   cache: StateCache;
   sealer: Sealer;
   log: Logger;
-  logs: ModelLogs;
   /** Where this controller's local machines run (`<dir>/<model>/<machine>`): the target adopts them there. */
   machinesDir: string;
   /** How often agents' reports are looked at while waiting, in ms. @default 250 */
@@ -41,11 +41,6 @@ export interface MigrationMasterOptions {
   abortGiveUpMs?: number;
 }
 
-/** The sealed login to the target (`MigrationDoc.sealedAuth`). */
-export interface TargetAuth { user: string; password?: string; token?: string }
-
-export const authPurpose = (id: string): string => `migration/${id}`;
-
 /** A phase's outcome: where to go, with a note for the history (and, for ABORT, the failure). */
 type Outcome = { to: MigrationPhase; note?: string; failure?: string; set?: Partial<MigrationDoc> } | undefined;
 
@@ -55,7 +50,8 @@ class PhaseMovedOn extends Error {}
 
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 60_000;
-const LOG_BATCH = 2000;
+/** The longest LOGTRANSFER waits for replicas to send their part of the logs. */
+const LOGTRANSFER_WAIT_MS = 30_000;
 
 export class MigrationMaster {
   private readonly driving = new Map<string, Promise<void>>();
@@ -150,21 +146,34 @@ export class MigrationMaster {
         const missing = await this.waitForAgents(m, { failFast: false });
         return { to: "LOGTRANSFER", ...(missing.length > 0 ? { note: `no SUCCESS report from ${missing.join(", ")}; those agents are redirected when they next connect` } : {}) };
       }
-      case "LOGTRANSFER": {
-        const records = this.o.logs.recent(m.model, { include: [], exclude: [], level: "DEBUG" }, 10_000);
-        try {
-          for (let i = 0; i < records.length; i += LOG_BATCH) await this.target(m).call("POST", `/v1/migrations/${m.id}/logs`, { model: m.model, records: records.slice(i, i + LOG_BATCH) });
-        } catch (err) {
-          return { to: "REAP", note: `logs not transferred: ${(err as Error).message}` };
-        }
-        return { to: "REAP", note: `${records.length} log records transferred` };
-      }
+      case "LOGTRANSFER": return this.waitForLogs(m);
       case "REAP": {
         await this.reap(m);
         return undefined;
       }
       case "ABORT": return this.abort(m);
       default: return undefined;
+    }
+  }
+
+  /**
+   * Every live replica sends the records its agents gave it (log-transfer.ts); the move goes on when
+   * all have reported, or after {@link LOGTRANSFER_WAIT_MS}: logs are worth a wait, not a stuck model.
+   */
+  private async waitForLogs(m: MigrationDoc): Promise<Outcome> {
+    const deadline = Date.parse(m.phaseStartedAt) + LOGTRANSFER_WAIT_MS;
+    for (;;) {
+      const now = this.o.cache.migrations.get(m.model);
+      if (now?.id !== m.id || now.phase !== m.phase) throw new PhaseMovedOn();
+      const s = await logTransferState(this.o.store, this.o.cache, m);
+      if (s.waitingFor.length === 0 || Date.now() > deadline) {
+        const notes = [`${s.records} log records transferred from ${s.reported.length} replica${s.reported.length === 1 ? "" : "s"}`,
+          ...s.failed.map((f) => `replica ${f.replica} could not send its records: ${f.reason}`),
+          ...(s.waitingFor.length > 0 ? [`no answer from replica ${s.waitingFor.join(", ")}`] : [])];
+        return { to: "REAP", note: notes.join("; ") };
+      }
+      if (this.closed) throw new Error("the master stopped");
+      await this.sleep(this.o.pollMs ?? 250);
     }
   }
 
@@ -308,12 +317,7 @@ export class MigrationMaster {
 
   private target(m: MigrationDoc): ControllerClient {
     let c = this.clients.get(m.id);
-    if (!c) {
-      const auth = m.sealedAuth ? this.o.sealer.openJson<TargetAuth>(authPurpose(m.id), m.sealedAuth) : undefined;
-      if (!auth) throw new StewardError("unauthorized", "this migration holds no login for the target any more");
-      c = new ControllerClient({ addresses: m.target.addresses, caCert: m.target.caCert, user: auth.user, ...(auth.password ? { password: auth.password } : {}), ...(auth.token ? { token: auth.token } : {}), retryUnavailableMs: 5000, timeoutMs: 60_000 });
-      this.clients.set(m.id, c);
-    }
+    if (!c) this.clients.set(m.id, (c = targetClient(m, this.o.sealer)));
     return c;
   }
 

@@ -21,8 +21,9 @@ import type { Sealer } from "../security/sealing";
 import { authenticate, requireModelAccess, requireSuperuser, requireUser } from "../server/auth";
 import type { Store } from "../store";
 import { absent, unchanged } from "../store";
-import type { TargetAuth } from "./master";
-import { authPurpose, describePhase } from "./master";
+import { describePhase } from "./master";
+import type { TargetAuth } from "./target-login";
+import { authPurpose } from "./target-login";
 import { agentReports } from "./reports";
 
 /** Juju's migration-agent-wait-time. */
