@@ -3,7 +3,8 @@
  * own simulator (vcsim, built from Debian's govmomi sources), handing cloud-init the enrolment user
  * data through guestinfo; the harness's guest bridge (the FAKE part: vcsim has no real guests)
  * boots a test host per powered-on VM, runs that user data and reports the host's address as
- * VMware Tools would. The agents enrol and run units; removing a machine destroys its VM.
+ * VMware Tools would. The agents enrol and run units; removing a machine destroys its VM; a model
+ * migrated to a second controller keeps its VMs, which that controller takes over.
  */
 import test from "ava";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -149,4 +150,76 @@ run("the Pulumi Machine's provider on vsphere: a VM sized by constraints, its de
   await p.delete(created.id, read.props as never);
   t.false((await client.listMachines("pulumi")).some((m) => m.id === outs.machineId), "the machine is removed");
   await client.destroyModel("pulumi", true);
+});
+
+run("a vsphere model migrates to another controller: its VM and agent go on, the target takes the VM over (marked and renamed as its own), the source no longer finds it", async (t) => {
+  t.timeout(300_000);
+  const targetDir = await mkdtemp(join(tmpdir(), "steward-vsphere-tgt-"));
+  const init = await initControllerDir({ dataDir: targetDir, name: "vs-2", listen: { host: `${lab.subnet}.1`, port: 0 } });
+  const target = await Controller.start({ dataDir: targetDir, log: silentLogger, cloudPollIntervalMs: 500 });
+  const tgt = new ControllerClient({ addresses: target.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  // vCenter as each controller sees it (their placements), for what the source and the target would find.
+  const vms = new vsphere.VsphereMachines();
+  const settings = { url: vc.url, datacenter: vc.datacenter, template: vc.template, caCert: vc.caCert };
+  const credentials = { user: vc.user, password: vc.password };
+  const vmProps = async (id: string): Promise<{ name?: string; controller?: string }> => {
+    const props = await vc.client.propertiesOf(new vsphere.MoRef("VirtualMachine", id), ["name", "config.extraConfig"]);
+    const controller = vsphere.optionValues(props?.get("config.extraConfig")).get(vsphere.EXTRA_CONFIG.controller);
+    return { ...(props?.has("name") ? { name: props.get("name")!.text } : {}), ...(controller !== undefined ? { controller } : {}) };
+  };
+  const allVms = async (): Promise<string[]> => (await vc.client.propertiesUnder((await vc.client.serviceContent()).rootFolder, "VirtualMachine", ["name"])).map((v) => v.obj.value);
+  try {
+    await tgt.putCredential("lab", "vsphere", credentials);
+    const sourceUuid = (await client.controllerInfo()).uuid, targetUuid = (await tgt.controllerInfo()).uuid;
+    const op = await client.uploadOperator((await readOperatorDir(join(operatorsDir, "motd"))).bundle);
+    const { uuid: model } = await client.createModel("moving", undefined, "vsphere", { credential: "lab", vsphere: settings });
+    await client.deploy("moving", { name: "motd", operator: op.hash, units: 1 });
+    const [m] = await eventually("the machine's VM powered on with its agent", async () => {
+      const ms = await client.listMachines("moving");
+      if (ms[0]?.install?.state === "failed") throw new Error(ms[0].install.step);
+      return ms.length === 1 && ms[0]!.status === "started" && ms[0]!.instance?.state === "poweredOn" ? ms : undefined;
+    }, 120_000, 250);
+    const vm = m!.instance!.id;
+    await eventually("the unit active on the source", async () => (await client.status("moving")).applications.motd?.units["motd/0"]?.workload.current === "active" || undefined, 60_000, 250);
+    t.deepEqual(await vmProps(vm), { name: vsphere.vmName(sourceUuid, model, m!.id), controller: sourceUuid }, "before: the source's VM");
+    const before = (await allVms()).sort();
+
+    await client.call("POST", "/v1/models/moving/migrate", { target: { name: "vs-2", addresses: target.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword } });
+    const done = await eventually("the migration over", async () => {
+      const info = await client.call<{ phase: string; failure?: string }>("GET", "/v1/models/moving/migration");
+      return info.phase === "DONE" || info.phase === "ABORTDONE" ? info : undefined;
+    }, 120_000, 250);
+    t.is(done.phase, "DONE", done.failure);
+
+    // On the target: the same machine and VM, taken over, its agent connected, the unit active and taking changes.
+    const there = await eventually("the machine started on the target", async () => {
+      const ms = await tgt.listMachines("moving");
+      return ms.length === 1 && ms[0]!.status === "started" && ms[0]!.instance?.state === "poweredOn" ? ms[0] : undefined;
+    }, 60_000, 250).catch(async (err: unknown) => {
+      t.log(JSON.stringify(await tgt.listMachines("moving")), JSON.stringify(await vmProps(vm)));
+      throw err;
+    });
+    t.is(there.instance!.id, vm, "the same VM");
+    // The target's provisioner takes it over on its first pass after the model went live there.
+    const takenOver = { name: vsphere.vmName(targetUuid, model, m!.id), controller: targetUuid };
+    await eventually("the VM taken over by the target", async () => (await vmProps(vm)).name === takenOver.name || undefined, 30_000, 250).catch(() => undefined);
+    t.deepEqual(await vmProps(vm), takenOver, "renamed and marked as the target's");
+    t.is((await tgt.status("moving")).applications.motd?.units["motd/0"]?.workload.current, "active");
+    await tgt.updateApplication("moving", "motd", { config: { message: "on the target" } });
+    await eventually("the change reached the unit", async () => (await tgt.status("moving")).applications.motd?.units["motd/0"]?.workload.message.includes("on the target") || undefined, 60_000, 250);
+    t.deepEqual(await vms.instances({ settings, credentials, controllerUuid: sourceUuid }, model), [], "the source lists no VM of the model");
+    t.deepEqual((await vms.instances({ settings, credentials, controllerUuid: targetUuid }, model)).map((v) => v.id), [vm], "the target lists it as its own");
+    t.is(await vms.adopt({ settings, credentials, controllerUuid: targetUuid }, model, sourceUuid), 0, "a second adoption changes nothing");
+    t.deepEqual((await allVms()).sort(), before, "nothing cloned, nothing destroyed");
+    t.is(vc.bridge!.vms.get(vm)?.state, "running", "the guest still runs");
+
+    // The target owns it now: destroying the model there destroys the VM.
+    await tgt.destroyModel("moving", true);
+    await eventually("the VM destroyed by the target", async () => !(await allVms()).includes(vm), 120_000, 250);
+  } finally {
+    vms.close();
+    tgt.close();
+    await target.stop().catch(() => undefined);
+    await rm(targetDir, { recursive: true, force: true });
+  }
 });

@@ -365,6 +365,57 @@ withLab("a template, folder or datacenter that does not exist is named in the er
   t.is(await vmCount(), before, "nothing cloned");
 });
 
+// ---- migration: the target takes a model's VMs over (vcsim only, no root) ----
+
+/** A powered-off VM named `name` carrying these extraConfig marks, as a controller's clone would (no guest: nothing to boot). */
+async function markedVm(name: string, marks: { controller: string; model: string; machine: string }): Promise<MoRef> {
+  const c = vc!.client;
+  const template = await c.findByInventoryPath(`${vc!.datacenter}/vm/${vc!.template}`);
+  const pool = await c.findByInventoryPath(`${vc!.datacenter}/host/DC0_C0/Resources`);
+  const extraConfig = [[EXTRA_CONFIG.controller, marks.controller], [EXTRA_CONFIG.model, marks.model], [EXTRA_CONFIG.machine, marks.machine]].map(([key, value]) => ({ key: key!, value: xsdString(value!) }));
+  const vm = await c.runTask("CloneVM_Task", template!, { folder: (await c.findByInventoryPath(`${vc!.datacenter}/vm`))!, name, spec: { location: { pool: pool! }, template: false, config: { extraConfig }, powerOn: false } });
+  return vmRef(vm!.text);
+}
+
+async function nameAndOwner(vm: MoRef): Promise<{ name?: string; controller?: string }> {
+  const props = (await vc!.client.propertiesOf(vm, ["name", "config.extraConfig"]))!;
+  const owner = optionValues(props.get("config.extraConfig")).get(EXTRA_CONFIG.controller);
+  return { ...(props.has("name") ? { name: props.get("name")!.text } : {}), ...(owner !== undefined ? { controller: owner } : {}) };
+}
+
+withVcsim("adopt: a migrated model's VMs are marked and renamed as the target's, an interrupted adoption is finished, a second one changes nothing, other VMs are left alone", async (t) => {
+  const source = randomUUID(), target = randomUUID(), third = randomUUID(), moved = randomUUID(), other = randomUUID();
+  const src: VspherePlacement = { ...placement(), controllerUuid: source }, tgt: VspherePlacement = { ...placement(), controllerUuid: target };
+  const fresh = await markedVm(vmName(source, moved, "0"), { controller: source, model: moved, machine: "0" });
+  // Left by an attempt that crashed between the two calls: marked as the target's, not yet renamed.
+  const halfDone = await markedVm(vmName(source, moved, "1"), { controller: target, model: moved, machine: "1" });
+  // Left by an attempt that crashed between VMs: done.
+  const done = await markedVm(vmName(target, moved, "2"), { controller: target, model: moved, machine: "2" });
+  const otherModel = await markedVm(vmName(source, other, "0"), { controller: source, model: other, machine: "0" });
+  // Named like the source's, marked as a third controller's: not the source's to give.
+  const lookAlike = await markedVm(vmName(source, moved, "3"), { controller: third, model: moved, machine: "3" });
+  const all = [fresh, halfDone, done, otherModel, lookAlike];
+  try {
+    t.deepEqual((await broker.instances(src, moved)).map((v) => v.id), [fresh.value], "before: the source lists only what it still owns");
+    t.deepEqual((await broker.instances(tgt, moved)).map((v) => v.id), [done.value]);
+
+    t.is(await broker.adopt(tgt, moved, source), 2, "the fresh VM and the half-done one changed");
+    const listed = await broker.instances(tgt, moved);
+    t.deepEqual(listed.map((v) => v.id).sort(), [fresh, halfDone, done].map((v) => v.value).sort(), "the same VMs, nothing cloned");
+    for (const v of listed) t.is(v.name, vmName(target, moved, v.machine!), `VM ${v.id} carries the target's name`);
+    for (const [vm, machine] of [[fresh, "0"], [halfDone, "1"], [done, "2"]] as const) t.deepEqual(await nameAndOwner(vm), { name: vmName(target, moved, machine), controller: target }, "as vSphere reports it");
+    t.deepEqual(await broker.instances(src, moved), [], "the source no longer finds the model's VMs");
+    t.deepEqual(await nameAndOwner(otherModel), { name: vmName(source, other, "0"), controller: source }, "another model of the source's is left alone");
+    t.deepEqual((await broker.instances(src, other)).map((v) => v.id), [otherModel.value]);
+    t.deepEqual(await nameAndOwner(lookAlike), { name: vmName(source, moved, "3"), controller: third }, "a third controller's VM is left alone");
+
+    t.is(await broker.adopt(tgt, moved, source), 0, "a second adoption has nothing to do");
+    t.deepEqual((await broker.instances(tgt, moved)).map((v) => [v.id, v.name]), listed.map((v) => [v.id, v.name]));
+  } finally {
+    for (const vm of all) await vc!.client.runTask("Destroy_Task", vm).catch(() => undefined);
+  }
+});
+
 // ---- the SOAP client (vcsim only, no root) ----
 
 withVcsim("the SOAP client: faults name the method and the fault; an untrusted certificate is refused", async (t) => {

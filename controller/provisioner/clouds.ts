@@ -49,6 +49,7 @@ export function clouds(credentials: CredentialOps): Partial<Record<ModelSubstrat
     // A destroyed VM is simply not listed; none listed is gone.
     instances: (p, model) => vsphereMachines.instances(p, model),
     gone: () => false,
+    adopt: (p, model, from) => vsphereMachines.adopt(p, model, from),
     close: () => vsphereMachines.close(),
   };
   return { aws: awsCloud as Cloud, vsphere: vsphereCloud as Cloud };

@@ -10,7 +10,8 @@
  * identities in its extraConfig ({@link EXTRA_CONFIG}: `guestinfo.steward.controller`, `.model`,
  * `.machine`). VMs are looked for anywhere in the datacenter: by name prefix first (cheap: one
  * property of every VM), then confirmed by those keys, so a VM of another controller or a
- * look-alike name is never touched.
+ * look-alike name is never touched. A model migrated to another controller has its VMs marked and
+ * renamed as that controller's ({@link VsphereMachines.adopt}).
  *
  * Constraints: `cores` and `mem` become `numCPUs` and `memoryMB` (rounded up to the 4 MB vSphere
  * wants) of a VirtualMachineConfigSpec applied with ReconfigVM_Task to the clone before it is
@@ -191,6 +192,49 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     return { instanceId: vm.id, changed };
   }
 
+  /**
+   * Takes over the VMs of a model that migrated here from `fromController` (as Juju's
+   * AdoptResources): each is marked as this controller's (`guestinfo.steward.controller`, with
+   * ReconfigVM_Task) and renamed to this controller's name (Rename_Task), so this controller finds it
+   * as its own and `fromController` no longer does. Marked first: from then on the source's listing
+   * never confirms it, even under its old name. Resumable: VMs are looked for under both names, one
+   * already done is left alone, one marked but not yet renamed (a crash between the two) is renamed.
+   * A VM of the model marked as a third controller's is not touched. The guest is not told:
+   * `guestinfo.metadata`'s instance-id keeps the old name, so cloud-init does not run again at a
+   * reboot. Answers how many VMs it changed (0 when there was nothing left to do).
+   */
+  async adopt(p: VspherePlacement, model: string, fromController: string): Promise<number> {
+    const vc = this.client(p);
+    const dc = await this.datacenter(p);
+    const ours = namePrefix(p.controllerUuid, model), theirs = namePrefix(fromController, model);
+    const named = (await vc.propertiesUnder(dc.ref, "VirtualMachine", ["name"])).filter((o) => {
+      const n = o.props.get("name")?.text ?? "";
+      return n.startsWith(ours) || n.startsWith(theirs);
+    });
+    let changed = 0;
+    for (const o of await this.read(vc, named)) {
+      const config = optionValues(o.props.get("config.extraConfig"));
+      const owner = config.get(EXTRA_CONFIG.controller), machine = config.get(EXTRA_CONFIG.machine);
+      if (config.get(EXTRA_CONFIG.model) !== model || machine === undefined || (owner !== fromController && owner !== p.controllerUuid)) continue;
+      const name = vmName(p.controllerUuid, model, machine);
+      let touched = false;
+      try {
+        if (owner !== p.controllerUuid) {
+          await vc.runTask("ReconfigVM_Task", o.obj, { spec: { extraConfig: [{ key: EXTRA_CONFIG.controller, value: xsdString(p.controllerUuid) }] } });
+          touched = true;
+        }
+        if (o.props.get("name")?.text !== name) {
+          await vc.runTask("Rename_Task", o.obj, { newName: name });
+          touched = true;
+        }
+      } catch (err) {
+        if (!isFault(err, "ManagedObjectNotFound")) throw err; // destroyed meanwhile: nothing to take over
+      }
+      if (touched) changed++;
+    }
+    return changed;
+  }
+
   /** Powers the machine's VMs off and destroys them (a machine already gone is fine). */
   async stopMachine(target: MachineTarget<VspherePlacement>, opts: { signal?: AbortSignal } = {}): Promise<void> {
     const p = target.placement;
@@ -341,19 +385,8 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
       const n = o.props.get("name")?.text ?? "";
       return machine === undefined ? n.startsWith(prefix) : n === prefix;
     });
-    let found: ObjectContent[] = [];
-    try {
-      found = await vc.properties(named.map((o) => o.obj), VM_PROPERTIES);
-    } catch (err) {
-      if (!isFault(err, "ManagedObjectNotFound")) throw err;
-      // One was destroyed between the two reads: read them one by one.
-      for (const o of named) {
-        const props = await vc.propertiesOf(o.obj, VM_PROPERTIES);
-        if (props) found.push({ obj: o.obj, props });
-      }
-    }
     const out: VsphereVm[] = [];
-    for (const o of found) {
+    for (const o of await this.read(vc, named)) {
       const vm = this.recordOf(p, o);
       if (!vm || (model !== undefined && vm.model !== model) || (machine !== undefined && vm.machine !== machine)) continue;
       const { model: _, ...rest } = vm;
@@ -362,6 +395,22 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     // Managed object ids grow as objects are made: the highest is the newest.
     const n = (id: string): number => Number(/(\d+)$/.exec(id)?.[1] ?? 0);
     return out.sort((a, b) => n(b.id) - n(a.id));
+  }
+
+  /** {@link VM_PROPERTIES} of these VMs (one destroyed meanwhile is left out). */
+  private async read(vc: VimClient, named: ObjectContent[]): Promise<ObjectContent[]> {
+    try {
+      return await vc.properties(named.map((o) => o.obj), VM_PROPERTIES);
+    } catch (err) {
+      if (!isFault(err, "ManagedObjectNotFound")) throw err;
+      // One was destroyed between the two reads: read them one by one.
+      const found: ObjectContent[] = [];
+      for (const o of named) {
+        const props = await vc.propertiesOf(o.obj, VM_PROPERTIES);
+        if (props) found.push({ obj: o.obj, props });
+      }
+      return found;
+    }
   }
 
   /** A VM as recorded, with its model; undefined unless its extraConfig marks it as this controller's. */
