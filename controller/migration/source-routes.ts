@@ -152,7 +152,6 @@ function precheckModel(idx: ModelIndex): void {
   const name = idx.model!.name;
   const refuse = (why: string): never => { throw new StewardError("conflict", `model ${name} cannot be migrated now: ${why}`, { retryable: false }); };
   if (idx.model!.life !== "alive") refuse("it is being destroyed");
-  if (idx.model!.substrate === "kubernetes") refuse("kubernetes models cannot be migrated yet (their pods' agent configuration lives in a Secret the source writes)");
   if (idx.model!.substrate === "vsphere") refuse("vsphere models cannot be migrated yet (their VMs are marked as the source controller's, and the target cannot take them over)");
   for (const m of idx.machines.values()) {
     if (m.life !== "alive") refuse(`machine ${m.id} is being removed; wait for it to go`);
