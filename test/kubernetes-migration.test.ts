@@ -6,6 +6,8 @@
  * cluster after DONE (each controller holds the cluster credential under its own token, so the
  * server's request log tells them apart); with the source stopped, a pod deleted (and one deleted
  * with its claim, so only the Secret's configuration is left) comes back talking to the target.
+ * A target without the model's cluster credential refuses to activate it: the move aborts and the
+ * source, which held off from the activation on, provisions the model again.
  */
 import test from "ava";
 import { randomBytes } from "node:crypto";
@@ -44,12 +46,36 @@ test.after.always(async () => { await b?.close(); await a?.close(); await cluste
 const readyUnits = (n: number) => (units: UnitStatusView[]): boolean => units.length === n && units.every(unitIsReady);
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
-async function podConfigs(app: string): Promise<Map<string, PodConfig>> {
-  const secret = await cluster.kube.get(R.secrets, kubernetes.agentsSecretName(app), { namespace: NS });
+async function podConfigs(app: string, namespace = NS): Promise<Map<string, PodConfig>> {
+  const secret = await cluster.kube.get(R.secrets, kubernetes.agentsSecretName(app), { namespace });
   return new Map(Object.entries(secret.data ?? {}).map(([k, v]) => [k, JSON.parse(Buffer.from(v, "base64").toString()) as PodConfig]));
 }
 
-test("a kubernetes model moves: units stay active on the target, its Secret names the target, the source leaves the namespace alone, recreated pods come back to the target", async (t) => {
+test.serial("a target without the model's cluster credential refuses to activate it: the move aborts and the source provisions the model again", async (t) => {
+  t.timeout(600_000);
+  const { kube } = cluster;
+  await a.admin.putCredential("k8s-a", "kubernetes", { kubeconfig: cluster.api.kubeconfig({ token: tokens.source }) });
+  await a.admin.createModel("cafe", { updateStatusInterval: 300 }, "kubernetes", { credential: "k8s-a" });
+  await a.admin.deploy("cafe", { name: "till", operator: await a.upload(join(operatorsDir, "peer-cluster")), units: 1, config: { size: 1 } });
+  await a.waitForUnits("cafe", readyUnits(1), "till/0 active on the source", 180_000);
+  await a.admin.call("POST", "/v1/models/cafe/migrate", { target: { name: "b", addresses: b.addresses, caCert: b.caCert, user: "admin", password: b.adminPassword } });
+  const ended = await eventually("the migration over", async () => {
+    const m = await a.admin.call<MigrationInfo>("GET", "/v1/models/cafe/migration");
+    return m.phase === "DONE" || m.phase === "ABORTDONE" ? m : undefined;
+  }, 300_000, 250);
+  t.is(ended.phase, "ABORTDONE");
+  t.regex(ended.failure ?? "", /credential "k8s-a"/);
+  t.false((await b.admin.listModels()).some((m) => m.name === "cafe"), "nothing of it on the target");
+  // The source held off while the target might have taken the model; now it provisions it again.
+  await a.admin.addUnits("cafe", "till", 1);
+  await a.waitForUnits("cafe", readyUnits(2), "2 units active on the source", 180_000);
+  const configs = await podConfigs("till", "cafe");
+  t.is(configs.size, 2);
+  for (const c of configs.values()) t.deepEqual(c.controllerAddresses, a.addresses);
+  t.truthy(await kube.find(R.pods, "till-1", { namespace: "cafe" }));
+});
+
+test.serial("a kubernetes model moves: units stay active on the target, its Secret names the target, the source leaves the namespace alone, recreated pods come back to the target", async (t) => {
   t.timeout(900_000);
   const { kube, api, kubelet } = cluster;
   await a.admin.createModel(NS, { updateStatusInterval: 300 }, "kubernetes", { credential: "k8s" });
@@ -85,12 +111,13 @@ test("a kubernetes model moves: units stay active on the target, its Secret name
     t.is(c.credential, was?.credential ?? "(no entry before)", `${key} keeps its credential`);
     t.is(c.machine, was?.machine ?? "(no entry before)");
   }
-  const byUser = (user: string, from = 0) => api.requests.slice(from).filter((r) => r.user === user);
+  // The source also holds the other test's model on this cluster: only this namespace counts.
+  const byUser = (user: string, from = 0) => api.requests.slice(from).filter((r) => r.user === user && r.path.includes(`/namespaces/${NS}/`));
   t.true(byUser(TARGET_USER).some((r) => r.method === "PUT" && r.path === `/api/v1/namespaces/${NS}/secrets/${kubernetes.agentsSecretName("ring")}` && r.status === 200), "the target replaced the Secret");
   t.true(byUser(SOURCE_USER).some((r) => WRITES.has(r.method)), "the source wrote before the move (so the log tells the users apart)");
   // From the target's first write on (it took the model at activation) the source writes nothing:
   // no pass of the source rewrites the Secret back to itself.
-  const takeover = api.requests.findIndex((r) => r.user === TARGET_USER && WRITES.has(r.method));
+  const takeover = api.requests.findIndex((r) => r.user === TARGET_USER && WRITES.has(r.method) && r.path.includes(`/namespaces/${NS}/`));
   t.true(takeover >= 0);
   t.deepEqual(byUser(SOURCE_USER, takeover).filter((r) => WRITES.has(r.method)).map((r) => `${r.method} ${r.path}`), [], "no write by the source once the target took over");
 
