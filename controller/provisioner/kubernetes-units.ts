@@ -204,8 +204,8 @@ export class KubernetesProvisioner {
    * its machine keeps it (its credential is still good); a new one (or a number reused by a new
    * unit) gets a new credential, which ends the machine's old one.
    *
-   * An entry written by another controller (the model migrated here) or with addresses since
-   * changed is rewritten with this controller's addresses and CA, KEEPING its credential once it
+   * An entry written by another controller (its CA: the model migrated here) is rewritten with
+   * this controller's addresses and CA, KEEPING its credential once it
    * matches the hash this controller holds for the machine. Why keep rather than issue new ones:
    * at SUCCESS every running agent switched here with the credential it has, and a pod agent reads
    * its mounted configuration only when it starts, so a new credential would lock out each running
@@ -227,7 +227,8 @@ export class KubernetesProvisioner {
       const text = current ? Buffer.from(current, "base64").toString() : undefined;
       const cfg = text ? configOf(text) : undefined;
       if (text && cfg?.machine === u.machine && cfg.model === idx.uuid) {
-        if (cfg.caCert === this.o.caCert && sameAddresses(cfg.controllerAddresses, addresses)) { configs.set(u.ordinal, text); continue; }
+        // This controller's own entry stays as written: its agent learns newer addresses from the controller itself.
+        if (cfg.caCert === this.o.caCert) { configs.set(u.ordinal, text); continue; }
         const hash = idx.machines.get(u.machine)?.credentialHash;
         if (hash && credentialMatches(cfg.credential, hash)) {
           configs.set(u.ordinal, agentConfigText({ ...cfg, controllerAddresses: addresses, caCert: this.o.caCert }));
@@ -302,10 +303,6 @@ export class KubernetesProvisioner {
 /** An agent configuration in the Secret (undefined when it is not one). */
 function configOf(configText: string): AgentConfig | undefined {
   try { return parseAgentConfig(configText, "the agent configuration"); } catch { return undefined; }
-}
-
-function sameAddresses(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && [...a].sort().join(",") === [...b].sort().join(",");
 }
 
 /**
