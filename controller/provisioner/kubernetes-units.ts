@@ -205,8 +205,8 @@ export class KubernetesProvisioner {
    * unit) gets a new credential, which ends the machine's old one.
    *
    * An entry written by another controller (its CA: the model migrated here) is rewritten with
-   * this controller's addresses and CA, KEEPING its credential once it
-   * matches the hash this controller holds for the machine. Why keep rather than issue new ones:
+   * this controller's addresses and CA, KEEPING its credential once it matches the hash this
+   * controller holds for the machine (imported with it). Why keep rather than issue new ones:
    * at SUCCESS every running agent switched here with the credential it has, and a pod agent reads
    * its mounted configuration only when it starts, so a new credential would lock out each running
    * agent until its pod restarts; the plaintext is in this Secret anyway, which the controller
