@@ -33,15 +33,18 @@ export function podIdentity(env: NodeJS.ProcessEnv): PodIdentity {
 
 /**
  * Puts the mounted configuration in `dir` unless `dir` already holds one for the same machine with
- * the same credential: the mounted one is authoritative for who the agent is, while the one in `dir`
- * may hold newer controller addresses the agent saved there.
+ * the same credential and controller CA: the mounted one is authoritative for who the agent is and
+ * which controller it answers to, while the one in `dir` may hold newer addresses of that
+ * controller the agent saved there. A mounted one pinning another CA was written by the controller
+ * the model migrated to (it rewrites the Secret when it takes the model): an agent that missed the
+ * move must not go back to the source, which may be gone.
  */
 export async function adoptMountedConfig(dir: string, mounted: AgentConfig): Promise<"created" | "replaced" | "kept"> {
   const path = join(dir, AGENT_CONFIG_FILE);
   const text = await readFile(path, "utf8").catch(() => undefined);
   let current: AgentConfig | undefined;
   try { current = text === undefined ? undefined : parseAgentConfig(text, path); } catch { /* unreadable: replaced below */ }
-  if (current && current.model === mounted.model && current.machine === mounted.machine && current.credential === mounted.credential) return "kept";
+  if (current && current.model === mounted.model && current.machine === mounted.machine && current.credential === mounted.credential && current.caCert === mounted.caCert) return "kept";
   // Another machine (a unit number reused by a new unit on a claim that was kept): the hook state
   // of the unit that was here must not pass for the new one's.
   if (current && (current.model !== mounted.model || current.machine !== mounted.machine)) await rm(join(dir, "units"), { recursive: true, force: true });
@@ -129,7 +132,7 @@ export class PodAgent {
     if (this.stopped || !mounted) return;
     this.waitingFor = `starting the agent for machine ${mounted.machine}`;
     const adopted = await adoptMountedConfig(this.o.dir, mounted);
-    this.o.log.info(adopted === "kept" ? "keeping the agent configuration in the agent's directory (same machine and credential as the mounted one)" : `agent configuration ${adopted} from ${path}`, { model: mounted.model, machine: mounted.machine });
+    this.o.log.info(adopted === "kept" ? "keeping the agent configuration in the agent's directory (same machine, credential and controller as the mounted one)" : `agent configuration ${adopted} from ${path}`, { model: mounted.model, machine: mounted.machine });
     this.agent = await Agent.start({ dir: this.o.dir, log: this.o.log, bootId: this.o.pod.uid, pod: true, ...(this.o.workloadSockets ? { workloadSockets: this.o.workloadSockets } : {}) });
     if (this.stopped) await this.agent.stop();
   }

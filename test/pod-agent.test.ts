@@ -8,11 +8,12 @@
 import test from "ava";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { get } from "node:http";
 import { join } from "node:path";
 import type { AgentConfig } from "../api";
-import { Agent } from "../agent";
+import { Agent, adoptMountedConfig } from "../agent";
 import { AGENT_CONFIG_FILE, POD_LIVENESS_PATH, POD_READINESS_PATH, agentConfigText, podAgentConfigKey, silentLogger } from "../api";
 import { freePort } from "../substrates";
 import type { TestController } from "./harness/controller";
@@ -139,6 +140,24 @@ test.serial("a recreated pod (new uid, same claim) runs start again; a restarted
   t.regex(await running.log(), /agent configuration replaced from/);
   t.deepEqual((await hooksRun(pod)).slice(from).filter((h) => h !== "update-status"), ["start"], "only start: the unit's hook state was on the claim");
   await tc.waitForUnits("pod-boot", allReady(1), "db/0 active again");
+});
+
+test("the claim's configuration is kept for the same machine, credential and controller; one pinning another CA (the model migrated) gives way to the mounted one", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-adopt-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const source: AgentConfig = { model: "m", machine: "0", credential: "c", controllerAddresses: ["10.0.0.1:17070"], caCert: "SOURCE CA" };
+  const saved = (): Promise<AgentConfig> => readFile(join(dir, AGENT_CONFIG_FILE), "utf8").then((x) => JSON.parse(x) as AgentConfig);
+  t.is(await adoptMountedConfig(dir, source), "created");
+  // The agent saved newer addresses of the same controller: they stay.
+  await writeFile(join(dir, AGENT_CONFIG_FILE), agentConfigText({ ...source, controllerAddresses: ["10.0.0.2:17070"] }));
+  t.is(await adoptMountedConfig(dir, source), "kept");
+  t.deepEqual((await saved()).controllerAddresses, ["10.0.0.2:17070"]);
+  await mkdir(join(dir, "units", "db-0"), { recursive: true });
+  // The Secret now pins the controller the model moved to: the agent goes there, with its unit state.
+  const target = { ...source, controllerAddresses: ["10.0.1.1:17070"], caCert: "TARGET CA" };
+  t.is(await adoptMountedConfig(dir, target), "replaced");
+  t.deepEqual(await saved(), target);
+  t.true((await stat(join(dir, "units", "db-0")).catch(() => undefined))?.isDirectory(), "the unit's state stays (same machine)");
 });
 
 test.serial("/readyz follows readiness-set, and the active workload status when it was never said", async (t) => {

@@ -153,7 +153,6 @@ function precheckModel(idx: ModelIndex): void {
   const name = idx.model!.name;
   const refuse = (why: string): never => { throw new StewardError("conflict", `model ${name} cannot be migrated now: ${why}`, { retryable: false }); };
   if (idx.model!.life !== "alive") refuse("it is being destroyed");
-  if (idx.model!.substrate === "kubernetes") refuse("kubernetes models cannot be migrated yet (their pods' agent configuration lives in a Secret the source writes)");
   for (const m of idx.machines.values()) {
     if (m.life !== "alive") refuse(`machine ${m.id} is being removed; wait for it to go`);
     if (!m.credentialHash) refuse(`machine ${m.id} has no agent yet; wait until it is provisioned`);

@@ -11,12 +11,22 @@
  * An operator's workload containers are part of the pod template (substrates/kubernetes/workload-pods.ts).
  * Objects of applications and models that are gone are deleted (a namespace only when this
  * controller made it).
+ *
+ * Migration: the namespace's objects belong to the controller the model lives on. The source
+ * leaves them alone from the moment it asks the target to activate the model (from then on the
+ * target may be writing them) and for good once the model is handed over: a model that moved away
+ * is forgotten, never swept. The target, on its first pass, rewrites each application's Secret to
+ * name its own addresses and CA (see writeAgentConfigs), so pods made after the move come up
+ * talking to it. No object names the controller (labels: managed-by steward, the model's uuid,
+ * the application), so nothing else changes hands.
  */
-import type { Logger } from "../../api";
+import type { AgentConfig, Logger } from "../../api";
 import { StewardError, agentConfigText, parseAgentConfig, podAgentConfigKey } from "../../api";
 import { kubernetes } from "../../substrates";
 import { CoalescedRunner } from "../coalesced-runner";
-import type { CredentialOps, InstanceRecord, MachineInstallDoc, ModelIndex, StateCache, StateOps } from "../state";
+import { credentialMatches } from "../security/credentials";
+import type { CredentialOps, InstanceRecord, MachineInstallDoc, MigrationDoc, ModelIndex, StateCache, StateOps } from "../state";
+import { handedOver, migrationActive } from "../state";
 import { unitNumber } from "../state/agent-views";
 
 export interface KubernetesProvisionerOptions {
@@ -64,11 +74,16 @@ export class KubernetesProvisioner {
     return [...this.o.cache.models.values()].filter((idx) => idx.model?.substrate === "kubernetes");
   }
 
+  /** Whether the model's objects are another controller's now, or may be being taken over by it (see the file's comment). */
+  private leftToTarget(uuid: string): boolean {
+    return leftToTarget(this.o.cache.migrations.get(uuid));
+  }
+
   /** What decides the objects: units and machines with their life, applications. */
   private unitsSignature(): string {
     const parts: string[] = [];
     for (const idx of this.models()) {
-      parts.push(`${idx.uuid}:${idx.model?.life}:${idx.model?.credential}`);
+      parts.push(`${idx.uuid}:${idx.model?.life}:${idx.model?.credential}:${this.leftToTarget(idx.uuid)}`);
       // The operator decides the pod template (its workload containers): an upgrade is patched in.
       for (const a of idx.apps.values()) parts.push(`${idx.uuid}/app/${a.name}/${a.life}/${a.operator.hash}`);
       for (const u of idx.units.values()) parts.push(`${idx.uuid}/unit/${u.name}/${u.machine}/${u.life}`);
@@ -83,11 +98,14 @@ export class KubernetesProvisioner {
     for (const idx of this.models()) {
       if (this.stopped) return;
       live.add(idx.uuid);
+      if (this.leftToTarget(idx.uuid)) { this.forget(idx.uuid); continue; }
       await this.reconcileModel(idx).catch((err: unknown) => this.o.log.warn("kubernetes model reconcile failed", { model: idx.model?.name, err: describe(err) }));
     }
     // Models removed (by force, or their last application gone and then the model): their objects go.
     for (const [uuid, cluster] of this.clusters) {
       if (live.has(uuid) || this.stopped) continue;
+      // Gone from here because it moved: its objects are the target's.
+      if (this.leftToTarget(uuid)) { this.forget(uuid); continue; }
       try {
         await this.removeModelObjects(uuid, cluster);
         this.clusters.delete(uuid);
@@ -96,6 +114,15 @@ export class KubernetesProvisioner {
         this.o.log.warn("could not delete a removed kubernetes model's objects", { model: uuid, err: describe(err) });
       }
     }
+  }
+
+  /** Drops a model's cluster connection without touching its objects. */
+  private forget(uuid: string): void {
+    const cluster = this.clusters.get(uuid);
+    if (!cluster) return;
+    this.clusters.delete(uuid);
+    cluster.api.close();
+    this.o.log.info("left a migrating model's kubernetes objects to the target controller", { model: uuid, namespace: cluster.namespace });
   }
 
   private async clusterOf(idx: ModelIndex): Promise<Cluster> {
@@ -176,6 +203,15 @@ export class KubernetesProvisioner {
    * Keeps one agent configuration per unit in the application's Secret. A unit whose entry names
    * its machine keeps it (its credential is still good); a new one (or a number reused by a new
    * unit) gets a new credential, which ends the machine's old one.
+   *
+   * An entry written by another controller (its CA: the model migrated here) is rewritten with
+   * this controller's addresses and CA, KEEPING its credential once it matches the hash this
+   * controller holds for the machine (imported with it). Why keep rather than issue new ones:
+   * at SUCCESS every running agent switched here with the credential it has, and a pod agent reads
+   * its mounted configuration only when it starts, so a new credential would lock out each running
+   * agent until its pod restarts; the plaintext is in this Secret anyway, which the controller
+   * that holds the model's cluster credential can read. An entry whose credential does not match
+   * gets a new one, as a new unit does.
    */
   private async writeAgentConfigs(idx: ModelIndex, cluster: Cluster, app: string, units: { ordinal: number; machine: string }[]): Promise<void> {
     const { api, namespace } = cluster;
@@ -183,14 +219,26 @@ export class KubernetesProvisioner {
     const name = kubernetes.agentsSecretName(app);
     const have = await api.find(R.secrets, name, { namespace });
     const configs = new Map<number, string>();
+    const addresses = this.o.controllerAddresses();
     let changed = !have;
+    let readdressed = 0;
     for (const u of units.sort((a, b) => a.ordinal - b.ordinal)) {
       const current = have?.data?.[podAgentConfigKey(u.ordinal)];
       const text = current ? Buffer.from(current, "base64").toString() : undefined;
-      const who = text ? identityOf(text) : undefined;
-      if (text && who?.machine === u.machine && who.model === idx.uuid) { configs.set(u.ordinal, text); continue; }
+      const cfg = text ? configOf(text) : undefined;
+      if (text && cfg?.machine === u.machine && cfg.model === idx.uuid) {
+        // This controller's own entry stays as written: its agent learns newer addresses from the controller itself.
+        if (cfg.caCert === this.o.caCert) { configs.set(u.ordinal, text); continue; }
+        const hash = idx.machines.get(u.machine)?.credentialHash;
+        if (hash && credentialMatches(cfg.credential, hash)) {
+          configs.set(u.ordinal, agentConfigText({ ...cfg, controllerAddresses: addresses, caCert: this.o.caCert }));
+          changed = true;
+          readdressed++;
+          continue;
+        }
+      }
       const credential = await this.o.ops.issueMachineCredential(idx.uuid, u.machine);
-      configs.set(u.ordinal, agentConfigText({ model: idx.uuid, machine: u.machine, credential, controllerAddresses: this.o.controllerAddresses(), caCert: this.o.caCert }));
+      configs.set(u.ordinal, agentConfigText({ model: idx.uuid, machine: u.machine, credential, controllerAddresses: addresses, caCert: this.o.caCert }));
       changed = true;
     }
     if (have && Object.keys(have.data ?? {}).length !== configs.size) changed = true;
@@ -198,6 +246,7 @@ export class KubernetesProvisioner {
     const secret: kubernetes.Secret = kubernetes.agentsSecretManifest({ model: idx.uuid, namespace, app }, configs);
     if (have) await api.replace(R.secrets, { ...secret, metadata: { ...secret.metadata, resourceVersion: have.metadata!.resourceVersion! } });
     else await api.create(R.secrets, secret);
+    if (readdressed > 0) this.o.log.info("pointed the application's agent configurations at this controller", { model: idx.model?.name, app, units: readdressed });
   }
 
   /** Records each unit machine's pod (name, phase and readiness, IP) as its instance, for status and show-machine. */
@@ -251,9 +300,18 @@ export class KubernetesProvisioner {
   }
 }
 
-/** Who an agent configuration in the Secret is for (undefined when it is not one). */
-function identityOf(configText: string): { model: string; machine: string } | undefined {
+/** An agent configuration in the Secret (undefined when it is not one). */
+function configOf(configText: string): AgentConfig | undefined {
   try { return parseAgentConfig(configText, "the agent configuration"); } catch { return undefined; }
+}
+
+/**
+ * From the moment the source asks the target to activate (the target may then be writing the
+ * objects; an abort from there must first learn the target did not take the model) and for good
+ * once handed over.
+ */
+function leftToTarget(m: MigrationDoc | undefined): boolean {
+  return handedOver(m) || (migrationActive(m) && m.activateAttempted === true);
 }
 
 function instanceOf(pod: kubernetes.Pod, namespace: string): InstanceRecord {

@@ -14,6 +14,7 @@ import { kubernetes } from "../../../substrates";
 import type { TestController } from "../controller";
 import { startTestController } from "../controller";
 import { FakeKubeApi } from "./fake-kube-api";
+import type { FakeKubeApiOptions } from "./fake-kube-api";
 import { ProcessKubelet } from "./process-kubelet";
 
 export interface KubeLab {
@@ -106,8 +107,10 @@ export interface KubeCluster {
  * `kubernetes.default.svc` ({@link FakeKubeApi.inClusterUrl}) and by the environment, mounted
  * Secrets refresh every second, and ServiceAccount tokens live a minute (a real cluster's live an
  * hour): a pod's client that does not read its token again as it rotates is refused within the test.
+ * `tokens` as the server's (the first is the one {@link KubeCluster.kube} uses): several users, to
+ * tell in `api.requests` who did what.
  */
-export async function startKubeCluster(): Promise<KubeCluster> {
+export async function startKubeCluster(o: { tokens?: FakeKubeApiOptions["tokens"] } = {}): Promise<KubeCluster> {
   const dir = await mkdtemp(join(tmpdir(), "steward-kube-cluster-"));
   const untagged = (image: string): string => image.replace(/:[^:/]+$/, "");
   const kubelet = new ProcessKubelet({
@@ -122,7 +125,7 @@ export async function startKubeCluster(): Promise<KubeCluster> {
   });
   let api: FakeKubeApi | undefined;
   try {
-    api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0", serviceAccountTokenMaxSeconds: CLUSTER_TOKEN_SECONDS });
+    api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0", serviceAccountTokenMaxSeconds: CLUSTER_TOKEN_SECONDS, ...(o.tokens ? { tokens: o.tokens } : {}) });
     const kube = new kubernetes.KubeApi(kubernetes.parseKubeconfig(api.kubeconfig()));
     await publishApiServer(kube, kubelet.gateway, Number(new URL(api.url).port));
     const started = api;
