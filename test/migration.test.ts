@@ -121,6 +121,26 @@ test.serial("a model moves with a config change in flight: units active on the t
   t.is(cfg.controllers.b?.currentModel, "shop");
 });
 
+test.serial("a model that moved away comes back: the first controller holds it again, nothing of the first move stands in the way, and the other redirects", async (t) => {
+  const before = (await unitsOf(b.admin, "shop")).map((u) => u.name).sort();
+  t.is(before.length, 3, "the model the first test moved is on b");
+  const r = await steward("migrate", "shop", "a", "-c", "b");
+  t.is(r.code, 0, r.stdout + r.stderr);
+  // a holds it as its own: it answers for it (no redirect left from the first move) and takes changes.
+  await a.admin.updateApplication("shop", "peer", { config: { label: "home-again" } });
+  await eventually("a's change applied on every unit", async () => { const u = await unitsOf(a.admin, "shop"); return (u.length === 3 && u.every((x) => x.workload.current === "active" && x.workload.message === "label=home-again")) || undefined; }, 60_000);
+  t.deepEqual((await unitsOf(a.admin, "shop")).map((u) => u.name).sort(), before);
+  t.is((await a.admin.status("shop")).model.status.current, "available");
+  // b keeps only the record of the second move, and sends clients back to a.
+  const err = await b.admin.status("shop").catch((e: unknown) => e);
+  t.true(StewardError.isInstance(err) && err.code === "moved", String(err));
+  t.is((await migration(b.admin, "shop")).phase, "DONE");
+  // And it can go again: a's record of the first move did not block a second one out.
+  const again = await steward("migrate", "shop", "b", "-c", "a");
+  t.is(again.code, 0, again.stdout + again.stderr);
+  await eventually("units active on b again", async () => { const u = await unitsOf(b.admin, "shop"); return (u.length === 3 && u.every((x) => x.workload.current === "active")) || undefined; }, 60_000);
+});
+
 test.serial("the target dies during the move: the migration aborts, the source model works on, and a second attempt succeeds", async (t) => {
   const rec = await recordDir();
   await deployShop("cafe", rec);

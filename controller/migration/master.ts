@@ -251,7 +251,8 @@ export class MigrationMaster {
     const kv = await this.o.store.get(keys.migration(m.model));
     if (!kv) return;
     const modelKv = await this.o.store.get(keys.model(m.model));
-    const ops: Op[] = [{ type: "deletePrefix", prefix: keys.migrationReportsOf(m.model) }];
+    // The record of the model's arrival here, if it came by migration, goes with it (it would refuse its return).
+    const ops: Op[] = [{ type: "deletePrefix", prefix: keys.migrationReportsOf(m.model) }, { type: "delete", key: keys.migrationArrival(m.model) }];
     const compare = [unchanged(kv.key, kv.modRevision)];
     if (modelKv) {
       const model = JSON.parse(modelKv.value) as ModelDoc;

@@ -8,8 +8,8 @@
  */
 import { createHash } from "node:crypto";
 import { StewardError, notFound } from "../../api";
-import type { ImportDeps, ImportResult, MachineDoc, MigrationArrivalDoc, MigrationStageDoc, ModelDoc, ModelExport, UnitDoc } from "../state";
-import { importModel, keys, upgradeModelExport } from "../state";
+import type { ImportDeps, ImportResult, MachineDoc, MigrationArrivalDoc, MigrationDoc, MigrationStageDoc, ModelDoc, ModelExport, UnitDoc } from "../state";
+import { importModel, keys, migrationActive, upgradeModelExport } from "../state";
 import { CHUNK_BYTES } from "../state/keys";
 import type { Op, Store } from "../store";
 import { absent, unchanged } from "../store";
@@ -72,9 +72,18 @@ export class MigrationStaging {
     if (m.model !== model) throw new StewardError("invalid-request", `migration ${id} staged model ${m.model}, not ${model}`);
     const doc = await this.read(m);
     const arrival: MigrationArrivalDoc = { id, source: m.source, at: new Date().toISOString() };
+    // A model coming back: this controller's record of moving it away (which redirects its clients,
+    // and keeps provisioners off it) ends as it becomes live here again.
+    const left = await this.o.store.get(keys.migration(model));
+    if (left && migrationActive(JSON.parse(left.value) as MigrationDoc)) {
+      throw new StewardError("conflict", `model ${model} is being migrated away from this controller; it cannot arrive here at the same time`, { retryable: false });
+    }
     const result = await importModel(this.o.importDeps, doc, {
-      alsoCompare: [unchanged(keys.migrationStage(id), meta.modRevision), absent(keys.migrationArrival(model))],
-      alsoDo: [{ type: "delete", key: keys.migrationStage(id) }, { type: "deletePrefix", prefix: keys.migrationStageChunks(id) }, { type: "put", key: keys.migrationArrival(model), value: JSON.stringify(arrival) }],
+      alsoCompare: [unchanged(keys.migrationStage(id), meta.modRevision), absent(keys.migrationArrival(model)), ...(left ? [unchanged(left.key, left.modRevision)] : [absent(keys.migration(model))])],
+      alsoDo: [
+        { type: "delete", key: keys.migrationStage(id) }, { type: "deletePrefix", prefix: keys.migrationStageChunks(id) }, { type: "put", key: keys.migrationArrival(model), value: JSON.stringify(arrival) },
+        ...(left ? [{ type: "delete" as const, key: left.key }] : []),
+      ],
       refusedBecause: "the staged import was aborted meanwhile",
     });
     this.parsed = undefined;

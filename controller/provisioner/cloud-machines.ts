@@ -93,7 +93,8 @@ export class CloudProvisioner {
     // model that migrated away is no longer here either, but its instances are the target's.
     for (const [uuid, { cloud, placement }] of this.seen) {
       if (live.has(uuid) || this.stopped) continue;
-      if (handedOver(this.o.cache.migrations.get(uuid))) { this.seen.delete(uuid); continue; }
+      // (Should it come back, it is taken over again: its instances were re-tagged as the other's.)
+      if (handedOver(this.o.cache.migrations.get(uuid))) { this.seen.delete(uuid); this.adopted.delete(uuid); continue; }
       const left = (await cloud.instances(placement, uuid).catch(() => undefined))?.filter((i) => !cloud.gone(i.state));
       if (!left) continue;
       for (const i of left) if (i.machine) await cloud.broker.stopMachine({ model: uuid, machine: i.machine, placement }).catch(() => undefined);
