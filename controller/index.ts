@@ -23,7 +23,7 @@ export type { ControllerConfig } from "./config";
 export { CONTROLLER_ENV_VARIABLES, controllerEntry, controllerEnvironment, freePort, portFree, readPidFile, removeLocalController, startLocalController, stopProcess } from "../substrates";
 export { Supervisor } from "./supervisor";
 export type { SupervisorOptions } from "./supervisor";
-export { LeaderElection, REPLICAS_PREFIX } from "./cluster";
+export { LeaderElection, QuorumKeeper, REPLICAS_PREFIX } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
 export { OperatorCollector } from "./operator-collector";
 export { AgentViewRound, EnrolmentOps, RequestScope, StateOps, buildAgentView, keys, requestKeys, runInRequest } from "./state";

@@ -57,6 +57,15 @@ export class QuorumKeeper {
 
   close(): void { this.closed = true; clearInterval(this.timer); }
 
+  /**
+   * Before each change outside the store (etcd membership, a host: a StatefulSet scaled, an
+   * instance launched): the store's writes are fenced, these are not, and a pass a deposed leader
+   * began would otherwise go on beside the next leader's (seen under load: a fourth replica).
+   */
+  private stillLeading(): void {
+    if (this.closed) throw new Error("this replica is no longer the controller leader; the next one carries on");
+  }
+
   kick(): void {
     if (this.running || this.closed) return;
     this.running = true;
@@ -132,10 +141,12 @@ export class QuorumKeeper {
     const name = this.nameOf(learner);
     const since = this.learnerSince.get(learner.id) ?? Date.now();
     this.learnerSince.set(learner.id, since);
+    this.stillLeading();
     try {
       await this.o.membership.promote(learner.id);
     } catch (err) {
       if (Date.now() - since < (this.o.learnerTimeoutMs ?? 90_000)) return this.report("acting", `waiting for ${name} to catch up before it gets a vote`);
+      this.stillLeading();
       await this.o.membership.remove(learner.id);
       await this.markMember(name, { state: "removed", reason: `never caught up: ${(err as Error).message}` });
       return this.report("blocked", `gave up on ${name}: it did not catch up within ${Math.round((this.o.learnerTimeoutMs ?? 90_000) / 1000)} s and was removed`, true);
@@ -150,6 +161,7 @@ export class QuorumKeeper {
   private async removeDead(dead: EtcdMemberInfo, name: string, goneFor: number, recent: string[], lost: boolean): Promise<void> {
     const why = lost ? `its host came back with an empty volume, so it cannot rejoin (gone ${goneFor} s)` : `gone for ${goneFor} s (replaceAfter ${this.config.replaceAfterSeconds} s)`;
     await this.report("acting", `removing ${name} from etcd: ${why}`, true);
+    this.stillLeading();
     await this.o.membership.remove(dead.id);
     this.goneSince.delete(name);
     await this.markMember(name, { state: "removed", reason: lost ? "its volume was lost; replaced" : `gone for ${goneFor} s; replaced` });
@@ -165,17 +177,22 @@ export class QuorumKeeper {
     const step = (s: string): void => { void this.report("acting", `${name}: ${s}`).catch(() => undefined); };
     await this.report("acting", "getting a host for a new replica", true);
     let host: ReplicaHost;
+    this.stillLeading();
     try {
       host = await this.o.hosts.acquire((address, preferred) => (name = preferred ?? replicaName(address)), step);
     } catch (err) {
       return this.report("blocked", (err as Error).message, true);
     }
-    await this.report("acting", `installing replica ${name} on ${host.address}`, true);
     let added: AddedMember;
     try {
+      // Getting a host can take minutes (a pod to start, an instance to boot): leadership may have moved meanwhile.
+      await this.report("acting", `installing replica ${name} on ${host.address}`, true);
+      this.stillLeading();
       added = await this.addLearnerWhenHealthy(peerUrl(host.address));
     } catch (err) {
       // Not a member: the host would otherwise be left acquired (a cloud instance running for nothing).
+      // A deposed leader leaves that to the next one, which may be using the same host by now.
+      if (this.closed) throw err;
       await this.o.hosts.release(host).catch((e: unknown) => this.o.log.warn("could not give back an unused replica host", { host: host.address, err: (e as Error).message }));
       return this.report("blocked", `could not add ${name} to etcd: ${(err as Error).message}`, true);
     }
@@ -200,6 +217,7 @@ export class QuorumKeeper {
    */
   private async addLearnerWhenHealthy(peer: string): Promise<AddedMember> {
     for (let attempt = 1; ; attempt++) {
+      this.stillLeading();
       try {
         return await this.o.membership.addLearner(peer);
       } catch (err) {
