@@ -230,6 +230,11 @@ test.serial("the good image resumes: pods replaced from the highest ordinal down
   for (const p of (await cluster.kube.list(R.pods, { namespace: NS })).items) t.is(imageOf(p), `steward/controller:${patch.version}`, `${p.metadata?.name} runs the new image`);
   t.true(w.writes > 0);
   await assertNothingLost(t);
+  // Bootstrapped without --api-address, the entry held the pods' IPs: it follows the new pods, so other commands still reach the controller.
+  t.deepEqual([...(await loadClientConfig(home)).controllers[NAME]!.addresses].sort(), (await podAddresses()).sort());
+  const show = await patch.steward(home, "show-controller", "-c", NAME);
+  t.is(show.code, 0, show.stderr);
+  t.regex(show.stdout, new RegExp(`Upgrade ${STEWARD_VERSION.replace(/\./g, "\\.")} -> ${patch.version.replace(/\./g, "\\.")}: done`));
 
   const uids = await podUids();
   const again = await upgrade(patch);

@@ -105,7 +105,14 @@ export default class UpgradeControllerCommand extends ControllerCommand {
       this.printPlan(name, plan, rollout);
       if (this.dryRun) { this.out("Dry run: nothing was changed."); return 0; }
       const t0 = Date.now();
-      await runUpgrade({ client, caCert: entry.caCert, plan, upgrader, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+      // Bootstrapped without --api-address, the entry holds the pods' IPs, which recreated pods no longer have.
+      const podsBefore = await rollout?.podAddresses();
+      const followPods = !!podsBefore && entry.addresses.every((a) => podsBefore.includes(a));
+      try {
+        await runUpgrade({ client, caCert: entry.caCert, plan, upgrader, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+      } finally {
+        if (followPods) await this.keepPodAddresses(name, rollout!);
+      }
       await rollout?.tidy((l) => this.progress(l));
       this.out(`Controller "${name}" upgraded to ${to} in ${((Date.now() - t0) / 1000).toFixed(1)} s.`);
       return 0;
@@ -120,6 +127,17 @@ export default class UpgradeControllerCommand extends ControllerCommand {
     if (rollout) this.out(`  image ${rollout.image} -> ${rollout.targetImage}${rollout.partition ? ` (partition now ${rollout.partition})` : ""}`);
     for (const [i, s] of plan.steps.entries()) this.out(`  ${i + 1}. ${s.name}${s.host ? ` on ${s.host}` : ""}: ${s.version} -> ${plan.to}${s.leader ? ` (the leader${rollout ? "" : ", last"})` : ""}`);
     for (const s of plan.done) this.out(`  -  ${s.name}${s.host ? ` on ${s.host}` : ""}: already at ${plan.to}`);
+  }
+
+  /** Points the entry at the pods' IPs now (read again: the file may have changed since this run began). */
+  private async keepPodAddresses(name: string, rollout: KubernetesRollout): Promise<void> {
+    const addresses = await rollout.podAddresses().catch(() => []);
+    const cfg = await this.clientConfig();
+    const entry = cfg.controllers[name];
+    if (!entry || addresses.length === 0 || addresses.join() === entry.addresses.join()) return;
+    entry.addresses = addresses;
+    await this.saveConfig(cfg);
+    this.progress(`The client's entry for "${name}" now holds the pods' new addresses: ${addresses.join(", ")}`);
   }
 
   /** The StatefulSet, read with the user's kubeconfig (the entry keeps no cluster credential: bootstrap used it and let it go). */
