@@ -3,10 +3,10 @@
  * FAKE process kubelet: pods are processes in network namespaces), bootstrapped by the CLI, and
  * upgraded by the CLI of a real second release of this build (a separate process, as a user runs
  * it), whose controller image `steward/controller:<new version>` the kubelet maps to that release's
- * controller bundle. One controller goes through the story: refused while a replica is down; a
- * broken image fails the first pod's gate, that pod is made again with the image it ran and the
- * partition holds the rest; the good image resumes, the pods replaced from the highest ordinal down
- * with quorum kept and writes going on, none lost; then nothing to do.
+ * controller bundle. One controller goes through the story: a dry run; refused while a replica is
+ * down; a broken image fails the first pod's gate, that pod is made again with the image it ran and
+ * the partition holds the rest; the good image resumes, the pods replaced from the highest ordinal
+ * down with quorum kept and writes going on, none lost; then nothing to do.
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
@@ -134,6 +134,23 @@ async function assertNothingLost(t: ExecutionContext): Promise<void> {
   const present = new Set((await client.listModels()).map((m) => m.name));
   t.deepEqual(acked.filter((m) => !present.has(m)), [], "every acknowledged write is present");
 }
+
+test.serial("--dry-run prints the image and the pods' order, the highest ordinal first, and changes nothing", async (t) => {
+  t.timeout(300_000);
+  const c = await healthyAt(t, STEWARD_VERSION);
+  const uids = await podUids();
+  const r = await upgrade(patch, "--dry-run");
+  t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, new RegExp(`image ${OLD_IMAGE} -> steward/controller:${patch.version}`));
+  const lines = r.stdout.split("\n").filter((l) => /^\s+\d\. /.test(l));
+  t.deepEqual(lines.map((l) => l.trim().split(" ")[1]), [2, 1, 0].map((n) => memberOf(c, n)!.name), r.stdout);
+  t.regex(r.stdout, /Dry run: nothing was changed/);
+  const sts = await statefulSet();
+  t.is(imageOf(sts.spec?.template), OLD_IMAGE);
+  t.is(sts.spec?.updateStrategy?.rollingUpdate?.partition ?? 0, 0);
+  t.deepEqual(await podUids(), uids);
+  t.is((await client.controllerInfo()).cluster.upgrade, undefined, "nothing recorded");
+});
 
 test.serial("refused while a replica is down: nothing changes", async (t) => {
   t.timeout(300_000);

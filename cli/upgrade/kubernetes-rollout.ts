@@ -139,7 +139,7 @@ function upgrader(r: Rollout): ReplicaUpgrader {
     const partition = Math.max(...steps.map((s) => ordinalOf(s, r.name))) + 1;
     const now = sts.spec?.updateStrategy?.rollingUpdate?.partition ?? 0;
     if (image === r.targetImage && now === partition) { progress(`${r.where} already has ${r.targetImage}, held at partition ${partition}`); return; }
-    // One JSON patch, applied whole or not at all; the tests fail it if the set changed since it was read.
+    // One JSON patch, applied whole or not at all; its `test` operations refuse it (422) if the set changed since it was read.
     await r.api.patch(R.statefulSets, r.name, [
       { op: "test", path: "/metadata/resourceVersion", value: sts.metadata?.resourceVersion },
       { op: "test", path: `/spec/template/spec/containers/${index}/name`, value: CONTAINER },
