@@ -143,7 +143,7 @@ export default class UpgradeControllerCommand extends ControllerCommand {
   /** The StatefulSet, read with the user's kubeconfig (the entry keeps no cluster credential: bootstrap used it and let it go). */
   private async openRollout(subs: typeof Substrates, entry: ControllerEntry, to: string): Promise<KubernetesRollout> {
     const connection = readKubeconfig(this.context.env, this.kubeconfig, this.kubeContext ?? entry.kubernetes!.context);
-    return openKubernetesRollout({ kube: subs.kubernetes, connection, target: entry.kubernetes!, to, ...(this.image ? { image: this.image } : {}), timeoutMs: this.timeout });
+    return openKubernetesRollout({ kube: subs.kubernetes, connection, target: entry.kubernetes!, to, ...(this.image ? { image: this.image } : {}), timeoutMs: this.timeout, caCert: entry.caCert });
   }
 
   /** SSH access to every replica's host, checked before anything changes. */

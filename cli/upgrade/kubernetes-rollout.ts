@@ -17,7 +17,7 @@
  * highest pod not yet at the new version.
  */
 import type * as Substrates from "../../substrates";
-import { StewardError } from "../../api/core";
+import { ControllerClient, StewardError } from "../../api/core";
 import type { ReplicaStep } from "./plan";
 import type { ReplicaUpgrader } from "./replica-upgraders";
 
@@ -40,6 +40,8 @@ export interface KubernetesRolloutOptions {
   image?: string;
   /** How long a pod may take to be made again and turn Ready. */
   timeoutMs: number;
+  /** The controller's CA, to ask each pod's own API whether this client reaches it. */
+  caCert: string;
 }
 
 /** The StatefulSet as found, and the upgrader that steps its rollout. */
@@ -81,7 +83,7 @@ export async function openKubernetesRollout(o: KubernetesRolloutOptions): Promis
     const image = sts.spec!.template.spec!.containers[index]!.image ?? "";
     const targetImage = o.image ?? imageWithTag(image, o.to);
     const partition = sts.spec?.updateStrategy?.rollingUpdate?.partition ?? 0;
-    const state: Rollout = { api, kube: o.kube, namespace, name, targetImage, timeoutMs: o.timeoutMs, where };
+    const state: Rollout = { api, kube: o.kube, namespace, name, targetImage, timeoutMs: o.timeoutMs, where, caCert: o.caCert };
     return {
       image, targetImage, partition,
       upgrader: upgrader(state),
@@ -115,6 +117,7 @@ interface Rollout {
   targetImage: string;
   timeoutMs: number;
   where: string;
+  caCert: string;
 }
 
 function containerIndex(sts: StatefulSet): number {
@@ -131,7 +134,20 @@ export function ordinalOf(step: Pick<ReplicaStep, "name" | "host">, statefulSet:
 function upgrader(r: Rollout): ReplicaUpgrader {
   const R = r.kube.KUBE_RESOURCES;
   const podName = (step: ReplicaStep): string => `${r.name}-${ordinalOf(step, r.name)}`;
+  const reach = async (step: ReplicaStep): Promise<string[]> => {
+    const pod = await r.api.find(R.pods, podName(step), { namespace: r.namespace }).catch(() => undefined);
+    return pod?.status?.podIP ? [`${pod.status.podIP}:${r.kube.CONTROLLER_API_PORT}`] : [];
+  };
   const stageAll = async (steps: ReplicaStep[], progress: (line: string) => void): Promise<void> => {
+    // The gate asks each replica itself, at its pod's IP: found out before any pod goes down, not at the first gate.
+    for (const step of steps) {
+      const addresses = await reach(step);
+      const own = addresses.length ? new ControllerClient({ addresses, caCert: r.caCert, timeoutMs: 5000, retryUnavailableMs: 0 }) : undefined;
+      // Any answer will do (a 503 too): only a connection that never got one is refused.
+      const answered = await own?.call("GET", "/v1/health").then(() => true, (err: unknown) => !(StewardError.isInstance(err) && err.code === "unavailable" && err.cause !== undefined && !StewardError.isInstance(err.cause)));
+      own?.close();
+      if (!answered) throw new StewardError("unavailable", `this client cannot reach pod ${podName(step)} ${addresses.length ? `at ${addresses.join(", ")}` : "(it has no IP)"}: the upgrade asks each replica itself, at its pod's IP. Run it where pod IPs are routable (a node, a pod, a VPN into the pod network)`);
+    }
     const sts = await r.api.get(R.statefulSets, r.name, { namespace: r.namespace });
     const index = containerIndex(sts);
     const image = sts.spec!.template.spec!.containers[index]!.image;
@@ -193,10 +209,7 @@ function upgrader(r: Rollout): ReplicaUpgrader {
       await waitForPod(name, now?.metadata?.uid, undefined, progress);
     },
     async prune() { /* old images are the registry's and the nodes' to collect */ },
-    async reach(step) {
-      const pod = await r.api.find(R.pods, podName(step), { namespace: r.namespace }).catch(() => undefined);
-      return pod?.status?.podIP ? [`${pod.status.podIP}:${r.kube.CONTROLLER_API_PORT}`] : [];
-    },
+    reach,
     hint(step) {
       return `kubectl -n ${r.namespace} describe pod ${podName(step)}; kubectl -n ${r.namespace} logs ${podName(step)} -c ${CONTAINER} --previous. ${r.where} is held at partition ${ordinalOf(step, r.name) + 1} with image ${r.targetImage}: no other pod is replaced until steward upgrade-controller runs again`;
     },
