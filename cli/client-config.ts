@@ -23,8 +23,12 @@ export interface ControllerEntry {
   aws?: { settings: AwsModelSettings; uuid: string };
   /** Set for a controller bootstrapped on vSphere: where its VMs are and the UUID they are marked with (no secret). */
   vsphere?: { settings: VsphereModelSettings; uuid: string };
-  /** Set for a controller bootstrapped on Kubernetes: its namespace and StatefulSet. */
-  kubernetes?: { namespace: string; statefulSet: string };
+  /**
+   * Set for a controller bootstrapped on Kubernetes: its namespace and StatefulSet, and the
+   * kubeconfig context it was bootstrapped with (a name only: the cluster's credential stays in
+   * the user's kubeconfig; upgrade-controller reads it from there).
+   */
+  kubernetes?: { namespace: string; statefulSet: string; context?: string };
   currentModel?: string;
   /** Where each application's operator was deployed from (`model/app` to a directory), for `steward refresh`. */
   operatorSources?: Record<string, string>;

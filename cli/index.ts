@@ -15,3 +15,4 @@ export { startLocalController } from "../substrates";
 export { planUpgrade } from "./upgrade/plan";
 export type { UpgradePlan, ReplicaStep } from "./upgrade/plan";
 export { unsupportedReplicas } from "./upgrade/replica-upgraders";
+export { imageWithTag, ordinalOf } from "./upgrade/kubernetes-rollout";

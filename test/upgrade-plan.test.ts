@@ -6,7 +6,7 @@ import test from "ava";
 import type { ExecutionContext } from "ava";
 import type { ClusterInfo, ControllerInfo, ControllerUpgrade } from "../api";
 import { StewardError } from "../api";
-import { planUpgrade, unsupportedReplicas } from "../cli";
+import { imageWithTag, ordinalOf, planUpgrade, unsupportedReplicas } from "../cli";
 
 type Member = ClusterInfo["members"][number];
 const member = (name: string, o: Partial<Member> = {}): Member => ({
@@ -71,11 +71,22 @@ test("an unfinished upgrade to another version must be finished with its own cli
   refusal(t, () => planUpgrade(failed, "0.1.2"), /a previous upgrade to 0\.1\.1 did not complete \(replica r3 on 10\.0\.0\.3: upgrading\): finish it first by running upgrade-controller with steward 0\.1\.1/);
 });
 
-test("replicas on Kubernetes and on cloud instances are refused with what to do instead", (t) => {
+test("replicas on cloud instances are refused with what to do instead; on Kubernetes they go by the StatefulSet's image", (t) => {
   const steps = planUpgrade(info(three()), "0.1.1").steps;
   const entry = { addresses: [], caCert: "", user: "admin" };
-  t.regex(unsupportedReplicas({ ...entry, kubernetes: { namespace: "steward", statefulSet: "prod" } }, steps, "0.1.1") ?? "", /kubectl -n steward set image statefulset\/prod controller=REGISTRY\/steward\/controller:0\.1\.1/);
+  t.is(unsupportedReplicas({ ...entry, kubernetes: { namespace: "steward", statefulSet: "prod" } }, steps, "0.1.1"), undefined);
   const onEc2 = planUpgrade(info(three({ r3: { instance: { id: "i-0abc" } } })), "0.1.1").steps;
   t.regex(unsupportedReplicas(entry, onEc2, "0.1.1") ?? "", /replica r3 runs on the cloud instance i-0abc, which this command cannot upgrade in place yet/);
   t.is(unsupportedReplicas(entry, steps, "0.1.1"), undefined, "replicas over SSH are upgraded");
+});
+
+test("Kubernetes: the new image keeps the registry and repository, with the new version as its tag; a replica's pod ordinal is read from its host", (t) => {
+  t.is(imageWithTag("steward/controller:0.1.0", "0.1.1"), "steward/controller:0.1.1");
+  t.is(imageWithTag("registry.example.com:5000/ops/steward/controller:0.1.0", "0.1.1"), "registry.example.com:5000/ops/steward/controller:0.1.1", "a registry's port is not a tag");
+  t.is(imageWithTag("registry.example.com:5000/steward/controller", "0.1.1"), "registry.example.com:5000/steward/controller:0.1.1");
+  t.is(imageWithTag(`steward/controller:0.1.0@sha256:${"a".repeat(64)}`, "0.1.1"), "steward/controller:0.1.1", "a digest pins the old image: dropped");
+  t.is(ordinalOf({ name: "ctl-2-b01c", host: "ctl-2.ctl-peers.steward.svc.cluster.local" }, "ctl"), 2);
+  t.is(ordinalOf({ name: "x", host: "my-ctl-10.my-ctl-peers.ns.svc.cluster.local" }, "my-ctl"), 10);
+  t.throws(() => ordinalOf({ name: "x", host: "ctl-2.ctl-peers.steward.svc.cluster.local" }, "other"), { message: /not a pod of StatefulSet other/ });
+  t.throws(() => ordinalOf({ name: "x", host: "10.0.0.1" }, "ctl"), { message: /not a pod of StatefulSet ctl/ });
 });

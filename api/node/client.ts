@@ -53,6 +53,13 @@ export interface ControllerClientOptions {
    * there again); return undefined to get the `moved` error instead. Absent: never follow.
    */
   onMoved?: (moved: ModelMoved) => Promise<MovedTo | undefined> | MovedTo | undefined;
+  /**
+   * Where the replicas can be reached from here now, asked once per call when none of the known
+   * addresses answered, and tried. For a client outside a Kubernetes cluster: replicas announce
+   * their cluster DNS names, which do not resolve outside it, and a recreated pod has a new IP, so
+   * the API server is asked for the pods' current IPs. Absent: only the known addresses.
+   */
+  reachable?: () => Promise<string[]>;
 }
 
 /** Where a client goes after a model moved: the target's addresses and CA, and credentials if not the same. */
@@ -164,6 +171,7 @@ export class ControllerClient {
     const giveUpAt = Date.now() + (this.opts.retryUnavailableMs ?? 15_000);
     let tried: string[] = [];
     let lastErr: unknown;
+    let asked = false;
     for (let round = 0; ; round++) {
       tried = [...this.list];
       const n = tried.length;
@@ -182,6 +190,12 @@ export class ControllerClient {
           if (code && UNTRUSTED_CERTIFICATE_ERRORS.has(code)) { lastErr = untrustedCertificate(address, code, err); continue; }
           if (!code || !CONNECTION_ERRORS.has(code)) throw err;
         }
+      }
+      // Nothing answered at all: the replicas may have moved where announcements do not say (reachable).
+      if (!answeredUnavailable && !asked && this.opts.reachable) {
+        asked = true;
+        const fresh = (await this.opts.reachable().catch(() => [])).filter((a) => !tried.includes(a));
+        if (fresh.length > 0) { this.list = [...fresh, ...this.list]; this.preferred = 0; continue; }
       }
       // A replica answered but could not serve (an election under way): another round soon may.
       const pause = Math.min(250 * 2 ** round, 2000);

@@ -225,7 +225,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}),
       ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout, progress: (l) => this.progress(l),
     });
-    const entry: ControllerEntry = { addresses: access.addresses, caCert: access.caCert, user: "admin", password: access.adminPassword, generatedPassword: true, token: access.token, kubernetes: { namespace, statefulSet: name } };
+    const entry: ControllerEntry = { addresses: access.addresses, caCert: access.caCert, user: "admin", password: access.adminPassword, generatedPassword: true, token: access.token, kubernetes: { namespace, statefulSet: name, ...(connection.context ? { context: connection.context } : {}) } };
     cfg.controllers[name] = entry;
     cfg.current = name;
     await this.saveConfig(cfg);

@@ -1,13 +1,17 @@
 import { Command, Option, UsageError } from "clipanion";
 import type * as Substrates from "../../substrates";
-import { STEWARD_VERSION, StewardError } from "../../api/core";
+import { ControllerClient, STEWARD_VERSION, StewardError } from "../../api/core";
 import { ControllerCommand } from "../base-command";
+import type { ControllerEntry } from "../client-config";
+import { readKubeconfig } from "../kubeconfig-file";
 import { readPrivateKey } from "../ssh-options";
 import { DURATION_HELP, isDuration } from "../validators";
 import { planUpgrade } from "../upgrade/plan";
 import type { UpgradePlan } from "../upgrade/plan";
 import type { ReplicaUpgrader } from "../upgrade/replica-upgraders";
 import { bundleVersion, localUpgrader, sshUpgrader, unsupportedReplicas } from "../upgrade/replica-upgraders";
+import type { KubernetesRollout } from "../upgrade/kubernetes-rollout";
+import { openKubernetesRollout } from "../upgrade/kubernetes-rollout";
 import { runUpgrade } from "../upgrade/run-upgrade";
 import { upgradeViaMigration } from "../upgrade/via-migration";
 
@@ -36,13 +40,21 @@ export default class UpgradeControllerCommand extends ControllerCommand {
       Local controllers keep their releases in their data directory (\`releases/\`, \`current\`).
       Replicas installed over SSH get the release from this client over SSH (give the key as at
       bootstrap, and each host's key as \`--host-key HOST=SHA256:…\`); the previous release stays on
-      the host for a rollback. Replicas on Kubernetes are upgraded by their image; replicas on cloud
-      instances are not supported yet.
+      the host for a rollback.
+
+      Replicas on Kubernetes are upgraded by their StatefulSet's image (\`<registry/repository>:<version>\`,
+      the repository it runs now; \`--image\` names another), with your kubeconfig (\`--kubeconfig\`,
+      \`--kube-context\`; default the context it was bootstrapped with): build and push the image
+      first (npm run images). The pods are replaced from the highest ordinal down, one at a time, the
+      StatefulSet's rolling update held by its partition until each replica has passed the gate; one
+      that fails it is made again with the image it ran, and the partition holds the rest. Replicas on
+      cloud instances are not supported yet.
     `,
     examples: [
       ["Show what would be done", "$0 upgrade-controller --dry-run"],
       ["Upgrade a local controller", "$0 upgrade-controller -c local"],
       ["Upgrade three replicas installed over SSH", "$0 upgrade-controller -c prod --key-file ~/.ssh/id_ed25519 --host-key 10.0.0.5=SHA256:A… --host-key 10.0.0.6=SHA256:B… --host-key 10.0.0.7=SHA256:C…"],
+      ["Upgrade a controller on Kubernetes", "$0 upgrade-controller -c k8s --kubeconfig ~/.kube/config"],
     ],
   });
 
@@ -54,6 +66,9 @@ export default class UpgradeControllerCommand extends ControllerCommand {
   sshUser = Option.String("--ssh-user", "root", { description: "SSH replicas: the user to log in as" });
   hostKey = Option.Array("--host-key", [], { description: "SSH replicas: a host's pinned key, HOST=SHA256:…, one per host" });
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "SSH replicas: accept the host keys offered now" });
+  kubeconfig = Option.String("--kubeconfig", { description: "Kubernetes replicas: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)" });
+  kubeContext = Option.String("--kube-context", { description: "Kubernetes replicas: its context (default the one the controller was bootstrapped with, else its current one)" });
+  image = Option.String("--image", { description: "Kubernetes replicas: the new controller image (default the repository the StatefulSet runs, tagged with the new version)" });
 
   async run(): Promise<number> {
     const { name, entry, cfg } = await this.resolveController();
@@ -70,28 +85,65 @@ export default class UpgradeControllerCommand extends ControllerCommand {
     const subs = require("../../substrates") as typeof Substrates;
     const to = await bundleVersion(subs);
     if (to !== STEWARD_VERSION) throw new StewardError("internal", `this steward is ${STEWARD_VERSION} but carries a controller release of ${to}: its build is inconsistent; rebuild it (npm run build)`);
-    const client = await this.connect();
-    const plan = planUpgrade(await client.controllerInfo(), to);
-    if (plan.steps.length === 0) {
-      if (plan.resumes && !this.dryRun) await client.recordUpgrade({ ...plan.resumes, state: "done", message: `every replica runs ${to}`, updatedAt: new Date().toISOString(), finishedAt: new Date().toISOString() });
-      this.out(`Controller "${name}" is already at ${to}: nothing to do.`);
+    if (!entry.kubernetes && (this.kubeconfig !== undefined || this.kubeContext !== undefined || this.image !== undefined)) throw new UsageError("--kubeconfig, --kube-context and --image are for a controller on Kubernetes");
+    const rollout = entry.kubernetes ? await this.openRollout(subs, entry, to) : undefined;
+    // On Kubernetes the replicas announce cluster DNS names: this client follows the pods' IPs instead.
+    const client = rollout ? kubernetesClient(entry, rollout) : await this.connect();
+    try {
+      const plan = planUpgrade(await client.controllerInfo(), to);
+      if (plan.steps.length === 0) {
+        if (plan.resumes && !this.dryRun) await client.recordUpgrade({ ...plan.resumes, state: "done", message: `every replica runs ${to}`, updatedAt: new Date().toISOString(), finishedAt: new Date().toISOString() });
+        if (rollout && rollout.image !== rollout.targetImage) this.progress(`Every replica runs ${to} although its StatefulSet's image is ${rollout.image}, not ${rollout.targetImage}: nothing was changed.`);
+        else if (rollout && !this.dryRun) await rollout.tidy((l) => this.progress(l));
+        this.out(`Controller "${name}" is already at ${to}: nothing to do.`);
+        return 0;
+      }
+      const unsupported = unsupportedReplicas(entry, plan.steps, to);
+      if (unsupported) throw new StewardError("invalid-request", unsupported);
+      const upgrader = rollout ? rollout.upgrader : entry.dataDir ? localUpgrader(subs, entry.dataDir, entry.caCert, this.timeout) : await this.sshUpgrader(subs, plan);
+      if (upgrader.order) plan.steps = upgrader.order(plan.steps);
+      this.printPlan(name, plan, rollout);
+      if (this.dryRun) { this.out("Dry run: nothing was changed."); return 0; }
+      const t0 = Date.now();
+      // Bootstrapped without --api-address, the entry holds the pods' IPs, which recreated pods no longer have.
+      const podsBefore = await rollout?.podAddresses();
+      const followPods = !!podsBefore && entry.addresses.every((a) => podsBefore.includes(a));
+      try {
+        await runUpgrade({ client, caCert: entry.caCert, plan, upgrader, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+      } finally {
+        if (followPods) await this.keepPodAddresses(name, rollout!);
+      }
+      await rollout?.tidy((l) => this.progress(l));
+      this.out(`Controller "${name}" upgraded to ${to} in ${((Date.now() - t0) / 1000).toFixed(1)} s.`);
       return 0;
+    } finally {
+      if (rollout) { client.close(); rollout.close(); }
     }
-    const unsupported = unsupportedReplicas(entry, plan.steps, to);
-    if (unsupported) throw new StewardError("invalid-request", unsupported);
-    const upgrader = entry.dataDir ? localUpgrader(subs, entry.dataDir, entry.caCert, this.timeout) : await this.sshUpgrader(subs, plan);
-    this.printPlan(name, plan);
-    if (this.dryRun) { this.out("Dry run: nothing was changed."); return 0; }
-    const t0 = Date.now();
-    await runUpgrade({ client, caCert: entry.caCert, plan, upgrader, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
-    this.out(`Controller "${name}" upgraded to ${to} in ${((Date.now() - t0) / 1000).toFixed(1)} s.`);
-    return 0;
   }
 
-  private printPlan(name: string, plan: UpgradePlan): void {
-    this.out(`Upgrade plan for controller "${name}": ${plan.from} -> ${plan.to}, one replica at a time${plan.resumes ? ` (resuming the upgrade started ${plan.resumes.startedAt})` : ""}`);
-    for (const [i, s] of plan.steps.entries()) this.out(`  ${i + 1}. ${s.name}${s.host ? ` on ${s.host}` : ""}: ${s.version} -> ${plan.to}${s.leader ? " (the leader, last)" : ""}`);
+  private printPlan(name: string, plan: UpgradePlan, rollout: KubernetesRollout | undefined): void {
+    const order = rollout ? "one pod at a time, the highest ordinal first (the StatefulSet's order)" : "one replica at a time";
+    this.out(`Upgrade plan for controller "${name}": ${plan.from} -> ${plan.to}, ${order}${plan.resumes ? ` (resuming the upgrade started ${plan.resumes.startedAt})` : ""}`);
+    if (rollout) this.out(`  image ${rollout.image} -> ${rollout.targetImage}${rollout.partition ? ` (partition now ${rollout.partition})` : ""}`);
+    for (const [i, s] of plan.steps.entries()) this.out(`  ${i + 1}. ${s.name}${s.host ? ` on ${s.host}` : ""}: ${s.version} -> ${plan.to}${s.leader ? ` (the leader${rollout ? "" : ", last"})` : ""}`);
     for (const s of plan.done) this.out(`  -  ${s.name}${s.host ? ` on ${s.host}` : ""}: already at ${plan.to}`);
+  }
+
+  /** Points the entry at the pods' IPs now (read again: the file may have changed since this run began). */
+  private async keepPodAddresses(name: string, rollout: KubernetesRollout): Promise<void> {
+    const addresses = await rollout.podAddresses().catch(() => []);
+    const cfg = await this.clientConfig();
+    const entry = cfg.controllers[name];
+    if (!entry || addresses.length === 0 || addresses.join() === entry.addresses.join()) return;
+    entry.addresses = addresses;
+    await this.saveConfig(cfg);
+    this.progress(`The client's entry for "${name}" now holds the pods' new addresses: ${addresses.join(", ")}`);
+  }
+
+  /** The StatefulSet, read with the user's kubeconfig (the entry keeps no cluster credential: bootstrap used it and let it go). */
+  private async openRollout(subs: typeof Substrates, entry: ControllerEntry, to: string): Promise<KubernetesRollout> {
+    const connection = readKubeconfig(this.context.env, this.kubeconfig, this.kubeContext ?? entry.kubernetes!.context);
+    return openKubernetesRollout({ kube: subs.kubernetes, connection, target: entry.kubernetes!, to, ...(this.image ? { image: this.image } : {}), timeoutMs: this.timeout, caCert: entry.caCert });
   }
 
   /** SSH access to every replica's host, checked before anything changes. */
@@ -109,4 +161,12 @@ export default class UpgradeControllerCommand extends ControllerCommand {
     const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
     return sshUpgrader(subs, { user: this.sshUser, privateKey, hostKeys, trustOnFirstUse: this.tofu });
   }
+}
+
+/** A client of a controller on Kubernetes that, when no known address answers, tries the pods' current IPs. */
+function kubernetesClient(entry: ControllerEntry, rollout: KubernetesRollout): ControllerClient {
+  return new ControllerClient({
+    addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}),
+    reachable: () => rollout.podAddresses(),
+  });
 }

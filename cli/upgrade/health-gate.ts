@@ -16,6 +16,8 @@ export interface GateOptions {
   sinceBefore: string | undefined;
   timeoutMs: number;
   progress?: (line: string) => void;
+  /** Where to reach the replica itself, when not at the addresses it announces (a pod's cluster DNS name from outside the cluster). */
+  reach?: (step: ReplicaStep) => Promise<string[]>;
 }
 
 /** Resolves once the replica passes; throws what was last wrong when `timeoutMs` runs out. */
@@ -50,10 +52,12 @@ async function replicaProblem(info: ControllerInfo, o: GateOptions): Promise<str
   if (down.length > 0) return `replica ${down.map((m) => m.name).join(", ")} is not present`;
   // Caught up: the replica itself has seen at least what the cluster had committed when it was asked.
   const clusterRevision = (await o.client.call<{ revision: number }>("GET", "/v1/health").catch(() => undefined))?.revision;
-  const own = new Client({ addresses: replica.addresses, caCert: o.caCert, timeoutMs: 3000 });
+  const addresses = o.reach ? await o.reach(o.step).catch(() => []) : replica.addresses;
+  if (addresses.length === 0) return "it has no address to reach it at yet";
+  const own = new Client({ addresses, caCert: o.caCert, timeoutMs: 3000 });
   try {
     const health = await own.call<{ version: string; revision: number }>("GET", "/v1/health").catch(() => undefined);
-    if (!health) return `it does not answer on ${replica.addresses.join(", ")}`;
+    if (!health) return `it does not answer on ${addresses.join(", ")}`;
     if (health.version !== o.version) return `it answers as ${health.version}`;
     if (clusterRevision !== undefined && health.revision < clusterRevision) return `it is catching up (revision ${health.revision} of ${clusterRevision})`;
   } finally {

@@ -1,7 +1,8 @@
 /**
  * How one replica is upgraded in place, by where it runs: a local controller (files in its data
- * directory) or a replica installed over SSH (the new release pushed from this CLI). Replicas on
- * cloud instances and on Kubernetes are refused with what to do instead, before anything changes.
+ * directory) or a replica installed over SSH (the new release pushed from this CLI); replicas on
+ * Kubernetes go by their StatefulSet's image (kubernetes-rollout.ts). Replicas on cloud instances
+ * are refused with what to do instead, before anything changes.
  *
  * Why the CLI and not the controller leader pushes the release over SSH: the leader holds no SSH
  * access to the replicas' hosts (a spare's key is dropped once its replica joined, and the first
@@ -17,13 +18,24 @@ import type { ReplicaStep } from "./plan";
 
 export interface ReplicaUpgrader {
   /** Puts the new release beside the running one; changes nothing that runs. */
-  stage(step: ReplicaStep, progress: (line: string) => void): Promise<void>;
+  stage?(step: ReplicaStep, progress: (line: string) => void): Promise<void>;
+  /** Instead of `stage`, where one change serves every replica (a StatefulSet's image): made once for all. */
+  stageAll?(steps: ReplicaStep[], progress: (line: string) => void): Promise<void>;
+  /**
+   * The order the substrate imposes (a StatefulSet replaces pods from the highest ordinal down).
+   * Without it: followers first and the leader last, decided again before each replica.
+   */
+  order?(steps: ReplicaStep[]): ReplicaStep[];
   /** Switches the replica to the new release and restarts it. */
   switchOver(step: ReplicaStep, progress: (line: string) => void): Promise<void>;
   /** Puts the replica back on the release it ran before, and restarts it. */
   rollBack(step: ReplicaStep, progress: (line: string) => void): Promise<void>;
   /** Once the replica passed its gate: deletes releases older than the one it replaced (kept for a rollback). */
   prune(step: ReplicaStep): Promise<void>;
+  /** Where this client reaches the replica itself, when not at the addresses it announces (a pod's cluster DNS name). */
+  reach?(step: ReplicaStep): Promise<string[]>;
+  /** What to look at when the replica failed, and what state the upgrade left. */
+  hint?(step: ReplicaStep): string;
 }
 
 export interface SshAccess {
@@ -36,10 +48,7 @@ export interface SshAccess {
 
 /** Why this controller's replicas cannot be upgraded in place by this command, if they cannot. */
 export function unsupportedReplicas(entry: ControllerEntry, steps: ReplicaStep[], to: string): string | undefined {
-  if (entry.kubernetes) {
-    const { namespace, statefulSet } = entry.kubernetes;
-    return `controller replicas on Kubernetes are upgraded by their image, not by this command: build and push steward/controller:${to} (npm run images), then \`kubectl -n ${namespace} set image statefulset/${statefulSet} controller=REGISTRY/steward/controller:${to}\`; the StatefulSet restarts one pod at a time under its disruption budget`;
-  }
+  if (entry.kubernetes) return undefined; // by its StatefulSet's image (kubernetes-rollout.ts)
   const cloud = steps.find((s) => s.instance) ?? (entry.aws || entry.vsphere ? steps[0] : undefined);
   if (cloud) {
     return `replica ${cloud.name}${cloud.instance ? ` runs on the cloud instance ${cloud.instance.id}` : " runs on a cloud instance"}, which this command cannot upgrade in place yet (cloud-init installed it and no SSH access to it is kept): bootstrap a controller at ${to} and move the models to it by migration`;

@@ -65,9 +65,10 @@ async function upgradeEach(o: RunUpgradeOptions, record: ControllerUpgrade, mark
     // Whatever happened since the plan (or the last gate), every replica must be healthy before one goes down.
     const info = await o.client.controllerInfo();
     requireHealthy(info);
-    // Leadership may have moved since the plan: a follower still goes first, so it moves only once.
+    // Leadership may have moved since the plan: a follower still goes first, so it moves only once
+    // (unless the substrate imposes the order: then the plan's holds).
     const leaderNow = info.cluster.members.find((m) => m.leader)?.name;
-    const next = remaining.findIndex((s) => s.name !== leaderNow);
+    const next = o.upgrader.order ? 0 : remaining.findIndex((s) => s.name !== leaderNow);
     const [picked] = remaining.splice(next >= 0 ? next : 0, 1);
     const step: ReplicaStep = { ...picked!, leader: picked!.name === leaderNow };
     // (A single replica on the embedded store is the only one, whatever its id.)
@@ -77,17 +78,20 @@ async function upgradeEach(o: RunUpgradeOptions, record: ControllerUpgrade, mark
     record.message = `upgrading replica ${step.name}`;
     await save();
     const switched = Date.now();
+    const reach = o.upgrader.reach?.bind(o.upgrader);
+    const gate = (version: string): Promise<void> => waitForReplica({ client: o.client, caCert: o.caCert, step, version, sinceBefore, timeoutMs: o.timeoutMs, progress, ...(reach ? { reach } : {}) });
     try {
       await o.upgrader.switchOver(step, progress);
-      await waitForReplica({ client: o.client, caCert: o.caCert, step, version: plan.to, sinceBefore, timeoutMs: o.timeoutMs, progress });
+      await gate(plan.to);
     } catch (err) {
       const why = (err as Error).message;
       progress(`    replica ${step.name} failed: ${why}`);
       progress(`    rolling replica ${step.name} back to ${step.version}`);
       const rolledBack = await o.upgrader.rollBack(step, progress)
-        .then(() => waitForReplica({ client: o.client, caCert: o.caCert, step, version: step.version, sinceBefore, timeoutMs: o.timeoutMs, progress }))
+        .then(() => gate(step.version))
         .then(() => undefined, (e: Error) => e.message);
-      const after = rolledBack === undefined ? `it was rolled back to ${step.version} and is healthy again` : `rolling it back failed too: ${rolledBack}; look at the replica's log on its host`;
+      const look = o.upgrader.hint?.(step) ?? "look at the replica's log on its host";
+      const after = rolledBack === undefined ? `it was rolled back to ${step.version} and is healthy again${o.upgrader.hint ? `. To see why: ${look}` : ""}` : `rolling it back failed too: ${rolledBack}; ${look}`;
       mark(step, rolledBack === undefined ? "rolled-back" : "failed", rolledBack === undefined ? step.version : "unknown", why);
       await finish(record, "failed", `stopped at replica ${step.name}: ${why}; ${after}`, save);
       const upgraded = record.replicas.filter((r) => r.state === "upgraded").map((r) => r.name);
@@ -110,8 +114,19 @@ type Mark = (step: ReplicaStep, state: ControllerUpgrade["replicas"][number]["st
  */
 async function stageAll(o: RunUpgradeOptions, record: ControllerUpgrade, mark: Mark, save: () => Promise<void>): Promise<void> {
   const t0 = Date.now();
+  if (o.upgrader.stageAll) {
+    o.progress(`Preparing ${o.plan.to} for ${o.plan.steps.length} replica(s)`);
+    try {
+      await o.upgrader.stageAll(o.plan.steps, (l) => o.progress(`  ${l.trim()}`));
+    } catch (err) {
+      const why = (err as Error).message;
+      await finish(record, "failed", `preparing the new release failed (${why}); no replica was switched`, save);
+      throw new StewardError("unavailable", `the upgrade stopped before changing any replica: ${why}. Fix that and run steward upgrade-controller again`);
+    }
+    return;
+  }
   o.progress(`Staging ${o.plan.to} beside the running release on ${o.plan.steps.length} replica(s)`);
-  const results = await Promise.allSettled(o.plan.steps.map((step) => o.upgrader.stage(step, (l) => o.progress(`  ${step.name}: ${l.trim()}`))));
+  const results = await Promise.allSettled(o.plan.steps.map(async (step) => o.upgrader.stage?.(step, (l) => o.progress(`  ${step.name}: ${l.trim()}`))));
   const failed = o.plan.steps.map((step, i) => [step, results[i]!] as const).filter(([, r]) => r.status === "rejected");
   if (failed.length === 0) { o.progress(`  staged (${seconds(t0)} s)`); return; }
   const why = failed.map(([step, r]) => `${step.name}${step.host ? ` on ${step.host}` : ""}: ${((r as PromiseRejectedResult).reason as Error).message}`).join("; ");

@@ -16,6 +16,7 @@ import { startTestController } from "../controller";
 import { FakeKubeApi } from "./fake-kube-api";
 import type { FakeKubeApiOptions } from "./fake-kube-api";
 import { ProcessKubelet } from "./process-kubelet";
+import type { ImageSpec } from "./process-kubelet";
 
 export interface KubeLab {
   api: FakeKubeApi;
@@ -101,16 +102,22 @@ export interface KubeCluster {
   close(): Promise<void>;
 }
 
+/** What `steward/controller:<tag>` runs when that tag is another release's (an exact `name:tag` key wins over the untagged one). */
+export function controllerImageOf(bundle: string): ImageSpec {
+  return { entrypoint: [process.execPath, ...CONTROLLER_NODE_FLAGS, bundle] };
+}
+
 /**
  * The fake cluster alone, for a controller that runs in it (`steward bootstrap kubernetes:`): the
- * controller and agent images map to their bundles, the API server is reachable from pods as
+ * controller and agent images map to their bundles (any tag: this build; `images` adds exact
+ * `name:tag` keys, e.g. a newer release's controller for an upgrade), the API server is reachable from pods as
  * `kubernetes.default.svc` ({@link FakeKubeApi.inClusterUrl}) and by the environment, mounted
  * Secrets refresh every second, and ServiceAccount tokens live a minute (a real cluster's live an
  * hour): a pod's client that does not read its token again as it rotates is refused within the test.
  * `tokens` as the server's (the first is the one {@link KubeCluster.kube} uses): several users, to
  * tell in `api.requests` who did what.
  */
-export async function startKubeCluster(o: { tokens?: FakeKubeApiOptions["tokens"] } = {}): Promise<KubeCluster> {
+export async function startKubeCluster(o: { tokens?: FakeKubeApiOptions["tokens"]; images?: Record<string, ImageSpec> } = {}): Promise<KubeCluster> {
   const dir = await mkdtemp(join(tmpdir(), "steward-kube-cluster-"));
   const untagged = (image: string): string => image.replace(/:[^:/]+$/, "");
   const kubelet = new ProcessKubelet({
@@ -118,6 +125,7 @@ export async function startKubeCluster(o: { tokens?: FakeKubeApiOptions["tokens"
     images: {
       [untagged(kubernetes.DEFAULT_CONTROLLER_IMAGE)]: { entrypoint: [process.execPath, ...CONTROLLER_NODE_FLAGS, CONTROLLER_BUNDLE] },
       [untagged(DEFAULT_AGENT_IMAGE)]: { entrypoint: [process.execPath, ...AGENT_NODE_FLAGS, AGENT_BUNDLE.main] },
+      ...o.images,
     },
     restartBackoff: { initialMs: 500, maxMs: 5000 },
     maxGraceSeconds: 10,

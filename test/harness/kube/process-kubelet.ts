@@ -9,7 +9,8 @@
  *   share it (localhost between containers of a pod), and each runs in its own mount, UTS (hostname
  *   = pod name) and PID namespaces, with its volume mounts bound at their mountPaths;
  * - images map to commands on this machine (`images`: the project's own images to its bundles,
- *   test images to small programs); an unknown image waits in ErrImagePull, as a pull would fail;
+ *   test images to small programs; an exact `name:tag` before the untagged name); an unknown image
+ *   waits in ErrImagePull, as a pull would fail;
  * - init containers run one by one to completion before the containers start; a failed one runs
  *   again after the back-off; containers are restarted after they exit (restartPolicy Always, the
  *   StatefulSet's) with the documented back-off (10 s doubling to 300 s; tests may shorten it);
@@ -57,7 +58,11 @@ export interface ImageSpec { entrypoint: string[]; cmd?: string[]; workingDir?: 
 export interface ProcessKubeletOptions {
   /** @default "fake-node-0" */
   nodeName?: string;
-  /** Image name (with or without its tag) → what it runs. */
+  /**
+   * Image name → what it runs. A container's image is looked up as it is (`name:tag` or
+   * `name@digest`) first, then untagged: an exact key wins, so a test can map one tag to another
+   * build (a newer release's controller) while every other tag of the name runs this one.
+   */
   images: Record<string, ImageSpec>;
   /** Where pods keep their volumes and logs. */
   dataDir: string;

@@ -15,12 +15,15 @@
  * - a pod that is deleted (or Failed) is recreated with the same name and claims and a new uid;
  * - updateStrategy RollingUpdate: pods at an old revision are deleted from the highest ordinal down
  *   to `partition`, one at a time, waiting for each to come back Running and Ready; OnDelete: never;
+ *   a pod below the partition that is deleted comes back at the current revision (the template it
+ *   ran before the update: "even if they are deleted, they will be recreated at the previous
+ *   version"), one at or above it at the update revision;
  * - status as the controller computes it: `replicas` (pods created, terminating ones included),
  *   `readyReplicas`, `availableReplicas` (ready for minReadySeconds), `currentReplicas` and
  *   `updatedReplicas` (by revision), `currentRevision`, `updateRevision`, `observedGeneration`.
  * Claims are bound at once (phase Bound, a volume name), as a dynamic provisioner with Immediate
- * binding would. Not modelled: ControllerRevision objects (the revision is a hash of the template;
- * a pod recreated below the partition gets the new template), adoption of orphaned pods,
+ * binding would. Not modelled: ControllerRevision objects (the revision is a hash of the template,
+ * and the templates of revisions seen are kept in memory instead), adoption of orphaned pods,
  * maxUnavailable.
  */
 import { createHash } from "node:crypto";
@@ -51,6 +54,8 @@ const finished = (p: KubeObject): boolean => p.status?.phase === "Failed" || p.s
 
 export class StatefulSetController {
   private readonly work = new WorkQueue("fake StatefulSet controller", (key) => this.sync(key));
+  /** Each revision's template, by `<namespace>/<revision>` (what upstream keeps in ControllerRevisions). */
+  private readonly templates = new Map<string, unknown>();
   private readonly unsubscribe: () => void;
 
   constructor(private readonly state: ApiState) {
@@ -83,6 +88,11 @@ export class StatefulSetController {
     const start: number = spec.ordinals?.start ?? 0;
     const monotonic = spec.podManagementPolicy !== "Parallel";
     const updateRevision = revisionOf(sts);
+    this.templates.set(`${ns}/${updateRevision}`, structuredClone(spec.template ?? {}));
+    const partition: number = spec.updateStrategy?.type === "RollingUpdate" ? spec.updateStrategy.rollingUpdate?.partition ?? 0 : 0;
+    const currentRevision: string = sts.status?.currentRevision ?? updateRevision;
+    // Below the partition a pod is made at the current revision, if its template is known.
+    const revisionFor = (ord: number): string => (ord < partition && this.templates.has(`${ns}/${currentRevision}`) ? currentRevision : updateRevision);
     const owned = this.state.list(PODS, ns, (p) => (p.metadata.ownerReferences ?? []).some((r) => r.controller && r.uid === uid));
     const byOrdinal = new Map<number, KubeObject>();
     const condemned: KubeObject[] = [];
@@ -99,7 +109,7 @@ export class StatefulSetController {
       for (let ord = start; ord < start + replicas; ord++) {
         const p = byOrdinal.get(ord);
         if (!p) {
-          this.createPod(sts, ord, updateRevision);
+          this.createPod(sts, ord, revisionFor(ord));
           if (monotonic) return;
         } else if (monotonic && !healthy(p)) return;
       }
@@ -111,7 +121,6 @@ export class StatefulSetController {
       }
       // Rolling update: highest ordinal first, one at a time, all others healthy.
       if (spec.updateStrategy?.type !== "RollingUpdate" || byOrdinal.size !== replicas || [...byOrdinal.values()].some((p) => !healthy(p)) || condemned.length) return;
-      const partition: number = spec.updateStrategy.rollingUpdate?.partition ?? 0;
       for (let ord = start + replicas - 1; ord >= Math.max(start, partition); ord--) {
         const p = byOrdinal.get(ord)!;
         if (p.metadata.labels?.["controller-revision-hash"] !== updateRevision) {
@@ -127,7 +136,7 @@ export class StatefulSetController {
   private createPod(sts: KubeObject, ord: number, revision: string): void {
     const set = sts.metadata.name!, ns = sts.metadata.namespace!;
     const podName = `${set}-${ord}`;
-    const tpl = sts.spec.template ?? {};
+    const tpl = (this.templates.get(`${ns}/${revision}`) ?? sts.spec.template ?? {}) as KubeObject["spec"];
     const claims: KubeObject[] = sts.spec.volumeClaimTemplates ?? [];
     for (const c of claims) this.ensureClaim(sts, c, ord);
     const claimNames = new Set(claims.map((c) => c.metadata?.name));
