@@ -17,6 +17,7 @@ import { fakeEc2Boot } from "./harness/cloud-init";
 import type { FakeEc2Boot } from "./harness/cloud-init";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import { migrateAndWait } from "./harness/migration";
 import { FakeEc2 } from "./harness/fake-ec2";
 import { TestLab } from "./harness/hosts";
 import { rawRequest } from "./harness/http";
@@ -240,11 +241,7 @@ aws("an aws model migrates to another controller: its instance and agent go on, 
     }, 180_000, 250);
     const launched = fake.instances().length;
 
-    await client.call("POST", "/v1/models/moving/migrate", { target: { name: "aws-2", addresses: target.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword } });
-    const done = await eventually("the migration over", async () => {
-      const info = await client.call<{ phase: string; failure?: string }>("GET", "/v1/models/moving/migration");
-      return info.phase === "DONE" || info.phase === "ABORTDONE" ? info : undefined;
-    }, 120_000, 250);
+    const done = await migrateAndWait(client, "moving", { name: "aws-2", addresses: target.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
     t.is(done.phase, "DONE", done.failure);
 
     // On the target: the same machine and instance, its agent connected, the unit taking changes.

@@ -18,6 +18,7 @@ import { kubernetes } from "../substrates";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import { migrateAndWait } from "./harness/migration";
 import type { KubeCluster } from "./harness/kube/lab";
 import { LAB_PROBES, startKubeCluster } from "./harness/kube/lab";
 
@@ -58,11 +59,7 @@ test.serial("a target without the model's cluster credential refuses to activate
   await a.admin.createModel("cafe", { updateStatusInterval: 300 }, "kubernetes", { credential: "k8s-a" });
   await a.admin.deploy("cafe", { name: "till", operator: await a.upload(join(operatorsDir, "peer-cluster")), units: 1, config: { size: 1 } });
   await a.waitForUnits("cafe", readyUnits(1), "till/0 active on the source", 180_000);
-  await a.admin.call("POST", "/v1/models/cafe/migrate", { target: { name: "b", addresses: b.addresses, caCert: b.caCert, user: "admin", password: b.adminPassword } });
-  const ended = await eventually("the migration over", async () => {
-    const m = await a.admin.call<MigrationInfo>("GET", "/v1/models/cafe/migration");
-    return m.phase === "DONE" || m.phase === "ABORTDONE" ? m : undefined;
-  }, 300_000, 250);
+  const ended = await migrateAndWait(a.admin, "cafe", { name: "b", addresses: b.addresses, caCert: b.caCert, user: "admin", password: b.adminPassword }, 300_000);
   t.is(ended.phase, "ABORTDONE");
   t.regex(ended.failure ?? "", /credential "k8s-a"/);
   t.false((await b.admin.listModels()).some((m) => m.name === "cafe"), "nothing of it on the target");

@@ -17,6 +17,7 @@ import { implementations } from "../provider";
 import { vsphere } from "../substrates";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import { migrateAndWait } from "./harness/migration";
 import { TestLab } from "./harness/hosts";
 import type { Vcsim } from "./harness/vcsim";
 import { startVcsim, vcsimAvailable } from "./harness/vcsim";
@@ -184,11 +185,7 @@ run("a vsphere model migrates to another controller: its VM and agent go on, the
     t.deepEqual(await vmProps(vm), { name: vsphere.vmName(sourceUuid, model, m!.id), controller: sourceUuid }, "before: the source's VM");
     const before = (await allVms()).sort();
 
-    await client.call("POST", "/v1/models/moving/migrate", { target: { name: "vs-2", addresses: target.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword } });
-    const done = await eventually("the migration over", async () => {
-      const info = await client.call<{ phase: string; failure?: string }>("GET", "/v1/models/moving/migration");
-      return info.phase === "DONE" || info.phase === "ABORTDONE" ? info : undefined;
-    }, 120_000, 250);
+    const done = await migrateAndWait(client, "moving", { name: "vs-2", addresses: target.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
     t.is(done.phase, "DONE", done.failure);
 
     // On the target: the same machine and VM, taken over, its agent connected, the unit active and taking changes.
