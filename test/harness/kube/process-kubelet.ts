@@ -38,7 +38,8 @@
  */
 import { execFile, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, existsSync, openSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { Resolver } from "node:dns/promises";
 import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
@@ -385,7 +386,10 @@ export class ProcessKubelet implements Kubelet {
     // The image's entrypoint and cmd unless the container says otherwise (the documented rule).
     const argv = c.spec.command ? [...c.spec.command, ...(c.spec.args ?? [])] : [...image.entrypoint, ...(c.spec.args ?? image.cmd ?? [])];
     const workingDir = c.spec.workingDir ?? image.workingDir;
-    const script = [`hostname ${quote(p.pod.spec?.hostname ?? p.name)}`, ...this.dnsMounts(p), ...mounts, ...(workingDir ? [`mkdir -p ${quote(workingDir)} && cd ${quote(workingDir)}`] : []), 'exec "$@"'].join(" && ");
+    // Written by the container's setup once its mounts are in place: only then is it running (an
+    // exec before that saw the image's directories without their volumes).
+    const setUp = join(p.dir, `.set-up-${c.spec.name}-${randomBytes(4).toString("hex")}`);
+    const script = [`hostname ${quote(p.pod.spec?.hostname ?? p.name)}`, ...this.dnsMounts(p), ...mounts, ...(workingDir ? [`mkdir -p ${quote(workingDir)} && cd ${quote(workingDir)}`] : []), `: > ${quote(setUp)}`, 'exec "$@"'].join(" && ");
     const log = openSync(join(p.dir, "logs", `${c.spec.name}.log`), "a");
     const proc = spawn("ip", ["netns", "exec", p.netns, "unshare", "--uts", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private", "/bin/sh", "-c", script, "sh", ...argv], {
       env, stdio: ["ignore", log, log],
@@ -394,14 +398,17 @@ export class ProcessKubelet implements Kubelet {
     proc.on("error", () => undefined);
     c.exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
     c.proc = proc;
-    c.startedAt = now();
-    c.state = { running: { startedAt: c.startedAt } };
     // ip netns exec becomes unshare; unshare forks the container's PID 1.
     for (let i = 0; i < 100 && !c.pid1 && proc.exitCode === null; i++) {
       const children = (await readFile(`/proc/${proc.pid}/task/${proc.pid}/children`, "utf8").catch(() => "")).trim();
       if (children) c.pid1 = Number(children.split(" ")[0]);
       else await new Promise((r) => setTimeout(r, 10));
     }
+    const exited = (): boolean => proc.exitCode !== null || proc.signalCode !== null;
+    while (!exited() && !existsSync(setUp)) await new Promise((r) => setTimeout(r, 10));
+    await rm(setUp, { force: true });
+    c.startedAt = now();
+    if (!exited()) c.state = { running: { startedAt: c.startedAt } };
     this.publish(p);
     return proc;
   }
