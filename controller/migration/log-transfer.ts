@@ -19,13 +19,13 @@ const LOG_BATCH = 2000;
 const MOST_RECORDS = 10_000;
 const ATTEMPTS = 3;
 
-export interface LogTransferReport { ok: boolean; records: number; reason?: string; at: string }
+interface LogTransferReport { ok: boolean; records: number; reason?: string; at: string }
 
 const REPLICA = "replica:";
 const reportKey = (m: MigrationDoc, replicaId: string): string => keys.migrationReport(m.model, m.id, "LOGTRANSFER", `${REPLICA}${replicaId}`);
 
 /** Sends this replica's records of the model, in batches, oldest first. Returns how many. */
-export async function sendModelLogs(target: ControllerClient, m: MigrationDoc, logs: ModelLogs): Promise<number> {
+async function sendModelLogs(target: ControllerClient, m: MigrationDoc, logs: ModelLogs): Promise<number> {
   const records: DebugLogRecord[] = logs.recent(m.model, { include: [], exclude: [], level: "DEBUG" }, MOST_RECORDS);
   for (let i = 0; i < records.length; i += LOG_BATCH) await target.call("POST", `/v1/migrations/${m.id}/logs`, { model: m.model, records: records.slice(i, i + LOG_BATCH) });
   return records.length;
