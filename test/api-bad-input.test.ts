@@ -85,9 +85,37 @@ test("insufficient permission gets 403 and changes nothing", async (t) => {
   t.is((await tc.admin.getApplication("m", "motd")).config.message, "kept");
   t.is((await t.throwsAsync<StewardError>(reader.createModel("mine")))?.code, "forbidden");
   const stranger = tc.clientFor("stranger", "stranger-password");
-  t.is((await t.throwsAsync<StewardError>(stranger.status("m")))?.code, "forbidden");
+  t.is((await t.throwsAsync<StewardError>(stranger.status("m")))?.code, "not-found");
   t.deepEqual(await stranger.listModels(), []);
   t.false("sneaky" in (await tc.admin.status("m")).applications);
+});
+
+test("a model the user has no access to is answered exactly as one that does not exist", async (t) => {
+  await tc.admin.createUser("outsider", "outsider-password", false);
+  const outsiderToken = await tc.clientFor("outsider", "outsider-password").login();
+  const as = (method: string, path: string, body?: unknown) =>
+    rawRequest(tc.addresses[0]!, tc.caCert, method, path, body === undefined ? undefined : JSON.stringify(body), { authorization: `Bearer ${outsiderToken}` });
+  const calls: [string, string, unknown?][] = [
+    ["GET", "/v1/models/NAME/status"], ["GET", "/v1/models/NAME/applications/motd"], ["GET", "/v1/models/NAME/machines"],
+    ["POST", "/v1/models/NAME/applications", { name: "x", operator: motd, units: 0 }], ["DELETE", "/v1/models/NAME"],
+    ["PUT", "/v1/models/NAME/access/outsider", { access: "admin" }], ["GET", "/v1/models/NAME/logs?tail=false"],
+    ["GET", "/v1/models/NAME/export"], ["POST", "/v1/models/NAME/actions", { units: ["motd/0"], action: "x", params: {} }],
+  ];
+  for (const [method, path, body] of calls) {
+    const hidden = await as(method, path.replace("NAME", "m"), body);
+    const unknown = await as(method, path.replace("NAME", "no-such-model"), body);
+    t.is(hidden.status, 404, `${method} ${path}: ${JSON.stringify(hidden.body)}`);
+    t.is(hidden.status, unknown.status, `${method} ${path}`);
+    t.deepEqual(hidden.body, JSON.parse(JSON.stringify(unknown.body).replaceAll("no-such-model", "m")), `${method} ${path}`);
+    t.is(hidden.body.message, 'model "m" not found');
+  }
+  // A superuser still gets the precise answer, and a user with some access is told what is missing.
+  t.is((await req("GET", "/v1/models/no-such-model/status")).body.message, 'model "no-such-model" not found');
+  await tc.admin.grant("m", "outsider", "read");
+  const refused = await as("DELETE", "/v1/models/m");
+  t.is(refused.status, 403);
+  t.regex(refused.body.message!, /outsider has read access to model m; this needs admin/);
+  t.truthy(await tc.admin.status("m"), "nothing was destroyed");
 });
 
 async function brokenOperator(mutate: (dir: string) => Promise<void>): Promise<string> {

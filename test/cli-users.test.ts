@@ -119,7 +119,7 @@ test("steward revoke USER MODEL takes away access; revoking again says there is 
   t.is(r.code, 0, r.stdout + r.stderr);
   t.regex(r.stdout, /Revoked rev's access to m/);
   const err = await t.throwsAsync<StewardError>(rev.status("m"));
-  t.is(err?.code, "forbidden");
+  t.is(err?.code, "not-found", "without access the model is answered as unknown");
   const again = await steward("revoke", "rev", "m");
   t.is(again.code, 1);
   t.regex(again.stderr, /user "rev" has no access to this model/);

@@ -161,7 +161,7 @@ export class LiveFeedHub {
       } else {
         const idx = this.o.cache.findModel(t.model);
         if (!idx?.model) throw notFound("model", t.model);
-        requireModelAccess(feed.principal, idx, "read");
+        requireModelAccess(feed.principal, idx, "read", t.model);
         if (t.kind === "model") {
           feed.topics.set(topic, { kind: "model", uuid: idx.uuid });
           this.groupOf(idx).feeds.add(feed);

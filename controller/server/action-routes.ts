@@ -20,7 +20,7 @@ export function registerActionRoutes(app: FastifyInstance, { cache, actions }: A
     const name = (req.params as { model: string }).model;
     const idx = cache.findModel(name);
     if (!idx) throw notFound("model", name);
-    requireModelAccess(p, idx, needed);
+    requireModelAccess(p, idx, needed, name);
     return { idx, user: p.user };
   };
   const unitExists = (idx: ModelIndex) => (unit: string): boolean => idx.units.has(unit);

@@ -4,7 +4,7 @@
  * `Authorization: Agent <model-uuid>/<machine-id>/<credential>`.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import { StewardError } from "../../api";
+import { StewardError, notFound } from "../../api";
 import { credentialMatches, verifyToken } from "../security/credentials";
 import type { ModelIndex, StateCache } from "../state";
 import { CSRF_HEADER, csrfMatches, readSessionCookie, sameOrigin } from "./session-cookie";
@@ -96,11 +96,17 @@ export function modelAccess(p: Principal, idx: ModelIndex): Access | undefined {
   return idx.access.get(p.user)?.access;
 }
 
-export function requireModelAccess(p: Principal, idx: ModelIndex, needed: Access): void {
+/**
+ * Refuses a user without `needed` access to the model. One with no access at all gets the answer
+ * an unknown name gets (404, naming what was `asked`), so refusals do not tell who has which
+ * models; one with some access, who knows the model exists, is told what is missing (403).
+ */
+export function requireModelAccess(p: Principal, idx: ModelIndex, needed: Access, asked: string = idx.model?.name ?? idx.uuid): void {
   if (p.kind === "agent") throw new StewardError("forbidden", AGENTS_USE_THE_AGENT_PROTOCOL);
   const has = modelAccess(p, idx);
   if (has && rank[has] >= rank[needed]) return;
-  throw new StewardError("forbidden", `user ${p.user} has ${has ?? "no"} access to model ${idx.model?.name}; this needs ${needed} (an admin can run: steward grant ${p.user} ${needed} ${idx.model?.name})`, { details: { needed, has: has ?? "none" } });
+  if (!has) throw notFound("model", asked);
+  throw new StewardError("forbidden", `user ${p.user} has ${has} access to model ${idx.model?.name}; this needs ${needed} (an admin can run: steward grant ${p.user} ${needed} ${idx.model?.name})`, { details: { needed, has } });
 }
 
 /** Uploading an operator needs write access to some model (what else could it be for), or superuser. */

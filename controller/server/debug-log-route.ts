@@ -47,7 +47,7 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
     const name = (req.params as { model: string }).model;
     const idx = o.cache.findModel(name);
     if (!idx) throw notFound("model", name);
-    requireModelAccess(p, idx, "read");
+    requireModelAccess(p, idx, "read", name);
     const q = parseQuery(req.query as Record<string, string | string[] | undefined>);
     if (q.tail && streams >= (o.maxStreams ?? 200)) {
       throw new StewardError("unavailable", `this controller already serves ${streams} debug-log streams, its limit; try again later`);

@@ -53,7 +53,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const name = (req.params as { model: string }).model;
     const idx = cache.findModel(name);
     if (!idx) throw notFound("model", name);
-    requireModelAccess(p, idx, needed);
+    requireModelAccess(p, idx, needed, name);
     return idx;
   };
   const force = (req: FastifyRequest): boolean => {

@@ -25,7 +25,7 @@ export function registerModelTransferRoutes(app: FastifyInstance, deps: ModelTra
     const name = (req.params as { model: string }).model;
     const idx = cache.findModel(name);
     if (!idx) throw notFound("model", name);
-    requireModelAccess(p, idx, "admin");
+    requireModelAccess(p, idx, "admin", name);
     const doc = await exportModel(deps.store, idx.uuid);
     return reply.type("application/json; charset=utf-8").send(JSON.stringify(doc));
   });

@@ -53,7 +53,7 @@ export class StatusWatchHub {
       principal = authenticate(this.cache, req.headers, { upgrade: true });
       const idx = this.cache.findModel(modelName);
       if (!idx) throw notFound("model", modelName);
-      requireModelAccess(principal, idx, "read");
+      requireModelAccess(principal, idx, "read", modelName);
       uuid = idx.uuid;
     } catch (err) {
       if (!StewardError.isInstance(err)) throw err;
