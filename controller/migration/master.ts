@@ -254,6 +254,9 @@ export class MigrationMaster {
     // The record of the model's arrival here, if it came by migration, goes with it (it would refuse its return).
     const ops: Op[] = [{ type: "deletePrefix", prefix: keys.migrationReportsOf(m.model) }, { type: "delete", key: keys.migrationArrival(m.model) }];
     const compare = [unchanged(kv.key, kv.modRevision)];
+    // Who may still be told where the model went; grants cannot change while the migration holds it.
+    const access = await this.o.store.range(keys.accessOf(m.model));
+    const usersWithAccess = access.kvs.map((a) => a.key.slice(keys.accessOf(m.model).length)).sort();
     if (modelKv) {
       const model = JSON.parse(modelKv.value) as ModelDoc;
       ops.push(...modelDeletes(m.model, model.name));
@@ -269,7 +272,7 @@ export class MigrationMaster {
     }
     const now = new Date().toISOString();
     const { sealedAuth: _, ...rest } = m;
-    const done: MigrationDoc = { ...rest, phase: "DONE", phaseStartedAt: now, endedAt: now, status: "the model lives on the target; this controller redirects its clients and agents there", history: [...m.history, { phase: "DONE", at: now }] };
+    const done: MigrationDoc = { ...rest, usersWithAccess, phase: "DONE", phaseStartedAt: now, endedAt: now, status: "the model lives on the target; this controller redirects its clients and agents there", history: [...m.history, { phase: "DONE", at: now }] };
     ops.push({ type: "put", key: kv.key, value: JSON.stringify(done) });
     const res = await this.o.store.txn({ compare, success: ops });
     if (res.succeeded) this.o.log.info("model migrated", { model: m.modelName, to: m.target.name, id: m.id });

@@ -8,7 +8,9 @@
  *
  * and two guards on every model route: while a migration holds the model its changes are refused
  * (409: the export must hold everything), and once the model has moved its requests are answered
- * with where it went (410, code `moved`), which clients follow.
+ * with where it went (410, code `moved`), which clients follow. Both answer only authenticated users
+ * with access to the model (superusers, or those who had it when it moved): anyone else gets what an
+ * unknown model gets, so where a model went, and that it exists, stay with those who may know.
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -18,6 +20,7 @@ import { ControllerClient, MUTATING_METHODS, Name, STEWARD_VERSION, StewardError
 import type { MigrationDoc, ModelIndex, StateCache } from "../state";
 import { handedOver, holdsModel, keys, migrationActive } from "../state";
 import type { Sealer } from "../security/sealing";
+import type { Principal } from "../server/auth";
 import { authenticate, requireModelAccess, requireSuperuser, requireUser } from "../server/auth";
 import type { Store } from "../store";
 import { absent, unchanged } from "../store";
@@ -61,6 +64,11 @@ export function movedError(m: MigrationDoc): StewardError {
   return new StewardError("moved", `model ${m.modelName} moved to controller ${m.target.name} (${m.target.addresses.join(", ")}); log in there (steward login) or let the client follow`, { details: details as unknown as Record<string, unknown> });
 }
 
+/** Whether `p` may be told where a moved model went: superusers, and users who had access to it then. */
+function mayFollow(p: Principal, m: MigrationDoc): boolean {
+  return p.kind === "user" && (p.superuser || (m.usersWithAccess ?? []).includes(p.user));
+}
+
 export function installMigrationGuards(app: FastifyInstance, cache: StateCache): void {
   app.addHook("preHandler", async (req) => {
     const model = modelParam(req);
@@ -68,11 +76,14 @@ export function installMigrationGuards(app: FastifyInstance, cache: StateCache):
     const idx = cache.findModel(model);
     const m = idx ? cache.migrations.get(idx.uuid) : migrationOf(cache, model);
     if (!idx) {
-      if (m?.phase === "DONE") throw movedError(m);
-      return;
+      if (m?.phase !== "DONE") return;
+      // Not before authentication: the answer names the target's addresses and CA.
+      if (mayFollow(authenticate(cache, req.headers, { method: req.method }), m)) throw movedError(m);
+      throw notFound("model", model);
     }
     if (!MUTATING_METHODS.has(req.method) || req.url.split("?")[0]!.endsWith("/migration/abort")) return;
     if (holdsModel(m)) {
+      requireModelAccess(authenticate(cache, req.headers, { method: req.method }), idx, "read", model);
       throw new StewardError("conflict", `model ${idx.model!.name} is being migrated to ${m!.target.name} (${m!.phase}): it cannot change until that is over (steward show-migration ${idx.model!.name})`, { retryable: false, details: { reason: "migrating", phase: m!.phase } });
     }
   });
@@ -119,8 +130,8 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
     const name = modelParam(req)!;
     const idx = cache.findModel(name);
     const m = idx ? cache.migrations.get(idx.uuid) : migrationOf(cache, name);
-    if (idx) requireModelAccess(p, idx, "read");
-    else if (!p.superuser) throw notFound("model", name);
+    if (idx) requireModelAccess(p, idx, "read", name);
+    else if (!m || !mayFollow(p, m)) throw notFound("model", name);
     if (!m) throw new StewardError("not-found", `model ${name} has never been migrated`);
     const agents = migrationActive(m) && idx ? await agentReports(store, cache, m) : undefined;
     return info(m, agents);

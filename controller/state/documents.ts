@@ -182,6 +182,8 @@ export interface MigrationDoc extends MigrationProgress {
   activateAttempted?: boolean;
   /** How long agents have to report in each phase, in seconds. */
   agentWaitSeconds: number;
+  /** Set at DONE: the users who had access to the model, the only ones (with superusers) told where it went. */
+  usersWithAccess?: string[];
 }
 /** A staged import on the target (`/migration-stages/<migration-id>`); its export is in chunks under `/blobs/`. */
 export interface MigrationStageDoc { id: string; model: string; modelName: string; source: string; chunks: number; bytes: number; sha256: string; createdAt: string; heartbeatAt: string }

@@ -53,6 +53,7 @@ export const keys = {
   statusHistoryOf: (m: string) => p("status-history", m),
   appStatus: (m: string, app: string) => k("app-status", m, app),
   access: (m: string, user: string) => k("access", m, user),
+  accessOf: (m: string) => p("access", m),
   presence: (m: string, machine: string) => k("presence", m, machine),
   presencePrefix: (m: string) => p("presence", m),
   operator: (hash: string) => k("operator", "", hash),
