@@ -8,7 +8,7 @@
  */
 import type { WireError } from "./errors";
 import type { ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, UnitDetails, UnitStatusView } from "./status";
-import type { ControllerInfo, ModelSummary } from "./wire";
+import type { ControllerOverview, ModelSummary } from "./wire";
 
 /** `models`, `controller`, `model:<name>`, or `unit:<model>/<app>/<n>`. */
 export type LiveTopic = string;
@@ -37,7 +37,8 @@ export interface ModelPatch {
 
 export type LiveMessage =
   | { topic: LiveTopic; models: ModelSummary[] }
-  | { topic: LiveTopic; controller: ControllerInfo }
+  /** A superuser's feed carries the whole ControllerInfo (see showsCluster). */
+  | { topic: LiveTopic; controller: ControllerOverview }
   | { topic: LiveTopic; status: ModelStatus }
   | { topic: LiveTopic; patch: ModelPatch }
   | { topic: LiveTopic; unit: UnitDetails }

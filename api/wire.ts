@@ -45,11 +45,21 @@ export interface ApplicationInfo {
   /** Constraints for the machines made for its units (Juju's syntax). */
   constraints?: string;
 }
-export interface ControllerInfo {
+/** What every user sees of the controller (`GET /v1/controller`): who it is, and how to reach and recognise it. */
+export interface ControllerOverview {
   name: string; uuid: string; version: string; addresses: string[];
+  /** SHA-256 fingerprint of the CA clients pin (`AB:CD:…`, as `openssl x509 -fingerprint -sha256` prints it). */
+  caFingerprint: string;
+}
+/** What a superuser sees: the overview and the cluster's layout. */
+export interface ControllerInfo extends ControllerOverview {
   /** Replicas that are up now (their presence in the store). */
   replicas: { id: string; addresses: string[]; leader: boolean; since: string; version?: string }[];
   cluster: ClusterInfo;
+}
+/** Whether a `GET /v1/controller` answer holds the cluster's layout (superusers' answers do). */
+export function showsCluster(info: ControllerOverview): info is ControllerInfo {
+  return "cluster" in info && "replicas" in info;
 }
 /**
  * An in-place (patch) upgrade of the controller, as `steward upgrade-controller` records it in the

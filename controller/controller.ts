@@ -8,7 +8,7 @@
  * await c.stop();
  * ```
  */
-import { randomUUID } from "node:crypto";
+import { X509Certificate, randomUUID } from "node:crypto";
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
@@ -278,8 +278,9 @@ export class Controller {
     installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
     installMigrationGuards(http, cache);
     installIdempotency(http, { store: this.store, cache, log: this.log });
+    const caFingerprint = new X509Certificate(caCert).fingerprint256;
     registerHttpApi(http, {
-      cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, operatorQuotaBytes: this.operatorStorage.quotaBytes,
+      cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, caFingerprint, operatorQuotaBytes: this.operatorStorage.quotaBytes,
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
     });
@@ -298,7 +299,7 @@ export class Controller {
     registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);
-    this.liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses), unitFailure: (model, unit) => ops.unitFailure(model, unit) });
+    this.liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses, caFingerprint), unitFailure: (model, unit) => ops.unitFailure(model, unit) });
     const cliMain = this.opts.cliMain ?? findCli([cliEntry(), CLI_BUNDLE]);
     this.consoles = new ConsoleSessionHub({
       cache, log: this.log, controllerName: this.config.name, caCert, controllerAddresses: () => this.addresses, homesDir: join(dataDir, dataFiles.consoles),

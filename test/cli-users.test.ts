@@ -3,6 +3,7 @@
  * controller; passwords only ever come from standard input.
  */
 import test from "ava";
+import { X509Certificate } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
@@ -123,4 +124,30 @@ test("steward revoke USER MODEL takes away access; revoking again says there is 
   const again = await steward("revoke", "rev", "m");
   t.is(again.code, 1);
   t.regex(again.stderr, /user "rev" has no access to this model/);
+});
+
+test("the controller's layout is a superuser's: others get its name, version, addresses and CA fingerprint, from the API and show-controller", async (t) => {
+  await addUser("viewer", "viewer-password");
+  const fingerprint = new X509Certificate(tc.caCert).fingerprint256;
+  const token = await tc.clientFor("viewer", "viewer-password").login();
+  const r = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/controller", undefined, { authorization: `Bearer ${token}` });
+  t.is(r.status, 200);
+  t.deepEqual(Object.keys(r.body).sort(), ["addresses", "caFingerprint", "name", "uuid", "version"]);
+  t.is(r.body.caFingerprint, fingerprint);
+  t.deepEqual(r.body.addresses, tc.addresses);
+  const full = await tc.admin.controllerInfo();
+  t.is(full.caFingerprint, fingerprint);
+  t.true(full.cluster.members.length > 0 && full.replicas.length > 0, "a superuser sees the cluster");
+  await t.throwsAsync(tc.clientFor("viewer", "viewer-password").controllerInfo(), { message: /only a controller superuser sees the controller's replicas/ });
+
+  const viewer = cliRunner(await homeFor("viewer", { user: "viewer", password: "viewer-password" }), repo);
+  const shown = await viewer("show-controller");
+  t.is(shown.code, 0, shown.stderr);
+  t.true(shown.stdout.includes(`CA fingerprint (SHA-256): ${fingerprint}`), shown.stdout);
+  t.true(shown.stdout.includes(tc.addresses[0]!));
+  t.notRegex(shown.stdout, /Quorum keeper|Spare hosts/);
+  const admin = cliRunner(await homeFor("admin-show", { user: "admin", password: tc.adminPassword }), repo);
+  const whole = await admin("show-controller");
+  t.is(whole.code, 0, whole.stderr);
+  t.regex(whole.stdout, /Quorum keeper: /);
 });

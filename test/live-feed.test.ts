@@ -152,6 +152,22 @@ test.serial("a topic of a model the user cannot see is refused, and ends when ac
   await tc.admin.grant("live", "reader", "read");
 });
 
+test.serial("the controller topic shows a user who is not a superuser the overview only", async (t) => {
+  await tc.admin.createUser("glance", "glance-password-1");
+  const f = feed({ cookie: (await session("glance", "glance-password-1")).cookie, origin: origin() });
+  t.is(await f.opened, "open");
+  f.ws.send(JSON.stringify({ subscribe: ["controller"] }));
+  const m = await eventually("the controller", () => f.messages.find((x) => "controller" in x) as { controller: Record<string, unknown> } | undefined);
+  t.deepEqual(Object.keys(m.controller).sort(), ["addresses", "caFingerprint", "name", "uuid", "version"]);
+  f.ws.close();
+  const a = feed({ cookie: (await session("admin", tc.adminPassword)).cookie, origin: origin() });
+  t.is(await a.opened, "open");
+  a.ws.send(JSON.stringify({ subscribe: ["controller"] }));
+  const whole = await eventually("the controller", () => a.messages.find((x) => "controller" in x) as { controller: Record<string, unknown> } | undefined);
+  t.truthy(whole.controller.cluster, "a superuser's feed holds the cluster");
+  a.ws.close();
+});
+
 test.serial("logging out ends the feed with the token-ended code", async (t) => {
   const s = await session("admin", tc.adminPassword);
   const f = feed({ cookie: s.cookie, origin: origin() });

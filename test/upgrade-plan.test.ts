@@ -13,7 +13,7 @@ const member = (name: string, o: Partial<Member> = {}): Member => ({
   name, host: `10.0.0.${name.slice(1)}`, addresses: [`10.0.0.${name.slice(1)}:17070`], state: "voter", hasVote: true, learner: false, present: true, leader: false, etcdLeader: false, version: "0.1.0", ...o,
 });
 const info = (members: Member[], o: Partial<ClusterInfo> = {}): ControllerInfo => ({
-  name: "prod", uuid: "u", version: "0.1.0", addresses: [],
+  name: "prod", uuid: "u", version: "0.1.0", addresses: [], caFingerprint: "AB:CD",
   replicas: members.filter((m) => m.present).map((m) => ({ id: m.name, addresses: m.addresses, leader: m.leader, since: "2026-11-25T00:00:00Z", ...(m.version ? { version: m.version } : {}) })),
   cluster: { store: "etcd", quorum: true, wantsVote: members.length, replaceAfterSeconds: 300, maxReplacementsPerHour: 2, members, spares: [], keeper: { state: "idle", message: "", history: [] }, ...o },
 });

@@ -20,11 +20,11 @@ import type { DebugLogRecord } from "../debug-log";
 import type { AwsModelSettings, CredentialSubstrate, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../substrates";
 import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
-import type { ApplicationInfo, ControllerInfo, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
-import { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, MUTATING_METHODS, REQUEST_ID_HEADER } from "../wire";
+import type { ApplicationInfo, ControllerInfo, ControllerOverview, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
+import { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, MUTATING_METHODS, REQUEST_ID_HEADER, showsCluster } from "../wire";
 import type { ControllerHello, ModelMoved } from "../migration";
 import { isModelMoved } from "../migration";
-export type { ApplicationInfo, ClusterInfo, ControllerInfo, CredentialSummary, DebugLogQuery, MachineInfo, ModelSettings, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
+export type { ApplicationInfo, ClusterInfo, ControllerInfo, ControllerOverview, CredentialSummary, DebugLogQuery, MachineInfo, ModelSettings, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
 export { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, ENROLMENT_HEADER, MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER } from "../wire";
 
 export interface ControllerClientOptions {
@@ -254,7 +254,14 @@ export class ControllerClient {
   }
 
   // --- controller and users ---
-  controllerInfo(): Promise<ControllerInfo> { return this.call("GET", "/v1/controller"); }
+  /** The controller with its cluster's layout: a superuser's view (others get {@link controllerOverview}'s). */
+  async controllerInfo(): Promise<ControllerInfo> {
+    const info = await this.controllerOverview();
+    if (showsCluster(info)) return info;
+    throw new StewardError("forbidden", "only a controller superuser sees the controller's replicas and cluster; others see its name, version, addresses and CA fingerprint (steward show-controller)");
+  }
+  /** What the logged-in user may see of the controller: the overview, and for a superuser the cluster's layout too. */
+  controllerOverview(): Promise<ControllerOverview | ControllerInfo> { return this.call("GET", "/v1/controller"); }
   /** Who the controller is, asked without credentials (its CA proves the answer): what a migration checks first. */
   hello(): Promise<ControllerHello> { return this.call("GET", "/v1/migrations/hello"); }
   /** Grows the controller to `replicas` voters, on `hosts` and the spare pool; from the embedded store it first moves into etcd. */

@@ -1,6 +1,6 @@
 import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
-import { table } from "../../api/core";
+import { showsCluster, table } from "../../api/core";
 
 export default class ShowControllerCommand extends ControllerCommand {
   static override paths = [["show-controller"]];
@@ -12,7 +12,8 @@ export default class ShowControllerCommand extends ControllerCommand {
       up now, which one leads the controller and which leads etcd, and its API addresses; then the
       spare hosts, what the quorum keeper is doing, with its recent steps, and the last in-place
       upgrade (steward upgrade-controller), replica by replica. Without a majority the answer comes from the
-      replica reached alone and says so.
+      replica reached alone and says so. Users who are not controller superusers see the controller's
+      name, version, addresses and CA fingerprint only.
     `,
     examples: [["Show the current controller", "$0 show-controller"], ["As JSON", "$0 show-controller --format json"]],
   });
@@ -20,8 +21,15 @@ export default class ShowControllerCommand extends ControllerCommand {
   format = Option.String("--format", "tabular", { description: "tabular or json" });
 
   async run(): Promise<number> {
-    const info = await (await this.connect()).controllerInfo();
+    const info = await (await this.connect()).controllerOverview();
     if (this.format === "json") { this.out(JSON.stringify(info, null, 2)); return 0; }
+    if (!showsCluster(info)) {
+      this.out(`Controller ${info.name} (${info.version})`);
+      this.out(`Addresses: ${info.addresses.join(", ")}`);
+      this.out(`CA fingerprint (SHA-256): ${info.caFingerprint}`);
+      this.out("The replicas, the store's members and the quorum keeper are shown to controller superusers.");
+      return 0;
+    }
     const c = info.cluster;
     const voters = c.members.filter((m) => m.hasVote);
     this.out(`Controller ${info.name} (${info.version}), store ${c.store}, ${voters.filter((m) => m.present).length} of ${c.wantsVote} wanted voters up${c.quorum ? "" : ", NO QUORUM"}`);

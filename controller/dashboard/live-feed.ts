@@ -17,7 +17,7 @@ import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus 
 import type { Principal } from "../server/auth";
 import { atTokenExpiry, authenticate, requireModelAccess, requireUser } from "../server/auth";
 import { answerRaw } from "../server/raw-answer";
-import { modelSummaries } from "../server/summaries";
+import { modelSummaries, overviewOf } from "../server/summaries";
 import { answerHandshakeErrors } from "../server/upgrades";
 
 type User = Extract<Principal, { kind: "user" }>;
@@ -84,7 +84,8 @@ export class LiveFeedHub {
   private readonly pending = new Set<string>();
   private roundTimer?: NodeJS.Timeout;
   private controllerTimer?: NodeJS.Timeout;
-  private lastController?: string;
+  /** The last controller answer as sent: whole to superusers, its overview to everyone else. */
+  private lastController?: { whole: string; overview: string };
   private refreshing = false;
   private authVersion: number;
   private readonly unsubscribe: () => void;
@@ -156,7 +157,7 @@ export class LiveFeedHub {
         this.sendModels(feed);
       } else if (t.kind === "controller") {
         feed.topics.set(topic, { kind: "controller" });
-        if (this.lastController) feed.send(`{"topic":"controller","controller":${this.lastController}}`);
+        if (this.lastController) this.sendController(feed, this.lastController);
         else this.refreshController();
       } else {
         const idx = this.o.cache.findModel(t.model);
@@ -329,11 +330,18 @@ export class LiveFeedHub {
     if (this.refreshing || ![...this.feeds].some((f) => f.topics.has("controller"))) return;
     this.refreshing = true;
     this.o.controllerInfo().then((info) => {
-      const text = JSON.stringify(info);
-      if (text === this.lastController) return;
-      this.lastController = text;
-      for (const feed of this.feeds) if (feed.topics.has("controller")) feed.send(`{"topic":"controller","controller":${text}}`);
+      const now = { whole: JSON.stringify(info), overview: JSON.stringify(overviewOf(info)) };
+      const before = this.lastController;
+      if (now.whole === before?.whole) return;
+      this.lastController = now;
+      for (const feed of this.feeds) {
+        if (feed.topics.has("controller") && (feed.principal.superuser || now.overview !== before?.overview)) this.sendController(feed, now);
+      }
     }, (err: unknown) => this.o.log.warn("live feed could not read the cluster", { err: (err as Error).message })).finally(() => { this.refreshing = false; });
+  }
+
+  private sendController(feed: Feed, texts: { whole: string; overview: string }): void {
+    feed.send(`{"topic":"controller","controller":${feed.principal.superuser ? texts.whole : texts.overview}}`);
   }
 
   /** Closes the feed if its session no longer holds; ends topics whose access was taken away. */

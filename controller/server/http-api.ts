@@ -24,7 +24,7 @@ import { authenticate, requireModelAccess, requireSuperuser, requireUser, requir
 import type { FailedLoginLimiterOptions } from "./failed-login-limiter";
 import { FailedLoginLimiter } from "./failed-login-limiter";
 import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "./session-cookie";
-import { describeController, modelSummaries } from "./summaries";
+import { controllerOverview, describeController, modelSummaries } from "./summaries";
 
 export interface HttpApiDeps {
   cache: StateCache;
@@ -35,6 +35,8 @@ export interface HttpApiDeps {
   cluster: ClusterControl;
   log: Logger;
   controllerAddresses: () => string[];
+  /** The SHA-256 fingerprint of the controller's CA (what every user is shown of its TLS). */
+  caFingerprint: string;
   /** Most bytes all stored operators may take (see DEFAULT_OPERATOR_QUOTA_BYTES). */
   operatorQuotaBytes: number;
   /**
@@ -162,8 +164,9 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   });
 
   app.get("/v1/controller", async (req) => {
-    requireUser(principalOf(req));
-    return describeController(cache, deps.cluster, deps.controllerAddresses());
+    // The cluster's layout (hosts, spares, the replica cloud) is a superuser's business.
+    if (!requireUser(principalOf(req)).superuser) return controllerOverview(cache, deps.controllerAddresses(), deps.caFingerprint);
+    return describeController(cache, deps.cluster, deps.controllerAddresses(), deps.caFingerprint);
   });
 
   app.post("/v1/controller/enable-ha", async (req, reply) => {

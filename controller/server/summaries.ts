@@ -1,8 +1,9 @@
 /**
  * The answers of `GET /v1/controller` and `GET /v1/models`, built where the REST API and the
- * dashboard's live feed can both use them.
+ * dashboard's live feed can both use them. The cluster's layout (replica and etcd hosts, spares,
+ * the replica cloud) is for superusers; every other user sees the controller's overview.
  */
-import type { ControllerInfo, ModelSummary } from "../../api";
+import type { ControllerInfo, ControllerOverview, ModelSummary } from "../../api";
 import { STEWARD_VERSION, formatConstraints, hasConstraints } from "../../api";
 import type { ClusterControl } from "../cluster";
 import type { StateCache } from "../state";
@@ -10,12 +11,22 @@ import { modelSettings } from "../state";
 import type { Principal } from "./auth";
 import { modelAccess } from "./auth";
 
-export async function describeController(cache: StateCache, cluster: Pick<ClusterControl, "info">, addresses: string[]): Promise<ControllerInfo> {
+/** What every user sees of the controller: who it is, and how to reach and recognise it. */
+export function controllerOverview(cache: StateCache, addresses: string[], caFingerprint: string): ControllerOverview {
+  return { name: cache.controller?.name ?? "", uuid: cache.controller?.uuid ?? "", version: STEWARD_VERSION, addresses, caFingerprint };
+}
+
+/** The overview part of a superuser's answer (what the live feed sends other users). */
+export function overviewOf(info: ControllerInfo): ControllerOverview {
+  return { name: info.name, uuid: info.uuid, version: info.version, addresses: info.addresses, caFingerprint: info.caFingerprint };
+}
+
+export async function describeController(cache: StateCache, cluster: Pick<ClusterControl, "info">, addresses: string[], caFingerprint: string): Promise<ControllerInfo> {
   const info = await cluster.info();
   // Without quorum this replica's view of who leads is frozen at the cut: it names no leader.
   const leader = info.degraded ? undefined : cache.leader?.replica;
   return {
-    name: cache.controller?.name ?? "", uuid: cache.controller?.uuid ?? "", version: STEWARD_VERSION, addresses,
+    ...controllerOverview(cache, addresses, caFingerprint),
     replicas: [...cache.replicas.values()].map((r) => ({ ...r, leader: leader === r.id })).sort((a, b) => a.since.localeCompare(b.since)),
     cluster: info,
   };

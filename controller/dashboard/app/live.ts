@@ -3,13 +3,14 @@
  * model's status current by applying the controller's patches, and reconnects (with a growing
  * pause) when the connection drops, asking again for what it showed.
  */
-import type { ControllerInfo, LiveMessage, ModelStatus, ModelSummary, UnitDetails, WireError } from "../../../api/browser";
+import type { ControllerOverview, LiveMessage, ModelStatus, ModelSummary, UnitDetails, WireError } from "../../../api/browser";
 import { WATCH_CLOSE_CODES, applyModelPatch } from "../../../api/browser";
 
 export interface LiveState {
   connected: boolean;
   models?: ModelSummary[];
-  controller?: ControllerInfo;
+  /** The whole ControllerInfo for a superuser (see showsCluster). */
+  controller?: ControllerOverview;
   status: Map<string, ModelStatus>;
   units: Map<string, UnitDetails>;
   errors: Map<string, WireError>;

@@ -1,9 +1,28 @@
-/** The controller: its replicas (and the version each runs), the etcd voters and leader, spare hosts or the replica cloud, the quorum keeper's history, and the last in-place upgrade. */
-import type { ControllerInfo } from "../../../../api/browser";
+/**
+ * The controller: its replicas (and the version each runs), the etcd voters and leader, spare hosts or the replica
+ * cloud, the quorum keeper's history, and the last in-place upgrade. Users other than superusers are sent only the
+ * overview (name, version, addresses, CA fingerprint): the cluster's layout is not theirs to see.
+ */
+import type { ControllerOverview } from "../../../../api/browser";
+import { showsCluster } from "../../../../api/browser";
 import { Ago, Badge, Empty, Section } from "../ui";
 
-export function ControllerView({ info }: { info: ControllerInfo | undefined }) {
+export function ControllerView({ info }: { info: ControllerOverview | undefined }) {
   if (!info) return <p class="loading">Loading the controller…</p>;
+  if (!showsCluster(info)) {
+    return (
+      <div class="stack">
+        <div class="page-head">
+          <h1>Controller {info.name}</h1>
+          <p class="muted">version {info.version} · {info.addresses.join(", ")}</p>
+        </div>
+        <Section title="Certificate authority">
+          <p>SHA-256 fingerprint <code data-ca-fingerprint>{info.caFingerprint}</code></p>
+          <p class="muted">The replicas, the store's members and the quorum keeper are shown to controller superusers.</p>
+        </Section>
+      </div>
+    );
+  }
   const c = info.cluster;
   const voters = c.members.filter((m) => m.hasVote).length;
   return (
