@@ -36,6 +36,7 @@ import { ModelLogs } from "./server/model-logs";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
+import { OwnOrigins } from "./server/own-origins";
 import { describeController } from "./server/summaries";
 import { LiveFeedHub } from "./dashboard/live-feed";
 import { ConsoleSessionHub, findCli } from "./dashboard/console-sessions";
@@ -306,7 +307,7 @@ export class Controller {
       ...(cliMain ? { cliMain } : {}), ...this.opts.consoles,
     });
     registerDashboard(http, { log: this.log });
-    installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, live: this.liveFeeds, consoles: this.consoles, log: this.log });
+    installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, live: this.liveFeeds, consoles: this.consoles, origins: new OwnOrigins(() => this.addresses, cert), log: this.log });
     const port = this.opts.port ?? this.config.listen.port;
     await http.listen({ host: this.config.listen.host, port }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === "EADDRINUSE") throw new StewardError("unavailable", `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`);

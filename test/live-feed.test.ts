@@ -95,6 +95,28 @@ test.serial("an upgrade authenticated by the cookie must come from this controll
   watch.terminate();
 });
 
+test.serial("an upgrade whose Origin agrees with its Host but is not one of the controller's addresses is refused (DNS rebinding)", async (t) => {
+  const s = await session("admin", tc.adminPassword);
+  const port = address().split(":").pop()!;
+  const rebound = `rebound.example:${port}`;
+  const f = feed({ cookie: s.cookie, host: rebound, origin: `https://${rebound}` });
+  t.is(await f.opened, 403, "a name that merely resolves here");
+  f.ws.terminate();
+  for (const path of ["/v1/models/live/watch", "/v1/console"]) {
+    const ws = new WebSocket(`wss://${address()}${path}`, { ca: tc.caCert, servername: CONTROLLER_TLS_NAME, headers: { cookie: s.cookie, host: rebound, origin: `https://${rebound}` } } as WebSocket.ClientOptions);
+    ws.on("error", () => undefined);
+    t.is(await new Promise<number>((resolve) => { ws.once("unexpected-response", (_r, res) => resolve(res.statusCode ?? 0)); ws.once("open", () => resolve(101)); }), 403, path);
+    ws.terminate();
+  }
+  // A name the controller's certificate carries, at its port, is its own page.
+  const named = feed({ cookie: s.cookie, host: `localhost:${port}`, origin: `https://localhost:${port}` });
+  t.is(await named.opened, "open");
+  named.ws.close();
+  const plain = feed({ cookie: s.cookie, origin: origin() });
+  t.is(await plain.opened, "open");
+  plain.ws.close();
+});
+
 test.serial("a model's patches rebuild the very status the REST API serves", async (t) => {
   const token = await tc.admin.login();
   const f = feed({ authorization: `Bearer ${token}` });

@@ -107,7 +107,7 @@ export class ConsoleSessionHub {
     let principal: User;
     let token: string;
     try {
-      principal = requireUser(authenticate(this.o.cache, req.headers, { upgrade: true }));
+      principal = requireUser(authenticate(this.o.cache, req.headers));
       token = presentedToken(req.headers)!;
       if (!this.o.cliMain) throw new StewardError("unavailable", "the console is not installed on this controller host (no cli-bundle/main.js beside the controller's bundle): reinstall the controller from a newer build");
       const mine = [...this.sessions].filter((s) => s.principal.user === principal.user).length;

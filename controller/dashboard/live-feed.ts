@@ -106,7 +106,7 @@ export class LiveFeedHub {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     let principal: User;
     try {
-      principal = requireUser(authenticate(this.o.cache, req.headers, { upgrade: true }));
+      principal = requireUser(authenticate(this.o.cache, req.headers));
       if (this.feeds.size >= (this.o.maxFeeds ?? 1000)) throw new StewardError("unavailable", `this controller already serves ${this.feeds.size} live feeds, its limit; try again later`);
     } catch (err) {
       if (!StewardError.isInstance(err)) throw err;

@@ -136,7 +136,7 @@ export class AgentHub {
     if (moved) { answerRaw(socket, moved.httpStatus, moved.toWire()); return; }
     let principal;
     try {
-      principal = authenticate(this.deps.cache, req.headers, { upgrade: true });
+      principal = authenticate(this.deps.cache, req.headers);
       if (principal.kind !== "agent") throw new StewardError("forbidden", "only agents may connect to /v1/agent; users watch a model's status at /v1/models/<model>/watch");
     } catch (err) {
       if (!StewardError.isInstance(err)) throw err;

@@ -22,12 +22,13 @@ const rank: Record<Access, number> = { read: 1, write: 2, admin: 3 };
  */
 const AGENTS_USE_THE_AGENT_PROTOCOL = "agent credentials may only be used on the agent protocol (/v1/agent) and to download operators; model reads and status watches are for users (steward login)";
 
-/** How a request arrived, for the checks a cookie needs: a write's CSRF token, an upgrade's Origin. */
+/**
+ * How a request arrived, for the check a cookie needs on a write: its CSRF token. (An upgrade's
+ * Origin is checked where upgrades are routed, against the controller's addresses: upgrades.ts.)
+ */
 export interface RequestKind {
   /** The HTTP method. @default "GET" */
   method?: string;
-  /** A WebSocket upgrade. */
-  upgrade?: boolean;
 }
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -70,9 +71,6 @@ function sessionUser(cache: StateCache, headers: IncomingHttpHeaders, token: str
     p = tokenUser(cache, token);
   } catch (err) {
     throw new StewardError("unauthorized", "the dashboard session has ended (expired, logged out, or the password changed): log in again", { details: { session: true, reason: (err as Error).message } });
-  }
-  if (how.upgrade && !sameOrigin(headers)) {
-    throw new StewardError("forbidden", "a WebSocket authenticated by the session cookie must come from this controller's own page (its Origin must be this host)");
   }
   if (WRITES.has(how.method ?? "GET") && (!csrfMatches(headers[CSRF_HEADER], p.token.id, cache.tokenKey!) || (headers.origin !== undefined && !sameOrigin(headers)))) {
     throw new StewardError("forbidden", `a change authenticated by the session cookie needs the session's ${CSRF_HEADER} header (what the dashboard sends); scripts should use a Bearer token (steward login)`);

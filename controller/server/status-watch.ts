@@ -50,7 +50,7 @@ export class StatusWatchHub {
     let uuid: string;
     let principal: Principal;
     try {
-      principal = authenticate(this.cache, req.headers, { upgrade: true });
+      principal = authenticate(this.cache, req.headers);
       const idx = this.cache.findModel(modelName);
       if (!idx) throw notFound("model", modelName);
       requireModelAccess(principal, idx, "read", modelName);

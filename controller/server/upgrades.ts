@@ -2,7 +2,8 @@
  * Routes WebSocket upgrades: `/v1/agent` to the agent hub, `/v1/models/<model>/watch` to the status
  * watch hub, `/v1/live` to the dashboard's live feed, `/v1/console` to the dashboard's console pane. Node hands an upgrade over outside any request handler, so a throw here would end the
  * process: everything, from parsing the path to authenticating, runs inside error handling and
- * every refusal is a proper HTTP answer.
+ * every refusal is a proper HTTP answer. An upgrade that the session cookie alone authenticates (a
+ * browser's) must come from this controller's own page: its Origin is checked here, for every endpoint.
  */
 import type { IncomingMessage, Server } from "node:http";
 import type { Server as HttpsServer } from "node:https";
@@ -15,12 +16,16 @@ import { answerRaw, shown } from "./raw-answer";
 import type { StatusWatchHub } from "./status-watch";
 import type { LiveFeedHub } from "../dashboard/live-feed";
 import type { ConsoleSessionHub } from "../dashboard/console-sessions";
+import type { OwnOrigins } from "./own-origins";
+import { readSessionCookie } from "./session-cookie";
 
 export interface UpgradeRoutes {
   agents: AgentHub;
   watches: StatusWatchHub;
   live: LiveFeedHub;
   consoles: ConsoleSessionHub;
+  /** Where this controller's page is served from. */
+  origins: OwnOrigins;
   log: Logger;
 }
 
@@ -35,6 +40,9 @@ export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket
   socket.on("error", () => undefined);
   try {
     const target = parseUpgradeTarget(req.url ?? "");
+    if (!req.headers.authorization && readSessionCookie(req.headers) && !routes.origins.allows(req.headers.origin)) {
+      throw new StewardError("forbidden", "a WebSocket authenticated by the session cookie must come from this controller's own page: its Origin must be one of the controller's addresses (steward dashboard prints them)");
+    }
     if (target.kind === "agent") routes.agents.handleUpgrade(req, socket, head);
     else if (target.kind === "live") routes.live.handleUpgrade(req, socket, head);
     else if (target.kind === "console") routes.consoles.handleUpgrade(req, socket, head);
