@@ -92,3 +92,28 @@ test("an agent credential may not read the model or watch its status (403), but 
   const download = await rawRequest(tc.addresses[0]!, tc.caCert, "HEAD", `/v1/operators/${motd}`, undefined, { authorization });
   t.is(download.status, 200);
 });
+
+test("an agent downloads only the operators its own model runs; another model's is answered as unknown", async (t) => {
+  const tc = await startTestController();
+  t.teardown(() => tc.close());
+  const { uuid } = await tc.admin.createModel("mine");
+  const [m] = (await tc.admin.addMachines("mine", "manual", 1)).machines;
+  const authorization = `Agent ${uuid}/${m!.id}/${m!.credential!}`;
+  await tc.admin.createModel("theirs");
+  const theirs = await tc.upload(join(operatorsDir, "static-site"));
+  await tc.admin.deploy("theirs", { name: "site", operator: theirs, units: 0 });
+  const get = (hash: string) => rawRequest(tc.addresses[0]!, tc.caCert, "GET", `/v1/operators/${hash}`, undefined, { authorization });
+  const unknownHash = `v2-${"0".repeat(64)}`;
+  const [other, unknown] = [await get(theirs), await get(unknownHash)];
+  t.is(other.status, 404, JSON.stringify(other.body).slice(0, 200));
+  t.is(other.body.code, "not-found");
+  t.is(other.body.message, `operator "${theirs}" not found`);
+  t.deepEqual(Object.keys(other.body).sort(), Object.keys(unknown.body).sort(), "the same answer as a hash nobody uploaded");
+  t.is((await rawRequest(tc.addresses[0]!, tc.caCert, "HEAD", `/v1/operators/${theirs}`, undefined, { authorization })).status, 404);
+  // Once its own model runs it, the agent gets it; a user still may.
+  await tc.admin.deploy("mine", { name: "site", operator: theirs, units: 0 });
+  const now = await get(theirs);
+  t.is(now.status, 200);
+  t.true(Array.isArray((now.body as { files?: unknown[] }).files));
+  t.is((await rawRequest(tc.addresses[0]!, tc.caCert, "HEAD", `/v1/operators/${theirs}`, undefined, { authorization: `Bearer ${await tc.admin.login()}` })).status, 200);
+});

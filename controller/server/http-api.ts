@@ -341,15 +341,22 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     method: ["GET", "HEAD"],
     url: "/v1/operators/:hash",
     handler: async (req, reply: FastifyReply) => {
-      principalOf(req); // users and agents alike
+      const p = principalOf(req); // users and agents alike
       const hash = (req.params as { hash: string }).hash;
       const problem = operatorHashProblem(hash);
       if (problem === LEGACY_HASH_MESSAGE) throw new StewardError("invalid-request", problem, { details: { field: "hash" } });
-      if (problem || !cache.operators.has(hash)) throw notFound("operator", hash);
+      // An agent gets only what its own model runs, answered as unknown otherwise.
+      if (problem || !cache.operators.has(hash) || (p.kind === "agent" && !modelRuns(p.model, hash))) throw notFound("operator", hash);
       if (req.method === "HEAD") return reply.code(200).send();
       return ops.getOperatorBundle(hash);
     },
   });
+
+  /** Whether some application of model `uuid` runs operator `hash`. */
+  function modelRuns(uuid: string, hash: string): boolean {
+    for (const a of cache.models.get(uuid)?.apps.values() ?? []) if (a.operator.hash === hash) return true;
+    return false;
+  }
 
   const appInfo = (idx: ModelIndex, name: string): unknown => {
     const a = idx.apps.get(name);
