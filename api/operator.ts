@@ -268,8 +268,15 @@ function checkActionFiles(meta: OperatorMeta, byPath: Map<string, BundleFileEntr
 }
 
 /**
+ * The longest name of one file or directory an agent can write: Linux file systems (ext4, xfs,
+ * tmpfs, overlayfs) hold at most 255 bytes per name; a longer one fails on every machine.
+ */
+export const MAX_PATH_PART_BYTES = 255;
+
+/**
  * Why `path` cannot be a file of an operator, or undefined when it is a plain relative path that
- * stays inside the operator directory. Agents run the same check before writing anything.
+ * stays inside the operator directory and that every agent can write. Agents run the same check
+ * before writing anything, and the controller at upload, so nothing is stored that no agent unpacks.
  */
 export function bundlePathProblem(path: string): string | undefined {
   // Control characters: NUL cuts the path short in the kernel; the rest only confuse humans.
@@ -279,6 +286,8 @@ export function bundlePathProblem(path: string): string | undefined {
   if (path.split("/").some((p) => p === ".." || p === "" || p === ".")) {
     return "is not a plain relative path inside the operator directory (no '..', '.' or empty parts)";
   }
+  const long = path.split("/").find((p) => Buffer.byteLength(p) > MAX_PATH_PART_BYTES);
+  if (long !== undefined) return `has a part of ${Buffer.byteLength(long)} bytes; agents' file systems hold names of at most ${MAX_PATH_PART_BYTES} bytes: shorten it`;
   return undefined;
 }
 

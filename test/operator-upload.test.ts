@@ -5,9 +5,12 @@
  */
 import test from "ava";
 import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Bundle, BundleFileEntry, StewardError } from "../api";
 import { bundleHash, readOperatorDir } from "../api";
+import { unpackBundle } from "../agent";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
@@ -127,6 +130,27 @@ test("bundles with paths that are not plain relative paths are refused naming th
     t.is(r.body.code, "operator-invalid");
     t.regex(r.body.message!, message);
   }
+});
+
+test("a path with a part longer than agents can write (255 bytes) is refused at upload naming it; 255 bytes upload and unpack", async (t) => {
+  const file = (path: string): BundleFileEntry => ({ path, mode: 0o644, content: b64("x") });
+  const dir = await mkdtemp(join(tmpdir(), "steward-long-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  for (const long of [`lib/${"a".repeat(300)}`, `${"d".repeat(256)}/x.sh`, `lib/${"é".repeat(128)}`]) {
+    const r = await upload(withFiles(file(long)));
+    t.is(r.status, 400, long);
+    t.is(r.body.code, "operator-invalid");
+    t.true(r.body.message!.startsWith(`${long}: has a part of `), r.body.message);
+    t.regex(r.body.message!, /at most 255 bytes: shorten it/);
+    // The agent refuses it by the same rule, before writing anything.
+    await t.throwsAsync(unpackBundle(withFiles(file(long)), join(dir, "refused")), { message: /at most 255 bytes/ });
+  }
+  // The longest part an agent's file system holds is accepted, and an agent writes it.
+  const longest = withFiles(file(`lib/${"b".repeat(255)}`), file(`${"é".repeat(127)}/x`));
+  const r = await upload(longest);
+  t.true(r.status === 201 || r.status === 200, JSON.stringify(r.body));
+  await unpackBundle(longest, join(dir, "unpacked"));
+  t.is(await readFile(join(dir, "unpacked", "lib", "b".repeat(255)), "utf8"), "x");
 });
 
 test.serial("stored operators have a quota, and operators no application uses are deleted after a grace period", async (t) => {
