@@ -32,7 +32,7 @@ export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, Un
 export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./state";
 export { CredentialOps, exportModel, importModel } from "./state";
 // Backups (controller/backup/), for tests and benchmarks.
-export { BACKUP_FORMAT_VERSION, KeptBackups, checkBackup, createBackup, openBackup, parseSnapshot, restoreControllerDir, sealBackup, takeSnapshot } from "./backup";
+export { BACKUP_FORMAT_VERSION, KeptBackups, checkBackup, createBackup, openBackup, parseSnapshot, readBackupHeader, restoreControllerDir, sealBackup, takeSnapshot } from "./backup";
 export type { BackupRecord } from "./backup";
 // Model migration (controller/migration/), for tests.
 export { MigrationStaging } from "./migration";

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControllerClient, silentLogger } from "../api";
 import type { BackupRecord } from "../controller";
-import { Controller, CredentialOps, EmbeddedStore, EtcdStore, KeptBackups, Sealer, openBackup, parseSnapshot, restoreControllerDir } from "../controller";
+import { Controller, CredentialOps, EmbeddedStore, EtcdStore, KeptBackups, Sealer, openBackup, parseSnapshot, readBackupHeader, restoreControllerDir, sealBackup } from "../controller";
 import { startEtcd } from "./harness/etcd";
 import { startTestController } from "./harness/controller";
 
@@ -102,4 +102,32 @@ test("kept backups: at most `keep`, oldest removed first; one over the byte quot
   t.deepEqual((await kept.list()).map((b) => b.id), [ids[2], "20261125T000004Z-aaaaa4"]);
   await t.throwsAsync(kept.keep(rec("20261125T000005Z-aaaaa5", 4 * 1024 * 1024), Buffer.alloc(4 * 1024 * 1024)), { message: /over the controller's backup quota/ });
   await t.throwsAsync(kept.part("../etc", 0), { message: /is not a backup id/ });
+});
+
+/** `file` with its header's scrypt parameters replaced (and the header length fixed up). */
+function withKdf(file: Buffer, kdf: Record<string, unknown>): Buffer {
+  const magic = "STEWARD-BACKUP\n".length;
+  const len = file.readUInt32BE(magic);
+  const header = JSON.parse(file.subarray(magic + 4, magic + 4 + len).toString("utf8")) as { kdf: Record<string, unknown> };
+  const bytes = Buffer.from(JSON.stringify({ ...header, kdf: { ...header.kdf, ...kdf } }));
+  const l = Buffer.alloc(4);
+  l.writeUInt32BE(bytes.length);
+  return Buffer.concat([file.subarray(0, magic), l, bytes, file.subarray(magic + 4 + len)]);
+}
+
+test("a backup whose header asks for more scrypt work than Steward writes is refused before any key is derived", async (t) => {
+  const file = await sealBackup(Buffer.from("archive"), PASS, { id: "20261127T000000Z-aaaaa1", controller: { uuid: "u", name: "n" }, revision: 1, createdAt: "2026-11-27T00:00:00Z", stewardVersion: "0.1.0" });
+  t.like(readBackupHeader(file).header.kdf, { name: "scrypt", N: 2 ** 17, r: 8, p: 1 }, "what Steward writes");
+  // The audit's header: 128 × 2^20 × 32 B = 4 GiB, sixteen times over.
+  const forged = withKdf(file, { N: 2 ** 20, r: 32, p: 16 });
+  const err = t.throws(() => readBackupHeader(forged));
+  t.is(err?.message, "the backup file's header asks for scrypt N=1048576, r=32, p=16 (4096 MiB of memory, 16× the work); Steward writes N=131072, r=8, p=1 and derives no key above that (the file was not made by Steward, or its header was altered)");
+  // Only once the header is known to be refused: without the cap this would try to derive with 4 GiB.
+  if (err) await t.throwsAsync(openBackup(forged, PASS), { message: err.message });
+  const refused: [Record<string, unknown>, RegExp][] = [
+    [{ N: 2 ** 18 }, /N=262144, r=8, p=1 \(256 MiB/], [{ r: 9 }, /r=9/], [{ p: 2 }, /p=2 /],
+    [{ N: "131072" }, /not whole numbers/], [{ N: 3 }, /not valid scrypt parameters/], [{ r: 0 }, /not valid scrypt parameters/], [{ salt: 7 }, /without a salt/],
+  ];
+  for (const [kdf, message] of refused) t.throws(() => readBackupHeader(withKdf(file, kdf)), { message }, JSON.stringify(kdf));
+  t.is((await openBackup(file, PASS)).plain.toString(), "archive", "Steward's own backup still opens");
 });

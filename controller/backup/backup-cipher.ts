@@ -10,6 +10,8 @@
  * last: so an edited header, reordered, dropped or appended chunks and a file cut short all fail,
  * each with its own message. The header carries a key check (an HMAC of a fixed string under the
  * derived key), so a wrong passphrase is told apart from a damaged file before anything is opened.
+ * The header is read before anything is verified, so its scrypt cost is capped at what this code
+ * writes: a forged header must not make a restore derive a key with gigabytes of memory.
  */
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 import { StewardError } from "../../api";
@@ -100,8 +102,23 @@ export function readBackupHeader(file: Buffer): { header: BackupHeader; headerBy
   if (header.format !== BACKUP_FORMAT_VERSION) {
     throw new BackupFileError(`this backup is in format version ${String(header.format)}; this Steward (format ${BACKUP_FORMAT_VERSION}) cannot restore it: use the Steward release that made it (${String(header.stewardVersion)})`);
   }
-  if (header.kdf?.name !== "scrypt" || header.cipher !== "aes-256-gcm" || !(header.kdf.N <= 1 << 20) || !(header.kdf.r <= 32) || !(header.kdf.p <= 16)) throw new BackupFileError("the backup file's header names a key derivation or cipher this Steward does not use");
+  if (header.kdf?.name !== "scrypt" || header.cipher !== "aes-256-gcm") throw new BackupFileError("the backup file's header names a key derivation or cipher this Steward does not use");
+  const costProblem = scryptCostProblem(header.kdf);
+  if (costProblem) throw new BackupFileError(`the backup file's header asks for scrypt ${costProblem}; Steward writes N=${SCRYPT.N}, r=${SCRYPT.r}, p=${SCRYPT.p} and derives no key above that (the file was not made by Steward, or its header was altered)`);
   return { header, headerBytes, bodyOffset: magic.length + 4 + hlen };
+}
+
+/** Why the header's scrypt parameters are not ones to derive a key with (above what {@link sealBackup} writes), if they are not. */
+function scryptCostProblem(kdf: { N?: unknown; r?: unknown; p?: unknown; salt?: unknown }): string | undefined {
+  const show = (v: unknown): string => String(v).slice(0, 24);
+  const shown = `N=${show(kdf.N)}, r=${show(kdf.r)}, p=${show(kdf.p)}`;
+  const { N, r, p } = kdf;
+  if (typeof kdf.salt !== "string") return `${shown} without a salt`;
+  if (!Number.isSafeInteger(N) || !Number.isSafeInteger(r) || !Number.isSafeInteger(p)) return `${shown}, not whole numbers`;
+  const [n, rr, pp] = [N as number, r as number, p as number];
+  if (n > SCRYPT.N || rr > SCRYPT.r || pp > SCRYPT.p) return `${shown} (${Math.round((128 * n * rr) / 2 ** 20)} MiB of memory, ${pp}× the work)`;
+  if (n < 2 || (n & (n - 1)) !== 0 || rr < 1 || pp < 1) return `${shown}, not valid scrypt parameters`;
+  return undefined;
 }
 
 /** Decrypts a backup file; a wrong passphrase, an altered or a truncated file each throws a {@link BackupFileError} saying which. */
