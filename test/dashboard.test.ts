@@ -5,6 +5,7 @@
  * violation anywhere. Screenshots of the main views go to dist/test-artifacts/dashboard.
  */
 import test from "ava";
+import { X509Certificate } from "node:crypto";
 import { chmod, cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -125,6 +126,11 @@ test.serial("a read-only user sees no write controls, and the controller refuses
   });
   t.is(res.status, 403);
   t.regex(res.body.message, /viewer has read access to model shop; this needs write/);
+  // The controller page shows a user who is not a superuser its overview, not the cluster's layout.
+  await page.goto(`https://${address()}/#/controller`);
+  await page.waitForSelector("h1:has-text('Controller test')");
+  t.is(await page.locator("[data-ca-fingerprint]").textContent(), new X509Certificate(tc.caCert).fingerprint256);
+  t.is(await page.locator("tr[data-replica]").count(), 0);
   // Without the CSRF token, even an admin's session cannot write.
   const admin = await openDashboard(browser, address());
   await logInThroughPage(admin.page, "admin", tc.adminPassword);
