@@ -185,7 +185,7 @@ test("revoke takes away a user's access to a model and closes their watches of i
   t.is(notAdmin?.code, "forbidden");
   await tc.admin.revoke("m", "erin");
   const err = await t.throwsAsync<StewardError>(erin.status("m"));
-  t.is(err?.code, "forbidden");
+  t.is(err?.code, "not-found", "without access the model is answered as unknown");
   const closed = await watch.ended;
   t.is(closed.code, "forbidden");
   t.regex(closed.message, /access to model m was revoked/);
@@ -249,4 +249,5 @@ test("a debug-log stream ends when its token is revoked, and when the user's acc
   await tc.admin.revoke("m", "dora");
   const denied = await byAccess;
   t.is(denied.code, "forbidden");
+  t.regex(denied.message, /access to model m was revoked/);
 });

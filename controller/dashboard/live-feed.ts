@@ -15,7 +15,7 @@ import { MAX_LIVE_TOPICS, StewardError, WATCH_CLOSE_CODES, notFound, parseLiveTo
 import type { ModelIndex, StateCache, StatusParts } from "../state";
 import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus } from "../state";
 import type { Principal } from "../server/auth";
-import { atTokenExpiry, authenticate, requireModelAccess, requireUser } from "../server/auth";
+import { atTokenExpiry, authenticate, requireModelAccess, requireReadKept, requireUser } from "../server/auth";
 import { answerRaw } from "../server/raw-answer";
 import { modelSummaries, overviewOf } from "../server/summaries";
 import { answerHandshakeErrors } from "../server/upgrades";
@@ -362,7 +362,7 @@ export class LiveFeedHub {
     for (const [topic, entry] of [...feed.topics]) {
       if (entry.uuid !== uuid) continue;
       try {
-        requireModelAccess(feed.principal, idx, "read");
+        requireReadKept(feed.principal, idx);
       } catch (err) {
         this.leave(feed, topic);
         feed.send(JSON.stringify({ topic, error: StewardError.isInstance(err) ? err.toWire() : { code: "forbidden", message: "access ended", details: {} } }));

@@ -107,6 +107,15 @@ export function requireModelAccess(p: Principal, idx: ModelIndex, needed: Access
   throw new StewardError("forbidden", `user ${p.user} has ${has} access to model ${idx.model?.name}; this needs ${needed} (an admin can run: steward grant ${p.user} ${needed} ${idx.model?.name})`, { details: { needed, has } });
 }
 
+/**
+ * For a stream opened with read access (a log stream, a live-feed topic): refuses once the access is
+ * gone, saying it was revoked, since the user already knew the model.
+ */
+export function requireReadKept(p: Principal, idx: ModelIndex): void {
+  if (p.kind === "user" && !modelAccess(p, idx)) throw new StewardError("forbidden", `access to model ${idx.model?.name} was revoked`);
+  requireModelAccess(p, idx, "read");
+}
+
 /** Uploading an operator needs write access to some model (what else could it be for), or superuser. */
 export function requireWriteOnSomeModel(p: Principal, cache: StateCache): void {
   const user = requireUser(p);

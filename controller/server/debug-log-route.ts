@@ -12,7 +12,7 @@ import type { FastifyInstance } from "fastify";
 import type { DebugLogRecord, LogEntity, LogFilter } from "../../api";
 import { StewardError, notFound, parseLogEntity, parseLogLevel } from "../../api";
 import type { StateCache } from "../state";
-import { authenticate, requireModelAccess, requireUser } from "./auth";
+import { authenticate, requireModelAccess, requireReadKept, requireUser } from "./auth";
 import type { ModelLogs } from "./model-logs";
 
 export interface DebugLogRouteOptions {
@@ -74,7 +74,7 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
       try {
         const now = requireUser(authenticate(o.cache, headers));
         const m = o.cache.models.get(idx.uuid);
-        if (m?.model) requireModelAccess(now, m, "read");
+        if (m?.model) requireReadKept(now, m);
       } catch (err) {
         const e = StewardError.isInstance(err) ? err : new StewardError("unauthorized", "credentials no longer valid");
         out.write(JSON.stringify({ ended: { code: e.code, message: e.message } }) + "\n");
