@@ -16,6 +16,7 @@ import { STEWARD_VERSION, StewardError, olderMinor } from "../../api";
 import type { CredentialDoc, MachineDoc, MigrationDoc, ModelDoc, StateCache } from "../state";
 import { canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
 import type { Sealer } from "../security/sealing";
+import { KEPT_HASH_DIGITS } from "../security/credentials";
 import type { KeyValue, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { Logger } from "../../api";
@@ -257,6 +258,9 @@ export class MigrationMaster {
     // Who may still be told where the model went; grants cannot change while the migration holds it.
     const access = await this.o.store.range(keys.accessOf(m.model));
     const usersWithAccess = access.kvs.map((a) => a.key.slice(keys.accessOf(m.model).length)).sort();
+    // And which agents: one that was down during the move is told where it went when it logs in here.
+    const machines = (await this.o.store.range(keys.machinesOf(m.model))).kvs.map((kv) => JSON.parse(kv.value) as MachineDoc);
+    const agentCredentials = Object.fromEntries(machines.flatMap((d) => (d.credentialHash ? [[d.id, d.credentialHash.slice(0, KEPT_HASH_DIGITS)]] : [])));
     if (modelKv) {
       const model = JSON.parse(modelKv.value) as ModelDoc;
       ops.push(...modelDeletes(m.model, model.name));
@@ -272,7 +276,7 @@ export class MigrationMaster {
     }
     const now = new Date().toISOString();
     const { sealedAuth: _, ...rest } = m;
-    const done: MigrationDoc = { ...rest, usersWithAccess, phase: "DONE", phaseStartedAt: now, endedAt: now, status: "the model lives on the target; this controller redirects its clients and agents there", history: [...m.history, { phase: "DONE", at: now }] };
+    const done: MigrationDoc = { ...rest, usersWithAccess, agentCredentials, phase: "DONE", phaseStartedAt: now, endedAt: now, status: "the model lives on the target; this controller redirects its clients and agents there", history: [...m.history, { phase: "DONE", at: now }] };
     ops.push({ type: "put", key: kv.key, value: JSON.stringify(done) });
     const res = await this.o.store.txn({ compare, success: ops });
     if (res.succeeded) this.o.log.info("model migrated", { model: m.modelName, to: m.target.name, id: m.id });

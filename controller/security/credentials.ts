@@ -33,6 +33,16 @@ export function hashCredential(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
 }
 
+/** How much of a credential's hash a moved model's record keeps per machine (128 bits: 32 hex digits, half the size). */
+export const KEPT_HASH_DIGITS = 32;
+
+/** Whether `secret` hashes to one starting with `keptHash` (a hash cut to {@link KEPT_HASH_DIGITS}). */
+export function credentialMatchesKept(secret: string, keptHash: string): boolean {
+  const a = Buffer.from(hashCredential(secret).slice(0, KEPT_HASH_DIGITS), "hex");
+  const b = Buffer.from(keptHash, "hex");
+  return keptHash.length === KEPT_HASH_DIGITS && a.length === b.length && timingSafeEqual(a, b);
+}
+
 export function credentialMatches(secret: string, storedHash: string): boolean {
   const a = Buffer.from(hashCredential(secret), "hex");
   const b = Buffer.from(storedHash, "hex");

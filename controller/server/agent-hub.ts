@@ -15,6 +15,7 @@ import { unchanged } from "../store";
 import type { ActionOps, LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
 import { AgentViewRound, CLUSTER_CHANGED, keys } from "../state";
 import type { PresenceDoc } from "../state";
+import { credentialMatchesKept } from "../security/credentials";
 import { authenticate } from "./auth";
 import type { LoginLimiter } from "./login-limiter";
 import { SourceLimiter } from "./login-limiter";
@@ -156,13 +157,17 @@ export class AgentHub {
     this.wss.handleUpgrade(req, socket, head, (ws) => { this.accept(ws, model, machine).catch((err: unknown) => this.deps.log.error("agent connection failed", { model, machine, err })); });
   }
 
+  /** Where the model of the agent presenting these credentials went, if it moved; only its own agents are told. */
   private movedModelOf(req: IncomingMessage): StewardError | undefined {
     const header = req.headers.authorization;
     if (!header?.startsWith("Agent ")) return undefined;
-    const model = header.slice(6).split("/")[0] ?? "";
+    const [model = "", machine = "", secret = ""] = header.slice(6).split("/");
     if (this.deps.cache.models.get(model)?.model) return undefined;
     const m = this.deps.cache.migrations.get(model);
-    return m?.phase === "DONE" ? movedError(m) : undefined;
+    if (m?.phase !== "DONE") return undefined;
+    // A record written before credentials were kept answers by the model's uuid alone, as it did.
+    if (m.agentCredentials && !(Object.hasOwn(m.agentCredentials, machine) && credentialMatchesKept(secret, m.agentCredentials[machine]!))) return undefined;
+    return movedError(m);
   }
 
   private refuseLogin(req: IncomingMessage, socket: Duplex, err: StewardError): void {

@@ -184,6 +184,8 @@ export interface MigrationDoc extends MigrationProgress {
   agentWaitSeconds: number;
   /** Set at DONE: the users who had access to the model, the only ones (with superusers) told where it went. */
   usersWithAccess?: string[];
+  /** Set at DONE: each machine's agent credential hash, cut short (KEPT_HASH_DIGITS), so only its agents are told where it went. */
+  agentCredentials?: Record<string, string>;
 }
 /** A staged import on the target (`/migration-stages/<migration-id>`); its export is in chunks under `/blobs/`. */
 export interface MigrationStageDoc { id: string; model: string; modelName: string; source: string; chunks: number; bytes: number; sha256: string; createdAt: string; heartbeatAt: string }

@@ -25,6 +25,7 @@ export const keys = {
   unitFailure: (m: string, unit: string) => k("unit-failure", m, unit),
   unitHookState: (m: string, unit: string) => k("unit-hook-state", m, unit),
   machine: (m: string, id: string) => k("machine", m, id),
+  machinesOf: (m: string) => p("machine", m),
   machineInfo: (m: string, id: string) => k("machine-info", m, id),
   machineSeq: (m: string) => k("machine-seq", m),
   machineInstall: (m: string, id: string) => k("machine-install", m, id),
