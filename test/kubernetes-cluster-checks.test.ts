@@ -47,6 +47,7 @@ test.after.always(async () => {
   kube?.close();
   await tc?.close();
   await cluster?.stop();
+  await doomed?.stop();
   if (home) await rm(home, { recursive: true, force: true });
 });
 
@@ -150,4 +151,33 @@ test.serial("a token without the rights Steward needs is refused naming what is 
   t.deepEqual(refusedCalls.map((r) => `${r.method} ${r.path}`), [], "no call of the provisioner refused");
   t.true(cluster.requests.some((r) => r.user === "shop-operator" && r.method === "PATCH" && r.path.endsWith("/statefulsets/web/scale") && r.status === 200), "scaled through /scale");
   await tc.admin.destroyModel("shop", true);
+});
+
+/** A cluster the third test stops, and what its model's machine shows once it is gone. */
+let doomed: FakeKubeApi | undefined;
+let goneMessage: RegExp | undefined;
+let goneMachine = "";
+
+test.serial("a model whose cluster goes away says so in its machine's and its unit's status and in debug-log", async (t) => {
+  doomed = await FakeKubeApi.start({ tokens: { [TOKENS.admin]: "admin" } });
+  t.is((await steward("add-k8s", "doomed", "--kubeconfig", await kubeconfigFile("doomed", doomed))).code, 0);
+  t.is((await steward("add-model", "till", "--substrate", "kubernetes:doomed")).code, 0);
+  const op = await tc.upload(join(fixturesDir, "operators", "recorder"));
+  await tc.admin.deploy("till", { name: "web", operator: op, units: 1, config: { "record-dir": home } });
+  await eventually("web's pod recorded as its machine", async () => Object.values((await tc.admin.status("till")).machines).some((m) => m.instance?.id === "till/web-0"), 30_000);
+
+  await doomed.stop();
+  const gone = (goneMessage = new RegExp(`cannot reach cluster ${doomed.url.replace(/\./g, "\\.")}: connection refused; retrying`));
+  const s = await eventually("the machine's status says the cluster is not reached", async () => {
+    const st = await tc.admin.status("till");
+    return Object.values(st.machines).some((m) => gone.test(m.status.message)) ? st : undefined;
+  }, 30_000);
+  const machine = Object.values(s.machines)[0]!;
+  goneMachine = machine.id;
+  t.is(machine.status.current, "error");
+  t.regex(machine.status.message, /^provisioning failed: /);
+  t.regex(s.applications.web!.units["web/0"]!.workload.message, new RegExp(`^waiting for machine ${machine.id}: ${gone.source}`));
+  const log = await steward("debug-log", "-m", "till", "--no-tail");
+  t.is(log.code, 0, log.stderr);
+  t.regex(log.stdout, new RegExp(`^web/0 \\S+ ERROR controller: provisioning: ${gone.source}$`, "m"));
 });
