@@ -181,3 +181,17 @@ test.serial("a model whose cluster goes away says so in its machine's and its un
   t.is(log.code, 0, log.stderr);
   t.regex(log.stdout, new RegExp(`^web/0 \\S+ ERROR controller: provisioning: ${gone.source}$`, "m"));
 });
+
+test.serial("destroy-model of that model says what it waits for and suggests --force; --force completes without the cluster, saying what may be left", async (t) => {
+  if (!goneMessage) { t.fail("the model of the previous test is needed"); return; }
+  const waited = await steward("destroy-model", "till", "--yes", "--timeout", "25s");
+  t.not(waited.code, 0);
+  t.regex(waited.stderr, new RegExp(`waiting for 1 unit to run their teardown hooks: web/0 \\(agent allocating; waiting for machine ${goneMachine}: ${goneMessage.source}`));
+  t.regex(waited.stderr, /Nothing has changed for 20 s\. If its agents or its cluster cannot be reached, `steward destroy-model till --yes --force` removes the model now/);
+
+  const forced = await steward("destroy-model", "till", "--yes", "--force");
+  t.is(forced.code, 0, forced.stderr);
+  t.regex(forced.stdout, /Model "till" destroyed\./);
+  t.regex(forced.stderr, /objects in namespace till of cluster doomed are deleted only if the controller reaches the cluster.*`kubectl delete namespace till`/);
+  t.false((await tc.admin.listModels()).some((m) => m.name === "till"));
+});
