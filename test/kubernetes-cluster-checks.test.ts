@@ -103,6 +103,15 @@ test.serial("add-k8s refuses a cluster it cannot reach or that refuses the crede
   t.not(model.code, 0);
   t.regex(model.stderr, new RegExp(`cannot reach cluster https://127\\.0\\.0\\.1:${port}: connection refused.*make the model anyway with --skip-check`));
   t.false((await tc.admin.listModels()).some((m) => m.name === "nowhere"));
+  // Made anyway, its unit's machine says why it does not come.
+  t.is((await steward("add-model", "nowhere", "--substrate", "kubernetes:gone", "--skip-check")).code, 0);
+  await tc.admin.deploy("nowhere", { name: "web", operator: await tc.upload(join(fixturesDir, "operators", "recorder")), units: 1, config: { "record-dir": home } });
+  const unit = await eventually("the unit says why its machine does not come", async () => {
+    const u = (await tc.admin.status("nowhere")).applications.web?.units["web/0"];
+    return u && /cannot reach cluster/.test(u.workload.message) ? u : undefined;
+  }, 30_000);
+  t.regex(unit.workload.message, new RegExp(`^waiting for machine \\d+: cannot reach cluster https://127\\.0\\.0\\.1:${port}: connection refused; retrying$`));
+  await tc.admin.destroyModel("nowhere", true);
 });
 
 test.serial("a token without the rights Steward needs is refused naming what is missing; one with exactly those runs a model with no call refused", async (t) => {
