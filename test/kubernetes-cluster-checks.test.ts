@@ -13,6 +13,7 @@
 import test from "ava";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
+import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import YAML from "yaml";
@@ -72,7 +73,7 @@ async function closedPort(): Promise<number> {
 
 const stored = async (name: string): Promise<boolean> => (await tc.admin.listCredentials()).credentials.some((c) => c.name === name);
 
-test.serial("add-k8s refuses a cluster it cannot reach or that refuses the credential, naming the address and the failure; --skip-check stores it anyway", async (t) => {
+test.serial("add-k8s refuses a cluster it cannot reach, that does not answer or that refuses the credential, naming the address and the failure; --skip-check stores it anyway", async (t) => {
   const port = await closedPort();
   const refused = await steward("add-k8s", "gone", "--kubeconfig", await kubeconfigFile("gone", cluster, { server: `https://127.0.0.1:${port}` }));
   t.not(refused.code, 0);
@@ -93,6 +94,21 @@ test.serial("add-k8s refuses a cluster it cannot reach or that refuses the crede
     t.false(await stored("foreign"));
   } finally {
     await other.stop();
+  }
+
+  // A server that takes connections and never answers: refused once the check's time is up, the request not held longer.
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => { sockets.add(socket); });
+  await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+  try {
+    const silentPort = (silent.address() as { port: number }).port;
+    const mute = await steward("add-k8s", "mute", "--kubeconfig", await kubeconfigFile("mute", cluster, { server: `https://127.0.0.1:${silentPort}` }));
+    t.not(mute.code, 0);
+    t.regex(mute.stderr, new RegExp(`cannot reach cluster https://127\\.0\\.0\\.1:${silentPort}: no answer in 10000 ms`));
+    t.false(await stored("mute"));
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((r) => silent.close(r));
   }
 
   const skipped = await steward("add-k8s", "gone", "--skip-check", "--kubeconfig", await kubeconfigFile("gone", cluster, { server: `https://127.0.0.1:${port}` }));
