@@ -130,7 +130,7 @@ test.serial("add-k8s refuses a cluster it cannot reach, that does not answer or 
   await tc.admin.destroyModel("nowhere", true);
 });
 
-test.serial("a token without the rights Steward needs is refused naming what is missing; one with exactly those runs a model with no call refused", async (t) => {
+test.serial("a token without the rights Steward needs is refused naming what is missing; one with exactly those runs a model with no call refused; rights withdrawn show in its machines and debug-log until given back", async (t) => {
   const nobody = await steward("add-k8s", "nobody", "--kubeconfig", await kubeconfigFile("nobody", cluster, { token: TOKENS.nobody }));
   t.not(nobody.code, 0);
   t.regex(nobody.stderr, /it may not create namespaces, nor work in namespace default/);
@@ -170,9 +170,20 @@ test.serial("a token without the rights Steward needs is refused naming what is 
   await eventually("web's pod recorded as its machine", async () => Object.values((await tc.admin.status("shop")).machines).some((m) => m.instance?.id === "shop/web-0"), 30_000);
   await tc.admin.addUnits("shop", "web", 1);
   await eventually("web scaled to 2", async () => (await kube.find(R.statefulSets, "web", { namespace: "shop" }))?.spec?.replicas === 2, 30_000);
+  // Its rights withdrawn, then given back: the machines show the refusal while it lasts, debug-log when it starts and ends.
+  const withdrawn = cluster.requests.length;
+  const binding = await kube.get(R.roleBindings, "steward", { namespace: "shop" });
+  await kube.delete(R.roleBindings, "steward", { namespace: "shop" });
+  const forbidden = /^provisioning failed: cluster https:\/\/127\.0\.0\.1:\d+ forbids it: namespaces "shop" is forbidden: User "shop-operator" cannot get resource "namespaces"/;
+  await eventually("the machines show the refusal", async () => Object.values((await tc.admin.status("shop")).machines).every((m) => forbidden.test(m.status.message)), 30_000);
+  await kube.create(R.roleBindings, { ...binding, metadata: { name: "steward", namespace: "shop" } });
+  await eventually("the machines provisioned again", async () => Object.values((await tc.admin.status("shop")).machines).every((m) => m.status.current !== "error" && !forbidden.test(m.status.message)), 30_000);
+  const givenBack = cluster.requests.length;
+  const log = await steward("debug-log", "-m", "shop", "--no-tail", "-i", "web/1");
+  t.regex(log.stdout, /^web\/1 \S+ ERROR controller: provisioning: cluster \S+ forbids it: .*; retrying\nweb\/1 \S+ INFO controller: provisioning: cluster https:\/\/127\.0\.0\.1:\d+ answers again$/m);
   await tc.admin.removeApplication("shop", "web", true);
   await eventually("web's objects deleted", async () => !(await kube.find(R.statefulSets, "web", { namespace: "shop" })) && !(await kube.find(R.secrets, kubernetes.agentsSecretName("web"), { namespace: "shop" })), 30_000);
-  const refusedCalls = cluster.requests.filter((r) => r.user === "shop-operator" && r.status === 403);
+  const refusedCalls = cluster.requests.filter((r, i) => r.user === "shop-operator" && r.status === 403 && (i < withdrawn || i >= givenBack));
   t.deepEqual(refusedCalls.map((r) => `${r.method} ${r.path}`), [], "no call of the provisioner refused");
   t.true(cluster.requests.some((r) => r.user === "shop-operator" && r.method === "PATCH" && r.path.endsWith("/statefulsets/web/scale") && r.status === 200), "scaled through /scale");
   await tc.admin.destroyModel("shop", true);
