@@ -20,6 +20,7 @@ export default class AddK8sCommand extends ControllerCommand {
     examples: [
       ["A cluster from your kubeconfig's current context", "$0 add-k8s lab --kubeconfig ~/.kube/config"],
       ["A named context", "$0 add-k8s prod --kubeconfig ~/.kube/config --context prod-admin"],
+      ["A cluster that is not up yet (stored unchecked)", "$0 add-k8s lab --kubeconfig ~/.kube/config --skip-check"],
       ["A model on it", "$0 add-model shop --substrate kubernetes:lab"],
     ],
   });
