@@ -9,8 +9,11 @@ import { StewardError } from "./errors";
 export const LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"] as const;
 export type LogRecordLevel = (typeof LOG_LEVELS)[number];
 
-/** Where a record comes from: the agent itself, a line a hook printed, or the hook's `log` tool. */
-export type LogRecordSource = "agent" | "hook" | "operator";
+/**
+ * Where a record comes from: the agent itself, a line a hook printed, or the hook's `log` tool; or
+ * the controller, about the model's machines (a provisioning failure). Agents may send only the first three.
+ */
+export type LogRecordSource = "agent" | "hook" | "operator" | "controller";
 
 /** One record as an agent sends it (the controller adds the machine, which it knows from the login). */
 export interface AgentLogRecord {
@@ -26,6 +29,7 @@ export interface AgentLogRecord {
 
 /** One record as `GET /v1/models/<model>/logs` streams it, one JSON object a line. */
 export interface DebugLogRecord extends AgentLogRecord {
+  /** "" for a controller record about the whole model. */
   machine: string;
 }
 

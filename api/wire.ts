@@ -15,6 +15,8 @@ export interface ModelSummary {
   credential?: string;
   /** The default constraints of its machines, in Juju's syntax. */
   constraints?: string;
+  /** A kubernetes model: the namespace its pods are in. */
+  kubernetes?: { namespace: string };
 }
 /** A stored credential as the API shows it: no secret attribute, masked identifiers. */
 export interface CredentialSummary {

@@ -341,6 +341,7 @@ export class Controller {
           cache, ops: leaderOps, credentials: leaderCredentials, caCert, controllerAddresses: () => this.addresses, log: this.log,
           agentImage: this.config.kubernetes?.agentImage ?? DEFAULT_AGENT_IMAGE,
           ...(this.config.kubernetes?.probes ? { probes: this.config.kubernetes.probes } : {}), ...this.opts.kubernetes,
+          modelLog: (model, records) => logs.append(model, records),
         });
         this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
         this.stopSweeper = startRequestRecordSweeper(fenced, this.log);

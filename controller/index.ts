@@ -26,6 +26,8 @@ export type { SupervisorOptions } from "./supervisor";
 export { LeaderElection, QuorumKeeper, REPLICAS_PREFIX } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
 export { OperatorCollector } from "./operator-collector";
+// What the kubernetes provisioner needs of a cluster's user (tests grant exactly this).
+export { MODEL_NAMESPACE_RIGHTS } from "./provisioner/kubernetes-access";
 export { AgentViewRound, EnrolmentOps, RequestScope, StateOps, buildAgentView, keys, requestKeys, runInRequest } from "./state";
 export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, UnitDoc } from "./state";
 // The registry of document kinds (state/registry.ts), for tests and the export format's tools.

@@ -290,16 +290,23 @@ export class ControllerClient {
 
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
-  /** `substrate` (default `local`) says where machines for units placed without `to` come from. */
-  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined; vsphere?: VsphereModelSettings | undefined; kubernetes?: KubernetesModelSettings | undefined; constraints?: string | undefined } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
-    return this.call("POST", "/v1/models", { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}), ...(cloud.vsphere ? { vsphere: cloud.vsphere } : {}), ...(cloud.kubernetes ? { kubernetes: cloud.kubernetes } : {}), ...(cloud.constraints ? { constraints: cloud.constraints } : {}) });
+  /**
+   * `substrate` (default `local`) says where machines for units placed without `to` come from. A
+   * kubernetes model's cluster is checked first (reached, rights in the namespace) unless `skipCheck`.
+   */
+  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined; vsphere?: VsphereModelSettings | undefined; kubernetes?: KubernetesModelSettings | undefined; constraints?: string | undefined } = {}, o: { skipCheck?: boolean } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
+    return this.call("POST", `/v1/models${o.skipCheck ? "?skipCheck=true" : ""}`, { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}), ...(cloud.vsphere ? { vsphere: cloud.vsphere } : {}), ...(cloud.kubernetes ? { kubernetes: cloud.kubernetes } : {}), ...(cloud.constraints ? { constraints: cloud.constraints } : {}) });
   }
 
   // --- credentials (superusers) ---
   listCredentials(): Promise<{ credentials: CredentialSummary[] }> { return this.call("GET", "/v1/credentials"); }
-  /** Stores a credential; the same values again change nothing; other values need `replace`. */
-  putCredential(name: string, substrate: CredentialSubstrate, attributes: Record<string, string>, replace = false): Promise<{ name: string; created: boolean; changed: boolean }> {
-    return this.call("PUT", `/v1/credentials/${enc(name)}${replace ? "?replace=true" : ""}`, { substrate, attributes });
+  /**
+   * Stores a credential; the same values again change nothing; other values need `replace`. A
+   * kubernetes cluster's is checked first (reached, the rights Steward needs) unless `skipCheck`.
+   */
+  putCredential(name: string, substrate: CredentialSubstrate, attributes: Record<string, string>, replace = false, o: { skipCheck?: boolean } = {}): Promise<{ name: string; created: boolean; changed: boolean }> {
+    const query = [...(replace ? ["replace=true"] : []), ...(o.skipCheck ? ["skipCheck=true"] : [])].join("&");
+    return this.call("PUT", `/v1/credentials/${enc(name)}${query ? `?${query}` : ""}`, { substrate, attributes });
   }
   removeCredential(name: string): Promise<void> { return this.call("DELETE", `/v1/credentials/${enc(name)}`); }
   /** With `force`, everything is deleted at once without running hooks. */

@@ -20,7 +20,7 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
 
       A vsphere model needs a stored vsphere credential, vCenter's SDK URL, a datacenter and a template VM (Linux with cloud-init's VMware datasource and curl); its user data goes in through guestinfo.
 
-      \`--substrate kubernetes:CLUSTER\` makes a model on a cluster registered with steward add-k8s: a namespace (the model's name, or --namespace) where each application is a StatefulSet and unit N is its pod N, with the Steward agent as a container of the pod.
+      \`--substrate kubernetes:CLUSTER\` makes a model on a cluster registered with steward add-k8s: a namespace (the model's name, or --namespace) where each application is a StatefulSet and unit N is its pod N, with the Steward agent as a container of the pod. The controller first checks that the cluster answers and that the cluster's user may work in that namespace (and create it, when it does not exist); \`--skip-check\` makes the model without asking the cluster (its units then wait for it).
     `,
     examples: [
       ["Create a model called demo", "$0 add-model demo"],
@@ -37,6 +37,7 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
   substrateArg = Option.String("--substrate", { description: `Where machines come from: ${MODEL_SUBSTRATES.filter((s) => s !== "kubernetes").join(", ")}, or kubernetes:CLUSTER (default local)` });
   namespace = Option.String("--namespace", { description: "kubernetes: the namespace its pods go in (default the model's name)" });
   credential = Option.String("--credential", { description: "Stored credential its machines are made with (steward add-credential)" });
+  skipCheck = Option.Boolean("--skip-check", false, { description: "kubernetes: make the model without checking the cluster's reachability and rights" });
   interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
 
   /** `--substrate`, with `kubernetes:CLUSTER` read as the kubernetes substrate and the cluster's credential. */
@@ -51,6 +52,7 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
   private kubernetesSettings(): { credential?: string; kubernetes?: KubernetesModelSettings } {
     if (this.substrate !== "kubernetes") {
       if (this.namespace !== undefined) throw new UsageError("--namespace is for kubernetes models (--substrate kubernetes:CLUSTER)");
+      if (this.skipCheck) throw new UsageError("--skip-check is for kubernetes models (--substrate kubernetes:CLUSTER)");
       return {};
     }
     const cluster = this.substrateArg!.slice(this.substrateArg!.indexOf(":") + 1) || this.credential;
@@ -65,7 +67,7 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
     const cloud = await this.cloudSettings();
     const client = await this.connect();
     const config = this.interval !== undefined ? { updateStatusInterval: Math.round(this.interval / 1000) } : undefined;
-    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, ...cloud, ...k8s, constraints });
+    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, ...cloud, ...k8s, constraints }, { skipCheck: this.skipCheck });
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;
     await this.saveConfig(cfg);

@@ -63,7 +63,7 @@ export default class DebugLogCommand extends ModelCommand {
 
 /** `web/0 2026-11-23T14:02:11.000Z INFO install: message`; everything from the machine made terminal-safe. */
 export function formatRecord(r: DebugLogRecord): string {
-  const who = r.unit ?? `machine-${r.machine}`;
+  const who = r.unit ?? (r.machine ? `machine-${r.machine}` : "model");
   const what = r.hook ?? r.source;
   return sanitizeForTerminal(`${who} ${r.ts} ${r.level} ${what}: ${r.message}`, { keepNewlines: false });
 }

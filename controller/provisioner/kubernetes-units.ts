@@ -12,6 +12,11 @@
  * Objects of applications and models that are gone are deleted (a namespace only when this
  * controller made it).
  *
+ * A pass that fails (the cluster not reached, the credential refused, a call forbidden) is told
+ * where users look, not only in the controller's log: each of the model's machines shows it as its
+ * status ("cannot reach cluster https://…: connection refused; retrying") and a line goes to the
+ * model's debug-log, once per new failure and once when the cluster answers again.
+ *
  * Migration: the namespace's objects belong to the controller the model lives on. The source
  * leaves them alone from the moment it asks the target to activate the model (from then on the
  * target may be writing them) and for good once the model is handed over: a model that moved away
@@ -20,7 +25,7 @@
  * talking to it. No object names the controller (labels: managed-by steward, the model's uuid,
  * the application), so nothing else changes hands.
  */
-import type { AgentConfig, Logger } from "../../api";
+import type { AgentConfig, DebugLogRecord, Logger, LogRecordLevel } from "../../api";
 import { StewardError, agentConfigText, parseAgentConfig, podAgentConfigKey } from "../../api";
 import { kubernetes } from "../../substrates";
 import { CoalescedRunner } from "../coalesced-runner";
@@ -46,6 +51,8 @@ export interface KubernetesProvisionerOptions {
   pollIntervalMs?: number;
   /** Probe settings of the agent container (tests shorten them). */
   probes?: kubernetes.PodProbeSettings;
+  /** Adds records to a model's debug-log (this replica's; see server/model-logs.ts). */
+  modelLog?: (model: string, records: DebugLogRecord[]) => void;
 }
 
 /** A model's cluster, opened from its credential. */
@@ -59,6 +66,8 @@ export class KubernetesProvisioner {
   private readonly unsubscribe: () => void;
   /** Clusters by model uuid (kept to clean up after a model removed by force, and reused while its credential is unchanged). */
   private readonly clusters = new Map<string, Cluster>();
+  /** The failure each model's last pass ended with, while it lasts: told once, shown on its machines. */
+  private readonly failures = new Map<string, string>();
   private signature = "";
   private stopped = false;
 
@@ -99,8 +108,14 @@ export class KubernetesProvisioner {
       if (this.stopped) return;
       live.add(idx.uuid);
       if (this.leftToTarget(idx.uuid)) { this.forget(idx.uuid); continue; }
-      await this.reconcileModel(idx).catch((err: unknown) => this.o.log.warn("kubernetes model reconcile failed", { model: idx.model?.name, err: describe(err) }));
+      try {
+        await this.reconcileModel(idx);
+        this.answeredAgain(idx);
+      } catch (err) {
+        await this.failed(idx, err);
+      }
     }
+    for (const uuid of this.failures.keys()) if (!live.has(uuid)) this.failures.delete(uuid);
     // Models removed (by force, or their last application gone and then the model): their objects go.
     for (const [uuid, cluster] of this.clusters) {
       if (live.has(uuid) || this.stopped) continue;
@@ -114,6 +129,42 @@ export class KubernetesProvisioner {
         this.o.log.warn("could not delete a removed kubernetes model's objects", { model: uuid, err: describe(err) });
       }
     }
+  }
+
+  /** A pass failed: the controller's log and the model's debug-log say so once, each alive machine's status while it lasts. */
+  private async failed(idx: ModelIndex, err: unknown): Promise<void> {
+    const server = this.clusters.get(idx.uuid)?.api.connection.server;
+    const message = `${server ? kubernetes.describeClusterFailure(err, server) : describe(err)}; retrying`;
+    if (this.failures.get(idx.uuid) !== message) {
+      this.failures.set(idx.uuid, message);
+      this.o.log.warn("kubernetes model reconcile failed", { model: idx.model?.name, err: message });
+      this.tellModel(idx, "ERROR", `provisioning: ${message}`);
+    }
+    for (const m of [...idx.machines.values()]) {
+      if (m.substrate !== "kubernetes" || m.life !== "alive" || this.stopped) continue;
+      const current = idx.machineInstall.get(m.id);
+      if (current?.state === "failed" && current.step === message) continue;
+      // The pod last seen stays recorded: the cluster may still run it.
+      const doc: Omit<MachineInstallDoc, "at"> = { state: "failed", step: message, ...(current?.instance ? { instance: current.instance } : {}) };
+      await this.o.ops.setMachineInstall(idx.uuid, m.id, doc).catch((e: unknown) => this.o.log.warn("could not record a provisioning failure", { machine: m.id, err: describe(e) }));
+    }
+  }
+
+  /** A pass went through after failing: said once (the machines' statuses are rewritten by recordPods). */
+  private answeredAgain(idx: ModelIndex): void {
+    if (!this.failures.delete(idx.uuid)) return;
+    const server = this.clusters.get(idx.uuid)?.api.connection.server ?? "";
+    this.o.log.info("kubernetes model provisioned again", { model: idx.model?.name, server });
+    this.tellModel(idx, "INFO", `provisioning: cluster ${server} answers again`);
+  }
+
+  /** A line in the model's debug-log for each of its units (so `--include web/0` finds it), or one for the model when it has none. */
+  private tellModel(idx: ModelIndex, level: LogRecordLevel, message: string): void {
+    if (!this.o.modelLog) return;
+    const ts = new Date().toISOString();
+    const records: DebugLogRecord[] = [...idx.units.values()].map((u) => ({ ts, level, source: "controller", machine: u.machine, unit: u.name, message }));
+    if (records.length === 0) records.push({ ts, level, source: "controller", machine: "", message });
+    this.o.modelLog(idx.uuid, records);
   }
 
   /** Drops a model's cluster connection without touching its objects. */

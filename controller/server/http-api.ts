@@ -18,6 +18,7 @@ import { buildModelStatus, buildUnitDetails, effectiveConfig, renderModelStatusB
 import { ValueTooLargeError } from "../store";
 import { statusFilter, statusForm } from "./status-filter";
 import type { SshSubstrate } from "../provisioner/ssh-machines";
+import { checkClusterCredential, checkModelCluster } from "../provisioner/kubernetes-access";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
 import { authenticate, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
@@ -63,6 +64,13 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     if (v === undefined || v === "false") return false;
     if (v === "true") return true;
     throw new StewardError("invalid-request", `query "force" must be true or false, got "${v}"`, { details: { field: "force" } });
+  };
+  /** `skipCheck=true`: store a kubernetes credential, or make a model on it, without asking the cluster first (kubernetes-access.ts). */
+  const skipCheck = (req: FastifyRequest): boolean => {
+    const v = (req.query as { skipCheck?: string }).skipCheck;
+    if (v === undefined || v === "false") return false;
+    if (v === "true") return true;
+    throw new StewardError("invalid-request", `query "skipCheck" must be true or false, got "${v}"`, { details: { field: "skipCheck" } });
   };
   const param = <T>(schema: { safeParse(v: unknown): { success: boolean } }, req: FastifyRequest, name: string, what: string): T => {
     const v = (req.params as Record<string, string>)[name];
@@ -203,6 +211,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const name = param<string>(Name, req, "name", "credential");
     const body = parseRequest(CredentialRequest, req.body, "credential");
     const replace = (req.query as { replace?: string }).replace === "true";
+    if (body.substrate === "kubernetes" && !skipCheck(req)) await checkClusterCredential(name, body.attributes);
     const res = await deps.credentials.put(requireUser(p).user, name, body, replace);
     reply.code(res.created ? 201 : 200);
     return { name, substrate: body.substrate, created: res.created, changed: res.changed };
@@ -258,6 +267,9 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const p = principalOf(req);
     requireSuperuser(p);
     const body = parseRequest(CreateModelRequest, req.body, "model");
+    if (body.substrate === "kubernetes" && body.credential && !skipCheck(req)) {
+      await checkModelCluster(body.credential, await deps.credentials.open(body.credential, "kubernetes"), body.kubernetes?.namespace ?? body.name);
+    }
     const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate, { credential: body.credential, aws: body.aws, vsphere: body.vsphere, kubernetes: body.kubernetes, constraints: body.constraints });
     await settled(doc.revision);
     reply.code(201);

@@ -43,6 +43,7 @@ export function modelSummaries(cache: StateCache, p: Extract<Principal, { kind: 
       name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size,
       access, config: modelSettings(idx.model.config), substrate: idx.model.substrate ?? "local",
       ...(idx.model.credential ? { credential: idx.model.credential } : {}),
+      ...(idx.model.kubernetes ? { kubernetes: { namespace: idx.model.kubernetes.namespace } } : {}),
       ...(hasConstraints(idx.model.constraints) ? { constraints: formatConstraints(idx.model.constraints) } : {}),
     });
   }

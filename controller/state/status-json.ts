@@ -204,7 +204,7 @@ export class StatusRenderer {
     // Everything unitStatusView reads, by identity (or value, for the derived booleans).
     const inputs = [
       u, idx.unitStatus.get(u.name), idx.presence.has(u.machine), idx.machines.get(u.machine)?.life,
-      idx.leaders.get(u.app)?.unit === u.name, idx.ports.get(u.name), idx.machineInfo.get(u.machine)?.address,
+      idx.leaders.get(u.app)?.unit === u.name, idx.ports.get(u.name), idx.machineInfo.get(u.machine)?.address, idx.machineInstall.get(u.machine),
     ];
     const old = frags.units.get(u.name);
     if (old && sameInputs(old.inputs, inputs)) return old;

@@ -15,7 +15,10 @@ export function unitStatusView(idx: ModelIndex, u: UnitDoc): UnitStatusView {
   let agent: StatusInfo<AgentStatus> = st?.agent ?? { current: "allocating", message: "", since: u.createdAt };
   // An agent that was up and no longer talks to us is "lost", as in Juju; one never seen is still allocating.
   if (!connected && st && st.agent.current !== "allocating") agent = { current: "lost", message: "agent is not communicating with the controller", since: st.agent.since };
-  const workload: StatusInfo<WorkloadStatus> = st?.workload ?? { current: "waiting", message: idx.machines.get(u.machine)?.life === "alive" && connected ? "agent initialising" : "waiting for machine", since: u.createdAt };
+  // A machine that cannot be provisioned says why (its status has the whole message).
+  const failed = idx.machineInstall.get(u.machine);
+  const waiting = failed?.state === "failed" ? `waiting for machine ${u.machine}: ${failed.step}` : "waiting for machine";
+  const workload: StatusInfo<WorkloadStatus> = st?.workload ?? { current: "waiting", message: idx.machines.get(u.machine)?.life === "alive" && connected ? "agent initialising" : waiting, since: u.createdAt };
   const view: UnitStatusView = { name: u.name, machine: u.machine, leader: idx.leaders.get(u.app)?.unit === u.name, life: u.life, workload, agent, ports: idx.ports.get(u.name) ?? [] };
   // Where the unit is reached: the address its agent gives hooks (STEWARD_UNIT_ADDRESS), reported as machine info.
   const info = idx.machineInfo.get(u.machine);
@@ -64,7 +67,7 @@ export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatus
   const up = idx.presence.has(m.id);
   const install = idx.machineInstall.get(m.id);
   // A cloud machine is provisioned, not installed: so too when it failed before it had an instance.
-  const provisioned = !!install?.instance || m.substrate === "aws" || m.substrate === "vsphere";
+  const provisioned = !!install?.instance || m.substrate === "aws" || m.substrate === "vsphere" || m.substrate === "kubernetes";
   const status: StatusInfo<MachineStatusView["status"]["current"]> = up
     ? { current: "started", message: "", since: idx.presence.get(m.id)!.since }
     : install && install.state !== "installed"

@@ -1,4 +1,4 @@
-export { KubeApi, KubeApiError, KubeGoneError, isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "./kube-api";
+export { KubeApi, KubeApiError, KubeGoneError, KubeUnreachableError, isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "./kube-api";
 export type { CallOptions, DeleteOptions, KubeApiOptions, ListOptions, ObjectOptions, Stored, WatchOptions, WriteOptions } from "./kube-api";
 export { KubeConnection, connectionOfCredential, credentialOfConnection, flattenKubeconfig, loadKubeconfig, parseKubeconfig } from "./kubeconfig";
 export { SERVICE_ACCOUNT_DIR, inClusterConnection } from "./in-cluster";
@@ -7,8 +7,10 @@ export type { KubeConnectionOptions, KubeCredential, KubeconfigOptions } from ".
 export { KUBE_RESOURCES, apiVersionOf, resourceName } from "./resources";
 export type {
   Condition, ConfigMap, ContainerStatus, EndpointSlice, KubeList, KubeObject, KubeResource, KubeScale, KubeStatus, LabelSelector, Namespace, ObjectMeta,
-  PersistentVolumeClaim, Pod, Secret, Service, ServicePort, StatefulSet, WatchEvent, WatchEventType,
+  PersistentVolumeClaim, Pod, ResourceAttributes, Secret, SelfSubjectAccessReview, Service, ServicePort, StatefulSet, WatchEvent, WatchEventType,
 } from "./resources";
+export { deniedRights, describeRight, describeRights } from "./access-review";
+export { describeClusterFailure } from "./cluster-failures";
 export { observe } from "./observe";
 export type { ObserveOptions, Observed } from "./observe";
 export { DEFAULT_POD_PROBES, LABELS, MANAGED_BY, POD_PATHS, AGENT_CONTAINER, TEMPLATE_HASH, agentsSecretManifest, agentsSecretName, endpointsServiceName, namespaceManifest, podName, selectorOf, serviceManifests, statefulSetManifest } from "./unit-pods";

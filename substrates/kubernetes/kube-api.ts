@@ -8,7 +8,8 @@
  * (a chunked `?watch=true` stream; 410 Gone, as an HTTP answer or an ERROR event, is a
  * {@link KubeGoneError}: list again and watch from the list's version), and the `/scale`
  * subresource. Every call takes an AbortSignal and has a timeout; failures are
- * {@link KubeApiError}s naming the verb, the object and the server's `Status` message. The client
+ * {@link KubeApiError}s naming the verb, the object and the server's `Status` message (a server not
+ * reached or silent: {@link KubeUnreachableError}, with the system's error code). The client
  * never logs, and its credential is in private fields: nothing prints it. A token given as a file
  * (a pod's ServiceAccount token, in-cluster.ts) is read again whenever the file changes, since the
  * kubelet rotates it.
@@ -44,6 +45,18 @@ export class KubeGoneError extends KubeApiError {
   constructor(verb: string, target: string, status?: KubeStatus) {
     super(410, status?.reason ?? "Expired", verb, target, status);
     this.name = "KubeGoneError";
+  }
+}
+
+/**
+ * The API server was not reached or did not answer: no connection, a TLS failure, no answer in time.
+ * Nothing is known of what it would have said. `code` is the system's or TLS's error code
+ * (`ECONNREFUSED`, `DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`, …), `ETIMEDOUT` for no answer in time.
+ */
+export class KubeUnreachableError extends Error {
+  constructor(message: string, readonly server: string, readonly code: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "KubeUnreachableError";
   }
 }
 
@@ -321,7 +334,7 @@ export class KubeApi {
       text = await this.read(res, verb, target);
     } catch (err) {
       if (c.signal?.aborted) throw c.signal.reason;
-      if (deadline.signal.aborted) throw new Error(`Kubernetes ${verb} ${target} at ${this.base.host}: no answer in ${timeoutMs} ms`);
+      if (deadline.signal.aborted) throw new KubeUnreachableError(`Kubernetes ${verb} ${target} at ${this.base.host}: no answer in ${timeoutMs} ms`, this.connection.server, "ETIMEDOUT");
       throw err;
     } finally {
       clearTimeout(timer);
@@ -375,7 +388,7 @@ export class KubeApi {
       req.on("error", (err) => {
         clearTimeout(timer);
         if (signal?.aborted) reject(signal.reason ?? err);
-        else reject(new Error(`Kubernetes ${verb} ${target} at ${this.base.host}: ${timedOut ? `no answer in ${timeoutMs} ms` : err.message}`));
+        else reject(new KubeUnreachableError(`Kubernetes ${verb} ${target} at ${this.base.host}: ${timedOut ? `no answer in ${timeoutMs} ms` : err.message}`, this.connection.server, timedOut ? "ETIMEDOUT" : (err as NodeJS.ErrnoException).code ?? "", err));
       });
       if (stream) req.setNoDelay(true);
       req.end(payload);

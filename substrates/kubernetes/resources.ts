@@ -36,6 +36,8 @@ export const KUBE_RESOURCES = {
   clusterRoles: resource<KubeObject>(RBAC, "clusterroles", "ClusterRole", false),
   clusterRoleBindings: resource<KubeObject>(RBAC, "clusterrolebindings", "ClusterRoleBinding", false),
   podDisruptionBudgets: resource<KubeObject>("policy", "poddisruptionbudgets", "PodDisruptionBudget"),
+  /** Created only (`kubectl auth can-i`): the answer is in the returned object's status, nothing is stored. */
+  selfSubjectAccessReviews: resource<SelfSubjectAccessReview>("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
 } as const;
 
 export const apiVersionOf = (r: KubeResource): string => (r.group ? `${r.group}/${r.version}` : r.version);
@@ -133,6 +135,13 @@ export interface StatefulSet extends KubeObject {
     observedGeneration?: number; replicas: number; readyReplicas?: number; availableReplicas?: number; currentReplicas?: number; updatedReplicas?: number;
     currentRevision?: string; updateRevision?: string; collisionCount?: number; conditions?: Condition[];
   };
+}
+/** What a SelfSubjectAccessReview asks: may I do `verb` on `resource` (of `group`) in `namespace` ("" or absent: all namespaces, or a cluster-scoped resource)? */
+export interface ResourceAttributes { verb: string; group?: string; resource: string; subresource?: string; namespace?: string; name?: string }
+/** authorization.k8s.io/v1 SelfSubjectAccessReview: `status.allowed` is the answer; `denied` and `reason` may explain it. */
+export interface SelfSubjectAccessReview extends KubeObject {
+  spec: { resourceAttributes?: ResourceAttributes; nonResourceAttributes?: { path: string; verb: string } };
+  status?: { allowed: boolean; denied?: boolean; reason?: string; evaluationError?: string };
 }
 export interface EndpointSlice extends KubeObject {
   addressType: "IPv4" | "IPv6" | "FQDN";
