@@ -18,6 +18,7 @@ export const keys = {
   model: (uuid: string) => k("model", uuid),
   modelPrefix: (uuid: string) => `${k("model", uuid)}/`,
   app: (m: string, app: string) => k("app", m, app),
+  appsOf: (m: string) => p("app", m),
   unit: (m: string, unit: string) => k("unit", m, unit),
   unitsOf: (m: string, app: string) => `${k("unit", m, app)}/`,
   unitStatus: (m: string, unit: string) => k("unit-status", m, unit),

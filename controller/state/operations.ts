@@ -13,6 +13,8 @@ import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, Leader
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { unitNumber } from "./agent-views";
 import { checkMachineConstraints } from "./constraints";
+import type { OperatorCharge, OperatorQuotas, OperatorUser } from "./operator-quotas";
+import { modelOperatorBytes, modelUseRefusal, operatorUsage, uploadRefusal } from "./operator-quotas";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
 import { StoreTxns } from "./txn";
@@ -178,18 +180,20 @@ export class StateOps extends StoreTxns {
   // --- operators ---
 
   /**
-   * Stores an operator bundle under its content hash (idempotent: the same content is stored once).
-   * Refuses it when the operators stored would then take more than `quotaBytes`.
+   * Stores an operator bundle under its content hash (idempotent: the same content is stored once)
+   * and counts it against `by`'s operator quota while it is stored. Refuses it when it would take
+   * `by`, or the operators stored, over their quota (see operator-quotas.ts).
    */
-  async putOperator(bundle: Bundle, opts: { quotaBytes: number }): Promise<{ doc: OperatorDoc; created: boolean }> {
+  async putOperator(bundle: Bundle, quotas: OperatorQuotas, by?: OperatorUser): Promise<{ doc: OperatorDoc; created: boolean }> {
     const meta = validateBundle(bundle);
     const hash = bundleHash(bundle);
     const existing = await this.read<OperatorDoc>(keys.operator(hash));
-    if (existing) return { doc: existing.doc, created: false };
+    if (existing) return { doc: await this.addUploader(existing, quotas, by), created: false };
     const data = Buffer.from(JSON.stringify(bundle));
-    await this.checkOperatorQuota(data.length, opts.quotaBytes);
+    const refused = uploadRefusal({ bytes: data.length, adds: true, usage: operatorUsage(await this.storedOperators(), by?.user), quotas, by });
+    if (refused) throw refused;
     const chunks = Math.max(1, Math.ceil(data.length / CHUNK_BYTES));
-    const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp() };
+    const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp(), ...(by ? { uploadedBy: [by.user] } : {}) };
     // The metadata is stored whole: refuse it before writing any chunk, so nothing is left half-written.
     this.checkStorable("operator.yaml", "shorten its description, summary or config descriptions", JSON.stringify(doc));
     // Chunks first, each its own write (one transaction could exceed etcd's request limit); the
@@ -205,22 +209,27 @@ export class StateOps extends StoreTxns {
     return { doc, created: res.succeeded };
   }
 
+  /** Content already stored that `by` uploads again becomes theirs too (counted against their quota). */
+  private async addUploader(existing: Read<OperatorDoc>, quotas: OperatorQuotas, by: OperatorUser | undefined): Promise<OperatorDoc> {
+    if (!by || existing.doc.uploadedBy?.includes(by.user)) return existing.doc;
+    const hash = existing.doc.hash;
+    const res = await this.retry(`upload operator ${hash}`, async () => {
+      const current = await this.read<OperatorDoc>(keys.operator(hash));
+      if (!current) throw new StewardError("conflict", `operator ${hash} was deleted (unused) while it was uploaded again: upload it once more`, { retryable: true });
+      const refused = uploadRefusal({ bytes: current.doc.bytes, adds: false, usage: operatorUsage(await this.storedOperators(), by.user), quotas, by });
+      if (refused) throw refused;
+      const doc: OperatorDoc = { ...current.doc, uploadedBy: [...(current.doc.uploadedBy ?? []), by.user] };
+      return { compare: [unchanged(keys.operator(hash), current.rev)], ops: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }], result: { doc } };
+    });
+    return res.doc;
+  }
+
+  private async storedOperators(): Promise<OperatorDoc[]> {
+    return (await this.readAll<OperatorDoc>("/operators/")).map((r) => r.doc);
+  }
+
   async readOperator(hash: string): Promise<Read<OperatorDoc> | undefined> {
     return this.read<OperatorDoc>(keys.operator(hash));
-  }
-
-  /** Bytes the stored operators take (their bundles as stored, before chunk encoding). */
-  async operatorBytes(): Promise<number> {
-    return (await this.readAll<OperatorDoc>("/operators/")).reduce((sum, op) => sum + op.doc.bytes, 0);
-  }
-
-  private async checkOperatorQuota(bytes: number, quotaBytes: number): Promise<void> {
-    const used = await this.operatorBytes();
-    if (used + bytes <= quotaBytes) return;
-    throw new StewardError("quota-exceeded",
-      `this operator (${bytes} bytes) would take the operators stored on this controller to ${used + bytes} bytes, over the operator quota of ${quotaBytes} bytes; ` +
-      "operators no application uses are deleted after a grace period, or raise operators.quotaBytes in controller.json",
-      { details: { quota: "operators.quotaBytes", quotaBytes, usedBytes: used, bytes } });
   }
 
   /**
@@ -255,6 +264,21 @@ export class StateOps extends StoreTxns {
     ops.push({ type: "put", key: keys.operator(op.doc.hash), value: JSON.stringify({ ...op.doc, lastUsedAt: this.stamp() } satisfies OperatorDoc) });
   }
 
+  /**
+   * Refuses a deploy (`replacing` undefined) or a refresh of application `replacing` to `adding`
+   * that would take the model's distinct operators over `charge`'s model quota.
+   */
+  private async checkModelOperatorQuota(uuid: string, modelName: string, replacing: string | undefined, adding: OperatorDoc, charge: OperatorCharge | undefined): Promise<void> {
+    if (!charge || charge.by.superuser || charge.quotas.modelQuotaBytes === undefined) return;
+    const apps = (await this.readAll<ApplicationDoc>(keys.appsOf(uuid))).map((r) => r.doc);
+    const sizes = new Map((await this.storedOperators()).map((o) => [o.hash, o.bytes]));
+    sizes.set(adding.hash, adding.bytes);
+    const beforeBytes = modelOperatorBytes(apps, sizes);
+    const afterBytes = modelOperatorBytes([...apps.filter((a) => a.name !== replacing), { operator: { hash: adding.hash } }], sizes);
+    const refused = modelUseRefusal({ model: modelName, beforeBytes, afterBytes, bytes: adding.bytes, quotas: charge.quotas, by: charge.by });
+    if (refused) throw refused;
+  }
+
   async getOperatorBundle(hash: string): Promise<Bundle> {
     const meta = await this.read<OperatorDoc>(keys.operator(hash));
     if (!meta) throw notFound("operator", hash);
@@ -269,7 +293,8 @@ export class StateOps extends StoreTxns {
 
   // --- applications and units ---
 
-  async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[]; constraints?: Constraints | undefined }): Promise<{ units: string[]; revision: number }> {
+  /** Deploys an application; with `charge`, refused when `charge.by` would take the model over its operator quota. */
+  async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[]; constraints?: Constraints | undefined }, charge?: OperatorCharge): Promise<{ units: string[]; revision: number }> {
     const op = await this.read<OperatorDoc>(keys.operator(req.operator));
     if (!op) throw invalidRequest(`operator ${req.operator} has not been uploaded: upload it first (steward deploy does this for you)`, { field: "operator" });
     const config = checkConfigTotal(validateConfig(op.doc.meta, req.config ?? {}, req.name), req.name);
@@ -281,6 +306,7 @@ export class StateOps extends StoreTxns {
       }
       const current = await this.read<OperatorDoc>(keys.operator(req.operator));
       if (!current) throw invalidRequest(`operator ${req.operator} has not been uploaded (or was deleted unused): upload it again`, { field: "operator" });
+      await this.checkModelOperatorQuota(uuid, m.doc.name, undefined, current.doc, charge);
       const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
       const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp(), ...(hasConstraints(req.constraints) ? { constraints: req.constraints } : {}) };
       // Checked whether or not this deploy makes machines: later add-units will.
@@ -379,8 +405,11 @@ export class StateOps extends StoreTxns {
     });
   }
 
-  /** Sets or resets (null) config keys and/or moves the application to another operator version. */
-  async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: Constraints | undefined }): Promise<{ revision: number; changed: boolean }> {
+  /**
+   * Sets or resets (null) config keys and/or moves the application to another operator version;
+   * with `charge`, a move is refused when `charge.by` would take the model over its operator quota.
+   */
+  async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: Constraints | undefined }, charge?: OperatorCharge): Promise<{ revision: number; changed: boolean }> {
     return this.sized("config", "set fewer or shorter values", () => this.retry<{ changed: boolean }>(`update ${appName}`, async () => {
       const a = await this.read<ApplicationDoc>(keys.app(uuid, appName));
       if (!a) throw notFound("application", appName);
@@ -391,6 +420,7 @@ export class StateOps extends StoreTxns {
         const op = (upgradeTo = await this.read<OperatorDoc>(keys.operator(patch.operator)));
         if (!op) throw invalidRequest(`operator ${patch.operator} has not been uploaded`, { field: "operator" });
         if (op.doc.name !== operator.name) throw invalidRequest(`application ${appName} runs operator "${operator.name}"; it cannot switch to "${op.doc.name}" (deploy a new application instead)`, { field: "operator" });
+        await this.checkModelOperatorQuota(uuid, (await this.read<ModelDoc>(keys.model(uuid)))?.doc.name ?? uuid, appName, op.doc, charge);
         operator = { hash: op.doc.hash, name: op.doc.name, version: op.doc.version };
         meta = op.doc.meta;
       }
