@@ -176,6 +176,7 @@ test.serial("embedded: large values live in blob files, not in memory, and read 
   await eventually("the replayed events", async () => seen.size === 3, 10_000, 20);
   w.close();
   t.is(seen.get(`/big/${count - 1}`), valueOf(count - 1));
+  const held = (await s.get("/big/0"))!;
   for (let i = 0; i < count / 2; i++) await s.delete(`/big/${i}`);
   // Enough log to snapshot twice: the deleted keys' blob files go once no log, snapshot or watch event names them.
   for (let i = 0; i < 20; i++) await s.put(`/churn/${i % 2}`, valueOf(100 + i));
@@ -183,6 +184,7 @@ test.serial("embedded: large values live in blob files, not in memory, and read 
   const fileOf = (i: number): string => createHash("sha256").update(valueOf(i)).digest("hex");
   t.deepEqual(Array.from({ length: count / 2 }, (_, i) => fileOf(i)).filter((f) => blobFiles.has(f)), [], "the deleted values' files are gone");
   t.true(blobFiles.has(fileOf(count - 1)), "a live value's file stays");
+  t.is(held.value, valueOf(0), "a value read before its key was deleted stays readable");
   await s.close();
   s = await EmbeddedStore.open({ dir });
   t.true(s.valueCharsInMemory() < 1024, "nor after a reopen");

@@ -114,6 +114,16 @@ export function blobOf(kv: KeyValue): Blob | undefined {
   return (kv as { [BLOB_OF]?: Blob })[BLOB_OF];
 }
 
+/**
+ * `kv` with its value read now, for gets, ranges and a transaction's reads: what a caller holds
+ * stays readable after the key changes and a snapshot deletes the file. (Watch events read their
+ * value when asked: their files stay while the event is retained for replays.)
+ */
+export function withValue(kv: KeyValue): KeyValue {
+  const blob = blobOf(kv);
+  return blob ? { ...withoutValue(kv), value: blob.read() } : kv;
+}
+
 /** `kv`'s fields without its value (read from nowhere). */
 export function withoutValue(kv: KeyValue): Omit<KeyValue, "value"> {
   return { key: kv.key, createRevision: kv.createRevision, modRevision: kv.modRevision, version: kv.version, ...(kv.lease ? { lease: kv.lease } : {}) };

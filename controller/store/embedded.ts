@@ -18,7 +18,7 @@ import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { StewardError, invalidRequest } from "../../api";
 import { crc32 } from "./crc32";
-import { BLOB_MIN_CHARS, BlobFiles, blobKeyValue, blobOf, withoutValue } from "./embedded-blobs";
+import { BLOB_MIN_CHARS, BlobFiles, blobKeyValue, blobOf, withValue, withoutValue } from "./embedded-blobs";
 import type { KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptions, Watcher } from "./store";
 import { CompactedError, LeaseNotFoundError, StoreClosedError, ValueTooLargeError, compareHolds } from "./store";
 
@@ -354,12 +354,13 @@ export class EmbeddedStore implements Store {
 
   async get(key: string): Promise<KeyValue | undefined> {
     await this.readable();
-    return this.kv.get(key);
+    const kv = this.kv.get(key);
+    return kv && withValue(kv);
   }
 
   async range(prefix: string): Promise<{ kvs: KeyValue[]; revision: number }> {
     await this.readable();
-    return { kvs: this.rangeNow(prefix), revision: this.revision };
+    return { kvs: this.rangeNow(prefix).map(withValue), revision: this.revision };
   }
 
   private rangeNow(prefix: string): KeyValue[] {
@@ -380,8 +381,8 @@ export class EmbeddedStore implements Store {
       for (const op of ops) {
         let w: WalWrite[] = [];
         switch (op.type) {
-          case "get": { const kv = this.kv.get(op.key); responses.push(kv ? [kv] : []); break; }
-          case "range": responses.push(this.rangeNow(op.prefix)); break;
+          case "get": { const kv = this.kv.get(op.key); responses.push(kv ? [withValue(kv)] : []); break; }
+          case "range": responses.push(this.rangeNow(op.prefix).map(withValue)); break;
           case "put": w = [this.putWrite(op.key, op.value, op.lease)]; responses.push([]); break;
           case "delete": { const kv = this.kv.get(op.key); w = kv ? [{ d: op.key }] : []; responses.push(kv ? [kv] : []); break; }
           case "deletePrefix": { const kvs = this.rangeNow(op.prefix); w = kvs.map((kv) => ({ d: kv.key })); responses.push(kvs); break; }
