@@ -6,9 +6,13 @@
 import test from "ava";
 import type { ExecutionContext } from "ava";
 import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Bundle, ControllerClient, StewardError } from "../api";
 import { readOperatorDir } from "../api";
+import type { Txn } from "../controller";
+import { EmbeddedStore, StateOps } from "../controller";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 
@@ -99,4 +103,37 @@ test.serial("a user's uploads are limited across models, and the last of the con
   t.true((await tc.admin.uploadOperator(operator())).created);
   const whole = await refusal(t, tc.admin.uploadOperator(operator()), "operators.quotaBytes");
   t.regex(whole.message, new RegExp(`over the operator quota of ${10 * unit} bytes`));
+});
+
+test("refreshes checked at once cannot together take a model over its quota", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-quotas-"));
+  const store = await EmbeddedStore.open({ dir });
+  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }); });
+  // The real store, its transactions held until all three refreshes have read and checked: the race made certain.
+  let held: (() => void)[] | undefined;
+  const gated = new Proxy(store, {
+    get(target, prop) {
+      if (prop === "txn") {
+        return async (txn: Txn) => {
+          const waiting = held;
+          if (waiting) await new Promise<void>((release) => { waiting.push(release); if (waiting.length === 3) { held = undefined; for (const r of waiting) r(); } });
+          return target.txn(txn);
+        };
+      }
+      const v = Reflect.get(target, prop) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  const ops = new StateOps(gated);
+  const model = await ops.createModel("admin", "race");
+  const hashes: string[] = [];
+  for (let i = 0; i < 4; i++) hashes.push((await ops.putOperator(operator(), { quotaBytes: 1 << 30 })).doc.hash);
+  const charge = { by: { user: "carol", superuser: false }, quotas: { quotaBytes: 1 << 30, modelQuotaBytes: Math.floor(2.5 * unit) } };
+  for (let i = 0; i < 4; i++) await ops.deploy(model.uuid, { name: `app${i}`, operator: hashes[0]!, units: 0 }, charge);
+  // Each refresh alone fits (a second operator beside the first); all three together would not.
+  held = [];
+  const results = await Promise.allSettled([1, 2, 3].map((i) => ops.updateApplication(model.uuid, `app${i}`, { operator: hashes[i]! }, charge)));
+  t.is(held as unknown, undefined, "all three reached their transaction together");
+  t.is(results.filter((r) => r.status === "fulfilled").length, 1, "one more operator fits the model");
+  for (const r of results) if (r.status === "rejected") t.is((r.reason as StewardError).details.quota, "operators.modelQuotaBytes");
 });

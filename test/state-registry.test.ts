@@ -41,6 +41,7 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.machineSeq(M), "machine-seq", M, ""],
   [keys.relationSeq(M), "relation-seq", M, ""],
   [keys.taskSeq(M), "task-seq", M, ""],
+  [keys.operatorSeq(M), "operator-seq", M, ""],
   [keys.relation(M, 4), "relation", M, "4"],
   [keys.scope(M, 4, "web/1"), "scope", M, "4/web/1"],
   [keys.unitBag(M, 4, "web/1"), "relation-data", M, "4/unit/web/1"],

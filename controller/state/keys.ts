@@ -42,6 +42,7 @@ export const keys = {
   ports: (m: string, unit: string) => k("ports", m, unit),
   /** Task and operation ids share one sequence per model, as in Juju. */
   taskSeq: (m: string) => k("task-seq", m),
+  operatorSeq: (m: string) => k("operator-seq", m),
   taskQueue: (m: string, unit: string, id: number) => k("task-queue", m, `${unit}/${sortableId(id)}`),
   taskQueueOf: (m: string, unit: string) => `${p("task-queue", m)}${unit}/`,
   /** Not cached: task records carry results and logs that only show-task reads. */

@@ -266,10 +266,15 @@ export class StateOps extends StoreTxns {
 
   /**
    * Refuses a deploy (`replacing` undefined) or a refresh of application `replacing` to `adding`
-   * that would take the model's distinct operators over `charge`'s model quota.
+   * that would take the model's distinct operators over `charge`'s model quota. A check writes the
+   * model's operator sequence in the same transaction: of two checked at once, one retries and
+   * sees the other's application.
    */
-  private async checkModelOperatorQuota(uuid: string, modelName: string, replacing: string | undefined, adding: OperatorDoc, charge: OperatorCharge | undefined): Promise<void> {
+  private async checkModelOperatorQuota(uuid: string, modelName: string, replacing: string | undefined, adding: OperatorDoc, charge: OperatorCharge | undefined, compare: Compare[], ops: Op[]): Promise<void> {
     if (!charge || charge.by.superuser || charge.quotas.modelQuotaBytes === undefined) return;
+    const seq = await this.store.get(keys.operatorSeq(uuid));
+    compare.push(unchanged(keys.operatorSeq(uuid), seq?.modRevision ?? 0));
+    ops.push({ type: "put", key: keys.operatorSeq(uuid), value: String(Number(seq?.value ?? "0") + 1) });
     const apps = (await this.readAll<ApplicationDoc>(keys.appsOf(uuid))).map((r) => r.doc);
     const sizes = new Map((await this.storedOperators()).map((o) => [o.hash, o.bytes]));
     sizes.set(adding.hash, adding.bytes);
@@ -306,12 +311,12 @@ export class StateOps extends StoreTxns {
       }
       const current = await this.read<OperatorDoc>(keys.operator(req.operator));
       if (!current) throw invalidRequest(`operator ${req.operator} has not been uploaded (or was deleted unused): upload it again`, { field: "operator" });
-      await this.checkModelOperatorQuota(uuid, m.doc.name, undefined, current.doc, charge);
       const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
       const app: ApplicationDoc = { name: req.name, operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version }, config, life: "alive", nextUnit: 0, createdAt: this.stamp(), ...(hasConstraints(req.constraints) ? { constraints: req.constraints } : {}) };
       // Checked whether or not this deploy makes machines: later add-units will.
       checkMachineConstraints(m.doc, mergeConstraints(m.doc.constraints, app.constraints));
       const ops: Op[] = [];
+      await this.checkModelOperatorQuota(uuid, m.doc.name, undefined, current.doc, charge, compare, ops);
       const units = await this.placeUnits(uuid, app, req.units, req.to ?? [], compare, ops);
       ops.unshift({ type: "put", key: keys.app(uuid, req.name), value: JSON.stringify(app) });
       await this.peerRelations(uuid, req.name, op.doc.meta, compare, ops);
@@ -416,11 +421,12 @@ export class StateOps extends StoreTxns {
       let operator = a.doc.operator;
       let meta = (await this.read<OperatorDoc>(keys.operator(operator.hash)))?.doc.meta;
       let upgradeTo: Read<OperatorDoc> | undefined;
+      const quotaGuard = { compare: [] as Compare[], ops: [] as Op[] };
       if (patch.operator && patch.operator !== operator.hash) {
         const op = (upgradeTo = await this.read<OperatorDoc>(keys.operator(patch.operator)));
         if (!op) throw invalidRequest(`operator ${patch.operator} has not been uploaded`, { field: "operator" });
         if (op.doc.name !== operator.name) throw invalidRequest(`application ${appName} runs operator "${operator.name}"; it cannot switch to "${op.doc.name}" (deploy a new application instead)`, { field: "operator" });
-        await this.checkModelOperatorQuota(uuid, (await this.read<ModelDoc>(keys.model(uuid)))?.doc.name ?? uuid, appName, op.doc, charge);
+        await this.checkModelOperatorQuota(uuid, (await this.read<ModelDoc>(keys.model(uuid)))?.doc.name ?? uuid, appName, op.doc, charge, quotaGuard.compare, quotaGuard.ops);
         operator = { hash: op.doc.hash, name: op.doc.name, version: op.doc.version };
         meta = op.doc.meta;
       }
@@ -450,6 +456,8 @@ export class StateOps extends StoreTxns {
       const compare: Compare[] = [unchanged(keys.app(uuid, appName), a.rev), ...(model ? [unchanged(keys.model(uuid), model.rev)] : [])];
       const ops: Op[] = [{ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(doc) }];
       if (upgradeTo) this.useOperator(upgradeTo, compare, ops);
+      compare.push(...quotaGuard.compare);
+      ops.push(...quotaGuard.ops);
       return { compare, ops, result: { changed } };
     }));
   }

@@ -19,7 +19,7 @@ export type KindName =
   | "migration" | "migration-report" | "migration-stage" | "migration-stage-chunk" | "migration-arrival"
   // one model's
   | "model" | "app" | "unit" | "unit-status" | "unit-failure" | "machine" | "machine-info" | "machine-install"
-  | "machine-seq" | "relation-seq" | "task-seq" | "relation" | "scope" | "relation-data" | "leader" | "leader-data" | "ports"
+  | "machine-seq" | "relation-seq" | "task-seq" | "operator-seq" | "relation" | "scope" | "relation-data" | "leader" | "leader-data" | "ports"
   | "app-status" | "access" | "task-queue" | "task" | "operation" | "status-history" | "presence" | "imported-revisions" | "unit-hook-state";
 
 export interface KindSpec {
@@ -78,6 +78,7 @@ export const KINDS: readonly KindSpec[] = [
   kind("machine-seq", ["models", MODEL, "seq", "machine"], false, true),
   kind("relation-seq", ["models", MODEL, "seq", "relation"], false, true),
   kind("task-seq", ["models", MODEL, "seq", "task"], false, true),
+  kind("operator-seq", ["models", MODEL, "seq", "operators"], false, "orders the model's operator quota checks (each writes it), so two deploys cannot both pass one; starts afresh anywhere"),
   kind("machine", ["models", MODEL, "machines", ID], true, true),
   kind("machine-info", ["models", MODEL, "machine-info", ID], true, true, true),
   kind("machine-install", ["models", MODEL, "machine-install", ID], true, true, true),
