@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { Bundle, ControllerClient, StewardError } from "../api";
 import { readOperatorDir } from "../api";
 import type { Txn } from "../controller";
-import { EmbeddedStore, StateOps } from "../controller";
+import { EmbeddedStore, StateOps, keys } from "../controller";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 
@@ -105,18 +105,16 @@ test.serial("a user's uploads are limited across models, and the last of the con
   t.regex(whole.message, new RegExp(`over the operator quota of ${10 * unit} bytes`));
 });
 
-test("refreshes checked at once cannot together take a model over its quota", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "steward-quotas-"));
-  const store = await EmbeddedStore.open({ dir });
-  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }); });
-  // The real store, its transactions held until all three refreshes have read and checked: the race made certain.
-  let held: (() => void)[] | undefined;
+/** `store` with its transactions held, once {@link Gate.hold} is called, until `n` have arrived: a race made certain. */
+interface Gate { store: EmbeddedStore; hold(n: number): void; readonly open: boolean }
+function gate(store: EmbeddedStore): Gate {
+  let held: { n: number; waiting: (() => void)[] } | undefined;
   const gated = new Proxy(store, {
     get(target, prop) {
       if (prop === "txn") {
         return async (txn: Txn) => {
-          const waiting = held;
-          if (waiting) await new Promise<void>((release) => { waiting.push(release); if (waiting.length === 3) { held = undefined; for (const r of waiting) r(); } });
+          const h = held;
+          if (h) await new Promise<void>((release) => { h.waiting.push(release); if (h.waiting.length === h.n) { held = undefined; for (const r of h.waiting) r(); } });
           return target.txn(txn);
         };
       }
@@ -124,16 +122,44 @@ test("refreshes checked at once cannot together take a model over its quota", as
       return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
-  const ops = new StateOps(gated);
+  return { store: gated, hold: (n) => { held = { n, waiting: [] }; }, get open() { return held === undefined; } };
+}
+
+async function gatedStore(t: ExecutionContext): Promise<Gate> {
+  const dir = await mkdtemp(join(tmpdir(), "steward-quotas-"));
+  const store = await EmbeddedStore.open({ dir });
+  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }); });
+  return gate(store);
+}
+
+test("refreshes checked at once cannot together take a model over its quota", async (t) => {
+  const g = await gatedStore(t);
+  const ops = new StateOps(g.store);
   const model = await ops.createModel("admin", "race");
   const hashes: string[] = [];
   for (let i = 0; i < 4; i++) hashes.push((await ops.putOperator(operator(), { quotaBytes: 1 << 30 })).doc.hash);
   const charge = { by: { user: "carol", superuser: false }, quotas: { quotaBytes: 1 << 30, modelQuotaBytes: Math.floor(2.5 * unit) } };
   for (let i = 0; i < 4; i++) await ops.deploy(model.uuid, { name: `app${i}`, operator: hashes[0]!, units: 0 }, charge);
   // Each refresh alone fits (a second operator beside the first); all three together would not.
-  held = [];
+  g.hold(3);
   const results = await Promise.allSettled([1, 2, 3].map((i) => ops.updateApplication(model.uuid, `app${i}`, { operator: hashes[i]! }, charge)));
-  t.is(held as unknown, undefined, "all three reached their transaction together");
+  t.true(g.open, "all three reached their transaction together");
   t.is(results.filter((r) => r.status === "fulfilled").length, 1, "one more operator fits the model");
   for (const r of results) if (r.status === "rejected") t.is((r.reason as StewardError).details.quota, "operators.modelQuotaBytes");
+});
+
+test("uploads checked at once (as on two replicas) cannot together take a user over their quota", async (t) => {
+  const g = await gatedStore(t);
+  const ops = new StateOps(g.store);
+  const quotas = { quotaBytes: 1 << 30, userQuotaBytes: Math.floor(1.5 * unit) };
+  const carol = { user: "carol", superuser: false };
+  g.hold(2);
+  const results = await Promise.allSettled([operator(), operator()].map((b) => ops.putOperator(b, quotas, carol)));
+  t.true(g.open, "both reached their transaction together");
+  t.is(results.filter((r) => r.status === "fulfilled").length, 1, "one operator fits carol's quota");
+  const refused = results.find((r) => r.status === "rejected");
+  t.is((refused?.reason as StewardError | undefined)?.details.quota, "operators.userQuotaBytes");
+  const kept = results.flatMap((r) => (r.status === "fulfilled" ? [r.value.doc.hash] : []))[0]!;
+  t.deepEqual((await g.store.range(keys.operatorUploads)).kvs, [], "no upload is left unfinished");
+  t.true((await g.store.range("/blobs/operators/")).kvs.every((kv) => kv.key.startsWith(keys.operatorChunks(kept))), "the refused upload's chunks are deleted at once");
 });

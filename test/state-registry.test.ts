@@ -19,6 +19,7 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.credential("c"), "credential", undefined, "c"],
   [keys.enrolment("h"), "enrolment", undefined, "h"],
   ["/controller/restore", "restore-epoch", undefined, ""],
+  [keys.operatorQuotaSeq, "operator-quota-seq", undefined, ""],
   ["/backups/20261125T001500Z-a1b2c3", "backup", undefined, "20261125T001500Z-a1b2c3"],
   ["/blobs/backups/20261125T001500Z-a1b2c3/000001", "backup-chunk", undefined, "20261125T001500Z-a1b2c3/000001"],
   ["/cluster/config", "cluster-config", undefined, ""],

@@ -62,6 +62,7 @@ export const keys = {
   operatorChunks: (hash: string) => `${p("operator-chunk", "")}${hash}/`,
   operatorUpload: (hash: string) => k("operator-upload", "", hash),
   operatorUploads: p("operator-upload", ""),
+  operatorQuotaSeq: k("operator-quota-seq", ""),
   /** Not cached: read only when a credential is listed or used. */
   credential: (name: string) => k("credential", "", name),
   credentialsPrefix: p("credential", ""),

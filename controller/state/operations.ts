@@ -182,7 +182,8 @@ export class StateOps extends StoreTxns {
   /**
    * Stores an operator bundle under its content hash (idempotent: the same content is stored once)
    * and counts it against `by`'s operator quota while it is stored. Refuses it when it would take
-   * `by`, or the operators stored, over their quota (see operator-quotas.ts).
+   * `by`, or the operators stored, over their quota (see operator-quotas.ts). Each upload writes
+   * the controller's operator quota sequence, so two checked at once (on two replicas) cannot both pass.
    */
   async putOperator(bundle: Bundle, quotas: OperatorQuotas, by?: OperatorUser): Promise<{ doc: OperatorDoc; created: boolean }> {
     const meta = validateBundle(bundle);
@@ -190,23 +191,37 @@ export class StateOps extends StoreTxns {
     const existing = await this.read<OperatorDoc>(keys.operator(hash));
     if (existing) return { doc: await this.addUploader(existing, quotas, by), created: false };
     const data = Buffer.from(JSON.stringify(bundle));
-    const refused = uploadRefusal({ bytes: data.length, adds: true, usage: operatorUsage(await this.storedOperators(), by?.user), quotas, by });
-    if (refused) throw refused;
     const chunks = Math.max(1, Math.ceil(data.length / CHUNK_BYTES));
     const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp(), ...(by ? { uploadedBy: [by.user] } : {}) };
     // The metadata is stored whole: refuse it before writing any chunk, so nothing is left half-written.
     this.checkStorable("operator.yaml", "shorten its description, summary or config descriptions", JSON.stringify(doc));
-    // Chunks first, each its own write (one transaction could exceed etcd's request limit); the
-    // document that makes the operator visible goes last, so a reader never finds half an operator.
-    // The upload marker lets the collector delete the chunks of an upload that never finished.
-    const upload: OperatorUploadDoc = { hash, startedAt: this.stamp() };
-    await this.store.put(keys.operatorUpload(hash), JSON.stringify(upload));
-    for (let i = 0; i < chunks; i++) await this.store.put(keys.operatorChunk(hash, i), data.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES).toString("base64"));
-    const res = await this.store.txn({
-      compare: [absent(keys.operator(hash))],
-      success: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }, { type: "delete", key: keys.operatorUpload(hash) }],
-    });
-    return { doc, created: res.succeeded };
+    let written = false;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      // Checked before the chunks are written, and again whenever another upload committed meanwhile.
+      const seq = await this.store.get(keys.operatorQuotaSeq);
+      const refused = uploadRefusal({ bytes: data.length, adds: true, usage: operatorUsage(await this.storedOperators(), by?.user), quotas, by });
+      if (refused) {
+        if (written) await this.deleteAbandonedUpload(hash, (await this.store.get(keys.operatorUpload(hash)))?.modRevision ?? 0);
+        throw refused;
+      }
+      if (!written) {
+        // Chunks first, each its own write (one transaction could exceed etcd's request limit); the
+        // document that makes the operator visible goes last, so a reader never finds half an operator.
+        // The upload marker lets the collector delete the chunks of an upload that never finished.
+        const upload: OperatorUploadDoc = { hash, startedAt: this.stamp() };
+        await this.store.put(keys.operatorUpload(hash), JSON.stringify(upload));
+        for (let i = 0; i < chunks; i++) await this.store.put(keys.operatorChunk(hash, i), data.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES).toString("base64"));
+        written = true;
+      }
+      const res = await this.store.txn({
+        compare: [absent(keys.operator(hash)), unchanged(keys.operatorQuotaSeq, seq?.modRevision ?? 0)],
+        success: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }, { type: "delete", key: keys.operatorUpload(hash) }, nextSeq(keys.operatorQuotaSeq, seq?.value)],
+      });
+      if (res.succeeded) return { doc, created: true };
+      const stored = await this.read<OperatorDoc>(keys.operator(hash));
+      if (stored) return { doc: await this.addUploader(stored, quotas, by), created: false };
+    }
+    throw new StewardError("conflict", `upload operator ${hash}: too many uploads at once, try again`, { retryable: true });
   }
 
   /** Content already stored that `by` uploads again becomes theirs too (counted against their quota). */
@@ -216,10 +231,15 @@ export class StateOps extends StoreTxns {
     const res = await this.retry(`upload operator ${hash}`, async () => {
       const current = await this.read<OperatorDoc>(keys.operator(hash));
       if (!current) throw new StewardError("conflict", `operator ${hash} was deleted (unused) while it was uploaded again: upload it once more`, { retryable: true });
+      const seq = await this.store.get(keys.operatorQuotaSeq);
       const refused = uploadRefusal({ bytes: current.doc.bytes, adds: false, usage: operatorUsage(await this.storedOperators(), by.user), quotas, by });
       if (refused) throw refused;
       const doc: OperatorDoc = { ...current.doc, uploadedBy: [...(current.doc.uploadedBy ?? []), by.user] };
-      return { compare: [unchanged(keys.operator(hash), current.rev)], ops: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }], result: { doc } };
+      return {
+        compare: [unchanged(keys.operator(hash), current.rev), unchanged(keys.operatorQuotaSeq, seq?.modRevision ?? 0)],
+        ops: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }, nextSeq(keys.operatorQuotaSeq, seq?.value)],
+        result: { doc },
+      };
     });
     return res.doc;
   }
@@ -274,7 +294,7 @@ export class StateOps extends StoreTxns {
     if (!charge || charge.by.superuser || charge.quotas.modelQuotaBytes === undefined) return;
     const seq = await this.store.get(keys.operatorSeq(uuid));
     compare.push(unchanged(keys.operatorSeq(uuid), seq?.modRevision ?? 0));
-    ops.push({ type: "put", key: keys.operatorSeq(uuid), value: String(Number(seq?.value ?? "0") + 1) });
+    ops.push(nextSeq(keys.operatorSeq(uuid), seq?.value));
     const apps = (await this.readAll<ApplicationDoc>(keys.appsOf(uuid))).map((r) => r.doc);
     const sizes = new Map((await this.storedOperators()).map((o) => [o.hash, o.bytes]));
     sizes.set(adding.hash, adding.bytes);
@@ -809,4 +829,9 @@ export function effectiveConfig(meta: OperatorMeta | undefined, set: ConfigValue
 
 function sortKeys(o: ConfigValues): ConfigValues {
   return Object.fromEntries(Object.entries(o).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/** The write that moves a sequence key (an absent one is 0) one on. */
+function nextSeq(key: string, value: string | undefined): Op {
+  return { type: "put", key, value: String(Number(value ?? "0") + 1) };
 }
