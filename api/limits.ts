@@ -67,9 +67,25 @@ export const MAX_OPERATOR_YAML_ALIASES = 64;
 
 /**
  * Default of a controller's operator quota (`operators.quotaBytes` in controller.json): the most
- * bytes all stored operator bundles may take together. The embedded store holds them in memory.
+ * bytes all stored operator bundles may take together.
  */
 export const DEFAULT_OPERATOR_QUOTA_BYTES = 128 * 1024 * 1024;
+/**
+ * Default of `operators.reservedBytes`, as a fraction of `operators.quotaBytes`: the part only
+ * superusers' uploads may fill (32 MiB of the default quota: more than the largest operator, 16 MiB,
+ * takes once stored), so an admin can always upload and refresh.
+ */
+export const DEFAULT_OPERATOR_RESERVED_FRACTION = 0.25;
+/**
+ * Default of `operators.modelQuotaBytes`: the most bytes of distinct operators one model's
+ * applications may use (an operator several of them use counts once). Superusers are not bound by it.
+ */
+export const DEFAULT_OPERATOR_MODEL_QUOTA_BYTES = 64 * 1024 * 1024;
+/**
+ * Default of `operators.userQuotaBytes`: the most bytes the operators one user uploaded may take
+ * while they are stored (used by some application, or within their grace period), across models.
+ */
+export const DEFAULT_OPERATOR_USER_QUOTA_BYTES = 64 * 1024 * 1024;
 /**
  * Default of `operators.unusedGraceSeconds`: an operator no application uses is deleted this long
  * after its upload or last use, so an upload followed by a deploy is never collected in between.

@@ -16,6 +16,7 @@ import { benchSshInstall } from "./ssh-install";
 import { benchControllerScale } from "./controller-scale";
 import { benchDemo } from "./demo-time";
 import { benchStore } from "./store-throughput";
+import { benchOperatorMemory } from "./operator-memory";
 import { benchHaHostFailover } from "./ha-host-failover";
 import { benchProviderRefresh } from "./provider-refresh";
 import { benchProviderUp } from "./provider-up";
@@ -39,6 +40,7 @@ interface Benchmark {
 
 const all: Record<string, Benchmark> = {
   store: { full: () => benchStore(), smoke: () => benchStore({ size: 1000 }) },
+  "operator-memory": { full: () => benchOperatorMemory(), smoke: () => benchOperatorMemory({ size: 4 }) },
   "controller-scale": { full: () => benchControllerScale(), smoke: () => benchControllerScale({ size: 50 }) },
   "agent-memory": { full: () => benchAgentMemory(), smoke: () => benchAgentMemory({ size: 1 }) },
   demo: { full: () => benchDemo(), smoke: () => benchDemo({ size: 1 }) },

@@ -45,6 +45,12 @@ export const DEFAULT_AGENT_IMAGE = `steward/agent:${STEWARD_VERSION}`;
 export interface OperatorStorageConfig {
   /** Most bytes all stored operator bundles may take together. @default 128 MiB */
   quotaBytes?: number;
+  /** The part of `quotaBytes` only superusers' uploads may fill. @default a quarter of quotaBytes */
+  reservedBytes?: number;
+  /** Most bytes of distinct operators one model's applications may use (superusers excepted). @default 64 MiB */
+  modelQuotaBytes?: number;
+  /** Most bytes the stored operators one user uploaded may take, across models (superusers excepted). @default 64 MiB */
+  userQuotaBytes?: number;
   /** An operator no application uses is deleted this long after its upload or last use. @default 3600 */
   unusedGraceSeconds?: number;
 }

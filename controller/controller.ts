@@ -15,7 +15,7 @@ import { join } from "node:path";
 import Fastify from "fastify";
 import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
-import { DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
+import { DEFAULT_OPERATOR_MODEL_QUOTA_BYTES, DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_OPERATOR_RESERVED_FRACTION, DEFAULT_OPERATOR_USER_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, ReplicaHostChain, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending, ReplicaDoc } from "./cluster";
@@ -209,9 +209,14 @@ export class Controller {
 
   /** Operator storage settings: options over controller.json over the defaults in api/limits.ts. */
   private get operatorStorage(): Required<OperatorStorageConfig> {
+    const set = { ...this.config.operators, ...this.opts.operators };
+    const quotaBytes = set.quotaBytes ?? DEFAULT_OPERATOR_QUOTA_BYTES;
     return {
-      quotaBytes: this.opts.operators?.quotaBytes ?? this.config.operators?.quotaBytes ?? DEFAULT_OPERATOR_QUOTA_BYTES,
-      unusedGraceSeconds: this.opts.operators?.unusedGraceSeconds ?? this.config.operators?.unusedGraceSeconds ?? DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS,
+      quotaBytes,
+      reservedBytes: set.reservedBytes ?? Math.floor(quotaBytes * DEFAULT_OPERATOR_RESERVED_FRACTION),
+      modelQuotaBytes: set.modelQuotaBytes ?? DEFAULT_OPERATOR_MODEL_QUOTA_BYTES,
+      userQuotaBytes: set.userQuotaBytes ?? DEFAULT_OPERATOR_USER_QUOTA_BYTES,
+      unusedGraceSeconds: set.unusedGraceSeconds ?? DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS,
     };
   }
 
@@ -281,7 +286,7 @@ export class Controller {
     installIdempotency(http, { store: this.store, cache, log: this.log });
     const caFingerprint = new X509Certificate(caCert).fingerprint256;
     registerHttpApi(http, {
-      cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, caFingerprint, operatorQuotaBytes: this.operatorStorage.quotaBytes,
+      cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, caFingerprint, operatorQuotas: this.operatorStorage,
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
     });

@@ -13,7 +13,7 @@ import {
 import type { SessionInfo } from "../../api";
 import { MAX_TOKEN_LIFETIME_MS, newTokenId, signToken } from "../security/credentials";
 import { PasswordWork } from "../security/password-work";
-import type { CredentialOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
+import type { CredentialOps, ModelIndex, OperatorCharge, OperatorQuotas, RelationOps, StateCache, StateOps } from "../state";
 import { buildModelStatus, buildUnitDetails, effectiveConfig, renderModelStatusBytes } from "../state";
 import { ValueTooLargeError } from "../store";
 import { statusFilter, statusForm } from "./status-filter";
@@ -38,8 +38,8 @@ export interface HttpApiDeps {
   controllerAddresses: () => string[];
   /** The SHA-256 fingerprint of the controller's CA (what every user is shown of its TLS). */
   caFingerprint: string;
-  /** Most bytes all stored operators may take (see DEFAULT_OPERATOR_QUOTA_BYTES). */
-  operatorQuotaBytes: number;
+  /** Operator quotas: the controller's, its superusers' reserve, per model and per user (see operator-quotas.ts). */
+  operatorQuotas: OperatorQuotas;
   /**
    * How long the tokens issued at login live, in ms (at most MAX_TOKEN_LIFETIME_MS).
    * @default 24 hours
@@ -78,6 +78,11 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     return v as T;
   };
   const settled = async (revision: number): Promise<void> => cache.waitForRevision(revision);
+  /** The user an upload, deploy or refresh counts against, with the operator quotas that bind them. */
+  const chargeOf = (p: Principal): OperatorCharge => {
+    const u = requireUser(p);
+    return { by: { user: u.user, superuser: u.superuser }, quotas: deps.operatorQuotas };
+  };
 
   // Clients follow replicas that move or are replaced by the addresses named on every answer.
   app.addHook("onSend", async (_req, reply) => { reply.header(ADDRESSES_HEADER, deps.controllerAddresses().join(",")); });
@@ -339,10 +344,11 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 
   let uploads: Promise<unknown> = Promise.resolve();
   app.post("/v1/operators", { bodyLimit: 32 * 1024 * 1024 }, async (req, reply) => {
-    requireWriteOnSomeModel(principalOf(req), cache);
+    const p = principalOf(req);
+    requireWriteOnSomeModel(p, cache);
     const bundle = parseRequest(OperatorBundle, req.body, "operator bundle");
     // One upload at a time per replica, so two cannot both pass the quota check.
-    const stored = uploads.catch(() => undefined).then(() => ops.putOperator(bundle, { quotaBytes: deps.operatorQuotaBytes }));
+    const stored = uploads.catch(() => undefined).then(() => ops.putOperator(bundle, deps.operatorQuotas, chargeOf(p).by));
     uploads = stored;
     const { doc, created } = await stored;
     reply.code(created ? 201 : 200);
@@ -385,10 +391,11 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   };
 
   app.post("/v1/models/:model/applications", async (req, reply) => {
-    const idx = model(req, principalOf(req), "write");
+    const p = principalOf(req);
+    const idx = model(req, p, "write");
     const body = parseRequest(DeployRequest, req.body, "deploy");
     // ops.deploy refuses an existing name itself: here it would also refuse the retry of a deploy that worked.
-    const res = await ops.deploy(idx.uuid, body);
+    const res = await ops.deploy(idx.uuid, body, chargeOf(p));
     await settled(res.revision);
     reply.code(201);
     return appInfo(idx, body.name);
@@ -400,10 +407,11 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   });
 
   app.patch("/v1/models/:model/applications/:app", async (req) => {
-    const idx = model(req, principalOf(req), "write");
+    const p = principalOf(req);
+    const idx = model(req, p, "write");
     const name = param<string>(Name, req, "app", "application");
     const body = parseRequest(UpdateApplicationRequest, req.body, "application update");
-    await settled((await ops.updateApplication(idx.uuid, name, body)).revision);
+    await settled((await ops.updateApplication(idx.uuid, name, body, chargeOf(p))).revision);
     return appInfo(idx, name);
   });
 

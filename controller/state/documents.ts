@@ -70,6 +70,8 @@ export interface OperatorDoc {
   hash: string; name: string; version: string; meta: OperatorMeta; bytes: number; chunks: number; uploadedAt: string;
   /** Last deploy or upgrade to it: unused operators are deleted a grace period after this or the upload. */
   lastUsedAt?: string;
+  /** Users who uploaded this content: it counts against each one's operator quota while it is stored. */
+  uploadedBy?: string[];
 }
 /** Chunks being written before their operator document exists; lets the collector find abandoned uploads. */
 export interface OperatorUploadDoc { hash: string; startedAt: string }

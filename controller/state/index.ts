@@ -8,6 +8,7 @@ export { AgentViewRound, buildAgentView } from "./agent-views";
 export { StatusRenderer, modelStatusParts, renderModelStatus, renderModelStatusBytes } from "./status-json";
 export type { StatusParts } from "./status-json";
 export { keys } from "./keys";
+export type { OperatorCharge, OperatorQuotas, OperatorUser } from "./operator-quotas";
 export * from "./documents";
 export { REQUESTS_PREFIX, RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest, startRequestRecordSweeper, sweepRequestRecords } from "./request-records";
 export { CredentialOps } from "./credential-ops";

@@ -18,6 +18,7 @@ export const keys = {
   model: (uuid: string) => k("model", uuid),
   modelPrefix: (uuid: string) => `${k("model", uuid)}/`,
   app: (m: string, app: string) => k("app", m, app),
+  appsOf: (m: string) => p("app", m),
   unit: (m: string, unit: string) => k("unit", m, unit),
   unitsOf: (m: string, app: string) => `${k("unit", m, app)}/`,
   unitStatus: (m: string, unit: string) => k("unit-status", m, unit),
@@ -42,6 +43,7 @@ export const keys = {
   ports: (m: string, unit: string) => k("ports", m, unit),
   /** Task and operation ids share one sequence per model, as in Juju. */
   taskSeq: (m: string) => k("task-seq", m),
+  operatorSeq: (m: string) => k("operator-seq", m),
   taskQueue: (m: string, unit: string, id: number) => k("task-queue", m, `${unit}/${sortableId(id)}`),
   taskQueueOf: (m: string, unit: string) => `${p("task-queue", m)}${unit}/`,
   /** Not cached: task records carry results and logs that only show-task reads. */
@@ -62,6 +64,7 @@ export const keys = {
   operatorChunks: (hash: string) => `${p("operator-chunk", "")}${hash}/`,
   operatorUpload: (hash: string) => k("operator-upload", "", hash),
   operatorUploads: p("operator-upload", ""),
+  operatorQuotaSeq: k("operator-quota-seq", ""),
   /** Not cached: read only when a credential is listed or used. */
   credential: (name: string) => k("credential", "", name),
   credentialsPrefix: p("credential", ""),

@@ -13,6 +13,8 @@ import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, Leader
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { unitNumber } from "./agent-views";
 import { checkMachineConstraints } from "./constraints";
+import type { OperatorCharge, OperatorQuotas, OperatorUser } from "./operator-quotas";
+import { modelOperatorBytes, modelUseRefusal, operatorUsage, uploadRefusal } from "./operator-quotas";
 import { CHUNK_BYTES, keys } from "./keys";
 import type { Read } from "./txn";
 import { StoreTxns } from "./txn";
@@ -178,49 +180,76 @@ export class StateOps extends StoreTxns {
   // --- operators ---
 
   /**
-   * Stores an operator bundle under its content hash (idempotent: the same content is stored once).
-   * Refuses it when the operators stored would then take more than `quotaBytes`.
+   * Stores an operator bundle under its content hash (idempotent: the same content is stored once)
+   * and counts it against `by`'s operator quota while it is stored. Refuses it when it would take
+   * `by`, or the operators stored, over their quota (see operator-quotas.ts). Each upload writes
+   * the controller's operator quota sequence, so two checked at once (on two replicas) cannot both pass.
    */
-  async putOperator(bundle: Bundle, opts: { quotaBytes: number }): Promise<{ doc: OperatorDoc; created: boolean }> {
+  async putOperator(bundle: Bundle, quotas: OperatorQuotas, by?: OperatorUser): Promise<{ doc: OperatorDoc; created: boolean }> {
     const meta = validateBundle(bundle);
     const hash = bundleHash(bundle);
     const existing = await this.read<OperatorDoc>(keys.operator(hash));
-    if (existing) return { doc: existing.doc, created: false };
+    if (existing) return { doc: await this.addUploader(existing, quotas, by), created: false };
     const data = Buffer.from(JSON.stringify(bundle));
-    await this.checkOperatorQuota(data.length, opts.quotaBytes);
     const chunks = Math.max(1, Math.ceil(data.length / CHUNK_BYTES));
-    const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp() };
+    const doc: OperatorDoc = { hash, name: meta.name, version: meta.version, meta, bytes: data.length, chunks, uploadedAt: this.stamp(), ...(by ? { uploadedBy: [by.user] } : {}) };
     // The metadata is stored whole: refuse it before writing any chunk, so nothing is left half-written.
     this.checkStorable("operator.yaml", "shorten its description, summary or config descriptions", JSON.stringify(doc));
-    // Chunks first, each its own write (one transaction could exceed etcd's request limit); the
-    // document that makes the operator visible goes last, so a reader never finds half an operator.
-    // The upload marker lets the collector delete the chunks of an upload that never finished.
-    const upload: OperatorUploadDoc = { hash, startedAt: this.stamp() };
-    await this.store.put(keys.operatorUpload(hash), JSON.stringify(upload));
-    for (let i = 0; i < chunks; i++) await this.store.put(keys.operatorChunk(hash, i), data.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES).toString("base64"));
-    const res = await this.store.txn({
-      compare: [absent(keys.operator(hash))],
-      success: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }, { type: "delete", key: keys.operatorUpload(hash) }],
+    let written = false;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      // Checked before the chunks are written, and again whenever another upload committed meanwhile.
+      const seq = await this.store.get(keys.operatorQuotaSeq);
+      const refused = uploadRefusal({ bytes: data.length, adds: true, usage: operatorUsage(await this.storedOperators(), by?.user), quotas, by });
+      if (refused) {
+        if (written) await this.deleteAbandonedUpload(hash, (await this.store.get(keys.operatorUpload(hash)))?.modRevision ?? 0);
+        throw refused;
+      }
+      if (!written) {
+        // Chunks first, each its own write (one transaction could exceed etcd's request limit); the
+        // document that makes the operator visible goes last, so a reader never finds half an operator.
+        // The upload marker lets the collector delete the chunks of an upload that never finished.
+        const upload: OperatorUploadDoc = { hash, startedAt: this.stamp() };
+        await this.store.put(keys.operatorUpload(hash), JSON.stringify(upload));
+        for (let i = 0; i < chunks; i++) await this.store.put(keys.operatorChunk(hash, i), data.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES).toString("base64"));
+        written = true;
+      }
+      const res = await this.store.txn({
+        compare: [absent(keys.operator(hash)), unchanged(keys.operatorQuotaSeq, seq?.modRevision ?? 0)],
+        success: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }, { type: "delete", key: keys.operatorUpload(hash) }, nextSeq(keys.operatorQuotaSeq, seq?.value)],
+      });
+      if (res.succeeded) return { doc, created: true };
+      const stored = await this.read<OperatorDoc>(keys.operator(hash));
+      if (stored) return { doc: await this.addUploader(stored, quotas, by), created: false };
+    }
+    throw new StewardError("conflict", `upload operator ${hash}: too many uploads at once, try again`, { retryable: true });
+  }
+
+  /** Content already stored that `by` uploads again becomes theirs too (counted against their quota). */
+  private async addUploader(existing: Read<OperatorDoc>, quotas: OperatorQuotas, by: OperatorUser | undefined): Promise<OperatorDoc> {
+    if (!by || existing.doc.uploadedBy?.includes(by.user)) return existing.doc;
+    const hash = existing.doc.hash;
+    const res = await this.retry(`upload operator ${hash}`, async () => {
+      const current = await this.read<OperatorDoc>(keys.operator(hash));
+      if (!current) throw new StewardError("conflict", `operator ${hash} was deleted (unused) while it was uploaded again: upload it once more`, { retryable: true });
+      const seq = await this.store.get(keys.operatorQuotaSeq);
+      const refused = uploadRefusal({ bytes: current.doc.bytes, adds: false, usage: operatorUsage(await this.storedOperators(), by.user), quotas, by });
+      if (refused) throw refused;
+      const doc: OperatorDoc = { ...current.doc, uploadedBy: [...(current.doc.uploadedBy ?? []), by.user] };
+      return {
+        compare: [unchanged(keys.operator(hash), current.rev), unchanged(keys.operatorQuotaSeq, seq?.modRevision ?? 0)],
+        ops: [{ type: "put", key: keys.operator(hash), value: JSON.stringify(doc) }, nextSeq(keys.operatorQuotaSeq, seq?.value)],
+        result: { doc },
+      };
     });
-    return { doc, created: res.succeeded };
+    return res.doc;
+  }
+
+  private async storedOperators(): Promise<OperatorDoc[]> {
+    return (await this.readAll<OperatorDoc>("/operators/")).map((r) => r.doc);
   }
 
   async readOperator(hash: string): Promise<Read<OperatorDoc> | undefined> {
     return this.read<OperatorDoc>(keys.operator(hash));
-  }
-
-  /** Bytes the stored operators take (their bundles as stored, before chunk encoding). */
-  async operatorBytes(): Promise<number> {
-    return (await this.readAll<OperatorDoc>("/operators/")).reduce((sum, op) => sum + op.doc.bytes, 0);
-  }
-
-  private async checkOperatorQuota(bytes: number, quotaBytes: number): Promise<void> {
-    const used = await this.operatorBytes();
-    if (used + bytes <= quotaBytes) return;
-    throw new StewardError("quota-exceeded",
-      `this operator (${bytes} bytes) would take the operators stored on this controller to ${used + bytes} bytes, over the operator quota of ${quotaBytes} bytes; ` +
-      "operators no application uses are deleted after a grace period, or raise operators.quotaBytes in controller.json",
-      { details: { quota: "operators.quotaBytes", quotaBytes, usedBytes: used, bytes } });
   }
 
   /**
@@ -255,6 +284,26 @@ export class StateOps extends StoreTxns {
     ops.push({ type: "put", key: keys.operator(op.doc.hash), value: JSON.stringify({ ...op.doc, lastUsedAt: this.stamp() } satisfies OperatorDoc) });
   }
 
+  /**
+   * Refuses a deploy (`replacing` undefined) or a refresh of application `replacing` to `adding`
+   * that would take the model's distinct operators over `charge`'s model quota. A check writes the
+   * model's operator sequence in the same transaction: of two checked at once, one retries and
+   * sees the other's application.
+   */
+  private async checkModelOperatorQuota(uuid: string, modelName: string, replacing: string | undefined, adding: OperatorDoc, charge: OperatorCharge | undefined, compare: Compare[], ops: Op[]): Promise<void> {
+    if (!charge || charge.by.superuser || charge.quotas.modelQuotaBytes === undefined) return;
+    const seq = await this.store.get(keys.operatorSeq(uuid));
+    compare.push(unchanged(keys.operatorSeq(uuid), seq?.modRevision ?? 0));
+    ops.push(nextSeq(keys.operatorSeq(uuid), seq?.value));
+    const apps = (await this.readAll<ApplicationDoc>(keys.appsOf(uuid))).map((r) => r.doc);
+    const sizes = new Map((await this.storedOperators()).map((o) => [o.hash, o.bytes]));
+    sizes.set(adding.hash, adding.bytes);
+    const beforeBytes = modelOperatorBytes(apps, sizes);
+    const afterBytes = modelOperatorBytes([...apps.filter((a) => a.name !== replacing), { operator: { hash: adding.hash } }], sizes);
+    const refused = modelUseRefusal({ model: modelName, beforeBytes, afterBytes, bytes: adding.bytes, quotas: charge.quotas, by: charge.by });
+    if (refused) throw refused;
+  }
+
   async getOperatorBundle(hash: string): Promise<Bundle> {
     const meta = await this.read<OperatorDoc>(keys.operator(hash));
     if (!meta) throw notFound("operator", hash);
@@ -269,7 +318,8 @@ export class StateOps extends StoreTxns {
 
   // --- applications and units ---
 
-  async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[]; constraints?: Constraints | undefined }): Promise<{ units: string[]; revision: number }> {
+  /** Deploys an application; with `charge`, refused when `charge.by` would take the model over its operator quota. */
+  async deploy(uuid: string, req: { name: string; operator: string; units: number; config?: ConfigValues; to?: string[]; constraints?: Constraints | undefined }, charge?: OperatorCharge): Promise<{ units: string[]; revision: number }> {
     const op = await this.read<OperatorDoc>(keys.operator(req.operator));
     if (!op) throw invalidRequest(`operator ${req.operator} has not been uploaded: upload it first (steward deploy does this for you)`, { field: "operator" });
     const config = checkConfigTotal(validateConfig(op.doc.meta, req.config ?? {}, req.name), req.name);
@@ -286,6 +336,7 @@ export class StateOps extends StoreTxns {
       // Checked whether or not this deploy makes machines: later add-units will.
       checkMachineConstraints(m.doc, mergeConstraints(m.doc.constraints, app.constraints));
       const ops: Op[] = [];
+      await this.checkModelOperatorQuota(uuid, m.doc.name, undefined, current.doc, charge, compare, ops);
       const units = await this.placeUnits(uuid, app, req.units, req.to ?? [], compare, ops);
       ops.unshift({ type: "put", key: keys.app(uuid, req.name), value: JSON.stringify(app) });
       await this.peerRelations(uuid, req.name, op.doc.meta, compare, ops);
@@ -379,18 +430,23 @@ export class StateOps extends StoreTxns {
     });
   }
 
-  /** Sets or resets (null) config keys and/or moves the application to another operator version. */
-  async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: Constraints | undefined }): Promise<{ revision: number; changed: boolean }> {
+  /**
+   * Sets or resets (null) config keys and/or moves the application to another operator version;
+   * with `charge`, a move is refused when `charge.by` would take the model over its operator quota.
+   */
+  async updateApplication(uuid: string, appName: string, patch: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: Constraints | undefined }, charge?: OperatorCharge): Promise<{ revision: number; changed: boolean }> {
     return this.sized("config", "set fewer or shorter values", () => this.retry<{ changed: boolean }>(`update ${appName}`, async () => {
       const a = await this.read<ApplicationDoc>(keys.app(uuid, appName));
       if (!a) throw notFound("application", appName);
       let operator = a.doc.operator;
       let meta = (await this.read<OperatorDoc>(keys.operator(operator.hash)))?.doc.meta;
       let upgradeTo: Read<OperatorDoc> | undefined;
+      const quotaGuard = { compare: [] as Compare[], ops: [] as Op[] };
       if (patch.operator && patch.operator !== operator.hash) {
         const op = (upgradeTo = await this.read<OperatorDoc>(keys.operator(patch.operator)));
         if (!op) throw invalidRequest(`operator ${patch.operator} has not been uploaded`, { field: "operator" });
         if (op.doc.name !== operator.name) throw invalidRequest(`application ${appName} runs operator "${operator.name}"; it cannot switch to "${op.doc.name}" (deploy a new application instead)`, { field: "operator" });
+        await this.checkModelOperatorQuota(uuid, (await this.read<ModelDoc>(keys.model(uuid)))?.doc.name ?? uuid, appName, op.doc, charge, quotaGuard.compare, quotaGuard.ops);
         operator = { hash: op.doc.hash, name: op.doc.name, version: op.doc.version };
         meta = op.doc.meta;
       }
@@ -420,6 +476,8 @@ export class StateOps extends StoreTxns {
       const compare: Compare[] = [unchanged(keys.app(uuid, appName), a.rev), ...(model ? [unchanged(keys.model(uuid), model.rev)] : [])];
       const ops: Op[] = [{ type: "put", key: keys.app(uuid, appName), value: JSON.stringify(doc) }];
       if (upgradeTo) this.useOperator(upgradeTo, compare, ops);
+      compare.push(...quotaGuard.compare);
+      ops.push(...quotaGuard.ops);
       return { compare, ops, result: { changed } };
     }));
   }
@@ -771,4 +829,9 @@ export function effectiveConfig(meta: OperatorMeta | undefined, set: ConfigValue
 
 function sortKeys(o: ConfigValues): ConfigValues {
   return Object.fromEntries(Object.entries(o).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/** The write that moves a sequence key (an absent one is 0) one on. */
+function nextSeq(key: string, value: string | undefined): Op {
+  return { type: "put", key, value: String(Number(value ?? "0") + 1) };
 }

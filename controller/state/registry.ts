@@ -13,13 +13,13 @@ const ID = Symbol("id");
 
 export type KindName =
   // controller-wide
-  | "controller-info" | "token-key" | "user" | "revoked-token" | "model-name" | "operator" | "operator-chunk" | "operator-upload"
+  | "controller-info" | "token-key" | "user" | "revoked-token" | "model-name" | "operator" | "operator-chunk" | "operator-upload" | "operator-quota-seq"
   | "credential" | "enrolment" | "request-record" | "restore-epoch" | "backup" | "backup-chunk"
   | "cluster-leader" | "cluster-replica" | "cluster-member" | "cluster-spare" | "cluster-config" | "cluster-keeper" | "cluster-replica-cloud" | "cluster-upgrade"
   | "migration" | "migration-report" | "migration-stage" | "migration-stage-chunk" | "migration-arrival"
   // one model's
   | "model" | "app" | "unit" | "unit-status" | "unit-failure" | "machine" | "machine-info" | "machine-install"
-  | "machine-seq" | "relation-seq" | "task-seq" | "relation" | "scope" | "relation-data" | "leader" | "leader-data" | "ports"
+  | "machine-seq" | "relation-seq" | "task-seq" | "operator-seq" | "relation" | "scope" | "relation-data" | "leader" | "leader-data" | "ports"
   | "app-status" | "access" | "task-queue" | "task" | "operation" | "status-history" | "presence" | "imported-revisions" | "unit-hook-state";
 
 export interface KindSpec {
@@ -50,6 +50,8 @@ export const KINDS: readonly KindSpec[] = [
   kind("operator", ["operators", ID], true, "exported as the bundles the model's applications use, not as store keys"),
   kind("operator-chunk", ["blobs", "operators", ID], false, "exported as the bundles the model's applications use"),
   kind("operator-upload", ["blobs", "operator-uploads", ID], false, CONTROLLER_WIDE),
+  // Every upload that counts against a quota writes it: two checked at once (on two replicas) cannot both pass.
+  kind("operator-quota-seq", ["controller", "operator-quota-seq"], false, CONTROLLER_WIDE),
   kind("credential", ["credentials", ID], false, "sealed with the source controller's key: named by reference only, never exported"),
   kind("enrolment", ["enrolments", ID], false, "one-time tokens for machines not yet enrolled, bound to the source controller"),
   kind("request-record", ["requests", ID], false, "idempotency records of the source's requests"),
@@ -78,6 +80,7 @@ export const KINDS: readonly KindSpec[] = [
   kind("machine-seq", ["models", MODEL, "seq", "machine"], false, true),
   kind("relation-seq", ["models", MODEL, "seq", "relation"], false, true),
   kind("task-seq", ["models", MODEL, "seq", "task"], false, true),
+  kind("operator-seq", ["models", MODEL, "seq", "operators"], false, "orders the model's operator quota checks (each writes it), so two deploys cannot both pass one; starts afresh anywhere"),
   kind("machine", ["models", MODEL, "machines", ID], true, true),
   kind("machine-info", ["models", MODEL, "machine-info", ID], true, true, true),
   kind("machine-install", ["models", MODEL, "machine-install", ID], true, true, true),

@@ -9,7 +9,8 @@
  *
  * Writers arriving while a batch is being synced queue up and go out together in the next batch
  * (group commit). Reads wait for an in-flight sync so they never observe a write that is not yet
- * durable.
+ * durable. Large values (operator chunks) live in files of their own, not in memory, the log or the
+ * snapshot (embedded-blobs.ts).
  */
 import { randomBytes } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
@@ -17,6 +18,7 @@ import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { StewardError, invalidRequest } from "../../api";
 import { crc32 } from "./crc32";
+import { BLOB_MIN_CHARS, BlobFiles, blobKeyValue, blobOf, withValue, withoutValue } from "./embedded-blobs";
 import type { KeyValue, Lease, Op, Store, Txn, TxnResult, WatchEvent, WatchOptions, Watcher } from "./store";
 import { CompactedError, LeaseNotFoundError, StoreClosedError, ValueTooLargeError, compareHolds } from "./store";
 
@@ -38,7 +40,8 @@ export interface EmbeddedStoreOptions {
 /** etcd's default request limit; the embedded store refuses the same so the backends agree. */
 export const MAX_VALUE_BYTES = 1536 * 1024;
 
-type WalWrite = { p: string; v: string; l?: string } | { d: string };
+/** A put with its value (`v`) or naming the blob file that holds it (`b`), or a delete (`d`). */
+type WalWrite = { p: string; v: string; l?: string } | { p: string; b: string; l?: string } | { d: string };
 type WalRecord =
   | { r: number; w: WalWrite[]; lr?: string }
   | { lg: string; ttl: number };
@@ -56,7 +59,7 @@ const WAL = "wal.log";
 /** The frames of a snapshot, in order: one header, one frame per key, one end frame. */
 type SnapshotFrame =
   | { h: { revision: number; leases: { id: string; ttl: number }[] } }
-  | { kv: KeyValue }
+  | { kv: KeyValue; b?: string }
   | { end: number };
 /** Snapshot frames are gathered into writes of about this many bytes. */
 const SNAPSHOT_WRITE_BYTES = 1024 * 1024;
@@ -79,11 +82,13 @@ export class EmbeddedStore implements Store {
   private closed = false;
   private failed: Error | undefined;
   private readonly leaseTimer: NodeJS.Timeout;
+  private readonly blobs: BlobFiles;
 
   protected constructor(
     private readonly opts: Required<EmbeddedStoreOptions>,
     private wal: FileHandle,
   ) {
+    this.blobs = new BlobFiles(opts.dir);
     this.leaseTimer = setInterval(() => this.expireLeases(), 250);
     this.leaseTimer.unref();
   }
@@ -95,6 +100,7 @@ export class EmbeddedStore implements Store {
     const walPath = join(opts.dir, WAL);
     const wal = await open(walPath, "a+", 0o600);
     const store = new EmbeddedStore(opts, wal);
+    await store.blobs.open();
     await store.recover(walPath);
     return store;
   }
@@ -115,6 +121,7 @@ export class EmbeddedStore implements Store {
     }
     if (off < buf.length) await this.wal.truncate(off); // a torn tail from a crash mid-append: never acknowledged
     this.walBytes = off;
+    await this.moveLargeValuesToBlobs();
     this.firstRetained = this.revision + 1;
     this.published = this.revision;
   }
@@ -140,7 +147,7 @@ export class EmbeddedStore implements Store {
           for (const l of f.h.leases) this.leases.set(l.id, { ttl: l.ttl, deadline: now + l.ttl * 1000, keys: new Set() });
         } else if ("kv" in f) {
           if (!headerSeen) throw damaged("a key before the header");
-          this.restoreKey(f.kv);
+          this.restoreKey(f.b === undefined ? f.kv : blobKeyValue(withoutValue(f.kv), this.blobs.existing(f.b)));
           kvs++;
         } else {
           if (f.end !== kvs) throw damaged(`it ends after ${kvs} keys but promises ${f.end}`);
@@ -163,6 +170,31 @@ export class EmbeddedStore implements Store {
     this.revision = s.revision;
     for (const l of s.leases) this.leases.set(l.id, { ttl: l.ttl, deadline: now + l.ttl * 1000, keys: new Set() });
     for (const kv of s.kvs) this.restoreKey(kv);
+  }
+
+  /**
+   * Large values held in memory after an open (written by a restore, or by a version that kept them
+   * in memory) go to blob files; the next snapshot names the files instead of holding the values.
+   */
+  private async moveLargeValuesToBlobs(): Promise<void> {
+    for (const [key, kv] of this.kv) {
+      if (blobOf(kv) || kv.value.length < BLOB_MIN_CHARS) continue;
+      this.kv.set(key, blobKeyValue(withoutValue(kv), this.blobs.add(kv.value)));
+    }
+    await this.blobs.writePending();
+  }
+
+  /** Characters of values held in memory (by keys and by retained watch events), for tests and benchmarks. */
+  valueCharsInMemory(): number {
+    const seen = new Set<KeyValue>();
+    for (const kv of this.kv.values()) seen.add(kv);
+    for (const h of this.history) for (const e of h.events) seen.add(e.kv);
+    let chars = 0;
+    for (const kv of seen) {
+      const blob = blobOf(kv);
+      chars += blob ? (blob.pending?.length ?? 0) : kv.value.length;
+    }
+    return chars;
   }
 
   private restoreKey(kv: KeyValue): void {
@@ -192,12 +224,13 @@ export class EmbeddedStore implements Store {
         if (!old) continue;
         this.kv.delete(w.d);
         if (old.lease) this.leases.get(old.lease)?.keys.delete(w.d);
-        events.push({ type: "delete", kv: { ...old, modRevision: rev, value: "" } });
+        events.push({ type: "delete", kv: { ...withoutValue(old), modRevision: rev, value: "" } });
       } else {
         const old = this.kv.get(w.p);
         if (old?.lease && old.lease !== w.l) this.leases.get(old.lease)?.keys.delete(w.p);
-        const kv: KeyValue = { key: w.p, value: w.v, createRevision: old ? old.createRevision : rev, modRevision: rev, version: old ? old.version + 1 : 1 };
-        if (w.l) { kv.lease = w.l; this.leases.get(w.l)?.keys.add(w.p); }
+        const fields: Omit<KeyValue, "value"> = { key: w.p, createRevision: old ? old.createRevision : rev, modRevision: rev, version: old ? old.version + 1 : 1 };
+        if (w.l) { fields.lease = w.l; this.leases.get(w.l)?.keys.add(w.p); }
+        const kv: KeyValue = "b" in w ? blobKeyValue(fields, this.blobs.existing(w.b)) : { ...fields, value: w.v };
         this.kv.set(w.p, kv);
         events.push({ type: "put", kv });
       }
@@ -239,7 +272,10 @@ export class EmbeddedStore implements Store {
         const data = Buffer.concat(frames);
         let release!: () => void;
         this.inflight = new Promise<void>((r) => (release = r));
+        let blobBytes = 0;
         try {
+          // Blob files before the record naming them: a record never names a file that is not there.
+          blobBytes = await this.blobs.writePending();
           await this.wal.write(data, 0, data.length, null);
           await this.wal.datasync();
         } catch (err) {
@@ -249,7 +285,8 @@ export class EmbeddedStore implements Store {
           release();
           return;
         }
-        this.walBytes += data.length;
+        // Blob bytes count too: the snapshot that follows deletes the files no key names any more.
+        this.walBytes += data.length + blobBytes;
         this.inflight = undefined;
         release();
       }
@@ -283,7 +320,10 @@ export class EmbeddedStore implements Store {
       const writer = new FrameWriter(out);
       const leases = [...this.leases].map(([id, l]) => ({ id, ttl: l.ttl }));
       await writer.add({ h: { revision: this.revision, leases } });
-      for (const kv of this.kv.values()) await writer.add({ kv });
+      for (const kv of this.kv.values()) {
+        const blob = blobOf(kv);
+        await writer.add(blob ? { kv: { ...withoutValue(kv), value: "" }, b: blob.hash } : { kv });
+      }
       await writer.add({ end: this.kv.size });
       await writer.flush();
       await out.sync();
@@ -297,6 +337,11 @@ export class EmbeddedStore implements Store {
     await this.wal.truncate(0);
     await this.wal.sync();
     this.walBytes = 0;
+    // Neither the log nor the snapshot names other blob files now; watch events still retained may.
+    const live = new Set<string>();
+    for (const kv of this.kv.values()) { const b = blobOf(kv); if (b) live.add(b.hash); }
+    for (const h of this.history) for (const e of h.events) { const b = blobOf(e.kv); if (b) live.add(b.hash); }
+    await this.blobs.collect(live);
   }
 
   private async readable(): Promise<void> {
@@ -309,12 +354,13 @@ export class EmbeddedStore implements Store {
 
   async get(key: string): Promise<KeyValue | undefined> {
     await this.readable();
-    return this.kv.get(key);
+    const kv = this.kv.get(key);
+    return kv && withValue(kv);
   }
 
   async range(prefix: string): Promise<{ kvs: KeyValue[]; revision: number }> {
     await this.readable();
-    return { kvs: this.rangeNow(prefix), revision: this.revision };
+    return { kvs: this.rangeNow(prefix).map(withValue), revision: this.revision };
   }
 
   private rangeNow(prefix: string): KeyValue[] {
@@ -335,9 +381,9 @@ export class EmbeddedStore implements Store {
       for (const op of ops) {
         let w: WalWrite[] = [];
         switch (op.type) {
-          case "get": { const kv = this.kv.get(op.key); responses.push(kv ? [kv] : []); break; }
-          case "range": responses.push(this.rangeNow(op.prefix)); break;
-          case "put": w = [{ p: op.key, v: op.value, ...(op.lease ? { l: op.lease } : {}) }]; responses.push([]); break;
+          case "get": { const kv = this.kv.get(op.key); responses.push(kv ? [withValue(kv)] : []); break; }
+          case "range": responses.push(this.rangeNow(op.prefix).map(withValue)); break;
+          case "put": w = [this.putWrite(op.key, op.value, op.lease)]; responses.push([]); break;
           case "delete": { const kv = this.kv.get(op.key); w = kv ? [{ d: op.key }] : []; responses.push(kv ? [kv] : []); break; }
           case "deletePrefix": { const kvs = this.rangeNow(op.prefix); w = kvs.map((kv) => ({ d: kv.key })); responses.push(kvs); break; }
         }
@@ -348,6 +394,12 @@ export class EmbeddedStore implements Store {
       this.revision = rev;
       return { result: { succeeded, revision: rev, responses }, record: { r: rev, w: writes }, events };
     });
+  }
+
+  /** A put for the log: a large value goes to a blob file (written before the log record). */
+  private putWrite(key: string, value: string, lease: string | undefined): WalWrite {
+    const l = lease ? { l: lease } : {};
+    return value.length >= BLOB_MIN_CHARS ? { p: key, b: this.blobs.add(value).hash, ...l } : { p: key, v: value, ...l };
   }
 
   /** Refuses a transaction before it changes anything: unknown lease, oversized value, key written twice. */
@@ -565,9 +617,9 @@ async function syncDir(dir: string): Promise<void> {
 }
 
 /** Size of the log and snapshot, for status and benchmarks. */
-export async function embeddedStoreSize(dir: string): Promise<{ walBytes: number; snapshotBytes: number }> {
+export async function embeddedStoreSize(dir: string): Promise<{ walBytes: number; snapshotBytes: number; blobBytes: number }> {
   const size = async (f: string): Promise<number> => (await stat(join(dir, f)).catch(() => ({ size: 0 }))).size;
-  return { walBytes: await size(WAL), snapshotBytes: (await size(SNAPSHOT)) + (await size(LEGACY_SNAPSHOT)) };
+  return { walBytes: await size(WAL), snapshotBytes: (await size(SNAPSHOT)) + (await size(LEGACY_SNAPSHOT)), blobBytes: await BlobFiles.size(dir) };
 }
 
 /**
