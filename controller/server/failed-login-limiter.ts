@@ -2,10 +2,10 @@
  * {@link FailedLoginLimiter} bounds password guessing while keeping real users in: failures are
  * counted per source network (/24 or /64, see address-prefix.ts), so the attacking source is
  * locked, not the account. A user coming from a network they logged in from ("familiar") is
- * limited only by failures for them from there. Attempts from elsewhere also
- * count against a per-user ceiling, which bounds guessing spread over many networks. An attempt
- * counts as a failure from the moment it starts (so parallel guesses cannot all slip in before the
- * first is counted) and is refunded if it succeeds. Counts decay steadily, so a locked source gets in
+ * limited only by failures for them from there. Attempts from elsewhere also count against a
+ * per-user ceiling, which bounds guessing spread over many networks. An attempt counts as a failure
+ * from the moment it starts (so parallel guesses cannot all slip in before the first is counted)
+ * and is refunded if it succeeds. Counts decay steadily, so a locked source gets in
  * again after `Retry-After` seconds. Counts are per replica (kept in memory): an attacker spreading
  * over N replicas gets N times the budget, which still bounds guessing.
  */
@@ -116,7 +116,8 @@ export class FailedLoginLimiter {
       users.add(a.user, 1, now);
     }
     this.sources.add(prefix, 1, now);
-    this.usersFrom.add(pair, 1, now);
+    // Only a real user can be familiar anywhere: made-up names' pairs would only crowd real ones out.
+    if (a.exists) this.usersFrom.add(pair, 1, now);
     return undefined;
   }
 
@@ -125,6 +126,6 @@ export class FailedLoginLimiter {
     const prefix = addressPrefix(a.source);
     if (!a.familiar) (a.exists ? this.users : this.unknownUsers).add(a.user, -1, now);
     this.sources.add(prefix, -1, now);
-    this.usersFrom.add(`${a.user}\0${prefix}`, -1, now);
+    if (a.exists) this.usersFrom.add(`${a.user}\0${prefix}`, -1, now);
   }
 }
