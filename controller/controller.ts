@@ -89,6 +89,8 @@ export interface ControllerOptions {
   failedLogins?: FailedLoginLimiterOptions;
   /** Agent logins per second and burst (reconnect storms are spread out). @default 200 and 200 */
   agentLogins?: LoginLimiterOptions;
+  /** Migration validations (agents at this controller as a target) per second and burst. @default 500 and 500 */
+  migrationValidations?: LoginLimiterOptions;
   /** Overrides some of the request transport's bounds. @default TRANSPORT_LIMITS (api/limits.ts) */
   transport?: Partial<TransportLimits>;
   /**
@@ -299,7 +301,7 @@ export class Controller {
     registerModelTransferRoutes(http, { cache, ops, store: this.store, leadershipLeaseSeconds, operatorQuotaBytes: this.operatorStorage.quotaBytes });
     registerMigrationSourceRoutes(http, { cache, store: this.store, sealer });
     const staging = new MigrationStaging({ store: this.store, importDeps: { store: this.store, leaseSeconds: leadershipLeaseSeconds, putOperator: (b) => ops.putOperator(b, { quotaBytes: this.operatorStorage.quotaBytes }) } });
-    registerMigrationTargetRoutes(http, { cache, staging, logs });
+    registerMigrationTargetRoutes(http, { cache, staging, logs, ...(this.opts.migrationValidations ? { validations: this.opts.migrationValidations } : {}) });
     this.logSender = new MigrationLogSender({ cache, store: this.store, sealer, logs, replicaId: this.replicaId, log: this.log });
     registerBackupRoutes(http, { cache, store: this.store, dataDir, kept: new KeptBackups(this.store, { ...DEFAULT_BACKUP_QUOTA, ...this.config.backups }) });
     registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });

@@ -10,6 +10,8 @@ export { EtcdStore } from "./store/etcd";
 export { Controller } from "./controller";
 export type { ControllerOptions, ControllerState } from "./controller";
 export type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
+// For the test of how login limits group client addresses.
+export { addressPrefix } from "./server/address-prefix";
 export { MAX_TOKEN_LIFETIME_MS, credentialMatches, signToken, verifyToken } from "./security/credentials";
 export { Sealer } from "./security/sealing";
 export { sendText } from "./server/ws-frames";

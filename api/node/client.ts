@@ -115,7 +115,8 @@ export class ControllerClient {
     if (!this.opts.user || !this.opts.password) throw new StewardError("unauthorized", "no password to log in with: run `steward login` first");
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.raw<{ token: string }>("POST", "/v1/login", { user: this.opts.user, password: this.opts.password }, false);
+        // A token still held goes along: the controller checks a login renewing a valid one first.
+        const res = await this.raw<{ token: string }>("POST", "/v1/login", { user: this.opts.user, password: this.opts.password }, this.token !== undefined);
         this.token = res.token;
         return res.token;
       } catch (err) {

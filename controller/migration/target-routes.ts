@@ -6,6 +6,7 @@
  * - `POST /v1/migrations/<id>/stage?source=<uuid>` with the export as body → staged, nothing live
  * - `GET  /v1/migrations/<id>?model=<uuid>` → `{state: staged | active | unknown}`
  * - `POST /v1/migrations/<id>/validate` (`Authorization: Agent …`, `{units}`) → the agent's machine as staged matches
+ *   (bad credentials never spend the agents' budget; a source that keeps sending them gets 429)
  * - `POST /v1/migrations/<id>/activate` `{model}` → live, in one transaction
  * - `POST /v1/migrations/<id>/heartbeat` → the staging is still wanted
  * - `POST /v1/migrations/<id>/logs` `{model, records}` → the model's recent logs (LOGTRANSFER)
@@ -14,13 +15,13 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { ControllerHello, DebugLogRecord } from "../../api";
-import { STEWARD_VERSION, StewardError, parseRequest } from "../../api";
+import { STEWARD_VERSION, StewardError, TRANSPORT_LIMITS, parseRequest } from "../../api";
 import type { StateCache } from "../state";
 import { MAX_MODEL_EXPORT_BYTES } from "../state";
 import { credentialMatches } from "../security/credentials";
 import { authenticate, requireSuperuser } from "../server/auth";
 import type { LoginLimiterOptions } from "../server/login-limiter";
-import { LoginLimiter } from "../server/login-limiter";
+import { LoginLimiter, SourceLimiter } from "../server/login-limiter";
 import type { ModelLogs } from "../server/model-logs";
 import type { MigrationStaging } from "./staging";
 
@@ -45,6 +46,7 @@ export interface TargetRouteDeps {
 export function registerMigrationTargetRoutes(app: FastifyInstance, deps: TargetRouteDeps): void {
   const { cache, staging } = deps;
   const limiter = new LoginLimiter({ perSecond: 500, burst: 500, ...deps.validations });
+  const failedValidations = new SourceLimiter({ perSecond: TRANSPORT_LIMITS.failedAgentLoginsPerSecond, burst: TRANSPORT_LIMITS.failedAgentLoginsBurst });
   const superuser = (req: { headers: Record<string, unknown>; method: string }): void => requireSuperuser(authenticate(cache, req.headers as never, { method: req.method }));
   const idOf = (params: unknown): string => parseRequest(Id, (params as { id: string }).id, "migration id");
   const modelOf = (v: unknown): string => parseRequest(ModelUuid, v, "model");
@@ -96,23 +98,39 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
     return { accepted: body.records.length };
   });
 
-  app.post("/v1/migrations/:id/validate", async (req) => {
-    if (!limiter.take()) {
-      const wait = limiter.retryAfterSeconds();
-      throw new StewardError("rate-limited", `many agents are validating at once; retry in ${wait} s`, { details: { retryAfterSeconds: wait } });
-    }
-    const id = idOf(req.params);
-    const header = req.headers.authorization ?? "";
-    const [model, machine, secret] = header.startsWith("Agent ") ? header.slice(6).split("/") : [];
+  /** The staged machine whose credential the request carries, or an unauthorized error. */
+  const stagedMachineOf = async (id: string, authorization: string | undefined): Promise<{ machine: string; units: string[] }> => {
+    const [model, machine, secret] = authorization?.startsWith("Agent ") ? authorization.slice(6).split("/") : [];
     if (!model || !machine || !secret) throw new StewardError("unauthorized", "send the agent's own credential: Authorization: Agent <model>/<machine>/<credential>");
-    const body = parseRequest(Validate, req.body, "validation");
     const staged = await staging.stagedMachine(id, model, machine);
     if (!staged?.credentialHash || !credentialMatches(secret, staged.credentialHash)) {
       throw new StewardError("unauthorized", `the staged model does not accept machine ${machine}'s credential`);
     }
+    return { machine, units: staged.units };
+  };
+
+  // The credential is checked first, so bad ones never spend the budget that spreads out real
+  // agents (as for agent logins); a source that keeps sending them is answered 429.
+  app.post("/v1/migrations/:id/validate", async (req) => {
+    const id = idOf(req.params);
+    let staged: { machine: string; units: string[] };
+    try {
+      staged = await stagedMachineOf(id, req.headers.authorization);
+    } catch (err) {
+      if (StewardError.isInstance(err) && !failedValidations.take(req.ip)) {
+        const wait = failedValidations.retryAfterSeconds(req.ip);
+        throw new StewardError("rate-limited", `too many refused validations from ${req.ip}; retry in ${wait} s (${err.message})`, { details: { retryAfterSeconds: wait, limit: "failedAgentLoginsPerSecond" } });
+      }
+      throw err;
+    }
+    if (!limiter.take()) {
+      const wait = limiter.retryAfterSeconds();
+      throw new StewardError("rate-limited", `many agents are validating at once; retry in ${wait} s`, { details: { retryAfterSeconds: wait } });
+    }
+    const body = parseRequest(Validate, req.body, "validation");
     const mine = [...body.units].sort();
     if (mine.join(",") !== staged.units.join(",")) {
-      throw new StewardError("conflict", `machine ${machine} runs ${mine.join(", ") || "no unit"} but the staged model places ${staged.units.join(", ") || "no unit"} on it`, { retryable: false });
+      throw new StewardError("conflict", `machine ${staged.machine} runs ${mine.join(", ") || "no unit"} but the staged model places ${staged.units.join(", ") || "no unit"} on it`, { retryable: false });
     }
     return { ok: true };
   });

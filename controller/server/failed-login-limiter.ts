@@ -1,20 +1,25 @@
 /**
- * {@link FailedLoginLimiter} bounds password guessing: each user name and each source address may
- * fail only so many logins in a window. An attempt counts as a failure from the moment it starts (so
- * parallel guesses cannot all slip in before the first is counted) and is refunded if it succeeds.
- * Counts decay steadily, so a locked user or address gets in again after `Retry-After` seconds.
- * Counts are per replica (kept in memory): an attacker spreading over N replicas gets N times the
- * budget, which still bounds guessing.
+ * {@link FailedLoginLimiter} bounds password guessing while keeping real users in: failures are
+ * counted per source network (/24 or /64, see address-prefix.ts), so the attacking source is
+ * locked, not the account. A user coming from a network they logged in from ("familiar") is
+ * limited only by failures for them from there. Attempts from elsewhere also count against a
+ * per-user ceiling, which bounds guessing spread over many networks. An attempt counts as a failure
+ * from the moment it starts (so parallel guesses cannot all slip in before the first is counted)
+ * and is refunded if it succeeds. Counts decay steadily, so a locked source gets in
+ * again after `Retry-After` seconds. Counts are per replica (kept in memory): an attacker spreading
+ * over N replicas gets N times the budget, which still bounds guessing.
  */
+import { addressPrefix } from "./address-prefix";
 
 export interface FailedLoginLimiterOptions {
   /**
-   * Failed logins one user name may have in a window (from any address).
-   * @default 10
+   * Failed logins one user name may have in a window from networks it has not logged in from (all
+   * of them together), and from each network it has.
+   * @default 20
    */
   perUser?: number;
   /**
-   * Failed logins one source address may have in a window (for any users).
+   * Failed logins one source network (IPv4 /24, IPv6 /64) may have in a window, for any users.
    * @default 50
    */
   perSource?: number;
@@ -24,15 +29,18 @@ export interface FailedLoginLimiterOptions {
    */
   windowSeconds?: number;
   /**
-   * Most user names and addresses tracked at once (memory bound); the stalest are forgotten first.
+   * Most user names and networks tracked at once (memory bound); the stalest are forgotten first.
    * @default 10000
    */
   maxTracked?: number;
 }
 
+/** Why an attempt is refused: its source network failed too often, or (from an unfamiliar network) the user did. */
+export interface LoginRefusal { waitSeconds: number; limit: "source" | "user" }
+
 interface Count { value: number; at: number }
 
-/** One kind of key (users or addresses) with its own limit. */
+/** One kind of key (users, networks, users from a network) with its own limit. */
 class DecayingCounts {
   private readonly counts = new Map<string, Count>();
   private readonly perMs: number;
@@ -60,32 +68,64 @@ class DecayingCounts {
   }
 }
 
+/** One login attempt, as the limits see it. */
+export interface LoginAttempt {
+  user: string;
+  /** The client's address (its /24 or /64 is what counts). */
+  source: string;
+  /** The user has logged in from this network before (see FamiliarSources). */
+  familiar: boolean;
+  /** The user exists: names that do not are counted apart, so guesses at them cannot push real users' counts out. */
+  exists: boolean;
+}
+
 export class FailedLoginLimiter {
   private readonly users: DecayingCounts;
+  /** The same ceiling for names that do not exist (refused alike, so answers do not tell which exist). */
+  private readonly unknownUsers: DecayingCounts;
   private readonly sources: DecayingCounts;
+  /** Failures per user from one network, what limits a familiar user. */
+  private readonly usersFrom: DecayingCounts;
 
   constructor(o: FailedLoginLimiterOptions = {}) {
     const windowMs = (o.windowSeconds ?? 300) * 1000;
     const maxTracked = o.maxTracked ?? 10_000;
-    this.users = new DecayingCounts(o.perUser ?? 10, windowMs, maxTracked);
+    const perUser = o.perUser ?? 20;
+    this.users = new DecayingCounts(perUser, windowMs, maxTracked);
+    this.unknownUsers = new DecayingCounts(perUser, windowMs, maxTracked);
     this.sources = new DecayingCounts(o.perSource ?? 50, windowMs, maxTracked);
+    this.usersFrom = new DecayingCounts(perUser, windowMs, maxTracked);
   }
 
   /**
-   * Starts an attempt: returns the seconds to wait when `user` or `source` is over its limit (the
-   * attempt must be refused), else 0 and counts the attempt as failed until {@link succeeded}.
+   * Starts an attempt: returns why it must be refused when over a limit, else undefined and counts
+   * the attempt as failed until {@link succeeded}.
    */
-  begin(user: string, source: string, now = Date.now()): number {
-    const wait = Math.max(this.users.waitSeconds(user, now), this.sources.waitSeconds(source, now));
-    if (wait > 0) return wait;
-    this.users.add(user, 1, now);
-    this.sources.add(source, 1, now);
-    return 0;
+  begin(a: LoginAttempt, now = Date.now()): LoginRefusal | undefined {
+    const prefix = addressPrefix(a.source);
+    const pair = `${a.user}\0${prefix}`;
+    if (a.familiar) {
+      const wait = this.usersFrom.waitSeconds(pair, now);
+      if (wait > 0) return { waitSeconds: wait, limit: "source" };
+    } else {
+      const fromSource = this.sources.waitSeconds(prefix, now);
+      if (fromSource > 0) return { waitSeconds: fromSource, limit: "source" };
+      const users = a.exists ? this.users : this.unknownUsers;
+      const forUser = users.waitSeconds(a.user, now);
+      if (forUser > 0) return { waitSeconds: forUser, limit: "user" };
+      users.add(a.user, 1, now);
+    }
+    this.sources.add(prefix, 1, now);
+    // Only a real user can be familiar anywhere: made-up names' pairs would only crowd real ones out.
+    if (a.exists) this.usersFrom.add(pair, 1, now);
+    return undefined;
   }
 
-  /** The attempt begun for `user` from `source` succeeded: it does not count. */
-  succeeded(user: string, source: string, now = Date.now()): void {
-    this.users.add(user, -1, now);
-    this.sources.add(source, -1, now);
+  /** The attempt begun as `a` succeeded (or was not checked, refused for load): it does not count. */
+  succeeded(a: LoginAttempt, now = Date.now()): void {
+    const prefix = addressPrefix(a.source);
+    if (!a.familiar) (a.exists ? this.users : this.unknownUsers).add(a.user, -1, now);
+    this.sources.add(prefix, -1, now);
+    if (a.exists) this.usersFrom.add(`${a.user}\0${prefix}`, -1, now);
   }
 }

@@ -22,8 +22,9 @@ import { checkClusterCredential, checkModelCluster } from "../provisioner/kubern
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
 import { authenticate, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
-import type { FailedLoginLimiterOptions } from "./failed-login-limiter";
+import type { FailedLoginLimiterOptions, LoginRefusal } from "./failed-login-limiter";
 import { FailedLoginLimiter } from "./failed-login-limiter";
+import { FamiliarSources } from "./familiar-sources";
 import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "./session-cookie";
 import { controllerOverview, describeController, modelSummaries } from "./summaries";
 
@@ -45,7 +46,7 @@ export interface HttpApiDeps {
    * @default 24 hours
    */
   tokenLifetimeMs?: number;
-  /** Limits on failed logins per user and per source address (see FailedLoginLimiter for defaults). */
+  /** Limits on failed logins per user and per source network (see FailedLoginLimiter for defaults). */
   failedLogins?: FailedLoginLimiterOptions;
 }
 
@@ -97,29 +98,51 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 
   const tokenLifetimeMs = Math.min(deps.tokenLifetimeMs ?? MAX_TOKEN_LIFETIME_MS, MAX_TOKEN_LIFETIME_MS);
   const failedLogins = new FailedLoginLimiter(deps.failedLogins);
+  const familiar = new FamiliarSources();
   const passwords = new PasswordWork();
-  const tooManyFailures = (wait: number): StewardError =>
-    new StewardError("rate-limited", `too many failed logins for this user or from this address: try again in ${wait} s`, { details: { retryAfterSeconds: wait } });
-  /** Checks a password under the failed-login limits; an attempt refused only for load does not count as failed. */
-  const checkPassword = async (user: string, source: string, password: string): Promise<boolean> => {
-    const wait = failedLogins.begin(user, source);
-    if (wait > 0) throw tooManyFailures(wait);
+  const tooManyFailures = (r: LoginRefusal): StewardError =>
+    new StewardError("rate-limited", r.limit === "source"
+      ? `too many failed logins from this address's network: try again in ${r.waitSeconds} s`
+      : `too many failed logins for this user from addresses it has not logged in from: log in from an address you used before, or try again in ${r.waitSeconds} s`,
+    { details: { retryAfterSeconds: r.waitSeconds, limit: r.limit } });
+  /**
+   * Checks a password under the failed-login limits; an attempt refused only for load does not count
+   * as failed. A user checked from where they logged in before, or holding a valid token, goes first;
+   * only the former eases the limits (a stolen token must not buy more guesses at the password).
+   */
+  const checkPassword = async (user: string, source: string, password: string, holdsToken: boolean): Promise<boolean> => {
+    const storedHash = cache.users.get(user)?.passwordHash;
+    const attempt = { user, source, familiar: familiar.has(user, source), exists: storedHash !== undefined };
+    const refusal = failedLogins.begin(attempt);
+    if (refusal) throw tooManyFailures(refusal);
     let ok: boolean;
     try {
-      ok = await passwords.verify(password, cache.users.get(user)?.passwordHash);
+      ok = await passwords.verify(password, storedHash, attempt.familiar || holdsToken ? "familiar" : "other");
     } catch (err) {
-      failedLogins.succeeded(user, source);
+      failedLogins.succeeded(attempt);
       throw err;
     }
-    if (ok) failedLogins.succeeded(user, source);
+    if (ok) {
+      failedLogins.succeeded(attempt);
+      familiar.loggedIn(user, source);
+    }
     return ok;
+  };
+  /** Whether the request carries a valid token (or dashboard session) of `user`: a login to renew it. */
+  const holdsTokenOf = (req: FastifyRequest, user: string): boolean => {
+    try {
+      const p = authenticate(cache, req.headers);
+      return p.kind === "user" && p.user === user;
+    } catch {
+      return false;
+    }
   };
 
   /** Checks a login request's password and issues a token. */
   const logIn = async (req: FastifyRequest): Promise<{ token: string; id: string; expiresAt: number; user: string; superuser: boolean }> => {
     const body = parseRequest(LoginRequest, req.body, "login");
     // Same work and answer for an unknown user and a wrong password: do not reveal which users exist.
-    const ok = await checkPassword(body.user, req.ip, body.password);
+    const ok = await checkPassword(body.user, req.ip, body.password, holdsTokenOf(req, body.user));
     const user = cache.users.get(body.user);
     if (!ok || !user) throw new StewardError("unauthorized", "wrong user name or password");
     const issuedAt = Date.now();
@@ -168,7 +191,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     else {
       // The user's own password: a stolen token alone must not be enough to take the account.
       if (!body.currentPassword) throw new StewardError("invalid-request", `"currentPassword" is required to change your own password`, { details: { field: "currentPassword" } });
-      const ok = await checkPassword(name, req.ip, body.currentPassword);
+      const ok = await checkPassword(name, req.ip, body.currentPassword, true);
       if (!ok) throw new StewardError("forbidden", "the current password is wrong", { details: { field: "currentPassword" } });
     }
     if (!cache.users.has(name)) throw notFound("user", name);

@@ -33,6 +33,8 @@ export interface TestController {
 
 export async function startTestController(opts: {
   leadershipLeaseSeconds?: number; store?: ControllerConfig["store"]; agentLogins?: { perSecond: number; burst: number };
+  /** The target's budget for agents' migration validations. */
+  migrationValidations?: { perSecond: number; burst: number };
   transport?: Partial<TransportLimits>; operators?: ControllerConfig["operators"];
   /** Lifetime of user tokens (tests of expiry). */
   tokenLifetimeSeconds?: number;
@@ -49,6 +51,7 @@ export async function startTestController(opts: {
   // STEWARD_TEST_LOG=1 shows the controller's log on stderr (for debugging a test).
   const log = process.env.STEWARD_TEST_LOG ? createLogger({ fields: { component: "test-controller" } }) : silentLogger;
   const controller = await Controller.start({ dataDir, log, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}),
+    ...(opts.migrationValidations ? { migrationValidations: opts.migrationValidations } : {}),
     ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.operators ? { operators: opts.operators } : {}),
     ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}), ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}),
     ...(opts.consoles ? { consoles: opts.consoles } : {}), ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}) });
