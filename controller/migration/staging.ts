@@ -72,7 +72,7 @@ export class MigrationStaging {
     const m = JSON.parse(meta.value) as MigrationStageDoc;
     if (m.model !== model) throw new StewardError("invalid-request", `migration ${id} staged model ${m.model}, not ${model}`);
     const doc = await this.read(m);
-    const arrival: MigrationArrivalDoc = { id, source: m.source, at: new Date().toISOString() };
+    const arrival: MigrationArrivalDoc = { id, source: m.source, sourceName: doc.source.controllerName, stagedAt: m.createdAt, at: new Date().toISOString() };
     // A model coming back: this controller's record of moving it away (which redirects its clients,
     // and keeps provisioners off it) ends as it becomes live here again.
     const left = await this.o.store.get(keys.migration(model));
