@@ -176,6 +176,9 @@ test.serial("the target dies during the move: the migration aborts, the source m
 test.serial("an agent killed during QUIESCE is started again, answers, and moves with its model", async (t) => {
   const rec = await recordDir();
   const uuid = await deployShop("deli", rec);
+  // A user the target does not have: their access does not travel.
+  await a.admin.createUser("carol", "carol-password-1");
+  await a.admin.grant("deli", "carol", "read");
   await a.admin.updateApplication("deli", "peer", { config: { label: "slow-3" } });
   await new Promise((r) => setTimeout(r, 300));
   const start = await steward("migrate", "deli", "b", "-c", "a", "--no-wait");
@@ -186,6 +189,9 @@ test.serial("an agent killed during QUIESCE is started again, answers, and moves
   process.kill(pid, "SIGKILL");
   const done = await waitPhase(a.admin, "deli", ["DONE", "ABORTDONE"], 120_000);
   t.is(done.phase, "DONE", done.failure);
+  t.regex(done.history.find((h) => h.phase === "SUCCESS")?.note ?? "", /access not carried for users the target does not have: carol/);
+  const access = (await b.admin.call<{ documents: Record<string, Record<string, unknown>> }>("GET", "/v1/models/deli/export")).documents.access ?? {};
+  t.false("carol" in access, "carol's access was not stored on the target");
   await eventually("units active on the target", async () => { const u = await unitsOf(b.admin, "deli"); return u.length === 3 && u.every((x) => x.workload.current === "active" && x.workload.message === "label=slow-3") ? u : undefined; }, 60_000);
   const restarted = Number(await readFile(join(machineDir, "agent.pid"), "utf8"));
   t.not(restarted, pid, "the source started the killed agent again");
