@@ -15,7 +15,9 @@ const Count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const MachineId = z.string().regex(/^[0-9]{1,9}$/, { message: "must be a machine number such as 0 or 12" });
 const UnitName = z.string().max(128).regex(/^[a-z][a-z0-9-]*\/[0-9]{1,9}$/, { message: "must be a unit name such as web/0" });
 const ActionValue = z.union([z.string().max(64 * 1024), z.number(), z.boolean()]);
-const Constraints = z.strictObject({ arch: z.enum(ARCHES).optional(), cores: Count.optional(), mem: Count.optional(), rootDisk: Count.optional(), instanceType: Text(64).optional() });
+// Sizes in MiB and cores as substrates report them (a cloud's hardware may not be whole numbers).
+const Amount = z.number().min(0).max(Number.MAX_SAFE_INTEGER);
+const Constraints = z.strictObject({ arch: z.enum(ARCHES).optional(), cores: Amount.optional(), mem: Amount.optional(), rootDisk: Amount.optional(), instanceType: Text(64).optional() });
 const WorkloadStatus = z.enum(["active", "blocked", "maintenance", "waiting", "unknown", "terminated", "error"]);
 const statusInfo = <S extends z.ZodType>(current: S): z.ZodObject => z.strictObject({ current, message: Text(16 * 1024), since: Timestamp });
 const Bag = z.record(Text(256), Text(1024 * 1024));
