@@ -70,6 +70,14 @@ export interface MigrationInfo extends MigrationProgress {
   agents?: { reported: number; failed: { machine: string; reason: string }[]; waitingFor: string[] };
 }
 
+/**
+ * `steward show-migration` asked of the controller a migration brought the model to (which keeps
+ * no record of the phases: the source ran them): which migration, from which controller, when.
+ */
+export interface MigrationArrivalInfo {
+  arrival: { id: string; model: { uuid: string; name: string }; source: { controller: string; name: string }; stagedAt?: string; arrivedAt: string };
+}
+
 /** The answer of a source controller for a model that moved away (HTTP 409 with code `conflict`, `details.reason` "moved"). */
 export interface ModelMoved { reason: "moved"; model: string; target: MigrationTarget }
 

@@ -129,8 +129,16 @@ export abstract class ModelCommand extends ControllerCommand {
   async model(): Promise<string> {
     const { entry } = await this.resolveController();
     const name = this.modelName ?? this.context.env.STEWARD_MODEL ?? entry.currentModel;
-    if (!name) throw new UsageError("no model selected: pass --model, or create one with steward add-model");
+    if (!name) throw new UsageError(await this.noModelHint());
     return name;
+  }
+
+  /** Why no model is selected and what to do: choose one of the models there are, or make the first. */
+  private async noModelHint(): Promise<string> {
+    const models = await (await this.connect()).listModels().catch(() => []);
+    if (models.length === 0) return "no model selected: pass --model, or create one with steward add-model";
+    const names = models.map((m) => m.name);
+    return `no model selected: pass --model, or choose one with steward switch ${names[0]} (models here: ${names.slice(0, 10).join(", ")}${names.length > 10 ? ", …" : ""}; steward models lists them)`;
   }
 
   /** Records where an application's operator came from, so `steward refresh` can find it again. */

@@ -21,19 +21,21 @@ let staging: MigrationStaging;
 test.before(async () => {
   dir = await mkdtemp(join(tmpdir(), "steward-staging-"));
   store = await EmbeddedStore.open({ dir });
-  staging = new MigrationStaging({ store, importDeps: { store, leaseSeconds: 60, putOperator: async () => undefined } });
+  staging = new MigrationStaging({ store, importDeps: { store, leaseSeconds: 60, putOperator: async () => undefined, checkLocalDir: async () => undefined } });
 });
 test.after.always(async () => { await store?.close(); await rm(dir, { recursive: true, force: true }); });
 
-/** An export of a model with one manual machine (padded past one chunk, so staging takes several). */
+/** An export of a model with one manual machine (padded past one chunk by a leader databag, so staging takes several). */
 function exportOf(name: string): ModelExport {
   const uuid = randomUUID();
   return {
     format: MODEL_EXPORT_FORMAT, version: MODEL_EXPORT_VERSION, exportedAt: new Date().toISOString(),
     source: { controller: "src", controllerName: "src", revision: 10 },
     documents: {
-      model: { "": { uuid, name, owner: "admin", life: "alive", createdAt: new Date().toISOString(), config: { updateStatusInterval: 300 }, substrate: "manual", padding: "x".repeat(700_000) } },
+      model: { "": { uuid, name, owner: "admin", life: "alive", createdAt: new Date().toISOString(), config: { updateStatusInterval: 300 }, substrate: "manual" } },
       machine: { "0": { id: "0", substrate: "manual", life: "alive", credentialHash: "ab".repeat(32), createdAt: new Date().toISOString() } },
+      // Padding where a document may hold it (an unknown field would be refused).
+      "leader-data": { pad: { padding: "x".repeat(700_000) } },
     },
     versions: { revision: 10, bags: {} }, operators: {}, references: {},
   } as unknown as ModelExport;

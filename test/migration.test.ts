@@ -176,6 +176,9 @@ test.serial("the target dies during the move: the migration aborts, the source m
 test.serial("an agent killed during QUIESCE is started again, answers, and moves with its model", async (t) => {
   const rec = await recordDir();
   const uuid = await deployShop("deli", rec);
+  // A user the target does not have: their access does not travel.
+  await a.admin.createUser("carol", "carol-password-1");
+  await a.admin.grant("deli", "carol", "read");
   await a.admin.updateApplication("deli", "peer", { config: { label: "slow-3" } });
   await new Promise((r) => setTimeout(r, 300));
   const start = await steward("migrate", "deli", "b", "-c", "a", "--no-wait");
@@ -186,11 +189,58 @@ test.serial("an agent killed during QUIESCE is started again, answers, and moves
   process.kill(pid, "SIGKILL");
   const done = await waitPhase(a.admin, "deli", ["DONE", "ABORTDONE"], 120_000);
   t.is(done.phase, "DONE", done.failure);
+  t.regex(done.history.find((h) => h.phase === "SUCCESS")?.note ?? "", /access not carried for users the target does not have: carol/);
+  const access = (await b.admin.call<{ documents: Record<string, Record<string, unknown>> }>("GET", "/v1/models/deli/export")).documents.access ?? {};
+  t.false("carol" in access, "carol's access was not stored on the target");
   await eventually("units active on the target", async () => { const u = await unitsOf(b.admin, "deli"); return u.length === 3 && u.every((x) => x.workload.current === "active" && x.workload.message === "label=slow-3") ? u : undefined; }, 60_000);
   const restarted = Number(await readFile(join(machineDir, "agent.pid"), "utf8"));
   t.not(restarted, pid, "the source started the killed agent again");
   const saved = JSON.parse(await readFile(join(machineDir, "agent.json"), "utf8")) as { controllerAddresses: string[] };
   t.deepEqual(saved.controllerAddresses, b.addresses);
+});
+
+test.serial("after a move the CLI follows the model everywhere: model-config on the source, switch -c, show-migration on the target, and status without a model names the models there", async (t) => {
+  // deli moved a → b in the test before.
+  const moved = await migration(a.admin, "deli");
+  t.is(moved.phase, "DONE");
+  const setConfig = async (change: (cfg: Awaited<ReturnType<typeof loadClientConfig>>) => void): Promise<void> => { const cfg = await loadClientConfig(work); change(cfg); await saveClientConfig(work, cfg); };
+
+  // model-config asked of the source follows the move, as status and config do.
+  const mc = await steward("model-config", "-m", "deli", "-c", "a");
+  t.is(mc.code, 0, mc.stdout + mc.stderr);
+  t.regex(mc.stderr, /moved to controller b/);
+  t.regex(mc.stdout, /update-status-interval\s+\d+s/);
+
+  // The target names the migration that brought the model.
+  const shown = await steward("show-migration", "deli", "-c", "b");
+  t.is(shown.code, 0, shown.stdout + shown.stderr);
+  const hello = await a.admin.hello();
+  t.regex(shown.stdout, new RegExp(`arrived by migration ${moved.id} from controller ${hello.name} \\(${hello.controller}\\)`));
+  const json = JSON.parse((await steward("show-migration", "deli", "-c", "b", "--format", "json")).stdout) as { arrival: { id: string; source: { controller: string } } };
+  t.is(json.arrival.id, moved.id);
+  t.is(json.arrival.source.controller, hello.controller);
+
+  // switch -c makes that controller the current one, and so does switching to a model that moved.
+  await setConfig((cfg) => { cfg.current = "a"; });
+  const sw = await steward("switch", "-c", "b", "deli");
+  t.is(sw.code, 0, sw.stdout + sw.stderr);
+  let cfg = await loadClientConfig(work);
+  t.is(cfg.current, "b");
+  t.is(cfg.controllers.b?.currentModel, "deli");
+  await setConfig((c) => { c.current = "a"; });
+  const followed = await steward("switch", "-c", "a", "deli");
+  t.is(followed.code, 0, followed.stdout + followed.stderr);
+  cfg = await loadClientConfig(work);
+  t.is(cfg.current, "b", "the controller the model moved to");
+  t.regex(followed.stdout, /"deli" on controller "b"/);
+
+  // No current model where models exist: status says how to pick one, not to make one.
+  await setConfig((c) => { delete c.controllers.b!.currentModel; });
+  const st = await steward("status", "-c", "b");
+  t.not(st.code, 0);
+  t.regex(st.stdout + st.stderr, /steward switch \S+ \(models here: [^)]*deli/);
+  t.notRegex(st.stdout + st.stderr, /add-model/);
+  await setConfig((c) => { c.controllers.b!.currentModel = "shop"; });
 });
 
 test.serial("a migration aborted by its user while agents quiesce ends at once, not when the hook holding QUIESCE ends", async (t) => {

@@ -21,7 +21,7 @@ async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
   const cache = await StateCache.start(store, () => undefined);
   const ops = new StateOps(store);
   t.teardown(async () => { cache.stop(); await store.close(); await rm(dir, { recursive: true, force: true }); });
-  const deps = { store, leaseSeconds: 60, putOperator: (b: Parameters<StateOps["putOperator"]>[0]) => ops.putOperator(b, { quotaBytes: 1 << 30 }) };
+  const deps = { store, leaseSeconds: 60, putOperator: (b: Parameters<StateOps["putOperator"]>[0]) => ops.putOperator(b, { quotaBytes: 1 << 30 }), checkLocalDir: async () => undefined };
   return { store, cache, ops, deps };
 }
 
@@ -42,7 +42,7 @@ async function sourceExport(t: Parameters<typeof setup>[0]) {
 test("a model too large for one transaction is refused, and nothing of it is written", async (t) => {
   const doc = await sourceExport(t);
   const { store, deps } = await setup(t);
-  doc.documents["unit-status"] = Object.fromEntries(Array.from({ length: 20_001 }, (_, i) => [`motd/${i}`, { workload: {}, agent: {}, version: "" }]));
+  doc.documents["unit-status"] = Object.fromEntries(Array.from({ length: 20_001 }, (_, i) => [`motd/${i}`, { workload: { current: "active", message: "", since: "2026-01-01T00:00:00Z" }, agent: { current: "idle", message: "", since: "2026-01-01T00:00:00Z" }, version: "" }]));
   // Count the leader leases granted and given back.
   const leases = { granted: 0, revoked: 0 };
   const counting = new Proxy(store, { get(target, prop) {
@@ -103,7 +103,7 @@ const haveEtcd = (() => { try { execFileSync("etcd", ["--version"]); return true
   const cache = await StateCache.start(store, () => undefined);
   t.teardown(async () => { cache.stop(); await store.close(); });
   const ops = new StateOps(store);
-  const res = await importModel({ store, leaseSeconds: 60, putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }) }, doc);
+  const res = await importModel({ store, leaseSeconds: 60, putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }), checkLocalDir: async () => undefined }, doc);
   await cache.waitForRevision(res.revision);
   const idx = cache.models.get(res.uuid)!;
   t.is(idx.units.size, 2);

@@ -2,9 +2,13 @@
  * What `import-model` accepts and refuses, through the CLI and the REST API of real controllers:
  * a format-1 file is upgraded (databags split from their versions, `unit-ports` renamed) and only
  * that model is written; malformed, truncated, oversized, future-version and prototype-polluting
- * documents get a 400 naming what is wrong, nothing is half-made, and the controller keeps answering.
+ * documents get a 400 naming what is wrong, nothing is half-made, and the controller keeps answering;
+ * every document must fit its kind's schema, a local machine's directory must be this controller's
+ * (or a live agent's), access for users the controller lacks is dropped, and `--name` beside the
+ * original makes a copy with its own uuid and agents.
  */
 import test from "ava";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +18,7 @@ import { saveClientConfig } from "../cli";
 import { cliRunner } from "./harness/cli";
 import type { TestController } from "./harness/controller";
 import { allReady, startTestController } from "./harness/controller";
+import { eventually } from "./harness/eventually";
 import { recordDir, recorderVariant } from "./harness/operators";
 
 type Doc = { format: string; version: number; source: { revision: number }; documents: Record<string, Record<string, unknown>>; versions: { revision: number; bags: Record<string, number> }; operators: Record<string, unknown> };
@@ -123,12 +128,108 @@ test.serial("refusals name what is wrong, write nothing, and the controller keep
   const big = await raw(`{"format":"steward-model","pad":"${"x".repeat(65 * 1024 * 1024)}"}`);
   t.is(big.status, 400);
   t.regex(big.text, /too large/);
-  // The uuid of a model already here, under a new name.
-  const dup = await post(exported, "?name=dup");
-  t.is(dup.code, "already-exists"); // "copy" kept the source's uuid
-  t.regex(dup.message ?? "", /uuid .* already exists/);
+  // The uuid of a model already here, under its own name ("copy" kept the source's uuid).
+  const dup = await post(exported);
+  t.is(dup.code, "already-exists");
+  t.regex(dup.message ?? "", /uuid .* already exists.*--name NEW to make a copy/);
   t.deepEqual(await models(), before, "nothing was half-made");
   t.truthy((await b.admin.status("bystander")).model.name);
+});
+
+/** The export under a uuid and name no controller here has. */
+const hostile = (name: string, uuid = "22222222-3333-4444-8555-666666666666"): Doc =>
+  JSON.parse(JSON.stringify({ ...exported, documents: { ...exported.documents, model: { "": { ...(exported.documents.model![""] as object), uuid, name } } } })) as Doc;
+const modelNames = async (): Promise<string[]> => (await b.admin.listModels()).map((m) => m.name).sort();
+
+test.serial("every imported document must fit its kind's schema: a wrong type is refused naming the document and field, and nothing is written", async (t) => {
+  const before = await modelNames();
+  const withDoc = (kind: string, id: string, change: (v: Record<string, unknown>) => unknown): Doc => {
+    const d = hostile("typed");
+    d.documents[kind]![id] = change(d.documents[kind]![id] as Record<string, unknown>);
+    return d;
+  };
+  const [unit] = Object.keys(exported.documents.unit!);
+  const [user] = Object.keys(exported.documents.access!);
+  const [bag] = Object.keys(exported.documents["relation-data"]!);
+  const cases: [string, Doc, RegExp, { kind: string; id: string; path?: string }][] = [
+    ["a machine's directory as a number", withDoc("machine", "0", (m) => ({ ...m, localDir: 5 })), /documents\["machine"\]\["0"\].*"localDir"/, { kind: "machine", id: "0", path: "localDir" }],
+    ["a unit's life unknown", withDoc("unit", unit!, (u) => ({ ...u, life: "zombie" })), /documents\["unit"\]\["peer\/0"\].*"life"/, { kind: "unit", id: unit!, path: "life" }],
+    ["an access level unknown", withDoc("access", user!, () => ({ access: "root" })), /documents\["access"\].*"access"/, { kind: "access", id: user!, path: "access" }],
+    ["an application setting that is an object", withDoc("app", "peer", (a) => ({ ...a, config: { label: { nested: true } } })), /documents\["app"\]\["peer"\].*"config\.label"/, { kind: "app", id: "peer", path: "config.label" }],
+    ["a sequence that is text", withDoc("machine-seq", "", () => "9"), /documents\["machine-seq"\]\[""\]/, { kind: "machine-seq", id: "" }],
+    ["a databag value that is a number", withDoc("relation-data", bag!, (v) => ({ ...v, ring: 7 })), /documents\["relation-data"\].*"ring"/, { kind: "relation-data", id: bag!, path: "ring" }],
+    ["a field the model does not have", withDoc("model", "", (m) => ({ ...m, hooks: "curl evil | sh" })), /documents\["model"\]\[""\].*unknown field "hooks"/, { kind: "model", id: "" }],
+  ];
+  for (const [what, body, message, where] of cases) {
+    const res = await b.admin.call("POST", "/v1/models/import", body).catch((e: unknown) => e as { code: string; message: string; details: Record<string, unknown> });
+    const err = res as { code: string; message: string; details: Record<string, unknown> };
+    t.is(err.code, "invalid-request", what);
+    t.regex(err.message ?? "", message, what);
+    t.like(err.details, where, what);
+  }
+  t.deepEqual(await modelNames(), before, "nothing was written");
+});
+
+test.serial("a local machine's directory outside this controller's is refused, and nothing is created there", async (t) => {
+  const before = await modelNames();
+  const uuid = "33333333-4444-4555-8666-777777777777";
+  const elsewhere = join(work, "elsewhere");
+  const cases: [string, string, RegExp][] = [
+    ["a directory of no controller", join(elsewhere, "machines", uuid, "0"), /outside this controller's directory .* holds no agent/],
+    ["a path that climbs out", `${join(b.dir, "c", "machines")}/../../${uuid}/0`, /not an absolute, normalised path/],
+    ["not a machine's directory", join(elsewhere, "bin"), /not a local machine's directory/],
+  ];
+  for (const [what, dir, message] of cases) {
+    const d = hostile("placed", uuid);
+    d.documents.machine!["0"] = { ...(d.documents.machine!["0"] as object), localDir: dir };
+    const err = await post(d);
+    t.is(err.code, "invalid-request", what);
+    t.regex(err.message ?? "", message, what);
+    t.regex(err.message ?? "", /documents\["machine"\]\["0"\]\.localDir/, what);
+  }
+  // Not a local machine at all.
+  const ssh = hostile("placed", uuid);
+  ssh.documents.machine!["0"] = { ...(ssh.documents.machine!["0"] as object), substrate: "manual", localDir: join(b.dir, "c", "machines", uuid, "0") };
+  t.regex((await post(ssh)).message ?? "", /localDir is only for local machines/);
+  t.false(existsSync(elsewhere), "no directory was made");
+  t.deepEqual(await modelNames(), before, "nothing was written");
+});
+
+test.serial("access for a user the controller does not have is dropped and named, so a user made later under that name gets none", async (t) => {
+  const d = hostile("guarded", "44444444-5555-4666-8777-888888888888");
+  d.documents.access = { ...d.documents.access, ghost: { access: "admin" } };
+  const res = await b.admin.call<{ missingUsers: string[]; documents: Record<string, number> }>("POST", "/v1/models/import", d);
+  t.deepEqual(res.missingUsers, ["ghost"]);
+  const back = await b.admin.call<Doc>("GET", "/v1/models/guarded/export");
+  t.false("ghost" in (back.documents.access ?? {}), "the entry was not stored");
+  await b.admin.createUser("ghost", "ghost-password-1");
+  const ghost = b.clientFor("ghost", "ghost-password-1");
+  t.false((await ghost.listModels()).some((m) => m.name === "guarded"));
+  const denied = await ghost.status("guarded").catch((e: unknown) => e as { code: string });
+  t.true(["forbidden", "not-found"].includes((denied as { code: string }).code), JSON.stringify(denied));
+  ghost.close();
+});
+
+test.serial("import-model --name beside the original makes a copy: a new uuid, agents of its own, and the original untouched", async (t) => {
+  const original = exported.documents.model![""] as { uuid: string };
+  const r = await steward("import-model", "src.steward.gz", "--name", "src-copy", "-c", "a");
+  t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, new RegExp(`copy of model ${original.uuid} here, with its own uuid`));
+  const copy = (await a.admin.listModels()).find((m) => m.name === "src-copy") as { uuid: string } | undefined;
+  t.truthy(copy);
+  t.not(copy!.uuid, original.uuid);
+  // Each of the copy's machines gets an agent of its own: a credential of its own, and that agent's own record.
+  const copied = await eventually("the copy's agents connected", async () => {
+    const d = await a.admin.call<Doc>("GET", "/v1/models/src-copy/export");
+    const machines = Object.values(d.documents.machine ?? {}) as { credentialHash?: string }[];
+    return machines.length > 0 && machines.every((m) => m.credentialHash) && Object.keys(d.documents["machine-info"] ?? {}).length === machines.length ? d : undefined;
+  }, 90_000);
+  const src = await a.admin.call<Doc>("GET", "/v1/models/src/export");
+  for (const [id, m] of Object.entries(copied.documents.machine!)) {
+    t.not((m as { credentialHash: string }).credentialHash, (src.documents.machine![id] as { credentialHash: string }).credentialHash, `machine ${id}: the original's agent cannot log in as the copy's`);
+  }
+  t.deepEqual(src.documents.machine, exported.documents.machine, "the original's machines are as they were");
+  await a.waitForUnits("src", allReady(2), "the original's units still active", 60_000);
 });
 
 /** A POST with a body sent as it is (the client would parse or refuse it first). */

@@ -14,10 +14,12 @@ export default class ImportModelCommand extends ControllerCommand {
     description: "create a model from a file written by export-model",
     details: `
       Writes the model into this controller in one transaction: nothing is created when anything is
-      refused. The model keeps its uuid, so it cannot be imported where it (or its copy) exists;
-      \`--name\` gives it another name. Its machines' agents, pointed at this controller, log in with
-      the credentials they have and carry on where they were: no hook runs again. An older file
-      format is upgraded on the way in. Needs a superuser.
+      refused. The model keeps its uuid, so it cannot be imported again where it exists; \`--name\`
+      gives it another name, and where the original is, a copy: a new uuid, and machines that
+      get agents of their own (the original's agents' credentials do not open it). Its machines'
+      agents, pointed at this controller, log in with the credentials they have and carry on where
+      they were: no hook runs again. Access of users this controller does not have is dropped (the
+      answer names them). An older file format is upgraded on the way in. Needs a superuser.
     `,
     examples: [["Import a model", "$0 import-model demo.steward.gz"], ["Under another name", "$0 import-model demo.steward.gz --name demo-copy"]],
   });
@@ -37,11 +39,12 @@ export default class ImportModelCommand extends ControllerCommand {
     let doc: unknown;
     try { doc = JSON.parse(text); } catch (err) { throw new UsageError(`${this.file} is not a model export: ${(err as Error).message}`); }
     const client = await this.connect();
-    const res = await client.call<{ name: string; uuid: string; fromVersion: number; documents: Record<string, number>; missingUsers: string[] }>(
+    const res = await client.call<{ name: string; uuid: string; fromVersion: number; documents: Record<string, number>; missingUsers: string[]; copyOf?: string }>(
       "POST", `/v1/models/import${this.name ? `?name=${encodeURIComponent(this.name)}` : ""}`, doc);
     const count = Object.values(res.documents).reduce((a, b) => a + b, 0);
     this.out(`Model "${res.name}" (${res.uuid}) imported: ${count} documents, ${res.documents.unit ?? 0} units${res.fromVersion < 2 ? ` (upgraded from format version ${res.fromVersion})` : ""}.`);
-    if (res.missingUsers.length > 0) this.out(`Users with access to it that this controller does not have: ${res.missingUsers.join(", ")} (add them with steward add-user).`);
+    if (res.copyOf) this.out(`It is a copy of model ${res.copyOf} here, with its own uuid: its machines get new agents.`);
+    if (res.missingUsers.length > 0) this.out(`Access not imported for users this controller does not have: ${res.missingUsers.join(", ")} (add them with steward add-user, then steward grant).`);
     return 0;
   }
 }

@@ -1,5 +1,5 @@
 import { Command, Option, UsageError } from "clipanion";
-import type { ModelSettings } from "../../api/core";
+import type { ControllerClient, ModelSettings } from "../../api/core";
 import { StewardError } from "../../api/core";
 import { ModelCommand, parseAssignments } from "../base-command";
 import { parseDuration } from "../wait";
@@ -33,10 +33,19 @@ export default class ModelConfigCommand extends ModelCommand {
     // Showing is a read (any user with access to the model); changing needs admin on it.
     const c = Object.keys(config).length > 0
       ? (await client.updateModel(model, config)).config as Partial<ModelSettings>
-      : (await client.listModels()).find((m) => m.name === model)?.config;
+      : await this.shownConfig(client, model);
     if (!c) throw new StewardError("not-found", `model "${model}" not found (steward models lists the models you can see)`);
     this.out(`update-status-interval     ${c.updateStatusInterval}s`);
     this.out(`automatically-retry-hooks  ${c.automaticallyRetryHooks ?? true}`);
     return 0;
+  }
+
+  /** The model's settings; a model that moved is followed to its controller, as every command that names it does. */
+  private async shownConfig(client: ControllerClient, model: string): Promise<Partial<ModelSettings> | undefined> {
+    const here = (await client.listModels()).find((m) => m.name === model);
+    if (here) return here.config;
+    // Not listed: asking for the model itself answers "moved" (followed, when this client knows the target) or "not found".
+    await client.status(model);
+    return (await client.listModels()).find((m) => m.name === model)?.config;
   }
 }

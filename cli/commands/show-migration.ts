@@ -1,5 +1,5 @@
 import { Command, Option } from "clipanion";
-import type { MigrationInfo } from "../../api/core";
+import type { MigrationArrivalInfo, MigrationInfo } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 import { printMigration } from "../migration-progress";
 
@@ -11,7 +11,8 @@ export default class ShowMigrationCommand extends ControllerCommand {
     details: `
       The model's last migration: its phase, what the controller is doing or waiting for, which
       agents have not answered the phase yet, every phase with when it began, and why it was aborted
-      if it was. Asked of the source controller; after the move it still answers for the model.
+      if it was. Asked of the source controller; after the move it still answers for the model. Asked
+      of the controller the model moved to, it names the migration that brought it, from where and when.
     `,
     examples: [["Show the migration of model demo", "$0 show-migration demo"], ["As JSON", "$0 show-migration demo --format json"]],
   });
@@ -20,8 +21,14 @@ export default class ShowMigrationCommand extends ControllerCommand {
   format = Option.String("--format", "tabular", { description: "tabular or json" });
 
   async run(): Promise<number> {
-    const info = await (await this.connect()).call<MigrationInfo>("GET", `/v1/models/${encodeURIComponent(this.model)}/migration`);
+    const info = await (await this.connect()).call<MigrationInfo | MigrationArrivalInfo>("GET", `/v1/models/${encodeURIComponent(this.model)}/migration`);
     if (this.format === "json") { this.out(JSON.stringify(info, null, 2)); return 0; }
+    if ("arrival" in info) {
+      const a = info.arrival;
+      this.out(`Model ${a.model.name} arrived by migration ${a.id} from controller ${a.source.name || "?"} (${a.source.controller}) at ${a.arrivedAt}${a.stagedAt ? `, staged at ${a.stagedAt}` : ""}.`);
+      this.out(`  The source controller keeps the migration's phases: steward show-migration ${a.model.name} -c SOURCE`);
+      return 0;
+    }
     printMigration(info, (line) => this.out(line));
     return 0;
   }

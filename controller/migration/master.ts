@@ -134,14 +134,16 @@ export class MigrationMaster {
           const kv = await this.o.store.get(keys.migration(m.model));
           if (kv) await this.update(kv, { activateAttempted: true, status: "activating the model on the target" });
         }
+        let answer: { missingUsers?: string[] };
         try {
-          await this.target(m).call("POST", `/v1/migrations/${m.id}/activate`, { model: m.model });
+          answer = await this.target(m).call<{ missingUsers?: string[] }>("POST", `/v1/migrations/${m.id}/activate`, { model: m.model });
         } catch (err) {
           // A refusal is final; a lost answer is asked again (activation is answered twice alike).
           if (StewardError.isInstance(err) && err.code !== "unavailable") throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
           throw err;
         }
-        return { to: "SUCCESS" };
+        const dropped = answer.missingUsers ?? [];
+        return { to: "SUCCESS", ...(dropped.length > 0 ? { note: `access not carried for users the target does not have: ${dropped.slice(0, 20).join(", ")}` } : {}) };
       }
       case "SUCCESS": {
         const missing = await this.waitForAgents(m, { failFast: false });

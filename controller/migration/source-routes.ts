@@ -15,9 +15,9 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { MigrationInfo, ModelMoved } from "../../api";
+import type { MigrationArrivalInfo, MigrationInfo, ModelMoved } from "../../api";
 import { ControllerClient, MUTATING_METHODS, Name, STEWARD_VERSION, StewardError, notFound, olderMinor, parseRequest } from "../../api";
-import type { MigrationDoc, ModelIndex, StateCache } from "../state";
+import type { MigrationArrivalDoc, MigrationDoc, ModelDoc, ModelIndex, StateCache } from "../state";
 import { handedOver, holdsModel, keys, migrationActive } from "../state";
 import type { Sealer } from "../security/sealing";
 import type { Principal } from "../server/auth";
@@ -132,7 +132,12 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
     const m = idx ? cache.migrations.get(idx.uuid) : migrationOf(cache, name);
     if (idx) requireModelAccess(p, idx, "read", name);
     else if (!m || !mayFollow(p, m)) throw notFound("model", name);
-    if (!m) throw new StewardError("not-found", `model ${name} has never been migrated`);
+    if (!m) {
+      // The target's side: the migration that brought the model here, if one did.
+      const arrived = idx?.model ? await store.get(keys.migrationArrival(idx.uuid)) : undefined;
+      if (arrived && idx?.model) return arrival(JSON.parse(arrived.value) as MigrationArrivalDoc, idx.model);
+      throw new StewardError("not-found", `model ${name} has never been migrated`);
+    }
     const agents = migrationActive(m) && idx ? await agentReports(store, cache, m) : undefined;
     return info(m, agents);
   });
@@ -193,6 +198,10 @@ async function checkTarget(t: z.infer<typeof MigrateRequest>["target"], idx: Mod
     anonymous.close();
     client.close();
   }
+}
+
+function arrival(a: MigrationArrivalDoc, model: ModelDoc): MigrationArrivalInfo {
+  return { arrival: { id: a.id, model: { uuid: model.uuid, name: model.name }, source: { controller: a.source, name: a.sourceName ?? "" }, ...(a.stagedAt ? { stagedAt: a.stagedAt } : {}), arrivedAt: a.at } };
 }
 
 function info(m: MigrationDoc, agents: MigrationInfo["agents"] | undefined): MigrationInfo {

@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import { StewardError, notFound } from "../../api";
 import type { ImportDeps, ImportResult, MachineDoc, MigrationArrivalDoc, MigrationDoc, MigrationStageDoc, ModelDoc, ModelExport, UnitDoc } from "../state";
-import { importModel, keys, migrationActive, upgradeModelExport } from "../state";
+import { checkLocalDirs, importModel, keys, migrationActive, upgradeModelExport } from "../state";
 import { CHUNK_BYTES } from "../state/keys";
 import type { Op, Store } from "../store";
 import { absent, unchanged } from "../store";
@@ -33,6 +33,7 @@ export class MigrationStaging {
     const doc = upgradeModelExport(raw);
     const model = doc.documents.model?.[""] as ModelDoc | undefined;
     if (!model?.uuid || !model.name) throw new StewardError("invalid-request", "migration: the export holds no model");
+    await checkLocalDirs(this.o.importDeps.checkLocalDir, doc);
     const { store } = this.o;
     if (await store.get(keys.model(model.uuid))) throw new StewardError("already-exists", `model ${model.name} (uuid ${model.uuid}) already exists on this controller`, { details: { kind: "model", name: model.name } });
     if (await store.get(keys.modelName(model.name))) throw new StewardError("already-exists", `this controller already has a model named "${model.name}": rename or remove it, then migrate again`, { details: { kind: "model", name: model.name } });
@@ -71,7 +72,7 @@ export class MigrationStaging {
     const m = JSON.parse(meta.value) as MigrationStageDoc;
     if (m.model !== model) throw new StewardError("invalid-request", `migration ${id} staged model ${m.model}, not ${model}`);
     const doc = await this.read(m);
-    const arrival: MigrationArrivalDoc = { id, source: m.source, at: new Date().toISOString() };
+    const arrival: MigrationArrivalDoc = { id, source: m.source, sourceName: doc.source.controllerName, stagedAt: m.createdAt, at: new Date().toISOString() };
     // A model coming back: this controller's record of moving it away (which redirects its clients,
     // and keeps provisioners off it) ends as it becomes live here again.
     const left = await this.o.store.get(keys.migration(model));

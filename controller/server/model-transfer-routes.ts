@@ -11,12 +11,16 @@
 import type { FastifyInstance } from "fastify";
 import { Name, StewardError, notFound, parseRequest } from "../../api";
 import type { Bundle } from "../../api";
-import type { StateCache, StateOps } from "../state";
+import type { ImportDeps, StateCache, StateOps } from "../state";
 import { MAX_MODEL_EXPORT_BYTES, exportModel, importModel } from "../state";
 import type { Store } from "../store";
 import { authenticate, requireModelAccess, requireSuperuser } from "./auth";
 
-export interface ModelTransferDeps { cache: StateCache; ops: StateOps; store: Store; leadershipLeaseSeconds: number; operatorQuotaBytes: number }
+export interface ModelTransferDeps {
+  cache: StateCache; ops: StateOps; store: Store; leadershipLeaseSeconds: number; operatorQuotaBytes: number;
+  /** Where an imported local machine's agent may run (provisioner/local-dir-rule.ts). */
+  checkLocalDir: ImportDeps["checkLocalDir"];
+}
 
 export function registerModelTransferRoutes(app: FastifyInstance, deps: ModelTransferDeps): void {
   const { cache } = deps;
@@ -35,7 +39,7 @@ export function registerModelTransferRoutes(app: FastifyInstance, deps: ModelTra
     const q = req.query as { name?: string };
     const name = q.name === undefined ? undefined : parseRequest(Name, q.name, "model name");
     if (req.body === undefined || req.body === null) throw new StewardError("invalid-request", "model export: the request has no body; send the export's JSON");
-    const res = await importModel({ store: deps.store, leaseSeconds: deps.leadershipLeaseSeconds, putOperator: (b: Bundle) => deps.ops.putOperator(b, { quotaBytes: deps.operatorQuotaBytes }) }, req.body, name === undefined ? {} : { name });
+    const res = await importModel({ store: deps.store, leaseSeconds: deps.leadershipLeaseSeconds, putOperator: (b: Bundle) => deps.ops.putOperator(b, { quotaBytes: deps.operatorQuotaBytes }), checkLocalDir: deps.checkLocalDir }, req.body, name === undefined ? {} : { name });
     await cache.waitForRevision(res.revision);
     reply.code(201);
     return res;

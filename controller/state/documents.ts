@@ -196,6 +196,10 @@ export interface MigrationArrivalDoc {
   id: string;
   /** The source controller's uuid: a cloud model's instances are tagged with it until the target adopts them. */
   source: string;
+  /** The source controller's name, as its export gave it (show-migration on this controller names it). */
+  sourceName?: string;
+  /** When the source staged the model here (the migration's IMPORT). */
+  stagedAt?: string;
   at: string;
   /** When this controller took over the model's cloud instances (cloud models only). */
   adoptedAt?: string;

@@ -9,11 +9,12 @@
  * v2, touching only that model's data.
  *
  * {@link checkModelExport} refuses what a hostile or damaged file could hold before any of it is
- * used: the wrong shape, unknown kinds, ids that are not names, prototype keys, future versions.
+ * used: the wrong shape, unknown kinds, ids that are not names, prototype keys, future versions,
+ * and any document that does not fit its kind's schema (document-schemas.ts).
  */
 import type { Bundle } from "../../api";
-import { StewardError } from "../../api";
-import type { KindName } from "./registry";
+import { StewardError, describeIssues } from "../../api";
+import type { KindName, KindSpec } from "./registry";
 import { EXPORTED_KINDS, KIND, classifyKey, keyOf } from "./registry";
 
 export const MODEL_EXPORT_FORMAT = "steward-model";
@@ -106,6 +107,15 @@ function upgradeV1(v1: Record<string, unknown>): Record<string, unknown> {
   return { ...v1, version: 2, documents, versions: { revision, bags } };
 }
 
+/** Refuses a document that does not fit its kind's schema, naming its place in the file and the field. */
+function checkDocument(spec: KindSpec, id: string, value: unknown): void {
+  const res = spec.schema?.safeParse(value);
+  if (!res || res.success) return;
+  const issue = res.error.issues[0]!;
+  const field = issue.path.map(String).join(".");
+  throw bad(`documents["${spec.name}"][${JSON.stringify(id)}] does not fit a ${spec.name} document: ${describeIssues(res.error.issues)}`, { kind: spec.name, id, ...(field ? { path: field } : {}) });
+}
+
 /** Checks a v2 document's shape and every id in it; returns it typed. */
 export function checkModelExport(doc: Record<string, unknown>): ModelExport {
   for (const field of ["documents", "versions", "operators", "references", "source"]) if (!isObject(doc[field])) throw bad(`"${field}" must be an object`);
@@ -120,6 +130,7 @@ export function checkModelExport(doc: Record<string, unknown>): ModelExport {
       const ok = (id === "" || id.split("/").every((s) => SEGMENT.test(s))) && classifyKey(keyOf(spec, "m", id))?.kind === spec;
       if (!ok) throw bad(`documents["${kind}"] has an id that is not valid for that kind: ${JSON.stringify(id.slice(0, 80))}`, { kind });
     }
+    for (const [id, value] of Object.entries(group)) checkDocument(spec, id, value);
   }
   const model = (documents.model as Record<string, unknown> | undefined)?.[""];
   if (!isObject(model)) throw bad(`documents.model[""] (the model itself) is missing`);

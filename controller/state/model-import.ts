@@ -7,7 +7,13 @@
  * Agents keep their credentials (the machines' hashes travel as stored) and their hook state: the
  * databags keep the versions they were served on the source (imported-revisions.ts), and the
  * sequences travel, so no id is reused and no hook runs again.
+ *
+ * What the file says is not trusted: every document fits its kind's schema (model-format.ts), a
+ * local machine's directory passes this controller's rule (ImportDeps.checkLocalDir), and access
+ * for a user this controller does not have is dropped (it would go to whoever later gets the name).
+ * A copy under a new name beside its original gets an identity of its own (see {@link asCopy}).
  */
+import { randomUUID } from "node:crypto";
 import type { Bundle } from "../../api";
 import { Name, StewardError, alreadyExists, bundleHash } from "../../api";
 import type { Compare, Op, Store } from "../store";
@@ -29,6 +35,8 @@ export interface ImportDeps {
   /** Stores an operator bundle (StateOps.putOperator: validated, quota-checked, idempotent by hash). */
   putOperator: (bundle: Bundle) => Promise<unknown>;
   leaseSeconds: number;
+  /** The problem with a local machine's directory named by the file, if any (provisioner/local-dir-rule.ts). */
+  checkLocalDir: (dir: string, model: string, machine: string) => Promise<string | undefined>;
 }
 
 export interface ImportResult {
@@ -39,8 +47,10 @@ export interface ImportResult {
   documents: Partial<Record<KindName, number>>;
   /** The version of the file before it was upgraded. */
   fromVersion: number;
-  /** Users the model's access names that this controller does not have (the access is kept; add the users). */
+  /** Users the model's access names that this controller does not have: their access was dropped (add the user, then grant). */
   missingUsers: string[];
+  /** Set when the model was imported as a copy beside its original here: the original's uuid (the copy has a new one). */
+  copyOf?: string;
 }
 
 function bad(what: string): StewardError {
@@ -59,19 +69,32 @@ export interface ImportOptions {
 
 export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOptions = {}): Promise<ImportResult> {
   const fromVersion = (raw as { version?: number } | null)?.version ?? 0;
-  const doc = upgradeModelExport(raw);
+  let doc = upgradeModelExport(raw);
+  const { store } = deps;
+  const original = (doc.documents.model![""] as ModelDoc).uuid;
+  // Imported under a new name where the original lives: a copy, which must not pass for it.
+  const copy = opts.name !== undefined && (await store.get(keys.model(original))) !== undefined;
+  if (copy) doc = asCopy(doc, randomUUID());
   const model = { ...(doc.documents.model![""] as ModelDoc) };
   const uuid = model.uuid;
   if (opts.name !== undefined) model.name = opts.name;
   if (!Name.safeParse(model.name).success) throw bad(`the model name "${model.name.slice(0, 80)}" is not a valid name`);
   if (model.life !== "alive") throw bad(`the model is ${String(model.life)}: only a living model can be imported`);
   checkReferences(doc);
+  await checkLocalDirs(deps.checkLocalDir, doc);
 
   // Clear refusals before anything is written; the transaction's compares hold the line against races.
-  const { store } = deps;
   if (await store.get(keys.modelName(model.name))) throw alreadyExists("model", model.name);
-  if (await store.get(keys.model(uuid))) throw new StewardError("already-exists", `a model with uuid ${uuid} already exists on this controller (imported before, or the model it came from)`, { details: { kind: "model", name: uuid } });
+  if (await store.get(keys.model(uuid))) throw new StewardError("already-exists", `a model with uuid ${uuid} already exists on this controller (imported before, or the model it came from): import it with --name NEW to make a copy with its own identity`, { details: { kind: "model", name: uuid } });
   const compare: Compare[] = [absent(keys.modelName(model.name)), absent(keys.model(uuid)), ...(opts.alsoCompare ?? [])];
+
+  // Access only for users this controller has, and only while they stay (a user removed meanwhile fails the transaction).
+  const missingUsers: string[] = [];
+  for (const user of Object.keys(doc.documents.access ?? {})) {
+    const kv = await store.get(keys.user(user));
+    if (kv) compare.push(unchanged(kv.key, kv.modRevision));
+    else missingUsers.push(user);
+  }
   const ops: Op[] = [...(opts.alsoDo ?? [])];
   // Written first: the cache reads versions for the bags that follow it in the same revision.
   const origin: ImportedRevisionsDoc = { sourceRevision: doc.versions.revision, versions: doc.versions.bags };
@@ -95,6 +118,7 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
   try {
     for (const [kind, group] of Object.entries(doc.documents) as [KindName, Record<string, unknown>][]) {
       for (const [id, value] of Object.entries(group)) {
+        if (kind === "access" && missingUsers.includes(id)) continue;
         let v = value;
         if (kind === "model") v = model;
         if (kind === "leader") {
@@ -115,14 +139,41 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
     // Bundles before the model: an application must never name an operator the store lacks.
     for (const bundle of Object.values(doc.operators)) await deps.putOperator(bundle);
     const res = await store.txn({ compare, success: ops });
-    if (!res.succeeded) throw new StewardError("already-exists", `model "${model.name}" (or its uuid) was created while it was being imported${opts.refusedBecause ? `, or ${opts.refusedBecause}` : ""}`, { details: { kind: "model", name: model.name } });
-    const users = Object.keys(doc.documents.access ?? {});
-    const present = await Promise.all(users.map((u) => store.get(keys.user(u))));
-    return { name: model.name, uuid, revision: res.revision, documents: counts, fromVersion, missingUsers: users.filter((_, i) => !present[i]) };
+    if (!res.succeeded) throw new StewardError("already-exists", `model "${model.name}" (or its uuid) was created while it was being imported, or a user it grants access to was removed${opts.refusedBecause ? `, or ${opts.refusedBecause}` : ""}`, { details: { kind: "model", name: model.name } });
+    return { name: model.name, uuid, revision: res.revision, documents: counts, fromVersion, missingUsers, ...(copy ? { copyOf: original } : {}) };
   } catch (err) {
     for (const l of leases) await store.revokeLease(l).catch(() => undefined);
     if (err instanceof ValueTooLargeError) throw bad(`a document is too large for this store (${err.bytes} bytes, at most ${err.limit})`);
     throw err;
+  }
+}
+
+/**
+ * The export as a copy of its model under `uuid`. Its machines are new machines: no agent of the
+ * original may log in as one of them (credential hashes dropped), none runs in an original's
+ * directory, and the instances and agent records of the original are not the copy's (install and
+ * machine-info records, agents' hook state dropped), so the copy's substrate gives them agents of
+ * their own as for any new machine. A kubernetes copy would share the original's namespace: refused.
+ */
+function asCopy(doc: ModelExport, uuid: string): ModelExport {
+  const model = doc.documents.model![""] as ModelDoc;
+  if (model.kubernetes) throw bad(`a copy of kubernetes model "${model.name}" would share namespace "${model.kubernetes.namespace}" with the original here; import it on another controller, or remove the original first`);
+  const machines = Object.fromEntries(Object.entries((doc.documents.machine ?? {}) as Record<string, MachineDoc>).map(([id, m]) => {
+    const { credentialHash: _hash, localDir: _dir, ...rest } = m;
+    return [id, rest];
+  }));
+  const { "machine-install": _install, "machine-info": _info, "unit-hook-state": _hooks, ...kept } = doc.documents;
+  return { ...doc, documents: { ...kept, model: { "": { ...model, uuid } }, ...(doc.documents.machine ? { machine: machines } : {}) } };
+}
+
+/** Refuses a machine directory that is not a local machine's or that this controller's rule does not allow. */
+export async function checkLocalDirs(check: ImportDeps["checkLocalDir"], doc: ModelExport): Promise<void> {
+  const uuid = (doc.documents.model![""] as ModelDoc).uuid;
+  for (const [id, m] of Object.entries((doc.documents.machine ?? {}) as Record<string, MachineDoc>)) {
+    if (m.localDir === undefined) continue;
+    if (m.substrate !== "local") throw bad(`documents["machine"]["${id}"].localDir is only for local machines, not ${m.substrate}`);
+    const problem = await check(m.localDir, uuid, id);
+    if (problem) throw new StewardError("invalid-request", `model export: documents["machine"]["${id}"].localDir: ${problem}`, { details: { field: "export", kind: "machine", id, path: "localDir" } });
   }
 }
 

@@ -2,9 +2,12 @@
  * The registry of document kinds: for every kind of key in the store, its path, which model it
  * belongs to, whether the state cache keeps it and whether a model export carries it (or why not).
  * keys.ts builds its keys and CACHED_PREFIXES from it; the cache classifies keys through
- * {@link classifyKey}; export and import walk {@link EXPORTED_KINDS}. A new kind of document is
- * added here once (test/state-registry.test.ts pins the layout).
+ * {@link classifyKey}; export and import walk {@link EXPORTED_KINDS}, and an import checks each
+ * document against the schema registered with its kind (document-schemas.ts). A new kind of
+ * document is added here once (test/state-registry.test.ts pins the layout).
  */
+import type { z } from "zod";
+import { DOCUMENT_SCHEMAS as S } from "./document-schemas";
 
 /** A path segment: a literal, the model's uuid, or the document's id (the rest of the key, slashes included). */
 type Segment = string | typeof MODEL | typeof ID;
@@ -32,12 +35,15 @@ export interface KindSpec {
    * otherwise the reason it is left out.
    */
   exported: true | string;
+  /** The shape of an exported kind's documents, checked on import (document-schemas.ts). */
+  schema?: z.ZodType;
   /** Model kinds no agent view is built from: status reports and the like, written often and read by no agent. */
   notInAgentViews?: true;
 }
 
-const kind = (name: KindName, path: Segment[], cached: boolean, exported: true | string, notInAgentViews = false): KindSpec =>
-  ({ name, path, cached, exported, ...(notInAgentViews ? { notInAgentViews: true as const } : {}) });
+/** `exported` is the schema of an exported kind's documents, or why the kind is not exported. */
+const kind = (name: KindName, path: Segment[], cached: boolean, exported: z.ZodType | string, notInAgentViews = false): KindSpec =>
+  ({ name, path, cached, ...(typeof exported === "string" ? { exported } : { exported: true as const, schema: exported }), ...(notInAgentViews ? { notInAgentViews: true as const } : {}) });
 const CONTROLLER_WIDE = "controller-wide, not one model's";
 
 /** Every kind; the order of model kinds is the order an export lists them (documents before what refers to them). */
@@ -74,35 +80,35 @@ export const KINDS: readonly KindSpec[] = [
   kind("migration-stage-chunk", ["blobs", "migration-stages", ID], false, "an import staged on the target, not yet a model"),
   kind("migration-arrival", ["migration-arrivals", ID], false, "the target's record that a migration brought the model"),
 
-  kind("model", ["models", MODEL], true, true),
-  kind("access", ["models", MODEL, "access", ID], true, true, true),
+  kind("model", ["models", MODEL], true, S["model"]),
+  kind("access", ["models", MODEL, "access", ID], true, S["access"], true),
   // Sequences travel so that ids are never reused: agents remember relation ids and the last task id they ran.
-  kind("machine-seq", ["models", MODEL, "seq", "machine"], false, true),
-  kind("relation-seq", ["models", MODEL, "seq", "relation"], false, true),
-  kind("task-seq", ["models", MODEL, "seq", "task"], false, true),
+  kind("machine-seq", ["models", MODEL, "seq", "machine"], false, S["machine-seq"]),
+  kind("relation-seq", ["models", MODEL, "seq", "relation"], false, S["relation-seq"]),
+  kind("task-seq", ["models", MODEL, "seq", "task"], false, S["task-seq"]),
   kind("operator-seq", ["models", MODEL, "seq", "operators"], false, "orders the model's operator quota checks (each writes it), so two deploys cannot both pass one; starts afresh anywhere"),
-  kind("machine", ["models", MODEL, "machines", ID], true, true),
-  kind("machine-info", ["models", MODEL, "machine-info", ID], true, true, true),
-  kind("machine-install", ["models", MODEL, "machine-install", ID], true, true, true),
-  kind("app", ["models", MODEL, "apps", ID], true, true),
-  kind("app-status", ["models", MODEL, "app-status", ID], true, true, true),
-  kind("unit", ["models", MODEL, "units", ID], true, true),
-  kind("unit-status", ["models", MODEL, "unit-status", ID], true, true, true),
-  kind("unit-failure", ["models", MODEL, "unit-failure", ID], false, true),
+  kind("machine", ["models", MODEL, "machines", ID], true, S["machine"]),
+  kind("machine-info", ["models", MODEL, "machine-info", ID], true, S["machine-info"], true),
+  kind("machine-install", ["models", MODEL, "machine-install", ID], true, S["machine-install"], true),
+  kind("app", ["models", MODEL, "apps", ID], true, S["app"]),
+  kind("app-status", ["models", MODEL, "app-status", ID], true, S["app-status"], true),
+  kind("unit", ["models", MODEL, "units", ID], true, S["unit"]),
+  kind("unit-status", ["models", MODEL, "unit-status", ID], true, S["unit-status"], true),
+  kind("unit-failure", ["models", MODEL, "unit-failure", ID], false, S["unit-failure"]),
   // A copy of a pod's unit's hook state (its agent's, after each commit): a pod made again on an empty claim resumes from it.
-  kind("unit-hook-state", ["models", MODEL, "unit-hook-state", ID], false, true, true),
-  kind("ports", ["models", MODEL, "unit-ports", ID], true, true, true),
-  kind("relation", ["models", MODEL, "relations", ID], true, true),
-  kind("scope", ["models", MODEL, "relation-scope", ID], true, true),
-  kind("relation-data", ["models", MODEL, "relation-data", ID], true, true),
-  kind("leader", ["models", MODEL, "leaders", ID], true, true),
-  kind("leader-data", ["models", MODEL, "leader-data", ID], true, true),
-  kind("task-queue", ["models", MODEL, "task-queue", ID], true, true),
+  kind("unit-hook-state", ["models", MODEL, "unit-hook-state", ID], false, S["unit-hook-state"], true),
+  kind("ports", ["models", MODEL, "unit-ports", ID], true, S["ports"], true),
+  kind("relation", ["models", MODEL, "relations", ID], true, S["relation"]),
+  kind("scope", ["models", MODEL, "relation-scope", ID], true, S["scope"]),
+  kind("relation-data", ["models", MODEL, "relation-data", ID], true, S["relation-data"]),
+  kind("leader", ["models", MODEL, "leaders", ID], true, S["leader"]),
+  kind("leader-data", ["models", MODEL, "leader-data", ID], true, S["leader-data"]),
+  kind("task-queue", ["models", MODEL, "task-queue", ID], true, S["task-queue"]),
   // Written by an import (imported-revisions.ts); an export carries the versions it holds in its own form.
   kind("imported-revisions", ["models", MODEL, "imported-revisions"], true, "folded into the export's databag versions"),
-  kind("task", ["tasks", MODEL, ID], false, true),
-  kind("operation", ["operations", MODEL, ID], false, true),
-  kind("status-history", ["status-history", MODEL, ID], false, true),
+  kind("task", ["tasks", MODEL, ID], false, S["task"]),
+  kind("operation", ["operations", MODEL, ID], false, S["operation"]),
+  kind("status-history", ["status-history", MODEL, ID], false, S["status-history"]),
   // Presence is bound to a lease of the source replica that held the agent's connection: on the
   // target, the agent's own connection makes it anew.
   kind("presence", ["presence", MODEL, ID], true, "bound to the lease of the source replica holding the agent's connection; made anew when the agent connects", true),
