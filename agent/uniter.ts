@@ -346,16 +346,20 @@ export class Uniter {
     if (this.closed) return; // the agent is stopping: the next one reports it cut off
     if (!result.ran) action.fail(`the operator has no executable actions/${task.action} (nor a dispatch)`);
     let report = action.report(this.name, result.exitCode, result.tail);
+    // What the unit believes open, as after a hook: the next hook or action's opened-ports (and so
+    // its close-port of a port it moved away from) starts from what this action left.
+    let ports: string[] | undefined;
     if (report.status === "completed") {
       const commit = ctx.commit([]);
       try {
         if (!HookRunContext.isEmpty(commit)) await this.d.conn.call("hook.commit", commit);
+        if (commit.ports) ports = ctx.openedPorts();
       } catch (err) {
         action.fail(`its relation data or ports were refused: ${(err as Error).message}`);
         report = action.report(this.name, result.exitCode, result.tail);
       }
     }
-    await this.save({ ...this.state, runningTask: undefined, unsentTask: report });
+    await this.save({ ...this.state, ...(ports ? { ports } : {}), runningTask: undefined, unsentTask: report });
     log.info(report.status === "completed" ? "action completed" : "action failed", report.message ? { why: report.message } : {});
     // A unit waiting in error shows so again once the action is over.
     if (this.state.failedHook) {
