@@ -28,7 +28,7 @@ import type { HookToolServer } from "./hook-tools/server";
 import type { MachineLock } from "./machine-lock";
 import type { OperatorStore } from "./operators";
 import type { Decision } from "./resolver";
-import { applyDecision, commitHook, nextAction, nextHook } from "./resolver";
+import { applyDecision, commitHook, configHash, nextAction, nextHook } from "./resolver";
 import type { Readiness } from "./readiness";
 import { unitReadiness } from "./readiness";
 import { reconcileRestore } from "./restore-epoch";
@@ -102,6 +102,8 @@ export class Uniter {
   private wasInError = false;
   /** The agent status last reported, so idle is sent once per quiet period. */
   private reportedAgent: "executing" | "idle" | "error" | undefined;
+  /** The operator and config hash last reported applied (with idle). */
+  private reportedApplied: string | undefined;
   private intervalS = 300;
   private leaderTimer?: NodeJS.Timeout;
   private claiming = false;
@@ -198,13 +200,22 @@ export class Uniter {
       if (await this.settleActions()) continue;
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const address = connectedAddress(this.d.conn);
-      const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}), ...(this.d.workloads ? { workloads: this.d.workloads.ready() } : {}) });
+      const view = this.view;
+      const decision = nextHook(view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}), ...(this.d.workloads ? { workloads: this.d.workloads.ready() } : {}) });
       switch (decision.kind) {
         case "idle": {
           const task = nextAction(this.view, this.state);
           if (task) { await this.d.lock.run(() => (this.d.paused?.() ? Promise.resolve() : this.runAction(task))); break; }
-          // Idle only when nothing is left to do: never between two hooks that are already due.
-          if (!this.state.failedHook && this.reportedAgent !== "idle") { this.reportedAgent = "idle"; this.d.reporter.post(this.name, { agent: { current: "idle", message: "" } }); }
+          // Idle only when nothing is left to do: never between two hooks that are already due. Then the
+          // unit has run the hooks for this view's operator and config: said with it, so that a wait
+          // after a change can tell this idle from the one before the change reached the unit.
+          const applied = { operator: view.operator.hash, config: configHash(view.config) };
+          const fresh = this.reportedApplied !== `${applied.operator}/${applied.config}`;
+          if (!this.state.failedHook && (this.reportedAgent !== "idle" || fresh)) {
+            this.reportedAgent = "idle";
+            this.reportedApplied = `${applied.operator}/${applied.config}`;
+            this.d.reporter.post(this.name, { agent: { current: "idle", message: "" }, applied });
+          }
           return;
         }
         case "dead": await this.die(); return;
