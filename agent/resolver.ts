@@ -19,9 +19,8 @@
  * the deploy order above always holds; JUJU_DEPARTING_UNIT-style `departingUnit` names the remote
  * unit when it leaves or the integration ends, and the unit itself when it is the one going.
  */
-import { createHash } from "node:crypto";
 import type { QueuedAction, RelationView, UnitView } from "../api/core";
-import { workloadReadyHook } from "../api/core";
+import { configHash, workloadReadyHook } from "../api/core";
 import type { HookKind, HookSpec, RelationLocalState, UnitLocalState } from "./unit-state";
 
 export type Decision =
@@ -48,10 +47,8 @@ export interface ResolveOptions {
   workloads?: Record<string, string>;
 }
 
-export function configHash(config: UnitView["config"]): string {
-  const sorted = Object.fromEntries(Object.entries(config).sort(([a], [b]) => a.localeCompare(b)));
-  return createHash("sha256").update(JSON.stringify(sorted)).digest("hex").slice(0, 16);
-}
+// Shared with the controller, which shows the hash an application wants beside the one each unit applied.
+export { configHash };
 
 const simple = (kind: HookKind): HookSpec => ({ kind, name: kind });
 

@@ -28,7 +28,7 @@ import type { HookToolServer } from "./hook-tools/server";
 import type { MachineLock } from "./machine-lock";
 import type { OperatorStore } from "./operators";
 import type { Decision } from "./resolver";
-import { applyDecision, commitHook, nextAction, nextHook } from "./resolver";
+import { applyDecision, commitHook, configHash, nextAction, nextHook } from "./resolver";
 import type { Readiness } from "./readiness";
 import { unitReadiness } from "./readiness";
 import { reconcileRestore } from "./restore-epoch";
@@ -102,6 +102,8 @@ export class Uniter {
   private wasInError = false;
   /** The agent status last reported, so idle is sent once per quiet period. */
   private reportedAgent: "executing" | "idle" | "error" | undefined;
+  /** The operator and config hash last reported applied (with idle). */
+  private reportedApplied: string | undefined;
   private intervalS = 300;
   private leaderTimer?: NodeJS.Timeout;
   private claiming = false;
@@ -198,13 +200,22 @@ export class Uniter {
       if (await this.settleActions()) continue;
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const address = connectedAddress(this.d.conn);
-      const decision = nextHook(this.view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}), ...(this.d.workloads ? { workloads: this.d.workloads.ready() } : {}) });
+      const view = this.view;
+      const decision = nextHook(view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}), ...(this.d.workloads ? { workloads: this.d.workloads.ready() } : {}) });
       switch (decision.kind) {
         case "idle": {
           const task = nextAction(this.view, this.state);
           if (task) { await this.d.lock.run(() => (this.d.paused?.() ? Promise.resolve() : this.runAction(task))); break; }
-          // Idle only when nothing is left to do: never between two hooks that are already due.
-          if (!this.state.failedHook && this.reportedAgent !== "idle") { this.reportedAgent = "idle"; this.d.reporter.post(this.name, { agent: { current: "idle", message: "" } }); }
+          // Idle only when nothing is left to do: never between two hooks that are already due. Then the
+          // unit has run the hooks for this view's operator and config: said with it, so that a wait
+          // after a change can tell this idle from the one before the change reached the unit.
+          const applied = { operator: view.operator.hash, config: configHash(view.config) };
+          const fresh = this.reportedApplied !== `${applied.operator}/${applied.config}`;
+          if (!this.state.failedHook && (this.reportedAgent !== "idle" || fresh)) {
+            this.reportedAgent = "idle";
+            this.reportedApplied = `${applied.operator}/${applied.config}`;
+            this.d.reporter.post(this.name, { agent: { current: "idle", message: "" }, applied });
+          }
           return;
         }
         case "dead": await this.die(); return;
@@ -346,16 +357,20 @@ export class Uniter {
     if (this.closed) return; // the agent is stopping: the next one reports it cut off
     if (!result.ran) action.fail(`the operator has no executable actions/${task.action} (nor a dispatch)`);
     let report = action.report(this.name, result.exitCode, result.tail);
+    // What the unit believes open, as after a hook: the next hook or action's opened-ports (and so
+    // its close-port of a port it moved away from) starts from what this action left.
+    let ports: string[] | undefined;
     if (report.status === "completed") {
       const commit = ctx.commit([]);
       try {
         if (!HookRunContext.isEmpty(commit)) await this.d.conn.call("hook.commit", commit);
+        if (commit.ports) ports = ctx.openedPorts();
       } catch (err) {
         action.fail(`its relation data or ports were refused: ${(err as Error).message}`);
         report = action.report(this.name, result.exitCode, result.tail);
       }
     }
-    await this.save({ ...this.state, runningTask: undefined, unsentTask: report });
+    await this.save({ ...this.state, ...(ports ? { ports } : {}), runningTask: undefined, unsentTask: report });
     log.info(report.status === "completed" ? "action completed" : "action failed", report.message ? { why: report.message } : {});
     // A unit waiting in error shows so again once the action is over.
     if (this.state.failedHook) {

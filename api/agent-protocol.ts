@@ -93,6 +93,8 @@ export const UnitStatusReport = z.strictObject({
   version: z.string().max(256).optional(),
   /** With an error status: the hook that failed and the last lines of its output (for `show-unit`). */
   failure: z.strictObject({ hook: z.string().max(256), output: z.string().max(HOOK_FAILURE_OUTPUT_MAX_CHARS) }).optional(),
+  /** With idle: the operator content and config hash its hooks have run with (api/status.ts AppliedChange). */
+  applied: z.strictObject({ operator: z.string().max(128), config: z.string().max(128) }).optional(),
 });
 export type UnitStatusReport = z.infer<typeof UnitStatusReport>;
 

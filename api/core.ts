@@ -8,7 +8,7 @@
 export * from "./errors";
 export * from "./status";
 export * from "./log";
-export { bundleHash, shortHash, bundlePathProblem, checkConfigValue, coerceConfigText, fileDirectoryClash, operatorHashProblem } from "./operator";
+export { bundleHash, configHash, shortHash, bundlePathProblem, checkConfigValue, coerceConfigText, fileDirectoryClash, operatorHashProblem } from "./operator";
 export type { Bundle, BundleFileEntry, ConfigOptionType, OperatorMeta } from "./operator";
 export { readOperatorDir } from "./node/operator-dir";
 export type { ActionValue, OperationInfo, RunActionResult, TaskInfo, TaskStatus } from "./actions";

@@ -1,9 +1,14 @@
 /**
- * Typed errors with stable codes. They cross the wire as `{code, message, details}` and are rebuilt
- * into the same classes by {@link errorFromWire}, so callers branch on `code`, never on message text.
+ * Typed errors with stable codes. They cross the wire as `{code, reason, retryable, message, details}`
+ * and are rebuilt into the same classes by {@link errorFromWire}, so callers branch on `code` and
+ * `reason` (api/error-reasons.ts), never on message text.
  *
  * Codes are a permanent contract: never rename or reuse one.
  */
+import type { ErrorReason } from "./error-reasons";
+import { ErrorReasons, isErrorReason } from "./error-reasons";
+export { ErrorReasons, isErrorReason } from "./error-reasons";
+export type { ErrorReason, ErrorReasonSpec } from "./error-reasons";
 
 export const ErrorCodes = {
   invalidRequest: "invalid-request",
@@ -42,24 +47,34 @@ const httpStatusByCode: Record<ErrorCode, number> = {
 
 export interface WireError {
   code: ErrorCode;
+  /** Absent from older controllers and from errors no caller branches on. */
+  reason?: ErrorReason;
+  /** Absent from older controllers: then the reason's default, or the code's. */
+  retryable?: boolean;
   message: string;
   details?: Record<string, unknown>;
 }
+
+/** Whether a call that failed with `code` may succeed if tried again, when nothing more is known. */
+const retryableByDefault = (code: ErrorCode): boolean => code === "unavailable" || code === "conflict";
 
 /** The base of every error Steward raises on purpose. Check with {@link StewardError.isInstance}. */
 export class StewardError extends Error {
   public readonly __stewardError = true;
   public readonly code: ErrorCode;
   public readonly details: Record<string, unknown>;
+  /** Why, finer than the code, where callers branch on it (api/error-reasons.ts). */
+  public readonly reason: ErrorReason | undefined;
   /** True when the same call may succeed if simply tried again. */
   public readonly retryable: boolean;
 
-  constructor(code: ErrorCode, message: string, opts: { details?: Record<string, unknown>; retryable?: boolean; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, message: string, opts: { details?: Record<string, unknown>; reason?: ErrorReason; retryable?: boolean; cause?: unknown } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "StewardError";
     this.code = code;
     this.details = opts.details ?? {};
-    this.retryable = opts.retryable ?? (code === "unavailable" || code === "conflict");
+    this.reason = opts.reason;
+    this.retryable = opts.retryable ?? (opts.reason ? ErrorReasons[opts.reason].retryable : retryableByDefault(code));
   }
 
   get httpStatus(): number {
@@ -67,7 +82,7 @@ export class StewardError extends Error {
   }
 
   toWire(): WireError {
-    const out: WireError = { code: this.code, message: this.message };
+    const out: WireError = { code: this.code, ...(this.reason ? { reason: this.reason } : {}), retryable: this.retryable, message: this.message };
     if (Object.keys(this.details).length > 0) out.details = this.details;
     return out;
   }
@@ -95,7 +110,12 @@ export function errorFromWire(body: unknown, httpStatus: number): StewardError {
   if (typeof body === "object" && body !== null && typeof (body as WireError).code === "string") {
     const w = body as WireError;
     const code = (Object.values(ErrorCodes) as string[]).includes(w.code) ? w.code : "internal";
-    return new StewardError(code, String(w.message ?? "unknown error"), { details: w.details });
+    // An older controller put some reasons in details only; a reason this client does not know is dropped.
+    const legacy = w.details?.reason;
+    const reason = isErrorReason(w.reason) ? w.reason : isErrorReason(legacy) ? legacy : undefined;
+    return new StewardError(code, String(w.message ?? "unknown error"), {
+      details: w.details, ...(reason ? { reason } : {}), ...(typeof w.retryable === "boolean" ? { retryable: w.retryable } : {}),
+    });
   }
   const byStatus: Record<number, ErrorCode> = { 400: "invalid-request", 401: "unauthorized", 403: "forbidden", 404: "not-found", 409: "conflict", 429: "rate-limited", 503: "unavailable" };
   const code: ErrorCode = byStatus[httpStatus] ?? (httpStatus >= 500 ? "internal" : "invalid-request");

@@ -329,6 +329,15 @@ export function operatorHashProblem(hash: string): string | undefined {
  * then, in path order, each file's path, mode and content, every variable-length field preceded
  * by its byte length, so no two different bundles encode to the same bytes.
  */
+/**
+ * The hash of an effective config, key order aside: the agent runs config-changed when it changes,
+ * and reports it as the config it applied; the controller shows the one an application wants.
+ */
+export function configHash(config: Record<string, string | number | boolean>): string {
+  const sorted = Object.fromEntries(Object.entries(config).sort(([a], [b]) => a.localeCompare(b)));
+  return createHash("sha256").update(JSON.stringify(sorted)).digest("hex").slice(0, 16);
+}
+
 export function bundleHash(bundle: Bundle): string {
   const h = createHash("sha256");
   h.update("steward-operator-v2\0");

@@ -21,6 +21,22 @@ export interface UnitStatusView {
   agent: StatusInfo<AgentStatus>;
   address?: string;
   ports: string[];
+  /** What its hooks last ran with, reported by its agent each time it goes idle (absent from older agents). */
+  applied?: AppliedChange;
+}
+
+/**
+ * A change units apply by running hooks: the operator content (install/upgrade) and the effective
+ * config, as a hash (config-changed). An application wants one; each unit says which it applied.
+ */
+export interface AppliedChange { operator: string; config: string }
+
+/**
+ * Whether a unit has applied what its application wants: a unit still active/idle from before a
+ * change has not. Without both sides (an older agent or controller) active/idle has to do.
+ */
+export function hasApplied(applied: AppliedChange | undefined, wanted: AppliedChange | undefined): boolean {
+  return !applied || !wanted || (applied.operator === wanted.operator && applied.config === wanted.config);
 }
 
 export interface ApplicationStatusView {
@@ -32,6 +48,8 @@ export interface ApplicationStatusView {
   scale: number;
   units: Record<string, UnitStatusView>;
   config: Record<string, string | number | boolean>;
+  /** The change its units are to apply (absent from older controllers): see {@link hasApplied}. */
+  wanted?: AppliedChange;
 }
 
 export interface MachineStatusView {

@@ -51,7 +51,7 @@ export abstract class ControllerCommand extends BaseCommand {
   private client?: ControllerClient;
 
   protected override explain(err: StewardError): string {
-    if (err.details.reason !== "untrusted-certificate" || !this.entryName) return err.message;
+    if (err.reason !== "untrusted-certificate" || !this.entryName) return err.message;
     const config = join(this.home, "controllers.json");
     const localCa = this.entry?.dataDir ? `, or put its current CA (${join(this.entry.dataDir, "ca.crt")}) in the entry's caCert` : "";
     return `cannot trust controller "${this.entryName}": ${err.message}. If it was re-created on purpose, this client's entry is stale: remove "${this.entryName}" from ${config}${localCa}. Otherwise do not send it your credentials.`;

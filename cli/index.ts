@@ -14,5 +14,7 @@ export type { ClientConfig, ControllerEntry } from "./client-config";
 export { startLocalController } from "../substrates";
 export { planUpgrade } from "./upgrade/plan";
 export type { UpgradePlan, ReplicaStep } from "./upgrade/plan";
+export { runUpgrade } from "./upgrade/run-upgrade";
+export type { ReplicaUpgrader } from "./upgrade/replica-upgraders";
 export { unsupportedReplicas } from "./upgrade/replica-upgraders";
 export { imageWithTag, ordinalOf } from "./upgrade/kubernetes-rollout";

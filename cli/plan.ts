@@ -1,6 +1,6 @@
 /** The changes that take a model from what the controller has to what a model file says. */
-import type { ControllerClient, ModelStatus } from "../api/core";
-import { StewardError, integrationJoins, shortHash } from "../api/core";
+import type { AppliedChange, ControllerClient, ModelStatus } from "../api/core";
+import { StewardError, changeOf, integrationJoins, shortHash } from "../api/core";
 import type { DesiredApplication, ModelDefinition } from "./model-file";
 
 export type Change =
@@ -73,8 +73,12 @@ export function describePlan(model: string, changes: Change[]): string {
   return lines.join("\n") + "\n";
 }
 
-/** Carries out a plan in a safe order; `progress` hears each step. */
-export async function applyChanges(client: ControllerClient, model: string, def: ModelDefinition, changes: Change[], progress: (line: string) => void): Promise<void> {
+/**
+ * Carries out a plan in a safe order; `progress` hears each step. Returns what each upgraded or
+ * reconfigured application wants its units to apply, for the wait after it.
+ */
+export async function applyChanges(client: ControllerClient, model: string, def: ModelDefinition, changes: Change[], progress: (line: string) => void): Promise<Record<string, AppliedChange>> {
+  const changed: Record<string, AppliedChange> = {};
   for (const c of changes) {
     if (c.kind === "create-model") { progress(`Creating model ${c.name}`); await client.createModel(c.name, def.updateStatusInterval ? { updateStatusInterval: def.updateStatusInterval } : undefined); }
   }
@@ -91,8 +95,8 @@ export async function applyChanges(client: ControllerClient, model: string, def:
         progress(`Deploying ${c.app.name} (${c.app.units} unit${c.app.units === 1 ? "" : "s"})`);
         await client.deploy(model, { name: c.app.name, operator: c.app.hash, units: c.app.units, ...(Object.keys(c.app.config).length ? { config: c.app.config } : {}), ...(c.app.to ? { to: c.app.to } : {}) });
         break;
-      case "upgrade": progress(`Upgrading ${c.app.name} to ${c.app.meta.version}`); await client.updateApplication(model, c.app.name, { operator: c.app.hash }); break;
-      case "config": progress(`Configuring ${c.app}`); await client.updateApplication(model, c.app, { config: c.patch }); break;
+      case "upgrade": progress(`Upgrading ${c.app.name} to ${c.app.meta.version}`); changed[c.app.name] = changeOf(await client.updateApplication(model, c.app.name, { operator: c.app.hash })); break;
+      case "config": progress(`Configuring ${c.app}`); changed[c.app] = changeOf(await client.updateApplication(model, c.app, { config: c.patch })); break;
       case "add-units": progress(`Adding ${c.count} unit(s) to ${c.app}`); await client.addUnits(model, c.app, c.count); break;
       case "integrate": progress(`Integrating ${c.a} and ${c.b}`); await client.integrate(model, c.a, c.b); break;
       default: break;
@@ -107,4 +111,5 @@ export async function applyChanges(client: ControllerClient, model: string, def:
       default: break;
     }
   }
+  return changed;
 }

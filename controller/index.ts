@@ -15,6 +15,8 @@ export { addressPrefix } from "./server/address-prefix";
 export { MAX_TOKEN_LIFETIME_MS, credentialMatches, signToken, verifyToken } from "./security/credentials";
 export { Sealer } from "./security/sealing";
 export { sendText } from "./server/ws-frames";
+// For tests of the wire error: the handler every route's errors go through.
+export { installErrorHandling } from "./server/http-api";
 // For test doubles of outside services (a fake EC2 endpoint) that need certificates.
 export { createCertificateAuthority, issueServerCertificate } from "./security/pki";
 export { initControllerDir } from "./bootstrap";

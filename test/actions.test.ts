@@ -9,8 +9,9 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import type { StewardError, TaskInfo } from "../api";
+import { unitIsReady } from "../api";
 import type { TestController } from "./harness/controller";
-import { allReady, fixturesDir, startTestController } from "./harness/controller";
+import { allReady, fixturesDir, operatorsDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 
 let tc: TestController;
@@ -123,6 +124,28 @@ test("an action cut off by its agent's death is reported failed, its process kil
   const lines = await logLines(record);
   t.is(lines.filter((l) => l === "act/0 action hang start").length, 1, lines.join("\n"));
   t.false(lines.some((l) => l.includes("outlived-its-agent")));
+});
+
+test("an action that moves a port leaves only the new one open: hello-http's restart, three times", async (t) => {
+  const hello = await tc.upload(join(operatorsDir, "hello-http"));
+  await tc.admin.createModel("act-ports");
+  await tc.admin.deploy("act-ports", { name: "web", operator: hello, units: 1 });
+  const portsOf = async (): Promise<string[]> => (await tc.admin.status("act-ports")).applications.web!.units["web/0"]!.ports;
+  await tc.waitForUnits("act-ports", (units) => units.length === 1 && unitIsReady(units[0]!) && units[0]!.ports.length === 1, "web/0 active/idle with its port open");
+  let last = await portsOf();
+  const seen = new Set(last);
+  for (let i = 0; i < 3; i++) {
+    const run = await tc.admin.runAction("act-ports", ["web/0"], "restart");
+    const task = await waitTask("act-ports", run.tasks[0]!.id);
+    t.is(task.status, "completed", task.message);
+    // Each restart picks a free port (port 0) and closes the one it served on.
+    const now = [`${String(task.results.port)}/tcp`];
+    t.deepEqual(await eventually(`only ${now[0]} open after restart ${i + 1}`, async () => { const p = await portsOf(); return p.join() === now.join() ? p : undefined; }, 15_000).catch(async () => portsOf()), now, `after restart ${i + 1} (before: ${last.join(", ")})`);
+    last = now;
+    seen.add(now[0]!);
+  }
+  t.true(seen.size > 1, "the restarts moved the port");
+  t.deepEqual((await tc.admin.status("act-ports")).applications.web!.units["web/0"]!.ports, last, "status shows only the port open now");
 });
 
 test("tasks and operations: unknown ids are 404s, bad limits 400s, and read access is enough to look", async (t) => {

@@ -5,7 +5,7 @@
  */
 import test from "ava";
 import { execFileSync } from "node:child_process";
-import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControllerClient } from "../api";
@@ -163,15 +163,22 @@ test.serial("scaling and model settings changed by hand with the steward CLI sho
   t.is(s.config.greeting, "hello");
 });
 
-test.serial("changed operator content upgrades the application in place", async (t) => {
+test.serial("changed operator content upgrades the application in place, and the update waits for every unit's upgrade hook", async (t) => {
   t.timeout(180_000);
   const yaml = join(helloDir, "operator.yaml");
   await writeFile(yaml, (await readFile(yaml, "utf8")).replace('version: "1.0.0"', 'version: "1.1.0"'));
+  // The new content's upgrade hook takes a while and leaves a mark when it ends.
+  const upgraded = join(dir, "upgraded");
+  await mkdir(upgraded, { recursive: true });
+  await writeFile(join(helloDir, "hooks", "upgrade"), `#!/bin/sh\nset -eu\nsleep 3\ntouch "${upgraded}/$(echo "$STEWARD_UNIT_NAME" | tr / -)"\n`, { mode: 0o755 });
   const r = await engine.up(program({ webUnits: 3, greeting: "hello" }));
   t.deepEqual(r.errors, []);
   t.deepEqual(r.updated, ["web"]);
   t.deepEqual(r.replaced, []);
   t.is(engine.get("web")!.outputs.operatorVersion, "1.1.0");
+  // Read as the update returned: every unit had run its upgrade hook to the end.
+  const units = Object.keys((await modelStatus()).applications.web!.units).sort();
+  t.deepEqual((await readdir(upgraded)).sort(), units.map((u) => u.replace("/", "-")));
 });
 
 test.serial("a unit stuck in error fails the up with a table of units, and the state stays consistent", async (t) => {

@@ -80,9 +80,9 @@ const UNTRUSTED_CERTIFICATE_ERRORS = new Set([
   "UNABLE_TO_GET_ISSUER_CERT", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "CERT_UNTRUSTED", "CERT_HAS_EXPIRED", "ERR_TLS_CERT_ALTNAME_INVALID",
 ]);
 
-/** The error for a replica whose certificate the pinned CA did not sign; `details.reason` lets callers name the controller. */
+/** The error for a replica whose certificate the pinned CA did not sign; its reason lets callers name the controller. */
 function untrustedCertificate(address: string, code: string, cause: unknown): StewardError {
-  return new StewardError("unavailable", `the controller at ${address} presented a certificate that the CA this client trusts for it does not accept (${code}): either the controller was re-created with a new CA, or something else answers at that address`, { cause, retryable: false, details: { reason: "untrusted-certificate", address } });
+  return new StewardError("unavailable", `the controller at ${address} presented a certificate that the CA this client trusts for it does not accept (${code}): either the controller was re-created with a new CA, or something else answers at that address`, { cause, reason: "untrusted-certificate", details: { reason: "untrusted-certificate", address } });
 }
 
 export class ControllerClient {

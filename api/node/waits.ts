@@ -6,9 +6,11 @@
 import type { ControllerClient } from "./client";
 import type { ClusterInfo } from "./client";
 import { StewardError } from "../errors";
-import type { ModelStatus, UnitStatusView } from "../status";
-import { unitIsReady } from "../status";
+import { configHash } from "../operator";
+import type { AppliedChange, ModelStatus, UnitStatusView } from "../status";
+import { hasApplied, unitIsReady } from "../status";
 import { table } from "../table";
+import type { ApplicationInfo } from "../wire";
 
 export interface WaitOptions {
   /** Applications to wait for (default: all in the model). */
@@ -20,9 +22,24 @@ export interface WaitOptions {
   ready?: (u: Pick<UnitStatusView, "workload" | "agent">) => boolean;
   /** Milliseconds between polls. @default 300 */
   intervalMs?: number;
+  /**
+   * Applications just changed, each with the change it wants now ({@link changeOf} the update's
+   * answer): the wait holds until the status shows that change (not an earlier state read from a
+   * replica that has not caught up) and every unit of it has applied it.
+   */
+  changed?: Record<string, AppliedChange>;
 }
 
-/** Resolves when every unit of the chosen applications is active/idle and no unit is being removed. */
+/** What an application wants its units to apply, from the answer to a deploy or update. */
+export function changeOf(info: Pick<ApplicationInfo, "operator" | "config">): AppliedChange {
+  return { operator: info.operator.hash, config: configHash(info.config) };
+}
+
+/**
+ * Resolves when every unit of the chosen applications is active/idle, has applied what its
+ * application wants (an upgrade or config change is waited for, not only the idle before it reached
+ * the unit), and no unit is being removed.
+ */
 export async function waitForModelReady(client: ControllerClient, model: string, o: WaitOptions): Promise<ModelStatus> {
   const deadline = Date.now() + o.timeoutMs;
   const seen = new Map<string, string>();
@@ -30,12 +47,15 @@ export async function waitForModelReady(client: ControllerClient, model: string,
   while (Date.now() < deadline && !o.signal?.aborted) {
     last = await client.status(model);
     const units = unitsOf(last, o.apps);
+    const applied = appliedIn(last);
     for (const u of units) {
-      const line = `${u.workload.current}/${u.agent.current}${u.workload.message ? ` ${u.workload.message}` : ""}`;
+      const line = `${u.workload.current}/${u.agent.current}${u.workload.message ? ` ${u.workload.message}` : ""}${applied(u) ? "" : " (change not applied yet)"}`;
       if (seen.get(u.name) !== line) { seen.set(u.name, line); o.progress?.(`  ${u.name.padEnd(14)} ${line}`); }
     }
     const appsSettled = (o.apps ?? Object.keys(last.applications)).every((a) => last!.applications[a]?.life !== "dying");
-    if (appsSettled && units.every((u) => (o.ready ?? unitIsReady)(u) && u.life === "alive")) return last;
+    // An older controller shows no wanted change: then active/idle has to do.
+    const changesShown = Object.entries(o.changed ?? {}).every(([a, c]) => { const w = last!.applications[a]?.wanted; return !w || (w.operator === c.operator && w.config === c.config); });
+    if (appsSettled && changesShown && units.every((u) => (o.ready ?? unitIsReady)(u) && applied(u) && u.life === "alive")) return last;
     const failed = units.filter((u) => u.agent.current === "error");
     if (failed.length > 0 && !(await retriesHooks(client, model))) {
       // Nothing will retry the hook: waiting longer cannot help, so say so now.
@@ -53,10 +73,17 @@ async function retriesHooks(client: ControllerClient, model: string): Promise<bo
   return summary?.config.automaticallyRetryHooks ?? true;
 }
 
-/** The units of `apps` that are not active/idle in `status`, as a table with their messages. */
+/** Whether a unit of `status` has applied what its application wants. */
+function appliedIn(status: ModelStatus): (u: UnitStatusView) => boolean {
+  const wanted = new Map(Object.values(status.applications).flatMap((a) => Object.keys(a.units).map((n) => [n, a.wanted] as const)));
+  return (u) => hasApplied(u.applied, wanted.get(u.name));
+}
+
+/** The units of `apps` that are not active/idle in `status` (or have not applied a change), as a table with their messages. */
 export function notReadyError(status: ModelStatus | undefined, apps: string[] | undefined, why: string, ready = unitIsReady): StewardError {
-  const notReady = status ? unitsOf(status, apps).filter((u) => !ready(u)) : [];
-  const rows = notReady.map((u) => [u.name, u.workload.current, u.agent.current, u.workload.message || u.agent.message]);
+  const applied = status ? appliedIn(status) : () => true;
+  const notReady = status ? unitsOf(status, apps).filter((u) => !ready(u) || !applied(u)) : [];
+  const rows = notReady.map((u) => [u.name, u.workload.current, u.agent.current, applied(u) ? u.workload.message || u.agent.message : `has not applied the change yet (${u.workload.message || u.agent.message})`]);
   return new StewardError("unavailable", `${why}; not ready:\n${table(["Unit", "Workload", "Agent", "Message"], rows)}`, { details: { notReady: notReady.map((u) => u.name) } });
 }
 

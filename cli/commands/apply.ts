@@ -1,4 +1,5 @@
 import { Command, Option, UsageError } from "clipanion";
+import type { AppliedChange } from "../../api/core";
 import { waitForModelReady } from "../../api/core";
 import { createInterface } from "node:readline";
 import { ModelFileCommand } from "../base-command";
@@ -29,15 +30,17 @@ export default class ApplyCommand extends ModelFileCommand {
 
   async run(): Promise<number> {
     const { client, model, def, changes } = await this.plan();
+    let changed: Record<string, AppliedChange> = {};
     if (changes.length > 0) {
       if (!this.yes && !(await this.confirm())) { this.out("Nothing changed."); return 1; }
-      await applyChanges(client, model, def, changes, (l) => this.progress(l));
+      changed = await applyChanges(client, model, def, changes, (l) => this.progress(l));
       const { name, cfg } = await this.resolveController();
       if (!cfg.controllers[name]!.currentModel) { cfg.controllers[name]!.currentModel = model; await this.saveConfig(cfg); }
     }
     if (!this.noWait && def.applications.length > 0) {
       this.progress("Waiting for units to be active/idle:");
-      await waitForModelReady(client, model, { apps: def.applications.map((a) => a.name), timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+      // Upgraded and reconfigured applications: until their units have run the hooks for it, not only active/idle.
+      await waitForModelReady(client, model, { apps: def.applications.map((a) => a.name), changed, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
       this.out(`Model "${model}" matches ${this.file}; all units are active.`);
     }
     return 0;

@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
 import { resolve } from "node:path";
-import { readOperatorDir, shortHash, waitForModelReady } from "../../api/core";
+import { changeOf, readOperatorDir, shortHash, waitForModelReady } from "../../api/core";
 import { ModelCommand } from "../base-command";
 import { DURATION_HELP, isDuration } from "../validators";
 
@@ -23,7 +23,7 @@ export default class RefreshCommand extends ModelCommand {
 
   app = Option.String({ required: true, name: "application" });
   sourceDir = Option.String("--path", { description: "Operator directory (default: the one it was deployed from, if this client deployed it)" });
-  wait = Option.Boolean("--wait", false, { description: "Wait until every unit is active/idle" });
+  wait = Option.Boolean("--wait", false, { description: "Wait until every unit has run the upgrade and is active/idle" });
   timeout = Option.String("--timeout", "10m", { description: "How long --wait waits: " + DURATION_HELP, validator: isDuration() });
 
   async run(): Promise<number> {
@@ -46,12 +46,13 @@ export default class RefreshCommand extends ModelCommand {
       this.progress(`Uploading operator ${op.meta.name} ${op.meta.version} (${op.bundle.files.length} files)`);
       await client.uploadOperator(op.bundle);
     }
-    await client.updateApplication(model, this.app, { operator: op.hash });
+    const updated = await client.updateApplication(model, this.app, { operator: op.hash });
     if (this.sourceDir !== undefined) await this.rememberOperatorSource(model, this.app, dir);
     this.out(`Upgrading "${this.app}" from ${app.operator.name} ${app.operator.version} (${shortHash(app.operator.hash)}) to ${op.meta.version} (${shortHash(op.hash)}).`);
     if (this.wait) {
-      await waitForModelReady(client, model, { apps: [this.app], timeoutMs: this.timeout, progress: (l) => this.progress(l) });
-      this.out(`All units of "${this.app}" are active.`);
+      // Until every unit has run upgrade (and config-changed) for this content, not only active/idle.
+      await waitForModelReady(client, model, { apps: [this.app], changed: { [this.app]: changeOf(updated) }, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+      this.out(`All units of "${this.app}" run the new content and are active.`);
     }
     return 0;
   }

@@ -148,8 +148,9 @@ async function saveRecord(client: ControllerClient, record: ControllerUpgrade): 
   for (;;) {
     record.updatedAt = new Date().toISOString();
     try { await client.recordUpgrade(record); return; } catch (err) {
-      // Another run's live record: this run must not go on (two replicas would restart at once).
-      if (err instanceof StewardError && !err.retryable) throw err;
+      // Another run's live record: this run must not go on (two replicas would restart at once), and
+      // says so at once. Nor is any other refusal the controller marks final worth waiting out.
+      if (StewardError.isInstance(err) && (err.reason === "upgrade-in-progress" || !err.retryable)) throw err;
       if (Date.now() > deadline) throw new StewardError("unavailable", `cannot record the upgrade's progress in the controller: ${(err as Error).message}`);
       await new Promise((r) => setTimeout(r, 500));
     }

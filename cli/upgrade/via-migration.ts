@@ -47,5 +47,5 @@ export async function upgradeViaMigration(o: ViaMigration): Promise<string[]> {
 
 function stopped(o: ViaMigration, moved: string[], models: string[], failed: string, why: string): StewardError {
   const left = models.filter((m) => !moved.includes(m));
-  return new StewardError("conflict", `the upgrade by migration stopped at model ${failed}: ${why}. Moved to ${o.targetName}: ${moved.join(", ") || "none"}; still on ${o.sourceName}: ${left.join(", ")}. Fix the cause and run the same command again to move the rest`, { retryable: false });
+  return new StewardError("conflict", `the upgrade by migration stopped at model ${failed}: ${why}. Moved to ${o.targetName}: ${moved.join(", ") || "none"}; still on ${o.sourceName}: ${left.join(", ")}. Fix the cause and run the same command again to move the rest`, { reason: "upgrade-by-migration-stopped" });
 }

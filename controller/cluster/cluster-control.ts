@@ -91,10 +91,10 @@ export class ClusterControl {
     const current = kv ? (JSON.parse(kv.value) as ControllerUpgrade) : undefined;
     // Two runs at once would restart two replicas at once: a live run's record is its own.
     if (current && current.run !== record.run && current.state === "running" && Date.now() - Date.parse(current.updatedAt) < UPGRADE_RECORD_STALE_MS) {
-      throw new StewardError("conflict", `another upgrade-controller run is upgrading the controller to ${current.to} (last progress at ${current.updatedAt}): wait for it (steward show-controller)`, { retryable: false });
+      throw new StewardError("conflict", `another upgrade-controller run is upgrading the controller to ${current.to} (last progress at ${current.updatedAt}): wait for it (steward show-controller)`, { reason: "upgrade-in-progress" });
     }
     const res = await this.d.store.txn({ compare: [unchanged(clusterKeys.upgrade, kv?.modRevision ?? 0)], success: [{ type: "put", key: clusterKeys.upgrade, value: JSON.stringify(record) }] });
-    if (!res.succeeded) throw new StewardError("conflict", "the upgrade record changed while it was written; retry", { retryable: true });
+    if (!res.succeeded) throw new StewardError("conflict", "the upgrade record changed while it was written; retry", { reason: "upgrade-record-changed" });
     await this.d.cache.catchUp();
   }
 

@@ -289,7 +289,7 @@ export class MigrationMaster {
       await this.target(m).call("DELETE", `/v1/migrations/${m.id}?model=${m.model}`);
       return { to: "ABORTDONE" };
     } catch (err) {
-      if (StewardError.isInstance(err) && err.code === "conflict" && err.details.reason === "activated") {
+      if (StewardError.isInstance(err) && err.reason === "activated") {
         return { to: "SUCCESS", note: "the target had already activated the model: the migration goes on" };
       }
       const since = Date.parse(m.phaseStartedAt);

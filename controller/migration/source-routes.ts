@@ -84,7 +84,7 @@ export function installMigrationGuards(app: FastifyInstance, cache: StateCache):
     if (!MUTATING_METHODS.has(req.method) || req.url.split("?")[0]!.endsWith("/migration/abort")) return;
     if (holdsModel(m)) {
       requireModelAccess(authenticate(cache, req.headers, { method: req.method }), idx, "read", model);
-      throw new StewardError("conflict", `model ${idx.model!.name} is being migrated to ${m!.target.name} (${m!.phase}): it cannot change until that is over (steward show-migration ${idx.model!.name})`, { retryable: false, details: { reason: "migrating", phase: m!.phase } });
+      throw new StewardError("conflict", `model ${idx.model!.name} is being migrated to ${m!.target.name} (${m!.phase}): it cannot change until that is over (steward show-migration ${idx.model!.name})`, { reason: "migrating", details: { reason: "migrating", phase: m!.phase } });
     }
   });
 }
@@ -99,7 +99,7 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
     const idx = cache.findModel(modelParam(req)!);
     if (!idx) throw notFound("model", modelParam(req)!);
     const existing = cache.migrations.get(idx.uuid);
-    if (migrationActive(existing)) throw new StewardError("conflict", `model ${idx.model!.name} is already migrating (${existing.phase}); see steward show-migration`, { retryable: false });
+    if (migrationActive(existing)) throw new StewardError("conflict", `model ${idx.model!.name} is already migrating (${existing.phase}); see steward show-migration`, { reason: "migration-running" });
     precheckModel(idx);
     const target = await checkTarget(body.target, idx, cache);
     const id = randomUUID();
@@ -151,9 +151,9 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
     const key = keys.migration(idx.uuid);
     const kv = await store.get(key);
     const m = kv ? (JSON.parse(kv.value) as MigrationDoc) : undefined;
-    if (!kv || !migrationActive(m)) throw new StewardError("conflict", `model ${name} is not migrating`, { retryable: false });
+    if (!kv || !migrationActive(m)) throw new StewardError("conflict", `model ${name} is not migrating`, { reason: "not-migrating" });
     if (m.phase === "ABORT") return info(m, undefined);
-    if (handedOver(m)) throw new StewardError("conflict", `the migration of ${name} is past its point of no return (${m.phase}): the model lives on ${m.target.name} now`, { retryable: false });
+    if (handedOver(m)) throw new StewardError("conflict", `the migration of ${name} is past its point of no return (${m.phase}): the model lives on ${m.target.name} now`, { reason: "migration-handed-over" });
     const now = new Date().toISOString();
     const failure = `aborted by ${p.user}`;
     const next: MigrationDoc = { ...m, phase: "ABORT", phaseStartedAt: now, status: describePhase("ABORT"), failure: m.failure ?? failure, history: [...m.history, { phase: "ABORT", at: now, note: failure }] };
@@ -167,7 +167,7 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
 /** Juju's source prechecks, those that apply here: everything alive, every agent connected, a substrate that can move. */
 function precheckModel(idx: ModelIndex): void {
   const name = idx.model!.name;
-  const refuse = (why: string): never => { throw new StewardError("conflict", `model ${name} cannot be migrated now: ${why}`, { retryable: false }); };
+  const refuse = (why: string): never => { throw new StewardError("conflict", `model ${name} cannot be migrated now: ${why}`, { reason: "migration-refused" }); };
   if (idx.model!.life !== "alive") refuse("it is being destroyed");
   for (const m of idx.machines.values()) {
     if (m.life !== "alive") refuse(`machine ${m.id} is being removed; wait for it to go`);
@@ -185,7 +185,7 @@ async function checkTarget(t: z.infer<typeof MigrateRequest>["target"], idx: Mod
   // Who answers first, without credentials: they go only to the controller the CA proves.
   const anonymous = new ControllerClient(reach);
   const client = new ControllerClient({ ...reach, user: t.user, ...(t.password ? { password: t.password } : {}), ...(t.token ? { token: t.token } : {}) });
-  const refuse = (why: string): never => { throw new StewardError("conflict", `cannot migrate to ${t.name}: ${why}`, { retryable: false }); };
+  const refuse = (why: string): never => { throw new StewardError("conflict", `cannot migrate to ${t.name}: ${why}`, { reason: "migration-refused" }); };
   try {
     const hello = await anonymous.hello().catch((err: Error) => refuse(`the target cannot be reached with the CA given (${err.message})`));
     if (hello.controller === cache.controller?.uuid) refuse("the target is this controller");

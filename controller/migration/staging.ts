@@ -77,7 +77,7 @@ export class MigrationStaging {
     // and keeps provisioners off it) ends as it becomes live here again.
     const left = await this.o.store.get(keys.migration(model));
     if (left && migrationActive(JSON.parse(left.value) as MigrationDoc)) {
-      throw new StewardError("conflict", `model ${model} is being migrated away from this controller; it cannot arrive here at the same time`, { retryable: false });
+      throw new StewardError("conflict", `model ${model} is being migrated away from this controller; it cannot arrive here at the same time`, { reason: "departing" });
     }
     const result = await importModel(this.o.importDeps, doc, {
       alsoCompare: [unchanged(keys.migrationStage(id), meta.modRevision), absent(keys.migrationArrival(model)), ...(left ? [unchanged(left.key, left.modRevision)] : [absent(keys.migration(model))])],
@@ -94,7 +94,7 @@ export class MigrationStaging {
   /** Takes a staged import away; refused once the model is live here (then it has moved, whatever the source thought). */
   async abort(id: string, model: string): Promise<void> {
     if ((await this.arrival(model))?.id === id) {
-      throw new StewardError("conflict", `migration ${id} was already activated here: the model lives on this controller now`, { retryable: false, details: { reason: "activated" } });
+      throw new StewardError("conflict", `migration ${id} was already activated here: the model lives on this controller now`, { reason: "activated", details: { reason: "activated" } });
     }
     await this.discard(id);
   }
@@ -147,7 +147,7 @@ export class MigrationStaging {
     const ordered = kvs.map((kv) => ({ i: Number(kv.key.slice(kv.key.lastIndexOf("/") + 1)), kv })).sort((a, b) => a.i - b.i);
     const bytes = Buffer.concat(ordered.map((c) => Buffer.from(c.kv.value, "base64")));
     if (ordered.length !== m.chunks || createHash("sha256").update(bytes).digest("hex") !== m.sha256) {
-      throw new StewardError("conflict", `the staged copy of migration ${m.id} is incomplete or changed; stage it again`, { retryable: false });
+      throw new StewardError("conflict", `the staged copy of migration ${m.id} is incomplete or changed; stage it again`, { reason: "staged-copy-changed" });
     }
     return upgradeModelExport(JSON.parse(bytes.toString("utf8")));
   }

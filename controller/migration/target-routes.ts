@@ -130,7 +130,7 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
     const body = parseRequest(Validate, req.body, "validation");
     const mine = [...body.units].sort();
     if (mine.join(",") !== staged.units.join(",")) {
-      throw new StewardError("conflict", `machine ${staged.machine} runs ${mine.join(", ") || "no unit"} but the staged model places ${staged.units.join(", ") || "no unit"} on it`, { retryable: false });
+      throw new StewardError("conflict", `machine ${staged.machine} runs ${mine.join(", ") || "no unit"} but the staged model places ${staged.units.join(", ") || "no unit"} on it`, { reason: "staged-machine-mismatch" });
     }
     return { ok: true };
   });

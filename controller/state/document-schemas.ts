@@ -75,7 +75,7 @@ export const DOCUMENT_SCHEMAS = {
   "app": ApplicationSchema,
   "app-status": statusInfo(WorkloadStatus),
   "unit": z.strictObject({ name: UnitName, app: Name, machine: MachineId, life: Life, createdAt: Timestamp, resolve: z.enum(["retry", "no-retry"]).optional() }),
-  "unit-status": z.strictObject({ workload: statusInfo(WorkloadStatus), agent: statusInfo(z.enum(["allocating", "executing", "idle", "error"])), version: Text(64) }),
+  "unit-status": z.strictObject({ workload: statusInfo(WorkloadStatus), agent: statusInfo(z.enum(["allocating", "executing", "idle", "error"])), version: Text(64), applied: z.strictObject({ operator: Text(128), config: Text(128) }).optional() }),
   "unit-failure": z.strictObject({ hook: Text(256), output: Text(64 * 1024), since: Timestamp }),
   // The agent's own record, opaque here: the agent that reads it back checks it.
   "unit-hook-state": z.record(z.string(), z.unknown()),

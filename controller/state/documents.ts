@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { ActionValue, AgentStatus, AwsModelSettings, Constraints, CredentialSubstrate, KubernetesModelSettings, Life, MigrationProgress, MigrationTarget, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
+import type { ActionValue, AgentStatus, AppliedChange, AwsModelSettings, Constraints, CredentialSubstrate, KubernetesModelSettings, Life, MigrationProgress, MigrationTarget, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -100,6 +100,8 @@ export interface UnitStatusDoc {
   workload: StatusInfo<WorkloadStatus>;
   agent: StatusInfo<Exclude<AgentStatus, "lost">>;
   version: string;
+  /** What its hooks last ran with, as its agent reported going idle. */
+  applied?: AppliedChange;
 }
 /** A unit's last failed hook, as its agent reported it; not cached (only `show-unit` reads it). */
 /**

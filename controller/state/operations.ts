@@ -720,6 +720,7 @@ export class StateOps extends StoreTxns {
       if (report.workload && (report.workload.current !== prev.workload.current || report.workload.message !== prev.workload.message)) next.workload = { ...report.workload, since: now };
       if (report.agent && (report.agent.current !== prev.agent.current || report.agent.message !== prev.agent.message)) next.agent = { ...report.agent, since: now };
       if (report.version !== undefined) next.version = report.version;
+      if (report.applied) next.applied = report.applied;
       // A failed hook's output goes with the status that shows the failure, in the same write.
       const failure: Op[] = report.failure ? [{ type: "put", key: keys.unitFailure(uuid, report.unit), value: JSON.stringify({ ...report.failure, since: now } satisfies UnitFailureDoc) }] : [];
       if (old && failure.length === 0 && JSON.stringify(next) === JSON.stringify(old.doc)) return { compare: [], ops: [], result: {} };

@@ -1,6 +1,6 @@
 /** What the cache is turned into: model status for people and the per-machine view for agents. */
 import type { AgentStatus, StatusFilter, ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, StatusInfo, UnitDetails, UnitStatusView, WorkloadStatus } from "../../api";
-import { formatConstraints, hasConstraints, notFound } from "../../api";
+import { configHash, formatConstraints, hasConstraints, notFound } from "../../api";
 import type { ApplicationDoc, MachineDoc, RelationDoc, UnitDoc } from "./documents";
 import { workloadSeverity } from "../../api";
 import { migrationActive } from "./migration-phases";
@@ -19,7 +19,7 @@ export function unitStatusView(idx: ModelIndex, u: UnitDoc): UnitStatusView {
   const failed = idx.machineInstall.get(u.machine);
   const waiting = failed?.state === "failed" ? `waiting for machine ${u.machine}: ${failed.step}` : "waiting for machine";
   const workload: StatusInfo<WorkloadStatus> = st?.workload ?? { current: "waiting", message: idx.machines.get(u.machine)?.life === "alive" && connected ? "agent initialising" : waiting, since: u.createdAt };
-  const view: UnitStatusView = { name: u.name, machine: u.machine, leader: idx.leaders.get(u.app)?.unit === u.name, life: u.life, workload, agent, ports: idx.ports.get(u.name) ?? [] };
+  const view: UnitStatusView = { name: u.name, machine: u.machine, leader: idx.leaders.get(u.app)?.unit === u.name, life: u.life, workload, agent, ports: idx.ports.get(u.name) ?? [], ...(st?.applied ? { applied: st.applied } : {}) };
   // Where the unit is reached: the address its agent gives hooks (STEWARD_UNIT_ADDRESS), reported as machine info.
   const info = idx.machineInfo.get(u.machine);
   if (info?.address) view.address = info.address;
@@ -50,6 +50,7 @@ export function applicationStatus(idx: ModelIndex, app: ApplicationDoc, units: r
 export function applicationStatusView(cache: StateCache, idx: ModelIndex, app: ApplicationDoc, units: readonly UnitStatusView[], listed: readonly UnitStatusView[] = units): ApplicationStatusView {
   const meta = cache.operators.get(app.operator.hash)?.meta;
   const version = units.map((u) => idx.unitStatus.get(u.name)?.version).find((v) => v) ?? "";
+  const config = effectiveConfig(meta, app.config);
   return {
     name: app.name,
     operator: app.operator,
@@ -58,7 +59,8 @@ export function applicationStatusView(cache: StateCache, idx: ModelIndex, app: A
     life: app.life,
     scale: units.length,
     units: Object.fromEntries(listed.map((u) => [u.name, u])),
-    config: effectiveConfig(meta, app.config),
+    config,
+    wanted: { operator: app.operator.hash, config: configHash(config) },
   };
 }
 

@@ -5,8 +5,8 @@
  * what exists, so the next `up` carries on from there.
  */
 import { randomUUID } from "node:crypto";
-import { StewardError, checkConfigValue, formatConstraints, notReadyError, parseConstraints, readOperatorDir, waitForModelReady } from "../../api/core";
-import type { ApplicationStatusView, ControllerClient, UnitStatusView } from "../../api/core";
+import { StewardError, changeOf, checkConfigValue, formatConstraints, notReadyError, parseConstraints, readOperatorDir, waitForModelReady } from "../../api/core";
+import type { AppliedChange, ApplicationStatusView, ControllerClient, UnitStatusView } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
 import { changed, clientFor, isConflict, isNotFound, modelStatus, PartialFailure, until } from "./session";
@@ -156,12 +156,13 @@ async function converge(client: ControllerClient, id: string, olds: ApplicationO
   const upgrade = olds.operator.hash !== news.operator.hash ? await uploadOperator(client, news.operator) : undefined;
   // Before scaling: machines made for new units get the new constraints.
   const constraints = normalConstraints(olds.constraints) !== normalConstraints(news.constraints) ? news.constraints ?? "" : undefined;
+  let applying: AppliedChange | undefined;
   if (upgrade || Object.keys(patch).length > 0 || constraints !== undefined) {
-    await client.updateApplication(news.model, news.name, { ...(upgrade ? { operator: upgrade } : {}), ...(Object.keys(patch).length > 0 ? { config: patch } : {}), ...(constraints !== undefined ? { constraints } : {}) });
+    applying = changeOf(await client.updateApplication(news.model, news.name, { ...(upgrade ? { operator: upgrade } : {}), ...(Object.keys(patch).length > 0 ? { config: patch } : {}), ...(constraints !== undefined ? { constraints } : {}) }));
   }
   await scale(client, news, olds.machines !== undefined || news.machines !== undefined);
   changed(news.connection, news.model);
-  return settle(client, id, news, olds.uid);
+  return settle(client, id, news, olds.uid, applying);
 }
 
 /** Adds or removes units to reach `units` (or one per listed machine). */
@@ -178,12 +179,15 @@ async function scale(client: ControllerClient, want: ApplicationInputs, placed: 
   for (const u of alive.slice(want.units)) await client.removeUnit(want.model, u.name);
 }
 
-/** Waits (unless `waitFor: none`) and reads back; a wait that fails records what exists and why. */
-async function settle(client: ControllerClient, id: string, inputs: ApplicationInputs, uid: string): Promise<ApplicationOutputs> {
+/**
+ * Waits (unless `waitFor: none`) and reads back; a wait that fails records what exists and why.
+ * After an upgrade or config change (`applying`), until every unit has run the hooks for it.
+ */
+async function settle(client: ControllerClient, id: string, inputs: ApplicationInputs, uid: string, applying?: AppliedChange): Promise<ApplicationOutputs> {
   let failure: Error | undefined;
   if (inputs.waitFor !== "none") {
     const ready = await awaitingIntegration(inputs) ? settledBeforeIntegration : undefined;
-    await waitForModelReady(client, inputs.model, { apps: [inputs.name], timeoutMs: inputs.timeoutSeconds * 1000, intervalMs: 500, ...(ready ? { ready } : {}) })
+    await waitForModelReady(client, inputs.model, { apps: [inputs.name], timeoutMs: inputs.timeoutSeconds * 1000, intervalMs: 500, ...(ready ? { ready } : {}), ...(applying ? { changed: { [inputs.name]: applying } } : {}) })
       .catch((e: Error) => { failure = e; });
   }
   changed(inputs.connection, inputs.model);
