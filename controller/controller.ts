@@ -15,12 +15,12 @@ import { join } from "node:path";
 import Fastify from "fastify";
 import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
-import { DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
+import { DEFAULT_LOCAL_MACHINES_PER_HOST, DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
 import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, ReplicaHostChain, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending, ReplicaDoc } from "./cluster";
-import type { ControllerConfig, OperatorStorageConfig } from "./config";
-import { AGENT_BUNDLE, CLI_BUNDLE, DEFAULT_AGENT_IMAGE, cliEntry, dataFiles, readControllerConfig } from "./config";
+import type { ControllerConfig, LocalMachinesConfig, OperatorStorageConfig } from "./config";
+import { AGENT_BUNDLE, CLI_BUNDLE, DEFAULT_AGENT_IMAGE, cliEntry, dataFiles, isLocalController, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 import type { LoginLimiterOptions } from "./server/login-limiter";
@@ -106,6 +106,8 @@ export interface ControllerOptions {
   cliMain?: string;
   /** Overrides the console pane's limits (consoles per user and per replica, idle time, output buffered). */
   consoles?: Pick<ConsoleSessionOptions, "maxPerUser" | "maxSessions" | "idleMs" | "maxBufferedBytes">;
+  /** Overrides the configured local machines' settings. */
+  localMachines?: LocalMachinesConfig;
   /** Kubernetes models: how often pods are listed (ms) and the agent container's probes (tests shorten both). */
   kubernetes?: Pick<KubernetesProvisionerOptions, "pollIntervalMs" | "probes">;
 }
@@ -214,6 +216,11 @@ export class Controller {
     };
   }
 
+  /** Local machines' settings: options over controller.json over the defaults. */
+  private get localMachines(): LocalMachinesConfig {
+    return { ...this.config.localMachines, ...this.opts.localMachines };
+  }
+
   getState(): ControllerState { return this.state; }
   get apiAddresses(): string[] { return [...this.ownAddresses]; }
   get isLeader(): boolean { return this.election?.isLeader ?? false; }
@@ -282,6 +289,7 @@ export class Controller {
       cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, operatorQuotaBytes: this.operatorStorage.quotaBytes,
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
+      localMachines: { enabled: isLocalController(this.config) || this.localMachines.enabled === true, maxPerHost: this.localMachines.maxPerHost ?? DEFAULT_LOCAL_MACHINES_PER_HOST },
     });
     const logs = new ModelLogs();
     // A destroyed model's records go with it.

@@ -46,7 +46,8 @@ const INIT_TIMEOUT_MS = 60_000;
 
 /** Creates a controller's data directory (idempotent: an existing one is kept and its CA returned). */
 export async function initLocalController(o: LocalControllerInit): Promise<LocalControllerInitResult> {
-  const args = ["init", "--data-dir", o.dataDir, "--name", o.name, "--listen", `${o.listen.host}:${o.listen.port}`];
+  // Recorded: a controller bootstrapped here makes local machines (agents on this host) by default.
+  const args = ["init", "--data-dir", o.dataDir, "--name", o.name, "--listen", `${o.listen.host}:${o.listen.port}`, "--substrate", "local"];
   if (o.advertise?.length) args.push("--advertise", o.advertise.join(","));
   if (o.uuid !== undefined) args.push("--uuid", o.uuid);
   if (o.adminPassword !== undefined) args.push("--admin-password-stdin");

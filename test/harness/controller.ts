@@ -42,16 +42,21 @@ export async function startTestController(opts: {
   /** Where the API listens (default loopback): a fake kubelet's pods reach the controller on their bridge's address. */
   listenHost?: string;
   kubernetes?: ControllerOptions["kubernetes"];
+  /** Where the controller was bootstrapped. @default "local" */
+  substrate?: ControllerConfig["substrate"];
+  /** Local machines' settings. */
+  localMachines?: ControllerOptions["localMachines"];
 } = {}): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
   const dataDir = join(dir, "c");
-  const init = await initControllerDir({ dataDir, name: "test", listen: { host: opts.listenHost ?? "127.0.0.1", port: 0 }, ...(opts.store ? { store: opts.store } : {}) });
+  const init = await initControllerDir({ dataDir, name: "test", listen: { host: opts.listenHost ?? "127.0.0.1", port: 0 }, substrate: opts.substrate ?? "local", ...(opts.store ? { store: opts.store } : {}) });
   // STEWARD_TEST_LOG=1 shows the controller's log on stderr (for debugging a test).
   const log = process.env.STEWARD_TEST_LOG ? createLogger({ fields: { component: "test-controller" } }) : silentLogger;
   const controller = await Controller.start({ dataDir, log, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}),
     ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.operators ? { operators: opts.operators } : {}),
     ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}), ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}),
-    ...(opts.consoles ? { consoles: opts.consoles } : {}), ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}) });
+    ...(opts.consoles ? { consoles: opts.consoles } : {}), ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}),
+    ...(opts.localMachines ? { localMachines: opts.localMachines } : {}) });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {
