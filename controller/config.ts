@@ -56,6 +56,14 @@ export interface LocalMachinesConfig {
   enabled?: boolean;
   /** Most local machines on this host at once. @default 32 (DEFAULT_LOCAL_MACHINES_PER_HOST) */
   maxPerHost?: number;
+  /** Who agents run as when the controller runs as root (never root itself). @default "steward-agent", created if missing */
+  agentUser?: string;
+  /**
+   * Where agents' directories are when they run as another user: outside the data directory, which
+   * that user must not read (`machines/` in it becomes a link here).
+   * @default /var/lib/steward/local-machines/<controller uuid>
+   */
+  agentsDir?: string;
 }
 
 /** The agent image a Kubernetes model's pods run when the controller's configuration names none. */

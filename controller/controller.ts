@@ -16,6 +16,7 @@ import Fastify from "fastify";
 import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
 import { DEFAULT_LOCAL_MACHINES_PER_HOST, DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
+import { DEFAULT_AGENT_USER, defaultAgentsDir } from "../substrates";
 import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, ReplicaHostChain, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending, ReplicaDoc } from "./cluster";
@@ -106,7 +107,7 @@ export interface ControllerOptions {
   cliMain?: string;
   /** Overrides the console pane's limits (consoles per user and per replica, idle time, output buffered). */
   consoles?: Pick<ConsoleSessionOptions, "maxPerUser" | "maxSessions" | "idleMs" | "maxBufferedBytes">;
-  /** Overrides the configured local machines' settings. */
+  /** Overrides the configured local machines' settings (tests keep agents' directories in their own). */
   localMachines?: LocalMachinesConfig;
   /** Kubernetes models: how often pods are listed (ms) and the agent container's probes (tests shorten both). */
   kubernetes?: Pick<KubernetesProvisionerOptions, "pollIntervalMs" | "probes">;
@@ -336,6 +337,7 @@ export class Controller {
           machinesDir: join(dataDir, dataFiles.machines),
           agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
           caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
+          agents: { user: this.localMachines.agentUser ?? DEFAULT_AGENT_USER, dir: this.localMachines.agentsDir ?? defaultAgentsDir(cache.controller!.uuid), dataDir },
         });
         const enrolments = new EnrolmentOps(fenced);
         const leaderCredentials = new CredentialOps(fenced, sealer);

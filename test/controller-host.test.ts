@@ -2,12 +2,19 @@
  * Write access to a model gives at most its machines: local machines run on the controller's host,
  * so only superusers make them or write to a model that has them (grants refuse it, saying why, and
  * so does each write); a controller not bootstrapped locally makes none unless its controller.json
- * turns them on; and machines per request and local machines per host are capped.
+ * turns them on; machines per request and local machines per host are capped; and where the
+ * controller runs as root, a local machine's hooks run as an unprivileged user that cannot read the
+ * controller's CA key, store or consoles.
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import type { Bundle, ControllerClient, StewardError } from "../api";
 import { MAX_MACHINES_PER_REQUEST } from "../api";
+import { dataFiles } from "../controller";
+import { readableAgentEntry } from "../substrates";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
@@ -115,4 +122,46 @@ test("a controller not bootstrapped locally refuses local machines, unless its c
   await remoteEnabled.admin.createModel("m");
   await t.notThrowsAsync(remoteEnabled.admin.addMachines("m", "manual"));
   t.is((await remoteEnabled.admin.addMachines("m", "local")).machines.length, 1);
+});
+
+const asRoot = process.getuid?.() === 0;
+(asRoot ? test.serial : test.skip)("a local machine's hooks run as an unprivileged user that cannot read the CA key, the store, consoles/ or controller.json", async (t) => {
+  const dataDir = join(tc.dir, "c");
+  const secret = [dataFiles.caKey, dataFiles.serverKey, dataFiles.store, dataFiles.consoles, dataFiles.config].map((f) => join(dataDir, f));
+  // Made here so that consoles/ exists even if no console ran yet.
+  await mkdir(join(dataDir, dataFiles.consoles), { recursive: true, mode: 0o700 });
+  await tc.admin.deploy("loc", { name: "prober", operator, units: 0, config: { paths: secret.join(" ") } });
+  const [machine] = (await tc.admin.addMachines("loc", "local")).machines;
+  await tc.admin.addUnits("loc", "prober", 1, [machine!.id]);
+  const s = await tc.waitForUnits("loc", (units) => units.some((u) => u.workload.message?.startsWith("uid=")), "the prober's report", 90_000);
+  const report = Object.values(s.applications.prober!.units)[0]!.workload.message!;
+  t.log(report);
+  t.notRegex(report, /^uid=0 /, "hooks do not run as root");
+  for (const path of secret) t.true(report.includes(`denied:${path}`), `${path}: ${report}`);
+  t.is((await stat(dataDir)).mode & 0o777, 0o700);
+  // The agent's directory is its own, outside the data directory.
+  const agentDir = join(tc.dir, "agents", s.model.uuid, machine!.id);
+  const uid = Number(/^uid=(\d+)/.exec(report)![1]);
+  t.is((await stat(agentDir)).uid, uid);
+  t.is((await stat(join(dataDir, dataFiles.machines, s.model.uuid, machine!.id))).uid, uid, "machines/ in the data directory leads there");
+});
+
+test("an agent script inside the data directory (an upgraded local controller's release) is copied where the agents' user can read it", async (t) => {
+  const base = await mkdtemp(join(tmpdir(), "steward-entry-"));
+  t.teardown(() => rm(base, { recursive: true, force: true }));
+  const dataDir = join(base, "c");
+  await mkdir(join(dataDir, "releases", "9.9.9", "agent-bundle"), { recursive: true });
+  await writeFile(join(dataDir, "releases", "9.9.9", "agent-bundle", "main.js"), "// agent\n");
+  await writeFile(join(dataDir, "releases", "9.9.9", "agent-bundle", "tool-client.js"), "// tools\n");
+  await symlink(join("releases", "9.9.9"), join(dataDir, "current"));
+  const agents = join(base, "agents");
+  await mkdir(agents);
+  const entry = await readableAgentEntry(dataDir, agents, join(dataDir, "current", "agent-bundle", "main.js"));
+  t.is(entry, join(agents, ".agent-9.9.9", "main.js"));
+  t.is(await readFile(join(agents, ".agent-9.9.9", "tool-client.js"), "utf8"), "// tools\n");
+  // An installation's own script (outside the data directory) is used where it is.
+  const outside = join(base, "dist", "agent-bundle", "main.js");
+  await mkdir(dirname(outside), { recursive: true });
+  await writeFile(outside, "// agent\n");
+  t.is(await readableAgentEntry(dataDir, agents, outside), outside);
 });

@@ -3,7 +3,7 @@
  * local substrate starting real agent processes. `close()` stops it and reaps every process it
  * started, so a failed test leaves nothing behind.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus, TransportLimits, UnitStatusView } from "../../api";
@@ -44,10 +44,12 @@ export async function startTestController(opts: {
   kubernetes?: ControllerOptions["kubernetes"];
   /** Where the controller was bootstrapped. @default "local" */
   substrate?: ControllerConfig["substrate"];
-  /** Local machines' settings. */
+  /** Local machines' settings; agents' directories (when agents run as another user) are in the test's directory. */
   localMachines?: ControllerOptions["localMachines"];
 } = {}): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
+  // Passable (not listable) by the agents' user when tests run as root: their directories are in `agents/`.
+  await chmod(dir, 0o711);
   const dataDir = join(dir, "c");
   const init = await initControllerDir({ dataDir, name: "test", listen: { host: opts.listenHost ?? "127.0.0.1", port: 0 }, substrate: opts.substrate ?? "local", ...(opts.store ? { store: opts.store } : {}) });
   // STEWARD_TEST_LOG=1 shows the controller's log on stderr (for debugging a test).
@@ -56,7 +58,7 @@ export async function startTestController(opts: {
     ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.operators ? { operators: opts.operators } : {}),
     ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}), ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}),
     ...(opts.consoles ? { consoles: opts.consoles } : {}), ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}),
-    ...(opts.localMachines ? { localMachines: opts.localMachines } : {}) });
+    localMachines: { agentsDir: join(dir, "agents"), ...opts.localMachines } });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {
