@@ -8,13 +8,14 @@
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Bundle, ControllerClient, StewardError } from "../api";
 import { MAX_MACHINES_PER_REQUEST } from "../api";
 import { dataFiles } from "../controller";
-import { readableAgentEntry } from "../substrates";
+import { placeAgentsDir, readableAgentEntry } from "../substrates";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
@@ -164,4 +165,27 @@ test("an agent script inside the data directory (an upgraded local controller's 
   await mkdir(dirname(outside), { recursive: true });
   await writeFile(outside, "// agent\n");
   t.is(await readableAgentEntry(dataDir, agents, outside), outside);
+});
+
+test("agents that ran as root in the data directory's machines/ are stopped and moved out, machines/ becoming a link there", async (t) => {
+  const base = await mkdtemp(join(tmpdir(), "steward-move-"));
+  const dataDir = join(base, "c");
+  const old = join(dataDir, dataFiles.machines, "model-uuid", "0");
+  await mkdir(old, { recursive: true });
+  await writeFile(join(old, "agent.json"), "{}\n");
+  // Stands in for an agent: its command line names its directory, as an agent's does.
+  const agent = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", old], { stdio: "ignore" });
+  t.teardown(async () => { agent.kill("SIGKILL"); await rm(base, { recursive: true, force: true }); });
+  await writeFile(join(old, "agent.pid"), String(agent.pid));
+  const exited = new Promise((resolve) => agent.once("exit", resolve));
+  const agents = join(base, "agents");
+  await placeAgentsDir(dataDir, agents);
+  await exited;
+  t.is(await readlink(join(dataDir, dataFiles.machines)), agents);
+  t.is(await readFile(join(agents, "model-uuid", "0", "agent.json"), "utf8"), "{}\n");
+  t.is((await stat(dataDir)).mode & 0o777, 0o700);
+  t.is((await stat(agents)).mode & 0o777, 0o711);
+  // A second start finds it done.
+  await placeAgentsDir(dataDir, agents);
+  t.is(await readlink(join(dataDir, dataFiles.machines)), agents);
 });
