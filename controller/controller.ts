@@ -286,11 +286,12 @@ export class Controller {
     installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
     installMigrationGuards(http, cache);
     installIdempotency(http, { store: this.store, cache, log: this.log });
+    const localPolicy = { enabled: isLocalController(this.config) || this.localMachines.enabled === true, maxPerHost: this.localMachines.maxPerHost ?? DEFAULT_LOCAL_MACHINES_PER_HOST };
     registerHttpApi(http, {
       cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, operatorQuotaBytes: this.operatorStorage.quotaBytes,
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
-      localMachines: { enabled: isLocalController(this.config) || this.localMachines.enabled === true, maxPerHost: this.localMachines.maxPerHost ?? DEFAULT_LOCAL_MACHINES_PER_HOST },
+      localMachines: localPolicy,
     });
     const logs = new ModelLogs();
     // A destroyed model's records go with it.
@@ -338,6 +339,7 @@ export class Controller {
           agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
           caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
           agents: { user: this.localMachines.agentUser ?? DEFAULT_AGENT_USER, dir: this.localMachines.agentsDir ?? defaultAgentsDir(cache.controller!.uuid), dataDir },
+          enabled: localPolicy.enabled,
         });
         const enrolments = new EnrolmentOps(fenced);
         const leaderCredentials = new CredentialOps(fenced, sealer);

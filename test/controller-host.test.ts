@@ -9,6 +9,7 @@
 import test from "ava";
 import type { ExecutionContext } from "ava";
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -188,4 +189,18 @@ test("agents that ran as root in the data directory's machines/ are stopped and 
   // A second start finds it done.
   await placeAgentsDir(dataDir, agents);
   t.is(await readlink(join(dataDir, dataFiles.machines)), agents);
+});
+
+test("a local machine that reaches a controller not bootstrapped locally (an imported model) gets no agent there, and says why", async (t) => {
+  const exported = await tc.admin.call<{ model: { uuid: string } }>("GET", "/v1/models/loc/export");
+  await remote.admin.call("POST", "/v1/models/import", exported);
+  const machines = await eventually("the imported local machines say why they have no agent", async () => {
+    const list = await remote.admin.call<{ id: string; substrate: string; install?: { state: string; step: string } }[]>("GET", "/v1/models/loc/machines");
+    const local = list.filter((m) => m.substrate === "local");
+    return local.length > 0 && local.every((m) => m.install?.state === "failed") ? local : undefined;
+  }, 60_000);
+  for (const m of machines) t.regex(m.install!.step, /not bootstrapped locally and makes no local machines .*"localMachines": \{"enabled": true\}/);
+  const uuid = (await remote.admin.status("loc")).model.uuid;
+  t.false(existsSync(join(remote.dir, "c", dataFiles.machines, uuid)), "no agent directory was made");
+  t.false(existsSync(join(remote.dir, "agents", uuid)), "no agent directory was made");
 });

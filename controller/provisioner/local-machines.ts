@@ -28,6 +28,11 @@ export interface LocalSubstrateOptions {
    */
   agents: { user: string; dir: string; dataDir: string };
   /**
+   * Whether this controller makes local machines (bootstrapped locally, or turned on): where not, one
+   * that reached the store another way (an imported model) gets no agent, and says why.
+   */
+  enabled: boolean;
+  /**
    * How often agents are checked for liveness, in milliseconds.
    * @default 5000
    */
@@ -47,6 +52,8 @@ export class LocalSubstrate {
   /** Machines adopted by migration, by the directory they run under. */
   private readonly adopted = new Map<string, LocalMachines>();
   private stopped = false;
+  /** Machines already told they get no agent here. */
+  private readonly refused = new Set<string>();
 
   constructor(private readonly o: LocalSubstrateOptions) {
     this.runner = new CoalescedRunner(() => this.reconcile(), (err) => o.log.error("local substrate reconcile failed", { err }));
@@ -88,6 +95,7 @@ export class LocalSubstrate {
       if (handedOver(this.o.cache.migrations.get(idx.uuid))) continue;
       for (const m of [...idx.machines.values()]) {
         if (m.substrate !== "local" || this.stopped) continue;
+        if (!this.o.enabled && m.life === "alive") { await this.refuse(idx.uuid, m.id); continue; }
         const machines = this.machinesOf(m, (own ??= await this.ready()));
         if (m.life === "alive") await this.ensureRunning(machines, idx.uuid, m.id);
         else {
@@ -108,6 +116,14 @@ export class LocalSubstrate {
     let machines = this.adopted.get(root);
     if (!machines) this.adopted.set(root, (machines = new LocalMachines({ machinesDir: root, agentEntry: this.agentEntry ?? this.o.agentEntry, ...(this.runAs ? { runAs: this.runAs } : {}) })));
     return machines;
+  }
+
+  private async refuse(model: string, machine: string): Promise<void> {
+    if (this.refused.has(`${model}/${machine}`)) return;
+    const why = "not started: this controller was not bootstrapped locally and makes no local machines (\"localMachines\": {\"enabled\": true} in its controller.json turns them on)";
+    this.o.log.warn("a local machine gets no agent", { model, machine, why });
+    await this.o.ops.setMachineInstall(model, machine, { state: "failed", step: why });
+    this.refused.add(`${model}/${machine}`);
   }
 
   private async ensureRunning(machines: LocalMachines, model: string, machine: string): Promise<void> {
