@@ -168,7 +168,7 @@ test("an agent script inside the data directory (an upgraded local controller's 
   t.is(await readableAgentEntry(dataDir, agents, outside), outside);
 });
 
-test("agents that ran as root in the data directory's machines/ are stopped and moved out, machines/ becoming a link there", async (t) => {
+test("agents that ran as root in the data directory's machines/ (or in another agents' directory) are stopped and moved, machines/ becoming a link there", async (t) => {
   const base = await mkdtemp(join(tmpdir(), "steward-move-"));
   const dataDir = join(base, "c");
   const old = join(dataDir, dataFiles.machines, "model-uuid", "0");
@@ -189,6 +189,17 @@ test("agents that ran as root in the data directory's machines/ are stopped and 
   // A second start finds it done.
   await placeAgentsDir(dataDir, agents);
   t.is(await readlink(join(dataDir, dataFiles.machines)), agents);
+  // Given another directory, the agents there are stopped and moved again, the link following.
+  const moved = join(agents, "model-uuid", "0");
+  const second = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", moved], { stdio: "ignore" });
+  t.teardown(() => { second.kill("SIGKILL"); });
+  await writeFile(join(moved, "agent.pid"), String(second.pid));
+  const secondExited = new Promise((resolve) => second.once("exit", resolve));
+  const elsewhere = join(base, "elsewhere");
+  await placeAgentsDir(dataDir, elsewhere);
+  await secondExited;
+  t.is(await readlink(join(dataDir, dataFiles.machines)), elsewhere);
+  t.is(await readFile(join(elsewhere, "model-uuid", "0", "agent.json"), "utf8"), "{}\n");
 });
 
 test("a local machine that reaches a controller not bootstrapped locally (an imported model) gets no agent there, and says why", async (t) => {

@@ -14,8 +14,9 @@ export const defaultAgentsDir = (controllerUuid: string): string => join("/var/l
 
 /**
  * Makes `agentsDir` (passable by others, listable by none) the home of the data directory's
- * machines. Agents found in a real `machines/` (they ran as root before) are stopped and their
- * directories moved: the local substrate starts them again, as the agents' user.
+ * machines. Agents found in a real `machines/` (they ran as root before), or where it linked before
+ * `agentsDir` was changed, are stopped and their directories moved: the local substrate starts them
+ * again there, as the agents' user.
  */
 export async function placeAgentsDir(dataDir: string, agentsDir: string): Promise<void> {
   await chmod(dataDir, 0o700);
@@ -24,21 +25,23 @@ export async function placeAgentsDir(dataDir: string, agentsDir: string): Promis
   const link = join(dataDir, dataFiles.machines);
   const found = await lstat(link).catch(() => undefined);
   if (found?.isSymbolicLink() && (await readlink(link)) === agentsDir) return;
-  if (found?.isDirectory()) {
-    for (const model of await readdir(link)) {
-      for (const machine of await readdir(join(link, model)).catch(() => [] as string[])) {
-        const dir = join(link, model, machine);
+  // Where the agents are now: their command lines name the real path.
+  const from = found?.isSymbolicLink() ? await realpath(link).catch(() => undefined) : found ? link : undefined;
+  if (from) {
+    for (const model of await readdir(from)) {
+      for (const machine of await readdir(join(from, model)).catch(() => [] as string[])) {
+        const dir = join(from, model, machine);
         const pid = await readPidFile(join(dir, AGENT_PID_FILE));
         if (pid) await stopProcess(pid, dir);
       }
-      await rename(join(link, model), join(agentsDir, model)).catch(async (err: NodeJS.ErrnoException) => {
+      await rename(join(from, model), join(agentsDir, model)).catch(async (err: NodeJS.ErrnoException) => {
         if (err.code !== "EXDEV") throw err;
-        await cp(join(link, model), join(agentsDir, model), { recursive: true, verbatimSymlinks: true });
-        await rm(join(link, model), { recursive: true, force: true });
+        await cp(join(from, model), join(agentsDir, model), { recursive: true, verbatimSymlinks: true });
+        await rm(join(from, model), { recursive: true, force: true });
       });
     }
-    await rmdir(link);
   }
+  if (found?.isDirectory()) await rmdir(link);
   // A new link renamed over the old one (or into the place of the emptied directory).
   const next = `${link}.next`;
   await rm(next, { force: true });
