@@ -109,6 +109,12 @@ export interface ControllerOptions {
   consoles?: Pick<ConsoleSessionOptions, "maxPerUser" | "maxSessions" | "idleMs" | "maxBufferedBytes">;
   /** Overrides the configured local machines' settings (tests keep agents' directories in their own). */
   localMachines?: LocalMachinesConfig;
+  /**
+   * Starts local agents as this process's user even when that is root. Only for a program embedding
+   * the controller whose agent entry is a launcher that needs root itself (a test starting agents in
+   * container images with buildah); controller.json cannot set it.
+   */
+  localAgentsAsRoot?: boolean;
   /** Kubernetes models: how often pods are listed (ms) and the agent container's probes (tests shorten both). */
   kubernetes?: Pick<KubernetesProvisionerOptions, "pollIntervalMs" | "probes">;
 }
@@ -338,7 +344,7 @@ export class Controller {
           machinesDir: join(dataDir, dataFiles.machines),
           agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
           caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
-          agents: { user: this.localMachines.agentUser ?? DEFAULT_AGENT_USER, dir: this.localMachines.agentsDir ?? defaultAgentsDir(cache.controller!.uuid), dataDir },
+          agents: { user: this.localMachines.agentUser ?? DEFAULT_AGENT_USER, dir: this.localMachines.agentsDir ?? defaultAgentsDir(cache.controller!.uuid), dataDir, asController: this.opts.localAgentsAsRoot ?? false },
           enabled: localPolicy.enabled,
         });
         const enrolments = new EnrolmentOps(fenced);

@@ -26,7 +26,7 @@ export interface LocalSubstrateOptions {
    * Who agents run as when this controller runs as root, and where their directories go then
    * (`machinesDir`, in `dataDir`, becomes a link there). Unused when not root: agents run as the controller.
    */
-  agents: { user: string; dir: string; dataDir: string };
+  agents: { user: string; dir: string; dataDir: string; /** Run them as the controller's user even as root (ControllerOptions.localAgentsAsRoot). */ asController: boolean };
   /**
    * Whether this controller makes local machines (bootstrapped locally, or turned on): where not, one
    * that reached the store another way (an imported model) gets no agent, and says why.
@@ -75,7 +75,7 @@ export class LocalSubstrate {
   /** Makes the agents' user and directories ready (once; again after a failure). */
   private async ready(): Promise<LocalMachines> {
     if (this.machines) return this.machines;
-    const runAs = await localAgentIdentity(this.o.agents.user);
+    const runAs = this.o.agents.asController ? undefined : await localAgentIdentity(this.o.agents.user);
     let agentEntry = this.o.agentEntry;
     if (runAs) {
       await placeAgentsDir(this.o.agents.dataDir, this.o.agents.dir);
