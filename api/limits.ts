@@ -105,3 +105,12 @@ export const CONFIG_TOTAL_LIMIT_BYTES = 256 * 1024;
  * `action-log` lines, the end of its output, and its `action-set` results as JSON.
  */
 export const TASK_LIMITS = { messageChars: 1024, logEntries: 100, logChars: 1024, outputChars: 4096, resultsBytes: DATABAG_LIMIT_BYTES } as const;
+
+/**
+ * Most machines one request may make that start something (local agent processes, cloud instances,
+ * VMs): add-machine's count, or the new machines a deploy or add-unit makes for its units. Manual
+ * machines only issue credentials and are not counted (a 10,000-agent benchmark registers them at once).
+ */
+export const MAX_MACHINES_PER_REQUEST = 100;
+/** Default of `localMachines.maxPerHost` in controller.json: most local machines (agent processes) on the controller's host. */
+export const DEFAULT_LOCAL_MACHINES_PER_HOST = 32;

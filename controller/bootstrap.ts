@@ -28,6 +28,8 @@ export interface InitControllerOptions {
   ca?: { certPem: string; keyPem: string };
   /** Kubernetes models' settings (the agent image), for a controller bootstrapped on Kubernetes. */
   kubernetes?: ControllerConfig["kubernetes"];
+  /** Where it was bootstrapped (local bootstrap says `local`: only then are local machines on by default). */
+  substrate?: ControllerConfig["substrate"];
 }
 
 export async function initControllerDir(o: InitControllerOptions): Promise<{ created: boolean; adminPassword?: string; caCert: string }> {
@@ -55,7 +57,7 @@ export async function initControllerDir(o: InitControllerOptions): Promise<{ cre
   } finally {
     await store.close();
   }
-  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: o.store ?? { backend: "embedded" }, ...(o.instance ? { instance: { id: o.instance } } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}) };
+  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: o.store ?? { backend: "embedded" }, ...(o.instance ? { instance: { id: o.instance } } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}), ...(o.substrate ? { substrate: o.substrate } : {}) };
   // Written last: its presence marks a complete directory, so an interrupted init is redone.
   await writeFile(configPath, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
   return { created: true, adminPassword, caCert: ca.certPem };

@@ -37,6 +37,33 @@ export interface ControllerConfig {
    * (default Juju's: liveness every 5 s, timeout 1 s, 3 failures; startup every 1 s, 30 failures).
    */
   kubernetes?: { agentImage?: string; probes?: PodProbeSettings };
+  /**
+   * Where this controller was bootstrapped: `local` (steward bootstrap local), or a remote host.
+   * Absent in files written before it was recorded: then local when it listens on loopback only.
+   */
+  substrate?: "local" | "remote";
+  /** Local machines: agent processes on this controller's host (see {@link LocalMachinesConfig}). */
+  localMachines?: LocalMachinesConfig;
+}
+
+/**
+ * Local machines run on the controller's host, beside its CA key and store: a superuser's
+ * development substrate, so only superusers make them, and a controller not bootstrapped locally
+ * makes none unless turned on here.
+ */
+export interface LocalMachinesConfig {
+  /** Allow local machines on a controller that was not bootstrapped locally. @default false (true on a local controller) */
+  enabled?: boolean;
+  /** Most local machines on this host at once. @default 32 (DEFAULT_LOCAL_MACHINES_PER_HOST) */
+  maxPerHost?: number;
+  /** Who agents run as when the controller runs as root (never root itself). @default "steward-agent", created if missing */
+  agentUser?: string;
+  /**
+   * Where agents' directories are when they run as another user: outside the data directory, which
+   * that user must not read (`machines/` in it becomes a link here).
+   * @default /var/lib/steward/local-machines/<controller uuid>
+   */
+  agentsDir?: string;
 }
 
 /** The agent image a Kubernetes model's pods run when the controller's configuration names none. */
@@ -56,6 +83,17 @@ export interface OperatorStorageConfig {
 }
 
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CLI_BUNDLE, cliEntry, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerFiles, dataFiles, enrolmentFiles, findOnPath } from "../substrates";
+
+/**
+ * Whether this controller was bootstrapped locally, so makes local machines without being told to.
+ * A file from before `substrate` was recorded: when it listens on loopback only (remote installs
+ * listen on every address).
+ */
+export function isLocalController(config: ControllerConfig): boolean {
+  if (config.substrate) return config.substrate === "local";
+  if (config.member || config.instance || config.kubernetes) return false;
+  return /^(127\.\d+\.\d+\.\d+|::1|\[::1\]|localhost)$/.test(config.listen.host);
+}
 
 /** The host (no port, no brackets) other hosts reach this replica at. */
 export function advertisedHost(config: ControllerConfig): string {

@@ -15,12 +15,13 @@ import { join } from "node:path";
 import Fastify from "fastify";
 import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
-import { DEFAULT_OPERATOR_MODEL_QUOTA_BYTES, DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_OPERATOR_RESERVED_FRACTION, DEFAULT_OPERATOR_USER_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
+import { DEFAULT_LOCAL_MACHINES_PER_HOST, DEFAULT_OPERATOR_MODEL_QUOTA_BYTES, DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_OPERATOR_RESERVED_FRACTION, DEFAULT_OPERATOR_USER_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
+import { DEFAULT_AGENT_USER, defaultAgentsDir } from "../substrates";
 import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, ReplicaHostChain, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending, ReplicaDoc } from "./cluster";
-import type { ControllerConfig, OperatorStorageConfig } from "./config";
-import { AGENT_BUNDLE, CLI_BUNDLE, DEFAULT_AGENT_IMAGE, cliEntry, dataFiles, readControllerConfig } from "./config";
+import type { ControllerConfig, LocalMachinesConfig, OperatorStorageConfig } from "./config";
+import { AGENT_BUNDLE, CLI_BUNDLE, DEFAULT_AGENT_IMAGE, cliEntry, dataFiles, isLocalController, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 import type { LoginLimiterOptions } from "./server/login-limiter";
@@ -110,6 +111,14 @@ export interface ControllerOptions {
   cliMain?: string;
   /** Overrides the console pane's limits (consoles per user and per replica, idle time, output buffered). */
   consoles?: Pick<ConsoleSessionOptions, "maxPerUser" | "maxSessions" | "idleMs" | "maxBufferedBytes">;
+  /** Overrides the configured local machines' settings (tests keep agents' directories in their own). */
+  localMachines?: LocalMachinesConfig;
+  /**
+   * Starts local agents as this process's user even when that is root. Only for a program embedding
+   * the controller whose agent entry is a launcher that needs root itself (a test starting agents in
+   * container images with buildah); controller.json cannot set it.
+   */
+  localAgentsAsRoot?: boolean;
   /** Kubernetes models: how often pods are listed (ms) and the agent container's probes (tests shorten both). */
   kubernetes?: Pick<KubernetesProvisionerOptions, "pollIntervalMs" | "probes">;
 }
@@ -223,6 +232,11 @@ export class Controller {
     };
   }
 
+  /** Local machines' settings: options over controller.json over the defaults. */
+  private get localMachines(): LocalMachinesConfig {
+    return { ...this.config.localMachines, ...this.opts.localMachines };
+  }
+
   getState(): ControllerState { return this.state; }
   get apiAddresses(): string[] { return [...this.ownAddresses]; }
   get isLeader(): boolean { return this.election?.isLeader ?? false; }
@@ -288,10 +302,12 @@ export class Controller {
     installMigrationGuards(http, cache);
     installIdempotency(http, { store: this.store, cache, log: this.log });
     const caFingerprint = new X509Certificate(caCert).fingerprint256;
+    const localPolicy = { enabled: isLocalController(this.config) || this.localMachines.enabled === true, maxPerHost: this.localMachines.maxPerHost ?? DEFAULT_LOCAL_MACHINES_PER_HOST };
     registerHttpApi(http, {
       cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, caFingerprint, operatorQuotas: this.operatorStorage,
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
+      localMachines: localPolicy,
     });
     const logs = new ModelLogs();
     // A destroyed model's records go with it.
@@ -339,6 +355,8 @@ export class Controller {
           machinesDir: join(dataDir, dataFiles.machines),
           agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
           caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
+          agents: { user: this.localMachines.agentUser ?? DEFAULT_AGENT_USER, dir: this.localMachines.agentsDir ?? defaultAgentsDir(cache.controller!.uuid), dataDir, asController: this.opts.localAgentsAsRoot ?? false },
+          enabled: localPolicy.enabled,
         });
         const enrolments = new EnrolmentOps(fenced);
         const leaderCredentials = new CredentialOps(fenced, sealer);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The controller process: `main.js --data-dir DIR [--port N]` serves;
- * `main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise A,B] [--admin-password-stdin]`
+ * `main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise A,B] [--substrate local|remote] [--admin-password-stdin]`
  * creates the data directory and prints `{created, adminPassword, caCert}` as JSON (used by local
  * bootstrap and by bootstrap over SSH, where that output travels back over the encrypted channel; a
  * chosen admin password comes on stdin, never on the command line);
@@ -23,7 +23,7 @@ import { Controller, StoodDownError } from "./controller";
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A cloud's instance or VM id: `i-0123…`, `vm-42`. */
 const INSTANCE_PATTERN = /^[A-Za-z0-9][\w.-]{0,127}$/;
-const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js version\n       main.js --pod --data-dir DIR --seed DIR --enrol DIR --peers SERVICE.NAMESPACE\n       main.js new-ca --name NAME\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--instance ID] [--admin-password-stdin]\n       main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise ADDR,...] [--force] < passphrase\n";
+const USAGE = "usage: main.js --data-dir DIR [--port N]\n       main.js version\n       main.js --pod --data-dir DIR --seed DIR --enrol DIR --peers SERVICE.NAMESPACE\n       main.js new-ca --name NAME\n       main.js init --data-dir DIR --name NAME --listen HOST:PORT [--advertise ADDR,...] [--uuid UUID] [--instance ID] [--substrate local|remote] [--admin-password-stdin]\n       main.js restore --data-dir DIR --listen HOST:PORT --backup FILE [--advertise ADDR,...] [--force] < passphrase\n";
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -53,8 +53,10 @@ async function main(): Promise<void> {
     if (uuid !== undefined && !UUID_PATTERN.test(uuid)) { process.stderr.write(`--uuid ${JSON.stringify(uuid)} is not a UUID (8-4-4-4-12 hex digits)\n`); process.exitCode = 1; return; }
     const instance = flag("--instance");
     if (instance !== undefined && !INSTANCE_PATTERN.test(instance)) { process.stderr.write(`--instance ${JSON.stringify(instance)} is not an instance id (letters, digits, ".", "_", "-")\n`); process.exitCode = 1; return; }
+    const substrate = flag("--substrate");
+    if (substrate !== undefined && substrate !== "local" && substrate !== "remote") { process.stderr.write(`--substrate ${JSON.stringify(substrate)} must be local or remote\n`); process.exitCode = 1; return; }
     const adminPassword = args.includes("--admin-password-stdin") ? await readStdin() : undefined;
-    const res = await initControllerDir({ dataDir, name, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), ...(uuid ? { uuid } : {}), ...(instance ? { instance } : {}), ...(adminPassword ? { adminPassword } : {}) });
+    const res = await initControllerDir({ dataDir, name, listen: { host: listen[1]!, port: Number(listen[2]) }, ...(advertise ? { advertise } : {}), ...(uuid ? { uuid } : {}), ...(instance ? { instance } : {}), ...(substrate ? { substrate } : {}), ...(adminPassword ? { adminPassword } : {}) });
     process.stdout.write(JSON.stringify(res) + "\n");
     return;
   }

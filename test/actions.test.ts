@@ -5,14 +5,14 @@
  * never lost and never run again.
  */
 import test from "ava";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { tmpdir } from "node:os";
 import type { StewardError, TaskInfo } from "../api";
 import { unitIsReady } from "../api";
 import type { TestController } from "./harness/controller";
 import { allReady, fixturesDir, operatorsDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import { recordDir } from "./harness/operators";
 
 let tc: TestController;
 let actor: string;
@@ -23,7 +23,7 @@ test.before(async () => {
 test.after.always(async () => { await tc?.close(); });
 
 async function deployActor(model: string, units: number, config: Record<string, string | number> = {}): Promise<string> {
-  const record = await mkdtemp(join(tmpdir(), "steward-actor-"));
+  const record = await recordDir("steward-actor-");
   await tc.admin.createModel(model);
   await tc.admin.deploy(model, { name: "act", operator: actor, units, config: { "record-dir": record, ...config } });
   await tc.waitForUnits(model, allReady(units), `${units} units active/idle`);

@@ -3,12 +3,12 @@
  * recorded by the recorder operator and asserted exactly.
  */
 import test from "ava";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { tmpdir } from "node:os";
 import type { TestController } from "./harness/controller";
 import { allReady, fixturesDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import { recordDir } from "./harness/operators";
 
 let tc: TestController;
 test.before(async () => { tc = await startTestController(); });
@@ -26,7 +26,7 @@ async function hooksOf(recordDir: string): Promise<Map<string, string[]>> {
 const withoutUpdateStatus = (hooks: string[] | undefined): string[] => (hooks ?? []).filter((h) => h !== "update-status");
 
 test("deploy, config change, update-status and unit removal run hooks in Juju's order", async (t) => {
-  const record = await mkdtemp(join(tmpdir(), "steward-rec-"));
+  const record = await recordDir();
   await tc.admin.createModel("lifecycle", { updateStatusInterval: 1 });
   const op = await tc.upload(join(fixturesDir, "operators", "recorder"));
   await tc.admin.deploy("lifecycle", { name: "rec", operator: op, units: 3, config: { "record-dir": record } });
@@ -64,7 +64,7 @@ test("deploy, config change, update-status and unit removal run hooks in Juju's 
 });
 
 test("a failing hook puts the unit in error, is retried with backoff, then succeeds", async (t) => {
-  const record = await mkdtemp(join(tmpdir(), "steward-rec-"));
+  const record = await recordDir();
   await tc.admin.createModel("flaky");
   const op = await tc.upload(join(fixturesDir, "operators", "recorder"));
   await tc.admin.deploy("flaky", { name: "rec", operator: op, units: 1, config: { "record-dir": record, "fail-hook": "install", "fail-times": 2 } });
@@ -79,7 +79,7 @@ test("a failing hook puts the unit in error, is retried with backoff, then succe
 });
 
 test.serial("an agent killed with kill -9 is restarted and re-runs no committed hook", async (t) => {
-  const record = await mkdtemp(join(tmpdir(), "steward-rec-"));
+  const record = await recordDir();
   await tc.admin.createModel("restart");
   const op = await tc.upload(join(fixturesDir, "operators", "recorder"));
   await tc.admin.deploy("restart", { name: "rec", operator: op, units: 1, config: { "record-dir": record } });

@@ -4,12 +4,12 @@
  * killed before anything runs again, so hooks on one machine never overlap.
  */
 import test from "ava";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { tmpdir } from "node:os";
 import type { TestController } from "./harness/controller";
 import { allReady, fixturesDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import { recordDir } from "./harness/operators";
 
 let tc: TestController;
 test.before(async () => { tc = await startTestController(); });
@@ -29,7 +29,7 @@ async function agentPidFile(model: string): Promise<string> {
 const alive = (pid: number): boolean => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
 test("after its agent restarts, a unit runs update-status again", async (t) => {
-  const record = await mkdtemp(join(tmpdir(), "steward-rec-"));
+  const record = await recordDir();
   await tc.admin.createModel("us-restart", { updateStatusInterval: 1 });
   const op = await tc.upload(join(fixturesDir, "operators", "recorder"));
   await tc.admin.deploy("us-restart", { name: "rec", operator: op, units: 1, config: { "record-dir": record } });
@@ -50,7 +50,7 @@ test("after its agent restarts, a unit runs update-status again", async (t) => {
 });
 
 test("a hook left running by an agent killed with SIGKILL is killed before the hook runs again", async (t) => {
-  const record = await mkdtemp(join(tmpdir(), "steward-rec-"));
+  const record = await recordDir();
   await tc.admin.createModel("orphan");
   const op = await tc.upload(join(fixturesDir, "operators", "recorder"));
   // config-changed kills its agent (kill -9) and then sleeps on for 30 s in its own process group.

@@ -296,7 +296,8 @@ withBuildah("an agent in the built image runs a real operator's hooks against a 
   const init = await initControllerDir({ dataDir, name: "images", listen: { host: "127.0.0.1", port: 0 } });
   process.env.STEWARD_TEST_AGENT_IMAGE = ref("agent");
   process.env.STEWARD_TEST_BUILDAH_ARGS = buildah!.join(" ");
-  const controller = await Controller.start({ dataDir, log: silentLogger, agentEntry: join(__dirname, "harness", "agent-in-image.js") });
+  // The launcher runs buildah, which needs root: it starts the agent in the image itself.
+  const controller = await Controller.start({ dataDir, log: silentLogger, agentEntry: join(__dirname, "harness", "agent-in-image.js"), localAgentsAsRoot: true });
   const admin = new ControllerClient({ addresses: controller.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
   try {
     await admin.createModel("m");

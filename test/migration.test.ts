@@ -160,7 +160,7 @@ test.serial("the target dies during the move: the migration aborts, the source m
   // The source model is the one that counts again at once: changes are taken and reach the units.
   await a.admin.updateApplication("cafe", "peer", { config: { label: "still-here" } });
   // The target comes back; the abort is retried until it takes, and nothing was left there.
-  b.controller = await Controller.start({ dataDir: join(b.dir, "c"), log: silentLogger, port });
+  b.controller = await Controller.start({ dataDir: join(b.dir, "c"), log: silentLogger, port, localMachines: { agentsDir: join(b.dir, "agents") } });
   await eventually("the source's change applied while aborting", async () => (await unitsOf(a.admin, "cafe")).every((x) => x.workload.message === "label=still-here") || undefined, 60_000);
   const ended = await waitPhase(a.admin, "cafe", ["ABORTDONE"], 120_000);
   t.truthy(ended.failure);

@@ -21,6 +21,8 @@ export async function replicaDataFiles(o: { dataDir: string; config: ControllerC
     store: { backend: "etcd", endpoints: [`https://127.0.0.1:${own.clientPort ?? 2379}`], tls: true },
     ...(o.config.leadershipLeaseSeconds ? { leadershipLeaseSeconds: o.config.leadershipLeaseSeconds } : {}),
     ...(o.config.kubernetes ? { kubernetes: o.config.kubernetes } : {}),
+    // What a superuser set for local machines holds on every replica (a replica's host is not local).
+    ...(o.config.localMachines ? { localMachines: o.config.localMachines } : {}),
     member: {
       name, host, initialCluster, initialState: "existing", clusterToken: own.clusterToken,
       ...(own.clientPort ? { clientPort: own.clientPort } : {}), ...(own.peerPort ? { peerPort: own.peerPort } : {}),

@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { StewardError, notFound } from "../../api";
 import { credentialMatches, verifyToken } from "../security/credentials";
 import type { ModelIndex, StateCache } from "../state";
+import { localWriteRefused, runsOnControllerHost } from "./controller-host";
 import { CSRF_HEADER, csrfMatches, readSessionCookie, sameOrigin } from "./session-cookie";
 
 export type Principal =
@@ -102,7 +103,11 @@ export function modelAccess(p: Principal, idx: ModelIndex): Access | undefined {
 export function requireModelAccess(p: Principal, idx: ModelIndex, needed: Access, asked: string = idx.model?.name ?? idx.uuid): void {
   if (p.kind === "agent") throw new StewardError("forbidden", AGENTS_USE_THE_AGENT_PROTOCOL);
   const has = modelAccess(p, idx);
-  if (has && rank[has] >= rank[needed]) return;
+  if (has && rank[has] >= rank[needed]) {
+    // A grant that predates the rule, or a model that gained local machines since, is refused here too.
+    if (needed !== "read" && !p.superuser && runsOnControllerHost(idx)) throw localWriteRefused(p.user, idx, needed);
+    return;
+  }
   if (!has) throw notFound("model", asked);
   throw new StewardError("forbidden", `user ${p.user} has ${has} access to model ${idx.model?.name}; this needs ${needed} (an admin can run: steward grant ${p.user} ${needed} ${idx.model?.name})`, { details: { needed, has } });
 }
@@ -122,7 +127,7 @@ export function requireWriteOnSomeModel(p: Principal, cache: StateCache): void {
   if (user.superuser) return;
   for (const idx of cache.models.values()) {
     const has = modelAccess(user, idx);
-    if (has && rank[has] >= rank.write) return;
+    if (has && rank[has] >= rank.write && !runsOnControllerHost(idx)) return;
   }
   throw new StewardError("forbidden", `user ${user.user} has write access to no model; uploading an operator needs write access to one (an admin can run: steward grant ${user.user} write <model>)`, { details: { needed: "write" } });
 }

@@ -25,6 +25,8 @@ import { authenticate, requireModelAccess, requireSuperuser, requireUser, requir
 import type { FailedLoginLimiterOptions, LoginRefusal } from "./failed-login-limiter";
 import { FailedLoginLimiter } from "./failed-login-limiter";
 import { FamiliarSources } from "./familiar-sources";
+import type { LocalMachinePolicy } from "./controller-host";
+import { LOCAL_WRITE_RULE, checkMachinesPerRequest, checkNewLocalMachines, runsOnControllerHost } from "./controller-host";
 import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "./session-cookie";
 import { controllerOverview, describeController, modelSummaries } from "./summaries";
 
@@ -48,6 +50,8 @@ export interface HttpApiDeps {
   tokenLifetimeMs?: number;
   /** Limits on failed logins per user and per source network (see FailedLoginLimiter for defaults). */
   failedLogins?: FailedLoginLimiterOptions;
+  /** Whether this controller makes local machines, and how many its host takes. */
+  localMachines: LocalMachinePolicy;
 }
 
 export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
@@ -83,6 +87,13 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   const chargeOf = (p: Principal): OperatorCharge => {
     const u = requireUser(p);
     return { by: { user: u.user, superuser: u.superuser }, quotas: deps.operatorQuotas };
+  };
+  /** Checks the machines a deploy or add-unit would make for `units` units placed on `to`. */
+  const checkMachinesForUnits = (p: Principal, idx: ModelIndex, units: number, to: string[] | undefined, field: string): void => {
+    const substrate = idx.model?.substrate ?? "local";
+    const made = substrate === "kubernetes" ? 0 : Math.max(0, units - (to?.length ?? 0));
+    checkMachinesPerRequest(substrate, made, field);
+    if (substrate === "local") checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: made });
   };
 
   // Clients follow replicas that move or are replaced by the addresses named on every answer.
@@ -278,6 +289,10 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const idx = model(req, principalOf(req), "admin");
     const user = param<string>(UserName, req, "user", "user");
     const body = parseRequest(GrantRequest, req.body, "grant");
+    const grantee = cache.users.get(user);
+    if (body.access !== "read" && grantee && !grantee.superuser && runsOnControllerHost(idx)) {
+      throw new StewardError("forbidden", `${LOCAL_WRITE_RULE}; ${user} is not a superuser: grant read, or use a model on another substrate`, { details: { rule: "local-model-write-needs-superuser", field: "access" } });
+    }
     await settled(await ops.grant(idx.uuid, user, body.access));
     reply.code(204);
   });
@@ -417,6 +432,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const p = principalOf(req);
     const idx = model(req, p, "write");
     const body = parseRequest(DeployRequest, req.body, "deploy");
+    checkMachinesForUnits(p, idx, body.units, body.to, "units");
     // ops.deploy refuses an existing name itself: here it would also refuse the retry of a deploy that worked.
     const res = await ops.deploy(idx.uuid, body, chargeOf(p));
     await settled(res.revision);
@@ -446,9 +462,11 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   });
 
   app.post("/v1/models/:model/applications/:app/units", async (req, reply) => {
-    const idx = model(req, principalOf(req), "write");
+    const p = principalOf(req);
+    const idx = model(req, p, "write");
     const name = param<string>(Name, req, "app", "application");
     const body = parseRequest(AddUnitsRequest, req.body, "add units");
+    checkMachinesForUnits(p, idx, body.count, body.to, "count");
     const res = await ops.addUnits(idx.uuid, name, body.count, body.to);
     await settled(res.revision);
     reply.code(201);
@@ -464,8 +482,11 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   });
 
   app.post("/v1/models/:model/machines", { config: { secretAnswer: true } }, async (req, reply) => {
-    const idx = model(req, principalOf(req), "write");
+    const p = principalOf(req);
+    const idx = model(req, p, "write");
     const body = parseRequest(AddMachineRequest, req.body, "add machine");
+    checkMachinesPerRequest(body.substrate, body.count, "count");
+    if (body.substrate === "local") checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: body.count });
     if (body.substrate === "ssh") {
       if (!body.ssh) throw new StewardError("invalid-request", `substrate "ssh" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`, { details: { field: "ssh" } });
       const m = await deps.ssh.add(idx.uuid, body.ssh);

@@ -5,7 +5,7 @@
  * nothing of the controller itself.
  */
 import { spawn } from "node:child_process";
-import { open, readdir, readFile, rm } from "node:fs/promises";
+import { open, readdir, readFile, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ControllerClient, StewardError } from "../../api/core";
 import { CONTROLLER_NODE_FLAGS, controllerEntry, dataFiles, supervisorEntry } from "../controller-files";
@@ -46,7 +46,8 @@ const INIT_TIMEOUT_MS = 60_000;
 
 /** Creates a controller's data directory (idempotent: an existing one is kept and its CA returned). */
 export async function initLocalController(o: LocalControllerInit): Promise<LocalControllerInitResult> {
-  const args = ["init", "--data-dir", o.dataDir, "--name", o.name, "--listen", `${o.listen.host}:${o.listen.port}`];
+  // Recorded: a controller bootstrapped here makes local machines (agents on this host) by default.
+  const args = ["init", "--data-dir", o.dataDir, "--name", o.name, "--listen", `${o.listen.host}:${o.listen.port}`, "--substrate", "local"];
   if (o.advertise?.length) args.push("--advertise", o.advertise.join(","));
   if (o.uuid !== undefined) args.push("--uuid", o.uuid);
   if (o.adminPassword !== undefined) args.push("--admin-password-stdin");
@@ -165,8 +166,10 @@ export async function restartLocalController(dataDir: string, caCert: string, ti
 /** Stops a local controller and the agents it started, then deletes its data directory. */
 export async function removeLocalController(dataDir: string): Promise<void> {
   await stopLocalController(dataDir);
-  // Agents of machines whose removal did not finish (forced models).
-  const machinesDir = join(dataDir, dataFiles.machines);
+  // Agents of machines whose removal did not finish (forced models), found where the link leads
+  // (agents run as another user): their command lines name that path.
+  const link = join(dataDir, dataFiles.machines);
+  const machinesDir = await realpath(link).catch(() => link);
   for (const model of await readdir(machinesDir).catch(() => [] as string[])) {
     for (const machine of await readdir(join(machinesDir, model)).catch(() => [] as string[])) {
       const agentDir = join(machinesDir, model, machine);
@@ -174,5 +177,6 @@ export async function removeLocalController(dataDir: string): Promise<void> {
       if (agentPid) await stopProcess(agentPid, agentDir);
     }
   }
+  if (machinesDir !== link) await rm(machinesDir, { recursive: true, force: true });
   await rm(dataDir, { recursive: true, force: true });
 }

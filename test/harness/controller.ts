@@ -3,7 +3,7 @@
  * local substrate starting real agent processes. `close()` stops it and reaps every process it
  * started, so a failed test leaves nothing behind.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus, TransportLimits, UnitStatusView } from "../../api";
@@ -44,17 +44,24 @@ export async function startTestController(opts: {
   /** Where the API listens (default loopback): a fake kubelet's pods reach the controller on their bridge's address. */
   listenHost?: string;
   kubernetes?: ControllerOptions["kubernetes"];
+  /** Where the controller was bootstrapped. @default "local" */
+  substrate?: ControllerConfig["substrate"];
+  /** Local machines' settings; agents' directories (when agents run as another user) are in the test's directory. */
+  localMachines?: ControllerOptions["localMachines"];
 } = {}): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
+  // Passable (not listable) by the agents' user when tests run as root: their directories are in `agents/`.
+  await chmod(dir, 0o711);
   const dataDir = join(dir, "c");
-  const init = await initControllerDir({ dataDir, name: "test", listen: { host: opts.listenHost ?? "127.0.0.1", port: 0 }, ...(opts.store ? { store: opts.store } : {}) });
+  const init = await initControllerDir({ dataDir, name: "test", listen: { host: opts.listenHost ?? "127.0.0.1", port: 0 }, substrate: opts.substrate ?? "local", ...(opts.store ? { store: opts.store } : {}) });
   // STEWARD_TEST_LOG=1 shows the controller's log on stderr (for debugging a test).
   const log = process.env.STEWARD_TEST_LOG ? createLogger({ fields: { component: "test-controller" } }) : silentLogger;
   const controller = await Controller.start({ dataDir, log, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}),
     ...(opts.migrationValidations ? { migrationValidations: opts.migrationValidations } : {}),
     ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.operators ? { operators: opts.operators } : {}),
     ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}), ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}),
-    ...(opts.consoles ? { consoles: opts.consoles } : {}), ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}) });
+    ...(opts.consoles ? { consoles: opts.consoles } : {}), ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}),
+    localMachines: { agentsDir: join(dir, "agents"), ...opts.localMachines } });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {

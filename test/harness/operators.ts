@@ -1,5 +1,5 @@
 /** Variants of the recorder fixture operator with the endpoints a test needs, made at test time. */
-import { cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fixturesDir } from "./controller";
@@ -44,6 +44,12 @@ export async function sequences(recordDir: string): Promise<Map<string, string[]
   return m;
 }
 
-export async function recordDir(): Promise<string> {
-  return mkdtemp(join(tmpdir(), "steward-rec-"));
+/**
+ * A directory a fixture operator records into. Writable by every user: where tests run as root, local
+ * agents and their hooks run as an unprivileged user (README, Users and access).
+ */
+export async function recordDir(prefix = "steward-rec-"): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  await chmod(dir, 0o777);
+  return dir;
 }
