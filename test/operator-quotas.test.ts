@@ -33,7 +33,8 @@ test.before(async () => {
   unit = Buffer.byteLength(JSON.stringify(operator()));
   // Users may fill 7 of the controller's 10 units; a model holds 2.5 and a user's uploads 4.5.
   tc = await startTestController({ operators: { quotaBytes: 10 * unit, reservedBytes: 3 * unit, modelQuotaBytes: Math.floor(2.5 * unit), userQuotaBytes: Math.floor(4.5 * unit) } });
-  for (const m of ["a1", "a2", "b"]) await tc.admin.createModel(m);
+  // Manual models: only superusers may write to local ones.
+  for (const m of ["a1", "a2", "b"]) await tc.admin.createModel(m, undefined, "manual");
   await tc.admin.createUser("alice", "alice-password", false);
   await tc.admin.createUser("bob", "bob-password", false);
   await tc.admin.grant("a1", "alice", "write");
