@@ -32,6 +32,11 @@ export const ErrorReasons = {
   "staged-machine-mismatch": { code: "conflict", retryable: false, about: "a machine's agent runs other units than the staged model places on it" },
   "not-current-migration": { code: "conflict", retryable: false, about: "an agent reported on a migration that is not the model's current one" },
   "migration-phase-mismatch": { code: "conflict", retryable: false, about: "an agent reported on a phase the migration is not in" },
+  "local-machines-need-superuser": { code: "forbidden", retryable: false, about: "only a controller superuser may create local machines: they run on the controller's host, beside its keys" },
+  "local-model-write-needs-superuser": { code: "forbidden", retryable: false, about: "write on a model that is local or has local machines is a superuser's: its hooks run on the controller's host" },
+  "local-machines-disabled": { code: "forbidden", retryable: false, about: "a controller not bootstrapped locally makes no local machines unless its controller.json turns them on" },
+  "local-machines-per-host": { code: "quota-exceeded", retryable: false, about: "the controller's host already runs as many local machines as localMachines.maxPerHost allows" },
+  "operator-quota": { code: "quota-exceeded", retryable: false, about: "stored operators would exceed a quota (controller, superusers' reserve, model or user); details.quota names which" },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

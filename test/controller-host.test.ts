@@ -74,6 +74,7 @@ test.serial("a grant of write or admin on a local model to a user who is not a s
   for (const access of ["write", "admin"] as const) {
     const err = await refusal(t, tc.admin.grant("loc", "writer", access), "forbidden", /write on a local model needs superuser: local machines run on the controller's host/);
     t.is(err.details.rule, "local-model-write-needs-superuser");
+    t.is(err.reason, "local-model-write-needs-superuser", "the reason travels on the wire");
   }
   await tc.admin.grant("loc", "writer", "read");
   // A superuser may be given anything.
@@ -84,6 +85,8 @@ test.serial("a grant of write or admin on a local model to a user who is not a s
 test.serial("a model writer cannot make a local machine in a model it may write to", async (t) => {
   const err = await refusal(t, writer.addMachines("bare", "local"), "forbidden", /only a controller superuser may create local machines/);
   t.is(err.details.rule, "local-machines-need-superuser");
+  t.is(err.reason, "local-machines-need-superuser");
+  t.false(err.retryable);
   // Its own machines are still its to add.
   await t.notThrowsAsync(writer.addMachines("bare", "manual"));
 });
@@ -112,6 +115,7 @@ test.serial(`one request makes at most ${MAX_MACHINES_PER_REQUEST} machines, and
   await tc.admin.addMachines("loc", "local", PER_HOST - 1);
   const full = await refusal(t, tc.admin.addMachines("loc", "local", 2), "quota-exceeded", new RegExp(`has ${PER_HOST - 1} local machines and takes at most ${PER_HOST}: remove some, or raise "localMachines": \\{"maxPerHost": N\\}`));
   t.is(full.details.rule, "local-machines-per-host");
+  t.is(full.reason, "local-machines-per-host");
   await refusal(t, tc.admin.deploy("loc", { name: "two", operator, units: 2 }), "quota-exceeded", /takes at most 3/);
   const machines = Object.keys((await tc.admin.status("loc")).machines);
   t.is(machines.length, PER_HOST - 1, "nothing was half-made");

@@ -50,6 +50,7 @@ const refusal = async (t: ExecutionContext, p: Promise<unknown>, quota: string):
   t.is(err?.code, "quota-exceeded");
   t.is(err?.httpStatus, 413);
   t.is(err?.details.quota, quota);
+  t.is(err?.reason, "operator-quota");
   return err!;
 };
 

@@ -291,7 +291,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const body = parseRequest(GrantRequest, req.body, "grant");
     const grantee = cache.users.get(user);
     if (body.access !== "read" && grantee && !grantee.superuser && runsOnControllerHost(idx)) {
-      throw new StewardError("forbidden", `${LOCAL_WRITE_RULE}; ${user} is not a superuser: grant read, or use a model on another substrate`, { details: { rule: "local-model-write-needs-superuser", field: "access" } });
+      throw new StewardError("forbidden", `${LOCAL_WRITE_RULE}; ${user} is not a superuser: grant read, or use a model on another substrate`, { reason: "local-model-write-needs-superuser", details: { rule: "local-model-write-needs-superuser", field: "access" } });
     }
     await settled(await ops.grant(idx.uuid, user, body.access));
     reply.code(204);

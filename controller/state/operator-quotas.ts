@@ -92,7 +92,7 @@ export function modelUseRefusal(o: { model: string; beforeBytes: number; afterBy
 }
 
 function refusal(message: string, details: Record<string, unknown>): StewardError {
-  return new StewardError("quota-exceeded", message, { details });
+  return new StewardError("quota-exceeded", message, { reason: "operator-quota", details });
 }
 
 function graceText(quotas: OperatorQuotas): string {
