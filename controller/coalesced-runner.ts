@@ -6,6 +6,7 @@ export class CoalescedRunner {
   private running = false;
   private again = false;
   private stopped = false;
+  private current: Promise<void> = Promise.resolve();
 
   constructor(private readonly job: () => Promise<void>, private readonly onError: (err: unknown) => void) {}
 
@@ -13,7 +14,7 @@ export class CoalescedRunner {
     if (this.stopped) return;
     if (this.running) { this.again = true; return; }
     this.running = true;
-    this.job()
+    this.current = this.job()
       .catch((err: unknown) => this.onError(err))
       .finally(() => {
         this.running = false;
@@ -22,4 +23,9 @@ export class CoalescedRunner {
   }
 
   stop(): void { this.stopped = true; }
+
+  /** Settles once no job runs: after stop(), what a caller awaits so that no pass still writes. */
+  async idle(): Promise<void> {
+    while (this.running) await this.current;
+  }
 }

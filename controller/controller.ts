@@ -503,6 +503,9 @@ export class Controller {
     this.watchHub?.close();
     this.liveFeeds?.close();
     this.consoles?.close();
+    // A local pass in flight would start agents after the shutdown's callers reaped them (bounded:
+    // a pass stuck on a store without quorum must not hold the shutdown).
+    if (this.local) await Promise.race([this.local.drained(), new Promise((r) => setTimeout(r, 10_000).unref())]);
     await this.http?.close();
     if (this.leaseId) await this.store.revokeLease(this.leaseId).catch(() => undefined);
     this.cache?.stop();

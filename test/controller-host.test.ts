@@ -10,9 +10,9 @@ import test from "ava";
 import type { ExecutionContext } from "ava";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import type { Bundle, ControllerClient, StewardError } from "../api";
 import { MAX_MACHINES_PER_REQUEST } from "../api";
 import { dataFiles } from "../controller";
@@ -152,24 +152,33 @@ const asRoot = process.getuid?.() === 0;
   t.is((await stat(join(dataDir, dataFiles.machines, s.model.uuid, machine!.id))).uid, uid, "machines/ in the data directory leads there");
 });
 
-test("an agent script inside the data directory (an upgraded local controller's release) is copied where the agents' user can read it", async (t) => {
+test("the agent script is copied where the agents' user can read it when it cannot reach it (a release in the data directory, a package under a 0700 directory)", async (t) => {
+  const agent = { uid: 4242, gid: 4242 };
   const base = await mkdtemp(join(tmpdir(), "steward-entry-"));
   t.teardown(() => rm(base, { recursive: true, force: true }));
+  await chmod(base, 0o755);
   const dataDir = join(base, "c");
   await mkdir(join(dataDir, "releases", "9.9.9", "agent-bundle"), { recursive: true });
-  await writeFile(join(dataDir, "releases", "9.9.9", "agent-bundle", "main.js"), "// agent\n");
+  await writeFile(join(dataDir, "releases", "9.9.9", "agent-bundle", "main.js"), "// agent 9.9.9\n");
   await writeFile(join(dataDir, "releases", "9.9.9", "agent-bundle", "tool-client.js"), "// tools\n");
   await symlink(join("releases", "9.9.9"), join(dataDir, "current"));
   const agents = join(base, "agents");
   await mkdir(agents);
-  const entry = await readableAgentEntry(dataDir, agents, join(dataDir, "current", "agent-bundle", "main.js"));
-  t.is(entry, join(agents, ".agent-9.9.9", "main.js"));
-  t.is(await readFile(join(agents, ".agent-9.9.9", "tool-client.js"), "utf8"), "// tools\n");
-  // An installation's own script (outside the data directory) is used where it is.
+  const entry = await readableAgentEntry(dataDir, agents, join(dataDir, "current", "agent-bundle", "main.js"), agent);
+  t.is(dirname(dirname(entry)), agents);
+  t.regex(basename(dirname(entry)), /^\.agent-[0-9a-f]{16}$/);
+  t.is(await readFile(join(dirname(entry), "tool-client.js"), "utf8"), "// tools\n");
+  // An installation's own script that others can reach is used where it is.
   const outside = join(base, "dist", "agent-bundle", "main.js");
   await mkdir(dirname(outside), { recursive: true });
   await writeFile(outside, "// agent\n");
-  t.is(await readableAgentEntry(dataDir, agents, outside), outside);
+  t.is(await readableAgentEntry(dataDir, agents, outside, agent), outside);
+  // Behind a directory only root may enter (a package installed under /root), it is copied.
+  await chmod(join(base, "dist"), 0o700);
+  const copied = await readableAgentEntry(dataDir, agents, outside, agent);
+  t.not(copied, outside);
+  t.is(await readFile(copied, "utf8"), "// agent\n");
+  t.is(dirname(dirname(copied)), agents);
 });
 
 test("agents that ran as root in the data directory's machines/ (or in another agents' directory) are stopped and moved, machines/ becoming a link there", async (t) => {

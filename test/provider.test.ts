@@ -15,6 +15,7 @@ import { Application, Controller, Integration, Model } from "../provider";
 import { cliRunner } from "./harness/cli";
 import { fixturesDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import { recordDir } from "./harness/operators";
 import { MiniEngine } from "./harness/pulumi-engine";
 import { killProcessesUnder } from "./harness/processes";
 
@@ -168,8 +169,8 @@ test.serial("changed operator content upgrades the application in place, and the
   const yaml = join(helloDir, "operator.yaml");
   await writeFile(yaml, (await readFile(yaml, "utf8")).replace('version: "1.0.0"', 'version: "1.1.0"'));
   // The new content's upgrade hook takes a while and leaves a mark when it ends.
-  const upgraded = join(dir, "upgraded");
-  await mkdir(upgraded, { recursive: true });
+  // Where hooks may write: local agents run unprivileged when the tests run as root.
+  const upgraded = await recordDir("steward-upgraded-");
   await writeFile(join(helloDir, "hooks", "upgrade"), `#!/bin/sh\nset -eu\nsleep 3\ntouch "${upgraded}/$(echo "$STEWARD_UNIT_NAME" | tr / -)"\n`, { mode: 0o755 });
   const r = await engine.up(program({ webUnits: 3, greeting: "hello" }));
   t.deepEqual(r.errors, []);

@@ -79,7 +79,7 @@ export class LocalSubstrate {
     let agentEntry = this.o.agentEntry;
     if (runAs) {
       await placeAgentsDir(this.o.agents.dataDir, this.o.agents.dir);
-      agentEntry = await readableAgentEntry(this.o.agents.dataDir, this.o.agents.dir, agentEntry);
+      agentEntry = await readableAgentEntry(this.o.agents.dataDir, this.o.agents.dir, agentEntry, runAs);
     }
     this.runAs = runAs;
     this.agentEntry = agentEntry;
@@ -145,5 +145,10 @@ export class LocalSubstrate {
     this.runner.stop();
     this.unsubscribe();
     clearInterval(this.timer);
+  }
+
+  /** After close(): settles when a pass that was starting agents has ended, so none starts later. */
+  drained(): Promise<void> {
+    return this.runner.idle();
   }
 }

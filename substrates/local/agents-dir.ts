@@ -3,7 +3,8 @@
  * directory (0700: its CA key, store and consoles), which that user must not enter. `machines/` in
  * the data directory becomes a link there, so everything that finds agents under it still does.
  */
-import { chmod, cp, lstat, mkdir, readdir, readlink, realpath, rename, rm, rmdir, stat, symlink } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { chmod, cp, lstat, mkdir, readFile, readdir, readlink, realpath, rename, rm, rmdir, stat, symlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { dataFiles } from "../controller-files";
 import { AGENT_PID_FILE } from "./machines";
@@ -50,18 +51,49 @@ export async function placeAgentsDir(dataDir: string, agentsDir: string): Promis
 }
 
 /**
- * The agent's entry script where the agents' user can read it: one in the data directory (an upgraded
- * local controller runs from `releases/<version>/` there) is copied into the agents' directory first,
- * once per release (`.agent-<version>/`, beside the models' directories).
+ * The agent's entry script where the agents' user can read it. The bundle is used where it is when
+ * that user can reach it; otherwise (a data directory's `releases/<version>/`, a package installed
+ * under `/root` or another 0700 directory) it is copied into the agents' directory once per content
+ * (`.agent-<hash>/`, beside the models' directories), with the `yaml` module it loads at run time.
  */
-export async function readableAgentEntry(dataDir: string, agentsDir: string, agentEntry: string): Promise<string> {
+export async function readableAgentEntry(dataDir: string, agentsDir: string, agentEntry: string, agent: { uid: number; gid: number }): Promise<string> {
   const bundle = await realpath(dirname(agentEntry));
-  if (!bundle.startsWith(`${await realpath(dataDir)}/`)) return agentEntry;
-  const copy = join(agentsDir, `.agent-${basename(dirname(bundle))}`);
+  const inDataDir = bundle.startsWith(`${await realpath(dataDir)}/`);
+  if (!inDataDir && await reachableBy(join(bundle, basename(agentEntry)), agent)) return agentEntry;
+  const hash = createHash("sha256").update(await readFile(join(bundle, basename(agentEntry)))).digest("hex").slice(0, 16);
+  const copy = join(agentsDir, `.agent-${hash}`);
   if (!(await stat(copy).then(() => true, () => false))) {
-    await rm(`${copy}.staging`, { recursive: true, force: true });
-    await cp(bundle, `${copy}.staging`, { recursive: true });
-    await rename(`${copy}.staging`, copy);
+    const staging = `${copy}.staging`;
+    await rm(staging, { recursive: true, force: true });
+    await cp(bundle, staging, { recursive: true });
+    const yaml = yamlPackageDir(bundle);
+    if (yaml) await cp(yaml, join(staging, "node_modules", "yaml"), { recursive: true });
+    await chmod(staging, 0o755);
+    await rename(staging, copy);
   }
   return join(copy, basename(agentEntry));
+}
+
+/** Whether `uid`/`gid` may read `file` and pass through every directory above it (mode bits; ACLs aside). */
+async function reachableBy(file: string, who: { uid: number; gid: number }): Promise<boolean> {
+  const allows = (st: { uid: number; gid: number; mode: number }, bit: number): boolean =>
+    (st.uid === who.uid ? (st.mode >> 6) & bit : st.gid === who.gid ? (st.mode >> 3) & bit : st.mode & bit) !== 0;
+  try {
+    if (!allows(await stat(file), 4)) return false;
+    for (let dir = dirname(file); ; dir = dirname(dir)) {
+      if (!allows(await stat(dir), 1)) return false;
+      if (dir === dirname(dir)) return true;
+    }
+  } catch {
+    return false;
+  }
+}
+
+/** The `yaml` package as the bundle finds it (it is left out of the bundle), if it does. */
+function yamlPackageDir(bundle: string): string | undefined {
+  try {
+    return dirname(require.resolve("yaml/package.json", { paths: [bundle] }));
+  } catch {
+    return undefined;
+  }
 }
