@@ -26,7 +26,7 @@ export async function benchController(modelName: string): Promise<BenchControlle
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-"));
   const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
   const addresses = await startLocalController(dir, init.caCert);
-  const pid = Number(await readFile(join(dir, "controller.pid"), "utf8"));
+  const pid = await pidOnceWritten(join(dir, "controller.pid"));
   const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
   const { uuid } = await client.createModel(modelName);
   return {
@@ -34,6 +34,18 @@ export async function benchController(modelName: string): Promise<BenchControlle
     // The supervisor first (removeLocalController): stopping only the controller would have it started again.
     async stop() { client.close(); await removeLocalController(dir); await rm(dir, { recursive: true, force: true }); },
   };
+}
+
+/**
+ * The controller's pid: it writes the file once started in full, which can be a little after its
+ * API first answers (what startLocalController waits for), longer on a loaded machine.
+ */
+async function pidOnceWritten(file: string): Promise<number> {
+  for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 100))) {
+    const pid = Number(await readFile(file, "utf8").catch(() => ""));
+    if (pid > 0) return pid;
+    if (Date.now() > deadline) throw new Error(`${file} was not written within 30 s of the controller answering`);
+  }
 }
 
 /**
