@@ -181,17 +181,25 @@ test("the agent script is copied where the agents' user can read it when it cann
   t.is(dirname(dirname(copied)), agents);
 });
 
+/**
+ * A process standing in for an agent in `dir`: its command line names the directory, as an agent's
+ * does, and its pid is in agent.pid. `exited` settles when it ends.
+ */
+async function standInAgent(t: ExecutionContext, dir: string): Promise<{ exited: Promise<unknown> }> {
+  const agent = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", dir], { stdio: "ignore" });
+  t.teardown(() => { agent.kill("SIGKILL"); });
+  await writeFile(join(dir, "agent.pid"), String(agent.pid));
+  return { exited: new Promise((resolve) => agent.once("exit", resolve)) };
+}
+
 test("agents that ran as root in the data directory's machines/ (or in another agents' directory) are stopped and moved, machines/ becoming a link there", async (t) => {
   const base = await mkdtemp(join(tmpdir(), "steward-move-"));
   const dataDir = join(base, "c");
   const old = join(dataDir, dataFiles.machines, "model-uuid", "0");
   await mkdir(old, { recursive: true });
   await writeFile(join(old, "agent.json"), "{}\n");
-  // Stands in for an agent: its command line names its directory, as an agent's does.
-  const agent = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", old], { stdio: "ignore" });
-  t.teardown(async () => { agent.kill("SIGKILL"); await rm(base, { recursive: true, force: true }); });
-  await writeFile(join(old, "agent.pid"), String(agent.pid));
-  const exited = new Promise((resolve) => agent.once("exit", resolve));
+  t.teardown(() => rm(base, { recursive: true, force: true }));
+  const { exited } = await standInAgent(t, old);
   const agents = join(base, "agents");
   await placeAgentsDir(dataDir, agents);
   await exited;
@@ -204,10 +212,7 @@ test("agents that ran as root in the data directory's machines/ (or in another a
   t.is(await readlink(join(dataDir, dataFiles.machines)), agents);
   // Given another directory, the agents there are stopped and moved again, the link following.
   const moved = join(agents, "model-uuid", "0");
-  const second = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", moved], { stdio: "ignore" });
-  t.teardown(() => { second.kill("SIGKILL"); });
-  await writeFile(join(moved, "agent.pid"), String(second.pid));
-  const secondExited = new Promise((resolve) => second.once("exit", resolve));
+  const { exited: secondExited } = await standInAgent(t, moved);
   const elsewhere = join(base, "elsewhere");
   await placeAgentsDir(dataDir, elsewhere);
   await secondExited;
