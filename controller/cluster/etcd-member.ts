@@ -172,7 +172,7 @@ export class EtcdMember {
       await new Promise((r) => setTimeout(r, 200));
       if (await this.healthy()) return;
     }
-    throw new StewardError("unavailable", `the local etcd member did not become healthy within ${Math.round(timeoutMs / 1000)} s; see ${join(this.o.dataDir, "etcd.log")}`);
+    throw new StewardError("deadline-exceeded", `the local etcd member did not become healthy within ${Math.round(timeoutMs / 1000)} s; see ${join(this.o.dataDir, "etcd.log")}`);
   }
 
   /** One probe of /health (true only when the member sees a leader). */

@@ -63,7 +63,7 @@ export async function currentAddress(config: ControllerConfig): Promise<string |
     const src = await sourceAddressTowards(p);
     if (src && mine.includes(src)) return src;
   }
-  throw new StewardError("unavailable", `this replica was configured for ${member.host}, which is no longer an address of this host (it has ${mine.join(", ")}), and none of them reaches its peers: set member.host and advertise in ${dataFiles.config}`);
+  throw new StewardError("unavailable", `this replica was configured for ${member.host}, which is no longer an address of this host (it has ${mine.join(", ")}), and none of them reaches its peers: set member.host and advertise in ${dataFiles.config}`, { reason: "address-gone" });
 }
 
 /**

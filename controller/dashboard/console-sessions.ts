@@ -109,10 +109,10 @@ export class ConsoleSessionHub {
     try {
       principal = requireUser(authenticate(this.o.cache, req.headers));
       token = presentedToken(req.headers)!;
-      if (!this.o.cliMain) throw new StewardError("unavailable", "the console is not installed on this controller host (no cli-bundle/main.js beside the controller's bundle): reinstall the controller from a newer build");
+      if (!this.o.cliMain) throw new StewardError("unavailable", "the console is not installed on this controller host (no cli-bundle/main.js beside the controller's bundle): reinstall the controller from a newer build", { reason: "console-not-installed" });
       const mine = [...this.sessions].filter((s) => s.principal.user === principal.user).length;
       if (mine >= this.o.maxPerUser) throw new StewardError("rate-limited", `user ${principal.user} already has ${mine} consoles open on this controller, the most allowed: close one first`);
-      if (this.sessions.size >= this.o.maxSessions) throw new StewardError("unavailable", `this controller already runs ${this.sessions.size} consoles, its limit: try again later`);
+      if (this.sessions.size >= this.o.maxSessions) throw new StewardError("unavailable", `this controller already runs ${this.sessions.size} consoles, its limit: try again later`, { reason: "at-capacity" });
     } catch (err) {
       if (!StewardError.isInstance(err)) throw err;
       answerRaw(socket, err.httpStatus, err.toWire());

@@ -107,7 +107,7 @@ export class LiveFeedHub {
     let principal: User;
     try {
       principal = requireUser(authenticate(this.o.cache, req.headers));
-      if (this.feeds.size >= (this.o.maxFeeds ?? 1000)) throw new StewardError("unavailable", `this controller already serves ${this.feeds.size} live feeds, its limit; try again later`);
+      if (this.feeds.size >= (this.o.maxFeeds ?? 1000)) throw new StewardError("unavailable", `this controller already serves ${this.feeds.size} live feeds, its limit; try again later`, { reason: "at-capacity" });
     } catch (err) {
       if (!StewardError.isInstance(err)) throw err;
       answerRaw(socket, err.httpStatus, err.toWire());

@@ -12,7 +12,7 @@
  */
 import { join } from "node:path";
 import type { ControllerClient, ControllerHello, MigrationPhase } from "../../api";
-import { STEWARD_VERSION, StewardError, olderMinor } from "../../api";
+import { STEWARD_VERSION, StewardError, isUnavailable, olderMinor } from "../../api";
 import type { CredentialDoc, MachineDoc, MigrationDoc, ModelDoc, StateCache } from "../state";
 import { canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
 import type { Sealer } from "../security/sealing";
@@ -139,7 +139,7 @@ export class MigrationMaster {
           answer = await this.target(m).call<{ missingUsers?: string[] }>("POST", `/v1/migrations/${m.id}/activate`, { model: m.model });
         } catch (err) {
           // A refusal is final; a lost answer is asked again (activation is answered twice alike).
-          if (StewardError.isInstance(err) && err.code !== "unavailable") throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
+          if (StewardError.isInstance(err) && !isUnavailable(err)) throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
           throw err;
         }
         const dropped = answer.missingUsers ?? [];

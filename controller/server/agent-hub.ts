@@ -145,12 +145,12 @@ export class AgentHub {
       return;
     }
     if (!this.storeReachable) {
-      answerRaw(socket, 503, { code: "unavailable", message: "this controller replica has lost its store; try another" }, { "Retry-After": "2" });
+      answerRaw(socket, 503, { code: "unavailable", reason: "store-unreachable", retryable: true, message: "this controller replica has lost its store; try another" }, { "Retry-After": "2" });
       return;
     }
     if (!this.deps.limiter.take()) {
       const retry = this.deps.limiter.retryAfterSeconds();
-      answerRaw(socket, 503, { code: "unavailable", message: `too many agents are logging in at once; retry in ${retry} s` }, { "Retry-After": String(retry) });
+      answerRaw(socket, 503, { code: "unavailable", reason: "at-capacity", retryable: true, message: `too many agents are logging in at once; retry in ${retry} s` }, { "Retry-After": String(retry) });
       return;
     }
     const { model, machine } = principal;

@@ -50,7 +50,7 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
     requireModelAccess(p, idx, "read", name);
     const q = parseQuery(req.query as Record<string, string | string[] | undefined>);
     if (q.tail && streams >= (o.maxStreams ?? 200)) {
-      throw new StewardError("unavailable", `this controller already serves ${streams} debug-log streams, its limit; try again later`);
+      throw new StewardError("unavailable", `this controller already serves ${streams} debug-log streams, its limit; try again later`, { reason: "at-capacity" });
     }
 
     const out = new PassThrough();

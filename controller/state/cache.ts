@@ -329,7 +329,7 @@ export class StateCache {
     const target = await this.store.currentRevision();
     if (target <= this.revision) return;
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new StewardError("unavailable", `this replica's view of the store is behind (at ${this.revision}, store at ${target}); try again or another replica`)), timeoutMs); });
+    const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new StewardError("deadline-exceeded", `this replica's view of the store is behind (at ${this.revision}, store at ${target}); try again or another replica`)), timeoutMs); });
     try { await Promise.race([this.waitForRevision(target), late]); } finally { clearTimeout(timer); }
   }
 
