@@ -1,6 +1,7 @@
 export { CLUSTER_CHANGED, StateCache } from "./cache";
 export type { ModelIndex, CacheListener } from "./cache";
-export { StateOps, validateConfig, effectiveConfig, modelDeletes } from "./operations";
+export { StateOps, modelDeletes } from "./operations";
+export { validateConfig, effectiveConfig } from "./config";
 export { RelationOps } from "./relation-ops";
 export { LeadershipOps } from "./leadership-ops";
 export { buildModelStatus, buildUnitDetails } from "./views";
