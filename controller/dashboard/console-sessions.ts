@@ -27,9 +27,8 @@ import { CONSOLE_CLOSE_CODES, MAX_CONSOLE_FRAME_BYTES, StewardError, WEB_CONSOLE
 import type { StateCache } from "../state";
 import type { Principal } from "../server/auth";
 import { atTokenExpiry, authenticate, requireUser } from "../server/auth";
-import { answerRaw } from "../server/raw-answer";
+import { answerHandshakeErrors, answerRaw } from "../server/raw-answer";
 import { readSessionCookie } from "../server/session-cookie";
-import { answerHandshakeErrors } from "../server/upgrades";
 
 type User = Extract<Principal, { kind: "user" }>;
 

@@ -16,9 +16,8 @@ import type { ModelIndex, StateCache, StatusParts } from "../state";
 import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus } from "../state";
 import type { Principal } from "../server/auth";
 import { atTokenExpiry, authenticate, requireModelAccess, requireReadKept, requireUser } from "../server/auth";
-import { answerRaw } from "../server/raw-answer";
+import { answerHandshakeErrors, answerRaw } from "../server/raw-answer";
 import { modelSummaries, overviewOf } from "../server/summaries";
-import { answerHandshakeErrors } from "../server/upgrades";
 
 type User = Extract<Principal, { kind: "user" }>;
 

@@ -15,8 +15,7 @@ import type { StateCache } from "../state";
 import { renderModelStatus } from "../state";
 import type { Principal } from "./auth";
 import { atTokenExpiry, authenticate, requireModelAccess } from "./auth";
-import { answerRaw } from "./raw-answer";
-import { answerHandshakeErrors } from "./upgrades";
+import { answerHandshakeErrors, answerRaw } from "./raw-answer";
 
 const MIN_INTERVAL_MS = 200;
 
@@ -46,7 +45,7 @@ export class StatusWatchHub {
     });
   }
 
-  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, modelName: string): void {
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, { model: modelName }: { model: string }): void {
     let uuid: string;
     let principal: Principal;
     try {
