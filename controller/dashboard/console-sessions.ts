@@ -25,11 +25,11 @@ import type WebSocket from "ws";
 import type { ConsoleMessage, Logger, WireError } from "../../api";
 import { CONSOLE_CLOSE_CODES, MAX_CONSOLE_FRAME_BYTES, StewardError, WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "../../api";
 import type { StateCache } from "../state";
-import type { Principal } from "../server/auth";
-import { atTokenExpiry, authenticate, requireUser } from "../server/auth";
+import type { Principal } from "../access/auth";
+import { atTokenExpiry, authenticate, requireUser } from "../access/auth";
 import { acceptAuthenticatedSocket } from "../server/accept-socket";
 import { answerHandshakeErrors } from "../server/raw-answer";
-import { readSessionCookie } from "../server/session-cookie";
+import { readSessionCookie } from "../access/session-cookie";
 
 type User = Extract<Principal, { kind: "user" }>;
 

@@ -14,8 +14,8 @@ import type { ApplicationStatusView, ControllerInfo, LiveTopic, Logger, ModelPat
 import { MAX_LIVE_TOPICS, StewardError, WATCH_CLOSE_CODES, notFound, parseLiveTopic } from "../../api";
 import type { ModelIndex, StateCache, StatusParts } from "../state";
 import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus } from "../state";
-import type { Principal } from "../server/auth";
-import { atTokenExpiry, authenticate, requireModelAccess, requireReadKept, requireUser } from "../server/auth";
+import type { Principal } from "../access/auth";
+import { atTokenExpiry, authenticate, requireModelAccess, requireReadKept, requireUser } from "../access/auth";
 import { acceptAuthenticatedSocket } from "../server/accept-socket";
 import { answerHandshakeErrors } from "../server/raw-answer";
 import { modelSummaries, overviewOf } from "../server/summaries";

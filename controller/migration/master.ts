@@ -14,14 +14,13 @@ import { join } from "node:path";
 import type { ControllerClient, ControllerHello, MigrationPhase } from "../../api";
 import { STEWARD_VERSION, StewardError, isUnavailable, olderMinor } from "../../api";
 import type { CredentialDoc, MachineDoc, MigrationDoc, ModelDoc, StateCache } from "../state";
-import { canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
+import { agentReports, canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
 import type { Sealer } from "../security/sealing";
 import { KEPT_HASH_DIGITS } from "../security/credentials";
 import type { KeyValue, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { Logger } from "../../api";
 import { logTransferState } from "./log-transfer";
-import { agentReports } from "./reports";
 import { targetClient } from "./target-login";
 
 export interface MigrationMasterOptions {

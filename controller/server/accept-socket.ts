@@ -10,8 +10,8 @@ import type WebSocket from "ws";
 import type { WebSocketServer } from "ws";
 import { StewardError } from "../../api";
 import type { StateCache } from "../state";
-import type { Principal } from "./auth";
-import { authenticate } from "./auth";
+import type { Principal } from "../access/auth";
+import { authenticate } from "../access/auth";
 import { answerRaw } from "./raw-answer";
 
 export interface SocketUpgrade {

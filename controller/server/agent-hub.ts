@@ -13,17 +13,15 @@ import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "..
 import type { Store } from "../store";
 import { unchanged } from "../store";
 import type { ActionOps, LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
-import { AgentViewRound, CLUSTER_CHANGED, keys } from "../state";
+import { AgentViewRound, CLUSTER_CHANGED, keys, movedError, recordReport } from "../state";
 import type { PresenceDoc } from "../state";
 import { credentialMatchesKept } from "../security/credentials";
-import { authenticate } from "./auth";
-import type { LoginLimiter } from "./login-limiter";
-import { SourceLimiter } from "./login-limiter";
+import { authenticate } from "../access/auth";
+import type { LoginLimiter } from "../access/login-limiter";
+import { SourceLimiter } from "../access/login-limiter";
 import { answerHandshakeErrors, answerRaw } from "./raw-answer";
 import { sendText } from "./ws-frames";
-import type { ModelLogs } from "./model-logs";
-import { movedError } from "../migration/source-routes";
-import { recordReport } from "../migration/reports";
+import type { ModelLogs } from "../state/model-logs";
 
 export interface AgentHubDeps {
   cache: StateCache;

@@ -12,8 +12,8 @@ import type { FastifyInstance } from "fastify";
 import type { DebugLogRecord, LogEntity, LogFilter } from "../../api";
 import { StewardError, notFound, parseLogEntity, parseLogLevel } from "../../api";
 import type { StateCache } from "../state";
-import { authenticate, requireModelAccess, requireReadKept, requireUser } from "./auth";
-import type { ModelLogs } from "./model-logs";
+import { authenticate, requireModelAccess, requireReadKept, requireUser } from "../access/auth";
+import type { ModelLogs } from "../state/model-logs";
 
 export interface DebugLogRouteOptions {
   cache: StateCache;

@@ -20,14 +20,14 @@ import { statusFilter, statusForm } from "./status-filter";
 import type { SshSubstrate } from "../provisioner/ssh-machines";
 import { checkClusterCredential, checkModelCluster } from "../provisioner/kubernetes-access";
 import type { ClusterControl } from "../cluster";
-import type { Access, Principal } from "./auth";
-import { authenticate, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
+import type { Access, Principal } from "../access/auth";
+import { authenticate, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "../access/auth";
 import type { FailedLoginLimiterOptions, LoginRefusal } from "./failed-login-limiter";
 import { FailedLoginLimiter } from "./failed-login-limiter";
 import { FamiliarSources } from "./familiar-sources";
-import type { LocalMachinePolicy } from "./controller-host";
-import { LOCAL_WRITE_RULE, checkMachinesPerRequest, checkNewLocalMachines, runsOnControllerHost } from "./controller-host";
-import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "./session-cookie";
+import type { LocalMachinePolicy } from "../access/controller-host";
+import { LOCAL_WRITE_RULE, checkMachinesPerRequest, checkNewLocalMachines, runsOnControllerHost } from "../access/controller-host";
+import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "../access/session-cookie";
 import { controllerOverview, describeController, modelSummaries } from "./summaries";
 
 export interface HttpApiDeps {

@@ -13,8 +13,8 @@ import type { TransportLimits } from "../../api";
 import { StewardError, TRANSPORT_LIMITS, WATCH_CLOSE_CODES, notFound } from "../../api";
 import type { StateCache } from "../state";
 import { renderModelStatus } from "../state";
-import type { Principal } from "./auth";
-import { atTokenExpiry, authenticate, requireModelAccess } from "./auth";
+import type { Principal } from "../access/auth";
+import { atTokenExpiry, authenticate, requireModelAccess } from "../access/auth";
 import { acceptAuthenticatedSocket } from "./accept-socket";
 import { answerHandshakeErrors } from "./raw-answer";
 

@@ -14,7 +14,7 @@ import type { Logger } from "../../api";
 import { StewardError } from "../../api";
 import { answerRaw, shown } from "./raw-answer";
 import type { OwnOrigins } from "./own-origins";
-import { readSessionCookie } from "./session-cookie";
+import { readSessionCookie } from "../access/session-cookie";
 
 /** An endpoint family and what its path names (the watched model). */
 export type UpgradeTarget = { kind: "agents" } | { kind: "live" } | { kind: "consoles" } | { kind: "watches"; model: string };

@@ -23,4 +23,6 @@ export type { ModelExport } from "./model-format";
 export { exportModel } from "./model-export";
 export { checkLocalDirs, importModel } from "./model-import";
 export type { ImportDeps, ImportOptions, ImportResult } from "./model-import";
-export { canMove, handedOver, holdsModel, migrationActive, migrationView } from "./migration-phases";
+export { canMove, handedOver, holdsModel, migrationActive, migrationView, movedError } from "./migration-phases";
+export { agentReports, recordReport } from "./migration-reports";
+export type { AgentReports, ReportDoc } from "./migration-reports";
