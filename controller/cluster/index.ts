@@ -12,7 +12,6 @@ export { ReplicaHostChain } from "./replica-host-chain";
 export { ClusterControl } from "./cluster-control";
 export { moveToEtcd } from "./move-to-etcd";
 export type { HaPending } from "./move-to-etcd";
-export * from "./cluster-docs";
 export { currentAddress, moveToAddress, publishPeerAddress } from "./readdress";
 export { QuorumMonitor } from "./quorum-monitor";
 export * from "./timing";

@@ -16,8 +16,8 @@ import type { ControllerConfig } from "../config";
 import { advertisedHost, dataFiles } from "../config";
 import { EmbeddedStore, openStore } from "../store";
 import type { Op } from "../store";
-import type { HaConfig, MemberDoc, SpareDoc } from "./cluster-docs";
-import { DEFAULT_HA_CONFIG, clusterKeys } from "./cluster-docs";
+import type { HaConfig, MemberDoc, SpareDoc } from "../state";
+import { DEFAULT_HA_CONFIG, clusterKeys } from "../state";
 import type { MemberConfig } from "./etcd-member";
 import { EtcdMember, peerUrl, replicaName } from "./etcd-member";
 

@@ -19,8 +19,8 @@ import type { ControllerConfig } from "../config";
 import { dataFiles } from "../config";
 import type { Store } from "../store";
 import type { EtcdMembership } from "../store/etcd";
-import type { MemberDoc } from "./cluster-docs";
-import { clusterKeys } from "./cluster-docs";
+import type { MemberDoc } from "../state";
+import { clusterKeys } from "../state";
 import { bracket, peerUrl } from "./etcd-member";
 
 /** This host's own addresses (not loopback, not link-local) of one IP family, on links that are up. */

@@ -26,3 +26,4 @@ export type { ImportDeps, ImportOptions, ImportResult } from "./model-import";
 export { canMove, handedOver, holdsModel, migrationActive, migrationView, movedError } from "./migration-phases";
 export { agentReports, recordReport } from "./migration-reports";
 export type { AgentReports, ReportDoc } from "./migration-reports";
+export * from "./cluster-docs";
