@@ -4,7 +4,6 @@ export { REPLICAS_PREFIX, clusterAddresses } from "./replicas";
 export type { ReplicaDoc, LeaderDoc } from "./replicas";
 export { fencedStore } from "./fenced-store";
 export { EtcdMember, REMOVED_REASON, peerUrl, clientUrl } from "./etcd-member";
-export type { MemberConfig } from "./etcd-member";
 export { QuorumKeeper } from "./quorum-keeper";
 export { SparePool } from "./spare-pool";
 export { CloudReplicaHosts } from "./cloud-replicas";
