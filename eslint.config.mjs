@@ -17,10 +17,12 @@ const FORBIDDEN = {
  * The same rule one level down, inside controller/ (DESIGN.md §2): its rooms (subfolders, and the files at its
  * top), lowest first. A room may import only rooms of lower layers, never one of its own layer or above.
  * Placed by what each imports today:
- * - store, coalesced-runner.ts and supervisor.ts import nothing of the controller; config.ts reads the store's
+ * - store and supervisor.ts import nothing of the controller; config.ts reads the store's
  *   configuration; supervisor-main.ts starts the supervisor;
  * - security sits *below* state (DESIGN's sketch has them side by side): state hashes secrets and seals
  *   credentials with it, and it needs only the configuration's paths;
+ * - workers (the worker kit: Worker, Reconciler, groups) takes only types from state and store, and every
+ *   long-lived part above it runs on it;
  * - access (who may do what: request authentication, access rules, login limits) sits beside cluster,
  *   provisioner and backup on state, so that server/ and migration/ both use it without importing each other;
  *   bootstrap.ts (a data directory's first state) and operator-collector.ts (a state pass) sit there too;
@@ -28,17 +30,20 @@ const FORBIDDEN = {
  *   server and migration, which use the rooms below and neither of which imports the other;
  * - dashboard sits above server: it serves its feeds and console over the server's plumbing (raw answers,
  *   socket acceptance, summaries), and the server takes its hubs by kind (server/upgrades.ts);
+ * - leader-work.ts composes a leader's term (provisioners, cleaner, migration master, quorum keeper), so it
+ *   sits beside the dashboard, above the rooms whose workers it builds;
  * - controller.ts wires them all; index.ts and main.ts are the doors.
  * scripts/import-circles.mjs reads this table to count what runs against it.
  */
 const CONTROLLER_LAYERS = [
-  ["store", "coalesced-runner.ts", "supervisor.ts"],
+  ["store", "supervisor.ts"],
   ["config.ts", "supervisor-main.ts"],
   ["security"],
   ["state"],
+  ["workers"],
   ["access", "cluster", "provisioner", "backup", "bootstrap.ts", "operator-collector.ts"],
   ["server", "migration", "cleaner.ts", "pod-replica.ts"],
-  ["dashboard"],
+  ["dashboard", "leader-work.ts"],
   ["controller.ts"],
   ["index.ts", "main.ts"],
 ];

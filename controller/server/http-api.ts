@@ -17,7 +17,7 @@ import type { CredentialOps, ModelIndex, OperatorCharge, OperatorQuotas, Relatio
 import { buildModelStatus, buildUnitDetails, effectiveConfig, renderModelStatusBytes } from "../state";
 import { ValueTooLargeError } from "../store";
 import { statusFilter, statusForm } from "./status-filter";
-import type { SshSubstrate } from "../provisioner/ssh-machines";
+import type { SshProvisioner } from "../provisioner/ssh-machines";
 import { checkClusterCredential, checkModelCluster } from "../provisioner/kubernetes-access";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "../access/auth";
@@ -35,7 +35,7 @@ export interface HttpApiDeps {
   ops: StateOps;
   relations: RelationOps;
   credentials: CredentialOps;
-  ssh: SshSubstrate;
+  ssh: SshProvisioner;
   cluster: ClusterControl;
   log: Logger;
   controllerAddresses: () => string[];
