@@ -17,7 +17,7 @@ import { StewardError } from "../../api";
 import { BACKUP_FORMAT_VERSION, BackupFileError } from "./backup-cipher";
 
 /** Prefixes never put in a backup: the kept backups. */
-export const BACKUP_EXCLUDED_PREFIXES = ["/backups/", "/blobs/backups/"];
+export const BACKUP_EXCLUDED_PREFIXES = [keys.backupsPrefix, keys.backupChunksPrefix];
 
 /**
  * What a backup reads: the top folder of every kind in the registry, `/blobs/` by its own folders,

@@ -17,7 +17,7 @@ import { advertisedHost, dataFiles } from "../config";
 import { EmbeddedStore, openStore } from "../store";
 import type { Op } from "../store";
 import type { HaConfig, MemberDoc, SpareDoc } from "../state";
-import { DEFAULT_HA_CONFIG, clusterKeys } from "../state";
+import { DEFAULT_HA_CONFIG, classifyKey, clusterKeys } from "../state";
 import { EtcdMember, peerUrl, replicaName } from "./etcd-member";
 
 /** What enable-ha asked for, kept in the data directory until the move is done. */
@@ -43,7 +43,7 @@ export async function moveToEtcd(dataDir: string, config: ControllerConfig, pend
     try {
       const { kvs } = await embedded.range("/");
       // The embedded store's cluster documents describe no cluster, except the replica cloud set for this growth.
-      const copied = kvs.filter((kv) => !kv.lease && (!kv.key.startsWith("/cluster/") || kv.key === clusterKeys.replicaCloud));
+      const copied = kvs.filter((kv) => !kv.lease && (!isClusterDoc(kv.key) || kv.key === clusterKeys.replicaCloud));
       for (let i = 0; i < copied.length; i += BATCH) {
         await target.txn({ success: copied.slice(i, i + BATCH).map((kv): Op => ({ type: "put", key: kv.key, value: kv.value })) });
       }
@@ -68,4 +68,9 @@ export async function moveToEtcd(dataDir: string, config: ControllerConfig, pend
   await rename(join(dataDir, dataFiles.store), join(dataDir, "store.before-etcd"));
   await rm(join(dataDir, dataFiles.haPending), { force: true });
   return next;
+}
+
+/** Whether `key` is one of the cluster's own documents (a `cluster-*` kind of the registry). */
+function isClusterDoc(key: string): boolean {
+  return classifyKey(key)?.kind.name.startsWith("cluster-") ?? false;
 }
