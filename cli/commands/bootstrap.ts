@@ -3,7 +3,7 @@
  * become one plan for that kind's controller hosting; the bootstrap itself (start, wait, store the
  * credential, set the replica cloud, record, grow) is the substrates' flow, which the provider's
  * Controller resource runs too. What stays here is what users see: the flags, their refusals (one
- * table, {@link FLAG_GROUPS}) and the messages.
+ * table: ../bootstrap-targets.ts) and the messages.
  */
 import { Command, Option, UsageError } from "clipanion";
 import { join } from "node:path";
@@ -18,7 +18,7 @@ import { withAwsFlags, withVsphereFlags } from "../cloud-options";
 import { readCredentialAttributes } from "../credential-file";
 import type { ClientConfig, ControllerEntry } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
-import { regionOf, vcenterOf } from "../cloud-bootstrap";
+import { CLOUD_WORDS, KUBERNETES_REFUSED, REFUSED_ELSEWHERE, flagsGiven, refusal, regionOf, targetKind, vcenterOf } from "../bootstrap-targets";
 
 export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(BaseCommand)) {
   static override paths = [["bootstrap"]];
@@ -114,7 +114,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
   async run(): Promise<number> {
     const kind = targetKind(this.first);
     for (const [group, takenBy] of REFUSED_ELSEWHERE) {
-      if (!takenBy.includes(kind) && this.given(group)) throw new UsageError(`${flagList(group)} are for ${FLAG_GROUPS[group].owner}`);
+      if (!takenBy.includes(kind) && flagsGiven(this, group)) throw new UsageError(refusal(group));
     }
     const cfg = await this.clientConfig();
     const target = kind === "kubernetes" ? await this.kubernetesTarget(cfg)
@@ -141,17 +141,6 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     this.out(`Bootstrapped controller "${name}"${target.where ? ` on ${target.where}` : ""} at ${controller.addresses.join(", ")}.`);
     for (const line of target.after) this.out(line);
     return 0;
-  }
-
-  /** Whether any flag of a group was given. */
-  private given(group: FlagGroup): boolean {
-    switch (group) {
-      case "kubernetes": return this.kubeconfig !== undefined || this.namespace !== undefined || this.controllerImage !== undefined || this.agentImage !== undefined || this.apiAddress.length > 0;
-      case "aws": return this.awsFlagsGiven();
-      case "vsphere": return this.vsphereFlagsGiven();
-      case "cloud": return this.replicas !== undefined || this.credentialFile !== undefined || this.fromEnv || this.credentialName !== undefined;
-      case "ssh": return this.hostKey.length > 0 || this.tofu || this.keyFile !== undefined || this.keyEnv !== undefined;
-    }
   }
 
   private checkName(name: string, cfg: ClientConfig, hint = ""): void {
@@ -209,7 +198,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     if (!isControllerName(credentialName)) throw new UsageError(`--credential "${credentialName}" must be lower-case letters, digits and hyphens`);
     const words = CLOUD_WORDS[substrate];
     if (this.credentialFile === undefined && !this.fromEnv) throw new UsageError(`give the ${words.cloud} credential: --credential-file FILE [--profile P] or --from-env (${words.env}); never on the command line`);
-    if (this.given("ssh")) throw new UsageError(`${flagList("ssh")} are for ${FLAG_GROUPS.ssh.owner}; on ${substrate} the keys are made for the ${words.instance}`);
+    if (flagsGiven(this, "ssh")) throw new UsageError(`${refusal("ssh")}; on ${substrate} the keys are made for the ${words.instance}`);
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
     // The bootstrap checks the values as the controller would (aws settings come partial from the flags).
     const settings = substrate === "aws" ? await this.awsSettings() as AwsModelSettings : await this.vsphereSettings();
@@ -228,7 +217,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
   }
 
   private async kubernetesTarget(cfg: ClientConfig): Promise<Target<"kubernetes">> {
-    if (this.credentialFile !== undefined || this.fromEnv || this.credentialName !== undefined || this.given("ssh") || this.port !== undefined) {
+    if (this.credentialFile !== undefined || this.fromEnv || this.credentialName !== undefined || flagsGiven(this, "ssh") || this.port !== undefined) {
       throw new UsageError(`kubernetes: the cluster's credential comes from --kubeconfig; ${KUBERNETES_REFUSED} are for other targets`);
     }
     const context = this.first!.slice(this.first!.indexOf(":") + 1) || undefined;
@@ -289,47 +278,6 @@ interface Target<K extends Substrates.HostingKind> {
   entry(c: Substrates.HostedController): Partial<ControllerEntry>;
   /** The lines after "Bootstrapped controller …". */
   after: string[];
-}
-
-/**
- * The targets' flags and words, in one place: which flags belong to which target (a flag given for
- * another target is refused, naming its owner), and how messages name each cloud's things.
- */
-const FLAG_GROUPS = {
-  kubernetes: { owner: "kubernetes:CONTEXT", flags: ["--kubeconfig", "--namespace", "--controller-image", "--agent-image", "--api-address"] },
-  aws: { owner: "aws:REGION", flags: ["--region", "--image", "--instance-type", "--subnet", "--security-group", "--endpoint", "--endpoint-ca-file"] },
-  vsphere: { owner: "vsphere:VCENTER", flags: ["--vcenter", "--datacenter", "--template", "--folder", "--resource-pool", "--vcenter-ca-file"] },
-  cloud: { owner: "aws:REGION and vsphere:VCENTER", flags: ["--replicas", "--credential-file", "--from-env", "--credential"] },
-  ssh: { owner: "ssh: targets", flags: ["--host-key", "--trust-on-first-use", "--key-file", "--key-env"] },
-} as const;
-type FlagGroup = keyof typeof FLAG_GROUPS;
-type TargetKind = "local" | "ssh" | "aws" | "vsphere" | "kubernetes";
-
-/** The groups refused up front, in the order they are checked, with the targets that take them (kubernetes words its own refusal of the cloud flags). */
-const REFUSED_ELSEWHERE: readonly (readonly [FlagGroup, readonly TargetKind[]])[] = [
-  ["kubernetes", ["kubernetes"]], ["aws", ["aws"]], ["vsphere", ["vsphere"]], ["cloud", ["aws", "vsphere", "kubernetes"]],
-];
-/** What kubernetes: refuses: the credential comes from the kubeconfig, the keys and port are the cluster's. */
-const KUBERNETES_REFUSED = "--credential-file, --from-env, --credential, --host-key, --key-file, --key-env and --port";
-
-/** How messages name each cloud's things. */
-const CLOUD_WORDS = {
-  aws: { cloud: "AWS", instance: "instance", instances: "EC2 instances", env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" },
-  vsphere: { cloud: "vSphere", instance: "VM", instances: "VMs", env: "VSPHERE_USER, VSPHERE_PASSWORD" },
-} as const;
-
-/** "--a, --b and --c". */
-function flagList(group: FlagGroup): string {
-  const flags = FLAG_GROUPS[group].flags;
-  return `${flags.slice(0, -1).join(", ")} and ${flags[flags.length - 1]}`;
-}
-
-function targetKind(first: string | undefined): TargetKind {
-  if (first?.startsWith("kubernetes:") || first?.startsWith("k8s:")) return "kubernetes";
-  if (first?.startsWith("aws:")) return "aws";
-  if (first?.startsWith("vsphere:")) return "vsphere";
-  if (first?.startsWith("ssh:")) return "ssh";
-  return "local";
 }
 
 function isControllerName(name: string): boolean {
