@@ -11,6 +11,8 @@
  * Destroying a controller is the same on every cloud too ({@link destroyMarked}): list what is
  * marked with its UUID, remove it.
  */
+import { randomUUID } from "node:crypto";
+import type * as Api from "../api";
 import { ControllerClient, StewardError, waitForHealth } from "../api/core";
 import type { Progress } from "./brokers";
 import type { ControllerPlan, FirstReplica, HostingOptions } from "./controller-hosting";
@@ -35,24 +37,39 @@ export interface BootstrapInstance {
   forgetUserData?(id: string): Promise<void>;
 }
 
-/** A cloud bootstrap's plan: the flow's, and the cloud's own. */
-export interface InstanceBootstrapPlan extends ControllerPlan<unknown> {
-  /** Chosen before the instance is launched, which is marked with it. */
-  uuid: string;
-  /** The credential stored in the controller and the replica cloud that names it. */
-  credential: { name: string; attributes: Record<string, string> };
+/** What a cloud kind gives the bootstrap: its words, how it checks settings, and one instance. */
+export interface InstanceCloud<Settings> {
   substrate: "aws" | "vsphere";
-  replicaCloud: FirstReplica["replicaCloud"];
+  /** The settings checked as the controller checks them (defaults filled in); the api's schemas load zod, so they come in here. */
+  check(api: typeof Api, settings: Settings): Settings;
   /** What to check when the controller does not answer (a security group, a firewall). */
   unreachableHint: string;
-  /** The progress line for growing. */
-  growing: string;
+  /** Where the controller launches its own replicas: this cloud, with the stored credential. */
+  replicaCloud(credential: string, settings: Settings): FirstReplica["replicaCloud"];
+  /** The instance's client for a controller with this UUID (instances are marked with it). */
+  open(settings: Settings, uuid: string, attributes: Record<string, string>): BootstrapInstance & { close(): void };
 }
 
 /** How long an instance may take to run with an address, and its sshd to let the bootstrap key in. */
 const INSTANCE_TIMEOUT_MS = 10 * 60_000;
 
-export async function bootstrapOnInstance(plan: InstanceBootstrapPlan, o: HostingOptions, cloud: BootstrapInstance): Promise<FirstReplica> {
+export async function bootstrapOnInstance<Settings>(plan: ControllerPlan<Settings>, o: HostingOptions, kind: InstanceCloud<Settings>): Promise<FirstReplica> {
+  // Checked before anything is launched; the schemas load zod, which only a bootstrap needs.
+  const api = require("../api") as typeof Api;
+  const credential = plan.credential ?? { name: kind.substrate, attributes: {} };
+  api.parseRequest(api.CredentialRequest, { substrate: kind.substrate, attributes: credential.attributes }, `${kind.substrate} credential`);
+  const settings = kind.check(api, plan.settings);
+  const uuid = randomUUID();
+  const cloud = kind.open(settings, uuid, credential.attributes);
+  try {
+    return { ...await firstInstance(plan, o, cloud, uuid, kind.unreachableHint), settings, credential: { ...credential, substrate: kind.substrate },
+      replicaCloud: kind.replicaCloud(credential.name, settings), growing: `Growing to ${plan.replicas} replicas: the controller launches the others on ${kind.substrate}` };
+  } finally {
+    cloud.close();
+  }
+}
+
+async function firstInstance(plan: Pick<ControllerPlan<unknown>, "name" | "port">, o: HostingOptions, cloud: BootstrapInstance, uuid: string, unreachableHint: string): Promise<FirstReplica> {
   const clientKey = generateSshKeyPair(`steward-bootstrap-${plan.name}`);
   const hostKey = generateSshKeyPair(`steward-${plan.name}-0`);
   const port = plan.port ?? 17070;
@@ -66,22 +83,19 @@ export async function bootstrapOnInstance(plan: InstanceBootstrapPlan, o: Hostin
     try {
       // The pinned key answered: cloud-init has read the user data, which need not stay readable.
       await cloud.forgetUserData?.(id);
-      installed = await installController(session, { name: plan.name, port, uuid: plan.uuid, instance: id, files: controllerFiles(), progress: (step) => o.progress(`  ${step}`) });
+      installed = await installController(session, { name: plan.name, port, uuid, instance: id, files: controllerFiles(), progress: (step) => o.progress(`  ${step}`) });
     } finally {
       session.close();
     }
     if (!installed.adminPassword) throw new StewardError("conflict", `${cloud.noun} ${id} already holds a controller; it was launched for this bootstrap, so this should not happen`);
     const probe = new ControllerClient({ addresses: installed.addresses, caCert: installed.caCert, timeoutMs: 3000 });
     try {
-      await waitForHealth(probe, 60_000, `is port ${port} of ${address} open to this machine (${plan.unreachableHint})? Its log is /var/lib/steward/controller/controller.log`);
+      await waitForHealth(probe, 60_000, `is port ${port} of ${address} open to this machine (${unreachableHint})? Its log is /var/lib/steward/controller/controller.log`);
     } finally {
       probe.close();
     }
     doomed = undefined; // the controller answers: from here on the instance is kept whatever happens
-    return {
-      uuid: plan.uuid, addresses: installed.addresses, caCert: installed.caCert, adminPassword: installed.adminPassword, where: `${cloud.noun} ${id}`,
-      credential: { ...plan.credential, substrate: plan.substrate }, replicaCloud: plan.replicaCloud, growing: plan.growing, callTimeoutMs: 3000,
-    };
+    return { uuid, addresses: installed.addresses, caCert: installed.caCert, adminPassword: installed.adminPassword, where: `${cloud.noun} ${id}`, callTimeoutMs: 3000 };
   } catch (err) {
     // Before the controller answered, the instance is only a cost: take it away again.
     if (doomed) {

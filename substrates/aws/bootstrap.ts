@@ -5,8 +5,6 @@
  * keeper can retire it like those it launches), in the first subnet or zone; EC2 becomes the
  * replica cloud. Destroying one terminates every instance tagged with it.
  */
-import { randomUUID } from "node:crypto";
-import type * as Api from "../../api";
 import type { AwsModelSettings } from "../../api/core";
 import { StewardError } from "../../api/core";
 import { bootstrapOnInstance, destroyMarked } from "../cloud-bootstrap";
@@ -15,21 +13,14 @@ import type { AwsPlacement } from "./ec2";
 import { Ec2, GONE_STATES, LIVE_STATES, REPLICA_TAGS, awsCredentialsOf, replicaInstanceName } from "./ec2";
 
 export const awsHosting: ControllerHosting<AwsModelSettings> = {
-  async bootstrap(plan, o) {
-    // Checked as the controller checks them, before anything is launched (the schemas load zod: here only).
-    const api = require("../../api") as typeof Api;
-    const credential = plan.credential ?? { name: "aws", attributes: {} };
-    api.parseRequest(api.CredentialRequest, { substrate: "aws", attributes: credential.attributes }, "aws credential");
-    const settings = api.parseRequest(api.AwsModelSettingsSchema, plan.settings, "aws settings");
-    const uuid = randomUUID();
-    const placement: AwsPlacement = { settings, controllerUuid: uuid, credentials: awsCredentialsOf(credential.attributes) };
-    const ec2 = new Ec2();
-    try {
-      const first = await bootstrapOnInstance({
-        ...plan, uuid, credential, substrate: "aws", unreachableHint: "the security group",
-        replicaCloud: { substrate: "aws", credential: credential.name, aws: settings },
-        growing: `Growing to ${plan.replicas} replicas: the controller launches the others on aws`,
-      }, o, {
+  bootstrap: (plan, o) => bootstrapOnInstance(plan, o, {
+    substrate: "aws", unreachableHint: "the security group",
+    check: (api, settings) => api.parseRequest(api.AwsModelSettingsSchema, settings, "aws settings"),
+    replicaCloud: (credential, settings) => ({ substrate: "aws", credential, aws: settings }),
+    open: (settings, uuid, attributes) => {
+      const placement: AwsPlacement = { settings, controllerUuid: uuid, credentials: awsCredentialsOf(attributes) };
+      const ec2 = new Ec2();
+      return {
         noun: "instance",
         launch: async (userData) => {
           o.progress(`Launching an instance (${settings.instanceType}, ${settings.imageId}) in ${settings.region}`);
@@ -41,12 +32,10 @@ export const awsHosting: ControllerHosting<AwsModelSettings> = {
           return { state: i.state, ...(i.state === "running" && i.address ? { address: i.address } : {}) };
         },
         terminate: (id) => ec2.terminate(placement, [id]),
-      });
-      return { ...first, settings };
-    } finally {
-      ec2.close();
-    }
-  },
+        close: () => ec2.close(),
+      };
+    },
+  }),
 
   async destroy(target, o) {
     if (!target.uuid) throw new StewardError("invalid-request", "destroying a controller's instances needs its UUID (what they are marked with)");

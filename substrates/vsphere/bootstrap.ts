@@ -6,8 +6,6 @@
  * reach cloud-init through `guestinfo.userdata`, and the address is the one VMware Tools reports.
  * vSphere becomes the replica cloud. Destroying one destroys every VM marked with it.
  */
-import { randomUUID } from "node:crypto";
-import type * as Api from "../../api";
 import type { VsphereModelSettings } from "../../api/core";
 import { StewardError } from "../../api/core";
 import { bootstrapOnInstance, destroyMarked } from "../cloud-bootstrap";
@@ -16,21 +14,14 @@ import type { VspherePlacement } from "./machines";
 import { REPLICA_MODEL, VsphereMachines, vsphereCredentialsOf } from "./machines";
 
 export const vsphereHosting: ControllerHosting<VsphereModelSettings> = {
-  async bootstrap(plan, o) {
-    // Checked as the controller checks them, before anything is cloned (the schemas load zod: here only).
-    const api = require("../../api") as typeof Api;
-    const credential = plan.credential ?? { name: "vsphere", attributes: {} };
-    api.parseRequest(api.CredentialRequest, { substrate: "vsphere", attributes: credential.attributes }, "vsphere credential");
-    const settings = api.parseRequest(api.VsphereModelSettingsSchema, plan.settings, "vsphere settings");
-    const uuid = randomUUID();
-    const placement: VspherePlacement = { settings, controllerUuid: uuid, credentials: vsphereCredentialsOf(credential.attributes) };
-    const vms = new VsphereMachines();
-    try {
-      const first = await bootstrapOnInstance({
-        ...plan, uuid, credential, substrate: "vsphere", unreachableHint: "the VM's network and firewall",
-        replicaCloud: { substrate: "vsphere", credential: credential.name, vsphere: settings },
-        growing: `Growing to ${plan.replicas} replicas: the controller launches the others on vsphere`,
-      }, o, {
+  bootstrap: (plan, o) => bootstrapOnInstance(plan, o, {
+    substrate: "vsphere", unreachableHint: "the VM's network and firewall",
+    check: (api, settings) => api.parseRequest(api.VsphereModelSettingsSchema, settings, "vsphere settings"),
+    replicaCloud: (credential, settings) => ({ substrate: "vsphere", credential, vsphere: settings }),
+    open: (settings, uuid, attributes) => {
+      const placement: VspherePlacement = { settings, controllerUuid: uuid, credentials: vsphereCredentialsOf(attributes) };
+      const vms = new VsphereMachines();
+      return {
         noun: "VM",
         launch: (userData) => {
           o.progress(`Cloning ${settings.template} in ${settings.datacenter} at ${settings.url}`);
@@ -45,12 +36,10 @@ export const vsphereHosting: ControllerHosting<VsphereModelSettings> = {
         terminate: (id) => vms.destroy(placement, [{ id, state: "unknown" }]),
         // Whoever may read the VM's settings in vCenter could read the host key there.
         forgetUserData: (id) => vms.forgetUserData(placement, id),
-      });
-      return { ...first, settings };
-    } finally {
-      vms.close();
-    }
-  },
+        close: () => vms.close(),
+      };
+    },
+  }),
 
   async destroy(target, o) {
     if (!target.uuid) throw new StewardError("invalid-request", "destroying a controller's VMs needs its UUID (what they are marked with)");
