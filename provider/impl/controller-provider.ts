@@ -170,7 +170,8 @@ export const controllerProvider = {
     }
     // Its replicas (those the keeper launched too) and whatever machines a model left: all marked with its UUID.
     const target = { uuid: props.uuid, ...(cloudOf(props) ? { credential: attributesOf(props) } : {}) };
-    await destroyController(props.substrate, { ...target, settings: hostingOf(props).settings } as never, { progress: () => undefined });
+    const { kind, settings } = hostingOf(props, "every host");
+    await destroyController(kind, { ...target, settings }, { progress: () => undefined });
   },
 };
 
@@ -182,14 +183,17 @@ function connect(c: ControllerConnection): ControllerClient {
   return new ControllerClient({ addresses: c.addresses, caCert: c.caCert, user: c.user, password: c.password });
 }
 
-/** The Controller's arguments as the substrates' bootstrap plan (the hosting kind is the substrate's name). */
-function hostingOf(i: ControllerInputs): { kind: HostingKind; settings: HostingSettings[HostingKind] } {
+/**
+ * Where the Controller's arguments say it runs, as the substrates' hosting kind (named as the
+ * substrate) and settings: over SSH the bootstrap installs on the first host (grow() takes the
+ * others), and delete uninstalls from every host and spare.
+ */
+function hostingOf(i: ControllerInputs, hosts: "first host" | "every host"): { kind: HostingKind; settings: HostingSettings[HostingKind] } {
   const privateKey = i.privateKey ?? "";
   const sshTarget = (h: SshHost) => ({ host: h.host, port: h.port ?? 22, user: h.user ?? "root", privateKey, ...(h.hostKey ? { hostKey: h.hostKey } : {}) });
   switch (i.substrate) {
     case "local": return { kind: "local", settings: { dataDir: dataDirOf(i), host: "127.0.0.1" } };
-    // Bootstrap installs on the first host (grow() takes the others); delete uninstalls from every host and spare.
-    case "ssh": return { kind: "ssh", settings: { hosts: [...(i.hosts ?? []), ...(i.spares ?? [])].map(sshTarget) } };
+    case "ssh": return { kind: "ssh", settings: { hosts: (hosts === "first host" ? (i.hosts ?? []).slice(0, 1) : [...(i.hosts ?? []), ...(i.spares ?? [])]).map(sshTarget) } };
     case "aws": return { kind: "aws", settings: i.aws! };
     case "vsphere": return { kind: "vsphere", settings: i.vsphere! };
   }
@@ -204,9 +208,9 @@ function existing(i: ControllerInputs): HostingOptions["existing"] {
 
 /** The first replica, by the substrates' bootstrap flow; the provider grows it itself (grow: hosts, spares, keeper settings). */
 async function firstReplica(i: ControllerInputs): Promise<Started> {
-  const { kind, settings } = hostingOf(i);
+  const { kind, settings } = hostingOf(i, "first host");
   const plan: ControllerPlan<HostingSettings[HostingKind]> = {
-    name: i.name, settings: kind === "ssh" ? { hosts: (settings as HostingSettings["ssh"]).hosts.slice(0, 1) } : settings, replicas: 1,
+    name: i.name, settings, replicas: 1,
     timeoutMs: i.timeoutSeconds * 1000, ...(i.port !== undefined ? { port: i.port } : {}),
     ...(i.adminPassword ? { adminPassword: i.adminPassword } : {}), adopt: i.adopt,
     ...(cloudOf(i) ? { credential: { name: credentialNameOf(i), attributes: attributesOf(i) } } : {}),
