@@ -13,7 +13,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type * as Api from "../api";
-import { ControllerClient, StewardError, waitForHealth } from "../api/core";
+import { ControllerClient, StewardError, isUnavailable, waitForHealth } from "../api/core";
 import type { Progress } from "./brokers";
 import type { ControllerPlan, FirstReplica, HostingOptions } from "./controller-hosting";
 import { sshBootstrapUserData } from "./cloud-init";
@@ -143,7 +143,7 @@ async function runningAddress(cloud: BootstrapInstance, id: string, progress: Pr
     const i = await cloud.state(id);
     if (i.address) return i.address;
     if (i.state !== last) { last = i.state; progress(`  ${cloud.noun} ${id}: ${i.state}`); }
-    if (Date.now() > deadline) throw new StewardError("unavailable", `${cloud.noun} ${id} did not run with an address within ${INSTANCE_TIMEOUT_MS / 60_000} min`);
+    if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `${cloud.noun} ${id} did not run with an address within ${INSTANCE_TIMEOUT_MS / 60_000} min`);
     await new Promise((r) => setTimeout(r, 2000));
   }
 }
@@ -155,7 +155,7 @@ async function connectWhenUp(host: string, privateKey: string, hostKey: string):
     try {
       return await SshSession.connect({ host, user: "root", privateKey, hostKey });
     } catch (err) {
-      if (!StewardError.isInstance(err) || err.code !== "unavailable" || Date.now() > deadline) throw err;
+      if (!StewardError.isInstance(err) || !isUnavailable(err) || Date.now() > deadline) throw err;
     }
     // A refused connection answers at once: do not dial in a tight loop.
     await new Promise((r) => setTimeout(r, 1000));
