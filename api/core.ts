@@ -30,6 +30,7 @@ export * from "./workload-containers";
 export * from "./wire";
 export * from "./migration";
 export * from "./versions";
+export type { ControllerInit, ControllerInitResult } from "./controller-init";
 export { WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "./dashboard";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions, MovedTo } from "./node/client";

@@ -18,6 +18,7 @@ export * from "./agent-protocol";
 export * from "./wire";
 export * from "./migration";
 export * from "./versions";
+export type { ControllerInit, ControllerInitResult } from "./controller-init";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions } from "./node/client";
 export { STEWARD_VERSION } from "./core";

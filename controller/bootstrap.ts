@@ -5,34 +5,24 @@
  */
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { ControllerInit, ControllerInitResult } from "../api";
 import { newSecret } from "./security/credentials";
 import { openStore } from "./store";
 import { StateOps } from "./state";
 import type { ControllerConfig } from "./config";
 import { dataFiles } from "./config";
 
-export interface InitControllerOptions {
-  dataDir: string;
-  name: string;
-  listen: { host: string; port: number };
-  advertise?: string[];
-  /** Generated (24 random characters) when not given. */
-  adminPassword?: string;
-  /** The controller's UUID, when its machines were tagged with it before it existed (bootstrap on a cloud); random otherwise. */
-  uuid?: string;
-  /** The cloud instance or VM a bootstrap launched for it (`i-…`, `vm-42`). */
-  instance?: string;
+/** `main.js init`'s options (api/controller-init.ts), and what only an in-process caller can hand it. */
+export interface InitControllerOptions extends ControllerInit {
   /** @default the embedded store in the data directory */
   store?: ControllerConfig["store"];
   /** The CA to use (a bootstrap that made it first, so it could hand the CA to what it made); new otherwise. */
   ca?: { certPem: string; keyPem: string };
   /** Kubernetes models' settings (the agent image), for a controller bootstrapped on Kubernetes. */
   kubernetes?: ControllerConfig["kubernetes"];
-  /** Where it was bootstrapped (local bootstrap says `local`: only then are local machines on by default). */
-  substrate?: ControllerConfig["substrate"];
 }
 
-export async function initControllerDir(o: InitControllerOptions): Promise<{ created: boolean; adminPassword?: string; caCert: string }> {
+export async function initControllerDir(o: InitControllerOptions): Promise<ControllerInitResult> {
   const configPath = join(o.dataDir, dataFiles.config);
   if (await stat(configPath).then(() => true, () => false)) {
     return { created: false, caCert: await readFile(join(o.dataDir, dataFiles.caCert), "utf8") };

@@ -1,8 +1,9 @@
 /**
  * @module substrates
  * Where machines and controller hosts come from: `ssh/` installs agents and controller replicas on
- * hosts over SSH (host keys pinned); `local/` runs them as processes on this host. Used by the
- * controller, the CLI and the provider alike; depends on `api` only.
+ * hosts over SSH (host keys pinned); `local/` runs them as processes on this host. Where controllers
+ * run is one hosting object per kind (controller-hosting.ts) and one bootstrap flow
+ * (bootstrap-controller.ts). Used by the controller, the CLI and the provider alike; depends on `api` only.
  */
 export * as ssh from "./ssh";
 export * from "./local";
@@ -11,5 +12,11 @@ export * as aws from "./aws";
 export * as vsphere from "./vsphere";
 export * as kubernetes from "./kubernetes";
 export { enrolmentUserData, replicaUserData, sshBootstrapUserData } from "./cloud-init";
-export type { CloudController } from "./cloud-bootstrap";
+export { CONTROLLER_HOSTING } from "./controller-hosting";
+export type {
+  ControllerHosting, ControllerPlan, FirstReplica, HostedController, HostedTarget, HostingKind, HostingOptions, HostingSettings, KubernetesControllerSettings,
+  LocalControllerSettings, SshControllerSettings,
+} from "./controller-hosting";
+export { bootstrapController, destroyController, handOverReplicaCloud, settleController } from "./bootstrap-controller";
+export type { BootstrapOptions } from "./bootstrap-controller";
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, BUILD_DIR, CLI_BUNDLE, RELEASE_DIRS, cliEntry, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerEntry, controllerFiles, dataFiles, enrolmentFiles, findOnPath, supervisorEntry } from "./controller-files";

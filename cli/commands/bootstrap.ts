@@ -1,18 +1,24 @@
+/**
+ * `steward bootstrap`: the flags of one target (this host, `ssh:`, `aws:`, `vsphere:`, `kubernetes:`)
+ * become one plan for that kind's controller hosting; the bootstrap itself (start, wait, store the
+ * credential, set the replica cloud, record, grow) is the substrates' flow, which the provider's
+ * Controller resource runs too. What stays here is what users see: the flags, their refusals (one
+ * table: ../bootstrap-targets.ts) and the messages.
+ */
 import { Command, Option, UsageError } from "clipanion";
-import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type * as Substrates from "../../substrates";
-import { ControllerClient, NAME_PATTERN, waitForHealth, waitForVoters } from "../../api/core";
+import type { AwsModelSettings } from "../../api/core";
+import { NAME_PATTERN } from "../../api/core";
 import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { DURATION_HELP, isDuration, isPort } from "../validators";
 import { BaseCommand } from "../base-command";
 import { withAwsFlags, withVsphereFlags } from "../cloud-options";
 import { readCredentialAttributes } from "../credential-file";
-import type { ControllerEntry } from "../client-config";
+import type { ClientConfig, ControllerEntry } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
-import type { CloudPlacement } from "../cloud-bootstrap";
-import { bootstrapOnCloud, regionOf, vcenterOf } from "../cloud-bootstrap";
+import { CLOUD_WORDS, KUBERNETES_REFUSED, REFUSED_ELSEWHERE, flagsGiven, refusal, regionOf, targetKind, vcenterOf } from "../bootstrap-targets";
 
 export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(BaseCommand)) {
   static override paths = [["bootstrap"]];
@@ -106,24 +112,58 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
   apiAddress = Option.Array("--api-address", [], { description: "kubernetes: how clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT; default the pods' IPs)" });
 
   async run(): Promise<number> {
-    if (this.first?.startsWith("kubernetes:") || this.first?.startsWith("k8s:")) return this.bootstrapKubernetes(this.first, this.second);
-    if (this.kubeconfig !== undefined || this.namespace !== undefined || this.controllerImage !== undefined || this.agentImage !== undefined || this.apiAddress.length > 0) {
-      throw new UsageError("--kubeconfig, --namespace, --controller-image, --agent-image and --api-address are for kubernetes:CONTEXT");
+    const kind = targetKind(this.first);
+    for (const [group, takenBy] of REFUSED_ELSEWHERE) {
+      if (!takenBy.includes(kind) && flagsGiven(this, group)) throw new UsageError(refusal(group));
     }
-    if (this.first?.startsWith("aws:")) return this.bootstrapCloud("aws", this.first, this.second);
-    if (this.first?.startsWith("vsphere:")) return this.bootstrapCloud("vsphere", this.first, this.second);
-    this.refuseAwsFlags();
-    this.refuseVsphereFlags();
-    if (this.replicas !== undefined || this.credentialFile !== undefined || this.fromEnv || this.credentialName !== undefined) {
-      throw new UsageError("--replicas, --credential-file, --from-env and --credential are for aws:REGION and vsphere:VCENTER");
-    }
-    if (this.first?.startsWith("ssh:")) return this.bootstrapSsh(this.first.split(",").map((t) => t.trim()).filter(Boolean), this.second);
+    const cfg = await this.clientConfig();
+    const target = kind === "kubernetes" ? await this.kubernetesTarget(cfg)
+      : kind === "aws" || kind === "vsphere" ? await this.cloudTarget(kind, cfg)
+        : kind === "ssh" ? await this.sshTarget(cfg)
+          : await this.localTarget(cfg);
+    return this.bootstrap(target, cfg);
+  }
+
+  /** The flow, recording the controller as soon as its first replica answers and again once it has grown. */
+  private async bootstrap<K extends Substrates.HostingKind>(target: Target<K>, cfg: ClientConfig): Promise<number> {
+    // Loaded only here: the substrates bring node-ssh and the clouds' clients, which most commands never need.
+    const { bootstrapController } = loadSubstrates();
+    const name = target.plan.name;
+    const controller = await bootstrapController(target.kind, target.plan, {
+      progress: (l) => this.progress(l),
+      ...(target.existing ? { existing: target.existing } : {}),
+      recorded: async (c) => {
+        cfg.controllers[name] = { addresses: c.addresses, caCert: c.caCert, user: "admin", password: c.adminPassword, generatedPassword: true, token: c.token, ...target.entry(c) };
+        cfg.current = name;
+        await this.saveConfig(cfg);
+      },
+    });
+    this.out(`Bootstrapped controller "${name}"${target.where ? ` on ${target.where}` : ""} at ${controller.addresses.join(", ")}.`);
+    for (const line of target.after) this.out(line);
+    return 0;
+  }
+
+  private checkName(name: string, cfg: ClientConfig, hint = ""): void {
+    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens${hint}`);
+    if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
+  }
+
+  private replicaCount(): number {
+    const replicas = this.replicas === undefined ? 1 : Number(this.replicas);
+    checkReplicaCount(replicas, "--replicas", this.replicas);
+    return replicas;
+  }
+
+  private adminCredentials(next: string): string {
+    return `Admin credentials are in ${join(this.home, "controllers.json")}. Next: ${next}`;
+  }
+
+  private async localTarget(cfg: ClientConfig): Promise<Target<"local">> {
     if (this.second !== undefined) throw new UsageError(`unexpected argument "${this.second}": give a name, or ssh:user@host and a name`);
     const name = this.first ?? "local";
     if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
-    const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists: use it (steward status -c ${name}) or remove it first (steward destroy-controller ${name} --yes)`);
-    const { freePort, initLocalController, portFree, startLocalController } = loadSubstrates();
+    const { freePort, portFree } = loadSubstrates();
     let port: number;
     if (this.port !== undefined) {
       port = this.port;
@@ -132,164 +172,113 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       port = (await portFree(this.host, 17070)) ? 17070 : await freePort(this.host);
     }
     const dataDir = join(this.home, "controllers", name);
-    this.progress(`Creating controller "${name}" in ${dataDir}`);
-    const init = await initLocalController({ dataDir, name, listen: { host: this.host, port } });
-    if (!init.created || !init.adminPassword) throw new UsageError(`${dataDir} already holds a controller that this client does not know; remove that directory or choose another name`);
-    this.progress("Starting the controller (embedded store)");
-    let addresses: string[];
-    try {
-      addresses = await startLocalController(dataDir, init.caCert);
-    } catch (err) {
-      await rm(dataDir, { recursive: true, force: true });
-      throw err;
-    }
-    const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword });
-    const token = await client.login();
-    client.close();
-    cfg.controllers[name] = { addresses, caCert: init.caCert, user: "admin", password: init.adminPassword, generatedPassword: true, token, dataDir };
-    cfg.current = name;
-    await this.saveConfig(cfg);
-    this.out(`Bootstrapped controller "${name}" at ${addresses.join(", ")}.`);
-    this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name>`);
-    return 0;
+    return {
+      kind: "local", plan: { name, settings: { dataDir, host: this.host }, replicas: 1, port, timeoutMs: this.timeout },
+      existing: (dir) => new UsageError(`${dir} already holds a controller that this client does not know; remove that directory or choose another name`),
+      entry: () => ({ dataDir }),
+      after: [this.adminCredentials("steward add-model <name>")],
+    };
   }
 
-  private refuseAwsFlags(): void {
-    if (this.awsFlagsGiven()) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group, --endpoint and --endpoint-ca-file are for aws:REGION");
-  }
-
-  private refuseVsphereFlags(): void {
-    if (this.vsphereFlagsGiven()) throw new UsageError("--vcenter, --datacenter, --template, --folder, --resource-pool and --vcenter-ca-file are for vsphere:VCENTER");
-  }
-
-  private async bootstrapCloud(substrate: "aws" | "vsphere", target: string, nameArg: string | undefined): Promise<number> {
+  private async cloudTarget(substrate: "aws" | "vsphere", cfg: ClientConfig): Promise<Target<"aws" | "vsphere">> {
     // Every argument is checked before anything is launched.
     let where: string, defaultName: string;
     if (substrate === "aws") {
-      this.refuseVsphereFlags();
-      this.region = regionOf(target, this.region);
+      this.region = regionOf(this.first!, this.region);
       [where, defaultName] = [`EC2 (${this.region})`, `aws-${this.region}`];
     } else {
-      this.refuseAwsFlags();
-      this.vcenter = vcenterOf(target, this.vcenter);
+      this.vcenter = vcenterOf(this.first!, this.vcenter);
       const host = /^[a-z]+:\/\/([^/:]+)/i.exec(this.vcenter)?.[1] ?? "";
       [where, defaultName] = [`vSphere (${host})`, `vsphere-${host.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "")}`];
     }
-    const name = nameArg ?? defaultName;
+    const name = this.second ?? defaultName;
     if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
-    const replicas = this.replicas === undefined ? 1 : Number(this.replicas);
-    checkReplicaCount(replicas, "--replicas", this.replicas);
+    const replicas = this.replicaCount();
     const credentialName = this.credentialName ?? substrate;
     if (!isControllerName(credentialName)) throw new UsageError(`--credential "${credentialName}" must be lower-case letters, digits and hyphens`);
     const words = CLOUD_WORDS[substrate];
     if (this.credentialFile === undefined && !this.fromEnv) throw new UsageError(`give the ${words.cloud} credential: --credential-file FILE [--profile P] or --from-env (${words.env}); never on the command line`);
-    if (this.hostKey.length > 0 || this.tofu || this.keyFile || this.keyEnv) throw new UsageError(`--host-key, --trust-on-first-use, --key-file and --key-env are for ssh: targets; on ${substrate} the keys are made for the ${words.instance}`);
-    const cfg = await this.clientConfig();
+    if (flagsGiven(this, "ssh")) throw new UsageError(`${refusal("ssh")}; on ${substrate} the keys are made for the ${words.instance}`);
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
-    const cloud: CloudPlacement = substrate === "aws" ? { substrate, settings: await this.awsSettings() } : { substrate, settings: await this.vsphereSettings() };
+    // The bootstrap checks the values as the controller would (aws settings come partial from the flags).
+    const settings = substrate === "aws" ? await this.awsSettings() as AwsModelSettings : await this.vsphereSettings();
     const attributes = await readCredentialAttributes(this.context, substrate, { file: this.credentialFile, profile: this.profile, fromEnv: this.fromEnv });
-    const entry = await bootstrapOnCloud({
-      name, cloud, attributes, credentialName, replicas, port: this.port ?? 17070,
-      ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout, progress: (l) => this.progress(l),
-    });
-    cfg.controllers[name] = entry;
-    cfg.current = name;
-    await this.saveConfig(cfg);
-    this.out(`Bootstrapped controller "${name}" on ${where} at ${entry.addresses.join(", ")}.`);
-    this.out(replicas > 1 ? `It replaces a lost replica with a new ${words.instance} itself (steward show-controller).` : `One replica: steward enable-ha -n 3 grows it onto new ${words.instances}, which it then keeps replacing itself.`);
     const modelFlags = substrate === "aws" ? `--region ${this.region} --image …` : `--vcenter ${this.vcenter} --datacenter … --template …`;
-    this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name> --substrate ${substrate} --credential ${credentialName} ${modelFlags}`);
-    return 0;
+    return {
+      kind: substrate, where,
+      plan: { name, settings, credential: { name: credentialName, attributes }, replicas, port: this.port ?? 17070, ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout },
+      // The settings as the bootstrap checked them (defaults filled in), and the UUID its instances are marked with.
+      entry: (c) => ({ [substrate]: { settings: c.settings, uuid: c.uuid } }) as Partial<ControllerEntry>,
+      after: [
+        replicas > 1 ? `It replaces a lost replica with a new ${words.instance} itself (steward show-controller).` : `One replica: steward enable-ha -n 3 grows it onto new ${words.instances}, which it then keeps replacing itself.`,
+        this.adminCredentials(`steward add-model <name> --substrate ${substrate} --credential ${credentialName} ${modelFlags}`),
+      ],
+    };
   }
 
-  private async bootstrapKubernetes(target: string, nameArg: string | undefined): Promise<number> {
-    this.refuseAwsFlags();
-    this.refuseVsphereFlags();
-    if (this.credentialFile !== undefined || this.fromEnv || this.credentialName !== undefined || this.hostKey.length > 0 || this.tofu || this.keyFile || this.keyEnv || this.port !== undefined) {
-      throw new UsageError("kubernetes: the cluster's credential comes from --kubeconfig; --credential-file, --from-env, --credential, --host-key, --key-file, --key-env and --port are for other targets");
+  private async kubernetesTarget(cfg: ClientConfig): Promise<Target<"kubernetes">> {
+    if (this.credentialFile !== undefined || this.fromEnv || this.credentialName !== undefined || flagsGiven(this, "ssh") || this.port !== undefined) {
+      throw new UsageError(`kubernetes: the cluster's credential comes from --kubeconfig; ${KUBERNETES_REFUSED} are for other targets`);
     }
-    const context = target.slice(target.indexOf(":") + 1) || undefined;
-    const name = nameArg ?? "steward";
+    const context = this.first!.slice(this.first!.indexOf(":") + 1) || undefined;
+    const name = this.second ?? "steward";
     if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
-    const replicas = this.replicas === undefined ? 1 : Number(this.replicas);
-    checkReplicaCount(replicas, "--replicas", this.replicas);
+    const replicas = this.replicaCount();
     const namespace = this.namespace ?? "steward";
     if (!isControllerName(namespace)) throw new UsageError(`--namespace "${namespace}" must be a namespace name: lower-case letters, digits and hyphens`);
     for (const a of this.apiAddress) if (!/^[^\s:]+:\d{1,5}$/.test(a)) throw new UsageError(`--api-address ${a}: give HOST:PORT`);
-    const cfg = await this.clientConfig();
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
     const { kubernetes } = loadSubstrates();
     const connection = readKubeconfig(this.context.env, this.kubeconfig, context);
-    const access = await kubernetes.bootstrapOnKubernetes({
-      name, connection, namespace, replicas, image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE, ...(this.agentImage ? { agentImage: this.agentImage } : {}),
-      ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}),
-      ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout, progress: (l) => this.progress(l),
-    });
-    const entry: ControllerEntry = { addresses: access.addresses, caCert: access.caCert, user: "admin", password: access.adminPassword, generatedPassword: true, token: access.token, kubernetes: { namespace, statefulSet: name, ...(connection.context ? { context: connection.context } : {}) } };
-    cfg.controllers[name] = entry;
-    cfg.current = name;
-    await this.saveConfig(cfg);
-    this.out(`Bootstrapped controller "${name}" on Kubernetes (${connection.server}, namespace ${namespace}) at ${entry.addresses.join(", ")}.`);
-    this.out(replicas > 1 ? "A pod that comes back with an empty volume is taken back into the cluster by the controller itself (steward show-controller)." : "One replica: steward enable-ha -n 3 grows it: the controller scales its StatefulSet and takes each new pod into etcd.");
-    this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-k8s CLUSTER --kubeconfig … and steward add-model NAME --substrate kubernetes:CLUSTER`);
-    return 0;
+    const settings = {
+      connection, namespace, image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
+      ...(this.agentImage ? { agentImage: this.agentImage } : {}), ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}),
+    };
+    return {
+      kind: "kubernetes", where: `Kubernetes (${connection.server}, namespace ${namespace})`,
+      plan: { name, settings, replicas, ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout },
+      entry: () => ({ kubernetes: { namespace, statefulSet: name, ...(connection.context ? { context: connection.context } : {}) } }),
+      after: [
+        replicas > 1 ? "A pod that comes back with an empty volume is taken back into the cluster by the controller itself (steward show-controller)." : "One replica: steward enable-ha -n 3 grows it: the controller scales its StatefulSet and takes each new pod into etcd.",
+        this.adminCredentials("steward add-k8s CLUSTER --kubeconfig … and steward add-model NAME --substrate kubernetes:CLUSTER"),
+      ],
+    };
   }
 
-  private async bootstrapSsh(targets: string[], nameArg: string | undefined): Promise<number> {
+  private async sshTarget(cfg: ClientConfig): Promise<Target<"ssh">> {
+    const targets = this.first!.split(",").map((t) => t.trim()).filter(Boolean);
     checkReplicaCount(targets.length, "the number of hosts");
     if (this.hostKey.length > 0 && this.hostKey.length !== targets.length) throw new UsageError(`give one --host-key per host (${targets.length}, in order), or use --trust-on-first-use`);
     const others = targets.length > 1 ? await sshHosts(this.context, targets.slice(1), { keyFile: this.keyFile, keyEnv: this.keyEnv, hostKeys: this.hostKey.slice(1), tofu: this.tofu }) : [];
     const target = parseSshTarget(targets[0]!);
-    const name = nameArg ?? target.host.replace(/[^a-z0-9]+/gi, "-").toLowerCase().replace(/^-+|-+$/g, "");
-    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens; give one after the target`);
-    const cfg = await this.clientConfig();
-    if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
+    const name = this.second ?? target.host.replace(/[^a-z0-9]+/gi, "-").toLowerCase().replace(/^-+|-+$/g, "");
+    this.checkName(name, cfg, "; give one after the target");
     if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host key is not pinned: pass --host-key SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or --trust-on-first-use");
-    const port = this.port ?? 17070;
-    // Loaded only here: the SSH and controller modules are heavy and most commands never need them.
-    const { ssh, controllerFiles } = loadSubstrates();
     const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
-    const session = await ssh.SshSession.connect({ host: target.host, user: target.user, privateKey, ...(this.hostKey[0] ? { hostKey: this.hostKey[0] } : { trustOnFirstUse: true }) });
-    let res;
-    try {
-      this.progress(`Connected to ${session.label} (host key ${session.hostKey}${this.tofu ? ", recorded" : ""})`);
-      res = await ssh.installController(session, {
-        name, port, files: controllerFiles(),
-        progress: (step) => this.progress(`  ${step}`),
-      });
-    } finally {
-      session.close();
-    }
-    if (!res.adminPassword) throw new UsageError(`${target.host} already runs a controller that this client does not know; log in to it with the admin password you kept (steward login), or remove /var/lib/steward/controller there`);
-    this.progress(`Waiting for the controller API at ${res.addresses.join(", ")}`);
-    const client = new ControllerClient({ addresses: res.addresses, caCert: res.caCert, user: "admin", password: res.adminPassword, timeoutMs: 3000 });
-    try {
-      await waitForHealth(client, 60_000, `is port ${port} of ${target.host} reachable from here? Its log is /var/lib/steward/controller/controller.log`);
-      const token = await client.login();
-      cfg.controllers[name] = { addresses: res.addresses, caCert: res.caCert, user: "admin", password: res.adminPassword, generatedPassword: true, token };
-      cfg.current = name;
-      await this.saveConfig(cfg);
-      if (others.length > 0) {
-        this.progress(`Growing to ${targets.length} replicas on ${others.map((o) => o.host).join(", ")}`);
-        await client.enableHa({ replicas: targets.length, hosts: others, ...replaceAfterSetting(this.replaceAfter) });
-        await waitForVoters(client, targets.length, this.timeout, (l) => this.progress(l));
-        cfg.controllers[name]!.addresses = (await client.controllerInfo()).addresses;
-        await this.saveConfig(cfg);
-      }
-    } finally {
-      client.close();
-    }
-    this.out(`Bootstrapped controller "${name}" on ${targets.map((t) => parseSshTarget(t).host).join(", ")} at ${cfg.controllers[name]!.addresses.join(", ")}.`);
-    this.out(`Admin credentials are in ${join(this.home, "controllers.json")}. Next: steward add-model <name>`);
-    return 0;
+    const first = { host: target.host, user: target.user, privateKey, ...(this.hostKey[0] ? { hostKey: this.hostKey[0] } : { trustOnFirstUse: true }) };
+    return {
+      kind: "ssh", where: targets.map((t) => parseSshTarget(t).host).join(", "),
+      plan: { name, settings: { hosts: [first, ...others] }, replicas: targets.length, port: this.port ?? 17070, ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout },
+      existing: (host) => new UsageError(`${host} already runs a controller that this client does not know; log in to it with the admin password you kept (steward login), or remove /var/lib/steward/controller there`),
+      entry: () => ({}),
+      after: [this.adminCredentials("steward add-model <name>")],
+    };
   }
 }
 
-/** How messages name each cloud's things. */
-const CLOUD_WORDS = {
-  aws: { cloud: "AWS", instance: "instance", instances: "EC2 instances", env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" },
-  vsphere: { cloud: "vSphere", instance: "VM", instances: "VMs", env: "VSPHERE_USER, VSPHERE_PASSWORD" },
-} as const;
+/** Where one bootstrap goes, as one target's flags made it, and what the client remembers and says. */
+interface Target<K extends Substrates.HostingKind> {
+  kind: K;
+  plan: Substrates.ControllerPlan<Substrates.HostingSettings[K]>;
+  /** "EC2 (eu-west-1)"; none for this host. */
+  where?: string;
+  /** The error for a place that holds a controller this client does not know. */
+  existing?(where: string): Error;
+  /** What the client remembers beside the connection (to destroy it later). */
+  entry(c: Substrates.HostedController): Partial<ControllerEntry>;
+  /** The lines after "Bootstrapped controller …". */
+  after: string[];
+}
 
 function isControllerName(name: string): boolean {
   return name.length <= 63 && NAME_PATTERN.test(name);

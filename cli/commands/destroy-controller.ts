@@ -56,19 +56,11 @@ export default class DestroyControllerCommand extends BaseCommand {
       client.close();
     }
     // Loaded only here: the substrates package brings node-ssh, which most commands never need.
-    const { aws, removeLocalController, vsphere } = require("../../substrates") as typeof Substrates;
-    if (entry.aws) {
-      this.progress(`Terminating the controller's EC2 instances in ${entry.aws.settings.region}`);
-      const ids = await aws.terminateControllerInstances(entry.aws.settings, attributes!, entry.aws.uuid);
-      this.progress(`  ${ids.length ? ids.join(", ") : "none was left"}`);
-    } else if (entry.vsphere) {
-      this.progress(`Destroying the controller's VMs in ${entry.vsphere.settings.datacenter}`);
-      const names = await vsphere.destroyControllerVms(entry.vsphere.settings, attributes!, entry.vsphere.uuid);
-      this.progress(`  ${names.length ? names.join(", ") : "none was left"}`);
-    } else {
-      this.progress("Stopping the controller");
-      await removeLocalController(entry.dataDir!);
-    }
+    const { destroyController } = require("../../substrates") as typeof Substrates;
+    const progress = (l: string): void => this.progress(l);
+    if (entry.aws) await destroyController("aws", { uuid: entry.aws.uuid, settings: entry.aws.settings, credential: attributes! }, { progress });
+    else if (entry.vsphere) await destroyController("vsphere", { uuid: entry.vsphere.uuid, settings: entry.vsphere.settings, credential: attributes! }, { progress });
+    else await destroyController("local", { settings: { dataDir: entry.dataDir! } }, { progress });
     delete cfg.controllers[this.name];
     if (cfg.current === this.name) delete cfg.current;
     await this.saveConfig(cfg);

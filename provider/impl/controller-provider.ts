@@ -10,8 +10,9 @@
  */
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { AwsModelSettingsSchema, ControllerClient, VsphereModelSettingsSchema, describeIssues, destroyAllModels, splitAddress, waitForHealth, waitForVoters, withArticle } from "../../api";
-import { aws, controllerFiles, freePort, initLocalController, removeLocalController, ssh, startLocalController, vsphere } from "../../substrates";
+import { AwsModelSettingsSchema, ControllerClient, VsphereModelSettingsSchema, describeIssues, destroyAllModels, splitAddress, waitForVoters, withArticle } from "../../api";
+import { bootstrapController, destroyController, handOverReplicaCloud } from "../../substrates";
+import type { ControllerPlan, HostingKind, HostingSettings, HostingOptions } from "../../substrates";
 import type { AwsModelSettings, ClusterInfo, SpareHost, VsphereModelSettings } from "../../api";
 import type { ControllerConnection, SshHost } from "../connection";
 import { REPLICA_COUNTS } from "../connection";
@@ -118,7 +119,7 @@ export const controllerProvider = {
   },
 
   async create(inputs: ControllerInputs) {
-    const started = inputs.substrate === "local" ? await startLocal(inputs) : inputs.substrate === "ssh" ? await installOverSsh(inputs) : await launchOnCloud(inputs);
+    const started = await firstReplica(inputs);
     const client = started.client;
     try {
       const id = started.uuid;
@@ -167,26 +168,10 @@ export const controllerProvider = {
     } finally {
       client.close();
     }
-    if (props.substrate === "local") {
-      await removeLocalController(dataDirOf(props));
-      return;
-    }
     // Its replicas (those the keeper launched too) and whatever machines a model left: all marked with its UUID.
-    if (props.substrate === "aws") {
-      await aws.terminateControllerInstances(props.aws!, attributesOf(props), props.uuid);
-      return;
-    }
-    if (props.substrate === "vsphere") {
-      await vsphere.destroyControllerVms(props.vsphere!, attributesOf(props), props.uuid);
-      return;
-    }
-    const hosts = new Map<string, SshHost>();
-    for (const h of [...(props.hosts ?? []), ...(props.spares ?? [])]) hosts.set(h.host, h);
-    for (const h of hosts.values()) {
-      const s = await ssh.SshSession.connect({ host: h.host, port: h.port ?? 22, user: h.user ?? "root", privateKey: props.privateKey!, hostKey: h.hostKey }).catch(() => undefined);
-      if (!s) continue; // a host that is gone holds nothing to remove
-      try { await ssh.uninstallController(s); } finally { s.close(); }
-    }
+    const target = { uuid: props.uuid, ...(cloudOf(props) ? { credential: attributesOf(props) } : {}) };
+    const { kind, settings } = hostingOf(props, "every host");
+    await destroyController(kind, { ...target, settings }, { progress: () => undefined });
   },
 };
 
@@ -198,35 +183,40 @@ function connect(c: ControllerConnection): ControllerClient {
   return new ControllerClient({ addresses: c.addresses, caCert: c.caCert, user: c.user, password: c.password });
 }
 
-async function startLocal(i: ControllerInputs): Promise<Started> {
-  const dataDir = dataDirOf(i);
-  const port = i.port ?? await freePort("127.0.0.1");
-  const init = await initLocalController({ dataDir, name: i.name, listen: { host: "127.0.0.1", port }, ...(i.adminPassword ? { adminPassword: i.adminPassword } : {}) });
-  const adminPassword = init.adminPassword ?? (i.adopt ? i.adminPassword : undefined);
-  if (!adminPassword) throw new Error(`${dataDir} already holds a controller: set adopt: true and its adminPassword to take it over, or choose another dataDir`);
-  const addresses = await startLocalController(dataDir, init.caCert);
-  return loggedIn(addresses, init.caCert, adminPassword);
+/**
+ * Where the Controller's arguments say it runs, as the substrates' hosting kind (named as the
+ * substrate) and settings: over SSH the bootstrap installs on the first host (grow() takes the
+ * others), and delete uninstalls from every host and spare.
+ */
+function hostingOf(i: ControllerInputs, hosts: "first host" | "every host"): { kind: HostingKind; settings: HostingSettings[HostingKind] } {
+  const privateKey = i.privateKey ?? "";
+  const sshTarget = (h: SshHost) => ({ host: h.host, port: h.port ?? 22, user: h.user ?? "root", privateKey, ...(h.hostKey ? { hostKey: h.hostKey } : {}) });
+  switch (i.substrate) {
+    case "local": return { kind: "local", settings: { dataDir: dataDirOf(i), host: "127.0.0.1" } };
+    case "ssh": return { kind: "ssh", settings: { hosts: (hosts === "first host" ? (i.hosts ?? []).slice(0, 1) : [...(i.hosts ?? []), ...(i.spares ?? [])]).map(sshTarget) } };
+    case "aws": return { kind: "aws", settings: i.aws! };
+    case "vsphere": return { kind: "vsphere", settings: i.vsphere! };
+  }
 }
 
-async function installOverSsh(i: ControllerInputs): Promise<Started> {
-  const first = i.hosts![0]!;
-  const port = i.port ?? 17070;
-  const s = await ssh.SshSession.connect({ host: first.host, port: first.port ?? 22, user: first.user ?? "root", privateKey: i.privateKey!, hostKey: first.hostKey });
-  let res;
-  try {
-    res = await ssh.installController(s, { name: i.name, port, files: controllerFiles() });
-  } finally {
-    s.close();
-  }
-  const adminPassword = res.adminPassword ?? (i.adopt ? i.adminPassword : undefined);
-  if (!adminPassword) throw new Error(`${first.host} already runs a controller: set adopt: true and its adminPassword to take it over`);
-  const probe = new ControllerClient({ addresses: res.addresses, caCert: res.caCert, timeoutMs: 3000 });
-  try {
-    await waitForHealth(probe, 60_000, `is port ${port} of ${first.host} reachable from here? Its log is /var/lib/steward/controller/controller.log`);
-  } finally {
-    probe.close();
-  }
-  return loggedIn(res.addresses, res.caCert, adminPassword);
+/** A place holding a controller already is taken over only with `adopt` and its password. */
+function existing(i: ControllerInputs): HostingOptions["existing"] {
+  return (where) => new Error(i.substrate === "local"
+    ? `${where} already holds a controller: set adopt: true and its adminPassword to take it over, or choose another dataDir`
+    : `${where} already runs a controller: set adopt: true and its adminPassword to take it over`);
+}
+
+/** The first replica, by the substrates' bootstrap flow; the provider grows it itself (grow: hosts, spares, keeper settings). */
+async function firstReplica(i: ControllerInputs): Promise<Started> {
+  const { kind, settings } = hostingOf(i, "first host");
+  const plan: ControllerPlan<HostingSettings[HostingKind]> = {
+    name: i.name, settings, replicas: 1,
+    timeoutMs: i.timeoutSeconds * 1000, ...(i.port !== undefined ? { port: i.port } : {}),
+    ...(i.adminPassword ? { adminPassword: i.adminPassword } : {}), adopt: i.adopt,
+    ...(cloudOf(i) ? { credential: { name: credentialNameOf(i), attributes: attributesOf(i) } } : {}),
+  };
+  const c = await bootstrapController(kind, plan, { progress: () => undefined, existing: existing(i) });
+  return { client: new ControllerClient({ addresses: c.addresses, caCert: c.caCert, user: "admin", password: c.adminPassword }), uuid: c.uuid, caCert: c.caCert, adminPassword: c.adminPassword };
 }
 
 /** What each cloud substrate takes: its settings (a field named as the substrate) and its credential. */
@@ -283,23 +273,12 @@ function attributesOf(i: ControllerInputs): Record<string, string> {
 }
 const credentialNameOf = (i: ControllerInputs): string => i.credentialName ?? i.substrate;
 
-async function launchOnCloud(i: ControllerInputs): Promise<Started> {
-  const common = { name: i.name, attributes: attributesOf(i), credentialName: credentialNameOf(i), port: i.port ?? 17070, progress: () => undefined };
-  const c = i.substrate === "aws" ? await aws.bootstrapControllerOnAws({ ...common, settings: i.aws! }) : await vsphere.bootstrapControllerOnVsphere({ ...common, settings: i.vsphere! });
-  return loggedIn(c.addresses, c.caCert, c.adminPassword);
-}
-
 /** The credential or placement changed: the stored credential and the replica cloud follow. */
 async function handOverCloud(client: ControllerClient, i: ControllerInputs): Promise<void> {
   const credential = credentialNameOf(i);
-  await client.putCredential(credential, i.substrate as Cloud["substrate"], attributesOf(i), true);
-  await client.setReplicaCloud(i.substrate === "aws" ? { substrate: "aws", credential, aws: i.aws! } : { substrate: "vsphere", credential, vsphere: i.vsphere! });
-}
-
-async function loggedIn(addresses: string[], caCert: string, adminPassword: string): Promise<Started> {
-  const client = new ControllerClient({ addresses, caCert, user: "admin", password: adminPassword });
-  await client.login();
-  return { client, uuid: (await client.controllerInfo()).uuid, caCert, adminPassword };
+  const substrate = i.substrate as Cloud["substrate"];
+  const replicaCloud = substrate === "aws" ? { substrate, credential, aws: i.aws! } : { substrate, credential, vsphere: i.vsphere! };
+  await handOverReplicaCloud(client, { credential: { name: credential, substrate, attributes: attributesOf(i) }, replicaCloud }, () => undefined, true);
 }
 
 const spareOf = (h: SshHost, privateKey: string): SpareHost => ({ host: h.host, port: h.port ?? 22, user: h.user ?? "root", privateKey, hostKey: h.hostKey });

@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
+import type { ControllerInitResult } from "../../api/core";
 import { StewardError } from "../../api/core";
 import type { HostFacts } from "./facts";
 import { gatherFacts } from "./facts";
@@ -109,7 +110,7 @@ export async function installController(s: SshSession, plan: ControllerInstallPl
   const staged = await stageController(s, plan.files, note, { etcd: plan.files.etcdBinary !== undefined });
   const address = `${s.target.host}:${plan.port}`;
   const initOut = await s.must("initialising the controller", `${shellQuote(staged.node)} ${shellQuote(`${staged.root}/controller-bundle/main.js`)} init --data-dir ${CONTROLLER_DATA} --name ${shellQuote(plan.name)} --listen 0.0.0.0:${plan.port} --advertise ${shellQuote(address)}${plan.uuid ? ` --uuid ${shellQuote(plan.uuid)}` : ""}${plan.instance ? ` --instance ${shellQuote(plan.instance)}` : ""}`, { sudo: true });
-  const init = JSON.parse(initOut.trim().split("\n").pop()!) as { created: boolean; adminPassword?: string; caCert: string };
+  const init = JSON.parse(initOut.trim().split("\n").pop()!) as ControllerInitResult;
   note(init.created ? "controller data, CA and admin credentials created" : "controller data already present");
   await startControllerService(s, staged, `the Steward controller ${plan.name}`, note);
   if (!init.caCert) throw new StewardError("internal", `the controller on ${s.target.host} did not report its CA`);

@@ -1,0 +1,123 @@
+/**
+ * Where a controller runs, one object per substrate kind that hosts controllers (Juju's
+ * `Environ.Bootstrap` / `DestroyController`): `bootstrap` brings up the first replica until it
+ * answers, `destroy` takes away what the kind holds for a controller (its data directory, its
+ * install, its instances or VMs). What comes after the first replica answers (log in, store the
+ * cloud's credential, make the cloud the replica cloud, record it, grow to the wanted replicas) is
+ * the same for every kind and lives once, in ./bootstrap-controller.ts; the CLI's `bootstrap` and
+ * `destroy-controller` and the provider's Controller resource both go through it.
+ *
+ * Each kind's object is loaded on first use (a `require` per kind), so a caller that bootstraps on
+ * one kind loads none of the others' clients.
+ */
+import type { AwsModelSettings, ControllerClient, SpareHost, VsphereModelSettings } from "../api/core";
+import { StewardError } from "../api/core";
+import type { Progress } from "./brokers";
+import type { KubeConnection } from "./kubernetes/kubeconfig";
+import type { SshTarget } from "./ssh/ssh-session";
+
+/** A local controller: its data directory, and the address it listens on (default 127.0.0.1). */
+export interface LocalControllerSettings { dataDir: string; host?: string }
+/** A controller installed over SSH on `hosts[0]`, grown onto the others (each with its key). */
+export interface SshControllerSettings { hosts: SshTarget[] }
+/** A controller as a StatefulSet: the cluster as this client reaches it, its namespace and images. */
+export interface KubernetesControllerSettings {
+  connection: KubeConnection;
+  namespace: string;
+  image: string;
+  /** The agent image kubernetes models' pods run; default the controller's own default. */
+  agentImage?: string;
+  /** How clients outside the cluster reach the API; default the pods' IPs, where those are routable. */
+  apiAddresses?: string[];
+}
+
+/** Each hosting kind's settings: where its controllers go. */
+export interface HostingSettings {
+  local: LocalControllerSettings;
+  ssh: SshControllerSettings;
+  aws: AwsModelSettings;
+  vsphere: VsphereModelSettings;
+  kubernetes: KubernetesControllerSettings;
+}
+export type HostingKind = keyof HostingSettings;
+
+/** One bootstrap, whatever the kind: the CLI's flags and the provider's arguments both map onto it. */
+export interface ControllerPlan<Settings> {
+  name: string;
+  settings: Settings;
+  /** The cloud's credential (aws, vsphere): stored in the controller under `name`, for its replica cloud. */
+  credential?: { name: string; attributes: Record<string, string> };
+  /** Voters to grow to once the first replica answers. */
+  replicas: number;
+  /** The API port (local: a free one when absent; elsewhere 17070). */
+  port?: number;
+  replaceAfterSeconds?: number;
+  /** How long growing to `replicas` (and, on Kubernetes, the first pod) may take. */
+  timeoutMs: number;
+  /** local: the admin password to set; with `adopt`, the one of the controller already there. */
+  adminPassword?: string;
+  /** Take over a controller already there (with `adminPassword`) instead of refusing. */
+  adopt?: boolean;
+}
+
+export interface HostingOptions {
+  progress: Progress;
+  signal?: AbortSignal;
+  /** The error for a place that holds a controller already (a data directory, a host); the caller words it. */
+  existing?(where: string): Error;
+}
+
+/** The first replica, answering on its API. */
+export interface FirstReplica {
+  addresses: string[];
+  caCert: string;
+  /** Absent: the place held a controller already (`where`), whose password the plan must bring. */
+  adminPassword?: string;
+  /** What holds it, for messages: a data directory, a host. */
+  where: string;
+  /** Known when the kind chose it beforehand (instances are marked with it). */
+  uuid?: string;
+  /** The plan's settings as the kind checked them (defaults filled in), when it did. */
+  settings?: unknown;
+  /** The credential to store and the replica cloud to set, for a controller that launches its own replicas. */
+  credential?: { name: string; substrate: "aws" | "vsphere"; attributes: Record<string, string> };
+  replicaCloud?: Parameters<ControllerClient["setReplicaCloud"]>[0];
+  /** The hosts to grow onto (ssh); elsewhere the controller finds its replicas' hosts itself. */
+  hosts?: SpareHost[];
+  /** The progress line for growing. */
+  growing?: string;
+  /** A timeout for each API call (remote controllers: short, so a dead address fails over quickly). */
+  callTimeoutMs?: number;
+  /** How this client reaches the controller once grown (default: the addresses the controller publishes). */
+  reachable?(): Promise<string[]>;
+  /** Last, once grown (Kubernetes: the seed Secret goes). */
+  finish?(): Promise<void>;
+}
+
+/** What a client needs to reach a controller a bootstrap made, and where it is (the settings as the kind checked them). */
+export interface HostedController<Settings = unknown> { uuid: string; addresses: string[]; caCert: string; adminPassword: string; token: string; settings: Settings }
+
+/** A controller to destroy: where it is, the UUID its instances are marked with (clouds), and the cloud's credential. */
+export interface HostedTarget<Settings> { uuid?: string; settings: Settings; credential?: Record<string, string> }
+
+export interface ControllerHosting<Settings> {
+  /** Brings up the first replica and waits until it answers; nothing is left behind when it fails before that. */
+  bootstrap(plan: ControllerPlan<Settings>, o: HostingOptions): Promise<FirstReplica>;
+  /** Takes away what the kind holds for the controller, once its models are gone; what it removed (ids, names). */
+  destroy(target: HostedTarget<Settings>, o: { progress: Progress; signal?: AbortSignal }): Promise<string[]>;
+}
+
+/** The hosting kinds, each loaded on first use. */
+export const CONTROLLER_HOSTING: { [K in HostingKind]: () => ControllerHosting<HostingSettings[K]> } = {
+  // Typed by the map, not by importing the kinds: a kind's folder imports this file, never the reverse.
+  local: () => (require("./local/controller-hosting") as { localHosting: ControllerHosting<LocalControllerSettings> }).localHosting,
+  ssh: () => (require("./ssh/controller-hosting") as { sshHosting: ControllerHosting<SshControllerSettings> }).sshHosting,
+  aws: () => (require("./aws/bootstrap") as { awsHosting: ControllerHosting<AwsModelSettings> }).awsHosting,
+  vsphere: () => (require("./vsphere/bootstrap") as { vsphereHosting: ControllerHosting<VsphereModelSettings> }).vsphereHosting,
+  kubernetes: () => (require("./kubernetes/controller-bootstrap") as { kubernetesHosting: ControllerHosting<KubernetesControllerSettings> }).kubernetesHosting,
+};
+
+/** The error for a place holding a controller already, as the caller words it. */
+export function alreadyThere(o: Pick<HostingOptions, "existing">, where: string): Error {
+  return o.existing?.(where) ?? new StewardError("conflict", `${where} already holds a controller`);
+}

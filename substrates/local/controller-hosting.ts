@@ -1,0 +1,37 @@
+/**
+ * A controller on this host (`steward bootstrap`, the Controller resource with substrate "local"):
+ * its data directory made by the controller's own `main.js init`, started under its supervisor;
+ * destroyed by stopping it and its agents and deleting the directory. A directory that holds a
+ * controller already is refused unless the plan adopts it; one this bootstrap made is removed again
+ * when the controller does not start.
+ */
+import { rm } from "node:fs/promises";
+import type { ControllerHosting, LocalControllerSettings } from "../controller-hosting";
+import { alreadyThere } from "../controller-hosting";
+import { initLocalController, removeLocalController, startLocalController } from "./controller-process";
+import { freePort } from "./processes";
+
+export const localHosting: ControllerHosting<LocalControllerSettings> = {
+  async bootstrap(plan, o) {
+    const { dataDir, host = "127.0.0.1" } = plan.settings;
+    const port = plan.port ?? await freePort(host);
+    o.progress(`Creating controller "${plan.name}" in ${dataDir}`);
+    const init = await initLocalController({ dataDir, name: plan.name, listen: { host, port }, ...(plan.adminPassword ? { adminPassword: plan.adminPassword } : {}) });
+    if (!init.created && !plan.adopt) throw alreadyThere(o, dataDir);
+    o.progress("Starting the controller (embedded store)");
+    let addresses: string[];
+    try {
+      addresses = await startLocalController(dataDir, init.caCert);
+    } catch (err) {
+      if (init.created) await rm(dataDir, { recursive: true, force: true });
+      throw err;
+    }
+    return { addresses, caCert: init.caCert, where: dataDir, ...(init.adminPassword ? { adminPassword: init.adminPassword } : {}) };
+  },
+
+  async destroy(target, o) {
+    o.progress("Stopping the controller");
+    await removeLocalController(target.settings.dataDir);
+    return [];
+  },
+};
