@@ -77,7 +77,7 @@ export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
    * A host with a replica staged on it (nothing started yet); `nameFor` names the replica from its
    * address, or takes the broker's `preferred` name (a pod's: `<pod>-<4 hex>`).
    */
-  acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress): Promise<H>;
+  acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress, signal?: AbortSignal): Promise<H>;
   /** Starts the staged replica `name`, joining `initialCluster` (etcd's `name=peer-url,…`). */
   start(host: H, name: string, initialCluster: string, progress: Progress): Promise<void>;
   /** The replica on the host at `address` has a vote: the host is the cluster's now (a spare leaves the pool). */
@@ -86,6 +86,11 @@ export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
   failed(host: H, why: string): Promise<void>;
   /** `host` was acquired but not used (the cluster could not take a member then): a spare stays in the pool, an instance is terminated. */
   release(host: H): Promise<void>;
+  /**
+   * `host` was acquired by a leader deposed before it used it: undo only what no other leader can know
+   * of or be using (an instance launched for it; not a spare, which the next leader may have taken).
+   */
+  abandon?(host: H): Promise<void>;
   /** The replica at `address` is out of the etcd cluster for good: a cloud terminates its instance. */
   retire?(address: string): Promise<void>;
   /**

@@ -10,6 +10,7 @@
 import type { Logger } from "../../api";
 import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
 import { aws, enrolmentFiles, replicaUserData, vsphere } from "../../substrates";
+import { sleep } from "../workers";
 import type { ControllerConfig } from "../config";
 import type { Sealer } from "../security/sealing";
 import type { CredentialOps, EnrolmentOps, StateCache } from "../state";
@@ -96,7 +97,7 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
     };
   }
 
-  async acquire(nameFor: (address: string) => string, progress: Progress): Promise<CloudHost> {
+  async acquire(nameFor: (address: string) => string, progress: Progress, signal?: AbortSignal): Promise<CloudHost> {
     const doc = this.o.cache.replicaCloud;
     if (!doc || doc.substrate === "kubernetes") throw new Error(this.unavailable());
     const cloud = await this.instancesOf(doc);
@@ -108,6 +109,8 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
     const launched = await cloud.launch(live.length, replicaUserData({ controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert }, token, files }), replicaDataPurpose(token));
     const host = { instance: launched, token, cloud };
     try {
+      // Deposed while the instance boots: the next leader cannot know of it, so it is terminated below.
+      signal?.throwIfAborted();
       const timeoutMs = this.o.stageTimeoutMs ?? 600_000;
       const deadline = Date.now() + timeoutMs;
       let address: string | undefined;
@@ -124,7 +127,7 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
         }
         if (address && (await this.o.enrolments.replicaStaged(token))) return { ...host, address };
         if (Date.now() > deadline) throw new Error(`instance ${launched.id} did not ${address ? "fetch the controller" : "get an address"} within ${Math.round(timeoutMs / 1000)} s; see /var/lib/steward/enrol-replica.log on it`);
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000, signal ?? new AbortController().signal);
       }
     } catch (err) {
       await cloud.terminate([launched.id]).catch(() => undefined);
@@ -142,6 +145,11 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
 
   async failed(host: CloudHost, why: string): Promise<void> {
     this.o.log.warn("terminating a replica instance whose install failed", { instance: host.instance.id, why });
+    await host.cloud.terminate([host.instance.id]);
+  }
+
+  async abandon(host: CloudHost): Promise<void> {
+    this.o.log.info("terminating a replica instance launched by a deposed leader", { instance: host.instance.id });
     await host.cloud.terminate([host.instance.id]);
   }
 

@@ -140,7 +140,7 @@ export class QuorumKeeper extends Reconciler {
     let host: ReplicaHost;
     stillLeading(signal);
     try {
-      host = await this.o.hosts.acquire((address, preferred) => (name = preferred ?? replicaName(address)), step);
+      host = await this.o.hosts.acquire((address, preferred) => (name = preferred ?? replicaName(address)), step, signal);
     } catch (err) {
       return this.report("blocked", (err as Error).message, true);
     }
@@ -152,8 +152,12 @@ export class QuorumKeeper extends Reconciler {
       added = await this.addLearnerWhenHealthy(peerUrl(host.address), signal);
     } catch (err) {
       // Not a member: the host would otherwise be left acquired (a cloud instance running for nothing).
-      // A deposed leader leaves that to the next one, which may be using the same host by now.
-      if (signal.aborted) throw err;
+      // A deposed leader leaves a spare to the next one, which may be using the same host by now; an
+      // instance it launched nobody else knows of, so that one it terminates (seen under load: a fourth).
+      if (signal.aborted) {
+        await this.o.hosts.abandon?.(host).catch((e: unknown) => this.o.log.warn("could not give back a replica host", { host: host.address, err: (e as Error).message }));
+        throw err;
+      }
       await this.o.hosts.release(host).catch((e: unknown) => this.o.log.warn("could not give back an unused replica host", { host: host.address, err: (e as Error).message }));
       return this.report("blocked", `could not add ${name} to etcd: ${(err as Error).message}`, true);
     }

@@ -14,10 +14,10 @@ export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned
     return reasons.some((r) => r === undefined) ? undefined : reasons.join("; and ");
   }
 
-  async acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress): Promise<ReplicaHost & { owned: Owned }> {
+  async acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress, signal?: AbortSignal): Promise<ReplicaHost & { owned: Owned }> {
     const owner = this.brokers.find((b) => b.unavailable() === undefined);
     if (!owner) throw new Error(this.unavailable());
-    const host = await owner.acquire(nameFor, progress);
+    const host = await owner.acquire(nameFor, progress, signal);
     return { address: host.address, ...(host.instance ? { instance: host.instance } : {}), owned: { host, owner } };
   }
 
@@ -35,6 +35,10 @@ export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned
 
   release(host: ReplicaHost & { owned?: Owned }): Promise<void> {
     return host.owned!.owner.release(host.owned!.host);
+  }
+
+  async abandon(host: ReplicaHost & { owned?: Owned }): Promise<void> {
+    await host.owned!.owner.abandon?.(host.owned!.host);
   }
 
   async retire(address: string): Promise<void> {
