@@ -34,3 +34,4 @@ export * from "./workload-containers";
 export * from "./substrates";
 export * from "./constraints";
 export * from "./dashboard";
+export * from "./routes";

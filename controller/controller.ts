@@ -322,7 +322,7 @@ export class Controller {
     registerMigrationTargetRoutes(http, { cache, staging, logs, ...(this.opts.migrationValidations ? { validations: this.opts.migrationValidations } : {}) });
     this.logSender = new MigrationLogSender({ cache, store: this.store, sealer, logs, replicaId: this.replicaId, log: this.log });
     registerBackupRoutes(http, { cache, store: this.store, dataDir, kept: new KeptBackups(this.store, { ...DEFAULT_BACKUP_QUOTA, ...this.config.backups }) });
-    registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
+    registerEnrolRoutes(http, { cache, enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
     this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
     this.watchHub = new StatusWatchHub(cache, transport);
     this.liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses, caFingerprint), unitFailure: (model, unit) => ops.unitFailure(model, unit) });
@@ -331,7 +331,7 @@ export class Controller {
       cache, log: this.log, controllerName: this.config.name, caCert, controllerAddresses: () => this.addresses, homesDir: join(dataDir, dataFiles.consoles),
       ...(cliMain ? { cliMain } : {}), ...this.opts.consoles,
     });
-    registerDashboard(http, { log: this.log });
+    registerDashboard(http, { cache, log: this.log });
     installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, live: this.liveFeeds, consoles: this.consoles, origins: new OwnOrigins(() => this.addresses, cert), log: this.log });
     const port = this.opts.port ?? this.config.listen.port;
     await http.listen({ host: this.config.listen.host, port }).catch((err: NodeJS.ErrnoException) => {
