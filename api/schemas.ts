@@ -230,6 +230,10 @@ export const MigrateRequest = z.strictObject({
   agentWaitSeconds: z.number().int().min(5).max(24 * 3600).optional(),
 });
 
+/** A task's number (`GET /v1/models/<model>/tasks/<id>`). */
+export const TaskId = z.string().regex(/^\d{1,10}$/);
+/** A migration's id (a uuid), as the target's routes name it. */
+export const MigrationId = z.string().regex(/^[0-9a-f-]{36}$/, "a migration id (a uuid)");
 /** A model's uuid, as a migration target names the model it stages. */
 export const ModelUuid = z.string().regex(/^[0-9a-f-]{36}$/, "a model uuid");
 /** `POST /v1/migrations/<id>/validate`: the units an agent runs, to compare with the staged model. */

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { Agent, request } from "node:https";
 import { StewardError, errorFromWire } from "../errors";
-import type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteSpec } from "../routes";
+import type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteSpec, SchemaName } from "../routes";
 import { methodOf, pathOf, routes } from "../routes";
 import { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, MUTATING_METHODS, REQUEST_ID_HEADER } from "../wire";
 import type { ModelMoved } from "../migration";
@@ -281,7 +281,7 @@ export class ControllerTransport {
 }
 
 /** After a route's path parameters: its body when it takes one, then its query. */
-type BodyAndQuery<R extends RouteSpec> = R extends { body: object } ? [body: BodyOf<R>, query?: QueryOf<R>] : [body?: undefined, query?: QueryOf<R>];
+type BodyAndQuery<R extends RouteSpec> = R extends { body: SchemaName } | { rawBody: true } ? [body: BodyOf<R>, query?: QueryOf<R>] : [body?: undefined, query?: QueryOf<R>];
 
 export function splitAddress(address: string): [string, number] {
   const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(address);

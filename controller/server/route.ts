@@ -5,7 +5,9 @@
  * Handlers hold only what their route does; who may call it is written once, in the table.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AnswerOf, ParamsOf, ParsedBodyOf, RouteSpec } from "../../api";
+import type { z } from "zod";
+import type { AnswerOf, ParamsOf, ParsedBodyOf, RouteSpec, SchemaName } from "../../api";
+import * as contract from "../../api";
 import { ENROLMENT_HEADER, StewardError, notFound, parseRequest } from "../../api";
 import type { MigrationDoc, ModelIndex, StateCache } from "../state";
 import type { Principal } from "./auth";
@@ -66,11 +68,14 @@ export function routeOn(app: FastifyInstance, cache: StateCache): Route {
         const who = checkAccess(cache, spec, req, params.model);
         for (const [name, rule] of Object.entries(spec.params ?? {})) {
           const v = params[name];
-          if (rule.schema.safeParse(v).success) continue;
-          if (rule.refusal === "invalid-request") parseRequest(rule.schema, v, rule.what);
+          const schema = schemaNamed(rule.schema);
+          if (schema.safeParse(v).success) continue;
+          if (rule.refusal === "invalid-request") parseRequest(schema, v, rule.what);
           throw notFound(rule.what, String(v));
         }
-        const body = spec.body ? parseRequest(spec.body, req.body, spec.what) : undefined;
+        const body = spec.body ? parseRequest(schemaNamed(spec.body), req.body, spec.what) : undefined;
+        // A superuser's route on a model looks the model up last: a bad body is told so first.
+        if (spec.access === "superuser" && params.model !== undefined) who.model = modelNamed(cache, params.model);
         reply.code(spec.status);
         const call = { req, reply, ...who, params, body, query: req.query ?? {}, settled: (revision: number) => cache.waitForRevision(revision) };
         return handler(call as unknown as RouteCall<typeof spec>);
@@ -84,12 +89,6 @@ interface Checked { principal?: Principal; model?: ModelIndex; migration?: Migra
 /** Refuses a caller the route's access rule does not let in; returns who it is and the model it named. */
 function checkAccess(cache: StateCache, spec: RouteSpec, req: FastifyRequest, modelName: string | undefined): Checked {
   const principal = (): Principal => authenticate(cache, req.headers, { method: req.method });
-  const namedModel = (): ModelIndex | undefined => {
-    if (modelName === undefined) return undefined;
-    const idx = cache.findModel(modelName);
-    if (!idx) throw notFound("model", modelName);
-    return idx;
-  };
   switch (spec.access) {
     case "public":
     case "staged-agent":
@@ -103,7 +102,7 @@ function checkAccess(cache: StateCache, spec: RouteSpec, req: FastifyRequest, mo
     case "superuser": {
       const p = principal();
       requireSuperuser(p);
-      return { principal: p, model: namedModel() };
+      return { principal: p };
     }
     case "model:write-any": {
       const p = principal();
@@ -122,11 +121,23 @@ function checkAccess(cache: StateCache, spec: RouteSpec, req: FastifyRequest, mo
     default: {
       const needed = spec.access satisfies ModelAccessRule;
       const p = principal();
-      const idx = namedModel()!;
+      const idx = modelNamed(cache, modelName!);
       requireModelAccess(p, idx, needed === "model:read" ? "read" : needed === "model:write" ? "write" : "admin", modelName);
       return { principal: requireUser(p), model: idx };
     }
   }
+}
+
+/** The schema the route table names (api/schemas.ts). */
+function schemaNamed(name: SchemaName): z.ZodType {
+  return contract[name];
+}
+
+/** The model `name` (or uuid) names, or the not-found a model nobody may see gets. */
+function modelNamed(cache: StateCache, name: string): ModelIndex {
+  const idx = cache.findModel(name);
+  if (!idx) throw notFound("model", name);
+  return idx;
 }
 
 /** The enrolment token a cloud instance sends in a header, never in a URL (proxies log URLs). */
