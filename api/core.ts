@@ -31,6 +31,8 @@ export * from "./wire";
 export * from "./migration";
 export * from "./versions";
 export { WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "./dashboard";
+export { answer, methodOf, pathOf, routes } from "./routes";
+export type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteAccess, RouteName, RouteSpec } from "./routes";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions, MovedTo } from "./node/client";
 export const STEWARD_VERSION = "0.1.0";
