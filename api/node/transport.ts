@@ -72,6 +72,7 @@ export function untrustedCertificate(address: string, code: string, cause: unkno
   return new StewardError("unavailable", `the controller at ${address} presented a certificate that the CA this client trusts for it does not accept (${code}): either the controller was re-created with a new CA, or something else answers at that address`, { cause, reason: "untrusted-certificate", details: { reason: "untrusted-certificate", address } });
 }
 
+/** The connection half of {@link ControllerClient}: what every call goes through. */
 export class ControllerTransport {
   protected opts: ControllerClientOptions;
   protected agent: Agent;
@@ -116,8 +117,10 @@ export class ControllerTransport {
   }
 
   /**
-   * Sends one request; on 401 with a password at hand, logs in again once and repeats it. A
-   * mutating request keeps one request id across every try, so its retries are answered, not redone.
+   * Sends one request: a route of the table (`call(routes.deploy, { model }, body)`, typed by it), or
+   * a method and path. On 401 with a password at hand, logs in again once and repeats it; a model that
+   * moved is followed when `onMoved` says where. A mutating request keeps one request id across
+   * every try, so its retries are answered, not redone.
    */
   call<R extends RouteSpec>(route: R, params: ParamsOf<R>, ...rest: BodyAndQuery<R>): Promise<AnswerOf<R>>;
   call<T>(method: string, path: string, body?: unknown): Promise<T>;
