@@ -1,7 +1,7 @@
 /**
  * The REST API as one table: every route's method, path, who may call it, the schema of its body,
  * its success status and the type of its answer. The controller registers each route from here
- * through one `route()` helper (controller/server/route.ts), and the {@link ControllerClient} calls
+ * through one `route()` helper (controller/access/route.ts), and the {@link ControllerClient} calls
  * them from here, so neither side can drift from the other. A route without its `access` rule does
  * not compile. Schemas are named (`body: "DeployRequest"`, from api/schemas.ts), not imported: the
  * client, the CLI and the agent load this table without zod. Browser-safe: no Node imports.

@@ -24,8 +24,8 @@ import type { ControllerConfig, LocalMachinesConfig, OperatorStorageConfig } fro
 import { AGENT_BUNDLE, CLI_BUNDLE, DEFAULT_AGENT_IMAGE, cliEntry, dataFiles, isLocalController, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
-import type { LoginLimiterOptions } from "./server/login-limiter";
-import { LoginLimiter } from "./server/login-limiter";
+import type { LoginLimiterOptions } from "./access/login-limiter";
+import { LoginLimiter } from "./access/login-limiter";
 import { installErrorHandling, installWriteGuard, registerHttpApi } from "./server/http-api";
 import { installIdempotency } from "./server/idempotency";
 import { registerDebugLog } from "./server/debug-log-route";
@@ -33,7 +33,7 @@ import { registerActionRoutes } from "./server/action-routes";
 import { registerModelTransferRoutes } from "./server/model-transfer-routes";
 import { registerBackupRoutes } from "./server/backup-routes";
 import { DEFAULT_BACKUP_QUOTA, KeptBackups } from "./backup";
-import { ModelLogs } from "./server/model-logs";
+import { ModelLogs } from "./state/model-logs";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
@@ -335,7 +335,7 @@ export class Controller {
     installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, live: this.liveFeeds, consoles: this.consoles, origins: new OwnOrigins(() => this.addresses, cert), log: this.log });
     const port = this.opts.port ?? this.config.listen.port;
     await http.listen({ host: this.config.listen.host, port }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === "EADDRINUSE") throw new StewardError("unavailable", `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`);
+      if (err.code === "EADDRINUSE") throw new StewardError("unavailable", `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`, { reason: "port-in-use" });
       throw err;
     });
     const bound = http.server.address();

@@ -211,7 +211,7 @@ export class ControllerClient extends ControllerTransport {
         if (signal.aborted) return;
         if (code === WATCH_CLOSE_CODES.tokenEnded) reject(new StewardError("unauthorized", `status stream closed: ${reason.toString()}`));
         else if (code === WATCH_CLOSE_CODES.accessEnded) reject(new StewardError("forbidden", `status stream closed: ${reason.toString()}`));
-        else reject(new StewardError("unavailable", "status stream closed by the controller"));
+        else reject(new StewardError("unavailable", "status stream closed by the controller", { reason: "stream-broken" }));
       });
     });
   }

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Agent, request } from "node:https";
-import { StewardError, errorFromWire } from "../errors";
+import { StewardError, errorFromWire, isUnavailable } from "../errors";
 import type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteSpec, SchemaName } from "../routes";
 import { methodOf, pathOf, routes } from "../routes";
 import { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, MUTATING_METHODS, REQUEST_ID_HEADER } from "../wire";
@@ -182,8 +182,8 @@ export class ControllerTransport {
           return out;
         } catch (err) {
           lastErr = err;
-          // Try the next replica when this one is unreachable or has lost its store majority (503).
-          if (StewardError.isInstance(err) && err.code === "unavailable") { answeredUnavailable = true; continue; }
+          // Try the next replica when this one is unreachable, has lost its store majority (503) or lags behind it (504).
+          if (StewardError.isInstance(err) && isUnavailable(err)) { answeredUnavailable = true; continue; }
           const code = (err as NodeJS.ErrnoException).code;
           if (code && UNTRUSTED_CERTIFICATE_ERRORS.has(code)) { lastErr = untrustedCertificate(address, code, err); continue; }
           if (!code || !CONNECTION_ERRORS.has(code)) throw err;
@@ -201,7 +201,7 @@ export class ControllerTransport {
       await new Promise((r) => setTimeout(r, pause));
     }
     if (StewardError.isInstance(lastErr)) throw lastErr;
-    throw new StewardError("unavailable", `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr });
+    throw new StewardError("unavailable", `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr, reason: "controller-unreachable" });
   }
 
   private once<T>(address: string, method: string, path: string, body: unknown, auth: boolean, requestId?: string): Promise<T> {
@@ -277,7 +277,7 @@ export class ControllerTransport {
       const onAbort = (): void => { req.destroy(); resolve(); };
       signal?.addEventListener("abort", onAbort, { once: true });
       req.on("close", () => signal?.removeEventListener("abort", onAbort));
-      req.on("error", (err) => { if (signal?.aborted) resolve(); else reject(new StewardError("unavailable", `log stream from ${host}:${port} broke: ${err.message}`, { cause: err })); });
+      req.on("error", (err) => { if (signal?.aborted) resolve(); else reject(new StewardError("unavailable", `log stream from ${host}:${port} broke: ${err.message}`, { cause: err, reason: "stream-broken" })); });
       req.end();
     });
   }

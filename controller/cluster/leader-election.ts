@@ -10,10 +10,11 @@
  * so takeover happens within one attempt of etcd electing a leader again.
  */
 import type { Logger } from "../../api";
+import { keys } from "../state";
 import type { Compare, Store, Watcher } from "../store";
 import { absent } from "../store";
 
-export const LEADER_KEY = "/cluster/leader";
+export const LEADER_KEY = keys.clusterLeader;
 
 /** How long one campaign step (lease grant, then the claim) may wait for the store. */
 const CAMPAIGN_ATTEMPT_MS = 600;

@@ -17,8 +17,8 @@ import type { ReplicaHost, ReplicaHostBroker } from "../../substrates";
 import type { StateCache } from "../state";
 import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
 import type { Store } from "../store";
-import type { HaConfig, KeeperDoc, MemberDoc } from "./cluster-docs";
-import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys } from "./cluster-docs";
+import type { HaConfig, KeeperDoc, MemberDoc } from "../state";
+import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys } from "../state";
 import { peerUrl, replicaName } from "./etcd-member";
 
 /** How often a member add refused as "unhealthy cluster" is tried, a second apart (etcd's window is 5 s). */

@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../../api";
 import { StewardError, routes } from "../../api";
 import type { StateCache } from "../state";
-import { routeOn } from "../server/route";
+import { routeOn } from "../access/route";
 
 /** What the page may load: its own script and styles, and connections back to this controller. */
 export const DASHBOARD_CSP = [

@@ -4,9 +4,8 @@ import type { MigrationStaging } from "./staging";
 
 export { MigrationMaster, describePhase } from "./master";
 export { MigrationStaging } from "./staging";
-export { installMigrationGuards, migrationOf, movedError, registerMigrationSourceRoutes } from "./source-routes";
+export { installMigrationGuards, migrationOf, registerMigrationSourceRoutes } from "./source-routes";
 export { registerMigrationTargetRoutes } from "./target-routes";
-export { recordReport } from "./reports";
 export { MigrationLogSender } from "./log-transfer";
 
 /** A staging left this long without its source's heartbeat is purged (the source's master heartbeats every 30 s). */

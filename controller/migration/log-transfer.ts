@@ -10,7 +10,7 @@ import type { ControllerClient } from "../../api";
 import type { MigrationDoc, StateCache } from "../state";
 import { keys } from "../state";
 import type { Sealer } from "../security/sealing";
-import type { ModelLogs } from "../server/model-logs";
+import type { ModelLogs } from "../state/model-logs";
 import type { Store } from "../store";
 import { targetClient } from "./target-login";
 

@@ -12,16 +12,15 @@
  */
 import { join } from "node:path";
 import type { ControllerClient, ControllerHello, MigrationPhase } from "../../api";
-import { STEWARD_VERSION, StewardError, olderMinor } from "../../api";
+import { STEWARD_VERSION, StewardError, isUnavailable, olderMinor } from "../../api";
 import type { CredentialDoc, MachineDoc, MigrationDoc, ModelDoc, StateCache } from "../state";
-import { canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
+import { agentReports, canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
 import type { Sealer } from "../security/sealing";
 import { KEPT_HASH_DIGITS } from "../security/credentials";
 import type { KeyValue, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { Logger } from "../../api";
 import { logTransferState } from "./log-transfer";
-import { agentReports } from "./reports";
 import { targetClient } from "./target-login";
 
 export interface MigrationMasterOptions {
@@ -139,7 +138,7 @@ export class MigrationMaster {
           answer = await this.target(m).call<{ missingUsers?: string[] }>("POST", `/v1/migrations/${m.id}/activate`, { model: m.model });
         } catch (err) {
           // A refusal is final; a lost answer is asked again (activation is answered twice alike).
-          if (StewardError.isInstance(err) && err.code !== "unavailable") throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
+          if (StewardError.isInstance(err) && !isUnavailable(err)) throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
           throw err;
         }
         const dropped = answer.missingUsers ?? [];

@@ -15,20 +15,19 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { z } from "zod";
-import type { MigrateRequest, MigrationArrivalInfo, MigrationInfo, ModelMoved } from "../../api";
+import type { MigrateRequest, MigrationArrivalInfo, MigrationInfo } from "../../api";
 import { ControllerClient, MUTATING_METHODS, STEWARD_VERSION, StewardError, notFound, olderMinor, routes } from "../../api";
 import type { MigrationArrivalDoc, MigrationDoc, ModelDoc, ModelIndex, StateCache } from "../state";
-import { handedOver, holdsModel, keys, migrationActive } from "../state";
+import { agentReports, handedOver, holdsModel, keys, migrationActive, movedError } from "../state";
 import type { Sealer } from "../security/sealing";
-import { authenticate, requireModelAccess } from "../server/auth";
-import { mayFollow, migrationOf } from "../server/moved-models";
-import { routeOn } from "../server/route";
+import { authenticate, requireModelAccess } from "../access/auth";
+import { mayFollow, migrationOf } from "../access/moved-models";
+import { routeOn } from "../access/route";
 import type { Store } from "../store";
 import { absent, unchanged } from "../store";
 import { describePhase } from "./master";
 import type { TargetAuth } from "./target-login";
 import { authPurpose } from "./target-login";
-import { agentReports } from "./reports";
 
 /** Juju's migration-agent-wait-time. */
 export const DEFAULT_AGENT_WAIT_SECONDS = 15 * 60;
@@ -39,11 +38,6 @@ export interface SourceRouteDeps { cache: StateCache; store: Store; sealer: Seal
 const modelParam = (req: FastifyRequest): string | undefined => (req.params as { model?: string } | undefined)?.model;
 
 export { migrationOf };
-
-export function movedError(m: MigrationDoc): StewardError {
-  const details: ModelMoved = { reason: "moved", model: m.modelName, target: m.target };
-  return new StewardError("moved", `model ${m.modelName} moved to controller ${m.target.name} (${m.target.addresses.join(", ")}); log in there (steward login) or let the client follow`, { details: details as unknown as Record<string, unknown> });
-}
 
 export function installMigrationGuards(app: FastifyInstance, cache: StateCache): void {
   app.addHook("preHandler", async (req) => {

@@ -18,10 +18,10 @@ import { MigrationValidateRequest, ModelUuid, STEWARD_VERSION, StewardError, TRA
 import type { StateCache } from "../state";
 import { MAX_MODEL_EXPORT_BYTES } from "../state";
 import { credentialMatches } from "../security/credentials";
-import type { LoginLimiterOptions } from "../server/login-limiter";
-import { LoginLimiter, SourceLimiter } from "../server/login-limiter";
-import type { ModelLogs } from "../server/model-logs";
-import { routeOn } from "../server/route";
+import type { LoginLimiterOptions } from "../access/login-limiter";
+import { LoginLimiter, SourceLimiter } from "../access/login-limiter";
+import type { ModelLogs } from "../state/model-logs";
+import { routeOn } from "../access/route";
 import type { MigrationStaging } from "./staging";
 
 export interface TargetRouteDeps {

@@ -9,7 +9,7 @@
 import type { FastifyInstance } from "fastify";
 import { StewardError, routes } from "../../api";
 import type { ActionOps, ModelIndex, StateCache } from "../state";
-import { routeOn } from "./route";
+import { routeOn } from "../access/route";
 
 export interface ActionRoutesDeps { cache: StateCache; actions: ActionOps }
 

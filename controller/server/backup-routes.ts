@@ -15,7 +15,7 @@ import type { StateCache } from "../state";
 import type { Store } from "../store";
 import type { KeptBackups } from "../backup";
 import { checkBackupId, createBackup } from "../backup";
-import { routeOn } from "./route";
+import { routeOn } from "../access/route";
 
 export interface BackupRouteDeps { cache: StateCache; store: Store; dataDir: string; kept: KeptBackups }
 

@@ -12,9 +12,9 @@ import type { FastifyInstance } from "fastify";
 import type { DebugLogRecord, LogEntity, LogFilter } from "../../api";
 import { StewardError, parseLogEntity, parseLogLevel, routes } from "../../api";
 import type { StateCache } from "../state";
-import { authenticate, requireReadKept, requireUser } from "./auth";
-import type { ModelLogs } from "./model-logs";
-import { routeOn } from "./route";
+import { authenticate, requireReadKept, requireUser } from "../access/auth";
+import type { ModelLogs } from "../state/model-logs";
+import { routeOn } from "../access/route";
 
 export interface DebugLogRouteOptions {
   cache: StateCache;
@@ -47,7 +47,7 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
   route(routes.debugLog, async ({ req, reply, principal: p, model: idx }) => {
     const q = parseQuery(req.query as Record<string, string | string[] | undefined>);
     if (q.tail && streams >= (o.maxStreams ?? 200)) {
-      throw new StewardError("unavailable", `this controller already serves ${streams} debug-log streams, its limit; try again later`);
+      throw new StewardError("unavailable", `this controller already serves ${streams} debug-log streams, its limit; try again later`, { reason: "at-capacity" });
     }
 
     const out = new PassThrough();

@@ -12,7 +12,7 @@ import { enrolmentFiles } from "../config";
 import type { Sealer } from "../security/sealing";
 import type { EnrolmentOps, StateCache } from "../state";
 import { replicaDataPurpose } from "../state";
-import { routeOn } from "./route";
+import { routeOn } from "../access/route";
 
 export interface EnrolRoutesDeps {
   cache: StateCache;

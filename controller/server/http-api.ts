@@ -9,7 +9,7 @@ import type { Logger } from "../../api";
 import { ADDRESSES_HEADER, StewardError } from "../../api";
 import { ValueTooLargeError } from "../store";
 import { PasswordChecks } from "./password-checks";
-import { routeOn } from "./route";
+import { routeOn } from "../access/route";
 import { registerApplicationRoutes } from "./routes/applications";
 import { registerControllerRoutes } from "./routes/controller";
 import type { HttpApiDeps } from "./routes/deps";
@@ -51,7 +51,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 export function installWriteGuard(app: FastifyInstance, writable: () => boolean): void {
   app.addHook("preHandler", async (req) => {
     if (req.method === "GET" || req.method === "HEAD" || req.url === "/v1/login" || (req.url === "/v1/session" && req.method === "POST") || writable()) return;
-    throw new StewardError("unavailable", "this controller replica is cut off from the majority of replicas and cannot change anything now: retry through another replica");
+    throw new StewardError("unavailable", "this controller replica is cut off from the majority of replicas and cannot change anything now: retry through another replica", { reason: "cut-off-from-majority" });
   });
 }
 

@@ -8,7 +8,7 @@ import { StewardError } from "../../api";
 import { MAX_TOKEN_LIFETIME_MS, newTokenId, signToken } from "../security/credentials";
 import { PasswordWork } from "../security/password-work";
 import type { StateCache } from "../state";
-import { authenticate } from "./auth";
+import { authenticate } from "../access/auth";
 import type { FailedLoginLimiterOptions, LoginRefusal } from "./failed-login-limiter";
 import { FailedLoginLimiter } from "./failed-login-limiter";
 import { FamiliarSources } from "./familiar-sources";

@@ -1,6 +1,7 @@
 export { CLUSTER_CHANGED, StateCache } from "./cache";
 export type { ModelIndex, CacheListener } from "./cache";
-export { StateOps, validateConfig, effectiveConfig, modelDeletes } from "./operations";
+export { StateOps, modelDeletes } from "./operations";
+export { validateConfig, effectiveConfig } from "./config";
 export { RelationOps } from "./relation-ops";
 export { LeadershipOps } from "./leadership-ops";
 export { buildModelStatus, buildUnitDetails } from "./views";
@@ -22,4 +23,7 @@ export type { ModelExport } from "./model-format";
 export { exportModel } from "./model-export";
 export { checkLocalDirs, importModel } from "./model-import";
 export type { ImportDeps, ImportOptions, ImportResult } from "./model-import";
-export { canMove, handedOver, holdsModel, migrationActive, migrationView } from "./migration-phases";
+export { canMove, handedOver, holdsModel, migrationActive, migrationView, movedError } from "./migration-phases";
+export { agentReports, recordReport } from "./migration-reports";
+export type { AgentReports, ReportDoc } from "./migration-reports";
+export * from "./cluster-docs";

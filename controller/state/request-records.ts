@@ -16,8 +16,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Logger } from "../../api";
 import type { Op, Store } from "../store";
+import { keys } from "./keys";
 
-export const REQUESTS_PREFIX = "/requests/";
+export const REQUESTS_PREFIX = keys.requestsPrefix;
 /** How long a request id is remembered: far longer than any client retries. */
 export const REQUEST_RECORD_TTL_MS = 10 * 60 * 1000;
 

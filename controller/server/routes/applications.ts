@@ -7,11 +7,11 @@ import type { ApplicationInfo } from "../../../api";
 import { LEGACY_HASH_MESSAGE, StewardError, formatConstraints, hasConstraints, notFound, operatorHashProblem, routes } from "../../../api";
 import type { ModelIndex, OperatorCharge } from "../../state";
 import { effectiveConfig } from "../../state";
-import type { Principal } from "../auth";
-import { requireUser } from "../auth";
-import { checkMachinesPerRequest, checkNewLocalMachines } from "../controller-host";
-import { flag } from "../route";
-import type { Route } from "../route";
+import type { Principal } from "../../access/auth";
+import { requireUser } from "../../access/auth";
+import { checkMachinesPerRequest, checkNewLocalMachines } from "../../access/controller-host";
+import { flag } from "../../access/route";
+import type { Route } from "../../access/route";
 import type { HttpApiDeps } from "./deps";
 
 export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void {

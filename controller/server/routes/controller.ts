@@ -5,8 +5,8 @@
  */
 import { routes } from "../../../api";
 import { checkClusterCredential } from "../../provisioner/kubernetes-access";
-import { flag } from "../route";
-import type { Route } from "../route";
+import { flag } from "../../access/route";
+import type { Route } from "../../access/route";
 import { controllerOverview, describeController } from "../summaries";
 import type { HttpApiDeps } from "./deps";
 

@@ -6,7 +6,7 @@ import type { Logger } from "../../../api";
 import type { ClusterControl } from "../../cluster";
 import type { SshSubstrate } from "../../provisioner/ssh-machines";
 import type { CredentialOps, OperatorQuotas, RelationOps, StateCache, StateOps } from "../../state";
-import type { LocalMachinePolicy } from "../controller-host";
+import type { LocalMachinePolicy } from "../../access/controller-host";
 import type { FailedLoginLimiterOptions } from "../failed-login-limiter";
 
 export interface HttpApiDeps {

@@ -4,9 +4,9 @@
  */
 import { StewardError, routes } from "../../../api";
 import { buildModelStatus } from "../../state";
-import { checkMachinesPerRequest, checkNewLocalMachines } from "../controller-host";
-import { flag } from "../route";
-import type { Route } from "../route";
+import { checkMachinesPerRequest, checkNewLocalMachines } from "../../access/controller-host";
+import { flag } from "../../access/route";
+import type { Route } from "../../access/route";
 import type { HttpApiDeps } from "./deps";
 
 export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {

@@ -5,8 +5,8 @@
 import { formatConstraints, hasConstraints, routes } from "../../../api";
 import { renderModelStatusBytes } from "../../state";
 import { checkModelCluster } from "../../provisioner/kubernetes-access";
-import { flag } from "../route";
-import type { Route } from "../route";
+import { flag } from "../../access/route";
+import type { Route } from "../../access/route";
 import { statusFilter, statusForm } from "../status-filter";
 import { modelSummaries } from "../summaries";
 import type { HttpApiDeps } from "./deps";

@@ -7,8 +7,8 @@ import type { SessionInfo } from "../../../api";
 import { STEWARD_VERSION, routes } from "../../../api";
 import type { StateCache, StateOps } from "../../state";
 import type { PasswordChecks } from "../password-checks";
-import type { Route } from "../route";
-import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "../session-cookie";
+import type { Route } from "../../access/route";
+import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "../../access/session-cookie";
 
 export function registerSessionRoutes(route: Route, o: { cache: StateCache; ops: StateOps; checks: PasswordChecks }): void {
   const { cache, ops, checks } = o;

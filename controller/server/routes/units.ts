@@ -4,8 +4,8 @@
  */
 import { Name, notFound, routes } from "../../../api";
 import { buildUnitDetails } from "../../state";
-import { flag } from "../route";
-import type { Route } from "../route";
+import { flag } from "../../access/route";
+import type { Route } from "../../access/route";
 import type { HttpApiDeps } from "./deps";
 
 export function registerUnitRoutes(route: Route, deps: HttpApiDeps): void {

@@ -4,10 +4,10 @@
  */
 import { StewardError, notFound, routes } from "../../../api";
 import type { StateCache, StateOps } from "../../state";
-import { requireSuperuser } from "../auth";
-import { LOCAL_WRITE_RULE, runsOnControllerHost } from "../controller-host";
+import { requireSuperuser } from "../../access/auth";
+import { LOCAL_WRITE_RULE, runsOnControllerHost } from "../../access/controller-host";
 import type { PasswordChecks } from "../password-checks";
-import type { Route } from "../route";
+import type { Route } from "../../access/route";
 
 export function registerUserRoutes(route: Route, o: { cache: StateCache; ops: StateOps; checks: PasswordChecks }): void {
   const { cache, ops, checks } = o;

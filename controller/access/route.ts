@@ -3,6 +3,7 @@
  * who is calling against the route's `access` (resolving the model named by `:model`), checks the
  * path parameters, parses the body with the route's schema, and types what the handler answers.
  * Handlers hold only what their route does; who may call it is written once, in the table.
+ * It admits a request, so it lives in access/, which server/, migration/ and the dashboard all may import.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
