@@ -23,8 +23,10 @@ const FORBIDDEN = {
  *   credentials with it, and it needs only the configuration's paths;
  * - workers (the worker kit: Worker, Reconciler, groups) takes only types from state and store, and every
  *   long-lived part above it runs on it;
- * - access (who may do what: request authentication, access rules, login limits) sits beside cluster,
- *   provisioner and backup on state, so that server/ and migration/ both use it without importing each other;
+ * - access (who may do what: request authentication, access rules, login limits, and admitting a request to a
+ *   route of the table: route.ts's route() and the moved-model lookups it shares with the migration guards) sits
+ *   beside cluster, provisioner and backup on state, so that server/ and migration/ both use it without importing
+ *   each other;
  *   bootstrap.ts (a data directory's first state) and operator-collector.ts (a state pass) sit there too;
  * - cleaner.ts runs the operator collector, pod-replica.ts bootstraps a pod's data directory: they sit with
  *   server and migration, which use the rooms below and neither of which imports the other;

@@ -1,7 +1,7 @@
 /**
  * @module api/browser
  * The part of the wire contract a browser may load (the dashboard): error codes, status shapes,
- * the REST answers' types, config values, actions' types and the live feed. Nothing here imports
+ * the REST answers' types and the route table, config values, actions' types and the live feed. Nothing here imports
  * Node; the dashboard's build (esbuild, platform browser) fails if that ever changes.
  */
 export * from "./errors";
@@ -12,3 +12,5 @@ export * from "./config-values";
 export type { ActionSpec, ActionParam, ActionValue, OperationInfo, RunActionResult, TaskInfo, TaskStatus } from "./actions";
 export type { DebugLogRecord } from "./debug-log";
 export { NAME_PATTERN } from "./names";
+export { methodOf, pathOf, routes } from "./routes";
+export type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteSpec } from "./routes";

@@ -32,6 +32,8 @@ export * from "./migration";
 export * from "./versions";
 export type { ControllerInit, ControllerInitResult } from "./controller-init";
 export { WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "./dashboard";
+export { answer, methodOf, pathOf, routes } from "./routes";
+export type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteAccess, RouteName, RouteSpec } from "./routes";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions, MovedTo } from "./node/client";
 export const STEWARD_VERSION = "0.1.0";

@@ -35,3 +35,4 @@ export * from "./workload-containers";
 export * from "./substrates";
 export * from "./constraints";
 export * from "./dashboard";
+export * from "./routes";

@@ -213,6 +213,34 @@ export const StatusSetParams = z.strictObject({
   message: z.string().max(1024).default(""),
 });
 
+/** `POST /v1/backups`: the passphrase the backup is encrypted with (never stored or logged). */
+export const CreateBackupRequest = z.strictObject({ passphrase: z.string().min(8, "a backup passphrase must be at least 8 characters").max(1024) });
+
+const ControllerAddress = z.string().min(3).max(300).regex(/^[^\s/]+:\d+$/, "host:port");
+/** `POST /v1/models/<model>/migrate`: where the model goes, and how long its agents have to answer. */
+export const MigrateRequest = z.strictObject({
+  target: z.strictObject({
+    name: Name,
+    addresses: z.array(ControllerAddress).min(1).max(16),
+    caCert: z.string().min(1).max(16_384).includes("BEGIN CERTIFICATE", { message: "a PEM certificate" }),
+    user: Name,
+    password: z.string().min(1).max(1024).optional(),
+    token: z.string().min(1).max(4096).optional(),
+  }).refine((t) => t.password !== undefined || t.token !== undefined, { message: "give the target user's password or token" }),
+  agentWaitSeconds: z.number().int().min(5).max(24 * 3600).optional(),
+});
+
+/** A task's number (`GET /v1/models/<model>/tasks/<id>`). */
+export const TaskId = z.string().regex(/^\d{1,10}$/);
+/** A migration's id (a uuid), as the target's routes name it. */
+export const MigrationId = z.string().regex(/^[0-9a-f-]{36}$/, "a migration id (a uuid)");
+/** A model's uuid, as a migration target names the model it stages. */
+export const ModelUuid = z.string().regex(/^[0-9a-f-]{36}$/, "a model uuid");
+/** `POST /v1/migrations/<id>/validate`: the units an agent runs, to compare with the staged model. */
+export const MigrationValidateRequest = z.strictObject({ units: z.array(z.string().max(256)).max(10_000) });
+/** `POST /v1/migrations/<id>/logs`: a moved model's recent log records. */
+export const MigrationLogsRequest = z.strictObject({ model: ModelUuid, records: z.array(z.record(z.string(), z.unknown())).max(10_000) });
+
 /** Parses `input` with `schema`, turning the first problems into one message that names each field. */
 export function parseRequest<T extends z.ZodType>(schema: T, input: unknown, what = "request"): z.infer<T> {
   const result = schema.safeParse(input ?? {});

@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { open, rename, rm } from "node:fs/promises";
 import type { ControllerClient } from "../api/core";
-import { StewardError } from "../api/core";
+import { StewardError, routes } from "../api/core";
 import type { BackupRecord } from "../api/core";
 
 
@@ -16,7 +16,7 @@ export async function downloadBackup(client: ControllerClient, id: string, path:
   let record: BackupRecord | undefined;
   try {
     for (let part = 0; record === undefined || part < record.chunks; part++) {
-      const res = await client.call<{ record: BackupRecord; data: string }>("GET", `/v1/backups/${encodeURIComponent(id)}?part=${part}`);
+      const res = await client.call(routes.backupPart, { id }, undefined, { part });
       record = res.record;
       const data = Buffer.from(res.data, "base64");
       hash.update(data);

@@ -1,12 +1,13 @@
 /** Following a migration from the CLI: each phase as it comes, and the whole of it at the end. */
 import type { ControllerClient, MigrationInfo } from "../api/core";
-import { TERMINAL_PHASES, sanitizeForTerminal } from "../api/core";
+import { TERMINAL_PHASES, routes, sanitizeForTerminal } from "../api/core";
 
 /** Polls the source until the migration is over, printing each phase (and what holds it up) once. */
 export async function waitForMigration(client: ControllerClient, model: string, out: (line: string) => void, pollMs = 1000): Promise<MigrationInfo> {
   let shown = "";
   for (;;) {
-    const info = await client.call<MigrationInfo>("GET", `/v1/models/${encodeURIComponent(model)}/migration`);
+    // The migration this client follows, not an earlier arrival of the model.
+    const info = (await client.call(routes.migration, { model })) as MigrationInfo;
     const waiting = info.agents && info.agents.waitingFor.length > 0 ? ` (waiting for ${info.agents.waitingFor.length} agent${info.agents.waitingFor.length === 1 ? "" : "s"})` : "";
     const line = `${info.phase}: ${info.status}${waiting}`;
     if (line !== shown) { out(sanitizeForTerminal(line)); shown = line; }

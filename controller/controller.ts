@@ -320,7 +320,7 @@ export class Controller {
     registerMigrationTargetRoutes(http, { cache, staging, logs, ...(this.opts.migrationValidations ? { validations: this.opts.migrationValidations } : {}) });
     const logSender = new MigrationLogSender({ cache, store: this.store, sealer, logs, replicaId: this.replicaId, log: this.log });
     registerBackupRoutes(http, { cache, store: this.store, dataDir, kept: new KeptBackups(this.store, { ...DEFAULT_BACKUP_QUOTA, ...this.config.backups }) });
-    registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
+    registerEnrolRoutes(http, { cache, enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
     const hub = (this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs }));
     const watchHub = new StatusWatchHub(cache, transport);
     const liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses, caFingerprint), unitFailure: (model, unit) => ops.unitFailure(model, unit) });
@@ -332,7 +332,7 @@ export class Controller {
     // Before the server: their sockets end first, or its close would wait for them.
     this.workers.add(service("agent-hub", () => hub.close()), service("status-watch", () => watchHub.close()),
       service("live-feed", () => liveFeeds.close()), service("consoles", () => consoles.close()));
-    registerDashboard(http, { log: this.log });
+    registerDashboard(http, { cache, log: this.log });
     installUpgradeRouting(http.server, { agents: hub, watches: watchHub, live: liveFeeds, consoles, origins: new OwnOrigins(() => this.addresses, cert), log: this.log });
     const port = this.opts.port ?? this.config.listen.port;
     await http.listen({ host: this.config.listen.host, port }).catch((err: NodeJS.ErrnoException) => {

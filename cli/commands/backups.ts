@@ -1,7 +1,6 @@
 import { Command } from "clipanion";
-import { table } from "../../api/core";
+import { routes, table } from "../../api/core";
 import { ControllerCommand } from "../base-command";
-import type { BackupRecord } from "../../api/core";
 
 export default class BackupsCommand extends ControllerCommand {
   static override paths = [["backups"]];
@@ -14,7 +13,7 @@ export default class BackupsCommand extends ControllerCommand {
 
   async run(): Promise<number> {
     const client = await this.connect();
-    const { backups } = await client.call<{ backups: BackupRecord[] }>("GET", "/v1/backups");
+    const { backups } = await client.call(routes.listBackups, {});
     if (backups.length === 0) { this.out("No backups kept (steward create-backup makes one)."); return 0; }
     this.context.stdout.write(table(["ID", "Created", "Revision", "Models", "Keys", "Size"],
       backups.map((b) => [b.id, b.createdAt, String(b.revision), String(b.models), String(b.keys), `${(b.bytes / 1024).toFixed(0)} KiB`])));

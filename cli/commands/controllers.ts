@@ -1,5 +1,5 @@
 import { Command, Option } from "clipanion";
-import { ControllerClient } from "../../api/core";
+import { ControllerClient, routes } from "../../api/core";
 import { BaseCommand } from "../base-command";
 import { table } from "../../api/core";
 
@@ -18,7 +18,7 @@ export default class ControllersCommand extends BaseCommand {
     const cfg = await this.clientConfig();
     const rows = await Promise.all(Object.entries(cfg.controllers).map(async ([name, e]) => {
       const client = new ControllerClient({ addresses: e.addresses, caCert: e.caCert, timeoutMs: 2000 });
-      const up = await client.call("GET", "/v1/health").then(() => "yes", () => "no");
+      const up = await client.call(routes.health, {}).then(() => "yes", () => "no");
       client.close();
       return { name, current: cfg.current === name, addresses: e.addresses, user: e.user, model: e.currentModel ?? "", reachable: up === "yes" };
     }));

@@ -1,9 +1,9 @@
 import { resolve } from "node:path";
 import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
-import type { BackupRecord } from "../../api/core";
 import { defaultBackupFile, downloadBackup } from "../backup-download";
 import { passphraseOptions, readPassphrase } from "../read-passphrase";
+import { routes } from "../../api/core";
 
 export default class CreateBackupCommand extends ControllerCommand {
   static override paths = [["create-backup"]];
@@ -35,7 +35,7 @@ export default class CreateBackupCommand extends ControllerCommand {
     const passphrase = await readPassphrase(this.context, this, true);
     const client = await this.connect();
     const { name } = await this.resolveController();
-    const made = await client.call<{ record: BackupRecord; timings: { snapshotMs: number; encryptMs: number } }>("POST", "/v1/backups", { passphrase });
+    const made = await client.call(routes.createBackup, {}, { passphrase });
     const r = made.record;
     this.out(`Backup ${r.id} made: store revision ${r.revision}, ${r.keys} keys, ${r.models} models, ${r.bytes} bytes (read ${made.timings.snapshotMs} ms, encrypted ${made.timings.encryptMs} ms).`);
     if (this.noDownload) return 0;

@@ -1,6 +1,6 @@
 import { Command, Option } from "clipanion";
 import { X509Certificate } from "node:crypto";
-import { ControllerClient } from "../../api/core";
+import { ControllerClient, routes } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 
 export default class DashboardCommand extends ControllerCommand {
@@ -29,7 +29,7 @@ export default class DashboardCommand extends ControllerCommand {
     let addresses = entry.addresses;
     const client = new ControllerClient({ addresses, caCert: entry.caCert, timeoutMs: 3000, retryUnavailableMs: 0 });
     try {
-      await client.call("GET", "/v1/health");
+      await client.call(routes.health, {});
       addresses = client.addresses;
     } catch (err) {
       this.out(`(controller "${name}" did not answer just now: ${(err as Error).message})`);

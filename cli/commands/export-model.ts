@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { gzipSync } from "node:zlib";
 import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
+import { routes } from "../../api/core";
 
 export default class ExportModelCommand extends ControllerCommand {
   static override paths = [["export-model"]];
@@ -25,7 +26,7 @@ export default class ExportModelCommand extends ControllerCommand {
   async run(): Promise<number> {
     const client = await this.connect();
     const started = Date.now();
-    const doc = await client.call<{ version: number; source: { revision: number }; documents: Record<string, Record<string, unknown>> }>("GET", `/v1/models/${encodeURIComponent(this.name)}/export`);
+    const doc = await client.call(routes.exportModel, { model: this.name });
     const json = JSON.stringify(doc);
     const gz = gzipSync(json);
     await writeFile(resolve(this.context.cwd, this.output), gz, { mode: 0o600 });

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { Command, Option, UsageError } from "clipanion";
 import { ControllerCommand } from "../base-command";
+import { routes } from "../../api/core";
 
 /** The controller takes at most this much JSON (MAX_MODEL_EXPORT_BYTES): refuse sooner, and do not inflate a gzip bomb past it. */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
@@ -39,8 +40,7 @@ export default class ImportModelCommand extends ControllerCommand {
     let doc: unknown;
     try { doc = JSON.parse(text); } catch (err) { throw new UsageError(`${this.file} is not a model export: ${(err as Error).message}`); }
     const client = await this.connect();
-    const res = await client.call<{ name: string; uuid: string; fromVersion: number; documents: Record<string, number>; missingUsers: string[]; copyOf?: string }>(
-      "POST", `/v1/models/import${this.name ? `?name=${encodeURIComponent(this.name)}` : ""}`, doc);
+    const res = await client.call(routes.importModel, {}, doc, { name: this.name || undefined });
     const count = Object.values(res.documents).reduce((a, b) => a + b, 0);
     this.out(`Model "${res.name}" (${res.uuid}) imported: ${count} documents, ${res.documents.unit ?? 0} units${res.fromVersion < 2 ? ` (upgraded from format version ${res.fromVersion})` : ""}.`);
     if (res.copyOf) this.out(`It is a copy of model ${res.copyOf} here, with its own uuid: its machines get new agents.`);

@@ -2,6 +2,7 @@ import { Command, Option, UsageError } from "clipanion";
 import type { MigrationInfo } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 import { printMigration, waitForMigration } from "../migration-progress";
+import { routes } from "../../api/core";
 
 export default class MigrateCommand extends ControllerCommand {
   static override paths = [["migrate"]];
@@ -40,10 +41,9 @@ export default class MigrateCommand extends ControllerCommand {
 
   async run(): Promise<number> {
     const client = await this.connect();
-    const path = `/v1/models/${encodeURIComponent(this.model)}`;
     if (this.abort) {
       if (this.target) throw new UsageError("--abort takes only the model");
-      const info = await client.call<MigrationInfo>("POST", `${path}/migration/abort`);
+      const info = await client.call(routes.abortMigration, { model: this.model });
       this.out(`Aborting the migration of ${this.model} to ${info.target.name}.`);
       return this.wait ? this.finish(await waitForMigration(client, this.model, (line) => this.out(line)), "ABORTDONE") : 0;
     }
@@ -59,7 +59,7 @@ export default class MigrateCommand extends ControllerCommand {
       agentWaitSeconds = Number(this.agentWait);
       if (!Number.isInteger(agentWaitSeconds) || agentWaitSeconds < 5) throw new UsageError(`--agent-wait must be a whole number of seconds, at least 5 (got "${this.agentWait}")`);
     }
-    const info = await client.call<MigrationInfo>("POST", `${path}/migrate`, {
+    const info = await client.call(routes.migrate, { model: this.model }, {
       target: { name: this.target, addresses: t.addresses, caCert: t.caCert, user: t.user, ...(t.password ? { password: t.password } : {}), ...(t.token ? { token: t.token } : {}) },
       ...(agentWaitSeconds !== undefined ? { agentWaitSeconds } : {}),
     });

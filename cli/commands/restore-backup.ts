@@ -2,7 +2,7 @@ import { open, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { Command, Option, UsageError } from "clipanion";
 import type * as Substrates from "../../substrates";
-import { ControllerClient } from "../../api/core";
+import { ControllerClient, routes } from "../../api/core";
 import { BaseCommand } from "../base-command";
 import type { ControllerEntry } from "../client-config";
 import { passphraseOptions, readPassphrase } from "../read-passphrase";
@@ -64,7 +64,7 @@ export default class RestoreBackupCommand extends BaseCommand {
     let models: { name: string }[] | undefined;
     if (entry) {
       const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}), timeoutMs: 3000 });
-      models = await client.call<{ name: string }[]>("GET", "/v1/models").then((m) => m, () => undefined).finally(() => client.close());
+      models = await client.call(routes.listModels, {}).then((m) => m, () => undefined).finally(() => client.close());
       if (models && models.length > 0 && !this.force) throw new UsageError(`controller "${name}" is running with models (${models.map((m) => m.name).join(", ")}): restoring replaces them with the backup's; pass --force to do it`);
     }
     const hasController = await stat(join(dataDir, substrates.dataFiles.config)).then(() => true, () => false);

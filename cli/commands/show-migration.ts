@@ -1,7 +1,7 @@
 import { Command, Option } from "clipanion";
-import type { MigrationArrivalInfo, MigrationInfo } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 import { printMigration } from "../migration-progress";
+import { routes } from "../../api/core";
 
 export default class ShowMigrationCommand extends ControllerCommand {
   static override paths = [["show-migration"]];
@@ -21,7 +21,7 @@ export default class ShowMigrationCommand extends ControllerCommand {
   format = Option.String("--format", "tabular", { description: "tabular or json" });
 
   async run(): Promise<number> {
-    const info = await (await this.connect()).call<MigrationInfo | MigrationArrivalInfo>("GET", `/v1/models/${encodeURIComponent(this.model)}/migration`);
+    const info = await (await this.connect()).call(routes.migration, { model: this.model });
     if (this.format === "json") { this.out(JSON.stringify(info, null, 2)); return 0; }
     if ("arrival" in info) {
       const a = info.arrival;

@@ -1,5 +1,5 @@
 import { Command } from "clipanion";
-import { ControllerClient, STEWARD_VERSION } from "../../api/core";
+import { ControllerClient, STEWARD_VERSION, routes } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 
 export default class VersionCommand extends ControllerCommand {
@@ -21,7 +21,7 @@ export default class VersionCommand extends ControllerCommand {
     if (!entry) { this.out(`controller "${name}" is not known here`); return 0; }
     const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, timeoutMs: 3000 });
     try {
-      const health = await client.call<{ version?: string }>("GET", "/v1/health");
+      const health = await client.call(routes.health, {});
       this.out(`controller "${name}" ${health.version ?? "(version not reported)"}`);
     } catch (err) {
       this.out(`controller "${name}" did not answer: ${(err as Error).message}`);

@@ -4,7 +4,7 @@
  * before the next replica is touched.
  */
 import type { ControllerClient, ControllerInfo } from "../../api/core";
-import { ControllerClient as Client, StewardError } from "../../api/core";
+import { ControllerClient as Client, StewardError, routes } from "../../api/core";
 import type { ReplicaStep } from "./plan";
 
 export interface GateOptions {
@@ -51,12 +51,12 @@ async function replicaProblem(info: ControllerInfo, o: GateOptions): Promise<str
   const down = c.members.filter((m) => m.hasVote && !m.present);
   if (down.length > 0) return `replica ${down.map((m) => m.name).join(", ")} is not present`;
   // Caught up: the replica itself has seen at least what the cluster had committed when it was asked.
-  const clusterRevision = (await o.client.call<{ revision: number }>("GET", "/v1/health").catch(() => undefined))?.revision;
+  const clusterRevision = (await o.client.call(routes.health, {}).catch(() => undefined))?.revision;
   const addresses = o.reach ? await o.reach(o.step).catch(() => []) : replica.addresses;
   if (addresses.length === 0) return "it has no address to reach it at yet";
   const own = new Client({ addresses, caCert: o.caCert, timeoutMs: 3000 });
   try {
-    const health = await own.call<{ version: string; revision: number }>("GET", "/v1/health").catch(() => undefined);
+    const health = await own.call(routes.health, {}).catch(() => undefined);
     if (!health) return `it does not answer on ${addresses.join(", ")}`;
     if (health.version !== o.version) return `it answers as ${health.version}`;
     if (clusterRevision !== undefined && health.revision < clusterRevision) return `it is catching up (revision ${health.revision} of ${clusterRevision})`;

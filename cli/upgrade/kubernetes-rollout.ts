@@ -17,7 +17,7 @@
  * highest pod not yet at the new version.
  */
 import type * as Substrates from "../../substrates";
-import { ControllerClient, StewardError } from "../../api/core";
+import { ControllerClient, StewardError, routes } from "../../api/core";
 import type { ReplicaStep } from "./plan";
 import type { ReplicaUpgrader } from "./replica-upgraders";
 
@@ -144,7 +144,7 @@ function upgrader(r: Rollout): ReplicaUpgrader {
       const addresses = await reach(step);
       const own = addresses.length ? new ControllerClient({ addresses, caCert: r.caCert, timeoutMs: 5000, retryUnavailableMs: 0 }) : undefined;
       // Any answer will do (a 503 too): only a connection that never got one is refused.
-      const answered = await own?.call("GET", "/v1/health").then(() => true, (err: unknown) => !(StewardError.isInstance(err) && err.reason === "controller-unreachable"));
+      const answered = await own?.call(routes.health, {}).then(() => true, (err: unknown) => !(StewardError.isInstance(err) && err.reason === "controller-unreachable"));
       own?.close();
       if (!answered) throw new StewardError("unavailable", `this client cannot reach pod ${podName(step)} ${addresses.length ? `at ${addresses.join(", ")}` : "(it has no IP)"}: the upgrade asks each replica itself, at its pod's IP. Run it where pod IPs are routable (a node, a pod, a VPN into the pod network)`, { reason: "host-unreachable" });
     }

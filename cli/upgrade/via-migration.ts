@@ -4,7 +4,7 @@
  * stopping at the first that does not move (Juju's advice, done for the user).
  */
 import type { ControllerClient, MigrationInfo } from "../../api/core";
-import { StewardError } from "../../api/core";
+import { StewardError, routes } from "../../api/core";
 import type { ControllerEntry } from "../client-config";
 import { waitForMigration } from "../migration-progress";
 
@@ -31,7 +31,7 @@ export async function upgradeViaMigration(o: ViaMigration): Promise<string[]> {
     o.out(`Moving ${model} (${moved.length + 1} of ${models.length})`);
     let info: MigrationInfo;
     try {
-      await o.source.call("POST", `/v1/models/${encodeURIComponent(model)}/migrate`, {
+      await o.source.call(routes.migrate, { model }, {
         target: { name: o.targetName, addresses: o.target.addresses, caCert: o.target.caCert, user: o.target.user, ...(o.target.password ? { password: o.target.password } : {}), ...(o.target.token ? { token: o.target.token } : {}) },
         ...(o.agentWaitSeconds !== undefined ? { agentWaitSeconds: o.agentWaitSeconds } : {}),
       });

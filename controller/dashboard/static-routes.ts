@@ -9,7 +9,9 @@ import { gzipSync } from "node:zlib";
 import { join } from "node:path";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "../../api";
-import { StewardError } from "../../api";
+import { StewardError, routes } from "../../api";
+import type { StateCache } from "../state";
+import { routeOn } from "../access/route";
 
 /** What the page may load: its own script and styles, and connections back to this controller. */
 export const DASHBOARD_CSP = [
@@ -41,7 +43,7 @@ export function dashboardDir(): string | undefined {
   return [join(__dirname, "..", "dashboard"), join(__dirname, "..", "..", "dashboard")].find((d) => existsSync(join(d, "index.html")));
 }
 
-export function registerDashboard(app: FastifyInstance, o: { log: Logger; dir?: string }): void {
+export function registerDashboard(app: FastifyInstance, o: { cache: StateCache; log: Logger; dir?: string }): void {
   const dir = o.dir ?? dashboardDir();
   const assets = new Map<string, Asset>();
   if (dir) {
@@ -63,9 +65,7 @@ export function registerDashboard(app: FastifyInstance, o: { log: Logger; dir?: 
     if (gzip) reply.header("content-encoding", "gzip");
     return reply.type(a.type).send(gzip ? a.gzipped : a.body);
   };
-  app.get("/", async (req, reply) => serve("index.html", req, reply));
-  app.get("/dashboard/:file", async (req, reply) => {
-    const file = (req.params as { file: string }).file;
-    return serve(file === "index.html" ? "" : file, req, reply);
-  });
+  const route = routeOn(app, o.cache);
+  route(routes.dashboardPage, async ({ req, reply }) => serve("index.html", req, reply));
+  route(routes.dashboardFile, async ({ req, reply, params: { file } }) => serve(file === "index.html" ? "" : file, req, reply));
 }

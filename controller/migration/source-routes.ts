@@ -14,14 +14,15 @@
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { z } from "zod";
-import type { MigrationArrivalInfo, MigrationInfo } from "../../api";
-import { ControllerClient, MUTATING_METHODS, Name, STEWARD_VERSION, StewardError, notFound, olderMinor, parseRequest } from "../../api";
+import type { z } from "zod";
+import type { MigrateRequest, MigrationArrivalInfo, MigrationInfo } from "../../api";
+import { ControllerClient, MUTATING_METHODS, STEWARD_VERSION, StewardError, notFound, olderMinor, routes } from "../../api";
 import type { MigrationArrivalDoc, MigrationDoc, ModelDoc, ModelIndex, StateCache } from "../state";
 import { agentReports, handedOver, holdsModel, keys, migrationActive, movedError } from "../state";
 import type { Sealer } from "../security/sealing";
-import type { Principal } from "../access/auth";
-import { authenticate, requireModelAccess, requireSuperuser, requireUser } from "../access/auth";
+import { authenticate, requireModelAccess } from "../access/auth";
+import { mayFollow, migrationOf } from "../access/moved-models";
+import { routeOn } from "../access/route";
 import type { Store } from "../store";
 import { absent, unchanged } from "../store";
 import { describePhase } from "./master";
@@ -31,37 +32,12 @@ import { authPurpose } from "./target-login";
 /** Juju's migration-agent-wait-time. */
 export const DEFAULT_AGENT_WAIT_SECONDS = 15 * 60;
 
-const Address = z.string().min(3).max(300).regex(/^[^\s/]+:\d+$/, "host:port");
-const MigrateRequest = z.strictObject({
-  target: z.strictObject({
-    name: Name,
-    addresses: z.array(Address).min(1).max(16),
-    caCert: z.string().min(1).max(16_384).includes("BEGIN CERTIFICATE", { message: "a PEM certificate" }),
-    user: Name,
-    password: z.string().min(1).max(1024).optional(),
-    token: z.string().min(1).max(4096).optional(),
-  }).refine((t) => t.password !== undefined || t.token !== undefined, { message: "give the target user's password or token" }),
-  agentWaitSeconds: z.number().int().min(5).max(24 * 3600).optional(),
-});
-
 export interface SourceRouteDeps { cache: StateCache; store: Store; sealer: Sealer }
 
 /** The model route's `:model`, or undefined for routes without one. */
 const modelParam = (req: FastifyRequest): string | undefined => (req.params as { model?: string } | undefined)?.model;
 
-/** The last migration of the model known here by `nameOrUuid`. */
-export function migrationOf(cache: StateCache, nameOrUuid: string): MigrationDoc | undefined {
-  const byUuid = cache.migrations.get(nameOrUuid);
-  if (byUuid) return byUuid;
-  let found: MigrationDoc | undefined;
-  for (const m of cache.migrations.values()) if (m.modelName === nameOrUuid && (!found || m.startedAt > found.startedAt)) found = m;
-  return found;
-}
-
-/** Whether `p` may be told where a moved model went: superusers, and users who had access to it then. */
-function mayFollow(p: Principal, m: MigrationDoc): boolean {
-  return p.kind === "user" && (p.superuser || (m.usersWithAccess ?? []).includes(p.user));
-}
+export { migrationOf };
 
 export function installMigrationGuards(app: FastifyInstance, cache: StateCache): void {
   app.addHook("preHandler", async (req) => {
@@ -85,13 +61,9 @@ export function installMigrationGuards(app: FastifyInstance, cache: StateCache):
 
 export function registerMigrationSourceRoutes(app: FastifyInstance, deps: SourceRouteDeps): void {
   const { cache, store } = deps;
+  const route = routeOn(app, cache);
 
-  app.post("/v1/models/:model/migrate", async (req, reply) => {
-    const p = authenticate(cache, req.headers, { method: req.method });
-    requireSuperuser(p);
-    const body = parseRequest(MigrateRequest, req.body, "migration");
-    const idx = cache.findModel(modelParam(req)!);
-    if (!idx) throw notFound("model", modelParam(req)!);
+  route(routes.migrate, async ({ model: idx, body, settled }) => {
     const existing = cache.migrations.get(idx.uuid);
     if (migrationActive(existing)) throw new StewardError("conflict", `model ${idx.model!.name} is already migrating (${existing.phase}); see steward show-migration`, { reason: "migration-running" });
     precheckModel(idx);
@@ -114,18 +86,11 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
       success: [{ type: "put", key, value: JSON.stringify(doc) }],
     });
     if (!res.succeeded) throw new StewardError("conflict", `model ${idx.model!.name} changed while its migration was being started; try again`, { retryable: true });
-    await cache.waitForRevision(res.revision);
-    reply.code(202);
+    await settled(res.revision);
     return info(doc, undefined);
   });
 
-  app.get("/v1/models/:model/migration", async (req) => {
-    const p = requireUser(authenticate(cache, req.headers, { method: req.method }));
-    const name = modelParam(req)!;
-    const idx = cache.findModel(name);
-    const m = idx ? cache.migrations.get(idx.uuid) : migrationOf(cache, name);
-    if (idx) requireModelAccess(p, idx, "read", name);
-    else if (!m || !mayFollow(p, m)) throw notFound("model", name);
+  route(routes.migration, async ({ params: { model: name }, model: idx, migration: m }) => {
     if (!m) {
       // The target's side: the migration that brought the model here, if one did.
       const arrived = idx?.model ? await store.get(keys.migrationArrival(idx.uuid)) : undefined;
@@ -136,12 +101,7 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
     return info(m, agents);
   });
 
-  app.post("/v1/models/:model/migration/abort", async (req) => {
-    const p = requireUser(authenticate(cache, req.headers, { method: req.method }));
-    requireSuperuser(p);
-    const name = modelParam(req)!;
-    const idx = cache.findModel(name);
-    if (!idx) throw notFound("model", name);
+  route(routes.abortMigration, async ({ principal: p, params: { model: name }, model: idx, settled }) => {
     const key = keys.migration(idx.uuid);
     const kv = await store.get(key);
     const m = kv ? (JSON.parse(kv.value) as MigrationDoc) : undefined;
@@ -153,7 +113,7 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
     const next: MigrationDoc = { ...m, phase: "ABORT", phaseStartedAt: now, status: describePhase("ABORT"), failure: m.failure ?? failure, history: [...m.history, { phase: "ABORT", at: now, note: failure }] };
     const res = await store.txn({ compare: [unchanged(key, kv.modRevision)], success: [{ type: "put", key, value: JSON.stringify(next) }] });
     if (!res.succeeded) throw new StewardError("conflict", "the migration moved on meanwhile; look again (steward show-migration)", { retryable: true });
-    await cache.waitForRevision(res.revision);
+    await settled(res.revision);
     return info(next, undefined);
   });
 }

@@ -13,22 +13,16 @@
  * - `DELETE /v1/migrations/<id>?model=<uuid>` → the staging goes; refused once live
  */
 import type { FastifyInstance } from "fastify";
-import { z } from "zod";
-import type { ControllerHello, DebugLogRecord } from "../../api";
-import { STEWARD_VERSION, StewardError, TRANSPORT_LIMITS, parseRequest } from "../../api";
+import type { DebugLogRecord } from "../../api";
+import { MigrationValidateRequest, ModelUuid, STEWARD_VERSION, StewardError, TRANSPORT_LIMITS, parseRequest, routes } from "../../api";
 import type { StateCache } from "../state";
 import { MAX_MODEL_EXPORT_BYTES } from "../state";
 import { credentialMatches } from "../security/credentials";
-import { authenticate, requireSuperuser } from "../access/auth";
 import type { LoginLimiterOptions } from "../access/login-limiter";
 import { LoginLimiter, SourceLimiter } from "../access/login-limiter";
 import type { ModelLogs } from "../state/model-logs";
+import { routeOn } from "../access/route";
 import type { MigrationStaging } from "./staging";
-
-const Id = z.string().regex(/^[0-9a-f-]{36}$/, "a migration id (a uuid)");
-const ModelUuid = z.string().regex(/^[0-9a-f-]{36}$/, "a model uuid");
-const Validate = z.strictObject({ units: z.array(z.string().max(256)).max(10_000) });
-const Logs = z.strictObject({ model: ModelUuid, records: z.array(z.record(z.string(), z.unknown())).max(10_000) });
 
 export interface TargetRouteDeps {
   cache: StateCache;
@@ -47,56 +41,42 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
   const { cache, staging } = deps;
   const limiter = new LoginLimiter({ perSecond: 500, burst: 500, ...deps.validations });
   const failedValidations = new SourceLimiter({ perSecond: TRANSPORT_LIMITS.failedAgentLoginsPerSecond, burst: TRANSPORT_LIMITS.failedAgentLoginsBurst });
-  const superuser = (req: { headers: Record<string, unknown>; method: string }): void => requireSuperuser(authenticate(cache, req.headers as never, { method: req.method }));
-  const idOf = (params: unknown): string => parseRequest(Id, (params as { id: string }).id, "migration id");
+  const route = routeOn(app, cache);
   const modelOf = (v: unknown): string => parseRequest(ModelUuid, v, "model");
 
-  app.get("/v1/migrations/hello", async (): Promise<ControllerHello> => ({ controller: cache.controller?.uuid ?? "", name: cache.controller?.name ?? "", version: STEWARD_VERSION }));
+  route(routes.hello, async () => ({ controller: cache.controller?.uuid ?? "", name: cache.controller?.name ?? "", version: STEWARD_VERSION }));
 
-  app.post("/v1/migrations/:id/stage", { bodyLimit: MAX_MODEL_EXPORT_BYTES }, async (req, reply) => {
-    superuser(req);
-    const id = idOf(req.params);
-    const source = String((req.query as { source?: string }).source ?? "");
+  route(routes.stageMigration, async ({ req, params: { id }, query }) => {
+    const source = String(query.source ?? "");
     if (req.body === undefined || req.body === null) throw new StewardError("invalid-request", "migration: the request has no body; send the model's export");
     const meta = await staging.stage(id, source, JSON.stringify(req.body));
-    reply.code(201);
     return { id, model: meta.model, bytes: meta.bytes };
-  });
+  }, { bodyLimit: MAX_MODEL_EXPORT_BYTES });
 
-  app.get("/v1/migrations/:id", async (req) => {
-    superuser(req);
-    const q = req.query as { model?: string };
-    return { state: await staging.state(idOf(req.params), q.model === undefined ? undefined : modelOf(q.model)) };
-  });
+  route(routes.migrationState, async ({ params: { id }, query }) => ({ state: await staging.state(id, query.model === undefined ? undefined : modelOf(query.model)) }));
 
-  app.post("/v1/migrations/:id/activate", async (req) => {
-    superuser(req);
-    const id = idOf(req.params);
+  route(routes.activateMigration, async ({ req, params: { id }, settled }) => {
     const model = modelOf((req.body as { model?: unknown } | undefined)?.model);
     const res = await staging.activate(id, model);
-    if (res.result) await cache.waitForRevision(res.result.revision);
+    if (res.result) await settled(res.result.revision);
     return { model, activated: res.activated, ...(res.result ? { name: res.result.name, missingUsers: res.result.missingUsers } : {}) };
   });
 
-  app.post("/v1/migrations/:id/heartbeat", async (req) => {
-    superuser(req);
-    await staging.heartbeat(idOf(req.params));
+  route(routes.migrationHeartbeat, async ({ params: { id } }) => {
+    await staging.heartbeat(id);
     return {};
   });
 
-  app.delete("/v1/migrations/:id", async (req) => {
-    superuser(req);
-    await staging.abort(idOf(req.params), modelOf((req.query as { model?: string }).model));
+  route(routes.dropMigration, async ({ params: { id }, query }) => {
+    await staging.abort(id, modelOf(query.model));
     return {};
   });
 
-  app.post("/v1/migrations/:id/logs", { bodyLimit: 16 * 1024 * 1024 }, async (req) => {
-    superuser(req);
-    const body = parseRequest(Logs, req.body, "log transfer");
+  route(routes.transferLogs, async ({ body }) => {
     if (!cache.models.get(body.model)?.model) throw new StewardError("not-found", `model ${body.model} is not live on this controller`);
     deps.logs.append(body.model, body.records as unknown as DebugLogRecord[]);
     return { accepted: body.records.length };
-  });
+  }, { bodyLimit: 16 * 1024 * 1024 });
 
   /** The staged machine whose credential the request carries, or an unauthorized error. */
   const stagedMachineOf = async (id: string, authorization: string | undefined): Promise<{ machine: string; units: string[] }> => {
@@ -111,8 +91,7 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
 
   // The credential is checked first, so bad ones never spend the budget that spreads out real
   // agents (as for agent logins); a source that keeps sending them is answered 429.
-  app.post("/v1/migrations/:id/validate", async (req) => {
-    const id = idOf(req.params);
+  route(routes.validateMigration, async ({ req, params: { id } }) => {
     let staged: { machine: string; units: string[] };
     try {
       staged = await stagedMachineOf(id, req.headers.authorization);
@@ -127,7 +106,7 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
       const wait = limiter.retryAfterSeconds();
       throw new StewardError("rate-limited", `many agents are validating at once; retry in ${wait} s`, { details: { retryAfterSeconds: wait } });
     }
-    const body = parseRequest(Validate, req.body, "validation");
+    const body = parseRequest(MigrationValidateRequest, req.body, "validation");
     const mine = [...body.units].sort();
     if (mine.join(",") !== staged.units.join(",")) {
       throw new StewardError("conflict", `machine ${staged.machine} runs ${mine.join(", ") || "no unit"} but the staged model places ${staged.units.join(", ") || "no unit"} on it`, { reason: "staged-machine-mismatch" });

@@ -10,10 +10,11 @@
 import { PassThrough } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import type { DebugLogRecord, LogEntity, LogFilter } from "../../api";
-import { StewardError, notFound, parseLogEntity, parseLogLevel } from "../../api";
+import { StewardError, parseLogEntity, parseLogLevel, routes } from "../../api";
 import type { StateCache } from "../state";
-import { authenticate, requireModelAccess, requireReadKept, requireUser } from "../access/auth";
+import { authenticate, requireReadKept, requireUser } from "../access/auth";
 import type { ModelLogs } from "../state/model-logs";
+import { routeOn } from "../access/route";
 
 export interface DebugLogRouteOptions {
   cache: StateCache;
@@ -41,13 +42,9 @@ const MAX_ENTITIES = 100;
 const MAX_LINES = 100_000;
 
 export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions): void {
+  const route = routeOn(app, o.cache);
   let streams = 0;
-  app.get("/v1/models/:model/logs", async (req, reply) => {
-    const p = requireUser(authenticate(o.cache, req.headers));
-    const name = (req.params as { model: string }).model;
-    const idx = o.cache.findModel(name);
-    if (!idx) throw notFound("model", name);
-    requireModelAccess(p, idx, "read", name);
+  route(routes.debugLog, async ({ req, reply, principal: p, model: idx }) => {
     const q = parseQuery(req.query as Record<string, string | string[] | undefined>);
     if (q.tail && streams >= (o.maxStreams ?? 200)) {
       throw new StewardError("unavailable", `this controller already serves ${streams} debug-log streams, its limit; try again later`, { reason: "at-capacity" });

@@ -6,31 +6,27 @@
  */
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ENROLMENT_HEADER, StewardError, agentConfigText, notFound } from "../../api";
+import type { FastifyInstance } from "fastify";
+import { StewardError, agentConfigText, notFound, routes } from "../../api";
 import { enrolmentFiles } from "../config";
 import type { Sealer } from "../security/sealing";
-import type { EnrolmentOps } from "../state";
+import type { EnrolmentOps, StateCache } from "../state";
 import { replicaDataPurpose } from "../state";
+import { routeOn } from "../access/route";
 
 export interface EnrolRoutesDeps {
+  cache: StateCache;
   enrolments: EnrolmentOps;
   sealer: Sealer;
   caCert: string;
   controllerAddresses: () => string[];
 }
 
-
-function tokenOf(req: FastifyRequest): string {
-  const v = req.headers[ENROLMENT_HEADER];
-  if (typeof v !== "string" || !/^[A-Za-z0-9_-]{20,100}$/.test(v)) throw new StewardError("unauthorized", `an enrolment token is needed in the ${ENROLMENT_HEADER} header`);
-  return v;
-}
-
 export function registerEnrolRoutes(app: FastifyInstance, deps: EnrolRoutesDeps): void {
+  const route = routeOn(app, deps.cache);
   const files = enrolmentFiles();
-  app.get("/v1/enrol/files/*", async (req, reply) => {
-    await deps.enrolments.check(tokenOf(req));
+  route(routes.enrolmentFile, async ({ req, reply, enrolmentToken }) => {
+    await deps.enrolments.check(enrolmentToken);
     const file = (req.params as { "*": string })["*"];
     const path = files.get(file);
     if (!path) throw notFound("enrolment file", file);
@@ -40,15 +36,14 @@ export function registerEnrolRoutes(app: FastifyInstance, deps: EnrolRoutesDeps)
   });
 
   // The answer holds the agent's credential: never recorded for replays.
-  app.post("/v1/enrol", { config: { secretAnswer: true } }, async (req, reply) => {
-    const { model, machine, credential } = await deps.enrolments.redeem(tokenOf(req));
+  route(routes.enrol, async ({ reply, enrolmentToken }) => {
+    const { model, machine, credential } = await deps.enrolments.redeem(enrolmentToken);
     reply.header("content-type", "application/json");
     return reply.send(agentConfigText({ model, machine, credential, controllerAddresses: deps.controllerAddresses(), caCert: deps.caCert }));
   });
 
   // A replica's data holds the CA key: handed over once, and only after the leader left it.
-  app.post("/v1/enrol/replica", { config: { secretAnswer: true } }, async (req, reply) => {
-    const token = tokenOf(req);
+  route(routes.enrolReplica, async ({ reply, enrolmentToken: token }) => {
     const sealed = await deps.enrolments.collectReplicaData(token);
     if (!sealed) throw new StewardError("conflict", "not ready: the leader has not added this replica yet; ask again shortly", { retryable: true });
     reply.header("content-type", "application/json");

@@ -9,12 +9,12 @@
  * body's size limit is the size the controller parses).
  */
 import type { FastifyInstance } from "fastify";
-import { Name, StewardError, notFound, parseRequest } from "../../api";
+import { Name, StewardError, parseRequest, routes } from "../../api";
 import type { Bundle } from "../../api";
 import type { ImportDeps, StateCache, StateOps } from "../state";
 import { MAX_MODEL_EXPORT_BYTES, exportModel, importModel } from "../state";
 import type { Store } from "../store";
-import { authenticate, requireModelAccess, requireSuperuser } from "../access/auth";
+import { routeOn } from "../access/route";
 
 export interface ModelTransferDeps {
   cache: StateCache; ops: StateOps; store: Store; leadershipLeaseSeconds: number; operatorQuotaBytes: number;
@@ -23,25 +23,17 @@ export interface ModelTransferDeps {
 }
 
 export function registerModelTransferRoutes(app: FastifyInstance, deps: ModelTransferDeps): void {
-  const { cache } = deps;
-  app.get("/v1/models/:model/export", async (req, reply) => {
-    const p = authenticate(cache, req.headers, { method: req.method });
-    const name = (req.params as { model: string }).model;
-    const idx = cache.findModel(name);
-    if (!idx) throw notFound("model", name);
-    requireModelAccess(p, idx, "admin", name);
+  const route = routeOn(app, deps.cache);
+  route(routes.exportModel, async ({ reply, model: idx }) => {
     const doc = await exportModel(deps.store, idx.uuid);
     return reply.type("application/json; charset=utf-8").send(JSON.stringify(doc));
   });
 
-  app.post("/v1/models/import", { bodyLimit: MAX_MODEL_EXPORT_BYTES }, async (req, reply) => {
-    requireSuperuser(authenticate(cache, req.headers, { method: req.method }));
-    const q = req.query as { name?: string };
-    const name = q.name === undefined ? undefined : parseRequest(Name, q.name, "model name");
+  route(routes.importModel, async ({ req, query, settled }) => {
+    const name = query.name === undefined ? undefined : parseRequest(Name, query.name, "model name");
     if (req.body === undefined || req.body === null) throw new StewardError("invalid-request", "model export: the request has no body; send the export's JSON");
     const res = await importModel({ store: deps.store, leaseSeconds: deps.leadershipLeaseSeconds, putOperator: (b: Bundle) => deps.ops.putOperator(b, { quotaBytes: deps.operatorQuotaBytes }), checkLocalDir: deps.checkLocalDir }, req.body, name === undefined ? {} : { name });
-    await cache.waitForRevision(res.revision);
-    reply.code(201);
+    await settled(res.revision);
     return res;
-  });
+  }, { bodyLimit: MAX_MODEL_EXPORT_BYTES });
 }

@@ -5,7 +5,7 @@
  * address of the same controller is no migration.
  */
 import type { ControllerHello, MigrationInfo } from "../../api/core";
-import { ControllerClient, StewardError, TERMINAL_PHASES } from "../../api/core";
+import { ControllerClient, StewardError, TERMINAL_PHASES, routes } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { clientFor, isNotFound, until } from "./session";
 
@@ -29,14 +29,14 @@ export async function migrateIfMoved(name: string, uuid: string, from: Controlle
   // The source's own client: following a redirect here would hide where the model is.
   const src = new ControllerClient({ addresses: from.addresses, caCert: from.caCert, user: from.user, password: from.password });
   try {
-    const path = `/v1/models/${encodeURIComponent(name)}`;
-    await src.call("POST", `${path}/migrate`, { target: { name: target.name, addresses: to.addresses, caCert: to.caCert, user: to.user, password: to.password } }).catch(async (e: unknown) => {
+    await src.call(routes.migrate, { model: name }, { target: { name: target.name, addresses: to.addresses, caCert: to.caCert, user: to.user, password: to.password } }).catch(async (e: unknown) => {
       // One already under way (a retried update) is waited for, not started again.
       if (!(StewardError.isInstance(e) && e.reason === "migration-running")) throw e;
     });
     let last: MigrationInfo | undefined;
     await until(`model "${name}" to migrate to controller ${target.name}`, timeoutMs, async () => {
-      last = await src.call<MigrationInfo>("GET", `${path}/migration`);
+      // The migration started above, not an earlier arrival of the model.
+      last = (await src.call(routes.migration, { model: name })) as MigrationInfo;
       return TERMINAL_PHASES.has(last.phase);
     }, 1000);
     if (last?.phase !== "DONE") throw new StewardError("conflict", `the migration of model "${name}" to ${target.name} was aborted: ${last?.failure ?? "no reason recorded"}; the model stays where it was`);

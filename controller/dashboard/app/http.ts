@@ -2,8 +2,8 @@
  * Requests to the controller that served the page. The session token rides in its HttpOnly cookie;
  * every change also carries the session's CSRF token, which the page holds in memory only.
  */
-import type { SessionInfo, WireError } from "../../../api/browser";
-import { CSRF_HEADER } from "../../../api/browser";
+import type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteSpec, SessionInfo, WireError } from "../../../api/browser";
+import { CSRF_HEADER, methodOf, pathOf, routes } from "../../../api/browser";
 
 /** A refusal from the controller, with its stable code and message. */
 export class ApiError extends Error {
@@ -35,15 +35,20 @@ export async function request<T>(method: string, path: string, body?: unknown): 
     let wire: Partial<WireError> = {};
     try { wire = JSON.parse(text) as WireError; } catch { /* not our shape: a proxy's page */ }
     const err = new ApiError(wire.code ?? "internal", wire.message ?? `the controller answered ${res.status}`, res.status, wire.details ?? {});
-    if (res.status === 401 && path !== "/v1/session") onSessionEnded();
+    if (res.status === 401 && path !== routes.session.path) onSessionEnded();
     throw err;
   }
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
+/** Calls a route of the table (api/routes.ts), typed by it. */
+export function call<R extends RouteSpec>(route: R, params: ParamsOf<R>, body?: BodyOf<R>, query?: QueryOf<R>): Promise<AnswerOf<R>> {
+  return request<AnswerOf<R>>(methodOf(route), pathOf(route, params, query), body);
+}
+
 export async function currentSession(): Promise<SessionInfo | undefined> {
   try {
-    const s = await request<SessionInfo>("GET", "/v1/session");
+    const s = await call(routes.session, {});
     csrf = s.csrf;
     return s;
   } catch (err) {
@@ -53,13 +58,13 @@ export async function currentSession(): Promise<SessionInfo | undefined> {
 }
 
 export async function logIn(user: string, password: string): Promise<SessionInfo> {
-  const s = await request<SessionInfo>("POST", "/v1/session", { user, password });
+  const s = await call(routes.openSession, {}, { user, password });
   csrf = s.csrf;
   return s;
 }
 
 export async function logOut(): Promise<void> {
-  await request("DELETE", "/v1/session").catch(() => undefined);
+  await call(routes.closeSession, {}).catch(() => undefined);
   csrf = "";
 }
 

@@ -4,8 +4,8 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import type { ApplicationInfo, ConfigOption, ModelStatus } from "../../../../api/browser";
-import { checkConfigValue, coerceConfigText } from "../../../../api/browser";
-import { request, seg } from "../http";
+import { checkConfigValue, coerceConfigText, routes } from "../../../../api/browser";
+import { call } from "../http";
 import { href } from "../router";
 import { ActionButton, Badge, Empty, ErrorNote, Section } from "../ui";
 import { RunAction } from "./run-action";
@@ -17,11 +17,10 @@ export function ApplicationView({ model, app, status, canWrite }: { model: strin
   const [error, setError] = useState<unknown>(undefined);
   const live = status?.applications[app];
   const operatorHash = live?.operator.hash;
-  const base = `/v1/models/${seg(model)}/applications/${seg(app)}`;
   // The schema and actions come with the operator: read again only when it changes.
   useEffect(() => {
-    request<ApplicationInfo>("GET", base).then(setInfo, setError);
-  }, [base, operatorHash]);
+    call(routes.getApplication, { model, app }).then(setInfo, setError);
+  }, [model, app, operatorHash]);
   if (!status) return <p class="loading">Loading…</p>;
   if (!live) return <div class="stack"><h1>{app}</h1><Empty>There is no application {app} in model {model} (it may have been removed).</Empty><ErrorNote error={error} /></div>;
   const units = Object.values(live.units).sort((a, b) => Number(a.name.split("/")[1]) - Number(b.name.split("/")[1]));
@@ -35,23 +34,23 @@ export function ApplicationView({ model, app, status, canWrite }: { model: strin
         <p class="muted">{live.operator.name} {live.operator.version} · scale {live.scale}{live.status.message ? ` · ${live.status.message}` : ""}</p>
       </div>
       <ErrorNote error={error} />
-      <Section title="Units" actions={canWrite ? <AddUnits base={base} /> : null}>
+      <Section title="Units" actions={canWrite ? <AddUnits model={model} app={app} /> : null}>
         <table class="grid"><thead><tr><th>Unit</th><th>Workload</th><th>Agent</th><th>Machine</th><th>Message</th>{canWrite ? <th /> : null}</tr></thead>
           <tbody>{units.map((u) => (
             <tr key={u.name} data-unit={u.name}>
               <td><a href={href({ view: "unit", model, unit: u.name })}>{u.name}</a>{u.leader ? <span class="leader" title="leader">★</span> : null}</td>
               <td><Badge status={u.workload.current} /></td><td><Badge status={u.agent.current} /></td><td>{u.machine}</td><td class="message">{u.workload.message}</td>
-              {canWrite ? <td class="row-actions"><ActionButton label="Remove" kind="plain" confirm={`Remove unit ${u.name}? Its teardown hooks run first.`} run={() => request("DELETE", `/v1/models/${seg(model)}/units/${u.name.split("/").map(seg).join("/")}`)} /></td> : null}
+              {canWrite ? <td class="row-actions"><ActionButton label="Remove" kind="plain" confirm={`Remove unit ${u.name}? Its teardown hooks run first.`} run={() => call(routes.removeUnit, { model, app: u.name.split("/")[0]!, n: u.name.split("/")[1]! })} /></td> : null}
             </tr>))}
           </tbody></table>
       </Section>
-      {info ? <ConfigEditor key={operatorHash} base={base} schema={info.configSchema} values={live.config} canWrite={canWrite} /> : null}
+      {info ? <ConfigEditor key={operatorHash} model={model} app={app} schema={info.configSchema} values={live.config} canWrite={canWrite} /> : null}
       <Section title="Integrations" actions={canWrite && others.length ? <Integrate model={model} app={app} others={others} /> : null}>
         {integrations.length === 0 ? <Empty>Not integrated with anything.</Empty> : (
           <table class="grid"><thead><tr><th>Provider</th><th>Requirer</th><th>Interface</th>{canWrite ? <th /> : null}</tr></thead>
             <tbody>{integrations.map((i) => (
               <tr key={i.id}><td>{i.provider}</td><td>{i.requirer}</td><td>{i.interface}</td>
-                {canWrite && i.type === "regular" ? <td class="row-actions"><ActionButton label="Remove" kind="plain" confirm={`Remove the integration ${i.provider} — ${i.requirer}?`} run={() => request("DELETE", `/v1/models/${seg(model)}/integrations`, { endpoints: [i.provider, i.requirer] })} /></td> : canWrite ? <td /> : null}
+                {canWrite && i.type === "regular" ? <td class="row-actions"><ActionButton label="Remove" kind="plain" confirm={`Remove the integration ${i.provider} — ${i.requirer}?`} run={() => call(routes.removeIntegration, { model }, { endpoints: [i.provider, i.requirer] })} /></td> : canWrite ? <td /> : null}
               </tr>))}
             </tbody></table>
         )}
@@ -60,19 +59,19 @@ export function ApplicationView({ model, app, status, canWrite }: { model: strin
       {canWrite ? (
         <Section title="Remove">
           <p class="muted">Removing {app} runs every unit's teardown hooks, then removes its machines that hold nothing else.</p>
-          <ActionButton label={`Remove ${app}`} kind="danger" name="remove-application" confirm={`Remove application ${app} and its ${units.length} units?`} run={async () => { await request("DELETE", base); location.hash = href({ view: "model", model }); }} />
+          <ActionButton label={`Remove ${app}`} kind="danger" name="remove-application" confirm={`Remove application ${app} and its ${units.length} units?`} run={async () => { await call(routes.removeApplication, { model, app }); location.hash = href({ view: "model", model }); }} />
         </Section>
       ) : null}
     </div>
   );
 }
 
-function AddUnits({ base }: { base: string }) {
+function AddUnits({ model, app }: { model: string; app: string }) {
   const [count, setCount] = useState(1);
   return (
     <span class="inline-form">
       <input type="number" min={1} max={100} value={count} aria-label="Units to add" class="narrow" onInput={(e) => setCount(Number((e.target as HTMLInputElement).value))} />
-      <ActionButton label="Add units" name="add-units" run={() => request("POST", `${base}/units`, { count })} />
+      <ActionButton label="Add units" name="add-units" run={() => call(routes.addUnits, { model, app }, { count })} />
     </span>
   );
 }
@@ -83,13 +82,13 @@ function Integrate({ model, app, others }: { model: string; app: string; others:
     <span class="inline-form">
       <input list="integrate-targets" value={other} aria-label="Integrate with" placeholder="app or app:endpoint" onInput={(e) => setOther((e.target as HTMLInputElement).value)} />
       <datalist id="integrate-targets">{others.map((o) => <option key={o} value={o} />)}</datalist>
-      <ActionButton label="Integrate" run={() => request("POST", `/v1/models/${seg(model)}/integrations`, { endpoints: [app, other.trim()] })} />
+      <ActionButton label="Integrate" run={() => call(routes.integrate, { model }, { endpoints: [app, other.trim()] })} />
     </span>
   );
 }
 
 /** Config fields typed by the operator's schema; only what was changed is sent. */
-function ConfigEditor({ base, schema, values, canWrite }: { base: string; schema: Record<string, ConfigOption>; values: Record<string, Value>; canWrite: boolean }) {
+function ConfigEditor({ model, app, schema, values, canWrite }: { model: string; app: string; schema: Record<string, ConfigOption>; values: Record<string, Value>; canWrite: boolean }) {
   const [edits, setEdits] = useState<Record<string, string | boolean>>({});
   const [saved, setSaved] = useState(false);
   const keys = Object.keys(schema).sort();
@@ -110,7 +109,7 @@ function ConfigEditor({ base, schema, values, canWrite }: { base: string; schema
   }
   const dirty = Object.keys(changes).length > 0;
   const save = async (): Promise<void> => {
-    await request("PATCH", base, { config: changes });
+    await call(routes.updateApplication, { model, app }, { config: changes });
     setEdits({});
     setSaved(true);
   };

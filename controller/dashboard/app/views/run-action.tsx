@@ -1,7 +1,8 @@
 /** Runs one of the operator's actions on a unit or an application, and shows each task's outcome. */
 import { useState } from "preact/hooks";
-import type { ActionSpec, ActionValue, RunActionResult, TaskInfo } from "../../../../api/browser";
-import { request, seg } from "../http";
+import type { ActionSpec, ActionValue, TaskInfo } from "../../../../api/browser";
+import { routes } from "../../../../api/browser";
+import { call } from "../http";
 import { ActionButton, Badge } from "../ui";
 
 const DONE = new Set(["completed", "failed", "aborted"]);
@@ -19,12 +20,12 @@ export function RunAction({ model, target, actions }: { model: string; target: s
       if (v === "") continue;
       typed[k] = typeof v === "boolean" ? v : (t === "integer" || t === "number") && v.trim() !== "" && Number.isFinite(Number(v)) ? Number(v) : v;
     }
-    const res = await request<RunActionResult>("POST", `/v1/models/${seg(model)}/actions`, { targets: [target], action, params: typed });
+    const res = await call(routes.runAction, { model }, { targets: [target], action, params: typed });
     // A task's outcome is read until it is done (a second apart): results are one-off answers, not live state.
     let pending = res.tasks.map((t) => t.id);
     const seen = new Map<number, TaskInfo>();
     for (let round = 0; pending.length && round < 600; round++) {
-      for (const id of pending) seen.set(id, await request<TaskInfo>("GET", `/v1/models/${seg(model)}/tasks/${id}`));
+      for (const id of pending) seen.set(id, await call(routes.task, { model, id: String(id) }));
       setTasks([...seen.values()]);
       pending = pending.filter((id) => !DONE.has(seen.get(id)!.status));
       if (pending.length) await new Promise((r) => setTimeout(r, 1000));

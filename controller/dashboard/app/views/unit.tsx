@@ -5,7 +5,8 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import type { ApplicationInfo, DebugLogRecord, OperationInfo, StatusLogEntry, UnitDetails, WireError } from "../../../../api/browser";
-import { request, seg } from "../http";
+import { routes } from "../../../../api/browser";
+import { call, seg } from "../http";
 import { href } from "../router";
 import { ActionButton, Ago, Badge, Bag, Empty, ErrorNote, Section } from "../ui";
 import { RunAction } from "./run-action";
@@ -22,16 +23,15 @@ export function UnitView({ model, unit, details, error, canWrite }: { model: str
   const [ops, setOps] = useState<OperationInfo[]>([]);
   const [info, setInfo] = useState<ApplicationInfo | undefined>(undefined);
   const [app, n] = unit.split("/") as [string, string];
-  const base = `/v1/models/${seg(model)}/units/${seg(app)}/${seg(n)}`;
   const changedAt = details ? `${details.workload.since}|${details.agent.since}|${details.agent.current}` : "";
   // History, log and actions are read again whenever the unit's status moves (the live feed says when).
   useEffect(() => {
     if (!details) return;
-    void request<{ entries: StatusLogEntry[] }>("GET", `${base}/status-log`).then((r) => setHistory(r.entries), () => undefined);
+    void call(routes.statusLog, { model, app, n }).then((r) => setHistory(r.entries), () => undefined);
     void readLog(model, unit).then(setLog, () => undefined);
-    void request<{ operations: OperationInfo[] }>("GET", `/v1/models/${seg(model)}/operations?limit=50`).then((r) => setOps(r.operations.filter((o) => o.tasks.some((t) => t.unit === unit))), () => undefined);
-  }, [base, changedAt]);
-  useEffect(() => { void request<ApplicationInfo>("GET", `/v1/models/${seg(model)}/applications/${seg(app)}`).then(setInfo, () => undefined); }, [model, app]);
+    void call(routes.operations, { model }, undefined, { limit: 50 }).then((r) => setOps(r.operations.filter((o) => o.tasks.some((t) => t.unit === unit))), () => undefined);
+  }, [model, unit, changedAt]);
+  useEffect(() => { void call(routes.getApplication, { model, app }).then(setInfo, () => undefined); }, [model, app]);
   if (error) return <div class="stack"><h1>{unit}</h1><ErrorNote error={new Error(error.message)} /></div>;
   if (!details) return <p class="loading">Loading {unit}…</p>;
   return (
@@ -45,8 +45,8 @@ export function UnitView({ model, unit, details, error, canWrite }: { model: str
         <section class="card card-bad" data-failure>
           <header class="card-head"><h2>Hook {details.failure.hook} failed <Ago at={details.failure.since} /></h2>
             {canWrite ? <div class="card-actions">
-              <ActionButton label="Retry the hook" name="resolve-retry" run={() => request("POST", `${base}/resolve`, { retry: true })} />
-              <ActionButton label="Skip it" kind="plain" run={() => request("POST", `${base}/resolve`, { retry: false })} />
+              <ActionButton label="Retry the hook" name="resolve-retry" run={() => call(routes.resolve, { model, app, n }, { retry: true })} />
+              <ActionButton label="Skip it" kind="plain" run={() => call(routes.resolve, { model, app, n }, { retry: false })} />
             </div> : null}
           </header>
           <pre class="output">{details.failure.output || "(the hook printed nothing)"}</pre>

@@ -1,0 +1,34 @@
+/**
+ * What the REST API's resource modules (this folder) are given: the state they read and change,
+ * the cluster, the substrates they provision on, and the controller's limits.
+ */
+import type { Logger } from "../../../api";
+import type { ClusterControl } from "../../cluster";
+import type { SshProvisioner } from "../../provisioner/ssh-machines";
+import type { CredentialOps, OperatorQuotas, RelationOps, StateCache, StateOps } from "../../state";
+import type { LocalMachinePolicy } from "../../access/controller-host";
+import type { FailedLoginLimiterOptions } from "../failed-login-limiter";
+
+export interface HttpApiDeps {
+  cache: StateCache;
+  ops: StateOps;
+  relations: RelationOps;
+  credentials: CredentialOps;
+  ssh: SshProvisioner;
+  cluster: ClusterControl;
+  log: Logger;
+  controllerAddresses: () => string[];
+  /** The SHA-256 fingerprint of the controller's CA (what every user is shown of its TLS). */
+  caFingerprint: string;
+  /** Operator quotas: the controller's, its superusers' reserve, per model and per user (see operator-quotas.ts). */
+  operatorQuotas: OperatorQuotas;
+  /**
+   * How long the tokens issued at login live, in ms (at most MAX_TOKEN_LIFETIME_MS).
+   * @default 24 hours
+   */
+  tokenLifetimeMs?: number;
+  /** Limits on failed logins per user and per source network (see FailedLoginLimiter for defaults). */
+  failedLogins?: FailedLoginLimiterOptions;
+  /** Whether this controller makes local machines, and how many its host takes. */
+  localMachines: LocalMachinePolicy;
+}

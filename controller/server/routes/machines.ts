@@ -1,0 +1,42 @@
+/**
+ * Machines: adding them (made by the model's substrate, or an SSH host installed in the
+ * background), listing them with what their substrate reports, and removing one.
+ */
+import { StewardError, routes } from "../../../api";
+import { buildModelStatus } from "../../state";
+import { checkMachinesPerRequest, checkNewLocalMachines } from "../../access/controller-host";
+import { flag } from "../../access/route";
+import type { Route } from "../../access/route";
+import type { HttpApiDeps } from "./deps";
+
+export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {
+  const { cache, ops } = deps;
+
+  route(routes.addMachines, async ({ reply, principal, model: idx, body, settled }) => {
+    checkMachinesPerRequest(body.substrate, body.count, "count");
+    if (body.substrate === "local") checkNewLocalMachines({ superuser: principal.superuser, cache, policy: deps.localMachines, count: body.count });
+    if (body.substrate === "ssh") {
+      if (!body.ssh) throw new StewardError("invalid-request", `substrate "ssh" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`, { details: { field: "ssh" } });
+      const m = await deps.ssh.add(idx.uuid, body.ssh);
+      reply.code(m.created ? 201 : 200);
+      return { machines: [{ id: m.id, hostKey: m.hostKey }] };
+    }
+    if (body.ssh) throw new StewardError("invalid-request", `"ssh" is only for substrate "ssh"`, { details: { field: "ssh" } });
+    const res = await ops.addMachines(idx.uuid, body.substrate, body.count, body.constraints);
+    await settled(res.revision);
+    return { machines: res.machines };
+  });
+
+  route(routes.listMachines, async ({ model: idx }) => {
+    const status = buildModelStatus(cache, idx);
+    return Object.values(status.machines).map((m) => {
+      // The hardware is shown once, in constraint syntax (below), not again as the record holds it.
+      const { hardware: _, ...install } = idx.machineInstall.get(m.id) ?? { hardware: undefined };
+      return { id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, message: m.status.message, units: m.units, ...(m.instance ? { instance: m.instance } : {}), ...(m.constraints ? { constraints: m.constraints } : {}), ...(m.hardware ? { hardware: m.hardware } : {}), ...("state" in install ? { install } : {}) };
+    });
+  });
+
+  route(routes.removeMachine, async ({ model: idx, params: { id }, query, settled }) => {
+    await settled((await ops.removeMachine(idx.uuid, id, flag(query, "force"))).revision);
+  });
+}
