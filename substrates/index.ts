@@ -12,4 +12,6 @@ export * as vsphere from "./vsphere";
 export * as kubernetes from "./kubernetes";
 export { enrolmentUserData, replicaUserData, sshBootstrapUserData } from "./cloud-init";
 export type { CloudController } from "./cloud-bootstrap";
+export type { Attributes, CloudInstance, ControllerHosting, InstanceBroker, SubstrateKind } from "./kind";
+export { SUBSTRATES, substrateKind } from "./registry";
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, BUILD_DIR, CLI_BUNDLE, RELEASE_DIRS, cliEntry, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerEntry, controllerFiles, dataFiles, enrolmentFiles, findOnPath, supervisorEntry } from "./controller-files";

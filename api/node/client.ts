@@ -17,7 +17,7 @@ import type { Bundle } from "../operator";
 import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "../actions";
 import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "../status";
 import type { DebugLogRecord } from "../debug-log";
-import type { AwsModelSettings, CredentialSubstrate, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../substrates";
+import type { AwsModelSettings, CredentialSubstrate, ModelSubstrate, VsphereModelSettings } from "../substrates";
 import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
 import type { ApplicationInfo, ControllerInfo, ControllerOverview, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
@@ -292,11 +292,15 @@ export class ControllerClient {
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call("GET", "/v1/models"); }
   /**
-   * `substrate` (default `local`) says where machines for units placed without `to` come from. A
+   * `substrate` (default `local`) says where machines for units placed without `to` come from, with
+   * the stored `credential` they are made with and the kind's `settings` (api/substrate-kinds.ts). A
    * kubernetes model's cluster is checked first (reached, rights in the namespace) unless `skipCheck`.
    */
-  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined; vsphere?: VsphereModelSettings | undefined; kubernetes?: KubernetesModelSettings | undefined; constraints?: string | undefined } = {}, o: { skipCheck?: boolean } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
-    return this.call("POST", `/v1/models${o.skipCheck ? "?skipCheck=true" : ""}`, { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}), ...(cloud.vsphere ? { vsphere: cloud.vsphere } : {}), ...(cloud.kubernetes ? { kubernetes: cloud.kubernetes } : {}), ...(cloud.constraints ? { constraints: cloud.constraints } : {}) });
+  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, placed: { credential?: string | undefined; settings?: object | undefined; constraints?: string | undefined } = {}, o: { skipCheck?: boolean } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
+    return this.call("POST", `/v1/models${o.skipCheck ? "?skipCheck=true" : ""}`, {
+      name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(placed.credential ? { credential: placed.credential } : {}),
+      ...(placed.settings ? { settings: placed.settings } : {}), ...(placed.constraints ? { constraints: placed.constraints } : {}),
+    });
   }
 
   // --- credentials (superusers) ---
@@ -369,7 +373,7 @@ export class ControllerClient {
 
   // --- machines ---
   /** `constraints` (Juju's syntax, aws and vsphere) are merged over the model's. */
-  addMachines(model: string, substrate: "local" | "manual" | "aws" | "vsphere", count = 1, constraints?: string): Promise<{ machines: { id: string; credential?: string }[] }> {
+  addMachines(model: string, substrate: ModelSubstrate, count = 1, constraints?: string): Promise<{ machines: { id: string; credential?: string }[] }> {
     return this.call("POST", `/v1/models/${enc(model)}/machines`, { substrate, count, ...(constraints ? { constraints } : {}) });
   }
   /** Checks the host at once and installs an agent there in the background (see machine status). */

@@ -8,17 +8,17 @@ import type { Logger } from "../../api";
 import {
   ADDRESSES_HEADER, AddMachineRequest, AddUnitsRequest, ChangePasswordRequest, CreateModelRequest, CredentialRequest, ReplicaCloudRequest, CreateUserRequest, DeployRequest, EnableHaRequest, GrantRequest, IntegrateRequest, LoginRequest,
   ControllerUpgradeRecord, MachineId, Name, OperatorBundle, ResolveRequest, STEWARD_VERSION, SpareHostsRequest, StewardError, UpdateApplicationRequest, UpdateModelRequest, UserName, notFound, parseRequest,
-  LEGACY_HASH_MESSAGE, operatorHashProblem, formatConstraints, hasConstraints,
+  LEGACY_HASH_MESSAGE, operatorHashProblem, formatConstraints, hasConstraints, contractOf, settingsWithDefaults,
 } from "../../api";
-import type { SessionInfo } from "../../api";
+import type { CredentialSubstrate, SessionInfo } from "../../api";
 import { MAX_TOKEN_LIFETIME_MS, newTokenId, signToken } from "../security/credentials";
 import { PasswordWork } from "../security/password-work";
 import type { CredentialOps, ModelIndex, OperatorCharge, OperatorQuotas, RelationOps, StateCache, StateOps } from "../state";
 import { buildModelStatus, buildUnitDetails, effectiveConfig, renderModelStatusBytes } from "../state";
 import { ValueTooLargeError } from "../store";
+import { substrateKind } from "../../substrates";
 import { statusFilter, statusForm } from "./status-filter";
 import type { SshSubstrate } from "../provisioner/ssh-machines";
-import { checkClusterCredential, checkModelCluster } from "../provisioner/kubernetes-access";
 import type { ClusterControl } from "../cluster";
 import type { Access, Principal } from "./auth";
 import { authenticate, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
@@ -70,7 +70,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     if (v === "true") return true;
     throw new StewardError("invalid-request", `query "force" must be true or false, got "${v}"`, { details: { field: "force" } });
   };
-  /** `skipCheck=true`: store a kubernetes credential, or make a model on it, without asking the cluster first (kubernetes-access.ts). */
+  /** `skipCheck=true`: store a kubernetes credential, or make a model on it, without asking the cluster first (the kind's checkCredential and checkPlacement: substrates/kubernetes/cluster-checks.ts). */
   const skipCheck = (req: FastifyRequest): boolean => {
     const v = (req.query as { skipCheck?: string }).skipCheck;
     if (v === undefined || v === "false") return false;
@@ -90,10 +90,10 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   };
   /** Checks the machines a deploy or add-unit would make for `units` units placed on `to`. */
   const checkMachinesForUnits = (p: Principal, idx: ModelIndex, units: number, to: string[] | undefined, field: string): void => {
-    const substrate = idx.model?.substrate ?? "local";
-    const made = substrate === "kubernetes" ? 0 : Math.max(0, units - (to?.length ?? 0));
+    const substrate = idx.model?.placement.substrate ?? "local";
+    const made = contractOf(substrate).provisions === "pods" ? 0 : Math.max(0, units - (to?.length ?? 0));
     checkMachinesPerRequest(substrate, made, field);
-    if (substrate === "local") checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: made });
+    if (contractOf(substrate).onControllerHost) checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: made });
   };
 
   // Clients follow replicas that move or are replaced by the addresses named on every answer.
@@ -250,7 +250,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const name = param<string>(Name, req, "name", "credential");
     const body = parseRequest(CredentialRequest, req.body, "credential");
     const replace = (req.query as { replace?: string }).replace === "true";
-    if (body.substrate === "kubernetes" && !skipCheck(req)) await checkClusterCredential(name, body.attributes);
+    if (!skipCheck(req)) await substrateKind(body.substrate).checkCredential?.(name, body.attributes);
     const res = await deps.credentials.put(requireUser(p).user, name, body, replace);
     reply.code(res.created ? 201 : 200);
     return { name, substrate: body.substrate, created: res.created, changed: res.changed };
@@ -310,13 +310,16 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const p = principalOf(req);
     requireSuperuser(p);
     const body = parseRequest(CreateModelRequest, req.body, "model");
-    if (body.substrate === "kubernetes" && body.credential && !skipCheck(req)) {
-      await checkModelCluster(body.credential, await deps.credentials.open(body.credential, "kubernetes"), body.kubernetes?.namespace ?? body.name);
+    const check = substrateKind(body.substrate).checkPlacement;
+    if (check && body.credential && !skipCheck(req)) {
+      await check(body.credential, await deps.credentials.open(body.credential, body.substrate as CredentialSubstrate), settingsWithDefaults(body.substrate, body, body.settings));
     }
-    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, body.substrate, { credential: body.credential, aws: body.aws, vsphere: body.vsphere, kubernetes: body.kubernetes, constraints: body.constraints });
+    const { substrate, credential, settings } = body;
+    const doc = await ops.createModel(requireUser(p).user, body.name, body.config ?? {}, { substrate, credential, settings }, body.constraints);
     await settled(doc.revision);
     reply.code(201);
-    return { name: doc.name, uuid: doc.uuid, substrate: doc.substrate, ...(doc.credential ? { credential: doc.credential } : {}), ...(hasConstraints(doc.constraints) ? { constraints: formatConstraints(doc.constraints) } : {}) };
+    const placed = doc.placement;
+    return { name: doc.name, uuid: doc.uuid, substrate: placed.substrate, ...(placed.credential ? { credential: placed.credential } : {}), ...(hasConstraints(doc.constraints) ? { constraints: formatConstraints(doc.constraints) } : {}) };
   });
 
   app.delete("/v1/models/:model", async (req, reply) => {
@@ -486,7 +489,8 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     const idx = model(req, p, "write");
     const body = parseRequest(AddMachineRequest, req.body, "add machine");
     checkMachinesPerRequest(body.substrate, body.count, "count");
-    if (body.substrate === "local") checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: body.count });
+    if (contractOf(body.substrate).onControllerHost) checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: body.count });
+    // eslint-disable-next-line no-restricted-syntax -- narrows the request to its ssh branch (the host to install on)
     if (body.substrate === "ssh") {
       if (!body.ssh) throw new StewardError("invalid-request", `substrate "ssh" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`, { details: { field: "ssh" } });
       const m = await deps.ssh.add(idx.uuid, body.ssh);
