@@ -56,6 +56,7 @@ export const ConstraintsText = z.string().max(512).transform((text, ctx) => {
 /** A model's settings, and (as `set-model-constraints`) the constraints of the machines it makes from now on; "" clears them. */
 export const UpdateModelRequest = z.strictObject({ config: ModelConfig.optional(), constraints: ConstraintsText.optional() });
 /** Where the quorum keeper launches replicas when no spare host is left. */
+export type ReplicaCloudInput = z.input<typeof ReplicaCloudRequest>;
 export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
   z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema }),
   z.strictObject({ substrate: z.literal("vsphere"), credential: Name, vsphere: VsphereModelSettingsSchema }),

@@ -17,7 +17,8 @@ import type { Bundle } from "../operator";
 import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "../actions";
 import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "../status";
 import type { DebugLogRecord } from "../debug-log";
-import type { AwsModelSettings, CredentialSubstrate, ModelSubstrate, VsphereModelSettings } from "../substrates";
+import type { CredentialSubstrate, ModelSubstrate } from "../substrates";
+import type { ReplicaCloudInput } from "../schemas";
 import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
 import type { ApplicationInfo, ControllerInfo, ControllerOverview, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
@@ -271,7 +272,7 @@ export class ControllerClient {
   recordUpgrade(record: ControllerUpgrade): Promise<ControllerUpgrade> { return this.call("PUT", "/v1/controller/upgrade", record); }
   addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call("POST", "/v1/controller/spares", { hosts }); }
   /** The cloud the quorum keeper launches replicas on when no spare host is left (undefined: none). */
-  setReplicaCloud(cloud: { substrate: "aws" | "vsphere"; credential: string; aws?: Partial<AwsModelSettings>; vsphere?: VsphereModelSettings } | { substrate: "kubernetes"; kubernetes: { namespace: string; statefulSet: string } } | undefined): Promise<unknown> {
+  setReplicaCloud(cloud: ReplicaCloudInput | undefined): Promise<unknown> {
     return cloud ? this.call("PUT", "/v1/controller/replica-cloud", cloud) : this.call("DELETE", "/v1/controller/replica-cloud");
   }
   createUser(name: string, password: string, superuser = false): Promise<{ name: string }> { return this.call("POST", "/v1/users", { name, password, superuser }); }

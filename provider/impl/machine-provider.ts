@@ -5,15 +5,16 @@
  * (terminated, or destroyed by hand), and the next up replaces it; delete removes the machine,
  * which terminates its instance.
  */
-import type { MachineInfo } from "../../api/core";
-import { StewardError, contractNamed, contractOf, formatConstraints, kindsWhere, parseConstraints, withArticle } from "../../api/core";
+import type { MachineInfo, ModelSubstrate } from "../../api/core";
+import { StewardError, contractNamed, contractOf, formatConstraints, kindsWhere, parseConstraints, substratesWhere, withArticle } from "../../api/core";
 import type { ControllerConnection, SshHost } from "../connection";
 import { Failures } from "./checks";
 import { changed, clientFor, isNotFound, modelStatus, until } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
 
-export const MACHINE_SUBSTRATES = ["local", "ssh", "aws", "vsphere"] as const;
-export type MachineSubstrate = (typeof MACHINE_SUBSTRATES)[number];
+/** The kinds a Machine resource can be: those add-machine makes one of at a time, its agent not started by hand. */
+export const MACHINE_SUBSTRATES = substratesWhere((k) => k.addMachines !== undefined && !k.agentsStartedByHand);
+export type MachineSubstrate = ModelSubstrate;
 /** Instance states after which the instance is not the machine any more (EC2's, and "gone" when the cloud no longer lists it). */
 const GONE = ["shutting-down", "terminated", "gone"];
 
