@@ -1,5 +1,6 @@
 // Lint is part of `npm test`: floating promises and type-only imports are errors here, and the
-// folder rule of DESIGN.md §2 holds: api ← substrates ← controller, cli, provider; agent → api only.
+// folder rule of DESIGN.md §2 holds: api ← substrates ← controller, cli, provider; agent → api only;
+// inside controller/, the inner direction (CONTROLLER_LAYERS).
 import tseslint from "typescript-eslint";
 
 const FOLDERS = ["api", "substrates", "controller", "agent", "cli", "provider"];
@@ -12,13 +13,59 @@ const FORBIDDEN = {
   cli: ["controller", "agent", "provider"],
   provider: ["controller", "agent", "cli"],
 };
+/**
+ * The same rule one level down, inside controller/ (DESIGN.md §2): its rooms (subfolders, and the files at its
+ * top), lowest first. A room may import only rooms of lower layers, never one of its own layer or above.
+ * Placed by what each imports today:
+ * - store and supervisor.ts import nothing of the controller; config.ts reads the store's
+ *   configuration; supervisor-main.ts starts the supervisor;
+ * - security sits *below* state (DESIGN's sketch has them side by side): state hashes secrets and seals
+ *   credentials with it, and it needs only the configuration's paths;
+ * - workers (the worker kit: Worker, Reconciler, groups) takes only types from state and store, and every
+ *   long-lived part above it runs on it;
+ * - access (who may do what: request authentication, access rules, login limits) sits beside cluster,
+ *   provisioner and backup on state, so that server/ and migration/ both use it without importing each other;
+ *   bootstrap.ts (a data directory's first state) and operator-collector.ts (a state pass) sit there too;
+ * - cleaner.ts runs the operator collector, pod-replica.ts bootstraps a pod's data directory: they sit with
+ *   server and migration, which use the rooms below and neither of which imports the other;
+ * - dashboard sits above server: it serves its feeds and console over the server's plumbing (raw answers,
+ *   socket acceptance, summaries), and the server takes its hubs by kind (server/upgrades.ts);
+ * - leader-work.ts composes a leader's term (provisioners, cleaner, migration master, quorum keeper), so it
+ *   sits beside the dashboard, above the rooms whose workers it builds;
+ * - controller.ts wires them all; index.ts and main.ts are the doors.
+ * scripts/import-circles.mjs reads this table to count what runs against it.
+ */
+const CONTROLLER_LAYERS = [
+  ["store", "supervisor.ts"],
+  ["config.ts", "supervisor-main.ts"],
+  ["security"],
+  ["state"],
+  ["workers"],
+  ["access", "cluster", "provisioner", "backup", "bootstrap.ts", "operator-collector.ts"],
+  ["server", "migration", "cleaner.ts", "pod-replica.ts"],
+  ["dashboard", "leader-work.ts"],
+  ["controller.ts"],
+  ["index.ts", "main.ts"],
+];
+
+/** Import patterns (relative to a file of `room`) that reach a room of `room`'s layer or above. */
+function innerPatterns(room) {
+  const layer = CONTROLLER_LAYERS.findIndex((l) => l.includes(room));
+  const above = CONTROLLER_LAYERS.slice(layer).flat().filter((r) => r !== room);
+  if (above.length === 0) return [];
+  // From controller/<room>/… a sibling room is ../x (or ../../x from a subfolder); from a file at the top, ./x.
+  const ups = room.endsWith(".ts") ? ["."] : ["..", "../.."];
+  const specs = above.flatMap((r) => r.endsWith(".ts") ? ups.map((u) => `${u}/${r.slice(0, -3)}`) : ups.flatMap((u) => [`${u}/${r}`, `${u}/${r}/*`]));
+  return [{ group: specs, message: `inside controller/, ${room} may import only rooms below its layer (eslint.config.mjs CONTROLLER_LAYERS: store ← config ← security ← state ← {access, cluster, provisioner, backup} ← {server, migration} ← dashboard ← controller.ts).` }];
+}
+
 /** devDependencies that check our fakes and manifests in tests; the product's Kubernetes client stays dependency-free. */
 const TEST_ONLY = ["@kubernetes/client-node", "@kubernetes/client-node/*", "kubernetes-models", "kubernetes-models/*"];
 /** `../x`, `../../x`, `../../../x`; from a subfolder of the same top-level folder (api/node), one level fewer is ours. */
 const upTo = (folder, depth = 0) => ["..", "../..", "../../.."].slice(depth).map((up) => `${up}/${folder}`);
 
-/** The import restrictions for files in `folder` (or anywhere else, for undefined). */
-function importRules(folder, depth = 0) {
+/** The import restrictions for files in `folder` (or anywhere else, for undefined), plus `inner` patterns. */
+function importRules(folder, depth = 0, inner = []) {
   const forbidden = FORBIDDEN[folder] ?? [];
   const small = folder === "cli" || folder === "agent";
   const indexOnly = FOLDERS.filter((f) => f !== "api" && f !== folder && !forbidden.includes(f));
@@ -32,6 +79,7 @@ function importRules(folder, depth = 0) {
           message: "Import api/ through its index.ts (or api/core for processes that must stay small)." }]),
         ...(indexOnly.length ? [{ group: indexOnly.flatMap((f) => upTo(f).map((p) => `${p}/*`)), message: "Import another top-level folder only through its index.ts." }] : []),
         ...(folder ? [{ group: TEST_ONLY, message: "Test-only devDependency: product code talks to Kubernetes through substrates/kubernetes (dependency-free)." }] : []),
+        ...inner,
       ],
     }],
   };
@@ -79,6 +127,11 @@ export default tseslint.config(
     },
   },
   ...FOLDERS.map((folder) => ({ files: [`${folder}/**/*.ts`], rules: importRules(folder) })),
+  // Inside controller/: each room on the controller folder's own rule, plus the inner direction.
+  ...CONTROLLER_LAYERS.flat().map((room) => ({
+    files: [room.endsWith(".ts") ? `controller/${room}` : `controller/${room}/**/*.ts`],
+    rules: importRules("controller", 0, innerPatterns(room)),
+  })),
   { files: ["**/*.ts", "**/*.tsx"], ignores: NAMING_KINDS_ALLOWED, rules: NAMED_KIND },
   // api/node/ is still api: `../substrates` there is api/substrates.ts.
   { files: ["api/node/**/*.ts"], rules: importRules("api", 1) },

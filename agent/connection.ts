@@ -170,7 +170,7 @@ export class ControllerConnection {
       if (this.ws !== ws) return;
       this.ws = undefined;
       this.resetReady();
-      for (const [id, p] of this.pending) { clearTimeout(p.timer); p.reject(new StewardError("unavailable", "connection to the controller was lost")); this.pending.delete(id); }
+      for (const [id, p] of this.pending) { clearTimeout(p.timer); p.reject(new StewardError("unavailable", "connection to the controller was lost", { reason: "connection-lost" })); this.pending.delete(id); }
       if (this.closed) return;
       this.o.log.warn("disconnected from controller", { code, reason: reason.toString() });
       if (code === 4404) {
@@ -229,7 +229,7 @@ export class ControllerConnection {
     const timeoutMs = this.o.requestTimeoutMs ?? 30_000;
     if (!this.connected) {
       let t: NodeJS.Timeout | undefined;
-      await Promise.race([this.ready, new Promise((_, rej) => { t = setTimeout(() => rej(new StewardError("unavailable", `not connected to a controller after ${timeoutMs} ms`)), timeoutMs); })]).finally(() => clearTimeout(t));
+      await Promise.race([this.ready, new Promise((_, rej) => { t = setTimeout(() => rej(new StewardError("deadline-exceeded", `not connected to a controller after ${timeoutMs} ms`)), timeoutMs); })]).finally(() => clearTimeout(t));
     }
     const ws = this.ws!;
     const id = this.nextId++;
@@ -239,7 +239,7 @@ export class ControllerConnection {
       throw new StewardError("invalid-request", `${method} is ${Buffer.byteLength(frame)} bytes, more than the ${TRANSPORT_LIMITS.agentFrameBytes} an agent may send at once: set less data in one hook`);
     }
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => { this.pending.delete(id); reject(new StewardError("unavailable", `controller did not answer ${method} within ${timeoutMs} ms`)); }, timeoutMs);
+      const timer = setTimeout(() => { this.pending.delete(id); reject(new StewardError("deadline-exceeded", `controller did not answer ${method} within ${timeoutMs} ms`)); }, timeoutMs);
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
       ws.send(frame);
     });

@@ -5,7 +5,7 @@
  * and the count sent) when the controller is away or slow, and one batch is in flight at a time.
  */
 import type { AgentLogRecord, Logger } from "../api/core";
-import { LOG_BATCH_MAX_RECORDS, LOG_MESSAGE_MAX_CHARS } from "../api/core";
+import { LOG_BATCH_MAX_RECORDS, LOG_MESSAGE_MAX_CHARS, isUnavailable } from "../api/core";
 
 export interface LogForwarderOptions {
   /** Sends one batch (the agent protocol's `log.batch`); rejects when it did not arrive. */
@@ -63,7 +63,7 @@ export class LogForwarder {
     this.o.send({ records, dropped })
       .then(() => { this.dropped -= dropped; })
       .catch((err: unknown) => {
-        if ((err as { code?: string }).code === "unavailable") {
+        if (isUnavailable(err)) {
           // Back in front, to go with the next add or reconnection (not at once: that could spin).
           this.queue.unshift(...records);
           this.trim();

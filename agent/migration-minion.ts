@@ -16,7 +16,7 @@
  */
 import { request } from "node:https";
 import type { ControllerHello, Logger, MigrationTarget, MigrationView } from "../api/core";
-import { CONTROLLER_TLS_NAME, HANDED_OVER_PHASES, REPORTED_PHASES, StewardError, splitAddress } from "../api/core";
+import { CONTROLLER_TLS_NAME, HANDED_OVER_PHASES, REPORTED_PHASES, StewardError, isUnavailable, splitAddress } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import type { MachineLock } from "./machine-lock";
 
@@ -129,11 +129,11 @@ export class MigrationMinion {
       try {
         return await httpsJson<T>(address, t.caCert, method, path, body, headers);
       } catch (err) {
-        if (StewardError.isInstance(err) && err.code !== "unavailable") throw err;
+        if (StewardError.isInstance(err) && !isUnavailable(err)) throw err;
         last = err;
       }
     }
-    throw last ?? new StewardError("unavailable", "the target has no address");
+    throw last ?? new StewardError("unavailable", "the target has no address", { reason: "host-unreachable" });
   }
 }
 
@@ -159,7 +159,7 @@ function httpsJson<T>(address: string, caCert: string, method: string, path: str
       });
     });
     req.on("timeout", () => req.destroy(new Error(`request to ${address} timed out`)));
-    req.on("error", (err) => reject(new StewardError("unavailable", `target ${address}: ${err.message}`)));
+    req.on("error", (err) => reject(new StewardError("unavailable", `target ${address}: ${err.message}`, { cause: err, reason: "host-unreachable" })));
     req.end(payload);
   });
 }

@@ -105,6 +105,6 @@ export class OperatorStore {
         if (StewardError.isInstance(err) && err.code === "not-found") throw err;
       }
     }
-    throw new StewardError("unavailable", `could not download operator ${hash}: ${(lastErr as Error)?.message}`, { cause: lastErr });
+    throw new StewardError("unavailable", `could not download operator ${hash}: ${(lastErr as Error)?.message}`, { cause: lastErr, reason: "operator-download-failed" });
   }
 }

@@ -6,7 +6,7 @@
  * Append-only, like the codes: never rename, reuse or remove a reason. Reasons that first lived in
  * `details.reason` keep that name, so answers of older controllers still map onto them.
  */
-import type { ErrorCode } from "./errors";
+import type { ErrorCode } from "./error-codes";
 
 export interface ErrorReasonSpec {
   code: ErrorCode;
@@ -37,6 +37,31 @@ export const ErrorReasons = {
   "local-machines-disabled": { code: "forbidden", retryable: false, about: "a controller not bootstrapped locally makes no local machines unless its controller.json turns them on" },
   "local-machines-per-host": { code: "quota-exceeded", retryable: false, about: "the controller's host already runs as many local machines as localMachines.maxPerHost allows" },
   "operator-quota": { code: "quota-exceeded", retryable: false, about: "stored operators would exceed a quota (controller, superusers' reserve, model or user); details.quota names which" },
+  // Why something could not be done now (code unavailable); timeouts and cancellations have codes of their own.
+  "not-leader": { code: "unavailable", retryable: false, about: "this replica is no longer the controller leader: its leader-only write was refused, the new leader carries on" },
+  "port-in-use": { code: "unavailable", retryable: false, about: "the port the controller is to listen on is taken by another process" },
+  "upload-corrupted": { code: "unavailable", retryable: true, about: "a file uploaded to a host arrived with another checksum than was sent; sending it again may work" },
+  "controller-unreachable": { code: "unavailable", retryable: true, about: "no address of the controller answered at all (no connection, as opposed to an answer that refused)" },
+  "stream-broken": { code: "unavailable", retryable: true, about: "a long-lived stream from the controller (logs, status) broke or was closed by the controller" },
+  "connection-lost": { code: "unavailable", retryable: true, about: "the agent's connection to the controller was lost while a call was waiting for its answer" },
+  "host-unreachable": { code: "unavailable", retryable: true, about: "a host (over SSH, through a jump host, or a migration target) could not be reached" },
+  "remote-command-failed": { code: "unavailable", retryable: true, about: "a step run on a host over SSH exited with a failure; the message holds the end of its output" },
+  "operator-download-failed": { code: "unavailable", retryable: true, about: "the agent could not download an operator's content from any controller address" },
+  "instance-gone": { code: "unavailable", retryable: false, about: "a cloud instance or VM launched for a controller went away before it ran" },
+  "store-unreachable": { code: "unavailable", retryable: true, about: "the controller's store (etcd) did not answer: a majority of replicas must be up" },
+  "store-failed": { code: "unavailable", retryable: false, about: "the embedded store failed writing to disk; the controller must be restarted" },
+  "cut-off-from-majority": { code: "unavailable", retryable: true, about: "this replica is cut off from the majority of replicas; another replica can serve the call" },
+  "at-capacity": { code: "unavailable", retryable: true, about: "the controller already serves as many of these (streams, consoles, feeds, logins at once) as its limit" },
+  "console-not-installed": { code: "unavailable", retryable: false, about: "the controller's host has no CLI bundle to run consoles with" },
+  "address-gone": { code: "unavailable", retryable: false, about: "a replica's configured address is no longer one of its host's addresses and none of them reaches the cluster" },
+  "controller-not-running": { code: "unavailable", retryable: false, about: "no live controller process runs in the given data directory" },
+  "controller-did-not-start": { code: "unavailable", retryable: false, about: "a controller process exited instead of serving its API" },
+  "cluster-not-ready": { code: "unavailable", retryable: true, about: "the controller cluster is not in a state an upgrade may start from (no quorum, a replica down or joining, the quorum keeper acting, no leader)" },
+  "replica-version-unknown": { code: "unavailable", retryable: false, about: "a replica does not report its version (it is down, or older than in-place upgrades)" },
+  "upgrade-stopped": { code: "unavailable", retryable: false, about: "upgrade-controller stopped at a replica or before changing any; the message says what to fix before running it again" },
+  "kubernetes-unreachable": { code: "unavailable", retryable: true, about: "the Kubernetes API server did not answer a read or a change" },
+  "units-failed": { code: "unavailable", retryable: false, about: "units failed a hook and their model does not retry hooks: waiting longer cannot help" },
+  "provisioning-failed": { code: "unavailable", retryable: false, about: "a machine could not be provisioned and was removed again" },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

@@ -5,45 +5,19 @@
  *
  * Codes are a permanent contract: never rename or reuse one.
  */
+import { httpStatusByCode, isErrorCode, retryableByDefault } from "./error-codes";
+import type { ErrorCode } from "./error-codes";
 import type { ErrorReason } from "./error-reasons";
 import { ErrorReasons, isErrorReason } from "./error-reasons";
+export { ErrorCodes, isErrorCode } from "./error-codes";
+export type { ErrorCode } from "./error-codes";
 export { ErrorReasons, isErrorReason } from "./error-reasons";
 export type { ErrorReason, ErrorReasonSpec } from "./error-reasons";
 
-export const ErrorCodes = {
-  invalidRequest: "invalid-request",
-  notFound: "not-found",
-  unauthorized: "unauthorized",
-  forbidden: "forbidden",
-  alreadyExists: "already-exists",
-  conflict: "conflict",
-  /** Too many attempts (failed logins): wait the `Retry-After` seconds and try again. */
-  rateLimited: "rate-limited",
-  operatorInvalid: "operator-invalid",
-  configInvalid: "config-invalid",
-  quotaExceeded: "quota-exceeded",
-  unavailable: "unavailable",
-  /** The model moved to another controller: `details` says where (api/migration.ts ModelMoved). */
-  moved: "moved",
-  internal: "internal",
-} as const;
-export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
-
-const httpStatusByCode: Record<ErrorCode, number> = {
-  "invalid-request": 400,
-  "operator-invalid": 400,
-  "config-invalid": 400,
-  "quota-exceeded": 413,
-  "unauthorized": 401,
-  "forbidden": 403,
-  "not-found": 404,
-  "already-exists": 409,
-  "conflict": 409,
-  "rate-limited": 429,
-  "unavailable": 503,
-  "moved": 410,
-  "internal": 500,
-};
+/** The reasons registered under `code`: a throw site cannot pair a reason with another code than its own. */
+export type ReasonOf<C extends ErrorCode> = {
+  [R in ErrorReason]: (typeof ErrorReasons)[R]["code"] extends C ? R : never;
+}[ErrorReason];
 
 export interface WireError {
   code: ErrorCode;
@@ -55,20 +29,21 @@ export interface WireError {
   details?: Record<string, unknown>;
 }
 
-/** Whether a call that failed with `code` may succeed if tried again, when nothing more is known. */
-const retryableByDefault = (code: ErrorCode): boolean => code === "unavailable" || code === "conflict";
-
 /** The base of every error Steward raises on purpose. Check with {@link StewardError.isInstance}. */
-export class StewardError extends Error {
+export class StewardError<C extends ErrorCode = ErrorCode> extends Error {
   public readonly __stewardError = true;
-  public readonly code: ErrorCode;
+  public readonly code: C;
   public readonly details: Record<string, unknown>;
   /** Why, finer than the code, where callers branch on it (api/error-reasons.ts). */
   public readonly reason: ErrorReason | undefined;
   /** True when the same call may succeed if simply tried again. */
   public readonly retryable: boolean;
 
-  constructor(code: ErrorCode, message: string, opts: { details?: Record<string, unknown>; reason?: ErrorReason; retryable?: boolean; cause?: unknown } = {}) {
+  constructor(
+    code: C,
+    message: string,
+    opts: { details?: Record<string, unknown>; reason?: ReasonOf<C>; retryable?: boolean; cause?: unknown } = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "StewardError";
     this.code = code;
@@ -93,6 +68,16 @@ export class StewardError extends Error {
   }
 }
 
+/**
+ * Whether the other side did not do the work, or not in time (`unavailable`, `deadline-exceeded`): the same
+ * call may succeed later or at another replica. Not a refusal, and not a cancellation (which someone asked for).
+ * Reads `code` only, so it also holds for errors rebuilt by hand from the wire.
+ */
+export function isUnavailable(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === "unavailable" || code === "deadline-exceeded";
+}
+
 /** Bad input: names what was wrong and, where it can, how to fix it. */
 export function invalidRequest(message: string, details?: Record<string, unknown>): StewardError {
   return new StewardError("invalid-request", message, { details });
@@ -109,7 +94,7 @@ export function alreadyExists(kind: string, name: string): StewardError {
 export function errorFromWire(body: unknown, httpStatus: number): StewardError {
   if (typeof body === "object" && body !== null && typeof (body as WireError).code === "string") {
     const w = body as WireError;
-    const code = (Object.values(ErrorCodes) as string[]).includes(w.code) ? w.code : "internal";
+    const code: ErrorCode = isErrorCode(w.code) ? w.code : "internal";
     // An older controller put some reasons in details only; a reason this client does not know is dropped.
     const legacy = w.details?.reason;
     const reason = isErrorReason(w.reason) ? w.reason : isErrorReason(legacy) ? legacy : undefined;
@@ -117,7 +102,13 @@ export function errorFromWire(body: unknown, httpStatus: number): StewardError {
       details: w.details, ...(reason ? { reason } : {}), ...(typeof w.retryable === "boolean" ? { retryable: w.retryable } : {}),
     });
   }
-  const byStatus: Record<number, ErrorCode> = { 400: "invalid-request", 401: "unauthorized", 403: "forbidden", 404: "not-found", 409: "conflict", 429: "rate-limited", 503: "unavailable" };
+  // A bodiless answer comes from something in front of a controller (a proxy, a load balancer) or from a
+  // controller cut off mid-answer: a gateway timeout (504) or a request timeout (408) is a deadline that
+  // passed, worth trying again.
+  const byStatus: Record<number, ErrorCode> = {
+    400: "invalid-request", 401: "unauthorized", 403: "forbidden", 404: "not-found", 408: "deadline-exceeded",
+    409: "conflict", 429: "rate-limited", 503: "unavailable", 504: "deadline-exceeded",
+  };
   const code: ErrorCode = byStatus[httpStatus] ?? (httpStatus >= 500 ? "internal" : "invalid-request");
   return new StewardError(code, `controller answered HTTP ${httpStatus}`, { details: { body } });
 }

@@ -2,7 +2,8 @@
  * @module cli
  * The `steward` command line (clipanion), one command per file under commands/.
  */
-export { buildCli, runCli, allCommands, COMMAND_NAMES } from "./cli";
+export { runCli } from "./cli";
+export { buildCli, allCommands, COMMAND_NAMES } from "./command-names";
 export { lineWords, splitWords } from "./console/words";
 export { WEB_CONSOLE_COMMANDS, restrictedRefusal } from "./console/restricted";
 export type { StewardContext } from "./context";

@@ -7,33 +7,30 @@
  */
 import type { Logger } from "../api";
 import { contractOf } from "../api";
-import { CoalescedRunner } from "./coalesced-runner";
 import type { OperatorCollectorOptions } from "./operator-collector";
 import { OperatorCollector } from "./operator-collector";
 import type { RelationOps, StateCache, StateOps } from "./state";
+import { Reconciler } from "./workers";
 
 /** The longest an expired operator waits for the collector's timer. */
 const MAX_COLLECT_INTERVAL_MS = 60_000;
 
-export class Cleaner {
-  private readonly runner: CoalescedRunner;
-  private readonly unsubscribe: () => void;
+/** Runs on every change of the cache (no signature: any change may let something go). */
+export class Cleaner extends Reconciler {
+  readonly name = "cleaner";
   private readonly operators: OperatorCollector;
-  private readonly collectTimer: NodeJS.Timeout;
   /** Collecting operators reads the store: done on its timer, not on every change. */
   private collectDue = true;
 
   constructor(private readonly cache: StateCache, private readonly ops: StateOps, private readonly relations: RelationOps, private readonly log: Logger, operators: OperatorCollectorOptions) {
+    super({ cache, log, failure: "cleanup pass failed; will retry on the next change", failureLevel: "warn",
+      pollMs: Math.min(MAX_COLLECT_INTERVAL_MS, Math.max(1000, operators.graceMs / 2)) });
     this.operators = new OperatorCollector(cache, ops, log, operators);
-    this.runner = new CoalescedRunner(() => this.sweep(), (err) => this.log.warn("cleanup pass failed; will retry on the next change", { err }));
-    this.unsubscribe = cache.subscribe(() => this.runner.kick());
-    const collectEveryMs = Math.min(MAX_COLLECT_INTERVAL_MS, Math.max(1000, operators.graceMs / 2));
-    this.collectTimer = setInterval(() => { this.collectDue = true; this.runner.kick(); }, collectEveryMs);
-    this.collectTimer.unref();
-    this.runner.kick();
   }
 
-  private async sweep(): Promise<void> {
+  protected override polled(): void { this.collectDue = true; }
+
+  protected async reconcile(): Promise<void> {
     await this.sweepModels();
     if (!this.collectDue) return;
     this.collectDue = false;
@@ -61,6 +58,4 @@ export class Cleaner {
       }
     }
   }
-
-  close(): void { clearInterval(this.collectTimer); this.runner.stop(); this.unsubscribe(); }
 }

@@ -8,10 +8,34 @@ import { join } from "node:path";
 import { STEWARD_VERSION, StewardError } from "../api";
 import { dataFiles } from "../substrates";
 import type { kubernetes } from "../substrates";
-import type { MemberConfig } from "./cluster/etcd-member";
 
 type PodProbeSettings = kubernetes.PodProbeSettings;
 import type { StoreConfig } from "./store";
+
+/**
+ * What a replica's configuration says about its etcd member (cluster/etcd-member.ts runs it). Here, with the
+ * rest of controller.json, so that reading the configuration does not import the cluster.
+ */
+export interface MemberConfig {
+  /** The member's etcd name, also the replica's id: unique per incarnation (`<host>-<4 hex>`). */
+  name: string;
+  /** The host's address other members and the controller's peers dial. */
+  host: string;
+  /** @default 2379 */
+  clientPort?: number;
+  /** @default 2380 */
+  peerPort?: number;
+  /** `name=https://host:port,...` as etcd wants it: used only when the data directory is empty. */
+  initialCluster: string;
+  initialState: "new" | "existing";
+  /** Shared by the members of one cluster (the controller's uuid or name). */
+  clusterToken: string;
+  /** The etcd binary. @default `etcd` on the PATH */
+  binary?: string;
+  /** etcd raft timing in ms; all members must agree. @default 100 and 1000 (etcd's defaults) */
+  heartbeatMs?: number;
+  electionMs?: number;
+}
 
 export interface ControllerConfig {
   name: string;

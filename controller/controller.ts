@@ -13,19 +13,16 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import Fastify from "fastify";
-import type { FastifyInstance } from "fastify";
 import type { Logger, TransportLimits } from "../api";
 import { DEFAULT_LOCAL_MACHINES_PER_HOST, DEFAULT_OPERATOR_MODEL_QUOTA_BYTES, DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_OPERATOR_RESERVED_FRACTION, DEFAULT_OPERATOR_USER_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
-import { DEFAULT_AGENT_USER, defaultAgentsDir } from "../substrates";
-import { Cleaner } from "./cleaner";
-import { CloudReplicaHosts, ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumKeeper, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, ReplicaHostChain, SparePool, clusterAddresses, currentAddress, fencedStore, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
+import { ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, clusterAddresses, currentAddress, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
 import type { HaPending, ReplicaDoc } from "./cluster";
 import type { ControllerConfig, LocalMachinesConfig, OperatorStorageConfig } from "./config";
-import { AGENT_BUNDLE, CLI_BUNDLE, DEFAULT_AGENT_IMAGE, cliEntry, dataFiles, isLocalController, readControllerConfig } from "./config";
+import { CLI_BUNDLE, cliEntry, dataFiles, isLocalController, readControllerConfig } from "./config";
 import { AgentHub } from "./server/agent-hub";
 import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
-import type { LoginLimiterOptions } from "./server/login-limiter";
-import { LoginLimiter } from "./server/login-limiter";
+import type { LoginLimiterOptions } from "./access/login-limiter";
+import { LoginLimiter } from "./access/login-limiter";
 import { installErrorHandling, installWriteGuard, registerHttpApi } from "./server/http-api";
 import { installIdempotency } from "./server/idempotency";
 import { registerDebugLog } from "./server/debug-log-route";
@@ -33,7 +30,7 @@ import { registerActionRoutes } from "./server/action-routes";
 import { registerModelTransferRoutes } from "./server/model-transfer-routes";
 import { registerBackupRoutes } from "./server/backup-routes";
 import { DEFAULT_BACKUP_QUOTA, KeptBackups } from "./backup";
-import { ModelLogs } from "./server/model-logs";
+import { ModelLogs } from "./state/model-logs";
 import { StatusWatchHub } from "./server/status-watch";
 import { applyServerLimits, serverOptions } from "./server/transport";
 import { installUpgradeRouting } from "./server/upgrades";
@@ -44,19 +41,17 @@ import { ConsoleSessionHub, findCli } from "./dashboard/console-sessions";
 import type { ConsoleSessionOptions } from "./dashboard/console-sessions";
 import { registerDashboard } from "./dashboard/static-routes";
 import { Sealer } from "./security/sealing";
-import { ActionOps, CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, EnrolmentOps, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest, startRequestRecordSweeper } from "./state";
+import { ActionOps, CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, EnrolmentOps, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest } from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
-import { CloudProvisioner } from "./provisioner/cloud-machines";
-import { LocalSubstrate } from "./provisioner/local-machines";
 import { localDirRule } from "./provisioner/local-dir-rule";
 import type { KubernetesProvisionerOptions } from "./provisioner/kubernetes-units";
-import { KubernetesProvisioner } from "./provisioner/kubernetes-units";
-import { KubernetesReplicaHosts } from "./cluster/kubernetes-replicas";
 import { registerEnrolRoutes } from "./server/enrol-routes";
-import { SshSubstrate } from "./provisioner/ssh-machines";
-import { MigrationLogSender, MigrationMaster, MigrationStaging, installMigrationGuards, registerMigrationSourceRoutes, registerMigrationTargetRoutes, startStagingPurge } from "./migration";
+import { SshProvisioner } from "./provisioner/ssh-machines";
+import { MigrationLogSender, MigrationStaging, installMigrationGuards, registerMigrationSourceRoutes, registerMigrationTargetRoutes } from "./migration";
+import { WorkerGroup, leaderScoped, periodic, service } from "./workers";
+import { leaderWork } from "./leader-work";
 
 export type ControllerState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED" | "FAILED";
 
@@ -136,29 +131,26 @@ export class Controller {
   /** An HA replica's id is its etcd member name (stable across restarts); otherwise one per process. */
   private readonly replicaId: string;
   private leaseId = "";
-  private keepAliveTimer?: NodeJS.Timeout;
-  private http?: FastifyInstance;
   private hub?: AgentHub;
-  private watchHub?: StatusWatchHub;
-  private liveFeeds?: LiveFeedHub;
-  private consoles?: ConsoleSessionHub;
-  private local?: LocalSubstrate;
-  private cloud?: CloudProvisioner;
-  private pods?: KubernetesProvisioner;
-  private replicaCloud?: CloudReplicaHosts;
-  private replicaPods?: KubernetesReplicaHosts;
-  private cleaner?: Cleaner;
   private cache?: StateCache;
   private ownAddresses: string[] = [];
   private election?: LeaderElection;
-  private keeper?: QuorumKeeper;
-  private stopSweeper?: () => void;
-  private migrations?: MigrationMaster;
-  private logSender?: MigrationLogSender;
-  private stopStagingPurge?: () => void;
-  private quorumMonitor?: QuorumMonitor;
   private lastStoreContact = Date.now();
   private readonly routes: { method: string; url: string }[] = [];
+  /**
+   * Everything this replica runs, in layers stopped newest first (see run()): the presence keep-alive,
+   * the HTTP server, the quorum monitor, the socket hubs, the log sender, and the leader-scoped group
+   * (the election and the leader's workers). The store, cache and etcd member are not workers: they
+   * close after it.
+   */
+  private readonly workers: WorkerGroup;
+  private shuttingDown?: Promise<void>;
+  private settle!: { resolve: () => void; reject: (err: unknown) => void };
+  /**
+   * Settles when this replica stops: resolves after stop(), rejects (after the replica has shut down)
+   * when it failed: a worker threw. main.ts then exits non-zero, so its service manager starts it again.
+   */
+  readonly done: Promise<void>;
 
   /** Every replica's API addresses, this one's first (what agents and clients are given). */
   private get addresses(): string[] { return this.cache ? clusterAddresses(this.cache, this.ownAddresses) : this.ownAddresses; }
@@ -172,6 +164,9 @@ export class Controller {
     private readonly etcd?: EtcdMember,
   ) {
     this.replicaId = config.member?.name ?? randomUUID();
+    this.workers = new WorkerGroup({ name: "controller", log });
+    this.done = new Promise<void>((resolve, reject) => { this.settle = { resolve, reject }; });
+    this.done.catch(() => undefined); // an embedding program may not listen
   }
 
   static async start(opts: ControllerOptions): Promise<Controller> {
@@ -216,6 +211,7 @@ export class Controller {
       await c.shutdown().catch(() => undefined);
       throw err;
     }
+    c.workers.failed.catch((err: unknown) => c.fail(err));
     return c;
   }
 
@@ -273,32 +269,34 @@ export class Controller {
     const credentials = new CredentialOps(this.store, sealer);
     const leadershipLeaseSeconds = this.opts.leadershipLeaseSeconds ?? this.config.leadershipLeaseSeconds ?? DEFAULT_LEADERSHIP_LEASE_SECONDS;
     await this.renewLease();
-    // One keep-alive at a time: two in flight when a lapsed lease is noticed would both renew it,
-    // and their presence writes could land in either order, leaving the key on the lease that is
-    // not kept alive (it then vanished 10 s later, and the replica never showed as up again).
-    let keepingAlive = false;
-    this.keepAliveTimer = setInterval(() => {
-      if (keepingAlive) return;
-      keepingAlive = true;
-      this.keepLeaseAlive().catch((err: unknown) => this.log.warn("replica lease keep-alive failed", { err })).finally(() => { keepingAlive = false; });
-    }, (REPLICA_LEASE_TTL_S * 1000) / 4);
-    this.keepAliveTimer.unref();
+    // Started now: what is added from here on is stopped by shutdown() even if this run fails midway.
+    this.workers.start();
+    // The first layer, so the last to stop: presence holds until shutdown() revokes the lease.
+    // One keep-alive at a time (a periodic worker's passes never overlap): two in flight when a lapsed
+    // lease is noticed would both renew it, and their presence writes could land in either order,
+    // leaving the key on the lease that is not kept alive (it then vanished 10 s later, and the
+    // replica never showed as up again).
+    this.workers.add(periodic("presence-keep-alive", (REPLICA_LEASE_TTL_S * 1000) / 4, () => this.keepLeaseAlive(),
+      { log: this.log, failure: "replica lease keep-alive failed", failureLevel: "warn" }));
 
     const { key, cert, caCert } = this.tls;
     const transport = this.opts.transport ?? {};
-    const http = (this.http = Fastify(serverOptions({ key, cert }, transport)));
+    const http = Fastify(serverOptions({ key, cert }, transport));
+    // Stopped after everything added later: requests in flight may use any of it.
+    this.workers.add(service("http-server", () => http.close()));
     applyServerLimits(http, transport);
     installErrorHandling(http, this.log);
     http.addHook("onRoute", (r) => { for (const method of [r.method].flat()) this.routes.push({ method, url: r.url }); });
-    const ssh = new SshSubstrate({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
+    const ssh = new SshProvisioner({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
     // The restarted controller must not run inside the enable-ha request that asked for it.
     const requestRestart = this.opts.requestRestart;
     const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, sealer, ...(membership ? { membership } : {}), ...(requestRestart ? { requestRestart: () => outsideRequest(requestRestart) } : {}) });
-    if (membership) {
-      this.quorumMonitor = new QuorumMonitor({ membership });
-      this.quorumMonitor.start();
+    const quorumMonitor = membership ? new QuorumMonitor({ membership }) : undefined;
+    if (quorumMonitor) {
+      quorumMonitor.start();
+      this.workers.add(service("quorum-monitor", () => quorumMonitor.stop()));
     }
-    installWriteGuard(http, () => !(this.quorumMonitor?.cutOff ?? false));
+    installWriteGuard(http, () => !(quorumMonitor?.cutOff ?? false));
     installMigrationGuards(http, cache);
     installIdempotency(http, { store: this.store, cache, log: this.log });
     const caFingerprint = new X509Certificate(caCert).fingerprint256;
@@ -320,22 +318,25 @@ export class Controller {
     registerMigrationSourceRoutes(http, { cache, store: this.store, sealer });
     const staging = new MigrationStaging({ store: this.store, importDeps: { store: this.store, leaseSeconds: leadershipLeaseSeconds, putOperator: (b) => ops.putOperator(b, { quotaBytes: this.operatorStorage.quotaBytes }), checkLocalDir } });
     registerMigrationTargetRoutes(http, { cache, staging, logs, ...(this.opts.migrationValidations ? { validations: this.opts.migrationValidations } : {}) });
-    this.logSender = new MigrationLogSender({ cache, store: this.store, sealer, logs, replicaId: this.replicaId, log: this.log });
+    const logSender = new MigrationLogSender({ cache, store: this.store, sealer, logs, replicaId: this.replicaId, log: this.log });
     registerBackupRoutes(http, { cache, store: this.store, dataDir, kept: new KeptBackups(this.store, { ...DEFAULT_BACKUP_QUOTA, ...this.config.backups }) });
     registerEnrolRoutes(http, { enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
-    this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs });
-    this.watchHub = new StatusWatchHub(cache, transport);
-    this.liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses, caFingerprint), unitFailure: (model, unit) => ops.unitFailure(model, unit) });
+    const hub = (this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs }));
+    const watchHub = new StatusWatchHub(cache, transport);
+    const liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses, caFingerprint), unitFailure: (model, unit) => ops.unitFailure(model, unit) });
     const cliMain = this.opts.cliMain ?? findCli([cliEntry(), CLI_BUNDLE]);
-    this.consoles = new ConsoleSessionHub({
+    const consoles = new ConsoleSessionHub({
       cache, log: this.log, controllerName: this.config.name, caCert, controllerAddresses: () => this.addresses, homesDir: join(dataDir, dataFiles.consoles),
       ...(cliMain ? { cliMain } : {}), ...this.opts.consoles,
     });
+    // Before the server: their sockets end first, or its close would wait for them.
+    this.workers.add(service("agent-hub", () => hub.close()), service("status-watch", () => watchHub.close()),
+      service("live-feed", () => liveFeeds.close()), service("consoles", () => consoles.close()));
     registerDashboard(http, { log: this.log });
-    installUpgradeRouting(http.server, { agents: this.hub, watches: this.watchHub, live: this.liveFeeds, consoles: this.consoles, origins: new OwnOrigins(() => this.addresses, cert), log: this.log });
+    installUpgradeRouting(http.server, { agents: hub, watches: watchHub, live: liveFeeds, consoles, origins: new OwnOrigins(() => this.addresses, cert), log: this.log });
     const port = this.opts.port ?? this.config.listen.port;
     await http.listen({ host: this.config.listen.host, port }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === "EADDRINUSE") throw new StewardError("unavailable", `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`);
+      if (err.code === "EADDRINUSE") throw new StewardError("unavailable", `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`, { reason: "port-in-use" });
       throw err;
     });
     const bound = http.server.address();
@@ -344,55 +345,22 @@ export class Controller {
     await writeFile(join(dataDir, dataFiles.apiAddress), this.ownAddresses.join("\n") + "\n");
 
     await this.publishReplica();
-    // Singleton work (cleanup, local machines) runs on the elected leader only, with fenced writes.
+    this.workers.add(logSender);
+    // Singleton work (cleanup, machines, migrations, quorum) runs on the elected leader only, with
+    // fenced writes; the last layer, so the first to stop: the campaign ends and the term's passes
+    // drain (10 s at most each layer: a local pass in flight would start agents after the shutdown's
+    // callers reaped them, but one stuck on a store without quorum must not hold the shutdown).
     const election = (this.election = new LeaderElection({
       store: this.store, replicaId: this.replicaId, addresses: () => this.ownAddresses, log: this.log,
       ttlSeconds: this.store.backend === "etcd" ? HA_LEADER_LEASE_SECONDS : SINGLE_REPLICA_LEADER_LEASE_SECONDS,
-      onElected: () => {
-        const fenced = fencedStore(this.store, () => election.fence());
-        const leaderOps = new StateOps(fenced);
-        this.local = new LocalSubstrate({
-          machinesDir: join(dataDir, dataFiles.machines),
-          agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
-          caCert, controllerAddresses: () => this.addresses, cache, ops: leaderOps, log: this.log,
-          agents: { user: this.localMachines.agentUser ?? DEFAULT_AGENT_USER, dir: this.localMachines.agentsDir ?? defaultAgentsDir(cache.controller!.uuid), dataDir, asController: this.opts.localAgentsAsRoot ?? false },
-          enabled: localPolicy.enabled,
-        });
-        const enrolments = new EnrolmentOps(fenced);
-        const leaderCredentials = new CredentialOps(fenced, sealer);
-        this.cloud = new CloudProvisioner({
-          cache, ops: leaderOps, store: fenced, enrolments, credentials: leaderCredentials, caCert, controllerAddresses: () => this.addresses, log: this.log,
-          ...(this.opts.cloudPollIntervalMs ? { pollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
-        });
-        this.pods = new KubernetesProvisioner({
-          cache, ops: leaderOps, credentials: leaderCredentials, caCert, controllerAddresses: () => this.addresses, log: this.log,
-          agentImage: this.config.kubernetes?.agentImage ?? DEFAULT_AGENT_IMAGE,
-          ...(this.config.kubernetes?.probes ? { probes: this.config.kubernetes.probes } : {}), ...this.opts.kubernetes,
-          modelLog: (model, records) => logs.append(model, records),
-        });
-        this.cleaner = new Cleaner(cache, leaderOps, new RelationOps(fenced), this.log, { graceMs: this.operatorStorage.unusedGraceSeconds * 1000 });
-        this.stopSweeper = startRequestRecordSweeper(fenced, this.log);
-        this.migrations = new MigrationMaster({ store: fenced, cache, sealer, log: this.log, machinesDir: join(dataDir, dataFiles.machines) });
-        this.stopStagingPurge = startStagingPurge(staging, this.log);
-        if (membership) {
-          this.replicaCloud = new CloudReplicaHosts({
-            cache, enrolments, credentials: leaderCredentials, sealer, dataDir, config: this.config, caCert, controllerAddresses: () => this.addresses, log: this.log,
-          });
-          this.replicaPods = new KubernetesReplicaHosts({ cache, enrolments, sealer, dataDir, config: this.config, log: this.log });
-          // Spare hosts first (set aside on purpose), then the cloud (or, on Kubernetes, the StatefulSet), if one is set.
-          const hosts = new ReplicaHostChain([new SparePool({ store: fenced, cache, dataDir, config: this.config, sealer }), this.replicaCloud, this.replicaPods]);
-          this.keeper = new QuorumKeeper({ store: fenced, membership, cache, hosts, log: this.log });
-          this.keeper.start();
-        }
-      },
-      onDeposed: () => {
-        this.migrations?.close(); this.stopStagingPurge?.();
-        this.migrations = undefined; this.stopStagingPurge = undefined;
-        this.local?.close(); this.cloud?.close(); this.pods?.close(); this.cleaner?.close(); this.keeper?.close(); this.replicaCloud?.close(); this.replicaPods?.close(); this.stopSweeper?.();
-        this.local = undefined; this.cloud = undefined; this.pods = undefined; this.cleaner = undefined; this.keeper = undefined; this.replicaCloud = undefined; this.replicaPods = undefined; this.stopSweeper = undefined;
-      },
     }));
-    election.start();
+    this.workers.add(leaderScoped(election, leaderWork({
+      dataDir, config: this.config, cache, sealer, caCert, controllerAddresses: () => this.addresses, log: this.log, logs, staging, membership,
+      local: { settings: this.localMachines, enabled: localPolicy.enabled, ...(this.opts.agentEntry ? { agentEntry: this.opts.agentEntry } : {}), agentsAsRoot: this.opts.localAgentsAsRoot ?? false },
+      ...(this.opts.cloudPollIntervalMs ? { cloudPollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
+      ...(this.opts.kubernetes ? { kubernetes: this.opts.kubernetes } : {}),
+      unusedOperatorGraceSeconds: this.operatorStorage.unusedGraceSeconds,
+    }), { log: this.log }));
     this.setState("RUNNING");
     this.log.info("controller listening", { name: this.config.name, addresses: this.addresses.join(","), store: this.store.backend });
   }
@@ -483,35 +451,31 @@ export class Controller {
     this.setState("STOPPING");
     await this.shutdown();
     this.setState("STOPPED");
+    this.settle.resolve();
   }
 
-  private async shutdown(): Promise<void> {
-    clearInterval(this.keepAliveTimer);
-    this.quorumMonitor?.stop();
-    await this.election?.stop();
-    this.local?.close();
-    this.cloud?.close();
-    this.pods?.close();
-    this.replicaCloud?.close();
-    this.replicaPods?.close();
-    this.cleaner?.close();
-    this.stopSweeper?.();
-    this.migrations?.close();
-    this.logSender?.close();
-    this.stopStagingPurge?.();
-    this.hub?.close();
-    this.watchHub?.close();
-    this.liveFeeds?.close();
-    this.consoles?.close();
-    // A local pass in flight would start agents after the shutdown's callers reaped them (bounded:
-    // a pass stuck on a store without quorum must not hold the shutdown).
-    if (this.local) await Promise.race([this.local.drained(), new Promise((r) => setTimeout(r, 10_000).unref())]);
-    await this.http?.close();
+  /** Once, however often asked (a failure and a stop may both ask). */
+  private shutdown(): Promise<void> {
+    return (this.shuttingDown ??= this.closeAll());
+  }
+
+  private async closeAll(): Promise<void> {
+    // Every worker and service, newest layer first (see run()): the leader's work, the log sender,
+    // the hubs, the HTTP server, the keep-alive. They all use the store, which closes after them.
+    await this.workers.stop();
     if (this.leaseId) await this.store.revokeLease(this.leaseId).catch(() => undefined);
     this.cache?.stop();
     await this.handOffEtcdLeadership();
     await this.store.close();
     await this.etcd?.stop();
+  }
+
+  /** A worker threw: stop serving, then say so through {@link Controller.done}. */
+  private fail(err: unknown): void {
+    if (this.state !== "RUNNING") return;
+    this.log.error("a controller worker failed; the controller stops", { err });
+    this.setState("FAILED");
+    void this.shutdown().catch(() => undefined).finally(() => this.settle.reject(err));
   }
 }
 

@@ -30,6 +30,12 @@ export { Supervisor } from "./supervisor";
 export type { SupervisorOptions } from "./supervisor";
 export { LeaderElection, QuorumKeeper, REPLICAS_PREFIX } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
+// The quorum keeper's pure decision, for its table tests.
+export { decide as decideQuorumAction, lostCandidates, observeGone } from "./cluster/quorum-decision";
+export type { KeeperAction, KeeperObservation, KeeperView, NamedMember } from "./cluster/quorum-decision";
+// The worker kit (workers/), for its tests.
+export { Reconciler, WorkerGroup, aborted, leaderScoped, periodic, service, sleep, withCleanup } from "./workers";
+export type { Leadership, ReconcilerOptions, Worker } from "./workers";
 export { OperatorCollector } from "./operator-collector";
 // What the kubernetes provisioner needs of a cluster's user (tests grant exactly this).
 /** What a model's cluster user must be allowed in its namespace (substrates/kubernetes/cluster-checks.ts). */

@@ -110,6 +110,13 @@ async function main(): Promise<void> {
         },
         onStoodDown: idle,
       });
+      // A failed replica exits non-zero: its service manager (systemd, the pod's restart policy) starts it again.
+      const started = controller;
+      started.done.catch((err: unknown) => {
+        if (controller !== started) return;
+        log.error("the controller failed; exiting", { err });
+        process.exit(1);
+      });
     } catch (err) {
       if (err instanceof StoodDownError) return idle(err.message);
       throw err;

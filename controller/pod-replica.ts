@@ -74,7 +74,7 @@ async function enrol(o: PodReplicaOptions, ordinal: number): Promise<void> {
   let said = "";
   const say = (what: string, fields: Record<string, unknown> = {}): void => { if (what !== said) { said = what; o.log.info(what, fields); } };
   for (;;) {
-    if (o.signal?.aborted) throw new StewardError("unavailable", "stopped while waiting to join the cluster");
+    if (o.signal?.aborted) throw new StewardError("cancelled", "stopped while waiting to join the cluster");
     const token = (await readFile(tokenFile, "utf8").catch(() => "")).trim();
     const caCert = await readFile(join(o.enrolDir, "ca.crt"), "utf8").catch(() => "");
     if (!token || !caCert) {

@@ -10,7 +10,7 @@
  * Nothing is left behind when it fails before the controller answers: the instance is terminated.
  */
 import type { AwsModelSettings, VsphereModelSettings } from "../api/core";
-import { ControllerClient, StewardError, waitForHealth } from "../api/core";
+import { ControllerClient, StewardError, isUnavailable, waitForHealth } from "../api/core";
 import type { Progress } from "./brokers";
 import { sshBootstrapUserData } from "./cloud-init";
 import { controllerFiles } from "./controller-files";
@@ -102,7 +102,7 @@ async function runningAddress(cloud: BootstrapInstance, id: string, progress: Pr
     const i = await cloud.state(id);
     if (i.address) return i.address;
     if (i.state !== last) { last = i.state; progress(`  ${cloud.noun} ${id}: ${i.state}`); }
-    if (Date.now() > deadline) throw new StewardError("unavailable", `${cloud.noun} ${id} did not run with an address within ${INSTANCE_TIMEOUT_MS / 60_000} min`);
+    if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `${cloud.noun} ${id} did not run with an address within ${INSTANCE_TIMEOUT_MS / 60_000} min`);
     await new Promise((r) => setTimeout(r, 2000));
   }
 }
@@ -114,7 +114,7 @@ async function connectWhenUp(host: string, privateKey: string, hostKey: string):
     try {
       return await SshSession.connect({ host, user: "root", privateKey, hostKey });
     } catch (err) {
-      if (!StewardError.isInstance(err) || err.code !== "unavailable" || Date.now() > deadline) throw err;
+      if (!StewardError.isInstance(err) || !isUnavailable(err) || Date.now() > deadline) throw err;
     }
     // A refused connection answers at once: do not dial in a tight loop.
     await new Promise((r) => setTimeout(r, 1000));

@@ -45,10 +45,13 @@ const haveEtcd = (() => { try { execFileSync("etcd", ["--version"]); return true
       async release() { calls.push("release"); },
     },
   });
-  keeper.start();
+  const leading = new AbortController();
+  const running = keeper.run(leading.signal);
   await eventually("the keeper waiting for a host", async () => calls.includes("acquire") || undefined, 10_000, 20);
-  keeper.close(); // deposed
+  leading.abort(); // deposed
   handOver();
+  // The worker ends once its pass has (it is waited for: nothing of it goes on beside the next leader's).
+  await running;
   await new Promise((r) => setTimeout(r, 1500));
   t.deepEqual(calls, ["acquire"], "nothing done with the host");
   t.is((await membership.list()).length, 1, "no member added");

@@ -1,9 +1,10 @@
 /**
  * The registry of document kinds: every key keys.ts builds is read back as the kind it is, with
- * its model and id; sequences are not mistaken for ids; keys of no kind are not classified.
+ * its model and id; sequences are not mistaken for ids; keys of no kind are not classified. The
+ * controller-wide keys (cluster, backups, request records) come from it too, in the layout stores hold.
  */
 import test from "ava";
-import { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, keys, prefixOf, queueId, scopeId } from "../controller";
+import { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, REPLICAS_PREFIX, classifyKey, keyOf, keys, prefixOf, queueId, scopeId } from "../controller";
 
 const M = "0b6f4c1e-7f0e-4d43-9d2a-3c8f9a1b2c3d";
 
@@ -20,16 +21,17 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.enrolment("h"), "enrolment", undefined, "h"],
   ["/controller/restore", "restore-epoch", undefined, ""],
   [keys.operatorQuotaSeq, "operator-quota-seq", undefined, ""],
-  ["/backups/20261125T001500Z-a1b2c3", "backup", undefined, "20261125T001500Z-a1b2c3"],
-  ["/blobs/backups/20261125T001500Z-a1b2c3/000001", "backup-chunk", undefined, "20261125T001500Z-a1b2c3/000001"],
-  ["/cluster/config", "cluster-config", undefined, ""],
-  ["/cluster/members/r1", "cluster-member", undefined, "r1"],
-  ["/cluster/spares/h1", "cluster-spare", undefined, "h1"],
-  ["/cluster/keeper", "cluster-keeper", undefined, ""],
-  ["/cluster/replica-cloud", "cluster-replica-cloud", undefined, ""],
-  ["/cluster/upgrade", "cluster-upgrade", undefined, ""],
-  ["/cluster/leader", "cluster-leader", undefined, ""],
-  ["/cluster/replicas/r2", "cluster-replica", undefined, "r2"],
+  [`${keys.backupsPrefix}20261125T001500Z-a1b2c3`, "backup", undefined, "20261125T001500Z-a1b2c3"],
+  [`${keys.backupChunksPrefix}20261125T001500Z-a1b2c3/000001`, "backup-chunk", undefined, "20261125T001500Z-a1b2c3/000001"],
+  [`${keys.requestsPrefix}r-1/response`, "request-record", undefined, "r-1/response"],
+  [keys.clusterConfig, "cluster-config", undefined, ""],
+  [keys.clusterMember("r1"), "cluster-member", undefined, "r1"],
+  [keys.clusterSpare("h1"), "cluster-spare", undefined, "h1"],
+  [keys.clusterKeeper, "cluster-keeper", undefined, ""],
+  [keys.clusterReplicaCloud, "cluster-replica-cloud", undefined, ""],
+  [keys.clusterUpgrade, "cluster-upgrade", undefined, ""],
+  [keys.clusterLeader, "cluster-leader", undefined, ""],
+  [`${REPLICAS_PREFIX}r2`, "cluster-replica", undefined, "r2"],
   [keys.model(M), "model", M, ""],
   [keys.app(M, "web"), "app", M, "web"],
   [keys.unit(M, "web/0"), "unit", M, "web/0"],
@@ -102,5 +104,15 @@ test("keys.ts builds, through the registry, exactly the layout stores already ho
     "/blobs/operators/h/", "/blobs/operator-uploads/", "/credentials/", "/enrolments/",
   ]);
   t.is(keys.ports("M", "web/0"), "/models/M/unit-ports/web/0");
+  // Controller-wide keys, spelled out here once: a registry change that moves them fails here, not in a store.
+  t.deepEqual([
+    keys.clusterLeader, REPLICAS_PREFIX, keys.clusterConfig, keys.clusterMembers, keys.clusterMember("r1"), keys.clusterSpares,
+    keys.clusterSpare("h1"), keys.clusterKeeper, keys.clusterReplicaCloud, keys.clusterUpgrade, keys.backupsPrefix, keys.backupChunksPrefix,
+    keys.requestsPrefix,
+  ], [
+    "/cluster/leader", "/cluster/replicas/", "/cluster/config", "/cluster/members/", "/cluster/members/r1", "/cluster/spares/",
+    "/cluster/spares/h1", "/cluster/keeper", "/cluster/replica-cloud", "/cluster/upgrade", "/backups/", "/blobs/backups/",
+    "/requests/",
+  ]);
   t.is(keys.taskQueue("M", "web/0", 5), "/models/M/task-queue/web/0/0000000005");
 });

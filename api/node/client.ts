@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { Agent, request } from "node:https";
 import type WebSocket from "ws";
 import type { ErrorCode } from "../errors";
-import { StewardError, errorFromWire } from "../errors";
+import { StewardError, errorFromWire, isUnavailable } from "../errors";
 import type { Bundle } from "../operator";
 import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "../actions";
 import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "../status";
@@ -186,8 +186,8 @@ export class ControllerClient {
           return out;
         } catch (err) {
           lastErr = err;
-          // Try the next replica when this one is unreachable or has lost its store majority (503).
-          if (StewardError.isInstance(err) && err.code === "unavailable") { answeredUnavailable = true; continue; }
+          // Try the next replica when this one is unreachable, has lost its store majority (503) or lags behind it (504).
+          if (StewardError.isInstance(err) && isUnavailable(err)) { answeredUnavailable = true; continue; }
           const code = (err as NodeJS.ErrnoException).code;
           if (code && UNTRUSTED_CERTIFICATE_ERRORS.has(code)) { lastErr = untrustedCertificate(address, code, err); continue; }
           if (!code || !CONNECTION_ERRORS.has(code)) throw err;
@@ -205,7 +205,7 @@ export class ControllerClient {
       await new Promise((r) => setTimeout(r, pause));
     }
     if (StewardError.isInstance(lastErr)) throw lastErr;
-    throw new StewardError("unavailable", `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr });
+    throw new StewardError("unavailable", `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr, reason: "controller-unreachable" });
   }
 
   private once<T>(address: string, method: string, path: string, body: unknown, auth: boolean, requestId?: string): Promise<T> {
@@ -434,7 +434,7 @@ export class ControllerClient {
       const onAbort = (): void => { req.destroy(); resolve(); };
       signal?.addEventListener("abort", onAbort, { once: true });
       req.on("close", () => signal?.removeEventListener("abort", onAbort));
-      req.on("error", (err) => { if (signal?.aborted) resolve(); else reject(new StewardError("unavailable", `log stream from ${host}:${port} broke: ${err.message}`, { cause: err })); });
+      req.on("error", (err) => { if (signal?.aborted) resolve(); else reject(new StewardError("unavailable", `log stream from ${host}:${port} broke: ${err.message}`, { cause: err, reason: "stream-broken" })); });
       req.end();
     });
   }
@@ -479,7 +479,7 @@ export class ControllerClient {
         if (signal.aborted) return;
         if (code === WATCH_CLOSE_CODES.tokenEnded) reject(new StewardError("unauthorized", `status stream closed: ${reason.toString()}`));
         else if (code === WATCH_CLOSE_CODES.accessEnded) reject(new StewardError("forbidden", `status stream closed: ${reason.toString()}`));
-        else reject(new StewardError("unavailable", "status stream closed by the controller"));
+        else reject(new StewardError("unavailable", "status stream closed by the controller", { reason: "stream-broken" }));
       });
     });
   }

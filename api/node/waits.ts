@@ -60,11 +60,11 @@ export async function waitForModelReady(client: ControllerClient, model: string,
     if (failed.length > 0 && !(await retriesHooks(client, model))) {
       // Nothing will retry the hook: waiting longer cannot help, so say so now.
       const first = failed[0]!.name;
-      throw notReadyError(last, o.apps, `${failed.map((u) => u.name).join(", ")} failed a hook and model "${model}" does not retry hooks (automatically-retry-hooks=false): fix the cause, then run steward resolve ${first}`, o.ready);
+      throw notReadyError(last, o.apps, `${failed.map((u) => u.name).join(", ")} failed a hook and model "${model}" does not retry hooks (automatically-retry-hooks=false): fix the cause, then run steward resolve ${first}`, o.ready, { code: "unavailable", reason: "units-failed" });
     }
     await new Promise((r) => setTimeout(r, o.intervalMs ?? 300));
   }
-  throw notReadyError(last, o.apps, `timed out after ${Math.round(o.timeoutMs / 1000)} s waiting for units to be ${o.ready ? "ready" : "active/idle"}`, o.ready);
+  throw notReadyError(last, o.apps, `timed out after ${Math.round(o.timeoutMs / 1000)} s waiting for units to be ${o.ready ? "ready" : "active/idle"}`, o.ready, { code: "deadline-exceeded" });
 }
 
 /** Whether the model's agents retry failed hooks by themselves (its `automatically-retry-hooks`). */
@@ -80,11 +80,18 @@ function appliedIn(status: ModelStatus): (u: UnitStatusView) => boolean {
 }
 
 /** The units of `apps` that are not active/idle in `status` (or have not applied a change), as a table with their messages. */
-export function notReadyError(status: ModelStatus | undefined, apps: string[] | undefined, why: string, ready = unitIsReady): StewardError {
+export function notReadyError(
+  status: ModelStatus | undefined, apps: string[] | undefined, why: string, ready = unitIsReady,
+  cause: { code: "deadline-exceeded" } | { code: "unavailable"; reason?: "units-failed" } = { code: "unavailable" },
+): StewardError {
   const applied = status ? appliedIn(status) : () => true;
   const notReady = status ? unitsOf(status, apps).filter((u) => !ready(u) || !applied(u)) : [];
   const rows = notReady.map((u) => [u.name, u.workload.current, u.agent.current, applied(u) ? u.workload.message || u.agent.message : `has not applied the change yet (${u.workload.message || u.agent.message})`]);
-  return new StewardError("unavailable", `${why}; not ready:\n${table(["Unit", "Workload", "Agent", "Message"], rows)}`, { details: { notReady: notReady.map((u) => u.name) } });
+  const message = `${why}; not ready:\n${table(["Unit", "Workload", "Agent", "Message"], rows)}`;
+  const details = { notReady: notReady.map((u) => u.name) };
+  return cause.code === "deadline-exceeded"
+    ? new StewardError("deadline-exceeded", message, { details })
+    : new StewardError("unavailable", message, { details, ...(cause.reason ? { reason: cause.reason } : {}) });
 }
 
 export function unitsOf(s: ModelStatus, apps?: string[]): UnitStatusView[] {
@@ -107,7 +114,7 @@ export async function waitForVoters(client: ControllerClient, voters: number, ti
     }
     await new Promise((r) => setTimeout(r, 500));
   }
-  throw new StewardError("unavailable", `the controller did not reach ${voters} healthy voters within ${Math.round(timeoutMs / 1000)} s; last: ${last || "no answer"}. See steward show-controller`);
+  throw new StewardError("deadline-exceeded", `the controller did not reach ${voters} healthy voters within ${Math.round(timeoutMs / 1000)} s; last: ${last || "no answer"}. See steward show-controller`);
 }
 
 /** Resolves once the controller answers its health check; `hint` ends the timeout message. */
@@ -115,7 +122,7 @@ export async function waitForHealth(client: ControllerClient, timeoutMs: number,
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await client.call("GET", "/v1/health").then(() => true, () => false)) return;
-    if (Date.now() > deadline) throw new StewardError("unavailable", `the controller did not answer within ${Math.round(timeoutMs / 1000)} s: ${hint}`);
+    if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `the controller did not answer within ${Math.round(timeoutMs / 1000)} s: ${hint}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

@@ -62,7 +62,7 @@ export default class DestroyModelCommand extends ControllerCommand {
       }
       await new Promise((r) => setTimeout(r, 300));
     }
-    throw new StewardError("unavailable", `model "${this.name}" is still being destroyed after ${Math.round(this.timeout / 1000)} s (${last.trim()}); check steward status -m ${this.name}, or use --force if its agents${onPods ? " or its cluster" : ""} cannot be reached`);
+    throw new StewardError("deadline-exceeded", `model "${this.name}" is still being destroyed after ${Math.round(this.timeout / 1000)} s (${last.trim()}); check steward status -m ${this.name}, or use --force if its agents${onPods ? " or its cluster" : ""} cannot be reached`);
   }
 }
 

@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
 import type { EntityKind, ModelStatus, UnitStatusView } from "../../api/core";
-import { QUERY_DEFAULTS, StatusQuery, StewardError, applicationScope, modelScope, table, unitScope } from "../../api/core";
+import { QUERY_DEFAULTS, StatusQuery, StewardError, applicationScope, isUnavailable, modelScope, table, unitScope } from "../../api/core";
 import { ModelCommand } from "../base-command";
 import { checkUnitName, DURATION_HELP, isDuration } from "../validators";
 
@@ -60,7 +60,7 @@ export default class WaitForCommand extends ModelCommand {
           }, abort.signal);
         } catch (err) {
           // A replica going away breaks the stream: follow the next one; what is wrong with the query or the model, say.
-          if (!StewardError.isInstance(err) || err.code !== "unavailable") { failure = err; break; }
+          if (!StewardError.isInstance(err) || !isUnavailable(err)) { failure = err; break; }
           this.progress(`the status stream broke (${err.message}); following it again`);
           await new Promise((r) => setTimeout(r, 1000));
         }

@@ -3,7 +3,7 @@
  * command's options (from clipanion's own definitions, so a new option completes without more
  * code), and the names a command takes: models, controllers, applications and units.
  */
-import { COMMAND_NAMES, buildCli } from "../cli";
+import { COMMAND_NAMES, buildCli } from "../command-names";
 
 export interface CompletionSources {
   models(): Promise<string[]>;

@@ -15,7 +15,7 @@ import * as readline from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { sanitizeForTerminal } from "../../api/core";
 import { loadClientConfig, stewardHome } from "../client-config";
-import { COMMAND_NAMES } from "../cli";
+import { COMMAND_NAMES } from "../command-names";
 import { completeWords } from "./completion";
 import { restrictedRefusal } from "./restricted";
 import { ControllerSources } from "./sources";

@@ -8,7 +8,7 @@
  * Set by the controller with `STEWARD_CONSOLE_RESTRICTED=1`; the console checks each line and every
  * command process checks its own arguments again (cli.ts), so nothing else reaches a command.
  */
-import type { COMMAND_NAMES } from "../cli";
+import type { COMMAND_NAMES } from "../command-names";
 
 type CommandName = (typeof COMMAND_NAMES)[number];
 

@@ -35,7 +35,7 @@ export async function waitForReplica(o: GateOptions): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 500));
   }
-  throw new StewardError("unavailable", `replica ${o.step.name} did not come back healthy at ${o.version} within ${Math.round(o.timeoutMs / 1000)} s: ${why}`);
+  throw new StewardError("deadline-exceeded", `replica ${o.step.name} did not come back healthy at ${o.version} within ${Math.round(o.timeoutMs / 1000)} s: ${why}`);
 }
 
 /** What keeps the replica from passing, or undefined when it passes. */

@@ -74,7 +74,7 @@ export async function openKubernetesRollout(o: KubernetesRolloutOptions): Promis
   const where = `StatefulSet ${namespace}/${name}`;
   const cluster = `the cluster of kubeconfig context "${o.connection.context}" (${o.connection.server})`;
   try {
-    const sts = await api.find(R.statefulSets, name, { namespace }).catch((err: Error) => { throw new StewardError("unavailable", `cannot read ${where} in ${cluster}: ${err.message}`); });
+    const sts = await api.find(R.statefulSets, name, { namespace }).catch((err: Error) => { throw new StewardError("unavailable", `cannot read ${where} in ${cluster}: ${err.message}`, { cause: err, reason: "kubernetes-unreachable" }); });
     if (!sts) throw new StewardError("not-found", `${where} is not in ${cluster}: give the kubeconfig and context of the cluster the controller was bootstrapped on (--kubeconfig, --kube-context)`);
     const index = containerIndex(sts);
     if (index < 0) throw new StewardError("invalid-request", `${where} has no container "${CONTAINER}": it is not a Steward controller's StatefulSet`);
@@ -144,9 +144,9 @@ function upgrader(r: Rollout): ReplicaUpgrader {
       const addresses = await reach(step);
       const own = addresses.length ? new ControllerClient({ addresses, caCert: r.caCert, timeoutMs: 5000, retryUnavailableMs: 0 }) : undefined;
       // Any answer will do (a 503 too): only a connection that never got one is refused.
-      const answered = await own?.call("GET", "/v1/health").then(() => true, (err: unknown) => !(StewardError.isInstance(err) && err.code === "unavailable" && err.cause !== undefined && !StewardError.isInstance(err.cause)));
+      const answered = await own?.call("GET", "/v1/health").then(() => true, (err: unknown) => !(StewardError.isInstance(err) && err.reason === "controller-unreachable"));
       own?.close();
-      if (!answered) throw new StewardError("unavailable", `this client cannot reach pod ${podName(step)} ${addresses.length ? `at ${addresses.join(", ")}` : "(it has no IP)"}: the upgrade asks each replica itself, at its pod's IP. Run it where pod IPs are routable (a node, a pod, a VPN into the pod network)`);
+      if (!answered) throw new StewardError("unavailable", `this client cannot reach pod ${podName(step)} ${addresses.length ? `at ${addresses.join(", ")}` : "(it has no IP)"}: the upgrade asks each replica itself, at its pod's IP. Run it where pod IPs are routable (a node, a pod, a VPN into the pod network)`, { reason: "host-unreachable" });
     }
     const sts = await r.api.get(R.statefulSets, r.name, { namespace: r.namespace });
     const index = containerIndex(sts);
@@ -161,7 +161,7 @@ function upgrader(r: Rollout): ReplicaUpgrader {
       { op: "test", path: `/spec/template/spec/containers/${index}/name`, value: CONTAINER },
       { op: "add", path: "/spec/updateStrategy", value: { type: "RollingUpdate", rollingUpdate: { partition } } },
       { op: "replace", path: `/spec/template/spec/containers/${index}/image`, value: r.targetImage },
-    ], { namespace: r.namespace, type: "json" }).catch((err: Error) => { throw new StewardError("unavailable", `cannot set the new image on ${r.where}: ${err.message}`); });
+    ], { namespace: r.namespace, type: "json" }).catch((err: Error) => { throw new StewardError("unavailable", `cannot set the new image on ${r.where}: ${err.message}`, { cause: err, reason: "kubernetes-unreachable" }); });
     progress(`${r.where}: image ${image} -> ${r.targetImage}, partition ${partition} (no pod is replaced until the partition comes down to it)`);
   };
 
@@ -182,7 +182,7 @@ function upgrader(r: Rollout): ReplicaUpgrader {
       } else {
         say(pod ? `pod ${name} is being replaced` : `pod ${name} is gone, waiting for the StatefulSet to make it again`);
       }
-      if (Date.now() > deadline) throw new StewardError("unavailable", `pod ${r.namespace}/${name} was not ${made ? "Ready" : "made again"} within ${Math.round(r.timeoutMs / 1000)} s${made ? `: ${containerState(pod!)}` : ""}`);
+      if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `pod ${r.namespace}/${name} was not ${made ? "Ready" : "made again"} within ${Math.round(r.timeoutMs / 1000)} s${made ? `: ${containerState(pod!)}` : ""}`);
       await new Promise((res) => setTimeout(res, 500));
     }
   };
@@ -218,7 +218,7 @@ function upgrader(r: Rollout): ReplicaUpgrader {
 
 async function setPartition(r: Rollout, partition: number): Promise<void> {
   await r.api.patch(r.kube.KUBE_RESOURCES.statefulSets, r.name, { spec: { updateStrategy: { type: "RollingUpdate", rollingUpdate: { partition } } } }, { namespace: r.namespace })
-    .catch((err: Error) => { throw new StewardError("unavailable", `cannot set the partition of ${r.where} to ${partition}: ${err.message}`); });
+    .catch((err: Error) => { throw new StewardError("unavailable", `cannot set the partition of ${r.where} to ${partition}: ${err.message}`, { cause: err, reason: "kubernetes-unreachable" }); });
 }
 
 /** Why a pod's controller container is not ready, as kubectl shows it. */

@@ -40,7 +40,7 @@ export function planUpgrade(info: ControllerInfo, to: string, now = Date.now()):
   const c = info.cluster;
   const replicas = replicasOf(info);
   const unknown = replicas.filter((r) => !parseVersion(r.version));
-  if (unknown.length > 0) throw new StewardError("unavailable", `replica ${unknown.map((r) => r.name).join(", ")} does not report its version (it is down, or older than in-place upgrades): every replica must be up and healthy first (steward show-controller)`);
+  if (unknown.length > 0) throw new StewardError("unavailable", `replica ${unknown.map((r) => r.name).join(", ")} does not report its version (it is down, or older than in-place upgrades): every replica must be up and healthy first (steward show-controller)`, { reason: "replica-version-unknown" });
   for (const r of replicas) {
     if (compareVersions(r.version, to) > 0) throw new StewardError("invalid-request", `this client is older (${to}) than replica ${r.name} (${r.version}): upgrade with a steward of the version you want, not an older one`);
     if (!samePatchLine(r.version, to)) throw new StewardError("invalid-request", `the controller runs ${r.version} and this client ${to}: ${MIGRATION_HINT}`);
@@ -66,15 +66,15 @@ export function planUpgrade(info: ControllerInfo, to: string, now = Date.now()):
 /** Every voter up, a majority, no learner catching up, the quorum keeper idle: else nothing starts. */
 export function requireHealthy(info: ControllerInfo): void {
   const c = info.cluster;
-  if (c.degraded || !c.quorum) throw new StewardError("unavailable", `the controller has no quorum${c.degraded ? ` (${c.degraded})` : ""}: bring its replicas back before upgrading`);
+  if (c.degraded || !c.quorum) throw new StewardError("unavailable", `the controller has no quorum${c.degraded ? ` (${c.degraded})` : ""}: bring its replicas back before upgrading`, { reason: "cluster-not-ready" });
   const voters = c.members.filter((m) => m.hasVote);
   const down = voters.filter((m) => !m.present);
-  if (down.length > 0) throw new StewardError("unavailable", `replica ${down.map((m) => `${m.name}${m.host ? ` on ${m.host}` : ""}`).join(", ")} is down: an upgrade restarts replicas one at a time and needs every other one up; bring it back (or let the quorum keeper replace it) first`);
+  if (down.length > 0) throw new StewardError("unavailable", `replica ${down.map((m) => `${m.name}${m.host ? ` on ${m.host}` : ""}`).join(", ")} is down: an upgrade restarts replicas one at a time and needs every other one up; bring it back (or let the quorum keeper replace it) first`, { reason: "cluster-not-ready" });
   const learners = c.members.filter((m) => m.learner);
-  if (learners.length > 0) throw new StewardError("unavailable", `replica ${learners.map((m) => m.name).join(", ")} is still joining (a learner): wait until it has a vote (steward show-controller)`);
-  if (voters.length < c.wantsVote) throw new StewardError("unavailable", `the controller has ${voters.length} of ${c.wantsVote} wanted voters: wait until the quorum keeper has grown it back (steward show-controller)`);
-  if (c.keeper.state === "acting") throw new StewardError("unavailable", `the quorum keeper is changing the cluster (${c.keeper.message}): wait until it is idle`);
-  if (voters.filter((m) => m.leader).length !== 1) throw new StewardError("unavailable", "the controller has no leader right now: wait a few seconds and run again");
+  if (learners.length > 0) throw new StewardError("unavailable", `replica ${learners.map((m) => m.name).join(", ")} is still joining (a learner): wait until it has a vote (steward show-controller)`, { reason: "cluster-not-ready" });
+  if (voters.length < c.wantsVote) throw new StewardError("unavailable", `the controller has ${voters.length} of ${c.wantsVote} wanted voters: wait until the quorum keeper has grown it back (steward show-controller)`, { reason: "cluster-not-ready" });
+  if (c.keeper.state === "acting") throw new StewardError("unavailable", `the quorum keeper is changing the cluster (${c.keeper.message}): wait until it is idle`, { reason: "cluster-not-ready" });
+  if (voters.filter((m) => m.leader).length !== 1) throw new StewardError("unavailable", "the controller has no leader right now: wait a few seconds and run again", { reason: "cluster-not-ready" });
 }
 
 function replicasOf(info: ControllerInfo): ReplicaStep[] {

@@ -77,7 +77,7 @@ export function localUpgrader(subs: typeof Substrates, dataDir: string, caCert: 
     async switchOver(_step, progress) {
       await subs.switchLocalRelease(dataDir, to);
       progress(`    switched to ${to}; restarting`);
-      await subs.restartLocalController(dataDir, caCert, timeoutMs).catch((err: Error) => { throw new StewardError("unavailable", `the controller did not start on ${to}: ${err.message}`); });
+      await subs.restartLocalController(dataDir, caCert, timeoutMs).catch((err: Error) => { throw new StewardError("unavailable", `the controller did not start on ${to}: ${err.message}`, { cause: err, reason: "controller-did-not-start" }); });
     },
     async rollBack(_step, progress) {
       await subs.switchLocalRelease(dataDir, from);

@@ -95,7 +95,7 @@ async function upgradeEach(o: RunUpgradeOptions, record: ControllerUpgrade, mark
       mark(step, rolledBack === undefined ? "rolled-back" : "failed", rolledBack === undefined ? step.version : "unknown", why);
       await finish(record, "failed", `stopped at replica ${step.name}: ${why}; ${after}`, save);
       const upgraded = record.replicas.filter((r) => r.state === "upgraded").map((r) => r.name);
-      throw new StewardError("unavailable", `the upgrade stopped at replica ${step.name}: ${why}. ${after[0]!.toUpperCase()}${after.slice(1)}. ${upgraded.length > 0 ? `Already at ${plan.to}: ${upgraded.join(", ")}; they` : "The other replicas"} run on. Fix the cause and run steward upgrade-controller again: it resumes with ${step.name}`);
+      throw new StewardError("unavailable", `the upgrade stopped at replica ${step.name}: ${why}. ${after[0]!.toUpperCase()}${after.slice(1)}. ${upgraded.length > 0 ? `Already at ${plan.to}: ${upgraded.join(", ")}; they` : "The other replicas"} run on. Fix the cause and run steward upgrade-controller again: it resumes with ${step.name}`, { reason: "upgrade-stopped" });
     }
     mark(step, "upgraded", plan.to);
     await save();
@@ -121,7 +121,7 @@ async function stageAll(o: RunUpgradeOptions, record: ControllerUpgrade, mark: M
     } catch (err) {
       const why = (err as Error).message;
       await finish(record, "failed", `preparing the new release failed (${why}); no replica was switched`, save);
-      throw new StewardError("unavailable", `the upgrade stopped before changing any replica: ${why}. Fix that and run steward upgrade-controller again`);
+      throw new StewardError("unavailable", `the upgrade stopped before changing any replica: ${why}. Fix that and run steward upgrade-controller again`, { reason: "upgrade-stopped" });
     }
     return;
   }
@@ -132,7 +132,7 @@ async function stageAll(o: RunUpgradeOptions, record: ControllerUpgrade, mark: M
   const why = failed.map(([step, r]) => `${step.name}${step.host ? ` on ${step.host}` : ""}: ${((r as PromiseRejectedResult).reason as Error).message}`).join("; ");
   for (const [step, r] of failed) mark(step, "failed", step.version, `staging failed: ${((r as PromiseRejectedResult).reason as Error).message}`);
   await finish(record, "failed", `staging the new release failed (${why}); no replica was switched`, save);
-  throw new StewardError("unavailable", `the upgrade stopped before changing any replica: staging the new release failed on ${why}. Fix that and run steward upgrade-controller again`);
+  throw new StewardError("unavailable", `the upgrade stopped before changing any replica: staging the new release failed on ${why}. Fix that and run steward upgrade-controller again`, { reason: "upgrade-stopped" });
 }
 
 const seconds = (since: number): string => ((Date.now() - since) / 1000).toFixed(1);
@@ -151,7 +151,7 @@ async function saveRecord(client: ControllerClient, record: ControllerUpgrade): 
       // Another run's live record: this run must not go on (two replicas would restart at once), and
       // says so at once. Nor is any other refusal the controller marks final worth waiting out.
       if (StewardError.isInstance(err) && (err.reason === "upgrade-in-progress" || !err.retryable)) throw err;
-      if (Date.now() > deadline) throw new StewardError("unavailable", `cannot record the upgrade's progress in the controller: ${(err as Error).message}`);
+      if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `cannot record the upgrade's progress in the controller: ${(err as Error).message}`);
       await new Promise((r) => setTimeout(r, 500));
     }
   }

@@ -9,10 +9,11 @@
 import type { BackupRecord } from "../../api";
 import { randomBytes } from "node:crypto";
 import { StewardError, notFound } from "../../api";
+import { keys } from "../state";
 import type { Store } from "../store";
 
-export const BACKUP_RECORDS = "/backups/";
-export const BACKUP_CHUNKS = "/blobs/backups/";
+export const BACKUP_RECORDS = keys.backupsPrefix;
+export const BACKUP_CHUNKS = keys.backupChunksPrefix;
 /** Raw bytes per stored chunk (base64 in the store: 683 KiB, under etcd's 1.5 MiB request limit). */
 export const BACKUP_CHUNK_BYTES = 512 * 1024;
 

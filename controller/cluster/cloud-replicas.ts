@@ -14,7 +14,7 @@ import type { ControllerConfig } from "../config";
 import type { Sealer } from "../security/sealing";
 import type { CredentialOps, EnrolmentOps, StateCache } from "../state";
 import { replicaDataPurpose } from "../state";
-import type { ReplicaCloudDoc } from "./cluster-docs";
+import type { ReplicaCloudDoc } from "../state";
 import { replicaDataFiles } from "./replica-data";
 
 /** One cloud's instances for replicas, seen the same way whatever the cloud. */

@@ -17,8 +17,8 @@ import { clientUrl, etcdGet, peerUrl } from "./etcd-member";
 import type { Store } from "../store";
 import { unchanged } from "../store";
 import type { Sealer } from "../security/sealing";
-import type { HaConfig, ReplicaCloudDoc, SpareDoc, SpareKey } from "./cluster-docs";
-import { DEFAULT_HA_CONFIG, clusterKeys, sparePurpose } from "./cluster-docs";
+import type { HaConfig, ReplicaCloudDoc, SpareDoc, SpareKey } from "../state";
+import { DEFAULT_HA_CONFIG, clusterKeys, sparePurpose } from "../state";
 import type { HaPending } from "./move-to-etcd";
 
 export interface ClusterControlDeps {

@@ -17,29 +17,8 @@ import { isIP } from "node:net";
 import { join } from "node:path";
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
+import type { MemberConfig } from "../config";
 import { ETCD_ELECTION_TIMEOUT_MS, ETCD_HEARTBEAT_MS } from "./timing";
-
-/** What a replica's configuration says about its etcd member. */
-export interface MemberConfig {
-  /** The member's etcd name, also the replica's id: unique per incarnation (`<host>-<4 hex>`). */
-  name: string;
-  /** The host's address other members and the controller's peers dial. */
-  host: string;
-  /** @default 2379 */
-  clientPort?: number;
-  /** @default 2380 */
-  peerPort?: number;
-  /** `name=https://host:port,...` as etcd wants it: used only when the data directory is empty. */
-  initialCluster: string;
-  initialState: "new" | "existing";
-  /** Shared by the members of one cluster (the controller's uuid or name). */
-  clusterToken: string;
-  /** The etcd binary. @default `etcd` on the PATH */
-  binary?: string;
-  /** etcd raft timing in ms; all members must agree. @default 100 and 1000 (etcd's defaults) */
-  heartbeatMs?: number;
-  electionMs?: number;
-}
 
 export const DEFAULT_CLIENT_PORT = 2379;
 export const DEFAULT_PEER_PORT = 2380;
@@ -172,7 +151,7 @@ export class EtcdMember {
       await new Promise((r) => setTimeout(r, 200));
       if (await this.healthy()) return;
     }
-    throw new StewardError("unavailable", `the local etcd member did not become healthy within ${Math.round(timeoutMs / 1000)} s; see ${join(this.o.dataDir, "etcd.log")}`);
+    throw new StewardError("deadline-exceeded", `the local etcd member did not become healthy within ${Math.round(timeoutMs / 1000)} s; see ${join(this.o.dataDir, "etcd.log")}`);
   }
 
   /** One probe of /health (true only when the member sees a leader). */

@@ -13,7 +13,7 @@ export function fencedStore(store: Store, fence: () => Compare[]): Store {
       // Tell a lost fence apart from an ordinary failed compare, so callers do not retry in vain.
       for (const g of guard) {
         const kv = await store.get(g.key);
-        if ((kv?.createRevision ?? 0) !== g.value) throw new StewardError("unavailable", "this replica is no longer the controller leader", { retryable: false });
+        if ((kv?.createRevision ?? 0) !== g.value) throw new StewardError("unavailable", "this replica is no longer the controller leader", { reason: "not-leader" });
       }
     }
     return res;

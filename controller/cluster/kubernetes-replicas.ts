@@ -23,7 +23,7 @@ import type { ControllerConfig } from "../config";
 import type { Sealer } from "../security/sealing";
 import type { EnrolmentOps, StateCache } from "../state";
 import { replicaDataPurpose } from "../state";
-import type { ReplicaCloudDoc } from "./cluster-docs";
+import type { ReplicaCloudDoc } from "../state";
 import { replicaDataFiles } from "./replica-data";
 
 type KubeDoc = Extract<ReplicaCloudDoc, { substrate: "kubernetes" }>;

@@ -10,10 +10,13 @@
  * so takeover happens within one attempt of etcd electing a leader again.
  */
 import type { Logger } from "../../api";
+import { keys } from "../state";
 import type { Compare, Store, Watcher } from "../store";
 import { absent } from "../store";
+import type { Leadership } from "../workers";
+import { fencedStore } from "./fenced-store";
 
-export const LEADER_KEY = "/cluster/leader";
+export const LEADER_KEY = keys.clusterLeader;
 
 /** How long one campaign step (lease grant, then the claim) may wait for the store. */
 const CAMPAIGN_ATTEMPT_MS = 600;
@@ -31,12 +34,14 @@ export interface LeaderElectionOptions {
    * election timeout) after etcd has a leader again: see timing.ts.
    */
   ttlSeconds: number;
-  onElected(): void;
-  onDeposed(): void;
+  /** Also told to every {@link LeaderElection.watch} listener. */
+  onElected?(): void;
+  onDeposed?(): void;
 }
 
-export class LeaderElection {
+export class LeaderElection implements Leadership {
   private leading = false;
+  private readonly listeners = new Set<(leading: boolean) => void>();
   private createRevision = 0;
   private leaseId = "";
   private lastRenewal = 0;
@@ -60,6 +65,22 @@ export class LeaderElection {
     this.retryTimer = setInterval(() => this.campaign(), this.ttl * 1000);
     this.retryTimer.unref();
     this.campaign();
+  }
+
+  /** Calls `listener` on each election and deposition (synchronously, before a deposed leader's lease is revoked). */
+  watch(listener: (leading: boolean) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The store with every write fenced on this election (see fenced-store.ts). */
+  fenced(): Store {
+    return fencedStore(this.o.store, () => this.fence());
+  }
+
+  private tell(leading: boolean): void {
+    if (leading) this.o.onElected?.(); else this.o.onDeposed?.();
+    for (const l of [...this.listeners]) l(leading);
   }
 
   /** Compares every leader-only write must carry: our campaign key is still ours. */
@@ -108,7 +129,7 @@ export class LeaderElection {
     this.o.log.info("this replica is now the controller leader", { replica: this.o.replicaId });
     this.renewTimer = setInterval(() => { this.renew().catch(() => undefined); }, this.renewMs);
     this.renewTimer.unref();
-    this.o.onElected();
+    this.tell(true);
   }
 
   private async renew(): Promise<void> {
@@ -128,7 +149,7 @@ export class LeaderElection {
     this.leading = false;
     clearInterval(this.renewTimer);
     this.o.log.warn("this replica is no longer the controller leader", { why });
-    this.o.onDeposed();
+    this.tell(false);
     this.campaign();
   }
 
@@ -140,7 +161,7 @@ export class LeaderElection {
     if (this.leading) {
       this.leading = false;
       clearInterval(this.renewTimer);
-      this.o.onDeposed();
+      this.tell(false);
       await this.o.store.revokeLease(this.leaseId).catch(() => undefined);
     }
   }

@@ -12,13 +12,12 @@
 import { rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../api";
-import type { ControllerConfig } from "../config";
+import type { ControllerConfig, MemberConfig } from "../config";
 import { advertisedHost, dataFiles } from "../config";
 import { EmbeddedStore, openStore } from "../store";
 import type { Op } from "../store";
-import type { HaConfig, MemberDoc, SpareDoc } from "./cluster-docs";
-import { DEFAULT_HA_CONFIG, clusterKeys } from "./cluster-docs";
-import type { MemberConfig } from "./etcd-member";
+import type { HaConfig, MemberDoc, SpareDoc } from "../state";
+import { DEFAULT_HA_CONFIG, clusterKeys } from "../state";
 import { EtcdMember, peerUrl, replicaName } from "./etcd-member";
 
 /** What enable-ha asked for, kept in the data directory until the move is done. */

@@ -10,16 +10,28 @@
  *    {@link ReplicaHostBroker} (the spare pool; a cloud) and add it as a learner (rule 1 promotes it).
  *
  * Nothing happens without quorum (the leader could not write anyway). Every decision is recorded
- * in `/cluster/keeper` for `steward show-controller`.
+ * in `/cluster/keeper` for `steward show-controller`. The decision itself is pure (quorum-decision.ts);
+ * this file looks, then acts on it: a worker of the leader's (a {@link Reconciler} on a timer).
  */
 import type { Logger } from "../../api";
 import type { ReplicaHost, ReplicaHostBroker } from "../../substrates";
 import type { StateCache } from "../state";
 import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
 import type { Store } from "../store";
-import type { HaConfig, KeeperDoc, MemberDoc } from "./cluster-docs";
-import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys } from "./cluster-docs";
+import type { HaConfig, KeeperDoc, MemberDoc } from "../state";
+import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys } from "../state";
+import { Reconciler, sleep } from "../workers";
 import { peerUrl, replicaName } from "./etcd-member";
+import type { KeeperObservation } from "./quorum-decision";
+import { decide, lostCandidates, observeGone } from "./quorum-decision";
+
+/**
+ * Before each change outside the store (etcd membership, a host: a StatefulSet scaled, an instance
+ * launched): the store's writes are fenced, these are not, and a pass a deposed leader began would
+ * otherwise go on beside the next leader's (seen under load: a fourth replica). The signal aborts in
+ * the election's deposition callback; a call already made is not undone, hence a look before each.
+ */
+const stillLeading = (signal: AbortSignal): void => signal.throwIfAborted();
 
 /** How often a member add refused as "unhealthy cluster" is tried, a second apart (etcd's window is 5 s). */
 const ADD_MEMBER_ATTEMPTS = 15;
@@ -39,39 +51,14 @@ export interface QuorumKeeperOptions {
   learnerTimeoutMs?: number;
 }
 
-export class QuorumKeeper {
-  private timer?: NodeJS.Timeout;
-  private running = false;
-  private closed = false;
+export class QuorumKeeper extends Reconciler {
+  readonly name = "quorum-keeper";
   /** When this leader first saw each voter gone (a new leader starts counting afresh: conservative). */
-  private readonly goneSince = new Map<string, number>();
+  private goneSince = new Map<string, number>();
   private readonly learnerSince = new Map<string, number>();
 
-  constructor(private readonly o: QuorumKeeperOptions) {}
-
-  start(): void {
-    this.timer = setInterval(() => this.kick(), this.o.intervalMs ?? 2000);
-    this.timer.unref();
-    this.kick();
-  }
-
-  close(): void { this.closed = true; clearInterval(this.timer); }
-
-  /**
-   * Before each change outside the store (etcd membership, a host: a StatefulSet scaled, an
-   * instance launched): the store's writes are fenced, these are not, and a pass a deposed leader
-   * began would otherwise go on beside the next leader's (seen under load: a fourth replica).
-   */
-  private stillLeading(): void {
-    if (this.closed) throw new Error("this replica is no longer the controller leader; the next one carries on");
-  }
-
-  kick(): void {
-    if (this.running || this.closed) return;
-    this.running = true;
-    this.pass()
-      .catch((err: unknown) => this.o.log.warn("quorum keeper pass failed; will retry", { err: (err as Error).message }))
-      .finally(() => { this.running = false; });
+  constructor(private readonly o: QuorumKeeperOptions) {
+    super({ log: o.log, pollMs: o.intervalMs ?? 2000, failure: "quorum keeper pass failed; will retry", failureLevel: "warn" });
   }
 
   private get config(): HaConfig { return { ...DEFAULT_HA_CONFIG, ...this.o.cache.haConfig }; }
@@ -83,51 +70,25 @@ export class QuorumKeeper {
     return `unstarted-${m.id}`;
   }
 
-  private async pass(): Promise<void> {
-    const cfg = this.config;
-    const members = await this.o.membership.list();
-    const voters = members.filter((m) => !m.learner);
-    const learners = members.filter((m) => m.learner);
+  /** Looks (etcd, presence, the brokers), decides (quorum-decision.ts), acts. */
+  protected async reconcile(signal: AbortSignal): Promise<void> {
+    const members = (await this.o.membership.list()).map((member) => ({ member, name: this.nameOf(member) }));
     const present = new Set(this.o.cache.replicas.keys());
     const now = Date.now();
-    for (const v of voters) {
-      const name = this.nameOf(v);
-      if (present.has(name)) this.goneSince.delete(name);
-      else if (!this.goneSince.has(name)) this.goneSince.set(name, now);
-    }
-    const healthy = voters.filter((v) => present.has(this.nameOf(v)));
-    const quorum = Math.floor(voters.length / 2) + 1;
-    if (healthy.length < quorum) return this.report("blocked", `no quorum: ${healthy.length} of ${voters.length} voters present; nothing is changed until a majority is back`);
-
-    if (learners.length > 0) return this.promote(learners[0]!);
-
-    const gone = voters.filter((v) => this.goneSince.has(this.nameOf(v)));
-    const overdue: EtcdMemberInfo[] = [];
+    this.goneSince = observeGone(this.goneSince, members, present, now);
+    const seen: KeeperObservation = {
+      members, present, config: this.config, now, goneSince: this.goneSince,
+      replacements: this.o.cache.keeper?.replacements ?? [], noHost: this.o.hosts.unavailable(),
+    };
     const lost = new Set<string>();
-    for (const v of gone) {
-      if (now - this.goneSince.get(this.nameOf(v))! >= cfg.replaceAfterSeconds * 1000) overdue.push(v);
-      else if (await this.knownLost(v)) { overdue.push(v); lost.add(v.id); }
+    for (const m of lostCandidates(seen)) if (await this.knownLost(m.member)) lost.add(m.member.id);
+    const action = decide({ ...seen, lost });
+    switch (action.kind) {
+      case "report": return this.report(action.state, action.message);
+      case "promote": return this.promote(action.learner.member, signal);
+      case "remove": return this.removeDead(action.dead.member, action.dead.name, action.goneForSeconds, action.recent, action.lost, signal);
+      case "grow": return this.grow(signal);
     }
-    const noHost = this.o.hosts.unavailable();
-    if (overdue.length > 0) {
-      const dead = overdue[0]!;
-      const name = this.nameOf(dead);
-      const goneFor = Math.round((now - this.goneSince.get(name)!) / 1000);
-      const recent = (this.o.cache.keeper?.replacements ?? []).filter((t) => now - Date.parse(t) < 3600_000);
-      if (recent.length >= cfg.maxReplacementsPerHour) return this.report("blocked", `replica ${name} has been gone ${goneFor} s, but ${recent.length} replacements were made in the last hour (limit ${cfg.maxReplacementsPerHour})`);
-      if (noHost) return this.report("blocked", `replica ${name} has been gone ${goneFor} s and should be replaced, but ${noHost}`);
-      return this.removeDead(dead, name, goneFor, recent, lost.has(dead.id));
-    }
-    if (gone.length > 0) {
-      const name = this.nameOf(gone[0]!);
-      const left = cfg.replaceAfterSeconds - Math.round((now - this.goneSince.get(name)!) / 1000);
-      return this.report("waiting", `replica ${name} is gone; it is replaced in ${Math.max(0, left)} s unless it returns`);
-    }
-    if (voters.length < cfg.replicas) {
-      if (noHost) return this.report("blocked", `${voters.length} of ${cfg.replicas} wanted voters; ${noHost}`);
-      return this.grow();
-    }
-    return this.report("idle", `${voters.length} of ${cfg.replicas} voters healthy`);
   }
 
   /** The broker knows the member's host came back empty (a pod on a new claim): waiting longer cannot bring it back. */
@@ -137,16 +98,16 @@ export class QuorumKeeper {
     return this.o.hosts.lost(doc).catch((err: unknown) => { this.o.log.warn("could not tell whether a replica's host was lost", { host: doc.host, err: (err as Error).message }); return false; });
   }
 
-  private async promote(learner: EtcdMemberInfo): Promise<void> {
+  private async promote(learner: EtcdMemberInfo, signal: AbortSignal): Promise<void> {
     const name = this.nameOf(learner);
     const since = this.learnerSince.get(learner.id) ?? Date.now();
     this.learnerSince.set(learner.id, since);
-    this.stillLeading();
+    stillLeading(signal);
     try {
       await this.o.membership.promote(learner.id);
     } catch (err) {
       if (Date.now() - since < (this.o.learnerTimeoutMs ?? 90_000)) return this.report("acting", `waiting for ${name} to catch up before it gets a vote`);
-      this.stillLeading();
+      stillLeading(signal);
       await this.o.membership.remove(learner.id);
       await this.markMember(name, { state: "removed", reason: `never caught up: ${(err as Error).message}` });
       return this.report("blocked", `gave up on ${name}: it did not catch up within ${Math.round((this.o.learnerTimeoutMs ?? 90_000) / 1000)} s and was removed`, true);
@@ -158,10 +119,10 @@ export class QuorumKeeper {
     await this.report("acting", `${name} caught up and is now a voter`, true);
   }
 
-  private async removeDead(dead: EtcdMemberInfo, name: string, goneFor: number, recent: string[], lost: boolean): Promise<void> {
+  private async removeDead(dead: EtcdMemberInfo, name: string, goneFor: number, recent: string[], lost: boolean, signal: AbortSignal): Promise<void> {
     const why = lost ? `its host came back with an empty volume, so it cannot rejoin (gone ${goneFor} s)` : `gone for ${goneFor} s (replaceAfter ${this.config.replaceAfterSeconds} s)`;
     await this.report("acting", `removing ${name} from etcd: ${why}`, true);
-    this.stillLeading();
+    stillLeading(signal);
     await this.o.membership.remove(dead.id);
     this.goneSince.delete(name);
     await this.markMember(name, { state: "removed", reason: lost ? "its volume was lost; replaced" : `gone for ${goneFor} s; replaced` });
@@ -172,12 +133,12 @@ export class QuorumKeeper {
     await this.report("acting", `${name} removed; a replacement is installed next`, true);
   }
 
-  private async grow(): Promise<void> {
+  private async grow(signal: AbortSignal): Promise<void> {
     let name = "";
     const step = (s: string): void => { void this.report("acting", `${name}: ${s}`).catch(() => undefined); };
     await this.report("acting", "getting a host for a new replica", true);
     let host: ReplicaHost;
-    this.stillLeading();
+    stillLeading(signal);
     try {
       host = await this.o.hosts.acquire((address, preferred) => (name = preferred ?? replicaName(address)), step);
     } catch (err) {
@@ -187,12 +148,12 @@ export class QuorumKeeper {
     try {
       // Getting a host can take minutes (a pod to start, an instance to boot): leadership may have moved meanwhile.
       await this.report("acting", `installing replica ${name} on ${host.address}`, true);
-      this.stillLeading();
-      added = await this.addLearnerWhenHealthy(peerUrl(host.address));
+      stillLeading(signal);
+      added = await this.addLearnerWhenHealthy(peerUrl(host.address), signal);
     } catch (err) {
       // Not a member: the host would otherwise be left acquired (a cloud instance running for nothing).
       // A deposed leader leaves that to the next one, which may be using the same host by now.
-      if (this.closed) throw err;
+      if (signal.aborted) throw err;
       await this.o.hosts.release(host).catch((e: unknown) => this.o.log.warn("could not give back an unused replica host", { host: host.address, err: (e as Error).message }));
       return this.report("blocked", `could not add ${name} to etcd: ${(err as Error).message}`, true);
     }
@@ -215,14 +176,14 @@ export class QuorumKeeper {
    * etcd refuses a new member for a few seconds after the last one joined ("unhealthy cluster":
    * its leader must have been connected to a quorum for 5 s); that passes, so it is retried.
    */
-  private async addLearnerWhenHealthy(peer: string): Promise<AddedMember> {
+  private async addLearnerWhenHealthy(peer: string, signal: AbortSignal): Promise<AddedMember> {
     for (let attempt = 1; ; attempt++) {
-      this.stillLeading();
+      stillLeading(signal);
       try {
         return await this.o.membership.addLearner(peer);
       } catch (err) {
         if (attempt >= ADD_MEMBER_ATTEMPTS || !/unhealthy cluster/.test((err as Error).message)) throw err;
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000, signal);
       }
     }
   }

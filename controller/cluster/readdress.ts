@@ -19,8 +19,8 @@ import type { ControllerConfig } from "../config";
 import { dataFiles } from "../config";
 import type { Store } from "../store";
 import type { EtcdMembership } from "../store/etcd";
-import type { MemberDoc } from "./cluster-docs";
-import { clusterKeys } from "./cluster-docs";
+import type { MemberDoc } from "../state";
+import { clusterKeys } from "../state";
 import { bracket, peerUrl } from "./etcd-member";
 
 /** This host's own addresses (not loopback, not link-local) of one IP family, on links that are up. */
@@ -63,7 +63,7 @@ export async function currentAddress(config: ControllerConfig): Promise<string |
     const src = await sourceAddressTowards(p);
     if (src && mine.includes(src)) return src;
   }
-  throw new StewardError("unavailable", `this replica was configured for ${member.host}, which is no longer an address of this host (it has ${mine.join(", ")}), and none of them reaches its peers: set member.host and advertise in ${dataFiles.config}`);
+  throw new StewardError("unavailable", `this replica was configured for ${member.host}, which is no longer an address of this host (it has ${mine.join(", ")}), and none of them reaches its peers: set member.host and advertise in ${dataFiles.config}`, { reason: "address-gone" });
 }
 
 /**

@@ -1,8 +1,9 @@
 /** The controller replicas, as each publishes itself under its presence lease. */
 import { kubernetes } from "../../substrates";
 import type { StateCache } from "../state";
+import { keys } from "../state";
 
-export const REPLICAS_PREFIX = "/cluster/replicas/";
+export const REPLICAS_PREFIX = keys.clusterReplicas;
 /** `version`: the Steward version the replica runs (absent from replicas built before upgrade-controller existed). */
 export interface ReplicaDoc { id: string; addresses: string[]; since: string; version?: string }
 export interface LeaderDoc { replica: string; addresses: string[]; since: string }

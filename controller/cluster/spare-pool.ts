@@ -12,8 +12,8 @@ import { controllerFiles } from "../config";
 import type { StateCache } from "../state";
 import type { Store } from "../store";
 import type { Sealer } from "../security/sealing";
-import type { SpareDoc, SpareKey } from "./cluster-docs";
-import { clusterKeys, sparePurpose } from "./cluster-docs";
+import type { SpareDoc, SpareKey } from "../state";
+import { clusterKeys, sparePurpose } from "../state";
 import { replicaDataFiles } from "./replica-data";
 
 type Staged = Awaited<ReturnType<typeof ssh.stageReplica>>;

@@ -25,11 +25,11 @@ import type WebSocket from "ws";
 import type { ConsoleMessage, Logger, WireError } from "../../api";
 import { CONSOLE_CLOSE_CODES, MAX_CONSOLE_FRAME_BYTES, StewardError, WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "../../api";
 import type { StateCache } from "../state";
-import type { Principal } from "../server/auth";
-import { atTokenExpiry, authenticate, requireUser } from "../server/auth";
-import { answerRaw } from "../server/raw-answer";
-import { readSessionCookie } from "../server/session-cookie";
-import { answerHandshakeErrors } from "../server/upgrades";
+import type { Principal } from "../access/auth";
+import { atTokenExpiry, authenticate, requireUser } from "../access/auth";
+import { acceptAuthenticatedSocket } from "../server/accept-socket";
+import { answerHandshakeErrors } from "../server/raw-answer";
+import { readSessionCookie } from "../access/session-cookie";
 
 type User = Extract<Principal, { kind: "user" }>;
 
@@ -104,24 +104,17 @@ export class ConsoleSessionHub {
   get size(): number { return this.sessions.size; }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    let principal: User;
-    let token: string;
-    try {
-      principal = requireUser(authenticate(this.o.cache, req.headers));
-      token = presentedToken(req.headers)!;
-      if (!this.o.cliMain) throw new StewardError("unavailable", "the console is not installed on this controller host (no cli-bundle/main.js beside the controller's bundle): reinstall the controller from a newer build");
+    acceptAuthenticatedSocket(this.wss, this.o.cache, { req, socket, head }, (authenticated) => {
+      const principal = requireUser(authenticated);
+      const token = presentedToken(req.headers)!;
+      if (!this.o.cliMain) throw new StewardError("unavailable", "the console is not installed on this controller host (no cli-bundle/main.js beside the controller's bundle): reinstall the controller from a newer build", { reason: "console-not-installed" });
       const mine = [...this.sessions].filter((s) => s.principal.user === principal.user).length;
       if (mine >= this.o.maxPerUser) throw new StewardError("rate-limited", `user ${principal.user} already has ${mine} consoles open on this controller, the most allowed: close one first`);
-      if (this.sessions.size >= this.o.maxSessions) throw new StewardError("unavailable", `this controller already runs ${this.sessions.size} consoles, its limit: try again later`);
-    } catch (err) {
-      if (!StewardError.isInstance(err)) throw err;
-      answerRaw(socket, err.httpStatus, err.toWire());
-      return;
-    }
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      if (this.sessions.size >= this.o.maxSessions) throw new StewardError("unavailable", `this controller already runs ${this.sessions.size} consoles, its limit: try again later`, { reason: "at-capacity" });
+      return { principal, token };
+    }, (ws, { principal, token }) => {
       const s = new Session(ws, principal, { authorization: req.headers.authorization, cookie: req.headers.cookie });
       this.sessions.add(s);
-      ws.on("error", () => undefined);
       ws.on("close", () => this.end(s));
       // Keys wait in the socket until the console is there to take them.
       ws.pause();

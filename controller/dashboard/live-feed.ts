@@ -14,11 +14,11 @@ import type { ApplicationStatusView, ControllerInfo, LiveTopic, Logger, ModelPat
 import { MAX_LIVE_TOPICS, StewardError, WATCH_CLOSE_CODES, notFound, parseLiveTopic } from "../../api";
 import type { ModelIndex, StateCache, StatusParts } from "../state";
 import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus } from "../state";
-import type { Principal } from "../server/auth";
-import { atTokenExpiry, authenticate, requireModelAccess, requireReadKept, requireUser } from "../server/auth";
-import { answerRaw } from "../server/raw-answer";
+import type { Principal } from "../access/auth";
+import { atTokenExpiry, authenticate, requireModelAccess, requireReadKept, requireUser } from "../access/auth";
+import { acceptAuthenticatedSocket } from "../server/accept-socket";
+import { answerHandshakeErrors } from "../server/raw-answer";
 import { modelSummaries, overviewOf } from "../server/summaries";
-import { answerHandshakeErrors } from "../server/upgrades";
 
 type User = Extract<Principal, { kind: "user" }>;
 
@@ -104,20 +104,14 @@ export class LiveFeedHub {
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    let principal: User;
-    try {
-      principal = requireUser(authenticate(this.o.cache, req.headers));
-      if (this.feeds.size >= (this.o.maxFeeds ?? 1000)) throw new StewardError("unavailable", `this controller already serves ${this.feeds.size} live feeds, its limit; try again later`);
-    } catch (err) {
-      if (!StewardError.isInstance(err)) throw err;
-      answerRaw(socket, err.httpStatus, err.toWire());
-      return;
-    }
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
+    acceptAuthenticatedSocket(this.wss, this.o.cache, { req, socket, head }, (authenticated) => {
+      const principal = requireUser(authenticated);
+      if (this.feeds.size >= (this.o.maxFeeds ?? 1000)) throw new StewardError("unavailable", `this controller already serves ${this.feeds.size} live feeds, its limit; try again later`, { reason: "at-capacity" });
+      return principal;
+    }, (ws, principal) => {
       const feed = new Feed(ws, principal, { authorization: req.headers.authorization, cookie: req.headers.cookie });
       this.feeds.add(feed);
       feed.stopExpiry = atTokenExpiry(principal.token.expiresAt, () => this.recheck(feed), () => this.feeds.has(feed));
-      ws.on("error", () => undefined);
       ws.on("close", () => this.drop(feed));
       ws.on("message", (data, isBinary) => {
         try {

@@ -10,9 +10,11 @@ import type { ControllerClient } from "../../api";
 import type { MigrationDoc, StateCache } from "../state";
 import { keys } from "../state";
 import type { Sealer } from "../security/sealing";
-import type { ModelLogs } from "../server/model-logs";
+import type { ModelLogs } from "../state/model-logs";
 import type { Store } from "../store";
 import { targetClient } from "./target-login";
+import type { Worker } from "../workers";
+import { aborted, sleep } from "../workers";
 
 const LOG_BATCH = 2000;
 /** Records one replica sends: its whole ring for the model holds at most this many. */
@@ -41,51 +43,55 @@ export interface LogTransferOptions {
 }
 
 /** On every replica: sends its part of a model's logs once that model's migration is in LOGTRANSFER. */
-export class MigrationLogSender {
+export class MigrationLogSender implements Worker {
+  readonly name = "migration-log-sender";
   private readonly started = new Set<string>();
-  private readonly unsubscribe: () => void;
-  private closed = false;
+  private readonly sending = new Set<Promise<void>>();
 
-  constructor(private readonly o: LogTransferOptions) {
-    this.unsubscribe = o.cache.subscribe(() => this.scan());
-    this.scan();
+  constructor(private readonly o: LogTransferOptions) {}
+
+  /** Until stopped; then the sends in flight end (they stop retrying) before this resolves. */
+  async run(signal: AbortSignal): Promise<void> {
+    const unsubscribe = this.o.cache.subscribe(() => this.scan(signal));
+    this.scan(signal);
+    await aborted(signal);
+    unsubscribe();
+    await Promise.all([...this.sending]);
   }
 
-  private scan(): void {
-    if (this.closed) return;
+  private scan(signal: AbortSignal): void {
+    if (signal.aborted) return;
     for (const m of this.o.cache.migrations.values()) {
       if (m.phase !== "LOGTRANSFER" || this.started.has(m.id)) continue;
       this.started.add(m.id);
-      void this.send(m).catch((err: unknown) => this.o.log.warn("could not report this replica's log transfer", { model: m.modelName, err }));
+      const p = this.send(m, signal)
+        .catch((err: unknown) => this.o.log.warn("could not report this replica's log transfer", { model: m.modelName, err }))
+        .finally(() => this.sending.delete(p));
+      this.sending.add(p);
     }
   }
 
-  private async send(m: MigrationDoc): Promise<void> {
+  private async send(m: MigrationDoc, signal: AbortSignal): Promise<void> {
     const key = reportKey(m, this.o.replicaId);
     if (await this.o.store.get(key)) return; // sent before this process restarted
     let report: LogTransferReport | undefined;
     let why = "";
-    for (let attempt = 1; attempt <= ATTEMPTS && !this.closed && !report; attempt++) {
+    for (let attempt = 1; attempt <= ATTEMPTS && !signal.aborted && !report; attempt++) {
       const target = targetClient(m, this.o.sealer);
       try {
         report = { ok: true, records: await sendModelLogs(target, m, this.o.logs), at: new Date().toISOString() };
       } catch (err) {
         why = err instanceof Error ? err.message : String(err);
-        await new Promise((r) => setTimeout(r, attempt * 1000));
+        await sleep(attempt * 1000, signal);
       } finally {
         target.close();
       }
     }
-    if (this.closed) return;
+    if (signal.aborted) return;
     report ??= { ok: false, records: 0, reason: why, at: new Date().toISOString() };
     // Only while the migration is still in LOGTRANSFER: a report after REAP would outlive the model's records.
     const now = this.o.cache.migrations.get(m.model);
     if (now?.id === m.id && now.phase === "LOGTRANSFER") await this.o.store.put(key, JSON.stringify(report));
-  }
-
-  close(): void {
-    this.closed = true;
-    this.unsubscribe();
   }
 }
 

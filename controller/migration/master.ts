@@ -12,17 +12,18 @@
  */
 import { join } from "node:path";
 import type { ControllerClient, ControllerHello, MigrationPhase } from "../../api";
-import { STEWARD_VERSION, StewardError, contractOf, olderMinor } from "../../api";
+import { STEWARD_VERSION, StewardError, contractOf, isUnavailable, olderMinor } from "../../api";
 import type { CredentialDoc, MachineDoc, MigrationDoc, StateCache } from "../state";
-import { canMove, exportModel, keys, migrationActive, modelDeletes, modelDocOf } from "../state";
+import { agentReports, canMove, exportModel, keys, migrationActive, modelDeletes, modelDocOf } from "../state";
 import type { Sealer } from "../security/sealing";
 import { KEPT_HASH_DIGITS } from "../security/credentials";
 import type { KeyValue, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { Logger } from "../../api";
 import { logTransferState } from "./log-transfer";
-import { agentReports } from "./reports";
 import { targetClient } from "./target-login";
+import type { Worker } from "../workers";
+import { aborted, sleep } from "../workers";
 
 export interface MigrationMasterOptions {
   /** The leader's fenced store. */
@@ -54,23 +55,30 @@ const RETRY_MAX_MS = 60_000;
 /** The longest LOGTRANSFER waits for replicas to send their part of the logs. */
 const LOGTRANSFER_WAIT_MS = 30_000;
 
-export class MigrationMaster {
+/** A worker of the leader's: one drive loop per active migration, started as the cache shows it. */
+export class MigrationMaster implements Worker {
+  readonly name = "migration-master";
   private readonly driving = new Map<string, Promise<void>>();
   private readonly clients = new Map<string, ControllerClient>();
-  private closed = false;
-  private readonly unsubscribe: () => void;
-  private readonly wakers = new Set<() => void>();
 
-  constructor(private readonly o: MigrationMasterOptions) {
-    this.unsubscribe = o.cache.subscribe(() => this.scan());
-    this.scan();
+  constructor(private readonly o: MigrationMasterOptions) {}
+
+  /** Until stopped; then every drive loop ends (at its next wait or step) before this resolves. */
+  async run(signal: AbortSignal): Promise<void> {
+    const unsubscribe = this.o.cache.subscribe(() => this.scan(signal));
+    this.scan(signal);
+    await aborted(signal);
+    unsubscribe();
+    // A step that waits on the target ends when its client closes.
+    for (const c of this.clients.values()) c.close();
+    while (this.driving.size > 0) await Promise.all([...this.driving.values()]);
   }
 
-  private scan(): void {
-    if (this.closed) return;
+  private scan(signal: AbortSignal): void {
+    if (signal.aborted) return;
     for (const m of this.o.cache.migrations.values()) {
       if (!migrationActive(m) || this.driving.has(m.model)) continue;
-      const p = this.drive(m.model).catch((err: unknown) => this.o.log.error("migration master failed", { model: m.modelName, err })).finally(() => {
+      const p = this.drive(m.model, signal).catch((err: unknown) => this.o.log.error("migration master failed", { model: m.modelName, err })).finally(() => {
         this.driving.delete(m.model);
         this.clients.get(m.id)?.close();
         this.clients.delete(m.id);
@@ -79,19 +87,19 @@ export class MigrationMaster {
     }
   }
 
-  private async drive(model: string): Promise<void> {
+  private async drive(model: string, signal: AbortSignal): Promise<void> {
     let wait = RETRY_MIN_MS;
-    while (!this.closed) {
+    while (!signal.aborted) {
       const kv = await this.o.store.get(keys.migration(model));
       if (!kv) return;
       const m = JSON.parse(kv.value) as MigrationDoc;
       if (!migrationActive(m)) return;
       let outcome: Outcome;
       try {
-        outcome = await this.step(m);
+        outcome = await this.step(m, signal);
         wait = RETRY_MIN_MS;
       } catch (err) {
-        if (this.closed) return;
+        if (signal.aborted) return;
         if (err instanceof PhaseMovedOn) continue;
         if (err instanceof AbortMigration) {
           outcome = { to: "ABORT", failure: err.message };
@@ -99,7 +107,7 @@ export class MigrationMaster {
           const why = err instanceof Error ? err.message : String(err);
           this.o.log.warn("migration step failed; retrying", { model: m.modelName, phase: m.phase, in_ms: wait, err: why });
           await this.update(kv, { status: `retrying in ${Math.round(wait / 1000)} s: ${why}` }).catch(() => undefined);
-          await this.sleep(wait);
+          await sleep(wait, signal);
           wait = Math.min(wait * 2, RETRY_MAX_MS);
           continue;
         }
@@ -112,11 +120,11 @@ export class MigrationMaster {
   }
 
   /** Does what phase `m.phase` needs and says where to go next (undefined: look again). */
-  private async step(m: MigrationDoc): Promise<Outcome> {
+  private async step(m: MigrationDoc, signal: AbortSignal): Promise<Outcome> {
     switch (m.phase) {
       case "QUIESCE": {
         await this.checkTarget(m);
-        await this.waitForAgents(m, { failFast: true });
+        await this.waitForAgents(m, { failFast: true }, signal);
         return { to: "IMPORT" };
       }
       case "IMPORT": {
@@ -129,7 +137,7 @@ export class MigrationMaster {
         return { to: "VALIDATION", note: `${text.length} bytes staged` };
       }
       case "VALIDATION": {
-        await this.waitForAgents(m, { failFast: true });
+        await this.waitForAgents(m, { failFast: true }, signal);
         if (!m.activateAttempted) {
           const kv = await this.o.store.get(keys.migration(m.model));
           if (kv) await this.update(kv, { activateAttempted: true, status: "activating the model on the target" });
@@ -139,17 +147,17 @@ export class MigrationMaster {
           answer = await this.target(m).call<{ missingUsers?: string[] }>("POST", `/v1/migrations/${m.id}/activate`, { model: m.model });
         } catch (err) {
           // A refusal is final; a lost answer is asked again (activation is answered twice alike).
-          if (StewardError.isInstance(err) && err.code !== "unavailable") throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
+          if (StewardError.isInstance(err) && !isUnavailable(err)) throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
           throw err;
         }
         const dropped = answer.missingUsers ?? [];
         return { to: "SUCCESS", ...(dropped.length > 0 ? { note: `access not carried for users the target does not have: ${dropped.slice(0, 20).join(", ")}` } : {}) };
       }
       case "SUCCESS": {
-        const missing = await this.waitForAgents(m, { failFast: false });
+        const missing = await this.waitForAgents(m, { failFast: false }, signal);
         return { to: "LOGTRANSFER", ...(missing.length > 0 ? { note: `no SUCCESS report from ${missing.join(", ")}; those agents are redirected when they next connect` } : {}) };
       }
-      case "LOGTRANSFER": return this.waitForLogs(m);
+      case "LOGTRANSFER": return this.waitForLogs(m, signal);
       case "REAP": {
         await this.reap(m);
         return undefined;
@@ -163,7 +171,7 @@ export class MigrationMaster {
    * Every live replica sends the records its agents gave it (log-transfer.ts); the move goes on when
    * all have reported, or after {@link LOGTRANSFER_WAIT_MS}: logs are worth a wait, not a stuck model.
    */
-  private async waitForLogs(m: MigrationDoc): Promise<Outcome> {
+  private async waitForLogs(m: MigrationDoc, signal: AbortSignal): Promise<Outcome> {
     const deadline = Date.parse(m.phaseStartedAt) + LOGTRANSFER_WAIT_MS;
     for (;;) {
       const now = this.o.cache.migrations.get(m.model);
@@ -175,8 +183,8 @@ export class MigrationMaster {
           ...(s.waitingFor.length > 0 ? [`no answer from replica ${s.waitingFor.join(", ")}`] : [])];
         return { to: "REAP", note: notes.join("; ") };
       }
-      if (this.closed) throw new Error("the master stopped");
-      await this.sleep(this.o.pollMs ?? 250);
+      if (signal.aborted) throw new Error("the master stopped");
+      await sleep(this.o.pollMs ?? 250, signal);
     }
   }
 
@@ -197,7 +205,7 @@ export class MigrationMaster {
    * first failure; all abort at the deadline (measured from the phase's start, Juju #12759), but
    * SUCCESS goes on without the missing, whom it returns.
    */
-  private async waitForAgents(m: MigrationDoc, o: { failFast: boolean }): Promise<string[]> {
+  private async waitForAgents(m: MigrationDoc, o: { failFast: boolean }, signal: AbortSignal): Promise<string[]> {
     const deadline = Date.parse(m.phaseStartedAt) + m.agentWaitSeconds * 1000;
     // Before SUCCESS a target that stops answering fails the move (its agents cannot report on it
     // either); after, it is the model's home and only the deadline counts.
@@ -220,8 +228,8 @@ export class MigrationMaster {
         if (problem === undefined) unreachableSince = undefined;
         else if ((unreachableSince ??= lastProbe) && Date.now() - unreachableSince >= (this.o.targetGoneMs ?? 15_000)) throw new AbortMigration(`the target stopped answering: ${problem}`);
       }
-      if (this.closed) throw new Error("the master stopped");
-      await this.sleep(this.o.pollMs ?? 250);
+      if (signal.aborted) throw new Error("the master stopped");
+      await sleep(this.o.pollMs ?? 250, signal);
     }
   }
 
@@ -332,20 +340,6 @@ export class MigrationMaster {
     return c;
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => { clearTimeout(t); this.wakers.delete(done); resolve(); };
-      const t = setTimeout(done, ms);
-      this.wakers.add(done);
-    });
-  }
-
-  close(): void {
-    this.closed = true;
-    this.unsubscribe();
-    for (const wake of [...this.wakers]) wake();
-    for (const c of this.clients.values()) c.close();
-  }
 }
 
 export function describePhase(p: MigrationPhase): string {

@@ -15,19 +15,18 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { MigrationArrivalInfo, MigrationInfo, ModelMoved } from "../../api";
+import type { MigrationArrivalInfo, MigrationInfo } from "../../api";
 import { ControllerClient, MUTATING_METHODS, Name, STEWARD_VERSION, StewardError, notFound, olderMinor, parseRequest } from "../../api";
 import type { MigrationArrivalDoc, MigrationDoc, ModelDoc, ModelIndex, StateCache } from "../state";
-import { handedOver, holdsModel, keys, migrationActive } from "../state";
+import { agentReports, handedOver, holdsModel, keys, migrationActive, movedError } from "../state";
 import type { Sealer } from "../security/sealing";
-import type { Principal } from "../server/auth";
-import { authenticate, requireModelAccess, requireSuperuser, requireUser } from "../server/auth";
+import type { Principal } from "../access/auth";
+import { authenticate, requireModelAccess, requireSuperuser, requireUser } from "../access/auth";
 import type { Store } from "../store";
 import { absent, unchanged } from "../store";
 import { describePhase } from "./master";
 import type { TargetAuth } from "./target-login";
 import { authPurpose } from "./target-login";
-import { agentReports } from "./reports";
 
 /** Juju's migration-agent-wait-time. */
 export const DEFAULT_AGENT_WAIT_SECONDS = 15 * 60;
@@ -57,11 +56,6 @@ export function migrationOf(cache: StateCache, nameOrUuid: string): MigrationDoc
   let found: MigrationDoc | undefined;
   for (const m of cache.migrations.values()) if (m.modelName === nameOrUuid && (!found || m.startedAt > found.startedAt)) found = m;
   return found;
-}
-
-export function movedError(m: MigrationDoc): StewardError {
-  const details: ModelMoved = { reason: "moved", model: m.modelName, target: m.target };
-  return new StewardError("moved", `model ${m.modelName} moved to controller ${m.target.name} (${m.target.addresses.join(", ")}); log in there (steward login) or let the client follow`, { details: details as unknown as Record<string, unknown> });
 }
 
 /** Whether `p` may be told where a moved model went: superusers, and users who had access to it then. */

@@ -19,10 +19,10 @@ import { STEWARD_VERSION, StewardError, TRANSPORT_LIMITS, parseRequest } from ".
 import type { StateCache } from "../state";
 import { MAX_MODEL_EXPORT_BYTES } from "../state";
 import { credentialMatches } from "../security/credentials";
-import { authenticate, requireSuperuser } from "../server/auth";
-import type { LoginLimiterOptions } from "../server/login-limiter";
-import { LoginLimiter, SourceLimiter } from "../server/login-limiter";
-import type { ModelLogs } from "../server/model-logs";
+import { authenticate, requireSuperuser } from "../access/auth";
+import type { LoginLimiterOptions } from "../access/login-limiter";
+import { LoginLimiter, SourceLimiter } from "../access/login-limiter";
+import type { ModelLogs } from "../state/model-logs";
 import type { MigrationStaging } from "./staging";
 
 const Id = z.string().regex(/^[0-9a-f-]{36}$/, "a migration id (a uuid)");

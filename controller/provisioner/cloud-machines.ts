@@ -10,11 +10,11 @@
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
-import { CoalescedRunner } from "../coalesced-runner";
 import type { CredentialOps, EnrolmentOps, InstanceRecord, MachineInstallDoc, MigrationArrivalDoc, ModelIndex, StateCache, StateOps } from "../state";
 import { handedOver, keys } from "../state";
 import type { Store } from "../store";
 import { unchanged } from "../store";
+import { Reconciler } from "../workers";
 import type { Cloud, CloudInstance } from "./clouds";
 import { clouds } from "./clouds";
 import { waitForAgentLogin } from "./wait-for-login";
@@ -43,27 +43,32 @@ export interface CloudProvisionerOptions {
 }
 
 
-export class CloudProvisioner {
+export class CloudProvisioner extends Reconciler {
+  readonly name = "cloud-provisioner";
   private readonly clouds: ReturnType<typeof clouds>;
-  private readonly runner: CoalescedRunner;
-  private readonly timer: NodeJS.Timeout;
-  private readonly unsubscribe: () => void;
   private readonly launching = new Set<string>();
   /** Placements of models seen, to clean up after a model removed by force. */
   private readonly seen = new Map<string, { cloud: Cloud; placement: unknown }>();
   /** Models whose arrival by migration was looked at (and their instances taken over, if it was one). */
   private readonly adopted = new Set<string>();
-  private signature = "";
   private sweptAt = 0;
-  private stopped = false;
 
   constructor(private readonly o: CloudProvisionerOptions) {
+    super({ cache: o.cache, log: o.log, failure: "cloud provisioning failed", pollMs: o.pollIntervalMs ?? 10_000 });
     this.clouds = clouds(o.credentials);
-    this.runner = new CoalescedRunner(() => this.reconcile(), (err) => o.log.error("cloud provisioning failed", { err }));
-    this.unsubscribe = o.cache.subscribe(() => { if (this.machinesSignature() !== this.signature) this.runner.kick(); });
-    this.timer = setInterval(() => this.runner.kick(), o.pollIntervalMs ?? 10_000);
-    this.timer.unref();
-    this.runner.kick();
+  }
+
+  /**
+   * After the last pass, the clouds' connections close. A launch in flight outlives the pass that began
+   * it (an instance boots for minutes): it is not waited for; it gives up waiting for its agent once
+   * stopped, and its fenced records fail once this replica no longer leads.
+   */
+  override async run(signal: AbortSignal): Promise<void> {
+    try {
+      await super.run(signal);
+    } finally {
+      for (const c of Object.values(this.clouds)) c.close();
+    }
   }
 
   private cloudModels(): ModelIndex[] {
@@ -71,14 +76,13 @@ export class CloudProvisioner {
     return [...this.o.cache.models.values()].filter((idx) => idx.model !== undefined && this.clouds[idx.model.placement.substrate] !== undefined && !handedOver(this.o.cache.migrations.get(idx.uuid)));
   }
 
-  private machinesSignature(): string {
+  protected override signature(): string {
     const parts: string[] = [];
     for (const idx of this.cloudModels()) for (const m of idx.machines.values()) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
     return parts.sort().join(",");
   }
 
-  private async reconcile(): Promise<void> {
-    this.signature = this.machinesSignature();
+  protected async reconcile(): Promise<void> {
     if (Date.now() - this.sweptAt > 60_000) {
       this.sweptAt = Date.now();
       await this.o.enrolments.sweepExpired().catch((err: unknown) => this.o.log.warn("could not delete expired enrolment tokens", { err }));
@@ -191,14 +195,6 @@ export class CloudProvisioner {
     const current = this.o.cache.models.get(uuid)?.machineInstall.get(machine);
     const { at: _, ...base } = current ?? { state: "installing" as const, step: "", at: "" };
     await this.o.ops.setMachineInstall(uuid, machine, { ...base, ...change }).catch((err: unknown) => this.o.log.warn("could not record provisioning progress", { machine, err }));
-  }
-
-  close(): void {
-    this.stopped = true;
-    this.runner.stop();
-    this.unsubscribe();
-    clearInterval(this.timer);
-    for (const c of Object.values(this.clouds)) c.close();
   }
 }
 

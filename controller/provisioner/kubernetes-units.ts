@@ -28,11 +28,11 @@
 import type { AgentConfig, DebugLogRecord, KubernetesModelSettings, Logger, LogRecordLevel, ModelSubstrate } from "../../api";
 import { StewardError, agentConfigText, contractOf, parseAgentConfig, podAgentConfigKey } from "../../api";
 import { kubernetes } from "../../substrates";
-import { CoalescedRunner } from "../coalesced-runner";
 import { credentialMatches } from "../security/credentials";
 import type { CredentialOps, InstanceRecord, MachineInstallDoc, MigrationDoc, ModelIndex, StateCache, StateOps } from "../state";
 import { handedOver, migrationActive, settingsOf } from "../state";
 import { unitNumber } from "../state/agent-views";
+import { Reconciler } from "../workers";
 
 export interface KubernetesProvisionerOptions {
   cache: StateCache;
@@ -62,23 +62,24 @@ const FIELD_MANAGER = "steward-controller";
 /** Models (and machines) this provisioner keeps: those of the kind whose units are pods. */
 const onPods = (substrate: ModelSubstrate | undefined): boolean => contractOf(substrate).provisions === "pods";
 
-export class KubernetesProvisioner {
-  private readonly runner: CoalescedRunner;
-  private readonly timer: NodeJS.Timeout;
-  private readonly unsubscribe: () => void;
+export class KubernetesProvisioner extends Reconciler {
+  readonly name = "kubernetes-provisioner";
   /** Clusters by model uuid (kept to clean up after a model removed by force, and reused while its credential is unchanged). */
   private readonly clusters = new Map<string, Cluster>();
   /** The failure each model's last pass ended with, while it lasts: told once, shown on its machines. */
   private readonly failures = new Map<string, string>();
-  private signature = "";
-  private stopped = false;
 
   constructor(private readonly o: KubernetesProvisionerOptions) {
-    this.runner = new CoalescedRunner(() => this.reconcile(), (err) => o.log.error("kubernetes provisioning failed", { err }));
-    this.unsubscribe = o.cache.subscribe(() => { if (this.unitsSignature() !== this.signature) this.runner.kick(); });
-    this.timer = setInterval(() => this.runner.kick(), o.pollIntervalMs ?? 5000);
-    this.timer.unref();
-    this.runner.kick();
+    super({ cache: o.cache, log: o.log, failure: "kubernetes provisioning failed", pollMs: o.pollIntervalMs ?? 5000 });
+  }
+
+  /** After the last pass, the clusters' connections close. */
+  override async run(signal: AbortSignal): Promise<void> {
+    try {
+      await super.run(signal);
+    } finally {
+      for (const c of this.clusters.values()) c.api.close();
+    }
   }
 
   private models(): ModelIndex[] {
@@ -91,7 +92,7 @@ export class KubernetesProvisioner {
   }
 
   /** What decides the objects: units and machines with their life, applications. */
-  private unitsSignature(): string {
+  protected override signature(): string {
     const parts: string[] = [];
     for (const idx of this.models()) {
       parts.push(`${idx.uuid}:${idx.model?.life}:${idx.model?.placement.credential}:${this.leftToTarget(idx.uuid)}`);
@@ -103,8 +104,7 @@ export class KubernetesProvisioner {
     return parts.sort().join(",");
   }
 
-  private async reconcile(): Promise<void> {
-    this.signature = this.unitsSignature();
+  protected async reconcile(): Promise<void> {
     const live = new Set<string>();
     for (const idx of this.models()) {
       if (this.stopped) return;
@@ -344,14 +344,6 @@ export class KubernetesProvisioner {
     }
     const sets = await api.list(R.statefulSets, { namespace, labelSelector: kubernetes.selectorOf(model) });
     for (const s of sets.items) await this.removeAppObjects(cluster, model, s.metadata!.name!);
-  }
-
-  close(): void {
-    this.stopped = true;
-    this.runner.stop();
-    this.unsubscribe();
-    clearInterval(this.timer);
-    for (const c of this.clusters.values()) c.api.close();
   }
 }
 

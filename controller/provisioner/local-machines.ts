@@ -9,14 +9,14 @@ import type { Logger, ModelSubstrate } from "../../api";
 import { contractOf } from "../../api";
 import type { AgentIdentity } from "../../substrates";
 import { LocalMachines, localAgentIdentity, placeAgentsDir, readableAgentEntry } from "../../substrates";
-import { CoalescedRunner } from "../coalesced-runner";
 import type { MachineDoc, StateCache, StateOps } from "../state";
 import { handedOver } from "../state";
+import { Reconciler } from "../workers";
 
 /** Machines this provisioner keeps: those of the kind whose machines are processes on the controller's host. */
 const onControllerHost = (substrate: ModelSubstrate): boolean => !!contractOf(substrate).onControllerHost;
 
-export interface LocalSubstrateOptions {
+export interface LocalProvisionerOptions {
   /** Root of the machines' directories: `<root>/<model-uuid>/<machine-id>/`. */
   machinesDir: string;
   /** The agent's entry script. */
@@ -43,11 +43,8 @@ export interface LocalSubstrateOptions {
   superviseIntervalMs?: number;
 }
 
-export class LocalSubstrate {
-  private signature = "";
-  private readonly runner: CoalescedRunner;
-  private readonly timer: NodeJS.Timeout;
-  private readonly unsubscribe: () => void;
+export class LocalProvisioner extends Reconciler {
+  readonly name = "local-provisioner";
   /** Set by the first reconcile, once the agents' user and directories are ready. */
   private machines?: LocalMachines;
   private runAs?: AgentIdentity;
@@ -55,22 +52,15 @@ export class LocalSubstrate {
   private agentEntry?: string;
   /** Machines adopted by migration, by the directory they run under. */
   private readonly adopted = new Map<string, LocalMachines>();
-  private stopped = false;
   /** Machines already told they get no agent here. */
   private readonly refused = new Set<string>();
 
-  constructor(private readonly o: LocalSubstrateOptions) {
-    this.runner = new CoalescedRunner(() => this.reconcile(), (err) => o.log.error("local substrate reconcile failed", { err }));
-    this.unsubscribe = o.cache.subscribe(() => {
-      // Only machine changes matter; status chatter leaves the signature unchanged.
-      if (this.machinesSignature() !== this.signature) this.runner.kick();
-    });
-    this.timer = setInterval(() => this.runner.kick(), o.superviseIntervalMs ?? 5000);
-    this.timer.unref();
-    this.runner.kick();
+  constructor(private readonly o: LocalProvisionerOptions) {
+    super({ cache: o.cache, log: o.log, failure: "local substrate reconcile failed", pollMs: o.superviseIntervalMs ?? 5000 });
   }
 
-  private machinesSignature(): string {
+  /** Only machine changes matter; status chatter leaves it unchanged. */
+  protected override signature(): string {
     const parts: string[] = [];
     for (const idx of this.o.cache.models.values()) for (const m of idx.machines.values()) if (onControllerHost(m.substrate)) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
     return parts.sort().join(",");
@@ -90,8 +80,7 @@ export class LocalSubstrate {
     return (this.machines = new LocalMachines({ machinesDir: this.o.machinesDir, agentEntry, ...(runAs ? { runAs } : {}) }));
   }
 
-  private async reconcile(): Promise<void> {
-    this.signature = this.machinesSignature();
+  protected async reconcile(): Promise<void> {
     // Made ready on the first local machine: a controller without any makes no user nor directory.
     let own: LocalMachines | undefined;
     for (const idx of [...this.o.cache.models.values()]) {
@@ -142,17 +131,5 @@ export class LocalSubstrate {
   private async destroy(machines: LocalMachines, model: string, machine: string): Promise<void> {
     await machines.stopMachine({ model, machine, placement: undefined });
     this.o.log.info("removed local machine", { model, machine });
-  }
-
-  close(): void {
-    this.stopped = true;
-    this.runner.stop();
-    this.unsubscribe();
-    clearInterval(this.timer);
-  }
-
-  /** After close(): settles when a pass that was starting agents has ended, so none starts later. */
-  drained(): Promise<void> {
-    return this.runner.idle();
   }
 }

@@ -1,9 +1,9 @@
 /**
- * The SSH substrate: machines that are hosts reached over SSH (bare metal, VMware VMs, any VM).
- * Adding one checks the host at once (reachable, host key, credentials, OS, sudo) so a wrong key
- * is refused before anything is recorded; the install then runs in the background, at most
- * {@link SshSubstrateOptions.concurrency} hosts at a time, each step recorded in the machine's status.
- * The private key lives in memory for the install only; it is never stored.
+ * {@link SshProvisioner}: provisioning for the SSH substrate, whose machines are hosts reached over SSH
+ * (bare metal, VMware VMs, any VM). Adding one checks the host at once (reachable, host key, credentials,
+ * OS, sudo) so a wrong key is refused before anything is recorded; the install then runs in the
+ * background, at most {@link SshProvisionerOptions.concurrency} hosts at a time, each step recorded in
+ * the machine's status. The private key lives in memory for the install only; it is never stored.
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
@@ -11,7 +11,7 @@ import { ssh } from "../../substrates";
 import type { StateCache, StateOps } from "../state";
 import { waitForAgentLogin } from "./wait-for-login";
 
-export interface SshSubstrateOptions {
+export interface SshProvisionerOptions {
   cache: StateCache;
   ops: StateOps;
   log: Logger;
@@ -29,12 +29,12 @@ export interface SshSubstrateOptions {
   loginTimeoutMs?: number;
 }
 
-export class SshSubstrate {
+export class SshProvisioner {
   private running = 0;
   private readonly queue: (() => void)[] = [];
   private readonly machines = new ssh.SshMachines();
 
-  constructor(private readonly o: SshSubstrateOptions) {}
+  constructor(private readonly o: SshProvisionerOptions) {}
 
   /** Checks the host and registers the machine; the install continues in the background. */
   async add(uuid: string, target: ssh.SshTarget & { port: number }): Promise<{ id: string; hostKey: string; created: boolean }> {

@@ -11,8 +11,8 @@ export async function waitForAgentLogin(cache: StateCache, model: string, machin
   while (Date.now() < deadline) {
     if (cache.models.get(model)?.presence.has(machine)) return;
     const why = abandoned?.();
-    if (why) throw new StewardError("unavailable", `stopped waiting for the agent: ${why}`);
+    if (why) throw new StewardError("cancelled", `stopped waiting for the agent: ${why}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new StewardError("unavailable", `the agent did not log in within ${Math.round(timeoutMs / 1000)} s: ${hint}`);
+  throw new StewardError("deadline-exceeded", `the agent did not log in within ${Math.round(timeoutMs / 1000)} s: ${hint}`);
 }

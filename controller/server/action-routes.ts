@@ -8,8 +8,8 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { RunActionRequest, StewardError, notFound, parseRequest } from "../../api";
-import type { Access } from "./auth";
-import { authenticate, requireModelAccess, requireUser } from "./auth";
+import type { Access } from "../access/auth";
+import { authenticate, requireModelAccess, requireUser } from "../access/auth";
 import type { ActionOps, ModelIndex, StateCache } from "../state";
 
 export interface ActionRoutesDeps { cache: StateCache; actions: ActionOps }

@@ -13,18 +13,15 @@ import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "..
 import type { Store } from "../store";
 import { unchanged } from "../store";
 import type { ActionOps, LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
-import { AgentViewRound, CLUSTER_CHANGED, keys } from "../state";
+import { AgentViewRound, CLUSTER_CHANGED, keys, movedError, recordReport } from "../state";
 import type { PresenceDoc } from "../state";
 import { credentialMatchesKept } from "../security/credentials";
-import { authenticate } from "./auth";
-import type { LoginLimiter } from "./login-limiter";
-import { SourceLimiter } from "./login-limiter";
-import { answerRaw } from "./raw-answer";
-import { answerHandshakeErrors } from "./upgrades";
+import { authenticate } from "../access/auth";
+import type { LoginLimiter } from "../access/login-limiter";
+import { SourceLimiter } from "../access/login-limiter";
+import { answerHandshakeErrors, answerRaw } from "./raw-answer";
 import { sendText } from "./ws-frames";
-import type { ModelLogs } from "./model-logs";
-import { movedError } from "../migration/source-routes";
-import { recordReport } from "../migration/reports";
+import type { ModelLogs } from "../state/model-logs";
 
 export interface AgentHubDeps {
   cache: StateCache;
@@ -145,12 +142,12 @@ export class AgentHub {
       return;
     }
     if (!this.storeReachable) {
-      answerRaw(socket, 503, { code: "unavailable", message: "this controller replica has lost its store; try another" }, { "Retry-After": "2" });
+      answerRaw(socket, 503, { code: "unavailable", reason: "store-unreachable", retryable: true, message: "this controller replica has lost its store; try another" }, { "Retry-After": "2" });
       return;
     }
     if (!this.deps.limiter.take()) {
       const retry = this.deps.limiter.retryAfterSeconds();
-      answerRaw(socket, 503, { code: "unavailable", message: `too many agents are logging in at once; retry in ${retry} s` }, { "Retry-After": String(retry) });
+      answerRaw(socket, 503, { code: "unavailable", reason: "at-capacity", retryable: true, message: `too many agents are logging in at once; retry in ${retry} s` }, { "Retry-After": String(retry) });
       return;
     }
     const { model, machine } = principal;

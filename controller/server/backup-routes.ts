@@ -16,7 +16,7 @@ import type { StateCache } from "../state";
 import type { Store } from "../store";
 import type { KeptBackups } from "../backup";
 import { checkBackupId, createBackup } from "../backup";
-import { authenticate, requireSuperuser } from "./auth";
+import { authenticate, requireSuperuser } from "../access/auth";
 
 export interface BackupRouteDeps { cache: StateCache; store: Store; dataDir: string; kept: KeptBackups }
 

@@ -12,8 +12,8 @@ import type { FastifyInstance } from "fastify";
 import type { DebugLogRecord, LogEntity, LogFilter } from "../../api";
 import { StewardError, notFound, parseLogEntity, parseLogLevel } from "../../api";
 import type { StateCache } from "../state";
-import { authenticate, requireModelAccess, requireReadKept, requireUser } from "./auth";
-import type { ModelLogs } from "./model-logs";
+import { authenticate, requireModelAccess, requireReadKept, requireUser } from "../access/auth";
+import type { ModelLogs } from "../state/model-logs";
 
 export interface DebugLogRouteOptions {
   cache: StateCache;
@@ -50,7 +50,7 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
     requireModelAccess(p, idx, "read", name);
     const q = parseQuery(req.query as Record<string, string | string[] | undefined>);
     if (q.tail && streams >= (o.maxStreams ?? 200)) {
-      throw new StewardError("unavailable", `this controller already serves ${streams} debug-log streams, its limit; try again later`);
+      throw new StewardError("unavailable", `this controller already serves ${streams} debug-log streams, its limit; try again later`, { reason: "at-capacity" });
     }
 
     const out = new PassThrough();

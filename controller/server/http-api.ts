@@ -18,16 +18,16 @@ import { buildModelStatus, buildUnitDetails, effectiveConfig, renderModelStatusB
 import { ValueTooLargeError } from "../store";
 import { substrateKind } from "../../substrates";
 import { statusFilter, statusForm } from "./status-filter";
-import type { SshSubstrate } from "../provisioner/ssh-machines";
+import type { SshProvisioner } from "../provisioner/ssh-machines";
 import type { ClusterControl } from "../cluster";
-import type { Access, Principal } from "./auth";
-import { authenticate, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "./auth";
+import type { Access, Principal } from "../access/auth";
+import { authenticate, requireModelAccess, requireSuperuser, requireUser, requireWriteOnSomeModel } from "../access/auth";
 import type { FailedLoginLimiterOptions, LoginRefusal } from "./failed-login-limiter";
 import { FailedLoginLimiter } from "./failed-login-limiter";
 import { FamiliarSources } from "./familiar-sources";
-import type { LocalMachinePolicy } from "./controller-host";
-import { LOCAL_WRITE_RULE, checkMachinesPerRequest, checkNewLocalMachines, runsOnControllerHost } from "./controller-host";
-import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "./session-cookie";
+import type { LocalMachinePolicy } from "../access/controller-host";
+import { LOCAL_WRITE_RULE, checkMachinesPerRequest, checkNewLocalMachines, runsOnControllerHost } from "../access/controller-host";
+import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "../access/session-cookie";
 import { controllerOverview, describeController, modelSummaries } from "./summaries";
 
 export interface HttpApiDeps {
@@ -35,7 +35,7 @@ export interface HttpApiDeps {
   ops: StateOps;
   relations: RelationOps;
   credentials: CredentialOps;
-  ssh: SshSubstrate;
+  ssh: SshProvisioner;
   cluster: ClusterControl;
   log: Logger;
   controllerAddresses: () => string[];
@@ -530,7 +530,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
 export function installWriteGuard(app: FastifyInstance, writable: () => boolean): void {
   app.addHook("preHandler", async (req) => {
     if (req.method === "GET" || req.method === "HEAD" || req.url === "/v1/login" || (req.url === "/v1/session" && req.method === "POST") || writable()) return;
-    throw new StewardError("unavailable", "this controller replica is cut off from the majority of replicas and cannot change anything now: retry through another replica");
+    throw new StewardError("unavailable", "this controller replica is cut off from the majority of replicas and cannot change anything now: retry through another replica", { reason: "cut-off-from-majority" });
   });
 }
 

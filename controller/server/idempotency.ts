@@ -12,7 +12,7 @@ import type { Logger } from "../../api";
 import type { StateCache } from "../state";
 import { RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest } from "../state";
 import type { Store } from "../store";
-import { authenticate } from "./auth";
+import { authenticate } from "../access/auth";
 
 const REQUEST_ID = /^[A-Za-z0-9-]{8,64}$/;
 

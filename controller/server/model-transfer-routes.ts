@@ -14,7 +14,7 @@ import type { Bundle } from "../../api";
 import type { ImportDeps, StateCache, StateOps } from "../state";
 import { MAX_MODEL_EXPORT_BYTES, exportModel, importModel } from "../state";
 import type { Store } from "../store";
-import { authenticate, requireModelAccess, requireSuperuser } from "./auth";
+import { authenticate, requireModelAccess, requireSuperuser } from "../access/auth";
 
 export interface ModelTransferDeps {
   cache: StateCache; ops: StateOps; store: Store; leadershipLeaseSeconds: number; operatorQuotaBytes: number;

@@ -13,10 +13,10 @@ import type { TransportLimits } from "../../api";
 import { StewardError, TRANSPORT_LIMITS, WATCH_CLOSE_CODES, notFound } from "../../api";
 import type { StateCache } from "../state";
 import { renderModelStatus } from "../state";
-import type { Principal } from "./auth";
-import { atTokenExpiry, authenticate, requireModelAccess } from "./auth";
-import { answerRaw } from "./raw-answer";
-import { answerHandshakeErrors } from "./upgrades";
+import type { Principal } from "../access/auth";
+import { atTokenExpiry, authenticate, requireModelAccess } from "../access/auth";
+import { acceptAuthenticatedSocket } from "./accept-socket";
+import { answerHandshakeErrors } from "./raw-answer";
 
 const MIN_INTERVAL_MS = 200;
 
@@ -46,21 +46,13 @@ export class StatusWatchHub {
     });
   }
 
-  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, modelName: string): void {
-    let uuid: string;
-    let principal: Principal;
-    try {
-      principal = authenticate(this.cache, req.headers);
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, { model: modelName }: { model: string }): void {
+    acceptAuthenticatedSocket(this.wss, this.cache, { req, socket, head }, (principal) => {
       const idx = this.cache.findModel(modelName);
       if (!idx) throw notFound("model", modelName);
       requireModelAccess(principal, idx, "read", modelName);
-      uuid = idx.uuid;
-    } catch (err) {
-      if (!StewardError.isInstance(err)) throw err;
-      answerRaw(socket, err.httpStatus, err.toWire());
-      return;
-    }
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      return { principal, uuid: idx.uuid };
+    }, (ws, { principal, uuid }) => {
       let set = this.watchers.get(uuid);
       if (!set) this.watchers.set(uuid, (set = new Set()));
       set.add(ws);
@@ -73,7 +65,6 @@ export class StatusWatchHub {
         grant.stopExpiry?.();
         this.grants.delete(ws);
       });
-      ws.on("error", () => undefined);
       try {
         this.send(uuid, [ws]);
       } catch {

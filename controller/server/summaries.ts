@@ -8,8 +8,8 @@ import { STEWARD_VERSION, describePlacement, formatConstraints, hasConstraints }
 import type { ClusterControl } from "../cluster";
 import type { StateCache } from "../state";
 import { modelSettings } from "../state";
-import type { Principal } from "./auth";
-import { modelAccess } from "./auth";
+import type { Principal } from "../access/auth";
+import { modelAccess } from "../access/auth";
 
 /** What every user sees of the controller: who it is, and how to reach and recognise it. */
 export function controllerOverview(cache: StateCache, addresses: string[], caFingerprint: string): ControllerOverview {

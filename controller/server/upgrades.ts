@@ -1,6 +1,8 @@
 /**
  * Routes WebSocket upgrades: `/v1/agent` to the agent hub, `/v1/models/<model>/watch` to the status
- * watch hub, `/v1/live` to the dashboard's live feed, `/v1/console` to the dashboard's console pane. Node hands an upgrade over outside any request handler, so a throw here would end the
+ * watch hub, `/v1/live` to the dashboard's live feed, `/v1/console` to the dashboard's console pane.
+ * The hubs are handed in by kind (the dashboard's sit above the server and are not imported here).
+ * Node hands an upgrade over outside any request handler, so a throw here would end the
  * process: everything, from parsing the path to authenticating, runs inside error handling and
  * every refusal is a proper HTTP answer. An upgrade that the session cookie alone authenticates (a
  * browser's) must come from this controller's own page: its Origin is checked here, for every endpoint.
@@ -8,28 +10,27 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Server as HttpsServer } from "node:https";
 import type { Duplex } from "node:stream";
-import type { WebSocketServer } from "ws";
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
-import type { AgentHub } from "./agent-hub";
 import { answerRaw, shown } from "./raw-answer";
-import type { StatusWatchHub } from "./status-watch";
-import type { LiveFeedHub } from "../dashboard/live-feed";
-import type { ConsoleSessionHub } from "../dashboard/console-sessions";
 import type { OwnOrigins } from "./own-origins";
-import { readSessionCookie } from "./session-cookie";
+import { readSessionCookie } from "../access/session-cookie";
 
-export interface UpgradeRoutes {
-  agents: AgentHub;
-  watches: StatusWatchHub;
-  live: LiveFeedHub;
-  consoles: ConsoleSessionHub;
+/** An endpoint family and what its path names (the watched model). */
+export type UpgradeTarget = { kind: "agents" } | { kind: "live" } | { kind: "consoles" } | { kind: "watches"; model: string };
+
+/** What takes one kind of upgrade over: authenticates it, then upgrades the socket or answers a refusal on it. */
+export interface UpgradeHandler<T extends UpgradeTarget = UpgradeTarget> {
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: T): void;
+}
+
+export type UpgradeHandlers = { [K in UpgradeTarget["kind"]]: UpgradeHandler<Extract<UpgradeTarget, { kind: K }>> };
+
+export interface UpgradeRoutes extends UpgradeHandlers {
   /** Where this controller's page is served from. */
   origins: OwnOrigins;
   log: Logger;
 }
-
-export type UpgradeTarget = { kind: "agent" } | { kind: "live" } | { kind: "console" } | { kind: "watch"; model: string };
 
 export function installUpgradeRouting(server: Server | HttpsServer, routes: UpgradeRoutes): void {
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => routeUpgrade(routes, req, socket, head));
@@ -43,10 +44,7 @@ export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket
     if (!req.headers.authorization && readSessionCookie(req.headers) && !routes.origins.allows(req.headers.origin)) {
       throw new StewardError("forbidden", "a WebSocket authenticated by the session cookie must come from this controller's own page: its Origin must be one of the controller's addresses (steward dashboard prints them)");
     }
-    if (target.kind === "agent") routes.agents.handleUpgrade(req, socket, head);
-    else if (target.kind === "live") routes.live.handleUpgrade(req, socket, head);
-    else if (target.kind === "console") routes.consoles.handleUpgrade(req, socket, head);
-    else routes.watches.handleUpgrade(req, socket, head, target.model);
+    (routes[target.kind] as UpgradeHandler).handleUpgrade(req, socket, head, target);
   } catch (err) {
     if (StewardError.isInstance(err)) {
       answerRaw(socket, err.httpStatus, err.toWire());
@@ -60,25 +58,14 @@ export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket
 /** The endpoint an upgrade asks for; throws not-found or invalid-request. */
 export function parseUpgradeTarget(url: string): UpgradeTarget {
   const path = url.split("?")[0]!;
-  if (path === "/v1/agent") return { kind: "agent" };
+  if (path === "/v1/agent") return { kind: "agents" };
   if (path === "/v1/live") return { kind: "live" };
-  if (path === "/v1/console") return { kind: "console" };
+  if (path === "/v1/console") return { kind: "consoles" };
   const watch = /^\/v1\/models\/([^/]+)\/watch$/.exec(path);
   if (!watch) throw new StewardError("not-found", `no WebSocket endpoint at ${shown(path)}: use /v1/agent, /v1/live, /v1/console or /v1/models/<model>/watch`);
   try {
-    return { kind: "watch", model: decodeURIComponent(watch[1]!) };
+    return { kind: "watches", model: decodeURIComponent(watch[1]!) };
   } catch {
     throw new StewardError("invalid-request", `the model name in ${shown(path)} is not valid percent-encoding (write "%" as %25)`, { details: { field: "model" } });
   }
-}
-
-/**
- * Has `wss` answer a malformed handshake (bad key, version, method, extensions) in our error shape
- * rather than ws's own text.
- */
-export function answerHandshakeErrors(wss: WebSocketServer): void {
-  wss.on("wsClientError", (err: Error, socket: Duplex) => {
-    const status = err.message === "Invalid HTTP method" ? 405 : 400;
-    answerRaw(socket, status, { code: "invalid-request", message: `WebSocket handshake refused: ${err.message}` }, status === 400 ? { "Sec-WebSocket-Version": "13, 8" } : { Allow: "GET" });
-  });
 }

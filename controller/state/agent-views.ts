@@ -7,7 +7,7 @@ import type { AgentView, QueuedAction, RelationView, UnitView } from "../../api"
 import type { ApplicationDoc, UnitDoc } from "./documents";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import type { ModelIndex, StateCache } from "./cache";
-import { effectiveConfig } from "./operations";
+import { effectiveConfig } from "./config";
 import { migrationView } from "./migration-phases";
 
 export function unitNumber(name: string): number {

@@ -4,7 +4,7 @@
  * its own; listeners hear which models changed. A watch that falls behind compaction triggers a
  * fresh read, so the cache never silently misses a change.
  */
-import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "../cluster/cluster-docs";
+import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "./cluster-docs";
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { ControllerUpgrade, StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
@@ -82,7 +82,7 @@ export class StateCache {
   /** Controller replicas by id, and the current controller leader. */
   readonly replicas = new Map<string, { id: string; addresses: string[]; since: string; version?: string }>();
   leader?: { replica: string; addresses: string[]; since: string };
-  /** The cluster's documents (controller/cluster/cluster-docs.ts), for status and the quorum keeper. */
+  /** The cluster's documents (state/cluster-docs.ts), for status and the quorum keeper. */
   readonly clusterMembers = new Map<string, MemberDoc>();
   readonly spares = new Map<string, SpareDoc>();
   haConfig?: HaConfig;
@@ -330,7 +330,7 @@ export class StateCache {
     const target = await this.store.currentRevision();
     if (target <= this.revision) return;
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new StewardError("unavailable", `this replica's view of the store is behind (at ${this.revision}, store at ${target}); try again or another replica`)), timeoutMs); });
+    const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new StewardError("deadline-exceeded", `this replica's view of the store is behind (at ${this.revision}, store at ${target}); try again or another replica`)), timeoutMs); });
     try { await Promise.race([this.waitForRevision(target), late]); } finally { clearTimeout(timer); }
   }
 

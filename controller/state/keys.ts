@@ -82,6 +82,23 @@ export const keys = {
   migrationStageChunk: (id: string, i: number) => k("migration-stage-chunk", "", `${id}/${i}`),
   migrationStageChunks: (id: string) => `${p("migration-stage-chunk", "")}${id}/`,
   migrationArrival: (model: string) => k("migration-arrival", "", model),
+  /** Idempotency records, by request id (request-records.ts). */
+  requestsPrefix: p("request-record", ""),
+  /** Kept backups and their chunks (controller/backup/kept-backups.ts). */
+  backupsPrefix: p("backup", ""),
+  backupChunksPrefix: p("backup-chunk", ""),
+  /** The controller leader's campaign key (cluster/leader-election.ts). */
+  clusterLeader: k("cluster-leader", ""),
+  /** Each replica's lease-bound presence, by replica id (cluster/replicas.ts). */
+  clusterReplicas: p("cluster-replica", ""),
+  clusterConfig: k("cluster-config", ""),
+  clusterMembers: p("cluster-member", ""),
+  clusterMember: (name: string) => k("cluster-member", "", name),
+  clusterSpares: p("cluster-spare", ""),
+  clusterSpare: (host: string) => k("cluster-spare", "", host),
+  clusterKeeper: k("cluster-keeper", ""),
+  clusterReplicaCloud: k("cluster-replica-cloud", ""),
+  clusterUpgrade: k("cluster-upgrade", ""),
 };
 
 /** Ids padded so that keys sort as their numbers do. */

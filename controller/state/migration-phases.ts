@@ -1,10 +1,10 @@
 /**
  * What a model's migration phase means for the rest of the controller: which moves are allowed
  * (Juju's validTransitions, plus ABORT → SUCCESS when the target turns out to have taken the model),
- * when the model's writes are held, and what its agents are told.
+ * when the model's writes are held, what its agents are told, and what a client of a moved model is answered.
  */
-import type { MigrationPhase, MigrationView } from "../../api";
-import { HANDED_OVER_PHASES, TERMINAL_PHASES } from "../../api";
+import type { MigrationPhase, MigrationView, ModelMoved } from "../../api";
+import { HANDED_OVER_PHASES, StewardError, TERMINAL_PHASES } from "../../api";
 import type { MigrationDoc } from "./documents";
 
 const NEXT: Record<MigrationPhase, readonly MigrationPhase[]> = {
@@ -49,4 +49,10 @@ export function handedOver(m: MigrationDoc | undefined): boolean {
 export function migrationView(m: MigrationDoc | undefined): MigrationView | undefined {
   if (!migrationActive(m)) return undefined;
   return { id: m.id, phase: m.phase, paused: holdsModel(m), target: m.target };
+}
+
+/** The answer for a model that moved to another controller: where it went, for the client to follow. */
+export function movedError(m: MigrationDoc): StewardError {
+  const details: ModelMoved = { reason: "moved", model: m.modelName, target: m.target };
+  return new StewardError("moved", `model ${m.modelName} moved to controller ${m.target.name} (${m.target.addresses.join(", ")}); log in there (steward login) or let the client follow`, { details: details as unknown as Record<string, unknown> });
 }

@@ -5,13 +5,14 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Bundle, Constraints, ModelPlacement, OperatorMeta, StatusLogEntry, UnitStatusReport } from "../../api";
-import { CONFIG_TOTAL_LIMIT_BYTES, PROVISIONED_SUBSTRATES, contractOf, settingsWithDefaults, STATUS_HISTORY_ENTRIES, STATUS_HISTORY_MESSAGE_CHARS, StewardError, alreadyExists, bundleHash, checkConfigValue, formatConstraints, hasConstraints, invalidRequest, mergeConstraints, notFound, validateBundle } from "../../api";
+import { PROVISIONED_SUBSTRATES, STATUS_HISTORY_ENTRIES, STATUS_HISTORY_MESSAGE_CHARS, StewardError, alreadyExists, bundleHash, contractOf, formatConstraints, hasConstraints, invalidRequest, mergeConstraints, notFound, settingsWithDefaults, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
 import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, PlacementRequest, RelationDoc, RevokedTokenDoc, StatusHistoryDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { unitNumber } from "./agent-views";
+import { checkConfigTotal, configError, validateConfig } from "./config";
 import { checkMachineConstraints } from "./constraints";
 import type { OperatorCharge, OperatorQuotas, OperatorUser } from "./operator-quotas";
 import { modelOperatorBytes, modelUseRefusal, operatorUsage, uploadRefusal } from "./operator-quotas";
@@ -792,33 +793,6 @@ export class StateOps extends StoreTxns {
   }
 }
 
-/** Checks user-set config against the operator's options; names the key and the fix on error. */
-export function validateConfig(meta: OperatorMeta, values: ConfigValues, app: string): ConfigValues {
-  const out: ConfigValues = {};
-  for (const [k, v] of Object.entries(values)) {
-    const opt = meta.config[k];
-    if (!opt) throw configError(app, meta, k);
-    const problem = checkConfigValue(opt.type, v);
-    if (problem) throw new StewardError("config-invalid", `config "${k}" of ${app}: ${problem}`, { details: { field: k, type: opt.type } });
-    out[k] = v;
-  }
-  return out;
-}
-
-/** Refuses config whose values together exceed {@link CONFIG_TOTAL_LIMIT_BYTES}; returns it otherwise. */
-function checkConfigTotal(config: ConfigValues, app: string): ConfigValues {
-  const bytes = Buffer.byteLength(JSON.stringify(config));
-  if (bytes <= CONFIG_TOTAL_LIMIT_BYTES) return config;
-  const largest = Object.entries(config).sort(([, a], [, b]) => String(b).length - String(a).length).slice(0, 3).map(([k]) => `"${k}"`);
-  throw new StewardError("config-invalid", `config of ${app} would be ${bytes} bytes in all; an application's config may hold at most ${CONFIG_TOTAL_LIMIT_BYTES} bytes (largest values: ${largest.join(", ")})`, { details: { field: "config", bytes, limit: CONFIG_TOTAL_LIMIT_BYTES } });
-}
-
-function configError(app: string, meta: OperatorMeta, key: string): StewardError {
-  const known = Object.keys(meta.config);
-  return new StewardError("config-invalid", `config "${key}" is not an option of ${app} (operator ${meta.name}); ${known.length > 0 ? `known options: ${known.join(", ")}` : "it has no config options"}`, { details: { field: key, known } });
-}
-
-/** The effective config: operator defaults overlaid with the values set on the application. */
 /** Every record of model `uuid` (named `name`), for a transaction that removes the model at once. */
 export function modelDeletes(uuid: string, name: string): Op[] {
   return [{ type: "deletePrefix", prefix: keys.modelPrefix(uuid) }, { type: "deletePrefix", prefix: keys.presencePrefix(uuid) }, ...modelTaskDeletes(uuid), { type: "delete", key: keys.model(uuid) }, { type: "delete", key: keys.modelName(name) }];
@@ -827,12 +801,6 @@ export function modelDeletes(uuid: string, name: string): Op[] {
 /** A model's records kept outside its prefix, which the cache does not load: tasks, operations, status history. */
 function modelTaskDeletes(uuid: string): Op[] {
   return [{ type: "deletePrefix", prefix: keys.tasksOf(uuid) }, { type: "deletePrefix", prefix: keys.operationsOf(uuid) }, { type: "deletePrefix", prefix: keys.statusHistoryOf(uuid) }];
-}
-
-export function effectiveConfig(meta: OperatorMeta | undefined, set: ConfigValues): ConfigValues {
-  const out: ConfigValues = {};
-  for (const [k, opt] of Object.entries(meta?.config ?? {})) if (opt.default !== undefined) out[k] = opt.default;
-  return { ...out, ...set };
 }
 
 function sortKeys(o: ConfigValues): ConfigValues {

@@ -14,10 +14,10 @@
  * Records are kept {@link REQUEST_RECORD_TTL_MS} and then swept by the leader.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Logger } from "../../api";
 import type { Op, Store } from "../store";
+import { keys } from "./keys";
 
-export const REQUESTS_PREFIX = "/requests/";
+export const REQUESTS_PREFIX = keys.requestsPrefix;
 /** How long a request id is remembered: far longer than any client retries. */
 export const REQUEST_RECORD_TTL_MS = 10 * 60 * 1000;
 
@@ -84,13 +84,4 @@ export async function sweepRequestRecords(store: Store, now = Date.now()): Promi
     await store.txn({ success: old.slice(i, i + 500).map((kv) => ({ type: "delete" as const, key: kv.key })) });
   }
   return old.length;
-}
-
-/** Sweeps old request records every minute (on the leader); returns the function that stops it. */
-export function startRequestRecordSweeper(store: Store, log: Logger): () => void {
-  const timer = setInterval(() => {
-    sweepRequestRecords(store).catch((err: unknown) => log.warn("sweeping old request records failed; will retry", { err }));
-  }, 60_000);
-  timer.unref();
-  return () => clearInterval(timer);
 }

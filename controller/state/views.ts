@@ -5,7 +5,7 @@ import type { ApplicationDoc, MachineDoc, RelationDoc, UnitDoc } from "./documen
 import { workloadSeverity } from "../../api";
 import { migrationActive } from "./migration-phases";
 import type { ModelIndex, StateCache } from "./cache";
-import { effectiveConfig } from "./operations";
+import { effectiveConfig } from "./config";
 import { relationsOf, unitNumber } from "./agent-views";
 
 /** One unit as status shows it, from the cache's documents. */

@@ -303,7 +303,7 @@ export class EmbeddedStore implements Store {
   }
 
   private fail(err: unknown): void {
-    this.failed = new StewardError("unavailable", `embedded store failed writing to ${this.opts.dir}: ${(err as Error).message}; restart the controller`, { cause: err });
+    this.failed = new StewardError("unavailable", `embedded store failed writing to ${this.opts.dir}: ${(err as Error).message}; restart the controller`, { cause: err, reason: "store-failed" });
     for (const p of this.queue.splice(0)) p.reject(this.failed);
     this.flushing = false;
   }

@@ -108,7 +108,7 @@ export class EtcdStore implements Store {
       await store.currentRevision();
     } catch (err) {
       client.close();
-      throw new StewardError("unavailable", `cannot reach etcd at ${o.endpoints.join(", ")}: ${(err as Error).message}`, { cause: err });
+      throw new StewardError("unavailable", `cannot reach etcd at ${o.endpoints.join(", ")}: ${(err as Error).message}`, { cause: err, reason: "store-unreachable" });
     }
     return store;
   }
@@ -150,7 +150,7 @@ export class EtcdStore implements Store {
   private storeError(err: unknown, what: string): unknown {
     const message = (err as Error)?.message ?? String(err);
     if (StewardError.isInstance(err) || !UNAVAILABLE.test(message)) return err;
-    return new StewardError("unavailable", `the controller's store (etcd) did not answer ${what}: ${message}. A majority of controller replicas must be up for the controller to work`, { retryable: true, cause: err });
+    return new StewardError("unavailable", `the controller's store (etcd) did not answer ${what}: ${message}. A majority of controller replicas must be up for the controller to work`, { reason: "store-unreachable", cause: err });
   }
 
   private opts(call: CallOptions = {}): { deadline: Date } { return { deadline: new Date(Date.now() + (call.timeoutMs ?? this.o.requestTimeoutMs ?? 5000)) }; }
@@ -288,7 +288,7 @@ export class EtcdStore implements Store {
       const answer = new Promise<{ TTL: string }>((resolve, reject) => {
         stream.on("data", resolve);
         stream.on("error", reject);
-        setTimeout(() => reject(new StewardError("unavailable", "etcd did not answer a lease keep-alive in time")), this.o.requestTimeoutMs ?? 5000).unref();
+        setTimeout(() => reject(new StewardError("deadline-exceeded", "etcd did not answer a lease keep-alive in time")), this.o.requestTimeoutMs ?? 5000).unref();
       });
       stream.write({ ID: leaseId });
       const res = await answer;

@@ -159,7 +159,7 @@ async function enrolled(inputs: MachineInputs, machineId: string): Promise<Machi
   if (failure === undefined) return last!;
   await client.removeMachine(inputs.model, machineId, true).catch(() => undefined);
   changed(inputs.connection, inputs.model);
-  throw new StewardError("unavailable", `${withArticle(substrateOf(inputs))} machine could not be provisioned (it was removed again): ${failure}`);
+  throw new StewardError("unavailable", `${withArticle(substrateOf(inputs))} machine could not be provisioned (it was removed again): ${failure}`, { reason: "provisioning-failed" });
 }
 
 function observed(m: MachineInfo | undefined): Omit<MachineOutputs, keyof MachineInputs | "machineId"> {

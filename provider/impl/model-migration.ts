@@ -25,14 +25,14 @@ export async function migrateIfMoved(name: string, uuid: string, from: Controlle
   const source = await hello(from).catch(() => undefined);
   if (source?.controller === target.controller) return;
   if (await there()) return;
-  if (!source) throw new StewardError("unavailable", `model "${name}" is to move to controller ${target.name}, but its current controller (${from.addresses.join(", ")}) does not answer`);
+  if (!source) throw new StewardError("unavailable", `model "${name}" is to move to controller ${target.name}, but its current controller (${from.addresses.join(", ")}) does not answer`, { reason: "controller-unreachable" });
   // The source's own client: following a redirect here would hide where the model is.
   const src = new ControllerClient({ addresses: from.addresses, caCert: from.caCert, user: from.user, password: from.password });
   try {
     const path = `/v1/models/${encodeURIComponent(name)}`;
     await src.call("POST", `${path}/migrate`, { target: { name: target.name, addresses: to.addresses, caCert: to.caCert, user: to.user, password: to.password } }).catch(async (e: unknown) => {
       // One already under way (a retried update) is waited for, not started again.
-      if (!(StewardError.isInstance(e) && e.code === "conflict" && /already migrating/.test(e.message))) throw e;
+      if (!(StewardError.isInstance(e) && e.reason === "migration-running")) throw e;
     });
     let last: MigrationInfo | undefined;
     await until(`model "${name}" to migrate to controller ${target.name}`, timeoutMs, async () => {

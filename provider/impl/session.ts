@@ -83,7 +83,7 @@ export class PartialFailure extends Error {
 export async function until(what: string, timeoutMs: number, probe: () => Promise<boolean>, intervalMs = 500): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
-    if (Date.now() > deadline) throw new StewardError("unavailable", `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}`);
+    if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

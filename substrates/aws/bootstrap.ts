@@ -44,7 +44,7 @@ export async function bootstrapControllerOnAws(plan: AwsControllerPlan): Promise
       },
       state: async (id) => {
         const i = await ec2.instance(placement, id);
-        if (!i || GONE_STATES.has(i.state)) throw new StewardError("unavailable", `instance ${id} ${i ? `is ${i.state}` : "is gone"} before it ran; see its state reason in the EC2 console`);
+        if (!i || GONE_STATES.has(i.state)) throw new StewardError("unavailable", `instance ${id} ${i ? `is ${i.state}` : "is gone"} before it ran; see its state reason in the EC2 console`, { reason: "instance-gone" });
         return { state: i.state, ...(i.state === "running" && i.address ? { address: i.address } : {}) };
       },
       terminate: (id) => ec2.terminate(placement, [id]),

@@ -81,7 +81,7 @@ export async function finishKubernetesBootstrap(plan: Omit<KubernetesBootstrapPl
         token = await client.login().catch(() => undefined);
         if (token) break;
       }
-      if (Date.now() > deadline) throw new StewardError("unavailable", `pod ${namespace}/${name}-0 did not serve the controller within ${Math.round(plan.timeoutMs / 1000)} s: see kubectl -n ${namespace} describe pod ${name}-0 and its log`);
+      if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `pod ${namespace}/${name}-0 did not serve the controller within ${Math.round(plan.timeoutMs / 1000)} s: see kubectl -n ${namespace} describe pod ${name}-0 and its log`);
       await new Promise((r) => setTimeout(r, 1000));
     }
     await updateSecretData(api, namespace, controllerEnrolSecretName(name), (data) =>

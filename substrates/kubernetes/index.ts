@@ -7,14 +7,14 @@ export type { KubeConnectionOptions, KubeCredential, KubeconfigOptions } from ".
 export { KUBE_RESOURCES, apiVersionOf, resourceName } from "./resources";
 export type {
   Condition, ConfigMap, ContainerStatus, EndpointSlice, KubeList, KubeObject, KubeResource, KubeScale, KubeStatus, LabelSelector, Namespace, ObjectMeta,
-  PersistentVolumeClaim, Pod, ResourceAttributes, Secret, SelfSubjectAccessReview, Service, ServicePort, StatefulSet, WatchEvent, WatchEventType,
+  PersistentVolumeClaim, Pod, PodProbeSettings, ResourceAttributes, Secret, SelfSubjectAccessReview, Service, ServicePort, StatefulSet, WatchEvent, WatchEventType,
 } from "./resources";
 export { deniedRights, describeRight, describeRights } from "./access-review";
 export { describeClusterFailure } from "./cluster-failures";
 export { observe } from "./observe";
 export type { ObserveOptions, Observed } from "./observe";
 export { DEFAULT_POD_PROBES, LABELS, MANAGED_BY, POD_PATHS, AGENT_CONTAINER, TEMPLATE_HASH, agentsSecretManifest, agentsSecretName, endpointsServiceName, namespaceManifest, podName, selectorOf, serviceManifests, statefulSetManifest } from "./unit-pods";
-export type { PodProbeSettings, UnitPodsSpec } from "./unit-pods";
+export type { UnitPodsSpec } from "./unit-pods";
 export {
   BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, DEFAULT_CONTROLLER_IMAGE, CONTROLLER_POD_PATHS, MAX_CONTROLLER_PODS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName,
   clientServiceDnsName, peersServiceName, replicaClaimName, replicaDnsName, replicaTokenKey,

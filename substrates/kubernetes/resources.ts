@@ -137,6 +137,13 @@ export interface StatefulSet extends KubeObject {
   };
 }
 /** What a SelfSubjectAccessReview asks: may I do `verb` on `resource` (of `group`) in `namespace` ("" or absent: all namespaces, or a cluster-scoped resource)? */
+/** How often the kubelet probes a container, how long it waits, and after how many failures it acts (per probe kind). */
+export interface PodProbeSettings {
+  liveness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
+  readiness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
+  startup: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
+}
+
 export interface ResourceAttributes { verb: string; group?: string; resource: string; subresource?: string; namespace?: string; name?: string }
 /** authorization.k8s.io/v1 SelfSubjectAccessReview: `status.allowed` is the answer; `denied` and `reason` may explain it. */
 export interface SelfSubjectAccessReview extends KubeObject {

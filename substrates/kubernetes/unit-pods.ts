@@ -18,7 +18,7 @@
 import { createHash } from "node:crypto";
 import { POD_HEALTH_PORT, POD_LIVENESS_PATH, POD_READINESS_PATH, podAgentConfigKey } from "../../api/core";
 import type { WorkloadContainer } from "../../api/core";
-import type { Namespace, Secret, Service, StatefulSet } from "./resources";
+import type { Namespace, PodProbeSettings, Secret, Service, StatefulSet } from "./resources";
 import { STEWARD_USER, workloadPodParts } from "./workload-pods";
 
 /** Labels every object made for a model carries (how the provisioner finds its own). */
@@ -35,12 +35,7 @@ export const TEMPLATE_HASH = "steward.io/template-hash";
 export const POD_PATHS = { agentDir: "/var/lib/steward/agent", configs: "/etc/steward/agents" } as const;
 export const AGENT_CONTAINER = "steward-agent";
 
-/** Probes of the agent container, with Juju's defaults (liveness every 5 s, timeout 1 s, 3 failures; startup every 1 s, 30 failures). */
-export interface PodProbeSettings {
-  liveness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
-  readiness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
-  startup: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
-}
+/** Juju's defaults: liveness every 5 s, timeout 1 s, 3 failures; startup every 1 s, 30 failures. */
 export const DEFAULT_POD_PROBES: PodProbeSettings = {
   liveness: { periodSeconds: 5, timeoutSeconds: 1, failureThreshold: 3 },
   readiness: { periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 },

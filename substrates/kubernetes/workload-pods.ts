@@ -12,7 +12,7 @@ import {
   SUPERVISOR_HEALTH_PATH, SUPERVISOR_INIT_CONTAINER, SUPERVISOR_NODE, SUPERVISOR_SCRIPT, WORKLOAD_SHARED_DIR, WORKLOAD_SOCKET_DIR,
   supervisorHealthPort, supervisorSocket,
 } from "../../api/core";
-import type { PodProbeSettings } from "./unit-pods";
+import type { PodProbeSettings } from "./resources";
 
 export const WORKLOAD_VOLUME = "steward-workload";
 

@@ -140,7 +140,9 @@ export async function startLocalController(dataDir: string, caCert: string, time
     await new Promise((r) => setTimeout(r, 100));
   }
   const tail = (await readFile(join(dataDir, dataFiles.log), "utf8").catch(() => "")).trim().split("\n").slice(-5).join("\n  ");
-  throw new StewardError("unavailable", `the controller did not start${exited !== null ? ` (it exited with code ${exited})` : ` within ${timeoutMs / 1000} s`}; the end of ${join(dataDir, dataFiles.log)}:\n  ${tail}`);
+  const logEnd = `the end of ${join(dataDir, dataFiles.log)}:\n  ${tail}`;
+  if (exited !== null) throw new StewardError("unavailable", `the controller did not start (it exited with code ${exited}); ${logEnd}`, { reason: "controller-did-not-start" });
+  throw new StewardError("deadline-exceeded", `the controller did not start within ${timeoutMs / 1000} s; ${logEnd}`);
 }
 
 /** Stops a local controller and its supervisor (its agents go on running). */

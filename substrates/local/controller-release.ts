@@ -34,7 +34,7 @@ export async function runningControllerBuild(dataDir: string): Promise<string> {
   const pid = await readPidFile(join(dataDir, dataFiles.pid));
   const cmdline = pid ? await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "") : "";
   const entry = cmdline.split("\0").find((a) => a.endsWith("main.js"));
-  if (!entry) throw new StewardError("unavailable", `the controller in ${dataDir} is not running (no live process in ${dataFiles.pid}): start it first (its supervisor restarts it; see ${join(dataDir, dataFiles.log)})`);
+  if (!entry) throw new StewardError("unavailable", `the controller in ${dataDir} is not running (no live process in ${dataFiles.pid}): start it first (its supervisor restarts it; see ${join(dataDir, dataFiles.log)})`, { reason: "controller-not-running" });
   return dirname(dirname(entry));
 }
 

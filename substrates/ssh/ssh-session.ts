@@ -50,7 +50,7 @@ export class SshSession {
     const attempts = opts.attempts ?? 5;
     let lastErr: unknown;
     for (let i = 0; i < attempts; i++) {
-      if (opts.signal?.aborted) throw new StewardError("unavailable", `connecting to ${target.host} was cancelled`);
+      if (opts.signal?.aborted) throw new StewardError("cancelled", `connecting to ${target.host} was cancelled`);
       let seen = "";
       const ssh = new NodeSSH();
       let via: SshSession | undefined;
@@ -94,7 +94,7 @@ export class SshSession {
         await new Promise((r) => setTimeout(r, Math.min(8000, 500 * 2 ** i)));
       }
     }
-    throw new StewardError("unavailable", `cannot reach ${target.host}:${target.port ?? 22}: ${(lastErr as Error)?.message ?? "unknown error"}`, { cause: lastErr });
+    throw new StewardError("unavailable", `cannot reach ${target.host}:${target.port ?? 22}: ${(lastErr as Error)?.message ?? "unknown error"}`, { cause: lastErr, reason: "host-unreachable" });
   }
 
   /** Runs a shell command; with `sudo`, through `sudo -n` unless the user is root. */
@@ -107,7 +107,7 @@ export class SshSession {
   /** Runs a command that must succeed; the error names the host, the step and what the host said. */
   async must(step: string, cmd: string, opts: { sudo?: boolean; stdin?: string } = {}): Promise<string> {
     const r = await this.run(cmd, opts);
-    if (r.code !== 0) throw new StewardError("unavailable", `${step} failed on ${this.target.host} (exit ${r.code}): ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" | ")}`);
+    if (r.code !== 0) throw new StewardError("unavailable", `${step} failed on ${this.target.host} (exit ${r.code}): ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" | ")}`, { reason: "remote-command-failed" });
     return r.stdout;
   }
 
@@ -120,7 +120,7 @@ export class SshSession {
     await this.ssh.putFile(localPath, tmp);
     try {
       const sum = (await this.must("checking the upload", `sha256sum ${shellQuote(tmp)}`)).split(" ")[0];
-      if (sum !== sha256) throw new StewardError("unavailable", `upload to ${this.target.host} arrived corrupted (sha256 ${sum}, expected ${sha256})`);
+      if (sum !== sha256) throw new StewardError("unavailable", `upload to ${this.target.host} arrived corrupted (sha256 ${sum}, expected ${sha256})`, { reason: "upload-corrupted" });
       await this.must("installing a file", `mkdir -p ${shellQuote(remotePath.slice(0, remotePath.lastIndexOf("/")))} && install -m ${mode} ${shellQuote(tmp)} ${shellQuote(remotePath)}.new && mv -f ${shellQuote(remotePath)}.new ${shellQuote(remotePath)}`, { sudo: true });
     } finally {
       await this.run(`rm -f ${shellQuote(tmp)}`);
@@ -137,7 +137,7 @@ export class SshSession {
   /** A TCP stream to `host:port` opened from this host (for jumping through it). */
   tunnel(host: string, port: number): Promise<NodeJS.ReadableStream & NodeJS.WritableStream> {
     return this.ssh.forwardOut("127.0.0.1", 0, host, port).catch((err: Error) => {
-      throw new StewardError("unavailable", `jump host ${this.target.host} cannot reach ${host}:${port}: ${err.message}`, { cause: err });
+      throw new StewardError("unavailable", `jump host ${this.target.host} cannot reach ${host}:${port}: ${err.message}`, { cause: err, reason: "host-unreachable" });
     }) as Promise<NodeJS.ReadableStream & NodeJS.WritableStream>;
   }
 

@@ -44,7 +44,7 @@ export async function bootstrapControllerOnVsphere(plan: VsphereControllerPlan):
       },
       state: async (id) => {
         const vm = await vms.vm(placement, id);
-        if (!vm) throw new StewardError("unavailable", `VM ${id} is gone before it ran; see vCenter's tasks and events`);
+        if (!vm) throw new StewardError("unavailable", `VM ${id} is gone before it ran; see vCenter's tasks and events`, { reason: "instance-gone" });
         return { state: vm.state, ...(vm.state === "poweredOn" && vm.address ? { address: vm.address } : {}) };
       },
       terminate: (id) => vms.destroy(placement, [{ id, state: "unknown" }]),

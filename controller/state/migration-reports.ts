@@ -1,12 +1,14 @@
 /**
  * Agents' answers to their model's migration, one key each
  * (`/migration-reports/<model>/<migration>/<phase>/<machine>`), and who is still awaited: every
- * machine of the model that is alive.
+ * machine of the model that is alive. In state/ because both the agent hub, which records them, and the
+ * migration master, which waits for them, read them.
  */
 import type { MigrationReport } from "../../api";
 import { REPORTED_PHASES, StewardError } from "../../api";
-import type { MigrationDoc, StateCache } from "../state";
-import { keys } from "../state";
+import type { StateCache } from "./cache";
+import type { MigrationDoc } from "./documents";
+import { keys } from "./keys";
 import type { Store } from "../store";
 
 export interface ReportDoc { ok: boolean; reason?: string; at: string }

@@ -1,21 +1,23 @@
-import type { AwsModelSettings, VsphereModelSettings } from "../../api";
-
 /**
  * The controller cluster's own documents in the store: desired size and quorum-keeper settings,
  * one record per etcd member (kept after removal, so a replica that returns late learns it was
- * replaced), the pool of spare hosts, and what the quorum keeper is doing.
+ * replaced), the pool of spare hosts, and what the quorum keeper is doing. Documents like any other,
+ * so they live in state/ (the cache keeps them) and their keys come from the registry of kinds.
  */
+import type { AwsModelSettings, VsphereModelSettings } from "../../api";
+import { keys } from "./keys";
+
 export const clusterKeys = {
-  config: "/cluster/config",
-  membersPrefix: "/cluster/members/",
-  member: (name: string): string => `/cluster/members/${name}`,
-  sparesPrefix: "/cluster/spares/",
-  spare: (host: string): string => `/cluster/spares/${host}`,
-  keeper: "/cluster/keeper",
+  config: keys.clusterConfig,
+  membersPrefix: keys.clusterMembers,
+  member: keys.clusterMember,
+  sparesPrefix: keys.clusterSpares,
+  spare: keys.clusterSpare,
+  keeper: keys.clusterKeeper,
   /** Where the keeper launches replicas when no spare host is left (`steward set-replica-cloud`). */
-  replicaCloud: "/cluster/replica-cloud",
+  replicaCloud: keys.clusterReplicaCloud,
   /** The last in-place upgrade's progress (`steward upgrade-controller`; api ControllerUpgrade). */
-  upgrade: "/cluster/upgrade",
+  upgrade: keys.clusterUpgrade,
 };
 
 export const ALLOWED_REPLICAS = [1, 3, 5, 7] as const;

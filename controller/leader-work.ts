@@ -1,0 +1,89 @@
+/**
+ * What the elected leader runs, one term at a time (controller.ts hands this to leaderScoped): the
+ * provisioners of each substrate, the cleaner, the request-record sweeper, the migration master and
+ * the staging purge, and with etcd the quorum keeper with its replica hosts. Each is made afresh per
+ * term from the term's fenced store, so nothing a deposed leader began can write after it.
+ */
+import { join } from "node:path";
+import type { Logger } from "../api";
+import { DEFAULT_AGENT_USER, defaultAgentsDir } from "../substrates";
+import { Cleaner } from "./cleaner";
+import { CloudReplicaHosts, QuorumKeeper, ReplicaHostChain, SparePool } from "./cluster";
+import { KubernetesReplicaHosts } from "./cluster/kubernetes-replicas";
+import type { ControllerConfig, LocalMachinesConfig } from "./config";
+import { AGENT_BUNDLE, DEFAULT_AGENT_IMAGE, dataFiles } from "./config";
+import type { MigrationStaging } from "./migration";
+import { MigrationMaster, stagingPurge } from "./migration";
+import { CloudProvisioner } from "./provisioner/cloud-machines";
+import type { KubernetesProvisionerOptions } from "./provisioner/kubernetes-units";
+import { KubernetesProvisioner } from "./provisioner/kubernetes-units";
+import { LocalProvisioner } from "./provisioner/local-machines";
+import type { Sealer } from "./security/sealing";
+import type { ModelLogs } from "./state/model-logs";
+import type { StateCache } from "./state";
+import { CredentialOps, EnrolmentOps, RelationOps, StateOps, sweepRequestRecords } from "./state";
+import type { Store } from "./store";
+import type { EtcdStore } from "./store/etcd";
+import type { Worker } from "./workers";
+import { periodic, withCleanup } from "./workers";
+
+export interface LeaderWorkOptions {
+  dataDir: string;
+  config: ControllerConfig;
+  cache: StateCache;
+  sealer: Sealer;
+  caCert: string;
+  controllerAddresses: () => string[];
+  log: Logger;
+  /** This replica's debug-log records (Kubernetes pass failures are told there). */
+  logs: ModelLogs;
+  staging: MigrationStaging;
+  /** etcd's membership, when the store is etcd: the quorum keeper runs then. */
+  membership: ReturnType<EtcdStore["membership"]> | undefined;
+  local: { settings: LocalMachinesConfig; enabled: boolean; agentEntry?: string; agentsAsRoot: boolean };
+  cloudPollIntervalMs?: number;
+  kubernetes?: Pick<KubernetesProvisionerOptions, "pollIntervalMs" | "probes">;
+  /** Seconds an unused operator is kept before the cleaner collects it. */
+  unusedOperatorGraceSeconds: number;
+}
+
+/** The factory of one term's workers, from the term's fenced store. */
+export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
+  const { cache, caCert, controllerAddresses, log, dataDir, sealer } = o;
+  return (fenced) => {
+    const ops = new StateOps(fenced);
+    const enrolments = new EnrolmentOps(fenced);
+    const credentials = new CredentialOps(fenced, sealer);
+    const work: Worker[] = [
+      new LocalProvisioner({
+        machinesDir: join(dataDir, dataFiles.machines),
+        agentEntry: o.local.agentEntry ?? AGENT_BUNDLE.main,
+        caCert, controllerAddresses, cache, ops, log,
+        agents: { user: o.local.settings.agentUser ?? DEFAULT_AGENT_USER, dir: o.local.settings.agentsDir ?? defaultAgentsDir(cache.controller!.uuid), dataDir, asController: o.local.agentsAsRoot },
+        enabled: o.local.enabled,
+      }),
+      new CloudProvisioner({
+        cache, ops, store: fenced, enrolments, credentials, caCert, controllerAddresses, log,
+        ...(o.cloudPollIntervalMs ? { pollIntervalMs: o.cloudPollIntervalMs } : {}),
+      }),
+      new KubernetesProvisioner({
+        cache, ops, credentials, caCert, controllerAddresses, log,
+        agentImage: o.config.kubernetes?.agentImage ?? DEFAULT_AGENT_IMAGE,
+        ...(o.config.kubernetes?.probes ? { probes: o.config.kubernetes.probes } : {}), ...o.kubernetes,
+        modelLog: (model, records) => o.logs.append(model, records),
+      }),
+      new Cleaner(cache, ops, new RelationOps(fenced), log, { graceMs: o.unusedOperatorGraceSeconds * 1000 }),
+      periodic("request-record-sweeper", 60_000, () => sweepRequestRecords(fenced), { log, failure: "sweeping old request records failed; will retry", failureLevel: "warn" }),
+      new MigrationMaster({ store: fenced, cache, sealer, log, machinesDir: join(dataDir, dataFiles.machines) }),
+      stagingPurge(o.staging, log),
+    ];
+    if (!o.membership) return work;
+    const replicaCloud = new CloudReplicaHosts({ cache, enrolments, credentials, sealer, dataDir, config: o.config, caCert, controllerAddresses, log });
+    const replicaPods = new KubernetesReplicaHosts({ cache, enrolments, sealer, dataDir, config: o.config, log });
+    // Spare hosts first (set aside on purpose), then the cloud (or, on Kubernetes, the StatefulSet), if one is set.
+    const hosts = new ReplicaHostChain([new SparePool({ store: fenced, cache, dataDir, config: o.config, sealer }), replicaCloud, replicaPods]);
+    const keeper = new QuorumKeeper({ store: fenced, membership: o.membership, cache, hosts, log });
+    // The hosts' clients close once the keeper's last pass has ended.
+    return [...work, withCleanup(keeper, () => { replicaCloud.close(); replicaPods.close(); })];
+  };
+}
