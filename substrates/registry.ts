@@ -1,7 +1,8 @@
 /**
  * Every substrate kind's runtime half (kind.ts), by name, each loaded on first use: a command or a
  * process that never touches a cloud never loads its SDK (`steward status` loads none). Adding a
- * kind is its folder and one line here (and its contract in api/substrate-kinds.ts).
+ * kind is its folder (with its kind.ts) and one line here, its contract in api/substrate-kinds.ts
+ * and, when it takes settings, their schema in api/substrate-settings.ts.
  */
 import type { ModelSubstrate } from "../api/core";
 import type { SubstrateKind } from "./kind";
