@@ -10,7 +10,8 @@
  * changes no machine that exists.
  */
 import { invalidRequest } from "./errors";
-import type { ModelSubstrate } from "./substrates";
+import type { ModelSubstrate } from "./substrate-kinds";
+import { contractNamed, kindsWhere } from "./substrate-kinds";
 
 export const ARCHES = ["amd64", "arm64"] as const;
 export type Arch = (typeof ARCHES)[number];
@@ -117,10 +118,8 @@ export function mergeConstraints(base: Constraints | undefined, over: Constraint
 /** Why `substrate` cannot honour `c`, or undefined when it can (the cloud may still find nothing that fits). */
 export function constraintsProblem(substrate: ModelSubstrate, c: Constraints): string | undefined {
   if (!hasConstraints(c)) return undefined;
-  if (substrate === "aws") return undefined;
-  if (substrate === "vsphere") {
-    const unsupported = (["arch", "root-disk", "instance-type"] as const).filter((k) => c[KEYS[k]] !== undefined);
-    return unsupported.length ? `constraints: ${unsupported.join(", ")} ${unsupported.length > 1 ? "are" : "is"} not supported on vsphere (a VM is its template's architecture and disk): give cores and mem` : undefined;
-  }
-  return `constraints: they size the machines a cloud makes (aws and vsphere models); ${substrate} machines take none`;
+  const check = contractNamed(substrate)?.constraintsProblem;
+  if (!check) return `constraints: they size the machines a cloud makes (${kindsWhere((k) => !!k.constraintsProblem)} models); ${substrate} machines take none`;
+  const problem = check((Object.keys(KEYS) as Key[]).filter((k) => c[KEYS[k]] !== undefined));
+  return problem ? `constraints: ${problem}` : undefined;
 }

@@ -80,6 +80,7 @@ const migrationId = param("MigrationId", "migration id", "invalid-request");
 const app = { app: param("Name", "application") };
 const force = ["force"] as const;
 type Created = { name: string; uuid: string; substrate?: string; credential?: string; constraints?: string };
+type CreatedModel = Created & { substrate: string };
 type ModelSettingsAnswer = { name: string; config: Record<string, unknown>; constraints?: string };
 
 export const routes = {
@@ -127,7 +128,7 @@ export const routes = {
 
   // --- models ---
   listModels: { method: "GET", path: "/v1/models", access: "user", status: 200, response: answer<ModelSummary[]>() },
-  createModel: { method: "POST", path: "/v1/models", access: "superuser", query: ["skipCheck"], body: "CreateModelRequest", what: "model", status: 201, response: answer<Created>() },
+  createModel: { method: "POST", path: "/v1/models", access: "superuser", query: ["skipCheck"], body: "CreateModelRequest", what: "model", status: 201, response: answer<CreatedModel>() },
   destroyModel: { method: "DELETE", path: "/v1/models/:model", access: "model:admin", query: force, status: 202, response: answer<void>() },
   updateModel: { method: "PATCH", path: "/v1/models/:model", access: "model:admin", body: "UpdateModelRequest", what: "model update", status: 200, response: answer<ModelSettingsAnswer>() },
   /** Pre-rendered JSON; `format=columns` answers the compact form (expandStatusColumns). */

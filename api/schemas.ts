@@ -3,11 +3,17 @@
  * these; unknown fields are refused (strict objects) so a typo never passes silently.
  */
 import { z } from "zod";
-import { CREDENTIALED_SUBSTRATES, CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES, withArticle } from "./substrates";
+import type { ModelSubstrate } from "./substrates";
+import { CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES, contractOf, substratesWhere, withArticle } from "./substrates";
+import type { Constraints } from "./constraints";
 import { parseConstraints } from "./constraints";
 import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
+import { AwsModelSettingsSchema, KubernetesNamespace, VsphereModelSettingsSchema, settingsSchemaOf } from "./substrate-settings";
+
+export { AwsModelSettingsSchema, KubernetesModelSettingsSchema, KubernetesNamespace, SETTINGS_SCHEMAS, VsphereModelSettingsSchema, settingsSchemaOf } from "./substrate-settings";
+export type { SettingsSubstrate } from "./substrate-settings";
 
 export { NAME_PATTERN };
 /** A host name or IP address, as SSH targets take it. */
@@ -49,51 +55,66 @@ export const ConstraintsText = z.string().max(512).transform((text, ctx) => {
 });
 /** A model's settings, and (as `set-model-constraints`) the constraints of the machines it makes from now on; "" clears them. */
 export const UpdateModelRequest = z.strictObject({ config: ModelConfig.optional(), constraints: ConstraintsText.optional() });
-const awsId = (prefix: string): z.ZodString => z.string().regex(new RegExp(`^${prefix}-[0-9a-f]{8,17}$`), { message: `must be an id such as ${prefix}-0123456789abcdef0` });
-export const AwsModelSettingsSchema = z.strictObject({
-  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { message: "must be an AWS region such as eu-west-1" }),
-  imageId: awsId("ami"),
-  instanceType: z.string().regex(/^[a-z0-9-]+\.[a-z0-9]+$/, { message: "must be an instance type such as t3.small" }).default("t3.small"),
-  subnetIds: z.array(awsId("subnet")).min(1).max(16).optional(),
-  securityGroupIds: z.array(awsId("sg")).min(1).max(16).optional(),
-  endpoint: z.string().max(512).regex(/^https:\/\/[^\s/]+\/?$/, { message: "must be an https:// URL of an EC2 endpoint" }).optional(),
-  endpointCaCert: z.string().max(16 * 1024).regex(/-----BEGIN CERTIFICATE-----/, { message: "must be a PEM certificate" }).optional(),
-});
-const inventoryPath = z.string().min(1).max(512).regex(/^[^\u0000-\u001f]+$/, { message: "must be an inventory path or name" });
-export const VsphereModelSettingsSchema = z.strictObject({
-  url: z.string().max(512).regex(/^https:\/\/[^\s/]+(\/sdk)?\/?$/, { message: "must be vCenter's https:// SDK URL, e.g. https://vcenter.example.com/sdk" }),
-  datacenter: inventoryPath,
-  template: inventoryPath,
-  folder: inventoryPath.optional(),
-  resourcePool: inventoryPath.optional(),
-  caCert: z.string().max(16 * 1024).regex(/-----BEGIN CERTIFICATE-----/, { message: "must be a PEM certificate" }).optional(),
-});
-
-/** A Kubernetes namespace's name: a DNS label (RFC 1123), as the API server requires. */
-export const KubernetesNamespace = z.string().max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { message: "must be a Kubernetes namespace name: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters" });
-export const KubernetesModelSettingsSchema = z.strictObject({ namespace: KubernetesNamespace });
-
 /** Where the quorum keeper launches replicas when no spare host is left. */
+export type ReplicaCloudInput = z.input<typeof ReplicaCloudRequest>;
 export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
   z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema }),
   z.strictObject({ substrate: z.literal("vsphere"), credential: Name, vsphere: VsphereModelSettingsSchema }),
   // A controller on Kubernetes: its own StatefulSet's pods, reached as its pods' ServiceAccount (steward bootstrap kubernetes: sets this).
   z.strictObject({ substrate: z.literal("kubernetes"), kubernetes: z.strictObject({ namespace: KubernetesNamespace, statefulSet: Name }) }),
 ]);
-export const CreateModelRequest = z.strictObject({
-  name: Name, config: ModelConfig.optional(), substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(),
-  aws: AwsModelSettingsSchema.optional(), vsphere: VsphereModelSettingsSchema.optional(), kubernetes: KubernetesModelSettingsSchema.optional(),
+/** The fields every model request has, whatever its kind. */
+const modelRequestFields = {
+  name: Name, config: ModelConfig.optional(), credential: Name.optional(),
   /** The default for its machines (`cores=2 mem=4G`). */
   constraints: ConstraintsText.optional(),
-}).superRefine((v, ctx) => {
-  const substrate = v.substrate ?? "local";
-  if (CREDENTIALED_SUBSTRATES.includes(substrate) && !v.credential) ctx.addIssue({ code: "custom", path: ["credential"], message: `is required for ${withArticle(substrate)} model: store one with steward add-credential NAME --substrate ${substrate}` });
-  if (substrate === "aws" && !v.aws) ctx.addIssue({ code: "custom", path: ["aws"], message: "is required for an aws model: at least region and imageId" });
-  if (substrate !== "aws" && v.aws) ctx.addIssue({ code: "custom", path: ["aws"], message: `is only for aws models, not ${substrate}` });
-  if (substrate === "vsphere" && !v.vsphere) ctx.addIssue({ code: "custom", path: ["vsphere"], message: "is required for a vsphere model: at least url, datacenter and template" });
-  if (substrate !== "vsphere" && v.vsphere) ctx.addIssue({ code: "custom", path: ["vsphere"], message: `is only for vsphere models, not ${substrate}` });
-  if (substrate !== "kubernetes" && v.kubernetes) ctx.addIssue({ code: "custom", path: ["kubernetes"], message: `is only for kubernetes models, not ${substrate}` });
-  if (substrate === "kubernetes" && v.constraints) ctx.addIssue({ code: "custom", path: ["constraints"], message: "are for machines Steward makes on a cloud; a kubernetes model's units are pods (their containers' resources come from the operator)" });
+};
+/** A request for a model of kind `k`: its settings are the kind's (settings-less kinds take none). */
+const modelRequestOf = <K extends ModelSubstrate>(k: K) =>
+  z.strictObject({ ...modelRequestFields, substrate: z.literal(k), settings: (settingsSchemaOf(k) ?? z.unknown()).optional() });
+
+/**
+ * Before the union: the substrate defaults to local and must be a kind; settings given under the
+ * kind's name (`aws: {…}`, as clients of the previous minor send them) are its settings, and under
+ * another kind's name are refused.
+ */
+function modelRequestShape(v: unknown, ctx: { issues: z.core.$ZodRawIssue[] }): unknown {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
+  const body: Record<string, unknown> = { ...(v as Record<string, unknown>) };
+  body.substrate ??= "local";
+  const substrate = body.substrate as ModelSubstrate;
+  if (!(MODEL_SUBSTRATES as readonly unknown[]).includes(substrate)) {
+    ctx.issues.push({ code: "custom", path: ["substrate"], input: body.substrate, message: `must be one of ${MODEL_SUBSTRATES.join(", ")}` });
+    return v;
+  }
+  for (const k of MODEL_SUBSTRATES) {
+    if (body[k] === undefined) continue;
+    if (k !== substrate) ctx.issues.push({ code: "custom", path: [k], input: body[k], message: `is only for ${k} models, not ${substrate}` });
+    else if (body.settings === undefined) body.settings = body[k];
+    delete body[k];
+  }
+  return body;
+}
+
+/**
+ * A new model: its name, settings and where its machines come from (`substrate`, with the kind's
+ * `credential` and `settings`), one shape per kind from its contract (api/substrate-kinds.ts).
+ */
+export interface CreateModelBody {
+  name: string; config?: z.output<typeof ModelConfig> | undefined; substrate: ModelSubstrate; credential?: string | undefined;
+  /** The kind's settings, checked against its schema (SETTINGS_SCHEMAS). */
+  settings?: unknown; constraints?: Constraints | undefined;
+}
+const modelRequests = z.discriminatedUnion("substrate", MODEL_SUBSTRATES.map(modelRequestOf) as unknown as [ReturnType<typeof modelRequestOf<"local">>]);
+export const CreateModelRequest: z.ZodType<CreateModelBody> = z.preprocess(modelRequestShape, modelRequests as unknown as z.ZodType<CreateModelBody>).superRefine((v, ctx) => {
+  const kind = contractOf(v.substrate);
+  const a = withArticle(v.substrate);
+  if (kind.credential?.requiredByModels && !v.credential) ctx.addIssue({ code: "custom", path: ["credential"], message: `is required for ${a} model: store one with steward add-credential NAME --substrate ${v.substrate}` });
+  if (!kind.settings && v.settings !== undefined && (typeof v.settings !== "object" || v.settings === null || Object.keys(v.settings).length > 0)) {
+    ctx.addIssue({ code: "custom", path: ["settings"], message: `are not for ${a} model: it takes none` });
+  }
+  if (kind.settings?.required && !v.settings) ctx.addIssue({ code: "custom", path: ["settings"], message: `is required for ${a} model: ${kind.settings.hint}` });
+  if (kind.provisions === "pods" && v.constraints) ctx.addIssue({ code: "custom", path: ["constraints"], message: `are for machines Steward makes on a cloud; ${a} model's units are pods (their containers' resources come from the operator)` });
 });
 
 /** A credential's attributes, checked against what its substrate needs (see CREDENTIAL_KINDS). */
@@ -186,7 +207,7 @@ export const AddMachineRequest = z.strictObject({
    * `local` starts an agent process on the controller's host; `manual` only issues a credential for
    * an agent started elsewhere; `ssh` installs an agent on the host given in `ssh`.
    */
-  substrate: z.enum(["local", "manual", "ssh", "aws", "vsphere"]).default("local"),
+  substrate: z.enum(substratesWhere((k) => !!k.addMachines) as [ModelSubstrate, ...ModelSubstrate[]]).default("local"),
   count: z.number().int().min(1).max(10000).default(1),
   ssh: SshTargetSchema.optional(),
   /** aws and vsphere machines: merged over the model's. */

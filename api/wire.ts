@@ -9,14 +9,16 @@ import type { CredentialSubstrate } from "./substrates";
 export interface ModelSettings { updateStatusInterval: number; automaticallyRetryHooks: boolean }
 export interface ModelSummary {
   name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string; config: ModelSettings;
-  /** Where the model's machines come from (`local`, `manual`, `ssh`). */
+  /** Where the model's machines come from: its substrate kind (`local`, `aws`, `kubernetes`, …). */
   substrate: string;
   /** The stored credential its machines are made with. */
   credential?: string;
   /** The default constraints of its machines, in Juju's syntax. */
   constraints?: string;
-  /** A kubernetes model: the namespace its pods are in. */
-  kubernetes?: { namespace: string };
+  /** Its substrate kind's settings (a kubernetes model's namespace, an aws model's region, …): no secret is among them. */
+  settings: Record<string, unknown>;
+  /** Its placement in its kind's words (api/substrate-kinds.ts `describe`): "eu-west-1, t3.small", "namespace shop". */
+  where: string;
 }
 /** A stored credential as the API shows it: no secret attribute, masked identifiers. */
 export interface CredentialSummary {

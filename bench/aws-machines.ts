@@ -33,7 +33,7 @@ export async function benchAwsMachines(o: BenchOptions & { runs?: number } = {})
     const client = new ControllerClient({ addresses: c.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
     try {
       await client.putCredential("bench", "aws", { "access-key-id": credentials.accessKeyId, "secret-access-key": credentials.secretAccessKey });
-      await client.createModel("bench", undefined, "aws", { credential: "bench", aws: { region: "eu-west-1", imageId: "ami-0123456789abcdef0", endpoint: ec2.endpoint, endpointCaCert: ec2.caCert } });
+      await client.createModel("bench", undefined, "aws", { credential: "bench", settings: { region: "eu-west-1", imageId: "ami-0123456789abcdef0", endpoint: ec2.endpoint, endpointCaCert: ec2.caCert } });
       const t0 = performance.now();
       await client.addMachines("bench", "aws", n);
       let running: number | undefined;

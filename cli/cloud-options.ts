@@ -6,8 +6,8 @@
 import { Option, UsageError } from "clipanion";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import type { AwsModelSettings, VsphereModelSettings } from "../api/core";
-import { StewardError, formatConstraints, parseConstraints } from "../api/core";
+import type { AwsModelSettings, ModelSubstrate, VsphereModelSettings } from "../api/core";
+import { StewardError, foreignFlagsProblem, formatConstraints, parseConstraints } from "../api/core";
 import type { BaseCommand } from "./base-command";
 import { ControllerCommand } from "./base-command";
 
@@ -107,8 +107,24 @@ export function withVsphereFlags<B extends CommandClass>(Base: B) {
 /** A command that takes the aws and vsphere placement flags. */
 export abstract class CloudOptionsCommand extends withVsphereFlags(withAwsFlags(ControllerCommand)) {
   /** Refuses flags for a cloud other than `substrate`. */
-  protected checkCloudFlags(substrate: string | undefined): void {
-    if (substrate !== "aws" && this.awsFlagsGiven()) throw new UsageError("--region, --image, --instance-type, --subnet, --security-group and --endpoint are for aws");
-    if (substrate !== "vsphere" && this.vsphereFlagsGiven()) throw new UsageError("--vcenter, --datacenter, --template, --folder, --resource-pool and --vcenter-ca-file are for vsphere");
+  protected checkCloudFlags(substrate: ModelSubstrate | undefined): void {
+    const problem = foreignFlagsProblem(substrate, (flag) => this.cloudFlagGiven(flag));
+    if (problem) throw new UsageError(problem);
+  }
+
+  /** The settings of `substrate` read from its flags; undefined for kinds without flags here. */
+  protected async settingsFromFlags(substrate: ModelSubstrate | undefined): Promise<Partial<AwsModelSettings> | VsphereModelSettings | undefined> {
+    const read: Partial<Record<ModelSubstrate, () => Promise<Partial<AwsModelSettings> | VsphereModelSettings>>> = { aws: () => this.awsSettings(), vsphere: () => this.vsphereSettings() };
+    return substrate ? read[substrate]?.() : undefined;
+  }
+
+  /** Whether `flag` (one of a kind's contract flags) was given. */
+  private cloudFlagGiven(flag: string): boolean {
+    const given: Record<string, unknown> = {
+      "--region": this.region, "--image": this.image, "--instance-type": this.instanceType, "--subnet": this.subnets[0], "--security-group": this.securityGroups[0],
+      "--endpoint": this.endpoint, "--endpoint-ca-file": this.endpointCa, "--vcenter": this.vcenter, "--datacenter": this.datacenter, "--template": this.template,
+      "--folder": this.folder, "--resource-pool": this.resourcePool, "--vcenter-ca-file": this.vcenterCa,
+    };
+    return given[flag] !== undefined;
   }
 }

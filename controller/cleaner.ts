@@ -6,6 +6,7 @@
  * uses are collected too (see operator-collector.ts), also on a timer since they age unchanged.
  */
 import type { Logger } from "../api";
+import { contractOf } from "../api";
 import type { OperatorCollectorOptions } from "./operator-collector";
 import { OperatorCollector } from "./operator-collector";
 import type { RelationOps, StateCache, StateOps } from "./state";
@@ -41,8 +42,8 @@ export class Cleaner extends Reconciler {
       for (const m of [...idx.machines.values()]) {
         if (m.life !== "dying") continue;
         // Agents we do not own go at once; an SSH machine whose agent never came up has nobody to uninstall it.
-        const neverUp = m.substrate === "ssh" && !idx.presence.has(m.id) && !idx.machineInfo.has(m.id) && idx.machineInstall.get(m.id)?.state !== "installing";
-        if (m.substrate === "manual" || neverUp) await this.ops.finishMachine(idx.uuid, m.id);
+        const neverUp = contractOf(m.substrate).addMachines === "address" && !idx.presence.has(m.id) && !idx.machineInfo.has(m.id) && idx.machineInstall.get(m.id)?.state !== "installing";
+        if (contractOf(m.substrate).agentsStartedByHand || neverUp) await this.ops.finishMachine(idx.uuid, m.id);
       }
       for (const r of [...idx.relations.values()]) {
         if (r.life === "dying" && !idx.scope.has(r.id)) await this.relations.finishRelation(idx.uuid, r.id);

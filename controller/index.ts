@@ -24,6 +24,7 @@ export type { InitControllerOptions } from "./bootstrap";
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, DEFAULT_AGENT_IMAGE, controllerFiles, dataFiles, readControllerConfig } from "./config";
 export type { ControllerConfig } from "./config";
 // Kept here for tests and benchmarks; the CLI and the provider take them from substrates.
+import { kubernetes } from "../substrates";
 export { CONTROLLER_ENV_VARIABLES, controllerEntry, controllerEnvironment, freePort, portFree, readPidFile, removeLocalController, startLocalController, stopProcess } from "../substrates";
 export { Supervisor } from "./supervisor";
 export type { SupervisorOptions } from "./supervisor";
@@ -37,12 +38,13 @@ export { Reconciler, WorkerGroup, aborted, leaderScoped, periodic, service, slee
 export type { Leadership, ReconcilerOptions, Worker } from "./workers";
 export { OperatorCollector } from "./operator-collector";
 // What the kubernetes provisioner needs of a cluster's user (tests grant exactly this).
-export { MODEL_NAMESPACE_RIGHTS } from "./provisioner/kubernetes-access";
+/** What a model's cluster user must be allowed in its namespace (substrates/kubernetes/cluster-checks.ts). */
+export const MODEL_NAMESPACE_RIGHTS = kubernetes.MODEL_NAMESPACE_RIGHTS;
 export { AgentViewRound, EnrolmentOps, RequestScope, StateOps, buildAgentView, keys, requestKeys, runInRequest } from "./state";
 export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, UnitDoc } from "./state";
 // The registry of document kinds (state/registry.ts), for tests and the export format's tools.
 export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./state";
-export { CredentialOps, exportModel, importModel } from "./state";
+export { CredentialOps, exportModel, importModel, modelDocOf, upgradeModelExport } from "./state";
 // Backups (controller/backup/), for tests and benchmarks.
 export { BACKUP_FORMAT_VERSION, KeptBackups, checkBackup, createBackup, openBackup, parseSnapshot, readBackupHeader, restoreControllerDir, sealBackup, takeSnapshot } from "./backup";
 export type { BackupRecord } from "./backup";

@@ -1,65 +1,20 @@
 /**
  * The bootstrap flow, written once for every kind and both callers (the CLI's `bootstrap`, the
- * provider's Controller resource): the kind brings up the first replica (./controller-hosting.ts);
- * then log in, store the cloud's credential and make the cloud (or the StatefulSet) where the
- * controller launches its own replicas, let the caller record the controller (so a failed growth
- * leaves a controller the caller knows), grow to the wanted replicas and record it again with the
- * addresses it has then. `destroyController` is the other end: the kind takes away what it holds.
+ * provider's Controller resource): the kind brings up the first replica (its `controller` hosting,
+ * ./controller-hosting.ts, found through the registry), then ./settle-controller.ts does the rest.
+ * `destroyController` is the other end: the kind takes away what it holds.
  */
-import { ControllerClient, waitForVoters } from "../api/core";
 import type { Progress } from "./brokers";
-import type { ControllerPlan, FirstReplica, HostedController, HostedTarget, HostingKind, HostingOptions, HostingSettings } from "./controller-hosting";
-import { CONTROLLER_HOSTING, alreadyThere } from "./controller-hosting";
-
-export interface BootstrapOptions extends HostingOptions {
-  /** Called once the first replica answers, and again after growing (its addresses then). */
-  recorded?(controller: HostedController): Promise<void> | void;
-}
+import type { ControllerPlan, HostedController, HostedTarget, HostingKind, HostingSettings } from "./controller-hosting";
+import { CONTROLLER_HOSTING } from "./registry";
+import type { BootstrapOptions } from "./settle-controller";
+import { settleController } from "./settle-controller";
 
 /** Bootstraps a controller on `kind`: its first replica, then {@link settleController}. */
 export async function bootstrapController<K extends HostingKind>(kind: K, plan: ControllerPlan<HostingSettings[K]>, o: BootstrapOptions): Promise<HostedController<HostingSettings[K]>> {
   const hosting = CONTROLLER_HOSTING[kind]();
   const first = await hosting.bootstrap(plan, o);
   return settleController({ settings: plan.settings, ...first }, plan, o) as Promise<HostedController<HostingSettings[K]>>;
-}
-
-/** What follows a first replica that answers, the same on every kind (see the header). */
-export async function settleController(first: FirstReplica, plan: Pick<ControllerPlan<unknown>, "replicas" | "replaceAfterSeconds" | "timeoutMs" | "adminPassword" | "adopt">, o: BootstrapOptions): Promise<HostedController> {
-  const adminPassword = first.adminPassword ?? (plan.adopt ? plan.adminPassword : undefined);
-  if (!adminPassword) throw alreadyThere(o, first.where);
-  const client = new ControllerClient({ addresses: first.addresses, caCert: first.caCert, user: "admin", password: adminPassword, ...(first.callTimeoutMs ? { timeoutMs: first.callTimeoutMs } : {}) });
-  try {
-    const token = await client.login();
-    const uuid = first.uuid ?? (await client.controllerInfo()).uuid;
-    if (first.replicaCloud) await handOverReplicaCloud(client, first, o.progress);
-    const controller: HostedController = { uuid, addresses: first.addresses, caCert: first.caCert, adminPassword, token, settings: first.settings };
-    await o.recorded?.(controller);
-    if (plan.replicas > 1) {
-      o.progress(first.growing ?? `Growing to ${plan.replicas} replicas`);
-      const replaceAfter = plan.replaceAfterSeconds ? { replaceAfterSeconds: plan.replaceAfterSeconds } : {};
-      await client.enableHa({ replicas: plan.replicas, ...(first.hosts?.length ? { hosts: first.hosts } : {}), ...replaceAfter });
-      await waitForVoters(client, plan.replicas, plan.timeoutMs, o.progress);
-      controller.addresses = first.reachable ? await first.reachable() : (await client.controllerInfo()).addresses;
-      await o.recorded?.(controller);
-    }
-    await first.finish?.();
-    return controller;
-  } finally {
-    client.close();
-  }
-}
-
-/**
- * Stores the cloud's credential (replacing one of that name when `replace`) and sets where the
- * controller launches its own replicas: at bootstrap, and when the provider's Controller changes them.
- */
-export async function handOverReplicaCloud(client: ControllerClient, cloud: Pick<FirstReplica, "credential" | "replicaCloud">, progress: Progress, replace = false): Promise<void> {
-  if (cloud.credential) {
-    const { name, substrate, attributes } = cloud.credential;
-    progress(`Storing the ${substrate} credential as "${name}" and letting the controller launch its own replicas on ${substrate}`);
-    await client.putCredential(name, substrate, attributes, replace);
-  }
-  await client.setReplicaCloud(cloud.replicaCloud);
 }
 
 /** Takes away what `kind` holds for a controller whose models are gone: its instances, its install, its data. */

@@ -107,16 +107,6 @@ export interface ControllerHosting<Settings> {
   destroy(target: HostedTarget<Settings>, o: { progress: Progress; signal?: AbortSignal }): Promise<string[]>;
 }
 
-/** The hosting kinds, each loaded on first use. */
-export const CONTROLLER_HOSTING: { [K in HostingKind]: () => ControllerHosting<HostingSettings[K]> } = {
-  // Typed by the map, not by importing the kinds: a kind's folder imports this file, never the reverse.
-  local: () => (require("./local/controller-hosting") as { localHosting: ControllerHosting<LocalControllerSettings> }).localHosting,
-  ssh: () => (require("./ssh/controller-hosting") as { sshHosting: ControllerHosting<SshControllerSettings> }).sshHosting,
-  aws: () => (require("./aws/bootstrap") as { awsHosting: ControllerHosting<AwsModelSettings> }).awsHosting,
-  vsphere: () => (require("./vsphere/bootstrap") as { vsphereHosting: ControllerHosting<VsphereModelSettings> }).vsphereHosting,
-  kubernetes: () => (require("./kubernetes/controller-bootstrap") as { kubernetesHosting: ControllerHosting<KubernetesControllerSettings> }).kubernetesHosting,
-};
-
 /** The error for a place holding a controller already, as the caller words it. */
 export function alreadyThere(o: Pick<HostingOptions, "existing">, where: string): Error {
   return o.existing?.(where) ?? new StewardError("conflict", `${where} already holds a controller`);

@@ -12,11 +12,13 @@ export * as aws from "./aws";
 export * as vsphere from "./vsphere";
 export * as kubernetes from "./kubernetes";
 export { enrolmentUserData, replicaUserData, sshBootstrapUserData } from "./cloud-init";
-export { CONTROLLER_HOSTING } from "./controller-hosting";
 export type {
   ControllerHosting, ControllerPlan, FirstReplica, HostedController, HostedTarget, HostingKind, HostingOptions, HostingSettings, KubernetesControllerSettings,
   LocalControllerSettings, SshControllerSettings,
 } from "./controller-hosting";
-export { bootstrapController, destroyController, handOverReplicaCloud, settleController } from "./bootstrap-controller";
-export type { BootstrapOptions } from "./bootstrap-controller";
+export { bootstrapController, destroyController } from "./bootstrap-controller";
+export { handOverReplicaCloud, settleController } from "./settle-controller";
+export type { BootstrapOptions } from "./settle-controller";
+export type { Attributes, CloudInstance, InstanceBroker, SubstrateKind } from "./kind";
+export { CONTROLLER_HOSTING, SUBSTRATES, substrateKind } from "./registry";
 export { AGENT_BUNDLE, AGENT_NODE_FLAGS, BUILD_DIR, CLI_BUNDLE, RELEASE_DIRS, cliEntry, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerEntry, controllerFiles, dataFiles, enrolmentFiles, findOnPath, supervisorEntry } from "./controller-files";

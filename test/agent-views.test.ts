@@ -31,7 +31,7 @@ test("a round's view text equals the plain view, machine by machine", async (t) 
   const db = operator("db", { ha: { type: "boolean", default: false, description: "" } });
   await put(keys.operator(web.hash), web);
   await put(keys.operator(db.hash), db);
-  await put(keys.model(M), { uuid: M, name: "views", owner: "admin", life: "alive", createdAt: at, config: { updateStatusInterval: 42, automaticallyRetryHooks: false } } satisfies ModelDoc);
+  await put(keys.model(M), { uuid: M, name: "views", owner: "admin", life: "alive", createdAt: at, config: { updateStatusInterval: 42, automaticallyRetryHooks: false }, placement: { substrate: "local", settings: {} } } satisfies ModelDoc);
   await put(keys.app(M, "web"), { name: "web", operator: { hash: web.hash, name: "web", version: "1.0.0" }, config: { greeting: "héllo <\u2028> \\ \u0001" }, life: "alive", nextUnit: 3, createdAt: at } satisfies ApplicationDoc);
   await put(keys.app(M, "db"), { name: "db", operator: { hash: db.hash, name: "db", version: "1.0.0" }, config: {}, life: "dying", nextUnit: 2, createdAt: at } satisfies ApplicationDoc);
   for (const id of ["0", "1", "2"]) await put(keys.machine(M, id), { id, substrate: "manual", life: id === "2" ? "dying" : "alive", createdAt: at } satisfies MachineDoc);

@@ -51,7 +51,7 @@ test.before(async () => {
   adminPassword = init.adminPassword!;
   client = new ControllerClient({ addresses: controller.apiAddresses, caCert, user: "admin", password: adminPassword });
   await client.putCredential("prod", "aws", { "access-key-id": awsKey.accessKeyId, "secret-access-key": awsKey.secretAccessKey });
-  await client.createModel("shop", undefined, "aws", { credential: "prod", aws: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: ec2.endpoint, endpointCaCert: ec2.caCert } });
+  await client.createModel("shop", undefined, "aws", { credential: "prod", settings: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: ec2.endpoint, endpointCaCert: ec2.caCert } });
 });
 test.after.always(async () => {
   client?.close();
@@ -133,18 +133,18 @@ aws("removing a unit's machine terminates its instance; destroying the model ter
 });
 
 aws("an aws model is refused without its settings or credential, with what to give", async (t) => {
-  const noCred = await t.throwsAsync(client.createModel("bare", undefined, "aws", { aws: { region, imageId: "ami-0123456789abcdef0" } }));
+  const noCred = await t.throwsAsync(client.createModel("bare", undefined, "aws", { settings: { region, imageId: "ami-0123456789abcdef0" } }));
   t.regex(noCred?.message ?? "", /"credential" is required for an aws model: store one with steward add-credential/);
-  const badAmi = await t.throwsAsync(client.createModel("bare", undefined, "aws", { credential: "prod", aws: { region, imageId: "ubuntu" } }));
-  t.regex(badAmi?.message ?? "", /"aws\.imageId" must be an id such as ami-/);
-  const notAws = await t.throwsAsync(client.createModel("bare", undefined, "local", { aws: { region, imageId: "ami-0123456789abcdef0" } }));
-  t.regex(notAws?.message ?? "", /"aws" is only for aws models/);
+  const badAmi = await t.throwsAsync(client.createModel("bare", undefined, "aws", { credential: "prod", settings: { region, imageId: "ubuntu" } }));
+  t.regex(badAmi?.message ?? "", /"settings\.imageId" must be an id such as ami-/);
+  const notAws = await t.throwsAsync(client.createModel("bare", undefined, "local", { settings: { region, imageId: "ami-0123456789abcdef0" } }));
+  t.regex(notAws?.message ?? "", /"settings" are not for a local model: it takes none/);
   t.false((await client.listModels()).some((m) => m.name === "bare"));
 });
 
 aws("constraints through the CLI: the model's default, an application's and a machine's own size the instances EC2 is asked for", async (t) => {
   t.timeout(300_000);
-  await client.createModel("sized", undefined, "aws", { credential: "prod", aws: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: fake.endpoint, endpointCaCert: fake.caCert }, constraints: "mem=8G" });
+  await client.createModel("sized", undefined, "aws", { credential: "prod", settings: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: fake.endpoint, endpointCaCert: fake.caCert }, constraints: "mem=8G" });
   t.is((await client.listModels()).find((m) => m.name === "sized")?.constraints, "mem=8G");
   const home = join(dir, "cli-home");
   await saveClientConfig(home, { current: "t", controllers: { t: { addresses: controller.apiAddresses, caCert, user: "admin", password: adminPassword, currentModel: "sized" } } });
@@ -233,7 +233,7 @@ aws("an aws model migrates to another controller: its instance and agent go on, 
   try {
     await tgt.putCredential("prod", "aws", { "access-key-id": awsKey.accessKeyId, "secret-access-key": awsKey.secretAccessKey });
     const op = await client.uploadOperator((await readOperatorDir(join(operatorsDir, "motd"))).bundle);
-    await client.createModel("moving", undefined, "aws", { credential: "prod", aws: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: fake.endpoint, endpointCaCert: fake.caCert } });
+    await client.createModel("moving", undefined, "aws", { credential: "prod", settings: { region, imageId: "ami-0123456789abcdef0", instanceType: "t3.small", endpoint: fake.endpoint, endpointCaCert: fake.caCert } });
     await client.deploy("moving", { name: "motd", operator: op.hash, units: 1 });
     const [m] = await eventually("the machine's instance running with its agent", async () => {
       const ms = await client.listMachines("moving");

@@ -244,7 +244,7 @@ test.serial("the API refuses constraints where no machine could have them, namin
     [() => admin.deploy("plain", { name: "motd", operator: op, units: 1, constraints: "mem=2G" }), /^constraints: they size the machines a cloud makes .*; local machines take none$/],
     [() => admin.addMachines("plain", "manual", 1, "cores=2"), /^constraints: .* manual machines take none$/],
     [() => admin.deploy("plain", { name: "motd", operator: op, units: 1, constraints: "cores=2 spaces=db" }), /^invalid deploy: "constraints" "spaces" is a Juju constraint Steward does not support/],
-    [() => admin.createModel("huge", undefined, "aws", { credential: "prod", aws: { region, imageId: "ami-0aaaaaaaaaaaaaaa1" }, constraints: "mem=1T" }),
+    [() => admin.createModel("huge", undefined, "aws", { credential: "prod", settings: { region, imageId: "ami-0aaaaaaaaaaaaaaa1" }, constraints: "mem=1T" }),
       /^constraints: no instance type Steward knows fits "arch=amd64 mem=1T" \(the largest amd64 one: m6i\.32xlarge, 128 cores, 512G\): ask for less, or name a type with instance-type=$/],
   ];
   for (const [call, message] of refusals) {

@@ -73,7 +73,7 @@ test("a model exported from one controller and imported into another carries on 
   const exportMs = Date.now() - t0;
   const json = JSON.stringify(doc);
   t.log(`export: ${json.length} bytes JSON, ${gzipSync(json).length} gzipped, ${exportMs} ms, ${Object.values(doc.documents).reduce((n, g) => n + Object.keys(g).length, 0)} documents`);
-  t.is(doc.version, 2);
+  t.is(doc.version, 3);
   t.truthy(doc.documents["leader-data"]?.prov, "leader data travels");
   t.truthy(doc.documents.leader?.prov && !("lease" in (doc.documents.leader.prov as object)), "the leader travels, without the source's lease");
   t.truthy(Object.values(doc.documents.machine ?? {}).every((m) => typeof (m as { credentialHash?: string }).credentialHash === "string"), "machines carry their credential hashes");

@@ -60,9 +60,8 @@ test("a model too large for one transaction is refused, and nothing of it is wri
 test("a model naming a credential needs one of that name here, and is recorded as using it", async (t) => {
   const doc = await sourceExport(t);
   const { store, deps } = await setup(t);
-  const model = doc.documents.model![""] as { credential?: string; substrate?: string };
-  model.credential = "prod";
-  model.substrate = "aws";
+  const model = doc.documents.model![""] as { placement: unknown };
+  model.placement = { substrate: "aws", credential: "prod", settings: { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" } };
   await t.throwsAsync(importModel(deps, doc), { message: /uses credential "prod", which this controller does not have/ });
   await store.put(keys.credential("prod"), JSON.stringify({ name: "prod", substrate: "vsphere", owner: "admin", createdAt: "", shown: {}, sealed: "s", models: [] }));
   await t.throwsAsync(importModel(deps, doc), { message: /credential "prod" here is for vsphere/ });

@@ -97,7 +97,7 @@ test.serial("refusals name what is wrong, write nothing, and the controller keep
   const cases: [string, unknown, RegExp][] = [
     ["an array", [1, 2], /not a JSON object/],
     ["another format", { ...fresh(), format: "juju" }, /"format" must be "steward-model"/],
-    ["a future version", { ...fresh(), version: 99 }, /format version 99 is newer than this controller reads \(1 to 2\)/],
+    ["a future version", { ...fresh(), version: 99 }, /format version 99 is newer than this controller reads \(1 to 3\)/],
     ["a version that is not a number", { ...fresh(), version: "2" }, /"version" must be a whole number/],
     ["truncated: no documents", (() => { const d: Partial<Doc> = fresh(); delete d.documents; return d; })(), /"documents" must be an object/],
     ["no model", { ...fresh(), documents: { app: {} } }, /the model itself\) is missing/],
@@ -258,7 +258,7 @@ test.serial("export needs admin on the model, import a superuser", async (t) => 
   t.is((exp as { code: string }).code, "forbidden");
   await a.admin.grant("plain", "writer", "admin");
   const doc = await writer.call<Doc>("GET", "/v1/models/plain/export");
-  t.is(doc.version, 2);
+  t.is(doc.version, 3);
   const imp = await writer.call("POST", "/v1/models/import?name=by-writer", doc).catch((e: unknown) => e as { code: string });
   t.is((imp as { code: string }).code, "forbidden");
 });

@@ -44,7 +44,7 @@ test.before(async () => {
   adminPassword = init.adminPassword!;
   client = new ControllerClient({ addresses: controller.apiAddresses, caCert, user: "admin", password: adminPassword });
   await client.putCredential("lab", "vsphere", { user: vc.user, password: vc.password });
-  await client.createModel("estate", undefined, "vsphere", { credential: "lab", vsphere: { url: vc.url, datacenter: vc.datacenter, template: vc.template, caCert: vc.caCert } });
+  await client.createModel("estate", undefined, "vsphere", { credential: "lab", settings: { url: vc.url, datacenter: vc.datacenter, template: vc.template, caCert: vc.caCert } });
 });
 test.after.always(async () => {
   client?.close();
@@ -90,14 +90,14 @@ run("units placed without --to get VMs cloned from the template, whose agents en
 
 run("a vsphere model is refused without its settings, with what to give", async (t) => {
   const err = await t.throwsAsync(client.createModel("nothing", undefined, "vsphere", { credential: "lab" }));
-  t.regex(err?.message ?? "", /"vsphere" is required for a vsphere model: at least url, datacenter and template/);
-  const http = await t.throwsAsync(client.createModel("plain", undefined, "vsphere", { credential: "lab", vsphere: { url: "http://vc/sdk", datacenter: "DC0", template: "t" } }));
-  t.regex(http?.message ?? "", /"vsphere\.url" must be vCenter's https:\/\/ SDK URL/);
+  t.regex(err?.message ?? "", /"settings" is required for a vsphere model: at least url, datacenter and template/);
+  const http = await t.throwsAsync(client.createModel("plain", undefined, "vsphere", { credential: "lab", settings: { url: "http://vc/sdk", datacenter: "DC0", template: "t" } }));
+  t.regex(http?.message ?? "", /"settings\.url" must be vCenter's https:\/\/ SDK URL/);
 });
 
 run("constraints size the VM the controller clones; a VM destroyed by hand shows as gone", async (t) => {
   t.timeout(180_000);
-  await client.createModel("sized", undefined, "vsphere", { credential: "lab", vsphere: { url: vc.url, datacenter: vc.datacenter, template: vc.template, caCert: vc.caCert }, constraints: "mem=2G" });
+  await client.createModel("sized", undefined, "vsphere", { credential: "lab", settings: { url: vc.url, datacenter: vc.datacenter, template: vc.template, caCert: vc.caCert }, constraints: "mem=2G" });
   const refused = await t.throwsAsync(client.addMachines("sized", "vsphere", 1, "root-disk=40G"));
   t.is(refused?.message, "constraints: root-disk is not supported on vsphere (a VM is its template's architecture and disk): give cores and mem");
   t.deepEqual(await client.listMachines("sized"), [], "nothing added");
@@ -128,7 +128,7 @@ run("the Pulumi Machine's provider on vsphere: a VM sized by constraints, its de
   // The provider's implementation straight (the aws one runs through the SDK's process in provider-machine-cloud.test.ts).
   const p = implementations.machine;
   const connection = { addresses: controller.apiAddresses, caCert, user: "admin", password: adminPassword };
-  await client.createModel("pulumi", undefined, "vsphere", { credential: "lab", vsphere: { url: vc.url, datacenter: vc.datacenter, template: vc.template, caCert: vc.caCert } });
+  await client.createModel("pulumi", undefined, "vsphere", { credential: "lab", settings: { url: vc.url, datacenter: vc.datacenter, template: vc.template, caCert: vc.caCert } });
   const inputs = { connection, model: "pulumi", substrate: "vsphere" as const, constraints: "cores=3 mem=1G", timeoutSeconds: 120, forceDelete: false };
   t.deepEqual((await p.check({} as never, inputs)).failures, []);
   const created = await p.create(inputs);
@@ -173,7 +173,7 @@ run("a vsphere model migrates to another controller: its VM and agent go on, the
     await tgt.putCredential("lab", "vsphere", credentials);
     const sourceUuid = (await client.controllerInfo()).uuid, targetUuid = (await tgt.controllerInfo()).uuid;
     const op = await client.uploadOperator((await readOperatorDir(join(operatorsDir, "motd"))).bundle);
-    const { uuid: model } = await client.createModel("moving", undefined, "vsphere", { credential: "lab", vsphere: settings });
+    const { uuid: model } = await client.createModel("moving", undefined, "vsphere", { credential: "lab", settings: settings });
     await client.deploy("moving", { name: "motd", operator: op.hash, units: 1 });
     const [m] = await eventually("the machine's VM powered on with its agent", async () => {
       const ms = await client.listMachines("moving");

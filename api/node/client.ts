@@ -15,7 +15,8 @@ import type { Bundle } from "../operator";
 import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "../actions";
 import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "../status";
 import type { DebugLogRecord } from "../debug-log";
-import type { AwsModelSettings, CredentialSubstrate, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../substrates";
+import type { CredentialSubstrate, ModelSubstrate } from "../substrates";
+import type { ReplicaCloudInput } from "../schemas";
 import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
 import type { ApplicationInfo, ControllerInfo, ControllerOverview, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
@@ -47,8 +48,8 @@ export class ControllerClient extends ControllerTransport {
   recordUpgrade(record: ControllerUpgrade): Promise<ControllerUpgrade> { return this.call(routes.recordUpgrade, {}, record); }
   addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call(routes.addSpares, {}, { hosts }); }
   /** The cloud the quorum keeper launches replicas on when no spare host is left (undefined: none). */
-  setReplicaCloud(cloud: { substrate: "aws" | "vsphere"; credential: string; aws?: Partial<AwsModelSettings>; vsphere?: VsphereModelSettings } | { substrate: "kubernetes"; kubernetes: { namespace: string; statefulSet: string } } | undefined): Promise<unknown> {
-    // Looser than the route's schema (aws settings may be partial here): the controller refuses what is missing.
+  setReplicaCloud(cloud: ReplicaCloudInput | undefined): Promise<unknown> {
+    // The input type (defaults not applied yet): the controller applies them and refuses what is missing.
     return cloud ? this.call(routes.setReplicaCloud, {}, cloud as BodyOf<typeof routes.setReplicaCloud>) : this.call(routes.clearReplicaCloud, {});
   }
   createUser(name: string, password: string, superuser = false): Promise<{ name: string }> { return this.call(routes.createUser, {}, { name, password, superuser }); }
@@ -69,11 +70,17 @@ export class ControllerClient extends ControllerTransport {
   // --- models ---
   listModels(): Promise<ModelSummary[]> { return this.call(routes.listModels, {}); }
   /**
-   * `substrate` (default `local`) says where machines for units placed without `to` come from. A
+   * `substrate` (default `local`) says where machines for units placed without `to` come from, with
+   * the stored `credential` they are made with and the kind's `settings` (api/substrate-kinds.ts). A
    * kubernetes model's cluster is checked first (reached, rights in the namespace) unless `skipCheck`.
    */
-  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, cloud: { credential?: string | undefined; aws?: Partial<AwsModelSettings> | undefined; vsphere?: VsphereModelSettings | undefined; kubernetes?: KubernetesModelSettings | undefined; constraints?: string | undefined } = {}, o: { skipCheck?: boolean } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
-    return this.call("POST", `/v1/models${o.skipCheck ? "?skipCheck=true" : ""}`, { name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(cloud.credential ? { credential: cloud.credential } : {}), ...(cloud.aws ? { aws: cloud.aws } : {}), ...(cloud.vsphere ? { vsphere: cloud.vsphere } : {}), ...(cloud.kubernetes ? { kubernetes: cloud.kubernetes } : {}), ...(cloud.constraints ? { constraints: cloud.constraints } : {}) });
+  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, placed: { credential?: string | undefined; settings?: object | undefined; constraints?: string | undefined } = {}, o: { skipCheck?: boolean } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
+    const body = {
+      name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(placed.credential ? { credential: placed.credential } : {}),
+      ...(placed.settings ? { settings: placed.settings } : {}), ...(placed.constraints ? { constraints: placed.constraints } : {}),
+    };
+    // Settings are checked by the controller against the kind's schema (a partial set is refused there, by field).
+    return this.call(routes.createModel, {}, body as BodyOf<typeof routes.createModel>, { skipCheck: o.skipCheck || undefined });
   }
 
   // --- credentials (superusers) ---
@@ -142,8 +149,8 @@ export class ControllerClient extends ControllerTransport {
 
   // --- machines ---
   /** `constraints` (Juju's syntax, aws and vsphere) are merged over the model's. */
-  addMachines(model: string, substrate: "local" | "manual" | "aws" | "vsphere", count = 1, constraints?: string): Promise<{ machines: { id: string; credential?: string }[] }> {
-    return this.call(routes.addMachines, { model }, { substrate, count, ...(constraints ? { constraints } : {}) });
+  addMachines(model: string, substrate: ModelSubstrate, count = 1, constraints?: string): Promise<{ machines: { id: string; credential?: string }[] }> {
+    return this.call(routes.addMachines, { model }, { substrate, count, ...(constraints ? { constraints } : {}) } as BodyOf<typeof routes.addMachines>);
   }
   /** Checks the host at once and installs an agent there in the background (see machine status). */
   addSshMachine(model: string, ssh: SshMachineRequest): Promise<{ machines: { id: string; hostKey: string }[] }> {

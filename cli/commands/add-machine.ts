@@ -1,5 +1,5 @@
 import { Command, Option, UsageError } from "clipanion";
-import { StewardError } from "../../api/core";
+import { StewardError, contractNamed, kindsWhere, substratesWhere } from "../../api/core";
 import { ModelCommand } from "../base-command";
 import { withConstraintsFlag } from "../cloud-options";
 import { table } from "../../api/core";
@@ -54,18 +54,20 @@ export default class AddMachineCommand extends withConstraintsFlag(ModelCommand)
 
   async run(): Promise<number> {
     const first = this.targets[0]!;
-    if (first === "local" || first === "manual" || first === "aws" || first === "vsphere") {
+    const kind = contractNamed(first);
+    const sized = kindsWhere((k) => !!k.constraintsProblem);
+    if (kind?.addMachines === "count") {
       if (this.targets.length > 1) throw new UsageError(`give "${first}" alone (use -n for several machines)`);
       const n = this.count;
       const constraints = this.constraintsText();
-      if (constraints && first !== "aws" && first !== "vsphere") throw new UsageError(`--constraints are for aws and vsphere machines, which Steward provisions; ${first} machines are what they are`);
+      if (constraints && !kind.constraintsProblem) throw new UsageError(`--constraints are for ${sized} machines, which Steward provisions; ${first} machines are what they are`);
       const client = await this.connect();
-      const res = await client.addMachines(await this.model(), first, n, constraints);
+      const res = await client.addMachines(await this.model(), kind.name, n, constraints);
       for (const m of res.machines) this.out(m.credential ? `Created machine ${m.id}; its agent credential (shown once): ${m.credential}` : `Created machine ${m.id}.`);
       return 0;
     }
-    if (this.constraints !== undefined) throw new UsageError("--constraints are for aws and vsphere machines, which Steward provisions; an ssh: host is what it is");
-    const specs = this.targets.map((t) => { if (!t.startsWith("ssh:")) throw new UsageError(`"${t}" is not local, manual, aws, vsphere or ssh:user@host`); return parseSshTarget(t); });
+    if (this.constraints !== undefined) throw new UsageError(`--constraints are for ${sized} machines, which Steward provisions; an ssh: host is what it is`);
+    const specs = this.targets.map((t) => { if (!t.startsWith("ssh:")) throw new UsageError(`"${t}" is not ${substratesWhere((k) => k.addMachines === "count").join(", ")} or ssh:user@host`); return parseSshTarget(t); });
     if (this.hostKey.length > 0 && this.hostKey.length !== specs.length) throw new UsageError(`give one --host-key per ssh: target (${specs.length}), or use --trust-on-first-use`);
     if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host keys are not pinned: pass --host-key SHA256:… for each host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it), or --trust-on-first-use to record what the hosts offer now");
     const privateKey = await this.readKey();

@@ -1,6 +1,9 @@
 import { Command, Option, UsageError } from "clipanion";
 import type { AwsModelSettings, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api/core";
-import { MODEL_SUBSTRATES } from "../../api/core";
+import { contractNamed, contractOf, substratesWhere } from "../../api/core";
+
+/** Kinds named alone on the command line; a pod kind is named with its cluster (`kubernetes:CLUSTER`). */
+const plainKinds = (): string => substratesWhere((k) => k.provisions !== "pods").join(", ");
 import { CloudOptionsCommand, withConstraintsFlag } from "../cloud-options";
 import { DURATION_HELP, isDuration } from "../validators";
 
@@ -34,7 +37,7 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
   });
 
   name = Option.String({ required: true, name: "name" });
-  substrateArg = Option.String("--substrate", { description: `Where machines come from: ${MODEL_SUBSTRATES.filter((s) => s !== "kubernetes").join(", ")}, or kubernetes:CLUSTER (default local)` });
+  substrateArg = Option.String("--substrate", { description: `Where machines come from: ${plainKinds()}, or kubernetes:CLUSTER (default local)` });
   namespace = Option.String("--namespace", { description: "kubernetes: the namespace its pods go in (default the model's name)" });
   credential = Option.String("--credential", { description: "Stored credential its machines are made with (steward add-credential)" });
   skipCheck = Option.Boolean("--skip-check", false, { description: "kubernetes: make the model without checking the cluster's reachability and rights" });
@@ -45,12 +48,13 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
     const arg = this.substrateArg;
     if (arg === undefined) return undefined;
     if (arg.startsWith("kubernetes:") || arg.startsWith("k8s:")) return "kubernetes";
-    if (!(MODEL_SUBSTRATES as readonly string[]).includes(arg)) throw new UsageError(`--substrate ${arg}: expected one of ${MODEL_SUBSTRATES.filter((s) => s !== "kubernetes").join(", ")}, or kubernetes:CLUSTER (a cluster registered with steward add-k8s)`);
-    return arg as ModelSubstrate;
+    const kind = contractNamed(arg);
+    if (!kind) throw new UsageError(`--substrate ${arg}: expected one of ${plainKinds()}, or kubernetes:CLUSTER (a cluster registered with steward add-k8s)`);
+    return kind.name;
   }
 
-  private kubernetesSettings(): { credential?: string; kubernetes?: KubernetesModelSettings } {
-    if (this.substrate !== "kubernetes") {
+  private kubernetesSettings(): { credential?: string; settings?: KubernetesModelSettings } {
+    if (contractOf(this.substrate).provisions !== "pods") {
       if (this.namespace !== undefined) throw new UsageError("--namespace is for kubernetes models (--substrate kubernetes:CLUSTER)");
       if (this.skipCheck) throw new UsageError("--skip-check is for kubernetes models (--substrate kubernetes:CLUSTER)");
       return {};
@@ -58,7 +62,7 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
     const cluster = this.substrateArg!.slice(this.substrateArg!.indexOf(":") + 1) || this.credential;
     if (!cluster) throw new UsageError("name the cluster: --substrate kubernetes:CLUSTER (one registered with steward add-k8s; see steward credentials)");
     if (this.credential !== undefined && this.credential !== cluster) throw new UsageError(`--substrate kubernetes:${cluster} and --credential ${this.credential} name two clusters: give one`);
-    return { credential: cluster, ...(this.namespace !== undefined ? { kubernetes: { namespace: this.namespace } } : {}) };
+    return { credential: cluster, ...(this.namespace !== undefined ? { settings: { namespace: this.namespace } } : {}) };
   }
 
   async run(): Promise<number> {
@@ -71,14 +75,13 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;
     await this.saveConfig(cfg);
-    this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, ${m.substrate === "kubernetes" ? "cluster" : "credential"} ${m.credential}` : ""}${m.constraints ? `, constraints ${m.constraints}` : ""}) and made it current.`);
+    this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, ${contractNamed(m.substrate)?.provisions === "pods" ? "cluster" : "credential"} ${m.credential}` : ""}${m.constraints ? `, constraints ${m.constraints}` : ""}) and made it current.`);
     return 0;
   }
 
-  private async cloudSettings(): Promise<{ aws?: Partial<AwsModelSettings>; vsphere?: VsphereModelSettings }> {
+  private async cloudSettings(): Promise<{ settings?: Partial<AwsModelSettings> | VsphereModelSettings }> {
     this.checkCloudFlags(this.substrate);
-    if (this.substrate === "aws") return { aws: await this.awsSettings() };
-    if (this.substrate === "vsphere") return { vsphere: await this.vsphereSettings() };
-    return {};
+    const settings = await this.settingsFromFlags(this.substrate);
+    return settings ? { settings } : {};
   }
 }

@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
 import type { ModelStatus, ModelSummary } from "../../api/core";
-import { StewardError } from "../../api/core";
+import { StewardError, contractNamed } from "../../api/core";
 import { kubernetes } from "../../substrates";
 import { ControllerCommand } from "../base-command";
 import { DURATION_HELP, isDuration } from "../validators";
@@ -39,10 +39,13 @@ export default class DestroyModelCommand extends ControllerCommand {
     if (!this.yes) throw new UsageError(`this destroys model "${this.name}" and all its applications and machines: pass --yes to confirm`);
     const client = await this.connect();
     const summary = (await client.listModels()).find((m) => m.name === this.name);
+    const onPods = summary !== undefined && contractNamed(summary.substrate)?.provisions === "pods";
+    // A pod model's namespace (its settings' `namespace`): objects a forced removal may leave there.
+    const namespace = onPods && typeof summary.settings?.namespace === "string" ? summary.settings.namespace : undefined;
     await client.destroyModel(this.name, this.force);
     const { name, cfg } = await this.resolveController();
     if (cfg.controllers[name]!.currentModel === this.name) { delete cfg.controllers[name]!.currentModel; await this.saveConfig(cfg); }
-    if (this.force && summary?.kubernetes) this.progress(leftBehind(summary, summary.kubernetes.namespace));
+    if (this.force && namespace) this.progress(leftBehind(summary!, namespace));
     if (this.noWait) { this.out(`Destroying model "${this.name}".`); return 0; }
     const deadline = Date.now() + this.timeout;
     let last = "";
@@ -55,11 +58,11 @@ export default class DestroyModelCommand extends ControllerCommand {
       if (line !== last) { this.progress(line); last = line; lastChange = Date.now(); }
       if (!suggested && Date.now() - lastChange >= SUGGEST_FORCE_AFTER_MS) {
         suggested = true;
-        this.progress(`Nothing has changed for ${SUGGEST_FORCE_AFTER_MS / 1000} s. If its agents${summary?.substrate === "kubernetes" ? " or its cluster" : ""} cannot be reached, \`steward destroy-model ${this.name} --yes --force\` removes the model now without running hooks${summary?.kubernetes ? `; objects in namespace ${summary.kubernetes.namespace} of cluster ${summary.credential ?? "?"} may be left behind` : ""}.`);
+        this.progress(`Nothing has changed for ${SUGGEST_FORCE_AFTER_MS / 1000} s. If its agents${onPods ? " or its cluster" : ""} cannot be reached, \`steward destroy-model ${this.name} --yes --force\` removes the model now without running hooks${namespace ? `; objects in namespace ${namespace} of cluster ${summary?.credential ?? "?"} may be left behind` : ""}.`);
       }
       await new Promise((r) => setTimeout(r, 300));
     }
-    throw new StewardError("deadline-exceeded", `model "${this.name}" is still being destroyed after ${Math.round(this.timeout / 1000)} s (${last.trim()}); check steward status -m ${this.name}, or use --force if its agents${summary?.substrate === "kubernetes" ? " or its cluster" : ""} cannot be reached`);
+    throw new StewardError("deadline-exceeded", `model "${this.name}" is still being destroyed after ${Math.round(this.timeout / 1000)} s (${last.trim()}); check steward status -m ${this.name}, or use --force if its agents${onPods ? " or its cluster" : ""} cannot be reached`);
   }
 }
 

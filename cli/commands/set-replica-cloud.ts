@@ -1,4 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
+import type { ControllerClient } from "../../api/core";
+import { contractNamed, kindsWhere } from "../../api/core";
 import { CloudOptionsCommand } from "../cloud-options";
 
 export default class SetReplicaCloudCommand extends CloudOptionsCommand {
@@ -34,14 +36,14 @@ export default class SetReplicaCloudCommand extends CloudOptionsCommand {
       this.out("Replacement replicas are no longer launched on a cloud.");
       return 0;
     }
-    if (this.substrate !== "aws" && this.substrate !== "vsphere") throw new UsageError(`give the cloud: aws or vsphere, not ${this.substrate ?? "nothing"}`);
+    const kind = contractNamed(this.substrate ?? "");
+    if (!kind?.instances) throw new UsageError(`give the cloud: ${kindsWhere((k) => k.instances).replace(" and ", " or ")}, not ${this.substrate ?? "nothing"}`);
     if (!this.credential) throw new UsageError("--credential is needed: the stored credential to launch with");
-    this.checkCloudFlags(this.substrate);
-    const cloud = this.substrate === "aws"
-      ? { substrate: "aws" as const, credential: this.credential, aws: await this.awsSettings() }
-      : { substrate: "vsphere" as const, credential: this.credential, vsphere: await this.vsphereSettings() };
+    this.checkCloudFlags(kind.name);
+    const settings = await this.settingsFromFlags(kind.name);
+    const cloud = { substrate: kind.name, credential: this.credential, [kind.name]: settings } as Parameters<ControllerClient["setReplicaCloud"]>[0];
     await (await this.connect()).setReplicaCloud(cloud);
-    this.out(`Lost replicas are replaced on ${this.substrate} (${cloud.aws ? cloud.aws.region : cloud.vsphere!.datacenter}) when no spare host is left.`);
+    this.out(`Lost replicas are replaced on ${kind.name} (${kind.describe(settings)}) when no spare host is left.`);
     return 0;
   }
 }

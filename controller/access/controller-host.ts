@@ -4,7 +4,7 @@
  * alone, only superusers make them, a controller not bootstrapped locally makes none unless its
  * controller.json turns them on, and their number on the host is capped.
  */
-import { MAX_MACHINES_PER_REQUEST, StewardError } from "../../api";
+import { MAX_MACHINES_PER_REQUEST, StewardError, contractOf, substratesWhere } from "../../api";
 import type { ModelIndex, StateCache, Substrate } from "../state";
 
 /** How this controller treats local machines (from controller.json, see LocalMachinesConfig). */
@@ -20,8 +20,8 @@ export const LOCAL_WRITE_RULE = "write on a local model needs superuser: local m
 
 /** A model whose machines are, or would be made as, agent processes on the controller's host. */
 export function runsOnControllerHost(idx: ModelIndex): boolean {
-  if ((idx.model?.substrate ?? "local") === "local") return true;
-  for (const m of idx.machines.values()) if (m.substrate === "local") return true;
+  if (contractOf(idx.model?.placement.substrate).onControllerHost) return true;
+  for (const m of idx.machines.values()) if (contractOf(m.substrate).onControllerHost) return true;
   return false;
 }
 
@@ -30,7 +30,7 @@ export function localWriteRefused(user: string, idx: ModelIndex, needed: string)
 }
 
 /** Machine-making substrates count against the per-request cap; manual machines only issue credentials. */
-const STARTS_SOMETHING: readonly Substrate[] = ["local", "aws", "vsphere"];
+const STARTS_SOMETHING: readonly Substrate[] = substratesWhere((k) => k.provisions === "machines");
 
 /** Refuses a request that would make more than {@link MAX_MACHINES_PER_REQUEST} machines at once. */
 export function checkMachinesPerRequest(substrate: Substrate, count: number, field: string): void {
@@ -51,7 +51,7 @@ export function checkNewLocalMachines(o: { superuser: boolean; cache: StateCache
     throw new StewardError("forbidden", `this controller was not bootstrapped locally, so it makes no local machines (they would run on its host, beside its keys): add ssh or cloud machines, or turn local machines on with "localMachines": {"enabled": true} in its controller.json and restart it`, { reason: "local-machines-disabled", details: { rule: "local-machines-disabled" } });
   }
   let running = 0;
-  for (const idx of o.cache.models.values()) for (const m of idx.machines.values()) if (m.substrate === "local") running++;
+  for (const idx of o.cache.models.values()) for (const m of idx.machines.values()) if (contractOf(m.substrate).onControllerHost) running++;
   if (running + o.count > o.policy.maxPerHost) {
     throw new StewardError("quota-exceeded", `this controller's host has ${running} local machines and takes at most ${o.policy.maxPerHost}: remove some, or raise "localMachines": {"maxPerHost": N} in its controller.json and restart it`, { reason: "local-machines-per-host", details: { rule: "local-machines-per-host", limit: o.policy.maxPerHost, current: running, requested: o.count } });
   }

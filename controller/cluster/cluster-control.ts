@@ -7,7 +7,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ClusterInfo, ControllerUpgrade, SpareHost } from "../../api";
-import { StewardError, UPGRADE_RECORD_STALE_MS } from "../../api";
+import { StewardError, UPGRADE_RECORD_STALE_MS, describePlacement } from "../../api";
 import { ssh } from "../../substrates";
 import type { ControllerConfig } from "../config";
 import { advertisedHost, dataFiles, findOnPath } from "../config";
@@ -172,7 +172,8 @@ export class ClusterControl {
   }
 }
 
+/** The replica cloud's settings (held under its kind's name) in its kind's words. */
 const replicaCloudSummary = (c: ReplicaCloudDoc): string =>
-  c.substrate === "aws" ? `${c.aws.region}, ${c.aws.instanceType}` : c.substrate === "vsphere" ? `${c.vsphere.datacenter}, template ${c.vsphere.template}` : `StatefulSet ${c.kubernetes.namespace}/${c.kubernetes.statefulSet}`;
+  describePlacement({ substrate: c.substrate, settings: (c as unknown as Record<string, unknown>)[c.substrate] });
 
 const hostOf = (url: string | undefined): string => (url ? new URL(url).hostname : "");

@@ -12,9 +12,9 @@
  */
 import { join } from "node:path";
 import type { ControllerClient, ControllerHello, MigrationPhase } from "../../api";
-import { STEWARD_VERSION, StewardError, isUnavailable, olderMinor } from "../../api";
-import type { CredentialDoc, MachineDoc, MigrationDoc, ModelDoc, StateCache } from "../state";
-import { agentReports, canMove, exportModel, keys, migrationActive, modelDeletes } from "../state";
+import { STEWARD_VERSION, StewardError, contractOf, isUnavailable, olderMinor } from "../../api";
+import type { CredentialDoc, MachineDoc, MigrationDoc, StateCache } from "../state";
+import { agentReports, canMove, exportModel, keys, migrationActive, modelDeletes, modelDocOf } from "../state";
 import type { Sealer } from "../security/sealing";
 import { KEPT_HASH_DIGITS } from "../security/credentials";
 import type { KeyValue, Op, Store } from "../store";
@@ -252,7 +252,7 @@ export class MigrationMaster implements Worker {
   private async exportForTarget(m: MigrationDoc): Promise<unknown> {
     const doc = await exportModel(this.o.store, m.model);
     for (const machine of Object.values(doc.documents.machine ?? {}) as MachineDoc[]) {
-      if (machine.substrate === "local" && !machine.localDir) machine.localDir = join(this.o.machinesDir, m.model, machine.id);
+      if (contractOf(machine.substrate).onControllerHost && !machine.localDir) machine.localDir = join(this.o.machinesDir, m.model, machine.id);
     }
     return doc;
   }
@@ -272,11 +272,12 @@ export class MigrationMaster implements Worker {
     const machines = (await this.o.store.range(keys.machinesOf(m.model))).kvs.map((kv) => JSON.parse(kv.value) as MachineDoc);
     const agentCredentials = Object.fromEntries(machines.flatMap((d) => (d.credentialHash ? [[d.id, d.credentialHash.slice(0, KEPT_HASH_DIGITS)]] : [])));
     if (modelKv) {
-      const model = JSON.parse(modelKv.value) as ModelDoc;
+      const model = modelDocOf(JSON.parse(modelKv.value));
       ops.push(...modelDeletes(m.model, model.name));
       compare.push(unchanged(modelKv.key, modelKv.modRevision));
-      if (model.credential) {
-        const c = await this.o.store.get(keys.credential(model.credential));
+      const credential = model.placement.credential;
+      if (credential) {
+        const c = await this.o.store.get(keys.credential(credential));
         if (c) {
           const cred = JSON.parse(c.value) as CredentialDoc;
           compare.push(unchanged(c.key, c.modRevision));

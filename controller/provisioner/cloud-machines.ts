@@ -73,7 +73,7 @@ export class CloudProvisioner extends Reconciler {
 
   private cloudModels(): ModelIndex[] {
     // A model that moved to another controller (between SUCCESS and REAP): its instances are that one's.
-    return [...this.o.cache.models.values()].filter((idx) => idx.model?.substrate !== undefined && this.clouds[idx.model.substrate] !== undefined && !handedOver(this.o.cache.migrations.get(idx.uuid)));
+    return [...this.o.cache.models.values()].filter((idx) => idx.model !== undefined && this.clouds[idx.model.placement.substrate] !== undefined && !handedOver(this.o.cache.migrations.get(idx.uuid)));
   }
 
   protected override signature(): string {
@@ -108,7 +108,7 @@ export class CloudProvisioner extends Reconciler {
   }
 
   private async reconcileModel(idx: ModelIndex): Promise<void> {
-    const cloud = this.clouds[idx.model!.substrate!]!;
+    const cloud = this.clouds[idx.model!.placement.substrate]!;
     const placement = await cloud.placementOf(idx.model!, this.o.cache.controller?.uuid ?? "");
     await this.adoptIfArrived(idx, cloud, placement);
     this.seen.set(idx.uuid, { cloud, placement });

@@ -1,16 +1,16 @@
 /**
  * The clouds the provisioner makes machines on, each seen the same way: how a model's settings and
- * credential become a placement, its broker, and its instances listed with a state. A cloud that
- * plugs in here (Kubernetes next) needs nothing else from the provisioner.
+ * credential become a placement, its broker, and its instances listed with a state. Built from the
+ * substrate registry: every kind whose contract says its machines are cloud instances, with its
+ * runtime half's placement and broker (substrates/<kind>/kind.ts). A new cloud needs nothing here.
  */
 import type { ModelSubstrate } from "../../api";
-import { StewardError } from "../../api";
-import type { MachineBroker } from "../../substrates";
-import { aws, vsphere } from "../../substrates";
+import { MODEL_SUBSTRATES, StewardError, contractOf } from "../../api";
+import type { CloudInstance, MachineBroker } from "../../substrates";
+import { SUBSTRATES } from "../../substrates";
 import type { CredentialOps, ModelDoc } from "../state";
 
-/** An instance (EC2 instance, vSphere VM) as the provisioner records it. */
-export interface CloudInstance { id: string; machine?: string; state: string; zone?: string; address?: string }
+export type { CloudInstance };
 
 export interface Cloud<P = unknown> {
   broker: MachineBroker<P>;
@@ -25,32 +25,23 @@ export interface Cloud<P = unknown> {
 }
 
 export function clouds(credentials: CredentialOps): Partial<Record<ModelSubstrate, Cloud>> {
-  const awsMachines = new aws.AwsMachines();
-  const vsphereMachines = new vsphere.VsphereMachines();
-  const awsCloud: Cloud<aws.AwsPlacement> = {
-    broker: awsMachines,
-    async placementOf(model, controllerUuid) {
-      if (!model.aws || !model.credential) throw new StewardError("invalid-request", `model ${model.name} has no aws settings or credential`);
-      const c = await credentials.open(model.credential, "aws");
-      return { settings: model.aws, controllerUuid, credentials: aws.awsCredentialsOf(c) };
-    },
-    instances: (p, model) => awsMachines.instances(p, model),
-    gone: (state) => aws.GONE_STATES.has(state),
-    adopt: (p, model, from) => awsMachines.adopt(p, model, from),
-    close: () => awsMachines.close(),
-  };
-  const vsphereCloud: Cloud<vsphere.VspherePlacement> = {
-    broker: vsphereMachines,
-    async placementOf(model, controllerUuid) {
-      if (!model.vsphere || !model.credential) throw new StewardError("invalid-request", `model ${model.name} has no vsphere settings or credential`);
-      const c = await credentials.open(model.credential, "vsphere");
-      return { settings: model.vsphere, controllerUuid, credentials: vsphere.vsphereCredentialsOf(c) };
-    },
-    // A destroyed VM is simply not listed; none listed is gone.
-    instances: (p, model) => vsphereMachines.instances(p, model),
-    gone: () => false,
-    adopt: (p, model, from) => vsphereMachines.adopt(p, model, from),
-    close: () => vsphereMachines.close(),
-  };
-  return { aws: awsCloud as Cloud, vsphere: vsphereCloud as Cloud };
+  const out: Partial<Record<ModelSubstrate, Cloud>> = {};
+  for (const name of MODEL_SUBSTRATES) {
+    if (!contractOf(name).instances) continue;
+    const kind = SUBSTRATES[name]();
+    const machines = kind.machines!();
+    out[name] = {
+      broker: machines,
+      async placementOf(model, controllerUuid) {
+        const { credential, settings } = model.placement;
+        if (!credential) throw new StewardError("invalid-request", `model ${model.name} has no ${name} credential`);
+        return kind.placement!({ settings, controllerUuid }, await credentials.open(credential, name as never));
+      },
+      instances: (p, model) => machines.instances(p, model),
+      gone: (state) => machines.gone(state),
+      ...(machines.adopt ? { adopt: (p: unknown, model: string, from: string) => machines.adopt!(p, model, from) } : {}),
+      close: () => machines.close(),
+    };
+  }
+  return out;
 }

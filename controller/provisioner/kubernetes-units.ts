@@ -25,12 +25,12 @@
  * talking to it. No object names the controller (labels: managed-by steward, the model's uuid,
  * the application), so nothing else changes hands.
  */
-import type { AgentConfig, DebugLogRecord, Logger, LogRecordLevel } from "../../api";
-import { StewardError, agentConfigText, parseAgentConfig, podAgentConfigKey } from "../../api";
+import type { AgentConfig, DebugLogRecord, KubernetesModelSettings, Logger, LogRecordLevel, ModelSubstrate } from "../../api";
+import { StewardError, agentConfigText, contractOf, parseAgentConfig, podAgentConfigKey } from "../../api";
 import { kubernetes } from "../../substrates";
 import { credentialMatches } from "../security/credentials";
 import type { CredentialOps, InstanceRecord, MachineInstallDoc, MigrationDoc, ModelIndex, StateCache, StateOps } from "../state";
-import { handedOver, migrationActive } from "../state";
+import { handedOver, migrationActive, settingsOf } from "../state";
 import { unitNumber } from "../state/agent-views";
 import { Reconciler } from "../workers";
 
@@ -59,6 +59,8 @@ export interface KubernetesProvisionerOptions {
 interface Cluster { api: kubernetes.KubeApi; namespace: string; key: string }
 
 const FIELD_MANAGER = "steward-controller";
+/** Models (and machines) this provisioner keeps: those of the kind whose units are pods. */
+const onPods = (substrate: ModelSubstrate | undefined): boolean => contractOf(substrate).provisions === "pods";
 
 export class KubernetesProvisioner extends Reconciler {
   readonly name = "kubernetes-provisioner";
@@ -81,7 +83,7 @@ export class KubernetesProvisioner extends Reconciler {
   }
 
   private models(): ModelIndex[] {
-    return [...this.o.cache.models.values()].filter((idx) => idx.model?.substrate === "kubernetes");
+    return [...this.o.cache.models.values()].filter((idx) => onPods(idx.model?.placement.substrate));
   }
 
   /** Whether the model's objects are another controller's now, or may be being taken over by it (see the file's comment). */
@@ -93,7 +95,7 @@ export class KubernetesProvisioner extends Reconciler {
   protected override signature(): string {
     const parts: string[] = [];
     for (const idx of this.models()) {
-      parts.push(`${idx.uuid}:${idx.model?.life}:${idx.model?.credential}:${this.leftToTarget(idx.uuid)}`);
+      parts.push(`${idx.uuid}:${idx.model?.life}:${idx.model?.placement.credential}:${this.leftToTarget(idx.uuid)}`);
       // The operator decides the pod template (its workload containers): an upgrade is patched in.
       for (const a of idx.apps.values()) parts.push(`${idx.uuid}/app/${a.name}/${a.life}/${a.operator.hash}`);
       for (const u of idx.units.values()) parts.push(`${idx.uuid}/unit/${u.name}/${u.machine}/${u.life}`);
@@ -141,7 +143,7 @@ export class KubernetesProvisioner extends Reconciler {
       this.tellModel(idx, "ERROR", `provisioning: ${message}`);
     }
     for (const m of [...idx.machines.values()]) {
-      if (m.substrate !== "kubernetes" || m.life !== "alive" || this.stopped) continue;
+      if (!onPods(m.substrate) || m.life !== "alive" || this.stopped) continue;
       const current = idx.machineInstall.get(m.id);
       if (current?.state === "failed" && current.step === message) continue;
       // The pod last seen stays recorded: the cluster may still run it.
@@ -178,13 +180,15 @@ export class KubernetesProvisioner extends Reconciler {
 
   private async clusterOf(idx: ModelIndex): Promise<Cluster> {
     const m = idx.model!;
-    if (!m.credential || !m.kubernetes) throw new StewardError("invalid-request", `model ${m.name} has no kubernetes credential or namespace`);
-    const c = await this.o.credentials.open(m.credential, "kubernetes");
-    const key = `${m.credential}\n${c.kubeconfig}\n${c.context ?? ""}\n${m.kubernetes.namespace}`;
+    const { credential } = m.placement;
+    const { namespace } = settingsOf<KubernetesModelSettings>(m);
+    if (!credential || !namespace) throw new StewardError("invalid-request", `model ${m.name} has no kubernetes credential or namespace`);
+    const c = await this.o.credentials.open(credential, "kubernetes");
+    const key = `${credential}\n${c.kubeconfig}\n${c.context ?? ""}\n${namespace}`;
     const known = this.clusters.get(idx.uuid);
     if (known?.key === key) return known;
     known?.api.close();
-    const cluster = { api: new kubernetes.KubeApi(kubernetes.connectionOfCredential(c)), namespace: m.kubernetes.namespace, key };
+    const cluster = { api: new kubernetes.KubeApi(kubernetes.connectionOfCredential(c)), namespace, key };
     this.clusters.set(idx.uuid, cluster);
     return cluster;
   }
@@ -216,7 +220,7 @@ export class KubernetesProvisioner extends Reconciler {
     await this.recordPods(idx, cluster);
     // A machine made for a unit is its pod: once the unit is gone, the StatefulSet deletes the pod.
     for (const m of [...idx.machines.values()]) {
-      if (m.substrate !== "kubernetes" || m.life === "alive" || this.stopped) continue;
+      if (!onPods(m.substrate) || m.life === "alive" || this.stopped) continue;
       await this.o.ops.finishMachine(idx.uuid, m.id);
       this.o.log.info("removed a unit's pod machine", { model: idx.model?.name, machine: m.id, unit: m.createdFor });
     }
@@ -306,7 +310,7 @@ export class KubernetesProvisioner extends Reconciler {
     const byName = new Map(pods.items.map((p) => [p.metadata!.name!, p]));
     for (const u of idx.units.values()) {
       const m = idx.machines.get(u.machine);
-      if (!m || m.substrate !== "kubernetes" || m.life !== "alive") continue;
+      if (!m || !onPods(m.substrate) || m.life !== "alive") continue;
       const pod = byName.get(kubernetes.podName(u.app, unitNumber(u.name)));
       const instance: InstanceRecord = pod ? instanceOf(pod, cluster.namespace) : { id: `${cluster.namespace}/${kubernetes.podName(u.app, unitNumber(u.name))}`, state: "pending" };
       const current = idx.machineInstall.get(m.id);

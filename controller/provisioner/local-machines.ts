@@ -5,12 +5,16 @@
  * starts them as an unprivileged user, in directories outside its data directory.
  */
 import { dirname } from "node:path";
-import type { Logger } from "../../api";
+import type { Logger, ModelSubstrate } from "../../api";
+import { contractOf } from "../../api";
 import type { AgentIdentity } from "../../substrates";
 import { LocalMachines, localAgentIdentity, placeAgentsDir, readableAgentEntry } from "../../substrates";
 import type { MachineDoc, StateCache, StateOps } from "../state";
 import { handedOver } from "../state";
 import { Reconciler } from "../workers";
+
+/** Machines this provisioner keeps: those of the kind whose machines are processes on the controller's host. */
+const onControllerHost = (substrate: ModelSubstrate): boolean => !!contractOf(substrate).onControllerHost;
 
 export interface LocalProvisionerOptions {
   /** Root of the machines' directories: `<root>/<model-uuid>/<machine-id>/`. */
@@ -58,7 +62,7 @@ export class LocalProvisioner extends Reconciler {
   /** Only machine changes matter; status chatter leaves it unchanged. */
   protected override signature(): string {
     const parts: string[] = [];
-    for (const idx of this.o.cache.models.values()) for (const m of idx.machines.values()) if (m.substrate === "local") parts.push(`${idx.uuid}/${m.id}/${m.life}`);
+    for (const idx of this.o.cache.models.values()) for (const m of idx.machines.values()) if (onControllerHost(m.substrate)) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
     return parts.sort().join(",");
   }
 
@@ -83,7 +87,7 @@ export class LocalProvisioner extends Reconciler {
       // A model that moved to another controller: its agents are that controller's to keep.
       if (handedOver(this.o.cache.migrations.get(idx.uuid))) continue;
       for (const m of [...idx.machines.values()]) {
-        if (m.substrate !== "local" || this.stopped) continue;
+        if (!onControllerHost(m.substrate) || this.stopped) continue;
         if (!this.o.enabled && m.life === "alive") { await this.refuse(idx.uuid, m.id); continue; }
         const machines = this.machinesOf(m, (own ??= await this.ready()));
         if (m.life === "alive") await this.ensureRunning(machines, idx.uuid, m.id);

@@ -4,7 +4,7 @@
  * the replica cloud) is for superusers; every other user sees the controller's overview.
  */
 import type { ControllerInfo, ControllerOverview, ModelSummary } from "../../api";
-import { STEWARD_VERSION, formatConstraints, hasConstraints } from "../../api";
+import { STEWARD_VERSION, describePlacement, formatConstraints, hasConstraints } from "../../api";
 import type { ClusterControl } from "../cluster";
 import type { StateCache } from "../state";
 import { modelSettings } from "../state";
@@ -41,9 +41,9 @@ export function modelSummaries(cache: StateCache, p: Extract<Principal, { kind: 
     if (!access) continue;
     out.push({
       name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size,
-      access, config: modelSettings(idx.model.config), substrate: idx.model.substrate ?? "local",
-      ...(idx.model.credential ? { credential: idx.model.credential } : {}),
-      ...(idx.model.kubernetes ? { kubernetes: { namespace: idx.model.kubernetes.namespace } } : {}),
+      access, config: modelSettings(idx.model.config), substrate: idx.model.placement.substrate,
+      ...(idx.model.placement.credential ? { credential: idx.model.placement.credential } : {}),
+      settings: { ...idx.model.placement.settings }, where: describePlacement(idx.model.placement),
       ...(hasConstraints(idx.model.constraints) ? { constraints: formatConstraints(idx.model.constraints) } : {}),
     });
   }

@@ -14,6 +14,7 @@ import { servedVersion } from "./imported-revisions";
 import { CACHED_PREFIXES } from "./keys";
 import { KIND, keyOf } from "./registry";
 import { classifyKey, queueId, scopeId } from "./registry";
+import { modelDocOf } from "./model-placement";
 
 /** A databag as kept: `rev` is the version served to agents, `modRevision` the store's. */
 export interface VersionedBag { data: DataBag; rev: number; modRevision: number }
@@ -234,7 +235,7 @@ export class StateCache {
     const idx = this.index(uuid);
     switch (c.kind.name) {
       case "model":
-        idx.model = doc as ModelDoc | undefined;
+        idx.model = doc ? modelDocOf(doc) : undefined;
         if (!doc && idx.apps.size === 0 && idx.machines.size === 0) this.models.delete(uuid);
         break;
       case "app": set(idx.apps, id); break;

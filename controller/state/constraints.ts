@@ -5,13 +5,14 @@
  */
 import type { Constraints } from "../../api";
 import { constraintsProblem, hasConstraints, invalidRequest } from "../../api";
-import { aws } from "../../substrates";
+import { substrateKind } from "../../substrates";
 import type { ModelDoc } from "./documents";
 
-export function checkMachineConstraints(model: ModelDoc, c: Constraints | undefined): void {
+export function checkMachineConstraints(model: Pick<ModelDoc, "placement">, c: Constraints | undefined): void {
   if (!hasConstraints(c)) return;
-  const problem = constraintsProblem(model.substrate ?? "local", c);
+  const { substrate, settings } = model.placement;
+  const problem = constraintsProblem(substrate, c);
   if (problem) throw invalidRequest(problem, { field: "constraints" });
-  // Throws, saying what the largest types are, when nothing fits.
-  if (model.substrate === "aws" && model.aws) aws.instanceTypeFor(c, model.aws.instanceType);
+  // The kind's own check (aws: some instance type fits), against the model's settings.
+  substrateKind(substrate).checkConstraints?.(settings, c);
 }

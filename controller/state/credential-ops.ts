@@ -7,7 +7,7 @@ import { CREDENTIAL_KINDS, StewardError, notFound, shownCredentialValue } from "
 import type { Sealer } from "../security/sealing";
 import type { Store } from "../store";
 import { absent, unchanged } from "../store";
-import type { CredentialDoc, ModelDoc } from "./documents";
+import type { CredentialDoc } from "./documents";
 import { keys } from "./keys";
 import { StoreTxns } from "./txn";
 
@@ -82,7 +82,7 @@ export class CredentialOps extends StoreTxns {
   private async liveModels(doc: CredentialDoc): Promise<string[]> {
     const names: string[] = [];
     for (const uuid of doc.models) {
-      const m = await this.read<ModelDoc>(keys.model(uuid));
+      const m = await this.readModel(uuid);
       if (m) names.push(m.doc.name);
     }
     return names.sort();

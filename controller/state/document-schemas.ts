@@ -6,7 +6,7 @@
  * controller does not know is refused, not kept unread.
  */
 import { z } from "zod";
-import { ARCHES, AwsModelSettingsSchema, KubernetesModelSettingsSchema, MODEL_SUBSTRATES, Name, UserName, VsphereModelSettingsSchema, isNormalisedPort } from "../../api";
+import { ARCHES, MODEL_SUBSTRATES, Name, UserName, isNormalisedPort, settingsSchemaOf } from "../../api";
 
 const Text = (max: number): z.ZodString => z.string().max(max);
 const Timestamp = Text(40);
@@ -22,11 +22,13 @@ const WorkloadStatus = z.enum(["active", "blocked", "maintenance", "waiting", "u
 const statusInfo = <S extends z.ZodType>(current: S): z.ZodObject => z.strictObject({ current, message: Text(16 * 1024), since: Timestamp });
 const Bag = z.record(Text(256), Text(1024 * 1024));
 
+/** Where a model's machines come from: a kind, its credential's name and the kind's settings (settings-less kinds: `{}`). */
+const Placement = z.discriminatedUnion("substrate", MODEL_SUBSTRATES.map((k) =>
+  z.strictObject({ substrate: z.literal(k), credential: Name.optional(), settings: settingsSchemaOf(k) ?? z.strictObject({}) })) as unknown as [z.ZodObject]);
 const ModelSchema = z.strictObject({
   uuid: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { message: "must be a uuid" }), name: Name, owner: UserName, life: Life, createdAt: Timestamp,
   config: z.strictObject({ updateStatusInterval: z.number().int().min(1).max(3600), automaticallyRetryHooks: z.boolean().optional() }),
-  substrate: z.enum(MODEL_SUBSTRATES).optional(), credential: Name.optional(),
-  aws: AwsModelSettingsSchema.optional(), vsphere: VsphereModelSettingsSchema.optional(), kubernetes: KubernetesModelSettingsSchema.optional(),
+  placement: Placement,
   constraints: Constraints.optional(),
 });
 

@@ -1,5 +1,5 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { ActionValue, AgentStatus, AppliedChange, AwsModelSettings, Constraints, CredentialSubstrate, KubernetesModelSettings, Life, MigrationProgress, MigrationTarget, ModelSubstrate, VsphereModelSettings, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
+import type { ActionValue, AgentStatus, AppliedChange, Constraints, CredentialSubstrate, Life, MigrationProgress, MigrationTarget, ModelPlacement, ModelSubstrate, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
@@ -38,17 +38,13 @@ export interface ModelDoc {
   life: Life;
   createdAt: string;
   config: { updateStatusInterval: number; automaticallyRetryHooks?: boolean };
-  /** Where machines for units placed without `--to` come from; absent (models made before) is `local`. */
-  substrate?: Substrate;
-  /** The stored credential its machines are made with (`/credentials/<name>`). */
-  credential?: string;
-  /** Where and what its instances are (aws models). */
-  aws?: AwsModelSettings;
-  /** Where its VMs come from (vsphere models). */
-  vsphere?: VsphereModelSettings;
-  /** The namespace its pods go in (kubernetes models). */
-  kubernetes?: KubernetesModelSettings;
-  /** The default constraints of machines made for it (aws, vsphere). */
+  /**
+   * Where machines for units placed without `--to` come from: the substrate kind, the stored
+   * credential they are made with and the kind's settings. Documents written before held
+   * `substrate`, `credential` and one bag named after the kind (`aws`): model-placement.ts reads both.
+   */
+  placement: ModelPlacement;
+  /** The default constraints of machines made for it (kinds whose machines are cloud instances). */
   constraints?: Constraints;
 }
 /**
@@ -123,6 +119,8 @@ export interface UnitFailureDoc {
   since: string;
 }
 export type Substrate = ModelSubstrate;
+/** A placement as a new model is asked for: the kind's settings not yet completed with its defaults. */
+export interface PlacementRequest { substrate: Substrate; credential?: string | undefined; settings?: unknown }
 export interface MachineDoc {
   id: string;
   substrate: Substrate;

@@ -21,6 +21,7 @@ export type { ClassifiedKey, KindName, KindSpec } from "./registry";
 export { MAX_MODEL_EXPORT_BYTES, MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION, upgradeModelExport } from "./model-format";
 export type { ModelExport } from "./model-format";
 export { exportModel } from "./model-export";
+export { modelDocOf, settingsOf } from "./model-placement";
 export { checkLocalDirs, importModel } from "./model-import";
 export type { ImportDeps, ImportOptions, ImportResult } from "./model-import";
 export { canMove, handedOver, holdsModel, migrationActive, migrationView, movedError } from "./migration-phases";

@@ -7,7 +7,8 @@
 import type { Bundle } from "../../api";
 import { StewardError, notFound } from "../../api";
 import type { KeyValue, Op, Store } from "../store";
-import type { ApplicationDoc, ControllerDoc, LeaderDoc, ModelDoc, OperatorDoc } from "./documents";
+import type { ApplicationDoc, ControllerDoc, LeaderDoc, OperatorDoc } from "./documents";
+import { modelDocOf } from "./model-placement";
 import type { ImportOrigin, ImportedRevisionsDoc } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
 import { keys } from "./keys";
@@ -43,7 +44,9 @@ export async function exportModel(store: Store, uuid: string, now = new Date()):
     if (name === "leader") { const { lease: _, ...rest } = doc as LeaderDoc; doc = rest; }
     (documents[name] ??= {})[c.id] = doc;
   }
-  const model = documents.model![""] as ModelDoc;
+  // A model stored before placements is exported in the current shape.
+  const model = modelDocOf(documents.model![""]);
+  documents.model![""] = model;
   const apps = Object.values(documents.app ?? {}) as ApplicationDoc[];
   return {
     format: MODEL_EXPORT_FORMAT,
@@ -53,7 +56,7 @@ export async function exportModel(store: Store, uuid: string, now = new Date()):
     documents,
     versions: { revision: servedVersion(origin, "", res.revision), bags },
     operators: await readOperators(store, [...new Set(apps.map((a) => a.operator.hash))]),
-    references: { ...(model.credential ? { credential: model.credential } : {}) },
+    references: { ...(model.placement.credential ? { credential: model.placement.credential } : {}) },
   };
 }
 

@@ -6,7 +6,9 @@
  * Version 2 (current) keeps databags exactly as stored and the versions agents last saw of them in
  * a `versions` section of their own. Version 1 carried each databag as `{data, version}` and named
  * the ports kind `unit-ports` (its store path); {@link upgradeModelExport} turns a v1 document into
- * v2, touching only that model's data.
+ * v2, touching only that model's data. Version 3 is version 2 with the model document's placement
+ * (registry.ts: the `model` kind's shape version 2); kinds whose shape changed upgrade their
+ * documents from any version (their `upgrade`), so v1, v2 and documents of older shape all import.
  *
  * {@link checkModelExport} refuses what a hostile or damaged file could hold before any of it is
  * used: the wrong shape, unknown kinds, ids that are not names, prototype keys, future versions,
@@ -18,7 +20,7 @@ import type { KindName, KindSpec } from "./registry";
 import { EXPORTED_KINDS, KIND, classifyKey, keyOf } from "./registry";
 
 export const MODEL_EXPORT_FORMAT = "steward-model";
-export const MODEL_EXPORT_VERSION = 2;
+export const MODEL_EXPORT_VERSION = 3;
 /** Largest export an import takes (operators included), as JSON. */
 export const MAX_MODEL_EXPORT_BYTES = 64 * 1024 * 1024;
 
@@ -76,6 +78,8 @@ export function upgradeModelExport(raw: unknown): ModelExport {
   }
   let doc = raw;
   if (version === 1) doc = upgradeV1(doc);
+  // v2 → v3 is the model's placement, upgraded with every kind's documents in checkModelExport.
+  doc = { ...doc, version: MODEL_EXPORT_VERSION };
   return checkModelExport(doc);
 }
 
@@ -125,6 +129,8 @@ export function checkModelExport(doc: Record<string, unknown>): ModelExport {
     if (!exportedNames.has(kind)) throw bad(`unknown kind of document "${kind}"`, { kind });
     if (!isObject(group)) throw bad(`documents["${kind}"] must be an object`, { kind });
     const spec = KIND[kind as KindName];
+    // Documents of an older shape (an export of the previous build) in the current one, then checked as such.
+    if (spec.upgrade) for (const [id, value] of Object.entries(group)) if (isObject(value)) group[id] = spec.upgrade(value);
     for (const id of Object.keys(group)) {
       // Each id must be names joined by "/" and must read back as this very kind: no id may reach another key.
       const ok = (id === "" || id.split("/").every((s) => SEGMENT.test(s))) && classifyKey(keyOf(spec, "m", id))?.kind === spec;

@@ -15,7 +15,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Bundle } from "../../api";
-import { Name, StewardError, alreadyExists, bundleHash } from "../../api";
+import { Name, StewardError, alreadyExists, bundleHash, contractOf } from "../../api";
 import type { Compare, Op, Store } from "../store";
 import { ValueTooLargeError, absent, unchanged } from "../store";
 import type { ApplicationDoc, CredentialDoc, LeaderDoc, MachineDoc, ModelDoc, RelationDoc, UnitDoc } from "./documents";
@@ -101,13 +101,14 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
   ops.push({ type: "put", key: keyOf(KIND["imported-revisions"], uuid), value: JSON.stringify(origin) });
   ops.push({ type: "put", key: keys.modelName(model.name), value: JSON.stringify(uuid) });
 
-  if (model.credential) {
-    const c = await store.get(keys.credential(model.credential));
-    if (!c) throw bad(`the model uses credential "${model.credential}", which this controller does not have: add it (steward add-credential ${model.credential}) and import again`);
+  const { credential, substrate } = model.placement;
+  if (credential) {
+    const c = await store.get(keys.credential(credential));
+    if (!c) throw bad(`the model uses credential "${credential}", which this controller does not have: add it (steward add-credential ${credential}) and import again`);
     const cred = JSON.parse(c.value) as CredentialDoc;
-    if (cred.substrate !== model.substrate) throw bad(`credential "${model.credential}" here is for ${cred.substrate}, but the model's substrate is ${String(model.substrate)}`);
-    compare.push(unchanged(keys.credential(model.credential), c.modRevision));
-    ops.push({ type: "put", key: keys.credential(model.credential), value: JSON.stringify({ ...cred, models: [...cred.models, uuid] }) });
+    if (cred.substrate !== substrate) throw bad(`credential "${credential}" here is for ${cred.substrate}, but the model's substrate is ${substrate}`);
+    compare.push(unchanged(keys.credential(credential), c.modRevision));
+    ops.push({ type: "put", key: keys.credential(credential), value: JSON.stringify({ ...cred, models: [...cred.models, uuid] }) });
   }
 
   for (const [hash, bundle] of Object.entries(doc.operators)) {
@@ -157,7 +158,8 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
  */
 function asCopy(doc: ModelExport, uuid: string): ModelExport {
   const model = doc.documents.model![""] as ModelDoc;
-  if (model.kubernetes) throw bad(`a copy of kubernetes model "${model.name}" would share namespace "${model.kubernetes.namespace}" with the original here; import it on another controller, or remove the original first`);
+  const { substrate, settings } = model.placement;
+  if (contractOf(substrate).provisions === "pods") throw bad(`a copy of ${substrate} model "${model.name}" would share namespace "${String((settings as { namespace?: string }).namespace)}" with the original here; import it on another controller, or remove the original first`);
   const machines = Object.fromEntries(Object.entries((doc.documents.machine ?? {}) as Record<string, MachineDoc>).map(([id, m]) => {
     const { credentialHash: _hash, localDir: _dir, ...rest } = m;
     return [id, rest];
@@ -171,7 +173,7 @@ export async function checkLocalDirs(check: ImportDeps["checkLocalDir"], doc: Mo
   const uuid = (doc.documents.model![""] as ModelDoc).uuid;
   for (const [id, m] of Object.entries((doc.documents.machine ?? {}) as Record<string, MachineDoc>)) {
     if (m.localDir === undefined) continue;
-    if (m.substrate !== "local") throw bad(`documents["machine"]["${id}"].localDir is only for local machines, not ${m.substrate}`);
+    if (!contractOf(m.substrate).onControllerHost) throw bad(`documents["machine"]["${id}"].localDir is only for local machines, not ${m.substrate}`);
     const problem = await check(m.localDir, uuid, id);
     if (problem) throw new StewardError("invalid-request", `model export: documents["machine"]["${id}"].localDir: ${problem}`, { details: { field: "export", kind: "machine", id, path: "localDir" } });
   }

@@ -4,12 +4,12 @@
  * overwritten; a refused operation writes nothing.
  */
 import { randomUUID } from "node:crypto";
-import type { AwsModelSettings, Bundle, Constraints, KubernetesModelSettings, VsphereModelSettings, OperatorMeta, StatusLogEntry, UnitStatusReport } from "../../api";
-import { PROVISIONED_SUBSTRATES, STATUS_HISTORY_ENTRIES, STATUS_HISTORY_MESSAGE_CHARS, StewardError, alreadyExists, bundleHash, formatConstraints, hasConstraints, invalidRequest, mergeConstraints, notFound, validateBundle } from "../../api";
+import type { Bundle, Constraints, ModelPlacement, OperatorMeta, StatusLogEntry, UnitStatusReport } from "../../api";
+import { PROVISIONED_SUBSTRATES, STATUS_HISTORY_ENTRIES, STATUS_HISTORY_MESSAGE_CHARS, StewardError, alreadyExists, bundleHash, contractOf, formatConstraints, hasConstraints, invalidRequest, mergeConstraints, notFound, settingsWithDefaults, validateBundle } from "../../api";
 import type { Compare, Op } from "../store";
 import { absent, unchanged } from "../store";
 import { hashCredential, hashPassword, newSecret } from "../security/credentials";
-import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, RelationDoc, RevokedTokenDoc, StatusHistoryDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type { ApplicationDoc, ConfigValues, ControllerDoc, CredentialDoc, LeaderDoc, MachineDoc, MachineInstallDoc, ModelDoc, OperatorDoc, OperatorUploadDoc, PlacementRequest, RelationDoc, RevokedTokenDoc, StatusHistoryDoc, Substrate, UnitDoc, UnitFailureDoc, UnitStatusDoc, UserDoc } from "./documents";
 import { SCHEMA_VERSION, modelSettings } from "./documents";
 import { unitNumber } from "./agent-views";
 import { checkConfigTotal, configError, validateConfig } from "./config";
@@ -97,11 +97,18 @@ export class StateOps extends StoreTxns {
 
   // --- models ---
 
-  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, substrate: Substrate = "local", cloud: { credential?: string | undefined; aws?: AwsModelSettings | undefined; vsphere?: VsphereModelSettings | undefined; kubernetes?: KubernetesModelSettings | undefined; constraints?: Constraints | undefined } = {}): Promise<ModelDoc & { revision: number }> {
+  /**
+   * A new model. `placement` is where its machines come from: a kind (settings-less kinds may be
+   * named alone), with the stored credential they are made with and the kind's settings (checked
+   * by the request's schema; a kind's defaults fill what is not given).
+   */
+  async createModel(owner: string, name: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {}, placement: Substrate | PlacementRequest = "local", constraints?: Constraints): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();
-    const { credential, aws, vsphere, constraints } = cloud;
-    const kubernetes = substrate === "kubernetes" ? cloud.kubernetes ?? { namespace: name } : undefined; // model names are namespace names (api/names.ts)
-    const doc: ModelDoc = { uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config), substrate, ...(credential ? { credential } : {}), ...(aws ? { aws } : {}), ...(vsphere ? { vsphere } : {}), ...(kubernetes ? { kubernetes } : {}), ...(hasConstraints(constraints) ? { constraints } : {}) };
+    const { substrate, credential, settings } = typeof placement === "string" ? { substrate: placement } as PlacementRequest : placement;
+    const doc: ModelDoc = {
+      uuid, name, owner, life: "alive", createdAt: this.stamp(), config: modelSettings(config),
+      placement: { substrate, ...(credential ? { credential } : {}), settings: settingsWithDefaults(substrate, { name }, settings) } as ModelPlacement, ...(hasConstraints(constraints) ? { constraints } : {}),
+    };
     checkMachineConstraints(doc, constraints);
     return this.retry(`create model ${name}`, async () => {
       if (await this.store.get(keys.modelName(name))) throw alreadyExists("model", name);
@@ -135,7 +142,7 @@ export class StateOps extends StoreTxns {
    */
   async destroyModel(uuid: string, force: boolean): Promise<{ revision: number }> {
     return this.retry(`destroy model ${uuid}`, async () => {
-      const m = await this.read<ModelDoc>(keys.model(uuid));
+      const m = await this.readModel(uuid);
       if (!m) throw notFound("model", uuid);
       if (force) {
         return {
@@ -167,7 +174,7 @@ export class StateOps extends StoreTxns {
 
   /** Deletes a dying model once nothing is left in it. Returns whether it was deleted. */
   async finishModel(uuid: string): Promise<boolean> {
-    const m = await this.read<ModelDoc>(keys.model(uuid));
+    const m = await this.readModel(uuid);
     if (!m || m.doc.life !== "dying") return false;
     const left = (await this.store.range(keys.modelPrefix(uuid))).kvs.filter((kv) => /\/(apps|units|machines)\//.test(kv.key));
     if (left.length > 0) return false;
@@ -370,13 +377,13 @@ export class StateOps extends StoreTxns {
    */
   private async placeUnits(uuid: string, app: ApplicationDoc, count: number, to: string[], compare: Compare[], ops: Op[]): Promise<string[]> {
     const names: string[] = [];
-    const model = (await this.read<ModelDoc>(keys.model(uuid)))?.doc;
-    const substrate = model?.substrate ?? "local";
+    const model = (await this.readModel(uuid))?.doc;
+    const substrate = model?.placement.substrate ?? "local";
     const constraints = mergeConstraints(model?.constraints, app.constraints);
     if (to.length < count && !PROVISIONED_SUBSTRATES.includes(substrate)) {
-      throw invalidRequest(`this model's machines come from the ${substrate} substrate, where Steward does not create machines: add them (steward add-machine${substrate === "ssh" ? " ssh:user@host" : ""}) and place units on them with --to`, { field: "to" });
+      throw invalidRequest(`this model's machines come from the ${substrate} substrate, where Steward does not create machines: add them (steward add-machine${contractOf(substrate).addMachines === "address" ? ` ${substrate}:user@host` : ""}) and place units on them with --to`, { field: "to" });
     }
-    const ordinals = substrate === "kubernetes" ? await this.podOrdinals(uuid, app.name, to) : undefined;
+    const ordinals = contractOf(substrate).provisions === "pods" ? await this.podOrdinals(uuid, app.name, to) : undefined;
     const seq = await this.store.get(keys.machineSeq(uuid));
     let nextMachine = Number(seq?.value ?? "0");
     compare.push(unchanged(keys.machineSeq(uuid), seq?.modRevision ?? 0));
@@ -447,7 +454,7 @@ export class StateOps extends StoreTxns {
         const op = (upgradeTo = await this.read<OperatorDoc>(keys.operator(patch.operator)));
         if (!op) throw invalidRequest(`operator ${patch.operator} has not been uploaded`, { field: "operator" });
         if (op.doc.name !== operator.name) throw invalidRequest(`application ${appName} runs operator "${operator.name}"; it cannot switch to "${op.doc.name}" (deploy a new application instead)`, { field: "operator" });
-        await this.checkModelOperatorQuota(uuid, (await this.read<ModelDoc>(keys.model(uuid)))?.doc.name ?? uuid, appName, op.doc, charge, quotaGuard.compare, quotaGuard.ops);
+        await this.checkModelOperatorQuota(uuid, (await this.readModel(uuid))?.doc.name ?? uuid, appName, op.doc, charge, quotaGuard.compare, quotaGuard.ops);
         operator = { hash: op.doc.hash, name: op.doc.name, version: op.doc.version };
         meta = op.doc.meta;
       }
@@ -514,7 +521,7 @@ export class StateOps extends StoreTxns {
       const compare: Compare[] = [unchanged(keys.unit(uuid, unit), u.rev)];
       if (force) return { compare, ops: await this.unitGoneOps(uuid, u.doc, compare), result: {} };
       if (u.doc.life === "dying") return { compare: [], ops: [], result: {} };
-      if ((await this.read<ModelDoc>(keys.model(uuid)))?.doc.substrate === "kubernetes") await this.checkHighestOrdinal(uuid, u.doc, compare);
+      if (contractOf((await this.readModel(uuid))?.doc.placement.substrate).provisions === "pods") await this.checkHighestOrdinal(uuid, u.doc, compare);
       return { compare, ops: [{ type: "put", key: keys.unit(uuid, unit), value: JSON.stringify({ ...u.doc, life: "dying" }) }], result: {} };
     });
   }
@@ -602,11 +609,11 @@ export class StateOps extends StoreTxns {
   async addMachines(uuid: string, substrate: Exclude<Substrate, "ssh">, count: number, own?: Constraints): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
     return this.retry("add machines", async () => {
       const m = await this.aliveModel(uuid);
-      const modelSubstrate = m.doc.substrate ?? "local";
-      if ((substrate === "aws" || substrate === "vsphere") && modelSubstrate !== substrate) throw invalidRequest(`${substrate} machines go only in ${substrate} models; this model's substrate is ${modelSubstrate}`, { field: "substrate" });
+      const modelSubstrate = m.doc.placement.substrate;
+      if (contractOf(substrate).instances && modelSubstrate !== substrate) throw invalidRequest(`${substrate} machines go only in ${substrate} models; this model's substrate is ${modelSubstrate}`, { field: "substrate" });
       // The model's constraints are for the machines it makes, not for local or manual ones added to it.
       const constraints = substrate === modelSubstrate ? mergeConstraints(m.doc.constraints, own) : own ?? {};
-      if (hasConstraints(constraints)) checkMachineConstraints({ ...m.doc, substrate }, constraints);
+      if (hasConstraints(constraints)) checkMachineConstraints({ placement: substrate === modelSubstrate ? m.doc.placement : { substrate, settings: {} } as ModelPlacement }, constraints);
       const seq = await this.store.get(keys.machineSeq(uuid));
       let next = Number(seq?.value ?? "0");
       const ops: Op[] = [];
@@ -615,13 +622,13 @@ export class StateOps extends StoreTxns {
         const id = String(next++);
         const doc: MachineDoc = { id, substrate, life: "alive", createdAt: this.stamp(), ...(hasConstraints(constraints) ? { constraints } : {}) };
         let credential: string | undefined;
-        if (substrate === "manual") { credential = newSecret(); doc.credentialHash = hashCredential(credential); }
+        if (contractOf(substrate).agentsStartedByHand) { credential = newSecret(); doc.credentialHash = hashCredential(credential); }
         ops.push({ type: "put", key: keys.machine(uuid, id), value: JSON.stringify(doc) });
         machines.push(credential ? { id, credential } : { id });
       }
       ops.push({ type: "put", key: keys.machineSeq(uuid), value: String(next) });
       return { compare: [unchanged(keys.model(uuid), m.rev), unchanged(keys.machineSeq(uuid), seq?.modRevision ?? 0)], ops, result: { machines } };
-    }, { secretResult: substrate === "manual" });
+    }, { secretResult: !!contractOf(substrate).agentsStartedByHand });
   }
 
   /**
@@ -779,7 +786,7 @@ export class StateOps extends StoreTxns {
   }
 
   private async aliveModel(uuid: string): Promise<Read<ModelDoc>> {
-    const m = await this.read<ModelDoc>(keys.model(uuid));
+    const m = await this.readModel(uuid);
     if (!m) throw notFound("model", uuid);
     if (m.doc.life !== "alive") throw invalidRequest(`model ${m.doc.name} is being destroyed`);
     return m;

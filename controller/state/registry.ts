@@ -8,6 +8,7 @@
  */
 import type { z } from "zod";
 import { DOCUMENT_SCHEMAS as S } from "./document-schemas";
+import { modelDocOf } from "./model-placement";
 
 /** A path segment: a literal, the model's uuid, or the document's id (the rest of the key, slashes included). */
 type Segment = string | typeof MODEL | typeof ID;
@@ -39,6 +40,13 @@ export interface KindSpec {
   schema?: z.ZodType;
   /** Model kinds no agent view is built from: status reports and the like, written often and read by no agent. */
   notInAgentViews?: true;
+  /**
+   * The version of its documents' shape, when it has changed (1 before that); with `upgrade`, which
+   * turns a document of any earlier version into the current one (and leaves a current one alone),
+   * applied to what older stores, backups and exports hold.
+   */
+  version?: number;
+  upgrade?: (doc: unknown) => unknown;
 }
 
 /** `exported` is the schema of an exported kind's documents, or why the kind is not exported. */
@@ -80,7 +88,8 @@ export const KINDS: readonly KindSpec[] = [
   kind("migration-stage-chunk", ["blobs", "migration-stages", ID], false, "an import staged on the target, not yet a model"),
   kind("migration-arrival", ["migration-arrivals", ID], false, "the target's record that a migration brought the model"),
 
-  kind("model", ["models", MODEL], true, S["model"]),
+  // Version 2: one `placement` {substrate, credential, settings} instead of substrate, credential and a bag per kind.
+  { ...kind("model", ["models", MODEL], true, S["model"]), version: 2, upgrade: modelDocOf },
   kind("access", ["models", MODEL, "access", ID], true, S["access"], true),
   // Sequences travel so that ids are never reused: agents remember relation ids and the last task id they ran.
   kind("machine-seq", ["models", MODEL, "seq", "machine"], false, S["machine-seq"]),

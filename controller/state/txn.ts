@@ -3,6 +3,9 @@ import { StewardError } from "../../api";
 import type { Compare, Op, Store } from "../store";
 import { MAX_VALUE_BYTES, ValueTooLargeError, absent } from "../store";
 import { currentRequest } from "./request-records";
+import type { ModelDoc } from "./documents";
+import { keys } from "./keys";
+import { modelDocOf } from "./model-placement";
 
 export interface Read<T> { doc: T; rev: number }
 const MAX_ATTEMPTS = 50;
@@ -15,6 +18,12 @@ export class StoreTxns {
   protected async read<T>(key: string): Promise<Read<T> | undefined> {
     const kv = await this.store.get(key);
     return kv ? { doc: JSON.parse(kv.value) as T, rev: kv.modRevision } : undefined;
+  }
+
+  /** A model's document, in the current shape whatever shape it was stored in (model-placement.ts). */
+  protected async readModel(uuid: string): Promise<Read<ModelDoc> | undefined> {
+    const m = await this.read<unknown>(keys.model(uuid));
+    return m ? { doc: modelDocOf(m.doc), rev: m.rev } : undefined;
   }
 
   protected async readAll<T>(prefix: string): Promise<(Read<T> & { key: string })[]> {

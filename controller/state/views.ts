@@ -1,6 +1,6 @@
 /** What the cache is turned into: model status for people and the per-machine view for agents. */
 import type { AgentStatus, StatusFilter, ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, StatusInfo, UnitDetails, UnitStatusView, WorkloadStatus } from "../../api";
-import { configHash, formatConstraints, hasConstraints, notFound } from "../../api";
+import { configHash, contractOf, formatConstraints, hasConstraints, notFound } from "../../api";
 import type { ApplicationDoc, MachineDoc, RelationDoc, UnitDoc } from "./documents";
 import { workloadSeverity } from "../../api";
 import { migrationActive } from "./migration-phases";
@@ -69,14 +69,14 @@ export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatus
   const up = idx.presence.has(m.id);
   const install = idx.machineInstall.get(m.id);
   // A cloud machine is provisioned, not installed: so too when it failed before it had an instance.
-  const provisioned = !!install?.instance || m.substrate === "aws" || m.substrate === "vsphere" || m.substrate === "kubernetes";
+  const provisioned = !!install?.instance || contractOf(m.substrate).instances || contractOf(m.substrate).provisions === "pods";
   const status: StatusInfo<MachineStatusView["status"]["current"]> = up
     ? { current: "started", message: "", since: idx.presence.get(m.id)!.since }
     : install && install.state !== "installed"
       ? { current: install.state === "failed" ? "error" : "pending", message: install.state === "failed" ? `${provisioned ? "provisioning" : "install"} failed: ${install.step}` : `${provisioned ? "provisioning" : "installing"}: ${install.step}`, since: install.at }
     : info
       ? { current: "down", message: "agent is not communicating with the controller", since: info.firstSeen }
-      : { current: "pending", message: m.substrate === "manual" ? "waiting for the agent to connect" : "starting agent", since: m.createdAt };
+      : { current: "pending", message: contractOf(m.substrate).agentsStartedByHand ? "waiting for the agent to connect" : "starting agent", since: m.createdAt };
   return {
     id: m.id, substrate: m.substrate, status, address: m.ssh?.host ?? info?.address ?? install?.instance?.address ?? "", hostname: info?.hostname ?? "", life: m.life,
     units: [...(idx.unitsByMachine.get(m.id) ?? [])].sort(),

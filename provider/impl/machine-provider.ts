@@ -5,16 +5,16 @@
  * (terminated, or destroyed by hand), and the next up replaces it; delete removes the machine,
  * which terminates its instance.
  */
-import type { MachineInfo } from "../../api/core";
-import { StewardError, formatConstraints, parseConstraints, withArticle } from "../../api/core";
+import type { MachineInfo, ModelSubstrate } from "../../api/core";
+import { StewardError, contractNamed, contractOf, formatConstraints, kindsWhere, parseConstraints, substratesWhere, withArticle } from "../../api/core";
 import type { ControllerConnection, SshHost } from "../connection";
 import { Failures } from "./checks";
 import { changed, clientFor, isNotFound, modelStatus, until } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
 
-export const MACHINE_SUBSTRATES = ["local", "ssh", "aws", "vsphere"] as const;
-export type MachineSubstrate = (typeof MACHINE_SUBSTRATES)[number];
-const CLOUDS: readonly MachineSubstrate[] = ["aws", "vsphere"];
+/** The kinds a Machine resource can be: those add-machine makes one of at a time, its agent not started by hand. */
+export const MACHINE_SUBSTRATES = substratesWhere((k) => k.addMachines !== undefined && !k.agentsStartedByHand);
+export type MachineSubstrate = ModelSubstrate;
 /** Instance states after which the instance is not the machine any more (EC2's, and "gone" when the cloud no longer lists it). */
 const GONE = ["shutting-down", "terminated", "gone"];
 
@@ -51,19 +51,21 @@ export const machineProvider = {
     f.name("model", news.model, "model name");
     f.oneOf("substrate", news.substrate, MACHINE_SUBSTRATES);
     const substrate = substrateOf(news);
-    const cloud = CLOUDS.includes(substrate);
+    // An unknown substrate is refused above; nothing else is said of it.
+    const cloud = contractNamed(substrate)?.instances ?? false;
+    const byAddress = contractNamed(substrate)?.addMachines === "address";
     if (cloud) {
       if (news.ssh !== undefined) f.add("ssh", `only for ssh machines: ${withArticle(substrate)} machine is launched by the controller, and its agent enrols itself`);
       if (news.privateKey !== undefined) f.add("privateKey", `only for ssh machines, not ${substrate}`);
       f.wholeNumber("timeoutSeconds", news.timeoutSeconds, 30, 24 * 3600);
     } else if (news.constraints !== undefined) {
-      f.add("constraints", `only for aws and vsphere machines, which the controller provisions; ${substrate} machines are what they are`);
+      f.add("constraints", `only for ${kindsWhere((k) => k.instances)} machines, which the controller provisions; ${substrate} machines are what they are`);
     }
-    if (substrate === "ssh" && news.ssh && !isUnknown(news.ssh)) {
+    if (byAddress && news.ssh && !isUnknown(news.ssh)) {
       f.sshHost("ssh", news.ssh);
       if (!news.privateKey) f.add("privateKey", "required with ssh: the private key's content (pass it as a secret)");
     }
-    if (substrate === "ssh" && news.ssh === undefined) f.add("ssh", "required for an ssh machine: { host, port?, user?, hostKey }");
+    if (byAddress && news.ssh === undefined) f.add("ssh", "required for an ssh machine: { host, port?, user?, hostKey }");
     if (cloud && typeof news.constraints === "string") {
       try { parseConstraints(news.constraints); } catch (e) {
         if (!StewardError.isInstance(e)) throw e;
@@ -92,7 +94,7 @@ export const machineProvider = {
     const client = clientFor(inputs.connection);
     const substrate = substrateOf(inputs);
     let machineId: string;
-    if (substrate === "ssh") {
+    if (contractOf(substrate).addMachines === "address") {
       const s = inputs.ssh!;
       const res = await client.addSshMachine(inputs.model, { host: s.host, port: s.port ?? 22, user: s.user ?? "root", privateKey: inputs.privateKey!, hostKey: s.hostKey });
       machineId = res.machines[0]!.id;
@@ -101,7 +103,7 @@ export const machineProvider = {
     }
     changed(inputs.connection, inputs.model);
     let m = (await client.listMachines(inputs.model)).find((x) => x.id === machineId);
-    if (CLOUDS.includes(substrate)) m = await enrolled(inputs, machineId);
+    if (contractOf(substrate).instances) m = await enrolled(inputs, machineId);
     return { id: `${inputs.model}/${machineId}`, outs: plain({ ...inputs, machineId, ...observed(m) }) };
   },
 

@@ -1,6 +1,6 @@
 /** The Model resource: a model on a controller, with its settings; adopted by name when asked. */
 import type { AwsModelSettings, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api/core";
-import { CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, StewardError, constraintsProblem, formatConstraints, parseConstraints, withArticle } from "../../api/core";
+import { CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, StewardError, constraintsProblem, contractOf, formatConstraints, parseConstraints, substratesWhere, withArticle } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
 import { schemas } from "./schemas";
@@ -31,6 +31,9 @@ export interface ModelInputs {
 export interface ModelOutputs extends ModelInputs { uuid: string }
 
 const MODEL_SETTINGS = ["updateStatusInterval", "automaticallyRetryHooks"] as const;
+/** The kinds whose settings a model takes, each as the input named after it. */
+const SETTINGS_KINDS = substratesWhere((k) => !!k.settings);
+const settingsArg = (i: ModelInputs, kind: ModelSubstrate): unknown => (i as unknown as Record<string, unknown>)[kind];
 
 export const modelProvider = {
   async check(_olds: ModelInputs, news: ModelInputs) {
@@ -41,20 +44,14 @@ export const modelProvider = {
     if (CREDENTIALED_SUBSTRATES.includes(news.substrate)) {
       if (!news.credential) f.add("credential", `required for ${withArticle(news.substrate)} model: the name of a credential stored with steward add-credential`);
     } else if (news.credential) f.add("credential", `only for cloud and kubernetes models, not ${news.substrate}`);
-    if (news.kubernetes && news.substrate !== "kubernetes") f.add("kubernetes", `only for kubernetes models, not ${news.substrate}`);
-    else if (news.kubernetes && !isUnknown(news.kubernetes)) {
-      const api = schemas();
-      const parsed = api.KubernetesModelSettingsSchema.safeParse(news.kubernetes);
-      if (!parsed.success) f.add("kubernetes", api.describeIssues(parsed.error.issues));
-    }
-    for (const [cloud, schema, least] of [["aws", "AwsModelSettingsSchema", "region and imageId"], ["vsphere", "VsphereModelSettingsSchema", "url, datacenter and template"]] as const) {
-      const settings = news[cloud];
-      if (news.substrate !== cloud) { if (settings) f.add(cloud, `only for ${cloud} models, not ${news.substrate}`); continue; }
-      if (!settings) { f.add(cloud, `required for ${withArticle(cloud)} model: at least ${least}`); continue; }
+    // Each kind that takes settings takes them under its own name (aws, vsphere, kubernetes).
+    for (const kind of SETTINGS_KINDS.map(contractOf)) {
+      const settings = settingsArg(news, kind.name);
+      if (news.substrate !== kind.name) { if (settings) f.add(kind.name, `only for ${kind.name} models, not ${news.substrate}`); continue; }
+      if (!settings) { if (kind.settings?.required) f.add(kind.name, `required for ${withArticle(kind.name)} model: ${kind.settings.hint}`); continue; }
       if (isUnknown(settings)) continue;
-      const api = schemas();
-      const parsed = api[schema].safeParse(settings);
-      if (!parsed.success) f.add(cloud, api.describeIssues(parsed.error.issues));
+      const parsed = schemas().settingsSchemaOf(kind.name)!.safeParse(settings);
+      if (!parsed.success) f.add(kind.name, schemas().describeIssues(parsed.error.issues));
     }
     if (typeof news.constraints === "string") {
       try {
@@ -76,8 +73,7 @@ export const modelProvider = {
   async diff(_id: string, olds: ModelOutputs, news: ModelInputs) {
     // A model keeps its substrate for life (its machines came from it): another one is another model.
     const replaces = [...(olds.name !== news.name ? ["name"] : []), ...((olds.substrate ?? "local") !== news.substrate ? ["substrate"] : []),
-      ...(olds.credential !== news.credential ? ["credential"] : []), ...(!sameValue(olds.aws, news.aws) ? ["aws"] : []), ...(!sameValue(olds.vsphere, news.vsphere) ? ["vsphere"] : []),
-      ...(!sameValue(olds.kubernetes, news.kubernetes) ? ["kubernetes"] : [])];
+      ...(olds.credential !== news.credential ? ["credential"] : []), ...SETTINGS_KINDS.filter((k) => !sameValue(settingsArg(olds, k), settingsArg(news, k)))];
     const changes = replaces.length > 0 || !sameValue(olds.config, news.config) || !sameValue(olds.connection, news.connection) || normal(olds.constraints) !== normal(news.constraints)
       || olds.forceDelete !== news.forceDelete || olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds || olds.adopt !== news.adopt;
     return { changes, replaces, deleteBeforeReplace: true };
@@ -87,7 +83,7 @@ export const modelProvider = {
     const client = clientFor(inputs.connection);
     let uuid: string;
     try {
-      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate, { credential: inputs.credential, aws: inputs.aws, vsphere: inputs.vsphere, kubernetes: inputs.kubernetes, constraints: inputs.constraints || undefined })).uuid;
+      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate, { credential: inputs.credential, settings: settingsArg(inputs, inputs.substrate) as object | undefined, constraints: inputs.constraints || undefined })).uuid;
     } catch (e) {
       if (!isConflict(e)) throw e;
       if (!inputs.adopt) throw new Error(`model "${inputs.name}" already exists on the controller: set adopt: true to take it over, or choose another name`);

@@ -12,7 +12,7 @@ import type { AwsModelSettings } from "../../api/core";
 
 export interface AwsCredentials { accessKeyId: string; secretAccessKey: string; sessionToken?: string }
 
-/** A stored aws credential's attributes (api/substrates.ts CREDENTIAL_KINDS) as the SDK takes them. */
+/** A stored aws credential's attributes (api/substrate-kinds.ts, the kind's credential) as the SDK takes them. */
 export function awsCredentialsOf(attributes: Record<string, string>): AwsCredentials {
   return { accessKeyId: attributes["access-key-id"]!, secretAccessKey: attributes["secret-access-key"]!, ...(attributes["session-token"] ? { sessionToken: attributes["session-token"] } : {}) };
 }

@@ -11,7 +11,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { ControllerClient, StewardError } from "../../api/core";
-import { settleController } from "../bootstrap-controller";
+import { settleController } from "../settle-controller";
 import type { Progress } from "../brokers";
 import type { ControllerHosting, ControllerPlan, FirstReplica, KubernetesControllerSettings } from "../controller-hosting";
 import { createControllerCa } from "../local";

@@ -25,3 +25,4 @@ export type { KubernetesBootstrapPlan, KubernetesControllerAccess, KubernetesCon
 export { WORKLOAD_VOLUME, workloadPodParts } from "./workload-pods";
 export type { WorkloadPodParts } from "./workload-pods";
 export { updateSecretData } from "./secret-data";
+export { MODEL_NAMESPACE_RIGHTS, checkClusterCredential, checkModelCluster } from "./cluster-checks";

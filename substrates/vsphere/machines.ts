@@ -41,7 +41,7 @@ export type VsphereSettings = VsphereModelSettings & { insecure?: boolean };
 
 export interface VsphereCredentials { user: string; password: string }
 
-/** A stored vsphere credential's attributes (api/substrates.ts CREDENTIAL_KINDS) as the client takes them. */
+/** A stored vsphere credential's attributes (api/substrate-kinds.ts, the kind's credential) as the client takes them. */
 export function vsphereCredentialsOf(attributes: Record<string, string>): VsphereCredentials {
   return { user: attributes.user!, password: attributes.password! };
 }

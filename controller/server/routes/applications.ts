@@ -4,7 +4,7 @@
  * and removing an application, and adding units to it.
  */
 import type { ApplicationInfo } from "../../../api";
-import { LEGACY_HASH_MESSAGE, StewardError, formatConstraints, hasConstraints, notFound, operatorHashProblem, routes } from "../../../api";
+import { LEGACY_HASH_MESSAGE, StewardError, contractOf, formatConstraints, hasConstraints, notFound, operatorHashProblem, routes } from "../../../api";
 import type { ModelIndex, OperatorCharge } from "../../state";
 import { effectiveConfig } from "../../state";
 import type { Principal } from "../../access/auth";
@@ -23,10 +23,10 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
   };
   /** Checks the machines a deploy or add-unit would make for `units` units placed on `to`. */
   const checkMachinesForUnits = (p: Principal, idx: ModelIndex, units: number, to: string[] | undefined, field: string): void => {
-    const substrate = idx.model?.substrate ?? "local";
-    const made = substrate === "kubernetes" ? 0 : Math.max(0, units - (to?.length ?? 0));
+    const substrate = idx.model?.placement.substrate ?? "local";
+    const made = contractOf(substrate).provisions === "pods" ? 0 : Math.max(0, units - (to?.length ?? 0));
     checkMachinesPerRequest(substrate, made, field);
-    if (substrate === "local") checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: made });
+    if (contractOf(substrate).onControllerHost) checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: made });
   };
   /** Whether some application of model `uuid` runs operator `hash`. */
   const modelRuns = (uuid: string, hash: string): boolean => {

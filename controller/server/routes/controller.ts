@@ -4,7 +4,7 @@
  * reached with: only superusers see that they exist, and no answer ever holds a secret attribute.
  */
 import { routes } from "../../../api";
-import { checkClusterCredential } from "../../provisioner/kubernetes-access";
+import { substrateKind } from "../../../substrates";
 import { flag } from "../../access/route";
 import type { Route } from "../../access/route";
 import { controllerOverview, describeController } from "../summaries";
@@ -44,10 +44,10 @@ export function registerControllerRoutes(route: Route, deps: HttpApiDeps): void 
 
   route(routes.listCredentials, async () => ({ credentials: await deps.credentials.list() }));
 
-  /** `skipCheck=true`: store a kubernetes credential without asking the cluster first (kubernetes-access.ts). */
+  /** `skipCheck=true`: store a credential without asking its substrate first (the kind's checkCredential: a kubernetes cluster's, substrates/kubernetes/cluster-checks.ts). */
   route(routes.putCredential, async ({ reply, principal, params: { name }, body, query }) => {
     const replace = query.replace === "true";
-    if (body.substrate === "kubernetes" && !flag(query, "skipCheck")) await checkClusterCredential(name, body.attributes);
+    if (!flag(query, "skipCheck")) await substrateKind(body.substrate).checkCredential?.(name, body.attributes);
     const res = await deps.credentials.put(principal.user, name, body, replace);
     reply.code(res.created ? 201 : 200);
     return { name, substrate: body.substrate, created: res.created, changed: res.changed };

@@ -2,7 +2,7 @@
  * Machines: adding them (made by the model's substrate, or an SSH host installed in the
  * background), listing them with what their substrate reports, and removing one.
  */
-import { StewardError, routes } from "../../../api";
+import { StewardError, contractOf, routes } from "../../../api";
 import { buildModelStatus } from "../../state";
 import { checkMachinesPerRequest, checkNewLocalMachines } from "../../access/controller-host";
 import { flag } from "../../access/route";
@@ -14,7 +14,8 @@ export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {
 
   route(routes.addMachines, async ({ reply, principal, model: idx, body, settled }) => {
     checkMachinesPerRequest(body.substrate, body.count, "count");
-    if (body.substrate === "local") checkNewLocalMachines({ superuser: principal.superuser, cache, policy: deps.localMachines, count: body.count });
+    if (contractOf(body.substrate).onControllerHost) checkNewLocalMachines({ superuser: principal.superuser, cache, policy: deps.localMachines, count: body.count });
+    // eslint-disable-next-line no-restricted-syntax -- narrows the request to its ssh branch (the host to install on)
     if (body.substrate === "ssh") {
       if (!body.ssh) throw new StewardError("invalid-request", `substrate "ssh" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`, { details: { field: "ssh" } });
       const m = await deps.ssh.add(idx.uuid, body.ssh);

@@ -2,9 +2,10 @@
  * Models: listing what a user may see, making one (superusers), changing its settings and
  * constraints, destroying it (admins), its status, and the integrations between its applications.
  */
-import { formatConstraints, hasConstraints, routes } from "../../../api";
+import type { CredentialSubstrate } from "../../../api";
+import { formatConstraints, hasConstraints, routes, settingsWithDefaults } from "../../../api";
 import { renderModelStatusBytes } from "../../state";
-import { checkModelCluster } from "../../provisioner/kubernetes-access";
+import { substrateKind } from "../../../substrates";
 import { flag } from "../../access/route";
 import type { Route } from "../../access/route";
 import { statusFilter, statusForm } from "../status-filter";
@@ -16,14 +17,24 @@ export function registerModelRoutes(route: Route, deps: HttpApiDeps): void {
 
   route(routes.listModels, async ({ principal }) => modelSummaries(cache, principal));
 
-  /** `skipCheck=true`: make a model on a kubernetes credential without asking the cluster first (kubernetes-access.ts). */
+  /**
+   * `skipCheck=true`: make the model without asking its substrate first (the kind's checkPlacement: a
+   * kubernetes cluster reached, with the rights Steward needs; substrates/kubernetes/cluster-checks.ts).
+   */
   route(routes.createModel, async ({ principal, body, query, settled }) => {
-    if (body.substrate === "kubernetes" && body.credential && !flag(query, "skipCheck")) {
-      await checkModelCluster(body.credential, await deps.credentials.open(body.credential, "kubernetes"), body.kubernetes?.namespace ?? body.name);
+    const check = substrateKind(body.substrate).checkPlacement;
+    if (check && body.credential && !flag(query, "skipCheck")) {
+      const attributes = await deps.credentials.open(body.credential, body.substrate as CredentialSubstrate);
+      await check(body.credential, attributes, settingsWithDefaults(body.substrate, body, body.settings));
     }
-    const doc = await ops.createModel(principal.user, body.name, body.config ?? {}, body.substrate, { credential: body.credential, aws: body.aws, vsphere: body.vsphere, kubernetes: body.kubernetes, constraints: body.constraints });
+    const { substrate, credential, settings } = body;
+    const doc = await ops.createModel(principal.user, body.name, body.config ?? {}, { substrate, credential, settings }, body.constraints);
     await settled(doc.revision);
-    return { name: doc.name, uuid: doc.uuid, substrate: doc.substrate, ...(doc.credential ? { credential: doc.credential } : {}), ...(hasConstraints(doc.constraints) ? { constraints: formatConstraints(doc.constraints) } : {}) };
+    const placed = doc.placement;
+    return {
+      name: doc.name, uuid: doc.uuid, substrate: placed.substrate, ...(placed.credential ? { credential: placed.credential } : {}),
+      ...(hasConstraints(doc.constraints) ? { constraints: formatConstraints(doc.constraints) } : {}),
+    };
   });
 
   route(routes.destroyModel, async ({ model: idx, query, settled }) => {

@@ -15,7 +15,7 @@ export function ModelsView({ models }: { models: ModelSummary[] | undefined }) {
               <div class="tile-counts">
                 <span><b>{m.applications}</b> applications</span><span><b>{m.units}</b> units</span><span><b>{m.machines}</b> machines</span>
               </div>
-              <div class="tile-foot muted">{m.substrate}{m.credential ? ` · ${m.credential}` : ""} · owner {m.owner} · you: {m.access}</div>
+              <div class="tile-foot muted" title={m.where}>{m.substrate}{m.credential ? ` · ${m.credential}` : ""} · owner {m.owner} · you: {m.access}</div>
             </a>
           ))}
         </div>

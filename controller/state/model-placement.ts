@@ -1,0 +1,23 @@
+/**
+ * A model document in its current shape, whatever shape it was written in. Models written before
+ * placements (and exports of them) held `substrate` (absent: local), `credential` and the kind's
+ * settings in a bag named after the kind (`aws: {…}`); now they hold one `placement`. Stores,
+ * backups and exports of the previous build are read through {@link modelDocOf}, so nothing needs
+ * rewriting first; the next write of a model stores the new shape.
+ */
+import type { ModelPlacement, ModelSubstrate } from "../../api";
+import { MODEL_SUBSTRATES } from "../../api";
+import type { ModelDoc } from "./documents";
+
+/** `raw` (a parsed model document of any shape this controller reads) in the current shape. */
+export function modelDocOf(raw: unknown): ModelDoc {
+  const doc = raw as Record<string, unknown>;
+  if (doc.placement !== undefined) return raw as ModelDoc;
+  const substrate = (doc.substrate ?? "local") as ModelSubstrate;
+  const placement = { substrate, ...(typeof doc.credential === "string" ? { credential: doc.credential } : {}), settings: doc[substrate] ?? {} } as ModelPlacement;
+  const rest = Object.fromEntries(Object.entries(doc).filter(([k]) => k !== "substrate" && k !== "credential" && !(MODEL_SUBSTRATES as readonly string[]).includes(k)));
+  return { ...rest, placement } as unknown as ModelDoc;
+}
+
+/** The model's settings for its kind, typed by the caller (who knows the kind). */
+export const settingsOf = <S = Record<string, unknown>>(model: Pick<ModelDoc, "placement">): S => model.placement.settings as S;

@@ -1,0 +1,43 @@
+/**
+ * The runtime half of a substrate kind (Juju's `Environ`, opened from its `EnvironProvider`): how a
+ * model's settings and credential become a placement, the broker that makes its machines (with its
+ * instances listed), the checks it makes of a credential or a placement against the real cloud,
+ * and how it hosts controllers (bootstrap, destroy). Each `substrates/<kind>/kind.ts` exports one, found through
+ * the lazy registry (registry.ts); its static half, the contract, is `api/substrate-kinds.ts`.
+ */
+import type { Constraints, SubstrateContract } from "../api/core";
+import type { MachineBroker } from "./brokers";
+import type { ControllerHosting } from "./controller-hosting";
+
+/** A stored credential's attributes, opened (unsealed). */
+export type Attributes = Record<string, string>;
+
+/** An instance (EC2 instance, vSphere VM) as the provisioner records it. */
+export interface CloudInstance { id: string; machine?: string; state: string; zone?: string; address?: string }
+
+/** The machines of a kind whose machines are cloud instances: made, listed with a state, taken over. */
+export interface InstanceBroker<Placement> extends MachineBroker<Placement> {
+  /** The model's instances, newest first. */
+  instances(p: Placement, model: string): Promise<CloudInstance[]>;
+  /** The instance no longer is (or soon will not be) the machine. */
+  gone(state: string): boolean;
+  /** Takes over the instances of a model that migrated here from `fromController` (absent: the kind cannot, and its models are not migrated). */
+  adopt?(p: Placement, model: string, fromController: string): Promise<number>;
+  close(): void;
+}
+
+export interface SubstrateKind<Settings = unknown, Placement = unknown> {
+  contract: SubstrateContract<Settings>;
+  /** Where a model's machines go: its settings, the controller they belong to, and its credential's attributes opened. */
+  placement?(model: { settings: Settings; controllerUuid: string }, credential: Attributes): Placement;
+  /** A new broker for its instances (kinds whose contract says `instances`); the caller closes it. */
+  machines?(): InstanceBroker<Placement>;
+  /** Throws (naming what is wrong) when no machine with constraints `c` can be had with `settings`: checked before any is asked for. */
+  checkConstraints?(settings: Settings, c: Constraints): void;
+  /** Throws when a credential about to be stored cannot be used (asked of the cloud itself: reachable, and with the rights its models need). */
+  checkCredential?(name: string, attributes: Attributes): Promise<void>;
+  /** Throws when a model with `settings` cannot be made with the credential (asked of the cloud itself). */
+  checkPlacement?(credentialName: string, attributes: Attributes, settings: Settings): Promise<void>;
+  /** Bootstrap and destroy of controllers, when the kind can host them (./controller-hosting.ts). */
+  controller?: ControllerHosting<any>;
+}

@@ -1,0 +1,22 @@
+/** The vsphere substrate kind's runtime half (substrates/kind.ts): VMs cloned from a template for a model's machines. */
+import type { VsphereModelSettings } from "../../api/core";
+import { SUBSTRATE_CONTRACTS } from "../../api/core";
+import type { SubstrateKind } from "../kind";
+import { vsphereHosting } from "./bootstrap";
+import type { VspherePlacement } from "./machines";
+import { VsphereMachines, vsphereCredentialsOf } from "./machines";
+
+export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement> = {
+  contract: SUBSTRATE_CONTRACTS.vsphere, controller: vsphereHosting,
+  placement: ({ settings, controllerUuid }, credential) => ({ settings, controllerUuid, credentials: vsphereCredentialsOf(credential) }),
+  machines() {
+    const m = new VsphereMachines();
+    return {
+      startMachine: (spec, o) => m.startMachine(spec, o), stopMachine: (target, o) => m.stopMachine(target, o),
+      instances: (p, model) => m.instances(p, model),
+      // A destroyed VM is simply not listed; none listed is gone.
+      gone: () => false,
+      adopt: (p, model, from) => m.adopt(p, model, from), close: () => m.close(),
+    };
+  },
+};
