@@ -5,6 +5,8 @@
  * read. The bootstrap itself is the substrates' flow (../substrates/bootstrap-controller.ts).
  */
 import { UsageError } from "clipanion";
+import type { ModelSubstrate } from "../api/core";
+import { SUBSTRATE_CONTRACTS } from "../api/core";
 
 export type TargetKind = "local" | "ssh" | "aws" | "vsphere" | "kubernetes";
 
@@ -16,7 +18,10 @@ export function targetKind(first: string | undefined): TargetKind {
   return "local";
 }
 
-/** Each group's flags, by the command's property that holds each, and the target(s) they are for. */
+/**
+ * Each group's flags, by the command's property that holds each, and the target(s) they are for. A kind's
+ * group names the flags its contract lists (api/substrate-kinds.ts), which {@link kindsWithDriftedFlags} checks.
+ */
 export const FLAG_GROUPS = {
   kubernetes: {
     owner: "kubernetes:CONTEXT",
@@ -46,11 +51,17 @@ export const REFUSED_ELSEWHERE: readonly (readonly [FlagGroup, readonly TargetKi
 /** What kubernetes: refuses: the credential comes from the kubeconfig, the keys and the port are the cluster's. */
 export const KUBERNETES_REFUSED = "--credential-file, --from-env, --credential, --host-key, --key-file, --key-env and --port";
 
-/** How messages name each cloud's things. */
-export const CLOUD_WORDS = {
-  aws: { cloud: "AWS", instance: "instance", instances: "EC2 instances", env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" },
-  vsphere: { cloud: "vSphere", instance: "VM", instances: "VMs", env: "VSPHERE_USER, VSPHERE_PASSWORD" },
-} as const;
+/** How messages name each cloud's things: the kind's own words (api/substrate-kinds.ts). */
+function cloudWords(kind: "aws" | "vsphere"): { cloud: string; instance: string; instances: string; env: string } {
+  const { words } = SUBSTRATE_CONTRACTS[kind];
+  return { cloud: words.cloud, instance: words.thing, instances: words.things, env: words.env ?? "" };
+}
+export const CLOUD_WORDS = { aws: cloudWords("aws"), vsphere: cloudWords("vsphere") };
+
+/** The kinds whose flag group differs from the flags their contract lists (none, unless one of the two drifted). */
+export function kindsWithDriftedFlags(): ModelSubstrate[] {
+  return (["kubernetes", "aws", "vsphere"] as const).filter((k) => Object.keys(FLAG_GROUPS[k].flags).join() !== SUBSTRATE_CONTRACTS[k].flags.join());
+}
 
 /** "--a, --b and --c are for OWNER". */
 export function refusal(group: FlagGroup): string {

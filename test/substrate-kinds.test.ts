@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { CREDENTIAL_SUBSTRATES, CreateModelRequest, MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, describeIssues, settingsSchemaOf } from "../api";
 import { EmbeddedStore, MODEL_EXPORT_FORMAT, StateCache, StateOps, exportModel, importModel, keys, modelDocOf, upgradeModelExport } from "../controller";
 import { SUBSTRATES } from "../substrates";
+import { CLOUD_WORDS, kindsWithDriftedFlags } from "../cli";
 
 test("every kind has one contract and one runtime half, and they agree", (t) => {
   for (const name of MODEL_SUBSTRATES) {
@@ -98,4 +99,10 @@ test("an export of the previous build (version 2, the model without a placement)
   const again = await exportModel(store, OLD_AWS_MODEL.uuid);
   t.is(again.version, 3);
   t.deepEqual((again.documents.model![""] as { placement: unknown }).placement, stored.placement);
+});
+
+test("the CLI's bootstrap flags and cloud words are the kinds' own (a flag added to a contract and not to bootstrap, or the reverse, fails here)", (t) => {
+  t.deepEqual(kindsWithDriftedFlags(), []);
+  t.is(CLOUD_WORDS.aws.instances, SUBSTRATE_CONTRACTS.aws.words.things);
+  t.is(CLOUD_WORDS.vsphere.instance, SUBSTRATE_CONTRACTS.vsphere.words.thing);
 });
