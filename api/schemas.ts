@@ -3,6 +3,7 @@
  * these; unknown fields are refused (strict objects) so a typo never passes silently.
  */
 import { z } from "zod";
+import type { ReplicaCloudSetting } from "./wire";
 import type { ModelSubstrate } from "./substrates";
 import { CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES, contractOf, substratesWhere, withArticle } from "./substrates";
 import type { Constraints } from "./constraints";
@@ -57,6 +58,8 @@ export const ConstraintsText = z.string().max(512).transform((text, ctx) => {
 export const UpdateModelRequest = z.strictObject({ config: ModelConfig.optional(), constraints: ConstraintsText.optional() });
 /** Where the quorum keeper launches replicas when no spare host is left. */
 export type ReplicaCloudInput = z.input<typeof ReplicaCloudRequest>;
+// The client's written-out type (wire.ts) must stay a valid input of the schema: this fails to compile if they drift.
+export const replicaCloudSettingFits = (s: ReplicaCloudSetting): ReplicaCloudInput => s;
 export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
   z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema }),
   z.strictObject({ substrate: z.literal("vsphere"), credential: Name, vsphere: VsphereModelSettingsSchema }),

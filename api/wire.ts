@@ -4,6 +4,7 @@
  */
 import type { ActionSpec } from "./actions";
 import type { ConfigOption } from "./config-values";
+import type { AwsModelSettings, VsphereModelSettings } from "./substrate-kinds";
 import type { CredentialSubstrate } from "./substrates";
 
 export interface ModelSettings { updateStatusInterval: number; automaticallyRetryHooks: boolean }
@@ -173,3 +174,14 @@ export interface BackupRecord {
   /** SHA-256 of the file, hex: checked by the client after download. */
   sha256: string;
 }
+
+/**
+ * Where the quorum keeper launches replicas when no spare host is left, as a client sends it (the
+ * instance type may be left out: the controller fills its default). Written out,
+ * not inferred from the request schema, so the published declarations need no zod (api/schemas.ts
+ * checks that the two agree).
+ */
+export type ReplicaCloudSetting =
+  | { substrate: "aws"; credential: string; aws: Omit<AwsModelSettings, "instanceType"> & { instanceType?: string } }
+  | { substrate: "vsphere"; credential: string; vsphere: VsphereModelSettings }
+  | { substrate: "kubernetes"; kubernetes: { namespace: string; statefulSet: string } };

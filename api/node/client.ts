@@ -16,10 +16,9 @@ import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "../a
 import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "../status";
 import type { DebugLogRecord } from "../debug-log";
 import type { CredentialSubstrate, ModelSubstrate } from "../substrates";
-import type { ReplicaCloudInput } from "../schemas";
 import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
-import type { ApplicationInfo, ControllerInfo, ControllerOverview, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
+import type { ApplicationInfo, ReplicaCloudSetting, ControllerInfo, ControllerOverview, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
 import { CONTROLLER_TLS_NAME, showsCluster } from "../wire";
 import type { ControllerHello } from "../migration";
 import type { BodyOf } from "../routes";
@@ -48,7 +47,7 @@ export class ControllerClient extends ControllerTransport {
   recordUpgrade(record: ControllerUpgrade): Promise<ControllerUpgrade> { return this.call(routes.recordUpgrade, {}, record); }
   addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call(routes.addSpares, {}, { hosts }); }
   /** The cloud the quorum keeper launches replicas on when no spare host is left (undefined: none). */
-  setReplicaCloud(cloud: ReplicaCloudInput | undefined): Promise<unknown> {
+  setReplicaCloud(cloud: ReplicaCloudSetting | undefined): Promise<unknown> {
     // The input type (defaults not applied yet): the controller applies them and refuses what is missing.
     return cloud ? this.call(routes.setReplicaCloud, {}, cloud as BodyOf<typeof routes.setReplicaCloud>) : this.call(routes.clearReplicaCloud, {});
   }

@@ -121,6 +121,10 @@ export class ControllerTransport {
    * a method and path. On 401 with a password at hand, logs in again once and repeats it; a model that
    * moved is followed when `onMoved` says where. A mutating request keeps one request id across
    * every try, so its retries are answered, not redone.
+   *
+   * @internal The route-typed form is left out of the published declarations (tsconfig.types.json
+   * strips it): its types reach the request schemas, and through them zod's own declarations, which a
+   * Pulumi project's default compiler options (no skipLibCheck, no esModuleInterop) cannot read.
    */
   call<R extends RouteSpec>(route: R, params: ParamsOf<R>, ...rest: BodyAndQuery<R>): Promise<AnswerOf<R>>;
   call<T>(method: string, path: string, body?: unknown): Promise<T>;
