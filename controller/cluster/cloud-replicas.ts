@@ -127,7 +127,7 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
         }
         if (address && (await this.o.enrolments.replicaStaged(token))) return { ...host, address };
         if (Date.now() > deadline) throw new Error(`instance ${launched.id} did not ${address ? "fetch the controller" : "get an address"} within ${Math.round(timeoutMs / 1000)} s; see /var/lib/steward/enrol-replica.log on it`);
-        await sleep(1000, signal ?? new AbortController().signal);
+        await sleep(1000, signal);
       }
     } catch (err) {
       await cloud.terminate([launched.id]).catch(() => undefined);

@@ -20,12 +20,12 @@ export function aborted(signal: AbortSignal): Promise<void> {
 }
 
 /** Waits `ms`, or less if `signal` aborts first (it does not throw: the caller looks at the signal). */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    const done = (): void => { clearTimeout(timer); signal.removeEventListener("abort", done); resolve(); };
+    const done = (): void => { clearTimeout(timer); signal?.removeEventListener("abort", done); resolve(); };
     const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
+    signal?.addEventListener("abort", done, { once: true });
   });
 }
 
