@@ -53,12 +53,21 @@ const CONTROLLER_LAYERS = [
 /** Import patterns (relative to a file of `room`) that reach a room of `room`'s layer or above. */
 function innerPatterns(room) {
   const layer = CONTROLLER_LAYERS.findIndex((l) => l.includes(room));
-  const above = CONTROLLER_LAYERS.slice(layer).flat().filter((r) => r !== room);
+  const above = CONTROLLER_LAYERS.slice(layer)
+    .flat()
+    .filter((r) => r !== room);
   if (above.length === 0) return [];
   // From controller/<room>/… a sibling room is ../x (or ../../x from a subfolder); from a file at the top, ./x.
   const ups = room.endsWith(".ts") ? ["."] : ["..", "../.."];
-  const specs = above.flatMap((r) => r.endsWith(".ts") ? ups.map((u) => `${u}/${r.slice(0, -3)}`) : ups.flatMap((u) => [`${u}/${r}`, `${u}/${r}/*`]));
-  return [{ group: specs, message: `inside controller/, ${room} may import only rooms below its layer (eslint.config.mjs CONTROLLER_LAYERS: store ← config ← security ← state ← {access, cluster, provisioner, backup} ← {server, migration} ← dashboard ← controller.ts).` }];
+  const specs = above.flatMap((r) =>
+    r.endsWith(".ts") ? ups.map((u) => `${u}/${r.slice(0, -3)}`) : ups.flatMap((u) => [`${u}/${r}`, `${u}/${r}/*`]),
+  );
+  return [
+    {
+      group: specs,
+      message: `inside controller/, ${room} may import only rooms below its layer (eslint.config.mjs CONTROLLER_LAYERS: store ← config ← security ← state ← {access, cluster, provisioner, backup} ← {server, migration} ← dashboard ← controller.ts).`,
+    },
+  ];
 }
 
 /** devDependencies that check our fakes and manifests in tests; the product's Kubernetes client stays dependency-free. */
@@ -72,18 +81,64 @@ function importRules(folder, depth = 0, inner = []) {
   const small = folder === "cli" || folder === "agent";
   const indexOnly = FOLDERS.filter((f) => f !== "api" && f !== folder && !forbidden.includes(f));
   return {
-    "no-restricted-imports": ["error", {
-      // The CLI and the agent start often and must stay small: the full api index loads zod and yaml.
-      ...(small ? { paths: upTo("api").map((name) => ({ name, allowTypeImports: true, message: "The CLI and agent import api/core (the full api index loads zod and yaml at start-up)." })) } : {}),
-      patterns: [
-        ...(forbidden.length ? [{ group: forbidden.flatMap((f) => [...upTo(f, depth), ...upTo(f, depth).map((p) => `${p}/*`)]), message: `${folder}/ may not import ${forbidden.join(", ")} (DESIGN.md §2: api ← substrates ← controller, cli, provider; agent → api only).` }] : []),
-        ...(folder === "api" ? [] : [{ group: ["../api/*", "../../api/*", "../../../api/*", "!../api/core", "!../../api/core", "!../../../api/core"],
-          message: "Import api/ through its index.ts (or api/core for processes that must stay small)." }]),
-        ...(indexOnly.length ? [{ group: indexOnly.flatMap((f) => upTo(f).map((p) => `${p}/*`)), message: "Import another top-level folder only through its index.ts." }] : []),
-        ...(folder ? [{ group: TEST_ONLY, message: "Test-only devDependency: product code talks to Kubernetes through substrates/kubernetes (dependency-free)." }] : []),
-        ...inner,
-      ],
-    }],
+    "no-restricted-imports": [
+      "error",
+      {
+        // The CLI and the agent start often and must stay small: the full api index loads zod and yaml.
+        ...(small
+          ? {
+              paths: upTo("api").map((name) => ({
+                name,
+                allowTypeImports: true,
+                message: "The CLI and agent import api/core (the full api index loads zod and yaml at start-up).",
+              })),
+            }
+          : {}),
+        patterns: [
+          ...(forbidden.length
+            ? [
+                {
+                  group: forbidden.flatMap((f) => [...upTo(f, depth), ...upTo(f, depth).map((p) => `${p}/*`)]),
+                  message: `${folder}/ may not import ${forbidden.join(", ")} (DESIGN.md §2: api ← substrates ← controller, cli, provider; agent → api only).`,
+                },
+              ]
+            : []),
+          ...(folder === "api"
+            ? []
+            : [
+                {
+                  group: [
+                    "../api/*",
+                    "../../api/*",
+                    "../../../api/*",
+                    "!../api/core",
+                    "!../../api/core",
+                    "!../../../api/core",
+                  ],
+                  message: "Import api/ through its index.ts (or api/core for processes that must stay small).",
+                },
+              ]),
+          ...(indexOnly.length
+            ? [
+                {
+                  group: indexOnly.flatMap((f) => upTo(f).map((p) => `${p}/*`)),
+                  message: "Import another top-level folder only through its index.ts.",
+                },
+              ]
+            : []),
+          ...(folder
+            ? [
+                {
+                  group: TEST_ONLY,
+                  message:
+                    "Test-only devDependency: product code talks to Kubernetes through substrates/kubernetes (dependency-free).",
+                },
+              ]
+            : []),
+          ...inner,
+        ],
+      },
+    ],
   };
 }
 
@@ -94,24 +149,42 @@ function importRules(folder, depth = 0, inner = []) {
  */
 const KIND_NAME = "/^(aws|vsphere|kubernetes|ssh|local|manual)$/";
 const NAMED_KIND = {
-  "no-restricted-syntax": ["error", ...["BinaryExpression[right.type='Literal']", "BinaryExpression[left.type='Literal']", "SwitchCase"].map((node) => ({
-    selector: `${node} > Literal.${node === "SwitchCase" ? "test" : node.includes("right") ? "right" : "left"}[value=${KIND_NAME}]`,
-    message: "Compare no substrate name here: ask its contract (api/substrate-kinds.ts: provisions, instances, onControllerHost, …) or its runtime half (substrates/registry.ts).",
-  }))],
+  "no-restricted-syntax": [
+    "error",
+    ...["BinaryExpression[right.type='Literal']", "BinaryExpression[left.type='Literal']", "SwitchCase"].map(
+      (node) => ({
+        selector: `${node} > Literal.${node === "SwitchCase" ? "test" : node.includes("right") ? "right" : "left"}[value=${KIND_NAME}]`,
+        message:
+          "Compare no substrate name here: ask its contract (api/substrate-kinds.ts: provisions, instances, onControllerHost, …) or its runtime half (substrates/registry.ts).",
+      }),
+    ),
+  ],
 };
 /** Where naming a kind is the point, or not yet gone: each with why. */
 const NAMING_KINDS_ALLOWED = [
-  "api/substrate-kinds.ts", "api/substrate-settings.ts", "substrates/*/**", "substrates/registry.ts", "test/**", "bench/**", "examples/**",
+  "api/substrate-kinds.ts",
+  "api/substrate-settings.ts",
+  "substrates/*/**",
+  "substrates/registry.ts",
+  "test/**",
+  "bench/**",
+  "examples/**",
   // Another `substrate`: where the controller itself runs ("local" | "remote"), not a kind.
-  "controller/config.ts", "controller/main.ts",
+  "controller/config.ts",
+  "controller/main.ts",
   // The provider's resource arguments are the user's vocabulary (one input per kind, typed as a union by name); they map onto the contract.
-  "provider/controller.ts", "provider/machine.ts", "provider/model.ts",
+  "provider/controller.ts",
+  "provider/machine.ts",
+  "provider/model.ts",
   // The replica cloud document is a union by kind (aws | vsphere | kubernetes) narrowed by name; it becomes the kinds' replicaHosts() with controller hosting.
   "controller/cluster/**",
   // An ssh credential's file may be the private key itself (PEM), read as such.
   "cli/credential-file.ts",
   // TODO(hosting): controller bootstrap and destroy, being rewritten onto each kind's `controller` slot (substrates/kind.ts); then remove these.
-  "cli/commands/bootstrap.ts", "cli/commands/destroy-controller.ts", "provider/impl/controller-provider.ts", "cli/cloud-bootstrap.ts",
+  "cli/commands/bootstrap.ts",
+  "cli/commands/destroy-controller.ts",
+  "provider/impl/controller-provider.ts",
+  "cli/cloud-bootstrap.ts",
 ];
 
 export default tseslint.config(
@@ -122,7 +195,10 @@ export default tseslint.config(
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       "@typescript-eslint/no-floating-promises": "error",
-      "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: { arguments: false, attributes: false } }],
+      "@typescript-eslint/no-misused-promises": [
+        "error",
+        { checksVoidReturn: { arguments: false, attributes: false } },
+      ],
       "@typescript-eslint/consistent-type-imports": "error",
       "eqeqeq": ["error", "smart"],
       ...importRules(undefined),
@@ -141,10 +217,18 @@ export default tseslint.config(
   {
     files: ["controller/dashboard/app/**/*.{ts,tsx}"],
     rules: {
-      "no-restricted-imports": ["error", { patterns: [
-        { regex: "^(\\.\\./)+(?!api/browser$)(api|substrates|controller|agent|cli|provider)(/|$)", message: "The dashboard's page runs in a browser: import the contract from api/browser only." },
-        { regex: "^node:", message: "The dashboard's page runs in a browser: no Node modules." },
-      ] }],
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "^(\\.\\./)+(?!api/browser$)(api|substrates|controller|agent|cli|provider)(/|$)",
+              message: "The dashboard's page runs in a browser: import the contract from api/browser only.",
+            },
+            { regex: "^node:", message: "The dashboard's page runs in a browser: no Node modules." },
+          ],
+        },
+      ],
     },
   },
 );

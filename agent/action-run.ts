@@ -30,7 +30,8 @@ export class ActionRun {
   set(values: Record<string, string>): string | undefined {
     const next = structuredClone(this.results);
     for (const [key, value] of Object.entries(values)) {
-      if (!RESULT_KEY.test(key)) return `"${key}" is not a valid key: lower-case letters, digits and hyphens, with dots between levels (e.g. backup.path)`;
+      if (!RESULT_KEY.test(key))
+        return `"${key}" is not a valid key: lower-case letters, digits and hyphens, with dots between levels (e.g. backup.path)`;
       if (RESERVED_RESULT_KEYS.includes(key.split(".")[0]!)) return `"${key}" is reserved for the action's output`;
       const parts = key.split(".");
       let at = next;
@@ -44,7 +45,8 @@ export class ActionRun {
       at[last] = value;
     }
     const bytes = Buffer.byteLength(JSON.stringify(next));
-    if (bytes > TASK_LIMITS.resultsBytes) return `the results would be ${bytes} bytes as JSON; at most ${TASK_LIMITS.resultsBytes} are kept`;
+    if (bytes > TASK_LIMITS.resultsBytes)
+      return `the results would be ${bytes} bytes as JSON; at most ${TASK_LIMITS.resultsBytes} are kept`;
     Object.assign(this.results, next);
     return undefined;
   }
@@ -54,7 +56,10 @@ export class ActionRun {
   }
 
   log(message: string): void {
-    if (this.logLines.length >= TASK_LIMITS.logEntries - 1) { this.droppedLines++; return; }
+    if (this.logLines.length >= TASK_LIMITS.logEntries - 1) {
+      this.droppedLines++;
+      return;
+    }
     this.logLines.push({ ts: new Date().toISOString(), message: message.slice(0, TASK_LIMITS.logChars) });
   }
 
@@ -62,7 +67,22 @@ export class ActionRun {
   report(unit: string, exitCode: number, output: string): TaskFinish {
     const failed = this.failure !== undefined || exitCode !== 0;
     const message = this.failure ?? (exitCode !== 0 ? `exit status ${exitCode}` : "");
-    const log = this.droppedLines > 0 ? [...this.logLines, { ts: new Date().toISOString(), message: `(${this.droppedLines} more action-log lines not kept)` }] : this.logLines;
-    return { unit, id: this.id, status: failed ? "failed" : "completed", message, results: this.results, log, output: output.slice(-TASK_LIMITS.outputChars), exitCode };
+    const log =
+      this.droppedLines > 0
+        ? [
+            ...this.logLines,
+            { ts: new Date().toISOString(), message: `(${this.droppedLines} more action-log lines not kept)` },
+          ]
+        : this.logLines;
+    return {
+      unit,
+      id: this.id,
+      status: failed ? "failed" : "completed",
+      message,
+      results: this.results,
+      log,
+      output: output.slice(-TASK_LIMITS.outputChars),
+      exitCode,
+    };
   }
 }

@@ -56,7 +56,10 @@ export interface AgentOptions {
 }
 
 /** An answer of a probe: whether, and if not why. */
-export interface ProbeAnswer { ok: boolean; reason: string }
+export interface ProbeAnswer {
+  ok: boolean;
+  reason: string;
+}
 
 /**
  * Hooks and actions are killed after 10 minutes (hook-runner.ts) and a controller call gives up
@@ -66,7 +69,10 @@ export interface ProbeAnswer { ok: boolean; reason: string }
  */
 const WEDGED_AFTER_MS = 15 * 60_000;
 
-interface AgentSettings { pod: boolean; wedgedAfterMs: number }
+interface AgentSettings {
+  pod: boolean;
+  wedgedAfterMs: number;
+}
 
 export class Agent {
   private state: AgentState = "INITIALIZED";
@@ -97,8 +103,17 @@ export class Agent {
   /** The migration this agent switched controllers for (the source's later views are ignored). */
   private switchedFor?: string;
 
-  protected constructor(private readonly dir: string, private cfg: AgentConfig, localLog: Logger, private readonly settings: AgentSettings = { pod: false, wedgedAfterMs: WEDGED_AFTER_MS }) {
-    this.forwarder = new LogForwarder({ send: (batch) => this.conn.call("log.batch", batch), connected: () => this.conn.connected, log: localLog });
+  protected constructor(
+    private readonly dir: string,
+    private cfg: AgentConfig,
+    localLog: Logger,
+    private readonly settings: AgentSettings = { pod: false, wedgedAfterMs: WEDGED_AFTER_MS },
+  ) {
+    this.forwarder = new LogForwarder({
+      send: (batch) => this.conn.call("log.batch", batch),
+      connected: () => this.conn.connected,
+      log: localLog,
+    });
     const log = (this.log = forwardingLogger(localLog, this.forwarder));
     const authorization = `${cfg.model}/${cfg.machine}/${cfg.credential}`;
     this.conn = new ControllerConnection({
@@ -109,32 +124,53 @@ export class Agent {
       onView: (v) => this.onView(v),
       onConnected: () => this.onConnected(),
       onMachineRemoved: () => this.machineGone(),
-      onMoved: (target) => { void this.switchController(target); },
+      onMoved: (target) => {
+        void this.switchController(target);
+      },
     });
     this.minion = new MigrationMinion({
-      conn: this.conn, lock: this.lock, log, authorization,
+      conn: this.conn,
+      lock: this.lock,
+      log,
+      authorization,
       units: () => this.view?.units.map((u) => u.name) ?? [],
       switchTo: (target) => this.switchController(target),
-      onPausedChange: (paused) => { if (!paused) for (const u of this.uniters.values()) u.resume(); },
+      onPausedChange: (paused) => {
+        if (!paused) for (const u of this.uniters.values()) u.resume();
+      },
     });
     this.reporter = new StatusReporter(this.conn, log);
     this.tools = new HookToolServer(dir);
     this.hookProcesses = new HookProcessRecord(dir, log);
-    this.operators = new OperatorStore(join(dir, "operators"), () => this.cfg.controllerAddresses, () => this.cfg.caCert, authorization);
+    this.operators = new OperatorStore(
+      join(dir, "operators"),
+      () => this.cfg.controllerAddresses,
+      () => this.cfg.caCert,
+      authorization,
+    );
   }
 
   static async start(opts: AgentOptions): Promise<Agent> {
     const cfg = await readAgentConfig(opts.dir);
     const log = (opts.log ?? createLogger()).child({ machine: cfg.machine });
-    const agent = new Agent(opts.dir, cfg, log, { pod: opts.pod ?? false, wedgedAfterMs: opts.wedgedAfterMs ?? WEDGED_AFTER_MS });
-    agent.bootId = opts.bootId ?? await currentBootId();
+    const agent = new Agent(opts.dir, cfg, log, {
+      pod: opts.pod ?? false,
+      wedgedAfterMs: opts.wedgedAfterMs ?? WEDGED_AFTER_MS,
+    });
+    agent.bootId = opts.bootId ?? (await currentBootId());
     if (agent.settings.pod) agent.remembered = await rememberedUnits(opts.dir);
     // Before anything runs: a hook the previous incarnation left running (it was killed with
     // SIGKILL, which it could not pass on) must not overlap the re-run of the same hook.
     await agent.hookProcesses.killLeftover();
     await agent.tools.start();
     if (opts.workloadSockets) {
-      agent.workloads = new WorkloadContainers({ dir: opts.workloadSockets, log, onChange: () => { for (const u of agent.uniters.values()) u.workloadChanged(); } });
+      agent.workloads = new WorkloadContainers({
+        dir: opts.workloadSockets,
+        log,
+        onChange: () => {
+          for (const u of agent.uniters.values()) u.workloadChanged();
+        },
+      });
       agent.workloads.start();
     }
     agent.conn.start();
@@ -143,7 +179,9 @@ export class Agent {
     return agent;
   }
 
-  getState(): AgentState { return this.state; }
+  getState(): AgentState {
+    return this.state;
+  }
 
   /**
    * Whether the agent works (a pod's liveness probe): running, and no hook or action holding the
@@ -154,7 +192,11 @@ export class Agent {
     if (this.ended) return { ok: true, reason: "this machine was removed; the agent idles until its pod is deleted" };
     if (this.state !== "RUNNING") return { ok: false, reason: `the agent is ${this.state.toLowerCase()}` };
     const held = this.lock.heldForMs();
-    if (held > this.settings.wedgedAfterMs) return { ok: false, reason: `one hook or action has held the machine lock for ${Math.round(held / 1000)} s, longer than any may run: the agent is wedged` };
+    if (held > this.settings.wedgedAfterMs)
+      return {
+        ok: false,
+        reason: `one hook or action has held the machine lock for ${Math.round(held / 1000)} s, longer than any may run: the agent is wedged`,
+      };
     return { ok: true, reason: "ok" };
   }
 
@@ -165,18 +207,40 @@ export class Agent {
       ? [...this.uniters.values()].map((u) => ({ name: u.name, r: u.readiness() }))
       : [...this.remembered].map(([name, st]) => ({ name, r: unitReadiness(name, st, this.bootId) }));
     if (units.length === 0) {
-      if (this.starting.size > 0) return { ok: false, reason: `${[...this.starting.keys()].sort().join(", ")} starting` };
-      return { ok: false, reason: this.view ? "no unit on this machine yet" : "no unit on this machine yet (the controller has not been reached)" };
+      if (this.starting.size > 0)
+        return { ok: false, reason: `${[...this.starting.keys()].sort().join(", ")} starting` };
+      return {
+        ok: false,
+        reason: this.view
+          ? "no unit on this machine yet"
+          : "no unit on this machine yet (the controller has not been reached)",
+      };
     }
     const notReady = units.filter((u) => !u.r.ready).map((u) => u.r.reason);
-    return notReady.length > 0 ? { ok: false, reason: notReady.join("; ") } : { ok: true, reason: `${units.map((u) => u.name).sort().join(", ")} ready` };
+    return notReady.length > 0
+      ? { ok: false, reason: notReady.join("; ") }
+      : {
+          ok: true,
+          reason: `${units
+            .map((u) => u.name)
+            .sort()
+            .join(", ")} ready`,
+        };
   }
-  get unitNames(): string[] { return [...this.uniters.keys()].sort(); }
+  get unitNames(): string[] {
+    return [...this.uniters.keys()].sort();
+  }
 
   private onConnected(): void {
     // The address reported is the one hooks get as STEWARD_UNIT_ADDRESS (where units serve), so
     // status shows where they can be reached; on every connection, as it can change.
-    this.conn.call("machine.info", { hostname: hostname(), address: unitAddress(this.conn), os: `${process.platform} ${release()}`, agentVersion: STEWARD_VERSION })
+    this.conn
+      .call("machine.info", {
+        hostname: hostname(),
+        address: unitAddress(this.conn),
+        os: `${process.platform} ${release()}`,
+        agentVersion: STEWARD_VERSION,
+      })
       .catch((err: unknown) => this.log.warn("could not report machine info", { err }));
     this.reporter.flush();
     this.forwarder.flush();
@@ -185,14 +249,17 @@ export class Agent {
   private onView(view: AgentView): void {
     if (this.state !== "RUNNING") return;
     // A view the source sent as this agent left for the target: its addresses must not be adopted again.
-    if (view.migration && view.migration.id === this.switchedFor && HANDED_OVER_PHASES.has(view.migration.phase)) return;
+    if (view.migration && view.migration.id === this.switchedFor && HANDED_OVER_PHASES.has(view.migration.phase))
+      return;
     this.view = view;
     this.minion.onView(view.migration);
     const addrs = view.controllerAddresses;
     if (addrs.length > 0 && addrs.join(",") !== this.cfg.controllerAddresses.join(",")) {
       this.cfg = { ...this.cfg, controllerAddresses: addrs };
       // One write at a time, each of the newest list: two in flight could land out of order.
-      this.saving = this.saving.then(() => saveAgentConfig(this.dir, this.cfg)).catch((err: unknown) => this.log.error("could not save controller addresses", { err }));
+      this.saving = this.saving
+        .then(() => saveAgentConfig(this.dir, this.cfg))
+        .catch((err: unknown) => this.log.error("could not save controller addresses", { err }));
     }
     const wanted = new Set(view.units.map((u) => u.name));
     for (const u of view.units) {
@@ -201,10 +268,16 @@ export class Agent {
       else if (!this.starting.has(u.name)) this.startUniter(u.name);
     }
     for (const [name, uniter] of this.uniters) {
-      if (!wanted.has(name)) { this.uniters.delete(name); uniter.vanish().catch((err: unknown) => this.log.warn("cleanup of removed unit failed", { unit: name, err })); }
+      if (!wanted.has(name)) {
+        this.uniters.delete(name);
+        uniter.vanish().catch((err: unknown) => this.log.warn("cleanup of removed unit failed", { unit: name, err }));
+      }
     }
     if (view.machine.life === "dying" && view.units.length === 0 && this.uniters.size === 0) this.uninstall();
-    if (this.firstView) { this.firstView = false; this.cleanOrphans(wanted).catch((err: unknown) => this.log.warn("orphan cleanup failed", { err })); }
+    if (this.firstView) {
+      this.firstView = false;
+      this.cleanOrphans(wanted).catch((err: unknown) => this.log.warn("orphan cleanup failed", { err }));
+    }
   }
 
   /**
@@ -213,12 +286,23 @@ export class Agent {
    * theirs, and the target serves the same revisions (state/imported-revisions.ts).
    */
   private async switchController(target: MigrationTarget): Promise<void> {
-    if (this.cfg.caCert === target.caCert && this.cfg.controllerAddresses.join(",") === target.addresses.join(",")) { this.conn.redial(); return; }
+    if (this.cfg.caCert === target.caCert && this.cfg.controllerAddresses.join(",") === target.addresses.join(",")) {
+      this.conn.redial();
+      return;
+    }
     this.switchedFor = this.view?.migration?.id;
     this.cfg = { ...this.cfg, controllerAddresses: target.addresses, caCert: target.caCert };
     const saved = (this.saving = this.saving.then(() => saveAgentConfig(this.dir, this.cfg)));
-    await saved.catch((err: unknown) => this.log.error("could not save the target controller's addresses: a restart would go to the source, which redirects", { err }));
-    this.log.info("switched to the controller the model migrated to", { controller: target.name, addresses: target.addresses.join(",") });
+    await saved.catch((err: unknown) =>
+      this.log.error(
+        "could not save the target controller's addresses: a restart would go to the source, which redirects",
+        { err },
+      ),
+    );
+    this.log.info("switched to the controller the model migrated to", {
+      controller: target.name,
+      addresses: target.addresses.join(","),
+    });
     this.conn.redial();
   }
 
@@ -227,14 +311,28 @@ export class Agent {
       const u = this.view!.units.find((x) => x.name === name);
       if (!u) return;
       const uniter = await Uniter.start(u, {
-        agentDir: this.dir, bootId: this.bootId, model: () => this.view!.model, settings: () => this.view!, machine: this.cfg.machine, conn: this.conn, reporter: this.reporter,
-        tools: this.tools, operators: this.operators, lock: this.lock, hookProcesses: this.hookProcesses, log: this.log, controllerAddresses: () => this.cfg.controllerAddresses,
-        forwardLog: (record) => this.forwarder.add(record), ...(this.workloads ? { workloads: this.workloads } : {}),
+        agentDir: this.dir,
+        bootId: this.bootId,
+        model: () => this.view!.model,
+        settings: () => this.view!,
+        machine: this.cfg.machine,
+        conn: this.conn,
+        reporter: this.reporter,
+        tools: this.tools,
+        operators: this.operators,
+        lock: this.lock,
+        hookProcesses: this.hookProcesses,
+        log: this.log,
+        controllerAddresses: () => this.cfg.controllerAddresses,
+        forwardLog: (record) => this.forwarder.add(record),
+        ...(this.workloads ? { workloads: this.workloads } : {}),
         hookStateInController: this.settings.pod,
         paused: () => this.minion.isPaused,
       });
       this.uniters.set(name, uniter);
-      void uniter.done.then(() => { if (this.uniters.get(name) === uniter) this.uniters.delete(name); });
+      void uniter.done.then(() => {
+        if (this.uniters.get(name) === uniter) this.uniters.delete(name);
+      });
       // The view may have moved on while we were starting.
       const latest = this.view!.units.find((x) => x.name === name);
       if (latest) uniter.update(latest);
@@ -267,9 +365,13 @@ export class Agent {
     const script = join(this.dir, "uninstall");
     if (!existsSync(script)) return;
     this.uninstalling = true;
-    this.conn.call("machine.dead", {})
+    this.conn
+      .call("machine.dead", {})
       .then(() => this.runUninstall(script))
-      .catch((err: unknown) => { this.uninstalling = false; this.log.warn("could not report the machine gone; will retry", { err }); });
+      .catch((err: unknown) => {
+        this.uninstalling = false;
+        this.log.warn("could not report the machine gone; will retry", { err });
+      });
   }
 
   /**
@@ -277,7 +379,10 @@ export class Agent {
    * one to tell: an agent installed over SSH removes itself; any other just stops its units.
    */
   private machineGone(): void {
-    if (this.settings.pod) { this.idle("this machine's record is gone"); return; }
+    if (this.settings.pod) {
+      this.idle("this machine's record is gone");
+      return;
+    }
     if (this.uninstalling) return;
     this.uninstalling = true;
     const script = join(this.dir, "uninstall");
@@ -292,9 +397,13 @@ export class Agent {
    */
   private endInPod(): void {
     this.uninstalling = true;
-    this.conn.call("machine.dead", {})
+    this.conn
+      .call("machine.dead", {})
       .then(() => this.idle("machine removed"))
-      .catch((err: unknown) => { this.uninstalling = false; this.log.warn("could not report the machine gone; will retry", { err }); });
+      .catch((err: unknown) => {
+        this.uninstalling = false;
+        this.log.warn("could not report the machine gone; will retry", { err });
+      });
   }
 
   /** The pod's agent has nothing left to do: no units, no connection; it stays up for the probes. */

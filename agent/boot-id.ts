@@ -20,6 +20,8 @@ export async function currentBootId(runDir = "/run/steward"): Promise<string | u
     await writeFile(marker, randomUUID(), { flag: "wx" }).catch(() => undefined);
     const made = (await readFile(marker, "utf8")).trim();
     if (made) return made;
-  } catch { /* not writable: fall back */ }
+  } catch {
+    /* not writable: fall back */
+  }
   return (await readFile("/proc/sys/kernel/random/boot_id", "utf8").catch(() => "")).trim() || undefined;
 }

@@ -9,7 +9,9 @@ export type { AgentConfig };
 
 export async function readAgentConfig(dir: string): Promise<AgentConfig> {
   const path = join(dir, AGENT_CONFIG_FILE);
-  const text = await readFile(path, "utf8").catch(() => { throw new StewardError("invalid-request", `${path} not found: this directory holds no agent configuration`); });
+  const text = await readFile(path, "utf8").catch(() => {
+    throw new StewardError("invalid-request", `${path} not found: this directory holds no agent configuration`);
+  });
   return parseAgentConfig(text, path);
 }
 

@@ -45,7 +45,9 @@ export interface ConnectionOptions {
 
 /** The controller said the model is elsewhere now. */
 class ModelMovedAway extends Error {
-  constructor(readonly target: MigrationTarget) { super(`the model moved to controller ${target.name}`); }
+  constructor(readonly target: MigrationTarget) {
+    super(`the model moved to controller ${target.name}`);
+  }
 }
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout };
@@ -71,40 +73,51 @@ export class ControllerConnection {
     this.resetReady();
   }
 
-  get connected(): boolean { return this.ws?.readyState === WebSocket.OPEN; }
+  get connected(): boolean {
+    return this.ws?.readyState === WebSocket.OPEN;
+  }
 
   /**
    * The address this machine reached the controller from (kept after a disconnect): on the network
    * the controller shares with its machines, so where other units can reach this one.
    */
-  get localAddress(): string | undefined { return this.local; }
+  get localAddress(): string | undefined {
+    return this.local;
+  }
 
   private resetReady(): void {
     this.ready = new Promise((r) => (this.markReady = r));
   }
 
-  start(): void { this.connectLoop(); }
+  start(): void {
+    this.connectLoop();
+  }
 
   private connectLoop(): void {
     if (this.closed) return;
-    this.dial()
-      .catch((err: unknown) => {
-        if (err instanceof ModelMovedAway && this.o.onMoved) {
-          this.o.log.warn("the controller says this model moved; following it", { to: err.target.name, addresses: err.target.addresses.join(",") });
-          this.o.onMoved(err.target);
-          return;
-        }
-        // Two answers, not one: a replica whose state lags could say either alone, never both in turn.
-        if (this.removedSaid && StewardError.isInstance(err) && err.code === "unauthorized") {
-          this.o.log.error("this machine was removed from the controller and its credential is no longer accepted: stopping", { err });
-          this.closed = true;
-          this.o.onMachineRemoved?.();
-          return;
-        }
-        const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt++) * (0.5 + Math.random() / 2);
-        this.o.log.warn("cannot reach any controller; retrying", { in_ms: Math.round(delay), err });
-        this.reconnectTimer = setTimeout(() => this.connectLoop(), delay);
-      });
+    this.dial().catch((err: unknown) => {
+      if (err instanceof ModelMovedAway && this.o.onMoved) {
+        this.o.log.warn("the controller says this model moved; following it", {
+          to: err.target.name,
+          addresses: err.target.addresses.join(","),
+        });
+        this.o.onMoved(err.target);
+        return;
+      }
+      // Two answers, not one: a replica whose state lags could say either alone, never both in turn.
+      if (this.removedSaid && StewardError.isInstance(err) && err.code === "unauthorized") {
+        this.o.log.error(
+          "this machine was removed from the controller and its credential is no longer accepted: stopping",
+          { err },
+        );
+        this.closed = true;
+        this.o.onMachineRemoved?.();
+        return;
+      }
+      const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt++) * (0.5 + Math.random() / 2);
+      this.o.log.warn("cannot reach any controller; retrying", { in_ms: Math.round(delay), err });
+      this.reconnectTimer = setTimeout(() => this.connectLoop(), delay);
+    });
   }
 
   /**
@@ -124,38 +137,71 @@ export class ControllerConnection {
       // A credential refused by any replica is the answer that matters, whatever the others did.
       let refused: StewardError | undefined;
       addrs.forEach((addr, i) => {
-        timers.push(setTimeout(() => {
-          if (won || this.closed) return;
-          const ws = new WebSocket(`wss://${addr}/v1/agent`, { ca: this.o.caCert(), servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${this.o.authorization}` }, handshakeTimeout: 10_000 } as WebSocket.ClientOptions);
-          sockets.push(ws);
-          let local: string | undefined;
-          ws.once("upgrade", (res) => { local = res.socket.localAddress; });
-          ws.once("open", () => {
-            if (won || this.closed) { ws.close(); return; }
-            won = true;
-            timers.forEach(clearTimeout);
-            for (const other of sockets) if (other !== ws) other.terminate();
-            this.adopt(ws, local);
-            resolve();
-          });
-          ws.once("unexpected-response", (_req, res) => {
-            lastErr = new StewardError(res.statusCode === 401 ? "unauthorized" : "unavailable", `controller ${addr} refused the agent with HTTP ${res.statusCode}`);
-            if (res.statusCode === 401) refused = lastErr as StewardError;
-            if (res.statusCode !== 410) { ws.terminate(); return; }
-            // 410: the model moved; the body says where.
-            const chunks: Buffer[] = [];
-            res.on("data", (c: Buffer) => { if (chunks.length < 64) chunks.push(c); });
-            res.on("end", () => {
-              try {
-                const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { details?: Record<string, unknown> };
-                if (isModelMoved(body.details)) lastErr = new ModelMovedAway(body.details.target);
-              } catch { /* not an answer of ours: an ordinary failure */ }
-              ws.terminate();
+        timers.push(
+          setTimeout(() => {
+            if (won || this.closed) return;
+            const ws = new WebSocket(`wss://${addr}/v1/agent`, {
+              ca: this.o.caCert(),
+              servername: CONTROLLER_TLS_NAME,
+              headers: { authorization: `Agent ${this.o.authorization}` },
+              handshakeTimeout: 10_000,
+            } as WebSocket.ClientOptions);
+            sockets.push(ws);
+            let local: string | undefined;
+            ws.once("upgrade", (res) => {
+              local = res.socket.localAddress;
             });
-          });
-          ws.once("error", (err) => { lastErr = lastErr ?? err; });
-          ws.once("close", () => { if (!won && ++failures === addrs.length) reject(lastErr instanceof ModelMovedAway ? lastErr : refused ?? lastErr ?? new Error("all dial attempts failed")); });
-        }, i * stagger));
+            ws.once("open", () => {
+              if (won || this.closed) {
+                ws.close();
+                return;
+              }
+              won = true;
+              timers.forEach(clearTimeout);
+              for (const other of sockets) if (other !== ws) other.terminate();
+              this.adopt(ws, local);
+              resolve();
+            });
+            ws.once("unexpected-response", (_req, res) => {
+              lastErr = new StewardError(
+                res.statusCode === 401 ? "unauthorized" : "unavailable",
+                `controller ${addr} refused the agent with HTTP ${res.statusCode}`,
+              );
+              if (res.statusCode === 401) refused = lastErr as StewardError;
+              if (res.statusCode !== 410) {
+                ws.terminate();
+                return;
+              }
+              // 410: the model moved; the body says where.
+              const chunks: Buffer[] = [];
+              res.on("data", (c: Buffer) => {
+                if (chunks.length < 64) chunks.push(c);
+              });
+              res.on("end", () => {
+                try {
+                  const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+                    details?: Record<string, unknown>;
+                  };
+                  if (isModelMoved(body.details)) lastErr = new ModelMovedAway(body.details.target);
+                } catch {
+                  /* not an answer of ours: an ordinary failure */
+                }
+                ws.terminate();
+              });
+            });
+            ws.once("error", (err) => {
+              lastErr = lastErr ?? err;
+            });
+            ws.once("close", () => {
+              if (!won && ++failures === addrs.length)
+                reject(
+                  lastErr instanceof ModelMovedAway
+                    ? lastErr
+                    : (refused ?? lastErr ?? new Error("all dial attempts failed")),
+                );
+            });
+          }, i * stagger),
+        );
       });
     });
   }
@@ -170,7 +216,13 @@ export class ControllerConnection {
       if (this.ws !== ws) return;
       this.ws = undefined;
       this.resetReady();
-      for (const [id, p] of this.pending) { clearTimeout(p.timer); p.reject(new StewardError("unavailable", "connection to the controller was lost", { reason: "connection-lost" })); this.pending.delete(id); }
+      for (const [id, p] of this.pending) {
+        clearTimeout(p.timer);
+        p.reject(
+          new StewardError("unavailable", "connection to the controller was lost", { reason: "connection-lost" }),
+        );
+        this.pending.delete(id);
+      }
       if (this.closed) return;
       this.o.log.warn("disconnected from controller", { code, reason: reason.toString() });
       if (code === 4404) {
@@ -194,13 +246,18 @@ export class ControllerConnection {
   private watchLiveness(ws: WebSocket): void {
     const every = this.o.pingMs ?? 5000;
     let heard = Date.now();
-    const alive = (): void => { heard = Date.now(); };
+    const alive = (): void => {
+      heard = Date.now();
+    };
     ws.on("pong", alive);
     ws.on("ping", alive);
     ws.on("message", alive);
     const timer = setInterval(() => {
       if (Date.now() - heard > 3 * every) {
-        this.o.log.warn("the controller stopped answering; reconnecting", { url: ws.url, silent_ms: Date.now() - heard });
+        this.o.log.warn("the controller stopped answering; reconnecting", {
+          url: ws.url,
+          silent_ms: Date.now() - heard,
+        });
         ws.terminate();
         return;
       }
@@ -212,7 +269,11 @@ export class ControllerConnection {
 
   private onMessage(data: Buffer): void {
     let frame: AgentFrame;
-    try { frame = JSON.parse(data.toString("utf8")) as AgentFrame; } catch { return; }
+    try {
+      frame = JSON.parse(data.toString("utf8")) as AgentFrame;
+    } catch {
+      return;
+    }
     if (frame.t === "push" && frame.topic === "view") this.o.onView(frame.data as AgentView);
     else if (frame.t === "res") {
       const p = this.pending.get(frame.id);
@@ -229,17 +290,31 @@ export class ControllerConnection {
     const timeoutMs = this.o.requestTimeoutMs ?? 30_000;
     if (!this.connected) {
       let t: NodeJS.Timeout | undefined;
-      await Promise.race([this.ready, new Promise((_, rej) => { t = setTimeout(() => rej(new StewardError("deadline-exceeded", `not connected to a controller after ${timeoutMs} ms`)), timeoutMs); })]).finally(() => clearTimeout(t));
+      await Promise.race([
+        this.ready,
+        new Promise((_, rej) => {
+          t = setTimeout(
+            () => rej(new StewardError("deadline-exceeded", `not connected to a controller after ${timeoutMs} ms`)),
+            timeoutMs,
+          );
+        }),
+      ]).finally(() => clearTimeout(t));
     }
     const ws = this.ws!;
     const id = this.nextId++;
     const frame = JSON.stringify({ t: "req", id, method, params });
     // The controller closes the socket on a bigger frame, and the agent would retry it forever.
     if (Buffer.byteLength(frame) > TRANSPORT_LIMITS.agentFrameBytes) {
-      throw new StewardError("invalid-request", `${method} is ${Buffer.byteLength(frame)} bytes, more than the ${TRANSPORT_LIMITS.agentFrameBytes} an agent may send at once: set less data in one hook`);
+      throw new StewardError(
+        "invalid-request",
+        `${method} is ${Buffer.byteLength(frame)} bytes, more than the ${TRANSPORT_LIMITS.agentFrameBytes} an agent may send at once: set less data in one hook`,
+      );
     }
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => { this.pending.delete(id); reject(new StewardError("deadline-exceeded", `controller did not answer ${method} within ${timeoutMs} ms`)); }, timeoutMs);
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new StewardError("deadline-exceeded", `controller did not answer ${method} within ${timeoutMs} ms`));
+      }, timeoutMs);
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
       ws.send(frame);
     });
@@ -251,7 +326,10 @@ export class ControllerConnection {
     clearTimeout(this.reconnectTimer);
     this.attempt = 0;
     const ws = this.ws;
-    if (ws) { ws.terminate(); return; } // its close handler dials again
+    if (ws) {
+      ws.terminate();
+      return;
+    } // its close handler dials again
     this.connectLoop();
   }
 
@@ -263,6 +341,9 @@ export class ControllerConnection {
 }
 
 function shuffle<T>(a: T[]): T[] {
-  for (let i = a.length - 1; i > 0; i--) { const j = Math.floor(Math.random() * (i + 1)); [a[i], a[j]] = [a[j]!, a[i]!]; }
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
   return a;
 }

@@ -5,6 +5,10 @@ export async function writeFileAtomic(path: string, data: string, mode = 0o600):
   const tmp = `${path}.tmp-${process.pid}`;
   await writeFile(tmp, data, { mode });
   const fh = await open(tmp, "r+");
-  try { await fh.sync(); } finally { await fh.close(); }
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
   await rename(tmp, path);
 }

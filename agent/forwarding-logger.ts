@@ -10,13 +10,19 @@ import type { LogForwarder } from "./log-forwarder";
 
 const levels: Record<Exclude<LogLevel, "debug">, LogRecordLevel> = { info: "INFO", warn: "WARNING", error: "ERROR" };
 
-export function forwardingLogger(local: Logger, forwarder: Pick<LogForwarder, "add">, fields: Record<string, unknown> = {}): Logger {
+export function forwardingLogger(
+  local: Logger,
+  forwarder: Pick<LogForwarder, "add">,
+  fields: Record<string, unknown> = {},
+): Logger {
   const forward = (level: Exclude<LogLevel, "debug">, msg: string, extra?: Record<string, unknown>): void => {
     // The controller knows the machine from the login; unit and hook become the record's own fields.
     const { unit, hook, machine: _machine, ...rest } = { ...fields, ...extra };
     const kv = formatFields(rest);
     forwarder.add({
-      ts: new Date().toISOString(), level: levels[level], source: "agent",
+      ts: new Date().toISOString(),
+      level: levels[level],
+      source: "agent",
       ...(typeof unit === "string" ? { unit } : {}),
       ...(typeof hook === "string" ? { hook } : {}),
       message: kv ? `${msg} ${kv}` : msg,
@@ -24,9 +30,18 @@ export function forwardingLogger(local: Logger, forwarder: Pick<LogForwarder, "a
   };
   return {
     debug: (m, f) => local.debug(m, f),
-    info: (m, f) => { local.info(m, f); forward("info", m, f); },
-    warn: (m, f) => { local.warn(m, f); forward("warn", m, f); },
-    error: (m, f) => { local.error(m, f); forward("error", m, f); },
+    info: (m, f) => {
+      local.info(m, f);
+      forward("info", m, f);
+    },
+    warn: (m, f) => {
+      local.warn(m, f);
+      forward("warn", m, f);
+    },
+    error: (m, f) => {
+      local.error(m, f);
+      forward("error", m, f);
+    },
     child: (more) => forwardingLogger(local.child(more), forwarder, { ...fields, ...more }),
   };
 }

@@ -9,7 +9,10 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { POD_LIVENESS_PATH, POD_READINESS_PATH } from "../api/core";
 
-export interface HealthCheck { ok: boolean; reason: string }
+export interface HealthCheck {
+  ok: boolean;
+  reason: string;
+}
 
 export interface HealthChecks {
   live(): HealthCheck;
@@ -37,7 +40,10 @@ export class HealthServer {
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(this.o.port, this.o.host, () => { server.off("error", reject); resolve(); });
+      server.listen(this.o.port, this.o.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
     return (server.address() as AddressInfo).port;
   }
@@ -57,7 +63,11 @@ export class HealthServer {
       [status, body] = [check.ok ? 200 : 503, check.reason || (check.ok ? "ok" : "not ok")];
     }
     const text = body.replace(/[\r\n]+/g, " ").slice(0, MAX_REASON) + "\n";
-    res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", "content-length": Buffer.byteLength(text) });
+    res.writeHead(status, {
+      "content-type": "text/plain; charset=utf-8",
+      "cache-control": "no-store",
+      "content-length": Buffer.byteLength(text),
+    });
     res.end(req.method === "HEAD" ? undefined : text);
   }
 

@@ -50,12 +50,21 @@ export class HookRunContext implements HookContext {
     if (d.workload) this.workload = d.workload;
     if (d.hook.relationId !== undefined) {
       const vr = d.view().relations.find((r) => r.id === d.hook.relationId);
-      this.relation = { id: d.hook.relationId, endpoint: vr?.endpoint ?? d.state().relations[String(d.hook.relationId)]?.endpoint ?? "", ...(d.hook.remoteUnit ? { remoteUnit: d.hook.remoteUnit } : {}), ...(d.hook.remoteApp ? { remoteApp: d.hook.remoteApp } : {}) };
+      this.relation = {
+        id: d.hook.relationId,
+        endpoint: vr?.endpoint ?? d.state().relations[String(d.hook.relationId)]?.endpoint ?? "",
+        ...(d.hook.remoteUnit ? { remoteUnit: d.hook.remoteUnit } : {}),
+        ...(d.hook.remoteApp ? { remoteApp: d.hook.remoteApp } : {}),
+      };
     }
   }
 
-  view(): UnitView { return this.d.view(); }
-  workloadStatus(): { status: string; message: string } { return this.d.state().workload; }
+  view(): UnitView {
+    return this.d.view();
+  }
+  workloadStatus(): { status: string; message: string } {
+    return this.d.state().workload;
+  }
 
   async setWorkloadStatus(status: string, message: string): Promise<void> {
     await this.d.reporter.report(this.unit, { workload: { current: status as "active", message } });
@@ -66,7 +75,9 @@ export class HookRunContext implements HookContext {
     await this.d.conn.call("app.status", { unit: this.unit, status, message });
   }
 
-  setVersion(version: string): Promise<void> { return this.d.reporter.report(this.unit, { version }); }
+  setVersion(version: string): Promise<void> {
+    return this.d.reporter.report(this.unit, { version });
+  }
 
   log(level: string, message: string): void {
     // Debug locally: forwarding it as an agent line too would show it twice in debug-log.
@@ -88,10 +99,21 @@ export class HookRunContext implements HookContext {
   }
 
   async relationGet(relationId: number, target: { unit?: string; app?: string }): Promise<Record<string, string>> {
-    const data = { ...(await this.d.conn.call<{ data: Record<string, string> }>("relation.get", { unit: this.unit, relationId, target })).data };
+    const data = {
+      ...(
+        await this.d.conn.call<{ data: Record<string, string> }>("relation.get", {
+          unit: this.unit,
+          relationId,
+          target,
+        })
+      ).data,
+    };
     const own = target.app !== undefined ? target.app === this.d.view().app : (target.unit ?? this.unit) === this.unit;
     const pending = own ? this.writes.get(`${relationId}/${target.app !== undefined ? "app" : "unit"}`) : undefined;
-    for (const [k, v] of Object.entries(pending?.set ?? {})) { if (v === null) delete data[k]; else data[k] = v; }
+    for (const [k, v] of Object.entries(pending?.set ?? {})) {
+      if (v === null) delete data[k];
+      else data[k] = v;
+    }
     return data;
   }
 
@@ -102,11 +124,21 @@ export class HookRunContext implements HookContext {
     this.writes.set(key, w);
   }
 
-  readiness(): Readiness { return this.d.readiness(); }
-  setReadiness(ready: boolean, message: string): Promise<void> { return this.d.onReadiness(ready, message); }
+  readiness(): Readiness {
+    return this.d.readiness();
+  }
+  setReadiness(ready: boolean, message: string): Promise<void> {
+    return this.d.onReadiness(ready, message);
+  }
 
-  openPort(spec: string): void { this.closed.delete(spec); this.opened.add(spec); }
-  closePort(spec: string): void { this.opened.delete(spec); this.closed.add(spec); }
+  openPort(spec: string): void {
+    this.closed.delete(spec);
+    this.opened.add(spec);
+  }
+  closePort(spec: string): void {
+    this.opened.delete(spec);
+    this.closed.add(spec);
+  }
 
   openedPorts(): string[] {
     const ports = new Set(this.d.state().ports);
@@ -120,7 +152,9 @@ export class HookRunContext implements HookContext {
     return {
       unit: this.unit,
       relations: [...this.writes.values()],
-      ...(this.opened.size + this.closed.size > 0 ? { ports: { open: [...this.opened], close: [...this.closed] } } : {}),
+      ...(this.opened.size + this.closed.size > 0
+        ? { ports: { open: [...this.opened], close: [...this.closed] } }
+        : {}),
       enterScope,
     };
   }

@@ -30,7 +30,10 @@ const GONE_WAIT_MS = 5000;
 export class HookProcessRecord {
   private readonly path: string;
 
-  constructor(agentDir: string, private readonly log: Logger) {
+  constructor(
+    agentDir: string,
+    private readonly log: Logger,
+  ) {
     this.path = join(agentDir, "running-hook.json");
   }
 
@@ -62,7 +65,9 @@ export class HookProcessRecord {
     const recorded = this.read();
     if (!recorded) return;
     if (processStartTime(recorded.pid) === recorded.startTime) {
-      this.log.warn("a hook from before this agent started is still running: killing its process group", { pid: recorded.pid });
+      this.log.warn("a hook from before this agent started is still running: killing its process group", {
+        pid: recorded.pid,
+      });
       signalGroup(recorded.pid, "SIGKILL");
       const deadline = Date.now() + GONE_WAIT_MS;
       while (signalGroup(recorded.pid, 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -73,7 +78,9 @@ export class HookProcessRecord {
   private read(): RecordedHook | undefined {
     try {
       const r = JSON.parse(readFileSync(this.path, "utf8")) as Partial<RecordedHook>;
-      return typeof r.pid === "number" && r.pid > 1 && typeof r.startTime === "string" ? { pid: r.pid, startTime: r.startTime } : undefined;
+      return typeof r.pid === "number" && r.pid > 1 && typeof r.startTime === "string"
+        ? { pid: r.pid, startTime: r.startTime }
+        : undefined;
     } catch {
       return undefined;
     }

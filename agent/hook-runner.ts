@@ -34,7 +34,11 @@ export interface HookResult {
   tail: string;
 }
 
-const executable = (p: string): Promise<boolean> => access(p, constants.X_OK).then(() => true, () => false);
+const executable = (p: string): Promise<boolean> =>
+  access(p, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 
 export async function runHook(r: HookRun): Promise<HookResult> {
   const folder = r.folder ?? "hooks";
@@ -60,14 +64,35 @@ export async function runHook(r: HookRun): Promise<HookResult> {
       log.write(d).catch(() => undefined);
       tail = (tail + d.toString("utf8")).slice(-4096);
     };
-    const lines = { stdout: new LineSplitter((l) => r.onLine?.(l, "stdout")), stderr: new LineSplitter((l) => r.onLine?.(l, "stderr")) };
-    child.stdout.on("data", (d: Buffer) => { onData(d); lines.stdout.push(d); });
-    child.stderr.on("data", (d: Buffer) => { onData(d); lines.stderr.push(d); });
-    const killGroup = (): void => { try { process.kill(-child.pid!, "SIGKILL"); } catch { /* gone */ } };
-    const timer = setTimeout(() => { tail += `\n(killed after ${r.timeoutMs ?? 600_000} ms)`; killGroup(); }, r.timeoutMs ?? 600_000);
+    const lines = {
+      stdout: new LineSplitter((l) => r.onLine?.(l, "stdout")),
+      stderr: new LineSplitter((l) => r.onLine?.(l, "stderr")),
+    };
+    child.stdout.on("data", (d: Buffer) => {
+      onData(d);
+      lines.stdout.push(d);
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      onData(d);
+      lines.stderr.push(d);
+    });
+    const killGroup = (): void => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    };
+    const timer = setTimeout(() => {
+      tail += `\n(killed after ${r.timeoutMs ?? 600_000} ms)`;
+      killGroup();
+    }, r.timeoutMs ?? 600_000);
     r.signal?.addEventListener("abort", killGroup, { once: true });
     const exitCode = await new Promise<number>((resolve) => {
-      child.on("error", (err) => { tail += `\n${err.message}`; resolve(127); });
+      child.on("error", (err) => {
+        tail += `\n${err.message}`;
+        resolve(127);
+      });
       child.on("close", (code, sig) => resolve(code ?? (sig ? 128 : 1)));
     });
     clearTimeout(timer);

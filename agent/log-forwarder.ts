@@ -44,7 +44,8 @@ export class LogForwarder {
   /** Queues a record; returns at once whatever the controller does. */
   add(record: AgentLogRecord): void {
     if (this.closed) return;
-    const message = record.message.length > LOG_MESSAGE_MAX_CHARS ? record.message.slice(0, LOG_MESSAGE_MAX_CHARS) : record.message;
+    const message =
+      record.message.length > LOG_MESSAGE_MAX_CHARS ? record.message.slice(0, LOG_MESSAGE_MAX_CHARS) : record.message;
     this.queue.push({ ...record, message });
     this.trim();
     this.schedule();
@@ -60,8 +61,11 @@ export class LogForwarder {
     const records = this.queue.splice(0, Math.min(this.o.batchSize ?? 200, LOG_BATCH_MAX_RECORDS));
     const dropped = this.dropped;
     let again = true;
-    this.o.send({ records, dropped })
-      .then(() => { this.dropped -= dropped; })
+    this.o
+      .send({ records, dropped })
+      .then(() => {
+        this.dropped -= dropped;
+      })
       .catch((err: unknown) => {
         if (isUnavailable(err)) {
           // Back in front, to go with the next add or reconnection (not at once: that could spin).
@@ -84,7 +88,10 @@ export class LogForwarder {
   /** Drops the oldest records beyond the bound, counting them. */
   private trim(): void {
     const excess = this.queue.length - (this.o.maxQueued ?? 5000);
-    if (excess > 0) { this.queue.splice(0, excess); this.dropped += excess; }
+    if (excess > 0) {
+      this.queue.splice(0, excess);
+      this.dropped += excess;
+    }
   }
 
   close(): void {
@@ -95,7 +102,7 @@ export class LogForwarder {
   private schedule(): void {
     if (this.timer || this.sending || this.closed) return;
     const full = this.queue.length >= (this.o.batchSize ?? 200);
-    this.timer = setTimeout(() => this.flush(), full ? 0 : this.o.lingerMs ?? 200);
+    this.timer = setTimeout(() => this.flush(), full ? 0 : (this.o.lingerMs ?? 200));
     this.timer.unref();
   }
 }

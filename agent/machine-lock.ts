@@ -7,9 +7,16 @@ export class MachineLock {
   run<T>(fn: () => Promise<T>): Promise<T> {
     const result = this.tail.then(async () => {
       this.since = Date.now();
-      try { return await fn(); } finally { this.since = undefined; }
+      try {
+        return await fn();
+      } finally {
+        this.since = undefined;
+      }
     });
-    this.tail = result.then(() => undefined, () => undefined);
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
     return result;
   }
 

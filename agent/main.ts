@@ -10,7 +10,8 @@ import { Agent } from "./agent";
 import { PodAgent, podIdentity } from "./pod-agent";
 import { installSupervisor } from "./workload/install";
 
-const USAGE = "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N] [--workload-sockets DIR]\n       agent/main.js --install-supervisor DIR\n";
+const USAGE =
+  "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N] [--workload-sockets DIR]\n       agent/main.js --install-supervisor DIR\n";
 
 function option(args: string[], flag: string, env: string): string | undefined {
   const i = args.indexOf(flag);
@@ -36,12 +37,23 @@ async function main(): Promise<void> {
   let stop: () => Promise<void>;
   if (pod) {
     const configDir = option(args, "--configs", "STEWARD_AGENT_CONFIGS");
-    if (!configDir) throw new Error(`--pod needs --configs CONFIG_DIR (or STEWARD_AGENT_CONFIGS): the mounted Secret of agent configurations\n${USAGE}`);
+    if (!configDir)
+      throw new Error(
+        `--pod needs --configs CONFIG_DIR (or STEWARD_AGENT_CONFIGS): the mounted Secret of agent configurations\n${USAGE}`,
+      );
     const portText = option(args, "--health-port", "STEWARD_AGENT_HEALTH_PORT") ?? String(POD_HEALTH_PORT);
     const healthPort = Number(portText);
-    if (!/^\d+$/.test(portText) || healthPort > 65535) throw new Error(`--health-port must be a port number from 0 to 65535 (got "${portText}")`);
+    if (!/^\d+$/.test(portText) || healthPort > 65535)
+      throw new Error(`--health-port must be a port number from 0 to 65535 (got "${portText}")`);
     const workloadSockets = option(args, "--workload-sockets", "STEWARD_WORKLOAD_SOCKETS");
-    const podAgent = await PodAgent.start({ dir, configDir, pod: podIdentity(process.env), log, healthPort, ...(workloadSockets ? { workloadSockets } : {}) });
+    const podAgent = await PodAgent.start({
+      dir,
+      configDir,
+      pod: podIdentity(process.env),
+      log,
+      healthPort,
+      ...(workloadSockets ? { workloadSockets } : {}),
+    });
     // An agent that cannot start (its directory not writable, say) is a failed container: say why and exit.
     podAgent.started.catch((err: unknown) => {
       process.stderr.write(`agent failed to start: ${(err as Error).message}\n`);
@@ -57,7 +69,10 @@ async function main(): Promise<void> {
     process.on(s, () => {
       if (stopping) return;
       stopping = true;
-      stop().then(() => process.exit(0), () => process.exit(1));
+      stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
     });
   }
 }

@@ -16,7 +16,14 @@
  */
 import { request } from "node:https";
 import type { ControllerHello, Logger, MigrationTarget, MigrationView } from "../api/core";
-import { CONTROLLER_TLS_NAME, HANDED_OVER_PHASES, REPORTED_PHASES, StewardError, isUnavailable, splitAddress } from "../api/core";
+import {
+  CONTROLLER_TLS_NAME,
+  HANDED_OVER_PHASES,
+  REPORTED_PHASES,
+  StewardError,
+  isUnavailable,
+  splitAddress,
+} from "../api/core";
 import type { ControllerConnection } from "./connection";
 import type { MachineLock } from "./machine-lock";
 
@@ -47,14 +54,19 @@ export class MigrationMinion {
 
   constructor(private readonly d: MinionDeps) {}
 
-  get isPaused(): boolean { return this.paused; }
+  get isPaused(): boolean {
+    return this.paused;
+  }
 
   onView(m: MigrationView | undefined): void {
     this.current = m;
     const paused = m?.paused ?? false;
     if (paused !== this.paused) {
       this.paused = paused;
-      this.d.log.info(paused ? "the model is migrating: hooks paused" : "hooks resumed", m ? { migration: m.id, phase: m.phase } : {});
+      this.d.log.info(
+        paused ? "the model is migrating: hooks paused" : "hooks resumed",
+        m ? { migration: m.id, phase: m.phase } : {},
+      );
       this.d.onPausedChange(paused);
     }
     // Past SUCCESS too: an agent that was down when SUCCESS came must still go to the target.
@@ -63,12 +75,20 @@ export class MigrationMinion {
     if (this.answered.has(key) || this.working === key) return;
     this.working = key;
     this.answer(m)
-      .then(() => { this.answered.add(key); })
-      .catch((err: unknown) => this.d.log.warn("could not answer the migration", { migration: m.id, phase: m.phase, err }))
-      .finally(() => { if (this.working === key) this.working = undefined; });
+      .then(() => {
+        this.answered.add(key);
+      })
+      .catch((err: unknown) =>
+        this.d.log.warn("could not answer the migration", { migration: m.id, phase: m.phase, err }),
+      )
+      .finally(() => {
+        if (this.working === key) this.working = undefined;
+      });
   }
 
-  close(): void { this.closed = true; }
+  close(): void {
+    this.closed = true;
+  }
 
   private stillIn(m: MigrationView): boolean {
     return !this.closed && this.current?.id === m.id && this.current.phase === m.phase;
@@ -78,31 +98,56 @@ export class MigrationMinion {
     if (m.phase === "QUIESCE") {
       // Whatever holds the lock now finishes; nothing new starts while paused.
       await this.d.lock.run(async () => undefined);
-      const hello = await this.persist(m, () => this.targetCall<ControllerHello>(m.target, "GET", "/v1/migrations/hello"));
+      const hello = await this.persist(m, () =>
+        this.targetCall<ControllerHello>(m.target, "GET", "/v1/migrations/hello"),
+      );
       if (!hello) return;
       const ok = hello.controller === m.target.controller;
-      await this.report(m, ok, ok ? undefined : `the target at ${m.target.addresses.join(", ")} is controller ${hello.controller}, not ${m.target.controller}`);
+      await this.report(
+        m,
+        ok,
+        ok
+          ? undefined
+          : `the target at ${m.target.addresses.join(", ")} is controller ${hello.controller}, not ${m.target.controller}`,
+      );
     } else if (m.phase === "VALIDATION") {
       let refusal: string | undefined;
       const done = await this.persist(m, async () => {
         try {
-          await this.targetCall(m.target, "POST", `/v1/migrations/${m.id}/validate`, { units: this.d.units() }, { authorization: `Agent ${this.d.authorization}` });
+          await this.targetCall(
+            m.target,
+            "POST",
+            `/v1/migrations/${m.id}/validate`,
+            { units: this.d.units() },
+            { authorization: `Agent ${this.d.authorization}` },
+          );
         } catch (err) {
           // A refusal is an answer: the staged model does not match this machine.
-          if (StewardError.isInstance(err) && (err.code === "conflict" || err.code === "unauthorized")) refusal = err.message;
+          if (StewardError.isInstance(err) && (err.code === "conflict" || err.code === "unauthorized"))
+            refusal = err.message;
           else throw err;
         }
         return true;
       });
       if (done) await this.report(m, refusal === undefined, refusal);
     } else if (HANDED_OVER_PHASES.has(m.phase)) {
-      if (m.phase === "SUCCESS") await this.report(m, true).catch((err: unknown) => this.d.log.warn("could not report SUCCESS; switching to the target anyway", { err }));
+      if (m.phase === "SUCCESS")
+        await this.report(m, true).catch((err: unknown) =>
+          this.d.log.warn("could not report SUCCESS; switching to the target anyway", { err }),
+        );
       await this.d.switchTo(m.target);
     }
   }
 
   private async report(m: MigrationView, ok: boolean, reason?: string): Promise<void> {
-    await this.persist(m, () => this.d.conn.call("migration.report", { id: m.id, phase: m.phase, ok, ...(reason ? { reason: reason.slice(0, 1024) } : {}) }));
+    await this.persist(m, () =>
+      this.d.conn.call("migration.report", {
+        id: m.id,
+        phase: m.phase,
+        ok,
+        ...(reason ? { reason: reason.slice(0, 1024) } : {}),
+      }),
+    );
   }
 
   /** Tries `fn` until it answers or the phase is over (then undefined), waiting what a 429 asks. */
@@ -123,7 +168,13 @@ export class MigrationMinion {
   }
 
   /** One request to the target, trying its addresses in turn; TLS pinned to the target's CA. */
-  private async targetCall<T>(t: MigrationTarget, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  private async targetCall<T>(
+    t: MigrationTarget,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
     let last: unknown;
     for (const address of t.addresses) {
       try {
@@ -137,30 +188,76 @@ export class MigrationMinion {
   }
 }
 
-function httpsJson<T>(address: string, caCert: string, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<T> {
+function httpsJson<T>(
+  address: string,
+  caCert: string,
+  method: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<T> {
   const [host, port] = splitAddress(address);
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   return new Promise<T>((resolve, reject) => {
-    const req = request({
-      host, port, method, path, ca: caCert, servername: CONTROLLER_TLS_NAME, timeout: 10_000,
-      headers: { accept: "application/json", ...headers, ...(payload ? { "content-type": "application/json", "content-length": String(payload.length) } : {}) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("error", reject);
-      res.on("end", () => {
-        let parsed: { code?: string; message?: string; details?: Record<string, unknown> } | undefined;
-        try { parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as typeof parsed; } catch { parsed = undefined; }
-        const status = res.statusCode ?? 500;
-        if (status < 400) { resolve(parsed as T); return; }
-        const retryAfter = Number(res.headers["retry-after"]);
-        const code = status === 429 ? "rate-limited" : status === 409 ? "conflict" : status === 401 ? "unauthorized" : status === 404 ? "not-found" : "unavailable";
-        reject(new StewardError(code, `target ${address}: ${parsed?.message ?? `HTTP ${status}`}`, { details: Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {} }));
-      });
-    });
+    const req = request(
+      {
+        host,
+        port,
+        method,
+        path,
+        ca: caCert,
+        servername: CONTROLLER_TLS_NAME,
+        timeout: 10_000,
+        headers: {
+          accept: "application/json",
+          ...headers,
+          ...(payload ? { "content-type": "application/json", "content-length": String(payload.length) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", reject);
+        res.on("end", () => {
+          let parsed: { code?: string; message?: string; details?: Record<string, unknown> } | undefined;
+          try {
+            parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as typeof parsed;
+          } catch {
+            parsed = undefined;
+          }
+          const status = res.statusCode ?? 500;
+          if (status < 400) {
+            resolve(parsed as T);
+            return;
+          }
+          const retryAfter = Number(res.headers["retry-after"]);
+          const code =
+            status === 429
+              ? "rate-limited"
+              : status === 409
+                ? "conflict"
+                : status === 401
+                  ? "unauthorized"
+                  : status === 404
+                    ? "not-found"
+                    : "unavailable";
+          reject(
+            new StewardError(code, `target ${address}: ${parsed?.message ?? `HTTP ${status}`}`, {
+              details: Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {},
+            }),
+          );
+        });
+      },
+    );
     req.on("timeout", () => req.destroy(new Error(`request to ${address} timed out`)));
-    req.on("error", (err) => reject(new StewardError("unavailable", `target ${address}: ${err.message}`, { cause: err, reason: "host-unreachable" })));
+    req.on("error", (err) =>
+      reject(
+        new StewardError("unavailable", `target ${address}: ${err.message}`, {
+          cause: err,
+          reason: "host-unreachable",
+        }),
+      ),
+    );
     req.end(payload);
   });
 }
-

@@ -6,12 +6,24 @@ import { request } from "node:https";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { Bundle } from "../api/core";
-import { CONTROLLER_TLS_NAME, StewardError, bundleHash, bundlePathProblem, errorFromWire, fileDirectoryClash, operatorHashProblem, splitAddress } from "../api/core";
+import {
+  CONTROLLER_TLS_NAME,
+  StewardError,
+  bundleHash,
+  bundlePathProblem,
+  errorFromWire,
+  fileDirectoryClash,
+  operatorHashProblem,
+  splitAddress,
+} from "../api/core";
 
 /** An operator that could not be made ready on this machine; the message names the problem. */
 export class OperatorUnpackError extends StewardError {
   constructor(hash: string, problem: string, cause?: unknown) {
-    super("operator-invalid", `operator ${hash.slice(0, 15)}… cannot be unpacked: ${problem}`, { details: { hash }, ...(cause ? { cause } : {}) });
+    super("operator-invalid", `operator ${hash.slice(0, 15)}… cannot be unpacked: ${problem}`, {
+      details: { hash },
+      ...(cause ? { cause } : {}),
+    });
   }
 }
 
@@ -21,11 +33,16 @@ export class OperatorUnpackError extends StewardError {
  */
 export function bundleFilePath(root: string, path: string): string {
   const problem = bundlePathProblem(path);
-  if (problem) throw new StewardError("operator-invalid", `file ${JSON.stringify(path)} ${problem}`, { details: { path } });
+  if (problem)
+    throw new StewardError("operator-invalid", `file ${JSON.stringify(path)} ${problem}`, { details: { path } });
   const full = resolve(root, path);
   const rel = relative(resolve(root), full);
   if (rel === "" || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) {
-    throw new StewardError("operator-invalid", `file ${JSON.stringify(path)} would be written outside the operator directory`, { details: { path } });
+    throw new StewardError(
+      "operator-invalid",
+      `file ${JSON.stringify(path)} would be written outside the operator directory`,
+      { details: { path } },
+    );
   }
   return full;
 }
@@ -34,7 +51,12 @@ export function bundleFilePath(root: string, path: string): string {
 export async function unpackBundle(bundle: Bundle, root: string): Promise<void> {
   const targets = bundle.files.map((f) => bundleFilePath(root, f.path));
   const clash = fileDirectoryClash(bundle.files.map((f) => f.path));
-  if (clash) throw new StewardError("operator-invalid", `file ${JSON.stringify(clash.file)} is also a directory (of ${JSON.stringify(clash.inside)})`, { details: { path: clash.file } });
+  if (clash)
+    throw new StewardError(
+      "operator-invalid",
+      `file ${JSON.stringify(clash.file)} is also a directory (of ${JSON.stringify(clash.inside)})`,
+      { details: { path: clash.file } },
+    );
   await mkdir(root, { recursive: true });
   for (const [i, f] of bundle.files.entries()) {
     const target = targets[i]!;
@@ -47,7 +69,12 @@ export async function unpackBundle(bundle: Bundle, root: string): Promise<void> 
 export class OperatorStore {
   private readonly inflight = new Map<string, Promise<string>>();
 
-  constructor(private readonly root: string, private readonly addresses: () => string[], private readonly caCert: () => string, private readonly authorization: string) {}
+  constructor(
+    private readonly root: string,
+    private readonly addresses: () => string[],
+    private readonly caCert: () => string,
+    private readonly authorization: string,
+  ) {}
 
   /** The directory of operator `hash`, fetching and unpacking it first if needed. */
   ensure(hash: string): Promise<string> {
@@ -64,9 +91,19 @@ export class OperatorStore {
     const hashProblem = operatorHashProblem(hash);
     if (hashProblem) throw new OperatorUnpackError(hash, hashProblem);
     const dir = join(this.root, hash);
-    if (await stat(join(dir, "operator.yaml")).then(() => true, () => false)) return dir;
+    if (
+      await stat(join(dir, "operator.yaml")).then(
+        () => true,
+        () => false,
+      )
+    )
+      return dir;
     const bundle = await this.fetch(hash);
-    if (bundleHash(bundle) !== hash) throw new OperatorUnpackError(hash, `arrived with different content (hash ${bundleHash(bundle)}); refusing to run it`);
+    if (bundleHash(bundle) !== hash)
+      throw new OperatorUnpackError(
+        hash,
+        `arrived with different content (hash ${bundleHash(bundle)}); refusing to run it`,
+      );
     const tmp = `${dir}.tmp-${process.pid}`;
     try {
       await rm(tmp, { recursive: true, force: true });
@@ -86,16 +123,28 @@ export class OperatorStore {
       try {
         return await new Promise<Bundle>((resolve, reject) => {
           const [host, port] = splitAddress(address);
-          const req = request({ host, port, path: `/v1/operators/${hash}`, method: "GET", ca: this.caCert(), servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${this.authorization}` }, timeout: 60_000 }, (res) => {
-            const chunks: Buffer[] = [];
-            res.on("data", (c: Buffer) => chunks.push(c));
-            res.on("end", () => {
-              const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as unknown;
-              if ((res.statusCode ?? 500) >= 400) reject(errorFromWire(body, res.statusCode ?? 500));
-              else resolve(body as Bundle);
-            });
-            res.on("error", reject);
-          });
+          const req = request(
+            {
+              host,
+              port,
+              path: `/v1/operators/${hash}`,
+              method: "GET",
+              ca: this.caCert(),
+              servername: CONTROLLER_TLS_NAME,
+              headers: { authorization: `Agent ${this.authorization}` },
+              timeout: 60_000,
+            },
+            (res) => {
+              const chunks: Buffer[] = [];
+              res.on("data", (c: Buffer) => chunks.push(c));
+              res.on("end", () => {
+                const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as unknown;
+                if ((res.statusCode ?? 500) >= 400) reject(errorFromWire(body, res.statusCode ?? 500));
+                else resolve(body as Bundle);
+              });
+              res.on("error", reject);
+            },
+          );
           req.on("timeout", () => req.destroy(new Error("operator download timed out")));
           req.on("error", reject);
           req.end();
@@ -105,6 +154,9 @@ export class OperatorStore {
         if (StewardError.isInstance(err) && err.code === "not-found") throw err;
       }
     }
-    throw new StewardError("unavailable", `could not download operator ${hash}: ${(lastErr as Error)?.message}`, { cause: lastErr, reason: "operator-download-failed" });
+    throw new StewardError("unavailable", `could not download operator ${hash}: ${(lastErr as Error)?.message}`, {
+      cause: lastErr,
+      reason: "operator-download-failed",
+    });
   }
 }

@@ -8,7 +8,15 @@
 import { mkdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentConfig, Logger } from "../api/core";
-import { AGENT_CONFIG_FILE, POD_HEALTH_PORT, StewardError, agentConfigText, ordinalOfPod, parseAgentConfig, podAgentConfigKey } from "../api/core";
+import {
+  AGENT_CONFIG_FILE,
+  POD_HEALTH_PORT,
+  StewardError,
+  agentConfigText,
+  ordinalOfPod,
+  parseAgentConfig,
+  podAgentConfigKey,
+} from "../api/core";
 import { Agent } from "./agent";
 import { writeFileAtomic } from "./files";
 import type { HealthChecks } from "./health-server";
@@ -25,9 +33,17 @@ export interface PodIdentity {
 /** The pod's identity from its downward-API environment (POD_NAME, POD_UID, POD_IP). */
 export function podIdentity(env: NodeJS.ProcessEnv): PodIdentity {
   const name = env.POD_NAME;
-  if (!name) throw new StewardError("invalid-request", "POD_NAME is not set: give the agent container the pod's name (env POD_NAME from fieldRef metadata.name)");
+  if (!name)
+    throw new StewardError(
+      "invalid-request",
+      "POD_NAME is not set: give the agent container the pod's name (env POD_NAME from fieldRef metadata.name)",
+    );
   const uid = env.POD_UID;
-  if (!uid) throw new StewardError("invalid-request", "POD_UID is not set: give the agent container the pod's uid (env POD_UID from fieldRef metadata.uid)");
+  if (!uid)
+    throw new StewardError(
+      "invalid-request",
+      "POD_UID is not set: give the agent container the pod's uid (env POD_UID from fieldRef metadata.uid)",
+    );
   return { name, ordinal: ordinalOfPod(name), uid, ...(env.POD_IP ? { ip: env.POD_IP } : {}) };
 }
 
@@ -43,11 +59,23 @@ export async function adoptMountedConfig(dir: string, mounted: AgentConfig): Pro
   const path = join(dir, AGENT_CONFIG_FILE);
   const text = await readFile(path, "utf8").catch(() => undefined);
   let current: AgentConfig | undefined;
-  try { current = text === undefined ? undefined : parseAgentConfig(text, path); } catch { /* unreadable: replaced below */ }
-  if (current && current.model === mounted.model && current.machine === mounted.machine && current.credential === mounted.credential && current.caCert === mounted.caCert) return "kept";
+  try {
+    current = text === undefined ? undefined : parseAgentConfig(text, path);
+  } catch {
+    /* unreadable: replaced below */
+  }
+  if (
+    current &&
+    current.model === mounted.model &&
+    current.machine === mounted.machine &&
+    current.credential === mounted.credential &&
+    current.caCert === mounted.caCert
+  )
+    return "kept";
   // Another machine (a unit number reused by a new unit on a claim that was kept): the hook state
   // of the unit that was here must not pass for the new one's.
-  if (current && (current.model !== mounted.model || current.machine !== mounted.machine)) await rm(join(dir, "units"), { recursive: true, force: true });
+  if (current && (current.model !== mounted.model || current.machine !== mounted.machine))
+    await rm(join(dir, "units"), { recursive: true, force: true });
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await writeFileAtomic(path, agentConfigText(mounted));
   return text === undefined ? "created" : "replaced";
@@ -55,7 +83,10 @@ export async function adoptMountedConfig(dir: string, mounted: AgentConfig): Pro
 
 /** Reads the mounted configuration: undefined while absent; a present but bad one throws, saying which file. */
 async function readMounted(path: string): Promise<AgentConfig | undefined> {
-  const text = await readFile(path, "utf8").catch((err: NodeJS.ErrnoException) => { if (err.code === "ENOENT") return undefined; throw err; });
+  const text = await readFile(path, "utf8").catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return undefined;
+    throw err;
+  });
   return text === undefined ? undefined : parseAgentConfig(text, path);
 }
 
@@ -88,17 +119,28 @@ export class PodAgent {
   port = 0;
 
   private constructor(private readonly o: PodAgentOptions) {
-    this.health = new HealthServer({ host: o.healthHost ?? "0.0.0.0", port: o.healthPort ?? POD_HEALTH_PORT, checks: () => this.checks() });
+    this.health = new HealthServer({
+      host: o.healthHost ?? "0.0.0.0",
+      port: o.healthPort ?? POD_HEALTH_PORT,
+      checks: () => this.checks(),
+    });
   }
 
   /** Resolves when the agent has started (or the pod agent was stopped first); rejects if it could not start. */
-  get started(): Promise<void> { return this.startup; }
+  get started(): Promise<void> {
+    return this.startup;
+  }
 
   /** Serves the probes, then configures and starts the agent in the background (see {@link started}). */
   static async start(o: PodAgentOptions): Promise<PodAgent> {
     const p = new PodAgent(o);
     p.port = await p.health.start();
-    o.log.info("pod agent serving probes", { pod: o.pod.name, ordinal: o.pod.ordinal, ip: o.pod.ip ?? "", port: p.port });
+    o.log.info("pod agent serving probes", {
+      pod: o.pod.name,
+      ordinal: o.pod.ordinal,
+      ip: o.pod.ip ?? "",
+      port: p.port,
+    });
     p.startup = p.configureAndStart();
     return p;
   }
@@ -107,7 +149,10 @@ export class PodAgent {
     const agent = this.agent;
     if (agent) return { live: () => agent.liveness(), ready: () => agent.readiness() };
     // Waiting for a configuration is what a pod does before its unit exists: alive, not ready.
-    return { live: () => ({ ok: true, reason: "waiting for this pod's agent configuration" }), ready: () => ({ ok: false, reason: `no unit on this pod yet: ${this.waitingFor || "starting"}` }) };
+    return {
+      live: () => ({ ok: true, reason: "waiting for this pod's agent configuration" }),
+      ready: () => ({ ok: false, reason: `no unit on this pod yet: ${this.waitingFor || "starting"}` }),
+    };
   }
 
   private async configureAndStart(): Promise<void> {
@@ -126,14 +171,34 @@ export class PodAgent {
         why = `${(err as Error).message}; waiting for a good one`;
       }
       this.waitingFor = why;
-      if (why !== said) { said = why; this.o.log.warn(why); } // once per distinct reason, not every second
-      await new Promise<void>((resolve) => { const t = setTimeout(resolve, this.o.pollMs ?? 1000); this.wake = () => { clearTimeout(t); resolve(); }; });
+      if (why !== said) {
+        said = why;
+        this.o.log.warn(why);
+      } // once per distinct reason, not every second
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, this.o.pollMs ?? 1000);
+        this.wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
     }
     if (this.stopped || !mounted) return;
     this.waitingFor = `starting the agent for machine ${mounted.machine}`;
     const adopted = await adoptMountedConfig(this.o.dir, mounted);
-    this.o.log.info(adopted === "kept" ? "keeping the agent configuration in the agent's directory (same machine, credential and controller as the mounted one)" : `agent configuration ${adopted} from ${path}`, { model: mounted.model, machine: mounted.machine });
-    this.agent = await Agent.start({ dir: this.o.dir, log: this.o.log, bootId: this.o.pod.uid, pod: true, ...(this.o.workloadSockets ? { workloadSockets: this.o.workloadSockets } : {}) });
+    this.o.log.info(
+      adopted === "kept"
+        ? "keeping the agent configuration in the agent's directory (same machine, credential and controller as the mounted one)"
+        : `agent configuration ${adopted} from ${path}`,
+      { model: mounted.model, machine: mounted.machine },
+    );
+    this.agent = await Agent.start({
+      dir: this.o.dir,
+      log: this.o.log,
+      bootId: this.o.pod.uid,
+      pod: true,
+      ...(this.o.workloadSockets ? { workloadSockets: this.o.workloadSockets } : {}),
+    });
     if (this.stopped) await this.agent.stop();
   }
 

@@ -20,10 +20,29 @@ export function unitReadiness(unit: string, s: Readonly<UnitLocalState>, bootId:
   const said = s.readiness && sameBoot(s.readiness.bootId) ? s.readiness : undefined;
   const source = said ? "operator" : "workload";
   if (s.stopped || s.removed) return { ready: false, reason: `${unit} is stopped`, source };
-  if (said) return said.ready ? { ready: true, reason: "", source } : { ready: false, reason: `${unit} is not ready${said.message ? `: ${said.message}` : " (its operator said so)"}`, source };
-  if (!s.started || !sameBoot(s.bootId)) return { ready: false, reason: `${unit} has not run its start hook${s.started ? " since this pod started" : " yet"}`, source };
-  if (s.failedHook) return { ready: false, reason: `${unit} is in error: its ${s.failedHook.name} hook failed`, source };
+  if (said)
+    return said.ready
+      ? { ready: true, reason: "", source }
+      : {
+          ready: false,
+          reason: `${unit} is not ready${said.message ? `: ${said.message}` : " (its operator said so)"}`,
+          source,
+        };
+  if (!s.started || !sameBoot(s.bootId))
+    return {
+      ready: false,
+      reason: `${unit} has not run its start hook${s.started ? " since this pod started" : " yet"}`,
+      source,
+    };
+  if (s.failedHook)
+    return { ready: false, reason: `${unit} is in error: its ${s.failedHook.name} hook failed`, source };
   if (s.statusSet && s.workload.status === "active") return { ready: true, reason: "", source };
-  const status = s.statusSet ? `${s.workload.status}${s.workload.message ? ` (${s.workload.message})` : ""}` : "unknown (its operator never set one)";
-  return { ready: false, reason: `${unit}'s workload status is ${status}: ready when it is active, or when its operator runs readiness-set ready`, source };
+  const status = s.statusSet
+    ? `${s.workload.status}${s.workload.message ? ` (${s.workload.message})` : ""}`
+    : "unknown (its operator never set one)";
+  return {
+    ready: false,
+    reason: `${unit}'s workload status is ${status}: ready when it is active, or when its operator runs readiness-set ready`,
+    source,
+  };
 }

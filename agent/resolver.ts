@@ -52,20 +52,28 @@ export { configHash };
 
 const simple = (kind: HookKind): HookSpec => ({ kind, name: kind });
 
-function relHook(kind: HookKind, id: number, r: { endpoint: string; remoteApp: string }, extra: Partial<HookSpec> = {}): HookSpec {
+function relHook(
+  kind: HookKind,
+  id: number,
+  r: { endpoint: string; remoteApp: string },
+  extra: Partial<HookSpec> = {},
+): HookSpec {
   return { kind, name: `${r.endpoint}-${kind}`, relationId: id, remoteApp: r.remoteApp, ...extra };
 }
 
 /** Local relations in Juju's order: regular ones by id, then peer relations by id. */
 function orderedLocal(s: UnitLocalState): [number, RelationLocalState][] {
-  return Object.entries(s.relations).map(([id, r]) => [Number(id), r] as [number, RelationLocalState])
+  return Object.entries(s.relations)
+    .map(([id, r]) => [Number(id), r] as [number, RelationLocalState])
     .sort(([a, ra], [b, rb]) => (ra.peer === rb.peer ? a - b : ra.peer ? 1 : -1));
 }
 
-const sortedUnits = (units: Iterable<string>): string[] => [...units].sort((a, b) => {
-  const [aa, an] = a.split("/"); const [ba, bn] = b.split("/");
-  return aa === ba ? Number(an) - Number(bn) : aa!.localeCompare(ba!);
-});
+const sortedUnits = (units: Iterable<string>): string[] =>
+  [...units].sort((a, b) => {
+    const [aa, an] = a.split("/");
+    const [ba, bn] = b.split("/");
+    return aa === ba ? Number(an) - Number(bn) : aa!.localeCompare(ba!);
+  });
 
 /**
  * The action to run next, asked only when no hook is due (actions queue behind hooks): the oldest
@@ -81,7 +89,11 @@ export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): 
   if (view.life === "dying") {
     for (const [id, r] of orderedLocal(s)) {
       const joined = sortedUnits(Object.keys(r.joined));
-      if (joined.length > 0) return { kind: "run", hook: relHook("relation-departed", id, r, { remoteUnit: joined[0], departingUnit: view.name }) };
+      if (joined.length > 0)
+        return {
+          kind: "run",
+          hook: relHook("relation-departed", id, r, { remoteUnit: joined[0], departingUnit: view.name }),
+        };
       if (!r.peer && !r.broken) return { kind: "run", hook: relHook("relation-broken", id, r) };
       return { kind: "leave", relationId: id };
     }
@@ -96,20 +108,28 @@ export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): 
   }
   if (!s.installed) return { kind: "run", hook: simple("install") };
   for (const r of view.relations) {
-    if (r.life === "alive" && !(String(r.id) in s.relations)) return { kind: "run", hook: relHook("relation-created", r.id, r) };
+    if (r.life === "alive" && !(String(r.id) in s.relations))
+      return { kind: "run", hook: relHook("relation-created", r.id, r) };
   }
   if (view.leader && !s.leader) return { kind: "run", hook: simple("leader-elected") };
   if (!view.leader && s.leader) return { kind: "resign" };
   // A new unit waits for leadership to be decided, so it runs exactly one of the two leader hooks first.
   if (s.leaderSettingsVersion === -1 && !view.leaderKnown) return { kind: "idle" };
-  if (!view.leader && s.leaderSettingsVersion !== view.leaderSettingsVersion) return { kind: "run", hook: simple("leader-settings-changed") };
+  if (!view.leader && s.leaderSettingsVersion !== view.leaderSettingsVersion)
+    return { kind: "run", hook: simple("leader-settings-changed") };
   if (s.operatorHash !== view.operator.hash) return { kind: "run", hook: simple("upgrade") };
-  if (s.started && o.bootId !== undefined && s.bootId !== undefined && s.bootId !== o.bootId) return { kind: "run", hook: simple("start") };
-  if (s.configHash !== configHash(view.config) || (o.address !== undefined && s.address !== o.address)) return { kind: "run", hook: simple("config-changed") };
+  if (s.started && o.bootId !== undefined && s.bootId !== undefined && s.bootId !== o.bootId)
+    return { kind: "run", hook: simple("start") };
+  if (s.configHash !== configHash(view.config) || (o.address !== undefined && s.address !== o.address))
+    return { kind: "run", hook: simple("config-changed") };
   if (!s.started) return { kind: "run", hook: simple("start") };
   // Before relation hooks: an operator configures its workload as soon as it can.
   for (const [container, supervisor] of Object.entries(o.workloads ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
-    if (s.workloadReady?.[container] !== supervisor) return { kind: "run", hook: { kind: "workload-ready", name: workloadReadyHook(container), container, supervisor } };
+    if (s.workloadReady?.[container] !== supervisor)
+      return {
+        kind: "run",
+        hook: { kind: "workload-ready", name: workloadReadyHook(container), container, supervisor },
+      };
   }
   const rel = relationHook(view, s);
   if (rel) return rel;
@@ -123,52 +143,112 @@ function relationHook(view: UnitView, s: UnitLocalState): Decision | undefined {
   for (const [id, r] of orderedLocal(s)) {
     const vr = byId.get(id);
     const ended = !vr || vr.life === "dying";
-    const pending = sortedUnits(Object.keys(r.joined)).find((u) => r.joined[u] === -1 && !ended && u in vr!.remoteUnits);
-    if (pending) return { kind: "run", hook: relHook("relation-changed", id, r, { remoteUnit: pending, version: vr!.remoteUnits[pending] }) };
+    const pending = sortedUnits(Object.keys(r.joined)).find(
+      (u) => r.joined[u] === -1 && !ended && u in vr!.remoteUnits,
+    );
+    if (pending)
+      return {
+        kind: "run",
+        hook: relHook("relation-changed", id, r, { remoteUnit: pending, version: vr!.remoteUnits[pending] }),
+      };
     const departed = sortedUnits(Object.keys(r.joined)).find((u) => ended || !(u in vr!.remoteUnits));
-    if (departed) return { kind: "run", hook: relHook("relation-departed", id, r, { remoteUnit: departed, departingUnit: departed }) };
+    if (departed)
+      return {
+        kind: "run",
+        hook: relHook("relation-departed", id, r, { remoteUnit: departed, departingUnit: departed }),
+      };
     if (ended) {
       if (!r.peer && !r.broken) return { kind: "run", hook: relHook("relation-broken", id, r) };
       return { kind: "leave", relationId: id };
     }
-    if (vr!.remoteAppVersion !== r.appVersion && vr!.remoteAppVersion > 0) return { kind: "run", hook: relHook("relation-changed", id, r, { version: vr!.remoteAppVersion }) };
+    if (vr!.remoteAppVersion !== r.appVersion && vr!.remoteAppVersion > 0)
+      return { kind: "run", hook: relHook("relation-changed", id, r, { version: vr!.remoteAppVersion }) };
     const joining = sortedUnits(Object.keys(vr!.remoteUnits)).find((u) => !(u in r.joined));
     if (joining) return { kind: "run", hook: relHook("relation-joined", id, r, { remoteUnit: joining }) };
     const changed = sortedUnits(Object.keys(r.joined)).find((u) => r.joined[u] !== vr!.remoteUnits[u]);
-    if (changed) return { kind: "run", hook: relHook("relation-changed", id, r, { remoteUnit: changed, version: vr!.remoteUnits[changed] }) };
+    if (changed)
+      return {
+        kind: "run",
+        hook: relHook("relation-changed", id, r, { remoteUnit: changed, version: vr!.remoteUnits[changed] }),
+      };
   }
   return undefined;
 }
 
 /** How the unit's local state changes when `hook` commits (Juju's commit chaining). */
-export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView, machine: { address?: string; bootId?: string } = {}): UnitLocalState {
+export function commitHook(
+  s: UnitLocalState,
+  hook: HookSpec,
+  view: UnitView,
+  machine: { address?: string; bootId?: string } = {},
+): UnitLocalState {
   const next: UnitLocalState = { ...s, relations: { ...s.relations }, committed: [...s.committed, hook.name] };
   delete next.failedHook;
   const id = hook.relationId !== undefined ? String(hook.relationId) : undefined;
-  const rel = id !== undefined && next.relations[id] ? (next.relations[id] = { ...next.relations[id]!, joined: { ...next.relations[id]!.joined } }) : undefined;
+  const rel =
+    id !== undefined && next.relations[id]
+      ? (next.relations[id] = { ...next.relations[id]!, joined: { ...next.relations[id]!.joined } })
+      : undefined;
   switch (hook.kind) {
-    case "install": next.installed = true; next.operatorHash = view.operator.hash; break;
-    case "upgrade": next.operatorHash = view.operator.hash; next.configHash = ""; break; // upgrade is always followed by config-changed
-    case "config-changed": next.configHash = configHash(view.config); if (machine.address !== undefined) next.address = machine.address; break;
-    case "start": next.started = true; next.bootId = machine.bootId; break;
-    case "stop": next.stopped = true; break;
-    case "remove": next.removed = true; break;
-    case "update-status": break;
-    case "workload-ready": next.workloadReady = { ...s.workloadReady, [hook.container!]: hook.supervisor ?? "" }; break;
-    case "leader-elected": next.leader = true; next.leaderSettingsVersion = view.leaderSettingsVersion; break;
-    case "leader-settings-changed": next.leaderSettingsVersion = view.leaderSettingsVersion; break;
+    case "install":
+      next.installed = true;
+      next.operatorHash = view.operator.hash;
+      break;
+    case "upgrade":
+      next.operatorHash = view.operator.hash;
+      next.configHash = "";
+      break; // upgrade is always followed by config-changed
+    case "config-changed":
+      next.configHash = configHash(view.config);
+      if (machine.address !== undefined) next.address = machine.address;
+      break;
+    case "start":
+      next.started = true;
+      next.bootId = machine.bootId;
+      break;
+    case "stop":
+      next.stopped = true;
+      break;
+    case "remove":
+      next.removed = true;
+      break;
+    case "update-status":
+      break;
+    case "workload-ready":
+      next.workloadReady = { ...s.workloadReady, [hook.container!]: hook.supervisor ?? "" };
+      break;
+    case "leader-elected":
+      next.leader = true;
+      next.leaderSettingsVersion = view.leaderSettingsVersion;
+      break;
+    case "leader-settings-changed":
+      next.leaderSettingsVersion = view.leaderSettingsVersion;
+      break;
     case "relation-created": {
       const vr = view.relations.find((r) => r.id === hook.relationId);
-      next.relations[id!] = { endpoint: vr?.endpoint ?? hook.name.replace(/-relation-created$/, ""), remoteApp: vr?.remoteApp ?? hook.remoteApp ?? "", peer: vr?.role === "peer", joined: {}, appVersion: 0, broken: false };
+      next.relations[id!] = {
+        endpoint: vr?.endpoint ?? hook.name.replace(/-relation-created$/, ""),
+        remoteApp: vr?.remoteApp ?? hook.remoteApp ?? "",
+        peer: vr?.role === "peer",
+        joined: {},
+        appVersion: 0,
+        broken: false,
+      };
       break;
     }
-    case "relation-joined": if (rel) rel.joined[hook.remoteUnit!] = -1; break;
+    case "relation-joined":
+      if (rel) rel.joined[hook.remoteUnit!] = -1;
+      break;
     case "relation-changed":
       if (rel && hook.remoteUnit) rel.joined[hook.remoteUnit] = hook.version ?? 0;
       else if (rel) rel.appVersion = hook.version ?? 0;
       break;
-    case "relation-departed": if (rel) delete rel.joined[hook.remoteUnit!]; break;
-    case "relation-broken": if (rel) rel.broken = true; break;
+    case "relation-departed":
+      if (rel) delete rel.joined[hook.remoteUnit!];
+      break;
+    case "relation-broken":
+      if (rel) rel.broken = true;
+      break;
   }
   // A unit started before boots were recorded belongs to the boot it is first seen in.
   if (next.started && next.bootId === undefined) next.bootId = machine.bootId;
@@ -176,7 +256,10 @@ export function commitHook(s: UnitLocalState, hook: HookSpec, view: UnitView, ma
 }
 
 /** The local effect of a no-hook decision. */
-export function applyDecision(s: UnitLocalState, d: { kind: "leave"; relationId: number } | { kind: "resign" }): UnitLocalState {
+export function applyDecision(
+  s: UnitLocalState,
+  d: { kind: "leave"; relationId: number } | { kind: "resign" },
+): UnitLocalState {
   if (d.kind === "resign") return { ...s, leader: false };
   const relations = { ...s.relations };
   delete relations[String(d.relationId)];

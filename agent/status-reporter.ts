@@ -12,7 +12,10 @@ export class StatusReporter {
   private readonly waiters = new Map<string, { resolve: () => void; reject: (e: unknown) => void }[]>();
   private flushing = false;
 
-  constructor(private readonly conn: ControllerConnection, private readonly log: Logger) {}
+  constructor(
+    private readonly conn: ControllerConnection,
+    private readonly log: Logger,
+  ) {}
 
   /** Queues a report; resolves once the controller has recorded it. */
   report(unit: string, r: Partial_): Promise<void> {
@@ -42,7 +45,10 @@ export class StatusReporter {
     this.flushing = true;
     this.drain()
       .catch((err: unknown) => this.log.debug("status report deferred until reconnect", { err }))
-      .finally(() => { this.flushing = false; if (this.pending.size > 0 && this.conn.connected) this.flush(); });
+      .finally(() => {
+        this.flushing = false;
+        if (this.pending.size > 0 && this.conn.connected) this.flush();
+      });
   }
 
   private async drain(): Promise<void> {

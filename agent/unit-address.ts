@@ -4,7 +4,8 @@ import type { ControllerConnection } from "./connection";
 
 /** The machine's first non-loopback IPv4 address, else loopback. */
 export function machineAddress(): string {
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
   return "127.0.0.1";
 }
 

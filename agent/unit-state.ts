@@ -9,9 +9,21 @@ import type { TaskFinish } from "../api/core";
 import { writeFileAtomic } from "./files";
 
 export type HookKind =
-  | "install" | "start" | "config-changed" | "upgrade" | "update-status" | "stop" | "remove"
-  | "leader-elected" | "leader-settings-changed" | "workload-ready"
-  | "relation-created" | "relation-joined" | "relation-changed" | "relation-departed" | "relation-broken";
+  | "install"
+  | "start"
+  | "config-changed"
+  | "upgrade"
+  | "update-status"
+  | "stop"
+  | "remove"
+  | "leader-elected"
+  | "leader-settings-changed"
+  | "workload-ready"
+  | "relation-created"
+  | "relation-joined"
+  | "relation-changed"
+  | "relation-departed"
+  | "relation-broken";
 
 /** One hook to run, with its relation context when it is a relation hook. */
 export interface HookSpec {
@@ -87,8 +99,20 @@ export interface UnitLocalState {
 }
 
 export const initialUnitState = (): UnitLocalState => ({
-  installed: false, started: false, stopped: false, removed: false, operatorHash: "", configHash: "", statusSet: false,
-  workload: { status: "waiting", message: "" }, leader: false, leaderSettingsVersion: -1, relations: {}, ports: [], committed: [], lastTask: 0,
+  installed: false,
+  started: false,
+  stopped: false,
+  removed: false,
+  operatorHash: "",
+  configHash: "",
+  statusSet: false,
+  workload: { status: "waiting", message: "" },
+  leader: false,
+  leaderSettingsVersion: -1,
+  relations: {},
+  ports: [],
+  committed: [],
+  lastTask: 0,
 });
 
 const MAX_HISTORY = 200;

@@ -72,7 +72,10 @@ const RETRY_MAX_MS = 300_000;
 
 /** The operator's files could not be had; the unit's status already says why. */
 class OperatorUnavailable extends Error {
-  constructor(readonly retryInMs: number, cause: unknown) {
+  constructor(
+    readonly retryInMs: number,
+    cause: unknown,
+  ) {
     super((cause as Error).message, { cause });
   }
 }
@@ -114,7 +117,10 @@ export class Uniter {
   private markDone!: () => void;
   private writing: Promise<void> = Promise.resolve();
 
-  protected constructor(view: UnitView, private readonly d: UniterDeps) {
+  protected constructor(
+    view: UnitView,
+    private readonly d: UniterDeps,
+  ) {
     this.view = view;
     this.unitDir = unitDirOf(d.agentDir, view.name);
     this.done = new Promise((r) => (this.markDone = r));
@@ -133,18 +139,29 @@ export class Uniter {
     return u;
   }
 
-  get name(): string { return this.view.name; }
+  get name(): string {
+    return this.view.name;
+  }
 
   /** A workload container's supervisor started answering: `<container>-workload-ready` may be due. */
-  workloadChanged(): void { this.kick(); }
+  workloadChanged(): void {
+    this.kick();
+  }
   /** Hooks may run again (a migration ended or moved the unit): look for what is due. */
-  resume(): void { this.kick(); }
-  get localState(): Readonly<UnitLocalState> { return this.state; }
+  resume(): void {
+    this.kick();
+  }
+  get localState(): Readonly<UnitLocalState> {
+    return this.state;
+  }
 
   update(view: UnitView): void {
     this.view = view;
     const { updateStatusInterval } = this.d.settings();
-    if (updateStatusInterval !== this.intervalS) { this.intervalS = updateStatusInterval; this.scheduleUpdateStatus(); }
+    if (updateStatusInterval !== this.intervalS) {
+      this.intervalS = updateStatusInterval;
+      this.scheduleUpdateStatus();
+    }
     this.tendLeadership();
     this.kick();
   }
@@ -153,7 +170,11 @@ export class Uniter {
 
   /** Claims leadership when nobody holds it; renews it at half the lease while this unit holds it. */
   private tendLeadership(): void {
-    if (this.closed || this.view.life !== "alive") { clearInterval(this.leaderTimer); this.leaderTimer = undefined; return; }
+    if (this.closed || this.view.life !== "alive") {
+      clearInterval(this.leaderTimer);
+      this.leaderTimer = undefined;
+      return;
+    }
     if (!this.view.leaderKnown) this.claim();
     if (this.view.leader && !this.leaderTimer) {
       this.leaderTimer = setInterval(() => this.claim(), (this.d.settings().leadershipLeaseSeconds * 1000) / 2);
@@ -167,16 +188,22 @@ export class Uniter {
   private claim(): void {
     if (this.claiming || this.closed) return;
     this.claiming = true;
-    this.d.conn.call("leader.claim", { unit: this.name })
+    this.d.conn
+      .call("leader.claim", { unit: this.name })
       .catch((err: unknown) => this.d.log.debug("leadership claim failed; will try again", { unit: this.name, err }))
-      .finally(() => { this.claiming = false; });
+      .finally(() => {
+        this.claiming = false;
+      });
   }
 
   // --- the loop ---
 
   private kick(): void {
     if (this.closed) return;
-    if (this.running) { this.again = true; return; }
+    if (this.running) {
+      this.again = true;
+      return;
+    }
     this.running = true;
     this.loop()
       .catch((err: unknown) => {
@@ -184,7 +211,13 @@ export class Uniter {
         this.d.log.error("unit loop failed; retrying", { unit: this.name, err });
         this.scheduleRetry(RETRY_MIN_MS);
       })
-      .finally(() => { this.running = false; if (this.again) { this.again = false; this.kick(); } });
+      .finally(() => {
+        this.running = false;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
   }
 
   private async loop(): Promise<void> {
@@ -193,7 +226,10 @@ export class Uniter {
       if (this.d.paused?.()) return;
       const reconciled = reconcileRestore(this.state, this.d.settings().restore);
       if (reconciled) {
-        this.d.log.info("the controller was restored from a backup: revisions seen since are not trusted", { unit: this.name, epoch: reconciled.storeEpoch });
+        this.d.log.info("the controller was restored from a backup: revisions seen since are not trusted", {
+          unit: this.name,
+          epoch: reconciled.storeEpoch,
+        });
         await this.save(reconciled);
         this.reportAfterRestore();
       }
@@ -201,11 +237,20 @@ export class Uniter {
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const address = connectedAddress(this.d.conn);
       const view = this.view;
-      const decision = nextHook(view, this.state, { updateStatusDue: this.updateStatusDue, retryDue, ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}), ...(this.d.workloads ? { workloads: this.d.workloads.ready() } : {}) });
+      const decision = nextHook(view, this.state, {
+        updateStatusDue: this.updateStatusDue,
+        retryDue,
+        ...(address ? { address } : {}),
+        ...(this.d.bootId ? { bootId: this.d.bootId } : {}),
+        ...(this.d.workloads ? { workloads: this.d.workloads.ready() } : {}),
+      });
       switch (decision.kind) {
         case "idle": {
           const task = nextAction(this.view, this.state);
-          if (task) { await this.d.lock.run(() => (this.d.paused?.() ? Promise.resolve() : this.runAction(task))); break; }
+          if (task) {
+            await this.d.lock.run(() => (this.d.paused?.() ? Promise.resolve() : this.runAction(task)));
+            break;
+          }
           // Idle only when nothing is left to do: never between two hooks that are already due. Then the
           // unit has run the hooks for this view's operator and config: said with it, so that a wait
           // after a change can tell this idle from the one before the change reached the unit.
@@ -218,13 +263,19 @@ export class Uniter {
           }
           return;
         }
-        case "dead": await this.die(); return;
+        case "dead":
+          await this.die();
+          return;
         case "leave":
           await this.d.conn.call("relation.leave", { unit: this.name, relationId: decision.relationId });
           await this.save(applyDecision(this.state, decision));
           break;
-        case "resign": await this.save(applyDecision(this.state, decision)); break;
-        case "skip": await this.skip(decision); break;
+        case "resign":
+          await this.save(applyDecision(this.state, decision));
+          break;
+        case "skip":
+          await this.skip(decision);
+          break;
         case "run": {
           if (this.view.resolve === "retry") await this.d.conn.call("unit.resolved", { unit: this.name });
           // Decided before the lock was had: a migration may have begun meanwhile, and then it waits.
@@ -250,14 +301,27 @@ export class Uniter {
     const before = beforeHookStatus[hook.kind];
     this.reportedAgent = "executing";
     this.d.reporter.post(this.name, {
-      ...(before && (hook.kind !== "install" || !this.state.statusSet) ? { workload: { current: "maintenance" as const, message: before } } : {}),
+      ...(before && (hook.kind !== "install" || !this.state.statusSet)
+        ? { workload: { current: "maintenance" as const, message: before } }
+        : {}),
       agent: { current: "executing", message: `running ${hook.name} hook` },
     });
     const ctx = new HookRunContext({
-      unit: this.name, hook, view: () => this.view, state: () => this.state, conn: this.d.conn, reporter: this.d.reporter, log: this.d.log,
-      appendLog: (line) => { appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined); },
+      unit: this.name,
+      hook,
+      view: () => this.view,
+      state: () => this.state,
+      conn: this.d.conn,
+      reporter: this.d.reporter,
+      log: this.d.log,
+      appendLog: (line) => {
+        appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined);
+      },
       forwardLog: (level, message) => this.forward(hook.name, "operator", level, message),
-      onWorkloadStatus: (status, message) => { this.state.statusSet = true; this.state.workload = { status, message }; },
+      onWorkloadStatus: (status, message) => {
+        this.state.statusSet = true;
+        this.state.workload = { status, message };
+      },
       ...this.readinessDeps(),
       ...(this.d.workloads ? { workload: this.d.workloads } : {}),
     });
@@ -267,14 +331,22 @@ export class Uniter {
     const address = connectedAddress(this.d.conn);
     let result;
     try {
-      result = await this.runRecorded({ operatorDir, hook: hook.name, env: this.hookEnv(hook, operatorDir, contextId, address ?? machineAddress()), logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal,
-        onLine: (line, stream) => this.forward(hook.name, "hook", stream === "stderr" ? "WARNING" : "INFO", line) });
+      result = await this.runRecorded({
+        operatorDir,
+        hook: hook.name,
+        env: this.hookEnv(hook, operatorDir, contextId, address ?? machineAddress()),
+        logPath: join(this.unitDir, "hooks.log"),
+        signal: this.abort.signal,
+        onLine: (line, stream) => this.forward(hook.name, "hook", stream === "stderr" ? "WARNING" : "INFO", line),
+      });
     } finally {
       unregister();
     }
     if (this.closed) return;
     if (result.exitCode === 0) {
-      const commit = ctx.commit(hook.kind === "relation-created" && hook.relationId !== undefined ? [hook.relationId] : []);
+      const commit = ctx.commit(
+        hook.kind === "relation-created" && hook.relationId !== undefined ? [hook.relationId] : [],
+      );
       try {
         if (!HookRunContext.isEmpty(commit)) await this.d.conn.call("hook.commit", commit);
       } catch (err) {
@@ -290,7 +362,12 @@ export class Uniter {
       this.recovered(hook.kind === "start" && !this.state.statusSet);
       if (hook.kind === "start" || hook.kind === "update-status") this.scheduleUpdateStatus();
     } else {
-      await this.failed(hook, `exit ${result.exitCode}: ${result.tail.split("\n").slice(-3).join(" | ")}`, log, `${result.tail}\n(exit status ${result.exitCode})`);
+      await this.failed(
+        hook,
+        `exit ${result.exitCode}: ${result.tail.split("\n").slice(-3).join(" | ")}`,
+        log,
+        `${result.tail}\n(exit status ${result.exitCode})`,
+      );
     }
   }
 
@@ -325,7 +402,10 @@ export class Uniter {
       await this.d.conn.call("task.start", { unit: this.name, id: task.id });
     } catch (err) {
       // No longer queued (its unit is going): nothing to run or report.
-      if (StewardError.isInstance(err) && err.code === "not-found") { await this.save({ ...this.state, runningTask: undefined, lastTask: Math.max(this.state.lastTask, task.id) }); return; }
+      if (StewardError.isInstance(err) && err.code === "not-found") {
+        await this.save({ ...this.state, runningTask: undefined, lastTask: Math.max(this.state.lastTask, task.id) });
+        return;
+      }
       await this.save({ ...this.state, runningTask: undefined });
       throw err;
     }
@@ -336,10 +416,22 @@ export class Uniter {
     const action = new ActionRun(task);
     const label = `action ${task.action}`;
     const ctx = new HookRunContext({
-      unit: this.name, hook: { name: task.action }, action, view: () => this.view, state: () => this.state, conn: this.d.conn, reporter: this.d.reporter, log: this.d.log,
-      appendLog: (line) => { appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined); },
+      unit: this.name,
+      hook: { name: task.action },
+      action,
+      view: () => this.view,
+      state: () => this.state,
+      conn: this.d.conn,
+      reporter: this.d.reporter,
+      log: this.d.log,
+      appendLog: (line) => {
+        appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined);
+      },
       forwardLog: (level, message) => this.forward(label, "operator", level, message),
-      onWorkloadStatus: (status, message) => { this.state.statusSet = true; this.state.workload = { status, message }; },
+      onWorkloadStatus: (status, message) => {
+        this.state.statusSet = true;
+        this.state.workload = { status, message };
+      },
       ...this.readinessDeps(),
       ...(this.d.workloads ? { workload: this.d.workloads } : {}),
     });
@@ -347,10 +439,26 @@ export class Uniter {
     const unregister = this.d.tools.register(contextId, ctx);
     let result: HookResult;
     try {
-      const env: Record<string, string> = { ...this.hookEnv({ name: task.action }, operatorDir, contextId, connectedAddress(this.d.conn) ?? machineAddress()), STEWARD_ACTION_NAME: task.action, STEWARD_ACTION_ID: String(task.id) };
+      const env: Record<string, string> = {
+        ...this.hookEnv(
+          { name: task.action },
+          operatorDir,
+          contextId,
+          connectedAddress(this.d.conn) ?? machineAddress(),
+        ),
+        STEWARD_ACTION_NAME: task.action,
+        STEWARD_ACTION_ID: String(task.id),
+      };
       delete env.STEWARD_HOOK_NAME;
-      result = await this.runRecorded({ operatorDir, folder: "actions", hook: task.action, env, logPath: join(this.unitDir, "hooks.log"), signal: this.abort.signal,
-        onLine: (line, stream) => this.forward(label, "hook", stream === "stderr" ? "WARNING" : "INFO", line) });
+      result = await this.runRecorded({
+        operatorDir,
+        folder: "actions",
+        hook: task.action,
+        env,
+        logPath: join(this.unitDir, "hooks.log"),
+        signal: this.abort.signal,
+        onLine: (line, stream) => this.forward(label, "hook", stream === "stderr" ? "WARNING" : "INFO", line),
+      });
     } finally {
       unregister();
     }
@@ -371,11 +479,16 @@ export class Uniter {
       }
     }
     await this.save({ ...this.state, ...(ports ? { ports } : {}), runningTask: undefined, unsentTask: report });
-    log.info(report.status === "completed" ? "action completed" : "action failed", report.message ? { why: report.message } : {});
+    log.info(
+      report.status === "completed" ? "action completed" : "action failed",
+      report.message ? { why: report.message } : {},
+    );
     // A unit waiting in error shows so again once the action is over.
     if (this.state.failedHook) {
       this.reportedAgent = "error";
-      this.d.reporter.post(this.name, { agent: { current: "error", message: `hook failed: "${this.state.failedHook.name}"` } });
+      this.d.reporter.post(this.name, {
+        agent: { current: "error", message: `hook failed: "${this.state.failedHook.name}"` },
+      });
     }
   }
 
@@ -402,7 +515,10 @@ export class Uniter {
       this.d.log.warn("operator not available; will retry", { unit: this.name, err });
       this.reportedAgent = "error";
       this.wasInError = true;
-      this.d.reporter.post(this.name, { workload: { current: "error", message }, agent: { current: "error", message } });
+      this.d.reporter.post(this.name, {
+        workload: { current: "error", message },
+        agent: { current: "error", message },
+      });
       const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.operatorFailures++);
       throw new OperatorUnavailable(delay, err);
     }
@@ -416,7 +532,10 @@ export class Uniter {
     this.wasInError = true;
     this.reportedAgent = "error";
     const retrying = this.d.settings().retryHooks;
-    log.warn(retrying ? "hook failed; will retry" : "hook failed; waiting for steward resolve", { why, ...(retrying ? { retry_in_s: delay / 1000 } : {}) });
+    log.warn(retrying ? "hook failed; will retry" : "hook failed; waiting for steward resolve", {
+      why,
+      ...(retrying ? { retry_in_s: delay / 1000 } : {}),
+    });
     this.d.reporter.post(this.name, {
       workload: { current: "error", message: `hook failed: "${hook.name}"` },
       agent: { current: "error", message: `hook failed: "${hook.name}"` },
@@ -435,11 +554,18 @@ export class Uniter {
     if (this.state.failedHook) {
       const message = `hook failed: "${this.state.failedHook.name}"`;
       this.reportedAgent = "error";
-      this.d.reporter.post(this.name, { workload: { current: "error", message }, agent: { current: "error", message } });
+      this.d.reporter.post(this.name, {
+        workload: { current: "error", message },
+        agent: { current: "error", message },
+      });
       return;
     }
     this.reportedAgent = undefined;
-    this.d.reporter.post(this.name, { workload: this.state.statusSet ? { current: this.state.workload.status as "active", message: this.state.workload.message } : { current: this.state.started ? "unknown" : "maintenance", message: "" } });
+    this.d.reporter.post(this.name, {
+      workload: this.state.statusSet
+        ? { current: this.state.workload.status as "active", message: this.state.workload.message }
+        : { current: this.state.started ? "unknown" : "maintenance", message: "" },
+    });
   }
 
   /** A hook succeeded; after an error, show again what the operator last said (the loop reports idle once nothing is due). */
@@ -449,7 +575,9 @@ export class Uniter {
     let workload: Parameters<StatusReporter["post"]>[1]["workload"];
     if (neverSetStatus) workload = { current: "unknown", message: "" };
     if (this.wasInError) {
-      workload = this.state.statusSet ? { current: this.state.workload.status as "active", message: this.state.workload.message } : { current: this.state.started ? "unknown" : "maintenance", message: "" };
+      workload = this.state.statusSet
+        ? { current: this.state.workload.status as "active", message: this.state.workload.message }
+        : { current: this.state.started ? "unknown" : "maintenance", message: "" };
       this.wasInError = false;
       if (this.reportedAgent === "error") this.reportedAgent = "executing";
     }
@@ -469,7 +597,11 @@ export class Uniter {
     return {
       readiness: () => this.readiness(),
       // Saved at once, not at the hook's end: the probe acts on it now, and it must outlive the agent.
-      onReadiness: (ready, message) => this.save({ ...this.state, readiness: { ready, message, ...(this.d.bootId ? { bootId: this.d.bootId } : {}) } }),
+      onReadiness: (ready, message) =>
+        this.save({
+          ...this.state,
+          readiness: { ready, message, ...(this.d.bootId ? { bootId: this.d.bootId } : {}) },
+        }),
     };
   }
 
@@ -509,13 +641,21 @@ export class Uniter {
 
   /** A unit directory without hook state (a new claim) takes the copy the controller keeps, if any. */
   private async takeBackHookState(): Promise<void> {
-    if (await readFile(join(this.unitDir, "state.json")).then(() => true, () => false)) return;
+    if (
+      await readFile(join(this.unitDir, "state.json")).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
     for (let attempt = 1; ; attempt++) {
       try {
         const { state } = await this.d.conn.call<{ state?: string }>("unit.hook-state.get", { unit: this.name });
         if (state === undefined) return; // a new unit: nothing ran yet
         await saveUnitState(this.unitDir, JSON.parse(state) as UnitLocalState);
-        this.d.log.info("took back the unit's hook state from the controller (this pod's volume is new)", { unit: this.name });
+        this.d.log.info("took back the unit's hook state from the controller (this pod's volume is new)", {
+          unit: this.name,
+        });
         return;
       } catch (err) {
         // Starting afresh would run install again: wait for the controller rather than guess.
@@ -535,7 +675,10 @@ export class Uniter {
     clearTimeout(this.updateStatusTimer);
     if (!this.state.started || this.closed) return;
     const ms = this.intervalS * 1000 * (0.8 + Math.random() * 0.4); // 80–120 %, as Juju, so units do not fire in step
-    this.updateStatusTimer = setTimeout(() => { this.updateStatusDue = true; this.kick(); }, ms);
+    this.updateStatusTimer = setTimeout(() => {
+      this.updateStatusDue = true;
+      this.kick();
+    }, ms);
     this.updateStatusTimer.unref();
   }
 
@@ -543,10 +686,17 @@ export class Uniter {
     return { ...(address ? { address } : {}), ...(this.d.bootId ? { bootId: this.d.bootId } : {}) };
   }
 
-  private hookEnv(hook: Omit<HookSpec, "kind">, operatorDir: string, contextId: string, address: string): Record<string, string> {
+  private hookEnv(
+    hook: Omit<HookSpec, "kind">,
+    operatorDir: string,
+    contextId: string,
+    address: string,
+  ): Record<string, string> {
     const model = this.d.model();
     const env: Record<string, string> = {
-      PATH: [this.d.tools.toolsDir, dirname(process.execPath), process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(":"),
+      PATH: [this.d.tools.toolsDir, dirname(process.execPath), process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(
+        ":",
+      ),
       HOME: process.env.HOME ?? "/",
       LANG: process.env.LANG ?? "C.UTF-8",
       STEWARD_UNIT_NAME: this.name,
@@ -563,7 +713,10 @@ export class Uniter {
       STEWARD_UNIT_ADDRESS: address,
     };
     if (hook.relationId !== undefined) {
-      const endpoint = this.view.relations.find((r) => r.id === hook.relationId)?.endpoint ?? this.state.relations[String(hook.relationId)]?.endpoint ?? "";
+      const endpoint =
+        this.view.relations.find((r) => r.id === hook.relationId)?.endpoint ??
+        this.state.relations[String(hook.relationId)]?.endpoint ??
+        "";
       env.STEWARD_RELATION = endpoint;
       env.STEWARD_RELATION_ID = `${endpoint}:${hook.relationId}`;
       if (hook.remoteApp) env.STEWARD_REMOTE_APP = hook.remoteApp;
@@ -588,10 +741,21 @@ export class Uniter {
   async vanish(): Promise<void> {
     this.stopTimers();
     await this.d.lock.run(async () => {
-      const operatorDir = await this.d.operators.ensure(this.state.operatorHash || this.view.operator.hash).catch(() => undefined);
+      const operatorDir = await this.d.operators
+        .ensure(this.state.operatorHash || this.view.operator.hash)
+        .catch(() => undefined);
       if (!operatorDir) return;
-      for (const hook of [this.state.started && !this.state.stopped ? "stop" : "", this.state.installed && !this.state.removed ? "remove" : ""].filter(Boolean)) {
-        await this.runRecorded({ operatorDir, hook, env: this.hookEnv({ name: hook }, operatorDir, "none", unitAddress(this.d.conn)), logPath: join(this.unitDir, "hooks.log"), timeoutMs: 60_000 }).catch(() => undefined);
+      for (const hook of [
+        this.state.started && !this.state.stopped ? "stop" : "",
+        this.state.installed && !this.state.removed ? "remove" : "",
+      ].filter(Boolean)) {
+        await this.runRecorded({
+          operatorDir,
+          hook,
+          env: this.hookEnv({ name: hook }, operatorDir, "none", unitAddress(this.d.conn)),
+          logPath: join(this.unitDir, "hooks.log"),
+          timeoutMs: 60_000,
+        }).catch(() => undefined);
       }
     });
     this.d.reporter.forget(this.name);

@@ -54,62 +54,104 @@ export const MAX_ACTIONS = 100;
  * Reads the `actions:` section. `fail(path, problem)` throws the operator format's error, naming
  * the field and its line.
  */
-export function parseActionsSection(raw: unknown, fail: (path: (string | number)[], problem: string) => never): Record<string, ActionSpec> {
+export function parseActionsSection(
+  raw: unknown,
+  fail: (path: (string | number)[], problem: string) => never,
+): Record<string, ActionSpec> {
   if (raw === undefined || raw === null) return {};
-  if (typeof raw !== "object" || Array.isArray(raw)) return fail(["actions"], "must be a mapping of action name to {description, params, required}");
+  if (typeof raw !== "object" || Array.isArray(raw))
+    return fail(["actions"], "must be a mapping of action name to {description, params, required}");
   const entries = Object.entries(raw as Record<string, unknown>);
-  if (entries.length > MAX_ACTIONS) fail(["actions"], `declares ${entries.length} actions; an operator may declare at most ${MAX_ACTIONS}`);
+  if (entries.length > MAX_ACTIONS)
+    fail(["actions"], `declares ${entries.length} actions; an operator may declare at most ${MAX_ACTIONS}`);
   const out: Record<string, ActionSpec> = {};
   for (const [name, def] of entries) {
     const at = ["actions", name];
-    if (!ACTION_NAME_PATTERN.test(name)) fail(at, "is not a valid action name (lower-case letters, digits, hyphens, starting with a letter)");
-    if (def !== null && (typeof def !== "object" || Array.isArray(def))) fail(at, "must be a mapping with description, params and required");
+    if (!ACTION_NAME_PATTERN.test(name))
+      fail(at, "is not a valid action name (lower-case letters, digits, hyphens, starting with a letter)");
+    if (def !== null && (typeof def !== "object" || Array.isArray(def)))
+      fail(at, "must be a mapping with description, params and required");
     const d = (def ?? {}) as Record<string, unknown>;
-    for (const k of Object.keys(d)) if (!ACTION_FIELDS.includes(k)) fail([...at, k], `is not a known action field (known: ${ACTION_FIELDS.join(", ")})`);
-    if (d.description !== undefined && typeof d.description !== "string") fail([...at, "description"], "must be a string");
-    if (d.additionalProperties !== undefined && typeof d.additionalProperties !== "boolean") fail([...at, "additionalProperties"], "must be true or false");
+    for (const k of Object.keys(d))
+      if (!ACTION_FIELDS.includes(k))
+        fail([...at, k], `is not a known action field (known: ${ACTION_FIELDS.join(", ")})`);
+    if (d.description !== undefined && typeof d.description !== "string")
+      fail([...at, "description"], "must be a string");
+    if (d.additionalProperties !== undefined && typeof d.additionalProperties !== "boolean")
+      fail([...at, "additionalProperties"], "must be true or false");
     const params: Record<string, ActionParam> = {};
     if (d.params !== undefined && d.params !== null) {
-      if (typeof d.params !== "object" || Array.isArray(d.params)) fail([...at, "params"], "must be a mapping of parameter name to {type, description, default, …}");
-      for (const [p, pdef] of Object.entries(d.params as Record<string, unknown>)) params[p] = parseParam(pdef, [...at, "params", p], fail);
+      if (typeof d.params !== "object" || Array.isArray(d.params))
+        fail([...at, "params"], "must be a mapping of parameter name to {type, description, default, …}");
+      for (const [p, pdef] of Object.entries(d.params as Record<string, unknown>))
+        params[p] = parseParam(pdef, [...at, "params", p], fail);
     }
     const required: string[] = [];
     if (d.required !== undefined && d.required !== null) {
-      if (!Array.isArray(d.required) || d.required.some((r) => typeof r !== "string")) fail([...at, "required"], "must be a list of parameter names");
+      if (!Array.isArray(d.required) || d.required.some((r) => typeof r !== "string"))
+        fail([...at, "required"], "must be a list of parameter names");
       for (const r of d.required as string[]) {
-        if (!Object.hasOwn(params, r)) fail([...at, "required"], `names "${r}", which is not one of the action's params (${Object.keys(params).join(", ") || "none"})`);
+        if (!Object.hasOwn(params, r))
+          fail(
+            [...at, "required"],
+            `names "${r}", which is not one of the action's params (${Object.keys(params).join(", ") || "none"})`,
+          );
         required.push(r);
       }
     }
-    out[name] = { description: (d.description as string | undefined) ?? "", params, required, additionalProperties: d.additionalProperties === true };
+    out[name] = {
+      description: (d.description as string | undefined) ?? "",
+      params,
+      required,
+      additionalProperties: d.additionalProperties === true,
+    };
   }
   return out;
 }
 
-function parseParam(def: unknown, at: (string | number)[], fail: (path: (string | number)[], problem: string) => never): ActionParam {
+function parseParam(
+  def: unknown,
+  at: (string | number)[],
+  fail: (path: (string | number)[], problem: string) => never,
+): ActionParam {
   const name = String(at[at.length - 1]);
-  if (!PARAM_NAME_PATTERN.test(name)) fail(at, "is not a valid parameter name (lower-case letters, digits, '-' and '_', starting with a letter)");
-  if (typeof def !== "object" || def === null || Array.isArray(def)) return fail(at, "must be a mapping with at least a type (string, integer, number or boolean)");
+  if (!PARAM_NAME_PATTERN.test(name))
+    fail(at, "is not a valid parameter name (lower-case letters, digits, '-' and '_', starting with a letter)");
+  if (typeof def !== "object" || def === null || Array.isArray(def))
+    return fail(at, "must be a mapping with at least a type (string, integer, number or boolean)");
   const d = def as Record<string, unknown>;
-  for (const k of Object.keys(d)) if (!PARAM_FIELDS.includes(k)) fail([...at, k], `is not a supported parameter field (supported: ${PARAM_FIELDS.join(", ")})`);
-  if (!PARAM_TYPES.includes(d.type as ActionParamType)) fail([...at, "type"], `must be one of ${PARAM_TYPES.join(", ")}`);
-  const param: ActionParam = { type: d.type as ActionParamType, description: typeof d.description === "string" ? d.description : "" };
-  if (d.description !== undefined && typeof d.description !== "string") fail([...at, "description"], "must be a string");
+  for (const k of Object.keys(d))
+    if (!PARAM_FIELDS.includes(k))
+      fail([...at, k], `is not a supported parameter field (supported: ${PARAM_FIELDS.join(", ")})`);
+  if (!PARAM_TYPES.includes(d.type as ActionParamType))
+    fail([...at, "type"], `must be one of ${PARAM_TYPES.join(", ")}`);
+  const param: ActionParam = {
+    type: d.type as ActionParamType,
+    description: typeof d.description === "string" ? d.description : "",
+  };
+  if (d.description !== undefined && typeof d.description !== "string")
+    fail([...at, "description"], "must be a string");
   for (const bound of ["minimum", "maximum"] as const) {
     if (d[bound] === undefined) continue;
-    if (param.type !== "integer" && param.type !== "number") fail([...at, bound], `applies to integer and number parameters, not ${param.type}`);
+    if (param.type !== "integer" && param.type !== "number")
+      fail([...at, bound], `applies to integer and number parameters, not ${param.type}`);
     if (typeof d[bound] !== "number" || !Number.isFinite(d[bound])) fail([...at, bound], "must be a number");
     param[bound] = d[bound] as number;
   }
   for (const bound of ["minLength", "maxLength"] as const) {
     if (d[bound] === undefined) continue;
     if (param.type !== "string") fail([...at, bound], `applies to string parameters, not ${param.type}`);
-    if (!Number.isInteger(d[bound]) || (d[bound] as number) < 0) fail([...at, bound], "must be a whole number of at least 0");
+    if (!Number.isInteger(d[bound]) || (d[bound] as number) < 0)
+      fail([...at, bound], "must be a whole number of at least 0");
     param[bound] = d[bound] as number;
   }
   if (d.enum !== undefined) {
-    if (!Array.isArray(d.enum) || d.enum.length === 0) fail([...at, "enum"], "must be a non-empty list of allowed values");
-    (d.enum as unknown[]).forEach((v, i) => { const problem = typeProblem({ ...param, enum: undefined }, v); if (problem) fail([...at, "enum", i], problem); });
+    if (!Array.isArray(d.enum) || d.enum.length === 0)
+      fail([...at, "enum"], "must be a non-empty list of allowed values");
+    (d.enum as unknown[]).forEach((v, i) => {
+      const problem = typeProblem({ ...param, enum: undefined }, v);
+      if (problem) fail([...at, "enum", i], problem);
+    });
     param.enum = d.enum as ActionValue[];
   }
   if (d.default !== undefined && d.default !== null) {
@@ -123,10 +165,16 @@ function parseParam(def: unknown, at: (string | number)[], fail: (path: (string 
 /** Why `value` is not of the parameter's type, or undefined. */
 function typeProblem(p: ActionParam, value: unknown): string | undefined {
   switch (p.type) {
-    case "string": return typeof value === "string" ? undefined : `must be a string, got ${show(value)}`;
-    case "integer": return typeof value === "number" && Number.isInteger(value) ? undefined : `must be a whole number, got ${show(value)}`;
-    case "number": return typeof value === "number" && Number.isFinite(value) ? undefined : `must be a number, got ${show(value)}`;
-    case "boolean": return typeof value === "boolean" ? undefined : `must be true or false, got ${show(value)}`;
+    case "string":
+      return typeof value === "string" ? undefined : `must be a string, got ${show(value)}`;
+    case "integer":
+      return typeof value === "number" && Number.isInteger(value)
+        ? undefined
+        : `must be a whole number, got ${show(value)}`;
+    case "number":
+      return typeof value === "number" && Number.isFinite(value) ? undefined : `must be a number, got ${show(value)}`;
+    case "boolean":
+      return typeof value === "boolean" ? undefined : `must be true or false, got ${show(value)}`;
   }
 }
 
@@ -134,14 +182,17 @@ function typeProblem(p: ActionParam, value: unknown): string | undefined {
 function paramProblem(p: ActionParam, value: unknown): string | undefined {
   const problem = typeProblem(p, value);
   if (problem) return problem;
-  if (p.enum && !p.enum.includes(value as ActionValue)) return `must be one of ${p.enum.map((v) => JSON.stringify(v)).join(", ")}, got ${show(value)}`;
+  if (p.enum && !p.enum.includes(value as ActionValue))
+    return `must be one of ${p.enum.map((v) => JSON.stringify(v)).join(", ")}, got ${show(value)}`;
   if (typeof value === "number") {
     if (p.minimum !== undefined && value < p.minimum) return `must be at least ${p.minimum}, got ${value}`;
     if (p.maximum !== undefined && value > p.maximum) return `must be at most ${p.maximum}, got ${value}`;
   }
   if (typeof value === "string") {
-    if (p.minLength !== undefined && value.length < p.minLength) return `must be at least ${p.minLength} characters long`;
-    if (p.maxLength !== undefined && value.length > p.maxLength) return `must be at most ${p.maxLength} characters long`;
+    if (p.minLength !== undefined && value.length < p.minLength)
+      return `must be at least ${p.minLength} characters long`;
+    if (p.maxLength !== undefined && value.length > p.maxLength)
+      return `must be at most ${p.maxLength} characters long`;
   }
   return undefined;
 }
@@ -154,17 +205,26 @@ function show(v: unknown): string {
  * Checks a run's parameters against the action and returns them with defaults filled in. A problem
  * is a 400 naming the parameter and what it must be.
  */
-export function checkActionParams(app: string, action: string, spec: ActionSpec, params: Record<string, unknown>): Record<string, ActionValue> {
+export function checkActionParams(
+  app: string,
+  action: string,
+  spec: ActionSpec,
+  params: Record<string, unknown>,
+): Record<string, ActionValue> {
   const bad = (param: string, problem: string): StewardError =>
-    new StewardError("invalid-request", `parameter "${param}" of action ${action} (${app}) ${problem}`, { details: { field: `params.${param}`, action } });
+    new StewardError("invalid-request", `parameter "${param}" of action ${action} (${app}) ${problem}`, {
+      details: { field: `params.${param}`, action },
+    });
   const out: Record<string, ActionValue> = {};
   for (const [name, given] of Object.entries(params)) {
     const p = Object.hasOwn(spec.params, name) ? spec.params[name] : undefined;
     // Text from a command line (`delay=5`) is read in the parameter's type.
     const value = typeof given === "string" ? coerceActionParam(spec, name, given) : given;
     if (!p) {
-      if (!spec.additionalProperties) throw bad(name, `is not a parameter it takes (it takes: ${Object.keys(spec.params).join(", ") || "none"})`);
-      if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") throw bad(name, "must be a string, number or boolean");
+      if (!spec.additionalProperties)
+        throw bad(name, `is not a parameter it takes (it takes: ${Object.keys(spec.params).join(", ") || "none"})`);
+      if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean")
+        throw bad(name, "must be a string, number or boolean");
       out[name] = value;
       continue;
     }
@@ -173,9 +233,15 @@ export function checkActionParams(app: string, action: string, spec: ActionSpec,
     out[name] = value as ActionValue;
   }
   for (const r of spec.required) if (!(r in out) && spec.params[r]?.default === undefined) throw bad(r, "is required");
-  for (const [name, p] of Object.entries(spec.params)) if (!(name in out) && p.default !== undefined) out[name] = p.default;
+  for (const [name, p] of Object.entries(spec.params))
+    if (!(name in out) && p.default !== undefined) out[name] = p.default;
   const bytes = new TextEncoder().encode(JSON.stringify(out)).length;
-  if (bytes > ACTION_PARAMS_LIMIT_BYTES) throw new StewardError("invalid-request", `the parameters of action ${action} are ${bytes} bytes as JSON; at most ${ACTION_PARAMS_LIMIT_BYTES} are allowed`, { details: { field: "params", limit: ACTION_PARAMS_LIMIT_BYTES } });
+  if (bytes > ACTION_PARAMS_LIMIT_BYTES)
+    throw new StewardError(
+      "invalid-request",
+      `the parameters of action ${action} are ${bytes} bytes as JSON; at most ${ACTION_PARAMS_LIMIT_BYTES} are allowed`,
+      { details: { field: "params", limit: ACTION_PARAMS_LIMIT_BYTES } },
+    );
   return out;
 }
 

@@ -25,13 +25,29 @@ export function agentConfigText(cfg: AgentConfig): string {
 /** Parses and checks `text` (from `where`, named in errors). */
 export function parseAgentConfig(text: string, where: string): AgentConfig {
   let cfg: Partial<AgentConfig>;
-  try { cfg = JSON.parse(text) as Partial<AgentConfig>; } catch { throw new StewardError("invalid-request", `${where} is not valid JSON`); }
-  if (typeof cfg !== "object" || cfg === null) throw new StewardError("invalid-request", `${where} must hold a JSON object`);
-  for (const k of ["model", "machine", "credential", "caCert"] as const) {
-    if (typeof cfg[k] !== "string" || cfg[k] === "") throw new StewardError("invalid-request", `${where}: "${k}" is missing`);
+  try {
+    cfg = JSON.parse(text) as Partial<AgentConfig>;
+  } catch {
+    throw new StewardError("invalid-request", `${where} is not valid JSON`);
   }
-  if (!Array.isArray(cfg.controllerAddresses) || cfg.controllerAddresses.length === 0 || !cfg.controllerAddresses.every((a) => typeof a === "string")) {
+  if (typeof cfg !== "object" || cfg === null)
+    throw new StewardError("invalid-request", `${where} must hold a JSON object`);
+  for (const k of ["model", "machine", "credential", "caCert"] as const) {
+    if (typeof cfg[k] !== "string" || cfg[k] === "")
+      throw new StewardError("invalid-request", `${where}: "${k}" is missing`);
+  }
+  if (
+    !Array.isArray(cfg.controllerAddresses) ||
+    cfg.controllerAddresses.length === 0 ||
+    !cfg.controllerAddresses.every((a) => typeof a === "string")
+  ) {
     throw new StewardError("invalid-request", `${where}: "controllerAddresses" must list at least one host:port`);
   }
-  return { model: cfg.model!, machine: cfg.machine!, credential: cfg.credential!, controllerAddresses: cfg.controllerAddresses, caCert: cfg.caCert! };
+  return {
+    model: cfg.model!,
+    machine: cfg.machine!,
+    credential: cfg.credential!,
+    controllerAddresses: cfg.controllerAddresses,
+    caCert: cfg.caCert!,
+  };
 }

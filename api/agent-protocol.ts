@@ -88,11 +88,17 @@ export type AgentFrame =
 
 export const UnitStatusReport = z.strictObject({
   unit: z.string(),
-  workload: z.strictObject({ current: z.union([WorkloadStatusValue, z.literal("error")]), message: z.string().max(1024) }).optional(),
-  agent: z.strictObject({ current: z.enum(["allocating", "executing", "idle", "error"]), message: z.string().max(1024) }).optional(),
+  workload: z
+    .strictObject({ current: z.union([WorkloadStatusValue, z.literal("error")]), message: z.string().max(1024) })
+    .optional(),
+  agent: z
+    .strictObject({ current: z.enum(["allocating", "executing", "idle", "error"]), message: z.string().max(1024) })
+    .optional(),
   version: z.string().max(256).optional(),
   /** With an error status: the hook that failed and the last lines of its output (for `show-unit`). */
-  failure: z.strictObject({ hook: z.string().max(256), output: z.string().max(HOOK_FAILURE_OUTPUT_MAX_CHARS) }).optional(),
+  failure: z
+    .strictObject({ hook: z.string().max(256), output: z.string().max(HOOK_FAILURE_OUTPUT_MAX_CHARS) })
+    .optional(),
   /** With idle: the operator content and config hash its hooks have run with (api/status.ts AppliedChange). */
   applied: z.strictObject({ operator: z.string().max(128), config: z.string().max(128) }).optional(),
 });
@@ -113,21 +119,34 @@ const UnitOnly = z.strictObject({ unit: z.string() });
 export const UNIT_HOOK_STATE_MAX_CHARS = 256 * 1024;
 
 /** As the hook tools normalise them (api/ports.ts); an agent sending anything else is refused. */
-const Port = z.string().max(16).refine(isNormalisedPort, { message: "must be a port such as 80/tcp, 53/udp, 8000-8010/tcp or icmp, with ports in 1-65535" });
+const Port = z.string().max(16).refine(isNormalisedPort, {
+  message: "must be a port such as 80/tcp, 53/udp, 8000-8010/tcp or icmp, with ports in 1-65535",
+});
 
 export const HookCommit = z.strictObject({
   unit: z.string(),
-  relations: z.array(z.strictObject({ relationId: z.number().int(), app: z.boolean(), set: DataPatch })).max(1000).default([]),
+  relations: z
+    .array(z.strictObject({ relationId: z.number().int(), app: z.boolean(), set: DataPatch }))
+    .max(1000)
+    .default([]),
   ports: z.strictObject({ open: z.array(Port).max(1000), close: z.array(Port).max(1000) }).optional(),
   /** Relations the unit enters with this commit (its relation-created hooks). */
   enterScope: z.array(z.number().int()).max(1000).default([]),
 });
 export type HookCommit = z.infer<typeof HookCommit>;
 
-export const RelationGet = z.strictObject({ unit: z.string(), relationId: z.number().int(), target: z.strictObject({ unit: z.string().optional(), app: z.string().optional() }) });
+export const RelationGet = z.strictObject({
+  unit: z.string(),
+  relationId: z.number().int(),
+  target: z.strictObject({ unit: z.string().optional(), app: z.string().optional() }),
+});
 export const RelationLeave = z.strictObject({ unit: z.string(), relationId: z.number().int() });
 export const LeaderSet = z.strictObject({ unit: z.string(), data: DataPatch });
-export const AppStatusReport = z.strictObject({ unit: z.string(), status: WorkloadStatusValue, message: z.string().max(1024) });
+export const AppStatusReport = z.strictObject({
+  unit: z.string(),
+  status: WorkloadStatusValue,
+  message: z.string().max(1024),
+});
 
 const AgentLogRecordSchema = z.strictObject({
   ts: z.string().max(40),
@@ -153,7 +172,10 @@ export const TaskFinish = z.strictObject({
   status: z.enum(["completed", "failed"]),
   message: z.string().max(TASK_LIMITS.messageChars).default(""),
   results: z.record(z.string(), z.unknown()).default({}),
-  log: z.array(z.strictObject({ ts: z.string().max(40), message: z.string().max(TASK_LIMITS.logChars) })).max(TASK_LIMITS.logEntries).default([]),
+  log: z
+    .array(z.strictObject({ ts: z.string().max(40), message: z.string().max(TASK_LIMITS.logChars) }))
+    .max(TASK_LIMITS.logEntries)
+    .default([]),
   output: z.string().max(TASK_LIMITS.outputChars).default(""),
   exitCode: z.number().int().optional(),
 });
@@ -182,6 +204,11 @@ export const agentMethods = {
   /** …and a pod made again on an empty claim takes it back before the unit runs anything. */
   "unit.hook-state.get": UnitOnly,
   /** The agent's answer for one phase of its model's migration. */
-  "migration.report": z.strictObject({ id: z.string().max(64), phase: z.enum(MIGRATION_PHASES), ok: z.boolean(), reason: z.string().max(1024).optional() }),
+  "migration.report": z.strictObject({
+    id: z.string().max(64),
+    phase: z.enum(MIGRATION_PHASES),
+    ok: z.boolean(),
+    reason: z.string().max(1024).optional(),
+  }),
 } as const;
 export type AgentMethod = keyof typeof agentMethods;

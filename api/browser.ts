@@ -9,7 +9,15 @@ export * from "./status";
 export * from "./wire";
 export * from "./dashboard";
 export * from "./config-values";
-export type { ActionSpec, ActionParam, ActionValue, OperationInfo, RunActionResult, TaskInfo, TaskStatus } from "./actions";
+export type {
+  ActionSpec,
+  ActionParam,
+  ActionValue,
+  OperationInfo,
+  RunActionResult,
+  TaskInfo,
+  TaskStatus,
+} from "./actions";
 export type { DebugLogRecord } from "./debug-log";
 export { NAME_PATTERN } from "./names";
 export { methodOf, pathOf, routes } from "./routes";

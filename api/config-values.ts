@@ -17,11 +17,20 @@ export function checkConfigValue(type: ConfigOptionType, value: unknown): string
     case "string": {
       if (typeof value !== "string") return `must be a string, got ${describe(value)}`;
       const bytes = new TextEncoder().encode(value).length;
-      return bytes > CONFIG_VALUE_LIMIT_BYTES ? `is ${bytes} bytes long; a config value may be at most ${CONFIG_VALUE_LIMIT_BYTES} bytes` : undefined;
+      return bytes > CONFIG_VALUE_LIMIT_BYTES
+        ? `is ${bytes} bytes long; a config value may be at most ${CONFIG_VALUE_LIMIT_BYTES} bytes`
+        : undefined;
     }
-    case "int": return typeof value === "number" && Number.isInteger(value) ? undefined : `must be a whole number, got ${describe(value)}`;
-    case "float": return typeof value === "number" && Number.isFinite(value) ? undefined : `must be a number, got ${describe(value)}`;
-    case "boolean": return typeof value === "boolean" ? undefined : `must be true or false, got ${describe(value)}`;
+    case "int":
+      return typeof value === "number" && Number.isInteger(value)
+        ? undefined
+        : `must be a whole number, got ${describe(value)}`;
+    case "float":
+      return typeof value === "number" && Number.isFinite(value)
+        ? undefined
+        : `must be a number, got ${describe(value)}`;
+    case "boolean":
+      return typeof value === "boolean" ? undefined : `must be true or false, got ${describe(value)}`;
   }
 }
 

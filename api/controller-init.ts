@@ -21,4 +21,8 @@ export interface ControllerInit {
 }
 
 /** What `main.js init` answers: the CA clients pin, and the admin password when it made the directory. */
-export interface ControllerInitResult { created: boolean; adminPassword?: string; caCert: string }
+export interface ControllerInitResult {
+  created: boolean;
+  adminPassword?: string;
+  caCert: string;
+}

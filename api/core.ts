@@ -8,7 +8,16 @@
 export * from "./errors";
 export * from "./status";
 export * from "./log";
-export { bundleHash, configHash, shortHash, bundlePathProblem, checkConfigValue, coerceConfigText, fileDirectoryClash, operatorHashProblem } from "./operator";
+export {
+  bundleHash,
+  configHash,
+  shortHash,
+  bundlePathProblem,
+  checkConfigValue,
+  coerceConfigText,
+  fileDirectoryClash,
+  operatorHashProblem,
+} from "./operator";
 export type { Bundle, BundleFileEntry, ConfigOptionType, OperatorMeta } from "./operator";
 export { readOperatorDir } from "./node/operator-dir";
 export type { ActionValue, OperationInfo, RunActionResult, TaskInfo, TaskStatus } from "./actions";
@@ -17,7 +26,16 @@ export * from "./node/waits";
 export { QUERY_DEFAULTS, StatusQuery, applicationScope, modelScope, unitScope } from "./status-query";
 export type { EntityKind } from "./status-query";
 export { byName, sanitizeForTerminal, table } from "./table";
-export type { AgentFrame, AgentView, UnitView, RelationView, UnitStatusReport, HookCommit, QueuedAction, TaskFinish } from "./agent-protocol";
+export type {
+  AgentFrame,
+  AgentView,
+  UnitView,
+  RelationView,
+  UnitStatusReport,
+  HookCommit,
+  QueuedAction,
+  TaskFinish,
+} from "./agent-protocol";
 export * from "./limits";
 export * from "./ports";
 export * from "./debug-log";

@@ -7,7 +7,14 @@
  * Browser-safe.
  */
 import type { WireError } from "./errors";
-import type { ApplicationStatusView, IntegrationStatusView, MachineStatusView, ModelStatus, UnitDetails, UnitStatusView } from "./status";
+import type {
+  ApplicationStatusView,
+  IntegrationStatusView,
+  MachineStatusView,
+  ModelStatus,
+  UnitDetails,
+  UnitStatusView,
+} from "./status";
 import type { ControllerOverview, ModelSummary } from "./wire";
 
 /** `models`, `controller`, `model:<name>`, or `unit:<model>/<app>/<n>`. */
@@ -48,7 +55,14 @@ export type LiveMessage =
   | { error: WireError };
 
 /** The topic's parts, or undefined when it is not one of the four forms. */
-export function parseLiveTopic(topic: unknown): { kind: "models" } | { kind: "controller" } | { kind: "model"; model: string } | { kind: "unit"; model: string; unit: string } | undefined {
+export function parseLiveTopic(
+  topic: unknown,
+):
+  | { kind: "models" }
+  | { kind: "controller" }
+  | { kind: "model"; model: string }
+  | { kind: "unit"; model: string; unit: string }
+  | undefined {
   if (typeof topic !== "string" || topic.length > 200) return undefined;
   if (topic === "models" || topic === "controller") return { kind: topic };
   const model = /^model:([^/]+)$/.exec(topic);
@@ -79,7 +93,13 @@ export function applyModelPatch(doc: ModelStatus, patch: ModelPatch): ModelStatu
     if (m === null) delete machines[id];
     else machines[id] = m;
   }
-  return { model: patch.model, applications, machines, integrations: patch.integrations ?? doc.integrations, timestamp: patch.timestamp };
+  return {
+    model: patch.model,
+    applications,
+    machines,
+    integrations: patch.integrations ?? doc.integrations,
+    timestamp: patch.timestamp,
+  };
 }
 
 /*

@@ -39,7 +39,8 @@ export const LOG_MESSAGE_MAX_CHARS = 2048;
 export const LOG_BATCH_MAX_RECORDS = 500;
 
 /** A name given to `--include`/`--exclude`: a unit (`web/0`), an application (`web`) or a machine (`machine-0`, or just `0`). */
-export type LogEntity = { kind: "unit"; name: string } | { kind: "application"; name: string } | { kind: "machine"; id: string };
+export type LogEntity =
+  { kind: "unit"; name: string } | { kind: "application"; name: string } | { kind: "machine"; id: string };
 
 export interface LogFilter {
   include: LogEntity[];
@@ -56,7 +57,11 @@ export function parseLogEntity(text: string): LogEntity {
   const machine = /^(?:machine-)?(\d+)$/.exec(text);
   if (machine) return { kind: "machine", id: machine[1]! };
   if (new RegExp(`^${APP}$`).test(text)) return { kind: "application", name: text };
-  throw new StewardError("invalid-request", `"${text}" is not a unit (web/0), an application (web) or a machine (machine-0 or 0)`, { details: { field: "include/exclude" } });
+  throw new StewardError(
+    "invalid-request",
+    `"${text}" is not a unit (web/0), an application (web) or a machine (machine-0 or 0)`,
+    { details: { field: "include/exclude" } },
+  );
 }
 
 /** Parses a level name in any case (`warn` is taken for WARNING). */
@@ -64,14 +69,19 @@ export function parseLogLevel(text: string): LogRecordLevel {
   const up = text.toUpperCase();
   const level = up === "WARN" ? "WARNING" : up;
   if ((LOG_LEVELS as readonly string[]).includes(level)) return level as LogRecordLevel;
-  throw new StewardError("invalid-request", `level must be one of ${LOG_LEVELS.join(", ")}, got "${text}"`, { details: { field: "level" } });
+  throw new StewardError("invalid-request", `level must be one of ${LOG_LEVELS.join(", ")}, got "${text}"`, {
+    details: { field: "level" },
+  });
 }
 
 function entityMatches(e: LogEntity, r: DebugLogRecord): boolean {
   switch (e.kind) {
-    case "unit": return r.unit === e.name;
-    case "application": return r.unit !== undefined && r.unit.slice(0, r.unit.lastIndexOf("/")) === e.name;
-    case "machine": return r.machine === e.id;
+    case "unit":
+      return r.unit === e.name;
+    case "application":
+      return r.unit !== undefined && r.unit.slice(0, r.unit.lastIndexOf("/")) === e.name;
+    case "machine":
+      return r.machine === e.id;
   }
 }
 

@@ -17,51 +17,225 @@ export interface ErrorReasonSpec {
 }
 
 export const ErrorReasons = {
-  "upgrade-in-progress": { code: "conflict", retryable: false, about: "another upgrade-controller run holds the controller's upgrade record and is still refreshing it" },
-  "upgrade-record-changed": { code: "conflict", retryable: true, about: "the upgrade record changed while it was written; write it again" },
-  "upgrade-by-migration-stopped": { code: "conflict", retryable: false, about: "upgrade-controller --via-migration could not move a model; running the command again moves the rest" },
-  "untrusted-certificate": { code: "unavailable", retryable: false, about: "the replica's certificate is not signed by the CA this client pins" },
-  "migrating": { code: "conflict", retryable: false, about: "the model is being migrated away and cannot change until that is over" },
+  "upgrade-in-progress": {
+    code: "conflict",
+    retryable: false,
+    about: "another upgrade-controller run holds the controller's upgrade record and is still refreshing it",
+  },
+  "upgrade-record-changed": {
+    code: "conflict",
+    retryable: true,
+    about: "the upgrade record changed while it was written; write it again",
+  },
+  "upgrade-by-migration-stopped": {
+    code: "conflict",
+    retryable: false,
+    about: "upgrade-controller --via-migration could not move a model; running the command again moves the rest",
+  },
+  "untrusted-certificate": {
+    code: "unavailable",
+    retryable: false,
+    about: "the replica's certificate is not signed by the CA this client pins",
+  },
+  "migrating": {
+    code: "conflict",
+    retryable: false,
+    about: "the model is being migrated away and cannot change until that is over",
+  },
   "migration-running": { code: "conflict", retryable: false, about: "the model already has a migration under way" },
   "not-migrating": { code: "conflict", retryable: false, about: "the model has no migration under way to act on" },
-  "migration-handed-over": { code: "conflict", retryable: false, about: "the migration is past its point of no return: the model lives on the target" },
-  "migration-refused": { code: "conflict", retryable: false, about: "a migration precheck failed (the model or the target is not ready to move)" },
-  "activated": { code: "conflict", retryable: false, about: "the staged migration was already activated: the model lives on this controller" },
-  "departing": { code: "conflict", retryable: false, about: "the model is being migrated away from this controller and cannot arrive at the same time" },
-  "staged-copy-changed": { code: "conflict", retryable: false, about: "the staged copy of a migration is incomplete or changed; it must be staged again" },
-  "staged-machine-mismatch": { code: "conflict", retryable: false, about: "a machine's agent runs other units than the staged model places on it" },
-  "not-current-migration": { code: "conflict", retryable: false, about: "an agent reported on a migration that is not the model's current one" },
-  "migration-phase-mismatch": { code: "conflict", retryable: false, about: "an agent reported on a phase the migration is not in" },
-  "local-machines-need-superuser": { code: "forbidden", retryable: false, about: "only a controller superuser may create local machines: they run on the controller's host, beside its keys" },
-  "local-model-write-needs-superuser": { code: "forbidden", retryable: false, about: "write on a model that is local or has local machines is a superuser's: its hooks run on the controller's host" },
-  "local-machines-disabled": { code: "forbidden", retryable: false, about: "a controller not bootstrapped locally makes no local machines unless its controller.json turns them on" },
-  "local-machines-per-host": { code: "quota-exceeded", retryable: false, about: "the controller's host already runs as many local machines as localMachines.maxPerHost allows" },
-  "operator-quota": { code: "quota-exceeded", retryable: false, about: "stored operators would exceed a quota (controller, superusers' reserve, model or user); details.quota names which" },
+  "migration-handed-over": {
+    code: "conflict",
+    retryable: false,
+    about: "the migration is past its point of no return: the model lives on the target",
+  },
+  "migration-refused": {
+    code: "conflict",
+    retryable: false,
+    about: "a migration precheck failed (the model or the target is not ready to move)",
+  },
+  "activated": {
+    code: "conflict",
+    retryable: false,
+    about: "the staged migration was already activated: the model lives on this controller",
+  },
+  "departing": {
+    code: "conflict",
+    retryable: false,
+    about: "the model is being migrated away from this controller and cannot arrive at the same time",
+  },
+  "staged-copy-changed": {
+    code: "conflict",
+    retryable: false,
+    about: "the staged copy of a migration is incomplete or changed; it must be staged again",
+  },
+  "staged-machine-mismatch": {
+    code: "conflict",
+    retryable: false,
+    about: "a machine's agent runs other units than the staged model places on it",
+  },
+  "not-current-migration": {
+    code: "conflict",
+    retryable: false,
+    about: "an agent reported on a migration that is not the model's current one",
+  },
+  "migration-phase-mismatch": {
+    code: "conflict",
+    retryable: false,
+    about: "an agent reported on a phase the migration is not in",
+  },
+  "local-machines-need-superuser": {
+    code: "forbidden",
+    retryable: false,
+    about: "only a controller superuser may create local machines: they run on the controller's host, beside its keys",
+  },
+  "local-model-write-needs-superuser": {
+    code: "forbidden",
+    retryable: false,
+    about:
+      "write on a model that is local or has local machines is a superuser's: its hooks run on the controller's host",
+  },
+  "local-machines-disabled": {
+    code: "forbidden",
+    retryable: false,
+    about: "a controller not bootstrapped locally makes no local machines unless its controller.json turns them on",
+  },
+  "local-machines-per-host": {
+    code: "quota-exceeded",
+    retryable: false,
+    about: "the controller's host already runs as many local machines as localMachines.maxPerHost allows",
+  },
+  "operator-quota": {
+    code: "quota-exceeded",
+    retryable: false,
+    about:
+      "stored operators would exceed a quota (controller, superusers' reserve, model or user); details.quota names which",
+  },
   // Why something could not be done now (code unavailable); timeouts and cancellations have codes of their own.
-  "not-leader": { code: "unavailable", retryable: false, about: "this replica is no longer the controller leader: its leader-only write was refused, the new leader carries on" },
-  "port-in-use": { code: "unavailable", retryable: false, about: "the port the controller is to listen on is taken by another process" },
-  "upload-corrupted": { code: "unavailable", retryable: true, about: "a file uploaded to a host arrived with another checksum than was sent; sending it again may work" },
-  "controller-unreachable": { code: "unavailable", retryable: true, about: "no address of the controller answered at all (no connection, as opposed to an answer that refused)" },
-  "stream-broken": { code: "unavailable", retryable: true, about: "a long-lived stream from the controller (logs, status) broke or was closed by the controller" },
-  "connection-lost": { code: "unavailable", retryable: true, about: "the agent's connection to the controller was lost while a call was waiting for its answer" },
-  "host-unreachable": { code: "unavailable", retryable: true, about: "a host (over SSH, through a jump host, or a migration target) could not be reached" },
-  "remote-command-failed": { code: "unavailable", retryable: true, about: "a step run on a host over SSH exited with a failure; the message holds the end of its output" },
-  "operator-download-failed": { code: "unavailable", retryable: true, about: "the agent could not download an operator's content from any controller address" },
-  "instance-gone": { code: "unavailable", retryable: false, about: "a cloud instance or VM launched for a controller went away before it ran" },
-  "store-unreachable": { code: "unavailable", retryable: true, about: "the controller's store (etcd) did not answer: a majority of replicas must be up" },
-  "store-failed": { code: "unavailable", retryable: false, about: "the embedded store failed writing to disk; the controller must be restarted" },
-  "cut-off-from-majority": { code: "unavailable", retryable: true, about: "this replica is cut off from the majority of replicas; another replica can serve the call" },
-  "at-capacity": { code: "unavailable", retryable: true, about: "the controller already serves as many of these (streams, consoles, feeds, logins at once) as its limit" },
-  "console-not-installed": { code: "unavailable", retryable: false, about: "the controller's host has no CLI bundle to run consoles with" },
-  "address-gone": { code: "unavailable", retryable: false, about: "a replica's configured address is no longer one of its host's addresses and none of them reaches the cluster" },
-  "controller-not-running": { code: "unavailable", retryable: false, about: "no live controller process runs in the given data directory" },
-  "controller-did-not-start": { code: "unavailable", retryable: false, about: "a controller process exited instead of serving its API" },
-  "cluster-not-ready": { code: "unavailable", retryable: true, about: "the controller cluster is not in a state an upgrade may start from (no quorum, a replica down or joining, the quorum keeper acting, no leader)" },
-  "replica-version-unknown": { code: "unavailable", retryable: false, about: "a replica does not report its version (it is down, or older than in-place upgrades)" },
-  "upgrade-stopped": { code: "unavailable", retryable: false, about: "upgrade-controller stopped at a replica or before changing any; the message says what to fix before running it again" },
-  "kubernetes-unreachable": { code: "unavailable", retryable: true, about: "the Kubernetes API server did not answer a read or a change" },
-  "units-failed": { code: "unavailable", retryable: false, about: "units failed a hook and their model does not retry hooks: waiting longer cannot help" },
-  "provisioning-failed": { code: "unavailable", retryable: false, about: "a machine could not be provisioned and was removed again" },
+  "not-leader": {
+    code: "unavailable",
+    retryable: false,
+    about:
+      "this replica is no longer the controller leader: its leader-only write was refused, the new leader carries on",
+  },
+  "port-in-use": {
+    code: "unavailable",
+    retryable: false,
+    about: "the port the controller is to listen on is taken by another process",
+  },
+  "upload-corrupted": {
+    code: "unavailable",
+    retryable: true,
+    about: "a file uploaded to a host arrived with another checksum than was sent; sending it again may work",
+  },
+  "controller-unreachable": {
+    code: "unavailable",
+    retryable: true,
+    about: "no address of the controller answered at all (no connection, as opposed to an answer that refused)",
+  },
+  "stream-broken": {
+    code: "unavailable",
+    retryable: true,
+    about: "a long-lived stream from the controller (logs, status) broke or was closed by the controller",
+  },
+  "connection-lost": {
+    code: "unavailable",
+    retryable: true,
+    about: "the agent's connection to the controller was lost while a call was waiting for its answer",
+  },
+  "host-unreachable": {
+    code: "unavailable",
+    retryable: true,
+    about: "a host (over SSH, through a jump host, or a migration target) could not be reached",
+  },
+  "remote-command-failed": {
+    code: "unavailable",
+    retryable: true,
+    about: "a step run on a host over SSH exited with a failure; the message holds the end of its output",
+  },
+  "operator-download-failed": {
+    code: "unavailable",
+    retryable: true,
+    about: "the agent could not download an operator's content from any controller address",
+  },
+  "instance-gone": {
+    code: "unavailable",
+    retryable: false,
+    about: "a cloud instance or VM launched for a controller went away before it ran",
+  },
+  "store-unreachable": {
+    code: "unavailable",
+    retryable: true,
+    about: "the controller's store (etcd) did not answer: a majority of replicas must be up",
+  },
+  "store-failed": {
+    code: "unavailable",
+    retryable: false,
+    about: "the embedded store failed writing to disk; the controller must be restarted",
+  },
+  "cut-off-from-majority": {
+    code: "unavailable",
+    retryable: true,
+    about: "this replica is cut off from the majority of replicas; another replica can serve the call",
+  },
+  "at-capacity": {
+    code: "unavailable",
+    retryable: true,
+    about: "the controller already serves as many of these (streams, consoles, feeds, logins at once) as its limit",
+  },
+  "console-not-installed": {
+    code: "unavailable",
+    retryable: false,
+    about: "the controller's host has no CLI bundle to run consoles with",
+  },
+  "address-gone": {
+    code: "unavailable",
+    retryable: false,
+    about:
+      "a replica's configured address is no longer one of its host's addresses and none of them reaches the cluster",
+  },
+  "controller-not-running": {
+    code: "unavailable",
+    retryable: false,
+    about: "no live controller process runs in the given data directory",
+  },
+  "controller-did-not-start": {
+    code: "unavailable",
+    retryable: false,
+    about: "a controller process exited instead of serving its API",
+  },
+  "cluster-not-ready": {
+    code: "unavailable",
+    retryable: true,
+    about:
+      "the controller cluster is not in a state an upgrade may start from (no quorum, a replica down or joining, the quorum keeper acting, no leader)",
+  },
+  "replica-version-unknown": {
+    code: "unavailable",
+    retryable: false,
+    about: "a replica does not report its version (it is down, or older than in-place upgrades)",
+  },
+  "upgrade-stopped": {
+    code: "unavailable",
+    retryable: false,
+    about:
+      "upgrade-controller stopped at a replica or before changing any; the message says what to fix before running it again",
+  },
+  "kubernetes-unreachable": {
+    code: "unavailable",
+    retryable: true,
+    about: "the Kubernetes API server did not answer a read or a change",
+  },
+  "units-failed": {
+    code: "unavailable",
+    retryable: false,
+    about: "units failed a hook and their model does not retry hooks: waiting longer cannot help",
+  },
+  "provisioning-failed": {
+    code: "unavailable",
+    retryable: false,
+    about: "a machine could not be provisioned and was removed again",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

@@ -57,7 +57,12 @@ export class StewardError<C extends ErrorCode = ErrorCode> extends Error {
   }
 
   toWire(): WireError {
-    const out: WireError = { code: this.code, ...(this.reason ? { reason: this.reason } : {}), retryable: this.retryable, message: this.message };
+    const out: WireError = {
+      code: this.code,
+      ...(this.reason ? { reason: this.reason } : {}),
+      retryable: this.retryable,
+      message: this.message,
+    };
     if (Object.keys(this.details).length > 0) out.details = this.details;
     return out;
   }
@@ -99,15 +104,24 @@ export function errorFromWire(body: unknown, httpStatus: number): StewardError {
     const legacy = w.details?.reason;
     const reason = isErrorReason(w.reason) ? w.reason : isErrorReason(legacy) ? legacy : undefined;
     return new StewardError(code, String(w.message ?? "unknown error"), {
-      details: w.details, ...(reason ? { reason } : {}), ...(typeof w.retryable === "boolean" ? { retryable: w.retryable } : {}),
+      details: w.details,
+      ...(reason ? { reason } : {}),
+      ...(typeof w.retryable === "boolean" ? { retryable: w.retryable } : {}),
     });
   }
   // A bodiless answer comes from something in front of a controller (a proxy, a load balancer) or from a
   // controller cut off mid-answer: a gateway timeout (504) or a request timeout (408) is a deadline that
   // passed, worth trying again.
   const byStatus: Record<number, ErrorCode> = {
-    400: "invalid-request", 401: "unauthorized", 403: "forbidden", 404: "not-found", 408: "deadline-exceeded",
-    409: "conflict", 429: "rate-limited", 503: "unavailable", 504: "deadline-exceeded",
+    400: "invalid-request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not-found",
+    408: "deadline-exceeded",
+    409: "conflict",
+    429: "rate-limited",
+    503: "unavailable",
+    504: "deadline-exceeded",
   };
   const code: ErrorCode = byStatus[httpStatus] ?? (httpStatus >= 500 ? "internal" : "invalid-request");
   return new StewardError(code, `controller answered HTTP ${httpStatus}`, { details: { body } });

@@ -14,7 +14,8 @@ export const POD_READINESS_PATH = "/readyz";
 
 /** The file (a key of the application's Secret, mounted as a directory) holding pod `ordinal`'s agent configuration. */
 export function podAgentConfigKey(ordinal: number): string {
-  if (!Number.isInteger(ordinal) || ordinal < 0) throw new StewardError("invalid-request", `a pod ordinal is a whole number from 0 (got ${ordinal})`);
+  if (!Number.isInteger(ordinal) || ordinal < 0)
+    throw new StewardError("invalid-request", `a pod ordinal is a whole number from 0 (got ${ordinal})`);
   return `agent-${ordinal}.conf`;
 }
 
@@ -22,7 +23,10 @@ export function podAgentConfigKey(ordinal: number): string {
 export function ordinalOfPod(podName: string): number {
   const m = /-(\d+)$/.exec(podName);
   if (!m || m[1]!.length > 9) {
-    throw new StewardError("invalid-request", `pod name "${podName}" does not end in -<ordinal> (as a StatefulSet's pods do, e.g. "db-2"): set POD_NAME from the pod's metadata.name`);
+    throw new StewardError(
+      "invalid-request",
+      `pod name "${podName}" does not end in -<ordinal> (as a StatefulSet's pods do, e.g. "db-2"): set POD_NAME from the pod's metadata.name`,
+    );
   }
   return Number(m[1]);
 }

@@ -104,7 +104,13 @@ export const CONFIG_TOTAL_LIMIT_BYTES = 256 * 1024;
  * Bounds of what one action run (a task) reports, so its record stays small: its message, its
  * `action-log` lines, the end of its output, and its `action-set` results as JSON.
  */
-export const TASK_LIMITS = { messageChars: 1024, logEntries: 100, logChars: 1024, outputChars: 4096, resultsBytes: DATABAG_LIMIT_BYTES } as const;
+export const TASK_LIMITS = {
+  messageChars: 1024,
+  logEntries: 100,
+  logChars: 1024,
+  outputChars: 4096,
+  resultsBytes: DATABAG_LIMIT_BYTES,
+} as const;
 
 /**
  * Most machines one request may make that start something (local agent processes, cloud instances,

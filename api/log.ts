@@ -14,8 +14,10 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-export function createLogger(opts: { level?: LogLevel; write?: (line: string) => void; fields?: Record<string, unknown> } = {}): Logger {
-  const min = order[opts.level ?? ((process.env.STEWARD_LOG_LEVEL as LogLevel | undefined) ?? "info")] ?? 20;
+export function createLogger(
+  opts: { level?: LogLevel; write?: (line: string) => void; fields?: Record<string, unknown> } = {},
+): Logger {
+  const min = order[opts.level ?? (process.env.STEWARD_LOG_LEVEL as LogLevel | undefined) ?? "info"] ?? 20;
   const write = opts.write ?? ((line: string) => process.stderr.write(line + "\n"));
   const base = opts.fields ?? {};
   const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
@@ -35,7 +37,9 @@ export function createLogger(opts: { level?: LogLevel; write?: (line: string) =>
 
 /** Fields as the log line shows them: `key=value …`, values quoted when they need it. */
 export function formatFields(fields: Record<string, unknown>): string {
-  return Object.entries(fields).map(([k, v]) => `${k}=${formatValue(v)}`).join(" ");
+  return Object.entries(fields)
+    .map(([k, v]) => `${k}=${formatValue(v)}`)
+    .join(" ");
 }
 
 function formatValue(v: unknown): string {

@@ -7,7 +7,17 @@
  * relations to re-point.
  */
 
-export const MIGRATION_PHASES = ["QUIESCE", "IMPORT", "VALIDATION", "SUCCESS", "LOGTRANSFER", "REAP", "DONE", "ABORT", "ABORTDONE"] as const;
+export const MIGRATION_PHASES = [
+  "QUIESCE",
+  "IMPORT",
+  "VALIDATION",
+  "SUCCESS",
+  "LOGTRANSFER",
+  "REAP",
+  "DONE",
+  "ABORT",
+  "ABORTDONE",
+] as const;
 export type MigrationPhase = (typeof MIGRATION_PHASES)[number];
 
 /** Phases with no way out: the migration is over. */
@@ -39,13 +49,26 @@ export interface MigrationView {
 }
 
 /** A controller's answer to `GET /v1/migrations/hello`. */
-export interface ControllerHello { controller: string; name: string; version: string }
+export interface ControllerHello {
+  controller: string;
+  name: string;
+  version: string;
+}
 
 /** One agent's answer for one phase. */
-export interface MigrationReport { id: string; phase: MigrationPhase; ok: boolean; reason?: string }
+export interface MigrationReport {
+  id: string;
+  phase: MigrationPhase;
+  ok: boolean;
+  reason?: string;
+}
 
 /** One phase entered, with when (and why, for an abort or a step that went otherwise). */
-export interface MigrationStep { phase: MigrationPhase; at: string; note?: string }
+export interface MigrationStep {
+  phase: MigrationPhase;
+  at: string;
+  note?: string;
+}
 
 /** Where a migration stands: the source's record of it and what `steward show-migration` shows share this. */
 export interface MigrationProgress {
@@ -75,13 +98,30 @@ export interface MigrationInfo extends MigrationProgress {
  * no record of the phases: the source ran them): which migration, from which controller, when.
  */
 export interface MigrationArrivalInfo {
-  arrival: { id: string; model: { uuid: string; name: string }; source: { controller: string; name: string }; stagedAt?: string; arrivedAt: string };
+  arrival: {
+    id: string;
+    model: { uuid: string; name: string };
+    source: { controller: string; name: string };
+    stagedAt?: string;
+    arrivedAt: string;
+  };
 }
 
 /** The answer of a source controller for a model that moved away (HTTP 409 with code `conflict`, `details.reason` "moved"). */
-export interface ModelMoved { reason: "moved"; model: string; target: MigrationTarget }
+export interface ModelMoved {
+  reason: "moved";
+  model: string;
+  target: MigrationTarget;
+}
 
-export function isModelMoved(details: Record<string, unknown> | undefined): details is Record<string, unknown> & ModelMoved {
+export function isModelMoved(
+  details: Record<string, unknown> | undefined,
+): details is Record<string, unknown> & ModelMoved {
   const t = details?.target as Partial<MigrationTarget> | undefined;
-  return details?.reason === "moved" && typeof details.model === "string" && typeof t?.caCert === "string" && Array.isArray(t.addresses);
+  return (
+    details?.reason === "moved" &&
+    typeof details.model === "string" &&
+    typeof t?.caCert === "string" &&
+    Array.isArray(t.addresses)
+  );
 }

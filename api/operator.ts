@@ -38,13 +38,32 @@ export interface OperatorMeta {
 }
 
 export const UNIT_HOOKS = [
-  "install", "start", "config-changed", "upgrade", "stop", "remove", "update-status",
-  "leader-elected", "leader-settings-changed",
+  "install",
+  "start",
+  "config-changed",
+  "upgrade",
+  "stop",
+  "remove",
+  "update-status",
+  "leader-elected",
+  "leader-settings-changed",
 ] as const;
-export const RELATION_HOOK_SUFFIXES = ["relation-created", "relation-joined", "relation-changed", "relation-departed", "relation-broken"] as const;
+export const RELATION_HOOK_SUFFIXES = [
+  "relation-created",
+  "relation-joined",
+  "relation-changed",
+  "relation-departed",
+  "relation-broken",
+] as const;
 
-export interface BundleFileEntry { path: string; mode: number; content: string }
-export interface Bundle { files: BundleFileEntry[] }
+export interface BundleFileEntry {
+  path: string;
+  mode: number;
+  content: string;
+}
+export interface Bundle {
+  files: BundleFileEntry[];
+}
 
 /** Upper bound of an operator bundle, so one upload cannot fill the store. */
 export const MAX_BUNDLE_BYTES = 16 * 1024 * 1024;
@@ -53,7 +72,11 @@ export class OperatorInvalidError extends StewardError {
   constructor(file: string, problem: string, opts: { field?: string; line?: number } = {}) {
     const where = `${file}${opts.line !== undefined ? `:${opts.line}` : ""}`;
     super("operator-invalid", `${where}: ${opts.field ? `"${opts.field}" ` : ""}${problem}`, {
-      details: { file, ...(opts.field ? { field: opts.field } : {}), ...(opts.line !== undefined ? { line: opts.line } : {}) },
+      details: {
+        file,
+        ...(opts.field ? { field: opts.field } : {}),
+        ...(opts.line !== undefined ? { line: opts.line } : {}),
+      },
     });
   }
 }
@@ -67,11 +90,17 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
   const doc = yaml.parseDocument(text, { lineCounter: lc, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
-    throw new OperatorInvalidError(file, `is not valid YAML: ${e.message.split("\n")[0]}`, { line: lc.linePos(e.pos[0]).line });
+    throw new OperatorInvalidError(file, `is not valid YAML: ${e.message.split("\n")[0]}`, {
+      line: lc.linePos(e.pos[0]).line,
+    });
   }
   const lineOf = (path: (string | number)[]): number | undefined => {
     const node = doc.getIn(path, true) as { range?: [number, number, number] } | undefined;
-    const parentPair = path.length > 0 ? (doc.getIn(path.slice(0, -1), true) as { items?: { key: { value: unknown; range?: [number, number, number] } }[] } | undefined) : undefined;
+    const parentPair =
+      path.length > 0
+        ? (doc.getIn(path.slice(0, -1), true) as
+            { items?: { key: { value: unknown; range?: [number, number, number] } }[] } | undefined)
+        : undefined;
     const keyNode = parentPair?.items?.find((p) => p.key?.value === path[path.length - 1])?.key;
     const range = keyNode?.range ?? node?.range;
     return range ? lc.linePos(range[0]).line : undefined;
@@ -88,28 +117,50 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
     if (err instanceof ReferenceError) throw aliasLimitError(file);
     throw err;
   }
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new OperatorInvalidError(file, "must be a mapping with at least \"name\" and \"version\"");
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw new OperatorInvalidError(file, 'must be a mapping with at least "name" and "version"');
   const o = raw as Record<string, unknown>;
-  const known = ["name", "version", "summary", "description", "provides", "requires", "peers", "config", "actions", "containers"];
-  for (const key of Object.keys(o)) if (!known.includes(key)) fail([key], `is not a known field (known: ${known.join(", ")})`);
+  const known = [
+    "name",
+    "version",
+    "summary",
+    "description",
+    "provides",
+    "requires",
+    "peers",
+    "config",
+    "actions",
+    "containers",
+  ];
+  for (const key of Object.keys(o))
+    if (!known.includes(key)) fail([key], `is not a known field (known: ${known.join(", ")})`);
 
-  if (typeof o.name !== "string" || !NAME_PATTERN.test(o.name)) fail(["name"], "must be a name of lower-case letters, digits and hyphens, e.g. hello-http");
-  if (o.version === undefined) fail(["version"], "is required (e.g. version: \"1.0.0\")");
-  if (typeof o.version !== "string" && typeof o.version !== "number") fail(["version"], "must be a string such as \"1.0.0\"");
-  for (const f of ["summary", "description"]) if (o[f] !== undefined && typeof o[f] !== "string") fail([f], "must be a string");
+  if (typeof o.name !== "string" || !NAME_PATTERN.test(o.name))
+    fail(["name"], "must be a name of lower-case letters, digits and hyphens, e.g. hello-http");
+  if (o.version === undefined) fail(["version"], 'is required (e.g. version: "1.0.0")');
+  if (typeof o.version !== "string" && typeof o.version !== "number")
+    fail(["version"], 'must be a string such as "1.0.0"');
+  for (const f of ["summary", "description"])
+    if (o[f] !== undefined && typeof o[f] !== "string") fail([f], "must be a string");
 
   const endpoints = (section: "provides" | "requires" | "peers"): Record<string, Endpoint> => {
     const v = o[section];
     if (v === undefined || v === null) return {};
-    if (typeof v !== "object" || Array.isArray(v)) return fail([section], "must be a mapping of endpoint name to {interface: ...}");
+    if (typeof v !== "object" || Array.isArray(v))
+      return fail([section], "must be a mapping of endpoint name to {interface: ...}");
     const out: Record<string, Endpoint> = {};
     for (const [ep, def] of Object.entries(v as Record<string, unknown>)) {
-      if (!NAME_PATTERN.test(ep)) fail([section, ep], "is not a valid endpoint name (lower-case letters, digits, hyphens)");
-      if (typeof def !== "object" || def === null) fail([section, ep], "must be a mapping with an \"interface\"");
+      if (!NAME_PATTERN.test(ep))
+        fail([section, ep], "is not a valid endpoint name (lower-case letters, digits, hyphens)");
+      if (typeof def !== "object" || def === null) fail([section, ep], 'must be a mapping with an "interface"');
       const d = def as Record<string, unknown>;
-      for (const k of Object.keys(d)) if (!["interface", "limit"].includes(k)) fail([section, ep, k], "is not a known endpoint field (known: interface, limit)");
-      if (typeof d.interface !== "string" || !NAME_PATTERN.test(d.interface)) fail([section, ep, "interface"], "is required and must be a name such as http or pgsql");
-      if (d.limit !== undefined && (!Number.isInteger(d.limit) || (d.limit as number) < 1)) fail([section, ep, "limit"], "must be a whole number of at least 1");
+      for (const k of Object.keys(d))
+        if (!["interface", "limit"].includes(k))
+          fail([section, ep, k], "is not a known endpoint field (known: interface, limit)");
+      if (typeof d.interface !== "string" || !NAME_PATTERN.test(d.interface))
+        fail([section, ep, "interface"], "is required and must be a name such as http or pgsql");
+      if (d.limit !== undefined && (!Number.isInteger(d.limit) || (d.limit as number) < 1))
+        fail([section, ep, "limit"], "must be a whole number of at least 1");
       out[ep] = { interface: d.interface as string, ...(d.limit !== undefined ? { limit: d.limit as number } : {}) };
     }
     return out;
@@ -118,23 +169,37 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
   const requires = endpoints("requires");
   const peers = endpoints("peers");
   const seen = new Set<string>();
-  for (const [section, eps] of [["provides", provides], ["requires", requires], ["peers", peers]] as const) {
+  for (const [section, eps] of [
+    ["provides", provides],
+    ["requires", requires],
+    ["peers", peers],
+  ] as const) {
     for (const ep of Object.keys(eps)) {
-      if (seen.has(ep)) fail([section, ep], "is declared twice; endpoint names must be unique across provides, requires and peers");
+      if (seen.has(ep))
+        fail([section, ep], "is declared twice; endpoint names must be unique across provides, requires and peers");
       seen.add(ep);
     }
   }
 
   const config: Record<string, ConfigOption> = {};
   if (o.config !== undefined && o.config !== null) {
-    if (typeof o.config !== "object" || Array.isArray(o.config)) fail(["config"], "must be a mapping of option name to {type, default, description}");
+    if (typeof o.config !== "object" || Array.isArray(o.config))
+      fail(["config"], "must be a mapping of option name to {type, default, description}");
     for (const [key, def] of Object.entries(o.config as Record<string, unknown>)) {
-      if (!/^[a-z][a-z0-9-]*$/.test(key)) fail(["config", key], "is not a valid option name (lower-case letters, digits, hyphens)");
-      if (typeof def !== "object" || def === null) fail(["config", key], "must be a mapping with type, default and description");
+      if (!/^[a-z][a-z0-9-]*$/.test(key))
+        fail(["config", key], "is not a valid option name (lower-case letters, digits, hyphens)");
+      if (typeof def !== "object" || def === null)
+        fail(["config", key], "must be a mapping with type, default and description");
       const d = def as Record<string, unknown>;
-      for (const k of Object.keys(d)) if (!["type", "default", "description"].includes(k)) fail(["config", key, k], "is not a known option field (known: type, default, description)");
-      if (!["string", "int", "float", "boolean"].includes(d.type as string)) fail(["config", key, "type"], "must be one of string, int, float, boolean");
-      const opt: ConfigOption = { type: d.type as ConfigOptionType, description: typeof d.description === "string" ? d.description : "" };
+      for (const k of Object.keys(d))
+        if (!["type", "default", "description"].includes(k))
+          fail(["config", key, k], "is not a known option field (known: type, default, description)");
+      if (!["string", "int", "float", "boolean"].includes(d.type as string))
+        fail(["config", key, "type"], "must be one of string, int, float, boolean");
+      const opt: ConfigOption = {
+        type: d.type as ConfigOptionType,
+        description: typeof d.description === "string" ? d.description : "",
+      };
       if (d.default !== undefined && d.default !== null) {
         const problem = checkConfigValue(opt.type, d.default);
         if (problem) fail(["config", key, "default"], problem);
@@ -148,17 +213,23 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
     version: String(o.version),
     summary: (o.summary as string | undefined) ?? "",
     description: (o.description as string | undefined) ?? "",
-    provides, requires, peers, config,
+    provides,
+    requires,
+    peers,
+    config,
     ...actionsOf(parseActionsSection(o.actions, fail)),
     ...containersOf(parseContainersSection(o.containers, fail)),
   };
 }
 
 /** Only operators that declare actions carry the field, so metadata without them reads as before. */
-const actionsOf = (actions: Record<string, ActionSpec>): { actions?: Record<string, ActionSpec> } => (Object.keys(actions).length > 0 ? { actions } : {});
+const actionsOf = (actions: Record<string, ActionSpec>): { actions?: Record<string, ActionSpec> } =>
+  Object.keys(actions).length > 0 ? { actions } : {};
 
 /** Likewise containers: metadata of operators without them keeps its JSON form. */
-const containersOf = (containers: Record<string, WorkloadContainer>): { containers?: Record<string, WorkloadContainer> } => (Object.keys(containers).length > 0 ? { containers } : {});
+const containersOf = (
+  containers: Record<string, WorkloadContainer>,
+): { containers?: Record<string, WorkloadContainer> } => (Object.keys(containers).length > 0 ? { containers } : {});
 
 /**
  * Refuses, before the parser builds anything, a document too large, nested too deep or using too
@@ -170,19 +241,41 @@ const containersOf = (containers: Record<string, WorkloadContainer>): { containe
 function checkYamlBounds(yaml: typeof Yaml, text: string, file: string): void {
   const bytes = Buffer.byteLength(text);
   if (bytes > MAX_OPERATOR_YAML_BYTES) {
-    throw new OperatorInvalidError(file, `is ${bytes} bytes; it may be at most ${MAX_OPERATOR_YAML_BYTES} bytes (the operator.yaml size limit)`);
+    throw new OperatorInvalidError(
+      file,
+      `is ${bytes} bytes; it may be at most ${MAX_OPERATOR_YAML_BYTES} bytes (the operator.yaml size limit)`,
+    );
   }
   const indents: number[] = [];
-  let flow = 0, inline = 0, lineIndent = 0, aliases = 0;
-  let atLineStart = true, scalarSource = false, blockScalar = false;
+  let flow = 0,
+    inline = 0,
+    lineIndent = 0,
+    aliases = 0;
+  let atLineStart = true,
+    scalarSource = false,
+    blockScalar = false;
   for (const token of new yaml.Lexer().lex(text)) {
     const type: string | null = scalarSource ? "scalar-source" : yaml.CST.tokenType(token);
     scalarSource = type === "scalar";
     if (type === "block-scalar-header") blockScalar = true;
     // A block scalar's text (`|`, `>`) is one token spanning its lines: not structure.
-    if (type === "scalar-source" && blockScalar) { blockScalar = false; atLineStart = true; lineIndent = 0; inline = 0; continue; }
-    if (type === "newline") { atLineStart = true; lineIndent = 0; inline = 0; continue; }
-    if (type === "space" && atLineStart) { lineIndent = token.length; continue; }
+    if (type === "scalar-source" && blockScalar) {
+      blockScalar = false;
+      atLineStart = true;
+      lineIndent = 0;
+      inline = 0;
+      continue;
+    }
+    if (type === "newline") {
+      atLineStart = true;
+      lineIndent = 0;
+      inline = 0;
+      continue;
+    }
+    if (type === "space" && atLineStart) {
+      lineIndent = token.length;
+      continue;
+    }
     if (type === "comment" || type === "space" || type === "scalar") continue;
     if (atLineStart && flow === 0) {
       // A line's first content opens a block level when it is indented deeper than the last.
@@ -195,13 +288,19 @@ function checkYamlBounds(yaml: typeof Yaml, text: string, file: string): void {
     else if (type === "seq-item-ind" || type === "explicit-key-ind" || type === "map-value-ind") inline++;
     else if (type === "alias" && ++aliases > MAX_OPERATOR_YAML_ALIASES) throw aliasLimitError(file);
     if (indents.length + inline + flow > MAX_OPERATOR_YAML_DEPTH) {
-      throw new OperatorInvalidError(file, `nests deeper than ${MAX_OPERATOR_YAML_DEPTH} levels (the operator.yaml nesting limit)`);
+      throw new OperatorInvalidError(
+        file,
+        `nests deeper than ${MAX_OPERATOR_YAML_DEPTH} levels (the operator.yaml nesting limit)`,
+      );
     }
   }
 }
 
 function aliasLimitError(file: string): OperatorInvalidError {
-  return new OperatorInvalidError(file, `uses aliases (*name) too much: at most ${MAX_OPERATOR_YAML_ALIASES} alias uses, and none may expand the document many times over (the operator.yaml alias limit)`);
+  return new OperatorInvalidError(
+    file,
+    `uses aliases (*name) too much: at most ${MAX_OPERATOR_YAML_ALIASES} alias uses, and none may expand the document many times over (the operator.yaml alias limit)`,
+  );
 }
 
 /** Every hook name this operator may carry. */
@@ -229,22 +328,43 @@ export function validateBundle(bundle: Bundle): OperatorMeta {
     total += Buffer.byteLength(f.content, "base64");
   }
   const clash = fileDirectoryClash(bundle.files.map((f) => f.path));
-  if (clash) throw new OperatorInvalidError(clash.file, `is a file, but ${clash.inside} needs a directory of that name`);
+  if (clash)
+    throw new OperatorInvalidError(clash.file, `is a file, but ${clash.inside} needs a directory of that name`);
   if (total > MAX_BUNDLE_BYTES) {
-    throw new OperatorInvalidError("(bundle)", `is ${total} bytes; operators may be at most ${MAX_BUNDLE_BYTES} bytes (keep large payloads out of the operator directory)`);
+    throw new OperatorInvalidError(
+      "(bundle)",
+      `is ${total} bytes; operators may be at most ${MAX_BUNDLE_BYTES} bytes (keep large payloads out of the operator directory)`,
+    );
   }
   const yamlFile = byPath.get("operator.yaml");
-  if (!yamlFile) throw new OperatorInvalidError("operator.yaml", "is missing: every operator directory needs an operator.yaml with at least name and version");
+  if (!yamlFile)
+    throw new OperatorInvalidError(
+      "operator.yaml",
+      "is missing: every operator directory needs an operator.yaml with at least name and version",
+    );
   const meta = parseOperatorYaml(Buffer.from(yamlFile.content, "base64").toString("utf8"));
   const hooks = [...byPath.values()].filter((f) => f.path.startsWith("hooks/"));
   const dispatch = byPath.get("dispatch");
-  if (hooks.length === 0 && !dispatch) throw new OperatorInvalidError("hooks/", "has no hooks and there is no dispatch executable: the operator would never do anything");
-  if (dispatch && (dispatch.mode & 0o111) === 0) throw new OperatorInvalidError("dispatch", "is not executable (chmod +x dispatch)");
+  if (hooks.length === 0 && !dispatch)
+    throw new OperatorInvalidError(
+      "hooks/",
+      "has no hooks and there is no dispatch executable: the operator would never do anything",
+    );
+  if (dispatch && (dispatch.mode & 0o111) === 0)
+    throw new OperatorInvalidError("dispatch", "is not executable (chmod +x dispatch)");
   const allowed = knownHookNames(meta);
   for (const h of hooks) {
     const name = h.path.slice("hooks/".length);
-    if (name.includes("/")) throw new OperatorInvalidError(h.path, "hooks/ must hold only hook executables, not folders (put helpers elsewhere in the operator)");
-    if (!allowed.has(name)) throw new OperatorInvalidError(h.path, `is not a hook this operator can receive (known: ${[...allowed].sort().join(", ")})`);
+    if (name.includes("/"))
+      throw new OperatorInvalidError(
+        h.path,
+        "hooks/ must hold only hook executables, not folders (put helpers elsewhere in the operator)",
+      );
+    if (!allowed.has(name))
+      throw new OperatorInvalidError(
+        h.path,
+        `is not a hook this operator can receive (known: ${[...allowed].sort().join(", ")})`,
+      );
     if ((h.mode & 0o111) === 0) throw new OperatorInvalidError(h.path, `is not executable (chmod +x ${h.path})`);
   }
   checkActionFiles(meta, byPath, dispatch);
@@ -252,18 +372,34 @@ export function validateBundle(bundle: Bundle): OperatorMeta {
 }
 
 /** `actions/` holds one executable per declared action (or `dispatch` runs them), nothing else. */
-function checkActionFiles(meta: OperatorMeta, byPath: Map<string, BundleFileEntry>, dispatch: BundleFileEntry | undefined): void {
+function checkActionFiles(
+  meta: OperatorMeta,
+  byPath: Map<string, BundleFileEntry>,
+  dispatch: BundleFileEntry | undefined,
+): void {
   const declared = Object.keys(meta.actions ?? {});
   for (const f of byPath.values()) {
     if (!f.path.startsWith("actions/")) continue;
     const name = f.path.slice("actions/".length);
-    if (name.includes("/")) throw new OperatorInvalidError(f.path, "actions/ must hold only action executables, not folders (put helpers elsewhere in the operator)");
-    if (!declared.includes(name)) throw new OperatorInvalidError(f.path, `is not an action declared in operator.yaml (declared: ${declared.join(", ") || "none"}); declare it under actions:`);
+    if (name.includes("/"))
+      throw new OperatorInvalidError(
+        f.path,
+        "actions/ must hold only action executables, not folders (put helpers elsewhere in the operator)",
+      );
+    if (!declared.includes(name))
+      throw new OperatorInvalidError(
+        f.path,
+        `is not an action declared in operator.yaml (declared: ${declared.join(", ") || "none"}); declare it under actions:`,
+      );
     if ((f.mode & 0o111) === 0) throw new OperatorInvalidError(f.path, `is not executable (chmod +x ${f.path})`);
   }
   if (dispatch) return;
   for (const name of declared) {
-    if (!byPath.has(`actions/${name}`)) throw new OperatorInvalidError(`actions/${name}`, `is missing: action "${name}" is declared in operator.yaml, so the operator needs an executable actions/${name} (or a dispatch executable)`);
+    if (!byPath.has(`actions/${name}`))
+      throw new OperatorInvalidError(
+        `actions/${name}`,
+        `is missing: action "${name}" is declared in operator.yaml, so the operator needs an executable actions/${name} (or a dispatch executable)`,
+      );
   }
 }
 
@@ -287,7 +423,8 @@ export function bundlePathProblem(path: string): string | undefined {
     return "is not a plain relative path inside the operator directory (no '..', '.' or empty parts)";
   }
   const long = path.split("/").find((p) => Buffer.byteLength(p) > MAX_PATH_PART_BYTES);
-  if (long !== undefined) return `has a part of ${Buffer.byteLength(long)} bytes; agents' file systems hold names of at most ${MAX_PATH_PART_BYTES} bytes: shorten it`;
+  if (long !== undefined)
+    return `has a part of ${Buffer.byteLength(long)} bytes; agents' file systems hold names of at most ${MAX_PATH_PART_BYTES} bytes: shorten it`;
   return undefined;
 }
 

@@ -16,7 +16,12 @@ export function parsePort(text: string): ParsedPort {
   // JSON quoting shows control characters as escapes instead of sending them to a terminal.
   const shown = JSON.stringify(text);
   const m = PORT_FORM.exec(text);
-  if (!m) return { ok: false, reason: "form", message: `${shown} is not a port such as 80, 80/tcp, 53/udp, 8000-8010/tcp or icmp` };
+  if (!m)
+    return {
+      ok: false,
+      reason: "form",
+      message: `${shown} is not a port such as 80, 80/tcp, 53/udp, 8000-8010/tcp or icmp`,
+    };
   if (text === "icmp") return { ok: true, port: "icmp" };
   const from = Number(m[1]);
   const to = m[2] ? Number(m[2]) : from;

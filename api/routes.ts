@@ -14,7 +14,14 @@ import type { Bundle } from "./operator";
 import type * as Schemas from "./schemas";
 import type { ModelStatus, StatusLogEntry, UnitDetails } from "./status";
 import type {
-  ApplicationInfo, BackupRecord, ControllerInfo, ControllerOverview, ControllerUpgrade, CredentialSummary, MachineInfo, ModelSummary,
+  ApplicationInfo,
+  BackupRecord,
+  ControllerInfo,
+  ControllerOverview,
+  ControllerUpgrade,
+  CredentialSummary,
+  MachineInfo,
+  ModelSummary,
   SessionInfo,
 } from "./wire";
 
@@ -33,24 +40,45 @@ import type {
  *   (it must first count refused credentials against the caller's budget).
  */
 export type RouteAccess =
-  | "public" | "user" | "superuser" | "model:read" | "model:write" | "model:admin" | "model:follow" | "model:write-any"
-  | "user-or-agent" | "enrolment" | "staged-agent";
+  | "public"
+  | "user"
+  | "superuser"
+  | "model:read"
+  | "model:write"
+  | "model:admin"
+  | "model:follow"
+  | "model:write-any"
+  | "user-or-agent"
+  | "enrolment"
+  | "staged-agent";
 
 export type HttpMethod = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 declare const ANSWER: unique symbol;
 /** The type of a route's answer, carried by the table only for the type checker. */
-export interface Answer<T> { readonly [ANSWER]?: T }
+export interface Answer<T> {
+  readonly [ANSWER]?: T;
+}
 /** `response: answer<ApplicationInfo>()`: the route answers an ApplicationInfo. */
 export const answer = <T>(): Answer<T> => ({});
 
 type SchemaModule = typeof Schemas;
 /** The name of a schema in api/schemas.ts. */
-export type SchemaName = { [K in keyof SchemaModule]: SchemaModule[K] extends z.ZodType ? K : never }[keyof SchemaModule];
+export type SchemaName = {
+  [K in keyof SchemaModule]: SchemaModule[K] extends z.ZodType ? K : never;
+}[keyof SchemaModule];
 
 /** How a path parameter is checked: a value its schema refuses is `not-found` (as an unknown name is) or `invalid-request`. */
-export interface ParamRule { schema: SchemaName; what: string; refusal?: "not-found" | "invalid-request" }
-const param = (schema: SchemaName, what: string, refusal?: ParamRule["refusal"]): ParamRule => ({ schema, what, ...(refusal ? { refusal } : {}) });
+export interface ParamRule {
+  schema: SchemaName;
+  what: string;
+  refusal?: "not-found" | "invalid-request";
+}
+const param = (schema: SchemaName, what: string, refusal?: ParamRule["refusal"]): ParamRule => ({
+  schema,
+  what,
+  ...(refusal ? { refusal } : {}),
+});
 
 interface RouteBase {
   method: HttpMethod | readonly HttpMethod[];
@@ -72,8 +100,14 @@ interface RouteBase {
   rawBody?: true;
 }
 /** A route with a body parsed by a strict schema; `what` names it in the 400 that a bad one gets. */
-interface RouteWithBody extends RouteBase { body: SchemaName; what: string }
-interface RouteWithoutBody extends RouteBase { body?: undefined; what?: undefined }
+interface RouteWithBody extends RouteBase {
+  body: SchemaName;
+  what: string;
+}
+interface RouteWithoutBody extends RouteBase {
+  body?: undefined;
+  what?: undefined;
+}
 export type RouteSpec = RouteWithBody | RouteWithoutBody;
 
 const migrationId = param("MigrationId", "migration id", "invalid-request");
@@ -85,181 +119,615 @@ type ModelSettingsAnswer = { name: string; config: Record<string, unknown>; cons
 
 export const routes = {
   // --- health, login and sessions ---
-  health: { method: "GET", path: "/v1/health", access: "public", status: 200, response: answer<{ ok: boolean; version: string; revision: number }>() },
+  health: {
+    method: "GET",
+    path: "/v1/health",
+    access: "public",
+    status: 200,
+    response: answer<{ ok: boolean; version: string; revision: number }>(),
+  },
   login: {
-    method: "POST", path: "/v1/login", access: "public", body: "LoginRequest", what: "login", status: 200, secretAnswer: true,
+    method: "POST",
+    path: "/v1/login",
+    access: "public",
+    body: "LoginRequest",
+    what: "login",
+    status: 200,
+    secretAnswer: true,
     response: answer<{ token: string; expiresAt: string; user: string }>(),
   },
   logout: { method: "POST", path: "/v1/logout", access: "user", status: 204, response: answer<void>() },
-  openSession: { method: "POST", path: "/v1/session", access: "public", body: "LoginRequest", what: "login", status: 200, secretAnswer: true, response: answer<SessionInfo>() },
+  openSession: {
+    method: "POST",
+    path: "/v1/session",
+    access: "public",
+    body: "LoginRequest",
+    what: "login",
+    status: 200,
+    secretAnswer: true,
+    response: answer<SessionInfo>(),
+  },
   session: { method: "GET", path: "/v1/session", access: "user", status: 200, response: answer<SessionInfo>() },
   closeSession: { method: "DELETE", path: "/v1/session", access: "user", status: 204, response: answer<void>() },
 
   // --- users ---
-  createUser: { method: "POST", path: "/v1/users", access: "superuser", body: "CreateUserRequest", what: "user", status: 201, response: answer<{ name: string }>() },
+  createUser: {
+    method: "POST",
+    path: "/v1/users",
+    access: "superuser",
+    body: "CreateUserRequest",
+    what: "user",
+    status: 201,
+    response: answer<{ name: string }>(),
+  },
   /** Your own password (with the current one), or anyone's as a superuser: the handler decides which. */
   changePassword: {
-    method: "PUT", path: "/v1/users/:user/password", access: "user", params: { user: param("UserName", "user") }, body: "ChangePasswordRequest",
-    what: "password change", status: 204, response: answer<void>(),
+    method: "PUT",
+    path: "/v1/users/:user/password",
+    access: "user",
+    params: { user: param("UserName", "user") },
+    body: "ChangePasswordRequest",
+    what: "password change",
+    status: 204,
+    response: answer<void>(),
   },
   grant: {
-    method: "PUT", path: "/v1/models/:model/access/:user", access: "model:admin", params: { user: param("UserName", "user") }, body: "GrantRequest",
-    what: "grant", status: 204, response: answer<void>(),
+    method: "PUT",
+    path: "/v1/models/:model/access/:user",
+    access: "model:admin",
+    params: { user: param("UserName", "user") },
+    body: "GrantRequest",
+    what: "grant",
+    status: 204,
+    response: answer<void>(),
   },
-  revoke: { method: "DELETE", path: "/v1/models/:model/access/:user", access: "model:admin", params: { user: param("UserName", "user") }, status: 204, response: answer<void>() },
+  revoke: {
+    method: "DELETE",
+    path: "/v1/models/:model/access/:user",
+    access: "model:admin",
+    params: { user: param("UserName", "user") },
+    status: 204,
+    response: answer<void>(),
+  },
 
   // --- the controller and its cluster ---
   /** Everyone sees the overview; a superuser the cluster's layout too. */
-  controllerOverview: { method: "GET", path: "/v1/controller", access: "user", status: 200, response: answer<ControllerOverview | ControllerInfo>() },
-  enableHa: { method: "POST", path: "/v1/controller/enable-ha", access: "superuser", body: "EnableHaRequest", what: "enable-ha request", status: 202, response: answer<{ moving: boolean; message: string }>() },
-  recordUpgrade: { method: "PUT", path: "/v1/controller/upgrade", access: "superuser", body: "ControllerUpgradeRecord", what: "upgrade record", status: 200, response: answer<ControllerUpgrade>() },
-  addSpares: { method: "POST", path: "/v1/controller/spares", access: "superuser", body: "SpareHostsRequest", what: "spare hosts", status: 201, response: answer<{ spares: { host: string; hostKey: string }[] }>() },
-  setReplicaCloud: { method: "PUT", path: "/v1/controller/replica-cloud", access: "superuser", body: "ReplicaCloudRequest", what: "replica cloud", status: 200, response: answer<z.infer<SchemaModule["ReplicaCloudRequest"]>>() },
-  clearReplicaCloud: { method: "DELETE", path: "/v1/controller/replica-cloud", access: "superuser", status: 204, response: answer<void>() },
+  controllerOverview: {
+    method: "GET",
+    path: "/v1/controller",
+    access: "user",
+    status: 200,
+    response: answer<ControllerOverview | ControllerInfo>(),
+  },
+  enableHa: {
+    method: "POST",
+    path: "/v1/controller/enable-ha",
+    access: "superuser",
+    body: "EnableHaRequest",
+    what: "enable-ha request",
+    status: 202,
+    response: answer<{ moving: boolean; message: string }>(),
+  },
+  recordUpgrade: {
+    method: "PUT",
+    path: "/v1/controller/upgrade",
+    access: "superuser",
+    body: "ControllerUpgradeRecord",
+    what: "upgrade record",
+    status: 200,
+    response: answer<ControllerUpgrade>(),
+  },
+  addSpares: {
+    method: "POST",
+    path: "/v1/controller/spares",
+    access: "superuser",
+    body: "SpareHostsRequest",
+    what: "spare hosts",
+    status: 201,
+    response: answer<{ spares: { host: string; hostKey: string }[] }>(),
+  },
+  setReplicaCloud: {
+    method: "PUT",
+    path: "/v1/controller/replica-cloud",
+    access: "superuser",
+    body: "ReplicaCloudRequest",
+    what: "replica cloud",
+    status: 200,
+    response: answer<z.infer<SchemaModule["ReplicaCloudRequest"]>>(),
+  },
+  clearReplicaCloud: {
+    method: "DELETE",
+    path: "/v1/controller/replica-cloud",
+    access: "superuser",
+    status: 204,
+    response: answer<void>(),
+  },
 
   // --- credentials (superusers; no answer holds a secret attribute) ---
-  listCredentials: { method: "GET", path: "/v1/credentials", access: "superuser", status: 200, response: answer<{ credentials: CredentialSummary[] }>() },
+  listCredentials: {
+    method: "GET",
+    path: "/v1/credentials",
+    access: "superuser",
+    status: 200,
+    response: answer<{ credentials: CredentialSummary[] }>(),
+  },
   /** 201 when created, 200 when it was there. */
   putCredential: {
-    method: "PUT", path: "/v1/credentials/:name", access: "superuser", params: { name: param("Name", "credential") }, query: ["replace", "skipCheck"],
-    body: "CredentialRequest", what: "credential", status: 200, response: answer<{ name: string; substrate: string; created: boolean; changed: boolean }>(),
+    method: "PUT",
+    path: "/v1/credentials/:name",
+    access: "superuser",
+    params: { name: param("Name", "credential") },
+    query: ["replace", "skipCheck"],
+    body: "CredentialRequest",
+    what: "credential",
+    status: 200,
+    response: answer<{ name: string; substrate: string; created: boolean; changed: boolean }>(),
   },
-  removeCredential: { method: "DELETE", path: "/v1/credentials/:name", access: "superuser", params: { name: param("Name", "credential") }, status: 204, response: answer<void>() },
+  removeCredential: {
+    method: "DELETE",
+    path: "/v1/credentials/:name",
+    access: "superuser",
+    params: { name: param("Name", "credential") },
+    status: 204,
+    response: answer<void>(),
+  },
 
   // --- models ---
   listModels: { method: "GET", path: "/v1/models", access: "user", status: 200, response: answer<ModelSummary[]>() },
-  createModel: { method: "POST", path: "/v1/models", access: "superuser", query: ["skipCheck"], body: "CreateModelRequest", what: "model", status: 201, response: answer<CreatedModel>() },
-  destroyModel: { method: "DELETE", path: "/v1/models/:model", access: "model:admin", query: force, status: 202, response: answer<void>() },
-  updateModel: { method: "PATCH", path: "/v1/models/:model", access: "model:admin", body: "UpdateModelRequest", what: "model update", status: 200, response: answer<ModelSettingsAnswer>() },
+  createModel: {
+    method: "POST",
+    path: "/v1/models",
+    access: "superuser",
+    query: ["skipCheck"],
+    body: "CreateModelRequest",
+    what: "model",
+    status: 201,
+    response: answer<CreatedModel>(),
+  },
+  destroyModel: {
+    method: "DELETE",
+    path: "/v1/models/:model",
+    access: "model:admin",
+    query: force,
+    status: 202,
+    response: answer<void>(),
+  },
+  updateModel: {
+    method: "PATCH",
+    path: "/v1/models/:model",
+    access: "model:admin",
+    body: "UpdateModelRequest",
+    what: "model update",
+    status: 200,
+    response: answer<ModelSettingsAnswer>(),
+  },
   /** Pre-rendered JSON; `format=columns` answers the compact form (expandStatusColumns). */
   status: {
-    method: "GET", path: "/v1/models/:model/status", access: "model:read", query: ["application", "unit", "machine", "format"], status: 200, raw: true,
+    method: "GET",
+    path: "/v1/models/:model/status",
+    access: "model:read",
+    query: ["application", "unit", "machine", "format"],
+    status: 200,
+    raw: true,
     response: answer<ModelStatus>(),
   },
-  integrate: { method: "POST", path: "/v1/models/:model/integrations", access: "model:write", body: "IntegrateRequest", what: "integration", status: 201, response: answer<{ id: number; key: string }>() },
-  removeIntegration: { method: "DELETE", path: "/v1/models/:model/integrations", access: "model:write", body: "IntegrateRequest", what: "integration", status: 202, response: answer<void>() },
+  integrate: {
+    method: "POST",
+    path: "/v1/models/:model/integrations",
+    access: "model:write",
+    body: "IntegrateRequest",
+    what: "integration",
+    status: 201,
+    response: answer<{ id: number; key: string }>(),
+  },
+  removeIntegration: {
+    method: "DELETE",
+    path: "/v1/models/:model/integrations",
+    access: "model:write",
+    body: "IntegrateRequest",
+    what: "integration",
+    status: 202,
+    response: answer<void>(),
+  },
   /** The model as a document (state/model-format.ts), read at one store revision. */
   exportModel: {
-    method: "GET", path: "/v1/models/:model/export", access: "model:admin", status: 200, raw: true,
-    response: answer<{ version: number; source: { revision: number }; documents: Record<string, Record<string, unknown>> }>(),
+    method: "GET",
+    path: "/v1/models/:model/export",
+    access: "model:admin",
+    status: 200,
+    raw: true,
+    response: answer<{
+      version: number;
+      source: { revision: number };
+      documents: Record<string, Record<string, unknown>>;
+    }>(),
   },
   /** The body is an export (checked whole by the import, not by a schema here). */
   importModel: {
-    method: "POST", path: "/v1/models/import", access: "superuser", query: ["name"], rawBody: true, status: 201,
-    response: answer<{ name: string; uuid: string; revision: number; fromVersion: number; documents: Record<string, number>; missingUsers: string[]; copyOf?: string }>(),
+    method: "POST",
+    path: "/v1/models/import",
+    access: "superuser",
+    query: ["name"],
+    rawBody: true,
+    status: 201,
+    response: answer<{
+      name: string;
+      uuid: string;
+      revision: number;
+      fromVersion: number;
+      documents: Record<string, number>;
+      missingUsers: string[];
+      copyOf?: string;
+    }>(),
   },
 
   // --- operators and applications ---
   /** 201 when stored, 200 when it was there. */
   uploadOperator: {
-    method: "POST", path: "/v1/operators", access: "model:write-any", body: "OperatorBundle", what: "operator bundle", status: 201,
+    method: "POST",
+    path: "/v1/operators",
+    access: "model:write-any",
+    body: "OperatorBundle",
+    what: "operator bundle",
+    status: 201,
     response: answer<{ hash: string; name: string; version: string; created: boolean }>(),
   },
-  getOperator: { method: ["GET", "HEAD"], path: "/v1/operators/:hash", access: "user-or-agent", status: 200, response: answer<Bundle>() },
-  deploy: { method: "POST", path: "/v1/models/:model/applications", access: "model:write", body: "DeployRequest", what: "deploy", status: 201, response: answer<ApplicationInfo>() },
-  getApplication: { method: "GET", path: "/v1/models/:model/applications/:app", access: "model:read", params: app, status: 200, response: answer<ApplicationInfo>() },
-  updateApplication: {
-    method: "PATCH", path: "/v1/models/:model/applications/:app", access: "model:write", params: app, body: "UpdateApplicationRequest",
-    what: "application update", status: 200, response: answer<ApplicationInfo>(),
+  getOperator: {
+    method: ["GET", "HEAD"],
+    path: "/v1/operators/:hash",
+    access: "user-or-agent",
+    status: 200,
+    response: answer<Bundle>(),
   },
-  removeApplication: { method: "DELETE", path: "/v1/models/:model/applications/:app", access: "model:write", params: app, query: force, status: 202, response: answer<void>() },
+  deploy: {
+    method: "POST",
+    path: "/v1/models/:model/applications",
+    access: "model:write",
+    body: "DeployRequest",
+    what: "deploy",
+    status: 201,
+    response: answer<ApplicationInfo>(),
+  },
+  getApplication: {
+    method: "GET",
+    path: "/v1/models/:model/applications/:app",
+    access: "model:read",
+    params: app,
+    status: 200,
+    response: answer<ApplicationInfo>(),
+  },
+  updateApplication: {
+    method: "PATCH",
+    path: "/v1/models/:model/applications/:app",
+    access: "model:write",
+    params: app,
+    body: "UpdateApplicationRequest",
+    what: "application update",
+    status: 200,
+    response: answer<ApplicationInfo>(),
+  },
+  removeApplication: {
+    method: "DELETE",
+    path: "/v1/models/:model/applications/:app",
+    access: "model:write",
+    params: app,
+    query: force,
+    status: 202,
+    response: answer<void>(),
+  },
   addUnits: {
-    method: "POST", path: "/v1/models/:model/applications/:app/units", access: "model:write", params: app, body: "AddUnitsRequest", what: "add units",
-    status: 201, response: answer<{ units: string[] }>(),
+    method: "POST",
+    path: "/v1/models/:model/applications/:app/units",
+    access: "model:write",
+    params: app,
+    body: "AddUnitsRequest",
+    what: "add units",
+    status: 201,
+    response: answer<{ units: string[] }>(),
   },
 
   // --- units ---
-  showUnit: { method: "GET", path: "/v1/models/:model/units/:app/:n", access: "model:read", status: 200, response: answer<UnitDetails>() },
-  removeUnit: { method: "DELETE", path: "/v1/models/:model/units/:app/:n", access: "model:write", query: force, status: 202, response: answer<void>() },
-  statusLog: { method: "GET", path: "/v1/models/:model/units/:app/:n/status-log", access: "model:read", status: 200, response: answer<{ entries: StatusLogEntry[] }>() },
-  resolve: { method: "POST", path: "/v1/models/:model/units/:app/:n/resolve", access: "model:write", body: "ResolveRequest", what: "resolve", status: 200, response: answer<Record<string, never>>() },
+  showUnit: {
+    method: "GET",
+    path: "/v1/models/:model/units/:app/:n",
+    access: "model:read",
+    status: 200,
+    response: answer<UnitDetails>(),
+  },
+  removeUnit: {
+    method: "DELETE",
+    path: "/v1/models/:model/units/:app/:n",
+    access: "model:write",
+    query: force,
+    status: 202,
+    response: answer<void>(),
+  },
+  statusLog: {
+    method: "GET",
+    path: "/v1/models/:model/units/:app/:n/status-log",
+    access: "model:read",
+    status: 200,
+    response: answer<{ entries: StatusLogEntry[] }>(),
+  },
+  resolve: {
+    method: "POST",
+    path: "/v1/models/:model/units/:app/:n/resolve",
+    access: "model:write",
+    body: "ResolveRequest",
+    what: "resolve",
+    status: 200,
+    response: answer<Record<string, never>>(),
+  },
 
   // --- machines ---
   /** 201 when made; an SSH machine already there answers 200. A new machine's answer holds its agent's credential. */
   addMachines: {
-    method: "POST", path: "/v1/models/:model/machines", access: "model:write", body: "AddMachineRequest", what: "add machine", status: 201, secretAnswer: true,
+    method: "POST",
+    path: "/v1/models/:model/machines",
+    access: "model:write",
+    body: "AddMachineRequest",
+    what: "add machine",
+    status: 201,
+    secretAnswer: true,
     response: answer<{ machines: { id: string; credential?: string; hostKey?: string }[] }>(),
   },
-  listMachines: { method: "GET", path: "/v1/models/:model/machines", access: "model:read", status: 200, response: answer<MachineInfo[]>() },
+  listMachines: {
+    method: "GET",
+    path: "/v1/models/:model/machines",
+    access: "model:read",
+    status: 200,
+    response: answer<MachineInfo[]>(),
+  },
   removeMachine: {
-    method: "DELETE", path: "/v1/models/:model/machines/:id", access: "model:write", params: { id: param("MachineId", "machine") }, query: force,
-    status: 202, response: answer<void>(),
+    method: "DELETE",
+    path: "/v1/models/:model/machines/:id",
+    access: "model:write",
+    params: { id: param("MachineId", "machine") },
+    query: force,
+    status: 202,
+    response: answer<void>(),
   },
 
   // --- actions ---
-  runAction: { method: "POST", path: "/v1/models/:model/actions", access: "model:write", body: "RunActionRequest", what: "action run", status: 201, response: answer<RunActionResult>() },
-  task: { method: "GET", path: "/v1/models/:model/tasks/:id", access: "model:read", params: { id: param("TaskId", "task") }, status: 200, response: answer<TaskInfo>() },
-  operations: { method: "GET", path: "/v1/models/:model/operations", access: "model:read", query: ["limit"], status: 200, response: answer<{ operations: OperationInfo[] }>() },
+  runAction: {
+    method: "POST",
+    path: "/v1/models/:model/actions",
+    access: "model:write",
+    body: "RunActionRequest",
+    what: "action run",
+    status: 201,
+    response: answer<RunActionResult>(),
+  },
+  task: {
+    method: "GET",
+    path: "/v1/models/:model/tasks/:id",
+    access: "model:read",
+    params: { id: param("TaskId", "task") },
+    status: 200,
+    response: answer<TaskInfo>(),
+  },
+  operations: {
+    method: "GET",
+    path: "/v1/models/:model/operations",
+    access: "model:read",
+    query: ["limit"],
+    status: 200,
+    response: answer<{ operations: OperationInfo[] }>(),
+  },
 
   // --- logs ---
   /** Newline-delimited JSON records, then (unless `tail=false`) each new one as it arrives. */
   debugLog: {
-    method: "GET", path: "/v1/models/:model/logs", access: "model:read", query: ["include", "exclude", "level", "lines", "replay", "tail"], status: 200, raw: true,
+    method: "GET",
+    path: "/v1/models/:model/logs",
+    access: "model:read",
+    query: ["include", "exclude", "level", "lines", "replay", "tail"],
+    status: 200,
+    raw: true,
     response: answer<DebugLogRecord>(),
   },
 
   // --- migrations: the source's side ---
-  migrate: { method: "POST", path: "/v1/models/:model/migrate", access: "superuser", body: "MigrateRequest", what: "migration", status: 202, response: answer<MigrationInfo>() },
-  migration: { method: "GET", path: "/v1/models/:model/migration", access: "model:follow", status: 200, response: answer<MigrationInfo | MigrationArrivalInfo>() },
-  abortMigration: { method: "POST", path: "/v1/models/:model/migration/abort", access: "superuser", status: 200, response: answer<MigrationInfo>() },
+  migrate: {
+    method: "POST",
+    path: "/v1/models/:model/migrate",
+    access: "superuser",
+    body: "MigrateRequest",
+    what: "migration",
+    status: 202,
+    response: answer<MigrationInfo>(),
+  },
+  migration: {
+    method: "GET",
+    path: "/v1/models/:model/migration",
+    access: "model:follow",
+    status: 200,
+    response: answer<MigrationInfo | MigrationArrivalInfo>(),
+  },
+  abortMigration: {
+    method: "POST",
+    path: "/v1/models/:model/migration/abort",
+    access: "superuser",
+    status: 200,
+    response: answer<MigrationInfo>(),
+  },
 
   // --- migrations: the target's side (the source's master calls these as a superuser here) ---
-  hello: { method: "GET", path: "/v1/migrations/hello", access: "public", status: 200, response: answer<ControllerHello>() },
+  hello: {
+    method: "GET",
+    path: "/v1/migrations/hello",
+    access: "public",
+    status: 200,
+    response: answer<ControllerHello>(),
+  },
   /** The body is the model's export. */
   stageMigration: {
-    method: "POST", path: "/v1/migrations/:id/stage", access: "superuser", params: { id: migrationId }, query: ["source"], rawBody: true, status: 201,
+    method: "POST",
+    path: "/v1/migrations/:id/stage",
+    access: "superuser",
+    params: { id: migrationId },
+    query: ["source"],
+    rawBody: true,
+    status: 201,
     response: answer<{ id: string; model: string; bytes: number }>(),
   },
   migrationState: {
-    method: "GET", path: "/v1/migrations/:id", access: "superuser", params: { id: migrationId }, query: ["model"], status: 200,
+    method: "GET",
+    path: "/v1/migrations/:id",
+    access: "superuser",
+    params: { id: migrationId },
+    query: ["model"],
+    status: 200,
     response: answer<{ state: "staged" | "active" | "unknown" }>(),
   },
   activateMigration: {
-    method: "POST", path: "/v1/migrations/:id/activate", access: "superuser", params: { id: migrationId }, rawBody: true, status: 200,
+    method: "POST",
+    path: "/v1/migrations/:id/activate",
+    access: "superuser",
+    params: { id: migrationId },
+    rawBody: true,
+    status: 200,
     response: answer<{ model: string; activated: boolean; name?: string; missingUsers?: string[] }>(),
   },
-  migrationHeartbeat: { method: "POST", path: "/v1/migrations/:id/heartbeat", access: "superuser", params: { id: migrationId }, status: 200, response: answer<Record<string, never>>() },
-  dropMigration: { method: "DELETE", path: "/v1/migrations/:id", access: "superuser", params: { id: migrationId }, query: ["model"], status: 200, response: answer<Record<string, never>>() },
+  migrationHeartbeat: {
+    method: "POST",
+    path: "/v1/migrations/:id/heartbeat",
+    access: "superuser",
+    params: { id: migrationId },
+    status: 200,
+    response: answer<Record<string, never>>(),
+  },
+  dropMigration: {
+    method: "DELETE",
+    path: "/v1/migrations/:id",
+    access: "superuser",
+    params: { id: migrationId },
+    query: ["model"],
+    status: 200,
+    response: answer<Record<string, never>>(),
+  },
   transferLogs: {
-    method: "POST", path: "/v1/migrations/:id/logs", access: "superuser", params: { id: migrationId }, body: "MigrationLogsRequest", what: "log transfer",
-    status: 200, response: answer<{ accepted: number }>(),
+    method: "POST",
+    path: "/v1/migrations/:id/logs",
+    access: "superuser",
+    params: { id: migrationId },
+    body: "MigrationLogsRequest",
+    what: "log transfer",
+    status: 200,
+    response: answer<{ accepted: number }>(),
   },
   /** The body (MigrationValidateRequest) is parsed by the handler once the credential passed and the budget allowed. */
-  validateMigration: { method: "POST", path: "/v1/migrations/:id/validate", access: "staged-agent", params: { id: migrationId }, rawBody: true, status: 200, response: answer<{ ok: boolean }>() },
+  validateMigration: {
+    method: "POST",
+    path: "/v1/migrations/:id/validate",
+    access: "staged-agent",
+    params: { id: migrationId },
+    rawBody: true,
+    status: 200,
+    response: answer<{ ok: boolean }>(),
+  },
 
   // --- backups (superusers) ---
   createBackup: {
-    method: "POST", path: "/v1/backups", access: "superuser", body: "CreateBackupRequest", what: "backup request", status: 201,
-    response: answer<{ record: BackupRecord; timings: { snapshotMs: number; encryptMs: number; verifyMs: number; keepMs: number } }>(),
+    method: "POST",
+    path: "/v1/backups",
+    access: "superuser",
+    body: "CreateBackupRequest",
+    what: "backup request",
+    status: 201,
+    response: answer<{
+      record: BackupRecord;
+      timings: { snapshotMs: number; encryptMs: number; verifyMs: number; keepMs: number };
+    }>(),
   },
-  listBackups: { method: "GET", path: "/v1/backups", access: "superuser", status: 200, response: answer<{ backups: BackupRecord[] }>() },
+  listBackups: {
+    method: "GET",
+    path: "/v1/backups",
+    access: "superuser",
+    status: 200,
+    response: answer<{ backups: BackupRecord[] }>(),
+  },
   /** Part `part` of the encrypted file, base64. */
-  backupPart: { method: "GET", path: "/v1/backups/:id", access: "superuser", query: ["part"], status: 200, response: answer<{ record: BackupRecord; part: number; data: string }>() },
-  removeBackup: { method: "DELETE", path: "/v1/backups/:id", access: "superuser", status: 200, response: answer<{ removed: string }>() },
+  backupPart: {
+    method: "GET",
+    path: "/v1/backups/:id",
+    access: "superuser",
+    query: ["part"],
+    status: 200,
+    response: answer<{ record: BackupRecord; part: number; data: string }>(),
+  },
+  removeBackup: {
+    method: "DELETE",
+    path: "/v1/backups/:id",
+    access: "superuser",
+    status: 200,
+    response: answer<{ removed: string }>(),
+  },
 
   // --- enrolment: what a cloud instance calls while cloud-init sets it up ---
-  enrolmentFile: { method: "GET", path: "/v1/enrol/files/*", access: "enrolment", status: 200, raw: true, response: answer<Uint8Array>() },
+  enrolmentFile: {
+    method: "GET",
+    path: "/v1/enrol/files/*",
+    access: "enrolment",
+    status: 200,
+    raw: true,
+    response: answer<Uint8Array>(),
+  },
   /** The agent's configuration file (api/agent-config.ts), its credential included. */
-  enrol: { method: "POST", path: "/v1/enrol", access: "enrolment", status: 200, secretAnswer: true, raw: true, response: answer<string>() },
+  enrol: {
+    method: "POST",
+    path: "/v1/enrol",
+    access: "enrolment",
+    status: 200,
+    secretAnswer: true,
+    raw: true,
+    response: answer<string>(),
+  },
   /** A replica's data directory, sealed; the CA key included. */
-  enrolReplica: { method: "POST", path: "/v1/enrol/replica", access: "enrolment", status: 200, secretAnswer: true, raw: true, response: answer<{ files: unknown }>() },
+  enrolReplica: {
+    method: "POST",
+    path: "/v1/enrol/replica",
+    access: "enrolment",
+    status: 200,
+    secretAnswer: true,
+    raw: true,
+    response: answer<{ files: unknown }>(),
+  },
 
   // --- the dashboard's page ---
   dashboardPage: { method: "GET", path: "/", access: "public", status: 200, raw: true, response: answer<string>() },
-  dashboardFile: { method: "GET", path: "/dashboard/:file", access: "public", status: 200, raw: true, response: answer<string>() },
+  dashboardFile: {
+    method: "GET",
+    path: "/dashboard/:file",
+    access: "public",
+    status: 200,
+    raw: true,
+    response: answer<string>(),
+  },
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteName = keyof typeof routes;
 
 /** The names of a path's parameters: `"/v1/models/:model/units/:app/:n"` → `"model" | "app" | "n"`. */
-export type PathParamNames<P extends string> =
-  P extends `${string}:${infer N}/${infer Rest}` ? N | PathParamNames<`/${Rest}`> : P extends `${string}:${infer N}` ? N : never;
+export type PathParamNames<P extends string> = P extends `${string}:${infer N}/${infer Rest}`
+  ? N | PathParamNames<`/${Rest}`>
+  : P extends `${string}:${infer N}`
+    ? N
+    : never;
 export type ParamsOf<R extends RouteSpec> = { [K in PathParamNames<R["path"]>]: string };
 /** What a client sends: the schema's input (defaults may be left out). */
-export type BodyOf<R extends RouteSpec> = R extends { body: infer N extends SchemaName } ? z.input<SchemaModule[N]> : R extends { rawBody: true } ? unknown : undefined;
+export type BodyOf<R extends RouteSpec> = R extends { body: infer N extends SchemaName }
+  ? z.input<SchemaModule[N]>
+  : R extends { rawBody: true }
+    ? unknown
+    : undefined;
 /** What the server's handler gets: the schema's output. */
-export type ParsedBodyOf<R extends RouteSpec> = R extends { body: infer N extends SchemaName } ? z.output<SchemaModule[N]> : undefined;
-export type QueryOf<R extends RouteSpec> = R extends { query: readonly (infer Q extends string)[] } ? Partial<Record<Q, string | number | boolean | readonly string[] | undefined>> : Record<string, never>;
+export type ParsedBodyOf<R extends RouteSpec> = R extends { body: infer N extends SchemaName }
+  ? z.output<SchemaModule[N]>
+  : undefined;
+export type QueryOf<R extends RouteSpec> = R extends { query: readonly (infer Q extends string)[] }
+  ? Partial<Record<Q, string | number | boolean | readonly string[] | undefined>>
+  : Record<string, never>;
 export type AnswerOf<R extends RouteSpec> = R["response"] extends Answer<infer T> ? T : never;
 
 /** The path of `r` with its parameters filled in (each encoded as one segment). */

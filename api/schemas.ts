@@ -5,15 +5,34 @@
 import { z } from "zod";
 import type { ReplicaCloudSetting } from "./wire";
 import type { ModelSubstrate } from "./substrates";
-import { CREDENTIAL_KINDS, CREDENTIAL_SUBSTRATES, MODEL_SUBSTRATES, contractOf, substratesWhere, withArticle } from "./substrates";
+import {
+  CREDENTIAL_KINDS,
+  CREDENTIAL_SUBSTRATES,
+  MODEL_SUBSTRATES,
+  contractOf,
+  substratesWhere,
+  withArticle,
+} from "./substrates";
 import type { Constraints } from "./constraints";
 import { parseConstraints } from "./constraints";
 import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
-import { AwsModelSettingsSchema, KubernetesNamespace, VsphereModelSettingsSchema, settingsSchemaOf } from "./substrate-settings";
+import {
+  AwsModelSettingsSchema,
+  KubernetesNamespace,
+  VsphereModelSettingsSchema,
+  settingsSchemaOf,
+} from "./substrate-settings";
 
-export { AwsModelSettingsSchema, KubernetesModelSettingsSchema, KubernetesNamespace, SETTINGS_SCHEMAS, VsphereModelSettingsSchema, settingsSchemaOf } from "./substrate-settings";
+export {
+  AwsModelSettingsSchema,
+  KubernetesModelSettingsSchema,
+  KubernetesNamespace,
+  SETTINGS_SCHEMAS,
+  VsphereModelSettingsSchema,
+  settingsSchemaOf,
+} from "./substrate-settings";
 export type { SettingsSubstrate } from "./substrate-settings";
 
 export { NAME_PATTERN };
@@ -23,8 +42,14 @@ export const HOST_PATTERN = /^[A-Za-z0-9.:_-]+$/;
 export const HOST_KEY_PATTERN = /^SHA256:[A-Za-z0-9+/]{43}$/;
 const nameRule = "lower-case letters, digits and single hyphens, starting with a letter, at most 63 characters";
 
-export const Name = z.string().max(63).regex(NAME_PATTERN, { message: `must be ${nameRule}` });
-export const UserName = z.string().max(63).regex(/^[a-z][a-z0-9._-]*$/, { message: "must start with a letter and use a-z, 0-9, '.', '_' or '-'" });
+export const Name = z
+  .string()
+  .max(63)
+  .regex(NAME_PATTERN, { message: `must be ${nameRule}` });
+export const UserName = z
+  .string()
+  .max(63)
+  .regex(/^[a-z][a-z0-9._-]*$/, { message: "must start with a letter and use a-z, 0-9, '.', '_' or '-'" });
 export const ConfigValue = z.union([z.string(), z.number(), z.boolean()]);
 export const ConfigMap = z.record(z.string(), ConfigValue);
 /** In an update, `null` resets a key to the operator's default. */
@@ -33,10 +58,17 @@ export const MachineId = z.string().regex(/^[0-9]+$/, { message: "must be a mach
 export const Access = z.enum(["read", "write", "admin"]);
 
 export const LoginRequest = z.strictObject({ user: UserName, password: z.string().min(1).max(1024) });
-export const CreateUserRequest = z.strictObject({ name: UserName, password: z.string().min(8).max(1024), superuser: z.boolean().optional() });
+export const CreateUserRequest = z.strictObject({
+  name: UserName,
+  password: z.string().min(8).max(1024),
+  superuser: z.boolean().optional(),
+});
 export const GrantRequest = z.strictObject({ access: Access });
 /** A user changing their own password gives the current one; a superuser resetting another's does not. */
-export const ChangePasswordRequest = z.strictObject({ password: z.string().min(8).max(1024), currentPassword: z.string().min(1).max(1024).optional() });
+export const ChangePasswordRequest = z.strictObject({
+  password: z.string().min(8).max(1024),
+  currentPassword: z.string().min(1).max(1024).optional(),
+});
 
 export const ModelConfig = z.strictObject({
   /** Seconds between update-status hooks (jittered 80–120 %). */
@@ -45,17 +77,23 @@ export const ModelConfig = z.strictObject({
   automaticallyRetryHooks: z.boolean().optional(),
 });
 /** Constraints in Juju's syntax (api/constraints.ts), parsed: a bad key or value is named in the answer. */
-export const ConstraintsText = z.string().max(512).transform((text, ctx) => {
-  try {
-    return parseConstraints(text);
-  } catch (err) {
-    if (!StewardError.isInstance(err)) throw err;
-    ctx.issues.push({ code: "custom", input: text, message: err.message.replace(/^constraints: /, "") });
-    return z.NEVER;
-  }
-});
+export const ConstraintsText = z
+  .string()
+  .max(512)
+  .transform((text, ctx) => {
+    try {
+      return parseConstraints(text);
+    } catch (err) {
+      if (!StewardError.isInstance(err)) throw err;
+      ctx.issues.push({ code: "custom", input: text, message: err.message.replace(/^constraints: /, "") });
+      return z.NEVER;
+    }
+  });
 /** A model's settings, and (as `set-model-constraints`) the constraints of the machines it makes from now on; "" clears them. */
-export const UpdateModelRequest = z.strictObject({ config: ModelConfig.optional(), constraints: ConstraintsText.optional() });
+export const UpdateModelRequest = z.strictObject({
+  config: ModelConfig.optional(),
+  constraints: ConstraintsText.optional(),
+});
 /** Where the quorum keeper launches replicas when no spare host is left. */
 export type ReplicaCloudInput = z.input<typeof ReplicaCloudRequest>;
 // The client's written-out type (wire.ts) must stay a valid input of the schema: this fails to compile if they drift.
@@ -64,17 +102,26 @@ export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
   z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema }),
   z.strictObject({ substrate: z.literal("vsphere"), credential: Name, vsphere: VsphereModelSettingsSchema }),
   // A controller on Kubernetes: its own StatefulSet's pods, reached as its pods' ServiceAccount (steward bootstrap kubernetes: sets this).
-  z.strictObject({ substrate: z.literal("kubernetes"), kubernetes: z.strictObject({ namespace: KubernetesNamespace, statefulSet: Name }) }),
+  z.strictObject({
+    substrate: z.literal("kubernetes"),
+    kubernetes: z.strictObject({ namespace: KubernetesNamespace, statefulSet: Name }),
+  }),
 ]);
 /** The fields every model request has, whatever its kind. */
 const modelRequestFields = {
-  name: Name, config: ModelConfig.optional(), credential: Name.optional(),
+  name: Name,
+  config: ModelConfig.optional(),
+  credential: Name.optional(),
   /** The default for its machines (`cores=2 mem=4G`). */
   constraints: ConstraintsText.optional(),
 };
 /** A request for a model of kind `k`: its settings are the kind's (settings-less kinds take none). */
 const modelRequestOf = <K extends ModelSubstrate>(k: K) =>
-  z.strictObject({ ...modelRequestFields, substrate: z.literal(k), settings: (settingsSchemaOf(k) ?? z.unknown()).optional() });
+  z.strictObject({
+    ...modelRequestFields,
+    substrate: z.literal(k),
+    settings: (settingsSchemaOf(k) ?? z.unknown()).optional(),
+  });
 
 /**
  * Before the union: the substrate defaults to local and must be a kind; settings given under the
@@ -87,12 +134,23 @@ function modelRequestShape(v: unknown, ctx: { issues: z.core.$ZodRawIssue[] }): 
   body.substrate ??= "local";
   const substrate = body.substrate as ModelSubstrate;
   if (!(MODEL_SUBSTRATES as readonly unknown[]).includes(substrate)) {
-    ctx.issues.push({ code: "custom", path: ["substrate"], input: body.substrate, message: `must be one of ${MODEL_SUBSTRATES.join(", ")}` });
+    ctx.issues.push({
+      code: "custom",
+      path: ["substrate"],
+      input: body.substrate,
+      message: `must be one of ${MODEL_SUBSTRATES.join(", ")}`,
+    });
     return v;
   }
   for (const k of MODEL_SUBSTRATES) {
     if (body[k] === undefined) continue;
-    if (k !== substrate) ctx.issues.push({ code: "custom", path: [k], input: body[k], message: `is only for ${k} models, not ${substrate}` });
+    if (k !== substrate)
+      ctx.issues.push({
+        code: "custom",
+        path: [k],
+        input: body[k],
+        message: `is only for ${k} models, not ${substrate}`,
+      });
     else if (body.settings === undefined) body.settings = body[k];
     delete body[k];
   }
@@ -104,34 +162,81 @@ function modelRequestShape(v: unknown, ctx: { issues: z.core.$ZodRawIssue[] }): 
  * `credential` and `settings`), one shape per kind from its contract (api/substrate-kinds.ts).
  */
 export interface CreateModelBody {
-  name: string; config?: z.output<typeof ModelConfig> | undefined; substrate: ModelSubstrate; credential?: string | undefined;
+  name: string;
+  config?: z.output<typeof ModelConfig> | undefined;
+  substrate: ModelSubstrate;
+  credential?: string | undefined;
   /** The kind's settings, checked against its schema (SETTINGS_SCHEMAS). */
-  settings?: unknown; constraints?: Constraints | undefined;
+  settings?: unknown;
+  constraints?: Constraints | undefined;
 }
-const modelRequests = z.discriminatedUnion("substrate", MODEL_SUBSTRATES.map(modelRequestOf) as unknown as [ReturnType<typeof modelRequestOf<"local">>]);
-export const CreateModelRequest: z.ZodType<CreateModelBody> = z.preprocess(modelRequestShape, modelRequests as unknown as z.ZodType<CreateModelBody>).superRefine((v, ctx) => {
-  const kind = contractOf(v.substrate);
-  const a = withArticle(v.substrate);
-  if (kind.credential?.requiredByModels && !v.credential) ctx.addIssue({ code: "custom", path: ["credential"], message: `is required for ${a} model: store one with steward add-credential NAME --substrate ${v.substrate}` });
-  if (!kind.settings && v.settings !== undefined && (typeof v.settings !== "object" || v.settings === null || Object.keys(v.settings).length > 0)) {
-    ctx.addIssue({ code: "custom", path: ["settings"], message: `are not for ${a} model: it takes none` });
-  }
-  if (kind.settings?.required && !v.settings) ctx.addIssue({ code: "custom", path: ["settings"], message: `is required for ${a} model: ${kind.settings.hint}` });
-  if (kind.provisions === "pods" && v.constraints) ctx.addIssue({ code: "custom", path: ["constraints"], message: `are for machines Steward makes on a cloud; ${a} model's units are pods (their containers' resources come from the operator)` });
-});
+const modelRequests = z.discriminatedUnion(
+  "substrate",
+  MODEL_SUBSTRATES.map(modelRequestOf) as unknown as [ReturnType<typeof modelRequestOf<"local">>],
+);
+export const CreateModelRequest: z.ZodType<CreateModelBody> = z
+  .preprocess(modelRequestShape, modelRequests as unknown as z.ZodType<CreateModelBody>)
+  .superRefine((v, ctx) => {
+    const kind = contractOf(v.substrate);
+    const a = withArticle(v.substrate);
+    if (kind.credential?.requiredByModels && !v.credential)
+      ctx.addIssue({
+        code: "custom",
+        path: ["credential"],
+        message: `is required for ${a} model: store one with steward add-credential NAME --substrate ${v.substrate}`,
+      });
+    if (
+      !kind.settings &&
+      v.settings !== undefined &&
+      (typeof v.settings !== "object" || v.settings === null || Object.keys(v.settings).length > 0)
+    ) {
+      ctx.addIssue({ code: "custom", path: ["settings"], message: `are not for ${a} model: it takes none` });
+    }
+    if (kind.settings?.required && !v.settings)
+      ctx.addIssue({
+        code: "custom",
+        path: ["settings"],
+        message: `is required for ${a} model: ${kind.settings.hint}`,
+      });
+    if (kind.provisions === "pods" && v.constraints)
+      ctx.addIssue({
+        code: "custom",
+        path: ["constraints"],
+        message: `are for machines Steward makes on a cloud; ${a} model's units are pods (their containers' resources come from the operator)`,
+      });
+  });
 
 /** A credential's attributes, checked against what its substrate needs (see CREDENTIAL_KINDS). */
-export const CredentialRequest = z.strictObject({
-  substrate: z.enum(CREDENTIAL_SUBSTRATES),
-  attributes: z.record(z.string().max(64), z.string().min(1).max(16 * 1024)),
-}).superRefine((v, ctx) => {
-  const kind = CREDENTIAL_KINDS[v.substrate];
-  const known = [...kind.required, ...kind.optional];
-  for (const a of kind.required) if (v.attributes[a] === undefined) ctx.addIssue({ code: "custom", path: ["attributes", a], message: `is required for ${withArticle(v.substrate)} credential` });
-  for (const a of Object.keys(v.attributes)) {
-    if (!known.includes(a)) ctx.addIssue({ code: "custom", path: ["attributes", a], message: `is not an attribute of ${withArticle(v.substrate)} credential (known: ${known.join(", ")})` });
-  }
-});
+export const CredentialRequest = z
+  .strictObject({
+    substrate: z.enum(CREDENTIAL_SUBSTRATES),
+    attributes: z.record(
+      z.string().max(64),
+      z
+        .string()
+        .min(1)
+        .max(16 * 1024),
+    ),
+  })
+  .superRefine((v, ctx) => {
+    const kind = CREDENTIAL_KINDS[v.substrate];
+    const known = [...kind.required, ...kind.optional];
+    for (const a of kind.required)
+      if (v.attributes[a] === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["attributes", a],
+          message: `is required for ${withArticle(v.substrate)} credential`,
+        });
+    for (const a of Object.keys(v.attributes)) {
+      if (!known.includes(a))
+        ctx.addIssue({
+          code: "custom",
+          path: ["attributes", a],
+          message: `is not an attribute of ${withArticle(v.substrate)} credential (known: ${known.join(", ")})`,
+        });
+    }
+  });
 
 export const BundleFile = z.strictObject({
   path: z.string().min(1).max(512),
@@ -168,41 +273,87 @@ export const AddUnitsRequest = z.strictObject({
 export const SshTargetSchema = z.strictObject({
   host: z.string().min(1).max(255).regex(HOST_PATTERN, { message: "must be a host name or IP address" }),
   port: z.number().int().min(1).max(65535).default(22),
-  user: z.string().min(1).max(64).regex(/^[a-z_][a-z0-9_.-]*$/, { message: "must be a user name" }),
+  user: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[a-z_][a-z0-9_.-]*$/, { message: "must be a user name" }),
   /** The private key's content; used for this install only, never stored. */
-  privateKey: z.string().min(1).max(64 * 1024),
+  privateKey: z
+    .string()
+    .min(1)
+    .max(64 * 1024),
   passphrase: z.string().max(1024).optional(),
-  hostKey: z.string().regex(HOST_KEY_PATTERN, { message: "must be a fingerprint such as SHA256:abc… (ssh-keygen -lf the host's key)" }).optional(),
+  hostKey: z
+    .string()
+    .regex(HOST_KEY_PATTERN, { message: "must be a fingerprint such as SHA256:abc… (ssh-keygen -lf the host's key)" })
+    .optional(),
   trustOnFirstUse: z.boolean().optional(),
   /** A bastion to reach the host through (same private key; its host key must be pinned). */
-  jump: z.strictObject({
-    host: z.string().min(1).max(255).regex(HOST_PATTERN),
-    port: z.number().int().min(1).max(65535).default(22),
-    user: z.string().min(1).max(64).regex(/^[a-z_][a-z0-9_.-]*$/),
-    hostKey: z.string().regex(HOST_KEY_PATTERN, { message: "must be the jump host's fingerprint, SHA256:…" }),
-  }).optional(),
+  jump: z
+    .strictObject({
+      host: z.string().min(1).max(255).regex(HOST_PATTERN),
+      port: z.number().int().min(1).max(65535).default(22),
+      user: z
+        .string()
+        .min(1)
+        .max(64)
+        .regex(/^[a-z_][a-z0-9_.-]*$/),
+      hostKey: z.string().regex(HOST_KEY_PATTERN, { message: "must be the jump host's fingerprint, SHA256:…" }),
+    })
+    .optional(),
 });
 /** Hosts for controller replicas: kept by the controller (as spares) until used, so the key is stored. */
 export const SpareHostsRequest = z.strictObject({
-  hosts: z.array(SshTargetSchema.omit({ jump: true })).min(1).max(16),
+  hosts: z
+    .array(SshTargetSchema.omit({ jump: true }))
+    .min(1)
+    .max(16),
 });
 /** The record `steward upgrade-controller` keeps of its progress (api/wire.ts ControllerUpgrade). */
 const Version = z.string().regex(/^\d+\.\d+\.\d+$/, { message: "must be MAJOR.MINOR.PATCH" });
 const Timestamp = z.string().max(40);
 export const ControllerUpgradeRecord = z.strictObject({
   run: z.string().regex(/^[A-Za-z0-9-]{1,64}$/),
-  from: Version, to: Version, state: z.enum(["running", "failed", "done"]), startedAt: Timestamp, updatedAt: Timestamp, finishedAt: Timestamp.optional(),
-  replicas: z.array(z.strictObject({
-    name: z.string().min(1).max(100), host: z.string().max(255), version: z.string().max(40),
-    state: z.enum(["pending", "upgrading", "upgraded", "rolled-back", "failed"]), at: Timestamp.optional(), message: z.string().max(2000).optional(),
-  })).max(16),
+  from: Version,
+  to: Version,
+  state: z.enum(["running", "failed", "done"]),
+  startedAt: Timestamp,
+  updatedAt: Timestamp,
+  finishedAt: Timestamp.optional(),
+  replicas: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1).max(100),
+        host: z.string().max(255),
+        version: z.string().max(40),
+        state: z.enum(["pending", "upgrading", "upgraded", "rolled-back", "failed"]),
+        at: Timestamp.optional(),
+        message: z.string().max(2000).optional(),
+      }),
+    )
+    .max(16),
   message: z.string().max(2000),
 });
 export const EnableHaRequest = z.strictObject({
-  replicas: z.number().int().refine((n) => [1, 3, 5, 7].includes(n), { message: "must be 3, 5 or 7: an even number of voters tolerates no more failures than one fewer, and etcd advises at most 7" }),
+  replicas: z
+    .number()
+    .int()
+    .refine((n) => [1, 3, 5, 7].includes(n), {
+      message:
+        "must be 3, 5 or 7: an even number of voters tolerates no more failures than one fewer, and etcd advises at most 7",
+    }),
   /** New hosts to put replicas on (added to the spare pool first). */
-  hosts: z.array(SshTargetSchema.omit({ jump: true })).max(16).default([]),
-  replaceAfterSeconds: z.number().int().min(5).max(7 * 24 * 3600).optional(),
+  hosts: z
+    .array(SshTargetSchema.omit({ jump: true }))
+    .max(16)
+    .default([]),
+  replaceAfterSeconds: z
+    .number()
+    .int()
+    .min(5)
+    .max(7 * 24 * 3600)
+    .optional(),
   maxReplacementsPerHour: z.number().int().min(0).max(60).optional(),
 });
 export const AddMachineRequest = z.strictObject({
@@ -218,15 +369,25 @@ export const AddMachineRequest = z.strictObject({
 });
 
 /** `app` or `app:endpoint`. */
-export const EndpointRef = z.string().regex(/^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)?$/, { message: "must be app or app:endpoint" });
+export const EndpointRef = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)?$/, { message: "must be app or app:endpoint" });
 export const IntegrateRequest = z.strictObject({ endpoints: z.tuple([EndpointRef, EndpointRef]) });
 export const ResolveRequest = z.strictObject({ retry: z.boolean().default(true) });
 
 /** A unit (`web/0`), an application's leader (`web/leader`) or every unit of an application (`web`). */
-export const ActionTarget = z.string().max(128).regex(/^[a-z][a-z0-9-]*(\/(\d+|leader))?$/, { message: "must be a unit (web/0), an application's leader (web/leader) or an application (web)" });
+export const ActionTarget = z
+  .string()
+  .max(128)
+  .regex(/^[a-z][a-z0-9-]*(\/(\d+|leader))?$/, {
+    message: "must be a unit (web/0), an application's leader (web/leader) or an application (web)",
+  });
 export const RunActionRequest = z.strictObject({
   targets: z.array(ActionTarget).min(1).max(100),
-  action: z.string().max(63).regex(/^[a-z][a-z0-9-]*$/, { message: "must be an action name (lower-case letters, digits, hyphens)" }),
+  action: z
+    .string()
+    .max(63)
+    .regex(/^[a-z][a-z0-9-]*$/, { message: "must be an action name (lower-case letters, digits, hyphens)" }),
   params: z.record(z.string().max(256), z.union([z.string(), z.number(), z.boolean()])).default({}),
 });
 
@@ -238,20 +399,35 @@ export const StatusSetParams = z.strictObject({
 });
 
 /** `POST /v1/backups`: the passphrase the backup is encrypted with (never stored or logged). */
-export const CreateBackupRequest = z.strictObject({ passphrase: z.string().min(8, "a backup passphrase must be at least 8 characters").max(1024) });
+export const CreateBackupRequest = z.strictObject({
+  passphrase: z.string().min(8, "a backup passphrase must be at least 8 characters").max(1024),
+});
 
-const ControllerAddress = z.string().min(3).max(300).regex(/^[^\s/]+:\d+$/, "host:port");
+const ControllerAddress = z
+  .string()
+  .min(3)
+  .max(300)
+  .regex(/^[^\s/]+:\d+$/, "host:port");
 /** `POST /v1/models/<model>/migrate`: where the model goes, and how long its agents have to answer. */
 export const MigrateRequest = z.strictObject({
-  target: z.strictObject({
-    name: Name,
-    addresses: z.array(ControllerAddress).min(1).max(16),
-    caCert: z.string().min(1).max(16_384).includes("BEGIN CERTIFICATE", { message: "a PEM certificate" }),
-    user: Name,
-    password: z.string().min(1).max(1024).optional(),
-    token: z.string().min(1).max(4096).optional(),
-  }).refine((t) => t.password !== undefined || t.token !== undefined, { message: "give the target user's password or token" }),
-  agentWaitSeconds: z.number().int().min(5).max(24 * 3600).optional(),
+  target: z
+    .strictObject({
+      name: Name,
+      addresses: z.array(ControllerAddress).min(1).max(16),
+      caCert: z.string().min(1).max(16_384).includes("BEGIN CERTIFICATE", { message: "a PEM certificate" }),
+      user: Name,
+      password: z.string().min(1).max(1024).optional(),
+      token: z.string().min(1).max(4096).optional(),
+    })
+    .refine((t) => t.password !== undefined || t.token !== undefined, {
+      message: "give the target user's password or token",
+    }),
+  agentWaitSeconds: z
+    .number()
+    .int()
+    .min(5)
+    .max(24 * 3600)
+    .optional(),
 });
 
 /** A task's number (`GET /v1/models/<model>/tasks/<id>`). */
@@ -263,7 +439,10 @@ export const ModelUuid = z.string().regex(/^[0-9a-f-]{36}$/, "a model uuid");
 /** `POST /v1/migrations/<id>/validate`: the units an agent runs, to compare with the staged model. */
 export const MigrationValidateRequest = z.strictObject({ units: z.array(z.string().max(256)).max(10_000) });
 /** `POST /v1/migrations/<id>/logs`: a moved model's recent log records. */
-export const MigrationLogsRequest = z.strictObject({ model: ModelUuid, records: z.array(z.record(z.string(), z.unknown())).max(10_000) });
+export const MigrationLogsRequest = z.strictObject({
+  model: ModelUuid,
+  records: z.array(z.record(z.string(), z.unknown())).max(10_000),
+});
 
 /** Parses `input` with `schema`, turning the first problems into one message that names each field. */
 export function parseRequest<T extends z.ZodType>(schema: T, input: unknown, what = "request"): z.infer<T> {
@@ -279,7 +458,8 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
     .slice(0, 5)
     .map((i) => {
       const field = i.path.length > 0 ? i.path.join(".") : "(body)";
-      if (i.code === "unrecognized_keys") return `unknown field${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${[...i.path, k].join(".")}"`).join(", ")}`;
+      if (i.code === "unrecognized_keys")
+        return `unknown field${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${[...i.path, k].join(".")}"`).join(", ")}`;
       return `"${field}" ${i.message}`;
     })
     .join("; ");

@@ -6,7 +6,19 @@
  */
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions } from "./node/client";
-export type { ModelSettings, ModelSummary, MachineInfo, ApplicationInfo, ControllerInfo, ControllerOverview, ClusterInfo, CredentialSummary, SpareHost, SshMachineRequest, DebugLogQuery } from "./wire";
+export type {
+  ModelSettings,
+  ModelSummary,
+  MachineInfo,
+  ApplicationInfo,
+  ControllerInfo,
+  ControllerOverview,
+  ClusterInfo,
+  CredentialSummary,
+  SpareHost,
+  SshMachineRequest,
+  DebugLogQuery,
+} from "./wire";
 export * from "./errors";
 export * from "./status";
 export * from "./node/waits";

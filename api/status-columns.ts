@@ -13,7 +13,8 @@ export interface ColumnTable {
   $columns: { keys: string[]; paths: string[][]; values: unknown[][] };
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Names that would reach a prototype when used as a property path. */
 const UNSAFE = new Set(["__proto__", "constructor", "prototype"]);
@@ -22,14 +23,20 @@ const UNSAFE = new Set(["__proto__", "constructor", "prototype"]);
  * The leaves of `row` (arrays are leaves; nested objects are walked). Undefined means the row
  * cannot be a table row: a null or an empty object would not come back from the columns as it was.
  */
-function leaves(row: unknown, prefix: string[] = [], out: [string[], unknown][] = []): [string[], unknown][] | undefined {
+function leaves(
+  row: unknown,
+  prefix: string[] = [],
+  out: [string[], unknown][] = [],
+): [string[], unknown][] | undefined {
   if (!isPlainObject(row)) return undefined;
   const entries = Object.entries(row);
   if (entries.length === 0) return undefined;
   for (const [k, v] of entries) {
     if (v === undefined) continue;
     if (v === null || UNSAFE.has(k)) return undefined;
-    if (isPlainObject(v)) { if (!leaves(v, [...prefix, k], out)) return undefined; } else out.push([[...prefix, k], v]);
+    if (isPlainObject(v)) {
+      if (!leaves(v, [...prefix, k], out)) return undefined;
+    } else out.push([[...prefix, k], v]);
   }
   return out;
 }
@@ -62,7 +69,14 @@ const UNENCODABLE = 2;
  * the row lacks are skipped and padded later). UNKNOWN_COLUMN when a leaf has no column after the
  * previous one: the row then goes through {@link fillNew}.
  */
-function fillKnown(o: Record<string, unknown>, paths: string[][], values: unknown[][], i: number, stack: string[], at: { j: number }): number {
+function fillKnown(
+  o: Record<string, unknown>,
+  paths: string[][],
+  values: unknown[][],
+  i: number,
+  stack: string[],
+  at: { j: number },
+): number {
   let any = false;
   for (const k in o) {
     const v = o[k];
@@ -77,7 +91,14 @@ function fillKnown(o: Record<string, unknown>, paths: string[][], values: unknow
   return any ? FILLED : UNENCODABLE;
 }
 
-function place(v: unknown, paths: string[][], values: unknown[][], i: number, stack: string[], at: { j: number }): number {
+function place(
+  v: unknown,
+  paths: string[][],
+  values: unknown[][],
+  i: number,
+  stack: string[],
+  at: { j: number },
+): number {
   for (let j = at.j; j < paths.length; j++) {
     const p = paths[j]!;
     if (p.length !== stack.length || p.some((seg, d) => seg !== stack[d])) continue;
@@ -111,14 +132,19 @@ function fillNew(row: unknown, paths: string[][], values: unknown[][], slot: Map
   return true;
 }
 
-const malformed = (why: string): never => { throw new StewardError("internal", `the controller sent a malformed status table (${why})`); };
+const malformed = (why: string): never => {
+  throw new StewardError("internal", `the controller sent a malformed status table (${why})`);
+};
 
 /** The record a {@link toColumnTable} made; anything that is not a table is returned as it is. */
 export function fromColumnTable<T>(x: Record<string, T> | ColumnTable): Record<string, T> {
   if (!isPlainObject(x) || !("$columns" in x)) return x as Record<string, T>;
   const { keys, paths, values } = ((x as unknown as ColumnTable).$columns ?? {}) as Partial<ColumnTable["$columns"]>;
-  if (!Array.isArray(keys) || !Array.isArray(paths) || !Array.isArray(values) || values.length !== paths.length) return malformed("shape");
-  for (const p of paths) if (!Array.isArray(p) || p.length === 0 || p.some((s) => typeof s !== "string" || UNSAFE.has(s))) return malformed("path");
+  if (!Array.isArray(keys) || !Array.isArray(paths) || !Array.isArray(values) || values.length !== paths.length)
+    return malformed("shape");
+  for (const p of paths)
+    if (!Array.isArray(p) || p.length === 0 || p.some((s) => typeof s !== "string" || UNSAFE.has(s)))
+      return malformed("path");
   for (const c of values) if (!Array.isArray(c) || c.length !== keys.length) return malformed("column length");
   for (const key of keys) if (typeof key !== "string" || UNSAFE.has(key)) return malformed("key");
   // Column by column: each loop stores one property name, which V8 keeps fast (row by row, every
@@ -163,7 +189,8 @@ export function fromColumnTable<T>(x: Record<string, T> | ColumnTable): Record<s
 /** The status document with its units and machines as column tables. */
 export function statusToColumns(s: ModelStatus): unknown {
   const applications: Record<string, unknown> = {};
-  for (const [name, app] of Object.entries(s.applications)) applications[name] = { ...app, units: toColumnTable(app.units) };
+  for (const [name, app] of Object.entries(s.applications))
+    applications[name] = { ...app, units: toColumnTable(app.units) };
   return { ...s, applications, machines: toColumnTable(s.machines) };
 }
 

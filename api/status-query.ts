@@ -14,7 +14,9 @@ import type { ApplicationStatusView, ModelStatus, UnitStatusView } from "./statu
 
 export type EntityKind = "model" | "application" | "unit";
 type Value = string | number | boolean | Scope | Scope[];
-export interface Scope { [field: string]: Value }
+export interface Scope {
+  [field: string]: Value;
+}
 
 type Node =
   | { k: "lit"; v: string | number | boolean }
@@ -26,40 +28,84 @@ type Node =
 /** What each entity's fields are, and the default query that means "ready". */
 export const QUERY_DEFAULTS: Record<EntityKind, string> = {
   model: 'forEach(units, unit => unit.workload-status == "active" && unit.agent-status == "idle")',
-  application: 'status == "active" && forEach(units, unit => unit.workload-status == "active" && unit.agent-status == "idle")',
+  application:
+    'status == "active" && forEach(units, unit => unit.workload-status == "active" && unit.agent-status == "idle")',
   unit: 'workload-status == "active" && agent-status == "idle"',
 };
 
 export function unitScope(u: UnitStatusView, application: string): Scope {
   return {
-    name: u.name, application, machine: u.machine, life: u.life, leader: u.leader, address: u.address ?? "",
-    "workload-status": u.workload.current, "workload-message": u.workload.message, "agent-status": u.agent.current, "agent-message": u.agent.message,
+    name: u.name,
+    application,
+    machine: u.machine,
+    life: u.life,
+    leader: u.leader,
+    address: u.address ?? "",
+    "workload-status": u.workload.current,
+    "workload-message": u.workload.message,
+    "agent-status": u.agent.current,
+    "agent-message": u.agent.message,
   };
 }
 
 export function applicationScope(a: ApplicationStatusView): Scope {
-  return { name: a.name, status: a.status.current, message: a.status.message, life: a.life, scale: a.scale, units: Object.values(a.units).map((u) => unitScope(u, a.name)) };
+  return {
+    name: a.name,
+    status: a.status.current,
+    message: a.status.message,
+    life: a.life,
+    scale: a.scale,
+    units: Object.values(a.units).map((u) => unitScope(u, a.name)),
+  };
 }
 
 export function modelScope(s: ModelStatus): Scope {
   const applications = Object.values(s.applications).map(applicationScope);
   return {
-    name: s.model.name, status: s.model.status.current, applications, units: applications.flatMap((a) => a.units as Scope[]),
-    machines: Object.values(s.machines).map((m) => ({ id: m.id, status: m.status.current, life: m.life, address: m.address })),
+    name: s.model.name,
+    status: s.model.status.current,
+    applications,
+    units: applications.flatMap((a) => a.units as Scope[]),
+    machines: Object.values(s.machines).map((m) => ({
+      id: m.id,
+      status: m.status.current,
+      life: m.life,
+      address: m.address,
+    })),
   };
 }
 
 /** A scope with every field an entity of `kind` has (lists of one such item), to check queries against. */
 function sampleScope(kind: EntityKind): Scope {
-  const unit: Scope = { name: "", application: "", machine: "", life: "", leader: false, address: "", "workload-status": "", "workload-message": "", "agent-status": "", "agent-message": "" };
+  const unit: Scope = {
+    name: "",
+    application: "",
+    machine: "",
+    life: "",
+    leader: false,
+    address: "",
+    "workload-status": "",
+    "workload-message": "",
+    "agent-status": "",
+    "agent-message": "",
+  };
   const app: Scope = { name: "", status: "", message: "", life: "", scale: 0, units: [unit] };
   if (kind === "unit") return unit;
   if (kind === "application") return app;
-  return { name: "", status: "", applications: [app], units: [unit], machines: [{ id: "", status: "", life: "", address: "" }] };
+  return {
+    name: "",
+    status: "",
+    applications: [app],
+    units: [unit],
+    machines: [{ id: "", status: "", life: "", address: "" }],
+  };
 }
 
 export class StatusQuery {
-  private constructor(readonly text: string, private readonly root: Node) {}
+  private constructor(
+    readonly text: string,
+    private readonly root: Node,
+  ) {}
 
   /** Parses `text` and checks every field it names exists on a `kind`; a mistake is a 400-style error naming where. */
   static parse(text: string, kind: EntityKind): StatusQuery {
@@ -76,14 +122,21 @@ export class StatusQuery {
 
   private eval(n: Node, scope: Scope): Value {
     switch (n.k) {
-      case "lit": return n.v;
+      case "lit":
+        return n.v;
       case "path": {
         let v: Value = scope;
         for (const [i, part] of n.parts.entries()) {
           const container: Value = v;
           if (typeof container !== "object" || Array.isArray(container) || !Object.hasOwn(container, part)) {
-            const fields = typeof container === "object" && !Array.isArray(container) ? Object.keys(container).join(", ") : "none: it is not an item";
-            throw this.error(`names "${n.parts.slice(0, i + 1).join(".")}", which is not a field here (fields: ${fields})`, n.at);
+            const fields =
+              typeof container === "object" && !Array.isArray(container)
+                ? Object.keys(container).join(", ")
+                : "none: it is not an item";
+            throw this.error(
+              `names "${n.parts.slice(0, i + 1).join(".")}", which is not a field here (fields: ${fields})`,
+              n.at,
+            );
           }
           v = (container as Scope)[part]!;
         }
@@ -96,7 +149,8 @@ export class StatusQuery {
       }
       case "forEach": {
         const list = this.eval(n.list, scope);
-        if (!Array.isArray(list)) throw this.error(`forEach needs a list (units, applications, machines), not ${describe(list)}`, 0);
+        if (!Array.isArray(list))
+          throw this.error(`forEach needs a list (units, applications, machines), not ${describe(list)}`, 0);
         return list.every((item) => {
           const v = this.eval(n.body, { ...scope, [n.name]: item as unknown as Value });
           if (typeof v !== "boolean") throw this.error(`forEach's expression is ${describe(v)}, not true or false`, 0);
@@ -106,25 +160,38 @@ export class StatusQuery {
       case "bin": {
         if (n.op === "&&" || n.op === "||") {
           const a = this.eval(n.a, scope);
-          if (typeof a !== "boolean") throw this.error(`${n.op} needs true or false on its left, not ${describe(a)}`, n.at);
+          if (typeof a !== "boolean")
+            throw this.error(`${n.op} needs true or false on its left, not ${describe(a)}`, n.at);
           // Both sides are always evaluated, so a typo on the right is found even when the left decides.
           const b = this.eval(n.b, scope);
-          if (typeof b !== "boolean") throw this.error(`${n.op} needs true or false on its right, not ${describe(b)}`, n.at);
+          if (typeof b !== "boolean")
+            throw this.error(`${n.op} needs true or false on its right, not ${describe(b)}`, n.at);
           return n.op === "&&" ? a && b : a || b;
         }
         const a = this.eval(n.a, scope);
         const b = this.eval(n.b, scope);
-        if (typeof a === "object" || typeof b === "object") throw this.error(`${n.op} compares values, not ${describe(typeof a === "object" ? a : b)} (use forEach, or a field such as unit.name)`, n.at);
+        if (typeof a === "object" || typeof b === "object")
+          throw this.error(
+            `${n.op} compares values, not ${describe(typeof a === "object" ? a : b)} (use forEach, or a field such as unit.name)`,
+            n.at,
+          );
         switch (n.op) {
-          case "==": return a === b;
-          case "!=": return a !== b;
+          case "==":
+            return a === b;
+          case "!=":
+            return a !== b;
         }
-        if (typeof a !== typeof b || typeof a === "boolean") throw this.error(`${n.op} compares two numbers or two strings, not ${describe(a)} and ${describe(b)}`, n.at);
+        if (typeof a !== typeof b || typeof a === "boolean")
+          throw this.error(`${n.op} compares two numbers or two strings, not ${describe(a)} and ${describe(b)}`, n.at);
         switch (n.op) {
-          case "<": return a < b;
-          case "<=": return a <= b;
-          case ">": return a > b;
-          default: return a >= b;
+          case "<":
+            return a < b;
+          case "<=":
+            return a <= b;
+          case ">":
+            return a > b;
+          default:
+            return a >= b;
         }
       }
     }
@@ -136,11 +203,21 @@ export class StatusQuery {
 }
 
 function describe(v: Value): string {
-  return Array.isArray(v) ? "a list" : typeof v === "object" ? "an item" : typeof v === "string" ? `the string ${JSON.stringify(v)}` : String(v);
+  return Array.isArray(v)
+    ? "a list"
+    : typeof v === "object"
+      ? "an item"
+      : typeof v === "string"
+        ? `the string ${JSON.stringify(v)}`
+        : String(v);
 }
 
 function queryError(text: string, at: number, problem: string): StewardError {
-  return new StewardError("invalid-request", `query ${JSON.stringify(text)}${at > 0 ? ` at character ${at + 1}` : ""}: ${problem}`, { details: { field: "query" } });
+  return new StewardError(
+    "invalid-request",
+    `query ${JSON.stringify(text)}${at > 0 ? ` at character ${at + 1}` : ""}: ${problem}`,
+    { details: { field: "query" } },
+  );
 }
 
 /** A recursive-descent parser over the grammar in the header. */
@@ -156,11 +233,18 @@ class Parser {
     return n;
   }
 
-  private fail(problem: string): StewardError { return queryError(this.s, this.i, problem); }
-  private space(): void { while (this.i < this.s.length && /\s/.test(this.s[this.i]!)) this.i++; }
+  private fail(problem: string): StewardError {
+    return queryError(this.s, this.i, problem);
+  }
+  private space(): void {
+    while (this.i < this.s.length && /\s/.test(this.s[this.i]!)) this.i++;
+  }
   private eat(tok: string): boolean {
     this.space();
-    if (this.s.startsWith(tok, this.i)) { this.i += tok.length; return true; }
+    if (this.s.startsWith(tok, this.i)) {
+      this.i += tok.length;
+      return true;
+    }
     return false;
   }
 
@@ -179,7 +263,10 @@ class Parser {
 
   private not(depth: number): Node {
     this.space();
-    if (this.s[this.i] === "!" && this.s[this.i + 1] !== "=") { this.i++; return { k: "not", e: this.not(depth + 1) }; }
+    if (this.s[this.i] === "!" && this.s[this.i + 1] !== "=") {
+      this.i++;
+      return { k: "not", e: this.not(depth + 1) };
+    }
     return this.cmp(depth);
   }
 
@@ -187,7 +274,8 @@ class Parser {
     const a = this.value(depth);
     this.space();
     const at = this.i;
-    for (const op of ["==", "!=", "<=", ">=", "<", ">"]) if (this.eat(op)) return { k: "bin", op, a, b: this.value(depth), at };
+    for (const op of ["==", "!=", "<=", ">=", "<", ">"])
+      if (this.eat(op)) return { k: "bin", op, a, b: this.value(depth), at };
     return a;
   }
 
@@ -195,8 +283,13 @@ class Parser {
     this.space();
     const c = this.s[this.i];
     if (c === undefined) throw this.fail("ends where a value was expected");
-    if (c === "(") { this.i++; const n = this.or(depth + 1); if (!this.eat(")")) throw this.fail("expected )"); return n; }
-    if (c === "\"" || c === "'") {
+    if (c === "(") {
+      this.i++;
+      const n = this.or(depth + 1);
+      if (!this.eat(")")) throw this.fail("expected )");
+      return n;
+    }
+    if (c === '"' || c === "'") {
       const end = this.s.indexOf(c, this.i + 1);
       if (end < 0) throw this.fail("has a string that is never closed");
       const v = this.s.slice(this.i + 1, end);
@@ -204,7 +297,10 @@ class Parser {
       return { k: "lit", v };
     }
     const num = /^-?\d+(\.\d+)?/.exec(this.s.slice(this.i));
-    if (num) { this.i += num[0].length; return { k: "lit", v: Number(num[0]) }; }
+    if (num) {
+      this.i += num[0].length;
+      return { k: "lit", v: Number(num[0]) };
+    }
     const at = this.i;
     const word = /^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*/.exec(this.s.slice(this.i));
     if (!word) throw this.fail(`unexpected "${c}"`);

@@ -29,7 +29,10 @@ export interface UnitStatusView {
  * A change units apply by running hooks: the operator content (install/upgrade) and the effective
  * config, as a hash (config-changed). An application wants one; each unit says which it applied.
  */
-export interface AppliedChange { operator: string; config: string }
+export interface AppliedChange {
+  operator: string;
+  config: string;
+}
 
 /**
  * Whether a unit has applied what its application wants: a unit still active/idle from before a
@@ -110,7 +113,13 @@ export interface StatusFilter {
 }
 
 export interface ModelStatus {
-  model: { name: string; uuid: string; controller: string; status: StatusInfo<"available" | "busy" | "destroying">; revision: number };
+  model: {
+    name: string;
+    uuid: string;
+    controller: string;
+    status: StatusInfo<"available" | "busy" | "destroying">;
+    revision: number;
+  };
   applications: Record<string, ApplicationStatusView>;
   machines: Record<string, MachineStatusView>;
   integrations: IntegrationStatusView[];
@@ -119,7 +128,13 @@ export interface ModelStatus {
 
 /** Juju's severity order: the application shows the most severe unit status unless its leader set one. */
 export const workloadSeverity: Record<WorkloadStatus, number> = {
-  error: 100, blocked: 90, maintenance: 80, waiting: 70, active: 60, terminated: 50, unknown: 40,
+  error: 100,
+  blocked: 90,
+  maintenance: 80,
+  waiting: 70,
+  active: 60,
+  terminated: 50,
+  unknown: 40,
 };
 
 /** The readiness predicate of `juju wait-for` and terraform users: every unit active and idle. */
@@ -133,7 +148,9 @@ export function unitIsReady(u: Pick<UnitStatusView, "workload" | "agent">): bool
  */
 export function integrationJoins(pair: readonly [string, string], i: { provider: string; requirer: string }): boolean {
   const fits = (ref: string, ep: string): boolean => (ref.includes(":") ? ref === ep : ref === ep.split(":")[0]);
-  return (fits(pair[0], i.provider) && fits(pair[1], i.requirer)) || (fits(pair[1], i.provider) && fits(pair[0], i.requirer));
+  return (
+    (fits(pair[0], i.provider) && fits(pair[1], i.requirer)) || (fits(pair[1], i.provider) && fits(pair[0], i.requirer))
+  );
 }
 
 /**

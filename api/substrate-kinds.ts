@@ -60,15 +60,21 @@ export type NoSettings = Record<string, never>;
 
 /** Each kind's settings, by kind (kinds without settings take `{}`). */
 export interface SettingsByKind {
-  local: NoSettings; manual: NoSettings; ssh: NoSettings;
-  aws: AwsModelSettings; vsphere: VsphereModelSettings; kubernetes: KubernetesModelSettings;
+  local: NoSettings;
+  manual: NoSettings;
+  ssh: NoSettings;
+  aws: AwsModelSettings;
+  vsphere: VsphereModelSettings;
+  kubernetes: KubernetesModelSettings;
 }
 
 /**
  * Where a model's machines come from, as its document stores it: the kind, the stored credential
  * they are made with (`/credentials/<name>`), and the kind's settings.
  */
-export type ModelPlacement = { [K in ModelSubstrate]: { substrate: K; credential?: string; settings: SettingsByKind[K] } }[ModelSubstrate];
+export type ModelPlacement = {
+  [K in ModelSubstrate]: { substrate: K; credential?: string; settings: SettingsByKind[K] };
+}[ModelSubstrate];
 
 export interface CredentialKind {
   required: readonly string[];
@@ -113,31 +119,56 @@ export interface SubstrateContract<Settings = unknown> {
   describe(settings: Settings): string;
 }
 
-const listed = (words: readonly string[]): string => words.length > 1 ? `${words.slice(0, -1).join(", ")} and ${words.at(-1)!}` : words.join("");
+const listed = (words: readonly string[]): string =>
+  words.length > 1 ? `${words.slice(0, -1).join(", ")} and ${words.at(-1)!}` : words.join("");
 
 const local = {
-  name: "local", provisions: "machines", instances: false, addMachines: "count", onControllerHost: true,
-  words: { thing: "agent process", things: "agent processes", cloud: "this host" }, flags: [],
+  name: "local",
+  provisions: "machines",
+  instances: false,
+  addMachines: "count",
+  onControllerHost: true,
+  words: { thing: "agent process", things: "agent processes", cloud: "this host" },
+  flags: [],
   describe: () => "agent processes on the controller's host",
 } satisfies SubstrateContract<NoSettings>;
 const manual = {
-  name: "manual", provisions: "none", instances: false, addMachines: "count", agentsStartedByHand: true,
-  words: { thing: "machine", things: "machines", cloud: "machines added by hand" }, flags: [],
+  name: "manual",
+  provisions: "none",
+  instances: false,
+  addMachines: "count",
+  agentsStartedByHand: true,
+  words: { thing: "machine", things: "machines", cloud: "machines added by hand" },
+  flags: [],
   describe: () => "machines added by hand",
 } satisfies SubstrateContract<NoSettings>;
 const ssh = {
-  name: "ssh", provisions: "none", instances: false, addMachines: "address",
+  name: "ssh",
+  provisions: "none",
+  instances: false,
+  addMachines: "address",
   credential: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"], requiredByModels: false },
-  words: { thing: "host", things: "hosts", cloud: "SSH" }, flags: [],
+  words: { thing: "host", things: "hosts", cloud: "SSH" },
+  flags: [],
   describe: () => "hosts added over SSH",
 } satisfies SubstrateContract<NoSettings>;
 const aws = {
-  name: "aws", provisions: "machines", instances: true, addMachines: "count",
+  name: "aws",
+  provisions: "machines",
+  instances: true,
+  addMachines: "count",
   settings: { required: true, hint: "at least region and imageId" },
   // The access key id identifies the key but is shown masked all the same, as the AWS console does.
   credential: {
-    required: ["access-key-id", "secret-access-key"], optional: ["session-token"], shown: ["access-key-id"], masked: ["access-key-id"],
-    env: { "access-key-id": "AWS_ACCESS_KEY_ID", "secret-access-key": "AWS_SECRET_ACCESS_KEY", "session-token": "AWS_SESSION_TOKEN" },
+    required: ["access-key-id", "secret-access-key"],
+    optional: ["session-token"],
+    shown: ["access-key-id"],
+    masked: ["access-key-id"],
+    env: {
+      "access-key-id": "AWS_ACCESS_KEY_ID",
+      "secret-access-key": "AWS_SECRET_ACCESS_KEY",
+      "session-token": "AWS_SESSION_TOKEN",
+    },
     requiredByModels: true,
   },
   words: { thing: "instance", things: "EC2 instances", cloud: "AWS", env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" },
@@ -147,37 +178,62 @@ const aws = {
   describe: (s) => `${s.region}, ${s.instanceType ?? "t3.small"}`,
 } satisfies SubstrateContract<AwsModelSettings>;
 const vsphere = {
-  name: "vsphere", provisions: "machines", instances: true, addMachines: "count",
+  name: "vsphere",
+  provisions: "machines",
+  instances: true,
+  addMachines: "count",
   settings: { required: true, hint: "at least url, datacenter and template" },
-  credential: { required: ["user", "password"], optional: [], shown: ["user"], env: { user: "VSPHERE_USER", password: "VSPHERE_PASSWORD" }, requiredByModels: true },
+  credential: {
+    required: ["user", "password"],
+    optional: [],
+    shown: ["user"],
+    env: { user: "VSPHERE_USER", password: "VSPHERE_PASSWORD" },
+    requiredByModels: true,
+  },
   words: { thing: "VM", things: "VMs", cloud: "vSphere", env: "VSPHERE_USER, VSPHERE_PASSWORD" },
   flags: ["--vcenter", "--datacenter", "--template", "--folder", "--resource-pool", "--vcenter-ca-file"],
   constraintsProblem: (keys) => {
     const unsupported = ["arch", "root-disk", "instance-type"].filter((k) => keys.includes(k));
-    return unsupported.length ? `${unsupported.join(", ")} ${unsupported.length > 1 ? "are" : "is"} not supported on vsphere (a VM is its template's architecture and disk): give cores and mem` : undefined;
+    return unsupported.length
+      ? `${unsupported.join(", ")} ${unsupported.length > 1 ? "are" : "is"} not supported on vsphere (a VM is its template's architecture and disk): give cores and mem`
+      : undefined;
   },
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;
 const kubernetes = {
-  name: "kubernetes", provisions: "pods", instances: false,
+  name: "kubernetes",
+  provisions: "pods",
+  instances: false,
   settings: { required: false, hint: "namespace (by default the model's name)" },
   // Model names are namespace names (api/names.ts).
   defaults: ({ name }) => ({ namespace: name }),
   // A cluster (steward add-k8s): the kubeconfig (its server, CA and user's token or certificate) is secret; its context is not.
-  credential: { required: ["kubeconfig"], optional: ["context", "server"], shown: ["context", "server"], requiredByModels: true },
+  credential: {
+    required: ["kubeconfig"],
+    optional: ["context", "server"],
+    shown: ["context", "server"],
+    requiredByModels: true,
+  },
   words: { thing: "pod", things: "pods", cloud: "Kubernetes" },
   flags: ["--kubeconfig", "--namespace", "--controller-image", "--agent-image", "--api-address"],
   describe: (s) => (s.statefulSet ? `StatefulSet ${s.namespace}/${s.statefulSet}` : `namespace ${s.namespace}`),
 } satisfies SubstrateContract<KubernetesModelSettings>;
 
 /** Every substrate kind's static contract, by name. */
-export const SUBSTRATE_CONTRACTS = { local, manual, ssh, aws, vsphere, kubernetes } as const satisfies { [K in ModelSubstrate]: SubstrateContract<any> & { name: K } };
+export const SUBSTRATE_CONTRACTS = { local, manual, ssh, aws, vsphere, kubernetes } as const satisfies {
+  [K in ModelSubstrate]: SubstrateContract<any> & { name: K };
+};
 
 /** The contract of `name` (a model's substrate; absent in documents older than substrates: local). */
-export const contractOf = (name: ModelSubstrate | undefined): SubstrateContract<any> => SUBSTRATE_CONTRACTS[name ?? "local"];
+export const contractOf = (name: ModelSubstrate | undefined): SubstrateContract<any> =>
+  SUBSTRATE_CONTRACTS[name ?? "local"];
 
 /** A new model's settings: those given over its kind's defaults (a kubernetes model's namespace is its name). */
-export function settingsWithDefaults(substrate: ModelSubstrate, model: { name: string }, settings: unknown): Record<string, unknown> {
+export function settingsWithDefaults(
+  substrate: ModelSubstrate,
+  model: { name: string },
+  settings: unknown,
+): Record<string, unknown> {
   return { ...contractOf(substrate).defaults?.(model), ...(settings as Record<string, unknown> | undefined) };
 }
 
@@ -187,10 +243,15 @@ export function describePlacement(p: { substrate: ModelSubstrate; settings?: unk
 }
 
 /** Kinds whose contract says `pred`, in {@link MODEL_SUBSTRATES} order. */
-export const substratesWhere = (pred: (c: SubstrateContract<any>) => boolean): ModelSubstrate[] => MODEL_SUBSTRATES.filter((s) => pred(SUBSTRATE_CONTRACTS[s]));
+export const substratesWhere = (pred: (c: SubstrateContract<any>) => boolean): ModelSubstrate[] =>
+  MODEL_SUBSTRATES.filter((s) => pred(SUBSTRATE_CONTRACTS[s]));
 
 /** "--region, --image and --endpoint are for aws" when any of the flags `given` belongs to another kind than `substrate`. */
-export function foreignFlagsProblem(substrate: ModelSubstrate | undefined, given: (flag: string) => boolean, target = (k: ModelSubstrate) => k as string): string | undefined {
+export function foreignFlagsProblem(
+  substrate: ModelSubstrate | undefined,
+  given: (flag: string) => boolean,
+  target = (k: ModelSubstrate) => k as string,
+): string | undefined {
   for (const k of MODEL_SUBSTRATES) {
     const flags = SUBSTRATE_CONTRACTS[k].flags;
     if (k !== substrate && flags.some(given)) return `${listed(flags)} are for ${target(k)}`;

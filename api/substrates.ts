@@ -5,22 +5,52 @@
 import type { CredentialKind, ModelSubstrate, SubstrateContract } from "./substrate-kinds";
 import { MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, substratesWhere } from "./substrate-kinds";
 
-export { MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, contractNamed, contractOf, describePlacement, foreignFlagsProblem, kindsWhere, settingsWithDefaults, substratesWhere } from "./substrate-kinds";
-export type { AwsModelSettings, CredentialKind, KubernetesModelSettings, ModelPlacement, ModelSubstrate, NoSettings, SettingsByKind, SubstrateContract, VsphereModelSettings } from "./substrate-kinds";
+export {
+  MODEL_SUBSTRATES,
+  SUBSTRATE_CONTRACTS,
+  contractNamed,
+  contractOf,
+  describePlacement,
+  foreignFlagsProblem,
+  kindsWhere,
+  settingsWithDefaults,
+  substratesWhere,
+} from "./substrate-kinds";
+export type {
+  AwsModelSettings,
+  CredentialKind,
+  KubernetesModelSettings,
+  ModelPlacement,
+  ModelSubstrate,
+  NoSettings,
+  SettingsByKind,
+  SubstrateContract,
+  VsphereModelSettings,
+} from "./substrate-kinds";
 
 /** Substrates where the controller makes a machine (or pod) itself when a unit needs one. */
 export const PROVISIONED_SUBSTRATES: readonly ModelSubstrate[] = substratesWhere((c) => c.provisions !== "none");
 /** Substrates whose models need a stored credential. */
-export const CREDENTIALED_SUBSTRATES: readonly ModelSubstrate[] = substratesWhere((c) => !!c.credential?.requiredByModels);
+export const CREDENTIALED_SUBSTRATES: readonly ModelSubstrate[] = substratesWhere(
+  (c) => !!c.credential?.requiredByModels,
+);
 
 type Contracts = typeof SUBSTRATE_CONTRACTS;
 /** Substrates a stored credential can be for (`steward add-credential --substrate`; `steward add-k8s` stores a kubernetes one). */
-export type CredentialSubstrate = { [K in ModelSubstrate]: Contracts[K] extends { credential: CredentialKind } ? K : never }[ModelSubstrate];
-const credentialOf = (s: ModelSubstrate): CredentialKind | undefined => (SUBSTRATE_CONTRACTS[s] as SubstrateContract).credential;
-export const CREDENTIAL_SUBSTRATES = MODEL_SUBSTRATES.filter((s): s is CredentialSubstrate => !!credentialOf(s)) as [CredentialSubstrate, ...CredentialSubstrate[]];
+export type CredentialSubstrate = {
+  [K in ModelSubstrate]: Contracts[K] extends { credential: CredentialKind } ? K : never;
+}[ModelSubstrate];
+const credentialOf = (s: ModelSubstrate): CredentialKind | undefined =>
+  (SUBSTRATE_CONTRACTS[s] as SubstrateContract).credential;
+export const CREDENTIAL_SUBSTRATES = MODEL_SUBSTRATES.filter((s): s is CredentialSubstrate => !!credentialOf(s)) as [
+  CredentialSubstrate,
+  ...CredentialSubstrate[],
+];
 
 /** What each kind of credential holds (attribute names as in the file given to add-credential). */
-export const CREDENTIAL_KINDS = Object.fromEntries(CREDENTIAL_SUBSTRATES.map((s) => [s, credentialOf(s)!])) as unknown as Readonly<Record<CredentialSubstrate, CredentialKind>>;
+export const CREDENTIAL_KINDS = Object.fromEntries(
+  CREDENTIAL_SUBSTRATES.map((s) => [s, credentialOf(s)!]),
+) as unknown as Readonly<Record<CredentialSubstrate, CredentialKind>>;
 
 /** How `steward credentials` shows an attribute's value: secrets never, masked ones by their last 4 characters. */
 export function shownCredentialValue(kind: CredentialKind, attribute: string, value: string): string | undefined {

@@ -3,7 +3,11 @@ export function table(header: string[], rows: string[][]): string {
   const clean = (cells: string[]): string[] => cells.map((c) => sanitizeForTerminal(c ?? "", { keepNewlines: false }));
   const body = rows.map(clean);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   return [line(header), ...body.map(line)].join("\n") + "\n";
 }
 

@@ -1,5 +1,9 @@
 /** Steward versions (MAJOR.MINOR.PATCH), as upgrades and migrations compare them. */
-export interface Version { major: number; minor: number; patch: number }
+export interface Version {
+  major: number;
+  minor: number;
+  patch: number;
+}
 
 export function parseVersion(v: string): Version | undefined {
   const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(v);

@@ -7,9 +7,20 @@ import type { ConfigOption } from "./config-values";
 import type { AwsModelSettings, VsphereModelSettings } from "./substrate-kinds";
 import type { CredentialSubstrate } from "./substrates";
 
-export interface ModelSettings { updateStatusInterval: number; automaticallyRetryHooks: boolean }
+export interface ModelSettings {
+  updateStatusInterval: number;
+  automaticallyRetryHooks: boolean;
+}
 export interface ModelSummary {
-  name: string; uuid: string; life: string; owner: string; applications: number; machines: number; units: number; access: string; config: ModelSettings;
+  name: string;
+  uuid: string;
+  life: string;
+  owner: string;
+  applications: number;
+  machines: number;
+  units: number;
+  access: string;
+  config: ModelSettings;
   /** Where the model's machines come from: its substrate kind (`local`, `aws`, `kubernetes`, …). */
   substrate: string;
   /** The stored credential its machines are made with. */
@@ -23,13 +34,24 @@ export interface ModelSummary {
 }
 /** A stored credential as the API shows it: no secret attribute, masked identifiers. */
 export interface CredentialSummary {
-  name: string; substrate: CredentialSubstrate; owner: string; createdAt: string; updatedAt?: string;
+  name: string;
+  substrate: CredentialSubstrate;
+  owner: string;
+  createdAt: string;
+  updatedAt?: string;
   attributes: Record<string, string>;
   /** Live models made with it. */
   models: string[];
 }
 export interface MachineInfo {
-  id: string; substrate: string; life: string; address: string; hostname: string; status: string; message: string; units: string[];
+  id: string;
+  substrate: string;
+  life: string;
+  address: string;
+  hostname: string;
+  status: string;
+  message: string;
+  units: string[];
   /** SSH machines: the last install's outcome. */
   install?: { state: "installing" | "installed" | "failed"; step: string; changed?: boolean; bytesUploaded?: number };
   /** Cloud machines: the instance, as the cloud last reported it. */
@@ -40,11 +62,22 @@ export interface MachineInfo {
   hardware?: string;
 }
 export interface SshMachineRequest {
-  host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean;
+  host: string;
+  port?: number;
+  user: string;
+  privateKey: string;
+  passphrase?: string;
+  hostKey?: string;
+  trustOnFirstUse?: boolean;
   jump?: { host: string; port?: number; user: string; hostKey: string };
 }
 export interface ApplicationInfo {
-  name: string; operator: { hash: string; name: string; version: string }; config: Record<string, string | number | boolean>; units: string[]; life: string; configSchema: Record<string, ConfigOption>;
+  name: string;
+  operator: { hash: string; name: string; version: string };
+  config: Record<string, string | number | boolean>;
+  units: string[];
+  life: string;
+  configSchema: Record<string, ConfigOption>;
   /** The operator's actions (`steward run`), by name. */
   actions: Record<string, ActionSpec>;
   /** Constraints for the machines made for its units (Juju's syntax). */
@@ -52,7 +85,10 @@ export interface ApplicationInfo {
 }
 /** What every user sees of the controller (`GET /v1/controller`): who it is, and how to reach and recognise it. */
 export interface ControllerOverview {
-  name: string; uuid: string; version: string; addresses: string[];
+  name: string;
+  uuid: string;
+  version: string;
+  addresses: string[];
   /** SHA-256 fingerprint of the CA clients pin (`AB:CD:…`, as `openssl x509 -fingerprint -sha256` prints it). */
   caFingerprint: string;
 }
@@ -82,7 +118,14 @@ export interface ControllerUpgrade {
   updatedAt: string;
   finishedAt?: string;
   /** In upgrade order (followers first, the leader last). */
-  replicas: { name: string; host: string; version: string; state: "pending" | "upgrading" | "upgraded" | "rolled-back" | "failed"; at?: string; message?: string }[];
+  replicas: {
+    name: string;
+    host: string;
+    version: string;
+    state: "pending" | "upgrading" | "upgraded" | "rolled-back" | "failed";
+    at?: string;
+    message?: string;
+  }[];
   message: string;
 }
 /** A `running` upgrade record not written for this long belongs to a run that died: another run may resume it. */
@@ -96,8 +139,16 @@ export interface ClusterInfo {
   replaceAfterSeconds: number;
   maxReplacementsPerHour: number;
   members: {
-    name: string; host: string; addresses: string[]; state: string;
-    hasVote: boolean; learner: boolean; present: boolean; leader: boolean; etcdLeader: boolean; reason?: string;
+    name: string;
+    host: string;
+    addresses: string[];
+    state: string;
+    hasVote: boolean;
+    learner: boolean;
+    present: boolean;
+    leader: boolean;
+    etcdLeader: boolean;
+    reason?: string;
     /** A replica the quorum keeper launched on a cloud: its instance. */
     instance?: { id: string; zone?: string };
     /** The Steward version the replica runs (from its presence; absent while it is down). */
@@ -117,7 +168,9 @@ export interface ClusterInfo {
 }
 /** What `debugLog` asks for (see `GET /v1/models/<model>/logs`). */
 export interface DebugLogQuery {
-  include?: string[]; exclude?: string[]; level?: string;
+  include?: string[];
+  exclude?: string[];
+  level?: string;
   /** Newest records shown first. @default 10 */
   lines?: number;
   /** All kept records first, whatever `lines` says. */
@@ -125,7 +178,15 @@ export interface DebugLogQuery {
   /** Keep following new records. @default true */
   tail?: boolean;
 }
-export interface SpareHost { host: string; port?: number; user: string; privateKey: string; passphrase?: string; hostKey?: string; trustOnFirstUse?: boolean }
+export interface SpareHost {
+  host: string;
+  port?: number;
+  user: string;
+  privateKey: string;
+  passphrase?: string;
+  hostKey?: string;
+  trustOnFirstUse?: boolean;
+}
 
 /**
  * The name every controller certificate carries, so clients verify the CA-signed identity whatever

@@ -14,7 +14,12 @@ export async function benchAgentMemory(o: BenchOptions = {}): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-agent-"));
   const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
   const c = await Controller.start({ dataDir: dir, log: silentLogger });
-  const client = new ControllerClient({ addresses: c.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  const client = new ControllerClient({
+    addresses: c.apiAddresses,
+    caCert: init.caCert,
+    user: "admin",
+    password: init.adminPassword!,
+  });
   try {
     const { uuid } = await client.createModel("mem");
     const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
@@ -28,7 +33,10 @@ export async function benchAgentMemory(o: BenchOptions = {}): Promise<void> {
     const pid = Number(await readFile(join(dir, "machines", uuid, "0", "agent.pid"), "utf8"));
     await sleep(3000);
     const samples: number[] = [];
-    for (let i = 0; i < SAMPLES; i++) { samples.push(await rssMiB(pid)); await sleep(400); }
+    for (let i = 0; i < SAMPLES; i++) {
+      samples.push(await rssMiB(pid));
+      await sleep(400);
+    }
     report("agent idle with one started unit", { "agent RSS (MiB)": median(samples) });
     await client.destroyModel("mem");
     for (let i = 0; i < 100 && (await client.listModels()).length > 0; i++) await sleep(100);

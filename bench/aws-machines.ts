@@ -21,8 +21,12 @@ const credentials = { accessKeyId: "AKIAFAKEBENCH0000001", secretAccessKey: "fak
 /** `size`: machines added at once (default 20); `runs`: rounds (default 3). */
 export async function benchAwsMachines(o: BenchOptions & { runs?: number } = {}): Promise<void> {
   const n = o.size ?? 20;
-  if (process.getuid?.() !== 0) { process.stdout.write("\naws-machines: skipped (needs root for test hosts)\n"); return; }
-  const allUp: number[] = [], allRunning: number[] = [];
+  if (process.getuid?.() !== 0) {
+    process.stdout.write("\naws-machines: skipped (needs root for test hosts)\n");
+    return;
+  }
+  const allUp: number[] = [],
+    allRunning: number[] = [];
   for (let round = 0; round < (o.runs ?? 3); round++) {
     const lab = await TestLab.create(0);
     const fake = new FakeEc2({ region: "eu-west-1", credentials, boot: fakeEc2Boot(lab) });
@@ -30,15 +34,36 @@ export async function benchAwsMachines(o: BenchOptions & { runs?: number } = {})
     const dir = await mkdtemp(join(tmpdir(), "steward-bench-aws-"));
     const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: `${lab.subnet}.1`, port: 0 } });
     const c = await Controller.start({ dataDir: dir, log: silentLogger, cloudPollIntervalMs: 500 });
-    const client = new ControllerClient({ addresses: c.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+    const client = new ControllerClient({
+      addresses: c.apiAddresses,
+      caCert: init.caCert,
+      user: "admin",
+      password: init.adminPassword!,
+    });
     try {
-      await client.putCredential("bench", "aws", { "access-key-id": credentials.accessKeyId, "secret-access-key": credentials.secretAccessKey });
-      await client.createModel("bench", undefined, "aws", { credential: "bench", settings: { region: "eu-west-1", imageId: "ami-0123456789abcdef0", endpoint: ec2.endpoint, endpointCaCert: ec2.caCert } });
+      await client.putCredential("bench", "aws", {
+        "access-key-id": credentials.accessKeyId,
+        "secret-access-key": credentials.secretAccessKey,
+      });
+      await client.createModel("bench", undefined, "aws", {
+        credential: "bench",
+        settings: {
+          region: "eu-west-1",
+          imageId: "ami-0123456789abcdef0",
+          endpoint: ec2.endpoint,
+          endpointCaCert: ec2.caCert,
+        },
+      });
       const t0 = performance.now();
       await client.addMachines("bench", "aws", n);
       let running: number | undefined;
       for (;;) {
-        if (running === undefined && fake.instances().length === n && fake.instances().every((i) => i.state === "running")) running = (performance.now() - t0) / 1000;
+        if (
+          running === undefined &&
+          fake.instances().length === n &&
+          fake.instances().every((i) => i.state === "running")
+        )
+          running = (performance.now() - t0) / 1000;
         const ms = await client.listMachines("bench");
         const failed = ms.find((m) => m.install?.state === "failed");
         if (failed) throw new Error(`machine ${failed.id}: ${failed.install!.step}`);

@@ -27,7 +27,10 @@ const credentials = { accessKeyId: "AKIAFAKEBENCHREPLICA", secretAccessKey: "fak
 /** `size`: trials (default 3). */
 export async function benchAwsReplicas(o: BenchOptions = {}): Promise<void> {
   const trials = o.size ?? 3;
-  if (process.getuid?.() !== 0) { process.stdout.write("\naws-replicas: skipped (needs root for test hosts)\n"); return; }
+  if (process.getuid?.() !== 0) {
+    process.stdout.write("\naws-replicas: skipped (needs root for test hosts)\n");
+    return;
+  }
   const lab = await TestLab.create(3);
   const boot = fakeEc2Boot(lab);
   const fake = new FakeEc2({ region: "eu-west-1", credentials, boot, listen: `${lab.subnet}.1` });
@@ -38,26 +41,69 @@ export async function benchAwsReplicas(o: BenchOptions = {}): Promise<void> {
   let client: ControllerClient | undefined;
   try {
     const steward = cliRunner(home, home);
-    const must = async (...args: string[]): Promise<void> => { const r = await steward(...args); if (r.code !== 0) throw new Error(`steward ${args[0]} failed: ${r.stderr}`); };
-    await must("bootstrap", lab.hosts.map((h) => `ssh:root@${h.ip}`).join(","), "bench", "--key-env", "BENCH_SSH_KEY", ...lab.hosts.flatMap((h) => ["--host-key", h.hostKeyFingerprint]), "--replace-after", `${REPLACE_AFTER_S}s`);
+    const must = async (...args: string[]): Promise<void> => {
+      const r = await steward(...args);
+      if (r.code !== 0) throw new Error(`steward ${args[0]} failed: ${r.stderr}`);
+    };
+    await must(
+      "bootstrap",
+      lab.hosts.map((h) => `ssh:root@${h.ip}`).join(","),
+      "bench",
+      "--key-env",
+      "BENCH_SSH_KEY",
+      ...lab.hosts.flatMap((h) => ["--host-key", h.hostKeyFingerprint]),
+      "--replace-after",
+      `${REPLACE_AFTER_S}s`,
+    );
     await must("enable-ha", "-n", "3", "--max-replacements-per-hour", String(trials * 2 + 2));
     const entry = (await loadClientConfig(home)).controllers.bench!;
-    client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 2000 });
-    await client.putCredential("bench", "aws", { "access-key-id": credentials.accessKeyId, "secret-access-key": credentials.secretAccessKey });
+    client = new ControllerClient({
+      addresses: entry.addresses,
+      caCert: entry.caCert,
+      user: "admin",
+      password: entry.password!,
+      timeoutMs: 2000,
+    });
+    await client.putCredential("bench", "aws", {
+      "access-key-id": credentials.accessKeyId,
+      "secret-access-key": credentials.secretAccessKey,
+    });
     const caFile = join(home, "ec2-ca.pem");
     await writeFile(caFile, fake.caCert);
-    await must("set-replica-cloud", "aws", "--credential", "bench", "--region", "eu-west-1", "--image", "ami-0123456789abcdef0", "--endpoint", fake.endpoint, "--endpoint-ca-file", caFile);
+    await must(
+      "set-replica-cloud",
+      "aws",
+      "--credential",
+      "bench",
+      "--region",
+      "eu-west-1",
+      "--image",
+      "ami-0123456789abcdef0",
+      "--endpoint",
+      fake.endpoint,
+      "--endpoint-ca-file",
+      caFile,
+    );
 
-    const cluster = async (): Promise<ClusterInfo | undefined> => (await client!.controllerInfo().catch(() => undefined))?.cluster;
+    const cluster = async (): Promise<ClusterInfo | undefined> =>
+      (await client!.controllerInfo().catch(() => undefined))?.cluster;
     const healthy = async (onNew: (c: ClusterInfo) => boolean = () => true): Promise<ClusterInfo> => {
       for (;;) {
         const c = await cluster();
         const voters = c?.members.filter((m) => m.hasVote) ?? [];
-        if (c?.quorum && voters.length === 3 && voters.every((m) => m.present) && !c.members.some((m) => m.learner) && onNew(c)) return c;
+        if (
+          c?.quorum &&
+          voters.length === 3 &&
+          voters.every((m) => m.present) &&
+          !c.members.some((m) => m.learner) &&
+          onNew(c)
+        )
+          return c;
         await sleep(200);
       }
     };
-    const lossToVoters: number[] = [], removalToVoters: number[] = [];
+    const lossToVoters: number[] = [],
+      removalToVoters: number[] = [];
     for (let trial = 0; trial <= trials; trial++) {
       const before = await healthy();
       const known = new Set(before.members.flatMap((m) => (m.instance ? [m.instance.id] : [])));
@@ -69,16 +115,21 @@ export async function benchAwsReplicas(o: BenchOptions = {}): Promise<void> {
       const doneAt = Date.now();
       // Trial 0 only moves a replica onto an instance; the figures are for instances lost.
       if (!onInstance) continue;
-      const removal = after.keeper.history.filter((e) => e.message.startsWith("removing ") && Date.parse(e.at) >= lostAt).pop();
+      const removal = after.keeper.history
+        .filter((e) => e.message.startsWith("removing ") && Date.parse(e.at) >= lostAt)
+        .pop();
       lossToVoters.push((doneAt - lostAt) / 1000);
       if (removal) removalToVoters.push((doneAt - Date.parse(removal.at)) / 1000);
     }
-    report(`HA: a replica's instance terminated, replaced by a new instance (fake EC2; replaceAfter ${REPLACE_AFTER_S} s, ${trials} trials)`, {
-      "terminated to 3 healthy voters: median (s)": median(lossToVoters).toFixed(1),
-      "terminated to 3 healthy voters: max (s)": Math.max(...lossToVoters).toFixed(1),
-      "keeper's removal to 3 healthy voters: median (s)": median(removalToVoters).toFixed(1),
-      "instances launched": fake.calls.filter((c) => c.action === "RunInstances").length,
-    });
+    report(
+      `HA: a replica's instance terminated, replaced by a new instance (fake EC2; replaceAfter ${REPLACE_AFTER_S} s, ${trials} trials)`,
+      {
+        "terminated to 3 healthy voters: median (s)": median(lossToVoters).toFixed(1),
+        "terminated to 3 healthy voters: max (s)": Math.max(...lossToVoters).toFixed(1),
+        "keeper's removal to 3 healthy voters: median (s)": median(removalToVoters).toFixed(1),
+        "instances launched": fake.calls.filter((c) => c.action === "RunInstances").length,
+      },
+    );
   } finally {
     client?.close();
     ec2.destroy();

@@ -19,7 +19,10 @@ import { report } from "./util";
 const DEFAULT_UNITS = Number(process.env.BENCH_UNITS ?? 1000);
 const PASS = "benchmark passphrase";
 
-interface Made { record: { id: string; bytes: number; chunks: number; keys: number; revision: number }; timings: { snapshotMs: number; encryptMs: number; verifyMs: number; keepMs: number } }
+interface Made {
+  record: { id: string; bytes: number; chunks: number; keys: number; revision: number };
+  timings: { snapshotMs: number; encryptMs: number; verifyMs: number; keepMs: number };
+}
 
 /** `size`: units, one per machine and simulated agent (default 1,000, or BENCH_UNITS). */
 export async function benchBackup(o: BenchOptions = {}): Promise<void> {
@@ -36,7 +39,13 @@ export async function benchBackup(o: BenchOptions = {}): Promise<void> {
     const createMs = performance.now() - t0;
     t0 = performance.now();
     const parts: Buffer[] = [];
-    for (let i = 0; i < made.record.chunks; i++) parts.push(Buffer.from((await bc.client.call<{ data: string }>("GET", `/v1/backups/${made.record.id}?part=${i}`)).data, "base64"));
+    for (let i = 0; i < made.record.chunks; i++)
+      parts.push(
+        Buffer.from(
+          (await bc.client.call<{ data: string }>("GET", `/v1/backups/${made.record.id}?part=${i}`)).data,
+          "base64",
+        ),
+      );
     const downloadMs = performance.now() - t0;
     const file = join(work, "bk.sbk");
     await writeFile(file, Buffer.concat(parts));
@@ -47,14 +56,25 @@ export async function benchBackup(o: BenchOptions = {}): Promise<void> {
     await removeLocalController(bc.dataDir);
     const [host, port] = [bc.addresses[0]!.replace(/:\d+$/, ""), Number(/:(\d+)$/.exec(bc.addresses[0]!)![1])];
     t0 = performance.now();
-    const res = await restoreLocalController({ dataDir: bc.dataDir, backupFile: file, passphrase: PASS, listen: { host, port } });
+    const res = await restoreLocalController({
+      dataDir: bc.dataDir,
+      backupFile: file,
+      passphrase: PASS,
+      listen: { host, port },
+    });
     const restoreMs = performance.now() - t0;
     t0 = performance.now();
     await startLocalController(bc.dataDir, res.caCert);
     const startMs = performance.now() - t0;
     t0 = performance.now();
     for (let i = 0; i < machines.length; i += 100) {
-      agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(bc.addresses[0]!, res.caCert, bc.uuid, m.id, m.credential!)))));
+      agents.push(
+        ...(await Promise.all(
+          machines
+            .slice(i, i + 100)
+            .map((m) => SimAgent.connect(bc.addresses[0]!, res.caCert, bc.uuid, m.id, m.credential!)),
+        )),
+      );
     }
     await Promise.all(agents.map((a) => a.viewWhere((v) => v.units.length === 1 && v.restore?.epoch !== undefined)));
     const agentsMs = performance.now() - t0;

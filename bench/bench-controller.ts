@@ -30,9 +30,20 @@ export async function benchController(modelName: string): Promise<BenchControlle
   const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
   const { uuid } = await client.createModel(modelName);
   return {
-    addresses, caCert: init.caCert, password: init.adminPassword!, pid, client, uuid, logFile: join(dir, "controller.log"), dataDir: dir,
+    addresses,
+    caCert: init.caCert,
+    password: init.adminPassword!,
+    pid,
+    client,
+    uuid,
+    logFile: join(dir, "controller.log"),
+    dataDir: dir,
     // The supervisor first (removeLocalController): stopping only the controller would have it started again.
-    async stop() { client.close(); await removeLocalController(dir); await rm(dir, { recursive: true, force: true }); },
+    async stop() {
+      client.close();
+      await removeLocalController(dir);
+      await rm(dir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -53,13 +64,24 @@ async function pidOnceWritten(file: string): Promise<number> {
  * whose simulated agent logs in (100 at a time). Agents go into `agents` as they connect, so the
  * caller closes them even when this fails half-way. Returns the machines with their credentials.
  */
-export async function deploySimulated(bc: BenchController, model: string, units: number, agents: SimAgent[]): Promise<{ id: string; credential?: string }[]> {
+export async function deploySimulated(
+  bc: BenchController,
+  model: string,
+  units: number,
+  agents: SimAgent[],
+): Promise<{ id: string; credential?: string }[]> {
   const machines = (await bc.client.addMachines(model, "manual", units)).machines;
   const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
   await bc.client.uploadOperator(op.bundle);
   await bc.client.deploy(model, { name: "app", operator: op.hash, units, to: machines.map((m) => m.id) });
   for (let i = 0; i < machines.length; i += 100) {
-    agents.push(...(await Promise.all(machines.slice(i, i + 100).map((m) => SimAgent.connect(bc.addresses[0]!, bc.caCert, bc.uuid, m.id, m.credential!)))));
+    agents.push(
+      ...(await Promise.all(
+        machines
+          .slice(i, i + 100)
+          .map((m) => SimAgent.connect(bc.addresses[0]!, bc.caCert, bc.uuid, m.id, m.credential!)),
+      )),
+    );
   }
   return machines;
 }

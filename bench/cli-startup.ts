@@ -28,7 +28,10 @@ export async function benchCliStartup(opts: CliStartupOptions = {}): Promise<voi
   const usageFile = join(home, "usage.json");
   // Peak RSS from /proc (VmHWM, this process's own): getrusage's maxRSS keeps the high-water mark of
   // the process that spawned it across exec, so a big bench process would be counted as the CLI's.
-  await writeFile(probe, `process.on("exit", () => { const fs = require("node:fs"); const hwm = Number(/VmHWM:\\s+(\\d+)/.exec(fs.readFileSync("/proc/self/status", "utf8"))[1]); fs.writeFileSync(${JSON.stringify(usageFile)}, JSON.stringify({ ...process.resourceUsage(), peakKiB: hwm })); });\n`);
+  await writeFile(
+    probe,
+    `process.on("exit", () => { const fs = require("node:fs"); const hwm = Number(/VmHWM:\\s+(\\d+)/.exec(fs.readFileSync("/proc/self/status", "utf8"))[1]); fs.writeFileSync(${JSON.stringify(usageFile)}, JSON.stringify({ ...process.resourceUsage(), peakKiB: hwm })); });\n`,
+  );
   // NODE_EXTRA_CA_CERTS makes Node parse that bundle at boot (~50 ms here, where it names the whole
   // system store); most users' shells do not set it, so status is also measured without it.
   const { NODE_EXTRA_CA_CERTS: extraCerts, ...envWithoutExtraCerts } = env;
@@ -40,8 +43,12 @@ export async function benchCliStartup(opts: CliStartupOptions = {}): Promise<voi
     if (r.status !== 0) throw new Error(`steward ${args.join(" ")} failed: ${r.stdout}${r.stderr}`);
     return { ms };
   };
-  const measure = async (...args: string[]): Promise<{ ms: number; cpuMs: number; rss: number }> => measureIn(env, ...args);
-  const measureIn = async (runEnv: NodeJS.ProcessEnv, ...args: string[]): Promise<{ ms: number; cpuMs: number; rss: number }> => {
+  const measure = async (...args: string[]): Promise<{ ms: number; cpuMs: number; rss: number }> =>
+    measureIn(env, ...args);
+  const measureIn = async (
+    runEnv: NodeJS.ProcessEnv,
+    ...args: string[]
+  ): Promise<{ ms: number; cpuMs: number; rss: number }> => {
     const ms: number[] = [];
     const cpuMs: number[] = [];
     const rss: number[] = [];
@@ -58,7 +65,8 @@ export async function benchCliStartup(opts: CliStartupOptions = {}): Promise<voi
     steward("bootstrap", "local");
     steward("apply", join(dist, "..", "examples", "local", "model.yaml"), "--yes", "-m", "demo", "--timeout", "5m");
     const status = await measure("status", "-m", "demo");
-    const plainStatus = extraCerts === undefined ? undefined : await measureIn(envWithoutExtraCerts, "status", "-m", "demo");
+    const plainStatus =
+      extraCerts === undefined ? undefined : await measureIn(envWithoutExtraCerts, "status", "-m", "demo");
     report(`CLI start-up (${cli === join(dist, "cli", "main.js") ? "this build" : cli}; median of ${runs} processes)`, {
       "steward --help, wall (ms)": help.ms,
       "steward --help, CPU (ms)": help.cpuMs,
@@ -72,7 +80,10 @@ export async function benchCliStartup(opts: CliStartupOptions = {}): Promise<voi
       }),
     });
   } finally {
-    spawnSync(process.execPath, [cli, "destroy-controller", "local", "--yes", "--timeout", "20"], { env, encoding: "utf8" });
+    spawnSync(process.execPath, [cli, "destroy-controller", "local", "--yes", "--timeout", "20"], {
+      env,
+      encoding: "utf8",
+    });
     await rm(home, { recursive: true, force: true });
   }
 }

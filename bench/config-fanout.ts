@@ -36,14 +36,23 @@ export async function benchConfigFanout(o: BenchOptions = {}): Promise<void> {
           let seen = false;
           // A dropped agent would never see the change: fail the benchmark rather than hang it.
           a.listenClose((why) => reject(new Error(`a simulated agent was disconnected during the fan-out (${why})`)));
-          a.listen((v, at) => { if (!seen && v.units[0]?.config.message === message) { seen = true; got.push(at - t0); if (got.length === agents.length) resolve(); } });
+          a.listen((v, at) => {
+            if (!seen && v.units[0]?.config.message === message) {
+              seen = true;
+              got.push(at - t0);
+              if (got.length === agents.length) resolve();
+            }
+          });
         }
       });
       t0 = performance.now();
       await client.updateApplication("fanout", "app", { config: { message } });
       await done;
       await sleep(300);
-      if (trial < 0) { firstP99 = percentile(got, 99); continue; }
+      if (trial < 0) {
+        firstP99 = percentile(got, 99);
+        continue;
+      }
       all.push(...got);
       trialP99.push(percentile(got, 99));
       trialMax.push(Math.max(...got));
@@ -55,7 +64,8 @@ export async function benchConfigFanout(o: BenchOptions = {}): Promise<void> {
       "last unit, median over trials (ms)": median(trialMax),
       "p99 of each trial (ms)": trialP99.map((v) => Math.round(v)).join(" "),
       // The controller's own part: its push loop, as it logs rounds of 100 ms or more (so none at small sizes).
-      "controller push round, each trial (ms)": pushRounds(await readFile(bc.logFile, "utf8").catch(() => ""), TRIALS).join(" ") || "under 100",
+      "controller push round, each trial (ms)":
+        pushRounds(await readFile(bc.logFile, "utf8").catch(() => ""), TRIALS).join(" ") || "under 100",
       "first change after the logins (warm-up, not above): p99 (ms)": firstP99,
     });
   } finally {

@@ -39,38 +39,64 @@ export async function benchControllerScale(o: BenchOptions = {}): Promise<void> 
     let reported = 0;
     let refused = 0;
     let dropped = 0;
-    await Promise.all(machines.map(async (m, i) => {
-      // A connection dropped before the report went through is redialled, as a real agent would.
-      for (;;) {
-        const a = await SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!);
-        sockets.push(a);
-        refused += a.refusals;
-        try {
-          const view = await a.viewWhere((v) => v.units.length > 0);
-          await a.call("unit.status", { unit: view.units[0]!.name, workload: { current: "active", message: `unit ${i}` }, agent: { current: "idle", message: "" } });
-          reported++;
-          return;
-        } catch (err) {
-          if (!(err instanceof AgentDisconnected)) throw err;
-          dropped++;
+    await Promise.all(
+      machines.map(async (m, i) => {
+        // A connection dropped before the report went through is redialled, as a real agent would.
+        for (;;) {
+          const a = await SimAgent.connect(addresses[0]!, bc.caCert, uuid, m.id, m.credential!);
+          sockets.push(a);
+          refused += a.refusals;
+          try {
+            const view = await a.viewWhere((v) => v.units.length > 0);
+            await a.call("unit.status", {
+              unit: view.units[0]!.name,
+              workload: { current: "active", message: `unit ${i}` },
+              agent: { current: "idle", message: "" },
+            });
+            reported++;
+            return;
+          } catch (err) {
+            if (!(err instanceof AgentDisconnected)) throw err;
+            dropped++;
+          }
         }
-      }
-    }));
+      }),
+    );
     const connectMs = Date.now() - t1;
     await settle(3000);
     const samples: number[] = [];
-    for (let i = 0; i < 5; i++) { samples.push(await rssMiB(pid)); await settle(500); }
+    for (let i = 0; i < 5; i++) {
+      samples.push(await rssMiB(pid));
+      await settle(500);
+    }
     const connectedRss = median(samples);
 
     const status = await client.status("scale");
     const settings: StatusProbeSettings = {
-      addresses, caCert: bc.caCert, password: bc.password, model: "scale", runs: 60,
+      addresses,
+      caCert: bc.caCert,
+      password: bc.password,
+      model: "scale",
+      runs: 60,
       units: Array.from({ length: 60 }, (_, i) => `app/${i % UNITS}`),
     };
     // Async, so the simulated agents keep answering while the probe runs.
-    const probe = await promisify(execFile)(process.execPath, [join(__dirname, "status-probe.js"), JSON.stringify(settings)], { encoding: "utf8" });
-    const { full: latencies, received, plain, filtered, bytes, plainBytes } = JSON.parse(probe.stdout) as StatusProbeResult;
-    const active = Object.values(status.applications.app!.units).filter((u) => u.workload.current === "active" && u.agent.current === "idle").length;
+    const probe = await promisify(execFile)(
+      process.execPath,
+      [join(__dirname, "status-probe.js"), JSON.stringify(settings)],
+      { encoding: "utf8" },
+    );
+    const {
+      full: latencies,
+      received,
+      plain,
+      filtered,
+      bytes,
+      plainBytes,
+    } = JSON.parse(probe.stdout) as StatusProbeResult;
+    const active = Object.values(status.applications.app!.units).filter(
+      (u) => u.workload.current === "active" && u.agent.current === "idle",
+    ).length;
     report(`controller with ${UNITS} units (controller pid ${pid})`, {
       "deploy of all units (ms)": deployMs,
       "connect + first status report, all agents (ms)": connectMs,

@@ -24,7 +24,11 @@ export async function benchDemo(o: BenchOptions = {}): Promise<void> {
       spawnSync(process.execPath, [join(dist, "examples", "local", "demo.js")], { env, encoding: "utf8" });
       reruns.push(Date.now() - t);
     } finally {
-      spawnSync(process.execPath, [join(dist, "cli", "main.js"), "destroy-controller", "local", "--yes", "--timeout", "20"], { env, encoding: "utf8" });
+      spawnSync(
+        process.execPath,
+        [join(dist, "cli", "main.js"), "destroy-controller", "local", "--yes", "--timeout", "20"],
+        { env, encoding: "utf8" },
+      );
       await rm(home, { recursive: true, force: true });
     }
   }

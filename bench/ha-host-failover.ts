@@ -35,7 +35,8 @@ import { median, report, sleep } from "./util";
 
 const DEFAULT_TRIALS = Number(process.env.BENCH_HA_TRIALS ?? 10);
 /** BENCH_HA_PARTS (comma-separated: kill, partition, agents, replace) runs only those parts. */
-const part = (name: string): boolean => (process.env.BENCH_HA_PARTS ?? "kill,partition,agents,replace").split(",").includes(name);
+const part = (name: string): boolean =>
+  (process.env.BENCH_HA_PARTS ?? "kill,partition,agents,replace").split(",").includes(name);
 
 export interface HaBenchOptions extends BenchOptions {
   /**
@@ -53,7 +54,10 @@ export interface HaBenchOptions extends BenchOptions {
 /** `size`: trials of each measurement (default 10, or BENCH_HA_TRIALS). */
 export async function benchHaHostFailover(o: HaBenchOptions = {}): Promise<void> {
   const TRIALS = o.size ?? DEFAULT_TRIALS;
-  if (process.getuid?.() !== 0) { console.log("ha-host-failover: skipped (needs root for network namespaces)"); return; }
+  if (process.getuid?.() !== 0) {
+    console.log("ha-host-failover: skipped (needs root for network namespaces)");
+    return;
+  }
   const lab = await TestLab.create(4);
   const home = await mkdtemp(join(tmpdir(), "steward-bench-ha-"));
   process.env.BENCH_SSH_KEY = lab.clientKey;
@@ -62,18 +66,45 @@ export async function benchHaHostFailover(o: HaBenchOptions = {}): Promise<void>
     const replicas = lab.hosts.slice(0, 3);
     const steward = cliRunner(home, home);
     const t0 = performance.now();
-    const boot = await steward("bootstrap", replicas.map((h) => `ssh:root@${h.ip}`).join(","), "bench", "--key-env", "BENCH_SSH_KEY", ...replicas.flatMap((h) => ["--host-key", h.hostKeyFingerprint]), "--replace-after", "10s");
+    const boot = await steward(
+      "bootstrap",
+      replicas.map((h) => `ssh:root@${h.ip}`).join(","),
+      "bench",
+      "--key-env",
+      "BENCH_SSH_KEY",
+      ...replicas.flatMap((h) => ["--host-key", h.hostKeyFingerprint]),
+      "--replace-after",
+      "10s",
+    );
     if (boot.code !== 0) throw new Error(`bootstrap failed: ${boot.stderr}`);
     const bootstrapS = (performance.now() - t0) / 1000;
     const entry = (await loadClientConfig(home)).controllers.bench!;
-    const mk = (addresses: string[]): ControllerClient => { const c = new ControllerClient({ addresses, caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 1000 }); clients.push(c); return c; };
+    const mk = (addresses: string[]): ControllerClient => {
+      const c = new ControllerClient({
+        addresses,
+        caCert: entry.caCert,
+        user: "admin",
+        password: entry.password!,
+        timeoutMs: 1000,
+      });
+      clients.push(c);
+      return c;
+    };
     const all = mk(entry.addresses);
-    const cluster = async (c = all): Promise<ClusterInfo | undefined> => (await c.controllerInfo().catch(() => undefined))?.cluster;
+    const cluster = async (c = all): Promise<ClusterInfo | undefined> =>
+      (await c.controllerInfo().catch(() => undefined))?.cluster;
     const healthy = async (): Promise<ClusterInfo> => {
       for (;;) {
         const c = await cluster();
         const voters = c?.members.filter((m) => m.hasVote) ?? [];
-        if (c?.quorum && voters.length === 3 && voters.every((m) => m.present) && voters.some((m) => m.leader) && !c.members.some((m) => m.learner)) return c;
+        if (
+          c?.quorum &&
+          voters.length === 3 &&
+          voters.every((m) => m.present) &&
+          voters.some((m) => m.leader) &&
+          !c.members.some((m) => m.learner)
+        )
+          return c;
         await sleep(200);
       }
     };
@@ -84,7 +115,8 @@ export async function benchHaHostFailover(o: HaBenchOptions = {}): Promise<void>
       await h.start();
       while (!(await replicaBackSince(all, h.ip, t0))) await sleep(200);
     };
-    const hostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean): TestHost => replicas.find((h) => h.ip === c.members.find(pick)!.host)!;
+    const hostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean): TestHost =>
+      replicas.find((h) => h.ip === c.members.find(pick)!.host)!;
 
     if (part("kill")) await benchLeaderKill(TRIALS, mk, entry.addresses, cluster, healthy, hostOf, restart, bootstrapS);
     if (part("partition")) {
@@ -94,7 +126,15 @@ export async function benchHaHostFailover(o: HaBenchOptions = {}): Promise<void>
     }
     if (!part("agents") && !part("replace")) return;
 
-    if (part("agents")) await benchAgentReconnect({ trials: TRIALS, agents: o.agents ?? 1000 }, all, entry.caCert, healthy, replicas, restart);
+    if (part("agents"))
+      await benchAgentReconnect(
+        { trials: TRIALS, agents: o.agents ?? 1000 },
+        all,
+        entry.caCert,
+        healthy,
+        replicas,
+        restart,
+      );
     if (!part("replace")) return;
 
     // A follower lost for good, replaced on the spare host; the lost host then comes back, stands
@@ -105,7 +145,14 @@ export async function benchHaHostFailover(o: HaBenchOptions = {}): Promise<void>
     const killToVotersMs: number[] = [];
     const removalToVotersMs: number[] = [];
     for (let trial = 0; trial < TRIALS; trial++) {
-      const added = await steward("add-spare", `ssh:root@${spare.ip}`, "--key-env", "BENCH_SSH_KEY", "--host-key", spare.hostKeyFingerprint);
+      const added = await steward(
+        "add-spare",
+        `ssh:root@${spare.ip}`,
+        "--key-env",
+        "BENCH_SSH_KEY",
+        "--host-key",
+        spare.hostKeyFingerprint,
+      );
       if (added.code !== 0) throw new Error(`add-spare failed: ${added.stderr}`);
       const c0 = await healthy();
       const lost = hostOf(c0, (m) => m.hasVote && !m.leader);
@@ -115,11 +162,14 @@ export async function benchHaHostFailover(o: HaBenchOptions = {}): Promise<void>
       while (!done) {
         const c = await cluster();
         const voters = c?.members.filter((m) => m.hasVote) ?? [];
-        if (c && voters.length === 3 && voters.every((m) => m.present) && voters.some((m) => m.host === spare.ip)) done = c;
+        if (c && voters.length === 3 && voters.every((m) => m.present) && voters.some((m) => m.host === spare.ip))
+          done = c;
         else await sleep(200);
       }
       const doneAt = Date.now();
-      const removal = done.keeper.history.filter((e) => e.message.startsWith("removing ") && Date.parse(e.at) >= killedAt).pop();
+      const removal = done.keeper.history
+        .filter((e) => e.message.startsWith("removing ") && Date.parse(e.at) >= killedAt)
+        .pop();
       if (!removal) throw new Error("replaced, but the keeper's history has no removal since the kill");
       killToVotersMs.push(doneAt - killedAt);
       removalToVotersMs.push(doneAt - Date.parse(removal.at));
@@ -144,17 +194,36 @@ export async function benchHaHostFailover(o: HaBenchOptions = {}): Promise<void>
  * Simulated agents (1,000 by default) on one replica; its host dies; they redial the others with jitter. The
  * same machines are used in every trial, each on the replica after the previous trial's.
  */
-async function benchAgentReconnect({ trials: TRIALS, agents: AGENTS }: { trials: number; agents: number }, client: ControllerClient, caCert: string, healthy: () => Promise<ClusterInfo>, replicas: TestHost[], restart: (h: TestHost) => Promise<void>): Promise<void> {
+async function benchAgentReconnect(
+  { trials: TRIALS, agents: AGENTS }: { trials: number; agents: number },
+  client: ControllerClient,
+  caCert: string,
+  healthy: () => Promise<ClusterInfo>,
+  replicas: TestHost[],
+  restart: (h: TestHost) => Promise<void>,
+): Promise<void> {
   const { uuid } = await client.createModel("reconnect");
   const machines = (await client.addMachines("reconnect", "manual", AGENTS)).machines;
-  const connect = (address: string, m: { id: string; credential?: string }): Promise<WebSocket> => new Promise((resolve, reject) => {
-    const ws = new WebSocket(`wss://${address}/v1/agent`, { ca: caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${uuid}/${m.id}/${m.credential!}` } } as WebSocket.ClientOptions);
-    ws.once("open", () => resolve(ws));
-    ws.once("error", reject);
-    ws.once("unexpected-response", () => { ws.terminate(); reject(new Error("refused")); });
-  });
+  const connect = (address: string, m: { id: string; credential?: string }): Promise<WebSocket> =>
+    new Promise((resolve, reject) => {
+      const ws = new WebSocket(`wss://${address}/v1/agent`, {
+        ca: caCert,
+        servername: CONTROLLER_TLS_NAME,
+        headers: { authorization: `Agent ${uuid}/${m.id}/${m.credential!}` },
+      } as WebSocket.ClientOptions);
+      ws.once("open", () => resolve(ws));
+      ws.once("error", reject);
+      ws.once("unexpected-response", () => {
+        ws.terminate();
+        reject(new Error("refused"));
+      });
+    });
   // Dials until a login is accepted (the controller turns a storm away with 503), with jittered backoff as agents do.
-  const dialUntilIn = async (pick: () => string, m: { id: string; credential?: string }, first: boolean): Promise<WebSocket> => {
+  const dialUntilIn = async (
+    pick: () => string,
+    m: { id: string; credential?: string },
+    first: boolean,
+  ): Promise<WebSocket> => {
     for (let attempt = 0; ; attempt++) {
       if (!first || attempt > 0) await sleep(Math.random() * Math.min(5000, 500 * 2 ** attempt));
       const ws = await connect(pick(), m).catch(() => undefined);
@@ -213,7 +282,10 @@ type Cluster = (c?: ControllerClient) => Promise<ClusterInfo | undefined>;
 type HostOf = (c: ClusterInfo, pick: (m: ClusterInfo["members"][number]) => boolean) => TestHost;
 
 /** Creates models one after another (about 20/s) and records when each was acknowledged. */
-function ledgerWriter(c: ControllerClient, tag: string): { acks: number[]; falseFailures: number; stop(): Promise<void> } {
+function ledgerWriter(
+  c: ControllerClient,
+  tag: string,
+): { acks: number[]; falseFailures: number; stop(): Promise<void> } {
   const w = { acks: [] as number[], falseFailures: 0, stopped: false, loop: Promise.resolve() };
   w.loop = (async () => {
     for (let i = 0; !w.stopped; i++) {
@@ -227,7 +299,16 @@ function ledgerWriter(c: ControllerClient, tag: string): { acks: number[]; false
       await sleep(50);
     }
   })();
-  return { acks: w.acks, get falseFailures() { return w.falseFailures; }, async stop() { w.stopped = true; await w.loop; } };
+  return {
+    acks: w.acks,
+    get falseFailures() {
+      return w.falseFailures;
+    },
+    async stop() {
+      w.stopped = true;
+      await w.loop;
+    },
+  };
 }
 
 /** The longest time in [from, to] with no acknowledged write (counting from the last one before `from`). */
@@ -236,11 +317,23 @@ function longestGap(acks: number[], from: number, to: number): number {
   const inside = acks.filter((a) => a >= from && a <= to);
   let gap = 0;
   let last = before;
-  for (const a of inside) { gap = Math.max(gap, a - last); last = a; }
+  for (const a of inside) {
+    gap = Math.max(gap, a - last);
+    last = a;
+  }
   return Math.max(gap, to - last > 0 && inside.length === 0 ? to - last : 0);
 }
 
-async function benchLeaderKill(TRIALS: number, mk: (a: string[]) => ControllerClient, addresses: string[], cluster: Cluster, healthy: () => Promise<ClusterInfo>, hostOf: HostOf, restart: (h: TestHost) => Promise<void>, bootstrapS: number): Promise<void> {
+async function benchLeaderKill(
+  TRIALS: number,
+  mk: (a: string[]) => ControllerClient,
+  addresses: string[],
+  cluster: Cluster,
+  healthy: () => Promise<ClusterInfo>,
+  hostOf: HostOf,
+  restart: (h: TestHost) => Promise<void>,
+  bootstrapS: number,
+): Promise<void> {
   const gapMs: number[] = [];
   const leaderMs: number[] = [];
   let falseFailures = 0;
@@ -248,7 +341,10 @@ async function benchLeaderKill(TRIALS: number, mk: (a: string[]) => ControllerCl
     const before = await healthy();
     const victim = hostOf(before, (m) => m.leader);
     // The writer's client starts out on the replica that dies, as a CLI connected to it would.
-    const onVictim = mk([...addresses.filter((a) => a.startsWith(`${victim.ip}:`)), ...addresses.filter((a) => !a.startsWith(`${victim.ip}:`))]);
+    const onVictim = mk([
+      ...addresses.filter((a) => a.startsWith(`${victim.ip}:`)),
+      ...addresses.filter((a) => !a.startsWith(`${victim.ip}:`)),
+    ]);
     const observer = mk(addresses.filter((a) => !a.startsWith(`${victim.ip}:`)));
     const writer = ledgerWriter(onVictim, `k${trial}`);
     await sleep(1000 + Math.random() * 1000); // anywhere in the lease renewal cycle
@@ -269,18 +365,30 @@ async function benchLeaderKill(TRIALS: number, mk: (a: string[]) => ControllerCl
     falseFailures += writer.falseFailures;
     await restart(victim);
   }
-  report(`HA: leader's host killed, writer on that replica at ~20/s (3 replicas with etcd on SSH test hosts, ${TRIALS} trials)`, {
-    "bootstrap onto 3 hosts (s)": bootstrapS.toFixed(1),
-    "longest time with no acknowledged write: median (s)": (median(gapMs) / 1000).toFixed(2),
-    "no acknowledged write max (s)": (Math.max(...gapMs) / 1000).toFixed(2),
-    "new controller leader (singleton work): median (s)": (median(leaderMs) / 1000).toFixed(2),
-    "new leader max (s)": (Math.max(...leaderMs) / 1000).toFixed(2),
-    "writes reported failed that had worked": falseFailures,
-  });
+  report(
+    `HA: leader's host killed, writer on that replica at ~20/s (3 replicas with etcd on SSH test hosts, ${TRIALS} trials)`,
+    {
+      "bootstrap onto 3 hosts (s)": bootstrapS.toFixed(1),
+      "longest time with no acknowledged write: median (s)": (median(gapMs) / 1000).toFixed(2),
+      "no acknowledged write max (s)": (Math.max(...gapMs) / 1000).toFixed(2),
+      "new controller leader (singleton work): median (s)": (median(leaderMs) / 1000).toFixed(2),
+      "new leader max (s)": (Math.max(...leaderMs) / 1000).toFixed(2),
+      "writes reported failed that had worked": falseFailures,
+    },
+  );
 }
 
 /** Cuts a follower's or the leader's host off for 20 s, heals it, and measures what the heal disturbs. */
-async function benchPartitionHeal(TRIALS: number, cutS: number, mk: (a: string[]) => ControllerClient, addresses: string[], cluster: Cluster, healthy: () => Promise<ClusterInfo>, hostOf: HostOf, who: "follower" | "leader"): Promise<void> {
+async function benchPartitionHeal(
+  TRIALS: number,
+  cutS: number,
+  mk: (a: string[]) => ControllerClient,
+  addresses: string[],
+  cluster: Cluster,
+  healthy: () => Promise<ClusterInfo>,
+  hostOf: HostOf,
+  who: "follower" | "leader",
+): Promise<void> {
   const cutGapMs: number[] = [];
   const healGapMs: number[] = [];
   let healElections = 0;

@@ -24,16 +24,30 @@ export async function benchKubernetesController(o: BenchOptions & { runs?: numbe
   try {
     let t0 = performance.now();
     const entry = await kubernetes.bootstrapOnKubernetes({
-      name: "ctl", namespace: NS, replicas: 3, image: kubernetes.DEFAULT_CONTROLLER_IMAGE, connection: kubernetes.parseKubeconfig(api.kubeconfig()),
-      replaceAfterSeconds: 600, timeoutMs: 300_000, progress: () => undefined,
+      name: "ctl",
+      namespace: NS,
+      replicas: 3,
+      image: kubernetes.DEFAULT_CONTROLLER_IMAGE,
+      connection: kubernetes.parseKubeconfig(api.kubeconfig()),
+      replaceAfterSeconds: 600,
+      timeoutMs: 300_000,
+      progress: () => undefined,
     });
     const bootstrapMs = performance.now() - t0;
     const healthy = async (): Promise<ClusterInfo | undefined> => {
       const pods = (await kube.list(R.pods, { namespace: NS })).items.filter((p) => p.status?.podIP);
       client?.close();
-      client = new ControllerClient({ addresses: pods.map((p) => `${p.status!.podIP}:${kubernetes.CONTROLLER_API_PORT}`), caCert: entry.caCert, user: "admin", password: entry.adminPassword, timeoutMs: 3000 });
+      client = new ControllerClient({
+        addresses: pods.map((p) => `${p.status!.podIP}:${kubernetes.CONTROLLER_API_PORT}`),
+        caCert: entry.caCert,
+        user: "admin",
+        password: entry.adminPassword,
+        timeoutMs: 3000,
+      });
       const c = (await client.controllerInfo().catch(() => undefined))?.cluster;
-      return c && c.members.filter((m) => m.hasVote && m.present).length === 3 && !c.members.some((m) => m.learner) ? c : undefined;
+      return c && c.members.filter((m) => m.hasVote && m.present).length === 3 && !c.members.some((m) => m.learner)
+        ? c
+        : undefined;
     };
     await eventually("3 healthy voters", healthy, 120_000, 200);
     // The keeper's hourly damper (2 by default) would hold back the third replacement in a row.
@@ -46,13 +60,22 @@ export async function benchKubernetesController(o: BenchOptions & { runs?: numbe
       t0 = performance.now();
       await kube.delete(R.persistentVolumeClaims, `data-${pod}`, { namespace: NS });
       await kube.delete(R.pods, pod, { namespace: NS });
-      const running = await eventually(`${pod} running again`, async () => {
-        const p = await kube.find(R.pods, pod, { namespace: NS });
-        return p && p.metadata?.uid !== old.metadata?.uid && p.status?.phase === "Running" ? performance.now() : undefined;
-      }, 120_000, 100);
+      const running = await eventually(
+        `${pod} running again`,
+        async () => {
+          const p = await kube.find(R.pods, pod, { namespace: NS });
+          return p && p.metadata?.uid !== old.metadata?.uid && p.status?.phase === "Running"
+            ? performance.now()
+            : undefined;
+        },
+        120_000,
+        100,
+      );
       await eventually("3 healthy voters again", healthy, 180_000, 200).catch(async (err: unknown) => {
         const c = (await client?.controllerInfo().catch(() => undefined))?.cluster;
-        throw new Error(`${(err as Error).message} (run ${i + 1}, ${pod}); the quorum keeper: ${c?.keeper.message ?? "no answer"}`);
+        throw new Error(
+          `${(err as Error).message} (run ${i + 1}, ${pod}); the quorum keeper: ${c?.keeper.message ?? "no answer"}`,
+        );
       });
       fromRunning.push(performance.now() - running);
       fromDeletion.push(performance.now() - t0);

@@ -26,9 +26,13 @@ export async function benchKubernetesPods(o: BenchOptions & { runs?: number } = 
     const { tc, kube } = lab;
     await tc.admin.createModel("bench", { updateStatusInterval: 300 }, "kubernetes", { credential: "lab" });
     const op = await tc.upload(join(fixturesDir, "operators", "recorder"));
-    const active = (n: number) => (list: UnitStatusView[]): boolean => list.length === n && list.every(unitIsReady);
+    const active =
+      (n: number) =>
+      (list: UnitStatusView[]): boolean =>
+        list.length === n && list.every(unitIsReady);
     const record = await recordDir();
-    const starts = async (unit: string): Promise<number> => ((await hooksByUnit(record)).get(unit) ?? []).filter((h) => h === "start").length;
+    const starts = async (unit: string): Promise<number> =>
+      ((await hooksByUnit(record)).get(unit) ?? []).filter((h) => h === "start").length;
     let t0 = performance.now();
     await tc.admin.deploy("bench", { name: "app", operator: op, units, config: { "record-dir": record } });
     await tc.waitForUnits("bench", active(units), `${units} units active`, 600_000);
@@ -42,12 +46,17 @@ export async function benchKubernetesPods(o: BenchOptions & { runs?: number } = 
       t0 = performance.now();
       await kube.delete(R.pods, name, { namespace: "bench" });
       // Back: the new pod's agent ran start again (as after a reboot) and the unit is active.
-      await eventually(`${unit} active again in a new pod`, async () => {
-        if ((await starts(unit)) <= before) return undefined;
-        const s = await tc.admin.status("bench");
-        const u = s.applications.app?.units[unit];
-        return u && unitIsReady(u) ? true : undefined;
-      }, 120_000, 100);
+      await eventually(
+        `${unit} active again in a new pod`,
+        async () => {
+          if ((await starts(unit)) <= before) return undefined;
+          const s = await tc.admin.status("bench");
+          const u = s.applications.app?.units[unit];
+          return u && unitIsReady(u) ? true : undefined;
+        },
+        120_000,
+        100,
+      );
       back.push(performance.now() - t0);
     }
     report(`kubernetes pods (fake API server and kubelet; ${units} units, ${runs} pod deletions)`, {

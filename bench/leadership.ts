@@ -29,36 +29,61 @@ export async function benchLeadership(o: LeadershipBenchOptions = {}): Promise<v
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-leader-"));
   const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
   const c = await Controller.start({ dataDir: dir, log: silentLogger, leadershipLeaseSeconds: LEASE_S });
-  const client = new ControllerClient({ addresses: c.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+  const client = new ControllerClient({
+    addresses: c.apiAddresses,
+    caCert: init.caCert,
+    user: "admin",
+    password: init.adminPassword!,
+  });
   const agents: SimAgent[] = [];
   try {
     const { uuid } = await client.createModel("leaders");
     const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "motd"));
     await client.uploadOperator(op.bundle);
-    const moves = await Promise.all(Array.from({ length: TRIALS }, async (_, trial) => {
-      const machines = (await client.addMachines("leaders", "manual", 3)).machines;
-      await client.deploy("leaders", { name: `a${trial}`, operator: op.hash, units: 3, to: machines.map((m) => m.id) });
-      const sims = await Promise.all(machines.map((m) => SimAgent.connect(c.apiAddresses[0]!, init.caCert, uuid, m.id, m.credential!)));
-      agents.push(...sims);
-      // Each agent behaves as a real one: claims when nobody leads, renews at half the lease while leading.
-      const timers: NodeJS.Timeout[] = [];
-      const alive = new Set(sims);
-      for (const a of sims) {
-        // A claim still in flight when the agent is closed (the trial's end) fails; that is expected.
-        const claim = (): void => { a.call("leader.claim", { unit: a.view!.units[0]!.name }).catch(() => undefined); };
-        a.listen((v) => { if (alive.has(a) && !v.units[0]!.leaderKnown) claim(); });
-        timers.push(setInterval(() => { if (alive.has(a) && a.view?.units[0]?.leader) claim(); }, (LEASE_S * 1000) / 2));
-      }
-      while (!sims.some((a) => a.view?.units[0]?.leader)) await sleep(50);
-      await sleep(Math.random() * (LEASE_S * 1000) / 2); // die anywhere in the renewal cycle
-      const leader = sims.find((a) => a.view?.units[0]?.leader)!;
-      alive.delete(leader);
-      leader.close();
-      const t0 = performance.now();
-      while (![...alive].some((a) => a.view?.units[0]?.leader)) await sleep(20);
-      for (const t of timers) clearInterval(t);
-      return (performance.now() - t0) / 1000;
-    }));
+    const moves = await Promise.all(
+      Array.from({ length: TRIALS }, async (_, trial) => {
+        const machines = (await client.addMachines("leaders", "manual", 3)).machines;
+        await client.deploy("leaders", {
+          name: `a${trial}`,
+          operator: op.hash,
+          units: 3,
+          to: machines.map((m) => m.id),
+        });
+        const sims = await Promise.all(
+          machines.map((m) => SimAgent.connect(c.apiAddresses[0]!, init.caCert, uuid, m.id, m.credential!)),
+        );
+        agents.push(...sims);
+        // Each agent behaves as a real one: claims when nobody leads, renews at half the lease while leading.
+        const timers: NodeJS.Timeout[] = [];
+        const alive = new Set(sims);
+        for (const a of sims) {
+          // A claim still in flight when the agent is closed (the trial's end) fails; that is expected.
+          const claim = (): void => {
+            a.call("leader.claim", { unit: a.view!.units[0]!.name }).catch(() => undefined);
+          };
+          a.listen((v) => {
+            if (alive.has(a) && !v.units[0]!.leaderKnown) claim();
+          });
+          timers.push(
+            setInterval(
+              () => {
+                if (alive.has(a) && a.view?.units[0]?.leader) claim();
+              },
+              (LEASE_S * 1000) / 2,
+            ),
+          );
+        }
+        while (!sims.some((a) => a.view?.units[0]?.leader)) await sleep(50);
+        await sleep((Math.random() * (LEASE_S * 1000)) / 2); // die anywhere in the renewal cycle
+        const leader = sims.find((a) => a.view?.units[0]?.leader)!;
+        alive.delete(leader);
+        leader.close();
+        const t0 = performance.now();
+        while (![...alive].some((a) => a.view?.units[0]?.leader)) await sleep(20);
+        for (const t of timers) clearInterval(t);
+        return (performance.now() - t0) / 1000;
+      }),
+    );
     report(`leadership moving after the leader's agent dies (lease ${LEASE_S} s, ${TRIALS} trials)`, {
       "median (s)": median(moves),
       "min (s)": Math.min(...moves),

@@ -20,7 +20,12 @@ import { report, sleep } from "./util";
 
 const DEFAULT_UNITS = Number(process.env.BENCH_UNITS ?? 1000);
 
-interface Moved { pausedAt?: number; resumedAt?: number; sourceUnits?: string; targetUnits?: string }
+interface Moved {
+  pausedAt?: number;
+  resumedAt?: number;
+  sourceUnits?: string;
+  targetUnits?: string;
+}
 
 export async function benchMigration(o: BenchOptions = {}): Promise<void> {
   const UNITS = o.size ?? DEFAULT_UNITS;
@@ -34,7 +39,10 @@ export async function benchMigration(o: BenchOptions = {}): Promise<void> {
     const done: Promise<void>[] = agents.map((a, i) => minion(a, machines[i]!, moved[i]!, src, dst, https, agents));
 
     const t0 = performance.now();
-    await src.client.call("POST", "/v1/models/mig/migrate", { target: { name: "other", addresses: dst.addresses, caCert: dst.caCert, user: "admin", password: dst.password }, agentWaitSeconds: 600 });
+    await src.client.call("POST", "/v1/models/mig/migrate", {
+      target: { name: "other", addresses: dst.addresses, caCert: dst.caCert, user: "admin", password: dst.password },
+      agentWaitSeconds: 600,
+    });
     let info: MigrationInfo;
     for (;;) {
       info = await src.client.call<MigrationInfo>("GET", "/v1/models/mig/migration");
@@ -68,49 +76,111 @@ export async function benchMigration(o: BenchOptions = {}): Promise<void> {
 }
 
 /** What decides an agent's hooks, as text: the units' config, leadership and relations. */
-const hookInputs = (v: AgentView): string => JSON.stringify(v.units.map((u) => ({ name: u.name, config: u.config, leader: u.leader, leaderSettingsVersion: u.leaderSettingsVersion, relations: u.relations })));
+const hookInputs = (v: AgentView): string =>
+  JSON.stringify(
+    v.units.map((u) => ({
+      name: u.name,
+      config: u.config,
+      leader: u.leader,
+      leaderSettingsVersion: u.leaderSettingsVersion,
+      relations: u.relations,
+    })),
+  );
 
 /** One simulated agent's part in the migration; resolves once it is on the target. */
-async function minion(agent: SimAgent, machine: { id: string; credential?: string }, m: Moved, src: BenchController, dst: BenchController, https: HttpsAgent, agents: SimAgent[]): Promise<void> {
+async function minion(
+  agent: SimAgent,
+  machine: { id: string; credential?: string },
+  m: Moved,
+  src: BenchController,
+  dst: BenchController,
+  https: HttpsAgent,
+  agents: SimAgent[],
+): Promise<void> {
   const answered = new Set<string>();
   const auth = `Agent ${src.uuid}/${machine.id}/${machine.credential}`;
   await new Promise<void>((resolve, reject) => {
     agent.listen((v, at) => {
       const mig = v.migration;
       if (!mig) return;
-      if (mig.paused && m.pausedAt === undefined) { m.pausedAt = at; m.sourceUnits = hookInputs(v); }
+      if (mig.paused && m.pausedAt === undefined) {
+        m.pausedAt = at;
+        m.sourceUnits = hookInputs(v);
+      }
       const key = `${mig.id}/${mig.phase}`;
       if (answered.has(key)) return;
       answered.add(key);
       const report = (): Promise<unknown> => agent.call("migration.report", { id: mig.id, phase: mig.phase, ok: true });
-      const step = mig.phase === "QUIESCE" ? call(https, dst, "GET", "/v1/migrations/hello").then(report)
-        : mig.phase === "VALIDATION" ? call(https, dst, "POST", `/v1/migrations/${mig.id}/validate`, { units: v.units.map((u) => u.name) }, auth).then(report)
-        : mig.phase === "SUCCESS" ? report().then(async () => {
-          const onTarget = await SimAgent.connect(dst.addresses[0]!, dst.caCert, src.uuid, machine.id, machine.credential!);
-          agents.push(onTarget);
-          const view = await onTarget.viewWhere((tv) => tv.migration === undefined && tv.units.length === 1);
-          m.resumedAt = performance.now();
-          m.targetUnits = hookInputs(view);
-          agent.close();
-          resolve();
-        })
-        : Promise.resolve();
+      const step =
+        mig.phase === "QUIESCE"
+          ? call(https, dst, "GET", "/v1/migrations/hello").then(report)
+          : mig.phase === "VALIDATION"
+            ? call(
+                https,
+                dst,
+                "POST",
+                `/v1/migrations/${mig.id}/validate`,
+                { units: v.units.map((u) => u.name) },
+                auth,
+              ).then(report)
+            : mig.phase === "SUCCESS"
+              ? report().then(async () => {
+                  const onTarget = await SimAgent.connect(
+                    dst.addresses[0]!,
+                    dst.caCert,
+                    src.uuid,
+                    machine.id,
+                    machine.credential!,
+                  );
+                  agents.push(onTarget);
+                  const view = await onTarget.viewWhere((tv) => tv.migration === undefined && tv.units.length === 1);
+                  m.resumedAt = performance.now();
+                  m.targetUnits = hookInputs(view);
+                  agent.close();
+                  resolve();
+                })
+              : Promise.resolve();
       step.catch(reject);
     });
   });
 }
 
 /** One request to the target, retried while it says 429 (after its Retry-After, spread). */
-async function call(https: HttpsAgent, dst: BenchController, method: string, path: string, body?: unknown, authorization?: string): Promise<void> {
+async function call(
+  https: HttpsAgent,
+  dst: BenchController,
+  method: string,
+  path: string,
+  body?: unknown,
+  authorization?: string,
+): Promise<void> {
   for (;;) {
     const status = await new Promise<{ code: number; retryAfter: number; text: string }>((resolve, reject) => {
       const [host, port] = splitAddress(dst.addresses[0]!);
       const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-      const req = request({ host, port, method, path, agent: https, servername: CONTROLLER_TLS_NAME, headers: { ...(authorization ? { authorization } : {}), ...(payload ? { "content-type": "application/json", "content-length": String(payload.length) } : {}) } }, (res) => {
-        let text = "";
-        res.on("data", (c: Buffer) => { text += c.toString(); });
-        res.on("end", () => resolve({ code: res.statusCode ?? 0, retryAfter: Number(res.headers["retry-after"] ?? 1), text }));
-      });
+      const req = request(
+        {
+          host,
+          port,
+          method,
+          path,
+          agent: https,
+          servername: CONTROLLER_TLS_NAME,
+          headers: {
+            ...(authorization ? { authorization } : {}),
+            ...(payload ? { "content-type": "application/json", "content-length": String(payload.length) } : {}),
+          },
+        },
+        (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => {
+            text += c.toString();
+          });
+          res.on("end", () =>
+            resolve({ code: res.statusCode ?? 0, retryAfter: Number(res.headers["retry-after"] ?? 1), text }),
+          );
+        },
+      );
       req.on("error", reject);
       req.end(payload);
     });

@@ -25,12 +25,18 @@ export async function benchOperatorMemory(o: BenchOptions = {}): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-operators-"));
   const store = await EmbeddedStore.open({ dir });
   const ops = new StateOps(store);
-  const settle = (): NodeJS.MemoryUsage => { gc(); gc(); return process.memoryUsage(); };
+  const settle = (): NodeJS.MemoryUsage => {
+    gc();
+    gc();
+    return process.memoryUsage();
+  };
   const before = settle();
   let stored = 0;
   while (stored < totalMB * MB) {
     const raw = Math.min(8 * MB, Math.ceil(((totalMB * MB - stored) * 3) / 4));
-    const bundle = { files: [...motd.files, { path: "payload.bin", mode: 0o644, content: randomBytes(raw).toString("base64") }] };
+    const bundle = {
+      files: [...motd.files, { path: "payload.bin", mode: 0o644, content: randomBytes(raw).toString("base64") }],
+    };
     stored += (await ops.putOperator(bundle, { quotaBytes: Number.MAX_SAFE_INTEGER })).doc.bytes;
   }
   const after = settle();

@@ -15,7 +15,8 @@ import type { BenchOptions } from "./util";
 
 const run = promisify(execFile);
 /** A user's shell: none of the npm_* variables `npm run bench` sets for this repository, but its npm cache. */
-const env = (): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || /^npm_config_cache$/i.test(k)));
+const env = (): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || /^npm_config_cache$/i.test(k)));
 
 async function diskBytes(dir: string): Promise<number> {
   let total = 0;
@@ -33,22 +34,47 @@ export async function benchPackage(o: BenchOptions = {}): Promise<void> {
   const repo = join(__dirname, "..", "..");
   const work = await mkdtemp(join(tmpdir(), "steward-bench-package-"));
   try {
-    const pack = await run("npm", ["pack", "--json", "--pack-destination", work], { cwd: repo, env: env(), maxBuffer: 64 << 20 });
-    const packed = JSON.parse(pack.stdout.slice(pack.stdout.indexOf("[")))[0] as { filename: string; integrity: string; size: number; unpackedSize: number; files: { path: string; size: number }[] };
+    const pack = await run("npm", ["pack", "--json", "--pack-destination", work], {
+      cwd: repo,
+      env: env(),
+      maxBuffer: 64 << 20,
+    });
+    const packed = JSON.parse(pack.stdout.slice(pack.stdout.indexOf("[")))[0] as {
+      filename: string;
+      integrity: string;
+      size: number;
+      unpackedSize: number;
+      files: { path: string; size: number }[];
+    };
     const tarball = join(work, packed.filename);
-    const bundle = packed.files.filter((f) => f.path.startsWith("dist/controller-bundle/") || f.path.startsWith("dist/agent-bundle/")).reduce((s, f) => s + f.size, 0);
+    const bundle = packed.files
+      .filter((f) => f.path.startsWith("dist/controller-bundle/") || f.path.startsWith("dist/agent-bundle/"))
+      .reduce((s, f) => s + f.size, 0);
     const ms: number[] = [];
     let packages = 0;
     let bytes = 0;
     for (let i = 0; i < installs; i++) {
       const project = join(work, `project-${i}`);
       await mkdir(project);
-      await writeOfflineProject({ repo, project, tarball, tarballIntegrity: packed.integrity, manifest: { name: "empty", version: "1.0.0", private: true }, fromRepo: {} });
+      await writeOfflineProject({
+        repo,
+        project,
+        tarball,
+        tarballIntegrity: packed.integrity,
+        manifest: { name: "empty", version: "1.0.0", private: true },
+        fromRepo: {},
+      });
       const t0 = performance.now();
       try {
-        await run("npm", ["ci", "--offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: project, env: env(), maxBuffer: 64 << 20 });
+        await run("npm", ["ci", "--offline", "--no-audit", "--no-fund", "--loglevel=error"], {
+          cwd: project,
+          env: env(),
+          maxBuffer: 64 << 20,
+        });
       } catch (e) {
-        throw new Error(`npm ci --offline of the tarball failed: its packages come from the npm cache that \`npm ci\` in ${repo} filled (run that first).\n${(e as { stderr?: string }).stderr ?? e}`);
+        throw new Error(
+          `npm ci --offline of the tarball failed: its packages come from the npm cache that \`npm ci\` in ${repo} filled (run that first).\n${(e as { stderr?: string }).stderr ?? e}`,
+        );
       }
       ms.push(performance.now() - t0);
       const modules = join(project, "node_modules");

@@ -23,7 +23,14 @@ import type { BenchOptions } from "./util";
 const providerPb = require("@pulumi/pulumi/proto/provider_pb");
 const providerGrpc = require("@pulumi/pulumi/proto/provider_grpc_pb");
 
-interface Sample { portMs: number; firstReadMs: number; secondReadMs: number; rssBefore: number; rssAfter: number; peak: number }
+interface Sample {
+  portMs: number;
+  firstReadMs: number;
+  secondReadMs: number;
+  rssBefore: number;
+  rssAfter: number;
+  peak: number;
+}
 
 async function memory(pid: number): Promise<{ rss: number; peak: number }> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");
@@ -34,9 +41,14 @@ async function memory(pid: number): Promise<{ rss: number; peak: number }> {
 /** One fresh provider process: Configure, then two Reads of `id` with `props` (which carry `__provider`). */
 async function sample(id: string, props: Record<string, unknown>, cwd: string): Promise<Sample> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [require.resolve("@pulumi/pulumi/cmd/dynamic-provider"), "unused"], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [require.resolve("@pulumi/pulumi/cmd/dynamic-provider"), "unused"], {
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stderr = "";
-  child.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
+  child.stderr.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
   try {
     const port = await new Promise<string>((resolve, reject) => {
       createInterface({ input: child.stdout }).once("line", (l) => resolve(l.trim()));
@@ -44,14 +56,26 @@ async function sample(id: string, props: Record<string, unknown>, cwd: string): 
     });
     const portMs = performance.now() - t0;
     const client = new providerGrpc.ResourceProviderClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-    const call = (method: string, req: unknown): Promise<any> => new Promise((resolve, reject) => {
-      client[method](req, (err: grpc.ServiceError | null, res: unknown) => (err ? reject(new Error(err.details || err.message)) : resolve(res)));
-    });
-    await call("configure", new providerPb.ConfigureRequest().setArgs(Struct.fromJavaScript({})).setAcceptsecrets(true));
+    const call = (method: string, req: unknown): Promise<any> =>
+      new Promise((resolve, reject) => {
+        client[method](req, (err: grpc.ServiceError | null, res: unknown) =>
+          err ? reject(new Error(err.details || err.message)) : resolve(res),
+        );
+      });
+    await call(
+      "configure",
+      new providerPb.ConfigureRequest().setArgs(Struct.fromJavaScript({})).setAcceptsecrets(true),
+    );
     const before = await memory(child.pid!);
     const read = async (): Promise<number> => {
       const t = performance.now();
-      const res = await call("read", new providerPb.ReadRequest().setId(id).setUrn(`urn:pulumi:bench::bench::x::${id}`).setProperties(Struct.fromJavaScript(props as never)));
+      const res = await call(
+        "read",
+        new providerPb.ReadRequest()
+          .setId(id)
+          .setUrn(`urn:pulumi:bench::bench::x::${id}`)
+          .setProperties(Struct.fromJavaScript(props as never)),
+      );
       if (res.getId() !== id) throw new Error(`read of ${id} answered id "${res.getId()}"`);
       return performance.now() - t;
     };
@@ -82,18 +106,46 @@ export async function benchProviderLoad(o: BenchOptions = {}): Promise<void> {
     await ctl.client.uploadOperator(bundle);
     await ctl.client.deploy("load", { name: "app", operator: hash, units: 0 });
     const app: ApplicationOutputs = {
-      connection, model: "load", name: "app", operator: { path: operator, hash }, units: 0, config: {}, waitFor: "none", timeoutSeconds: 60,
-      deleteTimeoutSeconds: 60, forceDelete: false, adopt: false, uid: "u0", unitNames: [], operatorVersion: "1.0.0", status: "unknown", configDefaults: {},
+      connection,
+      model: "load",
+      name: "app",
+      operator: { path: operator, hash },
+      units: 0,
+      config: {},
+      waitFor: "none",
+      timeoutSeconds: 60,
+      deleteTimeoutSeconds: 60,
+      forceDelete: false,
+      adopt: false,
+      uid: "u0",
+      unitNames: [],
+      operatorVersion: "1.0.0",
+      status: "unknown",
+      configDefaults: {},
     };
     const cases = [
-      { kind: "model" as const, id: ctl.uuid, props: { connection, name: "load", uuid: ctl.uuid, config: {}, substrate: "local", adopt: false, forceDelete: false, deleteTimeoutSeconds: 60 } },
+      {
+        kind: "model" as const,
+        id: ctl.uuid,
+        props: {
+          connection,
+          name: "load",
+          uuid: ctl.uuid,
+          config: {},
+          substrate: "local",
+          adopt: false,
+          forceDelete: false,
+          deleteTimeoutSeconds: 60,
+        },
+      },
       { kind: "application" as const, id: "load/app/u0", props: app as unknown as Record<string, unknown> },
     ];
     const figures: Record<string, number | string> = {};
     for (const c of cases) {
       const text = await providerText(c.kind);
       const samples: Sample[] = [];
-      for (let i = 0; i < runs; i++) samples.push(await sample(c.id, { ...c.props, __provider: text }, join(__dirname, "..", "..")));
+      for (let i = 0; i < runs; i++)
+        samples.push(await sample(c.id, { ...c.props, __provider: text }, join(__dirname, "..", "..")));
       const m = (f: (s: Sample) => number): number => median(samples.map(f));
       figures[`${c.kind}: provider text (characters)`] = String(text.length);
       figures[`${c.kind}: spawn to port, SDK only (ms)`] = m((s) => s.portMs);

@@ -24,8 +24,22 @@ export async function benchProviderRefresh(o: BenchOptions = {}): Promise<void> 
       const name = `app-${i}`;
       await ctl.client.deploy("refresh", { name, operator: hash, units: 0 });
       outs.push({
-        connection, model: "refresh", name, operator: { path: operator, hash }, units: 0, config: {}, waitFor: "none", timeoutSeconds: 60,
-        deleteTimeoutSeconds: 60, forceDelete: false, adopt: false, uid: `u${i}`, unitNames: [], operatorVersion: "1.0.0", status: "unknown", configDefaults: {},
+        connection,
+        model: "refresh",
+        name,
+        operator: { path: operator, hash },
+        units: 0,
+        config: {},
+        waitFor: "none",
+        timeoutSeconds: 60,
+        deleteTimeoutSeconds: 60,
+        forceDelete: false,
+        adopt: false,
+        uid: `u${i}`,
+        unitNames: [],
+        operatorVersion: "1.0.0",
+        status: "unknown",
+        configDefaults: {},
       });
     }
     for (const round of [1, 2, 3]) {
@@ -34,7 +48,9 @@ export async function benchProviderRefresh(o: BenchOptions = {}): Promise<void> 
       const read = await Promise.all(outs.map((o) => providers.application.read(`refresh/${o.name}/${o.uid}`, o)));
       const ms = performance.now() - t0;
       const found = read.filter((r) => "id" in r && r.id).length;
-      console.log(`refresh round ${round}: ${apps} applications read (${found} found) in ${ms.toFixed(0)} ms with ${requestCount() - before} controller requests`);
+      console.log(
+        `refresh round ${round}: ${apps} applications read (${found} found) in ${ms.toFixed(0)} ms with ${requestCount() - before} controller requests`,
+      );
       await new Promise((r) => setTimeout(r, 2500)); // past the shared status's lifetime
     }
   } finally {

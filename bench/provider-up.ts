@@ -33,7 +33,10 @@ function covered(intervals: { startMs: number; endMs: number }[]): number {
 /** `size`: worker hosts (default 2; the controller takes 3 more and a spare). */
 export async function benchProviderUp(o: BenchOptions = {}): Promise<void> {
   const workers = o.size ?? 2;
-  if (process.getuid?.() !== 0) { console.log("provider-up: skipped (needs root for network namespaces)"); return; }
+  if (process.getuid?.() !== 0) {
+    console.log("provider-up: skipped (needs root for network namespaces)");
+    return;
+  }
   const lab = await TestLab.create(4 + workers);
   const engine = new MiniEngine(repo);
   try {
@@ -41,15 +44,20 @@ export async function benchProviderUp(o: BenchOptions = {}): Promise<void> {
     const host = (h: TestHost): SshHost => ({ host: h.ip, hostKey: h.hostKeyFingerprint });
     const run = await engine.up(() => {
       bareMetal({
-        controllers: lab.hosts.slice(0, 3).map(host), spares: [host(lab.hosts[3]!)], workers: lab.hosts.slice(4, 4 + workers).map(host),
-        privateKey: pulumi.secret(lab.clientKey), operatorsDir: join(repo, "operators"),
+        controllers: lab.hosts.slice(0, 3).map(host),
+        spares: [host(lab.hosts[3]!)],
+        workers: lab.hosts.slice(4, 4 + workers).map(host),
+        privateKey: pulumi.secret(lab.clientKey),
+        operatorsDir: join(repo, "operators"),
       });
     });
-    if (run.errors.length > 0) throw new Error(`up failed: ${run.errors.map((e) => `${e.name}: ${e.message}`).join("; ")}`);
+    if (run.errors.length > 0)
+      throw new Error(`up failed: ${run.errors.map((e) => `${e.name}: ${e.message}`).join("; ")}`);
     const total = Math.max(...run.steps.map((s) => s.endMs));
     const waiting = covered(run.steps.filter((s) => s.type === "Application" || s.type === "Integration"));
     const figures: Record<string, string | number> = { "up, total (s)": total / 1000 };
-    for (const s of [...run.steps].sort((a, b) => a.startMs - b.startMs)) figures[`  ${s.type} ${s.name} (s, from ${(s.startMs / 1000).toFixed(1)})`] = (s.endMs - s.startMs) / 1000;
+    for (const s of [...run.steps].sort((a, b) => a.startMs - b.startMs))
+      figures[`  ${s.type} ${s.name} (s, from ${(s.startMs / 1000).toFixed(1)})`] = (s.endMs - s.startMs) / 1000;
     figures["waiting for units (s)"] = waiting / 1000;
     figures["waiting for units (% of up)"] = (100 * waiting) / total;
     const t0 = performance.now();

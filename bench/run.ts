@@ -50,7 +50,10 @@ const all: Record<string, Benchmark> = {
   "aws-replicas": { full: () => benchAwsReplicas(), smoke: () => benchAwsReplicas({ size: 1 }) },
   "ssh-install": { full: () => benchSshInstall(), smoke: () => benchSshInstall({ size: 2 }) },
   "leader-failover": { full: () => benchLeaderFailover(), smoke: () => benchLeaderFailover({ size: 1 }) },
-  "ha-host-failover": { full: () => benchHaHostFailover(), smoke: () => benchHaHostFailover({ size: 1, agents: 50, cutSeconds: 5 }) },
+  "ha-host-failover": {
+    full: () => benchHaHostFailover(),
+    smoke: () => benchHaHostFailover({ size: 1, agents: 50, cutSeconds: 5 }),
+  },
   "provider-refresh": { full: () => benchProviderRefresh(), smoke: () => benchProviderRefresh({ size: 5 }) },
   "provider-up": { full: () => benchProviderUp(), smoke: () => benchProviderUp({ size: 1 }) },
   "etcd-snapshot": { full: () => benchEtcdSnapshot(), smoke: () => benchEtcdSnapshot({ size: 2000 }) },
@@ -61,7 +64,10 @@ const all: Record<string, Benchmark> = {
   package: { full: () => benchPackage(), smoke: () => benchPackage({ size: 1 }) },
   backup: { full: () => benchBackup(), smoke: () => benchBackup({ size: 20 }) },
   "kubernetes-pods": { full: () => benchKubernetesPods(), smoke: () => benchKubernetesPods({ size: 2, runs: 1 }) },
-  "kubernetes-controller": { full: () => benchKubernetesController(), smoke: () => benchKubernetesController({ runs: 1 }) },
+  "kubernetes-controller": {
+    full: () => benchKubernetesController(),
+    smoke: () => benchKubernetesController({ runs: 1 }),
+  },
   "upgrade-controller": { full: () => benchUpgradeController(), smoke: () => benchUpgradeController({ size: 1 }) },
 };
 
@@ -69,7 +75,16 @@ const all: Record<string, Benchmark> = {
  * Seconds each smoke run took on this machine, loaded (longest first in the lanes below); a
  * benchmark not listed counts as short.
  */
-const SMOKE_SECONDS: Record<string, number> = { "ha-host-failover": 150, "aws-replicas": 130, "upgrade-controller": 120, "provider-up": 100, "ssh-install": 32, "kubernetes-controller": 28, package: 26, "cli-startup": 15 };
+const SMOKE_SECONDS: Record<string, number> = {
+  "ha-host-failover": 150,
+  "aws-replicas": 130,
+  "upgrade-controller": 120,
+  "provider-up": 100,
+  "ssh-install": 32,
+  "kubernetes-controller": 28,
+  package: 26,
+  "cli-startup": 15,
+};
 
 /**
  * Smoke runs go three at a time, each benchmark in a process of its own whose output is printed whole
@@ -85,11 +100,20 @@ async function smokeInLanes(names: string[], lanes: number): Promise<boolean> {
       const t0 = performance.now();
       const child = spawn(process.execPath, [__filename, "--smoke", name], { stdio: ["ignore", "pipe", "pipe"] });
       let out = "";
-      child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
-      child.stderr.on("data", (d: Buffer) => { out += d.toString(); });
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString();
+      });
+      child.stderr.on("data", (d: Buffer) => {
+        out += d.toString();
+      });
       const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
       process.stdout.write(out);
-      if (code !== 0) { ok = false; process.stdout.write(`  (smoke: ${name} FAILED with exit code ${code} after ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`); }
+      if (code !== 0) {
+        ok = false;
+        process.stdout.write(
+          `  (smoke: ${name} FAILED with exit code ${code} after ${((performance.now() - t0) / 1000).toFixed(1)} s)\n`,
+        );
+      }
     }
   };
   await Promise.all(Array.from({ length: lanes }, lane));
@@ -101,12 +125,15 @@ async function main(): Promise<void> {
   const smoke = args.includes("--smoke");
   const names = args.filter((a) => a !== "--smoke");
   const chosen = names.length > 0 ? names : Object.keys(all);
-  for (const name of chosen) if (!all[name]) throw new Error(`unknown benchmark "${name}" (known: ${Object.keys(all).join(", ")})`);
+  for (const name of chosen)
+    if (!all[name]) throw new Error(`unknown benchmark "${name}" (known: ${Object.keys(all).join(", ")})`);
   const lanes = Number(process.env.BENCH_SMOKE_LANES ?? 3);
   if (smoke && chosen.length > 1 && lanes > 1) {
     const t0 = performance.now();
     const ok = await smokeInLanes(chosen, lanes);
-    process.stdout.write(`\n${chosen.length} benchmark smoke runs in ${lanes} lanes: ${((performance.now() - t0) / 1000).toFixed(1)} s${ok ? "" : ", SOME FAILED"}\n`);
+    process.stdout.write(
+      `\n${chosen.length} benchmark smoke runs in ${lanes} lanes: ${((performance.now() - t0) / 1000).toFixed(1)} s${ok ? "" : ", SOME FAILED"}\n`,
+    );
     if (!ok) process.exitCode = 1;
     return;
   }
@@ -119,5 +146,11 @@ async function main(): Promise<void> {
 
 // Exits when the benchmarks are done: a timer a test double left running (seen once after the
 // aws-machines smoke: one 100 ms timer, not yet traced) must not hold CI until its time limit.
-const exitSoon = (): void => { setTimeout(() => process.exit(), 2000).unref(); };
-main().then(exitSoon, (err: unknown) => { process.stderr.write(`benchmark failed: ${(err as Error).stack}\n`); process.exitCode = 1; exitSoon(); });
+const exitSoon = (): void => {
+  setTimeout(() => process.exit(), 2000).unref();
+};
+main().then(exitSoon, (err: unknown) => {
+  process.stderr.write(`benchmark failed: ${(err as Error).stack}\n`);
+  process.exitCode = 1;
+  exitSoon();
+});

@@ -25,7 +25,12 @@ const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /** A login the controller refused for now (503), with its Retry-After in seconds. */
 class LoginRefused extends Error {
-  constructor(readonly status: number, readonly retryAfterSeconds: number) { super(`Unexpected server response: ${status}`); }
+  constructor(
+    readonly status: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`Unexpected server response: ${status}`);
+  }
 }
 
 /** The controller closed an agent's connection (or it broke): what was waiting on it fails with this. */
@@ -37,12 +42,16 @@ class DialSlots {
   private readonly waiting: (() => void)[] = [];
   constructor(readonly size: () => number) {}
   async take(): Promise<void> {
-    if (this.busy < this.size()) { this.busy++; return; }
+    if (this.busy < this.size()) {
+      this.busy++;
+      return;
+    }
     await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
   give(): void {
     const next = this.waiting.shift();
-    if (next) next(); else this.busy--;
+    if (next) next();
+    else this.busy--;
   }
 }
 
@@ -64,12 +73,21 @@ export class SimAgent {
   protected constructor(private readonly ws: WebSocket) {
     ws.on("message", (d: Buffer) => {
       const at = performance.now();
-      const f = JSON.parse(d.toString()) as { t: string; id: number; data?: AgentView; result?: unknown; error?: unknown };
-      if (f.t === "push") { this.view = f.data!; for (const l of this.onView) l(this.view, at); }
-      else if (f.t === "res") {
+      const f = JSON.parse(d.toString()) as {
+        t: string;
+        id: number;
+        data?: AgentView;
+        result?: unknown;
+        error?: unknown;
+      };
+      if (f.t === "push") {
+        this.view = f.data!;
+        for (const l of this.onView) l(this.view, at);
+      } else if (f.t === "res") {
         const p = this.pending.get(f.id);
         this.pending.delete(f.id);
-        if (f.error) p?.reject(f.error); else p?.resolve(f.result);
+        if (f.error) p?.reject(f.error);
+        else p?.resolve(f.result);
       }
     });
     ws.on("error", () => undefined);
@@ -82,7 +100,13 @@ export class SimAgent {
   }
 
   /** Logs in, retrying 503 answers and dropped dials with jittered exponential backoff that honours Retry-After. */
-  static async connect(address: string, caCert: string, model: string, machine: string, credential: string): Promise<SimAgent> {
+  static async connect(
+    address: string,
+    caCert: string,
+    model: string,
+    machine: string,
+    credential: string,
+  ): Promise<SimAgent> {
     for (let attempt = 0; ; attempt++) {
       await SimAgent.slots.take();
       let wait: number;
@@ -106,10 +130,18 @@ export class SimAgent {
     }
   }
 
-  private static connectOnce(address: string, caCert: string, model: string, machine: string, credential: string): Promise<SimAgent> {
+  private static connectOnce(
+    address: string,
+    caCert: string,
+    model: string,
+    machine: string,
+    credential: string,
+  ): Promise<SimAgent> {
     const ws = new WebSocket(`wss://${address}/v1/agent`, {
-      secureContext: SimAgent.contextFor(caCert), servername: CONTROLLER_TLS_NAME,
-      headers: { authorization: `Agent ${model}/${machine}/${credential}` }, handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+      secureContext: SimAgent.contextFor(caCert),
+      servername: CONTROLLER_TLS_NAME,
+      headers: { authorization: `Agent ${model}/${machine}/${credential}` },
+      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
     } as WebSocket.ClientOptions);
     const agent = new SimAgent(ws);
     return new Promise((resolve, reject) => {
@@ -134,10 +166,14 @@ export class SimAgent {
   }
   private static readonly contexts = new Map<string, SecureContext>();
 
-  listen(l: (v: AgentView, at: number) => void): void { this.onView.push(l); }
+  listen(l: (v: AgentView, at: number) => void): void {
+    this.onView.push(l);
+  }
 
   /** Called once if the connection closes (not when the benchmark closes it itself). */
-  listenClose(l: (why: string) => void): void { this.onClose.push(l); }
+  listenClose(l: (why: string) => void): void {
+    this.onClose.push(l);
+  }
 
   /**
    * Resolves with the view (held now or pushed later) that satisfies `pred`; fails if the connection
@@ -149,8 +185,18 @@ export class SimAgent {
     if (this.closedBecause) return Promise.reject(new AgentDisconnected(this.closedBecause));
     return new Promise((resolve, reject) => {
       let done = false;
-      this.listen((v) => { if (!done && pred(v)) { done = true; resolve(v); } });
-      this.listenClose((why) => { if (!done) { done = true; reject(new AgentDisconnected(why)); } });
+      this.listen((v) => {
+        if (!done && pred(v)) {
+          done = true;
+          resolve(v);
+        }
+      });
+      this.listenClose((why) => {
+        if (!done) {
+          done = true;
+          reject(new AgentDisconnected(why));
+        }
+      });
     });
   }
 

@@ -17,7 +17,10 @@ const DEFAULT_HOSTS = Number(process.env.BENCH_SSH_HOSTS ?? 20);
 /** `size`: hosts installed in parallel (default 20, or BENCH_SSH_HOSTS). */
 export async function benchSshInstall(o: BenchOptions = {}): Promise<void> {
   const HOSTS = o.size ?? DEFAULT_HOSTS;
-  if (process.getuid?.() !== 0) { process.stdout.write("\nssh-install: skipped (needs root for test hosts)\n"); return; }
+  if (process.getuid?.() !== 0) {
+    process.stdout.write("\nssh-install: skipped (needs root for test hosts)\n");
+    return;
+  }
   const rounds: number[] = [];
   let bytes: number[] = [];
   let noNodeBytes = 0;
@@ -26,15 +29,32 @@ export async function benchSshInstall(o: BenchOptions = {}): Promise<void> {
     const dir = await mkdtemp(join(tmpdir(), "steward-bench-ssh-"));
     const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: `${lab.subnet}.1`, port: 0 } });
     const c = await Controller.start({ dataDir: dir, log: silentLogger });
-    const client = new ControllerClient({ addresses: c.apiAddresses, caCert: init.caCert, user: "admin", password: init.adminPassword! });
+    const client = new ControllerClient({
+      addresses: c.apiAddresses,
+      caCert: init.caCert,
+      user: "admin",
+      password: init.adminPassword!,
+    });
     try {
       await client.createModel("bench");
       const hosts = lab.hosts.slice(0, HOSTS);
       const t0 = performance.now();
-      await Promise.all(hosts.map((h) => client.addSshMachine("bench", { host: h.ip, user: "root", privateKey: lab.clientKey, hostKey: h.hostKeyFingerprint })));
+      await Promise.all(
+        hosts.map((h) =>
+          client.addSshMachine("bench", {
+            host: h.ip,
+            user: "root",
+            privateKey: lab.clientKey,
+            hostKey: h.hostKeyFingerprint,
+          }),
+        ),
+      );
       for (;;) {
         const ms = await client.listMachines("bench");
-        if (ms.length === HOSTS && ms.every((m) => m.status === "started")) { bytes = ms.map((m) => m.install?.bytesUploaded ?? 0); break; }
+        if (ms.length === HOSTS && ms.every((m) => m.status === "started")) {
+          bytes = ms.map((m) => m.install?.bytesUploaded ?? 0);
+          break;
+        }
         const failed = ms.find((m) => m.status === "error");
         if (failed) throw new Error(`install failed on machine ${failed.id}: ${failed.message}`);
         await sleep(100);
@@ -42,10 +62,18 @@ export async function benchSshInstall(o: BenchOptions = {}): Promise<void> {
       rounds.push((performance.now() - t0) / 1000);
       if (round === 0) {
         const h = lab.hosts[HOSTS]!;
-        await client.addSshMachine("bench", { host: h.ip, user: "root", privateKey: lab.clientKey, hostKey: h.hostKeyFingerprint });
+        await client.addSshMachine("bench", {
+          host: h.ip,
+          user: "root",
+          privateKey: lab.clientKey,
+          hostKey: h.hostKeyFingerprint,
+        });
         for (;;) {
           const m = (await client.listMachines("bench")).find((x) => x.address === h.ip);
-          if (m?.install?.state === "installed") { noNodeBytes = m.install.bytesUploaded ?? 0; break; }
+          if (m?.install?.state === "installed") {
+            noNodeBytes = m.install.bytesUploaded ?? 0;
+            break;
+          }
           if (m?.status === "error") throw new Error(m.message);
           await sleep(100);
         }

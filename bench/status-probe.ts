@@ -22,28 +22,46 @@ export interface StatusProbeSettings {
  * expanded), the same bytes only received, the plain JSON document parsed, one unit's document;
  * sizes of the compact and the plain form.
  */
-export interface StatusProbeResult { full: number[]; received: number[]; plain: number[]; filtered: number[]; bytes: number; plainBytes: number }
+export interface StatusProbeResult {
+  full: number[];
+  received: number[];
+  plain: number[];
+  filtered: number[];
+  bytes: number;
+  plainBytes: number;
+}
 
 /** Receives a GET's whole body, parsed only if `parse`: how much of a read is the controller and the wire. */
 function receive(agent: Agent, address: string, path: string, token: string, parse = false): Promise<number> {
   const [host, port] = splitAddress(address);
   return new Promise((resolve, reject) => {
-    get({ host, port, path, agent, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${token}` } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        if (res.statusCode !== 200) { reject(new Error(`status ${res.statusCode}`)); return; }
-        const body = Buffer.concat(chunks);
-        if (parse) JSON.parse(body.toString("utf8"));
-        resolve(body.length);
-      });
-      res.on("error", reject);
-    }).on("error", reject);
+    get(
+      { host, port, path, agent, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${token}` } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          if (res.statusCode !== 200) {
+            reject(new Error(`status ${res.statusCode}`));
+            return;
+          }
+          const body = Buffer.concat(chunks);
+          if (parse) JSON.parse(body.toString("utf8"));
+          resolve(body.length);
+        });
+        res.on("error", reject);
+      },
+    ).on("error", reject);
   });
 }
 
 async function probe(s: StatusProbeSettings): Promise<StatusProbeResult> {
-  const client = new ControllerClient({ addresses: s.addresses, caCert: s.caCert, user: "admin", password: s.password });
+  const client = new ControllerClient({
+    addresses: s.addresses,
+    caCert: s.caCert,
+    user: "admin",
+    password: s.password,
+  });
   const timed = async (f: () => Promise<unknown>): Promise<number> => {
     const t = process.hrtime.bigint();
     await f();
@@ -56,15 +74,19 @@ async function probe(s: StatusProbeSettings): Promise<StatusProbeResult> {
     const agent = new Agent({ keepAlive: true, ca: s.caCert });
     const path = `/v1/models/${encodeURIComponent(s.model)}/status`;
     const received: number[] = [];
-    for (let i = 0; i < s.runs; i++) received.push(await timed(() => receive(agent, s.addresses[0]!, `${path}?format=columns`, client.currentToken!)));
+    for (let i = 0; i < s.runs; i++)
+      received.push(await timed(() => receive(agent, s.addresses[0]!, `${path}?format=columns`, client.currentToken!)));
     const plain: number[] = [];
-    for (let i = 0; i < s.runs; i++) plain.push(await timed(() => receive(agent, s.addresses[0]!, path, client.currentToken!, true)));
+    for (let i = 0; i < s.runs; i++)
+      plain.push(await timed(() => receive(agent, s.addresses[0]!, path, client.currentToken!, true)));
     const bytes = await receive(agent, s.addresses[0]!, `${path}?format=columns`, client.currentToken!);
     const plainBytes = await receive(agent, s.addresses[0]!, path, client.currentToken!);
     agent.destroy();
     const filtered: number[] = [];
-    for (let i = 0; i < s.runs; i++) filtered.push(await timed(() => client.status(s.model, { units: [s.units[i % s.units.length]!] })));
-    if (Object.keys(first.applications).length === 0) throw new Error("the status probe read a model with no applications");
+    for (let i = 0; i < s.runs; i++)
+      filtered.push(await timed(() => client.status(s.model, { units: [s.units[i % s.units.length]!] })));
+    if (Object.keys(first.applications).length === 0)
+      throw new Error("the status probe read a model with no applications");
     return { full, received, plain, filtered, bytes, plainBytes };
   } finally {
     client.close();
@@ -74,6 +96,9 @@ async function probe(s: StatusProbeSettings): Promise<StatusProbeResult> {
 if (require.main === module) {
   probe(JSON.parse(process.argv[2]!) as StatusProbeSettings).then(
     (r) => process.stdout.write(JSON.stringify(r)),
-    (err: unknown) => { process.stderr.write(`status probe: ${String(err)}\n`); process.exitCode = 1; },
+    (err: unknown) => {
+      process.stderr.write(`status probe: ${String(err)}\n`);
+      process.exitCode = 1;
+    },
   );
 }

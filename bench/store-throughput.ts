@@ -18,7 +18,11 @@ export async function benchStore(o: BenchOptions = {}): Promise<void> {
   const seq = (N1 * 1000) / (Date.now() - t);
   t = Date.now();
   let n = 0;
-  await Promise.all(Array.from({ length: 64 }, async () => { while (n < N2) await s.put(`/par/${n++}`, value); }));
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (n < N2) await s.put(`/par/${n++}`, value);
+    }),
+  );
   const par = (N2 * 1000) / (Date.now() - t);
   t = Date.now();
   const N3 = N2 * 10;

@@ -23,6 +23,6 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 
 export function report(name: string, figures: Record<string, string | number>): void {
   process.stdout.write(`\n${name}\n`);
-  for (const [k, v] of Object.entries(figures)) process.stdout.write(`  ${k.padEnd(44)} ${typeof v === "number" ? v.toFixed(v < 10 ? 2 : 1) : v}\n`);
+  for (const [k, v] of Object.entries(figures))
+    process.stdout.write(`  ${k.padEnd(44)} ${typeof v === "number" ? v.toFixed(v < 10 ? 2 : 1) : v}\n`);
 }
-

@@ -8,7 +8,6 @@ import type { ControllerClient } from "../api/core";
 import { StewardError, routes } from "../api/core";
 import type { BackupRecord } from "../api/core";
 
-
 export async function downloadBackup(client: ControllerClient, id: string, path: string): Promise<BackupRecord> {
   const tmp = `${path}.part`;
   const out = await open(tmp, "w", 0o600);
@@ -31,7 +30,10 @@ export async function downloadBackup(client: ControllerClient, id: string, path:
   await out.close();
   if (hash.digest("hex") !== record.sha256) {
     await rm(tmp, { force: true });
-    throw new StewardError("internal", `backup ${id} downloaded with a different SHA-256 than the controller recorded; nothing written`);
+    throw new StewardError(
+      "internal",
+      `backup ${id} downloaded with a different SHA-256 than the controller recorded; nothing written`,
+    );
   }
   await rename(tmp, path);
   return record;

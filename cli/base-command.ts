@@ -31,20 +31,34 @@ export abstract class BaseCommand extends Command<StewardContext> {
   }
 
   /** The message for a Steward error; commands that know more context (which controller) add it. */
-  protected explain(err: StewardError): string { return err.message; }
+  protected explain(err: StewardError): string {
+    return err.message;
+  }
 
-  get home(): string { return stewardHome(this.context.env); }
-  clientConfig(): Promise<ClientConfig> { return loadClientConfig(this.home); }
-  saveConfig(cfg: ClientConfig): Promise<void> { return saveClientConfig(this.home, cfg); }
+  get home(): string {
+    return stewardHome(this.context.env);
+  }
+  clientConfig(): Promise<ClientConfig> {
+    return loadClientConfig(this.home);
+  }
+  saveConfig(cfg: ClientConfig): Promise<void> {
+    return saveClientConfig(this.home, cfg);
+  }
 
   /** Prints a line; text from the controller may hold escape sequences, so it is sanitised here. */
-  out(line = ""): void { this.context.stdout.write(sanitizeForTerminal(line) + "\n"); }
-  progress(line: string): void { this.context.stderr.write(sanitizeForTerminal(line) + "\n"); }
+  out(line = ""): void {
+    this.context.stdout.write(sanitizeForTerminal(line) + "\n");
+  }
+  progress(line: string): void {
+    this.context.stderr.write(sanitizeForTerminal(line) + "\n");
+  }
 }
 
 /** A command that talks to a controller (`--controller`, default the current one). */
 export abstract class ControllerCommand extends BaseCommand {
-  controllerName = Option.String("-c,--controller", { description: "Controller to use (default: the current one; env STEWARD_CONTROLLER)" });
+  controllerName = Option.String("-c,--controller", {
+    description: "Controller to use (default: the current one; env STEWARD_CONTROLLER)",
+  });
 
   protected entryName?: string;
   protected entry?: ControllerEntry;
@@ -53,7 +67,9 @@ export abstract class ControllerCommand extends BaseCommand {
   protected override explain(err: StewardError): string {
     if (err.reason !== "untrusted-certificate" || !this.entryName) return err.message;
     const config = join(this.home, "controllers.json");
-    const localCa = this.entry?.dataDir ? `, or put its current CA (${join(this.entry.dataDir, "ca.crt")}) in the entry's caCert` : "";
+    const localCa = this.entry?.dataDir
+      ? `, or put its current CA (${join(this.entry.dataDir, "ca.crt")}) in the entry's caCert`
+      : "";
     return `cannot trust controller "${this.entryName}": ${err.message}. If it was re-created on purpose, this client's entry is stale: remove "${this.entryName}" from ${config}${localCa}. Otherwise do not send it your credentials.`;
   }
 
@@ -62,7 +78,10 @@ export abstract class ControllerCommand extends BaseCommand {
     const name = this.controllerName ?? this.context.env.STEWARD_CONTROLLER ?? cfg.current;
     if (!name) throw new UsageError("no controller selected: bootstrap one (steward bootstrap) or pass --controller");
     const entry = cfg.controllers[name];
-    if (!entry) throw new UsageError(`controller "${name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`);
+    if (!entry)
+      throw new UsageError(
+        `controller "${name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`,
+      );
     this.entryName = name;
     this.entry = entry;
     return { name, entry, cfg };
@@ -72,7 +91,11 @@ export abstract class ControllerCommand extends BaseCommand {
     if (this.client) return this.client;
     const { entry } = await this.resolveController();
     this.client = new ControllerClient({
-      addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}),
+      addresses: entry.addresses,
+      caCert: entry.caCert,
+      user: entry.user,
+      ...(entry.password ? { password: entry.password } : {}),
+      ...(entry.token ? { token: entry.token } : {}),
       onMoved: (moved) => this.followMove(moved),
     });
     return this.client;
@@ -93,12 +116,21 @@ export abstract class ControllerCommand extends BaseCommand {
     if (source?.currentModel === moved.model) {
       delete source.currentModel;
       target.currentModel = moved.model;
-      if (cfg.current === this.entryName) { cfg.current = name; this.context.stderr.write(`The current controller is now ${name}.\n`); }
+      if (cfg.current === this.entryName) {
+        cfg.current = name;
+        this.context.stderr.write(`The current controller is now ${name}.\n`);
+      }
       await this.saveConfig(cfg);
     }
     this.entryName = name;
     this.entry = target;
-    return { addresses: target.addresses, caCert: target.caCert, user: target.user, ...(target.password ? { password: target.password } : {}), ...(target.token ? { token: target.token } : {}) };
+    return {
+      addresses: target.addresses,
+      caCert: target.caCert,
+      user: target.user,
+      ...(target.password ? { password: target.password } : {}),
+      ...(target.token ? { token: target.token } : {}),
+    };
   }
 
   /** Saves a renewed token and the replicas' current addresses, so the next command starts from them. */
@@ -109,7 +141,11 @@ export abstract class ControllerCommand extends BaseCommand {
     if (token === this.entry?.token && addresses.join() === this.entry?.addresses.join()) return;
     const cfg = await this.clientConfig();
     const e = cfg.controllers[this.entryName];
-    if (e) { e.token = token; e.addresses = addresses; await this.saveConfig(cfg); }
+    if (e) {
+      e.token = token;
+      e.addresses = addresses;
+      await this.saveConfig(cfg);
+    }
   }
 
   override async execute(): Promise<number | void> {
@@ -124,7 +160,9 @@ export abstract class ControllerCommand extends BaseCommand {
 
 /** A command that works on a model (`--model`, default the controller's current model). */
 export abstract class ModelCommand extends ControllerCommand {
-  modelName = Option.String("-m,--model", { description: "Model to use (default: the current one; env STEWARD_MODEL)" });
+  modelName = Option.String("-m,--model", {
+    description: "Model to use (default: the current one; env STEWARD_MODEL)",
+  });
 
   async model(): Promise<string> {
     const { entry } = await this.resolveController();

@@ -25,31 +25,64 @@ export function targetKind(first: string | undefined): TargetKind {
 export const FLAG_GROUPS = {
   kubernetes: {
     owner: "kubernetes:CONTEXT",
-    flags: { "--kubeconfig": "kubeconfig", "--namespace": "namespace", "--controller-image": "controllerImage", "--agent-image": "agentImage", "--api-address": "apiAddress" },
+    flags: {
+      "--kubeconfig": "kubeconfig",
+      "--namespace": "namespace",
+      "--controller-image": "controllerImage",
+      "--agent-image": "agentImage",
+      "--api-address": "apiAddress",
+    },
   },
   aws: {
     owner: "aws:REGION",
     flags: {
-      "--region": "region", "--image": "image", "--instance-type": "instanceType", "--subnet": "subnets", "--security-group": "securityGroups",
-      "--endpoint": "endpoint", "--endpoint-ca-file": "endpointCa",
+      "--region": "region",
+      "--image": "image",
+      "--instance-type": "instanceType",
+      "--subnet": "subnets",
+      "--security-group": "securityGroups",
+      "--endpoint": "endpoint",
+      "--endpoint-ca-file": "endpointCa",
     },
   },
   vsphere: {
     owner: "vsphere:VCENTER",
-    flags: { "--vcenter": "vcenter", "--datacenter": "datacenter", "--template": "template", "--folder": "folder", "--resource-pool": "resourcePool", "--vcenter-ca-file": "vcenterCa" },
+    flags: {
+      "--vcenter": "vcenter",
+      "--datacenter": "datacenter",
+      "--template": "template",
+      "--folder": "folder",
+      "--resource-pool": "resourcePool",
+      "--vcenter-ca-file": "vcenterCa",
+    },
   },
-  cloud: { owner: "aws:REGION and vsphere:VCENTER", flags: { "--replicas": "replicas", "--credential-file": "credentialFile", "--from-env": "fromEnv", "--credential": "credentialName" } },
-  ssh: { owner: "ssh: targets", flags: { "--host-key": "hostKey", "--trust-on-first-use": "tofu", "--key-file": "keyFile", "--key-env": "keyEnv" } },
+  cloud: {
+    owner: "aws:REGION and vsphere:VCENTER",
+    flags: {
+      "--replicas": "replicas",
+      "--credential-file": "credentialFile",
+      "--from-env": "fromEnv",
+      "--credential": "credentialName",
+    },
+  },
+  ssh: {
+    owner: "ssh: targets",
+    flags: { "--host-key": "hostKey", "--trust-on-first-use": "tofu", "--key-file": "keyFile", "--key-env": "keyEnv" },
+  },
 } as const;
 export type FlagGroup = keyof typeof FLAG_GROUPS;
 
 /** The groups refused up front, in the order they are checked, with the targets that take them (kubernetes words its own refusal of the cloud flags). */
 export const REFUSED_ELSEWHERE: readonly (readonly [FlagGroup, readonly TargetKind[]])[] = [
-  ["kubernetes", ["kubernetes"]], ["aws", ["aws"]], ["vsphere", ["vsphere"]], ["cloud", ["aws", "vsphere", "kubernetes"]],
+  ["kubernetes", ["kubernetes"]],
+  ["aws", ["aws"]],
+  ["vsphere", ["vsphere"]],
+  ["cloud", ["aws", "vsphere", "kubernetes"]],
 ];
 
 /** What kubernetes: refuses: the credential comes from the kubeconfig, the keys and the port are the cluster's. */
-export const KUBERNETES_REFUSED = "--credential-file, --from-env, --credential, --host-key, --key-file, --key-env and --port";
+export const KUBERNETES_REFUSED =
+  "--credential-file, --from-env, --credential, --host-key, --key-file, --key-env and --port";
 
 /** How messages name each cloud's things: the kind's own words (api/substrate-kinds.ts). */
 function cloudWords(kind: "aws" | "vsphere"): { cloud: string; instance: string; instances: string; env: string } {
@@ -60,7 +93,9 @@ export const CLOUD_WORDS = { aws: cloudWords("aws"), vsphere: cloudWords("vspher
 
 /** The kinds whose flag group differs from the flags their contract lists (none, unless one of the two drifted). */
 export function kindsWithDriftedFlags(): ModelSubstrate[] {
-  return (["kubernetes", "aws", "vsphere"] as const).filter((k) => Object.keys(FLAG_GROUPS[k].flags).join() !== SUBSTRATE_CONTRACTS[k].flags.join());
+  return (["kubernetes", "aws", "vsphere"] as const).filter(
+    (k) => Object.keys(FLAG_GROUPS[k].flags).join() !== SUBSTRATE_CONTRACTS[k].flags.join(),
+  );
 }
 
 /** "--a, --b and --c are for OWNER". */
@@ -81,7 +116,8 @@ export function flagsGiven(command: object, group: FlagGroup): boolean {
 export function regionOf(target: string, flag: string | undefined): string {
   const region = target.slice("aws:".length);
   if (!region && !flag) throw new UsageError("give the region: aws:eu-west-1");
-  if (region && flag && region !== flag) throw new UsageError(`the region is given twice and differs: ${target} and --region ${flag}`);
+  if (region && flag && region !== flag)
+    throw new UsageError(`the region is given twice and differs: ${target} and --region ${flag}`);
   return region || flag!;
 }
 
@@ -91,8 +127,14 @@ export function regionOf(target: string, flag: string | undefined): string {
  */
 export function vcenterOf(target: string, flag: string | undefined): string {
   const given = target.slice("vsphere:".length);
-  if (!given && !flag) throw new UsageError("give vCenter: vsphere:vcenter.example.com (or vsphere:https://vcenter.example.com/sdk)");
-  const url = !given ? flag! : /^[a-z]+:\/\//i.test(given) ? given : `https://${given.replace(/\/+$/, "").replace(/\/sdk$/, "")}/sdk`;
-  if (given && flag && url !== flag) throw new UsageError(`vCenter is given twice and differs: ${target} (${url}) and --vcenter ${flag}`);
+  if (!given && !flag)
+    throw new UsageError("give vCenter: vsphere:vcenter.example.com (or vsphere:https://vcenter.example.com/sdk)");
+  const url = !given
+    ? flag!
+    : /^[a-z]+:\/\//i.test(given)
+      ? given
+      : `https://${given.replace(/\/+$/, "").replace(/\/sdk$/, "")}/sdk`;
+  if (given && flag && url !== flag)
+    throw new UsageError(`vCenter is given twice and differs: ${target} (${url}) and --vcenter ${flag}`);
   return url;
 }

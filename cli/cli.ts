@@ -22,7 +22,11 @@ function namedCommand(args: string[]): CommandName | undefined {
  * `STEWARD_CONSOLE_RESTRICTED=1` (the web console, on a controller host) only commands that talk to
  * the controller run: the console refuses the others and each command checks its own words again.
  */
-export function runCli(args: string[], context: Partial<StewardContext> = {}, opts: { cliMain?: string } = {}): Promise<number> {
+export function runCli(
+  args: string[],
+  context: Partial<StewardContext> = {},
+  opts: { cliMain?: string } = {},
+): Promise<number> {
   const env = context.env ?? process.env;
   const restricted = env[WEB_CONSOLE_ENV.restricted] === "1";
   const stderr = context.stderr ?? process.stderr;
@@ -30,14 +34,28 @@ export function runCli(args: string[], context: Partial<StewardContext> = {}, op
     const { runConsole } = require("./console/console") as typeof Console;
     const stdin = context.stdin ?? process.stdin;
     const stdout = context.stdout ?? process.stdout;
-    const terminal = env[WEB_CONSOLE_ENV.terminal] === "web" ? (require("./console/web-terminal") as typeof WebTerminalModule).WebTerminal.start(stdin, stdout) : undefined;
+    const terminal =
+      env[WEB_CONSOLE_ENV.terminal] === "web"
+        ? (require("./console/web-terminal") as typeof WebTerminalModule).WebTerminal.start(stdin, stdout)
+        : undefined;
     // One screen: errors on the same stream as the prompt, so that they cannot arrive after it.
-    return runConsole({ stdin, stdout, stderr: terminal ? stdout : stderr, env, cwd: context.cwd ?? process.cwd(), ...(opts.cliMain ? { cliMain: opts.cliMain } : {}), ...(terminal ? { terminal } : {}), restricted })
-      .finally(() => terminal?.close());
+    return runConsole({
+      stdin,
+      stdout,
+      stderr: terminal ? stdout : stderr,
+      env,
+      cwd: context.cwd ?? process.cwd(),
+      ...(opts.cliMain ? { cliMain: opts.cliMain } : {}),
+      ...(terminal ? { terminal } : {}),
+      restricted,
+    }).finally(() => terminal?.close());
   }
   if (restricted) {
     const refused = (require("./console/restricted") as typeof Restricted).restrictedRefusal(args);
-    if (refused) { stderr.write(`ERROR ${refused}\n`); return Promise.resolve(1); }
+    if (refused) {
+      stderr.write(`ERROR ${refused}\n`);
+      return Promise.resolve(1);
+    }
   }
   const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
   return buildCli({ colors: tty, only: namedCommand(args) }).run(args, {

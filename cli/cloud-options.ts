@@ -17,25 +17,43 @@ type CommandClass = abstract new (...args: any[]) => BaseCommand;
 export function withAwsFlags<B extends CommandClass>(Base: B) {
   abstract class WithAwsFlags extends Base {
     region = Option.String("--region", { description: "aws: the region, e.g. eu-west-1" });
-    image = Option.String("--image", { description: "aws: the AMI its instances boot (Linux with cloud-init and curl)" });
+    image = Option.String("--image", {
+      description: "aws: the AMI its instances boot (Linux with cloud-init and curl)",
+    });
     instanceType = Option.String("--instance-type", { description: "aws: the instance type (default t3.small)" });
-    subnets = Option.Array("--subnet", [], { description: "aws: a subnet for its instances (repeat: they are used in turn)" });
-    securityGroups = Option.Array("--security-group", [], { description: "aws: a security group for its instances (repeatable)" });
-    endpoint = Option.String("--endpoint", { description: "aws: another EC2 endpoint (https://…), e.g. a VPC endpoint" });
-    endpointCa = Option.String("--endpoint-ca-file", { description: "aws: the CA certificate (PEM) that signs --endpoint" });
+    subnets = Option.Array("--subnet", [], {
+      description: "aws: a subnet for its instances (repeat: they are used in turn)",
+    });
+    securityGroups = Option.Array("--security-group", [], {
+      description: "aws: a security group for its instances (repeatable)",
+    });
+    endpoint = Option.String("--endpoint", {
+      description: "aws: another EC2 endpoint (https://…), e.g. a VPC endpoint",
+    });
+    endpointCa = Option.String("--endpoint-ca-file", {
+      description: "aws: the CA certificate (PEM) that signs --endpoint",
+    });
 
     awsFlagsGiven(): boolean {
-      return [this.region, this.image, this.instanceType, this.endpoint, this.endpointCa].some((v) => v !== undefined) || this.subnets.length + this.securityGroups.length > 0;
+      return (
+        [this.region, this.image, this.instanceType, this.endpoint, this.endpointCa].some((v) => v !== undefined) ||
+        this.subnets.length + this.securityGroups.length > 0
+      );
     }
 
     /** The settings from the flags; the controller (or the bootstrap) checks their values and says which one is wrong. */
     async awsSettings(): Promise<Partial<AwsModelSettings>> {
-      if (!this.region || !this.image) throw new UsageError("aws needs --region and --image (an AMI id such as ami-0abcdef1234567890)");
+      if (!this.region || !this.image)
+        throw new UsageError("aws needs --region and --image (an AMI id such as ami-0abcdef1234567890)");
       const ca = this.endpointCa ? await readPem(this.context.cwd, this.endpointCa) : undefined;
       return {
-        region: this.region, imageId: this.image, ...(this.instanceType ? { instanceType: this.instanceType } : {}),
-        ...(this.subnets.length ? { subnetIds: this.subnets } : {}), ...(this.securityGroups.length ? { securityGroupIds: this.securityGroups } : {}),
-        ...(this.endpoint ? { endpoint: this.endpoint } : {}), ...(ca ? { endpointCaCert: ca } : {}),
+        region: this.region,
+        imageId: this.image,
+        ...(this.instanceType ? { instanceType: this.instanceType } : {}),
+        ...(this.subnets.length ? { subnetIds: this.subnets } : {}),
+        ...(this.securityGroups.length ? { securityGroupIds: this.securityGroups } : {}),
+        ...(this.endpoint ? { endpoint: this.endpoint } : {}),
+        ...(ca ? { endpointCaCert: ca } : {}),
       };
     }
   }
@@ -62,7 +80,10 @@ function checked(text: string, what: string): ReturnType<typeof parseConstraints
 /** Adds `--constraints "cores=2 mem=4G"` (Juju's syntax) to a command class. */
 export function withConstraintsFlag<B extends CommandClass>(Base: B) {
   abstract class WithConstraintsFlag extends Base {
-    constraints = Option.String("--constraints", { description: 'What its machines must have, as Juju writes it: "cores=2 mem=4G root-disk=20G arch=amd64" or "instance-type=t3.large"' });
+    constraints = Option.String("--constraints", {
+      description:
+        'What its machines must have, as Juju writes it: "cores=2 mem=4G root-disk=20G arch=amd64" or "instance-type=t3.large"',
+    });
 
     /** The constraints in their normal form, checked here first (the controller checks them again, against the model's cloud). */
     constraintsText(): string | undefined {
@@ -74,7 +95,9 @@ export function withConstraintsFlag<B extends CommandClass>(Base: B) {
 }
 
 function readPem(cwd: string, file: string): Promise<string> {
-  return readFile(resolve(cwd, file), "utf8").catch(() => { throw new UsageError(`cannot read ${file}`); });
+  return readFile(resolve(cwd, file), "utf8").catch(() => {
+    throw new UsageError(`cannot read ${file}`);
+  });
 }
 
 /** Adds the vsphere placement flags to a command class. */
@@ -83,21 +106,34 @@ export function withVsphereFlags<B extends CommandClass>(Base: B) {
     vcenter = Option.String("--vcenter", { description: "vsphere: vCenter's SDK URL, https://…/sdk" });
     datacenter = Option.String("--datacenter", { description: "vsphere: the datacenter" });
     template = Option.String("--template", { description: "vsphere: the template VM cloned for each machine" });
-    folder = Option.String("--folder", { description: "vsphere: the VM folder for its VMs (default: the datacenter's)" });
-    resourcePool = Option.String("--resource-pool", { description: "vsphere: a resource pool, cluster or host (default: the template's host)" });
-    vcenterCa = Option.String("--vcenter-ca-file", { description: "vsphere: the CA certificate (PEM) that signs vCenter's" });
+    folder = Option.String("--folder", {
+      description: "vsphere: the VM folder for its VMs (default: the datacenter's)",
+    });
+    resourcePool = Option.String("--resource-pool", {
+      description: "vsphere: a resource pool, cluster or host (default: the template's host)",
+    });
+    vcenterCa = Option.String("--vcenter-ca-file", {
+      description: "vsphere: the CA certificate (PEM) that signs vCenter's",
+    });
 
     vsphereFlagsGiven(): boolean {
-      return [this.vcenter, this.datacenter, this.template, this.folder, this.resourcePool, this.vcenterCa].some((v) => v !== undefined);
+      return [this.vcenter, this.datacenter, this.template, this.folder, this.resourcePool, this.vcenterCa].some(
+        (v) => v !== undefined,
+      );
     }
 
     /** The settings from the flags; the controller (or the bootstrap) checks their values and says which one is wrong. */
     async vsphereSettings(): Promise<VsphereModelSettings> {
-      if (!this.vcenter || !this.datacenter || !this.template) throw new UsageError("vsphere needs --vcenter (https://…/sdk), --datacenter and --template");
+      if (!this.vcenter || !this.datacenter || !this.template)
+        throw new UsageError("vsphere needs --vcenter (https://…/sdk), --datacenter and --template");
       const caCert = this.vcenterCa ? await readPem(this.context.cwd, this.vcenterCa) : undefined;
       return {
-        url: this.vcenter, datacenter: this.datacenter, template: this.template,
-        ...(this.folder ? { folder: this.folder } : {}), ...(this.resourcePool ? { resourcePool: this.resourcePool } : {}), ...(caCert ? { caCert } : {}),
+        url: this.vcenter,
+        datacenter: this.datacenter,
+        template: this.template,
+        ...(this.folder ? { folder: this.folder } : {}),
+        ...(this.resourcePool ? { resourcePool: this.resourcePool } : {}),
+        ...(caCert ? { caCert } : {}),
       };
     }
   }
@@ -113,17 +149,32 @@ export abstract class CloudOptionsCommand extends withVsphereFlags(withAwsFlags(
   }
 
   /** The settings of `substrate` read from its flags; undefined for kinds without flags here. */
-  protected async settingsFromFlags(substrate: ModelSubstrate | undefined): Promise<Partial<AwsModelSettings> | VsphereModelSettings | undefined> {
-    const read: Partial<Record<ModelSubstrate, () => Promise<Partial<AwsModelSettings> | VsphereModelSettings>>> = { aws: () => this.awsSettings(), vsphere: () => this.vsphereSettings() };
+  protected async settingsFromFlags(
+    substrate: ModelSubstrate | undefined,
+  ): Promise<Partial<AwsModelSettings> | VsphereModelSettings | undefined> {
+    const read: Partial<Record<ModelSubstrate, () => Promise<Partial<AwsModelSettings> | VsphereModelSettings>>> = {
+      aws: () => this.awsSettings(),
+      vsphere: () => this.vsphereSettings(),
+    };
     return substrate ? read[substrate]?.() : undefined;
   }
 
   /** Whether `flag` (one of a kind's contract flags) was given. */
   private cloudFlagGiven(flag: string): boolean {
     const given: Record<string, unknown> = {
-      "--region": this.region, "--image": this.image, "--instance-type": this.instanceType, "--subnet": this.subnets[0], "--security-group": this.securityGroups[0],
-      "--endpoint": this.endpoint, "--endpoint-ca-file": this.endpointCa, "--vcenter": this.vcenter, "--datacenter": this.datacenter, "--template": this.template,
-      "--folder": this.folder, "--resource-pool": this.resourcePool, "--vcenter-ca-file": this.vcenterCa,
+      "--region": this.region,
+      "--image": this.image,
+      "--instance-type": this.instanceType,
+      "--subnet": this.subnets[0],
+      "--security-group": this.securityGroups[0],
+      "--endpoint": this.endpoint,
+      "--endpoint-ca-file": this.endpointCa,
+      "--vcenter": this.vcenter,
+      "--datacenter": this.datacenter,
+      "--template": this.template,
+      "--folder": this.folder,
+      "--resource-pool": this.resourcePool,
+      "--vcenter-ca-file": this.vcenterCa,
     };
     return given[flag] !== undefined;
   }

@@ -14,15 +14,65 @@ import type { StewardContext } from "./context";
  * and clipanion builds its parser for that command alone (building it for all of them cost ~60 ms).
  */
 export const COMMAND_NAMES = [
-  "bootstrap", "controllers", "show-controller", "dashboard", "enable-ha", "add-spare", "set-replica-cloud", "upgrade-controller", "login", "logout", "change-password", "add-user", "grant", "revoke", "destroy-controller",
-  "create-backup", "backups", "download-backup", "restore-backup",
-  "add-model", "models", "switch", "model-config", "model-constraints", "status", "wait-for", "apply", "diff", "destroy-model", "export-model", "import-model", "migrate", "show-migration",
-  "deploy", "add-unit", "remove-unit", "config", "constraints", "refresh", "remove-application",
-  "integrate", "remove-integration", "resolve", "show-unit", "show-status-log", "debug-log",
-  "run", "show-task", "operations",
-  "add-machine", "machines", "remove-machine",
-  "add-credential", "add-k8s", "credentials", "remove-credential",
-  "completion", "help", "version",
+  "bootstrap",
+  "controllers",
+  "show-controller",
+  "dashboard",
+  "enable-ha",
+  "add-spare",
+  "set-replica-cloud",
+  "upgrade-controller",
+  "login",
+  "logout",
+  "change-password",
+  "add-user",
+  "grant",
+  "revoke",
+  "destroy-controller",
+  "create-backup",
+  "backups",
+  "download-backup",
+  "restore-backup",
+  "add-model",
+  "models",
+  "switch",
+  "model-config",
+  "model-constraints",
+  "status",
+  "wait-for",
+  "apply",
+  "diff",
+  "destroy-model",
+  "export-model",
+  "import-model",
+  "migrate",
+  "show-migration",
+  "deploy",
+  "add-unit",
+  "remove-unit",
+  "config",
+  "constraints",
+  "refresh",
+  "remove-application",
+  "integrate",
+  "remove-integration",
+  "resolve",
+  "show-unit",
+  "show-status-log",
+  "debug-log",
+  "run",
+  "show-task",
+  "operations",
+  "add-machine",
+  "machines",
+  "remove-machine",
+  "add-credential",
+  "add-k8s",
+  "credentials",
+  "remove-credential",
+  "completion",
+  "help",
+  "version",
 ] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
@@ -40,7 +90,12 @@ export function allCommands(): CommandClass<StewardContext>[] {
  * just that one (a typo or `help` falls back to all, for suggestions and listings).
  */
 export function buildCli(opts: { colors?: boolean; only?: CommandName } = {}): Cli<StewardContext> {
-  const cli = new Cli<StewardContext>({ binaryLabel: "Steward", binaryName: "steward", binaryVersion: STEWARD_VERSION, enableColors: opts.colors ?? false });
+  const cli = new Cli<StewardContext>({
+    binaryLabel: "Steward",
+    binaryName: "steward",
+    binaryVersion: STEWARD_VERSION,
+    enableColors: opts.colors ?? false,
+  });
   cli.register(Builtins.HelpCommand);
   cli.register(Builtins.VersionCommand);
   for (const c of opts.only ? [loadCommand(opts.only)] : allCommands()) cli.register(c);

@@ -12,7 +12,11 @@ import type { StewardContext } from "./context";
 
 /** `aws_secret_access_key`, `secret_access_key` and `secret-access-key` all name the same attribute. */
 function attributeName(substrate: CredentialSubstrate, key: string): string {
-  return key.trim().toLowerCase().replace(new RegExp(`^${substrate}[_-]`), "").replace(/_/g, "-");
+  return key
+    .trim()
+    .toLowerCase()
+    .replace(new RegExp(`^${substrate}[_-]`), "")
+    .replace(/_/g, "-");
 }
 
 function fromIni(text: string, profile: string, path: string): Record<string, string> {
@@ -23,7 +27,11 @@ function fromIni(text: string, profile: string, path: string): Record<string, st
     const line = raw.trim();
     if (!line || line.startsWith("#") || line.startsWith(";")) continue;
     const header = /^\[\s*(?:profile\s+)?([^\]]+?)\s*\]$/.exec(line);
-    if (header) { current = {}; sections.set(header[1]!, current); continue; }
+    if (header) {
+      current = {};
+      sections.set(header[1]!, current);
+      continue;
+    }
     const eq = line.indexOf("=");
     if (eq < 0) throw new UsageError(`${path}: cannot read the line "${line.slice(0, 40)}": expected key = value`);
     current[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
@@ -31,25 +39,45 @@ function fromIni(text: string, profile: string, path: string): Record<string, st
   const named = sections.get(profile);
   if (named) return named;
   if (sections.size === 1) return sections.get("")!;
-  throw new UsageError(`${path} has no profile "${profile}" (it has ${[...sections.keys()].filter(Boolean).join(", ")}): choose one with --profile`);
+  throw new UsageError(
+    `${path} has no profile "${profile}" (it has ${[...sections.keys()].filter(Boolean).join(", ")}): choose one with --profile`,
+  );
 }
 
 async function parseFile(text: string, path: string, profile: string): Promise<Record<string, unknown>> {
   const trimmed = text.trimStart();
   if (trimmed.startsWith("{")) {
-    try { return JSON.parse(text) as Record<string, unknown>; } catch (err) { throw new UsageError(`${path} is not valid JSON: ${(err as Error).message}`); }
+    try {
+      return JSON.parse(text) as Record<string, unknown>;
+    } catch (err) {
+      throw new UsageError(`${path} is not valid JSON: ${(err as Error).message}`);
+    }
   }
   if (/^\s*\[/m.test(text) || /^[\w.-]+\s*=/m.test(text)) return fromIni(text, profile, path);
   const { parse } = await import("yaml");
   let v: unknown;
-  try { v = parse(text); } catch (err) { throw new UsageError(`${path} is not valid YAML: ${(err as Error).message}`); }
-  if (!v || typeof v !== "object" || Array.isArray(v)) throw new UsageError(`${path} must hold attribute: value pairs (JSON, YAML or key = value lines)`);
+  try {
+    v = parse(text);
+  } catch (err) {
+    throw new UsageError(`${path} is not valid YAML: ${(err as Error).message}`);
+  }
+  if (!v || typeof v !== "object" || Array.isArray(v))
+    throw new UsageError(`${path} must hold attribute: value pairs (JSON, YAML or key = value lines)`);
   return v as Record<string, unknown>;
 }
 
-export interface CredentialSource { file?: string | undefined; profile: string; fromEnv: boolean; user?: string | undefined }
+export interface CredentialSource {
+  file?: string | undefined;
+  profile: string;
+  fromEnv: boolean;
+  user?: string | undefined;
+}
 
-export async function readCredentialAttributes(ctx: StewardContext, substrate: CredentialSubstrate, src: CredentialSource): Promise<Record<string, string>> {
+export async function readCredentialAttributes(
+  ctx: StewardContext,
+  substrate: CredentialSubstrate,
+  src: CredentialSource,
+): Promise<Record<string, string>> {
   const kind = CREDENTIAL_KINDS[substrate];
   const out: Record<string, string> = {};
   if (src.file && src.fromEnv) throw new UsageError("give --file or --from-env, not both");
@@ -57,10 +85,15 @@ export async function readCredentialAttributes(ctx: StewardContext, substrate: C
     if (!kind.env) throw new UsageError(`a ${substrate} credential cannot be read from the environment: give --file`);
     for (const [attr, variable] of Object.entries(kind.env)) if (ctx.env[variable]) out[attr] = ctx.env[variable];
     const missing = kind.required.filter((a) => !out[a]);
-    if (missing.length > 0) throw new UsageError(`--from-env: ${missing.map((a) => kind.env![a]).join(", ")} ${missing.length > 1 ? "are" : "is"} not set`);
+    if (missing.length > 0)
+      throw new UsageError(
+        `--from-env: ${missing.map((a) => kind.env![a]).join(", ")} ${missing.length > 1 ? "are" : "is"} not set`,
+      );
   } else if (src.file) {
     const path = resolve(ctx.cwd, src.file.replace(/^~(?=\/)/, ctx.env.HOME ?? "~"));
-    const text = await readFile(path, "utf8").catch(() => { throw new UsageError(`cannot read ${path}`); });
+    const text = await readFile(path, "utf8").catch(() => {
+      throw new UsageError(`cannot read ${path}`);
+    });
     if (substrate === "ssh" && text.trimStart().startsWith("-----BEGIN")) {
       out["private-key"] = text;
     } else {

@@ -4,7 +4,12 @@ import { UsageError } from "clipanion";
 /** Refuses replica counts other than 1, 3, 5 and 7, saying why. */
 export function checkReplicaCount(n: number, what: string, given = String(n)): void {
   if ([1, 3, 5, 7].includes(n)) return;
-  const why = Number.isInteger(n) && n % 2 === 0 ? "an even number of voters tolerates no more failures than one fewer" : n > 7 ? "etcd advises at most 7 voters" : "a cluster needs an odd number of voters";
+  const why =
+    Number.isInteger(n) && n % 2 === 0
+      ? "an even number of voters tolerates no more failures than one fewer"
+      : n > 7
+        ? "etcd advises at most 7 voters"
+        : "a cluster needs an odd number of voters";
   throw new UsageError(`${what} must be 1, 3, 5 or 7, not "${given}": ${why}`);
 }
 

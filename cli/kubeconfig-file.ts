@@ -5,7 +5,11 @@ import { join } from "node:path";
 import type * as Substrates from "../substrates";
 
 /** `file`, else the first of $KUBECONFIG, else ~/.kube/config; `context`, else its current one. A bad file is a usage error saying what is wrong. */
-export function readKubeconfig(env: NodeJS.ProcessEnv, file: string | undefined, context: string | undefined): Substrates.kubernetes.KubeConnection {
+export function readKubeconfig(
+  env: NodeJS.ProcessEnv,
+  file: string | undefined,
+  context: string | undefined,
+): Substrates.kubernetes.KubeConnection {
   const { kubernetes } = require("../substrates") as typeof Substrates;
   const path = file ?? env.KUBECONFIG?.split(":").find(Boolean) ?? join(env.HOME ?? homedir(), ".kube", "config");
   try {

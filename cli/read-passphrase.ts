@@ -12,24 +12,39 @@ import { promptHidden } from "./read-password";
 type Input = NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => void };
 
 export const passphraseOptions = () => ({
-  passphraseEnv: Option.String("--passphrase-env", { description: "Read the backup passphrase from this environment variable" }),
-  passphraseFile: Option.String("--passphrase-file", { description: "Read the backup passphrase from the first line of this file" }),
+  passphraseEnv: Option.String("--passphrase-env", {
+    description: "Read the backup passphrase from this environment variable",
+  }),
+  passphraseFile: Option.String("--passphrase-file", {
+    description: "Read the backup passphrase from the first line of this file",
+  }),
 });
 
-export async function readPassphrase(ctx: StewardContext, o: { passphraseEnv?: string | undefined; passphraseFile?: string | undefined }, confirm: boolean): Promise<string> {
+export async function readPassphrase(
+  ctx: StewardContext,
+  o: { passphraseEnv?: string | undefined; passphraseFile?: string | undefined },
+  confirm: boolean,
+): Promise<string> {
   if (o.passphraseEnv && o.passphraseFile) throw new UsageError("give --passphrase-env or --passphrase-file, not both");
   let passphrase: string;
   if (o.passphraseEnv) {
     passphrase = ctx.env[o.passphraseEnv] ?? "";
-    if (!passphrase) throw new UsageError(`environment variable ${o.passphraseEnv} (from --passphrase-env) is empty or not set`);
+    if (!passphrase)
+      throw new UsageError(`environment variable ${o.passphraseEnv} (from --passphrase-env) is empty or not set`);
   } else if (o.passphraseFile) {
-    const text = await readFile(resolve(ctx.cwd, o.passphraseFile), "utf8").catch((e: Error) => { throw new UsageError(`cannot read --passphrase-file: ${e.message}`); });
+    const text = await readFile(resolve(ctx.cwd, o.passphraseFile), "utf8").catch((e: Error) => {
+      throw new UsageError(`cannot read --passphrase-file: ${e.message}`);
+    });
     passphrase = text.split(/\r?\n/)[0] ?? "";
   } else {
     const stdin = ctx.stdin as Input;
-    if (!stdin.isTTY || !stdin.setRawMode) throw new UsageError("a backup passphrase is needed: --passphrase-env VAR or --passphrase-file FILE (no terminal to ask on)");
+    if (!stdin.isTTY || !stdin.setRawMode)
+      throw new UsageError(
+        "a backup passphrase is needed: --passphrase-env VAR or --passphrase-file FILE (no terminal to ask on)",
+      );
     passphrase = await promptHidden(stdin, ctx.stderr, "Backup passphrase: ");
-    if (confirm && (await promptHidden(stdin, ctx.stderr, "Again: ")) !== passphrase) throw new UsageError("the passphrases differ");
+    if (confirm && (await promptHidden(stdin, ctx.stderr, "Again: ")) !== passphrase)
+      throw new UsageError("the passphrases differ");
   }
   if (passphrase.length < 8) throw new UsageError("a backup passphrase must be at least 8 characters");
   return passphrase;

@@ -10,9 +10,15 @@ type Input = NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boole
 
 export async function readNewPassword(context: StewardContext, prompt: string): Promise<string> {
   const stdin = context.stdin as Input;
-  const password = context.env.STEWARD_NEW_PASSWORD
-    ?? (stdin.isTTY && stdin.setRawMode ? await promptHidden(stdin, context.stderr, prompt) : firstLine(await readAll(stdin)));
-  if (password.length < 8) throw new UsageError("the new password must be at least 8 characters (type it at the prompt, pipe it in, or set STEWARD_NEW_PASSWORD)");
+  const password =
+    context.env.STEWARD_NEW_PASSWORD ??
+    (stdin.isTTY && stdin.setRawMode
+      ? await promptHidden(stdin, context.stderr, prompt)
+      : firstLine(await readAll(stdin)));
+  if (password.length < 8)
+    throw new UsageError(
+      "the new password must be at least 8 characters (type it at the prompt, pipe it in, or set STEWARD_NEW_PASSWORD)",
+    );
   return password;
 }
 
@@ -24,7 +30,9 @@ function firstLine(text: string): string {
 export function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   return new Promise((resolve, reject) => {
     let s = "";
-    stream.on("data", (d: Buffer | string) => { s += d.toString(); });
+    stream.on("data", (d: Buffer | string) => {
+      s += d.toString();
+    });
     stream.on("end", () => resolve(s));
     stream.on("error", reject);
   });
@@ -41,7 +49,8 @@ export function promptHidden(stdin: Input, out: NodeJS.WritableStream, prompt: s
       stdin.setRawMode!(false);
       stdin.pause();
       out.write("\n");
-      if (err) reject(err); else resolve(s);
+      if (err) reject(err);
+      else resolve(s);
     };
     const onData = (d: Buffer | string): void => {
       for (const ch of d.toString()) {

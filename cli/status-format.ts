@@ -4,32 +4,82 @@ import { byName, sanitizeForTerminal, table } from "../api/core";
 
 export function formatStatusTabular(s: ModelStatus): string {
   const parts: string[] = [];
-  parts.push(table(["Model", "Controller", "Status", "Timestamp"], [[s.model.name, s.model.controller, s.model.status.current, s.timestamp.slice(11, 19) + "Z"]]));
+  parts.push(
+    table(
+      ["Model", "Controller", "Status", "Timestamp"],
+      [[s.model.name, s.model.controller, s.model.status.current, s.timestamp.slice(11, 19) + "Z"]],
+    ),
+  );
   if (s.model.status.message) parts.push(`${sanitizeForTerminal(s.model.status.message)}\n`);
   const apps = Object.values(s.applications).sort((a, b) => byName(a.name, b.name));
   if (apps.length > 0) {
-    parts.push(table(["App", "Version", "Status", "Scale", "Operator", "Rev", "Message"], apps.map((a) => {
-      const ready = Object.values(a.units).filter((u) => u.agent.current === "idle" || u.agent.current === "executing").length;
-      return [a.name, a.version, a.status.current, ready === a.scale ? String(a.scale) : `${ready}/${a.scale}`, a.operator.name, a.operator.version, a.status.message];
-    })));
+    parts.push(
+      table(
+        ["App", "Version", "Status", "Scale", "Operator", "Rev", "Message"],
+        apps.map((a) => {
+          const ready = Object.values(a.units).filter(
+            (u) => u.agent.current === "idle" || u.agent.current === "executing",
+          ).length;
+          return [
+            a.name,
+            a.version,
+            a.status.current,
+            ready === a.scale ? String(a.scale) : `${ready}/${a.scale}`,
+            a.operator.name,
+            a.operator.version,
+            a.status.message,
+          ];
+        }),
+      ),
+    );
     const rows: string[][] = [];
     for (const a of apps) {
       for (const u of Object.values(a.units)) {
-        const busy = u.agent.current === "executing" && u.agent.message ? `(${u.agent.message.replace(/^running (.*) hook$/, "$1")}) ` : "";
-        rows.push([`${u.name}${u.leader ? "*" : ""}`, u.workload.current, u.agent.current, u.machine, u.address ?? "", u.ports.join(","), busy + (u.agent.current === "lost" ? u.agent.message : u.workload.message)]);
+        const busy =
+          u.agent.current === "executing" && u.agent.message
+            ? `(${u.agent.message.replace(/^running (.*) hook$/, "$1")}) `
+            : "";
+        rows.push([
+          `${u.name}${u.leader ? "*" : ""}`,
+          u.workload.current,
+          u.agent.current,
+          u.machine,
+          u.address ?? "",
+          u.ports.join(","),
+          busy + (u.agent.current === "lost" ? u.agent.message : u.workload.message),
+        ]);
       }
     }
-    if (rows.length > 0) parts.push(table(["Unit", "Workload", "Agent", "Machine", "Address", "Ports", "Message"], rows));
+    if (rows.length > 0)
+      parts.push(table(["Unit", "Workload", "Agent", "Machine", "Address", "Ports", "Message"], rows));
   }
   const machines = Object.values(s.machines);
   if (machines.length > 0) {
     // Cloud machines say what they are (or were asked to be); other models keep the narrower table.
     const sized = machines.some((m) => m.hardware || m.constraints);
-    const size = (m: (typeof machines)[number]): string[] => (sized ? [m.hardware ?? (m.constraints ? `asked: ${m.constraints}` : "")] : []);
-    parts.push(table(["Machine", "State", "Address", "Substrate", ...(sized ? ["Hardware"] : []), "Message"], machines.map((m) => [m.id, m.status.current, m.address, m.substrate, ...size(m), m.life === "dying" ? "removing" : m.status.message])));
+    const size = (m: (typeof machines)[number]): string[] =>
+      sized ? [m.hardware ?? (m.constraints ? `asked: ${m.constraints}` : "")] : [];
+    parts.push(
+      table(
+        ["Machine", "State", "Address", "Substrate", ...(sized ? ["Hardware"] : []), "Message"],
+        machines.map((m) => [
+          m.id,
+          m.status.current,
+          m.address,
+          m.substrate,
+          ...size(m),
+          m.life === "dying" ? "removing" : m.status.message,
+        ]),
+      ),
+    );
   }
   if (s.integrations.length > 0) {
-    parts.push(table(["Integration provider", "Requirer", "Interface", "Type", "Message"], s.integrations.map((i) => [i.provider, i.requirer, i.interface, i.type, i.life === "dying" ? "removing" : ""])));
+    parts.push(
+      table(
+        ["Integration provider", "Requirer", "Interface", "Type", "Message"],
+        s.integrations.map((i) => [i.provider, i.requirer, i.interface, i.type, i.life === "dying" ? "removing" : ""]),
+      ),
+    );
   }
   if (apps.length === 0 && machines.length === 0) parts.push(`Model "${s.model.name}" is empty.\n`);
   return parts.join("\n");

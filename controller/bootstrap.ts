@@ -24,15 +24,24 @@ export interface InitControllerOptions extends ControllerInit {
 
 export async function initControllerDir(o: InitControllerOptions): Promise<ControllerInitResult> {
   const configPath = join(o.dataDir, dataFiles.config);
-  if (await stat(configPath).then(() => true, () => false)) {
+  if (
+    await stat(configPath).then(
+      () => true,
+      () => false,
+    )
+  ) {
     return { created: false, caCert: await readFile(join(o.dataDir, dataFiles.caCert), "utf8") };
   }
   await mkdir(o.dataDir, { recursive: true, mode: 0o700 });
   // Loaded here only: the PKI library is heavy and a running controller does not need it.
-  // eslint-disable-next-line @typescript-eslint/consistent-type-imports
-  const { createCertificateAuthority, issueServerCertificate } = require("./security/pki") as typeof import("./security/pki");
-  const ca = o.ca ?? await createCertificateAuthority(o.name);
-  const hosts = [o.listen.host, ...(o.advertise ?? []).map((a) => a.replace(/:\d+$/, "").replace(/^\[|\]$/g, ""))].filter((h) => h !== "0.0.0.0" && h !== "::");
+  const { createCertificateAuthority, issueServerCertificate } =
+    // eslint-disable-next-line @typescript-eslint/consistent-type-imports
+    require("./security/pki") as typeof import("./security/pki");
+  const ca = o.ca ?? (await createCertificateAuthority(o.name));
+  const hosts = [
+    o.listen.host,
+    ...(o.advertise ?? []).map((a) => a.replace(/:\d+$/, "").replace(/^\[|\]$/g, "")),
+  ].filter((h) => h !== "0.0.0.0" && h !== "::");
   const server = await issueServerCertificate(ca, hosts);
   await writeFile(join(o.dataDir, dataFiles.caCert), ca.certPem, { mode: 0o644 });
   await writeFile(join(o.dataDir, dataFiles.caKey), ca.keyPem, { mode: 0o600 });
@@ -47,7 +56,15 @@ export async function initControllerDir(o: InitControllerOptions): Promise<Contr
   } finally {
     await store.close();
   }
-  const config: ControllerConfig = { name: o.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: o.store ?? { backend: "embedded" }, ...(o.instance ? { instance: { id: o.instance } } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}), ...(o.substrate ? { substrate: o.substrate } : {}) };
+  const config: ControllerConfig = {
+    name: o.name,
+    listen: o.listen,
+    ...(o.advertise ? { advertise: o.advertise } : {}),
+    store: o.store ?? { backend: "embedded" },
+    ...(o.instance ? { instance: { id: o.instance } } : {}),
+    ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}),
+    ...(o.substrate ? { substrate: o.substrate } : {}),
+  };
   // Written last: its presence marks a complete directory, so an interrupted init is redone.
   await writeFile(configPath, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
   return { created: true, adminPassword, caCert: ca.certPem };

@@ -22,13 +22,26 @@ export class Cleaner extends Reconciler {
   /** Collecting operators reads the store: done on its timer, not on every change. */
   private collectDue = true;
 
-  constructor(private readonly cache: StateCache, private readonly ops: StateOps, private readonly relations: RelationOps, private readonly log: Logger, operators: OperatorCollectorOptions) {
-    super({ cache, log, failure: "cleanup pass failed; will retry on the next change", failureLevel: "warn",
-      pollMs: Math.min(MAX_COLLECT_INTERVAL_MS, Math.max(1000, operators.graceMs / 2)) });
+  constructor(
+    private readonly cache: StateCache,
+    private readonly ops: StateOps,
+    private readonly relations: RelationOps,
+    private readonly log: Logger,
+    operators: OperatorCollectorOptions,
+  ) {
+    super({
+      cache,
+      log,
+      failure: "cleanup pass failed; will retry on the next change",
+      failureLevel: "warn",
+      pollMs: Math.min(MAX_COLLECT_INTERVAL_MS, Math.max(1000, operators.graceMs / 2)),
+    });
     this.operators = new OperatorCollector(cache, ops, log, operators);
   }
 
-  protected override polled(): void { this.collectDue = true; }
+  protected override polled(): void {
+    this.collectDue = true;
+  }
 
   protected async reconcile(): Promise<void> {
     await this.sweepModels();
@@ -42,18 +55,30 @@ export class Cleaner extends Reconciler {
       for (const m of [...idx.machines.values()]) {
         if (m.life !== "dying") continue;
         // Agents we do not own go at once; an SSH machine whose agent never came up has nobody to uninstall it.
-        const neverUp = contractOf(m.substrate).addMachines === "address" && !idx.presence.has(m.id) && !idx.machineInfo.has(m.id) && idx.machineInstall.get(m.id)?.state !== "installing";
+        const neverUp =
+          contractOf(m.substrate).addMachines === "address" &&
+          !idx.presence.has(m.id) &&
+          !idx.machineInfo.has(m.id) &&
+          idx.machineInstall.get(m.id)?.state !== "installing";
         if (contractOf(m.substrate).agentsStartedByHand || neverUp) await this.ops.finishMachine(idx.uuid, m.id);
       }
       for (const r of [...idx.relations.values()]) {
         if (r.life === "dying" && !idx.scope.has(r.id)) await this.relations.finishRelation(idx.uuid, r.id);
       }
       for (const a of [...idx.apps.values()]) {
-        if (a.life === "dying" && ![...idx.units.values()].some((u) => u.app === a.name)) await this.ops.removeApplication(idx.uuid, a.name, true);
+        if (a.life === "dying" && ![...idx.units.values()].some((u) => u.app === a.name))
+          await this.ops.removeApplication(idx.uuid, a.name, true);
       }
       if (idx.model?.life !== "dying") continue;
-      if (idx.units.size === 0 && [...idx.machines.values()].some((m) => m.life === "alive")) await this.ops.retireMachines(idx.uuid);
-      if (idx.units.size === 0 && idx.apps.size === 0 && idx.machines.size === 0 && idx.relations.size === 0 && (await this.ops.finishModel(idx.uuid))) {
+      if (idx.units.size === 0 && [...idx.machines.values()].some((m) => m.life === "alive"))
+        await this.ops.retireMachines(idx.uuid);
+      if (
+        idx.units.size === 0 &&
+        idx.apps.size === 0 &&
+        idx.machines.size === 0 &&
+        idx.relations.size === 0 &&
+        (await this.ops.finishModel(idx.uuid))
+      ) {
         this.log.info("model destroyed", { model: idx.model.name });
       }
     }

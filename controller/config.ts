@@ -106,7 +106,18 @@ export interface OperatorStorageConfig {
   unusedGraceSeconds?: number;
 }
 
-export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CLI_BUNDLE, cliEntry, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerFiles, dataFiles, enrolmentFiles, findOnPath } from "../substrates";
+export {
+  AGENT_BUNDLE,
+  AGENT_NODE_FLAGS,
+  CLI_BUNDLE,
+  cliEntry,
+  CONTROLLER_BUNDLE,
+  CONTROLLER_NODE_FLAGS,
+  controllerFiles,
+  dataFiles,
+  enrolmentFiles,
+  findOnPath,
+} from "../substrates";
 
 /**
  * Whether this controller was bootstrapped locally, so makes local machines without being told to.
@@ -127,7 +138,10 @@ export function advertisedHost(config: ControllerConfig): string {
 export async function readControllerConfig(dataDir: string): Promise<ControllerConfig> {
   const path = join(dataDir, dataFiles.config);
   const text = await readFile(path, "utf8").catch(() => {
-    throw new StewardError("invalid-request", `${path} not found: ${dataDir} is not a controller data directory (create one with steward bootstrap)`);
+    throw new StewardError(
+      "invalid-request",
+      `${path} not found: ${dataDir} is not a controller data directory (create one with steward bootstrap)`,
+    );
   });
   return JSON.parse(text) as ControllerConfig;
 }

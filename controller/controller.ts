@@ -14,8 +14,32 @@ import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import Fastify from "fastify";
 import type { Logger, TransportLimits } from "../api";
-import { DEFAULT_LOCAL_MACHINES_PER_HOST, DEFAULT_OPERATOR_MODEL_QUOTA_BYTES, DEFAULT_OPERATOR_QUOTA_BYTES, DEFAULT_OPERATOR_RESERVED_FRACTION, DEFAULT_OPERATOR_USER_QUOTA_BYTES, DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS, STEWARD_VERSION, StewardError, createLogger } from "../api";
-import { ClusterControl, EtcdMember, HA_LEADER_LEASE_SECONDS, LeaderElection, SINGLE_REPLICA_LEADER_LEASE_SECONDS, QuorumMonitor, REMOVED_REASON, REPLICAS_PREFIX, clusterAddresses, currentAddress, moveToAddress, moveToEtcd, publishPeerAddress } from "./cluster";
+import {
+  DEFAULT_LOCAL_MACHINES_PER_HOST,
+  DEFAULT_OPERATOR_MODEL_QUOTA_BYTES,
+  DEFAULT_OPERATOR_QUOTA_BYTES,
+  DEFAULT_OPERATOR_RESERVED_FRACTION,
+  DEFAULT_OPERATOR_USER_QUOTA_BYTES,
+  DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS,
+  STEWARD_VERSION,
+  StewardError,
+  createLogger,
+} from "../api";
+import {
+  ClusterControl,
+  EtcdMember,
+  HA_LEADER_LEASE_SECONDS,
+  LeaderElection,
+  SINGLE_REPLICA_LEADER_LEASE_SECONDS,
+  QuorumMonitor,
+  REMOVED_REASON,
+  REPLICAS_PREFIX,
+  clusterAddresses,
+  currentAddress,
+  moveToAddress,
+  moveToEtcd,
+  publishPeerAddress,
+} from "./cluster";
 import type { HaPending, ReplicaDoc } from "./cluster";
 import type { ControllerConfig, LocalMachinesConfig, OperatorStorageConfig } from "./config";
 import { CLI_BUNDLE, cliEntry, dataFiles, isLocalController, readControllerConfig } from "./config";
@@ -41,7 +65,18 @@ import { ConsoleSessionHub, findCli } from "./dashboard/console-sessions";
 import type { ConsoleSessionOptions } from "./dashboard/console-sessions";
 import { registerDashboard } from "./dashboard/static-routes";
 import { Sealer } from "./security/sealing";
-import { ActionOps, CLUSTER_CHANGED, CredentialOps, DEFAULT_LEADERSHIP_LEASE_SECONDS, EnrolmentOps, LeadershipOps, RelationOps, StateCache, StateOps, outsideRequest } from "./state";
+import {
+  ActionOps,
+  CLUSTER_CHANGED,
+  CredentialOps,
+  DEFAULT_LEADERSHIP_LEASE_SECONDS,
+  EnrolmentOps,
+  LeadershipOps,
+  RelationOps,
+  StateCache,
+  StateOps,
+  outsideRequest,
+} from "./state";
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
@@ -49,7 +84,13 @@ import { localDirRule } from "./provisioner/local-dir-rule";
 import type { KubernetesProvisionerOptions } from "./provisioner/kubernetes-units";
 import { registerEnrolRoutes } from "./server/enrol-routes";
 import { SshProvisioner } from "./provisioner/ssh-machines";
-import { MigrationLogSender, MigrationStaging, installMigrationGuards, registerMigrationSourceRoutes, registerMigrationTargetRoutes } from "./migration";
+import {
+  MigrationLogSender,
+  MigrationStaging,
+  installMigrationGuards,
+  registerMigrationSourceRoutes,
+  registerMigrationTargetRoutes,
+} from "./migration";
 import { WorkerGroup, leaderScoped, periodic, service } from "./workers";
 import { leaderWork } from "./leader-work";
 
@@ -120,7 +161,12 @@ export interface ControllerOptions {
 
 /** This replica was removed from the cluster (replaced while it was away): it must not serve. */
 export class StoodDownError extends StewardError {
-  constructor(why: string) { super("conflict", `this controller replica stands down: ${why}. To reuse the host, remove its data directory and add it as a spare`); }
+  constructor(why: string) {
+    super(
+      "conflict",
+      `this controller replica stands down: ${why}. To reuse the host, remove its data directory and add it as a spare`,
+    );
+  }
 }
 
 /** TTL of this replica's presence lease; its agents show as lost this long after it dies. */
@@ -153,7 +199,9 @@ export class Controller {
   readonly done: Promise<void>;
 
   /** Every replica's API addresses, this one's first (what agents and clients are given). */
-  private get addresses(): string[] { return this.cache ? clusterAddresses(this.cache, this.ownAddresses) : this.ownAddresses; }
+  private get addresses(): string[] {
+    return this.cache ? clusterAddresses(this.cache, this.ownAddresses) : this.ownAddresses;
+  }
 
   protected constructor(
     private readonly opts: ControllerOptions,
@@ -165,7 +213,9 @@ export class Controller {
   ) {
     this.replicaId = config.member?.name ?? randomUUID();
     this.workers = new WorkerGroup({ name: "controller", log });
-    this.done = new Promise<void>((resolve, reject) => { this.settle = { resolve, reject }; });
+    this.done = new Promise<void>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
     this.done.catch(() => undefined); // an embedding program may not listen
   }
 
@@ -173,24 +223,41 @@ export class Controller {
     const log = opts.log ?? createLogger();
     const { dataDir } = opts;
     const file = (f: string): string => join(dataDir, f);
-    if (await exists(file(dataFiles.stoodDown))) throw new StoodDownError(await readFile(file(dataFiles.stoodDown), "utf8"));
+    if (await exists(file(dataFiles.stoodDown)))
+      throw new StoodDownError(await readFile(file(dataFiles.stoodDown), "utf8"));
     let config = await readControllerConfig(dataDir);
     // A replica whose host came back with another address moves to it first (certificate included).
     const moved = await currentAddress(config);
     if (moved) config = await moveToAddress(dataDir, config, moved, log);
-    const [caCert, cert, key] = await Promise.all([dataFiles.caCert, dataFiles.serverCert, dataFiles.serverKey].map((f) => readFile(file(f), "utf8")));
+    const [caCert, cert, key] = await Promise.all(
+      [dataFiles.caCert, dataFiles.serverCert, dataFiles.serverKey].map((f) => readFile(file(f), "utf8")),
+    );
     const tls = { caCert: caCert!, cert: cert!, key: key! };
     if (config.store.backend === "embedded" && (await exists(file(dataFiles.haPending)))) {
-      config = await moveToEtcd(dataDir, config, JSON.parse(await readFile(file(dataFiles.haPending), "utf8")) as HaPending, tls, log);
+      config = await moveToEtcd(
+        dataDir,
+        config,
+        JSON.parse(await readFile(file(dataFiles.haPending), "utf8")) as HaPending,
+        tls,
+        log,
+      );
     }
     let etcd: EtcdMember | undefined;
     let store: Store;
     let c: Controller | undefined;
     if (config.member) {
       etcd = new EtcdMember({
-        member: config.member, dataDir, log,
-        tls: { caFile: file(dataFiles.caCert), certFile: file(dataFiles.serverCert), keyFile: file(dataFiles.serverKey) },
-        onRemoved: () => { void c?.standDown(REMOVED_REASON); },
+        member: config.member,
+        dataDir,
+        log,
+        tls: {
+          caFile: file(dataFiles.caCert),
+          certFile: file(dataFiles.serverCert),
+          keyFile: file(dataFiles.serverKey),
+        },
+        onRemoved: () => {
+          void c?.standDown(REMOVED_REASON);
+        },
       });
       await etcd.start();
       try {
@@ -233,14 +300,28 @@ export class Controller {
     return { ...this.config.localMachines, ...this.opts.localMachines };
   }
 
-  getState(): ControllerState { return this.state; }
-  get apiAddresses(): string[] { return [...this.ownAddresses]; }
-  get isLeader(): boolean { return this.election?.isLeader ?? false; }
-  get id(): string { return this.replicaId; }
-  get name(): string { return this.config.name; }
-  get agentConnections(): number { return this.hub?.connectionCount ?? 0; }
+  getState(): ControllerState {
+    return this.state;
+  }
+  get apiAddresses(): string[] {
+    return [...this.ownAddresses];
+  }
+  get isLeader(): boolean {
+    return this.election?.isLeader ?? false;
+  }
+  get id(): string {
+    return this.replicaId;
+  }
+  get name(): string {
+    return this.config.name;
+  }
+  get agentConnections(): number {
+    return this.hub?.connectionCount ?? 0;
+  }
   /** Every REST route this replica serves (what a hostile-input test must cover). */
-  get httpRoutes(): { method: string; url: string }[] { return [...this.routes]; }
+  get httpRoutes(): { method: string; url: string }[] {
+    return [...this.routes];
+  }
 
   private setState(s: ControllerState): void {
     this.log.info("controller state changed", { from: this.state, to: s });
@@ -249,25 +330,36 @@ export class Controller {
 
   private async run(): Promise<void> {
     const { dataDir } = this.opts;
-    const cache = (this.cache = await StateCache.start(this.store, (err) => this.log.error("state cache error", { err })));
-    if (!cache.controller) throw new StewardError("invalid-request", `the store in ${dataDir} holds no controller: it was not initialised (steward bootstrap)`);
+    const cache = (this.cache = await StateCache.start(this.store, (err) =>
+      this.log.error("state cache error", { err }),
+    ));
+    if (!cache.controller)
+      throw new StewardError(
+        "invalid-request",
+        `the store in ${dataDir} holds no controller: it was not initialised (steward bootstrap)`,
+      );
     const own = cache.clusterMembers.get(this.replicaId);
     if (own?.state === "removed") {
-      await markStoodDown(dataDir, `it was removed from the cluster at ${own.removedAt ?? "?"} (${own.reason ?? "replaced"})`);
+      await markStoodDown(
+        dataDir,
+        `it was removed from the cluster at ${own.removedAt ?? "?"} (${own.reason ?? "replaced"})`,
+      );
       throw new StoodDownError(`it was removed from the cluster (${own.reason ?? "replaced"})`);
     }
     const membership = this.membership();
     // Only a replica that runs its own etcd member can have moved (an external etcd has none).
     if (membership && this.config.member) await publishPeerAddress(this.store, membership, this.config, this.log);
     cache.subscribe((changed) => {
-      if (changed.has(CLUSTER_CHANGED) && cache.clusterMembers.get(this.replicaId)?.state === "removed") void this.standDown("the cluster removed it (replaced while away)");
+      if (changed.has(CLUSTER_CHANGED) && cache.clusterMembers.get(this.replicaId)?.state === "removed")
+        void this.standDown("the cluster removed it (replaced while away)");
     });
     const ops = new StateOps(this.store);
     const relations = new RelationOps(this.store);
     const leadership = new LeadershipOps(this.store);
     const sealer = await Sealer.forDataDir(dataDir);
     const credentials = new CredentialOps(this.store, sealer);
-    const leadershipLeaseSeconds = this.opts.leadershipLeaseSeconds ?? this.config.leadershipLeaseSeconds ?? DEFAULT_LEADERSHIP_LEASE_SECONDS;
+    const leadershipLeaseSeconds =
+      this.opts.leadershipLeaseSeconds ?? this.config.leadershipLeaseSeconds ?? DEFAULT_LEADERSHIP_LEASE_SECONDS;
     await this.renewLease();
     // Started now: what is added from here on is stopped by shutdown() even if this run fails midway.
     this.workers.start();
@@ -276,8 +368,13 @@ export class Controller {
     // lease is noticed would both renew it, and their presence writes could land in either order,
     // leaving the key on the lease that is not kept alive (it then vanished 10 s later, and the
     // replica never showed as up again).
-    this.workers.add(periodic("presence-keep-alive", (REPLICA_LEASE_TTL_S * 1000) / 4, () => this.keepLeaseAlive(),
-      { log: this.log, failure: "replica lease keep-alive failed", failureLevel: "warn" }));
+    this.workers.add(
+      periodic("presence-keep-alive", (REPLICA_LEASE_TTL_S * 1000) / 4, () => this.keepLeaseAlive(), {
+        log: this.log,
+        failure: "replica lease keep-alive failed",
+        failureLevel: "warn",
+      }),
+    );
 
     const { key, cert, caCert } = this.tls;
     const transport = this.opts.transport ?? {};
@@ -286,11 +383,22 @@ export class Controller {
     this.workers.add(service("http-server", () => http.close()));
     applyServerLimits(http, transport);
     installErrorHandling(http, this.log);
-    http.addHook("onRoute", (r) => { for (const method of [r.method].flat()) this.routes.push({ method, url: r.url }); });
+    http.addHook("onRoute", (r) => {
+      for (const method of [r.method].flat()) this.routes.push({ method, url: r.url });
+    });
     const ssh = new SshProvisioner({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
     // The restarted controller must not run inside the enable-ha request that asked for it.
     const requestRestart = this.opts.requestRestart;
-    const cluster = new ClusterControl({ dataDir, config: this.config, store: this.store, cache, tls: this.tls, sealer, ...(membership ? { membership } : {}), ...(requestRestart ? { requestRestart: () => outsideRequest(requestRestart) } : {}) });
+    const cluster = new ClusterControl({
+      dataDir,
+      config: this.config,
+      store: this.store,
+      cache,
+      tls: this.tls,
+      sealer,
+      ...(membership ? { membership } : {}),
+      ...(requestRestart ? { requestRestart: () => outsideRequest(requestRestart) } : {}),
+    });
     const quorumMonitor = membership ? new QuorumMonitor({ membership }) : undefined;
     if (quorumMonitor) {
       quorumMonitor.start();
@@ -300,43 +408,137 @@ export class Controller {
     installMigrationGuards(http, cache);
     installIdempotency(http, { store: this.store, cache, log: this.log });
     const caFingerprint = new X509Certificate(caCert).fingerprint256;
-    const localPolicy = { enabled: isLocalController(this.config) || this.localMachines.enabled === true, maxPerHost: this.localMachines.maxPerHost ?? DEFAULT_LOCAL_MACHINES_PER_HOST };
+    const localPolicy = {
+      enabled: isLocalController(this.config) || this.localMachines.enabled === true,
+      maxPerHost: this.localMachines.maxPerHost ?? DEFAULT_LOCAL_MACHINES_PER_HOST,
+    };
     registerHttpApi(http, {
-      cache, ops, relations, credentials, ssh, cluster, log: this.log, controllerAddresses: () => this.addresses, caFingerprint, operatorQuotas: this.operatorStorage,
+      cache,
+      ops,
+      relations,
+      credentials,
+      ssh,
+      cluster,
+      log: this.log,
+      controllerAddresses: () => this.addresses,
+      caFingerprint,
+      operatorQuotas: this.operatorStorage,
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
       localMachines: localPolicy,
     });
     const logs = new ModelLogs();
     // A destroyed model's records go with it.
-    cache.subscribe((changed) => { for (const m of changed) if (m !== CLUSTER_CHANGED && !cache.models.get(m)?.model) logs.forget(m); });
+    cache.subscribe((changed) => {
+      for (const m of changed) if (m !== CLUSTER_CHANGED && !cache.models.get(m)?.model) logs.forget(m);
+    });
     registerDebugLog(http, { cache, logs });
     const actions = new ActionOps(this.store);
     registerActionRoutes(http, { cache, actions });
     const checkLocalDir = localDirRule(join(dataDir, dataFiles.machines));
-    registerModelTransferRoutes(http, { cache, ops, store: this.store, leadershipLeaseSeconds, operatorQuotaBytes: this.operatorStorage.quotaBytes, checkLocalDir });
+    registerModelTransferRoutes(http, {
+      cache,
+      ops,
+      store: this.store,
+      leadershipLeaseSeconds,
+      operatorQuotaBytes: this.operatorStorage.quotaBytes,
+      checkLocalDir,
+    });
     registerMigrationSourceRoutes(http, { cache, store: this.store, sealer });
-    const staging = new MigrationStaging({ store: this.store, importDeps: { store: this.store, leaseSeconds: leadershipLeaseSeconds, putOperator: (b) => ops.putOperator(b, { quotaBytes: this.operatorStorage.quotaBytes }), checkLocalDir } });
-    registerMigrationTargetRoutes(http, { cache, staging, logs, ...(this.opts.migrationValidations ? { validations: this.opts.migrationValidations } : {}) });
-    const logSender = new MigrationLogSender({ cache, store: this.store, sealer, logs, replicaId: this.replicaId, log: this.log });
-    registerBackupRoutes(http, { cache, store: this.store, dataDir, kept: new KeptBackups(this.store, { ...DEFAULT_BACKUP_QUOTA, ...this.config.backups }) });
-    registerEnrolRoutes(http, { cache, enrolments: new EnrolmentOps(this.store), sealer, caCert, controllerAddresses: () => this.addresses });
-    const hub = (this.hub = new AgentHub({ cache, ops, relations, leadership, actions, leadershipLeaseSeconds, limiter: new LoginLimiter(this.opts.agentLogins), store: this.store, log: this.log, leaseId: () => this.leaseId, replicaId: this.replicaId, controllerAddresses: () => this.addresses, transport, logs }));
+    const staging = new MigrationStaging({
+      store: this.store,
+      importDeps: {
+        store: this.store,
+        leaseSeconds: leadershipLeaseSeconds,
+        putOperator: (b) => ops.putOperator(b, { quotaBytes: this.operatorStorage.quotaBytes }),
+        checkLocalDir,
+      },
+    });
+    registerMigrationTargetRoutes(http, {
+      cache,
+      staging,
+      logs,
+      ...(this.opts.migrationValidations ? { validations: this.opts.migrationValidations } : {}),
+    });
+    const logSender = new MigrationLogSender({
+      cache,
+      store: this.store,
+      sealer,
+      logs,
+      replicaId: this.replicaId,
+      log: this.log,
+    });
+    registerBackupRoutes(http, {
+      cache,
+      store: this.store,
+      dataDir,
+      kept: new KeptBackups(this.store, { ...DEFAULT_BACKUP_QUOTA, ...this.config.backups }),
+    });
+    registerEnrolRoutes(http, {
+      cache,
+      enrolments: new EnrolmentOps(this.store),
+      sealer,
+      caCert,
+      controllerAddresses: () => this.addresses,
+    });
+    const hub = (this.hub = new AgentHub({
+      cache,
+      ops,
+      relations,
+      leadership,
+      actions,
+      leadershipLeaseSeconds,
+      limiter: new LoginLimiter(this.opts.agentLogins),
+      store: this.store,
+      log: this.log,
+      leaseId: () => this.leaseId,
+      replicaId: this.replicaId,
+      controllerAddresses: () => this.addresses,
+      transport,
+      logs,
+    }));
     const watchHub = new StatusWatchHub(cache, transport);
-    const liveFeeds = new LiveFeedHub({ cache, log: this.log, controllerInfo: () => describeController(cache, cluster, this.addresses, caFingerprint), unitFailure: (model, unit) => ops.unitFailure(model, unit) });
+    const liveFeeds = new LiveFeedHub({
+      cache,
+      log: this.log,
+      controllerInfo: () => describeController(cache, cluster, this.addresses, caFingerprint),
+      unitFailure: (model, unit) => ops.unitFailure(model, unit),
+    });
     const cliMain = this.opts.cliMain ?? findCli([cliEntry(), CLI_BUNDLE]);
     const consoles = new ConsoleSessionHub({
-      cache, log: this.log, controllerName: this.config.name, caCert, controllerAddresses: () => this.addresses, homesDir: join(dataDir, dataFiles.consoles),
-      ...(cliMain ? { cliMain } : {}), ...this.opts.consoles,
+      cache,
+      log: this.log,
+      controllerName: this.config.name,
+      caCert,
+      controllerAddresses: () => this.addresses,
+      homesDir: join(dataDir, dataFiles.consoles),
+      ...(cliMain ? { cliMain } : {}),
+      ...this.opts.consoles,
     });
     // Before the server: their sockets end first, or its close would wait for them.
-    this.workers.add(service("agent-hub", () => hub.close()), service("status-watch", () => watchHub.close()),
-      service("live-feed", () => liveFeeds.close()), service("consoles", () => consoles.close()));
+    this.workers.add(
+      service("agent-hub", () => hub.close()),
+      service("status-watch", () => watchHub.close()),
+      service("live-feed", () => liveFeeds.close()),
+      service("consoles", () => consoles.close()),
+    );
     registerDashboard(http, { cache, log: this.log });
-    installUpgradeRouting(http.server, { agents: hub, watches: watchHub, live: liveFeeds, consoles, origins: new OwnOrigins(() => this.addresses, cert), log: this.log });
+    installUpgradeRouting(http.server, {
+      agents: hub,
+      watches: watchHub,
+      live: liveFeeds,
+      consoles,
+      origins: new OwnOrigins(() => this.addresses, cert),
+      log: this.log,
+    });
     const port = this.opts.port ?? this.config.listen.port;
     await http.listen({ host: this.config.listen.host, port }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === "EADDRINUSE") throw new StewardError("unavailable", `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`, { reason: "port-in-use" });
+      if (err.code === "EADDRINUSE")
+        throw new StewardError(
+          "unavailable",
+          `port ${port} on ${this.config.listen.host} is in use: stop what uses it or bootstrap with --port`,
+          { reason: "port-in-use" },
+        );
       throw err;
     });
     const bound = http.server.address();
@@ -351,18 +553,45 @@ export class Controller {
     // drain (10 s at most each layer: a local pass in flight would start agents after the shutdown's
     // callers reaped them, but one stuck on a store without quorum must not hold the shutdown).
     const election = (this.election = new LeaderElection({
-      store: this.store, replicaId: this.replicaId, addresses: () => this.ownAddresses, log: this.log,
+      store: this.store,
+      replicaId: this.replicaId,
+      addresses: () => this.ownAddresses,
+      log: this.log,
       ttlSeconds: this.store.backend === "etcd" ? HA_LEADER_LEASE_SECONDS : SINGLE_REPLICA_LEADER_LEASE_SECONDS,
     }));
-    this.workers.add(leaderScoped(election, leaderWork({
-      dataDir, config: this.config, cache, sealer, caCert, controllerAddresses: () => this.addresses, log: this.log, logs, staging, membership,
-      local: { settings: this.localMachines, enabled: localPolicy.enabled, ...(this.opts.agentEntry ? { agentEntry: this.opts.agentEntry } : {}), agentsAsRoot: this.opts.localAgentsAsRoot ?? false },
-      ...(this.opts.cloudPollIntervalMs ? { cloudPollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
-      ...(this.opts.kubernetes ? { kubernetes: this.opts.kubernetes } : {}),
-      unusedOperatorGraceSeconds: this.operatorStorage.unusedGraceSeconds,
-    }), { log: this.log }));
+    this.workers.add(
+      leaderScoped(
+        election,
+        leaderWork({
+          dataDir,
+          config: this.config,
+          cache,
+          sealer,
+          caCert,
+          controllerAddresses: () => this.addresses,
+          log: this.log,
+          logs,
+          staging,
+          membership,
+          local: {
+            settings: this.localMachines,
+            enabled: localPolicy.enabled,
+            ...(this.opts.agentEntry ? { agentEntry: this.opts.agentEntry } : {}),
+            agentsAsRoot: this.opts.localAgentsAsRoot ?? false,
+          },
+          ...(this.opts.cloudPollIntervalMs ? { cloudPollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
+          ...(this.opts.kubernetes ? { kubernetes: this.opts.kubernetes } : {}),
+          unusedOperatorGraceSeconds: this.operatorStorage.unusedGraceSeconds,
+        }),
+        { log: this.log },
+      ),
+    );
     this.setState("RUNNING");
-    this.log.info("controller listening", { name: this.config.name, addresses: this.addresses.join(","), store: this.store.backend });
+    this.log.info("controller listening", {
+      name: this.config.name,
+      addresses: this.addresses.join(","),
+      store: this.store.backend,
+    });
   }
 
   private async renewLease(): Promise<void> {
@@ -371,7 +600,16 @@ export class Controller {
 
   /** This replica and its addresses, under its presence lease (gone within the TTL if it dies). */
   private async publishReplica(): Promise<void> {
-    await this.store.put(`${REPLICAS_PREFIX}${this.replicaId}`, JSON.stringify({ id: this.replicaId, addresses: this.ownAddresses, since: new Date().toISOString(), version: STEWARD_VERSION } satisfies ReplicaDoc), { lease: this.leaseId });
+    await this.store.put(
+      `${REPLICAS_PREFIX}${this.replicaId}`,
+      JSON.stringify({
+        id: this.replicaId,
+        addresses: this.ownAddresses,
+        since: new Date().toISOString(),
+        version: STEWARD_VERSION,
+      } satisfies ReplicaDoc),
+      { lease: this.leaseId },
+    );
   }
 
   /** A new presence lease, with this replica and its agents marked present under it. */
@@ -391,7 +629,9 @@ export class Controller {
   private async checkPresence(): Promise<void> {
     const own = await this.store.get(`${REPLICAS_PREFIX}${this.replicaId}`);
     if (own?.lease === this.leaseId) return;
-    this.log.warn("this replica's presence lapsed although its lease was renewed; taking a new lease", { lease: this.leaseId });
+    this.log.warn("this replica's presence lapsed although its lease was renewed; taking a new lease", {
+      lease: this.leaseId,
+    });
     await this.republishPresence();
     this.etcd?.restart("it renewed a lease that its cluster let lapse (etcd-io/etcd#15247)");
   }
@@ -475,19 +715,31 @@ export class Controller {
     if (this.state !== "RUNNING") return;
     this.log.error("a controller worker failed; the controller stops", { err });
     this.setState("FAILED");
-    void this.shutdown().catch(() => undefined).finally(() => this.settle.reject(err));
+    void this.shutdown()
+      .catch(() => undefined)
+      .finally(() => this.settle.reject(err));
   }
 }
 
-const exists = (path: string): Promise<boolean> => stat(path).then(() => true, () => false);
-const markStoodDown = (dataDir: string, why: string): Promise<void> => writeFile(join(dataDir, dataFiles.stoodDown), `${why}\n`);
+const exists = (path: string): Promise<boolean> =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
+const markStoodDown = (dataDir: string, why: string): Promise<void> =>
+  writeFile(join(dataDir, dataFiles.stoodDown), `${why}\n`);
 
 /**
  * Opens the store through this replica's own etcd member, waiting as long as it takes: a replica
  * that starts while the cluster has no majority, or as a learner not yet promoted, waits rather than
  * failing (its service manager would only start it again).
  */
-async function openManagedStore(config: ControllerConfig, tls: { caCert: string; cert: string; key: string }, etcd: EtcdMember, log: Logger): Promise<Store> {
+async function openManagedStore(
+  config: ControllerConfig,
+  tls: { caCert: string; cert: string; key: string },
+  etcd: EtcdMember,
+  log: Logger,
+): Promise<Store> {
   let lastLog = 0;
   for (;;) {
     if (etcd.wasRemoved) throw new StoodDownError(REMOVED_REASON);
@@ -496,7 +748,9 @@ async function openManagedStore(config: ControllerConfig, tls: { caCert: string;
     } catch (err) {
       if (Date.now() - lastLog > 10_000) {
         lastLog = Date.now();
-        log.warn("waiting for the store: this replica's etcd member has no quorum yet or is still a learner", { err: (err as Error).message });
+        log.warn("waiting for the store: this replica's etcd member has no quorum yet or is still a learner", {
+          err: (err as Error).message,
+        });
       }
       await new Promise((r) => setTimeout(r, 1000));
     }
@@ -506,6 +760,7 @@ async function openManagedStore(config: ControllerConfig, tls: { caCert: string;
 function advertised(host: string, port: number): string[] {
   if (host !== "0.0.0.0" && host !== "::") return [`${host.includes(":") ? `[${host}]` : host}:${port}`];
   const ips: string[] = [];
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) ips.push(`${a.address}:${port}`);
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) ips.push(`${a.address}:${port}`);
   return [...ips, `127.0.0.1:${port}`];
 }

@@ -21,11 +21,30 @@ export { installErrorHandling } from "./server/http-api";
 export { createCertificateAuthority, issueServerCertificate } from "./security/pki";
 export { initControllerDir } from "./bootstrap";
 export type { InitControllerOptions } from "./bootstrap";
-export { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, DEFAULT_AGENT_IMAGE, controllerFiles, dataFiles, readControllerConfig } from "./config";
+export {
+  AGENT_BUNDLE,
+  AGENT_NODE_FLAGS,
+  CONTROLLER_BUNDLE,
+  CONTROLLER_NODE_FLAGS,
+  DEFAULT_AGENT_IMAGE,
+  controllerFiles,
+  dataFiles,
+  readControllerConfig,
+} from "./config";
 export type { ControllerConfig } from "./config";
 // Kept here for tests and benchmarks; the CLI and the provider take them from substrates.
 import { kubernetes } from "../substrates";
-export { CONTROLLER_ENV_VARIABLES, controllerEntry, controllerEnvironment, freePort, portFree, readPidFile, removeLocalController, startLocalController, stopProcess } from "../substrates";
+export {
+  CONTROLLER_ENV_VARIABLES,
+  controllerEntry,
+  controllerEnvironment,
+  freePort,
+  portFree,
+  readPidFile,
+  removeLocalController,
+  startLocalController,
+  stopProcess,
+} from "../substrates";
 export { Supervisor } from "./supervisor";
 export type { SupervisorOptions } from "./supervisor";
 export { LeaderElection, QuorumKeeper, REPLICAS_PREFIX } from "./cluster";
@@ -40,13 +59,33 @@ export { OperatorCollector } from "./operator-collector";
 // What the kubernetes provisioner needs of a cluster's user (tests grant exactly this).
 /** What a model's cluster user must be allowed in its namespace (substrates/kubernetes/cluster-checks.ts). */
 export const MODEL_NAMESPACE_RIGHTS = kubernetes.MODEL_NAMESPACE_RIGHTS;
-export { AgentViewRound, EnrolmentOps, RequestScope, StateOps, buildAgentView, keys, requestKeys, runInRequest } from "./state";
+export {
+  AgentViewRound,
+  EnrolmentOps,
+  RequestScope,
+  StateOps,
+  buildAgentView,
+  keys,
+  requestKeys,
+  runInRequest,
+} from "./state";
 export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, UnitDoc } from "./state";
 // The registry of document kinds (state/registry.ts), for tests and the export format's tools.
 export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./state";
 export { CredentialOps, exportModel, importModel, modelDocOf, upgradeModelExport } from "./state";
 // Backups (controller/backup/), for tests and benchmarks.
-export { BACKUP_FORMAT_VERSION, KeptBackups, checkBackup, createBackup, openBackup, parseSnapshot, readBackupHeader, restoreControllerDir, sealBackup, takeSnapshot } from "./backup";
+export {
+  BACKUP_FORMAT_VERSION,
+  KeptBackups,
+  checkBackup,
+  createBackup,
+  openBackup,
+  parseSnapshot,
+  readBackupHeader,
+  restoreControllerDir,
+  sealBackup,
+  takeSnapshot,
+} from "./backup";
 export type { BackupRecord } from "./backup";
 // Model migration (controller/migration/), for tests.
 export { MigrationStaging } from "./migration";

@@ -58,32 +58,78 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
       new LocalProvisioner({
         machinesDir: join(dataDir, dataFiles.machines),
         agentEntry: o.local.agentEntry ?? AGENT_BUNDLE.main,
-        caCert, controllerAddresses, cache, ops, log,
-        agents: { user: o.local.settings.agentUser ?? DEFAULT_AGENT_USER, dir: o.local.settings.agentsDir ?? defaultAgentsDir(cache.controller!.uuid), dataDir, asController: o.local.agentsAsRoot },
+        caCert,
+        controllerAddresses,
+        cache,
+        ops,
+        log,
+        agents: {
+          user: o.local.settings.agentUser ?? DEFAULT_AGENT_USER,
+          dir: o.local.settings.agentsDir ?? defaultAgentsDir(cache.controller!.uuid),
+          dataDir,
+          asController: o.local.agentsAsRoot,
+        },
         enabled: o.local.enabled,
       }),
       new CloudProvisioner({
-        cache, ops, store: fenced, enrolments, credentials, caCert, controllerAddresses, log,
+        cache,
+        ops,
+        store: fenced,
+        enrolments,
+        credentials,
+        caCert,
+        controllerAddresses,
+        log,
         ...(o.cloudPollIntervalMs ? { pollIntervalMs: o.cloudPollIntervalMs } : {}),
       }),
       new KubernetesProvisioner({
-        cache, ops, credentials, caCert, controllerAddresses, log,
+        cache,
+        ops,
+        credentials,
+        caCert,
+        controllerAddresses,
+        log,
         agentImage: o.config.kubernetes?.agentImage ?? DEFAULT_AGENT_IMAGE,
-        ...(o.config.kubernetes?.probes ? { probes: o.config.kubernetes.probes } : {}), ...o.kubernetes,
+        ...(o.config.kubernetes?.probes ? { probes: o.config.kubernetes.probes } : {}),
+        ...o.kubernetes,
         modelLog: (model, records) => o.logs.append(model, records),
       }),
       new Cleaner(cache, ops, new RelationOps(fenced), log, { graceMs: o.unusedOperatorGraceSeconds * 1000 }),
-      periodic("request-record-sweeper", 60_000, () => sweepRequestRecords(fenced), { log, failure: "sweeping old request records failed; will retry", failureLevel: "warn" }),
+      periodic("request-record-sweeper", 60_000, () => sweepRequestRecords(fenced), {
+        log,
+        failure: "sweeping old request records failed; will retry",
+        failureLevel: "warn",
+      }),
       new MigrationMaster({ store: fenced, cache, sealer, log, machinesDir: join(dataDir, dataFiles.machines) }),
       stagingPurge(o.staging, log),
     ];
     if (!o.membership) return work;
-    const replicaCloud = new CloudReplicaHosts({ cache, enrolments, credentials, sealer, dataDir, config: o.config, caCert, controllerAddresses, log });
+    const replicaCloud = new CloudReplicaHosts({
+      cache,
+      enrolments,
+      credentials,
+      sealer,
+      dataDir,
+      config: o.config,
+      caCert,
+      controllerAddresses,
+      log,
+    });
     const replicaPods = new KubernetesReplicaHosts({ cache, enrolments, sealer, dataDir, config: o.config, log });
     // Spare hosts first (set aside on purpose), then the cloud (or, on Kubernetes, the StatefulSet), if one is set.
-    const hosts = new ReplicaHostChain([new SparePool({ store: fenced, cache, dataDir, config: o.config, sealer }), replicaCloud, replicaPods]);
+    const hosts = new ReplicaHostChain([
+      new SparePool({ store: fenced, cache, dataDir, config: o.config, sealer }),
+      replicaCloud,
+      replicaPods,
+    ]);
     const keeper = new QuorumKeeper({ store: fenced, membership: o.membership, cache, hosts, log });
     // The hosts' clients close once the keeper's last pass has ended.
-    return [...work, withCleanup(keeper, () => { replicaCloud.close(); replicaPods.close(); })];
+    return [
+      ...work,
+      withCleanup(keeper, () => {
+        replicaCloud.close();
+        replicaPods.close();
+      }),
+    ];
   };
 }

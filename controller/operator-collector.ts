@@ -18,7 +18,12 @@ export interface OperatorCollectorOptions {
 export class OperatorCollector {
   private readonly now: () => number;
 
-  constructor(private readonly cache: StateCache, private readonly ops: StateOps, private readonly log: Logger, private readonly opts: OperatorCollectorOptions) {
+  constructor(
+    private readonly cache: StateCache,
+    private readonly ops: StateOps,
+    private readonly log: Logger,
+    private readonly opts: OperatorCollectorOptions,
+  ) {
     this.now = opts.now ?? Date.now;
   }
 
@@ -39,7 +44,8 @@ export class OperatorCollector {
     }
     for (const upload of await this.ops.operatorUploads()) {
       if (!this.expired(upload.doc.startedAt)) continue;
-      if (await this.ops.deleteAbandonedUpload(upload.doc.hash, upload.rev)) this.log.info("deleted the chunks of an unfinished operator upload", { operator: upload.doc.hash });
+      if (await this.ops.deleteAbandonedUpload(upload.doc.hash, upload.rev))
+        this.log.info("deleted the chunks of an unfinished operator upload", { operator: upload.doc.hash });
     }
   }
 

@@ -49,15 +49,32 @@ export interface ControllerSeed {
 
 /** Makes `dataDir` a replica's data directory, unless it is one already; resolves when it is. */
 export async function preparePodReplica(o: PodReplicaOptions): Promise<"existing" | "seeded" | "enrolled"> {
-  if (await readFile(join(o.dataDir, dataFiles.config), "utf8").then(() => true, () => false)) return "existing";
+  if (
+    await readFile(join(o.dataDir, dataFiles.config), "utf8").then(
+      () => true,
+      () => false,
+    )
+  )
+    return "existing";
   const ordinal = ordinalOfPod(o.podName);
-  const bootstrapped = await readFile(join(o.enrolDir, kubernetes.BOOTSTRAPPED_KEY), "utf8").then(() => true, () => false);
-  const seed = ordinal === 0 && !bootstrapped ? await readFile(join(o.seedDir, kubernetes.SEED_KEY), "utf8").catch(() => undefined) : undefined;
+  const bootstrapped = await readFile(join(o.enrolDir, kubernetes.BOOTSTRAPPED_KEY), "utf8").then(
+    () => true,
+    () => false,
+  );
+  const seed =
+    ordinal === 0 && !bootstrapped
+      ? await readFile(join(o.seedDir, kubernetes.SEED_KEY), "utf8").catch(() => undefined)
+      : undefined;
   if (seed) {
     const s = JSON.parse(seed) as ControllerSeed;
     await initControllerDir({
-      dataDir: o.dataDir, name: s.name, uuid: s.uuid, adminPassword: s.adminPassword, ca: { certPem: s.caCert, keyPem: s.caKey },
-      listen: { host: "0.0.0.0", port: kubernetes.CONTROLLER_API_PORT }, advertise: [`${s.address}:${kubernetes.CONTROLLER_API_PORT}`],
+      dataDir: o.dataDir,
+      name: s.name,
+      uuid: s.uuid,
+      adminPassword: s.adminPassword,
+      ca: { certPem: s.caCert, keyPem: s.caKey },
+      listen: { host: "0.0.0.0", port: kubernetes.CONTROLLER_API_PORT },
+      advertise: [`${s.address}:${kubernetes.CONTROLLER_API_PORT}`],
       ...(s.agentImage ? { kubernetes: { agentImage: s.agentImage } } : {}),
     });
     o.log.info("initialised the first replica from the bootstrap's seed", { pod: o.podName });
@@ -70,15 +87,25 @@ export async function preparePodReplica(o: PodReplicaOptions): Promise<"existing
 async function enrol(o: PodReplicaOptions, ordinal: number): Promise<void> {
   const pollMs = o.pollMs ?? 2000;
   const tokenFile = join(o.enrolDir, kubernetes.replicaTokenKey(ordinal));
-  const others = [...Array(kubernetes.MAX_CONTROLLER_PODS).keys()].filter((k) => k !== ordinal).map((k) => `${o.podName.replace(/-\d+$/, "")}-${k}.${o.peers}`);
+  const others = [...Array(kubernetes.MAX_CONTROLLER_PODS).keys()]
+    .filter((k) => k !== ordinal)
+    .map((k) => `${o.podName.replace(/-\d+$/, "")}-${k}.${o.peers}`);
   let said = "";
-  const say = (what: string, fields: Record<string, unknown> = {}): void => { if (what !== said) { said = what; o.log.info(what, fields); } };
+  const say = (what: string, fields: Record<string, unknown> = {}): void => {
+    if (what !== said) {
+      said = what;
+      o.log.info(what, fields);
+    }
+  };
   for (;;) {
     if (o.signal?.aborted) throw new StewardError("cancelled", "stopped while waiting to join the cluster");
     const token = (await readFile(tokenFile, "utf8").catch(() => "")).trim();
     const caCert = await readFile(join(o.enrolDir, "ca.crt"), "utf8").catch(() => "");
     if (!token || !caCert) {
-      say("this replica's volume is empty: waiting for the controller to take it into the cluster (an enrolment token in its Secret)", { file: tokenFile });
+      say(
+        "this replica's volume is empty: waiting for the controller to take it into the cluster (an enrolment token in its Secret)",
+        { file: tokenFile },
+      );
     } else {
       const answer = await firstAnswer(others, token, caCert);
       if (answer.files) {
@@ -86,13 +113,21 @@ async function enrol(o: PodReplicaOptions, ordinal: number): Promise<void> {
         o.log.info("collected this replica's data from the cluster", { pod: o.podName });
         return;
       }
-      say(answer.staged ? "staged: waiting for the leader to add this replica to etcd" : `no replica answered yet (${answer.why})`);
+      say(
+        answer.staged
+          ? "staged: waiting for the leader to add this replica to etcd"
+          : `no replica answered yet (${answer.why})`,
+      );
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }
 
-interface Answer { files?: Record<string, string>; staged?: boolean; why?: string }
+interface Answer {
+  files?: Record<string, string>;
+  staged?: boolean;
+  why?: string;
+}
 
 /** Asks each other replica in turn to hand over this one's data: the first that answers decides. */
 async function firstAnswer(addresses: string[], token: string, caCert: string): Promise<Answer> {
@@ -109,11 +144,23 @@ async function firstAnswer(addresses: string[], token: string, caCert: string): 
 
 function post(host: string, token: string, ca: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host, port: kubernetes.CONTROLLER_API_PORT, method: "POST", path: "/v1/enrol/replica", ca, servername: CONTROLLER_TLS_NAME, headers: { [ENROLMENT_HEADER]: token }, timeout: 5000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
-    });
+    const req = request(
+      {
+        host,
+        port: kubernetes.CONTROLLER_API_PORT,
+        method: "POST",
+        path: "/v1/enrol/replica",
+        ca,
+        servername: CONTROLLER_TLS_NAME,
+        headers: { [ENROLMENT_HEADER]: token },
+        timeout: 5000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+      },
+    );
     req.on("timeout", () => req.destroy(new Error("timed out")));
     req.on("error", reject);
     req.end();
@@ -123,12 +170,15 @@ function post(host: string, token: string, ca: string): Promise<{ status: number
 async function writeData(dir: string, files: Record<string, string>): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   // The configuration last: its presence marks a complete directory.
-  for (const [name, content] of Object.entries(files).sort(([a], [b]) => (a === dataFiles.config ? 1 : b === dataFiles.config ? -1 : a.localeCompare(b)))) {
+  for (const [name, content] of Object.entries(files).sort(([a], [b]) =>
+    a === dataFiles.config ? 1 : b === dataFiles.config ? -1 : a.localeCompare(b),
+  )) {
     await writeFile(join(dir, name), content, { mode: name.endsWith(".crt") ? 0o644 : 0o600 });
   }
 }
 
 /** A replica removed from the cluster while away cannot rejoin with its data: empty the claim, so the pod enrols afresh. */
 export async function emptyDataDir(dir: string): Promise<void> {
-  for (const e of await readdir(dir).catch(() => [] as string[])) await rm(join(dir, e), { recursive: true, force: true });
+  for (const e of await readdir(dir).catch(() => [] as string[]))
+    await rm(join(dir, e), { recursive: true, force: true });
 }

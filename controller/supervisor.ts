@@ -66,7 +66,10 @@ export class Supervisor {
       ended = true;
       this.exited(Date.now() - startedAt, code, signal);
     };
-    child.once("error", (err) => { this.o.log("error", `supervisor: cannot start the controller: ${err.message}`); end(127, null); });
+    child.once("error", (err) => {
+      this.o.log("error", `supervisor: cannot start the controller: ${err.message}`);
+      end(127, null);
+    });
     child.once("exit", end);
   }
 
@@ -82,13 +85,22 @@ export class Supervisor {
     this.immediateCrashes = immediate ? this.immediateCrashes + 1 : 0;
     const max = this.o.maxImmediateCrashes ?? 5;
     if (this.immediateCrashes >= max) {
-      this.o.log("error", `supervisor: the controller ${how}; it died within ${Math.round((this.o.immediateCrashMs ?? 10_000) / 1000)} s of starting ${max} times in a row, so it is not restarted again: see the lines above, fix the cause, then start it again (${this.o.command.join(" ")})`);
+      this.o.log(
+        "error",
+        `supervisor: the controller ${how}; it died within ${Math.round((this.o.immediateCrashMs ?? 10_000) / 1000)} s of starting ${max} times in a row, so it is not restarted again: see the lines above, fix the cause, then start it again (${this.o.command.join(" ")})`,
+      );
       return this.resolveDone?.(1);
     }
     const base = this.o.initialBackoffMs ?? 1000;
     const delay = Math.min(this.o.maxBackoffMs ?? 30_000, base * 2 ** Math.max(0, this.immediateCrashes - 1));
-    this.o.log("info", `supervisor: the controller ${how} after ${Math.round(ranMs / 1000)} s; restarting it in ${delay / 1000} s`);
-    this.restartTimer = setTimeout(() => { this.restartTimer = undefined; this.start(); }, delay);
+    this.o.log(
+      "info",
+      `supervisor: the controller ${how} after ${Math.round(ranMs / 1000)} s; restarting it in ${delay / 1000} s`,
+    );
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      this.start();
+    }, delay);
   }
 
   /** Stops the controller (SIGTERM, then SIGKILL after the grace time) and ends {@link run}. */

@@ -50,22 +50,38 @@ export class Application extends pulumi.dynamic.Resource {
   constructor(name: string, args: ApplicationArgs, opts?: pulumi.CustomResourceOptions) {
     // The content hash is taken here, so a changed directory shows in the preview as an upgrade;
     // an unreadable one is reported by the provider's check, naming the field.
-    const operator = pulumi.output(args.operator).apply((path) => readOperatorDir(path).then((r) => ({ path, hash: r.hash }), () => ({ path, hash: "" })));
-    super(shims.application, name, {
-      uid: undefined, unitNames: undefined, operatorVersion: undefined, status: undefined, configDefaults: undefined,
-      connection: pulumi.secret(args.model.connection),
-      model: args.model.name,
-      name: args.name ?? name,
-      operator,
-      units: args.units ?? (args.machines ? pulumi.output(args.machines).apply((m) => m.length) : 1),
-      ...(args.machines !== undefined ? { machines: args.machines } : {}),
-      config: args.config ?? {},
-      ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
-      waitFor: args.waitFor ?? "active",
-      timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 600),
-      deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),
-      forceDelete: args.forceDelete ?? false,
-      adopt: args.adopt ?? false,
-    }, withSecretOutputs(opts, ["connection"]), TYPE_MODULE, "Application");
+    const operator = pulumi.output(args.operator).apply((path) =>
+      readOperatorDir(path).then(
+        (r) => ({ path, hash: r.hash }),
+        () => ({ path, hash: "" }),
+      ),
+    );
+    super(
+      shims.application,
+      name,
+      {
+        uid: undefined,
+        unitNames: undefined,
+        operatorVersion: undefined,
+        status: undefined,
+        configDefaults: undefined,
+        connection: pulumi.secret(args.model.connection),
+        model: args.model.name,
+        name: args.name ?? name,
+        operator,
+        units: args.units ?? (args.machines ? pulumi.output(args.machines).apply((m) => m.length) : 1),
+        ...(args.machines !== undefined ? { machines: args.machines } : {}),
+        config: args.config ?? {},
+        ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
+        waitFor: args.waitFor ?? "active",
+        timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 600),
+        deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),
+        forceDelete: args.forceDelete ?? false,
+        adopt: args.adopt ?? false,
+      },
+      withSecretOutputs(opts, ["connection"]),
+      TYPE_MODULE,
+      "Application",
+    );
   }
 }

@@ -56,7 +56,11 @@ export interface AwsControllerArgs extends ControllerArgsBase {
   /** Where its instances go; also where the controller launches replicas. Changing region or endpoint replaces it. */
   aws: pulumi.Input<AwsModelArgs & { endpoint?: pulumi.Input<string>; endpointCaCert?: pulumi.Input<string> }>;
   /** The access key it launches (and later terminates) instances with; kept secret. */
-  awsCredential: pulumi.Input<{ accessKeyId: pulumi.Input<string>; secretAccessKey: pulumi.Input<string>; sessionToken?: pulumi.Input<string> }>;
+  awsCredential: pulumi.Input<{
+    accessKeyId: pulumi.Input<string>;
+    secretAccessKey: pulumi.Input<string>;
+    sessionToken?: pulumi.Input<string>;
+  }>;
   /** The name the key is stored under in the controller, for models' `credential`. @default "aws" */
   credentialName?: pulumi.Input<string>;
 }
@@ -80,7 +84,9 @@ export type ControllerArgs = LocalControllerArgs | SshControllerArgs | AwsContro
 
 /** Every field any substrate takes: what the provider receives (it refuses those of another substrate). */
 type Fields<T> = Omit<T, "substrate">;
-type AnyControllerArgs = Partial<Fields<LocalControllerArgs> & Fields<SshControllerArgs> & Fields<AwsControllerArgs> & Fields<VsphereControllerArgs>> & { substrate: ControllerArgs["substrate"] };
+type AnyControllerArgs = Partial<
+  Fields<LocalControllerArgs> & Fields<SshControllerArgs> & Fields<AwsControllerArgs> & Fields<VsphereControllerArgs>
+> & { substrate: ControllerArgs["substrate"] };
 
 /** A Steward controller. Pass its `connection` to models. */
 export class Controller extends pulumi.dynamic.Resource {
@@ -91,32 +97,46 @@ export class Controller extends pulumi.dynamic.Resource {
   declare readonly addresses: pulumi.Output<string[]>;
   declare readonly caCert: pulumi.Output<string>;
   declare readonly replicas: pulumi.Output<number>;
-  declare readonly members: pulumi.Output<{ name: string; host: string; hasVote: boolean; present: boolean; leader: boolean }[]>;
+  declare readonly members: pulumi.Output<
+    { name: string; host: string; hasVote: boolean; present: boolean; leader: boolean }[]
+  >;
   /** The replica running the controller's singleton work. */
   declare readonly leader: pulumi.Output<string>;
 
   constructor(name: string, controllerArgs: ControllerArgs, opts?: pulumi.CustomResourceOptions) {
     const args: AnyControllerArgs = controllerArgs;
-    super(shims.controller, name, {
-      connection: undefined, uuid: undefined, addresses: undefined, caCert: undefined, members: undefined, leader: undefined,
-      name: args.name ?? name,
-      substrate: args.substrate,
-      replicas: args.replicas ?? 1,
-      hosts: args.hosts ?? [],
-      spares: args.spares ?? [],
-      ...(args.privateKey !== undefined ? { privateKey: pulumi.secret(args.privateKey) } : {}),
-      ...(args.aws !== undefined ? { aws: args.aws } : {}),
-      ...(args.awsCredential !== undefined ? { awsCredential: pulumi.secret(args.awsCredential) } : {}),
-      ...(args.vsphere !== undefined ? { vsphere: args.vsphere } : {}),
-      ...(args.vsphereCredential !== undefined ? { vsphereCredential: pulumi.secret(args.vsphereCredential) } : {}),
-      ...(args.credentialName !== undefined ? { credentialName: args.credentialName } : {}),
-      ...(args.dataDir !== undefined ? { dataDir: args.dataDir } : {}),
-      ...(args.port !== undefined ? { port: args.port } : {}),
-      ...(args.replaceAfterSeconds !== undefined ? { replaceAfterSeconds: args.replaceAfterSeconds } : {}),
-      ...(args.maxReplacementsPerHour !== undefined ? { maxReplacementsPerHour: args.maxReplacementsPerHour } : {}),
-      adminPassword: args.adminPassword !== undefined ? pulumi.secret(args.adminPassword) : undefined,
-      adopt: args.adopt ?? false,
-      timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 900),
-    }, withSecretOutputs(opts, ["connection", "adminPassword", "privateKey", "awsCredential", "vsphereCredential"]), TYPE_MODULE, "Controller");
+    super(
+      shims.controller,
+      name,
+      {
+        connection: undefined,
+        uuid: undefined,
+        addresses: undefined,
+        caCert: undefined,
+        members: undefined,
+        leader: undefined,
+        name: args.name ?? name,
+        substrate: args.substrate,
+        replicas: args.replicas ?? 1,
+        hosts: args.hosts ?? [],
+        spares: args.spares ?? [],
+        ...(args.privateKey !== undefined ? { privateKey: pulumi.secret(args.privateKey) } : {}),
+        ...(args.aws !== undefined ? { aws: args.aws } : {}),
+        ...(args.awsCredential !== undefined ? { awsCredential: pulumi.secret(args.awsCredential) } : {}),
+        ...(args.vsphere !== undefined ? { vsphere: args.vsphere } : {}),
+        ...(args.vsphereCredential !== undefined ? { vsphereCredential: pulumi.secret(args.vsphereCredential) } : {}),
+        ...(args.credentialName !== undefined ? { credentialName: args.credentialName } : {}),
+        ...(args.dataDir !== undefined ? { dataDir: args.dataDir } : {}),
+        ...(args.port !== undefined ? { port: args.port } : {}),
+        ...(args.replaceAfterSeconds !== undefined ? { replaceAfterSeconds: args.replaceAfterSeconds } : {}),
+        ...(args.maxReplacementsPerHour !== undefined ? { maxReplacementsPerHour: args.maxReplacementsPerHour } : {}),
+        adminPassword: args.adminPassword !== undefined ? pulumi.secret(args.adminPassword) : undefined,
+        adopt: args.adopt ?? false,
+        timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 900),
+      },
+      withSecretOutputs(opts, ["connection", "adminPassword", "privateKey", "awsCredential", "vsphereCredential"]),
+      TYPE_MODULE,
+      "Controller",
+    );
   }
 }

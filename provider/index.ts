@@ -11,7 +11,13 @@
  * ```
  */
 export { Controller } from "./controller";
-export type { AwsControllerArgs, ControllerArgs, LocalControllerArgs, SshControllerArgs, VsphereControllerArgs } from "./controller";
+export type {
+  AwsControllerArgs,
+  ControllerArgs,
+  LocalControllerArgs,
+  SshControllerArgs,
+  VsphereControllerArgs,
+} from "./controller";
 export { Model } from "./model";
 export type { AwsModelArgs, ModelArgs, VsphereModelArgs } from "./model";
 export { Machine } from "./machine";

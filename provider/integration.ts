@@ -26,14 +26,23 @@ export class Integration extends pulumi.dynamic.Resource {
 
   constructor(name: string, args: IntegrationArgs, opts?: pulumi.CustomResourceOptions) {
     const [a, b] = args.endpoints;
-    const ref = (e: IntegrationEnd): pulumi.Output<string> => pulumi.all([e.application.name, e.endpoint]).apply(([n, endpoint]) => (endpoint ? `${n}:${endpoint}` : n));
-    super(shims.integration, name, {
-      integrationId: undefined, interface: undefined,
-      connection: pulumi.secret(a.application.connection),
-      model: a.application.model,
-      endpoints: [ref(a), ref(b)],
-      applicationUids: [a.application.uid, b.application.uid],
-      timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 600),
-    }, withSecretOutputs(opts, ["connection"]), TYPE_MODULE, "Integration");
+    const ref = (e: IntegrationEnd): pulumi.Output<string> =>
+      pulumi.all([e.application.name, e.endpoint]).apply(([n, endpoint]) => (endpoint ? `${n}:${endpoint}` : n));
+    super(
+      shims.integration,
+      name,
+      {
+        integrationId: undefined,
+        interface: undefined,
+        connection: pulumi.secret(a.application.connection),
+        model: a.application.model,
+        endpoints: [ref(a), ref(b)],
+        applicationUids: [a.application.uid, b.application.uid],
+        timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 600),
+      },
+      withSecretOutputs(opts, ["connection"]),
+      TYPE_MODULE,
+      "Integration",
+    );
   }
 }

@@ -56,22 +56,50 @@ export class KubernetesController extends pulumi.ComponentResource {
     const child = { parent: this };
     const seed = new ControllerSeed(`${name}-seed`, ctl, child);
     const spec: kubernetes.ControllerPodsSpec = {
-      name: ctl, namespace: ns, replicas: 1, voters: 1, image: args.image ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
-      ...(args.dataSize ? { dataSize: args.dataSize } : {}), ...(args.storageClassName ? { storageClassName: args.storageClassName } : {}),
+      name: ctl,
+      namespace: ns,
+      replicas: 1,
+      voters: 1,
+      image: args.image ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
+      ...(args.dataSize ? { dataSize: args.dataSize } : {}),
+      ...(args.storageClassName ? { storageClassName: args.storageClassName } : {}),
     };
     // Typed loosely here: the fake API server checks these same manifests against the official schema in the tests.
-    const [nsManifest, serviceAccount, role, binding, peers, client, budget, set] = kubernetes.controllerManifests(spec) as never[];
+    const [nsManifest, serviceAccount, role, binding, peers, client, budget, set] = kubernetes.controllerManifests(
+      spec,
+    ) as never[];
     this.namespace = new k8s.core.v1.Namespace(`${name}-namespace`, nsManifest!, child);
     const inNs = { parent: this, dependsOn: [this.namespace] };
-    const made = pulumi.all([seed.uuid, seed.caCert, seed.caKey, seed.adminPassword]).apply(([uuid, caCert, caKey, adminPassword]) => ({ uuid, caCert, caKey, adminPassword }));
-    const first = made.apply((s) => JSON.stringify({ name: ctl, ...s, address: kubernetes.replicaDnsName(spec, 0), ...(args.agentImage ? { agentImage: args.agentImage } : {}) }));
-    const seedSecret = new k8s.core.v1.Secret(`${name}-seed`, {
-      metadata: { name: kubernetes.controllerSeedSecretName(ctl), namespace: ns }, type: "Opaque", stringData: { [kubernetes.SEED_KEY]: pulumi.secret(first) },
-    }, inNs);
+    const made = pulumi
+      .all([seed.uuid, seed.caCert, seed.caKey, seed.adminPassword])
+      .apply(([uuid, caCert, caKey, adminPassword]) => ({ uuid, caCert, caKey, adminPassword }));
+    const first = made.apply((s) =>
+      JSON.stringify({
+        name: ctl,
+        ...s,
+        address: kubernetes.replicaDnsName(spec, 0),
+        ...(args.agentImage ? { agentImage: args.agentImage } : {}),
+      }),
+    );
+    const seedSecret = new k8s.core.v1.Secret(
+      `${name}-seed`,
+      {
+        metadata: { name: kubernetes.controllerSeedSecretName(ctl), namespace: ns },
+        type: "Opaque",
+        stringData: { [kubernetes.SEED_KEY]: pulumi.secret(first) },
+      },
+      inNs,
+    );
     // The leader writes replicas' enrolment tokens and the bootstrapped mark here.
-    const enrolSecret = new k8s.core.v1.Secret(`${name}-enrol`, {
-      metadata: { name: kubernetes.controllerEnrolSecretName(ctl), namespace: ns }, type: "Opaque", stringData: { "ca.crt": seed.caCert },
-    }, { ...inNs, ignoreChanges: ["data", "stringData"] });
+    const enrolSecret = new k8s.core.v1.Secret(
+      `${name}-enrol`,
+      {
+        metadata: { name: kubernetes.controllerEnrolSecretName(ctl), namespace: ns },
+        type: "Opaque",
+        stringData: { "ca.crt": seed.caCert },
+      },
+      { ...inNs, ignoreChanges: ["data", "stringData"] },
+    );
     const objects = [
       new k8s.core.v1.ServiceAccount(`${name}-account`, serviceAccount!, inNs),
       new k8s.rbac.v1.Role(`${name}-role`, role!, inNs),
@@ -79,15 +107,40 @@ export class KubernetesController extends pulumi.ComponentResource {
       new k8s.core.v1.Service(`${name}-peers`, peers!, inNs),
       new k8s.core.v1.Service(`${name}-api`, client!, inNs),
       // A majority of the voters wanted stays up through voluntary disruptions (drains, upgrades).
-      new k8s.policy.v1.PodDisruptionBudget(`${name}-budget`, { ...(budget as { spec: object }), spec: { ...(budget as { spec: object }).spec, minAvailable: pulumi.output(args.replicas ?? 1).apply((r) => Math.floor(r / 2) + 1) } }, inNs),
+      new k8s.policy.v1.PodDisruptionBudget(
+        `${name}-budget`,
+        {
+          ...(budget as { spec: object }),
+          spec: {
+            ...(budget as { spec: object }).spec,
+            minAvailable: pulumi.output(args.replicas ?? 1).apply((r) => Math.floor(r / 2) + 1),
+          },
+        },
+        inNs,
+      ),
     ];
     // The controller grows its StatefulSet itself; Pulumi must not scale it back to one pod.
-    this.statefulSet = new k8s.apps.v1.StatefulSet(`${name}-replicas`, set!, { ...inNs, dependsOn: [this.namespace, seedSecret, enrolSecret, ...objects], ignoreChanges: ["spec.replicas"] });
-    const ready = new ControllerReady(`${name}-ready`, {
-      name: ctl, namespace: ns, replicas: args.replicas ?? 1, kubeconfig: pulumi.secret(args.kubeconfig), context: args.context, inClusterServer: args.inClusterServer,
-      apiAddresses: args.apiAddresses, replaceAfterSeconds: args.replaceAfterSeconds, timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 900),
-      seed: pulumi.secret(made),
-    }, { parent: this, dependsOn: [this.statefulSet] });
+    this.statefulSet = new k8s.apps.v1.StatefulSet(`${name}-replicas`, set!, {
+      ...inNs,
+      dependsOn: [this.namespace, seedSecret, enrolSecret, ...objects],
+      ignoreChanges: ["spec.replicas"],
+    });
+    const ready = new ControllerReady(
+      `${name}-ready`,
+      {
+        name: ctl,
+        namespace: ns,
+        replicas: args.replicas ?? 1,
+        kubeconfig: pulumi.secret(args.kubeconfig),
+        context: args.context,
+        inClusterServer: args.inClusterServer,
+        apiAddresses: args.apiAddresses,
+        replaceAfterSeconds: args.replaceAfterSeconds,
+        timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 900),
+        seed: pulumi.secret(made),
+      },
+      { parent: this, dependsOn: [this.statefulSet] },
+    );
     this.connection = pulumi.secret(ready.connection);
     this.clusterCredential = ready.clusterCredential;
     this.registerOutputs({ connection: this.connection, clusterCredential: this.clusterCredential });
@@ -101,8 +154,14 @@ class ControllerSeed extends pulumi.dynamic.Resource {
   declare readonly caKey: pulumi.Output<string>;
   declare readonly adminPassword: pulumi.Output<string>;
   constructor(name: string, controller: string, opts: pulumi.CustomResourceOptions) {
-    super(shims.kubernetesSeed, name, { name: controller, uuid: undefined, caCert: undefined, caKey: undefined, adminPassword: undefined },
-      { ...opts, additionalSecretOutputs: ["caKey", "adminPassword"] }, TYPE_MODULE, "KubernetesControllerSeed");
+    super(
+      shims.kubernetesSeed,
+      name,
+      { name: controller, uuid: undefined, caCert: undefined, caKey: undefined, adminPassword: undefined },
+      { ...opts, additionalSecretOutputs: ["caKey", "adminPassword"] },
+      TYPE_MODULE,
+      "KubernetesControllerSeed",
+    );
   }
 }
 
@@ -111,7 +170,13 @@ class ControllerReady extends pulumi.dynamic.Resource {
   declare readonly connection: pulumi.Output<ControllerConnection>;
   declare readonly clusterCredential: pulumi.Output<string>;
   constructor(name: string, props: Record<string, pulumi.Input<unknown>>, opts: pulumi.CustomResourceOptions) {
-    super(shims.kubernetesController, name, { ...props, connection: undefined, clusterCredential: undefined },
-      { ...opts, additionalSecretOutputs: ["connection", "seed", "kubeconfig"] }, TYPE_MODULE, "KubernetesControllerReady");
+    super(
+      shims.kubernetesController,
+      name,
+      { ...props, connection: undefined, clusterCredential: undefined },
+      { ...opts, additionalSecretOutputs: ["connection", "seed", "kubeconfig"] },
+      TYPE_MODULE,
+      "KubernetesControllerReady",
+    );
   }
 }

@@ -14,7 +14,9 @@ interface MachineArgsBase {
 /** A local agent process on the controller's host. */
 export interface LocalMachineArgs extends MachineArgsBase {
   substrate?: "local";
-  ssh?: never; privateKey?: never; constraints?: never;
+  ssh?: never;
+  privateKey?: never;
+  constraints?: never;
 }
 
 /** A host you reach over SSH: the controller installs the agent there. */
@@ -36,7 +38,8 @@ export interface AwsMachineArgs extends MachineArgsBase {
    * @default `customTimeouts.create`, else 900
    */
   timeoutSeconds?: pulumi.Input<number>;
-  ssh?: never; privateKey?: never;
+  ssh?: never;
+  privateKey?: never;
 }
 
 /** A VM the controller clones from the template of a `vsphere` model (no SSH: its agent enrols itself). */
@@ -49,7 +52,8 @@ export interface VsphereMachineArgs extends MachineArgsBase {
    * @default `customTimeouts.create`, else 900
    */
   timeoutSeconds?: pulumi.Input<number>;
-  ssh?: never; privateKey?: never;
+  ssh?: never;
+  privateKey?: never;
 }
 
 /** One args type per substrate, told apart by `substrate` (absent: `ssh` with `ssh` given, else `local`). */
@@ -72,16 +76,29 @@ export class Machine extends pulumi.dynamic.Resource {
     const cloud = args.substrate === "aws" || args.substrate === "vsphere" ? args : undefined;
     // Passed whatever the substrate (JavaScript callers have no types): check refuses them where they do not belong.
     const constraints = (args as { constraints?: pulumi.Input<string> }).constraints;
-    super(shims.machine, name, {
-      machineId: undefined, address: undefined, status: undefined, instanceId: undefined, zone: undefined, instanceState: undefined, hardware: undefined,
-      connection: pulumi.secret(args.model.connection),
-      model: args.model.name,
-      substrate,
-      ...(args.ssh !== undefined ? { ssh: args.ssh } : {}),
-      ...(args.privateKey !== undefined ? { privateKey: pulumi.secret(args.privateKey) } : {}),
-      ...(constraints !== undefined ? { constraints } : {}),
-      ...(cloud ? { timeoutSeconds: waitSeconds(cloud.timeoutSeconds, opts, ["create"], 900) } : {}),
-      forceDelete: args.forceDelete ?? false,
-    }, withSecretOutputs(opts, ["connection", "privateKey"]), TYPE_MODULE, "Machine");
+    super(
+      shims.machine,
+      name,
+      {
+        machineId: undefined,
+        address: undefined,
+        status: undefined,
+        instanceId: undefined,
+        zone: undefined,
+        instanceState: undefined,
+        hardware: undefined,
+        connection: pulumi.secret(args.model.connection),
+        model: args.model.name,
+        substrate,
+        ...(args.ssh !== undefined ? { ssh: args.ssh } : {}),
+        ...(args.privateKey !== undefined ? { privateKey: pulumi.secret(args.privateKey) } : {}),
+        ...(constraints !== undefined ? { constraints } : {}),
+        ...(cloud ? { timeoutSeconds: waitSeconds(cloud.timeoutSeconds, opts, ["create"], 900) } : {}),
+        forceDelete: args.forceDelete ?? false,
+      },
+      withSecretOutputs(opts, ["connection", "privateKey"]),
+      TYPE_MODULE,
+      "Machine",
+    );
   }
 }

@@ -39,7 +39,10 @@ export interface ModelArgs {
   connection: pulumi.Input<ControllerConnection>;
   /** @default the resource name */
   name?: pulumi.Input<string>;
-  config?: pulumi.Input<{ updateStatusInterval?: pulumi.Input<number>; automaticallyRetryHooks?: pulumi.Input<boolean> }>;
+  config?: pulumi.Input<{
+    updateStatusInterval?: pulumi.Input<number>;
+    automaticallyRetryHooks?: pulumi.Input<boolean>;
+  }>;
   /**
    * Where machines for units placed without `to` come from: `local` (agent processes on the
    * controller's host), or `ssh` / `manual` (only machines added to the model). Changing it
@@ -78,21 +81,28 @@ export class Model extends pulumi.dynamic.Resource {
   declare readonly connection: pulumi.Output<ControllerConnection>;
 
   constructor(name: string, args: ModelArgs, opts?: pulumi.CustomResourceOptions) {
-    super(shims.model, name, {
-      uuid: undefined,
-      connection: pulumi.secret(args.connection),
-      name: args.name ?? name,
-      config: args.config ?? {},
-      substrate: args.substrate ?? "local",
-      credential: args.credential,
-      aws: args.aws,
-      vsphere: args.vsphere,
-      kubernetes: args.kubernetes,
-      ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
-      adopt: args.adopt ?? false,
-      forceDelete: args.forceDelete ?? false,
-      deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),
-      migrateTimeoutSeconds: waitSeconds(args.migrateTimeoutSeconds, opts, ["update"], 1800),
-    }, withSecretOutputs(opts, ["connection"]), TYPE_MODULE, "Model");
+    super(
+      shims.model,
+      name,
+      {
+        uuid: undefined,
+        connection: pulumi.secret(args.connection),
+        name: args.name ?? name,
+        config: args.config ?? {},
+        substrate: args.substrate ?? "local",
+        credential: args.credential,
+        aws: args.aws,
+        vsphere: args.vsphere,
+        kubernetes: args.kubernetes,
+        ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
+        adopt: args.adopt ?? false,
+        forceDelete: args.forceDelete ?? false,
+        deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),
+        migrateTimeoutSeconds: waitSeconds(args.migrateTimeoutSeconds, opts, ["update"], 1800),
+      },
+      withSecretOutputs(opts, ["connection"]),
+      TYPE_MODULE,
+      "Model",
+    );
   }
 }

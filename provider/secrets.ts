@@ -4,7 +4,10 @@ import type * as pulumi from "@pulumi/pulumi";
  * Adds `names` to the outputs Pulumi encrypts: a dynamic provider cannot mark secrets itself, and
  * outputs it makes up (a generated password) would otherwise be stored in plain text.
  */
-export function withSecretOutputs(opts: pulumi.CustomResourceOptions | undefined, names: string[]): pulumi.CustomResourceOptions {
+export function withSecretOutputs(
+  opts: pulumi.CustomResourceOptions | undefined,
+  names: string[],
+): pulumi.CustomResourceOptions {
   return { ...opts, additionalSecretOutputs: [...new Set([...(opts?.additionalSecretOutputs ?? []), ...names])] };
 }
 

@@ -20,7 +20,12 @@ export function durationSeconds(duration: string | undefined, option: string): n
  * first of `options` set in `customTimeouts` (the engine does not pass those to a dynamic provider,
  * so the resource carries them as an input), else `fallback`.
  */
-export function waitSeconds(explicit: pulumi.Input<number> | undefined, opts: pulumi.CustomResourceOptions | undefined, options: ("create" | "update" | "delete")[], fallback: number): pulumi.Input<number> {
+export function waitSeconds(
+  explicit: pulumi.Input<number> | undefined,
+  opts: pulumi.CustomResourceOptions | undefined,
+  options: ("create" | "update" | "delete")[],
+  fallback: number,
+): pulumi.Input<number> {
   if (explicit !== undefined) return explicit;
   for (const o of options) {
     const s = durationSeconds(opts?.customTimeouts?.[o], o);

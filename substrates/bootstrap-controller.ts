@@ -5,19 +5,35 @@
  * `destroyController` is the other end: the kind takes away what it holds.
  */
 import type { Progress } from "./brokers";
-import type { ControllerPlan, HostedController, HostedTarget, HostingKind, HostingSettings } from "./controller-hosting";
+import type {
+  ControllerPlan,
+  HostedController,
+  HostedTarget,
+  HostingKind,
+  HostingSettings,
+} from "./controller-hosting";
 import { CONTROLLER_HOSTING } from "./registry";
 import type { BootstrapOptions } from "./settle-controller";
 import { settleController } from "./settle-controller";
 
 /** Bootstraps a controller on `kind`: its first replica, then {@link settleController}. */
-export async function bootstrapController<K extends HostingKind>(kind: K, plan: ControllerPlan<HostingSettings[K]>, o: BootstrapOptions): Promise<HostedController<HostingSettings[K]>> {
+export async function bootstrapController<K extends HostingKind>(
+  kind: K,
+  plan: ControllerPlan<HostingSettings[K]>,
+  o: BootstrapOptions,
+): Promise<HostedController<HostingSettings[K]>> {
   const hosting = CONTROLLER_HOSTING[kind]();
   const first = await hosting.bootstrap(plan, o);
-  return settleController({ settings: plan.settings, ...first }, plan, o) as Promise<HostedController<HostingSettings[K]>>;
+  return settleController({ settings: plan.settings, ...first }, plan, o) as Promise<
+    HostedController<HostingSettings[K]>
+  >;
 }
 
 /** Takes away what `kind` holds for a controller whose models are gone: its instances, its install, its data. */
-export async function destroyController<K extends HostingKind>(kind: K, target: HostedTarget<HostingSettings[K]>, o: { progress: Progress; signal?: AbortSignal }): Promise<string[]> {
+export async function destroyController<K extends HostingKind>(
+  kind: K,
+  target: HostedTarget<HostingSettings[K]>,
+  o: { progress: Progress; signal?: AbortSignal },
+): Promise<string[]> {
   return CONTROLLER_HOSTING[kind]().destroy(target, o);
 }

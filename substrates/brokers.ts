@@ -36,7 +36,13 @@ export interface MachineSpec<Placement = undefined> extends MachineTarget<Placem
 
 /** The agent configuration a broker writes for `spec`, with the credential it was issued. */
 export function agentConfigOf(spec: MachineSpec<unknown>, credential: string): AgentConfig {
-  return { model: spec.model, machine: spec.machine, credential, controllerAddresses: spec.controller.addresses, caCert: spec.controller.caCert };
+  return {
+    model: spec.model,
+    machine: spec.machine,
+    credential,
+    controllerAddresses: spec.controller.addresses,
+    caCert: spec.controller.caCert,
+  };
 }
 
 export interface StartedMachine {
@@ -53,7 +59,10 @@ export interface StartedMachine {
 /** Machines for a model's units. */
 export interface MachineBroker<Placement = undefined> {
   /** Makes the machine's agent run (idempotent: one already running as asked is left alone). */
-  startMachine(spec: MachineSpec<Placement>, opts?: { progress?: Progress; signal?: AbortSignal }): Promise<StartedMachine>;
+  startMachine(
+    spec: MachineSpec<Placement>,
+    opts?: { progress?: Progress; signal?: AbortSignal },
+  ): Promise<StartedMachine>;
   /** Stops the machine's agent and removes what the substrate made for it; a machine already gone is fine. */
   stopMachine(target: MachineTarget<Placement>, opts?: { signal?: AbortSignal }): Promise<void>;
 }
@@ -77,7 +86,11 @@ export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
    * A host with a replica staged on it (nothing started yet); `nameFor` names the replica from its
    * address, or takes the broker's `preferred` name (a pod's: `<pod>-<4 hex>`).
    */
-  acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress, signal?: AbortSignal): Promise<H>;
+  acquire(
+    nameFor: (address: string, preferred?: string) => string,
+    progress: Progress,
+    signal?: AbortSignal,
+  ): Promise<H>;
   /** Starts the staged replica `name`, joining `initialCluster` (etcd's `name=peer-url,…`). */
   start(host: H, name: string, initialCluster: string, progress: Progress): Promise<void>;
   /** The replica on the host at `address` has a vote: the host is the cluster's now (a spare leaves the pool). */

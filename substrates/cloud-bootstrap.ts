@@ -53,54 +53,99 @@ export interface InstanceCloud<Settings> {
 /** How long an instance may take to run with an address, and its sshd to let the bootstrap key in. */
 const INSTANCE_TIMEOUT_MS = 10 * 60_000;
 
-export async function bootstrapOnInstance<Settings>(plan: ControllerPlan<Settings>, o: HostingOptions, kind: InstanceCloud<Settings>): Promise<FirstReplica> {
+export async function bootstrapOnInstance<Settings>(
+  plan: ControllerPlan<Settings>,
+  o: HostingOptions,
+  kind: InstanceCloud<Settings>,
+): Promise<FirstReplica> {
   // Checked before anything is launched; the schemas load zod, which only a bootstrap needs.
   const api = require("../api") as typeof Api;
   const credential = plan.credential ?? { name: kind.substrate, attributes: {} };
-  api.parseRequest(api.CredentialRequest, { substrate: kind.substrate, attributes: credential.attributes }, `${kind.substrate} credential`);
+  api.parseRequest(
+    api.CredentialRequest,
+    { substrate: kind.substrate, attributes: credential.attributes },
+    `${kind.substrate} credential`,
+  );
   const settings = kind.check(api, plan.settings);
   const uuid = randomUUID();
   const cloud = kind.open(settings, uuid, credential.attributes);
   try {
-    return { ...await firstInstance(plan, o, cloud, uuid, kind.unreachableHint), settings, credential: { ...credential, substrate: kind.substrate },
-      replicaCloud: kind.replicaCloud(credential.name, settings), growing: `Growing to ${plan.replicas} replicas: the controller launches the others on ${kind.substrate}` };
+    return {
+      ...(await firstInstance(plan, o, cloud, uuid, kind.unreachableHint)),
+      settings,
+      credential: { ...credential, substrate: kind.substrate },
+      replicaCloud: kind.replicaCloud(credential.name, settings),
+      growing: `Growing to ${plan.replicas} replicas: the controller launches the others on ${kind.substrate}`,
+    };
   } finally {
     cloud.close();
   }
 }
 
-async function firstInstance(plan: Pick<ControllerPlan<unknown>, "name" | "port">, o: HostingOptions, cloud: BootstrapInstance, uuid: string, unreachableHint: string): Promise<FirstReplica> {
+async function firstInstance(
+  plan: Pick<ControllerPlan<unknown>, "name" | "port">,
+  o: HostingOptions,
+  cloud: BootstrapInstance,
+  uuid: string,
+  unreachableHint: string,
+): Promise<FirstReplica> {
   const clientKey = generateSshKeyPair(`steward-bootstrap-${plan.name}`);
   const hostKey = generateSshKeyPair(`steward-${plan.name}-0`);
   const port = plan.port ?? 17070;
   let doomed: string | undefined;
   try {
-    const id = doomed = await cloud.launch(sshBootstrapUserData({ authorizedKey: clientKey.publicKey, hostKey }));
+    const id = (doomed = await cloud.launch(sshBootstrapUserData({ authorizedKey: clientKey.publicKey, hostKey })));
     const address = await runningAddress(cloud, id, o.progress);
-    o.progress(`${capitalized(cloud.noun)} ${id} running at ${address}; connecting over SSH (host key ${hostKey.fingerprint}, made for it)`);
+    o.progress(
+      `${capitalized(cloud.noun)} ${id} running at ${address}; connecting over SSH (host key ${hostKey.fingerprint}, made for it)`,
+    );
     const session = await connectWhenUp(address, clientKey.privateKey, hostKey.fingerprint);
     let installed;
     try {
       // The pinned key answered: cloud-init has read the user data, which need not stay readable.
       await cloud.forgetUserData?.(id);
-      installed = await installController(session, { name: plan.name, port, uuid, instance: id, files: controllerFiles(), progress: (step) => o.progress(`  ${step}`) });
+      installed = await installController(session, {
+        name: plan.name,
+        port,
+        uuid,
+        instance: id,
+        files: controllerFiles(),
+        progress: (step) => o.progress(`  ${step}`),
+      });
     } finally {
       session.close();
     }
-    if (!installed.adminPassword) throw new StewardError("conflict", `${cloud.noun} ${id} already holds a controller; it was launched for this bootstrap, so this should not happen`);
+    if (!installed.adminPassword)
+      throw new StewardError(
+        "conflict",
+        `${cloud.noun} ${id} already holds a controller; it was launched for this bootstrap, so this should not happen`,
+      );
     const probe = new ControllerClient({ addresses: installed.addresses, caCert: installed.caCert, timeoutMs: 3000 });
     try {
-      await waitForHealth(probe, 60_000, `is port ${port} of ${address} open to this machine (${unreachableHint})? Its log is /var/lib/steward/controller/controller.log`);
+      await waitForHealth(
+        probe,
+        60_000,
+        `is port ${port} of ${address} open to this machine (${unreachableHint})? Its log is /var/lib/steward/controller/controller.log`,
+      );
     } finally {
       probe.close();
     }
     doomed = undefined; // the controller answers: from here on the instance is kept whatever happens
-    return { uuid, addresses: installed.addresses, caCert: installed.caCert, adminPassword: installed.adminPassword, where: `${cloud.noun} ${id}`, callTimeoutMs: 3000 };
+    return {
+      uuid,
+      addresses: installed.addresses,
+      caCert: installed.caCert,
+      adminPassword: installed.adminPassword,
+      where: `${cloud.noun} ${id}`,
+      callTimeoutMs: 3000,
+    };
   } catch (err) {
     // Before the controller answered, the instance is only a cost: take it away again.
     if (doomed) {
       o.progress(`Terminating ${cloud.noun} ${doomed} (the bootstrap failed)`);
-      await cloud.terminate(doomed).catch((e: unknown) => o.progress(`  could not terminate it: ${(e as Error).message}; do it in the console`));
+      await cloud
+        .terminate(doomed)
+        .catch((e: unknown) => o.progress(`  could not terminate it: ${(e as Error).message}; do it in the console`));
     }
     throw err;
   }
@@ -142,8 +187,15 @@ async function runningAddress(cloud: BootstrapInstance, id: string, progress: Pr
   for (;;) {
     const i = await cloud.state(id);
     if (i.address) return i.address;
-    if (i.state !== last) { last = i.state; progress(`  ${cloud.noun} ${id}: ${i.state}`); }
-    if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `${cloud.noun} ${id} did not run with an address within ${INSTANCE_TIMEOUT_MS / 60_000} min`);
+    if (i.state !== last) {
+      last = i.state;
+      progress(`  ${cloud.noun} ${id}: ${i.state}`);
+    }
+    if (Date.now() > deadline)
+      throw new StewardError(
+        "deadline-exceeded",
+        `${cloud.noun} ${id} did not run with an address within ${INSTANCE_TIMEOUT_MS / 60_000} min`,
+      );
     await new Promise((r) => setTimeout(r, 2000));
   }
 }

@@ -61,7 +61,12 @@ export interface ReplicaPlan {
 /** The gzipped `#cloud-config` that installs a controller replica (its data comes from the leader later). */
 export function replicaUserData(plan: ReplicaPlan): Buffer {
   const root = "/opt/steward/controller/enrolled";
-  const service = { unit: "steward-controller", description: "Steward controller replica", dir: CONTROLLER_DATA, log: "controller.log" };
+  const service = {
+    unit: "steward-controller",
+    description: "Steward controller replica",
+    dir: CONTROLLER_DATA,
+    log: "controller.log",
+  };
   const body = `root=${root}
 for f in ${plan.files.map(shellQuote).join(" ")}; do
   mkdir -p "$root/$(dirname "$f")"
@@ -100,8 +105,18 @@ if [ -z "$node" ] || ! "$node" -e 'process.exit(Number(process.versions.node.spl
 fi`;
 
 /** The cloud-config around a script `body` that ends with `$dir/launch` written; the service is then started. */
-function userData(name: string, plan: { controller: { addresses: string[]; caCert: string }; token: string }, service: { unit: string; description: string; dir: string; log: string }, body: string): Buffer {
-  const targets = plan.controller.addresses.map((a) => { const [host, port] = splitAddress(a); return `${host}:${port}`; }).join(" ");
+function userData(
+  name: string,
+  plan: { controller: { addresses: string[]; caCert: string }; token: string },
+  service: { unit: string; description: string; dir: string; log: string },
+  body: string,
+): Buffer {
+  const targets = plan.controller.addresses
+    .map((a) => {
+      const [host, port] = splitAddress(a);
+      return `${host}:${port}`;
+    })
+    .join(" ");
   const script = `#!/bin/sh
 # Sets up ${service.description} from its controller; written and run by cloud-init.
 set -u
@@ -145,7 +160,10 @@ echo "done"
     runcmd: [`${ENROL_DIR}/${name}.sh`],
   };
   const data = gzipSync(Buffer.from(`#cloud-config\n${stringify(config, { lineWidth: 0 })}`), { level: 9 });
-  if (data.length > USER_DATA_LIMIT) throw new Error(`the user data is ${data.length} bytes gzipped, over EC2's ${USER_DATA_LIMIT}: is the controller's CA certificate unusually large?`);
+  if (data.length > USER_DATA_LIMIT)
+    throw new Error(
+      `the user data is ${data.length} bytes gzipped, over EC2's ${USER_DATA_LIMIT}: is the controller's CA certificate unusually large?`,
+    );
   return data;
 }
 
@@ -156,7 +174,10 @@ echo "done"
  * key made for this bootstrap, for root. The host key's private half is in the instance's user
  * data, readable by who may read that (ec2:DescribeInstanceAttribute, or root on the instance).
  */
-export function sshBootstrapUserData(o: { authorizedKey: string; hostKey: { privateKey: string; publicKey: string } }): Buffer {
+export function sshBootstrapUserData(o: {
+  authorizedKey: string;
+  hostKey: { privateKey: string; publicKey: string };
+}): Buffer {
   const config = {
     disable_root: false,
     ssh_authorized_keys: [o.authorizedKey.trim()],

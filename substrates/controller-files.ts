@@ -75,15 +75,25 @@ export const supervisorEntry = (): string => join(DIST, "controller", "superviso
 export function controllerFiles(): ControllerFiles {
   const etcd = findOnPath("etcd");
   return {
-    controller: CONTROLLER_BUNDLE, agentMain: AGENT_BUNDLE.main, toolClient: AGENT_BUNDLE.toolClient, cliMain: CLI_BUNDLE,
-    protoDir: join(DIST, "proto"), nodeBinary: process.execPath, ...(etcd ? { etcdBinary: etcd } : {}),
+    controller: CONTROLLER_BUNDLE,
+    agentMain: AGENT_BUNDLE.main,
+    toolClient: AGENT_BUNDLE.toolClient,
+    cliMain: CLI_BUNDLE,
+    protoDir: join(DIST, "proto"),
+    nodeBinary: process.execPath,
+    ...(etcd ? { etcdBinary: etcd } : {}),
   };
 }
 
 export function findOnPath(binary: string): string | undefined {
   for (const dir of (process.env.PATH ?? "").split(delimiter)) {
     const p = join(dir, binary);
-    try { accessSync(p, constants.X_OK); return p; } catch { /* not here */ }
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      /* not here */
+    }
   }
   return undefined;
 }
@@ -95,10 +105,16 @@ export function findOnPath(binary: string): string | undefined {
  */
 export function enrolmentFiles(): Map<string, string> {
   const f = controllerFiles();
-  const protos = readdirSync(f.protoDir).filter((p) => p.endsWith(".proto")).sort();
+  const protos = readdirSync(f.protoDir)
+    .filter((p) => p.endsWith(".proto"))
+    .sort();
   return new Map([
-    ["agent-bundle/main.js", f.agentMain], ["agent-bundle/tool-client.js", f.toolClient], ["controller-bundle/main.js", f.controller], ["cli-bundle/main.js", f.cliMain],
+    ["agent-bundle/main.js", f.agentMain],
+    ["agent-bundle/tool-client.js", f.toolClient],
+    ["controller-bundle/main.js", f.controller],
+    ["cli-bundle/main.js", f.cliMain],
     ...protos.map((p): [string, string] => [`proto/${p}`, join(f.protoDir, p)]),
-    ["node", f.nodeBinary], ...(f.etcdBinary ? [["etcd", f.etcdBinary] as [string, string]] : []),
+    ["node", f.nodeBinary],
+    ...(f.etcdBinary ? [["etcd", f.etcdBinary] as [string, string]] : []),
   ]);
 }

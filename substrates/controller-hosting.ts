@@ -17,9 +17,14 @@ import type { KubeConnection } from "./kubernetes/kubeconfig";
 import type { SshTarget } from "./ssh/ssh-session";
 
 /** A local controller: its data directory, and the address it listens on (default 127.0.0.1). */
-export interface LocalControllerSettings { dataDir: string; host?: string }
+export interface LocalControllerSettings {
+  dataDir: string;
+  host?: string;
+}
 /** A controller installed over SSH on `hosts[0]`, grown onto the others (each with its key). */
-export interface SshControllerSettings { hosts: SshTarget[] }
+export interface SshControllerSettings {
+  hosts: SshTarget[];
+}
 /** A controller as a StatefulSet: the cluster as this client reaches it, its namespace and images. */
 export interface KubernetesControllerSettings {
   connection: KubeConnection;
@@ -95,10 +100,21 @@ export interface FirstReplica {
 }
 
 /** What a client needs to reach a controller a bootstrap made, and where it is (the settings as the kind checked them). */
-export interface HostedController<Settings = unknown> { uuid: string; addresses: string[]; caCert: string; adminPassword: string; token: string; settings: Settings }
+export interface HostedController<Settings = unknown> {
+  uuid: string;
+  addresses: string[];
+  caCert: string;
+  adminPassword: string;
+  token: string;
+  settings: Settings;
+}
 
 /** A controller to destroy: where it is, the UUID its instances are marked with (clouds), and the cloud's credential. */
-export interface HostedTarget<Settings> { uuid?: string; settings: Settings; credential?: Record<string, string> }
+export interface HostedTarget<Settings> {
+  uuid?: string;
+  settings: Settings;
+  credential?: Record<string, string>;
+}
 
 export interface ControllerHosting<Settings> {
   /** Brings up the first replica and waits until it answers; nothing is left behind when it fails before that. */

@@ -7,18 +7,51 @@
  */
 export * as ssh from "./ssh";
 export * from "./local";
-export type { MachineBroker, MachineRef, MachineSpec, MachineTarget, Progress, ReplicaHost, ReplicaHostBroker, StartedMachine } from "./brokers";
+export type {
+  MachineBroker,
+  MachineRef,
+  MachineSpec,
+  MachineTarget,
+  Progress,
+  ReplicaHost,
+  ReplicaHostBroker,
+  StartedMachine,
+} from "./brokers";
 export * as aws from "./aws";
 export * as vsphere from "./vsphere";
 export * as kubernetes from "./kubernetes";
 export { enrolmentUserData, replicaUserData, sshBootstrapUserData } from "./cloud-init";
 export type {
-  ControllerHosting, ControllerPlan, FirstReplica, HostedController, HostedTarget, HostingKind, HostingOptions, HostingSettings, KubernetesControllerSettings,
-  LocalControllerSettings, SshControllerSettings,
+  ControllerHosting,
+  ControllerPlan,
+  FirstReplica,
+  HostedController,
+  HostedTarget,
+  HostingKind,
+  HostingOptions,
+  HostingSettings,
+  KubernetesControllerSettings,
+  LocalControllerSettings,
+  SshControllerSettings,
 } from "./controller-hosting";
 export { bootstrapController, destroyController } from "./bootstrap-controller";
 export { handOverReplicaCloud, settleController } from "./settle-controller";
 export type { BootstrapOptions } from "./settle-controller";
 export type { Attributes, CloudInstance, InstanceBroker, SubstrateKind } from "./kind";
 export { CONTROLLER_HOSTING, SUBSTRATES, substrateKind } from "./registry";
-export { AGENT_BUNDLE, AGENT_NODE_FLAGS, BUILD_DIR, CLI_BUNDLE, RELEASE_DIRS, cliEntry, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, controllerEntry, controllerFiles, dataFiles, enrolmentFiles, findOnPath, supervisorEntry } from "./controller-files";
+export {
+  AGENT_BUNDLE,
+  AGENT_NODE_FLAGS,
+  BUILD_DIR,
+  CLI_BUNDLE,
+  RELEASE_DIRS,
+  cliEntry,
+  CONTROLLER_BUNDLE,
+  CONTROLLER_NODE_FLAGS,
+  controllerEntry,
+  controllerFiles,
+  dataFiles,
+  enrolmentFiles,
+  findOnPath,
+  supervisorEntry,
+} from "./controller-files";

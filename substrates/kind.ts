@@ -13,7 +13,13 @@ import type { ControllerHosting } from "./controller-hosting";
 export type Attributes = Record<string, string>;
 
 /** An instance (EC2 instance, vSphere VM) as the provisioner records it. */
-export interface CloudInstance { id: string; machine?: string; state: string; zone?: string; address?: string }
+export interface CloudInstance {
+  id: string;
+  machine?: string;
+  state: string;
+  zone?: string;
+  address?: string;
+}
 
 /** The machines of a kind whose machines are cloud instances: made, listed with a state, taken over. */
 export interface InstanceBroker<Placement> extends MachineBroker<Placement> {

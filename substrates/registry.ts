@@ -24,7 +24,8 @@ export const SUBSTRATES: Readonly<Record<ModelSubstrate, () => SubstrateKind<any
 ) as Record<ModelSubstrate, () => SubstrateKind<any, any>>;
 
 /** The runtime half of `name` (a model's substrate; absent in documents older than substrates: local). */
-export const substrateKind = (name: ModelSubstrate | undefined): SubstrateKind<any, any> => SUBSTRATES[name ?? "local"]();
+export const substrateKind = (name: ModelSubstrate | undefined): SubstrateKind<any, any> =>
+  SUBSTRATES[name ?? "local"]();
 
 const HOSTING_KINDS: readonly HostingKind[] = ["local", "ssh", "aws", "vsphere", "kubernetes"];
 

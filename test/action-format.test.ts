@@ -9,51 +9,139 @@ import { TASK_LIMITS, checkActionParams, parseOperatorYaml, validateBundle } fro
 import { ActionRun } from "../agent";
 
 const yaml = (actions: string): string => `name: op\nversion: "1"\nactions:\n${actions}`;
-const problem = (text: string): string => { try { parseOperatorYaml(text); return "accepted"; } catch (err) { return (err as StewardError).message; } };
+const problem = (text: string): string => {
+  try {
+    parseOperatorYaml(text);
+    return "accepted";
+  } catch (err) {
+    return (err as StewardError).message;
+  }
+};
 
 test("operator.yaml: actions are read with their parameters; mistakes name the field and line", (t) => {
-  const meta = parseOperatorYaml(yaml("  backup:\n    description: Back up.\n    params:\n      dest: { type: string, minLength: 1 }\n      keep: { type: integer, minimum: 1, default: 3 }\n    required: [dest]\n  noop:\n"));
-  t.deepEqual(meta.actions?.backup, { description: "Back up.", params: { dest: { type: "string", description: "", minLength: 1 }, keep: { type: "integer", description: "", minimum: 1, default: 3 } }, required: ["dest"], additionalProperties: false });
+  const meta = parseOperatorYaml(
+    yaml(
+      "  backup:\n    description: Back up.\n    params:\n      dest: { type: string, minLength: 1 }\n      keep: { type: integer, minimum: 1, default: 3 }\n    required: [dest]\n  noop:\n",
+    ),
+  );
+  t.deepEqual(meta.actions?.backup, {
+    description: "Back up.",
+    params: {
+      dest: { type: "string", description: "", minLength: 1 },
+      keep: { type: "integer", description: "", minimum: 1, default: 3 },
+    },
+    required: ["dest"],
+    additionalProperties: false,
+  });
   t.deepEqual(meta.actions?.noop, { description: "", params: {}, required: [], additionalProperties: false });
-  t.false("actions" in parseOperatorYaml(`name: op\nversion: "1"\n`), "no actions: no field, as metadata stored before actions");
+  t.false(
+    "actions" in parseOperatorYaml(`name: op\nversion: "1"\n`),
+    "no actions: no field, as metadata stored before actions",
+  );
   t.regex(problem(yaml("  Backup: {}\n")), /operator.yaml:4: "actions.Backup" is not a valid action name/);
-  t.regex(problem(yaml("  b:\n    params:\n      n: { type: int }\n")), /"actions.b.params.n.type" must be one of string, integer, number, boolean/);
-  t.regex(problem(yaml("  b:\n    params:\n      n: { type: integer, default: x }\n")), /"actions.b.params.n.default" must be a whole number, got the string "x"/);
-  t.regex(problem(yaml("  b:\n    params:\n      n: { type: string, minimum: 1 }\n")), /"actions.b.params.n.minimum" applies to integer and number parameters/);
-  t.regex(problem(yaml("  b:\n    params:\n      n: { type: string, enum: [a, 2] }\n")), /"actions.b.params.n.enum.1" must be a string/);
-  t.regex(problem(yaml("  b:\n    required: [x]\n")), /"actions.b.required" names "x", which is not one of the action's params/);
+  t.regex(
+    problem(yaml("  b:\n    params:\n      n: { type: int }\n")),
+    /"actions.b.params.n.type" must be one of string, integer, number, boolean/,
+  );
+  t.regex(
+    problem(yaml("  b:\n    params:\n      n: { type: integer, default: x }\n")),
+    /"actions.b.params.n.default" must be a whole number, got the string "x"/,
+  );
+  t.regex(
+    problem(yaml("  b:\n    params:\n      n: { type: string, minimum: 1 }\n")),
+    /"actions.b.params.n.minimum" applies to integer and number parameters/,
+  );
+  t.regex(
+    problem(yaml("  b:\n    params:\n      n: { type: string, enum: [a, 2] }\n")),
+    /"actions.b.params.n.enum.1" must be a string/,
+  );
+  t.regex(
+    problem(yaml("  b:\n    required: [x]\n")),
+    /"actions.b.required" names "x", which is not one of the action's params/,
+  );
   t.regex(problem(yaml("  b:\n    timeout: 5\n")), /"actions.b.timeout" is not a known action field/);
-  t.regex(problem(yaml("  b:\n    params:\n      n: { type: object }\n")), /must be one of string, integer, number, boolean/);
+  t.regex(
+    problem(yaml("  b:\n    params:\n      n: { type: object }\n")),
+    /must be one of string, integer, number, boolean/,
+  );
 });
 
 test("bundles: each declared action needs an executable in actions/ (or a dispatch), and actions/ holds nothing else", (t) => {
-  const file = (path: string, content: string, mode = 0o755): Bundle["files"][number] => ({ path, mode, content: Buffer.from(content).toString("base64") });
+  const file = (path: string, content: string, mode = 0o755): Bundle["files"][number] => ({
+    path,
+    mode,
+    content: Buffer.from(content).toString("base64"),
+  });
   const meta = file("operator.yaml", yaml("  go: {}\n"), 0o644);
   const hook = file("hooks/install", "#!/bin/sh\n");
-  const refused = (files: Bundle["files"]): string => { try { validateBundle({ files }); return "accepted"; } catch (err) { return (err as StewardError).message; } };
+  const refused = (files: Bundle["files"]): string => {
+    try {
+      validateBundle({ files });
+      return "accepted";
+    } catch (err) {
+      return (err as StewardError).message;
+    }
+  };
   t.is(refused([meta, hook, file("actions/go", "#!/bin/sh\n")]), "accepted");
   t.is(refused([meta, file("dispatch", "#!/bin/sh\n")]), "accepted", "dispatch runs actions too");
   t.regex(refused([meta, hook]), /actions\/go: is missing: action "go" is declared/);
-  t.regex(refused([meta, hook, file("actions/go", "x", 0o644)]), /actions\/go: is not executable \(chmod \+x actions\/go\)/);
-  t.regex(refused([meta, hook, file("actions/go", "x"), file("actions/stop", "x")]), /actions\/stop: is not an action declared in operator.yaml \(declared: go\)/);
-  t.regex(refused([meta, hook, file("actions/go", "x"), file("actions/lib/x", "x")]), /must hold only action executables/);
+  t.regex(
+    refused([meta, hook, file("actions/go", "x", 0o644)]),
+    /actions\/go: is not executable \(chmod \+x actions\/go\)/,
+  );
+  t.regex(
+    refused([meta, hook, file("actions/go", "x"), file("actions/stop", "x")]),
+    /actions\/stop: is not an action declared in operator.yaml \(declared: go\)/,
+  );
+  t.regex(
+    refused([meta, hook, file("actions/go", "x"), file("actions/lib/x", "x")]),
+    /must hold only action executables/,
+  );
 });
 
 test("parameters: defaults filled, command-line text read in the declared type, everything else refused by name", (t) => {
   const spec: ActionSpec = {
-    description: "", required: ["n"], additionalProperties: false,
-    params: { n: { type: "integer", description: "", minimum: 0 }, f: { type: "number", description: "" }, on: { type: "boolean", description: "", default: false }, s: { type: "string", description: "", default: "x" } },
+    description: "",
+    required: ["n"],
+    additionalProperties: false,
+    params: {
+      n: { type: "integer", description: "", minimum: 0 },
+      f: { type: "number", description: "" },
+      on: { type: "boolean", description: "", default: false },
+      s: { type: "string", description: "", default: "x" },
+    },
   };
-  t.deepEqual(checkActionParams("app", "a", spec, { n: "4", f: "2.5", on: "true" }), { n: 4, f: 2.5, on: true, s: "x" });
-  t.deepEqual(checkActionParams("app", "a", spec, { n: 0, s: "5" }), { n: 0, s: "5", on: false }, "a string parameter keeps digits as text");
-  const bad = (params: Record<string, unknown>): string => { try { checkActionParams("app", "a", spec, params); return "accepted"; } catch (err) { return (err as StewardError).message; } };
+  t.deepEqual(checkActionParams("app", "a", spec, { n: "4", f: "2.5", on: "true" }), {
+    n: 4,
+    f: 2.5,
+    on: true,
+    s: "x",
+  });
+  t.deepEqual(
+    checkActionParams("app", "a", spec, { n: 0, s: "5" }),
+    { n: 0, s: "5", on: false },
+    "a string parameter keeps digits as text",
+  );
+  const bad = (params: Record<string, unknown>): string => {
+    try {
+      checkActionParams("app", "a", spec, params);
+      return "accepted";
+    } catch (err) {
+      return (err as StewardError).message;
+    }
+  };
   t.regex(bad({}), /parameter "n" of action a \(app\) is required/);
   t.regex(bad({ n: -1 }), /"n" .* must be at least 0, got -1/);
   t.regex(bad({ n: 1.5 }), /"n" .* must be a whole number/);
   t.regex(bad({ n: 1, on: "yes" }), /"on" .* must be true or false, got the string "yes"/);
   t.regex(bad({ n: 1, x: 1 }), /"x" .* is not a parameter it takes/);
   t.regex(bad({ n: 1, s: "y".repeat(70_000) }), /parameters of action a are \d+ bytes as JSON; at most 65536/);
-  t.deepEqual(checkActionParams("app", "a", { ...spec, additionalProperties: true }, { n: 1, extra: "ok" }), { n: 1, extra: "ok", on: false, s: "x" });
+  t.deepEqual(checkActionParams("app", "a", { ...spec, additionalProperties: true }, { n: 1, extra: "ok" }), {
+    n: 1,
+    extra: "ok",
+    on: false,
+    s: "x",
+  });
 });
 
 test("an action's results nest dotted keys, refuse reserved, clashing and oversized ones whole, and end in a bounded report", (t) => {

@@ -15,7 +15,11 @@ import { rawExchange, rawJsonBody, upgradeRequest } from "./harness/raw-tls";
 
 /** An agent login: "open" or the HTTP status it was refused with. */
 async function agentLogin(tc: TestController, authorization: string): Promise<"open" | number> {
-  const ws = new WebSocket(`wss://${tc.addresses[0]}/v1/agent`, { ca: tc.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization } } as WebSocket.ClientOptions);
+  const ws = new WebSocket(`wss://${tc.addresses[0]}/v1/agent`, {
+    ca: tc.caCert,
+    servername: CONTROLLER_TLS_NAME,
+    headers: { authorization },
+  } as WebSocket.ClientOptions);
   const outcome = await new Promise<"open" | number>((resolve) => {
     ws.once("open", () => resolve("open"));
     ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
@@ -52,7 +56,11 @@ test("a flood of bad agent credentials never gets a real agent refused", async (
 
   t.deepEqual(real, Array(13).fill("open"), "the real agent got in every time");
   t.log("flood answers", Object.fromEntries(floodAnswers));
-  t.deepEqual([...floodAnswers.keys()].filter((k) => k !== 401 && k !== 403 && k !== 429), [], "bad credentials get 401/403 or 429, never in and never 503");
+  t.deepEqual(
+    [...floodAnswers.keys()].filter((k) => k !== 401 && k !== 403 && k !== 429),
+    [],
+    "bad credentials get 401/403 or 429, never in and never 503",
+  );
   t.true((floodAnswers.get(429) ?? 0) > 0, "a source that keeps failing is answered 429");
 });
 
@@ -62,9 +70,13 @@ test("a source sending bad credentials is answered 401, then 429 with Retry-Afte
   const tc = await startTestController({ transport: { failedAgentLoginsPerSecond: 0.01, failedAgentLoginsBurst: 3 } });
   t.teardown(() => tc.close());
   const statuses: number[] = [];
-  let last = await rawExchange(tc.addresses[0]!, tc.caCert, [upgradeRequest("/v1/agent", { authorization: "Agent x/0/secret" })]);
+  let last = await rawExchange(tc.addresses[0]!, tc.caCert, [
+    upgradeRequest("/v1/agent", { authorization: "Agent x/0/secret" }),
+  ]);
   for (let i = 0; i < 6; i++) {
-    last = await rawExchange(tc.addresses[0]!, tc.caCert, [upgradeRequest("/v1/agent", { authorization: "Agent x/0/secret" })]);
+    last = await rawExchange(tc.addresses[0]!, tc.caCert, [
+      upgradeRequest("/v1/agent", { authorization: "Agent x/0/secret" }),
+    ]);
     statuses.push(last.status ?? 0);
   }
   t.true(statuses.includes(429), `statuses: ${statuses.join(",")}`);
@@ -80,16 +92,26 @@ test("an agent credential may not read the model or watch its status (403), but 
   const motd = await tc.upload(join(operatorsDir, "motd"));
   await tc.admin.deploy("m", { name: "motd", operator: motd, units: 0, config: { message: "private" } });
   const authorization = `Agent ${uuid}/${m!.id}/${m!.credential!}`;
-  for (const path of ["/v1/models/m/status", "/v1/models/m/applications/motd", "/v1/models/m/machines", "/v1/models", "/v1/controller"]) {
+  for (const path of [
+    "/v1/models/m/status",
+    "/v1/models/m/applications/motd",
+    "/v1/models/m/machines",
+    "/v1/models",
+    "/v1/controller",
+  ]) {
     const r = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", path, undefined, { authorization });
     t.is(r.status, 403, path);
     t.is(r.body.code, "forbidden");
     t.regex(r.body.message!, /agent protocol \(\/v1\/agent\)/, path);
   }
-  const watch = await rawExchange(tc.addresses[0]!, tc.caCert, [upgradeRequest("/v1/models/m/watch", { authorization })]);
+  const watch = await rawExchange(tc.addresses[0]!, tc.caCert, [
+    upgradeRequest("/v1/models/m/watch", { authorization }),
+  ]);
   t.is(watch.status, 403);
   t.regex(rawJsonBody(watch)?.message ?? "", /agent protocol/);
-  const download = await rawRequest(tc.addresses[0]!, tc.caCert, "HEAD", `/v1/operators/${motd}`, undefined, { authorization });
+  const download = await rawRequest(tc.addresses[0]!, tc.caCert, "HEAD", `/v1/operators/${motd}`, undefined, {
+    authorization,
+  });
   t.is(download.status, 200);
 });
 
@@ -102,18 +124,34 @@ test("an agent downloads only the operators its own model runs; another model's 
   await tc.admin.createModel("theirs");
   const theirs = await tc.upload(join(operatorsDir, "static-site"));
   await tc.admin.deploy("theirs", { name: "site", operator: theirs, units: 0 });
-  const get = (hash: string) => rawRequest(tc.addresses[0]!, tc.caCert, "GET", `/v1/operators/${hash}`, undefined, { authorization });
+  const get = (hash: string) =>
+    rawRequest(tc.addresses[0]!, tc.caCert, "GET", `/v1/operators/${hash}`, undefined, { authorization });
   const unknownHash = `v2-${"0".repeat(64)}`;
   const [other, unknown] = [await get(theirs), await get(unknownHash)];
   t.is(other.status, 404, JSON.stringify(other.body).slice(0, 200));
   t.is(other.body.code, "not-found");
   t.is(other.body.message, `operator "${theirs}" not found`);
-  t.deepEqual(Object.keys(other.body).sort(), Object.keys(unknown.body).sort(), "the same answer as a hash nobody uploaded");
-  t.is((await rawRequest(tc.addresses[0]!, tc.caCert, "HEAD", `/v1/operators/${theirs}`, undefined, { authorization })).status, 404);
+  t.deepEqual(
+    Object.keys(other.body).sort(),
+    Object.keys(unknown.body).sort(),
+    "the same answer as a hash nobody uploaded",
+  );
+  t.is(
+    (await rawRequest(tc.addresses[0]!, tc.caCert, "HEAD", `/v1/operators/${theirs}`, undefined, { authorization }))
+      .status,
+    404,
+  );
   // Once its own model runs it, the agent gets it; a user still may.
   await tc.admin.deploy("mine", { name: "site", operator: theirs, units: 0 });
   const now = await get(theirs);
   t.is(now.status, 200);
   t.true(Array.isArray((now.body as { files?: unknown[] }).files));
-  t.is((await rawRequest(tc.addresses[0]!, tc.caCert, "HEAD", `/v1/operators/${theirs}`, undefined, { authorization: `Bearer ${await tc.admin.login()}` })).status, 200);
+  t.is(
+    (
+      await rawRequest(tc.addresses[0]!, tc.caCert, "HEAD", `/v1/operators/${theirs}`, undefined, {
+        authorization: `Bearer ${await tc.admin.login()}`,
+      })
+    ).status,
+    200,
+  );
 });

@@ -3,7 +3,13 @@ import test from "ava";
 import type { StewardError } from "../api";
 import { agentConfigText, parseAgentConfig } from "../api";
 
-const cfg = { model: "0b7c", machine: "3", credential: "s3cret", controllerAddresses: ["10.0.0.1:17070", "10.0.0.2:17070"], caCert: "-----BEGIN CERTIFICATE-----\n…" };
+const cfg = {
+  model: "0b7c",
+  machine: "3",
+  credential: "s3cret",
+  controllerAddresses: ["10.0.0.1:17070", "10.0.0.2:17070"],
+  caCert: "-----BEGIN CERTIFICATE-----\n…",
+};
 
 test("a written config reads back the same", (t) => {
   t.deepEqual(parseAgentConfig(agentConfigText(cfg), "agent.json"), cfg);

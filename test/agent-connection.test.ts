@@ -23,18 +23,27 @@ import { eventually } from "./harness/eventually";
  * `answersPings: false` is a replica that went silent; `onLogin` decides each login in turn: accept,
  * accept and close at once with `close` (a code), or refuse with HTTP `status`.
  */
-async function replica(tls: { cert: string; key: string }, answersPings: boolean, onLogin: (n: number) => { close?: number; status?: number } = () => ({})) {
+async function replica(
+  tls: { cert: string; key: string },
+  answersPings: boolean,
+  onLogin: (n: number) => { close?: number; status?: number } = () => ({}),
+) {
   const server = createServer({ cert: tls.cert, key: tls.key });
   const wss = new WebSocketServer({ noServer: true, autoPong: answersPings });
   const sockets: { closed: boolean }[] = [];
   let logins = 0;
   server.on("upgrade", (req, socket, head) => {
     const answer = onLogin(logins++);
-    if (answer.status) { socket.end(`HTTP/1.1 ${answer.status} Refused\r\nConnection: close\r\n\r\n`); return; }
+    if (answer.status) {
+      socket.end(`HTTP/1.1 ${answer.status} Refused\r\nConnection: close\r\n\r\n`);
+      return;
+    }
     wss.handleUpgrade(req, socket, head, (ws) => {
       const s = { closed: false };
       sockets.push(s);
-      ws.on("close", () => { s.closed = true; });
+      ws.on("close", () => {
+        s.closed = true;
+      });
       if (answer.close) ws.close(answer.close, "machine removed");
     });
   });
@@ -42,7 +51,11 @@ async function replica(tls: { cert: string; key: string }, answersPings: boolean
   return {
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     sockets,
-    close: async () => { for (const c of wss.clients) c.terminate(); wss.close(); await new Promise((r) => server.close(r)); },
+    close: async () => {
+      for (const c of wss.clients) c.terminate();
+      wss.close();
+      await new Promise((r) => server.close(r));
+    },
   };
 }
 
@@ -51,7 +64,9 @@ async function controllerTls(t: ExecutionContext) {
   const dir = await mkdtemp(join(tmpdir(), "steward-conn-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const { caCert } = await initControllerDir({ dataDir: dir, name: "conn", listen: { host: "127.0.0.1", port: 0 } });
-  const [cert, key] = await Promise.all([dataFiles.serverCert, dataFiles.serverKey].map((f) => readFile(join(dir, f), "utf8")));
+  const [cert, key] = await Promise.all(
+    [dataFiles.serverCert, dataFiles.serverKey].map((f) => readFile(join(dir, f), "utf8")),
+  );
   return { caCert, cert: cert!, key: key! };
 }
 
@@ -59,21 +74,32 @@ test("an agent drops a replica that stopped answering and redials another", asyn
   const { caCert, cert, key } = await controllerTls(t);
   const silent = await replica({ cert, key }, false);
   const live = await replica({ cert, key }, true);
-  t.teardown(async () => { await silent.close(); await live.close(); });
+  t.teardown(async () => {
+    await silent.close();
+    await live.close();
+  });
 
   const logged: string[] = [];
   // The silent replica is the only one known at first; once the agent is on it, only the live one.
   const addresses = (): string[] => (silent.sockets.length === 0 ? [silent.address] : [live.address]);
   const conn = new ControllerConnection({
-    addresses, caCert: () => caCert, authorization: "m/0/x", pingMs: 100,
-    log: createLogger({ level: "warn", write: (l) => logged.push(l) }), onView: () => undefined, onConnected: () => undefined,
+    addresses,
+    caCert: () => caCert,
+    authorization: "m/0/x",
+    pingMs: 100,
+    log: createLogger({ level: "warn", write: (l) => logged.push(l) }),
+    onView: () => undefined,
+    onConnected: () => undefined,
   });
   t.teardown(() => conn.close());
   conn.start();
   await eventually("the agent on the silent replica", () => silent.sockets.length === 1);
   await eventually("the agent redialled the live replica", () => live.sockets.length === 1, 10_000);
   t.true(silent.sockets[0]!.closed, "the silent replica's socket was given up");
-  t.true(logged.some((l) => /the controller stopped answering; reconnecting/.test(l)), logged.join("\n"));
+  t.true(
+    logged.some((l) => /the controller stopped answering; reconnecting/.test(l)),
+    logged.join("\n"),
+  );
   // On the live replica, pings are answered: the agent stays.
   await new Promise((r) => setTimeout(r, 600));
   t.is(live.sockets.length, 1);
@@ -84,8 +110,16 @@ test("an agent drops a replica that stopped answering and redials another", asyn
 function startAgent(t: ExecutionContext, address: string, caCert: string): { removed: number } {
   const agent = { removed: 0 };
   const conn = new ControllerConnection({
-    addresses: () => [address], caCert: () => caCert, authorization: "m/0/x", pingMs: 100,
-    log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined, onMachineRemoved: () => { agent.removed++; },
+    addresses: () => [address],
+    caCert: () => caCert,
+    authorization: "m/0/x",
+    pingMs: 100,
+    log: createLogger({ level: "error", write: () => undefined }),
+    onView: () => undefined,
+    onConnected: () => undefined,
+    onMachineRemoved: () => {
+      agent.removed++;
+    },
   });
   t.teardown(() => conn.close());
   conn.start();
@@ -123,12 +157,19 @@ test("an agent refuses to send a frame over the controller's bound instead of be
   const live = await replica({ cert, key }, true);
   t.teardown(() => live.close());
   const conn = new ControllerConnection({
-    addresses: () => [live.address], caCert: () => caCert, authorization: "m/0/x",
-    log: createLogger({ level: "error", write: () => undefined }), onView: () => undefined, onConnected: () => undefined,
+    addresses: () => [live.address],
+    caCert: () => caCert,
+    authorization: "m/0/x",
+    log: createLogger({ level: "error", write: () => undefined }),
+    onView: () => undefined,
+    onConnected: () => undefined,
   });
   t.teardown(() => conn.close());
   conn.start();
-  const big = { unit: "u/0", relations: [{ relationId: 1, app: false, set: { k: "v".repeat(TRANSPORT_LIMITS.agentFrameBytes) } }] };
+  const big = {
+    unit: "u/0",
+    relations: [{ relationId: 1, app: false, set: { k: "v".repeat(TRANSPORT_LIMITS.agentFrameBytes) } }],
+  };
   const err = await t.throwsAsync<StewardError>(conn.call("hook.commit", big));
   t.is(err?.code, "invalid-request");
   t.regex(err?.message ?? "", new RegExp(`more than the ${TRANSPORT_LIMITS.agentFrameBytes} an agent may send`));
@@ -153,22 +194,36 @@ test("a view that arrives with the handshake's answer, in one read, reaches the 
   const view = { controllerAddresses: ["10.0.0.111:17070", "10.0.0.112:17070", "10.0.0.113:17070"] };
   const server = createServer({ cert, key });
   server.on("upgrade", (req, socket) => {
-    const accept = createHash("sha1").update(`${String(req.headers["sec-websocket-key"])}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest("base64");
+    const accept = createHash("sha1")
+      .update(`${String(req.headers["sec-websocket-key"])}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+      .digest("base64");
     const answer = `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`;
-    socket.write(Buffer.concat([Buffer.from(answer), textFrame(JSON.stringify({ t: "push", topic: "view", data: view }))]));
+    socket.write(
+      Buffer.concat([Buffer.from(answer), textFrame(JSON.stringify({ t: "push", topic: "view", data: view }))]),
+    );
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  t.teardown(() => { server.closeAllConnections(); server.close(); });
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+  });
   const seen: string[][] = [];
   let connected = 0;
   const conn = new ControllerConnection({
-    addresses: () => [`127.0.0.1:${(server.address() as AddressInfo).port}`], caCert: () => caCert, authorization: "m/0/x",
+    addresses: () => [`127.0.0.1:${(server.address() as AddressInfo).port}`],
+    caCert: () => caCert,
+    authorization: "m/0/x",
     log: createLogger({ level: "error", write: () => undefined }),
-    onView: (v) => seen.push(v.controllerAddresses), onConnected: () => { connected++; },
+    onView: (v) => seen.push(v.controllerAddresses),
+    onConnected: () => {
+      connected++;
+    },
   });
   t.teardown(() => conn.close());
   conn.start();
   await eventually("the agent connected", () => connected === 1, 10_000);
-  await eventually("the agent got the view sent with the handshake", () => seen.length === 1, 3000).catch(() => undefined);
+  await eventually("the agent got the view sent with the handshake", () => seen.length === 1, 3000).catch(
+    () => undefined,
+  );
   t.deepEqual(seen, [view.controllerAddresses]);
 });

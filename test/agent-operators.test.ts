@@ -48,7 +48,13 @@ test("unpacking writes every file with its mode, and refuses a bad bundle before
   for (const [i, [bundle, message]] of bad.entries()) {
     const target = join(dir, `bad-${i}`);
     await t.throwsAsync(unpackBundle(bundle, target), { message });
-    t.false(await stat(target).then(() => true, () => false), "nothing was written");
+    t.false(
+      await stat(target).then(
+        () => true,
+        () => false,
+      ),
+      "nothing was written",
+    );
   }
   t.deepEqual((await readdir(dir)).sort(), ["good"]);
 });
@@ -59,18 +65,31 @@ test("a unit whose operator cannot be unpacked says why in its status, and recov
   const { uuid } = await tc.admin.createModel("unpack");
   const { machines } = await tc.admin.addMachines("unpack", "local");
   const agentDir = join(tc.dir, "c", "machines", uuid, machines[0]!.id);
-  await eventually("the machine's agent directory", () => stat(agentDir).then(() => true, () => false));
+  await eventually("the machine's agent directory", () =>
+    stat(agentDir).then(
+      () => true,
+      () => false,
+    ),
+  );
   // A file where the agent keeps unpacked operators: unpacking fails on this machine's disk.
   await writeFile(join(agentDir, "operators"), "in the way");
   const hash = await tc.upload(join(operatorsDir, "motd"));
   await tc.admin.deploy("unpack", { name: "motd", operator: hash, units: 1, to: [machines[0]!.id] });
-  const failed = await tc.waitForUnits("unpack", (units) => units.some((u) => u.agent.current === "error"), "the unit to report the unpack failure");
+  const failed = await tc.waitForUnits(
+    "unpack",
+    (units) => units.some((u) => u.agent.current === "error"),
+    "the unit to report the unpack failure",
+  );
   const unit = failed.applications.motd!.units["motd/0"]!;
   t.regex(unit.agent.message, /operator v2-[0-9a-f]{12}… cannot be unpacked: .*operators/);
   t.is(unit.workload.current, "error");
   t.regex(unit.workload.message, /cannot be unpacked/);
 
   await rm(join(agentDir, "operators"));
-  const recovered = await tc.waitForUnits("unpack", (units) => units.some((u) => u.agent.current === "idle" && u.workload.current === "active"), "the unit to recover once the operator unpacks");
+  const recovered = await tc.waitForUnits(
+    "unpack",
+    (units) => units.some((u) => u.agent.current === "idle" && u.workload.current === "active"),
+    "the unit to recover once the operator unpacks",
+  );
   t.is(recovered.applications.motd!.units["motd/0"]!.workload.current, "active");
 });

@@ -12,24 +12,60 @@ import { eventually } from "./harness/eventually";
 import { recorderVariant } from "./harness/operators";
 
 let tc: TestController;
-test.before(async () => { tc = await startTestController(); });
-test.after.always(async () => { await tc?.close(); });
+test.before(async () => {
+  tc = await startTestController();
+});
+test.after.always(async () => {
+  await tc?.close();
+});
 
 /** A minimal agent: connects with a machine credential, keeps the latest view, makes calls. */
-async function simulatedAgent(model: string, machine: string, credential: string): Promise<{ view: () => AgentView | undefined; call: <T>(method: string, params: unknown) => Promise<T>; close: () => void }> {
+async function simulatedAgent(
+  model: string,
+  machine: string,
+  credential: string,
+): Promise<{
+  view: () => AgentView | undefined;
+  call: <T>(method: string, params: unknown) => Promise<T>;
+  close: () => void;
+}> {
   let view: AgentView | undefined;
   let id = 0;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
-  const ws = new WebSocket(`wss://${tc.addresses[0]}/v1/agent`, { ca: tc.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${model}/${machine}/${credential}` } } as WebSocket.ClientOptions);
+  const ws = new WebSocket(`wss://${tc.addresses[0]}/v1/agent`, {
+    ca: tc.caCert,
+    servername: CONTROLLER_TLS_NAME,
+    headers: { authorization: `Agent ${model}/${machine}/${credential}` },
+  } as WebSocket.ClientOptions);
   ws.on("message", (d: Buffer) => {
-    const f = JSON.parse(d.toString()) as { t: string; id: number; topic?: string; data?: AgentView; result?: unknown; error?: never };
+    const f = JSON.parse(d.toString()) as {
+      t: string;
+      id: number;
+      topic?: string;
+      data?: AgentView;
+      result?: unknown;
+      error?: never;
+    };
     if (f.t === "push") view = f.data;
-    else if (f.t === "res") { const p = pending.get(f.id)!; pending.delete(f.id); if (f.error) p.reject(errorFromWire(f.error, 400)); else p.resolve(f.result); }
+    else if (f.t === "res") {
+      const p = pending.get(f.id)!;
+      pending.delete(f.id);
+      if (f.error) p.reject(errorFromWire(f.error, 400));
+      else p.resolve(f.result);
+    }
   });
-  await new Promise((resolve, reject) => { ws.once("open", resolve); ws.once("error", reject); });
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("error", reject);
+  });
   return {
     view: () => view,
-    call: <T>(method: string, params: unknown) => new Promise<T>((resolve, reject) => { const n = ++id; pending.set(n, { resolve: resolve as (v: unknown) => void, reject }); ws.send(JSON.stringify({ t: "req", id: n, method, params })); }),
+    call: <T>(method: string, params: unknown) =>
+      new Promise<T>((resolve, reject) => {
+        const n = ++id;
+        pending.set(n, { resolve: resolve as (v: unknown) => void, reject });
+        ws.send(JSON.stringify({ t: "req", id: n, method, params }));
+      }),
     close: () => ws.close(),
   };
 }
@@ -41,7 +77,9 @@ test("hook commits are checked by the controller and applied all or nothing", as
   await tc.admin.deploy("proto", { name: "p", operator: op, units: 2, to: [m!.id, m!.id] });
   const agent = await simulatedAgent(uuid, m!.id, m!.credential!);
   t.teardown(agent.close);
-  const view = await eventually("a view with two units", () => (agent.view()?.units.length === 2 ? agent.view() : undefined));
+  const view = await eventually("a view with two units", () =>
+    agent.view()?.units.length === 2 ? agent.view() : undefined,
+  );
   const peer = view.units[0]!.relations[0]!;
   t.is(peer.role, "peer");
 
@@ -51,31 +89,68 @@ test("hook commits are checked by the controller and applied all or nothing", as
 
   // Both units enter the peer relation.
   for (const unit of ["p/0", "p/1"]) await agent.call("hook.commit", { unit, relations: [], enterScope: [peer.id] });
-  await eventually("p/0 sees p/1 in the relation", () => "p/1" in (agent.view()?.units[0]?.relations[0]?.remoteUnits ?? {}));
+  await eventually(
+    "p/0 sees p/1 in the relation",
+    () => "p/1" in (agent.view()?.units[0]?.relations[0]?.remoteUnits ?? {}),
+  );
 
   // A follower writing the application databag: refused, and its unit-bag write in the same commit is not applied.
-  const notLeader = await t.throwsAsync<StewardError>(agent.call("hook.commit", { unit: "p/1", relations: [{ relationId: peer.id, app: false, set: { mine: "x" } }, { relationId: peer.id, app: true, set: { shared: "y" } }] }));
+  const notLeader = await t.throwsAsync<StewardError>(
+    agent.call("hook.commit", {
+      unit: "p/1",
+      relations: [
+        { relationId: peer.id, app: false, set: { mine: "x" } },
+        { relationId: peer.id, app: true, set: { shared: "y" } },
+      ],
+    }),
+  );
   t.is(notLeader?.code, "forbidden");
   t.regex(notLeader!.message, /p\/1 is not the leader of p: only the leader may write the application databag/);
-  t.deepEqual(await agent.call("relation.get", { unit: "p/0", relationId: peer.id, target: { unit: "p/1" } }), { data: {} });
+  t.deepEqual(await agent.call("relation.get", { unit: "p/0", relationId: peer.id, target: { unit: "p/1" } }), {
+    data: {},
+  });
 
   const big = "x".repeat(40_000);
-  const oversized = await t.throwsAsync<StewardError>(agent.call("hook.commit", { unit: "p/0", relations: [{ relationId: peer.id, app: false, set: { a: big, b: big } }] }));
+  const oversized = await t.throwsAsync<StewardError>(
+    agent.call("hook.commit", {
+      unit: "p/0",
+      relations: [{ relationId: peer.id, app: false, set: { a: big, b: big } }],
+    }),
+  );
   t.regex(oversized!.message, /the databag of p\/0 would hold \d+ bytes; the limit is 65536 bytes per databag/);
 
-  await agent.call("hook.commit", { unit: "p/0", relations: [{ relationId: peer.id, app: true, set: { shared: "y" } }, { relationId: peer.id, app: false, set: { mine: "z" } }], ports: { open: ["8080/tcp"], close: [] } });
-  t.deepEqual(await agent.call("relation.get", { unit: "p/1", relationId: peer.id, target: { app: "p" } }), { data: { shared: "y" } });
-  t.deepEqual(await agent.call("relation.get", { unit: "p/1", relationId: peer.id, target: { unit: "p/0" } }), { data: { mine: "z" } });
+  await agent.call("hook.commit", {
+    unit: "p/0",
+    relations: [
+      { relationId: peer.id, app: true, set: { shared: "y" } },
+      { relationId: peer.id, app: false, set: { mine: "z" } },
+    ],
+    ports: { open: ["8080/tcp"], close: [] },
+  });
+  t.deepEqual(await agent.call("relation.get", { unit: "p/1", relationId: peer.id, target: { app: "p" } }), {
+    data: { shared: "y" },
+  });
+  t.deepEqual(await agent.call("relation.get", { unit: "p/1", relationId: peer.id, target: { unit: "p/0" } }), {
+    data: { mine: "z" },
+  });
   t.deepEqual((await tc.admin.status("proto")).applications.p!.units["p/0"]!.ports, ["8080/tcp"]);
   // Ports are taken only as the hook tools normalise them: none outside 1-65535, no terminal escapes.
   for (const port of ["99999/tcp", "0/udp", "80/tcp\u001b[2J", "80", "10-5/tcp"]) {
-    const bad = await t.throwsAsync<StewardError>(agent.call("hook.commit", { unit: "p/0", relations: [], ports: { open: [port], close: [] } }));
+    const bad = await t.throwsAsync<StewardError>(
+      agent.call("hook.commit", { unit: "p/0", relations: [], ports: { open: [port], close: [] } }),
+    );
     t.is(bad?.code, "invalid-request", port);
-    t.regex(bad!.message, /must be a port such as 80\/tcp, 53\/udp, 8000-8010\/tcp or icmp, with ports in 1-65535/, port);
+    t.regex(
+      bad!.message,
+      /must be a port such as 80\/tcp, 53\/udp, 8000-8010\/tcp or icmp, with ports in 1-65535/,
+      port,
+    );
   }
   t.deepEqual((await tc.admin.status("proto")).applications.p!.units["p/0"]!.ports, ["8080/tcp"]);
 
-  const unknown = await t.throwsAsync<StewardError>(agent.call("relation.get", { unit: "p/0", relationId: 99, target: {} }));
+  const unknown = await t.throwsAsync<StewardError>(
+    agent.call("relation.get", { unit: "p/0", relationId: 99, target: {} }),
+  );
   t.regex(unknown!.message, /integration 99 does not exist or does not involve p/);
   const follower = await t.throwsAsync<StewardError>(agent.call("leader.set", { unit: "p/1", data: { k: "v" } }));
   t.regex(follower!.message, /only the leader may leader-set/);
@@ -99,7 +174,11 @@ test("an agent may act only for units on its own machine", async (t) => {
   await tc.admin.deploy("owned", { name: "o", operator: op, units: 1, to: [m2!.id] });
   const agent = await simulatedAgent(uuid, m1!.id, m1!.credential!);
   t.teardown(agent.close);
-  for (const [method, params] of [["unit.status", { unit: "o/0", workload: { current: "active", message: "hijacked" } }], ["leader.claim", { unit: "o/0" }], ["hook.commit", { unit: "o/0", relations: [] }]] as const) {
+  for (const [method, params] of [
+    ["unit.status", { unit: "o/0", workload: { current: "active", message: "hijacked" } }],
+    ["leader.claim", { unit: "o/0" }],
+    ["hook.commit", { unit: "o/0", relations: [] }],
+  ] as const) {
     const err = await t.throwsAsync<StewardError>(agent.call(method, params));
     t.is(err?.code, "forbidden", method);
   }
@@ -111,18 +190,36 @@ test("an agent may act only for units on its own machine", async (t) => {
 test("status history keeps each change once, the newest 50, each message cut at 256 characters", async (t) => {
   const { uuid } = await tc.admin.createModel("history");
   const [m] = (await tc.admin.addMachines("history", "manual", 1)).machines;
-  await tc.admin.deploy("history", { name: "h", operator: await tc.upload(await recorderVariant({})), units: 1, to: [m!.id] });
+  await tc.admin.deploy("history", {
+    name: "h",
+    operator: await tc.upload(await recorderVariant({})),
+    units: 1,
+    to: [m!.id],
+  });
   const agent = await simulatedAgent(uuid, m!.id, m!.credential!);
   t.teardown(agent.close);
   await agent.call("unit.status", { unit: "h/0", agent: { current: "executing", message: "running install hook" } });
   await agent.call("unit.status", { unit: "h/0", agent: { current: "executing", message: "running install hook" } }); // no change: no entry
-  for (let i = 0; i < 60; i++) await agent.call("unit.status", { unit: "h/0", workload: { current: "active", message: `step ${i}` } });
+  for (let i = 0; i < 60; i++)
+    await agent.call("unit.status", { unit: "h/0", workload: { current: "active", message: `step ${i}` } });
   await agent.call("unit.status", { unit: "h/0", workload: { current: "blocked", message: "x".repeat(1000) } });
   const { entries } = await tc.admin.statusLog("history", "h/0");
   t.is(entries.length, 50);
-  t.deepEqual(entries.slice(0, 2).map((e) => [e.type, e.status, e.message]), [["workload", "active", "step 11"], ["workload", "active", "step 12"]]);
-  t.deepEqual([entries.at(-1)!.type, entries.at(-1)!.status, entries.at(-1)!.message.length], ["workload", "blocked", 256]);
-  t.false(entries.some((e) => e.type === "agent"), "the agent's one change is among the oldest, forgotten");
+  t.deepEqual(
+    entries.slice(0, 2).map((e) => [e.type, e.status, e.message]),
+    [
+      ["workload", "active", "step 11"],
+      ["workload", "active", "step 12"],
+    ],
+  );
+  t.deepEqual(
+    [entries.at(-1)!.type, entries.at(-1)!.status, entries.at(-1)!.message.length],
+    ["workload", "blocked", 256],
+  );
+  t.false(
+    entries.some((e) => e.type === "agent"),
+    "the agent's one change is among the oldest, forgotten",
+  );
 });
 
 test("a reconnect storm is spread out by the login limit and every agent gets in", async (t) => {
@@ -136,7 +233,11 @@ test("a reconnect storm is spread out by the login limit and every agent gets in
   // Each simulated agent retries a refused login after a short jittered pause, as real agents do.
   const connect = async (m: { id: string; credential?: string }): Promise<WebSocket> => {
     for (;;) {
-      const ws = new WebSocket(`wss://${limited.addresses[0]}/v1/agent`, { ca: limited.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Agent ${uuid}/${m.id}/${m.credential}` } } as WebSocket.ClientOptions);
+      const ws = new WebSocket(`wss://${limited.addresses[0]}/v1/agent`, {
+        ca: limited.caCert,
+        servername: CONTROLLER_TLS_NAME,
+        headers: { authorization: `Agent ${uuid}/${m.id}/${m.credential}` },
+      } as WebSocket.ClientOptions);
       const outcome = await new Promise<"open" | number>((resolve) => {
         ws.once("open", () => resolve("open"));
         ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
@@ -150,7 +251,15 @@ test("a reconnect storm is spread out by the login limit and every agent gets in
     }
   };
   const sockets = await Promise.all(machines.map(connect));
-  t.teardown(() => { for (const ws of sockets) ws.terminate(); });
+  t.teardown(() => {
+    for (const ws of sockets) ws.terminate();
+  });
   t.true(refused > 0, "the burst was over the limit, so some logins were refused first");
-  await eventually("all 60 machines present", async () => Object.values((await limited.admin.status("storm")).machines).every((m) => m.status.current === "started"), 30_000, 200);
+  await eventually(
+    "all 60 machines present",
+    async () =>
+      Object.values((await limited.admin.status("storm")).machines).every((m) => m.status.current === "started"),
+    30_000,
+    200,
+  );
 });

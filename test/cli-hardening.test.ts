@@ -31,7 +31,12 @@ test.before(async () => {
   const boot = await bootstrapOnFreePort(steward, "hard");
   if (boot.code !== 0) throw new Error(`bootstrap failed: ${boot.stdout}${boot.stderr}`);
   const entry = (await loadClientConfig(home)).controllers.hard!;
-  admin = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password! });
+  admin = new ControllerClient({
+    addresses: entry.addresses,
+    caCert: entry.caCert,
+    user: "admin",
+    password: entry.password!,
+  });
 });
 test.after.always(async () => {
   admin?.close();
@@ -40,14 +45,21 @@ test.after.always(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-const noStack = (t: { false(v: boolean, m?: string): void }, r: CliResult): void => t.false(/\n\s+at .+\(.*:\d+:\d+\)/.test(r.stdout + r.stderr), `no stack trace expected:\n${r.stdout}${r.stderr}`);
+const noStack = (t: { false(v: boolean, m?: string): void }, r: CliResult): void =>
+  t.false(/\n\s+at .+\(.*:\d+:\d+\)/.test(r.stdout + r.stderr), `no stack trace expected:\n${r.stdout}${r.stderr}`);
 
 test.serial("a bad number or duration is refused before anything changes", async (t) => {
   t.is((await steward("add-model", "args")).code, 0);
   const modelFile = join(await mkdtemp(join(tmpdir(), "steward-mf-")), "model.yaml");
-  await writeFile(modelFile, `model: args-apply\napplications:\n  board:\n    operator: ${join(repo, "operators", "motd")}\n    units: 1\n`);
+  await writeFile(
+    modelFile,
+    `model: args-apply\napplications:\n  board:\n    operator: ${join(repo, "operators", "motd")}\n    units: 1\n`,
+  );
   const cases: [string[], RegExp][] = [
-    [["deploy", "operators/motd", "board", "--wait", "--timeout", "abc"], /--timeout: expected a duration such as 90s, 5m or 1h/],
+    [
+      ["deploy", "operators/motd", "board", "--wait", "--timeout", "abc"],
+      /--timeout: expected a duration such as 90s, 5m or 1h/,
+    ],
     [["deploy", "operators/motd", "board", "-n", "two"], /-n: expected a number/],
     [["deploy", "operators/motd", "board", "--num-units=-1"], /--num-units: expected to be in the \[0; /],
     [["apply", modelFile, "--yes", "--timeout", "soon"], /--timeout: expected a duration/],
@@ -90,9 +102,25 @@ test.serial("deploy --wait fails at once on a failed hook when the model does no
   t.is((await steward("model-config", "automatically-retry-hooks=false")).code, 0);
   const record = await recordDir();
   // With the ten-minute timeout, only failing at once lets this test finish within ava's limit.
-  const r = await steward("deploy", join(fixturesDir, "operators", "recorder"), "rec", "--config", `record-dir=${record}`, "--config", "fail-hook=install", "--config", "fail-times=100", "--wait", "--timeout", "10m");
+  const r = await steward(
+    "deploy",
+    join(fixturesDir, "operators", "recorder"),
+    "rec",
+    "--config",
+    `record-dir=${record}`,
+    "--config",
+    "fail-hook=install",
+    "--config",
+    "fail-times=100",
+    "--wait",
+    "--timeout",
+    "10m",
+  );
   t.is(r.code, 1, r.stdout + r.stderr);
-  t.regex(r.stderr, /rec\/0 failed a hook and model "noretry" does not retry hooks \(automatically-retry-hooks=false\)/);
+  t.regex(
+    r.stderr,
+    /rec\/0 failed a hook and model "noretry" does not retry hooks \(automatically-retry-hooks=false\)/,
+  );
   t.regex(r.stderr, /steward resolve rec\/0/);
   t.regex(r.stderr, /^Unit\s+Workload\s+Agent\s+Message$/m);
   t.regex(r.stderr, /^rec\/0\s+error\s+error\s+hook failed: "install"$/m);
@@ -105,18 +133,42 @@ test.serial("status, show-unit and errors never pass escape sequences to the ter
   const op = await recorderVariant({ name: "noisy" });
   const dispatch = join(op, "dispatch");
   const evil = String.raw`evil\033[2J\033]0;pwned\007\r\nFAKE`;
-  await writeFile(dispatch, (await readFile(dispatch, "utf8")).replace(/status-set active "label=\$\(config-get label\)"/, `status-set active "$(printf '${evil}')"`));
+  await writeFile(
+    dispatch,
+    (await readFile(dispatch, "utf8")).replace(
+      /status-set active "label=\$\(config-get label\)"/,
+      `status-set active "$(printf '${evil}')"`,
+    ),
+  );
   const record = await recordDir();
   t.is((await steward("deploy", op, "noisy", "--config", `record-dir=${record}`)).code, 0);
-  const s = await eventually("the unit reports the escape sequences", async () => {
-    const st: ModelStatus = await admin.status("noisy");
-    return st.applications.noisy?.units["noisy/0"]?.workload.message.includes("\x1b[2J") ? st : undefined;
-  }, 60_000);
-  t.regex(s.applications.noisy!.units["noisy/0"]!.workload.message, /\x1b\]0;pwned\x07\r\nFAKE/, "the controller has them raw");
-  for (const args of [["status"], ["status", "--format", "yaml"], ["status", "--format", "json"], ["show-unit", "noisy/0"], ["show-unit", "noisy/0", "--format", "json"], ["machines"]]) {
+  const s = await eventually(
+    "the unit reports the escape sequences",
+    async () => {
+      const st: ModelStatus = await admin.status("noisy");
+      return st.applications.noisy?.units["noisy/0"]?.workload.message.includes("\x1b[2J") ? st : undefined;
+    },
+    60_000,
+  );
+  t.regex(
+    s.applications.noisy!.units["noisy/0"]!.workload.message,
+    /\x1b\]0;pwned\x07\r\nFAKE/,
+    "the controller has them raw",
+  );
+  for (const args of [
+    ["status"],
+    ["status", "--format", "yaml"],
+    ["status", "--format", "json"],
+    ["show-unit", "noisy/0"],
+    ["show-unit", "noisy/0", "--format", "json"],
+    ["machines"],
+  ]) {
     const r = await steward(...args, "-m", "noisy");
     t.is(r.code, 0, args.join(" "));
-    t.false(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/.test(r.stdout), `${args.join(" ")} printed a control character: ${JSON.stringify(r.stdout)}`);
+    t.false(
+      /[\x00-\x08\x0b-\x1f\x7f-\x9f]/.test(r.stdout),
+      `${args.join(" ")} printed a control character: ${JSON.stringify(r.stdout)}`,
+    );
   }
   const tab = (await steward("status", "-m", "noisy")).stdout;
   t.regex(tab, /^noisy\/0\*?\s+active\s+.*evil.*FAKE$/m, "the message stays on its unit's line");
@@ -124,29 +176,39 @@ test.serial("status, show-unit and errors never pass escape sequences to the ter
   await steward("destroy-model", "noisy", "--yes", "--force", "--no-wait");
 });
 
-test.serial("a controller whose certificate the client does not trust is a clear error, not a stack trace", async (t) => {
-  const other = await mkdtemp(join(tmpdir(), "steward-otherca-"));
-  try {
-    const init = await initControllerDir({ dataDir: join(other, "c"), name: "other", listen: { host: "127.0.0.1", port: 0 } });
-    const cfg = await loadClientConfig(home);
-    const entry = cfg.controllers.hard!;
-    // As if "hard" had been re-created with a new CA while this client kept the old one.
-    cfg.controllers.stale = { addresses: entry.addresses, caCert: init.caCert, user: "admin", token: "x" };
-    await writeFile(join(home, "controllers.json"), JSON.stringify(cfg));
-    for (const args of [["status", "-m", "x"], ["status", "-m", "x", "--watch"], ["models"]]) {
-      const r = await steward(...args, "-c", "stale");
-      t.is(r.code, 1, args.join(" "));
-      t.regex(r.stderr, /^ERROR cannot trust controller "stale": the controller at 127\.0\.0\.1:\d+ presented a certificate that the CA this client trusts for it does not accept/m);
-      t.regex(r.stderr, /this client's entry is stale: remove "stale" from .*controllers\.json/);
-      noStack(t, r);
+test.serial(
+  "a controller whose certificate the client does not trust is a clear error, not a stack trace",
+  async (t) => {
+    const other = await mkdtemp(join(tmpdir(), "steward-otherca-"));
+    try {
+      const init = await initControllerDir({
+        dataDir: join(other, "c"),
+        name: "other",
+        listen: { host: "127.0.0.1", port: 0 },
+      });
+      const cfg = await loadClientConfig(home);
+      const entry = cfg.controllers.hard!;
+      // As if "hard" had been re-created with a new CA while this client kept the old one.
+      cfg.controllers.stale = { addresses: entry.addresses, caCert: init.caCert, user: "admin", token: "x" };
+      await writeFile(join(home, "controllers.json"), JSON.stringify(cfg));
+      for (const args of [["status", "-m", "x"], ["status", "-m", "x", "--watch"], ["models"]]) {
+        const r = await steward(...args, "-c", "stale");
+        t.is(r.code, 1, args.join(" "));
+        t.regex(
+          r.stderr,
+          /^ERROR cannot trust controller "stale": the controller at 127\.0\.0\.1:\d+ presented a certificate that the CA this client trusts for it does not accept/m,
+        );
+        t.regex(r.stderr, /this client's entry is stale: remove "stale" from .*controllers\.json/);
+        noStack(t, r);
+      }
+    } finally {
+      const cfg = await loadClientConfig(home);
+      delete cfg.controllers.stale;
+      await writeFile(join(home, "controllers.json"), JSON.stringify(cfg));
+      await rm(other, { recursive: true, force: true });
     }
-  } finally {
-    const cfg = await loadClientConfig(home);
-    delete cfg.controllers.stale;
-    await writeFile(join(home, "controllers.json"), JSON.stringify(cfg));
-    await rm(other, { recursive: true, force: true });
-  }
-});
+  },
+);
 
 test.serial("help and version", async (t) => {
   const pkg = JSON.parse(await readFile(join(repo, "package.json"), "utf8")) as { version: string };
@@ -160,14 +222,22 @@ test.serial("help and version", async (t) => {
   const one = await steward("help", "deploy");
   t.is(one.code, 0);
   t.regex(one.stdout, /^\$ steward deploy /m);
-  t.regex(one.stdout, /a duration such as 90s, 5m or 1h \(a bare number is seconds\)/, "--timeout's format is in the help");
+  t.regex(
+    one.stdout,
+    /a duration such as 90s, 5m or 1h \(a bare number is seconds\)/,
+    "--timeout's format is in the help",
+  );
 });
 
 test("a reader that closes the pipe early ends the command quietly, not with an EPIPE stack trace", async (t) => {
-  const child = spawn(process.execPath, [join(repo, "dist", "cli", "main.js"), "help"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [join(repo, "dist", "cli", "main.js"), "help"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   child.stdout.destroy(); // as `steward help | head -0` would: nobody reads what it writes
   let stderr = "";
-  child.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
+  child.stderr.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
   const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
   t.is(stderr, "");
   t.is(code, 0);
@@ -181,16 +251,26 @@ test.serial("refresh uploads the changed operator and its units run upgrade then
   t.is(deploy.code, 0, deploy.stderr);
   const dispatch = join(op, "dispatch");
   // The new content leaves a mark from every hook it runs.
-  await writeFile(dispatch, (await readFile(dispatch, "utf8")).replace(/^set -eu$/m, `set -eu\ntouch "$(config-get record-dir)/v2-\${STEWARD_DISPATCH_PATH#hooks/}"`));
+  await writeFile(
+    dispatch,
+    (await readFile(dispatch, "utf8")).replace(
+      /^set -eu$/m,
+      `set -eu\ntouch "$(config-get record-dir)/v2-\${STEWARD_DISPATCH_PATH#hooks/}"`,
+    ),
+  );
   const r = await steward("refresh", "rec", "--wait", "--timeout", "60s");
   t.is(r.code, 0, r.stdout + r.stderr);
   t.regex(r.stderr, /Uploading operator recorder/);
   t.regex(r.stdout, /Upgrading "rec" from recorder 1 \(\w{8}\) to 1 \(\w{8}\)/);
-  const after = await eventually("the upgrade and the hook after it", async () => {
-    const seq = (await sequences(record)).get("rec/0") ?? [];
-    const i = seq.indexOf("upgrade");
-    return i >= 0 && seq.length > i + 1 ? seq.slice(i) : undefined;
-  }, 30_000);
+  const after = await eventually(
+    "the upgrade and the hook after it",
+    async () => {
+      const seq = (await sequences(record)).get("rec/0") ?? [];
+      const i = seq.indexOf("upgrade");
+      return i >= 0 && seq.length > i + 1 ? seq.slice(i) : undefined;
+    },
+    30_000,
+  );
   t.deepEqual(after.slice(0, 2), ["upgrade", "config-changed"]);
   t.true(existsSync(join(record, "v2-upgrade")), "upgrade ran the new content");
   const same = await steward("refresh", "rec");

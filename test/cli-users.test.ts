@@ -29,15 +29,23 @@ test.after.always(async () => {
 });
 
 /** A STEWARD_HOME whose current controller is the test controller, as `user`. */
-async function homeFor(name: string, entry: Partial<ControllerEntry> & { user: string; password: string }): Promise<string> {
+async function homeFor(
+  name: string,
+  entry: Partial<ControllerEntry> & { user: string; password: string },
+): Promise<string> {
   const home = join(dir, name);
-  const cfg: ClientConfig = { current: "t", controllers: { t: { addresses: tc.addresses, caCert: tc.caCert, ...entry } } };
+  const cfg: ClientConfig = {
+    current: "t",
+    controllers: { t: { addresses: tc.addresses, caCert: tc.caCert, ...entry } },
+  };
   await saveClientConfig(home, cfg);
   return home;
 }
-const storedEntry = async (home: string): Promise<ControllerEntry> => (JSON.parse(await readFile(join(home, "controllers.json"), "utf8")) as ClientConfig).controllers.t!;
+const storedEntry = async (home: string): Promise<ControllerEntry> =>
+  (JSON.parse(await readFile(join(home, "controllers.json"), "utf8")) as ClientConfig).controllers.t!;
 const tokenWorks = async (token: string): Promise<boolean> =>
-  (await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/models", undefined, { authorization: `Bearer ${token}` })).status === 200;
+  (await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/models", undefined, { authorization: `Bearer ${token}` }))
+    .status === 200;
 
 async function addUser(name: string, password: string): Promise<void> {
   await tc.admin.createUser(name, password, false);
@@ -64,7 +72,12 @@ test("steward logout revokes the stored token and forgets the credentials", asyn
 
 test("steward logout refuses to forget a generated admin password without --force", async (t) => {
   const token = await tc.clientFor("admin", tc.adminPassword).login();
-  const home = await homeFor("admin-generated", { user: "admin", password: tc.adminPassword, generatedPassword: true, token });
+  const home = await homeFor("admin-generated", {
+    user: "admin",
+    password: tc.adminPassword,
+    generatedPassword: true,
+    token,
+  });
   const steward = cliRunner(home, repo);
   const r = await steward("logout");
   t.is(r.code, 1);
@@ -130,7 +143,9 @@ test("the controller's layout is a superuser's: others get its name, version, ad
   await addUser("viewer", "viewer-password");
   const fingerprint = new X509Certificate(tc.caCert).fingerprint256;
   const token = await tc.clientFor("viewer", "viewer-password").login();
-  const r = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/controller", undefined, { authorization: `Bearer ${token}` });
+  const r = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/controller", undefined, {
+    authorization: `Bearer ${token}`,
+  });
   t.is(r.status, 200);
   t.deepEqual(Object.keys(r.body).sort(), ["addresses", "caFingerprint", "name", "uuid", "version"]);
   t.is(r.body.caFingerprint, fingerprint);
@@ -138,7 +153,9 @@ test("the controller's layout is a superuser's: others get its name, version, ad
   const full = await tc.admin.controllerInfo();
   t.is(full.caFingerprint, fingerprint);
   t.true(full.cluster.members.length > 0 && full.replicas.length > 0, "a superuser sees the cluster");
-  await t.throwsAsync(tc.clientFor("viewer", "viewer-password").controllerInfo(), { message: /only a controller superuser sees the controller's replicas/ });
+  await t.throwsAsync(tc.clientFor("viewer", "viewer-password").controllerInfo(), {
+    message: /only a controller superuser sees the controller's replicas/,
+  });
 
   const viewer = cliRunner(await homeFor("viewer", { user: "viewer", password: "viewer-password" }), repo);
   const shown = await viewer("show-controller");

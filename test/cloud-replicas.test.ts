@@ -60,19 +60,48 @@ test.after.always(async () => {
 });
 
 const hostKeyArgs = (hosts: TestHost[]): string[] => hosts.flatMap((h) => ["--host-key", h.hostKeyFingerprint]);
-const ok = (t: ExecutionContext, r: CliResult, what: string): void => { if (r.code !== 0) t.log(r.stdout, r.stderr); t.is(r.code, 0, what); };
+const ok = (t: ExecutionContext, r: CliResult, what: string): void => {
+  if (r.code !== 0) t.log(r.stdout, r.stderr);
+  t.is(r.code, 0, what);
+};
 
-async function cluster(): Promise<ClusterInfo | undefined> { return (await client.controllerInfo().catch(() => undefined))?.cluster; }
+async function cluster(): Promise<ClusterInfo | undefined> {
+  return (await client.controllerInfo().catch(() => undefined))?.cluster;
+}
 
 /** Three present voters, one of them on `instance` when given, and no learner. */
-async function healthy(t: ExecutionContext, what: string, instance?: (c: ClusterInfo) => boolean): Promise<ClusterInfo> {
-  return eventually(what, async () => {
-    const c = await cluster();
-    const voters = c?.members.filter((m) => m.hasVote) ?? [];
-    return c?.quorum && voters.length === 3 && voters.every((m) => m.present) && !c.members.some((m) => m.learner) && (!instance || instance(c)) ? c : undefined;
-  }, 240_000, 500).catch(async (err: unknown) => {
+async function healthy(
+  t: ExecutionContext,
+  what: string,
+  instance?: (c: ClusterInfo) => boolean,
+): Promise<ClusterInfo> {
+  return eventually(
+    what,
+    async () => {
+      const c = await cluster();
+      const voters = c?.members.filter((m) => m.hasVote) ?? [];
+      return c?.quorum &&
+        voters.length === 3 &&
+        voters.every((m) => m.present) &&
+        !c.members.some((m) => m.learner) &&
+        (!instance || instance(c))
+        ? c
+        : undefined;
+    },
+    240_000,
+    500,
+  ).catch(async (err: unknown) => {
     t.log(JSON.stringify(await cluster(), null, 1));
-    for (const [id, h] of boot.hosts) t.log(id, h.error?.message ?? "", (await h.host.exec("tail -n 20 /var/lib/steward/enrol-replica.log; tail -n 10 /var/lib/steward/controller/controller.log")).stdout);
+    for (const [id, h] of boot.hosts)
+      t.log(
+        id,
+        h.error?.message ?? "",
+        (
+          await h.host.exec(
+            "tail -n 20 /var/lib/steward/enrol-replica.log; tail -n 10 /var/lib/steward/controller/controller.log",
+          )
+        ).stdout,
+      );
     throw err;
   });
 }
@@ -82,49 +111,133 @@ function startWriter(tag: string): { stop(): Promise<void> } {
   let stopped = false;
   const loop = (async () => {
     for (let i = 0; !stopped; i++) {
-      try { await client.createModel(`${tag}-${i}`); acked.push(`${tag}-${i}`); } catch { await new Promise((r) => setTimeout(r, 200)); }
+      try {
+        await client.createModel(`${tag}-${i}`);
+        acked.push(`${tag}-${i}`);
+      } catch {
+        await new Promise((r) => setTimeout(r, 200));
+      }
     }
   })();
-  const writer = { async stop() { stopped = true; await loop; } };
+  const writer = {
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
   writers.push(writer);
   return writer;
 }
 const writers: { stop(): Promise<void> }[] = [];
 // A failed test must not leave its writer running (the worker would never exit).
-test.afterEach.always(async () => { await Promise.all(writers.splice(0).map((w) => w.stop())); });
+test.afterEach.always(async () => {
+  await Promise.all(writers.splice(0).map((w) => w.stop()));
+});
 
 async function assertNothingLost(t: ExecutionContext): Promise<void> {
   const present = new Set((await client.listModels()).map((m) => m.name));
-  t.deepEqual(acked.filter((m) => !present.has(m)), [], "every acknowledged write is present");
+  t.deepEqual(
+    acked.filter((m) => !present.has(m)),
+    [],
+    "every acknowledged write is present",
+  );
 }
 
 ha("a lost replica is replaced by a new cloud instance that installs itself and votes; writes go on", async (t) => {
   t.timeout(600_000);
   const [h1, h2, h3] = lab.hosts as [TestHost, TestHost, TestHost];
-  ok(t, await steward("bootstrap", `ssh:root@${h1.ip}`, "cloudha", "--key-env", "AWS_HA_TEST_SSH_KEY", ...hostKeyArgs([h1])), "bootstrap");
-  ok(t, await steward("enable-ha", "-n", "3", "--to", `ssh:root@${h2.ip},ssh:root@${h3.ip}`, "--key-env", "AWS_HA_TEST_SSH_KEY", ...hostKeyArgs([h2, h3]), "--replace-after", `${REPLACE_AFTER_S}s`, "--max-replacements-per-hour", "10"), "enable-ha");
+  ok(
+    t,
+    await steward(
+      "bootstrap",
+      `ssh:root@${h1.ip}`,
+      "cloudha",
+      "--key-env",
+      "AWS_HA_TEST_SSH_KEY",
+      ...hostKeyArgs([h1]),
+    ),
+    "bootstrap",
+  );
+  ok(
+    t,
+    await steward(
+      "enable-ha",
+      "-n",
+      "3",
+      "--to",
+      `ssh:root@${h2.ip},ssh:root@${h3.ip}`,
+      "--key-env",
+      "AWS_HA_TEST_SSH_KEY",
+      ...hostKeyArgs([h2, h3]),
+      "--replace-after",
+      `${REPLACE_AFTER_S}s`,
+      "--max-replacements-per-hour",
+      "10",
+    ),
+    "enable-ha",
+  );
   const entry = (await loadClientConfig(home)).controllers.cloudha!;
-  client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 4000 });
+  client = new ControllerClient({
+    addresses: entry.addresses,
+    caCert: entry.caCert,
+    user: "admin",
+    password: entry.password!,
+    timeoutMs: 4000,
+  });
   await healthy(t, "three voters on the SSH hosts");
 
   // The cloud the keeper may launch replicas on, with a stored credential.
-  await client.putCredential("prod", "aws", { "access-key-id": awsKey.accessKeyId, "secret-access-key": awsKey.secretAccessKey });
+  await client.putCredential("prod", "aws", {
+    "access-key-id": awsKey.accessKeyId,
+    "secret-access-key": awsKey.secretAccessKey,
+  });
   const caFile = join(home, "ec2-ca.pem");
   await writeFile(caFile, fake.caCert);
-  const wrongCred = await steward("set-replica-cloud", "aws", "--credential", "nope", "--region", "eu-west-1", "--image", "ami-0123456789abcdef0");
+  const wrongCred = await steward(
+    "set-replica-cloud",
+    "aws",
+    "--credential",
+    "nope",
+    "--region",
+    "eu-west-1",
+    "--image",
+    "ami-0123456789abcdef0",
+  );
   t.regex(wrongCred.stderr, /credential "nope" not found/, "a credential that does not exist is refused at once");
-  ok(t, await steward("set-replica-cloud", "aws", "--credential", "prod", "--region", "eu-west-1", "--image", "ami-0123456789abcdef0", "--endpoint", fake.endpoint, "--endpoint-ca-file", caFile), "set-replica-cloud");
+  ok(
+    t,
+    await steward(
+      "set-replica-cloud",
+      "aws",
+      "--credential",
+      "prod",
+      "--region",
+      "eu-west-1",
+      "--image",
+      "ami-0123456789abcdef0",
+      "--endpoint",
+      fake.endpoint,
+      "--endpoint-ca-file",
+      caFile,
+    ),
+    "set-replica-cloud",
+  );
   t.regex((await steward("show-controller")).stdout, /Replica cloud: aws eu-west-1, t3\.small, credential prod/);
 
   const writer = startWriter("cloud");
   await h3.kill();
-  const first = await healthy(t, "three voters, one on a new instance", (c) => c.members.some((m) => m.hasVote && m.instance));
+  const first = await healthy(t, "three voters, one on a new instance", (c) =>
+    c.members.some((m) => m.hasVote && m.instance),
+  );
   const onCloud = first.members.find((m) => m.hasVote && m.instance)!;
   const instance = fake.instances().find((i) => i.id === onCloud.instance!.id)!;
   t.is(instance.state, "running");
   t.is(onCloud.host, instance.privateIp ?? "(none)", "the replica runs on the instance's address");
   t.is(instance.tags["steward:replica"], "replicas");
-  t.true(first.members.some((m) => m.host === h3.ip && m.state === "removed"), "the lost replica was removed from etcd");
+  t.true(
+    first.members.some((m) => m.host === h3.ip && m.state === "removed"),
+    "the lost replica was removed from etcd",
+  );
   t.is(fake.calls.filter((c) => c.action === "RunInstances").length, 1, "one instance launched");
   const show = await steward("show-controller");
   t.regex(show.stdout, new RegExp(instance.id), "show-controller names the replica's instance");
@@ -133,35 +246,69 @@ ha("a lost replica is replaced by a new cloud instance that installs itself and 
   // instance terminated once it is out of the cluster.
   const cloudHost = boot.hosts.get(instance.id)!.host;
   await cloudHost.cut();
-  await healthy(t, "three voters again, on another instance", (c) => c.members.some((m) => m.hasVote && m.instance && m.instance.id !== instance.id));
-  await eventually("the cut-off replica's instance terminated", () => fake.instances().find((i) => i.id === instance.id)?.state === "terminated", 60_000, 500);
+  await healthy(t, "three voters again, on another instance", (c) =>
+    c.members.some((m) => m.hasVote && m.instance && m.instance.id !== instance.id),
+  );
+  await eventually(
+    "the cut-off replica's instance terminated",
+    () => fake.instances().find((i) => i.id === instance.id)?.state === "terminated",
+    60_000,
+    500,
+  );
   await writer.stop();
   await assertNothingLost(t);
   t.true(acked.length > 0, "writes went on");
   t.is(fake.calls.filter((c) => c.action === "RunInstances").length, 2, "one instance per replacement");
 });
 
-ha("on vSphere: a lost replica is replaced by a VM cloned from the template, which installs itself and votes", async (t) => {
-  t.timeout(300_000);
-  if (!client) return t.fail("the cluster of the test before is needed");
-  // The replicas run in the lab's namespaces: vcsim listens on the lab's bridge for them.
-  vc = await startVcsim(lab, { listen: `${lab.subnet}.1` });
-  await client.putCredential("lab", "vsphere", { user: vc.user, password: vc.password });
-  const caFile = join(home, "vcenter-ca.pem");
-  await writeFile(caFile, vc.caCert);
-  ok(t, await steward("set-replica-cloud", "vsphere", "--credential", "lab", "--vcenter", vc.url, "--datacenter", vc.datacenter, "--template", vc.template, "--vcenter-ca-file", caFile), "set-replica-cloud vsphere");
-  t.regex((await steward("show-controller")).stdout, /Replica cloud: vsphere DC0, template debian-12-template, credential lab/);
+ha(
+  "on vSphere: a lost replica is replaced by a VM cloned from the template, which installs itself and votes",
+  async (t) => {
+    t.timeout(300_000);
+    if (!client) return t.fail("the cluster of the test before is needed");
+    // The replicas run in the lab's namespaces: vcsim listens on the lab's bridge for them.
+    vc = await startVcsim(lab, { listen: `${lab.subnet}.1` });
+    await client.putCredential("lab", "vsphere", { user: vc.user, password: vc.password });
+    const caFile = join(home, "vcenter-ca.pem");
+    await writeFile(caFile, vc.caCert);
+    ok(
+      t,
+      await steward(
+        "set-replica-cloud",
+        "vsphere",
+        "--credential",
+        "lab",
+        "--vcenter",
+        vc.url,
+        "--datacenter",
+        vc.datacenter,
+        "--template",
+        vc.template,
+        "--vcenter-ca-file",
+        caFile,
+      ),
+      "set-replica-cloud vsphere",
+    );
+    t.regex(
+      (await steward("show-controller")).stdout,
+      /Replica cloud: vsphere DC0, template debian-12-template, credential lab/,
+    );
 
-  const before = await healthy(t, "a healthy cluster");
-  const writer = startWriter("vsphere");
-  const victim = before.members.find((m) => m.hasVote && !m.leader)!;
-  const victimHost = [...lab.hosts, ...[...boot.hosts.values()].map((h) => h.host)].find((h) => h.ip === victim.host)!;
-  await victimHost.cut();
-  const after = await healthy(t, "three voters again, one on a VM", (c) => c.members.some((m) => m.hasVote && /^vm-\d+$/.test(m.instance?.id ?? "")));
-  const onVm = after.members.find((m) => m.hasVote && /^vm-\d+$/.test(m.instance?.id ?? ""))!;
-  const bridged = vc.bridge!.vms.get(onVm.instance!.id);
-  t.truthy(bridged, "the VM was booted by the guest bridge");
-  t.is(onVm.host, bridged!.host.ip, "the replica runs at the VM's guest address");
-  await writer.stop();
-  await assertNothingLost(t);
-});
+    const before = await healthy(t, "a healthy cluster");
+    const writer = startWriter("vsphere");
+    const victim = before.members.find((m) => m.hasVote && !m.leader)!;
+    const victimHost = [...lab.hosts, ...[...boot.hosts.values()].map((h) => h.host)].find(
+      (h) => h.ip === victim.host,
+    )!;
+    await victimHost.cut();
+    const after = await healthy(t, "three voters again, one on a VM", (c) =>
+      c.members.some((m) => m.hasVote && /^vm-\d+$/.test(m.instance?.id ?? "")),
+    );
+    const onVm = after.members.find((m) => m.hasVote && /^vm-\d+$/.test(m.instance?.id ?? ""))!;
+    const bridged = vc.bridge!.vms.get(onVm.instance!.id);
+    t.truthy(bridged, "the VM was booted by the guest bridge");
+    t.is(onVm.host, bridged!.host.ip, "the replica runs at the VM's guest address");
+    await writer.stop();
+    await assertNothingLost(t);
+  },
+);

@@ -23,25 +23,42 @@ let home: string;
 test.before(async () => {
   tc = await startTestController();
   home = await mkdtemp(join(tmpdir(), "steward-console-"));
-  await saveClientConfig(home, { current: "t", controllers: { t: { addresses: tc.addresses, caCert: tc.caCert, user: "admin", password: tc.adminPassword } } });
+  await saveClientConfig(home, {
+    current: "t",
+    controllers: { t: { addresses: tc.addresses, caCert: tc.caCert, user: "admin", password: tc.adminPassword } },
+  });
   await tc.admin.createModel("con");
   await tc.admin.deploy("con", { name: "board", operator: await tc.upload(join(operatorsDir, "motd")), units: 1 });
   await tc.waitForUnits("con", allReady(1), "board active");
 });
-test.after.always(async () => { await tc?.close(); });
+test.after.always(async () => {
+  await tc?.close();
+});
 
 /** A console on a pseudo-terminal: what it printed so far (escape sequences removed), keys to type, and its end. */
-function terminal(): { screen: () => string; type: (keys: string) => void; waitFor: (what: RegExp, timeoutMs?: number) => Promise<void>; exited: Promise<number> } {
+function terminal(): {
+  screen: () => string;
+  type: (keys: string) => void;
+  waitFor: (what: RegExp, timeoutMs?: number) => Promise<void>;
+  exited: Promise<number>;
+} {
   // `exec`: script runs the command through $SHELL -c; a shell left waiting (dash, CI's /bin/sh)
   // would itself die of the Ctrl-C the console survives, and script would report that death.
-  const p = spawn("script", ["-qfec", `exec ${process.execPath} ${cliMain}`, "/dev/null"], { env: { ...process.env, SHELL: "/bin/sh", STEWARD_HOME: home, TERM: "xterm", STEWARD_MODEL: "" } });
+  const p = spawn("script", ["-qfec", `exec ${process.execPath} ${cliMain}`, "/dev/null"], {
+    env: { ...process.env, SHELL: "/bin/sh", STEWARD_HOME: home, TERM: "xterm", STEWARD_MODEL: "" },
+  });
   let out = "";
-  p.stdout.on("data", (d: Buffer) => { out += d.toString(); });
+  p.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
   const screen = (): string => out.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
   return {
     screen,
-    type: (keys) => { p.stdin.write(keys); },
-    waitFor: (what, timeoutMs = 20_000) => eventually(`the console to show ${what}`, () => what.test(screen()), timeoutMs).then(() => undefined),
+    type: (keys) => {
+      p.stdin.write(keys);
+    },
+    waitFor: (what, timeoutMs = 20_000) =>
+      eventually(`the console to show ${what}`, () => what.test(screen()), timeoutMs).then(() => undefined),
     exited: new Promise((resolve) => p.once("exit", (code) => resolve(code ?? -1))),
   };
 }
@@ -87,7 +104,11 @@ test.serial("a person at the console: completion, quoting, use, Ctrl-C, history 
 });
 
 test.serial("piped input runs each line; a failing one makes the exit code 1", async (t) => {
-  const steward = cliRunner(home, tmpdir(), "use con\nstatus board --format json\n\n# a comment\nno-such-command\nuse nope\n");
+  const steward = cliRunner(
+    home,
+    tmpdir(),
+    "use con\nstatus board --format json\n\n# a comment\nno-such-command\nuse nope\n",
+  );
   const r = await steward();
   t.is(r.code, 1);
   t.regex(r.stdout, /"board\/0"/);
@@ -107,15 +128,24 @@ test.serial("shell completion: the bash script, run by bash, completes commands,
   t.regex(script, /complete -o default -F _steward steward/);
   const complete = async (words: string[]): Promise<string[]> => {
     const setup = `source /dev/stdin <<'EOS'\n${script}\nEOS\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _steward; printf '%s\\n' "\${COMPREPLY[@]}"`;
-    const { stdout } = await promisify(execFile)("bash", ["-c", setup], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, STEWARD_HOME: home } });
+    const { stdout } = await promisify(execFile)("bash", ["-c", setup], {
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, STEWARD_HOME: home },
+    });
     return stdout.split("\n").filter(Boolean);
   };
-  t.deepEqual(await complete(["steward", "remove-"]), ["remove-application", "remove-credential", "remove-integration", "remove-machine", "remove-unit"]);
+  t.deepEqual(await complete(["steward", "remove-"]), [
+    "remove-application",
+    "remove-credential",
+    "remove-integration",
+    "remove-machine",
+    "remove-unit",
+  ]);
   t.deepEqual(await complete(["steward", "deploy", "--n"]), ["--num-units"]);
   t.deepEqual(await complete(["steward", "status", "-m", "c"]), ["con"]);
   t.deepEqual(await complete(["steward", "show-unit", "-m", "con", "board/"]), ["board/0"]);
   t.deepEqual(await complete(["steward", "wait-for", ""]), ["application", "model", "unit"]);
-  for (const shell of ["zsh", "fish"]) t.regex((await steward("completion", shell)).stdout, /steward completion --words --/);
+  for (const shell of ["zsh", "fish"])
+    t.regex((await steward("completion", shell)).stdout, /steward completion --words --/);
   const bad = await steward("completion", "tcsh");
   t.is(bad.code, 1);
   t.regex(bad.stdout + bad.stderr, /give the shell: bash, zsh or fish \(not "tcsh"\)/);
@@ -123,7 +153,9 @@ test.serial("shell completion: the bash script, run by bash, completes commands,
 
 test("words are split as a shell splits them, without expanding anything", (t) => {
   const words = (line: string): unknown => lineWords(line);
-  t.deepEqual(words(`config web greeting="Hi there" 'a b'\\ c`), { words: ["config", "web", "greeting=Hi there", "a b c"] });
+  t.deepEqual(words(`config web greeting="Hi there" 'a b'\\ c`), {
+    words: ["config", "web", "greeting=Hi there", "a b c"],
+  });
   t.deepEqual(words(`run x "say \\"hi\\"" 'it''s' $HOME *`), { words: ["run", "x", 'say "hi"', "its", "$HOME", "*"] });
   t.deepEqual(words(`a "" ''`), { words: ["a", "", ""] });
   t.deepEqual(words(`status "web`), { error: "the line ends inside double quotes: close them" });

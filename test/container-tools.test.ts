@@ -13,13 +13,37 @@ import type { HookContext } from "../agent";
 import { Supervisor, SupervisorClient, runTool } from "../agent";
 
 function context(workload?: HookContext["workload"]): HookContext {
-  const view: UnitView = { name: "web/0", app: "web", life: "alive", operator: { hash: "h", name: "op", version: "1" }, config: {}, leader: false, leaderKnown: true, leaderSettingsVersion: 0, relations: [] };
+  const view: UnitView = {
+    name: "web/0",
+    app: "web",
+    life: "alive",
+    operator: { hash: "h", name: "op", version: "1" },
+    config: {},
+    leader: false,
+    leaderKnown: true,
+    leaderSettingsVersion: 0,
+    relations: [],
+  };
   const none = async (): Promise<void> => undefined;
   return {
-    unit: "web/0", hook: "web-workload-ready", view: () => view, workloadStatus: () => ({ status: "active", message: "" }),
-    setWorkloadStatus: none, setAppStatus: none, setVersion: none, log: () => undefined, isLeader: async () => false, leaderGet: async () => ({}), leaderSet: none,
-    relationGet: async () => ({}), relationSet: () => undefined, openPort: () => undefined, closePort: () => undefined, openedPorts: () => [],
-    readiness: () => ({ ready: false, reason: "", source: "workload" }), setReadiness: none,
+    unit: "web/0",
+    hook: "web-workload-ready",
+    view: () => view,
+    workloadStatus: () => ({ status: "active", message: "" }),
+    setWorkloadStatus: none,
+    setAppStatus: none,
+    setVersion: none,
+    log: () => undefined,
+    isLeader: async () => false,
+    leaderGet: async () => ({}),
+    leaderSet: none,
+    relationGet: async () => ({}),
+    relationSet: () => undefined,
+    openPort: () => undefined,
+    closePort: () => undefined,
+    openedPorts: () => [],
+    readiness: () => ({ ready: false, reason: "", source: "workload" }),
+    setReadiness: none,
     ...(workload ? { workload } : {}),
   };
 }
@@ -29,15 +53,29 @@ let sup: Supervisor;
 let ctx: HookContext;
 test.before(async () => {
   dir = await mkdtemp(join(tmpdir(), "steward-ctools-"));
-  sup = await Supervisor.start({ container: "app", socketPath: join(dir, "run", "app.sock"), log: () => undefined, onShutdown: () => undefined });
-  ctx = context({ containers: async () => ["app"], client: (name) => new SupervisorClient(join(dir, "run", `${name}.sock`), name) });
+  sup = await Supervisor.start({
+    container: "app",
+    socketPath: join(dir, "run", "app.sock"),
+    log: () => undefined,
+    onShutdown: () => undefined,
+  });
+  ctx = context({
+    containers: async () => ["app"],
+    client: (name) => new SupervisorClient(join(dir, "run", `${name}.sock`), name),
+  });
 });
-test.after.always(async () => { await sup?.stop(); await rm(dir, { recursive: true, force: true }); });
+test.after.always(async () => {
+  await sup?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
 
 test("off Kubernetes the tools refuse, saying where workload containers exist", async (t) => {
   const r = await runTool(context(), "container-services", ["app"]);
   t.is(r.code, 1);
-  t.regex(r.stderr!, /container-services: web\/0 has no workload containers: they run only in Kubernetes pods, declared under containers: in operator.yaml/);
+  t.regex(
+    r.stderr!,
+    /container-services: web\/0 has no workload containers: they run only in Kubernetes pods, declared under containers: in operator.yaml/,
+  );
 });
 
 test("misuse exits 2 with the usage; an unknown container is refused naming the pod's containers; --help", async (t) => {
@@ -47,7 +85,10 @@ test("misuse exits 2 with the usage; an unknown container is refused naming the 
   const unknown = await runTool(ctx, "container-services", ["db"]);
   t.is(unknown.code, 1);
   t.regex(unknown.stderr!, /no workload container "db" in this pod \(containers: app\)/);
-  t.regex((await runTool(ctx, "container-exec", ["--help"])).stdout!, /^usage: container-exec CONTAINER \[--timeout SECONDS\]/);
+  t.regex(
+    (await runTool(ctx, "container-exec", ["--help"])).stdout!,
+    /^usage: container-exec CONTAINER \[--timeout SECONDS\]/,
+  );
   t.is((await runTool(ctx, "container-push", ["app", "x", "relative/dest"])).code, 2);
   t.is((await runTool(ctx, "container-push", ["app", "x", "/etc/x", "--mode", "rw"])).code, 2);
 });
@@ -57,14 +98,30 @@ test("container-layer-set reads a YAML file relative to the hook's directory, or
   const set = await runTool(ctx, "container-layer-set", ["app", "--file", "layer.yaml"], { cwd: dir });
   t.is(set.code, 0, set.stderr);
   t.is(set.stdout, "started: sleeper\n");
-  const list = JSON.parse((await runTool(ctx, "container-services", ["app", "--format", "json"])).stdout!) as { name: string; current: string }[];
-  t.deepEqual(list.map((s) => [s.name, s.current]), [["sleeper", "active"]]);
-  t.regex((await runTool(ctx, "container-services", ["app"])).stdout!, /^SERVICE\s+STARTUP\s+CURRENT\s+RESTARTS\s+NOTES\nsleeper\s+enabled\s+active\s+0\n$/);
-  const fromStdin = await runTool(ctx, "container-layer-set", ["app"], { stdin: JSON.stringify({ services: { sleeper: { command: "sleep 1001", startup: "enabled" } } }) });
+  const list = JSON.parse((await runTool(ctx, "container-services", ["app", "--format", "json"])).stdout!) as {
+    name: string;
+    current: string;
+  }[];
+  t.deepEqual(
+    list.map((s) => [s.name, s.current]),
+    [["sleeper", "active"]],
+  );
+  t.regex(
+    (await runTool(ctx, "container-services", ["app"])).stdout!,
+    /^SERVICE\s+STARTUP\s+CURRENT\s+RESTARTS\s+NOTES\nsleeper\s+enabled\s+active\s+0\n$/,
+  );
+  const fromStdin = await runTool(ctx, "container-layer-set", ["app"], {
+    stdin: JSON.stringify({ services: { sleeper: { command: "sleep 1001", startup: "enabled" } } }),
+  });
   t.is(fromStdin.stdout, "restarted: sleeper\n");
-  const bad = await runTool(ctx, "container-layer-set", ["app"], { stdin: "services:\n  sleeper:\n    command: sleep 1\n    on-failure: retry\n" });
+  const bad = await runTool(ctx, "container-layer-set", ["app"], {
+    stdin: "services:\n  sleeper:\n    command: sleep 1\n    on-failure: retry\n",
+  });
   t.is(bad.code, 1);
-  t.regex(bad.stderr!, /container-layer-set: the layer on stdin: "services.sleeper.on-failure" must be one of restart, ignore, shutdown/);
+  t.regex(
+    bad.stderr!,
+    /container-layer-set: the layer on stdin: "services.sleeper.on-failure" must be one of restart, ignore, shutdown/,
+  );
   const empty = await runTool(ctx, "container-layer-set", ["app"], { stdin: "" });
   t.regex(empty.stderr!, /the layer on stdin is empty/);
   const missing = await runTool(ctx, "container-layer-set", ["app", "-f", "nope.yaml"], { cwd: dir });

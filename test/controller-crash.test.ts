@@ -15,7 +15,12 @@ test.serial("kill -9 during writes loses no acknowledged write", async (t) => {
     const boot = await steward("bootstrap", "crash", "--port", String(20000 + Math.floor(Math.random() * 20000)));
     t.is(boot.code, 0, boot.stdout + boot.stderr);
     const entry = (await loadClientConfig(home)).controllers.crash!;
-    const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password! });
+    const client = new ControllerClient({
+      addresses: entry.addresses,
+      caCert: entry.caCert,
+      user: "admin",
+      password: entry.password!,
+    });
     await client.createModel("crash");
     await client.addMachines("crash", "manual", 1);
     const acked: string[] = [];
@@ -25,8 +30,16 @@ test.serial("kill -9 during writes loses no acknowledged write", async (t) => {
       for (let i = 0; !stop; i++) {
         const name = `w${w}-${i}`;
         try {
-          if (i % 2 === 0) { await client.createModel(name); acked.push(`model:${name}`); } else { const r = await client.addMachines("crash", "manual", 1); acked.push(`machine:${r.machines[0]!.id}`); }
-        } catch { return; }
+          if (i % 2 === 0) {
+            await client.createModel(name);
+            acked.push(`model:${name}`);
+          } else {
+            const r = await client.addMachines("crash", "manual", 1);
+            acked.push(`machine:${r.machines[0]!.id}`);
+          }
+        } catch {
+          return;
+        }
       }
     };
     const writers = Array.from({ length: 8 }, (_, w) => writer(w));
@@ -39,7 +52,12 @@ test.serial("kill -9 during writes loses no acknowledged write", async (t) => {
     t.true(acked.length >= 150);
 
     await startLocalController(entry.dataDir!, entry.caCert);
-    const after = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password! });
+    const after = new ControllerClient({
+      addresses: entry.addresses,
+      caCert: entry.caCert,
+      user: "admin",
+      password: entry.password!,
+    });
     const models = new Set((await after.listModels()).map((m) => `model:${m.name}`));
     const machines = new Set((await after.listMachines("crash")).map((m) => `machine:${m.id}`));
     const missing = acked.filter((a) => !models.has(a) && !machines.has(a));

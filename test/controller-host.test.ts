@@ -61,29 +61,49 @@ test.before(async () => {
   writer = tc.clientFor("writer", "writer-password");
   operator = (await tc.admin.uploadOperator(prober())).hash;
 });
-test.after.always(async () => { await Promise.all([tc?.close(), remote?.close(), remoteEnabled?.close()]); });
+test.after.always(async () => {
+  await Promise.all([tc?.close(), remote?.close(), remoteEnabled?.close()]);
+});
 
-const refusal = async (t: ExecutionContext, p: Promise<unknown>, code: StewardError["code"], rule: RegExp): Promise<StewardError> => {
+const refusal = async (
+  t: ExecutionContext,
+  p: Promise<unknown>,
+  code: StewardError["code"],
+  rule: RegExp,
+): Promise<StewardError> => {
   const err = await t.throwsAsync<StewardError>(p);
   t.is(err?.code, code, err?.message);
   t.regex(err?.message ?? "", rule);
   return err!;
 };
 
-test.serial("a grant of write or admin on a local model to a user who is not a superuser is refused, saying why; read is granted", async (t) => {
-  for (const access of ["write", "admin"] as const) {
-    const err = await refusal(t, tc.admin.grant("loc", "writer", access), "forbidden", /write on a local model needs superuser: local machines run on the controller's host/);
-    t.is(err.details.rule, "local-model-write-needs-superuser");
-    t.is(err.reason, "local-model-write-needs-superuser", "the reason travels on the wire");
-  }
-  await tc.admin.grant("loc", "writer", "read");
-  // A superuser may be given anything.
-  await tc.admin.createUser("root2", "root2-password", true);
-  await t.notThrowsAsync(tc.admin.grant("loc", "root2", "write"));
-});
+test.serial(
+  "a grant of write or admin on a local model to a user who is not a superuser is refused, saying why; read is granted",
+  async (t) => {
+    for (const access of ["write", "admin"] as const) {
+      const err = await refusal(
+        t,
+        tc.admin.grant("loc", "writer", access),
+        "forbidden",
+        /write on a local model needs superuser: local machines run on the controller's host/,
+      );
+      t.is(err.details.rule, "local-model-write-needs-superuser");
+      t.is(err.reason, "local-model-write-needs-superuser", "the reason travels on the wire");
+    }
+    await tc.admin.grant("loc", "writer", "read");
+    // A superuser may be given anything.
+    await tc.admin.createUser("root2", "root2-password", true);
+    await t.notThrowsAsync(tc.admin.grant("loc", "root2", "write"));
+  },
+);
 
 test.serial("a model writer cannot make a local machine in a model it may write to", async (t) => {
-  const err = await refusal(t, writer.addMachines("bare", "local"), "forbidden", /only a controller superuser may create local machines/);
+  const err = await refusal(
+    t,
+    writer.addMachines("bare", "local"),
+    "forbidden",
+    /only a controller superuser may create local machines/,
+  );
   t.is(err.details.rule, "local-machines-need-superuser");
   t.is(err.reason, "local-machines-need-superuser");
   t.false(err.retryable);
@@ -91,39 +111,77 @@ test.serial("a model writer cannot make a local machine in a model it may write 
   await t.notThrowsAsync(writer.addMachines("bare", "manual"));
 });
 
-test.serial("once a model has a local machine, a writer who is not a superuser can no longer change it: deploy, add-unit, remove-machine all refused", async (t) => {
-  const [local] = (await tc.admin.addMachines("bare", "local")).machines;
-  const rule = /write on a local model needs superuser: local machines run on the controller's host/;
-  await refusal(t, writer.deploy("bare", { name: "probe", operator, units: 1, to: [local!.id] }), "forbidden", rule);
-  await refusal(t, writer.uploadOperator(prober()), "forbidden", /write access to no model/);
-  await tc.admin.deploy("bare", { name: "probe", operator, units: 1, to: [local!.id] });
-  await refusal(t, writer.addUnits("bare", "probe", 1, [local!.id]), "forbidden", rule);
-  await refusal(t, writer.call("PATCH", "/v1/models/bare/applications/probe", { config: { paths: "/" } }), "forbidden", rule);
-  await refusal(t, writer.call("DELETE", `/v1/models/bare/machines/${local!.id}`), "forbidden", rule);
-  // Reading is still allowed.
-  t.truthy((await writer.status("bare")).applications.probe);
-  await tc.admin.call("DELETE", "/v1/models/bare/applications/probe?force=true");
-  await tc.admin.call("DELETE", `/v1/models/bare/machines/${local!.id}?force=true`);
-});
+test.serial(
+  "once a model has a local machine, a writer who is not a superuser can no longer change it: deploy, add-unit, remove-machine all refused",
+  async (t) => {
+    const [local] = (await tc.admin.addMachines("bare", "local")).machines;
+    const rule = /write on a local model needs superuser: local machines run on the controller's host/;
+    await refusal(t, writer.deploy("bare", { name: "probe", operator, units: 1, to: [local!.id] }), "forbidden", rule);
+    await refusal(t, writer.uploadOperator(prober()), "forbidden", /write access to no model/);
+    await tc.admin.deploy("bare", { name: "probe", operator, units: 1, to: [local!.id] });
+    await refusal(t, writer.addUnits("bare", "probe", 1, [local!.id]), "forbidden", rule);
+    await refusal(
+      t,
+      writer.call("PATCH", "/v1/models/bare/applications/probe", { config: { paths: "/" } }),
+      "forbidden",
+      rule,
+    );
+    await refusal(t, writer.call("DELETE", `/v1/models/bare/machines/${local!.id}`), "forbidden", rule);
+    // Reading is still allowed.
+    t.truthy((await writer.status("bare")).applications.probe);
+    await tc.admin.call("DELETE", "/v1/models/bare/applications/probe?force=true");
+    await tc.admin.call("DELETE", `/v1/models/bare/machines/${local!.id}?force=true`);
+  },
+);
 
-test.serial(`one request makes at most ${MAX_MACHINES_PER_REQUEST} machines, and the host at most its configured number of local machines`, async (t) => {
-  const over = await refusal(t, tc.admin.addMachines("loc", "local", MAX_MACHINES_PER_REQUEST + 1), "invalid-request", new RegExp(`over the limit of ${MAX_MACHINES_PER_REQUEST} per request: make them in several requests`));
-  t.is(over.details.limit, MAX_MACHINES_PER_REQUEST);
-  await refusal(t, tc.admin.deploy("loc", { name: "many", operator, units: MAX_MACHINES_PER_REQUEST + 1 }), "invalid-request", /per request/);
-  // Wait until the machine removed by the test before is gone: it counts while it is there.
-  await eventually("bare's local machine is gone", async () => (Object.values((await tc.admin.status("bare")).machines).some((m) => m.substrate === "local") ? undefined : true), 60_000);
-  await tc.admin.addMachines("loc", "local", PER_HOST - 1);
-  const full = await refusal(t, tc.admin.addMachines("loc", "local", 2), "quota-exceeded", new RegExp(`has ${PER_HOST - 1} local machines and takes at most ${PER_HOST}: remove some, or raise "localMachines": \\{"maxPerHost": N\\}`));
-  t.is(full.details.rule, "local-machines-per-host");
-  t.is(full.reason, "local-machines-per-host");
-  await refusal(t, tc.admin.deploy("loc", { name: "two", operator, units: 2 }), "quota-exceeded", /takes at most 3/);
-  const machines = Object.keys((await tc.admin.status("loc")).machines);
-  t.is(machines.length, PER_HOST - 1, "nothing was half-made");
-});
+test.serial(
+  `one request makes at most ${MAX_MACHINES_PER_REQUEST} machines, and the host at most its configured number of local machines`,
+  async (t) => {
+    const over = await refusal(
+      t,
+      tc.admin.addMachines("loc", "local", MAX_MACHINES_PER_REQUEST + 1),
+      "invalid-request",
+      new RegExp(`over the limit of ${MAX_MACHINES_PER_REQUEST} per request: make them in several requests`),
+    );
+    t.is(over.details.limit, MAX_MACHINES_PER_REQUEST);
+    await refusal(
+      t,
+      tc.admin.deploy("loc", { name: "many", operator, units: MAX_MACHINES_PER_REQUEST + 1 }),
+      "invalid-request",
+      /per request/,
+    );
+    // Wait until the machine removed by the test before is gone: it counts while it is there.
+    await eventually(
+      "bare's local machine is gone",
+      async () =>
+        Object.values((await tc.admin.status("bare")).machines).some((m) => m.substrate === "local") ? undefined : true,
+      60_000,
+    );
+    await tc.admin.addMachines("loc", "local", PER_HOST - 1);
+    const full = await refusal(
+      t,
+      tc.admin.addMachines("loc", "local", 2),
+      "quota-exceeded",
+      new RegExp(
+        `has ${PER_HOST - 1} local machines and takes at most ${PER_HOST}: remove some, or raise "localMachines": \\{"maxPerHost": N\\}`,
+      ),
+    );
+    t.is(full.details.rule, "local-machines-per-host");
+    t.is(full.reason, "local-machines-per-host");
+    await refusal(t, tc.admin.deploy("loc", { name: "two", operator, units: 2 }), "quota-exceeded", /takes at most 3/);
+    const machines = Object.keys((await tc.admin.status("loc")).machines);
+    t.is(machines.length, PER_HOST - 1, "nothing was half-made");
+  },
+);
 
 test("a controller not bootstrapped locally refuses local machines, unless its controller.json turns them on", async (t) => {
   await remote.admin.createModel("m");
-  const err = await refusal(t, remote.admin.addMachines("m", "local"), "forbidden", /not bootstrapped locally, so it makes no local machines .* "localMachines": \{"enabled": true\} in its controller.json/);
+  const err = await refusal(
+    t,
+    remote.admin.addMachines("m", "local"),
+    "forbidden",
+    /not bootstrapped locally, so it makes no local machines .* "localMachines": \{"enabled": true\} in its controller.json/,
+  );
   t.is(err.details.rule, "local-machines-disabled");
   await remoteEnabled.admin.createModel("m");
   await t.notThrowsAsync(remoteEnabled.admin.addMachines("m", "manual"));
@@ -131,26 +189,40 @@ test("a controller not bootstrapped locally refuses local machines, unless its c
 });
 
 const asRoot = process.getuid?.() === 0;
-(asRoot ? test.serial : test.skip)("a local machine's hooks run as an unprivileged user that cannot read the CA key, the store, consoles/ or controller.json", async (t) => {
-  const dataDir = join(tc.dir, "c");
-  const secret = [dataFiles.caKey, dataFiles.serverKey, dataFiles.store, dataFiles.consoles, dataFiles.config].map((f) => join(dataDir, f));
-  // Made here so that consoles/ exists even if no console ran yet.
-  await mkdir(join(dataDir, dataFiles.consoles), { recursive: true, mode: 0o700 });
-  await tc.admin.deploy("loc", { name: "prober", operator, units: 0, config: { paths: secret.join(" ") } });
-  const [machine] = (await tc.admin.addMachines("loc", "local")).machines;
-  await tc.admin.addUnits("loc", "prober", 1, [machine!.id]);
-  const s = await tc.waitForUnits("loc", (units) => units.some((u) => u.workload.message?.startsWith("uid=")), "the prober's report", 90_000);
-  const report = Object.values(s.applications.prober!.units)[0]!.workload.message!;
-  t.log(report);
-  t.notRegex(report, /^uid=0 /, "hooks do not run as root");
-  for (const path of secret) t.true(report.includes(`denied:${path}`), `${path}: ${report}`);
-  t.is((await stat(dataDir)).mode & 0o777, 0o700);
-  // The agent's directory is its own, outside the data directory.
-  const agentDir = join(tc.dir, "agents", s.model.uuid, machine!.id);
-  const uid = Number(/^uid=(\d+)/.exec(report)![1]);
-  t.is((await stat(agentDir)).uid, uid);
-  t.is((await stat(join(dataDir, dataFiles.machines, s.model.uuid, machine!.id))).uid, uid, "machines/ in the data directory leads there");
-});
+(asRoot ? test.serial : test.skip)(
+  "a local machine's hooks run as an unprivileged user that cannot read the CA key, the store, consoles/ or controller.json",
+  async (t) => {
+    const dataDir = join(tc.dir, "c");
+    const secret = [dataFiles.caKey, dataFiles.serverKey, dataFiles.store, dataFiles.consoles, dataFiles.config].map(
+      (f) => join(dataDir, f),
+    );
+    // Made here so that consoles/ exists even if no console ran yet.
+    await mkdir(join(dataDir, dataFiles.consoles), { recursive: true, mode: 0o700 });
+    await tc.admin.deploy("loc", { name: "prober", operator, units: 0, config: { paths: secret.join(" ") } });
+    const [machine] = (await tc.admin.addMachines("loc", "local")).machines;
+    await tc.admin.addUnits("loc", "prober", 1, [machine!.id]);
+    const s = await tc.waitForUnits(
+      "loc",
+      (units) => units.some((u) => u.workload.message?.startsWith("uid=")),
+      "the prober's report",
+      90_000,
+    );
+    const report = Object.values(s.applications.prober!.units)[0]!.workload.message!;
+    t.log(report);
+    t.notRegex(report, /^uid=0 /, "hooks do not run as root");
+    for (const path of secret) t.true(report.includes(`denied:${path}`), `${path}: ${report}`);
+    t.is((await stat(dataDir)).mode & 0o777, 0o700);
+    // The agent's directory is its own, outside the data directory.
+    const agentDir = join(tc.dir, "agents", s.model.uuid, machine!.id);
+    const uid = Number(/^uid=(\d+)/.exec(report)![1]);
+    t.is((await stat(agentDir)).uid, uid);
+    t.is(
+      (await stat(join(dataDir, dataFiles.machines, s.model.uuid, machine!.id))).uid,
+      uid,
+      "machines/ in the data directory leads there",
+    );
+  },
+);
 
 test("the agent script is copied where the agents' user can read it when it cannot reach it (a release in the data directory, a package under a 0700 directory)", async (t) => {
   const agent = { uid: 4242, gid: 4242 };
@@ -187,7 +259,9 @@ test("the agent script is copied where the agents' user can read it when it cann
  */
 async function standInAgent(t: ExecutionContext, dir: string): Promise<{ exited: Promise<unknown> }> {
   const agent = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", dir], { stdio: "ignore" });
-  t.teardown(() => { agent.kill("SIGKILL"); });
+  t.teardown(() => {
+    agent.kill("SIGKILL");
+  });
   await writeFile(join(dir, "agent.pid"), String(agent.pid));
   return { exited: new Promise((resolve) => agent.once("exit", resolve)) };
 }
@@ -223,12 +297,22 @@ test("agents that ran as root in the data directory's machines/ (or in another a
 test("a local machine that reaches a controller not bootstrapped locally (an imported model) gets no agent there, and says why", async (t) => {
   const exported = await tc.admin.call<{ model: { uuid: string } }>("GET", "/v1/models/loc/export");
   await remote.admin.call("POST", "/v1/models/import", exported);
-  const machines = await eventually("the imported local machines say why they have no agent", async () => {
-    const list = await remote.admin.call<{ id: string; substrate: string; install?: { state: string; step: string } }[]>("GET", "/v1/models/loc/machines");
-    const local = list.filter((m) => m.substrate === "local");
-    return local.length > 0 && local.every((m) => m.install?.state === "failed") ? local : undefined;
-  }, 60_000);
-  for (const m of machines) t.regex(m.install!.step, /not bootstrapped locally and makes no local machines .*"localMachines": \{"enabled": true\}/);
+  const machines = await eventually(
+    "the imported local machines say why they have no agent",
+    async () => {
+      const list = await remote.admin.call<
+        { id: string; substrate: string; install?: { state: string; step: string } }[]
+      >("GET", "/v1/models/loc/machines");
+      const local = list.filter((m) => m.substrate === "local");
+      return local.length > 0 && local.every((m) => m.install?.state === "failed") ? local : undefined;
+    },
+    60_000,
+  );
+  for (const m of machines)
+    t.regex(
+      m.install!.step,
+      /not bootstrapped locally and makes no local machines .*"localMachines": \{"enabled": true\}/,
+    );
   const uuid = (await remote.admin.status("loc")).model.uuid;
   t.false(existsSync(join(remote.dir, "c", dataFiles.machines, uuid)), "no agent directory was made");
   t.false(existsSync(join(remote.dir, "agents", uuid)), "no agent directory was made");

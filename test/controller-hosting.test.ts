@@ -28,20 +28,39 @@ test("a local bootstrap: recorded once it answers, a second refused in the calle
   const recorded: HostedController[] = [];
   const plan = { name: "hosting", settings: { dataDir }, replicas: 1, timeoutMs: 60_000 };
   try {
-    const first = await bootstrapController("local", plan, { progress: (l) => lines.push(l), recorded: (c) => { recorded.push({ ...c }); } });
+    const first = await bootstrapController("local", plan, {
+      progress: (l) => lines.push(l),
+      recorded: (c) => {
+        recorded.push({ ...c });
+      },
+    });
     t.deepEqual(lines, [`Creating controller "hosting" in ${dataDir}`, "Starting the controller (embedded store)"]);
     t.is(recorded.length, 1, "one replica: recorded once, when it answers");
     t.deepEqual(recorded[0], first);
     t.truthy(first.token);
     t.regex(first.uuid, /^[0-9a-f-]{36}$/);
 
-    const refused = await bootstrapController("local", plan, { progress: () => undefined, existing: (where) => new Error(`taken: ${where}`) })
-      .then(() => undefined, (e: unknown) => e as Error);
+    const refused = await bootstrapController("local", plan, {
+      progress: () => undefined,
+      existing: (where) => new Error(`taken: ${where}`),
+    }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
     t.is(refused?.message, `taken: ${dataDir}`);
 
-    const adopted = await bootstrapController("local", { ...plan, adopt: true, adminPassword: first.adminPassword }, { progress: () => undefined });
+    const adopted = await bootstrapController(
+      "local",
+      { ...plan, adopt: true, adminPassword: first.adminPassword },
+      { progress: () => undefined },
+    );
     t.is(adopted.uuid, first.uuid, "the same controller, taken over");
-    const client = new ControllerClient({ addresses: adopted.addresses, caCert: adopted.caCert, user: "admin", password: first.adminPassword });
+    const client = new ControllerClient({
+      addresses: adopted.addresses,
+      caCert: adopted.caCert,
+      user: "admin",
+      password: first.adminPassword,
+    });
     try {
       t.is((await client.controllerInfo()).uuid, first.uuid);
     } finally {

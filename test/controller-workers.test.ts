@@ -15,13 +15,24 @@ test("a stopped controller has resolved done and stepped down; the next one on i
   t.teardown(() => tc.close());
   await eventually("the replica leads", () => tc.controller.isLeader, 10_000, 20);
   let settled: string | undefined;
-  void tc.controller.done.then(() => { settled = "resolved"; }, () => { settled = "rejected"; });
+  void tc.controller.done.then(
+    () => {
+      settled = "resolved";
+    },
+    () => {
+      settled = "rejected";
+    },
+  );
   await tc.controller.stop();
   await Promise.resolve();
   t.is(settled, "resolved");
   t.is(tc.controller.getState(), "STOPPED");
   t.false(tc.controller.isLeader);
-  tc.controller = await Controller.start({ dataDir: join(tc.dir, "c"), log: silentLogger, localMachines: { agentsDir: join(tc.dir, "agents") } });
+  tc.controller = await Controller.start({
+    dataDir: join(tc.dir, "c"),
+    log: silentLogger,
+    localMachines: { agentsDir: join(tc.dir, "agents") },
+  });
   await eventually("the next replica leads", () => tc.controller.isLeader, 10_000, 20);
   t.true(tc.controller.isLeader);
 });

@@ -25,7 +25,13 @@ async function failingMotd(): Promise<string> {
   await cp(join(operatorsDir, "motd"), dir, { recursive: true });
   const hook = join(dir, "hooks", "config-changed");
   const text = await readFile(hook, "utf8");
-  await writeFile(hook, text.replace('message="$(config-get message)"\n', 'message="$(config-get message)"\ncase "$message" in fail:*) echo "refusing message: $message (it starts with fail:)"; exit 3;; esac\n'));
+  await writeFile(
+    hook,
+    text.replace(
+      'message="$(config-get message)"\n',
+      'message="$(config-get message)"\ncase "$message" in fail:*) echo "refusing message: $message (it starts with fail:)"; exit 3;; esac\n',
+    ),
+  );
   await chmod(hook, 0o755);
   return dir;
 }
@@ -46,39 +52,42 @@ test.after.always(async () => {
 
 const address = (): string => tc.addresses[0]!;
 
-test.serial("log in; the model shows its units; a config change made with the CLI appears without a reload", async (t) => {
-  const d = await openDashboard(browser, address());
-  const { page } = d;
-  await page.waitForSelector("input[name=password]");
-  await d.screenshot("login");
-  // A wrong password is refused in the page, and nothing is stored.
-  await page.fill("input[name=user]", "admin");
-  await page.fill("input[name=password]", "not-the-password");
-  await page.click("button[type=submit]");
-  await page.waitForSelector(".error-note");
-  t.regex(await page.textContent(".error-note") ?? "", /wrong user name or password/);
-  await logInThroughPage(page, "admin", tc.adminPassword);
-  // The session token is in an HttpOnly cookie: page scripts cannot read it.
-  t.false((await page.evaluate<string>("document.cookie")).includes("steward-session"));
-  const cookie = (await d.context.cookies()).find((c) => c.name === "steward-session");
-  t.truthy(cookie);
-  t.true(cookie!.httpOnly && cookie!.secure && cookie!.sameSite === "Strict");
-  await page.click("a.tile[data-model=shop]");
-  await page.waitForSelector('tr[data-unit="board/1"][data-workload=active]');
-  await d.screenshot("model");
-  await page.evaluate("window.marker = 42");
-  await tc.admin.updateApplication("shop", "board", { config: { message: "set from the CLI" } });
-  await page.waitForSelector('tr[data-unit="board/0"][data-message="motd: set from the CLI"]', { timeout: 30_000 });
-  await page.waitForSelector('tr[data-unit="board/1"][data-message="motd: set from the CLI"]', { timeout: 30_000 });
-  t.is(await page.evaluate<number>("window.marker"), 42, "the page was not reloaded");
-  // Filtering narrows the units shown.
-  await page.fill("input.search", "board/1");
-  await page.waitForSelector('tr[data-unit="board/0"]', { state: "detached" });
-  t.is(await page.locator("tr[data-unit]").count(), 1);
-  t.deepEqual(await cspViolations(page), []);
-  t.deepEqual(d.problems, []);
-  await d.context.close();
-});
+test.serial(
+  "log in; the model shows its units; a config change made with the CLI appears without a reload",
+  async (t) => {
+    const d = await openDashboard(browser, address());
+    const { page } = d;
+    await page.waitForSelector("input[name=password]");
+    await d.screenshot("login");
+    // A wrong password is refused in the page, and nothing is stored.
+    await page.fill("input[name=user]", "admin");
+    await page.fill("input[name=password]", "not-the-password");
+    await page.click("button[type=submit]");
+    await page.waitForSelector(".error-note");
+    t.regex((await page.textContent(".error-note")) ?? "", /wrong user name or password/);
+    await logInThroughPage(page, "admin", tc.adminPassword);
+    // The session token is in an HttpOnly cookie: page scripts cannot read it.
+    t.false((await page.evaluate<string>("document.cookie")).includes("steward-session"));
+    const cookie = (await d.context.cookies()).find((c) => c.name === "steward-session");
+    t.truthy(cookie);
+    t.true(cookie!.httpOnly && cookie!.secure && cookie!.sameSite === "Strict");
+    await page.click("a.tile[data-model=shop]");
+    await page.waitForSelector('tr[data-unit="board/1"][data-workload=active]');
+    await d.screenshot("model");
+    await page.evaluate("window.marker = 42");
+    await tc.admin.updateApplication("shop", "board", { config: { message: "set from the CLI" } });
+    await page.waitForSelector('tr[data-unit="board/0"][data-message="motd: set from the CLI"]', { timeout: 30_000 });
+    await page.waitForSelector('tr[data-unit="board/1"][data-message="motd: set from the CLI"]', { timeout: 30_000 });
+    t.is(await page.evaluate<number>("window.marker"), 42, "the page was not reloaded");
+    // Filtering narrows the units shown.
+    await page.fill("input.search", "board/1");
+    await page.waitForSelector('tr[data-unit="board/0"]', { state: "detached" });
+    t.is(await page.locator("tr[data-unit]").count(), 1);
+    t.deepEqual(await cspViolations(page), []);
+    t.deepEqual(d.problems, []);
+    await d.context.close();
+  },
+);
 
 test.serial("a config edit made in the page reaches the units; the controller view shows the replica", async (t) => {
   const d = await openDashboard(browser, address());
@@ -90,7 +99,12 @@ test.serial("a config edit made in the page reaches the units; the controller vi
   await page.check("input[name=uppercase]");
   await d.screenshot("application-editing");
   await page.click("button[name=save-config]");
-  const s = await tc.waitForUnits("shop", (units) => units.length === 2 && units.every((u) => u.workload.message === "motd: SET IN THE PAGE"), "units to publish the page's config", 60_000);
+  const s = await tc.waitForUnits(
+    "shop",
+    (units) => units.length === 2 && units.every((u) => u.workload.message === "motd: SET IN THE PAGE"),
+    "units to publish the page's config",
+    60_000,
+  );
   t.is(s.applications.board!.config.message, "set in the page");
   t.is(s.applications.board!.config.uppercase, true);
   // A value the schema refuses is caught in the page before anything is sent.
@@ -106,93 +120,122 @@ test.serial("a config edit made in the page reaches the units; the controller vi
   await d.context.close();
 });
 
-test.serial("a read-only user sees no write controls, and the controller refuses writes from the page anyway", async (t) => {
-  const d = await openDashboard(browser, address());
-  const { page } = d;
-  await logInThroughPage(page, "viewer", viewerPassword);
-  await page.goto(`https://${address()}/#/models/shop/applications/board`);
-  await page.waitForSelector("input[name=message]");
-  await page.waitForSelector("text=You have read access to this model");
-  t.is(await page.locator("button[name=save-config]").count(), 0);
-  t.is(await page.locator("button[name=add-units]").count(), 0);
-  t.is(await page.locator("button[name=remove-application]").count(), 0);
-  t.true(await page.locator("input[name=message]").evaluate((e) => (e as unknown as { readOnly: boolean }).readOnly));
-  await d.screenshot("application-read-only");
-  // The same write the page would make, sent from the page with the session's CSRF token: refused.
-  const res = await page.evaluate(async () => {
-    const s = await (await fetch("/v1/session")).json() as { csrf: string };
-    const r = await fetch("/v1/models/shop/applications/board", { method: "PATCH", headers: { "content-type": "application/json", "x-steward-csrf": s.csrf }, body: JSON.stringify({ config: { message: "viewer" } }) });
-    return { status: r.status, body: await r.json() as { code: string; message: string } };
-  });
-  t.is(res.status, 403);
-  t.regex(res.body.message, /viewer has read access to model shop; this needs write/);
-  // The controller page shows a user who is not a superuser its overview, not the cluster's layout.
-  await page.goto(`https://${address()}/#/controller`);
-  await page.waitForSelector("h1:has-text('Controller test')");
-  t.is(await page.locator("[data-ca-fingerprint]").textContent(), new X509Certificate(tc.caCert).fingerprint256);
-  t.is(await page.locator("tr[data-replica]").count(), 0);
-  // Without the CSRF token, even an admin's session cannot write.
-  const admin = await openDashboard(browser, address());
-  await logInThroughPage(admin.page, "admin", tc.adminPassword);
-  const forged = await admin.page.evaluate(async () => {
-    const r = await fetch("/v1/models/shop/applications/board", { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ config: { message: "forged" } }) });
-    return { status: r.status, body: await r.json() as { message: string } };
-  });
-  t.is(forged.status, 403);
-  t.regex(forged.body.message, /x-steward-csrf/);
-  t.not((await tc.admin.status("shop")).applications.board!.config.message, "forged");
-  await admin.context.close();
-  t.deepEqual(d.problems, []);
-  await d.context.close();
-});
+test.serial(
+  "a read-only user sees no write controls, and the controller refuses writes from the page anyway",
+  async (t) => {
+    const d = await openDashboard(browser, address());
+    const { page } = d;
+    await logInThroughPage(page, "viewer", viewerPassword);
+    await page.goto(`https://${address()}/#/models/shop/applications/board`);
+    await page.waitForSelector("input[name=message]");
+    await page.waitForSelector("text=You have read access to this model");
+    t.is(await page.locator("button[name=save-config]").count(), 0);
+    t.is(await page.locator("button[name=add-units]").count(), 0);
+    t.is(await page.locator("button[name=remove-application]").count(), 0);
+    t.true(await page.locator("input[name=message]").evaluate((e) => (e as unknown as { readOnly: boolean }).readOnly));
+    await d.screenshot("application-read-only");
+    // The same write the page would make, sent from the page with the session's CSRF token: refused.
+    const res = await page.evaluate(async () => {
+      const s = (await (await fetch("/v1/session")).json()) as { csrf: string };
+      const r = await fetch("/v1/models/shop/applications/board", {
+        method: "PATCH",
+        headers: { "content-type": "application/json", "x-steward-csrf": s.csrf },
+        body: JSON.stringify({ config: { message: "viewer" } }),
+      });
+      return { status: r.status, body: (await r.json()) as { code: string; message: string } };
+    });
+    t.is(res.status, 403);
+    t.regex(res.body.message, /viewer has read access to model shop; this needs write/);
+    // The controller page shows a user who is not a superuser its overview, not the cluster's layout.
+    await page.goto(`https://${address()}/#/controller`);
+    await page.waitForSelector("h1:has-text('Controller test')");
+    t.is(await page.locator("[data-ca-fingerprint]").textContent(), new X509Certificate(tc.caCert).fingerprint256);
+    t.is(await page.locator("tr[data-replica]").count(), 0);
+    // Without the CSRF token, even an admin's session cannot write.
+    const admin = await openDashboard(browser, address());
+    await logInThroughPage(admin.page, "admin", tc.adminPassword);
+    const forged = await admin.page.evaluate(async () => {
+      const r = await fetch("/v1/models/shop/applications/board", {
+        method: "PATCH",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ config: { message: "forged" } }),
+      });
+      return { status: r.status, body: (await r.json()) as { message: string } };
+    });
+    t.is(forged.status, 403);
+    t.regex(forged.body.message, /x-steward-csrf/);
+    t.not((await tc.admin.status("shop")).applications.board!.config.message, "forged");
+    await admin.context.close();
+    t.deepEqual(d.problems, []);
+    await d.context.close();
+  },
+);
 
-test.serial("a unit whose hook fails shows the hook and its output; retrying from the page brings it back", async (t) => {
-  const d = await openDashboard(browser, address());
-  const { page } = d;
-  await logInThroughPage(page, "admin", tc.adminPassword);
-  await page.goto(`https://${address()}/#/models/shop/units/board/0`);
-  await page.waitForSelector("h1:has-text('board/0')");
-  await tc.admin.updateApplication("shop", "board", { config: { message: "fail: on purpose" } });
-  await page.waitForSelector("[data-failure]", { timeout: 60_000 });
-  const failure = await page.textContent("[data-failure]") ?? "";
-  t.regex(failure, /Hook config-changed failed/);
-  t.regex(failure, /refusing message: fail: on purpose \(it starts with fail:\)/);
-  await page.waitForSelector("text=Status history");
-  await d.screenshot("unit-error");
-  await tc.admin.updateApplication("shop", "board", { config: { message: "fixed" } });
-  await page.click("button[name=resolve-retry]");
-  await page.waitForSelector("[data-failure]", { state: "detached", timeout: 60_000 });
-  await eventually("board/0 to be active again", async () => {
-    const s = await tc.admin.status("shop");
-    return s.applications.board!.units["board/0"]!.workload.message === "motd: FIXED";
-  }, 60_000);
-  t.deepEqual(await cspViolations(page), []);
-  t.deepEqual(d.problems, []);
-  await d.context.close();
-});
+test.serial(
+  "a unit whose hook fails shows the hook and its output; retrying from the page brings it back",
+  async (t) => {
+    const d = await openDashboard(browser, address());
+    const { page } = d;
+    await logInThroughPage(page, "admin", tc.adminPassword);
+    await page.goto(`https://${address()}/#/models/shop/units/board/0`);
+    await page.waitForSelector("h1:has-text('board/0')");
+    await tc.admin.updateApplication("shop", "board", { config: { message: "fail: on purpose" } });
+    await page.waitForSelector("[data-failure]", { timeout: 60_000 });
+    const failure = (await page.textContent("[data-failure]")) ?? "";
+    t.regex(failure, /Hook config-changed failed/);
+    t.regex(failure, /refusing message: fail: on purpose \(it starts with fail:\)/);
+    await page.waitForSelector("text=Status history");
+    await d.screenshot("unit-error");
+    await tc.admin.updateApplication("shop", "board", { config: { message: "fixed" } });
+    await page.click("button[name=resolve-retry]");
+    await page.waitForSelector("[data-failure]", { state: "detached", timeout: 60_000 });
+    await eventually(
+      "board/0 to be active again",
+      async () => {
+        const s = await tc.admin.status("shop");
+        return s.applications.board!.units["board/0"]!.workload.message === "motd: FIXED";
+      },
+      60_000,
+    );
+    t.deepEqual(await cspViolations(page), []);
+    t.deepEqual(d.problems, []);
+    await d.context.close();
+  },
+);
 
-test.serial("the console pane runs the console as the logged-in user: status, and a refusal for what reads local files", async (t) => {
-  const d = await openDashboard(browser, address());
-  const { page } = d;
-  await logInThroughPage(page, "viewer", viewerPassword);
-  await page.click("a.nav-link:has-text('Console')");
-  await page.waitForSelector(".terminal .xterm");
-  const screen = (): Promise<string> => page.locator(".terminal .xterm-rows").innerText();
-  await eventually("the console's prompt", async () => /steward test> *$/m.test(await screen()), 60_000);
-  await page.click(".terminal");
-  await page.keyboard.type("status -m shop");
-  await page.keyboard.press("Enter");
-  await eventually("status in the pane", async () => /board\/0\*?\s+(active|error|maintenance)/.test(await screen()), 60_000);
-  await d.screenshot("console");
-  // The viewer may read but not write; the console says so rather than doing it.
-  await page.keyboard.type("config board message=from-the-viewer -m shop");
-  await page.keyboard.press("Enter");
-  await eventually("the refusal", async () => /viewer has read access to model shop/.test(await screen()), 60_000);
-  await page.keyboard.type("deploy ./somewhere -m shop");
-  await page.keyboard.press("Enter");
-  await eventually("deploy refused in the web console", async () => /local files|your own machine/.test(await screen()), 60_000);
-  t.not((await tc.admin.status("shop")).applications.board!.config.message, "from-the-viewer");
-  t.deepEqual(await cspViolations(page), [], "xterm's styles go through constructable sheets, not inline styles");
-  t.deepEqual(d.problems, []);
-  await d.context.close();
-});
+test.serial(
+  "the console pane runs the console as the logged-in user: status, and a refusal for what reads local files",
+  async (t) => {
+    const d = await openDashboard(browser, address());
+    const { page } = d;
+    await logInThroughPage(page, "viewer", viewerPassword);
+    await page.click("a.nav-link:has-text('Console')");
+    await page.waitForSelector(".terminal .xterm");
+    const screen = (): Promise<string> => page.locator(".terminal .xterm-rows").innerText();
+    await eventually("the console's prompt", async () => /steward test> *$/m.test(await screen()), 60_000);
+    await page.click(".terminal");
+    await page.keyboard.type("status -m shop");
+    await page.keyboard.press("Enter");
+    await eventually(
+      "status in the pane",
+      async () => /board\/0\*?\s+(active|error|maintenance)/.test(await screen()),
+      60_000,
+    );
+    await d.screenshot("console");
+    // The viewer may read but not write; the console says so rather than doing it.
+    await page.keyboard.type("config board message=from-the-viewer -m shop");
+    await page.keyboard.press("Enter");
+    await eventually("the refusal", async () => /viewer has read access to model shop/.test(await screen()), 60_000);
+    await page.keyboard.type("deploy ./somewhere -m shop");
+    await page.keyboard.press("Enter");
+    await eventually(
+      "deploy refused in the web console",
+      async () => /local files|your own machine/.test(await screen()),
+      60_000,
+    );
+    t.not((await tc.admin.status("shop")).applications.board!.config.message, "from-the-viewer");
+    t.deepEqual(await cspViolations(page), [], "xterm's styles go through constructable sheets, not inline styles");
+    t.deepEqual(d.problems, []);
+    await d.context.close();
+  },
+);

@@ -14,7 +14,12 @@ import { EmbeddedStore, EnrolmentOps, StateOps, credentialMatches, keys } from "
 async function withStore(fn: (store: EmbeddedStore) => Promise<void>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "steward-enrol-"));
   const store = await EmbeddedStore.open({ dir });
-  try { await fn(store); } finally { await store.close(); await rm(dir, { recursive: true, force: true }); }
+  try {
+    await fn(store);
+  } finally {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 test("a machine's token is traded once for a credential the machine then holds", async (t) => {
@@ -25,12 +30,20 @@ test("a machine's token is traded once for a credential the machine then holds",
     const [m] = (await ops.addMachines(model.uuid, "local", 1)).machines;
     const enrol = new EnrolmentOps(store);
     const token = await enrol.issue(model.uuid, m!.id);
-    t.deepEqual((await enrol.check(token)), { model: model.uuid, machine: m!.id, expiresAt: (await enrol.check(token)).expiresAt }, "checking does not spend it");
+    t.deepEqual(
+      await enrol.check(token),
+      { model: model.uuid, machine: m!.id, expiresAt: (await enrol.check(token)).expiresAt },
+      "checking does not spend it",
+    );
     const got = await enrol.redeem(token);
     t.is(got.machine, m!.id);
     const doc = JSON.parse((await store.get(keys.machine(model.uuid, m!.id)))!.value) as { credentialHash: string };
     t.true(credentialMatches(got.credential, doc.credentialHash), "the machine's credential is the one handed over");
-    t.is((await t.throwsAsync<StewardError>(enrol.redeem(token)))?.code, "unauthorized", "a spent token enrols nothing");
+    t.is(
+      (await t.throwsAsync<StewardError>(enrol.redeem(token)))?.code,
+      "unauthorized",
+      "a spent token enrols nothing",
+    );
     t.is((await t.throwsAsync<StewardError>(enrol.check(token)))?.code, "unauthorized");
     t.is((await store.range("/enrolments/")).kvs.length, 0, "only hashes were stored, and the spent one is gone");
   });
@@ -47,7 +60,11 @@ test("a replica's token: staged on first ask, its data collected once, and never
     t.is(await enrol.collectReplicaData(token), "v1.sealed-bytes");
     t.is((await t.throwsAsync<StewardError>(enrol.collectReplicaData(token)))?.code, "unauthorized", "collected once");
     const other = await enrol.issueReplica();
-    t.is((await t.throwsAsync<StewardError>(enrol.redeem(other)))?.code, "unauthorized", "a replica token is not an agent's");
+    t.is(
+      (await t.throwsAsync<StewardError>(enrol.redeem(other)))?.code,
+      "unauthorized",
+      "a replica token is not an agent's",
+    );
   });
 });
 

@@ -16,8 +16,12 @@ import { operatorsDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 
 let tc: TestController;
-test.before(async () => { tc = await startTestController(); });
-test.after.always(async () => { await tc?.close(); });
+test.before(async () => {
+  tc = await startTestController();
+});
+test.after.always(async () => {
+  await tc?.close();
+});
 
 const MODEL = "churn";
 
@@ -25,13 +29,22 @@ test("http-checker stays out of error while web units are added and removed seve
   t.timeout(600_000);
   await tc.admin.createModel(MODEL, { updateStatusInterval: 5 });
   await tc.admin.deploy(MODEL, { name: "web", operator: await tc.upload(join(operatorsDir, "hello-http")), units: 1 });
-  await tc.admin.deploy(MODEL, { name: "checker", operator: await tc.upload(join(operatorsDir, "http-checker")), units: 1 });
+  await tc.admin.deploy(MODEL, {
+    name: "checker",
+    operator: await tc.upload(join(operatorsDir, "http-checker")),
+    units: 1,
+  });
   await tc.admin.integrate(MODEL, "checker:upstream", "web:website");
   const checkerSays = (want: RegExp) => async (): Promise<boolean> => {
     const u = (await tc.admin.status(MODEL)).applications.checker?.units["checker/0"];
     return u !== undefined && u.agent.current === "idle" && want.test(u.workload.message);
   };
-  await tc.waitForUnits(MODEL, (units) => units.length === 2 && units.every(unitIsReady), "web/0 and checker/0 active/idle", 120_000);
+  await tc.waitForUnits(
+    MODEL,
+    (units) => units.length === 2 && units.every(unitIsReady),
+    "web/0 and checker/0 active/idle",
+    120_000,
+  );
   await eventually("the checker sees web/0", checkerSays(/^1\/1 upstreams answer/), 60_000);
 
   // Everything the checker shows while the churn goes on, polled as well as kept in its status log
@@ -41,32 +54,61 @@ test("http-checker stays out of error while web units are added and removed seve
   const poller = (async () => {
     while (polling) {
       const u = (await tc.admin.status(MODEL).catch(() => undefined))?.applications.checker?.units["checker/0"];
-      if (u) for (const s of [{ type: "workload" as const, ...u.workload }, { type: "agent" as const, ...u.agent }]) shown.push({ since: "", type: s.type, status: s.current, message: s.message });
+      if (u)
+        for (const s of [
+          { type: "workload" as const, ...u.workload },
+          { type: "agent" as const, ...u.agent },
+        ])
+          shown.push({ since: "", type: s.type, status: s.current, message: s.message });
       await new Promise((r) => setTimeout(r, 100));
     }
   })();
   try {
     for (let round = 0; round < 2; round++) {
       const { units } = await tc.admin.addUnits(MODEL, "web", 3);
-      await eventually(`round ${round + 1}: the checker sees 4 upstreams`, checkerSays(/^4\/4 upstreams answer/), 120_000);
+      await eventually(
+        `round ${round + 1}: the checker sees 4 upstreams`,
+        checkerSays(/^4\/4 upstreams answer/),
+        120_000,
+      );
       // Removed at once, while the checker's hooks for them run.
       for (const u of units) await tc.admin.removeUnit(MODEL, u);
       await tc.waitForUnits(MODEL, (all) => all.length === 2, `round ${round + 1}: the removed units gone`, 120_000);
-      await eventually(`round ${round + 1}: the checker back to 1 upstream`, checkerSays(/^1\/1 upstreams answer/), 60_000);
+      await eventually(
+        `round ${round + 1}: the checker back to 1 upstream`,
+        checkerSays(/^1\/1 upstreams answer/),
+        60_000,
+      );
     }
     // web/0 stops answering: each check now waits timeout-ms on it before it reads the next unit's data.
     const server = Number(await readFile(await unitDataFile("web/0", "server.pid"), "utf8"));
     process.kill(server, "SIGSTOP");
     for (let round = 0; round < 3; round++) {
       const [added] = (await tc.admin.addUnits(MODEL, "web", 1)).units;
-      await eventually(`race ${round + 1}: the checker sees ${added}`, checkerSays(/^1\/2 upstreams answer; not answering: web\/0$/), 120_000);
+      await eventually(
+        `race ${round + 1}: the checker sees ${added}`,
+        checkerSays(/^1\/2 upstreams answer; not answering: web\/0$/),
+        120_000,
+      );
       // A config change runs a check: once it has listed the units and waits on web/0, the new unit goes.
       await tc.admin.updateApplication(MODEL, "checker", { config: { "timeout-ms": 6000 + round } });
-      await eventually(`race ${round + 1}: the check running`, async () => /config-changed/.test((await tc.admin.status(MODEL)).applications.checker?.units["checker/0"]?.agent.message ?? ""), 30_000, 50);
+      await eventually(
+        `race ${round + 1}: the check running`,
+        async () =>
+          /config-changed/.test(
+            (await tc.admin.status(MODEL)).applications.checker?.units["checker/0"]?.agent.message ?? "",
+          ),
+        30_000,
+        50,
+      );
       await new Promise((r) => setTimeout(r, 500));
       await tc.admin.removeUnit(MODEL, added!);
       await tc.waitForUnits(MODEL, (all) => all.length === 2, `race ${round + 1}: ${added} gone`, 120_000);
-      await eventually(`race ${round + 1}: the checker back to web/0 alone`, checkerSays(/^0\/1 upstreams answer; not answering: web\/0$/), 60_000);
+      await eventually(
+        `race ${round + 1}: the checker back to web/0 alone`,
+        checkerSays(/^0\/1 upstreams answer; not answering: web\/0$/),
+        60_000,
+      );
     }
     process.kill(server, "SIGCONT");
   } finally {

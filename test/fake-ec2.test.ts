@@ -9,7 +9,12 @@ import type { BinaryLike, Hash, Hmac } from "node:crypto";
 import { Agent, request } from "node:https";
 import { gzipSync } from "node:zlib";
 import {
-  CreateTagsCommand, DescribeAvailabilityZonesCommand, DescribeInstancesCommand, EC2Client, RunInstancesCommand, TerminateInstancesCommand,
+  CreateTagsCommand,
+  DescribeAvailabilityZonesCommand,
+  DescribeInstancesCommand,
+  EC2Client,
+  RunInstancesCommand,
+  TerminateInstancesCommand,
 } from "@aws-sdk/client-ec2";
 import type { RunInstancesCommandInput } from "@aws-sdk/client-ec2";
 import { SignatureV4 } from "@smithy/signature-v4";
@@ -28,25 +33,47 @@ const asRoot = root ? test.serial : test.skip; // skipped only without root: tes
 
 /** A started fake whose instances boot when the test says so; closed when the test ends. */
 async function fake(t: ExecutionContext): Promise<{
-  ec2: FakeEc2; client: EC2Client; booted: Map<string, () => void>; stopped: string[];
+  ec2: FakeEc2;
+  client: EC2Client;
+  booted: Map<string, () => void>;
+  stopped: string[];
 }> {
   const booted = new Map<string, () => void>();
   const stopped: string[] = [];
   const ec2 = new FakeEc2({
-    region, credentials,
-    boot: (i: FakeInstance) => new Promise((resolve) => booted.set(i.id, () => resolve({ privateIp: "10.0.0.5", stop: async () => { stopped.push(i.id); } }))),
+    region,
+    credentials,
+    boot: (i: FakeInstance) =>
+      new Promise((resolve) =>
+        booted.set(i.id, () =>
+          resolve({
+            privateIp: "10.0.0.5",
+            stop: async () => {
+              stopped.push(i.id);
+            },
+          }),
+        ),
+      ),
   });
   await ec2.start();
   const client = ec2ClientFor(ec2);
   // stop() waits for boots in progress (to stop what they started): finish those the test left.
-  t.teardown(async () => { client.destroy(); for (const up of booted.values()) up(); await ec2.stop(); });
+  t.teardown(async () => {
+    client.destroy();
+    for (const up of booted.values()) up();
+    await ec2.stop();
+  });
   return { ec2, client, booted, stopped };
 }
 
-const launch = (over: Partial<RunInstancesCommandInput> = {}): RunInstancesCommand => new RunInstancesCommand({ ImageId: AMI, MinCount: 1, MaxCount: 1, ...over });
+const launch = (over: Partial<RunInstancesCommandInput> = {}): RunInstancesCommand =>
+  new RunInstancesCommand({ ImageId: AMI, MinCount: 1, MaxCount: 1, ...over });
 /** The error an SDK call fails with (name, as the SDK maps EC2's <Code>, and HTTP status). */
 async function failure(p: Promise<unknown>): Promise<{ name: string; message: string; status?: number }> {
-  const err = await p.then(() => undefined, (e: { name: string; message: string; $metadata?: { httpStatusCode?: number } }) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: { name: string; message: string; $metadata?: { httpStatusCode?: number } }) => e,
+  );
   if (!err) throw new Error("the call succeeded");
   return { name: err.name, message: err.message, status: err.$metadata?.httpStatusCode };
 }
@@ -54,11 +81,24 @@ async function failure(p: Promise<unknown>): Promise<{ name: string; message: st
 test("RunInstances with tags, user data and zone: pending, then running once booted, found by tag", async (t) => {
   const { ec2, client, booted } = await fake(t);
   const userData = Buffer.from("#cloud-config\nruncmd:\n  - echo hi\n");
-  const out = await client.send(launch({
-    InstanceType: "t3.small", UserData: userData.toString("base64"), Placement: { AvailabilityZone: `${region}b` },
-    SubnetId: "subnet-0abc", SecurityGroupIds: ["sg-0123", "sg-0456"],
-    TagSpecifications: [{ ResourceType: "instance", Tags: [{ Key: "steward:model", Value: "m/1 <&>" }, { Key: "Name", Value: "web" }] }],
-  }));
+  const out = await client.send(
+    launch({
+      InstanceType: "t3.small",
+      UserData: userData.toString("base64"),
+      Placement: { AvailabilityZone: `${region}b` },
+      SubnetId: "subnet-0abc",
+      SecurityGroupIds: ["sg-0123", "sg-0456"],
+      TagSpecifications: [
+        {
+          ResourceType: "instance",
+          Tags: [
+            { Key: "steward:model", Value: "m/1 <&>" },
+            { Key: "Name", Value: "web" },
+          ],
+        },
+      ],
+    }),
+  );
   t.is(out.Instances?.length, 1);
   const id = out.Instances![0]!.InstanceId!;
   t.regex(id, /^i-[0-9a-f]{17}$/);
@@ -67,7 +107,12 @@ test("RunInstances with tags, user data and zone: pending, then running once boo
   t.is(out.Instances![0]!.State?.Code, 0);
   t.truthy(out.$metadata.requestId);
 
-  const byTag = new DescribeInstancesCommand({ Filters: [{ Name: "tag:steward:model", Values: ["m/1 <&>"] }, { Name: "instance-state-name", Values: ["pending", "running"] }] });
+  const byTag = new DescribeInstancesCommand({
+    Filters: [
+      { Name: "tag:steward:model", Values: ["m/1 <&>"] },
+      { Name: "instance-state-name", Values: ["pending", "running"] },
+    ],
+  });
   const pending = (await client.send(byTag)).Reservations?.flatMap((r) => r.Instances ?? []);
   t.is(pending?.length, 1);
   t.is(pending![0]!.State?.Name, "pending");
@@ -82,29 +127,64 @@ test("RunInstances with tags, user data and zone: pending, then running once boo
   t.is(running.ImageId, AMI);
   t.is(running.Placement?.AvailabilityZone, `${region}b`);
   t.is(running.SubnetId, "subnet-0abc");
-  t.deepEqual(running.SecurityGroups?.map((g) => g.GroupId), ["sg-0123", "sg-0456"]);
-  t.deepEqual(Object.fromEntries(running.Tags!.map((x) => [x.Key, x.Value])), { "steward:model": "m/1 <&>", Name: "web" });
+  t.deepEqual(
+    running.SecurityGroups?.map((g) => g.GroupId),
+    ["sg-0123", "sg-0456"],
+  );
+  t.deepEqual(Object.fromEntries(running.Tags!.map((x) => [x.Key, x.Value])), {
+    "steward:model": "m/1 <&>",
+    Name: "web",
+  });
   t.true(running.LaunchTime instanceof Date);
   t.deepEqual(ec2.instances()[0]!.userData, userData);
   t.is(ec2.calls.filter((c) => c.action === "RunInstances").length, 1);
 
-  t.is((await client.send(new DescribeInstancesCommand({ Filters: [{ Name: "tag-key", Values: ["Name"] }, { Name: "availability-zone", Values: [`${region}?`] }] }))).Reservations?.length, 1);
-  t.is((await client.send(new DescribeInstancesCommand({ Filters: [{ Name: "tag:Name", Values: ["db*"] }] }))).Reservations?.length, 0);
+  t.is(
+    (
+      await client.send(
+        new DescribeInstancesCommand({
+          Filters: [
+            { Name: "tag-key", Values: ["Name"] },
+            { Name: "availability-zone", Values: [`${region}?`] },
+          ],
+        }),
+      )
+    ).Reservations?.length,
+    1,
+  );
+  t.is(
+    (await client.send(new DescribeInstancesCommand({ Filters: [{ Name: "tag:Name", Values: ["db*"] }] }))).Reservations
+      ?.length,
+    0,
+  );
   await client.send(new CreateTagsCommand({ Resources: [id], Tags: [{ Key: "role", Value: "db" }] }));
-  t.is((await client.send(new DescribeInstancesCommand({ Filters: [{ Name: "tag:role", Values: ["d*"] }] }))).Reservations?.[0]?.Instances?.[0]?.InstanceId, id);
+  t.is(
+    (await client.send(new DescribeInstancesCommand({ Filters: [{ Name: "tag:role", Values: ["d*"] }] })))
+      .Reservations?.[0]?.Instances?.[0]?.InstanceId,
+    id,
+  );
   const zones = await client.send(new DescribeAvailabilityZonesCommand({}));
-  t.deepEqual(zones.AvailabilityZones?.map((z) => [z.ZoneName, z.State, z.RegionName]), ["a", "b", "c"].map((z) => [`${region}${z}`, "available", region]));
+  t.deepEqual(
+    zones.AvailabilityZones?.map((z) => [z.ZoneName, z.State, z.RegionName]),
+    ["a", "b", "c"].map((z) => [`${region}${z}`, "available", region]),
+  );
 });
 
 test("without a zone, instances are spread over the zones; MaxResults and NextToken page through them", async (t) => {
   const { client } = await fake(t);
   const out = await client.send(launch({ MinCount: 2, MaxCount: 7 }));
   t.is(out.Instances?.length, 7);
-  t.deepEqual(out.Instances!.slice(0, 4).map((i) => i.Placement?.AvailabilityZone), ["a", "b", "c", "a"].map((z) => `${region}${z}`));
+  t.deepEqual(
+    out.Instances!.slice(0, 4).map((i) => i.Placement?.AvailabilityZone),
+    ["a", "b", "c", "a"].map((z) => `${region}${z}`),
+  );
   const first = await client.send(new DescribeInstancesCommand({ MaxResults: 5 }));
   const second = await client.send(new DescribeInstancesCommand({ MaxResults: 5, NextToken: first.NextToken }));
   const ids = [first, second].flatMap((p) => p.Reservations!.flatMap((r) => r.Instances!.map((i) => i.InstanceId)));
-  t.deepEqual(ids, out.Instances!.map((i) => i.InstanceId));
+  t.deepEqual(
+    ids,
+    out.Instances!.map((i) => i.InstanceId),
+  );
   t.truthy(first.NextToken);
   t.falsy(second.NextToken);
   t.is((await failure(client.send(new DescribeInstancesCommand({ MaxResults: 2 })))).name, "InvalidParameterValue");
@@ -113,10 +193,23 @@ test("without a zone, instances are spread over the zones; MaxResults and NextTo
 
 test("the same ClientToken returns the first reservation without launching again; changed parameters are refused", async (t) => {
   const { ec2, client, booted } = await fake(t);
-  const first = await client.send(launch({ ClientToken: "token-1", TagSpecifications: [{ ResourceType: "instance", Tags: [{ Key: "k", Value: "v" }] }] }));
-  const again = await client.send(launch({ ClientToken: "token-1", TagSpecifications: [{ ResourceType: "instance", Tags: [{ Key: "k", Value: "v" }] }] }));
+  const first = await client.send(
+    launch({
+      ClientToken: "token-1",
+      TagSpecifications: [{ ResourceType: "instance", Tags: [{ Key: "k", Value: "v" }] }],
+    }),
+  );
+  const again = await client.send(
+    launch({
+      ClientToken: "token-1",
+      TagSpecifications: [{ ResourceType: "instance", Tags: [{ Key: "k", Value: "v" }] }],
+    }),
+  );
   t.is(again.ReservationId, first.ReservationId);
-  t.deepEqual(again.Instances?.map((i) => i.InstanceId), first.Instances?.map((i) => i.InstanceId));
+  t.deepEqual(
+    again.Instances?.map((i) => i.InstanceId),
+    first.Instances?.map((i) => i.InstanceId),
+  );
   t.is(ec2.instances().length, 1);
   t.is(booted.size, 1);
   const changed = await failure(client.send(launch({ ClientToken: "token-1", InstanceType: "t3.large" })));
@@ -133,17 +226,37 @@ test("TerminateInstances: shutting-down, then terminated with the boot's stop ca
   const { client, booted, stopped } = await fake(t);
   const id = (await client.send(launch())).Instances![0]!.InstanceId!;
   booted.get(id)!();
-  const state = async () => (await client.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations![0]!.Instances![0]!.State?.Name;
+  const state = async () =>
+    (await client.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations![0]!.Instances![0]!.State
+      ?.Name;
   await eventually("running", async () => (await state()) === "running");
   const out = await client.send(new TerminateInstancesCommand({ InstanceIds: [id] }));
-  t.deepEqual(out.TerminatingInstances?.map((i) => [i.InstanceId, i.PreviousState?.Name, i.CurrentState?.Name, i.CurrentState?.Code]), [[id, "running", "shutting-down", 32]]);
+  t.deepEqual(
+    out.TerminatingInstances?.map((i) => [
+      i.InstanceId,
+      i.PreviousState?.Name,
+      i.CurrentState?.Name,
+      i.CurrentState?.Code,
+    ]),
+    [[id, "running", "shutting-down", 32]],
+  );
   await eventually("terminated", async () => (await state()) === "terminated");
   t.deepEqual(stopped, [id]);
   const again = await client.send(new TerminateInstancesCommand({ InstanceIds: [id] }));
-  t.deepEqual(again.TerminatingInstances?.map((i) => [i.PreviousState?.Name, i.CurrentState?.Name, i.CurrentState?.Code]), [["terminated", "terminated", 48]]);
+  t.deepEqual(
+    again.TerminatingInstances?.map((i) => [i.PreviousState?.Name, i.CurrentState?.Name, i.CurrentState?.Code]),
+    [["terminated", "terminated", 48]],
+  );
   t.deepEqual(stopped, [id]);
   // Still listed after termination, as EC2 lists recently terminated instances.
-  t.is((await client.send(new DescribeInstancesCommand({ Filters: [{ Name: "instance-state-name", Values: ["terminated"] }] }))).Reservations?.length, 1);
+  t.is(
+    (
+      await client.send(
+        new DescribeInstancesCommand({ Filters: [{ Name: "instance-state-name", Values: ["terminated"] }] }),
+      )
+    ).Reservations?.length,
+    1,
+  );
 });
 
 test("user data: 16384 bytes (gzip or not) are taken as sent, one byte more is refused as EC2 documents", async (t) => {
@@ -152,7 +265,10 @@ test("user data: 16384 bytes (gzip or not) are taken as sent, one byte more is r
   await client.send(launch({ UserData: exact.toString("base64") }));
   t.deepEqual(ec2.instances()[0]!.userData, exact);
   const refused = await failure(client.send(launch({ UserData: Buffer.alloc(16385, "x").toString("base64") })));
-  t.deepEqual([refused.name, refused.message, refused.status], ["InvalidParameterValue", "User data is limited to 16384 bytes", 400]);
+  t.deepEqual(
+    [refused.name, refused.message, refused.status],
+    ["InvalidParameterValue", "User data is limited to 16384 bytes", 400],
+  );
   const gz = gzipSync(Buffer.from("#cloud-config\n" + "runcmd: []\n".repeat(3000)));
   await client.send(launch({ UserData: gz.toString("base64") }));
   t.deepEqual(ec2.instances()[1]!.userData, gz);
@@ -164,7 +280,10 @@ test("requests signed with a wrong secret or an unknown key, or altered after si
   const { ec2 } = await fake(t);
   const wrongSecret = ec2ClientFor(ec2, { ...credentials, secretAccessKey: "not-the-secret" });
   const unknownKey = ec2ClientFor(ec2, { ...credentials, accessKeyId: "AKIAUNKNOWNKEY000000" });
-  t.teardown(() => { wrongSecret.destroy(); unknownKey.destroy(); });
+  t.teardown(() => {
+    wrongSecret.destroy();
+    unknownKey.destroy();
+  });
   const bad = await failure(wrongSecret.send(new DescribeInstancesCommand({})));
   t.deepEqual([bad.name, bad.status], ["SignatureDoesNotMatch", 403]);
   const unknown = await failure(unknownKey.send(launch()));
@@ -175,38 +294,80 @@ test("requests signed with a wrong secret or an unknown key, or altered after si
   // Hand-built requests, signed by the SDK's own SigV4 implementation (not the fake's).
   const url = new URL(ec2.endpoint);
   const sign = async (secretAccessKey: string, method: "GET" | "POST", query: Record<string, string>, body: string) => {
-    const signer = new SignatureV4({ service: "ec2", region, credentials: { ...credentials, secretAccessKey }, sha256: Sha256 });
+    const signer = new SignatureV4({
+      service: "ec2",
+      region,
+      credentials: { ...credentials, secretAccessKey },
+      sha256: Sha256,
+    });
     return signer.sign({
-      method, protocol: "https:", hostname: url.hostname, port: Number(url.port), path: "/", query, body,
+      method,
+      protocol: "https:",
+      hostname: url.hostname,
+      port: Number(url.port),
+      path: "/",
+      query,
+      body,
       headers: { host: url.host, ...(body ? { "content-type": "application/x-www-form-urlencoded" } : {}) },
     });
   };
   const query = { Action: "DescribeAvailabilityZones", Version: "2016-11-15", "ZoneName.1": `${region}c` };
   const good = await sign(credentials.secretAccessKey, "GET", query, "");
-  const ok = await send(ec2.caCert, good.method, `/?${new URLSearchParams(query).toString().replace(/\+/g, "%20")}`, good.headers as Record<string, string>, "");
+  const ok = await send(
+    ec2.caCert,
+    good.method,
+    `/?${new URLSearchParams(query).toString().replace(/\+/g, "%20")}`,
+    good.headers as Record<string, string>,
+    "",
+  );
   t.is(ok.status, 200);
   t.regex(ok.body, new RegExp(`<zoneName>${region}c</zoneName>`));
   t.notRegex(ok.body, new RegExp(`<zoneName>${region}a</zoneName>`));
 
   const wrong = await sign("not-the-secret", "GET", query, "");
-  const refused = await send(ec2.caCert, "GET", `/?${new URLSearchParams(query).toString()}`, wrong.headers as Record<string, string>, "");
+  const refused = await send(
+    ec2.caCert,
+    "GET",
+    `/?${new URLSearchParams(query).toString()}`,
+    wrong.headers as Record<string, string>,
+    "",
+  );
   t.is(refused.status, 403);
-  t.regex(refused.body, /^<\?xml version="1.0" encoding="UTF-8"\?>\n<Response><Errors><Error><Code>SignatureDoesNotMatch<\/Code><Message>[^<]+<\/Message><\/Error><\/Errors><RequestID>[0-9a-f-]{36}<\/RequestID><\/Response>$/);
+  t.regex(
+    refused.body,
+    /^<\?xml version="1.0" encoding="UTF-8"\?>\n<Response><Errors><Error><Code>SignatureDoesNotMatch<\/Code><Message>[^<]+<\/Message><\/Error><\/Errors><RequestID>[0-9a-f-]{36}<\/RequestID><\/Response>$/,
+  );
 
   const form = `Action=RunInstances&Version=2016-11-15&ImageId=${AMI}&MinCount=1&MaxCount=1`;
   const signed = await sign(credentials.secretAccessKey, "POST", {}, form);
-  const altered = await send(ec2.caCert, "POST", "/", signed.headers as Record<string, string>, form.replace("MaxCount=1", "MaxCount=9"));
+  const altered = await send(
+    ec2.caCert,
+    "POST",
+    "/",
+    signed.headers as Record<string, string>,
+    form.replace("MaxCount=1", "MaxCount=9"),
+  );
   t.is(altered.status, 403);
   t.regex(altered.body, /<Code>SignatureDoesNotMatch<\/Code>/);
   t.is(ec2.instances().length, 0);
   const accepted = await send(ec2.caCert, "POST", "/", signed.headers as Record<string, string>, form);
   t.is(accepted.status, 200);
   t.is(ec2.instances().length, 1);
-  t.deepEqual(ec2.calls.map((c) => c.action), ["DescribeAvailabilityZones", "RunInstances"]);
+  t.deepEqual(
+    ec2.calls.map((c) => c.action),
+    ["DescribeAvailabilityZones", "RunInstances"],
+  );
 
   // A client whose clock is 20 minutes off gets RequestExpired, as EC2 answers beyond 15 minutes;
   // the SDK then corrects its clock from the answer's Date header, and its next call succeeds.
-  const late = new EC2Client({ region, endpoint: ec2.endpoint, credentials, systemClockOffset: -20 * 60_000, maxAttempts: 1, requestHandler: { httpsAgent: new Agent({ ca: ec2.caCert }) } });
+  const late = new EC2Client({
+    region,
+    endpoint: ec2.endpoint,
+    credentials,
+    systemClockOffset: -20 * 60_000,
+    maxAttempts: 1,
+    requestHandler: { httpsAgent: new Agent({ ca: ec2.caCert }) },
+  });
   t.teardown(() => late.destroy());
   t.is((await failure(late.send(new DescribeInstancesCommand({})))).name, "RequestExpired");
   t.is((await late.send(new DescribeInstancesCommand({}))).Reservations?.length, 1);
@@ -215,122 +376,198 @@ test("requests signed with a wrong secret or an unknown key, or altered after si
 test("unknown or malformed ids and images get EC2's error codes", async (t) => {
   const { client } = await fake(t);
   const missing = await failure(client.send(new DescribeInstancesCommand({ InstanceIds: ["i-0123456789abcdef0"] })));
-  t.deepEqual([missing.name, missing.message, missing.status], ["InvalidInstanceID.NotFound", "The instance ID 'i-0123456789abcdef0' does not exist", 400]);
-  t.is((await failure(client.send(new TerminateInstancesCommand({ InstanceIds: ["i-0123456789abcdef0"] })))).name, "InvalidInstanceID.NotFound");
-  t.is((await failure(client.send(new DescribeInstancesCommand({ InstanceIds: ["web-1"] })))).name, "InvalidInstanceID.Malformed");
+  t.deepEqual(
+    [missing.name, missing.message, missing.status],
+    ["InvalidInstanceID.NotFound", "The instance ID 'i-0123456789abcdef0' does not exist", 400],
+  );
+  t.is(
+    (await failure(client.send(new TerminateInstancesCommand({ InstanceIds: ["i-0123456789abcdef0"] })))).name,
+    "InvalidInstanceID.NotFound",
+  );
+  t.is(
+    (await failure(client.send(new DescribeInstancesCommand({ InstanceIds: ["web-1"] })))).name,
+    "InvalidInstanceID.Malformed",
+  );
   t.is((await failure(client.send(launch({ ImageId: "ubuntu-24.04" })))).name, "InvalidAMIID.Malformed");
-  t.is((await failure(client.send(launch({ Placement: { AvailabilityZone: "us-east-1a" } })))).name, "InvalidParameterValue");
-  t.is((await failure(client.send(new DescribeInstancesCommand({ Filters: [{ Name: "flavour", Values: ["x"] }] })))).name, "InvalidParameterValue");
+  t.is(
+    (await failure(client.send(launch({ Placement: { AvailabilityZone: "us-east-1a" } })))).name,
+    "InvalidParameterValue",
+  );
+  t.is(
+    (await failure(client.send(new DescribeInstancesCommand({ Filters: [{ Name: "flavour", Values: ["x"] }] })))).name,
+    "InvalidParameterValue",
+  );
 });
 
 let lab: TestLab | undefined;
-test.after.always(async () => { await lab?.close(); });
+test.after.always(async () => {
+  await lab?.close();
+});
 const theLab = async (): Promise<TestLab> => (lab ??= await TestLab.create(0));
 
 /** A fake EC2 whose instances boot as test hosts, stopped when the test ends. */
-async function bootingEc2(t: ExecutionContext): Promise<{ boot: ReturnType<typeof fakeEc2Boot>; ec2: FakeEc2; client: ReturnType<typeof ec2ClientFor> }> {
+async function bootingEc2(
+  t: ExecutionContext,
+): Promise<{ boot: ReturnType<typeof fakeEc2Boot>; ec2: FakeEc2; client: ReturnType<typeof ec2ClientFor> }> {
   const boot = fakeEc2Boot(await theLab());
   const ec2 = new FakeEc2({ region, credentials, boot });
   await ec2.start();
   const client = ec2ClientFor(ec2);
-  t.teardown(async () => { client.destroy(); await ec2.stop(); });
+  t.teardown(async () => {
+    client.destroy();
+    await ec2.stop();
+  });
   return { boot, ec2, client };
 }
 
-asRoot("runCloudInit writes files (b64, text, gzip'd user data) and runs runcmd in order on a test host; a failing command throws", async (t) => {
-  const host = await (await theLab()).addHost();
-  const script = "#!/bin/sh\necho \"it's $1\"\n";
-  const userData = gzipSync(Buffer.from([
-    "#cloud-config",
-    "write_files:",
-    "  - path: /opt/steward/bin/greet",
-    "    encoding: b64",
-    `    content: ${Buffer.from(script).toString("base64")}`,
-    "    permissions: '0755'",
-    "    owner: root:root",
-    "  - path: /etc/steward/plain.conf",
-    "    content: |",
-    "      a = 1",
-    "runcmd:",
-    "  - [ /opt/steward/bin/greet, \"a quote ' and $HOME\" ]",
-    "  - cd /var/lib/steward && /opt/steward/bin/greet done > greet.out",
-    "  - test \"$(pwd)\" = /var/lib/steward && echo same-shell > cwd.out",
-    "",
-  ].join("\n")));
-  await runCloudInit(host, userData);
-  t.is((await host.exec("cat /opt/steward/bin/greet")).stdout, script);
-  t.is((await host.exec("stat -c %a /opt/steward/bin/greet /etc/steward/plain.conf")).stdout, "755\n644\n");
-  t.is((await host.exec("cat /etc/steward/plain.conf")).stdout, "a = 1\n");
-  t.is((await host.exec("cat /var/lib/steward/greet.out /var/lib/steward/cwd.out")).stdout, "it's done\nsame-shell\n");
-  t.regex((await host.exec(`cat ${CLOUD_INIT_OUTPUT_LOG}`)).stdout, /it's a quote ' and \$HOME\n/);
-  // The file is the host's own: another host does not see it.
-  const other = await lab!.addHost();
-  t.not((await other.exec("test -e /opt/steward/bin/greet")).code, 0);
+asRoot(
+  "runCloudInit writes files (b64, text, gzip'd user data) and runs runcmd in order on a test host; a failing command throws",
+  async (t) => {
+    const host = await (await theLab()).addHost();
+    const script = '#!/bin/sh\necho "it\'s $1"\n';
+    const userData = gzipSync(
+      Buffer.from(
+        [
+          "#cloud-config",
+          "write_files:",
+          "  - path: /opt/steward/bin/greet",
+          "    encoding: b64",
+          `    content: ${Buffer.from(script).toString("base64")}`,
+          "    permissions: '0755'",
+          "    owner: root:root",
+          "  - path: /etc/steward/plain.conf",
+          "    content: |",
+          "      a = 1",
+          "runcmd:",
+          '  - [ /opt/steward/bin/greet, "a quote \' and $HOME" ]',
+          "  - cd /var/lib/steward && /opt/steward/bin/greet done > greet.out",
+          '  - test "$(pwd)" = /var/lib/steward && echo same-shell > cwd.out',
+          "",
+        ].join("\n"),
+      ),
+    );
+    await runCloudInit(host, userData);
+    t.is((await host.exec("cat /opt/steward/bin/greet")).stdout, script);
+    t.is((await host.exec("stat -c %a /opt/steward/bin/greet /etc/steward/plain.conf")).stdout, "755\n644\n");
+    t.is((await host.exec("cat /etc/steward/plain.conf")).stdout, "a = 1\n");
+    t.is(
+      (await host.exec("cat /var/lib/steward/greet.out /var/lib/steward/cwd.out")).stdout,
+      "it's done\nsame-shell\n",
+    );
+    t.regex((await host.exec(`cat ${CLOUD_INIT_OUTPUT_LOG}`)).stdout, /it's a quote ' and \$HOME\n/);
+    // The file is the host's own: another host does not see it.
+    const other = await lab!.addHost();
+    t.not((await other.exec("test -e /opt/steward/bin/greet")).code, 0);
 
-  const failing = Buffer.from("#cloud-config\nruncmd:\n  - echo before\n  - echo oops >&2; exit 3\n  - touch /var/lib/steward/after\n");
-  const err = await t.throwsAsync(runCloudInit(other, failing));
-  t.regex(err!.message, /runcmd item 2 .*exit code 3[\s\S]*oops/);
-  t.not((await other.exec("test -e /var/lib/steward/after")).code, 0);
-  await t.throwsAsync(runCloudInit(other, Buffer.from("#!/bin/sh\necho hi\n")), { message: /unsupported user-data/ });
-});
+    const failing = Buffer.from(
+      "#cloud-config\nruncmd:\n  - echo before\n  - echo oops >&2; exit 3\n  - touch /var/lib/steward/after\n",
+    );
+    const err = await t.throwsAsync(runCloudInit(other, failing));
+    t.regex(err!.message, /runcmd item 2 .*exit code 3[\s\S]*oops/);
+    t.not((await other.exec("test -e /var/lib/steward/after")).code, 0);
+    await t.throwsAsync(runCloudInit(other, Buffer.from("#!/bin/sh\necho hi\n")), { message: /unsupported user-data/ });
+  },
+);
 
-asRoot("the bootstrap user data (cloud-init's SSH module) gives the instance the host key made for it and lets the bootstrap key in as root", async (t) => {
-  const { boot, client } = await bootingEc2(t);
-  const clientKey = ssh.generateSshKeyPair("steward-bootstrap");
-  const hostKey = ssh.generateSshKeyPair("steward-host");
-  const userData = sshBootstrapUserData({ authorizedKey: clientKey.publicKey, hostKey });
-  const id = (await client.send(launch({ UserData: userData.toString("base64") }))).Instances![0]!.InstanceId!;
-  const address = await eventually("running with an address", async () => {
-    const i = (await client.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations?.[0]?.Instances?.[0];
-    return i?.State?.Name === "running" ? i.PrivateIpAddress : undefined;
-  });
-  const entry = boot.hosts.get(id)!;
-  t.is(entry.error, undefined);
-  t.is(entry.host.hostKeyFingerprint, hostKey.fingerprint);
-  // The key pinned before the instance existed is the one sshd offers, and the bootstrap key is root's.
-  const session = await ssh.SshSession.connect({ host: address, user: "root", privateKey: clientKey.privateKey, hostKey: hostKey.fingerprint });
-  t.is((await session.run("id -u")).stdout.trim(), "0");
-  session.close();
-  // Any other pin is refused: the host key is verified, not trusted.
-  const wrong = ssh.generateSshKeyPair("someone-else");
-  const refused = await t.throwsAsync(ssh.SshSession.connect({ host: address, user: "root", privateKey: clientKey.privateKey, hostKey: wrong.fingerprint }, { attempts: 1 }));
-  t.regex(refused!.message, /host key of .* does not match/);
+asRoot(
+  "the bootstrap user data (cloud-init's SSH module) gives the instance the host key made for it and lets the bootstrap key in as root",
+  async (t) => {
+    const { boot, client } = await bootingEc2(t);
+    const clientKey = ssh.generateSshKeyPair("steward-bootstrap");
+    const hostKey = ssh.generateSshKeyPair("steward-host");
+    const userData = sshBootstrapUserData({ authorizedKey: clientKey.publicKey, hostKey });
+    const id = (await client.send(launch({ UserData: userData.toString("base64") }))).Instances![0]!.InstanceId!;
+    const address = await eventually("running with an address", async () => {
+      const i = (await client.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations?.[0]
+        ?.Instances?.[0];
+      return i?.State?.Name === "running" ? i.PrivateIpAddress : undefined;
+    });
+    const entry = boot.hosts.get(id)!;
+    t.is(entry.error, undefined);
+    t.is(entry.host.hostKeyFingerprint, hostKey.fingerprint);
+    // The key pinned before the instance existed is the one sshd offers, and the bootstrap key is root's.
+    const session = await ssh.SshSession.connect({
+      host: address,
+      user: "root",
+      privateKey: clientKey.privateKey,
+      hostKey: hostKey.fingerprint,
+    });
+    t.is((await session.run("id -u")).stdout.trim(), "0");
+    session.close();
+    // Any other pin is refused: the host key is verified, not trusted.
+    const wrong = ssh.generateSshKeyPair("someone-else");
+    const refused = await t.throwsAsync(
+      ssh.SshSession.connect(
+        { host: address, user: "root", privateKey: clientKey.privateKey, hostKey: wrong.fingerprint },
+        { attempts: 1 },
+      ),
+    );
+    t.regex(refused!.message, /host key of .* does not match/);
 
-  // cloud-init's default (disable_root true) gives root none of the keys: the same key only logs in as the default user.
-  const plain = Buffer.from(`#cloud-config\nssh_authorized_keys:\n  - ${clientKey.publicKey}\n`);
-  const other = (await client.send(launch({ UserData: plain.toString("base64") }))).Instances![0]!.InstanceId!;
-  const otherAddress = await eventually("second instance running", async () => {
-    const i = (await client.send(new DescribeInstancesCommand({ InstanceIds: [other] }))).Reservations?.[0]?.Instances?.[0];
-    return i?.State?.Name === "running" ? i.PrivateIpAddress : undefined;
-  });
-  const otherHost = boot.hosts.get(other)!.host;
-  await t.throwsAsync(ssh.SshSession.connect({ host: otherAddress, user: "root", privateKey: clientKey.privateKey, hostKey: otherHost.hostKeyFingerprint }, { attempts: 1 }));
-  const asUser = await ssh.SshSession.connect({ host: otherAddress, user: SUDO_USER, privateKey: clientKey.privateKey, hostKey: otherHost.hostKeyFingerprint });
-  asUser.close();
-  // Host key types the test hosts cannot make are refused, not ignored.
-  t.throws(() => parseCloudConfig(Buffer.from("#cloud-config\nssh_keys:\n  rsa_private: x\n")), { message: /rsa_private are not implemented/ });
-});
+    // cloud-init's default (disable_root true) gives root none of the keys: the same key only logs in as the default user.
+    const plain = Buffer.from(`#cloud-config\nssh_authorized_keys:\n  - ${clientKey.publicKey}\n`);
+    const other = (await client.send(launch({ UserData: plain.toString("base64") }))).Instances![0]!.InstanceId!;
+    const otherAddress = await eventually("second instance running", async () => {
+      const i = (await client.send(new DescribeInstancesCommand({ InstanceIds: [other] }))).Reservations?.[0]
+        ?.Instances?.[0];
+      return i?.State?.Name === "running" ? i.PrivateIpAddress : undefined;
+    });
+    const otherHost = boot.hosts.get(other)!.host;
+    await t.throwsAsync(
+      ssh.SshSession.connect(
+        { host: otherAddress, user: "root", privateKey: clientKey.privateKey, hostKey: otherHost.hostKeyFingerprint },
+        { attempts: 1 },
+      ),
+    );
+    const asUser = await ssh.SshSession.connect({
+      host: otherAddress,
+      user: SUDO_USER,
+      privateKey: clientKey.privateKey,
+      hostKey: otherHost.hostKeyFingerprint,
+    });
+    asUser.close();
+    // Host key types the test hosts cannot make are refused, not ignored.
+    t.throws(() => parseCloudConfig(Buffer.from("#cloud-config\nssh_keys:\n  rsa_private: x\n")), {
+      message: /rsa_private are not implemented/,
+    });
+  },
+);
 
-asRoot("fakeEc2Boot: an instance is a new test host that runs its user data; terminating it kills the host", async (t) => {
-  const { boot, ec2, client } = await bootingEc2(t);
-  const userData = "#cloud-config\nruncmd:\n  - hostname > /var/lib/steward/booted\n";
-  const id = (await client.send(launch({ UserData: Buffer.from(userData).toString("base64") }))).Instances![0]!.InstanceId!;
-  const running = await eventually("running", async () => {
-    const i = (await client.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations?.[0]?.Instances?.[0];
-    return i?.State?.Name === "running" ? i : undefined;
-  }, 60_000);
-  const booted = boot.hosts.get(id)!;
-  t.is(running.PrivateIpAddress, booted.host.ip);
-  await booted.cloudInit;
-  t.is(booted.error, undefined);
-  t.is((await booted.host.exec("cat /var/lib/steward/booted")).stdout, `${booted.host.name}\n`);
-  await client.send(new TerminateInstancesCommand({ InstanceIds: [id] }));
-  await eventually("terminated", async () => ec2.instances()[0]!.state === "terminated");
-  t.deepEqual(await booted.host.processes(), []);
-});
+asRoot(
+  "fakeEc2Boot: an instance is a new test host that runs its user data; terminating it kills the host",
+  async (t) => {
+    const { boot, ec2, client } = await bootingEc2(t);
+    const userData = "#cloud-config\nruncmd:\n  - hostname > /var/lib/steward/booted\n";
+    const id = (await client.send(launch({ UserData: Buffer.from(userData).toString("base64") }))).Instances![0]!
+      .InstanceId!;
+    const running = await eventually(
+      "running",
+      async () => {
+        const i = (await client.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations?.[0]
+          ?.Instances?.[0];
+        return i?.State?.Name === "running" ? i : undefined;
+      },
+      60_000,
+    );
+    const booted = boot.hosts.get(id)!;
+    t.is(running.PrivateIpAddress, booted.host.ip);
+    await booted.cloudInit;
+    t.is(booted.error, undefined);
+    t.is((await booted.host.exec("cat /var/lib/steward/booted")).stdout, `${booted.host.name}\n`);
+    await client.send(new TerminateInstancesCommand({ InstanceIds: [id] }));
+    await eventually("terminated", async () => ec2.instances()[0]!.state === "terminated");
+    t.deepEqual(await booted.host.processes(), []);
+  },
+);
 
 /** An HTTPS request as given, for requests the SDK would not send. */
-function send(ca: string, method: string, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
+function send(
+  ca: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const host = headers.host ?? headers.Host!;
     const [hostname, port] = host.split(":");
@@ -346,12 +583,27 @@ function send(ca: string, method: string, path: string, headers: Record<string, 
 
 /** SHA-256 and HMAC-SHA256 for the SDK's signer (its Checksum interface). */
 type SourceData = string | ArrayBuffer | ArrayBufferView;
-const bytes = (d: SourceData): BinaryLike => typeof d === "string" ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+const bytes = (d: SourceData): BinaryLike =>
+  typeof d === "string"
+    ? d
+    : d instanceof ArrayBuffer
+      ? new Uint8Array(d)
+      : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
 class Sha256 {
   private h: Hash | Hmac;
-  constructor(private readonly secret?: SourceData) { this.h = this.fresh(); }
-  private fresh(): Hash | Hmac { return this.secret === undefined ? createHash("sha256") : createHmac("sha256", bytes(this.secret)); }
-  update(data: SourceData): void { this.h.update(bytes(data)); }
-  digest(): Promise<Uint8Array> { return Promise.resolve(new Uint8Array(this.h.digest())); }
-  reset(): void { this.h = this.fresh(); }
+  constructor(private readonly secret?: SourceData) {
+    this.h = this.fresh();
+  }
+  private fresh(): Hash | Hmac {
+    return this.secret === undefined ? createHash("sha256") : createHmac("sha256", bytes(this.secret));
+  }
+  update(data: SourceData): void {
+    this.h.update(bytes(data));
+  }
+  digest(): Promise<Uint8Array> {
+    return Promise.resolve(new Uint8Array(this.h.digest()));
+  }
+  reset(): void {
+    this.h = this.fresh();
+  }
 }

@@ -8,35 +8,75 @@ import type { HookContext } from "../agent";
  * A stand-in for the agent side of a running hook: these tests check argument handling only; the
  * real context (controller calls, commit at hook end) runs in agent-lifecycle and agent-relations.
  */
-function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookContext & { statuses: [string, string][]; sets: unknown[]; ports: string[]; readinessSaid: [boolean, string][] } {
+function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookContext & {
+  statuses: [string, string][];
+  sets: unknown[];
+  ports: string[];
+  readinessSaid: [boolean, string][];
+} {
   const view: UnitView = {
-    name: "web/0", app: "web", life: "alive", operator: { hash: "h", name: "op", version: "1" }, config: { port: 80, name: "x", debug: false },
-    leader: over.leader ?? false, leaderKnown: true, leaderSettingsVersion: 0,
-    relations: [{ id: 4, endpoint: "db", interface: "pg", role: "requirer", remoteApp: "pg", life: "alive", remoteUnits: { "pg/0": 1 }, remoteAppVersion: 0 }],
+    name: "web/0",
+    app: "web",
+    life: "alive",
+    operator: { hash: "h", name: "op", version: "1" },
+    config: { port: 80, name: "x", debug: false },
+    leader: over.leader ?? false,
+    leaderKnown: true,
+    leaderSettingsVersion: 0,
+    relations: [
+      {
+        id: 4,
+        endpoint: "db",
+        interface: "pg",
+        role: "requirer",
+        remoteApp: "pg",
+        life: "alive",
+        remoteUnits: { "pg/0": 1 },
+        remoteAppVersion: 0,
+      },
+    ],
   };
   const ctx = {
     statuses: [] as [string, string][],
     sets: [] as unknown[],
     ports: [] as string[],
     readinessSaid: [] as [boolean, string][],
-    unit: "web/0", hook: over.relationHook ? "db-relation-changed" : "install",
+    unit: "web/0",
+    hook: over.relationHook ? "db-relation-changed" : "install",
     ...(over.relationHook ? { relation: { id: 4, endpoint: "db", remoteUnit: "pg/0", remoteApp: "pg" } } : {}),
     view: () => view,
     workloadStatus: () => ({ status: "active", message: "fine" }),
-    async setWorkloadStatus(s: string, m: string) { ctx.statuses.push([s, m]); },
-    async setAppStatus(s: string, m: string) { ctx.statuses.push([`app:${s}`, m]); },
-    async setVersion() { /* not under test */ },
+    async setWorkloadStatus(s: string, m: string) {
+      ctx.statuses.push([s, m]);
+    },
+    async setAppStatus(s: string, m: string) {
+      ctx.statuses.push([`app:${s}`, m]);
+    },
+    async setVersion() {
+      /* not under test */
+    },
     log: () => undefined,
     isLeader: async () => over.leader ?? false,
     leaderGet: async () => ({ secret: "s3" }),
-    async leaderSet() { /* not under test */ },
-    relationGet: async (_id: number, target: { unit?: string; app?: string }): Promise<Record<string, string>> => (target.unit === "pg/0" ? { host: "db.local" } : {}),
-    relationSet(id: number, app: boolean, patch: Record<string, string | null>) { ctx.sets.push({ id, app, patch }); },
-    openPort(p: string) { ctx.ports.push(p); },
-    closePort() { /* not under test */ },
+    async leaderSet() {
+      /* not under test */
+    },
+    relationGet: async (_id: number, target: { unit?: string; app?: string }): Promise<Record<string, string>> =>
+      target.unit === "pg/0" ? { host: "db.local" } : {},
+    relationSet(id: number, app: boolean, patch: Record<string, string | null>) {
+      ctx.sets.push({ id, app, patch });
+    },
+    openPort(p: string) {
+      ctx.ports.push(p);
+    },
+    closePort() {
+      /* not under test */
+    },
     openedPorts: () => ctx.ports,
     readiness: () => ({ ready: false, reason: "web/0 has not run its start hook yet", source: "workload" as const }),
-    async setReadiness(ready: boolean, message: string) { ctx.readinessSaid.push([ready, message]); },
+    async setReadiness(ready: boolean, message: string) {
+      ctx.readinessSaid.push([ready, message]);
+    },
   };
   return ctx;
 }
@@ -78,7 +118,10 @@ test("config-get prints one value, or everything as JSON", async (t) => {
 
 test("status-get prints text or JSON", async (t) => {
   t.is((await runTool(context(), "status-get", [])).stdout, "active\n");
-  t.deepEqual(JSON.parse((await runTool(context(), "status-get", ["--format", "json"])).stdout!), { status: "active", message: "fine" });
+  t.deepEqual(JSON.parse((await runTool(context(), "status-get", ["--format", "json"])).stdout!), {
+    status: "active",
+    message: "fine",
+  });
 });
 
 test("relation-set outside a relation hook needs -r, and an unknown relation id is refused", async (t) => {
@@ -154,7 +197,29 @@ test("open-port and close-port refuse ports outside 1-65535, unknown protocols a
 });
 
 test("every tool answers --help with its usage", async (t) => {
-  for (const tool of ["status-set", "status-get", "config-get", "application-version-set", "log", "is-leader", "leader-get", "leader-set", "relation-ids", "relation-list", "relation-get", "relation-set", "open-port", "close-port", "opened-ports", "readiness-set", "readiness-get", "action-get", "action-set", "action-fail", "action-log"]) {
+  for (const tool of [
+    "status-set",
+    "status-get",
+    "config-get",
+    "application-version-set",
+    "log",
+    "is-leader",
+    "leader-get",
+    "leader-set",
+    "relation-ids",
+    "relation-list",
+    "relation-get",
+    "relation-set",
+    "open-port",
+    "close-port",
+    "opened-ports",
+    "readiness-set",
+    "readiness-get",
+    "action-get",
+    "action-set",
+    "action-fail",
+    "action-log",
+  ]) {
     const r = await runTool(context(), tool, ["--help"]);
     t.is(r.code, 0);
     t.regex(r.stdout!, new RegExp(`^usage: ${tool}`));
@@ -177,7 +242,11 @@ test("readiness-set takes ready or not-ready and an optional message", async (t)
   t.is((await runTool(ctx, "readiness-set", ["ready"])).code, 0);
   t.is((await runTool(ctx, "readiness-set", ["not-ready", "--message", "waiting for 2 peers"])).code, 0);
   t.is((await runTool(ctx, "readiness-set", ["-m=rejoining", "not-ready"])).code, 0);
-  t.deepEqual(ctx.readinessSaid, [[true, ""], [false, "waiting for 2 peers"], [false, "rejoining"]]);
+  t.deepEqual(ctx.readinessSaid, [
+    [true, ""],
+    [false, "waiting for 2 peers"],
+    [false, "rejoining"],
+  ]);
 });
 
 test("readiness-set refuses anything but one of ready, not-ready, saying what it got", async (t) => {
@@ -203,7 +272,11 @@ test("readiness-set refuses anything but one of ready, not-ready, saying what it
 test("readiness-get prints the unit's readiness as text or JSON", async (t) => {
   const ctx = context();
   t.is((await runTool(ctx, "readiness-get", [])).stdout, "not-ready\n");
-  t.deepEqual(JSON.parse((await runTool(ctx, "readiness-get", ["--format", "json"])).stdout!), { ready: false, reason: "web/0 has not run its start hook yet", source: "workload" });
+  t.deepEqual(JSON.parse((await runTool(ctx, "readiness-get", ["--format", "json"])).stdout!), {
+    ready: false,
+    reason: "web/0 has not run its start hook yet",
+    source: "workload",
+  });
   t.is((await runTool(ctx, "readiness-get", ["--format", "yaml"])).code, 2);
   t.is((await runTool(ctx, "readiness-get", ["extra"])).code, 2);
 });

@@ -25,10 +25,15 @@ test.before(async () => {
   motd = await tc.upload(join(operatorsDir, "motd"));
   await tc.admin.deploy("m", { name: "motd", operator: motd, units: 0 });
 });
-test.after.always(async () => { await tc?.close(); });
+test.after.always(async () => {
+  await tc?.close();
+});
 
 const send = (method: string, path: string, body: unknown, id: string, bearer = token) =>
-  rawRequest(tc.addresses[0]!, tc.caCert, method, path, JSON.stringify(body), { authorization: `Bearer ${bearer}`, [REQUEST_ID_HEADER]: id });
+  rawRequest(tc.addresses[0]!, tc.caCert, method, path, JSON.stringify(body), {
+    authorization: `Bearer ${bearer}`,
+    [REQUEST_ID_HEADER]: id,
+  });
 
 test("a retried model creation gets the first answer, not 409, and makes one model", async (t) => {
   const id = randomUUID();
@@ -75,7 +80,10 @@ test("a malformed request id is refused with 400 naming the header", async (t) =
 test("a request whose first try committed but never answered is rebuilt from its recorded steps", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "steward-idem-"));
   const store = await EmbeddedStore.open({ dir });
-  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
   const ops = new StateOps(store);
   const id = randomUUID();
   // First try: the model is created; its answer is lost (no response record is written here).
@@ -90,7 +98,11 @@ test("a request whose first try committed but never answered is rebuilt from its
   await t.throwsAsync(() => ops.createModel("admin", "lost-answer"), { message: /already exists/ });
   // Several writes in one request are replayed step by step, in order.
   const twoId = randomUUID();
-  const both = () => runInRequest(new RequestScope(twoId), async () => [await ops.createModel("admin", "a"), await ops.createModel("admin", "b")]);
+  const both = () =>
+    runInRequest(new RequestScope(twoId), async () => [
+      await ops.createModel("admin", "a"),
+      await ops.createModel("admin", "b"),
+    ]);
   const [a1, b1] = await both();
   const [a2, b2] = await both();
   t.deepEqual([a2!.uuid, b2!.uuid], [a1!.uuid, b1!.uuid]);
@@ -104,7 +116,10 @@ test("requests without an id are their own, even to a controller started inside 
   t.teardown(() => inner.close());
   const innerToken = await inner.admin.login();
   const post = (name: string, headers: Record<string, string> = {}) =>
-    rawRequest(inner.addresses[0]!, inner.caCert, "POST", "/v1/models", JSON.stringify({ name }), { authorization: `Bearer ${innerToken}`, ...headers });
+    rawRequest(inner.addresses[0]!, inner.caCert, "POST", "/v1/models", JSON.stringify({ name }), {
+      authorization: `Bearer ${innerToken}`,
+      ...headers,
+    });
   // The enclosing request's own answer is on record, as enable-ha's is when the restart happens.
   t.is((await post("zero", { [REQUEST_ID_HEADER]: outer })).status, 201);
   const a = await post("first");
@@ -118,7 +133,10 @@ test("requests without an id are their own, even to a controller started inside 
 test("a retried SSH install issues its agent a credential that is written again, not replayed", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "steward-idem-"));
   const store = await EmbeddedStore.open({ dir });
-  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
   const ops = new StateOps(store);
   const { uuid } = await ops.createModel("admin", "installs");
   const [machine] = (await ops.addMachines(uuid, "local", 1)).machines;
@@ -126,6 +144,8 @@ test("a retried SSH install issues its agent a credential that is written again,
   await runInRequest(new RequestScope(id), () => ops.issueMachineCredential(uuid, machine!.id));
   // The retry hands the agent a new credential: the stored hash must be that one's.
   const second = await runInRequest(new RequestScope(id), () => ops.issueMachineCredential(uuid, machine!.id));
-  const doc = JSON.parse((await store.get(`/models/${uuid}/machines/${machine!.id}`))!.value) as { credentialHash: string };
+  const doc = JSON.parse((await store.get(`/models/${uuid}/machines/${machine!.id}`))!.value) as {
+    credentialHash: string;
+  };
   t.true(credentialMatches(second, doc.credentialHash));
 });

@@ -12,37 +12,73 @@ import type { TestEtcdMember } from "./harness/etcd";
 import { startEtcdCluster } from "./harness/etcd";
 import { eventually } from "./harness/eventually";
 
-const haveEtcd = (() => { try { execFileSync("etcd", ["--version"]); return true; } catch { return false; } })();
-
-(haveEtcd ? test.serial : test.skip)("a campaign begun while etcd has no leader succeeds once etcd elects one again", async (t) => {
-  const members: TestEtcdMember[] = await startEtcdCluster(3);
-  const [m0, m1, m2] = members as [TestEtcdMember, TestEtcdMember, TestEtcdMember];
-  const store = await EtcdStore.connect({ endpoints: [m0.endpoint], prefix: `/le-${randomBytes(3).toString("hex")}` });
-  let elected = 0;
-  // A long TTL: its retry timer (one TTL) cannot be what elects us within the wait below.
-  const election = new LeaderElection({
-    store, replicaId: "r0", addresses: () => [], log: silentLogger, ttlSeconds: 60,
-    onElected: () => { elected++; }, onDeposed: () => undefined,
-  });
+const haveEtcd = (() => {
   try {
-    m1.freeze();
-    m2.freeze();
-    // m0 alone has no quorum: it loses its leader after one election timeout (500 ms here).
-    await eventually("m0 without a leader", async () => (await fetch(`${m0.endpoint}/health`).then((r) => r.ok, () => false)) ? undefined : true, 10_000, 100);
-    election.start();
-    await new Promise((r) => setTimeout(r, 6000)); // longer than the store's 5 s deadline
-    t.is(elected, 0, "nobody can lead while etcd has no leader");
-    m1.thaw();
-    m2.thaw();
-    // The old code's first attempt hung for the store's 5 s deadline and the next waited for the
-    // 60 s retry timer; attempts that give up quickly and repeat elect within a few seconds.
-    await eventually("elected after etcd has a leader again", async () => (election.isLeader ? true : undefined), 15_000, 100);
-    t.is(elected, 1);
-    const kv = await store.get("/cluster/leader");
-    t.is((JSON.parse(kv!.value) as { replica: string }).replica, "r0");
-  } finally {
-    await election.stop();
-    await store.close();
-    await Promise.all(members.map((m) => m.stop()));
+    execFileSync("etcd", ["--version"]);
+    return true;
+  } catch {
+    return false;
   }
-});
+})();
+
+(haveEtcd ? test.serial : test.skip)(
+  "a campaign begun while etcd has no leader succeeds once etcd elects one again",
+  async (t) => {
+    const members: TestEtcdMember[] = await startEtcdCluster(3);
+    const [m0, m1, m2] = members as [TestEtcdMember, TestEtcdMember, TestEtcdMember];
+    const store = await EtcdStore.connect({
+      endpoints: [m0.endpoint],
+      prefix: `/le-${randomBytes(3).toString("hex")}`,
+    });
+    let elected = 0;
+    // A long TTL: its retry timer (one TTL) cannot be what elects us within the wait below.
+    const election = new LeaderElection({
+      store,
+      replicaId: "r0",
+      addresses: () => [],
+      log: silentLogger,
+      ttlSeconds: 60,
+      onElected: () => {
+        elected++;
+      },
+      onDeposed: () => undefined,
+    });
+    try {
+      m1.freeze();
+      m2.freeze();
+      // m0 alone has no quorum: it loses its leader after one election timeout (500 ms here).
+      await eventually(
+        "m0 without a leader",
+        async () =>
+          (await fetch(`${m0.endpoint}/health`).then(
+            (r) => r.ok,
+            () => false,
+          ))
+            ? undefined
+            : true,
+        10_000,
+        100,
+      );
+      election.start();
+      await new Promise((r) => setTimeout(r, 6000)); // longer than the store's 5 s deadline
+      t.is(elected, 0, "nobody can lead while etcd has no leader");
+      m1.thaw();
+      m2.thaw();
+      // The old code's first attempt hung for the store's 5 s deadline and the next waited for the
+      // 60 s retry timer; attempts that give up quickly and repeat elect within a few seconds.
+      await eventually(
+        "elected after etcd has a leader again",
+        async () => (election.isLeader ? true : undefined),
+        15_000,
+        100,
+      );
+      t.is(elected, 1);
+      const kv = await store.get("/cluster/leader");
+      t.is((JSON.parse(kv!.value) as { replica: string }).replica, "r0");
+    } finally {
+      await election.stop();
+      await store.close();
+      await Promise.all(members.map((m) => m.stop()));
+    }
+  },
+);

@@ -31,17 +31,40 @@ test.serial("a local controller killed with kill -9 is restarted, and gets none 
     const names = environ.map((kv) => kv.slice(0, kv.indexOf("=")));
     t.false(names.includes("SECRET_TEST"), `the controller's environment: ${names.join(" ")}`);
     t.true(names.includes("PATH"), "it keeps PATH (etcd, hooks)");
-    t.deepEqual(names.filter((n) => !["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "STEWARD_LOG_LEVEL"].includes(n)), [], "nothing else");
+    t.deepEqual(
+      names.filter((n) => !["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "STEWARD_LOG_LEVEL"].includes(n)),
+      [],
+      "nothing else",
+    );
 
     process.kill(first, "SIGKILL");
-    const second = await eventually("a new controller process", async () => {
-      const pid = await readPid(pidFile);
-      return pid !== first && pid > 0 ? pid : undefined;
-    }, 60_000, 200);
+    const second = await eventually(
+      "a new controller process",
+      async () => {
+        const pid = await readPid(pidFile);
+        return pid !== first && pid > 0 ? pid : undefined;
+      },
+      60_000,
+      200,
+    );
     t.not(second, first);
-    const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password! });
+    const client = new ControllerClient({
+      addresses: entry.addresses,
+      caCert: entry.caCert,
+      user: "admin",
+      password: entry.password!,
+    });
     try {
-      await eventually("the restarted controller answers", async () => (await client.listModels().then(() => true, () => false)), 30_000, 200);
+      await eventually(
+        "the restarted controller answers",
+        async () =>
+          await client.listModels().then(
+            () => true,
+            () => false,
+          ),
+        30_000,
+        200,
+      );
     } finally {
       client.close();
     }
@@ -49,10 +72,21 @@ test.serial("a local controller killed with kill -9 is restarted, and gets none 
     t.regex(log, /supervisor: the controller killed by SIGKILL after \d+ s; restarting it in 1 s/);
     const gone = await steward("destroy-controller", "sup", "--yes", "--timeout", "5s");
     t.is(gone.code, 0, gone.stderr);
-    await eventually("no process left under the controller's directory", async () => {
-      const pids = await Promise.all([second].map((p) => readFile(`/proc/${p}/status`, "utf8").then(() => p, () => 0)));
-      return pids.every((p) => p === 0);
-    }, 20_000);
+    await eventually(
+      "no process left under the controller's directory",
+      async () => {
+        const pids = await Promise.all(
+          [second].map((p) =>
+            readFile(`/proc/${p}/status`, "utf8").then(
+              () => p,
+              () => 0,
+            ),
+          ),
+        );
+        return pids.every((p) => p === 0);
+      },
+      20_000,
+    );
   } finally {
     delete process.env.SECRET_TEST;
     await killProcessesUnder(home);
@@ -65,18 +99,26 @@ test("a controller that keeps dying at once is given up with one clear line", as
   const supervisor = new Supervisor({
     command: [process.execPath, "-e", "process.exit(3)"],
     log: (level, line) => lines.push(`${level} ${line}`),
-    maxImmediateCrashes: 3, initialBackoffMs: 10,
+    maxImmediateCrashes: 3,
+    initialBackoffMs: 10,
   });
   t.is(await supervisor.run(), 1);
   t.is(lines.filter((l) => l.includes("restarting it in")).length, 2, lines.join("\n"));
-  t.regex(lines.at(-1)!, /^error supervisor: the controller exited with code 3; it died within 10 s of starting 3 times in a row, so it is not restarted again/);
+  t.regex(
+    lines.at(-1)!,
+    /^error supervisor: the controller exited with code 3; it died within 10 s of starting 3 times in a row, so it is not restarted again/,
+  );
 });
 
 test("a controller whose first run never served is not restarted", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "steward-sup-"));
   try {
     const lines: string[] = [];
-    const supervisor = new Supervisor({ command: [process.execPath, "-e", "process.exit(2)"], log: (level, line) => lines.push(`${level} ${line}`), readyFile: join(dir, "ready") });
+    const supervisor = new Supervisor({
+      command: [process.execPath, "-e", "process.exit(2)"],
+      log: (level, line) => lines.push(`${level} ${line}`),
+      readyFile: join(dir, "ready"),
+    });
     t.is(await supervisor.run(), 1);
     t.deepEqual(lines, ["error supervisor: the controller exited with code 2 before it served; not restarting it"]);
   } finally {
@@ -91,15 +133,29 @@ test("local bootstrap runs the controller's own init: a chosen admin password wo
     const port = await freePort("127.0.0.1");
     const password = "chosen password, with spaces and 'quotes'";
     const uuid = "0b6f3c2e-9a41-4d7e-8f10-2c3d4e5f6a7b";
-    const init = await initLocalController({ dataDir, name: "chosen", listen: { host: "127.0.0.1", port }, adminPassword: password, uuid });
+    const init = await initLocalController({
+      dataDir,
+      name: "chosen",
+      listen: { host: "127.0.0.1", port },
+      adminPassword: password,
+      uuid,
+    });
     t.true(init.created);
     t.regex(init.caCert, /BEGIN CERTIFICATE/);
     const again = await initLocalController({ dataDir, name: "chosen", listen: { host: "127.0.0.1", port } });
-    t.deepEqual([again.created, again.caCert, again.adminPassword], [false, init.caCert, undefined], "an existing directory is kept, and its password not shown");
+    t.deepEqual(
+      [again.created, again.caCert, again.adminPassword],
+      [false, init.caCert, undefined],
+      "an existing directory is kept, and its password not shown",
+    );
     const addresses = await startLocalController(dataDir, init.caCert);
     const client = new ControllerClient({ addresses, caCert: init.caCert, user: "admin", password });
     t.truthy(await client.login());
-    t.is((await client.controllerInfo()).uuid, uuid, "the UUID chosen before init (what cloud instances are tagged with)");
+    t.is(
+      (await client.controllerInfo()).uuid,
+      uuid,
+      "the UUID chosen before init (what cloud instances are tagged with)",
+    );
     client.close();
   } finally {
     await removeLocalController(dataDir);
@@ -113,9 +169,18 @@ test("a failing init says why", async (t) => {
     // Under a regular file, no directory can be made.
     await writeFile(join(dir, "file"), "");
     const dataDir = join(dir, "file", "ctl");
-    const err = await t.throwsAsync(initLocalController({ dataDir, name: "x", listen: { host: "127.0.0.1", port: 1 } }));
+    const err = await t.throwsAsync(
+      initLocalController({ dataDir, name: "x", listen: { host: "127.0.0.1", port: 1 } }),
+    );
     t.regex(err?.message ?? "", /creating the controller's data directory .*file\/ctl failed: .*ENOTDIR/);
-    const badUuid = await t.throwsAsync(initLocalController({ dataDir: join(dir, "ctl"), name: "x", listen: { host: "127.0.0.1", port: 1 }, uuid: "not-a-uuid" }));
+    const badUuid = await t.throwsAsync(
+      initLocalController({
+        dataDir: join(dir, "ctl"),
+        name: "x",
+        listen: { host: "127.0.0.1", port: 1 },
+        uuid: "not-a-uuid",
+      }),
+    );
     t.regex(badUuid?.message ?? "", /--uuid "not-a-uuid" is not a UUID/);
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -15,14 +15,24 @@ import { eventually } from "./harness/eventually";
 
 /** A process whose arguments are `args` (as an agent's name its directory). */
 const sleeper = (...args: string[]): ChildProcess => spawn("sh", ["-c", "sleep 60", ...args], { stdio: "ignore" });
-const alive = (pid: number): boolean => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 test("a pid that now belongs to another process is neither taken for ours nor stopped", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "steward-pids-"));
   const stranger = sleeper("unrelated");
   const ours = sleeper("--dir", join(dir, "m", "1"));
   const neighbour = sleeper("--dir", join(dir, "m", "10"));
-  t.teardown(async () => { for (const c of [stranger, ours, neighbour]) c.kill("SIGKILL"); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    for (const c of [stranger, ours, neighbour]) c.kill("SIGKILL");
+    await rm(dir, { recursive: true, force: true });
+  });
   t.false(isProcessOf(stranger.pid!, join(dir, "m", "1")));
   t.true(isProcessOf(ours.pid!, join(dir, "m", "1")));
   t.false(isProcessOf(neighbour.pid!, join(dir, "m", "1")), "machine 1's marker does not match machine 10's process");
@@ -37,7 +47,9 @@ test("a pid that now belongs to another process is neither taken for ours nor st
 test("removing a local controller whose pid files are all stale leaves other processes alone", async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), "steward-stale-"));
   const stranger = sleeper("unrelated");
-  t.teardown(() => { stranger.kill("SIGKILL"); });
+  t.teardown(() => {
+    stranger.kill("SIGKILL");
+  });
   const pid = String(stranger.pid);
   await writeFile(join(dataDir, "supervisor.pid"), pid);
   await writeFile(join(dataDir, "controller.pid"), pid);

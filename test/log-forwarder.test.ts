@@ -9,15 +9,30 @@ import { silentLogger } from "../api";
 import { LineSplitter, LogForwarder, failureTail } from "../agent";
 import { eventually } from "./harness/eventually";
 
-const record = (i: number): AgentLogRecord => ({ ts: new Date().toISOString(), level: "INFO", source: "hook", unit: "web/0", message: `line ${i}` });
+const record = (i: number): AgentLogRecord => ({
+  ts: new Date().toISOString(),
+  level: "INFO",
+  source: "hook",
+  unit: "web/0",
+  message: `line ${i}`,
+});
 
 test("a controller that does not answer costs the agent a bounded queue, and the drops are reported", async (t) => {
   const batches: { records: AgentLogRecord[]; dropped: number }[] = [];
   let answer: () => void = () => undefined;
   let connected = false;
   const forwarder = new LogForwarder({
-    send: (b) => { batches.push(b); return new Promise<void>((r) => { answer = r; }); },
-    connected: () => connected, log: silentLogger, maxQueued: 100, batchSize: 50, lingerMs: 1,
+    send: (b) => {
+      batches.push(b);
+      return new Promise<void>((r) => {
+        answer = r;
+      });
+    },
+    connected: () => connected,
+    log: silentLogger,
+    maxQueued: 100,
+    batchSize: 50,
+    lingerMs: 1,
   });
   // Disconnected: add returns at once however much is logged.
   for (let i = 0; i < 1000; i++) forwarder.add(record(i));
@@ -37,7 +52,10 @@ test("a controller that does not answer costs the agent a bounded queue, and the
   t.is(batches[1]!.records[0]!.message, "line 950");
   answer();
   await eventually("the third batch", () => batches.length === 3, 5000, 5);
-  t.is(batches[2]!.records.map((r) => r.message).join(","), Array.from({ length: 20 }, (_, i) => `line ${1000 + i}`).join(","));
+  t.is(
+    batches[2]!.records.map((r) => r.message).join(","),
+    Array.from({ length: 20 }, (_, i) => `line ${1000 + i}`).join(","),
+  );
   answer();
   forwarder.close();
 });
@@ -47,8 +65,14 @@ test("a batch the controller refuses is dropped, not retried forever; one that d
   const drops: number[] = [];
   let fail: { code: string } | undefined = { code: "unavailable" };
   const forwarder = new LogForwarder({
-    send: (b) => { sent.push(b.records.map((r) => r.message)); drops.push(b.dropped); return fail ? Promise.reject(Object.assign(new Error("no"), fail)) : Promise.resolve(); },
-    connected: () => true, log: silentLogger, lingerMs: 1,
+    send: (b) => {
+      sent.push(b.records.map((r) => r.message));
+      drops.push(b.dropped);
+      return fail ? Promise.reject(Object.assign(new Error("no"), fail)) : Promise.resolve();
+    },
+    connected: () => true,
+    log: silentLogger,
+    lingerMs: 1,
   });
   forwarder.add(record(1));
   await eventually("first try", () => sent.length >= 1, 5000, 5);
@@ -79,6 +103,9 @@ test("hook output is cut into clean, bounded lines; a failure keeps the last 20"
   t.is(lines.join("").length, "price: 5 €]0;titlebellno newline".length + 5000);
 
   const out = failureTail(Array.from({ length: 50 }, (_, i) => `l${i}\x1b[31m`).join("\n"));
-  t.deepEqual(out.split("\n"), Array.from({ length: 20 }, (_, i) => `l${30 + i}[31m`));
+  t.deepEqual(
+    out.split("\n"),
+    Array.from({ length: 20 }, (_, i) => `l${30 + i}[31m`),
+  );
   t.true(failureTail("y".repeat(10_000)).length <= 4096);
 });

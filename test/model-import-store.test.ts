@@ -20,8 +20,17 @@ async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
   const store = await EmbeddedStore.open({ dir });
   const cache = await StateCache.start(store, () => undefined);
   const ops = new StateOps(store);
-  t.teardown(async () => { cache.stop(); await store.close(); await rm(dir, { recursive: true, force: true }); });
-  const deps = { store, leaseSeconds: 60, putOperator: (b: Parameters<StateOps["putOperator"]>[0]) => ops.putOperator(b, { quotaBytes: 1 << 30 }), checkLocalDir: async () => undefined };
+  t.teardown(async () => {
+    cache.stop();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const deps = {
+    store,
+    leaseSeconds: 60,
+    putOperator: (b: Parameters<StateOps["putOperator"]>[0]) => ops.putOperator(b, { quotaBytes: 1 << 30 }),
+    checkLocalDir: async () => undefined,
+  };
   return { store, cache, ops, deps };
 }
 
@@ -32,7 +41,10 @@ async function sourceExport(t: Parameters<typeof setup>[0]) {
   const { bundle } = await readOperatorDir(join(operatorsDir, "motd"));
   const hash = (await ops.putOperator(bundle, { quotaBytes: 1 << 30 })).doc.hash;
   await ops.deploy(m.uuid, { name: "motd", operator: hash, units: 2 });
-  await store.put(keys.leader(m.uuid, "motd"), JSON.stringify({ unit: "motd/0", since: "2026-01-01T00:00:00Z", lease: "x" }));
+  await store.put(
+    keys.leader(m.uuid, "motd"),
+    JSON.stringify({ unit: "motd/0", since: "2026-01-01T00:00:00Z", lease: "x" }),
+  );
   await store.put(keys.leaderData(m.uuid, "motd"), JSON.stringify({ token: "a" }));
   for (let i = 0; i < 5; i++) await store.put("/models/unrelated-churn", String(i)); // revisions move on
   await store.put(keys.unitBag(m.uuid, 0, "motd/1"), JSON.stringify({ k: "v" }));
@@ -42,18 +54,48 @@ async function sourceExport(t: Parameters<typeof setup>[0]) {
 test("a model too large for one transaction is refused, and nothing of it is written", async (t) => {
   const doc = await sourceExport(t);
   const { store, deps } = await setup(t);
-  doc.documents["unit-status"] = Object.fromEntries(Array.from({ length: 20_001 }, (_, i) => [`motd/${i}`, { workload: { current: "active", message: "", since: "2026-01-01T00:00:00Z" }, agent: { current: "idle", message: "", since: "2026-01-01T00:00:00Z" }, version: "" }]));
+  doc.documents["unit-status"] = Object.fromEntries(
+    Array.from({ length: 20_001 }, (_, i) => [
+      `motd/${i}`,
+      {
+        workload: { current: "active", message: "", since: "2026-01-01T00:00:00Z" },
+        agent: { current: "idle", message: "", since: "2026-01-01T00:00:00Z" },
+        version: "",
+      },
+    ]),
+  );
   // Count the leader leases granted and given back.
   const leases = { granted: 0, revoked: 0 };
-  const counting = new Proxy(store, { get(target, prop) {
-    if (prop === "grantLease") return (s: number) => { leases.granted++; return target.grantLease(s); };
-    if (prop === "revokeLease") return (id: string) => { leases.revoked++; return target.revokeLease(id); };
-    const v = Reflect.get(target, prop) as unknown;
-    return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-  } });
-  await t.throwsAsync(importModel({ ...deps, store: counting }, doc), { message: /too large to import in one transaction \(20\d{3} documents/ });
+  const counting = new Proxy(store, {
+    get(target, prop) {
+      if (prop === "grantLease")
+        return (s: number) => {
+          leases.granted++;
+          return target.grantLease(s);
+        };
+      if (prop === "revokeLease")
+        return (id: string) => {
+          leases.revoked++;
+          return target.revokeLease(id);
+        };
+      const v = Reflect.get(target, prop) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  await t.throwsAsync(importModel({ ...deps, store: counting }, doc), {
+    message: /too large to import in one transaction \(20\d{3} documents/,
+  });
   const everything = (await store.range("/")).kvs.map((kv) => kv.key);
-  t.deepEqual(everything.filter((k) => k.startsWith("/models/") || k.startsWith("/model-names/") || k.startsWith("/operators/") || k.startsWith("/blobs/")), []);
+  t.deepEqual(
+    everything.filter(
+      (k) =>
+        k.startsWith("/models/") ||
+        k.startsWith("/model-names/") ||
+        k.startsWith("/operators/") ||
+        k.startsWith("/blobs/"),
+    ),
+    [],
+  );
   t.deepEqual(leases, { granted: 1, revoked: 1 }, "the leader's lease was given back");
 });
 
@@ -61,11 +103,39 @@ test("a model naming a credential needs one of that name here, and is recorded a
   const doc = await sourceExport(t);
   const { store, deps } = await setup(t);
   const model = doc.documents.model![""] as { placement: unknown };
-  model.placement = { substrate: "aws", credential: "prod", settings: { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" } };
-  await t.throwsAsync(importModel(deps, doc), { message: /uses credential "prod", which this controller does not have/ });
-  await store.put(keys.credential("prod"), JSON.stringify({ name: "prod", substrate: "vsphere", owner: "admin", createdAt: "", shown: {}, sealed: "s", models: [] }));
+  model.placement = {
+    substrate: "aws",
+    credential: "prod",
+    settings: { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" },
+  };
+  await t.throwsAsync(importModel(deps, doc), {
+    message: /uses credential "prod", which this controller does not have/,
+  });
+  await store.put(
+    keys.credential("prod"),
+    JSON.stringify({
+      name: "prod",
+      substrate: "vsphere",
+      owner: "admin",
+      createdAt: "",
+      shown: {},
+      sealed: "s",
+      models: [],
+    }),
+  );
   await t.throwsAsync(importModel(deps, doc), { message: /credential "prod" here is for vsphere/ });
-  await store.put(keys.credential("prod"), JSON.stringify({ name: "prod", substrate: "aws", owner: "admin", createdAt: "", shown: {}, sealed: "s", models: [] }));
+  await store.put(
+    keys.credential("prod"),
+    JSON.stringify({
+      name: "prod",
+      substrate: "aws",
+      owner: "admin",
+      createdAt: "",
+      shown: {},
+      sealed: "s",
+      models: [],
+    }),
+  );
   const res = await importModel(deps, doc);
   const cred = JSON.parse((await store.get(keys.credential("prod")))!.value) as { models: string[]; sealed: string };
   t.deepEqual(cred.models, [res.uuid]);
@@ -80,33 +150,64 @@ test("the cache serves the export's databag versions after an import, and later 
   const idx = cache.models.get(res.uuid)!;
   t.is(idx.relationData.get("0/unit/motd/1")?.rev, doc.versions.bags["0/unit/motd/1"]);
   t.is(idx.leaderData.get("motd")?.rev, doc.versions.bags["leader/motd"]);
-  t.true(res.revision < doc.versions.bags["0/unit/motd/1"]!, "this store's revision is behind the source's: without the mapping versions would go back");
+  t.true(
+    res.revision < doc.versions.bags["0/unit/motd/1"]!,
+    "this store's revision is behind the source's: without the mapping versions would go back",
+  );
   // The leader holds a lease of this store, not the source's.
   const leader = JSON.parse((await store.get(keys.leader(res.uuid, "motd")))!.value) as { lease: string };
   t.not(leader.lease, "x");
   const w = await store.put(keys.unitBag(res.uuid, 0, "motd/1"), JSON.stringify({ k: "w" }));
   await cache.waitForRevision(w);
-  t.true(idx.relationData.get("0/unit/motd/1")!.rev > doc.versions.revision, "a later write is a newer version than anything the source served");
+  t.true(
+    idx.relationData.get("0/unit/motd/1")!.rev > doc.versions.revision,
+    "a later write is a newer version than anything the source served",
+  );
   // Exported again, the versions are kept (a second move changes nothing for agents).
   const again = await exportModel(store, res.uuid);
   t.is(again.versions.bags["leader/motd"], doc.versions.bags["leader/motd"]);
   t.is(again.versions.bags["0/unit/motd/1"], idx.relationData.get("0/unit/motd/1")!.rev);
 });
 
-const haveEtcd = (() => { try { execFileSync("etcd", ["--version"]); return true; } catch { return false; } })();
-(haveEtcd ? test : test.skip)("into an etcd store: one transaction with the leader's lease, served at the source's versions", async (t) => {
-  const doc = await sourceExport(t);
-  const etcd = await startEtcd();
-  t.teardown(() => etcd.stop());
-  const store = await EtcdStore.connect({ endpoints: [etcd.endpoint], prefix: "/imp" });
-  const cache = await StateCache.start(store, () => undefined);
-  t.teardown(async () => { cache.stop(); await store.close(); });
-  const ops = new StateOps(store);
-  const res = await importModel({ store, leaseSeconds: 60, putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }), checkLocalDir: async () => undefined }, doc);
-  await cache.waitForRevision(res.revision);
-  const idx = cache.models.get(res.uuid)!;
-  t.is(idx.units.size, 2);
-  t.is(idx.leaders.get("motd")?.unit, "motd/0");
-  t.is(idx.leaderData.get("motd")?.rev, doc.versions.bags["leader/motd"]);
-  t.is((await store.get(keys.leader(res.uuid, "motd")))?.lease !== undefined, true, "the leader key is bound to an etcd lease");
-});
+const haveEtcd = (() => {
+  try {
+    execFileSync("etcd", ["--version"]);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+(haveEtcd ? test : test.skip)(
+  "into an etcd store: one transaction with the leader's lease, served at the source's versions",
+  async (t) => {
+    const doc = await sourceExport(t);
+    const etcd = await startEtcd();
+    t.teardown(() => etcd.stop());
+    const store = await EtcdStore.connect({ endpoints: [etcd.endpoint], prefix: "/imp" });
+    const cache = await StateCache.start(store, () => undefined);
+    t.teardown(async () => {
+      cache.stop();
+      await store.close();
+    });
+    const ops = new StateOps(store);
+    const res = await importModel(
+      {
+        store,
+        leaseSeconds: 60,
+        putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }),
+        checkLocalDir: async () => undefined,
+      },
+      doc,
+    );
+    await cache.waitForRevision(res.revision);
+    const idx = cache.models.get(res.uuid)!;
+    t.is(idx.units.size, 2);
+    t.is(idx.leaders.get("motd")?.unit, "motd/0");
+    t.is(idx.leaderData.get("motd")?.rev, doc.versions.bags["leader/motd"]);
+    t.is(
+      (await store.get(keys.leader(res.uuid, "motd")))?.lease !== undefined,
+      true,
+      "the leader key is bound to an etcd lease",
+    );
+  },
+);

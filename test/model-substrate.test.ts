@@ -12,8 +12,12 @@ import { rawRequest } from "./harness/http";
 import { cliRunner } from "./harness/cli";
 
 let tc: TestController;
-test.before(async () => { tc = await startTestController(); });
-test.after.always(async () => { await tc?.close(); });
+test.before(async () => {
+  tc = await startTestController();
+});
+test.after.always(async () => {
+  await tc?.close();
+});
 
 test("a model's substrate is recorded, listed, and decides where unplaced units go", async (t) => {
   const local = await tc.admin.createModel("plain");
@@ -24,11 +28,17 @@ test("a model's substrate is recorded, listed, and decides where unplaced units 
   t.like(listed, { plain: "local", "by-hand": "manual" });
 
   const op = await tc.upload(join(operatorsDir, "motd"));
-  const refused = await t.throwsAsync<StewardError>(tc.admin.deploy("by-hand", { name: "motd", operator: op, units: 1 }));
+  const refused = await t.throwsAsync<StewardError>(
+    tc.admin.deploy("by-hand", { name: "motd", operator: op, units: 1 }),
+  );
   t.is(refused?.code, "invalid-request");
   t.regex(refused?.message ?? "", /machines come from the manual substrate.*add-machine.*--to/);
   const untouched = await tc.admin.status("by-hand");
-  t.deepEqual([Object.keys(untouched.applications), Object.keys(untouched.machines)], [[], []], "the refused deploy created nothing");
+  t.deepEqual(
+    [Object.keys(untouched.applications), Object.keys(untouched.machines)],
+    [[], []],
+    "the refused deploy created nothing",
+  );
 
   // With machines added to it, the same deploy placed on them works.
   const [m] = (await tc.admin.addMachines("by-hand", "manual", 1)).machines;
@@ -43,7 +53,14 @@ test("a model's substrate is recorded, listed, and decides where unplaced units 
 
 test("an unknown substrate is a 400 that names the field", async (t) => {
   const token = await tc.admin.login();
-  const res = await rawRequest(tc.addresses[0]!, tc.caCert, "POST", "/v1/models", JSON.stringify({ name: "cloudy", substrate: "gcp" }), { "content-type": "application/json", authorization: `Bearer ${token}` });
+  const res = await rawRequest(
+    tc.addresses[0]!,
+    tc.caCert,
+    "POST",
+    "/v1/models",
+    JSON.stringify({ name: "cloudy", substrate: "gcp" }),
+    { "content-type": "application/json", authorization: `Bearer ${token}` },
+  );
   t.is(res.status, 400);
   t.regex(res.body.message ?? "", /substrate/);
   t.false((await tc.admin.listModels()).some((m) => m.name === "cloudy"));

@@ -19,9 +19,22 @@ async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
   const ops = new StateOps(store);
   let now = Date.now();
   const collector = new OperatorCollector(cache, ops, silentLogger, { graceMs: HOUR, now: () => now });
-  t.teardown(async () => { cache.stop(); await store.close(); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    cache.stop();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
   const { bundle } = await readOperatorDir(join(operatorsDir, "motd"));
-  return { store, cache, ops, collector, bundle, later: (ms: number) => { now += ms; } };
+  return {
+    store,
+    cache,
+    ops,
+    collector,
+    bundle,
+    later: (ms: number) => {
+      now += ms;
+    },
+  };
 }
 
 test("an unused operator is kept through the grace period, then deleted with its chunks; a used one stays", async (t) => {

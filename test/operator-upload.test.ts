@@ -25,12 +25,19 @@ test.before(async () => {
   await tc.admin.createModel("m");
   motd = (await readOperatorDir(join(operatorsDir, "motd"))).bundle;
 });
-test.after.always(async () => { await tc?.close(); });
+test.after.always(async () => {
+  await tc?.close();
+});
 
 const b64 = (text: string | Buffer): string => Buffer.from(text).toString("base64");
-const upload = (bundle: unknown) => rawRequest(tc.addresses[0]!, tc.caCert, "POST", "/v1/operators", JSON.stringify(bundle), { authorization: `Bearer ${token}` });
+const upload = (bundle: unknown) =>
+  rawRequest(tc.addresses[0]!, tc.caCert, "POST", "/v1/operators", JSON.stringify(bundle), {
+    authorization: `Bearer ${token}`,
+  });
 /** motd with operator.yaml replaced by `yaml`. */
-const withYaml = (yaml: string): Bundle => ({ files: motd.files.map((f) => (f.path === "operator.yaml" ? { ...f, content: b64(yaml) } : f)) });
+const withYaml = (yaml: string): Bundle => ({
+  files: motd.files.map((f) => (f.path === "operator.yaml" ? { ...f, content: b64(yaml) } : f)),
+});
 /** motd plus `extra` files. */
 const withFiles = (...extra: BundleFileEntry[]): Bundle => ({ files: [...motd.files, ...extra] });
 
@@ -43,7 +50,11 @@ test("uploading an operator needs write access to some model", async (t) => {
   // Not a local model: only superusers may write to those.
   await tc.admin.createModel("shared", undefined, "manual");
   await tc.admin.grant("shared", "nobody", "read");
-  t.is((await t.throwsAsync<StewardError>(nobody.uploadOperator(motd)))?.code, "forbidden", "read access is not enough");
+  t.is(
+    (await t.throwsAsync<StewardError>(nobody.uploadOperator(motd)))?.code,
+    "forbidden",
+    "read access is not enough",
+  );
   await tc.admin.grant("shared", "nobody", "write");
   t.regex((await nobody.uploadOperator(motd)).hash, /^v2-[0-9a-f]{64}$/);
 });
@@ -53,7 +64,9 @@ test("an operator.yaml nested too deep is refused with 400 naming the limit, and
   const dashes = withYaml(`name: motd\nversion: "1"\nsummary: ${"- ".repeat(100_000)}x\n`);
   // Several at once with a health check sent beside them, which must be answered too.
   const [a, b, c, health] = await Promise.all([
-    upload(deep), upload(dashes), upload(deep),
+    upload(deep),
+    upload(dashes),
+    upload(deep),
     rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/health"),
   ]);
   for (const r of [a, b, c]) {
@@ -66,9 +79,14 @@ test("an operator.yaml nested too deep is refused with 400 naming the limit, and
 });
 
 test("the reported 1.9 MiB million-deep operator.yaml is refused by its size, before parsing", async (t) => {
-  const r = await upload(withYaml(`name: motd\nversion: "1"\nsummary: ${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}\n`));
+  const r = await upload(
+    withYaml(`name: motd\nversion: "1"\nsummary: ${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}\n`),
+  );
   t.is(r.status, 400);
-  t.regex(r.body.message!, /operator\.yaml: is \d+ bytes; it may be at most 262144 bytes \(the operator\.yaml size limit\)/);
+  t.regex(
+    r.body.message!,
+    /operator\.yaml: is \d+ bytes; it may be at most 262144 bytes \(the operator\.yaml size limit\)/,
+  );
 });
 
 test("an alias bomb in operator.yaml is refused with 400 naming the alias limit", async (t) => {
@@ -113,7 +131,9 @@ test("an old-format hash is refused with a message saying to re-upload", async (
   const deploy = await t.throwsAsync<StewardError>(tc.admin.deploy("m", { name: "old", operator: old, units: 0 }));
   t.is(deploy?.code, "invalid-request");
   t.regex(deploy!.message, /operator hash format v1 is no longer accepted: re-upload from the directory/);
-  const get = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", `/v1/operators/${old}`, undefined, { authorization: `Bearer ${token}` });
+  const get = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", `/v1/operators/${old}`, undefined, {
+    authorization: `Bearer ${token}`,
+  });
   t.is(get.status, 400);
   t.is(get.body.message, "operator hash format v1 is no longer accepted: re-upload from the directory");
 });
@@ -155,28 +175,45 @@ test("a path with a part longer than agents can write (255 bytes) is refused at 
   t.is(await readFile(join(dir, "unpacked", "lib", "b".repeat(255)), "utf8"), "x");
 });
 
-test.serial("stored operators have a quota, and operators no application uses are deleted after a grace period", async (t) => {
-  const quotaBytes = 400 * 1024;
-  const own = await startTestController({ operators: { quotaBytes, unusedGraceSeconds: 3 } });
-  t.teardown(() => own.close());
-  await own.admin.createModel("q");
-  const payload = (bytes: number): BundleFileEntry => ({ path: "payload.bin", mode: 0o644, content: randomBytes(bytes).toString("base64") });
-  // Uploaded then deployed at once: the grace period keeps it until the deploy uses it.
-  const used = (await own.admin.uploadOperator(motd)).hash;
-  await own.admin.deploy("q", { name: "kept", operator: used, units: 0 });
-  const unused = (await own.admin.uploadOperator(withFiles(payload(150 * 1024)))).hash;
-  const big = withFiles(payload(200 * 1024));
+test.serial(
+  "stored operators have a quota, and operators no application uses are deleted after a grace period",
+  async (t) => {
+    const quotaBytes = 400 * 1024;
+    const own = await startTestController({ operators: { quotaBytes, unusedGraceSeconds: 3 } });
+    t.teardown(() => own.close());
+    await own.admin.createModel("q");
+    const payload = (bytes: number): BundleFileEntry => ({
+      path: "payload.bin",
+      mode: 0o644,
+      content: randomBytes(bytes).toString("base64"),
+    });
+    // Uploaded then deployed at once: the grace period keeps it until the deploy uses it.
+    const used = (await own.admin.uploadOperator(motd)).hash;
+    await own.admin.deploy("q", { name: "kept", operator: used, units: 0 });
+    const unused = (await own.admin.uploadOperator(withFiles(payload(150 * 1024)))).hash;
+    const big = withFiles(payload(200 * 1024));
 
-  const refused = await t.throwsAsync<StewardError>(own.admin.uploadOperator(big));
-  t.is(refused?.code, "quota-exceeded");
-  t.is(refused?.httpStatus, 413);
-  t.regex(refused!.message, /over the operator quota of 409600 bytes/);
-  t.regex(refused!.message, /operators\.quotaBytes in controller\.json/);
+    const refused = await t.throwsAsync<StewardError>(own.admin.uploadOperator(big));
+    t.is(refused?.code, "quota-exceeded");
+    t.is(refused?.httpStatus, 413);
+    t.regex(refused!.message, /over the operator quota of 409600 bytes/);
+    t.regex(refused!.message, /operators\.quotaBytes in controller\.json/);
 
-  await eventually("the unused operator to be deleted", async () => !(await own.admin.hasOperator(unused)), 30_000, 250);
-  t.true(await own.admin.hasOperator(used), "an operator an application uses stays");
-  t.is((await own.admin.uploadOperator(big)).created, true, "the space it took is free again");
+    await eventually(
+      "the unused operator to be deleted",
+      async () => !(await own.admin.hasOperator(unused)),
+      30_000,
+      250,
+    );
+    t.true(await own.admin.hasOperator(used), "an operator an application uses stays");
+    t.is((await own.admin.uploadOperator(big)).created, true, "the space it took is free again");
 
-  await own.admin.removeApplication("q", "kept");
-  await eventually("the operator of the removed application to be deleted", async () => !(await own.admin.hasOperator(used)), 30_000, 250);
-});
+    await own.admin.removeApplication("q", "kept");
+    await eventually(
+      "the operator of the removed application to be deleted",
+      async () => !(await own.admin.hasOperator(used)),
+      30_000,
+      250,
+    );
+  },
+);

@@ -45,44 +45,82 @@ test.after.always(async () => {
 
 const stack = (instanceType: string) => (): void => {
   const aws = { region: REGION, imageId: AMI, instanceType, endpoint: fake.endpoint, endpointCaCert: fake.caCert };
-  const ctl = new Controller("ctl", { substrate: "aws", aws, awsCredential: pulumi.secret(awsKey), credentialName: "ec2" });
-  new Model("shop", { connection: ctl.connection, substrate: "aws", credential: "ec2", aws: { region: REGION, imageId: AMI, instanceType } });
+  const ctl = new Controller("ctl", {
+    substrate: "aws",
+    aws,
+    awsCredential: pulumi.secret(awsKey),
+    credentialName: "ec2",
+  });
+  new Model("shop", {
+    connection: ctl.connection,
+    substrate: "aws",
+    credential: "ec2",
+    aws: { region: REGION, imageId: AMI, instanceType },
+  });
 };
 
-asRoot("a Controller on aws: up launches and installs it with the host key pinned, a model uses its stored key, destroy terminates its instances", async (t) => {
-  t.timeout(300_000);
-  const up = await engine.up(stack("t3.small"));
-  t.deepEqual(up.errors, []);
-  t.deepEqual(up.created.sort(), ["ctl", "shop"]);
-  const outs = engine.get("ctl")!.outputs as { uuid: string; connection: ControllerConnection; replicas: number };
-  t.is(outs.replicas, 1);
-  const [instance] = fake.instances();
-  t.is(instance?.state, "running");
-  t.is(instance?.tags["steward:controller"], outs.uuid, "the instance is tagged with the controller it became");
-  t.deepEqual(outs.connection.addresses, [`${instance!.privateIp}:17070`]);
+asRoot(
+  "a Controller on aws: up launches and installs it with the host key pinned, a model uses its stored key, destroy terminates its instances",
+  async (t) => {
+    t.timeout(300_000);
+    const up = await engine.up(stack("t3.small"));
+    t.deepEqual(up.errors, []);
+    t.deepEqual(up.created.sort(), ["ctl", "shop"]);
+    const outs = engine.get("ctl")!.outputs as { uuid: string; connection: ControllerConnection; replicas: number };
+    t.is(outs.replicas, 1);
+    const [instance] = fake.instances();
+    t.is(instance?.state, "running");
+    t.is(instance?.tags["steward:controller"], outs.uuid, "the instance is tagged with the controller it became");
+    t.deepEqual(outs.connection.addresses, [`${instance!.privateIp}:17070`]);
 
-  const c = new ControllerClient({ addresses: outs.connection.addresses, caCert: outs.connection.caCert, user: outs.connection.user, password: outs.connection.password });
-  try {
-    t.deepEqual((await c.listCredentials()).credentials.map((k) => [k.name, k.substrate]), [["ec2", "aws"]]);
-    t.is((await c.controllerInfo()).cluster.replicaCloud?.credential, "ec2", "EC2 is the replica cloud, with the stored key");
-    t.is((await c.listModels()).find((m) => m.name === "shop")?.substrate, "aws");
-  } finally {
-    c.close();
-  }
-  t.false(engine.persistedState().includes(awsKey.secretAccessKey), "the secret key is not in the state in plain text");
-  t.false(engine.persistedState().includes(outs.connection.password), "nor the admin password");
+    const c = new ControllerClient({
+      addresses: outs.connection.addresses,
+      caCert: outs.connection.caCert,
+      user: outs.connection.user,
+      password: outs.connection.password,
+    });
+    try {
+      t.deepEqual(
+        (await c.listCredentials()).credentials.map((k) => [k.name, k.substrate]),
+        [["ec2", "aws"]],
+      );
+      t.is(
+        (await c.controllerInfo()).cluster.replicaCloud?.credential,
+        "ec2",
+        "EC2 is the replica cloud, with the stored key",
+      );
+      t.is((await c.listModels()).find((m) => m.name === "shop")?.substrate, "aws");
+    } finally {
+      c.close();
+    }
+    t.false(
+      engine.persistedState().includes(awsKey.secretAccessKey),
+      "the secret key is not in the state in plain text",
+    );
+    t.false(engine.persistedState().includes(outs.connection.password), "nor the admin password");
 
-  const again = await engine.up(stack("t3.small"));
-  t.deepEqual([again.created, again.updated, again.replaced, again.errors], [[], [], [], []], "a second up changes nothing");
-  t.deepEqual(await engine.refresh(), { drifted: [], gone: [] });
+    const again = await engine.up(stack("t3.small"));
+    t.deepEqual(
+      [again.created, again.updated, again.replaced, again.errors],
+      [[], [], [], []],
+      "a second up changes nothing",
+    );
+    t.deepEqual(await engine.refresh(), { drifted: [], gone: [] });
 
-  // Another instance type for new replicas is an update of the replica cloud, not a new controller.
-  const changed = await engine.up(stack("t3.medium"));
-  t.deepEqual(changed.errors, []);
-  t.true(changed.updated.includes("ctl"));
-  t.false(changed.replaced.includes("ctl"));
+    // Another instance type for new replicas is an update of the replica cloud, not a new controller.
+    const changed = await engine.up(stack("t3.medium"));
+    t.deepEqual(changed.errors, []);
+    t.true(changed.updated.includes("ctl"));
+    t.false(changed.replaced.includes("ctl"));
 
-  await engine.destroy();
-  t.is(engine.state.size, 0);
-  t.deepEqual(fake.instances().filter((i) => i.tags["steward:controller"] === outs.uuid && (i.state === "running" || i.state === "pending")), [], "every instance of the controller is terminated");
-});
+    await engine.destroy();
+    t.is(engine.state.size, 0);
+    t.deepEqual(
+      fake
+        .instances()
+        .filter((i) => i.tags["steward:controller"] === outs.uuid && (i.state === "running" || i.state === "pending")),
+      [],
+      "every instance of the controller is terminated",
+    );
+  },
+);

@@ -32,12 +32,23 @@ test.after.always(async () => {
   await a?.close();
 });
 
-const connectionOf = (c: TestController): ControllerConnection => ({ addresses: c.addresses, caCert: c.caCert, user: "admin", password: c.adminPassword });
+const connectionOf = (c: TestController): ControllerConnection => ({
+  addresses: c.addresses,
+  caCert: c.caCert,
+  user: "admin",
+  password: c.adminPassword,
+});
 
 function program(on: TestController): () => void {
   return () => {
     const model = new Model("moving", { connection: connectionOf(on) });
-    new Application("rec", { model, operator: join(fixturesDir, "operators", "recorder"), units: 2, config: { "record-dir": rec }, timeoutSeconds: 90 });
+    new Application("rec", {
+      model,
+      operator: join(fixturesDir, "operators", "recorder"),
+      units: 2,
+      config: { "record-dir": rec },
+      timeoutSeconds: 90,
+    });
   };
 }
 
@@ -55,13 +66,22 @@ test("a Model pointed at another controller is migrated there: an update, not a 
   t.true(moved.updated.includes("moving"), `updated: ${moved.updated.join(", ")}`);
   t.is(engine.get("moving")!.outputs.uuid, uuid, "the model keeps its uuid");
 
-  const units = await eventually("both units active on the target", async () => {
-    const s = await b.admin.status("moving");
-    const u = Object.values(s.applications).flatMap((x) => Object.values(x.units));
-    return u.length === 2 && u.every((x) => x.workload.current === "active") ? u : undefined;
-  }, 60_000);
+  const units = await eventually(
+    "both units active on the target",
+    async () => {
+      const s = await b.admin.status("moving");
+      const u = Object.values(s.applications).flatMap((x) => Object.values(x.units));
+      return u.length === 2 && u.every((x) => x.workload.current === "active") ? u : undefined;
+    },
+    60_000,
+  );
   const after = await sequences(rec);
-  for (const u of units) t.deepEqual(after.get(u.name)?.filter((h) => h === "install" || h === "start"), before.get(u.name)?.filter((h) => h === "install" || h === "start"), `${u.name}: no install or start again`);
+  for (const u of units)
+    t.deepEqual(
+      after.get(u.name)?.filter((h) => h === "install" || h === "start"),
+      before.get(u.name)?.filter((h) => h === "install" || h === "start"),
+      `${u.name}: no install or start again`,
+    );
   const gone = await a.admin.status("moving").catch((e: unknown) => e);
   t.true(StewardError.isInstance(gone) && gone.code === "moved", String(gone));
 

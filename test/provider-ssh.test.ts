@@ -53,58 +53,97 @@ function client(): ControllerClient {
 
 async function unitsActive(c: ControllerClient): Promise<string[]> {
   const s = await c.status("shop");
-  return Object.values(s.applications).flatMap((a) => Object.entries(a.units).map(([n, u]) => `${n} ${u.workload.current}/${u.agent.current}`)).sort();
+  return Object.values(s.applications)
+    .flatMap((a) => Object.entries(a.units).map(([n, u]) => `${n} ${u.workload.current}/${u.agent.current}`))
+    .sort();
 }
 
-ssh("bare-metal on test hosts: one replica, then replicas 1 → 3 as an update (enable-ha); units stay active; destroy leaves the hosts clean", async (t) => {
-  t.timeout(420_000);
-  const first = await engine.up(stack(1, 0));
-  t.deepEqual(first.errors, []);
-  t.deepEqual(first.created.sort(), ["checker", "prod", "shop", "web", "web-checker", "worker-0", "worker-1"]);
-  let c = client();
-  try {
-    t.is((await c.controllerInfo()).cluster.store, "embedded");
-    // The checker (on worker-0) is active only if web/1 on worker-1 answers at its published address.
-    t.deepEqual(await unitsActive(c), ["checker/0 active/idle", "web/0 active/idle", "web/1 active/idle"]);
-    const web1 = (await c.status("shop")).applications.web!.units["web/1"]!;
-    t.regex(web1.workload.message, new RegExp(`serving on http://${lab.hosts[5]!.ip.replace(/\./g, "\\.")}:\\d+/`));
-  } finally {
-    c.close();
-  }
+ssh(
+  "bare-metal on test hosts: one replica, then replicas 1 → 3 as an update (enable-ha); units stay active; destroy leaves the hosts clean",
+  async (t) => {
+    t.timeout(420_000);
+    const first = await engine.up(stack(1, 0));
+    t.deepEqual(first.errors, []);
+    t.deepEqual(first.created.sort(), ["checker", "prod", "shop", "web", "web-checker", "worker-0", "worker-1"]);
+    let c = client();
+    try {
+      t.is((await c.controllerInfo()).cluster.store, "embedded");
+      // The checker (on worker-0) is active only if web/1 on worker-1 answers at its published address.
+      t.deepEqual(await unitsActive(c), ["checker/0 active/idle", "web/0 active/idle", "web/1 active/idle"]);
+      const web1 = (await c.status("shop")).applications.web!.units["web/1"]!;
+      t.regex(web1.workload.message, new RegExp(`serving on http://${lab.hosts[5]!.ip.replace(/\./g, "\\.")}:\\d+/`));
+    } finally {
+      c.close();
+    }
 
-  const grown = await engine.up(stack(3, 1));
-  t.deepEqual(grown.errors, []);
-  t.true(grown.updated.includes("prod"), "growing the controller is an update");
-  // The others take the new connection (every replica's address) as an in-place update.
-  t.deepEqual([grown.created, grown.replaced, grown.deleted], [[], [], []], "nothing is created, replaced or deleted");
-  const outs = engine.get("prod")!.outputs as { replicas: number; members: { host: string; hasVote: boolean }[]; connection: ControllerConnection };
-  t.is(outs.replicas, 3);
-  t.deepEqual(outs.members.filter((m) => m.hasVote).map((m) => m.host).sort(), lab.hosts.slice(0, 3).map((h) => h.ip).sort());
-  t.is(outs.connection.addresses.length, 3, "the connection output names every replica");
-  c = client();
-  try {
-    const info = (await c.controllerInfo()).cluster;
-    t.is(info.store, "etcd");
-    t.deepEqual(info.spares.map((s) => s.host), [lab.hosts[3]!.ip], "the spare went to the quorum keeper");
-    t.deepEqual(await unitsActive(c), ["checker/0 active/idle", "web/0 active/idle", "web/1 active/idle"], "the move into etcd kept the units");
-  } finally {
-    c.close();
-  }
-  t.false(engine.persistedState().includes("PRIVATE KEY"), "the SSH key is not in the state in plain text");
-  t.false(engine.persistedState().includes(outs.connection.password), "nor the admin password");
+    const grown = await engine.up(stack(3, 1));
+    t.deepEqual(grown.errors, []);
+    t.true(grown.updated.includes("prod"), "growing the controller is an update");
+    // The others take the new connection (every replica's address) as an in-place update.
+    t.deepEqual(
+      [grown.created, grown.replaced, grown.deleted],
+      [[], [], []],
+      "nothing is created, replaced or deleted",
+    );
+    const outs = engine.get("prod")!.outputs as {
+      replicas: number;
+      members: { host: string; hasVote: boolean }[];
+      connection: ControllerConnection;
+    };
+    t.is(outs.replicas, 3);
+    t.deepEqual(
+      outs.members
+        .filter((m) => m.hasVote)
+        .map((m) => m.host)
+        .sort(),
+      lab.hosts
+        .slice(0, 3)
+        .map((h) => h.ip)
+        .sort(),
+    );
+    t.is(outs.connection.addresses.length, 3, "the connection output names every replica");
+    c = client();
+    try {
+      const info = (await c.controllerInfo()).cluster;
+      t.is(info.store, "etcd");
+      t.deepEqual(
+        info.spares.map((s) => s.host),
+        [lab.hosts[3]!.ip],
+        "the spare went to the quorum keeper",
+      );
+      t.deepEqual(
+        await unitsActive(c),
+        ["checker/0 active/idle", "web/0 active/idle", "web/1 active/idle"],
+        "the move into etcd kept the units",
+      );
+    } finally {
+      c.close();
+    }
+    t.false(engine.persistedState().includes("PRIVATE KEY"), "the SSH key is not in the state in plain text");
+    t.false(engine.persistedState().includes(outs.connection.password), "nor the admin password");
 
-  const again = await engine.up(stack(3, 1));
-  t.deepEqual([again.created, again.updated, again.replaced], [[], [], []], "a second up changes nothing");
+    const again = await engine.up(stack(3, 1));
+    t.deepEqual([again.created, again.updated, again.replaced], [[], [], []], "a second up changes nothing");
 
-  await engine.destroy();
-  t.is(engine.state.size, 0);
-  // An agent uninstalls itself once the controller has let its machine go: allow it a few seconds.
-  for (const h of lab.hosts) {
-    let left = "";
-    const clean = await eventually(`${h.name} clean`, async () => {
-      left = (await h.exec("ls /var/lib/steward/controller /var/lib/steward/agents/* 2>/dev/null; pgrep -la -x 'node|etcd' || true")).stdout.trim();
-      return left === "";
-    }, 30_000, 500).catch(() => false);
-    t.true(clean, `${h.name} holds nothing of Steward: ${left}`);
-  }
-});
+    await engine.destroy();
+    t.is(engine.state.size, 0);
+    // An agent uninstalls itself once the controller has let its machine go: allow it a few seconds.
+    for (const h of lab.hosts) {
+      let left = "";
+      const clean = await eventually(
+        `${h.name} clean`,
+        async () => {
+          left = (
+            await h.exec(
+              "ls /var/lib/steward/controller /var/lib/steward/agents/* 2>/dev/null; pgrep -la -x 'node|etcd' || true",
+            )
+          ).stdout.trim();
+          return left === "";
+        },
+        30_000,
+        500,
+      ).catch(() => false);
+      t.true(clean, `${h.name} holds nothing of Steward: ${left}`);
+    }
+  },
+);

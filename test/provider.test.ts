@@ -24,20 +24,43 @@ let dir: string;
 let engine: MiniEngine;
 let helloDir: string;
 
-interface Shape { webUnits: number; greeting?: string; broken?: boolean }
+interface Shape {
+  webUnits: number;
+  greeting?: string;
+  broken?: boolean;
+}
 
 /** The stack under test: a local controller, a model, a web app and a checker integrated with it. */
 function program(s: Shape): () => void {
   return () => {
     const ctl = new Controller("ctl", { substrate: "local", dataDir: join(dir, "controller") });
     const model = new Model("pm", { connection: ctl.connection, config: { updateStatusInterval: 60 } });
-    const web = new Application("web", { model, operator: helloDir, units: s.webUnits, config: s.greeting ? { greeting: s.greeting } : {}, timeoutSeconds: 90 });
-    const checker = new Application("checker", { model, operator: join(repo, "operators", "http-checker"), timeoutSeconds: 90 });
-    new Integration("web-checker", { endpoints: [{ application: web, endpoint: "website" }, { application: checker, endpoint: "upstream" }] });
+    const web = new Application("web", {
+      model,
+      operator: helloDir,
+      units: s.webUnits,
+      config: s.greeting ? { greeting: s.greeting } : {},
+      timeoutSeconds: 90,
+    });
+    const checker = new Application("checker", {
+      model,
+      operator: join(repo, "operators", "http-checker"),
+      timeoutSeconds: 90,
+    });
+    new Integration("web-checker", {
+      endpoints: [
+        { application: web, endpoint: "website" },
+        { application: checker, endpoint: "upstream" },
+      ],
+    });
     if (s.broken) {
       new Application("broken", {
         // Long enough for its unit to reach the failing install hook on a loaded machine (8 s was not).
-        model, operator: join(fixturesDir, "operators", "recorder"), timeoutSeconds: 25, deleteTimeoutSeconds: 5, forceDelete: true,
+        model,
+        operator: join(fixturesDir, "operators", "recorder"),
+        timeoutSeconds: 25,
+        deleteTimeoutSeconds: 5,
+        forceDelete: true,
         config: { "record-dir": join(dir, "rec"), "fail-hook": "install", "fail-times": 1000 },
       });
     }
@@ -87,28 +110,40 @@ test.serial("bad arguments come back from check as failures naming the field; no
   t.is(engine.state.size, 0);
 });
 
-test.serial("up from nothing: controller, model, two applications and their integration, every unit active", async (t) => {
-  t.timeout(240_000);
-  const r = await engine.up(program({ webUnits: 2, greeting: "hi" }));
-  t.deepEqual(r.errors, []);
-  t.deepEqual(r.created.sort(), ["checker", "ctl", "pm", "web", "web-checker"]);
-  const s = await modelStatus();
-  const units = Object.values(s.applications).flatMap((a) => Object.values(a.units));
-  t.is(units.length, 3);
-  t.true(units.every((u) => u.workload.current === "active" && u.agent.current === "idle"), JSON.stringify(units.map((u) => [u.name, u.workload.current, u.agent.current])));
-  t.is(s.applications.web!.config.greeting, "hi");
-  t.is(s.integrations.filter((i) => i.type === "regular").length, 1);
-  // A second up with nothing changed does nothing.
-  const again = await engine.up(program({ webUnits: 2, greeting: "hi" }));
-  t.deepEqual(again.errors, []);
-  t.deepEqual([again.created, again.updated, again.replaced], [[], [], []]);
-});
+test.serial(
+  "up from nothing: controller, model, two applications and their integration, every unit active",
+  async (t) => {
+    t.timeout(240_000);
+    const r = await engine.up(program({ webUnits: 2, greeting: "hi" }));
+    t.deepEqual(r.errors, []);
+    t.deepEqual(r.created.sort(), ["checker", "ctl", "pm", "web", "web-checker"]);
+    const s = await modelStatus();
+    const units = Object.values(s.applications).flatMap((a) => Object.values(a.units));
+    t.is(units.length, 3);
+    t.true(
+      units.every((u) => u.workload.current === "active" && u.agent.current === "idle"),
+      JSON.stringify(units.map((u) => [u.name, u.workload.current, u.agent.current])),
+    );
+    t.is(s.applications.web!.config.greeting, "hi");
+    t.is(s.integrations.filter((i) => i.type === "regular").length, 1);
+    // A second up with nothing changed does nothing.
+    const again = await engine.up(program({ webUnits: 2, greeting: "hi" }));
+    t.deepEqual(again.errors, []);
+    t.deepEqual([again.created, again.updated, again.replaced], [[], [], []]);
+  },
+);
 
 test.serial("the state holds no secret in plain text and the serialized provider is small and secret-free", (t) => {
   const password = connection().password;
   t.true(password.length >= 16);
   const state = engine.persistedState();
-  t.false(state.includes(password), `the admin password is encrypted wherever it is stored:\n${state.split("\n").filter((l) => l.includes(password)).join("\n")}`);
+  t.false(
+    state.includes(password),
+    `the admin password is encrypted wherever it is stored:\n${state
+      .split("\n")
+      .filter((l) => l.includes(password))
+      .join("\n")}`,
+  );
   t.true(engine.get("ctl")!.secretOutputs.includes("connection"));
   for (const [name, text] of engine.serializedProviders) {
     t.true(text.includes("exports.handler"), `${name}: a serialized provider`);
@@ -129,58 +164,78 @@ test.serial("scaling and a config change are updates, not replacements", async (
   t.is(web.config.greeting, "hello");
 });
 
-test.serial("scaling and model settings changed by hand with the steward CLI show as drift on refresh, and up puts them back", async (t) => {
-  t.timeout(180_000);
-  const home = join(dir, "cli-home");
-  const c = connection();
-  await rm(home, { recursive: true, force: true });
-  await mkdir(home, { recursive: true });
-  await writeFile(join(home, "controllers.json"), JSON.stringify({ current: "p", controllers: { p: { addresses: c.addresses, caCert: c.caCert, user: c.user, password: c.password } } }), { mode: 0o600 });
-  const steward = cliRunner(home, repo);
-  const add = await steward("add-unit", "-m", "pm", "web");
-  t.is(add.code, 0, add.stderr);
-  const cfg = await steward("config", "-m", "pm", "web", "port=0", "greeting=by hand");
-  t.is(cfg.code, 0, cfg.stderr);
-  const settings = await steward("model-config", "-m", "pm", "update-status-interval=30s");
-  t.is(settings.code, 0, settings.stderr);
+test.serial(
+  "scaling and model settings changed by hand with the steward CLI show as drift on refresh, and up puts them back",
+  async (t) => {
+    t.timeout(180_000);
+    const home = join(dir, "cli-home");
+    const c = connection();
+    await rm(home, { recursive: true, force: true });
+    await mkdir(home, { recursive: true });
+    await writeFile(
+      join(home, "controllers.json"),
+      JSON.stringify({
+        current: "p",
+        controllers: { p: { addresses: c.addresses, caCert: c.caCert, user: c.user, password: c.password } },
+      }),
+      { mode: 0o600 },
+    );
+    const steward = cliRunner(home, repo);
+    const add = await steward("add-unit", "-m", "pm", "web");
+    t.is(add.code, 0, add.stderr);
+    const cfg = await steward("config", "-m", "pm", "web", "port=0", "greeting=by hand");
+    t.is(cfg.code, 0, cfg.stderr);
+    const settings = await steward("model-config", "-m", "pm", "update-status-interval=30s");
+    t.is(settings.code, 0, settings.stderr);
 
-  const refreshed = await engine.refresh();
-  const pm = refreshed.drifted.find((d) => d.name === "pm");
-  t.deepEqual(pm?.properties, ["config"], JSON.stringify(refreshed));
-  t.deepEqual(engine.get("pm")!.outputs.config, { updateStatusInterval: 30 });
-  const web = refreshed.drifted.find((d) => d.name === "web");
-  t.truthy(web, JSON.stringify(refreshed));
-  t.true(web!.properties.includes("units"));
-  t.true(web!.properties.includes("config"));
-  t.is(engine.get("web")!.outputs.units, 4);
+    const refreshed = await engine.refresh();
+    const pm = refreshed.drifted.find((d) => d.name === "pm");
+    t.deepEqual(pm?.properties, ["config"], JSON.stringify(refreshed));
+    t.deepEqual(engine.get("pm")!.outputs.config, { updateStatusInterval: 30 });
+    const web = refreshed.drifted.find((d) => d.name === "web");
+    t.truthy(web, JSON.stringify(refreshed));
+    t.true(web!.properties.includes("units"));
+    t.true(web!.properties.includes("config"));
+    t.is(engine.get("web")!.outputs.units, 4);
 
-  const r = await engine.up(program({ webUnits: 3, greeting: "hello" }));
-  t.deepEqual(r.errors, []);
-  t.deepEqual([...r.updated].sort(), ["pm", "web"]);
-  const s = (await modelStatus()).applications.web!;
-  t.is(Object.values(s.units).filter((u) => u.life === "alive").length, 3);
-  const shown = await steward("model-config", "-m", "pm");
-  t.regex(shown.stdout, /update-status-interval\s+60s/);
-  t.is(s.config.greeting, "hello");
-});
+    const r = await engine.up(program({ webUnits: 3, greeting: "hello" }));
+    t.deepEqual(r.errors, []);
+    t.deepEqual([...r.updated].sort(), ["pm", "web"]);
+    const s = (await modelStatus()).applications.web!;
+    t.is(Object.values(s.units).filter((u) => u.life === "alive").length, 3);
+    const shown = await steward("model-config", "-m", "pm");
+    t.regex(shown.stdout, /update-status-interval\s+60s/);
+    t.is(s.config.greeting, "hello");
+  },
+);
 
-test.serial("changed operator content upgrades the application in place, and the update waits for every unit's upgrade hook", async (t) => {
-  t.timeout(180_000);
-  const yaml = join(helloDir, "operator.yaml");
-  await writeFile(yaml, (await readFile(yaml, "utf8")).replace('version: "1.0.0"', 'version: "1.1.0"'));
-  // The new content's upgrade hook takes a while and leaves a mark when it ends.
-  // Where hooks may write: local agents run unprivileged when the tests run as root.
-  const upgraded = await recordDir("steward-upgraded-");
-  await writeFile(join(helloDir, "hooks", "upgrade"), `#!/bin/sh\nset -eu\nsleep 3\ntouch "${upgraded}/$(echo "$STEWARD_UNIT_NAME" | tr / -)"\n`, { mode: 0o755 });
-  const r = await engine.up(program({ webUnits: 3, greeting: "hello" }));
-  t.deepEqual(r.errors, []);
-  t.deepEqual(r.updated, ["web"]);
-  t.deepEqual(r.replaced, []);
-  t.is(engine.get("web")!.outputs.operatorVersion, "1.1.0");
-  // Read as the update returned: every unit had run its upgrade hook to the end.
-  const units = Object.keys((await modelStatus()).applications.web!.units).sort();
-  t.deepEqual((await readdir(upgraded)).sort(), units.map((u) => u.replace("/", "-")));
-});
+test.serial(
+  "changed operator content upgrades the application in place, and the update waits for every unit's upgrade hook",
+  async (t) => {
+    t.timeout(180_000);
+    const yaml = join(helloDir, "operator.yaml");
+    await writeFile(yaml, (await readFile(yaml, "utf8")).replace('version: "1.0.0"', 'version: "1.1.0"'));
+    // The new content's upgrade hook takes a while and leaves a mark when it ends.
+    // Where hooks may write: local agents run unprivileged when the tests run as root.
+    const upgraded = await recordDir("steward-upgraded-");
+    await writeFile(
+      join(helloDir, "hooks", "upgrade"),
+      `#!/bin/sh\nset -eu\nsleep 3\ntouch "${upgraded}/$(echo "$STEWARD_UNIT_NAME" | tr / -)"\n`,
+      { mode: 0o755 },
+    );
+    const r = await engine.up(program({ webUnits: 3, greeting: "hello" }));
+    t.deepEqual(r.errors, []);
+    t.deepEqual(r.updated, ["web"]);
+    t.deepEqual(r.replaced, []);
+    t.is(engine.get("web")!.outputs.operatorVersion, "1.1.0");
+    // Read as the update returned: every unit had run its upgrade hook to the end.
+    const units = Object.keys((await modelStatus()).applications.web!.units).sort();
+    t.deepEqual(
+      (await readdir(upgraded)).sort(),
+      units.map((u) => u.replace("/", "-")),
+    );
+  },
+);
 
 test.serial("a unit stuck in error fails the up with a table of units, and the state stays consistent", async (t) => {
   t.timeout(180_000);
@@ -208,9 +263,23 @@ test.serial("destroy removes the models, applications, agents and the controller
   const dataDir = join(dir, "controller");
   await engine.destroy();
   t.is(engine.state.size, 0);
-  t.false(await stat(dataDir).then(() => true, () => false), "the controller's data directory is gone");
-  const left = (): string => { try { return execFileSync("pgrep", ["-af", dir]).toString().trim(); } catch { return ""; } };
+  t.false(
+    await stat(dataDir).then(
+      () => true,
+      () => false,
+    ),
+    "the controller's data directory is gone",
+  );
+  const left = (): string => {
+    try {
+      return execFileSync("pgrep", ["-af", dir]).toString().trim();
+    } catch {
+      return "";
+    }
+  };
   // Agents stop as their machines are removed; the last may still be exiting.
-  await eventually("no controller or agent process left", async () => left() === "", 15_000, 250).catch(() => undefined);
+  await eventually("no controller or agent process left", async () => left() === "", 15_000, 250).catch(
+    () => undefined,
+  );
   t.is(left(), "", "no controller or agent process is left");
 });

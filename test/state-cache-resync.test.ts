@@ -29,7 +29,10 @@ function faultyStore(store: Store): { store: Store; breakWatches: () => void; fa
       }
       if (prop === "txn") {
         return (txn: Parameters<Store["txn"]>[0]) => {
-          if (failing > 0) { failing--; return Promise.reject(new Error("etcdserver: no leader")); }
+          if (failing > 0) {
+            failing--;
+            return Promise.reject(new Error("etcdserver: no leader"));
+          }
           return target.txn(txn);
         };
       }
@@ -39,23 +42,33 @@ function faultyStore(store: Store): { store: Store; breakWatches: () => void; fa
   });
   return {
     store: faulty,
-    breakWatches: () => { for (const e of onErrors.splice(0)) e(new Error("watch stream broken")); },
-    failReads: (n) => { failing = n; },
+    breakWatches: () => {
+      for (const e of onErrors.splice(0)) e(new Error("watch stream broken"));
+    },
+    failReads: (n) => {
+      failing = n;
+    },
   };
 }
 
-const replica = (addresses: string[]): string => JSON.stringify({ id: "r3", addresses, since: new Date().toISOString() });
+const replica = (addresses: string[]): string =>
+  JSON.stringify({ id: "r3", addresses, since: new Date().toISOString() });
 
 test("a cache whose re-read fails tries again, and tells listeners the cluster changed", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "steward-cache-"));
   const real = await EmbeddedStore.open({ dir });
-  t.teardown(async () => { await real.close(); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    await real.close();
+    await rm(dir, { recursive: true, force: true });
+  });
   const { store, breakWatches, failReads } = faultyStore(real);
   const errors: string[] = [];
   const cache = await StateCache.start(store, (err) => errors.push(err.message));
   t.teardown(() => cache.stop());
   const clusterChanges: string[][] = [];
-  cache.subscribe((changed) => { if (changed.has(CLUSTER_CHANGED)) clusterChanges.push(cache.replicas.get("r3")?.addresses ?? []); });
+  cache.subscribe((changed) => {
+    if (changed.has(CLUSTER_CHANGED)) clusterChanges.push(cache.replicas.get("r3")?.addresses ?? []);
+  });
 
   await real.put("/cluster/replicas/r3", replica(["10.0.0.13:17070"]));
   await eventually("the cache follows the store", () => cache.replicas.get("r3")?.addresses[0] === "10.0.0.13:17070");
@@ -64,29 +77,47 @@ test("a cache whose re-read fails tries again, and tells listeners the cluster c
   failReads(2);
   breakWatches();
   await real.put("/cluster/replicas/r3", replica(["10.0.0.113:17070"]));
-  await eventually("the cache read the store again", () => cache.replicas.get("r3")?.addresses[0] === "10.0.0.113:17070", 10_000).catch(() => undefined);
+  await eventually(
+    "the cache read the store again",
+    () => cache.replicas.get("r3")?.addresses[0] === "10.0.0.113:17070",
+    10_000,
+  ).catch(() => undefined);
   t.deepEqual(cache.replicas.get("r3")?.addresses, ["10.0.0.113:17070"]);
-  t.true(errors.some((e) => /could not resync .*no leader; trying again/.test(e)), errors.join("\n"));
+  t.true(
+    errors.some((e) => /could not resync .*no leader; trying again/.test(e)),
+    errors.join("\n"),
+  );
   t.deepEqual(clusterChanges.at(-1), ["10.0.0.113:17070"], "listeners heard the cluster changed with the re-read");
 
   // And it follows the store again.
   await real.put("/cluster/replicas/r3", replica(["10.0.0.213:17070"]));
-  await eventually("the cache follows the store after the resync", () => cache.replicas.get("r3")?.addresses[0] === "10.0.0.213:17070");
+  await eventually(
+    "the cache follows the store after the resync",
+    () => cache.replicas.get("r3")?.addresses[0] === "10.0.0.213:17070",
+  );
 });
 
 test("a cache reads the store again when it was restored under it (a new restore epoch), and follows it after", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "steward-cache-"));
   const store = await EmbeddedStore.open({ dir });
-  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
   const cache = await StateCache.start(store, () => undefined);
   t.teardown(() => cache.stop());
   const loads: number[] = [];
   // A re-read tells listeners the cluster changed along with every model; a plain event does not.
-  cache.subscribe((changed, rev) => { if (changed.has(CLUSTER_CHANGED) && changed.has("m1")) loads.push(rev); });
+  cache.subscribe((changed, rev) => {
+    if (changed.has(CLUSTER_CHANGED) && changed.has("m1")) loads.push(rev);
+  });
   await store.put("/models/m1", JSON.stringify({ uuid: "m1", name: "one" }));
   await eventually("the cache follows the store", () => cache.models.has("m1"));
   // A watcher cannot tell a restored store from its revisions alone: the epoch document says so.
-  await store.put("/controller/restore", JSON.stringify({ clusterId: "c1", epoch: 1, revision: 1, backupId: "b", restoredAt: "", taskSeqs: {} }));
+  await store.put(
+    "/controller/restore",
+    JSON.stringify({ clusterId: "c1", epoch: 1, revision: 1, backupId: "b", restoredAt: "", taskSeqs: {} }),
+  );
   await eventually("the cache read the store again", () => loads.length === 1 && cache.restore?.clusterId === "c1");
   await store.put("/models/m2", JSON.stringify({ uuid: "m2", name: "two" }));
   await eventually("the cache follows the store after it", () => cache.models.has("m2"));

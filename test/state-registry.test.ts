@@ -4,7 +4,19 @@
  * controller-wide keys (cluster, backups, request records) come from it too, in the layout stores hold.
  */
 import test from "ava";
-import { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, REPLICAS_PREFIX, classifyKey, keyOf, keys, prefixOf, queueId, scopeId } from "../controller";
+import {
+  EXPORTED_KINDS,
+  KIND,
+  KINDS,
+  MODEL_KINDS,
+  REPLICAS_PREFIX,
+  classifyKey,
+  keyOf,
+  keys,
+  prefixOf,
+  queueId,
+  scopeId,
+} from "../controller";
 
 const M = "0b6f4c1e-7f0e-4d43-9d2a-3c8f9a1b2c3d";
 
@@ -22,7 +34,12 @@ const cases: [string, string, string | undefined, string][] = [
   ["/controller/restore", "restore-epoch", undefined, ""],
   [keys.operatorQuotaSeq, "operator-quota-seq", undefined, ""],
   [`${keys.backupsPrefix}20261125T001500Z-a1b2c3`, "backup", undefined, "20261125T001500Z-a1b2c3"],
-  [`${keys.backupChunksPrefix}20261125T001500Z-a1b2c3/000001`, "backup-chunk", undefined, "20261125T001500Z-a1b2c3/000001"],
+  [
+    `${keys.backupChunksPrefix}20261125T001500Z-a1b2c3/000001`,
+    "backup-chunk",
+    undefined,
+    "20261125T001500Z-a1b2c3/000001",
+  ],
   [`${keys.requestsPrefix}r-1/response`, "request-record", undefined, "r-1/response"],
   [keys.clusterConfig, "cluster-config", undefined, ""],
   [keys.clusterMember("r1"), "cluster-member", undefined, "r1"],
@@ -73,7 +90,16 @@ for (const [key, kind, model, id] of cases) {
 }
 
 test("keys of no kind, and truncated keys, are not classified", (t) => {
-  for (const key of ["/nothing/here", `/models/${M}/apps`, `/models/${M}/apps/`, `/models/${M}/seq/other`, "/controller/other", "models", "/", `/models//apps/web`]) {
+  for (const key of [
+    "/nothing/here",
+    `/models/${M}/apps`,
+    `/models/${M}/apps/`,
+    `/models/${M}/seq/other`,
+    "/controller/other",
+    "models",
+    "/",
+    `/models//apps/web`,
+  ]) {
     t.is(classifyKey(key), undefined, key);
   }
 });
@@ -94,25 +120,75 @@ test("split ids, prefixes, and what an export carries", (t) => {
 });
 
 test("keys.ts builds, through the registry, exactly the layout stores already hold", (t) => {
-  t.deepEqual([
-    keys.revokedTokensPrefix, keys.modelPrefix("M"), keys.unitsOf("M", "web"), keys.relationsPrefix("M"), keys.scopePrefix("M", 3), keys.relationDataPrefix("M", 3),
-    keys.taskQueueOf("M", "web/0"), keys.tasksOf("M"), keys.operationsOf("M"), keys.statusHistoryOf("M"), keys.presencePrefix("M"),
-    keys.operatorChunks("h"), keys.operatorUploads, keys.credentialsPrefix, keys.enrolmentsPrefix,
-  ], [
-    "/revoked-tokens/", "/models/M/", "/models/M/units/web/", "/models/M/relations/", "/models/M/relation-scope/3/", "/models/M/relation-data/3/",
-    "/models/M/task-queue/web/0/", "/tasks/M/", "/operations/M/", "/status-history/M/", "/presence/M/",
-    "/blobs/operators/h/", "/blobs/operator-uploads/", "/credentials/", "/enrolments/",
-  ]);
+  t.deepEqual(
+    [
+      keys.revokedTokensPrefix,
+      keys.modelPrefix("M"),
+      keys.unitsOf("M", "web"),
+      keys.relationsPrefix("M"),
+      keys.scopePrefix("M", 3),
+      keys.relationDataPrefix("M", 3),
+      keys.taskQueueOf("M", "web/0"),
+      keys.tasksOf("M"),
+      keys.operationsOf("M"),
+      keys.statusHistoryOf("M"),
+      keys.presencePrefix("M"),
+      keys.operatorChunks("h"),
+      keys.operatorUploads,
+      keys.credentialsPrefix,
+      keys.enrolmentsPrefix,
+    ],
+    [
+      "/revoked-tokens/",
+      "/models/M/",
+      "/models/M/units/web/",
+      "/models/M/relations/",
+      "/models/M/relation-scope/3/",
+      "/models/M/relation-data/3/",
+      "/models/M/task-queue/web/0/",
+      "/tasks/M/",
+      "/operations/M/",
+      "/status-history/M/",
+      "/presence/M/",
+      "/blobs/operators/h/",
+      "/blobs/operator-uploads/",
+      "/credentials/",
+      "/enrolments/",
+    ],
+  );
   t.is(keys.ports("M", "web/0"), "/models/M/unit-ports/web/0");
   // Controller-wide keys, spelled out here once: a registry change that moves them fails here, not in a store.
-  t.deepEqual([
-    keys.clusterLeader, REPLICAS_PREFIX, keys.clusterConfig, keys.clusterMembers, keys.clusterMember("r1"), keys.clusterSpares,
-    keys.clusterSpare("h1"), keys.clusterKeeper, keys.clusterReplicaCloud, keys.clusterUpgrade, keys.backupsPrefix, keys.backupChunksPrefix,
-    keys.requestsPrefix,
-  ], [
-    "/cluster/leader", "/cluster/replicas/", "/cluster/config", "/cluster/members/", "/cluster/members/r1", "/cluster/spares/",
-    "/cluster/spares/h1", "/cluster/keeper", "/cluster/replica-cloud", "/cluster/upgrade", "/backups/", "/blobs/backups/",
-    "/requests/",
-  ]);
+  t.deepEqual(
+    [
+      keys.clusterLeader,
+      REPLICAS_PREFIX,
+      keys.clusterConfig,
+      keys.clusterMembers,
+      keys.clusterMember("r1"),
+      keys.clusterSpares,
+      keys.clusterSpare("h1"),
+      keys.clusterKeeper,
+      keys.clusterReplicaCloud,
+      keys.clusterUpgrade,
+      keys.backupsPrefix,
+      keys.backupChunksPrefix,
+      keys.requestsPrefix,
+    ],
+    [
+      "/cluster/leader",
+      "/cluster/replicas/",
+      "/cluster/config",
+      "/cluster/members/",
+      "/cluster/members/r1",
+      "/cluster/spares/",
+      "/cluster/spares/h1",
+      "/cluster/keeper",
+      "/cluster/replica-cloud",
+      "/cluster/upgrade",
+      "/backups/",
+      "/blobs/backups/",
+      "/requests/",
+    ],
+  );
   t.is(keys.taskQueue("M", "web/0", 5), "/models/M/task-queue/web/0/0000000005");
 });

@@ -16,7 +16,9 @@ import { rawRequest } from "./harness/http";
 
 let tc: TestController;
 const agents: SimAgent[] = [];
-test.before(async () => { tc = await startTestController(); });
+test.before(async () => {
+  tc = await startTestController();
+});
 test.after.always(async () => {
   for (const a of agents) a.close();
   await tc?.close();
@@ -44,16 +46,28 @@ const report = (a: SimAgent, unit: string, current: string, message: string): Pr
 test("the application shows its leader's message or its most severe unit's, not an arbitrary unit's", async (t) => {
   const units = await simulatedUnits("severity", "app", 3);
   // app/1 leads; every unit is active, each with its own message.
-  t.true(await units.get("app/1")!.call<{ leader: boolean }>("leader.claim", { unit: "app/1" }).then((r) => r.leader));
+  t.true(
+    await units
+      .get("app/1")!
+      .call<{ leader: boolean }>("leader.claim", { unit: "app/1" })
+      .then((r) => r.leader),
+  );
   for (const [name, a] of units) await report(a, name, "active", `serving ${name}`);
   let s = await tc.admin.status("severity");
   t.is(s.applications.app!.units["app/1"]!.leader, true);
-  t.deepEqual([s.applications.app!.status.current, s.applications.app!.status.message], ["active", "serving app/1"], "a tie goes to the leader");
+  t.deepEqual(
+    [s.applications.app!.status.current, s.applications.app!.status.message],
+    ["active", "serving app/1"],
+    "a tie goes to the leader",
+  );
 
   // A blocked unit is more severe than the leader's active: its message is the application's.
   await report(units.get("app/2")!, "app/2", "blocked", "disk full on app/2");
   s = await tc.admin.status("severity");
-  t.deepEqual([s.applications.app!.status.current, s.applications.app!.status.message], ["blocked", "disk full on app/2"]);
+  t.deepEqual(
+    [s.applications.app!.status.current, s.applications.app!.status.message],
+    ["blocked", "disk full on app/2"],
+  );
 
   // Two blocked units: the lower-numbered one, as neither leads.
   await report(units.get("app/0")!, "app/0", "blocked", "disk full on app/0");
@@ -99,7 +113,9 @@ test("status filters by application, unit and machine are applied by the control
   t.is(missing?.code, "not-found");
   t.regex(missing?.message ?? "", /web\/7/);
   const token = await tc.admin.login();
-  const bad = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/models/filters/status?unit=web", undefined, { authorization: `Bearer ${token}` });
+  const bad = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", "/v1/models/filters/status?unit=web", undefined, {
+    authorization: `Bearer ${token}`,
+  });
   t.is(bad.status, 400);
   t.is(bad.body.code, "invalid-request");
   t.regex(bad.body.message ?? "", /"web" is not a unit name such as web\/0/);
@@ -110,7 +126,9 @@ test("the compact status form (what the client reads) is the plain document as c
   await report(units.get("app/1")!, "app/1", "blocked", "waiting for a peer");
   const token = await tc.admin.login();
   const get = async (query: string): Promise<{ status: number; text: string; body: unknown }> => {
-    const r = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", `/v1/models/compact/status${query}`, undefined, { authorization: `Bearer ${token}` });
+    const r = await rawRequest(tc.addresses[0]!, tc.caCert, "GET", `/v1/models/compact/status${query}`, undefined, {
+      authorization: `Bearer ${token}`,
+    });
     return { status: r.status, text: JSON.stringify(r.body), body: r.body };
   };
   const untimed = (s: unknown): string => JSON.stringify({ ...(s as ModelStatus), timestamp: "" });
@@ -118,14 +136,22 @@ test("the compact status form (what the client reads) is the plain document as c
     const plain = await get(`?${filter}`);
     const compact = await get(`?${filter}${filter ? "&" : ""}format=columns`);
     t.is(compact.status, 200);
-    if (filter !== "unit=app/1" && filter !== "machine=0") t.true(compact.text.length < plain.text.length, `the compact form is smaller (${filter || "unfiltered"})`);
-    t.is(untimed(expandStatusColumns(compact.body)), untimed(plain.body), `same document, key order included (${filter || "unfiltered"})`);
+    if (filter !== "unit=app/1" && filter !== "machine=0")
+      t.true(compact.text.length < plain.text.length, `the compact form is smaller (${filter || "unfiltered"})`);
+    t.is(
+      untimed(expandStatusColumns(compact.body)),
+      untimed(plain.body),
+      `same document, key order included (${filter || "unfiltered"})`,
+    );
   }
   // Kept between reads and dropped on change, like the plain document.
   await report(units.get("app/2")!, "app/2", "maintenance", "resizing");
   const after = expandStatusColumns((await get("?format=columns")).body);
   t.is(after.applications.app!.units["app/2"]!.workload.message, "resizing");
-  t.deepEqual((await tc.admin.status("compact")).applications.app!.units["app/2"]!.workload, after.applications.app!.units["app/2"]!.workload);
+  t.deepEqual(
+    (await tc.admin.status("compact")).applications.app!.units["app/2"]!.workload,
+    after.applications.app!.units["app/2"]!.workload,
+  );
   const bad = await get("?format=yaml");
   t.is(bad.status, 400);
   t.regex((bad.body as { message?: string }).message ?? "", /"format" must be "plain" or "columns"/);
@@ -146,7 +172,10 @@ test("status follows each change (the rendered document is not served stale)", a
   // A filtered read derives the application's status from every unit, including those it does not list.
   const filteredAfter = await tc.admin.status("fresh", { units: ["app/0"] });
   t.deepEqual(Object.keys(filteredAfter.applications.app!.units), ["app/0"]);
-  t.deepEqual([filteredAfter.applications.app!.status.current, filteredAfter.applications.app!.status.message], ["maintenance", "second"]);
+  t.deepEqual(
+    [filteredAfter.applications.app!.status.current, filteredAfter.applications.app!.status.message],
+    ["maintenance", "second"],
+  );
   t.deepEqual(filteredAfter.applications.app!.status, after.applications.app!.status);
   // A unit's agent going away shows at once: its fragment depends on its machine's presence too.
   units.get("app/0")!.close();
@@ -168,15 +197,25 @@ test("hello-http units show the port they opened and the address they serve on",
   t.is(unit.address, url.hostname, "the unit's address is the one it serves on (STEWARD_UNIT_ADDRESS)");
   const res = await fetch(`http://${unit.address}:${url.port}/`);
   t.regex(await res.text(), /Hello from Steward \(hello\/0\)/);
-  t.regex(formatStatusTabular(s), new RegExp(`^hello/0\\*?\\s+active\\s+idle\\s+\\d+\\s+${unit.address!.replace(/\./g, "\\.")}\\s+${url.port}/tcp\\s`, "m"));
+  t.regex(
+    formatStatusTabular(s),
+    new RegExp(
+      `^hello/0\\*?\\s+active\\s+idle\\s+\\d+\\s+${unit.address!.replace(/\./g, "\\.")}\\s+${url.port}/tcp\\s`,
+      "m",
+    ),
+  );
 
   // Another port: config-changed restarts the server there, closing the old port and opening the new.
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   await tc.admin.updateApplication("web", "hello", { config: { port } });
-  const moved = await eventually("the new port in status", async () => {
-    const u = (await tc.admin.status("web")).applications.hello!.units["hello/0"]!;
-    return u.workload.message.endsWith(`:${port}/`) && u.agent.current === "idle" ? u : undefined;
-  }, 30_000);
+  const moved = await eventually(
+    "the new port in status",
+    async () => {
+      const u = (await tc.admin.status("web")).applications.hello!.units["hello/0"]!;
+      return u.workload.message.endsWith(`:${port}/`) && u.agent.current === "idle" ? u : undefined;
+    },
+    30_000,
+  );
   t.deepEqual(moved.ports, [`${port}/tcp`]);
 });
 
@@ -186,9 +225,16 @@ test("simulated agents retry the login limiter's 503 after its Retry-After", asy
   try {
     const { uuid } = await limited.admin.createModel("limited");
     const machines = (await limited.admin.addMachines("limited", "manual", 3)).machines;
-    sims.push(...(await Promise.all(machines.map((m) => SimAgent.connect(limited.addresses[0]!, limited.caCert, uuid, m.id, m.credential!)))));
+    sims.push(
+      ...(await Promise.all(
+        machines.map((m) => SimAgent.connect(limited.addresses[0]!, limited.caCert, uuid, m.id, m.credential!)),
+      )),
+    );
     t.is(sims.length, 3);
-    t.true(sims.reduce((n, a) => n + a.refusals, 0) >= 2, "two of three were refused at first (burst 1) and got in later");
+    t.true(
+      sims.reduce((n, a) => n + a.refusals, 0) >= 2,
+      "two of three were refused at first (burst 1) and got in later",
+    );
   } finally {
     for (const a of sims) a.close();
     await limited.close();

@@ -23,11 +23,28 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 function collect(store: Store, prefix: string, count: number, fromRevision?: number, ms = 5000): Promise<WatchEvent[]> {
   return new Promise((resolve, reject) => {
     const got: WatchEvent[] = [];
-    const timer = setTimeout(() => { w.close(); resolve(got); }, ms);
-    const w = store.watch(prefix, (events) => {
-      got.push(...events);
-      if (got.length >= count) { clearTimeout(timer); w.close(); resolve(got); }
-    }, { ...(fromRevision !== undefined ? { fromRevision } : {}), onError: (e) => { clearTimeout(timer); reject(e); } });
+    const timer = setTimeout(() => {
+      w.close();
+      resolve(got);
+    }, ms);
+    const w = store.watch(
+      prefix,
+      (events) => {
+        got.push(...events);
+        if (got.length >= count) {
+          clearTimeout(timer);
+          w.close();
+          resolve(got);
+        }
+      },
+      {
+        ...(fromRevision !== undefined ? { fromRevision } : {}),
+        onError: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      },
+    );
   });
 }
 
@@ -35,7 +52,11 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
   const withStore = (title: string, fn: (t: ExecutionContext, s: Store) => Promise<void>): void => {
     test(`${name}: ${title}`, async (t) => {
       const s = await factory.create();
-      try { await fn(t, s); } finally { await s.close(); }
+      try {
+        await fn(t, s);
+      } finally {
+        await s.close();
+      }
     });
   };
 
@@ -53,7 +74,13 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
 
   withStore("a transaction with several writes takes exactly one revision", async (t, s) => {
     const before = await s.currentRevision();
-    const res = await s.txn({ success: [{ type: "put", key: "/x", value: "1" }, { type: "put", key: "/y", value: "2" }, { type: "delete", key: "/none" }] });
+    const res = await s.txn({
+      success: [
+        { type: "put", key: "/x", value: "1" },
+        { type: "put", key: "/y", value: "2" },
+        { type: "delete", key: "/none" },
+      ],
+    });
     t.true(res.succeeded);
     t.is(res.revision, before + 1);
     t.is((await s.get("/x"))?.modRevision, before + 1);
@@ -66,12 +93,22 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
   withStore("compares decide between success and failure branches", async (t, s) => {
     const created = await s.txn({ compare: [absent("/k")], success: [{ type: "put", key: "/k", value: "v1" }] });
     t.true(created.succeeded);
-    const again = await s.txn({ compare: [absent("/k")], success: [{ type: "put", key: "/k", value: "v2" }], failure: [{ type: "get", key: "/k" }] });
+    const again = await s.txn({
+      compare: [absent("/k")],
+      success: [{ type: "put", key: "/k", value: "v2" }],
+      failure: [{ type: "get", key: "/k" }],
+    });
     t.false(again.succeeded);
     t.is(again.responses[0]![0]!.value, "v1");
     const kv = (await s.get("/k"))!;
-    t.true((await s.txn({ compare: [unchanged("/k", kv.modRevision)], success: [{ type: "put", key: "/k", value: "v3" }] })).succeeded);
-    t.false((await s.txn({ compare: [unchanged("/k", kv.modRevision)], success: [{ type: "put", key: "/k", value: "v4" }] })).succeeded);
+    t.true(
+      (await s.txn({ compare: [unchanged("/k", kv.modRevision)], success: [{ type: "put", key: "/k", value: "v3" }] }))
+        .succeeded,
+    );
+    t.false(
+      (await s.txn({ compare: [unchanged("/k", kv.modRevision)], success: [{ type: "put", key: "/k", value: "v4" }] }))
+        .succeeded,
+    );
     t.true((await s.txn({ compare: [{ key: "/k", target: "value", value: "v3" }], success: [] })).succeeded);
     t.true((await s.txn({ compare: [{ key: "/k", target: "version", op: ">", value: 1 }], success: [] })).succeeded);
     t.is((await s.get("/k"))?.value, "v3");
@@ -82,7 +119,10 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
     const increment = async (): Promise<void> => {
       for (;;) {
         const kv = (await s.get("/counter"))!;
-        const res = await s.txn({ compare: [unchanged("/counter", kv.modRevision)], success: [{ type: "put", key: "/counter", value: String(Number(kv.value) + 1) }] });
+        const res = await s.txn({
+          compare: [unchanged("/counter", kv.modRevision)],
+          success: [{ type: "put", key: "/counter", value: String(Number(kv.value) + 1) }],
+        });
         if (res.succeeded) return;
       }
     };
@@ -93,15 +133,28 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
   withStore("range returns only the prefix, sorted by key", async (t, s) => {
     for (const k of ["/p/b", "/p/a", "/p/c/d", "/q/a", "/pz"]) await s.put(k, k);
     const { kvs, revision } = await s.range("/p/");
-    t.deepEqual(kvs.map((kv) => kv.key), ["/p/a", "/p/b", "/p/c/d"]);
+    t.deepEqual(
+      kvs.map((kv) => kv.key),
+      ["/p/a", "/p/b", "/p/c/d"],
+    );
     t.is(revision, await s.currentRevision());
     const del = await s.txn({ success: [{ type: "deletePrefix", prefix: "/p/" }] });
     t.is(del.responses[0]!.length, 3);
-    t.deepEqual((await s.range("/p")).kvs.map((kv) => kv.key), ["/pz"]);
+    t.deepEqual(
+      (await s.range("/p")).kvs.map((kv) => kv.key),
+      ["/pz"],
+    );
   });
 
   withStore("a value over 1.5 MiB is refused and nothing is written", async (t, s) => {
-    const err = await t.throwsAsync(s.txn({ success: [{ type: "put", key: "/small", value: "x" }, { type: "put", key: "/big", value: "x".repeat(1600 * 1024) }] }));
+    const err = await t.throwsAsync(
+      s.txn({
+        success: [
+          { type: "put", key: "/small", value: "x" },
+          { type: "put", key: "/big", value: "x".repeat(1600 * 1024) },
+        ],
+      }),
+    );
     t.true(StewardError.isInstance(err));
     t.is(await s.get("/small"), undefined);
   });
@@ -112,7 +165,10 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
     await s.put("/l/2", "b", { lease: lease.id });
     await s.put("/l/3", "c");
     await s.revokeLease(lease.id);
-    t.deepEqual((await s.range("/l/")).kvs.map((kv) => kv.key), ["/l/3"]);
+    t.deepEqual(
+      (await s.range("/l/")).kvs.map((kv) => kv.key),
+      ["/l/3"],
+    );
     await t.throwsAsync(s.put("/l/4", "d", { lease: lease.id }), { instanceOf: LeaseNotFoundError });
     t.is(await s.get("/l/4"), undefined);
   });
@@ -122,7 +178,10 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
     const kept = await s.grantLease(1);
     await s.put("/e/short", "x", { lease: short.id });
     await s.put("/e/kept", "y", { lease: kept.id });
-    for (let i = 0; i < 8; i++) { await sleep(300); await s.keepAlive(kept.id); }
+    for (let i = 0; i < 8; i++) {
+      await sleep(300);
+      await s.keepAlive(kept.id);
+    }
     t.is(await s.get("/e/short"), undefined);
     t.is((await s.get("/e/kept"))?.value, "y");
     await t.throwsAsync(s.keepAlive(short.id), { instanceOf: LeaseNotFoundError });
@@ -137,17 +196,27 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
     await s.put("/w/a", "2");
     await s.delete("/w/a");
     const events = await got;
-    t.deepEqual(events.map((e) => [e.type, e.kv.key, e.type === "put" ? e.kv.value : ""]), [["put", "/w/a", "1"], ["put", "/w/a", "2"], ["delete", "/w/a", ""]]);
+    t.deepEqual(
+      events.map((e) => [e.type, e.kv.key, e.type === "put" ? e.kv.value : ""]),
+      [
+        ["put", "/w/a", "1"],
+        ["put", "/w/a", "2"],
+        ["delete", "/w/a", ""],
+      ],
+    );
     t.true(events[0]!.kv.modRevision < events[1]!.kv.modRevision);
   });
 
   withStore("a watch replays history from a revision, then continues live", async (t, s) => {
-    const from = (await s.put("/h/1", "a"));
+    const from = await s.put("/h/1", "a");
     await s.put("/h/2", "b");
     const got = collect(s, "/h/", 3, from);
     await sleep(50);
     await s.put("/h/3", "c");
-    t.deepEqual((await got).map((e) => e.kv.key), ["/h/1", "/h/2", "/h/3"]);
+    t.deepEqual(
+      (await got).map((e) => e.kv.key),
+      ["/h/1", "/h/2", "/h/3"],
+    );
   });
 
   withStore("a watch from a compacted revision fails with CompactedError", async (t, s) => {
@@ -162,7 +231,14 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
   });
 
   withStore("writing one key twice in a transaction is refused", async (t, s) => {
-    await t.throwsAsync(s.txn({ success: [{ type: "put", key: "/d", value: "1" }, { type: "put", key: "/d", value: "2" }] }));
+    await t.throwsAsync(
+      s.txn({
+        success: [
+          { type: "put", key: "/d", value: "1" },
+          { type: "put", key: "/d", value: "2" },
+        ],
+      }),
+    );
     t.is(await s.get("/d"), undefined);
   });
 
@@ -183,7 +259,9 @@ export function storeConformance(test: Register, name: string, factory: StoreFac
         t.is((await s.get("/r/49"))?.version, 1);
         await s.revokeLease(lease.id);
         t.is(await s.get("/r/leased"), undefined);
-      } finally { await s.close(); }
+      } finally {
+        await s.close();
+      }
     });
   }
 }

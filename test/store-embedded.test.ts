@@ -74,9 +74,16 @@ test.serial("embedded: kill -9 in the middle of writes loses no acknowledged wri
     })();`;
   const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
-  child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
   await new Promise<void>((resolve) => {
-    const check = setInterval(() => { if (out.split("\n").length > 3000) { clearInterval(check); resolve(); } }, 20);
+    const check = setInterval(() => {
+      if (out.split("\n").length > 3000) {
+        clearInterval(check);
+        resolve();
+      }
+    }, 20);
   });
   child.kill("SIGKILL");
   await new Promise((r) => child.once("exit", r));
@@ -95,7 +102,8 @@ test.serial("embedded: a store of many large values snapshots key by key and reo
   const dir = await tmp();
   const valueBytes = 1400 * 1024;
   const count = 40;
-  const valueOf = (i: number): string => String.fromCharCode(97 + (i % 26)).repeat(valueBytes - 8) + String(i).padStart(8, "0");
+  const valueOf = (i: number): string =>
+    String.fromCharCode(97 + (i % 26)).repeat(valueBytes - 8) + String(i).padStart(8, "0");
   // Watch every JSON.stringify while the store snapshots: none may hold more than about one value.
   const stringify = JSON.stringify;
   let longest = 0;
@@ -113,7 +121,10 @@ test.serial("embedded: a store of many large values snapshots key by key and reo
     JSON.stringify = stringify;
   }
   const { snapshotBytes, blobBytes } = await embeddedStoreSize(dir);
-  t.true(snapshotBytes + blobBytes > 32 * valueBytes, `the snapshot and its blob files hold most values (${snapshotBytes + blobBytes} bytes)`);
+  t.true(
+    snapshotBytes + blobBytes > 32 * valueBytes,
+    `the snapshot and its blob files hold most values (${snapshotBytes + blobBytes} bytes)`,
+  );
   t.true(longest < 2 * valueBytes, `the longest string JSON.stringify built was ${longest} characters`);
   s = await EmbeddedStore.open({ dir });
   const kvs = (await s.range("/big/")).kvs;
@@ -156,42 +167,62 @@ test("embedded: a damaged snapshot stops the open with a message instead of losi
   await rm(dir, { recursive: true });
 });
 
-test.serial("embedded: large values live in blob files, not in memory, and read back after a snapshot and a reopen", async (t) => {
-  const dir = await tmp();
-  const valueBytes = 1024 * 1024;
-  const count = 24;
-  const valueOf = (i: number): string => String.fromCharCode(97 + (i % 26)).repeat(valueBytes - 8) + String(i).padStart(8, "0");
-  // Little history, so the blobs of deleted keys are no longer needed for watch replays after a snapshot.
-  let s = await EmbeddedStore.open({ dir, snapshotAfterBytes: 8 * 1024 * 1024, historyRevisions: 4 });
-  for (let i = 0; i < count; i++) await s.put(`/big/${i}`, valueOf(i));
-  await s.put("/small", "kept in memory");
-  t.true(s.valueCharsInMemory() < 1024, `values held in memory: ${s.valueCharsInMemory()} characters for ${count} MiB stored`);
-  t.is((await s.get("/big/3"))?.value, valueOf(3));
-  const txn = await s.txn({ compare: [{ key: "/big/5", target: "value", value: valueOf(5) }], success: [{ type: "get", key: "/big/5" }] });
-  t.true(txn.succeeded, "a compare on a large value reads it");
-  t.is(txn.responses[0]![0]!.value, valueOf(5));
-  // A watch replaying from before the writes gets every value.
-  const seen = new Map<string, string>();
-  const w = s.watch("/big/", (events) => { for (const e of events) seen.set(e.kv.key, e.kv.value); }, { fromRevision: (await s.currentRevision()) - 3 });
-  await eventually("the replayed events", async () => seen.size === 3, 10_000, 20);
-  w.close();
-  t.is(seen.get(`/big/${count - 1}`), valueOf(count - 1));
-  const held = (await s.get("/big/0"))!;
-  for (let i = 0; i < count / 2; i++) await s.delete(`/big/${i}`);
-  // Enough log to snapshot twice: the deleted keys' blob files go once no log, snapshot or watch event names them.
-  for (let i = 0; i < 20; i++) await s.put(`/churn/${i % 2}`, valueOf(100 + i));
-  const blobFiles = new Set(await readdir(join(dir, "blobs")));
-  const fileOf = (i: number): string => createHash("sha256").update(valueOf(i)).digest("hex");
-  t.deepEqual(Array.from({ length: count / 2 }, (_, i) => fileOf(i)).filter((f) => blobFiles.has(f)), [], "the deleted values' files are gone");
-  t.true(blobFiles.has(fileOf(count - 1)), "a live value's file stays");
-  t.is(held.value, valueOf(0), "a value read before its key was deleted stays readable");
-  await s.close();
-  s = await EmbeddedStore.open({ dir });
-  t.true(s.valueCharsInMemory() < 1024, "nor after a reopen");
-  const kvs = (await s.range("/big/")).kvs;
-  t.is(kvs.length, count / 2);
-  for (const kv of kvs) t.is(kv.value, valueOf(Number(kv.key.slice("/big/".length))), kv.key);
-  t.is((await s.get("/small"))?.value, "kept in memory");
-  await s.close();
-  await rm(dir, { recursive: true });
-});
+test.serial(
+  "embedded: large values live in blob files, not in memory, and read back after a snapshot and a reopen",
+  async (t) => {
+    const dir = await tmp();
+    const valueBytes = 1024 * 1024;
+    const count = 24;
+    const valueOf = (i: number): string =>
+      String.fromCharCode(97 + (i % 26)).repeat(valueBytes - 8) + String(i).padStart(8, "0");
+    // Little history, so the blobs of deleted keys are no longer needed for watch replays after a snapshot.
+    let s = await EmbeddedStore.open({ dir, snapshotAfterBytes: 8 * 1024 * 1024, historyRevisions: 4 });
+    for (let i = 0; i < count; i++) await s.put(`/big/${i}`, valueOf(i));
+    await s.put("/small", "kept in memory");
+    t.true(
+      s.valueCharsInMemory() < 1024,
+      `values held in memory: ${s.valueCharsInMemory()} characters for ${count} MiB stored`,
+    );
+    t.is((await s.get("/big/3"))?.value, valueOf(3));
+    const txn = await s.txn({
+      compare: [{ key: "/big/5", target: "value", value: valueOf(5) }],
+      success: [{ type: "get", key: "/big/5" }],
+    });
+    t.true(txn.succeeded, "a compare on a large value reads it");
+    t.is(txn.responses[0]![0]!.value, valueOf(5));
+    // A watch replaying from before the writes gets every value.
+    const seen = new Map<string, string>();
+    const w = s.watch(
+      "/big/",
+      (events) => {
+        for (const e of events) seen.set(e.kv.key, e.kv.value);
+      },
+      { fromRevision: (await s.currentRevision()) - 3 },
+    );
+    await eventually("the replayed events", async () => seen.size === 3, 10_000, 20);
+    w.close();
+    t.is(seen.get(`/big/${count - 1}`), valueOf(count - 1));
+    const held = (await s.get("/big/0"))!;
+    for (let i = 0; i < count / 2; i++) await s.delete(`/big/${i}`);
+    // Enough log to snapshot twice: the deleted keys' blob files go once no log, snapshot or watch event names them.
+    for (let i = 0; i < 20; i++) await s.put(`/churn/${i % 2}`, valueOf(100 + i));
+    const blobFiles = new Set(await readdir(join(dir, "blobs")));
+    const fileOf = (i: number): string => createHash("sha256").update(valueOf(i)).digest("hex");
+    t.deepEqual(
+      Array.from({ length: count / 2 }, (_, i) => fileOf(i)).filter((f) => blobFiles.has(f)),
+      [],
+      "the deleted values' files are gone",
+    );
+    t.true(blobFiles.has(fileOf(count - 1)), "a live value's file stays");
+    t.is(held.value, valueOf(0), "a value read before its key was deleted stays readable");
+    await s.close();
+    s = await EmbeddedStore.open({ dir });
+    t.true(s.valueCharsInMemory() < 1024, "nor after a reopen");
+    const kvs = (await s.range("/big/")).kvs;
+    t.is(kvs.length, count / 2);
+    for (const kv of kvs) t.is(kv.value, valueOf(Number(kv.key.slice("/big/".length))), kv.key);
+    t.is((await s.get("/small"))?.value, "kept in memory");
+    await s.close();
+    await rm(dir, { recursive: true });
+  },
+);

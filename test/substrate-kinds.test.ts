@@ -11,8 +11,25 @@ import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CREDENTIAL_SUBSTRATES, CreateModelRequest, MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, describeIssues, settingsSchemaOf } from "../api";
-import { EmbeddedStore, MODEL_EXPORT_FORMAT, StateCache, StateOps, exportModel, importModel, keys, modelDocOf, upgradeModelExport } from "../controller";
+import {
+  CREDENTIAL_SUBSTRATES,
+  CreateModelRequest,
+  MODEL_SUBSTRATES,
+  SUBSTRATE_CONTRACTS,
+  describeIssues,
+  settingsSchemaOf,
+} from "../api";
+import {
+  EmbeddedStore,
+  MODEL_EXPORT_FORMAT,
+  StateCache,
+  StateOps,
+  exportModel,
+  importModel,
+  keys,
+  modelDocOf,
+  upgradeModelExport,
+} from "../controller";
 import { SUBSTRATES } from "../substrates";
 import { CLOUD_WORDS, kindsWithDriftedFlags } from "../cli";
 
@@ -22,13 +39,35 @@ test("every kind has one contract and one runtime half, and they agree", (t) => 
     t.is(contract.name, name);
     const kind = SUBSTRATES[name]();
     t.is(kind.contract, contract, `${name}: the runtime half carries the kind's contract`);
-    if (contract.instances) t.truthy(kind.machines && kind.placement, `${name}: a kind of cloud instances has a broker and a placement`);
-    t.is(settingsSchemaOf(name) !== undefined, "settings" in contract, `${name}: a schema exactly for the kinds that take settings`);
-    t.is((CREDENTIAL_SUBSTRATES as readonly string[]).includes(name), "credential" in contract, `${name}: a credential kind exactly for the kinds that take one`);
+    if (contract.instances)
+      t.truthy(kind.machines && kind.placement, `${name}: a kind of cloud instances has a broker and a placement`);
+    t.is(
+      settingsSchemaOf(name) !== undefined,
+      "settings" in contract,
+      `${name}: a schema exactly for the kinds that take settings`,
+    );
+    t.is(
+      (CREDENTIAL_SUBSTRATES as readonly string[]).includes(name),
+      "credential" in contract,
+      `${name}: a credential kind exactly for the kinds that take one`,
+    );
   }
-  t.is(SUBSTRATE_CONTRACTS.aws.describe({ region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" }), "eu-west-1, t3.small");
-  t.is(SUBSTRATE_CONTRACTS.vsphere.describe({ url: "https://vc/sdk", datacenter: "DC0", template: "deb" }), "DC0, template deb");
-  t.is(SUBSTRATE_CONTRACTS.kubernetes.describe({ namespace: "ctl", statefulSet: "steward" }), "StatefulSet ctl/steward");
+  t.is(
+    SUBSTRATE_CONTRACTS.aws.describe({
+      region: "eu-west-1",
+      imageId: "ami-0123456789abcdef0",
+      instanceType: "t3.small",
+    }),
+    "eu-west-1, t3.small",
+  );
+  t.is(
+    SUBSTRATE_CONTRACTS.vsphere.describe({ url: "https://vc/sdk", datacenter: "DC0", template: "deb" }),
+    "DC0, template deb",
+  );
+  t.is(
+    SUBSTRATE_CONTRACTS.kubernetes.describe({ namespace: "ctl", statefulSet: "steward" }),
+    "StatefulSet ctl/steward",
+  );
 });
 
 test("a kind's folder is loaded on first use only: status, models and add-model load no cloud", (t) => {
@@ -42,7 +81,12 @@ test("a kind's folder is loaded on first use only: status, models and add-model 
     const afterLocal = loaded("aws");
     SUBSTRATES.aws();
     console.log(JSON.stringify({ before, afterLocal, afterAws: loaded("aws"), vsphere: loaded("vsphere") }));`;
-  const out = JSON.parse(execFileSync(process.execPath, ["-e", script], { encoding: "utf8" })) as { before: Record<string, number>; afterLocal: number; afterAws: number; vsphere: number };
+  const out = JSON.parse(execFileSync(process.execPath, ["-e", script], { encoding: "utf8" })) as {
+    before: Record<string, number>;
+    afterLocal: number;
+    afterAws: number;
+    vsphere: number;
+  };
   t.deepEqual(out.before, { aws: 0, vsphere: 0, kubernetes: 0 }, "the CLI's everyday commands load no substrate kind");
   t.is(out.afterLocal, 0, "loading local loads no other kind");
   t.true(out.afterAws > 0, "asking for aws loads its folder");
@@ -50,21 +94,51 @@ test("a kind's folder is loaded on first use only: status, models and add-model 
 });
 
 test("a model request is one shape per kind: what is missing or misplaced is named with how to fix it", (t) => {
-  const problem = (body: unknown): string => { const r = CreateModelRequest.safeParse(body); return r.success ? "" : describeIssues(r.error.issues); };
-  t.is(problem({ name: "a", substrate: "aws" }), '"credential" is required for an aws model: store one with steward add-credential NAME --substrate aws; "settings" is required for an aws model: at least region and imageId');
-  t.is(problem({ name: "a", substrate: "gcp" }), '"substrate" must be one of local, manual, ssh, aws, vsphere, kubernetes');
-  t.is(problem({ name: "a", settings: { region: "eu-west-1" } }), '"settings" are not for a local model: it takes none');
-  t.regex(problem({ name: "a", substrate: "kubernetes", credential: "c", constraints: "cores=2" }), /"constraints" are for machines Steward makes on a cloud; a kubernetes model's units are pods/);
+  const problem = (body: unknown): string => {
+    const r = CreateModelRequest.safeParse(body);
+    return r.success ? "" : describeIssues(r.error.issues);
+  };
+  t.is(
+    problem({ name: "a", substrate: "aws" }),
+    '"credential" is required for an aws model: store one with steward add-credential NAME --substrate aws; "settings" is required for an aws model: at least region and imageId',
+  );
+  t.is(
+    problem({ name: "a", substrate: "gcp" }),
+    '"substrate" must be one of local, manual, ssh, aws, vsphere, kubernetes',
+  );
+  t.is(
+    problem({ name: "a", settings: { region: "eu-west-1" } }),
+    '"settings" are not for a local model: it takes none',
+  );
+  t.regex(
+    problem({ name: "a", substrate: "kubernetes", credential: "c", constraints: "cores=2" }),
+    /"constraints" are for machines Steward makes on a cloud; a kubernetes model's units are pods/,
+  );
   // As clients of the previous minor send them: settings under the kind's name.
-  const legacy = CreateModelRequest.parse({ name: "a", substrate: "aws", credential: "p", aws: { region: "eu-west-1", imageId: "ami-0123456789abcdef0" } });
+  const legacy = CreateModelRequest.parse({
+    name: "a",
+    substrate: "aws",
+    credential: "p",
+    aws: { region: "eu-west-1", imageId: "ami-0123456789abcdef0" },
+  });
   t.deepEqual(legacy.settings, { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" });
-  t.is(problem({ name: "a", vsphere: { url: "https://vc/sdk", datacenter: "DC0", template: "t" } }), '"vsphere" is only for vsphere models, not local');
+  t.is(
+    problem({ name: "a", vsphere: { url: "https://vc/sdk", datacenter: "DC0", template: "t" } }),
+    '"vsphere" is only for vsphere models, not local',
+  );
 });
 
 const OLD_AWS_MODEL = {
-  uuid: "0b0e9a52-3c1a-4c53-9d1e-7d1a2f3b4c5d", name: "shop", owner: "admin", life: "alive", createdAt: "2026-11-01T00:00:00.000Z",
-  config: { updateStatusInterval: 300 }, substrate: "aws", credential: "prod",
-  aws: { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" }, constraints: { cores: 2 },
+  uuid: "0b0e9a52-3c1a-4c53-9d1e-7d1a2f3b4c5d",
+  name: "shop",
+  owner: "admin",
+  life: "alive",
+  createdAt: "2026-11-01T00:00:00.000Z",
+  config: { updateStatusInterval: 300 },
+  substrate: "aws",
+  credential: "prod",
+  aws: { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" },
+  constraints: { cores: 2 },
 };
 
 test("a model document of the shape before placements reads as one placement", (t) => {
@@ -73,7 +147,10 @@ test("a model document of the shape before placements reads as one placement", (
   t.false("aws" in doc || "substrate" in doc || "credential" in doc);
   t.deepEqual(doc.constraints, { cores: 2 });
   // Older still: no substrate at all is local.
-  t.deepEqual(modelDocOf({ ...OLD_AWS_MODEL, substrate: undefined, credential: undefined, aws: undefined }).placement, { substrate: "local", settings: {} });
+  t.deepEqual(modelDocOf({ ...OLD_AWS_MODEL, substrate: undefined, credential: undefined, aws: undefined }).placement, {
+    substrate: "local",
+    settings: {},
+  });
   t.is(modelDocOf(doc), doc, "a current document is left alone");
 });
 
@@ -81,16 +158,49 @@ test("an export of the previous build (version 2, the model without a placement)
   const dir = await mkdtemp(join(tmpdir(), "steward-kinds-"));
   const store = await EmbeddedStore.open({ dir });
   const cache = await StateCache.start(store, () => undefined);
-  t.teardown(async () => { cache.stop(); await store.close(); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    cache.stop();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
   const ops = new StateOps(store);
   // The credential it names, here first (as an import needs; its sealed attributes are not read).
-  await store.put(keys.credential("prod"), JSON.stringify({ name: "prod", substrate: "aws", owner: "admin", createdAt: "", shown: {}, sealed: "s", models: [] }));
+  await store.put(
+    keys.credential("prod"),
+    JSON.stringify({
+      name: "prod",
+      substrate: "aws",
+      owner: "admin",
+      createdAt: "",
+      shown: {},
+      sealed: "s",
+      models: [],
+    }),
+  );
   const old = {
-    format: MODEL_EXPORT_FORMAT, version: 2, exportedAt: "2026-11-01T00:00:00.000Z", source: { controller: "src", controllerName: "src", revision: 10 },
-    documents: { model: { "": OLD_AWS_MODEL }, "machine-seq": { "": 0 } }, versions: { revision: 10, bags: {} }, operators: {}, references: { credential: "prod" },
+    format: MODEL_EXPORT_FORMAT,
+    version: 2,
+    exportedAt: "2026-11-01T00:00:00.000Z",
+    source: { controller: "src", controllerName: "src", revision: 10 },
+    documents: { model: { "": OLD_AWS_MODEL }, "machine-seq": { "": 0 } },
+    versions: { revision: 10, bags: {} },
+    operators: {},
+    references: { credential: "prod" },
   };
-  t.deepEqual((upgradeModelExport(structuredClone(old)).documents.model![""] as { placement: unknown }).placement, { substrate: "aws", credential: "prod", settings: OLD_AWS_MODEL.aws });
-  const res = await importModel({ store, leaseSeconds: 60, putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }), checkLocalDir: async () => undefined }, old);
+  t.deepEqual((upgradeModelExport(structuredClone(old)).documents.model![""] as { placement: unknown }).placement, {
+    substrate: "aws",
+    credential: "prod",
+    settings: OLD_AWS_MODEL.aws,
+  });
+  const res = await importModel(
+    {
+      store,
+      leaseSeconds: 60,
+      putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }),
+      checkLocalDir: async () => undefined,
+    },
+    old,
+  );
   t.is(res.uuid, OLD_AWS_MODEL.uuid);
   const stored = JSON.parse((await store.get(keys.model(OLD_AWS_MODEL.uuid)))!.value) as Record<string, unknown>;
   t.deepEqual(stored.placement, { substrate: "aws", credential: "prod", settings: OLD_AWS_MODEL.aws });

@@ -12,7 +12,13 @@ import { rawRequest } from "./harness/http";
 import type { RawAnswer } from "./harness/raw-tls";
 import { rawConnect, rawExchange, rawJsonBody, serverCloseCode, upgradeRequest, wsFrame } from "./harness/raw-tls";
 
-const limits = { headersTimeoutMs: 500, requestTimeoutMs: 1000, watchFrameBytes: 1024, agentFrameBytes: 64 * 1024, maxConnections: 30 };
+const limits = {
+  headersTimeoutMs: 500,
+  requestTimeoutMs: 1000,
+  watchFrameBytes: 1024,
+  agentFrameBytes: 64 * 1024,
+  maxConnections: 30,
+};
 let tc: TestController;
 let token: string;
 let agentAuth: string;
@@ -23,11 +29,21 @@ test.before(async () => {
   const [machine] = (await tc.admin.addMachines("m", "manual", 1)).machines;
   agentAuth = `${uuid}/${machine!.id}/${machine!.credential!}`;
 });
-test.after.always(async () => { await tc?.close(); });
+test.after.always(async () => {
+  await tc?.close();
+});
 
 const trickle = (text: string): string[] => [...text];
 
-function assertTimedOut(t: { is: (a: unknown, b: unknown, m?: string) => void; true: (v: boolean, m?: string) => void; regex: (s: string, r: RegExp) => void }, a: RawAnswer, limit: string): void {
+function assertTimedOut(
+  t: {
+    is: (a: unknown, b: unknown, m?: string) => void;
+    true: (v: boolean, m?: string) => void;
+    regex: (s: string, r: RegExp) => void;
+  },
+  a: RawAnswer,
+  limit: string,
+): void {
   t.true(a.closed, "the controller closed the connection");
   t.is(a.status, 408, a.text);
   t.regex(rawJsonBody(a)?.message ?? "", new RegExp(limit));
@@ -48,16 +64,28 @@ test.serial("headers trickled in slower than the headers timeout are answered 40
 });
 
 test.serial("an agent and a watch stay connected past the request timeout", async (t) => {
-  const a = await rawExchange(tc.addresses[0]!, tc.caCert, [upgradeRequest("/v1/agent", { authorization: `Agent ${agentAuth}` })], { waitMs: 3 * limits.requestTimeoutMs });
+  const a = await rawExchange(
+    tc.addresses[0]!,
+    tc.caCert,
+    [upgradeRequest("/v1/agent", { authorization: `Agent ${agentAuth}` })],
+    { waitMs: 3 * limits.requestTimeoutMs },
+  );
   t.is(a.status, 101);
   t.false(a.closed, "the agent's socket is not a slow request");
-  const w = await rawExchange(tc.addresses[0]!, tc.caCert, [upgradeRequest("/v1/models/m/watch", { authorization: `Bearer ${token}` })], { waitMs: 3 * limits.requestTimeoutMs });
+  const w = await rawExchange(
+    tc.addresses[0]!,
+    tc.caCert,
+    [upgradeRequest("/v1/models/m/watch", { authorization: `Bearer ${token}` })],
+    { waitMs: 3 * limits.requestTimeoutMs },
+  );
   t.is(w.status, 101);
   t.false(w.closed, "the watch's socket is not a slow request");
 });
 
 test("headers over the size limit are answered 431 naming it", async (t) => {
-  const a = await rawExchange(tc.addresses[0]!, tc.caCert, [`GET /v1/health HTTP/1.1\r\nhost: a\r\nx-big: ${"y".repeat(TRANSPORT_LIMITS.maxHeaderBytes)}\r\n\r\n`]);
+  const a = await rawExchange(tc.addresses[0]!, tc.caCert, [
+    `GET /v1/health HTTP/1.1\r\nhost: a\r\nx-big: ${"y".repeat(TRANSPORT_LIMITS.maxHeaderBytes)}\r\n\r\n`,
+  ]);
   t.is(a.status, 431);
   t.is(rawJsonBody(a)?.code, "invalid-request");
   t.regex(rawJsonBody(a)?.message ?? "", new RegExp(`${TRANSPORT_LIMITS.maxHeaderBytes} bytes`));
@@ -65,10 +93,20 @@ test("headers over the size limit are answered 431 naming it", async (t) => {
 
 test("a status watch closes on a frame over its bound (1009) and takes frames under it", async (t) => {
   const upgrade = upgradeRequest("/v1/models/m/watch", { authorization: `Bearer ${token}` });
-  const small = await rawExchange(tc.addresses[0]!, tc.caCert, [upgrade, wsFrame(1, Buffer.alloc(limits.watchFrameBytes, 0x61))], { gapMs: 100, waitMs: 500 });
+  const small = await rawExchange(
+    tc.addresses[0]!,
+    tc.caCert,
+    [upgrade, wsFrame(1, Buffer.alloc(limits.watchFrameBytes, 0x61))],
+    { gapMs: 100, waitMs: 500 },
+  );
   t.is(small.status, 101);
   t.is(serverCloseCode(small.text), undefined, "a frame at the bound is taken");
-  const big = await rawExchange(tc.addresses[0]!, tc.caCert, [upgrade, wsFrame(1, Buffer.alloc(limits.watchFrameBytes + 1, 0x61))], { gapMs: 100, waitMs: 5000 });
+  const big = await rawExchange(
+    tc.addresses[0]!,
+    tc.caCert,
+    [upgrade, wsFrame(1, Buffer.alloc(limits.watchFrameBytes + 1, 0x61))],
+    { gapMs: 100, waitMs: 5000 },
+  );
   t.is(big.status, 101);
   t.is(serverCloseCode(big.text), 1009);
 });
@@ -76,7 +114,12 @@ test("a status watch closes on a frame over its bound (1009) and takes frames un
 test("the agent socket closes on a frame over its bound (1009)", async (t) => {
   const upgrade = upgradeRequest("/v1/agent", { authorization: `Agent ${agentAuth}` });
   // Only the frame's header claims the size: the bound is checked before the payload is buffered.
-  const a = await rawExchange(tc.addresses[0]!, tc.caCert, [upgrade, wsFrame(1, Buffer.alloc(16), { claimedLength: BigInt(limits.agentFrameBytes + 1) })], { gapMs: 100, waitMs: 5000 });
+  const a = await rawExchange(
+    tc.addresses[0]!,
+    tc.caCert,
+    [upgrade, wsFrame(1, Buffer.alloc(16), { claimedLength: BigInt(limits.agentFrameBytes + 1) })],
+    { gapMs: 100, waitMs: 5000 },
+  );
   t.is(a.status, 101);
   t.is(serverCloseCode(a.text), 1009);
 });

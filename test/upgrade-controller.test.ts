@@ -31,7 +31,13 @@ test.before(async () => {
   if (boot.code !== 0) throw new Error(`bootstrap failed: ${boot.stderr}`);
   const entry = (await loadClientConfig(home)).controllers.up!;
   dataDir = entry.dataDir!;
-  client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: "admin", password: entry.password!, timeoutMs: 5000 });
+  client = new ControllerClient({
+    addresses: entry.addresses,
+    caCert: entry.caCert,
+    user: "admin",
+    password: entry.password!,
+    timeoutMs: 5000,
+  });
   await client.createModel("before-upgrade");
 });
 test.after.always(async () => {
@@ -41,8 +47,13 @@ test.after.always(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-const release = async (o: Parameters<typeof makeRelease>[0]): Promise<Release> => { const r = await makeRelease(o); releases.push(r); return r; };
-const runningVersion = async (): Promise<string> => (await client.call<{ version: string }>("GET", "/v1/health")).version;
+const release = async (o: Parameters<typeof makeRelease>[0]): Promise<Release> => {
+  const r = await makeRelease(o);
+  releases.push(r);
+  return r;
+};
+const runningVersion = async (): Promise<string> =>
+  (await client.call<{ version: string }>("GET", "/v1/health")).version;
 
 test.serial("--dry-run prints the plan and changes nothing", async (t) => {
   const patch = await release({ bump: "patch" });
@@ -60,7 +71,10 @@ test.serial("a minor release is refused: it goes by migration", async (t) => {
   const minor = await release({ bump: "minor" });
   const r = await minor.steward(home, "upgrade-controller", "-c", "up");
   t.not(r.code, 0);
-  t.regex(r.stderr + r.stdout, /a minor\/major upgrade goes by migration: bootstrap a new controller .*--via-migration TARGET/);
+  t.regex(
+    r.stderr + r.stdout,
+    /a minor\/major upgrade goes by migration: bootstrap a new controller .*--via-migration TARGET/,
+  );
   t.is(await runningVersion(), STEWARD_VERSION);
   const via = await minor.steward(home, "upgrade-controller", "-c", "up", "--via-migration", "other");
   t.not(via.code, 0);
@@ -88,12 +102,22 @@ test.serial("the good patch release resumes the upgrade and keeps the state; a r
   const r = await patch.steward(home, "upgrade-controller", "-c", "up");
   t.is(r.code, 0, r.stderr);
   t.regex(r.stdout, /resuming the upgrade started/);
-  t.deepEqual((await readdir(join(dataDir, "releases"))).sort(), [STEWARD_VERSION, patch.version].sort(), "the previous release is kept, older ones go");
+  t.deepEqual(
+    (await readdir(join(dataDir, "releases"))).sort(),
+    [STEWARD_VERSION, patch.version].sort(),
+    "the previous release is kept, older ones go",
+  );
   t.regex(r.stderr, new RegExp(`back at ${patch.version.replace(/\./g, "\\.")}, a healthy voter`));
   t.is(await runningVersion(), patch.version);
   t.is(await readlink(join(dataDir, "current")), join("releases", patch.version));
-  t.true(existsSync(join(dataDir, "releases", STEWARD_VERSION, "controller-bundle", "main.js")), "the previous release is kept for a rollback");
-  t.true((await client.listModels()).some((m) => m.name === "before-upgrade"), "state survives the upgrade");
+  t.true(
+    existsSync(join(dataDir, "releases", STEWARD_VERSION, "controller-bundle", "main.js")),
+    "the previous release is kept for a rollback",
+  );
+  t.true(
+    (await client.listModels()).some((m) => m.name === "before-upgrade"),
+    "state survives the upgrade",
+  );
   const show = await patch.steward(home, "show-controller", "-c", "up");
   t.regex(show.stdout, new RegExp(`Upgrade ${STEWARD_VERSION} -> ${patch.version}: done`));
   const again = await patch.steward(home, "upgrade-controller", "-c", "up");
@@ -109,7 +133,16 @@ test("the controller keeps one live run's record: a second run is refused until 
   const tc = await startTestController();
   try {
     const now = new Date().toISOString();
-    const record = { run: "run-a", from: "0.1.0", to: "0.1.1", state: "running" as const, startedAt: now, updatedAt: now, replicas: [], message: "upgrading" };
+    const record = {
+      run: "run-a",
+      from: "0.1.0",
+      to: "0.1.1",
+      state: "running" as const,
+      startedAt: now,
+      updatedAt: now,
+      replicas: [],
+      message: "upgrading",
+    };
     await tc.admin.recordUpgrade(record);
     await tc.admin.recordUpgrade({ ...record, message: "still run-a" });
     const other = await t.throwsAsync(tc.admin.recordUpgrade({ ...record, run: "run-b" }));

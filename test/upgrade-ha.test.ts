@@ -36,7 +36,14 @@ test.before(async () => {
   lab = await TestLab.create(3);
   home = await mkdtemp(join(tmpdir(), "steward-upgrade-ha-"));
   process.env.UPGRADE_TEST_SSH_KEY = lab.clientKey;
-  const boot = await cliRunner(home, home)("bootstrap", lab.hosts.map((h) => `ssh:root@${h.ip}`).join(","), "up", "--key-env", "UPGRADE_TEST_SSH_KEY", ...lab.hosts.flatMap((h) => ["--host-key", h.hostKeyFingerprint]));
+  const boot = await cliRunner(home, home)(
+    "bootstrap",
+    lab.hosts.map((h) => `ssh:root@${h.ip}`).join(","),
+    "up",
+    "--key-env",
+    "UPGRADE_TEST_SSH_KEY",
+    ...lab.hosts.flatMap((h) => ["--host-key", h.hostKeyFingerprint]),
+  );
   if (boot.code !== 0) throw new Error(`bootstrap failed: ${boot.stderr}`);
   const entry = (await loadClientConfig(home)).controllers.up!;
   [caCert, password] = [entry.caCert, entry.password!];
@@ -53,17 +60,39 @@ function newClient(addresses: string[]): ControllerClient {
   return new ControllerClient({ addresses, caCert, user: "admin", password, timeoutMs: 4000 });
 }
 
-const upgradeArgs = (): string[] => ["upgrade-controller", "-c", "up", "--key-env", "UPGRADE_TEST_SSH_KEY", ...lab.hosts.flatMap((h) => ["--host-key", `${h.ip}=${h.hostKeyFingerprint}`])];
-const launchScripts = (): Promise<string[]> => Promise.all(lab.hosts.map(async (h: TestHost) => (await h.exec("cat /var/lib/steward/controller/launch")).stdout));
+const upgradeArgs = (): string[] => [
+  "upgrade-controller",
+  "-c",
+  "up",
+  "--key-env",
+  "UPGRADE_TEST_SSH_KEY",
+  ...lab.hosts.flatMap((h) => ["--host-key", `${h.ip}=${h.hostKeyFingerprint}`]),
+];
+const launchScripts = (): Promise<string[]> =>
+  Promise.all(lab.hosts.map(async (h: TestHost) => (await h.exec("cat /var/lib/steward/controller/launch")).stdout));
 
 /** Three voters present at `version`, one leader, quorum. */
 async function healthyAt(t: ExecutionContext, version: string): Promise<ClusterInfo> {
-  return eventually(`three healthy voters at ${version}`, async () => {
-    const c = (await client.controllerInfo().catch(() => undefined))?.cluster;
-    const voters = c?.members.filter((m) => m.hasVote) ?? [];
-    // The keeper idle too: right after a replica joins it reports "acting" for a pass, which upgrade-controller refuses.
-    return c?.quorum && voters.length === 3 && voters.every((m) => m.present && m.version === version) && voters.filter((m) => m.leader).length === 1 && c.keeper.state === "idle" ? c : undefined;
-  }, 90_000, 300).catch(async (err: unknown) => { t.log(JSON.stringify((await client.controllerInfo().catch(() => undefined))?.cluster.members)); throw err; });
+  return eventually(
+    `three healthy voters at ${version}`,
+    async () => {
+      const c = (await client.controllerInfo().catch(() => undefined))?.cluster;
+      const voters = c?.members.filter((m) => m.hasVote) ?? [];
+      // The keeper idle too: right after a replica joins it reports "acting" for a pass, which upgrade-controller refuses.
+      return c?.quorum &&
+        voters.length === 3 &&
+        voters.every((m) => m.present && m.version === version) &&
+        voters.filter((m) => m.leader).length === 1 &&
+        c.keeper.state === "idle"
+        ? c
+        : undefined;
+    },
+    90_000,
+    300,
+  ).catch(async (err: unknown) => {
+    t.log(JSON.stringify((await client.controllerInfo().catch(() => undefined))?.cluster.members));
+    throw err;
+  });
 }
 
 /** Creates models until stopped; records every acknowledged one, and the longest time between two. */
@@ -85,12 +114,23 @@ function startWriter(tag: string): { stop(): Promise<{ writes: number; failures:
       }
     }
   })();
-  return { async stop() { stopped = true; await loop; c.close(); return { writes, failures, longestGapMs }; } };
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      c.close();
+      return { writes, failures, longestGapMs };
+    },
+  };
 }
 
 async function assertNothingLost(t: ExecutionContext): Promise<void> {
   const present = new Set((await client.listModels()).map((m) => m.name));
-  t.deepEqual(acked.filter((m) => !present.has(m)), [], "every acknowledged write is present");
+  t.deepEqual(
+    acked.filter((m) => !present.has(m)),
+    [],
+    "every acknowledged write is present",
+  );
 }
 
 ha("--dry-run on three replicas prints the order, the leader last, and changes nothing", async (t) => {
@@ -108,53 +148,71 @@ ha("--dry-run on three replicas prints the order, the leader last, and changes n
   t.is((await client.controllerInfo()).cluster.upgrade, undefined);
 });
 
-ha("a release that fails its health gate is rolled back on the first replica; no other replica is touched", async (t) => {
-  // Staging 16 MiB on three hosts over SSH takes up to a minute on a loaded machine, then a 20 s gate and the rollback.
-  t.timeout(300_000);
-  const broken = await makeRelease({ bump: "patch", broken: true });
-  releases.push(broken);
-  const before = await launchScripts();
-  const writer = startWriter("rb");
-  const r = await broken.steward(home, ...upgradeArgs(), "--timeout", "20s");
-  const w = await writer.stop();
-  t.log(`writer during the failed upgrade: ${w.writes} writes, ${w.failures} failed calls, longest gap ${w.longestGapMs} ms`);
-  t.not(r.code, 0);
-  t.regex(r.stderr, new RegExp(`rolled back to ${STEWARD_VERSION} and is healthy again`), r.stderr);
-  await healthyAt(t, STEWARD_VERSION);
-  t.deepEqual(await launchScripts(), before, "every replica runs the release it ran before");
-  const u = (await client.controllerInfo()).cluster.upgrade!;
-  t.is(u.state, "failed");
-  t.deepEqual(u.replicas.map((x) => x.state), ["rolled-back", "pending", "pending"]);
-  await assertNothingLost(t);
-});
+ha(
+  "a release that fails its health gate is rolled back on the first replica; no other replica is touched",
+  async (t) => {
+    // Staging 16 MiB on three hosts over SSH takes up to a minute on a loaded machine, then a 20 s gate and the rollback.
+    t.timeout(300_000);
+    const broken = await makeRelease({ bump: "patch", broken: true });
+    releases.push(broken);
+    const before = await launchScripts();
+    const writer = startWriter("rb");
+    const r = await broken.steward(home, ...upgradeArgs(), "--timeout", "20s");
+    const w = await writer.stop();
+    t.log(
+      `writer during the failed upgrade: ${w.writes} writes, ${w.failures} failed calls, longest gap ${w.longestGapMs} ms`,
+    );
+    t.not(r.code, 0);
+    t.regex(r.stderr, new RegExp(`rolled back to ${STEWARD_VERSION} and is healthy again`), r.stderr);
+    await healthyAt(t, STEWARD_VERSION);
+    t.deepEqual(await launchScripts(), before, "every replica runs the release it ran before");
+    const u = (await client.controllerInfo()).cluster.upgrade!;
+    t.is(u.state, "failed");
+    t.deepEqual(
+      u.replicas.map((x) => x.state),
+      ["rolled-back", "pending", "pending"],
+    );
+    await assertNothingLost(t);
+  },
+);
 
-ha("the patch release upgrades the replicas one by one, the leader last, with writes going on and none lost", async (t) => {
-  t.timeout(300_000);
-  const c0 = await healthyAt(t, STEWARD_VERSION);
-  const leader = c0.members.find((m) => m.leader)!;
-  const patch = releases[0]!;
-  const writer = startWriter("up");
-  const t0 = Date.now();
-  const r = await patch.steward(home, ...upgradeArgs());
-  const upgradeS = (Date.now() - t0) / 1000;
-  const w = await writer.stop();
-  t.log(`upgrade took ${upgradeS.toFixed(1)} s; writer: ${w.writes} writes, ${w.failures} failed calls, longest gap ${w.longestGapMs} ms`);
-  t.is(r.code, 0, r.stderr);
-  const order = r.stderr.split("\n").filter((l) => l.startsWith("Replica "));
-  t.is(order.length, 3, r.stderr);
-  t.true(order[2]!.includes(leader.name) && order[2]!.includes("the leader"), "the leader goes last");
-  await healthyAt(t, patch.version);
-  const u = (await client.controllerInfo()).cluster.upgrade!;
-  t.is(u.state, "done");
-  t.true(u.replicas.every((x) => x.state === "upgraded" && x.version === patch.version));
-  t.true(w.writes > 0);
-  t.is(w.failures, 0, "no write failed: the client's failover covered every restart");
-  await assertNothingLost(t);
-  // The previous release stays on each host for a rollback; older ones go.
-  for (const h of lab.hosts) {
-    const kept = await h.exec("test -f /var/lib/steward/controller/launch.previous && ls /opt/steward/controller | wc -l");
-    t.true(kept.code === 0 && Number(kept.stdout.trim()) === 2, `${h.name} keeps the release it ran before and no older one (the failed release is gone): ${kept.stdout}`);
-  }
-  const again = await patch.steward(home, ...upgradeArgs());
-  t.regex(again.stdout, new RegExp(`already at ${patch.version}`));
-});
+ha(
+  "the patch release upgrades the replicas one by one, the leader last, with writes going on and none lost",
+  async (t) => {
+    t.timeout(300_000);
+    const c0 = await healthyAt(t, STEWARD_VERSION);
+    const leader = c0.members.find((m) => m.leader)!;
+    const patch = releases[0]!;
+    const writer = startWriter("up");
+    const t0 = Date.now();
+    const r = await patch.steward(home, ...upgradeArgs());
+    const upgradeS = (Date.now() - t0) / 1000;
+    const w = await writer.stop();
+    t.log(
+      `upgrade took ${upgradeS.toFixed(1)} s; writer: ${w.writes} writes, ${w.failures} failed calls, longest gap ${w.longestGapMs} ms`,
+    );
+    t.is(r.code, 0, r.stderr);
+    const order = r.stderr.split("\n").filter((l) => l.startsWith("Replica "));
+    t.is(order.length, 3, r.stderr);
+    t.true(order[2]!.includes(leader.name) && order[2]!.includes("the leader"), "the leader goes last");
+    await healthyAt(t, patch.version);
+    const u = (await client.controllerInfo()).cluster.upgrade!;
+    t.is(u.state, "done");
+    t.true(u.replicas.every((x) => x.state === "upgraded" && x.version === patch.version));
+    t.true(w.writes > 0);
+    t.is(w.failures, 0, "no write failed: the client's failover covered every restart");
+    await assertNothingLost(t);
+    // The previous release stays on each host for a rollback; older ones go.
+    for (const h of lab.hosts) {
+      const kept = await h.exec(
+        "test -f /var/lib/steward/controller/launch.previous && ls /opt/steward/controller | wc -l",
+      );
+      t.true(
+        kept.code === 0 && Number(kept.stdout.trim()) === 2,
+        `${h.name} keeps the release it ran before and no older one (the failed release is gone): ${kept.stdout}`,
+      );
+    }
+    const again = await patch.steward(home, ...upgradeArgs());
+    t.regex(again.stdout, new RegExp(`already at ${patch.version}`));
+  },
+);

@@ -10,26 +10,76 @@ import { imageWithTag, ordinalOf, planUpgrade, unsupportedReplicas } from "../cl
 
 type Member = ClusterInfo["members"][number];
 const member = (name: string, o: Partial<Member> = {}): Member => ({
-  name, host: `10.0.0.${name.slice(1)}`, addresses: [`10.0.0.${name.slice(1)}:17070`], state: "voter", hasVote: true, learner: false, present: true, leader: false, etcdLeader: false, version: "0.1.0", ...o,
+  name,
+  host: `10.0.0.${name.slice(1)}`,
+  addresses: [`10.0.0.${name.slice(1)}:17070`],
+  state: "voter",
+  hasVote: true,
+  learner: false,
+  present: true,
+  leader: false,
+  etcdLeader: false,
+  version: "0.1.0",
+  ...o,
 });
 const info = (members: Member[], o: Partial<ClusterInfo> = {}): ControllerInfo => ({
-  name: "prod", uuid: "u", version: "0.1.0", addresses: [], caFingerprint: "AB:CD",
-  replicas: members.filter((m) => m.present).map((m) => ({ id: m.name, addresses: m.addresses, leader: m.leader, since: "2026-11-25T00:00:00Z", ...(m.version ? { version: m.version } : {}) })),
-  cluster: { store: "etcd", quorum: true, wantsVote: members.length, replaceAfterSeconds: 300, maxReplacementsPerHour: 2, members, spares: [], keeper: { state: "idle", message: "", history: [] }, ...o },
+  name: "prod",
+  uuid: "u",
+  version: "0.1.0",
+  addresses: [],
+  caFingerprint: "AB:CD",
+  replicas: members
+    .filter((m) => m.present)
+    .map((m) => ({
+      id: m.name,
+      addresses: m.addresses,
+      leader: m.leader,
+      since: "2026-11-25T00:00:00Z",
+      ...(m.version ? { version: m.version } : {}),
+    })),
+  cluster: {
+    store: "etcd",
+    quorum: true,
+    wantsVote: members.length,
+    replaceAfterSeconds: 300,
+    maxReplacementsPerHour: 2,
+    members,
+    spares: [],
+    keeper: { state: "idle", message: "", history: [] },
+    ...o,
+  },
 });
-const three = (o: Partial<Record<"r1" | "r2" | "r3", Partial<Member>>> = {}): Member[] => [member("r1", { leader: true, ...o.r1 }), member("r2", o.r2), member("r3", o.r3)];
+const three = (o: Partial<Record<"r1" | "r2" | "r3", Partial<Member>>> = {}): Member[] => [
+  member("r1", { leader: true, ...o.r1 }),
+  member("r2", o.r2),
+  member("r3", o.r3),
+];
 const refusal = (t: ExecutionContext, f: () => unknown, pattern: RegExp): void => {
   const err = t.throws(f, { instanceOf: StewardError });
   t.regex(err!.message, pattern);
 };
 const record = (o: Partial<ControllerUpgrade>): ControllerUpgrade => ({
-  run: "run-1", from: "0.1.0", to: "0.1.1", state: "running", startedAt: "2026-11-25T00:00:00Z", updatedAt: "2026-11-25T00:00:00Z", message: "",
-  replicas: [{ name: "r2", host: "10.0.0.2", version: "0.1.1", state: "upgraded" }, { name: "r3", host: "10.0.0.3", version: "0.1.0", state: "upgrading" }, { name: "r1", host: "10.0.0.1", version: "0.1.0", state: "pending" }], ...o,
+  run: "run-1",
+  from: "0.1.0",
+  to: "0.1.1",
+  state: "running",
+  startedAt: "2026-11-25T00:00:00Z",
+  updatedAt: "2026-11-25T00:00:00Z",
+  message: "",
+  replicas: [
+    { name: "r2", host: "10.0.0.2", version: "0.1.1", state: "upgraded" },
+    { name: "r3", host: "10.0.0.3", version: "0.1.0", state: "upgrading" },
+    { name: "r1", host: "10.0.0.1", version: "0.1.0", state: "pending" },
+  ],
+  ...o,
 });
 
 test("followers first by name, the leader last", (t) => {
   const plan = planUpgrade(info([member("r3"), member("r1", { leader: true }), member("r2")]), "0.1.1");
-  t.deepEqual(plan.steps.map((s) => s.name), ["r2", "r3", "r1"]);
+  t.deepEqual(
+    plan.steps.map((s) => s.name),
+    ["r2", "r3", "r1"],
+  );
   t.is(plan.from, "0.1.0");
 });
 
@@ -39,54 +89,107 @@ test("a minor or major step is refused: it goes by migration", (t) => {
 });
 
 test("a client older than any replica is refused", (t) => {
-  refusal(t, () => planUpgrade(info(three({ r2: { version: "0.1.2" } })), "0.1.1"), /this client is older \(0\.1\.1\) than replica r2 \(0\.1\.2\)/);
+  refusal(
+    t,
+    () => planUpgrade(info(three({ r2: { version: "0.1.2" } })), "0.1.1"),
+    /this client is older \(0\.1\.1\) than replica r2 \(0\.1\.2\)/,
+  );
 });
 
 test("nothing to do when every replica is at the version", (t) => {
-  t.deepEqual(planUpgrade(info(three({ r1: { version: "0.1.1" }, r2: { version: "0.1.1" }, r3: { version: "0.1.1" } })), "0.1.1").steps, []);
+  t.deepEqual(
+    planUpgrade(info(three({ r1: { version: "0.1.1" }, r2: { version: "0.1.1" }, r3: { version: "0.1.1" } })), "0.1.1")
+      .steps,
+    [],
+  );
 });
 
 test("an unhealthy cluster is refused, naming the replica", (t) => {
-  refusal(t, () => planUpgrade(info(three({ r3: { present: false, version: undefined } })), "0.1.1"), /replica r3 does not report its version/);
+  refusal(
+    t,
+    () => planUpgrade(info(three({ r3: { present: false, version: undefined } })), "0.1.1"),
+    /replica r3 does not report its version/,
+  );
   const down = info(three());
   down.cluster.members[2]!.present = false; // its presence lapsed, its version known from before
   refusal(t, () => planUpgrade(down, "0.1.1"), /replica r3 on 10\.0\.0\.3 is down/);
-  refusal(t, () => planUpgrade(info([...three(), member("r4", { hasVote: false, learner: true, state: "learner" })]), "0.1.1"), /r4 is still joining/);
-  refusal(t, () => planUpgrade(info(three(), { keeper: { state: "acting", message: "replacing r3", history: [] } }), "0.1.1"), /quorum keeper is changing the cluster \(replacing r3\)/);
+  refusal(
+    t,
+    () => planUpgrade(info([...three(), member("r4", { hasVote: false, learner: true, state: "learner" })]), "0.1.1"),
+    /r4 is still joining/,
+  );
+  refusal(
+    t,
+    () => planUpgrade(info(three(), { keeper: { state: "acting", message: "replacing r3", history: [] } }), "0.1.1"),
+    /quorum keeper is changing the cluster \(replacing r3\)/,
+  );
   refusal(t, () => planUpgrade(info(three(), { quorum: false }), "0.1.1"), /no quorum/);
 });
 
 test("an upgrade in progress is refused; one whose run died is resumed", (t) => {
   const now = Date.parse("2026-11-25T00:00:30Z");
   const recent = info(three({ r2: { version: "0.1.1" } }), { upgrade: record({}) });
-  refusal(t, () => planUpgrade(recent, "0.1.1", now), /an upgrade to 0\.1\.1 is in progress \(replica r3 on 10\.0\.0\.3: upgrading\)/);
+  refusal(
+    t,
+    () => planUpgrade(recent, "0.1.1", now),
+    /an upgrade to 0\.1\.1 is in progress \(replica r3 on 10\.0\.0\.3: upgrading\)/,
+  );
   const plan = planUpgrade(recent, "0.1.1", now + 120_000);
   t.truthy(plan.resumes);
-  t.deepEqual(plan.steps.map((s) => s.name), ["r3", "r1"]);
-  t.deepEqual(plan.done.map((s) => s.name), ["r2"]);
+  t.deepEqual(
+    plan.steps.map((s) => s.name),
+    ["r3", "r1"],
+  );
+  t.deepEqual(
+    plan.done.map((s) => s.name),
+    ["r2"],
+  );
 });
 
 test("an unfinished upgrade to another version must be finished with its own client", (t) => {
   const failed = info(three({ r2: { version: "0.1.1" } }), { upgrade: record({ state: "failed" }) });
-  refusal(t, () => planUpgrade(failed, "0.1.2"), /a previous upgrade to 0\.1\.1 did not complete \(replica r3 on 10\.0\.0\.3: upgrading\): finish it first by running upgrade-controller with steward 0\.1\.1/);
+  refusal(
+    t,
+    () => planUpgrade(failed, "0.1.2"),
+    /a previous upgrade to 0\.1\.1 did not complete \(replica r3 on 10\.0\.0\.3: upgrading\): finish it first by running upgrade-controller with steward 0\.1\.1/,
+  );
 });
 
 test("replicas on cloud instances are refused with what to do instead; on Kubernetes they go by the StatefulSet's image", (t) => {
   const steps = planUpgrade(info(three()), "0.1.1").steps;
   const entry = { addresses: [], caCert: "", user: "admin" };
-  t.is(unsupportedReplicas({ ...entry, kubernetes: { namespace: "steward", statefulSet: "prod" } }, steps, "0.1.1"), undefined);
+  t.is(
+    unsupportedReplicas({ ...entry, kubernetes: { namespace: "steward", statefulSet: "prod" } }, steps, "0.1.1"),
+    undefined,
+  );
   const onEc2 = planUpgrade(info(three({ r3: { instance: { id: "i-0abc" } } })), "0.1.1").steps;
-  t.regex(unsupportedReplicas(entry, onEc2, "0.1.1") ?? "", /replica r3 runs on the cloud instance i-0abc, which this command cannot upgrade in place yet/);
+  t.regex(
+    unsupportedReplicas(entry, onEc2, "0.1.1") ?? "",
+    /replica r3 runs on the cloud instance i-0abc, which this command cannot upgrade in place yet/,
+  );
   t.is(unsupportedReplicas(entry, steps, "0.1.1"), undefined, "replicas over SSH are upgraded");
 });
 
 test("Kubernetes: the new image keeps the registry and repository, with the new version as its tag; a replica's pod ordinal is read from its host", (t) => {
   t.is(imageWithTag("steward/controller:0.1.0", "0.1.1"), "steward/controller:0.1.1");
-  t.is(imageWithTag("registry.example.com:5000/ops/steward/controller:0.1.0", "0.1.1"), "registry.example.com:5000/ops/steward/controller:0.1.1", "a registry's port is not a tag");
-  t.is(imageWithTag("registry.example.com:5000/steward/controller", "0.1.1"), "registry.example.com:5000/steward/controller:0.1.1");
-  t.is(imageWithTag(`steward/controller:0.1.0@sha256:${"a".repeat(64)}`, "0.1.1"), "steward/controller:0.1.1", "a digest pins the old image: dropped");
+  t.is(
+    imageWithTag("registry.example.com:5000/ops/steward/controller:0.1.0", "0.1.1"),
+    "registry.example.com:5000/ops/steward/controller:0.1.1",
+    "a registry's port is not a tag",
+  );
+  t.is(
+    imageWithTag("registry.example.com:5000/steward/controller", "0.1.1"),
+    "registry.example.com:5000/steward/controller:0.1.1",
+  );
+  t.is(
+    imageWithTag(`steward/controller:0.1.0@sha256:${"a".repeat(64)}`, "0.1.1"),
+    "steward/controller:0.1.1",
+    "a digest pins the old image: dropped",
+  );
   t.is(ordinalOf({ name: "ctl-2-b01c", host: "ctl-2.ctl-peers.steward.svc.cluster.local" }, "ctl"), 2);
   t.is(ordinalOf({ name: "x", host: "my-ctl-10.my-ctl-peers.ns.svc.cluster.local" }, "my-ctl"), 10);
-  t.throws(() => ordinalOf({ name: "x", host: "ctl-2.ctl-peers.steward.svc.cluster.local" }, "other"), { message: /not a pod of StatefulSet other/ });
+  t.throws(() => ordinalOf({ name: "x", host: "ctl-2.ctl-peers.steward.svc.cluster.local" }, "other"), {
+    message: /not a pod of StatefulSet other/,
+  });
   t.throws(() => ordinalOf({ name: "x", host: "10.0.0.1" }, "ctl"), { message: /not a pod of StatefulSet ctl/ });
 });

@@ -21,7 +21,9 @@ test.before(async () => {
   adminToken = await tc.admin.login();
   await tc.admin.createModel("m");
 });
-test.after.always(async () => { await tc?.close(); });
+test.after.always(async () => {
+  await tc?.close();
+});
 
 const login = (user: string, password: string) =>
   rawRequest(tc.addresses[0]!, tc.caCert, "POST", "/v1/login", JSON.stringify({ user, password }));
@@ -42,12 +44,19 @@ async function reader(name: string): Promise<ControllerClient> {
 function watchUntilClosed(token: string): { opened: Promise<void>; ended: Promise<StewardError> } {
   const client = new ControllerClient({ addresses: tc.addresses, caCert: tc.caCert, token });
   let opened!: () => void;
-  const first = new Promise<void>((resolve) => { opened = resolve; });
+  const first = new Promise<void>((resolve) => {
+    opened = resolve;
+  });
   const abort = new AbortController();
-  const ended = client.watchStatus("m", (_s: ModelStatus) => opened(), abort.signal).then(
-    () => { throw new Error("the watch ended without an error"); },
-    (err: StewardError) => err,
-  ).finally(() => client.close());
+  const ended = client
+    .watchStatus("m", (_s: ModelStatus) => opened(), abort.signal)
+    .then(
+      () => {
+        throw new Error("the watch ended without an error");
+      },
+      (err: StewardError) => err,
+    )
+    .finally(() => client.close());
   return { opened: first, ended };
 }
 
@@ -77,38 +86,58 @@ test("after repeated failures a user gets 429 with Retry-After, even with the ri
 });
 
 // Serial (run before the others): the flood also makes other logins wait or be refused for load.
-test.serial("a legitimate write completes while an attacker floods logins, without queueing behind the guesses", async (t) => {
-  const total = 100;
-  // Guesses at users that exist (two each, under the per-user limit): guesses at made-up names are
-  // answered without the work once a few are being checked, so they would not hold the pool at all.
-  await Promise.all(Array.from({ length: 50 }, (_, i) => tc.admin.createUser(`flood-${i}`, `flood-password-${i}`, false)));
-  // Connections opened first, so every guess reaches the controller at once, before the write.
-  const agent = new Agent({ keepAlive: true, maxSockets: total });
-  const address = tc.addresses[0]!;
-  await Promise.all(Array.from({ length: total }, () => rawRequest(address, tc.caCert, "GET", "/v1/health", undefined, {}, agent)));
-  let answered = 0;
-  let refused = 0;
-  const attackers = Array.from({ length: total }, (_, i) => rawRequest(address, tc.caCert, "POST", "/v1/login", JSON.stringify({ user: `flood-${i % 50}`, password: `guess-${i}` }), {}, agent).then((r) => {
-    answered++;
-    if (r.status === 401) refused++;
-    return r;
-  }));
-  try {
-    // The guesses are being checked once the first has been turned down.
-    await eventually("the first guess checked", () => refused > 0, 60_000, 5);
-    const write = await tc.admin.createModel("during-flood");
-    const pendingAtWrite = total - answered;
-    t.is(write.name, "during-flood");
-    const answers = await Promise.all(attackers);
-    // Each guess is refused: wrong password, or told to wait when too many are being checked at once.
-    t.true(answers.every((a) => a.status === 401 || a.status === 429), JSON.stringify([...new Set(answers.map((a) => a.status))]));
-    // Password checks hold only part of the thread pool, so the write did not wait for the guesses
-    // that arrived before it (unbounded, it finishes after nearly all of them).
-    t.true(pendingAtWrite >= 10, `${pendingAtWrite} guesses were still being checked when the write completed`);
-  } finally {
-    agent.destroy();
-  }
-});
+test.serial(
+  "a legitimate write completes while an attacker floods logins, without queueing behind the guesses",
+  async (t) => {
+    const total = 100;
+    // Guesses at users that exist (two each, under the per-user limit): guesses at made-up names are
+    // answered without the work once a few are being checked, so they would not hold the pool at all.
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) => tc.admin.createUser(`flood-${i}`, `flood-password-${i}`, false)),
+    );
+    // Connections opened first, so every guess reaches the controller at once, before the write.
+    const agent = new Agent({ keepAlive: true, maxSockets: total });
+    const address = tc.addresses[0]!;
+    await Promise.all(
+      Array.from({ length: total }, () => rawRequest(address, tc.caCert, "GET", "/v1/health", undefined, {}, agent)),
+    );
+    let answered = 0;
+    let refused = 0;
+    const attackers = Array.from({ length: total }, (_, i) =>
+      rawRequest(
+        address,
+        tc.caCert,
+        "POST",
+        "/v1/login",
+        JSON.stringify({ user: `flood-${i % 50}`, password: `guess-${i}` }),
+        {},
+        agent,
+      ).then((r) => {
+        answered++;
+        if (r.status === 401) refused++;
+        return r;
+      }),
+    );
+    try {
+      // The guesses are being checked once the first has been turned down.
+      await eventually("the first guess checked", () => refused > 0, 60_000, 5);
+      const write = await tc.admin.createModel("during-flood");
+      const pendingAtWrite = total - answered;
+      t.is(write.name, "during-flood");
+      const answers = await Promise.all(attackers);
+      // Each guess is refused: wrong password, or told to wait when too many are being checked at once.
+      t.true(
+        answers.every((a) => a.status === 401 || a.status === 429),
+        JSON.stringify([...new Set(answers.map((a) => a.status))]),
+      );
+      // Password checks hold only part of the thread pool, so the write did not wait for the guesses
+      // that arrived before it (unbounded, it finishes after nearly all of them).
+      t.true(pendingAtWrite >= 10, `${pendingAtWrite} guesses were still being checked when the write completed`);
+    } finally {
+      agent.destroy();
+    }
+  },
+);
 
 test("a token with trailing bytes, or re-encoded, is refused", async (t) => {
   t.is((await withToken(adminToken)).status, 200);
@@ -124,9 +153,15 @@ test("a token that claims more than the maximum lifetime is refused even with a 
   const now = Date.now();
   const ok = signToken({ user: "admin", id: "a", issuedAt: now, expiresAt: now + 3600_000 }, key);
   t.is(verifyToken(ok, key, now)?.user, "admin");
-  const until2100 = signToken({ user: "admin", id: "b", issuedAt: now, expiresAt: Date.parse("2100-01-01T00:00:00Z") }, key);
+  const until2100 = signToken(
+    { user: "admin", id: "b", issuedAt: now, expiresAt: Date.parse("2100-01-01T00:00:00Z") },
+    key,
+  );
   t.is(verifyToken(until2100, key, now), undefined);
-  const backdated = signToken({ user: "admin", id: "c", issuedAt: now - 48 * 3600_000, expiresAt: now + 3600_000 }, key);
+  const backdated = signToken(
+    { user: "admin", id: "c", issuedAt: now - 48 * 3600_000, expiresAt: now + 3600_000 },
+    key,
+  );
   t.is(verifyToken(backdated, key, now), undefined);
 });
 
@@ -205,18 +240,31 @@ test("a short-lived token stops working, and its watch is closed, when it expire
     // A client holding only the token: its watch ends with the token.
     const tokenOnly = new ControllerClient({ addresses: short.addresses, caCert: short.caCert, token });
     const abort = new AbortController();
-    const err = await tokenOnly.watchStatus("m", () => undefined, abort.signal).then(() => undefined, (e: StewardError) => e);
+    const err = await tokenOnly
+      .watchStatus("m", () => undefined, abort.signal)
+      .then(
+        () => undefined,
+        (e: StewardError) => e,
+      );
     tokenOnly.close();
     t.is(err?.code, "unauthorized");
     t.regex(err!.message, /expired/);
-    const r = await rawRequest(short.addresses[0]!, short.caCert, "GET", "/v1/models", undefined, { authorization: `Bearer ${token}` });
+    const r = await rawRequest(short.addresses[0]!, short.caCert, "GET", "/v1/models", undefined, {
+      authorization: `Bearer ${token}`,
+    });
     t.is(r.status, 401);
 
     // A client with a password logs in again when its watch's token ends, and keeps receiving status.
     const withPassword = short.clientFor("admin", short.adminPassword);
     const keepOn = new AbortController();
     let latest = 0;
-    const watching = withPassword.watchStatus("m", (s) => { latest = s.model.revision; }, keepOn.signal);
+    const watching = withPassword.watchStatus(
+      "m",
+      (s) => {
+        latest = s.model.revision;
+      },
+      keepOn.signal,
+    );
     await new Promise((resolve) => setTimeout(resolve, 3000)); // past the first token's life
     await short.admin.updateModel("m", { updateStatusInterval: 77 });
     const changed = (await short.admin.status("m")).model.revision;
@@ -234,10 +282,15 @@ test("a debug-log stream ends when its token is revoked, and when the user's acc
   const token = await dora.login();
   const follow = (tok: string): Promise<StewardError> => {
     const client = new ControllerClient({ addresses: tc.addresses, caCert: tc.caCert, token: tok });
-    return client.debugLog("m", { lines: 0 }, () => undefined).then(
-      () => { throw new Error("the stream ended without an error"); },
-      (err: StewardError) => err,
-    ).finally(() => client.close());
+    return client
+      .debugLog("m", { lines: 0 }, () => undefined)
+      .then(
+        () => {
+          throw new Error("the stream ended without an error");
+        },
+        (err: StewardError) => err,
+      )
+      .finally(() => client.close());
   };
   const byToken = follow(token);
   await new Promise((r) => setTimeout(r, 500)); // the stream is open

@@ -29,7 +29,10 @@ test.before(async () => {
   tc = await startTestController();
   dir = await mkdtemp(join(tmpdir(), "steward-waits-"));
   const home = join(dir, "home");
-  const cfg: ClientConfig = { current: "t", controllers: { t: { addresses: tc.addresses, caCert: tc.caCert, user: "admin", password: tc.adminPassword } } };
+  const cfg: ClientConfig = {
+    current: "t",
+    controllers: { t: { addresses: tc.addresses, caCert: tc.caCert, user: "admin", password: tc.adminPassword } },
+  };
   await saveClientConfig(home, cfg);
   steward = cliRunner(home, repo);
 });
@@ -44,7 +47,9 @@ async function slowRecorder(name: string): Promise<string> {
   const dispatch = join(op, "dispatch");
   const slow = `case "$hook" in upgrade|config-changed) sleep 3; echo "$STEWARD_UNIT_NAME $hook-completed" >>"$dir/hooks.log" ;; esac\ncase "$hook" in`;
   // And says which process is its agent (the hook's parent), for a test to hold it back.
-  const text = (await readFile(dispatch, "utf8")).replace(/^case "\$hook" in$/m, slow).replace(/^(me=.*)$/m, `$1\necho "$PPID" >"$dir/agent-$me"`);
+  const text = (await readFile(dispatch, "utf8"))
+    .replace(/^case "\$hook" in$/m, slow)
+    .replace(/^(me=.*)$/m, `$1\necho "$PPID" >"$dir/agent-$me"`);
   await writeFile(dispatch, text);
   return op;
 }
@@ -62,7 +67,10 @@ async function completed(record: string, hook: string): Promise<Record<string, n
 /** Every unit of `app` has applied what the application wants, as status shows it. */
 function allApplied(s: ModelStatus, app: string): boolean {
   const a = s.applications[app]!;
-  return a.wanted !== undefined && Object.values(a.units).every((u) => u.applied !== undefined && hasApplied(u.applied, a.wanted));
+  return (
+    a.wanted !== undefined &&
+    Object.values(a.units).every((u) => u.applied !== undefined && hasApplied(u.applied, a.wanted))
+  );
 }
 
 test.serial("refresh --wait returns only after every unit ran the upgrade hook of the new content", async (t) => {
@@ -70,7 +78,20 @@ test.serial("refresh --wait returns only after every unit ran the upgrade hook o
   const op = await slowRecorder("slowrec");
   const record = await recordDir();
   t.is((await steward("add-model", "refresh-wait")).code, 0);
-  const deploy = await steward("deploy", op, "rec", "-m", "refresh-wait", "-n", "2", "--config", `record-dir=${record}`, "--wait", "--timeout", "120s");
+  const deploy = await steward(
+    "deploy",
+    op,
+    "rec",
+    "-m",
+    "refresh-wait",
+    "-n",
+    "2",
+    "--config",
+    `record-dir=${record}`,
+    "--wait",
+    "--timeout",
+    "120s",
+  );
   t.is(deploy.code, 0, deploy.stdout + deploy.stderr);
   t.deepEqual(await completed(record, "upgrade"), {}, "no upgrade yet");
   // New content: the same operator with a changed file.
@@ -88,7 +109,8 @@ test.serial("apply waits for a config change to be run by every unit", async (t)
   const op = await slowRecorder("slowcfg");
   const record = await recordDir();
   const file = join(dir, "model.yaml");
-  const modelFile = (label: string): string => `model: apply-wait\napplications:\n  rec:\n    operator: ${op}\n    units: 2\n    config:\n      record-dir: ${record}\n      label: ${label}\n`;
+  const modelFile = (label: string): string =>
+    `model: apply-wait\napplications:\n  rec:\n    operator: ${op}\n    units: 2\n    config:\n      record-dir: ${record}\n      label: ${label}\n`;
   await writeFile(file, modelFile("one"));
   const first = await steward("apply", file, "--yes", "--timeout", "120s");
   t.is(first.code, 0, first.stdout + first.stderr);
@@ -97,7 +119,13 @@ test.serial("apply waits for a config change to be run by every unit", async (t)
   await writeFile(file, modelFile("two"));
   // The change reaches the units late (their agents stopped for 2 s): until then they show the
   // active/idle of before, which is no answer to this change.
-  const agents = [...new Set(await Promise.all(["rec-0", "rec-1"].map(async (u) => Number(await readFile(join(record, `agent-${u}`), "utf8")))))];
+  const agents = [
+    ...new Set(
+      await Promise.all(
+        ["rec-0", "rec-1"].map(async (u) => Number(await readFile(join(record, `agent-${u}`), "utf8"))),
+      ),
+    ),
+  ];
   let second: CliResult;
   try {
     for (const pid of agents) process.kill(pid, "SIGSTOP");
@@ -110,7 +138,8 @@ test.serial("apply waits for a config change to be run by every unit", async (t)
   }
   t.is(second.code, 0, second.stdout + second.stderr);
   const after = await completed(record, "config-changed");
-  for (const unit of ["rec/0", "rec/1"]) t.is(after[unit], before[unit]! + 1, `${unit} ran config-changed for label=two before apply returned`);
+  for (const unit of ["rec/0", "rec/1"])
+    t.is(after[unit], before[unit]! + 1, `${unit} ran config-changed for label=two before apply returned`);
   const s = await tc.admin.status("apply-wait");
   t.true(allApplied(s, "rec"));
   t.is(s.applications.rec!.config.label, "two");

@@ -11,7 +11,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "../api";
 import type { Leadership, Store, Worker } from "../controller";
-import { EmbeddedStore, LeaderElection, REPLICAS_PREFIX, Reconciler, StateCache, WorkerGroup, aborted, leaderScoped, service } from "../controller";
+import {
+  EmbeddedStore,
+  LeaderElection,
+  REPLICAS_PREFIX,
+  Reconciler,
+  StateCache,
+  WorkerGroup,
+  aborted,
+  leaderScoped,
+  service,
+} from "../controller";
 import { eventually } from "./harness/eventually";
 
 const tick = (ms = 20): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -19,7 +29,9 @@ const tick = (ms = 20): Promise<void> => new Promise((r) => setTimeout(r, ms));
 /** A gate a pass waits on, opened by the test. */
 function gate(): { wait: Promise<void>; open: () => void } {
   let open!: () => void;
-  const wait = new Promise<void>((r) => { open = r; });
+  const wait = new Promise<void>((r) => {
+    open = r;
+  });
   return { wait, open };
 }
 
@@ -36,13 +48,21 @@ class Probe extends Reconciler {
     super({ log: silentLogger, failure: "probe pass failed", ...o });
   }
 
-  poke(): void { this.kick(); }
-  protected override signature(): string | undefined { return this.sig?.(); }
+  poke(): void {
+    this.kick();
+  }
+  protected override signature(): string | undefined {
+    return this.sig?.();
+  }
 
   protected async reconcile(): Promise<void> {
     this.passes++;
     this.mostInFlight = Math.max(this.mostInFlight, ++this.inFlight);
-    try { await this.hold; } finally { this.inFlight--; }
+    try {
+      await this.hold;
+    } finally {
+      this.inFlight--;
+    }
   }
 }
 
@@ -72,7 +92,9 @@ test("on abort a reconciler waits for the pass in flight and starts none after i
   probe.hold = g.wait;
   const ctl = new AbortController();
   let ended = false;
-  const running = probe.run(ctl.signal).then(() => { ended = true; });
+  const running = probe.run(ctl.signal).then(() => {
+    ended = true;
+  });
   await eventually("a pass", () => probe.passes === 1);
   probe.poke(); // would make one more pass after this one
   ctl.abort();
@@ -92,13 +114,18 @@ test("a reconciler on a real cache runs when its signature moves, not on every c
   const dir = await mkdtemp(join(tmpdir(), "steward-workers-"));
   const store = await EmbeddedStore.open({ dir });
   const cache = await StateCache.start(store, () => undefined);
-  t.teardown(async () => { cache.stop(); await store.close(); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    cache.stop();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
   const probe = new Probe({ cache });
   probe.sig = () => [...cache.replicas.keys()].sort().join(",");
   const ctl = new AbortController();
   const running = probe.run(ctl.signal);
   await eventually("the first pass", () => probe.passes === 1);
-  const replica = (id: string, since: string): Promise<number> => store.put(`${REPLICAS_PREFIX}${id}`, JSON.stringify({ id, addresses: ["127.0.0.1:1"], since }));
+  const replica = (id: string, since: string): Promise<number> =>
+    store.put(`${REPLICAS_PREFIX}${id}`, JSON.stringify({ id, addresses: ["127.0.0.1:1"], since }));
   await replica("r1", "a");
   await eventually("a pass for the new replica", () => probe.passes === 2);
   await replica("r1", "b"); // same replicas: the signature stays
@@ -115,14 +142,37 @@ test("a group stops its layers newest first, each bounded, and fails only on a t
   const order: string[] = [];
   const group = new WorkerGroup({ name: "test", log: silentLogger, stopTimeoutMs: 300 });
   let failure: unknown;
-  void group.failed.catch((err: unknown) => { failure = err; });
-  group.add(service("server", () => { order.push("server"); }));
-  group.add(service("hub-a", () => { order.push("hubs"); }), service("hub-b", () => undefined));
+  void group.failed.catch((err: unknown) => {
+    failure = err;
+  });
+  group.add(
+    service("server", () => {
+      order.push("server");
+    }),
+  );
+  group.add(
+    service("hub-a", () => {
+      order.push("hubs");
+    }),
+    service("hub-b", () => undefined),
+  );
   // A worker that ignores its signal: the stop goes on without it after the bound.
   const stuck: Worker = { name: "stuck", run: () => new Promise<void>(() => undefined) };
   // A worker that throws once stopped: logged, not a failure.
-  const noisy: Worker = { name: "noisy", run: async (signal) => { await aborted(signal); throw new Error("closing went wrong"); } };
-  group.add(stuck, noisy, service("leader", () => { order.push("leader"); }));
+  const noisy: Worker = {
+    name: "noisy",
+    run: async (signal) => {
+      await aborted(signal);
+      throw new Error("closing went wrong");
+    },
+  };
+  group.add(
+    stuck,
+    noisy,
+    service("leader", () => {
+      order.push("leader");
+    }),
+  );
   group.start();
   await tick();
   const started = Date.now();
@@ -136,7 +186,16 @@ test("a group stops its layers newest first, each bounded, and fails only on a t
 
 test("a worker that throws while running fails its group, naming it", async (t) => {
   const group = new WorkerGroup({ name: "test", log: silentLogger });
-  group.add(service("fine", () => undefined), { name: "broken", run: async () => { await tick(); throw new Error("bug"); } });
+  group.add(
+    service("fine", () => undefined),
+    {
+      name: "broken",
+      run: async () => {
+        await tick();
+        throw new Error("bug");
+      },
+    },
+  );
   group.start();
   const err = await t.throwsAsync(group.failed);
   t.regex(err!.message, /worker broken of test failed: bug/);
@@ -148,10 +207,17 @@ class HandLeadership implements Leadership {
   isLeader = false;
   private readonly listeners = new Set<(leading: boolean) => void>();
   constructor(readonly store: Store) {}
-  fenced(): Store { return this.store; }
-  watch(l: (leading: boolean) => void): () => void { this.listeners.add(l); return () => this.listeners.delete(l); }
+  fenced(): Store {
+    return this.store;
+  }
+  watch(l: (leading: boolean) => void): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
   start(): void {}
-  async stop(): Promise<void> { this.flip(false); }
+  async stop(): Promise<void> {
+    this.flip(false);
+  }
   flip(leading: boolean): void {
     if (this.isLeader === leading) return;
     this.isLeader = leading;
@@ -162,17 +228,23 @@ class HandLeadership implements Leadership {
 test("leader-scoped work starts on election, is aborted in the deposition itself and drained before the next term", async (t) => {
   const leadership = new HandLeadership({} as Store);
   const terms: { signal: AbortSignal; release: () => void; ended: boolean }[] = [];
-  const worker = leaderScoped(leadership, () => [{
-    name: "term-worker",
-    run: async (signal) => {
-      const g = gate();
-      const term = { signal, release: g.open, ended: false };
-      terms.push(term);
-      await aborted(signal);
-      await g.wait; // a pass that takes its time to end
-      term.ended = true;
-    },
-  }], { log: silentLogger });
+  const worker = leaderScoped(
+    leadership,
+    () => [
+      {
+        name: "term-worker",
+        run: async (signal) => {
+          const g = gate();
+          const term = { signal, release: g.open, ended: false };
+          terms.push(term);
+          await aborted(signal);
+          await g.wait; // a pass that takes its time to end
+          term.ended = true;
+        },
+      },
+    ],
+    { log: silentLogger },
+  );
   const ctl = new AbortController();
   const running = worker.run(ctl.signal);
   await tick();
@@ -199,7 +271,18 @@ test("leader-scoped work starts on election, is aborted in the deposition itself
 test("a leader worker that throws fails the leader-scoped worker", async (t) => {
   const leadership = new HandLeadership({} as Store);
   leadership.isLeader = true;
-  const worker = leaderScoped(leadership, () => [{ name: "bad", run: async () => { throw new Error("leader bug"); } }], { log: silentLogger });
+  const worker = leaderScoped(
+    leadership,
+    () => [
+      {
+        name: "bad",
+        run: async () => {
+          throw new Error("leader bug");
+        },
+      },
+    ],
+    { log: silentLogger },
+  );
   const err = await t.throwsAsync(worker.run(new AbortController().signal));
   t.regex(err!.message, /worker bad of leader term failed: leader bug/);
   t.false(leadership.isLeader, "it stepped down");
@@ -208,15 +291,39 @@ test("a leader worker that throws fails the leader-scoped worker", async (t) => 
 test("with a real election the term writes through a fenced store, which refuses once the work is stopped", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "steward-workers-"));
   const store = await EmbeddedStore.open({ dir });
-  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }); });
-  const election = new LeaderElection({ store, replicaId: "r0", addresses: () => [], log: silentLogger, ttlSeconds: 5 });
+  t.teardown(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const election = new LeaderElection({
+    store,
+    replicaId: "r0",
+    addresses: () => [],
+    log: silentLogger,
+    ttlSeconds: 5,
+  });
   let fenced: Store | undefined;
   const written: string[] = [];
   const group = new WorkerGroup({ name: "replica", log: silentLogger });
-  group.add(leaderScoped(election, (f) => {
-    fenced = f;
-    return [{ name: "writer", run: async (signal) => { await f.put("/test/leader-wrote", "1"); written.push("1"); await aborted(signal); } }];
-  }, { log: silentLogger }));
+  group.add(
+    leaderScoped(
+      election,
+      (f) => {
+        fenced = f;
+        return [
+          {
+            name: "writer",
+            run: async (signal) => {
+              await f.put("/test/leader-wrote", "1");
+              written.push("1");
+              await aborted(signal);
+            },
+          },
+        ];
+      },
+      { log: silentLogger },
+    ),
+  );
   group.start();
   await eventually("elected and written", () => written.length === 1, 10_000, 20);
   t.true(election.isLeader);

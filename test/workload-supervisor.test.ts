@@ -15,32 +15,61 @@ import type { ExecResult, PingResult, PullResult, ReplanResult, ServiceInfo } fr
 import { LayerError, Supervisor, SupervisorClient, checkLayer, installSupervisor, splitCommand } from "../agent";
 import { eventually } from "./harness/eventually";
 
-interface Setup { dir: string; sup: Supervisor; client: SupervisorClient }
+interface Setup {
+  dir: string;
+  sup: Supervisor;
+  client: SupervisorClient;
+}
 
 async function setup(o: { healthPort?: number } = {}): Promise<Setup> {
   const dir = await mkdtemp(join(tmpdir(), "steward-sup-"));
   const socketPath = join(dir, "run", "web.sock");
-  const sup = await Supervisor.start({ container: "web", socketPath, ...o, healthHost: "127.0.0.1", log: () => undefined, onShutdown: () => undefined });
+  const sup = await Supervisor.start({
+    container: "web",
+    socketPath,
+    ...o,
+    healthHost: "127.0.0.1",
+    log: () => undefined,
+    onShutdown: () => undefined,
+  });
   return { dir, sup, client: new SupervisorClient(socketPath, "web") };
 }
 async function teardown(s: Setup): Promise<void> {
   await s.sup.stop();
   await rm(s.dir, { recursive: true, force: true });
 }
-const service = async (c: SupervisorClient, name: string): Promise<ServiceInfo | undefined> => (await c.call<ServiceInfo[]>({ op: "services" })).find((x) => x.name === name);
-const alive = (pid: number): boolean => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const service = async (c: SupervisorClient, name: string): Promise<ServiceInfo | undefined> =>
+  (await c.call<ServiceInfo[]>({ op: "services" })).find((x) => x.name === name);
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** Sends raw bytes on the socket; the answer's error as "code: message" (or what came, if not one). */
 function raw(socketPath: string, bytes: Buffer | string, end = true): Promise<string> {
   return new Promise<string>((resolve) => {
     const sock = connect(socketPath);
     let got = "";
-    sock.on("connect", () => { sock.write(bytes); if (end) sock.end(); });
-    sock.on("data", (d: Buffer) => { got += d.toString(); });
+    sock.on("connect", () => {
+      sock.write(bytes);
+      if (end) sock.end();
+    });
+    sock.on("data", (d: Buffer) => {
+      got += d.toString();
+    });
     sock.on("error", () => resolve(got));
     sock.on("close", () => resolve(got));
   }).then((got) => {
-    try { const r = JSON.parse(got) as { error?: { code: string; message: string } }; return r.error ? `${r.error.code}: ${r.error.message}` : got; } catch { return got; }
+    try {
+      const r = JSON.parse(got) as { error?: { code: string; message: string } };
+      return r.error ? `${r.error.code}: ${r.error.message}` : got;
+    } catch {
+      return got;
+    }
   });
 }
 
@@ -48,13 +77,28 @@ test("a service that exits is restarted by its policy, each wait at least the la
   const s = await setup();
   t.teardown(() => teardown(s));
   const starts = join(s.dir, "starts");
-  const layer = { services: { flaky: { command: ["sh", "-c", `date +%s%3N >> ${starts}; exit 3`], startup: "enabled", "on-failure": "restart", "backoff-delay": "100ms", "backoff-factor": 2, "backoff-limit": "2s" } } };
+  const layer = {
+    services: {
+      flaky: {
+        command: ["sh", "-c", `date +%s%3N >> ${starts}; exit 3`],
+        startup: "enabled",
+        "on-failure": "restart",
+        "backoff-delay": "100ms",
+        "backoff-factor": 2,
+        "backoff-limit": "2s",
+      },
+    },
+  };
   const plan = await s.client.call<ReplanResult>({ op: "layer", layer });
   t.deepEqual(plan.started, ["flaky"]);
-  const lines = await eventually("four starts", async () => {
-    const l = (await readFile(starts, "utf8").catch(() => "")).trim().split("\n").filter(Boolean).map(Number);
-    return l.length >= 4 ? l : undefined;
-  }, 20_000);
+  const lines = await eventually(
+    "four starts",
+    async () => {
+      const l = (await readFile(starts, "utf8").catch(() => "")).trim().split("\n").filter(Boolean).map(Number);
+      return l.length >= 4 ? l : undefined;
+    },
+    20_000,
+  );
   // Back-off waits 100, 200, 400 ms: each gap is at least that (the time to start a process only adds).
   const gaps = lines.slice(1, 4).map((v, i) => v - lines[i]!);
   [100, 200, 400].forEach((min, i) => t.true(gaps[i]! >= min - 2, `gap ${i + 1} is ${gaps[i]} ms, at least ${min}`));
@@ -73,21 +117,52 @@ test("a service that exits is restarted by its policy, each wait at least the la
 test("on-failure ignore leaves the service in error; on-success ignore leaves it inactive", async (t) => {
   const s = await setup();
   t.teardown(() => teardown(s));
-  await s.client.call({ op: "layer", layer: { services: { bad: { command: "sh -c 'exit 4'", startup: "enabled", "on-failure": "ignore" }, good: { command: "true", startup: "enabled", "on-success": "ignore" } } } });
-  const bad = await eventually("bad in error", async () => { const i = await service(s.client, "bad"); return i?.current === "error" ? i : undefined; }, 10_000);
+  await s.client.call({
+    op: "layer",
+    layer: {
+      services: {
+        bad: { command: "sh -c 'exit 4'", startup: "enabled", "on-failure": "ignore" },
+        good: { command: "true", startup: "enabled", "on-success": "ignore" },
+      },
+    },
+  });
+  const bad = await eventually(
+    "bad in error",
+    async () => {
+      const i = await service(s.client, "bad");
+      return i?.current === "error" ? i : undefined;
+    },
+    10_000,
+  );
   t.is(bad.restarts, 0);
   t.regex(bad.message ?? "", /code 4/);
-  await eventually("good inactive after exiting 0", async () => (await service(s.client, "good"))?.lastExit?.code === 0 && (await service(s.client, "good"))?.current === "inactive", 10_000);
+  await eventually(
+    "good inactive after exiting 0",
+    async () =>
+      (await service(s.client, "good"))?.lastExit?.code === 0 &&
+      (await service(s.client, "good"))?.current === "inactive",
+    10_000,
+  );
 });
 
 test("on-failure shutdown ends the supervisor with a failure, so the kubelet restarts the container", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "steward-sup-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   let ended: (code: number) => void = () => undefined;
-  const code = new Promise<number>((resolve) => { ended = resolve; });
-  const sup = await Supervisor.start({ container: "w", socketPath: join(dir, "w.sock"), log: () => undefined, onShutdown: (c) => ended(c) });
+  const code = new Promise<number>((resolve) => {
+    ended = resolve;
+  });
+  const sup = await Supervisor.start({
+    container: "w",
+    socketPath: join(dir, "w.sock"),
+    log: () => undefined,
+    onShutdown: (c) => ended(c),
+  });
   t.teardown(() => sup.stop());
-  await new SupervisorClient(join(dir, "w.sock"), "w").call({ op: "layer", layer: { services: { main: { command: "sh -c 'exit 2'", startup: "enabled", "on-failure": "shutdown" } } } });
+  await new SupervisorClient(join(dir, "w.sock"), "w").call({
+    op: "layer",
+    layer: { services: { main: { command: "sh -c 'exit 2'", startup: "enabled", "on-failure": "shutdown" } } },
+  });
   t.is(await code, 1);
   t.false(existsSync(join(dir, "w.sock")), "it stopped serving");
 });
@@ -95,7 +170,10 @@ test("on-failure shutdown ends the supervisor with a failure, so the kubelet res
 test("start, stop and restart a service; replan restarts a changed one and stops a removed one", async (t) => {
   const s = await setup();
   t.teardown(() => teardown(s));
-  const plan = await s.client.call<ReplanResult>({ op: "layer", layer: { services: { sleeper: { command: "sleep 1000" }, other: { command: "sleep 1001" } } } });
+  const plan = await s.client.call<ReplanResult>({
+    op: "layer",
+    layer: { services: { sleeper: { command: "sleep 1000" }, other: { command: "sleep 1001" } } },
+  });
   t.deepEqual(plan, { started: [], stopped: [], restarted: [] }, "startup disabled: nothing started");
   t.is((await service(s.client, "sleeper"))!.current, "inactive");
   await s.client.call({ op: "start", services: ["sleeper", "other"] });
@@ -109,12 +187,17 @@ test("start, stop and restart a service; replan restarts a changed one and stops
   t.is((await service(s.client, "sleeper"))!.current, "inactive");
   t.false(alive(pid2));
   const otherPid = (await service(s.client, "other"))!.pid!;
-  const re = await s.client.call<ReplanResult>({ op: "layer", layer: { services: { sleeper: { command: "sleep 1002", startup: "enabled" } } } });
+  const re = await s.client.call<ReplanResult>({
+    op: "layer",
+    layer: { services: { sleeper: { command: "sleep 1002", startup: "enabled" } } },
+  });
   t.deepEqual(re, { started: ["sleeper"], stopped: ["other"], restarted: [] });
   t.false(alive(otherPid), "a service left out of the new layer is stopped");
   const unknown = await t.throwsAsync(s.client.call({ op: "start", services: ["nope"] }));
   t.regex(unknown!.message, /no service "nope" in the layer \(services: sleeper\)/);
-  const missing = await t.throwsAsync(s.client.call({ op: "layer", layer: { services: { x: { command: "/no/such/program", startup: "enabled" } } } }));
+  const missing = await t.throwsAsync(
+    s.client.call({ op: "layer", layer: { services: { x: { command: "/no/such/program", startup: "enabled" } } } }),
+  );
   t.regex(missing!.message, /could not start \/no\/such\/program/);
   t.is((await service(s.client, "x"))!.current, "error");
 });
@@ -123,7 +206,17 @@ test("changes sent at once are applied one at a time: a service replaced by five
   const s = await setup();
   t.teardown(() => teardown(s));
   // The running service takes a moment to stop, so the five replans would overlap if not serialized.
-  await s.client.call({ op: "layer", layer: { services: { svc: { command: ["sh", "-c", "trap 'sleep 0.3; exit 0' TERM; while :; do sleep 0.05; done"], startup: "enabled" } } } });
+  await s.client.call({
+    op: "layer",
+    layer: {
+      services: {
+        svc: {
+          command: ["sh", "-c", "trap 'sleep 0.3; exit 0' TERM; while :; do sleep 0.05; done"],
+          startup: "enabled",
+        },
+      },
+    },
+  });
   const marker = `1000.${process.pid}${Date.now() % 100000}`; // a sleep no other process runs
   const layer = { services: { svc: { command: ["sleep", marker], startup: "enabled" } } };
   const plans = await Promise.all(Array.from({ length: 5 }, () => s.client.call<ReplanResult>({ op: "layer", layer })));
@@ -135,7 +228,12 @@ test("changes sent at once are applied one at a time: a service replaced by five
 test("exec returns the output and exit code, and a command past its timeout is killed", async (t) => {
   const s = await setup();
   t.teardown(() => teardown(s));
-  const r = await s.client.call<ExecResult>({ op: "exec", command: ["sh", "-c", "echo out; echo \"$GREETING\" >&2; cat; exit 7"], environment: { GREETING: "hi" }, stdin: "from stdin\n" });
+  const r = await s.client.call<ExecResult>({
+    op: "exec",
+    command: ["sh", "-c", 'echo out; echo "$GREETING" >&2; cat; exit 7'],
+    environment: { GREETING: "hi" },
+    stdin: "from stdin\n",
+  });
   t.deepEqual(r, { exitCode: 7, stdout: "out\nfrom stdin\n", stderr: "hi\n", timedOut: false, truncated: false });
   const slow = await s.client.call<ExecResult>({ op: "exec", command: ["sleep", "30"], timeoutMs: 300 });
   t.true(slow.timedOut);
@@ -143,7 +241,10 @@ test("exec returns the output and exit code, and a command past its timeout is k
   const none = await s.client.call<ExecResult>({ op: "exec", command: ["/no/such/program"] });
   t.is(none.exitCode, 127);
   t.regex(none.stderr, /cannot run \/no\/such\/program/);
-  const big = await s.client.call<ExecResult>({ op: "exec", command: ["head", "-c", String(3 * 1024 * 1024), "/dev/zero"] });
+  const big = await s.client.call<ExecResult>({
+    op: "exec",
+    command: ["head", "-c", String(3 * 1024 * 1024), "/dev/zero"],
+  });
   t.true(big.truncated);
   t.is(big.stdout.length, 1024 * 1024);
 });
@@ -162,7 +263,9 @@ test("push writes a file with its mode (making directories), pull reads it back;
   t.regex(missing!.message, /does not exist/);
   const relative = await t.throwsAsync(s.client.call({ op: "push", path: "etc/x", content: "" }));
   t.regex(relative!.message, /must be absolute/);
-  const noDirs = await t.throwsAsync(s.client.call({ op: "push", path: join(s.dir, "a", "b"), content: "", makeDirs: false }));
+  const noDirs = await t.throwsAsync(
+    s.client.call({ op: "push", path: join(s.dir, "a", "b"), content: "", makeDirs: false }),
+  );
   t.regex(noDirs!.message, /does not exist/);
 });
 
@@ -172,13 +275,19 @@ test("bad, unknown, empty and oversized requests are answered with an error and 
   const sock = s.client.socketPath;
   t.regex(await raw(sock, "not json\n"), /^bad-request: the request is not JSON/);
   t.regex(await raw(sock, "[1,2]\n"), /must be a JSON object/);
-  t.regex(await raw(sock, "{\"op\":\"format-disk\"}\n"), /unknown op "format-disk"/);
+  t.regex(await raw(sock, '{"op":"format-disk"}\n'), /unknown op "format-disk"/);
   t.regex(await raw(sock, ""), /empty request/);
-  t.regex(await raw(sock, "{\"op\":\"ping\"}"), /did not end with a newline/);
-  t.regex(await raw(sock, "{\"op\":\"layer\",\"layer\":{\"services\":{\"a\":{\"command\":\"\"}}}}\n"), /bad layer: "services.a.command" is empty/);
-  t.regex(await raw(sock, "{\"op\":\"exec\",\"command\":\"ls\"}\n"), /command must be a non-empty list/);
-  t.regex(await raw(sock, "{\"op\":\"push\",\"path\":\"/tmp/x\",\"content\":7}\n"), /base64/);
-  t.regex(await raw(sock, Buffer.alloc(9 * 1024 * 1024, 0x61), false), /^too-large: the request is larger than 8388608 bytes/);
+  t.regex(await raw(sock, '{"op":"ping"}'), /did not end with a newline/);
+  t.regex(
+    await raw(sock, '{"op":"layer","layer":{"services":{"a":{"command":""}}}}\n'),
+    /bad layer: "services.a.command" is empty/,
+  );
+  t.regex(await raw(sock, '{"op":"exec","command":"ls"}\n'), /command must be a non-empty list/);
+  t.regex(await raw(sock, '{"op":"push","path":"/tmp/x","content":7}\n'), /base64/);
+  t.regex(
+    await raw(sock, Buffer.alloc(9 * 1024 * 1024, 0x61), false),
+    /^too-large: the request is larger than 8388608 bytes/,
+  );
   const ping = await s.client.call<PingResult>({ op: "ping" });
   t.is(ping.container, "web");
   t.is(ping.bootId, s.sup.bootId);
@@ -188,7 +297,12 @@ test("the container's probe endpoint answers while the supervisor runs", async (
   const s = await setup({ healthPort: 0 });
   t.teardown(() => teardown(s));
   const status = await new Promise<number>((resolve, reject) => {
-    request({ host: "127.0.0.1", port: s.sup.healthPort, path: "/v1/health" }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).on("error", reject).end();
+    request({ host: "127.0.0.1", port: s.sup.healthPort, path: "/v1/health" }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    })
+      .on("error", reject)
+      .end();
   });
   t.is(status, 200);
 });
@@ -197,13 +311,30 @@ test("SIGTERM to the supervisor process is passed on to its services, then it ex
   const dir = await mkdtemp(join(tmpdir(), "steward-sup-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const socketPath = join(dir, "w.sock");
-  const proc = spawn(process.execPath, [join(__dirname, "..", "agent", "workload", "supervisor-main.js"), "--socket", socketPath, "--container", "w"], { stdio: ["ignore", "ignore", "pipe"] });
-  t.teardown(() => { if (proc.exitCode === null) proc.kill("SIGKILL"); });
+  const proc = spawn(
+    process.execPath,
+    [join(__dirname, "..", "agent", "workload", "supervisor-main.js"), "--socket", socketPath, "--container", "w"],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  t.teardown(() => {
+    if (proc.exitCode === null) proc.kill("SIGKILL");
+  });
   const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
   await eventually("the socket", () => existsSync(socketPath), 10_000);
   const client = new SupervisorClient(socketPath, "w");
   const marker = join(dir, "got-term");
-  await client.call({ op: "layer", layer: { services: { svc: { command: ["sh", "-c", `trap 'echo TERM > ${marker}; exit 0' TERM; while :; do sleep 0.05; done`], startup: "enabled", "kill-delay": "10s" } } } });
+  await client.call({
+    op: "layer",
+    layer: {
+      services: {
+        svc: {
+          command: ["sh", "-c", `trap 'echo TERM > ${marker}; exit 0' TERM; while :; do sleep 0.05; done`],
+          startup: "enabled",
+          "kill-delay": "10s",
+        },
+      },
+    },
+  });
   const pid = (await service(client, "svc"))!.pid!;
   await new Promise((r) => setTimeout(r, 200)); // the trap is set
   proc.kill("SIGTERM");
@@ -213,17 +344,36 @@ test("SIGTERM to the supervisor process is passed on to its services, then it ex
 });
 
 test("layers are checked: commands split as a shell would, unknown fields and bad values named", (t) => {
-  t.deepEqual(splitCommand(`python3 -c 'print("a b")' "x y" z\\ w`), ["python3", "-c", "print(\"a b\")", "x y", "z w"]);
-  const l = checkLayer({ services: { web: { command: "srv --port 80", environment: { PORT: 80 }, "backoff-delay": "1s" } } });
+  t.deepEqual(splitCommand(`python3 -c 'print("a b")' "x y" z\\ w`), ["python3", "-c", 'print("a b")', "x y", "z w"]);
+  const l = checkLayer({
+    services: { web: { command: "srv --port 80", environment: { PORT: 80 }, "backoff-delay": "1s" } },
+  });
   t.deepEqual(l.services.web!.command, ["srv", "--port", "80"]);
   t.is(l.services.web!.environment.PORT, "80");
   t.is(l.services.web!.startup, "disabled");
   t.is(l.services.web!.backoffDelayMs, 1000);
-  const problem = (raw: unknown): string => { try { checkLayer(raw); return "accepted"; } catch (err) { t.true(err instanceof LayerError); return (err as Error).message; } };
-  t.regex(problem({ services: { web: { command: "x", restart: "always" } } }), /"services.web.restart" is not a known service field/);
+  const problem = (raw: unknown): string => {
+    try {
+      checkLayer(raw);
+      return "accepted";
+    } catch (err) {
+      t.true(err instanceof LayerError);
+      return (err as Error).message;
+    }
+  };
+  t.regex(
+    problem({ services: { web: { command: "x", restart: "always" } } }),
+    /"services.web.restart" is not a known service field/,
+  );
   t.regex(problem({ services: { web: { command: "x 'y" } } }), /"services.web.command" has an unclosed ' quote/);
-  t.regex(problem({ services: { web: { command: "x", "on-failure": "retry" } } }), /must be one of restart, ignore, shutdown/);
-  t.regex(problem({ services: { web: { command: "x", "backoff-delay": "soon" } } }), /must be a duration such as 500ms/);
+  t.regex(
+    problem({ services: { web: { command: "x", "on-failure": "retry" } } }),
+    /must be one of restart, ignore, shutdown/,
+  );
+  t.regex(
+    problem({ services: { web: { command: "x", "backoff-delay": "soon" } } }),
+    /must be a duration such as 500ms/,
+  );
   t.regex(problem({ services: { Web: { command: "x" } } }), /not a valid service name/);
   t.regex(problem({ services: { web: { command: "x", "working-dir": "srv" } } }), /must be an absolute path/);
   t.regex(problem("services: {}"), /a layer must be a mapping/);
@@ -240,5 +390,7 @@ test("the init container's step places node and the supervisor, with a socket di
   t.true((statSync(placed.node).mode & 0o111) !== 0, "node is executable");
   t.is(readFileSync(placed.script, "utf8"), "// the supervisor\n");
   t.is(statSync(join(dir, "steward", "run")).mode & 0o7777, 0o1777);
-  await t.throwsAsync(installSupervisor(join(dir, "other"), { bundle: join(dir, "missing.js") }), { message: /the supervisor bundle .*missing.js is missing/ });
+  await t.throwsAsync(installSupervisor(join(dir, "other"), { bundle: join(dir, "missing.js") }), {
+    message: /the supervisor bundle .*missing.js is missing/,
+  });
 });

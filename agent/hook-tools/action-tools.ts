@@ -32,7 +32,11 @@ export const actionTools: Record<string, ToolSpec> = {
       if (pos.length > 1) return misuse("action-get", "give at most one key", this.usage);
       if (pos.length === 0) return ok(json(action.params));
       const value = lookup(action.params, pos[0]!);
-      if (value === undefined) return refuse("action-get", `action ${action.name} has no parameter "${pos[0]}" (it has: ${Object.keys(action.params).join(", ") || "none"})`);
+      if (value === undefined)
+        return refuse(
+          "action-get",
+          `action ${action.name} has no parameter "${pos[0]}" (it has: ${Object.keys(action.params).join(", ") || "none"})`,
+        );
       return ok(f["--format"] === "json" ? json(value) : `${String(value)}\n`);
     },
   },

@@ -24,7 +24,10 @@ export class HookToolServer {
   constructor(agentDir: string) {
     // Unix socket paths are limited to ~107 bytes; deep agent directories fall back to a short path.
     const local = join(agentDir, "agent.sock");
-    this.socketPath = local.length < 100 ? local : join(tmpdir(), `steward-${createHash("sha256").update(agentDir).digest("hex").slice(0, 12)}.sock`);
+    this.socketPath =
+      local.length < 100
+        ? local
+        : join(tmpdir(), `steward-${createHash("sha256").update(agentDir).digest("hex").slice(0, 12)}.sock`);
     this.toolsDir = join(agentDir, "tools");
   }
 
@@ -37,7 +40,11 @@ export class HookToolServer {
         if (answered) return;
         buf += d.toString("utf8");
         // A tool call is its arguments and at most MAX_TOOL_STDIN of input: more is not one.
-        if (buf.length > MAX_TOOL_REQUEST) { answered = true; sock.end(JSON.stringify({ code: 2, stderr: `the tool call is larger than ${MAX_TOOL_REQUEST} bytes\n` })); return; }
+        if (buf.length > MAX_TOOL_REQUEST) {
+          answered = true;
+          sock.end(JSON.stringify({ code: 2, stderr: `the tool call is larger than ${MAX_TOOL_REQUEST} bytes\n` }));
+          return;
+        }
         const nl = buf.indexOf("\n");
         if (nl < 0) return;
         answered = true;
@@ -47,7 +54,10 @@ export class HookToolServer {
       });
       sock.on("error", () => undefined);
     });
-    await new Promise<void>((resolve, reject) => { this.server!.once("error", reject); this.server!.listen(this.socketPath, () => resolve()); });
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once("error", reject);
+      this.server!.listen(this.socketPath, () => resolve());
+    });
     await chmod(this.socketPath, 0o600);
     await this.writeToolWrappers();
   }
@@ -57,16 +67,25 @@ export class HookToolServer {
     await mkdir(this.toolsDir, { recursive: true });
     const client = join(__dirname, "tool-client.js");
     for (const name of Object.keys(tools)) {
-      await writeFile(join(this.toolsDir, name), `#!/bin/sh\nexec '${process.execPath}' '${client}' ${name} "$@"\n`, { mode: 0o755 });
+      await writeFile(join(this.toolsDir, name), `#!/bin/sh\nexec '${process.execPath}' '${client}' ${name} "$@"\n`, {
+        mode: 0o755,
+      });
     }
   }
 
   private async answer(line: string): Promise<{ code: number; stdout?: string; stderr?: string }> {
     const req = JSON.parse(line) as { context?: string; tool?: string; args?: unknown; cwd?: unknown; stdin?: unknown };
     const ctx = req.context ? this.contexts.get(req.context) : undefined;
-    if (!ctx) return { code: 2, stderr: `${req.tool}: no hook is running with this context (tools work only inside a running hook)\n` };
+    if (!ctx)
+      return {
+        code: 2,
+        stderr: `${req.tool}: no hook is running with this context (tools work only inside a running hook)\n`,
+      };
     const args = Array.isArray(req.args) ? req.args.map(String) : [];
-    return runTool(ctx, String(req.tool), args, { ...(typeof req.cwd === "string" ? { cwd: req.cwd } : {}), ...(typeof req.stdin === "string" ? { stdin: req.stdin } : {}) });
+    return runTool(ctx, String(req.tool), args, {
+      ...(typeof req.cwd === "string" ? { cwd: req.cwd } : {}),
+      ...(typeof req.stdin === "string" ? { stdin: req.stdin } : {}),
+    });
   }
 
   register(id: string, ctx: HookContext): () => void {

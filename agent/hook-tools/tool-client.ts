@@ -15,7 +15,9 @@ const [tool, ...args] = process.argv.slice(2);
 const socketPath = process.env.STEWARD_AGENT_SOCKET;
 const context = process.env.STEWARD_CONTEXT_ID;
 if (!socketPath || !context || !tool) {
-  process.stderr.write(`${tool ?? "hook tool"}: must be run from a hook (STEWARD_AGENT_SOCKET and STEWARD_CONTEXT_ID are not set)\n`);
+  process.stderr.write(
+    `${tool ?? "hook tool"}: must be run from a hook (STEWARD_AGENT_SOCKET and STEWARD_CONTEXT_ID are not set)\n`,
+  );
   process.exit(2);
 }
 
@@ -25,21 +27,34 @@ async function readStdin(): Promise<string | undefined> {
   let size = 0;
   for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_STDIN) { process.stderr.write(`${tool}: the input is larger than ${MAX_STDIN} bytes\n`); process.exit(1); }
+    if (size > MAX_STDIN) {
+      process.stderr.write(`${tool}: the input is larger than ${MAX_STDIN} bytes\n`);
+      process.exit(1);
+    }
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString("utf8");
 }
 
 const fileIndex = args.findIndex((a) => a === "--file" || a === "-f");
-const fileGiven = (fileIndex >= 0 && args[fileIndex + 1] !== "-") || args.some((a) => /^(--file|-f)=./.test(a) && !/=-$/.test(a));
+const fileGiven =
+  (fileIndex >= 0 && args[fileIndex + 1] !== "-") || args.some((a) => /^(--file|-f)=./.test(a) && !/=-$/.test(a));
 const wantsStdin = READS_STDIN.has(tool!) && !args.includes("--help") && !args.includes("-h") && !fileGiven;
 void (wantsStdin ? readStdin() : Promise.resolve(undefined)).then((stdin) => {
   const sock = connect(socketPath!);
   let buf = "";
-  sock.on("connect", () => sock.write(JSON.stringify({ context, tool, args, cwd: process.cwd(), ...(stdin !== undefined ? { stdin } : {}) }) + "\n"));
-  sock.on("data", (d: Buffer) => { buf += d.toString("utf8"); });
-  sock.on("error", (err) => { process.stderr.write(`${tool}: cannot reach the agent: ${err.message}\n`); process.exit(2); });
+  sock.on("connect", () =>
+    sock.write(
+      JSON.stringify({ context, tool, args, cwd: process.cwd(), ...(stdin !== undefined ? { stdin } : {}) }) + "\n",
+    ),
+  );
+  sock.on("data", (d: Buffer) => {
+    buf += d.toString("utf8");
+  });
+  sock.on("error", (err) => {
+    process.stderr.write(`${tool}: cannot reach the agent: ${err.message}\n`);
+    process.exit(2);
+  });
   sock.on("end", () => {
     try {
       const res = JSON.parse(buf) as { code: number; stdout?: string; stderr?: string };

@@ -7,7 +7,11 @@ import type { ActionRun } from "../action-run";
 import type { Readiness } from "../readiness";
 import type { SupervisorClient } from "../workload/supervisor-client";
 
-export interface ToolResult { code: number; stdout?: string; stderr?: string }
+export interface ToolResult {
+  code: number;
+  stdout?: string;
+  stderr?: string;
+}
 
 /** What a tool may see and do: the unit whose hook is running. */
 export interface HookContext {
@@ -49,7 +53,10 @@ export interface WorkloadAccess {
 }
 
 /** What a tool call brings besides its arguments: the hook's working directory and, for tools that read it, its input. */
-export interface ToolIO { cwd?: string; stdin?: string }
+export interface ToolIO {
+  cwd?: string;
+  stdin?: string;
+}
 
 export type Flags = Record<string, string | true>;
 export interface ToolSpec {
@@ -61,9 +68,14 @@ export interface ToolSpec {
 
 export const ok = (stdout = ""): ToolResult => ({ code: 0, stdout });
 export const refuse = (tool: string, msg: string): ToolResult => ({ code: 1, stderr: `${tool}: ${msg}\n` });
-export const misuse = (tool: string, msg: string, usage: string): ToolResult => ({ code: 2, stderr: `${tool}: ${msg}\nusage: ${usage}\n` });
+export const misuse = (tool: string, msg: string, usage: string): ToolResult => ({
+  code: 2,
+  stderr: `${tool}: ${msg}\nusage: ${usage}\n`,
+});
 export const json = (v: unknown): string => JSON.stringify(v) + "\n";
 
 export class ToolError extends Error {
-  constructor(readonly result: ToolResult) { super(result.stderr); }
+  constructor(readonly result: ToolResult) {
+    super(result.stderr);
+  }
 }

@@ -17,16 +17,41 @@ const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"];
 const READINESS = ["ready", "not-ready"];
 
 /** The relation a tool acts on: `-r endpoint:id` (or just the id), else the hook's own relation. */
-function relationOf(ctx: HookContext, tool: string, flags: Flags, usage: string): { id: number; endpoint: string; remoteApp: string } {
+function relationOf(
+  ctx: HookContext,
+  tool: string,
+  flags: Flags,
+  usage: string,
+): { id: number; endpoint: string; remoteApp: string } {
   const r = flags["-r"] ?? flags["--relation"];
   if (r === undefined) {
-    if (!ctx.relation) throw new ToolError(misuse(tool, "this is not a relation hook: name the relation with -r <endpoint:id> (see relation-ids)", usage));
+    if (!ctx.relation)
+      throw new ToolError(
+        misuse(tool, "this is not a relation hook: name the relation with -r <endpoint:id> (see relation-ids)", usage),
+      );
     const vr = ctx.view().relations.find((x) => x.id === ctx.relation!.id);
-    return { id: ctx.relation.id, endpoint: ctx.relation.endpoint, remoteApp: vr?.remoteApp ?? ctx.relation.remoteApp ?? "" };
+    return {
+      id: ctx.relation.id,
+      endpoint: ctx.relation.endpoint,
+      remoteApp: vr?.remoteApp ?? ctx.relation.remoteApp ?? "",
+    };
   }
   const m = /^(?:([a-z][a-z0-9-]*):)?(\d+)$/.exec(String(r));
-  const vr = m ? ctx.view().relations.find((x) => x.id === Number(m[2]) && (m[1] === undefined || x.endpoint === m[1])) : undefined;
-  if (!vr) throw new ToolError(refuse(tool, `relation ${String(r)} does not exist for ${ctx.unit} (known: ${ctx.view().relations.map((x) => `${x.endpoint}:${x.id}`).join(", ") || "none"})`));
+  const vr = m
+    ? ctx.view().relations.find((x) => x.id === Number(m[2]) && (m[1] === undefined || x.endpoint === m[1]))
+    : undefined;
+  if (!vr)
+    throw new ToolError(
+      refuse(
+        tool,
+        `relation ${String(r)} does not exist for ${ctx.unit} (known: ${
+          ctx
+            .view()
+            .relations.map((x) => `${x.endpoint}:${x.id}`)
+            .join(", ") || "none"
+        })`,
+      ),
+    );
   return { id: vr.id, endpoint: vr.endpoint, remoteApp: vr.remoteApp };
 }
 
@@ -44,7 +69,14 @@ function assignments(tool: string, words: string[], usage: string): Record<strin
 }
 
 /** One value (text or JSON), or with no key the whole map as JSON; `onMissing` answers for an absent key. */
-function oneOrAll(tool: string, usage: string, data: Record<string, unknown>, pos: string[], format: string | true | undefined, onMissing: (key: string) => ToolResult): ToolResult {
+function oneOrAll(
+  tool: string,
+  usage: string,
+  data: Record<string, unknown>,
+  pos: string[],
+  format: string | true | undefined,
+  onMissing: (key: string) => ToolResult,
+): ToolResult {
   if (pos.length > 1) return misuse(tool, "give at most one key", usage);
   if (pos.length === 0) return ok(json(data));
   const key = pos[0]!;
@@ -74,11 +106,17 @@ function portTool(name: string, summary: string, apply: (ctx: HookContext, port:
 export const tools: Record<string, ToolSpec> = {
   "status-set": {
     usage: "status-set [--application] <active|blocked|maintenance|waiting> [message...]",
-    summary: "set the unit's workload status (or, for the leader with --application, the application's); shown at once in `steward status`",
+    summary:
+      "set the unit's workload status (or, for the leader with --application, the application's); shown at once in `steward status`",
     flags: { "--application": "bool" },
     async run(ctx, f, pos) {
       const [status, ...words] = pos;
-      if (!status || !WORKLOAD.includes(status)) return misuse("status-set", `first argument must be one of ${WORKLOAD.join(", ")} (got ${status ? `"${status}"` : "nothing"})`, this.usage);
+      if (!status || !WORKLOAD.includes(status))
+        return misuse(
+          "status-set",
+          `first argument must be one of ${WORKLOAD.join(", ")} (got ${status ? `"${status}"` : "nothing"})`,
+          this.usage,
+        );
       const message = words.join(" ");
       if (message.length > 1024) return refuse("status-set", "message is longer than 1024 characters");
       if (f["--application"]) await ctx.setAppStatus(status, message);
@@ -93,7 +131,8 @@ export const tools: Record<string, ToolSpec> = {
     async run(ctx, f) {
       const s = ctx.workloadStatus();
       if (f["--format"] === "json") return ok(json(s));
-      if (f["--format"] !== undefined && f["--format"] !== "text") return misuse("status-get", "--format must be text or json", this.usage);
+      if (f["--format"] !== undefined && f["--format"] !== "text")
+        return misuse("status-get", "--format must be text or json", this.usage);
       return ok(`${s.status}\n`);
     },
   },
@@ -103,7 +142,12 @@ export const tools: Record<string, ToolSpec> = {
     flags: { "--format": "value" },
     async run(ctx, f, pos) {
       const config = ctx.view().config;
-      return oneOrAll("config-get", this.usage, config, pos, f["--format"], (key) => refuse("config-get", `"${key}" is not set and has no default (options with values: ${Object.keys(config).join(", ") || "none"})`));
+      return oneOrAll("config-get", this.usage, config, pos, f["--format"], (key) =>
+        refuse(
+          "config-get",
+          `"${key}" is not set and has no default (options with values: ${Object.keys(config).join(", ") || "none"})`,
+        ),
+      );
     },
   },
   "application-version-set": {
@@ -111,7 +155,12 @@ export const tools: Record<string, ToolSpec> = {
     summary: "set the workload version shown for the application in `steward status`",
     flags: {},
     async run(ctx, _f, pos) {
-      if (pos.length !== 1 || pos[0]!.length > 256) return misuse("application-version-set", "give exactly one version string (at most 256 characters)", this.usage);
+      if (pos.length !== 1 || pos[0]!.length > 256)
+        return misuse(
+          "application-version-set",
+          "give exactly one version string (at most 256 characters)",
+          this.usage,
+        );
       await ctx.setVersion(pos[0]!);
       return ok();
     },
@@ -152,18 +201,26 @@ export const tools: Record<string, ToolSpec> = {
     flags: {},
     async run(ctx, _f, pos) {
       const patch = assignments("leader-set", pos, this.usage);
-      if (!(await ctx.isLeader())) return refuse("leader-set", `${ctx.unit} is not the leader of ${ctx.view().app}; only the leader may leader-set (check with is-leader)`);
+      if (!(await ctx.isLeader()))
+        return refuse(
+          "leader-set",
+          `${ctx.unit} is not the leader of ${ctx.view().app}; only the leader may leader-set (check with is-leader)`,
+        );
       await ctx.leaderSet(patch);
       return ok();
     },
   },
   "relation-ids": {
     usage: "relation-ids [--format text|json] [endpoint]",
-    summary: "print the ids (endpoint:id) of the unit's integrations on an endpoint (default: this hook's endpoint, else all)",
+    summary:
+      "print the ids (endpoint:id) of the unit's integrations on an endpoint (default: this hook's endpoint, else all)",
     flags: { "--format": "value" },
     async run(ctx, f, pos) {
       const endpoint = pos[0] ?? ctx.relation?.endpoint;
-      const ids = ctx.view().relations.filter((r) => r.life === "alive" && (endpoint === undefined || r.endpoint === endpoint)).map((r) => `${r.endpoint}:${r.id}`);
+      const ids = ctx
+        .view()
+        .relations.filter((r) => r.life === "alive" && (endpoint === undefined || r.endpoint === endpoint))
+        .map((r) => `${r.endpoint}:${r.id}`);
       return ok(f["--format"] === "json" ? json(ids) : ids.map((i) => i + "\n").join(""));
     },
   },
@@ -180,17 +237,24 @@ export const tools: Record<string, ToolSpec> = {
   },
   "relation-get": {
     usage: "relation-get [-r endpoint:id] [--app] [--format text|json] [key|-] [unit|app]",
-    summary: "print a databag of an integration: a remote unit's (default: the hook's remote unit), this unit's, or with --app an application's",
+    summary:
+      "print a databag of an integration: a remote unit's (default: the hook's remote unit), this unit's, or with --app an application's",
     flags: { "-r": "value", "--relation": "value", "--app": "bool", "--format": "value" },
     async run(ctx, f, pos) {
       const rel = relationOf(ctx, "relation-get", f, this.usage);
       if (pos.length > 2) return misuse("relation-get", "give at most a key and a unit (or application)", this.usage);
       const key = pos[0] === undefined || pos[0] === "-" ? undefined : pos[0];
       let target: { unit?: string; app?: string };
-      if (f["--app"]) target = { app: pos[1] ?? (ctx.relation?.id === rel.id ? ctx.relation.remoteApp : undefined) ?? rel.remoteApp };
+      if (f["--app"])
+        target = { app: pos[1] ?? (ctx.relation?.id === rel.id ? ctx.relation.remoteApp : undefined) ?? rel.remoteApp };
       else {
         const unit = pos[1] ?? (ctx.relation?.id === rel.id ? ctx.relation.remoteUnit : undefined);
-        if (!unit) return misuse("relation-get", "no remote unit in this hook: name one (see relation-list), or use --app", this.usage);
+        if (!unit)
+          return misuse(
+            "relation-get",
+            "no remote unit in this hook: name one (see relation-list), or use --app",
+            this.usage,
+          );
         target = { unit };
       }
       const data = await ctx.relationGet(rel.id, target);
@@ -207,17 +271,36 @@ export const tools: Record<string, ToolSpec> = {
       const rel = relationOf(ctx, "relation-set", f, this.usage);
       const patch = assignments("relation-set", pos, this.usage);
       const app = f["--app"] === true;
-      if (app && !(await ctx.isLeader())) return refuse("relation-set", `${ctx.unit} is not the leader of ${ctx.view().app}; only the leader may write the application databag`);
+      if (app && !(await ctx.isLeader()))
+        return refuse(
+          "relation-set",
+          `${ctx.unit} is not the leader of ${ctx.view().app}; only the leader may write the application databag`,
+        );
       const merged = { ...(await ctx.relationGet(rel.id, app ? { app: ctx.view().app } : { unit: ctx.unit })) };
-      for (const [k, v] of Object.entries(patch)) { if (v === null) delete merged[k]; else merged[k] = v; }
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === null) delete merged[k];
+        else merged[k] = v;
+      }
       const size = Buffer.byteLength(JSON.stringify(merged));
-      if (size > DATABAG_LIMIT_BYTES) return refuse("relation-set", `the databag would hold ${size} bytes; the limit is ${DATABAG_LIMIT_BYTES} bytes`);
+      if (size > DATABAG_LIMIT_BYTES)
+        return refuse(
+          "relation-set",
+          `the databag would hold ${size} bytes; the limit is ${DATABAG_LIMIT_BYTES} bytes`,
+        );
       ctx.relationSet(rel.id, app, patch);
       return ok();
     },
   },
-  "open-port": portTool("open-port", "record a port as open for this unit (shown in status), committed when the hook succeeds", (ctx, p) => ctx.openPort(p)),
-  "close-port": portTool("close-port", "record a port as closed for this unit, committed when the hook succeeds", (ctx, p) => ctx.closePort(p)),
+  "open-port": portTool(
+    "open-port",
+    "record a port as open for this unit (shown in status), committed when the hook succeeds",
+    (ctx, p) => ctx.openPort(p),
+  ),
+  "close-port": portTool(
+    "close-port",
+    "record a port as closed for this unit, committed when the hook succeeds",
+    (ctx, p) => ctx.closePort(p),
+  ),
   "opened-ports": {
     usage: "opened-ports [--format text|json]",
     summary: "print the ports this unit has open (including changes made earlier in this hook)",
@@ -229,10 +312,16 @@ export const tools: Record<string, ToolSpec> = {
   },
   "readiness-set": {
     usage: "readiness-set ready|not-ready [--message TEXT]",
-    summary: "say whether this unit is ready to be served (on Kubernetes, its pod's readiness probe: Services list only ready units); acts at once and is kept until said again or the pod is recreated. Never said: ready once the workload status is active",
+    summary:
+      "say whether this unit is ready to be served (on Kubernetes, its pod's readiness probe: Services list only ready units); acts at once and is kept until said again or the pod is recreated. Never said: ready once the workload status is active",
     flags: { "--message": "value", "-m": "value" },
     async run(ctx, f, pos) {
-      if (pos.length !== 1 || !READINESS.includes(pos[0]!)) return misuse("readiness-set", `give exactly one of ${READINESS.join(", ")} (got ${pos.length === 0 ? "nothing" : pos.map((p) => `"${p}"`).join(" ")})`, this.usage);
+      if (pos.length !== 1 || !READINESS.includes(pos[0]!))
+        return misuse(
+          "readiness-set",
+          `give exactly one of ${READINESS.join(", ")} (got ${pos.length === 0 ? "nothing" : pos.map((p) => `"${p}"`).join(" ")})`,
+          this.usage,
+        );
       const message = String(f["--message"] ?? f["-m"] ?? "");
       if (message.length > 1024) return refuse("readiness-set", "message is longer than 1024 characters");
       await ctx.setReadiness(pos[0] === "ready", message);
@@ -241,13 +330,15 @@ export const tools: Record<string, ToolSpec> = {
   },
   "readiness-get": {
     usage: "readiness-get [--format text|json]",
-    summary: "print whether this unit is ready (text: ready or not-ready; json: {ready, reason, source}, source being operator when readiness-set decided it, else workload)",
+    summary:
+      "print whether this unit is ready (text: ready or not-ready; json: {ready, reason, source}, source being operator when readiness-set decided it, else workload)",
     flags: { "--format": "value" },
     async run(ctx, f, pos) {
       if (pos.length > 0) return misuse("readiness-get", "takes no arguments", this.usage);
       const r = ctx.readiness();
       if (f["--format"] === "json") return ok(json(r));
-      if (f["--format"] !== undefined && f["--format"] !== "text") return misuse("readiness-get", "--format must be text or json", this.usage);
+      if (f["--format"] !== undefined && f["--format"] !== "text")
+        return misuse("readiness-get", "--format must be text or json", this.usage);
       return ok(`${r.ready ? "ready" : "not-ready"}\n`);
     },
   },
@@ -258,15 +349,24 @@ export const tools: Record<string, ToolSpec> = {
 /** Parses a tool's arguments against its flags and runs it. */
 export async function runTool(ctx: HookContext, name: string, args: string[], io: ToolIO = {}): Promise<ToolResult> {
   const spec = tools[name];
-  if (!spec) return { code: 2, stderr: `${name}: not a hook tool this agent provides (available: ${Object.keys(tools).join(", ")})\n` };
+  if (!spec)
+    return {
+      code: 2,
+      stderr: `${name}: not a hook tool this agent provides (available: ${Object.keys(tools).join(", ")})\n`,
+    };
   if (args.includes("--help") || args.includes("-h")) return ok(`usage: ${spec.usage}\n\n${spec.summary}\n`);
   const flags: Flags = {};
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    if (a === "--") { positional.push(...args.slice(i + 1)); break; }
+    if (a === "--") {
+      positional.push(...args.slice(i + 1));
+      break;
+    }
     if (a.startsWith("-") && a.length > 1 && !/^-\d/.test(a)) {
-      const [flag, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
+      const [flag, inline] = a.includes("=")
+        ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)]
+        : [a, undefined];
       const kind = spec.flags[flag];
       if (!kind) return misuse(name, `unknown flag ${flag}`, spec.usage);
       if (kind === "bool") flags[flag] = true;

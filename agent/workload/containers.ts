@@ -30,7 +30,12 @@ export class WorkloadContainers {
 
   start(): void {
     const tick = (): void => {
-      void this.poll().finally(() => { if (!this.stopped) { this.timer = setTimeout(tick, this.o.pollMs ?? 1000); this.timer.unref(); } });
+      void this.poll().finally(() => {
+        if (!this.stopped) {
+          this.timer = setTimeout(tick, this.o.pollMs ?? 1000);
+          this.timer.unref();
+        }
+      });
     };
     tick();
   }
@@ -43,7 +48,10 @@ export class WorkloadContainers {
   /** The containers whose socket is in the shared volume, by name. */
   async containers(): Promise<string[]> {
     const entries = await readdir(this.o.dir).catch(() => [] as string[]);
-    return entries.filter((e) => e.endsWith(".sock")).map((e) => e.slice(0, -".sock".length)).sort();
+    return entries
+      .filter((e) => e.endsWith(".sock"))
+      .map((e) => e.slice(0, -".sock".length))
+      .sort();
   }
 
   client(container: string): SupervisorClient {
@@ -58,8 +66,13 @@ export class WorkloadContainers {
   private async poll(): Promise<void> {
     let changed = false;
     for (const name of await this.containers()) {
-      const ping = await this.client(name).call<PingResult>({ op: "ping" }, 2000).catch(() => undefined);
-      if (!ping) { this.answering.delete(name); continue; }
+      const ping = await this.client(name)
+        .call<PingResult>({ op: "ping" }, 2000)
+        .catch(() => undefined);
+      if (!ping) {
+        this.answering.delete(name);
+        continue;
+      }
       if (this.answering.get(name) !== ping.bootId) {
         this.answering.set(name, ping.bootId);
         this.o.log.info("workload container's supervisor answers", { container: name, supervisor: ping.bootId });

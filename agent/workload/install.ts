@@ -22,13 +22,21 @@ async function place(src: string, dest: string, mode: number): Promise<void> {
   await rename(tmp, dest);
 }
 
-export async function installSupervisor(dir: string, from: { node?: string; bundle?: string } = {}): Promise<{ node: string; script: string }> {
+export async function installSupervisor(
+  dir: string,
+  from: { node?: string; bundle?: string } = {},
+): Promise<{ node: string; script: string }> {
   const bundle = from.bundle ?? supervisorBundle();
-  await stat(bundle).catch(() => { throw new Error(`the supervisor bundle ${bundle} is missing: the agent image must hold dist/agent-bundle/supervisor.js beside main.js (npm run bundle)`); });
+  await stat(bundle).catch(() => {
+    throw new Error(
+      `the supervisor bundle ${bundle} is missing: the agent image must hold dist/agent-bundle/supervisor.js beside main.js (npm run bundle)`,
+    );
+  });
   // Like /tmp: a workload image's user (often not root) must create its supervisor's socket here.
   await mkdir(join(dir, "run"), { recursive: true });
   await chmod(join(dir, "run"), 0o1777);
-  const node = join(dir, "node"), script = join(dir, "supervisor.js");
+  const node = join(dir, "node"),
+    script = join(dir, "supervisor.js");
   await place(from.node ?? process.execPath, node, 0o755);
   await place(bundle, script, 0o644);
   return { node, script };

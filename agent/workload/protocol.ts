@@ -40,7 +40,14 @@ export type SupervisorRequest =
   | { op: "layer"; layer: unknown }
   | { op: "start" | "stop" | "restart"; services: string[] }
   | { op: "services" }
-  | { op: "exec"; command: string[]; environment?: Record<string, string>; workingDir?: string; timeoutMs?: number; stdin?: string }
+  | {
+      op: "exec";
+      command: string[];
+      environment?: Record<string, string>;
+      workingDir?: string;
+      timeoutMs?: number;
+      stdin?: string;
+    }
   | { op: "push"; path: string; content: string; mode?: number; makeDirs?: boolean }
   | { op: "pull"; path: string };
 
@@ -50,11 +57,25 @@ export interface PingResult {
   bootId: string;
   pid: number;
 }
-export interface ReplanResult { started: string[]; stopped: string[]; restarted: string[] }
-export interface ExecResult { exitCode: number; stdout: string; stderr: string; timedOut: boolean; truncated: boolean }
-export interface PullResult { content: string; mode: number }
+export interface ReplanResult {
+  started: string[];
+  stopped: string[];
+  restarted: string[];
+}
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  truncated: boolean;
+}
+export interface PullResult {
+  content: string;
+  mode: number;
+}
 
-export type SupervisorResponse<T = unknown> = { ok: true; result: T } | { ok: false; error: { code: string; message: string } };
+export type SupervisorResponse<T = unknown> =
+  { ok: true; result: T } | { ok: false; error: { code: string; message: string } };
 
 /** Stable codes of refusals, so the agent's tools can pick their exit status. */
 export type SupervisorErrorCode = "bad-request" | "too-large" | "not-found" | "failed" | "shutting-down";

@@ -12,7 +12,12 @@ import { sameService } from "./layer";
 import type { ReplanResult, ServiceInfo, ServiceState } from "./protocol";
 
 export class ServiceError extends Error {
-  constructor(readonly code: "not-found" | "failed", message: string) { super(message); }
+  constructor(
+    readonly code: "not-found" | "failed",
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 class Service {
@@ -27,7 +32,10 @@ class Service {
   message?: string;
   /** Set while a stop is under way: its exit is wanted, not a failure. */
   stopping = false;
-  constructor(readonly name: string, public spec: ServiceSpec) {}
+  constructor(
+    readonly name: string,
+    public spec: ServiceSpec,
+  ) {}
 }
 
 export interface ServiceManagerOptions {
@@ -43,13 +51,18 @@ export class ServiceManager {
   constructor(private readonly o: ServiceManagerOptions) {}
 
   list(): ServiceInfo[] {
-    return [...this.services.values()].sort((a, b) => a.name.localeCompare(b.name)).map((s) => ({
-      name: s.name, startup: s.spec.startup, current: s.state, restarts: s.restarts,
-      ...(s.proc?.pid !== undefined && s.state === "active" ? { pid: s.proc.pid } : {}),
-      ...(s.state === "backoff" ? { backoffMs: s.backoffMs } : {}),
-      ...(s.lastExit ? { lastExit: s.lastExit } : {}),
-      ...(s.message ? { message: s.message } : {}),
-    }));
+    return [...this.services.values()]
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map((s) => ({
+        name: s.name,
+        startup: s.spec.startup,
+        current: s.state,
+        restarts: s.restarts,
+        ...(s.proc?.pid !== undefined && s.state === "active" ? { pid: s.proc.pid } : {}),
+        ...(s.state === "backoff" ? { backoffMs: s.backoffMs } : {}),
+        ...(s.lastExit ? { lastExit: s.lastExit } : {}),
+        ...(s.message ? { message: s.message } : {}),
+      }));
   }
 
   /**
@@ -60,20 +73,34 @@ export class ServiceManager {
     const result: ReplanResult = { started: [], stopped: [], restarted: [] };
     for (const [name, s] of [...this.services]) {
       if (layer.services[name]) continue;
-      if (s.state === "active" || s.state === "backoff") { await this.stopOne(s); result.stopped.push(name); }
+      if (s.state === "active" || s.state === "backoff") {
+        await this.stopOne(s);
+        result.stopped.push(name);
+      }
       this.services.delete(name);
     }
     for (const [name, spec] of Object.entries(layer.services)) {
       const s = this.services.get(name);
-      if (!s) { this.services.set(name, new Service(name, spec)); continue; }
+      if (!s) {
+        this.services.set(name, new Service(name, spec));
+        continue;
+      }
       if (sameService(s.spec, spec)) continue;
       const running = s.state === "active" || s.state === "backoff";
       if (running) await this.stopOne(s);
       s.spec = spec;
-      if (running) { await this.startOne(s); result.restarted.push(name); }
+      if (running) {
+        await this.startOne(s);
+        result.restarted.push(name);
+      }
     }
     for (const s of this.services.values()) {
-      if (s.spec.startup === "enabled" && s.state !== "active" && s.state !== "backoff" && !result.restarted.includes(s.name)) {
+      if (
+        s.spec.startup === "enabled" &&
+        s.state !== "active" &&
+        s.state !== "backoff" &&
+        !result.restarted.includes(s.name)
+      ) {
         await this.startOne(s);
         result.started.push(s.name);
       }
@@ -85,14 +112,22 @@ export class ServiceManager {
     if (names.length === 0) throw new ServiceError("not-found", "name at least one service");
     return names.map((n) => {
       const s = this.services.get(n);
-      if (!s) throw new ServiceError("not-found", `no service "${n}" in the layer (services: ${[...this.services.keys()].sort().join(", ") || "none; set a layer first"})`);
+      if (!s)
+        throw new ServiceError(
+          "not-found",
+          `no service "${n}" in the layer (services: ${[...this.services.keys()].sort().join(", ") || "none; set a layer first"})`,
+        );
       return s;
     });
   }
 
   /** Starts services not running (a running one is left as it is). */
   async start(names: string[]): Promise<void> {
-    for (const s of this.find(names)) if (s.state !== "active") { clearTimeout(s.timer); await this.startOne(s); }
+    for (const s of this.find(names))
+      if (s.state !== "active") {
+        clearTimeout(s.timer);
+        await this.startOne(s);
+      }
   }
 
   async stop(names: string[]): Promise<void> {
@@ -100,7 +135,10 @@ export class ServiceManager {
   }
 
   async restart(names: string[]): Promise<void> {
-    for (const s of this.find(names)) { await this.stopOne(s); await this.startOne(s); }
+    for (const s of this.find(names)) {
+      await this.stopOne(s);
+      await this.startOne(s);
+    }
   }
 
   /** The supervisor is ending: every service gets SIGTERM (then SIGKILL after its kill-delay). */
@@ -116,16 +154,28 @@ export class ServiceManager {
     s.message = undefined;
     const { command, environment, workingDir } = s.spec;
     const proc = spawn(command[0]!, command.slice(1), {
-      env: { ...process.env, ...environment }, ...(workingDir ? { cwd: workingDir } : {}),
-      stdio: ["ignore", "inherit", "inherit"], detached: true,
+      env: { ...process.env, ...environment },
+      ...(workingDir ? { cwd: workingDir } : {}),
+      stdio: ["ignore", "inherit", "inherit"],
+      detached: true,
     });
     s.proc = proc;
     s.startedAt = Date.now();
     let spawned = false;
     // A process that never started (no such program) has no exit to act on: its error says it all.
-    s.exited = new Promise((resolve) => proc.once("close", (code, signal) => { if (spawned) this.exited(s, proc, code, signal); resolve(); }));
+    s.exited = new Promise((resolve) =>
+      proc.once("close", (code, signal) => {
+        if (spawned) this.exited(s, proc, code, signal);
+        resolve();
+      }),
+    );
     return new Promise((resolve, reject) => {
-      proc.once("spawn", () => { spawned = true; s.state = "active"; this.o.log(`service ${s.name} started (pid ${proc.pid})`); resolve(); });
+      proc.once("spawn", () => {
+        spawned = true;
+        s.state = "active";
+        this.o.log(`service ${s.name} started (pid ${proc.pid})`);
+        resolve();
+      });
       proc.once("error", (err) => {
         s.state = "error";
         s.message = `could not start ${command[0]}: ${err.message}`;
@@ -140,15 +190,32 @@ export class ServiceManager {
     if (s.proc !== proc) return;
     s.proc = undefined;
     s.lastExit = { code, signal, at: new Date().toISOString() };
-    if (s.stopping || this.closing) { s.state = "inactive"; return; }
+    if (s.stopping || this.closing) {
+      s.state = "inactive";
+      return;
+    }
     const success = code === 0;
     const action = success ? s.spec.onSuccess : s.spec.onFailure;
-    this.o.log(`service ${s.name} exited (${signal ? `signal ${signal}` : `code ${code}`}); ${success ? "on-success" : "on-failure"}: ${action}`);
-    if (action === "shutdown") { s.state = success ? "inactive" : "error"; this.o.onShutdown(success ? 0 : 1, `service ${s.name} exited and its ${success ? "on-success" : "on-failure"} is shutdown`); return; }
-    if (action === "ignore") { s.state = success ? "inactive" : "error"; if (!success) s.message = `exited with ${signal ?? `code ${code}`} (on-failure: ignore)`; return; }
+    this.o.log(
+      `service ${s.name} exited (${signal ? `signal ${signal}` : `code ${code}`}); ${success ? "on-success" : "on-failure"}: ${action}`,
+    );
+    if (action === "shutdown") {
+      s.state = success ? "inactive" : "error";
+      this.o.onShutdown(
+        success ? 0 : 1,
+        `service ${s.name} exited and its ${success ? "on-success" : "on-failure"} is shutdown`,
+      );
+      return;
+    }
+    if (action === "ignore") {
+      s.state = success ? "inactive" : "error";
+      if (!success) s.message = `exited with ${signal ?? `code ${code}`} (on-failure: ignore)`;
+      return;
+    }
     // A service that ran as long as the back-off limit was healthy: its next failure starts the back-off over.
     if (Date.now() - s.startedAt >= s.spec.backoffLimitMs) s.backoffMs = 0;
-    s.backoffMs = s.backoffMs === 0 ? s.spec.backoffDelayMs : Math.min(s.backoffMs * s.spec.backoffFactor, s.spec.backoffLimitMs);
+    s.backoffMs =
+      s.backoffMs === 0 ? s.spec.backoffDelayMs : Math.min(s.backoffMs * s.spec.backoffFactor, s.spec.backoffLimitMs);
     s.state = "backoff";
     s.timer = setTimeout(() => {
       if (s.state !== "backoff" || this.closing) return;
@@ -161,7 +228,11 @@ export class ServiceManager {
     clearTimeout(s.timer);
     s.stopping = true;
     const proc = s.proc;
-    if (!proc || proc.pid === undefined) { if (s.state === "backoff") s.state = "inactive"; s.backoffMs = 0; return; }
+    if (!proc || proc.pid === undefined) {
+      if (s.state === "backoff") s.state = "inactive";
+      s.backoffMs = 0;
+      return;
+    }
     signalGroup(proc.pid, "SIGTERM");
     const kill = setTimeout(() => signalGroup(proc.pid!, "SIGKILL"), s.spec.killDelayMs);
     await s.exited;
@@ -174,5 +245,9 @@ export class ServiceManager {
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try { process.kill(-pgid, signal); } catch { /* gone */ }
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    /* gone */
+  }
 }

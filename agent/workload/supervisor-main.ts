@@ -24,9 +24,15 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const supervisor = await Supervisor.start({ socketPath, container, ...(port !== undefined ? { healthPort: Number(port) } : {}) });
+  const supervisor = await Supervisor.start({
+    socketPath,
+    container,
+    ...(port !== undefined ? { healthPort: Number(port) } : {}),
+  });
   for (const sig of ["SIGTERM", "SIGINT"] as const) {
-    process.on(sig, () => { void supervisor.stop().then(() => process.exit(0)); });
+    process.on(sig, () => {
+      void supervisor.stop().then(() => process.exit(0));
+    });
   }
 }
 

@@ -20,7 +20,14 @@ import { execCommand } from "./exec";
 import { FileError, pullFile, pushFile } from "./files";
 import { LayerError, checkLayer } from "./layer";
 import type { PingResult, SupervisorErrorCode, SupervisorResponse } from "./protocol";
-import { DEFAULT_EXEC_TIMEOUT_MS, MAX_EXEC_OUTPUT, MAX_EXEC_TIMEOUT_MS, MAX_FILE_BYTES, MAX_REQUEST_BYTES, REQUEST_TIMEOUT_MS } from "./protocol";
+import {
+  DEFAULT_EXEC_TIMEOUT_MS,
+  MAX_EXEC_OUTPUT,
+  MAX_EXEC_TIMEOUT_MS,
+  MAX_FILE_BYTES,
+  MAX_REQUEST_BYTES,
+  REQUEST_TIMEOUT_MS,
+} from "./protocol";
 import { ServiceError, ServiceManager } from "./services";
 
 export interface SupervisorOptions {
@@ -36,7 +43,12 @@ export interface SupervisorOptions {
 }
 
 class RequestError extends Error {
-  constructor(readonly code: SupervisorErrorCode, message: string) { super(message); }
+  constructor(
+    readonly code: SupervisorErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 const OPS = ["ping", "layer", "start", "stop", "restart", "services", "exec", "push", "pull"];
@@ -57,7 +69,10 @@ export class Supervisor {
   private constructor(private readonly o: SupervisorOptions) {
     this.services = new ServiceManager({
       log: (line) => this.log(line),
-      onShutdown: (code, why) => { this.log(`${why}: the supervisor ends`); void this.stop().then(() => (o.onShutdown ?? ((c: number) => process.exit(c)))(code)); },
+      onShutdown: (code, why) => {
+        this.log(`${why}: the supervisor ends`);
+        void this.stop().then(() => (o.onShutdown ?? ((c: number) => process.exit(c)))(code));
+      },
     });
   }
 
@@ -67,7 +82,13 @@ export class Supervisor {
     await rm(o.socketPath, { force: true }); // left by a previous run of this container
     const server = createServer({ allowHalfOpen: true }, (sock) => s.accept(sock));
     s.server = server;
-    await new Promise<void>((resolve, reject) => { server.once("error", reject); server.listen(o.socketPath, () => { server.off("error", reject); resolve(); }); });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(o.socketPath, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
     // Only the pod's agent talks here: it runs as user and group 10001, the workload as its image
     // says; the socket's group is the pod's fsGroup (10001, inherited from the shared volume).
     await chmod(o.socketPath, 0o660);
@@ -76,18 +97,31 @@ export class Supervisor {
       const http = createHttpServer((req, res) => {
         req.resume();
         const ok = (req.url ?? "").split("?")[0] === "/v1/health" && (req.method === "GET" || req.method === "HEAD");
-        const body = ok ? `{"healthy":true,"container":${JSON.stringify(o.container)}}\n` : "not found: GET /v1/health\n";
-        res.writeHead(ok ? 200 : 404, { "content-type": ok ? "application/json" : "text/plain", "content-length": Buffer.byteLength(body) });
+        const body = ok
+          ? `{"healthy":true,"container":${JSON.stringify(o.container)}}\n`
+          : "not found: GET /v1/health\n";
+        res.writeHead(ok ? 200 : 404, {
+          "content-type": ok ? "application/json" : "text/plain",
+          "content-length": Buffer.byteLength(body),
+        });
         res.end(req.method === "HEAD" ? undefined : body);
       });
       http.requestTimeout = 5000;
       http.headersTimeout = 5000;
       http.on("clientError", (_e, sock) => sock.destroy());
       s.http = http;
-      await new Promise<void>((resolve, reject) => { http.once("error", reject); http.listen(o.healthPort, o.healthHost ?? "0.0.0.0", () => { http.off("error", reject); resolve(); }); });
+      await new Promise<void>((resolve, reject) => {
+        http.once("error", reject);
+        http.listen(o.healthPort, o.healthHost ?? "0.0.0.0", () => {
+          http.off("error", reject);
+          resolve();
+        });
+      });
       s.healthPort = (http.address() as { port: number }).port;
     }
-    s.log(`supervisor of container ${o.container} listening on ${o.socketPath}${o.healthPort !== undefined ? `, probes on port ${s.healthPort}` : ""}`);
+    s.log(
+      `supervisor of container ${o.container} listening on ${o.socketPath}${o.healthPort !== undefined ? `, probes on port ${s.healthPort}` : ""}`,
+    );
     return s;
   }
 
@@ -98,10 +132,14 @@ export class Supervisor {
   /** One request per connection: a JSON line, answered by a JSON line, then the connection ends. */
   private accept(sock: Socket): void {
     this.sockets.add(sock);
-    sock.on("close", () => { clearTimeout(timer); this.sockets.delete(sock); });
+    sock.on("close", () => {
+      clearTimeout(timer);
+      this.sockets.delete(sock);
+    });
     sock.on("error", () => undefined);
     const chunks: Buffer[] = [];
-    let size = 0, done = false;
+    let size = 0,
+      done = false;
     const answer = (res: SupervisorResponse): void => {
       if (done) return;
       done = true;
@@ -112,22 +150,43 @@ export class Supervisor {
       sock.end(JSON.stringify(res) + "\n");
       setTimeout(() => sock.destroy(), REQUEST_TIMEOUT_MS).unref();
     };
-    const refuse = (code: SupervisorErrorCode, message: string): void => answer({ ok: false, error: { code, message } });
-    const timer = setTimeout(() => refuse("bad-request", `no whole request line within ${REQUEST_TIMEOUT_MS / 1000} s`), REQUEST_TIMEOUT_MS);
+    const refuse = (code: SupervisorErrorCode, message: string): void =>
+      answer({ ok: false, error: { code, message } });
+    const timer = setTimeout(
+      () => refuse("bad-request", `no whole request line within ${REQUEST_TIMEOUT_MS / 1000} s`),
+      REQUEST_TIMEOUT_MS,
+    );
     sock.on("data", (d: Buffer) => {
       const nl = d.indexOf(0x0a);
       const part = nl < 0 ? d : d.subarray(0, nl);
       size += part.length;
-      if (size > MAX_REQUEST_BYTES) { clearTimeout(timer); refuse("too-large", `the request is larger than ${MAX_REQUEST_BYTES} bytes`); return; }
+      if (size > MAX_REQUEST_BYTES) {
+        clearTimeout(timer);
+        refuse("too-large", `the request is larger than ${MAX_REQUEST_BYTES} bytes`);
+        return;
+      }
       chunks.push(part);
       if (nl < 0) return;
       clearTimeout(timer); // the request is whole: an exec may take longer than a request may take to arrive
       sock.pause();
       this.handle(Buffer.concat(chunks).toString("utf8"))
         .then((result) => answer({ ok: true, result }))
-        .catch((err: unknown) => refuse(err instanceof RequestError || err instanceof ServiceError || err instanceof FileError ? err.code : "failed", (err as Error).message));
+        .catch((err: unknown) =>
+          refuse(
+            err instanceof RequestError || err instanceof ServiceError || err instanceof FileError
+              ? err.code
+              : "failed",
+            (err as Error).message,
+          ),
+        );
     });
-    sock.on("end", () => { if (!done && !sock.isPaused()) refuse("bad-request", size === 0 ? "empty request: send one JSON object on a line" : "the request line did not end with a newline"); });
+    sock.on("end", () => {
+      if (!done && !sock.isPaused())
+        refuse(
+          "bad-request",
+          size === 0 ? "empty request: send one JSON object on a line" : "the request line did not end with a newline",
+        );
+    });
   }
 
   private async handle(line: string): Promise<unknown> {
@@ -137,42 +196,81 @@ export class Supervisor {
     } catch (err) {
       throw new RequestError("bad-request", `the request is not JSON: ${(err as Error).message}`);
     }
-    if (typeof req !== "object" || req === null || Array.isArray(req)) throw new RequestError("bad-request", "the request must be a JSON object with an op");
-    if (typeof req.op !== "string" || !OPS.includes(req.op)) throw new RequestError("bad-request", `unknown op ${JSON.stringify(req.op)?.slice(0, 100)} (known: ${OPS.join(", ")})`);
-    if (this.stopping && req.op !== "ping" && req.op !== "services") throw new RequestError("shutting-down", `the supervisor of ${this.o.container} is shutting down`);
+    if (typeof req !== "object" || req === null || Array.isArray(req))
+      throw new RequestError("bad-request", "the request must be a JSON object with an op");
+    if (typeof req.op !== "string" || !OPS.includes(req.op))
+      throw new RequestError(
+        "bad-request",
+        `unknown op ${JSON.stringify(req.op)?.slice(0, 100)} (known: ${OPS.join(", ")})`,
+      );
+    if (this.stopping && req.op !== "ping" && req.op !== "services")
+      throw new RequestError("shutting-down", `the supervisor of ${this.o.container} is shutting down`);
     switch (req.op) {
-      case "ping": return { container: this.o.container, bootId: this.bootId, pid: process.pid } satisfies PingResult;
-      case "services": return this.services.list();
+      case "ping":
+        return { container: this.o.container, bootId: this.bootId, pid: process.pid } satisfies PingResult;
+      case "services":
+        return this.services.list();
       case "layer": {
         let layer;
-        try { layer = checkLayer(req.layer); } catch (err) { if (err instanceof LayerError) throw new RequestError("bad-request", `bad layer: ${err.message}`); throw err; }
+        try {
+          layer = checkLayer(req.layer);
+        } catch (err) {
+          if (err instanceof LayerError) throw new RequestError("bad-request", `bad layer: ${err.message}`);
+          throw err;
+        }
         return this.serially(() => this.services.replan(layer));
       }
-      case "start": case "stop": case "restart": {
+      case "start":
+      case "stop":
+      case "restart": {
         if (!isStrings(req.services)) throw new RequestError("bad-request", "services must be a list of service names");
-        const op = req.op, names = req.services;
+        const op = req.op,
+          names = req.services;
         await this.serially(() => this.services[op](names));
         return { services: this.services.list().filter((s) => (req.services as string[]).includes(s.name)) };
       }
       case "exec": {
-        if (!isStrings(req.command) || req.command.length === 0 || req.command[0] === "") throw new RequestError("bad-request", "command must be a non-empty list of strings");
+        if (!isStrings(req.command) || req.command.length === 0 || req.command[0] === "")
+          throw new RequestError("bad-request", "command must be a non-empty list of strings");
         const timeoutMs = req.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
-        if (typeof timeoutMs !== "number" || !(timeoutMs > 0 && timeoutMs <= MAX_EXEC_TIMEOUT_MS)) throw new RequestError("bad-request", `timeoutMs must be from 1 to ${MAX_EXEC_TIMEOUT_MS}`);
-        if (req.environment !== undefined && (typeof req.environment !== "object" || req.environment === null || !Object.values(req.environment).every((v) => typeof v === "string"))) throw new RequestError("bad-request", "environment must map names to strings");
-        if (req.workingDir !== undefined && (typeof req.workingDir !== "string" || !req.workingDir.startsWith("/"))) throw new RequestError("bad-request", "workingDir must be an absolute path");
-        if (req.stdin !== undefined && (typeof req.stdin !== "string" || req.stdin.length > MAX_EXEC_OUTPUT)) throw new RequestError("bad-request", `stdin must be a string of at most ${MAX_EXEC_OUTPUT} characters`);
-        return execCommand({ command: req.command, timeoutMs, ...(req.environment ? { environment: req.environment as Record<string, string> } : {}), ...(req.workingDir ? { workingDir: req.workingDir as string } : {}), ...(req.stdin !== undefined ? { stdin: req.stdin as string } : {}) });
+        if (typeof timeoutMs !== "number" || !(timeoutMs > 0 && timeoutMs <= MAX_EXEC_TIMEOUT_MS))
+          throw new RequestError("bad-request", `timeoutMs must be from 1 to ${MAX_EXEC_TIMEOUT_MS}`);
+        if (
+          req.environment !== undefined &&
+          (typeof req.environment !== "object" ||
+            req.environment === null ||
+            !Object.values(req.environment).every((v) => typeof v === "string"))
+        )
+          throw new RequestError("bad-request", "environment must map names to strings");
+        if (req.workingDir !== undefined && (typeof req.workingDir !== "string" || !req.workingDir.startsWith("/")))
+          throw new RequestError("bad-request", "workingDir must be an absolute path");
+        if (req.stdin !== undefined && (typeof req.stdin !== "string" || req.stdin.length > MAX_EXEC_OUTPUT))
+          throw new RequestError("bad-request", `stdin must be a string of at most ${MAX_EXEC_OUTPUT} characters`);
+        return execCommand({
+          command: req.command,
+          timeoutMs,
+          ...(req.environment ? { environment: req.environment as Record<string, string> } : {}),
+          ...(req.workingDir ? { workingDir: req.workingDir as string } : {}),
+          ...(req.stdin !== undefined ? { stdin: req.stdin as string } : {}),
+        });
       }
       case "push": {
-        if (typeof req.content !== "string") throw new RequestError("bad-request", "content must be the file's bytes in base64");
+        if (typeof req.content !== "string")
+          throw new RequestError("bad-request", "content must be the file's bytes in base64");
         const mode = req.mode ?? 0o644;
-        if (!Number.isInteger(mode) || (mode as number) < 0 || (mode as number) > 0o7777) throw new RequestError("bad-request", "mode must be a file mode from 0 to 07777");
+        if (!Number.isInteger(mode) || (mode as number) < 0 || (mode as number) > 0o7777)
+          throw new RequestError("bad-request", "mode must be a file mode from 0 to 07777");
         const content = Buffer.from(req.content, "base64");
-        if (content.length > MAX_FILE_BYTES) throw new RequestError("too-large", `the file is ${content.length} bytes; at most ${MAX_FILE_BYTES} bytes may be pushed`);
+        if (content.length > MAX_FILE_BYTES)
+          throw new RequestError(
+            "too-large",
+            `the file is ${content.length} bytes; at most ${MAX_FILE_BYTES} bytes may be pushed`,
+          );
         await pushFile(req.path, content, mode as number, req.makeDirs !== false);
         return { path: req.path, bytes: content.length };
       }
-      case "pull": return pullFile(req.path);
+      case "pull":
+        return pullFile(req.path);
     }
     throw new RequestError("bad-request", "unreachable");
   }

@@ -18,14 +18,45 @@ import type { DebugLogRecord } from "../debug-log";
 import type { CredentialSubstrate, ModelSubstrate } from "../substrates";
 import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
-import type { ApplicationInfo, ReplicaCloudSetting, ControllerInfo, ControllerOverview, ControllerUpgrade, CredentialSummary, DebugLogQuery, MachineInfo, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
+import type {
+  ApplicationInfo,
+  ReplicaCloudSetting,
+  ControllerInfo,
+  ControllerOverview,
+  ControllerUpgrade,
+  CredentialSummary,
+  DebugLogQuery,
+  MachineInfo,
+  ModelSummary,
+  SpareHost,
+  SshMachineRequest,
+} from "../wire";
 import { CONTROLLER_TLS_NAME, showsCluster } from "../wire";
 import type { ControllerHello } from "../migration";
 import type { BodyOf } from "../routes";
 import { methodOf, pathOf, routes } from "../routes";
 import { ControllerTransport, UNTRUSTED_CERTIFICATE_ERRORS, untrustedCertificate } from "./transport";
-export type { ApplicationInfo, ClusterInfo, ControllerInfo, ControllerOverview, CredentialSummary, DebugLogQuery, MachineInfo, ModelSettings, ModelSummary, SpareHost, SshMachineRequest } from "../wire";
-export { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, ENROLMENT_HEADER, MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER } from "../wire";
+export type {
+  ApplicationInfo,
+  ClusterInfo,
+  ControllerInfo,
+  ControllerOverview,
+  CredentialSummary,
+  DebugLogQuery,
+  MachineInfo,
+  ModelSettings,
+  ModelSummary,
+  SpareHost,
+  SshMachineRequest,
+} from "../wire";
+export {
+  ADDRESSES_HEADER,
+  CONTROLLER_TLS_NAME,
+  ENROLMENT_HEADER,
+  MUTATING_METHODS,
+  REPLAYED_HEADER,
+  REQUEST_ID_HEADER,
+} from "../wire";
 export type { ControllerClientOptions, MovedTo } from "./transport";
 export { splitAddress } from "./transport";
 
@@ -35,29 +66,59 @@ export class ControllerClient extends ControllerTransport {
   async controllerInfo(): Promise<ControllerInfo> {
     const info = await this.controllerOverview();
     if (showsCluster(info)) return info;
-    throw new StewardError("forbidden", "only a controller superuser sees the controller's replicas and cluster; others see its name, version, addresses and CA fingerprint (steward show-controller)");
+    throw new StewardError(
+      "forbidden",
+      "only a controller superuser sees the controller's replicas and cluster; others see its name, version, addresses and CA fingerprint (steward show-controller)",
+    );
   }
   /** What the logged-in user may see of the controller: the overview, and for a superuser the cluster's layout too. */
-  controllerOverview(): Promise<ControllerOverview | ControllerInfo> { return this.call(routes.controllerOverview, {}); }
+  controllerOverview(): Promise<ControllerOverview | ControllerInfo> {
+    return this.call(routes.controllerOverview, {});
+  }
   /** Who the controller is, asked without credentials (its CA proves the answer): what a migration checks first. */
-  hello(): Promise<ControllerHello> { return this.call(routes.hello, {}); }
+  hello(): Promise<ControllerHello> {
+    return this.call(routes.hello, {});
+  }
   /** Grows the controller to `replicas` voters, on `hosts` and the spare pool; from the embedded store it first moves into etcd. */
-  enableHa(req: { replicas: number; hosts?: SpareHost[]; replaceAfterSeconds?: number; maxReplacementsPerHour?: number }): Promise<{ moving: boolean; message: string }> { return this.call(routes.enableHa, {}, req); }
+  enableHa(req: {
+    replicas: number;
+    hosts?: SpareHost[];
+    replaceAfterSeconds?: number;
+    maxReplacementsPerHour?: number;
+  }): Promise<{ moving: boolean; message: string }> {
+    return this.call(routes.enableHa, {}, req);
+  }
   /** Records the progress of `steward upgrade-controller` (superusers). */
-  recordUpgrade(record: ControllerUpgrade): Promise<ControllerUpgrade> { return this.call(routes.recordUpgrade, {}, record); }
-  addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> { return this.call(routes.addSpares, {}, { hosts }); }
+  recordUpgrade(record: ControllerUpgrade): Promise<ControllerUpgrade> {
+    return this.call(routes.recordUpgrade, {}, record);
+  }
+  addSpares(hosts: SpareHost[]): Promise<{ spares: { host: string; hostKey: string }[] }> {
+    return this.call(routes.addSpares, {}, { hosts });
+  }
   /** The cloud the quorum keeper launches replicas on when no spare host is left (undefined: none). */
   setReplicaCloud(cloud: ReplicaCloudSetting | undefined): Promise<unknown> {
     // The input type (defaults not applied yet): the controller applies them and refuses what is missing.
-    return cloud ? this.call(routes.setReplicaCloud, {}, cloud as BodyOf<typeof routes.setReplicaCloud>) : this.call(routes.clearReplicaCloud, {});
+    return cloud
+      ? this.call(routes.setReplicaCloud, {}, cloud as BodyOf<typeof routes.setReplicaCloud>)
+      : this.call(routes.clearReplicaCloud, {});
   }
-  createUser(name: string, password: string, superuser = false): Promise<{ name: string }> { return this.call(routes.createUser, {}, { name, password, superuser }); }
-  grant(model: string, user: string, access: "read" | "write" | "admin"): Promise<void> { return this.call(routes.grant, { model, user }, { access }); }
+  createUser(name: string, password: string, superuser = false): Promise<{ name: string }> {
+    return this.call(routes.createUser, {}, { name, password, superuser });
+  }
+  grant(model: string, user: string, access: "read" | "write" | "admin"): Promise<void> {
+    return this.call(routes.grant, { model, user }, { access });
+  }
   /** Takes away `user`'s access to `model`. */
-  revoke(model: string, user: string): Promise<void> { return this.call(routes.revoke, { model, user }); }
+  revoke(model: string, user: string): Promise<void> {
+    return this.call(routes.revoke, { model, user });
+  }
   /** Sets `user`'s password; their existing tokens stop working. Your own needs `currentPassword`. */
   changePassword(user: string, password: string, currentPassword?: string): Promise<void> {
-    return this.call(routes.changePassword, { user }, { password, ...(currentPassword !== undefined ? { currentPassword } : {}) });
+    return this.call(
+      routes.changePassword,
+      { user },
+      { password, ...(currentPassword !== undefined ? { currentPassword } : {}) },
+    );
   }
   /** Revokes the token in use (on every replica) and forgets it. */
   async logout(): Promise<void> {
@@ -67,106 +128,225 @@ export class ControllerClient extends ControllerTransport {
   }
 
   // --- models ---
-  listModels(): Promise<ModelSummary[]> { return this.call(routes.listModels, {}); }
+  listModels(): Promise<ModelSummary[]> {
+    return this.call(routes.listModels, {});
+  }
   /**
    * `substrate` (default `local`) says where machines for units placed without `to` come from, with
    * the stored `credential` they are made with and the kind's `settings` (api/substrate-kinds.ts). A
    * kubernetes model's cluster is checked first (reached, rights in the namespace) unless `skipCheck`.
    */
-  createModel(name: string, config?: { updateStatusInterval?: number }, substrate?: ModelSubstrate, placed: { credential?: string | undefined; settings?: object | undefined; constraints?: string | undefined } = {}, o: { skipCheck?: boolean } = {}): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
+  createModel(
+    name: string,
+    config?: { updateStatusInterval?: number },
+    substrate?: ModelSubstrate,
+    placed: { credential?: string | undefined; settings?: object | undefined; constraints?: string | undefined } = {},
+    o: { skipCheck?: boolean } = {},
+  ): Promise<{ name: string; uuid: string; substrate: string; credential?: string; constraints?: string }> {
     const body = {
-      name, ...(config ? { config } : {}), ...(substrate ? { substrate } : {}), ...(placed.credential ? { credential: placed.credential } : {}),
-      ...(placed.settings ? { settings: placed.settings } : {}), ...(placed.constraints ? { constraints: placed.constraints } : {}),
+      name,
+      ...(config ? { config } : {}),
+      ...(substrate ? { substrate } : {}),
+      ...(placed.credential ? { credential: placed.credential } : {}),
+      ...(placed.settings ? { settings: placed.settings } : {}),
+      ...(placed.constraints ? { constraints: placed.constraints } : {}),
     };
     // Settings are checked by the controller against the kind's schema (a partial set is refused there, by field).
-    return this.call(routes.createModel, {}, body as BodyOf<typeof routes.createModel>, { skipCheck: o.skipCheck || undefined });
+    return this.call(routes.createModel, {}, body as BodyOf<typeof routes.createModel>, {
+      skipCheck: o.skipCheck || undefined,
+    });
   }
 
   // --- credentials (superusers) ---
-  listCredentials(): Promise<{ credentials: CredentialSummary[] }> { return this.call(routes.listCredentials, {}); }
+  listCredentials(): Promise<{ credentials: CredentialSummary[] }> {
+    return this.call(routes.listCredentials, {});
+  }
   /**
    * Stores a credential; the same values again change nothing; other values need `replace`. A
    * kubernetes cluster's is checked first (reached, the rights Steward needs) unless `skipCheck`.
    */
-  putCredential(name: string, substrate: CredentialSubstrate, attributes: Record<string, string>, replace = false, o: { skipCheck?: boolean } = {}): Promise<{ name: string; created: boolean; changed: boolean }> {
-    return this.call(routes.putCredential, { name }, { substrate, attributes }, { replace: replace || undefined, skipCheck: o.skipCheck || undefined });
+  putCredential(
+    name: string,
+    substrate: CredentialSubstrate,
+    attributes: Record<string, string>,
+    replace = false,
+    o: { skipCheck?: boolean } = {},
+  ): Promise<{ name: string; created: boolean; changed: boolean }> {
+    return this.call(
+      routes.putCredential,
+      { name },
+      { substrate, attributes },
+      { replace: replace || undefined, skipCheck: o.skipCheck || undefined },
+    );
   }
-  removeCredential(name: string): Promise<void> { return this.call(routes.removeCredential, { name }); }
+  removeCredential(name: string): Promise<void> {
+    return this.call(routes.removeCredential, { name });
+  }
   /** With `force`, everything is deleted at once without running hooks. */
-  destroyModel(name: string, force = false): Promise<void> { return this.call(routes.destroyModel, { model: name }, undefined, { force: force || undefined }); }
+  destroyModel(name: string, force = false): Promise<void> {
+    return this.call(routes.destroyModel, { model: name }, undefined, { force: force || undefined });
+  }
   /** The model's status, narrowed by `filter` on the controller (so a large model sends less). */
   status(model: string, filter: StatusFilter = {}): Promise<ModelStatus> {
-    const list = (names: readonly string[] | undefined): string | undefined => (names?.length ? names.join(",") : undefined);
+    const list = (names: readonly string[] | undefined): string | undefined =>
+      names?.length ? names.join(",") : undefined;
     // The compact form parses several times faster at scale; a controller that predates it sends plain JSON, read the same.
-    const query = { application: list(filter.applications), unit: list(filter.units), machine: list(filter.machines), format: "columns" };
+    const query = {
+      application: list(filter.applications),
+      unit: list(filter.units),
+      machine: list(filter.machines),
+      format: "columns",
+    };
     return this.call(routes.status, { model }, undefined, query).then(expandStatusColumns);
   }
 
   // --- operators and applications ---
-  uploadOperator(bundle: Bundle): Promise<{ hash: string; name: string; version: string; created: boolean }> { return this.call(routes.uploadOperator, {}, bundle); }
+  uploadOperator(bundle: Bundle): Promise<{ hash: string; name: string; version: string; created: boolean }> {
+    return this.call(routes.uploadOperator, {}, bundle);
+  }
   hasOperator(hash: string): Promise<boolean> {
-    return this.call("HEAD", pathOf(routes.getOperator, { hash })).then(() => true, (e: unknown) => { if (StewardError.isInstance(e) && e.code === "not-found") return false; throw e; });
+    return this.call("HEAD", pathOf(routes.getOperator, { hash })).then(
+      () => true,
+      (e: unknown) => {
+        if (StewardError.isInstance(e) && e.code === "not-found") return false;
+        throw e;
+      },
+    );
   }
   /** `constraints` (Juju's syntax) apply to the machines made for its units. */
-  deploy(model: string, req: { name: string; operator: string; units?: number; config?: Record<string, string | number | boolean>; to?: string[]; constraints?: string }): Promise<ApplicationInfo> {
+  deploy(
+    model: string,
+    req: {
+      name: string;
+      operator: string;
+      units?: number;
+      config?: Record<string, string | number | boolean>;
+      to?: string[];
+      constraints?: string;
+    },
+  ): Promise<ApplicationInfo> {
     return this.call(routes.deploy, { model }, req);
   }
-  getApplication(model: string, app: string): Promise<ApplicationInfo> { return this.call(routes.getApplication, { model, app }); }
+  getApplication(model: string, app: string): Promise<ApplicationInfo> {
+    return this.call(routes.getApplication, { model, app });
+  }
   /** `constraints` (Juju's syntax; "" clears them) apply to machines made for its units from now on. */
-  updateApplication(model: string, app: string, req: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: string }): Promise<ApplicationInfo> {
+  updateApplication(
+    model: string,
+    app: string,
+    req: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: string },
+  ): Promise<ApplicationInfo> {
     return this.call(routes.updateApplication, { model, app }, req);
   }
-  removeApplication(model: string, app: string, force = false): Promise<void> { return this.call(routes.removeApplication, { model, app }, undefined, { force: force || undefined }); }
+  removeApplication(model: string, app: string, force = false): Promise<void> {
+    return this.call(routes.removeApplication, { model, app }, undefined, { force: force || undefined });
+  }
   addUnits(model: string, app: string, count: number, to?: string[]): Promise<{ units: string[] }> {
     return this.call(routes.addUnits, { model, app }, { count, ...(to ? { to } : {}) });
   }
-  removeUnit(model: string, unit: string, force = false): Promise<void> { return this.call(routes.removeUnit, { model, ...unitParams(unit) }, undefined, { force: force || undefined }); }
+  removeUnit(model: string, unit: string, force = false): Promise<void> {
+    return this.call(routes.removeUnit, { model, ...unitParams(unit) }, undefined, { force: force || undefined });
+  }
 
-  updateModel(model: string, config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean }): Promise<{ name: string; config: Record<string, unknown>; constraints?: string }> {
+  updateModel(
+    model: string,
+    config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean },
+  ): Promise<{ name: string; config: Record<string, unknown>; constraints?: string }> {
     return this.call(routes.updateModel, { model }, { config });
   }
   /** The constraints of machines the model makes from now on (Juju's syntax; "" clears them); machines that exist keep theirs. */
-  setModelConstraints(model: string, constraints: string): Promise<{ name: string; config: Record<string, unknown>; constraints?: string }> {
+  setModelConstraints(
+    model: string,
+    constraints: string,
+  ): Promise<{ name: string; config: Record<string, unknown>; constraints?: string }> {
     return this.call(routes.updateModel, { model }, { constraints });
   }
 
   // --- integrations and units ---
-  integrate(model: string, a: string, b: string): Promise<{ id: number; key: string }> { return this.call(routes.integrate, { model }, { endpoints: [a, b] }); }
-  removeIntegration(model: string, a: string, b: string): Promise<void> { return this.call(routes.removeIntegration, { model }, { endpoints: [a, b] }); }
-  showUnit(model: string, unit: string): Promise<UnitDetails> { return this.call(routes.showUnit, { model, ...unitParams(unit) }); }
+  integrate(model: string, a: string, b: string): Promise<{ id: number; key: string }> {
+    return this.call(routes.integrate, { model }, { endpoints: [a, b] });
+  }
+  removeIntegration(model: string, a: string, b: string): Promise<void> {
+    return this.call(routes.removeIntegration, { model }, { endpoints: [a, b] });
+  }
+  showUnit(model: string, unit: string): Promise<UnitDetails> {
+    return this.call(routes.showUnit, { model, ...unitParams(unit) });
+  }
   /** The unit's recent workload and agent status changes, oldest first. */
-  statusLog(model: string, unit: string): Promise<{ entries: StatusLogEntry[] }> { return this.call(routes.statusLog, { model, ...unitParams(unit) }); }
-  resolve(model: string, unit: string, retry = true): Promise<void> { return this.call(routes.resolve, { model, ...unitParams(unit) }, { retry }).then(() => undefined); }
+  statusLog(model: string, unit: string): Promise<{ entries: StatusLogEntry[] }> {
+    return this.call(routes.statusLog, { model, ...unitParams(unit) });
+  }
+  resolve(model: string, unit: string, retry = true): Promise<void> {
+    return this.call(routes.resolve, { model, ...unitParams(unit) }, { retry }).then(() => undefined);
+  }
 
   // --- actions ---
   /** Queues `action` on units (`web/0`), leaders (`web/leader`) or whole applications (`web`). */
-  runAction(model: string, targets: string[], action: string, params: Record<string, ActionValue> = {}): Promise<RunActionResult> {
+  runAction(
+    model: string,
+    targets: string[],
+    action: string,
+    params: Record<string, ActionValue> = {},
+  ): Promise<RunActionResult> {
     return this.call(routes.runAction, { model }, { targets, action, params });
   }
-  task(model: string, id: number): Promise<TaskInfo> { return this.call(routes.task, { model, id: String(id) }); }
-  operations(model: string, limit = 20): Promise<{ operations: OperationInfo[] }> { return this.call(routes.operations, { model }, undefined, { limit }); }
+  task(model: string, id: number): Promise<TaskInfo> {
+    return this.call(routes.task, { model, id: String(id) });
+  }
+  operations(model: string, limit = 20): Promise<{ operations: OperationInfo[] }> {
+    return this.call(routes.operations, { model }, undefined, { limit });
+  }
 
   // --- machines ---
   /** `constraints` (Juju's syntax, aws and vsphere) are merged over the model's. */
-  addMachines(model: string, substrate: ModelSubstrate, count = 1, constraints?: string): Promise<{ machines: { id: string; credential?: string }[] }> {
-    return this.call(routes.addMachines, { model }, { substrate, count, ...(constraints ? { constraints } : {}) } as BodyOf<typeof routes.addMachines>);
+  addMachines(
+    model: string,
+    substrate: ModelSubstrate,
+    count = 1,
+    constraints?: string,
+  ): Promise<{ machines: { id: string; credential?: string }[] }> {
+    return this.call(routes.addMachines, { model }, {
+      substrate,
+      count,
+      ...(constraints ? { constraints } : {}),
+    } as BodyOf<typeof routes.addMachines>);
   }
   /** Checks the host at once and installs an agent there in the background (see machine status). */
   addSshMachine(model: string, ssh: SshMachineRequest): Promise<{ machines: { id: string; hostKey: string }[] }> {
-    return this.call(routes.addMachines, { model }, { substrate: "ssh", ssh }) as Promise<{ machines: { id: string; hostKey: string }[] }>;
+    return this.call(routes.addMachines, { model }, { substrate: "ssh", ssh }) as Promise<{
+      machines: { id: string; hostKey: string }[];
+    }>;
   }
-  listMachines(model: string): Promise<MachineInfo[]> { return this.call(routes.listMachines, { model }); }
-  removeMachine(model: string, id: string, force = false): Promise<void> { return this.call(routes.removeMachine, { model, id }, undefined, { force: force || undefined }); }
+  listMachines(model: string): Promise<MachineInfo[]> {
+    return this.call(routes.listMachines, { model });
+  }
+  removeMachine(model: string, id: string, force = false): Promise<void> {
+    return this.call(routes.removeMachine, { model, id }, undefined, { force: force || undefined });
+  }
 
   /**
    * A model's agent and hook logs (`steward debug-log`): `onRecord` gets each record, `onDropped`
    * how many the controller skipped because this client read too slowly. Resolves when the stream
    * ends (after the backlog with `tail: false`) or `signal` aborts.
    */
-  async debugLog(model: string, q: DebugLogQuery, onRecord: (r: DebugLogRecord) => void, opts: { signal?: AbortSignal; onDropped?: (n: number) => void } = {}): Promise<void> {
-    const path = pathOf(routes.debugLog, { model }, {
-      include: q.include, exclude: q.exclude, level: q.level, lines: q.lines, replay: q.replay ? true : undefined, tail: q.tail === false ? false : undefined,
-    });
+  async debugLog(
+    model: string,
+    q: DebugLogQuery,
+    onRecord: (r: DebugLogRecord) => void,
+    opts: { signal?: AbortSignal; onDropped?: (n: number) => void } = {},
+  ): Promise<void> {
+    const path = pathOf(
+      routes.debugLog,
+      { model },
+      {
+        include: q.include,
+        exclude: q.exclude,
+        level: q.level,
+        lines: q.lines,
+        replay: q.replay ? true : undefined,
+        tail: q.tail === false ? false : undefined,
+      },
+    );
     if (!this.token && this.opts.password) await this.login();
     try {
       await this.streamLines(path, (line) => parseLogLine(line, onRecord, opts.onDropped), opts.signal);
@@ -186,7 +366,14 @@ export class ControllerClient extends ControllerTransport {
     for (;;) {
       let received = false;
       try {
-        return await this.watchOnce(model, (s) => { received = true; onStatus(s); }, signal);
+        return await this.watchOnce(
+          model,
+          (s) => {
+            received = true;
+            onStatus(s);
+          },
+          signal,
+        );
       } catch (err) {
         // The token ended (expired, or revoked by a password change): with a password at hand, log
         // in again and carry on; not if the new token was refused before anything arrived.
@@ -200,9 +387,16 @@ export class ControllerClient extends ControllerTransport {
     const address = this.list[this.preferred]!;
     // Loaded here: only watches need it, and a one-shot CLI command starts faster without it.
     const WebSocketClass = require("ws") as typeof WebSocket;
-    const ws = new WebSocketClass(`wss://${address}/v1/models/${enc(model)}/watch`, { ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME, headers: { authorization: `Bearer ${this.token}` } } as WebSocket.ClientOptions);
+    const ws = new WebSocketClass(`wss://${address}/v1/models/${enc(model)}/watch`, {
+      ca: this.opts.caCert,
+      servername: CONTROLLER_TLS_NAME,
+      headers: { authorization: `Bearer ${this.token}` },
+    } as WebSocket.ClientOptions);
     await new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => { ws.close(1000); resolve(); };
+      const onAbort = (): void => {
+        ws.close(1000);
+        resolve();
+      };
       if (signal.aborted) return onAbort();
       signal.addEventListener("abort", onAbort, { once: true });
       ws.on("message", (data: Buffer) => {
@@ -210,14 +404,30 @@ export class ControllerClient extends ControllerTransport {
         if (msg.status) onStatus(msg.status);
         else if (msg.error) reject(errorFromWire(msg.error, 400));
       });
-      ws.on("unexpected-response", (_req, res) => reject(new StewardError(res.statusCode === 401 ? "unauthorized" : res.statusCode === 404 ? "not-found" : "unavailable", `watch refused with HTTP ${res.statusCode}`)));
-      ws.on("error", (err: NodeJS.ErrnoException) => reject(err.code && UNTRUSTED_CERTIFICATE_ERRORS.has(err.code) ? untrustedCertificate(address, err.code, err) : err));
+      ws.on("unexpected-response", (_req, res) =>
+        reject(
+          new StewardError(
+            res.statusCode === 401 ? "unauthorized" : res.statusCode === 404 ? "not-found" : "unavailable",
+            `watch refused with HTTP ${res.statusCode}`,
+          ),
+        ),
+      );
+      ws.on("error", (err: NodeJS.ErrnoException) =>
+        reject(
+          err.code && UNTRUSTED_CERTIFICATE_ERRORS.has(err.code) ? untrustedCertificate(address, err.code, err) : err,
+        ),
+      );
       ws.on("close", (code: number, reason: Buffer) => {
         signal.removeEventListener("abort", onAbort);
         if (signal.aborted) return;
-        if (code === WATCH_CLOSE_CODES.tokenEnded) reject(new StewardError("unauthorized", `status stream closed: ${reason.toString()}`));
-        else if (code === WATCH_CLOSE_CODES.accessEnded) reject(new StewardError("forbidden", `status stream closed: ${reason.toString()}`));
-        else reject(new StewardError("unavailable", "status stream closed by the controller", { reason: "stream-broken" }));
+        if (code === WATCH_CLOSE_CODES.tokenEnded)
+          reject(new StewardError("unauthorized", `status stream closed: ${reason.toString()}`));
+        else if (code === WATCH_CLOSE_CODES.accessEnded)
+          reject(new StewardError("forbidden", `status stream closed: ${reason.toString()}`));
+        else
+          reject(
+            new StewardError("unavailable", "status stream closed by the controller", { reason: "stream-broken" }),
+          );
       });
     });
   }
@@ -231,7 +441,9 @@ function parseLogLine(line: string, onRecord: (r: DebugLogRecord) => void, onDro
   else onRecord(v);
 }
 
-function enc(s: string): string { return encodeURIComponent(s); }
+function enc(s: string): string {
+  return encodeURIComponent(s);
+}
 
 /** A unit's name as the path parameters of its routes: `web/0` → `{app: "web", n: "0"}`. */
 function unitParams(unit: string): { app: string; n: string } {

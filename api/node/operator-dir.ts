@@ -6,9 +6,15 @@ import { OperatorInvalidError, bundleHash, validateBundle } from "../operator";
 
 const SKIP = new Set([".git", "node_modules", ".DS_Store"]);
 
-export async function readOperatorDir(dir: string): Promise<{ bundle: Bundle; hash: string; meta: ReturnType<typeof validateBundle> }> {
+export async function readOperatorDir(
+  dir: string,
+): Promise<{ bundle: Bundle; hash: string; meta: ReturnType<typeof validateBundle> }> {
   const st = await lstat(dir).catch(() => undefined);
-  if (!st?.isDirectory()) throw new OperatorInvalidError(dir, "is not a directory: give the path of an operator directory (the one holding operator.yaml)");
+  if (!st?.isDirectory())
+    throw new OperatorInvalidError(
+      dir,
+      "is not a directory: give the path of an operator directory (the one holding operator.yaml)",
+    );
   const files: BundleFileEntry[] = [];
   const walk = async (d: string): Promise<void> => {
     for (const entry of (await readdir(d, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
@@ -17,7 +23,11 @@ export async function readOperatorDir(dir: string): Promise<{ bundle: Bundle; ha
       if (entry.isDirectory()) await walk(full);
       else if (entry.isFile()) {
         const s = await lstat(full);
-        files.push({ path: relative(dir, full).split("\\").join("/"), mode: s.mode & 0o777, content: (await readFile(full)).toString("base64") });
+        files.push({
+          path: relative(dir, full).split("\\").join("/"),
+          mode: s.mode & 0o777,
+          content: (await readFile(full)).toString("base64"),
+        });
       } else if (entry.isSymbolicLink()) {
         throw new OperatorInvalidError(relative(dir, full), "is a symbolic link; operators must hold real files");
       }

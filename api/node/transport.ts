@@ -50,26 +50,51 @@ export interface ControllerClientOptions {
 }
 
 /** Where a client goes after a model moved: the target's addresses and CA, and credentials if not the same. */
-export interface MovedTo { addresses: string[]; caCert: string; user?: string; password?: string; token?: string }
+export interface MovedTo {
+  addresses: string[];
+  caCert: string;
+  user?: string;
+  password?: string;
+  token?: string;
+}
 
 /** A replica that does not even accept the connection this fast is treated as down. */
 const CONNECT_TIMEOUT_MS = 3000;
 
-
 /** A login told to wait at most this long is retried; longer (failed-login limits) is reported. */
 const MAX_LOGIN_WAIT_SECONDS = 5;
 
-const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
+const CONNECTION_ERRORS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
 
 // TLS verification failures: the replica is up, but its certificate is not from the pinned CA.
 export const UNTRUSTED_CERTIFICATE_ERRORS = new Set([
-  "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT", "CERT_SIGNATURE_FAILURE",
-  "UNABLE_TO_GET_ISSUER_CERT", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "CERT_UNTRUSTED", "CERT_HAS_EXPIRED", "ERR_TLS_CERT_ALTNAME_INVALID",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_SIGNATURE_FAILURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_UNTRUSTED",
+  "CERT_HAS_EXPIRED",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
 ]);
 
 /** The error for a replica whose certificate the pinned CA did not sign; its reason lets callers name the controller. */
 export function untrustedCertificate(address: string, code: string, cause: unknown): StewardError {
-  return new StewardError("unavailable", `the controller at ${address} presented a certificate that the CA this client trusts for it does not accept (${code}): either the controller was re-created with a new CA, or something else answers at that address`, { cause, reason: "untrusted-certificate", details: { reason: "untrusted-certificate", address } });
+  return new StewardError(
+    "unavailable",
+    `the controller at ${address} presented a certificate that the CA this client trusts for it does not accept (${code}): either the controller was re-created with a new CA, or something else answers at that address`,
+    { cause, reason: "untrusted-certificate", details: { reason: "untrusted-certificate", address } },
+  );
 }
 
 /** The connection half of {@link ControllerClient}: what every call goes through. */
@@ -92,24 +117,37 @@ export class ControllerTransport {
   }
 
   /** The replica addresses this client tries, in order: at first those given; after an answer, the answering one and those it announced. */
-  get addresses(): string[] { return [...this.list]; }
+  get addresses(): string[] {
+    return [...this.list];
+  }
 
   /** The current token, for callers that persist it (the CLI). */
-  get currentToken(): string | undefined { return this.token; }
+  get currentToken(): string | undefined {
+    return this.token;
+  }
 
-  close(): void { this.agent.destroy(); }
+  close(): void {
+    this.agent.destroy();
+  }
 
   async login(): Promise<string> {
-    if (!this.opts.user || !this.opts.password) throw new StewardError("unauthorized", "no password to log in with: run `steward login` first");
+    if (!this.opts.user || !this.opts.password)
+      throw new StewardError("unauthorized", "no password to log in with: run `steward login` first");
     for (let attempt = 1; ; attempt++) {
       try {
         // A token still held goes along: the controller checks a login renewing a valid one first.
-        const res = await this.raw<AnswerOf<typeof routes.login>>(methodOf(routes.login), routes.login.path, { user: this.opts.user, password: this.opts.password }, this.token !== undefined);
+        const res = await this.raw<AnswerOf<typeof routes.login>>(
+          methodOf(routes.login),
+          routes.login.path,
+          { user: this.opts.user, password: this.opts.password },
+          this.token !== undefined,
+        );
         this.token = res.token;
         return res.token;
       } catch (err) {
         // Told to wait a moment (the controller is busy checking passwords): wait and try again, a few times.
-        const wait = StewardError.isInstance(err) && err.code === "rate-limited" ? Number(err.details.retryAfterSeconds) : NaN;
+        const wait =
+          StewardError.isInstance(err) && err.code === "rate-limited" ? Number(err.details.retryAfterSeconds) : NaN;
         if (!(wait <= MAX_LOGIN_WAIT_SECONDS) || attempt >= 3) throw err;
         await new Promise((resolve) => setTimeout(resolve, wait * 1000));
       }
@@ -137,7 +175,8 @@ export class ControllerTransport {
     try {
       return await this.callHere<T>(method, path, body);
     } catch (err) {
-      if (!StewardError.isInstance(err) || err.code !== "moved" || !this.opts.onMoved || !isModelMoved(err.details)) throw err;
+      if (!StewardError.isInstance(err) || err.code !== "moved" || !this.opts.onMoved || !isModelMoved(err.details))
+        throw err;
       const next = await this.opts.onMoved(err.details);
       if (!next) throw err;
       this.retarget(next);
@@ -148,7 +187,12 @@ export class ControllerTransport {
   /** From now on this client talks to another controller (the one a model moved to). */
   private retarget(next: MovedTo): void {
     this.agent.destroy();
-    this.opts = { ...this.opts, addresses: next.addresses, caCert: next.caCert, ...(next.user !== undefined ? { user: next.user, password: next.password, token: next.token } : {}) };
+    this.opts = {
+      ...this.opts,
+      addresses: next.addresses,
+      caCert: next.caCert,
+      ...(next.user !== undefined ? { user: next.user, password: next.password, token: next.token } : {}),
+    };
     this.agent = new Agent({ keepAlive: true, ca: next.caCert, maxSockets: 16 });
     this.list = [...next.addresses];
     this.preferred = 0;
@@ -187,9 +231,15 @@ export class ControllerTransport {
         } catch (err) {
           lastErr = err;
           // Try the next replica when this one is unreachable, has lost its store majority (503) or lags behind it (504).
-          if (StewardError.isInstance(err) && isUnavailable(err)) { answeredUnavailable = true; continue; }
+          if (StewardError.isInstance(err) && isUnavailable(err)) {
+            answeredUnavailable = true;
+            continue;
+          }
           const code = (err as NodeJS.ErrnoException).code;
-          if (code && UNTRUSTED_CERTIFICATE_ERRORS.has(code)) { lastErr = untrustedCertificate(address, code, err); continue; }
+          if (code && UNTRUSTED_CERTIFICATE_ERRORS.has(code)) {
+            lastErr = untrustedCertificate(address, code, err);
+            continue;
+          }
           if (!code || !CONNECTION_ERRORS.has(code)) throw err;
         }
       }
@@ -197,7 +247,11 @@ export class ControllerTransport {
       if (!answeredUnavailable && !asked && this.opts.reachable) {
         asked = true;
         const fresh = (await this.opts.reachable().catch(() => [])).filter((a) => !tried.includes(a));
-        if (fresh.length > 0) { this.list = [...fresh, ...this.list]; this.preferred = 0; continue; }
+        if (fresh.length > 0) {
+          this.list = [...fresh, ...this.list];
+          this.preferred = 0;
+          continue;
+        }
       }
       // A replica answered but could not serve (an election under way): another round soon may.
       const pause = Math.min(250 * 2 ** round, 2000);
@@ -205,36 +259,71 @@ export class ControllerTransport {
       await new Promise((r) => setTimeout(r, pause));
     }
     if (StewardError.isInstance(lastErr)) throw lastErr;
-    throw new StewardError("unavailable", `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`, { cause: lastErr, reason: "controller-unreachable" });
+    throw new StewardError(
+      "unavailable",
+      `no controller answered at ${tried.join(", ")}: ${(lastErr as Error)?.message}. Is the controller running?`,
+      { cause: lastErr, reason: "controller-unreachable" },
+    );
   }
 
-  private once<T>(address: string, method: string, path: string, body: unknown, auth: boolean, requestId?: string): Promise<T> {
+  private once<T>(
+    address: string,
+    method: string,
+    path: string,
+    body: unknown,
+    auth: boolean,
+    requestId?: string,
+  ): Promise<T> {
     const [host, port] = splitAddress(address);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: Record<string, string> = { accept: "application/json" };
-    if (payload) { headers["content-type"] = "application/json"; headers["content-length"] = String(payload.length); }
+    if (payload) {
+      headers["content-type"] = "application/json";
+      headers["content-length"] = String(payload.length);
+    }
     if (auth && this.token) headers.authorization = `Bearer ${this.token}`;
     if (requestId) headers[REQUEST_ID_HEADER] = requestId;
     this.requestCount++;
     return new Promise<T>((resolve, reject) => {
-      const req = request({ host, port, method, path, headers, agent: this.agent, servername: CONTROLLER_TLS_NAME, timeout: this.opts.timeoutMs ?? 30_000 }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("error", reject);
-        res.on("end", () => {
-          this.follow(address, res.headers[ADDRESSES_HEADER]);
-          const text = Buffer.concat(chunks).toString("utf8");
-          let parsed: unknown = undefined;
-          try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = text; }
-          if ((res.statusCode ?? 500) >= 400) reject(errorFromWire(parsed, res.statusCode ?? 500));
-          else resolve(parsed as T);
-        });
-      });
-      req.on("timeout", () => req.destroy(Object.assign(new Error(`request to ${address} timed out`), { code: "ETIMEDOUT" })));
+      const req = request(
+        {
+          host,
+          port,
+          method,
+          path,
+          headers,
+          agent: this.agent,
+          servername: CONTROLLER_TLS_NAME,
+          timeout: this.opts.timeoutMs ?? 30_000,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("error", reject);
+          res.on("end", () => {
+            this.follow(address, res.headers[ADDRESSES_HEADER]);
+            const text = Buffer.concat(chunks).toString("utf8");
+            let parsed: unknown = undefined;
+            try {
+              parsed = text ? JSON.parse(text) : undefined;
+            } catch {
+              parsed = text;
+            }
+            if ((res.statusCode ?? 500) >= 400) reject(errorFromWire(parsed, res.statusCode ?? 500));
+            else resolve(parsed as T);
+          });
+        },
+      );
+      req.on("timeout", () =>
+        req.destroy(Object.assign(new Error(`request to ${address} timed out`), { code: "ETIMEDOUT" })),
+      );
       // A host that is gone does not refuse the connection; do not wait the whole request timeout for it.
       req.on("socket", (socket) => {
         if (!socket.connecting) return;
-        const t = setTimeout(() => req.destroy(Object.assign(new Error(`could not connect to ${address}`), { code: "ETIMEDOUT" })), CONNECT_TIMEOUT_MS);
+        const t = setTimeout(
+          () => req.destroy(Object.assign(new Error(`could not connect to ${address}`), { code: "ETIMEDOUT" })),
+          CONNECT_TIMEOUT_MS,
+        );
         t.unref();
         socket.once("connect", () => clearTimeout(t));
         socket.once("close", () => clearTimeout(t));
@@ -258,37 +347,78 @@ export class ControllerTransport {
   /** GETs `path` from the preferred replica and hands each line of the answer to `onLine`, without a timeout. */
   protected streamLines(path: string, onLine: (line: string) => void, signal?: AbortSignal): Promise<void> {
     const [host, port] = splitAddress(this.list[this.preferred]!);
-    const headers: Record<string, string> = { accept: "application/x-ndjson", ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) };
+    const headers: Record<string, string> = {
+      accept: "application/x-ndjson",
+      ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+    };
     return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) { resolve(); return; }
-      const req = request({ host, port, method: "GET", path, headers, ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME }, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        if ((res.statusCode ?? 500) >= 400) {
-          res.on("data", (c: string) => { text += c; });
-          res.on("end", () => { let body: unknown = text; try { body = JSON.parse(text); } catch { /* not JSON */ } reject(errorFromWire(body, res.statusCode ?? 500)); });
-          return;
-        }
-        res.on("data", (c: string) => {
-          text += c;
-          const lines = text.split("\n");
-          text = lines.pop() ?? "";
-          try { for (const l of lines) onLine(l); } catch (err) { req.destroy(); reject(err as Error); }
-        });
-        res.on("end", () => { if (text) onLine(text); resolve(); });
-        res.on("error", reject);
-      });
-      const onAbort = (): void => { req.destroy(); resolve(); };
+      if (signal?.aborted) {
+        resolve();
+        return;
+      }
+      const req = request(
+        { host, port, method: "GET", path, headers, ca: this.opts.caCert, servername: CONTROLLER_TLS_NAME },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          if ((res.statusCode ?? 500) >= 400) {
+            res.on("data", (c: string) => {
+              text += c;
+            });
+            res.on("end", () => {
+              let body: unknown = text;
+              try {
+                body = JSON.parse(text);
+              } catch {
+                /* not JSON */
+              }
+              reject(errorFromWire(body, res.statusCode ?? 500));
+            });
+            return;
+          }
+          res.on("data", (c: string) => {
+            text += c;
+            const lines = text.split("\n");
+            text = lines.pop() ?? "";
+            try {
+              for (const l of lines) onLine(l);
+            } catch (err) {
+              req.destroy();
+              reject(err as Error);
+            }
+          });
+          res.on("end", () => {
+            if (text) onLine(text);
+            resolve();
+          });
+          res.on("error", reject);
+        },
+      );
+      const onAbort = (): void => {
+        req.destroy();
+        resolve();
+      };
       signal?.addEventListener("abort", onAbort, { once: true });
       req.on("close", () => signal?.removeEventListener("abort", onAbort));
-      req.on("error", (err) => { if (signal?.aborted) resolve(); else reject(new StewardError("unavailable", `log stream from ${host}:${port} broke: ${err.message}`, { cause: err, reason: "stream-broken" })); });
+      req.on("error", (err) => {
+        if (signal?.aborted) resolve();
+        else
+          reject(
+            new StewardError("unavailable", `log stream from ${host}:${port} broke: ${err.message}`, {
+              cause: err,
+              reason: "stream-broken",
+            }),
+          );
+      });
       req.end();
     });
   }
 }
 
 /** After a route's path parameters: its body when it takes one, then its query. */
-type BodyAndQuery<R extends RouteSpec> = R extends { body: SchemaName } | { rawBody: true } ? [body: BodyOf<R>, query?: QueryOf<R>] : [body?: undefined, query?: QueryOf<R>];
+type BodyAndQuery<R extends RouteSpec> = R extends { body: SchemaName } | { rawBody: true }
+  ? [body: BodyOf<R>, query?: QueryOf<R>]
+  : [body?: undefined, query?: QueryOf<R>];
 
 export function splitAddress(address: string): [string, number] {
   const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(address);

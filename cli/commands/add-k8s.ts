@@ -26,16 +26,33 @@ export default class AddK8sCommand extends ControllerCommand {
   });
 
   name = Option.String({ required: true, name: "name" });
-  kubeconfig = Option.String("--kubeconfig", { description: "The kubeconfig file (default $KUBECONFIG, else ~/.kube/config)" });
-  contextName = Option.String("--context", { description: "The kubeconfig context to use (default its current-context)" });
+  kubeconfig = Option.String("--kubeconfig", {
+    description: "The kubeconfig file (default $KUBECONFIG, else ~/.kube/config)",
+  });
+  contextName = Option.String("--context", {
+    description: "The kubeconfig context to use (default its current-context)",
+  });
   replace = Option.Boolean("--replace", false, { description: "Replace an existing cluster's credential" });
-  skipCheck = Option.Boolean("--skip-check", false, { description: "Store it without checking that the controller reaches the cluster and that its user has the rights Steward needs" });
+  skipCheck = Option.Boolean("--skip-check", false, {
+    description:
+      "Store it without checking that the controller reaches the cluster and that its user has the rights Steward needs",
+  });
 
   async run(): Promise<number> {
     const connection = readKubeconfig(this.context.env, this.kubeconfig, this.contextName);
-    const res = await (await this.connect()).putCredential(this.name, "kubernetes", kubernetes.credentialOfConnection(connection), this.replace, { skipCheck: this.skipCheck });
+    const res = await (
+      await this.connect()
+    ).putCredential(this.name, "kubernetes", kubernetes.credentialOfConnection(connection), this.replace, {
+      skipCheck: this.skipCheck,
+    });
     const what = `cluster "${this.name}" (${connection.server}, context ${connection.context || "?"})`;
-    this.out(res.created ? `Registered ${what}. Make a model on it: steward add-model NAME --substrate kubernetes:${this.name}` : res.changed ? `Replaced ${what}.` : `${what[0]!.toUpperCase()}${what.slice(1)} is already registered with these values; nothing changed.`);
+    this.out(
+      res.created
+        ? `Registered ${what}. Make a model on it: steward add-model NAME --substrate kubernetes:${this.name}`
+        : res.changed
+          ? `Replaced ${what}.`
+          : `${what[0]!.toUpperCase()}${what.slice(1)} is already registered with these values; nothing changed.`,
+    );
     return 0;
   }
 }

@@ -28,20 +28,40 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
     examples: [
       ["Create a model called demo", "$0 add-model demo"],
       ["A model of SSH hosts", "$0 add-model shop --substrate ssh"],
-      ["A model on EC2, spread over three subnets", "$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --instance-type t3.small --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd"],
-      ["A model on vSphere", "$0 add-model estate --substrate vsphere --credential lab --vcenter https://vcenter.example.com/sdk --datacenter DC1 --template debian-12-template --vcenter-ca-file vcenter-ca.pem"],
-      ["Machines with at least 2 cores and 4 GiB by default", "$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --constraints \"cores=2 mem=4G\""],
+      [
+        "A model on EC2, spread over three subnets",
+        "$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --instance-type t3.small --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd",
+      ],
+      [
+        "A model on vSphere",
+        "$0 add-model estate --substrate vsphere --credential lab --vcenter https://vcenter.example.com/sdk --datacenter DC1 --template debian-12-template --vcenter-ca-file vcenter-ca.pem",
+      ],
+      [
+        "Machines with at least 2 cores and 4 GiB by default",
+        '$0 add-model shop --substrate aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --constraints "cores=2 mem=4G"',
+      ],
       ["A model on a Kubernetes cluster registered with add-k8s", "$0 add-model shop --substrate kubernetes:lab"],
       ["Run update-status every minute", "$0 add-model demo --update-status-interval 1m"],
     ],
   });
 
   name = Option.String({ required: true, name: "name" });
-  substrateArg = Option.String("--substrate", { description: `Where machines come from: ${plainKinds()}, or kubernetes:CLUSTER (default local)` });
-  namespace = Option.String("--namespace", { description: "kubernetes: the namespace its pods go in (default the model's name)" });
-  credential = Option.String("--credential", { description: "Stored credential its machines are made with (steward add-credential)" });
-  skipCheck = Option.Boolean("--skip-check", false, { description: "kubernetes: make the model without checking the cluster's reachability and rights" });
-  interval = Option.String("--update-status-interval", { description: "How often units run update-status (default 5m): " + DURATION_HELP, validator: isDuration() });
+  substrateArg = Option.String("--substrate", {
+    description: `Where machines come from: ${plainKinds()}, or kubernetes:CLUSTER (default local)`,
+  });
+  namespace = Option.String("--namespace", {
+    description: "kubernetes: the namespace its pods go in (default the model's name)",
+  });
+  credential = Option.String("--credential", {
+    description: "Stored credential its machines are made with (steward add-credential)",
+  });
+  skipCheck = Option.Boolean("--skip-check", false, {
+    description: "kubernetes: make the model without checking the cluster's reachability and rights",
+  });
+  interval = Option.String("--update-status-interval", {
+    description: "How often units run update-status (default 5m): " + DURATION_HELP,
+    validator: isDuration(),
+  });
 
   /** `--substrate`, with `kubernetes:CLUSTER` read as the kubernetes substrate and the cluster's credential. */
   private get substrate(): ModelSubstrate | undefined {
@@ -49,20 +69,34 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
     if (arg === undefined) return undefined;
     if (arg.startsWith("kubernetes:") || arg.startsWith("k8s:")) return "kubernetes";
     const kind = contractNamed(arg);
-    if (!kind) throw new UsageError(`--substrate ${arg}: expected one of ${plainKinds()}, or kubernetes:CLUSTER (a cluster registered with steward add-k8s)`);
+    if (!kind)
+      throw new UsageError(
+        `--substrate ${arg}: expected one of ${plainKinds()}, or kubernetes:CLUSTER (a cluster registered with steward add-k8s)`,
+      );
     return kind.name;
   }
 
   private kubernetesSettings(): { credential?: string; settings?: KubernetesModelSettings } {
     if (contractOf(this.substrate).provisions !== "pods") {
-      if (this.namespace !== undefined) throw new UsageError("--namespace is for kubernetes models (--substrate kubernetes:CLUSTER)");
-      if (this.skipCheck) throw new UsageError("--skip-check is for kubernetes models (--substrate kubernetes:CLUSTER)");
+      if (this.namespace !== undefined)
+        throw new UsageError("--namespace is for kubernetes models (--substrate kubernetes:CLUSTER)");
+      if (this.skipCheck)
+        throw new UsageError("--skip-check is for kubernetes models (--substrate kubernetes:CLUSTER)");
       return {};
     }
     const cluster = this.substrateArg!.slice(this.substrateArg!.indexOf(":") + 1) || this.credential;
-    if (!cluster) throw new UsageError("name the cluster: --substrate kubernetes:CLUSTER (one registered with steward add-k8s; see steward credentials)");
-    if (this.credential !== undefined && this.credential !== cluster) throw new UsageError(`--substrate kubernetes:${cluster} and --credential ${this.credential} name two clusters: give one`);
-    return { credential: cluster, ...(this.namespace !== undefined ? { settings: { namespace: this.namespace } } : {}) };
+    if (!cluster)
+      throw new UsageError(
+        "name the cluster: --substrate kubernetes:CLUSTER (one registered with steward add-k8s; see steward credentials)",
+      );
+    if (this.credential !== undefined && this.credential !== cluster)
+      throw new UsageError(
+        `--substrate kubernetes:${cluster} and --credential ${this.credential} name two clusters: give one`,
+      );
+    return {
+      credential: cluster,
+      ...(this.namespace !== undefined ? { settings: { namespace: this.namespace } } : {}),
+    };
   }
 
   async run(): Promise<number> {
@@ -71,11 +105,19 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
     const cloud = await this.cloudSettings();
     const client = await this.connect();
     const config = this.interval !== undefined ? { updateStatusInterval: Math.round(this.interval / 1000) } : undefined;
-    const m = await client.createModel(this.name, config, this.substrate, { credential: this.credential, ...cloud, ...k8s, constraints }, { skipCheck: this.skipCheck });
+    const m = await client.createModel(
+      this.name,
+      config,
+      this.substrate,
+      { credential: this.credential, ...cloud, ...k8s, constraints },
+      { skipCheck: this.skipCheck },
+    );
     const { name, cfg } = await this.resolveController();
     cfg.controllers[name]!.currentModel = m.name;
     await this.saveConfig(cfg);
-    this.out(`Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, ${contractNamed(m.substrate)?.provisions === "pods" ? "cluster" : "credential"} ${m.credential}` : ""}${m.constraints ? `, constraints ${m.constraints}` : ""}) and made it current.`);
+    this.out(
+      `Added model "${m.name}" (${m.uuid}, ${m.substrate} substrate${m.credential ? `, ${contractNamed(m.substrate)?.provisions === "pods" ? "cluster" : "credential"} ${m.credential}` : ""}${m.constraints ? `, constraints ${m.constraints}` : ""}) and made it current.`,
+    );
     return 0;
   }
 

@@ -14,7 +14,10 @@ export default class AddSpareCommand extends ControllerCommand {
       the private key (in its store, which only replicas can read) to do so.
     `,
     examples: [
-      ["Add a spare host, pinning its key", "$0 add-spare ssh:root@10.0.0.9 --key-file ~/.ssh/id_ed25519 --host-key SHA256:Ab…"],
+      [
+        "Add a spare host, pinning its key",
+        "$0 add-spare ssh:root@10.0.0.9 --key-file ~/.ssh/id_ed25519 --host-key SHA256:Ab…",
+      ],
     ],
   });
 
@@ -25,7 +28,12 @@ export default class AddSpareCommand extends ControllerCommand {
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host keys offered now" });
 
   async run(): Promise<number> {
-    const hosts = await sshHosts(this.context, this.targets, { keyFile: this.keyFile, keyEnv: this.keyEnv, hostKeys: this.hostKey, tofu: this.tofu });
+    const hosts = await sshHosts(this.context, this.targets, {
+      keyFile: this.keyFile,
+      keyEnv: this.keyEnv,
+      hostKeys: this.hostKey,
+      tofu: this.tofu,
+    });
     const res = await (await this.connect()).addSpares(hosts);
     for (const s of res.spares) this.out(`Spare host ${s.host} added (host key ${s.hostKey}).`);
     return 0;

@@ -7,7 +7,10 @@ export default class AddUnitCommand extends ModelCommand {
   static override usage = Command.Usage({
     category: "Applications",
     description: "add units to an application",
-    examples: [["Add one unit of web", "$0 add-unit web"], ["Add three, the first on machine 4", "$0 add-unit web -n 3 --to 4"]],
+    examples: [
+      ["Add one unit of web", "$0 add-unit web"],
+      ["Add three, the first on machine 4", "$0 add-unit web -n 3 --to 4"],
+    ],
   });
 
   app = Option.String({ required: true, name: "application" });
@@ -17,7 +20,12 @@ export default class AddUnitCommand extends ModelCommand {
   async run(): Promise<number> {
     const n = this.count;
     const client = await this.connect();
-    const res = await client.addUnits(await this.model(), this.app, n, this.to ? this.to.split(",").map((s) => s.trim()) : undefined);
+    const res = await client.addUnits(
+      await this.model(),
+      this.app,
+      n,
+      this.to ? this.to.split(",").map((s) => s.trim()) : undefined,
+    );
     this.out(`Added ${res.units.join(", ")}.`);
     return 0;
   }

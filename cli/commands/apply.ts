@@ -21,26 +21,43 @@ export default class ApplyCommand extends ModelFileCommand {
       Without a terminal to ask, \`--yes\` is required. See \`steward diff\` for the same comparison
       without changes.
     `,
-    examples: [["Apply the local example", "$0 apply examples/local/model.yaml --yes"], ["Apply to a named model", "$0 apply prod.yaml -m prod"]],
+    examples: [
+      ["Apply the local example", "$0 apply examples/local/model.yaml --yes"],
+      ["Apply to a named model", "$0 apply prod.yaml -m prod"],
+    ],
   });
 
   yes = Option.Boolean("-y,--yes", false, { description: "Apply without asking" });
   noWait = Option.Boolean("--no-wait", false, { description: "Do not wait for units to become active" });
-  timeout = Option.String("--timeout", "10m", { description: "How long to wait for units: " + DURATION_HELP, validator: isDuration() });
+  timeout = Option.String("--timeout", "10m", {
+    description: "How long to wait for units: " + DURATION_HELP,
+    validator: isDuration(),
+  });
 
   async run(): Promise<number> {
     const { client, model, def, changes } = await this.plan();
     let changed: Record<string, AppliedChange> = {};
     if (changes.length > 0) {
-      if (!this.yes && !(await this.confirm())) { this.out("Nothing changed."); return 1; }
+      if (!this.yes && !(await this.confirm())) {
+        this.out("Nothing changed.");
+        return 1;
+      }
       changed = await applyChanges(client, model, def, changes, (l) => this.progress(l));
       const { name, cfg } = await this.resolveController();
-      if (!cfg.controllers[name]!.currentModel) { cfg.controllers[name]!.currentModel = model; await this.saveConfig(cfg); }
+      if (!cfg.controllers[name]!.currentModel) {
+        cfg.controllers[name]!.currentModel = model;
+        await this.saveConfig(cfg);
+      }
     }
     if (!this.noWait && def.applications.length > 0) {
       this.progress("Waiting for units to be active/idle:");
       // Upgraded and reconfigured applications: until their units have run the hooks for it, not only active/idle.
-      await waitForModelReady(client, model, { apps: def.applications.map((a) => a.name), changed, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+      await waitForModelReady(client, model, {
+        apps: def.applications.map((a) => a.name),
+        changed,
+        timeoutMs: this.timeout,
+        progress: (l) => this.progress(l),
+      });
       this.out(`Model "${model}" matches ${this.file}; all units are active.`);
     }
     return 0;

@@ -14,9 +14,23 @@ export default class BackupsCommand extends ControllerCommand {
   async run(): Promise<number> {
     const client = await this.connect();
     const { backups } = await client.call(routes.listBackups, {});
-    if (backups.length === 0) { this.out("No backups kept (steward create-backup makes one)."); return 0; }
-    this.context.stdout.write(table(["ID", "Created", "Revision", "Models", "Keys", "Size"],
-      backups.map((b) => [b.id, b.createdAt, String(b.revision), String(b.models), String(b.keys), `${(b.bytes / 1024).toFixed(0)} KiB`])));
+    if (backups.length === 0) {
+      this.out("No backups kept (steward create-backup makes one).");
+      return 0;
+    }
+    this.context.stdout.write(
+      table(
+        ["ID", "Created", "Revision", "Models", "Keys", "Size"],
+        backups.map((b) => [
+          b.id,
+          b.createdAt,
+          String(b.revision),
+          String(b.models),
+          String(b.keys),
+          `${(b.bytes / 1024).toFixed(0)} KiB`,
+        ]),
+      ),
+    );
     return 0;
   }
 }

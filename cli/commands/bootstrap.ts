@@ -18,7 +18,16 @@ import { withAwsFlags, withVsphereFlags } from "../cloud-options";
 import { readCredentialAttributes } from "../credential-file";
 import type { ClientConfig, ControllerEntry } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
-import { CLOUD_WORDS, KUBERNETES_REFUSED, REFUSED_ELSEWHERE, flagsGiven, refusal, regionOf, targetKind, vcenterOf } from "../bootstrap-targets";
+import {
+  CLOUD_WORDS,
+  KUBERNETES_REFUSED,
+  REFUSED_ELSEWHERE,
+  flagsGiven,
+  refusal,
+  regionOf,
+  targetKind,
+  vcenterOf,
+} from "../bootstrap-targets";
 
 export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(BaseCommand)) {
   static override paths = [["bootstrap"]];
@@ -82,34 +91,85 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     examples: [
       ["Bootstrap a controller called local", "$0 bootstrap"],
       ["Bootstrap a second controller on a chosen port", "$0 bootstrap dev --port 17171"],
-      ["Bootstrap a controller on a server over SSH", "$0 bootstrap ssh:root@10.0.0.5 prod --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q"],
-      ["Bootstrap a 3-replica controller", "$0 bootstrap ssh:root@10.0.0.5,ssh:root@10.0.0.6,ssh:root@10.0.0.7 prod --key-file k --host-key SHA256:A… --host-key SHA256:B… --host-key SHA256:C…"],
-      ["Bootstrap a 3-replica controller on EC2", "$0 bootstrap aws:eu-west-1 prod --replicas 3 --image ami-0abcdef1234567890 --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd --credential-file ~/.aws/credentials --profile prod"],
-      ["Bootstrap a 3-replica controller on Kubernetes", "$0 bootstrap kubernetes:prod-admin prod --replicas 3 --kubeconfig ~/.kube/config --controller-image registry.example.com/steward/controller:0.1.0 --api-address 203.0.113.10:17070"],
-      ["Bootstrap a 3-replica controller on vSphere", "$0 bootstrap vsphere:vcenter.example.com prod --replicas 3 --datacenter dc1 --template debian-12-cloud --resource-pool cluster1/Resources --credential-file vsphere.yaml"],
+      [
+        "Bootstrap a controller on a server over SSH",
+        "$0 bootstrap ssh:root@10.0.0.5 prod --key-file ~/.ssh/id_ed25519 --host-key SHA256:Vn1...Q",
+      ],
+      [
+        "Bootstrap a 3-replica controller",
+        "$0 bootstrap ssh:root@10.0.0.5,ssh:root@10.0.0.6,ssh:root@10.0.0.7 prod --key-file k --host-key SHA256:A… --host-key SHA256:B… --host-key SHA256:C…",
+      ],
+      [
+        "Bootstrap a 3-replica controller on EC2",
+        "$0 bootstrap aws:eu-west-1 prod --replicas 3 --image ami-0abcdef1234567890 --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd --credential-file ~/.aws/credentials --profile prod",
+      ],
+      [
+        "Bootstrap a 3-replica controller on Kubernetes",
+        "$0 bootstrap kubernetes:prod-admin prod --replicas 3 --kubeconfig ~/.kube/config --controller-image registry.example.com/steward/controller:0.1.0 --api-address 203.0.113.10:17070",
+      ],
+      [
+        "Bootstrap a 3-replica controller on vSphere",
+        "$0 bootstrap vsphere:vcenter.example.com prod --replicas 3 --datacenter dc1 --template debian-12-cloud --resource-pool cluster1/Resources --credential-file vsphere.yaml",
+      ],
     ],
   });
 
   first = Option.String({ required: false, name: "ssh:user@host|aws:region|vsphere:vcenter|kubernetes:context|name" });
   second = Option.String({ required: false, name: "name" });
-  port = Option.String("--port", { description: "API port (default 17070, or a free port if that is taken)", validator: isPort() });
+  port = Option.String("--port", {
+    description: "API port (default 17070, or a free port if that is taken)",
+    validator: isPort(),
+  });
   host = Option.String("--host", "127.0.0.1", { description: "Address to listen on (local controllers)" });
   keyFile = Option.String("--key-file", { description: "Private key file (ssh: targets)" });
   keyEnv = Option.String("--key-env", { description: "Name of an environment variable holding the private key" });
-  hostKey = Option.Array("--host-key", [], { description: "Pinned host key fingerprint, SHA256:…, one per host in order" });
-  replaceAfter = Option.String("--replace-after", { description: "HA: replace a replica gone this long (default 5m): " + DURATION_HELP, validator: isDuration() });
-  timeout = Option.String("--timeout", "15m", { description: "HA: how long to wait for every replica: " + DURATION_HELP, validator: isDuration() });
-  tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host key the host offers now" });
-  replicas = Option.String("--replicas,-n", { description: "aws, vsphere: how many replicas (1, 3, 5 or 7; default 1)" });
-  credentialFile = Option.String("--credential-file", { description: "aws, vsphere: the cloud's credential, a file (INI such as ~/.aws/credentials, JSON or YAML)" });
-  profile = Option.String("--profile", "default", { description: "aws, vsphere: the profile in --credential-file's INI" });
-  fromEnv = Option.Boolean("--from-env", false, { description: "aws, vsphere: read the credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD" });
-  credentialName = Option.String("--credential", { description: "aws, vsphere: the name the credential is stored under in the controller (default: aws, vsphere)" });
-  kubeconfig = Option.String("--kubeconfig", { description: "kubernetes: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)" });
-  namespace = Option.String("--namespace", { description: "kubernetes: the namespace the controller runs in (default steward)" });
-  controllerImage = Option.String("--controller-image", { description: "kubernetes: the controller image (default steward/controller:<version>, built from images/ and pushed to your registry)" });
-  agentImage = Option.String("--agent-image", { description: "kubernetes: the agent image kubernetes models' pods run (default steward/agent:<version>)" });
-  apiAddress = Option.Array("--api-address", [], { description: "kubernetes: how clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT; default the pods' IPs)" });
+  hostKey = Option.Array("--host-key", [], {
+    description: "Pinned host key fingerprint, SHA256:…, one per host in order",
+  });
+  replaceAfter = Option.String("--replace-after", {
+    description: "HA: replace a replica gone this long (default 5m): " + DURATION_HELP,
+    validator: isDuration(),
+  });
+  timeout = Option.String("--timeout", "15m", {
+    description: "HA: how long to wait for every replica: " + DURATION_HELP,
+    validator: isDuration(),
+  });
+  tofu = Option.Boolean("--trust-on-first-use", false, {
+    description: "Accept and record the host key the host offers now",
+  });
+  replicas = Option.String("--replicas,-n", {
+    description: "aws, vsphere: how many replicas (1, 3, 5 or 7; default 1)",
+  });
+  credentialFile = Option.String("--credential-file", {
+    description: "aws, vsphere: the cloud's credential, a file (INI such as ~/.aws/credentials, JSON or YAML)",
+  });
+  profile = Option.String("--profile", "default", {
+    description: "aws, vsphere: the profile in --credential-file's INI",
+  });
+  fromEnv = Option.Boolean("--from-env", false, {
+    description:
+      "aws, vsphere: read the credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD",
+  });
+  credentialName = Option.String("--credential", {
+    description: "aws, vsphere: the name the credential is stored under in the controller (default: aws, vsphere)",
+  });
+  kubeconfig = Option.String("--kubeconfig", {
+    description: "kubernetes: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)",
+  });
+  namespace = Option.String("--namespace", {
+    description: "kubernetes: the namespace the controller runs in (default steward)",
+  });
+  controllerImage = Option.String("--controller-image", {
+    description:
+      "kubernetes: the controller image (default steward/controller:<version>, built from images/ and pushed to your registry)",
+  });
+  agentImage = Option.String("--agent-image", {
+    description: "kubernetes: the agent image kubernetes models' pods run (default steward/agent:<version>)",
+  });
+  apiAddress = Option.Array("--api-address", [], {
+    description:
+      "kubernetes: how clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT; default the pods' IPs)",
+  });
 
   async run(): Promise<number> {
     const kind = targetKind(this.first);
@@ -117,10 +177,14 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       if (!takenBy.includes(kind) && flagsGiven(this, group)) throw new UsageError(refusal(group));
     }
     const cfg = await this.clientConfig();
-    const target = kind === "kubernetes" ? await this.kubernetesTarget(cfg)
-      : kind === "aws" || kind === "vsphere" ? await this.cloudTarget(kind, cfg)
-        : kind === "ssh" ? await this.sshTarget(cfg)
-          : await this.localTarget(cfg);
+    const target =
+      kind === "kubernetes"
+        ? await this.kubernetesTarget(cfg)
+        : kind === "aws" || kind === "vsphere"
+          ? await this.cloudTarget(kind, cfg)
+          : kind === "ssh"
+            ? await this.sshTarget(cfg)
+            : await this.localTarget(cfg);
     return this.bootstrap(target, cfg);
   }
 
@@ -133,18 +197,29 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       progress: (l) => this.progress(l),
       ...(target.existing ? { existing: target.existing } : {}),
       recorded: async (c) => {
-        cfg.controllers[name] = { addresses: c.addresses, caCert: c.caCert, user: "admin", password: c.adminPassword, generatedPassword: true, token: c.token, ...target.entry(c) };
+        cfg.controllers[name] = {
+          addresses: c.addresses,
+          caCert: c.caCert,
+          user: "admin",
+          password: c.adminPassword,
+          generatedPassword: true,
+          token: c.token,
+          ...target.entry(c),
+        };
         cfg.current = name;
         await this.saveConfig(cfg);
       },
     });
-    this.out(`Bootstrapped controller "${name}"${target.where ? ` on ${target.where}` : ""} at ${controller.addresses.join(", ")}.`);
+    this.out(
+      `Bootstrapped controller "${name}"${target.where ? ` on ${target.where}` : ""} at ${controller.addresses.join(", ")}.`,
+    );
     for (const line of target.after) this.out(line);
     return 0;
   }
 
   private checkName(name: string, cfg: ClientConfig, hint = ""): void {
-    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens${hint}`);
+    if (!isControllerName(name))
+      throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens${hint}`);
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
   }
 
@@ -159,22 +234,32 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
   }
 
   private async localTarget(cfg: ClientConfig): Promise<Target<"local">> {
-    if (this.second !== undefined) throw new UsageError(`unexpected argument "${this.second}": give a name, or ssh:user@host and a name`);
+    if (this.second !== undefined)
+      throw new UsageError(`unexpected argument "${this.second}": give a name, or ssh:user@host and a name`);
     const name = this.first ?? "local";
-    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
-    if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists: use it (steward status -c ${name}) or remove it first (steward destroy-controller ${name} --yes)`);
+    if (!isControllerName(name))
+      throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
+    if (cfg.controllers[name])
+      throw new UsageError(
+        `controller "${name}" already exists: use it (steward status -c ${name}) or remove it first (steward destroy-controller ${name} --yes)`,
+      );
     const { freePort, portFree } = loadSubstrates();
     let port: number;
     if (this.port !== undefined) {
       port = this.port;
-      if (!(await portFree(this.host, port))) throw new UsageError(`port ${port} on ${this.host} is in use; choose another with --port`);
+      if (!(await portFree(this.host, port)))
+        throw new UsageError(`port ${port} on ${this.host} is in use; choose another with --port`);
     } else {
       port = (await portFree(this.host, 17070)) ? 17070 : await freePort(this.host);
     }
     const dataDir = join(this.home, "controllers", name);
     return {
-      kind: "local", plan: { name, settings: { dataDir, host: this.host }, replicas: 1, port, timeoutMs: this.timeout },
-      existing: (dir) => new UsageError(`${dir} already holds a controller that this client does not know; remove that directory or choose another name`),
+      kind: "local",
+      plan: { name, settings: { dataDir, host: this.host }, replicas: 1, port, timeoutMs: this.timeout },
+      existing: (dir) =>
+        new UsageError(
+          `${dir} already holds a controller that this client does not know; remove that directory or choose another name`,
+        ),
       entry: () => ({ dataDir }),
       after: [this.adminCredentials("steward add-model <name>")],
     };
@@ -189,77 +274,168 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     } else {
       this.vcenter = vcenterOf(this.first!, this.vcenter);
       const host = /^[a-z]+:\/\/([^/:]+)/i.exec(this.vcenter)?.[1] ?? "";
-      [where, defaultName] = [`vSphere (${host})`, `vsphere-${host.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "")}`];
+      [where, defaultName] = [
+        `vSphere (${host})`,
+        `vsphere-${host
+          .toLowerCase()
+          .replace(/[^a-z0-9]+/g, "-")
+          .replace(/^-+|-+$/g, "")}`,
+      ];
     }
     const name = this.second ?? defaultName;
-    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
+    if (!isControllerName(name))
+      throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
     const replicas = this.replicaCount();
     const credentialName = this.credentialName ?? substrate;
-    if (!isControllerName(credentialName)) throw new UsageError(`--credential "${credentialName}" must be lower-case letters, digits and hyphens`);
+    if (!isControllerName(credentialName))
+      throw new UsageError(`--credential "${credentialName}" must be lower-case letters, digits and hyphens`);
     const words = CLOUD_WORDS[substrate];
-    if (this.credentialFile === undefined && !this.fromEnv) throw new UsageError(`give the ${words.cloud} credential: --credential-file FILE [--profile P] or --from-env (${words.env}); never on the command line`);
-    if (flagsGiven(this, "ssh")) throw new UsageError(`${refusal("ssh")}; on ${substrate} the keys are made for the ${words.instance}`);
+    if (this.credentialFile === undefined && !this.fromEnv)
+      throw new UsageError(
+        `give the ${words.cloud} credential: --credential-file FILE [--profile P] or --from-env (${words.env}); never on the command line`,
+      );
+    if (flagsGiven(this, "ssh"))
+      throw new UsageError(`${refusal("ssh")}; on ${substrate} the keys are made for the ${words.instance}`);
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
     // The bootstrap checks the values as the controller would (aws settings come partial from the flags).
-    const settings = substrate === "aws" ? await this.awsSettings() as AwsModelSettings : await this.vsphereSettings();
-    const attributes = await readCredentialAttributes(this.context, substrate, { file: this.credentialFile, profile: this.profile, fromEnv: this.fromEnv });
-    const modelFlags = substrate === "aws" ? `--region ${this.region} --image …` : `--vcenter ${this.vcenter} --datacenter … --template …`;
+    const settings =
+      substrate === "aws" ? ((await this.awsSettings()) as AwsModelSettings) : await this.vsphereSettings();
+    const attributes = await readCredentialAttributes(this.context, substrate, {
+      file: this.credentialFile,
+      profile: this.profile,
+      fromEnv: this.fromEnv,
+    });
+    const modelFlags =
+      substrate === "aws"
+        ? `--region ${this.region} --image …`
+        : `--vcenter ${this.vcenter} --datacenter … --template …`;
     return {
-      kind: substrate, where,
-      plan: { name, settings, credential: { name: credentialName, attributes }, replicas, port: this.port ?? 17070, ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout },
+      kind: substrate,
+      where,
+      plan: {
+        name,
+        settings,
+        credential: { name: credentialName, attributes },
+        replicas,
+        port: this.port ?? 17070,
+        ...replaceAfterSetting(this.replaceAfter),
+        timeoutMs: this.timeout,
+      },
       // The settings as the bootstrap checked them (defaults filled in), and the UUID its instances are marked with.
       entry: (c) => ({ [substrate]: { settings: c.settings, uuid: c.uuid } }) as Partial<ControllerEntry>,
       after: [
-        replicas > 1 ? `It replaces a lost replica with a new ${words.instance} itself (steward show-controller).` : `One replica: steward enable-ha -n 3 grows it onto new ${words.instances}, which it then keeps replacing itself.`,
-        this.adminCredentials(`steward add-model <name> --substrate ${substrate} --credential ${credentialName} ${modelFlags}`),
+        replicas > 1
+          ? `It replaces a lost replica with a new ${words.instance} itself (steward show-controller).`
+          : `One replica: steward enable-ha -n 3 grows it onto new ${words.instances}, which it then keeps replacing itself.`,
+        this.adminCredentials(
+          `steward add-model <name> --substrate ${substrate} --credential ${credentialName} ${modelFlags}`,
+        ),
       ],
     };
   }
 
   private async kubernetesTarget(cfg: ClientConfig): Promise<Target<"kubernetes">> {
-    if (this.credentialFile !== undefined || this.fromEnv || this.credentialName !== undefined || flagsGiven(this, "ssh") || this.port !== undefined) {
-      throw new UsageError(`kubernetes: the cluster's credential comes from --kubeconfig; ${KUBERNETES_REFUSED} are for other targets`);
+    if (
+      this.credentialFile !== undefined ||
+      this.fromEnv ||
+      this.credentialName !== undefined ||
+      flagsGiven(this, "ssh") ||
+      this.port !== undefined
+    ) {
+      throw new UsageError(
+        `kubernetes: the cluster's credential comes from --kubeconfig; ${KUBERNETES_REFUSED} are for other targets`,
+      );
     }
     const context = this.first!.slice(this.first!.indexOf(":") + 1) || undefined;
     const name = this.second ?? "steward";
-    if (!isControllerName(name)) throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
+    if (!isControllerName(name))
+      throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
     const replicas = this.replicaCount();
     const namespace = this.namespace ?? "steward";
-    if (!isControllerName(namespace)) throw new UsageError(`--namespace "${namespace}" must be a namespace name: lower-case letters, digits and hyphens`);
-    for (const a of this.apiAddress) if (!/^[^\s:]+:\d{1,5}$/.test(a)) throw new UsageError(`--api-address ${a}: give HOST:PORT`);
+    if (!isControllerName(namespace))
+      throw new UsageError(
+        `--namespace "${namespace}" must be a namespace name: lower-case letters, digits and hyphens`,
+      );
+    for (const a of this.apiAddress)
+      if (!/^[^\s:]+:\d{1,5}$/.test(a)) throw new UsageError(`--api-address ${a}: give HOST:PORT`);
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
     const { kubernetes } = loadSubstrates();
     const connection = readKubeconfig(this.context.env, this.kubeconfig, context);
     const settings = {
-      connection, namespace, image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
-      ...(this.agentImage ? { agentImage: this.agentImage } : {}), ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}),
+      connection,
+      namespace,
+      image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
+      ...(this.agentImage ? { agentImage: this.agentImage } : {}),
+      ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}),
     };
     return {
-      kind: "kubernetes", where: `Kubernetes (${connection.server}, namespace ${namespace})`,
+      kind: "kubernetes",
+      where: `Kubernetes (${connection.server}, namespace ${namespace})`,
       plan: { name, settings, replicas, ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout },
-      entry: () => ({ kubernetes: { namespace, statefulSet: name, ...(connection.context ? { context: connection.context } : {}) } }),
+      entry: () => ({
+        kubernetes: { namespace, statefulSet: name, ...(connection.context ? { context: connection.context } : {}) },
+      }),
       after: [
-        replicas > 1 ? "A pod that comes back with an empty volume is taken back into the cluster by the controller itself (steward show-controller)." : "One replica: steward enable-ha -n 3 grows it: the controller scales its StatefulSet and takes each new pod into etcd.",
-        this.adminCredentials("steward add-k8s CLUSTER --kubeconfig … and steward add-model NAME --substrate kubernetes:CLUSTER"),
+        replicas > 1
+          ? "A pod that comes back with an empty volume is taken back into the cluster by the controller itself (steward show-controller)."
+          : "One replica: steward enable-ha -n 3 grows it: the controller scales its StatefulSet and takes each new pod into etcd.",
+        this.adminCredentials(
+          "steward add-k8s CLUSTER --kubeconfig … and steward add-model NAME --substrate kubernetes:CLUSTER",
+        ),
       ],
     };
   }
 
   private async sshTarget(cfg: ClientConfig): Promise<Target<"ssh">> {
-    const targets = this.first!.split(",").map((t) => t.trim()).filter(Boolean);
+    const targets = this.first!.split(",")
+      .map((t) => t.trim())
+      .filter(Boolean);
     checkReplicaCount(targets.length, "the number of hosts");
-    if (this.hostKey.length > 0 && this.hostKey.length !== targets.length) throw new UsageError(`give one --host-key per host (${targets.length}, in order), or use --trust-on-first-use`);
-    const others = targets.length > 1 ? await sshHosts(this.context, targets.slice(1), { keyFile: this.keyFile, keyEnv: this.keyEnv, hostKeys: this.hostKey.slice(1), tofu: this.tofu }) : [];
+    if (this.hostKey.length > 0 && this.hostKey.length !== targets.length)
+      throw new UsageError(`give one --host-key per host (${targets.length}, in order), or use --trust-on-first-use`);
+    const others =
+      targets.length > 1
+        ? await sshHosts(this.context, targets.slice(1), {
+            keyFile: this.keyFile,
+            keyEnv: this.keyEnv,
+            hostKeys: this.hostKey.slice(1),
+            tofu: this.tofu,
+          })
+        : [];
     const target = parseSshTarget(targets[0]!);
-    const name = this.second ?? target.host.replace(/[^a-z0-9]+/gi, "-").toLowerCase().replace(/^-+|-+$/g, "");
+    const name =
+      this.second ??
+      target.host
+        .replace(/[^a-z0-9]+/gi, "-")
+        .toLowerCase()
+        .replace(/^-+|-+$/g, "");
     this.checkName(name, cfg, "; give one after the target");
-    if (this.hostKey.length === 0 && !this.tofu) throw new UsageError("the host key is not pinned: pass --host-key SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or --trust-on-first-use");
+    if (this.hostKey.length === 0 && !this.tofu)
+      throw new UsageError(
+        "the host key is not pinned: pass --host-key SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or --trust-on-first-use",
+      );
     const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
-    const first = { host: target.host, user: target.user, privateKey, ...(this.hostKey[0] ? { hostKey: this.hostKey[0] } : { trustOnFirstUse: true }) };
+    const first = {
+      host: target.host,
+      user: target.user,
+      privateKey,
+      ...(this.hostKey[0] ? { hostKey: this.hostKey[0] } : { trustOnFirstUse: true }),
+    };
     return {
-      kind: "ssh", where: targets.map((t) => parseSshTarget(t).host).join(", "),
-      plan: { name, settings: { hosts: [first, ...others] }, replicas: targets.length, port: this.port ?? 17070, ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout },
-      existing: (host) => new UsageError(`${host} already runs a controller that this client does not know; log in to it with the admin password you kept (steward login), or remove /var/lib/steward/controller there`),
+      kind: "ssh",
+      where: targets.map((t) => parseSshTarget(t).host).join(", "),
+      plan: {
+        name,
+        settings: { hosts: [first, ...others] },
+        replicas: targets.length,
+        port: this.port ?? 17070,
+        ...replaceAfterSetting(this.replaceAfter),
+        timeoutMs: this.timeout,
+      },
+      existing: (host) =>
+        new UsageError(
+          `${host} already runs a controller that this client does not know; log in to it with the admin password you kept (steward login), or remove /var/lib/steward/controller there`,
+        ),
       entry: () => ({}),
       after: [this.adminCredentials("steward add-model <name>")],
     };

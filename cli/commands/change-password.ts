@@ -16,7 +16,7 @@ export default class ChangePasswordCommand extends ControllerCommand {
     `,
     examples: [
       ["Change your own password", "$0 change-password"],
-      ["Reset bob's password (superuser)", "echo \"$PW\" | $0 change-password bob"],
+      ["Reset bob's password (superuser)", 'echo "$PW" | $0 change-password bob'],
     ],
   });
 
@@ -29,7 +29,13 @@ export default class ChangePasswordCommand extends ControllerCommand {
     const current = own ? (this.context.env.STEWARD_PASSWORD ?? entry.password) : undefined;
     if (own && !current) throw new UsageError("changing your own password needs the current one: set STEWARD_PASSWORD");
     const password = await readNewPassword(this.context, `New password for ${target}: `);
-    const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}) });
+    const client = new ControllerClient({
+      addresses: entry.addresses,
+      caCert: entry.caCert,
+      user: entry.user,
+      ...(entry.password ? { password: entry.password } : {}),
+      ...(entry.token ? { token: entry.token } : {}),
+    });
     try {
       await client.changePassword(target, password, current);
     } finally {
@@ -37,7 +43,12 @@ export default class ChangePasswordCommand extends ControllerCommand {
     }
     if (own) {
       // Our token was revoked with the others: log in with the new password.
-      const fresh = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, password });
+      const fresh = new ControllerClient({
+        addresses: entry.addresses,
+        caCert: entry.caCert,
+        user: entry.user,
+        password,
+      });
       try {
         const { generatedPassword: _generated, ...rest } = entry;
         cfg.controllers[name] = { ...rest, password, token: await fresh.login() };

@@ -9,7 +9,8 @@ export default class ConfigCommand extends ModelCommand {
   static override usage = Command.Usage({
     category: "Applications",
     description: "show or change an application's config",
-    details: "With no assignments, prints every option with its value, type and whether it is the default. `key=value` sets; `--reset key` goes back to the default. Values are converted to the option's type; a wrong type is refused and nothing changes.",
+    details:
+      "With no assignments, prints every option with its value, type and whether it is the default. `key=value` sets; `--reset key` goes back to the default. Values are converted to the option's type; a wrong type is refused and nothing changes.",
     examples: [
       ["Show config", "$0 config web"],
       ["Set two values", "$0 config web greeting=Hi port=8081"],
@@ -27,14 +28,29 @@ export default class ConfigCommand extends ModelCommand {
     const model = await this.model();
     const info = await client.getApplication(model, this.app);
     if (this.assignments.length === 0 && this.reset.length === 0) {
-      if (this.format === "json") { this.out(JSON.stringify(info.config, null, 2)); return 0; }
-      this.context.stdout.write(table(["Key", "Value", "Type", "Source", "Description"], Object.entries(info.configSchema).sort(([a], [b]) => byName(a, b)).map(([k, opt]) => [
-        k, k in info.config ? String(info.config[k]) : "", opt.type, info.config[k] === opt.default ? "default" : "user", opt.description,
-      ])));
+      if (this.format === "json") {
+        this.out(JSON.stringify(info.config, null, 2));
+        return 0;
+      }
+      this.context.stdout.write(
+        table(
+          ["Key", "Value", "Type", "Source", "Description"],
+          Object.entries(info.configSchema)
+            .sort(([a], [b]) => byName(a, b))
+            .map(([k, opt]) => [
+              k,
+              k in info.config ? String(info.config[k]) : "",
+              opt.type,
+              info.config[k] === opt.default ? "default" : "user",
+              opt.description,
+            ]),
+        ),
+      );
       return 0;
     }
     const patch: Record<string, string | number | boolean | null> = {};
-    for (const [k, v] of Object.entries(parseAssignments(this.assignments, "config"))) patch[k] = coerceConfigText(info.configSchema[k]?.type as ConfigOptionType | undefined, v);
+    for (const [k, v] of Object.entries(parseAssignments(this.assignments, "config")))
+      patch[k] = coerceConfigText(info.configSchema[k]?.type as ConfigOptionType | undefined, v);
     for (const k of this.reset) patch[k] = null;
     await client.updateApplication(model, this.app, { config: patch });
     this.out(`Updated config of "${this.app}".`);

@@ -29,7 +29,10 @@ export default class ConstraintsCommand extends ModelCommand {
     const set = this.clear ? "" : constraintsArgument(this.pairs);
     const client = await this.connect();
     const model = await this.model();
-    const app = set === undefined ? await client.getApplication(model, this.app) : await client.updateApplication(model, this.app, { constraints: set });
+    const app =
+      set === undefined
+        ? await client.getApplication(model, this.app)
+        : await client.updateApplication(model, this.app, { constraints: set });
     this.out(app.constraints ?? "(none: the model's apply)");
     return 0;
   }

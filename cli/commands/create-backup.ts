@@ -22,7 +22,10 @@ export default class CreateBackupCommand extends ControllerCommand {
     `,
     examples: [
       ["Back up, asking for the passphrase", "$0 create-backup"],
-      ["Back up with the passphrase in $BACKUP_PASSPHRASE, to a file", "$0 create-backup --passphrase-env BACKUP_PASSPHRASE -o local.sbk"],
+      [
+        "Back up with the passphrase in $BACKUP_PASSPHRASE, to a file",
+        "$0 create-backup --passphrase-env BACKUP_PASSPHRASE -o local.sbk",
+      ],
     ],
   });
 
@@ -37,7 +40,9 @@ export default class CreateBackupCommand extends ControllerCommand {
     const { name } = await this.resolveController();
     const made = await client.call(routes.createBackup, {}, { passphrase });
     const r = made.record;
-    this.out(`Backup ${r.id} made: store revision ${r.revision}, ${r.keys} keys, ${r.models} models, ${r.bytes} bytes (read ${made.timings.snapshotMs} ms, encrypted ${made.timings.encryptMs} ms).`);
+    this.out(
+      `Backup ${r.id} made: store revision ${r.revision}, ${r.keys} keys, ${r.models} models, ${r.bytes} bytes (read ${made.timings.snapshotMs} ms, encrypted ${made.timings.encryptMs} ms).`,
+    );
     if (this.noDownload) return 0;
     const file = this.output ?? defaultBackupFile(name, r.id);
     await downloadBackup(client, r.id, resolve(this.context.cwd, file));

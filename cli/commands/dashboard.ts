@@ -16,15 +16,26 @@ export default class DashboardCommand extends ControllerCommand {
       \`--show-password\` prints the password this client holds for the user (a bootstrap-generated
       one has no other copy); without it the password is never printed.
     `,
-    examples: [["Where is the dashboard?", "$0 dashboard"], ["The CA, to import into a browser", "$0 dashboard --ca > steward-ca.pem"], ["With the stored password", "$0 dashboard --show-password"]],
+    examples: [
+      ["Where is the dashboard?", "$0 dashboard"],
+      ["The CA, to import into a browser", "$0 dashboard --ca > steward-ca.pem"],
+      ["With the stored password", "$0 dashboard --show-password"],
+    ],
   });
 
-  showPassword = Option.Boolean("--show-password", false, { description: "also print the password this client holds for the user" });
-  ca = Option.Boolean("--ca", false, { description: "print only the controller's CA certificate (PEM), to import into a browser" });
+  showPassword = Option.Boolean("--show-password", false, {
+    description: "also print the password this client holds for the user",
+  });
+  ca = Option.Boolean("--ca", false, {
+    description: "print only the controller's CA certificate (PEM), to import into a browser",
+  });
 
   async run(): Promise<number> {
     const { name, entry } = await this.resolveController();
-    if (this.ca) { this.context.stdout.write(entry.caCert.endsWith("\n") ? entry.caCert : `${entry.caCert}\n`); return 0; }
+    if (this.ca) {
+      this.context.stdout.write(entry.caCert.endsWith("\n") ? entry.caCert : `${entry.caCert}\n`);
+      return 0;
+    }
     // The replicas' current addresses, when one answers (replicas can have moved since this entry was written).
     let addresses = entry.addresses;
     const client = new ControllerClient({ addresses, caCert: entry.caCert, timeoutMs: 3000, retryUnavailableMs: 0 });
@@ -37,11 +48,21 @@ export default class DashboardCommand extends ControllerCommand {
       client.close();
     }
     this.out(`Dashboard of controller "${name}": https://${addresses[0]}/`);
-    if (addresses.length > 1) this.out(`  also served by: ${addresses.slice(1).map((a) => `https://${a}/`).join(" ")}`);
-    this.out(`Log in as ${entry.user}${this.showPassword && entry.password ? ` with password ${entry.password}` : entry.password ? " (its password: steward dashboard --show-password)" : ""}.`);
+    if (addresses.length > 1)
+      this.out(
+        `  also served by: ${addresses
+          .slice(1)
+          .map((a) => `https://${a}/`)
+          .join(" ")}`,
+      );
+    this.out(
+      `Log in as ${entry.user}${this.showPassword && entry.password ? ` with password ${entry.password}` : entry.password ? " (its password: steward dashboard --show-password)" : ""}.`,
+    );
     this.out(`The certificate is signed by the controller's own CA, SHA-256 fingerprint`);
     this.out(`  ${new X509Certificate(entry.caCert).fingerprint256}`);
-    this.out(`Import it into your browser (steward dashboard --ca > steward-ca.pem) or check that fingerprint before accepting the warning.`);
+    this.out(
+      `Import it into your browser (steward dashboard --ca > steward-ca.pem) or check that fingerprint before accepting the warning.`,
+    );
     return 0;
   }
 }

@@ -26,9 +26,13 @@ export default class DebugLogCommand extends ModelCommand {
     ],
   });
 
-  include = Option.Array("-i,--include", [], { description: "Only these units, applications or machines (repeatable)" });
+  include = Option.Array("-i,--include", [], {
+    description: "Only these units, applications or machines (repeatable)",
+  });
   exclude = Option.Array("-x,--exclude", [], { description: "Not these units, applications or machines (repeatable)" });
-  level = Option.String("-l,--level", { description: "Least severe level shown: DEBUG, INFO, WARNING or ERROR (default: all)" });
+  level = Option.String("-l,--level", {
+    description: "Least severe level shown: DEBUG, INFO, WARNING or ERROR (default: all)",
+  });
   replay = Option.Boolean("--replay", false, { description: "Start with every record the controller keeps" });
   lines = Option.String("-n,--lines", "10", { description: "How many recent records to start with (default 10)" });
   noTail = Option.Boolean("--no-tail", false, { description: "Stop after the recent records instead of following" });
@@ -36,12 +40,20 @@ export default class DebugLogCommand extends ModelCommand {
   async run(): Promise<number> {
     // Every argument is checked before anything is asked of the controller.
     const usage = (fn: () => unknown): void => {
-      try { fn(); } catch (err) { throw StewardError.isInstance(err) ? new UsageError(err.message) : err; }
+      try {
+        fn();
+      } catch (err) {
+        throw StewardError.isInstance(err) ? new UsageError(err.message) : err;
+      }
     };
     for (const e of [...this.include, ...this.exclude]) usage(() => parseLogEntity(e));
     let level: string | undefined;
-    if (this.level !== undefined) usage(() => { level = parseLogLevel(this.level!); });
-    if (!/^\d{1,6}$/.test(this.lines)) throw new UsageError(`--lines must be a whole number (at most 100000), got "${this.lines}"`);
+    if (this.level !== undefined)
+      usage(() => {
+        level = parseLogLevel(this.level!);
+      });
+    if (!/^\d{1,6}$/.test(this.lines))
+      throw new UsageError(`--lines must be a whole number (at most 100000), got "${this.lines}"`);
     const lines = Number(this.lines);
     if (lines > 100_000) throw new UsageError(`--lines must be at most 100000, got ${lines}`);
 
@@ -51,9 +63,22 @@ export default class DebugLogCommand extends ModelCommand {
     const onInt = (): void => abort.abort();
     process.once("SIGINT", onInt);
     try {
-      await client.debugLog(model, {
-        include: this.include, exclude: this.exclude, lines, replay: this.replay, tail: !this.noTail, ...(level ? { level } : {}),
-      }, (r) => this.out(formatRecord(r)), { signal: abort.signal, onDropped: (n) => this.progress(`(${n} log records skipped: this client read too slowly)`) });
+      await client.debugLog(
+        model,
+        {
+          include: this.include,
+          exclude: this.exclude,
+          lines,
+          replay: this.replay,
+          tail: !this.noTail,
+          ...(level ? { level } : {}),
+        },
+        (r) => this.out(formatRecord(r)),
+        {
+          signal: abort.signal,
+          onDropped: (n) => this.progress(`(${n} log records skipped: this client read too slowly)`),
+        },
+      );
     } finally {
       process.off("SIGINT", onInt);
     }

@@ -21,9 +21,18 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
     `,
     examples: [
       ["Deploy hello-http with two units", "$0 deploy ./operators/hello-http -n 2"],
-      ["Deploy under another name with config", "$0 deploy ./operators/motd banner --config message='Maintenance at 6pm'"],
-      ["Two units on machines with 4 cores and 8 GiB each (aws, vsphere)", "$0 deploy ./operators/hello-http -n 2 --constraints \"cores=4 mem=8G\""],
-      ["Place units on machines 0 and 1 and wait until active", "$0 deploy ./operators/hello-http -n 2 --to 0,1 --wait"],
+      [
+        "Deploy under another name with config",
+        "$0 deploy ./operators/motd banner --config message='Maintenance at 6pm'",
+      ],
+      [
+        "Two units on machines with 4 cores and 8 GiB each (aws, vsphere)",
+        '$0 deploy ./operators/hello-http -n 2 --constraints "cores=4 mem=8G"',
+      ],
+      [
+        "Place units on machines 0 and 1 and wait until active",
+        "$0 deploy ./operators/hello-http -n 2 --to 0,1 --wait",
+      ],
     ],
   });
 
@@ -33,7 +42,10 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
   config = Option.Array("--config", [], { description: "Config as key=value (repeatable)" });
   to = Option.String("--to", { description: "Comma-separated machine ids, one per unit" });
   wait = Option.Boolean("--wait", false, { description: "Wait until every unit is active/idle" });
-  timeout = Option.String("--timeout", "10m", { description: "How long --wait waits: " + DURATION_HELP, validator: isDuration() });
+  timeout = Option.String("--timeout", "10m", {
+    description: "How long --wait waits: " + DURATION_HELP,
+    validator: isDuration(),
+  });
 
   async run(): Promise<number> {
     const units = this.units;
@@ -42,23 +54,45 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
     const dir = resolve(this.context.cwd, this.dir);
     const op = await readOperatorDir(dir);
     const name = this.appName ?? op.meta.name;
-    const config = Object.fromEntries(Object.entries(parseAssignments(this.config, "--config")).map(([k, v]) => [k, coerceConfigText(op.meta.config[k]?.type, v)]));
+    const config = Object.fromEntries(
+      Object.entries(parseAssignments(this.config, "--config")).map(([k, v]) => [
+        k,
+        coerceConfigText(op.meta.config[k]?.type, v),
+      ]),
+    );
     const client = await this.connect();
     if (!(await client.hasOperator(op.hash))) {
       this.progress(`Uploading operator ${op.meta.name} ${op.meta.version} (${op.bundle.files.length} files)`);
       await client.uploadOperator(op.bundle);
     }
-    const to = this.to ? this.to.split(",").map((s) => s.trim()).filter(Boolean) : undefined;
-    const app = await client.deploy(model, { name, operator: op.hash, units, ...(Object.keys(config).length > 0 ? { config } : {}), ...(to ? { to } : {}), ...(constraints ? { constraints } : {}) });
+    const to = this.to
+      ? this.to
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : undefined;
+    const app = await client.deploy(model, {
+      name,
+      operator: op.hash,
+      units,
+      ...(Object.keys(config).length > 0 ? { config } : {}),
+      ...(to ? { to } : {}),
+      ...(constraints ? { constraints } : {}),
+    });
     await this.rememberOperatorSource(model, name, dir);
-    this.out(`Deployed "${name}" (${op.meta.name} ${op.meta.version}) with ${app.units.length} unit${app.units.length === 1 ? "" : "s"}: ${app.units.join(", ") || "none"}${app.constraints ? ` (constraints ${app.constraints})` : ""}.`);
+    this.out(
+      `Deployed "${name}" (${op.meta.name} ${op.meta.version}) with ${app.units.length} unit${app.units.length === 1 ? "" : "s"}: ${app.units.join(", ") || "none"}${app.constraints ? ` (constraints ${app.constraints})` : ""}.`,
+    );
     if (this.wait) {
-      await waitForModelReady(client, model, { apps: [name], timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+      await waitForModelReady(client, model, {
+        apps: [name],
+        timeoutMs: this.timeout,
+        progress: (l) => this.progress(l),
+      });
       this.out(`All units of "${name}" are active.`);
     } else {
       this.out("Follow progress with: steward status --watch");
     }
     return 0;
   }
-
 }

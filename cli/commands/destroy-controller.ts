@@ -22,34 +22,70 @@ export default class DestroyControllerCommand extends BaseCommand {
     `,
     examples: [
       ["Destroy the controller called local", "$0 destroy-controller local --yes"],
-      ["Destroy a controller on EC2 and terminate its instances", "$0 destroy-controller prod --yes --credential-file ~/.aws/credentials --profile prod"],
+      [
+        "Destroy a controller on EC2 and terminate its instances",
+        "$0 destroy-controller prod --yes --credential-file ~/.aws/credentials --profile prod",
+      ],
       ["Destroy a controller on vSphere and its VMs", "$0 destroy-controller prod --yes --from-env"],
     ],
   });
 
   name = Option.String({ required: true, name: "name" });
   yes = Option.Boolean("-y,--yes", false, { description: "Confirm the destruction" });
-  timeout = Option.String("--timeout", "60s", { description: "How long to wait for models to be destroyed cleanly before forcing: " + DURATION_HELP, validator: isDuration() });
-  credentialFile = Option.String("--credential-file", { description: "aws, vsphere: the credential to remove the instances or VMs with (INI, JSON or YAML)" });
-  profile = Option.String("--profile", "default", { description: "aws, vsphere: the profile in --credential-file's INI" });
-  fromEnv = Option.Boolean("--from-env", false, { description: "aws, vsphere: read the credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD" });
+  timeout = Option.String("--timeout", "60s", {
+    description: "How long to wait for models to be destroyed cleanly before forcing: " + DURATION_HELP,
+    validator: isDuration(),
+  });
+  credentialFile = Option.String("--credential-file", {
+    description: "aws, vsphere: the credential to remove the instances or VMs with (INI, JSON or YAML)",
+  });
+  profile = Option.String("--profile", "default", {
+    description: "aws, vsphere: the profile in --credential-file's INI",
+  });
+  fromEnv = Option.Boolean("--from-env", false, {
+    description:
+      "aws, vsphere: read the credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD",
+  });
 
   async run(): Promise<number> {
     const cfg = await this.clientConfig();
     const entry = cfg.controllers[this.name];
-    if (!entry) throw new UsageError(`controller "${this.name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`);
-    if (!entry.dataDir && !entry.aws && !entry.vsphere) throw new UsageError(`controller "${this.name}" was bootstrapped over SSH; destroy-controller handles controllers on this host, on EC2 and on vSphere only for now`);
-    if (!this.yes) throw new UsageError(`this destroys controller "${this.name}", all its models and their machines: pass --yes to confirm`);
+    if (!entry)
+      throw new UsageError(
+        `controller "${this.name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`,
+      );
+    if (!entry.dataDir && !entry.aws && !entry.vsphere)
+      throw new UsageError(
+        `controller "${this.name}" was bootstrapped over SSH; destroy-controller handles controllers on this host, on EC2 and on vSphere only for now`,
+      );
+    if (!this.yes)
+      throw new UsageError(
+        `this destroys controller "${this.name}", all its models and their machines: pass --yes to confirm`,
+      );
     const cloud = entry.aws ? "aws" : entry.vsphere ? "vsphere" : undefined;
     if (cloud && this.credentialFile === undefined && !this.fromEnv) {
-      throw new UsageError(cloud === "aws"
-        ? "a controller on EC2: give the AWS credential to terminate its instances with, --credential-file FILE [--profile P] or --from-env"
-        : "a controller on vSphere: give the vSphere account to destroy its VMs with, --credential-file FILE or --from-env (VSPHERE_USER, VSPHERE_PASSWORD)");
+      throw new UsageError(
+        cloud === "aws"
+          ? "a controller on EC2: give the AWS credential to terminate its instances with, --credential-file FILE [--profile P] or --from-env"
+          : "a controller on vSphere: give the vSphere account to destroy its VMs with, --credential-file FILE or --from-env (VSPHERE_USER, VSPHERE_PASSWORD)",
+      );
     }
     // Read before anything is destroyed, so a wrong file stops it here.
-    const attributes = cloud ? await readCredentialAttributes(this.context, cloud, { file: this.credentialFile, profile: this.profile, fromEnv: this.fromEnv }) : undefined;
+    const attributes = cloud
+      ? await readCredentialAttributes(this.context, cloud, {
+          file: this.credentialFile,
+          profile: this.profile,
+          fromEnv: this.fromEnv,
+        })
+      : undefined;
 
-    const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), timeoutMs: 5000 });
+    const client = new ControllerClient({
+      addresses: entry.addresses,
+      caCert: entry.caCert,
+      user: entry.user,
+      ...(entry.password ? { password: entry.password } : {}),
+      timeoutMs: 5000,
+    });
     try {
       await destroyAllModels(client, this.timeout, (l) => this.progress(l));
     } finally {
@@ -58,8 +94,18 @@ export default class DestroyControllerCommand extends BaseCommand {
     // Loaded only here: the substrates package brings node-ssh, which most commands never need.
     const { destroyController } = require("../../substrates") as typeof Substrates;
     const progress = (l: string): void => this.progress(l);
-    if (entry.aws) await destroyController("aws", { uuid: entry.aws.uuid, settings: entry.aws.settings, credential: attributes! }, { progress });
-    else if (entry.vsphere) await destroyController("vsphere", { uuid: entry.vsphere.uuid, settings: entry.vsphere.settings, credential: attributes! }, { progress });
+    if (entry.aws)
+      await destroyController(
+        "aws",
+        { uuid: entry.aws.uuid, settings: entry.aws.settings, credential: attributes! },
+        { progress },
+      );
+    else if (entry.vsphere)
+      await destroyController(
+        "vsphere",
+        { uuid: entry.vsphere.uuid, settings: entry.vsphere.settings, credential: attributes! },
+        { progress },
+      );
     else await destroyController("local", { settings: { dataDir: entry.dataDir! } }, { progress });
     delete cfg.controllers[this.name];
     if (cfg.current === this.name) delete cfg.current;

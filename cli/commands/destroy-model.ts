@@ -26,43 +26,74 @@ export default class DestroyModelCommand extends ControllerCommand {
       may be left behind; for a kubernetes model it prints what to delete by hand (its namespace, or its
       objects in a namespace Steward did not make).
     `,
-    examples: [["Destroy model demo", "$0 destroy-model demo --yes"], ["Without running hooks", "$0 destroy-model demo --yes --force"]],
+    examples: [
+      ["Destroy model demo", "$0 destroy-model demo --yes"],
+      ["Without running hooks", "$0 destroy-model demo --yes --force"],
+    ],
   });
 
   name = Option.String({ required: true, name: "model" });
   yes = Option.Boolean("-y,--yes", false, { description: "Confirm the destruction" });
   force = Option.Boolean("--force", false, { description: "Delete at once without running hooks" });
   noWait = Option.Boolean("--no-wait", false, { description: "Return without waiting for the model to be gone" });
-  timeout = Option.String("--timeout", "5m", { description: "How long to wait: " + DURATION_HELP, validator: isDuration() });
+  timeout = Option.String("--timeout", "5m", {
+    description: "How long to wait: " + DURATION_HELP,
+    validator: isDuration(),
+  });
 
   async run(): Promise<number> {
-    if (!this.yes) throw new UsageError(`this destroys model "${this.name}" and all its applications and machines: pass --yes to confirm`);
+    if (!this.yes)
+      throw new UsageError(
+        `this destroys model "${this.name}" and all its applications and machines: pass --yes to confirm`,
+      );
     const client = await this.connect();
     const summary = (await client.listModels()).find((m) => m.name === this.name);
     const onPods = summary !== undefined && contractNamed(summary.substrate)?.provisions === "pods";
     // A pod model's namespace (its settings' `namespace`): objects a forced removal may leave there.
-    const namespace = onPods && typeof summary.settings?.namespace === "string" ? summary.settings.namespace : undefined;
+    const namespace =
+      onPods && typeof summary.settings?.namespace === "string" ? summary.settings.namespace : undefined;
     await client.destroyModel(this.name, this.force);
     const { name, cfg } = await this.resolveController();
-    if (cfg.controllers[name]!.currentModel === this.name) { delete cfg.controllers[name]!.currentModel; await this.saveConfig(cfg); }
+    if (cfg.controllers[name]!.currentModel === this.name) {
+      delete cfg.controllers[name]!.currentModel;
+      await this.saveConfig(cfg);
+    }
     if (this.force && namespace) this.progress(leftBehind(summary!, namespace));
-    if (this.noWait) { this.out(`Destroying model "${this.name}".`); return 0; }
+    if (this.noWait) {
+      this.out(`Destroying model "${this.name}".`);
+      return 0;
+    }
     const deadline = Date.now() + this.timeout;
     let last = "";
     let lastChange = Date.now();
     let suggested = this.force;
     while (Date.now() < deadline) {
-      const s = await client.status(this.name).catch((e: unknown) => { if (StewardError.isInstance(e) && e.code === "not-found") return undefined; throw e; });
-      if (!s) { this.out(`Model "${this.name}" destroyed.`); return 0; }
+      const s = await client.status(this.name).catch((e: unknown) => {
+        if (StewardError.isInstance(e) && e.code === "not-found") return undefined;
+        throw e;
+      });
+      if (!s) {
+        this.out(`Model "${this.name}" destroyed.`);
+        return 0;
+      }
       const line = waitingFor(s);
-      if (line !== last) { this.progress(line); last = line; lastChange = Date.now(); }
+      if (line !== last) {
+        this.progress(line);
+        last = line;
+        lastChange = Date.now();
+      }
       if (!suggested && Date.now() - lastChange >= SUGGEST_FORCE_AFTER_MS) {
         suggested = true;
-        this.progress(`Nothing has changed for ${SUGGEST_FORCE_AFTER_MS / 1000} s. If its agents${onPods ? " or its cluster" : ""} cannot be reached, \`steward destroy-model ${this.name} --yes --force\` removes the model now without running hooks${namespace ? `; objects in namespace ${namespace} of cluster ${summary?.credential ?? "?"} may be left behind` : ""}.`);
+        this.progress(
+          `Nothing has changed for ${SUGGEST_FORCE_AFTER_MS / 1000} s. If its agents${onPods ? " or its cluster" : ""} cannot be reached, \`steward destroy-model ${this.name} --yes --force\` removes the model now without running hooks${namespace ? `; objects in namespace ${namespace} of cluster ${summary?.credential ?? "?"} may be left behind` : ""}.`,
+        );
       }
       await new Promise((r) => setTimeout(r, 300));
     }
-    throw new StewardError("deadline-exceeded", `model "${this.name}" is still being destroyed after ${Math.round(this.timeout / 1000)} s (${last.trim()}); check steward status -m ${this.name}, or use --force if its agents${onPods ? " or its cluster" : ""} cannot be reached`);
+    throw new StewardError(
+      "deadline-exceeded",
+      `model "${this.name}" is still being destroyed after ${Math.round(this.timeout / 1000)} s (${last.trim()}); check steward status -m ${this.name}, or use --force if its agents${onPods ? " or its cluster" : ""} cannot be reached`,
+    );
   }
 }
 
@@ -70,20 +101,28 @@ export default class DestroyModelCommand extends ControllerCommand {
 function waitingFor(s: ModelStatus): string {
   const units = Object.values(s.applications).flatMap((a) => Object.values(a.units));
   const machines = Object.values(s.machines);
-  const named = <T>(items: T[], show: (x: T) => string): string => items.slice(0, NAMED).map(show).join(", ") + (items.length > NAMED ? ` and ${items.length - NAMED} more` : "");
+  const named = <T>(items: T[], show: (x: T) => string): string =>
+    items.slice(0, NAMED).map(show).join(", ") + (items.length > NAMED ? ` and ${items.length - NAMED} more` : "");
   const parts: string[] = [];
   if (units.length > 0) {
-    parts.push(`${units.length} unit${units.length > 1 ? "s" : ""} to run their teardown hooks: ${named(units, (u) => `${u.name} (agent ${u.agent.current}${u.workload.message ? `; ${u.workload.message}` : ""})`)}`);
+    parts.push(
+      `${units.length} unit${units.length > 1 ? "s" : ""} to run their teardown hooks: ${named(units, (u) => `${u.name} (agent ${u.agent.current}${u.workload.message ? `; ${u.workload.message}` : ""})`)}`,
+    );
   } else if (Object.keys(s.applications).length > 0) {
     parts.push(`applications ${Object.keys(s.applications).join(", ")} to go`);
   }
-  if (machines.length > 0) parts.push(`${machines.length} machine${machines.length > 1 ? "s" : ""} to stop: ${named(machines, (m) => `${m.id} (${m.status.current}${m.status.message ? `: ${m.status.message}` : ""})`)}`);
+  if (machines.length > 0)
+    parts.push(
+      `${machines.length} machine${machines.length > 1 ? "s" : ""} to stop: ${named(machines, (m) => `${m.id} (${m.status.current}${m.status.message ? `: ${m.status.message}` : ""})`)}`,
+    );
   return `  waiting for ${parts.length > 0 ? parts.join("; then ") : "the model's last records to go"}`;
 }
 
 /** A kubernetes model removed by force: what stays in the cluster unless the controller gets to delete it. */
 function leftBehind(m: ModelSummary, namespace: string): string {
-  return `The model's records are removed. Its objects in namespace ${namespace} of cluster ${m.credential ?? "?"} are deleted only if the controller reaches the cluster while it leads; `
-    + `otherwise they stay: delete them with \`kubectl delete namespace ${namespace}\` (a namespace Steward made for the model), `
-    + `or \`kubectl delete statefulsets,services,secrets -n ${namespace} -l ${kubernetes.selectorOf(m.uuid)}\` (one it did not make).`;
+  return (
+    `The model's records are removed. Its objects in namespace ${namespace} of cluster ${m.credential ?? "?"} are deleted only if the controller reaches the cluster while it leads; ` +
+    `otherwise they stay: delete them with \`kubectl delete namespace ${namespace}\` (a namespace Steward made for the model), ` +
+    `or \`kubectl delete statefulsets,services,secrets -n ${namespace} -l ${kubernetes.selectorOf(m.uuid)}\` (one it did not make).`
+  );
 }

@@ -6,7 +6,8 @@ export default class DiffCommand extends ModelFileCommand {
   static override usage = Command.Usage({
     category: "Models",
     description: "show how a model differs from a model file, changing nothing",
-    details: "Prints the plan that `steward apply` would carry out. Exit code 0 means in sync, 2 means there is drift (as `terraform plan -detailed-exitcode`), 1 means an error.",
+    details:
+      "Prints the plan that `steward apply` would carry out. Exit code 0 means in sync, 2 means there is drift (as `terraform plan -detailed-exitcode`), 1 means an error.",
     examples: [["Check for drift", "$0 diff examples/local/model.yaml"]],
   });
 

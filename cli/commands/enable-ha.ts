@@ -26,8 +26,14 @@ export default class EnableHaCommand extends ControllerCommand {
       is refused as etcd advises. Shrinking is not supported yet.
     `,
     examples: [
-      ["Grow to three replicas on two more hosts", "$0 enable-ha -n 3 --to ssh:root@10.0.0.6,ssh:root@10.0.0.7 --key-file ~/.ssh/id_ed25519 --host-key SHA256:Ab… --host-key SHA256:Cd…"],
-      ["Five replicas, replacing a lost one after 2 minutes", "$0 enable-ha -n 5 --to ssh:ops@c4,ssh:ops@c5 --key-file ops.key --trust-on-first-use --replace-after 2m"],
+      [
+        "Grow to three replicas on two more hosts",
+        "$0 enable-ha -n 3 --to ssh:root@10.0.0.6,ssh:root@10.0.0.7 --key-file ~/.ssh/id_ed25519 --host-key SHA256:Ab… --host-key SHA256:Cd…",
+      ],
+      [
+        "Five replicas, replacing a lost one after 2 minutes",
+        "$0 enable-ha -n 5 --to ssh:ops@c4,ssh:ops@c5 --key-file ops.key --trust-on-first-use --replace-after 2m",
+      ],
     ],
   });
 
@@ -37,19 +43,42 @@ export default class EnableHaCommand extends ControllerCommand {
   keyEnv = Option.String("--key-env", { description: "Name of an environment variable holding the private key" });
   hostKey = Option.Array("--host-key", [], { description: "Pinned host key (SHA256:…), one per --to host in order" });
   tofu = Option.Boolean("--trust-on-first-use", false, { description: "Accept and record the host keys offered now" });
-  replaceAfter = Option.String("--replace-after", { description: "Replace a replica gone this long (default 5m): " + DURATION_HELP, validator: isDuration() });
-  maxPerHour = Option.String("--max-replacements-per-hour", { description: "At most this many replacements an hour (default 2)", validator: isWholeNumber(0) });
-  wait = Option.Boolean("--wait", true, { description: "Wait until the replicas are voters (--no-wait to return at once)" });
-  timeout = Option.String("--timeout", "15m", { description: "How long to wait: " + DURATION_HELP, validator: isDuration() });
+  replaceAfter = Option.String("--replace-after", {
+    description: "Replace a replica gone this long (default 5m): " + DURATION_HELP,
+    validator: isDuration(),
+  });
+  maxPerHour = Option.String("--max-replacements-per-hour", {
+    description: "At most this many replacements an hour (default 2)",
+    validator: isWholeNumber(0),
+  });
+  wait = Option.Boolean("--wait", true, {
+    description: "Wait until the replicas are voters (--no-wait to return at once)",
+  });
+  timeout = Option.String("--timeout", "15m", {
+    description: "How long to wait: " + DURATION_HELP,
+    validator: isDuration(),
+  });
 
   async run(): Promise<number> {
     const n = this.replicas;
     checkReplicaCount(n, "-n");
-    const targets = (this.to ?? "").split(",").map((t) => t.trim()).filter(Boolean);
-    const hosts = targets.length > 0 ? await sshHosts(this.context, targets, { keyFile: this.keyFile, keyEnv: this.keyEnv, hostKeys: this.hostKey, tofu: this.tofu }) : [];
+    const targets = (this.to ?? "")
+      .split(",")
+      .map((t) => t.trim())
+      .filter(Boolean);
+    const hosts =
+      targets.length > 0
+        ? await sshHosts(this.context, targets, {
+            keyFile: this.keyFile,
+            keyEnv: this.keyEnv,
+            hostKeys: this.hostKey,
+            tofu: this.tofu,
+          })
+        : [];
     const client = await this.connect();
     const res = await client.enableHa({
-      replicas: n, hosts,
+      replicas: n,
+      hosts,
       ...replaceAfterSetting(this.replaceAfter),
       ...(this.maxPerHour !== undefined ? { maxReplacementsPerHour: this.maxPerHour } : {}),
     });
@@ -57,7 +86,12 @@ export default class EnableHaCommand extends ControllerCommand {
     if (!this.wait) return 0;
     const cluster = await waitForVoters(client, n, this.timeout, (l) => this.progress(l));
     await this.rememberAddresses();
-    this.out(`Controller is highly available: ${cluster.members.filter((m) => m.hasVote && m.present).length} voters (${cluster.members.filter((m) => m.hasVote).map((m) => m.host).join(", ")}).`);
+    this.out(
+      `Controller is highly available: ${cluster.members.filter((m) => m.hasVote && m.present).length} voters (${cluster.members
+        .filter((m) => m.hasVote)
+        .map((m) => m.host)
+        .join(", ")}).`,
+    );
     return 0;
   }
 

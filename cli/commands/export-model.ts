@@ -31,7 +31,9 @@ export default class ExportModelCommand extends ControllerCommand {
     const gz = gzipSync(json);
     await writeFile(resolve(this.context.cwd, this.output), gz, { mode: 0o600 });
     const units = Object.keys(doc.documents.unit ?? {}).length;
-    this.out(`Model "${this.name}" exported to ${this.output}: format version ${doc.version}, store revision ${doc.source.revision}, ${units} units, ${gz.length} bytes (${json.length} as JSON) in ${Date.now() - started} ms.`);
+    this.out(
+      `Model "${this.name}" exported to ${this.output}: format version ${doc.version}, store revision ${doc.source.revision}, ${units} units, ${gz.length} bytes (${json.length} as JSON) in ${Date.now() - started} ms.`,
+    );
     return 0;
   }
 }

@@ -6,7 +6,8 @@ export default class GrantCommand extends ControllerCommand {
   static override usage = Command.Usage({
     category: "Controllers",
     description: "give a user access to a model",
-    details: "`read` lets the user see status; `write` lets them deploy and change applications; `admin` also lets them destroy the model and grant access.",
+    details:
+      "`read` lets the user see status; `write` lets them deploy and change applications; `admin` also lets them destroy the model and grant access.",
     examples: [["Let alice read model prod", "$0 grant alice read prod"]],
   });
 
@@ -15,7 +16,8 @@ export default class GrantCommand extends ControllerCommand {
   model = Option.String({ required: true, name: "model" });
 
   async run(): Promise<number> {
-    if (!["read", "write", "admin"].includes(this.access)) throw new UsageError(`access must be read, write or admin, got "${this.access}"`);
+    if (!["read", "write", "admin"].includes(this.access))
+      throw new UsageError(`access must be read, write or admin, got "${this.access}"`);
     const client = await this.connect();
     await client.grant(this.model, this.user, this.access as "read");
     this.out(`Granted ${this.access} on ${this.model} to ${this.user}.`);

@@ -6,7 +6,10 @@ export default class HelpCommand extends Command<StewardContext> {
   static override usage = Command.Usage({
     category: "Getting started",
     description: "list the commands, or show one command's help",
-    examples: [["Every command", "$0 help"], ["How to use deploy", "$0 help deploy"]],
+    examples: [
+      ["Every command", "$0 help"],
+      ["How to use deploy", "$0 help deploy"],
+    ],
   });
 
   command = Option.Rest({ name: "command" });

@@ -22,7 +22,10 @@ export default class ImportModelCommand extends ControllerCommand {
       they were: no hook runs again. Access of users this controller does not have is dropped (the
       answer names them). An older file format is upgraded on the way in. Needs a superuser.
     `,
-    examples: [["Import a model", "$0 import-model demo.steward.gz"], ["Under another name", "$0 import-model demo.steward.gz --name demo-copy"]],
+    examples: [
+      ["Import a model", "$0 import-model demo.steward.gz"],
+      ["Under another name", "$0 import-model demo.steward.gz --name demo-copy"],
+    ],
   });
 
   file = Option.String({ required: true, name: "file" });
@@ -33,18 +36,31 @@ export default class ImportModelCommand extends ControllerCommand {
     let text: string;
     try {
       // gzip starts with 1f 8b; a plain JSON export is taken too.
-      text = bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes, { maxOutputLength: MAX_JSON_BYTES }).toString("utf8") : bytes.toString("utf8");
+      text =
+        bytes[0] === 0x1f && bytes[1] === 0x8b
+          ? gunzipSync(bytes, { maxOutputLength: MAX_JSON_BYTES }).toString("utf8")
+          : bytes.toString("utf8");
     } catch (err) {
       throw new UsageError(`${this.file} is not a model export: ${(err as Error).message}`);
     }
     let doc: unknown;
-    try { doc = JSON.parse(text); } catch (err) { throw new UsageError(`${this.file} is not a model export: ${(err as Error).message}`); }
+    try {
+      doc = JSON.parse(text);
+    } catch (err) {
+      throw new UsageError(`${this.file} is not a model export: ${(err as Error).message}`);
+    }
     const client = await this.connect();
     const res = await client.call(routes.importModel, {}, doc, { name: this.name || undefined });
     const count = Object.values(res.documents).reduce((a, b) => a + b, 0);
-    this.out(`Model "${res.name}" (${res.uuid}) imported: ${count} documents, ${res.documents.unit ?? 0} units${res.fromVersion < 2 ? ` (upgraded from format version ${res.fromVersion})` : ""}.`);
-    if (res.copyOf) this.out(`It is a copy of model ${res.copyOf} here, with its own uuid: its machines get new agents.`);
-    if (res.missingUsers.length > 0) this.out(`Access not imported for users this controller does not have: ${res.missingUsers.join(", ")} (add them with steward add-user, then steward grant).`);
+    this.out(
+      `Model "${res.name}" (${res.uuid}) imported: ${count} documents, ${res.documents.unit ?? 0} units${res.fromVersion < 2 ? ` (upgraded from format version ${res.fromVersion})` : ""}.`,
+    );
+    if (res.copyOf)
+      this.out(`It is a copy of model ${res.copyOf} here, with its own uuid: its machines get new agents.`);
+    if (res.missingUsers.length > 0)
+      this.out(
+        `Access not imported for users this controller does not have: ${res.missingUsers.join(", ")} (add them with steward add-user, then steward grant).`,
+      );
     return 0;
   }
 }

@@ -12,7 +12,10 @@ export default class IntegrateCommand extends ModelCommand {
       candidates. Units of both sides then run relation-created, relation-joined and
       relation-changed and can exchange data with relation-get and relation-set.
     `,
-    examples: [["Integrate a checker with a web server", "$0 integrate checker web"], ["Name the endpoints", "$0 integrate checker:upstream web:website"]],
+    examples: [
+      ["Integrate a checker with a web server", "$0 integrate checker web"],
+      ["Name the endpoints", "$0 integrate checker:upstream web:website"],
+    ],
   });
 
   a = Option.String({ required: true, name: "app[:endpoint]" });

@@ -15,7 +15,7 @@ export default class LoginCommand extends ControllerCommand {
     `,
     examples: [
       ["Refresh the token for the current controller", "$0 login"],
-      ["Log in as another user", "echo \"$PW\" | $0 login --user alice --password-stdin"],
+      ["Log in as another user", 'echo "$PW" | $0 login --user alice --password-stdin'],
     ],
   });
 
@@ -24,7 +24,8 @@ export default class LoginCommand extends ControllerCommand {
 
   async run(): Promise<number> {
     const { name, entry, cfg } = await this.resolveController();
-    let password = this.context.env.STEWARD_PASSWORD ?? (this.user && this.user !== entry.user ? undefined : entry.password);
+    let password =
+      this.context.env.STEWARD_PASSWORD ?? (this.user && this.user !== entry.user ? undefined : entry.password);
     if (this.passwordStdin) password = (await readAll(this.context.stdin)).replace(/\r?\n$/, "");
     if (!password) throw new UsageError("no password: pass --password-stdin (or set STEWARD_PASSWORD)");
     const user = this.user ?? entry.user;

@@ -16,12 +16,16 @@ export default class LogoutCommand extends ControllerCommand {
     examples: [["Log out of the current controller", "$0 logout"]],
   });
 
-  force = Option.Boolean("--force", false, { description: "Log out even if the stored password is the only copy of a generated one" });
+  force = Option.Boolean("--force", false, {
+    description: "Log out even if the stored password is the only copy of a generated one",
+  });
 
   async run(): Promise<number> {
     const { name, entry, cfg } = await this.resolveController();
     if (entry.generatedPassword && entry.password && !this.force) {
-      throw new UsageError(`the ${entry.user} password of "${name}" was generated at bootstrap and is stored only in this client: set your own first (steward change-password), or pass --force to forget it`);
+      throw new UsageError(
+        `the ${entry.user} password of "${name}" was generated at bootstrap and is stored only in this client: set your own first (steward change-password), or pass --force to forget it`,
+      );
     }
     if (entry.token) {
       const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, token: entry.token });

@@ -36,8 +36,12 @@ export default class MigrateCommand extends ControllerCommand {
   model = Option.String({ required: true, name: "model" });
   target = Option.String({ required: false, name: "target" });
   abort = Option.Boolean("--abort", false, { description: "Abort the model's migration (before SUCCESS)" });
-  wait = Option.Boolean("--wait", true, { description: "Wait until the migration is over, showing each phase (--no-wait: return once it started)" });
-  agentWait = Option.String("--agent-wait", { description: "Seconds agents have to answer each phase (default 900, Juju's 15 minutes)" });
+  wait = Option.Boolean("--wait", true, {
+    description: "Wait until the migration is over, showing each phase (--no-wait: return once it started)",
+  });
+  agentWait = Option.String("--agent-wait", {
+    description: "Seconds agents have to answer each phase (default 900, Juju's 15 minutes)",
+  });
 
   async run(): Promise<number> {
     const client = await this.connect();
@@ -45,26 +49,50 @@ export default class MigrateCommand extends ControllerCommand {
       if (this.target) throw new UsageError("--abort takes only the model");
       const info = await client.call(routes.abortMigration, { model: this.model });
       this.out(`Aborting the migration of ${this.model} to ${info.target.name}.`);
-      return this.wait ? this.finish(await waitForMigration(client, this.model, (line) => this.out(line)), "ABORTDONE") : 0;
+      return this.wait
+        ? this.finish(await waitForMigration(client, this.model, (line) => this.out(line)), "ABORTDONE")
+        : 0;
     }
-    if (!this.target) throw new UsageError("name the controller to move the model to: steward migrate MODEL TARGET (steward controllers lists them)");
+    if (!this.target)
+      throw new UsageError(
+        "name the controller to move the model to: steward migrate MODEL TARGET (steward controllers lists them)",
+      );
     const { name: source } = await this.resolveController();
     if (this.target === source) throw new UsageError(`${this.target} is the controller the model is on`);
     const cfg = await this.clientConfig();
     const t = cfg.controllers[this.target];
-    if (!t) throw new UsageError(`controller "${this.target}" is not known here (known: ${Object.keys(cfg.controllers).join(", ")}); log in to it first (steward login)`);
-    if (!t.password && !t.token) throw new UsageError(`this client holds no login for ${this.target}: run steward login -c ${this.target} first`);
+    if (!t)
+      throw new UsageError(
+        `controller "${this.target}" is not known here (known: ${Object.keys(cfg.controllers).join(", ")}); log in to it first (steward login)`,
+      );
+    if (!t.password && !t.token)
+      throw new UsageError(`this client holds no login for ${this.target}: run steward login -c ${this.target} first`);
     let agentWaitSeconds: number | undefined;
     if (this.agentWait !== undefined) {
       agentWaitSeconds = Number(this.agentWait);
-      if (!Number.isInteger(agentWaitSeconds) || agentWaitSeconds < 5) throw new UsageError(`--agent-wait must be a whole number of seconds, at least 5 (got "${this.agentWait}")`);
+      if (!Number.isInteger(agentWaitSeconds) || agentWaitSeconds < 5)
+        throw new UsageError(`--agent-wait must be a whole number of seconds, at least 5 (got "${this.agentWait}")`);
     }
-    const info = await client.call(routes.migrate, { model: this.model }, {
-      target: { name: this.target, addresses: t.addresses, caCert: t.caCert, user: t.user, ...(t.password ? { password: t.password } : {}), ...(t.token ? { token: t.token } : {}) },
-      ...(agentWaitSeconds !== undefined ? { agentWaitSeconds } : {}),
-    });
+    const info = await client.call(
+      routes.migrate,
+      { model: this.model },
+      {
+        target: {
+          name: this.target,
+          addresses: t.addresses,
+          caCert: t.caCert,
+          user: t.user,
+          ...(t.password ? { password: t.password } : {}),
+          ...(t.token ? { token: t.token } : {}),
+        },
+        ...(agentWaitSeconds !== undefined ? { agentWaitSeconds } : {}),
+      },
+    );
     this.out(`Migrating ${this.model} to ${this.target} (migration ${info.id}).`);
-    if (!this.wait) { this.out(`Follow it with: steward show-migration ${this.model}`); return 0; }
+    if (!this.wait) {
+      this.out(`Follow it with: steward show-migration ${this.model}`);
+      return 0;
+    }
     return this.finish(await waitForMigration(client, this.model, (line) => this.out(line)));
   }
 

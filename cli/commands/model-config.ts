@@ -14,7 +14,10 @@ export default class ModelConfigCommand extends ModelCommand {
       5m) and \`automatically-retry-hooks\` (true: failed hooks are retried after 5 s doubling to 5
       min; false: they wait for \`steward resolve\`).
     `,
-    examples: [["Show settings", "$0 model-config"], ["Stop automatic retries", "$0 model-config automatically-retry-hooks=false"]],
+    examples: [
+      ["Show settings", "$0 model-config"],
+      ["Stop automatic retries", "$0 model-config automatically-retry-hooks=false"],
+    ],
   });
 
   assignments = Option.Rest({ name: "key=value" });
@@ -28,13 +31,18 @@ export default class ModelConfigCommand extends ModelCommand {
       else if (k === "automatically-retry-hooks") {
         if (v !== "true" && v !== "false") throw new UsageError(`${k} must be true or false, got "${v}"`);
         config.automaticallyRetryHooks = v === "true";
-      } else throw new UsageError(`"${k}" is not a model setting (known: update-status-interval, automatically-retry-hooks)`);
+      } else
+        throw new UsageError(
+          `"${k}" is not a model setting (known: update-status-interval, automatically-retry-hooks)`,
+        );
     }
     // Showing is a read (any user with access to the model); changing needs admin on it.
-    const c = Object.keys(config).length > 0
-      ? (await client.updateModel(model, config)).config as Partial<ModelSettings>
-      : await this.shownConfig(client, model);
-    if (!c) throw new StewardError("not-found", `model "${model}" not found (steward models lists the models you can see)`);
+    const c =
+      Object.keys(config).length > 0
+        ? ((await client.updateModel(model, config)).config as Partial<ModelSettings>)
+        : await this.shownConfig(client, model);
+    if (!c)
+      throw new StewardError("not-found", `model "${model}" not found (steward models lists the models you can see)`);
     this.out(`update-status-interval     ${c.updateStatusInterval}s`);
     this.out(`automatically-retry-hooks  ${c.automaticallyRetryHooks ?? true}`);
     return 0;

@@ -33,7 +33,8 @@ export default class ModelConstraintsCommand extends ModelCommand {
     if (set !== undefined) shown = (await client.setModelConstraints(model, set)).constraints;
     else {
       const m = (await client.listModels()).find((x) => x.name === model);
-      if (!m) throw new StewardError("not-found", `model "${model}" not found (steward models lists the models you can see)`);
+      if (!m)
+        throw new StewardError("not-found", `model "${model}" not found (steward models lists the models you can see)`);
       shown = m.constraints;
     }
     this.out(shown ?? "(none)");

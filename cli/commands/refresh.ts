@@ -22,24 +22,38 @@ export default class RefreshCommand extends ModelCommand {
   });
 
   app = Option.String({ required: true, name: "application" });
-  sourceDir = Option.String("--path", { description: "Operator directory (default: the one it was deployed from, if this client deployed it)" });
-  wait = Option.Boolean("--wait", false, { description: "Wait until every unit has run the upgrade and is active/idle" });
-  timeout = Option.String("--timeout", "10m", { description: "How long --wait waits: " + DURATION_HELP, validator: isDuration() });
+  sourceDir = Option.String("--path", {
+    description: "Operator directory (default: the one it was deployed from, if this client deployed it)",
+  });
+  wait = Option.Boolean("--wait", false, {
+    description: "Wait until every unit has run the upgrade and is active/idle",
+  });
+  timeout = Option.String("--timeout", "10m", {
+    description: "How long --wait waits: " + DURATION_HELP,
+    validator: isDuration(),
+  });
 
   async run(): Promise<number> {
     const model = await this.model();
     const { entry } = await this.resolveController();
     const known = entry.operatorSources?.[`${model}/${this.app}`];
     const dir = this.sourceDir !== undefined ? resolve(this.context.cwd, this.sourceDir) : known;
-    if (!dir) throw new UsageError(`this client does not know where "${this.app}"'s operator came from: give its directory with --path DIR`);
+    if (!dir)
+      throw new UsageError(
+        `this client does not know where "${this.app}"'s operator came from: give its directory with --path DIR`,
+      );
     const op = await readOperatorDir(dir);
     const client = await this.connect();
     const app = await client.getApplication(model, this.app);
     if (op.meta.name !== app.operator.name) {
-      throw new UsageError(`${dir} holds operator "${op.meta.name}", but "${this.app}" runs "${app.operator.name}": refresh keeps the operator; deploy another application to change it`);
+      throw new UsageError(
+        `${dir} holds operator "${op.meta.name}", but "${this.app}" runs "${app.operator.name}": refresh keeps the operator; deploy another application to change it`,
+      );
     }
     if (op.hash === app.operator.hash) {
-      this.out(`"${this.app}" already runs this content of ${op.meta.name} ${op.meta.version} (${shortHash(op.hash)}); nothing to do.`);
+      this.out(
+        `"${this.app}" already runs this content of ${op.meta.name} ${op.meta.version} (${shortHash(op.hash)}); nothing to do.`,
+      );
       return 0;
     }
     if (!(await client.hasOperator(op.hash))) {
@@ -48,13 +62,19 @@ export default class RefreshCommand extends ModelCommand {
     }
     const updated = await client.updateApplication(model, this.app, { operator: op.hash });
     if (this.sourceDir !== undefined) await this.rememberOperatorSource(model, this.app, dir);
-    this.out(`Upgrading "${this.app}" from ${app.operator.name} ${app.operator.version} (${shortHash(app.operator.hash)}) to ${op.meta.version} (${shortHash(op.hash)}).`);
+    this.out(
+      `Upgrading "${this.app}" from ${app.operator.name} ${app.operator.version} (${shortHash(app.operator.hash)}) to ${op.meta.version} (${shortHash(op.hash)}).`,
+    );
     if (this.wait) {
       // Until every unit has run upgrade (and config-changed) for this content, not only active/idle.
-      await waitForModelReady(client, model, { apps: [this.app], changed: { [this.app]: changeOf(updated) }, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+      await waitForModelReady(client, model, {
+        apps: [this.app],
+        changed: { [this.app]: changeOf(updated) },
+        timeoutMs: this.timeout,
+        progress: (l) => this.progress(l),
+      });
       this.out(`All units of "${this.app}" run the new content and are active.`);
     }
     return 0;
   }
-
 }

@@ -6,7 +6,8 @@ export default class RemoveApplicationCommand extends ModelCommand {
   static override usage = Command.Usage({
     category: "Applications",
     description: "remove an application and all its units",
-    details: "Every unit runs its stop and remove hooks; machines created for the units go with them. `--force` removes at once without hooks.",
+    details:
+      "Every unit runs its stop and remove hooks; machines created for the units go with them. `--force` removes at once without hooks.",
     examples: [["Remove web", "$0 remove-application web"]],
   });
 

@@ -6,7 +6,8 @@ export default class RemoveIntegrationCommand extends ModelCommand {
   static override usage = Command.Usage({
     category: "Applications",
     description: "end an integration between two applications",
-    details: "Units on both sides run relation-departed for each remote unit, then relation-broken; then the integration and its data are gone.",
+    details:
+      "Units on both sides run relation-departed for each remote unit, then relation-broken; then the integration and its data are gone.",
     examples: [["End the integration of checker and web", "$0 remove-integration checker web"]],
   });
 

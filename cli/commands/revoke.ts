@@ -6,7 +6,8 @@ export default class RevokeCommand extends ControllerCommand {
   static override usage = Command.Usage({
     category: "Controllers",
     description: "take away a user's access to a model",
-    details: "The user can no longer read or change the model; their open status watches of it are closed. Give access again with `steward grant`.",
+    details:
+      "The user can no longer read or change the model; their open status watches of it are closed. Give access again with `steward grant`.",
     examples: [["Take away alice's access to model prod", "$0 revoke alice prod"]],
   });
 

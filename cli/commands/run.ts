@@ -26,18 +26,27 @@ export default class RunCommand extends ModelCommand {
 
   words = Option.Rest({ name: "unit|app … action [key=value …]", required: 2 });
   background = Option.Boolean("--background", false, { description: "Return once the tasks are queued" });
-  wait = Option.String("--wait", "10m", { description: "How long to wait for the tasks: " + DURATION_HELP, validator: isDuration() });
+  wait = Option.String("--wait", "10m", {
+    description: "How long to wait for the tasks: " + DURATION_HELP,
+    validator: isDuration(),
+  });
   format = Option.String("--format", "yaml", { description: "yaml or json (the tasks' records)" });
 
   async run(): Promise<number> {
-    if (this.format !== "yaml" && this.format !== "json") throw new UsageError(`--format must be yaml or json, got "${this.format}"`);
+    if (this.format !== "yaml" && this.format !== "json")
+      throw new UsageError(`--format must be yaml or json, got "${this.format}"`);
     const firstParam = this.words.findIndex((w) => w.includes("="));
     const names = firstParam === -1 ? this.words : this.words.slice(0, firstParam);
     const assignments = firstParam === -1 ? [] : this.words.slice(firstParam);
-    if (names.length < 2) throw new UsageError("give at least one unit or application and then the action's name, e.g. steward run web/0 restart");
+    if (names.length < 2)
+      throw new UsageError(
+        "give at least one unit or application and then the action's name, e.g. steward run web/0 restart",
+      );
     const action = names[names.length - 1]!;
     const targets = names.slice(0, -1);
-    for (const t of targets) if (!TARGET.test(t)) throw new UsageError(`"${t}" is not a unit (web/0), a leader (web/leader) or an application (web)`);
+    for (const t of targets)
+      if (!TARGET.test(t))
+        throw new UsageError(`"${t}" is not a unit (web/0), a leader (web/leader) or an application (web)`);
     if (!/^[a-z][a-z0-9-]*$/.test(action)) throw new UsageError(`"${action}" is not an action name`);
     const params: Record<string, string> = {};
     for (const a of assignments) {
@@ -55,11 +64,19 @@ export default class RunCommand extends ModelCommand {
       this.progress(`\nCheck a task with: steward show-task ${queued.tasks[0]!.id}${model ? ` -m ${model}` : ""}`);
       return 0;
     }
-    const tasks = await this.waitFor(client, model, queued.tasks.map((t) => t.id));
+    const tasks = await this.waitFor(
+      client,
+      model,
+      queued.tasks.map((t) => t.id),
+    );
     this.print(tasks);
     const unfinished = tasks.filter((t) => t.status === "pending" || t.status === "running");
-    for (const t of unfinished) this.progress(`ERROR task ${t.id} on ${t.unit} is still ${t.status} after ${this.wait / 1000} s: steward show-task ${t.id}`);
-    for (const t of tasks.filter((x) => x.status === "failed" || x.status === "aborted")) this.progress(`ERROR task ${t.id} on ${t.unit} ${t.status}: ${t.message}`);
+    for (const t of unfinished)
+      this.progress(
+        `ERROR task ${t.id} on ${t.unit} is still ${t.status} after ${this.wait / 1000} s: steward show-task ${t.id}`,
+      );
+    for (const t of tasks.filter((x) => x.status === "failed" || x.status === "aborted"))
+      this.progress(`ERROR task ${t.id} on ${t.unit} ${t.status}: ${t.message}`);
     return tasks.every((t) => t.status === "completed") ? 0 : 1;
   }
 
@@ -77,13 +94,19 @@ export default class RunCommand extends ModelCommand {
 
   /** One task: its results, as `juju run` prints them; several: each under its unit. */
   private print(tasks: TaskInfo[]): void {
-    if (this.format === "json") { this.context.stdout.write(JSON.stringify(tasks, null, 2) + "\n"); return; }
+    if (this.format === "json") {
+      this.context.stdout.write(JSON.stringify(tasks, null, 2) + "\n");
+      return;
+    }
     const shown = (t: TaskInfo): Record<string, unknown> => ({
       ...(t.results && Object.keys(t.results).length > 0 ? { results: t.results } : {}),
       ...(t.log.length > 0 ? { log: t.log.map((l) => `${l.ts} ${l.message}`) } : {}),
-      ...(t.status !== "completed" ? { status: t.status, message: t.message, ...(t.output ? { output: t.output } : {}) } : {}),
+      ...(t.status !== "completed"
+        ? { status: t.status, message: t.message, ...(t.output ? { output: t.output } : {}) }
+        : {}),
     });
-    const doc = tasks.length === 1 ? shown(tasks[0]!) : Object.fromEntries(tasks.map((t) => [t.unit, { id: t.id, ...shown(t) }]));
+    const doc =
+      tasks.length === 1 ? shown(tasks[0]!) : Object.fromEntries(tasks.map((t) => [t.unit, { id: t.id, ...shown(t) }]));
     if (Object.keys(doc).length === 0) return;
     this.context.stdout.write(sanitizeForTerminal(stringify(doc)));
   }

@@ -20,14 +20,22 @@ export default class SetReplicaCloudCommand extends CloudOptionsCommand {
       by them. \`--clear\` stops launching replicas (spares are still used).
     `,
     examples: [
-      ["Replace lost replicas with EC2 instances in three subnets", "$0 set-replica-cloud aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd"],
-      ["Replace them with VMs cloned on vSphere", "$0 set-replica-cloud vsphere --credential lab --vcenter https://vcenter.example.com/sdk --datacenter DC1 --template debian-12-template --vcenter-ca-file vcenter-ca.pem"],
+      [
+        "Replace lost replicas with EC2 instances in three subnets",
+        "$0 set-replica-cloud aws --credential prod --region eu-west-1 --image ami-0abcdef1234567890 --subnet subnet-0aaa1111 --subnet subnet-0bbb2222 --subnet subnet-0ccc3333 --security-group sg-0123abcd",
+      ],
+      [
+        "Replace them with VMs cloned on vSphere",
+        "$0 set-replica-cloud vsphere --credential lab --vcenter https://vcenter.example.com/sdk --datacenter DC1 --template debian-12-template --vcenter-ca-file vcenter-ca.pem",
+      ],
       ["Stop launching replicas", "$0 set-replica-cloud --clear"],
     ],
   });
 
   substrate = Option.String({ required: false, name: "aws|vsphere" });
-  credential = Option.String("--credential", { description: "The stored credential to launch with (steward add-credential)" });
+  credential = Option.String("--credential", {
+    description: "The stored credential to launch with (steward add-credential)",
+  });
   clear = Option.Boolean("--clear", false, { description: "Launch no more replicas" });
 
   async run(): Promise<number> {
@@ -37,11 +45,16 @@ export default class SetReplicaCloudCommand extends CloudOptionsCommand {
       return 0;
     }
     const kind = contractNamed(this.substrate ?? "");
-    if (!kind?.instances) throw new UsageError(`give the cloud: ${kindsWhere((k) => k.instances).replace(" and ", " or ")}, not ${this.substrate ?? "nothing"}`);
+    if (!kind?.instances)
+      throw new UsageError(
+        `give the cloud: ${kindsWhere((k) => k.instances).replace(" and ", " or ")}, not ${this.substrate ?? "nothing"}`,
+      );
     if (!this.credential) throw new UsageError("--credential is needed: the stored credential to launch with");
     this.checkCloudFlags(kind.name);
     const settings = await this.settingsFromFlags(kind.name);
-    const cloud = { substrate: kind.name, credential: this.credential, [kind.name]: settings } as Parameters<ControllerClient["setReplicaCloud"]>[0];
+    const cloud = { substrate: kind.name, credential: this.credential, [kind.name]: settings } as Parameters<
+      ControllerClient["setReplicaCloud"]
+    >[0];
     await (await this.connect()).setReplicaCloud(cloud);
     this.out(`Lost replicas are replaced on ${kind.name} (${kind.describe(settings)}) when no spare host is left.`);
     return 0;

@@ -15,14 +15,20 @@ export default class ShowControllerCommand extends ControllerCommand {
       replica reached alone and says so. Users who are not controller superusers see the controller's
       name, version, addresses and CA fingerprint only.
     `,
-    examples: [["Show the current controller", "$0 show-controller"], ["As JSON", "$0 show-controller --format json"]],
+    examples: [
+      ["Show the current controller", "$0 show-controller"],
+      ["As JSON", "$0 show-controller --format json"],
+    ],
   });
 
   format = Option.String("--format", "tabular", { description: "tabular or json" });
 
   async run(): Promise<number> {
     const info = await (await this.connect()).controllerOverview();
-    if (this.format === "json") { this.out(JSON.stringify(info, null, 2)); return 0; }
+    if (this.format === "json") {
+      this.out(JSON.stringify(info, null, 2));
+      return 0;
+    }
     if (!showsCluster(info)) {
       this.out(`Controller ${info.name} (${info.version})`);
       this.out(`Addresses: ${info.addresses.join(", ")}`);
@@ -32,23 +38,50 @@ export default class ShowControllerCommand extends ControllerCommand {
     }
     const c = info.cluster;
     const voters = c.members.filter((m) => m.hasVote);
-    this.out(`Controller ${info.name} (${info.version}), store ${c.store}, ${voters.filter((m) => m.present).length} of ${c.wantsVote} wanted voters up${c.quorum ? "" : ", NO QUORUM"}`);
+    this.out(
+      `Controller ${info.name} (${info.version}), store ${c.store}, ${voters.filter((m) => m.present).length} of ${c.wantsVote} wanted voters up${c.quorum ? "" : ", NO QUORUM"}`,
+    );
     if (c.degraded) this.out(`WARNING ${c.degraded}`);
     this.out();
-    this.context.stdout.write(table(["Replica", "Host", "Version", "State", "Vote", "Up", "Leader", "Addresses", "Instance"], c.members.map((m) => [
-      m.name, m.host, m.version ?? "-", m.state + (m.reason ? ` (${m.reason})` : ""), m.hasVote ? "yes" : "no", m.present ? "yes" : "no",
-      [m.leader ? "controller" : "", m.etcdLeader ? "etcd" : ""].filter(Boolean).join(",") || "-", m.addresses.join(",") || "-",
-      m.instance ? `${m.instance.id}${m.instance.zone ? ` (${m.instance.zone})` : ""}` : "-",
-    ])));
+    this.context.stdout.write(
+      table(
+        ["Replica", "Host", "Version", "State", "Vote", "Up", "Leader", "Addresses", "Instance"],
+        c.members.map((m) => [
+          m.name,
+          m.host,
+          m.version ?? "-",
+          m.state + (m.reason ? ` (${m.reason})` : ""),
+          m.hasVote ? "yes" : "no",
+          m.present ? "yes" : "no",
+          [m.leader ? "controller" : "", m.etcdLeader ? "etcd" : ""].filter(Boolean).join(",") || "-",
+          m.addresses.join(",") || "-",
+          m.instance ? `${m.instance.id}${m.instance.zone ? ` (${m.instance.zone})` : ""}` : "-",
+        ]),
+      ),
+    );
     this.out();
-    if (c.replicaCloud) this.out(`Replica cloud: ${c.replicaCloud.substrate} ${c.replicaCloud.summary}, ${c.replicaCloud.credential ? `credential ${c.replicaCloud.credential}` : "as its pods' ServiceAccount"} (used when no spare host is left)`);
-    this.out(c.spares.length === 0 ? `Spare hosts: none (add with steward add-spare${c.replicaCloud ? "" : ", or set a cloud with steward set-replica-cloud"})` : `Spare hosts: ${c.spares.map((s) => `${s.user}@${s.host}${s.failed ? ` (skipped: ${s.failed})` : ""}`).join(", ")}`);
-    this.out(`Quorum keeper: ${c.keeper.state}: ${c.keeper.message || "-"} (replace after ${c.replaceAfterSeconds} s, at most ${c.maxReplacementsPerHour} an hour)`);
+    if (c.replicaCloud)
+      this.out(
+        `Replica cloud: ${c.replicaCloud.substrate} ${c.replicaCloud.summary}, ${c.replicaCloud.credential ? `credential ${c.replicaCloud.credential}` : "as its pods' ServiceAccount"} (used when no spare host is left)`,
+      );
+    this.out(
+      c.spares.length === 0
+        ? `Spare hosts: none (add with steward add-spare${c.replicaCloud ? "" : ", or set a cloud with steward set-replica-cloud"})`
+        : `Spare hosts: ${c.spares.map((s) => `${s.user}@${s.host}${s.failed ? ` (skipped: ${s.failed})` : ""}`).join(", ")}`,
+    );
+    this.out(
+      `Quorum keeper: ${c.keeper.state}: ${c.keeper.message || "-"} (replace after ${c.replaceAfterSeconds} s, at most ${c.maxReplacementsPerHour} an hour)`,
+    );
     for (const e of c.keeper.history.slice(-8)) this.out(`  ${e.at}  ${e.message}`);
     const u = c.upgrade;
     if (u) {
-      this.out(`Upgrade ${u.from} -> ${u.to}: ${u.state}, started ${u.startedAt}${u.finishedAt ? `, finished ${u.finishedAt}` : `, last progress ${u.updatedAt}`}: ${u.message}`);
-      for (const r of u.replicas) this.out(`  ${r.name}${r.host ? ` (${r.host})` : ""}: ${r.state} at ${r.version}${r.message ? `: ${r.message}` : ""}`);
+      this.out(
+        `Upgrade ${u.from} -> ${u.to}: ${u.state}, started ${u.startedAt}${u.finishedAt ? `, finished ${u.finishedAt}` : `, last progress ${u.updatedAt}`}: ${u.message}`,
+      );
+      for (const r of u.replicas)
+        this.out(
+          `  ${r.name}${r.host ? ` (${r.host})` : ""}: ${r.state} at ${r.version}${r.message ? `: ${r.message}` : ""}`,
+        );
     }
     return 0;
   }

@@ -14,7 +14,10 @@ export default class ShowMigrationCommand extends ControllerCommand {
       if it was. Asked of the source controller; after the move it still answers for the model. Asked
       of the controller the model moved to, it names the migration that brought it, from where and when.
     `,
-    examples: [["Show the migration of model demo", "$0 show-migration demo"], ["As JSON", "$0 show-migration demo --format json"]],
+    examples: [
+      ["Show the migration of model demo", "$0 show-migration demo"],
+      ["As JSON", "$0 show-migration demo --format json"],
+    ],
   });
 
   model = Option.String({ required: true, name: "model" });
@@ -22,11 +25,18 @@ export default class ShowMigrationCommand extends ControllerCommand {
 
   async run(): Promise<number> {
     const info = await (await this.connect()).call(routes.migration, { model: this.model });
-    if (this.format === "json") { this.out(JSON.stringify(info, null, 2)); return 0; }
+    if (this.format === "json") {
+      this.out(JSON.stringify(info, null, 2));
+      return 0;
+    }
     if ("arrival" in info) {
       const a = info.arrival;
-      this.out(`Model ${a.model.name} arrived by migration ${a.id} from controller ${a.source.name || "?"} (${a.source.controller}) at ${a.arrivedAt}${a.stagedAt ? `, staged at ${a.stagedAt}` : ""}.`);
-      this.out(`  The source controller keeps the migration's phases: steward show-migration ${a.model.name} -c SOURCE`);
+      this.out(
+        `Model ${a.model.name} arrived by migration ${a.id} from controller ${a.source.name || "?"} (${a.source.controller}) at ${a.arrivedAt}${a.stagedAt ? `, staged at ${a.stagedAt}` : ""}.`,
+      );
+      this.out(
+        `  The source controller keeps the migration's phases: steward show-migration ${a.model.name} -c SOURCE`,
+      );
       return 0;
     }
     printMigration(info, (line) => this.out(line));

@@ -18,7 +18,13 @@ export default class StatusCommand extends ModelCommand {
       with its units, a unit name (\`web/0\`) that unit, a machine number the units on it; each with
       the machines and integrations involved. Several filters show everything any of them selects.
     `,
-    examples: [["Status of the current model", "$0 status"], ["One application", "$0 status web"], ["One unit, and machine 3", "$0 status web/0 3"], ["As YAML", "$0 status --format yaml"], ["Follow changes", "$0 status --watch"]],
+    examples: [
+      ["Status of the current model", "$0 status"],
+      ["One application", "$0 status web"],
+      ["One unit, and machine 3", "$0 status web/0 3"],
+      ["As YAML", "$0 status --format yaml"],
+      ["Follow changes", "$0 status --watch"],
+    ],
   });
 
   format = Option.String("--format", "tabular", { description: "tabular, json or yaml" });
@@ -26,12 +32,17 @@ export default class StatusCommand extends ModelCommand {
   filters = Option.Rest({ name: "application|unit|machine" });
 
   async run(): Promise<number> {
-    if (!["tabular", "json", "yaml"].includes(this.format)) throw new UsageError(`--format must be tabular, json or yaml, got "${this.format}"`);
+    if (!["tabular", "json", "yaml"].includes(this.format))
+      throw new UsageError(`--format must be tabular, json or yaml, got "${this.format}"`);
     const filter = statusFilterOf(this.filters);
-    if (this.watch && this.filters.length > 0) throw new UsageError("--watch shows the whole model; drop the filters or the --watch");
+    if (this.watch && this.filters.length > 0)
+      throw new UsageError("--watch shows the whole model; drop the filters or the --watch");
     const client = await this.connect();
     const model = await this.model();
-    if (!this.watch) { this.render(await client.status(model, filter)); return 0; }
+    if (!this.watch) {
+      this.render(await client.status(model, filter));
+      return 0;
+    }
     const abort = new AbortController();
     const onInt = (): void => abort.abort();
     process.once("SIGINT", onInt);

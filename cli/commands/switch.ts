@@ -9,7 +9,10 @@ export default class SwitchCommand extends ControllerCommand {
     details: `
       The model's controller (\`-c\`, or the one the model moved to) becomes the current controller too.
     `,
-    examples: [["Work on model prod from now on", "$0 switch prod"], ["Model prod of controller lab", "$0 switch -c lab prod"]],
+    examples: [
+      ["Work on model prod from now on", "$0 switch prod"],
+      ["Model prod of controller lab", "$0 switch -c lab prod"],
+    ],
   });
 
   name = Option.String({ required: true, name: "model" });

@@ -53,63 +53,134 @@ export default class UpgradeControllerCommand extends ControllerCommand {
     examples: [
       ["Show what would be done", "$0 upgrade-controller --dry-run"],
       ["Upgrade a local controller", "$0 upgrade-controller -c local"],
-      ["Upgrade three replicas installed over SSH", "$0 upgrade-controller -c prod --key-file ~/.ssh/id_ed25519 --host-key 10.0.0.5=SHA256:A… --host-key 10.0.0.6=SHA256:B… --host-key 10.0.0.7=SHA256:C…"],
+      [
+        "Upgrade three replicas installed over SSH",
+        "$0 upgrade-controller -c prod --key-file ~/.ssh/id_ed25519 --host-key 10.0.0.5=SHA256:A… --host-key 10.0.0.6=SHA256:B… --host-key 10.0.0.7=SHA256:C…",
+      ],
       ["Upgrade a controller on Kubernetes", "$0 upgrade-controller -c k8s --kubeconfig ~/.kube/config"],
     ],
   });
 
-  dryRun = Option.Boolean("--dry-run", false, { description: "Print the plan (replica order, versions) and change nothing" });
-  timeout = Option.String("--timeout", "10m", { description: "How long each replica may take to come back healthy: " + DURATION_HELP, validator: isDuration() });
-  viaMigration = Option.String("--via-migration", { description: "Upgrade to a new minor or major version: move every model to the controller TARGET (this client's name for it), one at a time" });
+  dryRun = Option.Boolean("--dry-run", false, {
+    description: "Print the plan (replica order, versions) and change nothing",
+  });
+  timeout = Option.String("--timeout", "10m", {
+    description: "How long each replica may take to come back healthy: " + DURATION_HELP,
+    validator: isDuration(),
+  });
+  viaMigration = Option.String("--via-migration", {
+    description:
+      "Upgrade to a new minor or major version: move every model to the controller TARGET (this client's name for it), one at a time",
+  });
   keyFile = Option.String("--key-file", { description: "SSH replicas: private key file for their hosts" });
-  keyEnv = Option.String("--key-env", { description: "SSH replicas: name of an environment variable holding the private key" });
+  keyEnv = Option.String("--key-env", {
+    description: "SSH replicas: name of an environment variable holding the private key",
+  });
   sshUser = Option.String("--ssh-user", "root", { description: "SSH replicas: the user to log in as" });
-  hostKey = Option.Array("--host-key", [], { description: "SSH replicas: a host's pinned key, HOST=SHA256:…, one per host" });
-  tofu = Option.Boolean("--trust-on-first-use", false, { description: "SSH replicas: accept the host keys offered now" });
-  kubeconfig = Option.String("--kubeconfig", { description: "Kubernetes replicas: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)" });
-  kubeContext = Option.String("--kube-context", { description: "Kubernetes replicas: its context (default the one the controller was bootstrapped with, else its current one)" });
-  image = Option.String("--image", { description: "Kubernetes replicas: the new controller image (default the repository the StatefulSet runs, tagged with the new version)" });
+  hostKey = Option.Array("--host-key", [], {
+    description: "SSH replicas: a host's pinned key, HOST=SHA256:…, one per host",
+  });
+  tofu = Option.Boolean("--trust-on-first-use", false, {
+    description: "SSH replicas: accept the host keys offered now",
+  });
+  kubeconfig = Option.String("--kubeconfig", {
+    description: "Kubernetes replicas: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)",
+  });
+  kubeContext = Option.String("--kube-context", {
+    description:
+      "Kubernetes replicas: its context (default the one the controller was bootstrapped with, else its current one)",
+  });
+  image = Option.String("--image", {
+    description:
+      "Kubernetes replicas: the new controller image (default the repository the StatefulSet runs, tagged with the new version)",
+  });
 
   async run(): Promise<number> {
     const { name, entry, cfg } = await this.resolveController();
     if (this.viaMigration !== undefined) {
       const target = cfg.controllers[this.viaMigration];
-      if (!target) throw new UsageError(`controller "${this.viaMigration}" is not known here (known: ${Object.keys(cfg.controllers).join(", ")}): bootstrap the new version's controller, or log in to it, first`);
-      if (this.viaMigration === name) throw new UsageError(`${name} is the controller being upgraded: name the new one`);
+      if (!target)
+        throw new UsageError(
+          `controller "${this.viaMigration}" is not known here (known: ${Object.keys(cfg.controllers).join(", ")}): bootstrap the new version's controller, or log in to it, first`,
+        );
+      if (this.viaMigration === name)
+        throw new UsageError(`${name} is the controller being upgraded: name the new one`);
       const t0 = Date.now();
-      const moved = await upgradeViaMigration({ source: await this.connect(), sourceName: name, targetName: this.viaMigration, target, dryRun: this.dryRun, out: (l) => this.out(l) });
+      const moved = await upgradeViaMigration({
+        source: await this.connect(),
+        sourceName: name,
+        targetName: this.viaMigration,
+        target,
+        dryRun: this.dryRun,
+        out: (l) => this.out(l),
+      });
       if (this.dryRun) this.out("Dry run: nothing was changed.");
-      else this.out(`Every model of "${name}" now lives on "${this.viaMigration}" (${moved.length} moved in ${((Date.now() - t0) / 1000).toFixed(1)} s). Clients and agents that still come to "${name}" are sent there; remove it once nothing does (steward destroy-controller ${name}).`);
+      else
+        this.out(
+          `Every model of "${name}" now lives on "${this.viaMigration}" (${moved.length} moved in ${((Date.now() - t0) / 1000).toFixed(1)} s). Clients and agents that still come to "${name}" are sent there; remove it once nothing does (steward destroy-controller ${name}).`,
+        );
       return 0;
     }
     const subs = require("../../substrates") as typeof Substrates;
     const to = await bundleVersion(subs);
-    if (to !== STEWARD_VERSION) throw new StewardError("internal", `this steward is ${STEWARD_VERSION} but carries a controller release of ${to}: its build is inconsistent; rebuild it (npm run build)`);
-    if (!entry.kubernetes && (this.kubeconfig !== undefined || this.kubeContext !== undefined || this.image !== undefined)) throw new UsageError("--kubeconfig, --kube-context and --image are for a controller on Kubernetes");
+    if (to !== STEWARD_VERSION)
+      throw new StewardError(
+        "internal",
+        `this steward is ${STEWARD_VERSION} but carries a controller release of ${to}: its build is inconsistent; rebuild it (npm run build)`,
+      );
+    if (
+      !entry.kubernetes &&
+      (this.kubeconfig !== undefined || this.kubeContext !== undefined || this.image !== undefined)
+    )
+      throw new UsageError("--kubeconfig, --kube-context and --image are for a controller on Kubernetes");
     const rollout = entry.kubernetes ? await this.openRollout(subs, entry, to) : undefined;
     // On Kubernetes the replicas announce cluster DNS names: this client follows the pods' IPs instead.
     const client = rollout ? kubernetesClient(entry, rollout) : await this.connect();
     try {
       const plan = planUpgrade(await client.controllerInfo(), to);
       if (plan.steps.length === 0) {
-        if (plan.resumes && !this.dryRun) await client.recordUpgrade({ ...plan.resumes, state: "done", message: `every replica runs ${to}`, updatedAt: new Date().toISOString(), finishedAt: new Date().toISOString() });
-        if (rollout && rollout.image !== rollout.targetImage) this.progress(`Every replica runs ${to} although its StatefulSet's image is ${rollout.image}, not ${rollout.targetImage}: nothing was changed.`);
+        if (plan.resumes && !this.dryRun)
+          await client.recordUpgrade({
+            ...plan.resumes,
+            state: "done",
+            message: `every replica runs ${to}`,
+            updatedAt: new Date().toISOString(),
+            finishedAt: new Date().toISOString(),
+          });
+        if (rollout && rollout.image !== rollout.targetImage)
+          this.progress(
+            `Every replica runs ${to} although its StatefulSet's image is ${rollout.image}, not ${rollout.targetImage}: nothing was changed.`,
+          );
         else if (rollout && !this.dryRun) await rollout.tidy((l) => this.progress(l));
         this.out(`Controller "${name}" is already at ${to}: nothing to do.`);
         return 0;
       }
       const unsupported = unsupportedReplicas(entry, plan.steps, to);
       if (unsupported) throw new StewardError("invalid-request", unsupported);
-      const upgrader = rollout ? rollout.upgrader : entry.dataDir ? localUpgrader(subs, entry.dataDir, entry.caCert, this.timeout) : await this.sshUpgrader(subs, plan);
+      const upgrader = rollout
+        ? rollout.upgrader
+        : entry.dataDir
+          ? localUpgrader(subs, entry.dataDir, entry.caCert, this.timeout)
+          : await this.sshUpgrader(subs, plan);
       if (upgrader.order) plan.steps = upgrader.order(plan.steps);
       this.printPlan(name, plan, rollout);
-      if (this.dryRun) { this.out("Dry run: nothing was changed."); return 0; }
+      if (this.dryRun) {
+        this.out("Dry run: nothing was changed.");
+        return 0;
+      }
       const t0 = Date.now();
       // Bootstrapped without --api-address, the entry holds the pods' IPs, which recreated pods no longer have.
       const podsBefore = await rollout?.podAddresses();
       const followPods = !!podsBefore && entry.addresses.every((a) => podsBefore.includes(a));
       try {
-        await runUpgrade({ client, caCert: entry.caCert, plan, upgrader, timeoutMs: this.timeout, progress: (l) => this.progress(l) });
+        await runUpgrade({
+          client,
+          caCert: entry.caCert,
+          plan,
+          upgrader,
+          timeoutMs: this.timeout,
+          progress: (l) => this.progress(l),
+        });
       } finally {
         if (followPods) await this.keepPodAddresses(name, rollout!);
       }
@@ -117,15 +188,28 @@ export default class UpgradeControllerCommand extends ControllerCommand {
       this.out(`Controller "${name}" upgraded to ${to} in ${((Date.now() - t0) / 1000).toFixed(1)} s.`);
       return 0;
     } finally {
-      if (rollout) { client.close(); rollout.close(); }
+      if (rollout) {
+        client.close();
+        rollout.close();
+      }
     }
   }
 
   private printPlan(name: string, plan: UpgradePlan, rollout: KubernetesRollout | undefined): void {
-    const order = rollout ? "one pod at a time, the highest ordinal first (the StatefulSet's order)" : "one replica at a time";
-    this.out(`Upgrade plan for controller "${name}": ${plan.from} -> ${plan.to}, ${order}${plan.resumes ? ` (resuming the upgrade started ${plan.resumes.startedAt})` : ""}`);
-    if (rollout) this.out(`  image ${rollout.image} -> ${rollout.targetImage}${rollout.partition ? ` (partition now ${rollout.partition})` : ""}`);
-    for (const [i, s] of plan.steps.entries()) this.out(`  ${i + 1}. ${s.name}${s.host ? ` on ${s.host}` : ""}: ${s.version} -> ${plan.to}${s.leader ? ` (the leader${rollout ? "" : ", last"})` : ""}`);
+    const order = rollout
+      ? "one pod at a time, the highest ordinal first (the StatefulSet's order)"
+      : "one replica at a time";
+    this.out(
+      `Upgrade plan for controller "${name}": ${plan.from} -> ${plan.to}, ${order}${plan.resumes ? ` (resuming the upgrade started ${plan.resumes.startedAt})` : ""}`,
+    );
+    if (rollout)
+      this.out(
+        `  image ${rollout.image} -> ${rollout.targetImage}${rollout.partition ? ` (partition now ${rollout.partition})` : ""}`,
+      );
+    for (const [i, s] of plan.steps.entries())
+      this.out(
+        `  ${i + 1}. ${s.name}${s.host ? ` on ${s.host}` : ""}: ${s.version} -> ${plan.to}${s.leader ? ` (the leader${rollout ? "" : ", last"})` : ""}`,
+      );
     for (const s of plan.done) this.out(`  -  ${s.name}${s.host ? ` on ${s.host}` : ""}: already at ${plan.to}`);
   }
 
@@ -143,7 +227,15 @@ export default class UpgradeControllerCommand extends ControllerCommand {
   /** The StatefulSet, read with the user's kubeconfig (the entry keeps no cluster credential: bootstrap used it and let it go). */
   private async openRollout(subs: typeof Substrates, entry: ControllerEntry, to: string): Promise<KubernetesRollout> {
     const connection = readKubeconfig(this.context.env, this.kubeconfig, this.kubeContext ?? entry.kubernetes!.context);
-    return openKubernetesRollout({ kube: subs.kubernetes, connection, target: entry.kubernetes!, to, ...(this.image ? { image: this.image } : {}), timeoutMs: this.timeout, caCert: entry.caCert });
+    return openKubernetesRollout({
+      kube: subs.kubernetes,
+      connection,
+      target: entry.kubernetes!,
+      to,
+      ...(this.image ? { image: this.image } : {}),
+      timeoutMs: this.timeout,
+      caCert: entry.caCert,
+    });
   }
 
   /** SSH access to every replica's host, checked before anything changes. */
@@ -151,13 +243,21 @@ export default class UpgradeControllerCommand extends ControllerCommand {
     const hostKeys: Record<string, string> = {};
     for (const h of this.hostKey) {
       const m = /^([^=\s]+)=(SHA256:\S+)$/.exec(h);
-      if (!m) throw new UsageError(`--host-key ${h}: give HOST=SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host)`);
+      if (!m)
+        throw new UsageError(
+          `--host-key ${h}: give HOST=SHA256:… (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host)`,
+        );
       hostKeys[m[1]!] = m[2]!;
     }
-    for (const s of plan.steps) if (!s.host) throw new StewardError("internal", `replica ${s.name} has no known host to reach over SSH`);
+    for (const s of plan.steps)
+      if (!s.host) throw new StewardError("internal", `replica ${s.name} has no known host to reach over SSH`);
     const unpinned = plan.steps.filter((s) => !hostKeys[s.host]).map((s) => s.host);
-    if (this.dryRun) return sshUpgrader(subs, { user: this.sshUser, privateKey: "", hostKeys, trustOnFirstUse: this.tofu });
-    if (unpinned.length > 0 && !this.tofu) throw new UsageError(`the host keys of ${unpinned.join(", ")} are not pinned: pass --host-key HOST=SHA256:… for each, or --trust-on-first-use`);
+    if (this.dryRun)
+      return sshUpgrader(subs, { user: this.sshUser, privateKey: "", hostKeys, trustOnFirstUse: this.tofu });
+    if (unpinned.length > 0 && !this.tofu)
+      throw new UsageError(
+        `the host keys of ${unpinned.join(", ")} are not pinned: pass --host-key HOST=SHA256:… for each, or --trust-on-first-use`,
+      );
     const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
     return sshUpgrader(subs, { user: this.sshUser, privateKey, hostKeys, trustOnFirstUse: this.tofu });
   }
@@ -166,7 +266,11 @@ export default class UpgradeControllerCommand extends ControllerCommand {
 /** A client of a controller on Kubernetes that, when no known address answers, tries the pods' current IPs. */
 function kubernetesClient(entry: ControllerEntry, rollout: KubernetesRollout): ControllerClient {
   return new ControllerClient({
-    addresses: entry.addresses, caCert: entry.caCert, user: entry.user, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}),
+    addresses: entry.addresses,
+    caCert: entry.caCert,
+    user: entry.user,
+    ...(entry.password ? { password: entry.password } : {}),
+    ...(entry.token ? { token: entry.token } : {}),
     reachable: () => rollout.podAddresses(),
   });
 }

@@ -7,8 +7,12 @@ export default class VersionCommand extends ControllerCommand {
   static override usage = Command.Usage({
     category: "Getting started",
     description: "show the version of this client and of the current controller",
-    details: "Prints this client's version and, when a controller is selected and answers, the version it reports (its health check needs no login).",
-    examples: [["Show versions", "$0 version"], ["And of the controller called prod", "$0 version -c prod"]],
+    details:
+      "Prints this client's version and, when a controller is selected and answers, the version it reports (its health check needs no login).",
+    examples: [
+      ["Show versions", "$0 version"],
+      ["And of the controller called prod", "$0 version -c prod"],
+    ],
   });
 
   async run(): Promise<number> {
@@ -18,7 +22,10 @@ export default class VersionCommand extends ControllerCommand {
     const name = this.controllerName ?? this.context.env.STEWARD_CONTROLLER ?? cfg.current;
     const entry = name ? cfg.controllers[name] : undefined;
     if (!name) return 0;
-    if (!entry) { this.out(`controller "${name}" is not known here`); return 0; }
+    if (!entry) {
+      this.out(`controller "${name}" is not known here`);
+      return 0;
+    }
     const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, timeoutMs: 3000 });
     try {
       const health = await client.call(routes.health, {});

@@ -16,19 +16,43 @@ export interface CompletionSources {
 export const CONSOLE_BUILTINS = ["use", "exit", "quit"];
 
 /** Commands whose positional arguments are applications or units. */
-const TAKES_ENTITIES = new Set(["status", "show-unit", "show-status-log", "run", "remove-unit", "resolve", "config", "add-unit", "remove-application", "integrate", "remove-integration", "refresh", "wait-for"]);
+const TAKES_ENTITIES = new Set([
+  "status",
+  "show-unit",
+  "show-status-log",
+  "run",
+  "remove-unit",
+  "resolve",
+  "config",
+  "add-unit",
+  "remove-application",
+  "integrate",
+  "remove-integration",
+  "refresh",
+  "wait-for",
+]);
 const MODEL_OPTIONS = new Set(["-m", "--model"]);
 const CONTROLLER_OPTIONS = new Set(["-c", "--controller"]);
 
-interface OptionDef { names: string[]; takesValue: boolean }
+interface OptionDef {
+  names: string[];
+  takesValue: boolean;
+}
 let definitions: Map<string, OptionDef[]> | undefined;
 
 /** Each command's options, as clipanion defines them ("-m,--model #0": names, and #0 when it takes a value). */
 function optionsOf(command: string): OptionDef[] {
-  definitions ??= new Map(buildCli().definitions().map((d) => [
-    d.path.split(" ").slice(1).join(" "),
-    d.options.map((o) => { const [names = "", arity] = o.definition.split(" "); return { names: names.split(","), takesValue: arity !== undefined }; }),
-  ]));
+  definitions ??= new Map(
+    buildCli()
+      .definitions()
+      .map((d) => [
+        d.path.split(" ").slice(1).join(" "),
+        d.options.map((o) => {
+          const [names = "", arity] = o.definition.split(" ");
+          return { names: names.split(","), takesValue: arity !== undefined };
+        }),
+      ]),
+  );
   return [...(definitions.get(command) ?? []), { names: ["-h", "--help"], takesValue: false }];
 }
 
@@ -36,7 +60,12 @@ function optionsOf(command: string): OptionDef[] {
  * Candidates for the word being typed (`current`) after `words`. Lookups that fail (no controller
  * yet, a model that does not exist) complete nothing rather than fail the prompt.
  */
-export async function completeWords(words: string[], current: string, sources: CompletionSources, inConsole: boolean): Promise<string[]> {
+export async function completeWords(
+  words: string[],
+  current: string,
+  sources: CompletionSources,
+  inConsole: boolean,
+): Promise<string[]> {
   const soft = (p: Promise<string[]>): Promise<string[]> => p.catch(() => []);
   let candidates: string[] = [];
   const command = words[0];
@@ -45,9 +74,13 @@ export async function completeWords(words: string[], current: string, sources: C
   else if (inConsole && command === "use") candidates = words.length === 1 ? await soft(sources.models()) : [];
   else if (!(COMMAND_NAMES as readonly string[]).includes(command)) candidates = [];
   else if (words.length > 1 && prev !== undefined && MODEL_OPTIONS.has(prev)) candidates = await soft(sources.models());
-  else if (words.length > 1 && prev !== undefined && CONTROLLER_OPTIONS.has(prev)) candidates = await soft(sources.controllers());
+  else if (words.length > 1 && prev !== undefined && CONTROLLER_OPTIONS.has(prev))
+    candidates = await soft(sources.controllers());
   else if (words.length > 1 && optionsOf(command).some((o) => o.takesValue && o.names.includes(prev!))) candidates = [];
-  else if (current.startsWith("-")) candidates = optionsOf(command).flatMap((o) => o.names).filter((n) => n.startsWith("--") || current.length <= 2);
+  else if (current.startsWith("-"))
+    candidates = optionsOf(command)
+      .flatMap((o) => o.names)
+      .filter((n) => n.startsWith("--") || current.length <= 2);
   else if (command === "help") candidates = [...COMMAND_NAMES];
   else if (command === "switch" || command === "destroy-model") candidates = await soft(sources.models());
   else if (command === "wait-for" && words.length === 1) candidates = ["model", "application", "unit"];

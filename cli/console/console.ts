@@ -65,11 +65,19 @@ class Console {
   async run(): Promise<number> {
     const history = this.interactive ? await this.loadHistory() : [];
     const rl = readline.createInterface({
-      input: this.o.terminal?.input ?? this.o.stdin, output: this.o.stdout, terminal: this.interactive, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true,
+      input: this.o.terminal?.input ?? this.o.stdin,
+      output: this.o.stdout,
+      terminal: this.interactive,
+      history,
+      historySize: HISTORY_SIZE,
+      removeHistoryDuplicates: true,
       completer: (line: string, done: (err: Error | null, result: [string[], string]) => void) => {
         const s = splitWords(line);
         const current = s.last ?? "";
-        completeWords(s.words, current, this.sources, true).then((c) => done(null, [c.map((x) => x + " "), current]), () => done(null, [[], current]));
+        completeWords(s.words, current, this.sources, true).then(
+          (c) => done(null, [c.map((x) => x + " "), current]),
+          () => done(null, [[], current]),
+        );
       },
     });
     // Lines typed before the first prompt (a browser's keys arrive as soon as the socket opens)
@@ -78,10 +86,16 @@ class Console {
     if (this.interactive) {
       rl.on("history", (h: string[]) => this.historyChanged(h));
       // At the prompt Ctrl-C drops the line typed so far, as a shell does; Ctrl-D (or exit) leaves.
-      rl.on("SIGINT", () => { this.o.stdout.write("^C\n"); rl.write(null, { ctrl: true, name: "u" }); void this.prompt(rl); });
+      rl.on("SIGINT", () => {
+        this.o.stdout.write("^C\n");
+        rl.write(null, { ctrl: true, name: "u" });
+        void this.prompt(rl);
+      });
       // Without a listener readline stops the whole process on Ctrl-Z, and in the web console nothing could continue it.
       if (this.o.terminal) rl.on("SIGTSTP", () => undefined);
-      this.o.stdout.write("Steward console: type commands without `steward` (help lists them); `use MODEL` picks a model for this console;\ntab completes; Ctrl-C cancels a running command; Ctrl-D or exit leaves.\n");
+      this.o.stdout.write(
+        "Steward console: type commands without `steward` (help lists them); `use MODEL` picks a model for this console;\ntab completes; Ctrl-C cancels a running command; Ctrl-D or exit leaves.\n",
+      );
       await this.prompt(rl);
     }
     for (let next = await lines.next(); !next.done; next = await lines.next()) {
@@ -98,19 +112,28 @@ class Console {
     const trimmed = line.trim();
     if (trimmed === "" || trimmed.startsWith("#")) return true;
     const parsed = lineWords(line);
-    if ("error" in parsed) { this.error(parsed.error); return true; }
+    if ("error" in parsed) {
+      this.error(parsed.error);
+      return true;
+    }
     let words = parsed.words;
     if (words[0] === "steward") words = words.slice(1); // a habit from the shell
     const [command, ...rest] = words;
     if (command === undefined) return true;
     if (command === "exit" || command === "quit") return false;
-    if (command === "use") { await this.use(rest); return true; }
+    if (command === "use") {
+      await this.use(rest);
+      return true;
+    }
     if (!(COMMAND_NAMES as readonly string[]).includes(command)) {
       this.error(`unknown command "${command}": help lists the commands (and use, exit in this console)`);
       return true;
     }
     const refused = this.o.restricted ? restrictedRefusal(words) : undefined;
-    if (refused) { this.error(refused); return true; }
+    if (refused) {
+      this.error(refused);
+      return true;
+    }
     const code = await this.runCommand(words, rl);
     if (code !== 0) this.failed = true;
     return true;
@@ -119,13 +142,26 @@ class Console {
   private async use(args: string[]): Promise<void> {
     if (args.length === 0) {
       const current = await this.currentModel();
-      this.o.stdout.write(this.model ? `using model ${this.model} (this console)\n` : `using the controller's current model${current ? ` (${current})` : ""}\n`);
+      this.o.stdout.write(
+        this.model
+          ? `using model ${this.model} (this console)\n`
+          : `using the controller's current model${current ? ` (${current})` : ""}\n`,
+      );
       return;
     }
-    if (args.length > 1) { this.error("use takes one model name"); return; }
-    const models = await this.sources.models().catch((err: unknown) => { this.error(`cannot list models: ${(err as Error).message}`); return undefined; });
+    if (args.length > 1) {
+      this.error("use takes one model name");
+      return;
+    }
+    const models = await this.sources.models().catch((err: unknown) => {
+      this.error(`cannot list models: ${(err as Error).message}`);
+      return undefined;
+    });
     if (!models) return;
-    if (!models.includes(args[0]!)) { this.error(`model "${args[0]}" does not exist (models: ${models.join(", ") || "none"})`); return; }
+    if (!models.includes(args[0]!)) {
+      this.error(`model "${args[0]}" does not exist (models: ${models.join(", ") || "none"})`);
+      return;
+    }
     this.model = args[0];
     this.o.stdout.write(`using model ${this.model} in this console\n`);
   }
@@ -141,17 +177,28 @@ class Console {
     const ownStreams = this.o.stdout === process.stdout && this.o.stderr === process.stderr;
     const tty = this.interactive && !this.o.terminal;
     const ignore = (): void => undefined;
-    if (tty) { rl.pause(); this.o.stdin.setRawMode?.(false); process.on("SIGINT", ignore); }
+    if (tty) {
+      rl.pause();
+      this.o.stdin.setRawMode?.(false);
+      process.on("SIGINT", ignore);
+    }
     try {
       const child = spawn(process.execPath, [main, ...words], {
-        cwd: this.o.cwd, env,
+        cwd: this.o.cwd,
+        env,
         stdio: ownStreams ? [tty ? "inherit" : "ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],
       });
       this.o.terminal?.commandStarted(child);
-      if (!ownStreams) { child.stdout?.pipe(this.o.stdout, { end: false }); child.stderr?.pipe(this.o.stderr, { end: false }); }
+      if (!ownStreams) {
+        child.stdout?.pipe(this.o.stdout, { end: false });
+        child.stderr?.pipe(this.o.stderr, { end: false });
+      }
       const outputDone = ownStreams ? Promise.resolve() : Promise.all([ended(child.stdout), ended(child.stderr)]);
       const code = await new Promise<number>((resolve) => {
-        child.once("error", (err) => { this.error(`could not run the command: ${err.message}`); resolve(1); });
+        child.once("error", (err) => {
+          this.error(`could not run the command: ${err.message}`);
+          resolve(1);
+        });
         child.once("exit", (c, signal) => resolve(c ?? (signal === "SIGINT" ? 130 : 1)));
       });
       await outputDone;
@@ -159,7 +206,11 @@ class Console {
       return code;
     } finally {
       this.o.terminal?.commandEnded();
-      if (tty) { process.off("SIGINT", ignore); this.o.stdin.setRawMode?.(true); rl.resume(); }
+      if (tty) {
+        process.off("SIGINT", ignore);
+        this.o.stdin.setRawMode?.(true);
+        rl.resume();
+      }
     }
   }
 
@@ -167,7 +218,11 @@ class Console {
     const cfg = await loadClientConfig(this.home).catch(() => undefined);
     const controller = this.o.env.STEWARD_CONTROLLER ?? cfg?.current;
     const model = this.model ?? (controller ? cfg?.controllers[controller]?.currentModel : undefined);
-    rl.setPrompt(sanitizeForTerminal(`steward ${controller ?? "(no controller)"}${model ? `:${model}` : ""}> `, { keepNewlines: false }));
+    rl.setPrompt(
+      sanitizeForTerminal(`steward ${controller ?? "(no controller)"}${model ? `:${model}` : ""}> `, {
+        keepNewlines: false,
+      }),
+    );
     rl.prompt();
   }
 
@@ -214,5 +269,8 @@ class Console {
 }
 
 function ended(stream: Readable | null): Promise<void> {
-  return new Promise((resolve) => { if (!stream) resolve(); else stream.once("end", () => resolve()).once("error", () => resolve()); });
+  return new Promise((resolve) => {
+    if (!stream) resolve();
+    else stream.once("end", () => resolve()).once("error", () => resolve());
+  });
 }

@@ -32,17 +32,47 @@ const LOCAL_LOOKING = /-(file|dir|directory|path|env)$/;
  * The allow-list: every command that may run, with the options it must not take. Commands not here
  * are refused with the reason in {@link REFUSED}.
  */
-export const WEB_CONSOLE_COMMANDS: Partial<Record<CommandName, { options?: string[]; refuseWord?: (word: string) => string | undefined }>> = {
-  "status": {}, "models": {}, "show-controller": {}, "version": {}, "help": {},
+export const WEB_CONSOLE_COMMANDS: Partial<
+  Record<CommandName, { options?: string[]; refuseWord?: (word: string) => string | undefined }>
+> = {
+  "status": {},
+  "models": {},
+  "show-controller": {},
+  "version": {},
+  "help": {},
   "add-model": { options: ["--endpoint-ca-file", "--vcenter-ca-file"] },
-  "model-config": {}, "model-constraints": {}, "wait-for": {}, "destroy-model": {},
-  "add-unit": {}, "remove-unit": {}, "config": {}, "constraints": {}, "remove-application": {},
-  "integrate": {}, "remove-integration": {}, "resolve": {}, "show-unit": {}, "show-status-log": {}, "debug-log": {},
-  "run": {}, "show-task": {}, "operations": {}, "show-migration": {},
-  "machines": {}, "remove-machine": {},
+  "model-config": {},
+  "model-constraints": {},
+  "wait-for": {},
+  "destroy-model": {},
+  "add-unit": {},
+  "remove-unit": {},
+  "config": {},
+  "constraints": {},
+  "remove-application": {},
+  "integrate": {},
+  "remove-integration": {},
+  "resolve": {},
+  "show-unit": {},
+  "show-status-log": {},
+  "debug-log": {},
+  "run": {},
+  "show-task": {},
+  "operations": {},
+  "show-migration": {},
+  "machines": {},
+  "remove-machine": {},
   // local, manual, aws and vsphere machines are made by the controller; ssh: hosts need a private key from here.
-  "add-machine": { options: ["--key-file", "--key-env", "--passphrase-env"], refuseWord: (w) => (w.startsWith("ssh:") ? "ssh: hosts need a private key, which the web console does not read" : undefined) },
-  "grant": {}, "revoke": {}, "credentials": {}, "remove-credential": {}, "backups": {},
+  "add-machine": {
+    options: ["--key-file", "--key-env", "--passphrase-env"],
+    refuseWord: (w) =>
+      w.startsWith("ssh:") ? "ssh: hosts need a private key, which the web console does not read" : undefined,
+  },
+  "grant": {},
+  "revoke": {},
+  "credentials": {},
+  "remove-credential": {},
+  "backups": {},
   "enable-ha": { options: ["--key-file", "--key-env"] },
   "set-replica-cloud": { options: ["--endpoint-ca-file", "--vcenter-ca-file"] },
 };
@@ -81,11 +111,15 @@ export function restrictedRefusal(words: readonly string[]): string | undefined 
   const [command, ...rest] = words;
   if (command === undefined) return undefined;
   const allowed = WEB_CONSOLE_COMMANDS[command as CommandName];
-  if (!allowed) return `${command} ${REFUSED[command] ?? `${OWN_MACHINE}: the web console runs only commands that talk to the controller`}`;
+  if (!allowed)
+    return `${command} ${REFUSED[command] ?? `${OWN_MACHINE}: the web console runs only commands that talk to the controller`}`;
   for (const word of rest) {
     // --name=value and --name value alike; a value that merely looks like an option is refused too (harmless).
     const name = word.startsWith("--") ? word.split("=")[0]! : undefined;
-    if (name !== undefined && (LOCAL_OPTIONS[name] !== undefined || allowed.options?.includes(name) || LOCAL_LOOKING.test(name))) {
+    if (
+      name !== undefined &&
+      (LOCAL_OPTIONS[name] !== undefined || allowed.options?.includes(name) || LOCAL_LOOKING.test(name))
+    ) {
       return `${command} ${name} ${OWN_MACHINE}: ${LOCAL_OPTIONS[name] ?? "it reads local files or the environment"}`;
     }
     const why = allowed.refuseWord?.(word);

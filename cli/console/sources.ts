@@ -14,7 +14,11 @@ export class ControllerSources implements CompletionSources {
   private readonly kept = new Map<string, { at: number; value: Promise<string[]> }>();
 
   /** `model()`: the model in use now (the console's `use`, else the controller's current one). */
-  constructor(private readonly home: string, private readonly env: NodeJS.ProcessEnv, private readonly model: () => string | undefined) {}
+  constructor(
+    private readonly home: string,
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly model: () => string | undefined,
+  ) {}
 
   controllers(): Promise<string[]> {
     return this.keep("controllers", async () => Object.keys((await loadClientConfig(this.home)).controllers));
@@ -25,12 +29,14 @@ export class ControllerSources implements CompletionSources {
   }
 
   entities(): Promise<string[]> {
-    return this.keep(`entities:${this.model() ?? ""}`, () => this.withClient(async (c, cfg) => {
-      const model = this.model() ?? (cfg.current ? cfg.controllers[cfg.current]?.currentModel : undefined);
-      if (!model) return [];
-      const s = await c.status(model);
-      return Object.values(s.applications).flatMap((a) => [a.name, ...Object.keys(a.units)]);
-    }));
+    return this.keep(`entities:${this.model() ?? ""}`, () =>
+      this.withClient(async (c, cfg) => {
+        const model = this.model() ?? (cfg.current ? cfg.controllers[cfg.current]?.currentModel : undefined);
+        if (!model) return [];
+        const s = await c.status(model);
+        return Object.values(s.applications).flatMap((a) => [a.name, ...Object.keys(a.units)]);
+      }),
+    );
   }
 
   private keep(key: string, load: () => Promise<string[]>): Promise<string[]> {
@@ -47,7 +53,18 @@ export class ControllerSources implements CompletionSources {
     const name = this.env.STEWARD_CONTROLLER ?? cfg.current;
     const entry = name ? cfg.controllers[name] : undefined;
     if (!entry) throw new Error("no controller");
-    const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user: entry.user, timeoutMs: 2000, ...(entry.password ? { password: entry.password } : {}), ...(entry.token ? { token: entry.token } : {}) });
-    try { return await use(client, cfg); } finally { client.close(); }
+    const client = new ControllerClient({
+      addresses: entry.addresses,
+      caCert: entry.caCert,
+      user: entry.user,
+      timeoutMs: 2000,
+      ...(entry.password ? { password: entry.password } : {}),
+      ...(entry.token ? { token: entry.token } : {}),
+    });
+    try {
+      return await use(client, cfg);
+    } finally {
+      client.close();
+    }
   }
 }

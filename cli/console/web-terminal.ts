@@ -16,7 +16,6 @@ import { PassThrough } from "node:stream";
 import type { Readable, Writable } from "node:stream";
 import { WEB_CONSOLE_CONTROL_FD } from "../../api/core";
 
-
 /** Keys typed while a command runs that are kept for the prompt; beyond it they are dropped. */
 const MAX_TYPEAHEAD = 4096;
 /**
@@ -59,7 +58,8 @@ export class WebTerminal {
     keys.setEncoding("utf8");
     keys.on("data", (d: string) => t.keystrokes(d));
     keys.once("end", () => t.hangUp());
-    if (hasFd(WEB_CONSOLE_CONTROL_FD)) t.readControl(new Socket({ fd: WEB_CONSOLE_CONTROL_FD, readable: true, writable: false }));
+    if (hasFd(WEB_CONSOLE_CONTROL_FD))
+      t.readControl(new Socket({ fd: WEB_CONSOLE_CONTROL_FD, readable: true, writable: false }));
     return t;
   }
 
@@ -78,11 +78,18 @@ export class WebTerminal {
   private hangUp(): void {
     this.input.end();
     this.control?.destroy();
-    if (this.running) try { process.kill(0, "SIGHUP"); } catch { /* the group is gone */ }
+    if (this.running)
+      try {
+        process.kill(0, "SIGHUP");
+      } catch {
+        /* the group is gone */
+      }
   }
 
   /** A command started: keys now wait, and Ctrl-C interrupts it. */
-  commandStarted(child: ChildProcess): void { this.running = child; }
+  commandStarted(child: ChildProcess): void {
+    this.running = child;
+  }
 
   /** The command ended: keys typed meanwhile go to the prompt. */
   commandEnded(): void {
@@ -99,20 +106,41 @@ export class WebTerminal {
 
   /** Stops reading keys while the screen or the line editor is behind; reads again once both caught up. */
   private throttle(): void {
-    const behind = this.output.writableLength > MAX_PENDING_OUTPUT ? this.output : this.input.writableLength > MAX_PENDING_KEYS ? this.input : undefined;
-    if (!behind) { if (this.keys?.isPaused()) this.keys.resume(); return; }
+    const behind =
+      this.output.writableLength > MAX_PENDING_OUTPUT
+        ? this.output
+        : this.input.writableLength > MAX_PENDING_KEYS
+          ? this.input
+          : undefined;
+    if (!behind) {
+      if (this.keys?.isPaused()) this.keys.resume();
+      return;
+    }
     if (this.keys?.isPaused()) return;
     this.keys?.pause();
-    behind.once("drain", () => { this.keys?.resume(); this.throttle(); });
+    behind.once("drain", () => {
+      this.keys?.resume();
+      this.throttle();
+    });
   }
 
   private route(d: string): void {
-    if (!this.running) { this.input.write(d); return; }
+    if (!this.running) {
+      this.input.write(d);
+      return;
+    }
     const at = d.lastIndexOf("\u0003");
-    if (at < 0) { this.typeahead = (this.typeahead + d).slice(0, MAX_TYPEAHEAD); return; }
+    if (at < 0) {
+      this.typeahead = (this.typeahead + d).slice(0, MAX_TYPEAHEAD);
+      return;
+    }
     // As a terminal's interrupt does: the type-ahead before it is flushed, the group signalled.
     this.typeahead = d.slice(at + 1).slice(0, MAX_TYPEAHEAD);
-    try { process.kill(0, "SIGINT"); } catch { /* the group is gone: nothing to interrupt */ }
+    try {
+      process.kill(0, "SIGINT");
+    } catch {
+      /* the group is gone: nothing to interrupt */
+    }
   }
 
   private readControl(s: Socket): void {
@@ -133,7 +161,11 @@ export class WebTerminal {
 
   private controlLine(line: string): void {
     let msg: { resize?: { cols?: unknown; rows?: unknown } };
-    try { msg = JSON.parse(line) as typeof msg; } catch { return; }
+    try {
+      msg = JSON.parse(line) as typeof msg;
+    } catch {
+      return;
+    }
     const { cols, rows } = msg?.resize ?? {};
     if (!isSize(cols) || !isSize(rows)) return;
     if (cols === this.output.columns && rows === this.output.rows) return;
@@ -148,5 +180,10 @@ function isSize(n: unknown): n is number {
 }
 
 function hasFd(fd: number): boolean {
-  try { fstatSync(fd); return true; } catch { return false; }
+  try {
+    fstatSync(fd);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -26,16 +26,25 @@ export async function waitForReplica(o: GateOptions): Promise<void> {
   let why = "it has not answered yet";
   let said = "";
   while (Date.now() < deadline) {
-    const info = await o.client.controllerInfo().catch((err: Error) => { why = `the controller did not answer: ${err.message}`; return undefined; });
+    const info = await o.client.controllerInfo().catch((err: Error) => {
+      why = `the controller did not answer: ${err.message}`;
+      return undefined;
+    });
     if (info) {
       const problem = await replicaProblem(info, o);
       if (!problem) return;
       why = problem;
-      if (why !== said) { said = why; o.progress?.(`    waiting: ${why}`); }
+      if (why !== said) {
+        said = why;
+        o.progress?.(`    waiting: ${why}`);
+      }
     }
     await new Promise((r) => setTimeout(r, 500));
   }
-  throw new StewardError("deadline-exceeded", `replica ${o.step.name} did not come back healthy at ${o.version} within ${Math.round(o.timeoutMs / 1000)} s: ${why}`);
+  throw new StewardError(
+    "deadline-exceeded",
+    `replica ${o.step.name} did not come back healthy at ${o.version} within ${Math.round(o.timeoutMs / 1000)} s: ${why}`,
+  );
 }
 
 /** What keeps the replica from passing, or undefined when it passes. */
@@ -43,7 +52,10 @@ async function replicaProblem(info: ControllerInfo, o: GateOptions): Promise<str
   const c = info.cluster;
   if (!c.quorum) return "the controller has no quorum";
   // A single replica on the embedded store takes a new id each time it starts: it is the newest replica.
-  const replica = c.store === "embedded" ? [...info.replicas].sort((a, b) => b.since.localeCompare(a.since))[0] : info.replicas.find((r) => r.id === o.step.name);
+  const replica =
+    c.store === "embedded"
+      ? [...info.replicas].sort((a, b) => b.since.localeCompare(a.since))[0]
+      : info.replicas.find((r) => r.id === o.step.name);
   if (!replica || replica.since === o.sinceBefore) return "it has not published its presence since its restart";
   if (replica.version !== o.version) return `it runs ${replica.version ?? "an unknown version"}`;
   const member = c.members.find((m) => m.name === replica.id);
@@ -59,7 +71,8 @@ async function replicaProblem(info: ControllerInfo, o: GateOptions): Promise<str
     const health = await own.call(routes.health, {}).catch(() => undefined);
     if (!health) return `it does not answer on ${addresses.join(", ")}`;
     if (health.version !== o.version) return `it answers as ${health.version}`;
-    if (clusterRevision !== undefined && health.revision < clusterRevision) return `it is catching up (revision ${health.revision} of ${clusterRevision})`;
+    if (clusterRevision !== undefined && health.revision < clusterRevision)
+      return `it is catching up (revision ${health.revision} of ${clusterRevision})`;
   } finally {
     own.close();
   }

@@ -28,7 +28,10 @@ type Pod = Substrates.kubernetes.Pod;
 /** The controller's container in its pods (controller-pods.ts). */
 const CONTAINER = "controller";
 
-export interface KubernetesTarget { namespace: string; statefulSet: string }
+export interface KubernetesTarget {
+  namespace: string;
+  statefulSet: string;
+}
 
 export interface KubernetesRolloutOptions {
   kube: Kube;
@@ -74,22 +77,55 @@ export async function openKubernetesRollout(o: KubernetesRolloutOptions): Promis
   const where = `StatefulSet ${namespace}/${name}`;
   const cluster = `the cluster of kubeconfig context "${o.connection.context}" (${o.connection.server})`;
   try {
-    const sts = await api.find(R.statefulSets, name, { namespace }).catch((err: Error) => { throw new StewardError("unavailable", `cannot read ${where} in ${cluster}: ${err.message}`, { cause: err, reason: "kubernetes-unreachable" }); });
-    if (!sts) throw new StewardError("not-found", `${where} is not in ${cluster}: give the kubeconfig and context of the cluster the controller was bootstrapped on (--kubeconfig, --kube-context)`);
+    const sts = await api.find(R.statefulSets, name, { namespace }).catch((err: Error) => {
+      throw new StewardError("unavailable", `cannot read ${where} in ${cluster}: ${err.message}`, {
+        cause: err,
+        reason: "kubernetes-unreachable",
+      });
+    });
+    if (!sts)
+      throw new StewardError(
+        "not-found",
+        `${where} is not in ${cluster}: give the kubeconfig and context of the cluster the controller was bootstrapped on (--kubeconfig, --kube-context)`,
+      );
     const index = containerIndex(sts);
-    if (index < 0) throw new StewardError("invalid-request", `${where} has no container "${CONTAINER}": it is not a Steward controller's StatefulSet`);
+    if (index < 0)
+      throw new StewardError(
+        "invalid-request",
+        `${where} has no container "${CONTAINER}": it is not a Steward controller's StatefulSet`,
+      );
     const strategy = sts.spec?.updateStrategy?.type ?? "RollingUpdate";
-    if (strategy !== "RollingUpdate") throw new StewardError("invalid-request", `${where} has updateStrategy ${strategy}: this command steps a RollingUpdate by its partition; set it back (kubectl -n ${namespace} patch statefulset ${name} -p '{"spec":{"updateStrategy":{"type":"RollingUpdate"}}}') and run again`);
+    if (strategy !== "RollingUpdate")
+      throw new StewardError(
+        "invalid-request",
+        `${where} has updateStrategy ${strategy}: this command steps a RollingUpdate by its partition; set it back (kubectl -n ${namespace} patch statefulset ${name} -p '{"spec":{"updateStrategy":{"type":"RollingUpdate"}}}') and run again`,
+      );
     const image = sts.spec!.template.spec!.containers[index]!.image ?? "";
     const targetImage = o.image ?? imageWithTag(image, o.to);
     const partition = sts.spec?.updateStrategy?.rollingUpdate?.partition ?? 0;
-    const state: Rollout = { api, kube: o.kube, namespace, name, targetImage, timeoutMs: o.timeoutMs, where, caCert: o.caCert };
+    const state: Rollout = {
+      api,
+      kube: o.kube,
+      namespace,
+      name,
+      targetImage,
+      timeoutMs: o.timeoutMs,
+      where,
+      caCert: o.caCert,
+    };
     return {
-      image, targetImage, partition,
+      image,
+      targetImage,
+      partition,
       upgrader: upgrader(state),
       async podAddresses() {
-        const pods = await api.list(R.pods, { namespace, labelSelector: `${o.kube.CONTROLLER_LABELS.instance}=${name}` });
-        return pods.items.filter((p) => p.status?.podIP && !p.metadata?.deletionTimestamp).map((p) => `${p.status!.podIP}:${o.kube.CONTROLLER_API_PORT}`);
+        const pods = await api.list(R.pods, {
+          namespace,
+          labelSelector: `${o.kube.CONTROLLER_LABELS.instance}=${name}`,
+        });
+        return pods.items
+          .filter((p) => p.status?.podIP && !p.metadata?.deletionTimestamp)
+          .map((p) => `${p.status!.podIP}:${o.kube.CONTROLLER_API_PORT}`);
       },
       async tidy(progress) {
         const now = await api.get(R.statefulSets, name, { namespace });
@@ -97,7 +133,12 @@ export async function openKubernetesRollout(o: KubernetesRolloutOptions): Promis
         if (p === 0) return;
         const s = now.status;
         // Clearing it must replace nothing: every pod already at the update revision.
-        if (!s || s.updatedReplicas !== s.replicas || s.replicas !== (now.spec?.replicas ?? 1)) { progress(`${where} keeps partition ${p}: some of its pods are not at its template's revision (kubectl -n ${namespace} get pods -L controller-revision-hash)`); return; }
+        if (!s || s.updatedReplicas !== s.replicas || s.replicas !== (now.spec?.replicas ?? 1)) {
+          progress(
+            `${where} keeps partition ${p}: some of its pods are not at its template's revision (kubectl -n ${namespace} get pods -L controller-revision-hash)`,
+          );
+          return;
+        }
         await setPartition(state, 0);
         progress(`${where}: partition ${p} cleared (every pod runs its template)`);
       },
@@ -127,7 +168,11 @@ function containerIndex(sts: StatefulSet): number {
 /** Pod ordinal of a replica: its host is its pod's stable DNS name, `<set>-<ordinal>.<set>-peers.…`. */
 export function ordinalOf(step: Pick<ReplicaStep, "name" | "host">, statefulSet: string): number {
   const m = new RegExp(`^${statefulSet.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-(0|[1-9][0-9]*)\\.`).exec(step.host);
-  if (!m) throw new StewardError("internal", `replica ${step.name} runs on ${step.host || "an unknown host"}, which is not a pod of StatefulSet ${statefulSet}`);
+  if (!m)
+    throw new StewardError(
+      "internal",
+      `replica ${step.name} runs on ${step.host || "an unknown host"}, which is not a pod of StatefulSet ${statefulSet}`,
+    );
   return Number(m[1]);
 }
 
@@ -142,11 +187,21 @@ function upgrader(r: Rollout): ReplicaUpgrader {
     // The gate asks each replica itself, at its pod's IP: found out before any pod goes down, not at the first gate.
     for (const step of steps) {
       const addresses = await reach(step);
-      const own = addresses.length ? new ControllerClient({ addresses, caCert: r.caCert, timeoutMs: 5000, retryUnavailableMs: 0 }) : undefined;
+      const own = addresses.length
+        ? new ControllerClient({ addresses, caCert: r.caCert, timeoutMs: 5000, retryUnavailableMs: 0 })
+        : undefined;
       // Any answer will do (a 503 too): only a connection that never got one is refused.
-      const answered = await own?.call(routes.health, {}).then(() => true, (err: unknown) => !(StewardError.isInstance(err) && err.reason === "controller-unreachable"));
+      const answered = await own?.call(routes.health, {}).then(
+        () => true,
+        (err: unknown) => !(StewardError.isInstance(err) && err.reason === "controller-unreachable"),
+      );
       own?.close();
-      if (!answered) throw new StewardError("unavailable", `this client cannot reach pod ${podName(step)} ${addresses.length ? `at ${addresses.join(", ")}` : "(it has no IP)"}: the upgrade asks each replica itself, at its pod's IP. Run it where pod IPs are routable (a node, a pod, a VPN into the pod network)`, { reason: "host-unreachable" });
+      if (!answered)
+        throw new StewardError(
+          "unavailable",
+          `this client cannot reach pod ${podName(step)} ${addresses.length ? `at ${addresses.join(", ")}` : "(it has no IP)"}: the upgrade asks each replica itself, at its pod's IP. Run it where pod IPs are routable (a node, a pod, a VPN into the pod network)`,
+          { reason: "host-unreachable" },
+        );
     }
     const sts = await r.api.get(R.statefulSets, r.name, { namespace: r.namespace });
     const index = containerIndex(sts);
@@ -154,35 +209,75 @@ function upgrader(r: Rollout): ReplicaUpgrader {
     // Above every pod still to upgrade: setting the image with it replaces no pod yet.
     const partition = Math.max(...steps.map((s) => ordinalOf(s, r.name))) + 1;
     const now = sts.spec?.updateStrategy?.rollingUpdate?.partition ?? 0;
-    if (image === r.targetImage && now === partition) { progress(`${r.where} already has ${r.targetImage}, held at partition ${partition}`); return; }
+    if (image === r.targetImage && now === partition) {
+      progress(`${r.where} already has ${r.targetImage}, held at partition ${partition}`);
+      return;
+    }
     // One JSON patch, applied whole or not at all; its `test` operations refuse it (422) if the set changed since it was read.
-    await r.api.patch(R.statefulSets, r.name, [
-      { op: "test", path: "/metadata/resourceVersion", value: sts.metadata?.resourceVersion },
-      { op: "test", path: `/spec/template/spec/containers/${index}/name`, value: CONTAINER },
-      { op: "add", path: "/spec/updateStrategy", value: { type: "RollingUpdate", rollingUpdate: { partition } } },
-      { op: "replace", path: `/spec/template/spec/containers/${index}/image`, value: r.targetImage },
-    ], { namespace: r.namespace, type: "json" }).catch((err: Error) => { throw new StewardError("unavailable", `cannot set the new image on ${r.where}: ${err.message}`, { cause: err, reason: "kubernetes-unreachable" }); });
-    progress(`${r.where}: image ${image} -> ${r.targetImage}, partition ${partition} (no pod is replaced until the partition comes down to it)`);
+    await r.api
+      .patch(
+        R.statefulSets,
+        r.name,
+        [
+          { op: "test", path: "/metadata/resourceVersion", value: sts.metadata?.resourceVersion },
+          { op: "test", path: `/spec/template/spec/containers/${index}/name`, value: CONTAINER },
+          { op: "add", path: "/spec/updateStrategy", value: { type: "RollingUpdate", rollingUpdate: { partition } } },
+          { op: "replace", path: `/spec/template/spec/containers/${index}/image`, value: r.targetImage },
+        ],
+        { namespace: r.namespace, type: "json" },
+      )
+      .catch((err: Error) => {
+        throw new StewardError("unavailable", `cannot set the new image on ${r.where}: ${err.message}`, {
+          cause: err,
+          reason: "kubernetes-unreachable",
+        });
+      });
+    progress(
+      `${r.where}: image ${image} -> ${r.targetImage}, partition ${partition} (no pod is replaced until the partition comes down to it)`,
+    );
   };
 
   /** Waits until pod `name` is a new pod (not `oldUid`), then until it is Ready; says what it waits for. */
-  const waitForPod = async (name: string, oldUid: string | undefined, image: string | undefined, progress: (line: string) => void): Promise<void> => {
+  const waitForPod = async (
+    name: string,
+    oldUid: string | undefined,
+    image: string | undefined,
+    progress: (line: string) => void,
+  ): Promise<void> => {
     const deadline = Date.now() + r.timeoutMs;
     let pod: Pod | undefined;
     let said = "";
-    const say = (line: string): void => { if (line !== said) { said = line; progress(`    ${line}`); } };
+    const say = (line: string): void => {
+      if (line !== said) {
+        said = line;
+        progress(`    ${line}`);
+      }
+    };
     for (;;) {
       pod = await r.api.find(R.pods, name, { namespace: r.namespace }).catch(() => undefined);
       const made = pod && pod.metadata?.uid !== oldUid && !pod.metadata?.deletionTimestamp;
       if (made) {
         const running = pod!.spec?.containers.find((c) => c.name === CONTAINER)?.image;
-        if (image && running !== image) throw new StewardError("internal", `pod ${name} was made again with ${running}, not ${image}: is the partition of ${r.where} still set by this run? (kubectl -n ${r.namespace} get statefulset ${r.name} -o yaml)`);
+        if (image && running !== image)
+          throw new StewardError(
+            "internal",
+            `pod ${name} was made again with ${running}, not ${image}: is the partition of ${r.where} still set by this run? (kubectl -n ${r.namespace} get statefulset ${r.name} -o yaml)`,
+          );
         say(`pod ${name} made again (${running}), waiting for it to be Ready`);
-        if (pod!.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) { progress(`    pod ${name} is Ready`); return; }
+        if (pod!.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) {
+          progress(`    pod ${name} is Ready`);
+          return;
+        }
       } else {
-        say(pod ? `pod ${name} is being replaced` : `pod ${name} is gone, waiting for the StatefulSet to make it again`);
+        say(
+          pod ? `pod ${name} is being replaced` : `pod ${name} is gone, waiting for the StatefulSet to make it again`,
+        );
       }
-      if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `pod ${r.namespace}/${name} was not ${made ? "Ready" : "made again"} within ${Math.round(r.timeoutMs / 1000)} s${made ? `: ${containerState(pod!)}` : ""}`);
+      if (Date.now() > deadline)
+        throw new StewardError(
+          "deadline-exceeded",
+          `pod ${r.namespace}/${name} was not ${made ? "Ready" : "made again"} within ${Math.round(r.timeoutMs / 1000)} s${made ? `: ${containerState(pod!)}` : ""}`,
+        );
       await new Promise((res) => setTimeout(res, 500));
     }
   };
@@ -204,11 +299,20 @@ function upgrader(r: Rollout): ReplicaUpgrader {
       // Above the pod, the rollout stops; below it, a pod deleted is made at the revision it ran before.
       await setPartition(r, ordinal + 1);
       const now = await r.api.find(R.pods, name, { namespace: r.namespace });
-      progress(`    partition ${ordinal + 1}: no further pod is replaced; deleting pod ${name} so it is made again with the image it ran before`);
-      if (now) await r.api.delete(R.pods, name, { namespace: r.namespace, preconditions: { uid: now.metadata!.uid! } }).catch((err: unknown) => { if (!r.kube.isNotFound(err) && !r.kube.isConflict(err)) throw err; });
+      progress(
+        `    partition ${ordinal + 1}: no further pod is replaced; deleting pod ${name} so it is made again with the image it ran before`,
+      );
+      if (now)
+        await r.api
+          .delete(R.pods, name, { namespace: r.namespace, preconditions: { uid: now.metadata!.uid! } })
+          .catch((err: unknown) => {
+            if (!r.kube.isNotFound(err) && !r.kube.isConflict(err)) throw err;
+          });
       await waitForPod(name, now?.metadata?.uid, undefined, progress);
     },
-    async prune() { /* old images are the registry's and the nodes' to collect */ },
+    async prune() {
+      /* old images are the registry's and the nodes' to collect */
+    },
     reach,
     hint(step) {
       return `kubectl -n ${r.namespace} describe pod ${podName(step)}; kubectl -n ${r.namespace} logs ${podName(step)} -c ${CONTAINER} --previous. ${r.where} is held at partition ${ordinalOf(step, r.name) + 1} with image ${r.targetImage}: no other pod is replaced until steward upgrade-controller runs again`;
@@ -217,8 +321,19 @@ function upgrader(r: Rollout): ReplicaUpgrader {
 }
 
 async function setPartition(r: Rollout, partition: number): Promise<void> {
-  await r.api.patch(r.kube.KUBE_RESOURCES.statefulSets, r.name, { spec: { updateStrategy: { type: "RollingUpdate", rollingUpdate: { partition } } } }, { namespace: r.namespace })
-    .catch((err: Error) => { throw new StewardError("unavailable", `cannot set the partition of ${r.where} to ${partition}: ${err.message}`, { cause: err, reason: "kubernetes-unreachable" }); });
+  await r.api
+    .patch(
+      r.kube.KUBE_RESOURCES.statefulSets,
+      r.name,
+      { spec: { updateStrategy: { type: "RollingUpdate", rollingUpdate: { partition } } } },
+      { namespace: r.namespace },
+    )
+    .catch((err: Error) => {
+      throw new StewardError("unavailable", `cannot set the partition of ${r.where} to ${partition}: ${err.message}`, {
+        cause: err,
+        reason: "kubernetes-unreachable",
+      });
+    });
 }
 
 /** Why a pod's controller container is not ready, as kubectl shows it. */

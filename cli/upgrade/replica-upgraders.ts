@@ -57,17 +57,26 @@ export function unsupportedReplicas(entry: ControllerEntry, steps: ReplicaStep[]
 }
 
 /** The upgrader for a local controller: releases in its data directory, one replica. */
-export function localUpgrader(subs: typeof Substrates, dataDir: string, caCert: string, timeoutMs: number): ReplicaUpgrader {
+export function localUpgrader(
+  subs: typeof Substrates,
+  dataDir: string,
+  caCert: string,
+  timeoutMs: number,
+): ReplicaUpgrader {
   let from = "";
   let to = "";
   return {
     async stage(step, progress) {
       from = step.version;
       // The running release is kept as a release too (the installation it ran from may be replaced later).
-      if (await subs.currentLocalRelease(dataDir) !== from) {
+      if ((await subs.currentLocalRelease(dataDir)) !== from) {
         const running = await subs.runningControllerBuild(dataDir);
         const holds = await versionOf(join(running, "controller-bundle", "main.js"));
-        if (holds !== from) throw new StewardError("invalid-request", `the controller runs ${from} from ${running}, which now holds ${holds} (Steward was replaced under it): there is no copy of ${from} to roll back to. Restart the controller (steward upgrade-controller then has nothing to do if it comes up at ${holds})`);
+        if (holds !== from)
+          throw new StewardError(
+            "invalid-request",
+            `the controller runs ${from} from ${running}, which now holds ${holds} (Steward was replaced under it): there is no copy of ${from} to roll back to. Restart the controller (steward upgrade-controller then has nothing to do if it comes up at ${holds})`,
+          );
         await subs.stageLocalRelease(dataDir, running, from);
       }
       to = await bundleVersion(subs);
@@ -77,40 +86,64 @@ export function localUpgrader(subs: typeof Substrates, dataDir: string, caCert: 
     async switchOver(_step, progress) {
       await subs.switchLocalRelease(dataDir, to);
       progress(`    switched to ${to}; restarting`);
-      await subs.restartLocalController(dataDir, caCert, timeoutMs).catch((err: Error) => { throw new StewardError("unavailable", `the controller did not start on ${to}: ${err.message}`, { cause: err, reason: "controller-did-not-start" }); });
+      await subs.restartLocalController(dataDir, caCert, timeoutMs).catch((err: Error) => {
+        throw new StewardError("unavailable", `the controller did not start on ${to}: ${err.message}`, {
+          cause: err,
+          reason: "controller-did-not-start",
+        });
+      });
     },
     async rollBack(_step, progress) {
       await subs.switchLocalRelease(dataDir, from);
       progress(`    switched back to ${from}; restarting`);
       await subs.restartLocalController(dataDir, caCert, timeoutMs);
     },
-    async prune() { await subs.pruneLocalReleases(dataDir, [to, from]); },
+    async prune() {
+      await subs.pruneLocalReleases(dataDir, [to, from]);
+    },
   };
 }
 
 /** The upgrader for replicas installed over SSH: this CLI's own release, pushed to each host. */
 export function sshUpgrader(subs: typeof Substrates, access: SshAccess): ReplicaUpgrader {
   const staged = new Map<string, Substrates.ssh.Staged>();
-  const connect = (host: string): Promise<Substrates.ssh.SshSession> => subs.ssh.SshSession.connect({
-    host, user: access.user, privateKey: access.privateKey, ...(access.hostKeys[host] ? { hostKey: access.hostKeys[host] } : { trustOnFirstUse: true }),
-  }, { attempts: 2 });
+  const connect = (host: string): Promise<Substrates.ssh.SshSession> =>
+    subs.ssh.SshSession.connect(
+      {
+        host,
+        user: access.user,
+        privateKey: access.privateKey,
+        ...(access.hostKeys[host] ? { hostKey: access.hostKeys[host] } : { trustOnFirstUse: true }),
+      },
+      { attempts: 2 },
+    );
   const withSession = async <T>(host: string, f: (s: Substrates.ssh.SshSession) => Promise<T>): Promise<T> => {
     const s = await connect(host);
-    try { return await f(s); } finally { s.close(); }
+    try {
+      return await f(s);
+    } finally {
+      s.close();
+    }
   };
   return {
     async stage(step, progress) {
-      const st = await withSession(step.host, (s) => subs.ssh.stageControllerUpgrade(s, subs.controllerFiles(), (l) => progress(`    ${l}`)));
+      const st = await withSession(step.host, (s) =>
+        subs.ssh.stageControllerUpgrade(s, subs.controllerFiles(), (l) => progress(`    ${l}`)),
+      );
       staged.set(step.name, st);
     },
     async switchOver(step, progress) {
-      await withSession(step.host, (s) => subs.ssh.switchControllerRelease(s, staged.get(step.name)!, step.name, (l) => progress(`    ${l}`)));
+      await withSession(step.host, (s) =>
+        subs.ssh.switchControllerRelease(s, staged.get(step.name)!, step.name, (l) => progress(`    ${l}`)),
+      );
     },
     async rollBack(step, progress) {
       progress(`    restoring the previous release on ${step.host}`);
       await withSession(step.host, (s) => subs.ssh.rollbackControllerUpgrade(s, step.name));
     },
-    async prune(step) { await withSession(step.host, (s) => subs.ssh.pruneControllerReleases(s)); },
+    async prune(step) {
+      await withSession(step.host, (s) => subs.ssh.pruneControllerReleases(s));
+    },
   };
 }
 
@@ -122,7 +155,16 @@ export function bundleVersion(subs: typeof Substrates): Promise<string> {
 async function versionOf(bundle: string): Promise<string> {
   const { execFile } = await import("node:child_process");
   const out = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, [bundle, "version"], { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new StewardError("internal", `cannot read the version of ${bundle}: ${stderr.trim() || err.message} (npm run build makes it)`)) : resolve(stdout)));
+    execFile(process.execPath, [bundle, "version"], { timeout: 30_000 }, (err, stdout, stderr) =>
+      err
+        ? reject(
+            new StewardError(
+              "internal",
+              `cannot read the version of ${bundle}: ${stderr.trim() || err.message} (npm run build makes it)`,
+            ),
+          )
+        : resolve(stdout),
+    );
   });
   const version = (JSON.parse(out) as { version?: string }).version;
   if (!version) throw new StewardError("internal", `${bundle} did not report a version`);

@@ -21,9 +21,18 @@ export interface ViaMigration {
 
 /** Moves every model; returns the names moved. Throws, saying what moved and what remains, at the first failure. */
 export async function upgradeViaMigration(o: ViaMigration): Promise<string[]> {
-  if (!o.target.password && !o.target.token) throw new StewardError("invalid-request", `this client holds no login for ${o.targetName}: run steward login -c ${o.targetName} first`);
-  const models = (await o.source.listModels()).filter((m) => m.life === "alive").map((m) => m.name).sort();
-  o.out(`Upgrade plan for controller "${o.sourceName}": move its ${models.length} model${models.length === 1 ? "" : "s"} to controller "${o.targetName}", one at a time, stopping at the first that does not move`);
+  if (!o.target.password && !o.target.token)
+    throw new StewardError(
+      "invalid-request",
+      `this client holds no login for ${o.targetName}: run steward login -c ${o.targetName} first`,
+    );
+  const models = (await o.source.listModels())
+    .filter((m) => m.life === "alive")
+    .map((m) => m.name)
+    .sort();
+  o.out(
+    `Upgrade plan for controller "${o.sourceName}": move its ${models.length} model${models.length === 1 ? "" : "s"} to controller "${o.targetName}", one at a time, stopping at the first that does not move`,
+  );
   for (const [i, m] of models.entries()) o.out(`  ${i + 1}. ${m}`);
   if (o.dryRun || models.length === 0) return [];
   const moved: string[] = [];
@@ -31,10 +40,21 @@ export async function upgradeViaMigration(o: ViaMigration): Promise<string[]> {
     o.out(`Moving ${model} (${moved.length + 1} of ${models.length})`);
     let info: MigrationInfo;
     try {
-      await o.source.call(routes.migrate, { model }, {
-        target: { name: o.targetName, addresses: o.target.addresses, caCert: o.target.caCert, user: o.target.user, ...(o.target.password ? { password: o.target.password } : {}), ...(o.target.token ? { token: o.target.token } : {}) },
-        ...(o.agentWaitSeconds !== undefined ? { agentWaitSeconds: o.agentWaitSeconds } : {}),
-      });
+      await o.source.call(
+        routes.migrate,
+        { model },
+        {
+          target: {
+            name: o.targetName,
+            addresses: o.target.addresses,
+            caCert: o.target.caCert,
+            user: o.target.user,
+            ...(o.target.password ? { password: o.target.password } : {}),
+            ...(o.target.token ? { token: o.target.token } : {}),
+          },
+          ...(o.agentWaitSeconds !== undefined ? { agentWaitSeconds: o.agentWaitSeconds } : {}),
+        },
+      );
       info = await waitForMigration(o.source, model, (line) => o.out(`  ${line}`));
     } catch (err) {
       throw stopped(o, moved, models, model, (err as Error).message);
@@ -47,5 +67,9 @@ export async function upgradeViaMigration(o: ViaMigration): Promise<string[]> {
 
 function stopped(o: ViaMigration, moved: string[], models: string[], failed: string, why: string): StewardError {
   const left = models.filter((m) => !moved.includes(m));
-  return new StewardError("conflict", `the upgrade by migration stopped at model ${failed}: ${why}. Moved to ${o.targetName}: ${moved.join(", ") || "none"}; still on ${o.sourceName}: ${left.join(", ")}. Fix the cause and run the same command again to move the rest`, { reason: "upgrade-by-migration-stopped" });
+  return new StewardError(
+    "conflict",
+    `the upgrade by migration stopped at model ${failed}: ${why}. Moved to ${o.targetName}: ${moved.join(", ") || "none"}; still on ${o.sourceName}: ${left.join(", ")}. Fix the cause and run the same command again to move the rest`,
+    { reason: "upgrade-by-migration-stopped" },
+  );
 }

@@ -21,7 +21,8 @@ const rank: Record<Access, number> = { read: 1, write: 2, admin: 3 };
  * Agents reach their model only through the agent protocol (`/v1/agent`), which shows each one what
  * concerns its own units; REST and status watches would show every unit's data, config and machine.
  */
-const AGENTS_USE_THE_AGENT_PROTOCOL = "agent credentials may only be used on the agent protocol (/v1/agent) and to download operators; model reads and status watches are for users (steward login)";
+const AGENTS_USE_THE_AGENT_PROTOCOL =
+  "agent credentials may only be used on the agent protocol (/v1/agent) and to download operators; model reads and status watches are for users (steward login)";
 
 /**
  * How a request arrived, for the check a cookie needs on a write: its CSRF token. (An upgrade's
@@ -39,7 +40,10 @@ export function authenticate(cache: StateCache, headers: IncomingHttpHeaders, ho
   if (!header) {
     const cookie = readSessionCookie(headers);
     if (cookie) return sessionUser(cache, headers, cookie, how);
-    throw new StewardError("unauthorized", "no credentials: log in first (steward login) or send Authorization: Bearer <token>");
+    throw new StewardError(
+      "unauthorized",
+      "no credentials: log in first (steward login) or send Authorization: Bearer <token>",
+    );
   }
   const [scheme, value] = [header.slice(0, header.indexOf(" ")), header.slice(header.indexOf(" ") + 1)];
   if (scheme === "Bearer") return tokenUser(cache, value);
@@ -47,7 +51,10 @@ export function authenticate(cache: StateCache, headers: IncomingHttpHeaders, ho
     const [model, machine, secret] = value.split("/");
     const m = model ? cache.models.get(model)?.machines.get(machine ?? "") : undefined;
     if (!m?.credentialHash || !secret || !credentialMatches(secret, m.credentialHash)) {
-      throw new StewardError("unauthorized", "agent credential refused: the machine may have been removed, or the credential replaced");
+      throw new StewardError(
+        "unauthorized",
+        "agent credential refused: the machine may have been removed, or the credential replaced",
+      );
     }
     return { kind: "agent", model: model!, machine: machine! };
   }
@@ -60,9 +67,17 @@ function tokenUser(cache: StateCache, token: string): Extract<Principal, { kind:
   if (!user) throw new StewardError("unauthorized", "token is invalid or expired: log in again (steward login)");
   // Revoked by logout, or by a password change (which ends every token issued before it).
   if (cache.revokedTokens.has(claims.id) || claims.issuedAt < (user.tokensValidAfter ?? 0)) {
-    throw new StewardError("unauthorized", "token was revoked (logged out, or the password changed): log in again (steward login)");
+    throw new StewardError(
+      "unauthorized",
+      "token was revoked (logged out, or the password changed): log in again (steward login)",
+    );
   }
-  return { kind: "user", user: user.name, superuser: user.superuser, token: { id: claims.id, expiresAt: claims.expiresAt } };
+  return {
+    kind: "user",
+    user: user.name,
+    superuser: user.superuser,
+    token: { id: claims.id, expiresAt: claims.expiresAt },
+  };
 }
 
 /** A dashboard session: the cookie's token, and proof that our own page sent the request. */
@@ -71,10 +86,21 @@ function sessionUser(cache: StateCache, headers: IncomingHttpHeaders, token: str
   try {
     p = tokenUser(cache, token);
   } catch (err) {
-    throw new StewardError("unauthorized", "the dashboard session has ended (expired, logged out, or the password changed): log in again", { details: { session: true, reason: (err as Error).message } });
+    throw new StewardError(
+      "unauthorized",
+      "the dashboard session has ended (expired, logged out, or the password changed): log in again",
+      { details: { session: true, reason: (err as Error).message } },
+    );
   }
-  if (WRITES.has(how.method ?? "GET") && (!csrfMatches(headers[CSRF_HEADER], p.token.id, cache.tokenKey!) || (headers.origin !== undefined && !sameOrigin(headers)))) {
-    throw new StewardError("forbidden", `a change authenticated by the session cookie needs the session's ${CSRF_HEADER} header (what the dashboard sends); scripts should use a Bearer token (steward login)`);
+  if (
+    WRITES.has(how.method ?? "GET") &&
+    (!csrfMatches(headers[CSRF_HEADER], p.token.id, cache.tokenKey!) ||
+      (headers.origin !== undefined && !sameOrigin(headers)))
+  ) {
+    throw new StewardError(
+      "forbidden",
+      `a change authenticated by the session cookie needs the session's ${CSRF_HEADER} header (what the dashboard sends); scripts should use a Bearer token (steward login)`,
+    );
   }
   return p;
 }
@@ -100,7 +126,12 @@ export function modelAccess(p: Principal, idx: ModelIndex): Access | undefined {
  * an unknown name gets (404, naming what was `asked`), so refusals do not tell who has which
  * models; one with some access, who knows the model exists, is told what is missing (403).
  */
-export function requireModelAccess(p: Principal, idx: ModelIndex, needed: Access, asked: string = idx.model?.name ?? idx.uuid): void {
+export function requireModelAccess(
+  p: Principal,
+  idx: ModelIndex,
+  needed: Access,
+  asked: string = idx.model?.name ?? idx.uuid,
+): void {
   if (p.kind === "agent") throw new StewardError("forbidden", AGENTS_USE_THE_AGENT_PROTOCOL);
   const has = modelAccess(p, idx);
   if (has && rank[has] >= rank[needed]) {
@@ -109,7 +140,11 @@ export function requireModelAccess(p: Principal, idx: ModelIndex, needed: Access
     return;
   }
   if (!has) throw notFound("model", asked);
-  throw new StewardError("forbidden", `user ${p.user} has ${has} access to model ${idx.model?.name}; this needs ${needed} (an admin can run: steward grant ${p.user} ${needed} ${idx.model?.name})`, { details: { needed, has } });
+  throw new StewardError(
+    "forbidden",
+    `user ${p.user} has ${has} access to model ${idx.model?.name}; this needs ${needed} (an admin can run: steward grant ${p.user} ${needed} ${idx.model?.name})`,
+    { details: { needed, has } },
+  );
 }
 
 /**
@@ -117,7 +152,8 @@ export function requireModelAccess(p: Principal, idx: ModelIndex, needed: Access
  * gone, saying it was revoked, since the user already knew the model.
  */
 export function requireReadKept(p: Principal, idx: ModelIndex): void {
-  if (p.kind === "user" && !modelAccess(p, idx)) throw new StewardError("forbidden", `access to model ${idx.model?.name} was revoked`);
+  if (p.kind === "user" && !modelAccess(p, idx))
+    throw new StewardError("forbidden", `access to model ${idx.model?.name} was revoked`);
   requireModelAccess(p, idx, "read");
 }
 
@@ -129,7 +165,11 @@ export function requireWriteOnSomeModel(p: Principal, cache: StateCache): void {
     const has = modelAccess(user, idx);
     if (has && rank[has] >= rank.write && !runsOnControllerHost(idx)) return;
   }
-  throw new StewardError("forbidden", `user ${user.user} has write access to no model; uploading an operator needs write access to one (an admin can run: steward grant ${user.user} write <model>)`, { details: { needed: "write" } });
+  throw new StewardError(
+    "forbidden",
+    `user ${user.user} has write access to no model; uploading an operator needs write access to one (an admin can run: steward grant ${user.user} write <model>)`,
+    { details: { needed: "write" } },
+  );
 }
 
 /**
@@ -140,7 +180,13 @@ export function requireWriteOnSomeModel(p: Principal, cache: StateCache): void {
 export function atTokenExpiry(expiresAt: number, recheck: () => void, open: () => boolean): () => void {
   let timer: NodeJS.Timeout;
   const arm = (): void => {
-    timer = setTimeout(() => { recheck(); if (open()) arm(); }, Math.min(Math.max(0, expiresAt - Date.now()) + 1, 2 ** 31 - 1));
+    timer = setTimeout(
+      () => {
+        recheck();
+        if (open()) arm();
+      },
+      Math.min(Math.max(0, expiresAt - Date.now()) + 1, 2 ** 31 - 1),
+    );
     timer.unref();
   };
   arm();

@@ -23,7 +23,10 @@ class TokenBucket {
   private tokens: number;
   private last = Date.now();
 
-  constructor(private readonly perSecond: number, private readonly burst: number) {
+  constructor(
+    private readonly perSecond: number,
+    private readonly burst: number,
+  ) {
     this.tokens = burst;
   }
 
@@ -59,7 +62,9 @@ export class LoginLimiter {
   }
 
   /** Seconds until a token is likely free, for Retry-After. */
-  retryAfterSeconds(): number { return this.bucket.retryAfterSeconds(); }
+  retryAfterSeconds(): number {
+    return this.bucket.retryAfterSeconds();
+  }
 }
 
 export interface SourceLimiterOptions {

@@ -11,7 +11,8 @@ export function migrationOf(cache: StateCache, nameOrUuid: string): MigrationDoc
   const byUuid = cache.migrations.get(nameOrUuid);
   if (byUuid) return byUuid;
   let found: MigrationDoc | undefined;
-  for (const m of cache.migrations.values()) if (m.modelName === nameOrUuid && (!found || m.startedAt > found.startedAt)) found = m;
+  for (const m of cache.migrations.values())
+    if (m.modelName === nameOrUuid && (!found || m.startedAt > found.startedAt)) found = m;
   return found;
 }
 

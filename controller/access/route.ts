@@ -19,13 +19,21 @@ type UserPrincipal = Extract<Principal, { kind: "user" }>;
 type ModelAccessRule = "model:read" | "model:write" | "model:admin";
 
 /** Who the handler is serving: a user for every rule but these. */
-type PrincipalFor<R extends RouteSpec> =
-  R["access"] extends "public" | "enrolment" | "staged-agent" ? undefined : R["access"] extends "user-or-agent" ? Principal : UserPrincipal;
+type PrincipalFor<R extends RouteSpec> = R["access"] extends "public" | "enrolment" | "staged-agent"
+  ? undefined
+  : R["access"] extends "user-or-agent"
+    ? Principal
+    : UserPrincipal;
 /** The model named by `:model`: always there for model rules and superuser routes on a model; maybe gone (moved) for `model:follow`. */
-type ModelFor<R extends RouteSpec> =
-  R["access"] extends "model:follow" ? ModelIndex | undefined : R["path"] extends `${string}/:model${string}` ? ModelIndex : undefined;
+type ModelFor<R extends RouteSpec> = R["access"] extends "model:follow"
+  ? ModelIndex | undefined
+  : R["path"] extends `${string}/:model${string}`
+    ? ModelIndex
+    : undefined;
 /** Query parameters as they arrive: text, or several texts for a repeated one. */
-type QueryIn<R extends RouteSpec> = R extends { query: readonly (infer Q extends string)[] } ? Partial<Record<Q, string | string[]>> : Record<string, never>;
+type QueryIn<R extends RouteSpec> = R extends { query: readonly (infer Q extends string)[] }
+  ? Partial<Record<Q, string | string[]>>
+  : Record<string, never>;
 
 export interface RouteCall<R extends RouteSpec> {
   req: FastifyRequest;
@@ -78,14 +86,27 @@ export function routeOn(app: FastifyInstance, cache: StateCache): Route {
         // A superuser's route on a model looks the model up last: a bad body is told so first.
         if (spec.access === "superuser" && params.model !== undefined) who.model = modelNamed(cache, params.model);
         reply.code(spec.status);
-        const call = { req, reply, ...who, params, body, query: req.query ?? {}, settled: (revision: number) => cache.waitForRevision(revision) };
+        const call = {
+          req,
+          reply,
+          ...who,
+          params,
+          body,
+          query: req.query ?? {},
+          settled: (revision: number) => cache.waitForRevision(revision),
+        };
         return handler(call as unknown as RouteCall<typeof spec>);
       },
     });
   };
 }
 
-interface Checked { principal?: Principal; model?: ModelIndex; migration?: MigrationDoc; enrolmentToken?: string }
+interface Checked {
+  principal?: Principal;
+  model?: ModelIndex;
+  migration?: MigrationDoc;
+  enrolmentToken?: string;
+}
 
 /** Refuses a caller the route's access rule does not let in; returns who it is and the model it named. */
 function checkAccess(cache: StateCache, spec: RouteSpec, req: FastifyRequest, modelName: string | undefined): Checked {
@@ -123,7 +144,12 @@ function checkAccess(cache: StateCache, spec: RouteSpec, req: FastifyRequest, mo
       const needed = spec.access satisfies ModelAccessRule;
       const p = principal();
       const idx = modelNamed(cache, modelName!);
-      requireModelAccess(p, idx, needed === "model:read" ? "read" : needed === "model:write" ? "write" : "admin", modelName);
+      requireModelAccess(
+        p,
+        idx,
+        needed === "model:read" ? "read" : needed === "model:write" ? "write" : "admin",
+        modelName,
+      );
       return { principal: requireUser(p), model: idx };
     }
   }
@@ -144,7 +170,8 @@ function modelNamed(cache: StateCache, name: string): ModelIndex {
 /** The enrolment token a cloud instance sends in a header, never in a URL (proxies log URLs). */
 function enrolmentTokenOf(req: FastifyRequest): string {
   const v = req.headers[ENROLMENT_HEADER];
-  if (typeof v !== "string" || !/^[A-Za-z0-9_-]{20,100}$/.test(v)) throw new StewardError("unauthorized", `an enrolment token is needed in the ${ENROLMENT_HEADER} header`);
+  if (typeof v !== "string" || !/^[A-Za-z0-9_-]{20,100}$/.test(v))
+    throw new StewardError("unauthorized", `an enrolment token is needed in the ${ENROLMENT_HEADER} header`);
   return v;
 }
 
@@ -153,5 +180,7 @@ export function flag(query: Partial<Record<string, string | string[]>>, name: st
   const v = query[name];
   if (v === undefined || v === "false") return false;
   if (v === "true") return true;
-  throw new StewardError("invalid-request", `query "${name}" must be true or false, got "${String(v)}"`, { details: { field: name } });
+  throw new StewardError("invalid-request", `query "${name}" must be true or false, got "${String(v)}"`, {
+    details: { field: name },
+  });
 }

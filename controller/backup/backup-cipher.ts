@@ -13,7 +13,15 @@
  * The header is read before anything is verified, so its scrypt cost is capped at what this code
  * writes: a forged header must not make a restore derive a key with gigabytes of memory.
  */
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  randomBytes,
+  scrypt,
+  timingSafeEqual,
+} from "node:crypto";
 import { StewardError } from "../../api";
 
 export const BACKUP_MAGIC = "STEWARD-BACKUP\n";
@@ -51,7 +59,13 @@ export class BackupFileError extends StewardError {
 
 function derive(passphrase: string, kdf: BackupHeader["kdf"]): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(passphrase.normalize("NFC"), Buffer.from(kdf.salt, "base64"), 32, { N: kdf.N, r: kdf.r, p: kdf.p, maxmem: 256 * kdf.N * kdf.r + 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key)));
+    scrypt(
+      passphrase.normalize("NFC"),
+      Buffer.from(kdf.salt, "base64"),
+      32,
+      { N: kdf.N, r: kdf.r, p: kdf.p, maxmem: 256 * kdf.N * kdf.r + 1024 * 1024 },
+      (err, key) => (err ? reject(err) : resolve(key)),
+    );
   });
 }
 
@@ -66,11 +80,22 @@ function aad(headerHash: Buffer, index: number, last: boolean): Buffer {
 }
 
 /** Encrypts `plain` (the archive) under `passphrase`; `meta` fills the header. */
-export async function sealBackup(plain: Buffer, passphrase: string, meta: Pick<BackupHeader, "id" | "controller" | "revision" | "createdAt" | "stewardVersion">): Promise<Buffer> {
+export async function sealBackup(
+  plain: Buffer,
+  passphrase: string,
+  meta: Pick<BackupHeader, "id" | "controller" | "revision" | "createdAt" | "stewardVersion">,
+): Promise<Buffer> {
   if (passphrase.length < 8) throw new BackupFileError("a backup passphrase must be at least 8 characters");
   const kdf = { name: "scrypt" as const, ...SCRYPT, salt: randomBytes(16).toString("base64") };
   const key = await derive(passphrase, kdf);
-  const header: BackupHeader = { format: BACKUP_FORMAT_VERSION, ...meta, kdf, cipher: "aes-256-gcm", chunkBytes: CHUNK_BYTES, keyCheck: keyCheck(key).toString("base64") };
+  const header: BackupHeader = {
+    format: BACKUP_FORMAT_VERSION,
+    ...meta,
+    kdf,
+    cipher: "aes-256-gcm",
+    chunkBytes: CHUNK_BYTES,
+    keyCheck: keyCheck(key).toString("base64"),
+  };
   const headerBytes = Buffer.from(JSON.stringify(header));
   const headerHash = createHash("sha256").update(headerBytes).digest();
   const len = Buffer.alloc(4);
@@ -93,18 +118,30 @@ export async function sealBackup(plain: Buffer, passphrase: string, meta: Pick<B
 /** The header alone, checked for magic and format version (no passphrase needed). */
 export function readBackupHeader(file: Buffer): { header: BackupHeader; headerBytes: Buffer; bodyOffset: number } {
   const magic = Buffer.from(BACKUP_MAGIC);
-  if (file.length < magic.length + 4 || !file.subarray(0, magic.length).equals(magic)) throw new BackupFileError("this is not a Steward backup file (it does not start with STEWARD-BACKUP)");
+  if (file.length < magic.length + 4 || !file.subarray(0, magic.length).equals(magic))
+    throw new BackupFileError("this is not a Steward backup file (it does not start with STEWARD-BACKUP)");
   const hlen = file.readUInt32BE(magic.length);
-  if (hlen > MAX_HEADER_BYTES || magic.length + 4 + hlen > file.length) throw new BackupFileError("the backup file is truncated or damaged: its header is cut short");
+  if (hlen > MAX_HEADER_BYTES || magic.length + 4 + hlen > file.length)
+    throw new BackupFileError("the backup file is truncated or damaged: its header is cut short");
   const headerBytes = file.subarray(magic.length + 4, magic.length + 4 + hlen);
   let header: BackupHeader;
-  try { header = JSON.parse(headerBytes.toString("utf8")) as BackupHeader; } catch { throw new BackupFileError("the backup file's header is damaged (not JSON)"); }
-  if (header.format !== BACKUP_FORMAT_VERSION) {
-    throw new BackupFileError(`this backup is in format version ${String(header.format)}; this Steward (format ${BACKUP_FORMAT_VERSION}) cannot restore it: use the Steward release that made it (${String(header.stewardVersion)})`);
+  try {
+    header = JSON.parse(headerBytes.toString("utf8")) as BackupHeader;
+  } catch {
+    throw new BackupFileError("the backup file's header is damaged (not JSON)");
   }
-  if (header.kdf?.name !== "scrypt" || header.cipher !== "aes-256-gcm") throw new BackupFileError("the backup file's header names a key derivation or cipher this Steward does not use");
+  if (header.format !== BACKUP_FORMAT_VERSION) {
+    throw new BackupFileError(
+      `this backup is in format version ${String(header.format)}; this Steward (format ${BACKUP_FORMAT_VERSION}) cannot restore it: use the Steward release that made it (${String(header.stewardVersion)})`,
+    );
+  }
+  if (header.kdf?.name !== "scrypt" || header.cipher !== "aes-256-gcm")
+    throw new BackupFileError("the backup file's header names a key derivation or cipher this Steward does not use");
   const costProblem = scryptCostProblem(header.kdf);
-  if (costProblem) throw new BackupFileError(`the backup file's header asks for scrypt ${costProblem}; Steward writes N=${SCRYPT.N}, r=${SCRYPT.r}, p=${SCRYPT.p} and derives no key above that (the file was not made by Steward, or its header was altered)`);
+  if (costProblem)
+    throw new BackupFileError(
+      `the backup file's header asks for scrypt ${costProblem}; Steward writes N=${SCRYPT.N}, r=${SCRYPT.r}, p=${SCRYPT.p} and derives no key above that (the file was not made by Steward, or its header was altered)`,
+    );
   return { header, headerBytes, bodyOffset: magic.length + 4 + hlen };
 }
 
@@ -114,9 +151,11 @@ function scryptCostProblem(kdf: { N?: unknown; r?: unknown; p?: unknown; salt?: 
   const shown = `N=${show(kdf.N)}, r=${show(kdf.r)}, p=${show(kdf.p)}`;
   const { N, r, p } = kdf;
   if (typeof kdf.salt !== "string") return `${shown} without a salt`;
-  if (!Number.isSafeInteger(N) || !Number.isSafeInteger(r) || !Number.isSafeInteger(p)) return `${shown}, not whole numbers`;
+  if (!Number.isSafeInteger(N) || !Number.isSafeInteger(r) || !Number.isSafeInteger(p))
+    return `${shown}, not whole numbers`;
   const [n, rr, pp] = [N as number, r as number, p as number];
-  if (n > SCRYPT.N || rr > SCRYPT.r || pp > SCRYPT.p) return `${shown} (${Math.round((128 * n * rr) / 2 ** 20)} MiB of memory, ${pp}× the work)`;
+  if (n > SCRYPT.N || rr > SCRYPT.r || pp > SCRYPT.p)
+    return `${shown} (${Math.round((128 * n * rr) / 2 ** 20)} MiB of memory, ${pp}× the work)`;
   if (n < 2 || (n & (n - 1)) !== 0 || rr < 1 || pp < 1) return `${shown}, not valid scrypt parameters`;
   return undefined;
 }
@@ -127,15 +166,18 @@ export async function openBackup(file: Buffer, passphrase: string): Promise<{ he
   const key = await derive(passphrase, header.kdf);
   const check = Buffer.from(header.keyCheck ?? "", "base64");
   const want = keyCheck(key);
-  if (check.length !== want.length || !timingSafeEqual(check, want)) throw new BackupFileError("wrong passphrase for this backup (or its header was altered)");
+  if (check.length !== want.length || !timingSafeEqual(check, want))
+    throw new BackupFileError("wrong passphrase for this backup (or its header was altered)");
   const headerHash = createHash("sha256").update(headerBytes).digest();
   const out: Buffer[] = [];
   let off = bodyOffset;
   for (let i = 0; ; i++) {
-    if (off === file.length) throw new BackupFileError(`the backup file is truncated: it ends after ${i} chunks without its last one`);
+    if (off === file.length)
+      throw new BackupFileError(`the backup file is truncated: it ends after ${i} chunks without its last one`);
     if (off + 4 > file.length) throw new BackupFileError("the backup file is truncated in the middle of a chunk");
     const len = file.readUInt32BE(off);
-    if (len < IV_BYTES + TAG_BYTES || len > header.chunkBytes + IV_BYTES + TAG_BYTES || off + 4 + len > file.length) throw new BackupFileError(`the backup file is truncated or damaged at chunk ${i}`);
+    if (len < IV_BYTES + TAG_BYTES || len > header.chunkBytes + IV_BYTES + TAG_BYTES || off + 4 + len > file.length)
+      throw new BackupFileError(`the backup file is truncated or damaged at chunk ${i}`);
     const chunk = file.subarray(off + 4, off + 4 + len);
     off += 4 + len;
     const last = off === file.length;
@@ -146,7 +188,11 @@ export async function openBackup(file: Buffer, passphrase: string): Promise<{ he
       out.push(decipher.update(chunk.subarray(IV_BYTES, len - TAG_BYTES)), decipher.final());
     } catch {
       // The passphrase is right (the key check passed): the bytes were changed, or the file was cut at a chunk boundary.
-      throw new BackupFileError(last ? `the backup file is truncated or altered: chunk ${i} does not verify as the last one` : `the backup file was altered: chunk ${i} does not verify`);
+      throw new BackupFileError(
+        last
+          ? `the backup file is truncated or altered: chunk ${i} does not verify as the last one`
+          : `the backup file was altered: chunk ${i} does not verify`,
+      );
     }
     if (last) return { header, plain: Buffer.concat(out) };
   }

@@ -29,25 +29,36 @@ export interface BackupQuota {
  */
 export const DEFAULT_BACKUP_QUOTA: Required<BackupQuota> = { keep: 3, quotaBytes: 256 * 1024 * 1024 };
 
-
 export type { BackupRecord };
 
 export function newBackupId(now = new Date()): string {
-  return `${now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}-${randomBytes(3).toString("hex")}`;
+  return `${now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z")}-${randomBytes(3).toString("hex")}`;
 }
 
 const ID = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/;
 export function checkBackupId(id: string): string {
-  if (!ID.test(id)) throw new StewardError("invalid-request", `"${id}" is not a backup id (as steward backups lists them, e.g. 20261125T001500Z-a1b2c3)`);
+  if (!ID.test(id))
+    throw new StewardError(
+      "invalid-request",
+      `"${id}" is not a backup id (as steward backups lists them, e.g. 20261125T001500Z-a1b2c3)`,
+    );
   return id;
 }
 
 export class KeptBackups {
-  constructor(private readonly store: Store, private readonly quota: Required<BackupQuota> = DEFAULT_BACKUP_QUOTA) {}
+  constructor(
+    private readonly store: Store,
+    private readonly quota: Required<BackupQuota> = DEFAULT_BACKUP_QUOTA,
+  ) {}
 
   async list(): Promise<BackupRecord[]> {
     const { kvs } = await this.store.range(BACKUP_RECORDS);
-    return kvs.map((kv) => JSON.parse(kv.value) as BackupRecord).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    return kvs
+      .map((kv) => JSON.parse(kv.value) as BackupRecord)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
   async get(id: string): Promise<BackupRecord> {
@@ -59,20 +70,28 @@ export class KeptBackups {
   /** Keeps `file` under `record.id`, first making room: refused when it alone is over the quota. */
   async keep(record: Omit<BackupRecord, "chunks">, file: Buffer): Promise<BackupRecord> {
     if (file.length > this.quota.quotaBytes) {
-      throw new StewardError("invalid-request", `this backup is ${file.length} bytes, over the controller's backup quota of ${this.quota.quotaBytes}: raise "backups": {"quotaBytes": …} in controller.json`);
+      throw new StewardError(
+        "invalid-request",
+        `this backup is ${file.length} bytes, over the controller's backup quota of ${this.quota.quotaBytes}: raise "backups": {"quotaBytes": …} in controller.json`,
+      );
     }
     await this.prune(file.length, 1);
     const chunks = Math.ceil(file.length / BACKUP_CHUNK_BYTES);
     try {
       for (let i = 0; i < chunks; i++) {
-        await this.store.put(`${BACKUP_CHUNKS}${record.id}/${String(i).padStart(6, "0")}`, file.subarray(i * BACKUP_CHUNK_BYTES, (i + 1) * BACKUP_CHUNK_BYTES).toString("base64"));
+        await this.store.put(
+          `${BACKUP_CHUNKS}${record.id}/${String(i).padStart(6, "0")}`,
+          file.subarray(i * BACKUP_CHUNK_BYTES, (i + 1) * BACKUP_CHUNK_BYTES).toString("base64"),
+        );
       }
       const full: BackupRecord = { ...record, chunks };
       await this.store.put(BACKUP_RECORDS + record.id, JSON.stringify(full));
       return full;
     } catch (err) {
       // Never leave chunks without a record (nothing would list or remove them).
-      await this.store.txn({ success: [{ type: "deletePrefix", prefix: `${BACKUP_CHUNKS}${record.id}/` }] }).catch(() => undefined);
+      await this.store
+        .txn({ success: [{ type: "deletePrefix", prefix: `${BACKUP_CHUNKS}${record.id}/` }] })
+        .catch(() => undefined);
       throw err;
     }
   }
@@ -80,14 +99,20 @@ export class KeptBackups {
   /** Part `part` of a kept backup's file. */
   async part(id: string, part: number): Promise<{ record: BackupRecord; data: Buffer }> {
     const record = await this.get(id);
-    if (!Number.isInteger(part) || part < 0 || part >= record.chunks) throw new StewardError("invalid-request", `backup ${id} has parts 0 to ${record.chunks - 1}`);
+    if (!Number.isInteger(part) || part < 0 || part >= record.chunks)
+      throw new StewardError("invalid-request", `backup ${id} has parts 0 to ${record.chunks - 1}`);
     const kv = await this.store.get(`${BACKUP_CHUNKS}${id}/${String(part).padStart(6, "0")}`);
     if (!kv) throw new StewardError("internal", `part ${part} of backup ${id} is missing from the store`);
     return { record, data: Buffer.from(kv.value, "base64") };
   }
 
   async remove(id: string): Promise<void> {
-    await this.store.txn({ success: [{ type: "delete", key: BACKUP_RECORDS + checkBackupId(id) }, { type: "deletePrefix", prefix: `${BACKUP_CHUNKS}${id}/` }] });
+    await this.store.txn({
+      success: [
+        { type: "delete", key: BACKUP_RECORDS + checkBackupId(id) },
+        { type: "deletePrefix", prefix: `${BACKUP_CHUNKS}${id}/` },
+      ],
+    });
   }
 
   /** Deletes the oldest backups until `incoming` more bytes and `adding` more backups fit. */

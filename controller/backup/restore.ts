@@ -37,7 +37,15 @@ export interface RestoreOptions {
   force?: boolean;
 }
 
-export interface RestoreResult { controller: { uuid: string; name: string }; backupId: string; revision: number; keys: number; models: string[]; caCert: string; epoch: number }
+export interface RestoreResult {
+  controller: { uuid: string; name: string };
+  backupId: string;
+  revision: number;
+  keys: number;
+  models: string[];
+  caCert: string;
+  epoch: number;
+}
 
 /** Kinds bound to the replicas or connections of the controller that was backed up. */
 const LEFT_OUT = new Set(["cluster-leader", "cluster-replica", "cluster-member", "cluster-keeper", "presence"]);
@@ -46,7 +54,8 @@ const LEFT_OUT = new Set(["cluster-leader", "cluster-replica", "cluster-member",
 export async function checkBackup(file: Buffer, passphrase: string): Promise<{ header: BackupHeader; snap: Snapshot }> {
   const { header, plain } = await openBackup(file, passphrase);
   const snap = parseSnapshot(plain);
-  if (snap.manifest.revision !== header.revision || snap.manifest.controller.uuid !== header.controller.uuid) throw new StewardError("invalid-request", "the backup's header and archive disagree (altered)");
+  if (snap.manifest.revision !== header.revision || snap.manifest.controller.uuid !== header.controller.uuid)
+    throw new StewardError("invalid-request", "the backup's header and archive disagree (altered)");
   return { header, snap: { ...snap, kvs: [], secrets: { caCert: snap.secrets.caCert, caKey: "" } } };
 }
 
@@ -54,13 +63,17 @@ export async function restoreControllerDir(o: RestoreOptions): Promise<RestoreRe
   // Everything is checked before the directory is touched: a bad file restores nothing.
   const { header, plain } = await openBackup(o.file, o.passphrase);
   const snap = parseSnapshot(plain);
-  if (snap.manifest.revision !== header.revision || snap.manifest.controller.uuid !== header.controller.uuid) throw new StewardError("invalid-request", "the backup's header and archive disagree (altered)");
+  if (snap.manifest.revision !== header.revision || snap.manifest.controller.uuid !== header.controller.uuid)
+    throw new StewardError("invalid-request", "the backup's header and archive disagree (altered)");
   await clearDataDir(o.dataDir, o.force ?? false);
 
   const { caCert, caKey } = snap.secrets;
   // eslint-disable-next-line @typescript-eslint/consistent-type-imports
   const { issueServerCertificate } = require("../security/pki") as typeof import("../security/pki");
-  const hosts = [o.listen.host, ...(o.advertise ?? []).map((a) => a.replace(/:\d+$/, "").replace(/^\[|\]$/g, ""))].filter((h) => h !== "0.0.0.0" && h !== "::");
+  const hosts = [
+    o.listen.host,
+    ...(o.advertise ?? []).map((a) => a.replace(/:\d+$/, "").replace(/^\[|\]$/g, "")),
+  ].filter((h) => h !== "0.0.0.0" && h !== "::");
   const server = await issueServerCertificate({ certPem: caCert, keyPem: caKey }, hosts);
 
   const { kvs, leases, epoch } = restoredKeys(snap.kvs, snap.manifest.revision, header);
@@ -69,14 +82,31 @@ export async function restoreControllerDir(o: RestoreOptions): Promise<RestoreRe
   await writeFile(join(o.dataDir, dataFiles.caKey), caKey, { mode: 0o600 });
   await writeFile(join(o.dataDir, dataFiles.serverCert), server.certPem, { mode: 0o644 });
   await writeFile(join(o.dataDir, dataFiles.serverKey), server.keyPem, { mode: 0o600 });
-  const config: ControllerConfig = { name: snap.manifest.controller.name, listen: o.listen, ...(o.advertise ? { advertise: o.advertise } : {}), store: { backend: "embedded" } };
+  const config: ControllerConfig = {
+    name: snap.manifest.controller.name,
+    listen: o.listen,
+    ...(o.advertise ? { advertise: o.advertise } : {}),
+    store: { backend: "embedded" },
+  };
   // Last, as bootstrap does: its presence marks a complete directory.
   await writeFile(join(o.dataDir, dataFiles.config), JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
-  return { controller: snap.manifest.controller, backupId: header.id, revision: snap.manifest.revision, keys: kvs.length, models: snap.manifest.models.map((m) => m.name), caCert, epoch: epoch.epoch };
+  return {
+    controller: snap.manifest.controller,
+    backupId: header.id,
+    revision: snap.manifest.revision,
+    keys: kvs.length,
+    models: snap.manifest.models.map((m) => m.name),
+    caCert,
+    epoch: epoch.epoch,
+  };
 }
 
 /** The keys to write, the leases they need, and the new restore epoch (written at revision + 1). */
-export function restoredKeys(backedUp: KeyValue[], revision: number, header: Pick<BackupHeader, "id">): { kvs: KeyValue[]; leases: { id: string; ttl: number }[]; epoch: RestoreEpochDoc } {
+export function restoredKeys(
+  backedUp: KeyValue[],
+  revision: number,
+  header: Pick<BackupHeader, "id">,
+): { kvs: KeyValue[]; leases: { id: string; ttl: number }[]; epoch: RestoreEpochDoc } {
   const kvs: KeyValue[] = [];
   const leases = new Set<string>();
   const taskSeqs: Record<string, number> = {};
@@ -84,7 +114,10 @@ export function restoredKeys(backedUp: KeyValue[], revision: number, header: Pic
   for (const kv of backedUp) {
     const c = classifyKey(kv.key);
     if (c && LEFT_OUT.has(c.kind.name)) continue;
-    if (c?.kind.name === "restore-epoch") { previous = kv; continue; }
+    if (c?.kind.name === "restore-epoch") {
+      previous = kv;
+      continue;
+    }
     if (c?.kind.name === "task-seq") taskSeqs[c.model!] = Number(JSON.parse(kv.value));
     if (kv.lease) {
       // Only unit leadership is worth keeping on a lease; anything else leased belonged to the old replicas.
@@ -94,8 +127,21 @@ export function restoredKeys(backedUp: KeyValue[], revision: number, header: Pic
     kvs.push(kv);
   }
   const before = previous ? (JSON.parse(previous.value) as RestoreEpochDoc).epoch : 0;
-  const epoch: RestoreEpochDoc = { clusterId: randomUUID(), epoch: before + 1, revision, backupId: header.id, restoredAt: new Date().toISOString(), taskSeqs };
-  kvs.push({ key: keyOf(KIND["restore-epoch"], ""), value: JSON.stringify(epoch), createRevision: previous?.createRevision ?? revision + 1, modRevision: revision + 1, version: (previous?.version ?? 0) + 1 });
+  const epoch: RestoreEpochDoc = {
+    clusterId: randomUUID(),
+    epoch: before + 1,
+    revision,
+    backupId: header.id,
+    restoredAt: new Date().toISOString(),
+    taskSeqs,
+  };
+  kvs.push({
+    key: keyOf(KIND["restore-epoch"], ""),
+    value: JSON.stringify(epoch),
+    createRevision: previous?.createRevision ?? revision + 1,
+    modRevision: revision + 1,
+    version: (previous?.version ?? 0) + 1,
+  });
   return { kvs, leases: [...leases].map((id) => ({ id, ttl: DEFAULT_LEADERSHIP_LEASE_SECONDS })), epoch };
 }
 
@@ -104,9 +150,19 @@ export function restoredKeys(backedUp: KeyValue[], revision: number, header: Pic
  * `force`, then removed, except the local machines' directories (the agents on this host live there).
  */
 async function clearDataDir(dir: string, force: boolean): Promise<void> {
-  const entries = await readdir(dir).catch((e: NodeJS.ErrnoException) => { if (e.code === "ENOENT") return [] as string[]; throw e; });
-  const hasController = await stat(join(dir, dataFiles.config)).then(() => true, () => false);
-  if (hasController && !force) throw new StewardError("already-exists", `${dir} holds a controller; restore over it only with --force (its models are replaced by the backup's)`);
+  const entries = await readdir(dir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === "ENOENT") return [] as string[];
+    throw e;
+  });
+  const hasController = await stat(join(dir, dataFiles.config)).then(
+    () => true,
+    () => false,
+  );
+  if (hasController && !force)
+    throw new StewardError(
+      "already-exists",
+      `${dir} holds a controller; restore over it only with --force (its models are replaced by the backup's)`,
+    );
   for (const e of entries) if (e !== dataFiles.machines) await rm(join(dir, e), { recursive: true, force: true });
   await mkdir(dir, { recursive: true, mode: 0o700 });
 }

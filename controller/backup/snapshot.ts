@@ -23,8 +23,9 @@ export const BACKUP_EXCLUDED_PREFIXES = [keys.backupsPrefix, keys.backupChunksPr
  * What a backup reads: the top folder of every kind in the registry, `/blobs/` by its own folders,
  * leaving out the kept backups without reading them (up to the quota's 256 MiB).
  */
-export const BACKUP_PREFIXES: readonly string[] = [...new Set(KINDS.map((k) => (k.path[0] === "blobs" ? `/blobs/${k.path[1] as string}/` : `/${k.path[0] as string}/`)))]
-  .filter((p) => !BACKUP_EXCLUDED_PREFIXES.includes(p));
+export const BACKUP_PREFIXES: readonly string[] = [
+  ...new Set(KINDS.map((k) => (k.path[0] === "blobs" ? `/blobs/${k.path[1] as string}/` : `/${k.path[0] as string}/`))),
+].filter((p) => !BACKUP_EXCLUDED_PREFIXES.includes(p));
 
 export interface SnapshotManifest {
   format: number;
@@ -41,10 +42,14 @@ export interface Snapshot {
   kvs: KeyValue[];
 }
 
-type Line = { manifest: SnapshotManifest } | { secrets: Snapshot["secrets"] } | { kv: KeyValue } | { end: { keys: number } };
+type Line =
+  { manifest: SnapshotManifest } | { secrets: Snapshot["secrets"] } | { kv: KeyValue } | { end: { keys: number } };
 
 /** Reads the store at one revision and makes the (plaintext, gzipped) archive. */
-export async function takeSnapshot(store: Store, secrets: Snapshot["secrets"]): Promise<{ archive: Buffer; manifest: SnapshotManifest }> {
+export async function takeSnapshot(
+  store: Store,
+  secrets: Snapshot["secrets"],
+): Promise<{ archive: Buffer; manifest: SnapshotManifest }> {
   // One read-only transaction: one revision (etcd pins its pages to the first one's).
   const res = await store.txn({ success: BACKUP_PREFIXES.map((prefix) => ({ type: "range" as const, prefix })) });
   const { revision } = res;
@@ -52,8 +57,17 @@ export async function takeSnapshot(store: Store, secrets: Snapshot["secrets"]): 
   const info = kvs.find((kv) => kv.key === keys.controller);
   if (!info) throw new StewardError("internal", "the store holds no controller record: nothing to back up");
   const controller = JSON.parse(info.value) as ControllerDoc;
-  const models = kvs.filter((kv) => /^\/models\/[^/]+$/.test(kv.key)).map((kv) => ({ uuid: kv.key.slice("/models/".length), name: (JSON.parse(kv.value) as ModelDoc).name }));
-  const manifest: SnapshotManifest = { format: BACKUP_FORMAT_VERSION, controller: { uuid: controller.uuid, name: controller.name }, revision, createdAt: new Date().toISOString(), keys: kvs.length, models };
+  const models = kvs
+    .filter((kv) => /^\/models\/[^/]+$/.test(kv.key))
+    .map((kv) => ({ uuid: kv.key.slice("/models/".length), name: (JSON.parse(kv.value) as ModelDoc).name }));
+  const manifest: SnapshotManifest = {
+    format: BACKUP_FORMAT_VERSION,
+    controller: { uuid: controller.uuid, name: controller.name },
+    revision,
+    createdAt: new Date().toISOString(),
+    keys: kvs.length,
+    models,
+  };
   const lines: string[] = [JSON.stringify({ manifest } satisfies Line), JSON.stringify({ secrets } satisfies Line)];
   for (const kv of kvs) lines.push(JSON.stringify({ kv } satisfies Line));
   lines.push(JSON.stringify({ end: { keys: kvs.length } } satisfies Line));
@@ -63,7 +77,11 @@ export async function takeSnapshot(store: Store, secrets: Snapshot["secrets"]): 
 /** Parses an archive back; anything missing or malformed is a {@link BackupFileError}. */
 export function parseSnapshot(archive: Buffer): Snapshot {
   let text: string;
-  try { text = gunzipSync(archive).toString("utf8"); } catch { throw new BackupFileError("the backup's archive does not decompress (damaged)"); }
+  try {
+    text = gunzipSync(archive).toString("utf8");
+  } catch {
+    throw new BackupFileError("the backup's archive does not decompress (damaged)");
+  }
   let manifest: SnapshotManifest | undefined;
   let secrets: Snapshot["secrets"] | undefined;
   const kvs: KeyValue[] = [];
@@ -76,11 +94,16 @@ export function parseSnapshot(archive: Buffer): Snapshot {
     else if ("secrets" in line) secrets = line.secrets;
     else if ("kv" in line) kvs.push(line.kv);
     else if ("end" in line) {
-      if (line.end.keys !== kvs.length) throw new BackupFileError(`the backup's archive promises ${line.end.keys} keys but holds ${kvs.length}`);
+      if (line.end.keys !== kvs.length)
+        throw new BackupFileError(`the backup's archive promises ${line.end.keys} keys but holds ${kvs.length}`);
       ended = true;
     }
   }
-  if (!manifest || !secrets || !ended) throw new BackupFileError("the backup's archive is incomplete (no manifest, secrets or end)");
-  if (manifest.format !== BACKUP_FORMAT_VERSION) throw new BackupFileError(`the backup's archive is in format ${manifest.format}; this Steward reads ${BACKUP_FORMAT_VERSION}`);
+  if (!manifest || !secrets || !ended)
+    throw new BackupFileError("the backup's archive is incomplete (no manifest, secrets or end)");
+  if (manifest.format !== BACKUP_FORMAT_VERSION)
+    throw new BackupFileError(
+      `the backup's archive is in format ${manifest.format}; this Steward reads ${BACKUP_FORMAT_VERSION}`,
+    );
   return { manifest, secrets, kvs };
 }

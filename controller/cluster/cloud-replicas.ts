@@ -29,7 +29,11 @@ interface ReplicaInstances {
 }
 
 /** A host launched for a replica: its instance and the token its user data enrols with. */
-export interface CloudHost extends ReplicaHost { instance: { id: string; zone?: string }; token: string; cloud: ReplicaInstances }
+export interface CloudHost extends ReplicaHost {
+  instance: { id: string; zone?: string };
+  token: string;
+  cloud: ReplicaInstances;
+}
 
 export interface CloudReplicaHostsOptions {
   cache: StateCache;
@@ -60,7 +64,9 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
 
   unavailable(): string | undefined {
     const cloud = this.o.cache.replicaCloud;
-    return cloud && cloud.substrate !== "kubernetes" ? undefined : "no cloud is set for replicas (steward set-replica-cloud)";
+    return cloud && cloud.substrate !== "kubernetes"
+      ? undefined
+      : "no cloud is set for replicas (steward set-replica-cloud)";
   }
 
   private async instancesOf(cloud: Exclude<ReplicaCloudDoc, { substrate: "kubernetes" }>): Promise<ReplicaInstances> {
@@ -71,28 +77,45 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
       const tags = aws.REPLICA_TAGS;
       return {
         launch: async (n, userData, idempotencyKey) => {
-          const i = await this.ec2.launch(p, { n, name: aws.replicaInstanceName(controllerUuid), tags, userData, idempotencyKey });
+          const i = await this.ec2.launch(p, {
+            n,
+            name: aws.replicaInstanceName(controllerUuid),
+            tags,
+            userData,
+            idempotencyKey,
+          });
           return { id: i.id, ...(i.zone ? { zone: i.zone } : {}) };
         },
         state: async (id) => {
           const i = await this.ec2.instance(p, id);
-          return { gone: !i || aws.GONE_STATES.has(i.state), ...(i?.state === "running" && i.address ? { address: i.address } : {}), ...(i?.zone ? { zone: i.zone } : {}) };
+          return {
+            gone: !i || aws.GONE_STATES.has(i.state),
+            ...(i?.state === "running" && i.address ? { address: i.address } : {}),
+            ...(i?.zone ? { zone: i.zone } : {}),
+          };
         },
         live: () => this.ec2.instances(p, tags, aws.LIVE_STATES),
         terminate: (ids) => this.ec2.terminate(p, ids),
       };
     }
-    const p: vsphere.VspherePlacement = { settings: cloud.vsphere, controllerUuid, credentials: vsphere.vsphereCredentialsOf(c) };
+    const p: vsphere.VspherePlacement = {
+      settings: cloud.vsphere,
+      controllerUuid,
+      credentials: vsphere.vsphereCredentialsOf(c),
+    };
     const vms = (): Promise<vsphere.VsphereVm[]> => this.vms.instances(p, REPLICAS);
     return {
-      launch: async (_n, userData) => ({ id: await this.vms.cloneWith(p, { model: REPLICAS, machine: String(Date.now()), userData }) }),
+      launch: async (_n, userData) => ({
+        id: await this.vms.cloneWith(p, { model: REPLICAS, machine: String(Date.now()), userData }),
+      }),
       state: async (id) => {
         const vm = (await vms()).find((v) => v.id === id);
         return { gone: !vm || vm.state !== "poweredOn", ...(vm?.address ? { address: vm.address } : {}) };
       },
       live: async () => (await vms()).filter((v) => v.state === "poweredOn"),
       terminate: async (ids) => {
-        for (const vm of (await vms()).filter((v) => ids.includes(v.id))) await this.vms.stopMachine({ model: REPLICAS, machine: vm.machine!, placement: p });
+        for (const vm of (await vms()).filter((v) => ids.includes(v.id)))
+          await this.vms.stopMachine({ model: REPLICAS, machine: vm.machine!, placement: p });
       },
     };
   }
@@ -106,7 +129,11 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
     // The n-th live replica instance goes to the n-th subnet or zone, spreading them out.
     const live = await cloud.live();
     progress(`launching an instance on ${doc.substrate}`);
-    const launched = await cloud.launch(live.length, replicaUserData({ controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert }, token, files }), replicaDataPurpose(token));
+    const launched = await cloud.launch(
+      live.length,
+      replicaUserData({ controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert }, token, files }),
+      replicaDataPurpose(token),
+    );
     const host = { instance: launched, token, cloud };
     try {
       // Deposed while the instance boots: the next leader cannot know of it, so it is terminated below.
@@ -126,7 +153,10 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
           }
         }
         if (address && (await this.o.enrolments.replicaStaged(token))) return { ...host, address };
-        if (Date.now() > deadline) throw new Error(`instance ${launched.id} did not ${address ? "fetch the controller" : "get an address"} within ${Math.round(timeoutMs / 1000)} s; see /var/lib/steward/enrol-replica.log on it`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `instance ${launched.id} did not ${address ? "fetch the controller" : "get an address"} within ${Math.round(timeoutMs / 1000)} s; see /var/lib/steward/enrol-replica.log on it`,
+          );
         await sleep(1000, signal);
       }
     } catch (err) {
@@ -137,7 +167,10 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
 
   async start(host: CloudHost, name: string, initialCluster: string, progress: Progress): Promise<void> {
     const data = await replicaDataFiles(this.o, host.address, name, initialCluster);
-    await this.o.enrolments.provideReplicaData(host.token, this.o.sealer.sealJson(replicaDataPurpose(host.token), data));
+    await this.o.enrolments.provideReplicaData(
+      host.token,
+      this.o.sealer.sealJson(replicaDataPurpose(host.token), data),
+    );
     progress(`data left for instance ${host.instance.id}; it starts the replica once it has collected it`);
   }
 

@@ -29,7 +29,8 @@ export const clientUrl = (host: string, port = DEFAULT_CLIENT_PORT): string => `
 export const bracket = (h: string): string => (h.includes(":") ? `[${h}]` : h);
 
 /** A new replica's id and etcd member name: its host plus 4 hex digits, unique per incarnation. */
-export const replicaName = (host: string): string => `${host.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}-${randomBytes(2).toString("hex")}`;
+export const replicaName = (host: string): string =>
+  `${host.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}-${randomBytes(2).toString("hex")}`;
 
 export const REMOVED_REASON = "its etcd member was removed from the cluster (it was replaced while away)";
 
@@ -37,14 +38,32 @@ export const REMOVED_REASON = "its etcd member was removed from the cluster (it 
  * GET `path` from an etcd member's client URL with the replica's certificate; undefined when it
  * does not answer within `timeoutMs`.
  */
-export function etcdGet(url: string, path: string, tls: { caCert: string; cert: string; key: string }, timeoutMs: number): Promise<{ status: number; body: string } | undefined> {
+export function etcdGet(
+  url: string,
+  path: string,
+  tls: { caCert: string; cert: string; key: string },
+  timeoutMs: number,
+): Promise<{ status: number; body: string } | undefined> {
   const u = new URL(path, url);
   return new Promise((resolve) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname, ca: tls.caCert, cert: tls.cert, key: tls.key, timeout: timeoutMs }, (res) => {
-      let body = "";
-      res.on("data", (d: Buffer) => { body += d.toString(); });
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        ca: tls.caCert,
+        cert: tls.cert,
+        key: tls.key,
+        timeout: timeoutMs,
+      },
+      (res) => {
+        let body = "";
+        res.on("data", (d: Buffer) => {
+          body += d.toString();
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on("timeout", () => req.destroy());
     req.on("error", () => resolve(undefined));
     req.end();
@@ -73,8 +92,12 @@ export class EtcdMember {
   constructor(private readonly o: EtcdMemberOptions) {}
 
   /** The URL the local controller uses: loopback, so it never depends on the network. */
-  get localClientUrl(): string { return clientUrl("127.0.0.1", this.o.member.clientPort); }
-  get wasRemoved(): boolean { return this.removed; }
+  get localClientUrl(): string {
+    return clientUrl("127.0.0.1", this.o.member.clientPort);
+  }
+  get wasRemoved(): boolean {
+    return this.removed;
+  }
 
   async start(): Promise<void> {
     await mkdir(join(this.o.dataDir, "etcd"), { recursive: true, mode: 0o700 });
@@ -89,16 +112,44 @@ export class EtcdMember {
     // on every address of its own network namespace and advertises the name.
     const bind = isIP(m.host.replace(/^\[|\]$/g, "")) ? m.host : "0.0.0.0";
     return [
-      "--name", m.name, "--data-dir", join(this.o.dataDir, "etcd"),
+      "--name",
+      m.name,
+      "--data-dir",
+      join(this.o.dataDir, "etcd"),
       // (0.0.0.0 includes loopback, where the local controller connects.)
-      "--listen-client-urls", bind === "0.0.0.0" ? clientUrl(bind, m.clientPort) : `${this.localClientUrl},${clientUrl(m.host, m.clientPort)}`,
-      "--advertise-client-urls", clientUrl(m.host, m.clientPort),
-      "--listen-peer-urls", peerUrl(bind, m.peerPort), "--initial-advertise-peer-urls", peer,
-      "--initial-cluster", m.initialCluster, "--initial-cluster-state", m.initialState, "--initial-cluster-token", m.clusterToken,
+      "--listen-client-urls",
+      bind === "0.0.0.0" ? clientUrl(bind, m.clientPort) : `${this.localClientUrl},${clientUrl(m.host, m.clientPort)}`,
+      "--advertise-client-urls",
+      clientUrl(m.host, m.clientPort),
+      "--listen-peer-urls",
+      peerUrl(bind, m.peerPort),
+      "--initial-advertise-peer-urls",
+      peer,
+      "--initial-cluster",
+      m.initialCluster,
+      "--initial-cluster-state",
+      m.initialState,
+      "--initial-cluster-token",
+      m.clusterToken,
       // One certificate per replica, with server and client usage, serves clients and peers.
-      "--cert-file", certFile, "--key-file", keyFile, "--trusted-ca-file", caFile, "--client-cert-auth",
-      "--peer-cert-file", certFile, "--peer-key-file", keyFile, "--peer-trusted-ca-file", caFile, "--peer-client-cert-auth",
-      "--heartbeat-interval", String(m.heartbeatMs ?? ETCD_HEARTBEAT_MS), "--election-timeout", String(m.electionMs ?? ETCD_ELECTION_TIMEOUT_MS),
+      "--cert-file",
+      certFile,
+      "--key-file",
+      keyFile,
+      "--trusted-ca-file",
+      caFile,
+      "--client-cert-auth",
+      "--peer-cert-file",
+      certFile,
+      "--peer-key-file",
+      keyFile,
+      "--peer-trusted-ca-file",
+      caFile,
+      "--peer-client-cert-auth",
+      "--heartbeat-interval",
+      String(m.heartbeatMs ?? ETCD_HEARTBEAT_MS),
+      "--election-timeout",
+      String(m.electionMs ?? ETCD_ELECTION_TIMEOUT_MS),
       // A member cut off from its peers keeps campaigning and raising its raft term; without
       // pre-vote its return deposes the healthy leader (a second outage at every heal). With it, a
       // member only raises its term once a majority would vote for it.
@@ -106,12 +157,22 @@ export class EtcdMember {
       // Compare this member's data with its peers' before serving, so a corrupt disk cannot join.
       "--experimental-initial-corrupt-check",
       // Off by default in 3.4: without it the keyspace history grows for ever.
-      "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "1h",
-      "--snapshot-count", "10000",
+      "--auto-compaction-mode",
+      "periodic",
+      "--auto-compaction-retention",
+      "1h",
+      "--snapshot-count",
+      "10000",
       // The API accepts up to 10,000 machines or units in one request, written in one transaction:
       // etcd's defaults (128 operations, 1.5 MiB) would refuse that with an internal error.
-      "--max-txn-ops", "25000", "--max-request-bytes", String(10 * 1024 * 1024),
-      "--logger", "zap", "--log-outputs", "stderr",
+      "--max-txn-ops",
+      "25000",
+      "--max-request-bytes",
+      String(10 * 1024 * 1024),
+      "--logger",
+      "zap",
+      "--log-outputs",
+      "stderr",
     ];
   }
 
@@ -119,7 +180,10 @@ export class EtcdMember {
     const log = await open(join(this.o.dataDir, "etcd.log"), "a", 0o600);
     // etcd refuses to start when an ETCD_* variable shadows a flag: give it none.
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ETCD_")));
-    const proc = (this.proc = spawn(this.o.member.binary ?? "etcd", this.args(), { env, stdio: ["ignore", log.fd, "pipe"] }));
+    const proc = (this.proc = spawn(this.o.member.binary ?? "etcd", this.args(), {
+      env,
+      stdio: ["ignore", log.fd, "pipe"],
+    }));
     let tail = "";
     proc.stderr!.on("data", (d: Buffer) => {
       const text = d.toString();
@@ -131,14 +195,23 @@ export class EtcdMember {
         this.o.onRemoved();
       }
     });
-    proc.once("error", (err) => this.o.log.error("etcd could not be started", { err: err.message, binary: this.o.member.binary ?? "etcd" }));
+    proc.once("error", (err) =>
+      this.o.log.error("etcd could not be started", { err: err.message, binary: this.o.member.binary ?? "etcd" }),
+    );
     proc.once("exit", (code, signal) => {
       void log.close().catch(() => undefined);
       if (this.stopping || this.removed) return;
       // Restart with backoff; a member that keeps dying is logged each time with its exit status.
       const delay = Math.min(10_000, 500 * 2 ** Math.min(this.restarts++, 5));
-      this.o.log.warn("etcd member exited; restarting", { code, signal, inMs: delay, log: join(this.o.dataDir, "etcd.log") });
-      this.restartTimer = setTimeout(() => { this.spawn().catch((err: unknown) => this.o.log.error("etcd restart failed", { err })); }, delay);
+      this.o.log.warn("etcd member exited; restarting", {
+        code,
+        signal,
+        inMs: delay,
+        log: join(this.o.dataDir, "etcd.log"),
+      });
+      this.restartTimer = setTimeout(() => {
+        this.spawn().catch((err: unknown) => this.o.log.error("etcd restart failed", { err }));
+      }, delay);
     });
   }
 
@@ -151,12 +224,17 @@ export class EtcdMember {
       await new Promise((r) => setTimeout(r, 200));
       if (await this.healthy()) return;
     }
-    throw new StewardError("deadline-exceeded", `the local etcd member did not become healthy within ${Math.round(timeoutMs / 1000)} s; see ${join(this.o.dataDir, "etcd.log")}`);
+    throw new StewardError(
+      "deadline-exceeded",
+      `the local etcd member did not become healthy within ${Math.round(timeoutMs / 1000)} s; see ${join(this.o.dataDir, "etcd.log")}`,
+    );
   }
 
   /** One probe of /health (true only when the member sees a leader). */
   async healthy(): Promise<boolean> {
-    const [caCert, cert, key] = await Promise.all([this.o.tls.caFile, this.o.tls.certFile, this.o.tls.keyFile].map((f) => readFile(f, "utf8")));
+    const [caCert, cert, key] = await Promise.all(
+      [this.o.tls.caFile, this.o.tls.certFile, this.o.tls.keyFile].map((f) => readFile(f, "utf8")),
+    );
     const res = await etcdGet(this.localClientUrl, "/health", { caCert: caCert!, cert: cert!, key: key! }, 1000);
     return res?.status === 200 && /"health":\s*"true"/.test(res.body);
   }

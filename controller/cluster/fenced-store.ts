@@ -13,14 +13,18 @@ export function fencedStore(store: Store, fence: () => Compare[]): Store {
       // Tell a lost fence apart from an ordinary failed compare, so callers do not retry in vain.
       for (const g of guard) {
         const kv = await store.get(g.key);
-        if ((kv?.createRevision ?? 0) !== g.value) throw new StewardError("unavailable", "this replica is no longer the controller leader", { reason: "not-leader" });
+        if ((kv?.createRevision ?? 0) !== g.value)
+          throw new StewardError("unavailable", "this replica is no longer the controller leader", {
+            reason: "not-leader",
+          });
       }
     }
     return res;
   };
   return Object.assign(Object.create(store) as Store, {
     txn,
-    put: async (key: string, value: string, opts: { lease?: string } = {}) => (await txn({ success: [{ type: "put", key, value, ...(opts.lease ? { lease: opts.lease } : {}) }] })).revision,
+    put: async (key: string, value: string, opts: { lease?: string } = {}) =>
+      (await txn({ success: [{ type: "put", key, value, ...(opts.lease ? { lease: opts.lease } : {}) }] })).revision,
     delete: async (key: string) => (await txn({ success: [{ type: "delete", key }] })).revision,
   });
 }

@@ -29,7 +29,10 @@ import { replicaDataFiles } from "./replica-data";
 type KubeDoc = Extract<ReplicaCloudDoc, { substrate: "kubernetes" }>;
 
 /** A pod taken for a replica: its ordinal and the token written for it. */
-export interface PodHost extends ReplicaHost { ordinal: number; token: string }
+export interface PodHost extends ReplicaHost {
+  ordinal: number;
+  token: string;
+}
 
 export interface KubernetesReplicaHostsOptions {
   cache: StateCache;
@@ -69,7 +72,10 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
   }
 
   private address(doc: KubeDoc, ordinal: number): string {
-    return kubernetes.replicaDnsName({ name: doc.kubernetes.statefulSet, namespace: doc.kubernetes.namespace }, ordinal);
+    return kubernetes.replicaDnsName(
+      { name: doc.kubernetes.statefulSet, namespace: doc.kubernetes.namespace },
+      ordinal,
+    );
   }
 
   /** The ordinal of a replica's DNS name, when it is one of this StatefulSet's pods. */
@@ -84,7 +90,9 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     const api = this.kube();
     const { namespace, statefulSet } = doc.kubernetes;
     const set = await api.get(R.statefulSets, statefulSet, { namespace });
-    const live = new Set([...this.o.cache.clusterMembers.values()].filter((m) => m.state !== "removed").map((m) => m.host));
+    const live = new Set(
+      [...this.o.cache.clusterMembers.values()].filter((m) => m.state !== "removed").map((m) => m.host),
+    );
     const size = set.spec?.replicas ?? 0;
     let ordinal = [...Array(size).keys()].find((k) => !live.has(this.address(doc, k)));
     if (ordinal === undefined) {
@@ -103,10 +111,15 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
       const timeoutMs = this.o.stageTimeoutMs ?? 600_000;
       const deadline = Date.now() + timeoutMs;
       while (!(await this.o.enrolments.replicaStaged(token))) {
-        if (Date.now() > deadline) throw new Error(`pod ${namespace}/${pod} did not report itself within ${Math.round(timeoutMs / 1000)} s: is it running, and does its log say it waits for an enrolment token?`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `pod ${namespace}/${pod} did not report itself within ${Math.round(timeoutMs / 1000)} s: is it running, and does its log say it waits for an enrolment token?`,
+          );
         await new Promise((r) => setTimeout(r, 1000));
       }
-      const claim = await api.find(R.persistentVolumeClaims, kubernetes.replicaClaimName(statefulSet, ordinal), { namespace });
+      const claim = await api.find(R.persistentVolumeClaims, kubernetes.replicaClaimName(statefulSet, ordinal), {
+        namespace,
+      });
       return { address, ordinal, token, ...(claim?.metadata?.uid ? { instance: { id: claim.metadata.uid } } : {}) };
     } catch (err) {
       await this.setToken(api, doc, ordinal, undefined).catch(() => undefined);
@@ -116,7 +129,10 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
 
   async start(host: PodHost, name: string, initialCluster: string, progress: Progress): Promise<void> {
     const data = await replicaDataFiles(this.o, host.address, name, initialCluster);
-    await this.o.enrolments.provideReplicaData(host.token, this.o.sealer.sealJson(replicaDataPurpose(host.token), data));
+    await this.o.enrolments.provideReplicaData(
+      host.token,
+      this.o.sealer.sealJson(replicaDataPurpose(host.token), data),
+    );
     progress(`data left for pod ${host.address.split(".")[0]}; it starts the replica once it has collected it`);
   }
 
@@ -146,7 +162,11 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     const doc = this.doc;
     const ordinal = doc ? this.ordinalOf(doc, replica.host) : undefined;
     if (!doc || ordinal === undefined) return false;
-    const claim = await this.kube().find(R.persistentVolumeClaims, kubernetes.replicaClaimName(doc.kubernetes.statefulSet, ordinal), { namespace: doc.kubernetes.namespace });
+    const claim = await this.kube().find(
+      R.persistentVolumeClaims,
+      kubernetes.replicaClaimName(doc.kubernetes.statefulSet, ordinal),
+      { namespace: doc.kubernetes.namespace },
+    );
     if (!claim?.metadata?.uid) return false;
     if (replica.instance) return claim.metadata.uid !== replica.instance.id;
     const made = Date.parse(claim.metadata.creationTimestamp ?? "");
@@ -154,15 +174,27 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
   }
 
   /** Writes (or with undefined, removes) pod `ordinal`'s token in the enrolment Secret, keeping the rest. */
-  private async setToken(api: kubernetes.KubeApi, doc: KubeDoc, ordinal: number, token: string | undefined): Promise<void> {
+  private async setToken(
+    api: kubernetes.KubeApi,
+    doc: KubeDoc,
+    ordinal: number,
+    token: string | undefined,
+  ): Promise<void> {
     const key = kubernetes.replicaTokenKey(ordinal);
-    await kubernetes.updateSecretData(api, doc.kubernetes.namespace, kubernetes.controllerEnrolSecretName(doc.kubernetes.statefulSet), (data) => {
-      if (token !== undefined) return { ...data, [key]: Buffer.from(token).toString("base64") };
-      if (!(key in data)) return undefined;
-      delete data[key];
-      return data;
-    });
+    await kubernetes.updateSecretData(
+      api,
+      doc.kubernetes.namespace,
+      kubernetes.controllerEnrolSecretName(doc.kubernetes.statefulSet),
+      (data) => {
+        if (token !== undefined) return { ...data, [key]: Buffer.from(token).toString("base64") };
+        if (!(key in data)) return undefined;
+        delete data[key];
+        return data;
+      },
+    );
   }
 
-  close(): void { this.api?.close(); }
+  close(): void {
+    this.api?.close();
+  }
 }

@@ -54,13 +54,25 @@ export class LeaderElection implements Leadership {
 
   constructor(private readonly o: LeaderElectionOptions) {}
 
-  get isLeader(): boolean { return this.leading; }
-  private get ttl(): number { return this.o.ttlSeconds; }
+  get isLeader(): boolean {
+    return this.leading;
+  }
+  private get ttl(): number {
+    return this.o.ttlSeconds;
+  }
   /** Renewals are this far apart, and a leader that could not renew for the TTL minus this stops. */
-  private get renewMs(): number { return (this.ttl * 1000) / 4; }
+  private get renewMs(): number {
+    return (this.ttl * 1000) / 4;
+  }
 
   start(): void {
-    this.watcher = this.o.store.watch(LEADER_KEY, (events) => { if (events.some((e) => e.type === "delete")) this.campaign(); }, { onError: () => this.campaign() });
+    this.watcher = this.o.store.watch(
+      LEADER_KEY,
+      (events) => {
+        if (events.some((e) => e.type === "delete")) this.campaign();
+      },
+      { onError: () => this.campaign() },
+    );
     // Also retry on a timer: a watch can miss the moment (reconnects), a timer cannot.
     this.retryTimer = setInterval(() => this.campaign(), this.ttl * 1000);
     this.retryTimer.unref();
@@ -79,7 +91,8 @@ export class LeaderElection implements Leadership {
   }
 
   private tell(leading: boolean): void {
-    if (leading) this.o.onElected?.(); else this.o.onDeposed?.();
+    if (leading) this.o.onElected?.();
+    else this.o.onDeposed?.();
     for (const l of [...this.listeners]) l(leading);
   }
 
@@ -92,7 +105,9 @@ export class LeaderElection implements Leadership {
     if (this.stopped || this.leading || this.campaigning) return;
     this.campaigning = true;
     this.tryCampaign().then(
-      () => { this.campaigning = false; },
+      () => {
+        this.campaigning = false;
+      },
       (err: unknown) => {
         this.campaigning = false;
         if (Date.now() - this.lastFailureLog > 5000) {
@@ -111,23 +126,42 @@ export class LeaderElection implements Leadership {
     const lease = await this.o.store.grantLease(this.ttl, call);
     let res;
     try {
-      res = await this.o.store.txn({
-        compare: [absent(LEADER_KEY)],
-        success: [{ type: "put", key: LEADER_KEY, value: JSON.stringify({ replica: this.o.replicaId, addresses: this.o.addresses(), since: new Date().toISOString() }), lease: lease.id }],
-      }, call);
+      res = await this.o.store.txn(
+        {
+          compare: [absent(LEADER_KEY)],
+          success: [
+            {
+              type: "put",
+              key: LEADER_KEY,
+              value: JSON.stringify({
+                replica: this.o.replicaId,
+                addresses: this.o.addresses(),
+                since: new Date().toISOString(),
+              }),
+              lease: lease.id,
+            },
+          ],
+        },
+        call,
+      );
     } catch (err) {
       // The claim may still land after we gave up: revoking its lease releases it for the next try
       // (not awaited: without an etcd leader the revoke would wait as long as the claim did).
       void this.o.store.revokeLease(lease.id).catch(() => undefined);
       throw err;
     }
-    if (!res.succeeded || this.stopped) { await this.o.store.revokeLease(lease.id).catch(() => undefined); return; }
+    if (!res.succeeded || this.stopped) {
+      await this.o.store.revokeLease(lease.id).catch(() => undefined);
+      return;
+    }
     this.leaseId = lease.id;
     this.createRevision = res.revision;
     this.lastRenewal = Date.now();
     this.leading = true;
     this.o.log.info("this replica is now the controller leader", { replica: this.o.replicaId });
-    this.renewTimer = setInterval(() => { this.renew().catch(() => undefined); }, this.renewMs);
+    this.renewTimer = setInterval(() => {
+      this.renew().catch(() => undefined);
+    }, this.renewMs);
     this.renewTimer.unref();
     this.tell(true);
   }
@@ -135,12 +169,17 @@ export class LeaderElection implements Leadership {
   private async renew(): Promise<void> {
     if (!this.leading) return;
     // Self-fence on our own clock before the store can have let the lease go.
-    if (Date.now() - this.lastRenewal > this.ttl * 1000 - this.renewMs) return this.depose("leadership lease not renewed in time");
+    if (Date.now() - this.lastRenewal > this.ttl * 1000 - this.renewMs)
+      return this.depose("leadership lease not renewed in time");
     try {
       await this.o.store.keepAlive(this.leaseId);
       this.lastRenewal = Date.now();
     } catch (err) {
-      if (Date.now() - this.lastRenewal > this.ttl * 1000 - this.renewMs || (err as { code?: string }).code === "not-found") this.depose(`renewal failed: ${(err as Error).message}`);
+      if (
+        Date.now() - this.lastRenewal > this.ttl * 1000 - this.renewMs ||
+        (err as { code?: string }).code === "not-found"
+      )
+        this.depose(`renewal failed: ${(err as Error).message}`);
     }
   }
 

@@ -21,20 +21,45 @@ import { DEFAULT_HA_CONFIG, classifyKey, clusterKeys } from "../state";
 import { EtcdMember, peerUrl, replicaName } from "./etcd-member";
 
 /** What enable-ha asked for, kept in the data directory until the move is done. */
-export interface HaPending { ha: HaConfig; spares: SpareDoc[] }
+export interface HaPending {
+  ha: HaConfig;
+  spares: SpareDoc[];
+}
 
 const BATCH = 100; // etcd allows 128 operations per transaction
 
-export async function moveToEtcd(dataDir: string, config: ControllerConfig, pending: HaPending, tls: { caCert: string; cert: string; key: string }, log: Logger): Promise<ControllerConfig> {
+export async function moveToEtcd(
+  dataDir: string,
+  config: ControllerConfig,
+  pending: HaPending,
+  tls: { caCert: string; cert: string; key: string },
+  log: Logger,
+): Promise<ControllerConfig> {
   const host = advertisedHost(config);
   const embedded = await EmbeddedStore.open({ dir: join(dataDir, dataFiles.store) });
   const info = JSON.parse((await embedded.get("/controller/info"))?.value ?? "{}") as { uuid?: string };
   const name = replicaName(host);
-  const member: MemberConfig = { name, host, initialCluster: `${name}=${peerUrl(host)}`, initialState: "new", clusterToken: `steward-${info.uuid ?? config.name}` };
+  const member: MemberConfig = {
+    name,
+    host,
+    initialCluster: `${name}=${peerUrl(host)}`,
+    initialState: "new",
+    clusterToken: `steward-${info.uuid ?? config.name}`,
+  };
   log.info("moving the controller's state from the embedded store into a new etcd cluster", { member: name });
   // A half-done earlier attempt left an etcd data directory for a member name no longer used.
   await rm(join(dataDir, "etcd"), { recursive: true, force: true });
-  const etcd = new EtcdMember({ member, dataDir, tls: { caFile: join(dataDir, dataFiles.caCert), certFile: join(dataDir, dataFiles.serverCert), keyFile: join(dataDir, dataFiles.serverKey) }, log, onRemoved: () => undefined });
+  const etcd = new EtcdMember({
+    member,
+    dataDir,
+    tls: {
+      caFile: join(dataDir, dataFiles.caCert),
+      certFile: join(dataDir, dataFiles.serverCert),
+      keyFile: join(dataDir, dataFiles.serverKey),
+    },
+    log,
+    onRemoved: () => undefined,
+  });
   const storeConfig = { backend: "etcd" as const, endpoints: [etcd.localClientUrl], tls: true };
   try {
     await etcd.start();
@@ -45,9 +70,18 @@ export async function moveToEtcd(dataDir: string, config: ControllerConfig, pend
       // The embedded store's cluster documents describe no cluster, except the replica cloud set for this growth.
       const copied = kvs.filter((kv) => !kv.lease && (!isClusterDoc(kv.key) || kv.key === clusterKeys.replicaCloud));
       for (let i = 0; i < copied.length; i += BATCH) {
-        await target.txn({ success: copied.slice(i, i + BATCH).map((kv): Op => ({ type: "put", key: kv.key, value: kv.value })) });
+        await target.txn({
+          success: copied.slice(i, i + BATCH).map((kv): Op => ({ type: "put", key: kv.key, value: kv.value })),
+        });
       }
-      const doc: MemberDoc = { name, host, apiPort: config.listen.port, state: "member", addedAt: new Date().toISOString(), ...(config.instance ? { instance: config.instance } : {}) };
+      const doc: MemberDoc = {
+        name,
+        host,
+        apiPort: config.listen.port,
+        state: "member",
+        addedAt: new Date().toISOString(),
+        ...(config.instance ? { instance: config.instance } : {}),
+      };
       const ops: Op[] = [
         { type: "put", key: clusterKeys.member(name), value: JSON.stringify(doc) },
         { type: "put", key: clusterKeys.config, value: JSON.stringify({ ...DEFAULT_HA_CONFIG, ...pending.ha }) },

@@ -10,7 +10,10 @@ import type { EtcdMemberInfo } from "../store/etcd";
 import type { HaConfig, KeeperDoc } from "../state";
 
 /** An etcd member and the replica it is (its name, or our record of a member not started yet). */
-export interface NamedMember { member: EtcdMemberInfo; name: string }
+export interface NamedMember {
+  member: EtcdMemberInfo;
+  name: string;
+}
 
 /** What the keeper sees before it asks any broker anything. */
 export interface KeeperObservation {
@@ -43,7 +46,12 @@ export type KeeperAction =
 const HOUR_MS = 3600_000;
 
 /** The keeper's memory of gone voters after this look: present ones forgotten, newly gone ones timed from now. */
-export function observeGone(goneSince: ReadonlyMap<string, number>, members: NamedMember[], present: ReadonlySet<string>, now: number): Map<string, number> {
+export function observeGone(
+  goneSince: ReadonlyMap<string, number>,
+  members: NamedMember[],
+  present: ReadonlySet<string>,
+  now: number,
+): Map<string, number> {
   const next = new Map(goneSince);
   for (const { member, name } of members) {
     if (member.learner) continue;
@@ -71,7 +79,12 @@ export function lostCandidates(v: KeeperObservation): NamedMember[] {
 export function decide(v: KeeperView): KeeperAction {
   const cfg = v.config;
   const { voters, healthy, holds } = quorumHolds(v);
-  if (!holds) return { kind: "report", state: "blocked", message: `no quorum: ${healthy} of ${voters.length} voters present; nothing is changed until a majority is back` };
+  if (!holds)
+    return {
+      kind: "report",
+      state: "blocked",
+      message: `no quorum: ${healthy} of ${voters.length} voters present; nothing is changed until a majority is back`,
+    };
 
   const learner = v.members.find((m) => m.member.learner);
   if (learner) return { kind: "promote", learner };
@@ -82,8 +95,18 @@ export function decide(v: KeeperView): KeeperAction {
     const dead = overdue[0]!;
     const goneForSeconds = Math.round(goneFor(v, dead.name) / 1000);
     const recent = v.replacements.filter((t) => v.now - Date.parse(t) < HOUR_MS);
-    if (recent.length >= cfg.maxReplacementsPerHour) return { kind: "report", state: "blocked", message: `replica ${dead.name} has been gone ${goneForSeconds} s, but ${recent.length} replacements were made in the last hour (limit ${cfg.maxReplacementsPerHour})` };
-    if (v.noHost) return { kind: "report", state: "blocked", message: `replica ${dead.name} has been gone ${goneForSeconds} s and should be replaced, but ${v.noHost}` };
+    if (recent.length >= cfg.maxReplacementsPerHour)
+      return {
+        kind: "report",
+        state: "blocked",
+        message: `replica ${dead.name} has been gone ${goneForSeconds} s, but ${recent.length} replacements were made in the last hour (limit ${cfg.maxReplacementsPerHour})`,
+      };
+    if (v.noHost)
+      return {
+        kind: "report",
+        state: "blocked",
+        message: `replica ${dead.name} has been gone ${goneForSeconds} s and should be replaced, but ${v.noHost}`,
+      };
     // Lost only if it was not overdue by time alone: its removal then says why.
     const lost = goneFor(v, dead.name) < cfg.replaceAfterSeconds * 1000;
     return { kind: "remove", dead, goneForSeconds, recent, lost };
@@ -91,10 +114,19 @@ export function decide(v: KeeperView): KeeperAction {
   if (gone.length > 0) {
     const name = gone[0]!.name;
     const left = cfg.replaceAfterSeconds - Math.round(goneFor(v, name) / 1000);
-    return { kind: "report", state: "waiting", message: `replica ${name} is gone; it is replaced in ${Math.max(0, left)} s unless it returns` };
+    return {
+      kind: "report",
+      state: "waiting",
+      message: `replica ${name} is gone; it is replaced in ${Math.max(0, left)} s unless it returns`,
+    };
   }
   if (voters.length < cfg.replicas) {
-    if (v.noHost) return { kind: "report", state: "blocked", message: `${voters.length} of ${cfg.replicas} wanted voters; ${v.noHost}` };
+    if (v.noHost)
+      return {
+        kind: "report",
+        state: "blocked",
+        message: `${voters.length} of ${cfg.replicas} wanted voters; ${v.noHost}`,
+      };
     return { kind: "grow" };
   }
   return { kind: "report", state: "idle", message: `${voters.length} of ${cfg.replicas} voters healthy` };

@@ -58,10 +58,17 @@ export class QuorumKeeper extends Reconciler {
   private readonly learnerSince = new Map<string, number>();
 
   constructor(private readonly o: QuorumKeeperOptions) {
-    super({ log: o.log, pollMs: o.intervalMs ?? 2000, failure: "quorum keeper pass failed; will retry", failureLevel: "warn" });
+    super({
+      log: o.log,
+      pollMs: o.intervalMs ?? 2000,
+      failure: "quorum keeper pass failed; will retry",
+      failureLevel: "warn",
+    });
   }
 
-  private get config(): HaConfig { return { ...DEFAULT_HA_CONFIG, ...this.o.cache.haConfig }; }
+  private get config(): HaConfig {
+    return { ...DEFAULT_HA_CONFIG, ...this.o.cache.haConfig };
+  }
 
   /** The replica (member name) of an etcd member: its name, or for a member not started yet, our record of it. */
   private nameOf(m: EtcdMemberInfo): string {
@@ -77,17 +84,33 @@ export class QuorumKeeper extends Reconciler {
     const now = Date.now();
     this.goneSince = observeGone(this.goneSince, members, present, now);
     const seen: KeeperObservation = {
-      members, present, config: this.config, now, goneSince: this.goneSince,
-      replacements: this.o.cache.keeper?.replacements ?? [], noHost: this.o.hosts.unavailable(),
+      members,
+      present,
+      config: this.config,
+      now,
+      goneSince: this.goneSince,
+      replacements: this.o.cache.keeper?.replacements ?? [],
+      noHost: this.o.hosts.unavailable(),
     };
     const lost = new Set<string>();
     for (const m of lostCandidates(seen)) if (await this.knownLost(m.member)) lost.add(m.member.id);
     const action = decide({ ...seen, lost });
     switch (action.kind) {
-      case "report": return this.report(action.state, action.message);
-      case "promote": return this.promote(action.learner.member, signal);
-      case "remove": return this.removeDead(action.dead.member, action.dead.name, action.goneForSeconds, action.recent, action.lost, signal);
-      case "grow": return this.grow(signal);
+      case "report":
+        return this.report(action.state, action.message);
+      case "promote":
+        return this.promote(action.learner.member, signal);
+      case "remove":
+        return this.removeDead(
+          action.dead.member,
+          action.dead.name,
+          action.goneForSeconds,
+          action.recent,
+          action.lost,
+          signal,
+        );
+      case "grow":
+        return this.grow(signal);
     }
   }
 
@@ -95,7 +118,13 @@ export class QuorumKeeper extends Reconciler {
   private async knownLost(v: EtcdMemberInfo): Promise<boolean> {
     const doc = this.o.cache.clusterMembers.get(this.nameOf(v));
     if (!doc?.host || !this.o.hosts.lost) return false;
-    return this.o.hosts.lost(doc).catch((err: unknown) => { this.o.log.warn("could not tell whether a replica's host was lost", { host: doc.host, err: (err as Error).message }); return false; });
+    return this.o.hosts.lost(doc).catch((err: unknown) => {
+      this.o.log.warn("could not tell whether a replica's host was lost", {
+        host: doc.host,
+        err: (err as Error).message,
+      });
+      return false;
+    });
   }
 
   private async promote(learner: EtcdMemberInfo, signal: AbortSignal): Promise<void> {
@@ -106,11 +135,16 @@ export class QuorumKeeper extends Reconciler {
     try {
       await this.o.membership.promote(learner.id);
     } catch (err) {
-      if (Date.now() - since < (this.o.learnerTimeoutMs ?? 90_000)) return this.report("acting", `waiting for ${name} to catch up before it gets a vote`);
+      if (Date.now() - since < (this.o.learnerTimeoutMs ?? 90_000))
+        return this.report("acting", `waiting for ${name} to catch up before it gets a vote`);
       stillLeading(signal);
       await this.o.membership.remove(learner.id);
       await this.markMember(name, { state: "removed", reason: `never caught up: ${(err as Error).message}` });
-      return this.report("blocked", `gave up on ${name}: it did not catch up within ${Math.round((this.o.learnerTimeoutMs ?? 90_000) / 1000)} s and was removed`, true);
+      return this.report(
+        "blocked",
+        `gave up on ${name}: it did not catch up within ${Math.round((this.o.learnerTimeoutMs ?? 90_000) / 1000)} s and was removed`,
+        true,
+      );
     }
     this.learnerSince.delete(learner.id);
     await this.markMember(name, { state: "member" });
@@ -119,28 +153,51 @@ export class QuorumKeeper extends Reconciler {
     await this.report("acting", `${name} caught up and is now a voter`, true);
   }
 
-  private async removeDead(dead: EtcdMemberInfo, name: string, goneFor: number, recent: string[], lost: boolean, signal: AbortSignal): Promise<void> {
-    const why = lost ? `its host came back with an empty volume, so it cannot rejoin (gone ${goneFor} s)` : `gone for ${goneFor} s (replaceAfter ${this.config.replaceAfterSeconds} s)`;
+  private async removeDead(
+    dead: EtcdMemberInfo,
+    name: string,
+    goneFor: number,
+    recent: string[],
+    lost: boolean,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const why = lost
+      ? `its host came back with an empty volume, so it cannot rejoin (gone ${goneFor} s)`
+      : `gone for ${goneFor} s (replaceAfter ${this.config.replaceAfterSeconds} s)`;
     await this.report("acting", `removing ${name} from etcd: ${why}`, true);
     stillLeading(signal);
     await this.o.membership.remove(dead.id);
     this.goneSince.delete(name);
-    await this.markMember(name, { state: "removed", reason: lost ? "its volume was lost; replaced" : `gone for ${goneFor} s; replaced` });
+    await this.markMember(name, {
+      state: "removed",
+      reason: lost ? "its volume was lost; replaced" : `gone for ${goneFor} s; replaced`,
+    });
     // Out of the cluster for good: a cloud instance it ran on can go (it could not rejoin anyway).
     const host = this.o.cache.clusterMembers.get(name)?.host;
-    if (host && this.o.hosts.retire) await this.o.hosts.retire(host).catch((err: unknown) => this.o.log.warn("could not retire the replaced replica's host", { host, err: (err as Error).message }));
+    if (host && this.o.hosts.retire)
+      await this.o.hosts
+        .retire(host)
+        .catch((err: unknown) =>
+          this.o.log.warn("could not retire the replaced replica's host", { host, err: (err as Error).message }),
+        );
     await this.update({ replacements: [...recent, new Date().toISOString()] });
     await this.report("acting", `${name} removed; a replacement is installed next`, true);
   }
 
   private async grow(signal: AbortSignal): Promise<void> {
     let name = "";
-    const step = (s: string): void => { void this.report("acting", `${name}: ${s}`).catch(() => undefined); };
+    const step = (s: string): void => {
+      void this.report("acting", `${name}: ${s}`).catch(() => undefined);
+    };
     await this.report("acting", "getting a host for a new replica", true);
     let host: ReplicaHost;
     stillLeading(signal);
     try {
-      host = await this.o.hosts.acquire((address, preferred) => (name = preferred ?? replicaName(address)), step, signal);
+      host = await this.o.hosts.acquire(
+        (address, preferred) => (name = preferred ?? replicaName(address)),
+        step,
+        signal,
+      );
     } catch (err) {
       return this.report("blocked", (err as Error).message, true);
     }
@@ -155,15 +212,34 @@ export class QuorumKeeper extends Reconciler {
       // A deposed leader leaves a spare to the next one, which may be using the same host by now; an
       // instance it launched nobody else knows of, so that one it terminates (seen under load: a fourth).
       if (signal.aborted) {
-        await this.o.hosts.abandon?.(host).catch((e: unknown) => this.o.log.warn("could not give back a replica host", { host: host.address, err: (e as Error).message }));
+        await this.o.hosts
+          .abandon?.(host)
+          .catch((e: unknown) =>
+            this.o.log.warn("could not give back a replica host", { host: host.address, err: (e as Error).message }),
+          );
         throw err;
       }
-      await this.o.hosts.release(host).catch((e: unknown) => this.o.log.warn("could not give back an unused replica host", { host: host.address, err: (e as Error).message }));
+      await this.o.hosts.release(host).catch((e: unknown) =>
+        this.o.log.warn("could not give back an unused replica host", {
+          host: host.address,
+          err: (e as Error).message,
+        }),
+      );
       return this.report("blocked", `could not add ${name} to etcd: ${(err as Error).message}`, true);
     }
-    const doc: MemberDoc = { name, host: host.address, apiPort: 0, memberId: added.member.id, state: "joining", addedAt: new Date().toISOString(), ...(host.instance ? { instance: host.instance } : {}) };
+    const doc: MemberDoc = {
+      name,
+      host: host.address,
+      apiPort: 0,
+      memberId: added.member.id,
+      state: "joining",
+      addedAt: new Date().toISOString(),
+      ...(host.instance ? { instance: host.instance } : {}),
+    };
     await this.o.store.put(clusterKeys.member(name), JSON.stringify(doc));
-    const initialCluster = added.members.map((m) => `${m.id === added.member.id ? name : this.nameOf(m)}=${m.peerUrls[0]}`).join(",");
+    const initialCluster = added.members
+      .map((m) => `${m.id === added.member.id ? name : this.nameOf(m)}=${m.peerUrls[0]}`)
+      .join(",");
     try {
       await this.o.hosts.start(host, name, initialCluster, step);
     } catch (err) {
@@ -194,14 +270,28 @@ export class QuorumKeeper extends Reconciler {
 
   private async markMember(name: string, change: Partial<MemberDoc>): Promise<void> {
     const kv = await this.o.store.get(clusterKeys.member(name));
-    const cur: MemberDoc = kv ? (JSON.parse(kv.value) as MemberDoc) : { name, host: "", apiPort: 0, state: "member", addedAt: new Date().toISOString() };
-    await this.o.store.put(clusterKeys.member(name), JSON.stringify({ ...cur, ...change, ...(change.state === "removed" ? { removedAt: new Date().toISOString() } : {}) }));
+    const cur: MemberDoc = kv
+      ? (JSON.parse(kv.value) as MemberDoc)
+      : { name, host: "", apiPort: 0, state: "member", addedAt: new Date().toISOString() };
+    await this.o.store.put(
+      clusterKeys.member(name),
+      JSON.stringify({
+        ...cur,
+        ...change,
+        ...(change.state === "removed" ? { removedAt: new Date().toISOString() } : {}),
+      }),
+    );
   }
 
   private async update(change: Partial<KeeperDoc>): Promise<void> {
     const kv = await this.o.store.get(clusterKeys.keeper);
-    const cur: KeeperDoc = kv ? (JSON.parse(kv.value) as KeeperDoc) : { state: "idle", message: "", updatedAt: "", history: [], replacements: [] };
-    await this.o.store.put(clusterKeys.keeper, JSON.stringify({ ...cur, ...change, updatedAt: new Date().toISOString() }));
+    const cur: KeeperDoc = kv
+      ? (JSON.parse(kv.value) as KeeperDoc)
+      : { state: "idle", message: "", updatedAt: "", history: [], replacements: [] };
+    await this.o.store.put(
+      clusterKeys.keeper,
+      JSON.stringify({ ...cur, ...change, updatedAt: new Date().toISOString() }),
+    );
   }
 
   /** Records the keeper's state; `event` also appends it to the history. Unchanged states are not rewritten. */
@@ -212,7 +302,9 @@ export class QuorumKeeper extends Reconciler {
     if (event) this.o.log.info("quorum keeper", { state, message });
     const kv = await this.o.store.get(clusterKeys.keeper);
     const stored = kv ? (JSON.parse(kv.value) as KeeperDoc) : undefined;
-    const history = event ? [...(stored?.history ?? []), { at: new Date().toISOString(), message }].slice(-HISTORY_LIMIT) : (stored?.history ?? []);
+    const history = event
+      ? [...(stored?.history ?? []), { at: new Date().toISOString(), message }].slice(-HISTORY_LIMIT)
+      : (stored?.history ?? []);
     await this.update({ state, message, history });
   }
 }

@@ -27,13 +27,21 @@ export class QuorumMonitor {
   constructor(private readonly o: QuorumMonitorOptions) {}
 
   start(): void {
-    this.timer = setInterval(() => { void this.poll(); }, this.o.pollMs ?? ETCD_ELECTION_TIMEOUT_MS / 2);
+    this.timer = setInterval(
+      () => {
+        void this.poll();
+      },
+      this.o.pollMs ?? ETCD_ELECTION_TIMEOUT_MS / 2,
+    );
     this.timer.unref();
   }
 
   /** True once the member has had no leader for longer than an election takes. */
   get cutOff(): boolean {
-    return this.leaderlessSince !== undefined && Date.now() - this.leaderlessSince > (this.o.cutOffAfterMs ?? 3 * ETCD_ELECTION_TIMEOUT_MS);
+    return (
+      this.leaderlessSince !== undefined &&
+      Date.now() - this.leaderlessSince > (this.o.cutOffAfterMs ?? 3 * ETCD_ELECTION_TIMEOUT_MS)
+    );
   }
 
   private async poll(): Promise<void> {
@@ -51,5 +59,7 @@ export class QuorumMonitor {
     }
   }
 
-  stop(): void { clearInterval(this.timer); }
+  stop(): void {
+    clearInterval(this.timer);
+  }
 }

@@ -28,7 +28,8 @@ function localAddresses(family: 4 | 6): string[] {
   const out: string[] = [];
   for (const list of Object.values(networkInterfaces())) {
     for (const a of list ?? []) {
-      if (a.internal || (family === 4 ? a.family !== "IPv4" : a.family !== "IPv6") || a.address.startsWith("fe80:")) continue;
+      if (a.internal || (family === 4 ? a.family !== "IPv4" : a.family !== "IPv6") || a.address.startsWith("fe80:"))
+        continue;
       out.push(a.address);
     }
   }
@@ -39,7 +40,10 @@ function localAddresses(family: 4 | 6): string[] {
 function sourceAddressTowards(peer: string): Promise<string | undefined> {
   return new Promise((resolve) => {
     const s = createSocket(isIP(peer) === 6 ? "udp6" : "udp4");
-    s.on("error", () => { s.close(); resolve(undefined); });
+    s.on("error", () => {
+      s.close();
+      resolve(undefined);
+    });
     s.connect(9, peer, () => {
       const { address } = s.address();
       s.close();
@@ -58,19 +62,31 @@ export async function currentAddress(config: ControllerConfig): Promise<string |
   if (mine.length === 0 || mine.includes(member.host)) return undefined;
   if (mine.length === 1) return mine[0];
   // Several addresses: the one this host uses to reach its peers.
-  const peers = member.initialCluster.split(",").map((e) => new URL(e.slice(e.indexOf("=") + 1)).hostname.replace(/^\[|\]$/g, "")).filter((h) => h !== member.host);
+  const peers = member.initialCluster
+    .split(",")
+    .map((e) => new URL(e.slice(e.indexOf("=") + 1)).hostname.replace(/^\[|\]$/g, ""))
+    .filter((h) => h !== member.host);
   for (const p of peers) {
     const src = await sourceAddressTowards(p);
     if (src && mine.includes(src)) return src;
   }
-  throw new StewardError("unavailable", `this replica was configured for ${member.host}, which is no longer an address of this host (it has ${mine.join(", ")}), and none of them reaches its peers: set member.host and advertise in ${dataFiles.config}`, { reason: "address-gone" });
+  throw new StewardError(
+    "unavailable",
+    `this replica was configured for ${member.host}, which is no longer an address of this host (it has ${mine.join(", ")}), and none of them reaches its peers: set member.host and advertise in ${dataFiles.config}`,
+    { reason: "address-gone" },
+  );
 }
 
 /**
  * Moves this replica's configuration and certificate to `address`; returns the new configuration.
  * The old certificate and configuration are replaced atomically (a crash leaves one or the other).
  */
-export async function moveToAddress(dataDir: string, config: ControllerConfig, address: string, log: Logger): Promise<ControllerConfig> {
+export async function moveToAddress(
+  dataDir: string,
+  config: ControllerConfig,
+  address: string,
+  log: Logger,
+): Promise<ControllerConfig> {
   const member = config.member!;
   const old = member.host;
   // eslint-disable-next-line @typescript-eslint/consistent-type-imports
@@ -90,7 +106,11 @@ export async function moveToAddress(dataDir: string, config: ControllerConfig, a
   await writeAtomically(file(dataFiles.serverKey), cert.keyPem, 0o600);
   await writeAtomically(file(dataFiles.serverCert), cert.certPem, 0o644);
   await writeAtomically(file(dataFiles.config), JSON.stringify(next, null, 2) + "\n", 0o600);
-  log.warn("this host's address changed: the replica moved to its new address", { from: old, to: address, replica: member.name });
+  log.warn("this host's address changed: the replica moved to its new address", {
+    from: old,
+    to: address,
+    replica: member.name,
+  });
   return next;
 }
 
@@ -103,7 +123,12 @@ async function writeAtomically(path: string, content: string, mode: number): Pro
  * Makes the cluster's record of this member match its configuration: etcd's peer URL (what the
  * other members dial) and the member document (what show-controller and the keeper read).
  */
-export async function publishPeerAddress(store: Store, membership: EtcdMembership, config: ControllerConfig, log: Logger): Promise<void> {
+export async function publishPeerAddress(
+  store: Store,
+  membership: EtcdMembership,
+  config: ControllerConfig,
+  log: Logger,
+): Promise<void> {
   const member = config.member!;
   const url = peerUrl(member.host, member.peerPort);
   const self = (await membership.list()).find((m) => m.name === member.name);
@@ -114,6 +139,10 @@ export async function publishPeerAddress(store: Store, membership: EtcdMembershi
   const kv = await store.get(clusterKeys.member(member.name));
   if (kv) {
     const doc = JSON.parse(kv.value) as MemberDoc;
-    if (doc.host !== member.host && doc.state !== "removed") await store.put(clusterKeys.member(member.name), JSON.stringify({ ...doc, host: member.host } satisfies MemberDoc));
+    if (doc.host !== member.host && doc.state !== "removed")
+      await store.put(
+        clusterKeys.member(member.name),
+        JSON.stringify({ ...doc, host: member.host } satisfies MemberDoc),
+      );
   }
 }

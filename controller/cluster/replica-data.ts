@@ -8,10 +8,17 @@ import { join } from "node:path";
 import type { ControllerConfig } from "../config";
 import { dataFiles } from "../config";
 
-export async function replicaDataFiles(o: { dataDir: string; config: ControllerConfig }, host: string, name: string, initialCluster: string): Promise<Record<string, string>> {
+export async function replicaDataFiles(
+  o: { dataDir: string; config: ControllerConfig },
+  host: string,
+  name: string,
+  initialCluster: string,
+): Promise<Record<string, string>> {
   // eslint-disable-next-line @typescript-eslint/consistent-type-imports
   const { issueServerCertificate } = require("../security/pki") as typeof import("../security/pki");
-  const [caCert, caKey] = await Promise.all([dataFiles.caCert, dataFiles.caKey].map((f) => readFile(join(o.dataDir, f), "utf8")));
+  const [caCert, caKey] = await Promise.all(
+    [dataFiles.caCert, dataFiles.caKey].map((f) => readFile(join(o.dataDir, f), "utf8")),
+  );
   const cert = await issueServerCertificate({ certPem: caCert!, keyPem: caKey! }, [host]);
   const own = o.config.member!;
   const config: ControllerConfig = {
@@ -24,13 +31,22 @@ export async function replicaDataFiles(o: { dataDir: string; config: ControllerC
     // What a superuser set for local machines holds on every replica (a replica's host is not local).
     ...(o.config.localMachines ? { localMachines: o.config.localMachines } : {}),
     member: {
-      name, host, initialCluster, initialState: "existing", clusterToken: own.clusterToken,
-      ...(own.clientPort ? { clientPort: own.clientPort } : {}), ...(own.peerPort ? { peerPort: own.peerPort } : {}),
-      ...(own.heartbeatMs ? { heartbeatMs: own.heartbeatMs } : {}), ...(own.electionMs ? { electionMs: own.electionMs } : {}),
+      name,
+      host,
+      initialCluster,
+      initialState: "existing",
+      clusterToken: own.clusterToken,
+      ...(own.clientPort ? { clientPort: own.clientPort } : {}),
+      ...(own.peerPort ? { peerPort: own.peerPort } : {}),
+      ...(own.heartbeatMs ? { heartbeatMs: own.heartbeatMs } : {}),
+      ...(own.electionMs ? { electionMs: own.electionMs } : {}),
     },
   };
   return {
-    [dataFiles.caCert]: caCert!, [dataFiles.caKey]: caKey!, [dataFiles.serverCert]: cert.certPem, [dataFiles.serverKey]: cert.keyPem,
+    [dataFiles.caCert]: caCert!,
+    [dataFiles.caKey]: caKey!,
+    [dataFiles.serverCert]: cert.certPem,
+    [dataFiles.serverKey]: cert.keyPem,
     [dataFiles.config]: JSON.stringify(config, null, 2) + "\n",
   };
 }

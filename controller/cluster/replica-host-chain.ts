@@ -4,7 +4,10 @@
  */
 import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
 
-interface Owned { host: ReplicaHost; owner: ReplicaHostBroker }
+interface Owned {
+  host: ReplicaHost;
+  owner: ReplicaHostBroker;
+}
 
 export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned?: Owned }> {
   constructor(private readonly brokers: ReplicaHostBroker[]) {}
@@ -14,14 +17,23 @@ export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned
     return reasons.some((r) => r === undefined) ? undefined : reasons.join("; and ");
   }
 
-  async acquire(nameFor: (address: string, preferred?: string) => string, progress: Progress, signal?: AbortSignal): Promise<ReplicaHost & { owned: Owned }> {
+  async acquire(
+    nameFor: (address: string, preferred?: string) => string,
+    progress: Progress,
+    signal?: AbortSignal,
+  ): Promise<ReplicaHost & { owned: Owned }> {
     const owner = this.brokers.find((b) => b.unavailable() === undefined);
     if (!owner) throw new Error(this.unavailable());
     const host = await owner.acquire(nameFor, progress, signal);
     return { address: host.address, ...(host.instance ? { instance: host.instance } : {}), owned: { host, owner } };
   }
 
-  start(host: ReplicaHost & { owned?: Owned }, name: string, initialCluster: string, progress: Progress): Promise<void> {
+  start(
+    host: ReplicaHost & { owned?: Owned },
+    name: string,
+    initialCluster: string,
+    progress: Progress,
+  ): Promise<void> {
     return host.owned!.owner.start(host.owned!.host, name, initialCluster, progress);
   }
 

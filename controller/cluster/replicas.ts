@@ -5,8 +5,17 @@ import { keys } from "../state";
 
 export const REPLICAS_PREFIX = keys.clusterReplicas;
 /** `version`: the Steward version the replica runs (absent from replicas built before upgrade-controller existed). */
-export interface ReplicaDoc { id: string; addresses: string[]; since: string; version?: string }
-export interface LeaderDoc { replica: string; addresses: string[]; since: string }
+export interface ReplicaDoc {
+  id: string;
+  addresses: string[];
+  since: string;
+  version?: string;
+}
+export interface LeaderDoc {
+  replica: string;
+  addresses: string[];
+  since: string;
+}
 
 /**
  * Every replica's API addresses, this replica's first: what agents and clients are given. A
@@ -14,8 +23,16 @@ export interface LeaderDoc { replica: string; addresses: string[]; since: string
  * replicas are ready, so it still leads somewhere when some replicas' own names do not.
  */
 export function clusterAddresses(cache: StateCache, own: string[]): string[] {
-  const others = [...cache.replicas.values()].flatMap((r) => r.addresses).filter((a) => !own.includes(a)).sort();
+  const others = [...cache.replicas.values()]
+    .flatMap((r) => r.addresses)
+    .filter((a) => !own.includes(a))
+    .sort();
   const cloud = cache.replicaCloud;
-  const service = cloud?.substrate === "kubernetes" ? [`${kubernetes.clientServiceDnsName({ name: cloud.kubernetes.statefulSet, namespace: cloud.kubernetes.namespace })}:${kubernetes.CONTROLLER_API_PORT}`] : [];
+  const service =
+    cloud?.substrate === "kubernetes"
+      ? [
+          `${kubernetes.clientServiceDnsName({ name: cloud.kubernetes.statefulSet, namespace: cloud.kubernetes.namespace })}:${kubernetes.CONTROLLER_API_PORT}`,
+        ]
+      : [];
   return [...service, ...own, ...others];
 }

@@ -19,7 +19,10 @@ import { replicaDataFiles } from "./replica-data";
 type Staged = Awaited<ReturnType<typeof ssh.stageReplica>>;
 
 /** A spare host taken from the pool, with what was staged on it. */
-export interface PooledHost extends ReplicaHost { spare: SpareDoc; staged: Staged }
+export interface PooledHost extends ReplicaHost {
+  spare: SpareDoc;
+  staged: Staged;
+}
 
 export interface SparePoolOptions {
   /** A fenced store: the pool's writes fail once this replica is no longer leader. */
@@ -40,12 +43,17 @@ export class SparePool implements ReplicaHostBroker<PooledHost> {
 
   /** The spare registered first among those that have not failed. */
   private pick(): SpareDoc | undefined {
-    return [...this.o.cache.spares.values()].filter((s) => !s.failed).sort((a, b) => a.addedAt.localeCompare(b.addedAt))[0];
+    return [...this.o.cache.spares.values()]
+      .filter((s) => !s.failed)
+      .sort((a, b) => a.addedAt.localeCompare(b.addedAt))[0];
   }
 
   private connect(spare: SpareDoc): Promise<ssh.SshSession> {
     const key = this.o.sealer.openJson<SpareKey>(sparePurpose(spare.host), spare.sealedKey);
-    return ssh.SshSession.connect({ host: spare.host, port: spare.port ?? 22, user: spare.user, ...key, hostKey: spare.hostKey }, { attempts: 2 });
+    return ssh.SshSession.connect(
+      { host: spare.host, port: spare.port ?? 22, user: spare.user, ...key, hostKey: spare.hostKey },
+      { attempts: 2 },
+    );
   }
 
   async acquire(nameFor: (address: string) => string, progress: Progress): Promise<PooledHost> {
@@ -54,7 +62,11 @@ export class SparePool implements ReplicaHostBroker<PooledHost> {
     try {
       const s = await this.connect(spare);
       try {
-        return { address: spare.host, spare, staged: await ssh.stageReplica(s, nameFor(spare.host), controllerFiles(), progress) };
+        return {
+          address: spare.host,
+          spare,
+          staged: await ssh.stageReplica(s, nameFor(spare.host), controllerFiles(), progress),
+        };
       } finally {
         s.close();
       }

@@ -23,7 +23,13 @@ import type { Duplex, Writable } from "node:stream";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
 import type { ConsoleMessage, Logger, WireError } from "../../api";
-import { CONSOLE_CLOSE_CODES, MAX_CONSOLE_FRAME_BYTES, StewardError, WEB_CONSOLE_CONTROL_FD, WEB_CONSOLE_ENV } from "../../api";
+import {
+  CONSOLE_CLOSE_CODES,
+  MAX_CONSOLE_FRAME_BYTES,
+  StewardError,
+  WEB_CONSOLE_CONTROL_FD,
+  WEB_CONSOLE_ENV,
+} from "../../api";
 import type { StateCache } from "../state";
 import type { Principal } from "../access/auth";
 import { atTokenExpiry, authenticate, requireUser } from "../access/auth";
@@ -72,7 +78,11 @@ class Session {
   idle?: NodeJS.Timeout;
   stopExpiry?: () => void;
 
-  constructor(readonly ws: WebSocket, public principal: User, readonly headers: IncomingMessage["headers"]) {}
+  constructor(
+    readonly ws: WebSocket,
+    public principal: User,
+    readonly headers: IncomingMessage["headers"],
+  ) {}
 
   send(msg: ConsoleMessage, done?: () => void): void {
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(msg), done);
@@ -101,40 +111,66 @@ export class ConsoleSessionHub {
   }
 
   /** Consoles running now (for tests and status). */
-  get size(): number { return this.sessions.size; }
+  get size(): number {
+    return this.sessions.size;
+  }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    acceptAuthenticatedSocket(this.wss, this.o.cache, { req, socket, head }, (authenticated) => {
-      const principal = requireUser(authenticated);
-      const token = presentedToken(req.headers)!;
-      if (!this.o.cliMain) throw new StewardError("unavailable", "the console is not installed on this controller host (no cli-bundle/main.js beside the controller's bundle): reinstall the controller from a newer build", { reason: "console-not-installed" });
-      const mine = [...this.sessions].filter((s) => s.principal.user === principal.user).length;
-      if (mine >= this.o.maxPerUser) throw new StewardError("rate-limited", `user ${principal.user} already has ${mine} consoles open on this controller, the most allowed: close one first`);
-      if (this.sessions.size >= this.o.maxSessions) throw new StewardError("unavailable", `this controller already runs ${this.sessions.size} consoles, its limit: try again later`, { reason: "at-capacity" });
-      return { principal, token };
-    }, (ws, { principal, token }) => {
-      const s = new Session(ws, principal, { authorization: req.headers.authorization, cookie: req.headers.cookie });
-      this.sessions.add(s);
-      ws.on("close", () => this.end(s));
-      // Keys wait in the socket until the console is there to take them.
-      ws.pause();
-      ws.on("message", (data, isBinary) => {
-        try {
-          this.request(s, data, isBinary);
-        } catch (err) {
-          this.o.log.error("unexpected error serving a console frame", { err: (err as Error).message });
-          this.end(s, CONSOLE_CLOSE_CODES.internal, "internal error; see the controller log");
-        }
-      });
-      s.stopExpiry = atTokenExpiry(principal.token.expiresAt, () => this.recheck(s), () => !s.ended);
-      this.touch(s);
-      this.start(s, token).catch((err: unknown) => {
-        if (s.ended) return;
-        this.o.log.error("could not start a console", { user: principal.user, err: (err as Error).message });
-        s.send({ error: { code: "internal", message: `the console could not start: ${(err as Error).message}` } });
-        this.end(s, CONSOLE_CLOSE_CODES.internal, "the console could not start");
-      });
-    });
+    acceptAuthenticatedSocket(
+      this.wss,
+      this.o.cache,
+      { req, socket, head },
+      (authenticated) => {
+        const principal = requireUser(authenticated);
+        const token = presentedToken(req.headers)!;
+        if (!this.o.cliMain)
+          throw new StewardError(
+            "unavailable",
+            "the console is not installed on this controller host (no cli-bundle/main.js beside the controller's bundle): reinstall the controller from a newer build",
+            { reason: "console-not-installed" },
+          );
+        const mine = [...this.sessions].filter((s) => s.principal.user === principal.user).length;
+        if (mine >= this.o.maxPerUser)
+          throw new StewardError(
+            "rate-limited",
+            `user ${principal.user} already has ${mine} consoles open on this controller, the most allowed: close one first`,
+          );
+        if (this.sessions.size >= this.o.maxSessions)
+          throw new StewardError(
+            "unavailable",
+            `this controller already runs ${this.sessions.size} consoles, its limit: try again later`,
+            { reason: "at-capacity" },
+          );
+        return { principal, token };
+      },
+      (ws, { principal, token }) => {
+        const s = new Session(ws, principal, { authorization: req.headers.authorization, cookie: req.headers.cookie });
+        this.sessions.add(s);
+        ws.on("close", () => this.end(s));
+        // Keys wait in the socket until the console is there to take them.
+        ws.pause();
+        ws.on("message", (data, isBinary) => {
+          try {
+            this.request(s, data, isBinary);
+          } catch (err) {
+            this.o.log.error("unexpected error serving a console frame", { err: (err as Error).message });
+            this.end(s, CONSOLE_CLOSE_CODES.internal, "internal error; see the controller log");
+          }
+        });
+        s.stopExpiry = atTokenExpiry(
+          principal.token.expiresAt,
+          () => this.recheck(s),
+          () => !s.ended,
+        );
+        this.touch(s);
+        this.start(s, token).catch((err: unknown) => {
+          if (s.ended) return;
+          this.o.log.error("could not start a console", { user: principal.user, err: (err as Error).message });
+          s.send({ error: { code: "internal", message: `the console could not start: ${(err as Error).message}` } });
+          this.end(s, CONSOLE_CLOSE_CODES.internal, "the console could not start");
+        });
+      },
+    );
   }
 
   /** Makes the session's home and starts the console in it. */
@@ -145,14 +181,27 @@ export class ConsoleSessionHub {
       home = await mkdtemp(join(this.o.homesDir, "console-"));
       await chmod(home, 0o700);
       // The user's own session token, never a password: the console can do what the user can, until the session ends.
-      const config = { current: this.o.controllerName, controllers: { [this.o.controllerName]: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert, user: s.principal.user, token } } };
+      const config = {
+        current: this.o.controllerName,
+        controllers: {
+          [this.o.controllerName]: {
+            addresses: this.o.controllerAddresses(),
+            caCert: this.o.caCert,
+            user: s.principal.user,
+            token,
+          },
+        },
+      };
       await writeFile(join(home, "controllers.json"), JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
     } catch (err) {
       if (home) await rm(home, { recursive: true, force: true });
       throw err;
     }
     // The socket closed meanwhile: nothing to start.
-    if (s.ended) { await rm(home, { recursive: true, force: true }); return; }
+    if (s.ended) {
+      await rm(home, { recursive: true, force: true });
+      return;
+    }
     s.home = home;
     // A bounded heap: whatever a browser sends, a console costs this host a known amount of memory.
     const child = (s.child = spawn(process.execPath, [`--max-old-space-size=${CONSOLE_HEAP_MB}`, this.o.cliMain!], {
@@ -162,9 +211,14 @@ export class ConsoleSessionHub {
       detached: true,
       stdio: ["pipe", "pipe", "pipe", "pipe"],
       env: {
-        PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", HOME: home, STEWARD_HOME: home, TERM: "xterm-256color",
-        LANG: process.env.LANG ?? "C.UTF-8", ...(process.env.TZ ? { TZ: process.env.TZ } : {}),
-        [WEB_CONSOLE_ENV.terminal]: "web", [WEB_CONSOLE_ENV.restricted]: "1",
+        PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+        HOME: home,
+        STEWARD_HOME: home,
+        TERM: "xterm-256color",
+        LANG: process.env.LANG ?? "C.UTF-8",
+        ...(process.env.TZ ? { TZ: process.env.TZ } : {}),
+        [WEB_CONSOLE_ENV.terminal]: "web",
+        [WEB_CONSOLE_ENV.restricted]: "1",
       },
     }));
     s.control = child.stdio[WEB_CONSOLE_CONTROL_FD] as Writable;
@@ -209,10 +263,17 @@ export class ConsoleSessionHub {
 
   private request(s: Session, data: WebSocket.RawData, isBinary: boolean): void {
     if (s.ended) return;
-    if (isBinary) { this.refuse(s, CONSOLE_CLOSE_CODES.binary, "binary frames are not accepted: send JSON text frames"); return; }
+    if (isBinary) {
+      this.refuse(s, CONSOLE_CLOSE_CODES.binary, "binary frames are not accepted: send JSON text frames");
+      return;
+    }
     const msg = parseRequest(data.toString());
     if (!msg) {
-      this.refuse(s, CONSOLE_CLOSE_CODES.malformed, `send {"input": "<keys>"} or {"resize": {"cols": <1-1000>, "rows": <1-1000>}} as JSON text, at most ${MAX_CONSOLE_FRAME_BYTES} bytes a frame`);
+      this.refuse(
+        s,
+        CONSOLE_CLOSE_CODES.malformed,
+        `send {"input": "<keys>"} or {"resize": {"cols": <1-1000>, "rows": <1-1000>}} as JSON text, at most ${MAX_CONSOLE_FRAME_BYTES} bytes a frame`,
+      );
       return;
     }
     if ("input" in msg) {
@@ -220,7 +281,10 @@ export class ConsoleSessionHub {
       const stdin = s.child?.stdin;
       if (!stdin?.writable) return;
       // A console that does not read its keys holds the browser back, rather than our memory filling.
-      if (!stdin.write(msg.input)) { s.ws.pause(); stdin.once("drain", () => s.ws.resume()); }
+      if (!stdin.write(msg.input)) {
+        s.ws.pause();
+        stdin.once("drain", () => s.ws.resume());
+      }
     } else {
       s.control?.write(JSON.stringify(msg) + "\n");
     }
@@ -236,7 +300,12 @@ export class ConsoleSessionHub {
   private touch(s: Session): void {
     clearTimeout(s.idle);
     s.idle = setTimeout(() => {
-      s.send({ error: { code: "unavailable", message: `the console was closed after ${Math.round(this.o.idleMs / 60_000)} minutes without input` } });
+      s.send({
+        error: {
+          code: "unavailable",
+          message: `the console was closed after ${Math.round(this.o.idleMs / 60_000)} minutes without input`,
+        },
+      });
       this.end(s, CONSOLE_CLOSE_CODES.idle, "idle");
     }, this.o.idleMs);
     s.idle.unref();
@@ -272,9 +341,14 @@ export class ConsoleSessionHub {
     const home = s.home;
     if (!home) return;
     s.home = undefined;
-    const remove = (): void => { rm(home, { recursive: true, force: true, maxRetries: 3 }).catch((err: unknown) => this.o.log.warn("could not remove a console's home", { home, err: (err as Error).message })); };
+    const remove = (): void => {
+      rm(home, { recursive: true, force: true, maxRetries: 3 }).catch((err: unknown) =>
+        this.o.log.warn("could not remove a console's home", { home, err: (err as Error).message }),
+      );
+    };
     // Once the console is dead, so nothing writes there any more.
-    if (!s.child || s.exited) remove(); else s.child.once("exit", remove);
+    if (!s.child || s.exited) remove();
+    else s.child.once("exit", remove);
   }
 
   close(): void {
@@ -296,13 +370,21 @@ function presentedToken(headers: IncomingMessage["headers"]): string | undefined
 
 function killGroup(child: ChildProcess): void {
   if (child.pid === undefined) return;
-  try { process.kill(-child.pid, "SIGKILL"); } catch { /* already gone */ }
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    /* already gone */
+  }
 }
 
 /** A frame from the page, or undefined when it is not exactly one of ConsoleRequest. */
 function parseRequest(text: string): { input: string } | { resize: { cols: number; rows: number } } | undefined {
   let v: unknown;
-  try { v = JSON.parse(text); } catch { return undefined; }
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
   if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
   const keys = Object.keys(v);
   if (keys.length !== 1) return undefined;

@@ -63,14 +63,24 @@ interface ModelGroup {
   integrationsJson: string;
 }
 
-interface TopicEntry { kind: string; uuid?: string; unit?: string; last?: string; reads?: number }
+interface TopicEntry {
+  kind: string;
+  uuid?: string;
+  unit?: string;
+  last?: string;
+  reads?: number;
+}
 
 class Feed {
   readonly topics = new Map<LiveTopic, TopicEntry>();
   lastModels?: string;
   stopExpiry?: () => void;
 
-  constructor(readonly ws: WebSocket, public principal: User, readonly headers: IncomingMessage["headers"]) {}
+  constructor(
+    readonly ws: WebSocket,
+    public principal: User,
+    readonly headers: IncomingMessage["headers"],
+  ) {}
 
   send(text: string): void {
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(text);
@@ -104,24 +114,39 @@ export class LiveFeedHub {
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    acceptAuthenticatedSocket(this.wss, this.o.cache, { req, socket, head }, (authenticated) => {
-      const principal = requireUser(authenticated);
-      if (this.feeds.size >= (this.o.maxFeeds ?? 1000)) throw new StewardError("unavailable", `this controller already serves ${this.feeds.size} live feeds, its limit; try again later`, { reason: "at-capacity" });
-      return principal;
-    }, (ws, principal) => {
-      const feed = new Feed(ws, principal, { authorization: req.headers.authorization, cookie: req.headers.cookie });
-      this.feeds.add(feed);
-      feed.stopExpiry = atTokenExpiry(principal.token.expiresAt, () => this.recheck(feed), () => this.feeds.has(feed));
-      ws.on("close", () => this.drop(feed));
-      ws.on("message", (data, isBinary) => {
-        try {
-          this.request(feed, isBinary ? undefined : data.toString());
-        } catch (err) {
-          this.o.log.error("unexpected error serving a live feed request", { err: (err as Error).message });
-          ws.close(1011, "internal error; see the controller log");
-        }
-      });
-    });
+    acceptAuthenticatedSocket(
+      this.wss,
+      this.o.cache,
+      { req, socket, head },
+      (authenticated) => {
+        const principal = requireUser(authenticated);
+        if (this.feeds.size >= (this.o.maxFeeds ?? 1000))
+          throw new StewardError(
+            "unavailable",
+            `this controller already serves ${this.feeds.size} live feeds, its limit; try again later`,
+            { reason: "at-capacity" },
+          );
+        return principal;
+      },
+      (ws, principal) => {
+        const feed = new Feed(ws, principal, { authorization: req.headers.authorization, cookie: req.headers.cookie });
+        this.feeds.add(feed);
+        feed.stopExpiry = atTokenExpiry(
+          principal.token.expiresAt,
+          () => this.recheck(feed),
+          () => this.feeds.has(feed),
+        );
+        ws.on("close", () => this.drop(feed));
+        ws.on("message", (data, isBinary) => {
+          try {
+            this.request(feed, isBinary ? undefined : data.toString());
+          } catch (err) {
+            this.o.log.error("unexpected error serving a live feed request", { err: (err as Error).message });
+            ws.close(1011, "internal error; see the controller log");
+          }
+        });
+      },
+    );
   }
 
   /** Replaces the feed's topics with those asked for; new ones get their state at once. */
@@ -133,7 +158,15 @@ export class LiveFeedHub {
       asked = undefined;
     }
     if (!Array.isArray(asked) || asked.length > MAX_LIVE_TOPICS || !asked.every((t) => parseLiveTopic(t))) {
-      feed.send(JSON.stringify({ error: { code: "invalid-request", message: `send {"subscribe": [topics]}: at most ${MAX_LIVE_TOPICS} of "models", "controller", "model:<name>", "unit:<model>/<app>/<n>"`, details: {} } }));
+      feed.send(
+        JSON.stringify({
+          error: {
+            code: "invalid-request",
+            message: `send {"subscribe": [topics]}: at most ${MAX_LIVE_TOPICS} of "models", "controller", "model:<name>", "unit:<model>/<app>/<n>"`,
+            details: {},
+          },
+        }),
+      );
       feed.ws.close(1008, "malformed request");
       return;
     }
@@ -195,7 +228,12 @@ export class LiveFeedHub {
     let g = this.groups.get(idx.uuid);
     if (!g) {
       const parts = modelStatusParts(this.o.cache, idx);
-      g = { feeds: new Set(), parts, appJson: new Map([...parts.applications].map(([n, a]) => [n, JSON.stringify(a)])), integrationsJson: JSON.stringify(parts.integrations) };
+      g = {
+        feeds: new Set(),
+        parts,
+        appJson: new Map([...parts.applications].map(([n, a]) => [n, JSON.stringify(a)])),
+        integrationsJson: JSON.stringify(parts.integrations),
+      };
       this.groups.set(idx.uuid, g);
     }
     return g;
@@ -225,7 +263,10 @@ export class LiveFeedHub {
       if (g) this.sendPatch(uuid, g);
     }
     for (const feed of this.feeds) {
-      if (feed.ws.bufferedAmount > (this.o.maxBufferedBytes ?? 8 * 1024 * 1024)) { feed.ws.close(TOO_SLOW, "the browser did not keep up; reconnect"); continue; }
+      if (feed.ws.bufferedAmount > (this.o.maxBufferedBytes ?? 8 * 1024 * 1024)) {
+        feed.ws.close(TOO_SLOW, "the browser did not keep up; reconnect");
+        continue;
+      }
       // Any change may move a model's counts or access: the list goes again if its text changed.
       if (feed.topics.has("models")) this.sendModels(feed);
       for (const [topic, entry] of feed.topics) {
@@ -242,7 +283,11 @@ export class LiveFeedHub {
     if (!idx?.model) {
       const gone = JSON.stringify({ code: "not-found", message: "the model was destroyed", details: {} });
       for (const feed of g.feeds) {
-        for (const [topic, entry] of feed.topics) if (entry.uuid === uuid) { feed.topics.delete(topic); feed.send(`{"topic":${JSON.stringify(topic)},"error":${gone}}`); }
+        for (const [topic, entry] of feed.topics)
+          if (entry.uuid === uuid) {
+            feed.topics.delete(topic);
+            feed.send(`{"topic":${JSON.stringify(topic)},"error":${gone}}`);
+          }
       }
       this.groups.delete(uuid);
       return;
@@ -255,16 +300,33 @@ export class LiveFeedHub {
     for (const [name, a] of next.applications) {
       const json = JSON.stringify(a);
       appJson.set(name, json);
-      if (g.appJson.get(name) !== json) { const { units: _, ...head } = a; apps[name] = head; any = true; }
+      if (g.appJson.get(name) !== json) {
+        const { units: _, ...head } = a;
+        apps[name] = head;
+        any = true;
+      }
     }
-    for (const name of g.appJson.keys()) if (!appJson.has(name)) { apps[name] = null; any = true; }
+    for (const name of g.appJson.keys())
+      if (!appJson.has(name)) {
+        apps[name] = null;
+        any = true;
+      }
     if (Object.keys(apps).length) patch.applications = apps;
     const units = diffByIdentity(g.parts.units, next.units);
-    if (units) { patch.units = units; any = true; }
+    if (units) {
+      patch.units = units;
+      any = true;
+    }
     const machines = diffByIdentity(g.parts.machines, next.machines);
-    if (machines) { patch.machines = machines; any = true; }
+    if (machines) {
+      patch.machines = machines;
+      any = true;
+    }
     const integrationsJson = JSON.stringify(next.integrations);
-    if (integrationsJson !== g.integrationsJson) { patch.integrations = next.integrations; any = true; }
+    if (integrationsJson !== g.integrationsJson) {
+      patch.integrations = next.integrations;
+      any = true;
+    }
     const headerChanged = JSON.stringify(next.model) !== JSON.stringify(g.parts.model);
     g.parts = next;
     g.appJson = appJson;
@@ -299,12 +361,18 @@ export class LiveFeedHub {
       entry.last = text;
       feed.send(`{"topic":${JSON.stringify(topic)},"unit":${text}}`);
     };
-    if (details.agent.current !== "error") { send(details); return; }
+    if (details.agent.current !== "error") {
+      send(details);
+      return;
+    }
     // A failure is read from the store; only the newest read may answer (an older one could land later).
     const read = (entry.reads = (entry.reads ?? 0) + 1);
-    this.o.unitFailure(idx.uuid, details.name).then((failure) => {
-      if (read === entry.reads) send(failure ? { ...details, failure } : details);
-    }, (err: unknown) => this.o.log.warn("live feed could not read a unit's failure", { err: (err as Error).message }));
+    this.o.unitFailure(idx.uuid, details.name).then(
+      (failure) => {
+        if (read === entry.reads) send(failure ? { ...details, failure } : details);
+      },
+      (err: unknown) => this.o.log.warn("live feed could not read a unit's failure", { err: (err as Error).message }),
+    );
   }
 
   /** Keeps a timer re-reading the cluster while any feed shows the controller. */
@@ -323,15 +391,24 @@ export class LiveFeedHub {
   private refreshController(): void {
     if (this.refreshing || ![...this.feeds].some((f) => f.topics.has("controller"))) return;
     this.refreshing = true;
-    this.o.controllerInfo().then((info) => {
-      const now = { whole: JSON.stringify(info), overview: JSON.stringify(overviewOf(info)) };
-      const before = this.lastController;
-      if (now.whole === before?.whole) return;
-      this.lastController = now;
-      for (const feed of this.feeds) {
-        if (feed.topics.has("controller") && (feed.principal.superuser || now.overview !== before?.overview)) this.sendController(feed, now);
-      }
-    }, (err: unknown) => this.o.log.warn("live feed could not read the cluster", { err: (err as Error).message })).finally(() => { this.refreshing = false; });
+    this.o
+      .controllerInfo()
+      .then(
+        (info) => {
+          const now = { whole: JSON.stringify(info), overview: JSON.stringify(overviewOf(info)) };
+          const before = this.lastController;
+          if (now.whole === before?.whole) return;
+          this.lastController = now;
+          for (const feed of this.feeds) {
+            if (feed.topics.has("controller") && (feed.principal.superuser || now.overview !== before?.overview))
+              this.sendController(feed, now);
+          }
+        },
+        (err: unknown) => this.o.log.warn("live feed could not read the cluster", { err: (err as Error).message }),
+      )
+      .finally(() => {
+        this.refreshing = false;
+      });
   }
 
   private sendController(feed: Feed, texts: { whole: string; overview: string }): void {
@@ -344,7 +421,12 @@ export class LiveFeedHub {
       feed.principal = requireUser(authenticate(this.o.cache, feed.headers));
     } catch (err) {
       this.drop(feed);
-      feed.ws.close(WATCH_CLOSE_CODES.tokenEnded, Buffer.from(StewardError.isInstance(err) ? err.message : "session ended").subarray(0, 123).toString());
+      feed.ws.close(
+        WATCH_CLOSE_CODES.tokenEnded,
+        Buffer.from(StewardError.isInstance(err) ? err.message : "session ended")
+          .subarray(0, 123)
+          .toString(),
+      );
       return;
     }
     for (const entry of feed.topics.values()) if (entry.uuid) this.recheckModel(feed, entry.uuid);
@@ -359,7 +441,14 @@ export class LiveFeedHub {
         requireReadKept(feed.principal, idx);
       } catch (err) {
         this.leave(feed, topic);
-        feed.send(JSON.stringify({ topic, error: StewardError.isInstance(err) ? err.toWire() : { code: "forbidden", message: "access ended", details: {} } }));
+        feed.send(
+          JSON.stringify({
+            topic,
+            error: StewardError.isInstance(err)
+              ? err.toWire()
+              : { code: "forbidden", message: "access ended", details: {} },
+          }),
+        );
       }
     }
   }
@@ -368,7 +457,10 @@ export class LiveFeedHub {
     this.unsubscribe();
     clearTimeout(this.roundTimer);
     clearInterval(this.controllerTimer);
-    for (const feed of this.feeds) { feed.stopExpiry?.(); feed.ws.close(1001); }
+    for (const feed of this.feeds) {
+      feed.stopExpiry?.();
+      feed.ws.close(1001);
+    }
     this.wss.close();
   }
 }

@@ -15,8 +15,15 @@ import { routeOn } from "../access/route";
 
 /** What the page may load: its own script and styles, and connections back to this controller. */
 export const DASHBOARD_CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self'",
-  "connect-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
 ].join("; ");
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -36,11 +43,18 @@ const TYPES: Record<string, string> = {
 /** The files esbuild writes: the page, its entry script and styles, and the chunks loaded on demand (the console's xterm.js). */
 const ASSET_NAME = /^(index\.html|app\.js|app\.css|chunk-[A-Z0-9]{8}\.js)$/;
 
-interface Asset { body: Buffer; gzipped: Buffer; type: string; etag: string }
+interface Asset {
+  body: Buffer;
+  gzipped: Buffer;
+  type: string;
+  etag: string;
+}
 
 /** Where the built page is: beside the bundle (dist/controller-bundle) or the compiled tree (dist/controller/dashboard). */
 export function dashboardDir(): string | undefined {
-  return [join(__dirname, "..", "dashboard"), join(__dirname, "..", "..", "dashboard")].find((d) => existsSync(join(d, "index.html")));
+  return [join(__dirname, "..", "dashboard"), join(__dirname, "..", "..", "dashboard")].find((d) =>
+    existsSync(join(d, "index.html")),
+  );
 }
 
 export function registerDashboard(app: FastifyInstance, o: { cache: StateCache; log: Logger; dir?: string }): void {
@@ -51,14 +65,25 @@ export function registerDashboard(app: FastifyInstance, o: { cache: StateCache; 
       const body = readFileSync(join(dir, name));
       const type = TYPES[name.slice(name.lastIndexOf("."))]!;
       // Compressed once here: the page's code is ~50 KB gzipped instead of ~400 KB.
-      assets.set(name, { body, gzipped: gzipSync(body, { level: 9 }), type, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"` });
+      assets.set(name, {
+        body,
+        gzipped: gzipSync(body, { level: 9 }),
+        type,
+        etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`,
+      });
     }
   } else {
     o.log.warn("the dashboard is not built into this controller (no dashboard/index.html): / answers 404");
   }
   const serve = (name: string, req: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const a = assets.get(name);
-    if (!a) throw new StewardError("not-found", name === "index.html" ? "the dashboard is not built into this controller (run npm run build)" : `no dashboard file ${name.slice(0, 100)}`);
+    if (!a)
+      throw new StewardError(
+        "not-found",
+        name === "index.html"
+          ? "the dashboard is not built into this controller (run npm run build)"
+          : `no dashboard file ${name.slice(0, 100)}`,
+      );
     reply.headers({ ...SECURITY_HEADERS, "cache-control": "no-cache", etag: a.etag, vary: "accept-encoding" });
     if (req.headers["if-none-match"] === a.etag) return reply.code(304).send();
     const gzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
@@ -67,5 +92,7 @@ export function registerDashboard(app: FastifyInstance, o: { cache: StateCache; 
   };
   const route = routeOn(app, o.cache);
   route(routes.dashboardPage, async ({ req, reply }) => serve("index.html", req, reply));
-  route(routes.dashboardFile, async ({ req, reply, params: { file } }) => serve(file === "index.html" ? "" : file, req, reply));
+  route(routes.dashboardFile, async ({ req, reply, params: { file } }) =>
+    serve(file === "index.html" ? "" : file, req, reply),
+  );
 }

@@ -15,8 +15,14 @@ export const STAGING_IDLE_PURGE_MS = 10 * 60_000;
 
 /** On the leader: purges idle stagings once a minute. */
 export function stagingPurge(staging: MigrationStaging, log: Logger, idleMs = STAGING_IDLE_PURGE_MS): Worker {
-  return periodic("staging-purge", 60_000, async () => {
-    const ids = await staging.purgeIdle(idleMs);
-    if (ids.length > 0) log.warn("purged staged migrations their source stopped heartbeating", { ids: ids.join(",") });
-  }, { log, failure: "could not purge idle staged migrations", failureLevel: "warn" });
+  return periodic(
+    "staging-purge",
+    60_000,
+    async () => {
+      const ids = await staging.purgeIdle(idleMs);
+      if (ids.length > 0)
+        log.warn("purged staged migrations their source stopped heartbeating", { ids: ids.join(",") });
+    },
+    { log, failure: "could not purge idle staged migrations", failureLevel: "warn" },
+  );
 }

@@ -21,15 +21,25 @@ const LOG_BATCH = 2000;
 const MOST_RECORDS = 10_000;
 const ATTEMPTS = 3;
 
-interface LogTransferReport { ok: boolean; records: number; reason?: string; at: string }
+interface LogTransferReport {
+  ok: boolean;
+  records: number;
+  reason?: string;
+  at: string;
+}
 
 const REPLICA = "replica:";
-const reportKey = (m: MigrationDoc, replicaId: string): string => keys.migrationReport(m.model, m.id, "LOGTRANSFER", `${REPLICA}${replicaId}`);
+const reportKey = (m: MigrationDoc, replicaId: string): string =>
+  keys.migrationReport(m.model, m.id, "LOGTRANSFER", `${REPLICA}${replicaId}`);
 
 /** Sends this replica's records of the model, in batches, oldest first. Returns how many. */
 async function sendModelLogs(target: ControllerClient, m: MigrationDoc, logs: ModelLogs): Promise<number> {
   const records: DebugLogRecord[] = logs.recent(m.model, { include: [], exclude: [], level: "DEBUG" }, MOST_RECORDS);
-  for (let i = 0; i < records.length; i += LOG_BATCH) await target.call("POST", `/v1/migrations/${m.id}/logs`, { model: m.model, records: records.slice(i, i + LOG_BATCH) });
+  for (let i = 0; i < records.length; i += LOG_BATCH)
+    await target.call("POST", `/v1/migrations/${m.id}/logs`, {
+      model: m.model,
+      records: records.slice(i, i + LOG_BATCH),
+    });
   return records.length;
 }
 
@@ -65,7 +75,9 @@ export class MigrationLogSender implements Worker {
       if (m.phase !== "LOGTRANSFER" || this.started.has(m.id)) continue;
       this.started.add(m.id);
       const p = this.send(m, signal)
-        .catch((err: unknown) => this.o.log.warn("could not report this replica's log transfer", { model: m.modelName, err }))
+        .catch((err: unknown) =>
+          this.o.log.warn("could not report this replica's log transfer", { model: m.modelName, err }),
+        )
         .finally(() => this.sending.delete(p));
       this.sending.add(p);
     }
@@ -95,15 +107,28 @@ export class MigrationLogSender implements Worker {
   }
 }
 
-export interface LogTransferState { records: number; reported: string[]; failed: { replica: string; reason: string }[]; waitingFor: string[] }
+export interface LogTransferState {
+  records: number;
+  reported: string[];
+  failed: { replica: string; reason: string }[];
+  waitingFor: string[];
+}
 
 /** Which live replicas have sent their part of the migration's logs. */
 export async function logTransferState(store: Store, cache: StateCache, m: MigrationDoc): Promise<LogTransferState> {
   const prefix = `${keys.migrationReports(m.model, m.id, "LOGTRANSFER")}${REPLICA}`;
-  const reports = new Map((await store.range(prefix)).kvs.map((kv) => [kv.key.slice(prefix.length), JSON.parse(kv.value) as LogTransferReport]));
+  const reports = new Map(
+    (await store.range(prefix)).kvs.map((kv) => [
+      kv.key.slice(prefix.length),
+      JSON.parse(kv.value) as LogTransferReport,
+    ]),
+  );
   const state: LogTransferState = { records: 0, reported: [], failed: [], waitingFor: [] };
   for (const [replica, r] of reports) {
-    if (r.ok) { state.reported.push(replica); state.records += r.records; } else state.failed.push({ replica, reason: r.reason ?? "no reason given" });
+    if (r.ok) {
+      state.reported.push(replica);
+      state.records += r.records;
+    } else state.failed.push({ replica, reason: r.reason ?? "no reason given" });
   }
   for (const replica of cache.replicas.keys()) if (!reports.has(replica)) state.waitingFor.push(replica);
   return state;

@@ -78,11 +78,13 @@ export class MigrationMaster implements Worker {
     if (signal.aborted) return;
     for (const m of this.o.cache.migrations.values()) {
       if (!migrationActive(m) || this.driving.has(m.model)) continue;
-      const p = this.drive(m.model, signal).catch((err: unknown) => this.o.log.error("migration master failed", { model: m.modelName, err })).finally(() => {
-        this.driving.delete(m.model);
-        this.clients.get(m.id)?.close();
-        this.clients.delete(m.id);
-      });
+      const p = this.drive(m.model, signal)
+        .catch((err: unknown) => this.o.log.error("migration master failed", { model: m.modelName, err }))
+        .finally(() => {
+          this.driving.delete(m.model);
+          this.clients.get(m.id)?.close();
+          this.clients.delete(m.id);
+        });
       this.driving.set(m.model, p);
     }
   }
@@ -105,7 +107,12 @@ export class MigrationMaster implements Worker {
           outcome = { to: "ABORT", failure: err.message };
         } else {
           const why = err instanceof Error ? err.message : String(err);
-          this.o.log.warn("migration step failed; retrying", { model: m.modelName, phase: m.phase, in_ms: wait, err: why });
+          this.o.log.warn("migration step failed; retrying", {
+            model: m.modelName,
+            phase: m.phase,
+            in_ms: wait,
+            err: why,
+          });
           await this.update(kv, { status: `retrying in ${Math.round(wait / 1000)} s: ${why}` }).catch(() => undefined);
           await sleep(wait, signal);
           wait = Math.min(wait * 2, RETRY_MAX_MS);
@@ -130,7 +137,11 @@ export class MigrationMaster implements Worker {
       case "IMPORT": {
         const text = JSON.stringify(await this.exportForTarget(m));
         try {
-          await this.target(m).call("POST", `/v1/migrations/${m.id}/stage?source=${encodeURIComponent(this.o.cache.controller?.uuid ?? "")}`, JSON.parse(text));
+          await this.target(m).call(
+            "POST",
+            `/v1/migrations/${m.id}/stage?source=${encodeURIComponent(this.o.cache.controller?.uuid ?? "")}`,
+            JSON.parse(text),
+          );
         } catch (err) {
           throw new AbortMigration(`the target could not stage the model: ${(err as Error).message}`);
         }
@@ -144,26 +155,44 @@ export class MigrationMaster implements Worker {
         }
         let answer: { missingUsers?: string[] };
         try {
-          answer = await this.target(m).call<{ missingUsers?: string[] }>("POST", `/v1/migrations/${m.id}/activate`, { model: m.model });
+          answer = await this.target(m).call<{ missingUsers?: string[] }>("POST", `/v1/migrations/${m.id}/activate`, {
+            model: m.model,
+          });
         } catch (err) {
           // A refusal is final; a lost answer is asked again (activation is answered twice alike).
-          if (StewardError.isInstance(err) && !isUnavailable(err)) throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
+          if (StewardError.isInstance(err) && !isUnavailable(err))
+            throw new AbortMigration(`the target refused to activate the model: ${err.message}`);
           throw err;
         }
         const dropped = answer.missingUsers ?? [];
-        return { to: "SUCCESS", ...(dropped.length > 0 ? { note: `access not carried for users the target does not have: ${dropped.slice(0, 20).join(", ")}` } : {}) };
+        return {
+          to: "SUCCESS",
+          ...(dropped.length > 0
+            ? { note: `access not carried for users the target does not have: ${dropped.slice(0, 20).join(", ")}` }
+            : {}),
+        };
       }
       case "SUCCESS": {
         const missing = await this.waitForAgents(m, { failFast: false }, signal);
-        return { to: "LOGTRANSFER", ...(missing.length > 0 ? { note: `no SUCCESS report from ${missing.join(", ")}; those agents are redirected when they next connect` } : {}) };
+        return {
+          to: "LOGTRANSFER",
+          ...(missing.length > 0
+            ? {
+                note: `no SUCCESS report from ${missing.join(", ")}; those agents are redirected when they next connect`,
+              }
+            : {}),
+        };
       }
-      case "LOGTRANSFER": return this.waitForLogs(m, signal);
+      case "LOGTRANSFER":
+        return this.waitForLogs(m, signal);
       case "REAP": {
         await this.reap(m);
         return undefined;
       }
-      case "ABORT": return this.abort(m);
-      default: return undefined;
+      case "ABORT":
+        return this.abort(m);
+      default:
+        return undefined;
     }
   }
 
@@ -178,9 +207,11 @@ export class MigrationMaster implements Worker {
       if (now?.id !== m.id || now.phase !== m.phase) throw new PhaseMovedOn();
       const s = await logTransferState(this.o.store, this.o.cache, m);
       if (s.waitingFor.length === 0 || Date.now() > deadline) {
-        const notes = [`${s.records} log records transferred from ${s.reported.length} replica${s.reported.length === 1 ? "" : "s"}`,
+        const notes = [
+          `${s.records} log records transferred from ${s.reported.length} replica${s.reported.length === 1 ? "" : "s"}`,
           ...s.failed.map((f) => `replica ${f.replica} could not send its records: ${f.reason}`),
-          ...(s.waitingFor.length > 0 ? [`no answer from replica ${s.waitingFor.join(", ")}`] : [])];
+          ...(s.waitingFor.length > 0 ? [`no answer from replica ${s.waitingFor.join(", ")}`] : []),
+        ];
         return { to: "REAP", note: notes.join("; ") };
       }
       if (signal.aborted) throw new Error("the master stopped");
@@ -196,8 +227,12 @@ export class MigrationMaster implements Worker {
     } catch (err) {
       throw new AbortMigration(`the target controller ${m.target.name} cannot be reached: ${(err as Error).message}`);
     }
-    if (hello.controller !== m.target.controller) throw new AbortMigration(`the controller at ${m.target.addresses.join(", ")} is ${hello.controller}, not ${m.target.controller}`);
-    if (olderMinor(hello.version, STEWARD_VERSION)) throw new AbortMigration(`the target runs ${hello.version}, older than this controller's ${STEWARD_VERSION}`);
+    if (hello.controller !== m.target.controller)
+      throw new AbortMigration(
+        `the controller at ${m.target.addresses.join(", ")} is ${hello.controller}, not ${m.target.controller}`,
+      );
+    if (olderMinor(hello.version, STEWARD_VERSION))
+      throw new AbortMigration(`the target runs ${hello.version}, older than this controller's ${STEWARD_VERSION}`);
   }
 
   /**
@@ -216,17 +251,23 @@ export class MigrationMaster implements Worker {
       const now = this.o.cache.migrations.get(m.model);
       if (now?.id !== m.id || now.phase !== m.phase) throw new PhaseMovedOn();
       const r = await agentReports(this.o.store, this.o.cache, m);
-      if (o.failFast && r.failed.length > 0) throw new AbortMigration(`agents failed ${m.phase}: ${r.failed.map((f) => `${f.machine} (${f.reason})`).join("; ")}`);
+      if (o.failFast && r.failed.length > 0)
+        throw new AbortMigration(
+          `agents failed ${m.phase}: ${r.failed.map((f) => `${f.machine} (${f.reason})`).join("; ")}`,
+        );
       if (r.waitingFor.length === 0) return [];
       if (Date.now() > deadline) {
         if (!o.failFast) return r.waitingFor;
-        throw new AbortMigration(`agents did not report ${m.phase} within ${m.agentWaitSeconds} s: ${r.waitingFor.slice(0, 10).join(", ")}${r.waitingFor.length > 10 ? ` and ${r.waitingFor.length - 10} more` : ""}`);
+        throw new AbortMigration(
+          `agents did not report ${m.phase} within ${m.agentWaitSeconds} s: ${r.waitingFor.slice(0, 10).join(", ")}${r.waitingFor.length > 10 ? ` and ${r.waitingFor.length - 10} more` : ""}`,
+        );
       }
       if (watchTarget && Date.now() - lastProbe >= (this.o.probeMs ?? 5000)) {
         lastProbe = Date.now();
         const problem = await this.probeTarget(m);
         if (problem === undefined) unreachableSince = undefined;
-        else if ((unreachableSince ??= lastProbe) && Date.now() - unreachableSince >= (this.o.targetGoneMs ?? 15_000)) throw new AbortMigration(`the target stopped answering: ${problem}`);
+        else if ((unreachableSince ??= lastProbe) && Date.now() - unreachableSince >= (this.o.targetGoneMs ?? 15_000))
+          throw new AbortMigration(`the target stopped answering: ${problem}`);
       }
       if (signal.aborted) throw new Error("the master stopped");
       await sleep(this.o.pollMs ?? 250, signal);
@@ -243,7 +284,8 @@ export class MigrationMaster implements Worker {
       else await this.target(m).call("POST", `/v1/migrations/${m.id}/heartbeat`, {});
       return undefined;
     } catch (err) {
-      if (StewardError.isInstance(err) && err.code === "not-found" && !m.activateAttempted) throw new AbortMigration("the target no longer has the staged model (purged or aborted there)");
+      if (StewardError.isInstance(err) && err.code === "not-found" && !m.activateAttempted)
+        throw new AbortMigration("the target no longer has the staged model (purged or aborted there)");
       return (err as Error).message;
     }
   }
@@ -252,7 +294,8 @@ export class MigrationMaster implements Worker {
   private async exportForTarget(m: MigrationDoc): Promise<unknown> {
     const doc = await exportModel(this.o.store, m.model);
     for (const machine of Object.values(doc.documents.machine ?? {}) as MachineDoc[]) {
-      if (contractOf(machine.substrate).onControllerHost && !machine.localDir) machine.localDir = join(this.o.machinesDir, m.model, machine.id);
+      if (contractOf(machine.substrate).onControllerHost && !machine.localDir)
+        machine.localDir = join(this.o.machinesDir, m.model, machine.id);
     }
     return doc;
   }
@@ -263,14 +306,21 @@ export class MigrationMaster implements Worker {
     if (!kv) return;
     const modelKv = await this.o.store.get(keys.model(m.model));
     // The record of the model's arrival here, if it came by migration, goes with it (it would refuse its return).
-    const ops: Op[] = [{ type: "deletePrefix", prefix: keys.migrationReportsOf(m.model) }, { type: "delete", key: keys.migrationArrival(m.model) }];
+    const ops: Op[] = [
+      { type: "deletePrefix", prefix: keys.migrationReportsOf(m.model) },
+      { type: "delete", key: keys.migrationArrival(m.model) },
+    ];
     const compare = [unchanged(kv.key, kv.modRevision)];
     // Who may still be told where the model went; grants cannot change while the migration holds it.
     const access = await this.o.store.range(keys.accessOf(m.model));
     const usersWithAccess = access.kvs.map((a) => a.key.slice(keys.accessOf(m.model).length)).sort();
     // And which agents: one that was down during the move is told where it went when it logs in here.
-    const machines = (await this.o.store.range(keys.machinesOf(m.model))).kvs.map((kv) => JSON.parse(kv.value) as MachineDoc);
-    const agentCredentials = Object.fromEntries(machines.flatMap((d) => (d.credentialHash ? [[d.id, d.credentialHash.slice(0, KEPT_HASH_DIGITS)]] : [])));
+    const machines = (await this.o.store.range(keys.machinesOf(m.model))).kvs.map(
+      (kv) => JSON.parse(kv.value) as MachineDoc,
+    );
+    const agentCredentials = Object.fromEntries(
+      machines.flatMap((d) => (d.credentialHash ? [[d.id, d.credentialHash.slice(0, KEPT_HASH_DIGITS)]] : [])),
+    );
     if (modelKv) {
       const model = modelDocOf(JSON.parse(modelKv.value));
       ops.push(...modelDeletes(m.model, model.name));
@@ -281,13 +331,26 @@ export class MigrationMaster implements Worker {
         if (c) {
           const cred = JSON.parse(c.value) as CredentialDoc;
           compare.push(unchanged(c.key, c.modRevision));
-          ops.push({ type: "put", key: c.key, value: JSON.stringify({ ...cred, models: cred.models.filter((u) => u !== m.model) }) });
+          ops.push({
+            type: "put",
+            key: c.key,
+            value: JSON.stringify({ ...cred, models: cred.models.filter((u) => u !== m.model) }),
+          });
         }
       }
     }
     const now = new Date().toISOString();
     const { sealedAuth: _, ...rest } = m;
-    const done: MigrationDoc = { ...rest, usersWithAccess, agentCredentials, phase: "DONE", phaseStartedAt: now, endedAt: now, status: "the model lives on the target; this controller redirects its clients and agents there", history: [...m.history, { phase: "DONE", at: now }] };
+    const done: MigrationDoc = {
+      ...rest,
+      usersWithAccess,
+      agentCredentials,
+      phase: "DONE",
+      phaseStartedAt: now,
+      endedAt: now,
+      status: "the model lives on the target; this controller redirects its clients and agents there",
+      history: [...m.history, { phase: "DONE", at: now }],
+    };
     ops.push({ type: "put", key: kv.key, value: JSON.stringify(done) });
     const res = await this.o.store.txn({ compare, success: ops });
     if (res.succeeded) this.o.log.info("model migrated", { model: m.modelName, to: m.target.name, id: m.id });
@@ -303,7 +366,10 @@ export class MigrationMaster implements Worker {
       }
       const since = Date.parse(m.phaseStartedAt);
       if (!m.activateAttempted && Date.now() - since > (this.o.abortGiveUpMs ?? 10 * 60_000)) {
-        return { to: "ABORTDONE", note: `the target never answered the abort (${(err as Error).message}); it purges the staged copy itself once nobody heartbeats it` };
+        return {
+          to: "ABORTDONE",
+          note: `the target never answered the abort (${(err as Error).message}); it purges the staged copy itself once nobody heartbeats it`,
+        };
       }
       throw err;
     }
@@ -317,21 +383,46 @@ export class MigrationMaster implements Worker {
     const over = outcome.to === "ABORTDONE" || outcome.to === "DONE";
     const { sealedAuth, ...rest } = m;
     const next: MigrationDoc = {
-      ...rest, ...(over ? {} : sealedAuth ? { sealedAuth } : {}), ...outcome.set,
-      phase: outcome.to, phaseStartedAt: now, status: describePhase(outcome.to),
-      history: [...m.history, { phase: outcome.to, at: now, ...(outcome.note ?? outcome.failure ? { note: outcome.note ?? outcome.failure } : {}) }],
+      ...rest,
+      ...(over ? {} : sealedAuth ? { sealedAuth } : {}),
+      ...outcome.set,
+      phase: outcome.to,
+      phaseStartedAt: now,
+      status: describePhase(outcome.to),
+      history: [
+        ...m.history,
+        {
+          phase: outcome.to,
+          at: now,
+          ...((outcome.note ?? outcome.failure) ? { note: outcome.note ?? outcome.failure } : {}),
+        },
+      ],
       ...(outcome.failure && !m.failure ? { failure: outcome.failure } : {}),
       ...(over ? { endedAt: now } : {}),
     };
     // An aborted migration's reports are of no more use (the reap takes them with the model).
-    const cleanup: Op[] = outcome.to === "ABORTDONE" ? [{ type: "deletePrefix", prefix: keys.migrationReportsOf(m.model) }] : [];
-    const res = await this.o.store.txn({ compare: [unchanged(kv.key, kv.modRevision)], success: [{ type: "put", key: kv.key, value: JSON.stringify(next) }, ...cleanup] });
-    if (res.succeeded) this.o.log.info("migration phase", { model: m.modelName, from: m.phase, to: outcome.to, ...(outcome.failure ? { failure: outcome.failure } : {}), ...(outcome.note ? { note: outcome.note } : {}) });
+    const cleanup: Op[] =
+      outcome.to === "ABORTDONE" ? [{ type: "deletePrefix", prefix: keys.migrationReportsOf(m.model) }] : [];
+    const res = await this.o.store.txn({
+      compare: [unchanged(kv.key, kv.modRevision)],
+      success: [{ type: "put", key: kv.key, value: JSON.stringify(next) }, ...cleanup],
+    });
+    if (res.succeeded)
+      this.o.log.info("migration phase", {
+        model: m.modelName,
+        from: m.phase,
+        to: outcome.to,
+        ...(outcome.failure ? { failure: outcome.failure } : {}),
+        ...(outcome.note ? { note: outcome.note } : {}),
+      });
   }
 
   private async update(kv: KeyValue, change: Partial<MigrationDoc>): Promise<void> {
     const m = JSON.parse(kv.value) as MigrationDoc;
-    await this.o.store.txn({ compare: [unchanged(kv.key, kv.modRevision)], success: [{ type: "put", key: kv.key, value: JSON.stringify({ ...m, ...change }) }] });
+    await this.o.store.txn({
+      compare: [unchanged(kv.key, kv.modRevision)],
+      success: [{ type: "put", key: kv.key, value: JSON.stringify({ ...m, ...change }) }],
+    });
   }
 
   private target(m: MigrationDoc): ControllerClient {
@@ -339,19 +430,27 @@ export class MigrationMaster implements Worker {
     if (!c) this.clients.set(m.id, (c = targetClient(m, this.o.sealer)));
     return c;
   }
-
 }
 
 export function describePhase(p: MigrationPhase): string {
   switch (p) {
-    case "QUIESCE": return "agents are finishing their hooks and checking they can reach the target";
-    case "IMPORT": return "staging the model on the target";
-    case "VALIDATION": return "agents are checking the staged model against what they hold";
-    case "SUCCESS": return "the model is live on the target; agents are switching to it";
-    case "LOGTRANSFER": return "sending the model's recent logs to the target";
-    case "REAP": return "removing the model from this controller";
-    case "DONE": return "the model lives on the target";
-    case "ABORT": return "aborting: taking the staged copy away from the target";
-    case "ABORTDONE": return "aborted: the model stays on this controller";
+    case "QUIESCE":
+      return "agents are finishing their hooks and checking they can reach the target";
+    case "IMPORT":
+      return "staging the model on the target";
+    case "VALIDATION":
+      return "agents are checking the staged model against what they hold";
+    case "SUCCESS":
+      return "the model is live on the target; agents are switching to it";
+    case "LOGTRANSFER":
+      return "sending the model's recent logs to the target";
+    case "REAP":
+      return "removing the model from this controller";
+    case "DONE":
+      return "the model lives on the target";
+    case "ABORT":
+      return "aborting: taking the staged copy away from the target";
+    case "ABORTDONE":
+      return "aborted: the model stays on this controller";
   }
 }

@@ -8,7 +8,17 @@
  */
 import { createHash } from "node:crypto";
 import { StewardError, notFound } from "../../api";
-import type { ImportDeps, ImportResult, MachineDoc, MigrationArrivalDoc, MigrationDoc, MigrationStageDoc, ModelDoc, ModelExport, UnitDoc } from "../state";
+import type {
+  ImportDeps,
+  ImportResult,
+  MachineDoc,
+  MigrationArrivalDoc,
+  MigrationDoc,
+  MigrationStageDoc,
+  ModelDoc,
+  ModelExport,
+  UnitDoc,
+} from "../state";
 import { checkLocalDirs, importModel, keys, migrationActive, upgradeModelExport } from "../state";
 import { CHUNK_BYTES } from "../state/keys";
 import type { Op, Store } from "../store";
@@ -18,7 +28,10 @@ import { absent, unchanged } from "../store";
 const CHUNKS_PER_TXN = 8;
 
 /** What an agent checks against the staged model (api: POST /v1/migrations/<id>/validate). */
-export interface StagedMachine { credentialHash?: string; units: string[] }
+export interface StagedMachine {
+  credentialHash?: string;
+  units: string[];
+}
 
 export class MigrationStaging {
   /** The last staged export parsed, for agents' validations (a thousand agents must not each parse megabytes). */
@@ -29,14 +42,28 @@ export class MigrationStaging {
   /** Stages `text` (an export's JSON) for migration `id`, replacing any earlier staging of it or of the same model. */
   async stage(id: string, source: string, text: string, now = new Date()): Promise<MigrationStageDoc> {
     let raw: unknown;
-    try { raw = JSON.parse(text); } catch { throw new StewardError("invalid-request", "migration: the staged export is not JSON"); }
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      throw new StewardError("invalid-request", "migration: the staged export is not JSON");
+    }
     const doc = upgradeModelExport(raw);
     const model = doc.documents.model?.[""] as ModelDoc | undefined;
     if (!model?.uuid || !model.name) throw new StewardError("invalid-request", "migration: the export holds no model");
     await checkLocalDirs(this.o.importDeps.checkLocalDir, doc);
     const { store } = this.o;
-    if (await store.get(keys.model(model.uuid))) throw new StewardError("already-exists", `model ${model.name} (uuid ${model.uuid}) already exists on this controller`, { details: { kind: "model", name: model.name } });
-    if (await store.get(keys.modelName(model.name))) throw new StewardError("already-exists", `this controller already has a model named "${model.name}": rename or remove it, then migrate again`, { details: { kind: "model", name: model.name } });
+    if (await store.get(keys.model(model.uuid)))
+      throw new StewardError(
+        "already-exists",
+        `model ${model.name} (uuid ${model.uuid}) already exists on this controller`,
+        { details: { kind: "model", name: model.name } },
+      );
+    if (await store.get(keys.modelName(model.name)))
+      throw new StewardError(
+        "already-exists",
+        `this controller already has a model named "${model.name}": rename or remove it, then migrate again`,
+        { details: { kind: "model", name: model.name } },
+      );
     // A model is staged once: an older staging of it (an earlier attempt) goes, and so do chunks
     // of this one that a crash left without their meta (they could outnumber the new ones).
     for (const kv of (await store.range(keys.migrationStages)).kvs) {
@@ -46,11 +73,24 @@ export class MigrationStaging {
     await this.discard(id);
     const bytes = Buffer.from(text, "utf8");
     const chunks: Op[] = [];
-    for (let i = 0, n = 0; i < bytes.length; i += CHUNK_BYTES, n++) chunks.push({ type: "put", key: keys.migrationStageChunk(id, n), value: bytes.subarray(i, i + CHUNK_BYTES).toString("base64") });
-    for (let i = 0; i < chunks.length; i += CHUNKS_PER_TXN) await store.txn({ success: chunks.slice(i, i + CHUNKS_PER_TXN) });
+    for (let i = 0, n = 0; i < bytes.length; i += CHUNK_BYTES, n++)
+      chunks.push({
+        type: "put",
+        key: keys.migrationStageChunk(id, n),
+        value: bytes.subarray(i, i + CHUNK_BYTES).toString("base64"),
+      });
+    for (let i = 0; i < chunks.length; i += CHUNKS_PER_TXN)
+      await store.txn({ success: chunks.slice(i, i + CHUNKS_PER_TXN) });
     const meta: MigrationStageDoc = {
-      id, model: model.uuid, modelName: model.name, source, chunks: chunks.length, bytes: bytes.length,
-      sha256: createHash("sha256").update(bytes).digest("hex"), createdAt: now.toISOString(), heartbeatAt: now.toISOString(),
+      id,
+      model: model.uuid,
+      modelName: model.name,
+      source,
+      chunks: chunks.length,
+      bytes: bytes.length,
+      sha256: createHash("sha256").update(bytes).digest("hex"),
+      createdAt: now.toISOString(),
+      heartbeatAt: now.toISOString(),
     };
     // The meta last: a staging without it is not one, and the purge takes its chunks.
     await store.put(keys.migrationStage(id), JSON.stringify(meta));
@@ -70,19 +110,36 @@ export class MigrationStaging {
     const meta = await this.o.store.get(keys.migrationStage(id));
     if (!meta) throw notFound("staged migration", id);
     const m = JSON.parse(meta.value) as MigrationStageDoc;
-    if (m.model !== model) throw new StewardError("invalid-request", `migration ${id} staged model ${m.model}, not ${model}`);
+    if (m.model !== model)
+      throw new StewardError("invalid-request", `migration ${id} staged model ${m.model}, not ${model}`);
     const doc = await this.read(m);
-    const arrival: MigrationArrivalDoc = { id, source: m.source, sourceName: doc.source.controllerName, stagedAt: m.createdAt, at: new Date().toISOString() };
+    const arrival: MigrationArrivalDoc = {
+      id,
+      source: m.source,
+      sourceName: doc.source.controllerName,
+      stagedAt: m.createdAt,
+      at: new Date().toISOString(),
+    };
     // A model coming back: this controller's record of moving it away (which redirects its clients,
     // and keeps provisioners off it) ends as it becomes live here again.
     const left = await this.o.store.get(keys.migration(model));
     if (left && migrationActive(JSON.parse(left.value) as MigrationDoc)) {
-      throw new StewardError("conflict", `model ${model} is being migrated away from this controller; it cannot arrive here at the same time`, { reason: "departing" });
+      throw new StewardError(
+        "conflict",
+        `model ${model} is being migrated away from this controller; it cannot arrive here at the same time`,
+        { reason: "departing" },
+      );
     }
     const result = await importModel(this.o.importDeps, doc, {
-      alsoCompare: [unchanged(keys.migrationStage(id), meta.modRevision), absent(keys.migrationArrival(model)), ...(left ? [unchanged(left.key, left.modRevision)] : [absent(keys.migration(model))])],
+      alsoCompare: [
+        unchanged(keys.migrationStage(id), meta.modRevision),
+        absent(keys.migrationArrival(model)),
+        ...(left ? [unchanged(left.key, left.modRevision)] : [absent(keys.migration(model))]),
+      ],
       alsoDo: [
-        { type: "delete", key: keys.migrationStage(id) }, { type: "deletePrefix", prefix: keys.migrationStageChunks(id) }, { type: "put", key: keys.migrationArrival(model), value: JSON.stringify(arrival) },
+        { type: "delete", key: keys.migrationStage(id) },
+        { type: "deletePrefix", prefix: keys.migrationStageChunks(id) },
+        { type: "put", key: keys.migrationArrival(model), value: JSON.stringify(arrival) },
         ...(left ? [{ type: "delete" as const, key: left.key }] : []),
       ],
       refusedBecause: "the staged import was aborted meanwhile",
@@ -94,7 +151,11 @@ export class MigrationStaging {
   /** Takes a staged import away; refused once the model is live here (then it has moved, whatever the source thought). */
   async abort(id: string, model: string): Promise<void> {
     if ((await this.arrival(model))?.id === id) {
-      throw new StewardError("conflict", `migration ${id} was already activated here: the model lives on this controller now`, { reason: "activated", details: { reason: "activated" } });
+      throw new StewardError(
+        "conflict",
+        `migration ${id} was already activated here: the model lives on this controller now`,
+        { reason: "activated", details: { reason: "activated" } },
+      );
     }
     await this.discard(id);
   }
@@ -103,7 +164,10 @@ export class MigrationStaging {
     const kv = await this.o.store.get(keys.migrationStage(id));
     if (!kv) throw notFound("staged migration", id);
     const m = JSON.parse(kv.value) as MigrationStageDoc;
-    await this.o.store.txn({ compare: [unchanged(kv.key, kv.modRevision)], success: [{ type: "put", key: kv.key, value: JSON.stringify({ ...m, heartbeatAt: now.toISOString() }) }] });
+    await this.o.store.txn({
+      compare: [unchanged(kv.key, kv.modRevision)],
+      success: [{ type: "put", key: kv.key, value: JSON.stringify({ ...m, heartbeatAt: now.toISOString() }) }],
+    });
   }
 
   /** Purges stagings whose source stopped heartbeating `maxIdleMs` ago (its master gave up or died for good). */
@@ -111,7 +175,10 @@ export class MigrationStaging {
     const purged: string[] = [];
     for (const kv of (await this.o.store.range(keys.migrationStages)).kvs) {
       const m = JSON.parse(kv.value) as MigrationStageDoc;
-      if (now - Date.parse(m.heartbeatAt) > maxIdleMs) { await this.discard(m.id); purged.push(m.id); }
+      if (now - Date.parse(m.heartbeatAt) > maxIdleMs) {
+        await this.discard(m.id);
+        purged.push(m.id);
+      }
     }
     return purged;
   }
@@ -127,7 +194,10 @@ export class MigrationStaging {
     const d = this.parsed.doc.documents;
     const m = (d.machine ?? {})[machine] as MachineDoc | undefined;
     if (!m) return undefined;
-    const units = Object.values((d.unit ?? {}) as Record<string, UnitDoc>).filter((u) => u.machine === machine).map((u) => u.name).sort();
+    const units = Object.values((d.unit ?? {}) as Record<string, UnitDoc>)
+      .filter((u) => u.machine === machine)
+      .map((u) => u.name)
+      .sort();
     return { ...(m.credentialHash ? { credentialHash: m.credentialHash } : {}), units };
   }
 
@@ -137,17 +207,28 @@ export class MigrationStaging {
   }
 
   private async discard(id: string): Promise<void> {
-    await this.o.store.txn({ success: [{ type: "delete", key: keys.migrationStage(id) }, { type: "deletePrefix", prefix: keys.migrationStageChunks(id) }] });
+    await this.o.store.txn({
+      success: [
+        { type: "delete", key: keys.migrationStage(id) },
+        { type: "deletePrefix", prefix: keys.migrationStageChunks(id) },
+      ],
+    });
     if (this.parsed?.id === id) this.parsed = undefined;
   }
 
   /** The staged export, whole and as staged (the meta's hash), checked against the meta. */
   private async read(m: MigrationStageDoc): Promise<ModelExport> {
     const { kvs } = await this.o.store.range(keys.migrationStageChunks(m.id));
-    const ordered = kvs.map((kv) => ({ i: Number(kv.key.slice(kv.key.lastIndexOf("/") + 1)), kv })).sort((a, b) => a.i - b.i);
+    const ordered = kvs
+      .map((kv) => ({ i: Number(kv.key.slice(kv.key.lastIndexOf("/") + 1)), kv }))
+      .sort((a, b) => a.i - b.i);
     const bytes = Buffer.concat(ordered.map((c) => Buffer.from(c.kv.value, "base64")));
     if (ordered.length !== m.chunks || createHash("sha256").update(bytes).digest("hex") !== m.sha256) {
-      throw new StewardError("conflict", `the staged copy of migration ${m.id} is incomplete or changed; stage it again`, { reason: "staged-copy-changed" });
+      throw new StewardError(
+        "conflict",
+        `the staged copy of migration ${m.id} is incomplete or changed; stage it again`,
+        { reason: "staged-copy-changed" },
+      );
     }
     return upgradeModelExport(JSON.parse(bytes.toString("utf8")));
   }

@@ -14,7 +14,15 @@
  */
 import type { FastifyInstance } from "fastify";
 import type { DebugLogRecord } from "../../api";
-import { MigrationValidateRequest, ModelUuid, STEWARD_VERSION, StewardError, TRANSPORT_LIMITS, parseRequest, routes } from "../../api";
+import {
+  MigrationValidateRequest,
+  ModelUuid,
+  STEWARD_VERSION,
+  StewardError,
+  TRANSPORT_LIMITS,
+  parseRequest,
+  routes,
+} from "../../api";
 import type { StateCache } from "../state";
 import { MAX_MODEL_EXPORT_BYTES } from "../state";
 import { credentialMatches } from "../security/credentials";
@@ -40,26 +48,44 @@ export interface TargetRouteDeps {
 export function registerMigrationTargetRoutes(app: FastifyInstance, deps: TargetRouteDeps): void {
   const { cache, staging } = deps;
   const limiter = new LoginLimiter({ perSecond: 500, burst: 500, ...deps.validations });
-  const failedValidations = new SourceLimiter({ perSecond: TRANSPORT_LIMITS.failedAgentLoginsPerSecond, burst: TRANSPORT_LIMITS.failedAgentLoginsBurst });
+  const failedValidations = new SourceLimiter({
+    perSecond: TRANSPORT_LIMITS.failedAgentLoginsPerSecond,
+    burst: TRANSPORT_LIMITS.failedAgentLoginsBurst,
+  });
   const route = routeOn(app, cache);
   const modelOf = (v: unknown): string => parseRequest(ModelUuid, v, "model");
 
-  route(routes.hello, async () => ({ controller: cache.controller?.uuid ?? "", name: cache.controller?.name ?? "", version: STEWARD_VERSION }));
+  route(routes.hello, async () => ({
+    controller: cache.controller?.uuid ?? "",
+    name: cache.controller?.name ?? "",
+    version: STEWARD_VERSION,
+  }));
 
-  route(routes.stageMigration, async ({ req, params: { id }, query }) => {
-    const source = String(query.source ?? "");
-    if (req.body === undefined || req.body === null) throw new StewardError("invalid-request", "migration: the request has no body; send the model's export");
-    const meta = await staging.stage(id, source, JSON.stringify(req.body));
-    return { id, model: meta.model, bytes: meta.bytes };
-  }, { bodyLimit: MAX_MODEL_EXPORT_BYTES });
+  route(
+    routes.stageMigration,
+    async ({ req, params: { id }, query }) => {
+      const source = String(query.source ?? "");
+      if (req.body === undefined || req.body === null)
+        throw new StewardError("invalid-request", "migration: the request has no body; send the model's export");
+      const meta = await staging.stage(id, source, JSON.stringify(req.body));
+      return { id, model: meta.model, bytes: meta.bytes };
+    },
+    { bodyLimit: MAX_MODEL_EXPORT_BYTES },
+  );
 
-  route(routes.migrationState, async ({ params: { id }, query }) => ({ state: await staging.state(id, query.model === undefined ? undefined : modelOf(query.model)) }));
+  route(routes.migrationState, async ({ params: { id }, query }) => ({
+    state: await staging.state(id, query.model === undefined ? undefined : modelOf(query.model)),
+  }));
 
   route(routes.activateMigration, async ({ req, params: { id }, settled }) => {
     const model = modelOf((req.body as { model?: unknown } | undefined)?.model);
     const res = await staging.activate(id, model);
     if (res.result) await settled(res.result.revision);
-    return { model, activated: res.activated, ...(res.result ? { name: res.result.name, missingUsers: res.result.missingUsers } : {}) };
+    return {
+      model,
+      activated: res.activated,
+      ...(res.result ? { name: res.result.name, missingUsers: res.result.missingUsers } : {}),
+    };
   });
 
   route(routes.migrationHeartbeat, async ({ params: { id } }) => {
@@ -72,16 +98,28 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
     return {};
   });
 
-  route(routes.transferLogs, async ({ body }) => {
-    if (!cache.models.get(body.model)?.model) throw new StewardError("not-found", `model ${body.model} is not live on this controller`);
-    deps.logs.append(body.model, body.records as unknown as DebugLogRecord[]);
-    return { accepted: body.records.length };
-  }, { bodyLimit: 16 * 1024 * 1024 });
+  route(
+    routes.transferLogs,
+    async ({ body }) => {
+      if (!cache.models.get(body.model)?.model)
+        throw new StewardError("not-found", `model ${body.model} is not live on this controller`);
+      deps.logs.append(body.model, body.records as unknown as DebugLogRecord[]);
+      return { accepted: body.records.length };
+    },
+    { bodyLimit: 16 * 1024 * 1024 },
+  );
 
   /** The staged machine whose credential the request carries, or an unauthorized error. */
-  const stagedMachineOf = async (id: string, authorization: string | undefined): Promise<{ machine: string; units: string[] }> => {
+  const stagedMachineOf = async (
+    id: string,
+    authorization: string | undefined,
+  ): Promise<{ machine: string; units: string[] }> => {
     const [model, machine, secret] = authorization?.startsWith("Agent ") ? authorization.slice(6).split("/") : [];
-    if (!model || !machine || !secret) throw new StewardError("unauthorized", "send the agent's own credential: Authorization: Agent <model>/<machine>/<credential>");
+    if (!model || !machine || !secret)
+      throw new StewardError(
+        "unauthorized",
+        "send the agent's own credential: Authorization: Agent <model>/<machine>/<credential>",
+      );
     const staged = await staging.stagedMachine(id, model, machine);
     if (!staged?.credentialHash || !credentialMatches(secret, staged.credentialHash)) {
       throw new StewardError("unauthorized", `the staged model does not accept machine ${machine}'s credential`);
@@ -98,18 +136,28 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
     } catch (err) {
       if (StewardError.isInstance(err) && !failedValidations.take(req.ip)) {
         const wait = failedValidations.retryAfterSeconds(req.ip);
-        throw new StewardError("rate-limited", `too many refused validations from ${req.ip}; retry in ${wait} s (${err.message})`, { details: { retryAfterSeconds: wait, limit: "failedAgentLoginsPerSecond" } });
+        throw new StewardError(
+          "rate-limited",
+          `too many refused validations from ${req.ip}; retry in ${wait} s (${err.message})`,
+          { details: { retryAfterSeconds: wait, limit: "failedAgentLoginsPerSecond" } },
+        );
       }
       throw err;
     }
     if (!limiter.take()) {
       const wait = limiter.retryAfterSeconds();
-      throw new StewardError("rate-limited", `many agents are validating at once; retry in ${wait} s`, { details: { retryAfterSeconds: wait } });
+      throw new StewardError("rate-limited", `many agents are validating at once; retry in ${wait} s`, {
+        details: { retryAfterSeconds: wait },
+      });
     }
     const body = parseRequest(MigrationValidateRequest, req.body, "validation");
     const mine = [...body.units].sort();
     if (mine.join(",") !== staged.units.join(",")) {
-      throw new StewardError("conflict", `machine ${staged.machine} runs ${mine.join(", ") || "no unit"} but the staged model places ${staged.units.join(", ") || "no unit"} on it`, { reason: "staged-machine-mismatch" });
+      throw new StewardError(
+        "conflict",
+        `machine ${staged.machine} runs ${mine.join(", ") || "no unit"} but the staged model places ${staged.units.join(", ") || "no unit"} on it`,
+        { reason: "staged-machine-mismatch" },
+      );
     }
     return { ok: true };
   });

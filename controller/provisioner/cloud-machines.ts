@@ -10,7 +10,16 @@
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
-import type { CredentialOps, EnrolmentOps, InstanceRecord, MachineInstallDoc, MigrationArrivalDoc, ModelIndex, StateCache, StateOps } from "../state";
+import type {
+  CredentialOps,
+  EnrolmentOps,
+  InstanceRecord,
+  MachineInstallDoc,
+  MigrationArrivalDoc,
+  ModelIndex,
+  StateCache,
+  StateOps,
+} from "../state";
 import { handedOver, keys } from "../state";
 import type { Store } from "../store";
 import { unchanged } from "../store";
@@ -42,7 +51,6 @@ export interface CloudProvisionerOptions {
   loginTimeoutMs?: number;
 }
 
-
 export class CloudProvisioner extends Reconciler {
   readonly name = "cloud-provisioner";
   private readonly clouds: ReturnType<typeof clouds>;
@@ -73,36 +81,55 @@ export class CloudProvisioner extends Reconciler {
 
   private cloudModels(): ModelIndex[] {
     // A model that moved to another controller (between SUCCESS and REAP): its instances are that one's.
-    return [...this.o.cache.models.values()].filter((idx) => idx.model !== undefined && this.clouds[idx.model.placement.substrate] !== undefined && !handedOver(this.o.cache.migrations.get(idx.uuid)));
+    return [...this.o.cache.models.values()].filter(
+      (idx) =>
+        idx.model !== undefined &&
+        this.clouds[idx.model.placement.substrate] !== undefined &&
+        !handedOver(this.o.cache.migrations.get(idx.uuid)),
+    );
   }
 
   protected override signature(): string {
     const parts: string[] = [];
-    for (const idx of this.cloudModels()) for (const m of idx.machines.values()) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
+    for (const idx of this.cloudModels())
+      for (const m of idx.machines.values()) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
     return parts.sort().join(",");
   }
 
   protected async reconcile(): Promise<void> {
     if (Date.now() - this.sweptAt > 60_000) {
       this.sweptAt = Date.now();
-      await this.o.enrolments.sweepExpired().catch((err: unknown) => this.o.log.warn("could not delete expired enrolment tokens", { err }));
+      await this.o.enrolments
+        .sweepExpired()
+        .catch((err: unknown) => this.o.log.warn("could not delete expired enrolment tokens", { err }));
     }
     const live = new Set<string>();
     for (const idx of this.cloudModels()) {
       if (this.stopped) return;
       live.add(idx.uuid);
-      await this.reconcileModel(idx).catch((err: unknown) => this.o.log.warn("cloud model reconcile failed", { model: idx.model?.name, err: (err as Error).message }));
+      await this.reconcileModel(idx).catch((err: unknown) =>
+        this.o.log.warn("cloud model reconcile failed", { model: idx.model?.name, err: (err as Error).message }),
+      );
     }
     // Models removed by force took their machines' records at once: their instances go now. A
     // model that migrated away is no longer here either, but its instances are the target's.
     for (const [uuid, { cloud, placement }] of this.seen) {
       if (live.has(uuid) || this.stopped) continue;
       // (Should it come back, it is taken over again: its instances were re-tagged as the other's.)
-      if (handedOver(this.o.cache.migrations.get(uuid))) { this.seen.delete(uuid); this.adopted.delete(uuid); continue; }
+      if (handedOver(this.o.cache.migrations.get(uuid))) {
+        this.seen.delete(uuid);
+        this.adopted.delete(uuid);
+        continue;
+      }
       const left = (await cloud.instances(placement, uuid).catch(() => undefined))?.filter((i) => !cloud.gone(i.state));
       if (!left) continue;
-      for (const i of left) if (i.machine) await cloud.broker.stopMachine({ model: uuid, machine: i.machine, placement }).catch(() => undefined);
-      this.o.log.info("terminated the instances of a removed model", { model: uuid, instances: left.map((i) => i.id).join(",") });
+      for (const i of left)
+        if (i.machine)
+          await cloud.broker.stopMachine({ model: uuid, machine: i.machine, placement }).catch(() => undefined);
+      this.o.log.info("terminated the instances of a removed model", {
+        model: uuid,
+        instances: left.map((i) => i.id).join(","),
+      });
       this.seen.delete(uuid);
     }
   }
@@ -120,14 +147,17 @@ export class CloudProvisioner extends Reconciler {
       const inst = newest.get(m.id);
       const install = idx.machineInstall.get(m.id);
       if (m.life !== "alive") {
-        if (inst && !cloud.gone(inst.state)) await cloud.broker.stopMachine({ model: idx.uuid, machine: m.id, placement });
+        if (inst && !cloud.gone(inst.state))
+          await cloud.broker.stopMachine({ model: idx.uuid, machine: m.id, placement });
         await this.o.ops.finishMachine(idx.uuid, m.id);
         this.o.log.info("removed cloud machine", { model: idx.model?.name, machine: m.id, instance: inst?.id });
         continue;
       }
-      if (inst && !sameInstance(install?.instance, inst)) await this.record(idx.uuid, m.id, { instance: recordOf(inst) });
+      if (inst && !sameInstance(install?.instance, inst))
+        await this.record(idx.uuid, m.id, { instance: recordOf(inst) });
       // Seen before, not listed now: destroyed by hand (a vSphere VM), or terminated long ago (EC2 forgets them after an hour).
-      if (!inst && install?.instance && install.instance.state !== "gone") await this.record(idx.uuid, m.id, { instance: { ...install.instance, state: "gone" } });
+      if (!inst && install?.instance && install.instance.state !== "gone")
+        await this.record(idx.uuid, m.id, { instance: { ...install.instance, state: "gone" } });
       const key = `${idx.uuid}/${m.id}`;
       // Launched once: a machine whose instance failed or vanished is reported, not relaunched. One
       // left "launching" with no instance was interrupted before EC2 was asked (a leader change).
@@ -138,7 +168,11 @@ export class CloudProvisioner extends Reconciler {
     for (const i of instances) {
       if (i.machine !== undefined && !idx.machines.has(i.machine) && !cloud.gone(i.state)) {
         await cloud.broker.stopMachine({ model: idx.uuid, machine: i.machine, placement });
-        this.o.log.info("terminated an instance whose machine is gone", { model: idx.model?.name, machine: i.machine, instance: i.id });
+        this.o.log.info("terminated an instance whose machine is gone", {
+          model: idx.model?.name,
+          machine: i.machine,
+          instance: i.id,
+        });
       }
     }
   }
@@ -152,10 +186,23 @@ export class CloudProvisioner extends Reconciler {
     const kv = await this.o.store.get(keys.migrationArrival(idx.uuid));
     const arrival = kv ? (JSON.parse(kv.value) as MigrationArrivalDoc) : undefined;
     if (kv && arrival && !arrival.adoptedAt) {
-      if (!cloud.adopt) throw new StewardError("invalid-request", `model ${idx.model?.name} came by migration, but its cloud's instances cannot be taken over`);
+      if (!cloud.adopt)
+        throw new StewardError(
+          "invalid-request",
+          `model ${idx.model?.name} came by migration, but its cloud's instances cannot be taken over`,
+        );
       const n = await cloud.adopt(placement, idx.uuid, arrival.source);
-      await this.o.store.txn({ compare: [unchanged(kv.key, kv.modRevision)], success: [{ type: "put", key: kv.key, value: JSON.stringify({ ...arrival, adoptedAt: new Date().toISOString() }) }] });
-      this.o.log.info("took over the instances of a model that migrated here", { model: idx.model?.name, instances: n, from: arrival.source });
+      await this.o.store.txn({
+        compare: [unchanged(kv.key, kv.modRevision)],
+        success: [
+          { type: "put", key: kv.key, value: JSON.stringify({ ...arrival, adoptedAt: new Date().toISOString() }) },
+        ],
+      });
+      this.o.log.info("took over the instances of a model that migrated here", {
+        model: idx.model?.name,
+        instances: n,
+        from: arrival.source,
+      });
     }
     this.adopted.add(idx.uuid);
   }
@@ -168,20 +215,48 @@ export class CloudProvisioner extends Reconciler {
     void (async () => {
       await this.record(uuid, machine, { state: "installing", step: "launching an instance" });
       try {
-        const res = await cloud.broker.startMachine({
-          model: uuid, machine, placement,
-          controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
-          issueCredential: () => this.o.ops.issueMachineCredential(uuid, machine),
-          issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
-          ...(doc?.constraints ? { constraints: doc.constraints } : {}),
-          waitForLogin: () => waitForAgentLogin(this.o.cache, uuid, machine, this.o.loginTimeoutMs ?? 900_000,
-            `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`,
-            () => (this.stopped ? "the provisioner stopped" : this.o.cache.models.get(uuid)?.machines.get(machine)?.life !== "alive" ? "the machine is being removed" : undefined)),
-        }, { progress: (step) => { log.info("provisioning", { step }); void this.record(uuid, machine, { state: "installing", step }); } });
-        await this.record(uuid, machine, { state: "installed", step: res.changed ? "instance launched; agent enrolled" : "agent enrolled", changed: res.changed, ...(res.hardware ? { hardware: res.hardware } : {}) });
+        const res = await cloud.broker.startMachine(
+          {
+            model: uuid,
+            machine,
+            placement,
+            controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
+            issueCredential: () => this.o.ops.issueMachineCredential(uuid, machine),
+            issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
+            ...(doc?.constraints ? { constraints: doc.constraints } : {}),
+            waitForLogin: () =>
+              waitForAgentLogin(
+                this.o.cache,
+                uuid,
+                machine,
+                this.o.loginTimeoutMs ?? 900_000,
+                `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`,
+                () =>
+                  this.stopped
+                    ? "the provisioner stopped"
+                    : this.o.cache.models.get(uuid)?.machines.get(machine)?.life !== "alive"
+                      ? "the machine is being removed"
+                      : undefined,
+              ),
+          },
+          {
+            progress: (step) => {
+              log.info("provisioning", { step });
+              void this.record(uuid, machine, { state: "installing", step });
+            },
+          },
+        );
+        await this.record(uuid, machine, {
+          state: "installed",
+          step: res.changed ? "instance launched; agent enrolled" : "agent enrolled",
+          changed: res.changed,
+          ...(res.hardware ? { hardware: res.hardware } : {}),
+        });
         log.info("cloud machine up", { instance: res.instanceId });
       } catch (err) {
-        const message = StewardError.isInstance(err) ? err.message : `${(err as Error).name}: ${(err as Error).message}`;
+        const message = StewardError.isInstance(err)
+          ? err.message
+          : `${(err as Error).name}: ${(err as Error).message}`;
         log.error("cloud machine provisioning failed", { err: message });
         await this.record(uuid, machine, { state: "failed", step: message });
       } finally {
@@ -194,12 +269,19 @@ export class CloudProvisioner extends Reconciler {
   private async record(uuid: string, machine: string, change: Partial<Omit<MachineInstallDoc, "at">>): Promise<void> {
     const current = this.o.cache.models.get(uuid)?.machineInstall.get(machine);
     const { at: _, ...base } = current ?? { state: "installing" as const, step: "", at: "" };
-    await this.o.ops.setMachineInstall(uuid, machine, { ...base, ...change }).catch((err: unknown) => this.o.log.warn("could not record provisioning progress", { machine, err }));
+    await this.o.ops
+      .setMachineInstall(uuid, machine, { ...base, ...change })
+      .catch((err: unknown) => this.o.log.warn("could not record provisioning progress", { machine, err }));
   }
 }
 
 function recordOf(i: CloudInstance): InstanceRecord {
-  return { id: i.id, state: i.state, ...(i.zone ? { zone: i.zone } : {}), ...(i.address ? { address: i.address } : {}) };
+  return {
+    id: i.id,
+    state: i.state,
+    ...(i.zone ? { zone: i.zone } : {}),
+    ...(i.address ? { address: i.address } : {}),
+  };
 }
 
 function sameInstance(a: InstanceRecord | undefined, b: CloudInstance): boolean {

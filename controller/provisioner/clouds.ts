@@ -39,7 +39,9 @@ export function clouds(credentials: CredentialOps): Partial<Record<ModelSubstrat
       },
       instances: (p, model) => machines.instances(p, model),
       gone: (state) => machines.gone(state),
-      ...(machines.adopt ? { adopt: (p: unknown, model: string, from: string) => machines.adopt!(p, model, from) } : {}),
+      ...(machines.adopt
+        ? { adopt: (p: unknown, model: string, from: string) => machines.adopt!(p, model, from) }
+        : {}),
       close: () => machines.close(),
     };
   }

@@ -25,11 +25,26 @@
  * talking to it. No object names the controller (labels: managed-by steward, the model's uuid,
  * the application), so nothing else changes hands.
  */
-import type { AgentConfig, DebugLogRecord, KubernetesModelSettings, Logger, LogRecordLevel, ModelSubstrate } from "../../api";
+import type {
+  AgentConfig,
+  DebugLogRecord,
+  KubernetesModelSettings,
+  Logger,
+  LogRecordLevel,
+  ModelSubstrate,
+} from "../../api";
 import { StewardError, agentConfigText, contractOf, parseAgentConfig, podAgentConfigKey } from "../../api";
 import { kubernetes } from "../../substrates";
 import { credentialMatches } from "../security/credentials";
-import type { CredentialOps, InstanceRecord, MachineInstallDoc, MigrationDoc, ModelIndex, StateCache, StateOps } from "../state";
+import type {
+  CredentialOps,
+  InstanceRecord,
+  MachineInstallDoc,
+  MigrationDoc,
+  ModelIndex,
+  StateCache,
+  StateOps,
+} from "../state";
 import { handedOver, migrationActive, settingsOf } from "../state";
 import { unitNumber } from "../state/agent-views";
 import { Reconciler } from "../workers";
@@ -56,7 +71,11 @@ export interface KubernetesProvisionerOptions {
 }
 
 /** A model's cluster, opened from its credential. */
-interface Cluster { api: kubernetes.KubeApi; namespace: string; key: string }
+interface Cluster {
+  api: kubernetes.KubeApi;
+  namespace: string;
+  key: string;
+}
 
 const FIELD_MANAGER = "steward-controller";
 /** Models (and machines) this provisioner keeps: those of the kind whose units are pods. */
@@ -109,7 +128,10 @@ export class KubernetesProvisioner extends Reconciler {
     for (const idx of this.models()) {
       if (this.stopped) return;
       live.add(idx.uuid);
-      if (this.leftToTarget(idx.uuid)) { this.forget(idx.uuid); continue; }
+      if (this.leftToTarget(idx.uuid)) {
+        this.forget(idx.uuid);
+        continue;
+      }
       try {
         await this.reconcileModel(idx);
         this.answeredAgain(idx);
@@ -122,7 +144,10 @@ export class KubernetesProvisioner extends Reconciler {
     for (const [uuid, cluster] of this.clusters) {
       if (live.has(uuid) || this.stopped) continue;
       // Gone from here because it moved: its objects are the target's.
-      if (this.leftToTarget(uuid)) { this.forget(uuid); continue; }
+      if (this.leftToTarget(uuid)) {
+        this.forget(uuid);
+        continue;
+      }
       try {
         await this.removeModelObjects(uuid, cluster);
         this.clusters.delete(uuid);
@@ -147,8 +172,16 @@ export class KubernetesProvisioner extends Reconciler {
       const current = idx.machineInstall.get(m.id);
       if (current?.state === "failed" && current.step === message) continue;
       // The pod last seen stays recorded: the cluster may still run it.
-      const doc: Omit<MachineInstallDoc, "at"> = { state: "failed", step: message, ...(current?.instance ? { instance: current.instance } : {}) };
-      await this.o.ops.setMachineInstall(idx.uuid, m.id, doc).catch((e: unknown) => this.o.log.warn("could not record a provisioning failure", { machine: m.id, err: describe(e) }));
+      const doc: Omit<MachineInstallDoc, "at"> = {
+        state: "failed",
+        step: message,
+        ...(current?.instance ? { instance: current.instance } : {}),
+      };
+      await this.o.ops
+        .setMachineInstall(idx.uuid, m.id, doc)
+        .catch((e: unknown) =>
+          this.o.log.warn("could not record a provisioning failure", { machine: m.id, err: describe(e) }),
+        );
     }
   }
 
@@ -164,7 +197,14 @@ export class KubernetesProvisioner extends Reconciler {
   private tellModel(idx: ModelIndex, level: LogRecordLevel, message: string): void {
     if (!this.o.modelLog) return;
     const ts = new Date().toISOString();
-    const records: DebugLogRecord[] = [...idx.units.values()].map((u) => ({ ts, level, source: "controller", machine: u.machine, unit: u.name, message }));
+    const records: DebugLogRecord[] = [...idx.units.values()].map((u) => ({
+      ts,
+      level,
+      source: "controller",
+      machine: u.machine,
+      unit: u.name,
+      message,
+    }));
     if (records.length === 0) records.push({ ts, level, source: "controller", machine: "", message });
     this.o.modelLog(idx.uuid, records);
   }
@@ -175,14 +215,18 @@ export class KubernetesProvisioner extends Reconciler {
     if (!cluster) return;
     this.clusters.delete(uuid);
     cluster.api.close();
-    this.o.log.info("left a migrating model's kubernetes objects to the target controller", { model: uuid, namespace: cluster.namespace });
+    this.o.log.info("left a migrating model's kubernetes objects to the target controller", {
+      model: uuid,
+      namespace: cluster.namespace,
+    });
   }
 
   private async clusterOf(idx: ModelIndex): Promise<Cluster> {
     const m = idx.model!;
     const { credential } = m.placement;
     const { namespace } = settingsOf<KubernetesModelSettings>(m);
-    if (!credential || !namespace) throw new StewardError("invalid-request", `model ${m.name} has no kubernetes credential or namespace`);
+    if (!credential || !namespace)
+      throw new StewardError("invalid-request", `model ${m.name} has no kubernetes credential or namespace`);
     const c = await this.o.credentials.open(credential, "kubernetes");
     const key = `${credential}\n${c.kubeconfig}\n${c.context ?? ""}\n${namespace}`;
     const known = this.clusters.get(idx.uuid);
@@ -198,7 +242,9 @@ export class KubernetesProvisioner extends Reconciler {
     const { api, namespace } = cluster;
     const R = kubernetes.KUBE_RESOURCES;
     if (!(await api.find(R.namespaces, namespace))) {
-      await api.create(R.namespaces, kubernetes.namespaceManifest(idx.uuid, namespace)).catch((err: unknown) => { if (!kubernetes.isAlreadyExists(err)) throw err; });
+      await api.create(R.namespaces, kubernetes.namespaceManifest(idx.uuid, namespace)).catch((err: unknown) => {
+        if (!kubernetes.isAlreadyExists(err)) throw err;
+      });
       this.o.log.info("made the model's namespace", { model: idx.model?.name, namespace });
     }
     const byApp = new Map<string, { ordinal: number; machine: string }[]>();
@@ -226,18 +272,32 @@ export class KubernetesProvisioner extends Reconciler {
     }
   }
 
-  private async reconcileApp(idx: ModelIndex, cluster: Cluster, app: string, units: { ordinal: number; machine: string }[]): Promise<void> {
+  private async reconcileApp(
+    idx: ModelIndex,
+    cluster: Cluster,
+    app: string,
+    units: { ordinal: number; machine: string }[],
+  ): Promise<void> {
     const { api, namespace } = cluster;
     const R = kubernetes.KUBE_RESOURCES;
     const spec = { model: idx.uuid, namespace, app };
     // Units first get their agent configuration, then their pods.
     if (units.length > 0) await this.writeAgentConfigs(idx, cluster, app, units);
     for (const svc of kubernetes.serviceManifests(spec)) {
-      if (!(await api.find(R.services, svc.metadata!.name!, { namespace }))) await api.create(R.services, svc).catch((err: unknown) => { if (!kubernetes.isAlreadyExists(err)) throw err; });
+      if (!(await api.find(R.services, svc.metadata!.name!, { namespace })))
+        await api.create(R.services, svc).catch((err: unknown) => {
+          if (!kubernetes.isAlreadyExists(err)) throw err;
+        });
     }
     const replicas = units.length === 0 ? 0 : Math.max(...units.map((u) => u.ordinal)) + 1;
     const containers = this.o.cache.operators.get(idx.apps.get(app)?.operator.hash ?? "")?.meta.containers;
-    const want = kubernetes.statefulSetManifest({ ...spec, replicas, agentImage: this.o.agentImage, ...(this.o.probes ? { probes: this.o.probes } : {}), ...(containers ? { containers } : {}) });
+    const want = kubernetes.statefulSetManifest({
+      ...spec,
+      replicas,
+      agentImage: this.o.agentImage,
+      ...(this.o.probes ? { probes: this.o.probes } : {}),
+      ...(containers ? { containers } : {}),
+    });
     const have = await api.find(R.statefulSets, app, { namespace });
     if (!have) {
       await api.create(R.statefulSets, want);
@@ -246,11 +306,24 @@ export class KubernetesProvisioner extends Reconciler {
     }
     const hash = want.metadata!.annotations![kubernetes.TEMPLATE_HASH];
     if (have.metadata?.annotations?.[kubernetes.TEMPLATE_HASH] !== hash) {
-      await api.patch<kubernetes.StatefulSet>(R.statefulSets, app, { metadata: { annotations: { [kubernetes.TEMPLATE_HASH]: hash } }, spec: { replicas, template: want.spec!.template } }, { namespace, type: "merge", fieldManager: FIELD_MANAGER });
+      await api.patch<kubernetes.StatefulSet>(
+        R.statefulSets,
+        app,
+        {
+          metadata: { annotations: { [kubernetes.TEMPLATE_HASH]: hash } },
+          spec: { replicas, template: want.spec!.template },
+        },
+        { namespace, type: "merge", fieldManager: FIELD_MANAGER },
+      );
       this.o.log.info("updated the application's pod template", { model: idx.model?.name, app, replicas });
     } else if (have.spec?.replicas !== replicas) {
       await api.scale(R.statefulSets, app, replicas, { namespace });
-      this.o.log.info("scaled the application's StatefulSet", { model: idx.model?.name, app, from: have.spec?.replicas, to: replicas });
+      this.o.log.info("scaled the application's StatefulSet", {
+        model: idx.model?.name,
+        app,
+        from: have.spec?.replicas,
+        to: replicas,
+      });
     }
   }
 
@@ -268,7 +341,12 @@ export class KubernetesProvisioner extends Reconciler {
    * that holds the model's cluster credential can read. An entry whose credential does not match
    * gets a new one, as a new unit does.
    */
-  private async writeAgentConfigs(idx: ModelIndex, cluster: Cluster, app: string, units: { ordinal: number; machine: string }[]): Promise<void> {
+  private async writeAgentConfigs(
+    idx: ModelIndex,
+    cluster: Cluster,
+    app: string,
+    units: { ordinal: number; machine: string }[],
+  ): Promise<void> {
     const { api, namespace } = cluster;
     const R = kubernetes.KUBE_RESOURCES;
     const name = kubernetes.agentsSecretName(app);
@@ -283,7 +361,10 @@ export class KubernetesProvisioner extends Reconciler {
       const cfg = text ? configOf(text) : undefined;
       if (text && cfg?.machine === u.machine && cfg.model === idx.uuid) {
         // This controller's own entry stays as written: its agent learns newer addresses from the controller itself.
-        if (cfg.caCert === this.o.caCert) { configs.set(u.ordinal, text); continue; }
+        if (cfg.caCert === this.o.caCert) {
+          configs.set(u.ordinal, text);
+          continue;
+        }
         const hash = idx.machines.get(u.machine)?.credentialHash;
         if (hash && credentialMatches(cfg.credential, hash)) {
           configs.set(u.ordinal, agentConfigText({ ...cfg, controllerAddresses: addresses, caCert: this.o.caCert }));
@@ -293,40 +374,69 @@ export class KubernetesProvisioner extends Reconciler {
         }
       }
       const credential = await this.o.ops.issueMachineCredential(idx.uuid, u.machine);
-      configs.set(u.ordinal, agentConfigText({ model: idx.uuid, machine: u.machine, credential, controllerAddresses: addresses, caCert: this.o.caCert }));
+      configs.set(
+        u.ordinal,
+        agentConfigText({
+          model: idx.uuid,
+          machine: u.machine,
+          credential,
+          controllerAddresses: addresses,
+          caCert: this.o.caCert,
+        }),
+      );
       changed = true;
     }
     if (have && Object.keys(have.data ?? {}).length !== configs.size) changed = true;
     if (!changed) return;
     const secret: kubernetes.Secret = kubernetes.agentsSecretManifest({ model: idx.uuid, namespace, app }, configs);
-    if (have) await api.replace(R.secrets, { ...secret, metadata: { ...secret.metadata, resourceVersion: have.metadata!.resourceVersion! } });
+    if (have)
+      await api.replace(R.secrets, {
+        ...secret,
+        metadata: { ...secret.metadata, resourceVersion: have.metadata!.resourceVersion! },
+      });
     else await api.create(R.secrets, secret);
-    if (readdressed > 0) this.o.log.info("pointed the application's agent configurations at this controller", { model: idx.model?.name, app, units: readdressed });
+    if (readdressed > 0)
+      this.o.log.info("pointed the application's agent configurations at this controller", {
+        model: idx.model?.name,
+        app,
+        units: readdressed,
+      });
   }
 
   /** Records each unit machine's pod (name, phase and readiness, IP) as its instance, for status and show-machine. */
   private async recordPods(idx: ModelIndex, cluster: Cluster): Promise<void> {
-    const pods = await cluster.api.list(kubernetes.KUBE_RESOURCES.pods, { namespace: cluster.namespace, labelSelector: kubernetes.selectorOf(idx.uuid) });
+    const pods = await cluster.api.list(kubernetes.KUBE_RESOURCES.pods, {
+      namespace: cluster.namespace,
+      labelSelector: kubernetes.selectorOf(idx.uuid),
+    });
     const byName = new Map(pods.items.map((p) => [p.metadata!.name!, p]));
     for (const u of idx.units.values()) {
       const m = idx.machines.get(u.machine);
       if (!m || !onPods(m.substrate) || m.life !== "alive") continue;
       const pod = byName.get(kubernetes.podName(u.app, unitNumber(u.name)));
-      const instance: InstanceRecord = pod ? instanceOf(pod, cluster.namespace) : { id: `${cluster.namespace}/${kubernetes.podName(u.app, unitNumber(u.name))}`, state: "pending" };
+      const instance: InstanceRecord = pod
+        ? instanceOf(pod, cluster.namespace)
+        : { id: `${cluster.namespace}/${kubernetes.podName(u.app, unitNumber(u.name))}`, state: "pending" };
       const current = idx.machineInstall.get(m.id);
       const state: MachineInstallDoc["state"] = pod?.status?.phase === "Running" ? "installed" : "installing";
       const step = pod ? `pod ${instance.id} is ${instance.state}` : `waiting for pod ${instance.id}`;
-      if (current && current.state === state && current.step === step && sameInstance(current.instance, instance)) continue;
-      await this.o.ops.setMachineInstall(idx.uuid, m.id, { state, step, instance }).catch((err: unknown) => this.o.log.warn("could not record a pod", { machine: m.id, err: describe(err) }));
+      if (current && current.state === state && current.step === step && sameInstance(current.instance, instance))
+        continue;
+      await this.o.ops
+        .setMachineInstall(idx.uuid, m.id, { state, step, instance })
+        .catch((err: unknown) => this.o.log.warn("could not record a pod", { machine: m.id, err: describe(err) }));
     }
   }
 
   private async removeAppObjects(cluster: Cluster, model: string, app: string): Promise<void> {
     const { api, namespace } = cluster;
     const R = kubernetes.KUBE_RESOURCES;
-    const gone = (err: unknown) => { if (!kubernetes.isNotFound(err)) throw err; };
+    const gone = (err: unknown) => {
+      if (!kubernetes.isNotFound(err)) throw err;
+    };
     await api.delete(R.statefulSets, app, { namespace, propagationPolicy: "Foreground" }).catch(gone);
-    for (const svc of kubernetes.serviceManifests({ model, namespace, app })) await api.delete(R.services, svc.metadata!.name!, { namespace }).catch(gone);
+    for (const svc of kubernetes.serviceManifests({ model, namespace, app }))
+      await api.delete(R.services, svc.metadata!.name!, { namespace }).catch(gone);
     await api.delete(R.secrets, kubernetes.agentsSecretName(app), { namespace }).catch(gone);
     this.o.log.info("deleted a removed application's objects", { app, namespace });
   }
@@ -338,7 +448,9 @@ export class KubernetesProvisioner extends Reconciler {
     const ns = await api.find(R.namespaces, namespace);
     if (!ns) return;
     if (ns.metadata?.labels?.[kubernetes.LABELS.model] === model) {
-      await api.delete(R.namespaces, namespace).catch((err: unknown) => { if (!kubernetes.isNotFound(err)) throw err; });
+      await api.delete(R.namespaces, namespace).catch((err: unknown) => {
+        if (!kubernetes.isNotFound(err)) throw err;
+      });
       this.o.log.info("deleted a removed model's namespace", { model, namespace });
       return;
     }
@@ -349,7 +461,11 @@ export class KubernetesProvisioner extends Reconciler {
 
 /** An agent configuration in the Secret (undefined when it is not one). */
 function configOf(configText: string): AgentConfig | undefined {
-  try { return parseAgentConfig(configText, "the agent configuration"); } catch { return undefined; }
+  try {
+    return parseAgentConfig(configText, "the agent configuration");
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -363,8 +479,12 @@ function leftToTarget(m: MigrationDoc | undefined): boolean {
 
 function instanceOf(pod: kubernetes.Pod, namespace: string): InstanceRecord {
   const ready = pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-  const phase = pod.metadata?.deletionTimestamp ? "Terminating" : pod.status?.phase ?? "Pending";
-  return { id: `${namespace}/${pod.metadata!.name!}`, state: phase === "Running" ? (ready ? "running, ready" : "running, not ready") : phase.toLowerCase(), ...(pod.status?.podIP ? { address: pod.status.podIP } : {}) };
+  const phase = pod.metadata?.deletionTimestamp ? "Terminating" : (pod.status?.phase ?? "Pending");
+  return {
+    id: `${namespace}/${pod.metadata!.name!}`,
+    state: phase === "Running" ? (ready ? "running, ready" : "running, not ready") : phase.toLowerCase(),
+    ...(pod.status?.podIP ? { address: pod.status.podIP } : {}),
+  };
 }
 
 function sameInstance(a: InstanceRecord | undefined, b: InstanceRecord): boolean {

@@ -21,7 +21,8 @@ export type LocalDirCheck = (dir: string, model: string, machine: string) => Pro
 export function localDirRule(machinesDir: string): LocalDirCheck {
   return async (dir, model, machine) => {
     const expected = `<machines directory>/${model}/${machine}`;
-    if (!isAbsolute(dir) || normalize(dir) !== dir || dir.endsWith("/")) return `"${dir.slice(0, 200)}" is not an absolute, normalised path (expected ${expected})`;
+    if (!isAbsolute(dir) || normalize(dir) !== dir || dir.endsWith("/"))
+      return `"${dir.slice(0, 200)}" is not an absolute, normalised path (expected ${expected})`;
     const root = dirname(dirname(dir));
     if (basename(dir) !== machine || basename(dirname(dir)) !== model || basename(root) !== dataFiles.machines) {
       return `"${dir.slice(0, 200)}" is not a local machine's directory (expected ${expected})`;
@@ -29,7 +30,8 @@ export function localDirRule(machinesDir: string): LocalDirCheck {
     if (root === machinesDir) return undefined;
     // Another local controller's agent, which a migration leaves where it runs: it must be there already.
     const config = await stat(join(dir, AGENT_CONFIG_FILE)).catch(() => undefined);
-    if (!config?.isFile()) return `"${dir.slice(0, 200)}" is outside this controller's directory (${machinesDir}) and holds no agent of this machine on this host`;
+    if (!config?.isFile())
+      return `"${dir.slice(0, 200)}" is outside this controller's directory (${machinesDir}) and holds no agent of this machine on this host`;
     return undefined;
   };
 }

@@ -30,7 +30,12 @@ export interface LocalProvisionerOptions {
    * Who agents run as when this controller runs as root, and where their directories go then
    * (`machinesDir`, in `dataDir`, becomes a link there). Unused when not root: agents run as the controller.
    */
-  agents: { user: string; dir: string; dataDir: string; /** Run them as the controller's user even as root (ControllerOptions.localAgentsAsRoot). */ asController: boolean };
+  agents: {
+    user: string;
+    dir: string;
+    dataDir: string;
+    /** Run them as the controller's user even as root (ControllerOptions.localAgentsAsRoot). */ asController: boolean;
+  };
   /**
    * Whether this controller makes local machines (bootstrapped locally, or turned on): where not, one
    * that reached the store another way (an imported model) gets no agent, and says why.
@@ -56,13 +61,20 @@ export class LocalProvisioner extends Reconciler {
   private readonly refused = new Set<string>();
 
   constructor(private readonly o: LocalProvisionerOptions) {
-    super({ cache: o.cache, log: o.log, failure: "local substrate reconcile failed", pollMs: o.superviseIntervalMs ?? 5000 });
+    super({
+      cache: o.cache,
+      log: o.log,
+      failure: "local substrate reconcile failed",
+      pollMs: o.superviseIntervalMs ?? 5000,
+    });
   }
 
   /** Only machine changes matter; status chatter leaves it unchanged. */
   protected override signature(): string {
     const parts: string[] = [];
-    for (const idx of this.o.cache.models.values()) for (const m of idx.machines.values()) if (onControllerHost(m.substrate)) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
+    for (const idx of this.o.cache.models.values())
+      for (const m of idx.machines.values())
+        if (onControllerHost(m.substrate)) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
     return parts.sort().join(",");
   }
 
@@ -77,7 +89,11 @@ export class LocalProvisioner extends Reconciler {
     }
     this.runAs = runAs;
     this.agentEntry = agentEntry;
-    return (this.machines = new LocalMachines({ machinesDir: this.o.machinesDir, agentEntry, ...(runAs ? { runAs } : {}) }));
+    return (this.machines = new LocalMachines({
+      machinesDir: this.o.machinesDir,
+      agentEntry,
+      ...(runAs ? { runAs } : {}),
+    }));
   }
 
   protected async reconcile(): Promise<void> {
@@ -88,7 +104,10 @@ export class LocalProvisioner extends Reconciler {
       if (handedOver(this.o.cache.migrations.get(idx.uuid))) continue;
       for (const m of [...idx.machines.values()]) {
         if (!onControllerHost(m.substrate) || this.stopped) continue;
-        if (!this.o.enabled && m.life === "alive") { await this.refuse(idx.uuid, m.id); continue; }
+        if (!this.o.enabled && m.life === "alive") {
+          await this.refuse(idx.uuid, m.id);
+          continue;
+        }
         const machines = this.machinesOf(m, (own ??= await this.ready()));
         if (m.life === "alive") await this.ensureRunning(machines, idx.uuid, m.id);
         else {
@@ -107,13 +126,22 @@ export class LocalProvisioner extends Reconciler {
     if (!m.localDir) return own;
     const root = dirname(dirname(m.localDir));
     let machines = this.adopted.get(root);
-    if (!machines) this.adopted.set(root, (machines = new LocalMachines({ machinesDir: root, agentEntry: this.agentEntry ?? this.o.agentEntry, ...(this.runAs ? { runAs: this.runAs } : {}) })));
+    if (!machines)
+      this.adopted.set(
+        root,
+        (machines = new LocalMachines({
+          machinesDir: root,
+          agentEntry: this.agentEntry ?? this.o.agentEntry,
+          ...(this.runAs ? { runAs: this.runAs } : {}),
+        })),
+      );
     return machines;
   }
 
   private async refuse(model: string, machine: string): Promise<void> {
     if (this.refused.has(`${model}/${machine}`)) return;
-    const why = "not started: this controller was not bootstrapped locally and makes no local machines (\"localMachines\": {\"enabled\": true} in its controller.json turns them on)";
+    const why =
+      'not started: this controller was not bootstrapped locally and makes no local machines ("localMachines": {"enabled": true} in its controller.json turns them on)';
     this.o.log.warn("a local machine gets no agent", { model, machine, why });
     await this.o.ops.setMachineInstall(model, machine, { state: "failed", step: why });
     this.refused.add(`${model}/${machine}`);
@@ -121,7 +149,9 @@ export class LocalProvisioner extends Reconciler {
 
   private async ensureRunning(machines: LocalMachines, model: string, machine: string): Promise<void> {
     const started = await machines.startMachine({
-      model, machine, placement: undefined,
+      model,
+      machine,
+      placement: undefined,
       controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
       issueCredential: () => this.o.ops.issueMachineCredential(model, machine),
     });

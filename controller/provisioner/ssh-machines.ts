@@ -37,10 +37,18 @@ export class SshProvisioner {
   constructor(private readonly o: SshProvisionerOptions) {}
 
   /** Checks the host and registers the machine; the install continues in the background. */
-  async add(uuid: string, target: ssh.SshTarget & { port: number }): Promise<{ id: string; hostKey: string; created: boolean }> {
+  async add(
+    uuid: string,
+    target: ssh.SshTarget & { port: number },
+  ): Promise<{ id: string; hostKey: string; created: boolean }> {
     // Refuses unsupported hosts and missing sudo before anything is recorded.
     const hostKey = await ssh.checkHost(target, 3);
-    const m = await this.o.ops.addSshMachine(uuid, { host: target.host, port: target.port, user: target.user, hostKey });
+    const m = await this.o.ops.addSshMachine(uuid, {
+      host: target.host,
+      port: target.port,
+      user: target.user,
+      hostKey,
+    });
     await this.o.cache.waitForRevision(m.revision);
     await this.o.ops.setMachineInstall(uuid, m.id, { state: "installing", step: "queued" });
     // The key stays in this closure until the install ends; the pinned host key is enforced from now on.
@@ -52,7 +60,10 @@ export class SshProvisioner {
   private schedule(job: () => Promise<void>): void {
     const start = (): void => {
       this.running++;
-      void job().finally(() => { this.running--; this.queue.shift()?.(); });
+      void job().finally(() => {
+        this.running--;
+        this.queue.shift()?.();
+      });
     };
     if (this.running < (this.o.concurrency ?? 20)) start();
     else this.queue.push(start);
@@ -60,17 +71,38 @@ export class SshProvisioner {
 
   private async install(uuid: string, id: string, target: ssh.SshTarget): Promise<void> {
     const log = this.o.log.child({ machine: id, host: target.host });
-    const record = (state: "installing" | "installed" | "failed", step: string, extra: { changed?: boolean; bytesUploaded?: number } = {}): Promise<void> =>
-      this.o.ops.setMachineInstall(uuid, id, { state, step, ...extra }).catch((err: unknown) => log.warn("could not record install progress", { err }));
+    const record = (
+      state: "installing" | "installed" | "failed",
+      step: string,
+      extra: { changed?: boolean; bytesUploaded?: number } = {},
+    ): Promise<void> =>
+      this.o.ops
+        .setMachineInstall(uuid, id, { state, step, ...extra })
+        .catch((err: unknown) => log.warn("could not record install progress", { err }));
     try {
-      const res = await this.machines.startMachine({
-        model: uuid, machine: id, placement: target,
-        controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
-        issueCredential: () => this.o.ops.issueMachineCredential(uuid, id),
-        waitForLogin: () => this.waitForLogin(uuid, id),
-      }, { progress: (step) => { log.info("install step", { step }); void record("installing", step); } });
-      await record("installed", res.changed ? "installed" : "already installed; nothing changed", { changed: res.changed, bytesUploaded: res.bytesUploaded });
-      log.info(res.changed ? "agent installed" : "agent already installed; nothing changed", { bytes_uploaded: res.bytesUploaded });
+      const res = await this.machines.startMachine(
+        {
+          model: uuid,
+          machine: id,
+          placement: target,
+          controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
+          issueCredential: () => this.o.ops.issueMachineCredential(uuid, id),
+          waitForLogin: () => this.waitForLogin(uuid, id),
+        },
+        {
+          progress: (step) => {
+            log.info("install step", { step });
+            void record("installing", step);
+          },
+        },
+      );
+      await record("installed", res.changed ? "installed" : "already installed; nothing changed", {
+        changed: res.changed,
+        bytesUploaded: res.bytesUploaded,
+      });
+      log.info(res.changed ? "agent installed" : "agent already installed; nothing changed", {
+        bytes_uploaded: res.bytesUploaded,
+      });
     } catch (err) {
       const message = StewardError.isInstance(err) ? err.message : (err as Error).message;
       log.error("agent install failed", { err: message });
@@ -79,7 +111,12 @@ export class SshProvisioner {
   }
 
   private waitForLogin(uuid: string, id: string): Promise<void> {
-    return waitForAgentLogin(this.o.cache, uuid, id, this.o.loginTimeoutMs ?? 60_000,
-      `it was installed; can the host reach the controller at ${this.o.controllerAddresses().join(", ")}? See /var/lib/steward/agents/${uuid}-${id}/agent.log on the host`);
+    return waitForAgentLogin(
+      this.o.cache,
+      uuid,
+      id,
+      this.o.loginTimeoutMs ?? 60_000,
+      `it was installed; can the host reach the controller at ${this.o.controllerAddresses().join(", ")}? See /var/lib/steward/agents/${uuid}-${id}/agent.log on the host`,
+    );
   }
 }

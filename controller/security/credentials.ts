@@ -92,14 +92,26 @@ export function verifyToken(token: string, key: string, now = Date.now()): Token
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
   let c: TokenClaims;
   try {
-    const raw = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as { u: unknown; j: unknown; i: unknown; e: unknown };
-    if (typeof raw.u !== "string" || typeof raw.j !== "string" || !Number.isSafeInteger(raw.i) || !Number.isSafeInteger(raw.e)) return undefined;
+    const raw = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as {
+      u: unknown;
+      j: unknown;
+      i: unknown;
+      e: unknown;
+    };
+    if (
+      typeof raw.u !== "string" ||
+      typeof raw.j !== "string" ||
+      !Number.isSafeInteger(raw.i) ||
+      !Number.isSafeInteger(raw.e)
+    )
+      return undefined;
     c = { user: raw.u, id: raw.j, issuedAt: raw.i as number, expiresAt: raw.e as number };
   } catch {
     return undefined;
   }
   if (encodeBody(c) !== body) return undefined;
   if (c.expiresAt < now || c.issuedAt > now + CLOCK_SKEW_MS) return undefined;
-  if (c.expiresAt - c.issuedAt > MAX_TOKEN_LIFETIME_MS || c.expiresAt > now + MAX_TOKEN_LIFETIME_MS + CLOCK_SKEW_MS) return undefined;
+  if (c.expiresAt - c.issuedAt > MAX_TOKEN_LIFETIME_MS || c.expiresAt > now + MAX_TOKEN_LIFETIME_MS + CLOCK_SKEW_MS)
+    return undefined;
   return c;
 }

@@ -81,7 +81,9 @@ export class PasswordWork {
   }
 
   private busy(): StewardError {
-    return new StewardError("rate-limited", "too many logins are being checked right now; try again in a few seconds", { details: { retryAfterSeconds: 2 } });
+    return new StewardError("rate-limited", "too many logins are being checked right now; try again in a few seconds", {
+      details: { retryAfterSeconds: 2 },
+    });
   }
 
   private async run<T>(lane: CheckLane, fn: () => Promise<T>): Promise<T> {
@@ -99,7 +101,8 @@ export class PasswordWork {
       this.checkMs = 0.8 * this.checkMs + 0.2 * (performance.now() - started);
       // Hand the slot straight to the next waiter (familiar users first), or free it.
       const next = this.queues.familiar.shift() ?? this.queues.other.shift();
-      if (next) next(); else this.running--;
+      if (next) next();
+      else this.running--;
     }
   }
 }

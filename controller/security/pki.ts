@@ -14,8 +14,14 @@ const crypto = webcrypto;
 x509.cryptoProvider.set(crypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 
-export interface CertificateAuthority { certPem: string; keyPem: string }
-export interface ServerCertificate { certPem: string; keyPem: string }
+export interface CertificateAuthority {
+  certPem: string;
+  keyPem: string;
+}
+export interface ServerCertificate {
+  certPem: string;
+  keyPem: string;
+}
 
 const YEAR_MS = 365 * 24 * 3600 * 1000;
 
@@ -42,7 +48,10 @@ export async function issueServerCertificate(ca: CertificateAuthority, hosts: st
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await crypto.subtle.importKey("pkcs8", x509.PemConverter.decodeFirst(ca.keyPem), alg, false, ["sign"]);
   const keys = await crypto.subtle.generateKey(alg, true, ["sign", "verify"]);
-  const names = [...new Set([CONTROLLER_TLS_NAME, "localhost", "127.0.0.1", ...hosts])].map((h) => ({ type: isIP(h) ? ("ip" as const) : ("dns" as const), value: h }));
+  const names = [...new Set([CONTROLLER_TLS_NAME, "localhost", "127.0.0.1", ...hosts])].map((h) => ({
+    type: isIP(h) ? ("ip" as const) : ("dns" as const),
+    value: h,
+  }));
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: randomSerial(),
     subject: `CN=${CONTROLLER_TLS_NAME}, O=Steward`,

@@ -26,7 +26,9 @@ export class Sealer {
   }
 
   static fromCaKey(caKeyPem: string): Sealer {
-    return new Sealer(Buffer.from(hkdfSync("sha256", Buffer.from(caKeyPem), Buffer.alloc(0), "steward sealed secrets v1", 32)));
+    return new Sealer(
+      Buffer.from(hkdfSync("sha256", Buffer.from(caKeyPem), Buffer.alloc(0), "steward sealed secrets v1", 32)),
+    );
   }
 
   seal(purpose: string, plaintext: string): string {
@@ -41,14 +43,20 @@ export class Sealer {
   open(purpose: string, sealed: string): string {
     const [version, b64] = sealed.split(".");
     const raw = Buffer.from(b64 ?? "", "base64url");
-    if (version !== VERSION || raw.length < IV_BYTES + TAG_BYTES) throw new Error(`sealed ${purpose} is not in a format this controller knows`);
+    if (version !== VERSION || raw.length < IV_BYTES + TAG_BYTES)
+      throw new Error(`sealed ${purpose} is not in a format this controller knows`);
     const decipher = createDecipheriv("aes-256-gcm", this.key, raw.subarray(0, IV_BYTES));
     decipher.setAAD(Buffer.from(purpose));
     decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
     try {
-      return Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]).toString("utf8");
+      return Buffer.concat([
+        decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)),
+        decipher.final(),
+      ]).toString("utf8");
     } catch {
-      throw new Error(`sealed ${purpose} does not open with this controller's key (altered, or sealed by another controller)`);
+      throw new Error(
+        `sealed ${purpose} does not open with this controller's key (altered, or sealed by another controller)`,
+      );
     }
   }
 

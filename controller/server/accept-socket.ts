@@ -26,8 +26,11 @@ export interface SocketUpgrade {
  * socket reset later is ignored here (its close event ends what `accepted` set up).
  */
 export function acceptAuthenticatedSocket<T>(
-  wss: WebSocketServer, cache: StateCache, { req, socket, head }: SocketUpgrade,
-  admit: (principal: Principal) => T, accepted: (ws: WebSocket, admitted: T) => void,
+  wss: WebSocketServer,
+  cache: StateCache,
+  { req, socket, head }: SocketUpgrade,
+  admit: (principal: Principal) => T,
+  accepted: (ws: WebSocket, admitted: T) => void,
 ): void {
   let admitted: T;
   try {

@@ -11,14 +11,25 @@ import { StewardError, routes } from "../../api";
 import type { ActionOps, ModelIndex, StateCache } from "../state";
 import { routeOn } from "../access/route";
 
-export interface ActionRoutesDeps { cache: StateCache; actions: ActionOps }
+export interface ActionRoutesDeps {
+  cache: StateCache;
+  actions: ActionOps;
+}
 
 export function registerActionRoutes(app: FastifyInstance, { cache, actions }: ActionRoutesDeps): void {
   const route = routeOn(app, cache);
-  const unitExists = (idx: ModelIndex) => (unit: string): boolean => idx.units.has(unit);
+  const unitExists =
+    (idx: ModelIndex) =>
+    (unit: string): boolean =>
+      idx.units.has(unit);
 
   route(routes.runAction, async ({ model: idx, principal, body, settled }) => {
-    const { revision, ...result } = await actions.run(idx.uuid, principal.user, body, (unit) => idx.taskQueue.get(unit)?.size ?? 0);
+    const { revision, ...result } = await actions.run(
+      idx.uuid,
+      principal.user,
+      body,
+      (unit) => idx.taskQueue.get(unit)?.size ?? 0,
+    );
     await settled(revision);
     return result;
   });
@@ -29,7 +40,11 @@ export function registerActionRoutes(app: FastifyInstance, { cache, actions }: A
     const text = query.limit;
     const limit = text === undefined ? 20 : Number(text);
     if (typeof text !== "undefined" && (typeof text !== "string" || !/^\d+$/.test(text) || limit < 1 || limit > 1000)) {
-      throw new StewardError("invalid-request", `query "limit" must be a whole number from 1 to 1000, got ${JSON.stringify(text)}`, { details: { field: "limit" } });
+      throw new StewardError(
+        "invalid-request",
+        `query "limit" must be a whole number from 1 to 1000, got ${JSON.stringify(text)}`,
+        { details: { field: "limit" } },
+      );
     }
     return { operations: await actions.operations(idx.uuid, limit, unitExists(idx)) };
   });

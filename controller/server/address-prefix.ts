@@ -23,10 +23,13 @@ export function addressPrefix(address: string): string {
 function ipv6Groups(ip: string): string[] {
   // A dotted IPv4 tail (::a.b.c.d forms) is two groups.
   const tail = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(ip);
-  const text = tail ? `${ip.slice(0, tail.index)}${((+tail[1]! << 8) | +tail[2]!).toString(16)}:${((+tail[3]! << 8) | +tail[4]!).toString(16)}` : ip;
+  const text = tail
+    ? `${ip.slice(0, tail.index)}${((+tail[1]! << 8) | +tail[2]!).toString(16)}:${((+tail[3]! << 8) | +tail[4]!).toString(16)}`
+    : ip;
   const [head, rest] = text.split("::") as [string, string | undefined];
   const left = head ? head.split(":") : [];
   const right = rest ? rest.split(":") : [];
-  const groups = rest === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right];
+  const groups =
+    rest === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right];
   return groups.map((g) => parseInt(g, 16).toString(16));
 }

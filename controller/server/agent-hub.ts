@@ -8,7 +8,15 @@ import type { Duplex } from "node:stream";
 import { randomUUID } from "node:crypto";
 import { WebSocketServer } from "ws";
 import type WebSocket from "ws";
-import type { AgentFrame, DebugLogRecord, LogBatch, Logger, MigrationReport, TaskFinish, TransportLimits } from "../../api";
+import type {
+  AgentFrame,
+  DebugLogRecord,
+  LogBatch,
+  Logger,
+  MigrationReport,
+  TaskFinish,
+  TransportLimits,
+} from "../../api";
 import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "../../api";
 import type { Store } from "../store";
 import { unchanged } from "../store";
@@ -94,7 +102,10 @@ export class AgentHub {
     const limits = { ...TRANSPORT_LIMITS, ...deps.transport };
     this.wss = new WebSocketServer({ noServer: true, maxPayload: limits.agentFrameBytes });
     answerHandshakeErrors(this.wss);
-    this.failedLogins = new SourceLimiter({ perSecond: limits.failedAgentLoginsPerSecond, burst: limits.failedAgentLoginsBurst });
+    this.failedLogins = new SourceLimiter({
+      perSecond: limits.failedAgentLoginsPerSecond,
+      burst: limits.failedAgentLoginsBurst,
+    });
     this.unsubscribe = deps.cache.subscribe((changed) => {
       // A replica came or went: every agent gets the new address list.
       if (changed.has(CLUSTER_CHANGED)) this.addressesChanged = true;
@@ -109,7 +120,9 @@ export class AgentHub {
     });
   }
 
-  get connectionCount(): number { return this.byMachine.size; }
+  get connectionCount(): number {
+    return this.byMachine.size;
+  }
 
   /**
    * While this replica cannot reach a store majority it sends its agents away (they reconnect to
@@ -119,8 +132,11 @@ export class AgentHub {
     if (reachable === this.storeReachable) return;
     this.storeReachable = reachable;
     if (reachable) return;
-    this.deps.log.warn("the store is unreachable from this replica: sending its agents to other replicas", { agents: this.byMachine.size });
-    for (const conn of this.byMachine.values()) conn.ws.close(1013, "this controller replica has lost its store; try another");
+    this.deps.log.warn("the store is unreachable from this replica: sending its agents to other replicas", {
+      agents: this.byMachine.size,
+    });
+    for (const conn of this.byMachine.values())
+      conn.ws.close(1013, "this controller replica has lost its store; try another");
   }
 
   /**
@@ -131,27 +147,58 @@ export class AgentHub {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     // An agent of a model that moved away is told where it went (its config was not switched: it was down, or the switch failed, Juju #18618).
     const moved = this.movedModelOf(req);
-    if (moved) { answerRaw(socket, moved.httpStatus, moved.toWire()); return; }
+    if (moved) {
+      answerRaw(socket, moved.httpStatus, moved.toWire());
+      return;
+    }
     let principal;
     try {
       principal = authenticate(this.deps.cache, req.headers);
-      if (principal.kind !== "agent") throw new StewardError("forbidden", "only agents may connect to /v1/agent; users watch a model's status at /v1/models/<model>/watch");
+      if (principal.kind !== "agent")
+        throw new StewardError(
+          "forbidden",
+          "only agents may connect to /v1/agent; users watch a model's status at /v1/models/<model>/watch",
+        );
     } catch (err) {
       if (!StewardError.isInstance(err)) throw err;
       this.refuseLogin(req, socket, err);
       return;
     }
     if (!this.storeReachable) {
-      answerRaw(socket, 503, { code: "unavailable", reason: "store-unreachable", retryable: true, message: "this controller replica has lost its store; try another" }, { "Retry-After": "2" });
+      answerRaw(
+        socket,
+        503,
+        {
+          code: "unavailable",
+          reason: "store-unreachable",
+          retryable: true,
+          message: "this controller replica has lost its store; try another",
+        },
+        { "Retry-After": "2" },
+      );
       return;
     }
     if (!this.deps.limiter.take()) {
       const retry = this.deps.limiter.retryAfterSeconds();
-      answerRaw(socket, 503, { code: "unavailable", reason: "at-capacity", retryable: true, message: `too many agents are logging in at once; retry in ${retry} s` }, { "Retry-After": String(retry) });
+      answerRaw(
+        socket,
+        503,
+        {
+          code: "unavailable",
+          reason: "at-capacity",
+          retryable: true,
+          message: `too many agents are logging in at once; retry in ${retry} s`,
+        },
+        { "Retry-After": String(retry) },
+      );
       return;
     }
     const { model, machine } = principal;
-    this.wss.handleUpgrade(req, socket, head, (ws) => { this.accept(ws, model, machine).catch((err: unknown) => this.deps.log.error("agent connection failed", { model, machine, err })); });
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      this.accept(ws, model, machine).catch((err: unknown) =>
+        this.deps.log.error("agent connection failed", { model, machine, err }),
+      );
+    });
   }
 
   /** Where the model of the agent presenting these credentials went, if it moved; only its own agents are told. */
@@ -163,7 +210,11 @@ export class AgentHub {
     const m = this.deps.cache.migrations.get(model);
     if (m?.phase !== "DONE") return undefined;
     // A record written before credentials were kept answers by the model's uuid alone, as it did.
-    if (m.agentCredentials && !(Object.hasOwn(m.agentCredentials, machine) && credentialMatchesKept(secret, m.agentCredentials[machine]!))) return undefined;
+    if (
+      m.agentCredentials &&
+      !(Object.hasOwn(m.agentCredentials, machine) && credentialMatchesKept(secret, m.agentCredentials[machine]!))
+    )
+      return undefined;
     return movedError(m);
   }
 
@@ -174,25 +225,45 @@ export class AgentHub {
       return;
     }
     const retry = this.failedLogins.retryAfterSeconds(source);
-    answerRaw(socket, 429, {
-      code: "unavailable",
-      message: `too many refused agent logins from ${source}; retry in ${retry} s (${err.message})`,
-      details: { limit: "failedAgentLoginsPerSecond" },
-    }, { "Retry-After": String(retry) });
+    answerRaw(
+      socket,
+      429,
+      {
+        code: "unavailable",
+        message: `too many refused agent logins from ${source}; retry in ${retry} s (${err.message})`,
+        details: { limit: "failedAgentLoginsPerSecond" },
+      },
+      { "Retry-After": String(retry) },
+    );
   }
 
   private async accept(ws: WebSocket, model: string, machine: string): Promise<void> {
     const key = `${model}/${machine}`;
-    const conn: AgentConnection = { id: randomUUID(), ws, model, machine, heard: true, pinged: false, since: new Date().toISOString() };
+    const conn: AgentConnection = {
+      id: randomUUID(),
+      ws,
+      model,
+      machine,
+      heard: true,
+      pinged: false,
+      since: new Date().toISOString(),
+    };
     const previous = this.byMachine.get(key);
     this.byMachine.set(key, conn);
     // A newer connection from the same machine wins; the old one is most likely half-dead.
     previous?.ws.close(4000, "replaced by a newer connection from the same machine");
-    const heard = (): void => { conn.heard = true; };
+    const heard = (): void => {
+      conn.heard = true;
+    };
     ws.on("pong", heard);
     ws.on("ping", heard);
-    ws.on("message", (data: Buffer) => { heard(); this.onFrame(conn, data).catch((err: unknown) => this.deps.log.warn("agent frame failed", { key, err })); });
-    ws.on("close", () => { this.onClose(conn).catch((err: unknown) => this.deps.log.warn("agent close cleanup failed", { key, err })); });
+    ws.on("message", (data: Buffer) => {
+      heard();
+      this.onFrame(conn, data).catch((err: unknown) => this.deps.log.warn("agent frame failed", { key, err }));
+    });
+    ws.on("close", () => {
+      this.onClose(conn).catch((err: unknown) => this.deps.log.warn("agent close cleanup failed", { key, err }));
+    });
     ws.on("error", () => undefined);
     try {
       await this.putPresence(conn);
@@ -208,11 +279,16 @@ export class AgentHub {
 
   private putPresence(conn: AgentConnection): Promise<unknown> {
     const presence: PresenceDoc & { conn: string } = { replica: this.deps.replicaId, since: conn.since, conn: conn.id };
-    return this.deps.store.put(keys.presence(conn.model, conn.machine), JSON.stringify(presence), { lease: this.deps.leaseId() });
+    return this.deps.store.put(keys.presence(conn.model, conn.machine), JSON.stringify(presence), {
+      lease: this.deps.leaseId(),
+    });
   }
 
   private holdsPresence(conn: AgentConnection): boolean {
-    return (this.deps.cache.models.get(conn.model)?.presence.get(conn.machine) as { conn?: string } | undefined)?.conn === conn.id;
+    return (
+      (this.deps.cache.models.get(conn.model)?.presence.get(conn.machine) as { conn?: string } | undefined)?.conn ===
+      conn.id
+    );
   }
 
   /**
@@ -226,10 +302,24 @@ export class AgentHub {
     const wait = Math.max(0, (conn.reassertedAt ?? 0) + PRESENCE_REASSERT_MS - Date.now());
     conn.reassertTimer = setTimeout(() => {
       conn.reassertTimer = undefined;
-      if (this.byMachine.get(`${conn.model}/${conn.machine}`) !== conn || conn.ws.readyState !== conn.ws.OPEN || this.holdsPresence(conn)) return;
+      if (
+        this.byMachine.get(`${conn.model}/${conn.machine}`) !== conn ||
+        conn.ws.readyState !== conn.ws.OPEN ||
+        this.holdsPresence(conn)
+      )
+        return;
       conn.reassertedAt = Date.now();
-      this.deps.log.info("agent presence recorded again (another replica's connection of the same machine had taken it)", { model: conn.model, machine: conn.machine });
-      this.putPresence(conn).catch((err: unknown) => this.deps.log.warn("could not record an agent's presence again", { model: conn.model, machine: conn.machine, err }));
+      this.deps.log.info(
+        "agent presence recorded again (another replica's connection of the same machine had taken it)",
+        { model: conn.model, machine: conn.machine },
+      );
+      this.putPresence(conn).catch((err: unknown) =>
+        this.deps.log.warn("could not record an agent's presence again", {
+          model: conn.model,
+          machine: conn.machine,
+          err,
+        }),
+      );
     }, wait);
     conn.reassertTimer.unref();
   }
@@ -242,42 +332,65 @@ export class AgentHub {
     const pk = keys.presence(conn.model, conn.machine);
     const kv = await this.deps.store.get(pk);
     if (kv && (JSON.parse(kv.value) as { conn?: string }).conn === conn.id) {
-      await this.deps.store.txn({ compare: [{ key: pk, target: "modRevision", value: kv.modRevision }], success: [{ type: "delete", key: pk }] });
+      await this.deps.store.txn({
+        compare: [{ key: pk, target: "modRevision", value: kv.modRevision }],
+        success: [{ type: "delete", key: pk }],
+      });
     }
     this.deps.log.info("agent disconnected", { model: conn.model, machine: conn.machine });
   }
 
   private async onFrame(conn: AgentConnection, data: Buffer): Promise<void> {
     let frame: AgentFrame;
-    try { frame = JSON.parse(data.toString("utf8")) as AgentFrame; } catch { conn.ws.close(4400, "frames must be JSON"); return; }
-    if (typeof frame !== "object" || frame === null) { conn.ws.close(4400, "frames must be JSON objects"); return; }
+    try {
+      frame = JSON.parse(data.toString("utf8")) as AgentFrame;
+    } catch {
+      conn.ws.close(4400, "frames must be JSON");
+      return;
+    }
+    if (typeof frame !== "object" || frame === null) {
+      conn.ws.close(4400, "frames must be JSON objects");
+      return;
+    }
     if (frame.t !== "req") return;
-    const reply = (body: { result?: unknown; error?: unknown }): void => { if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(JSON.stringify({ t: "res", id: frame.id, ...body })); };
+    const reply = (body: { result?: unknown; error?: unknown }): void => {
+      if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(JSON.stringify({ t: "res", id: frame.id, ...body }));
+    };
     try {
       reply({ result: await this.dispatch(conn, frame.method, frame.params) });
     } catch (err) {
       if (StewardError.isInstance(err)) reply({ error: err.toWire() });
-      else { this.deps.log.error("agent request failed", { method: frame.method, err }); reply({ error: { code: "internal", message: "internal error; see the controller log" } }); }
+      else {
+        this.deps.log.error("agent request failed", { method: frame.method, err });
+        reply({ error: { code: "internal", message: "internal error; see the controller log" } });
+      }
     }
   }
 
   private async dispatch(conn: AgentConnection, method: string, params: unknown): Promise<unknown> {
     // Own keys only: "__proto__" or "constructor" must not find Object's.
     const schema = (agentMethods as Record<string, (typeof agentMethods)[keyof typeof agentMethods]>)[method];
-    if (!schema || !Object.hasOwn(agentMethods, method)) throw new StewardError("invalid-request", `unknown agent method "${method}"`);
+    if (!schema || !Object.hasOwn(agentMethods, method))
+      throw new StewardError("invalid-request", `unknown agent method "${method}"`);
     const parsed = schema.safeParse(params);
-    if (!parsed.success) throw new StewardError("invalid-request", `invalid ${method}: ${describeIssues(parsed.error.issues)}`);
+    if (!parsed.success)
+      throw new StewardError("invalid-request", `invalid ${method}: ${describeIssues(parsed.error.issues)}`);
     const { ops, cache, relations, leadership } = this.deps;
     const p = parsed.data as Record<string, unknown> & { unit: string };
-    const settle = async (rev: number): Promise<Record<string, never>> => { await cache.waitForRevision(rev); return {}; };
+    const settle = async (rev: number): Promise<Record<string, never>> => {
+      await cache.waitForRevision(rev);
+      return {};
+    };
     switch (method) {
       case "machine.dead": {
         const idx = cache.models.get(conn.model);
-        if (idx?.machines.get(conn.machine)?.life !== "dying" || (idx.unitsByMachine.get(conn.machine)?.size ?? 0) > 0) throw new StewardError("invalid-request", `machine ${conn.machine} is not being removed, or still has units`);
+        if (idx?.machines.get(conn.machine)?.life !== "dying" || (idx.unitsByMachine.get(conn.machine)?.size ?? 0) > 0)
+          throw new StewardError("invalid-request", `machine ${conn.machine} is not being removed, or still has units`);
         await ops.finishMachine(conn.model, conn.machine);
         return {};
       }
-      case "unit.resolved": return settle(await ops.unitResolved(conn.model, conn.machine, p.unit));
+      case "unit.resolved":
+        return settle(await ops.unitResolved(conn.model, conn.machine, p.unit));
       case "leader.claim": {
         const leader = await leadership.claim(conn.model, conn.machine, p.unit, this.deps.leadershipLeaseSeconds);
         await cache.waitForRevision(await this.deps.store.currentRevision());
@@ -288,7 +401,10 @@ export class AgentHub {
         // Only while the unit exists: a late copy must not outlive the unit's removal.
         const unit = await this.deps.store.get(keys.unit(conn.model, p.unit));
         if (!unit) throw new StewardError("not-found", `unit ${p.unit} is gone`);
-        await this.deps.store.txn({ compare: [unchanged(keys.unit(conn.model, p.unit), unit.modRevision)], success: [{ type: "put", key: keys.unitHookState(conn.model, p.unit), value: p.state as string }] });
+        await this.deps.store.txn({
+          compare: [unchanged(keys.unit(conn.model, p.unit), unit.modRevision)],
+          success: [{ type: "put", key: keys.unitHookState(conn.model, p.unit), value: p.state as string }],
+        });
         return {};
       }
       case "unit.hook-state.get": {
@@ -299,11 +415,24 @@ export class AgentHub {
         const u = this.ownUnit(conn, p.unit);
         return { data: cache.models.get(conn.model)?.leaderData.get(u.app)?.data ?? {} };
       }
-      case "leader.set": return settle(await leadership.set(conn.model, conn.machine, p.unit, p.data as Record<string, string | null>));
-      case "app.status": return settle(await leadership.setAppStatus(conn.model, conn.machine, p.unit, { current: p.status as "active", message: p.message as string, since: new Date().toISOString() }));
-      case "hook.commit": return settle(await relations.commitHook(conn.model, conn.machine, parsed.data as never));
-      case "relation.leave": return settle(await relations.leave(conn.model, conn.machine, p.unit, p.relationId as number));
-      case "relation.get": return { data: this.relationData(conn, p.unit, p.relationId as number, p.target as { unit?: string; app?: string }) };
+      case "leader.set":
+        return settle(await leadership.set(conn.model, conn.machine, p.unit, p.data as Record<string, string | null>));
+      case "app.status":
+        return settle(
+          await leadership.setAppStatus(conn.model, conn.machine, p.unit, {
+            current: p.status as "active",
+            message: p.message as string,
+            since: new Date().toISOString(),
+          }),
+        );
+      case "hook.commit":
+        return settle(await relations.commitHook(conn.model, conn.machine, parsed.data as never));
+      case "relation.leave":
+        return settle(await relations.leave(conn.model, conn.machine, p.unit, p.relationId as number));
+      case "relation.get":
+        return {
+          data: this.relationData(conn, p.unit, p.relationId as number, p.target as { unit?: string; app?: string }),
+        };
       case "unit.status": {
         const rev = await ops.setUnitStatus(conn.model, conn.machine, parsed.data as never);
         await cache.waitForRevision(rev);
@@ -314,9 +443,13 @@ export class AgentHub {
         await cache.waitForRevision(rev);
         return {};
       }
-      case "log.batch": this.acceptLogs(conn, parsed.data as LogBatch); return {};
-      case "task.start": return settle(await this.deps.actions.start(conn.model, conn.machine, p.unit, p.id as number));
-      case "task.finish": return settle(await this.deps.actions.finish(conn.model, conn.machine, parsed.data as TaskFinish));
+      case "log.batch":
+        this.acceptLogs(conn, parsed.data as LogBatch);
+        return {};
+      case "task.start":
+        return settle(await this.deps.actions.start(conn.model, conn.machine, p.unit, p.id as number));
+      case "task.finish":
+        return settle(await this.deps.actions.finish(conn.model, conn.machine, parsed.data as TaskFinish));
       case "machine.info":
         await ops.setMachineInfo(conn.model, conn.machine, parsed.data as never);
         return {};
@@ -337,7 +470,13 @@ export class AgentHub {
     const units = this.deps.cache.models.get(conn.model)?.units;
     const records: DebugLogRecord[] = [];
     if (batch.dropped > 0) {
-      records.push({ ts: new Date().toISOString(), level: "WARNING", source: "agent", machine: conn.machine, message: `the agent dropped ${batch.dropped} log records (it logged faster than it could send them)` });
+      records.push({
+        ts: new Date().toISOString(),
+        level: "WARNING",
+        source: "agent",
+        machine: conn.machine,
+        message: `the agent dropped ${batch.dropped} log records (it logged faster than it could send them)`,
+      });
     }
     for (const r of batch.records) {
       if (r.unit !== undefined && units?.get(r.unit)?.machine !== conn.machine) continue;
@@ -348,23 +487,35 @@ export class AgentHub {
 
   private ownUnit(conn: AgentConnection, unit: string): { app: string } {
     const u = this.deps.cache.models.get(conn.model)?.units.get(unit);
-    if (!u || u.machine !== conn.machine) throw new StewardError("forbidden", `unit ${unit} is not on machine ${conn.machine}`);
+    if (!u || u.machine !== conn.machine)
+      throw new StewardError("forbidden", `unit ${unit} is not on machine ${conn.machine}`);
     return u;
   }
 
   /** A databag, readable by a unit in the relation: any unit's bag, its own application's, or the remote application's. */
-  private relationData(conn: AgentConnection, unit: string, relationId: number, target: { unit?: string; app?: string }): Record<string, string> {
+  private relationData(
+    conn: AgentConnection,
+    unit: string,
+    relationId: number,
+    target: { unit?: string; app?: string },
+  ): Record<string, string> {
     const me = this.ownUnit(conn, unit);
     const idx = this.deps.cache.models.get(conn.model)!;
     const r = idx.relations.get(relationId);
-    if (!r || !r.endpoints.some((e) => e.app === me.app)) throw new StewardError("not-found", `integration ${relationId} does not exist or does not involve ${me.app} (see relation-ids)`);
+    if (!r || !r.endpoints.some((e) => e.app === me.app))
+      throw new StewardError(
+        "not-found",
+        `integration ${relationId} does not exist or does not involve ${me.app} (see relation-ids)`,
+      );
     if (target.app !== undefined) {
-      if (!r.endpoints.some((e) => e.app === target.app)) throw new StewardError("invalid-request", `application ${target.app} is not part of integration ${relationId}`);
+      if (!r.endpoints.some((e) => e.app === target.app))
+        throw new StewardError("invalid-request", `application ${target.app} is not part of integration ${relationId}`);
       return idx.relationData.get(`${relationId}/app/${target.app}`)?.data ?? {};
     }
     const other = target.unit ?? unit;
     const ou = idx.units.get(other);
-    if (other !== unit && (!ou || !r.endpoints.some((e) => e.app === ou.app))) throw new StewardError("invalid-request", `unit ${other} is not part of integration ${relationId}`);
+    if (other !== unit && (!ou || !r.endpoints.some((e) => e.app === ou.app)))
+      throw new StewardError("invalid-request", `unit ${other} is not part of integration ${relationId}`);
     return idx.relationData.get(`${relationId}/unit/${other}`)?.data ?? {};
   }
 
@@ -391,7 +542,11 @@ export class AgentHub {
       const round = this.viewRound();
       const started = performance.now();
       let agents = 0;
-      for (const conn of this.byMachine.values()) if (everyone || stale.has(conn.model)) { this.pushView(conn, round); agents++; }
+      for (const conn of this.byMachine.values())
+        if (everyone || stale.has(conn.model)) {
+          this.pushView(conn, round);
+          agents++;
+        }
       // A round long enough to delay other work is worth a line: how a big model's changes fan out.
       const ms = performance.now() - started;
       if (ms >= SLOW_PUSH_ROUND_MS) this.deps.log.info("pushed agent views", { agents, ms: Math.round(ms) });
@@ -405,7 +560,10 @@ export class AgentHub {
   private pushView(conn: AgentConnection, round = this.viewRound()): void {
     const idx = this.deps.cache.models.get(conn.model);
     const machine = idx?.machines.get(conn.machine);
-    if (!idx || !machine) { conn.ws.close(4404, "machine removed"); return; }
+    if (!idx || !machine) {
+      conn.ws.close(4404, "machine removed");
+      return;
+    }
     const view = round.text(idx, conn.machine);
     if (view === conn.lastView) return;
     conn.lastView = view;
@@ -426,7 +584,11 @@ export class AgentHub {
     for (const conn of this.livenessRound.splice(0, this.livenessBatch)) {
       if (this.byMachine.get(`${conn.model}/${conn.machine}`) !== conn) continue; // gone since the round began
       if (!this.holdsPresence(conn)) this.reassertPresence(conn); // a change the presence watch missed (a cache resync)
-      if (conn.heard) { conn.heard = false; conn.pinged = false; continue; }
+      if (conn.heard) {
+        conn.heard = false;
+        conn.pinged = false;
+        continue;
+      }
       if (conn.pinged) {
         this.deps.log.warn("agent silent: closing its connection", { model: conn.model, machine: conn.machine });
         conn.ws.terminate();

@@ -17,14 +17,24 @@ import type { KeptBackups } from "../backup";
 import { checkBackupId, createBackup } from "../backup";
 import { routeOn } from "../access/route";
 
-export interface BackupRouteDeps { cache: StateCache; store: Store; dataDir: string; kept: KeptBackups }
+export interface BackupRouteDeps {
+  cache: StateCache;
+  store: Store;
+  dataDir: string;
+  kept: KeptBackups;
+}
 
 export function registerBackupRoutes(app: FastifyInstance, deps: BackupRouteDeps): void {
   const route = routeOn(app, deps.cache);
   let making = false;
 
   route(routes.createBackup, async ({ body: { passphrase } }) => {
-    if (making) throw new StewardError("conflict", "a backup is being made on this controller replica; try again when it is done", { retryable: true });
+    if (making)
+      throw new StewardError(
+        "conflict",
+        "a backup is being made on this controller replica; try again when it is done",
+        { retryable: true },
+      );
     making = true;
     try {
       return await createBackup({ store: deps.store, dataDir: deps.dataDir, passphrase, kept: deps.kept });

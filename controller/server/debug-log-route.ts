@@ -47,21 +47,34 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
   route(routes.debugLog, async ({ req, reply, principal: p, model: idx }) => {
     const q = parseQuery(req.query as Record<string, string | string[] | undefined>);
     if (q.tail && streams >= (o.maxStreams ?? 200)) {
-      throw new StewardError("unavailable", `this controller already serves ${streams} debug-log streams, its limit; try again later`, { reason: "at-capacity" });
+      throw new StewardError(
+        "unavailable",
+        `this controller already serves ${streams} debug-log streams, its limit; try again later`,
+        { reason: "at-capacity" },
+      );
     }
 
     const out = new PassThrough();
     const backlog = o.logs.recent(idx.uuid, q.filter, q.replay ? Number.MAX_SAFE_INTEGER : q.lines);
     for (const r of backlog) out.write(JSON.stringify(r) + "\n");
     reply.type("application/x-ndjson").header("cache-control", "no-store");
-    if (!q.tail) { out.end(); return reply.send(out); }
+    if (!q.tail) {
+      out.end();
+      return reply.send(out);
+    }
 
     streams++;
     let dropped = 0;
     const send = (r: DebugLogRecord): void => {
       // A client that reads slowly loses records, never the controller its memory.
-      if (out.writableLength > (o.maxBufferedBytes ?? 1024 * 1024)) { dropped++; return; }
-      if (dropped > 0) { out.write(JSON.stringify({ dropped }) + "\n"); dropped = 0; }
+      if (out.writableLength > (o.maxBufferedBytes ?? 1024 * 1024)) {
+        dropped++;
+        return;
+      }
+      if (dropped > 0) {
+        out.write(JSON.stringify({ dropped }) + "\n");
+        dropped = 0;
+      }
       out.write(JSON.stringify(r) + "\n");
     };
     const stop = o.logs.follow(idx.uuid, q.filter, send);
@@ -81,7 +94,9 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
     const unsubscribe = o.cache.subscribe(recheck);
     const expiry = setTimeout(recheck, Math.max(0, p.token.expiresAt - Date.now()) + 1);
     expiry.unref();
-    const heartbeat = setInterval(() => { if (out.writableLength === 0) out.write("\n"); }, o.heartbeatMs ?? 25_000);
+    const heartbeat = setInterval(() => {
+      if (out.writableLength === 0) out.write("\n");
+    }, o.heartbeatMs ?? 25_000);
     heartbeat.unref();
     let closed = false;
     const close = (): void => {
@@ -100,10 +115,18 @@ export function registerDebugLog(app: FastifyInstance, o: DebugLogRouteOptions):
   });
 }
 
-interface LogQuery { filter: LogFilter; lines: number; replay: boolean; tail: boolean }
+interface LogQuery {
+  filter: LogFilter;
+  lines: number;
+  replay: boolean;
+  tail: boolean;
+}
 
 function parseQuery(q: Record<string, string | string[] | undefined>): LogQuery {
-  const list = (key: string): string[] => { const v = q[key]; return v === undefined ? [] : Array.isArray(v) ? v : [v]; };
+  const list = (key: string): string[] => {
+    const v = q[key];
+    return v === undefined ? [] : Array.isArray(v) ? v : [v];
+  };
   const single = (key: string): string | undefined => {
     const v = list(key);
     if (v.length > 1) throw invalid(key, `query "${key}" may be given once`);
@@ -115,23 +138,39 @@ function parseQuery(q: Record<string, string | string[] | undefined>): LogQuery 
     if (v === "true" || v === "false") return v === "true";
     throw invalid(key, `query "${key}" must be true or false, got "${v}"`);
   };
-  const entities = (key: string): LogEntity[] => list(key).map((text) => {
-    try { return parseLogEntity(text); } catch (err) { throw invalid(key, `query "${key}": ${(err as Error).message}`); }
-  });
+  const entities = (key: string): LogEntity[] =>
+    list(key).map((text) => {
+      try {
+        return parseLogEntity(text);
+      } catch (err) {
+        throw invalid(key, `query "${key}": ${(err as Error).message}`);
+      }
+    });
   const include = entities("include");
   const exclude = entities("exclude");
-  if (include.length + exclude.length > MAX_ENTITIES) throw invalid("include", `at most ${MAX_ENTITIES} names in include and exclude together`);
+  if (include.length + exclude.length > MAX_ENTITIES)
+    throw invalid("include", `at most ${MAX_ENTITIES} names in include and exclude together`);
   const levelText = single("level");
   let level: LogFilter["level"] = "DEBUG";
   if (levelText !== undefined) {
-    try { level = parseLogLevel(levelText); } catch (err) { throw invalid("level", `query "level": ${(err as Error).message}`); }
+    try {
+      level = parseLogLevel(levelText);
+    } catch (err) {
+      throw invalid("level", `query "level": ${(err as Error).message}`);
+    }
   }
   const linesText = single("lines") ?? "10";
-  if (!/^\d{1,6}$/.test(linesText) || Number(linesText) > MAX_LINES) throw invalid("lines", `query "lines" must be a whole number from 0 to ${MAX_LINES}, got "${linesText}"`);
+  if (!/^\d{1,6}$/.test(linesText) || Number(linesText) > MAX_LINES)
+    throw invalid("lines", `query "lines" must be a whole number from 0 to ${MAX_LINES}, got "${linesText}"`);
   const known = new Set(["include", "exclude", "level", "lines", "replay", "tail"]);
   const unknown = Object.keys(q).filter((k) => !known.has(k));
   if (unknown.length > 0) throw invalid(unknown[0]!, `unknown query "${unknown[0]}" (known: ${[...known].join(", ")})`);
-  return { filter: { include, exclude, level }, lines: Number(linesText), replay: bool("replay", false), tail: bool("tail", true) };
+  return {
+    filter: { include, exclude, level },
+    lines: Number(linesText),
+    replay: bool("replay", false),
+    tail: bool("tail", true),
+  };
 }
 
 function invalid(field: string, message: string): StewardError {

@@ -39,13 +39,24 @@ export function registerEnrolRoutes(app: FastifyInstance, deps: EnrolRoutesDeps)
   route(routes.enrol, async ({ reply, enrolmentToken }) => {
     const { model, machine, credential } = await deps.enrolments.redeem(enrolmentToken);
     reply.header("content-type", "application/json");
-    return reply.send(agentConfigText({ model, machine, credential, controllerAddresses: deps.controllerAddresses(), caCert: deps.caCert }));
+    return reply.send(
+      agentConfigText({
+        model,
+        machine,
+        credential,
+        controllerAddresses: deps.controllerAddresses(),
+        caCert: deps.caCert,
+      }),
+    );
   });
 
   // A replica's data holds the CA key: handed over once, and only after the leader left it.
   route(routes.enrolReplica, async ({ reply, enrolmentToken: token }) => {
     const sealed = await deps.enrolments.collectReplicaData(token);
-    if (!sealed) throw new StewardError("conflict", "not ready: the leader has not added this replica yet; ask again shortly", { retryable: true });
+    if (!sealed)
+      throw new StewardError("conflict", "not ready: the leader has not added this replica yet; ask again shortly", {
+        retryable: true,
+      });
     reply.header("content-type", "application/json");
     return reply.send(`{"files":${deps.sealer.open(replicaDataPurpose(token), sealed)}}`);
   });

@@ -36,16 +36,26 @@ export interface FailedLoginLimiterOptions {
 }
 
 /** Why an attempt is refused: its source network failed too often, or (from an unfamiliar network) the user did. */
-export interface LoginRefusal { waitSeconds: number; limit: "source" | "user" }
+export interface LoginRefusal {
+  waitSeconds: number;
+  limit: "source" | "user";
+}
 
-interface Count { value: number; at: number }
+interface Count {
+  value: number;
+  at: number;
+}
 
 /** One kind of key (users, networks, users from a network) with its own limit. */
 class DecayingCounts {
   private readonly counts = new Map<string, Count>();
   private readonly perMs: number;
 
-  constructor(private readonly limit: number, windowMs: number, private readonly maxTracked: number) {
+  constructor(
+    private readonly limit: number,
+    windowMs: number,
+    private readonly maxTracked: number,
+  ) {
     this.perMs = limit / windowMs;
   }
 

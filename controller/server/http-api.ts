@@ -24,7 +24,9 @@ export type { HttpApiDeps } from "./routes/deps";
 export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   const { cache, ops } = deps;
   // Clients follow replicas that move or are replaced by the addresses named on every answer.
-  app.addHook("onSend", async (_req, reply) => { reply.header(ADDRESSES_HEADER, deps.controllerAddresses().join(",")); });
+  app.addHook("onSend", async (_req, reply) => {
+    reply.header(ADDRESSES_HEADER, deps.controllerAddresses().join(","));
+  });
 
   // Reads answer from the cache, after it has caught up with the store: a client that wrote through
   // one replica and reads through another still sees its write.
@@ -33,7 +35,10 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   });
 
   const route = routeOn(app, cache);
-  const checks = new PasswordChecks(cache, { ...(deps.tokenLifetimeMs ? { tokenLifetimeMs: deps.tokenLifetimeMs } : {}), ...(deps.failedLogins ? { failedLogins: deps.failedLogins } : {}) });
+  const checks = new PasswordChecks(cache, {
+    ...(deps.tokenLifetimeMs ? { tokenLifetimeMs: deps.tokenLifetimeMs } : {}),
+    ...(deps.failedLogins ? { failedLogins: deps.failedLogins } : {}),
+  });
   registerSessionRoutes(route, { cache, ops, checks });
   registerUserRoutes(route, { cache, ops, checks });
   registerControllerRoutes(route, deps);
@@ -50,8 +55,19 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
  */
 export function installWriteGuard(app: FastifyInstance, writable: () => boolean): void {
   app.addHook("preHandler", async (req) => {
-    if (req.method === "GET" || req.method === "HEAD" || req.url === "/v1/login" || (req.url === "/v1/session" && req.method === "POST") || writable()) return;
-    throw new StewardError("unavailable", "this controller replica is cut off from the majority of replicas and cannot change anything now: retry through another replica", { reason: "cut-off-from-majority" });
+    if (
+      req.method === "GET" ||
+      req.method === "HEAD" ||
+      req.url === "/v1/login" ||
+      (req.url === "/v1/session" && req.method === "POST") ||
+      writable()
+    )
+      return;
+    throw new StewardError(
+      "unavailable",
+      "this controller replica is cut off from the majority of replicas and cannot change anything now: retry through another replica",
+      { reason: "cut-off-from-majority" },
+    );
   });
 }
 
@@ -60,8 +76,16 @@ export function installErrorHandling(app: FastifyInstance, log: Logger): void {
   app.setErrorHandler((err: unknown, req, reply) => {
     // A size error not translated to the user's field where it arose: never pass the store key on.
     if (err instanceof ValueTooLargeError) {
-      log.warn("a request's data was too large to store", { method: req.method, url: req.url.split("?")[0], bytes: err.bytes });
-      return reply.code(400).send({ code: "invalid-request", message: `the data sent is too large to store (${err.bytes} bytes once stored, at most ${err.limit}); send less`, details: { bytes: err.bytes, limit: err.limit } });
+      log.warn("a request's data was too large to store", {
+        method: req.method,
+        url: req.url.split("?")[0],
+        bytes: err.bytes,
+      });
+      return reply.code(400).send({
+        code: "invalid-request",
+        message: `the data sent is too large to store (${err.bytes} bytes once stored, at most ${err.limit}); send less`,
+        details: { bytes: err.bytes, limit: err.limit },
+      });
     }
     if (StewardError.isInstance(err)) {
       const wait = err.details.retryAfterSeconds;
@@ -71,14 +95,19 @@ export function installErrorHandling(app: FastifyInstance, log: Logger): void {
     const e = err as { statusCode?: number; code?: string; message?: string };
     if (e.statusCode && e.statusCode < 500) {
       const message =
-        e.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" ? "request body must be JSON (Content-Type: application/json)" :
-        e.code === "FST_ERR_CTP_BODY_TOO_LARGE" ? "request body is too large" :
-        e.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "request body is empty; send a JSON object" :
-        `request body is not valid JSON: ${e.message ?? ""}`;
+        e.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE"
+          ? "request body must be JSON (Content-Type: application/json)"
+          : e.code === "FST_ERR_CTP_BODY_TOO_LARGE"
+            ? "request body is too large"
+            : e.code === "FST_ERR_CTP_EMPTY_JSON_BODY"
+              ? "request body is empty; send a JSON object"
+              : `request body is not valid JSON: ${e.message ?? ""}`;
       return reply.code(400).send({ code: "invalid-request", message });
     }
     log.error("unexpected error serving request", { method: req.method, url: req.url.split("?")[0], err: e.message });
     return reply.code(500).send({ code: "internal", message: "internal error; see the controller log" });
   });
-  app.setNotFoundHandler((req, reply) => reply.code(404).send({ code: "not-found", message: `no such endpoint: ${req.method} ${req.url.split("?")[0]}` }));
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send({ code: "not-found", message: `no such endpoint: ${req.method} ${req.url.split("?")[0]}` }),
+  );
 }

@@ -16,7 +16,14 @@ import { authenticate } from "../access/auth";
 
 const REQUEST_ID = /^[A-Za-z0-9-]{8,64}$/;
 
-interface ResponseRecord { at: number; who: string; method: string; path: string; status: number; body: string }
+interface ResponseRecord {
+  at: number;
+  who: string;
+  method: string;
+  path: string;
+  status: number;
+  body: string;
+}
 
 export function installIdempotency(app: FastifyInstance, deps: { store: Store; cache: StateCache; log: Logger }): void {
   const who = (req: FastifyRequest): string | undefined => {
@@ -35,7 +42,11 @@ export function installIdempotency(app: FastifyInstance, deps: { store: Store; c
     const id = req.headers[REQUEST_ID_HEADER];
     if (!MUTATING_METHODS.has(req.method) || id === undefined) return outsideRequest(done);
     if (typeof id !== "string" || !REQUEST_ID.test(id)) {
-      const err = new StewardError("invalid-request", `header ${REQUEST_ID_HEADER} must be 8 to 64 letters, digits or dashes (a UUID)`, { details: { field: REQUEST_ID_HEADER } });
+      const err = new StewardError(
+        "invalid-request",
+        `header ${REQUEST_ID_HEADER} must be 8 to 64 letters, digits or dashes (a UUID)`,
+        { details: { field: REQUEST_ID_HEADER } },
+      );
       void reply.code(err.httpStatus).send(err.toWire());
       return;
     }
@@ -50,7 +61,11 @@ export function installIdempotency(app: FastifyInstance, deps: { store: Store; c
     const rec = JSON.parse(kv.value) as ResponseRecord;
     if (rec.who !== who(req)) return; // not theirs: served as a new request (and refused by its own checks)
     if (rec.method !== req.method || rec.path !== pathOf(req.url)) {
-      throw new StewardError("invalid-request", `request id ${scope.id} was already used for ${rec.method} ${rec.path}: send a new id for a new request`, { details: { field: REQUEST_ID_HEADER } });
+      throw new StewardError(
+        "invalid-request",
+        `request id ${scope.id} was already used for ${rec.method} ${rec.path}: send a new id for a new request`,
+        { details: { field: REQUEST_ID_HEADER } },
+      );
     }
     scope.closed = true;
     reply.code(rec.status).header(REPLAYED_HEADER, "true");
@@ -66,8 +81,16 @@ export function installIdempotency(app: FastifyInstance, deps: { store: Store; c
     const caller = who(req);
     // Answers that carry a secret (a login token, new agent credentials) are never stored.
     const secret = (req.routeOptions.config as { secretAnswer?: boolean }).secretAnswer === true;
-    if (reply.statusCode >= 400 || !caller || secret || (payload !== undefined && typeof payload !== "string")) return payload;
-    const rec: ResponseRecord = { at: Date.now(), who: caller, method: req.method, path: pathOf(req.url), status: reply.statusCode, body: payload ?? "" };
+    if (reply.statusCode >= 400 || !caller || secret || (payload !== undefined && typeof payload !== "string"))
+      return payload;
+    const rec: ResponseRecord = {
+      at: Date.now(),
+      who: caller,
+      method: req.method,
+      path: pathOf(req.url),
+      status: reply.statusCode,
+      body: payload ?? "",
+    };
     await deps.store.put(requestKeys.response(scope.id), JSON.stringify(rec)).catch((err: unknown) => {
       // The change is made and recorded step by step: a retry still rebuilds the same answer.
       deps.log.warn("could not record a request's answer", { id: scope.id, err });

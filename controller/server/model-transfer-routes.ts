@@ -17,7 +17,11 @@ import type { Store } from "../store";
 import { routeOn } from "../access/route";
 
 export interface ModelTransferDeps {
-  cache: StateCache; ops: StateOps; store: Store; leadershipLeaseSeconds: number; operatorQuotaBytes: number;
+  cache: StateCache;
+  ops: StateOps;
+  store: Store;
+  leadershipLeaseSeconds: number;
+  operatorQuotaBytes: number;
   /** Where an imported local machine's agent may run (provisioner/local-dir-rule.ts). */
   checkLocalDir: ImportDeps["checkLocalDir"];
 }
@@ -29,11 +33,25 @@ export function registerModelTransferRoutes(app: FastifyInstance, deps: ModelTra
     return reply.type("application/json; charset=utf-8").send(JSON.stringify(doc));
   });
 
-  route(routes.importModel, async ({ req, query, settled }) => {
-    const name = query.name === undefined ? undefined : parseRequest(Name, query.name, "model name");
-    if (req.body === undefined || req.body === null) throw new StewardError("invalid-request", "model export: the request has no body; send the export's JSON");
-    const res = await importModel({ store: deps.store, leaseSeconds: deps.leadershipLeaseSeconds, putOperator: (b: Bundle) => deps.ops.putOperator(b, { quotaBytes: deps.operatorQuotaBytes }), checkLocalDir: deps.checkLocalDir }, req.body, name === undefined ? {} : { name });
-    await settled(res.revision);
-    return res;
-  }, { bodyLimit: MAX_MODEL_EXPORT_BYTES });
+  route(
+    routes.importModel,
+    async ({ req, query, settled }) => {
+      const name = query.name === undefined ? undefined : parseRequest(Name, query.name, "model name");
+      if (req.body === undefined || req.body === null)
+        throw new StewardError("invalid-request", "model export: the request has no body; send the export's JSON");
+      const res = await importModel(
+        {
+          store: deps.store,
+          leaseSeconds: deps.leadershipLeaseSeconds,
+          putOperator: (b: Bundle) => deps.ops.putOperator(b, { quotaBytes: deps.operatorQuotaBytes }),
+          checkLocalDir: deps.checkLocalDir,
+        },
+        req.body,
+        name === undefined ? {} : { name },
+      );
+      await settled(res.revision);
+      return res;
+    },
+    { bodyLimit: MAX_MODEL_EXPORT_BYTES },
+  );
 }

@@ -15,12 +15,18 @@ export class OwnOrigins {
    * @param addresses every replica's API addresses (`host:port`), as clients and agents are given them
    * @param serverCert this replica's certificate (PEM): its DNS and IP names
    */
-  constructor(private readonly addresses: () => string[], serverCert: string) {
+  constructor(
+    private readonly addresses: () => string[],
+    serverCert: string,
+  ) {
     const san = new X509Certificate(serverCert).subjectAltName ?? "";
-    this.certNames = san.split(", ").flatMap((entry) => {
-      const m = /^(DNS|IP Address):(.+)$/.exec(entry.trim());
-      return m ? [hostOf(m[1] === "DNS" ? m[2]! : isIPv6(m[2]!) ? `[${m[2]!}]` : m[2]!)] : [];
-    }).filter((h): h is string => h !== undefined);
+    this.certNames = san
+      .split(", ")
+      .flatMap((entry) => {
+        const m = /^(DNS|IP Address):(.+)$/.exec(entry.trim());
+        return m ? [hostOf(m[1] === "DNS" ? m[2]! : isIPv6(m[2]!) ? `[${m[2]!}]` : m[2]!)] : [];
+      })
+      .filter((h): h is string => h !== undefined);
   }
 
   /** Whether `origin` (an Origin header) is a page of this controller's: https, at one of its addresses or certificate names. */
@@ -33,7 +39,9 @@ export class OwnOrigins {
       return false;
     }
     if (url.protocol !== "https:" || url.origin !== origin.toLowerCase().replace(/\/$/, "")) return false;
-    const own = this.addresses().map((a) => hostOf(a)).filter((h): h is string => h !== undefined);
+    const own = this.addresses()
+      .map((a) => hostOf(a))
+      .filter((h): h is string => h !== undefined);
     if (own.includes(url.host)) return true;
     // A certificate name at a port the controller is reached on (a name in /etc/hosts or DNS for a replica).
     const ports = new Set(this.addresses().map((a) => portOf(a)));

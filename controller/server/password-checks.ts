@@ -13,7 +13,13 @@ import type { FailedLoginLimiterOptions, LoginRefusal } from "./failed-login-lim
 import { FailedLoginLimiter } from "./failed-login-limiter";
 import { FamiliarSources } from "./familiar-sources";
 
-export interface IssuedToken { token: string; id: string; expiresAt: number; user: string; superuser: boolean }
+export interface IssuedToken {
+  token: string;
+  id: string;
+  expiresAt: number;
+  user: string;
+  superuser: boolean;
+}
 
 export class PasswordChecks {
   private readonly failedLogins: FailedLoginLimiter;
@@ -21,7 +27,10 @@ export class PasswordChecks {
   readonly passwords = new PasswordWork();
   private readonly tokenLifetimeMs: number;
 
-  constructor(private readonly cache: StateCache, o: { tokenLifetimeMs?: number; failedLogins?: FailedLoginLimiterOptions }) {
+  constructor(
+    private readonly cache: StateCache,
+    o: { tokenLifetimeMs?: number; failedLogins?: FailedLoginLimiterOptions },
+  ) {
     this.failedLogins = new FailedLoginLimiter(o.failedLogins);
     this.tokenLifetimeMs = Math.min(o.tokenLifetimeMs ?? MAX_TOKEN_LIFETIME_MS, MAX_TOKEN_LIFETIME_MS);
   }
@@ -59,7 +68,13 @@ export class PasswordChecks {
     const issuedAt = Date.now();
     const expiresAt = issuedAt + this.tokenLifetimeMs;
     const id = newTokenId();
-    return { token: signToken({ user: user.name, id, issuedAt, expiresAt }, this.cache.tokenKey!), id, expiresAt, user: user.name, superuser: user.superuser };
+    return {
+      token: signToken({ user: user.name, id, issuedAt, expiresAt }, this.cache.tokenKey!),
+      id,
+      expiresAt,
+      user: user.name,
+      superuser: user.superuser,
+    };
   }
 
   /** Whether the request carries a valid token (or dashboard session) of `user`: a login to renew it. */
@@ -74,8 +89,11 @@ export class PasswordChecks {
 }
 
 function tooManyFailures(r: LoginRefusal): StewardError {
-  return new StewardError("rate-limited", r.limit === "source"
-    ? `too many failed logins from this address's network: try again in ${r.waitSeconds} s`
-    : `too many failed logins for this user from addresses it has not logged in from: log in from an address you used before, or try again in ${r.waitSeconds} s`,
-  { details: { retryAfterSeconds: r.waitSeconds, limit: r.limit } });
+  return new StewardError(
+    "rate-limited",
+    r.limit === "source"
+      ? `too many failed logins from this address's network: try again in ${r.waitSeconds} s`
+      : `too many failed logins for this user from addresses it has not logged in from: log in from an address you used before, or try again in ${r.waitSeconds} s`,
+    { details: { retryAfterSeconds: r.waitSeconds, limit: r.limit } },
+  );
 }

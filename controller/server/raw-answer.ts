@@ -37,6 +37,11 @@ export function shown(text: string, max = 120): string {
 export function answerHandshakeErrors(wss: WebSocketServer): void {
   wss.on("wsClientError", (err: Error, socket: Duplex) => {
     const status = err.message === "Invalid HTTP method" ? 405 : 400;
-    answerRaw(socket, status, { code: "invalid-request", message: `WebSocket handshake refused: ${err.message}` }, status === 400 ? { "Sec-WebSocket-Version": "13, 8" } : { Allow: "GET" });
+    answerRaw(
+      socket,
+      status,
+      { code: "invalid-request", message: `WebSocket handshake refused: ${err.message}` },
+      status === 400 ? { "Sec-WebSocket-Version": "13, 8" } : { Allow: "GET" },
+    );
   });
 }

@@ -11,7 +11,10 @@ const UNIT_PATTERN = /^(.+)\/([0-9]+)$/;
 function list(query: Record<string, unknown>, field: string): string[] {
   const v = query[field];
   if (v === undefined) return [];
-  if (typeof v !== "string") throw new StewardError("invalid-request", `query "${field}" must be given once, as a comma-separated list`, { details: { field } });
+  if (typeof v !== "string")
+    throw new StewardError("invalid-request", `query "${field}" must be given once, as a comma-separated list`, {
+      details: { field },
+    });
   return v.split(",").filter((x) => x !== "");
 }
 
@@ -24,12 +27,14 @@ export function statusFilter(query: unknown): StatusFilter {
   const applications = list(q, "application");
   const units = list(q, "unit");
   const machines = list(q, "machine");
-  for (const a of applications) if (!Name.safeParse(a).success) refuse("application", a, "an application name such as web");
+  for (const a of applications)
+    if (!Name.safeParse(a).success) refuse("application", a, "an application name such as web");
   for (const u of units) {
     const m = UNIT_PATTERN.exec(u);
     if (!m || !Name.safeParse(m[1]).success) refuse("unit", u, "a unit name such as web/0");
   }
-  for (const m of machines) if (!MachineId.safeParse(m).success) refuse("machine", m, "a machine number such as 0 or 12");
+  for (const m of machines)
+    if (!MachineId.safeParse(m).success) refuse("machine", m, "a machine number such as 0 or 12");
   return { applications, units, machines };
 }
 
@@ -38,5 +43,7 @@ export function statusForm(query: unknown): "plain" | "columns" {
   const v = ((query ?? {}) as Record<string, unknown>).format;
   if (v === undefined || v === "plain") return "plain";
   if (v === "columns") return "columns";
-  throw new StewardError("invalid-request", `query "format" must be "plain" or "columns" (got ${JSON.stringify(v)})`, { details: { field: "format" } });
+  throw new StewardError("invalid-request", `query "format" must be "plain" or "columns" (got ${JSON.stringify(v)})`, {
+    details: { field: "format" },
+  });
 }

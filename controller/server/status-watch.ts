@@ -21,7 +21,11 @@ import { answerHandshakeErrors } from "./raw-answer";
 const MIN_INTERVAL_MS = 200;
 
 /** What let a watch in, re-checked whenever users, tokens or the model's access change. */
-interface WatchGrant { headers: IncomingMessage["headers"]; uuid: string; stopExpiry?: () => void }
+interface WatchGrant {
+  headers: IncomingMessage["headers"];
+  uuid: string;
+  stopExpiry?: () => void;
+}
 
 export class StatusWatchHub {
   private readonly wss: WebSocketServer;
@@ -32,9 +36,15 @@ export class StatusWatchHub {
   private readonly unsubscribe: () => void;
 
   /** @param transport frame bounds; @default TRANSPORT_LIMITS (api/limits.ts) */
-  constructor(private readonly cache: StateCache, transport: Partial<TransportLimits> = {}) {
+  constructor(
+    private readonly cache: StateCache,
+    transport: Partial<TransportLimits> = {},
+  ) {
     // Watchers only listen: a small bound keeps a read-only user from making the controller buffer big frames.
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: transport.watchFrameBytes ?? TRANSPORT_LIMITS.watchFrameBytes });
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: transport.watchFrameBytes ?? TRANSPORT_LIMITS.watchFrameBytes,
+    });
     answerHandshakeErrors(this.wss);
     this.authVersion = cache.authVersion;
     this.unsubscribe = cache.subscribe((changed) => {
@@ -47,30 +57,44 @@ export class StatusWatchHub {
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, { model: modelName }: { model: string }): void {
-    acceptAuthenticatedSocket(this.wss, this.cache, { req, socket, head }, (principal) => {
-      const idx = this.cache.findModel(modelName);
-      if (!idx) throw notFound("model", modelName);
-      requireModelAccess(principal, idx, "read", modelName);
-      return { principal, uuid: idx.uuid };
-    }, (ws, { principal, uuid }) => {
-      let set = this.watchers.get(uuid);
-      if (!set) this.watchers.set(uuid, (set = new Set()));
-      set.add(ws);
-      const grant: WatchGrant = { headers: { authorization: req.headers.authorization, cookie: req.headers.cookie }, uuid };
-      this.grants.set(ws, grant);
-      if (principal.kind === "user") grant.stopExpiry = atTokenExpiry(principal.token.expiresAt, () => this.recheck(ws, grant), () => this.grants.has(ws));
-      ws.on("close", () => {
-        set.delete(ws);
-        if (set.size === 0) this.watchers.delete(uuid);
-        grant.stopExpiry?.();
-        this.grants.delete(ws);
-      });
-      try {
-        this.send(uuid, [ws]);
-      } catch {
-        ws.close(1011, "internal error; see the controller log");
-      }
-    });
+    acceptAuthenticatedSocket(
+      this.wss,
+      this.cache,
+      { req, socket, head },
+      (principal) => {
+        const idx = this.cache.findModel(modelName);
+        if (!idx) throw notFound("model", modelName);
+        requireModelAccess(principal, idx, "read", modelName);
+        return { principal, uuid: idx.uuid };
+      },
+      (ws, { principal, uuid }) => {
+        let set = this.watchers.get(uuid);
+        if (!set) this.watchers.set(uuid, (set = new Set()));
+        set.add(ws);
+        const grant: WatchGrant = {
+          headers: { authorization: req.headers.authorization, cookie: req.headers.cookie },
+          uuid,
+        };
+        this.grants.set(ws, grant);
+        if (principal.kind === "user")
+          grant.stopExpiry = atTokenExpiry(
+            principal.token.expiresAt,
+            () => this.recheck(ws, grant),
+            () => this.grants.has(ws),
+          );
+        ws.on("close", () => {
+          set.delete(ws);
+          if (set.size === 0) this.watchers.delete(uuid);
+          grant.stopExpiry?.();
+          this.grants.delete(ws);
+        });
+        try {
+          this.send(uuid, [ws]);
+        } catch {
+          ws.close(1011, "internal error; see the controller log");
+        }
+      },
+    );
   }
 
   /** Closes the watch if its credentials or its access to the model no longer hold. */
@@ -79,7 +103,11 @@ export class StatusWatchHub {
     try {
       principal = authenticate(this.cache, grant.headers);
     } catch (err) {
-      this.end(ws, WATCH_CLOSE_CODES.tokenEnded, StewardError.isInstance(err) ? err.message : "credentials no longer valid");
+      this.end(
+        ws,
+        WATCH_CLOSE_CODES.tokenEnded,
+        StewardError.isInstance(err) ? err.message : "credentials no longer valid",
+      );
       return;
     }
     const idx = this.cache.models.get(grant.uuid);
@@ -101,12 +129,20 @@ export class StatusWatchHub {
 
   private schedule(uuid: string): void {
     if (this.timers.has(uuid)) return;
-    this.timers.set(uuid, setTimeout(() => { this.timers.delete(uuid); this.send(uuid, [...(this.watchers.get(uuid) ?? [])]); }, MIN_INTERVAL_MS));
+    this.timers.set(
+      uuid,
+      setTimeout(() => {
+        this.timers.delete(uuid);
+        this.send(uuid, [...(this.watchers.get(uuid) ?? [])]);
+      }, MIN_INTERVAL_MS),
+    );
   }
 
   private send(uuid: string, targets: WebSocket[]): void {
     const idx = this.cache.models.get(uuid);
-    const msg = idx?.model ? `{"status":${renderModelStatus(this.cache, idx)}}` : JSON.stringify({ error: { code: "not-found", message: "model was destroyed" } });
+    const msg = idx?.model
+      ? `{"status":${renderModelStatus(this.cache, idx)}}`
+      : JSON.stringify({ error: { code: "not-found", message: "model was destroyed" } });
     for (const ws of targets) {
       ws.send(msg);
       if (!idx?.model) ws.close(1000);

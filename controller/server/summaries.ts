@@ -13,21 +13,40 @@ import { modelAccess } from "../access/auth";
 
 /** What every user sees of the controller: who it is, and how to reach and recognise it. */
 export function controllerOverview(cache: StateCache, addresses: string[], caFingerprint: string): ControllerOverview {
-  return { name: cache.controller?.name ?? "", uuid: cache.controller?.uuid ?? "", version: STEWARD_VERSION, addresses, caFingerprint };
+  return {
+    name: cache.controller?.name ?? "",
+    uuid: cache.controller?.uuid ?? "",
+    version: STEWARD_VERSION,
+    addresses,
+    caFingerprint,
+  };
 }
 
 /** The overview part of a superuser's answer (what the live feed sends other users). */
 export function overviewOf(info: ControllerInfo): ControllerOverview {
-  return { name: info.name, uuid: info.uuid, version: info.version, addresses: info.addresses, caFingerprint: info.caFingerprint };
+  return {
+    name: info.name,
+    uuid: info.uuid,
+    version: info.version,
+    addresses: info.addresses,
+    caFingerprint: info.caFingerprint,
+  };
 }
 
-export async function describeController(cache: StateCache, cluster: Pick<ClusterControl, "info">, addresses: string[], caFingerprint: string): Promise<ControllerInfo> {
+export async function describeController(
+  cache: StateCache,
+  cluster: Pick<ClusterControl, "info">,
+  addresses: string[],
+  caFingerprint: string,
+): Promise<ControllerInfo> {
   const info = await cluster.info();
   // Without quorum this replica's view of who leads is frozen at the cut: it names no leader.
   const leader = info.degraded ? undefined : cache.leader?.replica;
   return {
     ...controllerOverview(cache, addresses, caFingerprint),
-    replicas: [...cache.replicas.values()].map((r) => ({ ...r, leader: leader === r.id })).sort((a, b) => a.since.localeCompare(b.since)),
+    replicas: [...cache.replicas.values()]
+      .map((r) => ({ ...r, leader: leader === r.id }))
+      .sort((a, b) => a.since.localeCompare(b.since)),
     cluster: info,
   };
 }
@@ -40,10 +59,19 @@ export function modelSummaries(cache: StateCache, p: Extract<Principal, { kind: 
     const access = modelAccess(p, idx);
     if (!access) continue;
     out.push({
-      name: idx.model.name, uuid: idx.uuid, life: idx.model.life, owner: idx.model.owner, applications: idx.apps.size, machines: idx.machines.size, units: idx.units.size,
-      access, config: modelSettings(idx.model.config), substrate: idx.model.placement.substrate,
+      name: idx.model.name,
+      uuid: idx.uuid,
+      life: idx.model.life,
+      owner: idx.model.owner,
+      applications: idx.apps.size,
+      machines: idx.machines.size,
+      units: idx.units.size,
+      access,
+      config: modelSettings(idx.model.config),
+      substrate: idx.model.placement.substrate,
       ...(idx.model.placement.credential ? { credential: idx.model.placement.credential } : {}),
-      settings: { ...idx.model.placement.settings }, where: describePlacement(idx.model.placement),
+      settings: { ...idx.model.placement.settings },
+      where: describePlacement(idx.model.placement),
       ...(hasConstraints(idx.model.constraints) ? { constraints: formatConstraints(idx.model.constraints) } : {}),
     });
   }

@@ -15,7 +15,10 @@ import { answerRaw, shown } from "./raw-answer";
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** Fastify's options for the controller's HTTPS server, with every transport limit applied. */
-export function serverOptions(tls: { key: string; cert: string }, overrides: Partial<TransportLimits> = {}): FastifyHttpsOptions<Server> {
+export function serverOptions(
+  tls: { key: string; cert: string },
+  overrides: Partial<TransportLimits> = {},
+): FastifyHttpsOptions<Server> {
   const limits: TransportLimits = { ...TRANSPORT_LIMITS, ...overrides };
   return {
     https: {
@@ -53,7 +56,11 @@ function answerClientError(limits: TransportLimits, err: NodeJS.ErrnoException, 
     return;
   }
   if (err.code === "HPE_HEADER_OVERFLOW") {
-    answerRaw(socket, 431, { code: "invalid-request", message: `the request line and headers exceed ${limits.maxHeaderBytes} bytes`, details: { maxHeaderBytes: limits.maxHeaderBytes } });
+    answerRaw(socket, 431, {
+      code: "invalid-request",
+      message: `the request line and headers exceed ${limits.maxHeaderBytes} bytes`,
+      details: { maxHeaderBytes: limits.maxHeaderBytes },
+    });
     return;
   }
   answerRaw(socket, 400, { code: "invalid-request", message: `malformed HTTP request (${err.code ?? "parse error"})` });
@@ -63,11 +70,16 @@ function answerClientError(limits: TransportLimits, err: NodeJS.ErrnoException, 
 function answerFrameworkError(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   const path = req.raw.url?.split("?")[0] ?? "";
   if (err.code === "FST_ERR_BAD_URL") {
-    void reply.code(400).send({ code: "invalid-request", message: `the URL path ${shown(path)} is not valid percent-encoding (write "%" as %25)` });
+    void reply.code(400).send({
+      code: "invalid-request",
+      message: `the URL path ${shown(path)} is not valid percent-encoding (write "%" as %25)`,
+    });
     return;
   }
   const status = err.statusCode && err.statusCode < 500 ? err.statusCode : 400;
-  void reply.code(status).send({ code: "invalid-request", message: `the request for ${shown(path)} was refused: ${err.message}` });
+  void reply
+    .code(status)
+    .send({ code: "invalid-request", message: `the request for ${shown(path)} was refused: ${err.message}` });
 }
 
 /**
@@ -99,9 +111,15 @@ export function parseJsonBody(text: string): unknown {
 }
 
 function refusePrototypeKeys(key: string, value: unknown): unknown {
-  const prototypeKey = key === "__proto__" || (key === "constructor" && typeof value === "object" && value !== null && Object.hasOwn(value, "prototype"));
+  const prototypeKey =
+    key === "__proto__" ||
+    (key === "constructor" && typeof value === "object" && value !== null && Object.hasOwn(value, "prototype"));
   if (prototypeKey) {
-    throw new StewardError("invalid-request", `the key "${key}" is not allowed in a request body (it could change object prototypes): rename or remove it`, { details: { key } });
+    throw new StewardError(
+      "invalid-request",
+      `the key "${key}" is not allowed in a request body (it could change object prototypes): rename or remove it`,
+      { details: { key } },
+    );
   }
   return value;
 }

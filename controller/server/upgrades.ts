@@ -17,7 +17,8 @@ import type { OwnOrigins } from "./own-origins";
 import { readSessionCookie } from "../access/session-cookie";
 
 /** An endpoint family and what its path names (the watched model). */
-export type UpgradeTarget = { kind: "agents" } | { kind: "live" } | { kind: "consoles" } | { kind: "watches"; model: string };
+export type UpgradeTarget =
+  { kind: "agents" } | { kind: "live" } | { kind: "consoles" } | { kind: "watches"; model: string };
 
 /** What takes one kind of upgrade over: authenticates it, then upgrades the socket or answers a refusal on it. */
 export interface UpgradeHandler<T extends UpgradeTarget = UpgradeTarget> {
@@ -42,7 +43,10 @@ export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket
   try {
     const target = parseUpgradeTarget(req.url ?? "");
     if (!req.headers.authorization && readSessionCookie(req.headers) && !routes.origins.allows(req.headers.origin)) {
-      throw new StewardError("forbidden", "a WebSocket authenticated by the session cookie must come from this controller's own page: its Origin must be one of the controller's addresses (steward dashboard prints them)");
+      throw new StewardError(
+        "forbidden",
+        "a WebSocket authenticated by the session cookie must come from this controller's own page: its Origin must be one of the controller's addresses (steward dashboard prints them)",
+      );
     }
     (routes[target.kind] as UpgradeHandler).handleUpgrade(req, socket, head, target);
   } catch (err) {
@@ -50,7 +54,10 @@ export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket
       answerRaw(socket, err.httpStatus, err.toWire());
       return;
     }
-    routes.log.error("unexpected error handling a WebSocket upgrade", { url: (req.url ?? "").slice(0, 200), err: (err as Error).message });
+    routes.log.error("unexpected error handling a WebSocket upgrade", {
+      url: (req.url ?? "").slice(0, 200),
+      err: (err as Error).message,
+    });
     answerRaw(socket, 500, { code: "internal", message: "internal error; see the controller log" });
   }
 }
@@ -62,10 +69,18 @@ export function parseUpgradeTarget(url: string): UpgradeTarget {
   if (path === "/v1/live") return { kind: "live" };
   if (path === "/v1/console") return { kind: "consoles" };
   const watch = /^\/v1\/models\/([^/]+)\/watch$/.exec(path);
-  if (!watch) throw new StewardError("not-found", `no WebSocket endpoint at ${shown(path)}: use /v1/agent, /v1/live, /v1/console or /v1/models/<model>/watch`);
+  if (!watch)
+    throw new StewardError(
+      "not-found",
+      `no WebSocket endpoint at ${shown(path)}: use /v1/agent, /v1/live, /v1/console or /v1/models/<model>/watch`,
+    );
   try {
     return { kind: "watches", model: decodeURIComponent(watch[1]!) };
   } catch {
-    throw new StewardError("invalid-request", `the model name in ${shown(path)} is not valid percent-encoding (write "%" as %25)`, { details: { field: "model" } });
+    throw new StewardError(
+      "invalid-request",
+      `the model name in ${shown(path)} is not valid percent-encoding (write "%" as %25)`,
+      { details: { field: "model" } },
+    );
   }
 }

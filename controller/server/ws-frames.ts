@@ -11,12 +11,23 @@ import type { Socket } from "node:net";
 import type WebSocket from "ws";
 
 /** ws 8's sender: `_state` 0 is idle (not compressing or reading a Blob), `_queue` what waits behind it. */
-interface WsInternals { _socket?: Socket; _sender?: { _queue?: unknown[]; _state?: number; _firstFragment?: boolean } }
+interface WsInternals {
+  _socket?: Socket;
+  _sender?: { _queue?: unknown[]; _state?: number; _firstFragment?: boolean };
+}
 
 export function sendText(ws: WebSocket, text: string): void {
   if (ws.readyState !== ws.OPEN) return;
   const { _socket: socket, _sender: sender } = ws as unknown as WsInternals;
-  if (!socket || socket.destroyed || !sender || sender._state !== 0 || sender._firstFragment !== true || !Array.isArray(sender._queue) || sender._queue.length > 0) {
+  if (
+    !socket ||
+    socket.destroyed ||
+    !sender ||
+    sender._state !== 0 ||
+    sender._firstFragment !== true ||
+    !Array.isArray(sender._queue) ||
+    sender._queue.length > 0
+  ) {
     ws.send(text);
     return;
   }
@@ -25,8 +36,13 @@ export function sendText(ws: WebSocket, text: string): void {
   const frame = Buffer.allocUnsafe(head + length);
   frame[0] = 0x81; // FIN + text
   if (head === 2) frame[1] = length;
-  else if (head === 4) { frame[1] = 126; frame.writeUInt16BE(length, 2); }
-  else { frame[1] = 127; frame.writeBigUInt64BE(BigInt(length), 2); }
+  else if (head === 4) {
+    frame[1] = 126;
+    frame.writeUInt16BE(length, 2);
+  } else {
+    frame[1] = 127;
+    frame.writeBigUInt64BE(BigInt(length), 2);
+  }
   frame.write(text, head, "utf8");
   socket.write(frame);
 }

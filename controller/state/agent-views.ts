@@ -22,11 +22,22 @@ function unitsOnMachine(idx: ModelIndex, machineId: string): { unit: UnitDoc; ap
     const app = unit && idx.apps.get(unit.app);
     if (unit && app) out.push({ unit, app });
   }
-  return out.sort((a, b) => (a.unit.app === b.unit.app ? unitNumber(a.unit.name) - unitNumber(b.unit.name) : a.unit.app.localeCompare(b.unit.app)));
+  return out.sort((a, b) =>
+    a.unit.app === b.unit.app
+      ? unitNumber(a.unit.name) - unitNumber(b.unit.name)
+      : a.unit.app.localeCompare(b.unit.app),
+  );
 }
 
 /** The model-wide head of a view: the model and its settings, in the order both builders write them. */
-function viewHead(cache: StateCache, idx: ModelIndex, leadershipLeaseSeconds: number): Pick<AgentView, "model" | "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds" | "restore" | "migration"> {
+function viewHead(
+  cache: StateCache,
+  idx: ModelIndex,
+  leadershipLeaseSeconds: number,
+): Pick<
+  AgentView,
+  "model" | "updateStatusInterval" | "retryHooks" | "leadershipLeaseSeconds" | "restore" | "migration"
+> {
   const settings = modelSettings(idx.model?.config);
   const r = cache.restore;
   const migration = migrationView(cache.migrations.get(idx.uuid));
@@ -41,12 +52,24 @@ function viewHead(cache: StateCache, idx: ModelIndex, leadershipLeaseSeconds: nu
   };
 }
 
-export function buildAgentView(cache: StateCache, idx: ModelIndex, machineId: string, controllerAddresses: string[], leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS): AgentView {
+export function buildAgentView(
+  cache: StateCache,
+  idx: ModelIndex,
+  machineId: string,
+  controllerAddresses: string[],
+  leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS,
+): AgentView {
   const units: UnitView[] = unitsOnMachine(idx, machineId).map(({ unit: u, app }) => {
     const leader = idx.leaders.get(u.app);
     return {
-      name: u.name, app: u.app, life: u.life, operator: app.operator, config: effectiveConfig(cache.operators.get(app.operator.hash)?.meta, app.config),
-      leader: leader?.unit === u.name, leaderKnown: leader !== undefined, leaderSettingsVersion: idx.leaderData.get(u.app)?.rev ?? 0,
+      name: u.name,
+      app: u.app,
+      life: u.life,
+      operator: app.operator,
+      config: effectiveConfig(cache.operators.get(app.operator.hash)?.meta, app.config),
+      leader: leader?.unit === u.name,
+      leaderKnown: leader !== undefined,
+      leaderSettingsVersion: idx.leaderData.get(u.app)?.rev ?? 0,
       relations: relationsOf(idx, u.app, u.name),
       ...(u.resolve ? { resolve: u.resolve } : {}),
       ...queuedActions(idx, u.name),
@@ -71,7 +94,11 @@ export class AgentViewRound {
   private readonly heads = new Map<ModelIndex, string>();
   private readonly tail: string;
 
-  constructor(private readonly cache: StateCache, controllerAddresses: readonly string[], private readonly leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS) {
+  constructor(
+    private readonly cache: StateCache,
+    controllerAddresses: readonly string[],
+    private readonly leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS,
+  ) {
     this.tail = `,"controllerAddresses":${JSON.stringify(controllerAddresses)}}`;
   }
 
@@ -80,10 +107,11 @@ export class AgentViewRound {
     let units = "";
     for (const { unit: u, app } of unitsOnMachine(idx, machineId)) {
       const leader = idx.leaders.get(u.app);
-      units += `${units ? "," : ""}{"name":${JSON.stringify(u.name)},"app":${JSON.stringify(u.app)},"life":${JSON.stringify(u.life)},${this.appPart(app)}`
-        + `,"leader":${leader?.unit === u.name},"leaderKnown":${leader !== undefined},"leaderSettingsVersion":${idx.leaderData.get(u.app)?.rev ?? 0}`
-        + `,"relations":${JSON.stringify(relationsOf(idx, u.app, u.name))}${u.resolve ? `,"resolve":${JSON.stringify(u.resolve)}` : ""}`
-        + `${idx.taskQueue.has(u.name) ? `,"actions":${JSON.stringify(queuedActions(idx, u.name).actions)}` : ""}}`;
+      units +=
+        `${units ? "," : ""}{"name":${JSON.stringify(u.name)},"app":${JSON.stringify(u.app)},"life":${JSON.stringify(u.life)},${this.appPart(app)}` +
+        `,"leader":${leader?.unit === u.name},"leaderKnown":${leader !== undefined},"leaderSettingsVersion":${idx.leaderData.get(u.app)?.rev ?? 0}` +
+        `,"relations":${JSON.stringify(relationsOf(idx, u.app, u.name))}${u.resolve ? `,"resolve":${JSON.stringify(u.resolve)}` : ""}` +
+        `${idx.taskQueue.has(u.name) ? `,"actions":${JSON.stringify(queuedActions(idx, u.name).actions)}` : ""}}`;
     }
     const machine = { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" };
     return `${this.head(idx)},"machine":${JSON.stringify(machine)},"units":[${units}]${this.tail}`;
@@ -118,7 +146,12 @@ const ACTIONS_IN_VIEW = 3;
 function queuedActions(idx: ModelIndex, unit: string): { actions?: QueuedAction[] } {
   const queue = idx.taskQueue.get(unit);
   if (!queue) return {};
-  return { actions: [...queue.values()].sort((a, b) => a.id - b.id).slice(0, ACTIONS_IN_VIEW).map((t) => ({ id: t.id, action: t.action, params: t.params })) };
+  return {
+    actions: [...queue.values()]
+      .sort((a, b) => a.id - b.id)
+      .slice(0, ACTIONS_IN_VIEW)
+      .map((t) => ({ id: t.id, action: t.action, params: t.params })),
+  };
 }
 
 /** The integrations of `app` as its unit `unit` sees them: remote units in scope and databag versions. */
@@ -134,7 +167,13 @@ export function relationsOf(idx: ModelIndex, app: string, unit: string): Relatio
       remoteUnits[other] = idx.relationData.get(`${r.id}/unit/${other}`)?.rev ?? 0;
     }
     out.push({
-      id: r.id, endpoint: mine.endpoint, interface: mine.interface, role: mine.role, remoteApp, life: r.life, remoteUnits,
+      id: r.id,
+      endpoint: mine.endpoint,
+      interface: mine.interface,
+      role: mine.role,
+      remoteApp,
+      life: r.life,
+      remoteUnits,
       remoteAppVersion: idx.relationData.get(`${r.id}/app/${remoteApp}`)?.rev ?? 0,
     });
   }

@@ -8,7 +8,27 @@ import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { ControllerUpgrade, StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
-import type { AccessDoc, ApplicationDoc, ControllerDoc, RestoreEpochDoc, DataBag, LeaderDoc, MachineDoc, MachineInfoDoc, MachineInstallDoc, MigrationDoc, ModelDoc, OperatorDoc, PresenceDoc, QueuedTaskDoc, RelationDoc, RevokedTokenDoc, UnitDoc, UnitStatusDoc, UserDoc } from "./documents";
+import type {
+  AccessDoc,
+  ApplicationDoc,
+  ControllerDoc,
+  RestoreEpochDoc,
+  DataBag,
+  LeaderDoc,
+  MachineDoc,
+  MachineInfoDoc,
+  MachineInstallDoc,
+  MigrationDoc,
+  ModelDoc,
+  OperatorDoc,
+  PresenceDoc,
+  QueuedTaskDoc,
+  RelationDoc,
+  RevokedTokenDoc,
+  UnitDoc,
+  UnitStatusDoc,
+  UserDoc,
+} from "./documents";
 import type { ImportOrigin, ImportedRevisionsDoc } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
 import { CACHED_PREFIXES } from "./keys";
@@ -17,7 +37,11 @@ import { classifyKey, queueId, scopeId } from "./registry";
 import { modelDocOf } from "./model-placement";
 
 /** A databag as kept: `rev` is the version served to agents, `modRevision` the store's. */
-export interface VersionedBag { data: DataBag; rev: number; modRevision: number }
+export interface VersionedBag {
+  data: DataBag;
+  rev: number;
+  modRevision: number;
+}
 
 export interface ModelIndex {
   uuid: string;
@@ -99,7 +123,10 @@ export class StateCache {
   private readonly waiters: { rev: number; resolve: () => void }[] = [];
   private stopped = false;
 
-  protected constructor(private readonly store: Store, private readonly onError: (err: Error) => void) {}
+  protected constructor(
+    private readonly store: Store,
+    private readonly onError: (err: Error) => void,
+  ) {}
 
   static async start(store: Store, onError: (err: Error) => void): Promise<StateCache> {
     const c = new StateCache(store, onError);
@@ -110,7 +137,9 @@ export class StateCache {
   private async load(): Promise<void> {
     for (const w of this.watchers) w.close();
     this.watchers = [];
-    const res = await this.store.txn({ success: CACHED_PREFIXES.map((prefix) => ({ type: "range" as const, prefix })) });
+    const res = await this.store.txn({
+      success: CACHED_PREFIXES.map((prefix) => ({ type: "range" as const, prefix })),
+    });
     // A re-read may change anything, the cluster included (replicas that moved while the watch was
     // down): listeners hear of every model, the ones now gone too, and of the cluster.
     const changed = new Set([CLUSTER_CHANGED, ...this.models.keys()]);
@@ -120,17 +149,21 @@ export class StateCache {
     for (const uuid of this.models.keys()) changed.add(uuid);
     // One watch over the whole keyspace, not one per prefix: etcd orders events within a watch
     // only, and `revision` must never run ahead of a change not yet applied.
-    this.watchers.push(this.store.watch("/", (events, rev) => this.onEvents(events, rev), {
-      fromRevision: res.revision + 1,
-      onError: (err) => this.resync(err),
-    }));
+    this.watchers.push(
+      this.store.watch("/", (events, rev) => this.onEvents(events, rev), {
+        fromRevision: res.revision + 1,
+        onError: (err) => this.resync(err),
+      }),
+    );
     this.notify(changed);
   }
 
   private resync(err: Error): void {
     if (this.stopped) return;
     this.load().catch((e: unknown) => {
-      this.onError(new Error(`state cache could not resync after "${err.message}": ${(e as Error).message}; trying again`));
+      this.onError(
+        new Error(`state cache could not resync after "${err.message}": ${(e as Error).message}; trying again`),
+      );
       // Its watch is closed: without another read the cache would follow nothing for good (a read
       // is refused, for instance, while the store has no leader).
       setTimeout(() => this.resync(err), RESYNC_RETRY_MS).unref();
@@ -160,9 +193,19 @@ export class StateCache {
 
   private onEvents(events: WatchEvent[], revision: number): void {
     // The store was restored under us (its revisions may repeat ones we saw): read it all again.
-    const restored = events.find((e) => e.kv.key === RESTORE_KEY && (e.type === "delete" || (JSON.parse(e.kv.value) as RestoreEpochDoc).clusterId !== this.restore?.clusterId));
+    const restored = events.find(
+      (e) =>
+        e.kv.key === RESTORE_KEY &&
+        (e.type === "delete" || (JSON.parse(e.kv.value) as RestoreEpochDoc).clusterId !== this.restore?.clusterId),
+    );
     if (restored || revision <= this.revision) {
-      this.resync(new Error(restored ? "the store was restored from a backup" : `the store's revision went back (${revision} after ${this.revision})`));
+      this.resync(
+        new Error(
+          restored
+            ? "the store was restored from a backup"
+            : `the store's revision went back (${revision} after ${this.revision})`,
+        ),
+      );
       return;
     }
     const changed = new Set<string>();
@@ -186,10 +229,17 @@ export class StateCache {
 
   private notify(changed: Set<string>): void {
     for (const l of this.listeners) {
-      try { l(changed, this.revision); } catch (err) { this.onError(err as Error); }
+      try {
+        l(changed, this.revision);
+      } catch (err) {
+        this.onError(err as Error);
+      }
     }
     for (let i = this.waiters.length - 1; i >= 0; i--) {
-      if (this.waiters[i]!.rev <= this.revision) { this.waiters[i]!.resolve(); this.waiters.splice(i, 1); }
+      if (this.waiters[i]!.rev <= this.revision) {
+        this.waiters[i]!.resolve();
+        this.waiters.splice(i, 1);
+      }
     }
   }
 
@@ -199,35 +249,72 @@ export class StateCache {
     if (!c) return undefined;
     const doc = type === "put" ? (JSON.parse(kv.value) as unknown) : undefined;
     const id = c.id;
-    const set = <T>(map: Map<string, T>, key: string): void => { if (doc === undefined) map.delete(key); else map.set(key, doc as T); };
+    const set = <T>(map: Map<string, T>, key: string): void => {
+      if (doc === undefined) map.delete(key);
+      else map.set(key, doc as T);
+    };
     switch (c.kind.name) {
-      case "controller-info": this.controller = doc as ControllerDoc | undefined; return undefined;
-      case "restore-epoch": this.restore = doc as RestoreEpochDoc | undefined; return CLUSTER_CHANGED;
-      case "token-key": this.tokenKey = doc as string | undefined; return undefined;
-      case "user": set(this.users, id); this.authVersion++; return undefined;
-      case "revoked-token":
-        if (doc === undefined) this.revokedTokens.delete(id); else this.revokedTokens.set(id, (doc as RevokedTokenDoc).expiresAt);
+      case "controller-info":
+        this.controller = doc as ControllerDoc | undefined;
+        return undefined;
+      case "restore-epoch":
+        this.restore = doc as RestoreEpochDoc | undefined;
+        return CLUSTER_CHANGED;
+      case "token-key":
+        this.tokenKey = doc as string | undefined;
+        return undefined;
+      case "user":
+        set(this.users, id);
         this.authVersion++;
         return undefined;
-      case "model-name": if (doc === undefined) this.modelNames.delete(id); else this.modelNames.set(id, doc as string); return undefined;
-      case "operator": set(this.operators, id); return undefined;
-      case "cluster-leader": this.leader = doc as typeof this.leader; return CLUSTER_CHANGED;
-      case "cluster-replica": set(this.replicas, id); return CLUSTER_CHANGED;
-      case "cluster-member": set(this.clusterMembers, id); return CLUSTER_CHANGED;
-      case "cluster-spare": set(this.spares, id); return CLUSTER_CHANGED;
-      case "cluster-config": this.haConfig = doc as HaConfig | undefined; return CLUSTER_CHANGED;
-      case "cluster-keeper": this.keeper = doc as KeeperDoc | undefined; return CLUSTER_CHANGED;
-      case "cluster-upgrade": this.upgrade = doc as ControllerUpgrade | undefined; return CLUSTER_CHANGED;
-      case "cluster-replica-cloud": this.replicaCloud = doc as ReplicaCloudDoc | undefined; return CLUSTER_CHANGED;
+      case "revoked-token":
+        if (doc === undefined) this.revokedTokens.delete(id);
+        else this.revokedTokens.set(id, (doc as RevokedTokenDoc).expiresAt);
+        this.authVersion++;
+        return undefined;
+      case "model-name":
+        if (doc === undefined) this.modelNames.delete(id);
+        else this.modelNames.set(id, doc as string);
+        return undefined;
+      case "operator":
+        set(this.operators, id);
+        return undefined;
+      case "cluster-leader":
+        this.leader = doc as typeof this.leader;
+        return CLUSTER_CHANGED;
+      case "cluster-replica":
+        set(this.replicas, id);
+        return CLUSTER_CHANGED;
+      case "cluster-member":
+        set(this.clusterMembers, id);
+        return CLUSTER_CHANGED;
+      case "cluster-spare":
+        set(this.spares, id);
+        return CLUSTER_CHANGED;
+      case "cluster-config":
+        this.haConfig = doc as HaConfig | undefined;
+        return CLUSTER_CHANGED;
+      case "cluster-keeper":
+        this.keeper = doc as KeeperDoc | undefined;
+        return CLUSTER_CHANGED;
+      case "cluster-upgrade":
+        this.upgrade = doc as ControllerUpgrade | undefined;
+        return CLUSTER_CHANGED;
+      case "cluster-replica-cloud":
+        this.replicaCloud = doc as ReplicaCloudDoc | undefined;
+        return CLUSTER_CHANGED;
       // A migration changes what the model's agents are told (pause, report, switch).
-      case "migration": set(this.migrations, id); return this.models.has(id) ? id : undefined;
+      case "migration":
+        set(this.migrations, id);
+        return this.models.has(id) ? id : undefined;
       case "presence": {
         const idx = this.index(c.model!);
         set(idx.presence, id);
         for (const l of this.presenceListeners) l(idx.uuid, id);
         return idx.uuid;
       }
-      default: break;
+      default:
+        break;
     }
     // Every key under a model's own prefix touches the model, kept here or not (sequences, failures).
     if (c.kind.path[0] !== "models") return undefined;
@@ -238,7 +325,9 @@ export class StateCache {
         idx.model = doc ? modelDocOf(doc) : undefined;
         if (!doc && idx.apps.size === 0 && idx.machines.size === 0) this.models.delete(uuid);
         break;
-      case "app": set(idx.apps, id); break;
+      case "app":
+        set(idx.apps, id);
+        break;
       case "unit": {
         const old = idx.units.get(id);
         if (old) idx.unitsByMachine.get(old.machine)?.delete(id);
@@ -251,44 +340,84 @@ export class StateCache {
         }
         break;
       }
-      case "unit-status": set(idx.unitStatus, id); break;
-      case "machine": set(idx.machines, id); if (!doc) idx.unitsByMachine.delete(id); break;
-      case "machine-info": set(idx.machineInfo, id); break;
-      case "machine-install": set(idx.machineInstall, id); break;
-      case "access": set(idx.access, id); break;
-      case "relation": if (doc === undefined) idx.relations.delete(Number(id)); else idx.relations.set(Number(id), doc as RelationDoc); break;
+      case "unit-status":
+        set(idx.unitStatus, id);
+        break;
+      case "machine":
+        set(idx.machines, id);
+        if (!doc) idx.unitsByMachine.delete(id);
+        break;
+      case "machine-info":
+        set(idx.machineInfo, id);
+        break;
+      case "machine-install":
+        set(idx.machineInstall, id);
+        break;
+      case "access":
+        set(idx.access, id);
+        break;
+      case "relation":
+        if (doc === undefined) idx.relations.delete(Number(id));
+        else idx.relations.set(Number(id), doc as RelationDoc);
+        break;
       case "scope": {
         const { relation: rel, unit } = scopeId(id);
         let s = idx.scope.get(rel);
         if (!s) idx.scope.set(rel, (s = new Set()));
-        if (doc === undefined) { s.delete(unit); if (s.size === 0) idx.scope.delete(rel); } else s.add(unit);
+        if (doc === undefined) {
+          s.delete(unit);
+          if (s.size === 0) idx.scope.delete(rel);
+        } else s.add(unit);
         break;
       }
       case "relation-data":
         if (doc === undefined) idx.relationData.delete(id);
-        else idx.relationData.set(id, { data: doc as DataBag, rev: servedVersion(idx.importOrigin, id, kv.modRevision), modRevision: kv.modRevision });
+        else
+          idx.relationData.set(id, {
+            data: doc as DataBag,
+            rev: servedVersion(idx.importOrigin, id, kv.modRevision),
+            modRevision: kv.modRevision,
+          });
         break;
-      case "leader": set(idx.leaders, id); break;
+      case "leader":
+        set(idx.leaders, id);
+        break;
       case "leader-data":
         if (doc === undefined) idx.leaderData.delete(id);
-        else idx.leaderData.set(id, { data: doc as DataBag, rev: servedVersion(idx.importOrigin, `leader/${id}`, kv.modRevision), modRevision: kv.modRevision });
+        else
+          idx.leaderData.set(id, {
+            data: doc as DataBag,
+            rev: servedVersion(idx.importOrigin, `leader/${id}`, kv.modRevision),
+            modRevision: kv.modRevision,
+          });
         break;
-      case "ports": set(idx.ports, id); break;
-      case "app-status": set(idx.appStatus, id); break;
+      case "ports":
+        set(idx.ports, id);
+        break;
+      case "app-status":
+        set(idx.appStatus, id);
+        break;
       case "task-queue": {
         const { unit, task } = queueId(id);
         let q = idx.taskQueue.get(unit);
-        if (doc !== undefined) { if (!q) idx.taskQueue.set(unit, (q = new Map())); q.set(task, doc as QueuedTaskDoc); }
-        else if (q) { q.delete(task); if (q.size === 0) idx.taskQueue.delete(unit); }
+        if (doc !== undefined) {
+          if (!q) idx.taskQueue.set(unit, (q = new Map()));
+          q.set(task, doc as QueuedTaskDoc);
+        } else if (q) {
+          q.delete(task);
+          if (q.size === 0) idx.taskQueue.delete(unit);
+        }
         break;
       }
       case "imported-revisions":
-        idx.importOrigin = doc === undefined ? undefined : { ...(doc as ImportedRevisionsDoc), importRevision: kv.modRevision };
+        idx.importOrigin =
+          doc === undefined ? undefined : { ...(doc as ImportedRevisionsDoc), importRevision: kv.modRevision };
         // Bags read before this document in the same load are served again at their source versions.
         for (const [bag, e] of idx.relationData) e.rev = servedVersion(idx.importOrigin, bag, e.modRevision);
         for (const [app, e] of idx.leaderData) e.rev = servedVersion(idx.importOrigin, `leader/${app}`, e.modRevision);
         break;
-      default: break;
+      default:
+        break;
     }
     return uuid;
   }
@@ -296,9 +425,28 @@ export class StateCache {
   private index(uuid: string): ModelIndex {
     let idx = this.models.get(uuid);
     if (!idx) {
-      idx = { uuid, apps: new Map(), units: new Map(), unitStatus: new Map(), machines: new Map(), machineInfo: new Map(), machineInstall: new Map(), access: new Map(), presence: new Map(), unitsByMachine: new Map(),
-        relations: new Map(), scope: new Map(), relationData: new Map(), leaders: new Map(), leaderData: new Map(), ports: new Map(), appStatus: new Map(), taskQueue: new Map(),
-        revision: this.revision, viewRevision: this.revision };
+      idx = {
+        uuid,
+        apps: new Map(),
+        units: new Map(),
+        unitStatus: new Map(),
+        machines: new Map(),
+        machineInfo: new Map(),
+        machineInstall: new Map(),
+        access: new Map(),
+        presence: new Map(),
+        unitsByMachine: new Map(),
+        relations: new Map(),
+        scope: new Map(),
+        relationData: new Map(),
+        leaders: new Map(),
+        leaderData: new Map(),
+        ports: new Map(),
+        appStatus: new Map(),
+        taskQueue: new Map(),
+        revision: this.revision,
+        viewRevision: this.revision,
+      };
       this.models.set(uuid, idx);
     }
     return idx;
@@ -330,8 +478,23 @@ export class StateCache {
     const target = await this.store.currentRevision();
     if (target <= this.revision) return;
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new StewardError("deadline-exceeded", `this replica's view of the store is behind (at ${this.revision}, store at ${target}); try again or another replica`)), timeoutMs); });
-    try { await Promise.race([this.waitForRevision(target), late]); } finally { clearTimeout(timer); }
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new StewardError(
+              "deadline-exceeded",
+              `this replica's view of the store is behind (at ${this.revision}, store at ${target}); try again or another replica`,
+            ),
+          ),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([this.waitForRevision(target), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Resolves once the cache has seen `revision` (e.g. a write's revision), so reads after a write see it. */

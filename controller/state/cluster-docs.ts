@@ -55,7 +55,9 @@ export interface MemberDoc {
  * Kubernetes the controller's own StatefulSet, reached as its pods' ServiceAccount (no credential;
  * one stored by an older bootstrap is ignored).
  */
-export type ReplicaCloudDoc = { substrate: "aws"; credential: string; aws: AwsModelSettings } | { substrate: "vsphere"; credential: string; vsphere: VsphereModelSettings }
+export type ReplicaCloudDoc =
+  | { substrate: "aws"; credential: string; aws: AwsModelSettings }
+  | { substrate: "vsphere"; credential: string; vsphere: VsphereModelSettings }
   | { substrate: "kubernetes"; kubernetes: { namespace: string; statefulSet: string } };
 
 /** A host the keeper may install a replica on. Its SSH key is sealed (security/sealing.ts); never returned by the API. */
@@ -72,11 +74,17 @@ export interface SpareDoc {
 }
 
 /** What a spare's `sealedKey` holds. */
-export interface SpareKey { privateKey: string; passphrase?: string }
+export interface SpareKey {
+  privateKey: string;
+  passphrase?: string;
+}
 
 export const sparePurpose = (host: string): string => `spare/${host}`;
 
-export interface KeeperEvent { at: string; message: string }
+export interface KeeperEvent {
+  at: string;
+  message: string;
+}
 
 export interface KeeperDoc {
   /** `idle`: nothing to do; `waiting`: a replica is gone but not yet for replaceAfter; `acting`: a change is in flight; `blocked`: something needed is missing (quorum, spares, rate limit). */

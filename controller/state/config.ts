@@ -14,7 +14,10 @@ export function validateConfig(meta: OperatorMeta, values: ConfigValues, app: st
     const opt = meta.config[k];
     if (!opt) throw configError(app, meta, k);
     const problem = checkConfigValue(opt.type, v);
-    if (problem) throw new StewardError("config-invalid", `config "${k}" of ${app}: ${problem}`, { details: { field: k, type: opt.type } });
+    if (problem)
+      throw new StewardError("config-invalid", `config "${k}" of ${app}: ${problem}`, {
+        details: { field: k, type: opt.type },
+      });
     out[k] = v;
   }
   return out;
@@ -24,14 +27,25 @@ export function validateConfig(meta: OperatorMeta, values: ConfigValues, app: st
 export function checkConfigTotal(config: ConfigValues, app: string): ConfigValues {
   const bytes = Buffer.byteLength(JSON.stringify(config));
   if (bytes <= CONFIG_TOTAL_LIMIT_BYTES) return config;
-  const largest = Object.entries(config).sort(([, a], [, b]) => String(b).length - String(a).length).slice(0, 3).map(([k]) => `"${k}"`);
-  throw new StewardError("config-invalid", `config of ${app} would be ${bytes} bytes in all; an application's config may hold at most ${CONFIG_TOTAL_LIMIT_BYTES} bytes (largest values: ${largest.join(", ")})`, { details: { field: "config", bytes, limit: CONFIG_TOTAL_LIMIT_BYTES } });
+  const largest = Object.entries(config)
+    .sort(([, a], [, b]) => String(b).length - String(a).length)
+    .slice(0, 3)
+    .map(([k]) => `"${k}"`);
+  throw new StewardError(
+    "config-invalid",
+    `config of ${app} would be ${bytes} bytes in all; an application's config may hold at most ${CONFIG_TOTAL_LIMIT_BYTES} bytes (largest values: ${largest.join(", ")})`,
+    { details: { field: "config", bytes, limit: CONFIG_TOTAL_LIMIT_BYTES } },
+  );
 }
 
 /** An option the operator does not declare, with the options it does. */
 export function configError(app: string, meta: OperatorMeta, key: string): StewardError {
   const known = Object.keys(meta.config);
-  return new StewardError("config-invalid", `config "${key}" is not an option of ${app} (operator ${meta.name}); ${known.length > 0 ? `known options: ${known.join(", ")}` : "it has no config options"}`, { details: { field: key, known } });
+  return new StewardError(
+    "config-invalid",
+    `config "${key}" is not an option of ${app} (operator ${meta.name}); ${known.length > 0 ? `known options: ${known.join(", ")}` : "it has no config options"}`,
+    { details: { field: key, known } },
+  );
 }
 
 /** The effective config: operator defaults overlaid with the values set on the application. */

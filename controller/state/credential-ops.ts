@@ -11,40 +11,78 @@ import type { CredentialDoc } from "./documents";
 import { keys } from "./keys";
 import { StoreTxns } from "./txn";
 
-export interface CredentialInput { substrate: CredentialSubstrate; attributes: Record<string, string> }
-
+export interface CredentialInput {
+  substrate: CredentialSubstrate;
+  attributes: Record<string, string>;
+}
 
 const purpose = (name: string): string => `credential/${name}`;
 
 export class CredentialOps extends StoreTxns {
-  constructor(store: Store, private readonly sealer: Sealer) { super(store); }
+  constructor(
+    store: Store,
+    private readonly sealer: Sealer,
+  ) {
+    super(store);
+  }
 
   /**
    * Adds a credential. Adding one again with the same attributes changes nothing (`created: false`);
    * with other attributes it is refused unless `replace`, and its substrate never changes (models rely on it).
    */
-  async put(owner: string, name: string, input: CredentialInput, replace: boolean): Promise<{ created: boolean; changed: boolean; revision: number }> {
+  async put(
+    owner: string,
+    name: string,
+    input: CredentialInput,
+    replace: boolean,
+  ): Promise<{ created: boolean; changed: boolean; revision: number }> {
     const sealed = this.sealer.sealJson(purpose(name), input.attributes);
     const kind = CREDENTIAL_KINDS[input.substrate];
-    const shown = Object.fromEntries(Object.entries(input.attributes).flatMap(([k, v]) => {
-      const s = shownCredentialValue(kind, k, v);
-      return s === undefined ? [] : [[k, s]];
-    }));
+    const shown = Object.fromEntries(
+      Object.entries(input.attributes).flatMap(([k, v]) => {
+        const s = shownCredentialValue(kind, k, v);
+        return s === undefined ? [] : [[k, s]];
+      }),
+    );
     return this.retry<{ created: boolean; changed: boolean }>(`add credential ${name}`, async () => {
       const existing = await this.read<CredentialDoc>(keys.credential(name));
       if (!existing) {
-        const doc: CredentialDoc = { name, substrate: input.substrate, owner, createdAt: this.stamp(), shown, sealed, models: [] };
-        return { compare: [absent(keys.credential(name))], ops: [{ type: "put", key: keys.credential(name), value: JSON.stringify(doc) }], result: { created: true, changed: true } };
+        const doc: CredentialDoc = {
+          name,
+          substrate: input.substrate,
+          owner,
+          createdAt: this.stamp(),
+          shown,
+          sealed,
+          models: [],
+        };
+        return {
+          compare: [absent(keys.credential(name))],
+          ops: [{ type: "put", key: keys.credential(name), value: JSON.stringify(doc) }],
+          result: { created: true, changed: true },
+        };
       }
       if (existing.doc.substrate !== input.substrate) {
-        throw new StewardError("conflict", `credential "${name}" is for ${existing.doc.substrate}, not ${input.substrate}: a credential keeps its substrate; add this one under another name`, { details: { field: "substrate" } });
+        throw new StewardError(
+          "conflict",
+          `credential "${name}" is for ${existing.doc.substrate}, not ${input.substrate}: a credential keeps its substrate; add this one under another name`,
+          { details: { field: "substrate" } },
+        );
       }
       if (sameAttributes(this.sealer.openJson(purpose(name), existing.doc.sealed), input.attributes)) {
         return { compare: [], ops: [], result: { created: false, changed: false } };
       }
-      if (!replace) throw new StewardError("conflict", `credential "${name}" already exists with other values: give --replace to replace them (models using it switch to the new values)`);
+      if (!replace)
+        throw new StewardError(
+          "conflict",
+          `credential "${name}" already exists with other values: give --replace to replace them (models using it switch to the new values)`,
+        );
       const doc: CredentialDoc = { ...existing.doc, shown, sealed, updatedAt: this.stamp() };
-      return { compare: [unchanged(keys.credential(name), existing.rev)], ops: [{ type: "put", key: keys.credential(name), value: JSON.stringify(doc) }], result: { created: false, changed: true } };
+      return {
+        compare: [unchanged(keys.credential(name), existing.rev)],
+        ops: [{ type: "put", key: keys.credential(name), value: JSON.stringify(doc) }],
+        result: { created: false, changed: true },
+      };
     });
   }
 
@@ -61,8 +99,16 @@ export class CredentialOps extends StoreTxns {
       const existing = await this.read<CredentialDoc>(keys.credential(name));
       if (!existing) throw notFound("credential", name);
       const users = await this.liveModels(existing.doc);
-      if (users.length > 0) throw new StewardError("conflict", `credential "${name}" is used by model${users.length > 1 ? "s" : ""} ${users.join(", ")}: destroy ${users.length > 1 ? "them" : "it"} first`);
-      return { compare: [unchanged(keys.credential(name), existing.rev)], ops: [{ type: "delete", key: keys.credential(name) }], result: {} };
+      if (users.length > 0)
+        throw new StewardError(
+          "conflict",
+          `credential "${name}" is used by model${users.length > 1 ? "s" : ""} ${users.join(", ")}: destroy ${users.length > 1 ? "them" : "it"} first`,
+        );
+      return {
+        compare: [unchanged(keys.credential(name), existing.rev)],
+        ops: [{ type: "delete", key: keys.credential(name) }],
+        result: {},
+      };
     });
   }
 
@@ -70,12 +116,24 @@ export class CredentialOps extends StoreTxns {
   async open(name: string, substrate: CredentialSubstrate): Promise<Record<string, string>> {
     const existing = await this.read<CredentialDoc>(keys.credential(name));
     if (!existing) throw notFound("credential", name);
-    if (existing.doc.substrate !== substrate) throw new StewardError("invalid-request", `credential "${name}" is for ${existing.doc.substrate}, not ${substrate}`);
+    if (existing.doc.substrate !== substrate)
+      throw new StewardError(
+        "invalid-request",
+        `credential "${name}" is for ${existing.doc.substrate}, not ${substrate}`,
+      );
     return this.sealer.openJson(purpose(name), existing.doc.sealed);
   }
 
   private async summary(doc: CredentialDoc): Promise<CredentialSummary> {
-    return { name: doc.name, substrate: doc.substrate, owner: doc.owner, createdAt: doc.createdAt, ...(doc.updatedAt ? { updatedAt: doc.updatedAt } : {}), attributes: doc.shown, models: await this.liveModels(doc) };
+    return {
+      name: doc.name,
+      substrate: doc.substrate,
+      owner: doc.owner,
+      createdAt: doc.createdAt,
+      ...(doc.updatedAt ? { updatedAt: doc.updatedAt } : {}),
+      attributes: doc.shown,
+      models: await this.liveModels(doc),
+    };
   }
 
   /** Names of the models made with the credential that still exist. */
@@ -90,6 +148,7 @@ export class CredentialOps extends StoreTxns {
 }
 
 function sameAttributes(a: Record<string, string>, b: Record<string, string>): boolean {
-  const ka = Object.keys(a).sort(), kb = Object.keys(b).sort();
+  const ka = Object.keys(a).sort(),
+    kb = Object.keys(b).sort();
   return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a[k] === b[k]);
 }

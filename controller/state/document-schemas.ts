@@ -13,55 +13,125 @@ const Timestamp = Text(40);
 const Life = z.enum(["alive", "dying"]);
 const Count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const MachineId = z.string().regex(/^[0-9]{1,9}$/, { message: "must be a machine number such as 0 or 12" });
-const UnitName = z.string().max(128).regex(/^[a-z][a-z0-9-]*\/[0-9]{1,9}$/, { message: "must be a unit name such as web/0" });
+const UnitName = z
+  .string()
+  .max(128)
+  .regex(/^[a-z][a-z0-9-]*\/[0-9]{1,9}$/, { message: "must be a unit name such as web/0" });
 const ActionValue = z.union([z.string().max(64 * 1024), z.number(), z.boolean()]);
 // Sizes in MiB and cores as substrates report them (a cloud's hardware may not be whole numbers).
 const Amount = z.number().min(0).max(Number.MAX_SAFE_INTEGER);
-const Constraints = z.strictObject({ arch: z.enum(ARCHES).optional(), cores: Amount.optional(), mem: Amount.optional(), rootDisk: Amount.optional(), instanceType: Text(64).optional() });
+const Constraints = z.strictObject({
+  arch: z.enum(ARCHES).optional(),
+  cores: Amount.optional(),
+  mem: Amount.optional(),
+  rootDisk: Amount.optional(),
+  instanceType: Text(64).optional(),
+});
 const WorkloadStatus = z.enum(["active", "blocked", "maintenance", "waiting", "unknown", "terminated", "error"]);
-const statusInfo = <S extends z.ZodType>(current: S): z.ZodObject => z.strictObject({ current, message: Text(16 * 1024), since: Timestamp });
+const statusInfo = <S extends z.ZodType>(current: S): z.ZodObject =>
+  z.strictObject({ current, message: Text(16 * 1024), since: Timestamp });
 const Bag = z.record(Text(256), Text(1024 * 1024));
 
 /** Where a model's machines come from: a kind, its credential's name and the kind's settings (settings-less kinds: `{}`). */
-const Placement = z.discriminatedUnion("substrate", MODEL_SUBSTRATES.map((k) =>
-  z.strictObject({ substrate: z.literal(k), credential: Name.optional(), settings: settingsSchemaOf(k) ?? z.strictObject({}) })) as unknown as [z.ZodObject]);
+const Placement = z.discriminatedUnion(
+  "substrate",
+  MODEL_SUBSTRATES.map((k) =>
+    z.strictObject({
+      substrate: z.literal(k),
+      credential: Name.optional(),
+      settings: settingsSchemaOf(k) ?? z.strictObject({}),
+    }),
+  ) as unknown as [z.ZodObject],
+);
 const ModelSchema = z.strictObject({
-  uuid: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { message: "must be a uuid" }), name: Name, owner: UserName, life: Life, createdAt: Timestamp,
-  config: z.strictObject({ updateStatusInterval: z.number().int().min(1).max(3600), automaticallyRetryHooks: z.boolean().optional() }),
+  uuid: z
+    .string()
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { message: "must be a uuid" }),
+  name: Name,
+  owner: UserName,
+  life: Life,
+  createdAt: Timestamp,
+  config: z.strictObject({
+    updateStatusInterval: z.number().int().min(1).max(3600),
+    automaticallyRetryHooks: z.boolean().optional(),
+  }),
   placement: Placement,
   constraints: Constraints.optional(),
 });
 
 const MachineSchema = z.strictObject({
-  id: MachineId, substrate: z.enum(MODEL_SUBSTRATES), life: Life,
-  credentialHash: z.string().regex(/^[0-9a-f]{64}$/, { message: "must be a SHA-256 in hex" }).optional(),
-  createdFor: UnitName.optional(), createdAt: Timestamp,
-  ssh: z.strictObject({ host: Text(255), port: z.number().int().min(1).max(65535), user: Text(64), hostKey: Text(128) }).optional(),
+  id: MachineId,
+  substrate: z.enum(MODEL_SUBSTRATES),
+  life: Life,
+  credentialHash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, { message: "must be a SHA-256 in hex" })
+    .optional(),
+  createdFor: UnitName.optional(),
+  createdAt: Timestamp,
+  ssh: z
+    .strictObject({ host: Text(255), port: z.number().int().min(1).max(65535), user: Text(64), hostKey: Text(128) })
+    .optional(),
   constraints: Constraints.optional(),
   // Checked against this controller's directories by the import (local-dir.ts rule, given as ImportDeps.checkLocalDir).
   localDir: z.string().min(1).max(4096).optional(),
 });
 
-const Instance = z.strictObject({ id: Text(256), zone: Text(128).optional(), state: Text(64), address: Text(256).optional() });
+const Instance = z.strictObject({
+  id: Text(256),
+  zone: Text(128).optional(),
+  state: Text(64),
+  address: Text(256).optional(),
+});
 const MachineInstallSchema = z.strictObject({
-  state: z.enum(["installing", "installed", "failed"]), step: Text(16 * 1024), changed: z.boolean().optional(), bytesUploaded: Count.optional(),
-  instance: Instance.optional(), hardware: Constraints.optional(), at: Timestamp,
+  state: z.enum(["installing", "installed", "failed"]),
+  step: Text(16 * 1024),
+  changed: z.boolean().optional(),
+  bytesUploaded: Count.optional(),
+  instance: Instance.optional(),
+  hardware: Constraints.optional(),
+  at: Timestamp,
 });
 
 const ApplicationSchema = z.strictObject({
-  name: Name, operator: z.strictObject({ hash: Text(128), name: Text(128), version: Text(64) }),
-  config: z.record(Text(256), z.union([Text(1024 * 1024), z.number(), z.boolean()])), life: Life, nextUnit: Count, createdAt: Timestamp,
+  name: Name,
+  operator: z.strictObject({ hash: Text(128), name: Text(128), version: Text(64) }),
+  config: z.record(Text(256), z.union([Text(1024 * 1024), z.number(), z.boolean()])),
+  life: Life,
+  nextUnit: Count,
+  createdAt: Timestamp,
   constraints: Constraints.optional(),
 });
 
-const Endpoint = z.strictObject({ app: Name, endpoint: Text(128), role: z.enum(["provider", "requirer", "peer"]), interface: Text(128) });
-const RelationSchema = z.strictObject({ id: Count, key: Text(1024), endpoints: z.array(Endpoint).min(1).max(2), life: Life, createdAt: Timestamp });
+const Endpoint = z.strictObject({
+  app: Name,
+  endpoint: Text(128),
+  role: z.enum(["provider", "requirer", "peer"]),
+  interface: Text(128),
+});
+const RelationSchema = z.strictObject({
+  id: Count,
+  key: Text(1024),
+  endpoints: z.array(Endpoint).min(1).max(2),
+  life: Life,
+  createdAt: Timestamp,
+});
 
 const TaskSchema = z.strictObject({
-  id: Count, operation: Count, unit: UnitName, action: Text(63), params: z.record(Text(256), ActionValue),
-  status: z.enum(["pending", "running", "completed", "failed", "aborted"]), enqueued: Timestamp, started: Timestamp.optional(), completed: Timestamp.optional(),
-  message: Text(64 * 1024), results: z.record(Text(256), z.unknown()), log: z.array(z.strictObject({ ts: Timestamp, message: Text(64 * 1024) })).max(10_000),
-  output: Text(1024 * 1024), exitCode: z.number().int().optional(),
+  id: Count,
+  operation: Count,
+  unit: UnitName,
+  action: Text(63),
+  params: z.record(Text(256), ActionValue),
+  status: z.enum(["pending", "running", "completed", "failed", "aborted"]),
+  enqueued: Timestamp,
+  started: Timestamp.optional(),
+  completed: Timestamp.optional(),
+  message: Text(64 * 1024),
+  results: z.record(Text(256), z.unknown()),
+  log: z.array(z.strictObject({ ts: Timestamp, message: Text(64 * 1024) })).max(10_000),
+  output: Text(1024 * 1024),
+  exitCode: z.number().int().optional(),
 });
 
 /** Each exported kind's schema (registry.ts takes them from here by kind). */
@@ -72,26 +142,72 @@ export const DOCUMENT_SCHEMAS = {
   "relation-seq": Count,
   "task-seq": Count,
   "machine": MachineSchema,
-  "machine-info": z.strictObject({ hostname: Text(255), address: Text(255), os: Text(255), agentVersion: Text(64), firstSeen: Timestamp }),
+  "machine-info": z.strictObject({
+    hostname: Text(255),
+    address: Text(255),
+    os: Text(255),
+    agentVersion: Text(64),
+    firstSeen: Timestamp,
+  }),
   "machine-install": MachineInstallSchema,
   "app": ApplicationSchema,
   "app-status": statusInfo(WorkloadStatus),
-  "unit": z.strictObject({ name: UnitName, app: Name, machine: MachineId, life: Life, createdAt: Timestamp, resolve: z.enum(["retry", "no-retry"]).optional() }),
-  "unit-status": z.strictObject({ workload: statusInfo(WorkloadStatus), agent: statusInfo(z.enum(["allocating", "executing", "idle", "error"])), version: Text(64), applied: z.strictObject({ operator: Text(128), config: Text(128) }).optional() }),
+  "unit": z.strictObject({
+    name: UnitName,
+    app: Name,
+    machine: MachineId,
+    life: Life,
+    createdAt: Timestamp,
+    resolve: z.enum(["retry", "no-retry"]).optional(),
+  }),
+  "unit-status": z.strictObject({
+    workload: statusInfo(WorkloadStatus),
+    agent: statusInfo(z.enum(["allocating", "executing", "idle", "error"])),
+    version: Text(64),
+    applied: z.strictObject({ operator: Text(128), config: Text(128) }).optional(),
+  }),
   "unit-failure": z.strictObject({ hook: Text(256), output: Text(64 * 1024), since: Timestamp }),
   // The agent's own record, opaque here: the agent that reads it back checks it.
   "unit-hook-state": z.record(z.string(), z.unknown()),
-  "ports": z.array(z.string().max(16).refine(isNormalisedPort, { message: "must be a port such as 80/tcp, 53/udp, 8000-8010/tcp or icmp" })).max(1024),
+  "ports": z
+    .array(
+      z
+        .string()
+        .max(16)
+        .refine(isNormalisedPort, { message: "must be a port such as 80/tcp, 53/udp, 8000-8010/tcp or icmp" }),
+    )
+    .max(1024),
   "relation": RelationSchema,
   "scope": z.strictObject({ since: Timestamp }),
   "relation-data": Bag,
   // The lease is the source store's and is not exported; the import grants one of its own.
   "leader": z.strictObject({ unit: UnitName, since: Timestamp, lease: Text(128).optional() }),
   "leader-data": Bag,
-  "task-queue": z.strictObject({ id: Count, action: Text(63), params: z.record(Text(256), ActionValue), state: z.enum(["pending", "running"]) }),
+  "task-queue": z.strictObject({
+    id: Count,
+    action: Text(63),
+    params: z.record(Text(256), ActionValue),
+    state: z.enum(["pending", "running"]),
+  }),
   "task": TaskSchema,
-  "operation": z.strictObject({ id: Count, action: Text(63), enqueued: Timestamp, by: UserName, targets: z.array(Text(128)).max(10_000), tasks: z.array(z.strictObject({ id: Count, unit: UnitName })).max(10_000) }),
-  "status-history": z.array(z.strictObject({ since: Timestamp, type: z.enum(["workload", "agent"]), status: Text(64), message: Text(16 * 1024) })).max(1000),
+  "operation": z.strictObject({
+    id: Count,
+    action: Text(63),
+    enqueued: Timestamp,
+    by: UserName,
+    targets: z.array(Text(128)).max(10_000),
+    tasks: z.array(z.strictObject({ id: Count, unit: UnitName })).max(10_000),
+  }),
+  "status-history": z
+    .array(
+      z.strictObject({
+        since: Timestamp,
+        type: z.enum(["workload", "agent"]),
+        status: Text(64),
+        message: Text(16 * 1024),
+      }),
+    )
+    .max(1000),
 } satisfies Record<string, z.ZodType>;
 
 export type ExportedKindName = keyof typeof DOCUMENT_SCHEMAS;

@@ -1,9 +1,30 @@
 /** The documents kept in the store, one JSON value per key (layout in keys.ts). */
-import type { ActionValue, AgentStatus, AppliedChange, Constraints, CredentialSubstrate, Life, MigrationProgress, MigrationTarget, ModelPlacement, ModelSubstrate, OperatorMeta, StatusInfo, StatusLogEntry, TaskInfo, WorkloadStatus } from "../../api";
+import type {
+  ActionValue,
+  AgentStatus,
+  AppliedChange,
+  Constraints,
+  CredentialSubstrate,
+  Life,
+  MigrationProgress,
+  MigrationTarget,
+  ModelPlacement,
+  ModelSubstrate,
+  OperatorMeta,
+  StatusInfo,
+  StatusLogEntry,
+  TaskInfo,
+  WorkloadStatus,
+} from "../../api";
 
 export type ConfigValues = Record<string, string | number | boolean>;
 
-export interface ControllerDoc { uuid: string; name: string; createdAt: string; schemaVersion: number }
+export interface ControllerDoc {
+  uuid: string;
+  name: string;
+  createdAt: string;
+  schemaVersion: number;
+}
 /**
  * `/controller/restore`, written by a restore: the store went back to `revision`. etcd 3.4 cannot
  * bump revisions on restore, so revisions seen after `revision` before the restore may be reused:
@@ -30,7 +51,10 @@ export interface UserDoc {
   tokensValidAfter?: number;
 }
 /** A token revoked by logout, kept until it would have expired anyway. */
-export interface RevokedTokenDoc { user: string; expiresAt: number }
+export interface RevokedTokenDoc {
+  user: string;
+  expiresAt: number;
+}
 export interface ModelDoc {
   uuid: string;
   name: string;
@@ -63,14 +87,23 @@ export interface CredentialDoc {
   models: string[];
 }
 export interface OperatorDoc {
-  hash: string; name: string; version: string; meta: OperatorMeta; bytes: number; chunks: number; uploadedAt: string;
+  hash: string;
+  name: string;
+  version: string;
+  meta: OperatorMeta;
+  bytes: number;
+  chunks: number;
+  uploadedAt: string;
   /** Last deploy or upgrade to it: unused operators are deleted a grace period after this or the upload. */
   lastUsedAt?: string;
   /** Users who uploaded this content: it counts against each one's operator quota while it is stored. */
   uploadedBy?: string[];
 }
 /** Chunks being written before their operator document exists; lets the collector find abandoned uploads. */
-export interface OperatorUploadDoc { hash: string; startedAt: string }
+export interface OperatorUploadDoc {
+  hash: string;
+  startedAt: string;
+}
 export interface ApplicationDoc {
   name: string;
   operator: { hash: string; name: string; version: string };
@@ -104,11 +137,23 @@ export interface UnitStatusDoc {
  * An action queued for a unit (`/models/<m>/task-queue/<unit>/<id>`): in its agent's view until the
  * agent reports it finished. The task's full record lives apart (see {@link TaskDoc}).
  */
-export interface QueuedTaskDoc { id: number; action: string; params: Record<string, ActionValue>; state: "pending" | "running" }
+export interface QueuedTaskDoc {
+  id: number;
+  action: string;
+  params: Record<string, ActionValue>;
+  state: "pending" | "running";
+}
 /** A task's record (`/tasks/<model>/<id>`): not cached, read by show-task and operations. */
 export type TaskDoc = TaskInfo;
 /** One `steward run` (`/operations/<model>/<id>`): not cached. */
-export interface OperationDoc { id: number; action: string; enqueued: string; by: string; targets: string[]; tasks: { id: number; unit: string }[] }
+export interface OperationDoc {
+  id: number;
+  action: string;
+  enqueued: string;
+  by: string;
+  targets: string[];
+  tasks: { id: number; unit: string }[];
+}
 /** A unit's recent status changes, oldest first (at most STATUS_HISTORY_ENTRIES). */
 export type StatusHistoryDoc = StatusLogEntry[];
 export interface UnitFailureDoc {
@@ -120,7 +165,11 @@ export interface UnitFailureDoc {
 }
 export type Substrate = ModelSubstrate;
 /** A placement as a new model is asked for: the kind's settings not yet completed with its defaults. */
-export interface PlacementRequest { substrate: Substrate; credential?: string | undefined; settings?: unknown }
+export interface PlacementRequest {
+  substrate: Substrate;
+  credential?: string | undefined;
+  settings?: unknown;
+}
 export interface MachineDoc {
   id: string;
   substrate: Substrate;
@@ -149,13 +198,34 @@ export interface MachineInstallDoc {
   hardware?: Constraints;
   at: string;
 }
-export interface InstanceRecord { id: string; zone?: string; state: string; address?: string }
-export interface MachineInfoDoc { hostname: string; address: string; os: string; agentVersion: string; firstSeen: string }
-export interface AccessDoc { access: "read" | "write" | "admin" }
+export interface InstanceRecord {
+  id: string;
+  zone?: string;
+  state: string;
+  address?: string;
+}
+export interface MachineInfoDoc {
+  hostname: string;
+  address: string;
+  os: string;
+  agentVersion: string;
+  firstSeen: string;
+}
+export interface AccessDoc {
+  access: "read" | "write" | "admin";
+}
 /** Presence of an agent connection, bound to the lease of the replica that holds the connection. */
-export interface PresenceDoc { replica: string; since: string }
+export interface PresenceDoc {
+  replica: string;
+  since: string;
+}
 
-export interface RelationEndpoint { app: string; endpoint: string; role: "provider" | "requirer" | "peer"; interface: string }
+export interface RelationEndpoint {
+  app: string;
+  endpoint: string;
+  role: "provider" | "requirer" | "peer";
+  interface: string;
+}
 export interface RelationDoc {
   id: number;
   /** Sorted `app:endpoint` names, space-separated: what makes two integrations the same. */
@@ -167,7 +237,11 @@ export interface RelationDoc {
 }
 /** A relation or leader databag. */
 export type DataBag = Record<string, string>;
-export interface LeaderDoc { unit: string; since: string; lease: string }
+export interface LeaderDoc {
+  unit: string;
+  since: string;
+  lease: string;
+}
 
 /**
  * A model's migration, kept by the source controller (`/migrations/<model-uuid>`): the master's
@@ -190,7 +264,17 @@ export interface MigrationDoc extends MigrationProgress {
   agentCredentials?: Record<string, string>;
 }
 /** A staged import on the target (`/migration-stages/<migration-id>`); its export is in chunks under `/blobs/`. */
-export interface MigrationStageDoc { id: string; model: string; modelName: string; source: string; chunks: number; bytes: number; sha256: string; createdAt: string; heartbeatAt: string }
+export interface MigrationStageDoc {
+  id: string;
+  model: string;
+  modelName: string;
+  source: string;
+  chunks: number;
+  bytes: number;
+  sha256: string;
+  createdAt: string;
+  heartbeatAt: string;
+}
 /** On the target: the model `model` arrived by migration `id` (an activation asked again is answered, not redone). */
 export interface MigrationArrivalDoc {
   id: string;
@@ -212,5 +296,8 @@ export const DEFAULT_UPDATE_STATUS_INTERVAL = 300;
 
 /** A model's settings with the defaults filled in (for what was not given, or stored before a setting existed). */
 export function modelSettings(config: Partial<ModelDoc["config"]> = {}): Required<ModelDoc["config"]> {
-  return { updateStatusInterval: config.updateStatusInterval ?? DEFAULT_UPDATE_STATUS_INTERVAL, automaticallyRetryHooks: config.automaticallyRetryHooks ?? true };
+  return {
+    updateStatusInterval: config.updateStatusInterval ?? DEFAULT_UPDATE_STATUS_INTERVAL,
+    automaticallyRetryHooks: config.automaticallyRetryHooks ?? true,
+  };
 }

@@ -67,23 +67,44 @@ export class EnrolmentOps extends StoreTxns {
   /** Leaves the replica's sealed data for its instance to collect. */
   async provideReplicaData(token: string, sealedData: string): Promise<void> {
     const key = keys.enrolment(hashCredential(token));
-    await this.retry("replica data", async () => {
-      const e = await this.read<EnrolmentDoc>(key);
-      if (!e || e.doc.kind !== "replica") throw refused();
-      return { compare: [unchanged(key, e.rev)], ops: [{ type: "put", key, value: JSON.stringify({ ...e.doc, sealedData } satisfies EnrolmentDoc) }], result: {} };
-    }, { secretResult: true });
+    await this.retry(
+      "replica data",
+      async () => {
+        const e = await this.read<EnrolmentDoc>(key);
+        if (!e || e.doc.kind !== "replica") throw refused();
+        return {
+          compare: [unchanged(key, e.rev)],
+          ops: [{ type: "put", key, value: JSON.stringify({ ...e.doc, sealedData } satisfies EnrolmentDoc) }],
+          result: {},
+        };
+      },
+      { secretResult: true },
+    );
   }
 
   /** The replica's sealed data, once (the token is then spent); until the leader left it, marks the instance staged and answers undefined. */
   async collectReplicaData(token: string): Promise<string | undefined> {
     const key = keys.enrolment(hashCredential(token));
-    const res = await this.retry<{ sealed?: string }>("replica enrolment", async () => {
-      const e = await this.read<EnrolmentDoc>(key);
-      if (!e || e.doc.kind !== "replica" || e.doc.expiresAt < this.now().getTime()) throw refused();
-      if (e.doc.sealedData) return { compare: [unchanged(key, e.rev)], ops: [{ type: "delete", key }], result: { sealed: e.doc.sealedData } };
-      if (e.doc.staged) return { compare: [], ops: [], result: {} };
-      return { compare: [unchanged(key, e.rev)], ops: [{ type: "put", key, value: JSON.stringify({ ...e.doc, staged: true } satisfies EnrolmentDoc) }], result: {} };
-    }, { secretResult: true });
+    const res = await this.retry<{ sealed?: string }>(
+      "replica enrolment",
+      async () => {
+        const e = await this.read<EnrolmentDoc>(key);
+        if (!e || e.doc.kind !== "replica" || e.doc.expiresAt < this.now().getTime()) throw refused();
+        if (e.doc.sealedData)
+          return {
+            compare: [unchanged(key, e.rev)],
+            ops: [{ type: "delete", key }],
+            result: { sealed: e.doc.sealedData },
+          };
+        if (e.doc.staged) return { compare: [], ops: [], result: {} };
+        return {
+          compare: [unchanged(key, e.rev)],
+          ops: [{ type: "put", key, value: JSON.stringify({ ...e.doc, staged: true } satisfies EnrolmentDoc) }],
+          result: {},
+        };
+      },
+      { secretResult: true },
+    );
     return res.sealed;
   }
 
@@ -91,7 +112,8 @@ export class EnrolmentOps extends StoreTxns {
   async sweepExpired(): Promise<number> {
     const now = this.now().getTime();
     const expired = (await this.readAll<EnrolmentDoc>(keys.enrolmentsPrefix)).filter((e) => e.doc.expiresAt < now);
-    for (const e of expired) await this.store.txn({ compare: [unchanged(e.key, e.rev)], success: [{ type: "delete", key: e.key }] });
+    for (const e of expired)
+      await this.store.txn({ compare: [unchanged(e.key, e.rev)], success: [{ type: "delete", key: e.key }] });
     return expired.length;
   }
 
@@ -99,17 +121,29 @@ export class EnrolmentOps extends StoreTxns {
   async redeem(token: string): Promise<{ model: string; machine: string; credential: string }> {
     const key = keys.enrolment(hashCredential(token));
     const credential = newSecret();
-    const res = await this.retry("enrol", async () => {
-      const e = await this.read<EnrolmentDoc>(key);
-      if (!e || e.doc.kind === "replica" || e.doc.expiresAt < this.now().getTime()) throw refused();
-      const md = await this.read<MachineDoc>(keys.machine(e.doc.model, e.doc.machine));
-      if (!md || md.doc.life !== "alive") throw new StewardError("not-found", `machine ${e.doc.machine} is gone: this instance is no longer wanted`);
-      return {
-        compare: [unchanged(key, e.rev), unchanged(keys.machine(e.doc.model, e.doc.machine), md.rev)],
-        ops: [{ type: "delete", key }, { type: "put", key: keys.machine(e.doc.model, e.doc.machine), value: JSON.stringify({ ...md.doc, credentialHash: hashCredential(credential) } satisfies MachineDoc) }],
-        result: { model: e.doc.model, machine: e.doc.machine },
-      };
-    }, { secretResult: true });
+    const res = await this.retry(
+      "enrol",
+      async () => {
+        const e = await this.read<EnrolmentDoc>(key);
+        if (!e || e.doc.kind === "replica" || e.doc.expiresAt < this.now().getTime()) throw refused();
+        const md = await this.read<MachineDoc>(keys.machine(e.doc.model, e.doc.machine));
+        if (!md || md.doc.life !== "alive")
+          throw new StewardError("not-found", `machine ${e.doc.machine} is gone: this instance is no longer wanted`);
+        return {
+          compare: [unchanged(key, e.rev), unchanged(keys.machine(e.doc.model, e.doc.machine), md.rev)],
+          ops: [
+            { type: "delete", key },
+            {
+              type: "put",
+              key: keys.machine(e.doc.model, e.doc.machine),
+              value: JSON.stringify({ ...md.doc, credentialHash: hashCredential(credential) } satisfies MachineDoc),
+            },
+          ],
+          result: { model: e.doc.model, machine: e.doc.machine },
+        };
+      },
+      { secretResult: true },
+    );
     return { model: res.model, machine: res.machine, credential };
   }
 }

@@ -14,7 +14,9 @@ export interface ImportedRevisionsDoc {
 }
 
 /** What the cache keeps of the doc: its content and the revision the import wrote it at. */
-export interface ImportOrigin extends ImportedRevisionsDoc { importRevision: number }
+export interface ImportOrigin extends ImportedRevisionsDoc {
+  importRevision: number;
+}
 
 /** The version agents are served for a bag last written at `modRevision` (its id as in {@link ImportedRevisionsDoc.versions}). */
 export function servedVersion(origin: ImportOrigin | undefined, id: string, modRevision: number): number {

@@ -11,7 +11,15 @@ export type { StatusParts } from "./status-json";
 export { keys } from "./keys";
 export type { OperatorCharge, OperatorQuotas, OperatorUser } from "./operator-quotas";
 export * from "./documents";
-export { REQUESTS_PREFIX, RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest, sweepRequestRecords } from "./request-records";
+export {
+  REQUESTS_PREFIX,
+  RequestScope,
+  currentRequest,
+  outsideRequest,
+  requestKeys,
+  runInRequest,
+  sweepRequestRecords,
+} from "./request-records";
 export { CredentialOps } from "./credential-ops";
 export { ActionOps } from "./action-ops";
 export type { CredentialInput } from "./credential-ops";

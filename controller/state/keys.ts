@@ -73,8 +73,10 @@ export const keys = {
   enrolmentsPrefix: p("enrolment", ""),
   /** A model's migration, by the model's uuid (the source's). */
   migration: (model: string) => k("migration", "", model),
-  migrationReport: (model: string, id: string, phase: string, machine: string) => k("migration-report", "", `${model}/${id}/${phase}/${machine}`),
-  migrationReports: (model: string, id: string, phase: string) => `${p("migration-report", "")}${model}/${id}/${phase}/`,
+  migrationReport: (model: string, id: string, phase: string, machine: string) =>
+    k("migration-report", "", `${model}/${id}/${phase}/${machine}`),
+  migrationReports: (model: string, id: string, phase: string) =>
+    `${p("migration-report", "")}${model}/${id}/${phase}/`,
   migrationReportsOf: (model: string) => `${p("migration-report", "")}${model}/`,
   /** An import staged on the target, by migration id, and its chunks. */
   migrationStage: (id: string) => k("migration-stage", "", id),

@@ -32,7 +32,10 @@ export class LeadershipOps extends StoreTxns {
       }
       const lease = await this.store.grantLease(leaseSeconds);
       const doc: LeaderDoc = { unit, since: this.stamp(), lease: lease.id };
-      const res = await this.store.txn({ compare: [absent(key), unchanged(keys.unit(uuid, unit), u.rev)], success: [{ type: "put", key, value: JSON.stringify(doc), lease: lease.id }] });
+      const res = await this.store.txn({
+        compare: [absent(key), unchanged(keys.unit(uuid, unit), u.rev)],
+        success: [{ type: "put", key, value: JSON.stringify(doc), lease: lease.id }],
+      });
       if (res.succeeded) return true;
       await this.store.revokeLease(lease.id);
     }
@@ -44,15 +47,29 @@ export class LeadershipOps extends StoreTxns {
     const u = await this.unitOn(uuid, machine, unit);
     const res = await this.retry(`leader-set by ${unit}`, async () => {
       const leader = await this.read<LeaderDoc>(keys.leader(uuid, u.doc.app));
-      if (leader?.doc.unit !== unit) throw new StewardError("forbidden", `${unit} is not the leader of ${u.doc.app}: only the leader may leader-set`);
+      if (leader?.doc.unit !== unit)
+        throw new StewardError(
+          "forbidden",
+          `${unit} is not the leader of ${u.doc.app}: only the leader may leader-set`,
+        );
       const cur = await this.read<DataBag>(keys.leaderData(uuid, u.doc.app));
       const data: DataBag = { ...(cur?.doc ?? {}) };
-      for (const [k, v] of Object.entries(patch)) { if (v === null || v === "") delete data[k]; else data[k] = v; }
-      if (JSON.stringify(sortedBag(data)) === JSON.stringify(sortedBag(cur?.doc ?? {}))) return { compare: [], ops: [], result: {} }; // unchanged: followers see no leader-settings-changed
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === null || v === "") delete data[k];
+        else data[k] = v;
+      }
+      if (JSON.stringify(sortedBag(data)) === JSON.stringify(sortedBag(cur?.doc ?? {})))
+        return { compare: [], ops: [], result: {} }; // unchanged: followers see no leader-settings-changed
       const size = Buffer.byteLength(JSON.stringify(data));
-      if (size > DATABAG_LIMIT_BYTES) throw invalidRequest(`leader data of ${u.doc.app} would hold ${size} bytes; the limit is ${DATABAG_LIMIT_BYTES} bytes`);
+      if (size > DATABAG_LIMIT_BYTES)
+        throw invalidRequest(
+          `leader data of ${u.doc.app} would hold ${size} bytes; the limit is ${DATABAG_LIMIT_BYTES} bytes`,
+        );
       return {
-        compare: [unchanged(keys.leader(uuid, u.doc.app), leader.rev), unchanged(keys.leaderData(uuid, u.doc.app), cur?.rev ?? 0)],
+        compare: [
+          unchanged(keys.leader(uuid, u.doc.app), leader.rev),
+          unchanged(keys.leaderData(uuid, u.doc.app), cur?.rev ?? 0),
+        ],
         ops: [{ type: "put", key: keys.leaderData(uuid, u.doc.app), value: JSON.stringify(data) }],
         result: {},
       };
@@ -64,15 +81,24 @@ export class LeadershipOps extends StoreTxns {
   async setAppStatus(uuid: string, machine: string, unit: string, status: StatusInfo<WorkloadStatus>): Promise<number> {
     const u = await this.unitOn(uuid, machine, unit);
     const leader = await this.read<LeaderDoc>(keys.leader(uuid, u.doc.app));
-    if (leader?.doc.unit !== unit) throw new StewardError("forbidden", `${unit} is not the leader of ${u.doc.app}: only the leader may set the application's status`);
-    const res = await this.store.txn({ compare: [unchanged(keys.leader(uuid, u.doc.app), leader.rev)], success: [{ type: "put", key: keys.appStatus(uuid, u.doc.app), value: JSON.stringify(status) }] });
-    if (!res.succeeded) throw new StewardError("conflict", `leadership of ${u.doc.app} changed; try again`, { retryable: true });
+    if (leader?.doc.unit !== unit)
+      throw new StewardError(
+        "forbidden",
+        `${unit} is not the leader of ${u.doc.app}: only the leader may set the application's status`,
+      );
+    const res = await this.store.txn({
+      compare: [unchanged(keys.leader(uuid, u.doc.app), leader.rev)],
+      success: [{ type: "put", key: keys.appStatus(uuid, u.doc.app), value: JSON.stringify(status) }],
+    });
+    if (!res.succeeded)
+      throw new StewardError("conflict", `leadership of ${u.doc.app} changed; try again`, { retryable: true });
     return res.revision;
   }
 
   private async unitOn(uuid: string, machine: string, unit: string): Promise<{ doc: UnitDoc; rev: number }> {
     const u = await this.read<UnitDoc>(keys.unit(uuid, unit));
-    if (!u || u.doc.machine !== machine) throw new StewardError("forbidden", `unit ${unit} is not on machine ${machine}`);
+    if (!u || u.doc.machine !== machine)
+      throw new StewardError("forbidden", `unit ${unit} is not on machine ${machine}`);
     return u;
   }
 }

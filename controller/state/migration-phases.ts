@@ -54,5 +54,9 @@ export function migrationView(m: MigrationDoc | undefined): MigrationView | unde
 /** The answer for a model that moved to another controller: where it went, for the client to follow. */
 export function movedError(m: MigrationDoc): StewardError {
   const details: ModelMoved = { reason: "moved", model: m.modelName, target: m.target };
-  return new StewardError("moved", `model ${m.modelName} moved to controller ${m.target.name} (${m.target.addresses.join(", ")}); log in there (steward login) or let the client follow`, { details: details as unknown as Record<string, unknown> });
+  return new StewardError(
+    "moved",
+    `model ${m.modelName} moved to controller ${m.target.name} (${m.target.addresses.join(", ")}); log in there (steward login) or let the client follow`,
+    { details: details as unknown as Record<string, unknown> },
+  );
 }

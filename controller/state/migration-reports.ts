@@ -11,15 +11,35 @@ import type { MigrationDoc } from "./documents";
 import { keys } from "./keys";
 import type { Store } from "../store";
 
-export interface ReportDoc { ok: boolean; reason?: string; at: string }
+export interface ReportDoc {
+  ok: boolean;
+  reason?: string;
+  at: string;
+}
 
-export interface AgentReports { reported: number; failed: { machine: string; reason: string }[]; waitingFor: string[] }
+export interface AgentReports {
+  reported: number;
+  failed: { machine: string; reason: string }[];
+  waitingFor: string[];
+}
 
 /** Records `machine`'s report, if it answers the migration and phase its model is in. */
-export async function recordReport(store: Store, cache: StateCache, model: string, machine: string, r: MigrationReport): Promise<void> {
+export async function recordReport(
+  store: Store,
+  cache: StateCache,
+  model: string,
+  machine: string,
+  r: MigrationReport,
+): Promise<void> {
   const m = cache.migrations.get(model);
-  if (!m || m.id !== r.id) throw new StewardError("conflict", `migration ${r.id} is not this model's current migration`, { reason: "not-current-migration" });
-  if (m.phase !== r.phase || !REPORTED_PHASES.has(r.phase)) throw new StewardError("conflict", `the migration is in ${m.phase}, not ${r.phase}`, { reason: "migration-phase-mismatch" });
+  if (!m || m.id !== r.id)
+    throw new StewardError("conflict", `migration ${r.id} is not this model's current migration`, {
+      reason: "not-current-migration",
+    });
+  if (m.phase !== r.phase || !REPORTED_PHASES.has(r.phase))
+    throw new StewardError("conflict", `the migration is in ${m.phase}, not ${r.phase}`, {
+      reason: "migration-phase-mismatch",
+    });
   const doc: ReportDoc = { ok: r.ok, ...(r.reason ? { reason: r.reason } : {}), at: new Date().toISOString() };
   await store.put(keys.migrationReport(model, r.id, r.phase, machine), JSON.stringify(doc));
 }

@@ -20,7 +20,11 @@ import { EXPORTED_KINDS, classifyKey, keyOf } from "./registry";
 export async function exportModel(store: Store, uuid: string, now = new Date()): Promise<ModelExport> {
   // Every root a model kind lives under (`/models/<m>`, `/tasks/<m>/`, …): the model's key and one range per root.
   const roots = [...new Set(EXPORTED_KINDS.map((k) => k.path[0] as string))];
-  const ops: Op[] = [{ type: "get", key: keys.controller }, { type: "get", key: keys.model(uuid) }, ...roots.map((r) => ({ type: "range" as const, prefix: `/${r}/${uuid}/` }))];
+  const ops: Op[] = [
+    { type: "get", key: keys.controller },
+    { type: "get", key: keys.model(uuid) },
+    ...roots.map((r) => ({ type: "range" as const, prefix: `/${r}/${uuid}/` })),
+  ];
   const res = await store.txn({ success: ops });
   const [controllerKv, modelKv, ...ranges] = res.responses;
   if (!modelKv?.[0]) throw notFound("model", uuid);
@@ -29,7 +33,9 @@ export async function exportModel(store: Store, uuid: string, now = new Date()):
 
   // An imported model serves its databags at the source's versions: export those, so a second move keeps them too.
   const originKv = kvs.find((kv) => classifyKey(kv.key)?.kind.name === "imported-revisions");
-  const origin: ImportOrigin | undefined = originKv ? { ...(JSON.parse(originKv.value) as ImportedRevisionsDoc), importRevision: originKv.modRevision } : undefined;
+  const origin: ImportOrigin | undefined = originKv
+    ? { ...(JSON.parse(originKv.value) as ImportedRevisionsDoc), importRevision: originKv.modRevision }
+    : undefined;
 
   const documents: ModelExport["documents"] = {};
   const bags: Record<string, number> = {};
@@ -41,7 +47,10 @@ export async function exportModel(store: Store, uuid: string, now = new Date()):
     if (name === "relation-data") bags[c.id] = servedVersion(origin, c.id, kv.modRevision);
     if (name === "leader-data") bags[`leader/${c.id}`] = servedVersion(origin, `leader/${c.id}`, kv.modRevision);
     // A leader's lease is the source store's: the import grants one of the target's.
-    if (name === "leader") { const { lease: _, ...rest } = doc as LeaderDoc; doc = rest; }
+    if (name === "leader") {
+      const { lease: _, ...rest } = doc as LeaderDoc;
+      doc = rest;
+    }
     (documents[name] ??= {})[c.id] = doc;
   }
   // A model stored before placements is exported in the current shape.
@@ -64,21 +73,38 @@ export async function exportModel(store: Store, uuid: string, now = new Date()):
 async function readOperators(store: Store, hashes: string[]): Promise<Record<string, Bundle>> {
   const out: Record<string, Bundle> = {};
   for (const hash of hashes) {
-    const res = await store.txn({ success: [{ type: "get", key: keys.operator(hash) }, { type: "range", prefix: keys.operatorChunks(hash) }] });
+    const res = await store.txn({
+      success: [
+        { type: "get", key: keys.operator(hash) },
+        { type: "range", prefix: keys.operatorChunks(hash) },
+      ],
+    });
     const docKv = res.responses[0]?.[0];
     const chunks = res.responses[1] ?? [];
     const doc = docKv ? (JSON.parse(docKv.value) as OperatorDoc) : undefined;
     if (!doc || chunks.length !== doc.chunks) {
-      throw new StewardError("conflict", `operator ${hash} changed while the model was exported (an application was upgraded or removed); export again`, { retryable: true });
+      throw new StewardError(
+        "conflict",
+        `operator ${hash} changed while the model was exported (an application was upgraded or removed); export again`,
+        { retryable: true },
+      );
     }
     // Chunk keys end in their index: order by number, not by key text (10 sorts before 2).
-    const ordered = chunks.map((kv) => ({ i: Number(kv.key.slice(kv.key.lastIndexOf("/") + 1)), kv })).sort((a, b) => a.i - b.i);
-    out[hash] = JSON.parse(Buffer.concat(ordered.map((c) => Buffer.from(c.kv.value, "base64"))).toString("utf8")) as Bundle;
+    const ordered = chunks
+      .map((kv) => ({ i: Number(kv.key.slice(kv.key.lastIndexOf("/") + 1)), kv }))
+      .sort((a, b) => a.i - b.i);
+    out[hash] = JSON.parse(
+      Buffer.concat(ordered.map((c) => Buffer.from(c.kv.value, "base64"))).toString("utf8"),
+    ) as Bundle;
   }
   return out;
 }
 
 /** The key of an exported document, for the import (and for tests comparing stores). */
 export function exportedKey(kind: KindName, uuid: string, id: string): string {
-  return keyOf(EXPORTED_KINDS.find((k) => k.name === kind)!, uuid, id);
+  return keyOf(
+    EXPORTED_KINDS.find((k) => k.name === kind)!,
+    uuid,
+    id,
+  );
 }

@@ -54,7 +54,10 @@ const MAX_DEPTH = 32;
 /** Refuses prototype keys anywhere (they would rewrite the prototype of whatever a key is copied into) and absurd nesting. */
 function checkKeys(v: unknown, path: string, depth: number): void {
   if (depth > MAX_DEPTH) throw bad(`nested deeper than ${MAX_DEPTH} levels at ${path}`);
-  if (Array.isArray(v)) { v.forEach((x, i) => checkKeys(x, `${path}[${i}]`, depth + 1)); return; }
+  if (Array.isArray(v)) {
+    v.forEach((x, i) => checkKeys(x, `${path}[${i}]`, depth + 1));
+    return;
+  }
   if (v === null || typeof v !== "object") return;
   for (const k of Object.keys(v)) {
     if (FORBIDDEN_KEYS.has(k)) throw bad(`key "${k}" at ${path} is not allowed`, { path });
@@ -70,11 +73,18 @@ const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._@+:-]{0,99}$/;
 export function upgradeModelExport(raw: unknown): ModelExport {
   checkKeys(raw, "$", 0);
   if (!isObject(raw)) throw bad("not a JSON object");
-  if (raw.format !== MODEL_EXPORT_FORMAT) throw bad(`"format" must be "${MODEL_EXPORT_FORMAT}", got ${JSON.stringify(raw.format)?.slice(0, 60) ?? "nothing"}`);
+  if (raw.format !== MODEL_EXPORT_FORMAT)
+    throw bad(
+      `"format" must be "${MODEL_EXPORT_FORMAT}", got ${JSON.stringify(raw.format)?.slice(0, 60) ?? "nothing"}`,
+    );
   const version = raw.version;
-  if (typeof version !== "number" || !Number.isInteger(version) || version < 1) throw bad(`"version" must be a whole number from 1, got ${JSON.stringify(version)?.slice(0, 60) ?? "nothing"}`);
+  if (typeof version !== "number" || !Number.isInteger(version) || version < 1)
+    throw bad(`"version" must be a whole number from 1, got ${JSON.stringify(version)?.slice(0, 60) ?? "nothing"}`);
   if (version > MODEL_EXPORT_VERSION) {
-    throw bad(`format version ${version} is newer than this controller reads (1 to ${MODEL_EXPORT_VERSION}): import it into a controller of the version that exported it or later`, { version, supported: MODEL_EXPORT_VERSION });
+    throw bad(
+      `format version ${version} is newer than this controller reads (1 to ${MODEL_EXPORT_VERSION}): import it into a controller of the version that exported it or later`,
+      { version, supported: MODEL_EXPORT_VERSION },
+    );
   }
   let doc = raw;
   if (version === 1) doc = upgradeV1(doc);
@@ -98,7 +108,8 @@ function upgradeV1(v1: Record<string, unknown>): Record<string, unknown> {
     if (!isObject(group)) throw bad(`documents["${kind}"] must be an object`);
     const out: Record<string, unknown> = {};
     for (const [id, entry] of Object.entries(group)) {
-      if (!isObject(entry) || !isObject(entry.data) || typeof entry.version !== "number") throw bad(`v1 documents["${kind}"]["${id}"] must be {data, version}`);
+      if (!isObject(entry) || !isObject(entry.data) || typeof entry.version !== "number")
+        throw bad(`v1 documents["${kind}"]["${id}"] must be {data, version}`);
       out[id] = entry.data;
       bags[versionKey(id)] = entry.version;
     }
@@ -106,7 +117,10 @@ function upgradeV1(v1: Record<string, unknown>): Record<string, unknown> {
   };
   split("relation-data", (id) => id);
   split("leader-data", (id) => `leader/${id}`);
-  if ("unit-ports" in documents) { documents.ports = documents["unit-ports"]; delete documents["unit-ports"]; }
+  if ("unit-ports" in documents) {
+    documents.ports = documents["unit-ports"];
+    delete documents["unit-ports"];
+  }
   const revision = typeof source.revision === "number" ? source.revision : 0;
   return { ...v1, version: 2, documents, versions: { revision, bags } };
 }
@@ -117,12 +131,16 @@ function checkDocument(spec: KindSpec, id: string, value: unknown): void {
   if (!res || res.success) return;
   const issue = res.error.issues[0]!;
   const field = issue.path.map(String).join(".");
-  throw bad(`documents["${spec.name}"][${JSON.stringify(id)}] does not fit a ${spec.name} document: ${describeIssues(res.error.issues)}`, { kind: spec.name, id, ...(field ? { path: field } : {}) });
+  throw bad(
+    `documents["${spec.name}"][${JSON.stringify(id)}] does not fit a ${spec.name} document: ${describeIssues(res.error.issues)}`,
+    { kind: spec.name, id, ...(field ? { path: field } : {}) },
+  );
 }
 
 /** Checks a v2 document's shape and every id in it; returns it typed. */
 export function checkModelExport(doc: Record<string, unknown>): ModelExport {
-  for (const field of ["documents", "versions", "operators", "references", "source"]) if (!isObject(doc[field])) throw bad(`"${field}" must be an object`);
+  for (const field of ["documents", "versions", "operators", "references", "source"])
+    if (!isObject(doc[field])) throw bad(`"${field}" must be an object`);
   const documents = doc.documents as Record<string, unknown>;
   const exportedNames = new Set<string>(EXPORTED_KINDS.map((k) => k.name));
   for (const [kind, group] of Object.entries(documents)) {
@@ -130,24 +148,39 @@ export function checkModelExport(doc: Record<string, unknown>): ModelExport {
     if (!isObject(group)) throw bad(`documents["${kind}"] must be an object`, { kind });
     const spec = KIND[kind as KindName];
     // Documents of an older shape (an export of the previous build) in the current one, then checked as such.
-    if (spec.upgrade) for (const [id, value] of Object.entries(group)) if (isObject(value)) group[id] = spec.upgrade(value);
+    if (spec.upgrade)
+      for (const [id, value] of Object.entries(group)) if (isObject(value)) group[id] = spec.upgrade(value);
     for (const id of Object.keys(group)) {
       // Each id must be names joined by "/" and must read back as this very kind: no id may reach another key.
-      const ok = (id === "" || id.split("/").every((s) => SEGMENT.test(s))) && classifyKey(keyOf(spec, "m", id))?.kind === spec;
-      if (!ok) throw bad(`documents["${kind}"] has an id that is not valid for that kind: ${JSON.stringify(id.slice(0, 80))}`, { kind });
+      const ok =
+        (id === "" || id.split("/").every((s) => SEGMENT.test(s))) && classifyKey(keyOf(spec, "m", id))?.kind === spec;
+      if (!ok)
+        throw bad(
+          `documents["${kind}"] has an id that is not valid for that kind: ${JSON.stringify(id.slice(0, 80))}`,
+          { kind },
+        );
     }
     for (const [id, value] of Object.entries(group)) checkDocument(spec, id, value);
   }
   const model = (documents.model as Record<string, unknown> | undefined)?.[""];
   if (!isObject(model)) throw bad(`documents.model[""] (the model itself) is missing`);
-  if (typeof model.uuid !== "string" || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(model.uuid)) throw bad("the model's uuid is not a uuid");
+  if (
+    typeof model.uuid !== "string" ||
+    !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(model.uuid)
+  )
+    throw bad("the model's uuid is not a uuid");
   if (typeof model.name !== "string") throw bad("the model has no name");
   const versions = doc.versions as Record<string, unknown>;
-  if (typeof versions.revision !== "number" || !isObject(versions.bags) || !Object.values(versions.bags).every((v) => typeof v === "number" && Number.isSafeInteger(v) && v >= 0)) {
+  if (
+    typeof versions.revision !== "number" ||
+    !isObject(versions.bags) ||
+    !Object.values(versions.bags).every((v) => typeof v === "number" && Number.isSafeInteger(v) && v >= 0)
+  ) {
     throw bad(`"versions" must be {revision: number, bags: {id: number}}`);
   }
   for (const [hash, bundle] of Object.entries(doc.operators as Record<string, unknown>)) {
-    if (!isObject(bundle) || !Array.isArray(bundle.files)) throw bad(`operators["${hash.slice(0, 80)}"] is not an operator bundle`);
+    if (!isObject(bundle) || !Array.isArray(bundle.files))
+      throw bad(`operators["${hash.slice(0, 80)}"] is not an operator bundle`);
   }
   return doc as unknown as ModelExport;
 }

@@ -85,8 +85,17 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
 
   // Clear refusals before anything is written; the transaction's compares hold the line against races.
   if (await store.get(keys.modelName(model.name))) throw alreadyExists("model", model.name);
-  if (await store.get(keys.model(uuid))) throw new StewardError("already-exists", `a model with uuid ${uuid} already exists on this controller (imported before, or the model it came from): import it with --name NEW to make a copy with its own identity`, { details: { kind: "model", name: uuid } });
-  const compare: Compare[] = [absent(keys.modelName(model.name)), absent(keys.model(uuid)), ...(opts.alsoCompare ?? [])];
+  if (await store.get(keys.model(uuid)))
+    throw new StewardError(
+      "already-exists",
+      `a model with uuid ${uuid} already exists on this controller (imported before, or the model it came from): import it with --name NEW to make a copy with its own identity`,
+      { details: { kind: "model", name: uuid } },
+    );
+  const compare: Compare[] = [
+    absent(keys.modelName(model.name)),
+    absent(keys.model(uuid)),
+    ...(opts.alsoCompare ?? []),
+  ];
 
   // Access only for users this controller has, and only while they stay (a user removed meanwhile fails the transaction).
   const missingUsers: string[] = [];
@@ -104,15 +113,24 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
   const { credential, substrate } = model.placement;
   if (credential) {
     const c = await store.get(keys.credential(credential));
-    if (!c) throw bad(`the model uses credential "${credential}", which this controller does not have: add it (steward add-credential ${credential}) and import again`);
+    if (!c)
+      throw bad(
+        `the model uses credential "${credential}", which this controller does not have: add it (steward add-credential ${credential}) and import again`,
+      );
     const cred = JSON.parse(c.value) as CredentialDoc;
-    if (cred.substrate !== substrate) throw bad(`credential "${credential}" here is for ${cred.substrate}, but the model's substrate is ${substrate}`);
+    if (cred.substrate !== substrate)
+      throw bad(`credential "${credential}" here is for ${cred.substrate}, but the model's substrate is ${substrate}`);
     compare.push(unchanged(keys.credential(credential), c.modRevision));
-    ops.push({ type: "put", key: keys.credential(credential), value: JSON.stringify({ ...cred, models: [...cred.models, uuid] }) });
+    ops.push({
+      type: "put",
+      key: keys.credential(credential),
+      value: JSON.stringify({ ...cred, models: [...cred.models, uuid] }),
+    });
   }
 
   for (const [hash, bundle] of Object.entries(doc.operators)) {
-    if (bundleHash(bundle) !== hash) throw bad(`operator bundle "${hash.slice(0, 80)}" does not have the content its hash names`);
+    if (bundleHash(bundle) !== hash)
+      throw bad(`operator bundle "${hash.slice(0, 80)}" does not have the content its hash names`);
   }
   const counts: Partial<Record<KindName, number>> = {};
   const leases: string[] = [];
@@ -135,16 +153,32 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
     }
     const bytes = ops.reduce((n, op) => n + (op.type === "put" ? op.key.length + op.value.length : 0), 0);
     if (ops.length > MAX_IMPORT_TXN_OPS || bytes > MAX_IMPORT_TXN_BYTES) {
-      throw bad(`the model is too large to import in one transaction (${ops.length} documents, ${bytes} bytes; at most ${MAX_IMPORT_TXN_OPS} and ${MAX_IMPORT_TXN_BYTES})`);
+      throw bad(
+        `the model is too large to import in one transaction (${ops.length} documents, ${bytes} bytes; at most ${MAX_IMPORT_TXN_OPS} and ${MAX_IMPORT_TXN_BYTES})`,
+      );
     }
     // Bundles before the model: an application must never name an operator the store lacks.
     for (const bundle of Object.values(doc.operators)) await deps.putOperator(bundle);
     const res = await store.txn({ compare, success: ops });
-    if (!res.succeeded) throw new StewardError("already-exists", `model "${model.name}" (or its uuid) was created while it was being imported, or a user it grants access to was removed${opts.refusedBecause ? `, or ${opts.refusedBecause}` : ""}`, { details: { kind: "model", name: model.name } });
-    return { name: model.name, uuid, revision: res.revision, documents: counts, fromVersion, missingUsers, ...(copy ? { copyOf: original } : {}) };
+    if (!res.succeeded)
+      throw new StewardError(
+        "already-exists",
+        `model "${model.name}" (or its uuid) was created while it was being imported, or a user it grants access to was removed${opts.refusedBecause ? `, or ${opts.refusedBecause}` : ""}`,
+        { details: { kind: "model", name: model.name } },
+      );
+    return {
+      name: model.name,
+      uuid,
+      revision: res.revision,
+      documents: counts,
+      fromVersion,
+      missingUsers,
+      ...(copy ? { copyOf: original } : {}),
+    };
   } catch (err) {
     for (const l of leases) await store.revokeLease(l).catch(() => undefined);
-    if (err instanceof ValueTooLargeError) throw bad(`a document is too large for this store (${err.bytes} bytes, at most ${err.limit})`);
+    if (err instanceof ValueTooLargeError)
+      throw bad(`a document is too large for this store (${err.bytes} bytes, at most ${err.limit})`);
     throw err;
   }
 }
@@ -159,13 +193,21 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
 function asCopy(doc: ModelExport, uuid: string): ModelExport {
   const model = doc.documents.model![""] as ModelDoc;
   const { substrate, settings } = model.placement;
-  if (contractOf(substrate).provisions === "pods") throw bad(`a copy of ${substrate} model "${model.name}" would share namespace "${String((settings as { namespace?: string }).namespace)}" with the original here; import it on another controller, or remove the original first`);
-  const machines = Object.fromEntries(Object.entries((doc.documents.machine ?? {}) as Record<string, MachineDoc>).map(([id, m]) => {
-    const { credentialHash: _hash, localDir: _dir, ...rest } = m;
-    return [id, rest];
-  }));
+  if (contractOf(substrate).provisions === "pods")
+    throw bad(
+      `a copy of ${substrate} model "${model.name}" would share namespace "${String((settings as { namespace?: string }).namespace)}" with the original here; import it on another controller, or remove the original first`,
+    );
+  const machines = Object.fromEntries(
+    Object.entries((doc.documents.machine ?? {}) as Record<string, MachineDoc>).map(([id, m]) => {
+      const { credentialHash: _hash, localDir: _dir, ...rest } = m;
+      return [id, rest];
+    }),
+  );
   const { "machine-install": _install, "machine-info": _info, "unit-hook-state": _hooks, ...kept } = doc.documents;
-  return { ...doc, documents: { ...kept, model: { "": { ...model, uuid } }, ...(doc.documents.machine ? { machine: machines } : {}) } };
+  return {
+    ...doc,
+    documents: { ...kept, model: { "": { ...model, uuid } }, ...(doc.documents.machine ? { machine: machines } : {}) },
+  };
 }
 
 /** Refuses a machine directory that is not a local machine's or that this controller's rule does not allow. */
@@ -173,9 +215,13 @@ export async function checkLocalDirs(check: ImportDeps["checkLocalDir"], doc: Mo
   const uuid = (doc.documents.model![""] as ModelDoc).uuid;
   for (const [id, m] of Object.entries((doc.documents.machine ?? {}) as Record<string, MachineDoc>)) {
     if (m.localDir === undefined) continue;
-    if (!contractOf(m.substrate).onControllerHost) throw bad(`documents["machine"]["${id}"].localDir is only for local machines, not ${m.substrate}`);
+    if (!contractOf(m.substrate).onControllerHost)
+      throw bad(`documents["machine"]["${id}"].localDir is only for local machines, not ${m.substrate}`);
     const problem = await check(m.localDir, uuid, id);
-    if (problem) throw new StewardError("invalid-request", `model export: documents["machine"]["${id}"].localDir: ${problem}`, { details: { field: "export", kind: "machine", id, path: "localDir" } });
+    if (problem)
+      throw new StewardError("invalid-request", `model export: documents["machine"]["${id}"].localDir: ${problem}`, {
+        details: { field: "export", kind: "machine", id, path: "localDir" },
+      });
   }
 }
 
@@ -185,23 +231,60 @@ function checkReferences(doc: ModelExport): void {
   const apps = (d.app ?? {}) as Record<string, ApplicationDoc>;
   const units = (d.unit ?? {}) as Record<string, UnitDoc>;
   const machines = (d.machine ?? {}) as Record<string, MachineDoc>;
-  const shape = (ok: boolean, what: string): void => { if (!ok) throw bad(what); };
+  const shape = (ok: boolean, what: string): void => {
+    if (!ok) throw bad(what);
+  };
   for (const [id, a] of Object.entries(apps)) {
-    shape(typeof a === "object" && a !== null && a.name === id && typeof a.operator?.hash === "string" && typeof a.config === "object" && a.config !== null, `application "${id}" is malformed`);
-    shape(a.operator.hash in doc.operators, `application "${id}" uses operator ${a.operator.hash}, which the export does not carry`);
+    shape(
+      typeof a === "object" &&
+        a !== null &&
+        a.name === id &&
+        typeof a.operator?.hash === "string" &&
+        typeof a.config === "object" &&
+        a.config !== null,
+      `application "${id}" is malformed`,
+    );
+    shape(
+      a.operator.hash in doc.operators,
+      `application "${id}" uses operator ${a.operator.hash}, which the export does not carry`,
+    );
   }
-  for (const [id, m] of Object.entries(machines)) shape(typeof m === "object" && m !== null && m.id === id && typeof m.substrate === "string", `machine "${id}" is malformed`);
+  for (const [id, m] of Object.entries(machines))
+    shape(
+      typeof m === "object" && m !== null && m.id === id && typeof m.substrate === "string",
+      `machine "${id}" is malformed`,
+    );
   for (const [id, u] of Object.entries(units)) {
-    shape(typeof u === "object" && u !== null && u.name === id && typeof u.app === "string" && typeof u.machine === "string", `unit "${id}" is malformed`);
+    shape(
+      typeof u === "object" &&
+        u !== null &&
+        u.name === id &&
+        typeof u.app === "string" &&
+        typeof u.machine === "string",
+      `unit "${id}" is malformed`,
+    );
     shape(u.app in apps, `unit "${id}" belongs to application "${u.app}", which the export does not carry`);
     shape(u.machine in machines, `unit "${id}" is on machine "${u.machine}", which the export does not carry`);
   }
   for (const [id, r] of Object.entries((d.relation ?? {}) as Record<string, RelationDoc>)) {
-    shape(typeof r === "object" && r !== null && String(r.id) === id && Array.isArray(r.endpoints) && r.endpoints.every((e) => typeof e?.app === "string" && e.app in apps), `integration ${id} is malformed or names an application the export does not carry`);
+    shape(
+      typeof r === "object" &&
+        r !== null &&
+        String(r.id) === id &&
+        Array.isArray(r.endpoints) &&
+        r.endpoints.every((e) => typeof e?.app === "string" && e.app in apps),
+      `integration ${id} is malformed or names an application the export does not carry`,
+    );
   }
   for (const kind of ["relation-data", "leader-data"] as const) {
     for (const [id, bag] of Object.entries(d[kind] ?? {})) {
-      shape(typeof bag === "object" && bag !== null && !Array.isArray(bag) && Object.values(bag).every((v) => typeof v === "string"), `${kind} "${id}" must map names to strings`);
+      shape(
+        typeof bag === "object" &&
+          bag !== null &&
+          !Array.isArray(bag) &&
+          Object.values(bag).every((v) => typeof v === "string"),
+        `${kind} "${id}" must map names to strings`,
+      );
     }
   }
   for (const [app, l] of Object.entries((d.leader ?? {}) as Record<string, LeaderDoc>)) {

@@ -14,10 +14,19 @@ export function modelDocOf(raw: unknown): ModelDoc {
   const doc = raw as Record<string, unknown>;
   if (doc.placement !== undefined) return raw as ModelDoc;
   const substrate = (doc.substrate ?? "local") as ModelSubstrate;
-  const placement = { substrate, ...(typeof doc.credential === "string" ? { credential: doc.credential } : {}), settings: doc[substrate] ?? {} } as ModelPlacement;
-  const rest = Object.fromEntries(Object.entries(doc).filter(([k]) => k !== "substrate" && k !== "credential" && !(MODEL_SUBSTRATES as readonly string[]).includes(k)));
+  const placement = {
+    substrate,
+    ...(typeof doc.credential === "string" ? { credential: doc.credential } : {}),
+    settings: doc[substrate] ?? {},
+  } as ModelPlacement;
+  const rest = Object.fromEntries(
+    Object.entries(doc).filter(
+      ([k]) => k !== "substrate" && k !== "credential" && !(MODEL_SUBSTRATES as readonly string[]).includes(k),
+    ),
+  );
   return { ...rest, placement } as unknown as ModelDoc;
 }
 
 /** The model's settings for its kind, typed by the caller (who knows the kind). */
-export const settingsOf = <S = Record<string, unknown>>(model: Pick<ModelDoc, "placement">): S => model.placement.settings as S;
+export const settingsOf = <S = Record<string, unknown>>(model: Pick<ModelDoc, "placement">): S =>
+  model.placement.settings as S;

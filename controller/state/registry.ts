@@ -17,14 +17,62 @@ const ID = Symbol("id");
 
 export type KindName =
   // controller-wide
-  | "controller-info" | "token-key" | "user" | "revoked-token" | "model-name" | "operator" | "operator-chunk" | "operator-upload" | "operator-quota-seq"
-  | "credential" | "enrolment" | "request-record" | "restore-epoch" | "backup" | "backup-chunk"
-  | "cluster-leader" | "cluster-replica" | "cluster-member" | "cluster-spare" | "cluster-config" | "cluster-keeper" | "cluster-replica-cloud" | "cluster-upgrade"
-  | "migration" | "migration-report" | "migration-stage" | "migration-stage-chunk" | "migration-arrival"
+  | "controller-info"
+  | "token-key"
+  | "user"
+  | "revoked-token"
+  | "model-name"
+  | "operator"
+  | "operator-chunk"
+  | "operator-upload"
+  | "operator-quota-seq"
+  | "credential"
+  | "enrolment"
+  | "request-record"
+  | "restore-epoch"
+  | "backup"
+  | "backup-chunk"
+  | "cluster-leader"
+  | "cluster-replica"
+  | "cluster-member"
+  | "cluster-spare"
+  | "cluster-config"
+  | "cluster-keeper"
+  | "cluster-replica-cloud"
+  | "cluster-upgrade"
+  | "migration"
+  | "migration-report"
+  | "migration-stage"
+  | "migration-stage-chunk"
+  | "migration-arrival"
   // one model's
-  | "model" | "app" | "unit" | "unit-status" | "unit-failure" | "machine" | "machine-info" | "machine-install"
-  | "machine-seq" | "relation-seq" | "task-seq" | "operator-seq" | "relation" | "scope" | "relation-data" | "leader" | "leader-data" | "ports"
-  | "app-status" | "access" | "task-queue" | "task" | "operation" | "status-history" | "presence" | "imported-revisions" | "unit-hook-state";
+  | "model"
+  | "app"
+  | "unit"
+  | "unit-status"
+  | "unit-failure"
+  | "machine"
+  | "machine-info"
+  | "machine-install"
+  | "machine-seq"
+  | "relation-seq"
+  | "task-seq"
+  | "operator-seq"
+  | "relation"
+  | "scope"
+  | "relation-data"
+  | "leader"
+  | "leader-data"
+  | "ports"
+  | "app-status"
+  | "access"
+  | "task-queue"
+  | "task"
+  | "operation"
+  | "status-history"
+  | "presence"
+  | "imported-revisions"
+  | "unit-hook-state";
 
 export interface KindSpec {
   name: KindName;
@@ -50,14 +98,30 @@ export interface KindSpec {
 }
 
 /** `exported` is the schema of an exported kind's documents, or why the kind is not exported. */
-const kind = (name: KindName, path: Segment[], cached: boolean, exported: z.ZodType | string, notInAgentViews = false): KindSpec =>
-  ({ name, path, cached, ...(typeof exported === "string" ? { exported } : { exported: true as const, schema: exported }), ...(notInAgentViews ? { notInAgentViews: true as const } : {}) });
+const kind = (
+  name: KindName,
+  path: Segment[],
+  cached: boolean,
+  exported: z.ZodType | string,
+  notInAgentViews = false,
+): KindSpec => ({
+  name,
+  path,
+  cached,
+  ...(typeof exported === "string" ? { exported } : { exported: true as const, schema: exported }),
+  ...(notInAgentViews ? { notInAgentViews: true as const } : {}),
+});
 const CONTROLLER_WIDE = "controller-wide, not one model's";
 
 /** Every kind; the order of model kinds is the order an export lists them (documents before what refers to them). */
 export const KINDS: readonly KindSpec[] = [
   kind("controller-info", ["controller", "info"], true, CONTROLLER_WIDE),
-  kind("token-key", ["controller", "token-key"], true, "the controller's token signing key: secret, and the target has its own"),
+  kind(
+    "token-key",
+    ["controller", "token-key"],
+    true,
+    "the controller's token signing key: secret, and the target has its own",
+  ),
   kind("user", ["users", ID], true, CONTROLLER_WIDE + " (access names users; the target's admin grants them)"),
   kind("revoked-token", ["revoked-tokens", ID], true, CONTROLLER_WIDE),
   kind("model-name", ["model-names", ID], true, "rewritten by the import under the (possibly new) name"),
@@ -66,8 +130,18 @@ export const KINDS: readonly KindSpec[] = [
   kind("operator-upload", ["blobs", "operator-uploads", ID], false, CONTROLLER_WIDE),
   // Every upload that counts against a quota writes it: two checked at once (on two replicas) cannot both pass.
   kind("operator-quota-seq", ["controller", "operator-quota-seq"], false, CONTROLLER_WIDE),
-  kind("credential", ["credentials", ID], false, "sealed with the source controller's key: named by reference only, never exported"),
-  kind("enrolment", ["enrolments", ID], false, "one-time tokens for machines not yet enrolled, bound to the source controller"),
+  kind(
+    "credential",
+    ["credentials", ID],
+    false,
+    "sealed with the source controller's key: named by reference only, never exported",
+  ),
+  kind(
+    "enrolment",
+    ["enrolments", ID],
+    false,
+    "one-time tokens for machines not yet enrolled, bound to the source controller",
+  ),
   kind("request-record", ["requests", ID], false, "idempotency records of the source's requests"),
   // Written by a restore (controller/backup/): agents and caches resynchronise when it changes.
   kind("restore-epoch", ["controller", "restore"], true, CONTROLLER_WIDE),
@@ -85,8 +159,18 @@ export const KINDS: readonly KindSpec[] = [
   kind("migration", ["migrations", ID], true, "the source's record of moving the model; the target keeps none"),
   kind("migration-report", ["migration-reports", ID], false, "agents' answers to one migration of the source"),
   kind("migration-stage", ["migration-stages", ID], false, "an import staged on the target, not yet a model"),
-  kind("migration-stage-chunk", ["blobs", "migration-stages", ID], false, "an import staged on the target, not yet a model"),
-  kind("migration-arrival", ["migration-arrivals", ID], false, "the target's record that a migration brought the model"),
+  kind(
+    "migration-stage-chunk",
+    ["blobs", "migration-stages", ID],
+    false,
+    "an import staged on the target, not yet a model",
+  ),
+  kind(
+    "migration-arrival",
+    ["migration-arrivals", ID],
+    false,
+    "the target's record that a migration brought the model",
+  ),
 
   // Version 2: one `placement` {substrate, credential, settings} instead of substrate, credential and a bag per kind.
   { ...kind("model", ["models", MODEL], true, S["model"]), version: 2, upgrade: modelDocOf },
@@ -95,7 +179,12 @@ export const KINDS: readonly KindSpec[] = [
   kind("machine-seq", ["models", MODEL, "seq", "machine"], false, S["machine-seq"]),
   kind("relation-seq", ["models", MODEL, "seq", "relation"], false, S["relation-seq"]),
   kind("task-seq", ["models", MODEL, "seq", "task"], false, S["task-seq"]),
-  kind("operator-seq", ["models", MODEL, "seq", "operators"], false, "orders the model's operator quota checks (each writes it), so two deploys cannot both pass one; starts afresh anywhere"),
+  kind(
+    "operator-seq",
+    ["models", MODEL, "seq", "operators"],
+    false,
+    "orders the model's operator quota checks (each writes it), so two deploys cannot both pass one; starts afresh anywhere",
+  ),
   kind("machine", ["models", MODEL, "machines", ID], true, S["machine"]),
   kind("machine-info", ["models", MODEL, "machine-info", ID], true, S["machine-info"], true),
   kind("machine-install", ["models", MODEL, "machine-install", ID], true, S["machine-install"], true),
@@ -114,16 +203,30 @@ export const KINDS: readonly KindSpec[] = [
   kind("leader-data", ["models", MODEL, "leader-data", ID], true, S["leader-data"]),
   kind("task-queue", ["models", MODEL, "task-queue", ID], true, S["task-queue"]),
   // Written by an import (imported-revisions.ts); an export carries the versions it holds in its own form.
-  kind("imported-revisions", ["models", MODEL, "imported-revisions"], true, "folded into the export's databag versions"),
+  kind(
+    "imported-revisions",
+    ["models", MODEL, "imported-revisions"],
+    true,
+    "folded into the export's databag versions",
+  ),
   kind("task", ["tasks", MODEL, ID], false, S["task"]),
   kind("operation", ["operations", MODEL, ID], false, S["operation"]),
   kind("status-history", ["status-history", MODEL, ID], false, S["status-history"]),
   // Presence is bound to a lease of the source replica that held the agent's connection: on the
   // target, the agent's own connection makes it anew.
-  kind("presence", ["presence", MODEL, ID], true, "bound to the lease of the source replica holding the agent's connection; made anew when the agent connects", true),
+  kind(
+    "presence",
+    ["presence", MODEL, ID],
+    true,
+    "bound to the lease of the source replica holding the agent's connection; made anew when the agent connects",
+    true,
+  ),
 ];
 
-export const KIND: Readonly<Record<KindName, KindSpec>> = Object.fromEntries(KINDS.map((k) => [k.name, k])) as Record<KindName, KindSpec>;
+export const KIND: Readonly<Record<KindName, KindSpec>> = Object.fromEntries(KINDS.map((k) => [k.name, k])) as Record<
+  KindName,
+  KindSpec
+>;
 
 /** The kinds that belong to one model (their path names the model). */
 export const MODEL_KINDS: readonly KindSpec[] = KINDS.filter((k) => k.path.includes(MODEL));
@@ -147,7 +250,14 @@ export function keyOf(spec: KindSpec, model: string, id = ""): string {
 export function prefixOf(spec: KindSpec, model: string): string {
   const i = spec.path.indexOf(ID);
   if (i < 0) return keyOf(spec, model);
-  return "/" + spec.path.slice(0, i).map((s) => (s === MODEL ? model : s)).join("/") + "/";
+  return (
+    "/" +
+    spec.path
+      .slice(0, i)
+      .map((s) => (s === MODEL ? model : s))
+      .join("/") +
+    "/"
+  );
 }
 
 /**
@@ -191,7 +301,9 @@ for (const spec of KINDS) {
   BY_ROOT.set(root, list);
 }
 for (const list of BY_ROOT.values()) list.sort((a, b) => literals(b) - literals(a));
-function literals(spec: KindSpec): number { return spec.path.filter((s) => typeof s === "string").length; }
+function literals(spec: KindSpec): number {
+  return spec.path.filter((s) => typeof s === "string").length;
+}
 
 /** A relation-scope id `<relation>/<unit>` split. */
 export function scopeId(id: string): { relation: number; unit: string } {

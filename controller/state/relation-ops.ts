@@ -6,11 +6,22 @@ import type { HookCommit, OperatorMeta } from "../../api";
 import { DATABAG_LIMIT_BYTES, StewardError, alreadyExists, invalidRequest, notFound } from "../../api";
 import type { Compare, Op } from "../store";
 import { unchanged } from "../store";
-import type { ApplicationDoc, DataBag, LeaderDoc, OperatorDoc, RelationDoc, RelationEndpoint, UnitDoc } from "./documents";
+import type {
+  ApplicationDoc,
+  DataBag,
+  LeaderDoc,
+  OperatorDoc,
+  RelationDoc,
+  RelationEndpoint,
+  UnitDoc,
+} from "./documents";
 import { keys } from "./keys";
 import { StoreTxns } from "./txn";
 
-interface Candidate { a: RelationEndpoint; b: RelationEndpoint }
+interface Candidate {
+  a: RelationEndpoint;
+  b: RelationEndpoint;
+}
 
 export class RelationOps extends StoreTxns {
   /**
@@ -20,32 +31,61 @@ export class RelationOps extends StoreTxns {
   async integrate(uuid: string, refA: string, refB: string): Promise<{ id: number; revision: number; key: string }> {
     const [appA, epA] = refA.split(":") as [string, string | undefined];
     const [appB, epB] = refB.split(":") as [string, string | undefined];
-    if (appA === appB) throw invalidRequest(`cannot integrate ${appA} with itself; peer relations form by themselves from the operator's "peers"`);
+    if (appA === appB)
+      throw invalidRequest(
+        `cannot integrate ${appA} with itself; peer relations form by themselves from the operator's "peers"`,
+      );
     return this.retry(`integrate ${refA} ${refB}`, async () => {
       const [a, b] = [await this.app(uuid, appA), await this.app(uuid, appB)];
       const [ma, mb] = [await this.meta(a.doc), await this.meta(b.doc)];
       const candidates = matches(appA, ma, epA, appB, mb, epB);
       if (candidates.length === 0) {
-        throw invalidRequest(`no compatible endpoints between ${refA} and ${refB}: ${describeEndpoints(appA, ma)}; ${describeEndpoints(appB, mb)}. A provider and a requirer of the same interface can be integrated.`);
+        throw invalidRequest(
+          `no compatible endpoints between ${refA} and ${refB}: ${describeEndpoints(appA, ma)}; ${describeEndpoints(appB, mb)}. A provider and a requirer of the same interface can be integrated.`,
+        );
       }
       if (candidates.length > 1) {
-        throw invalidRequest(`${appA} and ${appB} can be integrated in more than one way: ${candidates.map((c) => `${c.a.app}:${c.a.endpoint} ${c.b.app}:${c.b.endpoint}`).join(", ")}; name the endpoints, e.g. steward integrate ${candidates[0]!.a.app}:${candidates[0]!.a.endpoint} ${candidates[0]!.b.app}:${candidates[0]!.b.endpoint}`);
+        throw invalidRequest(
+          `${appA} and ${appB} can be integrated in more than one way: ${candidates.map((c) => `${c.a.app}:${c.a.endpoint} ${c.b.app}:${c.b.endpoint}`).join(", ")}; name the endpoints, e.g. steward integrate ${candidates[0]!.a.app}:${candidates[0]!.a.endpoint} ${candidates[0]!.b.app}:${candidates[0]!.b.endpoint}`,
+        );
       }
       const c = candidates[0]!;
       const key = [`${c.a.app}:${c.a.endpoint}`, `${c.b.app}:${c.b.endpoint}`].sort().join(" ");
       const existing = await this.readAll<RelationDoc>(keys.relationsPrefix(uuid));
       if (existing.some((r) => r.doc.key === key && r.doc.life === "alive")) throw alreadyExists("integration", key);
       for (const side of [c.a, c.b]) {
-        const limit = (side.role === "provider" ? (side.app === appA ? ma : mb).provides : (side.app === appA ? ma : mb).requires)[side.endpoint]?.limit;
-        const used = existing.filter((r) => r.doc.life === "alive" && r.doc.endpoints.some((e) => e.app === side.app && e.endpoint === side.endpoint)).length;
-        if (limit !== undefined && used >= limit) throw invalidRequest(`${side.app}:${side.endpoint} accepts at most ${limit} integration${limit === 1 ? "" : "s"} and has ${used}`);
+        const limit = (
+          side.role === "provider" ? (side.app === appA ? ma : mb).provides : (side.app === appA ? ma : mb).requires
+        )[side.endpoint]?.limit;
+        const used = existing.filter(
+          (r) =>
+            r.doc.life === "alive" && r.doc.endpoints.some((e) => e.app === side.app && e.endpoint === side.endpoint),
+        ).length;
+        if (limit !== undefined && used >= limit)
+          throw invalidRequest(
+            `${side.app}:${side.endpoint} accepts at most ${limit} integration${limit === 1 ? "" : "s"} and has ${used}`,
+          );
       }
       const seq = await this.store.get(keys.relationSeq(uuid));
       const id = Number(seq?.value ?? "0");
-      const doc: RelationDoc = { id, key, endpoints: [c.a, c.b].sort((x, y) => (x.role === "provider" ? -1 : y.role === "provider" ? 1 : 0)), life: "alive", createdAt: this.stamp() };
+      const doc: RelationDoc = {
+        id,
+        key,
+        endpoints: [c.a, c.b].sort((x, y) => (x.role === "provider" ? -1 : y.role === "provider" ? 1 : 0)),
+        life: "alive",
+        createdAt: this.stamp(),
+      };
       return {
-        compare: [unchanged(keys.app(uuid, appA), a.rev), unchanged(keys.app(uuid, appB), b.rev), unchanged(keys.relationSeq(uuid), seq?.modRevision ?? 0), ...existing.map((r) => unchanged(r.key, r.rev))],
-        ops: [{ type: "put", key: keys.relation(uuid, id), value: JSON.stringify(doc) }, { type: "put", key: keys.relationSeq(uuid), value: String(id + 1) }],
+        compare: [
+          unchanged(keys.app(uuid, appA), a.rev),
+          unchanged(keys.app(uuid, appB), b.rev),
+          unchanged(keys.relationSeq(uuid), seq?.modRevision ?? 0),
+          ...existing.map((r) => unchanged(r.key, r.rev)),
+        ],
+        ops: [
+          { type: "put", key: keys.relation(uuid, id), value: JSON.stringify(doc) },
+          { type: "put", key: keys.relationSeq(uuid), value: String(id + 1) },
+        ],
         result: { id, key },
       };
     });
@@ -54,13 +94,28 @@ export class RelationOps extends StoreTxns {
   /** Ends the integration between two applications (endpoints optional when only one exists). */
   async removeIntegration(uuid: string, refA: string, refB: string): Promise<{ revision: number; key: string }> {
     return this.retry(`remove integration ${refA} ${refB}`, async () => {
-      const fits = (ref: string, e: RelationEndpoint): boolean => { const [app, ep] = ref.split(":"); return e.app === app && (ep === undefined || e.endpoint === ep); };
-      const found = (await this.readAll<RelationDoc>(keys.relationsPrefix(uuid))).filter((r) => r.doc.life === "alive" && r.doc.endpoints.length === 2 &&
-        ((fits(refA, r.doc.endpoints[0]!) && fits(refB, r.doc.endpoints[1]!)) || (fits(refB, r.doc.endpoints[0]!) && fits(refA, r.doc.endpoints[1]!))));
+      const fits = (ref: string, e: RelationEndpoint): boolean => {
+        const [app, ep] = ref.split(":");
+        return e.app === app && (ep === undefined || e.endpoint === ep);
+      };
+      const found = (await this.readAll<RelationDoc>(keys.relationsPrefix(uuid))).filter(
+        (r) =>
+          r.doc.life === "alive" &&
+          r.doc.endpoints.length === 2 &&
+          ((fits(refA, r.doc.endpoints[0]!) && fits(refB, r.doc.endpoints[1]!)) ||
+            (fits(refB, r.doc.endpoints[0]!) && fits(refA, r.doc.endpoints[1]!))),
+      );
       if (found.length === 0) throw notFound("integration", `${refA} ${refB}`);
-      if (found.length > 1) throw invalidRequest(`${refA} and ${refB} are integrated more than once (${found.map((r) => r.doc.key).join("; ")}); name the endpoints`);
+      if (found.length > 1)
+        throw invalidRequest(
+          `${refA} and ${refB} are integrated more than once (${found.map((r) => r.doc.key).join("; ")}); name the endpoints`,
+        );
       const r = found[0]!;
-      return { compare: [unchanged(r.key, r.rev)], ops: [{ type: "put", key: r.key, value: JSON.stringify({ ...r.doc, life: "dying" }) }], result: { key: r.doc.key } };
+      return {
+        compare: [unchanged(r.key, r.rev)],
+        ops: [{ type: "put", key: r.key, value: JSON.stringify({ ...r.doc, life: "dying" }) }],
+        result: { key: r.doc.key },
+      };
     });
   }
 
@@ -71,7 +126,8 @@ export class RelationOps extends StoreTxns {
   async commitHook(uuid: string, machine: string, c: HookCommit): Promise<number> {
     const res = await this.retry(`commit hook of ${c.unit}`, async () => {
       const u = await this.read<UnitDoc>(keys.unit(uuid, c.unit));
-      if (!u || u.doc.machine !== machine) throw new StewardError("forbidden", `unit ${c.unit} is not on machine ${machine}`);
+      if (!u || u.doc.machine !== machine)
+        throw new StewardError("forbidden", `unit ${c.unit} is not on machine ${machine}`);
       const compare: Compare[] = [unchanged(keys.unit(uuid, c.unit), u.rev)];
       const ops: Op[] = [];
       const relations = new Map<number, { doc: RelationDoc; rev: number }>();
@@ -93,17 +149,35 @@ export class RelationOps extends StoreTxns {
         if (!bag) {
           const cur = await this.read<DataBag>(key);
           compare.push(unchanged(key, cur?.rev ?? 0));
-          bags.set(key, (bag = { key, data: { ...(cur?.doc ?? {}) }, before: JSON.stringify(sortedBag(cur?.doc ?? {})), label: w.app ? `application ${u.doc.app}` : c.unit }));
+          bags.set(
+            key,
+            (bag = {
+              key,
+              data: { ...(cur?.doc ?? {}) },
+              before: JSON.stringify(sortedBag(cur?.doc ?? {})),
+              label: w.app ? `application ${u.doc.app}` : c.unit,
+            }),
+          );
           if (w.app) await this.requireLeader(uuid, u.doc, compare, "write the application databag");
         }
-        for (const [k, v] of Object.entries(w.set)) { if (v === null || v === "") delete bag.data[k]; else bag.data[k] = v; }
+        for (const [k, v] of Object.entries(w.set)) {
+          if (v === null || v === "") delete bag.data[k];
+          else bag.data[k] = v;
+        }
       }
       for (const bag of bags.values()) {
         const size = Buffer.byteLength(JSON.stringify(bag.data));
-        if (size > DATABAG_LIMIT_BYTES) throw invalidRequest(`the databag of ${bag.label} would hold ${size} bytes; the limit is ${DATABAG_LIMIT_BYTES} bytes per databag`);
+        if (size > DATABAG_LIMIT_BYTES)
+          throw invalidRequest(
+            `the databag of ${bag.label} would hold ${size} bytes; the limit is ${DATABAG_LIMIT_BYTES} bytes per databag`,
+          );
         // Unchanged data is not written: its revision is what makes the other side run relation-changed.
         if (JSON.stringify(sortedBag(bag.data)) === bag.before) continue;
-        ops.push(Object.keys(bag.data).length === 0 ? { type: "delete", key: bag.key } : { type: "put", key: bag.key, value: JSON.stringify(bag.data) });
+        ops.push(
+          Object.keys(bag.data).length === 0
+            ? { type: "delete", key: bag.key }
+            : { type: "put", key: bag.key, value: JSON.stringify(bag.data) },
+        );
       }
       if (c.ports && (c.ports.open.length > 0 || c.ports.close.length > 0)) {
         const cur = await this.read<string[]>(keys.ports(uuid, c.unit));
@@ -111,11 +185,16 @@ export class RelationOps extends StoreTxns {
         const ports = new Set(cur?.doc ?? []);
         for (const p of c.ports.close) ports.delete(p);
         for (const p of c.ports.open) ports.add(p);
-        ops.push(ports.size === 0 ? { type: "delete", key: keys.ports(uuid, c.unit) } : { type: "put", key: keys.ports(uuid, c.unit), value: JSON.stringify([...ports].sort()) });
+        ops.push(
+          ports.size === 0
+            ? { type: "delete", key: keys.ports(uuid, c.unit) }
+            : { type: "put", key: keys.ports(uuid, c.unit), value: JSON.stringify([...ports].sort()) },
+        );
       }
       for (const id of c.enterScope) {
         const r = await relationOf(id);
-        if (r.life === "alive") ops.push({ type: "put", key: keys.scope(uuid, id, c.unit), value: JSON.stringify({ since: this.stamp() }) });
+        if (r.life === "alive")
+          ops.push({ type: "put", key: keys.scope(uuid, id, c.unit), value: JSON.stringify({ since: this.stamp() }) });
       }
       return { compare, ops, result: {} };
     });
@@ -125,8 +204,14 @@ export class RelationOps extends StoreTxns {
   /** A unit has departed and broken a relation: it leaves, and the other side sees it depart. */
   async leave(uuid: string, machine: string, unit: string, relationId: number): Promise<number> {
     const u = await this.read<UnitDoc>(keys.unit(uuid, unit));
-    if (!u || u.doc.machine !== machine) throw new StewardError("forbidden", `unit ${unit} is not on machine ${machine}`);
-    const res = await this.store.txn({ success: [{ type: "delete", key: keys.scope(uuid, relationId, unit) }, { type: "delete", key: keys.unitBag(uuid, relationId, unit) }] });
+    if (!u || u.doc.machine !== machine)
+      throw new StewardError("forbidden", `unit ${unit} is not on machine ${machine}`);
+    const res = await this.store.txn({
+      success: [
+        { type: "delete", key: keys.scope(uuid, relationId, unit) },
+        { type: "delete", key: keys.unitBag(uuid, relationId, unit) },
+      ],
+    });
     return res.revision;
   }
 
@@ -139,14 +224,19 @@ export class RelationOps extends StoreTxns {
     const res = await this.store.txn({
       // No unit can enter meanwhile: entering checks, under a compare, that the relation is alive.
       compare: [unchanged(keys.relation(uuid, id), r.rev)],
-      success: [{ type: "delete", key: keys.relation(uuid, id) }, { type: "deletePrefix", prefix: keys.relationDataPrefix(uuid, id) }, { type: "deletePrefix", prefix: keys.scopePrefix(uuid, id) }],
+      success: [
+        { type: "delete", key: keys.relation(uuid, id) },
+        { type: "deletePrefix", prefix: keys.relationDataPrefix(uuid, id) },
+        { type: "deletePrefix", prefix: keys.scopePrefix(uuid, id) },
+      ],
     });
     return res.succeeded;
   }
 
   private async requireLeader(uuid: string, unit: UnitDoc, compare: Compare[], what: string): Promise<void> {
     const leader = await this.read<LeaderDoc>(keys.leader(uuid, unit.app));
-    if (leader?.doc.unit !== unit.name) throw new StewardError("forbidden", `${unit.name} is not the leader of ${unit.app}: only the leader may ${what}`);
+    if (leader?.doc.unit !== unit.name)
+      throw new StewardError("forbidden", `${unit.name} is not the leader of ${unit.app}: only the leader may ${what}`);
     compare.push(unchanged(keys.leader(uuid, unit.app), leader.rev));
   }
 
@@ -170,18 +260,30 @@ export function sortedBag(b: DataBag): DataBag {
 
 function endpointsOf(app: string, meta: OperatorMeta, only?: string): RelationEndpoint[] {
   const out: RelationEndpoint[] = [];
-  for (const [endpoint, def] of Object.entries(meta.provides)) out.push({ app, endpoint, role: "provider", interface: def.interface });
-  for (const [endpoint, def] of Object.entries(meta.requires)) out.push({ app, endpoint, role: "requirer", interface: def.interface });
+  for (const [endpoint, def] of Object.entries(meta.provides))
+    out.push({ app, endpoint, role: "provider", interface: def.interface });
+  for (const [endpoint, def] of Object.entries(meta.requires))
+    out.push({ app, endpoint, role: "requirer", interface: def.interface });
   return only === undefined ? out : out.filter((e) => e.endpoint === only);
 }
 
-function matches(appA: string, ma: OperatorMeta, epA: string | undefined, appB: string, mb: OperatorMeta, epB: string | undefined): Candidate[] {
-  if (epA !== undefined && !(epA in ma.provides) && !(epA in ma.requires)) throw invalidRequest(`${appA} has no endpoint "${epA}" to integrate (${describeEndpoints(appA, ma)})`);
-  if (epB !== undefined && !(epB in mb.provides) && !(epB in mb.requires)) throw invalidRequest(`${appB} has no endpoint "${epB}" to integrate (${describeEndpoints(appB, mb)})`);
+function matches(
+  appA: string,
+  ma: OperatorMeta,
+  epA: string | undefined,
+  appB: string,
+  mb: OperatorMeta,
+  epB: string | undefined,
+): Candidate[] {
+  if (epA !== undefined && !(epA in ma.provides) && !(epA in ma.requires))
+    throw invalidRequest(`${appA} has no endpoint "${epA}" to integrate (${describeEndpoints(appA, ma)})`);
+  if (epB !== undefined && !(epB in mb.provides) && !(epB in mb.requires))
+    throw invalidRequest(`${appB} has no endpoint "${epB}" to integrate (${describeEndpoints(appB, mb)})`);
   const out: Candidate[] = [];
-  for (const a of endpointsOf(appA, ma, epA)) for (const b of endpointsOf(appB, mb, epB)) {
-    if (a.interface === b.interface && a.role !== b.role) out.push({ a, b });
-  }
+  for (const a of endpointsOf(appA, ma, epA))
+    for (const b of endpointsOf(appB, mb, epB)) {
+      if (a.interface === b.interface && a.role !== b.role) out.push({ a, b });
+    }
   return out;
 }
 

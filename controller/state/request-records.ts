@@ -32,7 +32,7 @@ export interface RequestStep {
   /** The op that records `result` with the write. */
   record(result: unknown): Op;
   /** The result this step recorded on an earlier try, with that write's revision; undefined if none. */
-  recorded(store: Store): Promise<Record<string, unknown> & { revision: number } | undefined>;
+  recorded(store: Store): Promise<(Record<string, unknown> & { revision: number }) | undefined>;
 }
 
 /** The request being served, while its handler runs. */
@@ -62,23 +62,33 @@ export class RequestScope {
 const scopes = new AsyncLocalStorage<RequestScope>();
 
 /** Runs `fn` (and everything it starts) as part of request `scope`. */
-export function runInRequest<T>(scope: RequestScope, fn: () => T): T { return scopes.run(scope, fn); }
+export function runInRequest<T>(scope: RequestScope, fn: () => T): T {
+  return scopes.run(scope, fn);
+}
 
 /**
  * Runs `fn` (and everything it starts) outside any request: for requests without an id, and for
  * long-lived work a request sets off (a restart of the controller must not serve every later
  * request as part of the one that asked for it).
  */
-export function outsideRequest<T>(fn: () => T): T { return scopes.exit(fn); }
+export function outsideRequest<T>(fn: () => T): T {
+  return scopes.exit(fn);
+}
 
 /** The request whose handler is running now, if it carries an id. */
-export function currentRequest(): RequestScope | undefined { return scopes.getStore(); }
+export function currentRequest(): RequestScope | undefined {
+  return scopes.getStore();
+}
 
 /** Deletes request records older than the TTL; returns how many keys went. */
 export async function sweepRequestRecords(store: Store, now = Date.now()): Promise<number> {
   const { kvs } = await store.range(REQUESTS_PREFIX);
   const old = kvs.filter((kv) => {
-    try { return now - (JSON.parse(kv.value) as { at: number }).at > REQUEST_RECORD_TTL_MS; } catch { return true; }
+    try {
+      return now - (JSON.parse(kv.value) as { at: number }).at > REQUEST_RECORD_TTL_MS;
+    } catch {
+      return true;
+    }
   });
   for (let i = 0; i < old.length; i += 500) {
     await store.txn({ success: old.slice(i, i + 500).map((kv) => ({ type: "delete" as const, key: kv.key })) });

@@ -10,7 +10,16 @@ import { statusToColumns } from "../../api";
 import type { ModelIndex, StateCache } from "./cache";
 import type { ApplicationDoc, MachineDoc, UnitDoc } from "./documents";
 import type { StatusSelection } from "./views";
-import { applicationStatusView, machineStatusView, modelStatusHeader, selectStatus, selectedIntegrations, sortedMachines, unitStatusView, unitsByApplication } from "./views";
+import {
+  applicationStatusView,
+  machineStatusView,
+  modelStatusHeader,
+  selectStatus,
+  selectedIntegrations,
+  sortedMachines,
+  unitStatusView,
+  unitsByApplication,
+} from "./views";
 
 /** A rendered piece and what it was rendered from, compared by identity. */
 interface Fragment<V> {
@@ -45,7 +54,11 @@ interface ModelFragments {
 }
 
 /** What an unfiltered document was built at: it stands while these do. */
-interface Whole { revision: number; operators: number; controller: string }
+interface Whole {
+  revision: number;
+  operators: number;
+  controller: string;
+}
 
 /** See {@link StatusRenderer.parts}; applications have no units listed. */
 export interface StatusParts {
@@ -56,7 +69,8 @@ export interface StatusParts {
   integrations: ModelStatus["integrations"];
 }
 
-const sameInputs = (a: readonly unknown[], b: readonly unknown[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
+const sameInputs = (a: readonly unknown[], b: readonly unknown[]): boolean =>
+  a.length === b.length && a.every((v, i) => v === b[i]);
 
 export class StatusRenderer {
   // Keyed by the index object: a cache resync builds new indexes, and old fragments go with the old.
@@ -103,9 +117,17 @@ export class StatusRenderer {
     }
     const machines: Record<string, MachineStatusView> = {};
     for (const m of sorted) if (!sel || sel.machine(m.id)) machines[m.id] = this.machine(idx, frags, m).view;
-    const doc: Omit<ModelStatus, "timestamp"> = { model: modelStatusHeader(this.cache, idx), applications, machines, integrations: selectedIntegrations(idx, sel) };
+    const doc: Omit<ModelStatus, "timestamp"> = {
+      model: modelStatusHeader(this.cache, idx),
+      applications,
+      machines,
+      integrations: selectedIntegrations(idx, sel),
+    };
     const bytes = Buffer.from(JSON.stringify(statusToColumns(doc as ModelStatus)).slice(0, -1));
-    if (!sel) { frags.columns = { ...this.stamp(idx), bytes }; this.prune(idx, frags); }
+    if (!sel) {
+      frags.columns = { ...this.stamp(idx), bytes };
+      this.prune(idx, frags);
+    }
     return Buffer.concat([bytes, tail]);
   }
 
@@ -126,7 +148,13 @@ export class StatusRenderer {
     const machines = new Map<string, MachineStatusView>();
     for (const m of sorted) machines.set(m.id, this.machine(idx, frags, m).view);
     this.prune(idx, frags);
-    return { model: modelStatusHeader(this.cache, idx), applications, units, machines, integrations: selectedIntegrations(idx, undefined) };
+    return {
+      model: modelStatusHeader(this.cache, idx),
+      applications,
+      units,
+      machines,
+      integrations: selectedIntegrations(idx, undefined),
+    };
   }
 
   private fragments(idx: ModelIndex): ModelFragments {
@@ -136,17 +164,26 @@ export class StatusRenderer {
   }
 
   private stamp(idx: ModelIndex): Whole {
-    return { revision: idx.revision, operators: this.cache.operators.size, controller: this.cache.controller?.name ?? "" };
+    return {
+      revision: idx.revision,
+      operators: this.cache.operators.size,
+      controller: this.cache.controller?.name ?? "",
+    };
   }
 
   /** Whether a kept unfiltered document still shows the model as it is. */
   private current(idx: ModelIndex, w: Whole | undefined): boolean {
     const now = this.stamp(idx);
-    return w !== undefined && w.revision === now.revision && w.operators === now.operators && w.controller === now.controller;
+    return (
+      w !== undefined && w.revision === now.revision && w.operators === now.operators && w.controller === now.controller
+    );
   }
 
   /** Everything but the timestamp: the kept whole document when nothing is filtered, else a fresh body. */
-  private body(idx: ModelIndex, filter: StatusFilter | undefined): { body?: string; whole?: NonNullable<ModelFragments["whole"]> } {
+  private body(
+    idx: ModelIndex,
+    filter: StatusFilter | undefined,
+  ): { body?: string; whole?: NonNullable<ModelFragments["whole"]> } {
     const frags = this.fragments(idx);
     const sel = selectStatus(idx, filter);
     if (!sel && this.current(idx, frags.whole)) return { whole: frags.whole };
@@ -171,11 +208,18 @@ export class StatusRenderer {
 
   /** Sorting 10,000 units and machines per read is most of a filtered read's work: kept until they change. */
   private order(idx: ModelIndex, frags: ModelFragments): NonNullable<ModelFragments["order"]> {
-    if (frags.order?.viewRevision !== idx.viewRevision) frags.order = { viewRevision: idx.viewRevision, byApp: unitsByApplication(idx), machines: sortedMachines(idx) };
+    if (frags.order?.viewRevision !== idx.viewRevision)
+      frags.order = { viewRevision: idx.viewRevision, byApp: unitsByApplication(idx), machines: sortedMachines(idx) };
     return frags.order;
   }
 
-  private application(idx: ModelIndex, frags: ModelFragments, app: ApplicationDoc, docs: readonly UnitDoc[], sel: StatusSelection | undefined): string {
+  private application(
+    idx: ModelIndex,
+    frags: ModelFragments,
+    app: ApplicationDoc,
+    docs: readonly UnitDoc[],
+    sel: StatusSelection | undefined,
+  ): string {
     const a = this.applicationFragment(idx, frags, app, docs);
     const listed = sel ? a.units.filter((_, i) => sel.unit(docs[i]!)) : a.units;
     return `${a.head}${listed.map((f) => f.json).join(",")}${a.tail}`;
@@ -185,17 +229,35 @@ export class StatusRenderer {
    * Kept while the model's revision stands (every change to what status shows moves it), so a
    * filtered read of one unit does not re-check 10,000 units' fragments to derive the application's status.
    */
-  private applicationFragment(idx: ModelIndex, frags: ModelFragments, app: ApplicationDoc, docs: readonly UnitDoc[]): ApplicationFragment {
+  private applicationFragment(
+    idx: ModelIndex,
+    frags: ModelFragments,
+    app: ApplicationDoc,
+    docs: readonly UnitDoc[],
+  ): ApplicationFragment {
     const key = `${idx.revision}/${this.cache.operators.size}`;
     const old = frags.apps.get(app.name);
     if (old && old.key === key && old.docs === docs) return old;
     const units = docs.map((u) => this.unit(idx, frags, u));
     // The application's own fields are few; its units are spliced in as their cached text.
-    const view = applicationStatusView(this.cache, idx, app, units.map((f) => f.view), []);
+    const view = applicationStatusView(
+      this.cache,
+      idx,
+      app,
+      units.map((f) => f.view),
+      [],
+    );
     const own = JSON.stringify(view);
     const marker = `"units":{}`;
     const at = own.indexOf(marker, own.indexOf(`"scale":`));
-    const a = { key, docs, units, own: view, head: `${JSON.stringify(app.name)}:${own.slice(0, at)}"units":{`, tail: `}${own.slice(at + marker.length)}` };
+    const a = {
+      key,
+      docs,
+      units,
+      own: view,
+      head: `${JSON.stringify(app.name)}:${own.slice(0, at)}"units":{`,
+      tail: `}${own.slice(at + marker.length)}`,
+    };
     frags.apps.set(app.name, a);
     return a;
   }
@@ -203,8 +265,14 @@ export class StatusRenderer {
   private unit(idx: ModelIndex, frags: ModelFragments, u: UnitDoc): Fragment<UnitStatusView> {
     // Everything unitStatusView reads, by identity (or value, for the derived booleans).
     const inputs = [
-      u, idx.unitStatus.get(u.name), idx.presence.has(u.machine), idx.machines.get(u.machine)?.life,
-      idx.leaders.get(u.app)?.unit === u.name, idx.ports.get(u.name), idx.machineInfo.get(u.machine)?.address, idx.machineInstall.get(u.machine),
+      u,
+      idx.unitStatus.get(u.name),
+      idx.presence.has(u.machine),
+      idx.machines.get(u.machine)?.life,
+      idx.leaders.get(u.app)?.unit === u.name,
+      idx.ports.get(u.name),
+      idx.machineInfo.get(u.machine)?.address,
+      idx.machineInstall.get(u.machine),
     ];
     const old = frags.units.get(u.name);
     if (old && sameInputs(old.inputs, inputs)) return old;
@@ -216,7 +284,13 @@ export class StatusRenderer {
 
   private machine(idx: ModelIndex, frags: ModelFragments, m: MachineDoc): Fragment<MachineStatusView> {
     const unitsHere = idx.unitsByMachine.get(m.id);
-    const inputs = [m, idx.machineInfo.get(m.id), idx.presence.get(m.id), idx.machineInstall.get(m.id), unitsHere ? [...unitsHere].join(",") : ""];
+    const inputs = [
+      m,
+      idx.machineInfo.get(m.id),
+      idx.presence.get(m.id),
+      idx.machineInstall.get(m.id),
+      unitsHere ? [...unitsHere].join(",") : "",
+    ];
     const old = frags.machines.get(m.id);
     if (old && sameInputs(old.inputs, inputs)) return old;
     const view = machineStatusView(idx, m);
@@ -250,7 +324,13 @@ export function renderModelStatus(cache: StateCache, idx: ModelIndex, filter?: S
 }
 
 /** The model's status as UTF-8 JSON, for an HTTP answer: plain, or with units and machines as column tables. */
-export function renderModelStatusBytes(cache: StateCache, idx: ModelIndex, filter?: StatusFilter, now = new Date(), form: "plain" | "columns" = "plain"): Buffer {
+export function renderModelStatusBytes(
+  cache: StateCache,
+  idx: ModelIndex,
+  filter?: StatusFilter,
+  now = new Date(),
+  form: "plain" | "columns" = "plain",
+): Buffer {
   const r = rendererOf(cache);
   return form === "columns" ? r.renderColumnsBytes(idx, filter, now) : r.renderBytes(idx, filter, now);
 }

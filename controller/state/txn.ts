@@ -7,13 +7,21 @@ import type { ModelDoc } from "./documents";
 import { keys } from "./keys";
 import { modelDocOf } from "./model-placement";
 
-export interface Read<T> { doc: T; rev: number }
+export interface Read<T> {
+  doc: T;
+  rev: number;
+}
 const MAX_ATTEMPTS = 50;
 
 export class StoreTxns {
-  constructor(protected readonly store: Store, protected readonly now: () => Date = () => new Date()) {}
+  constructor(
+    protected readonly store: Store,
+    protected readonly now: () => Date = () => new Date(),
+  ) {}
 
-  protected stamp(): string { return this.now().toISOString(); }
+  protected stamp(): string {
+    return this.now().toISOString();
+  }
 
   protected async read<T>(key: string): Promise<Read<T> | undefined> {
     const kv = await this.store.get(key);
@@ -27,7 +35,11 @@ export class StoreTxns {
   }
 
   protected async readAll<T>(prefix: string): Promise<(Read<T> & { key: string })[]> {
-    return (await this.store.range(prefix)).kvs.map((kv) => ({ key: kv.key, doc: JSON.parse(kv.value) as T, rev: kv.modRevision }));
+    return (await this.store.range(prefix)).kvs.map((kv) => ({
+      key: kv.key,
+      doc: JSON.parse(kv.value) as T,
+      rev: kv.modRevision,
+    }));
   }
 
   /**
@@ -55,7 +67,11 @@ export class StoreTxns {
    * gets the recorded result back instead of writing again (see request-records.ts). `result`
    * must then be plain JSON and hold no secret: `secretResult` opts out (a retry writes again).
    */
-  protected async retry<T>(what: string, attempt: () => Promise<{ compare: Compare[]; ops: Op[]; result: T }>, opts: { secretResult?: boolean } = {}): Promise<T & { revision: number }> {
+  protected async retry<T>(
+    what: string,
+    attempt: () => Promise<{ compare: Compare[]; ops: Op[]; result: T }>,
+    opts: { secretResult?: boolean } = {},
+  ): Promise<T & { revision: number }> {
     const step = opts.secretResult ? undefined : currentRequest()?.nextStep();
     for (let i = 0; i < MAX_ATTEMPTS; i++) {
       const done = await step?.recorded(this.store);
@@ -80,5 +96,9 @@ export class StoreTxns {
 }
 
 function tooLarge(field: string, hint: string, bytes: number): StewardError {
-  return new StewardError("invalid-request", `${field} is too large: ${bytes} bytes once stored, at most ${MAX_VALUE_BYTES}; ${hint}`, { details: { field, bytes, limit: MAX_VALUE_BYTES } });
+  return new StewardError(
+    "invalid-request",
+    `${field} is too large: ${bytes} bytes once stored, at most ${MAX_VALUE_BYTES}; ${hint}`,
+    { details: { field, bytes, limit: MAX_VALUE_BYTES } },
+  );
 }

@@ -22,7 +22,11 @@ const BLOB_OF = Symbol("embedded-blob");
 
 /** One blob's file; `pending` holds its value in memory until the file is durable. */
 export class Blob {
-  constructor(readonly path: string, readonly hash: string, public pending: string | undefined) {}
+  constructor(
+    readonly path: string,
+    readonly hash: string,
+    public pending: string | undefined,
+  ) {}
 
   read(): string {
     return this.pending ?? readFileSync(this.path, "utf8");
@@ -77,9 +81,16 @@ export class BlobFiles {
       bytes += data.length;
     }
     const dir = await open(this.dir, "r");
-    try { await dir.sync(); } finally { await dir.close(); }
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
     // Only now may readers go to the files: the values leave memory.
-    for (const blob of blobs) { blob.pending = undefined; this.unwritten.delete(blob.hash); }
+    for (const blob of blobs) {
+      blob.pending = undefined;
+      this.unwritten.delete(blob.hash);
+    }
     return bytes;
   }
 
@@ -126,5 +137,11 @@ export function withValue(kv: KeyValue): KeyValue {
 
 /** `kv`'s fields without its value (read from nowhere). */
 export function withoutValue(kv: KeyValue): Omit<KeyValue, "value"> {
-  return { key: kv.key, createRevision: kv.createRevision, modRevision: kv.modRevision, version: kv.version, ...(kv.lease ? { lease: kv.lease } : {}) };
+  return {
+    key: kv.key,
+    createRevision: kv.createRevision,
+    modRevision: kv.modRevision,
+    version: kv.version,
+    ...(kv.lease ? { lease: kv.lease } : {}),
+  };
 }

@@ -42,14 +42,30 @@ export const MAX_VALUE_BYTES = 1536 * 1024;
 
 /** A put with its value (`v`) or naming the blob file that holds it (`b`), or a delete (`d`). */
 type WalWrite = { p: string; v: string; l?: string } | { p: string; b: string; l?: string } | { d: string };
-type WalRecord =
-  | { r: number; w: WalWrite[]; lr?: string }
-  | { lg: string; ttl: number };
+type WalRecord = { r: number; w: WalWrite[]; lr?: string } | { lg: string; ttl: number };
 
-interface LeaseState { ttl: number; deadline: number; keys: Set<string> }
-interface Pending { apply: () => Applied; resolve: (v: unknown) => void; reject: (e: unknown) => void }
-interface Applied { result: unknown; record?: WalRecord; events?: WatchEvent[] }
-interface WatchState { prefix: string; listener: (e: WatchEvent[], r: number) => void; onError?: (e: Error) => void; nextRev: number; closed: boolean }
+interface LeaseState {
+  ttl: number;
+  deadline: number;
+  keys: Set<string>;
+}
+interface Pending {
+  apply: () => Applied;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+interface Applied {
+  result: unknown;
+  record?: WalRecord;
+  events?: WatchEvent[];
+}
+interface WatchState {
+  prefix: string;
+  listener: (e: WatchEvent[], r: number) => void;
+  onError?: (e: Error) => void;
+  nextRev: number;
+  closed: boolean;
+}
 
 const SNAPSHOT = "snapshot.frames";
 /** The first snapshot format, one JSON document; still read, replaced by the next snapshot. */
@@ -58,9 +74,7 @@ const WAL = "wal.log";
 
 /** The frames of a snapshot, in order: one header, one frame per key, one end frame. */
 type SnapshotFrame =
-  | { h: { revision: number; leases: { id: string; ttl: number }[] } }
-  | { kv: KeyValue; b?: string }
-  | { end: number };
+  { h: { revision: number; leases: { id: string; ttl: number }[] } } | { kv: KeyValue; b?: string } | { end: number };
 /** Snapshot frames are gathered into writes of about this many bytes. */
 const SNAPSHOT_WRITE_BYTES = 1024 * 1024;
 
@@ -134,7 +148,11 @@ export class EmbeddedStore implements Store {
       throw e;
     });
     if (!fh) return false;
-    const damaged = (why: string): StewardError => new StewardError("internal", `the store snapshot ${path} is damaged (${why}); restore the data directory from a backup`);
+    const damaged = (why: string): StewardError =>
+      new StewardError(
+        "internal",
+        `the store snapshot ${path} is damaged (${why}); restore the data directory from a backup`,
+      );
     try {
       const reader = new FrameReader(fh);
       let kvs = 0;
@@ -144,7 +162,8 @@ export class EmbeddedStore implements Store {
         if ("h" in f) {
           headerSeen = true;
           this.revision = f.h.revision;
-          for (const l of f.h.leases) this.leases.set(l.id, { ttl: l.ttl, deadline: now + l.ttl * 1000, keys: new Set() });
+          for (const l of f.h.leases)
+            this.leases.set(l.id, { ttl: l.ttl, deadline: now + l.ttl * 1000, keys: new Set() });
         } else if ("kv" in f) {
           if (!headerSeen) throw damaged("a key before the header");
           this.restoreKey(f.b === undefined ? f.kv : blobKeyValue(withoutValue(f.kv), this.blobs.existing(f.b)));
@@ -204,7 +223,8 @@ export class EmbeddedStore implements Store {
 
   private replay(rec: WalRecord, now: number): void {
     if ("lg" in rec) {
-      if (!this.leases.has(rec.lg)) this.leases.set(rec.lg, { ttl: rec.ttl, deadline: now + rec.ttl * 1000, keys: new Set() });
+      if (!this.leases.has(rec.lg))
+        this.leases.set(rec.lg, { ttl: rec.ttl, deadline: now + rec.ttl * 1000, keys: new Set() });
       return;
     }
     if (rec.r <= this.revision && rec.w.length > 0) return; // already in the snapshot
@@ -228,8 +248,16 @@ export class EmbeddedStore implements Store {
       } else {
         const old = this.kv.get(w.p);
         if (old?.lease && old.lease !== w.l) this.leases.get(old.lease)?.keys.delete(w.p);
-        const fields: Omit<KeyValue, "value"> = { key: w.p, createRevision: old ? old.createRevision : rev, modRevision: rev, version: old ? old.version + 1 : 1 };
-        if (w.l) { fields.lease = w.l; this.leases.get(w.l)?.keys.add(w.p); }
+        const fields: Omit<KeyValue, "value"> = {
+          key: w.p,
+          createRevision: old ? old.createRevision : rev,
+          modRevision: rev,
+          version: old ? old.version + 1 : 1,
+        };
+        if (w.l) {
+          fields.lease = w.l;
+          this.leases.get(w.l)?.keys.add(w.p);
+        }
         const kv: KeyValue = "b" in w ? blobKeyValue(fields, this.blobs.existing(w.b)) : { ...fields, value: w.v };
         this.kv.set(w.p, kv);
         events.push({ type: "put", kv });
@@ -303,7 +331,11 @@ export class EmbeddedStore implements Store {
   }
 
   private fail(err: unknown): void {
-    this.failed = new StewardError("unavailable", `embedded store failed writing to ${this.opts.dir}: ${(err as Error).message}; restart the controller`, { cause: err, reason: "store-failed" });
+    this.failed = new StewardError(
+      "unavailable",
+      `embedded store failed writing to ${this.opts.dir}: ${(err as Error).message}; restart the controller`,
+      { cause: err, reason: "store-failed" },
+    );
     for (const p of this.queue.splice(0)) p.reject(this.failed);
     this.flushing = false;
   }
@@ -339,8 +371,15 @@ export class EmbeddedStore implements Store {
     this.walBytes = 0;
     // Neither the log nor the snapshot names other blob files now; watch events still retained may.
     const live = new Set<string>();
-    for (const kv of this.kv.values()) { const b = blobOf(kv); if (b) live.add(b.hash); }
-    for (const h of this.history) for (const e of h.events) { const b = blobOf(e.kv); if (b) live.add(b.hash); }
+    for (const kv of this.kv.values()) {
+      const b = blobOf(kv);
+      if (b) live.add(b.hash);
+    }
+    for (const h of this.history)
+      for (const e of h.events) {
+        const b = blobOf(e.kv);
+        if (b) live.add(b.hash);
+      }
     await this.blobs.collect(live);
   }
 
@@ -381,11 +420,30 @@ export class EmbeddedStore implements Store {
       for (const op of ops) {
         let w: WalWrite[] = [];
         switch (op.type) {
-          case "get": { const kv = this.kv.get(op.key); responses.push(kv ? [withValue(kv)] : []); break; }
-          case "range": responses.push(this.rangeNow(op.prefix).map(withValue)); break;
-          case "put": w = [this.putWrite(op.key, op.value, op.lease)]; responses.push([]); break;
-          case "delete": { const kv = this.kv.get(op.key); w = kv ? [{ d: op.key }] : []; responses.push(kv ? [kv] : []); break; }
-          case "deletePrefix": { const kvs = this.rangeNow(op.prefix); w = kvs.map((kv) => ({ d: kv.key })); responses.push(kvs); break; }
+          case "get": {
+            const kv = this.kv.get(op.key);
+            responses.push(kv ? [withValue(kv)] : []);
+            break;
+          }
+          case "range":
+            responses.push(this.rangeNow(op.prefix).map(withValue));
+            break;
+          case "put":
+            w = [this.putWrite(op.key, op.value, op.lease)];
+            responses.push([]);
+            break;
+          case "delete": {
+            const kv = this.kv.get(op.key);
+            w = kv ? [{ d: op.key }] : [];
+            responses.push(kv ? [kv] : []);
+            break;
+          }
+          case "deletePrefix": {
+            const kvs = this.rangeNow(op.prefix);
+            w = kvs.map((kv) => ({ d: kv.key }));
+            responses.push(kvs);
+            break;
+          }
         }
         writes.push(...w);
         events.push(...this.applyWrites(rev, w));
@@ -399,7 +457,9 @@ export class EmbeddedStore implements Store {
   /** A put for the log: a large value goes to a blob file (written before the log record). */
   private putWrite(key: string, value: string, lease: string | undefined): WalWrite {
     const l = lease ? { l: lease } : {};
-    return value.length >= BLOB_MIN_CHARS ? { p: key, b: this.blobs.add(value).hash, ...l } : { p: key, v: value, ...l };
+    return value.length >= BLOB_MIN_CHARS
+      ? { p: key, b: this.blobs.add(value).hash, ...l }
+      : { p: key, v: value, ...l };
   }
 
   /** Refuses a transaction before it changes anything: unknown lease, oversized value, key written twice. */
@@ -411,13 +471,15 @@ export class EmbeddedStore implements Store {
       seen.add(op.key);
       if (op.type === "put") {
         if (op.lease && !this.leases.has(op.lease)) throw new LeaseNotFoundError(op.lease);
-        if (Buffer.byteLength(op.value) > MAX_VALUE_BYTES) throw new ValueTooLargeError(op.key, Buffer.byteLength(op.value), MAX_VALUE_BYTES);
+        if (Buffer.byteLength(op.value) > MAX_VALUE_BYTES)
+          throw new ValueTooLargeError(op.key, Buffer.byteLength(op.value), MAX_VALUE_BYTES);
       }
     }
   }
 
   async put(key: string, value: string, opts: { lease?: string } = {}): Promise<number> {
-    return (await this.txn({ success: [{ type: "put", key, value, ...(opts.lease ? { lease: opts.lease } : {}) }] })).revision;
+    return (await this.txn({ success: [{ type: "put", key, value, ...(opts.lease ? { lease: opts.lease } : {}) }] }))
+      .revision;
   }
 
   async delete(key: string): Promise<number> {
@@ -465,16 +527,36 @@ export class EmbeddedStore implements Store {
   }
 
   watch(prefix: string, listener: (events: WatchEvent[], revision: number) => void, opts: WatchOptions = {}): Watcher {
-    const w: WatchState = { prefix, listener, onError: opts.onError, nextRev: opts.fromRevision ?? this.published + 1, closed: false };
+    const w: WatchState = {
+      prefix,
+      listener,
+      onError: opts.onError,
+      nextRev: opts.fromRevision ?? this.published + 1,
+      closed: false,
+    };
     if (this.closed) throw new StoreClosedError(this.backend);
     if (w.nextRev < this.firstRetained && w.nextRev <= this.published) {
       const err = new CompactedError(w.nextRev, this.firstRetained);
-      queueMicrotask(() => { if (!w.closed) { w.closed = true; w.onError?.(err); } });
-      return { close: () => { w.closed = true; } };
+      queueMicrotask(() => {
+        if (!w.closed) {
+          w.closed = true;
+          w.onError?.(err);
+        }
+      });
+      return {
+        close: () => {
+          w.closed = true;
+        },
+      };
     }
     this.watchers.add(w);
     queueMicrotask(() => this.catchUp(w));
-    return { close: () => { w.closed = true; this.watchers.delete(w); } };
+    return {
+      close: () => {
+        w.closed = true;
+        this.watchers.delete(w);
+      },
+    };
   }
 
   /** Delivers every retained revision the watcher has not seen yet, in order. */
@@ -493,7 +575,11 @@ export class EmbeddedStore implements Store {
       const mine = h.events.filter((e) => e.kv.key.startsWith(w.prefix));
       w.nextRev = h.revision + 1;
       if (mine.length > 0) {
-        try { w.listener(mine, h.revision); } catch (err) { process.emitWarning(`store watch listener threw: ${(err as Error).message}`); }
+        try {
+          w.listener(mine, h.revision);
+        } catch (err) {
+          process.emitWarning(`store watch listener threw: ${(err as Error).message}`);
+        }
       }
     }
     w.nextRev = Math.max(w.nextRev, this.published + 1);
@@ -509,7 +595,8 @@ export class EmbeddedStore implements Store {
 
   async compact(revision: number): Promise<void> {
     await this.readable();
-    if (revision > this.published) throw invalidRequest(`cannot compact to ${revision}: the current revision is ${this.published}`);
+    if (revision > this.published)
+      throw invalidRequest(`cannot compact to ${revision}: the current revision is ${this.published}`);
     if (revision <= this.firstRetained) return;
     this.history.splice(0, lowerBound(this.history, revision));
     this.firstRetained = revision;
@@ -573,9 +660,15 @@ class FrameReader {
     }
     const len = this.buf.readUInt32LE(this.off);
     const sum = this.buf.readUInt32LE(this.off + 4);
-    if (!(await this.fill(8 + len))) { this.damage = "a frame cut short at the end"; return undefined; }
+    if (!(await this.fill(8 + len))) {
+      this.damage = "a frame cut short at the end";
+      return undefined;
+    }
     const body = this.buf.subarray(this.off + 8, this.off + 8 + len);
-    if (crc32(body) !== sum) { this.damage = `a checksum mismatch at byte ${this.filePos - (this.buf.length - this.off)}`; return undefined; }
+    if (crc32(body) !== sum) {
+      this.damage = `a checksum mismatch at byte ${this.filePos - (this.buf.length - this.off)}`;
+      return undefined;
+    }
     this.off += 8 + len;
     return body;
   }
@@ -585,7 +678,10 @@ class FrameReader {
     while (this.buf.length - this.off < n && !this.eof) {
       const chunk = Buffer.alloc(Math.max(SNAPSHOT_WRITE_BYTES, n));
       const { bytesRead } = await this.fh.read(chunk, 0, chunk.length, this.filePos);
-      if (bytesRead === 0) { this.eof = true; break; }
+      if (bytesRead === 0) {
+        this.eof = true;
+        break;
+      }
       this.filePos += bytesRead;
       this.buf = Buffer.concat([this.buf.subarray(this.off), chunk.subarray(0, bytesRead)]);
       this.off = 0;
@@ -603,23 +699,35 @@ function frame(rec: WalRecord | SnapshotFrame): Buffer {
 }
 
 function lowerBound(history: { revision: number }[], rev: number): number {
-  let lo = 0, hi = history.length;
+  let lo = 0,
+    hi = history.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (history[mid]!.revision < rev) lo = mid + 1; else hi = mid;
+    if (history[mid]!.revision < rev) lo = mid + 1;
+    else hi = mid;
   }
   return lo;
 }
 
 async function syncDir(dir: string): Promise<void> {
   const fh = await open(dir, "r");
-  try { await fh.sync(); } finally { await fh.close(); }
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Size of the log and snapshot, for status and benchmarks. */
-export async function embeddedStoreSize(dir: string): Promise<{ walBytes: number; snapshotBytes: number; blobBytes: number }> {
+export async function embeddedStoreSize(
+  dir: string,
+): Promise<{ walBytes: number; snapshotBytes: number; blobBytes: number }> {
   const size = async (f: string): Promise<number> => (await stat(join(dir, f)).catch(() => ({ size: 0 }))).size;
-  return { walBytes: await size(WAL), snapshotBytes: (await size(SNAPSHOT)) + (await size(LEGACY_SNAPSHOT)), blobBytes: await BlobFiles.size(dir) };
+  return {
+    walBytes: await size(WAL),
+    snapshotBytes: (await size(SNAPSHOT)) + (await size(LEGACY_SNAPSHOT)),
+    blobBytes: await BlobFiles.size(dir),
+  };
 }
 
 /**
@@ -628,17 +736,24 @@ export async function embeddedStoreSize(dir: string): Promise<{ walBytes: number
  * all change). `leases` are created afresh with their TTL running from the store's next open.
  * `dir` must not hold a store.
  */
-export async function writeEmbeddedStore(dir: string, revision: number, kvs: KeyValue[], leases: { id: string; ttl: number }[]): Promise<void> {
+export async function writeEmbeddedStore(
+  dir: string,
+  revision: number,
+  kvs: KeyValue[],
+  leases: { id: string; ttl: number }[],
+): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const existing = await embeddedStoreSize(dir);
-  if (existing.walBytes > 0 || existing.snapshotBytes > 0) throw new StewardError("invalid-request", `${dir} already holds a store; a restore writes only into an empty one`);
+  if (existing.walBytes > 0 || existing.snapshotBytes > 0)
+    throw new StewardError("invalid-request", `${dir} already holds a store; a restore writes only into an empty one`);
   const tmp = join(dir, `${SNAPSHOT}.tmp`);
   const out = await open(tmp, "w", 0o600);
   try {
     const writer = new FrameWriter(out);
     await writer.add({ h: { revision, leases } });
     for (const kv of kvs) {
-      if (kv.modRevision > revision) throw invalidRequest(`key ${kv.key} was written at ${kv.modRevision}, after the store's revision ${revision}`);
+      if (kv.modRevision > revision)
+        throw invalidRequest(`key ${kv.key} was written at ${kv.modRevision}, after the store's revision ${revision}`);
       await writer.add({ kv });
     }
     await writer.add({ end: kvs.length });

@@ -96,15 +96,24 @@ export interface Store {
 
 /** Thrown to a watch asked to replay from history that was compacted away: re-read, then watch again. */
 export class CompactedError extends StewardError {
-  constructor(public readonly requested: number, public readonly compactRevision: number) {
-    super("conflict", `revision ${requested} was compacted (history starts at ${compactRevision}); read again and watch from the new revision`, { retryable: true, details: { requested, compactRevision } });
+  constructor(
+    public readonly requested: number,
+    public readonly compactRevision: number,
+  ) {
+    super(
+      "conflict",
+      `revision ${requested} was compacted (history starts at ${compactRevision}); read again and watch from the new revision`,
+      { retryable: true, details: { requested, compactRevision } },
+    );
     this.name = "CompactedError";
   }
 }
 
 export class LeaseNotFoundError extends StewardError {
   constructor(public readonly leaseId: string) {
-    super("not-found", `lease ${leaseId} not found (expired or revoked)`, { details: { kind: "lease", name: leaseId } });
+    super("not-found", `lease ${leaseId} not found (expired or revoked)`, {
+      details: { kind: "lease", name: leaseId },
+    });
     this.name = "LeaseNotFoundError";
   }
 }
@@ -115,8 +124,14 @@ export class LeaseNotFoundError extends StewardError {
  * never passes the key on.
  */
 export class ValueTooLargeError extends StewardError {
-  constructor(public readonly key: string, public readonly bytes: number, public readonly limit: number) {
-    super("invalid-request", `value for ${key} is ${bytes} bytes; the store takes at most ${limit}`, { details: { bytes, limit } });
+  constructor(
+    public readonly key: string,
+    public readonly bytes: number,
+    public readonly limit: number,
+  ) {
+    super("invalid-request", `value for ${key} is ${bytes} bytes; the store takes at most ${limit}`, {
+      details: { bytes, limit },
+    });
     this.name = "ValueTooLargeError";
   }
 }
@@ -137,10 +152,14 @@ export function compareHolds(c: Compare, kv: KeyValue | undefined): boolean {
   }
   const actual = kv ? kv[c.target] : 0;
   switch (op) {
-    case "==": return actual === c.value;
-    case "!=": return actual !== c.value;
-    case "<": return actual < c.value;
-    case ">": return actual > c.value;
+    case "==":
+      return actual === c.value;
+    case "!=":
+      return actual !== c.value;
+    case "<":
+      return actual < c.value;
+    case ">":
+      return actual > c.value;
   }
 }
 

@@ -35,10 +35,16 @@ export function leaderScoped(election: Leadership, make: (fenced: Store) => Work
     run: async (signal) => {
       let term: { group: WorkerGroup; over: boolean } | undefined;
       let wake = (): void => undefined;
-      const changed = (): Promise<void> => new Promise((r) => { wake = r; });
+      const changed = (): Promise<void> =>
+        new Promise((r) => {
+          wake = r;
+        });
       // Deposition aborts the term here and now; the loop below then waits for it to drain.
       const unwatch = election.watch((leading) => {
-        if (!leading && term) { term.over = true; void term.group.stop(); }
+        if (!leading && term) {
+          term.over = true;
+          void term.group.stop();
+        }
         wake();
       });
       const onAbort = (): void => wake();
@@ -46,8 +52,15 @@ export function leaderScoped(election: Leadership, make: (fenced: Store) => Work
       election.start();
       try {
         while (!signal.aborted) {
-          if (!election.isLeader) { await changed(); continue; }
-          const group = new WorkerGroup({ name: "leader term", log: o.log, ...(o.stopTimeoutMs ? { stopTimeoutMs: o.stopTimeoutMs } : {}) });
+          if (!election.isLeader) {
+            await changed();
+            continue;
+          }
+          const group = new WorkerGroup({
+            name: "leader term",
+            log: o.log,
+            ...(o.stopTimeoutMs ? { stopTimeoutMs: o.stopTimeoutMs } : {}),
+          });
           term = { group, over: false };
           group.add(...make(election.fenced()));
           group.start();

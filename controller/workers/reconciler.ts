@@ -35,10 +35,14 @@ export abstract class Reconciler implements Worker {
   /** The signature the last pass began with. */
   #seen: string | undefined;
 
-  constructor(kit: ReconcilerOptions) { this.#kit = kit; }
+  constructor(kit: ReconcilerOptions) {
+    this.#kit = kit;
+  }
 
   /** What decides a pass (status chatter should leave it unchanged). Undefined: every cache change kicks. */
-  protected signature(): string | undefined { return undefined; }
+  protected signature(): string | undefined {
+    return undefined;
+  }
 
   /** One pass. `signal` aborts when the worker is stopped: a pass looks at it between slow steps. */
   protected abstract reconcile(signal: AbortSignal): Promise<void>;
@@ -47,13 +51,18 @@ export abstract class Reconciler implements Worker {
   protected polled(): void {}
 
   /** Whether the worker is stopping (or stopped): for a pass's inner loops. */
-  protected get stopped(): boolean { return this.#signal?.aborted ?? true; }
+  protected get stopped(): boolean {
+    return this.#signal?.aborted ?? true;
+  }
 
   /** Asks for a pass: now if none runs, else once more after the current one. */
   protected kick(): void {
     const signal = this.#signal;
     if (!signal || signal.aborted) return;
-    if (this.#running) { this.#again = true; return; }
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
     this.#seen = this.signature();
     this.#running = this.reconcile(signal)
       .catch((err: unknown) => {
@@ -63,7 +72,10 @@ export abstract class Reconciler implements Worker {
       })
       .finally(() => {
         this.#running = undefined;
-        if (this.#again) { this.#again = false; this.kick(); }
+        if (this.#again) {
+          this.#again = false;
+          this.kick();
+        }
       });
   }
 
@@ -73,7 +85,12 @@ export abstract class Reconciler implements Worker {
       const now = this.signature();
       if (now === undefined || now !== this.#seen) this.kick();
     });
-    const timer = this.#kit.pollMs ? setInterval(() => { this.polled(); this.kick(); }, this.#kit.pollMs) : undefined;
+    const timer = this.#kit.pollMs
+      ? setInterval(() => {
+          this.polled();
+          this.kick();
+        }, this.#kit.pollMs)
+      : undefined;
     timer?.unref();
     if (this.#kit.immediately ?? true) this.kick();
     await aborted(signal);
@@ -85,9 +102,16 @@ export abstract class Reconciler implements Worker {
 }
 
 /** A worker that runs `pass` every `everyMs` (the first after one interval), one at a time. */
-export function periodic(name: string, everyMs: number, pass: (signal: AbortSignal) => Promise<unknown>, o: { log: Logger; failure: string; failureLevel?: "warn" | "error" }): Worker {
+export function periodic(
+  name: string,
+  everyMs: number,
+  pass: (signal: AbortSignal) => Promise<unknown>,
+  o: { log: Logger; failure: string; failureLevel?: "warn" | "error" },
+): Worker {
   return new (class extends Reconciler {
     readonly name = name;
-    protected async reconcile(signal: AbortSignal): Promise<void> { await pass(signal); }
+    protected async reconcile(signal: AbortSignal): Promise<void> {
+      await pass(signal);
+    }
   })({ ...o, pollMs: everyMs, immediately: false });
 }

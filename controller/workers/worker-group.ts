@@ -10,7 +10,12 @@ import type { Worker } from "./worker";
 /** How long one layer may take to stop before the stop goes on without it. */
 export const DEFAULT_STOP_TIMEOUT_MS = 10_000;
 
-interface Layer { readonly workers: Worker[]; readonly ctl: AbortController; runs: Promise<void>[]; readonly ended: Set<Worker> }
+interface Layer {
+  readonly workers: Worker[];
+  readonly ctl: AbortController;
+  runs: Promise<void>[];
+  readonly ended: Set<Worker>;
+}
 
 export interface WorkerGroupOptions {
   /** For the group's logs. */
@@ -32,14 +37,17 @@ export class WorkerGroup {
   readonly failed: Promise<never>;
 
   constructor(private readonly o: WorkerGroupOptions) {
-    this.failed = new Promise<never>((_, reject) => { this.fail = reject; });
+    this.failed = new Promise<never>((_, reject) => {
+      this.fail = reject;
+    });
     // Nobody may be listening (a group stopped before anything failed): not an unhandled rejection.
     this.failed.catch(() => undefined);
   }
 
   /** Adds one layer (started at once if the group runs). */
   add(...workers: Worker[]): void {
-    if (this.stopping) throw new Error(`worker group ${this.o.name} is stopping: ${workers.map((w) => w.name).join(", ")} not added`);
+    if (this.stopping)
+      throw new Error(`worker group ${this.o.name} is stopping: ${workers.map((w) => w.name).join(", ")} not added`);
     const layer: Layer = { workers, ctl: new AbortController(), runs: [], ended: new Set() };
     this.layers.push(layer);
     if (this.started) this.startLayer(layer);
@@ -53,16 +61,23 @@ export class WorkerGroup {
 
   private startLayer(layer: Layer): void {
     const { signal } = layer.ctl;
-    layer.runs = layer.workers.map((w) => Promise.resolve()
-      .then(() => w.run(signal))
-      .then(
-        () => undefined,
-        (err: unknown) => {
-          if (!signal.aborted) this.fail(new Error(`worker ${w.name} of ${this.o.name} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err }));
-          else this.o.log.warn("a worker failed while stopping", { group: this.o.name, worker: w.name, err });
-        },
-      )
-      .finally(() => layer.ended.add(w)));
+    layer.runs = layer.workers.map((w) =>
+      Promise.resolve()
+        .then(() => w.run(signal))
+        .then(
+          () => undefined,
+          (err: unknown) => {
+            if (!signal.aborted)
+              this.fail(
+                new Error(`worker ${w.name} of ${this.o.name} failed: ${(err as Error)?.message ?? String(err)}`, {
+                  cause: err,
+                }),
+              );
+            else this.o.log.warn("a worker failed while stopping", { group: this.o.name, worker: w.name, err });
+          },
+        )
+        .finally(() => layer.ended.add(w)),
+    );
   }
 
   /**
@@ -81,12 +96,19 @@ export class WorkerGroup {
       const limit = this.o.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS;
       const timedOut = await Promise.race([
         Promise.all(layer.runs).then(() => false),
-        new Promise<boolean>((r) => { timer = setTimeout(() => r(true), limit); timer.unref(); }),
+        new Promise<boolean>((r) => {
+          timer = setTimeout(() => r(true), limit);
+          timer.unref();
+        }),
       ]);
       clearTimeout(timer);
       if (timedOut) {
         const left = layer.workers.filter((w) => !layer.ended.has(w)).map((w) => w.name);
-        this.o.log.warn("workers did not stop in time; going on without them", { group: this.o.name, workers: left.join(","), after_ms: limit });
+        this.o.log.warn("workers did not stop in time; going on without them", {
+          group: this.o.name,
+          workers: left.join(","),
+          after_ms: limit,
+        });
       }
     }
   }

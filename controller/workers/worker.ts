@@ -23,7 +23,11 @@ export function aborted(signal: AbortSignal): Promise<void> {
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    const done = (): void => { clearTimeout(timer); signal?.removeEventListener("abort", done); resolve(); };
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
     const timer = setTimeout(done, ms);
     signal?.addEventListener("abort", done, { once: true });
   });
@@ -34,7 +38,13 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * until stopped, then closes it and waits for the close.
  */
 export function service(name: string, close: () => void | Promise<void>): Worker {
-  return { name, run: async (signal) => { await aborted(signal); await close(); } };
+  return {
+    name,
+    run: async (signal) => {
+      await aborted(signal);
+      await close();
+    },
+  };
 }
 
 /** `worker`, then `cleanup` once it has ended (what it used and owns, closed after its last pass). */
@@ -42,7 +52,11 @@ export function withCleanup(worker: Worker, cleanup: () => void | Promise<void>)
   return {
     name: worker.name,
     run: async (signal) => {
-      try { await worker.run(signal); } finally { await cleanup(); }
+      try {
+        await worker.run(signal);
+      } finally {
+        await cleanup();
+      }
     },
   };
 }

@@ -29,14 +29,30 @@ export function bareMetal(s: BareMetalSettings) {
     replaceAfterSeconds: 300,
   });
   const model = new Model("shop", { connection: controller.connection });
-  const machines = s.workers.map((host, i) => new Machine(`worker-${i}`, { model, ssh: host, privateKey: s.privateKey }));
+  const machines = s.workers.map(
+    (host, i) => new Machine(`worker-${i}`, { model, ssh: host, privateKey: s.privateKey }),
+  );
   const web = new Application("web", {
     model,
     operator: join(s.operatorsDir, "hello-http"),
     machines: machines.map((m) => m.machineId),
     config: { greeting: "Hello from bare metal" },
   });
-  const checker = new Application("checker", { model, operator: join(s.operatorsDir, "http-checker"), machines: [machines[0]!.machineId] });
-  new Integration("web-checker", { endpoints: [{ application: web, endpoint: "website" }, { application: checker, endpoint: "upstream" }] });
-  return { addresses: controller.addresses, leader: controller.leader, members: controller.members, webUnits: web.unitNames };
+  const checker = new Application("checker", {
+    model,
+    operator: join(s.operatorsDir, "http-checker"),
+    machines: [machines[0]!.machineId],
+  });
+  new Integration("web-checker", {
+    endpoints: [
+      { application: web, endpoint: "website" },
+      { application: checker, endpoint: "upstream" },
+    ],
+  });
+  return {
+    addresses: controller.addresses,
+    leader: controller.leader,
+    members: controller.members,
+    webUnits: web.unitNames,
+  };
 }

@@ -30,16 +30,55 @@ export interface K8sStackSettings {
 }
 
 export function k8sStack(s: K8sStackSettings) {
-  const provider = new k8s.Provider("cluster", { kubeconfig: s.kubeconfig, ...(s.context ? { context: s.context } : {}) });
-  const controller = new KubernetesController("controller", {
-    replicas: 3, namespace: s.namespace ?? "steward", image: s.controllerImage, agentImage: s.agentImage, kubeconfig: s.kubeconfig,
-    ...(s.context ? { context: s.context } : {}), ...(s.apiAddresses ? { apiAddresses: s.apiAddresses } : {}), ...(s.inClusterServer ? { inClusterServer: s.inClusterServer } : {}),
-  }, { providers: { kubernetes: provider } });
-  const model = new Model("shop", { connection: controller.connection, substrate: "kubernetes", credential: controller.clusterCredential });
+  const provider = new k8s.Provider("cluster", {
+    kubeconfig: s.kubeconfig,
+    ...(s.context ? { context: s.context } : {}),
+  });
+  const controller = new KubernetesController(
+    "controller",
+    {
+      replicas: 3,
+      namespace: s.namespace ?? "steward",
+      image: s.controllerImage,
+      agentImage: s.agentImage,
+      kubeconfig: s.kubeconfig,
+      ...(s.context ? { context: s.context } : {}),
+      ...(s.apiAddresses ? { apiAddresses: s.apiAddresses } : {}),
+      ...(s.inClusterServer ? { inClusterServer: s.inClusterServer } : {}),
+    },
+    { providers: { kubernetes: provider } },
+  );
+  const model = new Model("shop", {
+    connection: controller.connection,
+    substrate: "kubernetes",
+    credential: controller.clusterCredential,
+  });
   // nginx in a workload container, driven through the supervisor Steward puts in front of it.
-  const web = new Application("web", { model, operator: join(s.operatorsDir, "static-site"), units: s.webUnits ?? 2, config: { greeting: "Hello from Kubernetes" } });
+  const web = new Application("web", {
+    model,
+    operator: join(s.operatorsDir, "static-site"),
+    units: s.webUnits ?? 2,
+    config: { greeting: "Hello from Kubernetes" },
+  });
   const checker = new Application("checker", { model, operator: join(s.operatorsDir, "http-checker"), units: 1 });
-  const integration = new Integration("web-checker", { endpoints: [{ application: web, endpoint: "website" }, { application: checker, endpoint: "upstream" }] });
-  const db = new Application("db", { model, operator: join(s.operatorsDir, "peer-cluster"), units: 3, config: { size: 3 } });
-  return { connection: controller.connection, namespace: controller.namespace.metadata.name, webUnits: web.unitNames, checkerUnits: checker.unitNames, dbUnits: db.unitNames, resources: { provider, controller, model, web, checker, integration, db } };
+  const integration = new Integration("web-checker", {
+    endpoints: [
+      { application: web, endpoint: "website" },
+      { application: checker, endpoint: "upstream" },
+    ],
+  });
+  const db = new Application("db", {
+    model,
+    operator: join(s.operatorsDir, "peer-cluster"),
+    units: 3,
+    config: { size: 3 },
+  });
+  return {
+    connection: controller.connection,
+    namespace: controller.namespace.metadata.name,
+    webUnits: web.unitNames,
+    checkerUnits: checker.unitNames,
+    dbUnits: db.unitNames,
+    resources: { provider, controller, model, web, checker, integration, db },
+  };
 }

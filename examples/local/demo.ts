@@ -18,7 +18,10 @@ async function main(): Promise<number> {
     if (code !== 0) return code;
   } else {
     const client = new ControllerClient({ addresses: local.addresses, caCert: local.caCert, timeoutMs: 2000 });
-    const up = await client.call("GET", "/v1/health").then(() => true, () => false);
+    const up = await client.call("GET", "/v1/health").then(
+      () => true,
+      () => false,
+    );
     client.close();
     if (!up && local.dataDir) {
       process.stderr.write(`Controller "local" is registered but not running; starting it from ${local.dataDir}\n`);
@@ -33,11 +36,21 @@ async function main(): Promise<number> {
   if (applied !== 0) return applied;
   process.stdout.write("\n");
   const status = await runCli(["status", "-c", "local", "-m", "demo"]);
-  process.stdout.write(`\nDemo ready in ${((Date.now() - started) / 1000).toFixed(1)} s. Try: npx steward status -m demo   (STEWARD_HOME=${home})\n`);
+  process.stdout.write(
+    `\nDemo ready in ${((Date.now() - started) / 1000).toFixed(1)} s. Try: npx steward status -m demo   (STEWARD_HOME=${home})\n`,
+  );
   const addresses = (await loadClientConfig(home)).controllers.local?.addresses ?? [];
   process.stdout.write(`The web dashboard: https://${addresses[0]}/ (npx steward dashboard says how to log in)\n`);
   process.stdout.write("Clean up with: npx steward destroy-controller local --yes\n");
   return status;
 }
 
-main().then((code) => { process.exitCode = code; }, (err: unknown) => { process.stderr.write(`demo failed: ${(err as Error).message}\n`); process.exitCode = 1; });
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`demo failed: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  },
+);

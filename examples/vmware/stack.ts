@@ -80,21 +80,39 @@ export const HOST_KEY_GUESTINFO = "guestinfo.steward.hostkey.ed25519";
 export const VCENTER_CA_FILE = "vcenter-ca.pem";
 
 export function vmwareStack(s: VmwareStackSettings) {
-  if (/[/:\s]/.test(s.vcenter)) throw new Error(`vcenter: give vCenter's host name, such as vcenter.example.com, not ${JSON.stringify(s.vcenter)}`);
-  if (s.esxiHosts && (s.esxiHosts.length !== 3 || new Set(s.esxiHosts).size !== 3)) throw new Error(`esxiHosts: give three distinct ESXi hosts of ${s.cluster}, not ${JSON.stringify(s.esxiHosts)}`);
+  if (/[/:\s]/.test(s.vcenter))
+    throw new Error(`vcenter: give vCenter's host name, such as vcenter.example.com, not ${JSON.stringify(s.vcenter)}`);
+  if (s.esxiHosts && (s.esxiHosts.length !== 3 || new Set(s.esxiHosts).size !== 3))
+    throw new Error(`esxiHosts: give three distinct ESXi hosts of ${s.cluster}, not ${JSON.stringify(s.esxiHosts)}`);
   if (s.addresses) {
-    if (s.addresses.length !== 3 || new Set(s.addresses.map(hostOf)).size !== 3) throw new Error(`addresses: give three distinct addresses with their prefix length (10.0.40.11/24), one per VM, not ${JSON.stringify(s.addresses)}`);
+    if (s.addresses.length !== 3 || new Set(s.addresses.map(hostOf)).size !== 3)
+      throw new Error(
+        `addresses: give three distinct addresses with their prefix length (10.0.40.11/24), one per VM, not ${JSON.stringify(s.addresses)}`,
+      );
     const bad = s.addresses.find((a) => !isIpv4Cidr(a));
-    if (bad !== undefined) throw new Error(`addresses: ${JSON.stringify(bad)} is not an IPv4 address with its prefix length, such as 10.0.40.11/24`);
-    if (!s.gateway || !isIpv4(s.gateway)) throw new Error(`gateway: static addresses need the default gateway's IPv4 address, not ${JSON.stringify(s.gateway)}`);
-  } else if (s.gateway || s.nameservers) throw new Error("gateway and nameservers go with addresses: without them the VMs take DHCP's");
-  if (s.hostKeys && s.hostKeys.length !== 3) throw new Error(`hostKeys: give the three VMs' fingerprints in order, not ${s.hostKeys.length}`);
+    if (bad !== undefined)
+      throw new Error(
+        `addresses: ${JSON.stringify(bad)} is not an IPv4 address with its prefix length, such as 10.0.40.11/24`,
+      );
+    if (!s.gateway || !isIpv4(s.gateway))
+      throw new Error(
+        `gateway: static addresses need the default gateway's IPv4 address, not ${JSON.stringify(s.gateway)}`,
+      );
+  } else if (s.gateway || s.nameservers)
+    throw new Error("gateway and nameservers go with addresses: without them the VMs take DHCP's");
+  if (s.hostKeys && s.hostKeys.length !== 3)
+    throw new Error(`hostKeys: give the three VMs' fingerprints in order, not ${s.hostKeys.length}`);
   const sshUser = s.sshUser ?? "steward";
   const resourcePool = s.resourcePool ?? `${s.cluster}/Resources`;
 
   // --- vCenter, through an explicit provider: the password goes to it alone, and no
   // VSPHERE_ALLOW_UNVERIFIED_SSL in the environment can turn certificate checks off.
-  const provider = new vsphere.Provider("vcenter", { vsphereServer: s.vcenter, user: s.vcenterUser, password: s.vcenterPassword, allowUnverifiedSsl: false });
+  const provider = new vsphere.Provider("vcenter", {
+    vsphereServer: s.vcenter,
+    user: s.vcenterUser,
+    password: s.vcenterPassword,
+    allowUnverifiedSsl: false,
+  });
   const invoke = { provider };
   const datacenter = vsphere.getDatacenterOutput({ name: s.datacenter }, invoke);
   const where = { datacenterId: datacenter.id };
@@ -110,49 +128,74 @@ export function vmwareStack(s: VmwareStackSettings) {
   // datasource) reads their metadata and user data from guestinfo; both only count at first boot,
   // so later changes to them, or a new template, never replace a replica's VM.
   const names = [0, 1, 2].map((i) => `${s.vmPrefix}-controller-${i}`);
-  const vms = names.map((name, i) => new vsphere.VirtualMachine(`controller-${i}`, {
-    name,
-    resourcePoolId: pool.id,
-    datastoreId: datastore.id,
-    ...(s.folder ? { folder: s.folder } : {}),
-    ...(esxiHosts ? { hostSystemId: esxiHosts[i]!.id } : {}),
-    numCpus: s.controllerCpus ?? 2,
-    memory: s.controllerMemoryMb ?? 4096,
-    guestId: template.guestId,
-    firmware: template.firmware,
-    scsiType: template.scsiType,
-    networkInterfaces: [{ networkId: network.id, adapterType: template.networkInterfaceTypes.apply((types) => types[0]!) }],
-    disks: template.disks.apply((disks) => disks.map((d, n) => ({
-      label: `disk${n}`, unitNumber: d.unitNumber, size: n === 0 ? Math.max(d.size, s.controllerDiskGb ?? 16) : d.size, thinProvisioned: d.thinProvisioned, eagerlyScrub: d.eagerlyScrub,
-    }))),
-    clone: { templateUuid: template.id },
-    extraConfig: {
-      "guestinfo.metadata": base64(JSON.stringify(controllerMetadata(name, s.addresses?.[i], s.gateway, s.nameservers))),
-      "guestinfo.metadata.encoding": "base64",
-      "guestinfo.userdata": base64(controllerUserData(sshUser, s.publicKey)),
-      "guestinfo.userdata.encoding": "base64",
-    },
-    // Wait (up to 10 minutes) until VMware Tools reports an address on the default gateway's network.
-    waitForGuestNetTimeout: 10,
-    waitForGuestNetRoutable: true,
-  }, { provider, ignoreChanges: ["clone", "extraConfig", "hostSystemId"] }));
+  const vms = names.map(
+    (name, i) =>
+      new vsphere.VirtualMachine(
+        `controller-${i}`,
+        {
+          name,
+          resourcePoolId: pool.id,
+          datastoreId: datastore.id,
+          ...(s.folder ? { folder: s.folder } : {}),
+          ...(esxiHosts ? { hostSystemId: esxiHosts[i]!.id } : {}),
+          numCpus: s.controllerCpus ?? 2,
+          memory: s.controllerMemoryMb ?? 4096,
+          guestId: template.guestId,
+          firmware: template.firmware,
+          scsiType: template.scsiType,
+          networkInterfaces: [
+            { networkId: network.id, adapterType: template.networkInterfaceTypes.apply((types) => types[0]!) },
+          ],
+          disks: template.disks.apply((disks) =>
+            disks.map((d, n) => ({
+              label: `disk${n}`,
+              unitNumber: d.unitNumber,
+              size: n === 0 ? Math.max(d.size, s.controllerDiskGb ?? 16) : d.size,
+              thinProvisioned: d.thinProvisioned,
+              eagerlyScrub: d.eagerlyScrub,
+            })),
+          ),
+          clone: { templateUuid: template.id },
+          extraConfig: {
+            "guestinfo.metadata": base64(
+              JSON.stringify(controllerMetadata(name, s.addresses?.[i], s.gateway, s.nameservers)),
+            ),
+            "guestinfo.metadata.encoding": "base64",
+            "guestinfo.userdata": base64(controllerUserData(sshUser, s.publicKey)),
+            "guestinfo.userdata.encoding": "base64",
+          },
+          // Wait (up to 10 minutes) until VMware Tools reports an address on the default gateway's network.
+          waitForGuestNetTimeout: 10,
+          waitForGuestNetRoutable: true,
+        },
+        { provider, ignoreChanges: ["clone", "extraConfig", "hostSystemId"] },
+      ),
+  );
 
   // DRS keeps them on three hosts. Not mandatory: HA may still restart a replica on a host that
   // runs another when a host dies (two replicas of three keep quorum; one down, none).
-  const apart = new vsphere.ComputeClusterVmAntiAffinityRule("controllers-apart", {
-    computeClusterId: cluster.id,
-    virtualMachineIds: vms.map((vm) => vm.id),
-    name: `${s.vmPrefix}-controllers-apart`,
-    enabled: true,
-    mandatory: false,
-  }, { provider });
+  const apart = new vsphere.ComputeClusterVmAntiAffinityRule(
+    "controllers-apart",
+    {
+      computeClusterId: cluster.id,
+      virtualMachineIds: vms.map((vm) => vm.id),
+      name: `${s.vmPrefix}-controllers-apart`,
+      enabled: true,
+      mandatory: false,
+    },
+    { provider },
+  );
 
   const vcenterUrl = `https://${s.vcenter}/sdk`;
   const credential = s.credential ?? DEFAULT_CREDENTIAL;
   // Where the controller clones VMs, for the model and for replacement replicas alike.
   const placement = {
-    url: vcenterUrl, datacenter: s.datacenter, template: s.template, resourcePool,
-    ...(s.folder ? { folder: s.folder } : {}), ...(s.vcenterCaCert ? { caCert: s.vcenterCaCert } : {}),
+    url: vcenterUrl,
+    datacenter: s.datacenter,
+    template: s.template,
+    resourcePool,
+    ...(s.folder ? { folder: s.folder } : {}),
+    ...(s.vcenterCaCert ? { caCert: s.vcenterCaCert } : {}),
   };
   const infrastructure = {
     vcenterUrl,
@@ -161,9 +204,23 @@ export function vmwareStack(s: VmwareStackSettings) {
     controllerMoids: vms.map((vm) => vm.moid),
     controllerAddresses: vms.map((vm) => vm.defaultIpAddress),
     /** `steward set-replica-cloud vsphere …` for this placement, to run once the credential is stored. */
-    replicaCloudCommand: shellCommand(["steward", "set-replica-cloud", "vsphere", "--credential", credential, "--vcenter", vcenterUrl,
-      "--datacenter", s.datacenter, "--template", s.template, ...(s.folder ? ["--folder", s.folder] : []), "--resource-pool", resourcePool,
-      ...(s.vcenterCaCert ? ["--vcenter-ca-file", VCENTER_CA_FILE] : [])]),
+    replicaCloudCommand: shellCommand([
+      "steward",
+      "set-replica-cloud",
+      "vsphere",
+      "--credential",
+      credential,
+      "--vcenter",
+      vcenterUrl,
+      "--datacenter",
+      s.datacenter,
+      "--template",
+      s.template,
+      ...(s.folder ? ["--folder", s.folder] : []),
+      "--resource-pool",
+      resourcePool,
+      ...(s.vcenterCaCert ? ["--vcenter-ca-file", VCENTER_CA_FILE] : []),
+    ]),
   };
   const resources = { provider, vms, apart };
   if (!s.hostKeys) return { stage: 1, ...infrastructure, resources };
@@ -171,19 +228,25 @@ export function vmwareStack(s: VmwareStackSettings) {
   // --- Stage 2: the controller, on the addresses the VMs report. Pulumi and `steward` reach them
   // there, the replicas advertise them to each other (etcd) and to agents.
   const hostKeys = s.hostKeys;
-  const controller = new Controller("prod", {
-    substrate: "ssh",
-    hosts: vms.map((vm, i) => vm.defaultIpAddress.apply((ip): SshHost => ({ host: ip, user: sshUser, hostKey: hostKeys[i]! }))),
-    replicas: 3,
-    privateKey: s.privateKey,
-    replaceAfterSeconds: 300,
-    maxReplacementsPerHour: 2,
-  }, {
-    // The provider re-creates the controller when its first host changes. Once it runs, it keeps
-    // its own membership (the keeper replaces lost replicas), so a re-created first VM must not
-    // take every model with it.
-    ignoreChanges: ["hosts[0]"],
-  });
+  const controller = new Controller(
+    "prod",
+    {
+      substrate: "ssh",
+      hosts: vms.map((vm, i) =>
+        vm.defaultIpAddress.apply((ip): SshHost => ({ host: ip, user: sshUser, hostKey: hostKeys[i]! })),
+      ),
+      replicas: 3,
+      privateKey: s.privateKey,
+      replaceAfterSeconds: 300,
+      maxReplacementsPerHour: 2,
+    },
+    {
+      // The provider re-creates the controller when its first host changes. Once it runs, it keeps
+      // its own membership (the keeper replaces lost replicas), so a re-created first VM must not
+      // take every model with it.
+      ignoreChanges: ["hosts[0]"],
+    },
+  );
   const controlled = {
     ...infrastructure,
     controllerUuid: controller.uuid,
@@ -203,10 +266,32 @@ export function vmwareStack(s: VmwareStackSettings) {
     vsphere: placement,
   });
   // Units wait for their VM to be cloned, boot and enrol (a few minutes) before their hooks run.
-  const web = new Application("web", { model, operator: join(s.operatorsDir, "hello-http"), units: s.webUnits ?? 3, config: { greeting: "Hello from vSphere" }, timeoutSeconds: 1200 });
-  const checker = new Application("checker", { model, operator: join(s.operatorsDir, "http-checker"), units: 1, timeoutSeconds: 1200 });
-  const integration = new Integration("web-checker", { endpoints: [{ application: web, endpoint: "website" }, { application: checker, endpoint: "upstream" }] });
-  return { stage: 3, ...controlled, webUnits: web.unitNames, checkerUnits: checker.unitNames, resources: { ...resources, controller, model, web, checker, integration } };
+  const web = new Application("web", {
+    model,
+    operator: join(s.operatorsDir, "hello-http"),
+    units: s.webUnits ?? 3,
+    config: { greeting: "Hello from vSphere" },
+    timeoutSeconds: 1200,
+  });
+  const checker = new Application("checker", {
+    model,
+    operator: join(s.operatorsDir, "http-checker"),
+    units: 1,
+    timeoutSeconds: 1200,
+  });
+  const integration = new Integration("web-checker", {
+    endpoints: [
+      { application: web, endpoint: "website" },
+      { application: checker, endpoint: "upstream" },
+    ],
+  });
+  return {
+    stage: 3,
+    ...controlled,
+    webUnits: web.unitNames,
+    checkerUnits: checker.unitNames,
+    resources: { ...resources, controller, model, web, checker, integration },
+  };
 }
 
 /**
@@ -218,20 +303,22 @@ export function controllerMetadata(name: string, address?: string, gateway?: str
   return {
     "instance-id": name,
     "local-hostname": name,
-    ...(address ? {
-      network: {
-        version: 2,
-        ethernets: {
-          nic0: {
-            match: { name: "e*" },
-            dhcp4: false,
-            addresses: [address],
-            routes: [{ to: "0.0.0.0/0", via: gateway }],
-            ...(nameservers?.length ? { nameservers: { addresses: nameservers } } : {}),
+    ...(address
+      ? {
+          network: {
+            version: 2,
+            ethernets: {
+              nic0: {
+                match: { name: "e*" },
+                dhcp4: false,
+                addresses: [address],
+                routes: [{ to: "0.0.0.0/0", via: gateway }],
+                ...(nameservers?.length ? { nameservers: { addresses: nameservers } } : {}),
+              },
+            },
           },
-        },
-      },
-    } : {}),
+        }
+      : {}),
   };
 }
 
@@ -246,17 +333,28 @@ export function controllerMetadata(name: string, address?: string, gateway?: str
  */
 export function controllerUserData(sshUser: string, publicKey: string): string {
   const publish = `info-set ${HOST_KEY_GUESTINFO} $(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub | cut -d ' ' -f 2)`;
-  return `#cloud-config\n${stringify({
-    users: [{ name: sshUser, shell: "/bin/bash", sudo: "ALL=(ALL) NOPASSWD:ALL", lock_passwd: true, ssh_authorized_keys: [publicKey] }],
-    ssh_pwauth: false,
-    package_update: true,
-    packages: ["etcd-server"],
-    runcmd: [
-      ["systemctl", "disable", "--now", "etcd"],
-      // vmtoolsd when the VM's settings forbid vmware-rpctool's info-set (guest_rpc.rpci.auth.cmd.info-set).
-      ["sh", "-c", `vmware-rpctool "${publish}" || vmtoolsd --cmd "${publish}"`],
-    ],
-  }, { lineWidth: 0 })}`;
+  return `#cloud-config\n${stringify(
+    {
+      users: [
+        {
+          name: sshUser,
+          shell: "/bin/bash",
+          sudo: "ALL=(ALL) NOPASSWD:ALL",
+          lock_passwd: true,
+          ssh_authorized_keys: [publicKey],
+        },
+      ],
+      ssh_pwauth: false,
+      package_update: true,
+      packages: ["etcd-server"],
+      runcmd: [
+        ["systemctl", "disable", "--now", "etcd"],
+        // vmtoolsd when the VM's settings forbid vmware-rpctool's info-set (guest_rpc.rpci.auth.cmd.info-set).
+        ["sh", "-c", `vmware-rpctool "${publish}" || vmtoolsd --cmd "${publish}"`],
+      ],
+    },
+    { lineWidth: 0 },
+  )}`;
 }
 
 const base64 = (text: string): string => Buffer.from(text, "utf8").toString("base64");
@@ -268,7 +366,9 @@ function isIpv4(s: string): boolean {
 }
 function isIpv4Cidr(s: string): boolean {
   const [ip, bits, ...rest] = s.split("/");
-  return rest.length === 0 && isIpv4(ip ?? "") && /^\d{1,2}$/.test(bits ?? "") && Number(bits) >= 1 && Number(bits) <= 32;
+  return (
+    rest.length === 0 && isIpv4(ip ?? "") && /^\d{1,2}$/.test(bits ?? "") && Number(bits) >= 1 && Number(bits) <= 32
+  );
 }
 const hostOf = (cidr: string): string => cidr.split("/")[0]!;
 

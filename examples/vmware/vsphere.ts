@@ -37,13 +37,20 @@ export class Provider extends pulumi.ProviderResource {
 
   constructor(name: string, args: ProviderArgs, opts?: pulumi.ResourceOptions) {
     // Provider configuration travels as strings; booleans and numbers are JSON, as the SDK sends them.
-    super("vsphere", name, {
-      vsphereServer: args.vsphereServer,
-      user: args.user,
-      password: args.password,
-      allowUnverifiedSsl: pulumi.output(args.allowUnverifiedSsl).apply((v) => (v === undefined ? undefined : JSON.stringify(v))),
-      apiTimeout: pulumi.output(args.apiTimeout).apply((v) => (v === undefined ? undefined : JSON.stringify(v))),
-    }, pulumi.mergeOptions(resourceDefaults(), opts));
+    super(
+      "vsphere",
+      name,
+      {
+        vsphereServer: args.vsphereServer,
+        user: args.user,
+        password: args.password,
+        allowUnverifiedSsl: pulumi
+          .output(args.allowUnverifiedSsl)
+          .apply((v) => (v === undefined ? undefined : JSON.stringify(v))),
+        apiTimeout: pulumi.output(args.apiTimeout).apply((v) => (v === undefined ? undefined : JSON.stringify(v))),
+      },
+      pulumi.mergeOptions(resourceDefaults(), opts),
+    );
   }
 }
 
@@ -113,10 +120,19 @@ export class VirtualMachine extends pulumi.CustomResource {
   declare readonly powerState: pulumi.Output<string>;
 
   constructor(name: string, args: VirtualMachineArgs, opts?: pulumi.CustomResourceOptions) {
-    super("vsphere:index/virtualMachine:VirtualMachine", name, {
-      ...args,
-      moid: undefined, uuid: undefined, defaultIpAddress: undefined, guestIpAddresses: undefined, powerState: undefined,
-    }, pulumi.mergeOptions(resourceDefaults(), opts));
+    super(
+      "vsphere:index/virtualMachine:VirtualMachine",
+      name,
+      {
+        ...args,
+        moid: undefined,
+        uuid: undefined,
+        defaultIpAddress: undefined,
+        guestIpAddresses: undefined,
+        powerState: undefined,
+      },
+      pulumi.mergeOptions(resourceDefaults(), opts),
+    );
   }
 }
 
@@ -139,8 +155,12 @@ export class ComputeClusterVmAntiAffinityRule extends pulumi.CustomResource {
   declare readonly virtualMachineIds: pulumi.Output<string[]>;
 
   constructor(name: string, args: ComputeClusterVmAntiAffinityRuleArgs, opts?: pulumi.CustomResourceOptions) {
-    super("vsphere:index/computeClusterVmAntiAffinityRule:ComputeClusterVmAntiAffinityRule", name, { ...args },
-      pulumi.mergeOptions(resourceDefaults(), opts));
+    super(
+      "vsphere:index/computeClusterVmAntiAffinityRule:ComputeClusterVmAntiAffinityRule",
+      name,
+      { ...args },
+      pulumi.mergeOptions(resourceDefaults(), opts),
+    );
   }
 }
 
@@ -149,38 +169,83 @@ export class ComputeClusterVmAntiAffinityRule extends pulumi.CustomResource {
 const lookup = <T>(fn: string, args: pulumi.Inputs, opts?: pulumi.InvokeOutputOptions): pulumi.Output<T> =>
   pulumi.runtime.invokeOutput<T>(`vsphere:index/${fn}:${fn}`, args, pulumi.mergeOptions(invokeDefaults(), opts ?? {}));
 
-export interface GetDatacenterResult { readonly id: string; readonly name?: string }
-export function getDatacenterOutput(args: { name?: pulumi.Input<string> }, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetDatacenterResult> {
+export interface GetDatacenterResult {
+  readonly id: string;
+  readonly name?: string;
+}
+export function getDatacenterOutput(
+  args: { name?: pulumi.Input<string> },
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetDatacenterResult> {
   return lookup("getDatacenter", { name: args.name }, opts);
 }
 
-export interface GetComputeClusterResult { readonly id: string; readonly name: string; readonly resourcePoolId: string }
-export function getComputeClusterOutput(args: { name: pulumi.Input<string>; datacenterId?: pulumi.Input<string> }, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetComputeClusterResult> {
+export interface GetComputeClusterResult {
+  readonly id: string;
+  readonly name: string;
+  readonly resourcePoolId: string;
+}
+export function getComputeClusterOutput(
+  args: { name: pulumi.Input<string>; datacenterId?: pulumi.Input<string> },
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetComputeClusterResult> {
   return lookup("getComputeCluster", { name: args.name, datacenterId: args.datacenterId }, opts);
 }
 
-export interface GetResourcePoolResult { readonly id: string; readonly name?: string }
+export interface GetResourcePoolResult {
+  readonly id: string;
+  readonly name?: string;
+}
 /** `name`: a pool's path under the datacenter's host folder, `cluster/Resources` being a cluster's root pool. */
-export function getResourcePoolOutput(args: { name?: pulumi.Input<string>; datacenterId?: pulumi.Input<string> }, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetResourcePoolResult> {
+export function getResourcePoolOutput(
+  args: { name?: pulumi.Input<string>; datacenterId?: pulumi.Input<string> },
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetResourcePoolResult> {
   return lookup("getResourcePool", { name: args.name, datacenterId: args.datacenterId }, opts);
 }
 
-export interface GetDatastoreResult { readonly id: string; readonly name: string }
-export function getDatastoreOutput(args: { name: pulumi.Input<string>; datacenterId?: pulumi.Input<string> }, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetDatastoreResult> {
+export interface GetDatastoreResult {
+  readonly id: string;
+  readonly name: string;
+}
+export function getDatastoreOutput(
+  args: { name: pulumi.Input<string>; datacenterId?: pulumi.Input<string> },
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetDatastoreResult> {
   return lookup("getDatastore", { name: args.name, datacenterId: args.datacenterId }, opts);
 }
 
-export interface GetNetworkResult { readonly id: string; readonly name: string; readonly type: string }
-export function getNetworkOutput(args: { name: pulumi.Input<string>; datacenterId?: pulumi.Input<string> }, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetNetworkResult> {
+export interface GetNetworkResult {
+  readonly id: string;
+  readonly name: string;
+  readonly type: string;
+}
+export function getNetworkOutput(
+  args: { name: pulumi.Input<string>; datacenterId?: pulumi.Input<string> },
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetNetworkResult> {
   return lookup("getNetwork", { name: args.name, datacenterId: args.datacenterId }, opts);
 }
 
-export interface GetHostResult { readonly id: string; readonly name?: string; readonly resourcePoolId: string }
-export function getHostOutput(args: { name?: pulumi.Input<string>; datacenterId: pulumi.Input<string> }, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetHostResult> {
+export interface GetHostResult {
+  readonly id: string;
+  readonly name?: string;
+  readonly resourcePoolId: string;
+}
+export function getHostOutput(
+  args: { name?: pulumi.Input<string>; datacenterId: pulumi.Input<string> },
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetHostResult> {
   return lookup("getHost", { name: args.name, datacenterId: args.datacenterId }, opts);
 }
 
-export interface GetVirtualMachineDisk { readonly label: string; readonly size: number; readonly unitNumber: number; readonly thinProvisioned: boolean; readonly eagerlyScrub: boolean }
+export interface GetVirtualMachineDisk {
+  readonly label: string;
+  readonly size: number;
+  readonly unitNumber: number;
+  readonly thinProvisioned: boolean;
+  readonly eagerlyScrub: boolean;
+}
 export interface GetVirtualMachineResult {
   /** The VM's or template's UUID: a clone's `templateUuid`. */
   readonly id: string;
@@ -191,6 +256,9 @@ export interface GetVirtualMachineResult {
   readonly networkInterfaceTypes: string[];
   readonly disks: GetVirtualMachineDisk[];
 }
-export function getVirtualMachineOutput(args: { name?: pulumi.Input<string>; datacenterId?: pulumi.Input<string> }, opts?: pulumi.InvokeOutputOptions): pulumi.Output<GetVirtualMachineResult> {
+export function getVirtualMachineOutput(
+  args: { name?: pulumi.Input<string>; datacenterId?: pulumi.Input<string> },
+  opts?: pulumi.InvokeOutputOptions,
+): pulumi.Output<GetVirtualMachineResult> {
   return lookup("getVirtualMachine", { name: args.name, datacenterId: args.datacenterId }, opts);
 }

@@ -5,7 +5,16 @@
  * what exists, so the next `up` carries on from there.
  */
 import { randomUUID } from "node:crypto";
-import { StewardError, changeOf, checkConfigValue, formatConstraints, notReadyError, parseConstraints, readOperatorDir, waitForModelReady } from "../../api/core";
+import {
+  StewardError,
+  changeOf,
+  checkConfigValue,
+  formatConstraints,
+  notReadyError,
+  parseConstraints,
+  readOperatorDir,
+  waitForModelReady,
+} from "../../api/core";
 import type { AppliedChange, ApplicationStatusView, ControllerClient, UnitStatusView } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
@@ -52,9 +61,14 @@ export const applicationProvider = {
     f.wholeNumber("timeoutSeconds", news.timeoutSeconds, 1, 7 * 86400);
     f.wholeNumber("deleteTimeoutSeconds", news.deleteTimeoutSeconds, 0, 7 * 86400);
     if (Array.isArray(news.machines)) {
-      news.machines.forEach((m, i) => { if (!isUnknown(m) && !/^[0-9]+$/.test(String(m))) f.add(`machines[${i}]`, `must be a machine id such as "0", not ${JSON.stringify(m)}`); });
-      if (new Set(news.machines).size !== news.machines.length) f.add("machines", "lists a machine twice: one unit per machine");
-      if (typeof news.units === "number" && news.units !== news.machines.length) f.add("units", `is ${news.units} but machines lists ${news.machines.length}: give one or the other`);
+      news.machines.forEach((m, i) => {
+        if (!isUnknown(m) && !/^[0-9]+$/.test(String(m)))
+          f.add(`machines[${i}]`, `must be a machine id such as "0", not ${JSON.stringify(m)}`);
+      });
+      if (new Set(news.machines).size !== news.machines.length)
+        f.add("machines", "lists a machine twice: one unit per machine");
+      if (typeof news.units === "number" && news.units !== news.machines.length)
+        f.add("units", `is ${news.units} but machines lists ${news.machines.length}: give one or the other`);
     }
     if (!isUnknown(news.operator) && news.operator && !isUnknown(news.operator.path)) {
       try {
@@ -62,15 +76,24 @@ export const applicationProvider = {
         for (const [k, v] of Object.entries(news.config ?? {})) {
           if (isUnknown(v)) continue;
           const opt = meta.config[k];
-          if (!opt) f.add(`config.${k}`, `operator ${meta.name} has no option "${k}"; its options: ${Object.keys(meta.config).join(", ") || "none"}`);
-          else { const problem = checkConfigValue(opt.type, v); if (problem) f.add(`config.${k}`, problem); }
+          if (!opt)
+            f.add(
+              `config.${k}`,
+              `operator ${meta.name} has no option "${k}"; its options: ${Object.keys(meta.config).join(", ") || "none"}`,
+            );
+          else {
+            const problem = checkConfigValue(opt.type, v);
+            if (problem) f.add(`config.${k}`, problem);
+          }
         }
       } catch (e) {
         f.add("operator", (e as Error).message);
       }
     }
     if (typeof news.constraints === "string") {
-      try { parseConstraints(news.constraints); } catch (e) {
+      try {
+        parseConstraints(news.constraints);
+      } catch (e) {
         if (!StewardError.isInstance(e)) throw e;
         f.add("constraints", e.message.replace(/^constraints: /, ""));
       }
@@ -82,14 +105,18 @@ export const applicationProvider = {
     const replaces: string[] = [];
     if (olds.model !== news.model) replaces.push("model");
     if (olds.name !== news.name) replaces.push("name");
-    const changes = replaces.length > 0
-      || olds.operator.hash !== news.operator.hash
-      || olds.units !== news.units
-      || (news.machines !== undefined && !sameSet(olds.machines, news.machines))
-      || normalConstraints(olds.constraints) !== normalConstraints(news.constraints)
-      || !sameConfig(effective(olds.config, olds.configDefaults), effective(news.config, olds.configDefaults))
-      || !sameValue(olds.connection, news.connection)
-      || olds.waitFor !== news.waitFor || olds.timeoutSeconds !== news.timeoutSeconds || olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds || olds.forceDelete !== news.forceDelete;
+    const changes =
+      replaces.length > 0 ||
+      olds.operator.hash !== news.operator.hash ||
+      olds.units !== news.units ||
+      (news.machines !== undefined && !sameSet(olds.machines, news.machines)) ||
+      normalConstraints(olds.constraints) !== normalConstraints(news.constraints) ||
+      !sameConfig(effective(olds.config, olds.configDefaults), effective(news.config, olds.configDefaults)) ||
+      !sameValue(olds.connection, news.connection) ||
+      olds.waitFor !== news.waitFor ||
+      olds.timeoutSeconds !== news.timeoutSeconds ||
+      olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds ||
+      olds.forceDelete !== news.forceDelete;
     return { changes, replaces, deleteBeforeReplace: true };
   },
 
@@ -99,10 +126,20 @@ export const applicationProvider = {
     const uid = randomUUID();
     const id = `${inputs.model}/${inputs.name}/${uid.slice(0, 8)}`;
     try {
-      await client.deploy(inputs.model, { name: inputs.name, operator: hash, units: inputs.units, config: inputs.config, ...(inputs.machines ? { to: inputs.machines } : {}), ...(inputs.constraints ? { constraints: inputs.constraints } : {}) });
+      await client.deploy(inputs.model, {
+        name: inputs.name,
+        operator: hash,
+        units: inputs.units,
+        config: inputs.config,
+        ...(inputs.machines ? { to: inputs.machines } : {}),
+        ...(inputs.constraints ? { constraints: inputs.constraints } : {}),
+      });
     } catch (e) {
       if (!isConflict(e)) throw e;
-      if (!inputs.adopt) throw new Error(`application "${inputs.name}" already exists in model "${inputs.model}": set adopt: true to take it over, or choose another name`);
+      if (!inputs.adopt)
+        throw new Error(
+          `application "${inputs.name}" already exists in model "${inputs.model}": set adopt: true to take it over, or choose another name`,
+        );
       const have = await observe(inputs, undefined);
       if (!have) throw e;
       return { id, outs: await converge(client, id, { ...have, ...withoutDrift(inputs), uid }, inputs) };
@@ -130,13 +167,22 @@ export const applicationProvider = {
       throw e;
     }
     changed(props.connection, props.model);
-    const gone = async (): Promise<boolean> => !(await modelStatus(props.connection, props.model))?.applications[props.name];
+    const gone = async (): Promise<boolean> =>
+      !(await modelStatus(props.connection, props.model))?.applications[props.name];
     try {
-      await until(`application "${props.name}" to be removed (each unit runs its stop and remove hooks)`, (props.deleteTimeoutSeconds ?? 600) * 1000, gone);
+      await until(
+        `application "${props.name}" to be removed (each unit runs its stop and remove hooks)`,
+        (props.deleteTimeoutSeconds ?? 600) * 1000,
+        gone,
+      );
     } catch (e) {
       if (!props.forceDelete) {
         const status = await modelStatus(props.connection, props.model);
-        throw notReadyError(status, [props.name], `${(e as Error).message}; set forceDelete: true to remove it without its hooks`);
+        throw notReadyError(
+          status,
+          [props.name],
+          `${(e as Error).message}; set forceDelete: true to remove it without its hooks`,
+        );
       }
       await client.removeApplication(props.model, props.name, true);
       await until(`application "${props.name}" to be removed by force`, 60_000, gone);
@@ -145,7 +191,12 @@ export const applicationProvider = {
 };
 
 /** Makes the application match `news` (operator, config, scale), then waits as asked. */
-async function converge(client: ControllerClient, id: string, olds: ApplicationOutputs, news: ApplicationInputs): Promise<ApplicationOutputs> {
+async function converge(
+  client: ControllerClient,
+  id: string,
+  olds: ApplicationOutputs,
+  news: ApplicationInputs,
+): Promise<ApplicationOutputs> {
   const patch: Record<string, ConfigValue | null> = {};
   const want = news.config ?? {};
   for (const k of new Set([...Object.keys(olds.config ?? {}), ...Object.keys(want)])) {
@@ -155,10 +206,17 @@ async function converge(client: ControllerClient, id: string, olds: ApplicationO
   }
   const upgrade = olds.operator.hash !== news.operator.hash ? await uploadOperator(client, news.operator) : undefined;
   // Before scaling: machines made for new units get the new constraints.
-  const constraints = normalConstraints(olds.constraints) !== normalConstraints(news.constraints) ? news.constraints ?? "" : undefined;
+  const constraints =
+    normalConstraints(olds.constraints) !== normalConstraints(news.constraints) ? (news.constraints ?? "") : undefined;
   let applying: AppliedChange | undefined;
   if (upgrade || Object.keys(patch).length > 0 || constraints !== undefined) {
-    applying = changeOf(await client.updateApplication(news.model, news.name, { ...(upgrade ? { operator: upgrade } : {}), ...(Object.keys(patch).length > 0 ? { config: patch } : {}), ...(constraints !== undefined ? { constraints } : {}) }));
+    applying = changeOf(
+      await client.updateApplication(news.model, news.name, {
+        ...(upgrade ? { operator: upgrade } : {}),
+        ...(Object.keys(patch).length > 0 ? { config: patch } : {}),
+        ...(constraints !== undefined ? { constraints } : {}),
+      }),
+    );
   }
   await scale(client, news, olds.machines !== undefined || news.machines !== undefined);
   changed(news.connection, news.model);
@@ -168,7 +226,9 @@ async function converge(client: ControllerClient, id: string, olds: ApplicationO
 /** Adds or removes units to reach `units` (or one per listed machine). */
 async function scale(client: ControllerClient, want: ApplicationInputs, placed: boolean): Promise<void> {
   const app = (await modelStatus(want.connection, want.model))?.applications[want.name];
-  const alive = Object.values(app?.units ?? {}).filter((u) => u.life === "alive").sort((a, b) => unitNo(a.name) - unitNo(b.name));
+  const alive = Object.values(app?.units ?? {})
+    .filter((u) => u.life === "alive")
+    .sort((a, b) => unitNo(a.name) - unitNo(b.name));
   if (placed && want.machines) {
     for (const u of alive) if (!want.machines.includes(u.machine)) await client.removeUnit(want.model, u.name);
     const taken = new Set(alive.map((u) => u.machine));
@@ -183,16 +243,36 @@ async function scale(client: ControllerClient, want: ApplicationInputs, placed: 
  * Waits (unless `waitFor: none`) and reads back; a wait that fails records what exists and why.
  * After an upgrade or config change (`applying`), until every unit has run the hooks for it.
  */
-async function settle(client: ControllerClient, id: string, inputs: ApplicationInputs, uid: string, applying?: AppliedChange): Promise<ApplicationOutputs> {
+async function settle(
+  client: ControllerClient,
+  id: string,
+  inputs: ApplicationInputs,
+  uid: string,
+  applying?: AppliedChange,
+): Promise<ApplicationOutputs> {
   let failure: Error | undefined;
   if (inputs.waitFor !== "none") {
-    const ready = await awaitingIntegration(inputs) ? settledBeforeIntegration : undefined;
-    await waitForModelReady(client, inputs.model, { apps: [inputs.name], timeoutMs: inputs.timeoutSeconds * 1000, intervalMs: 500, ...(ready ? { ready } : {}), ...(applying ? { changed: { [inputs.name]: applying } } : {}) })
-      .catch((e: Error) => { failure = e; });
+    const ready = (await awaitingIntegration(inputs)) ? settledBeforeIntegration : undefined;
+    await waitForModelReady(client, inputs.model, {
+      apps: [inputs.name],
+      timeoutMs: inputs.timeoutSeconds * 1000,
+      intervalMs: 500,
+      ...(ready ? { ready } : {}),
+      ...(applying ? { changed: { [inputs.name]: applying } } : {}),
+    }).catch((e: Error) => {
+      failure = e;
+    });
   }
   changed(inputs.connection, inputs.model);
   const info = await client.getApplication(inputs.model, inputs.name);
-  const outs = (await observe(inputs, uid)) ?? { ...inputs, uid, unitNames: [], operatorVersion: info.operator.version, status: "unknown", configDefaults: {} };
+  const outs = (await observe(inputs, uid)) ?? {
+    ...inputs,
+    uid,
+    unitNames: [],
+    operatorVersion: info.operator.version,
+    status: "unknown",
+    configDefaults: {},
+  };
   // What the program asked for is what the state keeps as inputs; the observed scale goes out as outputs.
   const result = plain({ ...outs, ...withoutDrift(inputs), uid });
   if (failure) throw new PartialFailure(id, result, [`application "${inputs.name}": ${failure.message}`]);
@@ -209,15 +289,25 @@ async function awaitingIntegration(i: ApplicationInputs): Promise<boolean> {
   const required = Object.keys(meta.requires);
   if (required.length === 0) return false;
   const integrations = (await modelStatus(i.connection, i.model))?.integrations ?? [];
-  const has = (ep: string): boolean => integrations.some((r) => r.life === "alive" && (r.provider === `${i.name}:${ep}` || r.requirer === `${i.name}:${ep}`));
+  const has = (ep: string): boolean =>
+    integrations.some(
+      (r) => r.life === "alive" && (r.provider === `${i.name}:${ep}` || r.requirer === `${i.name}:${ep}`),
+    );
   return required.some((ep) => !has(ep));
 }
 
-const settledBeforeIntegration = (u: Pick<UnitStatusView, "workload" | "agent">): boolean => u.agent.current === "idle" && ["active", "blocked", "waiting"].includes(u.workload.current);
+const settledBeforeIntegration = (u: Pick<UnitStatusView, "workload" | "agent">): boolean =>
+  u.agent.current === "idle" && ["active", "blocked", "waiting"].includes(u.workload.current);
 
 /** What the controller has for this application now, in the resource's output shape. */
-async function observe(base: ApplicationInputs, uid: string | undefined, shared = false): Promise<ApplicationOutputs | undefined> {
-  const app: ApplicationStatusView | undefined = (await modelStatus(base.connection, base.model, shared))?.applications[base.name];
+async function observe(
+  base: ApplicationInputs,
+  uid: string | undefined,
+  shared = false,
+): Promise<ApplicationOutputs | undefined> {
+  const app: ApplicationStatusView | undefined = (await modelStatus(base.connection, base.model, shared))?.applications[
+    base.name
+  ];
   if (!app || app.life !== "alive") return undefined;
   // The operator's defaults: known already when the operator is the one last seen (a refresh of
   // many applications then costs one status request), else asked for.
@@ -226,12 +316,16 @@ async function observe(base: ApplicationInputs, uid: string | undefined, shared 
   if (known && base.operator.hash === app.operator.hash) configDefaults = known;
   else {
     const info = await clientFor(base.connection).getApplication(base.model, base.name);
-    for (const [k, o] of Object.entries(info.configSchema)) if (o.default !== undefined) configDefaults[k] = o.default as ConfigValue;
+    for (const [k, o] of Object.entries(info.configSchema))
+      if (o.default !== undefined) configDefaults[k] = o.default as ConfigValue;
   }
   // Report keys the program sets, and any other key that differs from its default (set by hand).
   const config: Record<string, ConfigValue> = {};
-  for (const [k, v] of Object.entries(app.config)) if (k in (base.config ?? {}) || !Object.is(configDefaults[k], v)) config[k] = v;
-  const units = Object.values(app.units).filter((u) => u.life === "alive").sort((a, b) => unitNo(a.name) - unitNo(b.name));
+  for (const [k, v] of Object.entries(app.config))
+    if (k in (base.config ?? {}) || !Object.is(configDefaults[k], v)) config[k] = v;
+  const units = Object.values(app.units)
+    .filter((u) => u.life === "alive")
+    .sort((a, b) => unitNo(a.name) - unitNo(b.name));
   return {
     ...base,
     operator: { path: base.operator.path, hash: app.operator.hash },
@@ -249,17 +343,27 @@ async function observe(base: ApplicationInputs, uid: string | undefined, shared 
 /** Uploads the operator directory unless the controller has it; returns its hash. */
 async function uploadOperator(client: ControllerClient, operator: { path: string; hash: string }): Promise<string> {
   const { bundle, hash } = await readOperatorDir(operator.path);
-  if (operator.hash && hash !== operator.hash) throw new Error(`operator directory ${operator.path} changed while this update ran (hash ${hash.slice(0, 12)}…, the program read ${operator.hash.slice(0, 12)}…): run again`);
+  if (operator.hash && hash !== operator.hash)
+    throw new Error(
+      `operator directory ${operator.path} changed while this update ran (hash ${hash.slice(0, 12)}…, the program read ${operator.hash.slice(0, 12)}…): run again`,
+    );
   if (!(await client.hasOperator(hash))) await client.uploadOperator(bundle);
   return hash;
 }
 
 /** Constraints as what they mean (`mem=4096` is `mem=4G`). */
 function normalConstraints(text: string | undefined): string {
-  try { return formatConstraints(parseConstraints(text ?? "")); } catch { return text ?? ""; }
+  try {
+    return formatConstraints(parseConstraints(text ?? ""));
+  } catch {
+    return text ?? "";
+  }
 }
 
-function effective(config: Record<string, ConfigValue> | undefined, defaults: Record<string, ConfigValue> | undefined): Record<string, ConfigValue> {
+function effective(
+  config: Record<string, ConfigValue> | undefined,
+  defaults: Record<string, ConfigValue> | undefined,
+): Record<string, ConfigValue> {
   return { ...(defaults ?? {}), ...(config ?? {}) };
 }
 
@@ -271,7 +375,15 @@ function inputsOf(o: ApplicationOutputs): ApplicationInputs {
 
 /** The settings a read cannot observe (they live only in the program): kept from the inputs. */
 function withoutDrift(i: ApplicationInputs): Partial<ApplicationInputs> {
-  return { connection: i.connection, waitFor: i.waitFor, timeoutSeconds: i.timeoutSeconds, deleteTimeoutSeconds: i.deleteTimeoutSeconds, forceDelete: i.forceDelete, adopt: i.adopt, ...("__provider" in i ? { __provider: i.__provider } : {}) } as Partial<ApplicationInputs>;
+  return {
+    connection: i.connection,
+    waitFor: i.waitFor,
+    timeoutSeconds: i.timeoutSeconds,
+    deleteTimeoutSeconds: i.deleteTimeoutSeconds,
+    forceDelete: i.forceDelete,
+    adopt: i.adopt,
+    ...("__provider" in i ? { __provider: i.__provider } : {}),
+  } as Partial<ApplicationInputs>;
 }
 
 const unitNo = (u: string): number => Number(u.slice(u.indexOf("/") + 1));

@@ -10,7 +10,16 @@
  */
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { AwsModelSettingsSchema, ControllerClient, VsphereModelSettingsSchema, describeIssues, destroyAllModels, splitAddress, waitForVoters, withArticle } from "../../api";
+import {
+  AwsModelSettingsSchema,
+  ControllerClient,
+  VsphereModelSettingsSchema,
+  describeIssues,
+  destroyAllModels,
+  splitAddress,
+  waitForVoters,
+  withArticle,
+} from "../../api";
 import { bootstrapController, destroyController, handOverReplicaCloud } from "../../substrates";
 import type { ControllerPlan, HostingKind, HostingSettings, HostingOptions } from "../../substrates";
 import type { AwsModelSettings, ClusterInfo, SpareHost, VsphereModelSettings } from "../../api";
@@ -21,9 +30,16 @@ import { PartialFailure } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
 
 /** An AWS access key, as the Controller resource takes it (secret in the state). */
-export interface AwsAccessKey { accessKeyId: string; secretAccessKey: string; sessionToken?: string }
+export interface AwsAccessKey {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
 /** A vSphere account, as the Controller resource takes it (secret in the state). */
-export interface VsphereAccount { user: string; password: string }
+export interface VsphereAccount {
+  user: string;
+  password: string;
+}
 
 export interface ControllerInputs {
   name: string;
@@ -71,30 +87,55 @@ export const controllerProvider = {
     const f = new Failures();
     f.name("name", news.name, "controller name");
     f.oneOf("substrate", news.substrate, ["local", "ssh", "aws", "vsphere"]);
-    f.oneOf("replicas", news.replicas, REPLICA_COUNTS, "an even number of voters tolerates no more failures than one fewer, and etcd advises at most 7");
+    f.oneOf(
+      "replicas",
+      news.replicas,
+      REPLICA_COUNTS,
+      "an even number of voters tolerates no more failures than one fewer, and etcd advises at most 7",
+    );
     f.wholeNumber("port", news.port, 1, 65535);
     f.wholeNumber("replaceAfterSeconds", news.replaceAfterSeconds, 5, 7 * 86400);
     f.wholeNumber("maxReplacementsPerHour", news.maxReplacementsPerHour, 0, 60);
     if (news.substrate === "local") {
-      if (typeof news.replicas === "number" && news.replicas > 1) f.add("replicas", "a local controller has one replica; use substrate \"ssh\" with 3, 5 or 7 hosts for high availability");
-      if (news.hosts?.length) f.add("hosts", "only for substrate \"ssh\"");
+      if (typeof news.replicas === "number" && news.replicas > 1)
+        f.add(
+          "replicas",
+          'a local controller has one replica; use substrate "ssh" with 3, 5 or 7 hosts for high availability',
+        );
+      if (news.hosts?.length) f.add("hosts", 'only for substrate "ssh"');
     }
     if (news.substrate === "ssh") {
       const hosts = Array.isArray(news.hosts) ? news.hosts : [];
-      if (!isUnknown(news.hosts) && hosts.length === 0) f.add("hosts", "required with substrate \"ssh\": at least one host");
-      if (typeof news.replicas === "number" && !isUnknown(news.hosts) && hosts.length < news.replicas) f.add("hosts", `${news.replicas} replicas need ${news.replicas} hosts; ${hosts.length} given`);
+      if (!isUnknown(news.hosts) && hosts.length === 0)
+        f.add("hosts", 'required with substrate "ssh": at least one host');
+      if (typeof news.replicas === "number" && !isUnknown(news.hosts) && hosts.length < news.replicas)
+        f.add("hosts", `${news.replicas} replicas need ${news.replicas} hosts; ${hosts.length} given`);
       hosts.forEach((h, i) => f.sshHost(`hosts[${i}]`, h));
       (news.spares ?? []).forEach((h, i) => f.sshHost(`spares[${i}]`, h));
-      if (!news.privateKey) f.add("privateKey", "required with substrate \"ssh\": the private key's content (pass it as a secret)");
-      if (news.spares?.length && news.replicas === 1) f.add("spares", "spares are for the quorum keeper of a 3, 5 or 7 replica controller; give them together with replicas: 3");
-      if (news.adminPassword && !news.adopt) f.add("adminPassword", "an SSH controller makes its own admin password (an output); give one only with adopt: true");
+      if (!news.privateKey)
+        f.add("privateKey", 'required with substrate "ssh": the private key\'s content (pass it as a secret)');
+      if (news.spares?.length && news.replicas === 1)
+        f.add(
+          "spares",
+          "spares are for the quorum keeper of a 3, 5 or 7 replica controller; give them together with replicas: 3",
+        );
+      if (news.adminPassword && !news.adopt)
+        f.add(
+          "adminPassword",
+          "an SSH controller makes its own admin password (an output); give one only with adopt: true",
+        );
     }
     for (const cloud of CLOUDS) {
       if (news.substrate === cloud.substrate) news = checkCloud(f, news, cloud);
-      else for (const field of [cloud.substrate, cloud.credentialField] as const) if (news[field]) f.add(field, `only for substrate "${cloud.substrate}"`);
+      else
+        for (const field of [cloud.substrate, cloud.credentialField] as const)
+          if (news[field]) f.add(field, `only for substrate "${cloud.substrate}"`);
     }
     if (typeof olds.replicas === "number" && typeof news.replicas === "number" && news.replicas < olds.replicas) {
-      f.add("replicas", `shrinking from ${olds.replicas} to ${news.replicas} replicas is not supported; a controller only grows`);
+      f.add(
+        "replicas",
+        `shrinking from ${olds.replicas} to ${news.replicas} replicas is not supported; a controller only grows`,
+      );
     }
     return { inputs: news, failures: f.list };
   },
@@ -107,14 +148,31 @@ export const controllerProvider = {
     if ((olds.port ?? 0) !== (news.port ?? 0)) replaces.push("port");
     if (olds.substrate === "ssh" && olds.hosts?.[0]?.host !== news.hosts?.[0]?.host) replaces.push("hosts");
     // Its instances are in that region (and behind that endpoint): another one is another controller.
-    if (olds.substrate === "aws" && (olds.aws?.region !== news.aws?.region || olds.aws?.endpoint !== news.aws?.endpoint)) replaces.push("aws");
+    if (
+      olds.substrate === "aws" &&
+      (olds.aws?.region !== news.aws?.region || olds.aws?.endpoint !== news.aws?.endpoint)
+    )
+      replaces.push("aws");
     // Its VMs are behind that vCenter, in that datacenter (where delete looks for them).
-    if (olds.substrate === "vsphere" && (olds.vsphere?.url !== news.vsphere?.url || olds.vsphere?.datacenter !== news.vsphere?.datacenter)) replaces.push("vsphere");
-    const changes = replaces.length > 0 || olds.replicas !== news.replicas || !sameValue(olds.spares ?? [], news.spares ?? [])
-      || !sameValue(olds.hosts ?? [], news.hosts ?? []) || olds.replaceAfterSeconds !== news.replaceAfterSeconds
-      || olds.maxReplacementsPerHour !== news.maxReplacementsPerHour || olds.privateKey !== news.privateKey || olds.timeoutSeconds !== news.timeoutSeconds
-      || !sameValue(olds.aws, news.aws) || !sameValue(olds.awsCredential, news.awsCredential)
-      || !sameValue(olds.vsphere, news.vsphere) || !sameValue(olds.vsphereCredential, news.vsphereCredential) || olds.credentialName !== news.credentialName;
+    if (
+      olds.substrate === "vsphere" &&
+      (olds.vsphere?.url !== news.vsphere?.url || olds.vsphere?.datacenter !== news.vsphere?.datacenter)
+    )
+      replaces.push("vsphere");
+    const changes =
+      replaces.length > 0 ||
+      olds.replicas !== news.replicas ||
+      !sameValue(olds.spares ?? [], news.spares ?? []) ||
+      !sameValue(olds.hosts ?? [], news.hosts ?? []) ||
+      olds.replaceAfterSeconds !== news.replaceAfterSeconds ||
+      olds.maxReplacementsPerHour !== news.maxReplacementsPerHour ||
+      olds.privateKey !== news.privateKey ||
+      olds.timeoutSeconds !== news.timeoutSeconds ||
+      !sameValue(olds.aws, news.aws) ||
+      !sameValue(olds.awsCredential, news.awsCredential) ||
+      !sameValue(olds.vsphere, news.vsphere) ||
+      !sameValue(olds.vsphereCredential, news.vsphereCredential) ||
+      olds.credentialName !== news.credentialName;
     return { changes, replaces, deleteBeforeReplace: true };
   },
 
@@ -128,7 +186,11 @@ export const controllerProvider = {
         return { id, outs: await observe(client, inputs, started) };
       } catch (e) {
         // The first replica exists: record it, so the next up grows it rather than installing again.
-        throw new PartialFailure(id, await observe(client, inputs, started).catch(() => plain({ ...inputs, ...started.facts })), [(e as Error).message]);
+        throw new PartialFailure(
+          id,
+          await observe(client, inputs, started).catch(() => plain({ ...inputs, ...started.facts })),
+          [(e as Error).message],
+        );
       }
     } finally {
       client.close();
@@ -138,7 +200,10 @@ export const controllerProvider = {
   async read(id: string, props: ControllerOutputs) {
     const client = connect(props.connection);
     try {
-      const info = await client.controllerInfo().catch((e: unknown) => { if (props.substrate === "local") return undefined; throw e; });
+      const info = await client.controllerInfo().catch((e: unknown) => {
+        if (props.substrate === "local") return undefined;
+        throw e;
+      });
       if (!info || info.uuid !== id) return {};
       const outs = await observe(client, props, { uuid: id, caCert: props.caCert, adminPassword: props.adminPassword });
       return { id, props: outs, inputs: plain(inputsOf(outs)) };
@@ -151,11 +216,18 @@ export const controllerProvider = {
     const client = connect(olds.connection);
     try {
       const cloud = cloudOf(news);
-      if (cloud && (!sameValue(olds[cloud.substrate], news[cloud.substrate]) || !sameValue(olds[cloud.credentialField], news[cloud.credentialField]) || olds.credentialName !== news.credentialName)) {
+      if (
+        cloud &&
+        (!sameValue(olds[cloud.substrate], news[cloud.substrate]) ||
+          !sameValue(olds[cloud.credentialField], news[cloud.credentialField]) ||
+          olds.credentialName !== news.credentialName)
+      ) {
         await handOverCloud(client, news);
       }
       await grow(client, news, olds.replicas, olds.spares ?? []);
-      return { outs: await observe(client, news, { uuid: olds.uuid, caCert: olds.caCert, adminPassword: olds.adminPassword }) };
+      return {
+        outs: await observe(client, news, { uuid: olds.uuid, caCert: olds.caCert, adminPassword: olds.adminPassword }),
+      };
     } finally {
       client.close();
     }
@@ -175,7 +247,13 @@ export const controllerProvider = {
   },
 };
 
-interface Started { client: ControllerClient; uuid: string; caCert: string; adminPassword: string; facts?: Record<string, unknown> }
+interface Started {
+  client: ControllerClient;
+  uuid: string;
+  caCert: string;
+  adminPassword: string;
+  facts?: Record<string, unknown>;
+}
 
 const dataDirOf = (i: ControllerInputs): string => i.dataDir ?? join(homedir(), ".steward", "pulumi", i.name);
 
@@ -188,35 +266,72 @@ function connect(c: ControllerConnection): ControllerClient {
  * substrate) and settings: over SSH the bootstrap installs on the first host (grow() takes the
  * others), and delete uninstalls from every host and spare.
  */
-function hostingOf(i: ControllerInputs, hosts: "first host" | "every host"): { kind: HostingKind; settings: HostingSettings[HostingKind] } {
+function hostingOf(
+  i: ControllerInputs,
+  hosts: "first host" | "every host",
+): { kind: HostingKind; settings: HostingSettings[HostingKind] } {
   const privateKey = i.privateKey ?? "";
-  const sshTarget = (h: SshHost) => ({ host: h.host, port: h.port ?? 22, user: h.user ?? "root", privateKey, ...(h.hostKey ? { hostKey: h.hostKey } : {}) });
+  const sshTarget = (h: SshHost) => ({
+    host: h.host,
+    port: h.port ?? 22,
+    user: h.user ?? "root",
+    privateKey,
+    ...(h.hostKey ? { hostKey: h.hostKey } : {}),
+  });
   switch (i.substrate) {
-    case "local": return { kind: "local", settings: { dataDir: dataDirOf(i), host: "127.0.0.1" } };
-    case "ssh": return { kind: "ssh", settings: { hosts: (hosts === "first host" ? (i.hosts ?? []).slice(0, 1) : [...(i.hosts ?? []), ...(i.spares ?? [])]).map(sshTarget) } };
-    case "aws": return { kind: "aws", settings: i.aws! };
-    case "vsphere": return { kind: "vsphere", settings: i.vsphere! };
+    case "local":
+      return { kind: "local", settings: { dataDir: dataDirOf(i), host: "127.0.0.1" } };
+    case "ssh":
+      return {
+        kind: "ssh",
+        settings: {
+          hosts: (hosts === "first host" ? (i.hosts ?? []).slice(0, 1) : [...(i.hosts ?? []), ...(i.spares ?? [])]).map(
+            sshTarget,
+          ),
+        },
+      };
+    case "aws":
+      return { kind: "aws", settings: i.aws! };
+    case "vsphere":
+      return { kind: "vsphere", settings: i.vsphere! };
   }
 }
 
 /** A place holding a controller already is taken over only with `adopt` and its password. */
 function existing(i: ControllerInputs): HostingOptions["existing"] {
-  return (where) => new Error(i.substrate === "local"
-    ? `${where} already holds a controller: set adopt: true and its adminPassword to take it over, or choose another dataDir`
-    : `${where} already runs a controller: set adopt: true and its adminPassword to take it over`);
+  return (where) =>
+    new Error(
+      i.substrate === "local"
+        ? `${where} already holds a controller: set adopt: true and its adminPassword to take it over, or choose another dataDir`
+        : `${where} already runs a controller: set adopt: true and its adminPassword to take it over`,
+    );
 }
 
 /** The first replica, by the substrates' bootstrap flow; the provider grows it itself (grow: hosts, spares, keeper settings). */
 async function firstReplica(i: ControllerInputs): Promise<Started> {
   const { kind, settings } = hostingOf(i, "first host");
   const plan: ControllerPlan<HostingSettings[HostingKind]> = {
-    name: i.name, settings, replicas: 1,
-    timeoutMs: i.timeoutSeconds * 1000, ...(i.port !== undefined ? { port: i.port } : {}),
-    ...(i.adminPassword ? { adminPassword: i.adminPassword } : {}), adopt: i.adopt,
+    name: i.name,
+    settings,
+    replicas: 1,
+    timeoutMs: i.timeoutSeconds * 1000,
+    ...(i.port !== undefined ? { port: i.port } : {}),
+    ...(i.adminPassword ? { adminPassword: i.adminPassword } : {}),
+    adopt: i.adopt,
     ...(cloudOf(i) ? { credential: { name: credentialNameOf(i), attributes: attributesOf(i) } } : {}),
   };
   const c = await bootstrapController(kind, plan, { progress: () => undefined, existing: existing(i) });
-  return { client: new ControllerClient({ addresses: c.addresses, caCert: c.caCert, user: "admin", password: c.adminPassword }), uuid: c.uuid, caCert: c.caCert, adminPassword: c.adminPassword };
+  return {
+    client: new ControllerClient({
+      addresses: c.addresses,
+      caCert: c.caCert,
+      user: "admin",
+      password: c.adminPassword,
+    }),
+    uuid: c.uuid,
+    caCert: c.caCert,
+    adminPassword: c.adminPassword,
+  };
 }
 
 /** What each cloud substrate takes: its settings (a field named as the substrate) and its credential. */
@@ -233,13 +348,28 @@ interface Cloud {
 }
 const CLOUDS: readonly Cloud[] = [
   {
-    substrate: "aws", credentialField: "awsCredential", schema: AwsModelSettingsSchema, settingsHint: "at least region and imageId",
+    substrate: "aws",
+    credentialField: "awsCredential",
+    schema: AwsModelSettingsSchema,
+    settingsHint: "at least region and imageId",
     credentialHint: "an access key (accessKeyId, secretAccessKey; pass it as a secret)",
-    attributes: { "access-key-id": "accessKeyId", "secret-access-key": "secretAccessKey", "session-token": "sessionToken" }, required: ["accessKeyId", "secretAccessKey"], launches: "instances",
+    attributes: {
+      "access-key-id": "accessKeyId",
+      "secret-access-key": "secretAccessKey",
+      "session-token": "sessionToken",
+    },
+    required: ["accessKeyId", "secretAccessKey"],
+    launches: "instances",
   },
   {
-    substrate: "vsphere", credentialField: "vsphereCredential", schema: VsphereModelSettingsSchema, settingsHint: "at least url, datacenter and template",
-    credentialHint: "a vSphere account (user, password; pass it as a secret)", attributes: { user: "user", password: "password" }, required: ["user", "password"], launches: "VMs",
+    substrate: "vsphere",
+    credentialField: "vsphereCredential",
+    schema: VsphereModelSettingsSchema,
+    settingsHint: "at least url, datacenter and template",
+    credentialHint: "a vSphere account (user, password; pass it as a secret)",
+    attributes: { user: "user", password: "password" },
+    required: ["user", "password"],
+    launches: "VMs",
   },
 ];
 
@@ -255,11 +385,18 @@ function checkCloud(f: Failures, news: ControllerInputs, cloud: Cloud): Controll
   const key = news[cloud.credentialField] as Record<string, unknown> | undefined;
   const required = cloud.required;
   if (!key) f.add(cloud.credentialField, `required with substrate "${name}": ${cloud.credentialHint}`);
-  else if (!isUnknown(key) && required.some((k) => !key[k])) f.add(cloud.credentialField, `needs ${required.join(" and ")}`);
+  else if (!isUnknown(key) && required.some((k) => !key[k]))
+    f.add(cloud.credentialField, `needs ${required.join(" and ")}`);
   if (news.credentialName !== undefined) f.name("credentialName", news.credentialName, "credential name");
-  if (news.hosts?.length) f.add("hosts", `only for substrate "ssh": on ${name} the controller launches its ${cloud.launches}`);
-  if (news.spares?.length) f.add("spares", `only for substrate "ssh": on ${name} the controller launches replacement ${cloud.launches} itself`);
-  if (news.adminPassword) f.add("adminPassword", `${withArticle(name)} controller makes its own admin password (an output)`);
+  if (news.hosts?.length)
+    f.add("hosts", `only for substrate "ssh": on ${name} the controller launches its ${cloud.launches}`);
+  if (news.spares?.length)
+    f.add(
+      "spares",
+      `only for substrate "ssh": on ${name} the controller launches replacement ${cloud.launches} itself`,
+    );
+  if (news.adminPassword)
+    f.add("adminPassword", `${withArticle(name)} controller makes its own admin password (an output)`);
   return news;
 }
 
@@ -269,7 +406,9 @@ const cloudOf = (i: ControllerInputs): Cloud | undefined => CLOUDS.find((c) => c
 function attributesOf(i: ControllerInputs): Record<string, string> {
   const cloud = cloudOf(i)!;
   const key = i[cloud.credentialField] as unknown as Record<string, string | undefined>;
-  return Object.fromEntries(Object.entries(cloud.attributes).flatMap(([attribute, field]) => (key[field] ? [[attribute, key[field]]] : [])));
+  return Object.fromEntries(
+    Object.entries(cloud.attributes).flatMap(([attribute, field]) => (key[field] ? [[attribute, key[field]]] : [])),
+  );
 }
 const credentialNameOf = (i: ControllerInputs): string => i.credentialName ?? i.substrate;
 
@@ -277,23 +416,49 @@ const credentialNameOf = (i: ControllerInputs): string => i.credentialName ?? i.
 async function handOverCloud(client: ControllerClient, i: ControllerInputs): Promise<void> {
   const credential = credentialNameOf(i);
   const substrate = i.substrate as Cloud["substrate"];
-  const replicaCloud = substrate === "aws" ? { substrate, credential, aws: i.aws! } : { substrate, credential, vsphere: i.vsphere! };
-  await handOverReplicaCloud(client, { credential: { name: credential, substrate, attributes: attributesOf(i) }, replicaCloud }, () => undefined, true);
+  const replicaCloud =
+    substrate === "aws" ? { substrate, credential, aws: i.aws! } : { substrate, credential, vsphere: i.vsphere! };
+  await handOverReplicaCloud(
+    client,
+    { credential: { name: credential, substrate, attributes: attributesOf(i) }, replicaCloud },
+    () => undefined,
+    true,
+  );
 }
 
-const spareOf = (h: SshHost, privateKey: string): SpareHost => ({ host: h.host, port: h.port ?? 22, user: h.user ?? "root", privateKey, hostKey: h.hostKey });
+const spareOf = (h: SshHost, privateKey: string): SpareHost => ({
+  host: h.host,
+  port: h.port ?? 22,
+  user: h.user ?? "root",
+  privateKey,
+  hostKey: h.hostKey,
+});
 
 /** Grows to `replicas` (enable-ha), hands new spares to the keeper and applies its settings. */
-async function grow(client: ControllerClient, i: ControllerInputs, had: number, hadSpares: SshHost[] = []): Promise<void> {
+async function grow(
+  client: ControllerClient,
+  i: ControllerInputs,
+  had: number,
+  hadSpares: SshHost[] = [],
+): Promise<void> {
   if (i.substrate === "local") return;
   const key = i.privateKey ?? "";
   const newSpares = (i.spares ?? []).filter((h) => !hadSpares.some((o) => o.host === h.host));
-  const settings = { ...(i.replaceAfterSeconds ? { replaceAfterSeconds: i.replaceAfterSeconds } : {}), ...(i.maxReplacementsPerHour !== undefined ? { maxReplacementsPerHour: i.maxReplacementsPerHour } : {}) };
+  const settings = {
+    ...(i.replaceAfterSeconds ? { replaceAfterSeconds: i.replaceAfterSeconds } : {}),
+    ...(i.maxReplacementsPerHour !== undefined ? { maxReplacementsPerHour: i.maxReplacementsPerHour } : {}),
+  };
   if (i.replicas > had) {
     const info = await client.controllerInfo();
     // Hosts replicas run on already (on the embedded store the only replica has no member record).
-    const used = new Set([...info.cluster.members.map((m) => m.host), ...info.replicas.flatMap((r) => r.addresses.map((a) => splitAddress(a)[0]))]);
-    const hosts = (i.hosts ?? []).slice(0, i.replicas).filter((h) => !used.has(h.host)).map((h) => spareOf(h, key));
+    const used = new Set([
+      ...info.cluster.members.map((m) => m.host),
+      ...info.replicas.flatMap((r) => r.addresses.map((a) => splitAddress(a)[0])),
+    ]);
+    const hosts = (i.hosts ?? [])
+      .slice(0, i.replicas)
+      .filter((h) => !used.has(h.host))
+      .map((h) => spareOf(h, key));
     await client.enableHa({ replicas: i.replicas, hosts, ...settings });
     await waitForVoters(client, i.replicas, i.timeoutSeconds * 1000);
   } else if (i.replicas > 1 && Object.keys(settings).length > 0) {
@@ -302,7 +467,11 @@ async function grow(client: ControllerClient, i: ControllerInputs, had: number, 
   if (newSpares.length > 0) await client.addSpares(newSpares.map((h) => spareOf(h, key)));
 }
 
-async function observe(client: ControllerClient, i: ControllerInputs, s: Pick<Started, "uuid" | "caCert" | "adminPassword">): Promise<ControllerOutputs> {
+async function observe(
+  client: ControllerClient,
+  i: ControllerInputs,
+  s: Pick<Started, "uuid" | "caCert" | "adminPassword">,
+): Promise<ControllerOutputs> {
   const info = await client.controllerInfo();
   const c: ClusterInfo = info.cluster;
   const voters = c.store === "etcd" ? c.members.filter((m) => m.hasVote).length : 1;
@@ -314,9 +483,18 @@ async function observe(client: ControllerClient, i: ControllerInputs, s: Pick<St
     uuid: s.uuid,
     addresses: info.addresses,
     caCert: s.caCert,
-    members: c.store === "etcd"
-      ? c.members.filter((m) => m.state !== "removed").map((m) => ({ name: m.name, host: m.host, hasVote: m.hasVote, present: m.present, leader: m.leader }))
-      : info.replicas.map((r) => ({ name: r.id, host: r.addresses[0]?.split(":")[0] ?? "", hasVote: true, present: true, leader: r.leader })),
+    members:
+      c.store === "etcd"
+        ? c.members
+            .filter((m) => m.state !== "removed")
+            .map((m) => ({ name: m.name, host: m.host, hasVote: m.hasVote, present: m.present, leader: m.leader }))
+        : info.replicas.map((r) => ({
+            name: r.id,
+            host: r.addresses[0]?.split(":")[0] ?? "",
+            hasVote: true,
+            present: true,
+            leader: r.leader,
+          })),
     leader: info.replicas.find((r) => r.leader)?.id ?? "",
   });
 }

@@ -9,8 +9,17 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type * as Session from "./session";
 
-export type ResourceKind = "controller" | "model" | "machine" | "application" | "integration" | "kubernetesSeed" | "kubernetesController";
-export const RESOURCE_KINDS: readonly ResourceKind[] = ["controller", "model", "machine", "application", "integration", "kubernetesSeed", "kubernetesController"];
+export type ResourceKind =
+  "controller" | "model" | "machine" | "application" | "integration" | "kubernetesSeed" | "kubernetesController";
+export const RESOURCE_KINDS: readonly ResourceKind[] = [
+  "controller",
+  "model",
+  "machine",
+  "application",
+  "integration",
+  "kubernetesSeed",
+  "kubernetesController",
+];
 
 /**
  * Typed as the SDK's provider interface only, so the published declarations of the resources do not
@@ -18,7 +27,10 @@ export const RESOURCE_KINDS: readonly ResourceKind[] = ["controller", "model", "
  */
 export const providers = {} as Record<ResourceKind, Required<pulumi.dynamic.ResourceProvider>>;
 for (const kind of RESOURCE_KINDS) {
-  Object.defineProperty(providers, kind, { enumerable: true, get: () => require(`./${kind}-provider`)[`${kind}Provider`] });
+  Object.defineProperty(providers, kind, {
+    enumerable: true,
+    get: () => require(`./${kind}-provider`)[`${kind}Provider`],
+  });
 }
 
 /** HTTP requests sent by this process so far (benchmarks report it). */

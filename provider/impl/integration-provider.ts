@@ -21,7 +21,10 @@ export interface IntegrationInputs {
   /** How long to wait for both applications' units to be active/idle once integrated (0: do not wait). */
   timeoutSeconds: number;
 }
-export interface IntegrationOutputs extends IntegrationInputs { integrationId: number; interface: string }
+export interface IntegrationOutputs extends IntegrationInputs {
+  integrationId: number;
+  interface: string;
+}
 
 export const integrationProvider = {
   async check(_olds: IntegrationInputs, news: IntegrationInputs) {
@@ -29,8 +32,13 @@ export const integrationProvider = {
     f.connection(news.connection);
     f.name("model", news.model, "model name");
     f.wholeNumber("timeoutSeconds", news.timeoutSeconds, 0, 7 * 86400);
-    if (!Array.isArray(news.endpoints) || news.endpoints.length !== 2) f.add("endpoints", "must be two endpoints, app or app:endpoint");
-    else news.endpoints.forEach((e, i) => { if (!isUnknown(e) && !schemas().EndpointRef.safeParse(e).success) f.add(`endpoints[${i}]`, `${JSON.stringify(e)} must be app or app:endpoint`); });
+    if (!Array.isArray(news.endpoints) || news.endpoints.length !== 2)
+      f.add("endpoints", "must be two endpoints, app or app:endpoint");
+    else
+      news.endpoints.forEach((e, i) => {
+        if (!isUnknown(e) && !schemas().EndpointRef.safeParse(e).success)
+          f.add(`endpoints[${i}]`, `${JSON.stringify(e)} must be app or app:endpoint`);
+      });
     return { inputs: news, failures: f.list };
   },
 
@@ -38,8 +46,16 @@ export const integrationProvider = {
     const replaces: string[] = [];
     if (olds.model !== news.model) replaces.push("model");
     if (!sameValue([...olds.endpoints].sort(), [...news.endpoints].sort())) replaces.push("endpoints");
-    if (!sameValue([...olds.applicationUids].sort(), [...news.applicationUids].sort())) replaces.push("applicationUids");
-    return { changes: replaces.length > 0 || !sameValue(olds.connection, news.connection) || olds.timeoutSeconds !== news.timeoutSeconds, replaces, deleteBeforeReplace: true };
+    if (!sameValue([...olds.applicationUids].sort(), [...news.applicationUids].sort()))
+      replaces.push("applicationUids");
+    return {
+      changes:
+        replaces.length > 0 ||
+        !sameValue(olds.connection, news.connection) ||
+        olds.timeoutSeconds !== news.timeoutSeconds,
+      replaces,
+      deleteBeforeReplace: true,
+    };
   },
 
   async create(inputs: IntegrationInputs) {
@@ -52,7 +68,9 @@ export const integrationProvider = {
     } catch (e) {
       // Already there (made by hand, or a create whose answer was lost): take it as it is.
       if (!isConflict(e)) throw e;
-      found = (await modelStatus(inputs.connection, inputs.model))?.integrations.find((i) => i.life === "alive" && integrationJoins(inputs.endpoints, i));
+      found = (await modelStatus(inputs.connection, inputs.model))?.integrations.find(
+        (i) => i.life === "alive" && integrationJoins(inputs.endpoints, i),
+      );
       if (!found) throw e;
     }
     if (!found) throw new Error(`integration ${a} ↔ ${b} was made but is not in model "${inputs.model}"'s status`);
@@ -60,14 +78,21 @@ export const integrationProvider = {
     const outs = plain({ ...inputs, integrationId: found.id, interface: found.interface });
     if (inputs.timeoutSeconds > 0) {
       const apps = inputs.endpoints.map((e) => e.split(":")[0]!);
-      await waitForModelReady(clientFor(inputs.connection), inputs.model, { apps, timeoutMs: inputs.timeoutSeconds * 1000, intervalMs: 500 })
-        .catch((e: Error) => { throw new PartialFailure(id, outs, [`integration ${a} ↔ ${b}: ${e.message}`]); });
+      await waitForModelReady(clientFor(inputs.connection), inputs.model, {
+        apps,
+        timeoutMs: inputs.timeoutSeconds * 1000,
+        intervalMs: 500,
+      }).catch((e: Error) => {
+        throw new PartialFailure(id, outs, [`integration ${a} ↔ ${b}: ${e.message}`]);
+      });
     }
     return { id, outs };
   },
 
   async read(id: string, props: IntegrationOutputs) {
-    const i = (await modelStatus(props.connection, props.model, true))?.integrations.find((x) => x.id === props.integrationId && x.life === "alive");
+    const i = (await modelStatus(props.connection, props.model, true))?.integrations.find(
+      (x) => x.id === props.integrationId && x.life === "alive",
+    );
     if (!i) return {};
     return { id, props: plain(props), inputs: plain(inputsOf(props)) };
   },
@@ -84,8 +109,12 @@ export const integrationProvider = {
       throw e;
     }
     changed(props.connection, props.model);
-    await until(`integration ${props.endpoints.join(" ↔ ")} to be removed (relation-broken hooks run)`, 10 * 60_000, async () =>
-      !(await modelStatus(props.connection, props.model))?.integrations.some((x) => x.id === props.integrationId));
+    await until(
+      `integration ${props.endpoints.join(" ↔ ")} to be removed (relation-broken hooks run)`,
+      10 * 60_000,
+      async () =>
+        !(await modelStatus(props.connection, props.model))?.integrations.some((x) => x.id === props.integrationId),
+    );
   },
 };
 

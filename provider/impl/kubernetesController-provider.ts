@@ -26,7 +26,10 @@ export interface KubernetesControllerInputs {
   timeoutSeconds: number;
   seed: kubernetes.KubernetesControllerSeed;
 }
-export interface KubernetesControllerOutputs extends KubernetesControllerInputs { connection: ControllerConnection; clusterCredential: string }
+export interface KubernetesControllerOutputs extends KubernetesControllerInputs {
+  connection: ControllerConnection;
+  clusterCredential: string;
+}
 
 export const kubernetesControllerProvider = {
   async check(olds: Partial<KubernetesControllerInputs>, news: KubernetesControllerInputs) {
@@ -34,11 +37,17 @@ export const kubernetesControllerProvider = {
     f.name("name", news.name, "controller name");
     f.name("namespace", news.namespace, "namespace");
     f.oneOf("replicas", news.replicas, REPLICA_COUNTS, " (an odd number of voters: 1, 3, 5 or 7)");
-    if (typeof olds.replicas === "number" && typeof news.replicas === "number" && news.replicas < olds.replicas) f.add("replicas", `the controller has ${olds.replicas} replicas; shrinking is not supported`);
+    if (typeof olds.replicas === "number" && typeof news.replicas === "number" && news.replicas < olds.replicas)
+      f.add("replicas", `the controller has ${olds.replicas} replicas; shrinking is not supported`);
     if (typeof news.kubeconfig === "string") {
-      try { kubernetes.parseKubeconfig(news.kubeconfig, news.context ? { context: news.context } : {}); } catch (err) { f.add("kubeconfig", (err as Error).message); }
+      try {
+        kubernetes.parseKubeconfig(news.kubeconfig, news.context ? { context: news.context } : {});
+      } catch (err) {
+        f.add("kubeconfig", (err as Error).message);
+      }
     }
-    for (const a of news.apiAddresses ?? []) if (typeof a === "string" && !/^[^\s:]+:\d{1,5}$/.test(a)) f.add("apiAddresses", `${a}: give HOST:PORT`);
+    for (const a of news.apiAddresses ?? [])
+      if (typeof a === "string" && !/^[^\s:]+:\d{1,5}$/.test(a)) f.add("apiAddresses", `${a}: give HOST:PORT`);
     f.wholeNumber("timeoutSeconds", news.timeoutSeconds, 10, 86400);
     return { inputs: news, failures: f.list };
   },
@@ -46,8 +55,14 @@ export const kubernetesControllerProvider = {
   async diff(_id: string, olds: KubernetesControllerOutputs, news: KubernetesControllerInputs) {
     const replaces = ["name", "namespace"].filter((k) => olds[k as "name"] !== news[k as "name"]);
     if (olds.seed.uuid !== news.seed.uuid) replaces.push("seed");
-    const changes = replaces.length > 0 || olds.replicas !== news.replicas || olds.kubeconfig !== news.kubeconfig || olds.context !== news.context
-      || olds.inClusterServer !== news.inClusterServer || JSON.stringify(olds.apiAddresses ?? []) !== JSON.stringify(news.apiAddresses ?? []) || olds.replaceAfterSeconds !== news.replaceAfterSeconds;
+    const changes =
+      replaces.length > 0 ||
+      olds.replicas !== news.replicas ||
+      olds.kubeconfig !== news.kubeconfig ||
+      olds.context !== news.context ||
+      olds.inClusterServer !== news.inClusterServer ||
+      JSON.stringify(olds.apiAddresses ?? []) !== JSON.stringify(news.apiAddresses ?? []) ||
+      olds.replaceAfterSeconds !== news.replaceAfterSeconds;
     return { changes, replaces, deleteBeforeReplace: true };
   },
 
@@ -55,19 +70,36 @@ export const kubernetesControllerProvider = {
     const connection = kubernetes.parseKubeconfig(inputs.kubeconfig, inputs.context ? { context: inputs.context } : {});
     const api = new kubernetes.KubeApi(connection);
     try {
-      const access = await kubernetes.finishKubernetesBootstrap({
-        name: inputs.name, namespace: inputs.namespace, replicas: inputs.replicas, timeoutMs: inputs.timeoutSeconds * 1000, progress: () => undefined,
-        ...(inputs.apiAddresses?.length ? { apiAddresses: inputs.apiAddresses } : {}),
-        ...(inputs.replaceAfterSeconds ? { replaceAfterSeconds: inputs.replaceAfterSeconds } : {}),
-      }, inputs.seed, api);
-      const controller: ControllerConnection = { addresses: access.addresses, caCert: access.caCert, user: "admin", password: access.adminPassword };
+      const access = await kubernetes.finishKubernetesBootstrap(
+        {
+          name: inputs.name,
+          namespace: inputs.namespace,
+          replicas: inputs.replicas,
+          timeoutMs: inputs.timeoutSeconds * 1000,
+          progress: () => undefined,
+          ...(inputs.apiAddresses?.length ? { apiAddresses: inputs.apiAddresses } : {}),
+          ...(inputs.replaceAfterSeconds ? { replaceAfterSeconds: inputs.replaceAfterSeconds } : {}),
+        },
+        inputs.seed,
+        api,
+      );
+      const controller: ControllerConnection = {
+        addresses: access.addresses,
+        caCert: access.caCert,
+        user: "admin",
+        password: access.adminPassword,
+      };
       // For a kubernetes Model on this same cluster, registered as `steward add-k8s` would register
       // it: the user's credential, at the API server as the controller's pods reach it. (The
       // controller itself manages its StatefulSet as its pods' ServiceAccount, not with this.)
       const clusterCredential = `${inputs.name}-cluster`;
       const inCluster = new kubernetes.KubeConnection({
-        server: inputs.inClusterServer ?? "https://kubernetes.default.svc", credential: connection.credential(), namespace: inputs.namespace,
-        ...(connection.caCert ? { caCert: connection.caCert } : {}), insecure: connection.insecure, context: connection.context,
+        server: inputs.inClusterServer ?? "https://kubernetes.default.svc",
+        credential: connection.credential(),
+        namespace: inputs.namespace,
+        ...(connection.caCert ? { caCert: connection.caCert } : {}),
+        insecure: connection.insecure,
+        context: connection.context,
       });
       const client = clientFor(controller);
       try {
@@ -87,7 +119,12 @@ export const kubernetesControllerProvider = {
     try {
       const info = await client.controllerInfo();
       // Addresses only when the user gave none (the pods' IPs change as pods are made again).
-      return { id, props: props.apiAddresses?.length ? props : { ...props, connection: { ...props.connection, addresses: info.addresses } } };
+      return {
+        id,
+        props: props.apiAddresses?.length
+          ? props
+          : { ...props, connection: { ...props.connection, addresses: info.addresses } },
+      };
     } finally {
       client.close();
     }
@@ -98,14 +135,21 @@ export const kubernetesControllerProvider = {
     if (news.replicas > olds.replicas || news.replaceAfterSeconds !== olds.replaceAfterSeconds) {
       const client = clientFor(connection);
       try {
-        await client.enableHa({ replicas: news.replicas, ...(news.replaceAfterSeconds ? { replaceAfterSeconds: news.replaceAfterSeconds } : {}) });
+        await client.enableHa({
+          replicas: news.replicas,
+          ...(news.replaceAfterSeconds ? { replaceAfterSeconds: news.replaceAfterSeconds } : {}),
+        });
         await waitForVoters(client, news.replicas, news.timeoutSeconds * 1000);
       } finally {
         client.close();
       }
     }
-    return { outs: { ...news, connection, clusterCredential: olds.clusterCredential } satisfies KubernetesControllerOutputs };
+    return {
+      outs: { ...news, connection, clusterCredential: olds.clusterCredential } satisfies KubernetesControllerOutputs,
+    };
   },
 
-  async delete() { /* the component's Kubernetes resources are deleted by Pulumi; claims are kept */ },
+  async delete() {
+    /* the component's Kubernetes resources are deleted by Pulumi; claims are kept */
+  },
 };

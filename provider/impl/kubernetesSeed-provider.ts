@@ -6,7 +6,9 @@
 import { kubernetes } from "../../substrates";
 import { Failures } from "./checks";
 
-export interface KubernetesSeedInputs { name: string }
+export interface KubernetesSeedInputs {
+  name: string;
+}
 export interface KubernetesSeedOutputs extends KubernetesSeedInputs, kubernetes.KubernetesControllerSeed {}
 
 export const kubernetesSeedProvider = {
@@ -23,7 +25,13 @@ export const kubernetesSeedProvider = {
     const seed = await kubernetes.newKubernetesControllerSeed(inputs.name);
     return { id: seed.uuid, outs: { ...inputs, ...seed } satisfies KubernetesSeedOutputs };
   },
-  async read(id: string, props: KubernetesSeedOutputs) { return { id, props }; },
-  async update(_id: string, _olds: KubernetesSeedOutputs, news: KubernetesSeedInputs) { return { outs: news }; },
-  async delete() { /* nothing outside the state */ },
+  async read(id: string, props: KubernetesSeedOutputs) {
+    return { id, props };
+  },
+  async update(_id: string, _olds: KubernetesSeedOutputs, news: KubernetesSeedInputs) {
+    return { outs: news };
+  },
+  async delete() {
+    /* nothing outside the state */
+  },
 };

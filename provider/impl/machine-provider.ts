@@ -6,7 +6,16 @@
  * which terminates its instance.
  */
 import type { MachineInfo, ModelSubstrate } from "../../api/core";
-import { StewardError, contractNamed, contractOf, formatConstraints, kindsWhere, parseConstraints, substratesWhere, withArticle } from "../../api/core";
+import {
+  StewardError,
+  contractNamed,
+  contractOf,
+  formatConstraints,
+  kindsWhere,
+  parseConstraints,
+  substratesWhere,
+  withArticle,
+} from "../../api/core";
 import type { ControllerConnection, SshHost } from "../connection";
 import { Failures } from "./checks";
 import { changed, clientFor, isNotFound, modelStatus, until } from "./session";
@@ -34,14 +43,23 @@ export interface MachineInputs {
   forceDelete: boolean;
 }
 export interface MachineOutputs extends MachineInputs {
-  machineId: string; address: string; status: string;
-  instanceId?: string; zone?: string; instanceState?: string; hardware?: string;
+  machineId: string;
+  address: string;
+  status: string;
+  instanceId?: string;
+  zone?: string;
+  instanceState?: string;
+  hardware?: string;
 }
 
 const substrateOf = (i: MachineInputs): MachineSubstrate => i.substrate ?? (i.ssh ? "ssh" : "local");
 /** Constraints compared as what they mean: `mem=4096` and `mem=4G` are the same. */
 const normalConstraints = (text: string | undefined): string => {
-  try { return formatConstraints(parseConstraints(text ?? "")); } catch { return text ?? ""; }
+  try {
+    return formatConstraints(parseConstraints(text ?? ""));
+  } catch {
+    return text ?? "";
+  }
 };
 
 export const machineProvider = {
@@ -55,19 +73,29 @@ export const machineProvider = {
     const cloud = contractNamed(substrate)?.instances ?? false;
     const byAddress = contractNamed(substrate)?.addMachines === "address";
     if (cloud) {
-      if (news.ssh !== undefined) f.add("ssh", `only for ssh machines: ${withArticle(substrate)} machine is launched by the controller, and its agent enrols itself`);
+      if (news.ssh !== undefined)
+        f.add(
+          "ssh",
+          `only for ssh machines: ${withArticle(substrate)} machine is launched by the controller, and its agent enrols itself`,
+        );
       if (news.privateKey !== undefined) f.add("privateKey", `only for ssh machines, not ${substrate}`);
       f.wholeNumber("timeoutSeconds", news.timeoutSeconds, 30, 24 * 3600);
     } else if (news.constraints !== undefined) {
-      f.add("constraints", `only for ${kindsWhere((k) => k.instances)} machines, which the controller provisions; ${substrate} machines are what they are`);
+      f.add(
+        "constraints",
+        `only for ${kindsWhere((k) => k.instances)} machines, which the controller provisions; ${substrate} machines are what they are`,
+      );
     }
     if (byAddress && news.ssh && !isUnknown(news.ssh)) {
       f.sshHost("ssh", news.ssh);
       if (!news.privateKey) f.add("privateKey", "required with ssh: the private key's content (pass it as a secret)");
     }
-    if (byAddress && news.ssh === undefined) f.add("ssh", "required for an ssh machine: { host, port?, user?, hostKey }");
+    if (byAddress && news.ssh === undefined)
+      f.add("ssh", "required for an ssh machine: { host, port?, user?, hostKey }");
     if (cloud && typeof news.constraints === "string") {
-      try { parseConstraints(news.constraints); } catch (e) {
+      try {
+        parseConstraints(news.constraints);
+      } catch (e) {
         if (!StewardError.isInstance(e)) throw e;
         f.add("constraints", e.message.replace(/^constraints: /, ""));
       }
@@ -85,8 +113,12 @@ export const machineProvider = {
     // Refresh found its instance terminated or destroyed: only a new machine brings one back.
     if (olds.instanceState !== undefined && GONE.includes(olds.instanceState)) replaces.push("instanceState");
     // A machine that is gone (refresh found it removed by hand) comes back through create, not here.
-    const changes = replaces.length > 0 || !sameValue(olds.connection, news.connection) || olds.privateKey !== news.privateKey
-      || olds.forceDelete !== news.forceDelete || olds.timeoutSeconds !== news.timeoutSeconds;
+    const changes =
+      replaces.length > 0 ||
+      !sameValue(olds.connection, news.connection) ||
+      olds.privateKey !== news.privateKey ||
+      olds.forceDelete !== news.forceDelete ||
+      olds.timeoutSeconds !== news.timeoutSeconds;
     return { changes, replaces, deleteBeforeReplace: true };
   },
 
@@ -96,10 +128,17 @@ export const machineProvider = {
     let machineId: string;
     if (contractOf(substrate).addMachines === "address") {
       const s = inputs.ssh!;
-      const res = await client.addSshMachine(inputs.model, { host: s.host, port: s.port ?? 22, user: s.user ?? "root", privateKey: inputs.privateKey!, hostKey: s.hostKey });
+      const res = await client.addSshMachine(inputs.model, {
+        host: s.host,
+        port: s.port ?? 22,
+        user: s.user ?? "root",
+        privateKey: inputs.privateKey!,
+        hostKey: s.hostKey,
+      });
       machineId = res.machines[0]!.id;
     } else {
-      machineId = (await client.addMachines(inputs.model, substrate, 1, inputs.constraints || undefined)).machines[0]!.id;
+      machineId = (await client.addMachines(inputs.model, substrate, 1, inputs.constraints || undefined)).machines[0]!
+        .id;
     }
     changed(inputs.connection, inputs.model);
     let m = (await client.listMachines(inputs.model)).find((x) => x.id === machineId);
@@ -112,8 +151,16 @@ export const machineProvider = {
     const m = status?.machines[props.machineId];
     if (!m || m.life !== "alive") return {};
     const outs: MachineOutputs = {
-      ...props, address: m.address, status: m.status.current,
-      ...(m.instance ? { instanceId: m.instance.id, instanceState: m.instance.state, ...(m.instance.zone ? { zone: m.instance.zone } : {}) } : {}),
+      ...props,
+      address: m.address,
+      status: m.status.current,
+      ...(m.instance
+        ? {
+            instanceId: m.instance.id,
+            instanceState: m.instance.state,
+            ...(m.instance.zone ? { zone: m.instance.zone } : {}),
+          }
+        : {}),
       ...(m.hardware ? { hardware: m.hardware } : {}),
     };
     return { id, props: plain(outs), inputs: plain(inputsOf(outs)) };
@@ -121,7 +168,16 @@ export const machineProvider = {
 
   async update(_id: string, olds: MachineOutputs, news: MachineInputs) {
     const { machineId, address, status, instanceId, zone, instanceState, hardware } = olds;
-    return { outs: plain({ ...news, machineId, address, status, ...(instanceId !== undefined ? { instanceId, instanceState, ...(zone !== undefined ? { zone } : {}) } : {}), ...(hardware !== undefined ? { hardware } : {}) }) };
+    return {
+      outs: plain({
+        ...news,
+        machineId,
+        address,
+        status,
+        ...(instanceId !== undefined ? { instanceId, instanceState, ...(zone !== undefined ? { zone } : {}) } : {}),
+        ...(hardware !== undefined ? { hardware } : {}),
+      }),
+    };
   },
 
   async delete(_id: string, props: MachineOutputs) {
@@ -147,30 +203,55 @@ async function enrolled(inputs: MachineInputs, machineId: string): Promise<Machi
   let last: MachineInfo | undefined;
   let failure: string | undefined;
   try {
-    await until(`machine ${machineId} of model "${inputs.model}" to start (its instance to boot and its agent to enrol)`, (inputs.timeoutSeconds ?? 900) * 1000, async () => {
-      last = (await client.listMachines(inputs.model)).find((x) => x.id === machineId);
-      if (last?.install?.state === "failed") failure = last.install.step;
-      // Installed as well as started: the hardware launched is recorded then.
-      return failure !== undefined || (last?.status === "started" && last.install?.state === "installed");
-    }, 250);
+    await until(
+      `machine ${machineId} of model "${inputs.model}" to start (its instance to boot and its agent to enrol)`,
+      (inputs.timeoutSeconds ?? 900) * 1000,
+      async () => {
+        last = (await client.listMachines(inputs.model)).find((x) => x.id === machineId);
+        if (last?.install?.state === "failed") failure = last.install.step;
+        // Installed as well as started: the hardware launched is recorded then.
+        return failure !== undefined || (last?.status === "started" && last.install?.state === "installed");
+      },
+      250,
+    );
   } catch (e) {
     failure = (e as Error).message;
   }
   if (failure === undefined) return last!;
   await client.removeMachine(inputs.model, machineId, true).catch(() => undefined);
   changed(inputs.connection, inputs.model);
-  throw new StewardError("unavailable", `${withArticle(substrateOf(inputs))} machine could not be provisioned (it was removed again): ${failure}`, { reason: "provisioning-failed" });
+  throw new StewardError(
+    "unavailable",
+    `${withArticle(substrateOf(inputs))} machine could not be provisioned (it was removed again): ${failure}`,
+    { reason: "provisioning-failed" },
+  );
 }
 
 function observed(m: MachineInfo | undefined): Omit<MachineOutputs, keyof MachineInputs | "machineId"> {
   return {
-    address: m?.address ?? "", status: m?.status ?? "pending",
-    ...(m?.instance ? { instanceId: m.instance.id, instanceState: m.instance.state, ...(m.instance.zone ? { zone: m.instance.zone } : {}) } : {}),
+    address: m?.address ?? "",
+    status: m?.status ?? "pending",
+    ...(m?.instance
+      ? {
+          instanceId: m.instance.id,
+          instanceState: m.instance.state,
+          ...(m.instance.zone ? { zone: m.instance.zone } : {}),
+        }
+      : {}),
     ...(m?.hardware ? { hardware: m.hardware } : {}),
   };
 }
 
 function inputsOf(o: MachineOutputs): MachineInputs {
-  const { machineId: _m, address: _a, status: _s, instanceId: _i, zone: _z, instanceState: _st, hardware: _h, ...inputs } = o;
+  const {
+    machineId: _m,
+    address: _a,
+    status: _s,
+    instanceId: _i,
+    zone: _z,
+    instanceState: _st,
+    hardware: _h,
+    ...inputs
+  } = o;
   return inputs;
 }

@@ -1,6 +1,16 @@
 /** The Model resource: a model on a controller, with its settings; adopted by name when asked. */
 import type { AwsModelSettings, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api/core";
-import { CREDENTIALED_SUBSTRATES, MODEL_SUBSTRATES, StewardError, constraintsProblem, contractOf, formatConstraints, parseConstraints, substratesWhere, withArticle } from "../../api/core";
+import {
+  CREDENTIALED_SUBSTRATES,
+  MODEL_SUBSTRATES,
+  StewardError,
+  constraintsProblem,
+  contractOf,
+  formatConstraints,
+  parseConstraints,
+  substratesWhere,
+  withArticle,
+} from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
 import { schemas } from "./schemas";
@@ -28,7 +38,9 @@ export interface ModelInputs {
   /** How long a migration to another controller (a changed `connection`) may take. @default 1800 */
   migrateTimeoutSeconds?: number;
 }
-export interface ModelOutputs extends ModelInputs { uuid: string }
+export interface ModelOutputs extends ModelInputs {
+  uuid: string;
+}
 
 const MODEL_SETTINGS = ["updateStatusInterval", "automaticallyRetryHooks"] as const;
 /** The kinds whose settings a model takes, each as the input named after it. */
@@ -42,13 +54,24 @@ export const modelProvider = {
     f.name("name", news.name, "model name");
     f.oneOf("substrate", news.substrate, MODEL_SUBSTRATES);
     if (CREDENTIALED_SUBSTRATES.includes(news.substrate)) {
-      if (!news.credential) f.add("credential", `required for ${withArticle(news.substrate)} model: the name of a credential stored with steward add-credential`);
+      if (!news.credential)
+        f.add(
+          "credential",
+          `required for ${withArticle(news.substrate)} model: the name of a credential stored with steward add-credential`,
+        );
     } else if (news.credential) f.add("credential", `only for cloud and kubernetes models, not ${news.substrate}`);
     // Each kind that takes settings takes them under its own name (aws, vsphere, kubernetes).
     for (const kind of SETTINGS_KINDS.map(contractOf)) {
       const settings = settingsArg(news, kind.name);
-      if (news.substrate !== kind.name) { if (settings) f.add(kind.name, `only for ${kind.name} models, not ${news.substrate}`); continue; }
-      if (!settings) { if (kind.settings?.required) f.add(kind.name, `required for ${withArticle(kind.name)} model: ${kind.settings.hint}`); continue; }
+      if (news.substrate !== kind.name) {
+        if (settings) f.add(kind.name, `only for ${kind.name} models, not ${news.substrate}`);
+        continue;
+      }
+      if (!settings) {
+        if (kind.settings?.required)
+          f.add(kind.name, `required for ${withArticle(kind.name)} model: ${kind.settings.hint}`);
+        continue;
+      }
       if (isUnknown(settings)) continue;
       const parsed = schemas().settingsSchemaOf(kind.name)!.safeParse(settings);
       if (!parsed.success) f.add(kind.name, schemas().describeIssues(parsed.error.issues));
@@ -72,10 +95,20 @@ export const modelProvider = {
 
   async diff(_id: string, olds: ModelOutputs, news: ModelInputs) {
     // A model keeps its substrate for life (its machines came from it): another one is another model.
-    const replaces = [...(olds.name !== news.name ? ["name"] : []), ...((olds.substrate ?? "local") !== news.substrate ? ["substrate"] : []),
-      ...(olds.credential !== news.credential ? ["credential"] : []), ...SETTINGS_KINDS.filter((k) => !sameValue(settingsArg(olds, k), settingsArg(news, k)))];
-    const changes = replaces.length > 0 || !sameValue(olds.config, news.config) || !sameValue(olds.connection, news.connection) || normal(olds.constraints) !== normal(news.constraints)
-      || olds.forceDelete !== news.forceDelete || olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds || olds.adopt !== news.adopt;
+    const replaces = [
+      ...(olds.name !== news.name ? ["name"] : []),
+      ...((olds.substrate ?? "local") !== news.substrate ? ["substrate"] : []),
+      ...(olds.credential !== news.credential ? ["credential"] : []),
+      ...SETTINGS_KINDS.filter((k) => !sameValue(settingsArg(olds, k), settingsArg(news, k))),
+    ];
+    const changes =
+      replaces.length > 0 ||
+      !sameValue(olds.config, news.config) ||
+      !sameValue(olds.connection, news.connection) ||
+      normal(olds.constraints) !== normal(news.constraints) ||
+      olds.forceDelete !== news.forceDelete ||
+      olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds ||
+      olds.adopt !== news.adopt;
     return { changes, replaces, deleteBeforeReplace: true };
   },
 
@@ -83,14 +116,27 @@ export const modelProvider = {
     const client = clientFor(inputs.connection);
     let uuid: string;
     try {
-      uuid = (await client.createModel(inputs.name, inputs.config, inputs.substrate, { credential: inputs.credential, settings: settingsArg(inputs, inputs.substrate) as object | undefined, constraints: inputs.constraints || undefined })).uuid;
+      uuid = (
+        await client.createModel(inputs.name, inputs.config, inputs.substrate, {
+          credential: inputs.credential,
+          settings: settingsArg(inputs, inputs.substrate) as object | undefined,
+          constraints: inputs.constraints || undefined,
+        })
+      ).uuid;
     } catch (e) {
       if (!isConflict(e)) throw e;
-      if (!inputs.adopt) throw new Error(`model "${inputs.name}" already exists on the controller: set adopt: true to take it over, or choose another name`);
+      if (!inputs.adopt)
+        throw new Error(
+          `model "${inputs.name}" already exists on the controller: set adopt: true to take it over, or choose another name`,
+        );
       const existing = (await client.listModels()).find((m) => m.name === inputs.name)!;
-      if (existing.substrate !== inputs.substrate) throw new Error(`model "${inputs.name}" exists with the ${existing.substrate} substrate, not ${inputs.substrate}: a model keeps its substrate, so it cannot be adopted as this one`);
+      if (existing.substrate !== inputs.substrate)
+        throw new Error(
+          `model "${inputs.name}" exists with the ${existing.substrate} substrate, not ${inputs.substrate}: a model keeps its substrate, so it cannot be adopted as this one`,
+        );
       await client.updateModel(inputs.name, inputs.config);
-      if (normal(existing.constraints) !== normal(inputs.constraints)) await client.setModelConstraints(inputs.name, inputs.constraints ?? "");
+      if (normal(existing.constraints) !== normal(inputs.constraints))
+        await client.setModelConstraints(inputs.name, inputs.constraints ?? "");
       uuid = existing.uuid;
     }
     return { id: uuid, outs: plain({ ...inputs, uuid }) };
@@ -103,18 +149,35 @@ export const modelProvider = {
     // Settings the program leaves unset are not its to report: only those it manages show drift.
     // (A controller too old to list settings shows none.)
     const config: ModelInputs["config"] = {};
-    for (const key of MODEL_SETTINGS) if (props.config?.[key] !== undefined) Object.assign(config, { [key]: (found.config ?? props.config)[key] });
-    const now: ModelOutputs = { ...props, name: found.name, config, substrate: (found.substrate ?? "local") as ModelSubstrate };
+    for (const key of MODEL_SETTINGS)
+      if (props.config?.[key] !== undefined) Object.assign(config, { [key]: (found.config ?? props.config)[key] });
+    const now: ModelOutputs = {
+      ...props,
+      name: found.name,
+      config,
+      substrate: (found.substrate ?? "local") as ModelSubstrate,
+    };
     // Constraints set by hand show as drift, kept as the program wrote them when they mean the same.
-    if (normal(found.constraints) !== normal(props.constraints)) { if (found.constraints) now.constraints = found.constraints; else delete now.constraints; }
+    if (normal(found.constraints) !== normal(props.constraints)) {
+      if (found.constraints) now.constraints = found.constraints;
+      else delete now.constraints;
+    }
     return { id, props: plain(now), inputs: plain(inputsOf(now)) };
   },
 
   async update(_id: string, olds: ModelOutputs, news: ModelInputs) {
     // Another controller: the model migrates there (an update, never a replace: its units keep running).
-    if (!sameValue(olds.connection, news.connection)) await migrateIfMoved(news.name, olds.uuid, olds.connection, news.connection, (news.migrateTimeoutSeconds ?? 1800) * 1000);
+    if (!sameValue(olds.connection, news.connection))
+      await migrateIfMoved(
+        news.name,
+        olds.uuid,
+        olds.connection,
+        news.connection,
+        (news.migrateTimeoutSeconds ?? 1800) * 1000,
+      );
     if (!sameValue(olds.config, news.config)) await clientFor(news.connection).updateModel(news.name, news.config);
-    if (normal(olds.constraints) !== normal(news.constraints)) await clientFor(news.connection).setModelConstraints(news.name, news.constraints ?? "");
+    if (normal(olds.constraints) !== normal(news.constraints))
+      await clientFor(news.connection).setModelConstraints(news.name, news.constraints ?? "");
     return { outs: plain({ ...news, uuid: olds.uuid }) };
   },
 
@@ -132,7 +195,8 @@ export const modelProvider = {
     try {
       await until(`model "${props.name}" to be destroyed (stop and remove hooks run on each unit)`, timeoutMs, gone);
     } catch (e) {
-      if (!props.forceDelete) throw new Error(`${(e as Error).message}; set forceDelete: true to remove it without its hooks`);
+      if (!props.forceDelete)
+        throw new Error(`${(e as Error).message}; set forceDelete: true to remove it without its hooks`);
       await client.destroyModel(props.name, true);
       await until(`model "${props.name}" to be removed by force`, 60_000, gone);
     }
@@ -141,7 +205,11 @@ export const modelProvider = {
 
 /** Constraints as what they mean (`mem=4096` is `mem=4G`); unparsable text as written, for check to refuse. */
 function normal(text: string | undefined): string {
-  try { return formatConstraints(parseConstraints(text ?? "")); } catch { return text ?? ""; }
+  try {
+    return formatConstraints(parseConstraints(text ?? ""));
+  } catch {
+    return text ?? "";
+  }
 }
 
 function inputsOf(o: ModelOutputs): ModelInputs {

@@ -15,20 +15,31 @@ const statuses = new Map<string, { at: number; status: Promise<ModelStatus> }>()
 const STATUS_TTL_MS = 2000;
 
 function keyOf(c: ControllerConnection): string {
-  return createHash("sha256").update(JSON.stringify([[...c.addresses].sort(), c.caCert, c.user, c.password])).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify([[...c.addresses].sort(), c.caCert, c.user, c.password]))
+    .digest("hex");
 }
 
 /** The client for `connection`, created on first use; the password never leaves this process. */
 export function clientFor(connection: ControllerConnection): ControllerClient {
   if (!connection || !Array.isArray(connection.addresses) || connection.addresses.length === 0) {
-    throw new StewardError("invalid-request", "connection: no controller addresses; pass a Controller's `connection` output");
+    throw new StewardError(
+      "invalid-request",
+      "connection: no controller addresses; pass a Controller's `connection` output",
+    );
   }
   const key = keyOf(connection);
   let client = clients.get(key);
   if (!client) {
     // A model that migrated is followed to its new controller with the same login (the user has one
     // there, having moved it); the stack keeps working until its connection is updated.
-    client = new ControllerClient({ addresses: connection.addresses, caCert: connection.caCert, user: connection.user, password: connection.password, onMoved: (m) => ({ addresses: m.target.addresses, caCert: m.target.caCert }) });
+    client = new ControllerClient({
+      addresses: connection.addresses,
+      caCert: connection.caCert,
+      user: connection.user,
+      password: connection.password,
+      onMoved: (m) => ({ addresses: m.target.addresses, caCert: m.target.caCert }),
+    });
     clients.set(key, client);
   }
   return client;
@@ -39,7 +50,11 @@ export function clientFor(connection: ControllerConnection): ControllerClient {
  * one answer serves every read within {@link STATUS_TTL_MS}; without, it is fetched fresh and not
  * kept, so a change made since (by hand, or by this process) is never hidden.
  */
-export async function modelStatus(connection: ControllerConnection, model: string, shared = false): Promise<ModelStatus | undefined> {
+export async function modelStatus(
+  connection: ControllerConnection,
+  model: string,
+  shared = false,
+): Promise<ModelStatus | undefined> {
   if (!shared) return orUndefined(clientFor(connection).status(model));
   const key = `${keyOf(connection)}/${model}`;
   const cached = statuses.get(key);
@@ -56,7 +71,10 @@ export function changed(connection: ControllerConnection, model: string): void {
 }
 
 async function orUndefined(status: Promise<ModelStatus>): Promise<ModelStatus | undefined> {
-  return status.catch((e: unknown) => { if (isNotFound(e)) return undefined; throw e; });
+  return status.catch((e: unknown) => {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  });
 }
 
 export const isNotFound = (e: unknown): boolean => StewardError.isInstance(e) && e.code === "not-found";
@@ -74,16 +92,29 @@ export function requestCount(): number {
  * `id` and `properties` (so the next `up` updates it rather than creating a duplicate) and shows the reasons.
  */
 export class PartialFailure extends Error {
-  constructor(public readonly id: string, public readonly properties: object, public readonly reasons: string[]) {
+  constructor(
+    public readonly id: string,
+    public readonly properties: object,
+    public readonly reasons: string[],
+  ) {
     super(reasons.join("\n"));
   }
 }
 
 /** Polls `probe` until it answers true, or fails with `what` after `timeoutMs`. */
-export async function until(what: string, timeoutMs: number, probe: () => Promise<boolean>, intervalMs = 500): Promise<void> {
+export async function until(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<boolean>,
+  intervalMs = 500,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
-    if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new StewardError(
+        "deadline-exceeded",
+        `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}`,
+      );
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

@@ -15,7 +15,8 @@ export function plain<T>(value: T): T {
 
 /** Config maps equal by value and type (1 and "1" differ), whatever their key order. */
 export function sameConfig(a: Record<string, unknown> | undefined, b: Record<string, unknown> | undefined): boolean {
-  const x = a ?? {}, y = b ?? {};
+  const x = a ?? {},
+    y = b ?? {};
   const keys = new Set([...Object.keys(x), ...Object.keys(y)]);
   for (const k of keys) if (!Object.is(x[k], y[k])) return false;
   return true;
@@ -23,7 +24,8 @@ export function sameConfig(a: Record<string, unknown> | undefined, b: Record<str
 
 /** Arrays equal as sets (order means nothing: addresses, machine placement). */
 export function sameSet(a: readonly unknown[] | undefined, b: readonly unknown[] | undefined): boolean {
-  const x = new Set((a ?? []).map((v) => JSON.stringify(v))), y = new Set((b ?? []).map((v) => JSON.stringify(v)));
+  const x = new Set((a ?? []).map((v) => JSON.stringify(v))),
+    y = new Set((b ?? []).map((v) => JSON.stringify(v)));
   return x.size === y.size && [...x].every((v) => y.has(v));
 }
 
@@ -34,6 +36,11 @@ export function sameValue(a: unknown, b: unknown): boolean {
 
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
-  if (v && typeof v === "object") return `{${Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}`;
+  if (v && typeof v === "object")
+    return `{${Object.keys(v)
+      .sort()
+      .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
   return JSON.stringify(v) ?? "undefined";
 }

@@ -10,11 +10,19 @@ import { Agent } from "node:https";
 import type { EC2Client, Filter, Instance } from "@aws-sdk/client-ec2";
 import type { AwsModelSettings } from "../../api/core";
 
-export interface AwsCredentials { accessKeyId: string; secretAccessKey: string; sessionToken?: string }
+export interface AwsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
 
 /** A stored aws credential's attributes (api/substrate-kinds.ts, the kind's credential) as the SDK takes them. */
 export function awsCredentialsOf(attributes: Record<string, string>): AwsCredentials {
-  return { accessKeyId: attributes["access-key-id"]!, secretAccessKey: attributes["secret-access-key"]!, ...(attributes["session-token"] ? { sessionToken: attributes["session-token"] } : {}) };
+  return {
+    accessKeyId: attributes["access-key-id"]!,
+    secretAccessKey: attributes["secret-access-key"]!,
+    ...(attributes["session-token"] ? { sessionToken: attributes["session-token"] } : {}),
+  };
 }
 
 /** Where instances go: region and settings, the credential, and the controller they belong to. */
@@ -25,14 +33,33 @@ export interface AwsPlacement {
 }
 
 /** An instance as Steward records it. */
-export interface AwsInstance { id: string; tags: Record<string, string>; zone?: string; state: string; address?: string; instanceType?: string }
+export interface AwsInstance {
+  id: string;
+  tags: Record<string, string>;
+  zone?: string;
+  state: string;
+  address?: string;
+  instanceType?: string;
+}
 /** What a launch needs to know of an image: its architecture (EC2's `x86_64`, `arm64`…) and root device. */
-export interface AwsImage { id: string; architecture?: string; rootDeviceName?: string; rootDeviceType?: string; rootVolumeGiB?: number }
+export interface AwsImage {
+  id: string;
+  architecture?: string;
+  rootDeviceName?: string;
+  rootDeviceType?: string;
+  rootVolumeGiB?: number;
+}
 
-export const TAGS = { controller: "steward:controller", model: "steward:model", machine: "steward:machine", replica: "steward:replica" };
+export const TAGS = {
+  controller: "steward:controller",
+  model: "steward:model",
+  machine: "steward:machine",
+  replica: "steward:replica",
+};
 /** What marks a controller replica's instance, whoever launched it (the quorum keeper, or `steward bootstrap aws:…`). */
 export const REPLICA_TAGS: Readonly<Record<string, string>> = { [TAGS.replica]: "replicas" };
-export const replicaInstanceName = (controllerUuid: string): string => `steward-controller-${controllerUuid.slice(0, 8)}`;
+export const replicaInstanceName = (controllerUuid: string): string =>
+  `steward-controller-${controllerUuid.slice(0, 8)}`;
 /** States of an instance that still is (or will be) what it was launched as. */
 export const LIVE_STATES = ["pending", "running", "stopping", "stopped"];
 export const GONE_STATES = new Set(["shutting-down", "terminated"]);
@@ -53,14 +80,25 @@ export class Ec2 {
 
   /** One client per region, endpoint and key (reused: each holds a connection pool). */
   private client(p: AwsPlacement): EC2Client {
-    const key = [p.settings.region, p.settings.endpoint ?? "", p.credentials.accessKeyId, createHash("sha256").update(p.credentials.secretAccessKey + (p.credentials.sessionToken ?? "")).digest("hex")].join("|");
+    const key = [
+      p.settings.region,
+      p.settings.endpoint ?? "",
+      p.credentials.accessKeyId,
+      createHash("sha256")
+        .update(p.credentials.secretAccessKey + (p.credentials.sessionToken ?? ""))
+        .digest("hex"),
+    ].join("|");
     let c = this.clients.get(key);
     if (!c) {
       const { EC2Client } = loadSdk();
       c = new EC2Client({
-        region: p.settings.region, credentials: p.credentials, maxAttempts: 4,
+        region: p.settings.region,
+        credentials: p.credentials,
+        maxAttempts: 4,
         ...(p.settings.endpoint ? { endpoint: p.settings.endpoint } : {}),
-        ...(p.settings.endpointCaCert ? { requestHandler: { httpsAgent: new Agent({ ca: p.settings.endpointCaCert, keepAlive: true }) } } : {}),
+        ...(p.settings.endpointCaCert
+          ? { requestHandler: { httpsAgent: new Agent({ ca: p.settings.endpointCaCert, keepAlive: true }) } }
+          : {}),
       });
       this.clients.set(key, c);
     }
@@ -71,22 +109,49 @@ export class Ec2 {
    * Launches one instance tagged with the controller and `tags`, in the `n`-th subnet (or zone) in
    * turn. `idempotencyKey` makes EC2 launch it once however often the call is retried.
    */
-  async launch(p: AwsPlacement, o: { n: number; name: string; tags: Record<string, string>; userData: Buffer; idempotencyKey: string; instanceType?: string; rootVolume?: { deviceName: string; sizeGiB: number } }): Promise<AwsInstance> {
+  async launch(
+    p: AwsPlacement,
+    o: {
+      n: number;
+      name: string;
+      tags: Record<string, string>;
+      userData: Buffer;
+      idempotencyKey: string;
+      instanceType?: string;
+      rootVolume?: { deviceName: string; sizeGiB: number };
+    },
+  ): Promise<AwsInstance> {
     const where = await this.placementFor(p, o.n);
     const { RunInstancesCommand } = loadSdk();
     const tags = { Name: o.name, [TAGS.controller]: p.controllerUuid, ...o.tags };
-    const res = await this.client(p).send(new RunInstancesCommand({
-      ImageId: p.settings.imageId, InstanceType: (o.instanceType ?? p.settings.instanceType) as never, MinCount: 1, MaxCount: 1,
-      // The image's own root device, resized: any other device name would add a second volume.
-      ...(o.rootVolume ? { BlockDeviceMappings: [{ DeviceName: o.rootVolume.deviceName, Ebs: { VolumeSize: o.rootVolume.sizeGiB, DeleteOnTermination: true } }] } : {}),
-      // The SDK sends UserData as given: EC2 wants it base64-encoded.
-      UserData: o.userData.toString("base64"),
-      ...(where.subnet ? { SubnetId: where.subnet } : {}),
-      ...(where.zone ? { Placement: { AvailabilityZone: where.zone } } : {}),
-      ...(p.settings.securityGroupIds ? { SecurityGroupIds: p.settings.securityGroupIds } : {}),
-      TagSpecifications: [{ ResourceType: "instance", Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }],
-      ClientToken: createHash("sha256").update(o.idempotencyKey).digest("hex"),
-    }));
+    const res = await this.client(p).send(
+      new RunInstancesCommand({
+        ImageId: p.settings.imageId,
+        InstanceType: (o.instanceType ?? p.settings.instanceType) as never,
+        MinCount: 1,
+        MaxCount: 1,
+        // The image's own root device, resized: any other device name would add a second volume.
+        ...(o.rootVolume
+          ? {
+              BlockDeviceMappings: [
+                {
+                  DeviceName: o.rootVolume.deviceName,
+                  Ebs: { VolumeSize: o.rootVolume.sizeGiB, DeleteOnTermination: true },
+                },
+              ],
+            }
+          : {}),
+        // The SDK sends UserData as given: EC2 wants it base64-encoded.
+        UserData: o.userData.toString("base64"),
+        ...(where.subnet ? { SubnetId: where.subnet } : {}),
+        ...(where.zone ? { Placement: { AvailabilityZone: where.zone } } : {}),
+        ...(p.settings.securityGroupIds ? { SecurityGroupIds: p.settings.securityGroupIds } : {}),
+        TagSpecifications: [
+          { ResourceType: "instance", Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) },
+        ],
+        ClientToken: createHash("sha256").update(o.idempotencyKey).digest("hex"),
+      }),
+    );
     const launched = res.Instances?.[0];
     if (!launched?.InstanceId) throw new Error("EC2 accepted RunInstances but named no instance");
     return recordOf(launched);
@@ -95,13 +160,19 @@ export class Ec2 {
   /** This controller's instances matching `tags` (every state unless `states`), newest first. */
   async instances(p: AwsPlacement, tags: Record<string, string>, states?: string[]): Promise<AwsInstance[]> {
     const { DescribeInstancesCommand } = loadSdk();
-    const filters: Filter[] = [{ Name: `tag:${TAGS.controller}`, Values: [p.controllerUuid] }, ...Object.entries(tags).map(([k, v]) => ({ Name: `tag:${k}`, Values: [v] }))];
+    const filters: Filter[] = [
+      { Name: `tag:${TAGS.controller}`, Values: [p.controllerUuid] },
+      ...Object.entries(tags).map(([k, v]) => ({ Name: `tag:${k}`, Values: [v] })),
+    ];
     if (states) filters.push({ Name: "instance-state-name", Values: states });
     const out: (AwsInstance & { launched: number })[] = [];
     let NextToken: string | undefined;
     do {
-      const res = await this.client(p).send(new DescribeInstancesCommand({ Filters: filters, MaxResults: 1000, ...(NextToken ? { NextToken } : {}) }));
-      for (const r of res.Reservations ?? []) for (const i of r.Instances ?? []) out.push({ ...recordOf(i), launched: i.LaunchTime?.getTime() ?? 0 });
+      const res = await this.client(p).send(
+        new DescribeInstancesCommand({ Filters: filters, MaxResults: 1000, ...(NextToken ? { NextToken } : {}) }),
+      );
+      for (const r of res.Reservations ?? [])
+        for (const i of r.Instances ?? []) out.push({ ...recordOf(i), launched: i.LaunchTime?.getTime() ?? 0 });
       NextToken = res.NextToken;
     } while (NextToken);
     return out.sort((a, b) => b.launched - a.launched).map(({ launched: _, ...i }) => i);
@@ -128,8 +199,11 @@ export class Ec2 {
       if (!i?.ImageId) return undefined;
       const root = i.BlockDeviceMappings?.find((b) => b.DeviceName === i.RootDeviceName)?.Ebs?.VolumeSize;
       return {
-        id: i.ImageId, ...(i.Architecture ? { architecture: i.Architecture } : {}), ...(i.RootDeviceName ? { rootDeviceName: i.RootDeviceName } : {}),
-        ...(i.RootDeviceType ? { rootDeviceType: i.RootDeviceType } : {}), ...(root !== undefined ? { rootVolumeGiB: root } : {}),
+        id: i.ImageId,
+        ...(i.Architecture ? { architecture: i.Architecture } : {}),
+        ...(i.RootDeviceName ? { rootDeviceName: i.RootDeviceName } : {}),
+        ...(i.RootDeviceType ? { rootDeviceType: i.RootDeviceType } : {}),
+        ...(root !== undefined ? { rootVolumeGiB: root } : {}),
       };
     } catch (err) {
       if ((err as Error).name === "InvalidAMIID.NotFound") return undefined;
@@ -141,7 +215,9 @@ export class Ec2 {
   async tag(p: AwsPlacement, ids: string[], tags: Record<string, string>): Promise<void> {
     if (ids.length === 0) return;
     const { CreateTagsCommand } = loadSdk();
-    await this.client(p).send(new CreateTagsCommand({ Resources: ids, Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }));
+    await this.client(p).send(
+      new CreateTagsCommand({ Resources: ids, Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }),
+    );
   }
 
   async terminate(p: AwsPlacement, ids: string[]): Promise<void> {
@@ -163,7 +239,8 @@ export class Ec2 {
     let z = this.zones.get(key);
     if (!z) {
       const { DescribeAvailabilityZonesCommand } = loadSdk();
-      z = this.client(p).send(new DescribeAvailabilityZonesCommand({ Filters: [{ Name: "state", Values: ["available"] }] }))
+      z = this.client(p)
+        .send(new DescribeAvailabilityZonesCommand({ Filters: [{ Name: "state", Values: ["available"] }] }))
         .then((r) => (r.AvailabilityZones ?? []).flatMap((a) => (a.ZoneName ? [a.ZoneName] : [])).sort());
       z.catch(() => this.zones.delete(key));
       this.zones.set(key, z);
@@ -179,9 +256,11 @@ export class Ec2 {
 
 function recordOf(i: Instance): AwsInstance {
   return {
-    id: i.InstanceId ?? "", state: i.State?.Name ?? "unknown",
+    id: i.InstanceId ?? "",
+    state: i.State?.Name ?? "unknown",
     tags: Object.fromEntries((i.Tags ?? []).flatMap((t) => (t.Key ? [[t.Key, t.Value ?? ""]] : []))),
-    ...(i.Placement?.AvailabilityZone ? { zone: i.Placement.AvailabilityZone } : {}), ...(i.PrivateIpAddress ? { address: i.PrivateIpAddress } : {}),
+    ...(i.Placement?.AvailabilityZone ? { zone: i.Placement.AvailabilityZone } : {}),
+    ...(i.PrivateIpAddress ? { address: i.PrivateIpAddress } : {}),
     ...(i.InstanceType ? { instanceType: i.InstanceType } : {}),
   };
 }

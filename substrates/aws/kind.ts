@@ -9,16 +9,26 @@ import { instanceTypeFor } from "./instance-types";
 import { AwsMachines } from "./machines";
 
 export const kind: SubstrateKind<AwsModelSettings, AwsPlacement> = {
-  contract: SUBSTRATE_CONTRACTS.aws, controller: awsHosting,
-  placement: ({ settings, controllerUuid }, credential) => ({ settings, controllerUuid, credentials: awsCredentialsOf(credential) }),
+  contract: SUBSTRATE_CONTRACTS.aws,
+  controller: awsHosting,
+  placement: ({ settings, controllerUuid }, credential) => ({
+    settings,
+    controllerUuid,
+    credentials: awsCredentialsOf(credential),
+  }),
   machines() {
     const m = new AwsMachines();
     return {
-      startMachine: (spec, o) => m.startMachine(spec, o), stopMachine: (target) => m.stopMachine(target),
-      instances: (p, model) => m.instances(p, model), gone: (state) => GONE_STATES.has(state),
-      adopt: (p, model, from) => m.adopt(p, model, from), close: () => m.close(),
+      startMachine: (spec, o) => m.startMachine(spec, o),
+      stopMachine: (target) => m.stopMachine(target),
+      instances: (p, model) => m.instances(p, model),
+      gone: (state) => GONE_STATES.has(state),
+      adopt: (p, model, from) => m.adopt(p, model, from),
+      close: () => m.close(),
     };
   },
   // Throws, saying what the largest types are, when nothing fits.
-  checkConstraints: (settings, c) => { instanceTypeFor(c, settings.instanceType); },
+  checkConstraints: (settings, c) => {
+    instanceTypeFor(c, settings.instanceType);
+  },
 };

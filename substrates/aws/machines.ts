@@ -21,7 +21,11 @@ import { hardwareOf, instanceTypeFor, instanceTypeInfo } from "./instance-types"
 const ARCH_OF_IMAGE: Record<string, Arch> = { x86_64: "amd64", arm64: "arm64" };
 
 /** What to launch for a machine's constraints. */
-export interface LaunchPlan { instanceType: string; rootVolume?: { deviceName: string; sizeGiB: number }; hardware: Constraints }
+export interface LaunchPlan {
+  instanceType: string;
+  rootVolume?: { deviceName: string; sizeGiB: number };
+  hardware: Constraints;
+}
 
 /** A machine's instance: the instance and which machine it is. */
 export type MachineInstance = AwsInstance & { machine?: string };
@@ -31,7 +35,9 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
 
   async startMachine(spec: MachineSpec<AwsPlacement>, opts: { progress?: Progress } = {}): Promise<StartedMachine> {
     const p = spec.placement;
-    const existing = (await this.ec2.instances(p, { [TAGS.model]: spec.model, [TAGS.machine]: spec.machine }, LIVE_STATES))[0];
+    const existing = (
+      await this.ec2.instances(p, { [TAGS.model]: spec.model, [TAGS.machine]: spec.machine }, LIVE_STATES)
+    )[0];
     if (existing) {
       opts.progress?.(`instance ${existing.id} is ${existing.state}`);
       await spec.waitForLogin?.();
@@ -41,10 +47,14 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     if (!spec.issueEnrolment) throw new Error("aws machines enrol themselves: the spec needs issueEnrolment");
     const plan = await this.plan(p, spec.constraints ?? {});
     const token = await spec.issueEnrolment();
-    opts.progress?.(`launching a ${plan.instanceType} instance${plan.rootVolume ? ` with a ${plan.rootVolume.sizeGiB} GiB root volume` : ""}`);
+    opts.progress?.(
+      `launching a ${plan.instanceType} instance${plan.rootVolume ? ` with a ${plan.rootVolume.sizeGiB} GiB root volume` : ""}`,
+    );
     const launched = await this.ec2.launch(p, {
-      instanceType: plan.instanceType, ...(plan.rootVolume ? { rootVolume: plan.rootVolume } : {}),
-      n: Number(spec.machine), name: `steward-${spec.machine}-${spec.model.slice(0, 8)}`,
+      instanceType: plan.instanceType,
+      ...(plan.rootVolume ? { rootVolume: plan.rootVolume } : {}),
+      n: Number(spec.machine),
+      name: `steward-${spec.machine}-${spec.model.slice(0, 8)}`,
       tags: { [TAGS.model]: spec.model, [TAGS.machine]: spec.machine },
       userData: enrolmentUserData({ model: spec.model, machine: spec.machine, controller: spec.controller, token }),
       // Stable for this launch (retries of it), new for the next one: the enrolment token is.
@@ -63,28 +73,51 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
   async plan(p: AwsPlacement, c: Constraints): Promise<LaunchPlan> {
     if (!hasConstraints(c)) {
       const info = instanceTypeInfo(p.settings.instanceType);
-      return { instanceType: p.settings.instanceType, hardware: info ? hardwareOf(info) : { instanceType: p.settings.instanceType } };
+      return {
+        instanceType: p.settings.instanceType,
+        hardware: info ? hardwareOf(info) : { instanceType: p.settings.instanceType },
+      };
     }
     const image = await this.ec2.image(p, p.settings.imageId);
-    if (!image) throw invalidRequest(`image ${p.settings.imageId} was not found in ${p.settings.region}: the model's image must exist there for its machines`, { field: "imageId" });
+    if (!image)
+      throw invalidRequest(
+        `image ${p.settings.imageId} was not found in ${p.settings.region}: the model's image must exist there for its machines`,
+        { field: "imageId" },
+      );
     const imageArch = image.architecture ? ARCH_OF_IMAGE[image.architecture] : undefined;
     const chosen = instanceTypeFor(c, p.settings.instanceType, imageArch);
     if (chosen.info && image.architecture && chosen.info.arch !== imageArch) {
       const other = imageArch ?? image.architecture;
-      throw invalidRequest(`constraints: instance type ${chosen.name} is ${chosen.info.arch}, but image ${image.id} is ${image.architecture}: ask for an ${other} type (or arch=${other}), or give the model an ${chosen.info.arch} image`, { field: "constraints" });
+      throw invalidRequest(
+        `constraints: instance type ${chosen.name} is ${chosen.info.arch}, but image ${image.id} is ${image.architecture}: ask for an ${other} type (or arch=${other}), or give the model an ${chosen.info.arch} image`,
+        { field: "constraints" },
+      );
     }
     let rootVolume: LaunchPlan["rootVolume"];
     if (c.rootDisk !== undefined) {
-      if (image.rootDeviceType !== "ebs" || !image.rootDeviceName) throw invalidRequest(`constraints: root-disk needs an EBS-backed image; ${image.id}'s root device is ${image.rootDeviceType ?? "of an unknown type"}`, { field: "constraints", key: "root-disk" });
+      if (image.rootDeviceType !== "ebs" || !image.rootDeviceName)
+        throw invalidRequest(
+          `constraints: root-disk needs an EBS-backed image; ${image.id}'s root device is ${image.rootDeviceType ?? "of an unknown type"}`,
+          { field: "constraints", key: "root-disk" },
+        );
       // EBS sizes are whole GiB: round up, so the disk is at least what was asked.
       const sizeGiB = Math.ceil(c.rootDisk / 1024);
       if (image.rootVolumeGiB !== undefined && sizeGiB < image.rootVolumeGiB) {
-        throw invalidRequest(`constraints: root-disk=${formatSize(c.rootDisk)} is smaller than image ${image.id}'s root volume (${image.rootVolumeGiB}G): ask for at least root-disk=${image.rootVolumeGiB}G`, { field: "constraints", key: "root-disk" });
+        throw invalidRequest(
+          `constraints: root-disk=${formatSize(c.rootDisk)} is smaller than image ${image.id}'s root volume (${image.rootVolumeGiB}G): ask for at least root-disk=${image.rootVolumeGiB}G`,
+          { field: "constraints", key: "root-disk" },
+        );
       }
       rootVolume = { deviceName: image.rootDeviceName, sizeGiB };
     }
     const disk = rootVolume ? rootVolume.sizeGiB * 1024 : undefined;
-    const hardware: Constraints = chosen.info ? hardwareOf(chosen.info, disk) : { ...(imageArch ? { arch: imageArch } : {}), ...(disk !== undefined ? { rootDisk: disk } : {}), instanceType: chosen.name };
+    const hardware: Constraints = chosen.info
+      ? hardwareOf(chosen.info, disk)
+      : {
+          ...(imageArch ? { arch: imageArch } : {}),
+          ...(disk !== undefined ? { rootDisk: disk } : {}),
+          instanceType: chosen.name,
+        };
     return { instanceType: chosen.name, ...(rootVolume ? { rootVolume } : {}), hardware };
   }
 
@@ -95,20 +128,35 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
    */
   async adopt(p: AwsPlacement, model: string, fromController: string): Promise<number> {
     const theirs = await this.ec2.instances({ ...p, controllerUuid: fromController }, { [TAGS.model]: model });
-    await this.ec2.tag(p, theirs.map((i) => i.id), { [TAGS.controller]: p.controllerUuid });
+    await this.ec2.tag(
+      p,
+      theirs.map((i) => i.id),
+      { [TAGS.controller]: p.controllerUuid },
+    );
     return theirs.length;
   }
 
   /** Terminates the machine's instances (a machine already gone is fine). */
   async stopMachine(target: MachineTarget<AwsPlacement>): Promise<void> {
-    const live = await this.ec2.instances(target.placement, { [TAGS.model]: target.model, [TAGS.machine]: target.machine }, LIVE_STATES);
-    await this.ec2.terminate(target.placement, live.map((i) => i.id));
+    const live = await this.ec2.instances(
+      target.placement,
+      { [TAGS.model]: target.model, [TAGS.machine]: target.machine },
+      LIVE_STATES,
+    );
+    await this.ec2.terminate(
+      target.placement,
+      live.map((i) => i.id),
+    );
   }
 
   /** The model's instances (every state unless `states`), newest first. */
   async instances(p: AwsPlacement, model: string, states?: string[]): Promise<MachineInstance[]> {
-    return (await this.ec2.instances(p, { [TAGS.model]: model }, states)).map((i) => (i.tags[TAGS.machine] !== undefined ? { ...i, machine: i.tags[TAGS.machine] } : i));
+    return (await this.ec2.instances(p, { [TAGS.model]: model }, states)).map((i) =>
+      i.tags[TAGS.machine] !== undefined ? { ...i, machine: i.tags[TAGS.machine] } : i,
+    );
   }
 
-  close(): void { this.ec2.close(); }
+  close(): void {
+    this.ec2.close();
+  }
 }

@@ -11,13 +11,26 @@ import { KUBE_RESOURCES } from "./resources";
 import type { ResourceAttributes } from "./resources";
 
 /** The rights of `rights` the server does not allow, in their order. */
-export async function deniedRights(api: KubeApi, rights: readonly ResourceAttributes[], o: CallOptions = {}): Promise<ResourceAttributes[]> {
-  const answers = await Promise.all(rights.map(async (resourceAttributes) => {
-    const review = await api.create(KUBE_RESOURCES.selfSubjectAccessReviews, {
-      apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", metadata: {}, spec: { resourceAttributes: { ...resourceAttributes, group: resourceAttributes.group ?? "" } },
-    }, o);
-    return review.status?.allowed === true;
-  }));
+export async function deniedRights(
+  api: KubeApi,
+  rights: readonly ResourceAttributes[],
+  o: CallOptions = {},
+): Promise<ResourceAttributes[]> {
+  const answers = await Promise.all(
+    rights.map(async (resourceAttributes) => {
+      const review = await api.create(
+        KUBE_RESOURCES.selfSubjectAccessReviews,
+        {
+          apiVersion: "authorization.k8s.io/v1",
+          kind: "SelfSubjectAccessReview",
+          metadata: {},
+          spec: { resourceAttributes: { ...resourceAttributes, group: resourceAttributes.group ?? "" } },
+        },
+        o,
+      );
+      return review.status?.allowed === true;
+    }),
+  );
   return rights.filter((_, i) => !answers[i]);
 }
 

@@ -33,10 +33,20 @@ export const MODEL_NAMESPACE_RIGHTS: readonly ResourceAttributes[] = [
 ];
 
 /** The namespace itself: looked up on every pass, made when missing, deleted with the model when Steward made it. */
-const lookUpNamespace = (ns: string): ResourceAttributes => ({ verb: "get", resource: "namespaces", name: ns, namespace: ns });
+const lookUpNamespace = (ns: string): ResourceAttributes => ({
+  verb: "get",
+  resource: "namespaces",
+  name: ns,
+  namespace: ns,
+});
 const MAKE_NAMESPACES: ResourceAttributes = { verb: "create", resource: "namespaces" };
-const deleteNamespace = (ns?: string): ResourceAttributes => ({ verb: "delete", resource: "namespaces", ...(ns ? { name: ns, namespace: ns } : {}) });
-const rightsIn = (namespace: string | undefined): ResourceAttributes[] => MODEL_NAMESPACE_RIGHTS.map((r) => ({ ...r, ...(namespace ? { namespace } : {}) }));
+const deleteNamespace = (ns?: string): ResourceAttributes => ({
+  verb: "delete",
+  resource: "namespaces",
+  ...(ns ? { name: ns, namespace: ns } : {}),
+});
+const rightsIn = (namespace: string | undefined): ResourceAttributes[] =>
+  MODEL_NAMESPACE_RIGHTS.map((r) => ({ ...r, ...(namespace ? { namespace } : {}) }));
 
 /** Each check's calls; a cluster that does not answer in this long is refused (the request does not hang). */
 const CHECK_TIMEOUT_MS = 10_000;
@@ -55,34 +65,63 @@ export async function checkClusterCredential(name: string, attributes: Record<st
     const mayMakeNamespaces = (await deniedRights(api, [MAKE_NAMESPACES])).length === 0;
     if (mayMakeNamespaces) {
       const missing = await deniedRights(api, [...rightsIn(undefined), deleteNamespace()]);
-      if (missing.length > 0) throw missingRights(name, api, missing, "it may create namespaces but not work in every namespace");
+      if (missing.length > 0)
+        throw missingRights(name, api, missing, "it may create namespaces but not work in every namespace");
       return;
     }
     const ns = api.namespace;
     const missing = await deniedRights(api, [lookUpNamespace(ns), ...rightsIn(ns)]);
-    if (missing.length > 0) throw missingRights(name, api, [MAKE_NAMESPACES, ...missing], `it may not create namespaces, nor work in namespace ${ns} (its kubeconfig context's)`);
+    if (missing.length > 0)
+      throw missingRights(
+        name,
+        api,
+        [MAKE_NAMESPACES, ...missing],
+        `it may not create namespaces, nor work in namespace ${ns} (its kubeconfig context's)`,
+      );
   });
 }
 
 /** For `add-model`: the rights in the model's namespace, and to make (and later delete) it when it does not exist. */
-export async function checkModelCluster(name: string, attributes: Record<string, string>, namespace: string): Promise<void> {
+export async function checkModelCluster(
+  name: string,
+  attributes: Record<string, string>,
+  namespace: string,
+): Promise<void> {
   await withCluster(name, attributes, SKIP_HINTS.model, async (api) => {
     const lookUp = lookUpNamespace(namespace);
     const mayLookUp = (await deniedRights(api, [lookUp])).length === 0;
-    const exists = mayLookUp ? (await api.find(KUBE_RESOURCES.namespaces, namespace, { timeoutMs: CHECK_TIMEOUT_MS })) !== undefined : true;
-    const missing = await deniedRights(api, [...(exists ? [] : [MAKE_NAMESPACES, deleteNamespace(namespace)]), ...rightsIn(namespace)]);
+    const exists = mayLookUp
+      ? (await api.find(KUBE_RESOURCES.namespaces, namespace, { timeoutMs: CHECK_TIMEOUT_MS })) !== undefined
+      : true;
+    const missing = await deniedRights(api, [
+      ...(exists ? [] : [MAKE_NAMESPACES, deleteNamespace(namespace)]),
+      ...rightsIn(namespace),
+    ]);
     if (!mayLookUp) missing.unshift(lookUp);
-    if (missing.length > 0) throw missingRights(name, api, missing, `it may not run a model in namespace ${namespace}${exists ? "" : " (which does not exist yet)"}`);
+    if (missing.length > 0)
+      throw missingRights(
+        name,
+        api,
+        missing,
+        `it may not run a model in namespace ${namespace}${exists ? "" : " (which does not exist yet)"}`,
+      );
   });
 }
 
 /** Opens the credential's cluster for `check`; a server not reached, or refusing the credential, is a refusal naming it. */
-async function withCluster(name: string, attributes: Record<string, string>, skipHint: string, check: (api: KubeApi) => Promise<void>): Promise<void> {
+async function withCluster(
+  name: string,
+  attributes: Record<string, string>,
+  skipHint: string,
+  check: (api: KubeApi) => Promise<void>,
+): Promise<void> {
   let connection: KubeConnection;
   try {
     connection = connectionOfCredential(attributes);
   } catch (err) {
-    throw new StewardError("invalid-request", `cluster "${name}": ${(err as Error).message}`, { details: { field: "kubeconfig" } });
+    throw new StewardError("invalid-request", `cluster "${name}": ${(err as Error).message}`, {
+      details: { field: "kubeconfig" },
+    });
   }
   const api = new KubeApi(connection, { timeoutMs: CHECK_TIMEOUT_MS });
   try {
@@ -91,9 +130,13 @@ async function withCluster(name: string, attributes: Record<string, string>, ski
     if (StewardError.isInstance(err)) throw err;
     if (!(err instanceof KubeUnreachableError) && !(err instanceof KubeApiError)) throw err;
     const failure = describeClusterFailure(err, connection.server);
-    throw new StewardError("invalid-request", `cluster "${name}": ${failure}. Check the kubeconfig's server, CA and user; ${skipHint}`, {
-      details: { field: "kubeconfig", check: "reachable", server: connection.server },
-    });
+    throw new StewardError(
+      "invalid-request",
+      `cluster "${name}": ${failure}. Check the kubeconfig's server, CA and user; ${skipHint}`,
+      {
+        details: { field: "kubeconfig", check: "reachable", server: connection.server },
+      },
+    );
   } finally {
     api.close();
   }
@@ -101,7 +144,9 @@ async function withCluster(name: string, attributes: Record<string, string>, ski
 
 function missingRights(name: string, api: KubeApi, missing: ResourceAttributes[], what: string): StewardError {
   const rights = missing.map(describeRight);
-  return new StewardError("invalid-request",
+  return new StewardError(
+    "invalid-request",
     `cluster "${name}" (${api.connection.server}): the kubeconfig's user cannot do what Steward needs: ${what}. Missing: ${describeRights(missing)}. Grant them (a Role and RoleBinding in the namespace, or a ClusterRole such as "admin" bound to the user) and try again`,
-    { details: { field: "kubeconfig", check: "rights", server: api.connection.server, missing: rights } });
+    { details: { field: "kubeconfig", check: "rights", server: api.connection.server, missing: rights } },
+  );
 }

@@ -13,10 +13,25 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { ControllerClient, StewardError } from "../../api/core";
 import { settleController } from "../settle-controller";
 import type { Progress } from "../brokers";
-import type { ControllerHosting, ControllerPlan, FirstReplica, KubernetesControllerSettings } from "../controller-hosting";
+import type {
+  ControllerHosting,
+  ControllerPlan,
+  FirstReplica,
+  KubernetesControllerSettings,
+} from "../controller-hosting";
 import { createControllerCa } from "../local";
 import type { ControllerPodsSpec } from "./controller-pods";
-import { BOOTSTRAPPED_KEY, CONTROLLER_API_PORT, CONTROLLER_LABELS, SEED_KEY, controllerEnrolSecretName, controllerManifests, controllerSecretManifest, controllerSeedSecretName, replicaDnsName } from "./controller-pods";
+import {
+  BOOTSTRAPPED_KEY,
+  CONTROLLER_API_PORT,
+  CONTROLLER_LABELS,
+  SEED_KEY,
+  controllerEnrolSecretName,
+  controllerManifests,
+  controllerSecretManifest,
+  controllerSeedSecretName,
+  replicaDnsName,
+} from "./controller-pods";
 import { KubeApi } from "./kube-api";
 import type { KubeConnection } from "./kubeconfig";
 import type { KubeObject, Secret } from "./resources";
@@ -40,18 +55,45 @@ export interface KubernetesBootstrapPlan {
 }
 
 /** What the first replica starts from, made before anything is created (kept secret: it holds the CA key and the admin password). */
-export interface KubernetesControllerSeed { uuid: string; adminPassword: string; caCert: string; caKey: string }
+export interface KubernetesControllerSeed {
+  uuid: string;
+  adminPassword: string;
+  caCert: string;
+  caKey: string;
+}
 
 export async function newKubernetesControllerSeed(name: string): Promise<KubernetesControllerSeed> {
   const ca = await createControllerCa(name);
-  return { uuid: randomUUID(), adminPassword: randomBytes(18).toString("base64url"), caCert: ca.certPem, caKey: ca.keyPem };
+  return {
+    uuid: randomUUID(),
+    adminPassword: randomBytes(18).toString("base64url"),
+    caCert: ca.certPem,
+    caKey: ca.keyPem,
+  };
 }
 
 /** Every object of a controller with one pod, Secrets included, in the order to create them (what the Pulumi component declares too). */
-export function kubernetesControllerObjects(plan: Pick<KubernetesBootstrapPlan, "name" | "namespace" | "replicas" | "image" | "agentImage">, seed: KubernetesControllerSeed): KubeObject[] {
-  const spec: ControllerPodsSpec = { name: plan.name, namespace: plan.namespace, replicas: 1, voters: plan.replicas, image: plan.image };
+export function kubernetesControllerObjects(
+  plan: Pick<KubernetesBootstrapPlan, "name" | "namespace" | "replicas" | "image" | "agentImage">,
+  seed: KubernetesControllerSeed,
+): KubeObject[] {
+  const spec: ControllerPodsSpec = {
+    name: plan.name,
+    namespace: plan.namespace,
+    replicas: 1,
+    voters: plan.replicas,
+    image: plan.image,
+  };
   const [ns, ...rest] = controllerManifests(spec);
-  const first = { name: plan.name, uuid: seed.uuid, adminPassword: seed.adminPassword, caCert: seed.caCert, caKey: seed.caKey, address: replicaDnsName(spec, 0), ...(plan.agentImage ? { agentImage: plan.agentImage } : {}) };
+  const first = {
+    name: plan.name,
+    uuid: seed.uuid,
+    adminPassword: seed.adminPassword,
+    caCert: seed.caCert,
+    caKey: seed.caKey,
+    address: replicaDnsName(spec, 0),
+    ...(plan.agentImage ? { agentImage: plan.agentImage } : {}),
+  };
   const secrets: Secret[] = [
     controllerSecretManifest(spec, controllerSeedSecretName(plan.name), { [SEED_KEY]: JSON.stringify(first) }),
     controllerSecretManifest(spec, controllerEnrolSecretName(plan.name), { "ca.crt": seed.caCert }),
@@ -60,14 +102,22 @@ export function kubernetesControllerObjects(plan: Pick<KubernetesBootstrapPlan, 
 }
 
 /** What a client needs to reach the controller a bootstrap made. */
-export interface KubernetesControllerAccess { addresses: string[]; caCert: string; adminPassword: string; token: string }
+export interface KubernetesControllerAccess {
+  addresses: string[];
+  caCert: string;
+  adminPassword: string;
+  token: string;
+}
 
 /**
  * Once the objects exist: waits for pod 0 to serve and marks the cluster bootstrapped (no pod uses
  * the seed again). Its StatefulSet is the replica "cloud" the bootstrap flow sets.
  */
 async function podAddressesOf(api: KubeApi, namespace: string, name: string): Promise<string[]> {
-  const pods = await api.list(KUBE_RESOURCES.pods, { namespace, labelSelector: `${CONTROLLER_LABELS.instance}=${name}` });
+  const pods = await api.list(KUBE_RESOURCES.pods, {
+    namespace,
+    labelSelector: `${CONTROLLER_LABELS.instance}=${name}`,
+  });
   return pods.items.filter((p) => p.status?.podIP).map((p) => `${p.status!.podIP}:${CONTROLLER_API_PORT}`);
 }
 
@@ -81,29 +131,52 @@ async function withKubeApi<T>(connection: KubeConnection, fn: (api: KubeApi) => 
   }
 }
 
-async function firstPod(plan: Pick<KubernetesBootstrapPlan, "name" | "namespace" | "replicas" | "apiAddresses" | "timeoutMs">, seed: KubernetesControllerSeed, api: KubeApi, progress: Progress): Promise<FirstReplica> {
+async function firstPod(
+  plan: Pick<KubernetesBootstrapPlan, "name" | "namespace" | "replicas" | "apiAddresses" | "timeoutMs">,
+  seed: KubernetesControllerSeed,
+  api: KubeApi,
+  progress: Progress,
+): Promise<FirstReplica> {
   const { name, namespace } = plan;
   progress(`Waiting for pod ${name}-0 to start the controller`);
   const deadline = Date.now() + plan.timeoutMs;
   const podAddresses = (): Promise<string[]> => podAddressesOf(api, namespace, name);
   for (;;) {
-    const addresses = plan.apiAddresses ?? await podAddresses();
+    const addresses = plan.apiAddresses ?? (await podAddresses());
     if (addresses.length > 0) {
-      const client = new ControllerClient({ addresses, caCert: seed.caCert, user: "admin", password: seed.adminPassword, timeoutMs: 3000 });
+      const client = new ControllerClient({
+        addresses,
+        caCert: seed.caCert,
+        user: "admin",
+        password: seed.adminPassword,
+        timeoutMs: 3000,
+      });
       const token = await client.login().catch(() => undefined);
       client.close();
       if (token) break;
     }
-    if (Date.now() > deadline) throw new StewardError("deadline-exceeded", `pod ${namespace}/${name}-0 did not serve the controller within ${Math.round(plan.timeoutMs / 1000)} s: see kubectl -n ${namespace} describe pod ${name}-0 and its log`);
+    if (Date.now() > deadline)
+      throw new StewardError(
+        "deadline-exceeded",
+        `pod ${namespace}/${name}-0 did not serve the controller within ${Math.round(plan.timeoutMs / 1000)} s: see kubectl -n ${namespace} describe pod ${name}-0 and its log`,
+      );
     await new Promise((r) => setTimeout(r, 1000));
   }
   await updateSecretData(api, namespace, controllerEnrolSecretName(name), (data) =>
-    (data[BOOTSTRAPPED_KEY] ? undefined : { ...data, [BOOTSTRAPPED_KEY]: Buffer.from(new Date().toISOString()).toString("base64") }));
+    data[BOOTSTRAPPED_KEY]
+      ? undefined
+      : { ...data, [BOOTSTRAPPED_KEY]: Buffer.from(new Date().toISOString()).toString("base64") },
+  );
   return {
-    addresses: plan.apiAddresses ?? await podAddresses(), caCert: seed.caCert, adminPassword: seed.adminPassword, uuid: seed.uuid, where: `${namespace}/${name}`,
-    callTimeoutMs: 3000, replicaCloud: { substrate: "kubernetes", kubernetes: { namespace, statefulSet: name } },
+    addresses: plan.apiAddresses ?? (await podAddresses()),
+    caCert: seed.caCert,
+    adminPassword: seed.adminPassword,
+    uuid: seed.uuid,
+    where: `${namespace}/${name}`,
+    callTimeoutMs: 3000,
+    replicaCloud: { substrate: "kubernetes", kubernetes: { namespace, statefulSet: name } },
     growing: `Growing to ${plan.replicas} replicas: the controller scales its StatefulSet and takes each pod into etcd`,
-    reachable: async () => plan.apiAddresses ?? await podAddresses(),
+    reachable: async () => plan.apiAddresses ?? (await podAddresses()),
   };
 }
 
@@ -112,7 +185,11 @@ async function firstPod(plan: Pick<KubernetesBootstrapPlan, "name" | "namespace"
  * bootstrap flow (../bootstrap-controller.ts) sets its StatefulSet as the controller's replica
  * "cloud" and grows to `replicas` voters.
  */
-export async function finishKubernetesBootstrap(plan: Omit<KubernetesBootstrapPlan, "image" | "agentImage" | "connection">, seed: KubernetesControllerSeed, api: KubeApi): Promise<KubernetesControllerAccess> {
+export async function finishKubernetesBootstrap(
+  plan: Omit<KubernetesBootstrapPlan, "image" | "agentImage" | "connection">,
+  seed: KubernetesControllerSeed,
+  api: KubeApi,
+): Promise<KubernetesControllerAccess> {
   return settleController(await firstPod(plan, seed, api, plan.progress), plan, { progress: plan.progress });
 }
 
@@ -129,21 +206,44 @@ export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings> 
     const api = new KubeApi(connection);
     try {
       if (await api.find(R.statefulSets, name, { namespace })) {
-        throw new StewardError("conflict", `StatefulSet ${namespace}/${name} already exists: a controller of that name runs there (choose another name or --namespace)`);
+        throw new StewardError(
+          "conflict",
+          `StatefulSet ${namespace}/${name} already exists: a controller of that name runs there (choose another name or --namespace)`,
+        );
       }
       o.progress("Creating the controller's CA and admin password");
       const seed = await newKubernetesControllerSeed(name);
-      o.progress(`Creating namespace ${namespace}: ServiceAccount and Role, Services ${name}-peers and ${name}, a PodDisruptionBudget, the StatefulSet`);
-      for (const obj of kubernetesControllerObjects({ name, namespace, replicas: plan.replicas, image, ...(agentImage ? { agentImage } : {}) }, seed)) {
+      o.progress(
+        `Creating namespace ${namespace}: ServiceAccount and Role, Services ${name}-peers and ${name}, a PodDisruptionBudget, the StatefulSet`,
+      );
+      for (const obj of kubernetesControllerObjects(
+        { name, namespace, replicas: plan.replicas, image, ...(agentImage ? { agentImage } : {}) },
+        seed,
+      )) {
         const kind = Object.values(R).find((r) => r.kind === obj.kind)!;
-        if (obj.kind === "Namespace" && await api.find(R.namespaces, obj.metadata!.name!)) continue;
+        if (obj.kind === "Namespace" && (await api.find(R.namespaces, obj.metadata!.name!))) continue;
         await api.create(kind, obj);
       }
-      const first = await firstPod({ name, namespace, replicas: plan.replicas, timeoutMs: plan.timeoutMs, ...(apiAddresses ? { apiAddresses } : {}) }, seed, api, o.progress);
+      const first = await firstPod(
+        {
+          name,
+          namespace,
+          replicas: plan.replicas,
+          timeoutMs: plan.timeoutMs,
+          ...(apiAddresses ? { apiAddresses } : {}),
+        },
+        seed,
+        api,
+        o.progress,
+      );
       return {
         ...first,
-        reachable: async () => apiAddresses ?? await withKubeApi(connection, (a) => podAddressesOf(a, namespace, name)),
-        finish: () => withKubeApi(connection, async (a) => { await a.delete(R.secrets, controllerSeedSecretName(name), { namespace }); }),
+        reachable: async () =>
+          apiAddresses ?? (await withKubeApi(connection, (a) => podAddressesOf(a, namespace, name))),
+        finish: () =>
+          withKubeApi(connection, async (a) => {
+            await a.delete(R.secrets, controllerSeedSecretName(name), { namespace });
+          }),
       };
     } finally {
       api.close();
@@ -158,6 +258,17 @@ export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings> 
 /** `steward bootstrap kubernetes:` as one call (tests, benchmarks): the hosting, then the bootstrap flow. */
 export async function bootstrapOnKubernetes(plan: KubernetesBootstrapPlan): Promise<KubernetesControllerAccess> {
   const { connection, namespace, image, agentImage, apiAddresses, ...rest } = plan;
-  const settled: ControllerPlan<KubernetesControllerSettings> = { ...rest, settings: { connection, namespace, image, ...(agentImage ? { agentImage } : {}), ...(apiAddresses ? { apiAddresses } : {}) } };
-  return settleController(await kubernetesHosting.bootstrap(settled, { progress: plan.progress }), settled, { progress: plan.progress });
+  const settled: ControllerPlan<KubernetesControllerSettings> = {
+    ...rest,
+    settings: {
+      connection,
+      namespace,
+      image,
+      ...(agentImage ? { agentImage } : {}),
+      ...(apiAddresses ? { apiAddresses } : {}),
+    },
+  };
+  return settleController(await kubernetesHosting.bootstrap(settled, { progress: plan.progress }), settled, {
+    progress: plan.progress,
+  });
 }

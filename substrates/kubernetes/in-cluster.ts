@@ -22,18 +22,27 @@ export interface InClusterOptions {
 export function inClusterConnection(o: InClusterOptions = {}): KubeConnection {
   const env = o.env ?? process.env;
   const dir = o.dir ?? SERVICE_ACCOUNT_DIR;
-  const host = env.KUBERNETES_SERVICE_HOST, port = env.KUBERNETES_SERVICE_PORT;
-  if (!host || !port) throw new Error("not in a Kubernetes pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set");
+  const host = env.KUBERNETES_SERVICE_HOST,
+    port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port)
+    throw new Error("not in a Kubernetes pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set");
   const read = (name: string, what: string): string => {
-    try { return readFileSync(join(dir, name), "utf8"); } catch (err) {
-      throw new Error(`in-cluster Kubernetes configuration: cannot read the pod's ${what} ${join(dir, name)} (is automountServiceAccountToken off for this pod?): ${(err as Error).message}`);
+    try {
+      return readFileSync(join(dir, name), "utf8");
+    } catch (err) {
+      throw new Error(
+        `in-cluster Kubernetes configuration: cannot read the pod's ${what} ${join(dir, name)} (is automountServiceAccountToken off for this pod?): ${(err as Error).message}`,
+      );
     }
   };
   const caCert = read("ca.crt", "cluster CA");
   const namespace = read("namespace", "namespace").trim();
   read("token", "ServiceAccount token"); // there now, or a clear error now rather than at the first call
   return new KubeConnection({
-    server: `https://${isIP(host) === 6 ? `[${host}]` : host}:${port}`, caCert, namespace, context: "in-cluster",
+    server: `https://${isIP(host) === 6 ? `[${host}]` : host}:${port}`,
+    caCert,
+    namespace,
+    context: "in-cluster",
     credential: { tokenFile: join(dir, "token") },
   });
 }

@@ -10,7 +10,8 @@ import { kubernetesHosting } from "./controller-bootstrap";
 import { checkClusterCredential, checkModelCluster } from "./cluster-checks";
 
 export const kind: SubstrateKind<KubernetesModelSettings> = {
-  contract: SUBSTRATE_CONTRACTS.kubernetes, controller: kubernetesHosting,
+  contract: SUBSTRATE_CONTRACTS.kubernetes,
+  controller: kubernetesHosting,
   checkCredential: (name, attributes) => checkClusterCredential(name, attributes),
   checkPlacement: (credential, attributes, settings) => checkModelCluster(credential, attributes, settings.namespace),
 };

@@ -49,9 +49,16 @@ export class KubeConnection {
   constructor(o: KubeConnectionOptions) {
     const where = `kubeconfig${o.context ? ` context "${o.context}"` : ""}`;
     const c = o.credential;
-    if (!c.token && !c.tokenFile && !(c.clientCert && c.clientKey)) throw new Error(`${where}: the user has neither a token nor a client certificate and key`);
+    if (!c.token && !c.tokenFile && !(c.clientCert && c.clientKey))
+      throw new Error(`${where}: the user has neither a token nor a client certificate and key`);
     let u: URL;
-    try { u = new URL(o.server); } catch { throw new Error(`${where}: the cluster's server ${JSON.stringify(o.server)} is not a URL (e.g. https://10.0.0.1:6443)`); }
+    try {
+      u = new URL(o.server);
+    } catch {
+      throw new Error(
+        `${where}: the cluster's server ${JSON.stringify(o.server)} is not a URL (e.g. https://10.0.0.1:6443)`,
+      );
+    }
     if (u.protocol !== "https:") throw new Error(`${where}: the cluster's server ${o.server} must be https://`);
     this.#credential = { ...c };
     this.server = o.server.replace(/\/+$/, "");
@@ -63,15 +70,28 @@ export class KubeConnection {
   }
 
   /** The credential, for the client only. */
-  credential(): KubeCredential { return { ...this.#credential }; }
+  credential(): KubeCredential {
+    return { ...this.#credential };
+  }
 
   /** What a log may show: everything but the credential. */
   describe(): Record<string, unknown> {
     const c = this.#credential;
-    return { server: this.server, context: this.context, namespace: this.namespace, auth: c.token ? "token" : c.tokenFile ? `token file ${c.tokenFile}` : "client certificate", caPinned: !!this.caCert, insecure: this.insecure };
+    return {
+      server: this.server,
+      context: this.context,
+      namespace: this.namespace,
+      auth: c.token ? "token" : c.tokenFile ? `token file ${c.tokenFile}` : "client certificate",
+      caPinned: !!this.caCert,
+      insecure: this.insecure,
+    };
   }
-  toJSON(): Record<string, unknown> { return this.describe(); }
-  [inspect.custom](): string { return `KubeConnection ${inspect(this.describe())}`; }
+  toJSON(): Record<string, unknown> {
+    return this.describe();
+  }
+  [inspect.custom](): string {
+    return `KubeConnection ${inspect(this.describe())}`;
+  }
 }
 
 type Named<T> = { name?: unknown; [k: string]: unknown } & Partial<Record<string, T>>;
@@ -86,35 +106,53 @@ export interface KubeconfigOptions {
 /** Reads a kubeconfig file (see {@link parseKubeconfig}). */
 export function loadKubeconfig(path: string, o: Omit<KubeconfigOptions, "path"> = {}): KubeConnection {
   let text: string;
-  try { text = readFileSync(path, "utf8"); } catch (err) { throw new Error(`cannot read the kubeconfig ${path}: ${(err as Error).message}`); }
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new Error(`cannot read the kubeconfig ${path}: ${(err as Error).message}`);
+  }
   return parseKubeconfig(text, { ...o, path });
 }
 
 export function parseKubeconfig(text: string, o: KubeconfigOptions = {}): KubeConnection {
   const where = o.path ? `kubeconfig ${o.path}` : "kubeconfig";
   let doc: unknown;
-  try { doc = YAML.parse(text); } catch (err) { throw new Error(`${where} is not YAML: ${(err as Error).message}`); }
-  if (!doc || typeof doc !== "object" || Array.isArray(doc)) throw new Error(`${where} is not a kubeconfig (expected a mapping with clusters, users and contexts)`);
+  try {
+    doc = YAML.parse(text);
+  } catch (err) {
+    throw new Error(`${where} is not YAML: ${(err as Error).message}`);
+  }
+  if (!doc || typeof doc !== "object" || Array.isArray(doc))
+    throw new Error(`${where} is not a kubeconfig (expected a mapping with clusters, users and contexts)`);
   const cfg = doc as Record<string, unknown>;
   const contextName = o.context ?? (typeof cfg["current-context"] === "string" ? cfg["current-context"] : "");
   if (!contextName) throw new Error(`${where} has no current-context: name a context`);
   const pick = (list: string, name: string, field: string): Record<string, unknown> => {
     const entries = Array.isArray(cfg[list]) ? (cfg[list] as Named<unknown>[]) : [];
     const e = entries.find((x) => x && x.name === name);
-    if (!e) throw new Error(`${where}: ${list.replace(/s$/, "")} "${name}" not found (${list}: ${entries.map((x) => String(x?.name)).join(", ") || "none"})`);
+    if (!e)
+      throw new Error(
+        `${where}: ${list.replace(/s$/, "")} "${name}" not found (${list}: ${entries.map((x) => String(x?.name)).join(", ") || "none"})`,
+      );
     const inner = e[field];
-    if (!inner || typeof inner !== "object") throw new Error(`${where}: ${list.replace(/s$/, "")} "${name}" has no ${field}`);
+    if (!inner || typeof inner !== "object")
+      throw new Error(`${where}: ${list.replace(/s$/, "")} "${name}" has no ${field}`);
     return inner as Record<string, unknown>;
   };
   const context = pick("contexts", contextName, "context");
-  if (typeof context.cluster !== "string" || typeof context.user !== "string") throw new Error(`${where}: context "${contextName}" must name a cluster and a user`);
+  if (typeof context.cluster !== "string" || typeof context.user !== "string")
+    throw new Error(`${where}: context "${contextName}" must name a cluster and a user`);
   const cluster = pick("clusters", context.cluster, "cluster");
   const user = pick("users", context.user, "user");
   const base = o.path ? dirname(o.path) : process.cwd();
   const file = (p: unknown, what: string): string => {
     if (typeof p !== "string" || !p) throw new Error(`${where}: ${what} must be a file path`);
     const full = isAbsolute(p) ? p : resolve(base, p);
-    try { return readFileSync(full, "utf8"); } catch (err) { throw new Error(`${where}: cannot read ${what} ${full}: ${(err as Error).message}`); }
+    try {
+      return readFileSync(full, "utf8");
+    } catch (err) {
+      throw new Error(`${where}: cannot read ${what} ${full}: ${(err as Error).message}`);
+    }
   };
   const data = (v: unknown, what: string): string => {
     if (typeof v !== "string") throw new Error(`${where}: ${what} must be base64 text`);
@@ -122,24 +160,55 @@ export function parseKubeconfig(text: string, o: KubeconfigOptions = {}): KubeCo
     if (!s.includes("-----BEGIN")) throw new Error(`${where}: ${what} is not base64 of a PEM block`);
     return s;
   };
-  if (user.exec !== undefined || user["auth-provider"] !== undefined) throw new Error(`${where}: user "${context.user}" authenticates with ${user.exec !== undefined ? "an exec plugin" : "an auth-provider"}, which Steward does not run: give it a token (e.g. a ServiceAccount token) or a client certificate`);
-  if (user.username !== undefined || user.password !== undefined) throw new Error(`${where}: user "${context.user}" uses basic authentication, which Kubernetes no longer accepts: give it a token or a client certificate`);
-  const token = typeof user.token === "string" && user.token ? user.token
-    : user.tokenFile !== undefined ? file(user.tokenFile, `user "${context.user}" tokenFile`).trim() : undefined;
-  const clientCert = user["client-certificate-data"] !== undefined ? data(user["client-certificate-data"], `user "${context.user}" client-certificate-data`)
-    : user["client-certificate"] !== undefined ? file(user["client-certificate"], `user "${context.user}" client-certificate`) : undefined;
-  const clientKey = user["client-key-data"] !== undefined ? data(user["client-key-data"], `user "${context.user}" client-key-data`)
-    : user["client-key"] !== undefined ? file(user["client-key"], `user "${context.user}" client-key`) : undefined;
-  if (!!clientCert !== !!clientKey) throw new Error(`${where}: user "${context.user}" has a client certificate without its key, or a key without its certificate`);
-  const caCert = cluster["certificate-authority-data"] !== undefined ? data(cluster["certificate-authority-data"], `cluster "${context.cluster}" certificate-authority-data`)
-    : cluster["certificate-authority"] !== undefined ? file(cluster["certificate-authority"], `cluster "${context.cluster}" certificate-authority`) : undefined;
+  if (user.exec !== undefined || user["auth-provider"] !== undefined)
+    throw new Error(
+      `${where}: user "${context.user}" authenticates with ${user.exec !== undefined ? "an exec plugin" : "an auth-provider"}, which Steward does not run: give it a token (e.g. a ServiceAccount token) or a client certificate`,
+    );
+  if (user.username !== undefined || user.password !== undefined)
+    throw new Error(
+      `${where}: user "${context.user}" uses basic authentication, which Kubernetes no longer accepts: give it a token or a client certificate`,
+    );
+  const token =
+    typeof user.token === "string" && user.token
+      ? user.token
+      : user.tokenFile !== undefined
+        ? file(user.tokenFile, `user "${context.user}" tokenFile`).trim()
+        : undefined;
+  const clientCert =
+    user["client-certificate-data"] !== undefined
+      ? data(user["client-certificate-data"], `user "${context.user}" client-certificate-data`)
+      : user["client-certificate"] !== undefined
+        ? file(user["client-certificate"], `user "${context.user}" client-certificate`)
+        : undefined;
+  const clientKey =
+    user["client-key-data"] !== undefined
+      ? data(user["client-key-data"], `user "${context.user}" client-key-data`)
+      : user["client-key"] !== undefined
+        ? file(user["client-key"], `user "${context.user}" client-key`)
+        : undefined;
+  if (!!clientCert !== !!clientKey)
+    throw new Error(
+      `${where}: user "${context.user}" has a client certificate without its key, or a key without its certificate`,
+    );
+  const caCert =
+    cluster["certificate-authority-data"] !== undefined
+      ? data(cluster["certificate-authority-data"], `cluster "${context.cluster}" certificate-authority-data`)
+      : cluster["certificate-authority"] !== undefined
+        ? file(cluster["certificate-authority"], `cluster "${context.cluster}" certificate-authority`)
+        : undefined;
   if (typeof cluster.server !== "string") throw new Error(`${where}: cluster "${context.cluster}" has no server`);
   const insecure = cluster["insecure-skip-tls-verify"] === true;
-  if (insecure && caCert) throw new Error(`${where}: cluster "${context.cluster}" has both a CA and insecure-skip-tls-verify: keep the CA`);
+  if (insecure && caCert)
+    throw new Error(`${where}: cluster "${context.cluster}" has both a CA and insecure-skip-tls-verify: keep the CA`);
   const namespace = typeof context.namespace === "string" && context.namespace ? context.namespace : "default";
   const tlsServerName = typeof cluster["tls-server-name"] === "string" ? cluster["tls-server-name"] : undefined;
   return new KubeConnection({
-    server: cluster.server, caCert, namespace, context: contextName, insecure, tlsServerName,
+    server: cluster.server,
+    caCert,
+    namespace,
+    context: contextName,
+    insecure,
+    tlsServerName,
     credential: { ...(token ? { token } : {}), ...(clientCert ? { clientCert, clientKey } : {}) },
   });
 }
@@ -157,10 +226,16 @@ export function flattenKubeconfig(c: KubeConnection): string {
   if (c.insecure) cluster["insecure-skip-tls-verify"] = true;
   if (c.tlsServerName) cluster["tls-server-name"] = c.tlsServerName;
   const token = cred.token ?? (cred.tokenFile ? readFileSync(cred.tokenFile, "utf8").trim() : undefined);
-  const user: Record<string, unknown> = token ? { token } : { "client-certificate-data": b64(cred.clientCert!), "client-key-data": b64(cred.clientKey!) };
+  const user: Record<string, unknown> = token
+    ? { token }
+    : { "client-certificate-data": b64(cred.clientCert!), "client-key-data": b64(cred.clientKey!) };
   return YAML.stringify({
-    apiVersion: "v1", kind: "Config", "current-context": name,
-    clusters: [{ name, cluster }], users: [{ name, user }], contexts: [{ name, context: { cluster: name, user: name, namespace: c.namespace } }],
+    apiVersion: "v1",
+    kind: "Config",
+    "current-context": name,
+    clusters: [{ name, cluster }],
+    users: [{ name, user }],
+    contexts: [{ name, context: { cluster: name, user: name, namespace: c.namespace } }],
   });
 }
 

@@ -25,7 +25,11 @@ export interface ObserveOptions extends Omit<ListOptions, "timeoutMs"> {
 }
 
 /** Yields until `signal` aborts (then returns) or the caller stops iterating. */
-export async function* observe<T extends KubeObject>(api: KubeApi, r: KubeResource<T>, o: ObserveOptions = {}): AsyncGenerator<Observed<T>, void, undefined> {
+export async function* observe<T extends KubeObject>(
+  api: KubeApi,
+  r: KubeResource<T>,
+  o: ObserveOptions = {},
+): AsyncGenerator<Observed<T>, void, undefined> {
   const { watchTimeoutSeconds = 300, retryMs = 500, ...listOptions } = o;
   let version: string | undefined;
   let delay = retryMs;
@@ -36,14 +40,22 @@ export async function* observe<T extends KubeObject>(api: KubeApi, r: KubeResour
         version = list.resourceVersion;
         yield { type: "LIST", items: list.items, resourceVersion: list.resourceVersion };
       }
-      for await (const e of api.watch(r, { ...listOptions, resourceVersion: version, bookmarks: true, timeoutSeconds: watchTimeoutSeconds })) {
+      for await (const e of api.watch(r, {
+        ...listOptions,
+        resourceVersion: version,
+        bookmarks: true,
+        timeoutSeconds: watchTimeoutSeconds,
+      })) {
         version = e.object.metadata?.resourceVersion || version;
         delay = retryMs;
         if (e.type !== "BOOKMARK") yield e;
       }
     } catch (err) {
       if (o.signal?.aborted) return;
-      if (isGone(err)) { version = undefined; continue; }
+      if (isGone(err)) {
+        version = undefined;
+        continue;
+      }
       // Anything else (the server unreachable, a stream cut): try again, backing off.
       await sleep(delay, o.signal);
       delay = Math.min(delay * 2, 30_000);
@@ -54,7 +66,11 @@ export async function* observe<T extends KubeObject>(api: KubeApi, r: KubeResour
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(done, ms);
-    function done(): void { clearTimeout(t); signal?.removeEventListener("abort", done); resolve(); }
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
     signal?.addEventListener("abort", done, { once: true });
   });
 }

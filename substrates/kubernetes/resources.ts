@@ -17,7 +17,12 @@ export interface KubeResource<T extends KubeObject = KubeObject> {
   readonly namespaced: boolean;
 }
 
-const resource = <T extends KubeObject>(group: string, plural: string, kind: string, namespaced = true): KubeResource<T> => ({ group, version: "v1", plural, kind, namespaced });
+const resource = <T extends KubeObject>(
+  group: string,
+  plural: string,
+  kind: string,
+  namespaced = true,
+): KubeResource<T> => ({ group, version: "v1", plural, kind, namespaced });
 const RBAC = "rbac.authorization.k8s.io";
 
 export const KUBE_RESOURCES = {
@@ -37,7 +42,12 @@ export const KUBE_RESOURCES = {
   clusterRoleBindings: resource<KubeObject>(RBAC, "clusterrolebindings", "ClusterRoleBinding", false),
   podDisruptionBudgets: resource<KubeObject>("policy", "poddisruptionbudgets", "PodDisruptionBudget"),
   /** Created only (`kubectl auth can-i`): the answer is in the returned object's status, nothing is stored. */
-  selfSubjectAccessReviews: resource<SelfSubjectAccessReview>("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+  selfSubjectAccessReviews: resource<SelfSubjectAccessReview>(
+    "authorization.k8s.io",
+    "selfsubjectaccessreviews",
+    "SelfSubjectAccessReview",
+    false,
+  ),
 } as const;
 
 export const apiVersionOf = (r: KubeResource): string => (r.group ? `${r.group}/${r.version}` : r.version);
@@ -57,7 +67,14 @@ export interface ObjectMeta {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   finalizers?: string[];
-  ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }[];
+  ownerReferences?: {
+    apiVersion: string;
+    kind: string;
+    name: string;
+    uid: string;
+    controller?: boolean;
+    blockOwnerDeletion?: boolean;
+  }[];
   [key: string]: unknown;
 }
 
@@ -76,7 +93,14 @@ export interface KubeStatus {
   message?: string;
   reason?: string;
   code?: number;
-  details?: { name?: string; group?: string; kind?: string; uid?: string; causes?: { reason?: string; message?: string; field?: string }[]; retryAfterSeconds?: number };
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    uid?: string;
+    causes?: { reason?: string; message?: string; field?: string }[];
+    retryAfterSeconds?: number;
+  };
 }
 
 /** `autoscaling/v1` Scale, the `/scale` subresource. */
@@ -86,7 +110,10 @@ export interface KubeScale extends KubeObject {
 }
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
-export interface WatchEvent<T extends KubeObject = KubeObject> { type: WatchEventType; object: T }
+export interface WatchEvent<T extends KubeObject = KubeObject> {
+  type: WatchEventType;
+  object: T;
+}
 
 export interface KubeList<T extends KubeObject = KubeObject> {
   items: T[];
@@ -97,43 +124,118 @@ export interface KubeList<T extends KubeObject = KubeObject> {
 // ---- the shapes of the objects the substrate reads (the fields it uses; the rest passes through) ----
 
 type Open = { [key: string]: unknown };
-export interface LabelSelector { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }
-export interface Condition { type: string; status: "True" | "False" | "Unknown"; reason?: string; message?: string; lastTransitionTime?: string }
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
 
-export interface Namespace extends KubeObject { status?: { phase?: "Active" | "Terminating" } & Open }
-export interface ConfigMap extends KubeObject { data?: Record<string, string>; binaryData?: Record<string, string>; immutable?: boolean }
+export interface Namespace extends KubeObject {
+  status?: { phase?: "Active" | "Terminating" } & Open;
+}
+export interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+  binaryData?: Record<string, string>;
+  immutable?: boolean;
+}
 /** `data` values are base64; `stringData` is write-only (the server folds it into data). */
-export interface Secret extends KubeObject { type?: string; data?: Record<string, string>; stringData?: Record<string, string>; immutable?: boolean }
-export interface ServicePort { name?: string; port: number; targetPort?: number | string; protocol?: "TCP" | "UDP" | "SCTP"; nodePort?: number }
+export interface Secret extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+  immutable?: boolean;
+}
+export interface ServicePort {
+  name?: string;
+  port: number;
+  targetPort?: number | string;
+  protocol?: "TCP" | "UDP" | "SCTP";
+  nodePort?: number;
+}
 export interface Service extends KubeObject {
-  spec?: { type?: string; selector?: Record<string, string>; ports?: ServicePort[]; clusterIP?: string; clusterIPs?: string[]; publishNotReadyAddresses?: boolean } & Open;
+  spec?: {
+    type?: string;
+    selector?: Record<string, string>;
+    ports?: ServicePort[];
+    clusterIP?: string;
+    clusterIPs?: string[];
+    publishNotReadyAddresses?: boolean;
+  } & Open;
   status?: Open;
 }
-export interface ContainerStatus { name: string; ready: boolean; started?: boolean; restartCount: number; image: string; state?: Open; lastState?: Open; containerID?: string }
+export interface ContainerStatus {
+  name: string;
+  ready: boolean;
+  started?: boolean;
+  restartCount: number;
+  image: string;
+  state?: Open;
+  lastState?: Open;
+  containerID?: string;
+}
 export interface Pod extends KubeObject {
-  spec?: { containers: ({ name: string; image?: string } & Open)[]; initContainers?: ({ name: string; image?: string } & Open)[]; nodeName?: string; hostname?: string; subdomain?: string } & Open;
+  spec?: {
+    containers: ({ name: string; image?: string } & Open)[];
+    initContainers?: ({ name: string; image?: string } & Open)[];
+    nodeName?: string;
+    hostname?: string;
+    subdomain?: string;
+  } & Open;
   status?: {
     phase?: "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
-    podIP?: string; podIPs?: { ip: string }[]; hostIP?: string; startTime?: string;
-    conditions?: Condition[]; containerStatuses?: ContainerStatus[]; initContainerStatuses?: ContainerStatus[];
+    podIP?: string;
+    podIPs?: { ip: string }[];
+    hostIP?: string;
+    startTime?: string;
+    conditions?: Condition[];
+    containerStatuses?: ContainerStatus[];
+    initContainerStatuses?: ContainerStatus[];
   } & Open;
 }
 export interface PersistentVolumeClaim extends KubeObject {
-  spec?: { accessModes?: string[]; resources?: { requests?: Record<string, string> }; storageClassName?: string; volumeName?: string } & Open;
+  spec?: {
+    accessModes?: string[];
+    resources?: { requests?: Record<string, string> };
+    storageClassName?: string;
+    volumeName?: string;
+  } & Open;
   status?: { phase?: "Pending" | "Bound" | "Lost"; capacity?: Record<string, string> } & Open;
 }
 export interface StatefulSet extends KubeObject {
   spec?: {
-    replicas?: number; serviceName?: string; selector: LabelSelector; podManagementPolicy?: "OrderedReady" | "Parallel";
-    template: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: Pod["spec"] };
+    replicas?: number;
+    serviceName?: string;
+    selector: LabelSelector;
+    podManagementPolicy?: "OrderedReady" | "Parallel";
+    template: {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec?: Pod["spec"];
+    };
     volumeClaimTemplates?: PersistentVolumeClaim[];
-    updateStrategy?: { type?: "RollingUpdate" | "OnDelete"; rollingUpdate?: { partition?: number; maxUnavailable?: number | string } };
+    updateStrategy?: {
+      type?: "RollingUpdate" | "OnDelete";
+      rollingUpdate?: { partition?: number; maxUnavailable?: number | string };
+    };
     persistentVolumeClaimRetentionPolicy?: { whenDeleted?: "Retain" | "Delete"; whenScaled?: "Retain" | "Delete" };
     ordinals?: { start?: number };
   } & Open;
   status?: {
-    observedGeneration?: number; replicas: number; readyReplicas?: number; availableReplicas?: number; currentReplicas?: number; updatedReplicas?: number;
-    currentRevision?: string; updateRevision?: string; collisionCount?: number; conditions?: Condition[];
+    observedGeneration?: number;
+    replicas: number;
+    readyReplicas?: number;
+    availableReplicas?: number;
+    currentReplicas?: number;
+    updatedReplicas?: number;
+    currentRevision?: string;
+    updateRevision?: string;
+    collisionCount?: number;
+    conditions?: Condition[];
   };
 }
 /** What a SelfSubjectAccessReview asks: may I do `verb` on `resource` (of `group`) in `namespace` ("" or absent: all namespaces, or a cluster-scoped resource)? */
@@ -144,7 +246,14 @@ export interface PodProbeSettings {
   startup: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
 }
 
-export interface ResourceAttributes { verb: string; group?: string; resource: string; subresource?: string; namespace?: string; name?: string }
+export interface ResourceAttributes {
+  verb: string;
+  group?: string;
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+}
 /** authorization.k8s.io/v1 SelfSubjectAccessReview: `status.allowed` is the answer; `denied` and `reason` may explain it. */
 export interface SelfSubjectAccessReview extends KubeObject {
   spec: { resourceAttributes?: ResourceAttributes; nonResourceAttributes?: { path: string; verb: string } };
@@ -152,6 +261,12 @@ export interface SelfSubjectAccessReview extends KubeObject {
 }
 export interface EndpointSlice extends KubeObject {
   addressType: "IPv4" | "IPv6" | "FQDN";
-  endpoints: { addresses: string[]; conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean }; hostname?: string; nodeName?: string; targetRef?: { kind?: string; name?: string; namespace?: string; uid?: string } }[];
+  endpoints: {
+    addresses: string[];
+    conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean };
+    hostname?: string;
+    nodeName?: string;
+    targetRef?: { kind?: string; name?: string; namespace?: string; uid?: string };
+  }[];
   ports?: { name?: string; port?: number; protocol?: string }[];
 }

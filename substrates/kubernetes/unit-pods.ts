@@ -59,9 +59,16 @@ export interface UnitPodsSpec {
   containers?: Record<string, WorkloadContainer>;
 }
 
-const labelsOf = (model: string, app?: string): Record<string, string> => ({ [LABELS.managedBy]: MANAGED_BY, [LABELS.model]: model, ...(app ? { [LABELS.app]: app } : {}) });
+const labelsOf = (model: string, app?: string): Record<string, string> => ({
+  [LABELS.managedBy]: MANAGED_BY,
+  [LABELS.model]: model,
+  ...(app ? { [LABELS.app]: app } : {}),
+});
 /** Selects a model's objects (all of them, or one application's). */
-export const selectorOf = (model: string, app?: string): string => Object.entries(labelsOf(model, app)).map(([k, v]) => `${k}=${v}`).join(",");
+export const selectorOf = (model: string, app?: string): string =>
+  Object.entries(labelsOf(model, app))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
 
 export const agentsSecretName = (app: string): string => `${app}-steward-agents`;
 export const endpointsServiceName = (app: string): string => `${app}-endpoints`;
@@ -72,17 +79,32 @@ export function namespaceManifest(model: string, name: string): Namespace {
 }
 
 /** The application's agent configurations by pod ordinal (keys: api/kubernetes-pods.ts). */
-export function agentsSecretManifest(s: Pick<UnitPodsSpec, "model" | "namespace" | "app">, configs: ReadonlyMap<number, string>): Secret {
+export function agentsSecretManifest(
+  s: Pick<UnitPodsSpec, "model" | "namespace" | "app">,
+  configs: ReadonlyMap<number, string>,
+): Secret {
   const data: Record<string, string> = {};
-  for (const [ordinal, text] of [...configs].sort((a, b) => a[0] - b[0])) data[podAgentConfigKey(ordinal)] = Buffer.from(text).toString("base64");
-  return { apiVersion: "v1", kind: "Secret", metadata: { name: agentsSecretName(s.app), namespace: s.namespace, labels: labelsOf(s.model, s.app) }, type: "Opaque", data };
+  for (const [ordinal, text] of [...configs].sort((a, b) => a[0] - b[0]))
+    data[podAgentConfigKey(ordinal)] = Buffer.from(text).toString("base64");
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: agentsSecretName(s.app), namespace: s.namespace, labels: labelsOf(s.model, s.app) },
+    type: "Opaque",
+    data,
+  };
 }
 
 export function serviceManifests(s: Pick<UnitPodsSpec, "model" | "namespace" | "app">): Service[] {
   const selector = { [LABELS.model]: s.model, [LABELS.app]: s.app };
   const meta = (name: string) => ({ name, namespace: s.namespace, labels: labelsOf(s.model, s.app) });
   return [
-    { apiVersion: "v1", kind: "Service", metadata: meta(endpointsServiceName(s.app)), spec: { clusterIP: "None", selector, publishNotReadyAddresses: true } },
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: meta(endpointsServiceName(s.app)),
+      spec: { clusterIP: "None", selector, publishNotReadyAddresses: true },
+    },
     { apiVersion: "v1", kind: "Service", metadata: meta(s.app), spec: { clusterIP: "None", selector } },
   ];
 }
@@ -90,7 +112,10 @@ export function serviceManifests(s: Pick<UnitPodsSpec, "model" | "namespace" | "
 export function statefulSetManifest(s: UnitPodsSpec): StatefulSet {
   const probes = s.probes ?? DEFAULT_POD_PROBES;
   const labels = labelsOf(s.model, s.app);
-  const probe = (path: string, p: PodProbeSettings["liveness"]) => ({ httpGet: { path, port: "steward-health" }, ...p });
+  const probe = (path: string, p: PodProbeSettings["liveness"]) => ({
+    httpGet: { path, port: "steward-health" },
+    ...p,
+  });
   const workload = workloadPodParts(s.agentImage, s.containers, probes);
   const template = {
     metadata: { labels },
@@ -101,29 +126,40 @@ export function statefulSetManifest(s: UnitPodsSpec): StatefulSet {
       // Claims and the shared /steward volume belong to group 10001, the images' (images/): the agent
       // runs as 10001, workload containers as their images say, and both reach the supervisor's socket.
       securityContext: { fsGroup: 10001 },
-      volumes: [{ name: "agent-configs", secret: { secretName: agentsSecretName(s.app), defaultMode: 0o400 } }, ...workload.volumes],
+      volumes: [
+        { name: "agent-configs", secret: { secretName: agentsSecretName(s.app), defaultMode: 0o400 } },
+        ...workload.volumes,
+      ],
       ...(workload.initContainers.length ? { initContainers: workload.initContainers } : {}),
-      containers: [{
-        name: AGENT_CONTAINER,
-        image: s.agentImage,
-        securityContext: STEWARD_USER,
-        args: ["--pod", "--dir", POD_PATHS.agentDir, "--configs", POD_PATHS.configs, ...workload.agentArgs],
-        env: [
-          { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
-          { name: "POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
-          { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
-        ],
-        ports: [{ name: "steward-health", containerPort: POD_HEALTH_PORT }],
-        volumeMounts: [{ name: "agent-state", mountPath: POD_PATHS.agentDir }, { name: "agent-configs", mountPath: POD_PATHS.configs, readOnly: true }, ...workload.agentMounts],
-        startupProbe: probe(POD_LIVENESS_PATH, probes.startup),
-        livenessProbe: probe(POD_LIVENESS_PATH, probes.liveness),
-        readinessProbe: probe(POD_READINESS_PATH, probes.readiness),
-      }, ...workload.containers],
+      containers: [
+        {
+          name: AGENT_CONTAINER,
+          image: s.agentImage,
+          securityContext: STEWARD_USER,
+          args: ["--pod", "--dir", POD_PATHS.agentDir, "--configs", POD_PATHS.configs, ...workload.agentArgs],
+          env: [
+            { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+            { name: "POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
+            { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+          ],
+          ports: [{ name: "steward-health", containerPort: POD_HEALTH_PORT }],
+          volumeMounts: [
+            { name: "agent-state", mountPath: POD_PATHS.agentDir },
+            { name: "agent-configs", mountPath: POD_PATHS.configs, readOnly: true },
+            ...workload.agentMounts,
+          ],
+          startupProbe: probe(POD_LIVENESS_PATH, probes.startup),
+          livenessProbe: probe(POD_LIVENESS_PATH, probes.liveness),
+          readinessProbe: probe(POD_READINESS_PATH, probes.readiness),
+        },
+        ...workload.containers,
+      ],
     },
   };
   const hash = createHash("sha256").update(JSON.stringify(template)).digest("hex").slice(0, 16);
   return {
-    apiVersion: "apps/v1", kind: "StatefulSet",
+    apiVersion: "apps/v1",
+    kind: "StatefulSet",
     metadata: { name: s.app, namespace: s.namespace, labels, annotations: { [TEMPLATE_HASH]: hash } },
     spec: {
       replicas: s.replicas,
@@ -132,10 +168,12 @@ export function statefulSetManifest(s: UnitPodsSpec): StatefulSet {
       podManagementPolicy: "Parallel",
       selector: { matchLabels: { [LABELS.model]: s.model, [LABELS.app]: s.app } },
       template,
-      volumeClaimTemplates: [{
-        metadata: { name: "agent-state", labels },
-        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: s.stateSize ?? "64Mi" } } },
-      }],
+      volumeClaimTemplates: [
+        {
+          metadata: { name: "agent-state", labels },
+          spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: s.stateSize ?? "64Mi" } } },
+        },
+      ],
       // A removed unit's hook state must not greet a later unit that gets its number.
       persistentVolumeClaimRetentionPolicy: { whenScaled: "Delete", whenDeleted: "Delete" },
     },

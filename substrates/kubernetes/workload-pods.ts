@@ -9,8 +9,14 @@
  */
 import type { WorkloadContainer } from "../../api/core";
 import {
-  SUPERVISOR_HEALTH_PATH, SUPERVISOR_INIT_CONTAINER, SUPERVISOR_NODE, SUPERVISOR_SCRIPT, WORKLOAD_SHARED_DIR, WORKLOAD_SOCKET_DIR,
-  supervisorHealthPort, supervisorSocket,
+  SUPERVISOR_HEALTH_PATH,
+  SUPERVISOR_INIT_CONTAINER,
+  SUPERVISOR_NODE,
+  SUPERVISOR_SCRIPT,
+  WORKLOAD_SHARED_DIR,
+  WORKLOAD_SOCKET_DIR,
+  supervisorHealthPort,
+  supervisorSocket,
 } from "../../api/core";
 import type { PodProbeSettings } from "./resources";
 
@@ -31,18 +37,24 @@ export interface WorkloadPodParts {
 /** How the agent image's containers run (images/: user and group 10001). */
 export const STEWARD_USER = { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001 } as const;
 
-export function workloadPodParts(agentImage: string, declared: Record<string, WorkloadContainer> | undefined, probes: PodProbeSettings): WorkloadPodParts {
+export function workloadPodParts(
+  agentImage: string,
+  declared: Record<string, WorkloadContainer> | undefined,
+  probes: PodProbeSettings,
+): WorkloadPodParts {
   const names = Object.keys(declared ?? {}).sort();
   if (names.length === 0) return { initContainers: [], volumes: [], agentMounts: [], agentArgs: [], containers: [] };
   const mount = { name: WORKLOAD_VOLUME, mountPath: WORKLOAD_SHARED_DIR };
   return {
-    initContainers: [{
-      name: SUPERVISOR_INIT_CONTAINER,
-      image: agentImage,
-      args: ["--install-supervisor", WORKLOAD_SHARED_DIR],
-      volumeMounts: [mount],
-      securityContext: STEWARD_USER,
-    }],
+    initContainers: [
+      {
+        name: SUPERVISOR_INIT_CONTAINER,
+        image: agentImage,
+        args: ["--install-supervisor", WORKLOAD_SHARED_DIR],
+        volumeMounts: [mount],
+        securityContext: STEWARD_USER,
+      },
+    ],
     volumes: [{ name: WORKLOAD_VOLUME, emptyDir: {} }],
     agentMounts: [mount],
     agentArgs: ["--workload-sockets", WORKLOAD_SOCKET_DIR],
@@ -53,8 +65,25 @@ export function workloadPodParts(agentImage: string, declared: Record<string, Wo
       return {
         name,
         image: c.image,
-        command: [SUPERVISOR_NODE, SUPERVISOR_SCRIPT, "--socket", supervisorSocket(name), "--container", name, "--health-port", String(port)],
-        ...(c.ports?.length ? { ports: c.ports.map((p) => ({ ...(p.name ? { name: p.name } : {}), containerPort: p.containerPort, protocol: p.protocol ?? "TCP" })) } : {}),
+        command: [
+          SUPERVISOR_NODE,
+          SUPERVISOR_SCRIPT,
+          "--socket",
+          supervisorSocket(name),
+          "--container",
+          name,
+          "--health-port",
+          String(port),
+        ],
+        ...(c.ports?.length
+          ? {
+              ports: c.ports.map((p) => ({
+                ...(p.name ? { name: p.name } : {}),
+                containerPort: p.containerPort,
+                protocol: p.protocol ?? "TCP",
+              })),
+            }
+          : {}),
         ...(c.resources ? { resources: c.resources } : {}),
         volumeMounts: [mount],
         startupProbe: probe(probes.startup),

@@ -4,14 +4,29 @@
  * the data directory becomes a link there, so everything that finds agents under it still does.
  */
 import { createHash } from "node:crypto";
-import { chmod, cp, lstat, mkdir, readFile, readdir, readlink, realpath, rename, rm, rmdir, stat, symlink } from "node:fs/promises";
+import {
+  chmod,
+  cp,
+  lstat,
+  mkdir,
+  readFile,
+  readdir,
+  readlink,
+  realpath,
+  rename,
+  rm,
+  rmdir,
+  stat,
+  symlink,
+} from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { dataFiles } from "../controller-files";
 import { AGENT_PID_FILE } from "./machines";
 import { readPidFile, stopProcess } from "./processes";
 
 /** Where a root controller's agents live unless controller.json says (localMachines.agentsDir). */
-export const defaultAgentsDir = (controllerUuid: string): string => join("/var/lib/steward/local-machines", controllerUuid);
+export const defaultAgentsDir = (controllerUuid: string): string =>
+  join("/var/lib/steward/local-machines", controllerUuid);
 
 /**
  * Makes `agentsDir` (passable by others, listable by none) the home of the data directory's
@@ -56,13 +71,26 @@ export async function placeAgentsDir(dataDir: string, agentsDir: string): Promis
  * under `/root` or another 0700 directory) it is copied into the agents' directory once per content
  * (`.agent-<hash>/`, beside the models' directories), with the `yaml` module it loads at run time.
  */
-export async function readableAgentEntry(dataDir: string, agentsDir: string, agentEntry: string, agent: { uid: number; gid: number }): Promise<string> {
+export async function readableAgentEntry(
+  dataDir: string,
+  agentsDir: string,
+  agentEntry: string,
+  agent: { uid: number; gid: number },
+): Promise<string> {
   const bundle = await realpath(dirname(agentEntry));
   const inDataDir = bundle.startsWith(`${await realpath(dataDir)}/`);
-  if (!inDataDir && await reachableBy(join(bundle, basename(agentEntry)), agent)) return agentEntry;
-  const hash = createHash("sha256").update(await readFile(join(bundle, basename(agentEntry)))).digest("hex").slice(0, 16);
+  if (!inDataDir && (await reachableBy(join(bundle, basename(agentEntry)), agent))) return agentEntry;
+  const hash = createHash("sha256")
+    .update(await readFile(join(bundle, basename(agentEntry))))
+    .digest("hex")
+    .slice(0, 16);
   const copy = join(agentsDir, `.agent-${hash}`);
-  if (!(await stat(copy).then(() => true, () => false))) {
+  if (
+    !(await stat(copy).then(
+      () => true,
+      () => false,
+    ))
+  ) {
     const staging = `${copy}.staging`;
     await rm(staging, { recursive: true, force: true });
     await cp(bundle, staging, { recursive: true });

@@ -14,9 +14,14 @@ import { freePort } from "./processes";
 export const localHosting: ControllerHosting<LocalControllerSettings> = {
   async bootstrap(plan, o) {
     const { dataDir, host = "127.0.0.1" } = plan.settings;
-    const port = plan.port ?? await freePort(host);
+    const port = plan.port ?? (await freePort(host));
     o.progress(`Creating controller "${plan.name}" in ${dataDir}`);
-    const init = await initLocalController({ dataDir, name: plan.name, listen: { host, port }, ...(plan.adminPassword ? { adminPassword: plan.adminPassword } : {}) });
+    const init = await initLocalController({
+      dataDir,
+      name: plan.name,
+      listen: { host, port },
+      ...(plan.adminPassword ? { adminPassword: plan.adminPassword } : {}),
+    });
     if (!init.created && !plan.adopt) throw alreadyThere(o, dataDir);
     o.progress("Starting the controller (embedded store)");
     let addresses: string[];
@@ -26,7 +31,12 @@ export const localHosting: ControllerHosting<LocalControllerSettings> = {
       if (init.created) await rm(dataDir, { recursive: true, force: true });
       throw err;
     }
-    return { addresses, caCert: init.caCert, where: dataDir, ...(init.adminPassword ? { adminPassword: init.adminPassword } : {}) };
+    return {
+      addresses,
+      caCert: init.caCert,
+      where: dataDir,
+      ...(init.adminPassword ? { adminPassword: init.adminPassword } : {}),
+    };
   },
 
   async destroy(target, o) {

@@ -39,17 +39,35 @@ const INIT_TIMEOUT_MS = 60_000;
 /** Creates a controller's data directory (idempotent: an existing one is kept and its CA returned). */
 export async function initLocalController(o: LocalControllerInit): Promise<LocalControllerInitResult> {
   // Recorded: a controller bootstrapped here makes local machines (agents on this host) by default.
-  const args = ["init", "--data-dir", o.dataDir, "--name", o.name, "--listen", `${o.listen.host}:${o.listen.port}`, "--substrate", "local"];
+  const args = [
+    "init",
+    "--data-dir",
+    o.dataDir,
+    "--name",
+    o.name,
+    "--listen",
+    `${o.listen.host}:${o.listen.port}`,
+    "--substrate",
+    "local",
+  ];
   if (o.advertise?.length) args.push("--advertise", o.advertise.join(","));
   if (o.uuid !== undefined) args.push("--uuid", o.uuid);
   if (o.instance !== undefined) args.push("--instance", o.instance);
   if (o.adminPassword !== undefined) args.push("--admin-password-stdin");
-  return runControllerCommand<LocalControllerInitResult>(args, o.adminPassword ?? "", `creating the controller's data directory ${o.dataDir}`);
+  return runControllerCommand<LocalControllerInitResult>(
+    args,
+    o.adminPassword ?? "",
+    `creating the controller's data directory ${o.dataDir}`,
+  );
 }
 
 /** A new CA for a controller whose data directories are made elsewhere (bootstrap on Kubernetes): made by the controller's own code, in a child process. */
 export async function createControllerCa(name: string): Promise<{ certPem: string; keyPem: string }> {
-  return runControllerCommand<{ certPem: string; keyPem: string }>(["new-ca", "--name", name], "", "creating the controller's CA");
+  return runControllerCommand<{ certPem: string; keyPem: string }>(
+    ["new-ca", "--name", name],
+    "",
+    "creating the controller's CA",
+  );
 }
 
 export interface LocalControllerRestore {
@@ -67,27 +85,63 @@ export interface LocalControllerRestore {
 }
 
 /** What `main.js restore` answers. */
-export interface LocalControllerRestoreResult { controller: { uuid: string; name: string }; backupId: string; revision: number; keys: number; models: string[]; caCert: string; epoch: number }
+export interface LocalControllerRestoreResult {
+  controller: { uuid: string; name: string };
+  backupId: string;
+  revision: number;
+  keys: number;
+  models: string[];
+  caCert: string;
+  epoch: number;
+}
 
 /** Restores a backup into `dataDir` (controller/backup/restore.ts); start it with {@link startLocalController}. With `checkOnly` the answer is not a restore's but only says the backup opens. */
 export async function restoreLocalController(o: LocalControllerRestore): Promise<LocalControllerRestoreResult> {
-  const args = ["restore", "--data-dir", o.dataDir, "--listen", `${o.listen.host}:${o.listen.port}`, "--backup", o.backupFile];
+  const args = [
+    "restore",
+    "--data-dir",
+    o.dataDir,
+    "--listen",
+    `${o.listen.host}:${o.listen.port}`,
+    "--backup",
+    o.backupFile,
+  ];
   if (o.advertise?.length) args.push("--advertise", o.advertise.join(","));
   if (o.force) args.push("--force");
   if (o.checkOnly) args.push("--check-only");
-  return runControllerCommand<LocalControllerRestoreResult>(args, o.passphrase, "restoring the backup", "invalid-request");
+  return runControllerCommand<LocalControllerRestoreResult>(
+    args,
+    o.passphrase,
+    "restoring the backup",
+    "invalid-request",
+  );
 }
 
 /** Runs `main.js <args>` with `stdin`, answering its JSON output; a failure carries its stderr. */
-async function runControllerCommand<T>(args: string[], stdin: string, what: string, failure: "internal" | "invalid-request" = "internal"): Promise<T> {
-  const child = spawn(process.execPath, [controllerEntry(), ...args], { stdio: ["pipe", "pipe", "pipe"], env: controllerEnvironment() });
+async function runControllerCommand<T>(
+  args: string[],
+  stdin: string,
+  what: string,
+  failure: "internal" | "invalid-request" = "internal",
+): Promise<T> {
+  const child = spawn(process.execPath, [controllerEntry(), ...args], {
+    stdio: ["pipe", "pipe", "pipe"],
+    env: controllerEnvironment(),
+  });
   let out = "";
   let err = "";
-  child.stdout.on("data", (c: Buffer) => { out += c.toString(); });
-  child.stderr.on("data", (c: Buffer) => { err += c.toString(); });
+  child.stdout.on("data", (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr.on("data", (c: Buffer) => {
+    err += c.toString();
+  });
   child.stdin.end(stdin);
   // Making keys and the store takes a second or two; one that hangs must not hang bootstrap.
-  const timer = setTimeout(() => { err ||= `it did not finish within ${INIT_TIMEOUT_MS / 1000} s`; child.kill("SIGKILL"); }, INIT_TIMEOUT_MS);
+  const timer = setTimeout(() => {
+    err ||= `it did not finish within ${INIT_TIMEOUT_MS / 1000} s`;
+    child.kill("SIGKILL");
+  }, INIT_TIMEOUT_MS);
   const code = await new Promise<number>((resolve) => {
     child.once("error", () => resolve(-1));
     child.once("close", (c) => resolve(c ?? 1));
@@ -96,7 +150,10 @@ async function runControllerCommand<T>(args: string[], stdin: string, what: stri
   try {
     return JSON.parse(out) as T;
   } catch {
-    throw new StewardError("internal", `the controller's ${args[0]} answered something that is not JSON: ${out.slice(0, 200)}`);
+    throw new StewardError(
+      "internal",
+      `the controller's ${args[0]} answered something that is not JSON: ${out.slice(0, 200)}`,
+    );
   }
 }
 
@@ -111,13 +168,33 @@ export async function startLocalController(dataDir: string, caCert: string, time
   const running = await readPidFile(join(dataDir, dataFiles.supervisorPid));
   if (!running || !isProcessOf(running, dataDir)) {
     const log = await open(join(dataDir, dataFiles.log), "a", 0o600);
-    const controller = [process.execPath, ...CONTROLLER_NODE_FLAGS, localControllerEntry(dataDir), "--data-dir", dataDir];
+    const controller = [
+      process.execPath,
+      ...CONTROLLER_NODE_FLAGS,
+      localControllerEntry(dataDir),
+      "--data-dir",
+      dataDir,
+    ];
     // The controller writes its pid file once it serves: the supervisor's sign that it came up.
-    const args = [supervisorEntry(), "--pid-file", join(dataDir, dataFiles.supervisorPid), "--ready-file", join(dataDir, dataFiles.pid), "--", ...controller];
-    const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", log.fd, log.fd], env: controllerEnvironment() });
+    const args = [
+      supervisorEntry(),
+      "--pid-file",
+      join(dataDir, dataFiles.supervisorPid),
+      "--ready-file",
+      join(dataDir, dataFiles.pid),
+      "--",
+      ...controller,
+    ];
+    const child = spawn(process.execPath, args, {
+      detached: true,
+      stdio: ["ignore", log.fd, log.fd],
+      env: controllerEnvironment(),
+    });
     child.unref();
     await log.close();
-    child.once("exit", (code) => { exited = code ?? 1; });
+    child.once("exit", (code) => {
+      exited = code ?? 1;
+    });
   }
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -126,15 +203,25 @@ export async function startLocalController(dataDir: string, caCert: string, time
     const addresses = text.split("\n").filter(Boolean);
     if (addresses.length > 0) {
       const client = new ControllerClient({ addresses, caCert, timeoutMs: 2000 });
-      const up = await client.call("GET", "/v1/health").then(() => true, () => false);
+      const up = await client.call("GET", "/v1/health").then(
+        () => true,
+        () => false,
+      );
       client.close();
       if (up) return addresses;
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  const tail = (await readFile(join(dataDir, dataFiles.log), "utf8").catch(() => "")).trim().split("\n").slice(-5).join("\n  ");
+  const tail = (await readFile(join(dataDir, dataFiles.log), "utf8").catch(() => ""))
+    .trim()
+    .split("\n")
+    .slice(-5)
+    .join("\n  ");
   const logEnd = `the end of ${join(dataDir, dataFiles.log)}:\n  ${tail}`;
-  if (exited !== null) throw new StewardError("unavailable", `the controller did not start (it exited with code ${exited}); ${logEnd}`, { reason: "controller-did-not-start" });
+  if (exited !== null)
+    throw new StewardError("unavailable", `the controller did not start (it exited with code ${exited}); ${logEnd}`, {
+      reason: "controller-did-not-start",
+    });
   throw new StewardError("deadline-exceeded", `the controller did not start within ${timeoutMs / 1000} s; ${logEnd}`);
 }
 

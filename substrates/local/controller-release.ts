@@ -23,7 +23,10 @@ export function localControllerEntry(dataDir: string): string {
 
 /** The version `current` points at, if the controller was ever upgraded. */
 export async function currentLocalRelease(dataDir: string): Promise<string | undefined> {
-  return readlink(join(dataDir, CURRENT)).then((t) => basename(t), () => undefined);
+  return readlink(join(dataDir, CURRENT)).then(
+    (t) => basename(t),
+    () => undefined,
+  );
 }
 
 /**
@@ -34,20 +37,30 @@ export async function runningControllerBuild(dataDir: string): Promise<string> {
   const pid = await readPidFile(join(dataDir, dataFiles.pid));
   const cmdline = pid ? await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "") : "";
   const entry = cmdline.split("\0").find((a) => a.endsWith("main.js"));
-  if (!entry) throw new StewardError("unavailable", `the controller in ${dataDir} is not running (no live process in ${dataFiles.pid}): start it first (its supervisor restarts it; see ${join(dataDir, dataFiles.log)})`, { reason: "controller-not-running" });
+  if (!entry)
+    throw new StewardError(
+      "unavailable",
+      `the controller in ${dataDir} is not running (no live process in ${dataFiles.pid}): start it first (its supervisor restarts it; see ${join(dataDir, dataFiles.log)})`,
+      { reason: "controller-not-running" },
+    );
   return dirname(dirname(entry));
 }
 
 /** Copies a build's release directories to `releases/<version>` (replacing a copy that is not current). */
 export async function stageLocalRelease(dataDir: string, build: string, version: string): Promise<void> {
   const target = join(dataDir, RELEASES, version);
-  if (await currentLocalRelease(dataDir) === version && existsSync(target)) return;
+  if ((await currentLocalRelease(dataDir)) === version && existsSync(target)) return;
   const missing = RELEASE_DIRS.filter((d) => d !== "dashboard" && !existsSync(join(build, d)));
-  if (missing.length > 0) throw new StewardError("invalid-request", `${build} lacks ${missing.join(", ")}: it is not a built Steward (npm run build makes them)`);
+  if (missing.length > 0)
+    throw new StewardError(
+      "invalid-request",
+      `${build} lacks ${missing.join(", ")}: it is not a built Steward (npm run build makes them)`,
+    );
   // Copied aside first, then renamed into place: a half-copied release is never a release.
   const staging = `${target}.staging`;
   await rm(staging, { recursive: true, force: true });
-  for (const d of RELEASE_DIRS) if (existsSync(join(build, d))) await cp(join(build, d), join(staging, d), { recursive: true });
+  for (const d of RELEASE_DIRS)
+    if (existsSync(join(build, d))) await cp(join(build, d), join(staging, d), { recursive: true });
   await rm(target, { recursive: true, force: true });
   await rename(staging, target);
 }
@@ -61,7 +74,8 @@ export async function pruneLocalReleases(dataDir: string, keep: string[]): Promi
 
 /** Points `current` at `releases/<version>` atomically. */
 export async function switchLocalRelease(dataDir: string, version: string): Promise<void> {
-  if (!existsSync(join(dataDir, RELEASES, version))) throw new StewardError("internal", `release ${version} is not staged in ${join(dataDir, RELEASES)}`);
+  if (!existsSync(join(dataDir, RELEASES, version)))
+    throw new StewardError("internal", `release ${version} is not staged in ${join(dataDir, RELEASES)}`);
   const next = join(dataDir, `${CURRENT}.next`);
   await rm(next, { force: true });
   await symlink(join(RELEASES, version), next);

@@ -8,7 +8,20 @@
  */
 import { spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { chmod, chown, lchown, mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  lchown,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { AGENT_CONFIG_FILE, agentConfigText } from "../../api/core";
 import type { MachineBroker, MachineRef, MachineSpec, MachineTarget, StartedMachine } from "../brokers";
@@ -54,10 +67,24 @@ export class LocalMachines implements MachineBroker {
     }
     // A directory made by root (new, or one the agent ran in as root before) becomes the agent's.
     if (runAs && (await stat(dir)).uid !== runAs.uid) await chownTree(dir, runAs);
-    const log = await open(join(dir, "agent.log"), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    const log = await open(
+      join(dir, "agent.log"),
+      constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
+      0o600,
+    );
     try {
-      const env = { ...process.env, STEWARD_AGENT_DIR: dir, ...(runAs ? { HOME: dir, USER: runAs.user, LOGNAME: runAs.user } : {}) };
-      const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, this.o.agentEntry, "--dir", dir], { detached: true, stdio: ["ignore", log.fd, log.fd], cwd: dir, env, ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}) });
+      const env = {
+        ...process.env,
+        STEWARD_AGENT_DIR: dir,
+        ...(runAs ? { HOME: dir, USER: runAs.user, LOGNAME: runAs.user } : {}),
+      };
+      const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, this.o.agentEntry, "--dir", dir], {
+        detached: true,
+        stdio: ["ignore", log.fd, log.fd],
+        cwd: dir,
+        env,
+        ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
+      });
       child.unref();
       await writeOwnFile(join(dir, AGENT_PID_FILE), String(child.pid), undefined);
       return { instanceId: `pid:${child.pid}`, changed: true };

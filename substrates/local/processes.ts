@@ -11,23 +11,41 @@ import { createServer } from "node:net";
  * only whether the pid is alive can be known.
  */
 export function isProcessOf(pid: number, marker: string): boolean {
-  try { process.kill(pid, 0); } catch { return false; }
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
   if (!existsSync("/proc/self/cmdline")) return true;
   let cmdline: string;
-  try { cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8"); } catch { return false; }
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return false;
+  }
   return cmdline.split("\0").some((arg) => arg === marker || arg.startsWith(`${marker}/`));
 }
 
 /** Stops the process `pid` if it is still the one running for `marker` (see {@link isProcessOf}): TERM, then KILL after `graceMs`. */
 export async function stopProcess(pid: number, marker: string, graceMs = 5000): Promise<void> {
   if (!isProcessOf(pid, marker)) return;
-  try { process.kill(pid, "SIGTERM"); } catch { return; }
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
     if (!isProcessOf(pid, marker)) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  if (isProcessOf(pid, marker)) { try { process.kill(pid, "SIGKILL"); } catch { /* already gone */ } }
+  if (isProcessOf(pid, marker)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
+  }
 }
 
 export async function readPidFile(path: string): Promise<number | undefined> {
@@ -48,6 +66,9 @@ export function freePort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once("error", reject);
-    s.listen(0, host, () => { const a = s.address(); s.close(() => resolve(typeof a === "object" && a ? a.port : 0)); });
+    s.listen(0, host, () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === "object" && a ? a.port : 0));
+    });
   });
 }

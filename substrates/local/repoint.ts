@@ -25,7 +25,10 @@ export async function repointLocalAgents(machinesDir: string, addresses: string[
       if (cfg.controllerAddresses.join(",") === addresses.join(",")) continue;
       // Atomically: an agent reading it half-written would not start.
       await rm(`${path}.tmp`, { force: true });
-      await writeFile(`${path}.tmp`, agentConfigText({ ...cfg, controllerAddresses: addresses }), { mode: 0o600, flag: "wx" });
+      await writeFile(`${path}.tmp`, agentConfigText({ ...cfg, controllerAddresses: addresses }), {
+        mode: 0o600,
+        flag: "wx",
+      });
       // Still the agent's own: one running as another user must read it.
       const owner = await stat(dir);
       await chown(`${path}.tmp`, owner.uid, owner.gid);

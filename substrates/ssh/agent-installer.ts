@@ -34,7 +34,12 @@ export interface AgentInstallPlan {
   progress?(step: string, state: "ok" | "changed"): void;
 }
 
-export interface InstallResult { changed: boolean; steps: { step: string; state: "ok" | "changed" }[]; bytesUploaded: number; facts: HostFacts }
+export interface InstallResult {
+  changed: boolean;
+  steps: { step: string; state: "ok" | "changed" }[];
+  bytesUploaded: number;
+  facts: HostFacts;
+}
 
 export const PATHS = {
   lib: "/opt/steward/lib",
@@ -47,25 +52,44 @@ export const PATHS = {
 export async function installAgent(s: SshSession, plan: AgentInstallPlan): Promise<InstallResult> {
   const steps: InstallResult["steps"] = [];
   let bytesUploaded = 0;
-  const note = (step: string, state: "ok" | "changed"): void => { steps.push({ step, state }); plan.progress?.(step, state); };
+  const note = (step: string, state: "ok" | "changed"): void => {
+    steps.push({ step, state });
+    plan.progress?.(step, state);
+  };
 
   const facts = await gatherFacts(s);
-  note(`facts: ${facts.distro} ${facts.arch}, ${facts.systemd ? "systemd" : "no systemd"}, node ${facts.nodeMajor ?? "none"}`, "ok");
+  note(
+    `facts: ${facts.distro} ${facts.arch}, ${facts.systemd ? "systemd" : "no systemd"}, node ${facts.nodeMajor ?? "none"}`,
+    "ok",
+  );
 
-  const node = await ensureNode(s, facts, plan.nodeBinary, (step, changed, bytes) => { bytesUploaded += bytes; note(step, changed ? "changed" : "ok"); });
+  const node = await ensureNode(s, facts, plan.nodeBinary, (step, changed, bytes) => {
+    bytesUploaded += bytes;
+    note(step, changed ? "changed" : "ok");
+  });
 
   // The agent bundle, content-addressed.
   const [mainSha, toolSha] = await Promise.all([fileSha256(plan.bundle.main), fileSha256(plan.bundle.toolClient)]);
-  const libDir = `${PATHS.lib}/${createHash("sha256").update(mainSha + toolSha).digest("hex").slice(0, 16)}`;
-  const sent = (await ensureFile(s, plan.bundle.main, `${libDir}/main.js`, "0644")) + (await ensureFile(s, plan.bundle.toolClient, `${libDir}/tool-client.js`, "0644"));
+  const libDir = `${PATHS.lib}/${createHash("sha256")
+    .update(mainSha + toolSha)
+    .digest("hex")
+    .slice(0, 16)}`;
+  const sent =
+    (await ensureFile(s, plan.bundle.main, `${libDir}/main.js`, "0644")) +
+    (await ensureFile(s, plan.bundle.toolClient, `${libDir}/tool-client.js`, "0644"));
   bytesUploaded += sent;
   note(`agent bundle ${libDir}`, sent > 0 ? "changed" : "ok");
 
   // Config.
   const dir = `${PATHS.agents}/${plan.name}`;
-  const existingText = (await s.run(`cat ${shellQuote(`${dir}/${AGENT_CONFIG_FILE}`)} 2>/dev/null`, { sudo: true })).stdout;
+  const existingText = (await s.run(`cat ${shellQuote(`${dir}/${AGENT_CONFIG_FILE}`)} 2>/dev/null`, { sudo: true }))
+    .stdout;
   let existing: AgentConfig | undefined;
-  try { existing = existingText ? parseAgentConfig(existingText, `${dir}/${AGENT_CONFIG_FILE}`) : undefined; } catch { existing = undefined; }
+  try {
+    existing = existingText ? parseAgentConfig(existingText, `${dir}/${AGENT_CONFIG_FILE}`) : undefined;
+  } catch {
+    existing = undefined;
+  }
   let configChanged = false;
   if (!existing || !plan.configMatches(existing)) {
     await s.writeFile(`${dir}/${AGENT_CONFIG_FILE}`, agentConfigText(await plan.newConfig()), "0600");
@@ -76,10 +100,19 @@ export async function installAgent(s: SshSession, plan: AgentInstallPlan): Promi
   // Launch script and service.
   const launch = `#!/bin/sh\n# Starts the Steward agent ${plan.name}.\nexec ${shellQuote(node)} --max-semi-space-size=1 ${shellQuote(`${libDir}/main.js`)} --dir ${shellQuote(dir)}\n`;
   const launchChanged = await writeIfDifferent(s, `${dir}/launch`, launch, "0755");
-  const service = { unit: `steward-agent-${plan.name}`, description: `Steward agent ${plan.name}`, dir, log: "agent.log", systemd: facts.systemd };
+  const service = {
+    unit: `steward-agent-${plan.name}`,
+    description: `Steward agent ${plan.name}`,
+    dir,
+    log: "agent.log",
+    systemd: facts.systemd,
+  };
   await writeIfDifferent(s, `${dir}/uninstall`, uninstallScript(service), "0755");
   const serviceChanged = await ensureService(s, { ...service, restart: configChanged || launchChanged });
-  note(facts.systemd ? `systemd unit ${service.unit}` : `supervised process (registered in ${SERVICE_PATHS.bootDir})`, serviceChanged ? "changed" : "ok");
+  note(
+    facts.systemd ? `systemd unit ${service.unit}` : `supervised process (registered in ${SERVICE_PATHS.bootDir})`,
+    serviceChanged ? "changed" : "ok",
+  );
 
   await plan.waitForLogin();
   note("agent logged in to the controller", "ok");

@@ -21,7 +21,12 @@ export const sshHosting: ControllerHosting<SshControllerSettings> = {
     let res;
     try {
       o.progress(`Connected to ${session.label} (host key ${session.hostKey}${target.hostKey ? "" : ", recorded"})`);
-      res = await installController(session, { name: plan.name, port, files: controllerFiles(), progress: (step) => o.progress(`  ${step}`) });
+      res = await installController(session, {
+        name: plan.name,
+        port,
+        files: controllerFiles(),
+        progress: (step) => o.progress(`  ${step}`),
+      });
     } finally {
       session.close();
     }
@@ -29,14 +34,28 @@ export const sshHosting: ControllerHosting<SshControllerSettings> = {
     o.progress(`Waiting for the controller API at ${res.addresses.join(", ")}`);
     const probe = new ControllerClient({ addresses: res.addresses, caCert: res.caCert, timeoutMs: 3000 });
     try {
-      await waitForHealth(probe, 60_000, `is port ${port} of ${target.host} reachable from here? Its log is /var/lib/steward/controller/controller.log`);
+      await waitForHealth(
+        probe,
+        60_000,
+        `is port ${port} of ${target.host} reachable from here? Its log is /var/lib/steward/controller/controller.log`,
+      );
     } finally {
       probe.close();
     }
     return {
-      addresses: res.addresses, caCert: res.caCert, where: target.host, callTimeoutMs: 3000,
+      addresses: res.addresses,
+      caCert: res.caCert,
+      where: target.host,
+      callTimeoutMs: 3000,
       ...(res.adminPassword ? { adminPassword: res.adminPassword } : {}),
-      hosts: others.map((h) => ({ host: h.host, port: h.port ?? 22, user: h.user, privateKey: h.privateKey, ...(h.hostKey ? { hostKey: h.hostKey } : {}), ...(h.trustOnFirstUse ? { trustOnFirstUse: true } : {}) })),
+      hosts: others.map((h) => ({
+        host: h.host,
+        port: h.port ?? 22,
+        user: h.user,
+        privateKey: h.privateKey,
+        ...(h.hostKey ? { hostKey: h.hostKey } : {}),
+        ...(h.trustOnFirstUse ? { trustOnFirstUse: true } : {}),
+      })),
       growing: `Growing to ${plan.replicas} replicas on ${others.map((h) => h.host).join(", ")}`,
     };
   },

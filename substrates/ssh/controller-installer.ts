@@ -48,7 +48,13 @@ export interface ControllerInstallPlan {
   progress?(step: string): void;
 }
 
-export interface ControllerInstallResult { created: boolean; adminPassword?: string; caCert: string; addresses: string[]; facts: HostFacts }
+export interface ControllerInstallResult {
+  created: boolean;
+  adminPassword?: string;
+  caCert: string;
+  addresses: string[];
+  facts: HostFacts;
+}
 
 /** Where a replica keeps its data on a host. */
 export const CONTROLLER_DATA = "/var/lib/steward/controller";
@@ -57,16 +63,31 @@ export const CONTROLLER_DATA = "/var/lib/steward/controller";
 export const CONTROLLER_UNIT = "steward-controller";
 
 /** A release staged on a host: `root` is `/opt/steward/controller/<content hash>`, so releases sit side by side. */
-export interface Staged { node: string; root: string; etcd?: string; facts: HostFacts }
+export interface Staged {
+  node: string;
+  root: string;
+  etcd?: string;
+  facts: HostFacts;
+}
 
 /** Uploads everything a replica runs (only what the host lacks); starts nothing. */
-export async function stageController(s: SshSession, files: ControllerFiles, note: (step: string) => void, opts: { etcd: boolean }): Promise<Staged> {
+export async function stageController(
+  s: SshSession,
+  files: ControllerFiles,
+  note: (step: string) => void,
+  opts: { etcd: boolean },
+): Promise<Staged> {
   const facts = await gatherFacts(s);
-  note(`facts: ${facts.distro} ${facts.arch}, ${facts.systemd ? "systemd" : "no systemd"}, node ${facts.nodeMajor ?? "none"}`);
+  note(
+    `facts: ${facts.distro} ${facts.arch}, ${facts.systemd ? "systemd" : "no systemd"}, node ${facts.nodeMajor ?? "none"}`,
+  );
   const node = await ensureNode(s, facts, files.nodeBinary, (step) => note(step));
   const protos = (await readdir(files.protoDir)).filter((f) => f.endsWith(".proto")).sort();
   const shipped: [string, string][] = [
-    [files.controller, "controller-bundle/main.js"], [files.agentMain, "agent-bundle/main.js"], [files.toolClient, "agent-bundle/tool-client.js"], [files.cliMain, "cli-bundle/main.js"],
+    [files.controller, "controller-bundle/main.js"],
+    [files.agentMain, "agent-bundle/main.js"],
+    [files.toolClient, "agent-bundle/tool-client.js"],
+    [files.cliMain, "cli-bundle/main.js"],
     ...protos.map((p): [string, string] => [join(files.protoDir, p), `proto/${p}`]),
   ];
   const shas = await Promise.all(shipped.map(([local]) => fileSha256(local)));
@@ -79,7 +100,12 @@ export async function stageController(s: SshSession, files: ControllerFiles, not
 }
 
 /** etcd 3.4 or newer: the host's own, else this machine's binary shipped (same architecture). */
-async function ensureEtcd(s: SshSession, facts: HostFacts, local: string | undefined, note: (step: string) => void): Promise<string> {
+async function ensureEtcd(
+  s: SshSession,
+  facts: HostFacts,
+  local: string | undefined,
+  note: (step: string) => void,
+): Promise<string> {
   const own = (await s.run("command -v etcd && etcd --version 2>/dev/null | head -1")).stdout.trim().split("\n");
   const version = /etcd Version: (\d+)\.(\d+)/.exec(own[1] ?? "");
   if (own[0] && version && (Number(version[1]) > 3 || Number(version[2]) >= 4)) {
@@ -87,20 +113,38 @@ async function ensureEtcd(s: SshSession, facts: HostFacts, local: string | undef
     return own[0];
   }
   if (!local || facts.arch !== (process.arch === "arm64" ? "arm64" : "x64")) {
-    throw new StewardError("invalid-request", `${s.target.host} has no etcd 3.4 or newer${local ? ` and is ${facts.arch}, unlike this machine` : ""}: install it there (apt-get install etcd-server) and run again`);
+    throw new StewardError(
+      "invalid-request",
+      `${s.target.host} has no etcd 3.4 or newer${local ? ` and is ${facts.arch}, unlike this machine` : ""}: install it there (apt-get install etcd-server) and run again`,
+    );
   }
   const path = `/opt/steward/etcd/${(await fileSha256(local)).slice(0, 16)}/etcd`;
   const bytes = await ensureFile(s, local, path, "0755");
-  note(bytes > 0 ? `etcd: shipped ${Math.round(bytes / 1048576)} MiB to ${path}` : "etcd: shipped binary already in place");
+  note(
+    bytes > 0 ? `etcd: shipped ${Math.round(bytes / 1048576)} MiB to ${path}` : "etcd: shipped binary already in place",
+  );
   return path;
 }
 
 /** `launch` runs the staged release; a changed one (a new release: upgrade-controller) restarts the service, as does `restart`. */
-export async function startControllerService(s: SshSession, staged: Staged, description: string, note: (step: string) => void, restart = false): Promise<void> {
+export async function startControllerService(
+  s: SshSession,
+  staged: Staged,
+  description: string,
+  note: (step: string) => void,
+  restart = false,
+): Promise<void> {
   const main = `${staged.root}/controller-bundle/main.js`;
   const launch = `#!/bin/sh\n# Starts ${description}.\n${staged.etcd ? `PATH=${shellQuote(staged.etcd.replace(/\/etcd$/, ""))}:$PATH; export PATH\n` : ""}exec ${shellQuote(staged.node)} --max-semi-space-size=4 ${shellQuote(main)} --data-dir ${CONTROLLER_DATA}\n`;
   const launchChanged = await writeIfDifferent(s, `${CONTROLLER_DATA}/launch`, launch, "0755");
-  const changed = await ensureService(s, { unit: CONTROLLER_UNIT, description, dir: CONTROLLER_DATA, log: "controller.log", systemd: staged.facts.systemd, restart: launchChanged || restart });
+  const changed = await ensureService(s, {
+    unit: CONTROLLER_UNIT,
+    description,
+    dir: CONTROLLER_DATA,
+    log: "controller.log",
+    systemd: staged.facts.systemd,
+    restart: launchChanged || restart,
+  });
   note(changed ? "controller service started" : "controller service already running");
 }
 
@@ -109,12 +153,22 @@ export async function installController(s: SshSession, plan: ControllerInstallPl
   // etcd is staged too, so that enable-ha later finds it in place.
   const staged = await stageController(s, plan.files, note, { etcd: plan.files.etcdBinary !== undefined });
   const address = `${s.target.host}:${plan.port}`;
-  const initOut = await s.must("initialising the controller", `${shellQuote(staged.node)} ${shellQuote(`${staged.root}/controller-bundle/main.js`)} init --data-dir ${CONTROLLER_DATA} --name ${shellQuote(plan.name)} --listen 0.0.0.0:${plan.port} --advertise ${shellQuote(address)}${plan.uuid ? ` --uuid ${shellQuote(plan.uuid)}` : ""}${plan.instance ? ` --instance ${shellQuote(plan.instance)}` : ""}`, { sudo: true });
+  const initOut = await s.must(
+    "initialising the controller",
+    `${shellQuote(staged.node)} ${shellQuote(`${staged.root}/controller-bundle/main.js`)} init --data-dir ${CONTROLLER_DATA} --name ${shellQuote(plan.name)} --listen 0.0.0.0:${plan.port} --advertise ${shellQuote(address)}${plan.uuid ? ` --uuid ${shellQuote(plan.uuid)}` : ""}${plan.instance ? ` --instance ${shellQuote(plan.instance)}` : ""}`,
+    { sudo: true },
+  );
   const init = JSON.parse(initOut.trim().split("\n").pop()!) as ControllerInitResult;
   note(init.created ? "controller data, CA and admin credentials created" : "controller data already present");
   await startControllerService(s, staged, `the Steward controller ${plan.name}`, note);
   if (!init.caCert) throw new StewardError("internal", `the controller on ${s.target.host} did not report its CA`);
-  return { created: init.created, ...(init.adminPassword ? { adminPassword: init.adminPassword } : {}), caCert: init.caCert, addresses: [address], facts: staged.facts };
+  return {
+    created: init.created,
+    ...(init.adminPassword ? { adminPassword: init.adminPassword } : {}),
+    caCert: init.caCert,
+    addresses: [address],
+    facts: staged.facts,
+  };
 }
 
 export interface ReplicaInstallPlan {
@@ -127,7 +181,12 @@ export interface ReplicaInstallPlan {
 }
 
 /** Stages the files; {@link startReplica} then writes the data directory and starts the service. */
-export async function stageReplica(s: SshSession, name: string, files: ControllerFiles, note: (step: string) => void): Promise<Staged> {
+export async function stageReplica(
+  s: SshSession,
+  name: string,
+  files: ControllerFiles,
+  note: (step: string) => void,
+): Promise<Staged> {
   // A host that was a replica before keeps a data directory that can never rejoin: start afresh.
   const old = (await s.run(`cat ${CONTROLLER_DATA}/controller.json 2>/dev/null`, { sudo: true })).stdout;
   if (old && !old.includes(`"name": ${JSON.stringify(name)}`)) {
@@ -141,7 +200,12 @@ export async function startReplica(s: SshSession, staged: Staged, plan: ReplicaI
   const note = (step: string): void => plan.progress?.(step);
   await s.must("creating the data directory", `mkdir -p -m 0700 ${CONTROLLER_DATA}`, { sudo: true });
   for (const [file, content] of Object.entries(plan.data)) {
-    await writeIfDifferent(s, `${CONTROLLER_DATA}/${file}`, content, file.endsWith(".key") || file === "controller.json" ? "0600" : "0644");
+    await writeIfDifferent(
+      s,
+      `${CONTROLLER_DATA}/${file}`,
+      content,
+      file.endsWith(".key") || file === "controller.json" ? "0600" : "0644",
+    );
   }
   note("replica configuration and certificate written");
   await startControllerService(s, staged, `Steward controller replica ${plan.name}`, note);
@@ -149,7 +213,11 @@ export async function startReplica(s: SshSession, staged: Staged, plan: ReplicaI
 
 /** Stops the controller service and its etcd member on this host and deletes its data. */
 export async function uninstallController(s: SshSession): Promise<void> {
-  await s.must("removing the controller", `${removeControllerCommand()}; rm -f /etc/systemd/system/steward-controller.service; systemctl daemon-reload 2>/dev/null; true`, { sudo: true });
+  await s.must(
+    "removing the controller",
+    `${removeControllerCommand()}; rm -f /etc/systemd/system/steward-controller.service; systemctl daemon-reload 2>/dev/null; true`,
+    { sudo: true },
+  );
 }
 
 function removeControllerCommand(): string {

@@ -8,7 +8,24 @@ export type { HostFacts } from "./facts";
 export { installAgent, PATHS } from "./agent-installer";
 export { fileSha256, ensureNode, ensureFile } from "./runtime";
 export { ensureService } from "./service";
-export { CONTROLLER_DATA, installController, stageReplica, startReplica, uninstallController } from "./controller-installer";
-export type { ControllerFiles, ControllerInstallPlan, ControllerInstallResult, ReplicaInstallPlan, Staged } from "./controller-installer";
+export {
+  CONTROLLER_DATA,
+  installController,
+  stageReplica,
+  startReplica,
+  uninstallController,
+} from "./controller-installer";
+export type {
+  ControllerFiles,
+  ControllerInstallPlan,
+  ControllerInstallResult,
+  ReplicaInstallPlan,
+  Staged,
+} from "./controller-installer";
 export type { AgentInstallPlan, InstallResult } from "./agent-installer";
-export { pruneControllerReleases, rollbackControllerUpgrade, stageControllerUpgrade, switchControllerRelease } from "./controller-upgrade";
+export {
+  pruneControllerReleases,
+  rollbackControllerUpgrade,
+  stageControllerUpgrade,
+  switchControllerRelease,
+} from "./controller-upgrade";

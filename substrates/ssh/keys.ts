@@ -21,7 +21,11 @@ const sshString = (b: Buffer | string): Buffer => {
   len.writeUInt32BE(data.length);
   return Buffer.concat([len, data]);
 };
-const uint32 = (n: number): Buffer => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
+const uint32 = (n: number): Buffer => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+};
 
 export function generateSshKeyPair(comment: string): SshKeyPair {
   const { publicKey, privateKey } = generateKeyPairSync("ed25519");
@@ -29,11 +33,26 @@ export function generateSshKeyPair(comment: string): SshKeyPair {
   const seed = Buffer.from(privateKey.export({ format: "jwk" }).d!, "base64url");
   const blob = Buffer.concat([sshString("ssh-ed25519"), sshString(pub)]);
   const check = randomBytes(4);
-  let secret = Buffer.concat([check, check, sshString("ssh-ed25519"), sshString(pub), sshString(Buffer.concat([seed, pub])), sshString(comment)]);
+  let secret = Buffer.concat([
+    check,
+    check,
+    sshString("ssh-ed25519"),
+    sshString(pub),
+    sshString(Buffer.concat([seed, pub])),
+    sshString(comment),
+  ]);
   // Padded with 1, 2, 3, … to the cipher's block size (8 for "none").
   const pad = (8 - (secret.length % 8)) % 8;
   secret = Buffer.concat([secret, Buffer.from(Array.from({ length: pad }, (_, i) => i + 1))]);
-  const body = Buffer.concat([Buffer.from("openssh-key-v1\0"), sshString("none"), sshString("none"), sshString(""), uint32(1), sshString(blob), sshString(secret)]);
+  const body = Buffer.concat([
+    Buffer.from("openssh-key-v1\0"),
+    sshString("none"),
+    sshString("none"),
+    sshString(""),
+    uint32(1),
+    sshString(blob),
+    sshString(secret),
+  ]);
   const lines = body.toString("base64").match(/.{1,70}/g)!;
   return {
     privateKey: `-----BEGIN OPENSSH PRIVATE KEY-----\n${lines.join("\n")}\n-----END OPENSSH PRIVATE KEY-----\n`,

@@ -18,12 +18,20 @@ export class SshMachines implements MachineBroker<SshTarget> {
         name: `${spec.model}-${spec.machine}`,
         bundle: AGENT_BUNDLE,
         nodeBinary: process.execPath,
-        configMatches: (c) => c.model === spec.model && c.machine === spec.machine && c.caCert === spec.controller.caCert && c.controllerAddresses.join(",") === spec.controller.addresses.join(","),
+        configMatches: (c) =>
+          c.model === spec.model &&
+          c.machine === spec.machine &&
+          c.caCert === spec.controller.caCert &&
+          c.controllerAddresses.join(",") === spec.controller.addresses.join(","),
         newConfig: async () => agentConfigOf(spec, await spec.issueCredential()),
         waitForLogin: () => spec.waitForLogin?.() ?? Promise.resolve(),
         progress: (step) => opts.progress?.(step),
       });
-      return { instanceId: `${spec.placement.user}@${spec.placement.host}`, changed: res.changed, bytesUploaded: res.bytesUploaded };
+      return {
+        instanceId: `${spec.placement.user}@${spec.placement.host}`,
+        changed: res.changed,
+        bytesUploaded: res.bytesUploaded,
+      };
     } finally {
       session.close();
     }

@@ -15,7 +15,10 @@ export function fileSha256(path: string): Promise<string> {
   if (!p) {
     p = new Promise((resolve, reject) => {
       const h = createHash("sha256");
-      createReadStream(path).on("data", (d) => h.update(d)).on("end", () => resolve(h.digest("hex"))).on("error", reject);
+      createReadStream(path)
+        .on("data", (d) => h.update(d))
+        .on("end", () => resolve(h.digest("hex")))
+        .on("error", reject);
     });
     hashCache.set(path, p);
   }
@@ -37,16 +40,28 @@ export async function ensureFile(s: SshSession, local: string, remote: string, m
  * The Node.js to run Steward with: the host's own if it is 20 or newer, else `nodeBinary` (this
  * process's) shipped to /opt/steward/node/<hash>/ (same architecture only). Returns its path.
  */
-export async function ensureNode(s: SshSession, facts: HostFacts, nodeBinary: string, note: (step: string, changed: boolean, bytes: number) => void): Promise<string> {
+export async function ensureNode(
+  s: SshSession,
+  facts: HostFacts,
+  nodeBinary: string,
+  note: (step: string, changed: boolean, bytes: number) => void,
+): Promise<string> {
   if (facts.nodeMajor !== undefined && facts.nodeMajor >= 20 && facts.nodePath) {
     note(`node: using the host's ${facts.nodePath} (v${facts.nodeMajor})`, false, 0);
     return facts.nodePath;
   }
   if (facts.arch !== (process.arch === "arm64" ? "arm64" : "x64")) {
-    throw new StewardError("invalid-request", `${s.target.host} has no Node.js 20 or newer and is ${facts.arch}, unlike this machine (${process.arch}): install Node.js 20+ on it (e.g. apt-get install nodejs) and run again`);
+    throw new StewardError(
+      "invalid-request",
+      `${s.target.host} has no Node.js 20 or newer and is ${facts.arch}, unlike this machine (${process.arch}): install Node.js 20+ on it (e.g. apt-get install nodejs) and run again`,
+    );
   }
   const node = `${NODE_DIR}/${(await fileSha256(nodeBinary)).slice(0, 16)}/node`;
   const bytes = await ensureFile(s, nodeBinary, node, "0755");
-  note(bytes > 0 ? `node: shipped ${process.version} to ${node}` : "node: shipped runtime already in place", bytes > 0, bytes);
+  note(
+    bytes > 0 ? `node: shipped ${process.version} to ${node}` : "node: shipped runtime already in place",
+    bytes > 0,
+    bytes,
+  );
   return node;
 }

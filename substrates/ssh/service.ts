@@ -47,9 +47,11 @@ export function systemdUnitText(spec: Pick<ServiceSpec, "description" | "dir" | 
 async function ensureSystemdUnit(s: SshSession, spec: ServiceSpec): Promise<boolean> {
   const unit = systemdUnitText(spec);
   const changed = await writeIfDifferent(s, `${SERVICE_PATHS.unitDir}/${spec.unit}.service`, unit, "0644");
-  if (changed) await s.must("enabling the service", `systemctl daemon-reload && systemctl enable ${spec.unit}`, { sudo: true });
+  if (changed)
+    await s.must("enabling the service", `systemctl daemon-reload && systemctl enable ${spec.unit}`, { sudo: true });
   const active = (await s.run(`systemctl is-active --quiet ${spec.unit}`, { sudo: true })).code === 0;
-  if (!active || changed || spec.restart) await s.must("starting the service", `systemctl restart ${spec.unit}`, { sudo: true });
+  if (!active || changed || spec.restart)
+    await s.must("starting the service", `systemctl restart ${spec.unit}`, { sudo: true });
   return changed || spec.restart || !active;
 }
 

@@ -25,7 +25,11 @@ export interface SshTarget {
   jump?: { host: string; port?: number; user: string; hostKey: string };
 }
 
-export interface RunResult { code: number; stdout: string; stderr: string }
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 const DIAL_ERRORS = new Set(["ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ECONNRESET"]);
 
@@ -34,10 +38,19 @@ export function fingerprint(key: Buffer): string {
 }
 
 export class SshSession {
-  protected constructor(private readonly ssh: NodeSSH, readonly target: SshTarget, readonly hostKey: string, private readonly via?: SshSession) {}
+  protected constructor(
+    private readonly ssh: NodeSSH,
+    readonly target: SshTarget,
+    readonly hostKey: string,
+    private readonly via?: SshSession,
+  ) {}
 
-  get label(): string { return `${this.target.user}@${this.target.host}${this.target.port && this.target.port !== 22 ? `:${this.target.port}` : ""}`; }
-  get asRoot(): boolean { return this.target.user === "root"; }
+  get label(): string {
+    return `${this.target.user}@${this.target.host}${this.target.port && this.target.port !== 22 ? `:${this.target.port}` : ""}`;
+  }
+  get asRoot(): boolean {
+    return this.target.user === "root";
+  }
 
   /**
    * Connects, retrying only dial failures (refused, timed out, unreachable) with backoff; a host
@@ -45,7 +58,10 @@ export class SshSession {
    */
   static async connect(target: SshTarget, opts: { attempts?: number; signal?: AbortSignal } = {}): Promise<SshSession> {
     if (!target.hostKey && !target.trustOnFirstUse) {
-      throw new StewardError("invalid-request", `no host key pinned for ${target.host}: give its fingerprint (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or ask for trust-on-first-use explicitly`);
+      throw new StewardError(
+        "invalid-request",
+        `no host key pinned for ${target.host}: give its fingerprint (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host) or ask for trust-on-first-use explicitly`,
+      );
     }
     const attempts = opts.attempts ?? 5;
     let lastErr: unknown;
@@ -56,14 +72,27 @@ export class SshSession {
       let via: SshSession | undefined;
       try {
         // Through a jump host: verify it first, then tunnel the target's SSH over it.
-        if (target.jump) via = await SshSession.connect({ ...target.jump, privateKey: target.privateKey, ...(target.passphrase ? { passphrase: target.passphrase } : {}) }, { attempts: 1 });
+        if (target.jump)
+          via = await SshSession.connect(
+            {
+              ...target.jump,
+              privateKey: target.privateKey,
+              ...(target.passphrase ? { passphrase: target.passphrase } : {}),
+            },
+            { attempts: 1 },
+          );
         const sock = via ? await via.tunnel(target.host, target.port ?? 22) : undefined;
         await ssh.connect({
           ...(sock ? { sock } : {}),
-          host: target.host, port: target.port ?? 22, username: target.user, privateKey: target.privateKey,
+          host: target.host,
+          port: target.port ?? 22,
+          username: target.user,
+          privateKey: target.privateKey,
           ...(target.passphrase ? { passphrase: target.passphrase } : {}),
           // A cut link is noticed within ~20 s (5 s keepalives, 3 missed).
-          readyTimeout: 10_000, keepaliveInterval: 5_000, keepaliveCountMax: 3,
+          readyTimeout: 10_000,
+          keepaliveInterval: 5_000,
+          keepaliveCountMax: 3,
           hostVerifier: (key: Buffer) => {
             seen = fingerprint(key);
             return target.hostKey ? seen === target.hostKey : target.trustOnFirstUse === true;
@@ -80,21 +109,36 @@ export class SshSession {
         if (StewardError.isInstance(err)) throw err; // from the jump host: already explained
         const e = err as { code?: string; level?: string; message?: string };
         if (seen && target.hostKey && seen !== target.hostKey) {
-          throw new StewardError("forbidden", `host key of ${target.host} does not match: expected ${target.hostKey}, the host offered ${seen}. If the host was reinstalled, verify the new key and pin it; otherwise someone may be intercepting the connection`, { details: { expected: target.hostKey, offered: seen } });
+          throw new StewardError(
+            "forbidden",
+            `host key of ${target.host} does not match: expected ${target.hostKey}, the host offered ${seen}. If the host was reinstalled, verify the new key and pin it; otherwise someone may be intercepting the connection`,
+            { details: { expected: target.hostKey, offered: seen } },
+          );
         }
         if (e.level === "client-authentication") {
-          throw new StewardError("unauthorized", `${target.user}@${target.host} refused the private key (authentication failed): check the user name and that the public key is in ~${target.user}/.ssh/authorized_keys`);
+          throw new StewardError(
+            "unauthorized",
+            `${target.user}@${target.host} refused the private key (authentication failed): check the user name and that the public key is in ~${target.user}/.ssh/authorized_keys`,
+          );
         }
         if (/passphrase|encrypted|Cannot parse privateKey/i.test(e.message ?? "")) {
-          throw new StewardError("invalid-request", `the private key for ${target.host} cannot be read: ${e.message} (is it encrypted without a passphrase given, or not a private key?)`);
+          throw new StewardError(
+            "invalid-request",
+            `the private key for ${target.host} cannot be read: ${e.message} (is it encrypted without a passphrase given, or not a private key?)`,
+          );
         }
         lastErr = err;
-        const retryable = (e.code && DIAL_ERRORS.has(e.code)) || e.level === "client-timeout" || /Timed out/i.test(e.message ?? "");
+        const retryable =
+          (e.code && DIAL_ERRORS.has(e.code)) || e.level === "client-timeout" || /Timed out/i.test(e.message ?? "");
         if (!retryable) break;
         await new Promise((r) => setTimeout(r, Math.min(8000, 500 * 2 ** i)));
       }
     }
-    throw new StewardError("unavailable", `cannot reach ${target.host}:${target.port ?? 22}: ${(lastErr as Error)?.message ?? "unknown error"}`, { cause: lastErr, reason: "host-unreachable" });
+    throw new StewardError(
+      "unavailable",
+      `cannot reach ${target.host}:${target.port ?? 22}: ${(lastErr as Error)?.message ?? "unknown error"}`,
+      { cause: lastErr, reason: "host-unreachable" },
+    );
   }
 
   /** Runs a shell command; with `sudo`, through `sudo -n` unless the user is root. */
@@ -107,7 +151,12 @@ export class SshSession {
   /** Runs a command that must succeed; the error names the host, the step and what the host said. */
   async must(step: string, cmd: string, opts: { sudo?: boolean; stdin?: string } = {}): Promise<string> {
     const r = await this.run(cmd, opts);
-    if (r.code !== 0) throw new StewardError("unavailable", `${step} failed on ${this.target.host} (exit ${r.code}): ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" | ")}`, { reason: "remote-command-failed" });
+    if (r.code !== 0)
+      throw new StewardError(
+        "unavailable",
+        `${step} failed on ${this.target.host} (exit ${r.code}): ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" | ")}`,
+        { reason: "remote-command-failed" },
+      );
     return r.stdout;
   }
 
@@ -120,8 +169,17 @@ export class SshSession {
     await this.ssh.putFile(localPath, tmp);
     try {
       const sum = (await this.must("checking the upload", `sha256sum ${shellQuote(tmp)}`)).split(" ")[0];
-      if (sum !== sha256) throw new StewardError("unavailable", `upload to ${this.target.host} arrived corrupted (sha256 ${sum}, expected ${sha256})`, { reason: "upload-corrupted" });
-      await this.must("installing a file", `mkdir -p ${shellQuote(remotePath.slice(0, remotePath.lastIndexOf("/")))} && install -m ${mode} ${shellQuote(tmp)} ${shellQuote(remotePath)}.new && mv -f ${shellQuote(remotePath)}.new ${shellQuote(remotePath)}`, { sudo: true });
+      if (sum !== sha256)
+        throw new StewardError(
+          "unavailable",
+          `upload to ${this.target.host} arrived corrupted (sha256 ${sum}, expected ${sha256})`,
+          { reason: "upload-corrupted" },
+        );
+      await this.must(
+        "installing a file",
+        `mkdir -p ${shellQuote(remotePath.slice(0, remotePath.lastIndexOf("/")))} && install -m ${mode} ${shellQuote(tmp)} ${shellQuote(remotePath)}.new && mv -f ${shellQuote(remotePath)}.new ${shellQuote(remotePath)}`,
+        { sudo: true },
+      );
     } finally {
       await this.run(`rm -f ${shellQuote(tmp)}`);
     }
@@ -131,17 +189,28 @@ export class SshSession {
   /** Writes a small file from memory (config, scripts), atomically, with `mode`. */
   async writeFile(remotePath: string, content: string, mode: string): Promise<void> {
     const dir = remotePath.slice(0, remotePath.lastIndexOf("/"));
-    await this.must("writing a file", `mkdir -p ${shellQuote(dir)} && umask 077 && cat > ${shellQuote(remotePath)}.new && chmod ${mode} ${shellQuote(remotePath)}.new && mv -f ${shellQuote(remotePath)}.new ${shellQuote(remotePath)}`, { sudo: true, stdin: content });
+    await this.must(
+      "writing a file",
+      `mkdir -p ${shellQuote(dir)} && umask 077 && cat > ${shellQuote(remotePath)}.new && chmod ${mode} ${shellQuote(remotePath)}.new && mv -f ${shellQuote(remotePath)}.new ${shellQuote(remotePath)}`,
+      { sudo: true, stdin: content },
+    );
   }
 
   /** A TCP stream to `host:port` opened from this host (for jumping through it). */
   tunnel(host: string, port: number): Promise<NodeJS.ReadableStream & NodeJS.WritableStream> {
     return this.ssh.forwardOut("127.0.0.1", 0, host, port).catch((err: Error) => {
-      throw new StewardError("unavailable", `jump host ${this.target.host} cannot reach ${host}:${port}: ${err.message}`, { cause: err, reason: "host-unreachable" });
+      throw new StewardError(
+        "unavailable",
+        `jump host ${this.target.host} cannot reach ${host}:${port}: ${err.message}`,
+        { cause: err, reason: "host-unreachable" },
+      );
     }) as Promise<NodeJS.ReadableStream & NodeJS.WritableStream>;
   }
 
-  close(): void { this.ssh.dispose(); this.via?.close(); }
+  close(): void {
+    this.ssh.dispose();
+    this.via?.close();
+  }
 }
 
 export function shellQuote(s: string): string {

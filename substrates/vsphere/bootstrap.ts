@@ -14,43 +14,67 @@ import type { VspherePlacement } from "./machines";
 import { REPLICA_MODEL, VsphereMachines, vsphereCredentialsOf } from "./machines";
 
 export const vsphereHosting: ControllerHosting<VsphereModelSettings> = {
-  bootstrap: (plan, o) => bootstrapOnInstance(plan, o, {
-    substrate: "vsphere", unreachableHint: "the VM's network and firewall",
-    check: (api, settings) => api.parseRequest(api.VsphereModelSettingsSchema, settings, "vsphere settings"),
-    replicaCloud: (credential, settings) => ({ substrate: "vsphere", credential, vsphere: settings }),
-    open: (settings, uuid, attributes) => {
-      const placement: VspherePlacement = { settings, controllerUuid: uuid, credentials: vsphereCredentialsOf(attributes) };
-      const vms = new VsphereMachines();
-      return {
-        noun: "VM",
-        launch: (userData) => {
-          o.progress(`Cloning ${settings.template} in ${settings.datacenter} at ${settings.url}`);
-          // Machine "0" of the replicas: the keeper's own clones are named by the time they were made.
-          return vms.cloneWith(placement, { model: REPLICA_MODEL, machine: "0", userData }, { progress: (l) => o.progress(`  ${l}`) });
-        },
-        state: async (id) => {
-          const vm = await vms.vm(placement, id);
-          if (!vm) throw new StewardError("unavailable", `VM ${id} is gone before it ran; see vCenter's tasks and events`, { reason: "instance-gone" });
-          return { state: vm.state, ...(vm.state === "poweredOn" && vm.address ? { address: vm.address } : {}) };
-        },
-        terminate: (id) => vms.destroy(placement, [{ id, state: "unknown" }]),
-        // Whoever may read the VM's settings in vCenter could read the host key there.
-        forgetUserData: (id) => vms.forgetUserData(placement, id),
-        close: () => vms.close(),
-      };
-    },
-  }),
+  bootstrap: (plan, o) =>
+    bootstrapOnInstance(plan, o, {
+      substrate: "vsphere",
+      unreachableHint: "the VM's network and firewall",
+      check: (api, settings) => api.parseRequest(api.VsphereModelSettingsSchema, settings, "vsphere settings"),
+      replicaCloud: (credential, settings) => ({ substrate: "vsphere", credential, vsphere: settings }),
+      open: (settings, uuid, attributes) => {
+        const placement: VspherePlacement = {
+          settings,
+          controllerUuid: uuid,
+          credentials: vsphereCredentialsOf(attributes),
+        };
+        const vms = new VsphereMachines();
+        return {
+          noun: "VM",
+          launch: (userData) => {
+            o.progress(`Cloning ${settings.template} in ${settings.datacenter} at ${settings.url}`);
+            // Machine "0" of the replicas: the keeper's own clones are named by the time they were made.
+            return vms.cloneWith(
+              placement,
+              { model: REPLICA_MODEL, machine: "0", userData },
+              { progress: (l) => o.progress(`  ${l}`) },
+            );
+          },
+          state: async (id) => {
+            const vm = await vms.vm(placement, id);
+            if (!vm)
+              throw new StewardError("unavailable", `VM ${id} is gone before it ran; see vCenter's tasks and events`, {
+                reason: "instance-gone",
+              });
+            return { state: vm.state, ...(vm.state === "poweredOn" && vm.address ? { address: vm.address } : {}) };
+          },
+          terminate: (id) => vms.destroy(placement, [{ id, state: "unknown" }]),
+          // Whoever may read the VM's settings in vCenter could read the host key there.
+          forgetUserData: (id) => vms.forgetUserData(placement, id),
+          close: () => vms.close(),
+        };
+      },
+    }),
 
   async destroy(target, o) {
-    if (!target.uuid) throw new StewardError("invalid-request", "destroying a controller's VMs needs its UUID (what they are marked with)");
+    if (!target.uuid)
+      throw new StewardError(
+        "invalid-request",
+        "destroying a controller's VMs needs its UUID (what they are marked with)",
+      );
     const vms = new VsphereMachines();
-    const placement: VspherePlacement = { settings: target.settings, controllerUuid: target.uuid, credentials: vsphereCredentialsOf(target.credential ?? {}) };
-    return destroyMarked({
-      doing: `Destroying the controller's VMs in ${target.settings.datacenter}`,
-      list: () => vms.controllerVms(placement),
-      remove: (mine) => vms.destroy(placement, mine),
-      label: (v) => v.name,
-      close: () => vms.close(),
-    }, o.progress);
+    const placement: VspherePlacement = {
+      settings: target.settings,
+      controllerUuid: target.uuid,
+      credentials: vsphereCredentialsOf(target.credential ?? {}),
+    };
+    return destroyMarked(
+      {
+        doing: `Destroying the controller's VMs in ${target.settings.datacenter}`,
+        list: () => vms.controllerVms(placement),
+        remove: (mine) => vms.destroy(placement, mine),
+        label: (v) => v.name,
+        close: () => vms.close(),
+      },
+      o.progress,
+    );
   },
 };

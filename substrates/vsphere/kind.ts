@@ -7,16 +7,23 @@ import type { VspherePlacement } from "./machines";
 import { VsphereMachines, vsphereCredentialsOf } from "./machines";
 
 export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement> = {
-  contract: SUBSTRATE_CONTRACTS.vsphere, controller: vsphereHosting,
-  placement: ({ settings, controllerUuid }, credential) => ({ settings, controllerUuid, credentials: vsphereCredentialsOf(credential) }),
+  contract: SUBSTRATE_CONTRACTS.vsphere,
+  controller: vsphereHosting,
+  placement: ({ settings, controllerUuid }, credential) => ({
+    settings,
+    controllerUuid,
+    credentials: vsphereCredentialsOf(credential),
+  }),
   machines() {
     const m = new VsphereMachines();
     return {
-      startMachine: (spec, o) => m.startMachine(spec, o), stopMachine: (target, o) => m.stopMachine(target, o),
+      startMachine: (spec, o) => m.startMachine(spec, o),
+      stopMachine: (target, o) => m.stopMachine(target, o),
       instances: (p, model) => m.instances(p, model),
       // A destroyed VM is simply not listed; none listed is gone.
       gone: () => false,
-      adopt: (p, model, from) => m.adopt(p, model, from), close: () => m.close(),
+      adopt: (p, model, from) => m.adopt(p, model, from),
+      close: () => m.close(),
     };
   },
 };

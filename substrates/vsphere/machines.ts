@@ -39,7 +39,10 @@ import { MoRef, VimClient, isFault, moRefOf, optionValues, xsdString } from "./s
 /** A model's vSphere settings (the API's), and for a self-signed test simulator only: accept any certificate. */
 export type VsphereSettings = VsphereModelSettings & { insecure?: boolean };
 
-export interface VsphereCredentials { user: string; password: string }
+export interface VsphereCredentials {
+  user: string;
+  password: string;
+}
 
 /** A stored vsphere credential's attributes (api/substrate-kinds.ts, the kind's credential) as the client takes them. */
 export function vsphereCredentialsOf(attributes: Record<string, string>): VsphereCredentials {
@@ -84,29 +87,48 @@ export interface VsphereVm {
 export function vmName(controllerUuid: string, model: string, machine: string): string {
   return `${namePrefix(controllerUuid, model)}${machine}`;
 }
-const namePrefix = (controllerUuid: string, model?: string): string => `steward-${controllerUuid.slice(0, 8)}-${model === undefined ? "" : `${model.slice(0, 8)}-`}`;
+const namePrefix = (controllerUuid: string, model?: string): string =>
+  `steward-${controllerUuid.slice(0, 8)}-${model === undefined ? "" : `${model.slice(0, 8)}-`}`;
 
 const VM_PROPERTIES = ["name", "config.extraConfig", "runtime.powerState", "guest.ipAddress"];
 
 /** A VM's size from constraints: what the clone's config spec sets (absent: the template's). */
-interface VmSize { numCPUs?: number; memoryMB?: number }
+interface VmSize {
+  numCPUs?: number;
+  memoryMB?: number;
+}
 
 function vmSize(c: Constraints): VmSize {
   const problem = constraintsProblem("vsphere", c);
   if (problem) throw invalidRequest(problem, { field: "constraints" });
   // vSphere wants a VM's memory in multiples of 4 MB.
-  return { ...(c.cores !== undefined ? { numCPUs: c.cores } : {}), ...(c.mem !== undefined ? { memoryMB: Math.ceil(c.mem / 4) * 4 } : {}) };
+  return {
+    ...(c.cores !== undefined ? { numCPUs: c.cores } : {}),
+    ...(c.mem !== undefined ? { memoryMB: Math.ceil(c.mem / 4) * 4 } : {}),
+  };
 }
 
-interface Datacenter { ref: MoRef; path: string; vmFolder: MoRef; hostFolder: MoRef }
-interface CloneSource { template: MoRef; folder: MoRef; pool: MoRef }
+interface Datacenter {
+  ref: MoRef;
+  path: string;
+  vmFolder: MoRef;
+  hostFolder: MoRef;
+}
+interface CloneSource {
+  template: MoRef;
+  folder: MoRef;
+  pool: MoRef;
+}
 
 export class VsphereMachines implements MachineBroker<VspherePlacement> {
   private readonly clients = new Map<string, VimClient>();
   /** Per client, by the datacenter's path. */
   private readonly datacenters = new Map<VimClient, Map<string, Promise<Datacenter>>>();
 
-  async startMachine(spec: MachineSpec<VspherePlacement>, opts: { progress?: Progress; signal?: AbortSignal } = {}): Promise<StartedMachine> {
+  async startMachine(
+    spec: MachineSpec<VspherePlacement>,
+    opts: { progress?: Progress; signal?: AbortSignal } = {},
+  ): Promise<StartedMachine> {
     const p = spec.placement;
     const vc = this.client(p);
     const dc = await this.datacenter(p);
@@ -117,7 +139,12 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     const source = await this.cloneSource(p, dc);
     opts.signal?.throwIfAborted();
     const token = await spec.issueEnrolment();
-    const userData = enrolmentUserData({ model: spec.model, machine: spec.machine, controller: spec.controller, token });
+    const userData = enrolmentUserData({
+      model: spec.model,
+      machine: spec.machine,
+      controller: spec.controller,
+      token,
+    });
     let vm: MoRef;
     try {
       vm = await this.clone(p, source, { model: spec.model, machine: spec.machine, userData, ...size }, opts);
@@ -130,7 +157,10 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     }
     opts.progress?.(`VM ${vm.value} powered on; waiting for its agent to enrol`);
     await spec.waitForLogin?.();
-    const hardware: Constraints = { ...(size.numCPUs !== undefined ? { cores: size.numCPUs } : {}), ...(size.memoryMB !== undefined ? { mem: size.memoryMB } : {}) };
+    const hardware: Constraints = {
+      ...(size.numCPUs !== undefined ? { cores: size.numCPUs } : {}),
+      ...(size.memoryMB !== undefined ? { mem: size.memoryMB } : {}),
+    };
     return { instanceId: vm.value, changed: true, ...(Object.keys(hardware).length ? { hardware } : {}) };
   }
 
@@ -138,33 +168,61 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
    * Clones the template (as `settings` say) to a VM for `model`/`machine` carrying `userData`, and
    * powers it on. Controller replicas use it too (as model "replicas"), with their own user data.
    */
-  async cloneWith(p: VspherePlacement, o: { model: string; machine: string; userData: Buffer }, opts: { progress?: Progress; signal?: AbortSignal } = {}): Promise<string> {
+  async cloneWith(
+    p: VspherePlacement,
+    o: { model: string; machine: string; userData: Buffer },
+    opts: { progress?: Progress; signal?: AbortSignal } = {},
+  ): Promise<string> {
     const source = await this.cloneSource(p, await this.datacenter(p));
     return (await this.clone(p, source, o, opts)).value;
   }
 
-  private async clone(p: VspherePlacement, source: CloneSource, o: { model: string; machine: string; userData: Buffer } & VmSize, opts: { progress?: Progress; signal?: AbortSignal }): Promise<MoRef> {
+  private async clone(
+    p: VspherePlacement,
+    source: CloneSource,
+    o: { model: string; machine: string; userData: Buffer } & VmSize,
+    opts: { progress?: Progress; signal?: AbortSignal },
+  ): Promise<MoRef> {
     const vc = this.client(p);
     const name = vmName(p.controllerUuid, o.model, o.machine);
     const { userData } = o;
     const metadata = gzipSync(Buffer.from(JSON.stringify({ "instance-id": name, "local-hostname": name })));
     const extraConfig = Object.entries({
-      [EXTRA_CONFIG.controller]: p.controllerUuid, [EXTRA_CONFIG.model]: o.model, [EXTRA_CONFIG.machine]: o.machine,
-      [EXTRA_CONFIG.userData]: userData.toString("base64"), [EXTRA_CONFIG.userDataEncoding]: "gzip+base64",
-      [EXTRA_CONFIG.metadata]: metadata.toString("base64"), [EXTRA_CONFIG.metadataEncoding]: "gzip+base64",
+      [EXTRA_CONFIG.controller]: p.controllerUuid,
+      [EXTRA_CONFIG.model]: o.model,
+      [EXTRA_CONFIG.machine]: o.machine,
+      [EXTRA_CONFIG.userData]: userData.toString("base64"),
+      [EXTRA_CONFIG.userDataEncoding]: "gzip+base64",
+      [EXTRA_CONFIG.metadata]: metadata.toString("base64"),
+      [EXTRA_CONFIG.metadataEncoding]: "gzip+base64",
     }).map(([key, value]) => ({ key, value: xsdString(value) }));
     opts.progress?.(`cloning ${p.settings.template} to VM ${name}`);
-    const vm = moRefOf(await vc.runTask("CloneVM_Task", source.template, {
-      folder: source.folder, name,
-      // VirtualMachineCloneSpec, in the WSDL's order: location, template, config, powerOn.
-      spec: { location: { pool: source.pool }, template: false, config: { extraConfig }, powerOn: false },
-    }, { ...(opts.signal ? { signal: opts.signal } : {}) }));
+    const vm = moRefOf(
+      await vc.runTask(
+        "CloneVM_Task",
+        source.template,
+        {
+          folder: source.folder,
+          name,
+          // VirtualMachineCloneSpec, in the WSDL's order: location, template, config, powerOn.
+          spec: { location: { pool: source.pool }, template: false, config: { extraConfig }, powerOn: false },
+        },
+        { ...(opts.signal ? { signal: opts.signal } : {}) },
+      ),
+    );
     if (!vm) throw new Error(`vSphere cloned ${name} but named no VM`);
     if (o.numCPUs !== undefined || o.memoryMB !== undefined) {
-      opts.progress?.(`VM ${vm.value} cloned; sizing it to ${[o.numCPUs !== undefined ? `${o.numCPUs} CPUs` : "", o.memoryMB !== undefined ? `${o.memoryMB} MB` : ""].filter(Boolean).join(" and ")}`);
+      opts.progress?.(
+        `VM ${vm.value} cloned; sizing it to ${[o.numCPUs !== undefined ? `${o.numCPUs} CPUs` : "", o.memoryMB !== undefined ? `${o.memoryMB} MB` : ""].filter(Boolean).join(" and ")}`,
+      );
       // VirtualMachineConfigSpec, in the WSDL's order: numCPUs before memoryMB.
       try {
-        await vc.runTask("ReconfigVM_Task", vm, { spec: { numCPUs: o.numCPUs, memoryMB: o.memoryMB } }, { ...(opts.signal ? { signal: opts.signal } : {}) });
+        await vc.runTask(
+          "ReconfigVM_Task",
+          vm,
+          { spec: { numCPUs: o.numCPUs, memoryMB: o.memoryMB } },
+          { ...(opts.signal ? { signal: opts.signal } : {}) },
+        );
       } catch (err) {
         // Not left behind at the template's size, for a later start to power on as if it were sized.
         await vc.runTask("Destroy_Task", vm).catch(() => undefined);
@@ -177,15 +235,27 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
   }
 
   /** A machine's VM that exists already: powered on if it is not, then its agent awaited. */
-  private async resume(vc: VimClient, spec: MachineSpec<VspherePlacement>, vm: VsphereVm, opts: { progress?: Progress; signal?: AbortSignal }): Promise<StartedMachine> {
+  private async resume(
+    vc: VimClient,
+    spec: MachineSpec<VspherePlacement>,
+    vm: VsphereVm,
+    opts: { progress?: Progress; signal?: AbortSignal },
+  ): Promise<StartedMachine> {
     let changed = false;
     if (vm.state !== "poweredOn") {
       // Powered off by hand, or a start interrupted between clone and power-on: its user data still
       // enrols it while its token lasts (a guest that ran cloud-init before just starts its agent).
       opts.progress?.(`VM ${vm.id} is ${vm.state}; powering it on`);
-      await vc.runTask("PowerOnVM_Task", new MoRef("VirtualMachine", vm.id), {}, { ...(opts.signal ? { signal: opts.signal } : {}) }).catch((err: unknown) => {
-        if (!isFault(err, "InvalidPowerState")) throw err; // powered on meanwhile
-      });
+      await vc
+        .runTask(
+          "PowerOnVM_Task",
+          new MoRef("VirtualMachine", vm.id),
+          {},
+          { ...(opts.signal ? { signal: opts.signal } : {}) },
+        )
+        .catch((err: unknown) => {
+          if (!isFault(err, "InvalidPowerState")) throw err; // powered on meanwhile
+        });
       changed = true;
     } else opts.progress?.(`VM ${vm.id} is poweredOn`);
     await spec.waitForLogin?.();
@@ -206,7 +276,8 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
   async adopt(p: VspherePlacement, model: string, fromController: string): Promise<number> {
     const vc = this.client(p);
     const dc = await this.datacenter(p);
-    const ours = namePrefix(p.controllerUuid, model), theirs = namePrefix(fromController, model);
+    const ours = namePrefix(p.controllerUuid, model),
+      theirs = namePrefix(fromController, model);
     const named = (await vc.propertiesUnder(dc.ref, "VirtualMachine", ["name"])).filter((o) => {
       const n = o.props.get("name")?.text ?? "";
       return n.startsWith(ours) || n.startsWith(theirs);
@@ -214,13 +285,21 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     let changed = 0;
     for (const o of await this.read(vc, named)) {
       const config = optionValues(o.props.get("config.extraConfig"));
-      const owner = config.get(EXTRA_CONFIG.controller), machine = config.get(EXTRA_CONFIG.machine);
-      if (config.get(EXTRA_CONFIG.model) !== model || machine === undefined || (owner !== fromController && owner !== p.controllerUuid)) continue;
+      const owner = config.get(EXTRA_CONFIG.controller),
+        machine = config.get(EXTRA_CONFIG.machine);
+      if (
+        config.get(EXTRA_CONFIG.model) !== model ||
+        machine === undefined ||
+        (owner !== fromController && owner !== p.controllerUuid)
+      )
+        continue;
       const name = vmName(p.controllerUuid, model, machine);
       let touched = false;
       try {
         if (owner !== p.controllerUuid) {
-          await vc.runTask("ReconfigVM_Task", o.obj, { spec: { extraConfig: [{ key: EXTRA_CONFIG.controller, value: xsdString(p.controllerUuid) }] } });
+          await vc.runTask("ReconfigVM_Task", o.obj, {
+            spec: { extraConfig: [{ key: EXTRA_CONFIG.controller, value: xsdString(p.controllerUuid) }] },
+          });
           touched = true;
         }
         if (o.props.get("name")?.text !== name) {
@@ -254,12 +333,19 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
 
   /** Empties a VM's `guestinfo.userdata` (vSphere drops an extraConfig key set to ""), as cloud-init's `redact` does from inside. */
   async forgetUserData(p: VspherePlacement, id: string): Promise<void> {
-    const extraConfig = [EXTRA_CONFIG.userData, EXTRA_CONFIG.userDataEncoding].map((key) => ({ key, value: xsdString("") }));
+    const extraConfig = [EXTRA_CONFIG.userData, EXTRA_CONFIG.userDataEncoding].map((key) => ({
+      key,
+      value: xsdString(""),
+    }));
     await this.client(p).runTask("ReconfigVM_Task", new MoRef("VirtualMachine", id), { spec: { extraConfig } });
   }
 
   /** Powers these VMs off and destroys them (one already gone is fine). */
-  async destroy(p: VspherePlacement, vms: Pick<VsphereVm, "id" | "state">[], opts: { signal?: AbortSignal } = {}): Promise<void> {
+  async destroy(
+    p: VspherePlacement,
+    vms: Pick<VsphereVm, "id" | "state">[],
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<void> {
     const vc = this.client(p);
     const taskOpts = opts.signal ? { signal: opts.signal } : {};
     for (const vm of vms) {
@@ -293,8 +379,11 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
   /** One client per endpoint and credential (it keeps a session and a connection pool). */
   private client(p: VspherePlacement): VimClient {
     const o: VsphereConnectionOptions = {
-      url: p.settings.url, user: p.credentials.user, password: p.credentials.password,
-      ...(p.settings.caCert ? { caCert: p.settings.caCert } : {}), ...(p.settings.insecure ? { insecure: true } : {}),
+      url: p.settings.url,
+      user: p.credentials.user,
+      password: p.credentials.password,
+      ...(p.settings.caCert ? { caCert: p.settings.caCert } : {}),
+      ...(p.settings.insecure ? { insecure: true } : {}),
     };
     const key = VimClient.keyOf(o);
     let c = this.clients.get(key);
@@ -316,9 +405,13 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
       d = (async () => {
         const path = p.settings.datacenter.replace(/^\/+|\/+$/g, "");
         const ref = await vc.findByInventoryPath(path);
-        if (!ref || ref.type !== "Datacenter") throw new Error(`vSphere datacenter ${JSON.stringify(p.settings.datacenter)} not found at ${vc.url}${ref ? ` (that path is a ${ref.type})` : ""}`);
+        if (!ref || ref.type !== "Datacenter")
+          throw new Error(
+            `vSphere datacenter ${JSON.stringify(p.settings.datacenter)} not found at ${vc.url}${ref ? ` (that path is a ${ref.type})` : ""}`,
+          );
         const props = await vc.propertiesOf(ref, ["vmFolder", "hostFolder"]);
-        const vmFolder = moRefOf(props?.get("vmFolder")), hostFolder = moRefOf(props?.get("hostFolder"));
+        const vmFolder = moRefOf(props?.get("vmFolder")),
+          hostFolder = moRefOf(props?.get("hostFolder"));
         if (!vmFolder || !hostFolder) throw new Error(`vSphere datacenter ${path} has no vm or host folder`);
         return { ref, path, vmFolder, hostFolder };
       })();
@@ -339,24 +432,42 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     const s = p.settings;
     let template = await vc.findByInventoryPath(this.pathIn(dc, "vm", s.template));
     if (!template && !s.template.includes("/")) {
-      const named = (await vc.propertiesUnder(dc.ref, "VirtualMachine", ["name"])).filter((o) => o.props.get("name")?.text === s.template);
-      if (named.length > 1) throw new Error(`vSphere template ${JSON.stringify(s.template)} is ambiguous in datacenter ${dc.path}: ${named.length} VMs have that name; give its path under ${dc.path}/vm`);
+      const named = (await vc.propertiesUnder(dc.ref, "VirtualMachine", ["name"])).filter(
+        (o) => o.props.get("name")?.text === s.template,
+      );
+      if (named.length > 1)
+        throw new Error(
+          `vSphere template ${JSON.stringify(s.template)} is ambiguous in datacenter ${dc.path}: ${named.length} VMs have that name; give its path under ${dc.path}/vm`,
+        );
       template = named[0]?.obj;
     }
     if (!template || template.type !== "VirtualMachine") {
-      throw new Error(`vSphere template ${JSON.stringify(s.template)} not found in datacenter ${dc.path} (looked for ${this.pathIn(dc, "vm", s.template)}${s.template.includes("/") ? "" : " and a VM of that name"})`);
+      throw new Error(
+        `vSphere template ${JSON.stringify(s.template)} not found in datacenter ${dc.path} (looked for ${this.pathIn(dc, "vm", s.template)}${s.template.includes("/") ? "" : " and a VM of that name"})`,
+      );
     }
     let folder = dc.vmFolder;
     if (s.folder) {
       const f = await vc.findByInventoryPath(this.pathIn(dc, "vm", s.folder));
-      if (!f || f.type !== "Folder") throw new Error(`vSphere folder ${JSON.stringify(s.folder)} not found in datacenter ${dc.path} (looked for ${this.pathIn(dc, "vm", s.folder)})`);
+      if (!f || f.type !== "Folder")
+        throw new Error(
+          `vSphere folder ${JSON.stringify(s.folder)} not found in datacenter ${dc.path} (looked for ${this.pathIn(dc, "vm", s.folder)})`,
+        );
       folder = f;
     }
     let pool: MoRef | undefined;
     if (s.resourcePool) {
       const r = await vc.findByInventoryPath(this.pathIn(dc, "host", s.resourcePool));
-      pool = r?.type === "ResourcePool" ? r : r && /ComputeResource$/.test(r.type) ? moRefOf((await vc.propertiesOf(r, ["resourcePool"]))?.get("resourcePool")) : undefined;
-      if (!pool) throw new Error(`vSphere resource pool ${JSON.stringify(s.resourcePool)} not found in datacenter ${dc.path} (looked for ${this.pathIn(dc, "host", s.resourcePool)}${r ? `, a ${r.type}` : ""})`);
+      pool =
+        r?.type === "ResourcePool"
+          ? r
+          : r && /ComputeResource$/.test(r.type)
+            ? moRefOf((await vc.propertiesOf(r, ["resourcePool"]))?.get("resourcePool"))
+            : undefined;
+      if (!pool)
+        throw new Error(
+          `vSphere resource pool ${JSON.stringify(s.resourcePool)} not found in datacenter ${dc.path} (looked for ${this.pathIn(dc, "host", s.resourcePool)}${r ? `, a ${r.type}` : ""})`,
+        );
     } else {
       // A VM has a pool; a template has none: its host's cluster (or standalone host) has.
       const t = await vc.propertiesOf(template, ["resourcePool", "runtime.host"]);
@@ -366,13 +477,21 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
         const compute = moRefOf((await vc.propertiesOf(host, ["parent"]))?.get("parent"));
         if (compute) pool = moRefOf((await vc.propertiesOf(compute, ["resourcePool"]))?.get("resourcePool"));
       }
-      if (!pool) throw new Error(`vSphere template ${s.template} has no resource pool or host to clone into: give settings.resourcePool`);
+      if (!pool)
+        throw new Error(
+          `vSphere template ${s.template} has no resource pool or host to clone into: give settings.resourcePool`,
+        );
     }
     return { template, folder, pool };
   }
 
   /** The machine's VM (powered on ones first), if any. */
-  private async machineVm(p: VspherePlacement, dc: Datacenter, model: string, machine: string): Promise<VsphereVm | undefined> {
+  private async machineVm(
+    p: VspherePlacement,
+    dc: Datacenter,
+    model: string,
+    machine: string,
+  ): Promise<VsphereVm | undefined> {
     const vms = await this.vms(p, dc, model, machine);
     return vms.find((v) => v.state === "poweredOn") ?? vms[0];
   }
@@ -380,7 +499,10 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
   /** This controller's VMs (for the model, and machine), confirmed by their extraConfig keys, newest first. */
   private async vms(p: VspherePlacement, dc: Datacenter, model?: string, machine?: string): Promise<VsphereVm[]> {
     const vc = this.client(p);
-    const prefix = machine === undefined || model === undefined ? namePrefix(p.controllerUuid, model) : vmName(p.controllerUuid, model, machine);
+    const prefix =
+      machine === undefined || model === undefined
+        ? namePrefix(p.controllerUuid, model)
+        : vmName(p.controllerUuid, model, machine);
     const named = (await vc.propertiesUnder(dc.ref, "VirtualMachine", ["name"])).filter((o) => {
       const n = o.props.get("name")?.text ?? "";
       return machine === undefined ? n.startsWith(prefix) : n === prefix;
@@ -388,7 +510,8 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
     const out: VsphereVm[] = [];
     for (const o of await this.read(vc, named)) {
       const vm = this.recordOf(p, o);
-      if (!vm || (model !== undefined && vm.model !== model) || (machine !== undefined && vm.machine !== machine)) continue;
+      if (!vm || (model !== undefined && vm.model !== model) || (machine !== undefined && vm.machine !== machine))
+        continue;
       const { model: _, ...rest } = vm;
       out.push(rest);
     }
@@ -400,7 +523,10 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
   /** {@link VM_PROPERTIES} of these VMs (one destroyed meanwhile is left out). */
   private async read(vc: VimClient, named: ObjectContent[]): Promise<ObjectContent[]> {
     try {
-      return await vc.properties(named.map((o) => o.obj), VM_PROPERTIES);
+      return await vc.properties(
+        named.map((o) => o.obj),
+        VM_PROPERTIES,
+      );
     } catch (err) {
       if (!isFault(err, "ManagedObjectNotFound")) throw err;
       // One was destroyed between the two reads: read them one by one.
@@ -417,11 +543,16 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
   private recordOf(p: VspherePlacement, o: ObjectContent): (VsphereVm & { model?: string }) | undefined {
     const config = optionValues(o.props.get("config.extraConfig"));
     if (config.get(EXTRA_CONFIG.controller) !== p.controllerUuid) return undefined;
-    const model = config.get(EXTRA_CONFIG.model), m = config.get(EXTRA_CONFIG.machine);
+    const model = config.get(EXTRA_CONFIG.model),
+      m = config.get(EXTRA_CONFIG.machine);
     const address = o.props.get("guest.ipAddress")?.text;
     return {
-      id: o.obj.value, name: o.props.get("name")?.text ?? "", ...(model !== undefined ? { model } : {}), ...(m !== undefined ? { machine: m } : {}),
-      state: o.props.get("runtime.powerState")?.text ?? "unknown", ...(address ? { address } : {}),
+      id: o.obj.value,
+      name: o.props.get("name")?.text ?? "",
+      ...(model !== undefined ? { model } : {}),
+      ...(m !== undefined ? { machine: m } : {}),
+      state: o.props.get("runtime.powerState")?.text ?? "unknown",
+      ...(address ? { address } : {}),
     };
   }
 }

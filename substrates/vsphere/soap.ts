@@ -34,13 +34,21 @@ export interface VsphereConnectionOptions {
 
 /** A managed object reference: `<obj type="VirtualMachine">vm-42</obj>`. */
 export class MoRef {
-  constructor(readonly type: string, readonly value: string) {}
-  toString(): string { return `${this.type}:${this.value}`; }
+  constructor(
+    readonly type: string,
+    readonly value: string,
+  ) {}
+  toString(): string {
+    return `${this.type}:${this.value}`;
+  }
 }
 
 /** A value sent with its `xsi:type` (OptionValue.value is `xsd:anyType`; a selectSet entry is a TraversalSpec). */
 export class Typed {
-  constructor(readonly xsiType: string, readonly value: XmlValue) {}
+  constructor(
+    readonly xsiType: string,
+    readonly value: XmlValue,
+  ) {}
 }
 
 /** What {@link toXml} writes: an object's keys become child elements in order, an array repeats its element. */
@@ -48,13 +56,19 @@ export type XmlValue = string | number | boolean | MoRef | Typed | undefined | X
 
 /** A SOAP fault, or a task's error: `fault` is the vim25 fault type (`InvalidLogin`, `InvalidPowerState`, …). */
 export class VsphereFault extends Error {
-  constructor(readonly fault: string, readonly method: string, readonly faultMessage: string, readonly detail?: XmlNode) {
+  constructor(
+    readonly fault: string,
+    readonly method: string,
+    readonly faultMessage: string,
+    readonly detail?: XmlNode,
+  ) {
     super(`vSphere ${method} failed: ${fault}${faultMessage ? `: ${faultMessage}` : ""}`);
     this.name = "VsphereFault";
   }
 }
 
-export const isFault = (err: unknown, ...faults: string[]): err is VsphereFault => err instanceof VsphereFault && faults.includes(err.fault);
+export const isFault = (err: unknown, ...faults: string[]): err is VsphereFault =>
+  err instanceof VsphereFault && faults.includes(err.fault);
 
 // ---- writing XML ----
 
@@ -63,8 +77,14 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/;
 
 export function escapeXml(s: string): string {
-  if (NOT_XML.test(s)) throw new Error(`cannot send ${JSON.stringify(s.slice(0, 40))} to vSphere: it holds characters XML cannot carry`);
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;");
+  if (NOT_XML.test(s))
+    throw new Error(`cannot send ${JSON.stringify(s.slice(0, 40))} to vSphere: it holds characters XML cannot carry`);
+  return s
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&apos;");
 }
 
 /** `<name>…</name>` for a value (nothing for undefined). */
@@ -75,7 +95,10 @@ export function toXml(name: string, v: XmlValue, xsiType?: string): string {
   if (v instanceof Typed) return toXml(name, v.value, v.xsiType);
   const typeAttr = xsiType ? ` xsi:type="${escapeXml(xsiType)}"` : "";
   if (v instanceof MoRef) return `<${name}${typeAttr} type="${escapeXml(v.type)}">${escapeXml(v.value)}</${name}>`;
-  if (typeof v === "object") return `<${name}${typeAttr}>${Object.entries(v).map(([k, x]) => toXml(k, x)).join("")}</${name}>`;
+  if (typeof v === "object")
+    return `<${name}${typeAttr}>${Object.entries(v)
+      .map(([k, x]) => toXml(k, x))
+      .join("")}</${name}>`;
   return `<${name}${typeAttr}>${escapeXml(String(v))}</${name}>`;
 }
 
@@ -108,7 +131,8 @@ function decodeEntities(s: string): string {
   return s.replace(/&([^;&\s]{1,10});/g, (whole, ref: string) => {
     if (ref.startsWith("#")) {
       const code = ref[1] === "x" || ref[1] === "X" ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10);
-      if (!Number.isInteger(code) || code < 0 || code > 0x10ffff) throw new Error(`bad XML character reference ${whole}`);
+      if (!Number.isInteger(code) || code < 0 || code > 0x10ffff)
+        throw new Error(`bad XML character reference ${whole}`);
       return String.fromCodePoint(code);
     }
     const e = ENTITIES[ref];
@@ -122,7 +146,9 @@ export function parseXml(doc: string): XmlNode {
   let i = 0;
   const stack: { node: XmlNode; qname: string; ns: Map<string, string> }[] = [];
   let root: XmlNode | undefined;
-  const fail = (why: string): never => { throw new Error(`malformed XML at offset ${i}: ${why}`); };
+  const fail = (why: string): never => {
+    throw new Error(`malformed XML at offset ${i}: ${why}`);
+  };
   const addText = (t: string): void => {
     const top = stack[stack.length - 1];
     if (top) top.node.text += t;
@@ -130,12 +156,31 @@ export function parseXml(doc: string): XmlNode {
   };
   while (i < doc.length) {
     const lt = doc.indexOf("<", i);
-    if (lt < 0) { addText(decodeEntities(doc.slice(i))); break; }
+    if (lt < 0) {
+      addText(decodeEntities(doc.slice(i)));
+      break;
+    }
     if (lt > i) addText(decodeEntities(doc.slice(i, lt)));
     i = lt;
-    if (doc.startsWith("<?", i)) { const end = doc.indexOf("?>", i); if (end < 0) fail("unterminated processing instruction"); i = end + 2; continue; }
-    if (doc.startsWith("<!--", i)) { const end = doc.indexOf("-->", i); if (end < 0) fail("unterminated comment"); i = end + 3; continue; }
-    if (doc.startsWith("<![CDATA[", i)) { const end = doc.indexOf("]]>", i); if (end < 0) fail("unterminated CDATA"); addText(doc.slice(i + 9, end)); i = end + 3; continue; }
+    if (doc.startsWith("<?", i)) {
+      const end = doc.indexOf("?>", i);
+      if (end < 0) fail("unterminated processing instruction");
+      i = end + 2;
+      continue;
+    }
+    if (doc.startsWith("<!--", i)) {
+      const end = doc.indexOf("-->", i);
+      if (end < 0) fail("unterminated comment");
+      i = end + 3;
+      continue;
+    }
+    if (doc.startsWith("<![CDATA[", i)) {
+      const end = doc.indexOf("]]>", i);
+      if (end < 0) fail("unterminated CDATA");
+      addText(doc.slice(i + 9, end));
+      i = end + 3;
+      continue;
+    }
     if (doc.startsWith("<!", i)) fail("DOCTYPE and other declarations are not accepted");
     if (doc.startsWith("</", i)) {
       const end = doc.indexOf(">", i);
@@ -173,7 +218,8 @@ export function parseXml(doc: string): XmlNode {
     const node: XmlNode = { name: qname.slice(qname.indexOf(":") + 1), attrs, children: [], text: "" };
     for (const [k, v] of Object.entries(attrs)) {
       const colon = k.indexOf(":");
-      if (colon > 0 && k.slice(colon + 1) === "type" && ns.get(k.slice(0, colon)) === XSI) node.xsiType = v.slice(v.indexOf(":") + 1);
+      if (colon > 0 && k.slice(colon + 1) === "type" && ns.get(k.slice(0, colon)) === XSI)
+        node.xsiType = v.slice(v.indexOf(":") + 1);
     }
     const parent = stack[stack.length - 1];
     if (parent) parent.node.children.push(node);
@@ -189,8 +235,10 @@ export function parseXml(doc: string): XmlNode {
   return root;
 }
 
-export const child = (n: XmlNode | undefined, name: string): XmlNode | undefined => n?.children.find((c) => c.name === name);
-export const children = (n: XmlNode | undefined, name: string): XmlNode[] => n?.children.filter((c) => c.name === name) ?? [];
+export const child = (n: XmlNode | undefined, name: string): XmlNode | undefined =>
+  n?.children.find((c) => c.name === name);
+export const children = (n: XmlNode | undefined, name: string): XmlNode[] =>
+  n?.children.filter((c) => c.name === name) ?? [];
 /** The node's text, or the text of its descendant at `path` (`a/b`). */
 export function textAt(n: XmlNode | undefined, path?: string): string | undefined {
   let cur = n;
@@ -212,7 +260,10 @@ export function optionValues(n: XmlNode | undefined): Map<string, string> {
 }
 
 /** One object of a property read: its reference and the properties asked for that are set (unset ones are absent). */
-export interface ObjectContent { obj: MoRef; props: Map<string, XmlNode> }
+export interface ObjectContent {
+  obj: MoRef;
+  props: Map<string, XmlNode>;
+}
 
 // ---- the client ----
 
@@ -239,36 +290,65 @@ export class VimClient {
 
   constructor(private readonly o: VsphereConnectionOptions) {
     let u: URL;
-    try { u = new URL(o.url); } catch { throw new Error(`vSphere url ${JSON.stringify(o.url)} is not a URL (e.g. https://vcenter.example.com/sdk)`); }
-    if (u.protocol !== "https:" && !(u.protocol === "http:" && o.insecure)) throw new Error(`vSphere url ${o.url} must be https:// (http only with insecure, for a test simulator)`);
-    if (u.username || u.password) throw new Error("give the vSphere user and password as the credential, not in the url");
+    try {
+      u = new URL(o.url);
+    } catch {
+      throw new Error(`vSphere url ${JSON.stringify(o.url)} is not a URL (e.g. https://vcenter.example.com/sdk)`);
+    }
+    if (u.protocol !== "https:" && !(u.protocol === "http:" && o.insecure))
+      throw new Error(`vSphere url ${o.url} must be https:// (http only with insecure, for a test simulator)`);
+    if (u.username || u.password)
+      throw new Error("give the vSphere user and password as the credential, not in the url");
     if (u.pathname === "/" || u.pathname === "") u.pathname = "/sdk";
     this.endpoint = u;
-    this.agent = u.protocol === "https:"
-      ? new HttpsAgent({ keepAlive: true, maxSockets: 4, ...(o.insecure ? { rejectUnauthorized: false } : o.caCert ? { ca: o.caCert } : {}) })
-      : new HttpAgent({ keepAlive: true, maxSockets: 4 });
+    this.agent =
+      u.protocol === "https:"
+        ? new HttpsAgent({
+            keepAlive: true,
+            maxSockets: 4,
+            ...(o.insecure ? { rejectUnauthorized: false } : o.caCert ? { ca: o.caCert } : {}),
+          })
+        : new HttpAgent({ keepAlive: true, maxSockets: 4 });
   }
 
   /** Where this client connects (its url, without credentials). */
-  get url(): string { return this.endpoint.href; }
+  get url(): string {
+    return this.endpoint.href;
+  }
 
   /** A key for this endpoint and identity (clients are shared per key). */
   static keyOf(o: VsphereConnectionOptions): string {
-    return createHash("sha256").update(JSON.stringify([o.url, o.user, o.password, o.caCert ?? "", !!o.insecure])).digest("hex");
+    return createHash("sha256")
+      .update(JSON.stringify([o.url, o.user, o.password, o.caCert ?? "", !!o.insecure]))
+      .digest("hex");
   }
 
   serviceContent(): Promise<ServiceContent> {
     if (!this.content) {
-      this.content = this.send("RetrieveServiceContent", new MoRef("ServiceInstance", "ServiceInstance"), {}).then((r) => {
-        const rv = r[0];
-        const ref = (name: string): MoRef => {
-          const m = moRefOf(child(rv, name));
-          if (!m) throw new Error(`vSphere at ${this.url} did not name its ${name}: is this a vCenter or ESXi SDK endpoint?`);
-          return m;
-        };
-        return { rootFolder: ref("rootFolder"), propertyCollector: ref("propertyCollector"), viewManager: ref("viewManager"), sessionManager: ref("sessionManager"), searchIndex: ref("searchIndex"), apiVersion: textAt(rv, "about/apiVersion") ?? "" };
+      this.content = this.send("RetrieveServiceContent", new MoRef("ServiceInstance", "ServiceInstance"), {}).then(
+        (r) => {
+          const rv = r[0];
+          const ref = (name: string): MoRef => {
+            const m = moRefOf(child(rv, name));
+            if (!m)
+              throw new Error(
+                `vSphere at ${this.url} did not name its ${name}: is this a vCenter or ESXi SDK endpoint?`,
+              );
+            return m;
+          };
+          return {
+            rootFolder: ref("rootFolder"),
+            propertyCollector: ref("propertyCollector"),
+            viewManager: ref("viewManager"),
+            sessionManager: ref("sessionManager"),
+            searchIndex: ref("searchIndex"),
+            apiVersion: textAt(rv, "about/apiVersion") ?? "",
+          };
+        },
+      );
+      this.content.catch(() => {
+        this.content = undefined;
       });
-      this.content.catch(() => { this.content = undefined; });
     }
     return this.content;
   }
@@ -281,7 +361,9 @@ export class VimClient {
         await this.send("Login", sc.sessionManager, { userName: this.o.user, password: this.o.password });
       })();
       this.session = s;
-      s.catch(() => { if (this.session === s) this.session = undefined; });
+      s.catch(() => {
+        if (this.session === s) this.session = undefined;
+      });
     }
     return this.session;
   }
@@ -299,7 +381,10 @@ export class VimClient {
         return await this.send(method, self, params);
       } catch (err) {
         if (attempt === 0 && isFault(err, "NotAuthenticated")) {
-          if (this.session === session) { this.session = undefined; this.cookie = ""; }
+          if (this.session === session) {
+            this.session = undefined;
+            this.cookie = "";
+          }
           continue;
         }
         throw err;
@@ -352,12 +437,18 @@ export class VimClient {
   /** Properties `paths` of every object of `type` under `container` (a folder, a datacenter), through a container view. */
   async propertiesUnder(container: MoRef, type: string, paths: string[]): Promise<ObjectContent[]> {
     const sc = await this.serviceContent();
-    const view = moRefOf((await this.call("CreateContainerView", sc.viewManager, { container, type, recursive: true }))[0]);
+    const view = moRefOf(
+      (await this.call("CreateContainerView", sc.viewManager, { container, type, recursive: true }))[0],
+    );
     if (!view) throw new Error(`vSphere CreateContainerView on ${container.toString()} answered no view`);
     try {
       return await this.retrieve({
         propSet: { type, pathSet: paths },
-        objectSet: { obj: view, skip: true, selectSet: new Typed("TraversalSpec", { name: "view", type: "ContainerView", path: "view", skip: false }) },
+        objectSet: {
+          obj: view,
+          skip: true,
+          selectSet: new Typed("TraversalSpec", { name: "view", type: "ContainerView", path: "view", skip: false }),
+        },
       });
     } finally {
       await this.call("DestroyView", view).catch(() => undefined);
@@ -367,14 +458,17 @@ export class VimClient {
   private async retrieve(specSet: Record<string, XmlValue>): Promise<ObjectContent[]> {
     const sc = await this.serviceContent();
     const out: ObjectContent[] = [];
-    let res = (await this.call("RetrievePropertiesEx", sc.propertyCollector, { specSet, options: { maxObjects: 500 } }))[0];
+    let res = (
+      await this.call("RetrievePropertiesEx", sc.propertyCollector, { specSet, options: { maxObjects: 500 } })
+    )[0];
     for (;;) {
       for (const o of children(res, "objects")) {
         const obj = moRefOf(child(o, "obj"));
         if (!obj) continue;
         const props = new Map<string, XmlNode>();
         for (const p of children(o, "propSet")) {
-          const name = textAt(p, "name"), val = child(p, "val");
+          const name = textAt(p, "name"),
+            val = child(p, "val");
           if (name !== undefined && val) props.set(name, val);
         }
         out.push({ obj, props });
@@ -389,14 +483,23 @@ export class VimClient {
    * Starts a task (a `…_Task` method) and waits for it to end: answers its result, or throws the
    * task's fault as a {@link VsphereFault} naming `method` and the object.
    */
-  async runTask(method: string, self: MoRef, params: Record<string, XmlValue> = {}, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<XmlNode | undefined> {
+  async runTask(
+    method: string,
+    self: MoRef,
+    params: Record<string, XmlValue> = {},
+    opts: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<XmlNode | undefined> {
     const task = moRefOf((await this.call(method, self, params))[0]);
     if (!task) throw new Error(`vSphere ${method} on ${self.value} answered no task`);
     return this.waitForTask(task, `${method} on ${self.value}`, opts);
   }
 
   /** Polls the task until it succeeds (answers `info.result`) or fails (throws its fault). */
-  async waitForTask(task: MoRef, what: string, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<XmlNode | undefined> {
+  async waitForTask(
+    task: MoRef,
+    what: string,
+    opts: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<XmlNode | undefined> {
     const deadline = Date.now() + (opts.timeoutMs ?? 30 * 60_000);
     for (let delay = 20; ; delay = Math.min(delay * 2, 2000)) {
       const props = await this.propertiesOf(task, ["info.state", "info.error", "info.result"]);
@@ -408,7 +511,10 @@ export class VimClient {
         const fault = child(e, "fault");
         throw new VsphereFault(fault?.xsiType ?? "TaskError", what, textAt(e, "localizedMessage") ?? "", fault);
       }
-      if (Date.now() > deadline) throw new Error(`vSphere ${what}: task ${task.value} still ${state ?? "unknown"} after ${opts.timeoutMs ?? 1_800_000} ms`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `vSphere ${what}: task ${task.value} still ${state ?? "unknown"} after ${opts.timeoutMs ?? 1_800_000} ms`,
+        );
       opts.signal?.throwIfAborted();
       await new Promise((r) => setTimeout(r, delay));
     }
@@ -418,12 +524,19 @@ export class VimClient {
 
   private async send(method: string, self: MoRef, params: Record<string, XmlValue>): Promise<XmlNode[]> {
     if (!NAME.test(method)) throw new Error(`not a vSphere method name: ${JSON.stringify(method)}`);
-    const body = `<?xml version="1.0" encoding="UTF-8"?>\n<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="${XSI}"><soapenv:Body>`
-      + `<${method} xmlns="urn:vim25">${toXml("_this", self)}${Object.entries(params).map(([k, v]) => toXml(k, v)).join("")}</${method}></soapenv:Body></soapenv:Envelope>`;
+    const body =
+      `<?xml version="1.0" encoding="UTF-8"?>\n<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="${XSI}"><soapenv:Body>` +
+      `<${method} xmlns="urn:vim25">${toXml("_this", self)}${Object.entries(params)
+        .map(([k, v]) => toXml(k, v))
+        .join("")}</${method}></soapenv:Body></soapenv:Envelope>`;
     const { status, text } = await this.post(method, body);
     let doc: XmlNode;
-    try { doc = parseXml(text); } catch (err) {
-      throw new Error(`vSphere ${method}: HTTP ${status}, not a SOAP answer (${(err as Error).message}): ${text.slice(0, 200)}`);
+    try {
+      doc = parseXml(text);
+    } catch (err) {
+      throw new Error(
+        `vSphere ${method}: HTTP ${status}, not a SOAP answer (${(err as Error).message}): ${text.slice(0, 200)}`,
+      );
     }
     const soapBody = child(doc, "Body");
     const fault = child(soapBody, "Fault");
@@ -434,7 +547,8 @@ export class VimClient {
     }
     if (status !== 200) throw new Error(`vSphere ${method}: HTTP ${status}: ${text.slice(0, 200)}`);
     const response = soapBody?.children[0];
-    if (!response || response.name !== `${method}Response`) throw new Error(`vSphere ${method}: unexpected answer <${response?.name ?? "nothing"}>`);
+    if (!response || response.name !== `${method}Response`)
+      throw new Error(`vSphere ${method}: unexpected answer <${response?.name ?? "nothing"}>`);
     return children(response, "returnval");
   }
 
@@ -442,25 +556,40 @@ export class VimClient {
     const u = this.endpoint;
     const request = u.protocol === "https:" ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const req = request({
-        host: u.hostname.replace(/^\[|\]$/g, ""), port: u.port || (u.protocol === "https:" ? 443 : 80), path: u.pathname + u.search, method: "POST",
-        agent: this.agent, timeout: this.o.timeoutMs ?? 60_000,
-        headers: { "content-type": "text/xml; charset=utf-8", soapaction: `"${SOAP_ACTION}"`, "content-length": Buffer.byteLength(body), ...(this.cookie ? { cookie: this.cookie } : {}) },
-      }, (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (d: Buffer) => {
-          size += d.length;
-          if (size > MAX_RESPONSE_BYTES) { req.destroy(new Error(`answer over ${MAX_RESPONSE_BYTES} bytes`)); return; }
-          chunks.push(d);
-        });
-        res.on("end", () => {
-          const set = res.headers["set-cookie"]?.find((c) => c.startsWith("vmware_soap_session="));
-          if (set) this.cookie = set.split(";")[0]!;
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") });
-        });
-        res.on("error", reject);
-      });
+      const req = request(
+        {
+          host: u.hostname.replace(/^\[|\]$/g, ""),
+          port: u.port || (u.protocol === "https:" ? 443 : 80),
+          path: u.pathname + u.search,
+          method: "POST",
+          agent: this.agent,
+          timeout: this.o.timeoutMs ?? 60_000,
+          headers: {
+            "content-type": "text/xml; charset=utf-8",
+            soapaction: `"${SOAP_ACTION}"`,
+            "content-length": Buffer.byteLength(body),
+            ...(this.cookie ? { cookie: this.cookie } : {}),
+          },
+        },
+        (res: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on("data", (d: Buffer) => {
+            size += d.length;
+            if (size > MAX_RESPONSE_BYTES) {
+              req.destroy(new Error(`answer over ${MAX_RESPONSE_BYTES} bytes`));
+              return;
+            }
+            chunks.push(d);
+          });
+          res.on("end", () => {
+            const set = res.headers["set-cookie"]?.find((c) => c.startsWith("vmware_soap_session="));
+            if (set) this.cookie = set.split(";")[0]!;
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") });
+          });
+          res.on("error", reject);
+        },
+      );
       req.on("timeout", () => req.destroy(new Error(`no answer in ${this.o.timeoutMs ?? 60_000} ms`)));
       req.on("error", (err) => reject(new Error(`vSphere ${method} at ${u.host}: ${err.message}`)));
       req.end(body);

@@ -17,13 +17,38 @@ const name = `steward-agent-${createHash("sha256").update(dir).digest("hex").sli
 const quiet = { stdio: "ignore" as const };
 
 execFileSync("chown", ["-R", "10001:10001", dir]);
-try { execFileSync("buildah", [...buildah, "rm", name], quiet); } catch { /* none yet */ }
+try {
+  execFileSync("buildah", [...buildah, "rm", name], quiet);
+} catch {
+  /* none yet */
+}
 execFileSync("buildah", [...buildah, "from", "--name", name, image], quiet);
-const child = spawn("buildah", [...buildah, "run", "-v", `${dir}:${dir}`, name, "--", "/usr/local/bin/node", "--max-semi-space-size=1", "/opt/steward/agent-bundle/main.js", "--dir", dir], {
-  stdio: "inherit", env: { ...process.env, BUILDAH_ISOLATION: "chroot" },
-});
+const child = spawn(
+  "buildah",
+  [
+    ...buildah,
+    "run",
+    "-v",
+    `${dir}:${dir}`,
+    name,
+    "--",
+    "/usr/local/bin/node",
+    "--max-semi-space-size=1",
+    "/opt/steward/agent-bundle/main.js",
+    "--dir",
+    dir,
+  ],
+  {
+    stdio: "inherit",
+    env: { ...process.env, BUILDAH_ISOLATION: "chroot" },
+  },
+);
 for (const s of ["SIGTERM", "SIGINT"] as const) process.on(s, () => child.kill(s));
 child.on("exit", (code) => {
-  try { execFileSync("buildah", [...buildah, "rm", name], quiet); } catch { /* gone */ }
+  try {
+    execFileSync("buildah", [...buildah, "rm", name], quiet);
+  } catch {
+    /* gone */
+  }
   process.exit(code ?? 1);
 });

@@ -16,7 +16,15 @@ export const SCREENSHOTS = join(__dirname, "..", "..", "test-artifacts", "dashbo
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
   });
 }
 
@@ -33,14 +41,19 @@ export async function openDashboard(browser: Browser, address: string): Promise<
   const page = await context.newPage();
   const problems: string[] = [];
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  page.on("console", (m) => { if (m.type() === "error" && !/status of 40[13]|Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`); });
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/status of 40[13]|Failed to load resource/.test(m.text()))
+      problems.push(`console error: ${m.text()}`);
+  });
   // The page's own report of what its policy refused (the console message alone can be missed).
   await page.addInitScript(`document.addEventListener("securitypolicyviolation", (e) => {
     (window.__cspViolations ??= []).push(e.violatedDirective + " blocked " + (e.blockedURI || "inline"));
   });`);
   await page.goto(`https://${address}/`);
   return {
-    context, page, problems,
+    context,
+    page,
+    problems,
     async screenshot(name) {
       await mkdir(SCREENSHOTS, { recursive: true });
       const path = join(SCREENSHOTS, `${name}.png`);

@@ -2,17 +2,32 @@
 import { PassThrough, Readable } from "node:stream";
 import { runCli } from "../../cli";
 
-export interface CliResult { code: number; stdout: string; stderr: string }
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 /** `input`, if given, is what every command run by this runner reads on standard input. */
 export function cliRunner(home: string, cwd: string, input?: string): (...args: string[]) => Promise<CliResult> {
   return async (...args) => {
     const stdout = new PassThrough();
     const stderr = new PassThrough();
-    let out = "", err = "";
-    stdout.on("data", (d: Buffer) => { out += d.toString(); });
-    stderr.on("data", (d: Buffer) => { err += d.toString(); });
-    const code = await runCli(args, { stdin: Readable.from(input === undefined ? [] : [input]) as never, stdout, stderr, env: { ...withoutSteward(process.env), STEWARD_HOME: home }, cwd });
+    let out = "",
+      err = "";
+    stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
+    const code = await runCli(args, {
+      stdin: Readable.from(input === undefined ? [] : [input]) as never,
+      stdout,
+      stderr,
+      env: { ...withoutSteward(process.env), STEWARD_HOME: home },
+      cwd,
+    });
     return { code, stdout: out, stderr: err };
   };
 }
@@ -22,7 +37,10 @@ function withoutSteward(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 /** `steward bootstrap NAME` on a random high port, trying another when one is taken (tests run side by side). */
-export async function bootstrapOnFreePort(steward: (...args: string[]) => Promise<CliResult>, name: string): Promise<CliResult> {
+export async function bootstrapOnFreePort(
+  steward: (...args: string[]) => Promise<CliResult>,
+  name: string,
+): Promise<CliResult> {
   let r: CliResult | undefined;
   for (let attempt = 0; attempt < 5; attempt++) {
     r = await steward("bootstrap", name, "--port", String(20000 + Math.floor(Math.random() * 20000)));

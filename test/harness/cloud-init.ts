@@ -59,47 +59,76 @@ const SSH_MODULE_KEYS = ["ssh_keys", "ssh_deletekeys", "ssh_genkeytypes", "ssh_a
 /** The `#cloud-config` mapping, refusing what this runner does not implement. */
 export function parseCloudConfig(userData: Buffer): Record<string, unknown> {
   const text = (isGzip(userData) ? gunzipSync(userData) : userData).toString("utf8");
-  if (!text.startsWith("#cloud-config")) throw new Error(`unsupported user-data: only #cloud-config is supported here, got ${JSON.stringify(text.slice(0, 30))}`);
+  if (!text.startsWith("#cloud-config"))
+    throw new Error(
+      `unsupported user-data: only #cloud-config is supported here, got ${JSON.stringify(text.slice(0, 30))}`,
+    );
   const config = (parse(text, { version: "1.1" }) ?? {}) as Record<string, unknown>;
-  if (typeof config !== "object" || Array.isArray(config)) throw new Error("unsupported user-data: #cloud-config is not a YAML mapping");
-  const unknown = Object.keys(config).filter((k) => k !== "write_files" && k !== "runcmd" && !SSH_MODULE_KEYS.includes(k));
-  if (unknown.length) throw new Error(`unsupported user-data: cloud-config keys ${unknown.join(", ")} are not implemented by the test runner`);
+  if (typeof config !== "object" || Array.isArray(config))
+    throw new Error("unsupported user-data: #cloud-config is not a YAML mapping");
+  const unknown = Object.keys(config).filter(
+    (k) => k !== "write_files" && k !== "runcmd" && !SSH_MODULE_KEYS.includes(k),
+  );
+  if (unknown.length)
+    throw new Error(
+      `unsupported user-data: cloud-config keys ${unknown.join(", ")} are not implemented by the test runner`,
+    );
   sshModule(config);
   return config;
 }
 
 /** The SSH module's settings, refusing what the test hosts cannot do. */
-function sshModule(config: Record<string, unknown>): { hostKey?: { privateKey: string; publicKey: string }; keys: string[] } {
+function sshModule(config: Record<string, unknown>): {
+  hostKey?: { privateKey: string; publicKey: string };
+  keys: string[];
+} {
   const given = (config.ssh_keys ?? {}) as Record<string, unknown>;
-  if (typeof given !== "object" || Array.isArray(given)) throw new Error("unsupported user-data: ssh_keys must be a mapping");
+  if (typeof given !== "object" || Array.isArray(given))
+    throw new Error("unsupported user-data: ssh_keys must be a mapping");
   const other = Object.keys(given).filter((k) => k !== "ed25519_private" && k !== "ed25519_public");
-  if (other.length) throw new Error(`unsupported user-data: ssh_keys ${other.join(", ")} are not implemented by the test runner (ed25519 only)`);
+  if (other.length)
+    throw new Error(
+      `unsupported user-data: ssh_keys ${other.join(", ")} are not implemented by the test runner (ed25519 only)`,
+    );
   const genTypes = asList(config.ssh_genkeytypes, "ssh_genkeytypes");
-  if (genTypes.some((t) => t !== "ed25519")) throw new Error(`unsupported user-data: ssh_genkeytypes ${JSON.stringify(genTypes)}: the test hosts have ed25519 keys only`);
+  if (genTypes.some((t) => t !== "ed25519"))
+    throw new Error(
+      `unsupported user-data: ssh_genkeytypes ${JSON.stringify(genTypes)}: the test hosts have ed25519 keys only`,
+    );
   const hasPrivate = typeof given.ed25519_private === "string";
-  if (hasPrivate !== (typeof given.ed25519_public === "string")) throw new Error("unsupported user-data: ssh_keys needs both ed25519_private and ed25519_public");
-  if (config.ssh_deletekeys === false && hasPrivate) throw new Error("unsupported user-data: ssh_keys with ssh_deletekeys false would leave two ed25519 host keys");
+  if (hasPrivate !== (typeof given.ed25519_public === "string"))
+    throw new Error("unsupported user-data: ssh_keys needs both ed25519_private and ed25519_public");
+  if (config.ssh_deletekeys === false && hasPrivate)
+    throw new Error("unsupported user-data: ssh_keys with ssh_deletekeys false would leave two ed25519 host keys");
   const keys = asList(config.ssh_authorized_keys, "ssh_authorized_keys").map(String);
-  return { keys, ...(hasPrivate ? { hostKey: { privateKey: given.ed25519_private as string, publicKey: given.ed25519_public as string } } : {}) };
+  return {
+    keys,
+    ...(hasPrivate
+      ? { hostKey: { privateKey: given.ed25519_private as string, publicKey: given.ed25519_public as string } }
+      : {}),
+  };
 }
 
 /** cloud-init's SSH module on a test host: host keys, then authorized keys. */
 export async function applySshModule(host: TestHost, config: Record<string, unknown>): Promise<void> {
   const { hostKey, keys } = sshModule(config);
   // The default user of the test hosts' "image" is the sudo user; root only when disable_root is false.
-  const authorizedKeys: Record<string, string[]> = keys.length ? { [SUDO_USER]: keys, ...(config.disable_root === false ? { root: keys } : {}) } : {};
+  const authorizedKeys: Record<string, string[]> = keys.length
+    ? { [SUDO_USER]: keys, ...(config.disable_root === false ? { root: keys } : {}) }
+    : {};
   await host.setSshIdentity({ authorizedKeys, ...(hostKey ? { hostKey } : {}) });
 }
 
 /** write_files, then runcmd. */
 async function runFilesAndCommands(host: TestHost, config: Record<string, unknown>): Promise<void> {
-
   for (const f of asList(config.write_files, "write_files")) await writeFile(host, f as Record<string, unknown>);
   const runcmd = asList(config.runcmd, "runcmd");
   if (runcmd.length === 0) return;
   const lines = runcmd.map((item, n) => {
-    const line = typeof item === "string" ? item : Array.isArray(item) ? item.map((w) => quote(String(w))).join(" ") : undefined;
-    if (line === undefined) throw new Error(`unsupported user-data: runcmd item ${n + 1} is neither a string nor a list`);
+    const line =
+      typeof item === "string" ? item : Array.isArray(item) ? item.map((w) => quote(String(w))).join(" ") : undefined;
+    if (line === undefined)
+      throw new Error(`unsupported user-data: runcmd item ${n + 1} is neither a string nor a list`);
     return `__cloud_init_item=${n + 1}\n${line}\n__cloud_init_rc=$?; [ $__cloud_init_rc -eq 0 ] || exit $__cloud_init_rc`;
   });
   // The EXIT trap names the item that failed, also when the item itself calls exit.
@@ -109,7 +138,9 @@ async function runFilesAndCommands(host: TestHost, config: Record<string, unknow
   if (r.code !== 0) {
     const tail = (await host.exec(`tail -n 20 ${CLOUD_INIT_OUTPUT_LOG}`)).stdout.trimEnd();
     const item = /runcmd item (\d+) failed/.exec(tail)?.[1];
-    throw new Error(`cloud-init runcmd${item ? ` item ${item}` : ""} on ${host.name} failed with exit code ${r.code}; last output:\n${tail}`);
+    throw new Error(
+      `cloud-init runcmd${item ? ` item ${item}` : ""} on ${host.name} failed with exit code ${r.code}; last output:\n${tail}`,
+    );
   }
 }
 
@@ -120,19 +151,35 @@ function asList(v: unknown, key: string): unknown[] {
 }
 
 async function writeFile(host: TestHost, f: Record<string, unknown>): Promise<void> {
-  const unknown = Object.keys(f).filter((k) => !["path", "content", "encoding", "permissions", "owner", "defer"].includes(k));
-  if (unknown.length) throw new Error(`unsupported user-data: write_files keys ${unknown.join(", ")} are not implemented by the test runner`);
+  const unknown = Object.keys(f).filter(
+    (k) => !["path", "content", "encoding", "permissions", "owner", "defer"].includes(k),
+  );
+  if (unknown.length)
+    throw new Error(
+      `unsupported user-data: write_files keys ${unknown.join(", ")} are not implemented by the test runner`,
+    );
   const path = f.path;
-  if (typeof path !== "string" || !path.startsWith("/")) throw new Error(`write_files: path must be absolute, got ${JSON.stringify(path)}`);
+  if (typeof path !== "string" || !path.startsWith("/"))
+    throw new Error(`write_files: path must be absolute, got ${JSON.stringify(path)}`);
   const content = f.content ?? "";
   let bytes = content instanceof Uint8Array ? Buffer.from(content) : Buffer.from(String(content), "utf8");
-  const encoding = String(f.encoding ?? "text/plain").trim().toLowerCase();
-  if (["b64", "base64", "gz+b64", "gz+base64", "gzip+b64", "gzip+base64"].includes(encoding)) bytes = Buffer.from(bytes.toString("utf8"), "base64");
+  const encoding = String(f.encoding ?? "text/plain")
+    .trim()
+    .toLowerCase();
+  if (["b64", "base64", "gz+b64", "gz+base64", "gzip+b64", "gzip+base64"].includes(encoding))
+    bytes = Buffer.from(bytes.toString("utf8"), "base64");
   if (["gz", "gzip", "gz+b64", "gz+base64", "gzip+b64", "gzip+base64"].includes(encoding)) bytes = gunzipSync(bytes);
-  else if (!["b64", "base64", "text/plain", "text"].includes(encoding)) throw new Error(`write_files ${path}: unsupported encoding ${encoding}`);
+  else if (!["b64", "base64", "text/plain", "text"].includes(encoding))
+    throw new Error(`write_files ${path}: unsupported encoding ${encoding}`);
   const perms = f.permissions ?? "0644";
-  const mode = typeof perms === "number" ? perms : /^(0o)?[0-7]{1,4}$/.test(String(perms).trim()) ? parseInt(String(perms).trim().replace(/^0o/, ""), 8) : NaN;
-  if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new Error(`write_files ${path}: permissions ${JSON.stringify(perms)} are not an octal mode`);
+  const mode =
+    typeof perms === "number"
+      ? perms
+      : /^(0o)?[0-7]{1,4}$/.test(String(perms).trim())
+        ? parseInt(String(perms).trim().replace(/^0o/, ""), 8)
+        : NaN;
+  if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777)
+    throw new Error(`write_files ${path}: permissions ${JSON.stringify(perms)} are not an octal mode`);
   await put(host, path, bytes, mode);
 }
 
@@ -140,10 +187,14 @@ async function writeFile(host: TestHost, f: Record<string, unknown>): Promise<vo
 async function put(host: TestHost, path: string, bytes: Buffer, mode: number): Promise<void> {
   const b64 = bytes.toString("base64");
   const steps = [`mkdir -p ${quote(dirname(path))} && : > ${quote(path)} && chmod ${mode.toString(8)} ${quote(path)}`];
-  for (let i = 0; i < b64.length; i += EXEC_CHUNK) steps.push(`printf %s ${b64.slice(i, i + EXEC_CHUNK)} | base64 -d >> ${quote(path)}`);
+  for (let i = 0; i < b64.length; i += EXEC_CHUNK)
+    steps.push(`printf %s ${b64.slice(i, i + EXEC_CHUNK)} | base64 -d >> ${quote(path)}`);
   for (const step of steps) {
     const r = await host.exec(`{ ${step}; } 2>&1`);
-    if (r.code !== 0) throw new Error(`cloud-init write_files ${path} on ${host.name} failed with exit code ${r.code}: ${r.stdout.trim()}`);
+    if (r.code !== 0)
+      throw new Error(
+        `cloud-init write_files ${path} on ${host.name} failed with exit code ${r.code}: ${r.stdout.trim()}`,
+      );
   }
 }
 
@@ -168,7 +219,9 @@ export function fakeEc2Boot(lab: TestLab): FakeEc2Boot {
   const boot = async (i: FakeInstance): Promise<{ privateIp: string; stop(): Promise<void> }> => {
     const host = await lab.addHost();
     const entry: FakeEc2Host = { host, cloudInit: Promise.resolve() };
-    const failed = (err: unknown): void => { entry.error = err instanceof Error ? err : new Error(String(err)); };
+    const failed = (err: unknown): void => {
+      entry.error = err instanceof Error ? err : new Error(String(err));
+    };
     if (i.userData) {
       // The SSH module's part before the instance runs (sshd starts with its keys); the rest in the background.
       const booted = await bootCloudInit(host, i.userData).catch(failed);

@@ -27,41 +27,65 @@ export interface TestController {
   clientFor(user: string, password: string): ControllerClient;
   /** Uploads an operator directory and returns its hash. */
   upload(dir: string): Promise<string>;
-  waitForUnits(model: string, predicate: (units: UnitStatusView[], s: ModelStatus) => boolean, what: string, timeoutMs?: number): Promise<ModelStatus>;
+  waitForUnits(
+    model: string,
+    predicate: (units: UnitStatusView[], s: ModelStatus) => boolean,
+    what: string,
+    timeoutMs?: number,
+  ): Promise<ModelStatus>;
   close(): Promise<void>;
 }
 
-export async function startTestController(opts: {
-  leadershipLeaseSeconds?: number; store?: ControllerConfig["store"]; agentLogins?: { perSecond: number; burst: number };
-  /** The target's budget for agents' migration validations. */
-  migrationValidations?: { perSecond: number; burst: number };
-  transport?: Partial<TransportLimits>; operators?: ControllerConfig["operators"];
-  /** Lifetime of user tokens (tests of expiry). */
-  tokenLifetimeSeconds?: number;
-  failedLogins?: FailedLoginLimiterOptions;
-  /** Limits of the dashboard's console pane. */
-  consoles?: ControllerOptions["consoles"];
-  /** Where the API listens (default loopback): a fake kubelet's pods reach the controller on their bridge's address. */
-  listenHost?: string;
-  kubernetes?: ControllerOptions["kubernetes"];
-  /** Where the controller was bootstrapped. @default "local" */
-  substrate?: ControllerConfig["substrate"];
-  /** Local machines' settings; agents' directories (when agents run as another user) are in the test's directory. */
-  localMachines?: ControllerOptions["localMachines"];
-} = {}): Promise<TestController> {
+export async function startTestController(
+  opts: {
+    leadershipLeaseSeconds?: number;
+    store?: ControllerConfig["store"];
+    agentLogins?: { perSecond: number; burst: number };
+    /** The target's budget for agents' migration validations. */
+    migrationValidations?: { perSecond: number; burst: number };
+    transport?: Partial<TransportLimits>;
+    operators?: ControllerConfig["operators"];
+    /** Lifetime of user tokens (tests of expiry). */
+    tokenLifetimeSeconds?: number;
+    failedLogins?: FailedLoginLimiterOptions;
+    /** Limits of the dashboard's console pane. */
+    consoles?: ControllerOptions["consoles"];
+    /** Where the API listens (default loopback): a fake kubelet's pods reach the controller on their bridge's address. */
+    listenHost?: string;
+    kubernetes?: ControllerOptions["kubernetes"];
+    /** Where the controller was bootstrapped. @default "local" */
+    substrate?: ControllerConfig["substrate"];
+    /** Local machines' settings; agents' directories (when agents run as another user) are in the test's directory. */
+    localMachines?: ControllerOptions["localMachines"];
+  } = {},
+): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
   // Passable (not listable) by the agents' user when tests run as root: their directories are in `agents/`.
   await chmod(dir, 0o711);
   const dataDir = join(dir, "c");
-  const init = await initControllerDir({ dataDir, name: "test", listen: { host: opts.listenHost ?? "127.0.0.1", port: 0 }, substrate: opts.substrate ?? "local", ...(opts.store ? { store: opts.store } : {}) });
+  const init = await initControllerDir({
+    dataDir,
+    name: "test",
+    listen: { host: opts.listenHost ?? "127.0.0.1", port: 0 },
+    substrate: opts.substrate ?? "local",
+    ...(opts.store ? { store: opts.store } : {}),
+  });
   // STEWARD_TEST_LOG=1 shows the controller's log on stderr (for debugging a test).
   const log = process.env.STEWARD_TEST_LOG ? createLogger({ fields: { component: "test-controller" } }) : silentLogger;
-  const controller = await Controller.start({ dataDir, log, ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}), ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}),
+  const controller = await Controller.start({
+    dataDir,
+    log,
+    ...(opts.leadershipLeaseSeconds ? { leadershipLeaseSeconds: opts.leadershipLeaseSeconds } : {}),
+    ...(opts.agentLogins ? { agentLogins: opts.agentLogins } : {}),
     ...(opts.migrationValidations ? { migrationValidations: opts.migrationValidations } : {}),
-    ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.operators ? { operators: opts.operators } : {}),
-    ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}), ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}),
-    ...(opts.consoles ? { consoles: opts.consoles } : {}), ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}),
-    localMachines: { agentsDir: join(dir, "agents"), ...opts.localMachines } });
+    ...(opts.transport ? { transport: opts.transport } : {}),
+    ...(opts.operators ? { operators: opts.operators } : {}),
+    ...(opts.tokenLifetimeSeconds ? { tokenLifetimeSeconds: opts.tokenLifetimeSeconds } : {}),
+    ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}),
+    ...(opts.consoles ? { consoles: opts.consoles } : {}),
+    ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}),
+    localMachines: { agentsDir: join(dir, "agents"), ...opts.localMachines },
+  });
   const addresses = controller.apiAddresses;
   const clients: ControllerClient[] = [];
   const clientFor = (user: string, password: string): ControllerClient => {
@@ -71,17 +95,28 @@ export async function startTestController(opts: {
   };
   const admin = clientFor("admin", init.adminPassword!);
   const tc: TestController = {
-    dir, controller, admin, caCert: init.caCert, adminPassword: init.adminPassword!, addresses, clientFor,
+    dir,
+    controller,
+    admin,
+    caCert: init.caCert,
+    adminPassword: init.adminPassword!,
+    addresses,
+    clientFor,
     async upload(opDir) {
       const op = await readOperatorDir(opDir);
       return (await admin.uploadOperator(op.bundle)).hash;
     },
     async waitForUnits(model, predicate, what, timeoutMs = 30_000) {
-      return eventually(what, async () => {
-        const s = await admin.status(model);
-        const units = Object.values(s.applications).flatMap((a) => Object.values(a.units));
-        return predicate(units, s) ? s : undefined;
-      }, timeoutMs, 150);
+      return eventually(
+        what,
+        async () => {
+          const s = await admin.status(model);
+          const units = Object.values(s.applications).flatMap((a) => Object.values(a.units));
+          return predicate(units, s) ? s : undefined;
+        },
+        timeoutMs,
+        150,
+      );
     },
     async close() {
       for (const c of clients) c.close();
@@ -94,7 +129,10 @@ export async function startTestController(opts: {
   return tc;
 }
 
-export const allReady = (n: number) => (units: UnitStatusView[]): boolean => units.length === n && units.every(unitIsReady);
+export const allReady =
+  (n: number) =>
+  (units: UnitStatusView[]): boolean =>
+    units.length === n && units.every(unitIsReady);
 
 /**
  * Whether the replica on host `ip` has published its presence since `t0`. A killed replica still
@@ -102,5 +140,7 @@ export const allReady = (n: number) => (units: UnitStatusView[]): boolean => uni
  */
 export async function replicaBackSince(client: ControllerClient, ip: string, t0: number): Promise<boolean> {
   const info = await client.controllerInfo().catch(() => undefined);
-  return info?.replicas.some((r) => r.addresses.some((a) => a.startsWith(`${ip}:`)) && Date.parse(r.since) > t0) ?? false;
+  return (
+    info?.replicas.some((r) => r.addresses.some((a) => a.startsWith(`${ip}:`)) && Date.parse(r.since) > t0) ?? false
+  );
 }

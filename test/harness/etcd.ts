@@ -5,13 +5,19 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-export interface TestEtcd { endpoint: string; stop(): Promise<void> }
+export interface TestEtcd {
+  endpoint: string;
+  stop(): Promise<void>;
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => { const a = s.address(); s.close(() => resolve(typeof a === "object" && a ? a.port : 0)); });
+    s.listen(0, "127.0.0.1", () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === "object" && a ? a.port : 0));
+    });
   });
 }
 
@@ -32,28 +38,70 @@ export async function startEtcdCluster(n: number): Promise<TestEtcdMember[]> {
   const ports = [];
   for (let i = 0; i < n; i++) ports.push({ client: await freePort(), peer: await freePort() });
   const initialCluster = ports.map((p, i) => `m${i}=http://127.0.0.1:${p.peer}`).join(",");
-  const members = await Promise.all(ports.map(async (p, i) => {
-    const dir = await mkdtemp(join(tmpdir(), "steward-etcd-"));
-    const endpoint = `http://127.0.0.1:${p.client}`;
-    const proc = spawn("etcd", [
-      "--name", `m${i}`, "--data-dir", join(dir, "data"),
-      "--listen-client-urls", endpoint, "--advertise-client-urls", endpoint,
-      "--listen-peer-urls", `http://127.0.0.1:${p.peer}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${p.peer}`,
-      "--initial-cluster", initialCluster, "--initial-cluster-state", "new", "--pre-vote",
-      "--heartbeat-interval", "50", "--election-timeout", "500", "--logger", "zap", "--log-outputs", join(dir, "etcd.log"),
-    ], { stdio: "ignore" });
-    const exited = new Promise<void>((r) => proc.once("exit", () => r()));
-    const member: TestEtcdMember = {
-      endpoint,
-      freeze: () => { proc.kill("SIGSTOP"); },
-      thaw: () => { proc.kill("SIGCONT"); },
-      async stop() { proc.kill("SIGCONT"); proc.kill("SIGKILL"); await exited; await rm(dir, { recursive: true, force: true }); },
-    };
-    return member;
-  }));
+  const members = await Promise.all(
+    ports.map(async (p, i) => {
+      const dir = await mkdtemp(join(tmpdir(), "steward-etcd-"));
+      const endpoint = `http://127.0.0.1:${p.client}`;
+      const proc = spawn(
+        "etcd",
+        [
+          "--name",
+          `m${i}`,
+          "--data-dir",
+          join(dir, "data"),
+          "--listen-client-urls",
+          endpoint,
+          "--advertise-client-urls",
+          endpoint,
+          "--listen-peer-urls",
+          `http://127.0.0.1:${p.peer}`,
+          "--initial-advertise-peer-urls",
+          `http://127.0.0.1:${p.peer}`,
+          "--initial-cluster",
+          initialCluster,
+          "--initial-cluster-state",
+          "new",
+          "--pre-vote",
+          "--heartbeat-interval",
+          "50",
+          "--election-timeout",
+          "500",
+          "--logger",
+          "zap",
+          "--log-outputs",
+          join(dir, "etcd.log"),
+        ],
+        { stdio: "ignore" },
+      );
+      const exited = new Promise<void>((r) => proc.once("exit", () => r()));
+      const member: TestEtcdMember = {
+        endpoint,
+        freeze: () => {
+          proc.kill("SIGSTOP");
+        },
+        thaw: () => {
+          proc.kill("SIGCONT");
+        },
+        async stop() {
+          proc.kill("SIGCONT");
+          proc.kill("SIGKILL");
+          await exited;
+          await rm(dir, { recursive: true, force: true });
+        },
+      };
+      return member;
+    }),
+  );
   // Healthy once the cluster has a leader (a lone member of a larger cluster answers 503).
   for (let i = 0; i < 100; i++) {
-    const up = await Promise.all(members.map((m) => fetch(`${m.endpoint}/health`).then((r) => r.ok, () => false)));
+    const up = await Promise.all(
+      members.map((m) =>
+        fetch(`${m.endpoint}/health`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      ),
+    );
     if (up.every(Boolean)) break;
     await new Promise((r) => setTimeout(r, 100));
   }

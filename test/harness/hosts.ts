@@ -24,7 +24,9 @@ const LAB_ROOT = "/var/lib/steward-test-lab";
 /** The user with passwordless sudo used to test non-root installs. */
 export const SUDO_USER = "stwdeploy";
 
-export interface TestHostOptions { noNode?: boolean }
+export interface TestHostOptions {
+  noNode?: boolean;
+}
 
 export class TestHost {
   private proc?: ChildProcess;
@@ -40,13 +42,36 @@ export class TestHost {
     private readonly opts: TestHostOptions,
   ) {}
 
-  get netns(): string { return `${this.lab.id}-h${this.index}`; }
-  private get hostVeth(): string { return `${this.lab.id}v${this.index}`; }
+  get netns(): string {
+    return `${this.lab.id}-h${this.index}`;
+  }
+  private get hostVeth(): string {
+    return `${this.lab.id}v${this.index}`;
+  }
 
   /** Boots the host: its namespaces, sshd, and the services its boot directory lists. */
   async start(): Promise<void> {
     const init = join(this.dir, "init.sh");
-    this.proc = spawn("ip", ["netns", "exec", this.netns, "unshare", "--uts", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private", "/bin/sh", init], { stdio: ["ignore", "ignore", "ignore"] });
+    this.proc = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        this.netns,
+        "unshare",
+        "--uts",
+        "--mount",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "--kill-child",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        init,
+      ],
+      { stdio: ["ignore", "ignore", "ignore"] },
+    );
     this.proc.on("error", () => undefined);
     // Ready when sshd answers on port 22 inside the namespace.
     for (let i = 0; i < 100; i++) {
@@ -67,7 +92,10 @@ export class TestHost {
     for (let i = 0; i < 100 && (await this.processes()).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
   }
 
-  async restart(): Promise<void> { await this.kill(); await this.start(); }
+  async restart(): Promise<void> {
+    await this.kill();
+    await this.start();
+  }
 
   /** Powers the host off, gives it another address (as a new DHCP lease would) and boots it. */
   async readdress(ip: string): Promise<void> {
@@ -75,21 +103,33 @@ export class TestHost {
     await run("ip", ["-n", this.netns, "addr", "flush", "dev", "eth0"]);
     await run("ip", ["-n", this.netns, "addr", "add", `${ip}/24`, "dev", "eth0"]);
     const config = join(this.dir, "sshd_config");
-    await writeFile(config, (await readFile(config, "utf8")).replace(`ListenAddress ${this.ip}`, `ListenAddress ${ip}`));
+    await writeFile(
+      config,
+      (await readFile(config, "utf8")).replace(`ListenAddress ${this.ip}`, `ListenAddress ${ip}`),
+    );
     this.ip = ip;
     await this.start();
   }
-  async cut(): Promise<void> { await run("ip", ["link", "set", this.hostVeth, "down"]); }
-  async restore(): Promise<void> { await run("ip", ["link", "set", this.hostVeth, "up"]); }
+  async cut(): Promise<void> {
+    await run("ip", ["link", "set", this.hostVeth, "down"]);
+  }
+  async restore(): Promise<void> {
+    await run("ip", ["link", "set", this.hostVeth, "up"]);
+  }
 
   /** Runs a shell command inside the host (all its namespaces), for assertions. */
   async exec(cmd: string): Promise<{ code: number; stdout: string }> {
     const pid1 = await this.pid1();
-    return run("nsenter", ["-t", String(pid1), "-n", "-m", "-u", "-p", "sh", "-c", cmd]).then((r) => ({ code: 0, stdout: r.stdout }), (e: { code?: number; stdout?: string }) => ({ code: e.code ?? 1, stdout: e.stdout ?? "" }));
+    return run("nsenter", ["-t", String(pid1), "-n", "-m", "-u", "-p", "sh", "-c", cmd]).then(
+      (r) => ({ code: 0, stdout: r.stdout }),
+      (e: { code?: number; stdout?: string }) => ({ code: e.code ?? 1, stdout: e.stdout ?? "" }),
+    );
   }
 
   private async pid1(): Promise<number> {
-    const children = (await readFile(`/proc/${this.proc!.pid}/task/${this.proc!.pid}/children`, "utf8").catch(() => "")).trim();
+    const children = (
+      await readFile(`/proc/${this.proc!.pid}/task/${this.proc!.pid}/children`, "utf8").catch(() => "")
+    ).trim();
     // ip netns exec → unshare → (fork) PID 1 of the host
     const unsharePid = Number(children.split(" ")[0] || this.proc!.pid);
     const grand = (await readFile(`/proc/${unsharePid}/task/${unsharePid}/children`, "utf8").catch(() => "")).trim();
@@ -98,28 +138,40 @@ export class TestHost {
 
   /** Host PIDs of processes running in this host's network namespace. */
   async processes(): Promise<number[]> {
-    const out = await run("ip", ["netns", "pids", this.netns]).then((r) => r.stdout, () => "");
+    const out = await run("ip", ["netns", "pids", this.netns]).then(
+      (r) => r.stdout,
+      () => "",
+    );
     return out.split("\n").filter(Boolean).map(Number);
   }
 
-  get noNode(): boolean { return this.opts.noNode === true; }
+  get noNode(): boolean {
+    return this.opts.noNode === true;
+  }
 
   /**
    * What cloud-init's ssh module does before sshd starts (test/harness/cloud-init.ts): another
    * ed25519 host key and keys authorized for this host's users (on top of the lab's client key).
    * A new host key takes effect by rebooting the host, sshd's first start on a real instance.
    */
-  async setSshIdentity(o: { hostKey?: { privateKey: string; publicKey: string }; authorizedKeys?: Record<string, string[]> }): Promise<void> {
+  async setSshIdentity(o: {
+    hostKey?: { privateKey: string; publicKey: string };
+    authorizedKeys?: Record<string, string[]>;
+  }): Promise<void> {
     for (const [user, keys] of Object.entries(o.authorizedKeys ?? {})) {
       await mkdir(join(this.dir, "authorized_keys"), { recursive: true, mode: 0o755 });
-      await writeFile(join(this.dir, "authorized_keys", user), keys.map((k) => k.trim() + "\n").join(""), { mode: 0o644 });
+      await writeFile(join(this.dir, "authorized_keys", user), keys.map((k) => k.trim() + "\n").join(""), {
+        mode: 0o644,
+      });
     }
     if (!o.hostKey) return;
     const blob = o.hostKey.publicKey.trim().split(/\s+/)[1];
-    if (!o.hostKey.publicKey.startsWith("ssh-ed25519 ") || !blob) throw new Error("setSshIdentity: only an ssh-ed25519 host key is supported");
+    if (!o.hostKey.publicKey.startsWith("ssh-ed25519 ") || !blob)
+      throw new Error("setSshIdentity: only an ssh-ed25519 host key is supported");
     await writeFile(join(this.dir, "ssh_host_ed25519_key"), o.hostKey.privateKey.trim() + "\n", { mode: 0o600 });
     await writeFile(join(this.dir, "ssh_host_ed25519_key.pub"), o.hostKey.publicKey.trim() + "\n", { mode: 0o644 });
-    this.hostKeyFingerprint = "SHA256:" + createHash("sha256").update(Buffer.from(blob, "base64")).digest("base64").replace(/=+$/, "");
+    this.hostKeyFingerprint =
+      "SHA256:" + createHash("sha256").update(Buffer.from(blob, "base64")).digest("base64").replace(/=+$/, "");
     await this.restart();
   }
 }
@@ -131,9 +183,15 @@ export class TestLab {
   clientKey = "";
   clientPublicKey = "";
 
-  protected constructor(readonly id: string, readonly subnet: string, readonly dir: string) {}
+  protected constructor(
+    readonly id: string,
+    readonly subnet: string,
+    readonly dir: string,
+  ) {}
 
-  get bridge(): string { return `${this.id}br`; }
+  get bridge(): string {
+    return `${this.id}br`;
+  }
 
   /** Creates `n` hosts; `opts(i)` chooses per-host options (e.g. no Node.js). */
   static async create(n: number, opts: (i: number) => TestHostOptions = () => ({})): Promise<TestLab> {
@@ -156,18 +214,36 @@ export class TestLab {
   private async prepare(): Promise<void> {
     await mkdir(join(this.dir, "keys"), { recursive: true, mode: 0o755 });
     await chmod(LAB_ROOT, 0o755);
-    for (const d of ["/run/sshd", "/opt/steward", "/var/lib/steward", "/etc/steward"]) await mkdir(d, { recursive: true });
-    await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "steward-test", "-f", join(this.dir, "client_key")]);
+    for (const d of ["/run/sshd", "/opt/steward", "/var/lib/steward", "/etc/steward"])
+      await mkdir(d, { recursive: true });
+    await run("ssh-keygen", [
+      "-q",
+      "-t",
+      "ed25519",
+      "-N",
+      "",
+      "-C",
+      "steward-test",
+      "-f",
+      join(this.dir, "client_key"),
+    ]);
     this.clientKey = await readFile(join(this.dir, "client_key"), "utf8");
     this.clientPublicKey = await readFile(join(this.dir, "client_key.pub"), "utf8");
     // "*": no password, but not locked ("!"), which sshd refuses without PAM.
     await sh(`id ${SUDO_USER} >/dev/null 2>&1 || useradd -m -s /bin/sh ${SUDO_USER}; usermod -p "*" ${SUDO_USER}`);
     await writeFile(`/etc/sudoers.d/${SUDO_USER}`, `${SUDO_USER} ALL=(ALL) NOPASSWD: ALL\n`, { mode: 0o440 });
-    for (const user of ["root", SUDO_USER]) await writeFile(join(this.dir, "keys", user), this.clientPublicKey, { mode: 0o644 });
+    for (const user of ["root", SUDO_USER])
+      await writeFile(join(this.dir, "keys", user), this.clientPublicKey, { mode: 0o644 });
     await run("ip", ["link", "add", this.bridge, "type", "bridge"]);
     // A bridge without a MAC of its own takes its ports' lowest, so killing a host could change the
     // gateway's MAC under the other hosts' ARP caches (cut off from this machine until those expire).
-    await run("ip", ["link", "set", this.bridge, "address", `02:${Array.from(randomBytes(5), (b) => b.toString(16).padStart(2, "0")).join(":")}`]);
+    await run("ip", [
+      "link",
+      "set",
+      this.bridge,
+      "address",
+      `02:${Array.from(randomBytes(5), (b) => b.toString(16).padStart(2, "0")).join(":")}`,
+    ]);
     await run("ip", ["addr", "add", `${this.subnet}.1/24`, "dev", this.bridge]);
     await run("ip", ["link", "set", this.bridge, "up"]);
   }
@@ -180,31 +256,56 @@ export class TestLab {
     for (const d of ["opt", "var", "etc", "etc/boot.d"]) await mkdir(join(dir, d), { recursive: true, mode: 0o755 });
     await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "ssh_host_ed25519_key")]);
     const pub = (await readFile(join(dir, "ssh_host_ed25519_key.pub"), "utf8")).split(" ")[1]!;
-    const fingerprint = "SHA256:" + createHash("sha256").update(Buffer.from(pub, "base64")).digest("base64").replace(/=+$/, "");
-    await writeFile(join(dir, "sshd_config"), [
-      "Port 22", `ListenAddress ${ip}`, `HostKey ${join(dir, "ssh_host_ed25519_key")}`, `PidFile ${join(dir, "sshd.pid")}`,
-      `AuthorizedKeysFile ${join(this.dir, "keys", "%u")} ${join(dir, "authorized_keys", "%u")}`, "PermitRootLogin prohibit-password", "PasswordAuthentication no",
-      "KbdInteractiveAuthentication no", "UsePAM no", "Subsystem sftp /usr/lib/openssh/sftp-server", "",
-    ].join("\n"));
-    if (opts.noNode) await writeFile(join(dir, "no-node"), "#!/bin/sh\necho 'node: not installed on this host' >&2\nexit 127\n", { mode: 0o755 });
-    await writeFile(join(dir, "init.sh"), [
-      "#!/bin/sh",
-      `hostname ${name}`,
-      `mount --bind ${join(dir, "opt")} /opt/steward`,
-      `mount --bind ${join(dir, "var")} /var/lib/steward`,
-      `mount --bind ${join(dir, "etc")} /etc/steward`,
-      "mount -t tmpfs tmpfs /tmp",
-      // /run starts empty at every boot, as on a real host (agents tell reboots by it).
-      "mount -t tmpfs tmpfs /run",
-      "mkdir -p /run/sshd",
-      ...(opts.noNode ? [`mount --bind ${join(dir, "no-node")} /usr/bin/node`] : []),
-      // What the installer registered for boot on a host without systemd.
-      "for f in /etc/steward/boot.d/*; do [ -x \"$f\" ] && setsid \"$f\" </dev/null >/dev/null 2>&1 & done",
-      `/usr/sbin/sshd -D -e -f ${join(dir, "sshd_config")} 2>>${join(dir, "sshd.log")} &`,
-      "while :; do wait; sleep 1; done",
-      "",
-    ].join("\n"), { mode: 0o755 });
-    await addNamespaceOnBridge({ netns: `${this.id}-h${index}`, ip, bridge: this.bridge, hostVeth: `${this.id}v${index}`, peerVeth: `${this.id}n${index}` });
+    const fingerprint =
+      "SHA256:" + createHash("sha256").update(Buffer.from(pub, "base64")).digest("base64").replace(/=+$/, "");
+    await writeFile(
+      join(dir, "sshd_config"),
+      [
+        "Port 22",
+        `ListenAddress ${ip}`,
+        `HostKey ${join(dir, "ssh_host_ed25519_key")}`,
+        `PidFile ${join(dir, "sshd.pid")}`,
+        `AuthorizedKeysFile ${join(this.dir, "keys", "%u")} ${join(dir, "authorized_keys", "%u")}`,
+        "PermitRootLogin prohibit-password",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        "Subsystem sftp /usr/lib/openssh/sftp-server",
+        "",
+      ].join("\n"),
+    );
+    if (opts.noNode)
+      await writeFile(join(dir, "no-node"), "#!/bin/sh\necho 'node: not installed on this host' >&2\nexit 127\n", {
+        mode: 0o755,
+      });
+    await writeFile(
+      join(dir, "init.sh"),
+      [
+        "#!/bin/sh",
+        `hostname ${name}`,
+        `mount --bind ${join(dir, "opt")} /opt/steward`,
+        `mount --bind ${join(dir, "var")} /var/lib/steward`,
+        `mount --bind ${join(dir, "etc")} /etc/steward`,
+        "mount -t tmpfs tmpfs /tmp",
+        // /run starts empty at every boot, as on a real host (agents tell reboots by it).
+        "mount -t tmpfs tmpfs /run",
+        "mkdir -p /run/sshd",
+        ...(opts.noNode ? [`mount --bind ${join(dir, "no-node")} /usr/bin/node`] : []),
+        // What the installer registered for boot on a host without systemd.
+        'for f in /etc/steward/boot.d/*; do [ -x "$f" ] && setsid "$f" </dev/null >/dev/null 2>&1 & done',
+        `/usr/sbin/sshd -D -e -f ${join(dir, "sshd_config")} 2>>${join(dir, "sshd.log")} &`,
+        "while :; do wait; sleep 1; done",
+        "",
+      ].join("\n"),
+      { mode: 0o755 },
+    );
+    await addNamespaceOnBridge({
+      netns: `${this.id}-h${index}`,
+      ip,
+      bridge: this.bridge,
+      hostVeth: `${this.id}v${index}`,
+      peerVeth: `${this.id}n${index}`,
+    });
     const host = new TestHost(this, index, name, ip, dir, fingerprint, opts);
     this.hosts.push(host);
     await host.start();
@@ -224,7 +325,13 @@ export class TestLab {
  * A network namespace joined to `bridge` by a veth pair: `eth0` inside with `ip`/24, loopback up,
  * no default route (nothing beyond the bridge is reachable). Test hosts and the fake kubelet's pods.
  */
-export async function addNamespaceOnBridge(o: { netns: string; ip: string; bridge: string; hostVeth: string; peerVeth: string }): Promise<void> {
+export async function addNamespaceOnBridge(o: {
+  netns: string;
+  ip: string;
+  bridge: string;
+  hostVeth: string;
+  peerVeth: string;
+}): Promise<void> {
   await run("ip", ["netns", "add", o.netns]);
   await run("ip", ["link", "add", o.hostVeth, "type", "veth", "peer", "name", o.peerVeth]);
   await run("ip", ["link", "set", o.peerVeth, "netns", o.netns]);
@@ -239,7 +346,9 @@ export async function addNamespaceOnBridge(o: { netns: string; ip: string; bridg
 /** rm -r, retried: a process of a host that is just dying may still be writing its logs. */
 async function removeDir(dir: string): Promise<void> {
   for (let i = 0; ; i++) {
-    try { return await rm(dir, { recursive: true, force: true }); } catch (err) {
+    try {
+      return await rm(dir, { recursive: true, force: true });
+    } catch (err) {
       if (i >= 10) throw err;
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -262,9 +371,15 @@ async function pruneStaleLabs(): Promise<void> {
 function portOpen(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = connect({ host, port, timeout: 500 });
-    s.once("connect", () => { s.destroy(); resolve(true); });
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
     s.once("error", () => resolve(false));
-    s.once("timeout", () => { s.destroy(); resolve(false); });
+    s.once("timeout", () => {
+      s.destroy();
+      resolve(false);
+    });
   });
 }
 

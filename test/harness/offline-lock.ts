@@ -58,9 +58,16 @@ function registryTarball(path: string, version: string): string {
  * the peers npm installs (an optional peer only if something else brings it). Adds to `missing` each
  * package an edge followed needs but the lock lacks.
  */
-function closure(packages: Record<string, LockEntry>, roots: Record<string, string>, withOptional: boolean, missing: string[]): Set<string> {
+function closure(
+  packages: Record<string, LockEntry>,
+  roots: Record<string, string>,
+  withOptional: boolean,
+  missing: string[],
+): Set<string> {
   const found = new Set<string>();
-  const queue: { from: string; deps: Record<string, string>; optional: boolean }[] = [{ from: "", deps: roots, optional: false }];
+  const queue: { from: string; deps: Record<string, string>; optional: boolean }[] = [
+    { from: "", deps: roots, optional: false },
+  ];
   for (let edge = queue.shift(); edge; edge = queue.shift()) {
     for (const [name, range] of Object.entries(edge.deps)) {
       const path = resolveIn(packages, edge.from, name);
@@ -71,8 +78,19 @@ function closure(packages: Record<string, LockEntry>, roots: Record<string, stri
       if (found.has(path)) continue;
       found.add(path);
       const e = packages[path]!;
-      const optionalPeers = new Set(Object.entries(e.peerDependenciesMeta ?? {}).filter(([, m]) => m.optional).map(([n]) => n));
-      queue.push({ from: path, deps: { ...e.dependencies, ...Object.fromEntries(Object.entries(e.peerDependencies ?? {}).filter(([n]) => !optionalPeers.has(n))) }, optional: false });
+      const optionalPeers = new Set(
+        Object.entries(e.peerDependenciesMeta ?? {})
+          .filter(([, m]) => m.optional)
+          .map(([n]) => n),
+      );
+      queue.push({
+        from: path,
+        deps: {
+          ...e.dependencies,
+          ...Object.fromEntries(Object.entries(e.peerDependencies ?? {}).filter(([n]) => !optionalPeers.has(n))),
+        },
+        optional: false,
+      });
       if (withOptional) queue.push({ from: path, deps: e.optionalDependencies ?? {}, optional: true });
     }
   }
@@ -94,8 +112,12 @@ export async function writeOfflineProject(o: {
   fromRepo: Record<string, string>;
 }): Promise<string[]> {
   const lockFile = join(o.repo, "package-lock.json");
-  const repoLock = JSON.parse(await readFile(lockFile, "utf8")) as { lockfileVersion: number; packages: Record<string, LockEntry> };
-  if (repoLock.lockfileVersion !== 3) throw new Error(`${lockFile} is lockfileVersion ${repoLock.lockfileVersion}; this reads version 3`);
+  const repoLock = JSON.parse(await readFile(lockFile, "utf8")) as {
+    lockfileVersion: number;
+    packages: Record<string, LockEntry>;
+  };
+  if (repoLock.lockfileVersion !== 3)
+    throw new Error(`${lockFile} is lockfileVersion ${repoLock.lockfileVersion}; this reads version 3`);
   const packages = repoLock.packages;
   const own = JSON.parse(await readFile(join(o.repo, "package.json"), "utf8")) as Manifest;
   const file = `file:${relative(o.project, o.tarball)}`;
@@ -111,28 +133,50 @@ export async function writeOfflineProject(o: {
   const required = closure(packages, roots, false, missing);
   const all = closure(packages, roots, true, []);
   if (missing.length > 0) {
-    throw new Error(`not in ${lockFile}, so not in the npm cache \`npm ci\` filled: ${missing.join(", ")}. `
-      + "Is the lock in step with package.json (`npm ls --all` in the repository, then `npm install` there)?");
+    throw new Error(
+      `not in ${lockFile}, so not in the npm cache \`npm ci\` filled: ${missing.join(", ")}. ` +
+        "Is the lock in step with package.json (`npm ls --all` in the repository, then `npm install` there)?",
+    );
   }
 
   const dependencies = { [own.name]: file, ...o.fromRepo };
   const lock: Record<string, LockEntry> = {
     "": { name: o.manifest.name, version: o.manifest.version, dependencies },
     [`node_modules/${own.name}`]: {
-      version: own.version, resolved: file, integrity: o.tarballIntegrity,
-      ...Object.fromEntries(["license", "dependencies", "peerDependencies", "peerDependenciesMeta", "bin", "engines"].filter((f) => own[f] !== undefined).map((f) => [f, own[f]])),
+      version: own.version,
+      resolved: file,
+      integrity: o.tarballIntegrity,
+      ...Object.fromEntries(
+        ["license", "dependencies", "peerDependencies", "peerDependenciesMeta", "bin", "engines"]
+          .filter((f) => own[f] !== undefined)
+          .map((f) => [f, own[f]]),
+      ),
     },
   };
   for (const path of [...all].sort()) {
     // What is optional here is decided by this project's roots, not by the repository's dev tree.
     const { dev: _dev, devOptional: _devOptional, peer: _peer, optional: _optional, ...entry } = packages[path]!;
-    lock[path] = { ...entry, resolved: entry.resolved ?? registryTarball(path, entry.version!), ...(required.has(path) ? {} : { optional: true }) };
+    lock[path] = {
+      ...entry,
+      resolved: entry.resolved ?? registryTarball(path, entry.version!),
+      ...(required.has(path) ? {} : { optional: true }),
+    };
   }
   // Overrides the repository may have chose versions its lock holds (and the cache has): without
   // them npm would find those entries invalid here and want others from the registry. (Users do not
   // get overrides, so the package avoids needing any: light-my-request is pinned to 6.6.0, whose
   // cookie ^1 runs on Node 20, where 6.8's cookie 2 wants Node 22.)
-  await writeFile(join(o.project, "package.json"), JSON.stringify({ ...o.manifest, dependencies, ...(own.overrides ? { overrides: own.overrides } : {}) }, null, 2));
-  await writeFile(join(o.project, "package-lock.json"), JSON.stringify({ name: o.manifest.name, version: o.manifest.version, lockfileVersion: 3, requires: true, packages: lock }, null, 2));
+  await writeFile(
+    join(o.project, "package.json"),
+    JSON.stringify({ ...o.manifest, dependencies, ...(own.overrides ? { overrides: own.overrides } : {}) }, null, 2),
+  );
+  await writeFile(
+    join(o.project, "package-lock.json"),
+    JSON.stringify(
+      { name: o.manifest.name, version: o.manifest.version, lockfileVersion: 3, requires: true, packages: lock },
+      null,
+      2,
+    ),
+  );
   return Object.keys(lock).filter((p) => p !== "");
 }

@@ -17,10 +17,15 @@ export async function recorderVariant(v: RecorderVariant): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "steward-op-"));
   await cp(join(fixturesDir, "operators", "recorder"), dir, { recursive: true });
   let yaml = await readFile(join(dir, "operator.yaml"), "utf8");
-  yaml = yaml.replace(/^name: recorder$/m, `name: ${v.name ?? "recorder"}`).replace(/^version: "1"$/m, `version: "${v.version ?? "1"}"`);
+  yaml = yaml
+    .replace(/^name: recorder$/m, `name: ${v.name ?? "recorder"}`)
+    .replace(/^version: "1"$/m, `version: "${v.version ?? "1"}"`);
   for (const section of ["provides", "requires", "peers"] as const) {
     const eps = v[section];
-    if (eps) yaml += `${section}:\n${Object.entries(eps).map(([ep, iface]) => `  ${ep}:\n    interface: ${iface}\n`).join("")}`;
+    if (eps)
+      yaml += `${section}:\n${Object.entries(eps)
+        .map(([ep, iface]) => `  ${ep}:\n    interface: ${iface}\n`)
+        .join("")}`;
   }
   await writeFile(join(dir, "operator.yaml"), yaml);
   return dir;
@@ -40,7 +45,11 @@ export async function hooksByUnit(recordDir: string): Promise<Map<string, string
 /** The same, without update-status (its timing is random by design). */
 export async function sequences(recordDir: string): Promise<Map<string, string[]>> {
   const m = await hooksByUnit(recordDir);
-  for (const [u, hooks] of m) m.set(u, hooks.filter((h) => h !== "update-status"));
+  for (const [u, hooks] of m)
+    m.set(
+      u,
+      hooks.filter((h) => h !== "update-status"),
+    );
   return m;
 }
 

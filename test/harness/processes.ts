@@ -26,7 +26,8 @@ async function agentRoots(dir: string): Promise<string[]> {
   const roots = new Set([dir, await realpath(dir).catch(() => dir)]);
   const walk = async (d: string, depth: number): Promise<void> => {
     for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
-      if (e.isSymbolicLink() && e.name === "machines") roots.add(await realpath(join(d, e.name)).catch(() => join(d, e.name)));
+      if (e.isSymbolicLink() && e.name === "machines")
+        roots.add(await realpath(join(d, e.name)).catch(() => join(d, e.name)));
       else if (e.isDirectory() && depth > 0) await walk(join(d, e.name), depth - 1);
     }
   };
@@ -36,6 +37,10 @@ async function agentRoots(dir: string): Promise<string[]> {
 
 export async function killProcessesUnder(dir: string): Promise<void> {
   for (const pid of await processesUnder(dir)) {
-    try { process.kill(pid, "SIGKILL"); } catch { /* already gone */ }
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
   }
 }

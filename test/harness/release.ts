@@ -24,7 +24,12 @@ export interface Release {
 }
 
 /** `bump`: "patch" (0.1.0 → 0.1.1, or `by` more), "minor" (→ 0.2.0). */
-export async function makeRelease(o: { bump: "patch" | "minor"; by?: number; broken?: boolean; env?: NodeJS.ProcessEnv }): Promise<Release> {
+export async function makeRelease(o: {
+  bump: "patch" | "minor";
+  by?: number;
+  broken?: boolean;
+  env?: NodeJS.ProcessEnv;
+}): Promise<Release> {
   const [major, minor, patch] = STEWARD_VERSION.split(".").map(Number) as [number, number, number];
   const version = o.bump === "patch" ? `${major}.${minor}.${patch + (o.by ?? 1)}` : `${major}.${minor + 1}.0`;
   const root = await mkdtemp(join(tmpdir(), "steward-release-"));
@@ -40,19 +45,36 @@ export async function makeRelease(o: { bump: "patch" | "minor"; by?: number; bro
     text = text.replace(from, `STEWARD_VERSION = ${JSON.stringify(version)};`);
     if (o.broken && rel === "controller-bundle/main.js") {
       // Still answers `main.js version`; dies when started to serve.
-      text = text.replace(/^(#!.*\n)?/, (shebang) => `${shebang}if (process.argv.includes("--data-dir") && !process.argv.includes("init")) { process.stderr.write("this release is broken on purpose (test)\\n"); process.exit(3); }\n`);
+      text = text.replace(
+        /^(#!.*\n)?/,
+        (shebang) =>
+          `${shebang}if (process.argv.includes("--data-dir") && !process.argv.includes("init")) { process.stderr.write("this release is broken on purpose (test)\\n"); process.exit(3); }\n`,
+      );
     }
     // A hard link shares its content with this build: a new file, not a write through the link.
     await unlink(path);
     await writeFile(path, text);
   }
   return {
-    dir: dist, version,
+    dir: dist,
+    version,
     async steward(home, ...args) {
-      const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("STEWARD_"))), ...o.env, STEWARD_HOME: home };
-      return run(process.execPath, [join(dist, "cli", "main.js"), ...args], { env, maxBuffer: 16 << 20 })
-        .then(({ stdout, stderr }) => ({ code: 0, stdout, stderr }), (err: { code?: number; stdout?: string; stderr?: string }) => ({ code: typeof err.code === "number" ? err.code : 1, stdout: err.stdout ?? "", stderr: err.stderr ?? "" }));
+      const env = {
+        ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("STEWARD_"))),
+        ...o.env,
+        STEWARD_HOME: home,
+      };
+      return run(process.execPath, [join(dist, "cli", "main.js"), ...args], { env, maxBuffer: 16 << 20 }).then(
+        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+        (err: { code?: number; stdout?: string; stderr?: string }) => ({
+          code: typeof err.code === "number" ? err.code : 1,
+          stdout: err.stdout ?? "",
+          stderr: err.stderr ?? "",
+        }),
+      );
     },
-    async close() { await rm(root, { recursive: true, force: true }); },
+    async close() {
+      await rm(root, { recursive: true, force: true });
+    },
   };
 }

@@ -80,8 +80,12 @@ export interface Vcsim {
  * Starts vcsim on a random port (`listen`: 127.0.0.1 unless given, e.g. a lab's bridge address) and
  * prepares the template; with a lab, runs the guest bridge.
  */
-export async function startVcsim(lab?: TestLab, opts: { listen?: string; pollIntervalMs?: number; cloudInit?: boolean } = {}): Promise<Vcsim> {
-  if (!vcsimAvailable()) throw new Error(`vcsim is not installed at ${VCSIM_BIN}: run test/harness/vcsim/build.sh (or set VCSIM)`);
+export async function startVcsim(
+  lab?: TestLab,
+  opts: { listen?: string; pollIntervalMs?: number; cloudInit?: boolean } = {},
+): Promise<Vcsim> {
+  if (!vcsimAvailable())
+    throw new Error(`vcsim is not installed at ${VCSIM_BIN}: run test/harness/vcsim/build.sh (or set VCSIM)`);
   const listen = opts.listen ?? "127.0.0.1";
   const dir = await mkdtemp(join(tmpdir(), "steward-vcsim-"));
   const ca = await createCertificateAuthority("vcsim");
@@ -90,7 +94,22 @@ export async function startVcsim(lab?: TestLab, opts: { listen?: string; pollInt
   await writeFile(join(dir, "server.key"), cert.keyPem, { mode: 0o600 });
   const user = "steward-test";
   const password = `pw-${Math.random().toString(36).slice(2)}`;
-  const proc = spawn(VCSIM_BIN, ["-l", `${listen}:0`, "-username", user, "-password", password, "-tlscert", join(dir, "server.crt"), "-tlskey", join(dir, "server.key")], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(
+    VCSIM_BIN,
+    [
+      "-l",
+      `${listen}:0`,
+      "-username",
+      user,
+      "-password",
+      password,
+      "-tlscert",
+      join(dir, "server.crt"),
+      "-tlskey",
+      join(dir, "server.key"),
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   const exited = new Promise<void>((r) => proc.once("exit", () => r()));
   let url: string;
   try {
@@ -118,14 +137,28 @@ export async function startVcsim(lab?: TestLab, opts: { listen?: string; pollInt
     await stop();
     throw err;
   }
-  return { url, user, password, caCert: ca.certPem, template: TEMPLATE, datacenter: DATACENTER, client, ...(bridge ? { bridge } : {}), stop };
+  return {
+    url,
+    user,
+    password,
+    caCert: ca.certPem,
+    template: TEMPLATE,
+    datacenter: DATACENTER,
+    client,
+    ...(bridge ? { bridge } : {}),
+    stop,
+  };
 }
 
 /** The URL vcsim prints (`export GOVC_URL=https://user:pass@127.0.0.1:PORT/sdk GOVC_SIM_PID=…`), credentials removed. */
 function announcedUrl(proc: ChildProcess): Promise<string> {
   return new Promise((resolve, reject) => {
-    let out = "", err = "";
-    const timer = setTimeout(() => reject(new Error(`vcsim did not start in 20 s: ${err.trim() || out.trim()}`)), 20_000);
+    let out = "",
+      err = "";
+    const timer = setTimeout(
+      () => reject(new Error(`vcsim did not start in 20 s: ${err.trim() || out.trim()}`)),
+      20_000,
+    );
     proc.stdout!.on("data", (d: Buffer) => {
       out += d.toString();
       const m = /GOVC_URL=(\S+)/.exec(out);
@@ -136,8 +169,13 @@ function announcedUrl(proc: ChildProcess): Promise<string> {
       u.password = "";
       resolve(u.href);
     });
-    proc.stderr!.on("data", (d: Buffer) => { err = (err + d.toString()).slice(-4000); });
-    proc.once("exit", (code) => { clearTimeout(timer); reject(new Error(`vcsim exited (${code}) before it listened: ${err.trim()}`)); });
+    proc.stderr!.on("data", (d: Buffer) => {
+      err = (err + d.toString()).slice(-4000);
+    });
+    proc.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`vcsim exited (${code}) before it listened: ${err.trim()}`));
+    });
   });
 }
 
@@ -157,7 +195,12 @@ class Bridge implements GuestBridge {
   private readonly loop: Promise<void>;
 
   /** `cloudInit` false: guests of an image without cloud-init, which boot and ignore their user data. */
-  constructor(private readonly lab: TestLab, private readonly client: vsphere.VimClient, private readonly intervalMs: number, private readonly cloudInit: boolean) {
+  constructor(
+    private readonly lab: TestLab,
+    private readonly client: vsphere.VimClient,
+    private readonly intervalMs: number,
+    private readonly cloudInit: boolean,
+  ) {
     this.loop = this.run();
   }
 
@@ -175,7 +218,11 @@ class Bridge implements GuestBridge {
 
   private async poll(): Promise<void> {
     const sc = await this.client.serviceContent();
-    const seen = await this.client.propertiesUnder(sc.rootFolder, "VirtualMachine", ["runtime.powerState", "config.extraConfig", "guest.ipAddress"]);
+    const seen = await this.client.propertiesUnder(sc.rootFolder, "VirtualMachine", [
+      "runtime.powerState",
+      "config.extraConfig",
+      "guest.ipAddress",
+    ]);
     const present = new Set<string>();
     for (const o of seen) {
       if (this.stopped) return;
@@ -212,7 +259,14 @@ class Bridge implements GuestBridge {
   private async boot(vm: MoRef, userData: string, encoding: string | undefined): Promise<void> {
     const seenAt = Date.now();
     const host = await this.lab.addHost();
-    const entry: BridgedVm = { vm: vm.value, host, seenAt, bootedAt: Date.now(), cloudInit: Promise.resolve(), state: "running" };
+    const entry: BridgedVm = {
+      vm: vm.value,
+      host,
+      seenAt,
+      bootedAt: Date.now(),
+      cloudInit: Promise.resolve(),
+      state: "running",
+    };
     this.vms.set(vm.value, entry);
     let bytes: Buffer | undefined;
     // cloud-init's VMware datasource: base64 (or gzip+base64: cloud-init gunzips), else plain text.
@@ -220,16 +274,23 @@ class Bridge implements GuestBridge {
     if (["base64", "b64", "gzip+base64", "gz+b64"].includes(enc)) bytes = Buffer.from(userData, "base64");
     else if (enc === "") bytes = Buffer.from(userData, "utf8");
     else entry.error = new Error(`guestinfo.userdata.encoding ${encoding} is not one cloud-init knows`);
-    const failed = (err: unknown): void => { entry.error = err instanceof Error ? err : new Error(String(err)); };
+    const failed = (err: unknown): void => {
+      entry.error = err instanceof Error ? err : new Error(String(err));
+    };
     // The SSH module runs before sshd starts; then Tools reports the address (the guest's network
     // is up), before cloud-init's later modules end.
     const booted = bytes && this.cloudInit ? await bootCloudInit(host, bytes).catch(failed) : undefined;
     await this.reportAddress(vm, entry);
-    if (booted) entry.cloudInit = booted.rest().then(() => { entry.cloudInitDoneAt = Date.now(); }, failed);
+    if (booted)
+      entry.cloudInit = booted.rest().then(() => {
+        entry.cloudInitDoneAt = Date.now();
+      }, failed);
   }
 
   private async reportAddress(vm: MoRef, entry: BridgedVm): Promise<void> {
-    await this.client.runTask("ReconfigVM_Task", vm, { spec: { extraConfig: [{ key: "SET.guest.ipAddress", value: xsdString(entry.host.ip) }] } });
+    await this.client.runTask("ReconfigVM_Task", vm, {
+      spec: { extraConfig: [{ key: "SET.guest.ipAddress", value: xsdString(entry.host.ip) }] },
+    });
     entry.reportedAt = Date.now();
   }
 

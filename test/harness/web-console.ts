@@ -33,8 +33,18 @@ export async function loginToken(address: string, caCert: string, user: string, 
  * Opens a console on the controller at `address`; rejects with a {@link ConsoleRefusal} when it is
  * refused. `onSocket` sees the socket at once (to close it whatever happens).
  */
-export function openConsole(address: string, caCert: string, headers: Record<string, string>, o: { origin?: string; waitMs?: number; onSocket?: (ws: WebSocket) => void } = {}): Promise<WebConsole> {
-  const ws = new WebSocket(`wss://${address}/v1/console`, { ca: caCert, servername: CONTROLLER_TLS_NAME, headers, ...(o.origin ? { origin: o.origin } : {}) } as WebSocket.ClientOptions);
+export function openConsole(
+  address: string,
+  caCert: string,
+  headers: Record<string, string>,
+  o: { origin?: string; waitMs?: number; onSocket?: (ws: WebSocket) => void } = {},
+): Promise<WebConsole> {
+  const ws = new WebSocket(`wss://${address}/v1/console`, {
+    ca: caCert,
+    servername: CONTROLLER_TLS_NAME,
+    headers,
+    ...(o.origin ? { origin: o.origin } : {}),
+  } as WebSocket.ClientOptions);
   o.onSocket?.(ws);
   const messages: ConsoleMessage[] = [];
   let out = "";
@@ -43,26 +53,45 @@ export function openConsole(address: string, caCert: string, headers: Record<str
     messages.push(m);
     if ("output" in m) out += m.output;
   });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   const screen = (): string => out.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "").replace(/\r/g, "");
   const con: WebConsole = {
-    ws, messages, screen, closed,
+    ws,
+    messages,
+    screen,
+    closed,
     mark: () => screen().length,
     type: (keys) => ws.send(JSON.stringify({ input: keys })),
-    waitFor: (what, since = 0) => eventually(`the console to show ${what}`, () => what.test(screen().slice(since)), o.waitMs ?? 45_000).then(
-      () => undefined,
-      (err: Error) => { throw new Error(`${err.message}; it shows ${JSON.stringify(screen().slice(since).slice(-600))}`); },
-    ),
+    waitFor: (what, since = 0) =>
+      eventually(`the console to show ${what}`, () => what.test(screen().slice(since)), o.waitMs ?? 45_000).then(
+        () => undefined,
+        (err: Error) => {
+          throw new Error(`${err.message}; it shows ${JSON.stringify(screen().slice(since).slice(-600))}`);
+        },
+      ),
   };
   return new Promise((resolve, reject) => {
     ws.once("open", () => resolve(con));
     ws.once("unexpected-response", (_req, res) => {
       let body = "";
-      res.on("data", (d: Buffer) => { body += d.toString(); });
+      res.on("data", (d: Buffer) => {
+        body += d.toString();
+      });
       res.on("end", () => {
         let parsed: ConsoleRefusal["body"];
-        try { parsed = JSON.parse(body) as ConsoleRefusal["body"]; } catch { parsed = { code: "?", message: body }; }
-        reject(Object.assign(new Error(`console refused: ${res.statusCode} ${body}`), { status: res.statusCode, body: parsed }));
+        try {
+          parsed = JSON.parse(body) as ConsoleRefusal["body"];
+        } catch {
+          parsed = { code: "?", message: body };
+        }
+        reject(
+          Object.assign(new Error(`console refused: ${res.statusCode} ${body}`), {
+            status: res.statusCode,
+            body: parsed,
+          }),
+        );
       });
     });
     ws.once("error", reject);

@@ -6,7 +6,8 @@
  */
 export function routeStyleElementsToSheets(doc: Document = document): void {
   const create = doc.createElement.bind(doc);
-  doc.createElement = ((tag: string, options?: ElementCreationOptions) => (tag.toLowerCase() === "style" ? styleStandIn(doc, create) : create(tag, options))) as Document["createElement"];
+  doc.createElement = ((tag: string, options?: ElementCreationOptions) =>
+    tag.toLowerCase() === "style" ? styleStandIn(doc, create) : create(tag, options)) as Document["createElement"];
 }
 
 function styleStandIn(doc: Document, create: Document["createElement"]): HTMLElement {
@@ -17,9 +18,18 @@ function styleStandIn(doc: Document, create: Document["createElement"]): HTMLEle
   doc.adoptedStyleSheets = [...doc.adoptedStyleSheets, sheet];
   Object.defineProperty(el, "textContent", {
     get: () => text,
-    set: (v: string | null) => { text = v ?? ""; sheet.replaceSync(text); },
+    set: (v: string | null) => {
+      text = v ?? "";
+      sheet.replaceSync(text);
+    },
   });
-  Object.defineProperty(el, "innerText", { get: () => text, set: (v: string) => { text = v; sheet.replaceSync(text); } });
+  Object.defineProperty(el, "innerText", {
+    get: () => text,
+    set: (v: string) => {
+      text = v;
+      sheet.replaceSync(text);
+    },
+  });
   const remove = el.remove.bind(el);
   el.remove = () => {
     doc.adoptedStyleSheets = doc.adoptedStyleSheets.filter((s) => s !== sheet);

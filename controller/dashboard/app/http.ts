@@ -7,7 +7,12 @@ import { CSRF_HEADER, methodOf, pathOf, routes } from "../../../api/browser";
 
 /** A refusal from the controller, with its stable code and message. */
 export class ApiError extends Error {
-  constructor(readonly code: string, message: string, readonly status: number, readonly details: Record<string, unknown> = {}) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number,
+    readonly details: Record<string, unknown> = {},
+  ) {
     super(message);
   }
 }
@@ -26,15 +31,33 @@ export async function request<T>(method: string, path: string, body?: unknown): 
   if (method !== "GET") headers[CSRF_HEADER] = csrf;
   let res: Response;
   try {
-    res = await fetch(path, { method, headers, credentials: "same-origin", body: body === undefined ? null : JSON.stringify(body) });
+    res = await fetch(path, {
+      method,
+      headers,
+      credentials: "same-origin",
+      body: body === undefined ? null : JSON.stringify(body),
+    });
   } catch {
-    throw new ApiError("unavailable", "the controller did not answer: is it running, and is this page's address still one of its replicas?", 0);
+    throw new ApiError(
+      "unavailable",
+      "the controller did not answer: is it running, and is this page's address still one of its replicas?",
+      0,
+    );
   }
   const text = await res.text();
   if (!res.ok) {
     let wire: Partial<WireError> = {};
-    try { wire = JSON.parse(text) as WireError; } catch { /* not our shape: a proxy's page */ }
-    const err = new ApiError(wire.code ?? "internal", wire.message ?? `the controller answered ${res.status}`, res.status, wire.details ?? {});
+    try {
+      wire = JSON.parse(text) as WireError;
+    } catch {
+      /* not our shape: a proxy's page */
+    }
+    const err = new ApiError(
+      wire.code ?? "internal",
+      wire.message ?? `the controller answered ${res.status}`,
+      res.status,
+      wire.details ?? {},
+    );
     if (res.status === 401 && path !== routes.session.path) onSessionEnded();
     throw err;
   }
@@ -42,7 +65,12 @@ export async function request<T>(method: string, path: string, body?: unknown): 
 }
 
 /** Calls a route of the table (api/routes.ts), typed by it. */
-export function call<R extends RouteSpec>(route: R, params: ParamsOf<R>, body?: BodyOf<R>, query?: QueryOf<R>): Promise<AnswerOf<R>> {
+export function call<R extends RouteSpec>(
+  route: R,
+  params: ParamsOf<R>,
+  body?: BodyOf<R>,
+  query?: QueryOf<R>,
+): Promise<AnswerOf<R>> {
   return request<AnswerOf<R>>(methodOf(route), pathOf(route, params, query), body);
 }
 

@@ -3,7 +3,14 @@
  * model's status current by applying the controller's patches, and reconnects (with a growing
  * pause) when the connection drops, asking again for what it showed.
  */
-import type { ControllerOverview, LiveMessage, ModelStatus, ModelSummary, UnitDetails, WireError } from "../../../api/browser";
+import type {
+  ControllerOverview,
+  LiveMessage,
+  ModelStatus,
+  ModelSummary,
+  UnitDetails,
+  WireError,
+} from "../../../api/browser";
 import { WATCH_CLOSE_CODES, applyModelPatch } from "../../../api/browser";
 
 export interface LiveState {
@@ -19,7 +26,13 @@ export interface LiveState {
 }
 
 export class LiveClient {
-  readonly state: LiveState = { connected: false, status: new Map(), units: new Map(), errors: new Map(), lastMessageAt: 0 };
+  readonly state: LiveState = {
+    connected: false,
+    status: new Map(),
+    units: new Map(),
+    errors: new Map(),
+    lastMessageAt: 0,
+  };
   private ws?: WebSocket;
   private topics: string[] = [];
   private retryMs = 500;
@@ -62,7 +75,10 @@ export class LiveClient {
       this.state.connected = false;
       this.changed();
       if (this.closed) return;
-      if (e.code === WATCH_CLOSE_CODES.tokenEnded) { this.onSessionEnded(); return; }
+      if (e.code === WATCH_CLOSE_CODES.tokenEnded) {
+        this.onSessionEnded();
+        return;
+      }
       setTimeout(() => this.connect(), this.retryMs);
       this.retryMs = Math.min(this.retryMs * 2, 10_000);
     };
@@ -80,7 +96,10 @@ export class LiveClient {
 
   private receive(msg: LiveMessage): void {
     this.state.lastMessageAt = performance.now();
-    if (!("topic" in msg)) { console.error("live feed refused:", msg.error.message); return; }
+    if (!("topic" in msg)) {
+      console.error("live feed refused:", msg.error.message);
+      return;
+    }
     const { topic } = msg;
     if (!this.topics.includes(topic)) return; // an answer to what the page no longer shows
     if ("error" in msg) this.state.errors.set(topic, msg.error);

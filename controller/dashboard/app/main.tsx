@@ -23,11 +23,17 @@ routeStyleElementsToSheets();
 
 function topicsOf(r: Route): string[] {
   switch (r.view) {
-    case "models": return ["models"];
-    case "model": case "application": return ["models", `model:${r.model}`];
-    case "unit": return ["models", `unit:${r.model}/${r.unit}`];
-    case "controller": return ["models", "controller"];
-    case "console": return ["models"];
+    case "models":
+      return ["models"];
+    case "model":
+    case "application":
+      return ["models", `model:${r.model}`];
+    case "unit":
+      return ["models", `unit:${r.model}/${r.unit}`];
+    case "controller":
+      return ["models", "controller"];
+    case "console":
+      return ["models"];
   }
 }
 
@@ -35,7 +41,12 @@ function topicsOf(r: Route): string[] {
 function LazyConsole() {
   const [View, setView] = useState<(() => preact.JSX.Element) | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
-  useEffect(() => { import("./views/console").then((m) => setView(() => m.ConsoleView), (err: unknown) => setError(String(err))); }, []);
+  useEffect(() => {
+    import("./views/console").then(
+      (m) => setView(() => m.ConsoleView),
+      (err: unknown) => setError(String(err)),
+    );
+  }, []);
   if (error) return <p class="error-note">The console could not load: {error}</p>;
   return View ? <View /> : <p class="loading">Loading the console…</p>;
 }
@@ -64,18 +75,52 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
   const modelError = modelName ? s.errors.get(`model:${modelName}`) : undefined;
   let body;
   switch (route.view) {
-    case "models": body = <ModelsView models={s.models} />; break;
-    case "model": body = modelError ? <p class="error-note">{modelError.message}</p> : <ModelView name={route.model} status={s.status.get(route.model)} />; break;
-    case "application": body = modelError ? <p class="error-note">{modelError.message}</p> : <ApplicationView model={route.model} app={route.app} status={s.status.get(route.model)} canWrite={canWrite} />; break;
-    case "unit": body = <UnitView model={route.model} unit={route.unit} details={s.units.get(`${route.model}/${route.unit}`)} error={s.errors.get(`unit:${route.model}/${route.unit}`)} canWrite={canWrite} />; break;
-    case "controller": body = <ControllerView info={s.controller} />; break;
-    case "console": body = <LazyConsole />; break;
+    case "models":
+      body = <ModelsView models={s.models} />;
+      break;
+    case "model":
+      body = modelError ? (
+        <p class="error-note">{modelError.message}</p>
+      ) : (
+        <ModelView name={route.model} status={s.status.get(route.model)} />
+      );
+      break;
+    case "application":
+      body = modelError ? (
+        <p class="error-note">{modelError.message}</p>
+      ) : (
+        <ApplicationView model={route.model} app={route.app} status={s.status.get(route.model)} canWrite={canWrite} />
+      );
+      break;
+    case "unit":
+      body = (
+        <UnitView
+          model={route.model}
+          unit={route.unit}
+          details={s.units.get(`${route.model}/${route.unit}`)}
+          error={s.errors.get(`unit:${route.model}/${route.unit}`)}
+          canWrite={canWrite}
+        />
+      );
+      break;
+    case "controller":
+      body = <ControllerView info={s.controller} />;
+      break;
+    case "console":
+      body = <LazyConsole />;
+      break;
   }
-  const nav = (r: Route, label: string, on: boolean) => <a class={`nav-link${on ? " nav-on" : ""}`} href={href(r)}>{label}</a>;
+  const nav = (r: Route, label: string, on: boolean) => (
+    <a class={`nav-link${on ? " nav-on" : ""}`} href={href(r)}>
+      {label}
+    </a>
+  );
   return (
     <div class="shell">
       <header class="topbar">
-        <a class="brand" href="#/">Steward</a>
+        <a class="brand" href="#/">
+          Steward
+        </a>
         <ControllerSwitcher current={session.controller} />
         <nav class="nav">
           {nav({ view: "models" }, "Models", ["models", "model", "application", "unit"].includes(route.view))}
@@ -83,13 +128,34 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
           {nav({ view: "console" }, "Console", route.view === "console")}
         </nav>
         {modelName && s.models ? (
-          <select class="model-pick" aria-label="Model" value={modelName} onChange={(e) => { location.hash = href({ view: "model", model: (e.target as HTMLSelectElement).value }); }}>
-            {s.models.map((m) => <option key={m.uuid} value={m.name}>{m.name}</option>)}
+          <select
+            class="model-pick"
+            aria-label="Model"
+            value={modelName}
+            onChange={(e) => {
+              location.hash = href({ view: "model", model: (e.target as HTMLSelectElement).value });
+            }}
+          >
+            {s.models.map((m) => (
+              <option key={m.uuid} value={m.name}>
+                {m.name}
+              </option>
+            ))}
           </select>
         ) : null}
-        <span class={`live-dot${s.connected ? " live-on" : ""}`} title={s.connected ? "live: changes appear as they happen" : "reconnecting…"}>{s.connected ? "live" : "reconnecting"}</span>
-        <span class="who">{session.user}{session.superuser ? " (superuser)" : access ? ` (${access})` : ""}</span>
-        <button type="button" class="btn btn-plain" onClick={() => void logOut().then(onEnded)}>Log out</button>
+        <span
+          class={`live-dot${s.connected ? " live-on" : ""}`}
+          title={s.connected ? "live: changes appear as they happen" : "reconnecting…"}
+        >
+          {s.connected ? "live" : "reconnecting"}
+        </span>
+        <span class="who">
+          {session.user}
+          {session.superuser ? " (superuser)" : access ? ` (${access})` : ""}
+        </span>
+        <button type="button" class="btn btn-plain" onClick={() => void logOut().then(onEnded)}>
+          Log out
+        </button>
       </header>
       <main class="content">{body}</main>
     </div>
@@ -100,11 +166,29 @@ function App() {
   const [session, setSession] = useState<SessionInfo | undefined | null>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
   useEffect(() => {
-    whenSessionEnds(() => { setNotice("Your session ended: log in again."); setSession(null); });
-    currentSession().then((s) => setSession(s ?? null), (err: unknown) => { setNotice(err instanceof ApiError ? err.message : String(err)); setSession(null); });
+    whenSessionEnds(() => {
+      setNotice("Your session ended: log in again.");
+      setSession(null);
+    });
+    currentSession().then(
+      (s) => setSession(s ?? null),
+      (err: unknown) => {
+        setNotice(err instanceof ApiError ? err.message : String(err));
+        setSession(null);
+      },
+    );
   }, []);
   if (session === undefined) return <p class="boot">Loading…</p>;
-  if (session === null) return <LoginView notice={notice} onLogin={(s) => { setNotice(undefined); setSession(s); }} />;
+  if (session === null)
+    return (
+      <LoginView
+        notice={notice}
+        onLogin={(s) => {
+          setNotice(undefined);
+          setSession(s);
+        }}
+      />
+    );
   return <Dashboard key={session.csrf} session={session} onEnded={() => setSession(null)} />;
 }
 

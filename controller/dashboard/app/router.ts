@@ -8,7 +8,17 @@ export type Route =
   | { view: "console" };
 
 export function parseRoute(hash: string): Route {
-  const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map((p) => { try { return decodeURIComponent(p); } catch { return p; } });
+  const parts = hash
+    .replace(/^#\/?/, "")
+    .split("/")
+    .filter(Boolean)
+    .map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch {
+        return p;
+      }
+    });
   const [first, model, kind, a, b] = parts;
   if (first === "controller") return { view: "controller" };
   if (first === "console") return { view: "console" };
@@ -23,11 +33,17 @@ export function parseRoute(hash: string): Route {
 export function href(r: Route): string {
   const e = encodeURIComponent;
   switch (r.view) {
-    case "models": return "#/";
-    case "model": return `#/models/${e(r.model)}`;
-    case "application": return `#/models/${e(r.model)}/applications/${e(r.app)}`;
-    case "unit": return `#/models/${e(r.model)}/units/${r.unit.split("/").map(e).join("/")}`;
-    case "controller": return "#/controller";
-    case "console": return "#/console";
+    case "models":
+      return "#/";
+    case "model":
+      return `#/models/${e(r.model)}`;
+    case "application":
+      return `#/models/${e(r.model)}/applications/${e(r.app)}`;
+    case "unit":
+      return `#/models/${e(r.model)}/units/${r.unit.split("/").map(e).join("/")}`;
+    case "controller":
+      return "#/controller";
+    case "console":
+      return "#/console";
   }
 }

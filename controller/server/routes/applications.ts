@@ -4,7 +4,16 @@
  * and removing an application, and adding units to it.
  */
 import type { ApplicationInfo } from "../../../api";
-import { LEGACY_HASH_MESSAGE, StewardError, contractOf, formatConstraints, hasConstraints, notFound, operatorHashProblem, routes } from "../../../api";
+import {
+  LEGACY_HASH_MESSAGE,
+  StewardError,
+  contractOf,
+  formatConstraints,
+  hasConstraints,
+  notFound,
+  operatorHashProblem,
+  routes,
+} from "../../../api";
 import type { ModelIndex, OperatorCharge } from "../../state";
 import { effectiveConfig } from "../../state";
 import type { Principal } from "../../access/auth";
@@ -22,11 +31,18 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
     return { by: { user: u.user, superuser: u.superuser }, quotas: deps.operatorQuotas };
   };
   /** Checks the machines a deploy or add-unit would make for `units` units placed on `to`. */
-  const checkMachinesForUnits = (p: Principal, idx: ModelIndex, units: number, to: string[] | undefined, field: string): void => {
+  const checkMachinesForUnits = (
+    p: Principal,
+    idx: ModelIndex,
+    units: number,
+    to: string[] | undefined,
+    field: string,
+  ): void => {
     const substrate = idx.model?.placement.substrate ?? "local";
     const made = contractOf(substrate).provisions === "pods" ? 0 : Math.max(0, units - (to?.length ?? 0));
     checkMachinesPerRequest(substrate, made, field);
-    if (contractOf(substrate).onControllerHost) checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: made });
+    if (contractOf(substrate).onControllerHost)
+      checkNewLocalMachines({ superuser: requireUser(p).superuser, cache, policy: deps.localMachines, count: made });
   };
   /** Whether some application of model `uuid` runs operator `hash`. */
   const modelRuns = (uuid: string, hash: string): boolean => {
@@ -38,30 +54,43 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
     if (!a) throw notFound("application", name);
     const meta = cache.operators.get(a.operator.hash)?.meta;
     return {
-      name: a.name, operator: a.operator, life: a.life,
+      name: a.name,
+      operator: a.operator,
+      life: a.life,
       config: effectiveConfig(meta, a.config),
       configSchema: meta?.config ?? {},
       actions: meta?.actions ?? {},
-      units: [...idx.units.values()].filter((u) => u.app === name).map((u) => u.name).sort(),
+      units: [...idx.units.values()]
+        .filter((u) => u.app === name)
+        .map((u) => u.name)
+        .sort(),
       ...(hasConstraints(a.constraints) ? { constraints: formatConstraints(a.constraints) } : {}),
     };
   };
 
   let uploads: Promise<unknown> = Promise.resolve();
-  route(routes.uploadOperator, async ({ reply, principal, body: bundle }) => {
-    // One upload at a time per replica, so two cannot both pass the quota check.
-    const stored = uploads.catch(() => undefined).then(() => ops.putOperator(bundle, deps.operatorQuotas, chargeOf(principal).by));
-    uploads = stored;
-    const { doc, created } = await stored;
-    reply.code(created ? 201 : 200);
-    return { hash: doc.hash, name: doc.name, version: doc.version, created };
-  }, { bodyLimit: 32 * 1024 * 1024 });
+  route(
+    routes.uploadOperator,
+    async ({ reply, principal, body: bundle }) => {
+      // One upload at a time per replica, so two cannot both pass the quota check.
+      const stored = uploads
+        .catch(() => undefined)
+        .then(() => ops.putOperator(bundle, deps.operatorQuotas, chargeOf(principal).by));
+      uploads = stored;
+      const { doc, created } = await stored;
+      reply.code(created ? 201 : 200);
+      return { hash: doc.hash, name: doc.name, version: doc.version, created };
+    },
+    { bodyLimit: 32 * 1024 * 1024 },
+  );
 
   route(routes.getOperator, async ({ req, reply, principal: p, params: { hash } }) => {
     const problem = operatorHashProblem(hash);
-    if (problem === LEGACY_HASH_MESSAGE) throw new StewardError("invalid-request", problem, { details: { field: "hash" } });
+    if (problem === LEGACY_HASH_MESSAGE)
+      throw new StewardError("invalid-request", problem, { details: { field: "hash" } });
     // An agent gets only what its own model runs, answered as unknown otherwise.
-    if (problem || !cache.operators.has(hash) || (p.kind === "agent" && !modelRuns(p.model, hash))) throw notFound("operator", hash);
+    if (problem || !cache.operators.has(hash) || (p.kind === "agent" && !modelRuns(p.model, hash)))
+      throw notFound("operator", hash);
     if (req.method === "HEAD") return reply.code(200).send();
     return ops.getOperatorBundle(hash);
   });

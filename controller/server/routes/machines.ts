@@ -14,15 +14,22 @@ export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {
 
   route(routes.addMachines, async ({ reply, principal, model: idx, body, settled }) => {
     checkMachinesPerRequest(body.substrate, body.count, "count");
-    if (contractOf(body.substrate).onControllerHost) checkNewLocalMachines({ superuser: principal.superuser, cache, policy: deps.localMachines, count: body.count });
+    if (contractOf(body.substrate).onControllerHost)
+      checkNewLocalMachines({ superuser: principal.superuser, cache, policy: deps.localMachines, count: body.count });
     // eslint-disable-next-line no-restricted-syntax -- narrows the request to its ssh branch (the host to install on)
     if (body.substrate === "ssh") {
-      if (!body.ssh) throw new StewardError("invalid-request", `substrate "ssh" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`, { details: { field: "ssh" } });
+      if (!body.ssh)
+        throw new StewardError(
+          "invalid-request",
+          `substrate "ssh" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`,
+          { details: { field: "ssh" } },
+        );
       const m = await deps.ssh.add(idx.uuid, body.ssh);
       reply.code(m.created ? 201 : 200);
       return { machines: [{ id: m.id, hostKey: m.hostKey }] };
     }
-    if (body.ssh) throw new StewardError("invalid-request", `"ssh" is only for substrate "ssh"`, { details: { field: "ssh" } });
+    if (body.ssh)
+      throw new StewardError("invalid-request", `"ssh" is only for substrate "ssh"`, { details: { field: "ssh" } });
     const res = await ops.addMachines(idx.uuid, body.substrate, body.count, body.constraints);
     await settled(res.revision);
     return { machines: res.machines };
@@ -33,7 +40,20 @@ export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {
     return Object.values(status.machines).map((m) => {
       // The hardware is shown once, in constraint syntax (below), not again as the record holds it.
       const { hardware: _, ...install } = idx.machineInstall.get(m.id) ?? { hardware: undefined };
-      return { id: m.id, substrate: m.substrate, life: m.life, address: m.address, hostname: m.hostname, status: m.status.current, message: m.status.message, units: m.units, ...(m.instance ? { instance: m.instance } : {}), ...(m.constraints ? { constraints: m.constraints } : {}), ...(m.hardware ? { hardware: m.hardware } : {}), ...("state" in install ? { install } : {}) };
+      return {
+        id: m.id,
+        substrate: m.substrate,
+        life: m.life,
+        address: m.address,
+        hostname: m.hostname,
+        status: m.status.current,
+        message: m.status.message,
+        units: m.units,
+        ...(m.instance ? { instance: m.instance } : {}),
+        ...(m.constraints ? { constraints: m.constraints } : {}),
+        ...(m.hardware ? { hardware: m.hardware } : {}),
+        ...("state" in install ? { install } : {}),
+      };
     });
   });
 

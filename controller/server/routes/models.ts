@@ -28,11 +28,20 @@ export function registerModelRoutes(route: Route, deps: HttpApiDeps): void {
       await check(body.credential, attributes, settingsWithDefaults(body.substrate, body, body.settings));
     }
     const { substrate, credential, settings } = body;
-    const doc = await ops.createModel(principal.user, body.name, body.config ?? {}, { substrate, credential, settings }, body.constraints);
+    const doc = await ops.createModel(
+      principal.user,
+      body.name,
+      body.config ?? {},
+      { substrate, credential, settings },
+      body.constraints,
+    );
     await settled(doc.revision);
     const placed = doc.placement;
     return {
-      name: doc.name, uuid: doc.uuid, substrate: placed.substrate, ...(placed.credential ? { credential: placed.credential } : {}),
+      name: doc.name,
+      uuid: doc.uuid,
+      substrate: placed.substrate,
+      ...(placed.credential ? { credential: placed.credential } : {}),
       ...(hasConstraints(doc.constraints) ? { constraints: formatConstraints(doc.constraints) } : {}),
     };
   });
@@ -44,12 +53,18 @@ export function registerModelRoutes(route: Route, deps: HttpApiDeps): void {
   route(routes.updateModel, async ({ model: idx, body, settled }) => {
     await settled((await ops.updateModelConfig(idx.uuid, body.config, body.constraints)).revision);
     const now = cache.models.get(idx.uuid)?.model;
-    return { name: idx.model!.name, config: now?.config ?? {}, ...(hasConstraints(now?.constraints) ? { constraints: formatConstraints(now.constraints) } : {}) };
+    return {
+      name: idx.model!.name,
+      config: now?.config ?? {},
+      ...(hasConstraints(now?.constraints) ? { constraints: formatConstraints(now.constraints) } : {}),
+    };
   });
 
   route(routes.status, async ({ req, reply, model: idx }) => {
     // Sent as the renderer's text: a 10,000-unit model is megabytes, mostly unchanged since the last read.
-    return reply.type("application/json; charset=utf-8").send(renderModelStatusBytes(cache, idx, statusFilter(req.query), new Date(), statusForm(req.query)));
+    return reply
+      .type("application/json; charset=utf-8")
+      .send(renderModelStatusBytes(cache, idx, statusFilter(req.query), new Date(), statusForm(req.query)));
   });
 
   route(routes.integrate, async ({ model: idx, body, settled }) => {

@@ -10,7 +10,10 @@ import type { PasswordChecks } from "../password-checks";
 import type { Route } from "../../access/route";
 import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "../../access/session-cookie";
 
-export function registerSessionRoutes(route: Route, o: { cache: StateCache; ops: StateOps; checks: PasswordChecks }): void {
+export function registerSessionRoutes(
+  route: Route,
+  o: { cache: StateCache; ops: StateOps; checks: PasswordChecks },
+): void {
   const { cache, ops, checks } = o;
 
   route(routes.health, async () => ({ ok: true, version: STEWARD_VERSION, revision: cache.revision }));
@@ -24,8 +27,15 @@ export function registerSessionRoutes(route: Route, o: { cache: StateCache; ops:
     await settled(await ops.revokeToken(p.token.id, p.user, p.token.expiresAt));
   });
 
-  const sessionInfo = (p: { user: string; superuser: boolean; token: { id: string; expiresAt: number } }): SessionInfo => ({
-    user: p.user, superuser: p.superuser, expiresAt: new Date(p.token.expiresAt).toISOString(), csrf: csrfTokenFor(p.token.id, cache.tokenKey!),
+  const sessionInfo = (p: {
+    user: string;
+    superuser: boolean;
+    token: { id: string; expiresAt: number };
+  }): SessionInfo => ({
+    user: p.user,
+    superuser: p.superuser,
+    expiresAt: new Date(p.token.expiresAt).toISOString(),
+    csrf: csrfTokenFor(p.token.id, cache.tokenKey!),
     controller: cache.controller?.name ?? "",
   });
 
@@ -41,7 +51,15 @@ export function registerSessionRoutes(route: Route, o: { cache: StateCache; ops:
   });
 
   // The cookie is cleared whatever happens next: a session that has already ended is logged out too.
-  route(routes.closeSession, async ({ principal: p, settled }) => {
-    await settled(await ops.revokeToken(p.token.id, p.user, p.token.expiresAt));
-  }, { beforeAccess: (reply) => { reply.header("set-cookie", clearedSessionCookie()); } });
+  route(
+    routes.closeSession,
+    async ({ principal: p, settled }) => {
+      await settled(await ops.revokeToken(p.token.id, p.user, p.token.expiresAt));
+    },
+    {
+      beforeAccess: (reply) => {
+        reply.header("set-cookie", clearedSessionCookie());
+      },
+    },
+  );
 }

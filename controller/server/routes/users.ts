@@ -9,7 +9,10 @@ import { LOCAL_WRITE_RULE, runsOnControllerHost } from "../../access/controller-
 import type { PasswordChecks } from "../password-checks";
 import type { Route } from "../../access/route";
 
-export function registerUserRoutes(route: Route, o: { cache: StateCache; ops: StateOps; checks: PasswordChecks }): void {
+export function registerUserRoutes(
+  route: Route,
+  o: { cache: StateCache; ops: StateOps; checks: PasswordChecks },
+): void {
   const { cache, ops, checks } = o;
 
   route(routes.createUser, async ({ body }) => {
@@ -23,9 +26,13 @@ export function registerUserRoutes(route: Route, o: { cache: StateCache; ops: St
     if (name !== p.user) requireSuperuser(p);
     else {
       // The user's own password: a stolen token alone must not be enough to take the account.
-      if (!body.currentPassword) throw new StewardError("invalid-request", `"currentPassword" is required to change your own password`, { details: { field: "currentPassword" } });
+      if (!body.currentPassword)
+        throw new StewardError("invalid-request", `"currentPassword" is required to change your own password`, {
+          details: { field: "currentPassword" },
+        });
       const ok = await checks.check(name, req.ip, body.currentPassword, true);
-      if (!ok) throw new StewardError("forbidden", "the current password is wrong", { details: { field: "currentPassword" } });
+      if (!ok)
+        throw new StewardError("forbidden", "the current password is wrong", { details: { field: "currentPassword" } });
     }
     if (!cache.users.has(name)) throw notFound("user", name);
     await settled(await ops.changePassword(name, await checks.passwords.hash(body.password)));
@@ -34,7 +41,14 @@ export function registerUserRoutes(route: Route, o: { cache: StateCache; ops: St
   route(routes.grant, async ({ model: idx, params: { user }, body, settled }) => {
     const grantee = cache.users.get(user);
     if (body.access !== "read" && grantee && !grantee.superuser && runsOnControllerHost(idx)) {
-      throw new StewardError("forbidden", `${LOCAL_WRITE_RULE}; ${user} is not a superuser: grant read, or use a model on another substrate`, { reason: "local-model-write-needs-superuser", details: { rule: "local-model-write-needs-superuser", field: "access" } });
+      throw new StewardError(
+        "forbidden",
+        `${LOCAL_WRITE_RULE}; ${user} is not a superuser: grant read, or use a model on another substrate`,
+        {
+          reason: "local-model-write-needs-superuser",
+          details: { rule: "local-model-write-needs-superuser", field: "access" },
+        },
+      );
     }
     await settled(await ops.grant(idx.uuid, user, body.access));
   });

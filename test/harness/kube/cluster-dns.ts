@@ -39,7 +39,10 @@ type Endpoint = { addresses?: string[]; hostname?: string; conditions?: { ready?
 
 export class ClusterDns {
   /** @param zone the cluster domain, "cluster.local" unless the cluster was set up with another */
-  constructor(private readonly source: ClusterDnsSource, readonly zone = "cluster.local") {}
+  constructor(
+    private readonly source: ClusterDnsSource,
+    readonly zone = "cluster.local",
+  ) {}
 
   /**
    * The A records of a fully qualified name (a trailing dot allowed), or undefined when the name
@@ -72,8 +75,11 @@ export class ClusterDns {
   }
 
   private endpoints(namespace: string, service: string): Endpoint[] {
-    return this.source.list("endpointslices", namespace)
-      .filter((s) => s.metadata.labels?.["kubernetes.io/service-name"] === service && (s.addressType ?? "IPv4") === "IPv4")
+    return this.source
+      .list("endpointslices", namespace)
+      .filter(
+        (s) => s.metadata.labels?.["kubernetes.io/service-name"] === service && (s.addressType ?? "IPv4") === "IPv4",
+      )
       .flatMap((s) => (s.endpoints ?? []) as Endpoint[]);
   }
 }

@@ -23,7 +23,8 @@ const PDBS = kindFor("policy", "v1", "poddisruptionbudgets")!;
 const PODS = kindFor("", "v1", "pods")!;
 const STS = kindFor("apps", "v1", "statefulsets")!;
 
-const healthy = (p: KubeObject): boolean => !p.metadata.deletionTimestamp && p.status?.phase === "Running" && podReady(p);
+const healthy = (p: KubeObject): boolean =>
+  !p.metadata.deletionTimestamp && p.status?.phase === "Running" && podReady(p);
 
 /** An IntOrString against a total: an integer, or a percentage of it rounded up. */
 function amount(v: number | string, total: number): number {
@@ -41,19 +42,29 @@ export class DisruptionController {
     this.unsubscribe = state.subscribe((e) => this.observe(e));
   }
 
-  stop(): void { this.unsubscribe(); }
+  stop(): void {
+    this.unsubscribe();
+  }
 
   private observe(e: StoreEvent): void {
     if (e.kind !== PDBS && e.kind !== PODS && e.kind !== STS) return;
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => { this.scheduled = false; this.syncAll(); });
+    setImmediate(() => {
+      this.scheduled = false;
+      this.syncAll();
+    });
   }
 
   private syncAll(): void {
     for (const pdb of this.state.list(PDBS)) {
       // A status the schema refuses is a bug here, not a race: say so.
-      try { this.sync(pdb); } catch (err) { if (!(err instanceof KubeStatusError && err.code === 409)) console.error(`fake disruption controller: ${(err as Error).stack ?? String(err)}`); }
+      try {
+        this.sync(pdb);
+      } catch (err) {
+        if (!(err instanceof KubeStatusError && err.code === 409))
+          console.error(`fake disruption controller: ${(err as Error).stack ?? String(err)}`);
+      }
     }
   }
 
@@ -72,7 +83,12 @@ export class DisruptionController {
       expected = [...owners.values()].reduce((a, b) => a + b, 0);
     }
     const current = pods.filter(healthy).length;
-    const desired = minAvailable !== undefined ? amount(minAvailable, expected) : maxUnavailable !== undefined ? Math.max(0, expected - amount(maxUnavailable, expected)) : 0;
+    const desired =
+      minAvailable !== undefined
+        ? amount(minAvailable, expected)
+        : maxUnavailable !== undefined
+          ? Math.max(0, expected - amount(maxUnavailable, expected))
+          : 0;
     const allowed = Math.max(0, current - desired);
     this.state.updateStatus(PDBS, ns, pdb.metadata.name!, pdb.metadata.uid!, (s) => {
       s.observedGeneration = pdb.metadata.generation;
@@ -83,11 +99,19 @@ export class DisruptionController {
       // A metav1.Condition (reason and message required), not a pod condition.
       const status = allowed > 0 ? "True" : "False";
       const old = (s.conditions ?? []).find((c: { type: string }) => c.type === "DisruptionAllowed");
-      s.conditions = [{
-        type: "DisruptionAllowed", status, observedGeneration: pdb.metadata.generation,
-        lastTransitionTime: old?.status === status ? old.lastTransitionTime : new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z"),
-        reason: allowed > 0 ? "SufficientPods" : "InsufficientPods", message: "",
-      }];
+      s.conditions = [
+        {
+          type: "DisruptionAllowed",
+          status,
+          observedGeneration: pdb.metadata.generation,
+          lastTransitionTime:
+            old?.status === status
+              ? old.lastTransitionTime
+              : new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z"),
+          reason: allowed > 0 ? "SufficientPods" : "InsufficientPods",
+          message: "",
+        },
+      ];
     });
   }
 }
@@ -98,25 +122,52 @@ export function evict(state: ApiState, ns: string, name: string, body: unknown):
   const eviction = { apiVersion: "policy/v1", kind: "Eviction", ...(body as Record<string, unknown>) } as KubeObject;
   eviction.metadata ??= {};
   validateSchema({ ...PDBS, kind: "Eviction" }, eviction, Eviction as never, "Eviction");
-  if (eviction.metadata.name !== undefined && eviction.metadata.name !== name) throw badRequest(`name in URL does not match name in Eviction object`);
+  if (eviction.metadata.name !== undefined && eviction.metadata.name !== name)
+    throw badRequest(`name in URL does not match name in Eviction object`);
   const pod = state.get(PODS, ns, name);
-  const deleteOptions = (eviction.deleteOptions ?? {}) as { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string } };
+  const deleteOptions = (eviction.deleteOptions ?? {}) as {
+    gracePeriodSeconds?: number;
+    preconditions?: { uid?: string; resourceVersion?: string };
+  };
   const remove = (): Record<string, unknown> => {
-    state.delete(PODS, ns, name, { ...(deleteOptions.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: deleteOptions.gracePeriodSeconds } : {}), ...(deleteOptions.preconditions ? { preconditions: deleteOptions.preconditions } : {}) });
+    state.delete(PODS, ns, name, {
+      ...(deleteOptions.gracePeriodSeconds !== undefined
+        ? { gracePeriodSeconds: deleteOptions.gracePeriodSeconds }
+        : {}),
+      ...(deleteOptions.preconditions ? { preconditions: deleteOptions.preconditions } : {}),
+    });
     return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", code: 201 };
   };
   if (pod.metadata.deletionTimestamp || pod.status?.phase !== "Running") return remove();
   const budgets = state.list(PDBS, ns, (b) => matchesSelector(b.spec?.selector, pod.metadata.labels));
-  if (budgets.length > 1) throw new KubeStatusError(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.");
+  if (budgets.length > 1)
+    throw new KubeStatusError(
+      500,
+      "InternalError",
+      "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+    );
   const [pdb] = budgets;
   if (!pdb) return remove();
   const s = pdb.status ?? {};
   if (s.observedGeneration !== pdb.metadata.generation || !(s.disruptionsAllowed > 0)) {
-    throw new KubeStatusError(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", {
-      causes: [cause("", `The disruption budget ${pdb.metadata.name} needs ${s.desiredHealthy ?? 0} healthy pods and has ${s.currentHealthy ?? 0} currently`, "DisruptionBudget")],
-    });
+    throw new KubeStatusError(
+      429,
+      "TooManyRequests",
+      "Cannot evict pod as it would violate the pod's disruption budget.",
+      {
+        causes: [
+          cause(
+            "",
+            `The disruption budget ${pdb.metadata.name} needs ${s.desiredHealthy ?? 0} healthy pods and has ${s.currentHealthy ?? 0} currently`,
+            "DisruptionBudget",
+          ),
+        ],
+      },
+    );
   }
   // Count the disruption now, so a second eviction right after sees it (the controller recomputes later).
-  state.updateStatus(PDBS, ns, pdb.metadata.name!, pdb.metadata.uid!, (st) => { st.disruptionsAllowed -= 1; });
+  state.updateStatus(PDBS, ns, pdb.metadata.name!, pdb.metadata.uid!, (st) => {
+    st.disruptionsAllowed -= 1;
+  });
   return remove();
 }

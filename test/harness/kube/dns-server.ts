@@ -12,14 +12,21 @@
 import { createSocket } from "node:dgram";
 import type { Socket } from "node:dgram";
 
-const TYPE_A = 1, TYPE_ANY = 255, CLASS_IN = 1, CLASS_ANY = 255;
+const TYPE_A = 1,
+  TYPE_ANY = 255,
+  CLASS_IN = 1,
+  CLASS_ANY = 255;
 const RCODE = { noError: 0, formErr: 1, nxDomain: 3, notImp: 4 } as const;
 const UDP_LIMIT = 512;
 
 export type DnsLookup = (name: string) => string[] | undefined;
 
 export class DnsServer {
-  private constructor(private readonly socket: Socket, readonly address: string, readonly port: number) {}
+  private constructor(
+    private readonly socket: Socket,
+    readonly address: string,
+    readonly port: number,
+  ) {}
 
   /** Listens on `address:port` (53 needs root). */
   static async listen(address: string, lookup: DnsLookup, o: { port?: number; ttl?: number } = {}): Promise<DnsServer> {
@@ -31,7 +38,10 @@ export class DnsServer {
     });
     await new Promise<void>((resolve, reject) => {
       socket.once("error", reject);
-      socket.bind(o.port ?? 53, address, () => { socket.off("error", reject); resolve(); });
+      socket.bind(o.port ?? 53, address, () => {
+        socket.off("error", reject);
+        resolve();
+      });
     });
     socket.on("error", () => undefined); // a send to a pod that is gone: nothing to do
     return new DnsServer(socket, address, socket.address().port);
@@ -71,7 +81,10 @@ export function answer(msg: Buffer, lookup: DnsLookup, ttl: number): Buffer | un
 }
 
 /** The question at `offset`: its name (uncompressed labels, as queries carry it), type and class. */
-function readQuestion(msg: Buffer, offset: number): { name: string; qtype: number; qclass: number; end: number } | undefined {
+function readQuestion(
+  msg: Buffer,
+  offset: number,
+): { name: string; qtype: number; qclass: number; end: number } | undefined {
   const labels: string[] = [];
   let i = offset;
   for (;;) {
@@ -95,6 +108,8 @@ function aRecord(ip: string, ttl: number): Buffer {
   r.writeUInt16BE(CLASS_IN, 4);
   r.writeUInt32BE(ttl, 6);
   r.writeUInt16BE(4, 10);
-  ip.split(".").forEach((o, k) => { r[12 + k] = Number(o); });
+  ip.split(".").forEach((o, k) => {
+    r[12 + k] = Number(o);
+  });
   return r;
 }

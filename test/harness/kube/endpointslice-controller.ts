@@ -43,7 +43,9 @@ export class EndpointSliceController {
     else if (e.kind === PODS) for (const s of this.state.list(SERVICES, ns)) this.enqueue(`${ns}/${s.metadata.name}`);
   }
 
-  private enqueue(key: string, afterMs = 0): void { this.work.add(key, afterMs); }
+  private enqueue(key: string, afterMs = 0): void {
+    this.work.add(key, afterMs);
+  }
 
   private sync(key: string): void {
     const [ns, name] = key.split("/") as [string, string];
@@ -51,8 +53,15 @@ export class EndpointSliceController {
     if (!svc || svc.metadata.deletionTimestamp) return; // its slices go with it (ownerReferences)
     const selector: Record<string, string> | undefined = svc.spec?.selector;
     if (!selector || !Object.keys(selector).length) return;
-    const pods = this.state.list(PODS, ns, (p) => Object.entries(selector).every(([k, v]) => p.metadata.labels?.[k] === v)
-      && !!p.status?.podIP && p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed");
+    const pods = this.state.list(
+      PODS,
+      ns,
+      (p) =>
+        Object.entries(selector).every(([k, v]) => p.metadata.labels?.[k] === v) &&
+        !!p.status?.podIP &&
+        p.status?.phase !== "Succeeded" &&
+        p.status?.phase !== "Failed",
+    );
     const publishNotReady = svc.spec?.publishNotReadyAddresses === true;
     const endpoints = pods.map((p) => {
       const ready = podReady(p);
@@ -65,10 +74,20 @@ export class EndpointSliceController {
         ...(p.spec?.nodeName ? { nodeName: p.spec.nodeName } : {}),
       };
     });
-    const ports = ((svc.spec?.ports ?? []) as Port[]).map((sp) => ({
-      name: sp.name ?? "", protocol: sp.protocol ?? "TCP", port: resolvePort(sp, pods),
-    })).filter((p): p is { name: string; protocol: string; port: number } => p.port !== undefined);
-    const existing = this.state.list(SLICES, ns, (s) => s.metadata.labels?.["kubernetes.io/service-name"] === name && s.metadata.labels?.["endpointslice.kubernetes.io/managed-by"] === MANAGED_BY);
+    const ports = ((svc.spec?.ports ?? []) as Port[])
+      .map((sp) => ({
+        name: sp.name ?? "",
+        protocol: sp.protocol ?? "TCP",
+        port: resolvePort(sp, pods),
+      }))
+      .filter((p): p is { name: string; protocol: string; port: number } => p.port !== undefined);
+    const existing = this.state.list(
+      SLICES,
+      ns,
+      (s) =>
+        s.metadata.labels?.["kubernetes.io/service-name"] === name &&
+        s.metadata.labels?.["endpointslice.kubernetes.io/managed-by"] === MANAGED_BY,
+    );
     const [slice, ...extra] = existing;
     for (const x of extra) this.state.delete(SLICES, ns, x.metadata.name!, { preconditions: { uid: x.metadata.uid } });
     if (!slice) {
@@ -76,13 +95,27 @@ export class EndpointSliceController {
         metadata: {
           generateName: `${name}-`,
           labels: { "kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": MANAGED_BY },
-          ownerReferences: [{ apiVersion: "v1", kind: "Service", name, uid: svc.metadata.uid!, controller: true, blockOwnerDeletion: true }],
+          ownerReferences: [
+            {
+              apiVersion: "v1",
+              kind: "Service",
+              name,
+              uid: svc.metadata.uid!,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
         },
-        addressType: "IPv4", endpoints, ports,
+        addressType: "IPv4",
+        endpoints,
+        ports,
       });
       return;
     }
-    this.state.mutate(SLICES, ns, slice.metadata.name!, slice.metadata.uid!, (s: KubeObject) => { s.endpoints = endpoints; s.ports = ports; });
+    this.state.mutate(SLICES, ns, slice.metadata.name!, slice.metadata.uid!, (s: KubeObject) => {
+      s.endpoints = endpoints;
+      s.ports = ports;
+    });
   }
 }
 
@@ -91,6 +124,8 @@ function resolvePort(sp: Port, pods: KubeObject[]): number | undefined {
   const target = sp.targetPort ?? sp.port;
   if (typeof target === "number") return target;
   if (/^\d+$/.test(target)) return Number(target);
-  for (const p of pods) for (const c of p.spec?.containers ?? []) for (const cp of c.ports ?? []) if (cp.name === target) return cp.containerPort;
+  for (const p of pods)
+    for (const c of p.spec?.containers ?? [])
+      for (const cp of c.ports ?? []) if (cp.name === target) return cp.containerPort;
   return undefined;
 }

@@ -93,7 +93,12 @@ export interface FakeKubeApiOptions {
 }
 
 export interface FakeKubeRequest {
-  method: string; path: string; query: string; user: string; status: number; contentType?: string;
+  method: string;
+  path: string;
+  query: string;
+  user: string;
+  status: number;
+  contentType?: string;
   /** The code of the Status a watch ended with in an ERROR event (410 when too old). */
   watchError?: number;
 }
@@ -101,7 +106,9 @@ export interface FakeKubeRequest {
 const MAX_BODY = 3 * 1024 * 1024;
 const CONTINUE_TTL_MS = 5 * 60_000;
 const PATCH_TYPES: Record<string, PatchType> = {
-  "application/merge-patch+json": "merge", "application/json-patch+json": "json", "application/apply-patch+yaml": "apply",
+  "application/merge-patch+json": "merge",
+  "application/json-patch+json": "json",
+  "application/apply-patch+yaml": "apply",
 };
 
 type Target = { kind: KindInfo; namespace?: string; name?: string; subresource?: string };
@@ -133,9 +140,14 @@ export class FakeKubeApi {
     this.state = new ApiState({ historySize: o.historySize });
     this.kubelet = o.kubelet ?? new SimpleKubelet();
     const tokens = o.tokens ?? { [randomBytes(24).toString("base64url")]: "admin" };
-    this.tokens = new Map(Object.entries(tokens).map(([token, u]) => [token, typeof u === "string"
-      ? { name: u, groups: [MASTERS, AUTHENTICATED] }
-      : { name: u.user, groups: [...new Set([...(u.groups ?? []), AUTHENTICATED])] }]));
+    this.tokens = new Map(
+      Object.entries(tokens).map(([token, u]) => [
+        token,
+        typeof u === "string"
+          ? { name: u, groups: [MASTERS, AUTHENTICATED] }
+          : { name: u.user, groups: [...new Set([...(u.groups ?? []), AUTHENTICATED])] },
+      ]),
+    );
     this.serviceAccountTokens = new ServiceAccountTokens(this.state, o.serviceAccountTokenMaxSeconds);
     this.token = [...this.tokens.keys()][0] ?? "";
   }
@@ -152,8 +164,14 @@ export class FakeKubeApi {
     this.caCert = this.ca.certPem;
     // The kubelet first: its pod network's addresses exist once it has started, and the certificate names them.
     await this.kubelet.start({
-      read: (plural, ns, name) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.find(k, ns, name) : undefined; },
-      list: (plural, ns) => { const k = KINDS.find((x) => x.plural === plural); return k ? this.state.list(k, ns) : []; },
+      read: (plural, ns, name) => {
+        const k = KINDS.find((x) => x.plural === plural);
+        return k ? this.state.find(k, ns, name) : undefined;
+      },
+      list: (plural, ns) => {
+        const k = KINDS.find((x) => x.plural === plural);
+        return k ? this.state.list(k, ns) : [];
+      },
       updatePodStatus: (ns, name, uid, mutate) => this.state.updateStatus(PODS, ns, name, uid, mutate),
       podTerminated: (ns, name, uid) => this.state.podTerminated(ns, name, uid),
       requestToken: (ns, serviceAccount, spec) => this.serviceAccountTokens.issue(ns, serviceAccount, spec),
@@ -164,9 +182,17 @@ export class FakeKubeApi {
     const everywhere = host === "0.0.0.0" && this.kubelet.gateway ? [this.kubelet.gateway] : [];
     let server: Server;
     try {
-      const cert = await issueServerCertificate(this.ca, [local, ...everywhere, "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"]);
+      const cert = await issueServerCertificate(this.ca, [
+        local,
+        ...everywhere,
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+      ]);
       // Client certificates are asked for, not required: a token is the other way in.
-      server = createServer({ cert: cert.certPem, key: cert.keyPem, ca: [this.ca.certPem], requestCert: true, rejectUnauthorized: false }, (req, res) => void this.handle(req, res));
+      server = createServer(
+        { cert: cert.certPem, key: cert.keyPem, ca: [this.ca.certPem], requestCert: true, rejectUnauthorized: false },
+        (req, res) => void this.handle(req, res),
+      );
       await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, host, resolve));
     } catch (err) {
       await this.kubelet.close();
@@ -183,7 +209,9 @@ export class FakeKubeApi {
   }
 
   /** Watch streams open now. */
-  get openWatches(): number { return this.watches.size; }
+  get openWatches(): number {
+    return this.watches.size;
+  }
 
   /** A client certificate (and key) this server accepts. */
   async issueClientCertificate(): Promise<{ certPem: string; keyPem: string }> {
@@ -192,14 +220,26 @@ export class FakeKubeApi {
   }
 
   /** A kubeconfig (YAML) for this server: its CA, and the token (or the client certificate given). */
-  kubeconfig(o: { context?: string; namespace?: string; clientCert?: { certPem: string; keyPem: string }; token?: string } = {}): string {
+  kubeconfig(
+    o: { context?: string; namespace?: string; clientCert?: { certPem: string; keyPem: string }; token?: string } = {},
+  ): string {
     const name = o.context ?? "fake";
     const user = o.clientCert
-      ? { "client-certificate-data": Buffer.from(o.clientCert.certPem).toString("base64"), "client-key-data": Buffer.from(o.clientCert.keyPem).toString("base64") }
+      ? {
+          "client-certificate-data": Buffer.from(o.clientCert.certPem).toString("base64"),
+          "client-key-data": Buffer.from(o.clientCert.keyPem).toString("base64"),
+        }
       : { token: o.token ?? this.token };
     return YAML.stringify({
-      apiVersion: "v1", kind: "Config", "current-context": name,
-      clusters: [{ name, cluster: { server: this.url, "certificate-authority-data": Buffer.from(this.caCert).toString("base64") } }],
+      apiVersion: "v1",
+      kind: "Config",
+      "current-context": name,
+      clusters: [
+        {
+          name,
+          cluster: { server: this.url, "certificate-authority-data": Buffer.from(this.caCert).toString("base64") },
+        },
+      ],
       users: [{ name, user }],
       contexts: [{ name, context: { cluster: name, user: name, ...(o.namespace ? { namespace: o.namespace } : {}) } }],
     });
@@ -229,11 +269,13 @@ export class FakeKubeApi {
     const pod = e.object;
     const { namespace, name, uid } = pod.metadata as { namespace: string; name: string; uid: string };
     if (e.type === "ADDED" && !pod.spec?.nodeName && !pod.metadata.deletionTimestamp) {
-      setImmediate(() => this.state.mutate(PODS, namespace, name, uid, (p) => {
-        p.spec.nodeName = this.kubelet.nodeName;
-        p.status ??= {};
-        setCondition(p.status, "PodScheduled", true);
-      }));
+      setImmediate(() =>
+        this.state.mutate(PODS, namespace, name, uid, (p) => {
+          p.spec.nodeName = this.kubelet.nodeName;
+          p.status ??= {};
+          setCondition(p.status, "PodScheduled", true);
+        }),
+      );
       return;
     }
     if (pod.spec?.nodeName !== this.kubelet.nodeName) return;
@@ -246,18 +288,41 @@ export class FakeKubeApi {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "https://fake");
-    const entry: FakeKubeRequest = { method: req.method ?? "GET", path: url.pathname, query: url.search, user: "", status: 0, ...(req.headers["content-type"] ? { contentType: req.headers["content-type"] } : {}) };
+    const entry: FakeKubeRequest = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: url.search,
+      user: "",
+      status: 0,
+      ...(req.headers["content-type"] ? { contentType: req.headers["content-type"] } : {}),
+    };
     if (this.requests.length < 100_000) this.requests.push(entry);
     try {
       if (["/healthz", "/livez", "/readyz"].includes(url.pathname)) return this.text(res, entry, 200, "ok");
-      if (url.pathname === "/version") return this.json(res, entry, 200, { major: "1", minor: "33", gitVersion: "v1.33.0-fake", platform: "linux/amd64" });
+      if (url.pathname === "/version")
+        return this.json(res, entry, 200, {
+          major: "1",
+          minor: "33",
+          gitVersion: "v1.33.0-fake",
+          platform: "linux/amd64",
+        });
       const user = this.authenticate(req);
       entry.user = user.name;
       const body = await readBody(req);
       await this.route(req, res, url, body, entry, user);
     } catch (err) {
-      const e = err instanceof KubeStatusError ? err : new KubeStatusError(500, "InternalError", `Internal error occurred: ${(err as Error)?.stack ?? String(err)}`);
-      if (res.headersSent) { res.end(); return; }
+      const e =
+        err instanceof KubeStatusError
+          ? err
+          : new KubeStatusError(
+              500,
+              "InternalError",
+              `Internal error occurred: ${(err as Error)?.stack ?? String(err)}`,
+            );
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
       this.json(res, entry, e.code, e.toStatus());
     }
   }
@@ -276,7 +341,11 @@ export class FakeKubeApi {
       throw new KubeStatusError(401, "Unauthorized", "Unauthorized");
     }
     const socket = req.socket as TLSSocket;
-    if (socket.authorized) return { name: [socket.getPeerCertificate().subject?.CN ?? "client-certificate"].flat()[0]!, groups: [MASTERS, AUTHENTICATED] };
+    if (socket.authorized)
+      return {
+        name: [socket.getPeerCertificate().subject?.CN ?? "client-certificate"].flat()[0]!,
+        groups: [MASTERS, AUTHENTICATED],
+      };
     throw new KubeStatusError(401, "Unauthorized", "Unauthorized");
   }
 
@@ -285,20 +354,39 @@ export class FakeKubeApi {
     if (!authorize(this.state, user, a)) throw forbiddenError(user, a);
   }
 
-  private async route(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, entry: FakeKubeRequest, user: UserInfo): Promise<void> {
+  private async route(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    body: Buffer,
+    entry: FakeKubeRequest,
+    user: UserInfo,
+  ): Promise<void> {
     const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
     const method = req.method ?? "GET";
     const t = target(parts);
     if (url.pathname === SSAR_PATH) {
-      this.authorize(user, { verb: method === "POST" ? "create" : method.toLowerCase(), resource: { group: "authorization.k8s.io", resource: "selfsubjectaccessreviews" } });
+      this.authorize(user, {
+        verb: method === "POST" ? "create" : method.toLowerCase(),
+        resource: { group: "authorization.k8s.io", resource: "selfsubjectaccessreviews" },
+      });
       if (method !== "POST") throw methodNotAllowed(method, url.pathname);
       return this.json(res, entry, 201, this.selfSubjectAccessReview(user, parseJson(body)));
     }
-    this.authorize(user, t ? resourceAttributes(method, t.kind, t, url.searchParams) : { verb: method.toLowerCase(), path: url.pathname });
+    this.authorize(
+      user,
+      t ? resourceAttributes(method, t.kind, t, url.searchParams) : { verb: method.toLowerCase(), path: url.pathname },
+    );
     // Discovery.
     if (method === "GET") {
-      if (url.pathname === "/api") return this.json(res, entry, 200, { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(this.url).host }] });
-      if (url.pathname === "/apis") return this.json(res, entry, 200, { kind: "APIGroupList", apiVersion: "v1", groups: groups() });
+      if (url.pathname === "/api")
+        return this.json(res, entry, 200, {
+          kind: "APIVersions",
+          versions: ["v1"],
+          serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: new URL(this.url).host }],
+        });
+      if (url.pathname === "/apis")
+        return this.json(res, entry, 200, { kind: "APIGroupList", apiVersion: "v1", groups: groups() });
       if (url.pathname === "/api/v1") return this.json(res, entry, 200, resourceList("", "v1"));
       if (parts[0] === "apis" && parts.length === 3) {
         if (!KINDS.some((k) => k.group === parts[1] && k.version === parts[2])) throw notFoundPath(url.pathname);
@@ -317,68 +405,135 @@ export class FakeKubeApi {
       if (method !== "POST") throw methodNotAllowed(method, url.pathname);
       return this.json(res, entry, 201, this.serviceAccountTokens.request(t.namespace!, t.name, parseJson(body)));
     }
-    if (t.subresource && !((t.subresource === "status" && k.status) || (t.subresource === "scale" && k.scale))) throw notFoundPath(url.pathname);
+    if (t.subresource && !((t.subresource === "status" && k.status) || (t.subresource === "scale" && k.scale)))
+      throw notFoundPath(url.pathname);
     if (t.name === undefined) {
-      if (method === "GET") return q.get("watch") === "true" || q.get("watch") === "1" ? this.watch(res, entry, t, q) : this.list(res, entry, t, q);
+      if (method === "GET")
+        return q.get("watch") === "true" || q.get("watch") === "1"
+          ? this.watch(res, entry, t, q)
+          : this.list(res, entry, t, q);
       if (method === "POST") {
         if (k.namespaced && !t.namespace) throw methodNotAllowed(method, url.pathname);
         return this.json(res, entry, 201, this.state.create(k, t.namespace, parseJson(body), { dryRun }));
       }
       if (method === "DELETE") {
         const opts = deleteOptions(body, q);
-        const label = parseLabelSelector(q.get("labelSelector")), field = parseFieldSelector(q.get("fieldSelector"), fieldsOf(k));
-        const items = this.state.list(k, t.namespace, (o) => label(o.metadata.labels) && field(o as Record<string, unknown>)).map((o) => {
-          try { return this.state.delete(k, t.namespace, o.metadata.name!, opts); } catch (err) { if (err instanceof KubeStatusError && err.code === 404) return undefined; throw err; }
-        }).filter((o): o is KubeObject => !!o);
-        return this.json(res, entry, 200, { kind: `${k.kind}List`, apiVersion: apiVersionOf(k), metadata: { resourceVersion: this.state.resourceVersion }, items: items.map(bare) });
+        const label = parseLabelSelector(q.get("labelSelector")),
+          field = parseFieldSelector(q.get("fieldSelector"), fieldsOf(k));
+        const items = this.state
+          .list(k, t.namespace, (o) => label(o.metadata.labels) && field(o as Record<string, unknown>))
+          .map((o) => {
+            try {
+              return this.state.delete(k, t.namespace, o.metadata.name!, opts);
+            } catch (err) {
+              if (err instanceof KubeStatusError && err.code === 404) return undefined;
+              throw err;
+            }
+          })
+          .filter((o): o is KubeObject => !!o);
+        return this.json(res, entry, 200, {
+          kind: `${k.kind}List`,
+          apiVersion: apiVersionOf(k),
+          metadata: { resourceVersion: this.state.resourceVersion },
+          items: items.map(bare),
+        });
       }
       throw methodNotAllowed(method, url.pathname);
     }
     const name = t.name;
     if (t.subresource === "scale") {
       if (method === "GET") return this.json(res, entry, 200, this.state.getScale(k, t.namespace, name));
-      if (method === "PUT") return this.json(res, entry, 200, this.state.replaceScale(k, t.namespace, name, parseJson(body), { dryRun }));
-      if (method === "PATCH") return this.json(res, entry, 200, this.state.patchScale(k, t.namespace, name, patchType(req), body.toString("utf8"), { dryRun }));
+      if (method === "PUT")
+        return this.json(res, entry, 200, this.state.replaceScale(k, t.namespace, name, parseJson(body), { dryRun }));
+      if (method === "PATCH")
+        return this.json(
+          res,
+          entry,
+          200,
+          this.state.patchScale(k, t.namespace, name, patchType(req), body.toString("utf8"), { dryRun }),
+        );
       throw methodNotAllowed(method, url.pathname);
     }
     const sub = t.subresource === "status" ? { subresource: "status" as const } : {};
     switch (method) {
-      case "GET": return this.json(res, entry, 200, this.state.get(k, t.namespace, name));
-      case "PUT": return this.json(res, entry, 200, this.state.replace(k, t.namespace, name, parseJson(body), { dryRun, ...sub }));
+      case "GET":
+        return this.json(res, entry, 200, this.state.get(k, t.namespace, name));
+      case "PUT":
+        return this.json(
+          res,
+          entry,
+          200,
+          this.state.replace(k, t.namespace, name, parseJson(body), { dryRun, ...sub }),
+        );
       case "PATCH": {
         const type = patchType(req);
         const existed = !!this.state.find(k, t.namespace, name);
-        const out = this.state.patch(k, t.namespace, name, type, body.toString("utf8"), { dryRun, ...sub, fieldManager: q.get("fieldManager") ?? undefined, force: q.get("force") === "true" });
+        const out = this.state.patch(k, t.namespace, name, type, body.toString("utf8"), {
+          dryRun,
+          ...sub,
+          fieldManager: q.get("fieldManager") ?? undefined,
+          force: q.get("force") === "true",
+        });
         return this.json(res, entry, existed ? 200 : 201, out);
       }
       case "DELETE": {
         if (t.subresource) throw methodNotAllowed(method, url.pathname);
         return this.json(res, entry, 200, this.state.delete(k, t.namespace, name, deleteOptions(body, q)));
       }
-      default: throw methodNotAllowed(method, url.pathname);
+      default:
+        throw methodNotAllowed(method, url.pathname);
     }
   }
 
   /** `kubectl auth can-i`: whether RBAC allows the asking user what the review names. */
   private selfSubjectAccessReview(user: UserInfo, body: unknown): unknown {
-    const review = body as { apiVersion?: string; kind?: string; spec?: { resourceAttributes?: Record<string, string>; nonResourceAttributes?: { path?: string; verb?: string } } };
-    const ra = review?.spec?.resourceAttributes, na = review?.spec?.nonResourceAttributes;
-    if (!ra === !na) throw new KubeStatusError(422, "Invalid", `SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified`);
+    const review = body as {
+      apiVersion?: string;
+      kind?: string;
+      spec?: { resourceAttributes?: Record<string, string>; nonResourceAttributes?: { path?: string; verb?: string } };
+    };
+    const ra = review?.spec?.resourceAttributes,
+      na = review?.spec?.nonResourceAttributes;
+    if (!ra === !na)
+      throw new KubeStatusError(
+        422,
+        "Invalid",
+        `SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified`,
+      );
     const a: RequestAttributes = ra
-      ? { verb: ra.verb ?? "", resource: { group: ra.group ?? "", resource: ra.resource ?? "", ...(ra.subresource ? { subresource: ra.subresource } : {}), ...(ra.namespace ? { namespace: ra.namespace } : {}), ...(ra.name ? { name: ra.name } : {}) } }
+      ? {
+          verb: ra.verb ?? "",
+          resource: {
+            group: ra.group ?? "",
+            resource: ra.resource ?? "",
+            ...(ra.subresource ? { subresource: ra.subresource } : {}),
+            ...(ra.namespace ? { namespace: ra.namespace } : {}),
+            ...(ra.name ? { name: ra.name } : {}),
+          },
+        }
       : { verb: na!.verb ?? "", path: na!.path ?? "" };
-    return { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", metadata: { creationTimestamp: null }, spec: review.spec, status: { allowed: authorize(this.state, user, a) } };
+    return {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SelfSubjectAccessReview",
+      metadata: { creationTimestamp: null },
+      spec: review.spec,
+      status: { allowed: authorize(this.state, user, a) },
+    };
   }
 
   private list(res: ServerResponse, entry: FakeKubeRequest, t: Target, q: URLSearchParams): void {
     const k = t.kind;
     const limit = q.get("limit") ? Number(q.get("limit")) : 0;
-    if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit: Invalid value: ${JSON.stringify(q.get("limit"))}: must be a non-negative integer`);
+    if (!Number.isInteger(limit) || limit < 0)
+      throw badRequest(`limit: Invalid value: ${JSON.stringify(q.get("limit"))}: must be a non-negative integer`);
     const match = q.get("resourceVersionMatch");
-    if (match && !["NotOlderThan", "Exact"].includes(match)) throw badRequest(`resourceVersionMatch: Unsupported value: ${JSON.stringify(match)}`);
-    if (match && !q.get("resourceVersion")) throw badRequest("resourceVersionMatch is forbidden unless resourceVersion is provided");
+    if (match && !["NotOlderThan", "Exact"].includes(match))
+      throw badRequest(`resourceVersionMatch: Unsupported value: ${JSON.stringify(match)}`);
+    if (match && !q.get("resourceVersion"))
+      throw badRequest("resourceVersionMatch is forbidden unless resourceVersion is provided");
     if (match === "Exact" && q.get("resourceVersion") !== this.state.resourceVersion) {
-      if (Number(q.get("resourceVersion")) < Number(this.state.resourceVersion)) throw expired(`too old resource version: ${q.get("resourceVersion")} (${this.state.resourceVersion})`);
+      if (Number(q.get("resourceVersion")) < Number(this.state.resourceVersion))
+        throw expired(`too old resource version: ${q.get("resourceVersion")} (${this.state.resourceVersion})`);
       throw badRequest("the fake serves resourceVersionMatch=Exact only for the current resourceVersion");
     }
     let items: KubeObject[], rv: string;
@@ -387,10 +542,14 @@ export class FakeKubeApi {
     if (token) {
       const c = this.continues.get(token);
       this.continues.delete(token);
-      if (!c || Date.now() - c.at > CONTINUE_TTL_MS) throw expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.");
+      if (!c || Date.now() - c.at > CONTINUE_TTL_MS)
+        throw expired(
+          "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        );
       ({ items, rv } = c);
     } else {
-      const label = parseLabelSelector(q.get("labelSelector")), field = parseFieldSelector(q.get("fieldSelector"), fieldsOf(k));
+      const label = parseLabelSelector(q.get("labelSelector")),
+        field = parseFieldSelector(q.get("fieldSelector"), fieldsOf(k));
       items = this.state.list(k, t.namespace, (o) => label(o.metadata.labels) && field(o as Record<string, unknown>));
       rv = this.state.resourceVersion;
     }
@@ -402,24 +561,46 @@ export class FakeKubeApi {
       metadata.remainingItemCount = items.length - limit;
       items = items.slice(0, limit);
     }
-    this.json(res, entry, 200, { kind: `${k.kind}List`, apiVersion: apiVersionOf(k), metadata, items: items.map(bare) });
+    this.json(res, entry, 200, {
+      kind: `${k.kind}List`,
+      apiVersion: apiVersionOf(k),
+      metadata,
+      items: items.map(bare),
+    });
   }
 
   private watch(res: ServerResponse, entry: FakeKubeRequest, t: Target, q: URLSearchParams): void {
     const k = t.kind;
-    const label = parseLabelSelector(q.get("labelSelector")), field = parseFieldSelector(q.get("fieldSelector"), fieldsOf(k));
-    const matches = (o: KubeObject | undefined): boolean => !!o && (!t.namespace || o.metadata.namespace === t.namespace) && label(o.metadata.labels) && field(o as Record<string, unknown>);
+    const label = parseLabelSelector(q.get("labelSelector")),
+      field = parseFieldSelector(q.get("fieldSelector"), fieldsOf(k));
+    const matches = (o: KubeObject | undefined): boolean =>
+      !!o &&
+      (!t.namespace || o.metadata.namespace === t.namespace) &&
+      label(o.metadata.labels) &&
+      field(o as Record<string, unknown>);
     const from = q.get("resourceVersion") ?? "";
-    if (from !== "" && !/^\d+$/.test(from)) throw badRequest(`resourceVersion: Invalid value: ${JSON.stringify(from)}: must be a resourceVersion this server issued`);
-    const timeoutSeconds = q.get("timeoutSeconds") ? Number(q.get("timeoutSeconds")) : this.o.watchTimeoutSeconds ?? 1800 + Math.random() * 1800;
-    res.writeHead(200, { "content-type": "application/json", "cache-control": "no-cache, private", "transfer-encoding": "chunked" });
+    if (from !== "" && !/^\d+$/.test(from))
+      throw badRequest(
+        `resourceVersion: Invalid value: ${JSON.stringify(from)}: must be a resourceVersion this server issued`,
+      );
+    const timeoutSeconds = q.get("timeoutSeconds")
+      ? Number(q.get("timeoutSeconds"))
+      : (this.o.watchTimeoutSeconds ?? 1800 + Math.random() * 1800);
+    res.writeHead(200, {
+      "content-type": "application/json",
+      "cache-control": "no-cache, private",
+      "transfer-encoding": "chunked",
+    });
     res.flushHeaders(); // the client's watch starts when the headers come, events or not
     entry.status = 200;
     // Nothing after the stream has ended (a bookmark timer can fire between end() and 'finish').
-    const send = (type: string, object: unknown): void => { if (!res.writableEnded && !res.destroyed) res.write(JSON.stringify({ type, object }) + "\n"); };
+    const send = (type: string, object: unknown): void => {
+      if (!res.writableEnded && !res.destroyed) res.write(JSON.stringify({ type, object }) + "\n");
+    };
     const toEvent = (e: StoreEvent): void => {
       if (e.kind !== k) return;
-      const now = matches(e.object), before = e.type === "MODIFIED" && matches(e.previous);
+      const now = matches(e.object),
+        before = e.type === "MODIFIED" && matches(e.previous);
       if (e.type === "MODIFIED" && before && !now) send("DELETED", e.object);
       else if (e.type === "MODIFIED" && !before && now) send("ADDED", e.object);
       else if (now) send(e.type, e.object);
@@ -439,8 +620,23 @@ export class FakeKubeApi {
     const unsubscribe = this.state.subscribe(toEvent);
     this.watches.add(res);
     const timers: NodeJS.Timeout[] = [setTimeout(() => res.end(), timeoutSeconds * 1000)];
-    if (q.get("allowWatchBookmarks") === "true") timers.push(setInterval(() => send("BOOKMARK", { kind: k.kind, apiVersion: apiVersionOf(k), metadata: { resourceVersion: this.state.resourceVersion } }), this.o.bookmarkIntervalMs ?? 60_000));
-    const done = (): void => { unsubscribe(); for (const x of timers) clearTimeout(x); this.watches.delete(res); };
+    if (q.get("allowWatchBookmarks") === "true")
+      timers.push(
+        setInterval(
+          () =>
+            send("BOOKMARK", {
+              kind: k.kind,
+              apiVersion: apiVersionOf(k),
+              metadata: { resourceVersion: this.state.resourceVersion },
+            }),
+          this.o.bookmarkIntervalMs ?? 60_000,
+        ),
+      );
+    const done = (): void => {
+      unsubscribe();
+      for (const x of timers) clearTimeout(x);
+      this.watches.delete(res);
+    };
     res.on("close", done);
     res.on("finish", done);
   }
@@ -448,7 +644,11 @@ export class FakeKubeApi {
   private json(res: ServerResponse, entry: FakeKubeRequest, status: number, body: unknown): void {
     entry.status = status;
     const text = JSON.stringify(body);
-    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), "cache-control": "no-cache, private" });
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+      "cache-control": "no-cache, private",
+    });
     res.end(text);
   }
 
@@ -480,23 +680,40 @@ function fieldsOf(k: KindInfo): Record<string, (o: Record<string, unknown>) => s
 /** The kind and object a resource path names, or undefined. */
 function target(parts: string[]): Target | undefined {
   let group: string, version: string, rest: string[];
-  if (parts[0] === "api" && parts[1] === "v1") { group = ""; version = "v1"; rest = parts.slice(2); }
-  else if (parts[0] === "apis" && parts.length >= 4) { group = parts[1]!; version = parts[2]!; rest = parts.slice(3); }
-  else return undefined;
+  if (parts[0] === "api" && parts[1] === "v1") {
+    group = "";
+    version = "v1";
+    rest = parts.slice(2);
+  } else if (parts[0] === "apis" && parts.length >= 4) {
+    group = parts[1]!;
+    version = parts[2]!;
+    rest = parts.slice(3);
+  } else return undefined;
   let namespace: string | undefined;
   // namespaces/<ns>/<plural>… is a namespaced path when <plural> is a namespaced kind; else the namespace itself.
-  if (rest[0] === "namespaces" && rest.length >= 3 && kindFor(group, version, rest[2]!)?.namespaced) { namespace = rest[1]; rest = rest.slice(2); }
+  if (rest[0] === "namespaces" && rest.length >= 3 && kindFor(group, version, rest[2]!)?.namespaced) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
   const kind = kindFor(group, version, rest[0] ?? "");
   if (!kind || rest.length > 3) return undefined;
   if (!kind.namespaced && namespace) return undefined;
   if (kind.namespaced && !namespace && rest.length > 1) return undefined;
-  return { kind, ...(namespace ? { namespace } : {}), ...(rest[1] !== undefined ? { name: rest[1] } : {}), ...(rest[2] !== undefined ? { subresource: rest[2] } : {}) };
+  return {
+    kind,
+    ...(namespace ? { namespace } : {}),
+    ...(rest[1] !== undefined ? { name: rest[1] } : {}),
+    ...(rest[2] !== undefined ? { subresource: rest[2] } : {}),
+  };
 }
 
 function groups(): unknown[] {
   const names = [...new Set(KINDS.filter((k) => k.group).map((k) => k.group))];
   return names.map((g) => {
-    const versions = [...new Set(KINDS.filter((k) => k.group === g).map((k) => k.version))].map((v) => ({ groupVersion: `${g}/${v}`, version: v }));
+    const versions = [...new Set(KINDS.filter((k) => k.group === g).map((k) => k.version))].map((v) => ({
+      groupVersion: `${g}/${v}`,
+      version: v,
+    }));
     return { name: g, versions, preferredVersion: versions[0] };
   });
 }
@@ -504,36 +721,103 @@ function groups(): unknown[] {
 function resourceList(group: string, version: string): unknown {
   const resources: unknown[] = [];
   for (const k of KINDS.filter((x) => x.group === group && x.version === version)) {
-    resources.push({ name: k.plural, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"] });
-    if (k.status) resources.push({ name: `${k.plural}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get", "patch", "update"] });
-    if (k.scale) resources.push({ name: `${k.plural}/scale`, singularName: "", namespaced: k.namespaced, group: "autoscaling", version: "v1", kind: "Scale", verbs: ["get", "patch", "update"] });
-    if (k.plural === "pods" && !k.group) resources.push({ name: "pods/eviction", singularName: "", namespaced: true, group: "policy", version: "v1", kind: "Eviction", verbs: ["create"] });
+    resources.push({
+      name: k.plural,
+      singularName: k.singular,
+      namespaced: k.namespaced,
+      kind: k.kind,
+      verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+    });
+    if (k.status)
+      resources.push({
+        name: `${k.plural}/status`,
+        singularName: "",
+        namespaced: k.namespaced,
+        kind: k.kind,
+        verbs: ["get", "patch", "update"],
+      });
+    if (k.scale)
+      resources.push({
+        name: `${k.plural}/scale`,
+        singularName: "",
+        namespaced: k.namespaced,
+        group: "autoscaling",
+        version: "v1",
+        kind: "Scale",
+        verbs: ["get", "patch", "update"],
+      });
+    if (k.plural === "pods" && !k.group)
+      resources.push({
+        name: "pods/eviction",
+        singularName: "",
+        namespaced: true,
+        group: "policy",
+        version: "v1",
+        kind: "Eviction",
+        verbs: ["create"],
+      });
   }
-  return { kind: "APIResourceList", apiVersion: "v1", groupVersion: group ? `${group}/${version}` : version, resources };
+  return {
+    kind: "APIResourceList",
+    apiVersion: "v1",
+    groupVersion: group ? `${group}/${version}` : version,
+    resources,
+  };
 }
 
-const notFoundPath = (path: string): KubeStatusError => new KubeStatusError(404, "NotFound", `the server could not find the requested resource (${path})`, { causes: [{ reason: "UnexpectedServerResponse", message: "404 page not found", field: "" }] });
-const methodNotAllowed = (method: string, path: string): KubeStatusError => new KubeStatusError(405, "MethodNotAllowed", `the server does not allow this method on the requested resource (${method} ${path})`);
+const notFoundPath = (path: string): KubeStatusError =>
+  new KubeStatusError(404, "NotFound", `the server could not find the requested resource (${path})`, {
+    causes: [{ reason: "UnexpectedServerResponse", message: "404 page not found", field: "" }],
+  });
+const methodNotAllowed = (method: string, path: string): KubeStatusError =>
+  new KubeStatusError(
+    405,
+    "MethodNotAllowed",
+    `the server does not allow this method on the requested resource (${method} ${path})`,
+  );
 
 function patchType(req: IncomingMessage): PatchType {
   const ct = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   const type = PATCH_TYPES[ct];
   if (type) return type;
-  if (ct === "application/strategic-merge-patch+json") throw new KubeStatusError(415, "UnsupportedMediaType", "the fake Kubernetes API server does not implement strategic merge patch: use application/merge-patch+json, application/json-patch+json or application/apply-patch+yaml");
-  throw new KubeStatusError(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${JSON.stringify(ct)})`);
+  if (ct === "application/strategic-merge-patch+json")
+    throw new KubeStatusError(
+      415,
+      "UnsupportedMediaType",
+      "the fake Kubernetes API server does not implement strategic merge patch: use application/merge-patch+json, application/json-patch+json or application/apply-patch+yaml",
+    );
+  throw new KubeStatusError(
+    415,
+    "UnsupportedMediaType",
+    `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${JSON.stringify(ct)})`,
+  );
 }
 
 function parseJson(body: Buffer): unknown {
   if (body.length === 0) throw badRequest("the request has no body");
-  try { return JSON.parse(body.toString("utf8")); } catch (err) { throw badRequest(`the body of the request could not be decoded: ${(err as Error).message}`); }
+  try {
+    return JSON.parse(body.toString("utf8"));
+  } catch (err) {
+    throw badRequest(`the body of the request could not be decoded: ${(err as Error).message}`);
+  }
 }
 
 function deleteOptions(body: Buffer, q: URLSearchParams): DeleteOptions {
-  const o = (body.length ? parseJson(body) : {}) as { propagationPolicy?: string; gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string }; dryRun?: string[]; orphanDependents?: boolean };
+  const o = (body.length ? parseJson(body) : {}) as {
+    propagationPolicy?: string;
+    gracePeriodSeconds?: number;
+    preconditions?: { uid?: string; resourceVersion?: string };
+    dryRun?: string[];
+    orphanDependents?: boolean;
+  };
   if (typeof o !== "object" || o === null) throw badRequest("DeleteOptions must be an object");
-  const policy = q.get("propagationPolicy") ?? o.propagationPolicy ?? (o.orphanDependents === true ? "Orphan" : o.orphanDependents === false ? "Background" : undefined);
+  const policy =
+    q.get("propagationPolicy") ??
+    o.propagationPolicy ??
+    (o.orphanDependents === true ? "Orphan" : o.orphanDependents === false ? "Background" : undefined);
   const grace = q.get("gracePeriodSeconds") ?? o.gracePeriodSeconds;
-  if (grace !== undefined && grace !== null && !(Number.isInteger(Number(grace)) && Number(grace) >= 0)) throw badRequest(`gracePeriodSeconds: Invalid value: ${JSON.stringify(grace)}: must be a non-negative integer`);
+  if (grace !== undefined && grace !== null && !(Number.isInteger(Number(grace)) && Number(grace) >= 0))
+    throw badRequest(`gracePeriodSeconds: Invalid value: ${JSON.stringify(grace)}: must be a non-negative integer`);
   return {
     ...(policy ? { propagationPolicy: policy as PropagationPolicy } : {}),
     ...(grace !== undefined && grace !== null ? { gracePeriodSeconds: Number(grace) } : {}),
@@ -548,7 +832,11 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     let size = 0;
     req.on("data", (d: Buffer) => {
       size += d.length;
-      if (size > MAX_BODY) { reject(new KubeStatusError(413, "RequestEntityTooLarge", `Request entity too large: limit is ${MAX_BODY}`)); req.destroy(); return; }
+      if (size > MAX_BODY) {
+        reject(new KubeStatusError(413, "RequestEntityTooLarge", `Request entity too large: limit is ${MAX_BODY}`));
+        req.destroy();
+        return;
+      }
       chunks.push(d);
     });
     req.on("end", () => resolve(Buffer.concat(chunks)));

@@ -20,11 +20,20 @@ export interface KubeletHost {
   /** Lists a kind's objects in a namespace (`services`, `endpointslices`…), as a kubelet's informers do; the cluster DNS reads through it. */
   list(plural: string, namespace: string): KubeObject[];
   /** Changes a pod's status; skipped (undefined) if the pod is gone or was recreated with another uid. */
-  updatePodStatus(namespace: string, name: string, uid: string, mutate: (status: any, pod: KubeObject) => void): KubeObject | undefined;
+  updatePodStatus(
+    namespace: string,
+    name: string,
+    uid: string,
+    mutate: (status: any, pod: KubeObject) => void,
+  ): KubeObject | undefined;
   /** The deleted pod's containers have stopped: the server removes the pod. */
   podTerminated(namespace: string, name: string, uid: string): void;
   /** A ServiceAccount token (the TokenRequest API), for a pod's projected volume; throws the Status of a refusal. */
-  requestToken(namespace: string, serviceAccount: string, spec: TokenRequestSpec): { token: string; expirationTimestamp: string };
+  requestToken(
+    namespace: string,
+    serviceAccount: string,
+    spec: TokenRequestSpec,
+  ): { token: string; expirationTimestamp: string };
 }
 
 export interface Kubelet {
@@ -54,17 +63,34 @@ const now = (): string => new Date(Math.floor(Date.now() / 1000) * 1000).toISOSt
 type Condition = { type: string; status: string; lastTransitionTime?: string; lastProbeTime?: null; reason?: string };
 
 /** Sets a condition, moving lastTransitionTime only when the status changes (as the kubelet does). */
-export function setCondition(status: { conditions?: Condition[] }, type: string, value: boolean, reason?: string): void {
+export function setCondition(
+  status: { conditions?: Condition[] },
+  type: string,
+  value: boolean,
+  reason?: string,
+): void {
   const conditions = (status.conditions ??= []);
   const want = value ? "True" : "False";
   const c = conditions.find((x) => x.type === type);
   if (c) {
-    if (c.status !== want) { c.status = want; c.lastTransitionTime = now(); }
-    if (reason) c.reason = reason; else delete c.reason;
-  } else conditions.push({ type, status: want, lastProbeTime: null, lastTransitionTime: now(), ...(reason ? { reason } : {}) });
+    if (c.status !== want) {
+      c.status = want;
+      c.lastTransitionTime = now();
+    }
+    if (reason) c.reason = reason;
+    else delete c.reason;
+  } else
+    conditions.push({
+      type,
+      status: want,
+      lastProbeTime: null,
+      lastTransitionTime: now(),
+      ...(reason ? { reason } : {}),
+    });
 }
 
-export const podReady = (pod: KubeObject | undefined): boolean => !!pod?.status?.conditions?.some((c: Condition) => c.type === "Ready" && c.status === "True");
+export const podReady = (pod: KubeObject | undefined): boolean =>
+  !!pod?.status?.conditions?.some((c: Condition) => c.type === "Ready" && c.status === "True");
 
 export class SimpleKubelet implements Kubelet {
   readonly nodeName: string;
@@ -80,36 +106,64 @@ export class SimpleKubelet implements Kubelet {
     this.ipPrefix = o.ipPrefix ?? "127.1";
   }
 
-  start(host: KubeletHost): void { this.host = host; }
+  start(host: KubeletHost): void {
+    this.host = host;
+  }
 
   syncPod(pod: KubeObject): void {
     const uid = pod.metadata.uid!;
     if (this.running.has(uid)) return;
     const n = this.nextIp++;
-    const entry = { namespace: pod.metadata.namespace!, name: pod.metadata.name!, ip: `${this.ipPrefix}.${Math.floor(n / 254) % 256}.${(n % 254) + 1}` };
+    const entry = {
+      namespace: pod.metadata.namespace!,
+      name: pod.metadata.name!,
+      ip: `${this.ipPrefix}.${Math.floor(n / 254) % 256}.${(n % 254) + 1}`,
+    };
     this.running.set(uid, entry);
     const probed = [...(pod.spec?.containers ?? [])].some((c: { readinessProbe?: unknown }) => c.readinessProbe);
-    this.later(() => this.host?.updatePodStatus(entry.namespace, entry.name, uid, (s, p) => {
-      const started = now();
-      s.phase = "Running";
-      s.hostIP = "127.0.0.1";
-      s.hostIPs = [{ ip: "127.0.0.1" }];
-      s.podIP = entry.ip;
-      s.podIPs = [{ ip: entry.ip }];
-      s.startTime = started;
-      setCondition(s, "PodReadyToStartContainers", true);
-      setCondition(s, "Initialized", true);
-      setCondition(s, "ContainersReady", !probed);
-      setCondition(s, "Ready", !probed);
-      s.initContainerStatuses = (p.spec?.initContainers ?? []).map((c: { name: string; image: string }) => ({
-        name: c.name, image: c.image, imageID: "", containerID: `fake://${uid}/${c.name}`, ready: true, restartCount: 0, started: false,
-        state: { terminated: { exitCode: 0, reason: "Completed", startedAt: started, finishedAt: started, containerID: `fake://${uid}/${c.name}` } },
-      }));
-      s.containerStatuses = (p.spec?.containers ?? []).map((c: { name: string; image: string }) => ({
-        name: c.name, image: c.image, imageID: "", containerID: `fake://${uid}/${c.name}`, ready: !probed, restartCount: 0, started: true,
-        state: { running: { startedAt: started } },
-      }));
-    }));
+    this.later(() =>
+      this.host?.updatePodStatus(entry.namespace, entry.name, uid, (s, p) => {
+        const started = now();
+        s.phase = "Running";
+        s.hostIP = "127.0.0.1";
+        s.hostIPs = [{ ip: "127.0.0.1" }];
+        s.podIP = entry.ip;
+        s.podIPs = [{ ip: entry.ip }];
+        s.startTime = started;
+        setCondition(s, "PodReadyToStartContainers", true);
+        setCondition(s, "Initialized", true);
+        setCondition(s, "ContainersReady", !probed);
+        setCondition(s, "Ready", !probed);
+        s.initContainerStatuses = (p.spec?.initContainers ?? []).map((c: { name: string; image: string }) => ({
+          name: c.name,
+          image: c.image,
+          imageID: "",
+          containerID: `fake://${uid}/${c.name}`,
+          ready: true,
+          restartCount: 0,
+          started: false,
+          state: {
+            terminated: {
+              exitCode: 0,
+              reason: "Completed",
+              startedAt: started,
+              finishedAt: started,
+              containerID: `fake://${uid}/${c.name}`,
+            },
+          },
+        }));
+        s.containerStatuses = (p.spec?.containers ?? []).map((c: { name: string; image: string }) => ({
+          name: c.name,
+          image: c.image,
+          imageID: "",
+          containerID: `fake://${uid}/${c.name}`,
+          ready: !probed,
+          restartCount: 0,
+          started: true,
+          state: { running: { startedAt: started } },
+        }));
+      }),
+    );
   }
 
   killPod(pod: KubeObject, _force: boolean): void {
@@ -138,7 +192,10 @@ export class SimpleKubelet implements Kubelet {
   }
 
   private later(fn: () => void): void {
-    const h = setImmediate(() => { this.pending.delete(h); fn(); });
+    const h = setImmediate(() => {
+      this.pending.delete(h);
+      fn();
+    });
     this.pending.add(h);
   }
 }

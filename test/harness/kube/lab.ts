@@ -9,7 +9,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AGENT_BUNDLE, AGENT_NODE_FLAGS, CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS, DEFAULT_AGENT_IMAGE } from "../../../controller";
+import {
+  AGENT_BUNDLE,
+  AGENT_NODE_FLAGS,
+  CONTROLLER_BUNDLE,
+  CONTROLLER_NODE_FLAGS,
+  DEFAULT_AGENT_IMAGE,
+} from "../../../controller";
 import { kubernetes } from "../../../substrates";
 import type { TestController } from "../controller";
 import { startTestController } from "../controller";
@@ -44,7 +50,13 @@ export async function startKubeLab(): Promise<KubeLab> {
     dataDir: join(dir, "node"),
     images: {
       [image]: { entrypoint: [process.execPath, ...AGENT_NODE_FLAGS, AGENT_BUNDLE.main] },
-      [LAB_WORKLOAD_IMAGE]: { entrypoint: ["/bin/sh", "-c", "echo the workload image's own entrypoint ran: the supervisor should have replaced it >&2; exit 1"] },
+      [LAB_WORKLOAD_IMAGE]: {
+        entrypoint: [
+          "/bin/sh",
+          "-c",
+          "echo the workload image's own entrypoint ran: the supervisor should have replaced it >&2; exit 1",
+        ],
+      },
     },
     restartBackoff: { initialMs: 500, maxMs: 5000 },
     maxGraceSeconds: 10,
@@ -53,7 +65,10 @@ export async function startKubeLab(): Promise<KubeLab> {
   let tc: TestController | undefined;
   try {
     api = await FakeKubeApi.start({ kubelet });
-    tc = await startTestController({ listenHost: kubelet.gateway, kubernetes: { pollIntervalMs: 500, probes: LAB_PROBES } });
+    tc = await startTestController({
+      listenHost: kubelet.gateway,
+      kubernetes: { pollIntervalMs: 500, probes: LAB_PROBES },
+    });
     await tc.admin.putCredential("lab", "kubernetes", { kubeconfig: api.kubeconfig() });
   } catch (err) {
     await tc?.close();
@@ -64,7 +79,10 @@ export async function startKubeLab(): Promise<KubeLab> {
   const kube = new kubernetes.KubeApi(kubernetes.parseKubeconfig(api.kubeconfig()));
   const started = { api, tc };
   return {
-    api, kubelet, kube, tc,
+    api,
+    kubelet,
+    kube,
+    tc,
     async close() {
       kube.close();
       await started.tc.close();
@@ -82,15 +100,27 @@ export async function startKubeLab(): Promise<KubeLab> {
  */
 export async function publishApiServer(kube: kubernetes.KubeApi, gateway: string, port: number): Promise<void> {
   const R = kubernetes.KUBE_RESOURCES;
-  if (!(await kube.find(R.namespaces, "default"))) await kube.create(R.namespaces, { apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } });
-  await kube.create(R.services, { apiVersion: "v1", kind: "Service", metadata: { name: "kubernetes", namespace: "default" }, spec: { clusterIP: "None", ports: [{ name: "https", port }] } });
+  if (!(await kube.find(R.namespaces, "default")))
+    await kube.create(R.namespaces, { apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } });
+  await kube.create(R.services, {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: "kubernetes", namespace: "default" },
+    spec: { clusterIP: "None", ports: [{ name: "https", port }] },
+  });
   await kube.create(R.endpointSlices, {
-    apiVersion: "discovery.k8s.io/v1", kind: "EndpointSlice",
-    metadata: { name: "kubernetes", namespace: "default", labels: { "kubernetes.io/service-name": "kubernetes", "endpointslice.kubernetes.io/managed-by": "fake-kube-api" } },
-    addressType: "IPv4", endpoints: [{ addresses: [gateway], conditions: { ready: true } }], ports: [{ name: "https", port, protocol: "TCP" }],
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      name: "kubernetes",
+      namespace: "default",
+      labels: { "kubernetes.io/service-name": "kubernetes", "endpointslice.kubernetes.io/managed-by": "fake-kube-api" },
+    },
+    addressType: "IPv4",
+    endpoints: [{ addresses: [gateway], conditions: { ready: true } }],
+    ports: [{ name: "https", port, protocol: "TCP" }],
   });
 }
-
 
 /** How long ServiceAccount tokens live in {@link startKubeCluster}: pods' tokens rotate about every 48 s. */
 export const CLUSTER_TOKEN_SECONDS = 60;
@@ -117,13 +147,17 @@ export function controllerImageOf(bundle: string): ImageSpec {
  * `tokens` as the server's (the first is the one {@link KubeCluster.kube} uses): several users, to
  * tell in `api.requests` who did what.
  */
-export async function startKubeCluster(o: { tokens?: FakeKubeApiOptions["tokens"]; images?: Record<string, ImageSpec> } = {}): Promise<KubeCluster> {
+export async function startKubeCluster(
+  o: { tokens?: FakeKubeApiOptions["tokens"]; images?: Record<string, ImageSpec> } = {},
+): Promise<KubeCluster> {
   const dir = await mkdtemp(join(tmpdir(), "steward-kube-cluster-"));
   const untagged = (image: string): string => image.replace(/:[^:/]+$/, "");
   const kubelet = new ProcessKubelet({
     dataDir: join(dir, "node"),
     images: {
-      [untagged(kubernetes.DEFAULT_CONTROLLER_IMAGE)]: { entrypoint: [process.execPath, ...CONTROLLER_NODE_FLAGS, CONTROLLER_BUNDLE] },
+      [untagged(kubernetes.DEFAULT_CONTROLLER_IMAGE)]: {
+        entrypoint: [process.execPath, ...CONTROLLER_NODE_FLAGS, CONTROLLER_BUNDLE],
+      },
       [untagged(DEFAULT_AGENT_IMAGE)]: { entrypoint: [process.execPath, ...AGENT_NODE_FLAGS, AGENT_BUNDLE.main] },
       ...o.images,
     },
@@ -133,11 +167,25 @@ export async function startKubeCluster(o: { tokens?: FakeKubeApiOptions["tokens"
   });
   let api: FakeKubeApi | undefined;
   try {
-    api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0", serviceAccountTokenMaxSeconds: CLUSTER_TOKEN_SECONDS, ...(o.tokens ? { tokens: o.tokens } : {}) });
+    api = await FakeKubeApi.start({
+      kubelet,
+      listen: "0.0.0.0",
+      serviceAccountTokenMaxSeconds: CLUSTER_TOKEN_SECONDS,
+      ...(o.tokens ? { tokens: o.tokens } : {}),
+    });
     const kube = new kubernetes.KubeApi(kubernetes.parseKubeconfig(api.kubeconfig()));
     await publishApiServer(kube, kubelet.gateway, Number(new URL(api.url).port));
     const started = api;
-    return { api, kubelet, kube, async close() { kube.close(); await started.stop(); await rm(dir, { recursive: true, force: true }); } };
+    return {
+      api,
+      kubelet,
+      kube,
+      async close() {
+        kube.close();
+        await started.stop();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
   } catch (err) {
     await api?.stop();
     await rm(dir, { recursive: true, force: true });

@@ -24,7 +24,10 @@ const unprocessable = (message: string): KubeStatusError => new KubeStatusError(
 function pointer(path: string): string[] {
   if (path === "") return [];
   if (!path.startsWith("/")) throw unprocessable(`the json patch path ${JSON.stringify(path)} does not start with /`);
-  return path.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+  return path
+    .slice(1)
+    .split("/")
+    .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
 /** The parent container of `path` and the last token, for changing it in place. */
@@ -36,7 +39,8 @@ function locate(doc: Json, tokens: string[], path: string): { parent: Json[] | R
     else throw unprocessable(`the json patch path ${path} does not exist`);
     if (cur === undefined) throw unprocessable(`the json patch path ${path} does not exist`);
   }
-  if (!Array.isArray(cur) && !isObject(cur)) throw unprocessable(`the json patch path ${path} does not name a member of an object or array`);
+  if (!Array.isArray(cur) && !isObject(cur))
+    throw unprocessable(`the json patch path ${path} does not name a member of an object or array`);
   return { parent: cur, key: tokens[tokens.length - 1]! };
 }
 
@@ -53,7 +57,8 @@ function index(arr: Json[], key: string, path: string, forAdd: boolean): number 
   if (forAdd && key === "-") return arr.length;
   if (!/^(0|[1-9][0-9]*)$/.test(key)) throw unprocessable(`the json patch path ${path} has a bad array index`);
   const i = Number(key);
-  if (i > arr.length || (!forAdd && i === arr.length)) throw unprocessable(`the json patch path ${path}: index ${i} is out of bounds`);
+  if (i > arr.length || (!forAdd && i === arr.length))
+    throw unprocessable(`the json patch path ${path}: index ${i} is out of bounds`);
   return i;
 }
 
@@ -83,10 +88,19 @@ export function jsonPatch(target: unknown, ops: unknown): Json {
     const path = typeof op?.path === "string" ? op.path : undefined;
     if (path === undefined) throw unprocessable(`json patch operation ${JSON.stringify(op)} has no path`);
     switch (op.op) {
-      case "add": doc = add(doc, path, structuredClone(op.value ?? null)); break;
-      case "remove": doc = remove(doc, path); break;
-      case "replace": getAt(doc, path); doc = remove(doc, path); doc = add(doc, path, structuredClone(op.value ?? null)); break;
-      case "move": case "copy": {
+      case "add":
+        doc = add(doc, path, structuredClone(op.value ?? null));
+        break;
+      case "remove":
+        doc = remove(doc, path);
+        break;
+      case "replace":
+        getAt(doc, path);
+        doc = remove(doc, path);
+        doc = add(doc, path, structuredClone(op.value ?? null));
+        break;
+      case "move":
+      case "copy": {
         if (typeof op.from !== "string") throw unprocessable(`json patch ${String(op.op)} has no from`);
         const v = structuredClone(getAt(doc, op.from));
         if (op.op === "move") doc = remove(doc, op.from);
@@ -94,9 +108,11 @@ export function jsonPatch(target: unknown, ops: unknown): Json {
         break;
       }
       case "test":
-        if (JSON.stringify(getAt(doc, path)) !== JSON.stringify(op.value)) throw unprocessable(`json patch test failed at ${path}`);
+        if (JSON.stringify(getAt(doc, path)) !== JSON.stringify(op.value))
+          throw unprocessable(`json patch test failed at ${path}`);
         break;
-      default: throw unprocessable(`unknown json patch operation ${JSON.stringify(op.op)}`);
+      default:
+        throw unprocessable(`unknown json patch operation ${JSON.stringify(op.op)}`);
     }
   }
   return doc;

@@ -30,24 +30,34 @@ export interface PodDnsFiles {
 
 type DnsConfig = { nameservers?: string[]; searches?: string[]; options?: { name: string; value?: string }[] };
 
-export function podDnsFiles(pod: KubeObject, o: { ip: string; nameserver: string; zone: string; nodeNsswitch: string }): PodDnsFiles {
+export function podDnsFiles(
+  pod: KubeObject,
+  o: { ip: string; nameserver: string; zone: string; nodeNsswitch: string },
+): PodDnsFiles {
   const ns = pod.metadata.namespace!;
   const hostname: string = pod.spec?.hostname ?? pod.metadata.name!;
   const subdomain: string | undefined = pod.spec?.subdomain;
   const hostAliases = (pod.spec?.hostAliases ?? []) as { ip: string; hostnames?: string[] }[];
-  const hosts = [
-    "# Kubernetes-managed hosts file.",
-    "127.0.0.1\tlocalhost",
-    "::1\tlocalhost ip6-localhost ip6-loopback",
-    "fe00::0\tip6-localnet",
-    "fe00::0\tip6-mcastprefix",
-    "fe00::1\tip6-allnodes",
-    "fe00::2\tip6-allrouters",
-    subdomain ? `${o.ip}\t${hostname}.${subdomain}.${ns}.svc.${o.zone}\t${hostname}` : `${o.ip}\t${hostname}`,
-    ...(hostAliases.length ? ["", "# Entries added by HostAliases.", ...hostAliases.map((a) => [a.ip, ...(a.hostnames ?? [])].join("\t"))] : []),
-  ].join("\n") + "\n";
+  const hosts =
+    [
+      "# Kubernetes-managed hosts file.",
+      "127.0.0.1\tlocalhost",
+      "::1\tlocalhost ip6-localhost ip6-loopback",
+      "fe00::0\tip6-localnet",
+      "fe00::0\tip6-mcastprefix",
+      "fe00::1\tip6-allnodes",
+      "fe00::2\tip6-allrouters",
+      subdomain ? `${o.ip}\t${hostname}.${subdomain}.${ns}.svc.${o.zone}\t${hostname}` : `${o.ip}\t${hostname}`,
+      ...(hostAliases.length
+        ? ["", "# Entries added by HostAliases.", ...hostAliases.map((a) => [a.ip, ...(a.hostnames ?? [])].join("\t"))]
+        : []),
+    ].join("\n") + "\n";
   const nsswitch = o.nodeNsswitch.replace(/^hosts:.*$/m, "hosts:          files dns");
-  return { "resolv.conf": resolvConf(pod, o), hosts, "nsswitch.conf": /^hosts:/m.test(nsswitch) ? nsswitch : `${nsswitch}hosts:          files dns\n` };
+  return {
+    "resolv.conf": resolvConf(pod, o),
+    hosts,
+    "nsswitch.conf": /^hosts:/m.test(nsswitch) ? nsswitch : `${nsswitch}hosts:          files dns\n`,
+  };
 }
 
 function resolvConf(pod: KubeObject, o: { nameserver: string; zone: string }): string | undefined {
@@ -57,14 +67,21 @@ function resolvConf(pod: KubeObject, o: { nameserver: string; zone: string }): s
   const cluster = policy !== "None";
   const config: DnsConfig = pod.spec?.dnsConfig ?? {};
   const nameservers = unique([...(cluster ? [o.nameserver] : []), ...(config.nameservers ?? [])]);
-  const searches = unique([...(cluster ? [`${ns}.svc.${o.zone}`, `svc.${o.zone}`, o.zone] : []), ...(config.searches ?? [])]);
+  const searches = unique([
+    ...(cluster ? [`${ns}.svc.${o.zone}`, `svc.${o.zone}`, o.zone] : []),
+    ...(config.searches ?? []),
+  ]);
   const options = new Map<string, string | undefined>(cluster ? [["ndots", "5"]] : []);
   for (const opt of config.options ?? []) options.set(opt.name, opt.value);
-  return [
-    ...nameservers.map((s) => `nameserver ${s}`),
-    ...(searches.length ? [`search ${searches.join(" ")}`] : []),
-    ...(options.size ? [`options ${[...options].map(([k, v]) => (v === undefined ? k : `${k}:${v}`)).join(" ")}`] : []),
-  ].join("\n") + "\n";
+  return (
+    [
+      ...nameservers.map((s) => `nameserver ${s}`),
+      ...(searches.length ? [`search ${searches.join(" ")}`] : []),
+      ...(options.size
+        ? [`options ${[...options].map(([k, v]) => (v === undefined ? k : `${k}:${v}`)).join(" ")}`]
+        : []),
+    ].join("\n") + "\n"
+  );
 }
 
 const unique = (xs: string[]): string[] => [...new Set(xs)];

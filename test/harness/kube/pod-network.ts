@@ -25,11 +25,18 @@ export class PodNetwork {
   private next = 10;
   private readonly free: number[] = [];
 
-  private constructor(readonly id: string, readonly subnet: string) {}
+  private constructor(
+    readonly id: string,
+    readonly subnet: string,
+  ) {}
 
   /** The bridge's address: where pods reach this machine (a controller listening here). */
-  get gateway(): string { return `${this.subnet}.1`; }
-  private get bridge(): string { return `${this.id}br`; }
+  get gateway(): string {
+    return `${this.subnet}.1`;
+  }
+  private get bridge(): string {
+    return `${this.id}br`;
+  }
 
   static async create(): Promise<PodNetwork> {
     if (process.getuid?.() !== 0) throw new Error("the process kubelet needs root (network and mount namespaces)");
@@ -38,10 +45,18 @@ export class PodNetwork {
       await run("ip", ["link", "add", net.bridge, "type", "bridge"]);
       // A bridge without an address of its own takes its ports' lowest MAC, so deleting a pod could
       // change the gateway's MAC under the other pods' ARP caches (cut off until their entries expire).
-      await run("ip", ["link", "set", net.bridge, "address", `02:${Array.from(randomBytes(5), (b) => b.toString(16).padStart(2, "0")).join(":")}`]);
+      await run("ip", [
+        "link",
+        "set",
+        net.bridge,
+        "address",
+        `02:${Array.from(randomBytes(5), (b) => b.toString(16).padStart(2, "0")).join(":")}`,
+      ]);
       await run("ip", ["addr", "add", `${net.gateway}/24`, "dev", net.bridge]);
       // Kubelets starting at once (here or in another test process) may pick the same subnet: the later ones try another.
-      const holders = (await run("ip", ["-4", "-o", "addr", "show"])).stdout.split("\n").filter((l) => l.includes(` ${net.subnet}.`));
+      const holders = (await run("ip", ["-4", "-o", "addr", "show"])).stdout
+        .split("\n")
+        .filter((l) => l.includes(` ${net.subnet}.`));
       if (holders.length === 1 || attempt >= 5) {
         await run("ip", ["link", "set", net.bridge, "up"]);
         return net;
@@ -57,11 +72,14 @@ export class PodNetwork {
     // recreated pod gets a new IP as it usually does in a cluster; freed addresses only once the range is used up.
     const n = this.next <= 250 ? this.next++ : this.free.shift();
     if (n === undefined) throw new Error("the fake kubelet's pod network is full (240 pods)");
-    const netns = `${this.id}-p${n}`, hv = `${this.id}h${n}`, pv = `${this.id}p${n}`;
+    const netns = `${this.id}-p${n}`,
+      hv = `${this.id}h${n}`,
+      pv = `${this.id}p${n}`;
     const ip = `${this.subnet}.${n}`;
     await addNamespaceOnBridge({ netns, ip, bridge: this.bridge, hostVeth: hv, peerVeth: pv });
     return {
-      netns, ip,
+      netns,
+      ip,
       release: async () => {
         await run("ip", ["netns", "del", netns]).catch(() => undefined);
         this.free.push(n);

@@ -38,7 +38,9 @@ export async function probeOnce(p: ProbeSpec, t: ProbeTarget): Promise<boolean> 
     const cmd = p.exec.command ?? [];
     if (cmd.length === 0) return false;
     return new Promise((resolve) => {
-      execFile("nsenter", ["-t", String(t.pid), "-n", "-m", "-u", "-p", "--", ...cmd], { timeout: timeoutMs }, (err) => resolve(!err));
+      execFile("nsenter", ["-t", String(t.pid), "-n", "-m", "-u", "-p", "--", ...cmd], { timeout: timeoutMs }, (err) =>
+        resolve(!err),
+      );
     });
   }
   if (p.httpGet) {
@@ -47,11 +49,24 @@ export async function probeOnce(p: ProbeSpec, t: ProbeTarget): Promise<boolean> 
     const https = (g.scheme ?? "HTTP") === "HTTPS";
     return new Promise((resolve) => {
       const send = https ? httpsRequest : request;
-      const req = send({ host: g.host ?? t.podIP, port: port(g.port), path: g.path ?? "/", timeout: timeoutMs, headers: { "user-agent": "kube-probe/fake" }, ...(https ? { rejectUnauthorized: false } : {}) }, (res) => {
-        res.resume();
-        resolve((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400);
+      const req = send(
+        {
+          host: g.host ?? t.podIP,
+          port: port(g.port),
+          path: g.path ?? "/",
+          timeout: timeoutMs,
+          headers: { "user-agent": "kube-probe/fake" },
+          ...(https ? { rejectUnauthorized: false } : {}),
+        },
+        (res) => {
+          res.resume();
+          resolve((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400);
+        },
+      );
+      req.on("timeout", () => {
+        req.destroy();
+        resolve(false);
       });
-      req.on("timeout", () => { req.destroy(); resolve(false); });
       req.on("error", () => resolve(false));
       req.end();
     });
@@ -60,8 +75,14 @@ export async function probeOnce(p: ProbeSpec, t: ProbeTarget): Promise<boolean> 
     const s = p.tcpSocket;
     return new Promise((resolve) => {
       const sock = connect({ host: s.host ?? t.podIP, port: port(s.port), timeout: timeoutMs });
-      sock.once("connect", () => { sock.destroy(); resolve(true); });
-      sock.once("timeout", () => { sock.destroy(); resolve(false); });
+      sock.once("connect", () => {
+        sock.destroy();
+        resolve(true);
+      });
+      sock.once("timeout", () => {
+        sock.destroy();
+        resolve(false);
+      });
       sock.once("error", () => resolve(false));
     });
   }
@@ -72,20 +93,40 @@ export async function probeOnce(p: ProbeSpec, t: ProbeTarget): Promise<boolean> 
  * Runs a probe on its schedule and reports each change of its result (`true` once `successThreshold`
  * attempts in a row passed, `false` once `failureThreshold` failed). Stop with the returned function.
  */
-export function scheduleProbe(p: ProbeSpec, target: () => ProbeTarget | undefined, onResult: (ok: boolean) => void): () => void {
+export function scheduleProbe(
+  p: ProbeSpec,
+  target: () => ProbeTarget | undefined,
+  onResult: (ok: boolean) => void,
+): () => void {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let result: boolean | undefined;
-  let successes = 0, failures = 0;
+  let successes = 0,
+    failures = 0;
   const attempt = async (): Promise<void> => {
     const t = target();
     const ok = t ? await probeOnce(p, t) : false;
     if (stopped) return;
-    if (ok) { successes++; failures = 0; } else { failures++; successes = 0; }
-    if (ok && result !== true && successes >= (p.successThreshold ?? 1)) { result = true; onResult(true); }
-    if (!ok && result !== false && failures >= (p.failureThreshold ?? 3)) { result = false; onResult(false); }
+    if (ok) {
+      successes++;
+      failures = 0;
+    } else {
+      failures++;
+      successes = 0;
+    }
+    if (ok && result !== true && successes >= (p.successThreshold ?? 1)) {
+      result = true;
+      onResult(true);
+    }
+    if (!ok && result !== false && failures >= (p.failureThreshold ?? 3)) {
+      result = false;
+      onResult(false);
+    }
     timer = setTimeout(() => void attempt(), (p.periodSeconds ?? 10) * 1000);
   };
   timer = setTimeout(() => void attempt(), (p.initialDelaySeconds ?? 0) * 1000);
-  return () => { stopped = true; clearTimeout(timer); };
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }

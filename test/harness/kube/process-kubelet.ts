@@ -54,7 +54,11 @@ import type { ProbeSpec } from "./probes";
 import { scheduleProbe } from "./probes";
 
 /** What an image runs: its ENTRYPOINT and CMD, as a Dockerfile would say. */
-export interface ImageSpec { entrypoint: string[]; cmd?: string[]; workingDir?: string }
+export interface ImageSpec {
+  entrypoint: string[];
+  cmd?: string[];
+  workingDir?: string;
+}
 
 export interface ProcessKubeletOptions {
   /** @default "fake-node-0" */
@@ -82,11 +86,25 @@ const now = (): string => new Date(Math.floor(Date.now() / 1000) * 1000).toISOSt
 const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 interface ContainerSpec {
-  name: string; image: string; command?: string[]; args?: string[]; workingDir?: string;
-  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string; optional?: boolean }; configMapKeyRef?: { name: string; key: string; optional?: boolean } } }[];
+  name: string;
+  image: string;
+  command?: string[];
+  args?: string[];
+  workingDir?: string;
+  env?: {
+    name: string;
+    value?: string;
+    valueFrom?: {
+      fieldRef?: { fieldPath: string };
+      secretKeyRef?: { name: string; key: string; optional?: boolean };
+      configMapKeyRef?: { name: string; key: string; optional?: boolean };
+    };
+  }[];
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean; subPath?: string }[];
   ports?: { name?: string; containerPort: number }[];
-  readinessProbe?: ProbeSpec; livenessProbe?: ProbeSpec; startupProbe?: ProbeSpec;
+  readinessProbe?: ProbeSpec;
+  livenessProbe?: ProbeSpec;
+  startupProbe?: ProbeSpec;
 }
 
 type ContainerState =
@@ -96,7 +114,8 @@ type ContainerState =
 
 type KeyItems = { name: string; optional?: boolean; items?: { key: string; path: string }[] };
 type ProjectedSource = {
-  secret?: KeyItems; configMap?: KeyItems;
+  secret?: KeyItems;
+  configMap?: KeyItems;
   downwardAPI?: { items?: { path: string; fieldRef?: { fieldPath: string } }[] };
   serviceAccountToken?: { path: string; expirationSeconds?: number; audience?: string };
 };
@@ -117,7 +136,10 @@ class Container {
   backoffMs = 0;
   stopProbes: (() => void)[] = [];
   restartTimer?: NodeJS.Timeout;
-  constructor(readonly spec: ContainerSpec, readonly init: boolean) {}
+  constructor(
+    readonly spec: ContainerSpec,
+    readonly init: boolean,
+  ) {}
 }
 
 class RunningPod {
@@ -133,13 +155,22 @@ class RunningPod {
   dnsFiles: string[] = [];
   /** Projected ServiceAccount tokens written, by file: when each was issued and expires (ms). */
   readonly tokens = new Map<string, { issued: number; expires: number }>();
-  constructor(readonly pod: KubeObject, readonly dir: string) {
+  constructor(
+    readonly pod: KubeObject,
+    readonly dir: string,
+  ) {
     this.inits = (pod.spec?.initContainers ?? []).map((c: ContainerSpec) => new Container(c, true));
     this.containers = (pod.spec?.containers ?? []).map((c: ContainerSpec) => new Container(c, false));
   }
-  get uid(): string { return this.pod.metadata.uid!; }
-  get namespace(): string { return this.pod.metadata.namespace!; }
-  get name(): string { return this.pod.metadata.name!; }
+  get uid(): string {
+    return this.pod.metadata.uid!;
+  }
+  get namespace(): string {
+    return this.pod.metadata.namespace!;
+  }
+  get name(): string {
+    return this.pod.metadata.name!;
+  }
 }
 
 export class ProcessKubelet implements Kubelet {
@@ -171,13 +202,17 @@ export class ProcessKubelet implements Kubelet {
       this.dns = await DnsServer.listen(this.network.gateway, (name) => records.lookup(name));
     } catch (err) {
       await this.network.close();
-      throw new Error(`the fake kubelet could not serve cluster DNS on ${this.network.gateway}:53: ${(err as Error).message}`);
+      throw new Error(
+        `the fake kubelet could not serve cluster DNS on ${this.network.gateway}:53: ${(err as Error).message}`,
+      );
     }
     let syncing = false;
     this.syncTimer = setInterval(() => {
       if (syncing) return;
       syncing = true;
-      void this.refreshConfigVolumes().finally(() => { syncing = false; });
+      void this.refreshConfigVolumes().finally(() => {
+        syncing = false;
+      });
     }, this.o.secretRefreshMs ?? 60_000);
     this.syncTimer.unref();
   }
@@ -193,11 +228,16 @@ export class ProcessKubelet implements Kubelet {
     resolver.setServers([`${this.dns.address}:${this.dns.port}`]);
     const zone = this.o.clusterDomain ?? "cluster.local";
     const bare = name.replace(/\.$/, "");
-    const search = namespace && !name.endsWith(".") ? [`${namespace}.svc.${zone}`, `svc.${zone}`, zone].map((s) => `${bare}.${s}`) : [];
+    const search =
+      namespace && !name.endsWith(".")
+        ? [`${namespace}.svc.${zone}`, `svc.${zone}`, zone].map((s) => `${bare}.${s}`)
+        : [];
     // A name with at least ndots dots is tried as it is first, else after the search list (resolv.conf(5)).
     const tries = bare.split(".").length - 1 >= 5 || !search.length ? [bare, ...search] : [...search, bare];
     for (const candidate of tries) {
-      try { return await resolver.resolve4(candidate); } catch (err) {
+      try {
+        return await resolver.resolve4(candidate);
+      } catch (err) {
         if (!["ENOTFOUND", "ENODATA"].includes((err as { code?: string }).code ?? "")) throw err;
       }
     }
@@ -208,15 +248,25 @@ export class ProcessKubelet implements Kubelet {
     if (this.closed || this.pods.has(pod.metadata.uid!)) return;
     const p = new RunningPod(pod, join(this.o.dataDir, "pods", pod.metadata.uid!));
     this.pods.set(p.uid, p);
-    setImmediate(() => void this.startPod(p).catch((err: unknown) => this.fail(p, `could not start the pod: ${(err as Error).message}`)));
+    setImmediate(
+      () =>
+        void this.startPod(p).catch((err: unknown) =>
+          this.fail(p, `could not start the pod: ${(err as Error).message}`),
+        ),
+    );
   }
 
   killPod(pod: KubeObject, force: boolean): void {
     const p = this.pods.get(pod.metadata.uid!);
-    if (!p) { setImmediate(() => this.host?.podTerminated(pod.metadata.namespace!, pod.metadata.name!, pod.metadata.uid!)); return; }
+    if (!p) {
+      setImmediate(() => this.host?.podTerminated(pod.metadata.namespace!, pod.metadata.name!, pod.metadata.uid!));
+      return;
+    }
     if (p.stopping) return;
     p.stopping = true;
-    const asked = force ? 0 : (pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
+    const asked = force
+      ? 0
+      : (pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
     const grace = Math.min(asked, this.o.maxGraceSeconds ?? asked);
     setImmediate(() => void this.stopPod(p, grace).finally(() => this.host?.podTerminated(p.namespace, p.name, p.uid)));
   }
@@ -228,29 +278,55 @@ export class ProcessKubelet implements Kubelet {
   }
 
   /** Runs a command in a container (as `kubectl exec`). */
-  exec(namespace: string, pod: string, container: string, cmd: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  exec(
+    namespace: string,
+    pod: string,
+    container: string,
+    cmd: string[],
+  ): Promise<{ code: number; stdout: string; stderr: string }> {
     const c = this.find(namespace, pod)?.containers.find((x) => x.spec.name === container);
-    if (!c?.pid1) return Promise.resolve({ code: 126, stdout: "", stderr: `container ${container} of ${namespace}/${pod} is not running` });
-    return new Promise((resolve) => execFile("nsenter", ["-t", String(c.pid1), "-n", "-m", "-u", "-p", "--", ...cmd], (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr })));
+    if (!c?.pid1)
+      return Promise.resolve({
+        code: 126,
+        stdout: "",
+        stderr: `container ${container} of ${namespace}/${pod} is not running`,
+      });
+    return new Promise((resolve) =>
+      execFile("nsenter", ["-t", String(c.pid1), "-n", "-m", "-u", "-p", "--", ...cmd], (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      ),
+    );
   }
 
   /** Host PIDs of the processes in a pod's network namespace (none once it is gone). */
   async processes(namespace: string, pod: string): Promise<number[]> {
     const p = this.find(namespace, pod);
     if (!p?.netns) return [];
-    return new Promise((resolve) => execFile("ip", ["netns", "pids", p.netns], (err, out) => resolve(err ? [] : out.split("\n").filter(Boolean).map(Number))));
+    return new Promise((resolve) =>
+      execFile("ip", ["netns", "pids", p.netns], (err, out) =>
+        resolve(err ? [] : out.split("\n").filter(Boolean).map(Number)),
+      ),
+    );
   }
 
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.syncTimer);
-    await Promise.all([...this.pods.values()].map((p) => { p.stopping = true; return this.stopPod(p, 0); }));
+    await Promise.all(
+      [...this.pods.values()].map((p) => {
+        p.stopping = true;
+        return this.stopPod(p, 0);
+      }),
+    );
     await this.dns?.close();
     await this.network?.close();
   }
 
   private find(namespace: string, name: string): RunningPod | undefined {
-    return [...this.pods.values()].find((p) => p.namespace === namespace && p.name === name && !p.stopping) ?? [...this.pods.values()].find((p) => p.namespace === namespace && p.name === name);
+    return (
+      [...this.pods.values()].find((p) => p.namespace === namespace && p.name === name && !p.stopping) ??
+      [...this.pods.values()].find((p) => p.namespace === namespace && p.name === name)
+    );
   }
 
   private async startPod(p: RunningPod): Promise<void> {
@@ -277,8 +353,17 @@ export class ProcessKubelet implements Kubelet {
     const proc = await this.spawnContainer(p, c);
     if (!proc) return -1;
     const { code, signal } = await c.exited!;
-    c.proc = undefined; c.pid1 = undefined;
-    c.state = { terminated: { exitCode: code ?? 128 + 9, reason: code === 0 ? "Completed" : "Error", startedAt: c.startedAt, finishedAt: now(), ...(signal ? { signal: 9 } : {}) } };
+    c.proc = undefined;
+    c.pid1 = undefined;
+    c.state = {
+      terminated: {
+        exitCode: code ?? 128 + 9,
+        reason: code === 0 ? "Completed" : "Error",
+        startedAt: c.startedAt,
+        finishedAt: now(),
+        ...(signal ? { signal: 9 } : {}),
+      },
+    };
     this.publish(p);
     return code ?? -1;
   }
@@ -287,15 +372,28 @@ export class ProcessKubelet implements Kubelet {
   private async runContainer(p: RunningPod, c: Container): Promise<void> {
     if (p.stopping) return;
     const proc = await this.spawnContainer(p, c);
-    if (!proc) { await this.backoff(p, c); return this.runContainer(p, c); }
+    if (!proc) {
+      await this.backoff(p, c);
+      return this.runContainer(p, c);
+    }
     const runningSince = Date.now();
     this.probe(p, c);
     void c.exited!.then(({ code, signal }) => {
       for (const stop of c.stopProbes) stop();
       c.stopProbes = [];
-      c.proc = undefined; c.pid1 = undefined; c.ready = false; c.started = false;
+      c.proc = undefined;
+      c.pid1 = undefined;
+      c.ready = false;
+      c.started = false;
       const exitCode = code ?? 128 + (signal === "SIGKILL" ? 9 : 15);
-      c.state = { terminated: { exitCode, reason: exitCode === 0 ? "Completed" : "Error", startedAt: c.startedAt, finishedAt: now() } };
+      c.state = {
+        terminated: {
+          exitCode,
+          reason: exitCode === 0 ? "Completed" : "Error",
+          startedAt: c.startedAt,
+          finishedAt: now(),
+        },
+      };
       this.publish(p);
       if (p.stopping) return;
       // A container that ran 10 minutes without trouble starts again with the back-off reset (the kubelet's rule).
@@ -312,25 +410,60 @@ export class ProcessKubelet implements Kubelet {
     if (!("waiting" in c.state)) c.lastState = c.state;
     // An image that could not be pulled backs off as ImagePullBackOff, a bad config stays as it is, the rest is a crash loop.
     const reason = "waiting" in c.state ? c.state.waiting.reason : "";
-    if (reason === "ErrImagePull" || reason === "ImagePullBackOff") c.state = { waiting: { reason: "ImagePullBackOff", message: "waiting" in c.state ? c.state.waiting.message : "" } };
-    else if (reason !== "CreateContainerConfigError") c.state = { waiting: { reason: "CrashLoopBackOff", message: `back-off ${Math.round(c.backoffMs / 1000)}s restarting failed container=${c.spec.name} pod=${p.name}` } };
+    if (reason === "ErrImagePull" || reason === "ImagePullBackOff")
+      c.state = {
+        waiting: { reason: "ImagePullBackOff", message: "waiting" in c.state ? c.state.waiting.message : "" },
+      };
+    else if (reason !== "CreateContainerConfigError")
+      c.state = {
+        waiting: {
+          reason: "CrashLoopBackOff",
+          message: `back-off ${Math.round(c.backoffMs / 1000)}s restarting failed container=${c.spec.name} pod=${p.name}`,
+        },
+      };
     this.publish(p);
-    await new Promise<void>((resolve) => { c.restartTimer = setTimeout(resolve, c.backoffMs); });
+    await new Promise<void>((resolve) => {
+      c.restartTimer = setTimeout(resolve, c.backoffMs);
+    });
   }
 
   private probe(p: RunningPod, c: Container): void {
-    const target = () => (c.pid1 ? { podIP: p.ip, pid: c.pid1, ports: Object.fromEntries((c.spec.ports ?? []).filter((x) => x.name).map((x) => [x.name!, x.containerPort])) } : undefined);
+    const target = () =>
+      c.pid1
+        ? {
+            podIP: p.ip,
+            pid: c.pid1,
+            ports: Object.fromEntries(
+              (c.spec.ports ?? []).filter((x) => x.name).map((x) => [x.name!, x.containerPort]),
+            ),
+          }
+        : undefined;
     const afterStartup = (): void => {
       c.started = true;
-      if (c.spec.readinessProbe) c.stopProbes.push(scheduleProbe(c.spec.readinessProbe, target, (ok) => { c.ready = ok; this.publish(p); }));
+      if (c.spec.readinessProbe)
+        c.stopProbes.push(
+          scheduleProbe(c.spec.readinessProbe, target, (ok) => {
+            c.ready = ok;
+            this.publish(p);
+          }),
+        );
       else c.ready = true;
-      if (c.spec.livenessProbe) c.stopProbes.push(scheduleProbe(c.spec.livenessProbe, target, (ok) => { if (!ok) this.restart(p, c, "liveness probe failed"); }));
+      if (c.spec.livenessProbe)
+        c.stopProbes.push(
+          scheduleProbe(c.spec.livenessProbe, target, (ok) => {
+            if (!ok) this.restart(p, c, "liveness probe failed");
+          }),
+        );
       this.publish(p);
     };
-    if (!c.spec.startupProbe) { afterStartup(); return; }
+    if (!c.spec.startupProbe) {
+      afterStartup();
+      return;
+    }
     const stop = scheduleProbe(c.spec.startupProbe, target, (ok) => {
       stop();
-      if (ok) afterStartup(); else this.restart(p, c, "startup probe failed");
+      if (ok) afterStartup();
+      else this.restart(p, c, "startup probe failed");
     });
     c.stopProbes.push(stop);
   }
@@ -339,7 +472,9 @@ export class ProcessKubelet implements Kubelet {
   private restart(p: RunningPod, c: Container, why: string): void {
     const proc = c.proc;
     if (!proc || p.stopping) return;
-    void writeFile(join(p.dir, "logs", `${c.spec.name}.log`), `[fake kubelet] ${why}: killing the container\n`, { flag: "a" });
+    void writeFile(join(p.dir, "logs", `${c.spec.name}.log`), `[fake kubelet] ${why}: killing the container\n`, {
+      flag: "a",
+    });
     void this.terminate(c, Math.min(p.pod.spec?.terminationGracePeriodSeconds ?? 30, this.o.maxGraceSeconds ?? 30));
   }
 
@@ -348,7 +483,11 @@ export class ProcessKubelet implements Kubelet {
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = c.exited!;
     if (c.pid1 && graceSeconds > 0) {
-      try { process.kill(c.pid1, "SIGTERM"); } catch { /* already gone */ }
+      try {
+        process.kill(c.pid1, "SIGTERM");
+      } catch {
+        /* already gone */
+      }
       const t = setTimeout(() => proc.kill("SIGKILL"), graceSeconds * 1000);
       await exited;
       clearTimeout(t);
@@ -359,7 +498,10 @@ export class ProcessKubelet implements Kubelet {
   }
 
   private async stopPod(p: RunningPod, graceSeconds: number): Promise<void> {
-    for (const c of [...p.inits, ...p.containers]) { clearTimeout(c.restartTimer); for (const stop of c.stopProbes) stop(); }
+    for (const c of [...p.inits, ...p.containers]) {
+      clearTimeout(c.restartTimer);
+      for (const stop of c.stopProbes) stop();
+    }
     await Promise.all([...p.inits, ...p.containers].map((c) => this.terminate(c, graceSeconds)));
     await p.release?.();
     await rm(join(p.dir, "volumes"), { recursive: true, force: true }).catch(() => undefined);
@@ -367,9 +509,15 @@ export class ProcessKubelet implements Kubelet {
   }
 
   private async spawnContainer(p: RunningPod, c: Container): Promise<ChildProcess | undefined> {
-    const image = this.o.images[c.spec.image] ?? this.o.images[c.spec.image.replace(/(@sha256:[0-9a-f]+|:[^/:]+)$/, "")];
+    const image =
+      this.o.images[c.spec.image] ?? this.o.images[c.spec.image.replace(/(@sha256:[0-9a-f]+|:[^/:]+)$/, "")];
     if (!image) {
-      c.state = { waiting: { reason: "ErrImagePull", message: `image ${c.spec.image} is not known to the fake kubelet (its images: ${Object.keys(this.o.images).join(", ")})` } };
+      c.state = {
+        waiting: {
+          reason: "ErrImagePull",
+          message: `image ${c.spec.image} is not known to the fake kubelet (its images: ${Object.keys(this.o.images).join(", ")})`,
+        },
+      };
       this.publish(p);
       return undefined;
     }
@@ -384,16 +532,48 @@ export class ProcessKubelet implements Kubelet {
       return undefined;
     }
     // The image's entrypoint and cmd unless the container says otherwise (the documented rule).
-    const argv = c.spec.command ? [...c.spec.command, ...(c.spec.args ?? [])] : [...image.entrypoint, ...(c.spec.args ?? image.cmd ?? [])];
+    const argv = c.spec.command
+      ? [...c.spec.command, ...(c.spec.args ?? [])]
+      : [...image.entrypoint, ...(c.spec.args ?? image.cmd ?? [])];
     const workingDir = c.spec.workingDir ?? image.workingDir;
     // Written by the container's setup once its mounts are in place: only then is it running (an
     // exec before that saw the image's directories without their volumes).
     const setUp = join(p.dir, `.set-up-${c.spec.name}-${randomBytes(4).toString("hex")}`);
-    const script = [`hostname ${quote(p.pod.spec?.hostname ?? p.name)}`, ...this.dnsMounts(p), ...mounts, ...(workingDir ? [`mkdir -p ${quote(workingDir)} && cd ${quote(workingDir)}`] : []), `: > ${quote(setUp)}`, 'exec "$@"'].join(" && ");
+    const script = [
+      `hostname ${quote(p.pod.spec?.hostname ?? p.name)}`,
+      ...this.dnsMounts(p),
+      ...mounts,
+      ...(workingDir ? [`mkdir -p ${quote(workingDir)} && cd ${quote(workingDir)}`] : []),
+      `: > ${quote(setUp)}`,
+      'exec "$@"',
+    ].join(" && ");
     const log = openSync(join(p.dir, "logs", `${c.spec.name}.log`), "a");
-    const proc = spawn("ip", ["netns", "exec", p.netns, "unshare", "--uts", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child", "--propagation", "private", "/bin/sh", "-c", script, "sh", ...argv], {
-      env, stdio: ["ignore", log, log],
-    });
+    const proc = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        p.netns,
+        "unshare",
+        "--uts",
+        "--mount",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "--kill-child",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        script,
+        "sh",
+        ...argv,
+      ],
+      {
+        env,
+        stdio: ["ignore", log, log],
+      },
+    );
     closeSync(log);
     proc.on("error", () => undefined);
     c.exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
@@ -415,14 +595,22 @@ export class ProcessKubelet implements Kubelet {
 
   /** The container's environment: what the pod says, resolved as the kubelet resolves it. */
   private environment(p: RunningPod, c: Container): Record<string, string> {
-    const env: Record<string, string> = { PATH, HOSTNAME: p.pod.spec?.hostname ?? p.name, ...this.apiServerEnvironment() };
+    const env: Record<string, string> = {
+      PATH,
+      HOSTNAME: p.pod.spec?.hostname ?? p.name,
+      ...this.apiServerEnvironment(),
+    };
     const fields = this.podFields(p);
     for (const e of c.spec.env ?? []) {
-      if (e.value !== undefined) { env[e.name] = e.value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m); continue; }
+      if (e.value !== undefined) {
+        env[e.name] = e.value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m);
+        continue;
+      }
       const from = e.valueFrom;
       if (from?.fieldRef) {
         const v = fields[from.fieldRef.fieldPath];
-        if (v === undefined) throw new Error(`env ${e.name}: fieldRef ${from.fieldRef.fieldPath} is not supported by the fake kubelet`);
+        if (v === undefined)
+          throw new Error(`env ${e.name}: fieldRef ${from.fieldRef.fieldPath} is not supported by the fake kubelet`);
         env[e.name] = v;
       } else if (from?.secretKeyRef || from?.configMapKeyRef) {
         const ref = (from.secretKeyRef ?? from.configMapKeyRef)!;
@@ -430,7 +618,9 @@ export class ProcessKubelet implements Kubelet {
         const raw = (obj?.data as Record<string, string> | undefined)?.[ref.key];
         if (raw === undefined) {
           if (ref.optional) continue;
-          throw new Error(`couldn't find key ${ref.key} in ${from.secretKeyRef ? "Secret" : "ConfigMap"} ${p.namespace}/${ref.name}`);
+          throw new Error(
+            `couldn't find key ${ref.key} in ${from.secretKeyRef ? "Secret" : "ConfigMap"} ${p.namespace}/${ref.name}`,
+          );
         }
         env[e.name] = from.secretKeyRef ? Buffer.from(String(raw), "base64").toString("utf8") : String(raw);
       }
@@ -441,19 +631,27 @@ export class ProcessKubelet implements Kubelet {
   /** What the downward API gives, by fieldPath. */
   private podFields(p: RunningPod): Record<string, string> {
     return {
-      "metadata.name": p.name, "metadata.namespace": p.namespace, "metadata.uid": p.uid, "spec.nodeName": this.nodeName,
-      "status.podIP": p.ip, "status.hostIP": this.network!.gateway, "spec.serviceAccountName": p.pod.spec?.serviceAccountName ?? "default",
+      "metadata.name": p.name,
+      "metadata.namespace": p.namespace,
+      "metadata.uid": p.uid,
+      "spec.nodeName": this.nodeName,
+      "status.podIP": p.ip,
+      "status.hostIP": this.network!.gateway,
+      "spec.serviceAccountName": p.pod.spec?.serviceAccountName ?? "default",
     };
   }
 
   /** The pod's resolv.conf, hosts and nsswitch.conf (pod-dns.ts), written once its IP is known. */
   private async writeDnsFiles(p: RunningPod): Promise<void> {
     const files = podDnsFiles(p.pod, {
-      ip: p.ip, nameserver: this.dns!.address, zone: this.o.clusterDomain ?? "cluster.local",
+      ip: p.ip,
+      nameserver: this.dns!.address,
+      zone: this.o.clusterDomain ?? "cluster.local",
       nodeNsswitch: await readFile("/etc/nsswitch.conf", "utf8").catch(() => ""),
     });
     await mkdir(join(p.dir, "etc"), { recursive: true });
-    for (const [name, text] of Object.entries(files)) if (text !== undefined) await writeFile(join(p.dir, "etc", name), text);
+    for (const [name, text] of Object.entries(files))
+      if (text !== undefined) await writeFile(join(p.dir, "etc", name), text);
     p.dnsFiles = Object.keys(files).filter((k) => files[k as keyof typeof files] !== undefined);
   }
 
@@ -493,23 +691,36 @@ export class ProcessKubelet implements Kubelet {
       await this.fillProjectedVolume(p, v.projected, dir, true);
       return dir;
     }
-    throw new Error(`volume ${name}: only emptyDir, secret, configMap, projected and persistentVolumeClaim are supported by the fake kubelet`);
+    throw new Error(
+      `volume ${name}: only emptyDir, secret, configMap, projected and persistentVolumeClaim are supported by the fake kubelet`,
+    );
   }
 
   /** `KUBERNETES_SERVICE_HOST` and `_PORT` (and the other variables of a Service) for the `kubernetes` Service, if there is one. */
   private apiServerEnvironment(): Record<string, string> {
     const svc = this.host!.read("services", "default", "kubernetes");
     if (!svc) return {};
-    const port = ((svc.spec?.ports ?? []) as { name?: string; port: number }[]).find((x) => x.name === "https") ?? svc.spec?.ports?.[0];
+    const port =
+      ((svc.spec?.ports ?? []) as { name?: string; port: number }[]).find((x) => x.name === "https") ??
+      svc.spec?.ports?.[0];
     let host: string | undefined = svc.spec?.clusterIP !== "None" ? svc.spec?.clusterIP : undefined;
     if (!host) {
-      const slices = this.host!.list("endpointslices", "default").filter((e) => e.metadata.labels?.["kubernetes.io/service-name"] === "kubernetes");
-      host = slices.flatMap((e) => ((e.endpoints ?? []) as { addresses: string[]; conditions?: { ready?: boolean } }[]).filter((x) => x.conditions?.ready !== false).flatMap((x) => x.addresses))[0];
+      const slices = this.host!.list("endpointslices", "default").filter(
+        (e) => e.metadata.labels?.["kubernetes.io/service-name"] === "kubernetes",
+      );
+      host = slices.flatMap((e) =>
+        ((e.endpoints ?? []) as { addresses: string[]; conditions?: { ready?: boolean } }[])
+          .filter((x) => x.conditions?.ready !== false)
+          .flatMap((x) => x.addresses),
+      )[0];
     }
     if (!host || !port) return {};
     return {
-      KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: String(port.port), KUBERNETES_SERVICE_PORT_HTTPS: String(port.port),
-      KUBERNETES_PORT: `tcp://${host}:${port.port}`, [`KUBERNETES_PORT_${port.port}_TCP`]: `tcp://${host}:${port.port}`,
+      KUBERNETES_SERVICE_HOST: host,
+      KUBERNETES_SERVICE_PORT: String(port.port),
+      KUBERNETES_SERVICE_PORT_HTTPS: String(port.port),
+      KUBERNETES_PORT: `tcp://${host}:${port.port}`,
+      [`KUBERNETES_PORT_${port.port}_TCP`]: `tcp://${host}:${port.port}`,
     };
   }
 
@@ -518,7 +729,12 @@ export class ProcessKubelet implements Kubelet {
    * ServiceAccount token (asked for again only when due, so every container of the pod and every
    * restart sees the same one until it rotates).
    */
-  private async fillProjectedVolume(p: RunningPod, projected: { defaultMode?: number; sources?: ProjectedSource[] }, dir: string, first: boolean): Promise<void> {
+  private async fillProjectedVolume(
+    p: RunningPod,
+    projected: { defaultMode?: number; sources?: ProjectedSource[] },
+    dir: string,
+    first: boolean,
+  ): Promise<void> {
     const mode = projected.defaultMode ?? 0o644;
     const files: Record<string, Buffer> = {};
     for (const src of projected.sources ?? []) {
@@ -527,11 +743,15 @@ export class ProcessKubelet implements Kubelet {
         const had = p.tokens.get(file);
         const now = Date.now();
         if (had && now < had.issued + 0.8 * (had.expires - had.issued) && now < had.issued + 24 * 3600_000) continue;
-        const { token, expirationTimestamp } = this.host!.requestToken(p.namespace, p.pod.spec?.serviceAccountName ?? "default", {
-          ...(src.serviceAccountToken.audience ? { audiences: [src.serviceAccountToken.audience] } : {}),
-          expirationSeconds: src.serviceAccountToken.expirationSeconds ?? 3600,
-          boundObjectRef: { kind: "Pod", apiVersion: "v1", name: p.name, uid: p.uid },
-        });
+        const { token, expirationTimestamp } = this.host!.requestToken(
+          p.namespace,
+          p.pod.spec?.serviceAccountName ?? "default",
+          {
+            ...(src.serviceAccountToken.audience ? { audiences: [src.serviceAccountToken.audience] } : {}),
+            expirationSeconds: src.serviceAccountToken.expirationSeconds ?? 3600,
+            boundObjectRef: { kind: "Pod", apiVersion: "v1", name: p.name, uid: p.uid },
+          },
+        );
         p.tokens.set(file, { issued: now, expires: Date.parse(expirationTimestamp) });
         files[src.serviceAccountToken.path] = Buffer.from(token);
       } else if (src.secret || src.configMap) {
@@ -545,20 +765,33 @@ export class ProcessKubelet implements Kubelet {
         const data = (obj.data ?? {}) as Record<string, string>;
         const items = ref.items ?? Object.keys(data).map((key) => ({ key, path: key }));
         for (const { key, path } of items) {
-          if (data[key] === undefined) { if (ref.optional) continue; throw new Error(`${secret ? "secret" : "configmap"} "${ref.name}" has no key ${key}`); }
+          if (data[key] === undefined) {
+            if (ref.optional) continue;
+            throw new Error(`${secret ? "secret" : "configmap"} "${ref.name}" has no key ${key}`);
+          }
           files[path] = secret ? Buffer.from(data[key], "base64") : Buffer.from(data[key]);
         }
       } else if (src.downwardAPI) {
         for (const item of src.downwardAPI.items ?? []) {
           const v = this.podFields(p)[item.fieldRef?.fieldPath ?? ""];
-          if (v === undefined) throw new Error(`projected downwardAPI ${item.path}: fieldRef ${item.fieldRef?.fieldPath ?? "(none)"} is not supported by the fake kubelet`);
+          if (v === undefined)
+            throw new Error(
+              `projected downwardAPI ${item.path}: fieldRef ${item.fieldRef?.fieldPath ?? "(none)"} is not supported by the fake kubelet`,
+            );
           files[item.path] = Buffer.from(v);
         }
       }
     }
     await mkdir(dir, { recursive: true });
     for (const [path, content] of Object.entries(files)) {
-      if (!first && (await readFile(join(dir, path)).then((b) => b.equals(content), () => false))) continue;
+      if (
+        !first &&
+        (await readFile(join(dir, path)).then(
+          (b) => b.equals(content),
+          () => false,
+        ))
+      )
+        continue;
       await mkdir(dirname(join(dir, path)), { recursive: true });
       const tmp = join(dirname(join(dir, path)), `.${basename(path)}.tmp`);
       await writeFile(tmp, content, { mode });
@@ -570,7 +803,15 @@ export class ProcessKubelet implements Kubelet {
    * Writes a Secret's or ConfigMap's keys as files in `dir` and removes files of keys it no longer
    * has. Each file is replaced by a rename, so a reader sees the old or the new content, never half.
    */
-  private async fillConfigVolume(p: RunningPod, v: { secret?: { secretName: string; optional?: boolean; defaultMode?: number }; configMap?: { name: string; optional?: boolean; defaultMode?: number } }, dir: string, first: boolean): Promise<void> {
+  private async fillConfigVolume(
+    p: RunningPod,
+    v: {
+      secret?: { secretName: string; optional?: boolean; defaultMode?: number };
+      configMap?: { name: string; optional?: boolean; defaultMode?: number };
+    },
+    dir: string,
+    first: boolean,
+  ): Promise<void> {
     const secret = !!v.secret;
     const source = (v.secret ?? v.configMap)!;
     const ref = v.secret ? v.secret.secretName : v.configMap!.name;
@@ -582,20 +823,36 @@ export class ProcessKubelet implements Kubelet {
     const data = (obj?.data ?? {}) as Record<string, string>;
     for (const [key, value] of Object.entries(data)) {
       const content = secret ? Buffer.from(value, "base64") : Buffer.from(value);
-      if (!first && (await readFile(join(dir, key)).then((b) => b.equals(content), () => false))) continue;
+      if (
+        !first &&
+        (await readFile(join(dir, key)).then(
+          (b) => b.equals(content),
+          () => false,
+        ))
+      )
+        continue;
       await writeFile(join(dir, `.${key}.tmp`), content, { mode });
       await rename(join(dir, `.${key}.tmp`), join(dir, key));
     }
-    if (!first) for (const f of await readdir(dir)) if (!f.startsWith(".") && !(f in data)) await rm(join(dir, f), { force: true });
+    if (!first)
+      for (const f of await readdir(dir))
+        if (!f.startsWith(".") && !(f in data)) await rm(join(dir, f), { force: true });
   }
 
   /** The periodic sync's part that refreshes mounted Secrets, ConfigMaps and projected volumes (tokens due to rotate) of running pods. */
   private async refreshConfigVolumes(): Promise<void> {
     for (const p of this.pods.values()) {
       if (p.stopping || !p.initialized) continue;
-      for (const v of (p.pod.spec?.volumes ?? []) as { name: string; secret?: { secretName: string }; configMap?: { name: string }; projected?: { sources?: ProjectedSource[] } }[]) {
-        if (v.secret || v.configMap) await this.fillConfigVolume(p, v, join(p.dir, "volumes", v.name), false).catch(() => undefined);
-        else if (v.projected) await this.fillProjectedVolume(p, v.projected, join(p.dir, "volumes", v.name), false).catch(() => undefined);
+      for (const v of (p.pod.spec?.volumes ?? []) as {
+        name: string;
+        secret?: { secretName: string };
+        configMap?: { name: string };
+        projected?: { sources?: ProjectedSource[] };
+      }[]) {
+        if (v.secret || v.configMap)
+          await this.fillConfigVolume(p, v, join(p.dir, "volumes", v.name), false).catch(() => undefined);
+        else if (v.projected)
+          await this.fillProjectedVolume(p, v.projected, join(p.dir, "volumes", v.name), false).catch(() => undefined);
       }
     }
   }
@@ -614,19 +871,29 @@ export class ProcessKubelet implements Kubelet {
       if (!this.pods.has(p.uid)) return;
       this.host?.updatePodStatus(p.namespace, p.name, p.uid, (s) => {
         const allReady = p.initialized && p.containers.every((c) => c.ready);
-        s.phase = p.initialized && p.containers.some((c) => "running" in c.state || c.restartCount > 0) ? "Running" : "Pending";
+        s.phase =
+          p.initialized && p.containers.some((c) => "running" in c.state || c.restartCount > 0) ? "Running" : "Pending";
         s.hostIP = this.network!.gateway;
         s.hostIPs = [{ ip: this.network!.gateway }];
-        if (p.ip) { s.podIP = p.ip; s.podIPs = [{ ip: p.ip }]; }
+        if (p.ip) {
+          s.podIP = p.ip;
+          s.podIPs = [{ ip: p.ip }];
+        }
         s.startTime = p.startTime;
         setCondition(s, "PodReadyToStartContainers", !!p.ip);
         setCondition(s, "Initialized", p.initialized, p.initialized ? undefined : "ContainersNotInitialized");
         setCondition(s, "ContainersReady", allReady, allReady ? undefined : "ContainersNotReady");
         setCondition(s, "Ready", allReady, allReady ? undefined : "ContainersNotReady");
         const status = (c: Container) => ({
-          name: c.spec.name, image: c.spec.image, imageID: "", containerID: `fake://${p.uid}/${c.spec.name}`,
+          name: c.spec.name,
+          image: c.spec.image,
+          imageID: "",
+          containerID: `fake://${p.uid}/${c.spec.name}`,
           ready: c.init ? "terminated" in c.state && c.state.terminated.exitCode === 0 : c.ready,
-          restartCount: c.restartCount, started: c.init ? false : c.started, state: c.state, ...(c.lastState ? { lastState: c.lastState } : {}),
+          restartCount: c.restartCount,
+          started: c.init ? false : c.started,
+          state: c.state,
+          ...(c.lastState ? { lastState: c.lastState } : {}),
         });
         s.initContainerStatuses = p.inits.map(status);
         s.containerStatuses = p.containers.map(status);

@@ -29,7 +29,10 @@ import type { KindInfo, KubeObject } from "./kinds";
 import type { ApiState } from "./state";
 import { KubeStatusError } from "./status";
 
-export interface UserInfo { name: string; groups: string[] }
+export interface UserInfo {
+  name: string;
+  groups: string[];
+}
 
 export interface RequestAttributes {
   verb: string;
@@ -39,8 +42,18 @@ export interface RequestAttributes {
   path?: string;
 }
 
-interface PolicyRule { verbs?: string[]; apiGroups?: string[]; resources?: string[]; resourceNames?: string[]; nonResourceURLs?: string[] }
-interface Subject { kind?: string; name?: string; namespace?: string }
+interface PolicyRule {
+  verbs?: string[];
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+interface Subject {
+  kind?: string;
+  name?: string;
+  namespace?: string;
+}
 
 export const MASTERS = "system:masters";
 export const AUTHENTICATED = "system:authenticated";
@@ -49,19 +62,40 @@ const CLUSTER_ROLES = kindFor("rbac.authorization.k8s.io", "v1", "clusterroles")
 const CLUSTER_ROLE_BINDINGS = kindFor("rbac.authorization.k8s.io", "v1", "clusterrolebindings")!;
 const ROLES = kindFor("rbac.authorization.k8s.io", "v1", "roles")!;
 const ROLE_BINDINGS = kindFor("rbac.authorization.k8s.io", "v1", "rolebindings")!;
-const DISCOVERY = ["/api", "/api/*", "/apis", "/apis/*", "/version", "/version/", "/healthz", "/livez", "/readyz", "/openapi/*"];
+const DISCOVERY = [
+  "/api",
+  "/api/*",
+  "/apis",
+  "/apis/*",
+  "/version",
+  "/version/",
+  "/healthz",
+  "/livez",
+  "/readyz",
+  "/openapi/*",
+];
 const ALWAYS_ALLOWED: PolicyRule[] = [
   { verbs: ["get"], nonResourceURLs: DISCOVERY },
-  { verbs: ["create"], apiGroups: ["authorization.k8s.io"], resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"] },
+  {
+    verbs: ["create"],
+    apiGroups: ["authorization.k8s.io"],
+    resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+  },
 ];
 
 const VERB_OF_METHOD: Record<string, string> = { POST: "create", PUT: "update", PATCH: "patch" };
 
 /** The verb and resource a request to a resource path asks for (see the overview's table). */
-export function resourceAttributes(method: string, kind: KindInfo, t: { namespace?: string; name?: string; subresource?: string }, query: URLSearchParams): RequestAttributes {
+export function resourceAttributes(
+  method: string,
+  kind: KindInfo,
+  t: { namespace?: string; name?: string; subresource?: string },
+  query: URLSearchParams,
+): RequestAttributes {
   const collection = t.name === undefined;
   let verb = VERB_OF_METHOD[method] ?? "";
-  if (method === "GET" || method === "HEAD") verb = !collection ? "get" : ["true", "1"].includes(query.get("watch") ?? "") ? "watch" : "list";
+  if (method === "GET" || method === "HEAD")
+    verb = !collection ? "get" : ["true", "1"].includes(query.get("watch") ?? "") ? "watch" : "list";
   else if (method === "DELETE") verb = collection ? "deletecollection" : "delete";
   // A list or watch of one object by name is authorised as that name (the RBAC page, "Referring to resources").
   let name = t.name;
@@ -70,7 +104,13 @@ export function resourceAttributes(method: string, kind: KindInfo, t: { namespac
   const namespace = kind.group === "" && kind.plural === "namespaces" ? t.name : t.namespace;
   return {
     verb: verb || method.toLowerCase(),
-    resource: { group: kind.group, resource: kind.plural, ...(t.subresource ? { subresource: t.subresource } : {}), ...(namespace ? { namespace } : {}), ...(name !== undefined ? { name } : {}) },
+    resource: {
+      group: kind.group,
+      resource: kind.plural,
+      ...(t.subresource ? { subresource: t.subresource } : {}),
+      ...(namespace ? { namespace } : {}),
+      ...(name !== undefined ? { name } : {}),
+    },
   };
 }
 
@@ -103,14 +143,23 @@ export function authorize(state: ApiState, user: UserInfo, a: RequestAttributes)
 /** The 403 kube-apiserver answers (its `forbiddenMessage`, inside a Forbidden Status of the resource). */
 export function forbiddenError(user: UserInfo, a: RequestAttributes): KubeStatusError {
   const r = a.resource;
-  if (!r) return new KubeStatusError(403, "Forbidden", `forbidden: User ${JSON.stringify(user.name)} cannot ${a.verb} path ${JSON.stringify(a.path ?? "")}`, {});
+  if (!r)
+    return new KubeStatusError(
+      403,
+      "Forbidden",
+      `forbidden: User ${JSON.stringify(user.name)} cannot ${a.verb} path ${JSON.stringify(a.path ?? "")}`,
+      {},
+    );
   const what = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
   const where = r.namespace ? `in the namespace ${JSON.stringify(r.namespace)}` : "at the cluster scope";
   const qualified = r.group ? `${r.resource}.${r.group}` : r.resource;
   const subject = r.name ? `${qualified} ${JSON.stringify(r.name)}` : qualified;
-  return new KubeStatusError(403, "Forbidden",
+  return new KubeStatusError(
+    403,
+    "Forbidden",
     `${subject} is forbidden: User ${JSON.stringify(user.name)} cannot ${a.verb} resource ${JSON.stringify(what)} in API group ${JSON.stringify(r.group)} ${where}`,
-    { ...(r.name ? { name: r.name } : {}), ...(r.group ? { group: r.group } : {}), kind: r.resource });
+    { ...(r.name ? { name: r.name } : {}), ...(r.group ? { group: r.group } : {}), kind: r.resource },
+  );
 }
 
 function appliesTo(subjects: unknown, user: UserInfo, bindingNamespace: string | undefined): boolean {
@@ -137,11 +186,16 @@ function rulesOf(state: ApiState, ref: unknown, namespace: string | undefined): 
 
 function ruleAllows(rule: PolicyRule, a: RequestAttributes): boolean {
   if (!(rule.verbs ?? []).some((v) => v === "*" || v === a.verb)) return false;
-  if (!a.resource) return (rule.nonResourceURLs ?? []).some((u) => u === "*" || u === a.path || (u.endsWith("*") && (a.path ?? "").startsWith(u.slice(0, -1))));
+  if (!a.resource)
+    return (rule.nonResourceURLs ?? []).some(
+      (u) => u === "*" || u === a.path || (u.endsWith("*") && (a.path ?? "").startsWith(u.slice(0, -1))),
+    );
   const r = a.resource;
   if (!(rule.apiGroups ?? []).some((g) => g === "*" || g === r.group)) return false;
   const combined = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
-  const resourceMatches = (rule.resources ?? []).some((x) => x === "*" || x === combined || (!!r.subresource && x === `*/${r.subresource}`));
+  const resourceMatches = (rule.resources ?? []).some(
+    (x) => x === "*" || x === combined || (!!r.subresource && x === `*/${r.subresource}`),
+  );
   if (!resourceMatches) return false;
   const names = rule.resourceNames ?? [];
   return names.length === 0 || (r.name !== undefined && names.includes(r.name));

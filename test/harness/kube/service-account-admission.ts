@@ -31,23 +31,41 @@ export function admitServiceAccount(state: ApiState, namespace: string, pod: Kub
   spec.serviceAccountName = name;
   spec.serviceAccount = name;
   const account = state.find(SERVICE_ACCOUNTS, namespace, name);
-  if (!account) throw forbidden(PODS, pod.metadata.name ?? "", `error looking up service account ${namespace}/${name}: serviceaccount "${name}" not found`);
-  const automount = spec.automountServiceAccountToken ?? (account as { automountServiceAccountToken?: boolean }).automountServiceAccountToken ?? true;
+  if (!account)
+    throw forbidden(
+      PODS,
+      pod.metadata.name ?? "",
+      `error looking up service account ${namespace}/${name}: serviceaccount "${name}" not found`,
+    );
+  const automount =
+    spec.automountServiceAccountToken ??
+    (account as { automountServiceAccountToken?: boolean }).automountServiceAccountToken ??
+    true;
   if (automount === false) return;
   const containers = [...(spec.initContainers ?? []), ...(spec.containers ?? [])] as Container[];
-  const needing = containers.filter((c) => c && typeof c === "object" && !(c.volumeMounts ?? []).some((m) => m?.mountPath === SERVICE_ACCOUNT_MOUNT));
+  const needing = containers.filter(
+    (c) => c && typeof c === "object" && !(c.volumeMounts ?? []).some((m) => m?.mountPath === SERVICE_ACCOUNT_MOUNT),
+  );
   if (!needing.length) return;
   const volume = `kube-api-access-${Array.from(randomBytes(5), (b) => ALPHABET[b % ALPHABET.length]).join("")}`;
-  spec.volumes = [...(spec.volumes ?? []), {
-    name: volume,
-    projected: {
-      defaultMode: 0o644,
-      sources: [
-        { serviceAccountToken: { expirationSeconds: 3607, path: "token" } },
-        { configMap: { name: ROOT_CA_CONFIGMAP, items: [{ key: "ca.crt", path: "ca.crt" }] } },
-        { downwardAPI: { items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }] } },
-      ],
+  spec.volumes = [
+    ...(spec.volumes ?? []),
+    {
+      name: volume,
+      projected: {
+        defaultMode: 0o644,
+        sources: [
+          { serviceAccountToken: { expirationSeconds: 3607, path: "token" } },
+          { configMap: { name: ROOT_CA_CONFIGMAP, items: [{ key: "ca.crt", path: "ca.crt" }] } },
+          {
+            downwardAPI: {
+              items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }],
+            },
+          },
+        ],
+      },
     },
-  }];
-  for (const c of needing) c.volumeMounts = [...(c.volumeMounts ?? []), { name: volume, readOnly: true, mountPath: SERVICE_ACCOUNT_MOUNT }];
+  ];
+  for (const c of needing)
+    c.volumeMounts = [...(c.volumeMounts ?? []), { name: volume, readOnly: true, mountPath: SERVICE_ACCOUNT_MOUNT }];
 }

@@ -17,7 +17,10 @@ export class ServiceAccountControllers {
   private readonly work = new WorkQueue("fake ServiceAccount controllers", (ns) => this.sync(ns));
   private readonly unsubscribe: () => void;
 
-  constructor(private readonly state: ApiState, private readonly caCert: string) {
+  constructor(
+    private readonly state: ApiState,
+    private readonly caCert: string,
+  ) {
     this.unsubscribe = state.subscribe((e) => this.observe(e));
     for (const ns of state.list(NAMESPACES)) this.work.add(ns.metadata.name!);
   }
@@ -29,14 +32,30 @@ export class ServiceAccountControllers {
 
   private observe(e: StoreEvent): void {
     if (e.kind === NAMESPACES && e.type !== "DELETED") this.work.add(e.object.metadata.name!);
-    else if (e.type === "DELETED" && ((e.kind === SERVICE_ACCOUNTS && e.object.metadata.name === "default") || (e.kind === CONFIGMAPS && e.object.metadata.name === ROOT_CA_CONFIGMAP))) this.work.add(e.object.metadata.namespace!);
+    else if (
+      e.type === "DELETED" &&
+      ((e.kind === SERVICE_ACCOUNTS && e.object.metadata.name === "default") ||
+        (e.kind === CONFIGMAPS && e.object.metadata.name === ROOT_CA_CONFIGMAP))
+    )
+      this.work.add(e.object.metadata.namespace!);
   }
 
   private sync(ns: string): void {
     const space = this.state.find(NAMESPACES, undefined, ns);
     if (!space || space.metadata.deletionTimestamp) return;
-    if (!this.state.find(SERVICE_ACCOUNTS, ns, "default")) this.state.create(SERVICE_ACCOUNTS, ns, { metadata: { name: "default" } });
+    if (!this.state.find(SERVICE_ACCOUNTS, ns, "default"))
+      this.state.create(SERVICE_ACCOUNTS, ns, { metadata: { name: "default" } });
     const cm = this.state.find(CONFIGMAPS, ns, ROOT_CA_CONFIGMAP);
-    if (!cm) this.state.create(CONFIGMAPS, ns, { metadata: { name: ROOT_CA_CONFIGMAP, annotations: { "kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters." } }, data: { "ca.crt": this.caCert } });
+    if (!cm)
+      this.state.create(CONFIGMAPS, ns, {
+        metadata: {
+          name: ROOT_CA_CONFIGMAP,
+          annotations: {
+            "kubernetes.io/description":
+              "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.",
+          },
+        },
+        data: { "ca.crt": this.caCert },
+      });
   }
 }

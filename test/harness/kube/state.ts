@@ -32,18 +32,42 @@ import type { KindInfo, KubeObject } from "./kinds";
 import { jsonPatch, mergePatch } from "./patch";
 import { admitServiceAccount } from "./service-account-admission";
 import { selectorString } from "./selectors";
-import { KubeStatusError, alreadyExists, badRequest, conflict, expired, forbidden, invalid, notFound, cause } from "./status";
+import {
+  KubeStatusError,
+  alreadyExists,
+  badRequest,
+  conflict,
+  expired,
+  forbidden,
+  invalid,
+  notFound,
+  cause,
+} from "./status";
 
 export type EventType = "ADDED" | "MODIFIED" | "DELETED";
-export interface StoreEvent { rv: number; type: EventType; kind: KindInfo; object: KubeObject; previous?: KubeObject }
+export interface StoreEvent {
+  rv: number;
+  type: EventType;
+  kind: KindInfo;
+  object: KubeObject;
+  previous?: KubeObject;
+}
 export type PropagationPolicy = "Background" | "Foreground" | "Orphan";
 export interface DeleteOptions {
-  propagationPolicy?: PropagationPolicy; gracePeriodSeconds?: number; dryRun?: boolean;
+  propagationPolicy?: PropagationPolicy;
+  gracePeriodSeconds?: number;
+  dryRun?: boolean;
   preconditions?: { uid?: string; resourceVersion?: string };
 }
-export interface WriteOptions { dryRun?: boolean; subresource?: "status" }
+export interface WriteOptions {
+  dryRun?: boolean;
+  subresource?: "status";
+}
 export type PatchType = "merge" | "json" | "apply";
-export interface PatchOptions extends WriteOptions { fieldManager?: string; force?: boolean }
+export interface PatchOptions extends WriteOptions {
+  fieldManager?: string;
+  force?: boolean;
+}
 
 export interface ApiStateOptions {
   /** How many changes watches can replay. @default 1000 */
@@ -78,7 +102,9 @@ export class ApiState {
     this.ipPrefix = o.serviceIpPrefix ?? "127.96";
   }
 
-  get resourceVersion(): string { return String(this.rv); }
+  get resourceVersion(): string {
+    return String(this.rv);
+  }
 
   subscribe(fn: (e: StoreEvent) => void): () => void {
     this.listeners.add(fn);
@@ -99,13 +125,19 @@ export class ApiState {
   }
 
   get(k: KindInfo, ns: string | undefined, name: string): KubeObject {
-    return this.find(k, ns, name) ?? (() => { throw notFound(k, name); })();
+    return (
+      this.find(k, ns, name) ??
+      (() => {
+        throw notFound(k, name);
+      })()
+    );
   }
 
   /** Every object of the kind (in `ns`, or everywhere), ordered by namespace and name. */
   list(k: KindInfo, ns?: string, filter: (o: KubeObject) => boolean = () => true): KubeObject[] {
     const out: KubeObject[] = [];
-    for (const o of this.data.get(k)!.values()) if ((!ns || o.metadata.namespace === ns) && filter(o)) out.push(clone(o));
+    for (const o of this.data.get(k)!.values())
+      if ((!ns || o.metadata.namespace === ns) && filter(o)) out.push(clone(o));
     // By key, byte order, as etcd lists.
     const key = (o: KubeObject): string => keyOf(o.metadata.namespace, o.metadata.name!);
     return out.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
@@ -117,17 +149,36 @@ export class ApiState {
     const obj = this.body(k, body);
     this.checkNamespace(k, ns, obj);
     const m = obj.metadata;
-    if (!m.name && m.generateName) m.name = m.generateName + Array.from(randomBytes(5), (b) => GENERATE_ALPHABET[b % GENERATE_ALPHABET.length]).join("");
-    if (m.resourceVersion) throw invalid(k, m.name ?? "", [cause("metadata.resourceVersion", `Invalid value: ${JSON.stringify(m.resourceVersion)}: must be empty`)]);
+    if (!m.name && m.generateName)
+      m.name =
+        m.generateName + Array.from(randomBytes(5), (b) => GENERATE_ALPHABET[b % GENERATE_ALPHABET.length]).join("");
+    if (m.resourceVersion)
+      throw invalid(k, m.name ?? "", [
+        cause("metadata.resourceVersion", `Invalid value: ${JSON.stringify(m.resourceVersion)}: must be empty`),
+      ]);
     if (k.namespaced) {
       const space = this.find(NAMESPACES, undefined, ns!);
       if (!space) throw notFound(NAMESPACES, ns!);
-      if (space.metadata.deletionTimestamp) throw forbidden(k, m.name ?? "", `unable to create new content in namespace ${ns} because it is being terminated`);
+      if (space.metadata.deletionTimestamp)
+        throw forbidden(
+          k,
+          m.name ?? "",
+          `unable to create new content in namespace ${ns} because it is being terminated`,
+        );
     }
     // Admission, after the namespace's and before storage's checks (as kube-apiserver orders them).
     if (k === PODS) admitServiceAccount(this, ns!, obj);
     if (m.name && this.find(k, ns, m.name)) throw alreadyExists(k, m.name);
-    for (const f of ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields", "selfLink"]) delete m[f];
+    for (const f of [
+      "uid",
+      "creationTimestamp",
+      "deletionTimestamp",
+      "deletionGracePeriodSeconds",
+      "generation",
+      "managedFields",
+      "selfLink",
+    ])
+      delete m[f];
     if (k.status) delete obj.status;
     return this.commit(k, undefined, obj, o.dryRun);
   }
@@ -137,11 +188,17 @@ export class ApiState {
     const old = this.get(k, ns, name);
     const obj = this.body(k, body);
     this.checkNamespace(k, ns, obj);
-    if (obj.metadata.name !== undefined && obj.metadata.name !== name) throw badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`);
+    if (obj.metadata.name !== undefined && obj.metadata.name !== name)
+      throw badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`);
     obj.metadata.name = name;
     const want = obj.metadata.resourceVersion;
     if (want !== undefined && want !== "" && want !== old.metadata.resourceVersion) throw conflict(k, name);
-    if (obj.metadata.uid && obj.metadata.uid !== old.metadata.uid) throw conflict(k, name, `Precondition failed: UID in precondition: ${obj.metadata.uid}, UID in object meta: ${old.metadata.uid}`);
+    if (obj.metadata.uid && obj.metadata.uid !== old.metadata.uid)
+      throw conflict(
+        k,
+        name,
+        `Precondition failed: UID in precondition: ${obj.metadata.uid}, UID in object meta: ${old.metadata.uid}`,
+      );
     let next: KubeObject;
     if (o.subresource === "status") next = { ...old, status: obj.status };
     else {
@@ -151,14 +208,32 @@ export class ApiState {
     return this.commit(k, old, next, o.dryRun);
   }
 
-  patch(k: KindInfo, ns: string | undefined, name: string, type: PatchType, raw: string, o: PatchOptions = {}): KubeObject {
+  patch(
+    k: KindInfo,
+    ns: string | undefined,
+    name: string,
+    type: PatchType,
+    raw: string,
+    o: PatchOptions = {},
+  ): KubeObject {
     let patch: unknown;
-    try { patch = type === "apply" ? YAML.parse(raw) : JSON.parse(raw); } catch (err) { throw badRequest(`error decoding patch: ${(err as Error).message}`); }
+    try {
+      patch = type === "apply" ? YAML.parse(raw) : JSON.parse(raw);
+    } catch (err) {
+      throw badRequest(`error decoding patch: ${(err as Error).message}`);
+    }
     if (type === "apply") {
-      if (!o.fieldManager) throw new KubeStatusError(422, "Invalid", `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch`);
-      if (typeof patch !== "object" || patch === null || Array.isArray(patch)) throw badRequest("an apply patch must be an object");
+      if (!o.fieldManager)
+        throw new KubeStatusError(
+          422,
+          "Invalid",
+          `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch`,
+        );
+      if (typeof patch !== "object" || patch === null || Array.isArray(patch))
+        throw badRequest("an apply patch must be an object");
       const applied = patch as KubeObject;
-      if (!applied.apiVersion || !applied.kind) throw badRequest(`invalid object: apiVersion and kind are required for apply`);
+      if (!applied.apiVersion || !applied.kind)
+        throw badRequest(`invalid object: apiVersion and kind are required for apply`);
       const existing = this.find(k, ns, name);
       if (!existing) {
         if (o.subresource) throw notFound(k, name);
@@ -168,7 +243,8 @@ export class ApiState {
     }
     const old = this.get(k, ns, name);
     const next = (type === "json" ? jsonPatch(old, patch) : mergePatch(old, patch)) as KubeObject;
-    if (typeof next !== "object" || next === null || Array.isArray(next)) throw badRequest("the patch did not leave an object");
+    if (typeof next !== "object" || next === null || Array.isArray(next))
+      throw badRequest("the patch did not leave an object");
     next.metadata ??= {};
     if (type === "apply") delete next.metadata.resourceVersion;
     return this.replace(k, ns, name, next, o);
@@ -177,16 +253,36 @@ export class ApiState {
   delete(k: KindInfo, ns: string | undefined, name: string, o: DeleteOptions = {}): KubeObject {
     const old = this.get(k, ns, name);
     const pre = o.preconditions ?? {};
-    if (pre.uid && pre.uid !== old.metadata.uid) throw conflict(k, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`);
-    if (pre.resourceVersion && pre.resourceVersion !== old.metadata.resourceVersion) throw conflict(k, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`);
+    if (pre.uid && pre.uid !== old.metadata.uid)
+      throw conflict(
+        k,
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`,
+      );
+    if (pre.resourceVersion && pre.resourceVersion !== old.metadata.resourceVersion)
+      throw conflict(
+        k,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`,
+      );
     const policy = o.propagationPolicy ?? "Background";
-    if (!["Background", "Foreground", "Orphan"].includes(policy)) throw badRequest(`propagationPolicy: Unsupported value: ${JSON.stringify(policy)}: supported values: "Foreground", "Background", "Orphan"`);
+    if (!["Background", "Foreground", "Orphan"].includes(policy))
+      throw badRequest(
+        `propagationPolicy: Unsupported value: ${JSON.stringify(policy)}: supported values: "Foreground", "Background", "Orphan"`,
+      );
     if (o.dryRun) return old;
-    if (policy === "Orphan") for (const d of this.dependents(old.metadata.uid!)) this.stripOwner(d.kind, d.object, old.metadata.uid!);
+    if (policy === "Orphan")
+      for (const d of this.dependents(old.metadata.uid!)) this.stripOwner(d.kind, d.object, old.metadata.uid!);
     if (k === NAMESPACES) return this.terminateNamespace(old);
-    const grace = k === PODS && old.spec?.nodeName ? o.gracePeriodSeconds ?? old.spec?.terminationGracePeriodSeconds ?? 30 : 0;
+    const grace =
+      k === PODS && old.spec?.nodeName ? (o.gracePeriodSeconds ?? old.spec?.terminationGracePeriodSeconds ?? 30) : 0;
     const finalizers = [...(old.metadata.finalizers ?? [])];
-    if (policy === "Foreground" && this.dependents(old.metadata.uid!).length && !finalizers.includes("foregroundDeletion")) finalizers.push("foregroundDeletion");
+    if (
+      policy === "Foreground" &&
+      this.dependents(old.metadata.uid!).length &&
+      !finalizers.includes("foregroundDeletion")
+    )
+      finalizers.push("foregroundDeletion");
     if (old.metadata.deletionTimestamp) {
       if (grace === 0 && k === PODS && !finalizers.length) return this.remove(k, old);
       return old; // already being deleted
@@ -197,7 +293,8 @@ export class ApiState {
     next.metadata.deletionGracePeriodSeconds = grace;
     if (finalizers.length) next.metadata.finalizers = finalizers;
     const marked = this.write(k, "MODIFIED", next);
-    if (finalizers.includes("foregroundDeletion")) for (const d of this.dependents(old.metadata.uid!)) this.deleteQuietly(d.kind, d.object, "Foreground");
+    if (finalizers.includes("foregroundDeletion"))
+      for (const d of this.dependents(old.metadata.uid!)) this.deleteQuietly(d.kind, d.object, "Foreground");
     return marked;
   }
 
@@ -206,16 +303,32 @@ export class ApiState {
     const pod = this.find(PODS, ns, name);
     if (!pod || pod.metadata.uid !== uid || !pod.metadata.deletionTimestamp) return;
     if (!(pod.metadata.finalizers ?? []).length) this.remove(PODS, pod);
-    else if (pod.metadata.deletionGracePeriodSeconds !== 0) this.write(PODS, "MODIFIED", { ...pod, metadata: { ...pod.metadata, deletionGracePeriodSeconds: 0 } });
+    else if (pod.metadata.deletionGracePeriodSeconds !== 0)
+      this.write(PODS, "MODIFIED", { ...pod, metadata: { ...pod.metadata, deletionGracePeriodSeconds: 0 } });
   }
 
   /** A status write by the kubelet or a controller, skipped if the object is gone or was recreated (another uid). */
-  updateStatus(k: KindInfo, ns: string | undefined, name: string, uid: string, mutate: (status: any, o: KubeObject) => void): KubeObject | undefined {
-    return this.mutate(k, ns, name, uid, (o) => { o.status ??= {}; mutate(o.status, o); });
+  updateStatus(
+    k: KindInfo,
+    ns: string | undefined,
+    name: string,
+    uid: string,
+    mutate: (status: any, o: KubeObject) => void,
+  ): KubeObject | undefined {
+    return this.mutate(k, ns, name, uid, (o) => {
+      o.status ??= {};
+      mutate(o.status, o);
+    });
   }
 
   /** An in-place change by a controller (the scheduler's binding, a status), validated as any update. */
-  mutate(k: KindInfo, ns: string | undefined, name: string, uid: string, change: (o: KubeObject) => void): KubeObject | undefined {
+  mutate(
+    k: KindInfo,
+    ns: string | undefined,
+    name: string,
+    uid: string,
+    change: (o: KubeObject) => void,
+  ): KubeObject | undefined {
     const old = this.find(k, ns, name);
     if (!old || old.metadata.uid !== uid) return undefined;
     const next = clone(old);
@@ -228,8 +341,15 @@ export class ApiState {
   getScale(k: KindInfo, ns: string | undefined, name: string): KubeObject {
     const o = this.get(k, ns, name);
     return {
-      kind: "Scale", apiVersion: "autoscaling/v1",
-      metadata: { name, namespace: o.metadata.namespace, uid: o.metadata.uid, resourceVersion: o.metadata.resourceVersion, creationTimestamp: o.metadata.creationTimestamp },
+      kind: "Scale",
+      apiVersion: "autoscaling/v1",
+      metadata: {
+        name,
+        namespace: o.metadata.namespace,
+        uid: o.metadata.uid,
+        resourceVersion: o.metadata.resourceVersion,
+        creationTimestamp: o.metadata.creationTimestamp,
+      },
       spec: { replicas: o.spec?.replicas ?? 0 },
       status: { replicas: o.status?.replicas ?? 0, selector: selectorString(o.spec?.selector) },
     };
@@ -243,15 +363,32 @@ export class ApiState {
     const current = this.get(k, ns, name);
     const want = scale.metadata.resourceVersion;
     if (want && want !== current.metadata.resourceVersion) throw conflict(k, name);
-    if (typeof scale.spec?.replicas !== "number") throw invalid({ ...k, kind: "Scale", group: "autoscaling" }, name, [cause("spec.replicas", "Required value", "FieldValueRequired")]);
+    if (typeof scale.spec?.replicas !== "number")
+      throw invalid({ ...k, kind: "Scale", group: "autoscaling" }, name, [
+        cause("spec.replicas", "Required value", "FieldValueRequired"),
+      ]);
     this.commit(k, current, { ...current, spec: { ...current.spec, replicas: scale.spec.replicas } }, o.dryRun);
-    return o.dryRun ? { ...this.getScale(k, ns, name), spec: { replicas: scale.spec.replicas } } : this.getScale(k, ns, name);
+    return o.dryRun
+      ? { ...this.getScale(k, ns, name), spec: { replicas: scale.spec.replicas } }
+      : this.getScale(k, ns, name);
   }
 
-  patchScale(k: KindInfo, ns: string | undefined, name: string, type: PatchType, raw: string, o: WriteOptions = {}): KubeObject {
-    if (type === "apply") throw new KubeStatusError(415, "UnsupportedMediaType", "the fake does not apply-patch the scale subresource");
+  patchScale(
+    k: KindInfo,
+    ns: string | undefined,
+    name: string,
+    type: PatchType,
+    raw: string,
+    o: WriteOptions = {},
+  ): KubeObject {
+    if (type === "apply")
+      throw new KubeStatusError(415, "UnsupportedMediaType", "the fake does not apply-patch the scale subresource");
     let patch: unknown;
-    try { patch = JSON.parse(raw); } catch (err) { throw badRequest(`error decoding patch: ${(err as Error).message}`); }
+    try {
+      patch = JSON.parse(raw);
+    } catch (err) {
+      throw badRequest(`error decoding patch: ${(err as Error).message}`);
+    }
     const current = this.getScale(k, ns, name);
     const next = (type === "json" ? jsonPatch(current, patch) : mergePatch(current, patch)) as KubeObject;
     return this.replaceScale(k, ns, name, next, o);
@@ -261,10 +398,15 @@ export class ApiState {
 
   /** The request body as an object of kind `k`, apiVersion and kind checked (filled in when absent, as for a typed client). */
   private body(k: KindInfo, body: unknown): KubeObject {
-    if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest(`the body must be a JSON object (a ${k.kind})`);
+    if (typeof body !== "object" || body === null || Array.isArray(body))
+      throw badRequest(`the body must be a JSON object (a ${k.kind})`);
     const o = clone(body) as KubeObject;
-    if (o.kind !== undefined && o.kind !== k.kind) throw badRequest(`the kind in the body (${String(o.kind)}) does not match the resource (${k.kind})`);
-    if (o.apiVersion !== undefined && o.apiVersion !== apiVersionOf(k)) throw badRequest(`the API version in the data (${String(o.apiVersion)}) does not match the expected API version (${apiVersionOf(k)})`);
+    if (o.kind !== undefined && o.kind !== k.kind)
+      throw badRequest(`the kind in the body (${String(o.kind)}) does not match the resource (${k.kind})`);
+    if (o.apiVersion !== undefined && o.apiVersion !== apiVersionOf(k))
+      throw badRequest(
+        `the API version in the data (${String(o.apiVersion)}) does not match the expected API version (${apiVersionOf(k)})`,
+      );
     o.kind = k.kind;
     o.apiVersion = apiVersionOf(k);
     if (typeof o.metadata !== "object" || o.metadata === null || Array.isArray(o.metadata)) o.metadata = {};
@@ -272,8 +414,12 @@ export class ApiState {
   }
 
   private checkNamespace(k: KindInfo, ns: string | undefined, o: KubeObject): void {
-    if (!k.namespaced) { delete o.metadata.namespace; return; }
-    if (o.metadata.namespace !== undefined && o.metadata.namespace !== "" && o.metadata.namespace !== ns) throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+    if (!k.namespaced) {
+      delete o.metadata.namespace;
+      return;
+    }
+    if (o.metadata.namespace !== undefined && o.metadata.namespace !== "" && o.metadata.namespace !== ns)
+      throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
     o.metadata.namespace = ns;
   }
 
@@ -282,20 +428,37 @@ export class ApiState {
     next = clone(next);
     k.prepare?.(next, { creating: !old, old, allocateClusterIp: () => this.allocateIp() });
     validateSchema(k, next);
-    const causes = [...checkCommon(k, next), ...(k.check?.(next) ?? []), ...(old && k.checkUpdate ? k.checkUpdate(old, next) : [])];
+    const causes = [
+      ...checkCommon(k, next),
+      ...(k.check?.(next) ?? []),
+      ...(old && k.checkUpdate ? k.checkUpdate(old, next) : []),
+    ];
     const m = next.metadata;
     if (old) {
       const oldFin = old.metadata.finalizers ?? [];
-      if (old.metadata.deletionTimestamp && (m.finalizers ?? []).some((f) => !oldFin.includes(f))) causes.push(cause("metadata.finalizers", "Forbidden: no new finalizers can be added if the object is being deleted", "FieldValueForbidden"));
+      if (old.metadata.deletionTimestamp && (m.finalizers ?? []).some((f) => !oldFin.includes(f)))
+        causes.push(
+          cause(
+            "metadata.finalizers",
+            "Forbidden: no new finalizers can be added if the object is being deleted",
+            "FieldValueForbidden",
+          ),
+        );
     }
     if (causes.length) throw invalid(k, m.name ?? "", causes);
     if (!k.generation) delete m.generation;
     if (old) {
       m.uid = old.metadata.uid;
       m.creationTimestamp = old.metadata.creationTimestamp;
-      if (old.metadata.deletionTimestamp) { m.deletionTimestamp = old.metadata.deletionTimestamp; m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds; }
-      else { delete m.deletionTimestamp; delete m.deletionGracePeriodSeconds; }
-      if (k.generation) m.generation = (old.metadata.generation ?? 1) + (stable(old.spec) === stable(next.spec) ? 0 : 1);
+      if (old.metadata.deletionTimestamp) {
+        m.deletionTimestamp = old.metadata.deletionTimestamp;
+        m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds;
+      } else {
+        delete m.deletionTimestamp;
+        delete m.deletionGracePeriodSeconds;
+      }
+      if (k.generation)
+        m.generation = (old.metadata.generation ?? 1) + (stable(old.spec) === stable(next.spec) ? 0 : 1);
       m.resourceVersion = old.metadata.resourceVersion;
       if (stable(canonical(old)) === stable(canonical(next))) return old;
     } else {
@@ -304,7 +467,8 @@ export class ApiState {
       if (k.generation) m.generation = 1;
     }
     if (dryRun) return next;
-    if (old && m.deletionTimestamp && !(m.finalizers ?? []).length && !(k === PODS && m.deletionGracePeriodSeconds)) return this.remove(k, next);
+    if (old && m.deletionTimestamp && !(m.finalizers ?? []).length && !(k === PODS && m.deletionGracePeriodSeconds))
+      return this.remove(k, next);
     return this.write(k, old ? "MODIFIED" : "ADDED", next);
   }
 
@@ -336,29 +500,43 @@ export class ApiState {
 
   private dependents(uid: string): { kind: KindInfo; object: KubeObject }[] {
     const out: { kind: KindInfo; object: KubeObject }[] = [];
-    for (const [kind, objs] of this.data) for (const o of objs.values()) if ((o.metadata.ownerReferences ?? []).some((r) => r.uid === uid)) out.push({ kind, object: o });
+    for (const [kind, objs] of this.data)
+      for (const o of objs.values())
+        if ((o.metadata.ownerReferences ?? []).some((r) => r.uid === uid)) out.push({ kind, object: o });
     return out;
   }
 
   private stripOwner(k: KindInfo, o: KubeObject, uid: string): void {
     const refs = (o.metadata.ownerReferences ?? []).filter((r) => r.uid !== uid);
     const next = clone(o);
-    if (refs.length) next.metadata.ownerReferences = refs; else delete next.metadata.ownerReferences;
+    if (refs.length) next.metadata.ownerReferences = refs;
+    else delete next.metadata.ownerReferences;
     this.commit(k, o, next);
   }
 
   private deleteQuietly(k: KindInfo, o: KubeObject, policy: PropagationPolicy): void {
-    try { this.delete(k, o.metadata.namespace, o.metadata.name!, { propagationPolicy: policy, preconditions: { uid: o.metadata.uid } }); } catch (err) {
+    try {
+      this.delete(k, o.metadata.namespace, o.metadata.name!, {
+        propagationPolicy: policy,
+        preconditions: { uid: o.metadata.uid },
+      });
+    } catch (err) {
       if (!(err instanceof KubeStatusError && (err.code === 404 || err.code === 409))) throw err;
     }
   }
 
   private collect(gone: KubeObject): void {
-    for (const d of this.dependents(gone.metadata.uid!)) if (!d.object.metadata.deletionTimestamp) this.deleteQuietly(d.kind, d.object, "Background");
+    for (const d of this.dependents(gone.metadata.uid!))
+      if (!d.object.metadata.deletionTimestamp) this.deleteQuietly(d.kind, d.object, "Background");
     for (const ref of gone.metadata.ownerReferences ?? []) {
       for (const [kind, objs] of this.data) {
         for (const owner of objs.values()) {
-          if (owner.metadata.uid !== ref.uid || !owner.metadata.finalizers?.includes("foregroundDeletion") || this.dependents(ref.uid).length) continue;
+          if (
+            owner.metadata.uid !== ref.uid ||
+            !owner.metadata.finalizers?.includes("foregroundDeletion") ||
+            this.dependents(ref.uid).length
+          )
+            continue;
           const next = clone(owner);
           next.metadata.finalizers = owner.metadata.finalizers.filter((f) => f !== "foregroundDeletion");
           this.commit(kind, owner, next);
@@ -373,7 +551,8 @@ export class ApiState {
   }
 
   private empty(ns: string): boolean {
-    for (const [kind, objs] of this.data) if (kind.namespaced) for (const o of objs.values()) if (o.metadata.namespace === ns) return false;
+    for (const [kind, objs] of this.data)
+      if (kind.namespaced) for (const o of objs.values()) if (o.metadata.namespace === ns) return false;
     return true;
   }
 
@@ -387,7 +566,8 @@ export class ApiState {
     const marked = this.write(NAMESPACES, "MODIFIED", next);
     for (const [kind, objs] of this.data) {
       if (!kind.namespaced) continue;
-      for (const o of [...objs.values()]) if (o.metadata.namespace === ns && !o.metadata.deletionTimestamp) this.deleteQuietly(kind, o, "Background");
+      for (const o of [...objs.values()])
+        if (o.metadata.namespace === ns && !o.metadata.deletionTimestamp) this.deleteQuietly(kind, o, "Background");
     }
     if (this.empty(ns)) return this.remove(NAMESPACES, marked);
     return marked;
@@ -403,4 +583,3 @@ export class ApiState {
 function canonical(o: KubeObject): unknown {
   return { ...o, metadata: { ...o.metadata, resourceVersion: undefined } };
 }
-

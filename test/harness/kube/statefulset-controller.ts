@@ -40,7 +40,9 @@ const ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
 
 /** The revision name of a template: `<set>-<hash>` (opaque to clients, as upstream's). */
 export function revisionOf(sts: KubeObject): string {
-  const h = createHash("sha256").update(JSON.stringify(sts.spec?.template ?? {})).digest();
+  const h = createHash("sha256")
+    .update(JSON.stringify(sts.spec?.template ?? {}))
+    .digest();
   return `${sts.metadata.name}-${Array.from(h.subarray(0, 10), (b) => ALPHABET[b % ALPHABET.length]).join("")}`;
 }
 
@@ -71,12 +73,16 @@ export class StatefulSetController {
   private observe(e: StoreEvent): void {
     if (e.kind === STS) this.enqueue(`${e.object.metadata.namespace}/${e.object.metadata.name}`);
     else if (e.kind === PODS || e.kind === PVCS) {
-      const owner = e.object.metadata.ownerReferences?.find((r) => r.controller && r.kind === "StatefulSet" && r.apiVersion === "apps/v1");
+      const owner = e.object.metadata.ownerReferences?.find(
+        (r) => r.controller && r.kind === "StatefulSet" && r.apiVersion === "apps/v1",
+      );
       if (owner) this.enqueue(`${e.object.metadata.namespace}/${owner.name}`);
     }
   }
 
-  private enqueue(key: string, afterMs = 0): void { this.work.add(key, afterMs); }
+  private enqueue(key: string, afterMs = 0): void {
+    this.work.add(key, afterMs);
+  }
 
   private sync(key: string): void {
     const [ns, name] = key.split("/") as [string, string];
@@ -89,11 +95,15 @@ export class StatefulSetController {
     const monotonic = spec.podManagementPolicy !== "Parallel";
     const updateRevision = revisionOf(sts);
     this.templates.set(`${ns}/${updateRevision}`, structuredClone(spec.template ?? {}));
-    const partition: number = spec.updateStrategy?.type === "RollingUpdate" ? spec.updateStrategy.rollingUpdate?.partition ?? 0 : 0;
+    const partition: number =
+      spec.updateStrategy?.type === "RollingUpdate" ? (spec.updateStrategy.rollingUpdate?.partition ?? 0) : 0;
     const currentRevision: string = sts.status?.currentRevision ?? updateRevision;
     // Below the partition a pod is made at the current revision, if its template is known.
-    const revisionFor = (ord: number): string => (ord < partition && this.templates.has(`${ns}/${currentRevision}`) ? currentRevision : updateRevision);
-    const owned = this.state.list(PODS, ns, (p) => (p.metadata.ownerReferences ?? []).some((r) => r.controller && r.uid === uid));
+    const revisionFor = (ord: number): string =>
+      ord < partition && this.templates.has(`${ns}/${currentRevision}`) ? currentRevision : updateRevision;
+    const owned = this.state.list(PODS, ns, (p) =>
+      (p.metadata.ownerReferences ?? []).some((r) => r.controller && r.uid === uid),
+    );
     const byOrdinal = new Map<number, KubeObject>();
     const condemned: KubeObject[] = [];
     for (const p of owned) {
@@ -105,7 +115,9 @@ export class StatefulSetController {
 
     const work = (): void => {
       // Failed or Succeeded pods are deleted, to be recreated.
-      for (const p of byOrdinal.values()) if (finished(p) && !terminating(p)) this.state.delete(PODS, ns, p.metadata.name!, { preconditions: { uid: p.metadata.uid } });
+      for (const p of byOrdinal.values())
+        if (finished(p) && !terminating(p))
+          this.state.delete(PODS, ns, p.metadata.name!, { preconditions: { uid: p.metadata.uid } });
       for (let ord = start; ord < start + replicas; ord++) {
         const p = byOrdinal.get(ord);
         if (!p) {
@@ -114,13 +126,22 @@ export class StatefulSetController {
         } else if (monotonic && !healthy(p)) return;
       }
       for (const p of condemned) {
-        if (terminating(p)) { if (monotonic) return; continue; }
+        if (terminating(p)) {
+          if (monotonic) return;
+          continue;
+        }
         if (monotonic && [...byOrdinal.values(), ...condemned].some((o) => o !== p && !healthy(o))) return;
         this.condemn(sts, p);
         if (monotonic) return;
       }
       // Rolling update: highest ordinal first, one at a time, all others healthy.
-      if (spec.updateStrategy?.type !== "RollingUpdate" || byOrdinal.size !== replicas || [...byOrdinal.values()].some((p) => !healthy(p)) || condemned.length) return;
+      if (
+        spec.updateStrategy?.type !== "RollingUpdate" ||
+        byOrdinal.size !== replicas ||
+        [...byOrdinal.values()].some((p) => !healthy(p)) ||
+        condemned.length
+      )
+        return;
       for (let ord = start + replicas - 1; ord >= Math.max(start, partition); ord--) {
         const p = byOrdinal.get(ord)!;
         if (p.metadata.labels?.["controller-revision-hash"] !== updateRevision) {
@@ -134,7 +155,8 @@ export class StatefulSetController {
   }
 
   private createPod(sts: KubeObject, ord: number, revision: string): void {
-    const set = sts.metadata.name!, ns = sts.metadata.namespace!;
+    const set = sts.metadata.name!,
+      ns = sts.metadata.namespace!;
     const podName = `${set}-${ord}`;
     const tpl = (this.templates.get(`${ns}/${revision}`) ?? sts.spec.template ?? {}) as KubeObject["spec"];
     const claims: KubeObject[] = sts.spec.volumeClaimTemplates ?? [];
@@ -142,34 +164,73 @@ export class StatefulSetController {
     const claimNames = new Set(claims.map((c) => c.metadata?.name));
     const volumes = [
       ...((tpl.spec?.volumes ?? []) as { name: string }[]).filter((v) => !claimNames.has(v.name)),
-      ...claims.map((c) => ({ name: c.metadata.name!, persistentVolumeClaim: { claimName: `${c.metadata.name}-${set}-${ord}` } })),
+      ...claims.map((c) => ({
+        name: c.metadata.name!,
+        persistentVolumeClaim: { claimName: `${c.metadata.name}-${set}-${ord}` },
+      })),
     ];
     this.state.create(PODS, ns, {
       metadata: {
-        name: podName, namespace: ns,
-        labels: { ...tpl.metadata?.labels, "statefulset.kubernetes.io/pod-name": podName, "apps.kubernetes.io/pod-index": String(ord), "controller-revision-hash": revision },
+        name: podName,
+        namespace: ns,
+        labels: {
+          ...tpl.metadata?.labels,
+          "statefulset.kubernetes.io/pod-name": podName,
+          "apps.kubernetes.io/pod-index": String(ord),
+          "controller-revision-hash": revision,
+        },
         ...(tpl.metadata?.annotations ? { annotations: tpl.metadata.annotations } : {}),
-        ownerReferences: [{ apiVersion: "apps/v1", kind: "StatefulSet", name: set, uid: sts.metadata.uid!, controller: true, blockOwnerDeletion: true }],
+        ownerReferences: [
+          {
+            apiVersion: "apps/v1",
+            kind: "StatefulSet",
+            name: set,
+            uid: sts.metadata.uid!,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
-      spec: { ...tpl.spec, hostname: podName, ...(sts.spec.serviceName ? { subdomain: sts.spec.serviceName } : {}), ...(volumes.length ? { volumes } : {}) },
+      spec: {
+        ...tpl.spec,
+        hostname: podName,
+        ...(sts.spec.serviceName ? { subdomain: sts.spec.serviceName } : {}),
+        ...(volumes.length ? { volumes } : {}),
+      },
     });
   }
 
   private ensureClaim(sts: KubeObject, tpl: KubeObject, ord: number): void {
-    const set = sts.metadata.name!, ns = sts.metadata.namespace!;
+    const set = sts.metadata.name!,
+      ns = sts.metadata.namespace!;
     const claimName = `${tpl.metadata.name}-${set}-${ord}`;
     if (this.state.find(PVCS, ns, claimName)) return;
     const whenDeleted = sts.spec.persistentVolumeClaimRetentionPolicy?.whenDeleted === "Delete";
     const created = this.state.create(PVCS, ns, {
       metadata: {
-        name: claimName, namespace: ns,
+        name: claimName,
+        namespace: ns,
         labels: { ...tpl.metadata?.labels, ...sts.spec.selector?.matchLabels },
-        ...(whenDeleted ? { ownerReferences: [{ apiVersion: "apps/v1", kind: "StatefulSet", name: set, uid: sts.metadata.uid!, blockOwnerDeletion: true }] } : {}),
+        ...(whenDeleted
+          ? {
+              ownerReferences: [
+                {
+                  apiVersion: "apps/v1",
+                  kind: "StatefulSet",
+                  name: set,
+                  uid: sts.metadata.uid!,
+                  blockOwnerDeletion: true,
+                },
+              ],
+            }
+          : {}),
       },
       spec: tpl.spec,
     });
     // The provisioner: a volume for the claim at once.
-    this.state.mutate(PVCS, ns, claimName, created.metadata.uid!, (c) => { c.spec.volumeName = `pvc-${c.metadata.uid}`; });
+    this.state.mutate(PVCS, ns, claimName, created.metadata.uid!, (c) => {
+      c.spec.volumeName = `pvc-${c.metadata.uid}`;
+    });
     this.state.updateStatus(PVCS, ns, claimName, created.metadata.uid!, (s, c) => {
       s.phase = "Bound";
       s.accessModes = c.spec?.accessModes ?? ["ReadWriteOnce"];
@@ -185,7 +246,10 @@ export class StatefulSetController {
         const claim = v.persistentVolumeClaim && this.state.find(PVCS, ns, v.persistentVolumeClaim.claimName);
         if (!claim) continue;
         this.state.mutate(PVCS, ns, claim.metadata.name!, claim.metadata.uid!, (c) => {
-          c.metadata.ownerReferences = [...(c.metadata.ownerReferences ?? []).filter((r) => r.uid !== pod.metadata.uid), { apiVersion: "v1", kind: "Pod", name: pod.metadata.name!, uid: pod.metadata.uid! }];
+          c.metadata.ownerReferences = [
+            ...(c.metadata.ownerReferences ?? []).filter((r) => r.uid !== pod.metadata.uid),
+            { apiVersion: "v1", kind: "Pod", name: pod.metadata.name!, uid: pod.metadata.uid! },
+          ];
         });
       }
     }
@@ -193,17 +257,27 @@ export class StatefulSetController {
   }
 
   private updateStatus(sts: KubeObject, updateRevision: string): void {
-    const ns = sts.metadata.namespace!, uid = sts.metadata.uid!;
-    const pods = this.state.list(PODS, ns, (p) => (p.metadata.ownerReferences ?? []).some((r) => r.controller && r.uid === uid));
+    const ns = sts.metadata.namespace!,
+      uid = sts.metadata.uid!;
+    const pods = this.state.list(PODS, ns, (p) =>
+      (p.metadata.ownerReferences ?? []).some((r) => r.controller && r.uid === uid),
+    );
     const minReady: number = sts.spec.minReadySeconds ?? 0;
     const currentRevision: string = sts.status?.currentRevision ?? updateRevision;
-    let replicas = 0, ready = 0, available = 0, current = 0, updated = 0, recheck = 0;
+    let replicas = 0,
+      ready = 0,
+      available = 0,
+      current = 0,
+      updated = 0,
+      recheck = 0;
     for (const p of pods) {
       const created = !!p.status?.phase;
       if (created) replicas++;
       if (p.status?.phase === "Running" && podReady(p)) {
         ready++;
-        const since = Date.parse(p.status.conditions.find((c: { type: string }) => c.type === "Ready")?.lastTransitionTime ?? "") || 0;
+        const since =
+          Date.parse(p.status.conditions.find((c: { type: string }) => c.type === "Ready")?.lastTransitionTime ?? "") ||
+          0;
         const wait = since + minReady * 1000 - Date.now();
         if (minReady === 0 || wait <= 0) available++;
         else recheck = Math.max(recheck, wait);

@@ -12,17 +12,26 @@ export class WorkQueue {
   private stopped = false;
   private readonly timers = new Set<NodeJS.Timeout>();
 
-  constructor(private readonly owner: string, private readonly sync: (key: string) => void) {}
+  constructor(
+    private readonly owner: string,
+    private readonly sync: (key: string) => void,
+  ) {}
 
   add(key: string, afterMs = 0): void {
     if (this.stopped) return;
     if (afterMs > 0) {
-      const t = setTimeout(() => { this.timers.delete(t); this.add(key); }, afterMs);
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        this.add(key);
+      }, afterMs);
       this.timers.add(t);
       return;
     }
     this.queue.add(key);
-    if (!this.running) { this.running = true; setImmediate(() => this.drain()); }
+    if (!this.running) {
+      this.running = true;
+      setImmediate(() => this.drain());
+    }
   }
 
   stop(): void {
@@ -34,8 +43,11 @@ export class WorkQueue {
     while (this.queue.size && !this.stopped) {
       const key = this.queue.values().next().value!;
       this.queue.delete(key);
-      try { this.sync(key); } catch (err) {
-        if (!(err instanceof KubeStatusError)) console.error(`${this.owner}: ${key}: ${(err as Error).stack ?? String(err)}`);
+      try {
+        this.sync(key);
+      } catch (err) {
+        if (!(err instanceof KubeStatusError))
+          console.error(`${this.owner}: ${key}: ${(err as Error).stack ?? String(err)}`);
         this.add(key, 50);
       }
     }
