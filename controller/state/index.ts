@@ -9,6 +9,8 @@ export { AgentViewRound, buildAgentView } from "./agent-views";
 export { StatusRenderer, modelStatusParts, renderModelStatus, renderModelStatusBytes } from "./status-json";
 export type { StatusParts } from "./status-json";
 export { keys } from "./keys";
+export { decode, del, docs, put, putBack, readDoc, readDocs, readKv } from "./doc-kinds";
+export type { DocKind, PutOp, Read } from "./doc-kinds";
 export type { OperatorCharge, OperatorQuotas, OperatorUser } from "./operator-quotas";
 export * from "./documents";
 export {
