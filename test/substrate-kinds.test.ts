@@ -196,7 +196,7 @@ test("an export of the previous build (version 2, the model without a placement)
     {
       store,
       leaseSeconds: 60,
-      putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }),
+      putOperator: (b) => ops.operators.upload(b, { quotaBytes: 1 << 30 }),
       checkLocalDir: async () => undefined,
     },
     old,

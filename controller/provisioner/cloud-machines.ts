@@ -149,7 +149,7 @@ export class CloudProvisioner extends Reconciler {
       if (m.life !== "alive") {
         if (inst && !cloud.gone(inst.state))
           await cloud.broker.stopMachine({ model: idx.uuid, machine: m.id, placement });
-        await this.o.ops.finishMachine(idx.uuid, m.id);
+        await this.o.ops.machines.finish(idx.uuid, m.id);
         this.o.log.info("removed cloud machine", { model: idx.model?.name, machine: m.id, instance: inst?.id });
         continue;
       }
@@ -221,7 +221,7 @@ export class CloudProvisioner extends Reconciler {
             machine,
             placement,
             controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
-            issueCredential: () => this.o.ops.issueMachineCredential(uuid, machine),
+            issueCredential: () => this.o.ops.machines.issueCredential(uuid, machine),
             issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
             ...(doc?.constraints ? { constraints: doc.constraints } : {}),
             waitForLogin: () =>
@@ -269,8 +269,8 @@ export class CloudProvisioner extends Reconciler {
   private async record(uuid: string, machine: string, change: Partial<Omit<MachineInstallDoc, "at">>): Promise<void> {
     const current = this.o.cache.models.get(uuid)?.machineInstall.get(machine);
     const { at: _, ...base } = current ?? { state: "installing" as const, step: "", at: "" };
-    await this.o.ops
-      .setMachineInstall(uuid, machine, { ...base, ...change })
+    await this.o.ops.machines
+      .setInstall(uuid, machine, { ...base, ...change })
       .catch((err: unknown) => this.o.log.warn("could not record provisioning progress", { machine, err }));
   }
 }

@@ -43,14 +43,14 @@ export class SshProvisioner {
   ): Promise<{ id: string; hostKey: string; created: boolean }> {
     // Refuses unsupported hosts and missing sudo before anything is recorded.
     const hostKey = await ssh.checkHost(target, 3);
-    const m = await this.o.ops.addSshMachine(uuid, {
+    const m = await this.o.ops.machines.addSsh(uuid, {
       host: target.host,
       port: target.port,
       user: target.user,
       hostKey,
     });
     await this.o.cache.waitForRevision(m.revision);
-    await this.o.ops.setMachineInstall(uuid, m.id, { state: "installing", step: "queued" });
+    await this.o.ops.machines.setInstall(uuid, m.id, { state: "installing", step: "queued" });
     // The key stays in this closure until the install ends; the pinned host key is enforced from now on.
     const pinned = { ...target, hostKey, trustOnFirstUse: false };
     this.schedule(() => this.install(uuid, m.id, pinned));
@@ -76,8 +76,8 @@ export class SshProvisioner {
       step: string,
       extra: { changed?: boolean; bytesUploaded?: number } = {},
     ): Promise<void> =>
-      this.o.ops
-        .setMachineInstall(uuid, id, { state, step, ...extra })
+      this.o.ops.machines
+        .setInstall(uuid, id, { state, step, ...extra })
         .catch((err: unknown) => log.warn("could not record install progress", { err }));
     try {
       const res = await this.machines.startMachine(
@@ -86,7 +86,7 @@ export class SshProvisioner {
           machine: id,
           placement: target,
           controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
-          issueCredential: () => this.o.ops.issueMachineCredential(uuid, id),
+          issueCredential: () => this.o.ops.machines.issueCredential(uuid, id),
           waitForLogin: () => this.waitForLogin(uuid, id),
         },
         {

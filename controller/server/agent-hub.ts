@@ -386,11 +386,11 @@ export class AgentHub {
         const idx = cache.models.get(conn.model);
         if (idx?.machines.get(conn.machine)?.life !== "dying" || (idx.unitsByMachine.get(conn.machine)?.size ?? 0) > 0)
           throw new StewardError("invalid-request", `machine ${conn.machine} is not being removed, or still has units`);
-        await ops.finishMachine(conn.model, conn.machine);
+        await ops.machines.finish(conn.model, conn.machine);
         return {};
       }
       case "unit.resolved":
-        return settle(await ops.unitResolved(conn.model, conn.machine, p.unit));
+        return settle((await ops.applications.unitResolved(conn.model, conn.machine, p.unit)).revision);
       case "leader.claim": {
         const leader = await leadership.claim(conn.model, conn.machine, p.unit, this.deps.leadershipLeaseSeconds);
         await cache.waitForRevision(await this.deps.store.currentRevision());
@@ -434,13 +434,14 @@ export class AgentHub {
           data: this.relationData(conn, p.unit, p.relationId as number, p.target as { unit?: string; app?: string }),
         };
       case "unit.status": {
-        const rev = await ops.setUnitStatus(conn.model, conn.machine, parsed.data as never);
-        await cache.waitForRevision(rev);
+        const { revision } = await ops.reports.setUnitStatus(conn.model, conn.machine, parsed.data as never);
+        await cache.waitForRevision(revision);
         return {};
       }
       case "unit.dead": {
-        const rev = await ops.unitDead(conn.model, conn.machine, (parsed.data as { unit: string }).unit);
-        await cache.waitForRevision(rev);
+        const unit = (parsed.data as { unit: string }).unit;
+        const { revision } = await ops.applications.unitDead(conn.model, conn.machine, unit);
+        await cache.waitForRevision(revision);
         return {};
       }
       case "log.batch":
@@ -451,7 +452,7 @@ export class AgentHub {
       case "task.finish":
         return settle(await this.deps.actions.finish(conn.model, conn.machine, parsed.data as TaskFinish));
       case "machine.info":
-        await ops.setMachineInfo(conn.model, conn.machine, parsed.data as never);
+        await ops.machines.setInfo(conn.model, conn.machine, parsed.data as never);
         return {};
       case "migration.report":
         await recordReport(this.deps.store, cache, conn.model, conn.machine, parsed.data as MigrationReport);

@@ -1,6 +1,11 @@
 export { CLUSTER_CHANGED, StateCache } from "./cache";
 export type { ModelIndex, CacheListener } from "./cache";
 export { StateOps, modelDeletes } from "./operations";
+export { ModelOps } from "./model-ops";
+export { OperatorOps } from "./operator-ops";
+export { ApplicationOps } from "./application-ops";
+export { MachineOps } from "./machine-ops";
+export { UnitReportOps } from "./unit-report-ops";
 export { validateConfig, effectiveConfig } from "./config";
 export { RelationOps } from "./relation-ops";
 export { LeadershipOps } from "./leadership-ops";

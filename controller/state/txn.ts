@@ -7,8 +7,7 @@ import type { Compare, Op, Store } from "../store";
 import { MAX_VALUE_BYTES, ValueTooLargeError, absent } from "../store";
 import { currentRequest } from "./request-records";
 import type { DocKind, Read } from "./doc-kinds";
-import { docs, readDoc, readDocs } from "./doc-kinds";
-import type { ModelDoc } from "./documents";
+import { readDoc, readDocs } from "./doc-kinds";
 
 export type { Read } from "./doc-kinds";
 const MAX_ATTEMPTS = 50;
@@ -34,11 +33,6 @@ export class StoreTxns {
     ...within: P
   ): Promise<(Read<T> & { key: string })[]> {
     return readDocs(this.store, d, ...within);
-  }
-
-  /** A model's document, in the current shape whatever shape it was stored in (model-placement.ts). */
-  protected readModel(uuid: string): Promise<Read<ModelDoc> | undefined> {
-    return this.get(docs.model, uuid);
   }
 
   /** A read by raw key, for kinds not bound in doc-kinds.ts; prefer {@link get}. */
