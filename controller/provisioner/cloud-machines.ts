@@ -15,12 +15,11 @@ import type {
   EnrolmentOps,
   InstanceRecord,
   MachineInstallDoc,
-  MigrationArrivalDoc,
   ModelIndex,
   StateCache,
   StateOps,
 } from "../state";
-import { handedOver, keys } from "../state";
+import { decode, docs, handedOver, keys } from "../state";
 import type { Store } from "../store";
 import { unchanged } from "../store";
 import { Reconciler } from "../workers";
@@ -184,7 +183,7 @@ export class CloudProvisioner extends Reconciler {
   private async adoptIfArrived(idx: ModelIndex, cloud: Cloud, placement: unknown): Promise<void> {
     if (this.adopted.has(idx.uuid)) return;
     const kv = await this.o.store.get(keys.migrationArrival(idx.uuid));
-    const arrival = kv ? (JSON.parse(kv.value) as MigrationArrivalDoc) : undefined;
+    const arrival = kv ? decode(docs.migrationArrival, kv.value) : undefined;
     if (kv && arrival && !arrival.adoptedAt) {
       if (!cloud.adopt)
         throw new StewardError(

@@ -21,7 +21,7 @@ import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "..
 import type { Store } from "../store";
 import { unchanged } from "../store";
 import type { ActionOps, LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
-import { AgentViewRound, CLUSTER_CHANGED, keys, movedError, recordReport } from "../state";
+import { AgentViewRound, CLUSTER_CHANGED, docs, keys, movedError, readDoc, recordReport } from "../state";
 import type { PresenceDoc } from "../state";
 import { credentialMatchesKept } from "../security/credentials";
 import { authenticate } from "../access/auth";
@@ -278,17 +278,14 @@ export class AgentHub {
   }
 
   private putPresence(conn: AgentConnection): Promise<unknown> {
-    const presence: PresenceDoc & { conn: string } = { replica: this.deps.replicaId, since: conn.since, conn: conn.id };
+    const presence: PresenceDoc = { replica: this.deps.replicaId, since: conn.since, conn: conn.id };
     return this.deps.store.put(keys.presence(conn.model, conn.machine), JSON.stringify(presence), {
       lease: this.deps.leaseId(),
     });
   }
 
   private holdsPresence(conn: AgentConnection): boolean {
-    return (
-      (this.deps.cache.models.get(conn.model)?.presence.get(conn.machine) as { conn?: string } | undefined)?.conn ===
-      conn.id
-    );
+    return this.deps.cache.models.get(conn.model)?.presence.get(conn.machine)?.conn === conn.id;
   }
 
   /**
@@ -330,10 +327,10 @@ export class AgentHub {
     if (this.byMachine.get(key) === conn) this.byMachine.delete(key);
     else return; // replaced: the newer connection owns the presence key
     const pk = keys.presence(conn.model, conn.machine);
-    const kv = await this.deps.store.get(pk);
-    if (kv && (JSON.parse(kv.value) as { conn?: string }).conn === conn.id) {
+    const presence = await readDoc(this.deps.store, docs.presence, conn.model, conn.machine);
+    if (presence?.doc.conn === conn.id) {
       await this.deps.store.txn({
-        compare: [{ key: pk, target: "modRevision", value: kv.modRevision }],
+        compare: [{ key: pk, target: "modRevision", value: presence.rev }],
         success: [{ type: "delete", key: pk }],
       });
     }

@@ -218,6 +218,8 @@ export interface AccessDoc {
 export interface PresenceDoc {
   replica: string;
   since: string;
+  /** The connection that wrote it (of two of one machine's connections, only its own deletes it). */
+  conn?: string;
 }
 
 export interface RelationEndpoint {

@@ -18,13 +18,14 @@ import type { Bundle } from "../../api";
 import { Name, StewardError, alreadyExists, bundleHash, contractOf } from "../../api";
 import type { Compare, Op, Store } from "../store";
 import { ValueTooLargeError, absent, unchanged } from "../store";
-import type { ApplicationDoc, CredentialDoc, LeaderDoc, MachineDoc, ModelDoc, RelationDoc, UnitDoc } from "./documents";
+import type { ApplicationDoc, LeaderDoc, MachineDoc, ModelDoc, RelationDoc, UnitDoc } from "./documents";
 import type { ImportedRevisionsDoc } from "./imported-revisions";
 import { keys } from "./keys";
 import type { ModelExport } from "./model-format";
 import { upgradeModelExport } from "./model-format";
 import type { KindName } from "./registry";
 import { KIND, keyOf } from "./registry";
+import { decode, docs } from "./doc-kinds";
 
 /** etcd is run with --max-txn-ops 25000 and --max-request-bytes 10 MiB (cluster/etcd-member.ts): stay under both. */
 export const MAX_IMPORT_TXN_OPS = 20_000;
@@ -117,7 +118,7 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
       throw bad(
         `the model uses credential "${credential}", which this controller does not have: add it (steward add-credential ${credential}) and import again`,
       );
-    const cred = JSON.parse(c.value) as CredentialDoc;
+    const cred = decode(docs.credential, c.value);
     if (cred.substrate !== substrate)
       throw bad(`credential "${credential}" here is for ${cred.substrate}, but the model's substrate is ${substrate}`);
     compare.push(unchanged(keys.credential(credential), c.modRevision));
