@@ -14,7 +14,7 @@ import { join } from "node:path";
 import type { ControllerClient, ControllerHello, MigrationPhase } from "../../api";
 import { STEWARD_VERSION, StewardError, contractOf, isUnavailable, olderMinor } from "../../api";
 import type { MachineDoc, MigrationDoc, StateCache } from "../state";
-import { agentReports, canMove, decode, docs, exportModel, keys, migrationActive, modelDeletes } from "../state";
+import { agentReports, canMove, decode, docs, exportModel, put, keys, migrationActive, modelDeletes } from "../state";
 import type { Sealer } from "../security/sealing";
 import { KEPT_HASH_DIGITS } from "../security/credentials";
 import type { KeyValue, Op, Store } from "../store";
@@ -331,11 +331,7 @@ export class MigrationMaster implements Worker {
         if (c) {
           const cred = decode(docs.credential, c.value);
           compare.push(unchanged(c.key, c.modRevision));
-          ops.push({
-            type: "put",
-            key: c.key,
-            value: JSON.stringify({ ...cred, models: cred.models.filter((u) => u !== m.model) }),
-          });
+          ops.push(put(docs.credential, credential, { ...cred, models: cred.models.filter((u) => u !== m.model) }));
         }
       }
     }

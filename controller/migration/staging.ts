@@ -25,6 +25,7 @@ import {
   importModel,
   keys,
   migrationActive,
+  put,
   readDoc,
   upgradeModelExport,
 } from "../state";
@@ -147,7 +148,7 @@ export class MigrationStaging {
       alsoDo: [
         { type: "delete", key: keys.migrationStage(id) },
         { type: "deletePrefix", prefix: keys.migrationStageChunks(id) },
-        { type: "put", key: keys.migrationArrival(model), value: JSON.stringify(arrival) },
+        put(docs.migrationArrival, model, arrival),
         ...(left ? [{ type: "delete" as const, key: left.key }] : []),
       ],
       refusedBecause: "the staged import was aborted meanwhile",

@@ -19,7 +19,7 @@ import type {
   StateCache,
   StateOps,
 } from "../state";
-import { decode, docs, handedOver, keys } from "../state";
+import { decode, docs, handedOver, keys, put } from "../state";
 import type { Store } from "../store";
 import { unchanged } from "../store";
 import { Reconciler } from "../workers";
@@ -193,9 +193,7 @@ export class CloudProvisioner extends Reconciler {
       const n = await cloud.adopt(placement, idx.uuid, arrival.source);
       await this.o.store.txn({
         compare: [unchanged(kv.key, kv.modRevision)],
-        success: [
-          { type: "put", key: kv.key, value: JSON.stringify({ ...arrival, adoptedAt: new Date().toISOString() }) },
-        ],
+        success: [put(docs.migrationArrival, idx.uuid, { ...arrival, adoptedAt: new Date().toISOString() })],
       });
       this.o.log.info("took over the instances of a model that migrated here", {
         model: idx.model?.name,

@@ -25,7 +25,7 @@ import type { ModelExport } from "./model-format";
 import { upgradeModelExport } from "./model-format";
 import type { KindName } from "./registry";
 import { KIND, keyOf } from "./registry";
-import { decode, docs } from "./doc-kinds";
+import { decode, docs, put } from "./doc-kinds";
 
 /** etcd is run with --max-txn-ops 25000 and --max-request-bytes 10 MiB (cluster/etcd-member.ts): stay under both. */
 export const MAX_IMPORT_TXN_OPS = 20_000;
@@ -108,8 +108,8 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
   const ops: Op[] = [...(opts.alsoDo ?? [])];
   // Written first: the cache reads versions for the bags that follow it in the same revision.
   const origin: ImportedRevisionsDoc = { sourceRevision: doc.versions.revision, versions: doc.versions.bags };
-  ops.push({ type: "put", key: keyOf(KIND["imported-revisions"], uuid), value: JSON.stringify(origin) });
-  ops.push({ type: "put", key: keys.modelName(model.name), value: JSON.stringify(uuid) });
+  ops.push(put(docs.importedRevisions, uuid, origin));
+  ops.push(put(docs.modelName, model.name, uuid));
 
   const { credential, substrate } = model.placement;
   if (credential) {
@@ -122,11 +122,7 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
     if (cred.substrate !== substrate)
       throw bad(`credential "${credential}" here is for ${cred.substrate}, but the model's substrate is ${substrate}`);
     compare.push(unchanged(keys.credential(credential), c.modRevision));
-    ops.push({
-      type: "put",
-      key: keys.credential(credential),
-      value: JSON.stringify({ ...cred, models: [...cred.models, uuid] }),
-    });
+    ops.push(put(docs.credential, credential, { ...cred, models: [...cred.models, uuid] }));
   }
 
   for (const [hash, bundle] of Object.entries(doc.operators)) {
