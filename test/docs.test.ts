@@ -1,15 +1,17 @@
 /**
  * The documentation holds to the code: every relative link in README.md and docs/*.md reaches a file
  * (and a heading, for `#anchors`, slugged as GitHub does), every `steward …` command shown in a shell
- * block names a command the CLI has, with options that command takes, and every `npm run …` names a
- * script of package.json. Commands are resolved from the CLI's own command table (one clipanion
- * definition list, in this process), so commands added or renamed in the code are followed without
- * editing this test. The checks are plain functions, and the last test feeds them broken text to show
- * each one can fail.
+ * block parses as the CLI parses it (a command that exists, options it takes with their values, its
+ * arguments), and every `npm run …` names a script of package.json. Commands are parsed by the CLI's
+ * own parser, built from its command table in this process (no process per command), so commands
+ * added or renamed in the code are followed without editing this test. The checks are plain
+ * functions, and the last test feeds them broken text to show each one can fail.
  */
 import test from "ava";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
+import type { Cli } from "clipanion";
+import type { StewardContext } from "../cli";
 import { buildCli } from "../cli";
 
 const repo = join(__dirname, "..", "..");
@@ -31,7 +33,7 @@ function prose(markdown: string): string {
 }
 
 /** Each fenced block, with its info string (`sh`, `ts`, …). */
-export function fencedBlocks(markdown: string): { lang: string; body: string }[] {
+function fencedBlocks(markdown: string): { lang: string; body: string }[] {
   const blocks: { lang: string; body: string }[] = [];
   const re = /^(```|~~~)([^\n]*)\n([\s\S]*?)^\1[ \t]*$/gm;
   for (let m = re.exec(markdown); m; m = re.exec(markdown)) blocks.push({ lang: m[2]!.trim(), body: m[3]! });
@@ -39,7 +41,7 @@ export function fencedBlocks(markdown: string): { lang: string; body: string }[]
 }
 
 /** GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
-export function anchors(markdown: string): Set<string> {
+function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
   for (const line of prose(markdown).split("\n")) {
@@ -62,7 +64,7 @@ export function anchors(markdown: string): Set<string> {
 }
 
 /** The relative links of a page that do not resolve: files that do not exist, anchors no heading makes. */
-export function brokenLinks(file: string, markdown: string, read: (path: string) => string | undefined): string[] {
+function brokenLinks(file: string, markdown: string, read: (path: string) => string | undefined): string[] {
   const text = prose(markdown).replace(/`[^`\n]*`/g, "");
   const broken: string[] = [];
   for (const m of text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
@@ -104,7 +106,7 @@ const SHELL = new Set(["", "sh", "bash", "shell", "console", "zsh"]);
 const SEPARATORS = new Set(["|", "||", "&&", ";", "&"]);
 
 /** The commands of the shell blocks of a page: each `steward …` and `npm run …` with its words. */
-export function shownCommands(markdown: string): { tool: "steward" | "npm"; words: string[]; line: string }[] {
+function shownCommands(markdown: string): { tool: "steward" | "npm"; words: string[]; line: string }[] {
   const found: { tool: "steward" | "npm"; words: string[]; line: string }[] = [];
   for (const block of fencedBlocks(markdown)) {
     if (!SHELL.has(block.lang)) continue;
@@ -127,23 +129,15 @@ export function shownCommands(markdown: string): { tool: "steward" | "npm"; word
   return found;
 }
 
-/** Each command's options by command name, from the CLI's own definitions. */
-function commandOptions(): Map<string, Set<string>> {
-  const table = new Map<string, Set<string>>();
-  for (const d of buildCli().definitions()) {
-    const name = d.path.split(" ").slice(1).join(" ");
-    const opts = new Set<string>(["-h", "--help"]);
-    for (const o of d.options)
-      for (const flag of o.definition.matchAll(/(?:^|,)\s*(-{1,2}[\w-]+)/g)) opts.add(flag[1]!);
-    table.set(name, opts);
-  }
-  return table;
-}
-
-/** What is wrong with each shown command: an unknown command, an option it does not take, a missing npm script. */
-export function badCommands(
+/**
+ * What is wrong with each shown command, by the CLI's own parser (clipanion's `process`, which parses
+ * without running): an unknown command, an option it does not take or that lacks its value, too few or
+ * too many arguments. Optional parts shown in brackets (`[--folder F]`) are parsed as given. An npm
+ * command must name a script of package.json.
+ */
+function badCommands(
   shown: { tool: "steward" | "npm"; words: string[]; line: string }[],
-  commands: Map<string, Set<string>>,
+  cli: Cli<StewardContext>,
   scripts: Set<string>,
 ): string[] {
   const bad: string[] = [];
@@ -153,23 +147,12 @@ export function badCommands(
       if (!script || !scripts.has(script)) bad.push(`${line}: package.json has no script "${script}"`);
       continue;
     }
-    const name = words[0];
-    if (name === undefined || name.startsWith("-")) {
-      if (name !== undefined && !["--help", "-h", "--version"].includes(name)) bad.push(`${line}: ${name}?`);
-      continue;
-    }
-    const opts = commands.get(name);
-    if (!opts) {
-      bad.push(`${line}: no command "${name}"`);
-      continue;
-    }
-    for (const raw of words.slice(1)) {
-      if (raw === "--") break;
-      const word = raw.replace(/^\[+/, "");
-      if (!/^--?[A-Za-z]/.test(word)) continue;
-      const flag = word.split("=")[0]!.replace(/\]+$/, "");
-      const known = opts.has(flag) || (flag.startsWith("--no-") && opts.has(`--${flag.slice(5)}`));
-      if (!known) bad.push(`${line}: ${name} takes no ${flag}`);
+    const args = words.map((w) => w.replace(/^\[+|\]+$/g, "")).filter((w) => w !== "");
+    if (args.length === 0) continue; // the console
+    try {
+      cli.process(args, {} as never); // parses only: nothing runs, so no context is read
+    } catch (err) {
+      bad.push(`${line}: ${String((err as Error).message).split("\n")[0]}`);
     }
   }
   return bad;
@@ -187,14 +170,14 @@ test("every relative link in README.md and docs/*.md resolves, anchors included"
   t.deepEqual(broken, []);
 });
 
-test("every steward command shown names a command the CLI has, with its options; every npm script exists", (t) => {
-  const commands = commandOptions();
+test("every steward command shown parses as the CLI parses it (command, options, arguments); every npm script exists", (t) => {
+  const cli = buildCli();
   const scripts = new Set(Object.keys(JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).scripts));
   let count = 0;
   const bad = pages().flatMap((file) => {
     const shown = shownCommands(readFileSync(file, "utf8"));
     count += shown.length;
-    return badCommands(shown, commands, scripts).map((b) => `${relative(repo, file)}: ${b}`);
+    return badCommands(shown, cli, scripts).map((b) => `${relative(repo, file)}: ${b}`);
   });
   t.deepEqual(bad, []);
   t.true(count > 100, `the pages show commands (${count} found)`);
@@ -225,11 +208,16 @@ test("the checks fail on broken text", (t) => {
     ["users-and-access", "users-and-access-1", "steward-run-actions"],
   );
   const shown = shownCommands(
-    "```sh\nsteward statsu -m x\necho pw | steward add-user bob --colour red\nnpm run nothing\nsteward status --format=json   # fine\n```\n",
+    "```sh\nsteward statsu -m x\necho pw | steward add-user bob --colour red\nsteward grant alice read\n" +
+      "steward status --format\nnpm run nothing\nsteward status --format=json web   # fine\n" +
+      "steward add-model shop --substrate ssh [--namespace shop]   # fine\n```\n",
   );
-  t.deepEqual(badCommands(shown, commandOptions(), new Set(["build"])), [
-    'steward statsu -m x: no command "statsu"',
-    "echo pw | steward add-user bob --colour red: add-user takes no --colour",
-    'npm run nothing: package.json has no script "nothing"',
+  const flagged = badCommands(shown, buildCli(), new Set(["build"])).map((b) => b.split(": ")[0]);
+  t.deepEqual(flagged, [
+    "steward statsu -m x",
+    "echo pw | steward add-user bob --colour red",
+    "steward grant alice read",
+    "steward status --format",
+    "npm run nothing",
   ]);
 });
