@@ -197,6 +197,15 @@ test("the README opens with the two commands, and stays short", (t) => {
   t.false(readme.includes("shared/DESIGN.md"), "no path outside the repository");
 });
 
+test("every page of docs/ opens with its title and is linked from the README", (t) => {
+  const readme = readFileSync(join(repo, "README.md"), "utf8");
+  for (const file of pages().slice(1)) {
+    const page = relative(repo, file);
+    t.regex(readFileSync(file, "utf8"), /^# \S/, `${page} opens with a title`);
+    t.true(readme.includes(`](${page})`) || readme.includes(`](${page}#`), `the README links ${page}`);
+  }
+});
+
 test("the checks fail on broken text", (t) => {
   const file = join(repo, "docs", "example.md");
   const page =
