@@ -387,6 +387,8 @@ export class Controller {
       for (const method of [r.method].flat()) this.routes.push({ method, url: r.url });
     });
     const ssh = new SshProvisioner({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
+    // Stopped before the server: its installs end (told as interrupted) while requests still get answers.
+    this.workers.add(ssh);
     // The restarted controller must not run inside the enable-ha request that asked for it.
     const requestRestart = this.opts.requestRestart;
     const cluster = new ClusterControl({
