@@ -5,7 +5,8 @@
  * (also when two registrations race), expires, and is refused for a wrong fingerprint, damaged or
  * oversized, without harming the controller; wrong secrets are throttled like failed logins.
  * `add-controller` records a controller by fingerprint; `disable-user` ends a live session on every
- * replica at once; `remove-user` takes the user and their access away.
+ * replica at once; `remove-user` takes the user and their access away. Pending registrations are in
+ * controller backups (their secrets only as hashes) and never in a model's export.
  */
 import test from "ava";
 import { X509Certificate } from "node:crypto";
@@ -14,6 +15,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StewardError } from "../api";
 import { decodeRegistration, encodeRegistration } from "../api";
+import { KIND, openBackup, parseSnapshot } from "../controller";
+import type { BackupRecord } from "../controller";
 import type { ClientConfig } from "../cli";
 import { saveClientConfig } from "../cli";
 import type { CliResult } from "./harness/cli";
@@ -305,4 +308,28 @@ test("remove-user takes the user, their tokens and access away; the name can be 
   t.regex(self.stderr, /cannot remove yourself/);
   const missing = await admin("remove-user", "nobody-here", "--yes");
   t.is(missing.code, 1);
+});
+
+test("a pending registration is in controller backups (as its hash only) and never in a model's export", async (t) => {
+  const text = await addUser(t, "backed");
+  const { secret } = decodeRegistration(text);
+  t.not(KIND.registration.exported, true, "controller-wide: not exported with a model");
+  const passphrase = "a passphrase of some length";
+  const made = await tc.admin.call<{ record: BackupRecord }>("POST", "/v1/backups", { passphrase });
+  const parts: Buffer[] = [];
+  for (let i = 0; i < made.record.chunks; i++)
+    parts.push(
+      Buffer.from(
+        (await tc.admin.call<{ data: string }>("GET", `/v1/backups/${made.record.id}?part=${i}`)).data,
+        "base64",
+      ),
+    );
+  const snap = parseSnapshot((await openBackup(Buffer.concat(parts), passphrase)).plain);
+  const kv = snap.kvs.find((k) => k.key === "/registrations/backed");
+  t.truthy(kv, "the registration is in the backup");
+  t.regex(kv!.value, /"secretHash":"[0-9a-f]{64}"/);
+  t.false(
+    snap.kvs.some((k) => k.value.includes(secret)),
+    "the secret itself is nowhere in the store",
+  );
 });
