@@ -14,7 +14,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StewardError } from "../api";
-import { decodeRegistration, encodeRegistration } from "../api";
+import { ControllerClient, decodeRegistration, encodeRegistration } from "../api";
 import { KIND, openBackup, parseSnapshot } from "../controller";
 import type { BackupRecord } from "../controller";
 import type { ClientConfig } from "../cli";
@@ -236,12 +236,33 @@ test("disable-user ends a live session at once and refuses logins until enable-u
   ok(t, await cliRunner(home, repo, "dora-password-1\n")("register", "--password-stdin", text));
   const dora = cliRunner(home, repo);
   ok(t, await dora("whoami"));
+  ok(t, await admin("grant", "dora", "read", "m"));
   // Without the stored password, the disabled token is all dora's client has.
   const cfg = await stored(home);
   delete cfg.controllers.test!.password;
   await saveClientConfig(home, cfg);
+  // A live status watch on her token, open when she is disabled.
+  const watcher = new ControllerClient({
+    addresses: tc.addresses,
+    caCert: tc.caCert,
+    token: cfg.controllers.test!.token!,
+  });
+  t.teardown(() => watcher.close());
+  let opened!: () => void;
+  const open = new Promise<void>((resolve) => (opened = resolve));
+  const stop = new AbortController();
+  t.teardown(() => stop.abort());
+  const ended = watcher
+    .watchStatus("m", () => opened(), stop.signal)
+    .then(
+      () => undefined,
+      (err: StewardError) => err,
+    );
+  await open;
   const r = ok(t, await admin("disable-user", "dora"));
   t.regex(r.stdout, /dora disabled/);
+  const closed = await ended;
+  t.is(closed?.code, "unauthorized", "her open watch is closed");
   const cut = await dora("whoami");
   t.is(cut.code, 1);
   t.regex(cut.stderr, /dora is disabled/);
