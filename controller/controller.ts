@@ -75,6 +75,7 @@ import {
   RelationOps,
   StateCache,
   StateOps,
+  UserOps,
   outsideRequest,
 } from "./state";
 import type { Store } from "./store";
@@ -424,6 +425,8 @@ export class Controller {
       log: this.log,
       controllerAddresses: () => this.addresses,
       caFingerprint,
+      caCert,
+      users: new UserOps(this.store),
       operatorQuotas: this.operatorStorage,
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),

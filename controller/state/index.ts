@@ -1,6 +1,13 @@
 export { CLUSTER_CHANGED, StateCache } from "./cache";
 export type { ModelIndex, CacheListener } from "./cache";
 export { StateOps, modelDeletes } from "./operations";
+export {
+  DEFAULT_REGISTRATION_LIFETIME_MS,
+  MAX_REGISTRATION_LIFETIME_MS,
+  RegistrationRefused,
+  UserOps,
+} from "./user-ops";
+export type { RegistrationRefusal } from "./user-ops";
 export { validateConfig, effectiveConfig } from "./config";
 export { RelationOps } from "./relation-ops";
 export { LeadershipOps } from "./leadership-ops";
