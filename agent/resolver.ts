@@ -1,7 +1,7 @@
 /**
  * Which hook a unit runs next: a pure function of what the controller wants (the unit's view) and
- * what the unit has done (its local state), in Juju's order (../shared/reference/juju-internals.md
- * §4.2). The guarantees that follow:
+ * what the unit has done (its local state), in Juju's order (Juju's uniter resolver; docs/operators.md
+ * lists the hooks). The guarantees that follow:
  *
  * - deploy: install → relation-created (each integration) → leader-elected (leader) or
  *   leader-settings-changed (others) → config-changed → start → per remote unit relation-joined,

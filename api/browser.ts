@@ -22,3 +22,4 @@ export type { DebugLogRecord } from "./debug-log";
 export { NAME_PATTERN } from "./names";
 export { methodOf, pathOf, routes } from "./routes";
 export type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteSpec } from "./routes";
+export * from "./registration";

@@ -26,6 +26,7 @@ export * from "./node/waits";
 export { QUERY_DEFAULTS, StatusQuery, applicationScope, modelScope, unitScope } from "./status-query";
 export type { EntityKind } from "./status-query";
 export { byName, sanitizeForTerminal, table } from "./table";
+export * from "./registration";
 export type {
   AgentFrame,
   AgentView,

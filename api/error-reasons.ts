@@ -236,6 +236,43 @@ export const ErrorReasons = {
     retryable: false,
     about: "a machine could not be provisioned and was removed again",
   },
+  // Users and registration (controller/state/user-ops.ts, steward register).
+  "registration-refused": {
+    code: "unauthorized",
+    retryable: false,
+    about:
+      "a registration string's secret is wrong, or no registration is pending for its user (answered alike, so the answer does not tell which users exist)",
+  },
+  "registration-expired": {
+    code: "unauthorized",
+    retryable: false,
+    about: "the registration string expired unused: the administrator issues a new one (add-user NAME --reissue)",
+  },
+  "registration-used": {
+    code: "unauthorized",
+    retryable: false,
+    about: "the registration string was already used: it works once",
+  },
+  "registration-string-invalid": {
+    code: "invalid-request",
+    retryable: false,
+    about: "the text given to register is not a registration string (damaged, truncated or not one at all)",
+  },
+  "user-disabled": {
+    code: "unauthorized",
+    retryable: false,
+    about: "the user is disabled (disable-user): no login, registration or token of theirs works until enabled",
+  },
+  "own-user": {
+    code: "forbidden",
+    retryable: false,
+    about: "a superuser cannot disable or remove their own user",
+  },
+  "last-superuser": {
+    code: "conflict",
+    retryable: false,
+    about: "the change would leave the controller without an enabled superuser",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

@@ -36,3 +36,4 @@ export * from "./substrates";
 export * from "./constraints";
 export * from "./dashboard";
 export * from "./routes";
+export * from "./registration";

@@ -53,6 +53,11 @@ export interface ControllerHello {
   controller: string;
   name: string;
   version: string;
+  /**
+   * The newest model export format version it reads (a migration's source writes that one). Absent:
+   * a controller of the build before placements, which reads up to version 2.
+   */
+  modelExport?: number;
 }
 
 /** One agent's answer for one phase. */

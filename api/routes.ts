@@ -19,10 +19,13 @@ import type {
   ControllerInfo,
   ControllerOverview,
   ControllerUpgrade,
+  CreatedUser,
   CredentialSummary,
   MachineInfo,
   ModelSummary,
+  Registered,
   SessionInfo,
+  UserInfo,
 } from "./wire";
 
 /**
@@ -150,7 +153,28 @@ export const routes = {
   session: { method: "GET", path: "/v1/session", access: "user", status: 200, response: answer<SessionInfo>() },
   closeSession: { method: "DELETE", path: "/v1/session", access: "user", status: 204, response: answer<void>() },
 
+  /** The controller's CA, for a client that pins it by fingerprint (`register`, `add-controller`): public, as the CA is. */
+  controllerCa: {
+    method: "GET",
+    path: "/v1/controller/ca",
+    access: "public",
+    status: 200,
+    response: answer<{ caCert: string }>(),
+  },
+  /** Uses a registration string's one-time secret: sets the password and logs in (failed tries are limited like logins). */
+  register: {
+    method: "POST",
+    path: "/v1/register",
+    access: "public",
+    body: "RegisterRequest",
+    what: "registration",
+    status: 200,
+    secretAnswer: true,
+    response: answer<Registered>(),
+  },
+
   // --- users ---
+  /** With a password, or without for registration: then the answer holds the one-time secret. */
   createUser: {
     method: "POST",
     path: "/v1/users",
@@ -158,7 +182,36 @@ export const routes = {
     body: "CreateUserRequest",
     what: "user",
     status: 201,
-    response: answer<{ name: string }>(),
+    secretAnswer: true,
+    response: answer<CreatedUser>(),
+  },
+  listUsers: { method: "GET", path: "/v1/users", access: "superuser", status: 200, response: answer<UserInfo[]>() },
+  /** Yourself, or anyone as a superuser: the handler decides which. */
+  showUser: {
+    method: "GET",
+    path: "/v1/users/:user",
+    access: "user",
+    params: { user: param("UserName", "user") },
+    status: 200,
+    response: answer<UserInfo>(),
+  },
+  removeUser: {
+    method: "DELETE",
+    path: "/v1/users/:user",
+    access: "superuser",
+    params: { user: param("UserName", "user") },
+    status: 204,
+    response: answer<void>(),
+  },
+  setUserDisabled: {
+    method: "PUT",
+    path: "/v1/users/:user/disabled",
+    access: "superuser",
+    params: { user: param("UserName", "user") },
+    body: "SetUserDisabledRequest",
+    what: "user state",
+    status: 200,
+    response: answer<{ name: string; disabled: boolean; changed: boolean }>(),
   },
   /** Your own password (with the current one), or anyone's as a superuser: the handler decides which. */
   changePassword: {

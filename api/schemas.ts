@@ -58,11 +58,34 @@ export const MachineId = z.string().regex(/^[0-9]+$/, { message: "must be a mach
 export const Access = z.enum(["read", "write", "admin"]);
 
 export const LoginRequest = z.strictObject({ user: UserName, password: z.string().min(1).max(1024) });
+/**
+ * With a password, the user logs in with it; without, the answer holds a one-time registration
+ * secret for `steward register` (good for `registrationLifetimeSeconds`, default a day). `reissue`
+ * gives a user who has not registered yet a new secret (the old one stops working).
+ */
 export const CreateUserRequest = z.strictObject({
   name: UserName,
-  password: z.string().min(8).max(1024),
+  password: z.string().min(8).max(1024).optional(),
   superuser: z.boolean().optional(),
+  registrationLifetimeSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(30 * 24 * 3600)
+    .optional(),
+  reissue: z.boolean().optional(),
 });
+/** `steward register`: the user and secret from the registration string, and the password they chose. */
+export const RegisterRequest = z.strictObject({
+  user: UserName,
+  secret: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[A-Za-z0-9_-]+$/, { message: "must be the secret of a registration string" }),
+  password: z.string().min(8).max(1024),
+});
+export const SetUserDisabledRequest = z.strictObject({ disabled: z.boolean() });
 export const GrantRequest = z.strictObject({ access: Access });
 /** A user changing their own password gives the current one; a superuser resetting another's does not. */
 export const ChangePasswordRequest = z.strictObject({

@@ -219,6 +219,44 @@ export interface SessionInfo {
   /** The controller's name. */
   controller: string;
 }
+/** A user as `steward users` and `show-user` show them. */
+export interface UserInfo {
+  name: string;
+  superuser: boolean;
+  disabled: boolean;
+  /** ISO 8601. */
+  createdAt: string;
+  createdBy?: string;
+  /**
+   * `registered`: has a password; `pending`: added for registration, string not used yet; `expired`:
+   * the string expired unused (a superuser can reissue one).
+   */
+  state: "registered" | "pending" | "expired";
+  /** ISO 8601, for a pending or expired registration. */
+  registrationExpiresAt?: string;
+  /** The models the user has access to (show-user only). */
+  models?: { name: string; access: "read" | "write" | "admin" }[];
+}
+/** What `add-user` without a password gets: the parts of the registration string (api/registration.ts). */
+export interface CreatedUser {
+  name: string;
+  registration?: {
+    controller: string;
+    addresses: string[];
+    caFingerprint: string;
+    user: string;
+    secret: string;
+    expiresAt: string;
+  };
+}
+/** The answer to a registration: a token, as a login's, and the controller's name. */
+export interface Registered {
+  token: string;
+  expiresAt: string;
+  user: string;
+  controller: string;
+}
+
 /** The header a dashboard write carries its session's CSRF token in. */
 export const CSRF_HEADER = "x-steward-csrf";
 

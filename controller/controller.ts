@@ -75,6 +75,7 @@ import {
   RelationOps,
   StateCache,
   StateOps,
+  UserOps,
   outsideRequest,
 } from "./state";
 import type { Store } from "./store";
@@ -387,6 +388,8 @@ export class Controller {
       for (const method of [r.method].flat()) this.routes.push({ method, url: r.url });
     });
     const ssh = new SshProvisioner({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
+    // Stopped before the server: its installs end (told as interrupted) while requests still get answers.
+    this.workers.add(ssh);
     // The restarted controller must not run inside the enable-ha request that asked for it.
     const requestRestart = this.opts.requestRestart;
     const cluster = new ClusterControl({
@@ -422,6 +425,8 @@ export class Controller {
       log: this.log,
       controllerAddresses: () => this.addresses,
       caFingerprint,
+      caCert,
+      users: new UserOps(this.store),
       operatorQuotas: this.operatorStorage,
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),

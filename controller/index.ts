@@ -100,5 +100,5 @@ export {
 export type { BackupRecord } from "./backup";
 // Model migration (controller/migration/), for tests.
 export { MigrationStaging } from "./migration";
-export { MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION } from "./state";
+export { MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION, exportForReader, exportVersionFor } from "./state";
 export type { ModelExport } from "./state";

@@ -3,15 +3,28 @@
  * refused with nothing of it written (no document, no operator, no leader lease left behind); a
  * model naming a sealed credential needs a credential of that name here and is recorded as using
  * it; the databag versions an export names are what the cache serves after the import, and a write
- * after it is served past every source version.
+ * after it is served past every source version. An export written for a controller of the build
+ * before placements (format v2) reads as that build's model document, and back unchanged.
  */
 import test from "ava";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readOperatorDir } from "../api";
+import { z } from "zod";
+import { MODEL_SUBSTRATES, Name, UserName, readOperatorDir, settingsSchemaOf } from "../api";
 import { execFileSync } from "node:child_process";
-import { EmbeddedStore, EtcdStore, StateCache, StateOps, exportModel, importModel, keys } from "../controller";
+import {
+  EmbeddedStore,
+  EtcdStore,
+  StateCache,
+  StateOps,
+  exportForReader,
+  exportModel,
+  exportVersionFor,
+  importModel,
+  keys,
+  upgradeModelExport,
+} from "../controller";
 import { operatorsDir } from "./harness/controller";
 import { startEtcd } from "./harness/etcd";
 
@@ -212,3 +225,69 @@ const haveEtcd = (() => {
     );
   },
 );
+
+/**
+ * The model document as the build before placements checked it (controller/state/document-schemas.ts at
+ * 9fd6f7c^, strict): what a v2 export must fit for that controller to import it.
+ */
+const PreviousModelSchema = z.strictObject({
+  uuid: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+  name: Name,
+  owner: UserName,
+  life: z.enum(["alive", "dying"]),
+  createdAt: z.string().max(40),
+  config: z.strictObject({
+    updateStatusInterval: z.number().int().min(1).max(3600),
+    automaticallyRetryHooks: z.boolean().optional(),
+  }),
+  substrate: z.enum(MODEL_SUBSTRATES).optional(),
+  credential: Name.optional(),
+  aws: settingsSchemaOf("aws")!.optional(),
+  vsphere: settingsSchemaOf("vsphere")!.optional(),
+  kubernetes: settingsSchemaOf("kubernetes")!.optional(),
+  constraints: z.record(z.string(), z.unknown()).optional(),
+});
+
+test("an export for the build before placements is format 2 in its shape, and reads back unchanged", async (t) => {
+  t.is(exportVersionFor(undefined), 2, "a target whose hello names no version is the previous build");
+  t.is(exportVersionFor(3), 3);
+  t.is(exportVersionFor(7), 3, "a newer target gets what this controller writes");
+  t.throws(() => exportVersionFor(1), { message: /reads model exports up to version 1/ });
+
+  const local = await sourceExport(t);
+  const aws = structuredClone(local);
+  (aws.documents.model![""] as { placement: unknown }).placement = {
+    substrate: "aws",
+    credential: "prod",
+    settings: { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" },
+  };
+  for (const doc of [local, aws]) {
+    const before = JSON.parse(JSON.stringify(doc)) as unknown;
+    const v2 = JSON.parse(JSON.stringify(exportForReader(doc, 2))) as {
+      version: number;
+      documents: { model: Record<string, Record<string, unknown>> };
+    };
+    t.deepEqual(JSON.parse(JSON.stringify(doc)), before, "the current export is left as it was");
+    t.is(v2.version, 2);
+    const model = v2.documents.model[""]!;
+    const parsed = PreviousModelSchema.safeParse(model);
+    t.true(parsed.success, parsed.success ? "" : JSON.stringify(parsed.error.issues));
+    t.false("placement" in model);
+    // Read back by this build (as an import does): the very export it was made from.
+    t.deepEqual(JSON.parse(JSON.stringify(upgradeModelExport(structuredClone(v2)))), before);
+  }
+  const awsModel = (exportForReader(aws, 2).documents.model as Record<string, Record<string, unknown>>)[""]!;
+  t.is(awsModel.substrate, "aws");
+  t.is(awsModel.credential, "prod");
+  t.deepEqual(awsModel.aws, { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" });
+  const localModel = (exportForReader(local, 2).documents.model as Record<string, Record<string, unknown>>)[""]!;
+  t.is(localModel.substrate, "local");
+  t.false("local" in localModel, "a kind without settings has no bag");
+
+  // Imported here (a downgrade, then an upgrade on import): the model as it was.
+  const { store, deps } = await setup(t);
+  const res = await importModel(deps, JSON.parse(JSON.stringify(exportForReader(local, 2))));
+  const stored = JSON.parse((await store.get(keys.model(res.uuid)))!.value) as Record<string, unknown>;
+  t.deepEqual(stored.placement, (local.documents.model![""] as { placement: unknown }).placement);
+  t.false("substrate" in stored);
+});

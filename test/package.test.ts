@@ -268,6 +268,7 @@ test.serial(
       "package.json",
       "LICENSE",
       "README.md",
+      "docs/install.md",
       "dist/provider/index.js",
       "dist/provider/index.d.ts",
       "dist/api/scripting.js",

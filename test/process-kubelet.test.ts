@@ -351,7 +351,7 @@ test("a mounted Secret is brought up to date in a running pod: keys changed, add
   await eventually(
     "the new content in the running container, the removed key's file gone",
     async () => (await cat("a")) === "two" && (await cat("b")) === "new" && (await ls()) === "a,b",
-    10_000,
+    30_000,
   );
   t.is(await cat("a"), "two");
   t.is(await ls(), "a,b", "the removed key's file is gone");

@@ -26,6 +26,7 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.tokenKey, "token-key", undefined, ""],
   [keys.user("alice"), "user", undefined, "alice"],
   [keys.revokedToken("t1"), "revoked-token", undefined, "t1"],
+  [keys.registration("alice"), "registration", undefined, "alice"],
   [keys.modelName("demo"), "model-name", undefined, "demo"],
   [keys.operator("sha256-ab"), "operator", undefined, "sha256-ab"],
   [keys.operatorChunk("sha256-ab", 3), "operator-chunk", undefined, "sha256-ab/3"],

@@ -24,12 +24,16 @@ import type {
   ControllerInfo,
   ControllerOverview,
   ControllerUpgrade,
+  CreatedUser,
   CredentialSummary,
   DebugLogQuery,
   MachineInfo,
   ModelSummary,
+  Registered,
+  SessionInfo,
   SpareHost,
   SshMachineRequest,
+  UserInfo,
 } from "../wire";
 import { CONTROLLER_TLS_NAME, showsCluster } from "../wire";
 import type { ControllerHello } from "../migration";
@@ -102,8 +106,55 @@ export class ControllerClient extends ControllerTransport {
       ? this.call(routes.setReplicaCloud, {}, cloud as BodyOf<typeof routes.setReplicaCloud>)
       : this.call(routes.clearReplicaCloud, {});
   }
-  createUser(name: string, password: string, superuser = false): Promise<{ name: string }> {
+  createUser(name: string, password: string, superuser = false): Promise<CreatedUser> {
     return this.call(routes.createUser, {}, { name, password, superuser });
+  }
+  /**
+   * Adds a user without a password: the answer's `registration` holds what the registration string
+   * is made of (api/registration.ts). `reissue` gives a user who has not registered yet a new one.
+   */
+  addUserForRegistration(
+    name: string,
+    o: { superuser?: boolean; lifetimeSeconds?: number; reissue?: boolean } = {},
+  ): Promise<CreatedUser> {
+    return this.call(
+      routes.createUser,
+      {},
+      {
+        name,
+        ...(o.superuser ? { superuser: true } : {}),
+        ...(o.lifetimeSeconds !== undefined ? { registrationLifetimeSeconds: o.lifetimeSeconds } : {}),
+        ...(o.reissue ? { reissue: true } : {}),
+      },
+    );
+  }
+  /** Every user (superusers). */
+  listUsers(): Promise<UserInfo[]> {
+    return this.call(routes.listUsers, {});
+  }
+  /** One user with the models they can reach: yourself, or anyone as a superuser. */
+  showUser(user: string): Promise<UserInfo> {
+    return this.call(routes.showUser, { user });
+  }
+  /** Removes a user and their access to every model (superusers; not yourself, not the last superuser). */
+  removeUser(user: string): Promise<void> {
+    return this.call(routes.removeUser, { user });
+  }
+  /** Disables a user (their tokens stop working everywhere at once) or enables them again. */
+  setUserDisabled(user: string, disabled: boolean): Promise<{ name: string; disabled: boolean; changed: boolean }> {
+    return this.call(routes.setUserDisabled, { user }, { disabled });
+  }
+  /** Who this client is logged in as (the token's user and when it expires). */
+  session(): Promise<SessionInfo> {
+    return this.call(routes.session, {});
+  }
+  /** The controller's CA certificate, asked without credentials: check it against a fingerprint before trusting it. */
+  controllerCa(): Promise<{ caCert: string }> {
+    return this.call(routes.controllerCa, {});
+  }
+  /** Uses a registration string's secret: sets `password` and answers a token (no credentials needed). */
+  register(user: string, secret: string, password: string): Promise<Registered> {
+    return this.call(routes.register, {}, { user, secret, password });
   }
   grant(model: string, user: string, access: "read" | "write" | "admin"): Promise<void> {
     return this.call(routes.grant, { model, user }, { access });

@@ -33,7 +33,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
   static override paths = [["bootstrap"]];
   static override usage = Command.Usage({
     category: "Controllers",
-    description: "create a controller: on this host, on hosts over SSH, on EC2 or on vSphere",
+    description: "create a controller: on this host, on hosts over SSH, on EC2, on vSphere or on Kubernetes",
     details: `
       Creates a single-replica controller on this machine, using the embedded store (no database to
       install): generates its certificate authority and admin credentials, starts it in the

@@ -28,7 +28,8 @@ export default class LoginCommand extends ControllerCommand {
       this.context.env.STEWARD_PASSWORD ?? (this.user && this.user !== entry.user ? undefined : entry.password);
     if (this.passwordStdin) password = (await readAll(this.context.stdin)).replace(/\r?\n$/, "");
     if (!password) throw new UsageError("no password: pass --password-stdin (or set STEWARD_PASSWORD)");
-    const user = this.user ?? entry.user;
+    const user = this.user || entry.user;
+    if (!user) throw new UsageError(`no user recorded for "${name}": pass --user`);
     const client = new ControllerClient({ addresses: entry.addresses, caCert: entry.caCert, user, password });
     try {
       const token = await client.login();

@@ -65,7 +65,11 @@ function tokenUser(cache: StateCache, token: string): Extract<Principal, { kind:
   const claims = cache.tokenKey ? verifyToken(token, cache.tokenKey) : undefined;
   const user = claims && cache.users.get(claims.user);
   if (!user) throw new StewardError("unauthorized", "token is invalid or expired: log in again (steward login)");
-  // Revoked by logout, or by a password change (which ends every token issued before it).
+  if (user.disabled)
+    throw new StewardError("unauthorized", `user ${user.name} is disabled: ask a controller superuser to enable it`, {
+      reason: "user-disabled",
+    });
+  // Revoked by logout, or by a password change or disabling (which end every token issued before it).
   if (cache.revokedTokens.has(claims.id) || claims.issuedAt < (user.tokensValidAfter ?? 0)) {
     throw new StewardError(
       "unauthorized",

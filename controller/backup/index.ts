@@ -1,4 +1,4 @@
-/** Controller backups: making, keeping and restoring them (README "Backups"). */
+/** Controller backups: making, keeping and restoring them (docs/backups.md). */
 export { BACKUP_FORMAT_VERSION, BackupFileError, openBackup, readBackupHeader, sealBackup } from "./backup-cipher";
 export type { BackupHeader } from "./backup-cipher";
 export { BACKUP_EXCLUDED_PREFIXES, BACKUP_PREFIXES, parseSnapshot, takeSnapshot } from "./snapshot";

@@ -13,8 +13,21 @@
 import { join } from "node:path";
 import type { ControllerClient, ControllerHello, MigrationPhase } from "../../api";
 import { STEWARD_VERSION, StewardError, contractOf, isUnavailable, olderMinor } from "../../api";
-import type { MachineDoc, MigrationDoc, StateCache } from "../state";
-import { agentReports, canMove, decode, docs, exportModel, put, keys, migrationActive, modelDeletes } from "../state";
+import type { MachineDoc, MigrationDoc, StateCache, WrittenModelExport } from "../state";
+import {
+  MODEL_EXPORT_VERSION,
+  agentReports,
+  canMove,
+  decode,
+  docs,
+  exportForReader,
+  exportModel,
+  exportVersionFor,
+  keys,
+  migrationActive,
+  modelDeletes,
+  put,
+} from "../state";
 import type { Sealer } from "../security/sealing";
 import { KEPT_HASH_DIGITS } from "../security/credentials";
 import type { KeyValue, Op, Store } from "../store";
@@ -135,7 +148,9 @@ export class MigrationMaster implements Worker {
         return { to: "IMPORT" };
       }
       case "IMPORT": {
-        const text = JSON.stringify(await this.exportForTarget(m));
+        // Asked again here (not remembered from QUIESCE): a leader that took over mid-move asks too.
+        const version = await this.exportVersionOfTarget(m);
+        const text = JSON.stringify(await this.exportForTarget(m, version));
         try {
           await this.target(m).call(
             "POST",
@@ -145,7 +160,11 @@ export class MigrationMaster implements Worker {
         } catch (err) {
           throw new AbortMigration(`the target could not stage the model: ${(err as Error).message}`);
         }
-        return { to: "VALIDATION", note: `${text.length} bytes staged` };
+        const older =
+          version < MODEL_EXPORT_VERSION
+            ? ` as export format v${version}, the newest the target reads (this controller's is v${MODEL_EXPORT_VERSION})`
+            : "";
+        return { to: "VALIDATION", note: `${text.length} bytes staged${older}` };
       }
       case "VALIDATION": {
         await this.waitForAgents(m, { failFast: true }, signal);
@@ -290,14 +309,31 @@ export class MigrationMaster implements Worker {
     }
   }
 
-  /** The export, with each local machine's directory, so the target supervises the agent where it runs. */
-  private async exportForTarget(m: MigrationDoc): Promise<unknown> {
+  /**
+   * The export format version to write for the target: the newest it reads, as its hello says (one of
+   * the build before placements says nothing, and reads up to v2). A target that reads nothing this
+   * controller writes fails the move.
+   */
+  private async exportVersionOfTarget(m: MigrationDoc): Promise<number> {
+    const hello = await this.target(m).hello();
+    try {
+      return exportVersionFor(hello.modelExport);
+    } catch (err) {
+      throw new AbortMigration((err as Error).message);
+    }
+  }
+
+  /**
+   * The export in format `version`, with each local machine's directory, so the target supervises the
+   * agent where it runs.
+   */
+  private async exportForTarget(m: MigrationDoc, version: number): Promise<WrittenModelExport> {
     const doc = await exportModel(this.o.store, m.model);
     for (const machine of Object.values(doc.documents.machine ?? {}) as MachineDoc[]) {
       if (contractOf(machine.substrate).onControllerHost && !machine.localDir)
         machine.localDir = join(this.o.machinesDir, m.model, machine.id);
     }
-    return doc;
+    return exportForReader(doc, version);
   }
 
   /** The model leaves this controller: every record of it in one transaction with the move to DONE; its machines are the target's now. */

@@ -2,7 +2,8 @@
  * What a controller serves as the TARGET of a migration. The source's master calls these as a
  * superuser of this controller; the model's agents call `hello` and `validate` themselves.
  *
- * - `GET  /v1/migrations/hello` → who this controller is (agents check it at QUIESCE, TLS-pinned to its CA)
+ * - `GET  /v1/migrations/hello` → who this controller is (agents check it at QUIESCE, TLS-pinned to its CA) and
+ *   the newest model export format it reads (the source writes that one)
  * - `POST /v1/migrations/<id>/stage?source=<uuid>` with the export as body → staged, nothing live
  * - `GET  /v1/migrations/<id>?model=<uuid>` → `{state: staged | active | unknown}`
  * - `POST /v1/migrations/<id>/validate` (`Authorization: Agent …`, `{units}`) → the agent's machine as staged matches
@@ -24,7 +25,7 @@ import {
   routes,
 } from "../../api";
 import type { StateCache } from "../state";
-import { MAX_MODEL_EXPORT_BYTES } from "../state";
+import { MAX_MODEL_EXPORT_BYTES, MODEL_EXPORT_VERSION } from "../state";
 import { credentialMatches } from "../security/credentials";
 import type { LoginLimiterOptions } from "../access/login-limiter";
 import { LoginLimiter, SourceLimiter } from "../access/login-limiter";
@@ -59,6 +60,7 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
     controller: cache.controller?.uuid ?? "",
     name: cache.controller?.name ?? "",
     version: STEWARD_VERSION,
+    modelExport: MODEL_EXPORT_VERSION,
   }));
 
   route(

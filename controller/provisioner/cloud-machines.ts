@@ -7,6 +7,11 @@
  * An instance that disappears while its machine lives (terminated by hand) is reported, not
  * replaced: as in Juju, the machine shows down and the operator decides. One the cloud no longer
  * lists at all is recorded in state `gone`.
+ *
+ * A launch outlives the pass that began it (an instance boots for minutes) but not the worker: the
+ * worker's signal reaches the broker's calls and the wait for the agent, and stopping waits for every
+ * launch to end. An interrupted launch records nothing more: its machine stays `installing`, and the
+ * next leader's pass resumes it (the broker finds the instance by its tags, or launches it if none was made).
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
@@ -53,7 +58,12 @@ export interface CloudProvisionerOptions {
 export class CloudProvisioner extends Reconciler {
   readonly name = "cloud-provisioner";
   private readonly clouds: ReturnType<typeof clouds>;
-  private readonly launching = new Set<string>();
+  /** Launches in flight, by `<model>/<machine>`: what a stop waits for. */
+  private readonly launching = new Map<string, Promise<void>>();
+  /** The provisioning record this worker last wrote of each machine (`<model>/<machine>`). */
+  private readonly written = new Map<string, Omit<MachineInstallDoc, "at">>();
+  /** Launches this worker saw to their end: the cache may not show their outcome yet, and they are not resumed. */
+  private readonly launched = new Set<string>();
   /** Placements of models seen, to clean up after a model removed by force. */
   private readonly seen = new Map<string, { cloud: Cloud; placement: unknown }>();
   /** Models whose arrival by migration was looked at (and their instances taken over, if it was one). */
@@ -65,14 +75,11 @@ export class CloudProvisioner extends Reconciler {
     this.clouds = clouds(o.credentials);
   }
 
-  /**
-   * After the last pass, the clouds' connections close. A launch in flight outlives the pass that began
-   * it (an instance boots for minutes): it is not waited for; it gives up waiting for its agent once
-   * stopped, and its fenced records fail once this replica no longer leads.
-   */
+  /** After the last pass and the last launch (both aborted by the signal), the clouds' connections close. */
   override async run(signal: AbortSignal): Promise<void> {
     try {
       await super.run(signal);
+      while (this.launching.size > 0) await Promise.all([...this.launching.values()]);
     } finally {
       for (const c of Object.values(this.clouds)) c.close();
     }
@@ -95,7 +102,7 @@ export class CloudProvisioner extends Reconciler {
     return parts.sort().join(",");
   }
 
-  protected async reconcile(): Promise<void> {
+  protected async reconcile(signal: AbortSignal): Promise<void> {
     if (Date.now() - this.sweptAt > 60_000) {
       this.sweptAt = Date.now();
       await this.o.enrolments
@@ -106,7 +113,7 @@ export class CloudProvisioner extends Reconciler {
     for (const idx of this.cloudModels()) {
       if (this.stopped) return;
       live.add(idx.uuid);
-      await this.reconcileModel(idx).catch((err: unknown) =>
+      await this.reconcileModel(idx, signal).catch((err: unknown) =>
         this.o.log.warn("cloud model reconcile failed", { model: idx.model?.name, err: (err as Error).message }),
       );
     }
@@ -124,7 +131,9 @@ export class CloudProvisioner extends Reconciler {
       if (!left) continue;
       for (const i of left)
         if (i.machine)
-          await cloud.broker.stopMachine({ model: uuid, machine: i.machine, placement }).catch(() => undefined);
+          await cloud.broker
+            .stopMachine({ model: uuid, machine: i.machine, placement }, { signal })
+            .catch(() => undefined);
       this.o.log.info("terminated the instances of a removed model", {
         model: uuid,
         instances: left.map((i) => i.id).join(","),
@@ -133,7 +142,7 @@ export class CloudProvisioner extends Reconciler {
     }
   }
 
-  private async reconcileModel(idx: ModelIndex): Promise<void> {
+  private async reconcileModel(idx: ModelIndex, signal: AbortSignal): Promise<void> {
     const cloud = this.clouds[idx.model!.placement.substrate]!;
     const placement = await cloud.placementOf(idx.model!, this.o.cache.controller?.uuid ?? "");
     await this.adoptIfArrived(idx, cloud, placement);
@@ -147,8 +156,10 @@ export class CloudProvisioner extends Reconciler {
       const install = idx.machineInstall.get(m.id);
       if (m.life !== "alive") {
         if (inst && !cloud.gone(inst.state))
-          await cloud.broker.stopMachine({ model: idx.uuid, machine: m.id, placement });
+          await cloud.broker.stopMachine({ model: idx.uuid, machine: m.id, placement }, { signal });
+        if (signal.aborted) return;
         await this.o.ops.machines.finish(idx.uuid, m.id);
+        this.written.delete(`${idx.uuid}/${m.id}`);
         this.o.log.info("removed cloud machine", { model: idx.model?.name, machine: m.id, instance: inst?.id });
         continue;
       }
@@ -159,14 +170,17 @@ export class CloudProvisioner extends Reconciler {
         await this.record(idx.uuid, m.id, { instance: { ...install.instance, state: "gone" } });
       const key = `${idx.uuid}/${m.id}`;
       // Launched once: a machine whose instance failed or vanished is reported, not relaunched. One
-      // left "launching" with no instance was interrupted before EC2 was asked (a leader change).
-      const interrupted = install?.state === "installing" && !install.instance;
-      if (!inst && (!install || interrupted) && !this.launching.has(key)) this.launch(idx, m.id, cloud, placement, key);
+      // left "installing" was interrupted (a leader change): before the cloud was asked (no instance
+      // then: launched now), or while its instance booted (its agent is awaited again).
+      const interrupted = install?.state === "installing" && (inst !== undefined || !install.instance);
+      if (((!inst && !install) || interrupted) && !this.launching.has(key) && !this.launched.has(key))
+        this.launch(idx, m.id, cloud, placement, key, signal, inst);
     }
     // Instances of machines that no longer exist (removed by force).
     for (const i of instances) {
+      if (signal.aborted) return;
       if (i.machine !== undefined && !idx.machines.has(i.machine) && !cloud.gone(i.state)) {
-        await cloud.broker.stopMachine({ model: idx.uuid, machine: i.machine, placement });
+        await cloud.broker.stopMachine({ model: idx.uuid, machine: i.machine, placement }, { signal });
         this.o.log.info("terminated an instance whose machine is gone", {
           model: idx.model?.name,
           machine: i.machine,
@@ -204,13 +218,26 @@ export class CloudProvisioner extends Reconciler {
     this.adopted.add(idx.uuid);
   }
 
-  private launch(idx: ModelIndex, machine: string, cloud: Cloud, placement: unknown, key: string): void {
+  /** Launches the machine's instance (or, `resumed`, awaits the agent of the one it has), in the background. */
+  private launch(
+    idx: ModelIndex,
+    machine: string,
+    cloud: Cloud,
+    placement: unknown,
+    key: string,
+    signal: AbortSignal,
+    resumed?: CloudInstance,
+  ): void {
     const { uuid } = idx;
     const doc = idx.machines.get(machine);
     const log = this.o.log.child({ model: idx.model?.name, machine });
-    this.launching.add(key);
-    void (async () => {
-      await this.record(uuid, machine, { state: "installing", step: "launching an instance" });
+    // The last progress record: the outcome's must land after it.
+    let recorded = Promise.resolve();
+    const p = (async () => {
+      await this.record(uuid, machine, {
+        state: "installing",
+        step: resumed ? `instance ${resumed.id} is ${resumed.state}; waiting for its agent` : "launching an instance",
+      });
       try {
         const res = await cloud.broker.startMachine(
           {
@@ -222,27 +249,27 @@ export class CloudProvisioner extends Reconciler {
             issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
             ...(doc?.constraints ? { constraints: doc.constraints } : {}),
             waitForLogin: () =>
-              waitForAgentLogin(
-                this.o.cache,
-                uuid,
-                machine,
-                this.o.loginTimeoutMs ?? 900_000,
-                `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`,
-                () =>
-                  this.stopped
-                    ? "the provisioner stopped"
-                    : this.o.cache.models.get(uuid)?.machines.get(machine)?.life !== "alive"
-                      ? "the machine is being removed"
-                      : undefined,
-              ),
+              waitForAgentLogin(this.o.cache, uuid, machine, {
+                timeoutMs: this.o.loginTimeoutMs ?? 900_000,
+                hint: `the instance booted but its agent did not enrol; see /var/lib/steward/enrol-${uuid}-${machine}.log on it (can it reach ${this.o.controllerAddresses().join(", ")}?)`,
+                abandoned: () =>
+                  this.o.cache.models.get(uuid)?.machines.get(machine)?.life !== "alive"
+                    ? "the machine is being removed"
+                    : undefined,
+                signal,
+              }),
           },
           {
             progress: (step) => {
+              if (signal.aborted) return;
               log.info("provisioning", { step });
-              void this.record(uuid, machine, { state: "installing", step });
+              recorded = this.record(uuid, machine, { state: "installing", step });
             },
+            signal,
           },
         );
+        await recorded;
+        this.launched.add(key);
         await this.record(uuid, machine, {
           state: "installed",
           step: res.changed ? "instance launched; agent enrolled" : "agent enrolled",
@@ -251,23 +278,36 @@ export class CloudProvisioner extends Reconciler {
         });
         log.info("cloud machine up", { instance: res.instanceId });
       } catch (err) {
+        await recorded;
+        // Stopped (deposed, or the replica stopping): left "installing" for the next leader to resume.
+        if (signal.aborted) {
+          log.info("cloud machine provisioning interrupted; the next leader resumes it");
+          return;
+        }
         const message = StewardError.isInstance(err)
           ? err.message
           : `${(err as Error).name}: ${(err as Error).message}`;
         log.error("cloud machine provisioning failed", { err: message });
+        this.launched.add(key);
         await this.record(uuid, machine, { state: "failed", step: message });
-      } finally {
-        this.launching.delete(key);
       }
-    })();
+    })().finally(() => this.launching.delete(key));
+    this.launching.set(key, p);
   }
 
-  /** Updates the machine's provisioning record, keeping what `change` does not say. */
+  /**
+   * Updates the machine's provisioning record, keeping what `change` does not say: of what this worker
+   * last wrote (the cache may not show it yet: a pass recording the instance would otherwise put back
+   * the step a launch had just moved on from), else of what the cache holds.
+   */
   private async record(uuid: string, machine: string, change: Partial<Omit<MachineInstallDoc, "at">>): Promise<void> {
+    const key = `${uuid}/${machine}`;
     const current = this.o.cache.models.get(uuid)?.machineInstall.get(machine);
-    const { at: _, ...base } = current ?? { state: "installing" as const, step: "", at: "" };
+    const { at: _, ...cached } = current ?? { state: "installing" as const, step: "", at: "" };
+    const next = { ...(this.written.get(key) ?? cached), ...change };
+    this.written.set(key, next);
     await this.o.ops.machines
-      .setInstall(uuid, machine, { ...base, ...change })
+      .setInstall(uuid, machine, next)
       .catch((err: unknown) => this.o.log.warn("could not record provisioning progress", { machine, err }));
   }
 }

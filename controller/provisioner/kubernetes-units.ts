@@ -24,6 +24,10 @@
  * name its own addresses and CA (see writeAgentConfigs), so pods made after the move come up
  * talking to it. No object names the controller (labels: managed-by steward, the model's uuid,
  * the application), so nothing else changes hands.
+ *
+ * Every API call carries the worker's signal: a deposed leader's pass ends at its call in flight, and
+ * an aborted call is not told as a cluster failure. Each object is written whole (or patched to its
+ * wanted form), so the next leader's pass converges from whatever the aborted one left.
  */
 import type {
   AgentConfig,
@@ -123,7 +127,7 @@ export class KubernetesProvisioner extends Reconciler {
     return parts.sort().join(",");
   }
 
-  protected async reconcile(): Promise<void> {
+  protected async reconcile(signal: AbortSignal): Promise<void> {
     const live = new Set<string>();
     for (const idx of this.models()) {
       if (this.stopped) return;
@@ -133,9 +137,11 @@ export class KubernetesProvisioner extends Reconciler {
         continue;
       }
       try {
-        await this.reconcileModel(idx);
+        await this.reconcileModel(idx, signal);
         this.answeredAgain(idx);
       } catch (err) {
+        // Stopped mid-call: not the cluster's failure; the next leader's pass takes over.
+        if (signal.aborted) return;
         await this.failed(idx, err);
       }
     }
@@ -149,7 +155,7 @@ export class KubernetesProvisioner extends Reconciler {
         continue;
       }
       try {
-        await this.removeModelObjects(uuid, cluster);
+        await this.removeModelObjects(uuid, cluster, signal);
         this.clusters.delete(uuid);
         cluster.api.close();
       } catch (err) {
@@ -237,14 +243,16 @@ export class KubernetesProvisioner extends Reconciler {
     return cluster;
   }
 
-  private async reconcileModel(idx: ModelIndex): Promise<void> {
+  private async reconcileModel(idx: ModelIndex, signal: AbortSignal): Promise<void> {
     const cluster = await this.clusterOf(idx);
     const { api, namespace } = cluster;
     const R = kubernetes.KUBE_RESOURCES;
-    if (!(await api.find(R.namespaces, namespace))) {
-      await api.create(R.namespaces, kubernetes.namespaceManifest(idx.uuid, namespace)).catch((err: unknown) => {
-        if (!kubernetes.isAlreadyExists(err)) throw err;
-      });
+    if (!(await api.find(R.namespaces, namespace, { signal }))) {
+      await api
+        .create(R.namespaces, kubernetes.namespaceManifest(idx.uuid, namespace), { signal })
+        .catch((err: unknown) => {
+          if (!kubernetes.isAlreadyExists(err)) throw err;
+        });
       this.o.log.info("made the model's namespace", { model: idx.model?.name, namespace });
     }
     const byApp = new Map<string, { ordinal: number; machine: string }[]>();
@@ -255,15 +263,15 @@ export class KubernetesProvisioner extends Reconciler {
     }
     for (const app of new Set([...idx.apps.keys(), ...byApp.keys()])) {
       if (this.stopped) return;
-      await this.reconcileApp(idx, cluster, app, byApp.get(app) ?? []);
+      await this.reconcileApp(idx, cluster, app, byApp.get(app) ?? [], signal);
     }
     // StatefulSets of applications that are gone.
-    const sets = await api.list(R.statefulSets, { namespace, labelSelector: kubernetes.selectorOf(idx.uuid) });
+    const sets = await api.list(R.statefulSets, { namespace, labelSelector: kubernetes.selectorOf(idx.uuid), signal });
     for (const s of sets.items) {
       const app = s.metadata?.labels?.[kubernetes.LABELS.app];
-      if (app && !idx.apps.has(app) && !byApp.has(app)) await this.removeAppObjects(cluster, idx.uuid, app);
+      if (app && !idx.apps.has(app) && !byApp.has(app)) await this.removeAppObjects(cluster, idx.uuid, app, signal);
     }
-    await this.recordPods(idx, cluster);
+    await this.recordPods(idx, cluster, signal);
     // A machine made for a unit is its pod: once the unit is gone, the StatefulSet deletes the pod.
     for (const m of [...idx.machines.values()]) {
       if (!onPods(m.substrate) || m.life === "alive" || this.stopped) continue;
@@ -277,15 +285,16 @@ export class KubernetesProvisioner extends Reconciler {
     cluster: Cluster,
     app: string,
     units: { ordinal: number; machine: string }[],
+    signal: AbortSignal,
   ): Promise<void> {
     const { api, namespace } = cluster;
     const R = kubernetes.KUBE_RESOURCES;
     const spec = { model: idx.uuid, namespace, app };
     // Units first get their agent configuration, then their pods.
-    if (units.length > 0) await this.writeAgentConfigs(idx, cluster, app, units);
+    if (units.length > 0) await this.writeAgentConfigs(idx, cluster, app, units, signal);
     for (const svc of kubernetes.serviceManifests(spec)) {
-      if (!(await api.find(R.services, svc.metadata!.name!, { namespace })))
-        await api.create(R.services, svc).catch((err: unknown) => {
+      if (!(await api.find(R.services, svc.metadata!.name!, { namespace, signal })))
+        await api.create(R.services, svc, { signal }).catch((err: unknown) => {
           if (!kubernetes.isAlreadyExists(err)) throw err;
         });
     }
@@ -298,9 +307,9 @@ export class KubernetesProvisioner extends Reconciler {
       ...(this.o.probes ? { probes: this.o.probes } : {}),
       ...(containers ? { containers } : {}),
     });
-    const have = await api.find(R.statefulSets, app, { namespace });
+    const have = await api.find(R.statefulSets, app, { namespace, signal });
     if (!have) {
-      await api.create(R.statefulSets, want);
+      await api.create(R.statefulSets, want, { signal });
       this.o.log.info("made the application's StatefulSet", { model: idx.model?.name, app, replicas });
       return;
     }
@@ -313,11 +322,11 @@ export class KubernetesProvisioner extends Reconciler {
           metadata: { annotations: { [kubernetes.TEMPLATE_HASH]: hash } },
           spec: { replicas, template: want.spec!.template },
         },
-        { namespace, type: "merge", fieldManager: FIELD_MANAGER },
+        { namespace, type: "merge", fieldManager: FIELD_MANAGER, signal },
       );
       this.o.log.info("updated the application's pod template", { model: idx.model?.name, app, replicas });
     } else if (have.spec?.replicas !== replicas) {
-      await api.scale(R.statefulSets, app, replicas, { namespace });
+      await api.scale(R.statefulSets, app, replicas, { namespace, signal });
       this.o.log.info("scaled the application's StatefulSet", {
         model: idx.model?.name,
         app,
@@ -346,11 +355,12 @@ export class KubernetesProvisioner extends Reconciler {
     cluster: Cluster,
     app: string,
     units: { ordinal: number; machine: string }[],
+    signal: AbortSignal,
   ): Promise<void> {
     const { api, namespace } = cluster;
     const R = kubernetes.KUBE_RESOURCES;
     const name = kubernetes.agentsSecretName(app);
-    const have = await api.find(R.secrets, name, { namespace });
+    const have = await api.find(R.secrets, name, { namespace, signal });
     const configs = new Map<number, string>();
     const addresses = this.o.controllerAddresses();
     let changed = !have;
@@ -390,11 +400,12 @@ export class KubernetesProvisioner extends Reconciler {
     if (!changed) return;
     const secret: kubernetes.Secret = kubernetes.agentsSecretManifest({ model: idx.uuid, namespace, app }, configs);
     if (have)
-      await api.replace(R.secrets, {
-        ...secret,
-        metadata: { ...secret.metadata, resourceVersion: have.metadata!.resourceVersion! },
-      });
-    else await api.create(R.secrets, secret);
+      await api.replace(
+        R.secrets,
+        { ...secret, metadata: { ...secret.metadata, resourceVersion: have.metadata!.resourceVersion! } },
+        { signal },
+      );
+    else await api.create(R.secrets, secret, { signal });
     if (readdressed > 0)
       this.o.log.info("pointed the application's agent configurations at this controller", {
         model: idx.model?.name,
@@ -404,10 +415,11 @@ export class KubernetesProvisioner extends Reconciler {
   }
 
   /** Records each unit machine's pod (name, phase and readiness, IP) as its instance, for status and show-machine. */
-  private async recordPods(idx: ModelIndex, cluster: Cluster): Promise<void> {
+  private async recordPods(idx: ModelIndex, cluster: Cluster, signal: AbortSignal): Promise<void> {
     const pods = await cluster.api.list(kubernetes.KUBE_RESOURCES.pods, {
       namespace: cluster.namespace,
       labelSelector: kubernetes.selectorOf(idx.uuid),
+      signal,
     });
     const byName = new Map(pods.items.map((p) => [p.metadata!.name!, p]));
     for (const u of idx.units.values()) {
@@ -428,34 +440,34 @@ export class KubernetesProvisioner extends Reconciler {
     }
   }
 
-  private async removeAppObjects(cluster: Cluster, model: string, app: string): Promise<void> {
+  private async removeAppObjects(cluster: Cluster, model: string, app: string, signal: AbortSignal): Promise<void> {
     const { api, namespace } = cluster;
     const R = kubernetes.KUBE_RESOURCES;
     const gone = (err: unknown) => {
       if (!kubernetes.isNotFound(err)) throw err;
     };
-    await api.delete(R.statefulSets, app, { namespace, propagationPolicy: "Foreground" }).catch(gone);
+    await api.delete(R.statefulSets, app, { namespace, propagationPolicy: "Foreground", signal }).catch(gone);
     for (const svc of kubernetes.serviceManifests({ model, namespace, app }))
-      await api.delete(R.services, svc.metadata!.name!, { namespace }).catch(gone);
-    await api.delete(R.secrets, kubernetes.agentsSecretName(app), { namespace }).catch(gone);
+      await api.delete(R.services, svc.metadata!.name!, { namespace, signal }).catch(gone);
+    await api.delete(R.secrets, kubernetes.agentsSecretName(app), { namespace, signal }).catch(gone);
     this.o.log.info("deleted a removed application's objects", { app, namespace });
   }
 
   /** A removed model: the namespace goes when this controller made it for the model, else the model's objects in it. */
-  private async removeModelObjects(model: string, cluster: Cluster): Promise<void> {
+  private async removeModelObjects(model: string, cluster: Cluster, signal: AbortSignal): Promise<void> {
     const { api, namespace } = cluster;
     const R = kubernetes.KUBE_RESOURCES;
-    const ns = await api.find(R.namespaces, namespace);
+    const ns = await api.find(R.namespaces, namespace, { signal });
     if (!ns) return;
     if (ns.metadata?.labels?.[kubernetes.LABELS.model] === model) {
-      await api.delete(R.namespaces, namespace).catch((err: unknown) => {
+      await api.delete(R.namespaces, namespace, { signal }).catch((err: unknown) => {
         if (!kubernetes.isNotFound(err)) throw err;
       });
       this.o.log.info("deleted a removed model's namespace", { model, namespace });
       return;
     }
-    const sets = await api.list(R.statefulSets, { namespace, labelSelector: kubernetes.selectorOf(model) });
-    for (const s of sets.items) await this.removeAppObjects(cluster, model, s.metadata!.name!);
+    const sets = await api.list(R.statefulSets, { namespace, labelSelector: kubernetes.selectorOf(model), signal });
+    for (const s of sets.items) await this.removeAppObjects(cluster, model, s.metadata!.name!, signal);
   }
 }
 

@@ -4,11 +4,18 @@
  * OS, sudo) so a wrong key is refused before anything is recorded; the install then runs in the
  * background, at most {@link SshProvisionerOptions.concurrency} hosts at a time, each step recorded in
  * the machine's status. The private key lives in memory for the install only; it is never stored.
+ *
+ * It is a worker of every replica, not of the leader: the install runs where the request (and so the
+ * key) arrived. Stopping it aborts the installs in flight (their SSH sessions close at once) and waits
+ * for them; each records that it was interrupted, as nobody else holds the key to finish it: adding the
+ * machine again does (every install step checks before it changes, so the next run takes over).
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
 import { ssh } from "../../substrates";
 import type { StateCache, StateOps } from "../state";
+import type { Worker } from "../workers";
+import { aborted } from "../workers";
 import { waitForAgentLogin } from "./wait-for-login";
 
 export interface SshProvisionerOptions {
@@ -29,18 +36,36 @@ export interface SshProvisionerOptions {
   loginTimeoutMs?: number;
 }
 
-export class SshProvisioner {
+/** What an interrupted install leaves in the machine's status. */
+export const INTERRUPTED_INSTALL =
+  "interrupted: the controller replica doing it stopped; add the machine again to finish the install";
+
+export class SshProvisioner implements Worker {
+  readonly name = "ssh-provisioner";
+  private signal?: AbortSignal;
   private running = 0;
   private readonly queue: (() => void)[] = [];
+  /** Installs begun and not yet ended (queued ones included): what a stop waits for. */
+  private readonly installs = new Set<Promise<void>>();
   private readonly machines = new ssh.SshMachines();
 
   constructor(private readonly o: SshProvisionerOptions) {}
+
+  /** Until stopped; then every install in flight is aborted and ended (its interruption recorded) before this resolves. */
+  async run(signal: AbortSignal): Promise<void> {
+    this.signal = signal;
+    await aborted(signal);
+    // Queued installs start now, only to see the abort and say so.
+    for (const start of this.queue.splice(0)) start();
+    while (this.installs.size > 0) await Promise.all([...this.installs]);
+  }
 
   /** Checks the host and registers the machine; the install continues in the background. */
   async add(
     uuid: string,
     target: ssh.SshTarget & { port: number },
   ): Promise<{ id: string; hostKey: string; created: boolean }> {
+    const signal = this.accepting();
     // Refuses unsupported hosts and missing sudo before anything is recorded.
     const hostKey = await ssh.checkHost(target, 3);
     const m = await this.o.ops.machines.addSsh(uuid, {
@@ -50,26 +75,43 @@ export class SshProvisioner {
       hostKey,
     });
     await this.o.cache.waitForRevision(m.revision);
+    this.accepting();
     await this.o.ops.machines.setInstall(uuid, m.id, { state: "installing", step: "queued" });
     // The key stays in this closure until the install ends; the pinned host key is enforced from now on.
     const pinned = { ...target, hostKey, trustOnFirstUse: false };
-    this.schedule(() => this.install(uuid, m.id, pinned));
+    this.schedule(() => this.install(uuid, m.id, pinned, signal));
     return { id: m.id, hostKey, created: m.created };
+  }
+
+  /** The running worker's signal; refuses when the worker is not running (a replica starting or stopping). */
+  private accepting(): AbortSignal {
+    const signal = this.signal;
+    if (!signal || signal.aborted)
+      throw new StewardError(
+        "unavailable",
+        "this controller replica is not taking installs now (starting or stopping); try again",
+        {
+          retryable: true,
+        },
+      );
+    return signal;
   }
 
   private schedule(job: () => Promise<void>): void {
     const start = (): void => {
       this.running++;
-      void job().finally(() => {
+      const p = job().finally(() => {
         this.running--;
+        this.installs.delete(p);
         this.queue.shift()?.();
       });
+      this.installs.add(p);
     };
     if (this.running < (this.o.concurrency ?? 20)) start();
     else this.queue.push(start);
   }
 
-  private async install(uuid: string, id: string, target: ssh.SshTarget): Promise<void> {
+  private async install(uuid: string, id: string, target: ssh.SshTarget, signal: AbortSignal): Promise<void> {
     const log = this.o.log.child({ machine: id, host: target.host });
     const record = (
       state: "installing" | "installed" | "failed",
@@ -79,7 +121,10 @@ export class SshProvisioner {
       this.o.ops.machines
         .setInstall(uuid, id, { state, step, ...extra })
         .catch((err: unknown) => log.warn("could not record install progress", { err }));
+    // The last record of a step: one that lands after the interruption's would hide it.
+    let recorded = Promise.resolve();
     try {
+      signal.throwIfAborted();
       const res = await this.machines.startMachine(
         {
           model: uuid,
@@ -87,15 +132,18 @@ export class SshProvisioner {
           placement: target,
           controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
           issueCredential: () => this.o.ops.machines.issueCredential(uuid, id),
-          waitForLogin: () => this.waitForLogin(uuid, id),
+          waitForLogin: () => this.waitForLogin(uuid, id, signal),
         },
         {
           progress: (step) => {
+            if (signal.aborted) return;
             log.info("install step", { step });
-            void record("installing", step);
+            recorded = record("installing", step);
           },
+          signal,
         },
       );
+      await recorded;
       await record("installed", res.changed ? "installed" : "already installed; nothing changed", {
         changed: res.changed,
         bytesUploaded: res.bytesUploaded,
@@ -104,19 +152,23 @@ export class SshProvisioner {
         bytes_uploaded: res.bytesUploaded,
       });
     } catch (err) {
+      await recorded;
+      if (signal.aborted) {
+        log.warn("agent install interrupted: this replica is stopping");
+        await record("failed", INTERRUPTED_INSTALL);
+        return;
+      }
       const message = StewardError.isInstance(err) ? err.message : (err as Error).message;
       log.error("agent install failed", { err: message });
       await record("failed", message);
     }
   }
 
-  private waitForLogin(uuid: string, id: string): Promise<void> {
-    return waitForAgentLogin(
-      this.o.cache,
-      uuid,
-      id,
-      this.o.loginTimeoutMs ?? 60_000,
-      `it was installed; can the host reach the controller at ${this.o.controllerAddresses().join(", ")}? See /var/lib/steward/agents/${uuid}-${id}/agent.log on the host`,
-    );
+  private waitForLogin(uuid: string, id: string, signal: AbortSignal): Promise<void> {
+    return waitForAgentLogin(this.o.cache, uuid, id, {
+      timeoutMs: this.o.loginTimeoutMs ?? 60_000,
+      hint: `it was installed; can the host reach the controller at ${this.o.controllerAddresses().join(", ")}? See /var/lib/steward/agents/${uuid}-${id}/agent.log on the host`,
+      signal,
+    });
   }
 }

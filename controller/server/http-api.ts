@@ -22,7 +22,7 @@ import { registerUserRoutes } from "./routes/users";
 export type { HttpApiDeps } from "./routes/deps";
 
 export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
-  const { cache, ops } = deps;
+  const { cache } = deps;
   // Clients follow replicas that move or are replaced by the addresses named on every answer.
   app.addHook("onSend", async (_req, reply) => {
     reply.header(ADDRESSES_HEADER, deps.controllerAddresses().join(","));
@@ -39,8 +39,16 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
     ...(deps.tokenLifetimeMs ? { tokenLifetimeMs: deps.tokenLifetimeMs } : {}),
     ...(deps.failedLogins ? { failedLogins: deps.failedLogins } : {}),
   });
-  registerSessionRoutes(route, { cache, ops, checks });
-  registerUserRoutes(route, { cache, ops, checks });
+  registerSessionRoutes(route, { cache, users: deps.users, checks });
+  registerUserRoutes(route, {
+    cache,
+    users: deps.users,
+    checks,
+    caCert: deps.caCert,
+    caFingerprint: deps.caFingerprint,
+    controllerAddresses: deps.controllerAddresses,
+    ...(deps.failedLogins ? { failedLogins: deps.failedLogins } : {}),
+  });
   registerControllerRoutes(route, deps);
   registerModelRoutes(route, deps);
   registerApplicationRoutes(route, deps);

@@ -65,6 +65,11 @@ export class PasswordChecks {
     const ok = await this.check(body.user, req.ip, body.password, this.holdsTokenOf(req, body.user));
     const user = this.cache.users.get(body.user);
     if (!ok || !user) throw new StewardError("unauthorized", "wrong user name or password");
+    // Told only to one who knows the password.
+    if (user.disabled)
+      throw new StewardError("unauthorized", `user ${user.name} is disabled: ask a controller superuser to enable it`, {
+        reason: "user-disabled",
+      });
     const issuedAt = Date.now();
     const expiresAt = issuedAt + this.tokenLifetimeMs;
     const id = newTokenId();

@@ -44,11 +44,33 @@ export interface RestoreEpochDoc {
 }
 export interface UserDoc {
   name: string;
-  passwordHash: string;
+  /** Absent for a user added for registration until they register (`steward register`): no password logs in. */
+  passwordHash?: string;
   superuser: boolean;
   createdAt: string;
-  /** Epoch ms of the last password change: tokens issued before it are refused on every replica. */
+  /** The superuser who added the user (absent for the bootstrap admin and older documents). */
+  createdBy?: string;
+  /** Epoch ms of the last password change or disabling: tokens issued before it are refused on every replica. */
   tokensValidAfter?: number;
+  /** A disabled user cannot log in or register, and their tokens stop working (`steward disable-user`). */
+  disabled?: boolean;
+}
+/**
+ * `/registrations/<user>`: the one-time secret of a registration string (`steward add-user`), stored
+ * only as its SHA-256. Kept once used (with `usedAt`), so a second try with the same string is told
+ * it was used; one per user, so there are never more than users. Goes into backups (the whole store
+ * does); not exported with models (controller-wide).
+ */
+export interface RegistrationDoc {
+  user: string;
+  /** SHA-256 (hex) of the secret: 32 random bytes, so a fast hash is enough (nothing to guess). */
+  secretHash: string;
+  createdAt: string;
+  createdBy: string;
+  /** Epoch ms after which the string is refused. */
+  expiresAt: number;
+  /** When the string was used; from then on it is refused. */
+  usedAt?: string;
 }
 /** A token revoked by logout, kept until it would have expired anyway. */
 export interface RevokedTokenDoc {

@@ -6,6 +6,13 @@ export { OperatorOps } from "./operator-ops";
 export { ApplicationOps } from "./application-ops";
 export { MachineOps } from "./machine-ops";
 export { UnitReportOps } from "./unit-report-ops";
+export {
+  DEFAULT_REGISTRATION_LIFETIME_MS,
+  MAX_REGISTRATION_LIFETIME_MS,
+  RegistrationRefused,
+  UserOps,
+} from "./user-ops";
+export type { RegistrationRefusal } from "./user-ops";
 export { validateConfig, effectiveConfig } from "./config";
 export { RelationOps } from "./relation-ops";
 export { LeadershipOps } from "./leadership-ops";
@@ -33,8 +40,15 @@ export type { CredentialInput } from "./credential-ops";
 export { ENROLMENT_LIFETIME_MS, EnrolmentOps, replicaDataPurpose } from "./enrolment-ops";
 export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./registry";
 export type { ClassifiedKey, KindName, KindSpec } from "./registry";
-export { MAX_MODEL_EXPORT_BYTES, MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION, upgradeModelExport } from "./model-format";
-export type { ModelExport } from "./model-format";
+export {
+  MAX_MODEL_EXPORT_BYTES,
+  MODEL_EXPORT_FORMAT,
+  MODEL_EXPORT_VERSION,
+  exportForReader,
+  exportVersionFor,
+  upgradeModelExport,
+} from "./model-format";
+export type { ModelExport, WrittenModelExport } from "./model-format";
 export { exportModel } from "./model-export";
 export { modelDocOf, settingsOf } from "./model-placement";
 export { checkLocalDirs, importModel } from "./model-import";

@@ -12,8 +12,12 @@ export const keys = {
   controller: k("controller-info", ""),
   tokenKey: k("token-key", ""),
   user: (name: string) => k("user", "", name),
+  usersPrefix: p("user", ""),
   revokedToken: (id: string) => k("revoked-token", "", id),
   revokedTokensPrefix: p("revoked-token", ""),
+  /** A user's pending (or used) registration string, by user name (not cached). */
+  registration: (user: string) => k("registration", "", user),
+  registrationsPrefix: p("registration", ""),
   modelName: (name: string) => k("model-name", "", name),
   model: (uuid: string) => k("model", uuid),
   modelPrefix: (uuid: string) => `${k("model", uuid)}/`,

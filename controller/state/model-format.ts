@@ -10,17 +10,27 @@
  * (registry.ts: the `model` kind's shape version 2); kinds whose shape changed upgrade their
  * documents from any version (their `upgrade`), so v1, v2 and documents of older shape all import.
  *
+ * Written back ({@link exportForReader}): a controller of the previous build reads v1 and v2 only and
+ * refuses v3 ("newer than this controller reads"), so a migration to one (its hello names no
+ * `modelExport`) sends v2, the model document in its previous shape; nothing else differs.
+ *
  * {@link checkModelExport} refuses what a hostile or damaged file could hold before any of it is
  * used: the wrong shape, unknown kinds, ids that are not names, prototype keys, future versions,
  * and any document that does not fit its kind's schema (document-schemas.ts).
  */
 import type { Bundle } from "../../api";
 import { StewardError, describeIssues } from "../../api";
+import type { ModelDoc } from "./documents";
+import { previousModelShapeOf } from "./model-placement";
 import type { KindName, KindSpec } from "./registry";
 import { EXPORTED_KINDS, KIND, classifyKey, keyOf } from "./registry";
 
 export const MODEL_EXPORT_FORMAT = "steward-model";
 export const MODEL_EXPORT_VERSION = 3;
+/** The newest version a controller that does not say (the previous build: its hello has no `modelExport`) reads. */
+export const PREVIOUS_BUILD_MODEL_EXPORT_VERSION = 2;
+/** The oldest version this controller writes. */
+export const OLDEST_WRITTEN_MODEL_EXPORT_VERSION = 2;
 /** Largest export an import takes (operators included), as JSON. */
 export const MAX_MODEL_EXPORT_BYTES = 64 * 1024 * 1024;
 
@@ -41,6 +51,38 @@ export interface ModelExport {
   operators: Record<string, Bundle>;
   /** What the document names but does not carry: the sealed credential (add it on the target first). */
   references: { credential?: string };
+}
+
+/** An export as written for a reader of an older version (`version` below the current one). */
+export type WrittenModelExport = Omit<ModelExport, "version"> & { version: number };
+
+/**
+ * The version to write for a reader that reads up to `reads` (undefined: the previous build's). Refuses
+ * a reader of nothing this controller writes.
+ */
+export function exportVersionFor(reads: number | undefined): number {
+  const version = Math.min(MODEL_EXPORT_VERSION, reads ?? PREVIOUS_BUILD_MODEL_EXPORT_VERSION);
+  if (!Number.isInteger(version) || version < OLDEST_WRITTEN_MODEL_EXPORT_VERSION)
+    throw new StewardError(
+      "invalid-request",
+      `the other controller reads model exports up to version ${String(reads)}; this one writes ${OLDEST_WRITTEN_MODEL_EXPORT_VERSION} to ${MODEL_EXPORT_VERSION}: upgrade it first`,
+    );
+  return version;
+}
+
+/**
+ * `doc` (current) written as `version`: v2 is v3 with the model document in its previous shape
+ * (model-placement.ts). Reading it back ({@link upgradeModelExport}) gives `doc` again.
+ */
+export function exportForReader(doc: ModelExport, version: number): WrittenModelExport {
+  if (version === MODEL_EXPORT_VERSION) return doc;
+  if (version !== 2) throw new Error(`model export version ${version} is not written by this controller`);
+  const model = doc.documents.model?.[""] as ModelDoc | undefined;
+  return {
+    ...doc,
+    version,
+    documents: { ...doc.documents, ...(model ? { model: { "": previousModelShapeOf(model) } } : {}) },
+  };
 }
 
 /** A refusal of the import document, naming what is wrong (400). */

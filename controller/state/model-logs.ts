@@ -2,7 +2,7 @@
  * {@link ModelLogs} keeps the newest log records of each model in memory (a ring buffer per model)
  * and hands new ones to the `debug-log` streams that follow the model. Records arrive from the
  * agents connected to this replica only: with several replicas, each keeps and serves what its own
- * agents sent (a known limit, stated in the README).
+ * agents sent (a known limit, stated in docs/operators.md).
  */
 import type { DebugLogRecord, LogFilter } from "../../api";
 import { logRecordMatches } from "../../api";

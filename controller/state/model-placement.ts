@@ -30,3 +30,19 @@ export function modelDocOf(raw: unknown): ModelDoc {
 /** The model's settings for its kind, typed by the caller (who knows the kind). */
 export const settingsOf = <S = Record<string, unknown>>(model: Pick<ModelDoc, "placement">): S =>
   model.placement.settings as S;
+
+/**
+ * {@link modelDocOf} backwards: the model document as the previous build stores it (`substrate`,
+ * `credential`, and the settings in a bag named after the kind, left out for a kind without settings),
+ * for an export to a controller of that build. `modelDocOf` turns it back into `doc`, unchanged.
+ */
+export function previousModelShapeOf(doc: ModelDoc): Record<string, unknown> {
+  const { placement, ...rest } = doc;
+  const settings = (placement.settings ?? {}) as Record<string, unknown>;
+  return {
+    ...rest,
+    substrate: placement.substrate,
+    ...(placement.credential ? { credential: placement.credential } : {}),
+    ...(Object.keys(settings).length > 0 ? { [placement.substrate]: settings } : {}),
+  };
+}

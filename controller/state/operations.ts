@@ -3,15 +3,14 @@
  * what they depend on, check it, and write with compares on every revision they read (a concurrent
  * change makes them retry instead of being overwritten; a refused operation writes nothing).
  * `StateOps` gathers them for the controller (`ops.models.create(…)`, `ops.applications.deploy(…)`)
- * and keeps the controller's identity and its users. Writes a caller waits on answer `{…, revision}`;
+ * and keeps the controller's identity (users: user-ops.ts). Writes a caller waits on answer `{…, revision}`;
  * the cleaner's finishing steps answer only whether they did it.
  */
 import { randomUUID } from "node:crypto";
-import { StewardError, alreadyExists, notFound } from "../../api";
 import type { Store } from "../store";
-import { absent, unchanged } from "../store";
+import { absent } from "../store";
 import { hashPassword, newSecret } from "../security/credentials";
-import type { RevokedTokenDoc, UserDoc } from "./documents";
+import type { UserDoc } from "./documents";
 import { SCHEMA_VERSION } from "./documents";
 import { ApplicationOps } from "./application-ops";
 import { docs, put } from "./doc-kinds";
@@ -41,7 +40,7 @@ export class StateOps extends StoreTxns {
     this.reports = new UnitReportOps(store, now);
   }
 
-  // --- controller and users ---
+  // --- the controller (users and their access: user-ops.ts) ---
 
   /** Creates the controller's identity, token key and admin user; a second call changes nothing. */
   async initController(
@@ -72,74 +71,5 @@ export class StateOps extends StoreTxns {
       ],
     });
     return { created: res.succeeded, uuid };
-  }
-  async createUser(name: string, password: string, superuser: boolean): Promise<void> {
-    const doc: UserDoc = { name, passwordHash: await hashPassword(password), superuser, createdAt: this.stamp() };
-    await this.retry(`create user ${name}`, async () => {
-      if (await this.store.get(keys.user(name))) throw alreadyExists("user", name);
-      return {
-        compare: [absent(keys.user(name))],
-        ops: [{ type: "put", key: keys.user(name), value: JSON.stringify(doc) }],
-        result: {},
-      };
-    });
-  }
-  async grant(modelUuid: string, user: string, access: "read" | "write" | "admin"): Promise<number> {
-    const res = await this.retry(`grant ${user} ${access}`, async () => {
-      const u = await this.store.get(keys.user(user));
-      if (!u) throw notFound("user", user);
-      const m = await this.store.get(keys.model(modelUuid));
-      if (!m) throw notFound("model", modelUuid);
-      return {
-        compare: [unchanged(keys.user(user), u.modRevision), unchanged(keys.model(modelUuid), m.modRevision)],
-        ops: [{ type: "put", key: keys.access(modelUuid, user), value: JSON.stringify({ access }) }],
-        result: {},
-      };
-    });
-    return res.revision;
-  }
-  /** Takes away a user's access to a model (their open status watches close; agents are unaffected). */
-  async revokeAccess(modelUuid: string, user: string): Promise<number> {
-    const res = await this.store.txn({
-      compare: [{ key: keys.access(modelUuid, user), target: "createRevision", op: ">", value: 0 }],
-      success: [{ type: "delete", key: keys.access(modelUuid, user) }],
-    });
-    if (!res.succeeded)
-      throw new StewardError("not-found", `user "${user}" has no access to this model (nothing to revoke)`, {
-        details: { kind: "access", name: user },
-      });
-    return res.revision;
-  }
-  /** Sets a user's password (given hashed) and ends every token issued to them before now. */
-  async changePassword(name: string, passwordHash: string): Promise<number> {
-    const res = await this.retry(`change the password of ${name}`, async () => {
-      const u = await this.read<UserDoc>(keys.user(name));
-      if (!u) throw notFound("user", name);
-      const doc: UserDoc = { ...u.doc, passwordHash, tokensValidAfter: this.now().getTime() };
-      return {
-        compare: [unchanged(keys.user(name), u.rev)],
-        ops: [{ type: "put", key: keys.user(name), value: JSON.stringify(doc) }],
-        result: {},
-      };
-    });
-    return res.revision;
-  }
-  /**
-   * Revokes one token (logout) until it would have expired. Revocations already past their expiry
-   * are deleted in the same write, so the list stays as short as the tokens still alive.
-   */
-  async revokeToken(id: string, user: string, expiresAt: number): Promise<number> {
-    const now = this.now().getTime();
-    const expired = (await this.readAll<RevokedTokenDoc>(keys.revokedTokensPrefix)).filter(
-      (r) => r.doc.expiresAt < now && r.key !== keys.revokedToken(id),
-    );
-    const doc: RevokedTokenDoc = { user, expiresAt };
-    const res = await this.store.txn({
-      success: [
-        { type: "put", key: keys.revokedToken(id), value: JSON.stringify(doc) },
-        ...expired.slice(0, 100).map((r) => ({ type: "delete" as const, key: r.key })),
-      ],
-    });
-    return res.revision;
   }
 }

@@ -21,6 +21,7 @@ export type KindName =
   | "token-key"
   | "user"
   | "revoked-token"
+  | "registration"
   | "model-name"
   | "operator"
   | "operator-chunk"
@@ -124,6 +125,8 @@ export const KINDS: readonly KindSpec[] = [
   ),
   kind("user", ["users", ID], true, CONTROLLER_WIDE + " (access names users; the target's admin grants them)"),
   kind("revoked-token", ["revoked-tokens", ID], true, CONTROLLER_WIDE),
+  // Pending user registrations (user-ops.ts): in backups with the users they belong to, never in a model's export.
+  kind("registration", ["registrations", ID], false, CONTROLLER_WIDE + " (belongs with the users)"),
   kind("model-name", ["model-names", ID], true, "rewritten by the import under the (possibly new) name"),
   kind("operator", ["operators", ID], true, "exported as the bundles the model's applications use, not as store keys"),
   kind("operator-chunk", ["blobs", "operators", ID], false, "exported as the bundles the model's applications use"),

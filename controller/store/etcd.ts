@@ -1,6 +1,6 @@
 /**
  * The etcd backend (etcd 3.4, through the `etcd3` client's raw RPCs). What it avoids or works
- * around in that client (../shared/reference/etcd-and-ssh.md §1.3):
+ * around in that client:
  *
  * - no STM: every transaction is an explicit compare/then/else, built here;
  * - a watch asked for compacted history is cancelled by etcd with an empty message: it is reported

@@ -119,6 +119,8 @@ export class Ec2 {
       idempotencyKey: string;
       instanceType?: string;
       rootVolume?: { deviceName: string; sizeGiB: number };
+      /** Aborts the request (a launch EC2 took anyway is found by its tags, or answered again for its idempotency key). */
+      signal?: AbortSignal;
     },
   ): Promise<AwsInstance> {
     const where = await this.placementFor(p, o.n);
@@ -151,6 +153,7 @@ export class Ec2 {
         ],
         ClientToken: createHash("sha256").update(o.idempotencyKey).digest("hex"),
       }),
+      o.signal ? { abortSignal: o.signal } : {},
     );
     const launched = res.Instances?.[0];
     if (!launched?.InstanceId) throw new Error("EC2 accepted RunInstances but named no instance");

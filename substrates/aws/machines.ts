@@ -33,7 +33,10 @@ export type MachineInstance = AwsInstance & { machine?: string };
 export class AwsMachines implements MachineBroker<AwsPlacement> {
   constructor(private readonly ec2 = new Ec2()) {}
 
-  async startMachine(spec: MachineSpec<AwsPlacement>, opts: { progress?: Progress } = {}): Promise<StartedMachine> {
+  async startMachine(
+    spec: MachineSpec<AwsPlacement>,
+    opts: { progress?: Progress; signal?: AbortSignal } = {},
+  ): Promise<StartedMachine> {
     const p = spec.placement;
     const existing = (
       await this.ec2.instances(p, { [TAGS.model]: spec.model, [TAGS.machine]: spec.machine }, LIVE_STATES)
@@ -46,6 +49,8 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     }
     if (!spec.issueEnrolment) throw new Error("aws machines enrol themselves: the spec needs issueEnrolment");
     const plan = await this.plan(p, spec.constraints ?? {});
+    // Stopped before EC2 was asked: nothing made, no token spent.
+    opts.signal?.throwIfAborted();
     const token = await spec.issueEnrolment();
     opts.progress?.(
       `launching a ${plan.instanceType} instance${plan.rootVolume ? ` with a ${plan.rootVolume.sizeGiB} GiB root volume` : ""}`,
@@ -59,6 +64,7 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
       userData: enrolmentUserData({ model: spec.model, machine: spec.machine, controller: spec.controller, token }),
       // Stable for this launch (retries of it), new for the next one: the enrolment token is.
       idempotencyKey: `${spec.model}/${spec.machine}/${createHash("sha256").update(token).digest("hex")}`,
+      ...(opts.signal ? { signal: opts.signal } : {}),
     });
     opts.progress?.(`instance ${launched.id} launched in ${launched.zone ?? "?"}; waiting for its agent to enrol`);
     await spec.waitForLogin?.();

@@ -1,7 +1,8 @@
 /**
  * The SSH substrate's machines: a host reached over SSH (bare metal, a VMware VM, any VM) gets an
  * agent installed as a service (agent-installer.ts); stopping it is the agent's own uninstall when
- * its machine is removed, so the broker only installs.
+ * its machine is removed, so the broker only installs. An abort (`signal`) closes the session at
+ * once: the install stops between steps or in one, each of which the next run checks and finishes.
  */
 import type { MachineBroker, MachineSpec, MachineTarget, Progress, StartedMachine } from "../brokers";
 import { agentConfigOf } from "../brokers";
@@ -11,8 +12,11 @@ import type { SshTarget } from "./ssh-session";
 import { SshSession } from "./ssh-session";
 
 export class SshMachines implements MachineBroker<SshTarget> {
-  async startMachine(spec: MachineSpec<SshTarget>, opts: { progress?: Progress } = {}): Promise<StartedMachine> {
-    const session = await SshSession.connect(spec.placement);
+  async startMachine(
+    spec: MachineSpec<SshTarget>,
+    opts: { progress?: Progress; signal?: AbortSignal } = {},
+  ): Promise<StartedMachine> {
+    const session = await SshSession.connect(spec.placement, opts.signal ? { signal: opts.signal } : {});
     try {
       const res = await installAgent(session, {
         name: `${spec.model}-${spec.machine}`,

@@ -3,6 +3,11 @@
  * fingerprint (trust-on-first-use only when asked, and the fingerprint seen is reported so it can
  * be recorded and enforced afterwards). Commands are judged by exit code, never by stderr; a
  * non-root user runs privileged commands through `sudo -n` (never a prompt).
+ *
+ * Cancellable: a session connected with a signal closes its connection when the signal aborts, so a
+ * dial, a command or an upload in flight ends at once (a command already started on the host may
+ * still finish there: every step of an install is atomic and checks before it changes, so the next
+ * run takes over from wherever this one stopped).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { stat } from "node:fs/promises";
@@ -38,12 +43,22 @@ export function fingerprint(key: Buffer): string {
 }
 
 export class SshSession {
+  private readonly unlisten: () => void;
+
   protected constructor(
     private readonly ssh: NodeSSH,
     readonly target: SshTarget,
     readonly hostKey: string,
     private readonly via?: SshSession,
-  ) {}
+    private readonly signal?: AbortSignal,
+  ) {
+    const onAbort = (): void => {
+      drop(ssh);
+      this.close();
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    this.unlisten = () => signal?.removeEventListener("abort", onAbort);
+  }
 
   get label(): string {
     return `${this.target.user}@${this.target.host}${this.target.port && this.target.port !== 22 ? `:${this.target.port}` : ""}`;
@@ -54,7 +69,8 @@ export class SshSession {
 
   /**
    * Connects, retrying only dial failures (refused, timed out, unreachable) with backoff; a host
-   * key mismatch or an authentication failure is final at once.
+   * key mismatch or an authentication failure is final at once. With `signal`, an abort ends the
+   * dial (a `cancelled` error) and, later, closes the session.
    */
   static async connect(target: SshTarget, opts: { attempts?: number; signal?: AbortSignal } = {}): Promise<SshSession> {
     if (!target.hostKey && !target.trustOnFirstUse) {
@@ -64,12 +80,21 @@ export class SshSession {
       );
     }
     const attempts = opts.attempts ?? 5;
+    const { signal } = opts;
+    const cancelled = (): StewardError =>
+      new StewardError("cancelled", `connecting to ${target.host} was cancelled`, { cause: signal?.reason });
     let lastErr: unknown;
     for (let i = 0; i < attempts; i++) {
-      if (opts.signal?.aborted) throw new StewardError("cancelled", `connecting to ${target.host} was cancelled`);
+      if (signal?.aborted) throw cancelled();
       let seen = "";
       const ssh = new NodeSSH();
       let via: SshSession | undefined;
+      // An abort mid-dial drops the socket: the connect below then fails, and is told as cancelled.
+      const onAbort = (): void => {
+        drop(ssh);
+        via?.close();
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
       try {
         // Through a jump host: verify it first, then tunnel the target's SSH over it.
         if (target.jump)
@@ -79,7 +104,7 @@ export class SshSession {
               privateKey: target.privateKey,
               ...(target.passphrase ? { passphrase: target.passphrase } : {}),
             },
-            { attempts: 1 },
+            { attempts: 1, ...(signal ? { signal } : {}) },
           );
         const sock = via ? await via.tunnel(target.host, target.port ?? 22) : undefined;
         await ssh.connect({
@@ -102,10 +127,17 @@ export class SshSession {
         // answered our close with RST) would then be an uncaught exception that ends the process.
         // The next command on a dead connection fails on its own.
         ssh.connection?.on("error", () => undefined);
-        return new SshSession(ssh, target, seen, via);
+        signal?.removeEventListener("abort", onAbort);
+        if (signal?.aborted) {
+          onAbort();
+          throw cancelled();
+        }
+        return new SshSession(ssh, target, seen, via, signal);
       } catch (err) {
+        signal?.removeEventListener("abort", onAbort);
         ssh.dispose();
         via?.close();
+        if (signal?.aborted) throw cancelled();
         if (StewardError.isInstance(err)) throw err; // from the jump host: already explained
         const e = err as { code?: string; level?: string; message?: string };
         if (seen && target.hostKey && seen !== target.hostKey) {
@@ -131,7 +163,7 @@ export class SshSession {
         const retryable =
           (e.code && DIAL_ERRORS.has(e.code)) || e.level === "client-timeout" || /Timed out/i.test(e.message ?? "");
         if (!retryable) break;
-        await new Promise((r) => setTimeout(r, Math.min(8000, 500 * 2 ** i)));
+        await pause(Math.min(8000, 500 * 2 ** i), signal);
       }
     }
     throw new StewardError(
@@ -141,11 +173,28 @@ export class SshSession {
     );
   }
 
-  /** Runs a shell command; with `sudo`, through `sudo -n` unless the user is root. */
+  /**
+   * Runs a shell command; with `sudo`, through `sudo -n` unless the user is root. Once the session's
+   * signal has aborted, throws `cancelled` (before starting, or instead of what the closed connection answered).
+   */
   async run(cmd: string, opts: { sudo?: boolean; stdin?: string } = {}): Promise<RunResult> {
+    this.checkCancelled();
     const wrapped = opts.sudo && !this.asRoot ? `sudo -n sh -c ${shellQuote(cmd)}` : cmd;
-    const r = await this.ssh.execCommand(wrapped, opts.stdin !== undefined ? { stdin: opts.stdin } : {});
-    return { code: r.code ?? (r.signal ? 128 : 0), stdout: r.stdout, stderr: r.stderr };
+    try {
+      const r = await this.ssh.execCommand(wrapped, opts.stdin !== undefined ? { stdin: opts.stdin } : {});
+      this.checkCancelled();
+      return { code: r.code ?? (r.signal ? 128 : 0), stdout: r.stdout, stderr: r.stderr };
+    } catch (err) {
+      this.checkCancelled();
+      throw err;
+    }
+  }
+
+  private checkCancelled(): void {
+    if (this.signal?.aborted)
+      throw new StewardError("cancelled", `the work on ${this.target.host} was cancelled`, {
+        cause: this.signal.reason,
+      });
   }
 
   /** Runs a command that must succeed; the error names the host, the step and what the host said. */
@@ -166,7 +215,11 @@ export class SshSession {
    */
   async putFile(localPath: string, remotePath: string, mode: string, sha256: string): Promise<number> {
     const tmp = `/tmp/steward-upload-${randomBytes(6).toString("hex")}`;
-    await this.ssh.putFile(localPath, tmp);
+    this.checkCancelled();
+    await this.ssh.putFile(localPath, tmp).catch((err: unknown) => {
+      this.checkCancelled();
+      throw err;
+    });
     try {
       const sum = (await this.must("checking the upload", `sha256sum ${shellQuote(tmp)}`)).split(" ")[0];
       if (sum !== sha256)
@@ -208,9 +261,33 @@ export class SshSession {
   }
 
   close(): void {
+    this.unlisten();
     this.ssh.dispose();
     this.via?.close();
   }
+}
+
+/**
+ * Drops the connection at once: `dispose()` alone ends it politely, which waits for the host (for ever
+ * on a cut link) and, while dialing, for the dial's own timeout.
+ */
+function drop(ssh: NodeSSH): void {
+  ssh.connection?.destroy();
+  ssh.dispose();
+}
+
+/** Waits `ms`, or less if `signal` aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 export function shellQuote(s: string): string {

@@ -10,7 +10,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { chromium } from "playwright-core";
 
 export const CHROMIUM = process.env.STEWARD_CHROMIUM ?? "/usr/bin/chromium";
-/** Where screenshots go: dist/test-artifacts/dashboard (not committed; the README's is copied by hand). */
+/** Where screenshots go: dist/test-artifacts/dashboard (not committed; those in docs/ are copied by hand). */
 export const SCREENSHOTS = join(__dirname, "..", "..", "test-artifacts", "dashboard");
 
 export async function launchBrowser(): Promise<Browser> {

@@ -55,7 +55,7 @@ export async function sequences(recordDir: string): Promise<Map<string, string[]
 
 /**
  * A directory a fixture operator records into. Writable by every user: where tests run as root, local
- * agents and their hooks run as an unprivileged user (README, Users and access).
+ * agents and their hooks run as an unprivileged user (docs/users.md, "Local machines are a superuser's").
  */
 export async function recordDir(prefix = "steward-rec-"): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));

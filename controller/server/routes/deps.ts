@@ -5,13 +5,15 @@
 import type { Logger } from "../../../api";
 import type { ClusterControl } from "../../cluster";
 import type { SshProvisioner } from "../../provisioner/ssh-machines";
-import type { CredentialOps, OperatorQuotas, RelationOps, StateCache, StateOps } from "../../state";
+import type { CredentialOps, OperatorQuotas, RelationOps, StateCache, StateOps, UserOps } from "../../state";
 import type { LocalMachinePolicy } from "../../access/controller-host";
 import type { FailedLoginLimiterOptions } from "../failed-login-limiter";
 
 export interface HttpApiDeps {
   cache: StateCache;
   ops: StateOps;
+  /** Users and their access (state/user-ops.ts). */
+  users: UserOps;
   relations: RelationOps;
   credentials: CredentialOps;
   ssh: SshProvisioner;
@@ -20,6 +22,8 @@ export interface HttpApiDeps {
   controllerAddresses: () => string[];
   /** The SHA-256 fingerprint of the controller's CA (what every user is shown of its TLS). */
   caFingerprint: string;
+  /** The controller's CA certificate (PEM): public, served to clients that pin it by fingerprint. */
+  caCert: string;
   /** Operator quotas: the controller's, its superusers' reserve, per model and per user (see operator-quotas.ts). */
   operatorQuotas: OperatorQuotas;
   /**

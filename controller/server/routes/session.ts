@@ -5,16 +5,16 @@
  */
 import type { SessionInfo } from "../../../api";
 import { STEWARD_VERSION, routes } from "../../../api";
-import type { StateCache, StateOps } from "../../state";
+import type { StateCache, UserOps } from "../../state";
 import type { PasswordChecks } from "../password-checks";
 import type { Route } from "../../access/route";
 import { clearedSessionCookie, csrfTokenFor, sessionCookie } from "../../access/session-cookie";
 
 export function registerSessionRoutes(
   route: Route,
-  o: { cache: StateCache; ops: StateOps; checks: PasswordChecks },
+  o: { cache: StateCache; users: UserOps; checks: PasswordChecks },
 ): void {
-  const { cache, ops, checks } = o;
+  const { cache, users, checks } = o;
 
   route(routes.health, async () => ({ ok: true, version: STEWARD_VERSION, revision: cache.revision }));
 
@@ -24,7 +24,7 @@ export function registerSessionRoutes(
   });
 
   route(routes.logout, async ({ principal: p, settled }) => {
-    await settled(await ops.revokeToken(p.token.id, p.user, p.token.expiresAt));
+    await settled(await users.revokeToken(p.token.id, p.user, p.token.expiresAt));
   });
 
   const sessionInfo = (p: {
@@ -54,7 +54,7 @@ export function registerSessionRoutes(
   route(
     routes.closeSession,
     async ({ principal: p, settled }) => {
-      await settled(await ops.revokeToken(p.token.id, p.user, p.token.expiresAt));
+      await settled(await users.revokeToken(p.token.id, p.user, p.token.expiresAt));
     },
     {
       beforeAccess: (reply) => {
