@@ -32,6 +32,7 @@ import type {
   OperatorUploadDoc,
   PresenceDoc,
   QueuedTaskDoc,
+  RegistrationDoc,
   RelationDoc,
   RestoreEpochDoc,
   RevokedTokenDoc,
@@ -79,7 +80,8 @@ function bind<T>() {
 export const docs = {
   // controller-wide
   controller: bind<ControllerDoc>()("controller-info", () => keys.controller),
-  user: bind<UserDoc>()("user", keys.user),
+  user: bind<UserDoc>()("user", keys.user, () => keys.usersPrefix),
+  registration: bind<RegistrationDoc>()("registration", keys.registration, () => keys.registrationsPrefix),
   revokedToken: bind<RevokedTokenDoc>()("revoked-token", keys.revokedToken, () => keys.revokedTokensPrefix),
   /** A model's uuid, by the model's name. */
   modelName: bind<string>()("model-name", keys.modelName),

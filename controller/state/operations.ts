@@ -67,7 +67,7 @@ export class StateOps extends StoreTxns {
           schemaVersion: SCHEMA_VERSION,
         }),
         { type: "put", key: keys.tokenKey, value: JSON.stringify(newSecret(32)) },
-        { type: "put", key: keys.user("admin"), value: JSON.stringify(admin) },
+        put(docs.user, "admin", admin),
       ],
     });
     return { created: res.succeeded, uuid };
