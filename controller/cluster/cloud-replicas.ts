@@ -70,10 +70,10 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
   }
 
   private async instancesOf(cloud: Exclude<ReplicaCloudDoc, { substrate: "kubernetes" }>): Promise<ReplicaInstances> {
-    const c = await this.o.credentials.open(cloud.credential, cloud.substrate);
+    const c = await this.o.credentials.open(cloud.credential!, cloud.substrate);
     const controllerUuid = this.o.cache.controller?.uuid ?? "";
     if (cloud.substrate === "aws") {
-      const p: aws.AwsPlacement = { settings: cloud.aws, controllerUuid, credentials: aws.awsCredentialsOf(c) };
+      const p: aws.AwsPlacement = { settings: cloud.settings, controllerUuid, credentials: aws.awsCredentialsOf(c) };
       const tags = aws.REPLICA_TAGS;
       return {
         launch: async (n, userData, idempotencyKey) => {
@@ -99,7 +99,7 @@ export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
       };
     }
     const p: vsphere.VspherePlacement = {
-      settings: cloud.vsphere,
+      settings: cloud.settings,
       controllerUuid,
       credentials: vsphere.vsphereCredentialsOf(c),
     };

@@ -72,15 +72,12 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
   }
 
   private address(doc: KubeDoc, ordinal: number): string {
-    return kubernetes.replicaDnsName(
-      { name: doc.kubernetes.statefulSet, namespace: doc.kubernetes.namespace },
-      ordinal,
-    );
+    return kubernetes.replicaDnsName({ name: doc.settings.statefulSet, namespace: doc.settings.namespace }, ordinal);
   }
 
   /** The ordinal of a replica's DNS name, when it is one of this StatefulSet's pods. */
   private ordinalOf(doc: KubeDoc, address: string): number | undefined {
-    const m = new RegExp(`^${doc.kubernetes.statefulSet}-(\\d+)\\.`).exec(address);
+    const m = new RegExp(`^${doc.settings.statefulSet}-(\\d+)\\.`).exec(address);
     return m && address === this.address(doc, Number(m[1])) ? Number(m[1]) : undefined;
   }
 
@@ -88,7 +85,7 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     const doc = this.doc;
     if (!doc) throw new Error(this.unavailable());
     const api = this.kube();
-    const { namespace, statefulSet } = doc.kubernetes;
+    const { namespace, statefulSet } = doc.settings;
     const set = await api.get(R.statefulSets, statefulSet, { namespace });
     const live = new Set(
       [...this.o.cache.clusterMembers.values()].filter((m) => m.state !== "removed").map((m) => m.host),
@@ -164,8 +161,8 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     if (!doc || ordinal === undefined) return false;
     const claim = await this.kube().find(
       R.persistentVolumeClaims,
-      kubernetes.replicaClaimName(doc.kubernetes.statefulSet, ordinal),
-      { namespace: doc.kubernetes.namespace },
+      kubernetes.replicaClaimName(doc.settings.statefulSet, ordinal),
+      { namespace: doc.settings.namespace },
     );
     if (!claim?.metadata?.uid) return false;
     if (replica.instance) return claim.metadata.uid !== replica.instance.id;
@@ -183,8 +180,8 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     const key = kubernetes.replicaTokenKey(ordinal);
     await kubernetes.updateSecretData(
       api,
-      doc.kubernetes.namespace,
-      kubernetes.controllerEnrolSecretName(doc.kubernetes.statefulSet),
+      doc.settings.namespace,
+      kubernetes.controllerEnrolSecretName(doc.settings.statefulSet),
       (data) => {
         if (token !== undefined) return { ...data, [key]: Buffer.from(token).toString("base64") };
         if (!(key in data)) return undefined;

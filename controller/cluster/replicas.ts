@@ -31,7 +31,7 @@ export function clusterAddresses(cache: StateCache, own: string[]): string[] {
   const service =
     cloud?.substrate === "kubernetes"
       ? [
-          `${kubernetes.clientServiceDnsName({ name: cloud.kubernetes.statefulSet, namespace: cloud.kubernetes.namespace })}:${kubernetes.CONTROLLER_API_PORT}`,
+          `${kubernetes.clientServiceDnsName({ name: cloud.settings.statefulSet, namespace: cloud.settings.namespace })}:${kubernetes.CONTROLLER_API_PORT}`,
         ]
       : [];
   return [...service, ...own, ...others];

@@ -30,6 +30,7 @@ export { MAX_MODEL_EXPORT_BYTES, MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION, upgr
 export type { ModelExport } from "./model-format";
 export { exportModel } from "./model-export";
 export { modelDocOf, settingsOf } from "./model-placement";
+export { replicaCloudDocOf } from "./replica-placement";
 export { checkLocalDirs, importModel } from "./model-import";
 export type { ImportDeps, ImportOptions, ImportResult } from "./model-import";
 export { canMove, handedOver, holdsModel, migrationActive, migrationView, movedError } from "./migration-phases";
