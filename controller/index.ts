@@ -47,7 +47,7 @@ export {
 } from "../substrates";
 export { Supervisor } from "./supervisor";
 export type { SupervisorOptions } from "./supervisor";
-export { LeaderElection, QuorumKeeper, REPLICAS_PREFIX } from "./cluster";
+export { CloudReplicaHosts, LeaderElection, QuorumKeeper, REPLICAS_PREFIX, clusterAddresses } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
 // The quorum keeper's pure decision, for its table tests.
 export { decide as decideQuorumAction, lostCandidates, observeGone } from "./cluster/quorum-decision";
