@@ -180,9 +180,7 @@ const NAMING_KINDS_ALLOWED = [
   "cli/credential-file.ts",
   // TODO(hosting): controller bootstrap and destroy, being rewritten onto each kind's `controller` slot (substrates/kind.ts); then remove these.
   "cli/commands/bootstrap.ts",
-  "cli/commands/destroy-controller.ts",
   "provider/impl/controller-provider.ts",
-  "cli/cloud-bootstrap.ts",
 ];
 
 export default tseslint.config(
