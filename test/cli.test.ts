@@ -68,7 +68,7 @@ test.serial("deploy, scale, configure and remove through the CLI", async (t) => 
   const tab = await steward("status");
   t.is(tab.code, 0);
   t.regex(tab.stdout, /^App\s+Version\s+Status\s+Scale\s+Operator\s+Rev\s+Message$/m);
-  t.regex(tab.stdout, /^board\s+1\.0\.0\s+active\s+2\s+motd\s+1\.0\.0\s+motd: from the cli$/m);
+  t.regex(tab.stdout, /^board\s+1\.0\.0\s+active\s+2\s+motd\s+1\s+motd: from the cli$/m, "Rev: the operator revision");
   t.regex(tab.stdout, /^board\/0\*?\s+active\s+idle\s+\d+/m);
 
   const json = JSON.parse((await steward("status", "--format", "json")).stdout) as ModelStatus;
