@@ -131,13 +131,10 @@ export function optionDefinition(o: OptionSpec): string {
   return o.arity === 0 ? names : `${names}${` <${valueName(o)}>`.repeat(o.arity)}`;
 }
 
-/** `<operator-dir> [application]`, `[application|unit|machine...]`: the positional part of a synopsis. */
+/** `<operator-dir> [application]`, `[application|unit|machine...]`, `<words>...` (at least one): the positional part of a synopsis. */
 export function positionalSynopsis(spec: CommandSpec): string {
   const parts = spec.positionals.map((p) => (p.required ? `<${p.name}>` : `[${p.name}]`));
-  if (spec.rest) {
-    for (let i = 0; i < spec.rest.required; i++) parts.push(`<${spec.rest.name}>`);
-    parts.push(`[${spec.rest.name}...]`);
-  }
+  if (spec.rest) parts.push(spec.rest.required > 0 ? `<${spec.rest.name}>...` : `[${spec.rest.name}...]`);
   return parts.join(" ");
 }
 
