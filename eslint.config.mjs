@@ -176,15 +176,11 @@ const NAMING_KINDS_ALLOWED = [
   "provider/controller.ts",
   "provider/machine.ts",
   "provider/model.ts",
-  // The replica cloud document is a union by kind (aws | vsphere | kubernetes) narrowed by name; it becomes the kinds' replicaHosts() with controller hosting.
-  "controller/cluster/**",
   // An ssh credential's file may be the private key itself (PEM), read as such.
   "cli/credential-file.ts",
   // TODO(hosting): controller bootstrap and destroy, being rewritten onto each kind's `controller` slot (substrates/kind.ts); then remove these.
   "cli/commands/bootstrap.ts",
-  "cli/commands/destroy-controller.ts",
   "provider/impl/controller-provider.ts",
-  "cli/cloud-bootstrap.ts",
 ];
 
 export default tseslint.config(

@@ -4,11 +4,12 @@
  */
 import { z } from "zod";
 import type { ReplicaCloudSetting } from "./wire";
-import type { ModelSubstrate } from "./substrates";
+import type { ModelSubstrate, ReplicaPlacement, ReplicaSubstrate } from "./substrates";
 import {
   CREDENTIAL_KINDS,
   CREDENTIAL_SUBSTRATES,
   MODEL_SUBSTRATES,
+  REPLICA_SUBSTRATES,
   contractOf,
   substratesWhere,
   withArticle,
@@ -18,17 +19,13 @@ import { parseConstraints } from "./constraints";
 import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
-import {
-  AwsModelSettingsSchema,
-  KubernetesNamespace,
-  VsphereModelSettingsSchema,
-  settingsSchemaOf,
-} from "./substrate-settings";
+import { REPLICA_SETTINGS_SCHEMAS, settingsSchemaOf } from "./substrate-settings";
 
 export {
   AwsModelSettingsSchema,
   KubernetesModelSettingsSchema,
   KubernetesNamespace,
+  REPLICA_SETTINGS_SCHEMAS,
   SETTINGS_SCHEMAS,
   VsphereModelSettingsSchema,
   settingsSchemaOf,
@@ -117,19 +114,72 @@ export const UpdateModelRequest = z.strictObject({
   config: ModelConfig.optional(),
   constraints: ConstraintsText.optional(),
 });
-/** Where the quorum keeper launches replicas when no spare host is left. */
-export type ReplicaCloudInput = z.input<typeof ReplicaCloudRequest>;
-// The client's written-out type (wire.ts) must stay a valid input of the schema: this fails to compile if they drift.
-export const replicaCloudSettingFits = (s: ReplicaCloudSetting): ReplicaCloudInput => s;
-export const ReplicaCloudRequest = z.discriminatedUnion("substrate", [
-  z.strictObject({ substrate: z.literal("aws"), credential: Name, aws: AwsModelSettingsSchema }),
-  z.strictObject({ substrate: z.literal("vsphere"), credential: Name, vsphere: VsphereModelSettingsSchema }),
-  // A controller on Kubernetes: its own StatefulSet's pods, reached as its pods' ServiceAccount (steward bootstrap kubernetes: sets this).
+/** A replica cloud of kind `k`: the kind's replica settings (REPLICA_SETTINGS_SCHEMAS) and the credential to launch with. */
+const replicaCloudRequestOf = <K extends ReplicaSubstrate>(k: K) =>
   z.strictObject({
-    substrate: z.literal("kubernetes"),
-    kubernetes: z.strictObject({ namespace: KubernetesNamespace, statefulSet: Name }),
-  }),
-]);
+    substrate: z.literal(k),
+    credential: Name.optional(),
+    settings: REPLICA_SETTINGS_SCHEMAS[k],
+  });
+type ReplicaCloudRequestOf = { [K in ReplicaSubstrate]: ReturnType<typeof replicaCloudRequestOf<K>> }[ReplicaSubstrate];
+/** What a client sends for the replica cloud, before the controller fills in defaults (an aws instance type). */
+export type ReplicaCloudInput = z.input<ReplicaCloudRequestOf>;
+// The client's written-out type (wire.ts) must stay a valid input of the schema, and what the schema
+// gives must be a stored placement: these fail to compile if they drift.
+export const replicaCloudSettingFits = (s: ReplicaCloudSetting): ReplicaCloudInput => s;
+export const replicaCloudFits = (s: z.output<ReplicaCloudRequestOf>): ReplicaPlacement => s;
+const replicaCloudRequests = z.discriminatedUnion(
+  "substrate",
+  REPLICA_SUBSTRATES.map(replicaCloudRequestOf) as unknown as [ReplicaCloudRequestOf],
+);
+
+/**
+ * Before the union: the kind must host replicas, and settings sent under the kind's name (`aws:
+ * {…}`, as clients before placements send them) are its settings.
+ */
+function replicaCloudShape(v: unknown, ctx: { issues: z.core.$ZodRawIssue[] }): unknown {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
+  const body: Record<string, unknown> = { ...(v as Record<string, unknown>) };
+  if (!(REPLICA_SUBSTRATES as readonly unknown[]).includes(body.substrate)) {
+    ctx.issues.push({
+      code: "custom",
+      path: ["substrate"],
+      input: body.substrate,
+      message: `must be one of ${REPLICA_SUBSTRATES.join(", ")}`,
+    });
+    return v;
+  }
+  const bag = body.substrate as string;
+  if (body[bag] !== undefined && body.settings === undefined) {
+    body.settings = body[bag];
+    delete body[bag];
+  }
+  return body;
+}
+
+/**
+ * Where the quorum keeper launches replicas when no spare host is left: a placement like a
+ * model's, one shape per kind whose contract says `replicaHosts`. Instances are launched with a
+ * stored credential; a controller's own pods (kubernetes) take none. The older shape, settings
+ * under the kind's name, is read too.
+ */
+export const ReplicaCloudRequest: z.ZodType<ReplicaPlacement> = z
+  .preprocess(replicaCloudShape, replicaCloudRequests as unknown as z.ZodType<ReplicaPlacement>)
+  .superRefine((v, ctx) => {
+    const hosts = contractOf(v.substrate).replicaHosts;
+    if (hosts === "instances" && !v.credential)
+      ctx.addIssue({
+        code: "custom",
+        path: ["credential"],
+        message: `is required: the stored credential ${contractOf(v.substrate).words.things} are launched with (steward add-credential NAME --substrate ${v.substrate})`,
+      });
+    if (hosts !== "instances" && v.credential !== undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["credential"],
+        message: `is not for ${withArticle(v.substrate)} replica cloud: the controller reaches its own pods as their ServiceAccount`,
+      });
+  });
 /** The fields every model request has, whatever its kind. */
 const modelRequestFields = {
   name: Name,

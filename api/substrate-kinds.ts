@@ -76,6 +76,32 @@ export type ModelPlacement = {
   [K in ModelSubstrate]: { substrate: K; credential?: string; settings: SettingsByKind[K] };
 }[ModelSubstrate];
 
+/**
+ * Each kind's settings as a replica cloud holds them (where a controller launches its own
+ * replacement replicas): a cloud's are its models'; on Kubernetes the StatefulSet is named too.
+ */
+export interface ReplicaSettingsByKind {
+  aws: AwsModelSettings;
+  vsphere: VsphereModelSettings;
+  kubernetes: Required<KubernetesModelSettings>;
+}
+/** The same as a client may send them: what the kind's schema fills in by default may be left out (an instance type). */
+export interface ReplicaSettingsInputByKind extends Omit<ReplicaSettingsByKind, "aws"> {
+  aws: Omit<AwsModelSettings, "instanceType"> & { instanceType?: string };
+}
+/** The kinds a controller launches its own replicas on (their contracts say `replicaHosts`). */
+export type ReplicaSubstrate = keyof ReplicaSettingsByKind;
+
+/**
+ * Where the quorum keeper launches replacement replicas when no spare host is left (`steward
+ * set-replica-cloud`; a bootstrap on a cloud or on Kubernetes sets it), as the controller stores it:
+ * a placement like a model's. `credential` is the stored one instances are launched with; a kind
+ * whose replicas are its controller's own pods (kubernetes) takes none.
+ */
+export type ReplicaPlacement = {
+  [K in ReplicaSubstrate]: { substrate: K; credential?: string; settings: ReplicaSettingsByKind[K] };
+}[ReplicaSubstrate];
+
 export interface CredentialKind {
   required: readonly string[];
   optional: readonly string[];
@@ -115,6 +141,13 @@ export interface SubstrateContract<Settings = unknown> {
   flags: readonly string[];
   /** Why it cannot honour constraints `keys` (given ones only), or undefined when it can; absent: it takes none. */
   constraintsProblem?: (keys: readonly string[]) => string | undefined;
+  /**
+   * How a controller's replacement replicas come from it (its replica cloud): `instances` launched
+   * with a stored credential (set-replica-cloud; settings as its models'), or `own-pods`: a
+   * controller bootstrapped there grows its own StatefulSet as its pods' identity (no credential).
+   * Absent: it hosts no replicas the controller makes itself.
+   */
+  replicaHosts?: "instances" | "own-pods";
   /** Its settings in a few words, for status: "eu-west-1, t3.small". */
   describe(settings: Settings): string;
 }
@@ -174,6 +207,7 @@ const aws = {
   words: { thing: "instance", things: "EC2 instances", cloud: "AWS", env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" },
   flags: ["--region", "--image", "--instance-type", "--subnet", "--security-group", "--endpoint", "--endpoint-ca-file"],
   constraintsProblem: () => undefined,
+  replicaHosts: "instances",
   // Settings not yet checked (from flags) may lack the instance type, which defaults to t3.small.
   describe: (s) => `${s.region}, ${s.instanceType ?? "t3.small"}`,
 } satisfies SubstrateContract<AwsModelSettings>;
@@ -198,6 +232,7 @@ const vsphere = {
       ? `${unsupported.join(", ")} ${unsupported.length > 1 ? "are" : "is"} not supported on vsphere (a VM is its template's architecture and disk): give cores and mem`
       : undefined;
   },
+  replicaHosts: "instances",
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;
 const kubernetes = {
@@ -216,6 +251,7 @@ const kubernetes = {
   },
   words: { thing: "pod", things: "pods", cloud: "Kubernetes" },
   flags: ["--kubeconfig", "--namespace", "--controller-image", "--agent-image", "--api-address"],
+  replicaHosts: "own-pods",
   describe: (s) => (s.statefulSet ? `StatefulSet ${s.namespace}/${s.statefulSet}` : `namespace ${s.namespace}`),
 } satisfies SubstrateContract<KubernetesModelSettings>;
 
@@ -223,6 +259,28 @@ const kubernetes = {
 export const SUBSTRATE_CONTRACTS = { local, manual, ssh, aws, vsphere, kubernetes } as const satisfies {
   [K in ModelSubstrate]: SubstrateContract<any> & { name: K };
 };
+
+// The kinds with replica settings are the kinds whose contracts say they host replicas (both ways).
+type Contracts = typeof SUBSTRATE_CONTRACTS;
+type HostsReplicas = {
+  [K in ModelSubstrate]: Contracts[K] extends { replicaHosts: string } ? K : never;
+}[ModelSubstrate];
+const replicaKindsAgree: [ReplicaSubstrate] extends [HostsReplicas]
+  ? [HostsReplicas] extends [ReplicaSubstrate]
+    ? true
+    : false
+  : false = true;
+void replicaKindsAgree;
+
+/** The kinds whose replicas are instances launched with a stored credential (a cloud's). */
+export type InstanceCloudSubstrate = {
+  [K in ReplicaSubstrate]: Contracts[K] extends { replicaHosts: "instances" } ? K : never;
+}[ReplicaSubstrate];
+
+/** The kinds a controller launches its own replicas on, in {@link MODEL_SUBSTRATES} order. */
+export const REPLICA_SUBSTRATES = MODEL_SUBSTRATES.filter(
+  (s): s is ReplicaSubstrate => (SUBSTRATE_CONTRACTS[s] as SubstrateContract).replicaHosts !== undefined,
+);
 
 /** The contract of `name` (a model's substrate; absent in documents older than substrates: local). */
 export const contractOf = (name: ModelSubstrate | undefined): SubstrateContract<any> =>

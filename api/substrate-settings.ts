@@ -9,9 +9,12 @@ import type {
   AwsModelSettings,
   KubernetesModelSettings,
   ModelSubstrate,
+  ReplicaSettingsByKind,
+  ReplicaSubstrate,
   SUBSTRATE_CONTRACTS,
   VsphereModelSettings,
 } from "./substrate-kinds";
+import { NAME_PATTERN } from "./names";
 
 const awsId = (prefix: string): z.ZodString =>
   z
@@ -91,6 +94,18 @@ const agree: [
   Same<z.output<typeof KubernetesModelSettingsSchema>, Omit<KubernetesModelSettings, "statefulSet">>,
 ] = [true, true, true];
 void agree;
+
+/**
+ * Each replica-hosting kind's settings schema as a replica cloud takes them: a cloud's are its
+ * models'; a controller's own StatefulSet is named besides its namespace.
+ */
+export const REPLICA_SETTINGS_SCHEMAS = {
+  aws: AwsModelSettingsSchema,
+  vsphere: VsphereModelSettingsSchema,
+  kubernetes: KubernetesModelSettingsSchema.extend({
+    statefulSet: z.string().max(63).regex(NAME_PATTERN, { message: "must be a StatefulSet's name" }),
+  }),
+} satisfies { [K in ReplicaSubstrate]: z.ZodType<ReplicaSettingsByKind[K]> };
 
 /** The schema of `substrate`'s settings, or undefined when it takes none. */
 export const settingsSchemaOf = (substrate: ModelSubstrate): z.ZodType<unknown> | undefined =>

@@ -7,6 +7,7 @@ import { MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, substratesWhere } from "./substr
 
 export {
   MODEL_SUBSTRATES,
+  REPLICA_SUBSTRATES,
   SUBSTRATE_CONTRACTS,
   contractNamed,
   contractOf,
@@ -23,6 +24,10 @@ export type {
   ModelPlacement,
   ModelSubstrate,
   NoSettings,
+  InstanceCloudSubstrate,
+  ReplicaPlacement,
+  ReplicaSettingsByKind,
+  ReplicaSubstrate,
   SettingsByKind,
   SubstrateContract,
   VsphereModelSettings,

@@ -4,7 +4,7 @@
  */
 import type { ActionSpec } from "./actions";
 import type { ConfigOption } from "./config-values";
-import type { AwsModelSettings, VsphereModelSettings } from "./substrate-kinds";
+import type { ReplicaSettingsInputByKind, ReplicaSubstrate } from "./substrate-kinds";
 import type { CredentialSubstrate } from "./substrates";
 
 export interface ModelSettings {
@@ -275,12 +275,15 @@ export interface BackupRecord {
 }
 
 /**
- * Where the quorum keeper launches replicas when no spare host is left, as a client sends it (the
- * instance type may be left out: the controller fills its default). Written out,
- * not inferred from the request schema, so the published declarations need no zod (api/schemas.ts
- * checks that the two agree).
+ * Where the quorum keeper launches replicas when no spare host is left, as a client sends it: a
+ * placement like a model's (api/substrate-kinds.ts ReplicaPlacement), whose settings may leave out
+ * what the controller fills in by default. Written out, not inferred from the request schema,
+ * so the published declarations need no zod (api/schemas.ts checks that the two agree).
  */
-export type ReplicaCloudSetting =
-  | { substrate: "aws"; credential: string; aws: Omit<AwsModelSettings, "instanceType"> & { instanceType?: string } }
-  | { substrate: "vsphere"; credential: string; vsphere: VsphereModelSettings }
-  | { substrate: "kubernetes"; kubernetes: { namespace: string; statefulSet: string } };
+export type ReplicaCloudSetting = {
+  [K in ReplicaSubstrate]: {
+    substrate: K;
+    credential?: string;
+    settings: ReplicaSettingsInputByKind[K];
+  };
+}[ReplicaSubstrate];

@@ -47,7 +47,7 @@ export {
 } from "../substrates";
 export { Supervisor } from "./supervisor";
 export type { SupervisorOptions } from "./supervisor";
-export { LeaderElection, QuorumKeeper, REPLICAS_PREFIX } from "./cluster";
+export { CloudReplicaHosts, LeaderElection, QuorumKeeper, REPLICAS_PREFIX, clusterAddresses } from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
 // The quorum keeper's pure decision, for its table tests.
 export { decide as decideQuorumAction, lostCandidates, observeGone } from "./cluster/quorum-decision";
@@ -83,7 +83,7 @@ export {
   queueId,
   scopeId,
 } from "./state";
-export { CredentialOps, exportModel, importModel, modelDocOf, upgradeModelExport } from "./state";
+export { CredentialOps, exportModel, importModel, modelDocOf, replicaCloudDocOf, upgradeModelExport } from "./state";
 // Backups (controller/backup/), for tests and benchmarks.
 export {
   BACKUP_FORMAT_VERSION,

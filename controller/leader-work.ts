@@ -9,7 +9,6 @@ import type { Logger } from "../api";
 import { DEFAULT_AGENT_USER, defaultAgentsDir } from "../substrates";
 import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, QuorumKeeper, ReplicaHostChain, SparePool } from "./cluster";
-import { KubernetesReplicaHosts } from "./cluster/kubernetes-replicas";
 import type { ControllerConfig, LocalMachinesConfig } from "./config";
 import { AGENT_BUNDLE, DEFAULT_AGENT_IMAGE, dataFiles } from "./config";
 import type { MigrationStaging } from "./migration";
@@ -115,21 +114,13 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
       controllerAddresses,
       log,
     });
-    const replicaPods = new KubernetesReplicaHosts({ cache, enrolments, sealer, dataDir, config: o.config, log });
-    // Spare hosts first (set aside on purpose), then the cloud (or, on Kubernetes, the StatefulSet), if one is set.
+    // Spare hosts first (set aside on purpose), then the replica cloud (on Kubernetes, the StatefulSet), if one is set.
     const hosts = new ReplicaHostChain([
       new SparePool({ store: fenced, cache, dataDir, config: o.config, sealer }),
       replicaCloud,
-      replicaPods,
     ]);
     const keeper = new QuorumKeeper({ store: fenced, membership: o.membership, cache, hosts, log });
     // The hosts' clients close once the keeper's last pass has ended.
-    return [
-      ...work,
-      withCleanup(keeper, () => {
-        replicaCloud.close();
-        replicaPods.close();
-      }),
-    ];
+    return [...work, withCleanup(keeper, () => replicaCloud.close())];
   };
 }

@@ -13,6 +13,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type * as Api from "../api";
+import type { InstanceCloudSubstrate, ReplicaCloudSetting } from "../api/core";
 import { ControllerClient, StewardError, isUnavailable, waitForHealth } from "../api/core";
 import type { Progress } from "./brokers";
 import type { ControllerPlan, FirstReplica, HostingOptions } from "./controller-hosting";
@@ -39,13 +40,11 @@ export interface BootstrapInstance {
 
 /** What a cloud kind gives the bootstrap: its words, how it checks settings, and one instance. */
 export interface InstanceCloud<Settings> {
-  substrate: "aws" | "vsphere";
+  substrate: InstanceCloudSubstrate;
   /** The settings checked as the controller checks them (defaults filled in); the api's schemas load zod, so they come in here. */
   check(api: typeof Api, settings: Settings): Settings;
   /** What to check when the controller does not answer (a security group, a firewall). */
   unreachableHint: string;
-  /** Where the controller launches its own replicas: this cloud, with the stored credential. */
-  replicaCloud(credential: string, settings: Settings): FirstReplica["replicaCloud"];
   /** The instance's client for a controller with this UUID (instances are marked with it). */
   open(settings: Settings, uuid: string, attributes: Record<string, string>): BootstrapInstance & { close(): void };
 }
@@ -74,7 +73,8 @@ export async function bootstrapOnInstance<Settings>(
       ...(await firstInstance(plan, o, cloud, uuid, kind.unreachableHint)),
       settings,
       credential: { ...credential, substrate: kind.substrate },
-      replicaCloud: kind.replicaCloud(credential.name, settings),
+      // The controller launches its own replicas here, with the stored credential.
+      replicaCloud: { substrate: kind.substrate, credential: credential.name, settings } as ReplicaCloudSetting,
       growing: `Growing to ${plan.replicas} replicas: the controller launches the others on ${kind.substrate}`,
     };
   } finally {

@@ -10,7 +10,13 @@
  * Each kind's object is loaded on first use (a `require` per kind), so a caller that bootstraps on
  * one kind loads none of the others' clients.
  */
-import type { AwsModelSettings, ControllerClient, SpareHost, VsphereModelSettings } from "../api/core";
+import type {
+  AwsModelSettings,
+  ControllerClient,
+  InstanceCloudSubstrate,
+  SpareHost,
+  VsphereModelSettings,
+} from "../api/core";
 import { StewardError } from "../api/core";
 import type { Progress } from "./brokers";
 import type { KubeConnection } from "./kubernetes/kubeconfig";
@@ -85,7 +91,7 @@ export interface FirstReplica {
   /** The plan's settings as the kind checked them (defaults filled in), when it did. */
   settings?: unknown;
   /** The credential to store and the replica cloud to set, for a controller that launches its own replicas. */
-  credential?: { name: string; substrate: "aws" | "vsphere"; attributes: Record<string, string> };
+  credential?: { name: string; substrate: InstanceCloudSubstrate; attributes: Record<string, string> };
   replicaCloud?: Parameters<ControllerClient["setReplicaCloud"]>[0];
   /** The hosts to grow onto (ssh); elsewhere the controller finds its replicas' hosts itself. */
   hosts?: SpareHost[];

@@ -38,6 +38,7 @@ export { bootstrapController, destroyController } from "./bootstrap-controller";
 export { handOverReplicaCloud, settleController } from "./settle-controller";
 export type { BootstrapOptions } from "./settle-controller";
 export type { Attributes, CloudInstance, InstanceBroker, SubstrateKind } from "./kind";
+export type { ReplicaHostDeps, ReplicaHostsOfKind } from "./replica-hosts";
 export { CONTROLLER_HOSTING, SUBSTRATES, substrateKind } from "./registry";
 export {
   AGENT_BUNDLE,

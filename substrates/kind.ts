@@ -2,12 +2,14 @@
  * The runtime half of a substrate kind (Juju's `Environ`, opened from its `EnvironProvider`): how a
  * model's settings and credential become a placement, the broker that makes its machines (with its
  * instances listed), the checks it makes of a credential or a placement against the real cloud,
- * and how it hosts controllers (bootstrap, destroy). Each `substrates/<kind>/kind.ts` exports one, found through
- * the lazy registry (registry.ts); its static half, the contract, is `api/substrate-kinds.ts`.
+ * the hosts it gives the controller for its own replicas (./replica-hosts.ts), and how it hosts
+ * controllers (bootstrap, destroy). Each `substrates/<kind>/kind.ts` exports one, found through the
+ * lazy registry (registry.ts); its static half, the contract, is `api/substrate-kinds.ts`.
  */
 import type { Constraints, SubstrateContract } from "../api/core";
 import type { MachineBroker } from "./brokers";
 import type { ControllerHosting } from "./controller-hosting";
+import type { ReplicaHostDeps, ReplicaHostsOfKind } from "./replica-hosts";
 
 /** A stored credential's attributes, opened (unsealed). */
 export type Attributes = Record<string, string>;
@@ -44,6 +46,16 @@ export interface SubstrateKind<Settings = unknown, Placement = unknown> {
   checkCredential?(name: string, attributes: Attributes): Promise<void>;
   /** Throws when a model with `settings` cannot be made with the credential (asked of the cloud itself). */
   checkPlacement?(credentialName: string, attributes: Attributes, settings: Settings): Promise<void>;
+  /**
+   * The broker the quorum keeper takes replica hosts from while the controller's replica cloud is
+   * this kind (kinds whose contract says `replicaHosts`; ./replica-hosts.ts); the caller closes it.
+   */
+  replicaHosts?(deps: ReplicaHostDeps<any>): ReplicaHostsOfKind;
+  /**
+   * Addresses that lead to whichever replicas are ready (a Kubernetes Service's name), given to
+   * clients before the replicas' own while the replica cloud is this kind with `settings`.
+   */
+  replicaServiceAddresses?(settings: any): string[];
   /** Bootstrap and destroy of controllers, when the kind can host them (./controller-hosting.ts). */
   controller?: ControllerHosting<any>;
 }

@@ -213,7 +213,7 @@ ha(
     // Destroying it terminates every instance tagged with it, with the credential given again.
     const noKey = await steward("destroy-controller", "ec2", "--yes");
     t.is(noKey.code, 1);
-    t.regex(noKey.stdout + noKey.stderr, /give the AWS credential to terminate its instances with/);
+    t.regex(noKey.stdout + noKey.stderr, /give the AWS credential to remove its EC2 instances with/);
     t.is(
       fake.instances().filter((i) => i.state === "running").length,
       3,

@@ -324,7 +324,7 @@ ha(
     // Destroying it destroys every VM marked with it, with the account given again.
     const noAccount = await steward("destroy-controller", "vsb", "--yes");
     t.is(noAccount.code, 1);
-    t.regex(noAccount.stdout + noAccount.stderr, /give the vSphere account to destroy its VMs with/);
+    t.regex(noAccount.stdout + noAccount.stderr, /give the vSphere credential to remove its VMs with/);
     t.is(
       (await allVms()).filter((v) => v.controller === info.uuid).length,
       1,

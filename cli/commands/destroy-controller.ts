@@ -1,5 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
-import { ControllerClient, destroyAllModels } from "../../api/core";
+import type { InstanceCloudSubstrate } from "../../api/core";
+import { ControllerClient, SUBSTRATE_CONTRACTS, destroyAllModels, substratesWhere } from "../../api/core";
 import type * as Substrates from "../../substrates";
 import { BaseCommand } from "../base-command";
 import { readCredentialAttributes } from "../credential-file";
@@ -54,7 +55,12 @@ export default class DestroyControllerCommand extends BaseCommand {
       throw new UsageError(
         `controller "${this.name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`,
       );
-    if (!entry.dataDir && !entry.aws && !entry.vsphere)
+    // A controller on a cloud is recorded under the cloud's name, with its settings and the UUID its instances are marked with.
+    const cloud = substratesWhere((k) => k.replicaHosts === "instances").find(
+      (k) => entry[k as InstanceCloudSubstrate],
+    ) as InstanceCloudSubstrate | undefined;
+    const onCloud = cloud ? entry[cloud] : undefined;
+    if (!entry.dataDir && !onCloud)
       throw new UsageError(
         `controller "${this.name}" was bootstrapped over SSH; destroy-controller handles controllers on this host, on EC2 and on vSphere only for now`,
       );
@@ -62,12 +68,10 @@ export default class DestroyControllerCommand extends BaseCommand {
       throw new UsageError(
         `this destroys controller "${this.name}", all its models and their machines: pass --yes to confirm`,
       );
-    const cloud = entry.aws ? "aws" : entry.vsphere ? "vsphere" : undefined;
     if (cloud && this.credentialFile === undefined && !this.fromEnv) {
+      const words = SUBSTRATE_CONTRACTS[cloud].words;
       throw new UsageError(
-        cloud === "aws"
-          ? "a controller on EC2: give the AWS credential to terminate its instances with, --credential-file FILE [--profile P] or --from-env"
-          : "a controller on vSphere: give the vSphere account to destroy its VMs with, --credential-file FILE or --from-env (VSPHERE_USER, VSPHERE_PASSWORD)",
+        `a controller on ${words.cloud}: give the ${words.cloud} credential to remove its ${words.things} with, --credential-file FILE [--profile P] or --from-env (${words.env})`,
       );
     }
     // Read before anything is destroyed, so a wrong file stops it here.
@@ -94,16 +98,10 @@ export default class DestroyControllerCommand extends BaseCommand {
     // Loaded only here: the substrates package brings node-ssh, which most commands never need.
     const { destroyController } = require("../../substrates") as typeof Substrates;
     const progress = (l: string): void => this.progress(l);
-    if (entry.aws)
-      await destroyController(
-        "aws",
-        { uuid: entry.aws.uuid, settings: entry.aws.settings, credential: attributes! },
-        { progress },
-      );
-    else if (entry.vsphere)
-      await destroyController(
-        "vsphere",
-        { uuid: entry.vsphere.uuid, settings: entry.vsphere.settings, credential: attributes! },
+    if (cloud && onCloud)
+      await destroyController<InstanceCloudSubstrate>(
+        cloud,
+        { uuid: onCloud.uuid, settings: onCloud.settings, credential: attributes! },
         { progress },
       );
     else await destroyController("local", { settings: { dataDir: entry.dataDir! } }, { progress });

@@ -1,5 +1,5 @@
 import { Command, Option, UsageError } from "clipanion";
-import type { ControllerClient } from "../../api/core";
+import type { ReplicaCloudSetting } from "../../api/core";
 import { contractNamed, kindsWhere } from "../../api/core";
 import { CloudOptionsCommand } from "../cloud-options";
 
@@ -45,16 +45,14 @@ export default class SetReplicaCloudCommand extends CloudOptionsCommand {
       return 0;
     }
     const kind = contractNamed(this.substrate ?? "");
-    if (!kind?.instances)
+    if (kind?.replicaHosts !== "instances")
       throw new UsageError(
-        `give the cloud: ${kindsWhere((k) => k.instances).replace(" and ", " or ")}, not ${this.substrate ?? "nothing"}`,
+        `give the cloud: ${kindsWhere((k) => k.replicaHosts === "instances").replace(" and ", " or ")}, not ${this.substrate ?? "nothing"}`,
       );
     if (!this.credential) throw new UsageError("--credential is needed: the stored credential to launch with");
     this.checkCloudFlags(kind.name);
     const settings = await this.settingsFromFlags(kind.name);
-    const cloud = { substrate: kind.name, credential: this.credential, [kind.name]: settings } as Parameters<
-      ControllerClient["setReplicaCloud"]
-    >[0];
+    const cloud = { substrate: kind.name, credential: this.credential, settings } as ReplicaCloudSetting;
     await (await this.connect()).setReplicaCloud(cloud);
     this.out(`Lost replicas are replaced on ${kind.name} (${kind.describe(settings)}) when no spare host is left.`);
     return 0;

@@ -1,39 +1,20 @@
 /**
- * Replica hosts from a cloud (`steward set-replica-cloud aws|vsphere …`): when the quorum keeper
- * needs a host and the spare pool has none, the leader launches an instance (an EC2 instance, a VM
- * cloned from a vSphere template) whose user data installs a controller replica without SSH
- * (substrates/cloud-init.ts `replicaUserData`): it fetches the controller from this cluster, reports
- * itself staged, and collects its data directory (sealed in the store until then: it holds the CA
- * key) once the keeper has added it to etcd. A replica that is replaced for good has its instance
- * terminated, only after it is out of the etcd cluster.
+ * Replica hosts from the replica cloud (`steward set-replica-cloud aws|vsphere …`, or the
+ * controller's own StatefulSet on Kubernetes): when the quorum keeper needs a host and the spare
+ * pool has none, the leader asks the kind the replica cloud is for its broker (its `replicaHosts()`,
+ * substrates/replica-hosts.ts) and hands it what only the controller has: the placement, the
+ * stored credential, one-time enrolment tokens and a new replica's data directory, sealed in the
+ * store until the replica collects it (it holds the CA key). Which kind it is, and how that kind
+ * makes a host, is the kind's own business: nothing here names one.
  */
-import type { Logger } from "../../api";
-import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
-import { aws, enrolmentFiles, replicaUserData, vsphere } from "../../substrates";
-import { sleep } from "../workers";
+import type { Logger, ReplicaSubstrate } from "../../api";
+import type { Progress, ReplicaHost, ReplicaHostBroker, ReplicaHostDeps, ReplicaHostsOfKind } from "../../substrates";
+import { substrateKind } from "../../substrates";
 import type { ControllerConfig } from "../config";
 import type { Sealer } from "../security/sealing";
 import type { CredentialOps, EnrolmentOps, StateCache } from "../state";
 import { replicaDataPurpose } from "../state";
-import type { ReplicaCloudDoc } from "../state";
 import { replicaDataFiles } from "./replica-data";
-
-/** One cloud's instances for replicas, seen the same way whatever the cloud. */
-interface ReplicaInstances {
-  launch(n: number, userData: Buffer, idempotencyKey: string): Promise<{ id: string; zone?: string }>;
-  /** The instance's address once it runs; `gone` once it never will. */
-  state(id: string): Promise<{ address?: string; zone?: string; gone: boolean }>;
-  /** Live replica instances of this controller. */
-  live(): Promise<{ id: string; address?: string }[]>;
-  terminate(ids: string[]): Promise<void>;
-}
-
-/** A host launched for a replica: its instance and the token its user data enrols with. */
-export interface CloudHost extends ReplicaHost {
-  instance: { id: string; zone?: string };
-  token: string;
-  cloud: ReplicaInstances;
-}
 
 export interface CloudReplicaHostsOptions {
   cache: StateCache;
@@ -47,162 +28,104 @@ export interface CloudReplicaHostsOptions {
   controllerAddresses: () => string[];
   log: Logger;
   /**
-   * How long a new instance may take to boot and fetch the controller.
+   * How long a new instance or pod may take to boot and fetch the controller.
    * @default 600000
    */
   stageTimeoutMs?: number;
 }
 
-/** Replica VMs on vSphere are named and marked as the machines of a pseudo-model (the bootstrap's VM too). */
-const REPLICAS = vsphere.REPLICA_MODEL;
+/** A host one kind's broker gave, with that broker (the replica cloud may change before the host goes back). */
+interface Owned {
+  host: ReplicaHost;
+  owner: ReplicaHostBroker;
+}
+type OwnedHost = ReplicaHost & { owned?: Owned };
 
-export class CloudReplicaHosts implements ReplicaHostBroker<CloudHost> {
-  private readonly ec2 = new aws.Ec2();
-  private readonly vms = new vsphere.VsphereMachines();
+export class CloudReplicaHosts implements ReplicaHostBroker<OwnedHost> {
+  /** Each kind's broker, made when the replica cloud is first that kind; closed with this. */
+  private readonly brokers = new Map<ReplicaSubstrate, ReplicaHostsOfKind>();
 
   constructor(private readonly o: CloudReplicaHostsOptions) {}
 
+  /** The broker of the kind the replica cloud is now, if it is set and the kind hosts replicas. */
+  private current(): ReplicaHostsOfKind | undefined {
+    const cloud = this.o.cache.replicaCloud;
+    if (!cloud) return undefined;
+    let broker = this.brokers.get(cloud.substrate);
+    if (!broker) {
+      broker = substrateKind(cloud.substrate).replicaHosts?.(this.depsFor(cloud.substrate));
+      if (broker) this.brokers.set(cloud.substrate, broker);
+    }
+    return broker;
+  }
+
+  private depsFor(kind: ReplicaSubstrate): ReplicaHostDeps {
+    const { cache, enrolments, sealer } = this.o;
+    return {
+      placement: () => (cache.replicaCloud?.substrate === kind ? cache.replicaCloud : undefined),
+      credential: (name) => this.o.credentials.open(name, kind),
+      controllerUuid: () => cache.controller?.uuid ?? "",
+      issueToken: () => enrolments.issueReplica(),
+      staged: (token) => enrolments.replicaStaged(token),
+      provideData: async (token, address, name, initialCluster) => {
+        const data = await replicaDataFiles(this.o, address, name, initialCluster);
+        await enrolments.provideReplicaData(token, sealer.sealJson(replicaDataPurpose(token), data));
+      },
+      controller: () => ({ addresses: this.o.controllerAddresses(), caCert: this.o.caCert }),
+      memberHosts: () => [...cache.clusterMembers.values()].filter((m) => m.state !== "removed").map((m) => m.host),
+      log: this.o.log,
+      ...(this.o.stageTimeoutMs !== undefined ? { stageTimeoutMs: this.o.stageTimeoutMs } : {}),
+    };
+  }
+
   unavailable(): string | undefined {
     const cloud = this.o.cache.replicaCloud;
-    return cloud && cloud.substrate !== "kubernetes"
-      ? undefined
-      : "no cloud is set for replicas (steward set-replica-cloud)";
+    if (!cloud) return "no cloud is set for replicas (steward set-replica-cloud)";
+    const broker = this.current();
+    return broker ? broker.unavailable() : `${cloud.substrate} gives no replica hosts`;
   }
 
-  private async instancesOf(cloud: Exclude<ReplicaCloudDoc, { substrate: "kubernetes" }>): Promise<ReplicaInstances> {
-    const c = await this.o.credentials.open(cloud.credential, cloud.substrate);
-    const controllerUuid = this.o.cache.controller?.uuid ?? "";
-    if (cloud.substrate === "aws") {
-      const p: aws.AwsPlacement = { settings: cloud.aws, controllerUuid, credentials: aws.awsCredentialsOf(c) };
-      const tags = aws.REPLICA_TAGS;
-      return {
-        launch: async (n, userData, idempotencyKey) => {
-          const i = await this.ec2.launch(p, {
-            n,
-            name: aws.replicaInstanceName(controllerUuid),
-            tags,
-            userData,
-            idempotencyKey,
-          });
-          return { id: i.id, ...(i.zone ? { zone: i.zone } : {}) };
-        },
-        state: async (id) => {
-          const i = await this.ec2.instance(p, id);
-          return {
-            gone: !i || aws.GONE_STATES.has(i.state),
-            ...(i?.state === "running" && i.address ? { address: i.address } : {}),
-            ...(i?.zone ? { zone: i.zone } : {}),
-          };
-        },
-        live: () => this.ec2.instances(p, tags, aws.LIVE_STATES),
-        terminate: (ids) => this.ec2.terminate(p, ids),
-      };
-    }
-    const p: vsphere.VspherePlacement = {
-      settings: cloud.vsphere,
-      controllerUuid,
-      credentials: vsphere.vsphereCredentialsOf(c),
-    };
-    const vms = (): Promise<vsphere.VsphereVm[]> => this.vms.instances(p, REPLICAS);
-    return {
-      launch: async (_n, userData) => ({
-        id: await this.vms.cloneWith(p, { model: REPLICAS, machine: String(Date.now()), userData }),
-      }),
-      state: async (id) => {
-        const vm = (await vms()).find((v) => v.id === id);
-        return { gone: !vm || vm.state !== "poweredOn", ...(vm?.address ? { address: vm.address } : {}) };
-      },
-      live: async () => (await vms()).filter((v) => v.state === "poweredOn"),
-      terminate: async (ids) => {
-        for (const vm of (await vms()).filter((v) => ids.includes(v.id)))
-          await this.vms.stopMachine({ model: REPLICAS, machine: vm.machine!, placement: p });
-      },
-    };
+  async acquire(
+    nameFor: (address: string, preferred?: string) => string,
+    progress: Progress,
+    signal?: AbortSignal,
+  ): Promise<OwnedHost> {
+    const owner = this.current();
+    if (!owner || this.unavailable() !== undefined) throw new Error(this.unavailable());
+    const host = await owner.acquire(nameFor, progress, signal);
+    return { address: host.address, ...(host.instance ? { instance: host.instance } : {}), owned: { host, owner } };
   }
 
-  async acquire(nameFor: (address: string) => string, progress: Progress, signal?: AbortSignal): Promise<CloudHost> {
-    const doc = this.o.cache.replicaCloud;
-    if (!doc || doc.substrate === "kubernetes") throw new Error(this.unavailable());
-    const cloud = await this.instancesOf(doc);
-    const token = await this.o.enrolments.issueReplica();
-    const files = [...enrolmentFiles().keys()].filter((f) => f !== "node" && f !== "etcd");
-    // The n-th live replica instance goes to the n-th subnet or zone, spreading them out.
-    const live = await cloud.live();
-    progress(`launching an instance on ${doc.substrate}`);
-    const launched = await cloud.launch(
-      live.length,
-      replicaUserData({ controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert }, token, files }),
-      replicaDataPurpose(token),
-    );
-    const host = { instance: launched, token, cloud };
-    try {
-      // Deposed while the instance boots: the next leader cannot know of it, so it is terminated below.
-      signal?.throwIfAborted();
-      const timeoutMs = this.o.stageTimeoutMs ?? 600_000;
-      const deadline = Date.now() + timeoutMs;
-      let address: string | undefined;
-      for (;;) {
-        if (!address) {
-          const now = await cloud.state(launched.id);
-          if (now.gone) throw new Error(`instance ${launched.id} stopped before it was ready`);
-          if (now.address) {
-            address = now.address;
-            if (now.zone) host.instance = { ...launched, zone: now.zone };
-            progress(`instance ${launched.id} running at ${address}; waiting for it to fetch the controller`);
-            nameFor(address);
-          }
-        }
-        if (address && (await this.o.enrolments.replicaStaged(token))) return { ...host, address };
-        if (Date.now() > deadline)
-          throw new Error(
-            `instance ${launched.id} did not ${address ? "fetch the controller" : "get an address"} within ${Math.round(timeoutMs / 1000)} s; see /var/lib/steward/enrol-replica.log on it`,
-          );
-        await sleep(1000, signal);
-      }
-    } catch (err) {
-      await cloud.terminate([launched.id]).catch(() => undefined);
-      throw err;
-    }
+  start(host: OwnedHost, name: string, initialCluster: string, progress: Progress): Promise<void> {
+    return host.owned!.owner.start(host.owned!.host, name, initialCluster, progress);
   }
 
-  async start(host: CloudHost, name: string, initialCluster: string, progress: Progress): Promise<void> {
-    const data = await replicaDataFiles(this.o, host.address, name, initialCluster);
-    await this.o.enrolments.provideReplicaData(
-      host.token,
-      this.o.sealer.sealJson(replicaDataPurpose(host.token), data),
-    );
-    progress(`data left for instance ${host.instance.id}; it starts the replica once it has collected it`);
+  async joined(address: string): Promise<void> {
+    await this.current()?.joined(address);
   }
 
-  async joined(): Promise<void> {}
-
-  async failed(host: CloudHost, why: string): Promise<void> {
-    this.o.log.warn("terminating a replica instance whose install failed", { instance: host.instance.id, why });
-    await host.cloud.terminate([host.instance.id]);
+  failed(host: OwnedHost, why: string): Promise<void> {
+    return host.owned!.owner.failed(host.owned!.host, why);
   }
 
-  async abandon(host: CloudHost): Promise<void> {
-    this.o.log.info("terminating a replica instance launched by a deposed leader", { instance: host.instance.id });
-    await host.cloud.terminate([host.instance.id]);
+  release(host: OwnedHost): Promise<void> {
+    return host.owned!.owner.release(host.owned!.host);
   }
 
-  async release(host: CloudHost): Promise<void> {
-    this.o.log.info("terminating a replica instance that was not used", { instance: host.instance.id });
-    await host.cloud.terminate([host.instance.id]);
+  async abandon(host: OwnedHost): Promise<void> {
+    await host.owned!.owner.abandon?.(host.owned!.host);
   }
 
   async retire(address: string): Promise<void> {
-    const doc = this.o.cache.replicaCloud;
-    if (!doc || doc.substrate === "kubernetes") return;
-    const cloud = await this.instancesOf(doc);
-    const mine = (await cloud.live()).filter((i) => i.address === address).map((i) => i.id);
-    if (mine.length === 0) return;
-    await cloud.terminate(mine);
-    this.o.log.info("terminated the instance of a replaced replica", { address, instances: mine.join(",") });
+    await this.current()?.retire?.(address);
+  }
+
+  async lost(replica: { host: string; instance?: { id: string }; addedAt: string }): Promise<boolean> {
+    return (await this.current()?.lost?.(replica)) ?? false;
   }
 
   close(): void {
-    this.ec2.close();
-    this.vms.close();
+    for (const b of this.brokers.values()) b.close();
+    this.brokers.clear();
   }
 }

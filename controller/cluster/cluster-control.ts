@@ -61,8 +61,8 @@ export class ClusterControl {
         ? {
             replicaCloud: {
               substrate: cache.replicaCloud.substrate,
-              ...(cache.replicaCloud.substrate !== "kubernetes" ? { credential: cache.replicaCloud.credential } : {}),
-              summary: replicaCloudSummary(cache.replicaCloud),
+              ...(cache.replicaCloud.credential ? { credential: cache.replicaCloud.credential } : {}),
+              summary: describePlacement(cache.replicaCloud),
             },
           }
         : {}),
@@ -330,9 +330,5 @@ export class ClusterControl {
     };
   }
 }
-
-/** The replica cloud's settings (held under its kind's name) in its kind's words. */
-const replicaCloudSummary = (c: ReplicaCloudDoc): string =>
-  describePlacement({ substrate: c.substrate, settings: (c as unknown as Record<string, unknown>)[c.substrate] });
 
 const hostOf = (url: string | undefined): string => (url ? new URL(url).hostname : "");

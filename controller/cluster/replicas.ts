@@ -1,5 +1,5 @@
 /** The controller replicas, as each publishes itself under its presence lease. */
-import { kubernetes } from "../../substrates";
+import { substrateKind } from "../../substrates";
 import type { StateCache } from "../state";
 import { keys } from "../state";
 
@@ -28,11 +28,6 @@ export function clusterAddresses(cache: StateCache, own: string[]): string[] {
     .filter((a) => !own.includes(a))
     .sort();
   const cloud = cache.replicaCloud;
-  const service =
-    cloud?.substrate === "kubernetes"
-      ? [
-          `${kubernetes.clientServiceDnsName({ name: cloud.kubernetes.statefulSet, namespace: cloud.kubernetes.namespace })}:${kubernetes.CONTROLLER_API_PORT}`,
-        ]
-      : [];
+  const service = cloud ? (substrateKind(cloud.substrate).replicaServiceAddresses?.(cloud.settings) ?? []) : [];
   return [...service, ...own, ...others];
 }

@@ -92,6 +92,7 @@ export class ApplicationOps extends StoreTxns {
         const app: ApplicationDoc = {
           name: req.name,
           operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version },
+          operatorRevision: 1,
           config,
           life: "alive",
           nextUnit: 0,
@@ -311,6 +312,7 @@ export class ApplicationOps extends StoreTxns {
         if (!changed) return { compare: [], ops: [], result: { changed } };
         const { constraints: _, ...rest } = a.doc;
         const doc: ApplicationDoc = { ...rest, operator, config: next, ...(constraints ? { constraints } : {}) };
+        if (operator.hash !== a.doc.operator.hash) doc.operatorRevision = (a.doc.operatorRevision ?? 1) + 1;
         // Checked against the model's constraints as they are: a change of those meanwhile retries.
         const compare: Compare[] = [
           unchanged(keys.app(uuid, appName), a.rev),

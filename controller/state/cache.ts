@@ -5,6 +5,7 @@
  * fresh read, so the cache never silently misses a change.
  */
 import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "./cluster-docs";
+import { replicaCloudDocOf } from "./replica-placement";
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { ControllerUpgrade, StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
@@ -302,7 +303,7 @@ export class StateCache {
         this.upgrade = doc as ControllerUpgrade | undefined;
         return CLUSTER_CHANGED;
       case "cluster-replica-cloud":
-        this.replicaCloud = doc as ReplicaCloudDoc | undefined;
+        this.replicaCloud = doc ? replicaCloudDocOf(doc) : undefined;
         return CLUSTER_CHANGED;
       // A migration changes what the model's agents are told (pause, report, switch).
       case "migration":

@@ -4,7 +4,7 @@
  * replaced), the pool of spare hosts, and what the quorum keeper is doing. Documents like any other,
  * so they live in state/ (the cache keeps them) and their keys come from the registry of kinds.
  */
-import type { AwsModelSettings, VsphereModelSettings } from "../../api";
+import type { ReplicaPlacement } from "../../api";
 import { keys } from "./keys";
 
 export const clusterKeys = {
@@ -51,14 +51,11 @@ export interface MemberDoc {
 }
 
 /**
- * Where replacement replicas are launched: a cloud, its settings and the credential to use; on
- * Kubernetes the controller's own StatefulSet, reached as its pods' ServiceAccount (no credential;
- * one stored by an older bootstrap is ignored).
+ * Where replacement replicas are launched: a placement like a model's (api ReplicaPlacement): a
+ * cloud, its settings and the credential to use; on Kubernetes the controller's own StatefulSet,
+ * reached as its pods' ServiceAccount (no credential).
  */
-export type ReplicaCloudDoc =
-  | { substrate: "aws"; credential: string; aws: AwsModelSettings }
-  | { substrate: "vsphere"; credential: string; vsphere: VsphereModelSettings }
-  | { substrate: "kubernetes"; kubernetes: { namespace: string; statefulSet: string } };
+export type ReplicaCloudDoc = ReplicaPlacement;
 
 /** A host the keeper may install a replica on. Its SSH key is sealed (security/sealing.ts); never returned by the API. */
 export interface SpareDoc {

@@ -51,6 +51,7 @@ export {
 export type { ModelExport, WrittenModelExport } from "./model-format";
 export { exportModel } from "./model-export";
 export { modelDocOf, settingsOf } from "./model-placement";
+export { replicaCloudDocOf } from "./replica-placement";
 export { checkLocalDirs, importModel } from "./model-import";
 export type { ImportDeps, ImportOptions, ImportResult } from "./model-import";
 export { canMove, handedOver, holdsModel, migrationActive, migrationView, movedError } from "./migration-phases";

@@ -9,6 +9,7 @@
 import type { z } from "zod";
 import { DOCUMENT_SCHEMAS as S } from "./document-schemas";
 import { modelDocOf } from "./model-placement";
+import { replicaCloudDocOf } from "./replica-placement";
 
 /** A path segment: a literal, the model's uuid, or the document's id (the rest of the key, slashes included). */
 type Segment = string | typeof MODEL | typeof ID;
@@ -156,7 +157,12 @@ export const KINDS: readonly KindSpec[] = [
   kind("cluster-spare", ["cluster", "spares", ID], true, CONTROLLER_WIDE),
   kind("cluster-config", ["cluster", "config"], true, CONTROLLER_WIDE),
   kind("cluster-keeper", ["cluster", "keeper"], true, CONTROLLER_WIDE),
-  kind("cluster-replica-cloud", ["cluster", "replica-cloud"], true, CONTROLLER_WIDE),
+  // Version 2: a placement {substrate, credential, settings} instead of the kind's settings under its name.
+  {
+    ...kind("cluster-replica-cloud", ["cluster", "replica-cloud"], true, CONTROLLER_WIDE),
+    version: 2,
+    upgrade: replicaCloudDocOf,
+  },
   kind("cluster-upgrade", ["cluster", "upgrade"], true, CONTROLLER_WIDE),
   // Model migration (controller/migration/): by model uuid, so the record outlives the model it moved (redirects).
   kind("migration", ["migrations", ID], true, "the source's record of moving the model; the target keeps none"),

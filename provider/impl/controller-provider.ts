@@ -22,7 +22,7 @@ import {
 } from "../../api";
 import { bootstrapController, destroyController, handOverReplicaCloud } from "../../substrates";
 import type { ControllerPlan, HostingKind, HostingSettings, HostingOptions } from "../../substrates";
-import type { AwsModelSettings, ClusterInfo, SpareHost, VsphereModelSettings } from "../../api";
+import type { AwsModelSettings, ClusterInfo, ReplicaCloudSetting, SpareHost, VsphereModelSettings } from "../../api";
 import type { ControllerConnection, SshHost } from "../connection";
 import { REPLICA_COUNTS } from "../connection";
 import { Failures } from "./checks";
@@ -415,9 +415,9 @@ const credentialNameOf = (i: ControllerInputs): string => i.credentialName ?? i.
 /** The credential or placement changed: the stored credential and the replica cloud follow. */
 async function handOverCloud(client: ControllerClient, i: ControllerInputs): Promise<void> {
   const credential = credentialNameOf(i);
-  const substrate = i.substrate as Cloud["substrate"];
-  const replicaCloud =
-    substrate === "aws" ? { substrate, credential, aws: i.aws! } : { substrate, credential, vsphere: i.vsphere! };
+  const { substrate } = cloudOf(i)!;
+  // The cloud's settings are the argument named after it (aws, vsphere).
+  const replicaCloud = { substrate, credential, settings: i[substrate]! } as ReplicaCloudSetting;
   await handOverReplicaCloud(
     client,
     { credential: { name: credential, substrate, attributes: attributesOf(i) }, replicaCloud },

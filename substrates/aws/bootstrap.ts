@@ -18,7 +18,6 @@ export const awsHosting: ControllerHosting<AwsModelSettings> = {
       substrate: "aws",
       unreachableHint: "the security group",
       check: (api, settings) => api.parseRequest(api.AwsModelSettingsSchema, settings, "aws settings"),
-      replicaCloud: (credential, settings) => ({ substrate: "aws", credential, aws: settings }),
       open: (settings, uuid, attributes) => {
         const placement: AwsPlacement = { settings, controllerUuid: uuid, credentials: awsCredentialsOf(attributes) };
         const ec2 = new Ec2();

@@ -7,6 +7,8 @@ import type { AwsPlacement } from "./ec2";
 import { GONE_STATES, awsCredentialsOf } from "./ec2";
 import { instanceTypeFor } from "./instance-types";
 import { AwsMachines } from "./machines";
+import { InstanceReplicaHosts } from "../replica-hosts";
+import { awsReplicaInstances } from "./replica-instances";
 
 export const kind: SubstrateKind<AwsModelSettings, AwsPlacement> = {
   contract: SUBSTRATE_CONTRACTS.aws,
@@ -27,6 +29,7 @@ export const kind: SubstrateKind<AwsModelSettings, AwsPlacement> = {
       close: () => m.close(),
     };
   },
+  replicaHosts: (deps) => new InstanceReplicaHosts(deps, awsReplicaInstances()),
   // Throws, saying what the largest types are, when nothing fits.
   checkConstraints: (settings, c) => {
     instanceTypeFor(c, settings.instanceType);

@@ -174,7 +174,7 @@ async function firstPod(
     uuid: seed.uuid,
     where: `${namespace}/${name}`,
     callTimeoutMs: 3000,
-    replicaCloud: { substrate: "kubernetes", kubernetes: { namespace, statefulSet: name } },
+    replicaCloud: { substrate: "kubernetes", settings: { namespace, statefulSet: name } },
     growing: `Growing to ${plan.replicas} replicas: the controller scales its StatefulSet and takes each pod into etcd`,
     reachable: async () => plan.apiAddresses ?? (await podAddresses()),
   };

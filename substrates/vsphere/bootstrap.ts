@@ -19,7 +19,6 @@ export const vsphereHosting: ControllerHosting<VsphereModelSettings> = {
       substrate: "vsphere",
       unreachableHint: "the VM's network and firewall",
       check: (api, settings) => api.parseRequest(api.VsphereModelSettingsSchema, settings, "vsphere settings"),
-      replicaCloud: (credential, settings) => ({ substrate: "vsphere", credential, vsphere: settings }),
       open: (settings, uuid, attributes) => {
         const placement: VspherePlacement = {
           settings,

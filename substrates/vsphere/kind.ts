@@ -5,6 +5,8 @@ import type { SubstrateKind } from "../kind";
 import { vsphereHosting } from "./bootstrap";
 import type { VspherePlacement } from "./machines";
 import { VsphereMachines, vsphereCredentialsOf } from "./machines";
+import { InstanceReplicaHosts } from "../replica-hosts";
+import { vsphereReplicaInstances } from "./replica-instances";
 
 export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement> = {
   contract: SUBSTRATE_CONTRACTS.vsphere,
@@ -26,4 +28,5 @@ export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement> = {
       close: () => m.close(),
     };
   },
+  replicaHosts: (deps) => new InstanceReplicaHosts(deps, vsphereReplicaInstances()),
 };

@@ -33,7 +33,7 @@ export function registerControllerRoutes(route: Route, deps: HttpApiDeps): void 
 
   route(routes.setReplicaCloud, async ({ body }) => {
     // Refuses a missing credential, or one for another cloud, now rather than when a replica is lost.
-    if ("credential" in body) await deps.credentials.open(body.credential, body.substrate);
+    if (body.credential) await deps.credentials.open(body.credential, body.substrate);
     await deps.cluster.setReplicaCloud(body);
     return body;
   });

@@ -1,10 +1,11 @@
 /**
- * Replica hosts for a controller that runs on Kubernetes (`steward bootstrap kubernetes:`): its
- * own StatefulSet's pods. When the quorum keeper needs a host, the leader takes the lowest pod
- * whose DNS name no live member holds (a pod that came back with an empty volume), or scales the
- * StatefulSet up by one for a new pod; either way it writes a one-time enrolment token for that
- * pod into the enrolment Secret, waits for the pod to report itself staged (controller/pod-replica.ts),
- * and hands it its data once the keeper has added it to etcd, as for a cloud instance.
+ * Replica hosts for a controller that runs on Kubernetes (`steward bootstrap kubernetes:`; the
+ * kind's `replicaHosts()`, ../replica-hosts.ts): its own StatefulSet's pods. When the quorum keeper
+ * needs a host, the leader takes the lowest pod whose DNS name no live member holds (a pod that came
+ * back with an empty volume), or scales the StatefulSet up by one for a new pod; either way it writes
+ * a one-time enrolment token for that pod into the enrolment Secret, waits for the pod to report
+ * itself staged (the controller's pod-replica.ts), and hands it its data once the keeper has added it
+ * to etcd, as for a cloud instance.
  *
  * The leader reaches the API server as its own pod's ServiceAccount (in-cluster configuration: the
  * mounted token, read again as the kubelet rotates it); the controller's Role (controller-pods.ts)
@@ -16,17 +17,14 @@
  * within the hourly limit).
  */
 import { randomBytes } from "node:crypto";
-import type { Logger } from "../../api";
-import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
-import { kubernetes } from "../../substrates";
-import type { ControllerConfig } from "../config";
-import type { Sealer } from "../security/sealing";
-import type { EnrolmentOps, StateCache } from "../state";
-import { replicaDataPurpose } from "../state";
-import type { ReplicaCloudDoc } from "../state";
-import { replicaDataFiles } from "./replica-data";
-
-type KubeDoc = Extract<ReplicaCloudDoc, { substrate: "kubernetes" }>;
+import type { ReplicaSettingsByKind } from "../../api/core";
+import type { Progress, ReplicaHost, ReplicaHostBroker } from "../brokers";
+import type { ReplicaHostDeps } from "../replica-hosts";
+import { controllerEnrolSecretName, replicaClaimName, replicaDnsName, replicaTokenKey } from "./controller-pods";
+import { inClusterConnection } from "./in-cluster";
+import { KubeApi } from "./kube-api";
+import { KUBE_RESOURCES } from "./resources";
+import { updateSecretData } from "./secret-data";
 
 /** A pod taken for a replica: its ordinal and the token written for it. */
 export interface PodHost extends ReplicaHost {
@@ -34,31 +32,20 @@ export interface PodHost extends ReplicaHost {
   token: string;
 }
 
-export interface KubernetesReplicaHostsOptions {
-  cache: StateCache;
-  enrolments: EnrolmentOps;
-  sealer: Sealer;
-  dataDir: string;
-  config: ControllerConfig;
-  log: Logger;
-  /**
-   * How long a pod may take to see its token (Kubernetes updates a mounted Secret within about a
-   * minute) and report itself staged.
-   * @default 600000
-   */
-  stageTimeoutMs?: number;
+const R = KUBE_RESOURCES;
+
+type Settings = ReplicaSettingsByKind["kubernetes"];
+interface KubeDoc {
+  settings: Settings;
 }
 
-const R = kubernetes.KUBE_RESOURCES;
+export class PodReplicaHosts implements ReplicaHostBroker<PodHost> {
+  private api?: KubeApi;
 
-export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
-  private api?: kubernetes.KubeApi;
-
-  constructor(private readonly o: KubernetesReplicaHostsOptions) {}
+  constructor(private readonly o: ReplicaHostDeps<Settings>) {}
 
   private get doc(): KubeDoc | undefined {
-    const d = this.o.cache.replicaCloud;
-    return d?.substrate === "kubernetes" ? d : undefined;
+    return this.o.placement();
   }
 
   unavailable(): string | undefined {
@@ -66,21 +53,18 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
   }
 
   /** The client, made on first use (a replica that never acts needs no ServiceAccount token). */
-  private kube(): kubernetes.KubeApi {
-    this.api ??= new kubernetes.KubeApi(kubernetes.inClusterConnection());
+  private kube(): KubeApi {
+    this.api ??= new KubeApi(inClusterConnection());
     return this.api;
   }
 
   private address(doc: KubeDoc, ordinal: number): string {
-    return kubernetes.replicaDnsName(
-      { name: doc.kubernetes.statefulSet, namespace: doc.kubernetes.namespace },
-      ordinal,
-    );
+    return replicaDnsName({ name: doc.settings.statefulSet, namespace: doc.settings.namespace }, ordinal);
   }
 
   /** The ordinal of a replica's DNS name, when it is one of this StatefulSet's pods. */
   private ordinalOf(doc: KubeDoc, address: string): number | undefined {
-    const m = new RegExp(`^${doc.kubernetes.statefulSet}-(\\d+)\\.`).exec(address);
+    const m = new RegExp(`^${doc.settings.statefulSet}-(\\d+)\\.`).exec(address);
     return m && address === this.address(doc, Number(m[1])) ? Number(m[1]) : undefined;
   }
 
@@ -88,11 +72,9 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     const doc = this.doc;
     if (!doc) throw new Error(this.unavailable());
     const api = this.kube();
-    const { namespace, statefulSet } = doc.kubernetes;
+    const { namespace, statefulSet } = doc.settings;
     const set = await api.get(R.statefulSets, statefulSet, { namespace });
-    const live = new Set(
-      [...this.o.cache.clusterMembers.values()].filter((m) => m.state !== "removed").map((m) => m.host),
-    );
+    const live = new Set(this.o.memberHosts());
     const size = set.spec?.replicas ?? 0;
     let ordinal = [...Array(size).keys()].find((k) => !live.has(this.address(doc, k)));
     if (ordinal === undefined) {
@@ -104,20 +86,20 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     const address = this.address(doc, ordinal);
     // Named after its pod (new for each incarnation, as every replica's name is).
     nameFor(address, `${pod}-${randomBytes(2).toString("hex")}`);
-    const token = await this.o.enrolments.issueReplica();
+    const token = await this.o.issueToken();
     await this.setToken(api, doc, ordinal, token);
     progress(`pod ${pod}: enrolment token written; waiting for the pod to see it and report itself`);
     try {
       const timeoutMs = this.o.stageTimeoutMs ?? 600_000;
       const deadline = Date.now() + timeoutMs;
-      while (!(await this.o.enrolments.replicaStaged(token))) {
+      while (!(await this.o.staged(token))) {
         if (Date.now() > deadline)
           throw new Error(
             `pod ${namespace}/${pod} did not report itself within ${Math.round(timeoutMs / 1000)} s: is it running, and does its log say it waits for an enrolment token?`,
           );
         await new Promise((r) => setTimeout(r, 1000));
       }
-      const claim = await api.find(R.persistentVolumeClaims, kubernetes.replicaClaimName(statefulSet, ordinal), {
+      const claim = await api.find(R.persistentVolumeClaims, replicaClaimName(statefulSet, ordinal), {
         namespace,
       });
       return { address, ordinal, token, ...(claim?.metadata?.uid ? { instance: { id: claim.metadata.uid } } : {}) };
@@ -128,11 +110,7 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
   }
 
   async start(host: PodHost, name: string, initialCluster: string, progress: Progress): Promise<void> {
-    const data = await replicaDataFiles(this.o, host.address, name, initialCluster);
-    await this.o.enrolments.provideReplicaData(
-      host.token,
-      this.o.sealer.sealJson(replicaDataPurpose(host.token), data),
-    );
+    await this.o.provideData(host.token, host.address, name, initialCluster);
     progress(`data left for pod ${host.address.split(".")[0]}; it starts the replica once it has collected it`);
   }
 
@@ -164,8 +142,8 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
     if (!doc || ordinal === undefined) return false;
     const claim = await this.kube().find(
       R.persistentVolumeClaims,
-      kubernetes.replicaClaimName(doc.kubernetes.statefulSet, ordinal),
-      { namespace: doc.kubernetes.namespace },
+      replicaClaimName(doc.settings.statefulSet, ordinal),
+      { namespace: doc.settings.namespace },
     );
     if (!claim?.metadata?.uid) return false;
     if (replica.instance) return claim.metadata.uid !== replica.instance.id;
@@ -174,24 +152,14 @@ export class KubernetesReplicaHosts implements ReplicaHostBroker<PodHost> {
   }
 
   /** Writes (or with undefined, removes) pod `ordinal`'s token in the enrolment Secret, keeping the rest. */
-  private async setToken(
-    api: kubernetes.KubeApi,
-    doc: KubeDoc,
-    ordinal: number,
-    token: string | undefined,
-  ): Promise<void> {
-    const key = kubernetes.replicaTokenKey(ordinal);
-    await kubernetes.updateSecretData(
-      api,
-      doc.kubernetes.namespace,
-      kubernetes.controllerEnrolSecretName(doc.kubernetes.statefulSet),
-      (data) => {
-        if (token !== undefined) return { ...data, [key]: Buffer.from(token).toString("base64") };
-        if (!(key in data)) return undefined;
-        delete data[key];
-        return data;
-      },
-    );
+  private async setToken(api: KubeApi, doc: KubeDoc, ordinal: number, token: string | undefined): Promise<void> {
+    const key = replicaTokenKey(ordinal);
+    await updateSecretData(api, doc.settings.namespace, controllerEnrolSecretName(doc.settings.statefulSet), (data) => {
+      if (token !== undefined) return { ...data, [key]: Buffer.from(token).toString("base64") };
+      if (!(key in data)) return undefined;
+      delete data[key];
+      return data;
+    });
   }
 
   close(): void {
