@@ -21,7 +21,10 @@ export function nearest(word: string, candidates: readonly string[], max = 3): s
     else if (w.length >= 2 && c.startsWith(w)) scored.push({ c, score: 10 });
     else if (w.length >= 3 && c.includes(w)) scored.push({ c, score: 11 });
   }
+  // A much closer match stands alone: one swapped pair (remove-unti) does not also suggest remove-user.
+  const best = Math.min(...scored.map((s) => s.score));
   return scored
+    .filter((s) => s.score <= best + 1)
     .sort((a, b) => a.score - b.score || a.c.length - b.c.length)
     .slice(0, max)
     .map((s) => s.c);

@@ -111,6 +111,11 @@ test("nearest: typos, swapped letters and prefixes find the command; nothing nea
   t.deepEqual(nearest("statsu", COMMAND_NAMES), ["status"]);
   t.deepEqual(nearest("deploy", COMMAND_NAMES).slice(0, 1), ["deploy"]);
   t.deepEqual(nearest("modles", COMMAND_NAMES), ["models"]);
+  t.deepEqual(
+    nearest("remove-unti", COMMAND_NAMES),
+    ["remove-unit"],
+    "a far match does not ride along with a near one",
+  );
   t.true(nearest("show", COMMAND_NAMES).every((n) => n.startsWith("show-")));
   t.deepEqual(nearest("xyzzy", COMMAND_NAMES), []);
 });
