@@ -58,6 +58,8 @@ export interface DocKind<A extends unknown[], T, P extends unknown[] = never> {
   readonly prefix?: (...within: P) => string;
   /** What is stored, in the current shape (the registry's upgrade when the kind's shape has changed). */
   readonly decode: (stored: unknown) => T;
+  /** What to store for a document (the registry's encode when older builds read the kind too). */
+  readonly encode: (doc: T) => unknown;
 }
 
 /** The two-step form lets `T` be given while `A` and `P` are inferred from the builders. */
@@ -67,12 +69,13 @@ function bind<T>() {
     key: (...id: A) => string,
     prefix?: (...within: P) => string,
   ): DocKind<A, T, P> => {
-    const upgrade = KIND[kind].upgrade;
+    const { upgrade, encode } = KIND[kind];
     return {
       kind,
       key,
       ...(prefix ? { prefix } : {}),
       decode: upgrade ? (stored) => upgrade(stored) as T : (stored) => stored as T,
+      encode: encode ? (doc) => encode(doc as never) : (doc) => doc,
     };
   };
 }
@@ -177,7 +180,7 @@ export async function readDocs<P extends unknown[], T>(
 export function put<A extends unknown[], T>(d: DocKind<A, T, never>, ...idAndDoc: [...A, NoInfer<T>]): PutOp {
   const doc = idAndDoc[idAndDoc.length - 1];
   const id = idAndDoc.slice(0, -1) as A;
-  return { type: "put", key: d.key(...id), value: JSON.stringify(doc) };
+  return { type: "put", key: d.key(...id), value: JSON.stringify(d.encode(doc as T)) };
 }
 
 /** The write of `doc` back where listed document `listed` was read (same kind, so same type). */

@@ -143,7 +143,12 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
           v = { ...(value as Omit<LeaderDoc, "lease">), lease: lease.id };
           ops.push({ type: "put", key: keyOf(KIND.leader, uuid, id), value: JSON.stringify(v), lease: lease.id });
         } else {
-          ops.push({ type: "put", key: keyOf(KIND[kind], uuid, id), value: JSON.stringify(v) });
+          const encode = KIND[kind].encode;
+          ops.push({
+            type: "put",
+            key: keyOf(KIND[kind], uuid, id),
+            value: JSON.stringify(encode ? encode(v as never) : v),
+          });
         }
         counts[kind] = (counts[kind] ?? 0) + 1;
       }
