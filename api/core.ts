@@ -23,6 +23,7 @@ export { readOperatorDir } from "./node/operator-dir";
 export type { ActionValue, OperationInfo, RunActionResult, TaskInfo, TaskStatus } from "./actions";
 export { NAME_PATTERN } from "./names";
 export * from "./node/waits";
+export { sleep } from "./node/sleep";
 export { QUERY_DEFAULTS, StatusQuery, applicationScope, modelScope, unitScope } from "./status-query";
 export type { EntityKind } from "./status-query";
 export { byName, sanitizeForTerminal, table } from "./table";

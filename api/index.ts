@@ -26,6 +26,7 @@ export * from "./log";
 export * from "./limits";
 export * from "./ports";
 export * from "./node/waits";
+export { sleep } from "./node/sleep";
 export * from "./status-query";
 export { byName, table } from "./table";
 export * from "./debug-log";

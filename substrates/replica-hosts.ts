@@ -13,6 +13,7 @@
  * cluster. Each cloud gives only its instances ({@link ReplicaInstanceCloud}).
  */
 import type { Logger } from "../api/core";
+import { sleep } from "../api/core";
 import type { Progress, ReplicaHost, ReplicaHostBroker } from "./brokers";
 import { replicaUserData } from "./cloud-init";
 import { enrolmentFiles } from "./controller-files";
@@ -74,20 +75,6 @@ export interface CloudHost extends ReplicaHost {
 
 /** The idempotency key of a replica's launch: one per token (the cloud's client hashes it). */
 const launchKey = (token: string): string => `replica-launch/${token}`;
-
-/** Waits `ms`, or less if `signal` aborts first. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
 
 /** Replica hosts from a cloud's instances (see this file's header). */
 export class InstanceReplicaHosts<Settings> implements ReplicaHostBroker<CloudHost> {

@@ -19,19 +19,7 @@ export function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
 }
 
-/** Waits `ms`, or less if `signal` aborts first (it does not throw: the caller looks at the signal). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
+export { sleep } from "../../api";
 
 /**
  * A worker for something that runs by itself once made (a hub of sockets, a server): it does nothing

@@ -12,7 +12,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { stat } from "node:fs/promises";
 import { NodeSSH } from "node-ssh";
-import { StewardError } from "../../api/core";
+import { StewardError, sleep as pause } from "../../api/core";
 
 export interface SshTarget {
   host: string;
@@ -274,20 +274,6 @@ export class SshSession {
 function drop(ssh: NodeSSH): void {
   ssh.connection?.destroy();
   ssh.dispose();
-}
-
-/** Waits `ms`, or less if `signal` aborts. */
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 export function shellQuote(s: string): string {
