@@ -51,6 +51,7 @@ test("a body that is not JSON is refused with 400", async (t) => {
   t.is(r.status, 400);
   t.is(r.body.code, "invalid-request");
   t.regex(r.body.message!, /not valid JSON/);
+  t.is((r.body as { retryable?: boolean }).retryable, false, "the wire error's full shape, as every other error");
 });
 
 test("unknown model, application, unit and machine get 404 with the name", async (t) => {
@@ -70,6 +71,7 @@ test("unknown model, application, unit and machine get 404 with the name", async
   const e = await req("GET", "/v1/nothing-here");
   t.is(e.status, 404);
   t.regex(e.body.message!, /no such endpoint/);
+  t.is((e.body as { retryable?: boolean }).retryable, false);
 });
 
 test("missing or wrong credentials get 401", async (t) => {

@@ -1,7 +1,8 @@
 /**
  * The REST API (`/v1/...`): the routes of api/routes.ts, served by one resource module each
  * (routes/), plus what every answer shares. Every body is parsed by a strict schema from api/; every
- * error leaves as `{code, message, details}` with the status its code implies; writes return only
+ * error leaves as `{code, reason?, retryable, message, details?}` with the status its code implies
+ * (the answers to bodies that are not JSON and to unknown paths too); writes return only
  * once the state cache has seen them, so a read right after a write sees it.
  */
 import type { FastifyInstance } from "fastify";
@@ -89,11 +90,15 @@ export function installErrorHandling(app: FastifyInstance, log: Logger): void {
         url: req.url.split("?")[0],
         bytes: err.bytes,
       });
-      return reply.code(400).send({
-        code: "invalid-request",
-        message: `the data sent is too large to store (${err.bytes} bytes once stored, at most ${err.limit}); send less`,
-        details: { bytes: err.bytes, limit: err.limit },
-      });
+      return reply
+        .code(400)
+        .send(
+          new StewardError(
+            "invalid-request",
+            `the data sent is too large to store (${err.bytes} bytes once stored, at most ${err.limit}); send less`,
+            { details: { bytes: err.bytes, limit: err.limit } },
+          ).toWire(),
+        );
     }
     if (StewardError.isInstance(err)) {
       const wait = err.details.retryAfterSeconds;
@@ -110,12 +115,14 @@ export function installErrorHandling(app: FastifyInstance, log: Logger): void {
             : e.code === "FST_ERR_CTP_EMPTY_JSON_BODY"
               ? "request body is empty; send a JSON object"
               : `request body is not valid JSON: ${e.message ?? ""}`;
-      return reply.code(400).send({ code: "invalid-request", message });
+      return reply.code(400).send(new StewardError("invalid-request", message).toWire());
     }
     log.error("unexpected error serving request", { method: req.method, url: req.url.split("?")[0], err: e.message });
-    return reply.code(500).send({ code: "internal", message: "internal error; see the controller log" });
+    return reply.code(500).send(new StewardError("internal", "internal error; see the controller log").toWire());
   });
   app.setNotFoundHandler((req, reply) =>
-    reply.code(404).send({ code: "not-found", message: `no such endpoint: ${req.method} ${req.url.split("?")[0]}` }),
+    reply
+      .code(404)
+      .send(new StewardError("not-found", `no such endpoint: ${req.method} ${req.url.split("?")[0]}`).toWire()),
   );
 }
