@@ -139,6 +139,7 @@ test.serial("shell completion: the bash script, run by bash, completes commands,
     "remove-integration",
     "remove-machine",
     "remove-unit",
+    "remove-user",
   ]);
   t.deepEqual(await complete(["steward", "deploy", "--n"]), ["--num-units"]);
   t.deepEqual(await complete(["steward", "status", "-m", "c"]), ["con"]);
