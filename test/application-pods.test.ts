@@ -7,6 +7,7 @@
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
+import { MODEL_SUBSTRATES, contractOf } from "../api";
 import type { ApplicationBroker, ApplicationPods } from "../substrates";
 import { SUBSTRATES, kubernetes } from "../substrates";
 import { FakeKubeApi } from "./harness/kube";
@@ -50,6 +51,16 @@ function appSpec(
     },
   };
 }
+
+test("every kind whose units are pods gives a pod broker and a placement (what the pod provisioner takes from the registry); no other kind does", (t) => {
+  const podKinds = MODEL_SUBSTRATES.filter((name) => contractOf(name).provisions === "pods");
+  t.deepEqual(podKinds, ["kubernetes"]);
+  for (const name of MODEL_SUBSTRATES) {
+    const kind = SUBSTRATES[name]();
+    t.is(!!kind.pods, podKinds.includes(name), `${name}: a pod broker exactly when its units are pods`);
+    if (kind.pods) t.truthy(kind.placement, `${name}: and a placement for it`);
+  }
+});
 
 test("an application's pods: made, left alone, scaled, re-templated, listed, removed; the agents' Secret rewritten only when it changes", async (t) => {
   const { kube, kind, broker, target } = await start(t);
