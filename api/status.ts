@@ -44,7 +44,11 @@ export function hasApplied(applied: AppliedChange | undefined, wanted: AppliedCh
 
 export interface ApplicationStatusView {
   name: string;
-  operator: { name: string; version: string; hash: string };
+  /**
+   * `revision`: the application's operator revision, 1 at deploy and one more on each refresh that
+   * changed the operator's content (Juju's charm revision); absent from older controllers.
+   */
+  operator: { name: string; version: string; hash: string; revision?: number };
   status: StatusInfo<WorkloadStatus>;
   version: string;
   life: Life;

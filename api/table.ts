@@ -1,14 +1,22 @@
 /** Plain column tables, as `juju status` prints them: left-aligned, two spaces apart. */
-export function table(header: string[], rows: string[][]): string {
+export function table(
+  header: string[],
+  rows: string[][],
+  /** Decorates a body cell after it is sanitised and measured (colour: escape sequences take no width). */
+  style?: (cell: string, column: number) => string,
+): string {
   const clean = (cells: string[]): string[] => cells.map((c) => sanitizeForTerminal(c ?? "", { keepNewlines: false }));
   const body = rows.map(clean);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]): string =>
+  const line = (cells: string[], styled: boolean): string =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .map((c, i) => {
+        const shown = styled && style ? style(c, i) : c;
+        return i === cells.length - 1 ? shown : shown + " ".repeat(widths[i]! - c.length);
+      })
       .join("  ")
       .trimEnd();
-  return [line(header), ...body.map(line)].join("\n") + "\n";
+  return [line(header, false), ...body.map((r) => line(r, true))].join("\n") + "\n";
 }
 
 // C0 controls but tab and newline, DEL, and C1 controls (0x9b is a one-byte CSI on some terminals).

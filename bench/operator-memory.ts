@@ -37,7 +37,7 @@ export async function benchOperatorMemory(o: BenchOptions = {}): Promise<void> {
     const bundle = {
       files: [...motd.files, { path: "payload.bin", mode: 0o644, content: randomBytes(raw).toString("base64") }],
     };
-    stored += (await ops.putOperator(bundle, { quotaBytes: Number.MAX_SAFE_INTEGER })).doc.bytes;
+    stored += (await ops.operators.upload(bundle, { quotaBytes: Number.MAX_SAFE_INTEGER })).doc.bytes;
   }
   const after = settle();
   const inMemory = store.valueCharsInMemory();

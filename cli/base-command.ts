@@ -13,6 +13,7 @@ import type { StewardContext } from "./context";
 import type * as ModelFile from "./model-file";
 import type { ModelDefinition } from "./model-file";
 import type { Change } from "./plan";
+import { usageErrorText } from "./steward-cli";
 import { actualStatus, describePlan, planChanges } from "./plan";
 
 export abstract class BaseCommand extends Command<StewardContext> {
@@ -24,6 +25,12 @@ export abstract class BaseCommand extends Command<StewardContext> {
     } catch (err) {
       if (StewardError.isInstance(err)) {
         this.context.stderr.write(`ERROR ${sanitizeForTerminal(this.explain(err))}\n`);
+        return 1;
+      }
+      if (err instanceof UsageError) {
+        // On standard error with a pointer to the command's help, not clipanion's whole signature on standard output.
+        const name = (this.constructor as typeof BaseCommand).paths?.[0]?.[0];
+        this.context.stderr.write(sanitizeForTerminal(usageErrorText(err.message, name)));
         return 1;
       }
       throw err;

@@ -4,6 +4,8 @@ import { WEB_CONSOLE_ENV } from "../api/core";
 import type { StewardContext } from "./context";
 import type { CommandName } from "./command-names";
 import { COMMAND_NAMES, buildCli } from "./command-names";
+import { unknownCommandText } from "./steward-cli";
+import { colourWanted } from "./colour";
 import type * as Console from "./console/console";
 import type * as Restricted from "./console/restricted";
 import type * as WebTerminalModule from "./console/web-terminal";
@@ -57,10 +59,16 @@ export function runCli(
       return Promise.resolve(1);
     }
   }
-  const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
-  return buildCli({ colors: tty, only: namedCommand(args) }).run(args, {
+  const [first] = args;
+  if (first !== undefined && !first.startsWith("-") && !(COMMAND_NAMES as readonly string[]).includes(first)) {
+    // A typo: the nearest names, without loading every command to find them.
+    stderr.write(unknownCommandText(first, COMMAND_NAMES));
+    return Promise.resolve(1);
+  }
+  const colour = colourWanted((context.stdout ?? process.stdout) as { isTTY?: boolean }, env);
+  return buildCli({ colors: colour, only: namedCommand(args) }).run(args, {
     ...Cli.defaultContext,
-    colorDepth: tty ? process.stdout.getColorDepth() : 1,
+    colorDepth: colour ? Math.max(4, process.stdout.isTTY ? process.stdout.getColorDepth() : 4) : 1,
     env: process.env,
     cwd: process.cwd(),
     ...context,

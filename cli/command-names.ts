@@ -3,10 +3,11 @@
  * Its own file so that the console (console/*), which completes and checks command names, and cli.ts,
  * which starts the console, do not import each other.
  */
-import { Builtins, Cli } from "clipanion";
+import { Builtins } from "clipanion";
 import type { CommandClass } from "clipanion";
 import { STEWARD_VERSION } from "../api/core";
 import type { StewardContext } from "./context";
+import { StewardCli } from "./steward-cli";
 
 /**
  * Every command, in the order `steward help` lists them; each lives in commands/<name>.ts with
@@ -97,13 +98,16 @@ export function allCommands(): CommandClass<StewardContext>[] {
  * The CLI with every command, or with only `only` when given: a run that names a command needs
  * just that one (a typo or `help` falls back to all, for suggestions and listings).
  */
-export function buildCli(opts: { colors?: boolean; only?: CommandName } = {}): Cli<StewardContext> {
-  const cli = new Cli<StewardContext>({
-    binaryLabel: "Steward",
-    binaryName: "steward",
-    binaryVersion: STEWARD_VERSION,
-    enableColors: opts.colors ?? false,
-  });
+export function buildCli(opts: { colors?: boolean; only?: CommandName } = {}): StewardCli<StewardContext> {
+  const cli = new StewardCli<StewardContext>(
+    {
+      binaryLabel: "Steward",
+      binaryName: "steward",
+      binaryVersion: STEWARD_VERSION,
+      enableColors: opts.colors ?? false,
+    },
+    COMMAND_NAMES,
+  );
   cli.register(Builtins.HelpCommand);
   cli.register(Builtins.VersionCommand);
   for (const c of opts.only ? [loadCommand(opts.only)] : allCommands()) cli.register(c);

@@ -11,6 +11,8 @@ export type { StewardContext } from "./context";
 export { loadModelFile } from "./model-file";
 export { planChanges, describePlan } from "./plan";
 export { formatStatusTabular } from "./status-format";
+export { withHeartbeat } from "./heartbeat";
+export { nearest } from "./usage-problem";
 export { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 export type { ClientConfig, ControllerEntry } from "./client-config";
 export { startLocalController } from "../substrates";

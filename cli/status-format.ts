@@ -1,13 +1,20 @@
-/** `steward status` in the shape Juju users read at a glance. */
+/** `steward status` in the shape Juju users read at a glance (coloured by status on a terminal, as Juju does). */
 import type { ModelStatus } from "../api/core";
 import { byName, sanitizeForTerminal, table } from "../api/core";
+import { paint, statusColour } from "./colour";
 
-export function formatStatusTabular(s: ModelStatus): string {
+export function formatStatusTabular(s: ModelStatus, opts: { colour?: boolean } = {}): string {
+  /** Colours the cells of the named columns by the status word they hold. */
+  const statusIn =
+    (...columns: number[]) =>
+    (cell: string, column: number): string =>
+      opts.colour && columns.includes(column) ? paint(cell, statusColour(cell)) : cell;
   const parts: string[] = [];
   parts.push(
     table(
       ["Model", "Controller", "Status", "Timestamp"],
       [[s.model.name, s.model.controller, s.model.status.current, s.timestamp.slice(11, 19) + "Z"]],
+      statusIn(2),
     ),
   );
   if (s.model.status.message) parts.push(`${sanitizeForTerminal(s.model.status.message)}\n`);
@@ -26,10 +33,11 @@ export function formatStatusTabular(s: ModelStatus): string {
             a.status.current,
             ready === a.scale ? String(a.scale) : `${ready}/${a.scale}`,
             a.operator.name,
-            a.operator.version,
+            a.operator.revision === undefined ? "" : String(a.operator.revision),
             a.status.message,
           ];
         }),
+        statusIn(2),
       ),
     );
     const rows: string[][] = [];
@@ -51,7 +59,7 @@ export function formatStatusTabular(s: ModelStatus): string {
       }
     }
     if (rows.length > 0)
-      parts.push(table(["Unit", "Workload", "Agent", "Machine", "Address", "Ports", "Message"], rows));
+      parts.push(table(["Unit", "Workload", "Agent", "Machine", "Address", "Ports", "Message"], rows, statusIn(1, 2)));
   }
   const machines = Object.values(s.machines);
   if (machines.length > 0) {
@@ -70,6 +78,7 @@ export function formatStatusTabular(s: ModelStatus): string {
           ...size(m),
           m.life === "dying" ? "removing" : m.status.message,
         ]),
+        statusIn(1),
       ),
     );
   }

@@ -60,24 +60,24 @@ export class Cleaner extends Reconciler {
           !idx.presence.has(m.id) &&
           !idx.machineInfo.has(m.id) &&
           idx.machineInstall.get(m.id)?.state !== "installing";
-        if (contractOf(m.substrate).agentsStartedByHand || neverUp) await this.ops.finishMachine(idx.uuid, m.id);
+        if (contractOf(m.substrate).agentsStartedByHand || neverUp) await this.ops.machines.finish(idx.uuid, m.id);
       }
       for (const r of [...idx.relations.values()]) {
         if (r.life === "dying" && !idx.scope.has(r.id)) await this.relations.finishRelation(idx.uuid, r.id);
       }
       for (const a of [...idx.apps.values()]) {
         if (a.life === "dying" && ![...idx.units.values()].some((u) => u.app === a.name))
-          await this.ops.removeApplication(idx.uuid, a.name, true);
+          await this.ops.applications.remove(idx.uuid, a.name, true);
       }
       if (idx.model?.life !== "dying") continue;
       if (idx.units.size === 0 && [...idx.machines.values()].some((m) => m.life === "alive"))
-        await this.ops.retireMachines(idx.uuid);
+        await this.ops.machines.retire(idx.uuid);
       if (
         idx.units.size === 0 &&
         idx.apps.size === 0 &&
         idx.machines.size === 0 &&
         idx.relations.size === 0 &&
-        (await this.ops.finishModel(idx.uuid))
+        (await this.ops.models.finish(idx.uuid))
       ) {
         this.log.info("model destroyed", { model: idx.model.name });
       }

@@ -455,7 +455,7 @@ export class Controller {
       importDeps: {
         store: this.store,
         leaseSeconds: leadershipLeaseSeconds,
-        putOperator: (b) => ops.putOperator(b, { quotaBytes: this.operatorStorage.quotaBytes }),
+        putOperator: (b) => ops.operators.upload(b, { quotaBytes: this.operatorStorage.quotaBytes }),
         checkLocalDir,
       },
     });
@@ -507,7 +507,7 @@ export class Controller {
       cache,
       log: this.log,
       controllerInfo: () => describeController(cache, cluster, this.addresses, caFingerprint),
-      unitFailure: (model, unit) => ops.unitFailure(model, unit),
+      unitFailure: (model, unit) => ops.reports.unitFailure(model, unit),
     });
     const cliMain = this.opts.cliMain ?? findCli([cliEntry(), CLI_BUNDLE]);
     const consoles = new ConsoleSessionHub({

@@ -71,7 +71,18 @@ export {
 } from "./state";
 export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, UnitDoc } from "./state";
 // The registry of document kinds (state/registry.ts), for tests and the export format's tools.
-export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./state";
+export {
+  EXPORTED_KINDS,
+  KIND,
+  KINDS,
+  MODEL_KINDS,
+  classifyKey,
+  docs,
+  keyOf,
+  prefixOf,
+  queueId,
+  scopeId,
+} from "./state";
 export { CredentialOps, exportModel, importModel, modelDocOf, replicaCloudDocOf, upgradeModelExport } from "./state";
 // Backups (controller/backup/), for tests and benchmarks.
 export {

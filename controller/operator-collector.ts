@@ -35,16 +35,16 @@ export class OperatorCollector {
     for (const cached of [...this.cache.operators.values()]) {
       if (used.has(cached.hash) || !this.expired(cached.lastUsedAt ?? cached.uploadedAt)) continue;
       // Decide on the stored document: a deploy since the cache caught up has touched it.
-      const current = await this.ops.readOperator(cached.hash);
+      const current = await this.ops.operators.find(cached.hash);
       if (!current || !this.expired(current.doc.lastUsedAt ?? current.doc.uploadedAt)) continue;
-      if (await this.ops.deleteOperator(cached.hash, current.rev)) {
+      if (await this.ops.operators.delete(cached.hash, current.rev)) {
         const { hash, name, version, bytes } = current.doc;
         this.log.info("deleted an operator no application uses", { operator: hash, name, version, bytes });
       }
     }
-    for (const upload of await this.ops.operatorUploads()) {
+    for (const upload of await this.ops.operators.uploads()) {
       if (!this.expired(upload.doc.startedAt)) continue;
-      if (await this.ops.deleteAbandonedUpload(upload.doc.hash, upload.rev))
+      if (await this.ops.operators.deleteAbandonedUpload(upload.doc.hash, upload.rev))
         this.log.info("deleted the chunks of an unfinished operator upload", { operator: upload.doc.hash });
     }
   }

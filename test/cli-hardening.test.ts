@@ -217,8 +217,8 @@ test.serial("help and version", async (t) => {
   t.is(version.stdout, `steward ${pkg.version}\ncontroller "hard" ${pkg.version}\n`);
   const help = await steward("help");
   t.is(help.code, 0);
-  t.regex(help.stdout, /steward deploy /);
-  t.regex(help.stdout, /steward refresh /);
+  t.regex(help.stdout, /^ {2}deploy +deploy an operator/m);
+  t.regex(help.stdout, /^ {2}refresh +upgrade an application/m);
   const one = await steward("help", "deploy");
   t.is(one.code, 0);
   t.regex(one.stdout, /^\$ steward deploy /m);

@@ -203,6 +203,25 @@ test.serial(
   },
 );
 
+test.serial("the console opened from a model's page starts in that model", async (t) => {
+  const d = await openDashboard(browser, address());
+  const { page } = d;
+  await logInThroughPage(page, "viewer", viewerPassword);
+  await page.goto(`https://${address()}/#/models/shop`);
+  await page.click("a.nav-link:has-text('Console')");
+  t.regex(page.url(), /#\/console\/shop$/);
+  await page.waitForSelector(".terminal .xterm");
+  const screen = (): Promise<string> => page.locator(".terminal .xterm-rows").innerText();
+  await eventually("the prompt in model shop", async () => /steward test:shop> *$/m.test(await screen()), 60_000);
+  t.is(await page.locator("select.model-pick").inputValue(), "shop", "the page still shows the model");
+  await page.click(".terminal");
+  await page.keyboard.type("status");
+  await page.keyboard.press("Enter");
+  await eventually("status of shop, no -m", async () => /board\/0\*?\s+\w+/.test(await screen()), 60_000);
+  t.deepEqual(d.problems, []);
+  await d.context.close();
+});
+
 test.serial(
   "the console pane runs the console as the logged-in user: status, and a refusal for what reads local files",
   async (t) => {

@@ -26,8 +26,8 @@ test("a machine's token is traded once for a credential the machine then holds",
   await withStore(async (store) => {
     const ops = new StateOps(store);
     await ops.initController("t", "admin-password-1");
-    const model = await ops.createModel("admin", "m", {}, "local");
-    const [m] = (await ops.addMachines(model.uuid, "local", 1)).machines;
+    const model = await ops.models.create("admin", "m", {}, "local");
+    const [m] = (await ops.machines.add(model.uuid, "local", 1)).machines;
     const enrol = new EnrolmentOps(store);
     const token = await enrol.issue(model.uuid, m!.id);
     t.deepEqual(

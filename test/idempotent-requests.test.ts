@@ -87,21 +87,21 @@ test("a request whose first try committed but never answered is rebuilt from its
   const ops = new StateOps(store);
   const id = randomUUID();
   // First try: the model is created; its answer is lost (no response record is written here).
-  const first = await runInRequest(new RequestScope(id), () => ops.createModel("admin", "lost-answer"));
+  const first = await runInRequest(new RequestScope(id), () => ops.models.create("admin", "lost-answer"));
   t.truthy(await store.get(requestKeys.step(id, 0)));
   t.is(await store.get(requestKeys.response(id)), undefined);
   // The retry runs the same code in a new scope with the same id: the recorded result comes back.
-  const retry = await runInRequest(new RequestScope(id), () => ops.createModel("admin", "lost-answer"));
+  const retry = await runInRequest(new RequestScope(id), () => ops.models.create("admin", "lost-answer"));
   t.is(retry.uuid, first.uuid);
   t.is(retry.revision, first.revision);
   // Without the id it is a new request, refused as before.
-  await t.throwsAsync(() => ops.createModel("admin", "lost-answer"), { message: /already exists/ });
+  await t.throwsAsync(() => ops.models.create("admin", "lost-answer"), { message: /already exists/ });
   // Several writes in one request are replayed step by step, in order.
   const twoId = randomUUID();
   const both = () =>
     runInRequest(new RequestScope(twoId), async () => [
-      await ops.createModel("admin", "a"),
-      await ops.createModel("admin", "b"),
+      await ops.models.create("admin", "a"),
+      await ops.models.create("admin", "b"),
     ]);
   const [a1, b1] = await both();
   const [a2, b2] = await both();
@@ -138,12 +138,12 @@ test("a retried SSH install issues its agent a credential that is written again,
     await rm(dir, { recursive: true, force: true });
   });
   const ops = new StateOps(store);
-  const { uuid } = await ops.createModel("admin", "installs");
-  const [machine] = (await ops.addMachines(uuid, "local", 1)).machines;
+  const { uuid } = await ops.models.create("admin", "installs");
+  const [machine] = (await ops.machines.add(uuid, "local", 1)).machines;
   const id = randomUUID();
-  await runInRequest(new RequestScope(id), () => ops.issueMachineCredential(uuid, machine!.id));
+  await runInRequest(new RequestScope(id), () => ops.machines.issueCredential(uuid, machine!.id));
   // The retry hands the agent a new credential: the stored hash must be that one's.
-  const second = await runInRequest(new RequestScope(id), () => ops.issueMachineCredential(uuid, machine!.id));
+  const second = await runInRequest(new RequestScope(id), () => ops.machines.issueCredential(uuid, machine!.id));
   const doc = JSON.parse((await store.get(`/models/${uuid}/machines/${machine!.id}`))!.value) as {
     credentialHash: string;
   };

@@ -41,7 +41,8 @@ async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
   const deps = {
     store,
     leaseSeconds: 60,
-    putOperator: (b: Parameters<StateOps["putOperator"]>[0]) => ops.putOperator(b, { quotaBytes: 1 << 30 }),
+    putOperator: (b: Parameters<StateOps["operators"]["upload"]>[0]) =>
+      ops.operators.upload(b, { quotaBytes: 1 << 30 }),
     checkLocalDir: async () => undefined,
   };
   return { store, cache, ops, deps };
@@ -50,10 +51,10 @@ async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
 /** A model with one application of two units, a leader, leader data and a peer databag, exported. */
 async function sourceExport(t: Parameters<typeof setup>[0]) {
   const { store, ops } = await setup(t);
-  const m = await ops.createModel("admin", "m");
+  const m = await ops.models.create("admin", "m");
   const { bundle } = await readOperatorDir(join(operatorsDir, "motd"));
-  const hash = (await ops.putOperator(bundle, { quotaBytes: 1 << 30 })).doc.hash;
-  await ops.deploy(m.uuid, { name: "motd", operator: hash, units: 2 });
+  const hash = (await ops.operators.upload(bundle, { quotaBytes: 1 << 30 })).doc.hash;
+  await ops.applications.deploy(m.uuid, { name: "motd", operator: hash, units: 2 });
   await store.put(
     keys.leader(m.uuid, "motd"),
     JSON.stringify({ unit: "motd/0", since: "2026-01-01T00:00:00Z", lease: "x" }),
@@ -207,7 +208,7 @@ const haveEtcd = (() => {
       {
         store,
         leaseSeconds: 60,
-        putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }),
+        putOperator: (b) => ops.operators.upload(b, { quotaBytes: 1 << 30 }),
         checkLocalDir: async () => undefined,
       },
       doc,
@@ -288,5 +289,6 @@ test("an export for the build before placements is format 2 in its shape, and re
   const res = await importModel(deps, JSON.parse(JSON.stringify(exportForReader(local, 2))));
   const stored = JSON.parse((await store.get(keys.model(res.uuid)))!.value) as Record<string, unknown>;
   t.deepEqual(stored.placement, (local.documents.model![""] as { placement: unknown }).placement);
-  t.false("substrate" in stored);
+  // Stored with the previous build's fields beside it, for its replicas during a rolling upgrade.
+  t.is(stored.substrate, "local");
 });

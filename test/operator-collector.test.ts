@@ -39,11 +39,11 @@ async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
 
 test("an unused operator is kept through the grace period, then deleted with its chunks; a used one stays", async (t) => {
   const { store, cache, ops, collector, bundle, later } = await setup(t);
-  const model = await ops.createModel("admin", "m");
-  const used = (await ops.putOperator(bundle, { quotaBytes: 1 << 30 })).doc.hash;
-  await ops.deploy(model.uuid, { name: "motd", operator: used, units: 0 });
+  const model = await ops.models.create("admin", "m");
+  const used = (await ops.operators.upload(bundle, { quotaBytes: 1 << 30 })).doc.hash;
+  await ops.applications.deploy(model.uuid, { name: "motd", operator: used, units: 0 });
   const spare = { files: [...bundle.files, { path: "extra", mode: 0o644, content: "eA==" }] };
-  const unused = (await ops.putOperator(spare, { quotaBytes: 1 << 30 })).doc.hash;
+  const unused = (await ops.operators.upload(spare, { quotaBytes: 1 << 30 })).doc.hash;
 
   await collector.collect();
   t.truthy(await store.get(keys.operator(unused)), "within the grace period it stays");
@@ -58,13 +58,13 @@ test("an unused operator is kept through the grace period, then deleted with its
 
 test("a deploy that lands after the collector read the operator makes the deletion fail", async (t) => {
   const { store, ops, bundle } = await setup(t);
-  const model = await ops.createModel("admin", "m");
-  const hash = (await ops.putOperator(bundle, { quotaBytes: 1 << 30 })).doc.hash;
-  const seen = (await ops.readOperator(hash))!;
-  await ops.deploy(model.uuid, { name: "motd", operator: hash, units: 0 });
-  t.false(await ops.deleteOperator(hash, seen.rev));
+  const model = await ops.models.create("admin", "m");
+  const hash = (await ops.operators.upload(bundle, { quotaBytes: 1 << 30 })).doc.hash;
+  const seen = (await ops.operators.find(hash))!;
+  await ops.applications.deploy(model.uuid, { name: "motd", operator: hash, units: 0 });
+  t.false(await ops.operators.delete(hash, seen.rev));
   t.truthy(await store.get(keys.operator(hash)));
-  t.truthy((await ops.readOperator(hash))!.doc.lastUsedAt, "the deploy recorded its use");
+  t.truthy((await ops.operators.find(hash))!.doc.lastUsedAt, "the deploy recorded its use");
 });
 
 test("the chunks of an upload that never finished are deleted after the grace period", async (t) => {

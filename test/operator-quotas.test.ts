@@ -201,18 +201,19 @@ async function gatedStore(t: ExecutionContext): Promise<Gate> {
 test("refreshes checked at once cannot together take a model over its quota", async (t) => {
   const g = await gatedStore(t);
   const ops = new StateOps(g.store);
-  const model = await ops.createModel("admin", "race");
+  const model = await ops.models.create("admin", "race");
   const hashes: string[] = [];
-  for (let i = 0; i < 4; i++) hashes.push((await ops.putOperator(operator(), { quotaBytes: 1 << 30 })).doc.hash);
+  for (let i = 0; i < 4; i++) hashes.push((await ops.operators.upload(operator(), { quotaBytes: 1 << 30 })).doc.hash);
   const charge = {
     by: { user: "carol", superuser: false },
     quotas: { quotaBytes: 1 << 30, modelQuotaBytes: Math.floor(2.5 * unit) },
   };
-  for (let i = 0; i < 4; i++) await ops.deploy(model.uuid, { name: `app${i}`, operator: hashes[0]!, units: 0 }, charge);
+  for (let i = 0; i < 4; i++)
+    await ops.applications.deploy(model.uuid, { name: `app${i}`, operator: hashes[0]!, units: 0 }, charge);
   // Each refresh alone fits (a second operator beside the first); all three together would not.
   g.hold(3);
   const results = await Promise.allSettled(
-    [1, 2, 3].map((i) => ops.updateApplication(model.uuid, `app${i}`, { operator: hashes[i]! }, charge)),
+    [1, 2, 3].map((i) => ops.applications.update(model.uuid, `app${i}`, { operator: hashes[i]! }, charge)),
   );
   t.true(g.open, "all three reached their transaction together");
   t.is(results.filter((r) => r.status === "fulfilled").length, 1, "one more operator fits the model");
@@ -226,7 +227,7 @@ test("uploads checked at once (as on two replicas) cannot together take a user o
   const quotas = { quotaBytes: 1 << 30, userQuotaBytes: Math.floor(1.5 * unit) };
   const carol = { user: "carol", superuser: false };
   g.hold(2);
-  const results = await Promise.allSettled([operator(), operator()].map((b) => ops.putOperator(b, quotas, carol)));
+  const results = await Promise.allSettled([operator(), operator()].map((b) => ops.operators.upload(b, quotas, carol)));
   t.true(g.open, "both reached their transaction together");
   t.is(results.filter((r) => r.status === "fulfilled").length, 1, "one operator fits carol's quota");
   const refused = results.find((r) => r.status === "rejected");

@@ -13,7 +13,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPLICA_SUBSTRATES, ReplicaCloudRequest, SUBSTRATE_CONTRACTS, describeIssues } from "../api";
-import { CloudReplicaHosts, EmbeddedStore, StateCache, clusterAddresses, keys, replicaCloudDocOf } from "../controller";
+import {
+  CloudReplicaHosts,
+  EmbeddedStore,
+  StateCache,
+  clusterAddresses,
+  docs,
+  keys,
+  replicaCloudDocOf,
+} from "../controller";
 import { SUBSTRATES } from "../substrates";
 
 const AWS = { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" };
@@ -73,8 +81,12 @@ test("a stored replica cloud of the shape before placements reads as a placement
     substrate: "kubernetes",
     settings: POD_SET,
   });
-  const current = { substrate: "vsphere", credential: "lab", settings: VSPHERE };
+  const current = { substrate: "vsphere", credential: "lab", settings: VSPHERE } as const;
   t.deepEqual(replicaCloudDocOf(current), current);
+  // Stored in both shapes for the previous build's replicas during a rolling upgrade; read back as the placement.
+  const stored = docs.clusterReplicaCloud.encode(current) as Record<string, unknown>;
+  t.deepEqual(stored.vsphere, VSPHERE);
+  t.deepEqual(replicaCloudDocOf(JSON.parse(JSON.stringify(stored))), current);
 
   const dir = await mkdtemp(join(tmpdir(), "steward-replica-placement-"));
   const store = await EmbeddedStore.open({ dir });

@@ -11,6 +11,7 @@ import {
   MODEL_KINDS,
   REPLICAS_PREFIX,
   classifyKey,
+  docs,
   keyOf,
   keys,
   prefixOf,
@@ -89,6 +90,22 @@ for (const [key, kind, model, id] of cases) {
     t.is(keyOf(c!.kind, model ?? "", id), key);
   });
 }
+
+test("every typed document kind builds keys of its own kind, and lists under its own prefix", (t) => {
+  // Ids as the key builders take them: strings, a relation or task number, a unit name with a slash.
+  const ids = [M, "7", "web/0", "3"];
+  for (const [name, d] of Object.entries(docs)) {
+    const key = (d.key as unknown as (...a: string[]) => string)(...ids.slice(0, d.key.length));
+    t.is(classifyKey(key)?.kind.name, d.kind, `${name}: ${key}`);
+    if (d.prefix) {
+      const prefix = (d.prefix as unknown as (...a: string[]) => string)(...ids.slice(0, d.prefix.length));
+      t.true(prefix.endsWith("/") && classifyKey(`${prefix}x`)?.kind.name === d.kind, `${name}: ${prefix}`);
+    }
+  }
+  // Reads come back in the kind's current shape: a model stored before `placement` reads with one.
+  const old = { uuid: M, name: "m", owner: "admin", life: "alive", createdAt: "", config: {}, substrate: "local" };
+  t.is(docs.model.decode(old).placement.substrate, "local");
+});
 
 test("keys of no kind, and truncated keys, are not classified", (t) => {
   for (const key of [

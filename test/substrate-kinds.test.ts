@@ -24,6 +24,7 @@ import {
   MODEL_EXPORT_FORMAT,
   StateCache,
   StateOps,
+  docs,
   exportModel,
   importModel,
   keys,
@@ -151,7 +152,26 @@ test("a model document of the shape before placements reads as one placement", (
     substrate: "local",
     settings: {},
   });
-  t.is(modelDocOf(doc), doc, "a current document is left alone");
+  t.deepEqual(modelDocOf(doc), doc, "a current document reads as itself");
+});
+
+test("a model is stored in both shapes during the upgrade window: the previous build reads its old fields, this one the placement", (t) => {
+  const doc = modelDocOf(OLD_AWS_MODEL);
+  const stored = docs.model.encode(doc) as Record<string, unknown>;
+  // What the previous build reads (substrate, credential, the bag named after the kind) is all there.
+  t.is(stored.substrate, "aws");
+  t.is(stored.credential, "prod");
+  t.deepEqual(stored.aws, OLD_AWS_MODEL.aws);
+  t.deepEqual(stored.placement, doc.placement);
+  // Read back, the old fields are gone and nothing else changed.
+  t.deepEqual(modelDocOf(JSON.parse(JSON.stringify(stored))), doc);
+  t.false("aws" in modelDocOf(stored));
+  // A kind without settings stores no empty bag.
+  const local = docs.model.encode(
+    modelDocOf({ ...OLD_AWS_MODEL, substrate: "local", credential: undefined, aws: undefined }),
+  ) as Record<string, unknown>;
+  t.is(local.substrate, "local");
+  t.false("local" in local);
 });
 
 test("an export of the previous build (version 2, the model without a placement) imports, and the model is stored with one", async (t) => {
@@ -196,7 +216,7 @@ test("an export of the previous build (version 2, the model without a placement)
     {
       store,
       leaseSeconds: 60,
-      putOperator: (b) => ops.putOperator(b, { quotaBytes: 1 << 30 }),
+      putOperator: (b) => ops.operators.upload(b, { quotaBytes: 1 << 30 }),
       checkLocalDir: async () => undefined,
     },
     old,
@@ -204,11 +224,13 @@ test("an export of the previous build (version 2, the model without a placement)
   t.is(res.uuid, OLD_AWS_MODEL.uuid);
   const stored = JSON.parse((await store.get(keys.model(OLD_AWS_MODEL.uuid)))!.value) as Record<string, unknown>;
   t.deepEqual(stored.placement, { substrate: "aws", credential: "prod", settings: OLD_AWS_MODEL.aws });
-  t.false("aws" in stored);
-  // Exported again, it is the current version with the placement.
+  t.deepEqual(stored.aws, OLD_AWS_MODEL.aws, "stored for the previous build's replicas too");
+  // Exported again, it is the current version with the placement, and only that.
   const again = await exportModel(store, OLD_AWS_MODEL.uuid);
   t.is(again.version, 3);
-  t.deepEqual((again.documents.model![""] as { placement: unknown }).placement, stored.placement);
+  const exported = again.documents.model![""] as Record<string, unknown>;
+  t.deepEqual(exported.placement, stored.placement);
+  t.false("aws" in exported || "substrate" in exported || "credential" in exported);
 });
 
 test("the CLI's bootstrap flags and cloud words are the kinds' own (a flag added to a contract and not to bootstrap, or the reverse, fails here)", (t) => {

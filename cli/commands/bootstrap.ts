@@ -14,6 +14,7 @@ import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { DURATION_HELP, isDuration, isPort } from "../validators";
 import { BaseCommand } from "../base-command";
+import { withHeartbeat } from "../heartbeat";
 import { withAwsFlags, withVsphereFlags } from "../cloud-options";
 import { readCredentialAttributes } from "../credential-file";
 import type { ClientConfig, ControllerEntry } from "../client-config";
@@ -193,23 +194,32 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     // Loaded only here: the substrates bring node-ssh and the clouds' clients, which most commands never need.
     const { bootstrapController } = loadSubstrates();
     const name = target.plan.name;
-    const controller = await bootstrapController(target.kind, target.plan, {
-      progress: (l) => this.progress(l),
-      ...(target.existing ? { existing: target.existing } : {}),
-      recorded: async (c) => {
-        cfg.controllers[name] = {
-          addresses: c.addresses,
-          caCert: c.caCert,
-          user: "admin",
-          password: c.adminPassword,
-          generatedPassword: true,
-          token: c.token,
-          ...target.entry(c),
-        };
-        cfg.current = name;
-        await this.saveConfig(cfg);
-      },
-    });
+    // A refused or filtered SSH port, a slow cloud: said, and said again while it lasts.
+    const first =
+      target.kind === "local"
+        ? undefined
+        : target.kind === "ssh"
+          ? `Connecting to ${target.where} over SSH`
+          : `Bootstrapping controller "${name}" on ${target.where}`;
+    const controller = await withHeartbeat(this.progress.bind(this), first, (progress) =>
+      bootstrapController(target.kind, target.plan, {
+        progress,
+        ...(target.existing ? { existing: target.existing } : {}),
+        recorded: async (c) => {
+          cfg.controllers[name] = {
+            addresses: c.addresses,
+            caCert: c.caCert,
+            user: "admin",
+            password: c.adminPassword,
+            generatedPassword: true,
+            token: c.token,
+            ...target.entry(c),
+          };
+          cfg.current = name;
+          await this.saveConfig(cfg);
+        },
+      }),
+    );
     this.out(
       `Bootstrapped controller "${name}"${target.where ? ` on ${target.where}` : ""} at ${controller.addresses.join(", ")}.`,
     );

@@ -3,6 +3,7 @@ import type { ModelStatus, ModelSummary } from "../../api/core";
 import { StewardError, contractNamed } from "../../api/core";
 import { kubernetes } from "../../substrates";
 import { ControllerCommand } from "../base-command";
+import { withHeartbeat } from "../heartbeat";
 import { DURATION_HELP, isDuration } from "../validators";
 
 /** How long the wait may see no change before --force is suggested. */
@@ -46,6 +47,13 @@ export default class DestroyModelCommand extends ControllerCommand {
       throw new UsageError(
         `this destroys model "${this.name}" and all its applications and machines: pass --yes to confirm`,
       );
+    // A cluster or agents that do not answer keep it waiting: it says so while it waits.
+    return withHeartbeat(this.progress.bind(this), undefined, (progress) => this.destroy(progress), {
+      step: `destroying model "${this.name}"`,
+    });
+  }
+
+  private async destroy(progress: (line: string) => void): Promise<number> {
     const client = await this.connect();
     const summary = (await client.listModels()).find((m) => m.name === this.name);
     const onPods = summary !== undefined && contractNamed(summary.substrate)?.provisions === "pods";
@@ -58,7 +66,7 @@ export default class DestroyModelCommand extends ControllerCommand {
       delete cfg.controllers[name]!.currentModel;
       await this.saveConfig(cfg);
     }
-    if (this.force && namespace) this.progress(leftBehind(summary!, namespace));
+    if (this.force && namespace) progress(leftBehind(summary!, namespace));
     if (this.noWait) {
       this.out(`Destroying model "${this.name}".`);
       return 0;
@@ -78,13 +86,13 @@ export default class DestroyModelCommand extends ControllerCommand {
       }
       const line = waitingFor(s);
       if (line !== last) {
-        this.progress(line);
+        progress(line);
         last = line;
         lastChange = Date.now();
       }
       if (!suggested && Date.now() - lastChange >= SUGGEST_FORCE_AFTER_MS) {
         suggested = true;
-        this.progress(
+        progress(
           `Nothing has changed for ${SUGGEST_FORCE_AFTER_MS / 1000} s. If its agents${onPods ? " or its cluster" : ""} cannot be reached, \`steward destroy-model ${this.name} --yes --force\` removes the model now without running hooks${namespace ? `; objects in namespace ${namespace} of cluster ${summary?.credential ?? "?"} may be left behind` : ""}.`,
         );
       }

@@ -1,9 +1,11 @@
 /**
  * Tab completion for the console and for shells (`steward completion`): command names, each
- * command's options (from clipanion's own definitions, so a new option completes without more
- * code), and the names a command takes: models, controllers, applications and units.
+ * command's options (read from its declarations by command-spec.ts, so a new option completes without
+ * more code), and the names a command takes: models, controllers, applications and units.
  */
-import { COMMAND_NAMES, buildCli } from "../command-names";
+import { COMMAND_NAMES, loadCommand } from "../command-names";
+import type { CommandName } from "../command-names";
+import { commandSpec } from "../command-spec";
 
 export interface CompletionSources {
   models(): Promise<string[]>;
@@ -38,22 +40,14 @@ interface OptionDef {
   names: string[];
   takesValue: boolean;
 }
-let definitions: Map<string, OptionDef[]> | undefined;
 
-/** Each command's options, as clipanion defines them ("-m,--model #0": names, and #0 when it takes a value). */
+/** Each command's options, from its declarations (command-spec.ts). */
 function optionsOf(command: string): OptionDef[] {
-  definitions ??= new Map(
-    buildCli()
-      .definitions()
-      .map((d) => [
-        d.path.split(" ").slice(1).join(" "),
-        d.options.map((o) => {
-          const [names = "", arity] = o.definition.split(" ");
-          return { names: names.split(","), takesValue: arity !== undefined };
-        }),
-      ]),
-  );
-  return [...(definitions.get(command) ?? []), { names: ["-h", "--help"], takesValue: false }];
+  const spec = commandSpec(loadCommand(command as CommandName) as never);
+  return [
+    ...spec.options.filter((o) => !o.hidden).map((o) => ({ names: o.names, takesValue: o.arity > 0 })),
+    { names: ["-h", "--help"], takesValue: false },
+  ];
 }
 
 /**

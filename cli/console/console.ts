@@ -16,6 +16,7 @@ import type { Readable, Writable } from "node:stream";
 import { sanitizeForTerminal } from "../../api/core";
 import { loadClientConfig, stewardHome } from "../client-config";
 import { COMMAND_NAMES } from "../command-names";
+import { didYouMean, nearest } from "../usage-problem";
 import { completeWords } from "./completion";
 import { restrictedRefusal } from "./restricted";
 import { ControllerSources } from "./sources";
@@ -126,7 +127,8 @@ class Console {
       return true;
     }
     if (!(COMMAND_NAMES as readonly string[]).includes(command)) {
-      this.error(`unknown command "${command}": help lists the commands (and use, exit in this console)`);
+      const near = didYouMean(nearest(command, [...COMMAND_NAMES, "use", "exit"]));
+      this.error(`unknown command "${command}".${near} help lists the commands (and use, exit in this console)`);
       return true;
     }
     const refused = this.o.restricted ? restrictedRefusal(words) : undefined;
@@ -173,7 +175,12 @@ class Console {
    */
   private async runCommand(words: string[], rl: readline.Interface): Promise<number> {
     const main = this.o.cliMain ?? join(__dirname, "..", "main.js");
-    const env = { ...this.o.env, ...(this.model ? { STEWARD_MODEL: this.model } : {}) };
+    // The web console's pipes end in a terminal (xterm.js): commands colour their output there too.
+    const env = {
+      ...this.o.env,
+      ...(this.model ? { STEWARD_MODEL: this.model } : {}),
+      ...(this.o.terminal && !this.o.env.NO_COLOR ? { FORCE_COLOR: "1" } : {}),
+    };
     const ownStreams = this.o.stdout === process.stdout && this.o.stderr === process.stderr;
     const tty = this.interactive && !this.o.terminal;
     const ignore = (): void => undefined;

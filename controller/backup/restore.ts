@@ -21,7 +21,7 @@ import { dataFiles } from "../config";
 import type { KeyValue } from "../store";
 import { writeEmbeddedStore } from "../store";
 import type { RestoreEpochDoc } from "../state";
-import { DEFAULT_LEADERSHIP_LEASE_SECONDS, KIND, classifyKey, keyOf } from "../state";
+import { DEFAULT_LEADERSHIP_LEASE_SECONDS, KIND, classifyKey, decode, docs, keyOf } from "../state";
 import type { BackupHeader } from "./backup-cipher";
 import { openBackup } from "./backup-cipher";
 import type { Snapshot } from "./snapshot";
@@ -126,7 +126,7 @@ export function restoredKeys(
     }
     kvs.push(kv);
   }
-  const before = previous ? (JSON.parse(previous.value) as RestoreEpochDoc).epoch : 0;
+  const before = previous ? decode(docs.restoreEpoch, previous.value).epoch : 0;
   const epoch: RestoreEpochDoc = {
     clusterId: randomUUID(),
     epoch: before + 1,

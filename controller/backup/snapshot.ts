@@ -11,8 +11,7 @@
  */
 import { gunzipSync, gzipSync } from "node:zlib";
 import type { KeyValue, Store } from "../store";
-import type { ControllerDoc, ModelDoc } from "../state";
-import { KINDS, keys } from "../state";
+import { KINDS, decode, docs, keys } from "../state";
 import { StewardError } from "../../api";
 import { BACKUP_FORMAT_VERSION, BackupFileError } from "./backup-cipher";
 
@@ -56,10 +55,10 @@ export async function takeSnapshot(
   const kvs = res.responses.flat();
   const info = kvs.find((kv) => kv.key === keys.controller);
   if (!info) throw new StewardError("internal", "the store holds no controller record: nothing to back up");
-  const controller = JSON.parse(info.value) as ControllerDoc;
+  const controller = decode(docs.controller, info.value);
   const models = kvs
     .filter((kv) => /^\/models\/[^/]+$/.test(kv.key))
-    .map((kv) => ({ uuid: kv.key.slice("/models/".length), name: (JSON.parse(kv.value) as ModelDoc).name }));
+    .map((kv) => ({ uuid: kv.key.slice("/models/".length), name: decode(docs.model, kv.value).name }));
   const manifest: SnapshotManifest = {
     format: BACKUP_FORMAT_VERSION,
     controller: { uuid: controller.uuid, name: controller.name },

@@ -18,7 +18,7 @@ import type { Store } from "../store";
 import { unchanged } from "../store";
 import type { Sealer } from "../security/sealing";
 import type { HaConfig, ReplicaCloudDoc, SpareDoc, SpareKey } from "../state";
-import { DEFAULT_HA_CONFIG, clusterKeys, sparePurpose } from "../state";
+import { DEFAULT_HA_CONFIG, clusterKeys, docs, put, readDoc, sparePurpose } from "../state";
 import type { HaPending } from "./move-to-etcd";
 
 export interface ClusterControlDeps {
@@ -177,8 +177,8 @@ export class ClusterControl {
    * replica, this one included), so the record is its own; the controller only keeps and shows it.
    */
   async recordUpgrade(record: ControllerUpgrade): Promise<void> {
-    const kv = await this.d.store.get(clusterKeys.upgrade);
-    const current = kv ? (JSON.parse(kv.value) as ControllerUpgrade) : undefined;
+    const stored = await readDoc(this.d.store, docs.clusterUpgrade);
+    const current = stored?.doc;
     // Two runs at once would restart two replicas at once: a live run's record is its own.
     if (
       current &&
@@ -193,8 +193,8 @@ export class ClusterControl {
       );
     }
     const res = await this.d.store.txn({
-      compare: [unchanged(clusterKeys.upgrade, kv?.modRevision ?? 0)],
-      success: [{ type: "put", key: clusterKeys.upgrade, value: JSON.stringify(record) }],
+      compare: [unchanged(clusterKeys.upgrade, stored?.rev ?? 0)],
+      success: [put(docs.clusterUpgrade, record)],
     });
     if (!res.succeeded)
       throw new StewardError("conflict", "the upgrade record changed while it was written; retry", {
@@ -212,7 +212,7 @@ export class ClusterControl {
   async setReplicaCloud(cloud: ReplicaCloudDoc | undefined): Promise<void> {
     // On the embedded store it is kept for enable-ha, which then grows onto the cloud (bootstrap aws: does this).
     if (!this.d.membership && cloud) this.requireReachableAddress("launching replicas on a cloud");
-    if (cloud) await this.d.store.put(clusterKeys.replicaCloud, JSON.stringify(cloud));
+    if (cloud) await this.d.store.put(clusterKeys.replicaCloud, JSON.stringify(docs.clusterReplicaCloud.encode(cloud)));
     else await this.d.store.delete(clusterKeys.replicaCloud);
     await this.d.cache.catchUp();
   }

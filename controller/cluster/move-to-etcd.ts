@@ -17,7 +17,7 @@ import { advertisedHost, dataFiles } from "../config";
 import { EmbeddedStore, openStore } from "../store";
 import type { Op } from "../store";
 import type { HaConfig, MemberDoc, SpareDoc } from "../state";
-import { DEFAULT_HA_CONFIG, classifyKey, clusterKeys } from "../state";
+import { DEFAULT_HA_CONFIG, classifyKey, clusterKeys, docs, put } from "../state";
 import { EtcdMember, peerUrl, replicaName } from "./etcd-member";
 
 /** What enable-ha asked for, kept in the data directory until the move is done. */
@@ -83,9 +83,9 @@ export async function moveToEtcd(
         ...(config.instance ? { instance: config.instance } : {}),
       };
       const ops: Op[] = [
-        { type: "put", key: clusterKeys.member(name), value: JSON.stringify(doc) },
-        { type: "put", key: clusterKeys.config, value: JSON.stringify({ ...DEFAULT_HA_CONFIG, ...pending.ha }) },
-        ...pending.spares.map((s): Op => ({ type: "put", key: clusterKeys.spare(s.host), value: JSON.stringify(s) })),
+        put(docs.clusterMember, name, doc),
+        put(docs.clusterConfig, { ...DEFAULT_HA_CONFIG, ...pending.ha }),
+        ...pending.spares.map((s) => put(docs.clusterSpare, s.host, s)),
       ];
       await target.txn({ success: ops });
       log.info("state copied into etcd", { documents: copied.length });

@@ -19,7 +19,7 @@ import type { StateCache } from "../state";
 import type { EtcdMemberInfo, EtcdMembership } from "../store/etcd";
 import type { Store } from "../store";
 import type { HaConfig, KeeperDoc, MemberDoc } from "../state";
-import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys } from "../state";
+import { DEFAULT_HA_CONFIG, HISTORY_LIMIT, clusterKeys, decode, docs, readDoc } from "../state";
 import { Reconciler, sleep } from "../workers";
 import { peerUrl, replicaName } from "./etcd-member";
 import type { KeeperObservation } from "./quorum-decision";
@@ -271,7 +271,7 @@ export class QuorumKeeper extends Reconciler {
   private async markMember(name: string, change: Partial<MemberDoc>): Promise<void> {
     const kv = await this.o.store.get(clusterKeys.member(name));
     const cur: MemberDoc = kv
-      ? (JSON.parse(kv.value) as MemberDoc)
+      ? decode(docs.clusterMember, kv.value)
       : { name, host: "", apiPort: 0, state: "member", addedAt: new Date().toISOString() };
     await this.o.store.put(
       clusterKeys.member(name),
@@ -286,7 +286,7 @@ export class QuorumKeeper extends Reconciler {
   private async update(change: Partial<KeeperDoc>): Promise<void> {
     const kv = await this.o.store.get(clusterKeys.keeper);
     const cur: KeeperDoc = kv
-      ? (JSON.parse(kv.value) as KeeperDoc)
+      ? decode(docs.clusterKeeper, kv.value)
       : { state: "idle", message: "", updatedAt: "", history: [], replacements: [] };
     await this.o.store.put(
       clusterKeys.keeper,
@@ -300,8 +300,7 @@ export class QuorumKeeper extends Reconciler {
     if (!event && cur?.state === state && cur.message === message) return;
     // The history is appended to the stored document (the cache may lag a write just made).
     if (event) this.o.log.info("quorum keeper", { state, message });
-    const kv = await this.o.store.get(clusterKeys.keeper);
-    const stored = kv ? (JSON.parse(kv.value) as KeeperDoc) : undefined;
+    const stored = (await readDoc(this.o.store, docs.clusterKeeper))?.doc;
     const history = event
       ? [...(stored?.history ?? []), { at: new Date().toISOString(), message }].slice(-HISTORY_LIMIT)
       : (stored?.history ?? []);

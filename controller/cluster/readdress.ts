@@ -20,7 +20,7 @@ import { dataFiles } from "../config";
 import type { Store } from "../store";
 import type { EtcdMembership } from "../store/etcd";
 import type { MemberDoc } from "../state";
-import { clusterKeys } from "../state";
+import { clusterKeys, decode, docs } from "../state";
 import { bracket, peerUrl } from "./etcd-member";
 
 /** This host's own addresses (not loopback, not link-local) of one IP family, on links that are up. */
@@ -138,7 +138,7 @@ export async function publishPeerAddress(
   }
   const kv = await store.get(clusterKeys.member(member.name));
   if (kv) {
-    const doc = JSON.parse(kv.value) as MemberDoc;
+    const doc = decode(docs.clusterMember, kv.value);
     if (doc.host !== member.host && doc.state !== "removed")
       await store.put(
         clusterKeys.member(member.name),

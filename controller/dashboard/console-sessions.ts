@@ -7,6 +7,9 @@
  * restricted (cli/console/restricted.ts): it runs on the controller's host as the controller's OS
  * user, so nothing that reads local files or starts anything here is allowed.
  *
+ * `/v1/console?model=NAME` starts it in that model (the page's), as `steward switch` would have;
+ * the API still checks the user's access to it at each command.
+ *
  * Keys go to the console's stdin, its stdout and stderr come back as `output`, resizes go to its
  * fd 3. A session ends, killing the whole process group, when the socket closes, the console exits,
  * its token expires or is revoked, or no key came for the idle time. Nothing a browser sends can end
@@ -26,6 +29,7 @@ import type { ConsoleMessage, Logger, WireError } from "../../api";
 import {
   CONSOLE_CLOSE_CODES,
   MAX_CONSOLE_FRAME_BYTES,
+  Name,
   StewardError,
   WEB_CONSOLE_CONTROL_FD,
   WEB_CONSOLE_ENV,
@@ -163,7 +167,7 @@ export class ConsoleSessionHub {
           () => !s.ended,
         );
         this.touch(s);
-        this.start(s, token).catch((err: unknown) => {
+        this.start(s, token, startingModel(req.url)).catch((err: unknown) => {
           if (s.ended) return;
           this.o.log.error("could not start a console", { user: principal.user, err: (err as Error).message });
           s.send({ error: { code: "internal", message: `the console could not start: ${(err as Error).message}` } });
@@ -174,7 +178,7 @@ export class ConsoleSessionHub {
   }
 
   /** Makes the session's home and starts the console in it. */
-  private async start(s: Session, token: string): Promise<void> {
+  private async start(s: Session, token: string, model: string | undefined): Promise<void> {
     let home: string | undefined;
     try {
       await mkdir(this.o.homesDir, { recursive: true, mode: 0o700 });
@@ -189,6 +193,7 @@ export class ConsoleSessionHub {
             caCert: this.o.caCert,
             user: s.principal.user,
             token,
+            ...(model ? { currentModel: model } : {}),
           },
         },
       };
@@ -395,4 +400,10 @@ function parseRequest(text: string): { input: string } | { resize: { cols: numbe
   if (typeof r !== "object" || r === null || Object.keys(r).length !== 2) return undefined;
   const size = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= 1000;
   return size(r.cols) && size(r.rows) ? { resize: { cols: r.cols, rows: r.rows } } : undefined;
+}
+
+/** The model a console starts in (`?model=`), when it is a model name at all; anything else is ignored. */
+function startingModel(url: string | undefined): string | undefined {
+  const model = new URL(url ?? "/", "http://console").searchParams.get("model") ?? undefined;
+  return model !== undefined && Name.safeParse(model).success ? model : undefined;
 }

@@ -13,18 +13,20 @@
 import { join } from "node:path";
 import type { ControllerClient, ControllerHello, MigrationPhase } from "../../api";
 import { STEWARD_VERSION, StewardError, contractOf, isUnavailable, olderMinor } from "../../api";
-import type { CredentialDoc, MachineDoc, MigrationDoc, StateCache, WrittenModelExport } from "../state";
+import type { MachineDoc, MigrationDoc, StateCache, WrittenModelExport } from "../state";
 import {
   MODEL_EXPORT_VERSION,
   agentReports,
   canMove,
+  decode,
+  docs,
   exportForReader,
   exportModel,
   exportVersionFor,
   keys,
   migrationActive,
   modelDeletes,
-  modelDocOf,
+  put,
 } from "../state";
 import type { Sealer } from "../security/sealing";
 import { KEPT_HASH_DIGITS } from "../security/credentials";
@@ -105,7 +107,7 @@ export class MigrationMaster implements Worker {
     while (!signal.aborted) {
       const kv = await this.o.store.get(keys.migration(model));
       if (!kv) return;
-      const m = JSON.parse(kv.value) as MigrationDoc;
+      const m = decode(docs.migration, kv.value);
       if (!migrationActive(m)) return;
       let outcome: Outcome;
       try {
@@ -349,27 +351,23 @@ export class MigrationMaster implements Worker {
     const access = await this.o.store.range(keys.accessOf(m.model));
     const usersWithAccess = access.kvs.map((a) => a.key.slice(keys.accessOf(m.model).length)).sort();
     // And which agents: one that was down during the move is told where it went when it logs in here.
-    const machines = (await this.o.store.range(keys.machinesOf(m.model))).kvs.map(
-      (kv) => JSON.parse(kv.value) as MachineDoc,
+    const machines = (await this.o.store.range(keys.machinesOf(m.model))).kvs.map((kv) =>
+      decode(docs.machine, kv.value),
     );
     const agentCredentials = Object.fromEntries(
       machines.flatMap((d) => (d.credentialHash ? [[d.id, d.credentialHash.slice(0, KEPT_HASH_DIGITS)]] : [])),
     );
     if (modelKv) {
-      const model = modelDocOf(JSON.parse(modelKv.value));
+      const model = decode(docs.model, modelKv.value);
       ops.push(...modelDeletes(m.model, model.name));
       compare.push(unchanged(modelKv.key, modelKv.modRevision));
       const credential = model.placement.credential;
       if (credential) {
         const c = await this.o.store.get(keys.credential(credential));
         if (c) {
-          const cred = JSON.parse(c.value) as CredentialDoc;
+          const cred = decode(docs.credential, c.value);
           compare.push(unchanged(c.key, c.modRevision));
-          ops.push({
-            type: "put",
-            key: c.key,
-            value: JSON.stringify({ ...cred, models: cred.models.filter((u) => u !== m.model) }),
-          });
+          ops.push(put(docs.credential, credential, { ...cred, models: cred.models.filter((u) => u !== m.model) }));
         }
       }
     }
@@ -411,7 +409,7 @@ export class MigrationMaster implements Worker {
 
   /** One phase change, checked against the document as read (another leader may have moved it). */
   private async move(kv: KeyValue, outcome: NonNullable<Outcome>): Promise<void> {
-    const m = JSON.parse(kv.value) as MigrationDoc;
+    const m = decode(docs.migration, kv.value);
     if (!canMove(m.phase, outcome.to)) return;
     const now = new Date().toISOString();
     const over = outcome.to === "ABORTDONE" || outcome.to === "DONE";
@@ -452,7 +450,7 @@ export class MigrationMaster implements Worker {
   }
 
   private async update(kv: KeyValue, change: Partial<MigrationDoc>): Promise<void> {
-    const m = JSON.parse(kv.value) as MigrationDoc;
+    const m = decode(docs.migration, kv.value);
     await this.o.store.txn({
       compare: [unchanged(kv.key, kv.modRevision)],
       success: [{ type: "put", key: kv.key, value: JSON.stringify({ ...m, ...change }) }],

@@ -26,7 +26,7 @@ import {
   routes,
 } from "../../api";
 import type { MigrationArrivalDoc, MigrationDoc, ModelDoc, ModelIndex, StateCache } from "../state";
-import { agentReports, handedOver, holdsModel, keys, migrationActive, movedError } from "../state";
+import { agentReports, decode, docs, handedOver, holdsModel, keys, migrationActive, movedError } from "../state";
 import type { Sealer } from "../security/sealing";
 import { authenticate, requireModelAccess } from "../access/auth";
 import { mayFollow, migrationOf } from "../access/moved-models";
@@ -135,7 +135,7 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
     if (!m) {
       // The target's side: the migration that brought the model here, if one did.
       const arrived = idx?.model ? await store.get(keys.migrationArrival(idx.uuid)) : undefined;
-      if (arrived && idx?.model) return arrival(JSON.parse(arrived.value) as MigrationArrivalDoc, idx.model);
+      if (arrived && idx?.model) return arrival(decode(docs.migrationArrival, arrived.value), idx.model);
       throw new StewardError("not-found", `model ${name} has never been migrated`);
     }
     const agents = migrationActive(m) && idx ? await agentReports(store, cache, m) : undefined;
@@ -145,7 +145,7 @@ export function registerMigrationSourceRoutes(app: FastifyInstance, deps: Source
   route(routes.abortMigration, async ({ principal: p, params: { model: name }, model: idx, settled }) => {
     const key = keys.migration(idx.uuid);
     const kv = await store.get(key);
-    const m = kv ? (JSON.parse(kv.value) as MigrationDoc) : undefined;
+    const m = kv ? decode(docs.migration, kv.value) : undefined;
     if (!kv || !migrationActive(m))
       throw new StewardError("conflict", `model ${name} is not migrating`, { reason: "not-migrating" });
     if (m.phase === "ABORT") return info(m, undefined);

@@ -13,13 +13,22 @@ import type {
   ImportResult,
   MachineDoc,
   MigrationArrivalDoc,
-  MigrationDoc,
   MigrationStageDoc,
   ModelDoc,
   ModelExport,
   UnitDoc,
 } from "../state";
-import { checkLocalDirs, importModel, keys, migrationActive, upgradeModelExport } from "../state";
+import {
+  checkLocalDirs,
+  decode,
+  docs,
+  importModel,
+  keys,
+  migrationActive,
+  put,
+  readDoc,
+  upgradeModelExport,
+} from "../state";
 import { CHUNK_BYTES } from "../state/keys";
 import type { Op, Store } from "../store";
 import { absent, unchanged } from "../store";
@@ -67,7 +76,7 @@ export class MigrationStaging {
     // A model is staged once: an older staging of it (an earlier attempt) goes, and so do chunks
     // of this one that a crash left without their meta (they could outnumber the new ones).
     for (const kv of (await store.range(keys.migrationStages)).kvs) {
-      const other = JSON.parse(kv.value) as MigrationStageDoc;
+      const other = decode(docs.migrationStage, kv.value);
       if (other.model === model.uuid) await this.discard(other.id);
     }
     await this.discard(id);
@@ -109,7 +118,7 @@ export class MigrationStaging {
     if ((await this.arrival(model))?.id === id) return { model, activated: false };
     const meta = await this.o.store.get(keys.migrationStage(id));
     if (!meta) throw notFound("staged migration", id);
-    const m = JSON.parse(meta.value) as MigrationStageDoc;
+    const m = decode(docs.migrationStage, meta.value);
     if (m.model !== model)
       throw new StewardError("invalid-request", `migration ${id} staged model ${m.model}, not ${model}`);
     const doc = await this.read(m);
@@ -123,7 +132,7 @@ export class MigrationStaging {
     // A model coming back: this controller's record of moving it away (which redirects its clients,
     // and keeps provisioners off it) ends as it becomes live here again.
     const left = await this.o.store.get(keys.migration(model));
-    if (left && migrationActive(JSON.parse(left.value) as MigrationDoc)) {
+    if (left && migrationActive(decode(docs.migration, left.value))) {
       throw new StewardError(
         "conflict",
         `model ${model} is being migrated away from this controller; it cannot arrive here at the same time`,
@@ -139,7 +148,7 @@ export class MigrationStaging {
       alsoDo: [
         { type: "delete", key: keys.migrationStage(id) },
         { type: "deletePrefix", prefix: keys.migrationStageChunks(id) },
-        { type: "put", key: keys.migrationArrival(model), value: JSON.stringify(arrival) },
+        put(docs.migrationArrival, model, arrival),
         ...(left ? [{ type: "delete" as const, key: left.key }] : []),
       ],
       refusedBecause: "the staged import was aborted meanwhile",
@@ -163,7 +172,7 @@ export class MigrationStaging {
   async heartbeat(id: string, now = new Date()): Promise<void> {
     const kv = await this.o.store.get(keys.migrationStage(id));
     if (!kv) throw notFound("staged migration", id);
-    const m = JSON.parse(kv.value) as MigrationStageDoc;
+    const m = decode(docs.migrationStage, kv.value);
     await this.o.store.txn({
       compare: [unchanged(kv.key, kv.modRevision)],
       success: [{ type: "put", key: kv.key, value: JSON.stringify({ ...m, heartbeatAt: now.toISOString() }) }],
@@ -174,7 +183,7 @@ export class MigrationStaging {
   async purgeIdle(maxIdleMs: number, now = Date.now()): Promise<string[]> {
     const purged: string[] = [];
     for (const kv of (await this.o.store.range(keys.migrationStages)).kvs) {
-      const m = JSON.parse(kv.value) as MigrationStageDoc;
+      const m = decode(docs.migrationStage, kv.value);
       if (now - Date.parse(m.heartbeatAt) > maxIdleMs) {
         await this.discard(m.id);
         purged.push(m.id);
@@ -187,9 +196,9 @@ export class MigrationStaging {
   async stagedMachine(id: string, model: string, machine: string): Promise<StagedMachine | undefined> {
     const kv = await this.o.store.get(keys.migrationStage(id));
     if (!kv) throw notFound("staged migration", id);
-    if ((JSON.parse(kv.value) as MigrationStageDoc).model !== model) return undefined;
+    if (decode(docs.migrationStage, kv.value).model !== model) return undefined;
     if (this.parsed?.id !== id || this.parsed.rev !== kv.modRevision) {
-      this.parsed = { id, rev: kv.modRevision, doc: await this.read(JSON.parse(kv.value) as MigrationStageDoc) };
+      this.parsed = { id, rev: kv.modRevision, doc: await this.read(decode(docs.migrationStage, kv.value)) };
     }
     const d = this.parsed.doc.documents;
     const m = (d.machine ?? {})[machine] as MachineDoc | undefined;
@@ -202,8 +211,7 @@ export class MigrationStaging {
   }
 
   private async arrival(model: string): Promise<MigrationArrivalDoc | undefined> {
-    const kv = await this.o.store.get(keys.migrationArrival(model));
-    return kv ? (JSON.parse(kv.value) as MigrationArrivalDoc) : undefined;
+    return (await readDoc(this.o.store, docs.migrationArrival, model))?.doc;
   }
 
   private async discard(id: string): Promise<void> {

@@ -20,12 +20,11 @@ import type {
   EnrolmentOps,
   InstanceRecord,
   MachineInstallDoc,
-  MigrationArrivalDoc,
   ModelIndex,
   StateCache,
   StateOps,
 } from "../state";
-import { handedOver, keys } from "../state";
+import { decode, docs, handedOver, keys, put } from "../state";
 import type { Store } from "../store";
 import { unchanged } from "../store";
 import { Reconciler } from "../workers";
@@ -159,7 +158,7 @@ export class CloudProvisioner extends Reconciler {
         if (inst && !cloud.gone(inst.state))
           await cloud.broker.stopMachine({ model: idx.uuid, machine: m.id, placement }, { signal });
         if (signal.aborted) return;
-        await this.o.ops.finishMachine(idx.uuid, m.id);
+        await this.o.ops.machines.finish(idx.uuid, m.id);
         this.written.delete(`${idx.uuid}/${m.id}`);
         this.o.log.info("removed cloud machine", { model: idx.model?.name, machine: m.id, instance: inst?.id });
         continue;
@@ -198,7 +197,7 @@ export class CloudProvisioner extends Reconciler {
   private async adoptIfArrived(idx: ModelIndex, cloud: Cloud, placement: unknown): Promise<void> {
     if (this.adopted.has(idx.uuid)) return;
     const kv = await this.o.store.get(keys.migrationArrival(idx.uuid));
-    const arrival = kv ? (JSON.parse(kv.value) as MigrationArrivalDoc) : undefined;
+    const arrival = kv ? decode(docs.migrationArrival, kv.value) : undefined;
     if (kv && arrival && !arrival.adoptedAt) {
       if (!cloud.adopt)
         throw new StewardError(
@@ -208,9 +207,7 @@ export class CloudProvisioner extends Reconciler {
       const n = await cloud.adopt(placement, idx.uuid, arrival.source);
       await this.o.store.txn({
         compare: [unchanged(kv.key, kv.modRevision)],
-        success: [
-          { type: "put", key: kv.key, value: JSON.stringify({ ...arrival, adoptedAt: new Date().toISOString() }) },
-        ],
+        success: [put(docs.migrationArrival, idx.uuid, { ...arrival, adoptedAt: new Date().toISOString() })],
       });
       this.o.log.info("took over the instances of a model that migrated here", {
         model: idx.model?.name,
@@ -248,7 +245,7 @@ export class CloudProvisioner extends Reconciler {
             machine,
             placement,
             controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
-            issueCredential: () => this.o.ops.issueMachineCredential(uuid, machine),
+            issueCredential: () => this.o.ops.machines.issueCredential(uuid, machine),
             issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
             ...(doc?.constraints ? { constraints: doc.constraints } : {}),
             waitForLogin: () =>
@@ -309,8 +306,8 @@ export class CloudProvisioner extends Reconciler {
     const { at: _, ...cached } = current ?? { state: "installing" as const, step: "", at: "" };
     const next = { ...(this.written.get(key) ?? cached), ...change };
     this.written.set(key, next);
-    await this.o.ops
-      .setMachineInstall(uuid, machine, next)
+    await this.o.ops.machines
+      .setInstall(uuid, machine, next)
       .catch((err: unknown) => this.o.log.warn("could not record provisioning progress", { machine, err }));
   }
 }

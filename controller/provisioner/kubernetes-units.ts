@@ -181,8 +181,8 @@ export class KubernetesProvisioner extends Reconciler {
         step: message,
         ...(current?.instance ? { instance: current.instance } : {}),
       };
-      await this.o.ops
-        .setMachineInstall(idx.uuid, m.id, doc)
+      await this.o.ops.machines
+        .setInstall(idx.uuid, m.id, doc)
         .catch((e: unknown) =>
           this.o.log.warn("could not record a provisioning failure", { machine: m.id, err: describe(e) }),
         );
@@ -290,7 +290,7 @@ export class KubernetesProvisioner extends Reconciler {
     // A machine made for a unit is its pod: once the unit is gone, its pod goes with it.
     for (const m of [...idx.machines.values()]) {
       if (!onPods(m.substrate) || m.life === "alive" || this.stopped) continue;
-      await this.o.ops.finishMachine(idx.uuid, m.id);
+      await this.o.ops.machines.finish(idx.uuid, m.id);
       this.o.log.info("removed a unit's pod machine", { model: idx.model?.name, machine: m.id, unit: m.createdFor });
     }
   }
@@ -362,7 +362,7 @@ export class KubernetesProvisioner extends Reconciler {
           continue;
         }
       }
-      const credential = await this.o.ops.issueMachineCredential(idx.uuid, u.machine);
+      const credential = await this.o.ops.machines.issueCredential(idx.uuid, u.machine);
       configs.set(
         u.ordinal,
         agentConfigText({
@@ -406,8 +406,8 @@ export class KubernetesProvisioner extends Reconciler {
       const step = pod.exists ? `pod ${instance.id} is ${instance.state}` : `waiting for pod ${instance.id}`;
       if (current && current.state === state && current.step === step && sameInstance(current.instance, instance))
         continue;
-      await this.o.ops
-        .setMachineInstall(idx.uuid, u.machine, { state, step, instance })
+      await this.o.ops.machines
+        .setInstall(idx.uuid, u.machine, { state, step, instance })
         .catch((err: unknown) => this.o.log.warn("could not record a pod", { machine: u.machine, err: describe(err) }));
     }
   }

@@ -112,7 +112,7 @@ export class LocalProvisioner extends Reconciler {
         if (m.life === "alive") await this.ensureRunning(machines, idx.uuid, m.id);
         else {
           await this.destroy(machines, idx.uuid, m.id);
-          await this.o.ops.finishMachine(idx.uuid, m.id);
+          await this.o.ops.machines.finish(idx.uuid, m.id);
         }
       }
     }
@@ -143,7 +143,7 @@ export class LocalProvisioner extends Reconciler {
     const why =
       'not started: this controller was not bootstrapped locally and makes no local machines ("localMachines": {"enabled": true} in its controller.json turns them on)';
     this.o.log.warn("a local machine gets no agent", { model, machine, why });
-    await this.o.ops.setMachineInstall(model, machine, { state: "failed", step: why });
+    await this.o.ops.machines.setInstall(model, machine, { state: "failed", step: why });
     this.refused.add(`${model}/${machine}`);
   }
 
@@ -153,7 +153,7 @@ export class LocalProvisioner extends Reconciler {
       machine,
       placement: undefined,
       controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
-      issueCredential: () => this.o.ops.issueMachineCredential(model, machine),
+      issueCredential: () => this.o.ops.machines.issueCredential(model, machine),
     });
     if (started.changed) this.o.log.info("started local agent", { model, machine, instance: started.instanceId });
   }

@@ -68,7 +68,7 @@ export class SshProvisioner implements Worker {
     const signal = this.accepting();
     // Refuses unsupported hosts and missing sudo before anything is recorded.
     const hostKey = await ssh.checkHost(target, 3);
-    const m = await this.o.ops.addSshMachine(uuid, {
+    const m = await this.o.ops.machines.addSsh(uuid, {
       host: target.host,
       port: target.port,
       user: target.user,
@@ -76,7 +76,7 @@ export class SshProvisioner implements Worker {
     });
     await this.o.cache.waitForRevision(m.revision);
     this.accepting();
-    await this.o.ops.setMachineInstall(uuid, m.id, { state: "installing", step: "queued" });
+    await this.o.ops.machines.setInstall(uuid, m.id, { state: "installing", step: "queued" });
     // The key stays in this closure until the install ends; the pinned host key is enforced from now on.
     const pinned = { ...target, hostKey, trustOnFirstUse: false };
     this.schedule(() => this.install(uuid, m.id, pinned, signal));
@@ -118,8 +118,8 @@ export class SshProvisioner implements Worker {
       step: string,
       extra: { changed?: boolean; bytesUploaded?: number } = {},
     ): Promise<void> =>
-      this.o.ops
-        .setMachineInstall(uuid, id, { state, step, ...extra })
+      this.o.ops.machines
+        .setInstall(uuid, id, { state, step, ...extra })
         .catch((err: unknown) => log.warn("could not record install progress", { err }));
     // The last record of a step: one that lands after the interruption's would hide it.
     let recorded = Promise.resolve();
@@ -131,7 +131,7 @@ export class SshProvisioner implements Worker {
           machine: id,
           placement: target,
           controller: { addresses: this.o.controllerAddresses(), caCert: this.o.caCert },
-          issueCredential: () => this.o.ops.issueMachineCredential(uuid, id),
+          issueCredential: () => this.o.ops.machines.issueCredential(uuid, id),
           waitForLogin: () => this.waitForLogin(uuid, id, signal),
         },
         {

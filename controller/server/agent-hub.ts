@@ -21,7 +21,7 @@ import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "..
 import type { Store } from "../store";
 import { unchanged } from "../store";
 import type { ActionOps, LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
-import { AgentViewRound, CLUSTER_CHANGED, keys, movedError, recordReport } from "../state";
+import { AgentViewRound, CLUSTER_CHANGED, docs, keys, movedError, readDoc, recordReport } from "../state";
 import type { PresenceDoc } from "../state";
 import { credentialMatchesKept } from "../security/credentials";
 import { authenticate } from "../access/auth";
@@ -278,17 +278,14 @@ export class AgentHub {
   }
 
   private putPresence(conn: AgentConnection): Promise<unknown> {
-    const presence: PresenceDoc & { conn: string } = { replica: this.deps.replicaId, since: conn.since, conn: conn.id };
+    const presence: PresenceDoc = { replica: this.deps.replicaId, since: conn.since, conn: conn.id };
     return this.deps.store.put(keys.presence(conn.model, conn.machine), JSON.stringify(presence), {
       lease: this.deps.leaseId(),
     });
   }
 
   private holdsPresence(conn: AgentConnection): boolean {
-    return (
-      (this.deps.cache.models.get(conn.model)?.presence.get(conn.machine) as { conn?: string } | undefined)?.conn ===
-      conn.id
-    );
+    return this.deps.cache.models.get(conn.model)?.presence.get(conn.machine)?.conn === conn.id;
   }
 
   /**
@@ -330,10 +327,10 @@ export class AgentHub {
     if (this.byMachine.get(key) === conn) this.byMachine.delete(key);
     else return; // replaced: the newer connection owns the presence key
     const pk = keys.presence(conn.model, conn.machine);
-    const kv = await this.deps.store.get(pk);
-    if (kv && (JSON.parse(kv.value) as { conn?: string }).conn === conn.id) {
+    const presence = await readDoc(this.deps.store, docs.presence, conn.model, conn.machine);
+    if (presence?.doc.conn === conn.id) {
       await this.deps.store.txn({
-        compare: [{ key: pk, target: "modRevision", value: kv.modRevision }],
+        compare: [{ key: pk, target: "modRevision", value: presence.rev }],
         success: [{ type: "delete", key: pk }],
       });
     }
@@ -386,11 +383,11 @@ export class AgentHub {
         const idx = cache.models.get(conn.model);
         if (idx?.machines.get(conn.machine)?.life !== "dying" || (idx.unitsByMachine.get(conn.machine)?.size ?? 0) > 0)
           throw new StewardError("invalid-request", `machine ${conn.machine} is not being removed, or still has units`);
-        await ops.finishMachine(conn.model, conn.machine);
+        await ops.machines.finish(conn.model, conn.machine);
         return {};
       }
       case "unit.resolved":
-        return settle(await ops.unitResolved(conn.model, conn.machine, p.unit));
+        return settle((await ops.applications.unitResolved(conn.model, conn.machine, p.unit)).revision);
       case "leader.claim": {
         const leader = await leadership.claim(conn.model, conn.machine, p.unit, this.deps.leadershipLeaseSeconds);
         await cache.waitForRevision(await this.deps.store.currentRevision());
@@ -434,13 +431,14 @@ export class AgentHub {
           data: this.relationData(conn, p.unit, p.relationId as number, p.target as { unit?: string; app?: string }),
         };
       case "unit.status": {
-        const rev = await ops.setUnitStatus(conn.model, conn.machine, parsed.data as never);
-        await cache.waitForRevision(rev);
+        const { revision } = await ops.reports.setUnitStatus(conn.model, conn.machine, parsed.data as never);
+        await cache.waitForRevision(revision);
         return {};
       }
       case "unit.dead": {
-        const rev = await ops.unitDead(conn.model, conn.machine, (parsed.data as { unit: string }).unit);
-        await cache.waitForRevision(rev);
+        const unit = (parsed.data as { unit: string }).unit;
+        const { revision } = await ops.applications.unitDead(conn.model, conn.machine, unit);
+        await cache.waitForRevision(revision);
         return {};
       }
       case "log.batch":
@@ -451,7 +449,7 @@ export class AgentHub {
       case "task.finish":
         return settle(await this.deps.actions.finish(conn.model, conn.machine, parsed.data as TaskFinish));
       case "machine.info":
-        await ops.setMachineInfo(conn.model, conn.machine, parsed.data as never);
+        await ops.machines.setInfo(conn.model, conn.machine, parsed.data as never);
         return {};
       case "migration.report":
         await recordReport(this.deps.store, cache, conn.model, conn.machine, parsed.data as MigrationReport);

@@ -43,7 +43,7 @@ export function registerModelTransferRoutes(app: FastifyInstance, deps: ModelTra
         {
           store: deps.store,
           leaseSeconds: deps.leadershipLeaseSeconds,
-          putOperator: (b: Bundle) => deps.ops.putOperator(b, { quotaBytes: deps.operatorQuotaBytes }),
+          putOperator: (b: Bundle) => deps.ops.operators.upload(b, { quotaBytes: deps.operatorQuotaBytes }),
           checkLocalDir: deps.checkLocalDir,
         },
         req.body,

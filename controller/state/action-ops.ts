@@ -16,17 +16,10 @@ import type {
 import { StewardError, TASK_LIMITS, checkActionParams, invalidRequest, notFound } from "../../api";
 import type { Compare, Op, Store } from "../store";
 import { unchanged } from "../store";
-import type {
-  ApplicationDoc,
-  LeaderDoc,
-  OperationDoc,
-  OperatorDoc,
-  QueuedTaskDoc,
-  TaskDoc,
-  UnitDoc,
-} from "./documents";
+import type { OperationDoc, QueuedTaskDoc, TaskDoc, UnitDoc } from "./documents";
 import { unitNumber } from "./agent-views";
 import { keys } from "./keys";
+import { decode, docs, put } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
 /** Most bytes one run writes (its tasks and queue entries), well under etcd's request limit (10 MiB as the controller runs it). */
@@ -93,10 +86,7 @@ export class ActionOps extends StoreTxns {
           output: "",
         };
         const queued: QueuedTaskDoc = { id, action: req.action, params: p, state: "pending" };
-        ops.push(
-          { type: "put", key: keys.task(uuid, id), value: JSON.stringify(task) },
-          { type: "put", key: keys.taskQueue(uuid, u.name, id), value: JSON.stringify(queued) },
-        );
+        ops.push(put(docs.task, uuid, id, task), put(docs.taskQueue, uuid, u.name, id, queued));
       }
       const doc: OperationDoc = { id: operation, action: req.action, enqueued, by, targets: req.targets, tasks };
       const bytes = ops.reduce((n, o) => n + (o.type === "put" ? o.value.length : 0), 0);
@@ -105,10 +95,11 @@ export class ActionOps extends StoreTxns {
           `running ${req.action} on ${tasks.length} units with these parameters would write ${bytes} bytes at once, more than the ${MAX_RUN_BYTES} one run may: run it on fewer units at a time, or pass less data`,
           { field: "targets" },
         );
-      ops.push(
-        { type: "put", key: keys.operation(uuid, operation), value: JSON.stringify(doc) },
-        { type: "put", key: keys.taskSeq(uuid), value: String(next) },
-      );
+      ops.push(put(docs.operation, uuid, operation, doc), {
+        type: "put",
+        key: keys.taskSeq(uuid),
+        value: String(next),
+      });
       return { compare, ops, result: { operation, tasks } };
     });
     await this.prune(uuid).catch(() => undefined); // best effort: the next run prunes again
@@ -118,9 +109,9 @@ export class ActionOps extends StoreTxns {
   private async targetUnits(uuid: string, target: string, compare: Compare[]): Promise<UnitDoc[]> {
     const [app, which] = target.split("/") as [string, string | undefined];
     if (which === undefined) {
-      const all = (await this.readAll<UnitDoc>(keys.unitsOf(uuid, app))).filter((u) => u.doc.life === "alive");
+      const all = (await this.getAll(docs.unit, uuid, app)).filter((u) => u.doc.life === "alive");
       if (all.length === 0) {
-        if (!(await this.read<ApplicationDoc>(keys.app(uuid, app)))) throw notFound("application", app);
+        if (!(await this.get(docs.app, uuid, app))) throw notFound("application", app);
         throw invalidRequest(`application ${app} has no units to run an action on`, { field: "targets" });
       }
       for (const u of all) compare.push(unchanged(u.key, u.rev));
@@ -128,9 +119,9 @@ export class ActionOps extends StoreTxns {
     }
     let name = target;
     if (which === "leader") {
-      const leader = await this.read<LeaderDoc>(keys.leader(uuid, app));
+      const leader = await this.get(docs.leader, uuid, app);
       if (!leader) {
-        if (!(await this.read<ApplicationDoc>(keys.app(uuid, app)))) throw notFound("application", app);
+        if (!(await this.get(docs.app, uuid, app))) throw notFound("application", app);
         throw invalidRequest(
           `application ${app} has no leader yet (its units are still deciding): name a unit instead`,
           { field: "targets" },
@@ -139,7 +130,7 @@ export class ActionOps extends StoreTxns {
       compare.push(unchanged(keys.leader(uuid, app), leader.rev));
       name = leader.doc.unit;
     }
-    const u = await this.read<UnitDoc>(keys.unit(uuid, name));
+    const u = await this.get(docs.unit, uuid, name);
     if (!u) throw notFound("unit", name);
     if (u.doc.life !== "alive")
       throw invalidRequest(`unit ${name} is being removed: it runs no more actions`, { field: "targets" });
@@ -153,9 +144,9 @@ export class ActionOps extends StoreTxns {
     action: string,
     params: Record<string, ActionValue>,
   ): Promise<Record<string, ActionValue>> {
-    const app = await this.read<ApplicationDoc>(keys.app(uuid, appName));
+    const app = await this.get(docs.app, uuid, appName);
     if (!app) throw notFound("application", appName);
-    const op = await this.read<OperatorDoc>(keys.operator(app.doc.operator.hash));
+    const op = await this.get(docs.operator, app.doc.operator.hash);
     const actions: Record<string, ActionSpec> = op?.doc.meta.actions ?? {};
     const spec = Object.hasOwn(actions, action) ? actions[action] : undefined;
     if (!spec) {
@@ -176,7 +167,7 @@ export class ActionOps extends StoreTxns {
     if (excess <= 0) return;
     const ops: Op[] = [];
     for (const kv of all.slice(0, excess)) {
-      const doc = JSON.parse(kv.value) as OperationDoc;
+      const doc = decode(docs.operation, kv.value);
       ops.push(
         { type: "delete", key: kv.key },
         ...doc.tasks.map((t): Op => ({ type: "delete", key: keys.task(uuid, t.id) })),
@@ -189,20 +180,9 @@ export class ActionOps extends StoreTxns {
   async start(uuid: string, machine: string, unit: string, id: number): Promise<number> {
     const res = await this.retry(`start task ${id}`, async () => {
       const queued = await this.ownQueued(uuid, machine, unit, id);
-      const task = await this.read<TaskDoc>(keys.task(uuid, id));
-      const ops: Op[] = [
-        {
-          type: "put",
-          key: keys.taskQueue(uuid, unit, id),
-          value: JSON.stringify({ ...queued.doc, state: "running" }),
-        },
-      ];
-      if (task)
-        ops.push({
-          type: "put",
-          key: keys.task(uuid, id),
-          value: JSON.stringify({ ...task.doc, status: "running", started: this.stamp() }),
-        });
+      const task = await this.get(docs.task, uuid, id);
+      const ops: Op[] = [put(docs.taskQueue, uuid, unit, id, { ...queued.doc, state: "running" })];
+      if (task) ops.push(put(docs.task, uuid, id, { ...task.doc, status: "running", started: this.stamp() }));
       return {
         compare: [
           unchanged(keys.taskQueue(uuid, unit, id), queued.rev),
@@ -224,11 +204,11 @@ export class ActionOps extends StoreTxns {
         { field: "results" },
       );
     const res = await this.retry(`finish task ${report.id}`, async () => {
-      const u = await this.read<UnitDoc>(keys.unit(uuid, report.unit));
+      const u = await this.get(docs.unit, uuid, report.unit);
       if (u && u.doc.machine !== machine)
         throw new StewardError("forbidden", `unit ${report.unit} is not on machine ${machine}`);
-      const queued = await this.read<QueuedTaskDoc>(keys.taskQueue(uuid, report.unit, report.id));
-      const task = await this.read<TaskDoc>(keys.task(uuid, report.id));
+      const queued = await this.get(docs.taskQueue, uuid, report.unit, report.id);
+      const task = await this.get(docs.task, uuid, report.id);
       if (task && task.doc.unit !== report.unit)
         throw new StewardError("forbidden", `task ${report.id} is not ${report.unit}'s`);
       if (!queued) return { compare: [], ops: [], result: {} };
@@ -245,7 +225,7 @@ export class ActionOps extends StoreTxns {
           output: report.output,
           ...(report.exitCode !== undefined ? { exitCode: report.exitCode } : {}),
         };
-        ops.push({ type: "put", key: keys.task(uuid, report.id), value: JSON.stringify(done) });
+        ops.push(put(docs.task, uuid, report.id, done));
       }
       return {
         compare: [
@@ -265,32 +245,32 @@ export class ActionOps extends StoreTxns {
     unit: string,
     id: number,
   ): Promise<{ doc: QueuedTaskDoc; rev: number }> {
-    const u = await this.read<UnitDoc>(keys.unit(uuid, unit));
+    const u = await this.get(docs.unit, uuid, unit);
     if (!u || u.doc.machine !== machine)
       throw new StewardError("forbidden", `unit ${unit} is not on machine ${machine}`);
-    const queued = await this.read<QueuedTaskDoc>(keys.taskQueue(uuid, unit, id));
+    const queued = await this.get(docs.taskQueue, uuid, unit, id);
     if (!queued) throw notFound("queued task", String(id));
     return queued;
   }
 
   /** A task as show-task shows it: one whose unit went before it finished reads as aborted. */
   async task(uuid: string, id: number, unitExists: (unit: string) => boolean): Promise<TaskInfo> {
-    const t = await this.read<TaskDoc>(keys.task(uuid, id));
+    const t = await this.get(docs.task, uuid, id);
     if (!t) throw notFound("task", String(id));
     return withAbort(t.doc, unitExists);
   }
 
   /** The newest operations first, at most `limit`, each with its tasks' statuses. */
   async operations(uuid: string, limit: number, unitExists: (unit: string) => boolean): Promise<OperationInfo[]> {
-    const ops = (await this.store.range(keys.operationsOf(uuid))).kvs
+    const ops = (await this.getAll(docs.operation, uuid))
       .slice(-limit)
       .reverse()
-      .map((kv) => JSON.parse(kv.value) as OperationDoc);
+      .map((r) => r.doc);
     const out: OperationInfo[] = [];
     for (const o of ops) {
       const tasks: OperationInfo["tasks"] = [];
       for (const t of o.tasks) {
-        const doc = (await this.read<TaskDoc>(keys.task(uuid, t.id)))?.doc;
+        const doc = (await this.get(docs.task, uuid, t.id))?.doc;
         tasks.push({ id: t.id, unit: t.unit, status: doc ? withAbort(doc, unitExists).status : "aborted" });
       }
       out.push({

@@ -36,6 +36,7 @@ import { CACHED_PREFIXES } from "./keys";
 import { KIND, keyOf } from "./registry";
 import { classifyKey, queueId, scopeId } from "./registry";
 import { modelDocOf } from "./model-placement";
+import { decode, docs } from "./doc-kinds";
 
 /** A databag as kept: `rev` is the version served to agents, `modRevision` the store's. */
 export interface VersionedBag {
@@ -197,7 +198,7 @@ export class StateCache {
     const restored = events.find(
       (e) =>
         e.kv.key === RESTORE_KEY &&
-        (e.type === "delete" || (JSON.parse(e.kv.value) as RestoreEpochDoc).clusterId !== this.restore?.clusterId),
+        (e.type === "delete" || decode(docs.restoreEpoch, e.kv.value).clusterId !== this.restore?.clusterId),
     );
     if (restored || revision <= this.revision) {
       this.resync(

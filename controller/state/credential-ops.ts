@@ -9,6 +9,7 @@ import type { Store } from "../store";
 import { absent, unchanged } from "../store";
 import type { CredentialDoc } from "./documents";
 import { keys } from "./keys";
+import { docs, put } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
 export interface CredentialInput {
@@ -45,7 +46,7 @@ export class CredentialOps extends StoreTxns {
       }),
     );
     return this.retry<{ created: boolean; changed: boolean }>(`add credential ${name}`, async () => {
-      const existing = await this.read<CredentialDoc>(keys.credential(name));
+      const existing = await this.get(docs.credential, name);
       if (!existing) {
         const doc: CredentialDoc = {
           name,
@@ -58,7 +59,7 @@ export class CredentialOps extends StoreTxns {
         };
         return {
           compare: [absent(keys.credential(name))],
-          ops: [{ type: "put", key: keys.credential(name), value: JSON.stringify(doc) }],
+          ops: [put(docs.credential, name, doc)],
           result: { created: true, changed: true },
         };
       }
@@ -80,14 +81,14 @@ export class CredentialOps extends StoreTxns {
       const doc: CredentialDoc = { ...existing.doc, shown, sealed, updatedAt: this.stamp() };
       return {
         compare: [unchanged(keys.credential(name), existing.rev)],
-        ops: [{ type: "put", key: keys.credential(name), value: JSON.stringify(doc) }],
+        ops: [put(docs.credential, name, doc)],
         result: { created: false, changed: true },
       };
     });
   }
 
   async list(): Promise<CredentialSummary[]> {
-    const all = await this.readAll<CredentialDoc>(keys.credentialsPrefix);
+    const all = await this.getAll(docs.credential);
     const out: CredentialSummary[] = [];
     for (const { doc } of all) out.push(await this.summary(doc));
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -96,7 +97,7 @@ export class CredentialOps extends StoreTxns {
   /** Removes a credential that no live model uses. */
   async remove(name: string): Promise<{ revision: number }> {
     return this.retry(`remove credential ${name}`, async () => {
-      const existing = await this.read<CredentialDoc>(keys.credential(name));
+      const existing = await this.get(docs.credential, name);
       if (!existing) throw notFound("credential", name);
       const users = await this.liveModels(existing.doc);
       if (users.length > 0)
@@ -114,7 +115,7 @@ export class CredentialOps extends StoreTxns {
 
   /** The credential's attributes in plain text, for the substrate that makes machines with it. Never answered to a client. */
   async open(name: string, substrate: CredentialSubstrate): Promise<Record<string, string>> {
-    const existing = await this.read<CredentialDoc>(keys.credential(name));
+    const existing = await this.get(docs.credential, name);
     if (!existing) throw notFound("credential", name);
     if (existing.doc.substrate !== substrate)
       throw new StewardError(
@@ -140,7 +141,7 @@ export class CredentialOps extends StoreTxns {
   private async liveModels(doc: CredentialDoc): Promise<string[]> {
     const names: string[] = [];
     for (const uuid of doc.models) {
-      const m = await this.readModel(uuid);
+      const m = await this.get(docs.model, uuid);
       if (m) names.push(m.doc.name);
     }
     return names.sort();

@@ -96,6 +96,7 @@ const MachineInstallSchema = z.strictObject({
 const ApplicationSchema = z.strictObject({
   name: Name,
   operator: z.strictObject({ hash: Text(128), name: Text(128), version: Text(64) }),
+  operatorRevision: Count.optional(),
   config: z.record(Text(256), z.union([Text(1024 * 1024), z.number(), z.boolean()])),
   life: Life,
   nextUnit: Count,

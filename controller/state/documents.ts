@@ -129,6 +129,8 @@ export interface OperatorUploadDoc {
 export interface ApplicationDoc {
   name: string;
   operator: { hash: string; name: string; version: string };
+  /** 1 at deploy, one more each time the operator's content changes (a refresh); absent means 1 (written before it existed). */
+  operatorRevision?: number;
   /** Only the values set by users; defaults come from the operator's metadata. */
   config: ConfigValues;
   life: Life;
@@ -240,6 +242,8 @@ export interface AccessDoc {
 export interface PresenceDoc {
   replica: string;
   since: string;
+  /** The connection that wrote it (of two of one machine's connections, only its own deletes it). */
+  conn?: string;
 }
 
 export interface RelationEndpoint {

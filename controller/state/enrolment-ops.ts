@@ -11,8 +11,8 @@
 import { StewardError } from "../../api";
 import { hashCredential, newSecret } from "../security/credentials";
 import { unchanged } from "../store";
-import type { MachineDoc } from "./documents";
 import { keys } from "./keys";
+import { docs, put } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
 export interface EnrolmentDoc {
@@ -46,7 +46,7 @@ export class EnrolmentOps extends StoreTxns {
 
   /** The machine a valid token enrols, without using it up (the instance downloads the agent with it first). */
   async check(token: string): Promise<EnrolmentDoc> {
-    const e = await this.read<EnrolmentDoc>(keys.enrolment(hashCredential(token)));
+    const e = await this.get(docs.enrolment, hashCredential(token));
     if (!e || e.doc.expiresAt < this.now().getTime()) throw refused();
     return e.doc;
   }
@@ -61,20 +61,21 @@ export class EnrolmentOps extends StoreTxns {
 
   /** Whether the replica's instance has fetched the controller and waits for its data. */
   async replicaStaged(token: string): Promise<boolean> {
-    return (await this.read<EnrolmentDoc>(keys.enrolment(hashCredential(token))))?.doc.staged === true;
+    return (await this.get(docs.enrolment, hashCredential(token)))?.doc.staged === true;
   }
 
   /** Leaves the replica's sealed data for its instance to collect. */
   async provideReplicaData(token: string, sealedData: string): Promise<void> {
-    const key = keys.enrolment(hashCredential(token));
+    const id = hashCredential(token);
+    const key = keys.enrolment(id);
     await this.retry(
       "replica data",
       async () => {
-        const e = await this.read<EnrolmentDoc>(key);
+        const e = await this.get(docs.enrolment, id);
         if (!e || e.doc.kind !== "replica") throw refused();
         return {
           compare: [unchanged(key, e.rev)],
-          ops: [{ type: "put", key, value: JSON.stringify({ ...e.doc, sealedData } satisfies EnrolmentDoc) }],
+          ops: [put(docs.enrolment, id, { ...e.doc, sealedData })],
           result: {},
         };
       },
@@ -84,11 +85,12 @@ export class EnrolmentOps extends StoreTxns {
 
   /** The replica's sealed data, once (the token is then spent); until the leader left it, marks the instance staged and answers undefined. */
   async collectReplicaData(token: string): Promise<string | undefined> {
-    const key = keys.enrolment(hashCredential(token));
+    const id = hashCredential(token);
+    const key = keys.enrolment(id);
     const res = await this.retry<{ sealed?: string }>(
       "replica enrolment",
       async () => {
-        const e = await this.read<EnrolmentDoc>(key);
+        const e = await this.get(docs.enrolment, id);
         if (!e || e.doc.kind !== "replica" || e.doc.expiresAt < this.now().getTime()) throw refused();
         if (e.doc.sealedData)
           return {
@@ -99,7 +101,7 @@ export class EnrolmentOps extends StoreTxns {
         if (e.doc.staged) return { compare: [], ops: [], result: {} };
         return {
           compare: [unchanged(key, e.rev)],
-          ops: [{ type: "put", key, value: JSON.stringify({ ...e.doc, staged: true } satisfies EnrolmentDoc) }],
+          ops: [put(docs.enrolment, id, { ...e.doc, staged: true })],
           result: {},
         };
       },
@@ -111,7 +113,7 @@ export class EnrolmentOps extends StoreTxns {
   /** Deletes tokens that expired unused (an instance that never came up); returns how many. */
   async sweepExpired(): Promise<number> {
     const now = this.now().getTime();
-    const expired = (await this.readAll<EnrolmentDoc>(keys.enrolmentsPrefix)).filter((e) => e.doc.expiresAt < now);
+    const expired = (await this.getAll(docs.enrolment)).filter((e) => e.doc.expiresAt < now);
     for (const e of expired)
       await this.store.txn({ compare: [unchanged(e.key, e.rev)], success: [{ type: "delete", key: e.key }] });
     return expired.length;
@@ -119,25 +121,22 @@ export class EnrolmentOps extends StoreTxns {
 
   /** Uses the token up and issues the machine's agent credential, in one transaction. */
   async redeem(token: string): Promise<{ model: string; machine: string; credential: string }> {
-    const key = keys.enrolment(hashCredential(token));
+    const id = hashCredential(token);
+    const key = keys.enrolment(id);
     const credential = newSecret();
     const res = await this.retry(
       "enrol",
       async () => {
-        const e = await this.read<EnrolmentDoc>(key);
+        const e = await this.get(docs.enrolment, id);
         if (!e || e.doc.kind === "replica" || e.doc.expiresAt < this.now().getTime()) throw refused();
-        const md = await this.read<MachineDoc>(keys.machine(e.doc.model, e.doc.machine));
+        const md = await this.get(docs.machine, e.doc.model, e.doc.machine);
         if (!md || md.doc.life !== "alive")
           throw new StewardError("not-found", `machine ${e.doc.machine} is gone: this instance is no longer wanted`);
         return {
           compare: [unchanged(key, e.rev), unchanged(keys.machine(e.doc.model, e.doc.machine), md.rev)],
           ops: [
             { type: "delete", key },
-            {
-              type: "put",
-              key: keys.machine(e.doc.model, e.doc.machine),
-              value: JSON.stringify({ ...md.doc, credentialHash: hashCredential(credential) } satisfies MachineDoc),
-            },
+            put(docs.machine, e.doc.model, e.doc.machine, { ...md.doc, credentialHash: hashCredential(credential) }),
           ],
           result: { model: e.doc.model, machine: e.doc.machine },
         };

@@ -1,6 +1,11 @@
 export { CLUSTER_CHANGED, StateCache } from "./cache";
 export type { ModelIndex, CacheListener } from "./cache";
 export { StateOps, modelDeletes } from "./operations";
+export { ModelOps } from "./model-ops";
+export { OperatorOps } from "./operator-ops";
+export { ApplicationOps } from "./application-ops";
+export { MachineOps } from "./machine-ops";
+export { UnitReportOps } from "./unit-report-ops";
 export {
   DEFAULT_REGISTRATION_LIFETIME_MS,
   MAX_REGISTRATION_LIFETIME_MS,
@@ -16,6 +21,8 @@ export { AgentViewRound, buildAgentView } from "./agent-views";
 export { StatusRenderer, modelStatusParts, renderModelStatus, renderModelStatusBytes } from "./status-json";
 export type { StatusParts } from "./status-json";
 export { keys } from "./keys";
+export { decode, del, docs, put, putBack, readDoc, readDocs, readKv } from "./doc-kinds";
+export type { DocKind, PutOp, Read } from "./doc-kinds";
 export type { OperatorCharge, OperatorQuotas, OperatorUser } from "./operator-quotas";
 export * from "./documents";
 export {

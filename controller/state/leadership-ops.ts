@@ -10,6 +10,7 @@ import { LeaseNotFoundError, absent, unchanged } from "../store";
 import type { DataBag, LeaderDoc, UnitDoc } from "./documents";
 import { keys } from "./keys";
 import { sortedBag } from "./relation-ops";
+import { docs, put } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
 export class LeadershipOps extends StoreTxns {
@@ -19,7 +20,7 @@ export class LeadershipOps extends StoreTxns {
     if (u.doc.life !== "alive") return false; // a dying unit never takes leadership
     const key = keys.leader(uuid, u.doc.app);
     for (let attempt = 0; attempt < 5; attempt++) {
-      const cur = await this.read<LeaderDoc>(key);
+      const cur = await this.get(docs.leader, uuid, u.doc.app);
       if (cur) {
         if (cur.doc.unit !== unit) return false;
         try {
@@ -34,7 +35,7 @@ export class LeadershipOps extends StoreTxns {
       const doc: LeaderDoc = { unit, since: this.stamp(), lease: lease.id };
       const res = await this.store.txn({
         compare: [absent(key), unchanged(keys.unit(uuid, unit), u.rev)],
-        success: [{ type: "put", key, value: JSON.stringify(doc), lease: lease.id }],
+        success: [{ ...put(docs.leader, uuid, u.doc.app, doc), lease: lease.id }],
       });
       if (res.succeeded) return true;
       await this.store.revokeLease(lease.id);
@@ -46,13 +47,13 @@ export class LeadershipOps extends StoreTxns {
   async set(uuid: string, machine: string, unit: string, patch: Record<string, string | null>): Promise<number> {
     const u = await this.unitOn(uuid, machine, unit);
     const res = await this.retry(`leader-set by ${unit}`, async () => {
-      const leader = await this.read<LeaderDoc>(keys.leader(uuid, u.doc.app));
+      const leader = await this.get(docs.leader, uuid, u.doc.app);
       if (leader?.doc.unit !== unit)
         throw new StewardError(
           "forbidden",
           `${unit} is not the leader of ${u.doc.app}: only the leader may leader-set`,
         );
-      const cur = await this.read<DataBag>(keys.leaderData(uuid, u.doc.app));
+      const cur = await this.get(docs.leaderData, uuid, u.doc.app);
       const data: DataBag = { ...(cur?.doc ?? {}) };
       for (const [k, v] of Object.entries(patch)) {
         if (v === null || v === "") delete data[k];
@@ -70,7 +71,7 @@ export class LeadershipOps extends StoreTxns {
           unchanged(keys.leader(uuid, u.doc.app), leader.rev),
           unchanged(keys.leaderData(uuid, u.doc.app), cur?.rev ?? 0),
         ],
-        ops: [{ type: "put", key: keys.leaderData(uuid, u.doc.app), value: JSON.stringify(data) }],
+        ops: [put(docs.leaderData, uuid, u.doc.app, data)],
         result: {},
       };
     });
@@ -80,7 +81,7 @@ export class LeadershipOps extends StoreTxns {
   /** The application status the leader sets (status-set --application); it overrides the derived one. */
   async setAppStatus(uuid: string, machine: string, unit: string, status: StatusInfo<WorkloadStatus>): Promise<number> {
     const u = await this.unitOn(uuid, machine, unit);
-    const leader = await this.read<LeaderDoc>(keys.leader(uuid, u.doc.app));
+    const leader = await this.get(docs.leader, uuid, u.doc.app);
     if (leader?.doc.unit !== unit)
       throw new StewardError(
         "forbidden",
@@ -88,7 +89,7 @@ export class LeadershipOps extends StoreTxns {
       );
     const res = await this.store.txn({
       compare: [unchanged(keys.leader(uuid, u.doc.app), leader.rev)],
-      success: [{ type: "put", key: keys.appStatus(uuid, u.doc.app), value: JSON.stringify(status) }],
+      success: [put(docs.appStatus, uuid, u.doc.app, status)],
     });
     if (!res.succeeded)
       throw new StewardError("conflict", `leadership of ${u.doc.app} changed; try again`, { retryable: true });
@@ -96,7 +97,7 @@ export class LeadershipOps extends StoreTxns {
   }
 
   private async unitOn(uuid: string, machine: string, unit: string): Promise<{ doc: UnitDoc; rev: number }> {
-    const u = await this.read<UnitDoc>(keys.unit(uuid, unit));
+    const u = await this.get(docs.unit, uuid, unit);
     if (!u || u.doc.machine !== machine)
       throw new StewardError("forbidden", `unit ${unit} is not on machine ${machine}`);
     return u;

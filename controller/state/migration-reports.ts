@@ -10,6 +10,7 @@ import type { StateCache } from "./cache";
 import type { MigrationDoc } from "./documents";
 import { keys } from "./keys";
 import type { Store } from "../store";
+import { decode, docs } from "./doc-kinds";
 
 export interface ReportDoc {
   ok: boolean;
@@ -47,7 +48,7 @@ export async function recordReport(
 export async function agentReports(store: Store, cache: StateCache, m: MigrationDoc): Promise<AgentReports> {
   const prefix = keys.migrationReports(m.model, m.id, m.phase);
   const { kvs } = await store.range(prefix);
-  const byMachine = new Map(kvs.map((kv) => [kv.key.slice(prefix.length), JSON.parse(kv.value) as ReportDoc]));
+  const byMachine = new Map(kvs.map((kv) => [kv.key.slice(prefix.length), decode(docs.migrationReport, kv.value)]));
   const failed: AgentReports["failed"] = [];
   const waitingFor: string[] = [];
   let reported = 0;

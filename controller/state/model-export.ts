@@ -7,15 +7,16 @@
 import type { Bundle } from "../../api";
 import { StewardError, notFound } from "../../api";
 import type { KeyValue, Op, Store } from "../store";
-import type { ApplicationDoc, ControllerDoc, LeaderDoc, OperatorDoc } from "./documents";
+import type { ApplicationDoc, ControllerDoc, LeaderDoc } from "./documents";
 import { modelDocOf } from "./model-placement";
-import type { ImportOrigin, ImportedRevisionsDoc } from "./imported-revisions";
+import type { ImportOrigin } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
 import { keys } from "./keys";
 import type { ModelExport } from "./model-format";
 import { MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION } from "./model-format";
 import type { KindName } from "./registry";
 import { EXPORTED_KINDS, classifyKey, keyOf } from "./registry";
+import { decode, docs } from "./doc-kinds";
 
 export async function exportModel(store: Store, uuid: string, now = new Date()): Promise<ModelExport> {
   // Every root a model kind lives under (`/models/<m>`, `/tasks/<m>/`, …): the model's key and one range per root.
@@ -34,7 +35,7 @@ export async function exportModel(store: Store, uuid: string, now = new Date()):
   // An imported model serves its databags at the source's versions: export those, so a second move keeps them too.
   const originKv = kvs.find((kv) => classifyKey(kv.key)?.kind.name === "imported-revisions");
   const origin: ImportOrigin | undefined = originKv
-    ? { ...(JSON.parse(originKv.value) as ImportedRevisionsDoc), importRevision: originKv.modRevision }
+    ? { ...decode(docs.importedRevisions, originKv.value), importRevision: originKv.modRevision }
     : undefined;
 
   const documents: ModelExport["documents"] = {};
@@ -81,7 +82,7 @@ async function readOperators(store: Store, hashes: string[]): Promise<Record<str
     });
     const docKv = res.responses[0]?.[0];
     const chunks = res.responses[1] ?? [];
-    const doc = docKv ? (JSON.parse(docKv.value) as OperatorDoc) : undefined;
+    const doc = docKv ? decode(docs.operator, docKv.value) : undefined;
     if (!doc || chunks.length !== doc.chunks) {
       throw new StewardError(
         "conflict",

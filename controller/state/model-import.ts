@@ -18,13 +18,14 @@ import type { Bundle } from "../../api";
 import { Name, StewardError, alreadyExists, bundleHash, contractOf } from "../../api";
 import type { Compare, Op, Store } from "../store";
 import { ValueTooLargeError, absent, unchanged } from "../store";
-import type { ApplicationDoc, CredentialDoc, LeaderDoc, MachineDoc, ModelDoc, RelationDoc, UnitDoc } from "./documents";
+import type { ApplicationDoc, LeaderDoc, MachineDoc, ModelDoc, RelationDoc, UnitDoc } from "./documents";
 import type { ImportedRevisionsDoc } from "./imported-revisions";
 import { keys } from "./keys";
 import type { ModelExport } from "./model-format";
 import { upgradeModelExport } from "./model-format";
 import type { KindName } from "./registry";
 import { KIND, keyOf } from "./registry";
+import { decode, docs, put } from "./doc-kinds";
 
 /** etcd is run with --max-txn-ops 25000 and --max-request-bytes 10 MiB (cluster/etcd-member.ts): stay under both. */
 export const MAX_IMPORT_TXN_OPS = 20_000;
@@ -107,8 +108,8 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
   const ops: Op[] = [...(opts.alsoDo ?? [])];
   // Written first: the cache reads versions for the bags that follow it in the same revision.
   const origin: ImportedRevisionsDoc = { sourceRevision: doc.versions.revision, versions: doc.versions.bags };
-  ops.push({ type: "put", key: keyOf(KIND["imported-revisions"], uuid), value: JSON.stringify(origin) });
-  ops.push({ type: "put", key: keys.modelName(model.name), value: JSON.stringify(uuid) });
+  ops.push(put(docs.importedRevisions, uuid, origin));
+  ops.push(put(docs.modelName, model.name, uuid));
 
   const { credential, substrate } = model.placement;
   if (credential) {
@@ -117,15 +118,11 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
       throw bad(
         `the model uses credential "${credential}", which this controller does not have: add it (steward add-credential ${credential}) and import again`,
       );
-    const cred = JSON.parse(c.value) as CredentialDoc;
+    const cred = decode(docs.credential, c.value);
     if (cred.substrate !== substrate)
       throw bad(`credential "${credential}" here is for ${cred.substrate}, but the model's substrate is ${substrate}`);
     compare.push(unchanged(keys.credential(credential), c.modRevision));
-    ops.push({
-      type: "put",
-      key: keys.credential(credential),
-      value: JSON.stringify({ ...cred, models: [...cred.models, uuid] }),
-    });
+    ops.push(put(docs.credential, credential, { ...cred, models: [...cred.models, uuid] }));
   }
 
   for (const [hash, bundle] of Object.entries(doc.operators)) {
@@ -146,7 +143,12 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
           v = { ...(value as Omit<LeaderDoc, "lease">), lease: lease.id };
           ops.push({ type: "put", key: keyOf(KIND.leader, uuid, id), value: JSON.stringify(v), lease: lease.id });
         } else {
-          ops.push({ type: "put", key: keyOf(KIND[kind], uuid, id), value: JSON.stringify(v) });
+          const encode = KIND[kind].encode;
+          ops.push({
+            type: "put",
+            key: keyOf(KIND[kind], uuid, id),
+            value: JSON.stringify(encode ? encode(v as never) : v),
+          });
         }
         counts[kind] = (counts[kind] ?? 0) + 1;
       }

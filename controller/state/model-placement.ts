@@ -12,19 +12,31 @@ import type { ModelDoc } from "./documents";
 /** `raw` (a parsed model document of any shape this controller reads) in the current shape. */
 export function modelDocOf(raw: unknown): ModelDoc {
   const doc = raw as Record<string, unknown>;
-  if (doc.placement !== undefined) return raw as ModelDoc;
+  const rest = Object.fromEntries(
+    Object.entries(doc).filter(
+      ([k]) => k !== "substrate" && k !== "credential" && !(MODEL_SUBSTRATES as readonly string[]).includes(k),
+    ),
+  );
+  // Stored in both shapes ({@link storedModelDocOf}): the placement is the truth, the old fields go.
+  if (doc.placement !== undefined) return rest as unknown as ModelDoc;
   const substrate = (doc.substrate ?? "local") as ModelSubstrate;
   const placement = {
     substrate,
     ...(typeof doc.credential === "string" ? { credential: doc.credential } : {}),
     settings: doc[substrate] ?? {},
   } as ModelPlacement;
-  const rest = Object.fromEntries(
-    Object.entries(doc).filter(
-      ([k]) => k !== "substrate" && k !== "credential" && !(MODEL_SUBSTRATES as readonly string[]).includes(k),
-    ),
-  );
   return { ...rest, placement } as unknown as ModelDoc;
+}
+
+/**
+ * What the store holds for `doc`: the current shape and, beside it, the previous build's fields
+ * ({@link previousModelShapeOf}). Replicas of the previous build still run during a rolling upgrade
+ * (followers first, the leader last): one reading a placement-only model would take an EC2 model for
+ * a local one and its provisioner would reap the model's instances. Drop the old fields once no
+ * supported build reads them.
+ */
+export function storedModelDocOf(doc: ModelDoc): Record<string, unknown> {
+  return { ...previousModelShapeOf(doc), placement: doc.placement };
 }
 
 /** The model's settings for its kind, typed by the caller (who knows the kind). */

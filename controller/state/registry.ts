@@ -8,8 +8,8 @@
  */
 import type { z } from "zod";
 import { DOCUMENT_SCHEMAS as S } from "./document-schemas";
-import { modelDocOf } from "./model-placement";
-import { replicaCloudDocOf } from "./replica-placement";
+import { modelDocOf, storedModelDocOf } from "./model-placement";
+import { replicaCloudDocOf, storedReplicaCloudOf } from "./replica-placement";
 
 /** A path segment: a literal, the model's uuid, or the document's id (the rest of the key, slashes included). */
 type Segment = string | typeof MODEL | typeof ID;
@@ -97,6 +97,12 @@ export interface KindSpec {
    */
   version?: number;
   upgrade?: (doc: unknown) => unknown;
+  /**
+   * What is stored for a document of the current shape, when that is more than the document: during a
+   * rolling upgrade, replicas of the previous build read the same store, so a changed kind is written
+   * in both shapes (the previous build ignores the new field, `upgrade` drops the old ones on read).
+   */
+  encode?: (doc: never) => unknown;
 }
 
 /** `exported` is the schema of an exported kind's documents, or why the kind is not exported. */
@@ -162,6 +168,7 @@ export const KINDS: readonly KindSpec[] = [
     ...kind("cluster-replica-cloud", ["cluster", "replica-cloud"], true, CONTROLLER_WIDE),
     version: 2,
     upgrade: replicaCloudDocOf,
+    encode: storedReplicaCloudOf,
   },
   kind("cluster-upgrade", ["cluster", "upgrade"], true, CONTROLLER_WIDE),
   // Model migration (controller/migration/): by model uuid, so the record outlives the model it moved (redirects).
@@ -182,7 +189,7 @@ export const KINDS: readonly KindSpec[] = [
   ),
 
   // Version 2: one `placement` {substrate, credential, settings} instead of substrate, credential and a bag per kind.
-  { ...kind("model", ["models", MODEL], true, S["model"]), version: 2, upgrade: modelDocOf },
+  { ...kind("model", ["models", MODEL], true, S["model"]), version: 2, upgrade: modelDocOf, encode: storedModelDocOf },
   kind("access", ["models", MODEL, "access", ID], true, S["access"], true),
   // Sequences travel so that ids are never reused: agents remember relation ids and the last task id they ran.
   kind("machine-seq", ["models", MODEL, "seq", "machine"], false, S["machine-seq"]),

@@ -6,16 +6,9 @@ import type { HookCommit, OperatorMeta } from "../../api";
 import { DATABAG_LIMIT_BYTES, StewardError, alreadyExists, invalidRequest, notFound } from "../../api";
 import type { Compare, Op } from "../store";
 import { unchanged } from "../store";
-import type {
-  ApplicationDoc,
-  DataBag,
-  LeaderDoc,
-  OperatorDoc,
-  RelationDoc,
-  RelationEndpoint,
-  UnitDoc,
-} from "./documents";
+import type { ApplicationDoc, DataBag, RelationDoc, RelationEndpoint, UnitDoc } from "./documents";
 import { keys } from "./keys";
+import { docs, put } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
 interface Candidate {
@@ -51,7 +44,7 @@ export class RelationOps extends StoreTxns {
       }
       const c = candidates[0]!;
       const key = [`${c.a.app}:${c.a.endpoint}`, `${c.b.app}:${c.b.endpoint}`].sort().join(" ");
-      const existing = await this.readAll<RelationDoc>(keys.relationsPrefix(uuid));
+      const existing = await this.getAll(docs.relation, uuid);
       if (existing.some((r) => r.doc.key === key && r.doc.life === "alive")) throw alreadyExists("integration", key);
       for (const side of [c.a, c.b]) {
         const limit = (
@@ -82,10 +75,7 @@ export class RelationOps extends StoreTxns {
           unchanged(keys.relationSeq(uuid), seq?.modRevision ?? 0),
           ...existing.map((r) => unchanged(r.key, r.rev)),
         ],
-        ops: [
-          { type: "put", key: keys.relation(uuid, id), value: JSON.stringify(doc) },
-          { type: "put", key: keys.relationSeq(uuid), value: String(id + 1) },
-        ],
+        ops: [put(docs.relation, uuid, id, doc), { type: "put", key: keys.relationSeq(uuid), value: String(id + 1) }],
         result: { id, key },
       };
     });
@@ -98,7 +88,7 @@ export class RelationOps extends StoreTxns {
         const [app, ep] = ref.split(":");
         return e.app === app && (ep === undefined || e.endpoint === ep);
       };
-      const found = (await this.readAll<RelationDoc>(keys.relationsPrefix(uuid))).filter(
+      const found = (await this.getAll(docs.relation, uuid)).filter(
         (r) =>
           r.doc.life === "alive" &&
           r.doc.endpoints.length === 2 &&
@@ -113,7 +103,7 @@ export class RelationOps extends StoreTxns {
       const r = found[0]!;
       return {
         compare: [unchanged(r.key, r.rev)],
-        ops: [{ type: "put", key: r.key, value: JSON.stringify({ ...r.doc, life: "dying" }) }],
+        ops: [put(docs.relation, uuid, r.doc.id, { ...r.doc, life: "dying" })],
         result: { key: r.doc.key },
       };
     });
@@ -125,7 +115,7 @@ export class RelationOps extends StoreTxns {
    */
   async commitHook(uuid: string, machine: string, c: HookCommit): Promise<number> {
     const res = await this.retry(`commit hook of ${c.unit}`, async () => {
-      const u = await this.read<UnitDoc>(keys.unit(uuid, c.unit));
+      const u = await this.get(docs.unit, uuid, c.unit);
       if (!u || u.doc.machine !== machine)
         throw new StewardError("forbidden", `unit ${c.unit} is not on machine ${machine}`);
       const compare: Compare[] = [unchanged(keys.unit(uuid, c.unit), u.rev)];
@@ -134,7 +124,7 @@ export class RelationOps extends StoreTxns {
       const relationOf = async (id: number): Promise<RelationDoc> => {
         let r = relations.get(id);
         if (!r) {
-          const read = await this.read<RelationDoc>(keys.relation(uuid, id));
+          const read = await this.get(docs.relation, uuid, id);
           if (!read || !read.doc.endpoints.some((e) => e.app === u.doc.app)) throw notFound("integration", String(id));
           relations.set(id, (r = read));
           compare.push(unchanged(keys.relation(uuid, id), read.rev));
@@ -144,10 +134,11 @@ export class RelationOps extends StoreTxns {
       const bags = new Map<string, { key: string; data: DataBag; before: string; label: string }>();
       for (const w of c.relations) {
         await relationOf(w.relationId);
-        const key = w.app ? keys.appBag(uuid, w.relationId, u.doc.app) : keys.unitBag(uuid, w.relationId, c.unit);
+        const [kind, owner] = w.app ? [docs.appBag, u.doc.app] : [docs.unitBag, c.unit];
+        const key = kind.key(uuid, w.relationId, owner);
         let bag = bags.get(key);
         if (!bag) {
-          const cur = await this.read<DataBag>(key);
+          const cur = await this.get(kind, uuid, w.relationId, owner);
           compare.push(unchanged(key, cur?.rev ?? 0));
           bags.set(
             key,
@@ -180,7 +171,7 @@ export class RelationOps extends StoreTxns {
         );
       }
       if (c.ports && (c.ports.open.length > 0 || c.ports.close.length > 0)) {
-        const cur = await this.read<string[]>(keys.ports(uuid, c.unit));
+        const cur = await this.get(docs.ports, uuid, c.unit);
         compare.push(unchanged(keys.ports(uuid, c.unit), cur?.rev ?? 0));
         const ports = new Set(cur?.doc ?? []);
         for (const p of c.ports.close) ports.delete(p);
@@ -188,13 +179,12 @@ export class RelationOps extends StoreTxns {
         ops.push(
           ports.size === 0
             ? { type: "delete", key: keys.ports(uuid, c.unit) }
-            : { type: "put", key: keys.ports(uuid, c.unit), value: JSON.stringify([...ports].sort()) },
+            : put(docs.ports, uuid, c.unit, [...ports].sort()),
         );
       }
       for (const id of c.enterScope) {
         const r = await relationOf(id);
-        if (r.life === "alive")
-          ops.push({ type: "put", key: keys.scope(uuid, id, c.unit), value: JSON.stringify({ since: this.stamp() }) });
+        if (r.life === "alive") ops.push(put(docs.scope, uuid, id, c.unit, { since: this.stamp() }));
       }
       return { compare, ops, result: {} };
     });
@@ -203,7 +193,7 @@ export class RelationOps extends StoreTxns {
 
   /** A unit has departed and broken a relation: it leaves, and the other side sees it depart. */
   async leave(uuid: string, machine: string, unit: string, relationId: number): Promise<number> {
-    const u = await this.read<UnitDoc>(keys.unit(uuid, unit));
+    const u = await this.get(docs.unit, uuid, unit);
     if (!u || u.doc.machine !== machine)
       throw new StewardError("forbidden", `unit ${unit} is not on machine ${machine}`);
     const res = await this.store.txn({
@@ -217,7 +207,7 @@ export class RelationOps extends StoreTxns {
 
   /** Deletes a dying relation once every unit has left it. */
   async finishRelation(uuid: string, id: number): Promise<boolean> {
-    const r = await this.read<RelationDoc>(keys.relation(uuid, id));
+    const r = await this.get(docs.relation, uuid, id);
     if (!r || r.doc.life !== "dying") return false;
     const scope = await this.store.range(keys.scopePrefix(uuid, id));
     if (scope.kvs.length > 0) return false;
@@ -234,21 +224,21 @@ export class RelationOps extends StoreTxns {
   }
 
   private async requireLeader(uuid: string, unit: UnitDoc, compare: Compare[], what: string): Promise<void> {
-    const leader = await this.read<LeaderDoc>(keys.leader(uuid, unit.app));
+    const leader = await this.get(docs.leader, uuid, unit.app);
     if (leader?.doc.unit !== unit.name)
       throw new StewardError("forbidden", `${unit.name} is not the leader of ${unit.app}: only the leader may ${what}`);
     compare.push(unchanged(keys.leader(uuid, unit.app), leader.rev));
   }
 
   private async app(uuid: string, name: string): Promise<{ doc: ApplicationDoc; rev: number }> {
-    const a = await this.read<ApplicationDoc>(keys.app(uuid, name));
+    const a = await this.get(docs.app, uuid, name);
     if (!a) throw notFound("application", name);
     if (a.doc.life !== "alive") throw invalidRequest(`application ${name} is being removed`);
     return a;
   }
 
   private async meta(app: ApplicationDoc): Promise<OperatorMeta> {
-    const op = await this.read<OperatorDoc>(keys.operator(app.operator.hash));
+    const op = await this.get(docs.operator, app.operator.hash);
     if (!op) throw new StewardError("internal", `operator of ${app.name} is missing`);
     return op.doc.meta;
   }

@@ -22,3 +22,11 @@ export function replicaCloudDocOf(raw: unknown): ReplicaPlacement {
       : {};
   return { substrate, ...credential, settings: doc.settings ?? doc[substrate] ?? {} } as ReplicaPlacement;
 }
+
+/**
+ * What the store holds for a replica cloud: the placement and, for replicas of the previous build
+ * during a rolling upgrade, the settings again under the kind's name as that build reads them.
+ */
+export function storedReplicaCloudOf(doc: ReplicaPlacement): Record<string, unknown> {
+  return { ...doc, [doc.substrate]: doc.settings };
+}

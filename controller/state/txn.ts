@@ -1,16 +1,15 @@
-/** The transaction helpers every domain operation uses: typed reads and compare-and-swap with retry. */
+/**
+ * The transaction helpers every domain operation uses: reads typed by document kind (doc-kinds.ts),
+ * compare-and-swap with retry, and values sized for the store.
+ */
 import { StewardError } from "../../api";
 import type { Compare, Op, Store } from "../store";
 import { MAX_VALUE_BYTES, ValueTooLargeError, absent } from "../store";
 import { currentRequest } from "./request-records";
-import type { ModelDoc } from "./documents";
-import { keys } from "./keys";
-import { modelDocOf } from "./model-placement";
+import type { DocKind, Read } from "./doc-kinds";
+import { readDoc, readDocs } from "./doc-kinds";
 
-export interface Read<T> {
-  doc: T;
-  rev: number;
-}
+export type { Read } from "./doc-kinds";
 const MAX_ATTEMPTS = 50;
 
 export class StoreTxns {
@@ -23,17 +22,26 @@ export class StoreTxns {
     return this.now().toISOString();
   }
 
+  /** The document of kind `d` with id `id`, typed by its kind and in its current shape. */
+  protected get<A extends unknown[], T>(d: DocKind<A, T, never>, ...id: A): Promise<Read<T> | undefined> {
+    return readDoc(this.store, d, ...id);
+  }
+
+  /** Every document of kind `d` under its prefix for `within` (say a model, or a model and an application). */
+  protected getAll<P extends unknown[], T>(
+    d: DocKind<never, T, P>,
+    ...within: P
+  ): Promise<(Read<T> & { key: string })[]> {
+    return readDocs(this.store, d, ...within);
+  }
+
+  /** A read by raw key, for kinds not bound in doc-kinds.ts; prefer {@link get}. */
   protected async read<T>(key: string): Promise<Read<T> | undefined> {
     const kv = await this.store.get(key);
     return kv ? { doc: JSON.parse(kv.value) as T, rev: kv.modRevision } : undefined;
   }
 
-  /** A model's document, in the current shape whatever shape it was stored in (model-placement.ts). */
-  protected async readModel(uuid: string): Promise<Read<ModelDoc> | undefined> {
-    const m = await this.read<unknown>(keys.model(uuid));
-    return m ? { doc: modelDocOf(m.doc), rev: m.rev } : undefined;
-  }
-
+  /** A range read by raw prefix, for kinds not bound in doc-kinds.ts; prefer {@link getAll}. */
   protected async readAll<T>(prefix: string): Promise<(Read<T> & { key: string })[]> {
     return (await this.store.range(prefix)).kvs.map((kv) => ({
       key: kv.key,

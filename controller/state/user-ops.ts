@@ -10,6 +10,7 @@ import { absent, unchanged } from "../store";
 import { credentialMatches, hashCredential, hashPassword, newSecret } from "../security/credentials";
 import type { RegistrationDoc, RevokedTokenDoc, UserDoc } from "./documents";
 import { keys } from "./keys";
+import { docs, put } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
 /** How long a registration string is good for when `add-user` is not told otherwise. */
@@ -53,7 +54,7 @@ export class UserOps extends StoreTxns {
       return {
         compare: [absent(keys.user(name))],
         ops: [
-          { type: "put", key: keys.user(name), value: JSON.stringify(doc) },
+          put(docs.user, name, doc),
           // A registration left by an earlier user of this name must not let anyone in as this one.
           { type: "delete", key: keys.registration(name) },
         ],
@@ -84,11 +85,11 @@ export class UserOps extends StoreTxns {
     const res = await this.retry(
       `add user ${name}`,
       async () => {
-        const existing = await this.read<UserDoc>(keys.user(name));
-        const ops: Op[] = [{ type: "put", key: keys.registration(name), value: JSON.stringify(registration) }];
+        const existing = await this.get(docs.user, name);
+        const ops: Op[] = [put(docs.registration, name, registration)];
         if (!existing) {
           const doc: UserDoc = { name, superuser: o.superuser, createdAt: this.stamp(), createdBy: o.by };
-          ops.push({ type: "put", key: keys.user(name), value: JSON.stringify(doc) });
+          ops.push(put(docs.user, name, doc));
           return { compare: [absent(keys.user(name))], ops, result: {} };
         }
         if (!o.reissue) throw alreadyExists("user", name);
@@ -114,18 +115,15 @@ export class UserOps extends StoreTxns {
     const res = await this.retry(
       `register ${user}`,
       async () => {
-        const reg = await this.read<RegistrationDoc>(keys.registration(user));
-        const u = await this.read<UserDoc>(keys.user(user));
+        const reg = await this.get(docs.registration, user);
+        const u = await this.get(docs.user, user);
         this.refuseRegistration(user, secret, reg?.doc, u?.doc);
         if (!reg || !u) return { compare: [], ops: [], result: {} }; // refused above
         const doc: UserDoc = { ...u.doc, passwordHash, tokensValidAfter: this.now().getTime() };
         const used: RegistrationDoc = { ...reg.doc, usedAt: this.stamp() };
         return {
           compare: [unchanged(keys.registration(user), reg.rev), unchanged(keys.user(user), u.rev)],
-          ops: [
-            { type: "put", key: keys.user(user), value: JSON.stringify(doc) },
-            { type: "put", key: keys.registration(user), value: JSON.stringify(used) },
-          ],
+          ops: [put(docs.user, user, doc), put(docs.registration, user, used)],
           result: {},
         };
       },
@@ -136,8 +134,8 @@ export class UserOps extends StoreTxns {
 
   /** Throws the refusal {@link register} would answer now, without writing (checked before a password is hashed). */
   async checkRegistration(user: string, secret: string): Promise<void> {
-    const reg = await this.read<RegistrationDoc>(keys.registration(user));
-    const u = await this.read<UserDoc>(keys.user(user));
+    const reg = await this.get(docs.registration, user);
+    const u = await this.get(docs.user, user);
     this.refuseRegistration(user, secret, reg?.doc, u?.doc);
   }
 
@@ -168,12 +166,12 @@ export class UserOps extends StoreTxns {
 
   /** The user's registration, if one was issued (pending, expired or used). */
   async registrationOf(user: string): Promise<RegistrationDoc | undefined> {
-    return (await this.read<RegistrationDoc>(keys.registration(user)))?.doc;
+    return (await this.get(docs.registration, user))?.doc;
   }
 
   /** Every registration issued (pending, expired or used), by user: one range read (they are not cached). */
   async registrations(): Promise<Map<string, RegistrationDoc>> {
-    return new Map((await this.readAll<RegistrationDoc>(keys.registrationsPrefix)).map((r) => [r.doc.user, r.doc]));
+    return new Map((await this.getAll(docs.registration)).map((r) => [r.doc.user, r.doc]));
   }
 
   async grant(modelUuid: string, user: string, access: "read" | "write" | "admin"): Promise<number> {
@@ -184,7 +182,7 @@ export class UserOps extends StoreTxns {
       if (!m) throw notFound("model", modelUuid);
       return {
         compare: [unchanged(keys.user(user), u.modRevision), unchanged(keys.model(modelUuid), m.modRevision)],
-        ops: [{ type: "put", key: keys.access(modelUuid, user), value: JSON.stringify({ access }) }],
+        ops: [put(docs.access, modelUuid, user, { access })],
         result: {},
       };
     });
@@ -207,12 +205,12 @@ export class UserOps extends StoreTxns {
   /** Sets a user's password (given hashed) and ends every token issued to them before now. */
   async changePassword(name: string, passwordHash: string): Promise<number> {
     const res = await this.retry(`change the password of ${name}`, async () => {
-      const u = await this.read<UserDoc>(keys.user(name));
+      const u = await this.get(docs.user, name);
       if (!u) throw notFound("user", name);
       const doc: UserDoc = { ...u.doc, passwordHash, tokensValidAfter: this.now().getTime() };
       return {
         compare: [unchanged(keys.user(name), u.rev)],
-        ops: [{ type: "put", key: keys.user(name), value: JSON.stringify(doc) }],
+        ops: [put(docs.user, name, doc)],
         result: {},
       };
     });
@@ -231,7 +229,7 @@ export class UserOps extends StoreTxns {
         reason: "own-user",
       });
     return this.retry<{ changed: boolean }>(`${disabled ? "disable" : "enable"} user ${name}`, async () => {
-      const all = await this.readAll<UserDoc>(keys.usersPrefix);
+      const all = await this.getAll(docs.user);
       const u = all.find((r) => r.doc.name === name);
       if (!u) throw notFound("user", name);
       if ((u.doc.disabled ?? false) === disabled) return { compare: [], ops: [], result: { changed: false } };
@@ -245,7 +243,7 @@ export class UserOps extends StoreTxns {
       const doc: UserDoc = disabled ? { ...rest, disabled: true, tokensValidAfter: this.now().getTime() } : rest;
       return {
         compare,
-        ops: [{ type: "put", key: keys.user(name), value: JSON.stringify(doc) }],
+        ops: [put(docs.user, name, doc)],
         result: { changed: true },
       };
     });
@@ -261,7 +259,7 @@ export class UserOps extends StoreTxns {
     if (name === by)
       throw new StewardError("forbidden", "you cannot remove yourself: ask another superuser", { reason: "own-user" });
     const res = await this.retry(`remove user ${name}`, async () => {
-      const all = await this.readAll<UserDoc>(keys.usersPrefix);
+      const all = await this.getAll(docs.user);
       const u = all.find((r) => r.doc.name === name);
       if (!u) throw notFound("user", name);
       const compare: Compare[] = [unchanged(keys.user(name), u.rev)];
@@ -292,13 +290,13 @@ export class UserOps extends StoreTxns {
    */
   async revokeToken(id: string, user: string, expiresAt: number): Promise<number> {
     const now = this.now().getTime();
-    const expired = (await this.readAll<RevokedTokenDoc>(keys.revokedTokensPrefix)).filter(
+    const expired = (await this.getAll(docs.revokedToken)).filter(
       (r) => r.doc.expiresAt < now && r.key !== keys.revokedToken(id),
     );
     const doc: RevokedTokenDoc = { user, expiresAt };
     const res = await this.store.txn({
       success: [
-        { type: "put", key: keys.revokedToken(id), value: JSON.stringify(doc) },
+        put(docs.revokedToken, id, doc),
         ...expired.slice(0, 100).map((r) => ({ type: "delete" as const, key: r.key })),
       ],
     });

@@ -96,7 +96,7 @@ export function applicationStatusView(
   const config = effectiveConfig(meta, app.config);
   return {
     name: app.name,
-    operator: app.operator,
+    operator: { ...app.operator, revision: app.operatorRevision ?? 1 },
     status: applicationStatus(idx, app, units),
     version,
     life: app.life,

@@ -38,8 +38,8 @@ function topicsOf(r: Route): string[] {
 }
 
 /** xterm.js is most of the page's code: it loads only when the console is opened. */
-function LazyConsole() {
-  const [View, setView] = useState<(() => preact.JSX.Element) | undefined>(undefined);
+function LazyConsole({ model }: { model: string | undefined }) {
+  const [View, setView] = useState<((p: { model: string | undefined }) => preact.JSX.Element) | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   useEffect(() => {
     import("./views/console").then(
@@ -48,7 +48,7 @@ function LazyConsole() {
     );
   }, []);
   if (error) return <p class="error-note">The console could not load: {error}</p>;
-  return View ? <View /> : <p class="loading">Loading the console…</p>;
+  return View ? <View model={model} /> : <p class="loading">Loading the console…</p>;
 }
 
 function useRoute(): Route {
@@ -70,6 +70,7 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
   useEffect(() => live.follow(topicsOf(route)), [route]);
   const s = live.state;
   const modelName = "model" in route ? route.model : undefined;
+  const inConsole = route.view === "console";
   const access = modelName ? s.models?.find((m) => m.name === modelName)?.access : undefined;
   const canWrite = access === "write" || access === "admin";
   const modelError = modelName ? s.errors.get(`model:${modelName}`) : undefined;
@@ -107,7 +108,7 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
       body = <ControllerView info={s.controller} />;
       break;
     case "console":
-      body = <LazyConsole />;
+      body = <LazyConsole model={route.model} />;
       break;
   }
   const nav = (r: Route, label: string, on: boolean) => (
@@ -125,7 +126,7 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
         <nav class="nav">
           {nav({ view: "models" }, "Models", ["models", "model", "application", "unit"].includes(route.view))}
           {nav({ view: "controller" }, "Controller", route.view === "controller")}
-          {nav({ view: "console" }, "Console", route.view === "console")}
+          {nav({ view: "console", ...(modelName ? { model: modelName } : {}) }, "Console", inConsole)}
         </nav>
         {modelName && s.models ? (
           <select
@@ -133,7 +134,9 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
             aria-label="Model"
             value={modelName}
             onChange={(e) => {
-              location.hash = href({ view: "model", model: (e.target as HTMLSelectElement).value });
+              const model = (e.target as HTMLSelectElement).value;
+              // In the console, another model is a new console in it.
+              location.hash = href(inConsole ? { view: "console", model } : { view: "model", model });
             }}
           >
             {s.models.map((m) => (

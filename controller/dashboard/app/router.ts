@@ -5,7 +5,8 @@ export type Route =
   | { view: "application"; model: string; app: string }
   | { view: "unit"; model: string; unit: string }
   | { view: "controller" }
-  | { view: "console" };
+  /** The console starts in `model`, the one the page showed when it was opened. */
+  | { view: "console"; model?: string };
 
 export function parseRoute(hash: string): Route {
   const parts = hash
@@ -21,7 +22,7 @@ export function parseRoute(hash: string): Route {
     });
   const [first, model, kind, a, b] = parts;
   if (first === "controller") return { view: "controller" };
-  if (first === "console") return { view: "console" };
+  if (first === "console") return model ? { view: "console", model } : { view: "console" };
   if (first === "models" && model) {
     if (kind === "applications" && a) return { view: "application", model, app: a };
     if (kind === "units" && a && b) return { view: "unit", model, unit: `${a}/${b}` };
@@ -44,6 +45,6 @@ export function href(r: Route): string {
     case "controller":
       return "#/controller";
     case "console":
-      return "#/console";
+      return r.model ? `#/console/${e(r.model)}` : "#/console";
   }
 }

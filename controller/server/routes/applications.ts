@@ -75,7 +75,7 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
       // One upload at a time per replica, so two cannot both pass the quota check.
       const stored = uploads
         .catch(() => undefined)
-        .then(() => ops.putOperator(bundle, deps.operatorQuotas, chargeOf(principal).by));
+        .then(() => ops.operators.upload(bundle, deps.operatorQuotas, chargeOf(principal).by));
       uploads = stored;
       const { doc, created } = await stored;
       reply.code(created ? 201 : 200);
@@ -92,13 +92,13 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
     if (problem || !cache.operators.has(hash) || (p.kind === "agent" && !modelRuns(p.model, hash)))
       throw notFound("operator", hash);
     if (req.method === "HEAD") return reply.code(200).send();
-    return ops.getOperatorBundle(hash);
+    return ops.operators.bundle(hash);
   });
 
   route(routes.deploy, async ({ principal, model: idx, body, settled }) => {
     checkMachinesForUnits(principal, idx, body.units, body.to, "units");
     // ops.deploy refuses an existing name itself: here it would also refuse the retry of a deploy that worked.
-    const res = await ops.deploy(idx.uuid, body, chargeOf(principal));
+    const res = await ops.applications.deploy(idx.uuid, body, chargeOf(principal));
     await settled(res.revision);
     return appInfo(idx, body.name);
   });
@@ -106,17 +106,17 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
   route(routes.getApplication, async ({ model: idx, params: { app } }) => appInfo(idx, app));
 
   route(routes.updateApplication, async ({ principal, model: idx, params: { app }, body, settled }) => {
-    await settled((await ops.updateApplication(idx.uuid, app, body, chargeOf(principal))).revision);
+    await settled((await ops.applications.update(idx.uuid, app, body, chargeOf(principal))).revision);
     return appInfo(idx, app);
   });
 
   route(routes.removeApplication, async ({ model: idx, params: { app }, query, settled }) => {
-    await settled((await ops.removeApplication(idx.uuid, app, flag(query, "force"))).revision);
+    await settled((await ops.applications.remove(idx.uuid, app, flag(query, "force"))).revision);
   });
 
   route(routes.addUnits, async ({ principal, model: idx, params: { app }, body, settled }) => {
     checkMachinesForUnits(principal, idx, body.count, body.to, "count");
-    const res = await ops.addUnits(idx.uuid, app, body.count, body.to);
+    const res = await ops.applications.addUnits(idx.uuid, app, body.count, body.to);
     await settled(res.revision);
     return { units: res.units };
   });

@@ -30,7 +30,7 @@ export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {
     }
     if (body.ssh)
       throw new StewardError("invalid-request", `"ssh" is only for substrate "ssh"`, { details: { field: "ssh" } });
-    const res = await ops.addMachines(idx.uuid, body.substrate, body.count, body.constraints);
+    const res = await ops.machines.add(idx.uuid, body.substrate, body.count, body.constraints);
     await settled(res.revision);
     return { machines: res.machines };
   });
@@ -58,6 +58,6 @@ export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {
   });
 
   route(routes.removeMachine, async ({ model: idx, params: { id }, query, settled }) => {
-    await settled((await ops.removeMachine(idx.uuid, id, flag(query, "force"))).revision);
+    await settled((await ops.machines.remove(idx.uuid, id, flag(query, "force"))).revision);
   });
 }

@@ -28,7 +28,7 @@ export function registerModelRoutes(route: Route, deps: HttpApiDeps): void {
       await check(body.credential, attributes, settingsWithDefaults(body.substrate, body, body.settings));
     }
     const { substrate, credential, settings } = body;
-    const doc = await ops.createModel(
+    const doc = await ops.models.create(
       principal.user,
       body.name,
       body.config ?? {},
@@ -47,11 +47,11 @@ export function registerModelRoutes(route: Route, deps: HttpApiDeps): void {
   });
 
   route(routes.destroyModel, async ({ model: idx, query, settled }) => {
-    await settled((await ops.destroyModel(idx.uuid, flag(query, "force"))).revision);
+    await settled((await ops.models.destroy(idx.uuid, flag(query, "force"))).revision);
   });
 
   route(routes.updateModel, async ({ model: idx, body, settled }) => {
-    await settled((await ops.updateModelConfig(idx.uuid, body.config, body.constraints)).revision);
+    await settled((await ops.models.updateConfig(idx.uuid, body.config, body.constraints)).revision);
     const now = cache.models.get(idx.uuid)?.model;
     return {
       name: idx.model!.name,

@@ -14,23 +14,26 @@ export function registerUnitRoutes(route: Route, deps: HttpApiDeps): void {
   route(routes.showUnit, async ({ model: idx, params: { app, n } }) => {
     const details = buildUnitDetails(idx, `${app}/${n}`);
     // A failure recorded before a later success says nothing about the unit now.
-    const failure = details.agent.current === "error" ? await ops.unitFailure(idx.uuid, details.name) : undefined;
+    const failure =
+      details.agent.current === "error" ? await ops.reports.unitFailure(idx.uuid, details.name) : undefined;
     return { ...details, ...(failure ? { failure } : {}) };
   });
 
   route(routes.statusLog, async ({ model: idx, params: { app, n } }) => {
     const unit = `${app}/${n}`;
     if (!idx.units.has(unit)) throw notFound("unit", unit);
-    return { entries: await ops.statusHistory(idx.uuid, unit) };
+    return { entries: await ops.reports.statusHistory(idx.uuid, unit) };
   });
 
   route(routes.resolve, async ({ model: idx, params: { app, n }, body, settled }) => {
-    await settled((await ops.resolve(idx.uuid, `${app}/${n}`, body.retry ? "retry" : "no-retry")).revision);
+    await settled(
+      (await ops.applications.resolve(idx.uuid, `${app}/${n}`, body.retry ? "retry" : "no-retry")).revision,
+    );
     return {};
   });
 
   route(routes.removeUnit, async ({ model: idx, params: { app, n }, query, settled }) => {
     if (!Name.safeParse(app).success || !/^\d+$/.test(n)) throw notFound("unit", `${app}/${n}`);
-    await settled((await ops.removeUnit(idx.uuid, `${app}/${n}`, flag(query, "force"))).revision);
+    await settled((await ops.applications.removeUnit(idx.uuid, `${app}/${n}`, flag(query, "force"))).revision);
   });
 }

@@ -7,7 +7,8 @@ import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
 import { CONSOLE_CLOSE_CODES } from "../../../../api/browser";
 
-export function ConsoleView() {
+/** `model`: the model the page showed, which the console starts in (its prompt says so). */
+export function ConsoleView({ model }: { model: string | undefined }) {
   const box = useRef<HTMLDivElement>(null);
   const [state, setState] = useState<"connecting" | "open" | "ended">("connecting");
   const [note, setNote] = useState("");
@@ -23,7 +24,8 @@ export function ConsoleView() {
     term.loadAddon(fit);
     term.open(box.current!);
     fit.fit();
-    const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/console`);
+    const query = model ? `?model=${encodeURIComponent(model)}` : "";
+    const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/console${query}`);
     const send = (msg: unknown): void => {
       if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
     };
@@ -58,7 +60,7 @@ export function ConsoleView() {
       ws.close();
       term.dispose();
     };
-  }, [generation]);
+  }, [generation, model]);
   return (
     <div class="stack console-page">
       <div class="page-head">
