@@ -173,9 +173,7 @@ const NAMING_KINDS_ALLOWED = [
   "controller/config.ts",
   "controller/main.ts",
   // The provider's resource arguments are the user's vocabulary (one input per kind, typed as a union by name); they map onto the contract.
-  "provider/controller.ts",
   "provider/machine.ts",
-  "provider/model.ts",
   // An ssh credential's file may be the private key itself (PEM), read as such.
   "cli/credential-file.ts",
   // TODO(hosting): controller bootstrap and destroy, being rewritten onto each kind's `controller` slot (substrates/kind.ts); then remove these.

@@ -1,10 +1,11 @@
 /**
- * The seam every substrate implements, in the spirit of Juju's `environs.InstanceBroker`
- * (StartInstance / StopInstances), typed and cancellable. The controller's provisioner decides
- * *which* machines should exist (from the model); a broker only makes one exist or go away.
+ * The seams every substrate implements, in the spirit of Juju's `environs.InstanceBroker`
+ * (StartInstance / StopInstances) and its CAAS broker, typed and cancellable. The controller's
+ * provisioners decide *which* machines or unit pods should exist (from the model); a broker only
+ * makes them exist or go away: one machine at a time, or an application's pods at once.
  */
 
-import type { AgentConfig, Constraints } from "../api/core";
+import type { AgentConfig, Constraints, WorkloadContainer } from "../api/core";
 
 /** Progress of a long step (an upload, a boot), for the machine's status. */
 export type Progress = (step: string) => void;
@@ -111,4 +112,97 @@ export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
    * for good: a pod made again on a new, empty claim. The keeper then replaces it without waiting `replaceAfter`.
    */
   lost?(replica: { host: string; instance?: { id: string }; addedAt: string }): Promise<boolean>;
+}
+
+/** How often the kubelet probes a unit pod's container, how long it waits, and after how many failures it acts (per probe kind). */
+export interface PodProbeSettings {
+  liveness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
+  readiness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
+  startup: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
+}
+
+/** What every unit pod a pod broker makes runs: the agent's image, and its container's probes. */
+export interface UnitPodSettings {
+  agentImage: string;
+  /** Absent: the kind's defaults. */
+  probes?: PodProbeSettings;
+}
+
+/** A model's pods on the substrate: `placement` says where (a cluster and its namespace). */
+export interface PodTarget<Placement> {
+  /** The model's uuid. */
+  model: string;
+  placement: Placement;
+}
+
+/** An application's unit pods to have: unit N is pod N, and pods 0 … `replicas - 1` exist. */
+export interface ApplicationPods<Placement> extends PodTarget<Placement> {
+  app: string;
+  /** 1 + the highest unit number still in the model, dying units included (0: none). */
+  replicas: number;
+  /** The operator's workload containers, run beside the agent (none when absent). */
+  containers?: Record<string, WorkloadContainer>;
+  /**
+   * The units' agent configurations by unit number, given those the substrate holds for the
+   * application now (empty when none); asked only while it has units, and written before the pods
+   * that read them when they differ from those held.
+   */
+  agentConfigs(held: ReadonlyMap<number, string>): Promise<ReadonlyMap<number, string>>;
+}
+
+/** What {@link ApplicationBroker.ensureApplication} changed of the pods' owner (a StatefulSet). */
+export type ApplicationPodsChange =
+  { change: "none" | "made" | "template" } | { change: "scaled"; from: number | undefined };
+
+/** What {@link ApplicationBroker.removeModel} removed. */
+export type ModelPodsRemoval =
+  { removed: "space" } | { removed: "applications"; applications: string[] } | { removed: "nothing" };
+
+/** A unit's pod as the substrate shows it, or the one it waits for. */
+export interface UnitPod {
+  /** What the substrate calls it (`namespace/pod`). */
+  id: string;
+  /** Its phase in words (`running, ready`, `pending`, `terminating`). */
+  state: string;
+  address?: string;
+  /** False while the pod is not there at all. */
+  exists: boolean;
+  /** Its containers run (the unit's machine is installed). */
+  running: boolean;
+}
+
+/**
+ * Pods for a model's applications (a substrate whose units are pods: Juju's CAAS broker): the
+ * controller's pod provisioner decides which units should exist; the broker makes each
+ * application's pods match, lists what the model has, and removes what is gone. Every call takes
+ * the caller's signal, and each object is written whole (or patched to its wanted form), so a pass
+ * cut short is finished by the next. Made by the kind's `pods()`; the caller closes it.
+ */
+export interface ApplicationBroker<Placement> {
+  /** Makes the model's own space on the substrate (a namespace) exist; true when it was made now. */
+  ensureModel(target: PodTarget<Placement>, opts?: { signal?: AbortSignal }): Promise<boolean>;
+  /** Makes the application's agent configurations, services and pods what `spec` says. */
+  ensureApplication(spec: ApplicationPods<Placement>, opts?: { signal?: AbortSignal }): Promise<ApplicationPodsChange>;
+  /** The applications the model has pods (or their owner) for on the substrate. */
+  applications(target: PodTarget<Placement>, opts?: { signal?: AbortSignal }): Promise<string[]>;
+  /** The pods of `units` (by application and number), in their order: those not there are what is waited for. */
+  unitPods(
+    target: PodTarget<Placement>,
+    units: readonly { app: string; unit: number }[],
+    opts?: { signal?: AbortSignal },
+  ): Promise<UnitPod[]>;
+  /** Removes an application's pods and everything made for them; what is already gone is fine. */
+  removeApplication(target: PodTarget<Placement>, app: string, opts?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Removes a removed model's pods: its whole space when it was made for the model, else each of
+   * its applications' objects in it (a space it shares); a space already gone is fine.
+   */
+  removeModel(target: PodTarget<Placement>, opts?: { signal?: AbortSignal }): Promise<ModelPodsRemoval>;
+  /** Where `placement` leads, for messages: the cluster's address and the model's namespace in it. */
+  where(placement: Placement): { server: string; namespace: string };
+  /** A failed call in words a user can act on (`cannot reach cluster https://…: connection refused`). */
+  describeFailure(err: unknown, placement: Placement): string;
+  /** Closes what was opened for `placement` (its client); the next call opens it again. */
+  release(placement: Placement): void;
+  close(): void;
 }

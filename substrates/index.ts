@@ -8,14 +8,22 @@
 export * as ssh from "./ssh";
 export * from "./local";
 export type {
+  ApplicationBroker,
+  ApplicationPods,
+  ApplicationPodsChange,
   MachineBroker,
   MachineRef,
   MachineSpec,
   MachineTarget,
+  ModelPodsRemoval,
+  PodProbeSettings,
+  PodTarget,
   Progress,
   ReplicaHost,
   ReplicaHostBroker,
   StartedMachine,
+  UnitPod,
+  UnitPodSettings,
 } from "./brokers";
 export * as aws from "./aws";
 export * as vsphere from "./vsphere";

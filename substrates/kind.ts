@@ -1,13 +1,13 @@
 /**
  * The runtime half of a substrate kind (Juju's `Environ`, opened from its `EnvironProvider`): how a
  * model's settings and credential become a placement, the broker that makes its machines (with its
- * instances listed), the checks it makes of a credential or a placement against the real cloud,
+ * instances listed) or its applications' pods, the checks it makes of a credential or a placement against the real cloud,
  * the hosts it gives the controller for its own replicas (./replica-hosts.ts), and how it hosts
  * controllers (bootstrap, destroy). Each `substrates/<kind>/kind.ts` exports one, found through the
  * lazy registry (registry.ts); its static half, the contract, is `api/substrate-kinds.ts`.
  */
 import type { Constraints, SubstrateContract } from "../api/core";
-import type { MachineBroker } from "./brokers";
+import type { ApplicationBroker, MachineBroker, UnitPodSettings } from "./brokers";
 import type { ControllerHosting } from "./controller-hosting";
 import type { ReplicaHostDeps, ReplicaHostsOfKind } from "./replica-hosts";
 
@@ -36,10 +36,15 @@ export interface InstanceBroker<Placement> extends MachineBroker<Placement> {
 
 export interface SubstrateKind<Settings = unknown, Placement = unknown> {
   contract: SubstrateContract<Settings>;
-  /** Where a model's machines go: its settings, the controller they belong to, and its credential's attributes opened. */
+  /** Where a model's machines (or pods) go: its settings, the controller they belong to, and its credential's attributes opened. */
   placement?(model: { settings: Settings; controllerUuid: string }, credential: Attributes): Placement;
   /** A new broker for its instances (kinds whose contract says `instances`); the caller closes it. */
   machines?(): InstanceBroker<Placement>;
+  /**
+   * A new broker for the pods of its models' applications (kinds whose contract says `pods`), each
+   * pod running the agent as `settings` say; the caller closes it.
+   */
+  pods?(settings: UnitPodSettings): ApplicationBroker<Placement>;
   /** Throws (naming what is wrong) when no machine with constraints `c` can be had with `settings`: checked before any is asked for. */
   checkConstraints?(settings: Settings, c: Constraints): void;
   /** Throws when a credential about to be stored cannot be used (asked of the cloud itself: reachable, and with the rights its models need). */

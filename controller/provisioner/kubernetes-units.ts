@@ -1,44 +1,38 @@
 /**
- * Provisioning for `kubernetes` models: the leader keeps, per model, its namespace and, per
- * application, the objects of substrates/kubernetes/unit-pods.ts: a Secret with one agent
- * configuration per unit (written before the pods that read it), the Services, and a StatefulSet
- * with one pod per unit (unit N = pod N). Its replicas are 1 + the highest unit number still in the
- * model, dying units included: a unit's pod goes only after its agent has run the teardown hooks
- * and the unit is removed, highest ordinal first.
+ * Provisioning for models whose units are pods (the kinds whose contract says `provisions: "pods"`:
+ * Kubernetes): the leader keeps, per model, its space on the substrate and, per application, its
+ * unit pods, through the kind's pod broker (substrates/brokers.ts `ApplicationBroker`; Kubernetes:
+ * a namespace, an agents Secret, Services and a StatefulSet, substrates/kubernetes/application-pods.ts).
+ * Unit N is pod N; an application's pods number 1 + the highest unit number still in the model,
+ * dying units included: a unit's pod goes only after its agent has run the teardown hooks and the
+ * unit is removed, highest number first.
  *
  * The pod is the unit's machine: a machine made for a unit records its pod (name, phase, IP) as
- * its instance, and is finished as soon as its unit is gone (the StatefulSet deletes the pod).
- * An operator's workload containers are part of the pod template (substrates/kubernetes/workload-pods.ts).
- * Objects of applications and models that are gone are deleted (a namespace only when this
- * controller made it).
+ * its instance, and is finished as soon as its unit is gone (its pod goes with it).
+ * An operator's workload containers are part of each pod (the broker places them).
+ * Pods of applications and models that are gone are removed (a model's whole space only when it
+ * was made for the model).
  *
  * A pass that fails (the cluster not reached, the credential refused, a call forbidden) is told
  * where users look, not only in the controller's log: each of the model's machines shows it as its
  * status ("cannot reach cluster https://…: connection refused; retrying") and a line goes to the
  * model's debug-log, once per new failure and once when the cluster answers again.
  *
- * Migration: the namespace's objects belong to the controller the model lives on. The source
- * leaves them alone from the moment it asks the target to activate the model (from then on the
- * target may be writing them) and for good once the model is handed over: a model that moved away
- * is forgotten, never swept. The target, on its first pass, rewrites each application's Secret to
- * name its own addresses and CA (see writeAgentConfigs), so pods made after the move come up
- * talking to it. No object names the controller (labels: managed-by steward, the model's uuid,
- * the application), so nothing else changes hands.
+ * Migration: the model's pods belong to the controller the model lives on. The source leaves them
+ * alone from the moment it asks the target to activate the model (from then on the target may be
+ * writing them) and for good once the model is handed over: a model that moved away is forgotten,
+ * never swept. The target, on its first pass, rewrites each application's agent configurations to
+ * name its own addresses and CA (see agentConfigsOf), so pods made after the move come up talking
+ * to it. Nothing the broker makes names the controller, so nothing else changes hands.
  *
- * Every API call carries the worker's signal: a deposed leader's pass ends at its call in flight, and
- * an aborted call is not told as a cluster failure. Each object is written whole (or patched to its
- * wanted form), so the next leader's pass converges from whatever the aborted one left.
+ * Every broker call carries the worker's signal: a deposed leader's pass ends at its call in
+ * flight, and an aborted call is not told as a cluster failure. The broker writes each object
+ * whole, so the next leader's pass converges from whatever the aborted one left.
  */
-import type {
-  AgentConfig,
-  DebugLogRecord,
-  KubernetesModelSettings,
-  Logger,
-  LogRecordLevel,
-  ModelSubstrate,
-} from "../../api";
-import { StewardError, agentConfigText, contractOf, parseAgentConfig, podAgentConfigKey } from "../../api";
-import { kubernetes } from "../../substrates";
+import type { AgentConfig, DebugLogRecord, Logger, LogRecordLevel, ModelSubstrate } from "../../api";
+import { StewardError, agentConfigText, contractOf, parseAgentConfig } from "../../api";
+import type { ApplicationBroker, PodProbeSettings } from "../../substrates";
+import { substrateKind } from "../../substrates";
 import { credentialMatches } from "../security/credentials";
 import type {
   CredentialOps,
@@ -49,7 +43,7 @@ import type {
   StateCache,
   StateOps,
 } from "../state";
-import { handedOver, migrationActive, settingsOf } from "../state";
+import { handedOver, migrationActive } from "../state";
 import { unitNumber } from "../state/agent-views";
 import { Reconciler } from "../workers";
 
@@ -69,39 +63,43 @@ export interface KubernetesProvisionerOptions {
    */
   pollIntervalMs?: number;
   /** Probe settings of the agent container (tests shorten them). */
-  probes?: kubernetes.PodProbeSettings;
+  probes?: PodProbeSettings;
   /** Adds records to a model's debug-log (this replica's; see server/model-logs.ts). */
   modelLog?: (model: string, records: DebugLogRecord[]) => void;
 }
 
-/** A model's cluster, opened from its credential. */
-interface Cluster {
-  api: kubernetes.KubeApi;
-  namespace: string;
+/** Where a model's pods are: its kind's broker and the placement opened from its settings and credential. */
+interface PodPlace {
+  broker: ApplicationBroker<unknown>;
+  placement: unknown;
+  /** What the placement was opened from: it is reused while this is unchanged. */
   key: string;
 }
 
-const FIELD_MANAGER = "steward-controller";
-/** Models (and machines) this provisioner keeps: those of the kind whose units are pods. */
+type UnitSlot = { ordinal: number; machine: string };
+
+/** Models (and machines) this provisioner keeps: those of the kinds whose units are pods. */
 const onPods = (substrate: ModelSubstrate | undefined): boolean => contractOf(substrate).provisions === "pods";
 
 export class KubernetesProvisioner extends Reconciler {
   readonly name = "kubernetes-provisioner";
-  /** Clusters by model uuid (kept to clean up after a model removed by force, and reused while its credential is unchanged). */
-  private readonly clusters = new Map<string, Cluster>();
+  /** Each pod kind's broker, made when a model of it is first seen. */
+  private readonly brokers = new Map<ModelSubstrate, ApplicationBroker<unknown>>();
+  /** Places by model uuid (kept to clean up after a model removed by force, and reused while its credential is unchanged). */
+  private readonly places = new Map<string, PodPlace>();
   /** The failure each model's last pass ended with, while it lasts: told once, shown on its machines. */
   private readonly failures = new Map<string, string>();
 
   constructor(private readonly o: KubernetesProvisionerOptions) {
-    super({ cache: o.cache, log: o.log, failure: "kubernetes provisioning failed", pollMs: o.pollIntervalMs ?? 5000 });
+    super({ cache: o.cache, log: o.log, failure: "pod provisioning failed", pollMs: o.pollIntervalMs ?? 5000 });
   }
 
-  /** After the last pass, the clusters' connections close. */
+  /** After the last pass, the brokers' connections close. */
   override async run(signal: AbortSignal): Promise<void> {
     try {
       await super.run(signal);
     } finally {
-      for (const c of this.clusters.values()) c.api.close();
+      for (const b of this.brokers.values()) b.close();
     }
   }
 
@@ -109,12 +107,12 @@ export class KubernetesProvisioner extends Reconciler {
     return [...this.o.cache.models.values()].filter((idx) => onPods(idx.model?.placement.substrate));
   }
 
-  /** Whether the model's objects are another controller's now, or may be being taken over by it (see the file's comment). */
+  /** Whether the model's pods are another controller's now, or may be being taken over by it (see the file's comment). */
   private leftToTarget(uuid: string): boolean {
     return leftToTarget(this.o.cache.migrations.get(uuid));
   }
 
-  /** What decides the objects: units and machines with their life, applications. */
+  /** What decides the pods: units and machines with their life, applications. */
   protected override signature(): string {
     const parts: string[] = [];
     for (const idx of this.models()) {
@@ -146,31 +144,31 @@ export class KubernetesProvisioner extends Reconciler {
       }
     }
     for (const uuid of this.failures.keys()) if (!live.has(uuid)) this.failures.delete(uuid);
-    // Models removed (by force, or their last application gone and then the model): their objects go.
-    for (const [uuid, cluster] of this.clusters) {
+    // Models removed (by force, or their last application gone and then the model): their pods go.
+    for (const [uuid, place] of this.places) {
       if (live.has(uuid) || this.stopped) continue;
-      // Gone from here because it moved: its objects are the target's.
+      // Gone from here because it moved: its pods are the target's.
       if (this.leftToTarget(uuid)) {
         this.forget(uuid);
         continue;
       }
       try {
-        await this.removeModelObjects(uuid, cluster, signal);
-        this.clusters.delete(uuid);
-        cluster.api.close();
+        await this.removeModelPods(uuid, place, signal);
+        this.places.delete(uuid);
+        place.broker.release(place.placement);
       } catch (err) {
-        this.o.log.warn("could not delete a removed kubernetes model's objects", { model: uuid, err: describe(err) });
+        this.o.log.warn("could not delete a removed pod model's objects", { model: uuid, err: describe(err) });
       }
     }
   }
 
   /** A pass failed: the controller's log and the model's debug-log say so once, each alive machine's status while it lasts. */
   private async failed(idx: ModelIndex, err: unknown): Promise<void> {
-    const server = this.clusters.get(idx.uuid)?.api.connection.server;
-    const message = `${server ? kubernetes.describeClusterFailure(err, server) : describe(err)}; retrying`;
+    const place = this.places.get(idx.uuid);
+    const message = `${place ? place.broker.describeFailure(err, place.placement) : describe(err)}; retrying`;
     if (this.failures.get(idx.uuid) !== message) {
       this.failures.set(idx.uuid, message);
-      this.o.log.warn("kubernetes model reconcile failed", { model: idx.model?.name, err: message });
+      this.o.log.warn("pod model reconcile failed", { model: idx.model?.name, err: message });
       this.tellModel(idx, "ERROR", `provisioning: ${message}`);
     }
     for (const m of [...idx.machines.values()]) {
@@ -194,8 +192,9 @@ export class KubernetesProvisioner extends Reconciler {
   /** A pass went through after failing: said once (the machines' statuses are rewritten by recordPods). */
   private answeredAgain(idx: ModelIndex): void {
     if (!this.failures.delete(idx.uuid)) return;
-    const server = this.clusters.get(idx.uuid)?.api.connection.server ?? "";
-    this.o.log.info("kubernetes model provisioned again", { model: idx.model?.name, server });
+    const place = this.places.get(idx.uuid);
+    const server = place ? place.broker.where(place.placement).server : "";
+    this.o.log.info("pod model provisioned again", { model: idx.model?.name, server });
     this.tellModel(idx, "INFO", `provisioning: cluster ${server} answers again`);
   }
 
@@ -215,47 +214,60 @@ export class KubernetesProvisioner extends Reconciler {
     this.o.modelLog(idx.uuid, records);
   }
 
-  /** Drops a model's cluster connection without touching its objects. */
+  /** Drops a model's connection without touching its pods. */
   private forget(uuid: string): void {
-    const cluster = this.clusters.get(uuid);
-    if (!cluster) return;
-    this.clusters.delete(uuid);
-    cluster.api.close();
-    this.o.log.info("left a migrating model's kubernetes objects to the target controller", {
+    const place = this.places.get(uuid);
+    if (!place) return;
+    this.places.delete(uuid);
+    place.broker.release(place.placement);
+    this.o.log.info("left a migrating model's pods to the target controller", {
       model: uuid,
-      namespace: cluster.namespace,
+      namespace: place.broker.where(place.placement).namespace,
     });
   }
 
-  private async clusterOf(idx: ModelIndex): Promise<Cluster> {
+  /** The kind's broker, made on first use. */
+  private brokerOf(substrate: ModelSubstrate): ApplicationBroker<unknown> {
+    let broker = this.brokers.get(substrate);
+    if (!broker) {
+      const kind = substrateKind(substrate);
+      if (!kind.pods) throw new StewardError("internal", `the ${substrate} substrate has no pod broker`);
+      broker = kind.pods({ agentImage: this.o.agentImage, ...(this.o.probes ? { probes: this.o.probes } : {}) });
+      this.brokers.set(substrate, broker);
+    }
+    return broker;
+  }
+
+  private async placeOf(idx: ModelIndex): Promise<PodPlace> {
     const m = idx.model!;
-    const { credential } = m.placement;
-    const { namespace } = settingsOf<KubernetesModelSettings>(m);
-    if (!credential || !namespace)
-      throw new StewardError("invalid-request", `model ${m.name} has no kubernetes credential or namespace`);
-    const c = await this.o.credentials.open(credential, "kubernetes");
-    const key = `${credential}\n${c.kubeconfig}\n${c.context ?? ""}\n${namespace}`;
-    const known = this.clusters.get(idx.uuid);
+    const { substrate, credential, settings } = m.placement;
+    if (!credential) throw new StewardError("invalid-request", `model ${m.name} has no ${substrate} credential`);
+    const attributes = await this.o.credentials.open(credential, substrate as never);
+    const key = JSON.stringify([substrate, credential, attributes, settings]);
+    const known = this.places.get(idx.uuid);
     if (known?.key === key) return known;
-    known?.api.close();
-    const cluster = { api: new kubernetes.KubeApi(kubernetes.connectionOfCredential(c)), namespace, key };
-    this.clusters.set(idx.uuid, cluster);
-    return cluster;
+    if (known) known.broker.release(known.placement);
+    const broker = this.brokerOf(substrate);
+    const controllerUuid = this.o.cache.controller?.uuid ?? "";
+    const place = {
+      broker,
+      placement: substrateKind(substrate).placement!({ settings, controllerUuid }, attributes),
+      key,
+    };
+    this.places.set(idx.uuid, place);
+    return place;
   }
 
   private async reconcileModel(idx: ModelIndex, signal: AbortSignal): Promise<void> {
-    const cluster = await this.clusterOf(idx);
-    const { api, namespace } = cluster;
-    const R = kubernetes.KUBE_RESOURCES;
-    if (!(await api.find(R.namespaces, namespace, { signal }))) {
-      await api
-        .create(R.namespaces, kubernetes.namespaceManifest(idx.uuid, namespace), { signal })
-        .catch((err: unknown) => {
-          if (!kubernetes.isAlreadyExists(err)) throw err;
-        });
-      this.o.log.info("made the model's namespace", { model: idx.model?.name, namespace });
-    }
-    const byApp = new Map<string, { ordinal: number; machine: string }[]>();
+    const place = await this.placeOf(idx);
+    const { broker, placement } = place;
+    const target = { model: idx.uuid, placement };
+    if (await broker.ensureModel(target, { signal }))
+      this.o.log.info("made the model's namespace", {
+        model: idx.model?.name,
+        namespace: broker.where(placement).namespace,
+      });
+    const byApp = new Map<string, UnitSlot[]>();
     for (const u of idx.units.values()) {
       const list = byApp.get(u.app) ?? [];
       list.push({ ordinal: unitNumber(u.name), machine: u.machine });
@@ -263,16 +275,19 @@ export class KubernetesProvisioner extends Reconciler {
     }
     for (const app of new Set([...idx.apps.keys(), ...byApp.keys()])) {
       if (this.stopped) return;
-      await this.reconcileApp(idx, cluster, app, byApp.get(app) ?? [], signal);
+      await this.reconcileApp(idx, place, app, byApp.get(app) ?? [], signal);
     }
-    // StatefulSets of applications that are gone.
-    const sets = await api.list(R.statefulSets, { namespace, labelSelector: kubernetes.selectorOf(idx.uuid), signal });
-    for (const s of sets.items) {
-      const app = s.metadata?.labels?.[kubernetes.LABELS.app];
-      if (app && !idx.apps.has(app) && !byApp.has(app)) await this.removeAppObjects(cluster, idx.uuid, app, signal);
-    }
-    await this.recordPods(idx, cluster, signal);
-    // A machine made for a unit is its pod: once the unit is gone, the StatefulSet deletes the pod.
+    // Pods of applications that are gone.
+    for (const app of await broker.applications(target, { signal }))
+      if (!idx.apps.has(app) && !byApp.has(app)) {
+        await broker.removeApplication(target, app, { signal });
+        this.o.log.info("deleted a removed application's objects", {
+          app,
+          namespace: broker.where(placement).namespace,
+        });
+      }
+    await this.recordPods(idx, place, signal);
+    // A machine made for a unit is its pod: once the unit is gone, its pod goes with it.
     for (const m of [...idx.machines.values()]) {
       if (!onPods(m.substrate) || m.life === "alive" || this.stopped) continue;
       await this.o.ops.machines.finish(idx.uuid, m.id);
@@ -282,92 +297,57 @@ export class KubernetesProvisioner extends Reconciler {
 
   private async reconcileApp(
     idx: ModelIndex,
-    cluster: Cluster,
+    { broker, placement }: PodPlace,
     app: string,
-    units: { ordinal: number; machine: string }[],
+    units: UnitSlot[],
     signal: AbortSignal,
   ): Promise<void> {
-    const { api, namespace } = cluster;
-    const R = kubernetes.KUBE_RESOURCES;
-    const spec = { model: idx.uuid, namespace, app };
-    // Units first get their agent configuration, then their pods.
-    if (units.length > 0) await this.writeAgentConfigs(idx, cluster, app, units, signal);
-    for (const svc of kubernetes.serviceManifests(spec)) {
-      if (!(await api.find(R.services, svc.metadata!.name!, { namespace, signal })))
-        await api.create(R.services, svc, { signal }).catch((err: unknown) => {
-          if (!kubernetes.isAlreadyExists(err)) throw err;
-        });
-    }
     const replicas = units.length === 0 ? 0 : Math.max(...units.map((u) => u.ordinal)) + 1;
     const containers = this.o.cache.operators.get(idx.apps.get(app)?.operator.hash ?? "")?.meta.containers;
-    const want = kubernetes.statefulSetManifest({
-      ...spec,
-      replicas,
-      agentImage: this.o.agentImage,
-      ...(this.o.probes ? { probes: this.o.probes } : {}),
-      ...(containers ? { containers } : {}),
-    });
-    const have = await api.find(R.statefulSets, app, { namespace, signal });
-    if (!have) {
-      await api.create(R.statefulSets, want, { signal });
-      this.o.log.info("made the application's StatefulSet", { model: idx.model?.name, app, replicas });
-      return;
-    }
-    const hash = want.metadata!.annotations![kubernetes.TEMPLATE_HASH];
-    if (have.metadata?.annotations?.[kubernetes.TEMPLATE_HASH] !== hash) {
-      await api.patch<kubernetes.StatefulSet>(
-        R.statefulSets,
+    const done = await broker.ensureApplication(
+      {
+        model: idx.uuid,
+        placement,
         app,
-        {
-          metadata: { annotations: { [kubernetes.TEMPLATE_HASH]: hash } },
-          spec: { replicas, template: want.spec!.template },
-        },
-        { namespace, type: "merge", fieldManager: FIELD_MANAGER, signal },
-      );
-      this.o.log.info("updated the application's pod template", { model: idx.model?.name, app, replicas });
-    } else if (have.spec?.replicas !== replicas) {
-      await api.scale(R.statefulSets, app, replicas, { namespace, signal });
-      this.o.log.info("scaled the application's StatefulSet", {
-        model: idx.model?.name,
-        app,
-        from: have.spec?.replicas,
-        to: replicas,
-      });
-    }
+        replicas,
+        ...(containers ? { containers } : {}),
+        agentConfigs: (held) => this.agentConfigsOf(idx, app, units, held),
+      },
+      { signal },
+    );
+    const model = idx.model?.name;
+    if (done.change === "made") this.o.log.info("made the application's StatefulSet", { model, app, replicas });
+    else if (done.change === "template")
+      this.o.log.info("updated the application's pod template", { model, app, replicas });
+    else if (done.change === "scaled")
+      this.o.log.info("scaled the application's StatefulSet", { model, app, from: done.from, to: replicas });
   }
 
   /**
-   * Keeps one agent configuration per unit in the application's Secret. A unit whose entry names
-   * its machine keeps it (its credential is still good); a new one (or a number reused by a new
-   * unit) gets a new credential, which ends the machine's old one.
+   * One agent configuration per unit, from those the broker holds (`held`, by unit number). A unit
+   * whose entry names its machine keeps it (its credential is still good); a new one (or a number
+   * reused by a new unit) gets a new credential, which ends the machine's old one.
    *
    * An entry written by another controller (its CA: the model migrated here) is rewritten with
    * this controller's addresses and CA, KEEPING its credential once it matches the hash this
    * controller holds for the machine (imported with it). Why keep rather than issue new ones:
    * at SUCCESS every running agent switched here with the credential it has, and a pod agent reads
    * its mounted configuration only when it starts, so a new credential would lock out each running
-   * agent until its pod restarts; the plaintext is in this Secret anyway, which the controller
+   * agent until its pod restarts; the plaintext is in the pods' Secret anyway, which the controller
    * that holds the model's cluster credential can read. An entry whose credential does not match
    * gets a new one, as a new unit does.
    */
-  private async writeAgentConfigs(
+  private async agentConfigsOf(
     idx: ModelIndex,
-    cluster: Cluster,
     app: string,
-    units: { ordinal: number; machine: string }[],
-    signal: AbortSignal,
-  ): Promise<void> {
-    const { api, namespace } = cluster;
-    const R = kubernetes.KUBE_RESOURCES;
-    const name = kubernetes.agentsSecretName(app);
-    const have = await api.find(R.secrets, name, { namespace, signal });
+    units: UnitSlot[],
+    held: ReadonlyMap<number, string>,
+  ): Promise<Map<number, string>> {
     const configs = new Map<number, string>();
     const addresses = this.o.controllerAddresses();
-    let changed = !have;
     let readdressed = 0;
     for (const u of units.sort((a, b) => a.ordinal - b.ordinal)) {
-      const current = have?.data?.[podAgentConfigKey(u.ordinal)];
-      const text = current ? Buffer.from(current, "base64").toString() : undefined;
+      const text = held.get(u.ordinal);
       const cfg = text ? configOf(text) : undefined;
       if (text && cfg?.machine === u.machine && cfg.model === idx.uuid) {
         // This controller's own entry stays as written: its agent learns newer addresses from the controller itself.
@@ -378,7 +358,6 @@ export class KubernetesProvisioner extends Reconciler {
         const hash = idx.machines.get(u.machine)?.credentialHash;
         if (hash && credentialMatches(cfg.credential, hash)) {
           configs.set(u.ordinal, agentConfigText({ ...cfg, controllerAddresses: addresses, caCert: this.o.caCert }));
-          changed = true;
           readdressed++;
           continue;
         }
@@ -394,80 +373,53 @@ export class KubernetesProvisioner extends Reconciler {
           caCert: this.o.caCert,
         }),
       );
-      changed = true;
     }
-    if (have && Object.keys(have.data ?? {}).length !== configs.size) changed = true;
-    if (!changed) return;
-    const secret: kubernetes.Secret = kubernetes.agentsSecretManifest({ model: idx.uuid, namespace, app }, configs);
-    if (have)
-      await api.replace(
-        R.secrets,
-        { ...secret, metadata: { ...secret.metadata, resourceVersion: have.metadata!.resourceVersion! } },
-        { signal },
-      );
-    else await api.create(R.secrets, secret, { signal });
     if (readdressed > 0)
       this.o.log.info("pointed the application's agent configurations at this controller", {
         model: idx.model?.name,
         app,
         units: readdressed,
       });
+    return configs;
   }
 
   /** Records each unit machine's pod (name, phase and readiness, IP) as its instance, for status and show-machine. */
-  private async recordPods(idx: ModelIndex, cluster: Cluster, signal: AbortSignal): Promise<void> {
-    const pods = await cluster.api.list(kubernetes.KUBE_RESOURCES.pods, {
-      namespace: cluster.namespace,
-      labelSelector: kubernetes.selectorOf(idx.uuid),
-      signal,
-    });
-    const byName = new Map(pods.items.map((p) => [p.metadata!.name!, p]));
-    for (const u of idx.units.values()) {
+  private async recordPods(idx: ModelIndex, { broker, placement }: PodPlace, signal: AbortSignal): Promise<void> {
+    const units = [...idx.units.values()].filter((u) => {
       const m = idx.machines.get(u.machine);
-      if (!m || !onPods(m.substrate) || m.life !== "alive") continue;
-      const pod = byName.get(kubernetes.podName(u.app, unitNumber(u.name)));
-      const instance: InstanceRecord = pod
-        ? instanceOf(pod, cluster.namespace)
-        : { id: `${cluster.namespace}/${kubernetes.podName(u.app, unitNumber(u.name))}`, state: "pending" };
-      const current = idx.machineInstall.get(m.id);
-      const state: MachineInstallDoc["state"] = pod?.status?.phase === "Running" ? "installed" : "installing";
-      const step = pod ? `pod ${instance.id} is ${instance.state}` : `waiting for pod ${instance.id}`;
+      return m && onPods(m.substrate) && m.life === "alive";
+    });
+    const pods = await broker.unitPods(
+      { model: idx.uuid, placement },
+      units.map((u) => ({ app: u.app, unit: unitNumber(u.name) })),
+      { signal },
+    );
+    for (const [i, u] of units.entries()) {
+      const pod = pods[i]!;
+      const instance: InstanceRecord = {
+        id: pod.id,
+        state: pod.state,
+        ...(pod.address ? { address: pod.address } : {}),
+      };
+      const current = idx.machineInstall.get(u.machine);
+      const state: MachineInstallDoc["state"] = pod.running ? "installed" : "installing";
+      const step = pod.exists ? `pod ${instance.id} is ${instance.state}` : `waiting for pod ${instance.id}`;
       if (current && current.state === state && current.step === step && sameInstance(current.instance, instance))
         continue;
       await this.o.ops.machines
-        .setInstall(idx.uuid, m.id, { state, step, instance })
-        .catch((err: unknown) => this.o.log.warn("could not record a pod", { machine: m.id, err: describe(err) }));
+        .setInstall(idx.uuid, u.machine, { state, step, instance })
+        .catch((err: unknown) => this.o.log.warn("could not record a pod", { machine: u.machine, err: describe(err) }));
     }
   }
 
-  private async removeAppObjects(cluster: Cluster, model: string, app: string, signal: AbortSignal): Promise<void> {
-    const { api, namespace } = cluster;
-    const R = kubernetes.KUBE_RESOURCES;
-    const gone = (err: unknown) => {
-      if (!kubernetes.isNotFound(err)) throw err;
-    };
-    await api.delete(R.statefulSets, app, { namespace, propagationPolicy: "Foreground", signal }).catch(gone);
-    for (const svc of kubernetes.serviceManifests({ model, namespace, app }))
-      await api.delete(R.services, svc.metadata!.name!, { namespace, signal }).catch(gone);
-    await api.delete(R.secrets, kubernetes.agentsSecretName(app), { namespace, signal }).catch(gone);
-    this.o.log.info("deleted a removed application's objects", { app, namespace });
-  }
-
-  /** A removed model: the namespace goes when this controller made it for the model, else the model's objects in it. */
-  private async removeModelObjects(model: string, cluster: Cluster, signal: AbortSignal): Promise<void> {
-    const { api, namespace } = cluster;
-    const R = kubernetes.KUBE_RESOURCES;
-    const ns = await api.find(R.namespaces, namespace, { signal });
-    if (!ns) return;
-    if (ns.metadata?.labels?.[kubernetes.LABELS.model] === model) {
-      await api.delete(R.namespaces, namespace, { signal }).catch((err: unknown) => {
-        if (!kubernetes.isNotFound(err)) throw err;
-      });
-      this.o.log.info("deleted a removed model's namespace", { model, namespace });
-      return;
-    }
-    const sets = await api.list(R.statefulSets, { namespace, labelSelector: kubernetes.selectorOf(model), signal });
-    for (const s of sets.items) await this.removeAppObjects(cluster, model, s.metadata!.name!, signal);
+  /** A removed model: its namespace goes when this controller made it for the model, else the model's objects in it. */
+  private async removeModelPods(model: string, { broker, placement }: PodPlace, signal: AbortSignal): Promise<void> {
+    const done = await broker.removeModel({ model, placement }, { signal });
+    const { namespace } = broker.where(placement);
+    if (done.removed === "space") this.o.log.info("deleted a removed model's namespace", { model, namespace });
+    else if (done.removed === "applications")
+      for (const app of done.applications)
+        this.o.log.info("deleted a removed application's objects", { app, namespace });
   }
 }
 
@@ -487,16 +439,6 @@ function configOf(configText: string): AgentConfig | undefined {
  */
 function leftToTarget(m: MigrationDoc | undefined): boolean {
   return handedOver(m) || (migrationActive(m) && m.activateAttempted === true);
-}
-
-function instanceOf(pod: kubernetes.Pod, namespace: string): InstanceRecord {
-  const ready = pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-  const phase = pod.metadata?.deletionTimestamp ? "Terminating" : (pod.status?.phase ?? "Pending");
-  return {
-    id: `${namespace}/${pod.metadata!.name!}`,
-    state: phase === "Running" ? (ready ? "running, ready" : "running, not ready") : phase.toLowerCase(),
-    ...(pod.status?.podIP ? { address: pod.status.podIP } : {}),
-  };
 }
 
 function sameInstance(a: InstanceRecord | undefined, b: InstanceRecord): boolean {

@@ -107,6 +107,8 @@ export type {
   KubernetesControllerAccess,
   KubernetesControllerSeed,
 } from "./controller-bootstrap";
+export { KubernetesApplicationPods } from "./application-pods";
+export type { KubernetesPlacement } from "./application-pods";
 export { WORKLOAD_VOLUME, workloadPodParts } from "./workload-pods";
 export type { WorkloadPodParts } from "./workload-pods";
 export { updateSecretData } from "./secret-data";

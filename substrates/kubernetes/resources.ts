@@ -238,14 +238,10 @@ export interface StatefulSet extends KubeObject {
     conditions?: Condition[];
   };
 }
-/** What a SelfSubjectAccessReview asks: may I do `verb` on `resource` (of `group`) in `namespace` ("" or absent: all namespaces, or a cluster-scoped resource)? */
 /** How often the kubelet probes a container, how long it waits, and after how many failures it acts (per probe kind). */
-export interface PodProbeSettings {
-  liveness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
-  readiness: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
-  startup: { periodSeconds: number; timeoutSeconds: number; failureThreshold: number };
-}
+export type { PodProbeSettings } from "../brokers";
 
+/** What a SelfSubjectAccessReview asks: may I do `verb` on `resource` (of `group`) in `namespace` ("" or absent: all namespaces, or a cluster-scoped resource)? */
 export interface ResourceAttributes {
   verb: string;
   group?: string;
