@@ -71,5 +71,10 @@ export async function logInThroughPage(page: Page, user: string, password: strin
   await page.fill("input[name=user]", user);
   await page.fill("input[name=password]", password);
   await page.click("button[type=submit]");
-  await page.waitForSelector(".topbar");
+  // The page either shows the app or says why not: a refusal fails here with its words, not a bare timeout.
+  // 60 s: a login hashes a password on a controller that shares two cores with the rest of the suite.
+  await page.waitForSelector(".topbar, .error-note", { timeout: 60_000 });
+  const refusal = page.locator(".error-note");
+  if ((await refusal.count()) > 0 && (await page.locator(".topbar").count()) === 0)
+    throw new Error(`the dashboard refused ${user}'s login: ${await refusal.first().innerText()}`);
 }
