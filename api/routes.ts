@@ -387,6 +387,8 @@ export const routes = {
     method: "GET",
     path: "/v1/models/:model/export",
     access: "model:admin",
+    /** `version`: the newest export format the reader takes (an older controller's), default this one's. */
+    query: ["version"],
     status: 200,
     raw: true,
     response: answer<{

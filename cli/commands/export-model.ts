@@ -4,6 +4,7 @@ import { gzipSync } from "node:zlib";
 import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
 import { routes } from "../../api/core";
+import { isWholeNumber } from "../validators";
 
 export default class ExportModelCommand extends ControllerCommand {
   static override paths = [["export-model"]];
@@ -17,16 +18,32 @@ export default class ExportModelCommand extends ControllerCommand {
       named, never written: add it to the controller you import into first. The file is gzipped JSON.
       Needs admin access to the model.
     `,
-    examples: [["Export model demo", "$0 export-model demo -o demo.steward.gz"]],
+    examples: [
+      ["Export model demo", "$0 export-model demo -o demo.steward.gz"],
+      [
+        "For a controller of the previous release (reads format 2)",
+        "$0 export-model demo -o demo.steward.gz --format-version 2",
+      ],
+    ],
   });
 
   name = Option.String({ required: true, name: "model" });
   output = Option.String("-o,--output", { required: true, description: "File to write (gzipped JSON)" });
+  formatVersion = Option.String("--format-version", {
+    description:
+      "Write the newest export format the importing controller reads, when it is older than this one (2: the release before model placements)",
+    validator: isWholeNumber(1),
+  });
 
   async run(): Promise<number> {
     const client = await this.connect();
     const started = Date.now();
-    const doc = await client.call(routes.exportModel, { model: this.name });
+    const doc = await client.call(
+      routes.exportModel,
+      { model: this.name },
+      undefined,
+      this.formatVersion === undefined ? {} : { version: this.formatVersion },
+    );
     const json = JSON.stringify(doc);
     const gz = gzipSync(json);
     await writeFile(resolve(this.context.cwd, this.output), gz, { mode: 0o600 });

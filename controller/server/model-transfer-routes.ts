@@ -12,7 +12,14 @@ import type { FastifyInstance } from "fastify";
 import { Name, StewardError, parseRequest, routes } from "../../api";
 import type { Bundle } from "../../api";
 import type { ImportDeps, StateCache, StateOps } from "../state";
-import { MAX_MODEL_EXPORT_BYTES, exportModel, importModel } from "../state";
+import {
+  MAX_MODEL_EXPORT_BYTES,
+  MODEL_EXPORT_VERSION,
+  exportForReader,
+  exportModel,
+  exportVersionFor,
+  importModel,
+} from "../state";
 import type { Store } from "../store";
 import { routeOn } from "../access/route";
 
@@ -28,8 +35,11 @@ export interface ModelTransferDeps {
 
 export function registerModelTransferRoutes(app: FastifyInstance, deps: ModelTransferDeps): void {
   const route = routeOn(app, deps.cache);
-  route(routes.exportModel, async ({ reply, model: idx }) => {
-    const doc = await exportModel(deps.store, idx.uuid);
+  route(routes.exportModel, async ({ reply, query, model: idx }) => {
+    // For a file an older controller imports: the newest format it reads (refused if none this one writes).
+    const reads = query.version === undefined ? undefined : Number(query.version);
+    const version = reads === undefined ? MODEL_EXPORT_VERSION : exportVersionFor(reads);
+    const doc = exportForReader(await exportModel(deps.store, idx.uuid), version);
     return reply.type("application/json; charset=utf-8").send(JSON.stringify(doc));
   });
 
