@@ -4,6 +4,7 @@
  */
 import type { ActionSpec } from "./actions";
 import type { ConfigOption } from "./config-values";
+import type { Registration } from "./registration";
 import type { ReplicaSettingsInputByKind, ReplicaSubstrate } from "./substrate-kinds";
 import type { CredentialSubstrate } from "./substrates";
 
@@ -240,14 +241,7 @@ export interface UserInfo {
 /** What `add-user` without a password gets: the parts of the registration string (api/registration.ts). */
 export interface CreatedUser {
   name: string;
-  registration?: {
-    controller: string;
-    addresses: string[];
-    caFingerprint: string;
-    user: string;
-    secret: string;
-    expiresAt: string;
-  };
+  registration?: Registration;
 }
 /** The answer to a registration: a token, as a login's, and the controller's name. */
 export interface Registered {
