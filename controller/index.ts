@@ -79,6 +79,7 @@ export {
   classifyKey,
   docs,
   keyOf,
+  storedValue,
   prefixOf,
   queueId,
   scopeId,

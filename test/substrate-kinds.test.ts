@@ -23,12 +23,13 @@ import {
   EmbeddedStore,
   MODEL_EXPORT_FORMAT,
   StateCache,
+  KIND,
   StateOps,
-  docs,
   exportModel,
   importModel,
   keys,
   modelDocOf,
+  storedValue,
   upgradeModelExport,
 } from "../controller";
 import { SUBSTRATES } from "../substrates";
@@ -157,7 +158,7 @@ test("a model document of the shape before placements reads as one placement", (
 
 test("a model is stored in both shapes during the upgrade window: the previous build reads its old fields, this one the placement", (t) => {
   const doc = modelDocOf(OLD_AWS_MODEL);
-  const stored = docs.model.encode(doc) as Record<string, unknown>;
+  const stored = JSON.parse(storedValue(KIND.model, doc)) as Record<string, unknown>;
   // What the previous build reads (substrate, credential, the bag named after the kind) is all there.
   t.is(stored.substrate, "aws");
   t.is(stored.credential, "prod");
@@ -167,8 +168,11 @@ test("a model is stored in both shapes during the upgrade window: the previous b
   t.deepEqual(modelDocOf(JSON.parse(JSON.stringify(stored))), doc);
   t.false("aws" in modelDocOf(stored));
   // A kind without settings stores no empty bag.
-  const local = docs.model.encode(
-    modelDocOf({ ...OLD_AWS_MODEL, substrate: "local", credential: undefined, aws: undefined }),
+  const local = JSON.parse(
+    storedValue(
+      KIND.model,
+      modelDocOf({ ...OLD_AWS_MODEL, substrate: "local", credential: undefined, aws: undefined }),
+    ),
   ) as Record<string, unknown>;
   t.is(local.substrate, "local");
   t.false("local" in local);

@@ -212,7 +212,7 @@ export class ClusterControl {
   async setReplicaCloud(cloud: ReplicaCloudDoc | undefined): Promise<void> {
     // On the embedded store it is kept for enable-ha, which then grows onto the cloud (bootstrap aws: does this).
     if (!this.d.membership && cloud) this.requireReachableAddress("launching replicas on a cloud");
-    if (cloud) await this.d.store.put(clusterKeys.replicaCloud, JSON.stringify(docs.clusterReplicaCloud.encode(cloud)));
+    if (cloud) await this.d.store.txn({ success: [put(docs.clusterReplicaCloud, cloud)] });
     else await this.d.store.delete(clusterKeys.replicaCloud);
     await this.d.cache.catchUp();
   }

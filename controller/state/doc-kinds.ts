@@ -47,7 +47,7 @@ import type { EnrolmentDoc } from "./enrolment-ops";
 import type { ImportedRevisionsDoc } from "./imported-revisions";
 import type { ReportDoc } from "./migration-reports";
 import type { KindName } from "./registry";
-import { KIND, keyOf } from "./registry";
+import { KIND, keyOf, storedValue } from "./registry";
 import { keys } from "./keys";
 
 /** A kind bound to its document type `T`, its key from arguments `A`, and (for listed kinds) its prefix from `P`. */
@@ -58,8 +58,6 @@ export interface DocKind<A extends unknown[], T, P extends unknown[] = never> {
   readonly prefix?: (...within: P) => string;
   /** What is stored, in the current shape (the registry's upgrade when the kind's shape has changed). */
   readonly decode: (stored: unknown) => T;
-  /** What to store for a document (the registry's encode when older builds read the kind too). */
-  readonly encode: (doc: T) => unknown;
 }
 
 /** The two-step form lets `T` be given while `A` and `P` are inferred from the builders. */
@@ -69,13 +67,12 @@ function bind<T>() {
     key: (...id: A) => string,
     prefix?: (...within: P) => string,
   ): DocKind<A, T, P> => {
-    const { upgrade, encode } = KIND[kind];
+    const upgrade = KIND[kind].upgrade;
     return {
       kind,
       key,
       ...(prefix ? { prefix } : {}),
       decode: upgrade ? (stored) => upgrade(stored) as T : (stored) => stored as T,
-      encode: encode ? (doc) => encode(doc as never) : (doc) => doc,
     };
   };
 }
@@ -180,7 +177,7 @@ export async function readDocs<P extends unknown[], T>(
 export function put<A extends unknown[], T>(d: DocKind<A, T, never>, ...idAndDoc: [...A, NoInfer<T>]): PutOp {
   const doc = idAndDoc[idAndDoc.length - 1];
   const id = idAndDoc.slice(0, -1) as A;
-  return { type: "put", key: d.key(...id), value: JSON.stringify(d.encode(doc as T)) };
+  return { type: "put", key: d.key(...id), value: storedValue(KIND[d.kind], doc) };
 }
 
 /** The write of `doc` back where listed document `listed` was read (same kind, so same type). */

@@ -38,7 +38,18 @@ export { CredentialOps } from "./credential-ops";
 export { ActionOps } from "./action-ops";
 export type { CredentialInput } from "./credential-ops";
 export { ENROLMENT_LIFETIME_MS, EnrolmentOps, replicaDataPurpose } from "./enrolment-ops";
-export { EXPORTED_KINDS, KIND, KINDS, MODEL_KINDS, classifyKey, keyOf, prefixOf, queueId, scopeId } from "./registry";
+export {
+  EXPORTED_KINDS,
+  KIND,
+  KINDS,
+  MODEL_KINDS,
+  classifyKey,
+  keyOf,
+  prefixOf,
+  storedValue,
+  queueId,
+  scopeId,
+} from "./registry";
 export type { ClassifiedKey, KindName, KindSpec } from "./registry";
 export {
   MAX_MODEL_EXPORT_BYTES,

@@ -24,7 +24,7 @@ import { keys } from "./keys";
 import type { ModelExport } from "./model-format";
 import { upgradeModelExport } from "./model-format";
 import type { KindName } from "./registry";
-import { KIND, keyOf } from "./registry";
+import { KIND, keyOf, storedValue } from "./registry";
 import { decode, docs, put } from "./doc-kinds";
 
 /** etcd is run with --max-txn-ops 25000 and --max-request-bytes 10 MiB (cluster/etcd-member.ts): stay under both. */
@@ -143,12 +143,7 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
           v = { ...(value as Omit<LeaderDoc, "lease">), lease: lease.id };
           ops.push({ type: "put", key: keyOf(KIND.leader, uuid, id), value: JSON.stringify(v), lease: lease.id });
         } else {
-          const encode = KIND[kind].encode;
-          ops.push({
-            type: "put",
-            key: keyOf(KIND[kind], uuid, id),
-            value: JSON.stringify(encode ? encode(v as never) : v),
-          });
+          ops.push({ type: "put", key: keyOf(KIND[kind], uuid, id), value: storedValue(KIND[kind], v) });
         }
         counts[kind] = (counts[kind] ?? 0) + 1;
       }

@@ -262,6 +262,11 @@ export function keyOf(spec: KindSpec, model: string, id = ""): string {
   return "/" + spec.path.map((s) => (s === MODEL ? model : s === ID ? id : s)).join("/");
 }
 
+/** What the store holds for `doc` of kind `spec`: its JSON, in both shapes when the kind has an `encode`. */
+export function storedValue(spec: KindSpec, doc: unknown): string {
+  return JSON.stringify(spec.encode ? spec.encode(doc as never) : doc);
+}
+
 /** The prefix under which every document of `spec` in `model` lives (for a range read). */
 export function prefixOf(spec: KindSpec, model: string): string {
   const i = spec.path.indexOf(ID);
