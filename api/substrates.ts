@@ -14,6 +14,7 @@ export {
   describePlacement,
   foreignFlagsProblem,
   kindsWhere,
+  listed,
   settingsWithDefaults,
   substratesWhere,
 } from "./substrate-kinds";
@@ -25,6 +26,8 @@ export type {
   ModelSubstrate,
   NoSettings,
   InstanceCloudSubstrate,
+  KindFlag,
+  KindTarget,
   ReplicaPlacement,
   ReplicaSettingsByKind,
   ReplicaSubstrate,

@@ -33,7 +33,6 @@ import {
   upgradeModelExport,
 } from "../controller";
 import { SUBSTRATES } from "../substrates";
-import { CLOUD_WORDS, kindsWithDriftedFlags } from "../cli";
 
 test("every kind has one contract and one runtime half, and they agree", (t) => {
   for (const name of MODEL_SUBSTRATES) {
@@ -235,10 +234,4 @@ test("an export of the previous build (version 2, the model without a placement)
   const exported = again.documents.model![""] as Record<string, unknown>;
   t.deepEqual(exported.placement, stored.placement);
   t.false("aws" in exported || "substrate" in exported || "credential" in exported);
-});
-
-test("the CLI's bootstrap flags and cloud words are the kinds' own (a flag added to a contract and not to bootstrap, or the reverse, fails here)", (t) => {
-  t.deepEqual(kindsWithDriftedFlags(), []);
-  t.is(CLOUD_WORDS.aws.instances, SUBSTRATE_CONTRACTS.aws.words.things);
-  t.is(CLOUD_WORDS.vsphere.instance, SUBSTRATE_CONTRACTS.vsphere.words.thing);
 });
