@@ -30,7 +30,7 @@ export const FLAG_GROUPS = {
       "--credential": "credentialName",
     },
   },
-  ssh: {
+  sshKeys: {
     owner: "ssh: targets",
     flags: { "--host-key": "hostKey", "--trust-on-first-use": "tofu", "--key-file": "keyFile", "--key-env": "keyEnv" },
   },

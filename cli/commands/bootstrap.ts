@@ -80,7 +80,7 @@ export default class BootstrapCommand extends BaseCommand {
       The instance gets a host key made for it through its user data, so the SSH connection that
       installs the controller verifies it; nothing is trusted on first use. The AWS credential comes
       from \`--credential-file\` (e.g. ~/.aws/credentials with \`--profile\`) or \`--from-env\`, never
-      from the command line; it is stored in the controller (as \`--credential\`, default "aws")
+      from the command line; it is stored in the controller (as \`--credential\`, default: aws)
       and EC2 becomes the controller's replica cloud: with \`--replicas 3\` the controller launches
       the other replicas itself, and later replaces lost ones the same way. The security group must
       let this machine reach port 22 and the API port, and the instances reach each other on the
@@ -94,7 +94,7 @@ export default class BootstrapCommand extends BaseCommand {
       Tools reports, and the VM and those the controller clones later are marked with it
       (\`guestinfo.steward.controller\`). The vSphere account (user, password) comes from
       \`--credential-file\` or \`--from-env\` (VSPHERE_USER, VSPHERE_PASSWORD) and is stored as
-      \`--credential\` (default "vsphere"); with \`--replicas 3\` the controller clones the other
+      \`--credential\` (default: vsphere); with \`--replicas 3\` the controller clones the other
       replicas itself. A failed bootstrap destroys the VM it cloned.
 
       With \`kubernetes:CONTEXT\` (a context of \`--kubeconfig\`; empty: its current one), the controller
@@ -302,8 +302,8 @@ export default class BootstrapCommand extends BaseCommand {
       throw new UsageError(
         `give the ${words.cloud} credential: --credential-file FILE [--profile P] or --from-env (${words.env ?? ""}); never on the command line`,
       );
-    if (flagsGiven(this, "ssh"))
-      throw new UsageError(`${refusal("ssh")}; on ${substrate} the keys are made for the ${words.thing}`);
+    if (flagsGiven(this, "sshKeys"))
+      throw new UsageError(`${refusal("sshKeys")}; on ${substrate} the keys are made for the ${words.thing}`);
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
     // The bootstrap checks the values as the controller would (settings from flags may lack what defaults fill in).
     const settings = (await this.kindFlags.settings(
@@ -355,7 +355,7 @@ export default class BootstrapCommand extends BaseCommand {
       this.credentialFile !== undefined ||
       this.fromEnv ||
       this.credentialName !== undefined ||
-      flagsGiven(this, "ssh") ||
+      flagsGiven(this, "sshKeys") ||
       this.port !== undefined
     ) {
       throw new UsageError(
