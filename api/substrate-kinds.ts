@@ -133,6 +133,8 @@ export interface KindFlag {
   bootstrapOnly?: true;
   /** For `--help`, after the kind's name ("aws: the region, e.g. eu-west-1"). */
   description: string;
+  /** How `--help` names its value (`--subnet <id>`) when the flag's last word does not say it. */
+  value?: string;
 }
 
 /**
@@ -250,15 +252,22 @@ const awsFlags = [
     name: "--subnet",
     setting: "subnetIds",
     list: true,
+    value: "id",
     description: "a subnet for its instances (repeat: they are used in turn)",
   },
   {
     name: "--security-group",
     setting: "securityGroupIds",
     list: true,
+    value: "id",
     description: "a security group for its instances (repeatable)",
   },
-  { name: "--endpoint", setting: "endpoint", description: "another EC2 endpoint (https://…), e.g. a VPC endpoint" },
+  {
+    name: "--endpoint",
+    setting: "endpoint",
+    value: "url",
+    description: "another EC2 endpoint (https://…), e.g. a VPC endpoint",
+  },
   {
     name: "--endpoint-ca-file",
     setting: "endpointCaCert",
@@ -301,9 +310,21 @@ const aws = {
   describe: (s) => `${s.region}, ${s.instanceType ?? "t3.small"}`,
 } satisfies SubstrateContract<AwsModelSettings>;
 const vsphereFlags = [
-  { name: "--vcenter", setting: "url", required: "https://…/sdk", description: "vCenter's SDK URL, https://…/sdk" },
-  { name: "--datacenter", setting: "datacenter", required: true, description: "the datacenter" },
-  { name: "--template", setting: "template", required: true, description: "the template VM cloned for each machine" },
+  {
+    name: "--vcenter",
+    setting: "url",
+    required: "https://…/sdk",
+    value: "url",
+    description: "vCenter's SDK URL, https://…/sdk",
+  },
+  { name: "--datacenter", setting: "datacenter", required: true, value: "name", description: "the datacenter" },
+  {
+    name: "--template",
+    setting: "template",
+    required: true,
+    value: "name",
+    description: "the template VM cloned for each machine",
+  },
   { name: "--folder", setting: "folder", description: "the VM folder for its VMs (default: the datacenter's)" },
   {
     name: "--resource-pool",
@@ -390,6 +411,7 @@ const kubernetesFlags = [
     name: "--api-address",
     setting: "apiAddresses",
     list: true,
+    value: "address",
     bootstrapOnly: true,
     description:
       "how clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT; default the pods' IPs)",

@@ -152,6 +152,12 @@ test("each of the six kinds' flags are its contract's cli flags, and each comman
       const settingsFlag = !("bootstrapOnly" in f);
       t.is(option("set-replica-cloud", f.name), settingsFlag, `set-replica-cloud and ${f.name}`);
     }
+  // A bootstrap target is built from what its contract says: a cloud's target stands for a flag, a kind of pods has a word.
+  for (const name of MODEL_SUBSTRATES) {
+    const c: SubstrateContract<any> = SUBSTRATE_CONTRACTS[name];
+    if (c.replicaHosts === "instances") t.truthy(c.cli?.target?.fills, `${name}: its target stands for a flag`);
+    if (c.replicaHosts === "own-pods" || c.addMachines === "address") t.truthy(c.cli?.target, `${name}: a target word`);
+  }
   t.true(option("add-model", "--vcenter-ca-file"));
   t.false(option("add-model", "--kubeconfig"));
 });

@@ -10,8 +10,7 @@
 import { Command, Option, UsageError } from "clipanion";
 import { join } from "node:path";
 import type * as Substrates from "../../substrates";
-import type { ModelSubstrate, SubstrateContract } from "../../api/core";
-import type { SUBSTRATE_CONTRACTS } from "../../api/core";
+import type { ModelSubstrate, SUBSTRATE_CONTRACTS, SubstrateContract } from "../../api/core";
 import { NAME_PATTERN, contractOf, substratesWhere } from "../../api/core";
 import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
@@ -179,7 +178,7 @@ export default class BootstrapCommand extends BaseCommand {
   credentialName = Option.String("--credential", {
     description: `${instanceClouds().join(", ")}: the name the credential is stored under in the controller (default: ${instanceClouds().join(", ")})`,
   });
-  /** The flags only a bootstrap on a kind takes (`--kubeconfig`, …, its controller's hosting), from the kinds' contracts. */
+  /** The flags only a bootstrap on a kind takes (`--kubeconfig`, …: its controller's hosting); read through kindFlags too. */
   readonly hostingFlags = kindFlags(this, "hosting");
 
   async run(): Promise<number> {
