@@ -19,6 +19,20 @@ export function targetKind(first: string | undefined): ModelSubstrate {
 const instanceClouds = (): string =>
   listed(substratesWhere((k) => k.replicaHosts === "instances").map((k) => targetName(contractOf(k))));
 
+/** The kinds whose cloud credential the cloud group's flags give (they launch instances with it): "aws, vsphere". */
+export const cloudKinds = (): string => substratesWhere((k) => k.replicaHosts === "instances").join(", ");
+
+/** Where `--from-env` reads each of them: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD". */
+export const cloudCredentialEnv = (): string =>
+  substratesWhere((k) => k.replicaHosts === "instances")
+    .map((k) => {
+      const { env = {}, required = [], optional = [] } = contractOf(k).credential ?? {};
+      const named = (attrs: readonly string[]) => attrs.flatMap((a) => (env[a] ? [env[a]] : []));
+      const more = named(optional);
+      return `${named(required).join(", ")}${more.length ? ` (and ${more.join(", ")})` : ""}`;
+    })
+    .join(", or ");
+
 /** The flag groups that are not one kind's, by the command's property that holds each flag, and the targets they are for. */
 export const FLAG_GROUPS = {
   cloud: {

@@ -10,8 +10,8 @@
 import { Command, Option, UsageError } from "clipanion";
 import { join } from "node:path";
 import type * as Substrates from "../../substrates";
-import type { ModelSubstrate, SUBSTRATE_CONTRACTS, SubstrateContract } from "../../api/core";
-import { NAME_PATTERN, contractOf, substratesWhere } from "../../api/core";
+import type { SUBSTRATE_CONTRACTS, SubstrateContract } from "../../api/core";
+import { NAME_PATTERN, contractOf } from "../../api/core";
 import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { DURATION_HELP, isDuration, isPort } from "../validators";
@@ -23,6 +23,8 @@ import type { ClientConfig, ControllerEntry } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
 import {
   OWN_PODS_REFUSED,
+  cloudCredentialEnv,
+  cloudKinds,
   flagsGiven,
   refusal,
   refusedFlags,
@@ -39,19 +41,6 @@ type ThisHostKind = HostingWhere<{ onControllerHost: true }>;
 type SshHostsKind = HostingWhere<{ addMachines: "address" }>;
 type InstanceCloudKind = HostingWhere<{ replicaHosts: "instances" }>;
 type OwnPodsKind = HostingWhere<{ replicaHosts: "own-pods" }>;
-
-/** The kinds that launch their replicas as instances with a stored credential: "aws, vsphere". */
-const instanceClouds = (): ModelSubstrate[] => substratesWhere((k) => k.replicaHosts === "instances");
-/** "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD". */
-const cloudEnv = (): string =>
-  instanceClouds()
-    .map((k) => {
-      const { env = {}, required = [], optional = [] } = contractOf(k).credential ?? {};
-      const named = (attrs: readonly string[]) => attrs.flatMap((a) => (env[a] ? [env[a]] : []));
-      const more = named(optional);
-      return `${named(required).join(", ")}${more.length ? ` (and ${more.join(", ")})` : ""}`;
-    })
-    .join(", or ");
 
 export default class BootstrapCommand extends BaseCommand {
   static override paths = [["bootstrap"]];
@@ -164,19 +153,19 @@ export default class BootstrapCommand extends BaseCommand {
     description: "Accept and record the host key the host offers now",
   });
   replicas = Option.String("--replicas,-n", {
-    description: `${instanceClouds().join(", ")}: how many replicas (1, 3, 5 or 7; default 1)`,
+    description: `${cloudKinds()}: how many replicas (1, 3, 5 or 7; default 1)`,
   });
   credentialFile = Option.String("--credential-file", {
-    description: `${instanceClouds().join(", ")}: the cloud's credential, a file (INI such as ~/.aws/credentials, JSON or YAML)`,
+    description: `${cloudKinds()}: the cloud's credential, a file (INI such as ~/.aws/credentials, JSON or YAML)`,
   });
   profile = Option.String("--profile", "default", {
-    description: `${instanceClouds().join(", ")}: the profile in --credential-file's INI`,
+    description: `${cloudKinds()}: the profile in --credential-file's INI`,
   });
   fromEnv = Option.Boolean("--from-env", false, {
-    description: `${instanceClouds().join(", ")}: read the credential from ${cloudEnv()}`,
+    description: `${cloudKinds()}: read the credential from ${cloudCredentialEnv()}`,
   });
   credentialName = Option.String("--credential", {
-    description: `${instanceClouds().join(", ")}: the name the credential is stored under in the controller (default: ${instanceClouds().join(", ")})`,
+    description: `${cloudKinds()}: the name the credential is stored under in the controller (default: ${cloudKinds()})`,
   });
   /** The flags only a bootstrap on a kind takes (`--kubeconfig`, …: its controller's hosting); read through kindFlags too. */
   readonly hostingFlags = kindFlags(this, "hosting");
