@@ -114,8 +114,12 @@ function importRules(folder, depth = 0, inner = []) {
                     "!../api/core",
                     "!../../api/core",
                     "!../../../api/core",
+                    "!../api/substrate-kinds",
+                    "!../../api/substrate-kinds",
+                    "!../../../api/substrate-kinds",
                   ],
-                  message: "Import api/ through its index.ts (or api/core for processes that must stay small).",
+                  message:
+                    "Import api/ through its index.ts (or api/core for processes that must stay small, or api/substrate-kinds, the contracts, which import nothing: for published declarations that must not reach zod).",
                 },
               ]),
           ...(indexOnly.length
@@ -172,13 +176,10 @@ const NAMING_KINDS_ALLOWED = [
   // Another `substrate`: where the controller itself runs ("local" | "remote"), not a kind.
   "controller/config.ts",
   "controller/main.ts",
-  // The provider's resource arguments are the user's vocabulary (one input per kind, typed as a union by name); they map onto the contract.
-  "provider/machine.ts",
   // An ssh credential's file may be the private key itself (PEM), read as such.
   "cli/credential-file.ts",
   // TODO(hosting): controller bootstrap and destroy, being rewritten onto each kind's `controller` slot (substrates/kind.ts); then remove these.
   "cli/commands/bootstrap.ts",
-  "provider/impl/controller-provider.ts",
 ];
 
 export default tseslint.config(

@@ -55,6 +55,19 @@ export interface KubernetesModelSettings {
   statefulSet?: string;
 }
 
+/**
+ * Each settings-taking kind's settings as a client gives them when it makes a model (what the
+ * kind's schema fills in may be left out: an instance type; a kubernetes model names no StatefulSet).
+ */
+export interface ModelSettingsInputByKind {
+  /** aws models: where instances go and what they are. */
+  aws: Omit<AwsModelSettings, "instanceType"> & { /** @default "t3.small" */ instanceType?: string };
+  /** vsphere models: the vCenter and the template VMs are cloned from. */
+  vsphere: VsphereModelSettings;
+  /** kubernetes models: the namespace its applications' StatefulSets go in (default the model's name). */
+  kubernetes: Omit<KubernetesModelSettings, "statefulSet">;
+}
+
 /** Kinds without settings (local, manual, ssh): their models carry `{}`. */
 export type NoSettings = Record<string, never>;
 
@@ -135,8 +148,11 @@ export interface SubstrateContract<Settings = unknown> {
   defaults?: (model: { name: string }) => Settings;
   /** What its credential holds; absent: it takes none. */
   credential?: CredentialKind;
-  /** How messages name what it makes, and where: "an instance", "EC2 instances", "AWS"; `env` names the variables --from-env reads. */
-  words: { thing: string; things: string; cloud: string; env?: string };
+  /**
+   * How messages name what it makes, and where: "an instance", "EC2 instances", "AWS"; `env` names the
+   * variables --from-env reads; `credential` what its credential is ("an access key").
+   */
+  words: { thing: string; things: string; cloud: string; env?: string; credential?: string };
   /** The CLI flags that belong to it alone (for "--region … are for aws" messages). */
   flags: readonly string[];
   /** Why it cannot honour constraints `keys` (given ones only), or undefined when it can; absent: it takes none. */
@@ -148,6 +164,12 @@ export interface SubstrateContract<Settings = unknown> {
    * Absent: it hosts no replicas the controller makes itself.
    */
   replicaHosts?: "instances" | "own-pods";
+  /**
+   * The settings that say where its instances are (a region and endpoint, a vCenter and datacenter):
+   * with others, a controller that launched instances there is another controller (where its delete
+   * looks for them). Kinds whose replicas are `instances`.
+   */
+  locatedBy?: readonly (keyof Settings & string)[];
   /** Its settings in a few words, for status: "eu-west-1, t3.small". */
   describe(settings: Settings): string;
 }
@@ -204,10 +226,17 @@ const aws = {
     },
     requiredByModels: true,
   },
-  words: { thing: "instance", things: "EC2 instances", cloud: "AWS", env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" },
+  words: {
+    thing: "instance",
+    things: "EC2 instances",
+    cloud: "AWS",
+    env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY",
+    credential: "an access key",
+  },
   flags: ["--region", "--image", "--instance-type", "--subnet", "--security-group", "--endpoint", "--endpoint-ca-file"],
   constraintsProblem: () => undefined,
   replicaHosts: "instances",
+  locatedBy: ["region", "endpoint"],
   // Settings not yet checked (from flags) may lack the instance type, which defaults to t3.small.
   describe: (s) => `${s.region}, ${s.instanceType ?? "t3.small"}`,
 } satisfies SubstrateContract<AwsModelSettings>;
@@ -224,7 +253,13 @@ const vsphere = {
     env: { user: "VSPHERE_USER", password: "VSPHERE_PASSWORD" },
     requiredByModels: true,
   },
-  words: { thing: "VM", things: "VMs", cloud: "vSphere", env: "VSPHERE_USER, VSPHERE_PASSWORD" },
+  words: {
+    thing: "VM",
+    things: "VMs",
+    cloud: "vSphere",
+    env: "VSPHERE_USER, VSPHERE_PASSWORD",
+    credential: "a vSphere account",
+  },
   flags: ["--vcenter", "--datacenter", "--template", "--folder", "--resource-pool", "--vcenter-ca-file"],
   constraintsProblem: (keys) => {
     const unsupported = ["arch", "root-disk", "instance-type"].filter((k) => keys.includes(k));
@@ -233,6 +268,7 @@ const vsphere = {
       : undefined;
   },
   replicaHosts: "instances",
+  locatedBy: ["url", "datacenter"],
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;
 const kubernetes = {
@@ -271,6 +307,17 @@ const replicaKindsAgree: [ReplicaSubstrate] extends [HostsReplicas]
     : false
   : false = true;
 void replicaKindsAgree;
+
+/** The kinds whose contracts have `P` (`KindsWhere<{ onControllerHost: true }>` is the kinds on the controller's host). */
+export type KindsWhere<P> = { [K in ModelSubstrate]: Contracts[K] extends P ? K : never }[ModelSubstrate];
+
+// Every kind that takes settings says how a model gives them, and no other kind does.
+const modelSettingsAgree: [keyof ModelSettingsInputByKind] extends [KindsWhere<{ settings: object }>]
+  ? [KindsWhere<{ settings: object }>] extends [keyof ModelSettingsInputByKind]
+    ? true
+    : false
+  : false = true;
+void modelSettingsAgree;
 
 /** The kinds whose replicas are instances launched with a stored credential (a cloud's). */
 export type InstanceCloudSubstrate = {

@@ -25,6 +25,8 @@ export type {
   ModelSubstrate,
   NoSettings,
   InstanceCloudSubstrate,
+  KindsWhere,
+  ModelSettingsInputByKind,
   ReplicaPlacement,
   ReplicaSettingsByKind,
   ReplicaSubstrate,
