@@ -19,6 +19,12 @@
 export const MODEL_SUBSTRATES = ["local", "manual", "ssh", "aws", "vsphere", "kubernetes"] as const;
 export type ModelSubstrate = (typeof MODEL_SUBSTRATES)[number];
 
+/**
+ * The kind of a model made without naming one, and of model and machine documents older than
+ * substrates (which were all local ones: it must stay this kind).
+ */
+export const DEFAULT_SUBSTRATE = "local" satisfies ModelSubstrate;
+
 /** Where and what an `aws` model's instances are (`steward add-model --substrate aws`). */
 export interface AwsModelSettings {
   region: string;
@@ -148,6 +154,8 @@ export interface SubstrateContract<Settings = unknown> {
    * Absent: it hosts no replicas the controller makes itself.
    */
   replicaHosts?: "instances" | "own-pods";
+  /** It hosts controllers: `steward bootstrap` and the provider's Controller put one there (its runtime half's `controller`). */
+  hostsControllers?: true;
   /** Its settings in a few words, for status: "eu-west-1, t3.small". */
   describe(settings: Settings): string;
 }
@@ -161,6 +169,7 @@ const local = {
   instances: false,
   addMachines: "count",
   onControllerHost: true,
+  hostsControllers: true,
   words: { thing: "agent process", things: "agent processes", cloud: "this host" },
   flags: [],
   describe: () => "agent processes on the controller's host",
@@ -180,6 +189,7 @@ const ssh = {
   provisions: "none",
   instances: false,
   addMachines: "address",
+  hostsControllers: true,
   credential: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"], requiredByModels: false },
   words: { thing: "host", things: "hosts", cloud: "SSH" },
   flags: [],
@@ -208,6 +218,7 @@ const aws = {
   flags: ["--region", "--image", "--instance-type", "--subnet", "--security-group", "--endpoint", "--endpoint-ca-file"],
   constraintsProblem: () => undefined,
   replicaHosts: "instances",
+  hostsControllers: true,
   // Settings not yet checked (from flags) may lack the instance type, which defaults to t3.small.
   describe: (s) => `${s.region}, ${s.instanceType ?? "t3.small"}`,
 } satisfies SubstrateContract<AwsModelSettings>;
@@ -233,6 +244,7 @@ const vsphere = {
       : undefined;
   },
   replicaHosts: "instances",
+  hostsControllers: true,
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;
 const kubernetes = {
@@ -252,6 +264,7 @@ const kubernetes = {
   words: { thing: "pod", things: "pods", cloud: "Kubernetes" },
   flags: ["--kubeconfig", "--namespace", "--controller-image", "--agent-image", "--api-address"],
   replicaHosts: "own-pods",
+  hostsControllers: true,
   describe: (s) => (s.statefulSet ? `StatefulSet ${s.namespace}/${s.statefulSet}` : `namespace ${s.namespace}`),
 } satisfies SubstrateContract<KubernetesModelSettings>;
 
@@ -277,6 +290,16 @@ export type InstanceCloudSubstrate = {
   [K in ReplicaSubstrate]: Contracts[K] extends { replicaHosts: "instances" } ? K : never;
 }[ReplicaSubstrate];
 
+/** The kinds that host controllers (their contracts say `hostsControllers`). */
+export type HostingSubstrate = {
+  [K in ModelSubstrate]: Contracts[K] extends { hostsControllers: true } ? K : never;
+}[ModelSubstrate];
+
+/** The kinds that host controllers, in {@link MODEL_SUBSTRATES} order. */
+export const HOSTING_SUBSTRATES = MODEL_SUBSTRATES.filter(
+  (s): s is HostingSubstrate => (SUBSTRATE_CONTRACTS[s] as SubstrateContract).hostsControllers === true,
+);
+
 /** The kinds a controller launches its own replicas on, in {@link MODEL_SUBSTRATES} order. */
 export const REPLICA_SUBSTRATES = MODEL_SUBSTRATES.filter(
   (s): s is ReplicaSubstrate => (SUBSTRATE_CONTRACTS[s] as SubstrateContract).replicaHosts !== undefined,
@@ -284,7 +307,7 @@ export const REPLICA_SUBSTRATES = MODEL_SUBSTRATES.filter(
 
 /** The contract of `name` (a model's substrate; absent in documents older than substrates: local). */
 export const contractOf = (name: ModelSubstrate | undefined): SubstrateContract<any> =>
-  SUBSTRATE_CONTRACTS[name ?? "local"];
+  SUBSTRATE_CONTRACTS[name ?? DEFAULT_SUBSTRATE];
 
 /** A new model's settings: those given over its kind's defaults (a kubernetes model's namespace is its name). */
 export function settingsWithDefaults(
