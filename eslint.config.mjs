@@ -190,15 +190,13 @@ const NAMING_KINDS_ALLOWED = [
   "test/**",
   "bench/**",
   "examples/**",
-  // Another `substrate`: where the controller itself runs ("local" | "remote"), not a kind.
+  // Another `substrate`: where the controller itself runs (on this host or a remote one, as controller.json says), not a kind.
   "controller/config.ts",
   "controller/main.ts",
-  // The request union is built from MODEL_SUBSTRATES at run time; the cast's type argument only names its element type.
-  "api/schemas.ts",
   // The client's published addSshMachine sends the kind it is named for.
   "api/node/client.ts",
   // The provider's resource arguments are the user's vocabulary (one input per kind, typed as a union by name,
-  // "local" the published default); they map onto the contract.
+  // the local kind the published default); they map onto the contract.
   "provider/machine.ts",
   "provider/model.ts",
   // TODO(provider): the Model resource's default kind could be DEFAULT_SUBSTRATE (api/substrate-kinds.ts).
