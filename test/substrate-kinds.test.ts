@@ -33,8 +33,16 @@ import {
   storedValue,
   upgradeModelExport,
 } from "../controller";
+import type { MachineHost } from "../substrates";
 import { SUBSTRATES } from "../substrates";
 import { CLOUD_WORDS, kindsWithDriftedFlags } from "../cli";
+
+/** A machine host no broker made here uses (none starts a machine). */
+const NO_HOST: MachineHost = {
+  machinesDir: "/nonexistent",
+  agentEntry: "/nonexistent/agent.js",
+  agents: { user: "nobody", dir: "/nonexistent", dataDir: "/nonexistent", asController: true },
+};
 
 test("every kind has one contract and one runtime half, and they agree", (t) => {
   for (const name of MODEL_SUBSTRATES) {
@@ -49,6 +57,11 @@ test("every kind has one contract and one runtime half, and they agree", (t) => 
       contract.provisions === "machines" || contract.addMachines === "address",
       `${name}: a machine broker exactly for the kinds whose machines the controller makes or installs`,
     );
+    if (contract.addMachines === "address")
+      t.truthy(
+        kind.machines!(NO_HOST).admit,
+        `${name}: a kind whose machines are added by address checks a host before it is recorded`,
+      );
     t.is(
       kind.controller !== undefined,
       contract.hostsControllers === true,

@@ -1,10 +1,11 @@
 /**
  * {@link SshProvisioner}: provisioning for the kinds whose machines are hosts added by address (their
- * contract says `addMachines: "address"`: hosts reached over SSH, bare metal, VMware VMs, any VM), through
- * the kind's machine broker (substrates/<kind>/ `machines()`). Adding one checks the host at once
- * (reachable, host key, credentials, OS, sudo) so a wrong key is refused before anything is recorded; the install then runs in the
- * background, at most {@link SshProvisionerOptions.concurrency} hosts at a time, each step recorded in
- * the machine's status. The private key lives in memory for the install only; it is never stored.
+ * contract says `addMachines: "address"`: hosts reached over SSH, bare metal, VMware VMs, any VM),
+ * through the kind's machine broker (substrates/<kind>/ `machines()`). Adding one checks the host at
+ * once (reachable, host key, credentials, OS, sudo) so a wrong key is refused before anything is
+ * recorded; the install then runs in the background, at most {@link SshProvisionerOptions.concurrency}
+ * hosts at a time, each step recorded in the machine's status. The private key lives in memory for
+ * the install only; it is never stored.
  *
  * It is a worker of every replica, not of the leader: the install runs where the request (and so the
  * key) arrived. Stopping it aborts the installs in flight (their SSH sessions close at once) and waits
