@@ -19,6 +19,12 @@
 export const MODEL_SUBSTRATES = ["local", "manual", "ssh", "aws", "vsphere", "kubernetes"] as const;
 export type ModelSubstrate = (typeof MODEL_SUBSTRATES)[number];
 
+/**
+ * The kind of a model made without naming one, and of model and machine documents older than
+ * substrates (which were all local ones: it must stay this kind).
+ */
+export const DEFAULT_SUBSTRATE = "local" satisfies ModelSubstrate;
+
 /** Where and what an `aws` model's instances are (`steward add-model --substrate aws`). */
 export interface AwsModelSettings {
   region: string;
@@ -170,6 +176,8 @@ export interface SubstrateContract<Settings = unknown> {
    * looks for them). Kinds whose replicas are `instances`.
    */
   locatedBy?: readonly (keyof Settings & string)[];
+  /** It hosts controllers: `steward bootstrap` and the provider's Controller put one there (its runtime half's `controller`). */
+  hostsControllers?: true;
   /** Its settings in a few words, for status: "eu-west-1, t3.small". */
   describe(settings: Settings): string;
 }
@@ -183,6 +191,7 @@ const local = {
   instances: false,
   addMachines: "count",
   onControllerHost: true,
+  hostsControllers: true,
   words: { thing: "agent process", things: "agent processes", cloud: "this host" },
   flags: [],
   describe: () => "agent processes on the controller's host",
@@ -202,6 +211,7 @@ const ssh = {
   provisions: "none",
   instances: false,
   addMachines: "address",
+  hostsControllers: true,
   credential: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"], requiredByModels: false },
   words: { thing: "host", things: "hosts", cloud: "SSH" },
   flags: [],
@@ -237,6 +247,7 @@ const aws = {
   constraintsProblem: () => undefined,
   replicaHosts: "instances",
   locatedBy: ["region", "endpoint"],
+  hostsControllers: true,
   // Settings not yet checked (from flags) may lack the instance type, which defaults to t3.small.
   describe: (s) => `${s.region}, ${s.instanceType ?? "t3.small"}`,
 } satisfies SubstrateContract<AwsModelSettings>;
@@ -269,6 +280,7 @@ const vsphere = {
   },
   replicaHosts: "instances",
   locatedBy: ["url", "datacenter"],
+  hostsControllers: true,
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;
 const kubernetes = {
@@ -288,6 +300,7 @@ const kubernetes = {
   words: { thing: "pod", things: "pods", cloud: "Kubernetes" },
   flags: ["--kubeconfig", "--namespace", "--controller-image", "--agent-image", "--api-address"],
   replicaHosts: "own-pods",
+  hostsControllers: true,
   describe: (s) => (s.statefulSet ? `StatefulSet ${s.namespace}/${s.statefulSet}` : `namespace ${s.namespace}`),
 } satisfies SubstrateContract<KubernetesModelSettings>;
 
@@ -324,6 +337,16 @@ export type InstanceCloudSubstrate = {
   [K in ReplicaSubstrate]: Contracts[K] extends { replicaHosts: "instances" } ? K : never;
 }[ReplicaSubstrate];
 
+/** The kinds that host controllers (their contracts say `hostsControllers`). */
+export type HostingSubstrate = {
+  [K in ModelSubstrate]: Contracts[K] extends { hostsControllers: true } ? K : never;
+}[ModelSubstrate];
+
+/** The kinds that host controllers, in {@link MODEL_SUBSTRATES} order. */
+export const HOSTING_SUBSTRATES = MODEL_SUBSTRATES.filter(
+  (s): s is HostingSubstrate => (SUBSTRATE_CONTRACTS[s] as SubstrateContract).hostsControllers === true,
+);
+
 /** The kinds a controller launches its own replicas on, in {@link MODEL_SUBSTRATES} order. */
 export const REPLICA_SUBSTRATES = MODEL_SUBSTRATES.filter(
   (s): s is ReplicaSubstrate => (SUBSTRATE_CONTRACTS[s] as SubstrateContract).replicaHosts !== undefined,
@@ -331,7 +354,7 @@ export const REPLICA_SUBSTRATES = MODEL_SUBSTRATES.filter(
 
 /** The contract of `name` (a model's substrate; absent in documents older than substrates: local). */
 export const contractOf = (name: ModelSubstrate | undefined): SubstrateContract<any> =>
-  SUBSTRATE_CONTRACTS[name ?? "local"];
+  SUBSTRATE_CONTRACTS[name ?? DEFAULT_SUBSTRATE];
 
 /** A new model's settings: those given over its kind's defaults (a kubernetes model's namespace is its name). */
 export function settingsWithDefaults(
