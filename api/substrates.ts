@@ -7,6 +7,8 @@ import { MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, substratesWhere } from "./substr
 
 export {
   MODEL_SUBSTRATES,
+  DEFAULT_SUBSTRATE,
+  HOSTING_SUBSTRATES,
   REPLICA_SUBSTRATES,
   SUBSTRATE_CONTRACTS,
   contractNamed,
@@ -21,6 +23,7 @@ export {
 export type {
   AwsModelSettings,
   CredentialKind,
+  HostingSubstrate,
   KubernetesModelSettings,
   ModelPlacement,
   ModelSubstrate,
@@ -28,6 +31,8 @@ export type {
   InstanceCloudSubstrate,
   KindFlag,
   KindTarget,
+  KindsWhere,
+  ModelSettingsInputByKind,
   ReplicaPlacement,
   ReplicaSettingsByKind,
   ReplicaSubstrate,
