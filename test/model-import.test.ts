@@ -479,7 +479,7 @@ test.serial("export needs admin on the model, import a superuser", async (t) => 
   t.is((exp as { code: string }).code, "forbidden");
   await a.admin.grant("plain", "writer", "admin");
   const doc = await writer.call<Doc>("GET", "/v1/models/plain/export");
-  t.is(doc.version, 3);
+  t.is(doc.version, 4);
   const imp = await writer
     .call("POST", "/v1/models/import?name=by-writer", doc)
     .catch((e: unknown) => e as { code: string });

@@ -32,6 +32,7 @@ import type {
 } from "./documents";
 import type { ImportOrigin, ImportedRevisionsDoc } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
+import type { StorageDoc } from "./storage-docs";
 import { CACHED_PREFIXES } from "./keys";
 import { KIND, keyOf } from "./registry";
 import { classifyKey, queueId, scopeId } from "./registry";
@@ -70,6 +71,8 @@ export interface ModelIndex {
   /** Set when the model was imported: how its databags' versions map from the source's. */
   importOrigin?: ImportOrigin;
   ports: Map<string, string[]>;
+  /** Storage instances by id (`data/0`). */
+  storage: Map<string, StorageDoc>;
   appStatus: Map<string, StatusInfo<WorkloadStatus>>;
   /** Actions queued per unit, by task id. */
   taskQueue: Map<string, Map<number, QueuedTaskDoc>>;
@@ -396,6 +399,9 @@ export class StateCache {
       case "ports":
         set(idx.ports, id);
         break;
+      case "storage":
+        set(idx.storage, id);
+        break;
       case "app-status":
         set(idx.appStatus, id);
         break;
@@ -444,6 +450,7 @@ export class StateCache {
         leaders: new Map(),
         leaderData: new Map(),
         ports: new Map(),
+        storage: new Map(),
         appStatus: new Map(),
         taskQueue: new Map(),
         revision: this.revision,
