@@ -12,6 +12,7 @@ import { LocalMachines, localAgentIdentity, placeAgentsDir, readableAgentEntry }
 import type { MachineDoc, StateCache, StateOps } from "../state";
 import { handedOver } from "../state";
 import { Reconciler } from "../workers";
+import { holdsStorage } from "./storage-volumes";
 
 /** Machines this provisioner keeps: those of the kind whose machines are processes on the controller's host. */
 const onControllerHost = (substrate: ModelSubstrate): boolean => !!contractOf(substrate).onControllerHost;
@@ -74,7 +75,8 @@ export class LocalProvisioner extends Reconciler {
     const parts: string[] = [];
     for (const idx of this.o.cache.models.values())
       for (const m of idx.machines.values())
-        if (onControllerHost(m.substrate)) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
+        if (onControllerHost(m.substrate))
+          parts.push(`${idx.uuid}/${m.id}/${m.life}${holdsStorage(idx, m.id) ? "/storage" : ""}`);
     return parts.sort().join(",");
   }
 
@@ -110,6 +112,8 @@ export class LocalProvisioner extends Reconciler {
         }
         const machines = this.machinesOf(m, (own ??= await this.ready()));
         if (m.life === "alive") await this.ensureRunning(machines, idx.uuid, m.id);
+        // Its storage is moved off first (storage-volumes.ts): removing its directory would take it along.
+        else if (holdsStorage(idx, m.id)) continue;
         else {
           await this.destroy(machines, idx.uuid, m.id);
           await this.o.ops.machines.finish(idx.uuid, m.id);

@@ -2,5 +2,10 @@
 import { SUBSTRATE_CONTRACTS } from "../../api/core";
 import type { SubstrateKind } from "../kind";
 import { localHosting } from "./controller-hosting";
+import { LocalVolumes } from "./volumes";
 
-export const kind: SubstrateKind = { contract: SUBSTRATE_CONTRACTS.local, controller: localHosting };
+export const kind: SubstrateKind = {
+  contract: SUBSTRATE_CONTRACTS.local,
+  controller: localHosting,
+  volumes: (deps) => new LocalVolumes(deps),
+};
