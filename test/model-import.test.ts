@@ -172,7 +172,7 @@ test.serial("refusals name what is wrong, write nothing, and the controller keep
     [
       "a future version",
       { ...fresh(), version: 99 },
-      /format version 99 is newer than this controller reads \(1 to 3\)/,
+      /format version 99 is newer than this controller reads \(1 to 4\)/,
     ],
     ["a version that is not a number", { ...fresh(), version: "2" }, /"version" must be a whole number/],
     [

@@ -6,7 +6,7 @@
  * machine that still holds storage waits for its detach before it goes (local-machines.ts asks
  * {@link holdsStorage}).
  */
-import type { Logger } from "../../api";
+import type { Logger, ModelSubstrate } from "../../api";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
 import { substrateKind } from "../../substrates";
 import type { ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
@@ -67,10 +67,9 @@ export class StorageProvisioner extends Reconciler {
     }
   }
 
-  private brokerOf(substrate: string | undefined): VolumeBroker | undefined {
+  private brokerOf(substrate: ModelSubstrate | undefined): VolumeBroker | undefined {
     const name = substrate ?? "local";
-    if (!this.brokers.has(name))
-      this.brokers.set(name, substrateKind(name as Parameters<typeof substrateKind>[0]).volumes?.(this.o.deps));
+    if (!this.brokers.has(name)) this.brokers.set(name, substrateKind(name).volumes?.(this.o.deps));
     return this.brokers.get(name);
   }
 

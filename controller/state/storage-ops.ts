@@ -129,10 +129,16 @@ export async function newUnitStorage(
       });
     }
     const directive = directives[s.doc.name];
+    if (!directive)
+      throw refuse(
+        "storage-out-of-range",
+        `storage ${id} is "${s.doc.name}" storage, which the units of ${app.name} no longer have (its operator does not declare it)`,
+        "attachStorage",
+      );
     const list = given.get(s.doc.name) ?? [];
     list.push(s.doc);
     given.set(s.doc.name, list);
-    const max = Math.max(directive?.count ?? 0, 1);
+    const max = Math.max(directive.count, 1);
     if (list.length > max)
       throw refuse(
         "storage-out-of-range",
