@@ -9,6 +9,7 @@ import test from "ava";
 import { readFile, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { StewardError, StorageInfo } from "../api";
+import { formatStatusTabular } from "../cli";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
@@ -50,6 +51,7 @@ test("a note written into storage by one unit is read by the next unit it is att
     ["data/0"],
     "status shows the unit's storage",
   );
+  t.regex(formatStatusTabular(status), /Storage[^\n]*\n[^\n]*notebook\/0\*?\s.*\bdata\/0\b/, "in the table too");
 
   // The unit goes; its storage stays, detached, moved out of the machine's directory before that goes.
   await tc.admin.removeUnit("notes", "notebook/0");
