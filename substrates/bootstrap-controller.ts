@@ -5,13 +5,8 @@
  * `destroyController` is the other end: the kind takes away what it holds.
  */
 import type { Progress } from "./brokers";
-import type {
-  ControllerPlan,
-  HostedController,
-  HostedTarget,
-  HostingKind,
-  HostingSettings,
-} from "./controller-hosting";
+import type { ControllerPlan, HostedController, HostedTarget } from "./controller-hosting";
+import type { HostingKind, HostingSettings } from "./registry";
 import { CONTROLLER_HOSTING } from "./registry";
 import type { BootstrapOptions } from "./settle-controller";
 import { settleController } from "./settle-controller";

@@ -8,49 +8,12 @@
  * `destroy-controller` and the provider's Controller resource both go through it.
  *
  * Each kind's object is loaded on first use (a `require` per kind), so a caller that bootstraps on
- * one kind loads none of the others' clients.
+ * one kind loads none of the others' clients. What settings each takes is declared in its folder
+ * (a cloud's are its models'), and gathered by the registry (registry.ts `HostingSettings`).
  */
-import type {
-  AwsModelSettings,
-  ControllerClient,
-  InstanceCloudSubstrate,
-  SpareHost,
-  VsphereModelSettings,
-} from "../api/core";
+import type { ControllerClient, InstanceCloudSubstrate, SpareHost } from "../api/core";
 import { StewardError } from "../api/core";
 import type { Progress } from "./brokers";
-import type { KubeConnection } from "./kubernetes/kubeconfig";
-import type { SshTarget } from "./ssh/ssh-session";
-
-/** A local controller: its data directory, and the address it listens on (default 127.0.0.1). */
-export interface LocalControllerSettings {
-  dataDir: string;
-  host?: string;
-}
-/** A controller installed over SSH on `hosts[0]`, grown onto the others (each with its key). */
-export interface SshControllerSettings {
-  hosts: SshTarget[];
-}
-/** A controller as a StatefulSet: the cluster as this client reaches it, its namespace and images. */
-export interface KubernetesControllerSettings {
-  connection: KubeConnection;
-  namespace: string;
-  image: string;
-  /** The agent image kubernetes models' pods run; default the controller's own default. */
-  agentImage?: string;
-  /** How clients outside the cluster reach the API; default the pods' IPs, where those are routable. */
-  apiAddresses?: string[];
-}
-
-/** Each hosting kind's settings: where its controllers go. */
-export interface HostingSettings {
-  local: LocalControllerSettings;
-  ssh: SshControllerSettings;
-  aws: AwsModelSettings;
-  vsphere: VsphereModelSettings;
-  kubernetes: KubernetesControllerSettings;
-}
-export type HostingKind = keyof HostingSettings;
 
 /** One bootstrap, whatever the kind: the CLI's flags and the provider's arguments both map onto it. */
 export interface ControllerPlan<Settings> {

@@ -35,17 +35,16 @@ export type {
   FirstReplica,
   HostedController,
   HostedTarget,
-  HostingKind,
   HostingOptions,
-  HostingSettings,
-  KubernetesControllerSettings,
-  LocalControllerSettings,
-  SshControllerSettings,
 } from "./controller-hosting";
+export type { HostingKind, HostingSettings } from "./registry";
+export type { LocalControllerSettings } from "./local/controller-hosting";
+export type { SshControllerSettings } from "./ssh/controller-hosting";
+export type { KubernetesControllerSettings } from "./kubernetes/controller-bootstrap";
 export { bootstrapController, destroyController } from "./bootstrap-controller";
 export { handOverReplicaCloud, settleController } from "./settle-controller";
 export type { BootstrapOptions } from "./settle-controller";
-export type { Attributes, CloudInstance, InstanceBroker, SubstrateKind } from "./kind";
+export type { Attributes, CloudInstance, InstanceBroker, MachineHost, MachinesOfKind, SubstrateKind } from "./kind";
 export type { VolumeBroker, VolumeDeps, VolumeSpec } from "./volumes";
 export type { ReplicaHostDeps, ReplicaHostsOfKind } from "./replica-hosts";
 export { CONTROLLER_HOSTING, SUBSTRATES, substrateKind } from "./registry";

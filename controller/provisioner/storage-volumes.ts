@@ -7,6 +7,7 @@
  * {@link holdsStorage}).
  */
 import type { Logger, ModelSubstrate } from "../../api";
+import { DEFAULT_SUBSTRATE } from "../../api";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
 import { substrateKind } from "../../substrates";
 import type { ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
@@ -68,7 +69,7 @@ export class StorageProvisioner extends Reconciler {
   }
 
   private brokerOf(substrate: ModelSubstrate | undefined): VolumeBroker | undefined {
-    const name = substrate ?? "local";
+    const name = substrate ?? DEFAULT_SUBSTRATE;
     if (!this.brokers.has(name)) this.brokers.set(name, substrateKind(name).volumes?.(this.o.deps));
     return this.brokers.get(name);
   }

@@ -5,6 +5,7 @@
  */
 import type { Constraints, OperatorMeta, StorageRequest } from "../../api";
 import {
+  DEFAULT_SUBSTRATE,
   PROVISIONED_SUBSTRATES,
   StewardError,
   alreadyExists,
@@ -162,7 +163,7 @@ export class ApplicationOps extends StoreTxns {
   ): Promise<{ unit: string; machine: string }[]> {
     const placed: { unit: string; machine: string }[] = [];
     const model = (await this.get(docs.model, uuid))?.doc;
-    const substrate = model?.placement.substrate ?? "local";
+    const substrate = model?.placement.substrate ?? DEFAULT_SUBSTRATE;
     const constraints = mergeConstraints(model?.constraints, app.constraints);
     if (to.length < count && !PROVISIONED_SUBSTRATES.includes(substrate)) {
       throw invalidRequest(

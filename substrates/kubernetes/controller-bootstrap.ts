@@ -13,12 +13,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { ControllerClient, StewardError } from "../../api/core";
 import { settleController } from "../settle-controller";
 import type { Progress } from "../brokers";
-import type {
-  ControllerHosting,
-  ControllerPlan,
-  FirstReplica,
-  KubernetesControllerSettings,
-} from "../controller-hosting";
+import type { ControllerHosting, ControllerPlan, FirstReplica } from "../controller-hosting";
 import { createControllerCa } from "../local";
 import type { ControllerPodsSpec } from "./controller-pods";
 import {
@@ -37,6 +32,17 @@ import type { KubeConnection } from "./kubeconfig";
 import type { KubeObject, Secret } from "./resources";
 import { updateSecretData } from "./secret-data";
 import { KUBE_RESOURCES } from "./resources";
+
+/** A controller as a StatefulSet: the cluster as this client reaches it, its namespace and images. */
+export interface KubernetesControllerSettings {
+  connection: KubeConnection;
+  namespace: string;
+  image: string;
+  /** The agent image kubernetes models' pods run; default the controller's own default. */
+  agentImage?: string;
+  /** How clients outside the cluster reach the API; default the pods' IPs, where those are routable. */
+  apiAddresses?: string[];
+}
 
 export interface KubernetesBootstrapPlan {
   name: string;

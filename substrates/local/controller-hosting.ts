@@ -6,10 +6,16 @@
  * when the controller does not start.
  */
 import { rm } from "node:fs/promises";
-import type { ControllerHosting, LocalControllerSettings } from "../controller-hosting";
+import type { ControllerHosting } from "../controller-hosting";
 import { alreadyThere } from "../controller-hosting";
 import { initLocalController, removeLocalController, startLocalController } from "./controller-process";
 import { freePort } from "./processes";
+
+/** A local controller: its data directory, and the address it listens on (default 127.0.0.1). */
+export interface LocalControllerSettings {
+  dataDir: string;
+  host?: string;
+}
 
 export const localHosting: ControllerHosting<LocalControllerSettings> = {
   async bootstrap(plan, o) {

@@ -7,10 +7,16 @@
  */
 import { ControllerClient, StewardError, waitForHealth } from "../../api/core";
 import { controllerFiles } from "../controller-files";
-import type { ControllerHosting, SshControllerSettings } from "../controller-hosting";
+import type { ControllerHosting } from "../controller-hosting";
 import { alreadyThere } from "../controller-hosting";
 import { installController, uninstallController } from "./controller-installer";
+import type { SshTarget } from "./ssh-session";
 import { SshSession } from "./ssh-session";
+
+/** A controller installed over SSH on `hosts[0]`, grown onto the others (each with its key). */
+export interface SshControllerSettings {
+  hosts: SshTarget[];
+}
 
 export const sshHosting: ControllerHosting<SshControllerSettings> = {
   async bootstrap(plan, o) {
