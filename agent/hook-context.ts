@@ -14,7 +14,7 @@ import type { HookSpec, UnitLocalState } from "./unit-state";
 export interface HookRunDeps {
   unit: string;
   /** The hook, or for an action its name (with no relation). */
-  hook: Pick<HookSpec, "name" | "relationId" | "remoteUnit" | "remoteApp">;
+  hook: Pick<HookSpec, "name" | "relationId" | "remoteUnit" | "remoteApp" | "storageId">;
   /** The action being run, when this is one: what action-get reads and action-set/-fail/-log write. */
   action?: ActionRun;
   view: () => UnitView;
@@ -37,6 +37,7 @@ export class HookRunContext implements HookContext {
   readonly unit: string;
   readonly hook: string;
   readonly relation?: HookContext["relation"];
+  readonly storageId?: string;
   readonly action?: ActionRun;
   readonly workload?: WorkloadAccess;
   private readonly writes = new Map<string, { relationId: number; app: boolean; set: Record<string, string | null> }>();
@@ -47,6 +48,7 @@ export class HookRunContext implements HookContext {
     this.unit = d.unit;
     this.hook = d.hook.name;
     if (d.action) this.action = d.action;
+    if (d.hook.storageId) this.storageId = d.hook.storageId;
     if (d.workload) this.workload = d.workload;
     if (d.hook.relationId !== undefined) {
       const vr = d.view().relations.find((r) => r.id === d.hook.relationId);

@@ -11,7 +11,11 @@
  *   start (its workload died with the machine);
  * - a remote unit leaving → relation-departed; an integration removed → relation-departed for each
  *   remote unit, then relation-broken (never for peer relations);
- * - a unit removed → every relation departed and broken (peer relations last), then stop → remove;
+ * - storage (issue 32): `<name>-storage-attached` for each instance attached to the unit, once its
+ *   volume broker has attached it and before anything else (so before install for the storage a
+ *   unit is deployed with: install waits for it, as in Juju);
+ * - a unit removed → every relation departed and broken (peer relations last), then
+ *   `<name>-storage-detaching` for each attached instance, then stop → remove;
  * - on Kubernetes, once started, `<container>-workload-ready` for each workload container whose
  *   supervisor answers and has not had it (a restarted container's new supervisor has it again).
  *
@@ -97,6 +101,8 @@ export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): 
       if (!r.peer && !r.broken) return { kind: "run", hook: relHook("relation-broken", id, r) };
       return { kind: "leave", relationId: id };
     }
+    const detaching = [...(s.storage ?? [])].sort()[0];
+    if (detaching !== undefined) return { kind: "run", hook: storageHook("storage-detaching", detaching) };
     if (s.started && !s.stopped) return { kind: "run", hook: simple("stop") };
     if (s.installed && !s.removed) return { kind: "run", hook: simple("remove") };
     return { kind: "dead" };
@@ -106,6 +112,8 @@ export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): 
     if (view.resolve === "retry" || o.retryDue) return { kind: "run", hook: s.failedHook };
     return { kind: "idle" };
   }
+  const storage = storageDecision(view, s);
+  if (storage) return storage;
   if (!s.installed) return { kind: "run", hook: simple("install") };
   for (const r of view.relations) {
     if (r.life === "alive" && !(String(r.id) in s.relations))
@@ -135,6 +143,23 @@ export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): 
   if (rel) return rel;
   if (o.updateStatusDue) return { kind: "run", hook: simple("update-status") };
   return { kind: "idle" };
+}
+
+/** A storage hook: `<name>-storage-attached` or `-detaching`, for instance `id` (`data/0`). */
+function storageHook(kind: "storage-attached" | "storage-detaching", id: string): HookSpec {
+  return { kind, name: `${id.slice(0, id.indexOf("/"))}-${kind}`, storageId: id };
+}
+
+/**
+ * Storage first: a unit not yet installed waits until every instance it was deployed with is
+ * attached; then `<name>-storage-attached` runs for each attached instance it has not seen.
+ */
+function storageDecision(view: UnitView, s: UnitLocalState): Decision | undefined {
+  const storage = view.storage ?? [];
+  if (!s.installed && storage.some((v) => v.location === undefined)) return { kind: "idle" };
+  const seen = new Set(s.storage ?? []);
+  const next = storage.find((v) => v.location !== undefined && !seen.has(v.id));
+  return next ? { kind: "run", hook: storageHook("storage-attached", next.id) } : undefined;
 }
 
 /** The next relation hook for a started unit: per relation, pending changed → departed → broken → app changed → joined → changed. */
@@ -216,6 +241,12 @@ export function commitHook(
       break;
     case "workload-ready":
       next.workloadReady = { ...s.workloadReady, [hook.container!]: hook.supervisor ?? "" };
+      break;
+    case "storage-attached":
+      next.storage = [...new Set([...(s.storage ?? []), hook.storageId!])].sort();
+      break;
+    case "storage-detaching":
+      next.storage = (s.storage ?? []).filter((id) => id !== hook.storageId);
       break;
     case "leader-elected":
       next.leader = true;

@@ -19,6 +19,8 @@ export type HookKind =
   | "leader-elected"
   | "leader-settings-changed"
   | "workload-ready"
+  | "storage-attached"
+  | "storage-detaching"
   | "relation-created"
   | "relation-joined"
   | "relation-changed"
@@ -39,6 +41,8 @@ export interface HookSpec {
   /** A workload-ready hook's container, and the supervisor (its bootId) it was decided on. */
   container?: string;
   supervisor?: string;
+  /** A storage hook's instance (`data/0`). */
+  storageId?: string;
 }
 
 /** A relation the unit has entered (after its relation-created hook). */
@@ -96,6 +100,8 @@ export interface UnitLocalState {
   readiness?: { ready: boolean; message: string; bootId?: string };
   /** Per workload container, the supervisor (its bootId) whose `<container>-workload-ready` has run. */
   workloadReady?: Record<string, string>;
+  /** Storage instances whose `<name>-storage-attached` has run and whose `-storage-detaching` has not (absent: none ever). */
+  storage?: string[];
 }
 
 export const initialUnitState = (): UnitLocalState => ({

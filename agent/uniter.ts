@@ -724,6 +724,7 @@ export class Uniter {
       if (hook.departingUnit) env.STEWARD_DEPARTING_UNIT = hook.departingUnit;
     }
     if (hook.container) env.STEWARD_WORKLOAD_CONTAINER = hook.container;
+    if (hook.storageId) env.STEWARD_STORAGE_ID = hook.storageId;
     return env;
   }
 

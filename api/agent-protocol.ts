@@ -49,6 +49,22 @@ export interface UnitView {
   resolve?: "retry" | "no-retry";
   /** Actions queued for this unit (`steward run`), oldest first; absent when none are. */
   actions?: QueuedAction[];
+  /** Storage attached to this unit, by id; absent when it has none. */
+  storage?: UnitStorageView[];
+}
+
+/**
+ * A storage instance attached to a unit. Without a `location` its volume broker has not attached it
+ * yet: a unit waits for the storage it is deployed with before `install` (as in Juju).
+ */
+export interface UnitStorageView {
+  /** `data/0` */
+  id: string;
+  kind: "filesystem" | "block";
+  /** MiB */
+  size: number;
+  pool: string;
+  location?: string;
 }
 
 /** One action a unit is to run: task ids grow with every run in the model, so an agent runs each once. */

@@ -37,7 +37,10 @@ export type {
   HookCommit,
   QueuedAction,
   TaskFinish,
+  UnitStorageView,
 } from "./agent-protocol";
+export { formatSizeMiB, parseStorageArg, storageHooks } from "./storage";
+export type { StorageType } from "./storage";
 export * from "./limits";
 export * from "./ports";
 export * from "./debug-log";

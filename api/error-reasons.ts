@@ -273,6 +273,34 @@ export const ErrorReasons = {
     retryable: false,
     about: "the change would leave the controller without an enabled superuser",
   },
+  // Storage (issue 32): requests refused before anything is made.
+  "storage-not-supported": {
+    code: "invalid-request",
+    retryable: false,
+    about:
+      "the model's substrate has no storage pool for what is asked (no storage yet, or not of that kind, or shared)",
+  },
+  "storage-pool-unknown": {
+    code: "invalid-request",
+    retryable: false,
+    about: "the storage pool asked for is not one of the model's substrate's pools",
+  },
+  "storage-out-of-range": {
+    code: "invalid-request",
+    retryable: false,
+    about: "a storage size or count is outside what the operator declares (minimum-size, multiple.range)",
+  },
+  "storage-of-another-application": {
+    code: "invalid-request",
+    retryable: false,
+    about: "the storage instance belongs to another application: it can be attached only to that application's units",
+  },
+  "storage-attached": {
+    code: "conflict",
+    retryable: false,
+    about:
+      "the storage instance is attached to a unit (or still being detached or destroyed): it cannot be attached to another",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

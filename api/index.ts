@@ -13,6 +13,7 @@ export { expandStatusColumns, fromColumnTable, statusToColumns, toColumnTable } 
 export type { ColumnTable } from "./status-columns";
 export * from "./operator";
 export * from "./actions";
+export * from "./storage";
 export { readOperatorDir } from "./node/operator-dir";
 export * from "./agent-protocol";
 export * from "./wire";

@@ -12,6 +12,8 @@ import type { ActionSpec } from "./actions";
 import { parseActionsSection } from "./actions";
 import type { WorkloadContainer } from "./workload-containers";
 import { parseContainersSection, workloadReadyHook } from "./workload-containers";
+import type { StorageSpec } from "./storage";
+import { parseStorageSection, storageHooks } from "./storage";
 
 import type { ConfigOption, ConfigOptionType } from "./config-values";
 import { checkConfigValue } from "./config-values";
@@ -35,6 +37,8 @@ export interface OperatorMeta {
   actions?: Record<string, ActionSpec>;
   /** Workload containers beside the agent (Kubernetes; workload-containers.ts); absent when none are declared. */
   containers?: Record<string, WorkloadContainer>;
+  /** Storage each unit gets (storage.ts); absent when none is declared. */
+  storage?: Record<string, StorageSpec>;
 }
 
 export const UNIT_HOOKS = [
@@ -131,6 +135,7 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
     "config",
     "actions",
     "containers",
+    "storage",
   ];
   for (const key of Object.keys(o))
     if (!known.includes(key)) fail([key], `is not a known field (known: ${known.join(", ")})`);
@@ -219,6 +224,7 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
     config,
     ...actionsOf(parseActionsSection(o.actions, fail)),
     ...containersOf(parseContainersSection(o.containers, fail)),
+    ...storageOf(parseStorageSection(o.storage, fail)),
   };
 }
 
@@ -230,6 +236,10 @@ const actionsOf = (actions: Record<string, ActionSpec>): { actions?: Record<stri
 const containersOf = (
   containers: Record<string, WorkloadContainer>,
 ): { containers?: Record<string, WorkloadContainer> } => (Object.keys(containers).length > 0 ? { containers } : {});
+
+/** Likewise storage. */
+const storageOf = (storage: Record<string, StorageSpec>): { storage?: Record<string, StorageSpec> } =>
+  Object.keys(storage).length > 0 ? { storage } : {};
 
 /**
  * Refuses, before the parser builds anything, a document too large, nested too deep or using too
@@ -310,6 +320,7 @@ export function knownHookNames(meta: OperatorMeta): Set<string> {
     for (const suffix of RELATION_HOOK_SUFFIXES) names.add(`${ep}-${suffix}`);
   }
   for (const c of Object.keys(meta.containers ?? {})) names.add(workloadReadyHook(c));
+  for (const s of Object.keys(meta.storage ?? {})) for (const h of storageHooks(s)) names.add(h);
   return names;
 }
 

@@ -11,6 +11,7 @@ import type { OperationInfo, RunActionResult, TaskInfo } from "./actions";
 import type { DebugLogRecord } from "./debug-log";
 import type { ControllerHello, MigrationArrivalInfo, MigrationInfo } from "./migration";
 import type { Bundle } from "./operator";
+import type { StorageInfo } from "./storage";
 import type * as Schemas from "./schemas";
 import type { ModelStatus, StatusLogEntry, UnitDetails } from "./status";
 import type {
@@ -481,6 +482,15 @@ export const routes = {
     response: answer<{ units: string[] }>(),
   },
 
+  /** The model's storage instances: attached (to which unit) or detached and kept. */
+  listStorage: {
+    method: "GET",
+    path: "/v1/models/:model/storage",
+    access: "model:read",
+    status: 200,
+    response: answer<{ storage: StorageInfo[] }>(),
+  },
+
   // --- units ---
   showUnit: {
     method: "GET",
@@ -489,11 +499,12 @@ export const routes = {
     status: 200,
     response: answer<UnitDetails>(),
   },
+  /** `destroyStorage`: its storage is destroyed once detached, instead of kept. */
   removeUnit: {
     method: "DELETE",
     path: "/v1/models/:model/units/:app/:n",
     access: "model:write",
-    query: force,
+    query: ["force", "destroyStorage"],
     status: 202,
     response: answer<void>(),
   },

@@ -20,6 +20,7 @@ import { parseConstraints } from "./constraints";
 import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
+import { MAX_STORAGE_COUNT, MAX_STORAGE_ENTRIES, MAX_STORAGE_MIB } from "./storage";
 import { REPLICA_SETTINGS_SCHEMAS, settingsSchemaOf } from "./substrate-settings";
 
 export {
@@ -325,6 +326,25 @@ const OperatorHash = z.string().superRefine((v, ctx) => {
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 
+const StorageName = z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, { message: "must be a storage name such as data" });
+/** A storage instance's id: the store's name and its number in the model. */
+export const StorageId = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,62}\/[0-9]{1,9}$/, { message: "must be a storage id such as data/0" });
+/** Deploy's `--storage name=pool,size,count`, each part optional (storage.ts parseStorageArg). */
+const StorageRequests = z
+  .record(
+    StorageName,
+    z.strictObject({
+      pool: Name.optional(),
+      size: z.number().int().min(1).max(MAX_STORAGE_MIB).optional(),
+      count: z.number().int().min(0).max(MAX_STORAGE_COUNT).optional(),
+    }),
+  )
+  .refine((r) => Object.keys(r).length <= MAX_STORAGE_ENTRIES, {
+    message: `at most ${MAX_STORAGE_ENTRIES} stores`,
+  });
+
 export const DeployRequest = z.strictObject({
   name: Name,
   operator: OperatorHash,
@@ -333,6 +353,8 @@ export const DeployRequest = z.strictObject({
   to: z.array(MachineId).optional(),
   /** For the machines made for its units, merged over the model's. */
   constraints: ConstraintsText.optional(),
+  /** Pool, size (MiB) and count of each store the operator declares (default: its first pool, minimum size and count). */
+  storage: StorageRequests.optional(),
 });
 export const UpdateApplicationRequest = z.strictObject({
   config: ConfigPatch.optional(),
@@ -343,6 +365,8 @@ export const UpdateApplicationRequest = z.strictObject({
 export const AddUnitsRequest = z.strictObject({
   count: z.number().int().min(1).max(10000).default(1),
   to: z.array(MachineId).optional(),
+  /** Kept (detached) storage instances of the application to give the new unit. */
+  attachStorage: z.array(StorageId).max(MAX_STORAGE_COUNT).optional(),
 });
 export const SshTargetSchema = z.strictObject({
   host: z.string().min(1).max(255).regex(HOST_PATTERN, { message: "must be a host name or IP address" }),

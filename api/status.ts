@@ -23,6 +23,8 @@ export interface UnitStatusView {
   ports: string[];
   /** What its hooks last ran with, reported by its agent each time it goes idle (absent from older agents). */
   applied?: AppliedChange;
+  /** The storage instances attached to it (`data/0`); absent when none are. */
+  storage?: string[];
 }
 
 /**

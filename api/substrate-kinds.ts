@@ -8,6 +8,7 @@
  * table the compiler holds to these contracts. The runtime half (brokers, placement, replica hosts)
  * is `substrates/<kind>/`, found through `substrates/registry.ts`.
  */
+import type { StorageType } from "./storage";
 
 /**
  * Where a model's machines come from (as a Juju model records its cloud): `local` starts agent
@@ -230,8 +231,19 @@ export interface SubstrateContract<Settings = unknown> {
   locatedBy?: readonly (keyof Settings & string)[];
   /** It hosts controllers: `steward bootstrap` and the provider's Controller put one there (its runtime half's `controller`). */
   hostsControllers?: true;
+  /**
+   * The storage pools its units can have (issue 32), the first the default; absent: none yet, and an
+   * operator that declares storage is refused there before anything is made.
+   */
+  storagePools?: readonly StoragePoolContract[];
   /** Its settings in a few words, for status: "eu-west-1, t3.small". */
   describe(settings: Settings): string;
+}
+
+/** A storage pool of a kind: its name and the kinds of storage it gives. */
+export interface StoragePoolContract {
+  name: string;
+  kinds: readonly StorageType[];
 }
 
 /** "a, b and c", for messages. */
@@ -245,6 +257,8 @@ const local = {
   addMachines: "count",
   onControllerHost: true,
   hostsControllers: true,
+  // A directory per instance under the machine's directory (substrates/local/volumes.ts).
+  storagePools: [{ name: "local", kinds: ["filesystem"] }],
   words: { thing: "agent process", things: "agent processes", cloud: "this host" },
   flags: [],
   describe: () => "agent processes on the controller's host",

@@ -30,6 +30,7 @@ import { benchMigration } from "./migration";
 import { benchKubernetesPods } from "./kubernetes-pods";
 import { benchKubernetesController } from "./kubernetes-controller";
 import { benchUpgradeController } from "./upgrade-controller";
+import { benchStorageAttach } from "./storage-attach";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -69,6 +70,7 @@ const all: Record<string, Benchmark> = {
     smoke: () => benchKubernetesController({ runs: 1 }),
   },
   "upgrade-controller": { full: () => benchUpgradeController(), smoke: () => benchUpgradeController({ size: 1 }) },
+  "storage-attach": { full: () => benchStorageAttach(), smoke: () => benchStorageAttach({ size: 1 }) },
 };
 
 /**

@@ -59,6 +59,7 @@ export const COMMAND_NAMES = [
   "deploy",
   "add-unit",
   "remove-unit",
+  "storage",
   "config",
   "constraints",
   "refresh",

@@ -41,6 +41,8 @@ export function formatStatusTabular(s: ModelStatus, opts: { colour?: boolean } =
       ),
     );
     const rows: string[][] = [];
+    // Units with storage show it; models without any keep the narrower table.
+    const stored = apps.some((a) => Object.values(a.units).some((u) => u.storage));
     for (const a of apps) {
       for (const u of Object.values(a.units)) {
         const busy =
@@ -54,12 +56,22 @@ export function formatStatusTabular(s: ModelStatus, opts: { colour?: boolean } =
           u.machine,
           u.address ?? "",
           u.ports.join(","),
+          ...(stored ? [(u.storage ?? []).join(",")] : []),
           busy + (u.agent.current === "lost" ? u.agent.message : u.workload.message),
         ]);
       }
     }
-    if (rows.length > 0)
-      parts.push(table(["Unit", "Workload", "Agent", "Machine", "Address", "Ports", "Message"], rows, statusIn(1, 2)));
+    const heads = [
+      "Unit",
+      "Workload",
+      "Agent",
+      "Machine",
+      "Address",
+      "Ports",
+      ...(stored ? ["Storage"] : []),
+      "Message",
+    ];
+    if (rows.length > 0) parts.push(table(heads, rows, statusIn(1, 2)));
   }
   const machines = Object.values(s.machines);
   if (machines.length > 0) {

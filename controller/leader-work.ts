@@ -17,6 +17,7 @@ import { CloudProvisioner } from "./provisioner/cloud-machines";
 import type { KubernetesProvisionerOptions } from "./provisioner/kubernetes-units";
 import { KubernetesProvisioner } from "./provisioner/kubernetes-units";
 import { HostMachineProvisioner } from "./provisioner/host-machines";
+import { StorageProvisioner } from "./provisioner/storage-volumes";
 import type { Sealer } from "./security/sealing";
 import type { ModelLogs } from "./state/model-logs";
 import type { StateCache } from "./state";
@@ -64,6 +65,7 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
         log,
         enabled: o.local.enabled,
       }),
+      new StorageProvisioner({ cache, ops, log, deps: { machinesDir: join(dataDir, dataFiles.machines) } }),
       new CloudProvisioner({
         cache,
         ops,

@@ -45,6 +45,7 @@ export { bootstrapController, destroyController } from "./bootstrap-controller";
 export { handOverReplicaCloud, settleController } from "./settle-controller";
 export type { BootstrapOptions } from "./settle-controller";
 export type { Attributes, CloudInstance, InstanceBroker, MachineHost, MachinesOfKind, SubstrateKind } from "./kind";
+export type { VolumeBroker, VolumeDeps, VolumeSpec } from "./volumes";
 export type { ReplicaHostDeps, ReplicaHostsOfKind } from "./replica-hosts";
 export { CONTROLLER_HOSTING, SUBSTRATES, substrateKind } from "./registry";
 export {

@@ -10,6 +10,7 @@ import type { Constraints, SubstrateContract } from "../api/core";
 import type { ApplicationBroker, MachineBroker, UnitPodSettings } from "./brokers";
 import type { ControllerHosting } from "./controller-hosting";
 import type { ReplicaHostDeps, ReplicaHostsOfKind } from "./replica-hosts";
+import type { VolumeBroker, VolumeDeps } from "./volumes";
 
 /** A stored credential's attributes, opened (unsealed). */
 export type Attributes = Record<string, string>;
@@ -84,6 +85,11 @@ export interface SubstrateKind<Settings = unknown, Placement = unknown, Hosting 
    * pod running the agent as `settings` say; the caller closes it.
    */
   pods?(settings: UnitPodSettings): ApplicationBroker<Placement>;
+  /**
+   * The broker of its units' storage instances (kinds whose contract lists `storagePools`;
+   * ./volumes.ts): made, attached to a machine, moved off it (kept), destroyed.
+   */
+  volumes?(deps: VolumeDeps): VolumeBroker;
   /** Throws (naming what is wrong) when no machine with constraints `c` can be had with `settings`: checked before any is asked for. */
   checkConstraints?(settings: Settings, c: Constraints): void;
   /** Throws when a credential about to be stored cannot be used (asked of the cloud itself: reachable, and with the rights its models need). */

@@ -251,7 +251,8 @@ const PreviousModelSchema = z.strictObject({
 test("an export for the build before placements is format 2 in its shape, and reads back unchanged", async (t) => {
   t.is(exportVersionFor(undefined), 2, "a target whose hello names no version is the previous build");
   t.is(exportVersionFor(3), 3);
-  t.is(exportVersionFor(7), 3, "a newer target gets what this controller writes");
+  t.is(exportVersionFor(4), 4);
+  t.is(exportVersionFor(7), 4, "a newer target gets what this controller writes");
   t.throws(() => exportVersionFor(1), { message: /reads model exports up to version 1/ });
 
   const local = await sourceExport(t);
@@ -291,4 +292,36 @@ test("an export for the build before placements is format 2 in its shape, and re
   t.deepEqual(stored.placement, (local.documents.model![""] as { placement: unknown }).placement);
   // Stored with the previous build's fields beside it, for its replicas during a rolling upgrade.
   t.is(stored.substrate, "local");
+});
+
+test("storage records travel in export v4; a reader of v3 or v2 is refused while the model has any, and a bad record is refused on import", async (t) => {
+  const doc = await sourceExport(t);
+  t.is(exportForReader(doc, 3).version, 3, "a model without storage is written for a v3 reader as before");
+  const storage = {
+    id: "data/0",
+    name: "data",
+    app: "motd",
+    kind: "filesystem",
+    pool: "local",
+    size: 1024,
+    status: "detached",
+    handle: { dir: "/var/lib/steward/machines/m/kept-storage/data-0" },
+    life: "alive",
+    createdAt: "2026-01-01T00:00:00Z",
+  };
+  doc.documents.storage = { "data/0": storage };
+  doc.documents["storage-seq"] = { "": 1 };
+  for (const version of [2, 3])
+    t.throws(() => exportForReader(doc, version), { message: /the model has storage \(data\/0\).*upgrade it first/ });
+  const read = upgradeModelExport(JSON.parse(JSON.stringify(doc)));
+  t.deepEqual(read.documents.storage, { "data/0": storage });
+  const bad = JSON.parse(JSON.stringify(doc)) as typeof doc;
+  bad.documents.storage = { "data/0": { ...storage, status: "lost" } };
+  t.throws(() => upgradeModelExport(bad), {
+    message: /documents\["storage"\]\["data\/0"\] does not fit a storage document/,
+  });
+  // Imported: the record is in the store as it was exported.
+  const { store, deps } = await setup(t);
+  const res = await importModel(deps, JSON.parse(JSON.stringify(doc)));
+  t.deepEqual(JSON.parse((await store.get(keys.storage(res.uuid, "data/0")))!.value), storage);
 });

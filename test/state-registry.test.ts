@@ -64,6 +64,8 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.relationSeq(M), "relation-seq", M, ""],
   [keys.taskSeq(M), "task-seq", M, ""],
   [keys.operatorSeq(M), "operator-seq", M, ""],
+  [keys.storageSeq(M), "storage-seq", M, ""],
+  [keys.storage(M, "data/0"), "storage", M, "data/0"],
   [keys.relation(M, 4), "relation", M, "4"],
   [keys.scope(M, 4, "web/1"), "scope", M, "4/web/1"],
   [keys.unitBag(M, 4, "web/1"), "relation-data", M, "4/unit/web/1"],
@@ -134,6 +136,7 @@ test("split ids, prefixes, and what an export carries", (t) => {
   const exported = new Set(EXPORTED_KINDS.map((k) => k.name));
   t.false(exported.has("presence"));
   t.true(exported.has("leader") && exported.has("relation-data") && exported.has("task-seq"));
+  t.true(exported.has("storage") && exported.has("storage-seq"), "storage outlives units, and moves with its model");
   t.is(new Set(KINDS.map((k) => k.name)).size, KINDS.length);
 });
 

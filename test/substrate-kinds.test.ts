@@ -23,6 +23,7 @@ import {
 import {
   EmbeddedStore,
   MODEL_EXPORT_FORMAT,
+  MODEL_EXPORT_VERSION,
   StateCache,
   KIND,
   StateOps,
@@ -254,7 +255,7 @@ test("an export of the previous build (version 2, the model without a placement)
   t.deepEqual(stored.aws, OLD_AWS_MODEL.aws, "stored for the previous build's replicas too");
   // Exported again, it is the current version with the placement, and only that.
   const again = await exportModel(store, OLD_AWS_MODEL.uuid);
-  t.is(again.version, 3);
+  t.is(again.version, MODEL_EXPORT_VERSION);
   const exported = again.documents.model![""] as Record<string, unknown>;
   t.deepEqual(exported.placement, stored.placement);
   t.false("aws" in exported || "substrate" in exported || "credential" in exported);

@@ -19,6 +19,8 @@ export interface HookContext {
   hook: string;
   /** The relation of a relation hook. */
   relation?: { id: number; endpoint: string; remoteUnit?: string; remoteApp?: string };
+  /** The storage instance of a storage hook (`data/0`). */
+  storageId?: string;
   view(): UnitView;
   workloadStatus(): { status: string; message: string };
   setWorkloadStatus(status: string, message: string): Promise<void>;

@@ -9,6 +9,7 @@ import type { Flags, HookContext, ToolIO, ToolResult, ToolSpec } from "./tool-sp
 import { ToolError, json, misuse, ok, refuse } from "./tool-spec";
 import { actionTools } from "./action-tools";
 import { containerTools } from "./container-tools";
+import { storageTools } from "./storage-tools";
 
 export type { HookContext, ToolIO, ToolResult, WorkloadAccess } from "./tool-spec";
 
@@ -344,6 +345,7 @@ export const tools: Record<string, ToolSpec> = {
   },
   ...actionTools,
   ...containerTools,
+  ...storageTools,
 };
 
 /** Parses a tool's arguments against its flags and runs it. */

@@ -12,6 +12,7 @@ import type WebSocket from "ws";
 import type { ErrorCode } from "../errors";
 import { StewardError, errorFromWire } from "../errors";
 import type { Bundle } from "../operator";
+import type { StorageInfo, StorageRequest } from "../storage";
 import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "../actions";
 import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "../status";
 import type { DebugLogRecord } from "../debug-log";
@@ -274,6 +275,8 @@ export class ControllerClient extends ControllerTransport {
       config?: Record<string, string | number | boolean>;
       to?: string[];
       constraints?: string;
+      /** Pool, size (MiB) and count per store the operator declares (`--storage data=local,1G,2`). */
+      storage?: Record<string, StorageRequest>;
     },
   ): Promise<ApplicationInfo> {
     return this.call(routes.deploy, { model }, req);
@@ -292,11 +295,30 @@ export class ControllerClient extends ControllerTransport {
   removeApplication(model: string, app: string, force = false): Promise<void> {
     return this.call(routes.removeApplication, { model, app }, undefined, { force: force || undefined });
   }
-  addUnits(model: string, app: string, count: number, to?: string[]): Promise<{ units: string[] }> {
-    return this.call(routes.addUnits, { model, app }, { count, ...(to ? { to } : {}) });
+  /** `attachStorage`: kept storage instances of the application (`data/0`) for the one new unit. */
+  addUnits(
+    model: string,
+    app: string,
+    count: number,
+    to?: string[],
+    attachStorage?: string[],
+  ): Promise<{ units: string[] }> {
+    return this.call(
+      routes.addUnits,
+      { model, app },
+      { count, ...(to ? { to } : {}), ...(attachStorage?.length ? { attachStorage } : {}) },
+    );
   }
-  removeUnit(model: string, unit: string, force = false): Promise<void> {
-    return this.call(routes.removeUnit, { model, ...unitParams(unit) }, undefined, { force: force || undefined });
+  /** `destroyStorage`: the unit's storage is destroyed once detached, instead of kept. */
+  removeUnit(model: string, unit: string, force = false, destroyStorage = false): Promise<void> {
+    return this.call(routes.removeUnit, { model, ...unitParams(unit) }, undefined, {
+      force: force || undefined,
+      destroyStorage: destroyStorage || undefined,
+    });
+  }
+  /** The model's storage instances, attached or kept. */
+  listStorage(model: string): Promise<{ storage: StorageInfo[] }> {
+    return this.call(routes.listStorage, { model });
   }
 
   updateModel(

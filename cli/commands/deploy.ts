@@ -1,6 +1,6 @@
 import { Command, Option } from "clipanion";
 import { resolve } from "node:path";
-import { coerceConfigText, readOperatorDir, waitForModelReady } from "../../api/core";
+import { coerceConfigText, parseStorageArg, readOperatorDir, waitForModelReady } from "../../api/core";
 import { ModelCommand, parseAssignments } from "../base-command";
 import { withConstraintsFlag } from "../cloud-options";
 import { DURATION_HELP, isDuration, isWholeNumber } from "../validators";
@@ -33,6 +33,10 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
         "Place units on machines 0 and 1 and wait until active",
         "$0 deploy ./operators/hello-http -n 2 --to 0,1 --wait",
       ],
+      [
+        "Give each unit two 1 GiB stores of its operator's data storage",
+        "$0 deploy ./operators/notebook --storage data=local,1G,2",
+      ],
     ],
   });
 
@@ -41,6 +45,9 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
   units = Option.String("-n,--num-units", "1", { description: "How many units", validator: isWholeNumber(0) });
   config = Option.Array("--config", [], { description: "Config as key=value (repeatable)" });
   to = Option.String("--to", { description: "Comma-separated machine ids, one per unit" });
+  storage = Option.Array("--storage", [], {
+    description: "Storage as name=pool,size,count, any part optional (e.g. data=local,1G,2; repeatable)",
+  });
   wait = Option.Boolean("--wait", false, { description: "Wait until every unit is active/idle" });
   timeout = Option.String("--timeout", "10m", {
     description: "How long --wait waits: " + DURATION_HELP,
@@ -60,6 +67,7 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
         coerceConfigText(op.meta.config[k]?.type, v),
       ]),
     );
+    const storage = Object.fromEntries(this.storage.map(parseStorageArg).map((s) => [s.name, s.request]));
     const client = await this.connect();
     if (!(await client.hasOperator(op.hash))) {
       this.progress(`Uploading operator ${op.meta.name} ${op.meta.version} (${op.bundle.files.length} files)`);
@@ -78,6 +86,7 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
       ...(Object.keys(config).length > 0 ? { config } : {}),
       ...(to ? { to } : {}),
       ...(constraints ? { constraints } : {}),
+      ...(Object.keys(storage).length > 0 ? { storage } : {}),
     });
     await this.rememberOperatorSource(model, name, dir);
     this.out(

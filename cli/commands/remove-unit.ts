@@ -13,6 +13,8 @@ export default class RemoveUnitCommand extends ModelCommand {
     details: `
       Each unit runs its stop and remove hooks, then goes; a machine created for it goes too. \`--force\` removes at once without hooks.
 
+      Its storage is kept, detached (\`steward storage\`), for a new unit to take over (\`add-unit --attach-storage\`); \`--destroy-storage\` destroys it and its data instead.
+
       Units named together go highest number first. \`--num-units N\` with an application's name removes its N highest-numbered units: on a kubernetes model that is the only order there is, since unit N is pod N of the application's StatefulSet, which scales down from its highest ordinal.
     `,
     examples: [
@@ -28,6 +30,9 @@ export default class RemoveUnitCommand extends ModelCommand {
     validator: t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(1)),
   });
   force = Option.Boolean("--force", false, { description: "Remove at once without running hooks" });
+  destroyStorage = Option.Boolean("--destroy-storage", false, {
+    description: "Destroy the units' storage and its data instead of keeping it",
+  });
 
   async run(): Promise<number> {
     const client = await this.connect();
@@ -52,7 +57,7 @@ export default class RemoveUnitCommand extends ModelCommand {
       units = [...this.units].sort((a, b) => numberOf(b) - numberOf(a));
     }
     for (const u of units) {
-      await client.removeUnit(model, u, this.force);
+      await client.removeUnit(model, u, this.force, this.destroyStorage);
       this.out(`Removing ${u}.`);
     }
     return 0;

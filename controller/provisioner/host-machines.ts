@@ -12,6 +12,7 @@ import { substrateKind } from "../../substrates";
 import type { MachineDoc, StateCache, StateOps } from "../state";
 import { handedOver } from "../state";
 import { Reconciler } from "../workers";
+import { holdsStorage } from "./storage-volumes";
 
 /** Machines this provisioner keeps: those of the kinds whose machines are processes on the controller's host. */
 const onControllerHost = (substrate: ModelSubstrate): boolean => !!contractOf(substrate).onControllerHost;
@@ -65,7 +66,8 @@ export class HostMachineProvisioner extends Reconciler {
     const parts: string[] = [];
     for (const idx of this.o.cache.models.values())
       for (const m of idx.machines.values())
-        if (onControllerHost(m.substrate)) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
+        if (onControllerHost(m.substrate))
+          parts.push(`${idx.uuid}/${m.id}/${m.life}${holdsStorage(idx, m.id) ? "/storage" : ""}`);
     return parts.sort().join(",");
   }
 
@@ -87,6 +89,8 @@ export class HostMachineProvisioner extends Reconciler {
         }
         const broker = this.brokerOf(m.substrate);
         if (m.life === "alive") await this.ensureRunning(broker, idx.uuid, m);
+        // Its storage is moved off first (storage-volumes.ts): removing its directory would take it along.
+        else if (holdsStorage(idx, m.id)) continue;
         else {
           await broker.stopMachine({ model: idx.uuid, machine: m.id, placement: placementOf(m) });
           this.o.log.info("removed local machine", { model: idx.uuid, machine: m.id });

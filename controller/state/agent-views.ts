@@ -3,7 +3,7 @@
  * integrations, and the controller's addresses. {@link AgentViewRound} makes it as the JSON text
  * that is pushed; {@link buildAgentView} as objects, the plain form the text must equal.
  */
-import type { AgentView, QueuedAction, RelationView, UnitView } from "../../api";
+import type { AgentView, QueuedAction, RelationView, UnitStorageView, UnitView } from "../../api";
 import type { ApplicationDoc, UnitDoc } from "./documents";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import type { ModelIndex, StateCache } from "./cache";
@@ -73,6 +73,7 @@ export function buildAgentView(
       relations: relationsOf(idx, u.app, u.name),
       ...(u.resolve ? { resolve: u.resolve } : {}),
       ...queuedActions(idx, u.name),
+      ...unitStorage(idx, u.name),
     };
   });
   return {
@@ -111,7 +112,8 @@ export class AgentViewRound {
         `${units ? "," : ""}{"name":${JSON.stringify(u.name)},"app":${JSON.stringify(u.app)},"life":${JSON.stringify(u.life)},${this.appPart(app)}` +
         `,"leader":${leader?.unit === u.name},"leaderKnown":${leader !== undefined},"leaderSettingsVersion":${idx.leaderData.get(u.app)?.rev ?? 0}` +
         `,"relations":${JSON.stringify(relationsOf(idx, u.app, u.name))}${u.resolve ? `,"resolve":${JSON.stringify(u.resolve)}` : ""}` +
-        `${idx.taskQueue.has(u.name) ? `,"actions":${JSON.stringify(queuedActions(idx, u.name).actions)}` : ""}}`;
+        `${idx.taskQueue.has(u.name) ? `,"actions":${JSON.stringify(queuedActions(idx, u.name).actions)}` : ""}` +
+        `${storageText(idx, u.name)}}`;
     }
     const machine = { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" };
     return `${this.head(idx)},"machine":${JSON.stringify(machine)},"units":[${units}]${this.tail}`;
@@ -137,6 +139,29 @@ export class AgentViewRound {
     }
     return head;
   }
+}
+
+/** The storage attached to `unit`, by id (none: no field, so views without storage read as before). */
+function unitStorage(idx: ModelIndex, unit: string): { storage?: UnitStorageView[] } {
+  const out: UnitStorageView[] = [];
+  for (const s of idx.storage.values()) {
+    if (s.unit !== unit || s.status !== "attached") continue;
+    out.push({
+      id: s.id,
+      kind: s.kind,
+      size: s.size,
+      pool: s.pool,
+      ...(s.location !== undefined ? { location: s.location } : {}),
+    });
+  }
+  return out.length > 0 ? { storage: out.sort((a, b) => a.id.localeCompare(b.id)) } : {};
+}
+
+/** `,"storage":[…]` of a unit with storage, as {@link unitStorage} gives it. */
+function storageText(idx: ModelIndex, unit: string): string {
+  if (idx.storage.size === 0) return "";
+  const { storage } = unitStorage(idx, unit);
+  return storage ? `,"storage":${JSON.stringify(storage)}` : "";
 }
 
 /** Queued actions a view carries: the agent runs them one at a time, and the next come as these finish. */

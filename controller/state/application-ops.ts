@@ -3,7 +3,7 @@
  * its units need), adding units, config, constraints and operator changes, removal of applications
  * and units (and what goes with a unit for good), and `resolve` with its agent's answer.
  */
-import type { Constraints, OperatorMeta } from "../../api";
+import type { Constraints, OperatorMeta, StorageRequest } from "../../api";
 import {
   DEFAULT_SUBSTRATE,
   PROVISIONED_SUBSTRATES,
@@ -37,6 +37,7 @@ import { docs, put, putBack } from "./doc-kinds";
 import { aliveModel } from "./model-ops";
 import { StoreTxns } from "./txn";
 import type { OperatorOps } from "./operator-ops";
+import { destroyUnitStorageOps, newUnitStorage, storageDirectives, unitGoneStorageOps } from "./storage-ops";
 
 export class ApplicationOps extends StoreTxns {
   constructor(
@@ -58,6 +59,8 @@ export class ApplicationOps extends StoreTxns {
       config?: ConfigValues;
       to?: string[];
       constraints?: Constraints | undefined;
+      /** Deploy's `--storage`: pool, size and count per store the operator declares. */
+      storage?: Record<string, StorageRequest>;
     },
     charge?: OperatorCharge,
   ): Promise<{ units: string[]; revision: number }> {
@@ -90,6 +93,7 @@ export class ApplicationOps extends StoreTxns {
             { field: "operator" },
           );
         const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
+        const storage = storageDirectives(current.doc.meta, m.doc.placement.substrate, req.storage);
         const app: ApplicationDoc = {
           name: req.name,
           operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version },
@@ -99,12 +103,15 @@ export class ApplicationOps extends StoreTxns {
           nextUnit: 0,
           createdAt: this.stamp(),
           ...(hasConstraints(req.constraints) ? { constraints: req.constraints } : {}),
+          ...(storage ? { storage } : {}),
         };
         // Checked whether or not this deploy makes machines: later add-units will.
         checkMachineConstraints(m.doc, mergeConstraints(m.doc.constraints, app.constraints));
         const ops: Op[] = [];
         await this.operators.checkModelQuota(uuid, m.doc.name, undefined, current.doc, charge, compare, ops);
-        const units = await this.placeUnits(uuid, app, req.units, req.to ?? [], compare, ops);
+        const placed = await this.placeUnits(uuid, app, req.units, req.to ?? [], compare, ops);
+        await newUnitStorage(this.store, uuid, app, placed, [], compare, ops, this.stamp());
+        const units = placed.map((p) => p.unit);
         ops.unshift(put(docs.app, uuid, req.name, app));
         await this.peerRelations(uuid, req.name, op.doc.meta, compare, ops);
         this.operators.use(current, compare, ops);
@@ -153,8 +160,8 @@ export class ApplicationOps extends StoreTxns {
     to: string[],
     compare: Compare[],
     ops: Op[],
-  ): Promise<string[]> {
-    const names: string[] = [];
+  ): Promise<{ unit: string; machine: string }[]> {
+    const placed: { unit: string; machine: string }[] = [];
     const model = (await this.get(docs.model, uuid))?.doc;
     const substrate = model?.placement.substrate ?? DEFAULT_SUBSTRATE;
     const constraints = mergeConstraints(model?.constraints, app.constraints);
@@ -192,10 +199,10 @@ export class ApplicationOps extends StoreTxns {
       }
       const u: UnitDoc = { name: unit, app: app.name, machine, life: "alive", createdAt: this.stamp() };
       ops.push(put(docs.unit, uuid, unit, u));
-      names.push(unit);
+      placed.push({ unit, machine });
     }
     ops.push({ type: "put", key: keys.machineSeq(uuid), value: String(nextMachine) });
-    return names;
+    return placed;
   }
   /**
    * Unit numbers for new units of `app` in a kubernetes model: unit N is pod N of the application's
@@ -225,11 +232,13 @@ export class ApplicationOps extends StoreTxns {
       },
     };
   }
+  /** Adds units; `attachStorage` gives kept storage instances (`data/0`) of the application to the new unit. */
   async addUnits(
     uuid: string,
     appName: string,
     count: number,
     to: string[] = [],
+    attachStorage: string[] = [],
   ): Promise<{ units: string[]; revision: number }> {
     if (to.length > count) throw invalidRequest(`"to" names ${to.length} machines for ${count} units`, { field: "to" });
     return this.retry(`add units to ${appName}`, async () => {
@@ -239,9 +248,10 @@ export class ApplicationOps extends StoreTxns {
       if (a.doc.life !== "alive") throw invalidRequest(`application ${appName} is being removed`);
       const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), unchanged(keys.app(uuid, appName), a.rev)];
       const ops: Op[] = [];
-      const units = await this.placeUnits(uuid, a.doc, count, to, compare, ops);
+      const placed = await this.placeUnits(uuid, a.doc, count, to, compare, ops);
+      await newUnitStorage(this.store, uuid, a.doc, placed, attachStorage, compare, ops, this.stamp());
       ops.push(put(docs.app, uuid, appName, a.doc));
-      return { compare, ops, result: { units } };
+      return { compare, ops, result: { units: placed.map((p) => p.unit) } };
     });
   }
   /**
@@ -359,18 +369,23 @@ export class ApplicationOps extends StoreTxns {
       return { compare, ops, result: {} };
     });
   }
-  async removeUnit(uuid: string, unit: string, force: boolean): Promise<{ revision: number }> {
+  /**
+   * Removes a unit (its agent tears it down first, unless `force`). Its storage is kept, detached,
+   * unless `destroyStorage`: then it is destroyed once detached.
+   */
+  async removeUnit(uuid: string, unit: string, force: boolean, destroyStorage = false): Promise<{ revision: number }> {
     return this.retry(`remove ${unit}`, async () => {
       const u = await this.get(docs.unit, uuid, unit);
       if (!u) throw notFound("unit", unit);
       const compare: Compare[] = [unchanged(keys.unit(uuid, unit), u.rev)];
-      if (force) return { compare, ops: await this.unitGoneOps(uuid, u.doc, compare), result: {} };
-      if (u.doc.life === "dying") return { compare: [], ops: [], result: {} };
+      if (force) return { compare, ops: await this.unitGoneOps(uuid, u.doc, compare, destroyStorage), result: {} };
+      const destroy = destroyStorage ? await destroyUnitStorageOps(this.store, uuid, unit, compare) : [];
+      if (u.doc.life === "dying" && destroy.length === 0) return { compare: [], ops: [], result: {} };
       if (contractOf((await this.get(docs.model, uuid))?.doc.placement.substrate).provisions === "pods")
         await this.checkHighestOrdinal(uuid, u.doc, compare);
       return {
         compare,
-        ops: [put(docs.unit, uuid, unit, { ...u.doc, life: "dying" })],
+        ops: [...destroy, put(docs.unit, uuid, unit, { ...u.doc, life: "dying" })],
         result: {},
       };
     });
@@ -393,7 +408,7 @@ export class ApplicationOps extends StoreTxns {
    * The writes that remove a unit for good: its documents; its application when that was dying and
    * this was its last unit; the machine made for it when nothing else runs there.
    */
-  private async unitGoneOps(uuid: string, unit: UnitDoc, compare: Compare[]): Promise<Op[]> {
+  private async unitGoneOps(uuid: string, unit: UnitDoc, compare: Compare[], destroyStorage = false): Promise<Op[]> {
     const ops: Op[] = [
       { type: "delete", key: keys.unit(uuid, unit.name) },
       { type: "delete", key: keys.unitStatus(uuid, unit.name) },
@@ -405,6 +420,8 @@ export class ApplicationOps extends StoreTxns {
       { type: "delete", key: keys.statusHistory(uuid, unit.name) },
     );
     ops.push({ type: "delete", key: keys.unitHookState(uuid, unit.name) });
+    // Its storage stays: detached, kept (or destroyed, when asked), once its broker has moved it off the machine.
+    ops.push(...(await unitGoneStorageOps(this.store, uuid, unit.name, compare, destroyStorage)));
     for (const r of await this.getAll(docs.relation, uuid)) {
       if (!r.doc.endpoints.some((e) => e.app === unit.app)) continue;
       ops.push(

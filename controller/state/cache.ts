@@ -38,6 +38,7 @@ import type {
 } from "./documents";
 import type { ImportOrigin } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
+import type { StorageDoc } from "./storage-docs";
 import { CACHED_PREFIXES } from "./keys";
 import { KIND, keyOf } from "./registry";
 import { classifyKey, queueId, scopeId } from "./registry";
@@ -76,6 +77,8 @@ export interface ModelIndex {
   /** Set when the model was imported: how its databags' versions map from the source's. */
   importOrigin?: ImportOrigin;
   ports: Map<string, string[]>;
+  /** Storage instances by id (`data/0`). */
+  storage: Map<string, StorageDoc>;
   appStatus: Map<string, StatusInfo<WorkloadStatus>>;
   /** Actions queued per unit, by task id. */
   taskQueue: Map<string, Map<number, QueuedTaskDoc>>;
@@ -414,6 +417,9 @@ export class StateCache {
       case "ports":
         set(idx.ports, id, docOf(name));
         break;
+      case "storage":
+        set(idx.storage, id, docOf(name));
+        break;
       case "app-status":
         set(idx.appStatus, id, docOf(name));
         break;
@@ -464,6 +470,7 @@ export class StateCache {
         leaders: new Map(),
         leaderData: new Map(),
         ports: new Map(),
+        storage: new Map(),
         appStatus: new Map(),
         taskQueue: new Map(),
         revision: this.revision,

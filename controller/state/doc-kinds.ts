@@ -56,6 +56,7 @@ import type { ImportedRevisionsDoc } from "./imported-revisions";
 import type { ReportDoc } from "./migration-reports";
 import type { ResponseRecordDoc } from "./request-records";
 import { requestKeys } from "./request-records";
+import type { StorageDoc } from "./storage-docs";
 import type { KindName } from "./registry";
 import { KIND, keyOf, storedValue } from "./registry";
 import { keys } from "./keys";
@@ -136,6 +137,8 @@ export const docs = {
   /** The application status its leader set (status-set --application). */
   appStatus: bind<StatusInfo<WorkloadStatus>>()("app-status", keys.appStatus),
   unitStatus: bind<UnitStatusDoc>()("unit-status", keys.unitStatus),
+  /** Storage instances by id (`data/0`); they outlive their units. */
+  storage: bind<StorageDoc>()("storage", keys.storage, keys.storageOf),
   unitFailure: bind<UnitFailureDoc>()("unit-failure", keys.unitFailure),
   /** The ports a unit opened, sorted. */
   ports: bind<string[]>()("ports", keys.ports),

@@ -6,7 +6,17 @@
  * controller does not know is refused, not kept unread.
  */
 import { z } from "zod";
-import { ARCHES, MODEL_SUBSTRATES, Name, UserName, isNormalisedPort, settingsSchemaOf } from "../../api";
+import {
+  ARCHES,
+  MAX_STORAGE_COUNT,
+  MAX_STORAGE_MIB,
+  MODEL_SUBSTRATES,
+  Name,
+  STORAGE_TYPES,
+  UserName,
+  isNormalisedPort,
+  settingsSchemaOf,
+} from "../../api";
 
 const Text = (max: number): z.ZodString => z.string().max(max);
 const Timestamp = Text(40);
@@ -102,6 +112,16 @@ const ApplicationSchema = z.strictObject({
   nextUnit: Count,
   createdAt: Timestamp,
   constraints: Constraints.optional(),
+  storage: z
+    .record(
+      z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, { message: "must be a storage name such as data" }),
+      z.strictObject({
+        pool: Name,
+        size: z.number().int().min(1).max(MAX_STORAGE_MIB),
+        count: z.number().int().min(0).max(MAX_STORAGE_COUNT),
+      }),
+    )
+    .optional(),
 });
 
 const Endpoint = z.strictObject({
@@ -135,6 +155,22 @@ const TaskSchema = z.strictObject({
   exitCode: z.number().int().optional(),
 });
 
+const StorageSchema = z.strictObject({
+  id: z.string().regex(/^[a-z][a-z0-9-]{0,62}\/[0-9]{1,9}$/, { message: "must be a storage id such as data/0" }),
+  name: z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, { message: "must be a storage name such as data" }),
+  app: Name,
+  kind: z.enum(STORAGE_TYPES),
+  pool: Name,
+  size: z.number().int().min(1).max(MAX_STORAGE_MIB),
+  status: z.enum(["attached", "detached"]),
+  unit: UnitName.optional(),
+  machine: MachineId.optional(),
+  location: z.string().min(1).max(4096).optional(),
+  handle: z.record(Text(64), Text(4096)).optional(),
+  life: Life,
+  createdAt: Timestamp,
+});
+
 /** Each exported kind's schema (registry.ts takes them from here by kind). */
 export const DOCUMENT_SCHEMAS = {
   "model": ModelSchema,
@@ -142,6 +178,7 @@ export const DOCUMENT_SCHEMAS = {
   "machine-seq": Count,
   "relation-seq": Count,
   "task-seq": Count,
+  "storage-seq": Count,
   "machine": MachineSchema,
   "machine-info": z.strictObject({
     hostname: Text(255),
@@ -161,6 +198,7 @@ export const DOCUMENT_SCHEMAS = {
     createdAt: Timestamp,
     resolve: z.enum(["retry", "no-retry"]).optional(),
   }),
+  "storage": StorageSchema,
   "unit-status": z.strictObject({
     workload: statusInfo(WorkloadStatus),
     agent: statusInfo(z.enum(["allocating", "executing", "idle", "error"])),

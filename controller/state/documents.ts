@@ -140,6 +140,15 @@ export interface ApplicationDoc {
   createdAt: string;
   /** Constraints of the machines made for its units, merged over the model's. */
   constraints?: Constraints;
+  /** What storage each new unit gets, by store name (deploy's `--storage`, or the operator's minimum). */
+  storage?: Record<string, StorageDirective>;
+}
+/** The storage a unit of an application gets of one store (issue 32). */
+export interface StorageDirective {
+  pool: string;
+  /** MiB */
+  size: number;
+  count: number;
 }
 export interface UnitDoc {
   name: string;

@@ -47,6 +47,10 @@ export const keys = {
   ports: (m: string, unit: string) => k("ports", m, unit),
   /** Task and operation ids share one sequence per model, as in Juju. */
   taskSeq: (m: string) => k("task-seq", m),
+  /** Storage ids (`data/<n>`) are numbered model-wide, as in Juju. */
+  storageSeq: (m: string) => k("storage-seq", m),
+  storage: (m: string, id: string) => k("storage", m, id),
+  storageOf: (m: string) => p("storage", m),
   operatorSeq: (m: string) => k("operator-seq", m),
   taskQueue: (m: string, unit: string, id: number) => k("task-queue", m, `${unit}/${sortableId(id)}`),
   taskQueueOf: (m: string, unit: string) => `${p("task-queue", m)}${unit}/`,

@@ -10,9 +10,15 @@
  * (registry.ts: the `model` kind's shape version 2); kinds whose shape changed upgrade their
  * documents from any version (their `upgrade`), so v1, v2 and documents of older shape all import.
  *
+ * Version 4 is version 3 that may carry storage instances (the `storage` and `storage-seq` kinds,
+ * issue 32): a v3 reader would refuse them as unknown kinds, and one that dropped them would lose
+ * track of volumes that hold users' data.
+ *
  * Written back ({@link exportForReader}): a controller of the previous build reads v1 and v2 only and
  * refuses v3 ("newer than this controller reads"), so a migration to one (its hello names no
- * `modelExport`) sends v2, the model document in its previous shape; nothing else differs.
+ * `modelExport`) sends v2, the model document in its previous shape; nothing else differs. A reader
+ * of v2 or v3 is sent that version only while the model has no storage; with storage, the export is
+ * refused before anything moves, naming the reason (the reader has no storage to keep it in).
  *
  * {@link checkModelExport} refuses what a hostile or damaged file could hold before any of it is
  * used: the wrong shape, unknown kinds, ids that are not names, prototype keys, future versions,
@@ -26,7 +32,7 @@ import type { KindName, KindSpec } from "./registry";
 import { EXPORTED_KINDS, KIND, classifyKey, keyOf } from "./registry";
 
 export const MODEL_EXPORT_FORMAT = "steward-model";
-export const MODEL_EXPORT_VERSION = 3;
+export const MODEL_EXPORT_VERSION = 4;
 /** The newest version a controller that does not say (the previous build: its hello has no `modelExport`) reads. */
 export const PREVIOUS_BUILD_MODEL_EXPORT_VERSION = 2;
 /** The oldest version this controller writes. */
@@ -71,12 +77,22 @@ export function exportVersionFor(reads: number | undefined): number {
 }
 
 /**
- * `doc` (current) written as `version`: v2 is v3 with the model document in its previous shape
+ * `doc` (current) written as `version`: v3 is v4 without storage (refused when the model has any:
+ * the reader could not keep it), v2 is v3 with the model document in its previous shape
  * (model-placement.ts). Reading it back ({@link upgradeModelExport}) gives `doc` again.
  */
 export function exportForReader(doc: ModelExport, version: number): WrittenModelExport {
   if (version === MODEL_EXPORT_VERSION) return doc;
-  if (version !== 2) throw new Error(`model export version ${version} is not written by this controller`);
+  if (version !== 2 && version !== 3)
+    throw new Error(`model export version ${version} is not written by this controller`);
+  const storage = Object.keys(doc.documents.storage ?? {});
+  if (storage.length > 0)
+    throw new StewardError(
+      "invalid-request",
+      `the model has storage (${storage.slice(0, 3).join(", ")}${storage.length > 3 ? ", …" : ""}) and the other controller reads model exports up to version ${version}, which carry none: upgrade it first, so that the storage records move with the model`,
+      { details: { field: "export", version, storage: storage.length } },
+    );
+  if (version === 3) return { ...doc, version };
   const model = doc.documents.model?.[""] as ModelDoc | undefined;
   return {
     ...doc,
@@ -130,7 +146,7 @@ export function upgradeModelExport(raw: unknown): ModelExport {
   }
   let doc = raw;
   if (version === 1) doc = upgradeV1(doc);
-  // v2 → v3 is the model's placement, upgraded with every kind's documents in checkModelExport.
+  // v2 → v3 is the model's placement, upgraded with every kind's documents in checkModelExport; v3 → v4 adds kinds only.
   doc = { ...doc, version: MODEL_EXPORT_VERSION };
   return checkModelExport(doc);
 }

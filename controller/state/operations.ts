@@ -19,6 +19,7 @@ import { MachineOps } from "./machine-ops";
 import { ModelOps } from "./model-ops";
 import { OperatorOps } from "./operator-ops";
 import { StoreTxns } from "./txn";
+import { StorageOps } from "./storage-ops";
 import { UnitReportOps } from "./unit-report-ops";
 
 export { modelDeletes } from "./model-ops";
@@ -30,6 +31,8 @@ export class StateOps extends StoreTxns {
   readonly machines: MachineOps;
   /** What agents report of their units (status, history, failures). */
   readonly reports: UnitReportOps;
+  /** What volume brokers report of storage instances (storage-ops.ts). */
+  readonly storage: StorageOps;
 
   constructor(store: Store, now?: () => Date) {
     super(store, now);
@@ -38,6 +41,7 @@ export class StateOps extends StoreTxns {
     this.applications = new ApplicationOps(store, now, this.operators);
     this.machines = new MachineOps(store, now);
     this.reports = new UnitReportOps(store, now);
+    this.storage = new StorageOps(store, now);
   }
 
   // --- the controller (users and their access: user-ops.ts) ---

@@ -59,6 +59,7 @@ export type KindName =
   | "machine-seq"
   | "relation-seq"
   | "task-seq"
+  | "storage-seq"
   | "operator-seq"
   | "relation"
   | "scope"
@@ -74,6 +75,7 @@ export type KindName =
   | "status-history"
   | "presence"
   | "imported-revisions"
+  | "storage"
   | "unit-hook-state";
 
 export interface KindSpec {
@@ -195,6 +197,7 @@ export const KINDS: readonly KindSpec[] = [
   kind("machine-seq", ["models", MODEL, "seq", "machine"], false, S["machine-seq"]),
   kind("relation-seq", ["models", MODEL, "seq", "relation"], false, S["relation-seq"]),
   kind("task-seq", ["models", MODEL, "seq", "task"], false, S["task-seq"]),
+  kind("storage-seq", ["models", MODEL, "seq", "storage"], false, S["storage-seq"]),
   kind(
     "operator-seq",
     ["models", MODEL, "seq", "operators"],
@@ -207,6 +210,8 @@ export const KINDS: readonly KindSpec[] = [
   kind("app", ["models", MODEL, "apps", ID], true, S["app"]),
   kind("app-status", ["models", MODEL, "app-status", ID], true, S["app-status"], true),
   kind("unit", ["models", MODEL, "units", ID], true, S["unit"]),
+  // Storage instances (`data/0`) outlive their units: kept, detached, they travel with the model.
+  kind("storage", ["models", MODEL, "storage", ID], true, S["storage"]),
   kind("unit-status", ["models", MODEL, "unit-status", ID], true, S["unit-status"], true),
   kind("unit-failure", ["models", MODEL, "unit-failure", ID], false, S["unit-failure"]),
   // A copy of a pod's unit's hook state (its agent's, after each commit): a pod made again on an empty claim resumes from it.

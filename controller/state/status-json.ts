@@ -10,6 +10,7 @@ import { statusToColumns } from "../../api";
 import type { ModelIndex, StateCache } from "./cache";
 import type { ApplicationDoc, MachineDoc, UnitDoc } from "./documents";
 import type { StatusSelection } from "./views";
+import { storageIdsOf } from "./storage-docs";
 import {
   applicationStatusView,
   machineStatusView,
@@ -273,6 +274,7 @@ export class StatusRenderer {
       idx.ports.get(u.name),
       idx.machineInfo.get(u.machine)?.address,
       idx.machineInstall.get(u.machine),
+      storageIdsOf(idx.storage, u.name).join(","),
     ];
     const old = frags.units.get(u.name);
     if (old && sameInputs(old.inputs, inputs)) return old;

@@ -18,6 +18,7 @@ import { migrationActive } from "./migration-phases";
 import type { ModelIndex, StateCache } from "./cache";
 import { effectiveConfig } from "./config";
 import { relationsOf, unitNumber } from "./agent-views";
+import { storageIdsOf } from "./storage-docs";
 
 /** One unit as status shows it, from the cache's documents. */
 export function unitStatusView(idx: ModelIndex, u: UnitDoc): UnitStatusView {
@@ -46,6 +47,8 @@ export function unitStatusView(idx: ModelIndex, u: UnitDoc): UnitStatusView {
     ports: idx.ports.get(u.name) ?? [],
     ...(st?.applied ? { applied: st.applied } : {}),
   };
+  const storage = storageIdsOf(idx.storage, u.name);
+  if (storage.length > 0) view.storage = storage;
   // Where the unit is reached: the address its agent gives hooks (STEWARD_UNIT_ADDRESS), reported as machine info.
   const info = idx.machineInfo.get(u.machine);
   if (info?.address) view.address = info.address;

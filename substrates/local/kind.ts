@@ -5,9 +5,11 @@ import type { LocalPlacement } from "./agent-processes";
 import { AgentProcesses } from "./agent-processes";
 import type { LocalControllerSettings } from "./controller-hosting";
 import { localHosting } from "./controller-hosting";
+import { LocalVolumes } from "./volumes";
 
 export const kind: SubstrateKind<unknown, LocalPlacement, LocalControllerSettings> = {
   contract: SUBSTRATE_CONTRACTS.local,
   controller: localHosting,
   machines: (host) => new AgentProcesses(host),
+  volumes: (deps) => new LocalVolumes(deps),
 };

@@ -117,7 +117,7 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
 
   route(routes.addUnits, async ({ principal, model: idx, params: { app }, body, settled }) => {
     checkMachinesForUnits(principal, idx, body.count, body.to, "count");
-    const res = await ops.applications.addUnits(idx.uuid, app, body.count, body.to);
+    const res = await ops.applications.addUnits(idx.uuid, app, body.count, body.to, body.attachStorage);
     await settled(res.revision);
     return { units: res.units };
   });

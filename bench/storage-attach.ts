@@ -1,0 +1,83 @@
+/**
+ * Storage that outlives its units (issue 32), on the local substrate with real agent processes: how
+ * long from `add-unit --attach-storage data/0` until the new unit's storage-attached hook has read
+ * what the previous unit wrote (the notebook operator's status says so), and from `remove-unit`
+ * until the storage is detached and kept. One instance is passed from unit to unit `size` times.
+ */
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ModelStatus } from "../api";
+import { ControllerClient, readOperatorDir, silentLogger } from "../api";
+import { Controller, initControllerDir } from "../controller";
+import type { BenchOptions } from "./util";
+import { median, report, sleep } from "./util";
+
+/** Polls `fn` every 100 ms until it answers, for at most `ms`. */
+async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 120_000): Promise<T> {
+  for (const deadline = Date.now() + ms; ; await sleep(100)) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`storage bench: timed out waiting for ${what}`);
+  }
+}
+
+const unitMessage = (s: ModelStatus, unit: string): string | undefined =>
+  s.applications.notebook?.units[unit]?.workload.message;
+
+/** `size`: hand-overs of the instance from one unit to the next (default 5). */
+export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
+  const RUNS = o.size ?? 5;
+  const dir = await mkdtemp(join(tmpdir(), "steward-bench-storage-"));
+  // Passable by the agents' user when run as root: their directories are in `agents/`.
+  await chmod(dir, 0o711);
+  const dataDir = join(dir, "c");
+  const init = await initControllerDir({ dataDir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
+  const c = await Controller.start({ dataDir, log: silentLogger, localMachines: { agentsDir: join(dir, "agents") } });
+  const client = new ControllerClient({
+    addresses: c.apiAddresses,
+    caCert: init.caCert,
+    user: "admin",
+    password: init.adminPassword!,
+  });
+  const attach: number[] = [];
+  const detach: number[] = [];
+  try {
+    await client.createModel("storage");
+    const op = await readOperatorDir(join(__dirname, "..", "..", "operators", "notebook"));
+    await client.uploadOperator(op.bundle);
+    await client.deploy("storage", { name: "notebook", operator: op.hash, units: 1 });
+    let unit = "notebook/0";
+    await until("the first unit's note", async () =>
+      unitMessage(await client.status("storage"), unit)?.includes("new") ? true : undefined,
+    );
+    for (let i = 0; i < RUNS; i++) {
+      let t0 = Date.now();
+      await client.removeUnit("storage", unit);
+      await until("the storage detached and kept", async () => {
+        const [s] = (await client.listStorage("storage")).storage;
+        return s?.status === "detached" && s.location === "" && s.unit === undefined ? true : undefined;
+      });
+      detach.push(Date.now() - t0);
+      t0 = Date.now();
+      [unit] = (await client.addUnits("storage", "notebook", 1, undefined, ["data/0"])).units as [string];
+      await until(`${unit} to read the note`, async () =>
+        unitMessage(await client.status("storage"), unit)?.includes("found") ? true : undefined,
+      );
+      attach.push(Date.now() - t0);
+    }
+    // Torn down through the controller, so that no agent outlives the benchmark.
+    await client.removeApplication("storage", "notebook", true);
+    await until("the machines to go", async () =>
+      Object.keys((await client.status("storage")).machines).length === 0 ? true : undefined,
+    );
+  } finally {
+    client.close();
+    await c.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  report("storage on the local substrate (one instance handed from unit to unit, notebook operator)", {
+    [`add-unit --attach-storage → hook reads data, median of ${RUNS} (ms)`]: median(attach),
+    [`remove-unit → storage detached and kept, median of ${RUNS} (ms)`]: median(detach),
+  });
+}

@@ -1,0 +1,113 @@
+/**
+ * The storage provisioner (issue 32; Juju's storage provisioner): for every storage instance whose
+ * record says work is due (storage-docs.ts `pendingVolumeWork`), the model's substrate kind's volume
+ * broker makes and attaches it, moves it off a machine its unit left (kept, never deleted), or
+ * destroys it when asked; each report is written back checked against the record it acted on. A
+ * machine that still holds storage waits for its detach before it goes (local-machines.ts asks
+ * {@link holdsStorage}).
+ */
+import type { Logger, ModelSubstrate } from "../../api";
+import { DEFAULT_SUBSTRATE } from "../../api";
+import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
+import { substrateKind } from "../../substrates";
+import type { ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
+import { handedOver, pendingVolumeWork } from "../state";
+import { Reconciler } from "../workers";
+
+export interface StorageProvisionerOptions {
+  cache: StateCache;
+  ops: StateOps;
+  log: Logger;
+  deps: VolumeDeps;
+  /**
+   * How often due work is tried again (an attach waits for its machine's agent to start), in ms.
+   * @default 2000
+   */
+  pollMs?: number;
+}
+
+/** Whether machine `machine` of the model still holds a storage instance (it must not go before it is moved off). */
+export function holdsStorage(idx: ModelIndex, machine: string): boolean {
+  for (const s of idx.storage.values()) if (s.machine === machine) return true;
+  return false;
+}
+
+export class StorageProvisioner extends Reconciler {
+  readonly name = "storage-provisioner";
+  /** Brokers by substrate kind, made on first use. */
+  private readonly brokers = new Map<string, VolumeBroker | undefined>();
+  /** Work that failed, by instance, with what was said: told once, not every pass. */
+  private readonly told = new Map<string, string>();
+
+  constructor(private readonly o: StorageProvisionerOptions) {
+    super({ cache: o.cache, log: o.log, failure: "storage provisioner pass failed", pollMs: o.pollMs ?? 2000 });
+  }
+
+  /** Only storage records (and the machines they wait for) matter. */
+  protected override signature(): string {
+    const parts: string[] = [];
+    for (const idx of this.o.cache.models.values())
+      for (const s of idx.storage.values())
+        parts.push(`${idx.uuid}/${s.id}/${pendingVolumeWork(s) ?? ""}/${s.machine ?? ""}`);
+    return parts.sort().join(",");
+  }
+
+  protected async reconcile(): Promise<void> {
+    for (const idx of [...this.o.cache.models.values()]) {
+      // A model that moved to another controller: its volumes are that controller's to keep.
+      if (handedOver(this.o.cache.migrations.get(idx.uuid))) continue;
+      const substrate = idx.model?.placement.substrate;
+      for (const s of [...idx.storage.values()]) {
+        if (this.stopped) return;
+        const work = pendingVolumeWork(s);
+        if (!work) continue;
+        const broker = this.brokerOf(substrate);
+        if (!broker) continue;
+        await this.act(broker, idx.uuid, s, work).catch((err: unknown) => this.tell(idx.uuid, s, work, err));
+      }
+    }
+  }
+
+  private brokerOf(substrate: ModelSubstrate | undefined): VolumeBroker | undefined {
+    const name = substrate ?? DEFAULT_SUBSTRATE;
+    if (!this.brokers.has(name)) this.brokers.set(name, substrateKind(name).volumes?.(this.o.deps));
+    return this.brokers.get(name);
+  }
+
+  private async act(broker: VolumeBroker, model: string, s: StorageDoc, work: "attach" | "detach" | "destroy") {
+    const v: VolumeSpec = {
+      model,
+      id: s.id,
+      kind: s.kind,
+      pool: s.pool,
+      size: s.size,
+      ...(s.handle ? { handle: s.handle } : {}),
+    };
+    if (work === "attach") {
+      const done = await broker.attach(v, { model, machine: s.machine! });
+      await this.o.ops.storage.attached(model, s.id, s.machine!, done);
+      this.o.log.info("attached storage", { model, storage: s.id, unit: s.unit, location: done.location });
+    } else if (work === "detach") {
+      const handle = await broker.detach(v, { model, machine: s.machine! });
+      await this.o.ops.storage.detached(model, s.id, s.machine!, handle);
+      this.o.log.info("detached storage, kept", { model, storage: s.id, machine: s.machine });
+    } else {
+      if (s.machine !== undefined) {
+        const handle = await broker.detach(v, { model, machine: s.machine });
+        v.handle = handle;
+      }
+      await broker.destroy(v);
+      await this.o.ops.storage.destroyed(model, s.id);
+      this.o.log.info("destroyed storage", { model, storage: s.id });
+    }
+    this.told.delete(`${model}/${s.id}`);
+  }
+
+  private tell(model: string, s: StorageDoc, work: string, err: unknown): void {
+    const message = err instanceof Error ? err.message : String(err);
+    const key = `${model}/${s.id}`;
+    if (this.told.get(key) === message) return;
+    this.told.set(key, message);
+    this.o.log.warn(`could not ${work} storage; will retry`, { model, storage: s.id, err: message });
+  }
+}
