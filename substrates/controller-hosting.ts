@@ -7,6 +7,10 @@
  * the same for every kind and lives once, in ./bootstrap-controller.ts; the CLI's `bootstrap` and
  * `destroy-controller` and the provider's Controller resource both go through it.
  *
+ * A client records where each controller it bootstrapped runs (`record`: the kind and what it keeps
+ * of the settings, never a secret), and later asks the same kind how to destroy it from that record
+ * and how to upgrade its replicas in place (./replica-upgrade.ts), naming no kind itself.
+ *
  * Each kind's object is loaded on first use (a `require` per kind), so a caller that bootstraps on
  * one kind loads none of the others' clients.
  */
@@ -20,6 +24,7 @@ import type {
 import { StewardError } from "../api/core";
 import type { Progress } from "./brokers";
 import type { KubeConnection } from "./kubernetes/kubeconfig";
+import type { ReplicaUpgrade, ReplicaUpgradeContext } from "./replica-upgrade";
 import type { SshTarget } from "./ssh/ssh-session";
 
 /** A local controller: its data directory, and the address it listens on (default 127.0.0.1). */
@@ -51,6 +56,34 @@ export interface HostingSettings {
   kubernetes: KubernetesControllerSettings;
 }
 export type HostingKind = keyof HostingSettings;
+
+/**
+ * What a client records of a controller each kind hosts (the CLI's controllers.json): enough to
+ * find it again to upgrade or destroy it, and no secret (an SSH key, a kubeconfig's credential stay
+ * with the user, who gives them again).
+ */
+export interface RecordedSettings {
+  /** Its data directory on this host. */
+  local: { dataDir: string };
+  /** Nothing: the replicas' hosts are the ones the controller reports, the key the user's. */
+  ssh: Record<string, never>;
+  /** Where its instances are (the credential is given again to destroy them). */
+  aws: AwsModelSettings;
+  /** Where its VMs are. */
+  vsphere: VsphereModelSettings;
+  /** Its namespace and StatefulSet, and the kubeconfig context it was bootstrapped with (a name only). */
+  kubernetes: { namespace: string; statefulSet: string; context?: string };
+}
+
+/** Where a controller runs, as a client records it: one discriminated field, like a model's placement. */
+export type RecordedHosting = {
+  [K in HostingKind]: {
+    substrate: K;
+    settings: RecordedSettings[K];
+    /** The UUID its instances or VMs are marked with (clouds). */
+    uuid?: string;
+  };
+}[HostingKind];
 
 /** One bootstrap, whatever the kind: the CLI's flags and the provider's arguments both map onto it. */
 export interface ControllerPlan<Settings> {
@@ -122,11 +155,23 @@ export interface HostedTarget<Settings> {
   credential?: Record<string, string>;
 }
 
-export interface ControllerHosting<Settings> {
+export interface ControllerHosting<Settings, Recorded = unknown> {
   /** Brings up the first replica and waits until it answers; nothing is left behind when it fails before that. */
   bootstrap(plan: ControllerPlan<Settings>, o: HostingOptions): Promise<FirstReplica>;
   /** Takes away what the kind holds for the controller, once its models are gone; what it removed (ids, names). */
   destroy(target: HostedTarget<Settings>, o: { progress: Progress; signal?: AbortSignal }): Promise<string[]>;
+  /** What a client records of the controller `plan` bootstrapped (`c`: as it answered, its settings as checked). */
+  record(plan: ControllerPlan<Settings>, c: HostedController<Settings>): Recorded;
+  /**
+   * The settings `destroy` takes, from what a client recorded; absent: a client cannot destroy the
+   * kind's controllers from its record (the hosts' SSH keys are not kept; a StatefulSet's objects go
+   * with kubectl or the Pulumi resources that made them).
+   */
+  destroyable?(recorded: Recorded): Settings;
+  /** Opens the in-place upgrade of a controller's replicas (./replica-upgrade.ts); absent: see `replicaUpgradeRefused`. */
+  replicaUpgrade?(recorded: Recorded, o: ReplicaUpgradeContext): Promise<ReplicaUpgrade>;
+  /** Why the kind's replicas cannot be upgraded in place (kinds without `replicaUpgrade`), for the refusal. */
+  replicaUpgradeRefused?: string;
 }
 
 /** The error for a place holding a controller already, as the caller words it. */

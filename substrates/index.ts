@@ -40,14 +40,18 @@ export type {
   HostingSettings,
   KubernetesControllerSettings,
   LocalControllerSettings,
+  RecordedHosting,
+  RecordedSettings,
   SshControllerSettings,
 } from "./controller-hosting";
-export { bootstrapController, destroyController } from "./bootstrap-controller";
+export type { ReplicaStep, ReplicaUpgrade, ReplicaUpgradeContext, ReplicaUpgrader, SshAccess } from "./replica-upgrade";
+export { controllerBundleVersion } from "./replica-upgrade";
+export { bootstrapController, destroyController, recordHosting } from "./bootstrap-controller";
 export { handOverReplicaCloud, settleController } from "./settle-controller";
 export type { BootstrapOptions } from "./settle-controller";
 export type { Attributes, CloudInstance, InstanceBroker, SubstrateKind } from "./kind";
 export type { ReplicaHostDeps, ReplicaHostsOfKind } from "./replica-hosts";
-export { CONTROLLER_HOSTING, SUBSTRATES, substrateKind } from "./registry";
+export { CONTROLLER_HOSTING, SUBSTRATES, UNRECORDED_HOSTING, hostingOf, substrateKind } from "./registry";
 export {
   AGENT_BUNDLE,
   AGENT_NODE_FLAGS,

@@ -62,5 +62,5 @@ export interface SubstrateKind<Settings = unknown, Placement = unknown> {
    */
   replicaServiceAddresses?(settings: any): string[];
   /** Bootstrap and destroy of controllers, when the kind can host them (./controller-hosting.ts). */
-  controller?: ControllerHosting<any>;
+  controller?: ControllerHosting<any, any>;
 }

@@ -5,7 +5,13 @@
  * and, when it takes settings, their schema in api/substrate-settings.ts.
  */
 import type { ModelSubstrate } from "../api/core";
-import type { ControllerHosting, HostingKind, HostingSettings } from "./controller-hosting";
+import type {
+  ControllerHosting,
+  HostingKind,
+  HostingSettings,
+  RecordedHosting,
+  RecordedSettings,
+} from "./controller-hosting";
 import type { SubstrateKind } from "./kind";
 
 type Loaded = { kind: SubstrateKind<any, any> };
@@ -32,4 +38,16 @@ const HOSTING_KINDS: readonly HostingKind[] = ["local", "ssh", "aws", "vsphere",
 /** The kinds that host controllers, by name, each loaded on first use: its `controller` hosting. */
 export const CONTROLLER_HOSTING = Object.fromEntries(
   HOSTING_KINDS.map((name) => [name, () => SUBSTRATES[name]().controller]),
-) as { [K in HostingKind]: () => ControllerHosting<HostingSettings[K]> };
+) as { [K in HostingKind]: () => ControllerHosting<HostingSettings[K], RecordedSettings[K]> };
+
+/**
+ * Where a controller runs whose hosting a client did not record (logged in to or registered, or
+ * bootstrapped over SSH before entries recorded it): on hosts this client reaches over SSH, the one
+ * way to a replica it knows only by the address the controller reports.
+ */
+export const UNRECORDED_HOSTING: RecordedHosting = { substrate: "ssh", settings: {} };
+
+/** The hosting of the kind a client recorded a controller on (or {@link UNRECORDED_HOSTING}), loaded on first use. */
+export function hostingOf(recorded: RecordedHosting | undefined): ControllerHosting<unknown, unknown> {
+  return CONTROLLER_HOSTING[(recorded ?? UNRECORDED_HOSTING).substrate]() as ControllerHosting<unknown, unknown>;
+}

@@ -17,7 +17,7 @@ import { BaseCommand } from "../base-command";
 import { withHeartbeat } from "../heartbeat";
 import { withAwsFlags, withVsphereFlags } from "../cloud-options";
 import { readCredentialAttributes } from "../credential-file";
-import type { ClientConfig, ControllerEntry } from "../client-config";
+import type { ClientConfig } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
 import {
   CLOUD_WORDS,
@@ -192,7 +192,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
   /** The flow, recording the controller as soon as its first replica answers and again once it has grown. */
   private async bootstrap<K extends Substrates.HostingKind>(target: Target<K>, cfg: ClientConfig): Promise<number> {
     // Loaded only here: the substrates bring node-ssh and the clouds' clients, which most commands never need.
-    const { bootstrapController } = loadSubstrates();
+    const { bootstrapController, recordHosting } = loadSubstrates();
     const name = target.plan.name;
     // A refused or filtered SSH port, a slow cloud: said, and said again while it lasts.
     const first =
@@ -213,7 +213,12 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
             password: c.adminPassword,
             generatedPassword: true,
             token: c.token,
-            ...target.entry(c),
+            // Where it runs, as its kind records it (to upgrade or destroy it later).
+            hosting: recordHosting(
+              target.kind,
+              target.plan,
+              c as Substrates.HostedController<Substrates.HostingSettings[K]>,
+            ),
           };
           cfg.current = name;
           await this.saveConfig(cfg);
@@ -270,7 +275,6 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
         new UsageError(
           `${dir} already holds a controller that this client does not know; remove that directory or choose another name`,
         ),
-      entry: () => ({ dataDir }),
       after: [this.adminCredentials("steward add-model <name>")],
     };
   }
@@ -331,8 +335,6 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
         ...replaceAfterSetting(this.replaceAfter),
         timeoutMs: this.timeout,
       },
-      // The settings as the bootstrap checked them (defaults filled in), and the UUID its instances are marked with.
-      entry: (c) => ({ [substrate]: { settings: c.settings, uuid: c.uuid } }) as Partial<ControllerEntry>,
       after: [
         replicas > 1
           ? `It replaces a lost replica with a new ${words.instance} itself (steward show-controller).`
@@ -382,9 +384,6 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       kind: "kubernetes",
       where: `Kubernetes (${connection.server}, namespace ${namespace})`,
       plan: { name, settings, replicas, ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout },
-      entry: () => ({
-        kubernetes: { namespace, statefulSet: name, ...(connection.context ? { context: connection.context } : {}) },
-      }),
       after: [
         replicas > 1
           ? "A pod that comes back with an empty volume is taken back into the cluster by the controller itself (steward show-controller)."
@@ -446,7 +445,6 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
         new UsageError(
           `${host} already runs a controller that this client does not know; log in to it with the admin password you kept (steward login), or remove /var/lib/steward/controller there`,
         ),
-      entry: () => ({}),
       after: [this.adminCredentials("steward add-model <name>")],
     };
   }
@@ -460,8 +458,6 @@ interface Target<K extends Substrates.HostingKind> {
   where?: string;
   /** The error for a place that holds a controller this client does not know. */
   existing?(where: string): Error;
-  /** What the client remembers beside the connection (to destroy it later). */
-  entry(c: Substrates.HostedController): Partial<ControllerEntry>;
   /** The lines after "Bootstrapped controller …". */
   after: string[];
 }

@@ -18,6 +18,7 @@ import type {
   ControllerPlan,
   FirstReplica,
   KubernetesControllerSettings,
+  RecordedSettings,
 } from "../controller-hosting";
 import { createControllerCa } from "../local";
 import type { ControllerPodsSpec } from "./controller-pods";
@@ -33,6 +34,7 @@ import {
   replicaDnsName,
 } from "./controller-pods";
 import { KubeApi } from "./kube-api";
+import { kubernetesReplicaUpgrade } from "./replica-rollout";
 import type { KubeConnection } from "./kubeconfig";
 import type { KubeObject, Secret } from "./resources";
 import { updateSecretData } from "./secret-data";
@@ -198,7 +200,7 @@ export async function finishKubernetesBootstrap(
  * seed Secret is deleted once the controller has grown (it holds the CA key). Destroying is not
  * this client's: the namespace's objects go with `kubectl delete` or the Pulumi resources that made them.
  */
-export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings> = {
+export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings, RecordedSettings["kubernetes"]> = {
   async bootstrap(plan, o) {
     const R = KUBE_RESOURCES;
     const { connection, namespace, image, agentImage, apiAddresses } = plan.settings;
@@ -253,6 +255,14 @@ export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings> 
   async destroy() {
     return [];
   },
+
+  // The context's name only: the cluster's credential stays in the user's kubeconfig (upgrade-controller reads it there).
+  record: (plan) => ({
+    namespace: plan.settings.namespace,
+    statefulSet: plan.name,
+    ...(plan.settings.connection.context ? { context: plan.settings.connection.context } : {}),
+  }),
+  replicaUpgrade: kubernetesReplicaUpgrade,
 };
 
 /** `steward bootstrap kubernetes:` as one call (tests, benchmarks): the hosting, then the bootstrap flow. */

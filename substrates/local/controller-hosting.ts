@@ -6,12 +6,23 @@
  * when the controller does not start.
  */
 import { rm } from "node:fs/promises";
-import type { ControllerHosting, LocalControllerSettings } from "../controller-hosting";
+import type {
+  ControllerHosting,
+  LocalControllerSettings,
+  RecordedHosting,
+  RecordedSettings,
+} from "../controller-hosting";
 import { alreadyThere } from "../controller-hosting";
 import { initLocalController, removeLocalController, startLocalController } from "./controller-process";
 import { freePort } from "./processes";
+import { localReplicaUpgrade } from "./replica-upgrade";
 
-export const localHosting: ControllerHosting<LocalControllerSettings> = {
+/** What a client records of a controller on this host in `dataDir` that it made without bootstrap (restore-backup). */
+export function recordedLocalController(dataDir: string, uuid?: string): RecordedHosting {
+  return { substrate: "local", settings: { dataDir }, ...(uuid ? { uuid } : {}) };
+}
+
+export const localHosting: ControllerHosting<LocalControllerSettings, RecordedSettings["local"]> = {
   async bootstrap(plan, o) {
     const { dataDir, host = "127.0.0.1" } = plan.settings;
     const port = plan.port ?? (await freePort(host));
@@ -44,4 +55,8 @@ export const localHosting: ControllerHosting<LocalControllerSettings> = {
     await removeLocalController(target.settings.dataDir);
     return [];
   },
+
+  record: (plan) => ({ dataDir: plan.settings.dataDir }),
+  destroyable: (recorded) => ({ dataDir: recorded.dataDir }),
+  replicaUpgrade: localReplicaUpgrade,
 };

@@ -7,12 +7,13 @@
  */
 import { ControllerClient, StewardError, waitForHealth } from "../../api/core";
 import { controllerFiles } from "../controller-files";
-import type { ControllerHosting, SshControllerSettings } from "../controller-hosting";
+import type { ControllerHosting, RecordedSettings, SshControllerSettings } from "../controller-hosting";
 import { alreadyThere } from "../controller-hosting";
 import { installController, uninstallController } from "./controller-installer";
+import { sshReplicaUpgrade } from "./replica-upgrade";
 import { SshSession } from "./ssh-session";
 
-export const sshHosting: ControllerHosting<SshControllerSettings> = {
+export const sshHosting: ControllerHosting<SshControllerSettings, RecordedSettings["ssh"]> = {
   async bootstrap(plan, o) {
     const [target, ...others] = plan.settings.hosts;
     if (!target) throw new StewardError("invalid-request", "a controller over SSH needs a host");
@@ -76,4 +77,8 @@ export const sshHosting: ControllerHosting<SshControllerSettings> = {
     }
     return removed;
   },
+
+  // Nothing of the plan: its hosts' keys are secret, and the replicas' hosts are the ones the controller reports.
+  record: () => ({}),
+  replicaUpgrade: sshReplicaUpgrade,
 };
