@@ -6,8 +6,8 @@
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import type { AwsModelSettings, VsphereModelSettings } from "../api/core";
-import { StewardError } from "../api/core";
+import type { ModelSubstrate } from "../api/core";
+import { MODEL_SUBSTRATES, StewardError } from "../api/core";
 import type { RecordedHosting } from "../substrates";
 
 export interface ControllerEntry {
@@ -30,33 +30,33 @@ export interface ControllerEntry {
 }
 
 /**
- * An entry as clients before hostings wrote it: one optional key per kind, named as the kinds are
- * (read only to upgrade it; {@link upgradeEntry}).
+ * An entry as clients before hostings wrote it: a controller on this host had its `dataDir`, one on
+ * a cloud or on Kubernetes a key named as its kind (`aws: {settings, uuid}`, `kubernetes: {namespace,
+ * statefulSet, context}`). Read only to upgrade it ({@link upgradeEntry}).
  */
-interface EntryBeforeHosting extends ControllerEntry {
-  dataDir?: string;
-  aws?: { settings: AwsModelSettings; uuid: string };
-  vsphere?: { settings: VsphereModelSettings; uuid: string };
-  kubernetes?: { namespace: string; statefulSet: string; context?: string };
-}
+type EntryBeforeHosting = ControllerEntry & { dataDir?: string } & Partial<Record<ModelSubstrate, unknown>>;
 
 /**
- * An entry in the shape this client writes: one written before entries recorded their hosting (a
- * `dataDir`, `aws`, `vsphere` or `kubernetes` key) gets the same place as its `hosting`. Upgraded in
- * memory on load; the next save writes the new shape.
+ * An entry in the shape this client writes: one written before entries recorded their hosting gets
+ * the same place as its `hosting`. Upgraded in memory on load; the next save writes the new shape.
  */
 export function upgradeEntry(entry: ControllerEntry): ControllerEntry {
-  const { dataDir, aws, vsphere, kubernetes, ...rest } = entry as EntryBeforeHosting;
-  if (rest.hosting || (!dataDir && !aws && !vsphere && !kubernetes)) return rest;
-  // The older shape's keys are the kinds' names: this is the one place that reads them.
-  const hosting: RecordedHosting = aws
-    ? { substrate: "aws", settings: aws.settings, uuid: aws.uuid }
-    : vsphere
-      ? { substrate: "vsphere", settings: vsphere.settings, uuid: vsphere.uuid }
-      : kubernetes
-        ? { substrate: "kubernetes", settings: kubernetes }
-        : { substrate: "local", settings: { dataDir: dataDir! } };
-  return { ...rest, hosting };
+  const { dataDir, ...rest } = entry as EntryBeforeHosting;
+  let hosting: RecordedHosting | undefined = rest.hosting;
+  for (const kind of MODEL_SUBSTRATES) {
+    const old = rest[kind] as { settings?: unknown; uuid?: string } | undefined;
+    delete rest[kind];
+    // A cloud's key held its settings and the UUID its instances are marked with; Kubernetes' held its settings themselves.
+    if (old && !hosting)
+      hosting = (
+        old.settings
+          ? { substrate: kind, settings: old.settings, ...(old.uuid ? { uuid: old.uuid } : {}) }
+          : { substrate: kind, settings: old }
+      ) as RecordedHosting;
+  }
+  // The one older key not named as its kind: a controller on this host, by its data directory.
+  if (dataDir && !hosting) hosting = { substrate: "local", settings: { dataDir } };
+  return hosting ? { ...rest, hosting } : rest;
 }
 
 /** The data directory of a controller on this host (its hosting records one), else undefined. */
