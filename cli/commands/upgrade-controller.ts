@@ -179,8 +179,8 @@ export default class UpgradeControllerCommand extends ControllerCommand {
         this.out(`Controller "${name}" is already at ${to}: nothing to do.`);
         return 0;
       }
-      const unsupported = unsupportedReplicas(hosting, plan.steps, to);
-      if (unsupported || !upgrade) throw new StewardError("invalid-request", unsupported ?? "unsupported");
+      // A kind that offers no in-place upgrade says why (there are replicas to upgrade here, so there is a message).
+      if (!upgrade) throw new StewardError("invalid-request", unsupportedReplicas(hosting, plan.steps, to)!);
       const upgrader = await upgrade.upgrader(plan.steps);
       if (upgrader.order) plan.steps = upgrader.order(plan.steps);
       this.printPlan(name, plan, upgrade, !!upgrader.order);
