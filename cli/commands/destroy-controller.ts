@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
-import type { CredentialSubstrate, SubstrateContract } from "../../api/core";
-import { ControllerClient, MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, destroyAllModels } from "../../api/core";
+import type { CredentialSubstrate } from "../../api/core";
+import { ControllerClient, MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, contractOf, destroyAllModels } from "../../api/core";
 import type * as Substrates from "../../substrates";
 import { BaseCommand } from "../base-command";
 import { readCredentialAttributes } from "../credential-file";
@@ -68,7 +68,7 @@ export default class DestroyControllerCommand extends BaseCommand {
         `this destroys controller "${this.name}", all its models and their machines: pass --yes to confirm`,
       );
     // A cloud's credential is given again (this client never keeps it): read before anything is destroyed, so a wrong file stops it here.
-    const contract: SubstrateContract = SUBSTRATE_CONTRACTS[recorded.substrate];
+    const contract = contractOf(recorded.substrate);
     const cloud = contract.credential ? (recorded.substrate as CredentialSubstrate) : undefined;
     if (cloud && this.credentialFile === undefined && !this.fromEnv) {
       const words = contract.words;
