@@ -1,6 +1,7 @@
 // Lint is part of `npm test`: floating promises and type-only imports are errors here, and the
 // folder rule of DESIGN.md §2 holds: api ← substrates ← controller, cli, provider; agent → api only;
 // inside controller/, the inner direction (CONTROLLER_LAYERS).
+import { readFileSync } from "node:fs";
 import tseslint from "typescript-eslint";
 
 const FOLDERS = ["api", "substrates", "controller", "agent", "cli", "provider"];
@@ -114,8 +115,12 @@ function importRules(folder, depth = 0, inner = []) {
                     "!../api/core",
                     "!../../api/core",
                     "!../../../api/core",
+                    "!../api/substrate-kinds",
+                    "!../../api/substrate-kinds",
+                    "!../../../api/substrate-kinds",
                   ],
-                  message: "Import api/ through its index.ts (or api/core for processes that must stay small).",
+                  message:
+                    "Import api/ through its index.ts (or api/core for processes that must stay small, or api/substrate-kinds, the contracts, which import nothing: for published declarations that must not reach zod).",
                 },
               ]),
           ...(indexOnly.length
@@ -146,22 +151,42 @@ function importRules(folder, depth = 0, inner = []) {
  * A substrate kind is named only where it is described (DESIGN.md §2): its contract
  * (api/substrate-kinds.ts), its folder (substrates/<kind>/) and the registry; everyone else asks the
  * contract (`provisions`, `instances`, `words`, `flags`, `describe`, …) instead of comparing names.
+ * The names are read from the contract's MODEL_SUBSTRATES, so a kind added there is covered here.
  */
-const KIND_NAME = "/^(aws|vsphere|kubernetes|ssh|local|manual)$/";
+const KIND_NAMES = (() => {
+  const source = readFileSync(new URL("./api/substrate-kinds.ts", import.meta.url), "utf8");
+  const list = /export const MODEL_SUBSTRATES = \[([^\]]*)\]/.exec(source)?.[1];
+  const names = [...(list ?? "").matchAll(/"([a-z0-9-]+)"/g)].map((m) => m[1]);
+  if (names.length === 0) throw new Error("eslint.config.mjs: no MODEL_SUBSTRATES found in api/substrate-kinds.ts");
+  return names;
+})();
+const KIND_NAME = `/^(${KIND_NAMES.join("|")})$/`;
+/** Where a kind's name as a literal decides something: compared, switched on, defaulted to, or written as a substrate. */
+const NAMING_PLACES = [
+  ["BinaryExpression[right.type='Literal']", "right"],
+  ["BinaryExpression[left.type='Literal']", "left"],
+  ["SwitchCase", "test"],
+  ["LogicalExpression", "right"],
+  ["AssignmentPattern", "right"],
+  ["Property[key.name='substrate']", "value"],
+];
 const NAMED_KIND = {
   "no-restricted-syntax": [
     "error",
-    ...["BinaryExpression[right.type='Literal']", "BinaryExpression[left.type='Literal']", "SwitchCase"].map(
-      (node) => ({
-        selector: `${node} > Literal.${node === "SwitchCase" ? "test" : node.includes("right") ? "right" : "left"}[value=${KIND_NAME}]`,
-        message:
-          "Compare no substrate name here: ask its contract (api/substrate-kinds.ts: provisions, instances, onControllerHost, …) or its runtime half (substrates/registry.ts).",
-      }),
-    ),
+    ...NAMING_PLACES.map(([node, field]) => ({
+      selector: `${node} > Literal.${field}[value=${KIND_NAME}]`,
+      message:
+        "Name no substrate kind here: ask its contract (api/substrate-kinds.ts: provisions, instances, onControllerHost, DEFAULT_SUBSTRATE, …) or its runtime half (substrates/registry.ts).",
+    })),
+    {
+      selector: `TSTypeParameterInstantiation TSLiteralType > Literal[value=${KIND_NAME}]`,
+      message: "Name no substrate kind in a type here: take the kinds from the contract (api/substrate-kinds.ts).",
+    },
   ],
 };
 /** Where naming a kind is the point, or not yet gone: each with why. */
 const NAMING_KINDS_ALLOWED = [
+  // The contract names each kind once, with its settings' schema; the registry loads each kind's folder.
   "api/substrate-kinds.ts",
   "api/substrate-settings.ts",
   "substrates/*/**",
@@ -169,16 +194,19 @@ const NAMING_KINDS_ALLOWED = [
   "test/**",
   "bench/**",
   "examples/**",
-  // Another `substrate`: where the controller itself runs ("local" | "remote"), not a kind.
+  // Another `substrate`: where the controller itself runs (on this host or a remote one, as controller.json says), not a kind.
   "controller/config.ts",
   "controller/main.ts",
-  // The provider's resource arguments are the user's vocabulary (one input per kind, typed as a union by name); they map onto the contract.
-  "provider/machine.ts",
+  // The client's published addSshMachine sends the kind it is named for.
+  "api/node/client.ts",
+  // A controllers.json written before entries recorded their hosting: its `dataDir` key was a local controller's, read only to upgrade it.
+  "cli/client-config.ts",
+  // The package's per-kind type names published before its arguments came from the contracts (stacks import them).
+  "provider/index.ts",
   // An ssh credential's file may be the private key itself (PEM), read as such.
   "cli/credential-file.ts",
   // TODO(hosting): controller bootstrap and destroy, being rewritten onto each kind's `controller` slot (substrates/kind.ts); then remove these.
   "cli/commands/bootstrap.ts",
-  "provider/impl/controller-provider.ts",
 ];
 
 export default tseslint.config(

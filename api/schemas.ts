@@ -8,6 +8,7 @@ import type { ModelSubstrate, ReplicaPlacement, ReplicaSubstrate } from "./subst
 import {
   CREDENTIAL_KINDS,
   CREDENTIAL_SUBSTRATES,
+  DEFAULT_SUBSTRATE,
   MODEL_SUBSTRATES,
   REPLICA_SUBSTRATES,
   contractOf,
@@ -197,14 +198,14 @@ const modelRequestOf = <K extends ModelSubstrate>(k: K) =>
   });
 
 /**
- * Before the union: the substrate defaults to local and must be a kind; settings given under the
+ * Before the union: the substrate defaults to DEFAULT_SUBSTRATE and must be a kind; settings given under the
  * kind's name (`aws: {…}`, as clients of the previous minor send them) are its settings, and under
  * another kind's name are refused.
  */
 function modelRequestShape(v: unknown, ctx: { issues: z.core.$ZodRawIssue[] }): unknown {
   if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
   const body: Record<string, unknown> = { ...(v as Record<string, unknown>) };
-  body.substrate ??= "local";
+  body.substrate ??= DEFAULT_SUBSTRATE;
   const substrate = body.substrate as ModelSubstrate;
   if (!(MODEL_SUBSTRATES as readonly unknown[]).includes(substrate)) {
     ctx.issues.push({
@@ -245,7 +246,7 @@ export interface CreateModelBody {
 }
 const modelRequests = z.discriminatedUnion(
   "substrate",
-  MODEL_SUBSTRATES.map(modelRequestOf) as unknown as [ReturnType<typeof modelRequestOf<"local">>],
+  MODEL_SUBSTRATES.map(modelRequestOf) as unknown as [ReturnType<typeof modelRequestOf<typeof DEFAULT_SUBSTRATE>>],
 );
 export const CreateModelRequest: z.ZodType<CreateModelBody> = z
   .preprocess(modelRequestShape, modelRequests as unknown as z.ZodType<CreateModelBody>)
@@ -431,10 +432,13 @@ export const EnableHaRequest = z.strictObject({
 });
 export const AddMachineRequest = z.strictObject({
   /**
-   * `local` starts an agent process on the controller's host; `manual` only issues a credential for
-   * an agent started elsewhere; `ssh` installs an agent on the host given in `ssh`.
+   * A kind its contract says takes added machines (`addMachines`): a kind on the controller's host
+   * starts an agent process there; one whose agents are started by hand only issues a credential
+   * for an agent started elsewhere; one added by address installs an agent on the host given in `ssh`.
    */
-  substrate: z.enum(substratesWhere((k) => !!k.addMachines) as [ModelSubstrate, ...ModelSubstrate[]]).default("local"),
+  substrate: z
+    .enum(substratesWhere((k) => !!k.addMachines) as [ModelSubstrate, ...ModelSubstrate[]])
+    .default(DEFAULT_SUBSTRATE),
   count: z.number().int().min(1).max(10000).default(1),
   ssh: SshTargetSchema.optional(),
   /** aws and vsphere machines: merged over the model's. */

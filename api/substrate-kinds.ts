@@ -19,6 +19,12 @@
 export const MODEL_SUBSTRATES = ["local", "manual", "ssh", "aws", "vsphere", "kubernetes"] as const;
 export type ModelSubstrate = (typeof MODEL_SUBSTRATES)[number];
 
+/**
+ * The kind of a model made without naming one, and of model and machine documents older than
+ * substrates (which were all local ones: it must stay this kind).
+ */
+export const DEFAULT_SUBSTRATE = "local" satisfies ModelSubstrate;
+
 /** Where and what an `aws` model's instances are (`steward add-model --substrate aws`). */
 export interface AwsModelSettings {
   region: string;
@@ -53,6 +59,19 @@ export interface KubernetesModelSettings {
   namespace: string;
   /** A controller's own replicas (set-replica-cloud): the StatefulSet they are pods of. */
   statefulSet?: string;
+}
+
+/**
+ * Each settings-taking kind's settings as a client gives them when it makes a model (what the
+ * kind's schema fills in may be left out: an instance type; a kubernetes model names no StatefulSet).
+ */
+export interface ModelSettingsInputByKind {
+  /** aws models: where instances go and what they are. */
+  aws: Omit<AwsModelSettings, "instanceType"> & { /** @default "t3.small" */ instanceType?: string };
+  /** vsphere models: the vCenter and the template VMs are cloned from. */
+  vsphere: VsphereModelSettings;
+  /** kubernetes models: the namespace its applications' StatefulSets go in (default the model's name). */
+  kubernetes: Omit<KubernetesModelSettings, "statefulSet">;
 }
 
 /** Kinds without settings (local, manual, ssh): their models carry `{}`. */
@@ -135,8 +154,11 @@ export interface SubstrateContract<Settings = unknown> {
   defaults?: (model: { name: string }) => Settings;
   /** What its credential holds; absent: it takes none. */
   credential?: CredentialKind;
-  /** How messages name what it makes, and where: "an instance", "EC2 instances", "AWS"; `env` names the variables --from-env reads. */
-  words: { thing: string; things: string; cloud: string; env?: string };
+  /**
+   * How messages name what it makes, and where: "an instance", "EC2 instances", "AWS"; `env` names the
+   * variables --from-env reads; `credential` what its credential is ("an access key").
+   */
+  words: { thing: string; things: string; cloud: string; env?: string; credential?: string };
   /** The CLI flags that belong to it alone (for "--region … are for aws" messages). */
   flags: readonly string[];
   /** Why it cannot honour constraints `keys` (given ones only), or undefined when it can; absent: it takes none. */
@@ -148,6 +170,14 @@ export interface SubstrateContract<Settings = unknown> {
    * Absent: it hosts no replicas the controller makes itself.
    */
   replicaHosts?: "instances" | "own-pods";
+  /**
+   * The settings that say where its instances are (a region and endpoint, a vCenter and datacenter):
+   * with others, a controller that launched instances there is another controller (where its delete
+   * looks for them). Kinds whose replicas are `instances`.
+   */
+  locatedBy?: readonly (keyof Settings & string)[];
+  /** It hosts controllers: `steward bootstrap` and the provider's Controller put one there (its runtime half's `controller`). */
+  hostsControllers?: true;
   /** Its settings in a few words, for status: "eu-west-1, t3.small". */
   describe(settings: Settings): string;
 }
@@ -161,6 +191,7 @@ const local = {
   instances: false,
   addMachines: "count",
   onControllerHost: true,
+  hostsControllers: true,
   words: { thing: "agent process", things: "agent processes", cloud: "this host" },
   flags: [],
   describe: () => "agent processes on the controller's host",
@@ -180,6 +211,7 @@ const ssh = {
   provisions: "none",
   instances: false,
   addMachines: "address",
+  hostsControllers: true,
   credential: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"], requiredByModels: false },
   words: { thing: "host", things: "hosts", cloud: "SSH" },
   flags: [],
@@ -204,10 +236,18 @@ const aws = {
     },
     requiredByModels: true,
   },
-  words: { thing: "instance", things: "EC2 instances", cloud: "AWS", env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" },
+  words: {
+    thing: "instance",
+    things: "EC2 instances",
+    cloud: "AWS",
+    env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY",
+    credential: "an access key",
+  },
   flags: ["--region", "--image", "--instance-type", "--subnet", "--security-group", "--endpoint", "--endpoint-ca-file"],
   constraintsProblem: () => undefined,
   replicaHosts: "instances",
+  locatedBy: ["region", "endpoint"],
+  hostsControllers: true,
   // Settings not yet checked (from flags) may lack the instance type, which defaults to t3.small.
   describe: (s) => `${s.region}, ${s.instanceType ?? "t3.small"}`,
 } satisfies SubstrateContract<AwsModelSettings>;
@@ -224,7 +264,13 @@ const vsphere = {
     env: { user: "VSPHERE_USER", password: "VSPHERE_PASSWORD" },
     requiredByModels: true,
   },
-  words: { thing: "VM", things: "VMs", cloud: "vSphere", env: "VSPHERE_USER, VSPHERE_PASSWORD" },
+  words: {
+    thing: "VM",
+    things: "VMs",
+    cloud: "vSphere",
+    env: "VSPHERE_USER, VSPHERE_PASSWORD",
+    credential: "a vSphere account",
+  },
   flags: ["--vcenter", "--datacenter", "--template", "--folder", "--resource-pool", "--vcenter-ca-file"],
   constraintsProblem: (keys) => {
     const unsupported = ["arch", "root-disk", "instance-type"].filter((k) => keys.includes(k));
@@ -233,6 +279,8 @@ const vsphere = {
       : undefined;
   },
   replicaHosts: "instances",
+  locatedBy: ["url", "datacenter"],
+  hostsControllers: true,
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;
 const kubernetes = {
@@ -252,6 +300,7 @@ const kubernetes = {
   words: { thing: "pod", things: "pods", cloud: "Kubernetes" },
   flags: ["--kubeconfig", "--namespace", "--controller-image", "--agent-image", "--api-address"],
   replicaHosts: "own-pods",
+  hostsControllers: true,
   describe: (s) => (s.statefulSet ? `StatefulSet ${s.namespace}/${s.statefulSet}` : `namespace ${s.namespace}`),
 } satisfies SubstrateContract<KubernetesModelSettings>;
 
@@ -272,10 +321,31 @@ const replicaKindsAgree: [ReplicaSubstrate] extends [HostsReplicas]
   : false = true;
 void replicaKindsAgree;
 
+/** The kinds whose contracts have `P` (`KindsWhere<{ onControllerHost: true }>` is the kinds on the controller's host). */
+export type KindsWhere<P> = { [K in ModelSubstrate]: Contracts[K] extends P ? K : never }[ModelSubstrate];
+
+// Every kind that takes settings says how a model gives them, and no other kind does.
+const modelSettingsAgree: [keyof ModelSettingsInputByKind] extends [KindsWhere<{ settings: object }>]
+  ? [KindsWhere<{ settings: object }>] extends [keyof ModelSettingsInputByKind]
+    ? true
+    : false
+  : false = true;
+void modelSettingsAgree;
+
 /** The kinds whose replicas are instances launched with a stored credential (a cloud's). */
 export type InstanceCloudSubstrate = {
   [K in ReplicaSubstrate]: Contracts[K] extends { replicaHosts: "instances" } ? K : never;
 }[ReplicaSubstrate];
+
+/** The kinds that host controllers (their contracts say `hostsControllers`). */
+export type HostingSubstrate = {
+  [K in ModelSubstrate]: Contracts[K] extends { hostsControllers: true } ? K : never;
+}[ModelSubstrate];
+
+/** The kinds that host controllers, in {@link MODEL_SUBSTRATES} order. */
+export const HOSTING_SUBSTRATES = MODEL_SUBSTRATES.filter(
+  (s): s is HostingSubstrate => (SUBSTRATE_CONTRACTS[s] as SubstrateContract).hostsControllers === true,
+);
 
 /** The kinds a controller launches its own replicas on, in {@link MODEL_SUBSTRATES} order. */
 export const REPLICA_SUBSTRATES = MODEL_SUBSTRATES.filter(
@@ -284,7 +354,7 @@ export const REPLICA_SUBSTRATES = MODEL_SUBSTRATES.filter(
 
 /** The contract of `name` (a model's substrate; absent in documents older than substrates: local). */
 export const contractOf = (name: ModelSubstrate | undefined): SubstrateContract<any> =>
-  SUBSTRATE_CONTRACTS[name ?? "local"];
+  SUBSTRATE_CONTRACTS[name ?? DEFAULT_SUBSTRATE];
 
 /** A new model's settings: those given over its kind's defaults (a kubernetes model's namespace is its name). */
 export function settingsWithDefaults(

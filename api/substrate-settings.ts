@@ -8,6 +8,7 @@ import { z } from "zod";
 import type {
   AwsModelSettings,
   KubernetesModelSettings,
+  ModelSettingsInputByKind,
   ModelSubstrate,
   ReplicaSettingsByKind,
   ReplicaSubstrate,
@@ -94,6 +95,14 @@ const agree: [
   Same<z.output<typeof KubernetesModelSettingsSchema>, Omit<KubernetesModelSettings, "statefulSet">>,
 ] = [true, true, true];
 void agree;
+// And so do what a client gives when it makes a model and what the schemas take (Pulumi's Model arguments are typed from it).
+const inputsAgree: {
+  [K in keyof ModelSettingsInputByKind]: Same<
+    [z.input<(typeof SETTINGS_SCHEMAS)[K]>, keyof z.input<(typeof SETTINGS_SCHEMAS)[K]>],
+    [ModelSettingsInputByKind[K], keyof ModelSettingsInputByKind[K]]
+  >;
+} = { aws: true, vsphere: true, kubernetes: true };
+void inputsAgree;
 
 /**
  * Each replica-hosting kind's settings schema as a replica cloud takes them: a cloud's are its

@@ -7,6 +7,8 @@ import { MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, substratesWhere } from "./substr
 
 export {
   MODEL_SUBSTRATES,
+  DEFAULT_SUBSTRATE,
+  HOSTING_SUBSTRATES,
   REPLICA_SUBSTRATES,
   SUBSTRATE_CONTRACTS,
   contractNamed,
@@ -20,11 +22,14 @@ export {
 export type {
   AwsModelSettings,
   CredentialKind,
+  HostingSubstrate,
   KubernetesModelSettings,
   ModelPlacement,
   ModelSubstrate,
   NoSettings,
   InstanceCloudSubstrate,
+  KindsWhere,
+  ModelSettingsInputByKind,
   ReplicaPlacement,
   ReplicaSettingsByKind,
   ReplicaSubstrate,

@@ -22,7 +22,7 @@ export interface ModelSummary {
   units: number;
   access: string;
   config: ModelSettings;
-  /** Where the model's machines come from: its substrate kind (`local`, `aws`, `kubernetes`, …). */
+  /** Where the model's machines come from: its substrate kind (one of MODEL_SUBSTRATES, substrate-kinds.ts). */
   substrate: string;
   /** The stored credential its machines are made with. */
   credential?: string;

@@ -9,7 +9,7 @@ import type { ControllerInit, ControllerInitResult } from "../api";
 import { newSecret } from "./security/credentials";
 import { openStore } from "./store";
 import { StateOps } from "./state";
-import type { ControllerConfig } from "./config";
+import type { ControllerConfig, PodModelsConfig } from "./config";
 import { dataFiles } from "./config";
 
 /** `main.js init`'s options (api/controller-init.ts), and what only an in-process caller can hand it. */
@@ -19,7 +19,7 @@ export interface InitControllerOptions extends ControllerInit {
   /** The CA to use (a bootstrap that made it first, so it could hand the CA to what it made); new otherwise. */
   ca?: { certPem: string; keyPem: string };
   /** Kubernetes models' settings (the agent image), for a controller bootstrapped on Kubernetes. */
-  kubernetes?: ControllerConfig["kubernetes"];
+  kubernetes?: PodModelsConfig;
 }
 
 export async function initControllerDir(o: InitControllerOptions): Promise<ControllerInitResult> {

@@ -7,9 +7,13 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { STEWARD_VERSION, StewardError } from "../api";
 import { dataFiles } from "../substrates";
-import type { kubernetes } from "../substrates";
+import type { PodProbeSettings } from "../substrates";
 
-type PodProbeSettings = kubernetes.PodProbeSettings;
+/** The controller's settings for models whose units are pods: their agent image and the agent container's probes. */
+export interface PodModelsConfig {
+  agentImage?: string;
+  probes?: PodProbeSettings;
+}
 import type { StoreConfig } from "./store";
 
 /**
@@ -60,7 +64,7 @@ export interface ControllerConfig {
    * push the build's image to your registry and name it here), and the agent container's probes
    * (default Juju's: liveness every 5 s, timeout 1 s, 3 failures; startup every 1 s, 30 failures).
    */
-  kubernetes?: { agentImage?: string; probes?: PodProbeSettings };
+  kubernetes?: PodModelsConfig;
   /**
    * Where this controller was bootstrapped: `local` (steward bootstrap local), or a remote host.
    * Absent in files written before it was recorded: then local when it listens on loopback only.

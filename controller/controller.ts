@@ -42,7 +42,9 @@ import {
 } from "./cluster";
 import type { HaPending, ReplicaDoc } from "./cluster";
 import type { ControllerConfig, LocalMachinesConfig, OperatorStorageConfig } from "./config";
-import { CLI_BUNDLE, cliEntry, dataFiles, isLocalController, readControllerConfig } from "./config";
+import { AGENT_BUNDLE, CLI_BUNDLE, cliEntry, dataFiles, isLocalController, readControllerConfig } from "./config";
+import type { MachineHost } from "../substrates";
+import { DEFAULT_AGENT_USER, defaultAgentsDir, localDirRule } from "../substrates";
 import { AgentHub } from "./server/agent-hub";
 import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 import type { LoginLimiterOptions } from "./access/login-limiter";
@@ -81,7 +83,6 @@ import {
 import type { Store } from "./store";
 import { LeaseNotFoundError, openStore } from "./store";
 import type { EtcdStore } from "./store/etcd";
-import { localDirRule } from "./provisioner/local-dir-rule";
 import type { KubernetesProvisionerOptions } from "./provisioner/kubernetes-units";
 import { registerEnrolRoutes } from "./server/enrol-routes";
 import { SshProvisioner } from "./provisioner/ssh-machines";
@@ -301,6 +302,21 @@ export class Controller {
     return { ...this.config.localMachines, ...this.opts.localMachines };
   }
 
+  /** Where the agents this controller starts on its own host go, and as whom they run (each kind's machine broker is given it). */
+  private machineHost(controllerUuid: string): MachineHost {
+    const { dataDir } = this.opts;
+    return {
+      machinesDir: join(dataDir, dataFiles.machines),
+      agentEntry: this.opts.agentEntry ?? AGENT_BUNDLE.main,
+      agents: {
+        user: this.localMachines.agentUser ?? DEFAULT_AGENT_USER,
+        dir: this.localMachines.agentsDir ?? defaultAgentsDir(controllerUuid),
+        dataDir,
+        asController: this.opts.localAgentsAsRoot ?? false,
+      },
+    };
+  }
+
   getState(): ControllerState {
     return this.state;
   }
@@ -387,7 +403,15 @@ export class Controller {
     http.addHook("onRoute", (r) => {
       for (const method of [r.method].flat()) this.routes.push({ method, url: r.url });
     });
-    const ssh = new SshProvisioner({ cache, ops, log: this.log, caCert, controllerAddresses: () => this.addresses });
+    const machineHost = this.machineHost(cache.controller.uuid);
+    const ssh = new SshProvisioner({
+      cache,
+      ops,
+      host: machineHost,
+      log: this.log,
+      caCert,
+      controllerAddresses: () => this.addresses,
+    });
     // Stopped before the server: its installs end (told as interrupted) while requests still get answers.
     this.workers.add(ssh);
     // The restarted controller must not run inside the enable-ha request that asked for it.
@@ -578,12 +602,7 @@ export class Controller {
           logs,
           staging,
           membership,
-          local: {
-            settings: this.localMachines,
-            enabled: localPolicy.enabled,
-            ...(this.opts.agentEntry ? { agentEntry: this.opts.agentEntry } : {}),
-            agentsAsRoot: this.opts.localAgentsAsRoot ?? false,
-          },
+          local: { host: machineHost, enabled: localPolicy.enabled },
           ...(this.opts.cloudPollIntervalMs ? { cloudPollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
           ...(this.opts.kubernetes ? { kubernetes: this.opts.kubernetes } : {}),
           unusedOperatorGraceSeconds: this.operatorStorage.unusedGraceSeconds,

@@ -6,17 +6,17 @@
  */
 import { join } from "node:path";
 import type { Logger } from "../api";
-import { DEFAULT_AGENT_USER, defaultAgentsDir } from "../substrates";
+import type { MachineHost } from "../substrates";
 import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, QuorumKeeper, ReplicaHostChain, SparePool } from "./cluster";
-import type { ControllerConfig, LocalMachinesConfig } from "./config";
-import { AGENT_BUNDLE, DEFAULT_AGENT_IMAGE, dataFiles } from "./config";
+import type { ControllerConfig } from "./config";
+import { DEFAULT_AGENT_IMAGE, dataFiles } from "./config";
 import type { MigrationStaging } from "./migration";
 import { MigrationMaster, stagingPurge } from "./migration";
 import { CloudProvisioner } from "./provisioner/cloud-machines";
 import type { KubernetesProvisionerOptions } from "./provisioner/kubernetes-units";
 import { KubernetesProvisioner } from "./provisioner/kubernetes-units";
-import { LocalProvisioner } from "./provisioner/local-machines";
+import { HostMachineProvisioner } from "./provisioner/host-machines";
 import type { Sealer } from "./security/sealing";
 import type { ModelLogs } from "./state/model-logs";
 import type { StateCache } from "./state";
@@ -39,7 +39,8 @@ export interface LeaderWorkOptions {
   staging: MigrationStaging;
   /** etcd's membership, when the store is etcd: the quorum keeper runs then. */
   membership: ReturnType<EtcdStore["membership"]> | undefined;
-  local: { settings: LocalMachinesConfig; enabled: boolean; agentEntry?: string; agentsAsRoot: boolean };
+  /** Machines on this controller's host: where their agents go, and whether it makes them. */
+  local: { host: MachineHost; enabled: boolean };
   cloudPollIntervalMs?: number;
   kubernetes?: Pick<KubernetesProvisionerOptions, "pollIntervalMs" | "probes">;
   /** Seconds an unused operator is kept before the cleaner collects it. */
@@ -54,20 +55,13 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
     const enrolments = new EnrolmentOps(fenced);
     const credentials = new CredentialOps(fenced, sealer);
     const work: Worker[] = [
-      new LocalProvisioner({
-        machinesDir: join(dataDir, dataFiles.machines),
-        agentEntry: o.local.agentEntry ?? AGENT_BUNDLE.main,
+      new HostMachineProvisioner({
+        host: o.local.host,
         caCert,
         controllerAddresses,
         cache,
         ops,
         log,
-        agents: {
-          user: o.local.settings.agentUser ?? DEFAULT_AGENT_USER,
-          dir: o.local.settings.agentsDir ?? defaultAgentsDir(cache.controller!.uuid),
-          dataDir,
-          asController: o.local.agentsAsRoot,
-        },
         enabled: o.local.enabled,
       }),
       new CloudProvisioner({
@@ -76,6 +70,7 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
         store: fenced,
         enrolments,
         credentials,
+        host: o.local.host,
         caCert,
         controllerAddresses,
         log,

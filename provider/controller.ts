@@ -1,6 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { ControllerConnection, ReplicaCount, SshHost } from "./connection";
-import type { AwsModelArgs, VsphereModelArgs } from "./model";
+import type { InstanceCloudSubstrate } from "../api/substrate-kinds";
+import { CLOUD_KINDS, credentialArg } from "./substrate-args";
+import type { ByAddressKind, CloudCredentialArgs, OnHostKind, SettingsArgs } from "./substrate-args";
 import { shims } from "./shim";
 import { TYPE_MODULE, withSecretOutputs } from "./secrets";
 import { waitSeconds } from "./timeouts";
@@ -21,9 +23,9 @@ interface ControllerArgsBase {
   timeoutSeconds?: pulumi.Input<number>;
 }
 
-/** One replica on the machine running Pulumi (embedded store). */
+/** One replica on the machine running Pulumi (embedded store): substrate local. */
 export interface LocalControllerArgs extends ControllerArgsBase {
-  substrate: "local";
+  substrate: OnHostKind;
   /** The data directory. @default ~/.steward/pulumi/<name> */
   dataDir?: pulumi.Input<string>;
   /** The admin password (generated when absent); with `adopt`, the existing controller's. */
@@ -32,9 +34,9 @@ export interface LocalControllerArgs extends ControllerArgsBase {
   adopt?: pulumi.Input<boolean>;
 }
 
-/** Installed over SSH on `hosts` (host keys pinned). */
+/** Installed over SSH on `hosts` (host keys pinned): substrate ssh. */
 export interface SshControllerArgs extends ControllerArgsBase {
-  substrate: "ssh";
+  substrate: ByAddressKind;
   /** The hosts, first one first; replicas go on the first `replicas` of them. */
   hosts: pulumi.Input<pulumi.Input<SshHost>[]>;
   /** Hosts the controller may install a replacement replica on when one is lost. */
@@ -48,45 +50,42 @@ export interface SshControllerArgs extends ControllerArgsBase {
 }
 
 /**
- * On EC2 instances it launches (as `steward bootstrap aws:` does); the controller launches further
- * replicas and replaces lost ones itself, and deleting it terminates all its instances.
+ * On instances or VMs a cloud kind `K` (aws, vsphere) launches, as `steward bootstrap aws:` does:
+ * the controller launches further replicas and replaces lost ones itself, and deleting it removes
+ * every instance marked with it. Its settings are the argument named as the kind (where its
+ * instances go, and where the controller launches replicas; changing where they are, a region or
+ * endpoint, a vCenter or datacenter, replaces it); the credential it launches (and later removes)
+ * them with is `<kind>Credential`, kept secret.
  */
-export interface AwsControllerArgs extends ControllerArgsBase {
-  substrate: "aws";
-  /** Where its instances go; also where the controller launches replicas. Changing region or endpoint replaces it. */
-  aws: pulumi.Input<AwsModelArgs & { endpoint?: pulumi.Input<string>; endpointCaCert?: pulumi.Input<string> }>;
-  /** The access key it launches (and later terminates) instances with; kept secret. */
-  awsCredential: pulumi.Input<{
-    accessKeyId: pulumi.Input<string>;
-    secretAccessKey: pulumi.Input<string>;
-    sessionToken?: pulumi.Input<string>;
-  }>;
-  /** The name the key is stored under in the controller, for models' `credential`. @default "aws" */
+export type CloudControllerArgs<K extends InstanceCloudSubstrate> = ControllerArgsBase & {
+  substrate: K;
+  /** The name the credential is stored under in the controller, for models' `credential`. @default the kind's name */
   credentialName?: pulumi.Input<string>;
-}
-
-/**
- * On VMs it clones from a template (as `steward bootstrap vsphere:` does); the controller clones
- * further replicas and replaces lost ones itself, and deleting it destroys every VM marked with it.
- */
-export interface VsphereControllerArgs extends ControllerArgsBase {
-  substrate: "vsphere";
-  /** Where its VMs come from; also where the controller clones replicas. Changing `url` or `datacenter` replaces it. */
-  vsphere: pulumi.Input<VsphereModelArgs>;
-  /** The vSphere account it clones (and later destroys) VMs with; kept secret. */
-  vsphereCredential: pulumi.Input<{ user: pulumi.Input<string>; password: pulumi.Input<string> }>;
-  /** The name the account is stored under in the controller, for models' `credential`. @default "vsphere" */
-  credentialName?: pulumi.Input<string>;
-}
+} & { [P in K]: pulumi.Input<SettingsArgs<K>> } & { [P in `${K}Credential`]: pulumi.Input<CloudCredentialArgs[K]> };
 
 /** A controller's arguments: one type per substrate, told apart by `substrate`. */
-export type ControllerArgs = LocalControllerArgs | SshControllerArgs | AwsControllerArgs | VsphereControllerArgs;
+export type ControllerArgs =
+  | LocalControllerArgs
+  | SshControllerArgs
+  | { [K in InstanceCloudSubstrate]: CloudControllerArgs<K> }[InstanceCloudSubstrate];
 
-/** Every field any substrate takes: what the provider receives (it refuses those of another substrate). */
+/** The arguments the resource passes on to the provider, besides those it fills in (check refuses those of another substrate). */
+const PASSED = [
+  "dataDir",
+  "port",
+  "replaceAfterSeconds",
+  "maxReplacementsPerHour",
+  "credentialName",
+  ...CLOUD_KINDS.flatMap((k) => [k, credentialArg(k)]),
+];
+/** The arguments kept secret in the state. */
+const SECRET = ["privateKey", ...CLOUD_KINDS.map(credentialArg)];
+
+/** Every field the host and SSH substrates take (a cloud's are read by name). */
 type Fields<T> = Omit<T, "substrate">;
-type AnyControllerArgs = Partial<
-  Fields<LocalControllerArgs> & Fields<SshControllerArgs> & Fields<AwsControllerArgs> & Fields<VsphereControllerArgs>
-> & { substrate: ControllerArgs["substrate"] };
+type AnyControllerArgs = Partial<Fields<LocalControllerArgs> & Fields<SshControllerArgs>> & {
+  substrate: ControllerArgs["substrate"];
+};
 
 /** A Steward controller. Pass its `connection` to models. */
 export class Controller extends pulumi.dynamic.Resource {
@@ -105,6 +104,8 @@ export class Controller extends pulumi.dynamic.Resource {
 
   constructor(name: string, controllerArgs: ControllerArgs, opts?: pulumi.CustomResourceOptions) {
     const args: AnyControllerArgs = controllerArgs;
+    // The fields passed on as given, read by name (JavaScript callers have no types).
+    const given = controllerArgs as unknown as Record<string, pulumi.Input<unknown> | undefined>;
     super(
       shims.controller,
       name,
@@ -120,21 +121,16 @@ export class Controller extends pulumi.dynamic.Resource {
         replicas: args.replicas ?? 1,
         hosts: args.hosts ?? [],
         spares: args.spares ?? [],
-        ...(args.privateKey !== undefined ? { privateKey: pulumi.secret(args.privateKey) } : {}),
-        ...(args.aws !== undefined ? { aws: args.aws } : {}),
-        ...(args.awsCredential !== undefined ? { awsCredential: pulumi.secret(args.awsCredential) } : {}),
-        ...(args.vsphere !== undefined ? { vsphere: args.vsphere } : {}),
-        ...(args.vsphereCredential !== undefined ? { vsphereCredential: pulumi.secret(args.vsphereCredential) } : {}),
-        ...(args.credentialName !== undefined ? { credentialName: args.credentialName } : {}),
-        ...(args.dataDir !== undefined ? { dataDir: args.dataDir } : {}),
-        ...(args.port !== undefined ? { port: args.port } : {}),
-        ...(args.replaceAfterSeconds !== undefined ? { replaceAfterSeconds: args.replaceAfterSeconds } : {}),
-        ...(args.maxReplacementsPerHour !== undefined ? { maxReplacementsPerHour: args.maxReplacementsPerHour } : {}),
+        ...Object.fromEntries(
+          [...PASSED, ...SECRET]
+            .filter((k) => given[k] !== undefined)
+            .map((k) => [k, SECRET.includes(k) ? pulumi.secret(given[k]) : given[k]]),
+        ),
         adminPassword: args.adminPassword !== undefined ? pulumi.secret(args.adminPassword) : undefined,
         adopt: args.adopt ?? false,
         timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 900),
       },
-      withSecretOutputs(opts, ["connection", "adminPassword", "privateKey", "awsCredential", "vsphereCredential"]),
+      withSecretOutputs(opts, ["connection", "adminPassword", ...SECRET]),
       TYPE_MODULE,
       "Controller",
     );

@@ -10,18 +10,26 @@
  * const web = new Application("web", { model, operator: "./operators/hello-http", units: 2 });
  * ```
  */
+import type { CloudControllerArgs } from "./controller";
+import type { CloudMachineArgs } from "./machine";
+import type { SettingsArgs } from "./substrate-args";
 export { Controller } from "./controller";
-export type {
-  AwsControllerArgs,
-  ControllerArgs,
-  LocalControllerArgs,
-  SshControllerArgs,
-  VsphereControllerArgs,
-} from "./controller";
+export type { CloudControllerArgs, ControllerArgs, LocalControllerArgs, SshControllerArgs } from "./controller";
 export { Model } from "./model";
-export type { AwsModelArgs, ModelArgs, VsphereModelArgs } from "./model";
+export type { ModelArgs } from "./model";
 export { Machine } from "./machine";
-export type { AwsMachineArgs, LocalMachineArgs, MachineArgs, SshMachineArgs, VsphereMachineArgs } from "./machine";
+export type { CloudMachineArgs, LocalMachineArgs, MachineArgs, SshMachineArgs } from "./machine";
+export type { CloudCredentialArgs, Inputs, ModelSettingsArgs, SettingsArgs } from "./substrate-args";
+
+// The per-kind names the package published before its arguments came from the substrate contracts;
+// stacks in use import them, so they stay (a new kind needs none: ControllerArgs, MachineArgs and
+// ModelArgs take it as they are).
+export type AwsControllerArgs = CloudControllerArgs<"aws">;
+export type VsphereControllerArgs = CloudControllerArgs<"vsphere">;
+export type AwsMachineArgs = CloudMachineArgs<"aws">;
+export type VsphereMachineArgs = CloudMachineArgs<"vsphere">;
+export type AwsModelArgs = SettingsArgs<"aws">;
+export type VsphereModelArgs = SettingsArgs<"vsphere">;
 export { Application } from "./application";
 export type { ApplicationArgs } from "./application";
 export { Integration } from "./integration";

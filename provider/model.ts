@@ -1,35 +1,18 @@
 import * as pulumi from "@pulumi/pulumi";
+import type { ModelSubstrate } from "../api/substrate-kinds";
+import { substratesWhere } from "../api/substrate-kinds";
 import type { ControllerConnection } from "./connection";
+import { ON_HOST_KIND } from "./substrate-args";
+import type { ModelSettingsArgs } from "./substrate-args";
 import { shims } from "./shim";
 import { TYPE_MODULE, withSecretOutputs } from "./secrets";
 import { waitSeconds } from "./timeouts";
 
-/** Where an aws model's instances go (see `steward add-model --substrate aws`). */
-export interface AwsModelArgs {
-  region: pulumi.Input<string>;
-  /** An AMI with cloud-init and curl; Node.js 20+ is fetched from the controller when the image has none. */
-  imageId: pulumi.Input<string>;
-  /** @default "t3.small" */
-  instanceType?: pulumi.Input<string>;
-  /** Instances go to these subnets in turn (one per zone spreads them over zones). */
-  subnetIds?: pulumi.Input<pulumi.Input<string>[]>;
-  securityGroupIds?: pulumi.Input<pulumi.Input<string>[]>;
-}
-
-/** Where a vsphere model's VMs come from (see `steward add-model --substrate vsphere`). */
-export interface VsphereModelArgs {
-  /** vCenter's SDK URL: `https://vcenter.example.com/sdk`. */
-  url: pulumi.Input<string>;
-  datacenter: pulumi.Input<string>;
-  /** A template VM with cloud-init (VMware datasource) and curl. */
-  template: pulumi.Input<string>;
-  folder?: pulumi.Input<string>;
-  resourcePool?: pulumi.Input<string>;
-  /** The CA that signs vCenter's certificate (PEM). */
-  caCert?: pulumi.Input<string>;
-}
-
-export interface ModelArgs {
+/**
+ * A model's arguments. Its kind's settings are the argument named as the kind (aws, vsphere,
+ * kubernetes: {@link ModelSettingsArgs}), taken only by models of that kind; changing them replaces the model.
+ */
+export interface ModelArgs extends ModelSettingsArgs {
   /**
    * The controller's `connection` output (or the same shape for a controller made elsewhere).
    * Pointing it at ANOTHER controller migrates the model there (an update, not a replace: its
@@ -44,20 +27,14 @@ export interface ModelArgs {
     automaticallyRetryHooks?: pulumi.Input<boolean>;
   }>;
   /**
-   * Where machines for units placed without `to` come from: `local` (agent processes on the
-   * controller's host), or `ssh` / `manual` (only machines added to the model). Changing it
-   * replaces the model.
-   * @default "local"
+   * Where machines for units placed without `to` come from: local (agent processes on the
+   * controller's host), ssh or manual (only machines added to the model), a cloud (aws, vsphere:
+   * instances the controller launches) or kubernetes (pods). Changing it replaces the model.
+   * @default local
    */
-  substrate?: pulumi.Input<"local" | "manual" | "ssh" | "aws" | "vsphere" | "kubernetes">;
+  substrate?: pulumi.Input<ModelSubstrate>;
   /** Cloud models: the credential stored on the controller (`steward add-credential`) its machines are made with; kubernetes models: the cluster (`steward add-k8s`). */
   credential?: pulumi.Input<string>;
-  /** aws models: where instances go and what they are. Changing it replaces the model. */
-  aws?: pulumi.Input<AwsModelArgs>;
-  /** vsphere models: the vCenter and the template VMs are cloned from. Changing it replaces the model. */
-  vsphere?: pulumi.Input<VsphereModelArgs>;
-  /** kubernetes models: the namespace its applications' StatefulSets go in (default the model's name). Changing it replaces the model. */
-  kubernetes?: pulumi.Input<{ namespace: pulumi.Input<string> }>;
   /**
    * aws and vsphere models: the default constraints of the machines it makes (Juju's syntax,
    * `cores=2 mem=4G`); applications' and machines' own are merged over them. A change applies to
@@ -74,6 +51,8 @@ export interface ModelArgs {
   migrateTimeoutSeconds?: pulumi.Input<number>;
 }
 
+const SETTINGS_KINDS = substratesWhere((k) => !!k.settings) as (keyof ModelSettingsArgs)[];
+
 /** A model: the space applications, machines and integrations live in. */
 export class Model extends pulumi.dynamic.Resource {
   declare readonly name: pulumi.Output<string>;
@@ -89,11 +68,10 @@ export class Model extends pulumi.dynamic.Resource {
         connection: pulumi.secret(args.connection),
         name: args.name ?? name,
         config: args.config ?? {},
-        substrate: args.substrate ?? "local",
+        substrate: args.substrate ?? ON_HOST_KIND,
         credential: args.credential,
-        aws: args.aws,
-        vsphere: args.vsphere,
-        kubernetes: args.kubernetes,
+        // Each settings-taking kind's argument, as given (check refuses those of another kind).
+        ...Object.fromEntries(SETTINGS_KINDS.map((k) => [k, args[k]])),
         ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
         adopt: args.adopt ?? false,
         forceDelete: args.forceDelete ?? false,

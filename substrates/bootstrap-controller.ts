@@ -5,14 +5,8 @@
  * `destroyController` is the other end: the kind takes away what it holds.
  */
 import type { Progress } from "./brokers";
-import type {
-  ControllerPlan,
-  HostedController,
-  HostedTarget,
-  HostingKind,
-  HostingSettings,
-  RecordedHosting,
-} from "./controller-hosting";
+import type { ControllerPlan, HostedController, HostedTarget } from "./controller-hosting";
+import type { HostingKind, HostingSettings, RecordedHosting } from "./registry";
 import { CONTROLLER_HOSTING } from "./registry";
 import type { BootstrapOptions } from "./settle-controller";
 import { settleController } from "./settle-controller";

@@ -7,83 +7,18 @@
  * the same for every kind and lives once, in ./bootstrap-controller.ts; the CLI's `bootstrap` and
  * `destroy-controller` and the provider's Controller resource both go through it.
  *
- * A client records where each controller it bootstrapped runs (`record`: the kind and what it keeps
- * of the settings, never a secret), and later asks the same kind how to destroy it from that record
- * and how to upgrade its replicas in place (./replica-upgrade.ts), naming no kind itself.
+ * A client records where each controller it bootstrapped runs (`record`: what it keeps of the
+ * settings, never a secret), and later asks the same kind how to destroy it from that record and
+ * how to upgrade its replicas in place (./replica-upgrade.ts), naming no kind itself.
  *
  * Each kind's object is loaded on first use (a `require` per kind), so a caller that bootstraps on
- * one kind loads none of the others' clients.
+ * one kind loads none of the others' clients. What settings each takes is declared in its folder
+ * (a cloud's are its models'), and gathered by the registry (registry.ts `HostingSettings`).
  */
-import type {
-  AwsModelSettings,
-  ControllerClient,
-  InstanceCloudSubstrate,
-  SpareHost,
-  VsphereModelSettings,
-} from "../api/core";
+import type { ControllerClient, InstanceCloudSubstrate, SpareHost } from "../api/core";
 import { StewardError } from "../api/core";
 import type { Progress } from "./brokers";
-import type { KubeConnection } from "./kubernetes/kubeconfig";
 import type { ReplicaUpgrade, ReplicaUpgradeContext } from "./replica-upgrade";
-import type { SshTarget } from "./ssh/ssh-session";
-
-/** A local controller: its data directory, and the address it listens on (default 127.0.0.1). */
-export interface LocalControllerSettings {
-  dataDir: string;
-  host?: string;
-}
-/** A controller installed over SSH on `hosts[0]`, grown onto the others (each with its key). */
-export interface SshControllerSettings {
-  hosts: SshTarget[];
-}
-/** A controller as a StatefulSet: the cluster as this client reaches it, its namespace and images. */
-export interface KubernetesControllerSettings {
-  connection: KubeConnection;
-  namespace: string;
-  image: string;
-  /** The agent image kubernetes models' pods run; default the controller's own default. */
-  agentImage?: string;
-  /** How clients outside the cluster reach the API; default the pods' IPs, where those are routable. */
-  apiAddresses?: string[];
-}
-
-/** Each hosting kind's settings: where its controllers go. */
-export interface HostingSettings {
-  local: LocalControllerSettings;
-  ssh: SshControllerSettings;
-  aws: AwsModelSettings;
-  vsphere: VsphereModelSettings;
-  kubernetes: KubernetesControllerSettings;
-}
-export type HostingKind = keyof HostingSettings;
-
-/**
- * What a client records of a controller each kind hosts (the CLI's controllers.json): enough to
- * find it again to upgrade or destroy it, and no secret (an SSH key, a kubeconfig's credential stay
- * with the user, who gives them again).
- */
-export interface RecordedSettings {
-  /** Its data directory on this host. */
-  local: { dataDir: string };
-  /** Nothing: the replicas' hosts are the ones the controller reports, the key the user's. */
-  ssh: Record<string, never>;
-  /** Where its instances are (the credential is given again to destroy them). */
-  aws: AwsModelSettings;
-  /** Where its VMs are. */
-  vsphere: VsphereModelSettings;
-  /** Its namespace and StatefulSet, and the kubeconfig context it was bootstrapped with (a name only). */
-  kubernetes: { namespace: string; statefulSet: string; context?: string };
-}
-
-/** Where a controller runs, as a client records it: one discriminated field, like a model's placement. */
-export type RecordedHosting = {
-  [K in HostingKind]: {
-    substrate: K;
-    settings: RecordedSettings[K];
-    /** The UUID its instances or VMs are marked with (clouds). */
-    uuid?: string;
-  };
-}[HostingKind];
 
 /** One bootstrap, whatever the kind: the CLI's flags and the provider's arguments both map onto it. */
 export interface ControllerPlan<Settings> {
@@ -155,6 +90,7 @@ export interface HostedTarget<Settings> {
   credential?: Record<string, string>;
 }
 
+/** `Recorded`: what a client keeps of a controller the kind hosts (the CLI's controllers.json), no secret. */
 export interface ControllerHosting<Settings, Recorded = unknown> {
   /** Brings up the first replica and waits until it answers; nothing is left behind when it fails before that. */
   bootstrap(plan: ControllerPlan<Settings>, o: HostingOptions): Promise<FirstReplica>;

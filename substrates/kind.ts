@@ -23,23 +23,65 @@ export interface CloudInstance {
   address?: string;
 }
 
-/** The machines of a kind whose machines are cloud instances: made, listed with a state, taken over. */
-export interface InstanceBroker<Placement> extends MachineBroker<Placement> {
-  /** The model's instances, newest first. */
-  instances(p: Placement, model: string): Promise<CloudInstance[]>;
-  /** The instance no longer is (or soon will not be) the machine. */
-  gone(state: string): boolean;
+/**
+ * Where the processes a kind starts on the controller's own host go (kinds whose contract says
+ * `onControllerHost`): the controller hands it to every kind's `machines()`, and the others ignore it.
+ */
+export interface MachineHost {
+  /** Root of the machines' directories: `<root>/<model-uuid>/<machine-id>/`. */
+  machinesDir: string;
+  /** The agent's entry script. */
+  agentEntry: string;
+  /**
+   * Who agents run as when the controller runs as root, and where their directories go then
+   * (`machinesDir`, in `dataDir`, becomes a link there). Unused when not root: agents run as the controller.
+   */
+  agents: {
+    user: string;
+    dir: string;
+    dataDir: string;
+    /** Run them as the controller's user even as root. */
+    asController: boolean;
+  };
+}
+
+/**
+ * A kind's machines, as its `machines()` makes them: started and stopped (./brokers.ts), and, as its
+ * contract says, listed (`instances`: a cloud's) or checked before they are recorded (`addMachines:
+ * "address"`: a host). The caller closes it.
+ */
+export interface MachinesOfKind<Placement> extends MachineBroker<Placement> {
+  /** Checks the host at `placement` before its machine is recorded (reachable, its key, its OS); what identifies it (an SSH host key). */
+  admit?(placement: Placement, o: { attempts: number }): Promise<string>;
+  /** The model's instances, newest first (kinds whose contract says `instances`). */
+  instances?(p: Placement, model: string): Promise<CloudInstance[]>;
+  /** The instance no longer is (or soon will not be) the machine (kinds whose contract says `instances`). */
+  gone?(state: string): boolean;
   /** Takes over the instances of a model that migrated here from `fromController` (absent: the kind cannot, and its models are not migrated). */
   adopt?(p: Placement, model: string, fromController: string): Promise<number>;
   close(): void;
 }
 
-export interface SubstrateKind<Settings = unknown, Placement = unknown> {
+/** The machines of a kind whose machines are cloud instances: made, listed with a state, taken over. */
+export interface InstanceBroker<Placement> extends MachinesOfKind<Placement> {
+  instances(p: Placement, model: string): Promise<CloudInstance[]>;
+  gone(state: string): boolean;
+}
+
+/**
+ * `Hosting`: where its controllers go (the settings its `controller` hosting takes), when it hosts
+ * them; `Recorded`: what a client records of one (its hosting's `record`).
+ */
+export interface SubstrateKind<Settings = unknown, Placement = unknown, Hosting = any, Recorded = any> {
   contract: SubstrateContract<Settings>;
   /** Where a model's machines (or pods) go: its settings, the controller they belong to, and its credential's attributes opened. */
   placement?(model: { settings: Settings; controllerUuid: string }, credential: Attributes): Placement;
-  /** A new broker for its instances (kinds whose contract says `instances`); the caller closes it. */
-  machines?(): InstanceBroker<Placement>;
+  /**
+   * A new broker for its machines (kinds whose contract says `provisions: "machines"` or `addMachines:
+   * "address"`): processes on `host` (local), hosts installed over SSH, a cloud's instances (an
+   * {@link InstanceBroker}); the caller closes it.
+   */
+  machines?(host: MachineHost): MachinesOfKind<Placement>;
   /**
    * A new broker for the pods of its models' applications (kinds whose contract says `pods`), each
    * pod running the agent as `settings` say; the caller closes it.
@@ -62,5 +104,5 @@ export interface SubstrateKind<Settings = unknown, Placement = unknown> {
    */
   replicaServiceAddresses?(settings: any): string[];
   /** Bootstrap and destroy of controllers, when the kind can host them (./controller-hosting.ts). */
-  controller?: ControllerHosting<any, any>;
+  controller?: ControllerHosting<Hosting, Recorded>;
 }

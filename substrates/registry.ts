@@ -2,27 +2,28 @@
  * Every substrate kind's runtime half (kind.ts), by name, each loaded on first use: a command or a
  * process that never touches a cloud never loads its SDK (`steward status` loads none). Adding a
  * kind is its folder (with its kind.ts) and one line here, its contract in api/substrate-kinds.ts
- * and, when it takes settings, their schema in api/substrate-settings.ts.
+ * and, when it takes settings, their schema in api/substrate-settings.ts. Which kinds host
+ * controllers is their contracts' word (`hostsControllers`); what settings each takes for it is its
+ * own kind's (its `controller` hosting), gathered here as types only.
  */
-import type { ModelSubstrate } from "../api/core";
-import type {
-  ControllerHosting,
-  HostingKind,
-  HostingSettings,
-  RecordedHosting,
-  RecordedSettings,
-} from "./controller-hosting";
+import type { HostingSubstrate, ModelSubstrate } from "../api/core";
+import { DEFAULT_SUBSTRATE, HOSTING_SUBSTRATES } from "../api/core";
+import type { ControllerHosting } from "./controller-hosting";
 import type { SubstrateKind } from "./kind";
 
-type Loaded = { kind: SubstrateKind<any, any> };
-const LOADERS: Record<ModelSubstrate, () => Loaded> = {
-  local: () => require("./local/kind") as Loaded,
-  manual: () => require("./manual/kind") as Loaded,
-  ssh: () => require("./ssh/kind") as Loaded,
-  aws: () => require("./aws/kind") as Loaded,
-  vsphere: () => require("./vsphere/kind") as Loaded,
-  kubernetes: () => require("./kubernetes/kind") as Loaded,
-};
+/* eslint-disable @typescript-eslint/consistent-type-imports -- each kind is typed where it is loaded lazily, so a kind stays one line */
+const LOADERS = {
+  local: () => require("./local/kind") as typeof import("./local/kind"),
+  manual: () => require("./manual/kind") as typeof import("./manual/kind"),
+  ssh: () => require("./ssh/kind") as typeof import("./ssh/kind"),
+  aws: () => require("./aws/kind") as typeof import("./aws/kind"),
+  vsphere: () => require("./vsphere/kind") as typeof import("./vsphere/kind"),
+  kubernetes: () => require("./kubernetes/kind") as typeof import("./kubernetes/kind"),
+} satisfies Record<ModelSubstrate, () => { kind: SubstrateKind<any, any> }>;
+/* eslint-enable @typescript-eslint/consistent-type-imports */
+
+/** Each kind's runtime half, as its folder types it. */
+type Kinds = { [K in ModelSubstrate]: ReturnType<(typeof LOADERS)[K]>["kind"] };
 
 /** The runtime half of each kind, loaded when first called. */
 export const SUBSTRATES: Readonly<Record<ModelSubstrate, () => SubstrateKind<any, any>>> = Object.fromEntries(
@@ -31,13 +32,34 @@ export const SUBSTRATES: Readonly<Record<ModelSubstrate, () => SubstrateKind<any
 
 /** The runtime half of `name` (a model's substrate; absent in documents older than substrates: local). */
 export const substrateKind = (name: ModelSubstrate | undefined): SubstrateKind<any, any> =>
-  SUBSTRATES[name ?? "local"]();
+  SUBSTRATES[name ?? DEFAULT_SUBSTRATE]();
 
-const HOSTING_KINDS: readonly HostingKind[] = ["local", "ssh", "aws", "vsphere", "kubernetes"];
+/** The kinds that host controllers (their contracts say so). */
+export type HostingKind = HostingSubstrate;
+
+/** Each hosting kind's settings: where its controllers go, as its folder declares them (a cloud's are its models'). */
+export type HostingSettings = {
+  [K in HostingKind]: Kinds[K] extends SubstrateKind<any, any, infer H> ? H : never;
+};
+
+/** What a client records of a controller each hosting kind hosts, as its folder declares it (no secret). */
+export type RecordedSettings = {
+  [K in HostingKind]: Kinds[K] extends SubstrateKind<any, any, any, infer R> ? R : never;
+};
+
+/** Where a controller runs, as a client records it (controllers.json): one discriminated field, like a model's placement. */
+export type RecordedHosting = {
+  [K in HostingKind]: {
+    substrate: K;
+    settings: RecordedSettings[K];
+    /** The UUID the controller was bootstrapped with (its instances or VMs are marked with it). */
+    uuid?: string;
+  };
+}[HostingKind];
 
 /** The kinds that host controllers, by name, each loaded on first use: its `controller` hosting. */
 export const CONTROLLER_HOSTING = Object.fromEntries(
-  HOSTING_KINDS.map((name) => [name, () => SUBSTRATES[name]().controller]),
+  HOSTING_SUBSTRATES.map((name) => [name, () => SUBSTRATES[name]().controller]),
 ) as { [K in HostingKind]: () => ControllerHosting<HostingSettings[K], RecordedSettings[K]> };
 
 /**

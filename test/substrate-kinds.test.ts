@@ -11,6 +11,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { SubstrateContract } from "../api";
 import {
   CREDENTIAL_SUBSTRATES,
   CreateModelRequest,
@@ -32,17 +33,40 @@ import {
   storedValue,
   upgradeModelExport,
 } from "../controller";
+import type { MachineHost } from "../substrates";
 import { SUBSTRATES } from "../substrates";
 import { CLOUD_WORDS, kindsWithDriftedFlags } from "../cli";
 
+/** A machine host no broker made here uses (none starts a machine). */
+const NO_HOST: MachineHost = {
+  machinesDir: "/nonexistent",
+  agentEntry: "/nonexistent/agent.js",
+  agents: { user: "nobody", dir: "/nonexistent", dataDir: "/nonexistent", asController: true },
+};
+
 test("every kind has one contract and one runtime half, and they agree", (t) => {
   for (const name of MODEL_SUBSTRATES) {
-    const contract = SUBSTRATE_CONTRACTS[name];
+    const contract: SubstrateContract<any> = SUBSTRATE_CONTRACTS[name];
     t.is(contract.name, name);
     const kind = SUBSTRATES[name]();
     t.is(kind.contract, contract, `${name}: the runtime half carries the kind's contract`);
     if (contract.instances)
       t.truthy(kind.machines && kind.placement, `${name}: a kind of cloud instances has a broker and a placement`);
+    t.is(
+      kind.machines !== undefined,
+      contract.provisions === "machines" || contract.addMachines === "address",
+      `${name}: a machine broker exactly for the kinds whose machines the controller makes or installs`,
+    );
+    if (contract.addMachines === "address")
+      t.truthy(
+        kind.machines!(NO_HOST).admit,
+        `${name}: a kind whose machines are added by address checks a host before it is recorded`,
+      );
+    t.is(
+      kind.controller !== undefined,
+      contract.hostsControllers === true,
+      `${name}: controller hosting exactly for the kinds whose contract says they host controllers`,
+    );
     t.is(
       settingsSchemaOf(name) !== undefined,
       "settings" in contract,

@@ -183,7 +183,7 @@ export class ControllerClient extends ControllerTransport {
     return this.call(routes.listModels, {});
   }
   /**
-   * `substrate` (default `local`) says where machines for units placed without `to` come from, with
+   * `substrate` (default DEFAULT_SUBSTRATE) says where machines for units placed without `to` come from, with
    * the stored `credential` they are made with and the kind's `settings` (api/substrate-kinds.ts). A
    * kubernetes model's cluster is checked first (reached, rights in the namespace) unless `skipCheck`.
    */

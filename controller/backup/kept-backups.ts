@@ -9,7 +9,7 @@
 import type { BackupRecord } from "../../api";
 import { randomBytes } from "node:crypto";
 import { StewardError, notFound } from "../../api";
-import { keys } from "../state";
+import { docs, keys, readDoc, readDocs } from "../state";
 import type { Store } from "../store";
 
 export const BACKUP_RECORDS = keys.backupsPrefix;
@@ -55,16 +55,15 @@ export class KeptBackups {
   ) {}
 
   async list(): Promise<BackupRecord[]> {
-    const { kvs } = await this.store.range(BACKUP_RECORDS);
-    return kvs
-      .map((kv) => JSON.parse(kv.value) as BackupRecord)
+    return (await readDocs(this.store, docs.backup))
+      .map((r) => r.doc)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
   async get(id: string): Promise<BackupRecord> {
-    const kv = await this.store.get(BACKUP_RECORDS + checkBackupId(id));
-    if (!kv) throw notFound("backup", id);
-    return JSON.parse(kv.value) as BackupRecord;
+    const read = await readDoc(this.store, docs.backup, checkBackupId(id));
+    if (!read) throw notFound("backup", id);
+    return read.doc;
   }
 
   /** Keeps `file` under `record.id`, first making room: refused when it alone is over the quota. */

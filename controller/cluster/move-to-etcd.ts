@@ -17,7 +17,7 @@ import { advertisedHost, dataFiles } from "../config";
 import { EmbeddedStore, openStore } from "../store";
 import type { Op } from "../store";
 import type { HaConfig, MemberDoc, SpareDoc } from "../state";
-import { DEFAULT_HA_CONFIG, classifyKey, clusterKeys, docs, put } from "../state";
+import { DEFAULT_HA_CONFIG, classifyKey, clusterKeys, docs, put, readDoc } from "../state";
 import { EtcdMember, peerUrl, replicaName } from "./etcd-member";
 
 /** What enable-ha asked for, kept in the data directory until the move is done. */
@@ -37,14 +37,14 @@ export async function moveToEtcd(
 ): Promise<ControllerConfig> {
   const host = advertisedHost(config);
   const embedded = await EmbeddedStore.open({ dir: join(dataDir, dataFiles.store) });
-  const info = JSON.parse((await embedded.get("/controller/info"))?.value ?? "{}") as { uuid?: string };
+  const info = (await readDoc(embedded, docs.controller))?.doc;
   const name = replicaName(host);
   const member: MemberConfig = {
     name,
     host,
     initialCluster: `${name}=${peerUrl(host)}`,
     initialState: "new",
-    clusterToken: `steward-${info.uuid ?? config.name}`,
+    clusterToken: `steward-${info?.uuid ?? config.name}`,
   };
   log.info("moving the controller's state from the embedded store into a new etcd cluster", { member: name });
   // A half-done earlier attempt left an etcd data directory for a member name no longer used.

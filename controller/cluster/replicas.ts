@@ -4,18 +4,7 @@ import type { StateCache } from "../state";
 import { keys } from "../state";
 
 export const REPLICAS_PREFIX = keys.clusterReplicas;
-/** `version`: the Steward version the replica runs (absent from replicas built before upgrade-controller existed). */
-export interface ReplicaDoc {
-  id: string;
-  addresses: string[];
-  since: string;
-  version?: string;
-}
-export interface LeaderDoc {
-  replica: string;
-  addresses: string[];
-  since: string;
-}
+export type { ControllerLeaderDoc as LeaderDoc, ReplicaDoc } from "../state";
 
 /**
  * Every replica's API addresses, this replica's first: what agents and clients are given. A

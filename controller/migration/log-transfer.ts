@@ -7,8 +7,8 @@
  */
 import type { DebugLogRecord, Logger } from "../../api";
 import type { ControllerClient } from "../../api";
-import type { MigrationDoc, StateCache } from "../state";
-import { keys } from "../state";
+import type { MigrationDoc, ReportDoc, StateCache } from "../state";
+import { decode, docs, keys } from "../state";
 import type { Sealer } from "../security/sealing";
 import type { ModelLogs } from "../state/model-logs";
 import type { Store } from "../store";
@@ -20,13 +20,6 @@ const LOG_BATCH = 2000;
 /** Records one replica sends: its whole ring for the model holds at most this many. */
 const MOST_RECORDS = 10_000;
 const ATTEMPTS = 3;
-
-interface LogTransferReport {
-  ok: boolean;
-  records: number;
-  reason?: string;
-  at: string;
-}
 
 const REPLICA = "replica:";
 const reportKey = (m: MigrationDoc, replicaId: string): string =>
@@ -86,7 +79,7 @@ export class MigrationLogSender implements Worker {
   private async send(m: MigrationDoc, signal: AbortSignal): Promise<void> {
     const key = reportKey(m, this.o.replicaId);
     if (await this.o.store.get(key)) return; // sent before this process restarted
-    let report: LogTransferReport | undefined;
+    let report: ReportDoc | undefined;
     let why = "";
     for (let attempt = 1; attempt <= ATTEMPTS && !signal.aborted && !report; attempt++) {
       const target = targetClient(m, this.o.sealer);
@@ -118,16 +111,13 @@ export interface LogTransferState {
 export async function logTransferState(store: Store, cache: StateCache, m: MigrationDoc): Promise<LogTransferState> {
   const prefix = `${keys.migrationReports(m.model, m.id, "LOGTRANSFER")}${REPLICA}`;
   const reports = new Map(
-    (await store.range(prefix)).kvs.map((kv) => [
-      kv.key.slice(prefix.length),
-      JSON.parse(kv.value) as LogTransferReport,
-    ]),
+    (await store.range(prefix)).kvs.map((kv) => [kv.key.slice(prefix.length), decode(docs.migrationReport, kv.value)]),
   );
   const state: LogTransferState = { records: 0, reported: [], failed: [], waitingFor: [] };
   for (const [replica, r] of reports) {
     if (r.ok) {
       state.reported.push(replica);
-      state.records += r.records;
+      state.records += r.records ?? 0;
     } else state.failed.push({ replica, reason: r.reason ?? "no reason given" });
   }
   for (const replica of cache.replicas.keys()) if (!reports.has(replica)) state.waitingFor.push(replica);

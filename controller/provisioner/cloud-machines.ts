@@ -1,8 +1,9 @@
 /**
- * Provisioning for cloud models (`aws`, `vsphere`): the leader makes each live machine an instance (clouds.ts), records
- * the instance's id, zone and state in the machine's status as the cloud reports it, terminates the
- * instance of a machine that is removed, and terminates instances it finds tagged for machines that
- * no longer exist (a forced removal deletes machines without waiting).
+ * Provisioning for cloud models (the kinds whose contract says `instances`): the leader makes each
+ * live machine an instance (clouds.ts), records the instance's id, zone and state in the machine's
+ * status as the cloud reports it, terminates the instance of a machine that is removed, and
+ * terminates instances it finds tagged for machines that no longer exist (a forced removal deletes
+ * machines without waiting).
  *
  * An instance that disappears while its machine lives (terminated by hand) is reported, not
  * replaced: as in Juju, the machine shows down and the operator decides. One the cloud no longer
@@ -15,6 +16,7 @@
  */
 import type { Logger } from "../../api";
 import { StewardError } from "../../api";
+import type { MachineHost } from "../../substrates";
 import type {
   CredentialOps,
   EnrolmentOps,
@@ -40,6 +42,8 @@ export interface CloudProvisionerOptions {
   store: Store;
   enrolments: EnrolmentOps;
   credentials: CredentialOps;
+  /** Handed to each kind's machine broker (unused by clouds). */
+  host: MachineHost;
   caCert: string;
   controllerAddresses: () => string[];
   log: Logger;
@@ -72,7 +76,7 @@ export class CloudProvisioner extends Reconciler {
 
   constructor(private readonly o: CloudProvisionerOptions) {
     super({ cache: o.cache, log: o.log, failure: "cloud provisioning failed", pollMs: o.pollIntervalMs ?? 10_000 });
-    this.clouds = clouds(o.credentials);
+    this.clouds = clouds(o.credentials, o.host);
   }
 
   /** After the last pass and the last launch (both aborted by the signal), the clouds' connections close. */

@@ -6,8 +6,8 @@
  */
 import type { ModelSubstrate } from "../../api";
 import { MODEL_SUBSTRATES, StewardError, contractOf } from "../../api";
-import type { CloudInstance, MachineBroker } from "../../substrates";
-import { SUBSTRATES } from "../../substrates";
+import type { CloudInstance, MachineBroker, MachineHost } from "../../substrates";
+import { substrateKind } from "../../substrates";
 import type { CredentialOps, ModelDoc } from "../state";
 
 export type { CloudInstance };
@@ -24,12 +24,14 @@ export interface Cloud<P = unknown> {
   close(): void;
 }
 
-export function clouds(credentials: CredentialOps): Partial<Record<ModelSubstrate, Cloud>> {
+export function clouds(credentials: CredentialOps, host: MachineHost): Partial<Record<ModelSubstrate, Cloud>> {
   const out: Partial<Record<ModelSubstrate, Cloud>> = {};
   for (const name of MODEL_SUBSTRATES) {
     if (!contractOf(name).instances) continue;
-    const kind = SUBSTRATES[name]();
-    const machines = kind.machines!();
+    const kind = substrateKind(name);
+    const machines = kind.machines!(host);
+    if (!machines.instances || !machines.gone)
+      throw new Error(`the ${name} kind's machines are instances, but its broker does not list them`);
     out[name] = {
       broker: machines,
       async placementOf(model, controllerUuid) {
@@ -37,8 +39,8 @@ export function clouds(credentials: CredentialOps): Partial<Record<ModelSubstrat
         if (!credential) throw new StewardError("invalid-request", `model ${model.name} has no ${name} credential`);
         return kind.placement!({ settings, controllerUuid }, await credentials.open(credential, name as never));
       },
-      instances: (p, model) => machines.instances(p, model),
-      gone: (state) => machines.gone(state),
+      instances: (p, model) => machines.instances!(p, model),
+      gone: (state) => machines.gone!(state),
       ...(machines.adopt
         ? { adopt: (p: unknown, model: string, from: string) => machines.adopt!(p, model, from) }
         : {}),

@@ -1,18 +1,21 @@
 /**
- * {@link SshProvisioner}: provisioning for the SSH substrate, whose machines are hosts reached over SSH
- * (bare metal, VMware VMs, any VM). Adding one checks the host at once (reachable, host key, credentials,
- * OS, sudo) so a wrong key is refused before anything is recorded; the install then runs in the
- * background, at most {@link SshProvisionerOptions.concurrency} hosts at a time, each step recorded in
- * the machine's status. The private key lives in memory for the install only; it is never stored.
+ * {@link SshProvisioner}: provisioning for the kinds whose machines are hosts added by address (their
+ * contract says `addMachines: "address"`: hosts reached over SSH, bare metal, VMware VMs, any VM),
+ * through the kind's machine broker (substrates/<kind>/ `machines()`). Adding one checks the host at
+ * once (reachable, host key, credentials, OS, sudo) so a wrong key is refused before anything is
+ * recorded; the install then runs in the background, at most {@link SshProvisionerOptions.concurrency}
+ * hosts at a time, each step recorded in the machine's status. The private key lives in memory for
+ * the install only; it is never stored.
  *
  * It is a worker of every replica, not of the leader: the install runs where the request (and so the
  * key) arrived. Stopping it aborts the installs in flight (their SSH sessions close at once) and waits
  * for them; each records that it was interrupted, as nobody else holds the key to finish it: adding the
  * machine again does (every install step checks before it changes, so the next run takes over).
  */
-import type { Logger } from "../../api";
+import type { Logger, ModelSubstrate } from "../../api";
 import { StewardError } from "../../api";
-import { ssh } from "../../substrates";
+import type { MachineHost, MachinesOfKind, ssh } from "../../substrates";
+import { substrateKind } from "../../substrates";
 import type { StateCache, StateOps } from "../state";
 import type { Worker } from "../workers";
 import { aborted } from "../workers";
@@ -21,6 +24,8 @@ import { waitForAgentLogin } from "./wait-for-login";
 export interface SshProvisionerOptions {
   cache: StateCache;
   ops: StateOps;
+  /** Handed to each kind's machine broker. */
+  host: MachineHost;
   log: Logger;
   caCert: string;
   controllerAddresses: () => string[];
@@ -47,7 +52,8 @@ export class SshProvisioner implements Worker {
   private readonly queue: (() => void)[] = [];
   /** Installs begun and not yet ended (queued ones included): what a stop waits for. */
   private readonly installs = new Set<Promise<void>>();
-  private readonly machines = new ssh.SshMachines();
+  /** Each kind's broker, made on its first host. */
+  private readonly brokers = new Map<ModelSubstrate, MachinesOfKind<ssh.SshTarget>>();
 
   constructor(private readonly o: SshProvisionerOptions) {}
 
@@ -58,17 +64,27 @@ export class SshProvisioner implements Worker {
     // Queued installs start now, only to see the abort and say so.
     for (const start of this.queue.splice(0)) start();
     while (this.installs.size > 0) await Promise.all([...this.installs]);
+    for (const b of this.brokers.values()) b.close();
+    this.brokers.clear();
   }
 
-  /** Checks the host and registers the machine; the install continues in the background. */
+  private brokerOf(substrate: ModelSubstrate): MachinesOfKind<ssh.SshTarget> {
+    let broker = this.brokers.get(substrate);
+    if (!broker) this.brokers.set(substrate, (broker = substrateKind(substrate).machines!(this.o.host)));
+    return broker;
+  }
+
+  /** Checks the host and registers the machine (of kind `substrate`); the install continues in the background. */
   async add(
     uuid: string,
+    substrate: ModelSubstrate,
     target: ssh.SshTarget & { port: number },
   ): Promise<{ id: string; hostKey: string; created: boolean }> {
     const signal = this.accepting();
+    const broker = this.brokerOf(substrate);
     // Refuses unsupported hosts and missing sudo before anything is recorded.
-    const hostKey = await ssh.checkHost(target, 3);
-    const m = await this.o.ops.machines.addSsh(uuid, {
+    const hostKey = await broker.admit!(target, { attempts: 3 });
+    const m = await this.o.ops.machines.addSsh(uuid, substrate, {
       host: target.host,
       port: target.port,
       user: target.user,
@@ -79,7 +95,7 @@ export class SshProvisioner implements Worker {
     await this.o.ops.machines.setInstall(uuid, m.id, { state: "installing", step: "queued" });
     // The key stays in this closure until the install ends; the pinned host key is enforced from now on.
     const pinned = { ...target, hostKey, trustOnFirstUse: false };
-    this.schedule(() => this.install(uuid, m.id, pinned, signal));
+    this.schedule(() => this.install(broker, uuid, m.id, pinned, signal));
     return { id: m.id, hostKey, created: m.created };
   }
 
@@ -111,7 +127,13 @@ export class SshProvisioner implements Worker {
     else this.queue.push(start);
   }
 
-  private async install(uuid: string, id: string, target: ssh.SshTarget, signal: AbortSignal): Promise<void> {
+  private async install(
+    broker: MachinesOfKind<ssh.SshTarget>,
+    uuid: string,
+    id: string,
+    target: ssh.SshTarget,
+    signal: AbortSignal,
+  ): Promise<void> {
     const log = this.o.log.child({ machine: id, host: target.host });
     const record = (
       state: "installing" | "installed" | "failed",
@@ -125,7 +147,7 @@ export class SshProvisioner implements Worker {
     let recorded = Promise.resolve();
     try {
       signal.throwIfAborted();
-      const res = await this.machines.startMachine(
+      const res = await broker.startMachine(
         {
           model: uuid,
           machine: id,

@@ -9,21 +9,12 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { MUTATING_METHODS, REPLAYED_HEADER, REQUEST_ID_HEADER, StewardError } from "../../api";
 import type { Logger } from "../../api";
-import type { StateCache } from "../state";
-import { RequestScope, currentRequest, outsideRequest, requestKeys, runInRequest } from "../state";
+import type { ResponseRecordDoc, StateCache } from "../state";
+import { RequestScope, currentRequest, decode, docs, outsideRequest, requestKeys, runInRequest } from "../state";
 import type { Store } from "../store";
 import { authenticate } from "../access/auth";
 
 const REQUEST_ID = /^[A-Za-z0-9-]{8,64}$/;
-
-interface ResponseRecord {
-  at: number;
-  who: string;
-  method: string;
-  path: string;
-  status: number;
-  body: string;
-}
 
 export function installIdempotency(app: FastifyInstance, deps: { store: Store; cache: StateCache; log: Logger }): void {
   const who = (req: FastifyRequest): string | undefined => {
@@ -58,7 +49,7 @@ export function installIdempotency(app: FastifyInstance, deps: { store: Store; c
     if (!scope) return;
     const kv = await deps.store.get(requestKeys.response(scope.id));
     if (!kv) return;
-    const rec = JSON.parse(kv.value) as ResponseRecord;
+    const rec = decode(docs.requestResponse, kv.value);
     if (rec.who !== who(req)) return; // not theirs: served as a new request (and refused by its own checks)
     if (rec.method !== req.method || rec.path !== pathOf(req.url)) {
       throw new StewardError(
@@ -83,7 +74,7 @@ export function installIdempotency(app: FastifyInstance, deps: { store: Store; c
     const secret = (req.routeOptions.config as { secretAnswer?: boolean }).secretAnswer === true;
     if (reply.statusCode >= 400 || !caller || secret || (payload !== undefined && typeof payload !== "string"))
       return payload;
-    const rec: ResponseRecord = {
+    const rec: ResponseRecordDoc = {
       at: Date.now(),
       who: caller,
       method: req.method,

@@ -29,7 +29,7 @@ export interface ModelTransferDeps {
   store: Store;
   leadershipLeaseSeconds: number;
   operatorQuotaBytes: number;
-  /** Where an imported local machine's agent may run (provisioner/local-dir-rule.ts). */
+  /** Where an imported local machine's agent may run (substrates/local/dir-rule.ts). */
   checkLocalDir: ImportDeps["checkLocalDir"];
 }
 

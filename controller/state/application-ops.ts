@@ -5,6 +5,7 @@
  */
 import type { Constraints, OperatorMeta } from "../../api";
 import {
+  DEFAULT_SUBSTRATE,
   PROVISIONED_SUBSTRATES,
   StewardError,
   alreadyExists,
@@ -155,7 +156,7 @@ export class ApplicationOps extends StoreTxns {
   ): Promise<string[]> {
     const names: string[] = [];
     const model = (await this.get(docs.model, uuid))?.doc;
-    const substrate = model?.placement.substrate ?? "local";
+    const substrate = model?.placement.substrate ?? DEFAULT_SUBSTRATE;
     const constraints = mergeConstraints(model?.constraints, app.constraints);
     if (to.length < count && !PROVISIONED_SUBSTRATES.includes(substrate)) {
       throw invalidRequest(

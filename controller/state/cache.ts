@@ -4,8 +4,15 @@
  * its own; listeners hear which models changed. A watch that falls behind compaction triggers a
  * fresh read, so the cache never silently misses a change.
  */
-import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "./cluster-docs";
-import { replicaCloudDocOf } from "./replica-placement";
+import type {
+  ControllerLeaderDoc,
+  HaConfig,
+  KeeperDoc,
+  MemberDoc,
+  ReplicaCloudDoc,
+  ReplicaDoc,
+  SpareDoc,
+} from "./cluster-docs";
 import type { KeyValue, Store, WatchEvent, Watcher } from "../store";
 import type { ControllerUpgrade, StatusInfo, WorkloadStatus } from "../../api";
 import { StewardError } from "../../api";
@@ -25,18 +32,17 @@ import type {
   PresenceDoc,
   QueuedTaskDoc,
   RelationDoc,
-  RevokedTokenDoc,
   UnitDoc,
   UnitStatusDoc,
   UserDoc,
 } from "./documents";
-import type { ImportOrigin, ImportedRevisionsDoc } from "./imported-revisions";
+import type { ImportOrigin } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
 import { CACHED_PREFIXES } from "./keys";
 import { KIND, keyOf } from "./registry";
 import { classifyKey, queueId, scopeId } from "./registry";
-import { modelDocOf } from "./model-placement";
-import { decode, docs } from "./doc-kinds";
+import type { BoundKindName, DocOfKind } from "./doc-kinds";
+import { decode, decodeKind, docs } from "./doc-kinds";
 
 /** A databag as kept: `rev` is the version served to agents, `modRevision` the store's. */
 export interface VersionedBag {
@@ -106,8 +112,8 @@ export class StateCache {
   readonly models = new Map<string, ModelIndex>();
   readonly operators = new Map<string, OperatorDoc>();
   /** Controller replicas by id, and the current controller leader. */
-  readonly replicas = new Map<string, { id: string; addresses: string[]; since: string; version?: string }>();
-  leader?: { replica: string; addresses: string[]; since: string };
+  readonly replicas = new Map<string, ReplicaDoc>();
+  leader?: ControllerLeaderDoc;
   /** The cluster's documents (state/cluster-docs.ts), for status and the quorum keeper. */
   readonly clusterMembers = new Map<string, MemberDoc>();
   readonly spares = new Map<string, SpareDoc>();
@@ -249,69 +255,73 @@ export class StateCache {
   private apply(type: "put" | "delete", kv: KeyValue): string | undefined {
     const c = classifyKey(kv.key);
     if (!c) return undefined;
-    const doc = type === "put" ? (JSON.parse(kv.value) as unknown) : undefined;
     const id = c.id;
-    const set = <T>(map: Map<string, T>, key: string): void => {
+    // The document as its kind's bound type (doc-kinds.ts), in its current shape; undefined when deleted.
+    const docOf = <N extends BoundKindName>(name: N): DocOfKind[N] | undefined =>
+      type === "put" ? decodeKind(name, kv.value) : undefined;
+    const set = <T>(map: Map<string, T>, key: string, doc: T | undefined): void => {
       if (doc === undefined) map.delete(key);
-      else map.set(key, doc as T);
+      else map.set(key, doc);
     };
-    switch (c.kind.name) {
+    const name = c.kind.name;
+    switch (name) {
       case "controller-info":
-        this.controller = doc as ControllerDoc | undefined;
+        this.controller = docOf(name);
         return undefined;
       case "restore-epoch":
-        this.restore = doc as RestoreEpochDoc | undefined;
+        this.restore = docOf(name);
         return CLUSTER_CHANGED;
       case "token-key":
-        this.tokenKey = doc as string | undefined;
+        this.tokenKey = docOf(name);
         return undefined;
       case "user":
-        set(this.users, id);
+        set(this.users, id, docOf(name));
         this.authVersion++;
         return undefined;
-      case "revoked-token":
+      case "revoked-token": {
+        const doc = docOf(name);
         if (doc === undefined) this.revokedTokens.delete(id);
-        else this.revokedTokens.set(id, (doc as RevokedTokenDoc).expiresAt);
+        else this.revokedTokens.set(id, doc.expiresAt);
         this.authVersion++;
         return undefined;
+      }
       case "model-name":
-        if (doc === undefined) this.modelNames.delete(id);
-        else this.modelNames.set(id, doc as string);
+        set(this.modelNames, id, docOf(name));
         return undefined;
       case "operator":
-        set(this.operators, id);
+        set(this.operators, id, docOf(name));
         return undefined;
       case "cluster-leader":
-        this.leader = doc as typeof this.leader;
+        this.leader = docOf(name);
         return CLUSTER_CHANGED;
       case "cluster-replica":
-        set(this.replicas, id);
+        set(this.replicas, id, docOf(name));
         return CLUSTER_CHANGED;
       case "cluster-member":
-        set(this.clusterMembers, id);
+        set(this.clusterMembers, id, docOf(name));
         return CLUSTER_CHANGED;
       case "cluster-spare":
-        set(this.spares, id);
+        set(this.spares, id, docOf(name));
         return CLUSTER_CHANGED;
       case "cluster-config":
-        this.haConfig = doc as HaConfig | undefined;
+        this.haConfig = docOf(name);
         return CLUSTER_CHANGED;
       case "cluster-keeper":
-        this.keeper = doc as KeeperDoc | undefined;
+        this.keeper = docOf(name);
         return CLUSTER_CHANGED;
       case "cluster-upgrade":
-        this.upgrade = doc as ControllerUpgrade | undefined;
+        this.upgrade = docOf(name);
         return CLUSTER_CHANGED;
       case "cluster-replica-cloud":
-        this.replicaCloud = doc ? replicaCloudDocOf(doc) : undefined;
+        this.replicaCloud = docOf(name);
         return CLUSTER_CHANGED;
       // A migration changes what the model's agents are told (pause, report, switch).
       case "migration":
-        set(this.migrations, id);
+        set(this.migrations, id, docOf(name));
         return this.models.has(id) ? id : undefined;
       case "presence": {
         const idx = this.index(c.model!);
-        set(idx.presence, id);
+        set(idx.presence, id, docOf(name));
         for (const l of this.presenceListeners) l(idx.uuid, id);
         return idx.uuid;
       }
@@ -322,19 +332,19 @@ export class StateCache {
     if (c.kind.path[0] !== "models") return undefined;
     const uuid = c.model!;
     const idx = this.index(uuid);
-    switch (c.kind.name) {
+    switch (name) {
       case "model":
-        idx.model = doc ? modelDocOf(doc) : undefined;
-        if (!doc && idx.apps.size === 0 && idx.machines.size === 0) this.models.delete(uuid);
+        idx.model = docOf(name);
+        if (!idx.model && idx.apps.size === 0 && idx.machines.size === 0) this.models.delete(uuid);
         break;
       case "app":
-        set(idx.apps, id);
+        set(idx.apps, id, docOf(name));
         break;
       case "unit": {
         const old = idx.units.get(id);
         if (old) idx.unitsByMachine.get(old.machine)?.delete(id);
-        set(idx.units, id);
-        const u = doc as UnitDoc | undefined;
+        const u = docOf(name);
+        set(idx.units, id, u);
         if (u) {
           let s = idx.unitsByMachine.get(u.machine);
           if (!s) idx.unitsByMachine.set(u.machine, (s = new Set()));
@@ -343,81 +353,91 @@ export class StateCache {
         break;
       }
       case "unit-status":
-        set(idx.unitStatus, id);
+        set(idx.unitStatus, id, docOf(name));
         break;
-      case "machine":
-        set(idx.machines, id);
-        if (!doc) idx.unitsByMachine.delete(id);
+      case "machine": {
+        const m = docOf(name);
+        set(idx.machines, id, m);
+        if (!m) idx.unitsByMachine.delete(id);
         break;
+      }
       case "machine-info":
-        set(idx.machineInfo, id);
+        set(idx.machineInfo, id, docOf(name));
         break;
       case "machine-install":
-        set(idx.machineInstall, id);
+        set(idx.machineInstall, id, docOf(name));
         break;
       case "access":
-        set(idx.access, id);
+        set(idx.access, id, docOf(name));
         break;
-      case "relation":
+      case "relation": {
+        const doc = docOf(name);
         if (doc === undefined) idx.relations.delete(Number(id));
-        else idx.relations.set(Number(id), doc as RelationDoc);
+        else idx.relations.set(Number(id), doc);
         break;
+      }
       case "scope": {
         const { relation: rel, unit } = scopeId(id);
         let s = idx.scope.get(rel);
         if (!s) idx.scope.set(rel, (s = new Set()));
-        if (doc === undefined) {
+        if (type === "delete") {
           s.delete(unit);
           if (s.size === 0) idx.scope.delete(rel);
         } else s.add(unit);
         break;
       }
-      case "relation-data":
-        if (doc === undefined) idx.relationData.delete(id);
+      case "relation-data": {
+        const data = docOf(name);
+        if (data === undefined) idx.relationData.delete(id);
         else
           idx.relationData.set(id, {
-            data: doc as DataBag,
+            data,
             rev: servedVersion(idx.importOrigin, id, kv.modRevision),
             modRevision: kv.modRevision,
           });
         break;
+      }
       case "leader":
-        set(idx.leaders, id);
+        set(idx.leaders, id, docOf(name));
         break;
-      case "leader-data":
-        if (doc === undefined) idx.leaderData.delete(id);
+      case "leader-data": {
+        const data = docOf(name);
+        if (data === undefined) idx.leaderData.delete(id);
         else
           idx.leaderData.set(id, {
-            data: doc as DataBag,
+            data,
             rev: servedVersion(idx.importOrigin, `leader/${id}`, kv.modRevision),
             modRevision: kv.modRevision,
           });
         break;
+      }
       case "ports":
-        set(idx.ports, id);
+        set(idx.ports, id, docOf(name));
         break;
       case "app-status":
-        set(idx.appStatus, id);
+        set(idx.appStatus, id, docOf(name));
         break;
       case "task-queue": {
         const { unit, task } = queueId(id);
+        const doc = docOf(name);
         let q = idx.taskQueue.get(unit);
         if (doc !== undefined) {
           if (!q) idx.taskQueue.set(unit, (q = new Map()));
-          q.set(task, doc as QueuedTaskDoc);
+          q.set(task, doc);
         } else if (q) {
           q.delete(task);
           if (q.size === 0) idx.taskQueue.delete(unit);
         }
         break;
       }
-      case "imported-revisions":
-        idx.importOrigin =
-          doc === undefined ? undefined : { ...(doc as ImportedRevisionsDoc), importRevision: kv.modRevision };
+      case "imported-revisions": {
+        const doc = docOf(name);
+        idx.importOrigin = doc === undefined ? undefined : { ...doc, importRevision: kv.modRevision };
         // Bags read before this document in the same load are served again at their source versions.
         for (const [bag, e] of idx.relationData) e.rev = servedVersion(idx.importOrigin, bag, e.modRevision);
         for (const [app, e] of idx.leaderData) e.rev = servedVersion(idx.importOrigin, `leader/${app}`, e.modRevision);
         break;
+      }
       default:
         break;
     }

@@ -22,6 +22,20 @@ export const clusterKeys = {
 
 export const ALLOWED_REPLICAS = [1, 3, 5, 7] as const;
 
+/** A replica as it publishes itself under its presence lease; `version`: the Steward version it runs (absent from replicas built before upgrade-controller existed). */
+export interface ReplicaDoc {
+  id: string;
+  addresses: string[];
+  since: string;
+  version?: string;
+}
+/** The controller leader, as its campaign key holds it. */
+export interface ControllerLeaderDoc {
+  replica: string;
+  addresses: string[];
+  since: string;
+}
+
 export interface HaConfig {
   /** Voters wanted (wantsVote). */
   replicas: number;

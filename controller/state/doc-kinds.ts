@@ -10,9 +10,17 @@
  * Reads apply the registry's `upgrade` of a kind whose shape changed, so a model read is a current
  * one whatever an older store held. Sequences and chunks are plain strings, not documents: not here.
  */
-import type { ControllerUpgrade, StatusInfo, WorkloadStatus } from "../../api";
+import type { BackupRecord, ControllerUpgrade, StatusInfo, WorkloadStatus } from "../../api";
 import type { KeyValue, Op, Store } from "../store";
-import type { HaConfig, KeeperDoc, MemberDoc, ReplicaCloudDoc, SpareDoc } from "./cluster-docs";
+import type {
+  ControllerLeaderDoc,
+  HaConfig,
+  KeeperDoc,
+  MemberDoc,
+  ReplicaCloudDoc,
+  ReplicaDoc,
+  SpareDoc,
+} from "./cluster-docs";
 import type {
   AccessDoc,
   ApplicationDoc,
@@ -46,13 +54,15 @@ import type {
 import type { EnrolmentDoc } from "./enrolment-ops";
 import type { ImportedRevisionsDoc } from "./imported-revisions";
 import type { ReportDoc } from "./migration-reports";
+import type { ResponseRecordDoc } from "./request-records";
+import { requestKeys } from "./request-records";
 import type { KindName } from "./registry";
 import { KIND, keyOf, storedValue } from "./registry";
 import { keys } from "./keys";
 
-/** A kind bound to its document type `T`, its key from arguments `A`, and (for listed kinds) its prefix from `P`. */
-export interface DocKind<A extends unknown[], T, P extends unknown[] = never> {
-  readonly kind: KindName;
+/** A kind (`N`) bound to its document type `T`, its key from arguments `A`, and (for listed kinds) its prefix from `P`. */
+export interface DocKind<A extends unknown[], T, P extends unknown[] = never, N extends KindName = KindName> {
+  readonly kind: N;
   readonly key: (...id: A) => string;
   /** Where a range read of several documents of the kind starts (absent for singletons). */
   readonly prefix?: (...within: P) => string;
@@ -62,11 +72,11 @@ export interface DocKind<A extends unknown[], T, P extends unknown[] = never> {
 
 /** The two-step form lets `T` be given while `A` and `P` are inferred from the builders. */
 function bind<T>() {
-  return <A extends unknown[], P extends unknown[] = never>(
-    kind: KindName,
+  return <N extends KindName, A extends unknown[], P extends unknown[] = never>(
+    kind: N,
     key: (...id: A) => string,
     prefix?: (...within: P) => string,
-  ): DocKind<A, T, P> => {
+  ): DocKind<A, T, P, N> => {
     const upgrade = KIND[kind].upgrade;
     return {
       kind,
@@ -80,6 +90,8 @@ function bind<T>() {
 export const docs = {
   // controller-wide
   controller: bind<ControllerDoc>()("controller-info", () => keys.controller),
+  /** The key tokens are signed with (a string). */
+  tokenKey: bind<string>()("token-key", () => keys.tokenKey),
   user: bind<UserDoc>()("user", keys.user, () => keys.usersPrefix),
   registration: bind<RegistrationDoc>()("registration", keys.registration, () => keys.registrationsPrefix),
   revokedToken: bind<RevokedTokenDoc>()("revoked-token", keys.revokedToken, () => keys.revokedTokensPrefix),
@@ -90,6 +102,12 @@ export const docs = {
   credential: bind<CredentialDoc>()("credential", keys.credential, () => keys.credentialsPrefix),
   enrolment: bind<EnrolmentDoc>()("enrolment", keys.enrolment, () => keys.enrolmentsPrefix),
   restoreEpoch: bind<RestoreEpochDoc>()("restore-epoch", () => keyOf(KIND["restore-epoch"], "")),
+  clusterLeader: bind<ControllerLeaderDoc>()("cluster-leader", () => keys.clusterLeader),
+  clusterReplica: bind<ReplicaDoc>()(
+    "cluster-replica",
+    (id: string) => keys.clusterReplicas + id,
+    () => keys.clusterReplicas,
+  ),
   clusterConfig: bind<HaConfig>()("cluster-config", () => keys.clusterConfig),
   clusterMember: bind<MemberDoc>()("cluster-member", keys.clusterMember, () => keys.clusterMembers),
   clusterSpare: bind<SpareDoc>()("cluster-spare", keys.clusterSpare, () => keys.clusterSpares),
@@ -100,6 +118,9 @@ export const docs = {
   migrationReport: bind<ReportDoc>()("migration-report", keys.migrationReport, keys.migrationReports),
   migrationStage: bind<MigrationStageDoc>()("migration-stage", keys.migrationStage, () => keys.migrationStages),
   migrationArrival: bind<MigrationArrivalDoc>()("migration-arrival", keys.migrationArrival),
+  /** A request's kept answer (request-records.ts); its steps are plain strings. */
+  requestResponse: bind<ResponseRecordDoc>()("request-record", requestKeys.response),
+  backup: bind<BackupRecord>()("backup", keys.backup, () => keys.backupsPrefix),
 
   // one model's
   model: bind<ModelDoc>()("model", keys.model),
@@ -136,6 +157,23 @@ export const docs = {
 };
 
 export type PutOp = Extract<Op, { type: "put" }>;
+
+/** Each bound kind's document type, by kind name: what the state cache keeps of a key of that kind. */
+export type DocOfKind = {
+  [B in keyof typeof docs as (typeof docs)[B]["kind"]]: ReturnType<(typeof docs)[B]["decode"]>;
+};
+export type BoundKindName = keyof DocOfKind;
+
+const BY_NAME = new Map<KindName, { decode: (stored: unknown) => unknown }>(
+  Object.values(docs).map((d): [KindName, { decode: (stored: unknown) => unknown }] => [d.kind, d]),
+);
+
+/** A stored value of kind `name` as its bound type, in the current shape (the registry's upgrade applied). */
+export function decodeKind<N extends BoundKindName>(name: N, value: string): DocOfKind[N] {
+  const d = BY_NAME.get(name);
+  if (!d) throw new Error(`documents of kind ${name} are not bound to a type`);
+  return d.decode(JSON.parse(value)) as DocOfKind[N];
+}
 
 /** A document as read, with the revision it was read at (for the write's compare). */
 export interface Read<T> {

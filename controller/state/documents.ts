@@ -87,7 +87,8 @@ export interface ModelDoc {
   /**
    * Where machines for units placed without `--to` come from: the substrate kind, the stored
    * credential they are made with and the kind's settings. Documents written before held
-   * `substrate`, `credential` and one bag named after the kind (`aws`): model-placement.ts reads both.
+   * `substrate`, `credential` and one bag named after the kind (`aws: {…}` for an EC2 model):
+   * model-placement.ts reads both.
    */
   placement: ModelPlacement;
   /** The default constraints of machines made for it (kinds whose machines are cloud instances). */

@@ -34,6 +34,7 @@ export {
   runInRequest,
   sweepRequestRecords,
 } from "./request-records";
+export type { ResponseRecordDoc } from "./request-records";
 export { CredentialOps } from "./credential-ops";
 export { ActionOps } from "./action-ops";
 export type { CredentialInput } from "./credential-ops";

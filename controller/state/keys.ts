@@ -92,6 +92,7 @@ export const keys = {
   requestsPrefix: p("request-record", ""),
   /** Kept backups and their chunks (controller/backup/kept-backups.ts). */
   backupsPrefix: p("backup", ""),
+  backup: (id: string) => k("backup", "", id),
   backupChunksPrefix: p("backup-chunk", ""),
   /** The controller leader's campaign key (cluster/leader-election.ts). */
   clusterLeader: k("cluster-leader", ""),

@@ -15,16 +15,21 @@ import { aliveModel } from "./model-ops";
 import { StoreTxns } from "./txn";
 
 export class MachineOps extends StoreTxns {
-  /** Creates machines; for `manual` ones returns each agent's credential (shown once, stored hashed). */
+  /**
+   * Creates machines of a kind added by count; for those whose agents are started by hand returns
+   * each agent's credential (shown once, stored hashed).
+   */
   async add(
     uuid: string,
-    substrate: Exclude<Substrate, "ssh">,
+    substrate: Substrate,
     count: number,
     own?: Constraints,
   ): Promise<{ machines: { id: string; credential?: string }[]; revision: number }> {
     return this.retry(
       "add machines",
       async () => {
+        if (contractOf(substrate).addMachines !== "count")
+          throw invalidRequest(`${substrate} machines are not added by count`, { field: "substrate" });
         const m = await aliveModel(this.store, uuid);
         const modelSubstrate = m.doc.placement.substrate;
         if (contractOf(substrate).instances && modelSubstrate !== substrate)
@@ -74,14 +79,18 @@ export class MachineOps extends StoreTxns {
     );
   }
   /**
-   * Registers an SSH machine, or returns the one already registered for the same host and port
-   * (so running add-machine again resumes an install instead of adding a second machine).
+   * Registers a machine of a kind added by address (a host reached over SSH), or returns the one
+   * already registered for the same host and port (so running add-machine again resumes an install
+   * instead of adding a second machine).
    */
   async addSsh(
     uuid: string,
+    substrate: Substrate,
     ssh: { host: string; port: number; user: string; hostKey: string },
   ): Promise<{ id: string; created: boolean; revision: number }> {
     return this.retry<{ id: string; created: boolean }>(`add machine ${ssh.host}`, async () => {
+      if (contractOf(substrate).addMachines !== "address")
+        throw invalidRequest(`${substrate} machines are not added by address`, { field: "substrate" });
       const m = await aliveModel(this.store, uuid);
       const machines = await this.getAll(docs.machine, uuid);
       const same = machines.find((x) => x.doc.ssh?.host === ssh.host && x.doc.ssh.port === ssh.port);
@@ -99,7 +108,7 @@ export class MachineOps extends StoreTxns {
       }
       const seq = await this.store.get(keys.machineSeq(uuid));
       const id = seq?.value ?? "0";
-      const doc: MachineDoc = { id, substrate: "ssh", life: "alive", createdAt: this.stamp(), ssh };
+      const doc: MachineDoc = { id, substrate, life: "alive", createdAt: this.stamp(), ssh };
       return {
         compare: [
           unchanged(keys.model(uuid), m.rev),

@@ -16,6 +16,8 @@ export interface ReportDoc {
   ok: boolean;
   reason?: string;
   at: string;
+  /** A replica's log transfer (migration/log-transfer.ts): the records it sent. */
+  records?: number;
 }
 
 export interface AgentReports {

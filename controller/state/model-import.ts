@@ -36,7 +36,7 @@ export interface ImportDeps {
   /** Stores an operator bundle (StateOps.putOperator: validated, quota-checked, idempotent by hash). */
   putOperator: (bundle: Bundle) => Promise<unknown>;
   leaseSeconds: number;
-  /** The problem with a local machine's directory named by the file, if any (provisioner/local-dir-rule.ts). */
+  /** The problem with a local machine's directory named by the file, if any (substrates/local/dir-rule.ts). */
   checkLocalDir: (dir: string, model: string, machine: string) => Promise<string | undefined>;
 }
 

@@ -4,7 +4,14 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Constraints, ModelPlacement } from "../../api";
-import { alreadyExists, hasConstraints, invalidRequest, notFound, settingsWithDefaults } from "../../api";
+import {
+  DEFAULT_SUBSTRATE,
+  alreadyExists,
+  hasConstraints,
+  invalidRequest,
+  notFound,
+  settingsWithDefaults,
+} from "../../api";
 import type { Compare, Op, Store } from "../store";
 import { absent, unchanged } from "../store";
 import type { CredentialDoc, ModelDoc, PlacementRequest, Substrate } from "./documents";
@@ -25,7 +32,7 @@ export class ModelOps extends StoreTxns {
     owner: string,
     name: string,
     config: { updateStatusInterval?: number; automaticallyRetryHooks?: boolean } = {},
-    placement: Substrate | PlacementRequest = "local",
+    placement: Substrate | PlacementRequest = DEFAULT_SUBSTRATE,
     constraints?: Constraints,
   ): Promise<ModelDoc & { revision: number }> {
     const uuid = randomUUID();

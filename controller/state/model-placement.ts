@@ -6,7 +6,7 @@
  * rewriting first; the next write of a model stores the new shape.
  */
 import type { ModelPlacement, ModelSubstrate } from "../../api";
-import { MODEL_SUBSTRATES } from "../../api";
+import { DEFAULT_SUBSTRATE, MODEL_SUBSTRATES } from "../../api";
 import type { ModelDoc } from "./documents";
 
 /** `raw` (a parsed model document of any shape this controller reads) in the current shape. */
@@ -19,7 +19,7 @@ export function modelDocOf(raw: unknown): ModelDoc {
   );
   // Stored in both shapes ({@link storedModelDocOf}): the placement is the truth, the old fields go.
   if (doc.placement !== undefined) return rest as unknown as ModelDoc;
-  const substrate = (doc.substrate ?? "local") as ModelSubstrate;
+  const substrate = (doc.substrate ?? DEFAULT_SUBSTRATE) as ModelSubstrate;
   const placement = {
     substrate,
     ...(typeof doc.credential === "string" ? { credential: doc.credential } : {}),

@@ -21,6 +21,16 @@ export const REQUESTS_PREFIX = keys.requestsPrefix;
 /** How long a request id is remembered: far longer than any client retries. */
 export const REQUEST_RECORD_TTL_MS = 10 * 60 * 1000;
 
+/** A request's answer as kept for a retry (`response`): who asked what, and what was answered. */
+export interface ResponseRecordDoc {
+  at: number;
+  who: string;
+  method: string;
+  path: string;
+  status: number;
+  body: string;
+}
+
 export const requestKeys = {
   step: (id: string, n: number): string => `${REQUESTS_PREFIX}${id}/steps/${n}`,
   response: (id: string): string => `${REQUESTS_PREFIX}${id}/response`,

@@ -1,7 +1,7 @@
 /**
- * The Controller resource: a controller on this host (`local`, one replica, embedded store), on
- * SSH hosts (`ssh`: installed on the first host, grown to 3, 5 or 7 replicas as enable-ha does,
- * spares handed to the quorum keeper), or on a cloud (`aws`, `vsphere`: the first replica on an
+ * The Controller resource: a controller on this host (local, one replica, embedded store), on
+ * SSH hosts (ssh: installed on the first host, grown to 3, 5 or 7 replicas as enable-ha does,
+ * spares handed to the quorum keeper), or on a cloud (aws, vsphere: the first replica on an
  * instance or VM it launches, as `steward bootstrap aws:` / `vsphere:` do; the controller launches
  * the others and replaces lost ones itself; delete removes every instance or VM marked with the
  * controller). The connection it outputs
@@ -11,48 +11,52 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 import {
-  AwsModelSettingsSchema,
   ControllerClient,
-  VsphereModelSettingsSchema,
-  describeIssues,
+  contractOf,
   destroyAllModels,
   splitAddress,
+  substratesWhere,
   waitForVoters,
   withArticle,
-} from "../../api";
+} from "../../api/core";
 import { bootstrapController, destroyController, handOverReplicaCloud } from "../../substrates";
 import type { ControllerPlan, HostingKind, HostingSettings, HostingOptions } from "../../substrates";
-import type { AwsModelSettings, ClusterInfo, ReplicaCloudSetting, SpareHost, VsphereModelSettings } from "../../api";
+import type {
+  ClusterInfo,
+  InstanceCloudSubstrate,
+  ReplicaCloudSetting,
+  ReplicaSettingsByKind,
+  SpareHost,
+} from "../../api/core";
 import type { ControllerConnection, SshHost } from "../connection";
 import { REPLICA_COUNTS } from "../connection";
+import { BY_ADDRESS_KIND, CLOUD_KINDS, ON_HOST_KIND, credentialArg, credentialAttributes } from "../substrate-args";
+import { requiredCredentialFields } from "../substrate-args";
+import type { ByAddressKind, OnHostKind } from "../substrate-args";
 import { Failures } from "./checks";
+import { schemas } from "./schemas";
 import { PartialFailure } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
 
-/** An AWS access key, as the Controller resource takes it (secret in the state). */
-export interface AwsAccessKey {
-  accessKeyId: string;
-  secretAccessKey: string;
-  sessionToken?: string;
-}
-/** A vSphere account, as the Controller resource takes it (secret in the state). */
-export interface VsphereAccount {
-  user: string;
-  password: string;
-}
+/** The kinds a Controller resource runs on: this host, SSH hosts, or a cloud's instances (as the contracts order them). */
+export type ControllerSubstrate = OnHostKind | ByAddressKind | InstanceCloudSubstrate;
+const CONTROLLER_KINDS = substratesWhere(
+  (k) => k.name === ON_HOST_KIND || k.name === BY_ADDRESS_KIND || k.replicaHosts === "instances",
+) as ControllerSubstrate[];
 
-export interface ControllerInputs {
+/**
+ * Each cloud's arguments, named after it (the package's published names: aws and awsCredential,
+ * vsphere and vsphereCredential): where its instances go (also the replica cloud's placement),
+ * and the credential it launches them with, stored in the controller as `credentialName` (secret).
+ */
+export type CloudInputs = { [K in InstanceCloudSubstrate]?: ReplicaSettingsByKind[K] } & {
+  [K in InstanceCloudSubstrate as `${K}Credential`]?: Record<string, string>;
+};
+
+export interface ControllerInputs extends CloudInputs {
   name: string;
-  substrate: "local" | "ssh" | "aws" | "vsphere";
-  /** aws: where its instances go (also the replica cloud's placement). */
-  aws?: AwsModelSettings;
-  /** aws: the key it launches with; stored in the controller as `credentialName`. */
-  awsCredential?: AwsAccessKey;
-  /** vsphere: where its VMs come from (also the replica cloud's placement). */
-  vsphere?: VsphereModelSettings;
-  /** vsphere: the account it clones with; stored in the controller as `credentialName`. */
-  vsphereCredential?: VsphereAccount;
-  /** aws, vsphere: the stored credential's name (default: the substrate's), for models' `credential` too. */
+  substrate: ControllerSubstrate;
+  /** Clouds: the stored credential's name (default: the substrate's), for models' `credential` too. */
   credentialName?: string;
   /** local: where its data lives (default ~/.steward/pulumi/<name>). */
   dataDir?: string;
@@ -86,7 +90,7 @@ export const controllerProvider = {
   async check(olds: Partial<ControllerInputs>, news: ControllerInputs) {
     const f = new Failures();
     f.name("name", news.name, "controller name");
-    f.oneOf("substrate", news.substrate, ["local", "ssh", "aws", "vsphere"]);
+    f.oneOf("substrate", news.substrate, CONTROLLER_KINDS);
     f.oneOf(
       "replicas",
       news.replicas,
@@ -96,24 +100,25 @@ export const controllerProvider = {
     f.wholeNumber("port", news.port, 1, 65535);
     f.wholeNumber("replaceAfterSeconds", news.replaceAfterSeconds, 5, 7 * 86400);
     f.wholeNumber("maxReplacementsPerHour", news.maxReplacementsPerHour, 0, 60);
-    if (news.substrate === "local") {
+    const ssh = BY_ADDRESS_KIND;
+    if (news.substrate === ON_HOST_KIND) {
       if (typeof news.replicas === "number" && news.replicas > 1)
         f.add(
           "replicas",
-          'a local controller has one replica; use substrate "ssh" with 3, 5 or 7 hosts for high availability',
+          `${withArticle(news.substrate)} controller has one replica; use substrate "${ssh}" with 3, 5 or 7 hosts for high availability`,
         );
-      if (news.hosts?.length) f.add("hosts", 'only for substrate "ssh"');
+      if (news.hosts?.length) f.add("hosts", `only for substrate "${ssh}"`);
     }
-    if (news.substrate === "ssh") {
+    if (news.substrate === ssh) {
       const hosts = Array.isArray(news.hosts) ? news.hosts : [];
       if (!isUnknown(news.hosts) && hosts.length === 0)
-        f.add("hosts", 'required with substrate "ssh": at least one host');
+        f.add("hosts", `required with substrate "${ssh}": at least one host`);
       if (typeof news.replicas === "number" && !isUnknown(news.hosts) && hosts.length < news.replicas)
         f.add("hosts", `${news.replicas} replicas need ${news.replicas} hosts; ${hosts.length} given`);
       hosts.forEach((h, i) => f.sshHost(`hosts[${i}]`, h));
       (news.spares ?? []).forEach((h, i) => f.sshHost(`spares[${i}]`, h));
       if (!news.privateKey)
-        f.add("privateKey", 'required with substrate "ssh": the private key\'s content (pass it as a secret)');
+        f.add("privateKey", `required with substrate "${ssh}": the private key's content (pass it as a secret)`);
       if (news.spares?.length && news.replicas === 1)
         f.add(
           "spares",
@@ -122,14 +127,14 @@ export const controllerProvider = {
       if (news.adminPassword && !news.adopt)
         f.add(
           "adminPassword",
-          "an SSH controller makes its own admin password (an output); give one only with adopt: true",
+          `${withArticle(ssh)} controller makes its own admin password (an output); give one only with adopt: true`,
         );
     }
-    for (const cloud of CLOUDS) {
-      if (news.substrate === cloud.substrate) news = checkCloud(f, news, cloud);
+    for (const kind of CLOUD_KINDS) {
+      if (news.substrate === kind) news = checkCloud(f, news, kind);
       else
-        for (const field of [cloud.substrate, cloud.credentialField] as const)
-          if (news[field]) f.add(field, `only for substrate "${cloud.substrate}"`);
+        for (const field of [kind, credentialArg(kind)] as const)
+          if (news[field]) f.add(field, `only for substrate "${kind}"`);
     }
     if (typeof olds.replicas === "number" && typeof news.replicas === "number" && news.replicas < olds.replicas) {
       f.add(
@@ -146,19 +151,14 @@ export const controllerProvider = {
     if (olds.substrate !== news.substrate) replaces.push("substrate");
     if ((olds.dataDir ?? "") !== (news.dataDir ?? "")) replaces.push("dataDir");
     if ((olds.port ?? 0) !== (news.port ?? 0)) replaces.push("port");
-    if (olds.substrate === "ssh" && olds.hosts?.[0]?.host !== news.hosts?.[0]?.host) replaces.push("hosts");
-    // Its instances are in that region (and behind that endpoint): another one is another controller.
-    if (
-      olds.substrate === "aws" &&
-      (olds.aws?.region !== news.aws?.region || olds.aws?.endpoint !== news.aws?.endpoint)
-    )
-      replaces.push("aws");
-    // Its VMs are behind that vCenter, in that datacenter (where delete looks for them).
-    if (
-      olds.substrate === "vsphere" &&
-      (olds.vsphere?.url !== news.vsphere?.url || olds.vsphere?.datacenter !== news.vsphere?.datacenter)
-    )
-      replaces.push("vsphere");
+    if (olds.substrate === BY_ADDRESS_KIND && olds.hosts?.[0]?.host !== news.hosts?.[0]?.host) replaces.push("hosts");
+    // Its instances are where the contract's `locatedBy` settings say (a region and endpoint, a vCenter
+    // and datacenter: where delete looks for them): elsewhere is another controller.
+    const cloud = CLOUD_KINDS.find((k) => k === olds.substrate);
+    if (cloud) {
+      const [was, is] = [settingsOf(olds, cloud), settingsOf(news, cloud)];
+      if ((contractOf(cloud).locatedBy ?? []).some((s: string) => was?.[s] !== is?.[s])) replaces.push(cloud);
+    }
     const changes =
       replaces.length > 0 ||
       olds.replicas !== news.replicas ||
@@ -168,10 +168,9 @@ export const controllerProvider = {
       olds.maxReplacementsPerHour !== news.maxReplacementsPerHour ||
       olds.privateKey !== news.privateKey ||
       olds.timeoutSeconds !== news.timeoutSeconds ||
-      !sameValue(olds.aws, news.aws) ||
-      !sameValue(olds.awsCredential, news.awsCredential) ||
-      !sameValue(olds.vsphere, news.vsphere) ||
-      !sameValue(olds.vsphereCredential, news.vsphereCredential) ||
+      CLOUD_KINDS.some(
+        (k) => !sameValue(olds[k], news[k]) || !sameValue(olds[credentialArg(k)], news[credentialArg(k)]),
+      ) ||
       olds.credentialName !== news.credentialName;
     return { changes, replaces, deleteBeforeReplace: true };
   },
@@ -201,7 +200,7 @@ export const controllerProvider = {
     const client = connect(props.connection);
     try {
       const info = await client.controllerInfo().catch((e: unknown) => {
-        if (props.substrate === "local") return undefined;
+        if (props.substrate === ON_HOST_KIND) return undefined;
         throw e;
       });
       if (!info || info.uuid !== id) return {};
@@ -218,8 +217,8 @@ export const controllerProvider = {
       const cloud = cloudOf(news);
       if (
         cloud &&
-        (!sameValue(olds[cloud.substrate], news[cloud.substrate]) ||
-          !sameValue(olds[cloud.credentialField], news[cloud.credentialField]) ||
+        (!sameValue(olds[cloud], news[cloud]) ||
+          !sameValue(olds[credentialArg(cloud)], news[credentialArg(cloud)]) ||
           olds.credentialName !== news.credentialName)
       ) {
         await handOverCloud(client, news);
@@ -278,30 +277,25 @@ function hostingOf(
     privateKey,
     ...(h.hostKey ? { hostKey: h.hostKey } : {}),
   });
-  switch (i.substrate) {
-    case "local":
-      return { kind: "local", settings: { dataDir: dataDirOf(i), host: "127.0.0.1" } };
-    case "ssh":
-      return {
-        kind: "ssh",
-        settings: {
-          hosts: (hosts === "first host" ? (i.hosts ?? []).slice(0, 1) : [...(i.hosts ?? []), ...(i.spares ?? [])]).map(
-            sshTarget,
-          ),
-        },
-      };
-    case "aws":
-      return { kind: "aws", settings: i.aws! };
-    case "vsphere":
-      return { kind: "vsphere", settings: i.vsphere! };
-  }
+  const settings =
+    i.substrate === ON_HOST_KIND
+      ? { dataDir: dataDirOf(i), host: "127.0.0.1" }
+      : i.substrate === BY_ADDRESS_KIND
+        ? {
+            hosts: (hosts === "first host"
+              ? (i.hosts ?? []).slice(0, 1)
+              : [...(i.hosts ?? []), ...(i.spares ?? [])]
+            ).map(sshTarget),
+          }
+        : settingsOf(i, i.substrate);
+  return { kind: i.substrate, settings: settings as unknown as HostingSettings[HostingKind] };
 }
 
 /** A place holding a controller already is taken over only with `adopt` and its password. */
 function existing(i: ControllerInputs): HostingOptions["existing"] {
   return (where) =>
     new Error(
-      i.substrate === "local"
+      i.substrate === ON_HOST_KIND
         ? `${where} already holds a controller: set adopt: true and its adminPassword to take it over, or choose another dataDir`
         : `${where} already runs a controller: set adopt: true and its adminPassword to take it over`,
     );
@@ -334,90 +328,55 @@ async function firstReplica(i: ControllerInputs): Promise<Started> {
   };
 }
 
-/** What each cloud substrate takes: its settings (a field named as the substrate) and its credential. */
-interface Cloud {
-  substrate: "aws" | "vsphere";
-  credentialField: "awsCredential" | "vsphereCredential";
-  schema: typeof AwsModelSettingsSchema | typeof VsphereModelSettingsSchema;
-  settingsHint: string;
-  credentialHint: string;
-  /** The credential's fields by the attribute they are stored as (api CREDENTIAL_KINDS), and those it needs. */
-  attributes: Record<string, string>;
-  required: string[];
-  launches: string;
-}
-const CLOUDS: readonly Cloud[] = [
-  {
-    substrate: "aws",
-    credentialField: "awsCredential",
-    schema: AwsModelSettingsSchema,
-    settingsHint: "at least region and imageId",
-    credentialHint: "an access key (accessKeyId, secretAccessKey; pass it as a secret)",
-    attributes: {
-      "access-key-id": "accessKeyId",
-      "secret-access-key": "secretAccessKey",
-      "session-token": "sessionToken",
-    },
-    required: ["accessKeyId", "secretAccessKey"],
-    launches: "instances",
-  },
-  {
-    substrate: "vsphere",
-    credentialField: "vsphereCredential",
-    schema: VsphereModelSettingsSchema,
-    settingsHint: "at least url, datacenter and template",
-    credentialHint: "a vSphere account (user, password; pass it as a secret)",
-    attributes: { user: "user", password: "password" },
-    required: ["user", "password"],
-    launches: "VMs",
-  },
-];
+/** A cloud's settings: the argument named after it (aws, vsphere). */
+const settingsOf = (i: Partial<ControllerInputs>, kind: InstanceCloudSubstrate): Record<string, unknown> | undefined =>
+  i[kind] as Record<string, unknown> | undefined;
 
-function checkCloud(f: Failures, news: ControllerInputs, cloud: Cloud): ControllerInputs {
-  const name = cloud.substrate;
-  const settings = news[name];
-  if (!settings) f.add(name, `required with substrate "${name}": ${cloud.settingsHint}`);
+/** A cloud controller's arguments: its settings by the contract's schema, its credential by the contract's attributes. */
+function checkCloud(f: Failures, news: ControllerInputs, kind: InstanceCloudSubstrate): ControllerInputs {
+  const contract = contractOf(kind);
+  const field = credentialArg(kind);
+  const settings = settingsOf(news, kind);
+  if (!settings) f.add(kind, `required with substrate "${kind}": ${contract.settings?.hint ?? "its settings"}`);
   else if (!isUnknown(settings)) {
-    const parsed = cloud.schema.safeParse(settings);
-    if (!parsed.success) f.add(name, describeIssues(parsed.error.issues));
-    else news = { ...news, [name]: parsed.data };
+    const parsed = schemas().settingsSchemaOf(kind)!.safeParse(settings);
+    if (!parsed.success) f.add(kind, schemas().describeIssues(parsed.error.issues));
+    else news = { ...news, [kind]: parsed.data };
   }
-  const key = news[cloud.credentialField] as Record<string, unknown> | undefined;
-  const required = cloud.required;
-  if (!key) f.add(cloud.credentialField, `required with substrate "${name}": ${cloud.credentialHint}`);
-  else if (!isUnknown(key) && required.some((k) => !key[k]))
-    f.add(cloud.credentialField, `needs ${required.join(" and ")}`);
+  const key = news[field] as Record<string, unknown> | undefined;
+  const required = requiredCredentialFields(kind);
+  if (!key)
+    f.add(
+      field,
+      `required with substrate "${kind}": ${contract.words.credential ?? "its credential"} (${required.join(", ")}; pass it as a secret)`,
+    );
+  else if (!isUnknown(key) && required.some((k) => !key[k])) f.add(field, `needs ${required.join(" and ")}`);
   if (news.credentialName !== undefined) f.name("credentialName", news.credentialName, "credential name");
+  const ssh = BY_ADDRESS_KIND;
   if (news.hosts?.length)
-    f.add("hosts", `only for substrate "ssh": on ${name} the controller launches its ${cloud.launches}`);
+    f.add("hosts", `only for substrate "${ssh}": on ${kind} the controller launches its ${contract.words.things}`);
   if (news.spares?.length)
     f.add(
       "spares",
-      `only for substrate "ssh": on ${name} the controller launches replacement ${cloud.launches} itself`,
+      `only for substrate "${ssh}": on ${kind} the controller launches replacement ${contract.words.things} itself`,
     );
   if (news.adminPassword)
-    f.add("adminPassword", `${withArticle(name)} controller makes its own admin password (an output)`);
+    f.add("adminPassword", `${withArticle(kind)} controller makes its own admin password (an output)`);
   return news;
 }
 
-const cloudOf = (i: ControllerInputs): Cloud | undefined => CLOUDS.find((c) => c.substrate === i.substrate);
+const cloudOf = (i: ControllerInputs): InstanceCloudSubstrate | undefined => CLOUD_KINDS.find((k) => k === i.substrate);
 
 /** The credential's attributes as the controller stores them. */
-function attributesOf(i: ControllerInputs): Record<string, string> {
-  const cloud = cloudOf(i)!;
-  const key = i[cloud.credentialField] as unknown as Record<string, string | undefined>;
-  return Object.fromEntries(
-    Object.entries(cloud.attributes).flatMap(([attribute, field]) => (key[field] ? [[attribute, key[field]]] : [])),
-  );
-}
+const attributesOf = (i: ControllerInputs): Record<string, string> =>
+  credentialAttributes(i.substrate, i[credentialArg(cloudOf(i)!)] ?? {});
 const credentialNameOf = (i: ControllerInputs): string => i.credentialName ?? i.substrate;
 
 /** The credential or placement changed: the stored credential and the replica cloud follow. */
 async function handOverCloud(client: ControllerClient, i: ControllerInputs): Promise<void> {
   const credential = credentialNameOf(i);
-  const { substrate } = cloudOf(i)!;
-  // The cloud's settings are the argument named after it (aws, vsphere).
-  const replicaCloud = { substrate, credential, settings: i[substrate]! } as ReplicaCloudSetting;
+  const substrate = cloudOf(i)!;
+  const replicaCloud = { substrate, credential, settings: settingsOf(i, substrate) } as ReplicaCloudSetting;
   await handOverReplicaCloud(
     client,
     { credential: { name: credential, substrate, attributes: attributesOf(i) }, replicaCloud },
@@ -441,7 +400,7 @@ async function grow(
   had: number,
   hadSpares: SshHost[] = [],
 ): Promise<void> {
-  if (i.substrate === "local") return;
+  if (i.substrate === ON_HOST_KIND) return;
   const key = i.privateKey ?? "";
   const newSpares = (i.spares ?? []).filter((h) => !hadSpares.some((o) => o.host === h.host));
   const settings = {

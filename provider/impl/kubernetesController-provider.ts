@@ -10,6 +10,7 @@ import { waitForVoters } from "../../api/core";
 import { kubernetes } from "../../substrates";
 import type { ControllerConnection } from "../connection";
 import { REPLICA_COUNTS } from "../connection";
+import { OWN_PODS_KIND } from "../substrate-args";
 import { Failures } from "./checks";
 import { clientFor } from "./session";
 
@@ -103,7 +104,12 @@ export const kubernetesControllerProvider = {
       });
       const client = clientFor(controller);
       try {
-        await client.putCredential(clusterCredential, "kubernetes", kubernetes.credentialOfConnection(inCluster), true);
+        await client.putCredential(
+          clusterCredential,
+          OWN_PODS_KIND,
+          kubernetes.credentialOfConnection(inCluster),
+          true,
+        );
       } finally {
         client.close();
       }

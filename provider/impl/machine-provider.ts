@@ -17,6 +17,7 @@ import {
   withArticle,
 } from "../../api/core";
 import type { ControllerConnection, SshHost } from "../connection";
+import { BY_ADDRESS_KIND, ON_HOST_KIND } from "../substrate-args";
 import { Failures } from "./checks";
 import { changed, clientFor, isNotFound, modelStatus, until } from "./session";
 import { isUnknown, plain, sameValue } from "./values";
@@ -30,7 +31,7 @@ const GONE = ["shutting-down", "terminated", "gone"];
 export interface MachineInputs {
   connection: ControllerConnection;
   model: string;
-  /** Absent in state written before clouds: `ssh` with `ssh`, else `local`. */
+  /** Absent in state written before clouds: ssh when given an SSH host, else local. */
   substrate?: MachineSubstrate;
   /** Where the agent runs: an SSH host, or (absent) a local agent process on the controller's host. */
   ssh?: SshHost;
@@ -52,7 +53,7 @@ export interface MachineOutputs extends MachineInputs {
   hardware?: string;
 }
 
-const substrateOf = (i: MachineInputs): MachineSubstrate => i.substrate ?? (i.ssh ? "ssh" : "local");
+const substrateOf = (i: MachineInputs): MachineSubstrate => i.substrate ?? (i.ssh ? BY_ADDRESS_KIND : ON_HOST_KIND);
 /** Constraints compared as what they mean: `mem=4096` and `mem=4G` are the same. */
 const normalConstraints = (text: string | undefined): string => {
   try {

@@ -97,7 +97,7 @@ export const modelProvider = {
     // A model keeps its substrate for life (its machines came from it): another one is another model.
     const replaces = [
       ...(olds.name !== news.name ? ["name"] : []),
-      ...((olds.substrate ?? "local") !== news.substrate ? ["substrate"] : []),
+      ...(contractOf(olds.substrate).name !== news.substrate ? ["substrate"] : []),
       ...(olds.credential !== news.credential ? ["credential"] : []),
       ...SETTINGS_KINDS.filter((k) => !sameValue(settingsArg(olds, k), settingsArg(news, k))),
     ];
@@ -155,7 +155,7 @@ export const modelProvider = {
       ...props,
       name: found.name,
       config,
-      substrate: (found.substrate ?? "local") as ModelSubstrate,
+      substrate: contractOf(found.substrate as ModelSubstrate | undefined).name,
     };
     // Constraints set by hand show as drift, kept as the program wrote them when they mean the same.
     if (normal(found.constraints) !== normal(props.constraints)) {

@@ -13,13 +13,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { ControllerClient, StewardError } from "../../api/core";
 import { settleController } from "../settle-controller";
 import type { Progress } from "../brokers";
-import type {
-  ControllerHosting,
-  ControllerPlan,
-  FirstReplica,
-  KubernetesControllerSettings,
-  RecordedSettings,
-} from "../controller-hosting";
+import type { ControllerHosting, ControllerPlan, FirstReplica } from "../controller-hosting";
 import { createControllerCa } from "../local";
 import type { ControllerPodsSpec } from "./controller-pods";
 import {
@@ -39,6 +33,17 @@ import type { KubeConnection } from "./kubeconfig";
 import type { KubeObject, Secret } from "./resources";
 import { updateSecretData } from "./secret-data";
 import { KUBE_RESOURCES } from "./resources";
+
+/** A controller as a StatefulSet: the cluster as this client reaches it, its namespace and images. */
+export interface KubernetesControllerSettings {
+  connection: KubeConnection;
+  namespace: string;
+  image: string;
+  /** The agent image kubernetes models' pods run; default the controller's own default. */
+  agentImage?: string;
+  /** How clients outside the cluster reach the API; default the pods' IPs, where those are routable. */
+  apiAddresses?: string[];
+}
 
 export interface KubernetesBootstrapPlan {
   name: string;
@@ -200,7 +205,14 @@ export async function finishKubernetesBootstrap(
  * seed Secret is deleted once the controller has grown (it holds the CA key). Destroying is not
  * this client's: the namespace's objects go with `kubectl delete` or the Pulumi resources that made them.
  */
-export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings, RecordedSettings["kubernetes"]> = {
+/** What a client records of a controller on Kubernetes: its namespace and StatefulSet, and the kubeconfig context's name (not its credential). */
+export interface KubernetesControllerRecord {
+  namespace: string;
+  statefulSet: string;
+  context?: string;
+}
+
+export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings, KubernetesControllerRecord> = {
   async bootstrap(plan, o) {
     const R = KUBE_RESOURCES;
     const { connection, namespace, image, agentImage, apiAddresses } = plan.settings;

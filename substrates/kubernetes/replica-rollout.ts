@@ -17,7 +17,7 @@
  * highest pod not yet at the new version.
  */
 import { ControllerClient, StewardError, routes } from "../../api/core";
-import type { RecordedSettings } from "../controller-hosting";
+import type { KubernetesControllerRecord } from "./controller-bootstrap";
 import type { ReplicaStep, ReplicaUpgrade, ReplicaUpgradeContext, ReplicaUpgrader } from "../replica-upgrade";
 import { CONTROLLER_API_PORT, CONTROLLER_LABELS } from "./controller-pods";
 import { KubeApi, isConflict, isNotFound } from "./kube-api";
@@ -64,7 +64,7 @@ export interface KubernetesRollout {
 
 /** The kubernetes hosting's replica upgrade: the rollout of the recorded StatefulSet, read with the user's kubeconfig. */
 export async function kubernetesReplicaUpgrade(
-  recorded: RecordedSettings["kubernetes"],
+  recorded: KubernetesControllerRecord,
   o: ReplicaUpgradeContext,
 ): Promise<ReplicaUpgrade> {
   const image = o.image();

@@ -23,6 +23,8 @@ export { DEFAULT_AGENT_USER, localAgentIdentity } from "./agent-user";
 export type { AgentIdentity } from "./agent-user";
 export { defaultAgentsDir, placeAgentsDir, readableAgentEntry } from "./agents-dir";
 export { repointLocalAgents } from "./repoint";
+export { localDirRule } from "./dir-rule";
+export type { LocalDirCheck } from "./dir-rule";
 export {
   currentLocalRelease,
   localControllerEntry,

@@ -7,13 +7,22 @@
  */
 import { ControllerClient, StewardError, waitForHealth } from "../../api/core";
 import { controllerFiles } from "../controller-files";
-import type { ControllerHosting, RecordedSettings, SshControllerSettings } from "../controller-hosting";
+import type { ControllerHosting } from "../controller-hosting";
 import { alreadyThere } from "../controller-hosting";
 import { installController, uninstallController } from "./controller-installer";
 import { sshReplicaUpgrade } from "./replica-upgrade";
+import type { SshTarget } from "./ssh-session";
 import { SshSession } from "./ssh-session";
 
-export const sshHosting: ControllerHosting<SshControllerSettings, RecordedSettings["ssh"]> = {
+/** A controller installed over SSH on `hosts[0]`, grown onto the others (each with its key). */
+export interface SshControllerSettings {
+  hosts: SshTarget[];
+}
+
+/** What a client records of a controller over SSH: nothing (its hosts' keys are secret; the replicas' hosts are the ones the controller reports). */
+export type SshControllerRecord = Record<string, never>;
+
+export const sshHosting: ControllerHosting<SshControllerSettings, SshControllerRecord> = {
   async bootstrap(plan, o) {
     const [target, ...others] = plan.settings.hosts;
     if (!target) throw new StewardError("invalid-request", "a controller over SSH needs a host");
@@ -78,7 +87,6 @@ export const sshHosting: ControllerHosting<SshControllerSettings, RecordedSettin
     return removed;
   },
 
-  // Nothing of the plan: its hosts' keys are secret, and the replicas' hosts are the ones the controller reports.
   record: () => ({}),
   replicaUpgrade: sshReplicaUpgrade,
 };

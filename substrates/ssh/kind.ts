@@ -1,6 +1,22 @@
-/** The ssh substrate kind's runtime half (substrates/kind.ts): hosts added by address, agents installed over SSH (machines.ts). */
+/** The ssh substrate kind's runtime half (substrates/kind.ts): hosts added by address, checked first (facts.ts), agents installed over SSH (machines.ts). */
 import { SUBSTRATE_CONTRACTS } from "../../api/core";
 import type { SubstrateKind } from "../kind";
+import type { SshControllerRecord, SshControllerSettings } from "./controller-hosting";
 import { sshHosting } from "./controller-hosting";
+import { checkHost } from "./facts";
+import { SshMachines } from "./machines";
+import type { SshTarget } from "./ssh-session";
 
-export const kind: SubstrateKind = { contract: SUBSTRATE_CONTRACTS.ssh, controller: sshHosting };
+export const kind: SubstrateKind<unknown, SshTarget, SshControllerSettings, SshControllerRecord> = {
+  contract: SUBSTRATE_CONTRACTS.ssh,
+  controller: sshHosting,
+  machines() {
+    const m = new SshMachines();
+    return {
+      admit: (target, o) => checkHost(target, o.attempts),
+      startMachine: (spec, o) => m.startMachine(spec, o),
+      stopMachine: (target) => m.stopMachine(target),
+      close: () => undefined,
+    };
+  },
+};

@@ -29,7 +29,7 @@ export async function remoteSha256(s: SshSession, path: string): Promise<string>
   return (await s.run(`sha256sum ${shellQuote(path)} 2>/dev/null`, { sudo: true })).stdout.split(" ")[0] ?? "";
 }
 
-/** Uploads `local` to `remote` unless the host already has that exact content; returns bytes sent. */
+/** Uploads this host's file to path `remote` on the SSH host unless it already has that exact content; returns bytes sent. */
 export async function ensureFile(s: SshSession, local: string, remote: string, mode: string): Promise<number> {
   const sha = await fileSha256(local);
   if ((await remoteSha256(s, remote)) === sha) return 0;

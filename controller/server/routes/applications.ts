@@ -5,6 +5,7 @@
  */
 import type { ApplicationInfo } from "../../../api";
 import {
+  DEFAULT_SUBSTRATE,
   LEGACY_HASH_MESSAGE,
   StewardError,
   contractOf,
@@ -38,7 +39,7 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
     to: string[] | undefined,
     field: string,
   ): void => {
-    const substrate = idx.model?.placement.substrate ?? "local";
+    const substrate = idx.model?.placement.substrate ?? DEFAULT_SUBSTRATE;
     const made = contractOf(substrate).provisions === "pods" ? 0 : Math.max(0, units - (to?.length ?? 0));
     checkMachinesPerRequest(substrate, made, field);
     if (contractOf(substrate).onControllerHost)

@@ -2,7 +2,7 @@
  * Machines: adding them (made by the model's substrate, or an SSH host installed in the
  * background), listing them with what their substrate reports, and removing one.
  */
-import { StewardError, contractOf, routes } from "../../../api";
+import { StewardError, contractOf, kindsWhere, routes } from "../../../api";
 import { buildModelStatus } from "../../state";
 import { checkMachinesPerRequest, checkNewLocalMachines } from "../../access/controller-host";
 import { flag } from "../../access/route";
@@ -16,20 +16,24 @@ export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {
     checkMachinesPerRequest(body.substrate, body.count, "count");
     if (contractOf(body.substrate).onControllerHost)
       checkNewLocalMachines({ superuser: principal.superuser, cache, policy: deps.localMachines, count: body.count });
-    // eslint-disable-next-line no-restricted-syntax -- narrows the request to its ssh branch (the host to install on)
-    if (body.substrate === "ssh") {
+    // A kind whose machines are hosts added by address: the host to install on is the request's `ssh`.
+    if (contractOf(body.substrate).addMachines === "address") {
       if (!body.ssh)
         throw new StewardError(
           "invalid-request",
-          `substrate "ssh" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`,
+          `substrate "${body.substrate}" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`,
           { details: { field: "ssh" } },
         );
-      const m = await deps.ssh.add(idx.uuid, body.ssh);
+      const m = await deps.ssh.add(idx.uuid, body.substrate, body.ssh);
       reply.code(m.created ? 201 : 200);
       return { machines: [{ id: m.id, hostKey: m.hostKey }] };
     }
     if (body.ssh)
-      throw new StewardError("invalid-request", `"ssh" is only for substrate "ssh"`, { details: { field: "ssh" } });
+      throw new StewardError(
+        "invalid-request",
+        `"ssh" is only for substrate ${kindsWhere((k) => k.addMachines === "address")}`,
+        { details: { field: "ssh" } },
+      );
     const res = await ops.machines.add(idx.uuid, body.substrate, body.count, body.constraints);
     await settled(res.revision);
     return { machines: res.machines };

@@ -11,8 +11,8 @@
  */
 import { stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, normalize } from "node:path";
-import { AGENT_CONFIG_FILE } from "../../api";
-import { dataFiles } from "../../substrates";
+import { AGENT_CONFIG_FILE } from "../../api/core";
+import { dataFiles } from "../controller-files";
 
 /** The problem with `dir` as the directory of machine `machine` of model `model`, or undefined when it may be used. */
 export type LocalDirCheck = (dir: string, model: string, machine: string) => Promise<string | undefined>;
