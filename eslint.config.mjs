@@ -203,10 +203,6 @@ const NAMING_KINDS_ALLOWED = [
   "cli/client-config.ts",
   // The package's per-kind type names published before its arguments came from the contracts (stacks import them).
   "provider/index.ts",
-  // An ssh credential's file may be the private key itself (PEM), read as such.
-  "cli/credential-file.ts",
-  // TODO(hosting): controller bootstrap and destroy, being rewritten onto each kind's `controller` slot (substrates/kind.ts); then remove these.
-  "cli/commands/bootstrap.ts",
 ];
 
 export default tseslint.config(

@@ -133,6 +133,56 @@ export interface CredentialKind {
   requiredByModels: boolean;
 }
 
+/**
+ * One command-line flag of a kind: the setting it fills, how, and what `--help` says of it. The CLI
+ * makes its options from these (cli/kind-flags.ts), so a kind's flags are written here only.
+ */
+export interface KindFlag {
+  /** `--region`. */
+  name: `--${string}`;
+  /** The setting its value fills (`region`); with `file`, the setting the named file's contents fill (`endpointCaCert`). */
+  setting: string;
+  /** Its value names a file (read relative to the working directory) whose contents are the setting. */
+  file?: true;
+  /** Repeatable (`--subnet a --subnet b`): the setting is the list, left out when none is given. */
+  list?: true;
+  /** Must be given for settings made from flags; a string is what the refusal shows after it ("an AMI id such as …"). */
+  required?: true | string;
+  /** Only `bootstrap` on this kind takes it: it fills the controller's hosting there, not a model's settings. */
+  bootstrapOnly?: true;
+  /** For `--help`, after the kind's name ("aws: the region, e.g. eu-west-1"). */
+  description: string;
+  /** How `--help` names its value (`--subnet <id>`) when the flag's last word does not say it. */
+  value?: string;
+}
+
+/**
+ * How `steward bootstrap` names a place of this kind: `aws:REGION`, `vsphere:VCENTER`,
+ * `kubernetes:CONTEXT`, `ssh:USER@HOST`. What follows the colon fills a setting flag's place (the two
+ * must agree when both are given), or else the kind reads it itself (an SSH address, a context).
+ */
+export interface KindTarget {
+  /** The word before the colon, and other words taken for it (`k8s`). */
+  word: string;
+  aliases?: readonly string[];
+  /** What follows the colon, as messages and help name it: `REGION`. */
+  placeholder: string;
+  /** The setting flag the part after the colon stands for, and how messages speak of it. */
+  fills?: {
+    flag: `--${string}`;
+    /** "the region": "give the region: aws:eu-west-1", "the region is given twice and differs: …". */
+    what: string;
+    /** The target as the "give …" refusal shows it: "aws:eu-west-1". */
+    example: string;
+    /** The flag's value from what follows the colon (vSphere: a host name becomes `https://host/sdk`); absent: as given. */
+    normalise?: (given: string) => string;
+    /** Where the controller goes, for messages: "EC2" → "EC2 (eu-west-1)". */
+    place: string;
+    /** The part of the value that names the place, for messages and the default controller name (vSphere: the URL's host). */
+    label?: (value: string) => string;
+  };
+}
+
 export interface SubstrateContract<Settings = unknown> {
   name: ModelSubstrate;
   /** What the controller makes itself when a unit needs a home: machines (processes, instances, VMs), pods, or nothing (machines are added). */
@@ -159,8 +209,10 @@ export interface SubstrateContract<Settings = unknown> {
    * variables --from-env reads; `credential` what its credential is ("an access key").
    */
   words: { thing: string; things: string; cloud: string; env?: string; credential?: string };
-  /** The CLI flags that belong to it alone (for "--region … are for aws" messages). */
+  /** The CLI flags that belong to it alone (for "--region … are for aws" messages): the names of `cli.flags`. */
   flags: readonly string[];
+  /** Its command-line surface: its flags and its bootstrap target word; absent: it has neither (it is the default, or not bootstrapped on). */
+  cli?: { flags: readonly KindFlag[]; target?: KindTarget };
   /** Why it cannot honour constraints `keys` (given ones only), or undefined when it can; absent: it takes none. */
   constraintsProblem?: (keys: readonly string[]) => string | undefined;
   /**
@@ -182,7 +234,8 @@ export interface SubstrateContract<Settings = unknown> {
   describe(settings: Settings): string;
 }
 
-const listed = (words: readonly string[]): string =>
+/** "a, b and c", for messages. */
+export const listed = (words: readonly string[]): string =>
   words.length > 1 ? `${words.slice(0, -1).join(", ")} and ${words.at(-1)!}` : words.join("");
 
 const local = {
@@ -215,8 +268,45 @@ const ssh = {
   credential: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"], requiredByModels: false },
   words: { thing: "host", things: "hosts", cloud: "SSH" },
   flags: [],
+  cli: { flags: [], target: { word: "ssh", placeholder: "USER@HOST" } },
   describe: () => "hosts added over SSH",
 } satisfies SubstrateContract<NoSettings>;
+const awsFlags = [
+  { name: "--region", setting: "region", required: true, description: "the region, e.g. eu-west-1" },
+  {
+    name: "--image",
+    setting: "imageId",
+    required: "an AMI id such as ami-0abcdef1234567890",
+    description: "the AMI its instances boot (Linux with cloud-init and curl)",
+  },
+  { name: "--instance-type", setting: "instanceType", description: "the instance type (default t3.small)" },
+  {
+    name: "--subnet",
+    setting: "subnetIds",
+    list: true,
+    value: "id",
+    description: "a subnet for its instances (repeat: they are used in turn)",
+  },
+  {
+    name: "--security-group",
+    setting: "securityGroupIds",
+    list: true,
+    value: "id",
+    description: "a security group for its instances (repeatable)",
+  },
+  {
+    name: "--endpoint",
+    setting: "endpoint",
+    value: "url",
+    description: "another EC2 endpoint (https://…), e.g. a VPC endpoint",
+  },
+  {
+    name: "--endpoint-ca-file",
+    setting: "endpointCaCert",
+    file: true,
+    description: "the CA certificate (PEM) that signs --endpoint",
+  },
+] as const satisfies readonly (KindFlag & { setting: keyof AwsModelSettings })[];
 const aws = {
   name: "aws",
   provisions: "machines",
@@ -243,7 +333,15 @@ const aws = {
     env: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY",
     credential: "an access key",
   },
-  flags: ["--region", "--image", "--instance-type", "--subnet", "--security-group", "--endpoint", "--endpoint-ca-file"],
+  flags: awsFlags.map((f) => f.name),
+  cli: {
+    flags: awsFlags,
+    target: {
+      word: "aws",
+      placeholder: "REGION",
+      fills: { flag: "--region", what: "the region", example: "aws:eu-west-1", place: "EC2" },
+    },
+  },
   constraintsProblem: () => undefined,
   replicaHosts: "instances",
   locatedBy: ["region", "endpoint"],
@@ -251,6 +349,38 @@ const aws = {
   // Settings not yet checked (from flags) may lack the instance type, which defaults to t3.small.
   describe: (s) => `${s.region}, ${s.instanceType ?? "t3.small"}`,
 } satisfies SubstrateContract<AwsModelSettings>;
+const vsphereFlags = [
+  {
+    name: "--vcenter",
+    setting: "url",
+    required: "https://…/sdk",
+    value: "url",
+    description: "vCenter's SDK URL, https://…/sdk",
+  },
+  { name: "--datacenter", setting: "datacenter", required: true, value: "name", description: "the datacenter" },
+  {
+    name: "--template",
+    setting: "template",
+    required: true,
+    value: "name",
+    description: "the template VM cloned for each machine",
+  },
+  { name: "--folder", setting: "folder", description: "the VM folder for its VMs (default: the datacenter's)" },
+  {
+    name: "--resource-pool",
+    setting: "resourcePool",
+    description: "a resource pool, cluster or host (default: the template's host)",
+  },
+  {
+    name: "--vcenter-ca-file",
+    setting: "caCert",
+    file: true,
+    description: "the CA certificate (PEM) that signs vCenter's",
+  },
+] as const satisfies readonly (KindFlag & { setting: keyof VsphereModelSettings })[];
+/** `vcenter.example.com` (or `…/sdk`) → `https://vcenter.example.com/sdk`; a full `https://…` URL is taken as it is. */
+const vcenterUrl = (given: string): string =>
+  /^[a-z]+:\/\//i.test(given) ? given : `https://${given.replace(/\/+$/, "").replace(/\/sdk$/, "")}/sdk`;
 const vsphere = {
   name: "vsphere",
   provisions: "machines",
@@ -271,7 +401,22 @@ const vsphere = {
     env: "VSPHERE_USER, VSPHERE_PASSWORD",
     credential: "a vSphere account",
   },
-  flags: ["--vcenter", "--datacenter", "--template", "--folder", "--resource-pool", "--vcenter-ca-file"],
+  flags: vsphereFlags.map((f) => f.name),
+  cli: {
+    flags: vsphereFlags,
+    target: {
+      word: "vsphere",
+      placeholder: "VCENTER",
+      fills: {
+        flag: "--vcenter",
+        what: "vCenter",
+        example: "vsphere:vcenter.example.com (or vsphere:https://vcenter.example.com/sdk)",
+        normalise: vcenterUrl,
+        place: "vSphere",
+        label: (url) => /^[a-z]+:\/\/([^/:]+)/i.exec(url)?.[1] ?? "",
+      },
+    },
+  },
   constraintsProblem: (keys) => {
     const unsupported = ["arch", "root-disk", "instance-type"].filter((k) => keys.includes(k));
     return unsupported.length
@@ -283,6 +428,43 @@ const vsphere = {
   hostsControllers: true,
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;
+// Its flags fill a bootstrapped controller's hosting (substrates/controller-hosting.ts), not a model's settings.
+const kubernetesFlags = [
+  {
+    name: "--kubeconfig",
+    setting: "kubeconfig",
+    bootstrapOnly: true,
+    description: "the kubeconfig (default $KUBECONFIG, else ~/.kube/config)",
+  },
+  {
+    name: "--namespace",
+    setting: "namespace",
+    bootstrapOnly: true,
+    description: "the namespace the controller runs in (default steward)",
+  },
+  {
+    name: "--controller-image",
+    setting: "image",
+    bootstrapOnly: true,
+    description:
+      "the controller image (default steward/controller:<version>, built from images/ and pushed to your registry)",
+  },
+  {
+    name: "--agent-image",
+    setting: "agentImage",
+    bootstrapOnly: true,
+    description: "the agent image kubernetes models' pods run (default steward/agent:<version>)",
+  },
+  {
+    name: "--api-address",
+    setting: "apiAddresses",
+    list: true,
+    value: "address",
+    bootstrapOnly: true,
+    description:
+      "how clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT; default the pods' IPs)",
+  },
+] as const satisfies readonly KindFlag[];
 const kubernetes = {
   name: "kubernetes",
   provisions: "pods",
@@ -298,7 +480,8 @@ const kubernetes = {
     requiredByModels: true,
   },
   words: { thing: "pod", things: "pods", cloud: "Kubernetes" },
-  flags: ["--kubeconfig", "--namespace", "--controller-image", "--agent-image", "--api-address"],
+  flags: kubernetesFlags.map((f) => f.name),
+  cli: { flags: kubernetesFlags, target: { word: "kubernetes", aliases: ["k8s"], placeholder: "CONTEXT" } },
   replicaHosts: "own-pods",
   hostsControllers: true,
   describe: (s) => (s.statefulSet ? `StatefulSet ${s.namespace}/${s.statefulSet}` : `namespace ${s.namespace}`),

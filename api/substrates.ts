@@ -16,6 +16,7 @@ export {
   describePlacement,
   foreignFlagsProblem,
   kindsWhere,
+  listed,
   settingsWithDefaults,
   substratesWhere,
 } from "./substrate-kinds";
@@ -28,6 +29,8 @@ export type {
   ModelSubstrate,
   NoSettings,
   InstanceCloudSubstrate,
+  KindFlag,
+  KindTarget,
   KindsWhere,
   ModelSettingsInputByKind,
   ReplicaPlacement,

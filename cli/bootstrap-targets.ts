@@ -1,63 +1,42 @@
 /**
- * What `steward bootstrap` knows of its targets (this host, `ssh:`, `aws:`, `vsphere:`,
- * `kubernetes:`), in one place: which flags belong to which target (a flag given for another target
- * is refused, naming its owner), how messages name each cloud's things, and how a target's words
- * read. The bootstrap itself is the substrates' flow (../substrates/bootstrap-controller.ts).
+ * What `steward bootstrap` knows of its targets beyond each kind's own flags and target word (those
+ * are in the kinds' contracts, read through ./kind-flags.ts): which kind a target names, the flag
+ * groups that are not one kind's (the cloud credential, the SSH host keys), and which targets take
+ * them (a flag given for another target is refused, naming its owner). The bootstrap itself is the
+ * substrates' flow (../substrates/bootstrap-controller.ts).
  */
-import { UsageError } from "clipanion";
-import type { ModelSubstrate } from "../api/core";
-import { SUBSTRATE_CONTRACTS } from "../api/core";
+import type { ModelSubstrate, SubstrateContract } from "../api/core";
+import { contractOf, listed, substratesWhere } from "../api/core";
+import type { KindFlags } from "./kind-flags";
+import { kindOfTarget, targetName } from "./kind-flags";
 
-export type TargetKind = "local" | "ssh" | "aws" | "vsphere" | "kubernetes";
-
-export function targetKind(first: string | undefined): TargetKind {
-  if (first?.startsWith("kubernetes:") || first?.startsWith("k8s:")) return "kubernetes";
-  if (first?.startsWith("aws:")) return "aws";
-  if (first?.startsWith("vsphere:")) return "vsphere";
-  if (first?.startsWith("ssh:")) return "ssh";
-  return "local";
+/** The kind `first` names as a bootstrap target (`aws:eu-west-1`), else the kind on this host (a controller name, or nothing). */
+export function targetKind(first: string | undefined): ModelSubstrate {
+  return kindOfTarget(first)?.name ?? substratesWhere((k) => k.onControllerHost === true)[0]!;
 }
 
-/**
- * Each group's flags, by the command's property that holds each, and the target(s) they are for. A kind's
- * group names the flags its contract lists (api/substrate-kinds.ts), which {@link kindsWithDriftedFlags} checks.
- */
+/** The targets of the kinds that launch their replicas as instances with a stored credential: "aws:REGION and vsphere:VCENTER". */
+const instanceClouds = (): string =>
+  listed(substratesWhere((k) => k.replicaHosts === "instances").map((k) => targetName(contractOf(k))));
+
+/** The kinds whose cloud credential the cloud group's flags give (they launch instances with it): "aws, vsphere". */
+export const cloudKinds = (): string => substratesWhere((k) => k.replicaHosts === "instances").join(", ");
+
+/** Where `--from-env` reads each of them: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD". */
+export const cloudCredentialEnv = (): string =>
+  substratesWhere((k) => k.replicaHosts === "instances")
+    .map((k) => {
+      const { env = {}, required = [], optional = [] } = contractOf(k).credential ?? {};
+      const named = (attrs: readonly string[]) => attrs.flatMap((a) => (env[a] ? [env[a]] : []));
+      const more = named(optional);
+      return `${named(required).join(", ")}${more.length ? ` (and ${more.join(", ")})` : ""}`;
+    })
+    .join(", or ");
+
+/** The flag groups that are not one kind's, by the command's property that holds each flag, and the targets they are for. */
 export const FLAG_GROUPS = {
-  kubernetes: {
-    owner: "kubernetes:CONTEXT",
-    flags: {
-      "--kubeconfig": "kubeconfig",
-      "--namespace": "namespace",
-      "--controller-image": "controllerImage",
-      "--agent-image": "agentImage",
-      "--api-address": "apiAddress",
-    },
-  },
-  aws: {
-    owner: "aws:REGION",
-    flags: {
-      "--region": "region",
-      "--image": "image",
-      "--instance-type": "instanceType",
-      "--subnet": "subnets",
-      "--security-group": "securityGroups",
-      "--endpoint": "endpoint",
-      "--endpoint-ca-file": "endpointCa",
-    },
-  },
-  vsphere: {
-    owner: "vsphere:VCENTER",
-    flags: {
-      "--vcenter": "vcenter",
-      "--datacenter": "datacenter",
-      "--template": "template",
-      "--folder": "folder",
-      "--resource-pool": "resourcePool",
-      "--vcenter-ca-file": "vcenterCa",
-    },
-  },
   cloud: {
-    owner: "aws:REGION and vsphere:VCENTER",
+    owner: instanceClouds(),
     flags: {
       "--replicas": "replicas",
       "--credential-file": "credentialFile",
@@ -65,43 +44,31 @@ export const FLAG_GROUPS = {
       "--credential": "credentialName",
     },
   },
-  ssh: {
+  sshKeys: {
     owner: "ssh: targets",
     flags: { "--host-key": "hostKey", "--trust-on-first-use": "tofu", "--key-file": "keyFile", "--key-env": "keyEnv" },
   },
 } as const;
 export type FlagGroup = keyof typeof FLAG_GROUPS;
 
-/** The groups refused up front, in the order they are checked, with the targets that take them (kubernetes words its own refusal of the cloud flags). */
-export const REFUSED_ELSEWHERE: readonly (readonly [FlagGroup, readonly TargetKind[]])[] = [
-  ["kubernetes", ["kubernetes"]],
-  ["aws", ["aws"]],
-  ["vsphere", ["vsphere"]],
-  ["cloud", ["aws", "vsphere", "kubernetes"]],
-];
-
-/** What kubernetes: refuses: the credential comes from the kubeconfig, the keys and the port are the cluster's. */
-export const KUBERNETES_REFUSED =
+/** What a kind whose replicas are its own pods refuses: the credential comes from the kubeconfig, the keys and the port are the cluster's. */
+export const OWN_PODS_REFUSED =
   "--credential-file, --from-env, --credential, --host-key, --key-file, --key-env and --port";
 
-/** How messages name each cloud's things: the kind's own words (api/substrate-kinds.ts). */
-function cloudWords(kind: "aws" | "vsphere"): { cloud: string; instance: string; instances: string; env: string } {
-  const { words } = SUBSTRATE_CONTRACTS[kind];
-  return { cloud: words.cloud, instance: words.thing, instances: words.things, env: words.env ?? "" };
-}
-export const CLOUD_WORDS = { aws: cloudWords("aws"), vsphere: cloudWords("vsphere") };
-
-/** The kinds whose flag group differs from the flags their contract lists (none, unless one of the two drifted). */
-export function kindsWithDriftedFlags(): ModelSubstrate[] {
-  return (["kubernetes", "aws", "vsphere"] as const).filter(
-    (k) => Object.keys(FLAG_GROUPS[k].flags).join() !== SUBSTRATE_CONTRACTS[k].flags.join(),
-  );
+/**
+ * Why the flags given do not go with a bootstrap on `kind`: another kind's ("--region … are for
+ * aws:REGION"), or the cloud group on a kind that hosts no replicas itself; undefined when they do.
+ */
+export function refusedFlags(kind: SubstrateContract<any>, command: object, flags: KindFlags): string | undefined {
+  const foreign = flags.foreignProblem(kind.name, targetName);
+  if (foreign) return foreign;
+  if (kind.replicaHosts === undefined && flagsGiven(command, "cloud")) return refusal("cloud");
+  return undefined;
 }
 
 /** "--a, --b and --c are for OWNER". */
 export function refusal(group: FlagGroup): string {
-  const flags = Object.keys(FLAG_GROUPS[group].flags);
-  return `${flags.slice(0, -1).join(", ")} and ${flags[flags.length - 1]} are for ${FLAG_GROUPS[group].owner}`;
+  return `${listed(Object.keys(FLAG_GROUPS[group].flags))} are for ${FLAG_GROUPS[group].owner}`;
 }
 
 /** Whether the command was given any flag of the group (a value, a non-empty list, a true switch). */
@@ -112,29 +79,10 @@ export function flagsGiven(command: object, group: FlagGroup): boolean {
   });
 }
 
-/** `aws:eu-west-1` → `eu-west-1`; the flag, when given too, must agree. */
-export function regionOf(target: string, flag: string | undefined): string {
-  const region = target.slice("aws:".length);
-  if (!region && !flag) throw new UsageError("give the region: aws:eu-west-1");
-  if (region && flag && region !== flag)
-    throw new UsageError(`the region is given twice and differs: ${target} and --region ${flag}`);
-  return region || flag!;
-}
-
-/**
- * `vsphere:vcenter.example.com` (or `…/sdk`) → `https://vcenter.example.com/sdk` (a full `https://…` URL is
- * taken as it is); `--vcenter`, when given too, must agree.
- */
-export function vcenterOf(target: string, flag: string | undefined): string {
-  const given = target.slice("vsphere:".length);
-  if (!given && !flag)
-    throw new UsageError("give vCenter: vsphere:vcenter.example.com (or vsphere:https://vcenter.example.com/sdk)");
-  const url = !given
-    ? flag!
-    : /^[a-z]+:\/\//i.test(given)
-      ? given
-      : `https://${given.replace(/\/+$/, "").replace(/\/sdk$/, "")}/sdk`;
-  if (given && flag && url !== flag)
-    throw new UsageError(`vCenter is given twice and differs: ${target} (${url}) and --vcenter ${flag}`);
-  return url;
+/** The bootstrap's first argument as help names it: `ssh:user@host|aws:region|…|name`, each kind's target in turn. */
+export function targetArgumentName(): string {
+  const targets = substratesWhere((k) => k.cli?.target !== undefined).map((k) =>
+    targetName(contractOf(k)).toLowerCase(),
+  );
+  return [...targets, "name"].join("|");
 }

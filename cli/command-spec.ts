@@ -7,6 +7,7 @@
  */
 import { Command } from "clipanion";
 import type { CommandClass } from "clipanion";
+import { KIND_CONTRACTS } from "./kind-flags";
 
 export interface OptionSpec {
   /** As declared, e.g. `["-m", "--model"]`. */
@@ -67,13 +68,13 @@ export function longName(o: OptionSpec): string {
 }
 
 /**
- * The name of the value an option takes, as help shows it (`<duration>`): named once here for the
- * options whose own name does not say it, else the last word of the option's name (`--region` →
- * `region`, `--instance-type` → `type`, `--credential-file` → `file`).
+ * The name of the value an option takes, as help shows it (`<duration>`): named once here (or in a
+ * kind's contract, for its flags) for the options whose own name does not say it, else the last word
+ * of the option's name (`--region` → `region`, `--instance-type` → `type`, `--credential-file` → `file`).
  */
 export function valueName(o: OptionSpec): string {
   const long = longName(o);
-  const named = VALUE_NAMES[long];
+  const named = VALUE_NAMES[long] ?? KIND_VALUE_NAMES.get(long);
   if (named) return named;
   const words = long.replace(/^-+/, "").split("-");
   return words[words.length - 1]!;
@@ -89,8 +90,6 @@ const VALUE_NAMES: Record<string, string> = {
   "--namespace": "name",
   "--context": "name",
   "--kube-context": "name",
-  "--datacenter": "name",
-  "--template": "name",
   "--timeout": "duration",
   "--replace-after": "duration",
   "--wait": "duration",
@@ -115,15 +114,15 @@ const VALUE_NAMES: Record<string, string> = {
   "--reset": "key",
   "--to": "list",
   "--host": "address",
-  "--api-address": "address",
-  "--endpoint": "url",
-  "--vcenter": "url",
-  "--subnet": "id",
-  "--security-group": "id",
   "--include": "entity",
   "--exclude": "entity",
   "--via-migration": "controller",
 };
+
+/** The kinds' flags' value names, from their contracts. */
+const KIND_VALUE_NAMES = new Map<string, string>(
+  KIND_CONTRACTS.flatMap((c) => (c.cli?.flags ?? []).flatMap((f) => (f.value ? [[f.name, f.value] as const] : []))),
+);
 
 /** `-m, --model <name>` (a flag: just its names). */
 export function optionDefinition(o: OptionSpec): string {

@@ -94,7 +94,8 @@ export async function readCredentialAttributes(
     const text = await readFile(path, "utf8").catch(() => {
       throw new UsageError(`cannot read ${path}`);
     });
-    if (substrate === "ssh" && text.trimStart().startsWith("-----BEGIN")) {
+    // A kind whose credential is a private key (ssh) takes the key file itself.
+    if (kind.required.includes("private-key") && text.trimStart().startsWith("-----BEGIN")) {
       out["private-key"] = text;
     } else {
       for (const [k, v] of Object.entries(await parseFile(text, path, src.profile))) {

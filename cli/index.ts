@@ -3,7 +3,7 @@
  * The `steward` command line (clipanion), one command per file under commands/.
  */
 export { runCli } from "./cli";
-export { CLOUD_WORDS, kindsWithDriftedFlags } from "./bootstrap-targets";
+export { KindFlags, kindFlags, kindOfTarget, kindOptions, targetName } from "./kind-flags";
 export { buildCli, allCommands, COMMAND_NAMES } from "./command-names";
 export { lineWords, splitWords } from "./console/words";
 export { WEB_CONSOLE_COMMANDS, restrictedRefusal } from "./console/restricted";

@@ -35,7 +35,6 @@ import {
 } from "../controller";
 import type { MachineHost } from "../substrates";
 import { SUBSTRATES } from "../substrates";
-import { CLOUD_WORDS, kindsWithDriftedFlags } from "../cli";
 
 /** A machine host no broker made here uses (none starts a machine). */
 const NO_HOST: MachineHost = {
@@ -259,10 +258,4 @@ test("an export of the previous build (version 2, the model without a placement)
   const exported = again.documents.model![""] as Record<string, unknown>;
   t.deepEqual(exported.placement, stored.placement);
   t.false("aws" in exported || "substrate" in exported || "credential" in exported);
-});
-
-test("the CLI's bootstrap flags and cloud words are the kinds' own (a flag added to a contract and not to bootstrap, or the reverse, fails here)", (t) => {
-  t.deepEqual(kindsWithDriftedFlags(), []);
-  t.is(CLOUD_WORDS.aws.instances, SUBSTRATE_CONTRACTS.aws.words.things);
-  t.is(CLOUD_WORDS.vsphere.instance, SUBSTRATE_CONTRACTS.vsphere.words.thing);
 });

@@ -1,7 +1,13 @@
 import { Command, Option } from "clipanion";
+import type { CredentialSubstrate } from "../../api/core";
+import { substratesWhere } from "../../api/core";
 import { kubernetes } from "../../substrates";
 import { ControllerCommand } from "../base-command";
 import { readKubeconfig } from "../kubeconfig-file";
+
+/** The kind whose clusters this registers: the one whose units are pods. */
+const clusterKind = (): CredentialSubstrate =>
+  substratesWhere((k) => k.provisions === "pods")[0] as CredentialSubstrate;
 
 export default class AddK8sCommand extends ControllerCommand {
   static override paths = [["add-k8s"]];
@@ -42,7 +48,7 @@ export default class AddK8sCommand extends ControllerCommand {
     const connection = readKubeconfig(this.context.env, this.kubeconfig, this.contextName);
     const res = await (
       await this.connect()
-    ).putCredential(this.name, "kubernetes", kubernetes.credentialOfConnection(connection), this.replace, {
+    ).putCredential(this.name, clusterKind(), kubernetes.credentialOfConnection(connection), this.replace, {
       skipCheck: this.skipCheck,
     });
     const what = `cluster "${this.name}" (${connection.server}, context ${connection.context || "?"})`;

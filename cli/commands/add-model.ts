@@ -1,11 +1,16 @@
 import { Command, Option, UsageError } from "clipanion";
-import type { AwsModelSettings, KubernetesModelSettings, ModelSubstrate, VsphereModelSettings } from "../../api/core";
+import type { KubernetesModelSettings, ModelSubstrate } from "../../api/core";
 import { contractNamed, contractOf, substratesWhere } from "../../api/core";
-
-/** Kinds named alone on the command line; a pod kind is named with its cluster (`kubernetes:CLUSTER`). */
-const plainKinds = (): string => substratesWhere((k) => k.provisions !== "pods").join(", ");
 import { CloudOptionsCommand, withConstraintsFlag } from "../cloud-options";
+import { kindOfTarget } from "../kind-flags";
 import { DURATION_HELP, isDuration } from "../validators";
+
+/** Kinds named alone on the command line; a pod kind is named with its cluster (`kubernetes:CLUSTER`, its target word). */
+const plainKinds = (): string => substratesWhere((k) => k.provisions !== "pods").join(", ");
+const clusterKind = (arg: string) => {
+  const kind = kindOfTarget(arg);
+  return kind?.provisions === "pods" ? kind : undefined;
+};
 
 export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCommand) {
   static override paths = [["add-model"]];
@@ -67,7 +72,8 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
   private get substrate(): ModelSubstrate | undefined {
     const arg = this.substrateArg;
     if (arg === undefined) return undefined;
-    if (arg.startsWith("kubernetes:") || arg.startsWith("k8s:")) return "kubernetes";
+    const cluster = clusterKind(arg);
+    if (cluster) return cluster.name;
     const kind = contractNamed(arg);
     if (!kind)
       throw new UsageError(
@@ -121,7 +127,7 @@ export default class AddModelCommand extends withConstraintsFlag(CloudOptionsCom
     return 0;
   }
 
-  private async cloudSettings(): Promise<{ settings?: Partial<AwsModelSettings> | VsphereModelSettings }> {
+  private async cloudSettings(): Promise<{ settings?: Record<string, unknown> }> {
     this.checkCloudFlags(this.substrate);
     const settings = await this.settingsFromFlags(this.substrate);
     return settings ? { settings } : {};

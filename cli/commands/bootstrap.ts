@@ -2,35 +2,47 @@
  * `steward bootstrap`: the flags of one target (this host, `ssh:`, `aws:`, `vsphere:`, `kubernetes:`)
  * become one plan for that kind's controller hosting; the bootstrap itself (start, wait, store the
  * credential, set the replica cloud, record, grow) is the substrates' flow, which the provider's
- * Controller resource runs too. What stays here is what users see: the flags, their refusals (one
- * table: ../bootstrap-targets.ts) and the messages.
+ * Controller resource runs too. What stays here is what users see: the flags, their refusals and the
+ * messages. A kind's own flags and target word are its contract's (../kind-flags.ts); the target is
+ * built by what the kind's contract says it is (this host, SSH hosts, a cloud's instances, its own
+ * pods), not by its name.
  */
 import { Command, Option, UsageError } from "clipanion";
 import { join } from "node:path";
 import type * as Substrates from "../../substrates";
-import type { AwsModelSettings } from "../../api/core";
-import { NAME_PATTERN } from "../../api/core";
+import type { SUBSTRATE_CONTRACTS, SubstrateContract } from "../../api/core";
+import { NAME_PATTERN, contractOf } from "../../api/core";
 import { parseSshTarget, readPrivateKey, sshHosts } from "../ssh-options";
 import { checkReplicaCount, replaceAfterSetting } from "../ha";
 import { DURATION_HELP, isDuration, isPort } from "../validators";
 import { BaseCommand } from "../base-command";
 import { withHeartbeat } from "../heartbeat";
-import { withAwsFlags, withVsphereFlags } from "../cloud-options";
+import { kindFlags } from "../kind-flags";
 import { readCredentialAttributes } from "../credential-file";
 import type { ClientConfig } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
 import {
-  CLOUD_WORDS,
-  KUBERNETES_REFUSED,
-  REFUSED_ELSEWHERE,
+  OWN_PODS_REFUSED,
+  cloudCredentialEnv,
+  cloudKinds,
   flagsGiven,
   refusal,
-  regionOf,
+  refusedFlags,
+  targetArgumentName,
   targetKind,
-  vcenterOf,
 } from "../bootstrap-targets";
 
-export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(BaseCommand)) {
+type Contracts = typeof SUBSTRATE_CONTRACTS;
+/** The hosting kinds whose contract says `P`: the four ways a bootstrap goes. */
+type HostingWhere<P> = {
+  [K in Substrates.HostingKind]: Contracts[K] extends P ? K : never;
+}[Substrates.HostingKind];
+type ThisHostKind = HostingWhere<{ onControllerHost: true }>;
+type SshHostsKind = HostingWhere<{ addMachines: "address" }>;
+type InstanceCloudKind = HostingWhere<{ replicaHosts: "instances" }>;
+type OwnPodsKind = HostingWhere<{ replicaHosts: "own-pods" }>;
+
+export default class BootstrapCommand extends BaseCommand {
   static override paths = [["bootstrap"]];
   static override usage = Command.Usage({
     category: "Controllers",
@@ -56,7 +68,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       The instance gets a host key made for it through its user data, so the SSH connection that
       installs the controller verifies it; nothing is trusted on first use. The AWS credential comes
       from \`--credential-file\` (e.g. ~/.aws/credentials with \`--profile\`) or \`--from-env\`, never
-      from the command line; it is stored in the controller (as \`--credential\`, default "aws")
+      from the command line; it is stored in the controller (as \`--credential\`, default: aws)
       and EC2 becomes the controller's replica cloud: with \`--replicas 3\` the controller launches
       the other replicas itself, and later replaces lost ones the same way. The security group must
       let this machine reach port 22 and the API port, and the instances reach each other on the
@@ -70,7 +82,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       Tools reports, and the VM and those the controller clones later are marked with it
       (\`guestinfo.steward.controller\`). The vSphere account (user, password) comes from
       \`--credential-file\` or \`--from-env\` (VSPHERE_USER, VSPHERE_PASSWORD) and is stored as
-      \`--credential\` (default "vsphere"); with \`--replicas 3\` the controller clones the other
+      \`--credential\` (default: vsphere); with \`--replicas 3\` the controller clones the other
       replicas itself. A failed bootstrap destroys the VM it cloned.
 
       With \`kubernetes:CONTEXT\` (a context of \`--kubeconfig\`; empty: its current one), the controller
@@ -115,7 +127,9 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     ],
   });
 
-  first = Option.String({ required: false, name: "ssh:user@host|aws:region|vsphere:vcenter|kubernetes:context|name" });
+  /** Each kind's settings flags (`--region`, `--vcenter`, …), from the kinds' contracts; read through this. */
+  readonly kindFlags = kindFlags(this, "settings");
+  first = Option.String({ required: false, name: targetArgumentName() });
   second = Option.String({ required: false, name: "name" });
   port = Option.String("--port", {
     description: "API port (default 17070, or a free port if that is taken)",
@@ -139,53 +153,35 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     description: "Accept and record the host key the host offers now",
   });
   replicas = Option.String("--replicas,-n", {
-    description: "aws, vsphere: how many replicas (1, 3, 5 or 7; default 1)",
+    description: `${cloudKinds()}: how many replicas (1, 3, 5 or 7; default 1)`,
   });
   credentialFile = Option.String("--credential-file", {
-    description: "aws, vsphere: the cloud's credential, a file (INI such as ~/.aws/credentials, JSON or YAML)",
+    description: `${cloudKinds()}: the cloud's credential, a file (INI such as ~/.aws/credentials, JSON or YAML)`,
   });
   profile = Option.String("--profile", "default", {
-    description: "aws, vsphere: the profile in --credential-file's INI",
+    description: `${cloudKinds()}: the profile in --credential-file's INI`,
   });
   fromEnv = Option.Boolean("--from-env", false, {
-    description:
-      "aws, vsphere: read the credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD",
+    description: `${cloudKinds()}: read the credential from ${cloudCredentialEnv()}`,
   });
   credentialName = Option.String("--credential", {
-    description: "aws, vsphere: the name the credential is stored under in the controller (default: aws, vsphere)",
+    description: `${cloudKinds()}: the name the credential is stored under in the controller (default: ${cloudKinds()})`,
   });
-  kubeconfig = Option.String("--kubeconfig", {
-    description: "kubernetes: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)",
-  });
-  namespace = Option.String("--namespace", {
-    description: "kubernetes: the namespace the controller runs in (default steward)",
-  });
-  controllerImage = Option.String("--controller-image", {
-    description:
-      "kubernetes: the controller image (default steward/controller:<version>, built from images/ and pushed to your registry)",
-  });
-  agentImage = Option.String("--agent-image", {
-    description: "kubernetes: the agent image kubernetes models' pods run (default steward/agent:<version>)",
-  });
-  apiAddress = Option.Array("--api-address", [], {
-    description:
-      "kubernetes: how clients outside the cluster reach the controller (a load balancer's or node port's HOST:PORT; default the pods' IPs)",
-  });
+  /** The flags only a bootstrap on a kind takes (`--kubeconfig`, …: its controller's hosting); read through kindFlags too. */
+  readonly hostingFlags = kindFlags(this, "hosting");
 
   async run(): Promise<number> {
-    const kind = targetKind(this.first);
-    for (const [group, takenBy] of REFUSED_ELSEWHERE) {
-      if (!takenBy.includes(kind) && flagsGiven(this, group)) throw new UsageError(refusal(group));
-    }
+    const kind: SubstrateContract<any> = contractOf(targetKind(this.first));
+    const refused = refusedFlags(kind, this, this.kindFlags);
+    if (refused) throw new UsageError(refused);
     const cfg = await this.clientConfig();
-    const target =
-      kind === "kubernetes"
-        ? await this.kubernetesTarget(cfg)
-        : kind === "aws" || kind === "vsphere"
-          ? await this.cloudTarget(kind, cfg)
-          : kind === "ssh"
-            ? await this.sshTarget(cfg)
-            : await this.localTarget(cfg);
+    const target = kind.onControllerHost
+      ? await this.localTarget(kind.name as ThisHostKind, cfg)
+      : kind.replicaHosts === "instances"
+        ? await this.cloudTarget(kind.name as InstanceCloudKind, cfg)
+        : kind.replicaHosts === "own-pods"
+          ? await this.ownPodsTarget(kind.name as OwnPodsKind, cfg)
+          : await this.sshTarget(kind.name as SshHostsKind, cfg);
     return this.bootstrap(target, cfg);
   }
 
@@ -195,13 +191,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     const { bootstrapController, recordHosting } = loadSubstrates();
     const name = target.plan.name;
     // A refused or filtered SSH port, a slow cloud: said, and said again while it lasts.
-    const first =
-      target.kind === "local"
-        ? undefined
-        : target.kind === "ssh"
-          ? `Connecting to ${target.where} over SSH`
-          : `Bootstrapping controller "${name}" on ${target.where}`;
-    const controller = await withHeartbeat(this.progress.bind(this), first, (progress) =>
+    const controller = await withHeartbeat(this.progress.bind(this), target.first, (progress) =>
       bootstrapController(target.kind, target.plan, {
         progress,
         ...(target.existing ? { existing: target.existing } : {}),
@@ -248,10 +238,11 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     return `Admin credentials are in ${join(this.home, "controllers.json")}. Next: ${next}`;
   }
 
-  private async localTarget(cfg: ClientConfig): Promise<Target<"local">> {
+  private async localTarget(substrate: ThisHostKind, cfg: ClientConfig): Promise<Target<ThisHostKind>> {
     if (this.second !== undefined)
       throw new UsageError(`unexpected argument "${this.second}": give a name, or ssh:user@host and a name`);
-    const name = this.first ?? "local";
+    // Called after its kind by default.
+    const name = this.first ?? substrate;
     if (!isControllerName(name))
       throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
     if (cfg.controllers[name])
@@ -269,7 +260,7 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     }
     const dataDir = join(this.home, "controllers", name);
     return {
-      kind: "local",
+      kind: substrate,
       plan: { name, settings: { dataDir, host: this.host }, replicas: 1, port, timeoutMs: this.timeout },
       existing: (dir) =>
         new UsageError(
@@ -279,23 +270,18 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     };
   }
 
-  private async cloudTarget(substrate: "aws" | "vsphere", cfg: ClientConfig): Promise<Target<"aws" | "vsphere">> {
+  private async cloudTarget(substrate: InstanceCloudKind, cfg: ClientConfig): Promise<Target<InstanceCloudKind>> {
     // Every argument is checked before anything is launched.
-    let where: string, defaultName: string;
-    if (substrate === "aws") {
-      this.region = regionOf(this.first!, this.region);
-      [where, defaultName] = [`EC2 (${this.region})`, `aws-${this.region}`];
-    } else {
-      this.vcenter = vcenterOf(this.first!, this.vcenter);
-      const host = /^[a-z]+:\/\/([^/:]+)/i.exec(this.vcenter)?.[1] ?? "";
-      [where, defaultName] = [
-        `vSphere (${host})`,
-        `vsphere-${host
-          .toLowerCase()
-          .replace(/[^a-z0-9]+/g, "-")
-          .replace(/^-+|-+$/g, "")}`,
-      ];
-    }
+    const kind: SubstrateContract<any> = contractOf(substrate);
+    const fills = kind.cli!.target!.fills!;
+    // `aws:eu-west-1` stands for --region eu-west-1; `vsphere:vc.example.com` for --vcenter https://vc.example.com/sdk.
+    const value = this.kindFlags.fillFromTarget(kind, this.first!);
+    const label = fills.label ? fills.label(value) : value;
+    const where = `${fills.place} (${label})`;
+    const defaultName = `${substrate}-${label
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")}`;
     const name = this.second ?? defaultName;
     if (!isControllerName(name))
       throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
@@ -303,29 +289,36 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     const credentialName = this.credentialName ?? substrate;
     if (!isControllerName(credentialName))
       throw new UsageError(`--credential "${credentialName}" must be lower-case letters, digits and hyphens`);
-    const words = CLOUD_WORDS[substrate];
+    const words = kind.words;
     if (this.credentialFile === undefined && !this.fromEnv)
       throw new UsageError(
-        `give the ${words.cloud} credential: --credential-file FILE [--profile P] or --from-env (${words.env}); never on the command line`,
+        `give the ${words.cloud} credential: --credential-file FILE [--profile P] or --from-env (${words.env ?? ""}); never on the command line`,
       );
-    if (flagsGiven(this, "ssh"))
-      throw new UsageError(`${refusal("ssh")}; on ${substrate} the keys are made for the ${words.instance}`);
+    if (flagsGiven(this, "sshKeys"))
+      throw new UsageError(`${refusal("sshKeys")}; on ${substrate} the keys are made for the ${words.thing}`);
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
-    // The bootstrap checks the values as the controller would (aws settings come partial from the flags).
-    const settings =
-      substrate === "aws" ? ((await this.awsSettings()) as AwsModelSettings) : await this.vsphereSettings();
+    // The bootstrap checks the values as the controller would (settings from flags may lack what defaults fill in).
+    const settings = (await this.kindFlags.settings(
+      kind,
+      this.context.cwd,
+    )) as unknown as Substrates.HostingSettings[InstanceCloudKind];
     const attributes = await readCredentialAttributes(this.context, substrate, {
       file: this.credentialFile,
       profile: this.profile,
       fromEnv: this.fromEnv,
     });
-    const modelFlags =
-      substrate === "aws"
-        ? `--region ${this.region} --image …`
-        : `--vcenter ${this.vcenter} --datacenter … --template …`;
+    // "--region eu-west-1 --image …": the flag the target stood for, then the others a model needs.
+    const modelFlags = [
+      `${fills.flag} ${value}`,
+      ...this.kindFlags
+        .flagsHere(kind)
+        .filter((f) => f.required && f.name !== fills.flag)
+        .map((f) => `${f.name} …`),
+    ].join(" ");
     return {
       kind: substrate,
       where,
+      first: `Bootstrapping controller "${name}" on ${where}`,
       plan: {
         name,
         settings,
@@ -337,8 +330,8 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       },
       after: [
         replicas > 1
-          ? `It replaces a lost replica with a new ${words.instance} itself (steward show-controller).`
-          : `One replica: steward enable-ha -n 3 grows it onto new ${words.instances}, which it then keeps replacing itself.`,
+          ? `It replaces a lost replica with a new ${words.thing} itself (steward show-controller).`
+          : `One replica: steward enable-ha -n 3 grows it onto new ${words.things}, which it then keeps replacing itself.`,
         this.adminCredentials(
           `steward add-model <name> --substrate ${substrate} --credential ${credentialName} ${modelFlags}`,
         ),
@@ -346,56 +339,67 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
     };
   }
 
-  private async kubernetesTarget(cfg: ClientConfig): Promise<Target<"kubernetes">> {
+  private async ownPodsTarget(substrate: OwnPodsKind, cfg: ClientConfig): Promise<Target<OwnPodsKind>> {
+    const kind: SubstrateContract<any> = contractOf(substrate);
     if (
       this.credentialFile !== undefined ||
       this.fromEnv ||
       this.credentialName !== undefined ||
-      flagsGiven(this, "ssh") ||
+      flagsGiven(this, "sshKeys") ||
       this.port !== undefined
     ) {
       throw new UsageError(
-        `kubernetes: the cluster's credential comes from --kubeconfig; ${KUBERNETES_REFUSED} are for other targets`,
+        `${substrate}: the cluster's credential comes from --kubeconfig; ${OWN_PODS_REFUSED} are for other targets`,
       );
     }
+    // Its own flags fill its hosting: kubeconfig, namespace, image, agentImage, apiAddresses.
+    const given = (await this.kindFlags.settings(kind, this.context.cwd)) as {
+      kubeconfig?: string;
+      namespace?: string;
+      image?: string;
+      agentImage?: string;
+      apiAddresses?: string[];
+    };
     const context = this.first!.slice(this.first!.indexOf(":") + 1) || undefined;
     const name = this.second ?? "steward";
     if (!isControllerName(name))
       throw new UsageError(`controller name "${name}" must be lower-case letters, digits and hyphens`);
     const replicas = this.replicaCount();
-    const namespace = this.namespace ?? "steward";
+    const namespace = given.namespace ?? "steward";
     if (!isControllerName(namespace))
       throw new UsageError(
         `--namespace "${namespace}" must be a namespace name: lower-case letters, digits and hyphens`,
       );
-    for (const a of this.apiAddress)
+    for (const a of given.apiAddresses ?? [])
       if (!/^[^\s:]+:\d{1,5}$/.test(a)) throw new UsageError(`--api-address ${a}: give HOST:PORT`);
     if (cfg.controllers[name]) throw new UsageError(`controller "${name}" already exists here: choose another name`);
     const { kubernetes } = loadSubstrates();
-    const connection = readKubeconfig(this.context.env, this.kubeconfig, context);
+    const connection = readKubeconfig(this.context.env, given.kubeconfig, context);
     const settings = {
       connection,
       namespace,
-      image: this.controllerImage ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
-      ...(this.agentImage ? { agentImage: this.agentImage } : {}),
-      ...(this.apiAddress.length > 0 ? { apiAddresses: this.apiAddress } : {}),
+      image: given.image ?? kubernetes.DEFAULT_CONTROLLER_IMAGE,
+      ...(given.agentImage ? { agentImage: given.agentImage } : {}),
+      ...(given.apiAddresses ? { apiAddresses: given.apiAddresses } : {}),
     };
+    const where = `${kind.words.cloud} (${connection.server}, namespace ${namespace})`;
     return {
-      kind: "kubernetes",
-      where: `Kubernetes (${connection.server}, namespace ${namespace})`,
+      kind: substrate,
+      where,
+      first: `Bootstrapping controller "${name}" on ${where}`,
       plan: { name, settings, replicas, ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout },
       after: [
         replicas > 1
           ? "A pod that comes back with an empty volume is taken back into the cluster by the controller itself (steward show-controller)."
           : "One replica: steward enable-ha -n 3 grows it: the controller scales its StatefulSet and takes each new pod into etcd.",
         this.adminCredentials(
-          "steward add-k8s CLUSTER --kubeconfig … and steward add-model NAME --substrate kubernetes:CLUSTER",
+          `steward add-k8s CLUSTER --kubeconfig … and steward add-model NAME --substrate ${kind.cli!.target!.word}:CLUSTER`,
         ),
       ],
     };
   }
 
-  private async sshTarget(cfg: ClientConfig): Promise<Target<"ssh">> {
+  private async sshTarget(substrate: SshHostsKind, cfg: ClientConfig): Promise<Target<SshHostsKind>> {
     const targets = this.first!.split(",")
       .map((t) => t.trim())
       .filter(Boolean);
@@ -430,9 +434,11 @@ export default class BootstrapCommand extends withVsphereFlags(withAwsFlags(Base
       privateKey,
       ...(this.hostKey[0] ? { hostKey: this.hostKey[0] } : { trustOnFirstUse: true }),
     };
+    const where = targets.map((t) => parseSshTarget(t).host).join(", ");
     return {
-      kind: "ssh",
-      where: targets.map((t) => parseSshTarget(t).host).join(", "),
+      kind: substrate,
+      where,
+      first: `Connecting to ${where} over SSH`,
       plan: {
         name,
         settings: { hosts: [first, ...others] },
@@ -456,6 +462,8 @@ interface Target<K extends Substrates.HostingKind> {
   plan: Substrates.ControllerPlan<Substrates.HostingSettings[K]>;
   /** "EC2 (eu-west-1)"; none for this host. */
   where?: string;
+  /** The progress line while the first replica comes up (a refused SSH port, a slow cloud); none for this host. */
+  first?: string;
   /** The error for a place that holds a controller this client does not know. */
   existing?(where: string): Error;
   /** The lines after "Bootstrapped controller …". */

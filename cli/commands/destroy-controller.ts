@@ -3,6 +3,7 @@ import type { CredentialSubstrate } from "../../api/core";
 import { ControllerClient, MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, contractOf, destroyAllModels } from "../../api/core";
 import type * as Substrates from "../../substrates";
 import { BaseCommand } from "../base-command";
+import { cloudCredentialEnv, cloudKinds } from "../bootstrap-targets";
 import { readCredentialAttributes } from "../credential-file";
 import { DURATION_HELP, isDuration } from "../validators";
 
@@ -38,14 +39,13 @@ export default class DestroyControllerCommand extends BaseCommand {
     validator: isDuration(),
   });
   credentialFile = Option.String("--credential-file", {
-    description: "aws, vsphere: the credential to remove the instances or VMs with (INI, JSON or YAML)",
+    description: `${cloudKinds()}: the credential to remove the instances or VMs with (INI, JSON or YAML)`,
   });
   profile = Option.String("--profile", "default", {
-    description: "aws, vsphere: the profile in --credential-file's INI",
+    description: `${cloudKinds()}: the profile in --credential-file's INI`,
   });
   fromEnv = Option.Boolean("--from-env", false, {
-    description:
-      "aws, vsphere: read the credential from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or VSPHERE_USER, VSPHERE_PASSWORD",
+    description: `${cloudKinds()}: read the credential from ${cloudCredentialEnv()}`,
   });
 
   async run(): Promise<number> {
