@@ -199,6 +199,8 @@ const NAMING_KINDS_ALLOWED = [
   "controller/main.ts",
   // The client's published addSshMachine sends the kind it is named for.
   "api/node/client.ts",
+  // A controllers.json written before entries recorded their hosting: its `dataDir` key was a local controller's, read only to upgrade it.
+  "cli/client-config.ts",
   // The package's per-kind type names published before its arguments came from the contracts (stacks import them).
   "provider/index.ts",
 ];

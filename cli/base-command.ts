@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import { ControllerClient, StewardError, sanitizeForTerminal } from "../api/core";
 import type { ModelMoved, MovedTo } from "../api/core";
 import type { ClientConfig, ControllerEntry } from "./client-config";
-import { loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
+import { dataDirOf, loadClientConfig, saveClientConfig, stewardHome } from "./client-config";
 import type { StewardContext } from "./context";
 import type * as ModelFile from "./model-file";
 import type { ModelDefinition } from "./model-file";
@@ -74,9 +74,8 @@ export abstract class ControllerCommand extends BaseCommand {
   protected override explain(err: StewardError): string {
     if (err.reason !== "untrusted-certificate" || !this.entryName) return err.message;
     const config = join(this.home, "controllers.json");
-    const localCa = this.entry?.dataDir
-      ? `, or put its current CA (${join(this.entry.dataDir, "ca.crt")}) in the entry's caCert`
-      : "";
+    const dataDir = dataDirOf(this.entry);
+    const localCa = dataDir ? `, or put its current CA (${join(dataDir, "ca.crt")}) in the entry's caCert` : "";
     return `cannot trust controller "${this.entryName}": ${err.message}. If it was re-created on purpose, this client's entry is stale: remove "${this.entryName}" from ${config}${localCa}. Otherwise do not send it your credentials.`;
   }
 

@@ -6,7 +6,7 @@
  */
 import type { Progress } from "./brokers";
 import type { ControllerPlan, HostedController, HostedTarget } from "./controller-hosting";
-import type { HostingKind, HostingSettings } from "./registry";
+import type { HostingKind, HostingSettings, RecordedHosting } from "./registry";
 import { CONTROLLER_HOSTING } from "./registry";
 import type { BootstrapOptions } from "./settle-controller";
 import { settleController } from "./settle-controller";
@@ -22,6 +22,16 @@ export async function bootstrapController<K extends HostingKind>(
   return settleController({ settings: plan.settings, ...first }, plan, o) as Promise<
     HostedController<HostingSettings[K]>
   >;
+}
+
+/** What a client records of controller `c`, which {@link bootstrapController} made on `kind` with `plan` (its entry's hosting). */
+export function recordHosting<K extends HostingKind>(
+  kind: K,
+  plan: ControllerPlan<HostingSettings[K]>,
+  c: HostedController<HostingSettings[K]>,
+): RecordedHosting {
+  const settings = CONTROLLER_HOSTING[kind]().record(plan, c);
+  return { substrate: kind, settings, uuid: c.uuid } as RecordedHosting;
 }
 
 /** Takes away what `kind` holds for a controller whose models are gone: its instances, its install, its data. */

@@ -21,6 +21,14 @@ import { sshBootstrapUserData } from "./cloud-init";
 import { controllerFiles } from "./controller-files";
 import { SshSession, generateSshKeyPair, installController } from "./ssh";
 
+/** Why replicas on a cloud's instances are not upgraded in place (the hostings' `replicaUpgradeRefused`). */
+export const CLOUD_REPLICA_UPGRADE_REFUSED = cloudReplicaRefusal();
+
+/** "runs on the cloud instance ID, which …": a replica on a cloud's instance (whatever launched it) is not upgraded in place. */
+export function cloudReplicaRefusal(instance?: string): string {
+  return `runs on ${instance ? `the cloud instance ${instance}` : "a cloud instance"}, which this command cannot upgrade in place yet (cloud-init installed it and no SSH access to it is kept)`;
+}
+
 /** One instance on a cloud, as the bootstrap sees it. */
 export interface BootstrapInstance {
   /** What the cloud calls it in messages: "instance", "VM". */

@@ -7,6 +7,10 @@
  * the same for every kind and lives once, in ./bootstrap-controller.ts; the CLI's `bootstrap` and
  * `destroy-controller` and the provider's Controller resource both go through it.
  *
+ * A client records where each controller it bootstrapped runs (`record`: what it keeps of the
+ * settings, never a secret), and later asks the same kind how to destroy it from that record and
+ * how to upgrade its replicas in place (./replica-upgrade.ts), naming no kind itself.
+ *
  * Each kind's object is loaded on first use (a `require` per kind), so a caller that bootstraps on
  * one kind loads none of the others' clients. What settings each takes is declared in its folder
  * (a cloud's are its models'), and gathered by the registry (registry.ts `HostingSettings`).
@@ -14,6 +18,7 @@
 import type { ControllerClient, InstanceCloudSubstrate, SpareHost } from "../api/core";
 import { StewardError } from "../api/core";
 import type { Progress } from "./brokers";
+import type { ReplicaUpgrade, ReplicaUpgradeContext } from "./replica-upgrade";
 
 /** One bootstrap, whatever the kind: the CLI's flags and the provider's arguments both map onto it. */
 export interface ControllerPlan<Settings> {
@@ -85,11 +90,24 @@ export interface HostedTarget<Settings> {
   credential?: Record<string, string>;
 }
 
-export interface ControllerHosting<Settings> {
+/** `Recorded`: what a client keeps of a controller the kind hosts (the CLI's controllers.json), no secret. */
+export interface ControllerHosting<Settings, Recorded = unknown> {
   /** Brings up the first replica and waits until it answers; nothing is left behind when it fails before that. */
   bootstrap(plan: ControllerPlan<Settings>, o: HostingOptions): Promise<FirstReplica>;
   /** Takes away what the kind holds for the controller, once its models are gone; what it removed (ids, names). */
   destroy(target: HostedTarget<Settings>, o: { progress: Progress; signal?: AbortSignal }): Promise<string[]>;
+  /** What a client records of the controller `plan` bootstrapped (`c`: as it answered, its settings as checked). */
+  record(plan: ControllerPlan<Settings>, c: HostedController<Settings>): Recorded;
+  /**
+   * The settings `destroy` takes, from what a client recorded; absent: a client cannot destroy the
+   * kind's controllers from its record (the hosts' SSH keys are not kept; a StatefulSet's objects go
+   * with kubectl or the Pulumi resources that made them).
+   */
+  destroyable?(recorded: Recorded): Settings;
+  /** Opens the in-place upgrade of a controller's replicas (./replica-upgrade.ts); absent: see `replicaUpgradeRefused`. */
+  replicaUpgrade?(recorded: Recorded, o: ReplicaUpgradeContext): Promise<ReplicaUpgrade>;
+  /** Why the kind's replicas cannot be upgraded in place (kinds without `replicaUpgrade`), for the refusal. */
+  replicaUpgradeRefused?: string;
 }
 
 /** The error for a place holding a controller already, as the caller words it. */

@@ -37,17 +37,19 @@ export type {
   HostedTarget,
   HostingOptions,
 } from "./controller-hosting";
-export type { HostingKind, HostingSettings } from "./registry";
+export type { HostingKind, HostingSettings, RecordedHosting, RecordedSettings } from "./registry";
+export type { ReplicaStep, ReplicaUpgrade, ReplicaUpgradeContext, ReplicaUpgrader, SshAccess } from "./replica-upgrade";
+export { controllerBundleVersion } from "./replica-upgrade";
 export type { LocalControllerSettings } from "./local/controller-hosting";
 export type { SshControllerSettings } from "./ssh/controller-hosting";
 export type { KubernetesControllerSettings } from "./kubernetes/controller-bootstrap";
-export { bootstrapController, destroyController } from "./bootstrap-controller";
+export { bootstrapController, destroyController, recordHosting } from "./bootstrap-controller";
 export { handOverReplicaCloud, settleController } from "./settle-controller";
 export type { BootstrapOptions } from "./settle-controller";
 export type { Attributes, CloudInstance, InstanceBroker, MachineHost, MachinesOfKind, SubstrateKind } from "./kind";
 export type { VolumeBroker, VolumeDeps, VolumeSpec } from "./volumes";
 export type { ReplicaHostDeps, ReplicaHostsOfKind } from "./replica-hosts";
-export { CONTROLLER_HOSTING, SUBSTRATES, substrateKind } from "./registry";
+export { CONTROLLER_HOSTING, SUBSTRATES, UNRECORDED_HOSTING, hostingOf, substrateKind } from "./registry";
 export {
   AGENT_BUNDLE,
   AGENT_NODE_FLAGS,

@@ -69,8 +69,11 @@ export interface InstanceBroker<Placement> extends MachinesOfKind<Placement> {
   gone(state: string): boolean;
 }
 
-/** `Hosting`: where its controllers go (the settings its `controller` hosting takes), when it hosts them. */
-export interface SubstrateKind<Settings = unknown, Placement = unknown, Hosting = any> {
+/**
+ * `Hosting`: where its controllers go (the settings its `controller` hosting takes), when it hosts
+ * them; `Recorded`: what a client records of one (its hosting's `record`).
+ */
+export interface SubstrateKind<Settings = unknown, Placement = unknown, Hosting = any, Recorded = any> {
   contract: SubstrateContract<Settings>;
   /** Where a model's machines (or pods) go: its settings, the controller they belong to, and its credential's attributes opened. */
   placement?(model: { settings: Settings; controllerUuid: string }, credential: Attributes): Placement;
@@ -107,5 +110,5 @@ export interface SubstrateKind<Settings = unknown, Placement = unknown, Hosting 
    */
   replicaServiceAddresses?(settings: any): string[];
   /** Bootstrap and destroy of controllers, when the kind can host them (./controller-hosting.ts). */
-  controller?: ControllerHosting<Hosting>;
+  controller?: ControllerHosting<Hosting, Recorded>;
 }

@@ -42,7 +42,34 @@ export type HostingSettings = {
   [K in HostingKind]: Kinds[K] extends SubstrateKind<any, any, infer H> ? H : never;
 };
 
+/** What a client records of a controller each hosting kind hosts, as its folder declares it (no secret). */
+export type RecordedSettings = {
+  [K in HostingKind]: Kinds[K] extends SubstrateKind<any, any, any, infer R> ? R : never;
+};
+
+/** Where a controller runs, as a client records it (controllers.json): one discriminated field, like a model's placement. */
+export type RecordedHosting = {
+  [K in HostingKind]: {
+    substrate: K;
+    settings: RecordedSettings[K];
+    /** The UUID the controller was bootstrapped with (its instances or VMs are marked with it). */
+    uuid?: string;
+  };
+}[HostingKind];
+
 /** The kinds that host controllers, by name, each loaded on first use: its `controller` hosting. */
 export const CONTROLLER_HOSTING = Object.fromEntries(
   HOSTING_SUBSTRATES.map((name) => [name, () => SUBSTRATES[name]().controller]),
-) as { [K in HostingKind]: () => ControllerHosting<HostingSettings[K]> };
+) as { [K in HostingKind]: () => ControllerHosting<HostingSettings[K], RecordedSettings[K]> };
+
+/**
+ * Where a controller runs whose hosting a client did not record (logged in to or registered, or
+ * bootstrapped over SSH before entries recorded it): on hosts this client reaches over SSH, the one
+ * way to a replica it knows only by the address the controller reports.
+ */
+export const UNRECORDED_HOSTING: RecordedHosting = { substrate: "ssh", settings: {} };
+
+/** The hosting of the kind a client recorded a controller on (or {@link UNRECORDED_HOSTING}), loaded on first use. */
+export function hostingOf(recorded: RecordedHosting | undefined): ControllerHosting<unknown, unknown> {
+  return CONTROLLER_HOSTING[(recorded ?? UNRECORDED_HOSTING).substrate]() as ControllerHosting<unknown, unknown>;
+}

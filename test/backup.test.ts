@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus } from "../api";
 import { ControllerClient, unitIsReady } from "../api";
-import { loadClientConfig } from "../cli";
+import { dataDirOf, loadClientConfig } from "../cli";
 import { dataFiles, freePort, readPidFile } from "../controller";
 import { bootstrapOnFreePort, cliRunner } from "./harness/cli";
 import { fixturesDir } from "./harness/controller";
@@ -59,7 +59,7 @@ test("a controller destroyed after a backup comes back from it: agents reconnect
   const boot = await bootstrapOnFreePort(steward, "bk");
   t.is(boot.code, 0, boot.stderr);
   const entry = (await loadClientConfig(home)).controllers.bk!;
-  dataDir = entry.dataDir!;
+  dataDir = dataDirOf(entry)!;
   const admin = new ControllerClient({
     addresses: entry.addresses,
     caCert: entry.caCert,
@@ -288,7 +288,7 @@ test("restored on another port, the agents on this host are pointed at it and ca
   });
   t.is((await bootstrapOnFreePort(steward, "mv")).code, 0);
   const entry = (await loadClientConfig(home)).controllers.mv!;
-  dataDir = entry.dataDir!;
+  dataDir = dataDirOf(entry)!;
   const admin = new ControllerClient({
     addresses: entry.addresses,
     caCert: entry.caCert,

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { ControllerClient } from "../api";
-import { loadClientConfig, startLocalController } from "../cli";
+import { dataDirOf, loadClientConfig, startLocalController } from "../cli";
 import { cliRunner } from "./harness/cli";
 import { killProcessesUnder } from "./harness/processes";
 
@@ -44,14 +44,14 @@ test.serial("kill -9 during writes loses no acknowledged write", async (t) => {
     };
     const writers = Array.from({ length: 8 }, (_, w) => writer(w));
     while (acked.length < 150) await new Promise((r) => setTimeout(r, 10));
-    const pid = Number(await readFile(join(entry.dataDir!, "controller.pid"), "utf8"));
+    const pid = Number(await readFile(join(dataDirOf(entry)!, "controller.pid"), "utf8"));
     process.kill(pid, "SIGKILL");
     stop = true;
     await Promise.all(writers);
     client.close();
     t.true(acked.length >= 150);
 
-    await startLocalController(entry.dataDir!, entry.caCert);
+    await startLocalController(dataDirOf(entry)!, entry.caCert);
     const after = new ControllerClient({
       addresses: entry.addresses,
       caCert: entry.caCert,

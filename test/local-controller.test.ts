@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { ControllerClient } from "../api";
-import { loadClientConfig } from "../cli";
+import { dataDirOf, loadClientConfig } from "../cli";
 import { Supervisor } from "../controller";
 import { freePort, initLocalController, removeLocalController, startLocalController } from "../substrates";
 import { bootstrapOnFreePort, cliRunner } from "./harness/cli";
@@ -25,7 +25,7 @@ test.serial("a local controller killed with kill -9 is restarted, and gets none 
     const boot = await bootstrapOnFreePort(steward, "sup");
     t.is(boot.code, 0, boot.stdout + boot.stderr);
     const entry = (await loadClientConfig(home)).controllers.sup!;
-    const pidFile = join(entry.dataDir!, "controller.pid");
+    const pidFile = join(dataDirOf(entry)!, "controller.pid");
     const first = await readPid(pidFile);
     const environ = (await readFile(`/proc/${first}/environ`, "utf8")).split("\0").filter(Boolean);
     const names = environ.map((kv) => kv.slice(0, kv.indexOf("=")));
@@ -68,7 +68,7 @@ test.serial("a local controller killed with kill -9 is restarted, and gets none 
     } finally {
       client.close();
     }
-    const log = await readFile(join(entry.dataDir!, "controller.log"), "utf8");
+    const log = await readFile(join(dataDirOf(entry)!, "controller.log"), "utf8");
     t.regex(log, /supervisor: the controller killed by SIGKILL after \d+ s; restarting it in 1 s/);
     const gone = await steward("destroy-controller", "sup", "--yes", "--timeout", "5s");
     t.is(gone.code, 0, gone.stderr);

@@ -11,7 +11,7 @@ import { mkdir, mkdtemp, readdir, readlink, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControllerClient, STEWARD_VERSION } from "../api";
-import { loadClientConfig } from "../cli";
+import { dataDirOf, loadClientConfig } from "../cli";
 import { removeLocalController } from "../substrates";
 import { bootstrapOnFreePort, cliRunner } from "./harness/cli";
 import type { Release } from "./harness/release";
@@ -30,7 +30,7 @@ test.before(async () => {
   const boot = await bootstrapOnFreePort(steward, "up");
   if (boot.code !== 0) throw new Error(`bootstrap failed: ${boot.stderr}`);
   const entry = (await loadClientConfig(home)).controllers.up!;
-  dataDir = entry.dataDir!;
+  dataDir = dataDirOf(entry)!;
   client = new ControllerClient({
     addresses: entry.addresses,
     caCert: entry.caCert,

@@ -6,7 +6,8 @@ import test from "ava";
 import type { ExecutionContext } from "ava";
 import type { ClusterInfo, ControllerInfo, ControllerUpgrade } from "../api";
 import { StewardError } from "../api";
-import { imageWithTag, ordinalOf, planUpgrade, unsupportedReplicas } from "../cli";
+import { planUpgrade, unsupportedReplicas } from "../cli";
+import { CONTROLLER_HOSTING, kubernetes } from "../substrates";
 
 type Member = ClusterInfo["members"][number];
 const member = (name: string, o: Partial<Member> = {}): Member => ({
@@ -155,41 +156,56 @@ test("an unfinished upgrade to another version must be finished with its own cli
   );
 });
 
-test("replicas on cloud instances are refused with what to do instead; on Kubernetes they go by the StatefulSet's image", (t) => {
+test("replicas on cloud instances are refused with what to do instead; each hosting kind says whether it upgrades its replicas", async (t) => {
   const steps = planUpgrade(info(three()), "0.1.1").steps;
-  const entry = { addresses: [], caCert: "", user: "admin" };
-  t.is(
-    unsupportedReplicas({ ...entry, kubernetes: { namespace: "steward", statefulSet: "prod" } }, steps, "0.1.1"),
-    undefined,
-  );
+  t.is(unsupportedReplicas(CONTROLLER_HOSTING.kubernetes(), steps, "0.1.1"), undefined, "by the StatefulSet's image");
+  t.is(unsupportedReplicas(CONTROLLER_HOSTING.ssh(), steps, "0.1.1"), undefined, "replicas over SSH are upgraded");
+  for (const cloud of [CONTROLLER_HOSTING.aws(), CONTROLLER_HOSTING.vsphere()])
+    t.regex(
+      unsupportedReplicas(cloud, steps, "0.1.1") ?? "",
+      /replica r\d runs on a cloud instance, which this command cannot upgrade in place yet \(cloud-init installed it and no SSH access to it is kept\): bootstrap a controller at 0\.1\.1 and move the models to it by migration/,
+    );
+  // A replica the quorum keeper launched on a cloud, on a controller installed over SSH: refused before any key is read.
   const onEc2 = planUpgrade(info(three({ r3: { instance: { id: "i-0abc" } } })), "0.1.1").steps;
-  t.regex(
-    unsupportedReplicas(entry, onEc2, "0.1.1") ?? "",
-    /replica r3 runs on the cloud instance i-0abc, which this command cannot upgrade in place yet/,
+  const upgrade = await CONTROLLER_HOSTING.ssh().replicaUpgrade!(
+    {},
+    {
+      to: "0.1.1",
+      caCert: "",
+      timeoutMs: 1000,
+      sshAccess: () => Promise.reject(new Error("no key is read for a refused plan")),
+      kubeconfig: () => t.fail("no kubeconfig") as never,
+      image: () => undefined,
+    },
   );
-  t.is(unsupportedReplicas(entry, steps, "0.1.1"), undefined, "replicas over SSH are upgraded");
+  await t.throwsAsync(upgrade.upgrader(onEc2), {
+    message:
+      /replica r3 runs on the cloud instance i-0abc, which this command cannot upgrade in place yet \(cloud-init installed it and no SSH access to it is kept\): bootstrap a controller at 0\.1\.1/,
+  });
 });
 
 test("Kubernetes: the new image keeps the registry and repository, with the new version as its tag; a replica's pod ordinal is read from its host", (t) => {
-  t.is(imageWithTag("steward/controller:0.1.0", "0.1.1"), "steward/controller:0.1.1");
+  t.is(kubernetes.imageWithTag("steward/controller:0.1.0", "0.1.1"), "steward/controller:0.1.1");
   t.is(
-    imageWithTag("registry.example.com:5000/ops/steward/controller:0.1.0", "0.1.1"),
+    kubernetes.imageWithTag("registry.example.com:5000/ops/steward/controller:0.1.0", "0.1.1"),
     "registry.example.com:5000/ops/steward/controller:0.1.1",
     "a registry's port is not a tag",
   );
   t.is(
-    imageWithTag("registry.example.com:5000/steward/controller", "0.1.1"),
+    kubernetes.imageWithTag("registry.example.com:5000/steward/controller", "0.1.1"),
     "registry.example.com:5000/steward/controller:0.1.1",
   );
   t.is(
-    imageWithTag(`steward/controller:0.1.0@sha256:${"a".repeat(64)}`, "0.1.1"),
+    kubernetes.imageWithTag(`steward/controller:0.1.0@sha256:${"a".repeat(64)}`, "0.1.1"),
     "steward/controller:0.1.1",
     "a digest pins the old image: dropped",
   );
-  t.is(ordinalOf({ name: "ctl-2-b01c", host: "ctl-2.ctl-peers.steward.svc.cluster.local" }, "ctl"), 2);
-  t.is(ordinalOf({ name: "x", host: "my-ctl-10.my-ctl-peers.ns.svc.cluster.local" }, "my-ctl"), 10);
-  t.throws(() => ordinalOf({ name: "x", host: "ctl-2.ctl-peers.steward.svc.cluster.local" }, "other"), {
+  t.is(kubernetes.ordinalOf({ name: "ctl-2-b01c", host: "ctl-2.ctl-peers.steward.svc.cluster.local" }, "ctl"), 2);
+  t.is(kubernetes.ordinalOf({ name: "x", host: "my-ctl-10.my-ctl-peers.ns.svc.cluster.local" }, "my-ctl"), 10);
+  t.throws(() => kubernetes.ordinalOf({ name: "x", host: "ctl-2.ctl-peers.steward.svc.cluster.local" }, "other"), {
     message: /not a pod of StatefulSet other/,
   });
-  t.throws(() => ordinalOf({ name: "x", host: "10.0.0.1" }, "ctl"), { message: /not a pod of StatefulSet ctl/ });
+  t.throws(() => kubernetes.ordinalOf({ name: "x", host: "10.0.0.1" }, "ctl"), {
+    message: /not a pod of StatefulSet ctl/,
+  });
 });

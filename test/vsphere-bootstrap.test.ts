@@ -288,8 +288,9 @@ ha(
       timeoutMs: 4000,
     });
     const info = await client.controllerInfo();
-    t.is(entry.vsphere?.uuid, info.uuid, "the client knows the UUID the VMs are marked with");
-    t.is(entry.vsphere?.settings.url, vc.url);
+    t.is(entry.hosting?.substrate, "vsphere", "the client records where the controller runs");
+    t.is(entry.hosting?.uuid, info.uuid, "the client knows the UUID the VMs are marked with");
+    t.is(entry.hosting?.substrate === "vsphere" ? entry.hosting.settings.url : undefined, vc.url);
 
     // One VM, marked as this controller's replica (chosen before it existed), on, at the controller's address.
     const mine = (await allVms()).filter((v) => v.controller === info.uuid);

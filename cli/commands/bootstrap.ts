@@ -19,7 +19,7 @@ import { BaseCommand } from "../base-command";
 import { withHeartbeat } from "../heartbeat";
 import { kindFlags } from "../kind-flags";
 import { readCredentialAttributes } from "../credential-file";
-import type { ClientConfig, ControllerEntry } from "../client-config";
+import type { ClientConfig } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
 import {
   OWN_PODS_REFUSED,
@@ -188,7 +188,7 @@ export default class BootstrapCommand extends BaseCommand {
   /** The flow, recording the controller as soon as its first replica answers and again once it has grown. */
   private async bootstrap<K extends Substrates.HostingKind>(target: Target<K>, cfg: ClientConfig): Promise<number> {
     // Loaded only here: the substrates bring node-ssh and the clouds' clients, which most commands never need.
-    const { bootstrapController } = loadSubstrates();
+    const { bootstrapController, recordHosting } = loadSubstrates();
     const name = target.plan.name;
     // A refused or filtered SSH port, a slow cloud: said, and said again while it lasts.
     const controller = await withHeartbeat(this.progress.bind(this), target.first, (progress) =>
@@ -203,7 +203,12 @@ export default class BootstrapCommand extends BaseCommand {
             password: c.adminPassword,
             generatedPassword: true,
             token: c.token,
-            ...target.entry(c),
+            // Where it runs, as its kind records it (to upgrade or destroy it later).
+            hosting: recordHosting(
+              target.kind,
+              target.plan,
+              c as Substrates.HostedController<Substrates.HostingSettings[K]>,
+            ),
           };
           cfg.current = name;
           await this.saveConfig(cfg);
@@ -261,7 +266,6 @@ export default class BootstrapCommand extends BaseCommand {
         new UsageError(
           `${dir} already holds a controller that this client does not know; remove that directory or choose another name`,
         ),
-      entry: () => ({ dataDir }),
       after: [this.adminCredentials("steward add-model <name>")],
     };
   }
@@ -324,8 +328,6 @@ export default class BootstrapCommand extends BaseCommand {
         ...replaceAfterSetting(this.replaceAfter),
         timeoutMs: this.timeout,
       },
-      // The settings as the bootstrap checked them (defaults filled in), and the UUID its instances are marked with.
-      entry: (c) => ({ [substrate]: { settings: c.settings, uuid: c.uuid } }) as Partial<ControllerEntry>,
       after: [
         replicas > 1
           ? `It replaces a lost replica with a new ${words.thing} itself (steward show-controller).`
@@ -386,10 +388,6 @@ export default class BootstrapCommand extends BaseCommand {
       where,
       first: `Bootstrapping controller "${name}" on ${where}`,
       plan: { name, settings, replicas, ...replaceAfterSetting(this.replaceAfter), timeoutMs: this.timeout },
-      entry: () =>
-        ({
-          [substrate]: { namespace, statefulSet: name, ...(connection.context ? { context: connection.context } : {}) },
-        }) as Partial<ControllerEntry>,
       after: [
         replicas > 1
           ? "A pod that comes back with an empty volume is taken back into the cluster by the controller itself (steward show-controller)."
@@ -453,7 +451,6 @@ export default class BootstrapCommand extends BaseCommand {
         new UsageError(
           `${host} already runs a controller that this client does not know; log in to it with the admin password you kept (steward login), or remove /var/lib/steward/controller there`,
         ),
-      entry: () => ({}),
       after: [this.adminCredentials("steward add-model <name>")],
     };
   }
@@ -469,8 +466,6 @@ interface Target<K extends Substrates.HostingKind> {
   first?: string;
   /** The error for a place that holds a controller this client does not know. */
   existing?(where: string): Error;
-  /** What the client remembers beside the connection (to destroy it later). */
-  entry(c: Substrates.HostedController): Partial<ControllerEntry>;
   /** The lines after "Bootstrapped controller …". */
   after: string[];
 }

@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
-import type { InstanceCloudSubstrate } from "../../api/core";
-import { ControllerClient, SUBSTRATE_CONTRACTS, destroyAllModels, substratesWhere } from "../../api/core";
+import type { CredentialSubstrate } from "../../api/core";
+import { ControllerClient, MODEL_SUBSTRATES, SUBSTRATE_CONTRACTS, contractOf, destroyAllModels } from "../../api/core";
 import type * as Substrates from "../../substrates";
 import { BaseCommand } from "../base-command";
 import { cloudCredentialEnv, cloudKinds } from "../bootstrap-targets";
@@ -55,26 +55,27 @@ export default class DestroyControllerCommand extends BaseCommand {
       throw new UsageError(
         `controller "${this.name}" is not known here (known: ${Object.keys(cfg.controllers).join(", ") || "none"})`,
       );
-    // A controller on a cloud is recorded under the cloud's name, with its settings and the UUID its instances are marked with.
-    const cloud = substratesWhere((k) => k.replicaHosts === "instances").find(
-      (k) => entry[k as InstanceCloudSubstrate],
-    ) as InstanceCloudSubstrate | undefined;
-    const onCloud = cloud ? entry[cloud] : undefined;
-    if (!entry.dataDir && !onCloud)
+    // The kind it runs on, as bootstrap recorded it, says what to take away and whether a credential is needed for it.
+    const recorded = entry.hosting;
+    const { hostingOf } = loadSubstrates();
+    const hosting = recorded ? hostingOf(recorded) : undefined;
+    if (!recorded || !hosting?.destroyable)
       throw new UsageError(
-        `controller "${this.name}" was bootstrapped over SSH; destroy-controller handles controllers on this host, on EC2 and on vSphere only for now`,
+        `controller "${this.name}" ${recorded ? `runs on ${SUBSTRATE_CONTRACTS[recorded.substrate].words.cloud} (${SUBSTRATE_CONTRACTS[recorded.substrate].words.things})` : "was not bootstrapped by this client"}; destroy-controller handles controllers on ${destroyableHere().join(", ")} only for now`,
       );
     if (!this.yes)
       throw new UsageError(
         `this destroys controller "${this.name}", all its models and their machines: pass --yes to confirm`,
       );
+    // A cloud's credential is given again (this client never keeps it): read before anything is destroyed, so a wrong file stops it here.
+    const contract = contractOf(recorded.substrate);
+    const cloud = contract.credential ? (recorded.substrate as CredentialSubstrate) : undefined;
     if (cloud && this.credentialFile === undefined && !this.fromEnv) {
-      const words = SUBSTRATE_CONTRACTS[cloud].words;
+      const words = contract.words;
       throw new UsageError(
         `a controller on ${words.cloud}: give the ${words.cloud} credential to remove its ${words.things} with, --credential-file FILE [--profile P] or --from-env (${words.env})`,
       );
     }
-    // Read before anything is destroyed, so a wrong file stops it here.
     const attributes = cloud
       ? await readCredentialAttributes(this.context, cloud, {
           file: this.credentialFile,
@@ -95,20 +96,31 @@ export default class DestroyControllerCommand extends BaseCommand {
     } finally {
       client.close();
     }
-    // Loaded only here: the substrates package brings node-ssh, which most commands never need.
-    const { destroyController } = require("../../substrates") as typeof Substrates;
-    const progress = (l: string): void => this.progress(l);
-    if (cloud && onCloud)
-      await destroyController<InstanceCloudSubstrate>(
-        cloud,
-        { uuid: onCloud.uuid, settings: onCloud.settings, credential: attributes! },
-        { progress },
-      );
-    else await destroyController("local", { settings: { dataDir: entry.dataDir! } }, { progress });
+    await hosting.destroy(
+      {
+        settings: hosting.destroyable(recorded.settings),
+        ...(recorded.uuid ? { uuid: recorded.uuid } : {}),
+        ...(attributes ? { credential: attributes } : {}),
+      },
+      { progress: (l) => this.progress(l) },
+    );
     delete cfg.controllers[this.name];
     if (cfg.current === this.name) delete cfg.current;
     await this.saveConfig(cfg);
     this.out(`Controller "${this.name}" destroyed.`);
     return 0;
   }
+}
+
+/** The substrates package, loaded on first use: it brings node-ssh and the clouds' clients, which most commands never need. */
+function loadSubstrates(): typeof Substrates {
+  return require("../../substrates") as typeof Substrates;
+}
+
+/** Where the controllers are that this command can destroy from what bootstrap recorded ("this host", "AWS"…), for its refusal. */
+function destroyableHere(): string[] {
+  const { SUBSTRATES } = loadSubstrates();
+  return MODEL_SUBSTRATES.filter((k) => SUBSTRATES[k]().controller?.destroyable).map(
+    (k) => SUBSTRATE_CONTRACTS[k].words.cloud,
+  );
 }

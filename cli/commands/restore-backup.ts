@@ -5,6 +5,7 @@ import type * as Substrates from "../../substrates";
 import { ControllerClient, routes } from "../../api/core";
 import { BaseCommand } from "../base-command";
 import type { ControllerEntry } from "../client-config";
+import { dataDirOf } from "../client-config";
 import { passphraseOptions, readPassphrase } from "../read-passphrase";
 import { isPort } from "../validators";
 
@@ -67,7 +68,7 @@ export default class RestoreBackupCommand extends BaseCommand {
     const name = this.controllerName ?? header.controller.name;
     const cfg = await this.clientConfig();
     const entry: ControllerEntry | undefined = cfg.controllers[name];
-    if (entry && !entry.dataDir)
+    if (entry && !dataDirOf(entry))
       throw new UsageError(
         `controller "${name}" does not run on this host; restore-backup restores controllers on this host only for now`,
       );
@@ -78,7 +79,7 @@ export default class RestoreBackupCommand extends BaseCommand {
       throw new UsageError(
         `controller "${name}" is not known here: give the port it listened on (--port), so its agents find it`,
       );
-    const dataDir = entry?.dataDir ?? join(this.home, "controllers", name);
+    const dataDir = dataDirOf(entry) ?? join(this.home, "controllers", name);
     const passphrase = await readPassphrase(this.context, this, false);
     const substrates = require("../../substrates") as typeof Substrates;
     // The file and passphrase first: a backup that does not open must not cost a running controller.
@@ -150,7 +151,12 @@ export default class RestoreBackupCommand extends BaseCommand {
         ? await substrates.repointLocalAgents(join(dataDir, substrates.dataFiles.machines), wanted)
         : 0;
     const addresses = await substrates.startLocalController(dataDir, res.caCert);
-    cfg.controllers[name] = { ...(entry ?? { user: "admin" }), addresses, caCert: res.caCert, dataDir };
+    cfg.controllers[name] = {
+      ...(entry ?? { user: "admin" }),
+      addresses,
+      caCert: res.caCert,
+      hosting: entry?.hosting ?? substrates.recordedLocalController(dataDir, header.controller.uuid),
+    };
     cfg.current ??= name;
     await this.saveConfig(cfg);
     this.out(

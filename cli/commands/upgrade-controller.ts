@@ -6,12 +6,8 @@ import type { ControllerEntry } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
 import { readPrivateKey } from "../ssh-options";
 import { DURATION_HELP, isDuration } from "../validators";
-import { planUpgrade } from "../upgrade/plan";
+import { planUpgrade, unsupportedReplicas } from "../upgrade/plan";
 import type { UpgradePlan } from "../upgrade/plan";
-import type { ReplicaUpgrader } from "../upgrade/replica-upgraders";
-import { bundleVersion, localUpgrader, sshUpgrader, unsupportedReplicas } from "../upgrade/replica-upgraders";
-import type { KubernetesRollout } from "../upgrade/kubernetes-rollout";
-import { openKubernetesRollout } from "../upgrade/kubernetes-rollout";
 import { runUpgrade } from "../upgrade/run-upgrade";
 import { upgradeViaMigration } from "../upgrade/via-migration";
 
@@ -122,20 +118,52 @@ export default class UpgradeControllerCommand extends ControllerCommand {
       return 0;
     }
     const subs = require("../../substrates") as typeof Substrates;
-    const to = await bundleVersion(subs);
+    const to = await subs.controllerBundleVersion();
     if (to !== STEWARD_VERSION)
       throw new StewardError(
         "internal",
         `this steward is ${STEWARD_VERSION} but carries a controller release of ${to}: its build is inconsistent; rebuild it (npm run build)`,
       );
-    if (
-      !entry.kubernetes &&
-      (this.kubeconfig !== undefined || this.kubeContext !== undefined || this.image !== undefined)
-    )
-      throw new UsageError("--kubeconfig, --kube-context and --image are for a controller on Kubernetes");
-    const rollout = entry.kubernetes ? await this.openRollout(subs, entry, to) : undefined;
-    // On Kubernetes the replicas announce cluster DNS names: this client follows the pods' IPs instead.
-    const client = rollout ? kubernetesClient(entry, rollout) : await this.connect();
+    // The kind the controller runs on (as bootstrap recorded it) upgrades its replicas; the run here names no kind.
+    const hosting = subs.hostingOf(entry.hosting);
+    const recorded = entry.hosting ?? subs.UNRECORDED_HOSTING;
+    const used = { kubeconfig: false, image: false };
+    const upgrade = await hosting.replicaUpgrade?.(recorded.settings, {
+      to,
+      caCert: entry.caCert,
+      timeoutMs: this.timeout,
+      sshAccess: (hosts) => this.sshAccess(hosts),
+      kubeconfig: (context) => {
+        used.kubeconfig = true;
+        return readKubeconfig(this.context.env, this.kubeconfig, this.kubeContext ?? context);
+      },
+      image: () => {
+        used.image = true;
+        return this.image;
+      },
+    });
+    try {
+      if (
+        (!used.kubeconfig && (this.kubeconfig !== undefined || this.kubeContext !== undefined)) ||
+        (!used.image && this.image !== undefined)
+      )
+        throw new UsageError("--kubeconfig, --kube-context and --image are for a controller on Kubernetes");
+      return await this.upgrade(name, entry, to, hosting, upgrade);
+    } finally {
+      upgrade?.close?.();
+    }
+  }
+
+  private async upgrade(
+    name: string,
+    entry: ControllerEntry,
+    to: string,
+    hosting: Substrates.ControllerHosting<unknown>,
+    upgrade: Substrates.ReplicaUpgrade | undefined,
+  ): Promise<number> {
+    // Replicas that announce addresses this client cannot reach (pods' cluster DNS names): it follows where they are now instead.
+    const reachable = upgrade?.reachable;
+    const client = reachable ? clientReaching(entry, reachable) : await this.connect();
     try {
       const plan = planUpgrade(await client.controllerInfo(), to);
       if (plan.steps.length === 0) {
@@ -147,31 +175,23 @@ export default class UpgradeControllerCommand extends ControllerCommand {
             updatedAt: new Date().toISOString(),
             finishedAt: new Date().toISOString(),
           });
-        if (rollout && rollout.image !== rollout.targetImage)
-          this.progress(
-            `Every replica runs ${to} although its StatefulSet's image is ${rollout.image}, not ${rollout.targetImage}: nothing was changed.`,
-          );
-        else if (rollout && !this.dryRun) await rollout.tidy((l) => this.progress(l));
+        await upgrade?.upToDate?.((l) => this.progress(l), this.dryRun);
         this.out(`Controller "${name}" is already at ${to}: nothing to do.`);
         return 0;
       }
-      const unsupported = unsupportedReplicas(entry, plan.steps, to);
-      if (unsupported) throw new StewardError("invalid-request", unsupported);
-      const upgrader = rollout
-        ? rollout.upgrader
-        : entry.dataDir
-          ? localUpgrader(subs, entry.dataDir, entry.caCert, this.timeout)
-          : await this.sshUpgrader(subs, plan);
+      // A kind that offers no in-place upgrade says why (there are replicas to upgrade here, so there is a message).
+      if (!upgrade) throw new StewardError("invalid-request", unsupportedReplicas(hosting, plan.steps, to)!);
+      const upgrader = await upgrade.upgrader(plan.steps);
       if (upgrader.order) plan.steps = upgrader.order(plan.steps);
-      this.printPlan(name, plan, rollout);
+      this.printPlan(name, plan, upgrade, !!upgrader.order);
       if (this.dryRun) {
         this.out("Dry run: nothing was changed.");
         return 0;
       }
       const t0 = Date.now();
-      // Bootstrapped without --api-address, the entry holds the pods' IPs, which recreated pods no longer have.
-      const podsBefore = await rollout?.podAddresses();
-      const followPods = !!podsBefore && entry.addresses.every((a) => podsBefore.includes(a));
+      // An entry that holds the addresses this client reached the replicas at (bootstrapped without --api-address: the pods' IPs) follows them.
+      const before = await reachable?.();
+      const follow = !!before && entry.addresses.every((a) => before.includes(a));
       try {
         await runUpgrade({
           client,
@@ -182,40 +202,31 @@ export default class UpgradeControllerCommand extends ControllerCommand {
           progress: (l) => this.progress(l),
         });
       } finally {
-        if (followPods) await this.keepPodAddresses(name, rollout!);
+        if (follow) await this.keepAddresses(name, reachable!);
       }
-      await rollout?.tidy((l) => this.progress(l));
+      await upgrade.finish?.((l) => this.progress(l));
       this.out(`Controller "${name}" upgraded to ${to} in ${((Date.now() - t0) / 1000).toFixed(1)} s.`);
       return 0;
     } finally {
-      if (rollout) {
-        client.close();
-        rollout.close();
-      }
+      if (reachable) client.close();
     }
   }
 
-  private printPlan(name: string, plan: UpgradePlan, rollout: KubernetesRollout | undefined): void {
-    const order = rollout
-      ? "one pod at a time, the highest ordinal first (the StatefulSet's order)"
-      : "one replica at a time";
+  private printPlan(name: string, plan: UpgradePlan, upgrade: Substrates.ReplicaUpgrade, ordered: boolean): void {
     this.out(
-      `Upgrade plan for controller "${name}": ${plan.from} -> ${plan.to}, ${order}${plan.resumes ? ` (resuming the upgrade started ${plan.resumes.startedAt})` : ""}`,
+      `Upgrade plan for controller "${name}": ${plan.from} -> ${plan.to}, ${upgrade.order ?? "one replica at a time"}${plan.resumes ? ` (resuming the upgrade started ${plan.resumes.startedAt})` : ""}`,
     );
-    if (rollout)
-      this.out(
-        `  image ${rollout.image} -> ${rollout.targetImage}${rollout.partition ? ` (partition now ${rollout.partition})` : ""}`,
-      );
+    for (const line of upgrade.planLines ?? []) this.out(`  ${line}`);
     for (const [i, s] of plan.steps.entries())
       this.out(
-        `  ${i + 1}. ${s.name}${s.host ? ` on ${s.host}` : ""}: ${s.version} -> ${plan.to}${s.leader ? ` (the leader${rollout ? "" : ", last"})` : ""}`,
+        `  ${i + 1}. ${s.name}${s.host ? ` on ${s.host}` : ""}: ${s.version} -> ${plan.to}${s.leader ? ` (the leader${ordered ? "" : ", last"})` : ""}`,
       );
     for (const s of plan.done) this.out(`  -  ${s.name}${s.host ? ` on ${s.host}` : ""}: already at ${plan.to}`);
   }
 
-  /** Points the entry at the pods' IPs now (read again: the file may have changed since this run began). */
-  private async keepPodAddresses(name: string, rollout: KubernetesRollout): Promise<void> {
-    const addresses = await rollout.podAddresses().catch(() => []);
+  /** Points the entry at where the replicas are now (read again: the file may have changed since this run began). */
+  private async keepAddresses(name: string, reachable: () => Promise<string[]>): Promise<void> {
+    const addresses = await reachable().catch(() => []);
     const cfg = await this.clientConfig();
     const entry = cfg.controllers[name];
     if (!entry || addresses.length === 0 || addresses.join() === entry.addresses.join()) return;
@@ -224,22 +235,8 @@ export default class UpgradeControllerCommand extends ControllerCommand {
     this.progress(`The client's entry for "${name}" now holds the pods' new addresses: ${addresses.join(", ")}`);
   }
 
-  /** The StatefulSet, read with the user's kubeconfig (the entry keeps no cluster credential: bootstrap used it and let it go). */
-  private async openRollout(subs: typeof Substrates, entry: ControllerEntry, to: string): Promise<KubernetesRollout> {
-    const connection = readKubeconfig(this.context.env, this.kubeconfig, this.kubeContext ?? entry.kubernetes!.context);
-    return openKubernetesRollout({
-      kube: subs.kubernetes,
-      connection,
-      target: entry.kubernetes!,
-      to,
-      ...(this.image ? { image: this.image } : {}),
-      timeoutMs: this.timeout,
-      caCert: entry.caCert,
-    });
-  }
-
-  /** SSH access to every replica's host, checked before anything changes. */
-  private async sshUpgrader(subs: typeof Substrates, plan: UpgradePlan): Promise<ReplicaUpgrader> {
+  /** SSH access to the replicas' hosts, from the flags, checked before anything changes. */
+  private async sshAccess(hosts: string[]): Promise<Substrates.SshAccess> {
     const hostKeys: Record<string, string> = {};
     for (const h of this.hostKey) {
       const m = /^([^=\s]+)=(SHA256:\S+)$/.exec(h);
@@ -249,28 +246,25 @@ export default class UpgradeControllerCommand extends ControllerCommand {
         );
       hostKeys[m[1]!] = m[2]!;
     }
-    for (const s of plan.steps)
-      if (!s.host) throw new StewardError("internal", `replica ${s.name} has no known host to reach over SSH`);
-    const unpinned = plan.steps.filter((s) => !hostKeys[s.host]).map((s) => s.host);
-    if (this.dryRun)
-      return sshUpgrader(subs, { user: this.sshUser, privateKey: "", hostKeys, trustOnFirstUse: this.tofu });
+    const access = { user: this.sshUser, hostKeys, trustOnFirstUse: this.tofu };
+    if (this.dryRun) return { ...access, privateKey: "" };
+    const unpinned = hosts.filter((h) => !hostKeys[h]);
     if (unpinned.length > 0 && !this.tofu)
       throw new UsageError(
         `the host keys of ${unpinned.join(", ")} are not pinned: pass --host-key HOST=SHA256:… for each, or --trust-on-first-use`,
       );
-    const privateKey = await readPrivateKey(this.context, this.keyFile, this.keyEnv);
-    return sshUpgrader(subs, { user: this.sshUser, privateKey, hostKeys, trustOnFirstUse: this.tofu });
+    return { ...access, privateKey: await readPrivateKey(this.context, this.keyFile, this.keyEnv) };
   }
 }
 
-/** A client of a controller on Kubernetes that, when no known address answers, tries the pods' current IPs. */
-function kubernetesClient(entry: ControllerEntry, rollout: KubernetesRollout): ControllerClient {
+/** A client that, when no known address answers, tries where the replicas are now (a pod's current IP). */
+function clientReaching(entry: ControllerEntry, reachable: () => Promise<string[]>): ControllerClient {
   return new ControllerClient({
     addresses: entry.addresses,
     caCert: entry.caCert,
     user: entry.user,
     ...(entry.password ? { password: entry.password } : {}),
     ...(entry.token ? { token: entry.token } : {}),
-    reachable: () => rollout.podAddresses(),
+    reachable,
   });
 }

@@ -6,18 +6,9 @@
  */
 import type { ControllerInfo, ControllerUpgrade } from "../../api/core";
 import { StewardError, UPGRADE_RECORD_STALE_MS, compareVersions, parseVersion, samePatchLine } from "../../api/core";
+import type { ControllerHosting, ReplicaStep } from "../../substrates";
 
-export interface ReplicaStep {
-  name: string;
-  /** Where it runs (empty for a local controller). */
-  host: string;
-  addresses: string[];
-  /** The version it runs now. */
-  version: string;
-  leader: boolean;
-  /** A replica on a cloud instance (EC2, vSphere). */
-  instance?: { id: string; zone?: string };
-}
+export type { ReplicaStep };
 
 export interface UpgradePlan {
   /** The version the controller runs now (its oldest replica's). */
@@ -89,6 +80,20 @@ export function planUpgrade(info: ControllerInfo, to: string, now = Date.now()):
     done,
     ...(record && record.state !== "done" && record.to === to ? { resumes: record } : {}),
   };
+}
+
+/**
+ * Why this controller's replicas cannot be upgraded in place by this command, if its hosting kind
+ * offers no in-place upgrade (the kind's reason); a kind that does refuses, when it opens, the
+ * replicas it cannot reach (SSH: one on a cloud instance its replica cloud launched).
+ */
+export function unsupportedReplicas(
+  hosting: Pick<ControllerHosting<unknown>, "replicaUpgrade" | "replicaUpgradeRefused">,
+  steps: ReplicaStep[],
+  to: string,
+): string | undefined {
+  if (hosting.replicaUpgrade || !steps[0]) return undefined;
+  return `replica ${steps[0].name} ${hosting.replicaUpgradeRefused ?? "cannot be upgraded in place by this command"}: bootstrap a controller at ${to} and move the models to it by migration`;
 }
 
 /** Every voter up, a majority, no learner catching up, the quorum keeper idle: else nothing starts. */

@@ -10,7 +10,7 @@ import { StewardError } from "../../api/core";
 import { waitForReplica } from "./health-gate";
 import type { ReplicaStep, UpgradePlan } from "./plan";
 import { requireHealthy } from "./plan";
-import type { ReplicaUpgrader } from "./replica-upgraders";
+import type { ReplicaUpgrader } from "../../substrates";
 
 export interface RunUpgradeOptions {
   client: ControllerClient;

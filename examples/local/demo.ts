@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { ControllerClient } from "../../api";
-import { loadClientConfig, runCli, startLocalController, stewardHome } from "../../cli";
+import { dataDirOf, loadClientConfig, runCli, startLocalController, stewardHome } from "../../cli";
 
 async function main(): Promise<number> {
   const env = process.env;
@@ -23,9 +23,10 @@ async function main(): Promise<number> {
       () => false,
     );
     client.close();
-    if (!up && local.dataDir) {
-      process.stderr.write(`Controller "local" is registered but not running; starting it from ${local.dataDir}\n`);
-      await startLocalController(local.dataDir, local.caCert);
+    const dataDir = dataDirOf(local);
+    if (!up && dataDir) {
+      process.stderr.write(`Controller "local" is registered but not running; starting it from ${dataDir}\n`);
+      await startLocalController(dataDir, local.caCert);
     } else if (!up) {
       process.stderr.write(`Controller "local" does not answer at ${local.addresses.join(", ")}\n`);
       return 1;

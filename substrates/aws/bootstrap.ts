@@ -7,12 +7,16 @@
  */
 import type { AwsModelSettings } from "../../api/core";
 import { StewardError } from "../../api/core";
-import { bootstrapOnInstance, destroyMarked } from "../cloud-bootstrap";
+import { CLOUD_REPLICA_UPGRADE_REFUSED, bootstrapOnInstance, destroyMarked } from "../cloud-bootstrap";
 import type { ControllerHosting } from "../controller-hosting";
 import type { AwsPlacement } from "./ec2";
 import { Ec2, GONE_STATES, LIVE_STATES, REPLICA_TAGS, awsCredentialsOf, replicaInstanceName } from "./ec2";
 
-export const awsHosting: ControllerHosting<AwsModelSettings> = {
+export const awsHosting: ControllerHosting<AwsModelSettings, AwsModelSettings> = {
+  // Where its instances are, as the bootstrap checked it (defaults filled in); the UUID they are marked with is recorded beside it.
+  record: (_plan, c) => c.settings,
+  destroyable: (recorded) => recorded,
+  replicaUpgradeRefused: CLOUD_REPLICA_UPGRADE_REFUSED,
   bootstrap: (plan, o) =>
     bootstrapOnInstance(plan, o, {
       substrate: "aws",

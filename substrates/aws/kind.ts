@@ -10,7 +10,7 @@ import { AwsMachines } from "./machines";
 import { InstanceReplicaHosts } from "../replica-hosts";
 import { awsReplicaInstances } from "./replica-instances";
 
-export const kind: SubstrateKind<AwsModelSettings, AwsPlacement, AwsModelSettings> = {
+export const kind: SubstrateKind<AwsModelSettings, AwsPlacement, AwsModelSettings, AwsModelSettings> = {
   contract: SUBSTRATE_CONTRACTS.aws,
   controller: awsHosting,
   placement: ({ settings, controllerUuid }, credential) => ({

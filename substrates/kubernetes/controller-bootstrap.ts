@@ -28,6 +28,7 @@ import {
   replicaDnsName,
 } from "./controller-pods";
 import { KubeApi } from "./kube-api";
+import { kubernetesReplicaUpgrade } from "./replica-rollout";
 import type { KubeConnection } from "./kubeconfig";
 import type { KubeObject, Secret } from "./resources";
 import { updateSecretData } from "./secret-data";
@@ -204,7 +205,14 @@ export async function finishKubernetesBootstrap(
  * seed Secret is deleted once the controller has grown (it holds the CA key). Destroying is not
  * this client's: the namespace's objects go with `kubectl delete` or the Pulumi resources that made them.
  */
-export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings> = {
+/** What a client records of a controller on Kubernetes: its namespace and StatefulSet, and the kubeconfig context's name (not its credential). */
+export interface KubernetesControllerRecord {
+  namespace: string;
+  statefulSet: string;
+  context?: string;
+}
+
+export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings, KubernetesControllerRecord> = {
   async bootstrap(plan, o) {
     const R = KUBE_RESOURCES;
     const { connection, namespace, image, agentImage, apiAddresses } = plan.settings;
@@ -259,6 +267,14 @@ export const kubernetesHosting: ControllerHosting<KubernetesControllerSettings> 
   async destroy() {
     return [];
   },
+
+  // The context's name only: the cluster's credential stays in the user's kubeconfig (upgrade-controller reads it there).
+  record: (plan) => ({
+    namespace: plan.settings.namespace,
+    statefulSet: plan.name,
+    ...(plan.settings.connection.context ? { context: plan.settings.connection.context } : {}),
+  }),
+  replicaUpgrade: kubernetesReplicaUpgrade,
 };
 
 /** `steward bootstrap kubernetes:` as one call (tests, benchmarks): the hosting, then the bootstrap flow. */

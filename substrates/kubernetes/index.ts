@@ -31,6 +31,8 @@ export { SERVICE_ACCOUNT_DIR, inClusterConnection } from "./in-cluster";
 export type { InClusterOptions } from "./in-cluster";
 export type { KubeConnectionOptions, KubeCredential, KubeconfigOptions } from "./kubeconfig";
 export { KUBE_RESOURCES, apiVersionOf, resourceName } from "./resources";
+export { imageWithTag, openKubernetesRollout, ordinalOf } from "./replica-rollout";
+export type { KubernetesRollout, KubernetesRolloutOptions, KubernetesTarget } from "./replica-rollout";
 export type {
   Condition,
   ConfigMap,

@@ -10,14 +10,19 @@ import { SUBSTRATE_CONTRACTS } from "../../api/core";
 import type { SubstrateKind } from "../kind";
 import type { KubernetesPlacement } from "./application-pods";
 import { KubernetesApplicationPods } from "./application-pods";
-import type { KubernetesControllerSettings } from "./controller-bootstrap";
+import type { KubernetesControllerRecord, KubernetesControllerSettings } from "./controller-bootstrap";
 import { kubernetesHosting } from "./controller-bootstrap";
 import { checkClusterCredential, checkModelCluster } from "./cluster-checks";
 import { CONTROLLER_API_PORT, clientServiceDnsName } from "./controller-pods";
 import { connectionOfCredential } from "./kubeconfig";
 import { PodReplicaHosts } from "./replica-hosts";
 
-export const kind: SubstrateKind<KubernetesModelSettings, KubernetesPlacement, KubernetesControllerSettings> = {
+export const kind: SubstrateKind<
+  KubernetesModelSettings,
+  KubernetesPlacement,
+  KubernetesControllerSettings,
+  KubernetesControllerRecord
+> = {
   contract: SUBSTRATE_CONTRACTS.kubernetes,
   controller: kubernetesHosting,
   placement: ({ settings }, credential) => {

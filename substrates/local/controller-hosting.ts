@@ -7,9 +7,11 @@
  */
 import { rm } from "node:fs/promises";
 import type { ControllerHosting } from "../controller-hosting";
+import type { RecordedHosting } from "../registry";
 import { alreadyThere } from "../controller-hosting";
 import { initLocalController, removeLocalController, startLocalController } from "./controller-process";
 import { freePort } from "./processes";
+import { localReplicaUpgrade } from "./replica-upgrade";
 
 /** A local controller: its data directory, and the address it listens on (default 127.0.0.1). */
 export interface LocalControllerSettings {
@@ -17,7 +19,17 @@ export interface LocalControllerSettings {
   host?: string;
 }
 
-export const localHosting: ControllerHosting<LocalControllerSettings> = {
+/** What a client records of a controller on this host: its data directory. */
+export interface LocalControllerRecord {
+  dataDir: string;
+}
+
+/** What a client records of a controller on this host in `dataDir` that it made without bootstrap (restore-backup). */
+export function recordedLocalController(dataDir: string, uuid?: string): RecordedHosting {
+  return { substrate: "local", settings: { dataDir }, ...(uuid ? { uuid } : {}) };
+}
+
+export const localHosting: ControllerHosting<LocalControllerSettings, LocalControllerRecord> = {
   async bootstrap(plan, o) {
     const { dataDir, host = "127.0.0.1" } = plan.settings;
     const port = plan.port ?? (await freePort(host));
@@ -50,4 +62,8 @@ export const localHosting: ControllerHosting<LocalControllerSettings> = {
     await removeLocalController(target.settings.dataDir);
     return [];
   },
+
+  record: (plan) => ({ dataDir: plan.settings.dataDir }),
+  destroyable: (recorded) => ({ dataDir: recorded.dataDir }),
+  replicaUpgrade: localReplicaUpgrade,
 };

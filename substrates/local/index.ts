@@ -1,3 +1,4 @@
+export { recordedLocalController } from "./controller-hosting";
 export { freePort, isProcessOf, portFree, readPidFile, stopProcess } from "./processes";
 export {
   CONTROLLER_ENV_VARIABLES,

@@ -3,11 +3,11 @@ import { SUBSTRATE_CONTRACTS } from "../../api/core";
 import type { SubstrateKind } from "../kind";
 import type { LocalPlacement } from "./agent-processes";
 import { AgentProcesses } from "./agent-processes";
-import type { LocalControllerSettings } from "./controller-hosting";
+import type { LocalControllerRecord, LocalControllerSettings } from "./controller-hosting";
 import { localHosting } from "./controller-hosting";
 import { LocalVolumes } from "./volumes";
 
-export const kind: SubstrateKind<unknown, LocalPlacement, LocalControllerSettings> = {
+export const kind: SubstrateKind<unknown, LocalPlacement, LocalControllerSettings, LocalControllerRecord> = {
   contract: SUBSTRATE_CONTRACTS.local,
   controller: localHosting,
   machines: (host) => new AgentProcesses(host),

@@ -10,6 +10,7 @@ import { controllerFiles } from "../controller-files";
 import type { ControllerHosting } from "../controller-hosting";
 import { alreadyThere } from "../controller-hosting";
 import { installController, uninstallController } from "./controller-installer";
+import { sshReplicaUpgrade } from "./replica-upgrade";
 import type { SshTarget } from "./ssh-session";
 import { SshSession } from "./ssh-session";
 
@@ -18,7 +19,10 @@ export interface SshControllerSettings {
   hosts: SshTarget[];
 }
 
-export const sshHosting: ControllerHosting<SshControllerSettings> = {
+/** What a client records of a controller over SSH: nothing (its hosts' keys are secret; the replicas' hosts are the ones the controller reports). */
+export type SshControllerRecord = Record<string, never>;
+
+export const sshHosting: ControllerHosting<SshControllerSettings, SshControllerRecord> = {
   async bootstrap(plan, o) {
     const [target, ...others] = plan.settings.hosts;
     if (!target) throw new StewardError("invalid-request", "a controller over SSH needs a host");
@@ -82,4 +86,7 @@ export const sshHosting: ControllerHosting<SshControllerSettings> = {
     }
     return removed;
   },
+
+  record: () => ({}),
+  replicaUpgrade: sshReplicaUpgrade,
 };

@@ -1,13 +1,13 @@
 /** The ssh substrate kind's runtime half (substrates/kind.ts): hosts added by address, checked first (facts.ts), agents installed over SSH (machines.ts). */
 import { SUBSTRATE_CONTRACTS } from "../../api/core";
 import type { SubstrateKind } from "../kind";
-import type { SshControllerSettings } from "./controller-hosting";
+import type { SshControllerRecord, SshControllerSettings } from "./controller-hosting";
 import { sshHosting } from "./controller-hosting";
 import { checkHost } from "./facts";
 import { SshMachines } from "./machines";
 import type { SshTarget } from "./ssh-session";
 
-export const kind: SubstrateKind<unknown, SshTarget, SshControllerSettings> = {
+export const kind: SubstrateKind<unknown, SshTarget, SshControllerSettings, SshControllerRecord> = {
   contract: SUBSTRATE_CONTRACTS.ssh,
   controller: sshHosting,
   machines() {

@@ -8,12 +8,16 @@
  */
 import type { VsphereModelSettings } from "../../api/core";
 import { StewardError } from "../../api/core";
-import { bootstrapOnInstance, destroyMarked } from "../cloud-bootstrap";
+import { CLOUD_REPLICA_UPGRADE_REFUSED, bootstrapOnInstance, destroyMarked } from "../cloud-bootstrap";
 import type { ControllerHosting } from "../controller-hosting";
 import type { VspherePlacement } from "./machines";
 import { REPLICA_MODEL, VsphereMachines, vsphereCredentialsOf } from "./machines";
 
-export const vsphereHosting: ControllerHosting<VsphereModelSettings> = {
+export const vsphereHosting: ControllerHosting<VsphereModelSettings, VsphereModelSettings> = {
+  // Where its instances are, as the bootstrap checked it (defaults filled in); the UUID they are marked with is recorded beside it.
+  record: (_plan, c) => c.settings,
+  destroyable: (recorded) => recorded,
+  replicaUpgradeRefused: CLOUD_REPLICA_UPGRADE_REFUSED,
   bootstrap: (plan, o) =>
     bootstrapOnInstance(plan, o, {
       substrate: "vsphere",

@@ -8,7 +8,7 @@ import { VsphereMachines, vsphereCredentialsOf } from "./machines";
 import { InstanceReplicaHosts } from "../replica-hosts";
 import { vsphereReplicaInstances } from "./replica-instances";
 
-export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement, VsphereModelSettings> = {
+export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement, VsphereModelSettings, VsphereModelSettings> = {
   contract: SUBSTRATE_CONTRACTS.vsphere,
   controller: vsphereHosting,
   placement: ({ settings, controllerUuid }, credential) => ({

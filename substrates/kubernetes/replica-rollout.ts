@@ -1,5 +1,5 @@
 /**
- * How `steward upgrade-controller` upgrades a controller on Kubernetes: by the image of its
+ * How `steward upgrade-controller` upgrades a controller on Kubernetes (../replica-upgrade.ts): by the image of its
  * StatefulSet (controller-pods.ts), with the user's kubeconfig (the controller's own ServiceAccount
  * may only read its StatefulSet and scale it). The StatefulSet's RollingUpdate replaces pods from
  * the highest ordinal down, one at a time, once each is Ready; Ready is only its own /v1/health,
@@ -16,14 +16,14 @@
  * upgraded, each another restart. A run again (the fixed release, or the same one) resumes at the
  * highest pod not yet at the new version.
  */
-import type * as Substrates from "../../substrates";
 import { ControllerClient, StewardError, routes } from "../../api/core";
-import type { ReplicaStep } from "./plan";
-import type { ReplicaUpgrader } from "./replica-upgraders";
-
-type Kube = typeof Substrates.kubernetes;
-type StatefulSet = Substrates.kubernetes.StatefulSet;
-type Pod = Substrates.kubernetes.Pod;
+import type { KubernetesControllerRecord } from "./controller-bootstrap";
+import type { ReplicaStep, ReplicaUpgrade, ReplicaUpgradeContext, ReplicaUpgrader } from "../replica-upgrade";
+import { CONTROLLER_API_PORT, CONTROLLER_LABELS } from "./controller-pods";
+import { KubeApi, isConflict, isNotFound } from "./kube-api";
+import type { KubeConnection } from "./kubeconfig";
+import type { Pod, StatefulSet } from "./resources";
+import { KUBE_RESOURCES } from "./resources";
 
 /** The controller's container in its pods (controller-pods.ts). */
 const CONTAINER = "controller";
@@ -34,8 +34,7 @@ export interface KubernetesTarget {
 }
 
 export interface KubernetesRolloutOptions {
-  kube: Kube;
-  connection: Substrates.kubernetes.KubeConnection;
+  connection: KubeConnection;
   target: KubernetesTarget;
   /** The version upgraded to: the new image is the StatefulSet's repository with this tag. */
   to: string;
@@ -63,6 +62,41 @@ export interface KubernetesRollout {
   close(): void;
 }
 
+/** The kubernetes hosting's replica upgrade: the rollout of the recorded StatefulSet, read with the user's kubeconfig. */
+export async function kubernetesReplicaUpgrade(
+  recorded: KubernetesControllerRecord,
+  o: ReplicaUpgradeContext,
+): Promise<ReplicaUpgrade> {
+  const image = o.image();
+  // The client keeps no cluster credential (bootstrap used the kubeconfig and let it go): the user's, at the recorded context.
+  const rollout = await openKubernetesRollout({
+    connection: o.kubeconfig(recorded.context),
+    target: recorded,
+    to: o.to,
+    ...(image ? { image } : {}),
+    timeoutMs: o.timeoutMs,
+    caCert: o.caCert,
+  });
+  return {
+    upgrader: async () => rollout.upgrader,
+    order: "one pod at a time, the highest ordinal first (the StatefulSet's order)",
+    planLines: [
+      `image ${rollout.image} -> ${rollout.targetImage}${rollout.partition ? ` (partition now ${rollout.partition})` : ""}`,
+    ],
+    // The replicas announce cluster DNS names: this client follows the pods' IPs instead.
+    reachable: () => rollout.podAddresses(),
+    async upToDate(progress, dryRun) {
+      if (rollout.image !== rollout.targetImage)
+        progress(
+          `Every replica runs ${o.to} although its StatefulSet's image is ${rollout.image}, not ${rollout.targetImage}: nothing was changed.`,
+        );
+      else if (!dryRun) await rollout.tidy(progress);
+    },
+    finish: (progress) => rollout.tidy(progress),
+    close: () => rollout.close(),
+  };
+}
+
 /** `<registry/repository>:<tag>`: the image's repository (its tag or digest dropped) with `tag`. */
 export function imageWithTag(image: string, tag: string): string {
   const repo = image.replace(/@sha256:[0-9a-f]+$/, "").replace(/:[^:/]+$/, "");
@@ -71,9 +105,9 @@ export function imageWithTag(image: string, tag: string): string {
 
 /** Reads the StatefulSet and refuses, changing nothing, what this command cannot roll. */
 export async function openKubernetesRollout(o: KubernetesRolloutOptions): Promise<KubernetesRollout> {
-  const R = o.kube.KUBE_RESOURCES;
+  const R = KUBE_RESOURCES;
   const { namespace, statefulSet: name } = o.target;
-  const api = new o.kube.KubeApi(o.connection, { timeoutMs: 15_000 });
+  const api = new KubeApi(o.connection, { timeoutMs: 15_000 });
   const where = `StatefulSet ${namespace}/${name}`;
   const cluster = `the cluster of kubeconfig context "${o.connection.context}" (${o.connection.server})`;
   try {
@@ -105,7 +139,6 @@ export async function openKubernetesRollout(o: KubernetesRolloutOptions): Promis
     const partition = sts.spec?.updateStrategy?.rollingUpdate?.partition ?? 0;
     const state: Rollout = {
       api,
-      kube: o.kube,
       namespace,
       name,
       targetImage,
@@ -121,11 +154,11 @@ export async function openKubernetesRollout(o: KubernetesRolloutOptions): Promis
       async podAddresses() {
         const pods = await api.list(R.pods, {
           namespace,
-          labelSelector: `${o.kube.CONTROLLER_LABELS.instance}=${name}`,
+          labelSelector: `${CONTROLLER_LABELS.instance}=${name}`,
         });
         return pods.items
           .filter((p) => p.status?.podIP && !p.metadata?.deletionTimestamp)
-          .map((p) => `${p.status!.podIP}:${o.kube.CONTROLLER_API_PORT}`);
+          .map((p) => `${p.status!.podIP}:${CONTROLLER_API_PORT}`);
       },
       async tidy(progress) {
         const now = await api.get(R.statefulSets, name, { namespace });
@@ -151,8 +184,7 @@ export async function openKubernetesRollout(o: KubernetesRolloutOptions): Promis
 }
 
 interface Rollout {
-  api: Substrates.kubernetes.KubeApi;
-  kube: Kube;
+  api: KubeApi;
   namespace: string;
   name: string;
   targetImage: string;
@@ -177,11 +209,11 @@ export function ordinalOf(step: Pick<ReplicaStep, "name" | "host">, statefulSet:
 }
 
 function upgrader(r: Rollout): ReplicaUpgrader {
-  const R = r.kube.KUBE_RESOURCES;
+  const R = KUBE_RESOURCES;
   const podName = (step: ReplicaStep): string => `${r.name}-${ordinalOf(step, r.name)}`;
   const reach = async (step: ReplicaStep): Promise<string[]> => {
     const pod = await r.api.find(R.pods, podName(step), { namespace: r.namespace }).catch(() => undefined);
-    return pod?.status?.podIP ? [`${pod.status.podIP}:${r.kube.CONTROLLER_API_PORT}`] : [];
+    return pod?.status?.podIP ? [`${pod.status.podIP}:${CONTROLLER_API_PORT}`] : [];
   };
   const stageAll = async (steps: ReplicaStep[], progress: (line: string) => void): Promise<void> => {
     // The gate asks each replica itself, at its pod's IP: found out before any pod goes down, not at the first gate.
@@ -306,7 +338,7 @@ function upgrader(r: Rollout): ReplicaUpgrader {
         await r.api
           .delete(R.pods, name, { namespace: r.namespace, preconditions: { uid: now.metadata!.uid! } })
           .catch((err: unknown) => {
-            if (!r.kube.isNotFound(err) && !r.kube.isConflict(err)) throw err;
+            if (!isNotFound(err) && !isConflict(err)) throw err;
           });
       await waitForPod(name, now?.metadata?.uid, undefined, progress);
     },
@@ -323,7 +355,7 @@ function upgrader(r: Rollout): ReplicaUpgrader {
 async function setPartition(r: Rollout, partition: number): Promise<void> {
   await r.api
     .patch(
-      r.kube.KUBE_RESOURCES.statefulSets,
+      KUBE_RESOURCES.statefulSets,
       r.name,
       { spec: { updateStrategy: { type: "RollingUpdate", rollingUpdate: { partition } } } },
       { namespace: r.namespace },
