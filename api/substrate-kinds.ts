@@ -571,19 +571,6 @@ export function describePlacement(p: { substrate: ModelSubstrate; settings?: unk
 export const substratesWhere = (pred: (c: SubstrateContract<any>) => boolean): ModelSubstrate[] =>
   MODEL_SUBSTRATES.filter((s) => pred(SUBSTRATE_CONTRACTS[s]));
 
-/** "--region, --image and --endpoint are for aws" when any of the flags `given` belongs to another kind than `substrate`. */
-export function foreignFlagsProblem(
-  substrate: ModelSubstrate | undefined,
-  given: (flag: string) => boolean,
-  target = (k: ModelSubstrate) => k as string,
-): string | undefined {
-  for (const k of MODEL_SUBSTRATES) {
-    const flags = SUBSTRATE_CONTRACTS[k].flags;
-    if (k !== substrate && flags.some(given)) return `${listed(flags)} are for ${target(k)}`;
-  }
-  return undefined;
-}
-
 /** The kind named `name`, or undefined when no kind is called that (a command-line word). */
 export const contractNamed = (name: string): SubstrateContract<any> | undefined =>
   (MODEL_SUBSTRATES as readonly string[]).includes(name) ? SUBSTRATE_CONTRACTS[name as ModelSubstrate] : undefined;

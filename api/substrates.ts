@@ -14,7 +14,6 @@ export {
   contractNamed,
   contractOf,
   describePlacement,
-  foreignFlagsProblem,
   kindsWhere,
   listed,
   settingsWithDefaults,

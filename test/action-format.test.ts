@@ -7,16 +7,9 @@ import test from "ava";
 import type { ActionSpec, Bundle, StewardError } from "../api";
 import { TASK_LIMITS, checkActionParams, parseOperatorYaml, validateBundle } from "../api";
 import { ActionRun } from "../agent";
+import { operatorYamlWith, yamlProblem as problem } from "./harness/operators";
 
-const yaml = (actions: string): string => `name: op\nversion: "1"\nactions:\n${actions}`;
-const problem = (text: string): string => {
-  try {
-    parseOperatorYaml(text);
-    return "accepted";
-  } catch (err) {
-    return (err as StewardError).message;
-  }
-};
+const yaml = operatorYamlWith("actions");
 
 test("operator.yaml: actions are read with their parameters; mistakes name the field and line", (t) => {
   const meta = parseOperatorYaml(

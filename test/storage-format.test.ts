@@ -3,18 +3,11 @@
  * with its field and line), the hooks a store brings, sizes, count ranges and `--storage` requests.
  */
 import test from "ava";
-import type { Bundle, StewardError } from "../api";
+import type { Bundle } from "../api";
 import { parseCountRange, parseOperatorYaml, parseSizeMiB, parseStorageArg, validateBundle } from "../api";
+import { operatorYamlWith, yamlProblem as problem } from "./harness/operators";
 
-const yaml = (storage: string): string => `name: op\nversion: "1"\nstorage:\n${storage}`;
-const problem = (text: string): string => {
-  try {
-    parseOperatorYaml(text);
-    return "accepted";
-  } catch (err) {
-    return (err as StewardError).message;
-  }
-};
+const yaml = operatorYamlWith("storage");
 
 test("operator.yaml: storage entries are read with their defaults", (t) => {
   const meta = parseOperatorYaml(

@@ -6,16 +6,9 @@
 import test from "ava";
 import type { Bundle, StewardError } from "../api";
 import { knownHookNames, parseOperatorYaml, quantityValue, validateBundle } from "../api";
+import { operatorYamlWith, yamlProblem as problem } from "./harness/operators";
 
-const yaml = (containers: string): string => `name: op\nversion: "1"\ncontainers:\n${containers}`;
-const problem = (text: string): string => {
-  try {
-    parseOperatorYaml(text);
-    return "accepted";
-  } catch (err) {
-    return (err as StewardError).message;
-  }
-};
+const yaml = operatorYamlWith("containers");
 
 test("operator.yaml: containers are read with their ports and resources", (t) => {
   const meta = parseOperatorYaml(

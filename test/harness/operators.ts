@@ -2,6 +2,8 @@
 import { chmod, cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { StewardError } from "../../api";
+import { parseOperatorYaml } from "../../api";
 import { fixturesDir } from "./controller";
 
 export interface RecorderVariant {
@@ -61,4 +63,20 @@ export async function recordDir(prefix = "steward-rec-"): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   await chmod(dir, 0o777);
   return dir;
+}
+
+/** An operator.yaml holding one `section` (`actions:`, `storage:`, `containers:`) with `body` indented under it. */
+export const operatorYamlWith =
+  (section: string) =>
+  (body: string): string =>
+    `name: op\nversion: "1"\n${section}:\n${body}`;
+
+/** What parseOperatorYaml says of `text`: "accepted", or its error's message. */
+export function yamlProblem(text: string): string {
+  try {
+    parseOperatorYaml(text);
+    return "accepted";
+  } catch (err) {
+    return (err as StewardError).message;
+  }
 }
