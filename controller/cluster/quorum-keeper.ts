@@ -56,6 +56,8 @@ export class QuorumKeeper extends Reconciler {
   /** When this leader first saw each voter gone (a new leader starts counting afresh: conservative). */
   private goneSince = new Map<string, number>();
   private readonly learnerSince = new Map<string, number>();
+  /** Hosts of removed replicas whose cloud instance this leader has retired (or found none of). */
+  private readonly retired = new Set<string>();
 
   constructor(private readonly o: QuorumKeeperOptions) {
     super({
@@ -97,6 +99,7 @@ export class QuorumKeeper extends Reconciler {
     const action = decide({ ...seen, lost });
     switch (action.kind) {
       case "report":
+        await this.retireRemoved(signal);
         return this.report(action.state, action.message);
       case "promote":
         return this.promote(action.learner.member, signal);
@@ -174,14 +177,39 @@ export class QuorumKeeper extends Reconciler {
     });
     // Out of the cluster for good: a cloud instance it ran on can go (it could not rejoin anyway).
     const host = this.o.cache.clusterMembers.get(name)?.host;
-    if (host && this.o.hosts.retire)
-      await this.o.hosts
-        .retire(host)
-        .catch((err: unknown) =>
-          this.o.log.warn("could not retire the replaced replica's host", { host, err: (err as Error).message }),
-        );
+    if (host) await this.retire(host);
     await this.update({ replacements: [...recent, new Date().toISOString()] });
     await this.report("acting", `${name} removed; a replacement is installed next`, true);
+  }
+
+  /**
+   * Retires the host of every replica removed for good that is not retired yet, on each pass that
+   * changes nothing else: a cloud call refused under load, or a leader deposed between the removal
+   * and the call, would otherwise leave its instance running for nothing. A host a member still
+   * uses (an address given to a new replica) is left alone.
+   */
+  private async retireRemoved(signal: AbortSignal): Promise<void> {
+    if (!this.o.hosts.retire) return;
+    const members = [...this.o.cache.clusterMembers.values()];
+    const inUse = new Set(members.filter((m) => m.state !== "removed").map((m) => m.host));
+    for (const m of members) {
+      if (m.state !== "removed" || inUse.has(m.host) || this.retired.has(m.host)) continue;
+      stillLeading(signal);
+      await this.retire(m.host);
+    }
+  }
+
+  private async retire(host: string): Promise<void> {
+    if (!this.o.hosts.retire) return;
+    try {
+      await this.o.hosts.retire(host);
+      this.retired.add(host);
+    } catch (err) {
+      this.o.log.warn("could not retire the replaced replica's host; tried again on a later pass", {
+        host,
+        err: (err as Error).message,
+      });
+    }
   }
 
   private async grow(signal: AbortSignal): Promise<void> {
