@@ -7,23 +7,13 @@
  * are made directly in the store (a real etcd), exactly as that race leaves them.
  */
 import test from "ava";
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { EtcdStore, keys } from "../controller";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
 import type { TestEtcd } from "./harness/etcd";
-import { startEtcd } from "./harness/etcd";
+import { haveEtcd, startEtcd } from "./harness/etcd";
 import { eventually } from "./harness/eventually";
-
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 (haveEtcd ? test : test.skip)(
   "a connected agent's presence taken and deleted by another replica's dropped connection is recorded again",

@@ -4,7 +4,6 @@
  * admin, models and sealed cloud credentials work; and the quota on kept backups (embedded store).
  */
 import test from "ava";
-import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,18 +22,10 @@ import {
   restoreControllerDir,
   sealBackup,
 } from "../controller";
-import { startEtcd } from "./harness/etcd";
+import { haveEtcd, startEtcd } from "./harness/etcd";
 import { startTestController } from "./harness/controller";
 
 const PASS = "a passphrase of some length";
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 (haveEtcd ? test : test.skip)(
   "a backup of a controller on etcd is one revision's snapshot, and restores into a working controller",

@@ -5,7 +5,6 @@
  * replicas belongs to the HA work that builds on this.)
  */
 import test from "ava";
-import { execFileSync } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
@@ -14,18 +13,10 @@ import { ControllerClient } from "../api";
 import { startLocalController } from "../cli";
 import { initControllerDir } from "../controller";
 import type { TestEtcd } from "./harness/etcd";
-import { startEtcd } from "./harness/etcd";
+import { haveEtcd, startEtcd } from "./harness/etcd";
 import { eventually } from "./harness/eventually";
 import { killProcessesUnder } from "./harness/processes";
 
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 interface ControllerInfoWithReplicas {
   replicas: { id: string; addresses: string[]; leader: boolean }[];
 }

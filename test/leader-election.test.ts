@@ -4,22 +4,12 @@
  * again, not at the next slow retry.
  */
 import test from "ava";
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { silentLogger } from "../api";
 import { EtcdStore, LeaderElection } from "../controller";
 import type { TestEtcdMember } from "./harness/etcd";
-import { startEtcdCluster } from "./harness/etcd";
+import { haveEtcd, startEtcdCluster } from "./harness/etcd";
 import { eventually } from "./harness/eventually";
-
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 (haveEtcd ? test.serial : test.skip)(
   "a campaign begun while etcd has no leader succeeds once etcd elects one again",

@@ -24,20 +24,12 @@ import { cliRunner } from "./harness/cli";
 import type { TestController } from "./harness/controller";
 import { allReady, startTestController } from "./harness/controller";
 import type { TestEtcd } from "./harness/etcd";
-import { startEtcd } from "./harness/etcd";
+import { haveEtcd, startEtcd } from "./harness/etcd";
 import { eventually } from "./harness/eventually";
 import { assertNoHookRerun } from "./harness/migration";
 import { recordDir, recorderVariant, sequences } from "./harness/operators";
 import { killProcessesUnder } from "./harness/processes";
 
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 interface Replicas {
   replicas: { id: string; addresses: string[]; leader: boolean }[];
 }

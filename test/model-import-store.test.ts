@@ -12,7 +12,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { MODEL_SUBSTRATES, Name, UserName, readOperatorDir, settingsSchemaOf } from "../api";
-import { execFileSync } from "node:child_process";
 import {
   EmbeddedStore,
   EtcdStore,
@@ -26,7 +25,7 @@ import {
   upgradeModelExport,
 } from "../controller";
 import { operatorsDir } from "./harness/controller";
-import { startEtcd } from "./harness/etcd";
+import { haveEtcd, startEtcd } from "./harness/etcd";
 
 async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
   const dir = await mkdtemp(join(tmpdir(), "steward-imp-store-"));
@@ -183,14 +182,6 @@ test("the cache serves the export's databag versions after an import, and later 
   t.is(again.versions.bags["0/unit/motd/1"], idx.relationData.get("0/unit/motd/1")!.rev);
 });
 
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 (haveEtcd ? test : test.skip)(
   "into an etcd store: one transaction with the leader's lease, served at the source's versions",
   async (t) => {

@@ -6,22 +6,12 @@
  * Seen under load on Kubernetes and EC2: two leaders' passes overlapped and a fourth replica appeared. Real etcd; the host broker is the test's (the seam clouds and StatefulSets plug into).
  */
 import test from "ava";
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { silentLogger } from "../api";
 import { EtcdStore, QuorumKeeper, REPLICAS_PREFIX, StateCache } from "../controller";
 import type { TestEtcd } from "./harness/etcd";
-import { startEtcd } from "./harness/etcd";
+import { haveEtcd, startEtcd } from "./harness/etcd";
 import { eventually } from "./harness/eventually";
-
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 (haveEtcd ? test : test.skip)(
   "a keeper deposed while it waited for a host adds no member, gives nothing back to the pool and abandons the host",

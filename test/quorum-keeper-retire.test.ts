@@ -5,22 +5,12 @@
  * Real etcd; the host broker is the test's (the seam the clouds plug into).
  */
 import test from "ava";
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { silentLogger } from "../api";
 import { EtcdStore, QuorumKeeper, REPLICAS_PREFIX, StateCache, keys } from "../controller";
 import type { TestEtcd } from "./harness/etcd";
-import { startEtcd } from "./harness/etcd";
+import { haveEtcd, startEtcd } from "./harness/etcd";
 import { eventually } from "./harness/eventually";
-
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 (haveEtcd ? test : test.skip)(
   "a removed replica's host is retired on a later pass when the first try fails; a host in use again is not",

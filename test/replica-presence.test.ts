@@ -6,23 +6,14 @@
  * leases the new leader let lapse.
  */
 import test from "ava";
-import { execFileSync } from "node:child_process";
 import { EtcdStore, REPLICAS_PREFIX } from "../controller";
 import type { WatchEvent } from "../controller";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
 import type { TestEtcdMember } from "./harness/etcd";
-import { startEtcdCluster } from "./harness/etcd";
+import { haveEtcd, startEtcdCluster } from "./harness/etcd";
 import { eventually } from "./harness/eventually";
 
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Makes member `i` the etcd leader (asking the current leader to hand over). */

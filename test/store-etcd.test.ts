@@ -1,23 +1,14 @@
 /** The etcd backend against a real etcd 3.4 passes the same conformance suite as the embedded one. */
 import test from "ava";
 import { randomBytes } from "node:crypto";
-import { execFileSync } from "node:child_process";
 import type { Store } from "../controller";
 import { EtcdStore } from "../controller";
 import { storeConformance } from "./store-conformance";
 import type { TestEtcd } from "./harness/etcd";
-import { startEtcd } from "./harness/etcd";
+import { haveEtcd, startEtcd } from "./harness/etcd";
 import { join } from "node:path";
 import { operatorsDir, startTestController } from "./harness/controller";
 
-const haveEtcd = (() => {
-  try {
-    execFileSync("etcd", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 let etcd: TestEtcd | undefined;
 const prefixes = new Map<Store, string>();
 

@@ -1,9 +1,19 @@
 /** A real etcd 3.4 (Debian's etcd-server) for a test: its own data directory and loopback ports. */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+
+/** Whether etcd is installed here (the pretest installs it as root; a test without it is skipped). */
+export const haveEtcd = ((): boolean => {
+  try {
+    execFileSync("etcd", ["--version"]);
+    return true;
+  } catch {
+    return false;
+  }
+})();
 
 export interface TestEtcd {
   endpoint: string;
