@@ -1,7 +1,7 @@
 /**
  * The quorum keeper's decision as a table (raft-autopilot's manner): members, presence, config, the
  * clock and the keeper's memory in; one action out. Pure: no etcd, no hosts, no root. The keeper's
- * I/O around it is covered by quorum-keeper-deposed.test.ts and the HA tests.
+ * I/O around it is covered by quorum-keeper-hosts.test.ts and the HA tests.
  */
 import test from "ava";
 import type { KeeperAction, KeeperView, NamedMember } from "../controller";
