@@ -18,6 +18,7 @@
  */
 import { StewardError } from "./errors";
 import { DATABAG_LIMIT_BYTES } from "./limits";
+import { sectionEntries } from "./operator-sections";
 
 export type ActionParamType = "string" | "integer" | "number" | "boolean";
 export type ActionValue = string | number | boolean;
@@ -58,12 +59,12 @@ export function parseActionsSection(
   raw: unknown,
   fail: (path: (string | number)[], problem: string) => never,
 ): Record<string, ActionSpec> {
-  if (raw === undefined || raw === null) return {};
-  if (typeof raw !== "object" || Array.isArray(raw))
-    return fail(["actions"], "must be a mapping of action name to {description, params, required}");
-  const entries = Object.entries(raw as Record<string, unknown>);
-  if (entries.length > MAX_ACTIONS)
-    fail(["actions"], `declares ${entries.length} actions; an operator may declare at most ${MAX_ACTIONS}`);
+  const entries = sectionEntries(
+    raw,
+    "actions",
+    { shape: "action name to {description, params, required}", noun: "actions", max: MAX_ACTIONS },
+    fail,
+  );
   const out: Record<string, ActionSpec> = {};
   for (const [name, def] of entries) {
     const at = ["actions", name];

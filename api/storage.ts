@@ -4,6 +4,7 @@
  * `--storage data=pool,size,count` request. Browser-safe: the CLI and the controller check the same way.
  */
 import { StewardError } from "./errors";
+import { sectionEntries } from "./operator-sections";
 
 export const STORAGE_TYPES = ["filesystem", "block"] as const;
 export type StorageType = (typeof STORAGE_TYPES)[number];
@@ -65,12 +66,16 @@ export function parseStorageSection(
   raw: unknown,
   fail: (path: (string | number)[], problem: string) => never,
 ): Record<string, StorageSpec> {
-  if (raw === undefined || raw === null) return {};
-  if (typeof raw !== "object" || Array.isArray(raw))
-    return fail(["storage"], "must be a mapping of storage name to {type, location, minimum-size, multiple, …}");
-  const entries = Object.entries(raw as Record<string, unknown>);
-  if (entries.length > MAX_STORAGE_ENTRIES)
-    fail(["storage"], `declares ${entries.length} stores; an operator may declare at most ${MAX_STORAGE_ENTRIES}`);
+  const entries = sectionEntries(
+    raw,
+    "storage",
+    {
+      shape: "storage name to {type, location, minimum-size, multiple, …}",
+      noun: "stores",
+      max: MAX_STORAGE_ENTRIES,
+    },
+    fail,
+  );
   const out: Record<string, StorageSpec> = {};
   const locations = new Map<string, string>();
   for (const [name, def] of entries) {

@@ -13,6 +13,8 @@
  * ```
  */
 import { POD_HEALTH_PORT } from "./kubernetes-pods";
+import type { FormatFail as Fail } from "./operator-sections";
+import { sectionEntries } from "./operator-sections";
 
 export interface WorkloadContainerPort {
   name?: string;
@@ -66,8 +68,6 @@ const PORT_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 const QUANTITY = /^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$/;
 /** Image references: no spaces or control characters, not empty; the registry decides the rest. */
 const IMAGE = /^[a-zA-Z0-9][a-zA-Z0-9._\-/:@]*$/;
-
-type Fail = (path: (string | number)[], problem: string) => never;
 
 const mapping = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -134,18 +134,17 @@ function resources(raw: unknown, path: (string | number)[], fail: Fail): Workloa
  * format's error naming the field and its line.
  */
 export function parseContainersSection(raw: unknown, fail: Fail): Record<string, WorkloadContainer> {
-  if (raw === undefined || raw === null) return {};
-  if (!mapping(raw))
-    return fail(
-      ["containers"],
-      "must be a mapping of container name to {image, ports, resources}, e.g. containers: {web: {image: nginx:1.27}}",
-    );
-  const names = Object.keys(raw);
-  if (names.length > MAX_WORKLOAD_CONTAINERS)
-    fail(
-      ["containers"],
-      `declares ${names.length} containers; an operator may declare at most ${MAX_WORKLOAD_CONTAINERS}`,
-    );
+  const entries = sectionEntries(
+    raw,
+    "containers",
+    {
+      shape: "container name to {image, ports, resources}, e.g. containers: {web: {image: nginx:1.27}}",
+      noun: "containers",
+      max: MAX_WORKLOAD_CONTAINERS,
+    },
+    fail,
+  );
+  const names = entries.map(([name]) => name);
   const out: Record<string, WorkloadContainer> = {};
   const portNames = new Set<string>();
   for (const name of names.sort()) {
@@ -157,7 +156,7 @@ export function parseContainersSection(raw: unknown, fail: Fail): Record<string,
       );
     if (name === AGENT_CONTAINER_NAME || name === SUPERVISOR_INIT_CONTAINER)
       fail(path, `is the name of a container Steward adds to every pod; choose another name`);
-    const def = raw[name];
+    const def = (raw as Record<string, unknown>)[name];
     if (!mapping(def)) fail(path, "must be a mapping with at least an image, e.g. {image: nginx:1.27}");
     const d = def as Record<string, unknown>;
     onlyKeys(d, ["image", "ports", "resources"], path, fail, "container");
