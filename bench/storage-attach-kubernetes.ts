@@ -7,7 +7,7 @@
  * `remove-unit` until the storage is detached and kept.
  */
 import { join } from "node:path";
-import type { UnitStatusView } from "../api";
+import type { StewardError, UnitStatusView } from "../api";
 import { fixturesDir } from "../test/harness/controller";
 import { eventually } from "../test/harness/eventually";
 import { startKubeLab } from "../test/harness/kube/lab";
@@ -45,7 +45,17 @@ export async function benchStorageAttachKubernetes(o: BenchOptions = {}): Promis
       );
       detach.push(performance.now() - t0);
       t0 = performance.now();
-      await tc.admin.addUnits("bench", "shelf", 1);
+      // Refused (storage-attached) while the kept storage's detach is still being reported: asked again.
+      await eventually(
+        "add-unit accepted",
+        () =>
+          tc.admin.addUnits("bench", "shelf", 1).catch((err: StewardError) => {
+            if (err.reason === "storage-attached") return undefined;
+            throw err;
+          }),
+        30_000,
+        50,
+      );
       await tc.waitForUnits("bench", saying(/attach found written by shelf\/0/), "shelf/0 to find the marker", 120_000);
       attach.push(performance.now() - t0);
     }
