@@ -211,3 +211,64 @@ test.serial("a storage class the cluster lacks: nothing is made, and the unit's 
   const [s] = await storageOf("bare2");
   t.is(s?.message, undefined, "the message cleared once attached");
 });
+
+test.serial(
+  "--attach-storage gives a kept claim to the new unit of its number, and refuses a unit of another number",
+  async (t) => {
+    const { tc, kube } = lab;
+    await tc.admin.createModel("pair", { updateStatusInterval: 300 }, "kubernetes", { credential: "lab" });
+    const op = await tc.upload(join(fixturesDir, "operators", "shelf"));
+    await tc.admin.deploy("pair", { name: "shelf", operator: op, units: 2 });
+    for (const n of [0, 1])
+      await tc.waitForUnits("pair", saying(`shelf/${n}`, /^start 1: attach wrote/), `shelf/${n} active`, 90_000);
+    const idOf = async (unit: string): Promise<string> => (await storageOf("pair")).find((s) => s.unit === unit)!.id;
+    const second = await idOf("shelf/1");
+    const detached = (id: string) => async () =>
+      (await storageOf("pair")).find((s) => s.id === id)?.status === "detached";
+    const addWith = (ids: string[]) =>
+      eventually(
+        "add-unit accepted or refused for good",
+        () =>
+          tc.admin.addUnits("pair", "shelf", 1, undefined, ids).catch((err: StewardError) => {
+            if (err.reason === "storage-attached") return undefined;
+            return err;
+          }),
+        30_000,
+      );
+
+    // shelf/1 removed and given back its storage by name: the same number, so its claim.
+    await tc.admin.removeUnit("pair", "shelf/1");
+    await eventually(`${second} detached`, detached(second), 60_000);
+    const back = await addWith([second]);
+    t.deepEqual((back as { units: string[] }).units, ["shelf/1"]);
+    await tc.waitForUnits(
+      "pair",
+      saying("shelf/1", /^start 1: attach found written by shelf\/1; marker written by shelf\/1$/),
+      "shelf/1 back on its claim",
+      90_000,
+    );
+
+    // Both removed: shelf/1's storage cannot go to the next unit, which is number 0.
+    await tc.admin.removeUnit("pair", "shelf/1");
+    await eventually(`${second} detached again`, detached(second), 60_000);
+    await tc.admin.removeUnit("pair", "shelf/0");
+    await eventually(
+      "both detached",
+      async () => (await storageOf("pair")).every((s) => s.status === "detached"),
+      60_000,
+    );
+    const refused = (await addWith([second])) as StewardError;
+    t.is(refused.reason, "storage-kept-for-unit-number");
+    t.regex(refused.message, /kept in the claim of shelf\/1's pod.*the new unit would be shelf\/0/);
+    t.deepEqual(
+      (await storageOf("pair")).map((s) => [s.id, s.status]),
+      [
+        ["data/0", "detached"],
+        ["data/1", "detached"],
+      ],
+      "nothing attached by the refusal",
+    );
+    t.is(Object.keys((await tc.admin.status("pair")).applications.shelf?.units ?? {}).length, 0, "no unit made");
+    t.truthy(await kube.find(R.persistentVolumeClaims, "storage-data-0-shelf-1", { namespace: "pair" }), "kept");
+  },
+);
