@@ -301,6 +301,21 @@ export const ErrorReasons = {
     about:
       "the storage instance is attached to a unit (or still being detached or destroyed): it cannot be attached to another",
   },
+  "storage-pool-in-use": {
+    code: "conflict",
+    retryable: false,
+    about: "the storage pool is used by storage instances or by an application's new units: it cannot be removed",
+  },
+  "storage-pool-attribute": {
+    code: "invalid-request",
+    retryable: false,
+    about: "a storage pool attribute is not one its type takes, or its value is not one the type accepts",
+  },
+  "storage-below-minimum": {
+    code: "conflict",
+    retryable: false,
+    about: "detaching the storage would leave the unit fewer instances than its operator needs (multiple.range)",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

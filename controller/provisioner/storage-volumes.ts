@@ -11,7 +11,7 @@ import { DEFAULT_SUBSTRATE } from "../../api";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
 import { substrateKind } from "../../substrates";
 import type { ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
-import { handedOver, pendingVolumeWork } from "../state";
+import { handedOver, pendingVolumeWork, resolvePool } from "../state";
 import { Reconciler } from "../workers";
 
 export interface StorageProvisionerOptions {
@@ -63,7 +63,7 @@ export class StorageProvisioner extends Reconciler {
         if (!work) continue;
         const broker = this.brokerOf(substrate);
         if (!broker) continue;
-        await this.act(broker, idx.uuid, s, work).catch((err: unknown) => this.tell(idx.uuid, s, work, err));
+        await this.act(broker, idx, s, work).catch((err: unknown) => this.tell(idx.uuid, s, work, err));
       }
     }
   }
@@ -74,12 +74,19 @@ export class StorageProvisioner extends Reconciler {
     return this.brokers.get(name);
   }
 
-  private async act(broker: VolumeBroker, model: string, s: StorageDoc, work: "attach" | "detach" | "destroy") {
+  private async act(broker: VolumeBroker, idx: ModelIndex, s: StorageDoc, work: "attach" | "detach" | "destroy") {
+    const model = idx.uuid;
+    const substrate = idx.model?.placement.substrate ?? DEFAULT_SUBSTRATE;
+    // A made pool cannot be removed while an instance names it; a model's pools travel with it.
+    const pool = resolvePool(substrate, s.pool, idx.storagePools.get(s.pool));
+    if (!pool) throw new Error(`its pool "${s.pool}" is not one of the model's pools`);
     const v: VolumeSpec = {
       model,
       id: s.id,
       kind: s.kind,
       pool: s.pool,
+      poolType: pool.type.name,
+      attributes: pool.attributes,
       size: s.size,
       ...(s.handle ? { handle: s.handle } : {}),
     };

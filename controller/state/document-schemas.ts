@@ -167,7 +167,15 @@ const StorageSchema = z.strictObject({
   machine: MachineId.optional(),
   location: z.string().min(1).max(4096).optional(),
   handle: z.record(Text(64), Text(4096)).optional(),
+  detaching: z.literal(true).optional(),
   life: Life,
+  createdAt: Timestamp,
+});
+
+const StoragePoolSchema = z.strictObject({
+  name: Name,
+  type: Name,
+  attributes: z.record(z.string().regex(/^[a-z][a-z0-9-]{0,62}$/), Text(4096)),
   createdAt: Timestamp,
 });
 
@@ -199,6 +207,7 @@ export const DOCUMENT_SCHEMAS = {
     resolve: z.enum(["retry", "no-retry"]).optional(),
   }),
   "storage": StorageSchema,
+  "storage-pool": StoragePoolSchema,
   "unit-status": z.strictObject({
     workload: statusInfo(WorkloadStatus),
     agent: statusInfo(z.enum(["allocating", "executing", "idle", "error"])),

@@ -29,8 +29,23 @@ export interface StorageDoc {
   location?: string;
   /** What the substrate's volume broker knows it by (local: its directory), once made. */
   handle?: Record<string, string>;
+  /**
+   * `detach-storage` (or `remove-storage --force`) on an attached instance: its unit runs its
+   * `-storage-detaching` hook, then releases it (status `detached`); absent otherwise.
+   */
+  detaching?: true;
   /** `dying`: `remove-unit --destroy-storage` (or `remove-storage`): the broker destroys it, then the document goes. */
   life: "alive" | "dying";
+  createdAt: string;
+}
+
+/** A storage pool a user made (`create-storage-pool NAME TYPE key=value…`), one of the model's documents. */
+export interface StoragePoolDoc {
+  name: string;
+  /** The model's substrate's built-in pool it is made from. */
+  type: string;
+  /** Checked against what the type takes (its contract's `attributes`); given to the volume broker. */
+  attributes: Record<string, string>;
   createdAt: string;
 }
 
@@ -44,7 +59,7 @@ export function storageInfoOf(d: StorageDoc): StorageInfo {
     kind: d.kind,
     pool: d.pool,
     size: d.size,
-    status: d.status,
+    status: d.detaching ? "detaching" : d.status,
     location: d.location ?? "",
   };
 }
