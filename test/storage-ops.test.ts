@@ -10,6 +10,8 @@ import test from "ava";
 import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { StewardError, StorageInfo } from "../api";
+import { saveClientConfig } from "../cli";
+import { cliRunner } from "./harness/cli";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
@@ -154,8 +156,10 @@ test("pools users make, storage-add, and detaching, attaching and removing stora
 
   // --- storage-add from a hook (config-changed), within the range; beyond it the hook fails ---
   await tc.waitForUnits(model, (us) => us[0]?.agent.current === "idle", "scribe/0 started", 60_000);
+  let t0 = Date.now();
   await tc.admin.updateApplication(model, "scribe", { config: { want: 2 } });
   await message(model, "scribe/0", "data/1 new");
+  t.log(`config change to storage-add's instance attached and its hook run: ${Date.now() - t0} ms`);
   t.like(await one(model, "data/1"), { unit: "scribe/0", pool: "fast", location: join(fastDir, uuid, "data-1") });
   await tc.admin.updateApplication(model, "scribe", { config: { want: 5 } });
   const failed = await eventually(
@@ -180,8 +184,10 @@ test("pools users make, storage-add, and detaching, attaching and removing stora
   t.regex(below.message, /its operator needs at least 1 \(multiple\.range\)/);
   t.is((await one(model, "data/0"))?.status, "attached", "nothing detached by the refusal");
   t.is((await refusal(tc.admin.detachStorage(model, ["data/9"]))).code, "not-found");
+  t0 = Date.now();
   await tc.admin.detachStorage(model, ["data/1"]);
   await eventually("data/1 detached and kept", async () => (await one(model, "data/1"))?.status === "detached", 60_000);
+  t.log(`detach-storage to its hook run and the instance kept: ${Date.now() - t0} ms`);
   const d1 = join(fastDir, uuid, "data-1");
   t.is(await readFile(join(d1, "log"), "utf8"), "attached to scribe/0\ndetaching from scribe/0\n", "the hook ran");
   t.is(await readFile(join(d1, "note"), "utf8"), "written by scribe/0\n", "kept with its data");
@@ -192,8 +198,10 @@ test("pools users make, storage-add, and detaching, attaching and removing stora
   // --- attach-storage to another live unit: its attached hook reads the note ---
   await tc.admin.addUnits(model, "scribe", 1);
   await message(model, "scribe/1", "data/2 new");
+  t0 = Date.now();
   await tc.admin.attachStorage(model, "scribe/1", ["data/1"]);
   await message(model, "scribe/1", "data/1 found: written by scribe/0");
+  t.log(`attach-storage to the unit's hook reading the note: ${Date.now() - t0} ms`);
   t.like(await one(model, "data/1"), { unit: "scribe/1", status: "attached", location: d1 });
   await tc.admin.attachStorage(model, "scribe/1", ["data/1"]); // again: as asked
   const busy = await refusal(tc.admin.attachStorage(model, "scribe/0", ["data/1"]));
@@ -211,13 +219,53 @@ test("pools users make, storage-add, and detaching, attaching and removing stora
   t.is(attached.reason, "storage-attached");
   t.regex(attached.message, /detach it first \(detach-storage\), or remove it with --force/);
   t.is((await refusal(tc.admin.showStorage(model, "data/9"))).code, "not-found");
+  t0 = Date.now();
   await tc.admin.removeStorage(model, ["data/1"], true);
   await message(model, "scribe/1", "data/1 detached");
   await eventually("data/1 destroyed", async () => (await one(model, "data/1")) === undefined, 60_000);
+  t.log(`remove-storage --force to detached (its hook run) and destroyed: ${Date.now() - t0} ms`);
   t.false(await exists(d1), "its data went with it");
   t.true(await exists(join(d0, "note")), "the others' stayed");
   t.deepEqual(
     (await storageOf(model)).map((s) => `${s.id}@${s.unit ?? "-"}`),
     ["data/0@scribe/0", "data/2@scribe/1", "data/3@other/0"],
+  );
+});
+
+test("the storage commands through the CLI: pools made, listed and removed; refusals exit 1 naming the rule", async (t) => {
+  await tc.admin.createModel("cli");
+  const home = join(tc.dir, "cli-home");
+  await saveClientConfig(home, {
+    current: "t",
+    controllers: {
+      t: { addresses: tc.addresses, caCert: tc.caCert, user: "admin", password: tc.adminPassword, currentModel: "cli" },
+    },
+  });
+  const steward = cliRunner(home, tc.dir);
+  const made = await steward("create-storage-pool", "slow", "local", `location=${tc.dir}`);
+  t.is(made.code, 0, made.stderr);
+  t.is(made.stdout, `Storage pool slow (type local, location=${tc.dir}).\n`);
+  const list = await steward("storage-pools");
+  t.regex(list.stdout, /^Name\s+Type\s+Kinds\s+Attributes\n/);
+  t.regex(list.stdout, /\nlocal\s+local \(built-in\)\s+filesystem\s*\n/);
+  t.regex(list.stdout, new RegExp(`\\nslow\\s+local\\s+filesystem\\s+location=${tc.dir}\\n`));
+  const json = JSON.parse((await steward("storage-pools", "--format", "json")).stdout) as { name: string }[];
+  t.deepEqual(
+    json.map((p) => p.name),
+    ["local", "slow"],
+  );
+  const badArg = await steward("create-storage-pool", "x", "local", "location");
+  t.is(badArg.code, 1);
+  t.regex(badArg.stderr, /"location" is not an attribute: give key=value/);
+  const badType = await steward("create-storage-pool", "x", "ebs");
+  t.is(badType.code, 1);
+  t.regex(badType.stderr, /"ebs" is not a pool type of the local substrate/);
+  const unknown = await steward("show-storage", "data/5");
+  t.is(unknown.code, 1);
+  t.regex(unknown.stderr, /storage "?data\/5"? (does not exist|not found)/i);
+  t.is((await steward("remove-storage-pool", "slow")).code, 0);
+  t.deepEqual(
+    (await tc.admin.listStoragePools("cli")).pools.map((p) => p.name),
+    ["local"],
   );
 });
