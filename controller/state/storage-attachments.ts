@@ -84,6 +84,19 @@ export async function addedStorageOps(
   ops.push({ type: "put", key: keys.storageSeq(uuid), value: String(next) });
 }
 
+/**
+ * Writes unit `unit`'s document back unchanged (once per transaction): a unit's count of a store is
+ * checked over several instances' documents, so two requests that change one unit's storage at once
+ * (an attach and a storage-add, two detaches) must not both pass on what each read; this makes the
+ * second one read again.
+ */
+function touchUnit(uuid: string, unit: Read<UnitDoc>, touched: Set<string>, compare: Compare[], ops: Op[]): void {
+  if (touched.has(unit.doc.name)) return;
+  touched.add(unit.doc.name);
+  compare.push(unchanged(keys.unit(uuid, unit.doc.name), unit.rev));
+  ops.push(put(docs.unit, uuid, unit.doc.name, unit.doc));
+}
+
 export class StorageAttachmentOps extends StoreTxns {
   /** Reads instances `ids` (refusing an unknown one) with a compare on each. */
   private async instances(uuid: string, ids: readonly string[], compare: Compare[]): Promise<Read<StorageDoc>[]> {
@@ -110,12 +123,14 @@ export class StorageAttachmentOps extends StoreTxns {
       const asked = await this.instances(uuid, ids, compare);
       const all = await readDocs(this.store, docs.storage, uuid);
       const leaving = new Set(asked.map((s) => s.doc.id));
+      const touched = new Set<string>();
       for (const s of asked) {
         // Detached already, or on its way: as asked.
         if (s.doc.status !== "attached" || s.doc.detaching) continue;
         const unit = await this.get(docs.unit, uuid, s.doc.unit!);
         // Its unit is going: it is detached (and kept) with it.
         if (!unit || unit.doc.life !== "alive") continue;
+        touchUnit(uuid, unit, touched, compare, ops);
         if (!force) {
           const app = await this.get(docs.app, uuid, s.doc.app);
           const spec = app && (await declaredSpec(this.store, app.doc, s.doc.name, "ids"));
@@ -150,7 +165,7 @@ export class StorageAttachmentOps extends StoreTxns {
         throw invalidRequest(`unit ${unitName} is being removed: attach the storage to another unit`, {
           field: "unit",
         });
-      const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), unchanged(keys.unit(uuid, unitName), unit.rev)];
+      const compare: Compare[] = [unchanged(keys.model(uuid), m.rev)];
       const ops: Op[] = [];
       const asked = await this.instances(uuid, ids, compare);
       const all = await readDocs(this.store, docs.storage, uuid);
@@ -181,6 +196,7 @@ export class StorageAttachmentOps extends StoreTxns {
           put(docs.storage, uuid, s.doc.id, { ...rest, status: "attached", unit: unitName, machine: unit.doc.machine }),
         );
       }
+      if (ops.length > 0) touchUnit(uuid, unit, new Set(), compare, ops);
       return { compare, ops, result: { ids: asked.map((s) => s.doc.id) } };
     });
   }
