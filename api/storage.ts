@@ -198,7 +198,10 @@ export interface StorageInfo {
   pool: string;
   /** MiB */
   size: number;
-  /** `detaching`: attached still, its unit's `-storage-detaching` hook due (`detach-storage`). */
+  /**
+   * `detaching`: its unit's `-storage-detaching` hook is due (`detach-storage`), or its unit went and
+   * its volume broker has not yet moved it off the machine; `detached`: kept, and attachable.
+   */
   status: "attached" | "detaching" | "detached";
   /** Where the unit's hooks find it (a directory; a device path for block storage). */
   location: string;

@@ -59,7 +59,8 @@ export function storageInfoOf(d: StorageDoc): StorageInfo {
     kind: d.kind,
     pool: d.pool,
     size: d.size,
-    status: d.detaching ? "detaching" : d.status,
+    // Detached but not yet moved off its machine: not yet attachable anywhere, so not yet "detached".
+    status: d.detaching || (d.status === "detached" && d.machine !== undefined) ? "detaching" : d.status,
     location: d.location ?? "",
   };
 }
