@@ -283,7 +283,7 @@ export const ErrorReasons = {
   "storage-pool-unknown": {
     code: "invalid-request",
     retryable: false,
-    about: "the storage pool asked for is not one of the model's substrate's pools",
+    about: "the storage pool asked for is neither one of the model's substrate's pools nor one made in the model",
   },
   "storage-out-of-range": {
     code: "invalid-request",

@@ -49,8 +49,8 @@ export async function addedStorageOps(
   ops: Op[],
   createdAt: string,
 ): Promise<void> {
-  if (unit.doc.life !== "alive")
-    throw invalidRequest(`storage-add: unit ${unit.doc.name} is being removed`, { field: "storage" });
+  // A unit being removed gets none, and its teardown hooks must not fail for asking (as in Juju).
+  if (unit.doc.life !== "alive") return;
   const app = await readDoc(store, docs.app, uuid, unit.doc.app);
   if (!app) throw notFound("application", unit.doc.app);
   compare.push(unchanged(keys.app(uuid, unit.doc.app), app.rev));
