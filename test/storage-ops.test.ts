@@ -263,6 +263,13 @@ test("the storage commands through the CLI: pools made, listed and removed; refu
   const unknown = await steward("show-storage", "data/5");
   t.is(unknown.code, 1);
   t.regex(unknown.stderr, /storage "?data\/5"? (does not exist|not found)/i);
+  // An application whose new units would use it holds it too, before it has any unit.
+  await tc.admin.deploy("cli", { name: "idle", operator: op, units: 0, storage: { data: { pool: "slow" } } });
+  const held = await steward("remove-storage-pool", "slow");
+  t.is(held.code, 1);
+  t.regex(held.stderr, /pool "slow" is in use by the new units of idle: remove those first/);
+  await tc.admin.removeApplication("cli", "idle");
+  await eventually("idle gone", async () => !(await tc.admin.status("cli")).applications.idle);
   t.is((await steward("remove-storage-pool", "slow")).code, 0);
   t.deepEqual(
     (await tc.admin.listStoragePools("cli")).pools.map((p) => p.name),
