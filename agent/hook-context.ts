@@ -1,6 +1,6 @@
 /**
- * {@link HookRunContext} is what the tools of one running hook act on. Relation data and port
- * changes are buffered here and sent as one commit when the hook succeeds; reads of the unit's own
+ * {@link HookRunContext} is what the tools of one running hook act on. Relation data, port
+ * changes and storage-add requests are buffered here and sent as one commit when the hook succeeds; reads of the unit's own
  * databags see the hook's pending writes, as in Juju.
  */
 import type { HookCommit, LogRecordLevel, Logger, UnitView } from "../api/core";
@@ -43,6 +43,7 @@ export class HookRunContext implements HookContext {
   private readonly writes = new Map<string, { relationId: number; app: boolean; set: Record<string, string | null> }>();
   private readonly opened = new Set<string>();
   private readonly closed = new Set<string>();
+  private readonly storageAdds: Record<string, number> = {};
 
   constructor(private readonly d: HookRunDeps) {
     this.unit = d.unit;
@@ -142,6 +143,10 @@ export class HookRunContext implements HookContext {
     this.closed.add(spec);
   }
 
+  storageAdd(name: string, count: number): void {
+    this.storageAdds[name] = (this.storageAdds[name] ?? 0) + count;
+  }
+
   openedPorts(): string[] {
     const ports = new Set(this.d.state().ports);
     for (const p of this.closed) ports.delete(p);
@@ -158,11 +163,12 @@ export class HookRunContext implements HookContext {
         ? { ports: { open: [...this.opened], close: [...this.closed] } }
         : {}),
       enterScope,
+      ...(Object.keys(this.storageAdds).length > 0 ? { storage: { ...this.storageAdds } } : {}),
     };
   }
 
   /** Whether the commit has anything for the controller. */
   static isEmpty(c: HookCommit): boolean {
-    return c.relations.length === 0 && !c.ports && c.enterScope.length === 0;
+    return c.relations.length === 0 && !c.ports && c.enterScope.length === 0 && !c.storage;
   }
 }

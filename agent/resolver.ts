@@ -13,7 +13,8 @@
  *   remote unit, then relation-broken (never for peer relations);
  * - storage (issue 32): `<name>-storage-attached` for each instance attached to the unit, once its
  *   volume broker has attached it and before anything else (so before install for the storage a
- *   unit is deployed with: install waits for it, as in Juju);
+ *   unit is deployed with: install waits for it, as in Juju); an instance detached from a live unit
+ *   (`detach-storage`) → `<name>-storage-detaching`, then it is released;
  * - a unit removed → every relation departed and broken (peer relations last), then
  *   `<name>-storage-detaching` for each attached instance, then stop → remove;
  * - on Kubernetes, once started, `<container>-workload-ready` for each workload container whose
@@ -35,6 +36,8 @@ export type Decision =
   | { kind: "leave"; relationId: number }
   /** Leadership was lost: forget it (no hook, as in Juju). */
   | { kind: "resign" }
+  /** An instance `detach-storage` asked for has had its detaching hook (or never its attached one): tell the controller. */
+  | { kind: "release-storage"; storageId: string }
   | { kind: "dead" }
   | { kind: "idle" };
 
@@ -151,13 +154,19 @@ function storageHook(kind: "storage-attached" | "storage-detaching", id: string)
 }
 
 /**
- * Storage first: a unit not yet installed waits until every instance it was deployed with is
+ * Storage first: an instance being detached has its detaching hook (when its attached one ran) and
+ * is released; a unit not yet installed waits until every instance it was deployed with is
  * attached; then `<name>-storage-attached` runs for each attached instance it has not seen.
  */
 function storageDecision(view: UnitView, s: UnitLocalState): Decision | undefined {
+  const seen = new Set(s.storage ?? []);
+  const detaching = (view.storage ?? []).find((v) => v.life === "dying");
+  if (detaching)
+    return seen.has(detaching.id)
+      ? { kind: "run", hook: storageHook("storage-detaching", detaching.id) }
+      : { kind: "release-storage", storageId: detaching.id };
   const storage = view.storage ?? [];
   if (!s.installed && storage.some((v) => v.location === undefined)) return { kind: "idle" };
-  const seen = new Set(s.storage ?? []);
   const next = storage.find((v) => v.location !== undefined && !seen.has(v.id));
   return next ? { kind: "run", hook: storageHook("storage-attached", next.id) } : undefined;
 }

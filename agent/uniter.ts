@@ -95,6 +95,8 @@ export class Uniter {
   private copying = false;
   private copyWaiting?: string;
   private updateStatusDue = false;
+  /** Storage released to the controller whose view has not come yet (then nothing is due for it). */
+  private readonly released = new Set<string>();
   private updateStatusTimer?: NodeJS.Timeout;
   private retryTimer?: NodeJS.Timeout;
   private retryAt = 0;
@@ -237,6 +239,9 @@ export class Uniter {
       const retryDue = this.d.settings().retryHooks && Date.now() >= this.retryAt;
       const address = connectedAddress(this.d.conn);
       const view = this.view;
+      // Forget what was released once the view no longer has it detaching (it may be attached here again).
+      for (const id of this.released)
+        if (!view.storage?.some((s) => s.id === id && s.life === "dying")) this.released.delete(id);
       const decision = nextHook(view, this.state, {
         updateStatusDue: this.updateStatusDue,
         retryDue,
@@ -272,6 +277,12 @@ export class Uniter {
           break;
         case "resign":
           await this.save(applyDecision(this.state, decision));
+          break;
+        case "release-storage":
+          // Told once: the view that follows no longer lists it (the loop runs again when it comes).
+          if (this.released.has(decision.storageId)) return;
+          await this.d.conn.call("storage.release", { unit: this.name, id: decision.storageId });
+          this.released.add(decision.storageId);
           break;
         case "skip":
           await this.skip(decision);

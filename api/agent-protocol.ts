@@ -11,6 +11,7 @@ import { isNormalisedPort } from "./ports";
 import { LOG_BATCH_MAX_RECORDS, LOG_LEVELS, LOG_MESSAGE_MAX_CHARS } from "./debug-log";
 import type { MigrationView } from "./migration";
 import { MIGRATION_PHASES } from "./migration";
+import { MAX_STORAGE_COUNT } from "./storage";
 
 export const AGENT_PROTOCOL_VERSION = 1;
 
@@ -65,6 +66,8 @@ export interface UnitStorageView {
   size: number;
   pool: string;
   location?: string;
+  /** `dying`: `detach-storage` asked for it: the unit runs its `-storage-detaching` hook, then releases it. */
+  life?: "dying";
 }
 
 /** One action a unit is to run: task ids grow with every run in the model, so an agent runs each once. */
@@ -148,6 +151,10 @@ export const HookCommit = z.strictObject({
   ports: z.strictObject({ open: z.array(Port).max(1000), close: z.array(Port).max(1000) }).optional(),
   /** Relations the unit enters with this commit (its relation-created hooks). */
   enterScope: z.array(z.number().int()).max(1000).default([]),
+  /** `storage-add name=count`: new instances of the unit's declared stores, within each one's count range. */
+  storage: z
+    .record(z.string().regex(/^[a-z][a-z0-9-]{0,62}$/), z.number().int().min(1).max(MAX_STORAGE_COUNT))
+    .optional(),
 });
 export type HookCommit = z.infer<typeof HookCommit>;
 
@@ -212,6 +219,8 @@ export const agentMethods = {
   "relation.get": RelationGet,
   "relation.leave": RelationLeave,
   "hook.commit": HookCommit,
+  /** The unit's `-storage-detaching` hook has run for an instance `detach-storage` asked for (or it never had it). */
+  "storage.release": z.strictObject({ unit: z.string(), id: z.string().max(80) }),
   "log.batch": LogBatch,
   "task.start": TaskStart,
   "task.finish": TaskFinish,

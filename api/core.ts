@@ -39,8 +39,8 @@ export type {
   TaskFinish,
   UnitStorageView,
 } from "./agent-protocol";
-export { formatSizeMiB, parseStorageArg, storageHooks } from "./storage";
-export type { StorageType } from "./storage";
+export { MAX_STORAGE_COUNT, formatSizeMiB, parsePoolAttributes, parseStorageArg, storageHooks } from "./storage";
+export type { StorageDetails, StorageInfo, StoragePoolInfo, StorageType } from "./storage";
 export * from "./limits";
 export * from "./ports";
 export * from "./debug-log";

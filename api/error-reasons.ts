@@ -283,7 +283,7 @@ export const ErrorReasons = {
   "storage-pool-unknown": {
     code: "invalid-request",
     retryable: false,
-    about: "the storage pool asked for is not one of the model's substrate's pools",
+    about: "the storage pool asked for is neither one of the model's substrate's pools nor one made in the model",
   },
   "storage-out-of-range": {
     code: "invalid-request",
@@ -306,6 +306,21 @@ export const ErrorReasons = {
     retryable: false,
     about:
       "on a substrate whose units are pods (kubernetes), kept storage is a claim of one pod ordinal: it comes back only to the new unit with its unit number",
+  },
+  "storage-pool-in-use": {
+    code: "conflict",
+    retryable: false,
+    about: "the storage pool is used by storage instances or by an application's new units: it cannot be removed",
+  },
+  "storage-pool-attribute": {
+    code: "invalid-request",
+    retryable: false,
+    about: "a storage pool attribute is not one its type takes, or its value is not one the type accepts",
+  },
+  "storage-below-minimum": {
+    code: "conflict",
+    retryable: false,
+    about: "detaching the storage would leave the unit fewer instances than its operator needs (multiple.range)",
   },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;

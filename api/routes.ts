@@ -11,7 +11,7 @@ import type { OperationInfo, RunActionResult, TaskInfo } from "./actions";
 import type { DebugLogRecord } from "./debug-log";
 import type { ControllerHello, MigrationArrivalInfo, MigrationInfo } from "./migration";
 import type { Bundle } from "./operator";
-import type { StorageInfo } from "./storage";
+import type { StorageDetails, StorageInfo, StoragePoolInfo } from "./storage";
 import type * as Schemas from "./schemas";
 import type { ModelStatus, StatusLogEntry, UnitDetails } from "./status";
 import type {
@@ -489,6 +489,71 @@ export const routes = {
     access: "model:read",
     status: 200,
     response: answer<{ storage: StorageInfo[] }>(),
+  },
+
+  /** One instance in full. */
+  showStorage: {
+    method: "GET",
+    path: "/v1/models/:model/storage/:store/:n",
+    access: "model:read",
+    status: 200,
+    response: answer<StorageDetails>(),
+  },
+  /** Live units' instances: their `-storage-detaching` hooks run, then they are detached and kept. */
+  detachStorage: {
+    method: "POST",
+    path: "/v1/models/:model/storage/detach",
+    access: "model:write",
+    body: "StorageIdsRequest",
+    what: "detach storage",
+    status: 202,
+    response: answer<{ ids: string[] }>(),
+  },
+  /** Kept instances to a live unit of their application: its `-storage-attached` hooks run. */
+  attachStorage: {
+    method: "POST",
+    path: "/v1/models/:model/storage/attach",
+    access: "model:write",
+    body: "AttachStorageRequest",
+    what: "attach storage",
+    status: 202,
+    response: answer<{ ids: string[] }>(),
+  },
+  /** Destroys detached instances (attached ones with `force`, detached first); the broker removes their data. */
+  removeStorage: {
+    method: "POST",
+    path: "/v1/models/:model/storage/remove",
+    access: "model:write",
+    body: "StorageIdsRequest",
+    what: "remove storage",
+    status: 202,
+    response: answer<{ ids: string[] }>(),
+  },
+  /** The model's pools: its substrate's built-in ones and those made with createStoragePool. */
+  listStoragePools: {
+    method: "GET",
+    path: "/v1/models/:model/storage-pools",
+    access: "model:read",
+    status: 200,
+    response: answer<{ pools: StoragePoolInfo[] }>(),
+  },
+  /** 201 when made, 200 when the same pool was there. */
+  createStoragePool: {
+    method: "POST",
+    path: "/v1/models/:model/storage-pools",
+    access: "model:admin",
+    body: "CreateStoragePoolRequest",
+    what: "storage pool",
+    status: 201,
+    response: answer<StoragePoolInfo>(),
+  },
+  removeStoragePool: {
+    method: "DELETE",
+    path: "/v1/models/:model/storage-pools/:pool",
+    access: "model:admin",
+    params: { pool: param("Name", "storage pool") },
+    status: 204,
+    response: answer<void>(),
   },
 
   // --- units ---

@@ -20,7 +20,7 @@ import { parseConstraints } from "./constraints";
 import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
-import { MAX_STORAGE_COUNT, MAX_STORAGE_ENTRIES, MAX_STORAGE_MIB } from "./storage";
+import { MAX_POOL_ATTRIBUTES, MAX_STORAGE_COUNT, MAX_STORAGE_ENTRIES, MAX_STORAGE_MIB } from "./storage";
 import { REPLICA_SETTINGS_SCHEMAS, settingsSchemaOf } from "./substrate-settings";
 
 export {
@@ -368,6 +368,25 @@ export const AddUnitsRequest = z.strictObject({
   /** Kept (detached) storage instances of the application to give the new unit. */
   attachStorage: z.array(StorageId).max(MAX_STORAGE_COUNT).optional(),
 });
+/** `create-storage-pool NAME TYPE key=value…`: a pool of the model made from one of its substrate's (TYPE). */
+export const CreateStoragePoolRequest = z.strictObject({
+  name: Name,
+  type: Name,
+  attributes: z
+    .record(
+      z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, { message: "must be an attribute name such as location" }),
+      z.string().max(4096),
+    )
+    .refine((r) => Object.keys(r).length <= MAX_POOL_ATTRIBUTES, {
+      message: `at most ${MAX_POOL_ATTRIBUTES} attributes`,
+    })
+    .default({}),
+});
+const StorageIds = z.array(StorageId).min(1).max(MAX_STORAGE_COUNT);
+/** `detach-storage ID…` (`force`: even below the operator's minimum count) and `remove-storage ID…` (`force`: attached ones too). */
+export const StorageIdsRequest = z.strictObject({ ids: StorageIds, force: z.boolean().default(false) });
+/** `attach-storage UNIT ID…`: kept instances to a live unit of their application. */
+export const AttachStorageRequest = z.strictObject({ unit: z.string().max(128), ids: StorageIds });
 export const SshTargetSchema = z.strictObject({
   host: z.string().min(1).max(255).regex(HOST_PATTERN, { message: "must be a host name or IP address" }),
   port: z.number().int().min(1).max(65535).default(22),

@@ -198,9 +198,56 @@ export interface StorageInfo {
   pool: string;
   /** MiB */
   size: number;
-  status: "attached" | "detached";
+  /**
+   * `detaching`: its unit's `-storage-detaching` hook is due (`detach-storage`), or its unit went and
+   * its volume broker has not yet moved it off the machine; `detached`: kept, and attachable.
+   */
+  status: "attached" | "detaching" | "detached";
   /** Where the unit's hooks find it (a directory; a device path for block storage). */
   location: string;
   /** Why attaching, detaching or destroying it has not worked yet (absent when nothing is wrong). */
   message?: string;
+}
+
+/** One instance in full (`steward show-storage`). */
+export interface StorageDetails extends StorageInfo {
+  /** The machine it is on (while attached, and until its broker has moved it off). */
+  machine?: string;
+  /** The type of its pool (a built-in pool's own name; a made pool's TYPE). */
+  poolType: string;
+  /** `dying`: to be destroyed once detached (`remove-storage`, `remove-unit --destroy-storage`). */
+  life: "alive" | "dying";
+  createdAt: string;
+}
+
+/** A storage pool of a model (`steward storage-pools`): its substrate's built-in ones and the ones users made. */
+export interface StoragePoolInfo {
+  name: string;
+  /** A built-in pool's own name; a made pool's TYPE (the built-in pool it is made from). */
+  type: string;
+  kinds: StorageType[];
+  attributes: Record<string, string>;
+  builtIn: boolean;
+}
+
+/** The most attributes one made pool may set. */
+export const MAX_POOL_ATTRIBUTES = 32;
+
+/** `key=value` arguments (`create-storage-pool NAME TYPE key=value…`) as attributes; refuses with the problem named. */
+export function parsePoolAttributes(args: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const arg of args) {
+    const eq = arg.indexOf("=");
+    const key = arg.slice(0, eq);
+    if (eq <= 0 || !/^[a-z][a-z0-9-]{0,62}$/.test(key))
+      throw new StewardError("invalid-request", `"${arg}" is not an attribute: give key=value (e.g. location=/srv/x)`, {
+        details: { field: "attributes" },
+      });
+    if (key in out)
+      throw new StewardError("invalid-request", `attribute "${key}" is given twice`, {
+        details: { field: "attributes" },
+      });
+    out[key] = arg.slice(eq + 1);
+  }
+  return out;
 }

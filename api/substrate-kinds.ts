@@ -240,11 +240,29 @@ export interface SubstrateContract<Settings = unknown> {
   describe(settings: Settings): string;
 }
 
-/** A storage pool of a kind: its name and the kinds of storage it gives. */
+/** A storage pool of a kind: its name, the kinds of storage it gives, and what a pool made from it may set. */
 export interface StoragePoolContract {
   name: string;
   kinds: readonly StorageType[];
+  /**
+   * The attributes a pool users make of this type takes (`create-storage-pool NAME TYPE key=value`);
+   * absent: none. The kind's volume broker is given a made pool's values (VolumeSpec.attributes).
+   */
+  attributes?: readonly StoragePoolAttribute[];
 }
+
+/** One attribute a pool type takes: its name, what it means, and the check of a value (its problem, or undefined). */
+export interface StoragePoolAttribute {
+  name: string;
+  description: string;
+  problem(value: string): string | undefined;
+}
+
+/** An absolute path without `..`: what a pool attribute naming a place on a host takes. */
+export const absolutePathProblem = (value: string): string | undefined =>
+  /^\/[^\0\n]{0,4094}$/.test(value) && !value.split("/").includes("..")
+    ? undefined
+    : "must be an absolute path without '..', such as /srv/steward-storage";
 
 /** "a, b and c", for messages. */
 export const listed = (words: readonly string[]): string =>
@@ -258,7 +276,20 @@ const local = {
   onControllerHost: true,
   hostsControllers: true,
   // A directory per instance under the machine's directory (substrates/local/volumes.ts).
-  storagePools: [{ name: "local", kinds: ["filesystem"] }],
+  storagePools: [
+    {
+      name: "local",
+      kinds: ["filesystem"],
+      attributes: [
+        {
+          name: "location",
+          description:
+            "a directory of the controller's host (owned by root, not writable by others) under which each instance is <location>/<model>/<id>, attached or kept, instead of under its machine's directory",
+          problem: absolutePathProblem,
+        },
+      ],
+    },
+  ],
   words: { thing: "agent process", things: "agent processes", cloud: "this host" },
   flags: [],
   describe: () => "agent processes on the controller's host",

@@ -11,6 +11,7 @@ export {
   HOSTING_SUBSTRATES,
   REPLICA_SUBSTRATES,
   SUBSTRATE_CONTRACTS,
+  absolutePathProblem,
   contractNamed,
   contractOf,
   describePlacement,
@@ -36,6 +37,8 @@ export type {
   ReplicaSettingsByKind,
   ReplicaSubstrate,
   SettingsByKind,
+  StoragePoolAttribute,
+  StoragePoolContract,
   SubstrateContract,
   VsphereModelSettings,
 } from "./substrate-kinds";

@@ -16,6 +16,10 @@ export interface VolumeSpec {
   id: string;
   kind: StorageType;
   pool: string;
+  /** The pool's type: a built-in pool's own name, or the built-in pool a made pool is made from. */
+  poolType: string;
+  /** A made pool's attributes, checked against what its type takes (`{}` for a built-in pool). */
+  attributes: Record<string, string>;
   /** MiB */
   size: number;
   /** What the broker said of it last time (absent: it has never made it). */

@@ -61,7 +61,8 @@ test("help names every option's value: no #0 anywhere, -m, --model <name>, --tim
   const top = await steward("help");
   t.is(top.code, 0);
   t.notRegex(top.stdout, /#\d/);
-  t.true(top.stdout.split("\n").length < 100, "the command list is one line per command");
+  // One line per command, and a few for categories and usage.
+  t.true(top.stdout.split("\n").length < COMMAND_NAMES.length + 30, "the command list is one line per command");
   for (const name of COMMAND_NAMES) t.regex(top.stdout, new RegExp(`^  ${name}\\s`, "m"), name);
   for (const name of COMMAND_NAMES) {
     const r = await steward(name, "--help");

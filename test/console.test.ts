@@ -138,6 +138,8 @@ test.serial("shell completion: the bash script, run by bash, completes commands,
     "remove-credential",
     "remove-integration",
     "remove-machine",
+    "remove-storage",
+    "remove-storage-pool",
     "remove-unit",
     "remove-user",
   ]);

@@ -285,6 +285,25 @@ test("an export for the build before placements is format 2 in its shape, and re
   t.is(stored.substrate, "local");
 });
 
+test("storage pools users made travel in export v4; a reader of v3 is refused while the model has one; a bad pool is refused", async (t) => {
+  const doc = await sourceExport(t);
+  const pool = {
+    name: "fast",
+    type: "local",
+    attributes: { location: "/srv/fast" },
+    createdAt: "2026-01-01T00:00:00Z",
+  };
+  doc.documents["storage-pool"] = { fast: pool };
+  t.throws(() => exportForReader(doc, 3), { message: /the model has storage \(fast\).*upgrade it first/ });
+  t.deepEqual(upgradeModelExport(JSON.parse(JSON.stringify(doc))).documents["storage-pool"], { fast: pool });
+  const bad = JSON.parse(JSON.stringify(doc)) as typeof doc;
+  bad.documents["storage-pool"] = { fast: { ...pool, attributes: { location: 5 } } };
+  t.throws(() => upgradeModelExport(bad), { message: /documents\["storage-pool"\]\["fast"\] does not fit/ });
+  const { store, deps } = await setup(t);
+  const res = await importModel(deps, JSON.parse(JSON.stringify(doc)));
+  t.deepEqual(JSON.parse((await store.get(keys.storagePool(res.uuid, "fast")))!.value), pool);
+});
+
 test("storage records travel in export v4; a reader of v3 or v2 is refused while the model has any, and a bad record is refused on import", async (t) => {
   const doc = await sourceExport(t);
   t.is(exportForReader(doc, 3).version, 3, "a model without storage is written for a v3 reader as before");

@@ -4,7 +4,15 @@
  */
 import test from "ava";
 import type { Bundle } from "../api";
-import { parseCountRange, parseOperatorYaml, parseSizeMiB, parseStorageArg, validateBundle } from "../api";
+import {
+  contractOf,
+  parseCountRange,
+  parseOperatorYaml,
+  parsePoolAttributes,
+  parseSizeMiB,
+  parseStorageArg,
+  validateBundle,
+} from "../api";
 import { operatorYamlWith, yamlProblem as problem } from "./harness/operators";
 
 const yaml = operatorYamlWith("storage");
@@ -82,4 +90,17 @@ test("sizes, count ranges and --storage requests", (t) => {
   t.throws(() => parseStorageArg("data=1G,2G"), { message: /the size is given twice/ });
   t.throws(() => parseStorageArg("data"), { message: /must be name=pool,size,count/ });
   t.throws(() => parseStorageArg("data=local,0"), { message: /count must be 1 to 64/ });
+});
+
+test("create-storage-pool's key=value attributes, and what a local pool's location accepts", (t) => {
+  t.deepEqual(parsePoolAttributes(["location=/srv/fast", "note=a=b"]), { location: "/srv/fast", note: "a=b" });
+  t.deepEqual(parsePoolAttributes([]), {});
+  t.throws(() => parsePoolAttributes(["location"]), { message: /"location" is not an attribute: give key=value/ });
+  t.throws(() => parsePoolAttributes(["=x"]), { message: /is not an attribute/ });
+  t.throws(() => parsePoolAttributes(["a=1", "a=2"]), { message: /attribute "a" is given twice/ });
+  const local = contractOf("local").storagePools![0]!;
+  const location = local.attributes!.find((a) => a.name === "location")!;
+  t.is(location.problem("/srv/fast"), undefined);
+  for (const bad of ["srv/fast", "/srv/../etc", "", "/a\nb"])
+    t.regex(location.problem(bad) ?? "", /absolute path/, bad);
 });

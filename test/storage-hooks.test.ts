@@ -69,3 +69,20 @@ test("a unit being removed runs storage-detaching for each instance after its re
   t.deepEqual(going.state.storage, []);
   t.is(nextHook({ ...v, life: "dying" }, going.state, opts).kind, "dead");
 });
+
+test("an instance detached from a live unit runs storage-detaching, then is released; one never seen is released at once", (t) => {
+  const v = view({ storage: [attached("data/0", "/d0"), attached("data/1", "/d1")] });
+  const up = runToIdle(v, initialUnitState()).state;
+  const detaching = view({ storage: [attached("data/0", "/d0"), { ...attached("data/1", "/d1"), life: "dying" }] });
+  const d = nextHook(detaching, up, opts);
+  t.like(d, { kind: "run", hook: { name: "data-storage-detaching", storageId: "data/1" } });
+  const after = commitHook(up, (d as { hook: Parameters<typeof commitHook>[1] }).hook, detaching);
+  t.deepEqual(after.storage, ["data/0"]);
+  t.deepEqual(nextHook(detaching, after, opts), { kind: "release-storage", storageId: "data/1" });
+  // Gone from the view: nothing more for it; attached again later, its attached hook runs again.
+  t.is(nextHook(view({ storage: [attached("data/0", "/d0")] }), after, opts).kind, "idle");
+  t.like(nextHook(v, after, opts), { kind: "run", hook: { name: "data-storage-attached", storageId: "data/1" } });
+  // Detached before its broker attached it (the unit never had its hook): released without one.
+  const early = view({ storage: [attached("data/0", "/d0"), { ...attached("data/2"), life: "dying" }] });
+  t.deepEqual(nextHook(early, up, opts), { kind: "release-storage", storageId: "data/2" });
+});

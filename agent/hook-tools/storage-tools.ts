@@ -1,9 +1,11 @@
 /**
  * The storage tools (issue 32), as Juju names them: `storage-list` names the instances attached to
  * the unit, `storage-get` tells one's location, kind, size and pool (by default the instance of the
- * storage hook that runs).
+ * storage hook that runs), `storage-add name=count` asks for more instances, made when the hook
+ * succeeds (the controller checks the operator's count range then; a refusal fails the hook).
  */
 import type { UnitStorageView } from "../../api/core";
+import { MAX_STORAGE_COUNT } from "../../api/core";
 import type { ToolResult, ToolSpec } from "./tool-spec";
 import { json, misuse, ok, refuse } from "./tool-spec";
 
@@ -13,6 +15,30 @@ function fieldsOf(s: UnitStorageView): Record<string, string | number> {
 }
 
 export const storageTools: Record<string, ToolSpec> = {
+  "storage-add": {
+    usage: "storage-add <name>[=<count>]…",
+    summary:
+      "add instances of the unit's declared store <name> (1 unless =<count>); each gets its <name>-storage-attached hook once attached",
+    flags: {},
+    async run(ctx, _f, pos): Promise<ToolResult> {
+      if (pos.length === 0) return misuse("storage-add", "name at least one store", this.usage);
+      if (!ctx.storageAdd) return refuse("storage-add", "storage can be added only from a hook or an action");
+      const adds: [string, number][] = [];
+      for (const arg of pos) {
+        const m = /^([a-z][a-z0-9-]{0,62})(?:=([0-9]{1,3}))?$/.exec(arg);
+        const count = m?.[2] !== undefined ? Number(m[2]) : 1;
+        if (!m || count < 1 || count > MAX_STORAGE_COUNT)
+          return misuse(
+            "storage-add",
+            `"${arg}" is not name or name=count (count 1 to ${MAX_STORAGE_COUNT})`,
+            this.usage,
+          );
+        adds.push([m[1]!, count]);
+      }
+      for (const [name, count] of adds) ctx.storageAdd(name, count);
+      return ok();
+    },
+  },
   "storage-list": {
     usage: "storage-list [--format text|json] [<name>]",
     summary: "print the ids of the storage instances attached to the unit (of store <name> only, when given)",

@@ -38,6 +38,8 @@ export interface HookContext {
   openPort(spec: string): void;
   closePort(spec: string): void;
   openedPorts(): string[];
+  /** storage-add: `count` more instances of store `name`, made with the hook's commit (absent: no hook to commit with). */
+  storageAdd?(name: string, count: number): void;
   /** The unit's readiness now (readiness.ts), including what this hook said. */
   readiness(): Readiness;
   /** readiness-set: the operator's word, kept in the unit's local state at once. */

@@ -12,7 +12,7 @@ import type WebSocket from "ws";
 import type { ErrorCode } from "../errors";
 import { StewardError, errorFromWire } from "../errors";
 import type { Bundle } from "../operator";
-import type { StorageInfo, StorageRequest } from "../storage";
+import type { StorageDetails, StorageInfo, StoragePoolInfo, StorageRequest } from "../storage";
 import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "../actions";
 import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "../status";
 import type { DebugLogRecord } from "../debug-log";
@@ -319,6 +319,39 @@ export class ControllerClient extends ControllerTransport {
   /** The model's storage instances, attached or kept. */
   listStorage(model: string): Promise<{ storage: StorageInfo[] }> {
     return this.call(routes.listStorage, { model });
+  }
+  /** One storage instance in full (`data/0`). */
+  showStorage(model: string, id: string): Promise<StorageDetails> {
+    const slash = id.indexOf("/");
+    return this.call(routes.showStorage, { model, store: id.slice(0, slash), n: id.slice(slash + 1) });
+  }
+  /** Live units' instances: detaching hooks run, then they are kept; `force`: even below the operator's minimum. */
+  detachStorage(model: string, ids: string[], force = false): Promise<{ ids: string[] }> {
+    return this.call(routes.detachStorage, { model }, { ids, force });
+  }
+  /** Kept instances to live unit `unit` of their application. */
+  attachStorage(model: string, unit: string, ids: string[]): Promise<{ ids: string[] }> {
+    return this.call(routes.attachStorage, { model }, { unit, ids });
+  }
+  /** Destroys detached instances; `force`: attached ones too (detached first). */
+  removeStorage(model: string, ids: string[], force = false): Promise<{ ids: string[] }> {
+    return this.call(routes.removeStorage, { model }, { ids, force });
+  }
+  /** The model's storage pools, built-in and made. */
+  listStoragePools(model: string): Promise<{ pools: StoragePoolInfo[] }> {
+    return this.call(routes.listStoragePools, { model });
+  }
+  /** Makes pool `name` of type `type` (one of the substrate's pools) with `attributes`. */
+  createStoragePool(
+    model: string,
+    name: string,
+    type: string,
+    attributes: Record<string, string> = {},
+  ): Promise<StoragePoolInfo> {
+    return this.call(routes.createStoragePool, { model }, { name, type, attributes });
+  }
+  removeStoragePool(model: string, pool: string): Promise<void> {
+    return this.call(routes.removeStoragePool, { model, pool });
   }
 
   updateModel(

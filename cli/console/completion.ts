@@ -24,6 +24,7 @@ const TAKES_ENTITIES = new Set([
   "show-status-log",
   "run",
   "remove-unit",
+  "attach-storage",
   "resolve",
   "config",
   "add-unit",

@@ -11,7 +11,7 @@ import { DEFAULT_SUBSTRATE } from "../../api";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
 import { substrateKind } from "../../substrates";
 import type { CredentialOps, ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
-import { handedOver, pendingVolumeWork } from "../state";
+import { handedOver, pendingVolumeWork, resolvePool } from "../state";
 import { Reconciler } from "../workers";
 
 export interface StorageProvisionerOptions {
@@ -97,13 +97,18 @@ export class StorageProvisioner extends Reconciler {
     const model = idx.uuid;
     const location = this.o.cache.operators.get(idx.apps.get(s.app)?.operator.hash ?? "")?.meta.storage?.[s.name]
       ?.location;
+    const substrate = idx.model?.placement.substrate ?? DEFAULT_SUBSTRATE;
+    // A made pool cannot be removed while an instance names it; a model's pools travel with it.
+    const pool = resolvePool(substrate, s.pool, idx.storagePools.get(s.pool));
+    if (!pool) throw new Error(`its pool "${s.pool}" is not one of the model's pools`);
     const v: VolumeSpec = {
       model,
       id: s.id,
       kind: s.kind,
       pool: s.pool,
+      poolType: pool.type.name,
+      attributes: pool.attributes,
       size: s.size,
-      attributes: {},
       ...(s.handle ? { handle: s.handle } : {}),
       ...(location ? { location } : {}),
       ...(s.unit ? { unit: s.unit } : {}),

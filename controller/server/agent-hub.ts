@@ -424,6 +424,10 @@ export class AgentHub {
         );
       case "hook.commit":
         return settle(await relations.commitHook(conn.model, conn.machine, parsed.data as never));
+      case "storage.release":
+        return settle(
+          (await ops.storageAttachments.release(conn.model, conn.machine, p.unit, p.id as string)).revision,
+        );
       case "relation.leave":
         return settle(await relations.leave(conn.model, conn.machine, p.unit, p.relationId as number));
       case "relation.get":

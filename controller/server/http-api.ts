@@ -18,6 +18,7 @@ import { registerMachineRoutes } from "./routes/machines";
 import { registerModelRoutes } from "./routes/models";
 import { registerSessionRoutes } from "./routes/session";
 import { registerUnitRoutes } from "./routes/units";
+import { registerStorageRoutes } from "./routes/storage";
 import { registerUserRoutes } from "./routes/users";
 
 export type { HttpApiDeps } from "./routes/deps";
@@ -54,6 +55,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   registerModelRoutes(route, deps);
   registerApplicationRoutes(route, deps);
   registerUnitRoutes(route, deps);
+  registerStorageRoutes(route, deps);
   registerMachineRoutes(route, deps);
 }
 

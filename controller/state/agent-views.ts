@@ -152,6 +152,7 @@ function unitStorage(idx: ModelIndex, unit: string): { storage?: UnitStorageView
       size: s.size,
       pool: s.pool,
       ...(s.location !== undefined ? { location: s.location } : {}),
+      ...(s.detaching ? { life: "dying" as const } : {}),
     });
   }
   return out.length > 0 ? { storage: out.sort((a, b) => a.id.localeCompare(b.id)) } : {};

@@ -38,6 +38,7 @@ import { aliveModel } from "./model-ops";
 import { StoreTxns } from "./txn";
 import type { OperatorOps } from "./operator-ops";
 import { destroyUnitStorageOps, newUnitStorage, storageDirectives, unitGoneStorageOps } from "./storage-ops";
+import { requestedPools } from "./storage-pools";
 
 export class ApplicationOps extends StoreTxns {
   constructor(
@@ -93,7 +94,9 @@ export class ApplicationOps extends StoreTxns {
             { field: "operator" },
           );
         const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), absent(keys.app(uuid, req.name))];
-        const storage = storageDirectives(current.doc.meta, m.doc.placement.substrate, req.storage);
+        const substrate = m.doc.placement.substrate;
+        const made = await requestedPools(this.store, uuid, substrate, req.storage ?? {}, compare);
+        const storage = storageDirectives(current.doc.meta, substrate, req.storage, made);
         const app: ApplicationDoc = {
           name: req.name,
           operator: { hash: op.doc.hash, name: op.doc.name, version: op.doc.version },

@@ -38,7 +38,7 @@ import type {
 } from "./documents";
 import type { ImportOrigin } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
-import type { StorageDoc } from "./storage-docs";
+import type { StorageDoc, StoragePoolDoc } from "./storage-docs";
 import { CACHED_PREFIXES } from "./keys";
 import { KIND, keyOf } from "./registry";
 import { classifyKey, queueId, scopeId } from "./registry";
@@ -79,6 +79,8 @@ export interface ModelIndex {
   ports: Map<string, string[]>;
   /** Storage instances by id (`data/0`). */
   storage: Map<string, StorageDoc>;
+  /** Storage pools users made, by name (the substrate's built-in ones are its contract's). */
+  storagePools: Map<string, StoragePoolDoc>;
   appStatus: Map<string, StatusInfo<WorkloadStatus>>;
   /** Actions queued per unit, by task id. */
   taskQueue: Map<string, Map<number, QueuedTaskDoc>>;
@@ -420,6 +422,9 @@ export class StateCache {
       case "storage":
         set(idx.storage, id, docOf(name));
         break;
+      case "storage-pool":
+        set(idx.storagePools, id, docOf(name));
+        break;
       case "app-status":
         set(idx.appStatus, id, docOf(name));
         break;
@@ -471,6 +476,7 @@ export class StateCache {
         leaderData: new Map(),
         ports: new Map(),
         storage: new Map(),
+        storagePools: new Map(),
         appStatus: new Map(),
         taskQueue: new Map(),
         revision: this.revision,

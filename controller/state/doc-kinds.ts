@@ -56,7 +56,7 @@ import type { ImportedRevisionsDoc } from "./imported-revisions";
 import type { ReportDoc } from "./migration-reports";
 import type { ResponseRecordDoc } from "./request-records";
 import { requestKeys } from "./request-records";
-import type { StorageDoc } from "./storage-docs";
+import type { StorageDoc, StoragePoolDoc } from "./storage-docs";
 import type { KindName } from "./registry";
 import { KIND, keyOf, storedValue } from "./registry";
 import { keys } from "./keys";
@@ -139,6 +139,8 @@ export const docs = {
   unitStatus: bind<UnitStatusDoc>()("unit-status", keys.unitStatus),
   /** Storage instances by id (`data/0`); they outlive their units. */
   storage: bind<StorageDoc>()("storage", keys.storage, keys.storageOf),
+  /** Storage pools users made, by name. */
+  storagePool: bind<StoragePoolDoc>()("storage-pool", keys.storagePool, keys.storagePoolsOf),
   unitFailure: bind<UnitFailureDoc>()("unit-failure", keys.unitFailure),
   /** The ports a unit opened, sorted. */
   ports: bind<string[]>()("ports", keys.ports),

@@ -169,7 +169,15 @@ const StorageSchema = z.strictObject({
   handle: z.record(Text(64), Text(4096)).optional(),
   lastUnit: UnitName.optional(),
   message: Text(2048).optional(),
+  detaching: z.literal(true).optional(),
   life: Life,
+  createdAt: Timestamp,
+});
+
+const StoragePoolSchema = z.strictObject({
+  name: Name,
+  type: Name,
+  attributes: z.record(z.string().regex(/^[a-z][a-z0-9-]{0,62}$/), Text(4096)),
   createdAt: Timestamp,
 });
 
@@ -201,6 +209,7 @@ export const DOCUMENT_SCHEMAS = {
     resolve: z.enum(["retry", "no-retry"]).optional(),
   }),
   "storage": StorageSchema,
+  "storage-pool": StoragePoolSchema,
   "unit-status": z.strictObject({
     workload: statusInfo(WorkloadStatus),
     agent: statusInfo(z.enum(["allocating", "executing", "idle", "error"])),

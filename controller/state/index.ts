@@ -7,7 +7,8 @@ export { ApplicationOps } from "./application-ops";
 export { MachineOps } from "./machine-ops";
 export { UnitReportOps } from "./unit-report-ops";
 export { StorageOps, storageDirectives } from "./storage-ops";
-export type { StorageDoc } from "./storage-docs";
+export type { StorageDoc, StoragePoolDoc } from "./storage-docs";
+export { poolInfos, resolvePool } from "./storage-pools";
 export { pendingVolumeWork, storageInfoOf } from "./storage-docs";
 export {
   DEFAULT_REGISTRATION_LIFETIME_MS,

@@ -10,15 +10,16 @@
  * (registry.ts: the `model` kind's shape version 2); kinds whose shape changed upgrade their
  * documents from any version (their `upgrade`), so v1, v2 and documents of older shape all import.
  *
- * Version 4 is version 3 that may carry storage instances (the `storage` and `storage-seq` kinds,
- * issue 32): a v3 reader would refuse them as unknown kinds, and one that dropped them would lose
- * track of volumes that hold users' data.
+ * Version 4 is version 3 that may carry storage instances and the pools users made for them (the
+ * `storage`, `storage-seq` and `storage-pool` kinds, issue 32): a v3 reader would refuse them as
+ * unknown kinds, and one that dropped them would lose track of volumes that hold users' data. Pools
+ * came after instances but before any controller that reads v4 was released, so they are v4 too.
  *
  * Written back ({@link exportForReader}): a controller of the previous build reads v1 and v2 only and
  * refuses v3 ("newer than this controller reads"), so a migration to one (its hello names no
  * `modelExport`) sends v2, the model document in its previous shape; nothing else differs. A reader
- * of v2 or v3 is sent that version only while the model has no storage; with storage, the export is
- * refused before anything moves, naming the reason (the reader has no storage to keep it in).
+ * of v2 or v3 is sent that version only while the model has no storage and no made pools; with either,
+ * the export is refused before anything moves, naming the reason (the reader has no storage to keep it in).
  *
  * {@link checkModelExport} refuses what a hostile or damaged file could hold before any of it is
  * used: the wrong shape, unknown kinds, ids that are not names, prototype keys, future versions,
@@ -85,7 +86,7 @@ export function exportForReader(doc: ModelExport, version: number): WrittenModel
   if (version === MODEL_EXPORT_VERSION) return doc;
   if (version !== 2 && version !== 3)
     throw new Error(`model export version ${version} is not written by this controller`);
-  const storage = Object.keys(doc.documents.storage ?? {});
+  const storage = [...Object.keys(doc.documents.storage ?? {}), ...Object.keys(doc.documents["storage-pool"] ?? {})];
   if (storage.length > 0)
     throw new StewardError(
       "invalid-request",

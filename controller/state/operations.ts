@@ -20,6 +20,8 @@ import { ModelOps } from "./model-ops";
 import { OperatorOps } from "./operator-ops";
 import { StoreTxns } from "./txn";
 import { StorageOps } from "./storage-ops";
+import { StorageAttachmentOps } from "./storage-attachments";
+import { StoragePoolOps } from "./storage-pools";
 import { UnitReportOps } from "./unit-report-ops";
 
 export { modelDeletes } from "./model-ops";
@@ -33,6 +35,10 @@ export class StateOps extends StoreTxns {
   readonly reports: UnitReportOps;
   /** What volume brokers report of storage instances (storage-ops.ts). */
   readonly storage: StorageOps;
+  /** Pools users make per model (storage-pools.ts). */
+  readonly storagePools: StoragePoolOps;
+  /** Detaching, attaching and removing live units' storage (storage-attachments.ts). */
+  readonly storageAttachments: StorageAttachmentOps;
 
   constructor(store: Store, now?: () => Date) {
     super(store, now);
@@ -42,6 +48,8 @@ export class StateOps extends StoreTxns {
     this.machines = new MachineOps(store, now);
     this.reports = new UnitReportOps(store, now);
     this.storage = new StorageOps(store, now);
+    this.storagePools = new StoragePoolOps(store, now);
+    this.storageAttachments = new StorageAttachmentOps(store, now);
   }
 
   // --- the controller (users and their access: user-ops.ts) ---

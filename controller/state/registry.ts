@@ -76,6 +76,7 @@ export type KindName =
   | "presence"
   | "imported-revisions"
   | "storage"
+  | "storage-pool"
   | "unit-hook-state";
 
 export interface KindSpec {
@@ -212,6 +213,8 @@ export const KINDS: readonly KindSpec[] = [
   kind("unit", ["models", MODEL, "units", ID], true, S["unit"]),
   // Storage instances (`data/0`) outlive their units: kept, detached, they travel with the model.
   kind("storage", ["models", MODEL, "storage", ID], true, S["storage"]),
+  // Pools users made (create-storage-pool): the storage instances that name them travel with them.
+  kind("storage-pool", ["models", MODEL, "storage-pools", ID], true, S["storage-pool"], true),
   kind("unit-status", ["models", MODEL, "unit-status", ID], true, S["unit-status"], true),
   kind("unit-failure", ["models", MODEL, "unit-failure", ID], false, S["unit-failure"]),
   // A copy of a pod's unit's hook state (its agent's, after each commit): a pod made again on an empty claim resumes from it.

@@ -10,6 +10,7 @@ import type { ApplicationDoc, DataBag, RelationDoc, RelationEndpoint, UnitDoc } 
 import { keys } from "./keys";
 import { docs, put } from "./doc-kinds";
 import { StoreTxns } from "./txn";
+import { addedStorageOps } from "./storage-attachments";
 
 interface Candidate {
   a: RelationEndpoint;
@@ -186,6 +187,9 @@ export class RelationOps extends StoreTxns {
         const r = await relationOf(id);
         if (r.life === "alive") ops.push(put(docs.scope, uuid, id, c.unit, { since: this.stamp() }));
       }
+      // `storage-add`: made with the rest of the hook's writes, or not at all.
+      if (c.storage && Object.keys(c.storage).length > 0)
+        await addedStorageOps(this.store, uuid, u, c.storage, compare, ops, this.stamp());
       return { compare, ops, result: {} };
     });
     return res.revision;

@@ -36,8 +36,23 @@ export interface StorageDoc {
   lastUnit?: string;
   /** Why the volume broker's last try at its work failed (cleared once the work is done). */
   message?: string;
+  /**
+   * `detach-storage` (or `remove-storage --force`) on an attached instance: its unit runs its
+   * `-storage-detaching` hook, then releases it (status `detached`); absent otherwise.
+   */
+  detaching?: true;
   /** `dying`: `remove-unit --destroy-storage` (or `remove-storage`): the broker destroys it, then the document goes. */
   life: "alive" | "dying";
+  createdAt: string;
+}
+
+/** A storage pool a user made (`create-storage-pool NAME TYPE key=value…`), one of the model's documents. */
+export interface StoragePoolDoc {
+  name: string;
+  /** The model's substrate's built-in pool it is made from. */
+  type: string;
+  /** Checked against what the type takes (its contract's `attributes`); given to the volume broker. */
+  attributes: Record<string, string>;
   createdAt: string;
 }
 
@@ -51,7 +66,8 @@ export function storageInfoOf(d: StorageDoc): StorageInfo {
     kind: d.kind,
     pool: d.pool,
     size: d.size,
-    status: d.status,
+    // Detached but not yet moved off its machine: not yet attachable anywhere, so not yet "detached".
+    status: d.detaching || (d.status === "detached" && d.machine !== undefined) ? "detaching" : d.status,
     location: d.location ?? "",
     ...(d.message ? { message: d.message } : {}),
   };

@@ -5,17 +5,18 @@
  * new ones up to the count), what a unit's going does to them (detached and kept, or marked for
  * destruction), and the volume broker's reports of what it has done.
  */
-import type { ModelSubstrate, OperatorMeta, StorageRequest } from "../../api";
+import type { ModelSubstrate, OperatorMeta, StorageRequest, StorageType } from "../../api";
 import { StewardError, contractOf, formatSizeMiB, invalidRequest, notFound } from "../../api";
 import type { Compare, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { ApplicationDoc, StorageDirective } from "./documents";
 import { keys } from "./keys";
-import type { StorageDoc } from "./storage-docs";
+import type { StorageDoc, StoragePoolDoc } from "./storage-docs";
+import { resolvePool } from "./storage-pools";
 import { del, docs, put, putBack, readDoc, readDocs } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
-const refuse = (
+export const refuse = (
   reason: "storage-not-supported" | "storage-pool-unknown" | "storage-out-of-range" | "storage-of-another-application",
   message: string,
   field = "storage",
@@ -31,6 +32,7 @@ export function storageDirectives(
   meta: OperatorMeta,
   substrate: ModelSubstrate,
   requests: Record<string, StorageRequest> = {},
+  madePools: ReadonlyMap<string, StoragePoolDoc> = new Map(),
 ): Record<string, StorageDirective> | undefined {
   const declared = meta.storage ?? {};
   for (const name of Object.keys(requests))
@@ -58,12 +60,14 @@ export function storageDirectives(
         `operator ${meta.name} declares storage "${name}", and units on the ${substrate} substrate cannot have storage yet`,
       );
     }
-    const pool = pools.find((p) => p.name === (req.pool ?? pools[0]!.name));
-    if (!pool)
+    const poolName = req.pool ?? pools[0]!.name;
+    const resolved = resolvePool(substrate, poolName, madePools.get(poolName));
+    if (!resolved)
       throw refuse(
         "storage-pool-unknown",
-        `storage "${name}": pool "${req.pool}" is not one of the ${substrate} substrate's pools (${pools.map((p) => p.name).join(", ")})`,
+        `storage "${name}": pool "${req.pool}" is neither one of the ${substrate} substrate's pools (${pools.map((p) => p.name).join(", ")}) nor one made in the model (steward storage-pools)`,
       );
+    const pool = { name: poolName, kinds: resolved.type.kinds };
     if (!pool.kinds.includes(spec.type))
       throw refuse(
         "storage-not-supported",
@@ -83,6 +87,24 @@ export function storageDirectives(
     out[name] = { pool: pool.name, size, count };
   }
   return out;
+}
+
+/** Whether `s` may be attached to a unit: detached, moved off its machine, and not being destroyed. */
+export const attachable = (s: StorageDoc): boolean =>
+  s.status === "detached" && s.machine === undefined && s.life === "alive";
+
+/** The refusal of attaching `s`, which is not {@link attachable}, saying what it is doing. */
+export function notAttachable(s: StorageDoc, field: string): StewardError {
+  const now =
+    s.life !== "alive"
+      ? "being destroyed"
+      : s.status === "attached"
+        ? `attached to ${s.unit}`
+        : `still being detached from machine ${s.machine}`;
+  return new StewardError("conflict", `storage ${s.id} is ${now}: only detached storage can be attached`, {
+    reason: "storage-attached",
+    details: { field, id: s.id },
+  });
 }
 
 /**
@@ -154,12 +176,7 @@ export async function newUnitStorage(
         `storage ${id} belongs to application ${s.doc.app}; it can be attached only to units of ${s.doc.app}`,
         "attachStorage",
       );
-    const now = notYet(s.doc);
-    if (now !== undefined)
-      throw new StewardError("conflict", `storage ${id} is ${now}: only detached storage can be attached`, {
-        reason: "storage-attached",
-        details: { field: "attachStorage", id },
-      });
+    if (!attachable(s.doc)) throw notAttachable(s.doc, "attachStorage");
     const unit = placed[0]!.unit;
     if (onPods && s.doc.lastUnit !== undefined && s.doc.lastUnit !== unit)
       throw new StewardError(
@@ -204,25 +221,43 @@ export async function newUnitStorage(
         ops.push(put(docs.storage, uuid, s.id, { ...rest, status: "attached", unit, machine }));
       }
       for (let i = kept.length; i < directive.count; i++) {
-        const id = `${name}/${next++}`;
-        const doc: StorageDoc = {
-          id,
-          name,
-          app: app.name,
-          kind: declared[name]?.type ?? "filesystem",
-          pool: directive.pool,
-          size: directive.size,
-          status: "attached",
-          unit,
-          machine,
-          life: "alive",
+        const doc = newStorageDoc(
+          `${name}/${next++}`,
+          app.name,
+          declared[name]?.type,
+          directive,
+          { unit, machine },
           createdAt,
-        };
-        ops.push(put(docs.storage, uuid, id, doc));
+        );
+        ops.push(put(docs.storage, uuid, doc.id, doc));
       }
     }
   }
   ops.push({ type: "put", key: keys.storageSeq(uuid), value: String(next) });
+}
+
+/** A new instance `id` of `app`'s store, as `directive` says, attached to `at`. */
+export function newStorageDoc(
+  id: string,
+  app: string,
+  kind: StorageType | undefined,
+  directive: StorageDirective,
+  at: { unit: string; machine: string },
+  createdAt: string,
+): StorageDoc {
+  return {
+    id,
+    name: id.slice(0, id.indexOf("/")),
+    app,
+    kind: kind ?? "filesystem",
+    pool: directive.pool,
+    size: directive.size,
+    status: "attached",
+    unit: at.unit,
+    machine: at.machine,
+    life: "alive",
+    createdAt,
+  };
 }
 
 /**
@@ -239,7 +274,7 @@ export async function unitGoneStorageOps(
   const ops: Op[] = [];
   for (const s of await readDocs(store, docs.storage, uuid)) {
     if (s.doc.unit !== unit) continue;
-    const { unit: _, location: __, ...rest } = s.doc;
+    const { unit: _, location: __, detaching: ___, ...rest } = s.doc;
     compare.push(unchanged(s.key, s.rev));
     ops.push(
       putBack(s, { ...rest, status: "detached", lastUnit: unit, ...(destroy ? { life: "dying" as const } : {}) }),

@@ -4,8 +4,13 @@
  * directory is moved aside to `<model>/kept-storage/data-0`, next to the machines and out of reach of
  * a machine's removal; attached again, it is moved into the new machine's directory. Only `destroy`
  * deletes data. Renames within one file system: instant whatever the size, and never half done.
+ *
+ * A pool made with a `location` (`create-storage-pool fast local location=/srv/fast`) keeps each
+ * instance at `<location>/<model>/data-0`, attached or kept: nothing moves, the machine's directory
+ * only names it. The controller runs this as root and hands the directory to an agent's user, so the
+ * location must be root's alone (a directory, not a link, writable by no one else).
  */
-import { chown, lstat, mkdir, realpath, rename, rm, stat } from "node:fs/promises";
+import { chown, lchown, lstat, mkdir, realpath, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { MachineRef } from "../brokers";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../volumes";
@@ -27,11 +32,29 @@ export class LocalVolumes implements VolumeBroker {
     return join(await this.modelDir(v), "kept-storage", dirName(v.id));
   }
 
+  /** A `location` pool's directory for the instance (absent: the pool keeps instances with machines). */
+  private placedDir(v: VolumeSpec): string | undefined {
+    const location = v.attributes?.location;
+    return location ? join(location, v.model, dirName(v.id)) : undefined;
+  }
+
   async attach(v: VolumeSpec, m: MachineRef): Promise<{ location: string; handle: Record<string, string> }> {
     const machineDir = join(await this.modelDir(v), m.machine);
     // The machine's directory is made (and given to its agent's user) when its agent first starts.
     const owner = await stat(machineDir).catch(() => undefined);
     if (!owner) throw new Error(`machine ${m.machine}'s directory is not there yet; its agent has not started`);
+    const placed = this.placedDir(v);
+    if (placed !== undefined) {
+      await ownedDirectory(dirname(dirname(placed)), "the pool's location");
+      await ownedDirectory(dirname(placed), "the pool's directory for the model", 0o711);
+      await mkdir(placed, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== "EEXIST") throw err;
+      });
+      const st = await lstat(placed);
+      if (!st.isDirectory()) throw new Error(`${placed} is not a directory`);
+      await lchown(placed, owner.uid, owner.gid);
+      return { location: placed, handle: { dir: placed } };
+    }
     const target = await this.attachedDir(v, m);
     await mkdir(join(machineDir, "storage"), { recursive: true, mode: 0o700 });
     await chown(join(machineDir, "storage"), owner.uid, owner.gid);
@@ -45,6 +68,9 @@ export class LocalVolumes implements VolumeBroker {
   }
 
   async detach(v: VolumeSpec, m: MachineRef): Promise<Record<string, string>> {
+    // A location pool's instance stays where it is.
+    const placed = this.placedDir(v);
+    if (placed !== undefined) return { dir: placed };
     const kept = await this.keptDir(v);
     const attached = await this.attachedDir(v, m);
     // Never attached there (its unit went first): it stays where it was.
@@ -56,11 +82,34 @@ export class LocalVolumes implements VolumeBroker {
   }
 
   async destroy(v: VolumeSpec): Promise<void> {
+    const placed = this.placedDir(v);
+    if (placed !== undefined) {
+      await rm(placed, { recursive: true, force: true });
+      return;
+    }
     const modelDir = await this.modelDir(v);
     // Only ever inside the model's directory, whatever a handle says.
     for (const dir of new Set([await this.keptDir(v), ...(v.handle?.dir ? [v.handle.dir] : [])]))
       if (dir.startsWith(modelDir + "/")) await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Refuses `dir` unless it is a directory (not a link) of this process's user that no one else may
+ * write to; with `mode`, makes it first when it is missing.
+ */
+async function ownedDirectory(dir: string, what: string, mode?: number): Promise<void> {
+  if (mode !== undefined)
+    await mkdir(dir, { mode }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "EEXIST") throw err;
+    });
+  const st = await lstat(dir).catch(() => undefined);
+  if (!st) throw new Error(`${what} ${dir} does not exist`);
+  const uid = process.getuid?.() ?? st.uid;
+  if (!st.isDirectory() || st.uid !== uid || (st.mode & 0o022) !== 0)
+    throw new Error(
+      `${what} ${dir} must be a directory (not a link) of the controller's user that no one else can write to`,
+    );
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -1,10 +1,10 @@
 /**
  * Units: what one is doing (its status, integrations and, in error, the failure), its recent status
- * history, resolving its error, and removing it (its storage kept, or destroyed); and the model's
- * storage instances, which outlive units.
+ * history, resolving its error, and removing it (its storage kept, or destroyed; storage itself is
+ * storage.ts's).
  */
 import { Name, notFound, routes } from "../../../api";
-import { buildUnitDetails, storageInfoOf } from "../../state";
+import { buildUnitDetails } from "../../state";
 import { flag } from "../../access/route";
 import type { Route } from "../../access/route";
 import type { HttpApiDeps } from "./deps";
@@ -39,15 +39,4 @@ export function registerUnitRoutes(route: Route, deps: HttpApiDeps): void {
     const res = await ops.applications.removeUnit(idx.uuid, unit, flag(query, "force"), flag(query, "destroyStorage"));
     await settled(res.revision);
   });
-
-  route(routes.listStorage, async ({ model: idx }) => ({
-    storage: [...idx.storage.values()].map(storageInfoOf).sort((a, b) => storageOrder(a.id, b.id)),
-  }));
-}
-
-/** `data/2` before `data/10`: by store name, then number. */
-function storageOrder(a: string, b: string): number {
-  const [an, ai] = a.split("/");
-  const [bn, bi] = b.split("/");
-  return an === bn ? Number(ai) - Number(bi) : an!.localeCompare(bn!);
 }
