@@ -53,4 +53,15 @@ export interface VolumeBroker {
 export interface VolumeDeps {
   /** Where the controller keeps its local machines' directories (`<dir>/<model>/<machine>/`). */
   machinesDir: string;
+  /**
+   * The storage devices declared for a machine (`add-machine … --storage-device`) and the instances
+   * that live on it for good (machine-bound pools) with their handles: which devices are free.
+   */
+  machineStorage?: (model: string, machine: string) => MachineStorageFacts;
+}
+
+/** What a machine has of storage: its declared devices, and the machine-bound instances on it. */
+export interface MachineStorageFacts {
+  devices: string[];
+  held: { id: string; pool: string; handle?: Record<string, string> }[];
 }

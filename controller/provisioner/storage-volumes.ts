@@ -8,7 +8,7 @@
  */
 import type { Logger, ModelSubstrate } from "../../api";
 import { DEFAULT_SUBSTRATE } from "../../api";
-import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
+import type { MachineStorageFacts, VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
 import { substrateKind } from "../../substrates";
 import type { ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
 import { handedOver, pendingVolumeWork } from "../state";
@@ -41,6 +41,15 @@ function declaredLocation(cache: StateCache, idx: ModelIndex, s: StorageDoc): st
   const spec = app && cache.operators.get(app.operator.hash)?.meta.storage?.[s.name];
   if (spec?.location === undefined) return undefined;
   return spec.count.max <= 1 ? spec.location : `${spec.location.replace(/\/+$/, "")}/${s.id.replace("/", "-")}`;
+}
+
+/** A machine's declared storage devices and the machine-bound instances on it, as the cache has them. */
+function machineStorageFacts(cache: StateCache, model: string, machine: string): MachineStorageFacts {
+  const idx = cache.models.get(model);
+  const held: MachineStorageFacts["held"] = [];
+  for (const s of idx?.storage.values() ?? [])
+    if (s.boundTo === machine) held.push({ id: s.id, pool: s.pool, ...(s.handle ? { handle: s.handle } : {}) });
+  return { devices: idx?.machines.get(machine)?.storageDevices ?? [], held };
 }
 
 export class StorageProvisioner extends Reconciler {
@@ -81,7 +90,14 @@ export class StorageProvisioner extends Reconciler {
 
   private brokerOf(substrate: ModelSubstrate | undefined): VolumeBroker | undefined {
     const name = substrate ?? DEFAULT_SUBSTRATE;
-    if (!this.brokers.has(name)) this.brokers.set(name, substrateKind(name).volumes?.(this.o.deps));
+    if (!this.brokers.has(name))
+      this.brokers.set(
+        name,
+        substrateKind(name).volumes?.({
+          ...this.o.deps,
+          machineStorage: (model, machine) => machineStorageFacts(this.o.cache, model, machine),
+        }),
+      );
     return this.brokers.get(name);
   }
 
@@ -101,7 +117,9 @@ export class StorageProvisioner extends Reconciler {
     };
     if (work === "attach") {
       const done = await broker.attach(v, { model, machine: s.machine! });
-      await this.o.ops.storage.attached(model, s.id, s.machine!, done);
+      const { revision } = await this.o.ops.storage.attached(model, s.id, s.machine!, done);
+      // The next attach on the machine must see this one's handle (a declared device it took).
+      await this.o.cache.waitForRevision(revision);
       this.o.log.info("location" in done ? "attached storage" : "attached storage; its machine's agent does the rest", {
         model,
         storage: s.id,
