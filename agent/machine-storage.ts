@@ -45,6 +45,8 @@ export class MachineStorage {
   private readonly done = new Map<string, string>();
   /** Items that failed: when each may be tried again, and the delay after that. */
   private readonly retry = new Map<string, { at: number; delayMs: number; said: string }>();
+  /** Mount points this agent mounted, by instance: one that leaves the view unreleased (its report came too late) is unmounted. */
+  private readonly mounted = new Map<string, string>();
   private running = false;
   private timer?: NodeJS.Timeout;
   private closed = false;
@@ -57,6 +59,11 @@ export class MachineStorage {
     const ids = new Set(this.items.map((i) => i.id));
     for (const id of [...this.done.keys()]) if (!ids.has(id)) this.done.delete(id);
     for (const id of [...this.retry.keys()]) if (!ids.has(id)) this.retry.delete(id);
+    for (const [id, mountPoint] of this.mounted)
+      if (!ids.has(id)) {
+        this.mounted.delete(id);
+        void this.unmountLeft(id, mountPoint);
+      }
     void this.pass();
   }
 
@@ -115,6 +122,15 @@ export class MachineStorage {
     }
   }
 
+  /** Unmounts what an instance that left the view without being released left mounted. */
+  private async unmountLeft(id: string, mountPoint: string): Promise<void> {
+    try {
+      if ((await mounts()).has(canonical(mountPoint))) await command("umount", [mountPoint]);
+    } catch (err) {
+      this.o.log.warn("could not unmount storage no longer on this machine", { storage: id, err: String(err) });
+    }
+  }
+
   /** Does the attach's machine half: where the unit finds the instance. */
   private async attach(item: MachineStorageWork): Promise<string> {
     const work = item.work;
@@ -133,13 +149,17 @@ export class MachineStorage {
     if (!work.mountPoint) throw new Error("a filesystem on a device needs a mount point");
     const mounted = (await mounts()).get(canonical(work.mountPoint));
     if (mounted !== undefined) {
-      if ((await realpath(mounted).catch(() => mounted)) === dev.node) return work.mountPoint;
+      if ((await realpath(mounted).catch(() => mounted)) === dev.node) {
+        this.mounted.set(item.id, work.mountPoint);
+        return work.mountPoint;
+      }
       throw new Error(`${work.mountPoint} already has ${mounted} mounted on it`);
     }
     // Formatted once: a device that holds a filesystem (this instance's data, or a user's) is never formatted again.
     if ((await filesystemOn(dev.node)) === undefined) await command("mkfs.ext4", ["-q", dev.node]);
     await mkdir(work.mountPoint, { recursive: true, mode: 0o755 });
     await command("mount", [dev.node, work.mountPoint]);
+    this.mounted.set(item.id, work.mountPoint);
     return work.mountPoint;
   }
 
@@ -158,6 +178,7 @@ export class MachineStorage {
     }
     if (work.kind === "filesystem" && work.mountPoint && (await mounts()).has(canonical(work.mountPoint)))
       await command("umount", [work.mountPoint]);
+    this.mounted.delete(item.id);
     if (item.destroy) {
       // Its data goes with it: a declared device given to another instance later starts blank.
       const dev = await this.findDevice(work.device).catch(() => undefined);

@@ -209,9 +209,20 @@ hostTest(
     await eventually("attached again", () => reports.length === 3);
     t.is(await readFile(join(mnt, "marker"), "utf8"), "kept\n");
 
+    // Gone from the view unreleased (its report came after its unit went): unmounted all the same.
+    agent.update([]);
+    await eventually("unmounted", () =>
+      run("findmnt", ["-n", mnt]).then(
+        () => false,
+        () => true,
+      ),
+    );
+    agent.update([attach]);
+    await eventually("attached once more", () => reports.length === 4);
+
     // Destroyed: unmounted and wiped.
     agent.update([{ ...attach, op: "release", destroy: true }]);
-    await eventually("destroyed", () => reports.length === 4);
+    await eventually("destroyed", () => reports.length === 5);
     t.is(
       await run("blkid", ["-p", loop]).then(
         () => 0,
@@ -229,10 +240,10 @@ hostTest(
     };
     agent.update([late]);
     await new Promise((r) => setTimeout(r, 500));
-    t.is(reports.length, 4, "nothing reported while the device is not there");
+    t.is(reports.length, 5, "nothing reported while the device is not there");
     const second = await a.plugDisk(16, ["virtio-late"]);
-    await eventually("the late device found", () => reports.length === 5, 15_000);
-    t.deepEqual(reports[4], { id: "data/1", op: "attached", location: join(a.devDiskDir, "by-id", "virtio-late") });
+    await eventually("the late device found", () => reports.length === 6, 15_000);
+    t.deepEqual(reports[5], { id: "data/1", op: "attached", location: join(a.devDiskDir, "by-id", "virtio-late") });
 
     await a.unplugDisk(second.loop);
     t.not((await a.exec("ls /dev/disk/by-id/virtio-late")).code, 0, "unplugged: its name is gone");
