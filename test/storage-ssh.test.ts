@@ -4,7 +4,7 @@
  * unit goes and the directory stays; `add-unit --attach-storage` puts the new unit on that host,
  * whose hook reads the note. The same on a `device`: a loop disk plugged into the host and declared
  * with add-machine's storage devices, made ext4 once and mounted by the host's agent, unmounted when
- * its unit goes and mounted again, not formatted again, for the next. Destroyed, a directory is
+ * its unit goes and mounted again, not formatted again, for the next, and after the host reboots. Destroyed, a directory is
  * deleted and a device wiped. Refusals: a device that is not a /dev path, a device pool on a host with
  * no free device, kept storage given to a unit on another host, removing the host that keeps it.
  */
@@ -162,6 +162,16 @@ ssh("storage on SSH hosts: a directory and a declared device outlive their units
   await attachKept("disk", "data/1");
   await noted("disk", "disk/1", "data/1 found: written by disk/0");
   t.is((await a.exec("findmnt -n -o FSTYPE /srv/notebook/data-1")).stdout.trim(), "ext4", "not formatted again");
+
+  // A reboot loses the host's mounts: its agent, started again, mounts the device again.
+  await a.restart();
+  await eventually(
+    "data/1 mounted again after the reboot",
+    async () => (await a.exec("findmnt -n -o FSTYPE /srv/notebook/data-1")).stdout.trim() === "ext4",
+    120_000,
+    250,
+  );
+  t.is((await a.exec("cat /srv/notebook/data-1/note")).stdout, "written by disk/0\n");
 
   // Destroyed: the directory deleted, the device wiped.
   await client.removeUnit(M, "notebook/1", false, true);
