@@ -122,6 +122,12 @@ ssh("storage on SSH hosts: a directory and a declared device outlive their units
   const held = await refusal(client.removeMachine(M, ma));
   t.is(held.reason, "machine-holds-storage");
   t.regex(held.message, /data\/0/);
+  // A machine of another kind in the model (here one added by hand) is out of the ssh pools' reach.
+  const [manual] = (await client.addMachines(M, "manual")).machines;
+  const mixed = await refusal(client.deploy(M, { name: "nb-manual", operator: op.hash, units: 1, to: [manual!.id] }));
+  t.is(mixed.reason, "storage-not-supported");
+  t.regex(mixed.message, /a manual machine, and this model's storage comes from the ssh substrate's pools/);
+  await client.removeMachine(M, manual!.id);
   const elsewhere = await refusal(client.addUnits(M, "notebook", 1, [mb], ["data/0"]));
   t.is(elsewhere.reason, "storage-on-another-machine");
   t.regex(elsewhere.message, new RegExp(`lives on machine ${ma}\\b`));

@@ -162,7 +162,16 @@ export async function newUnitStorage(
   const seq = await store.get(keys.storageSeq(uuid));
   let next = Number(seq?.value ?? "0");
   compare.push(unchanged(keys.storageSeq(uuid), seq?.modRevision ?? 0));
+  const wanted = Object.values(directives).some((d) => d.count > 0) || attach.length > 0;
   for (const { unit, machine } of placed) {
+    // The model's substrate's broker makes its storage: it cannot reach a machine of another kind.
+    const other = wanted ? (await readDoc(store, docs.machine, uuid, machine))?.doc.substrate : undefined;
+    if (other !== undefined && other !== substrate)
+      throw refuse(
+        "storage-not-supported",
+        `${unit} would have storage on machine ${machine}, a ${other} machine, and this model's storage comes from the ${substrate} substrate's pools, which cannot reach it: place the unit on a ${substrate} machine, or deploy it in a model of substrate ${other}`,
+        "to",
+      );
     for (const [name, directive] of Object.entries(directives)) {
       const kept = given.get(name) ?? [];
       for (const s of kept) {
