@@ -15,6 +15,7 @@ import { join } from "node:path";
 import type { StewardError, StorageInfo, UnitStatusView } from "../api";
 import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
+import { cliRunner } from "./harness/cli";
 import { eventually } from "./harness/eventually";
 import { operatorsDir } from "./harness/controller";
 import type { TestHost } from "./harness/hosts";
@@ -186,4 +187,30 @@ ssh("storage on SSH hosts: a directory and a declared device outlive their units
   t.is((await a.exec("ls /srv/notebook/data-0")).code, 2, "the directory is gone");
   t.is((await a.exec("findmnt /srv/notebook/data-1")).code, 1);
   t.is((await a.exec(`blkid -p ${mounted[0]}`)).code, 2, "the device holds no filesystem");
+});
+
+test("add-machine refuses a storage device that is not a /dev path, and one for a machine it does not install", async (t) => {
+  const home = await mkdtemp(join(tmpdir(), "steward-storage-ssh-cli-"));
+  t.teardown(() => rm(home, { recursive: true, force: true }));
+  const steward = cliRunner(home, process.cwd());
+  const hostKey = "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+  const relative = await steward("add-machine", "ssh:root@10.0.0.9", "--host-key", hostKey, "--storage-device", "sdb");
+  t.is(relative.code, 1);
+  t.regex(relative.stderr + relative.stdout, /--storage-device "sdb" is not a device path under \/dev/);
+  const climbing = await steward(
+    "add-machine",
+    "ssh:root@10.0.0.9",
+    "--host-key",
+    hostKey,
+    "--storage-device",
+    "/dev/../etc/passwd",
+  );
+  t.is(climbing.code, 1);
+  t.regex(climbing.stderr + climbing.stdout, /is not a device path under \/dev/);
+  const manual = await steward("add-machine", "manual", "--storage-device", "/dev/sdb");
+  t.is(manual.code, 1);
+  t.regex(
+    manual.stderr + manual.stdout,
+    /--storage-device declares a device of an ssh: host; manual machines take none/,
+  );
 });
