@@ -38,9 +38,26 @@ export type {
   QueuedAction,
   TaskFinish,
   UnitStorageView,
+  MachineStorageWork,
+  StorageOnMachineReport,
 } from "./agent-protocol";
-export { MAX_STORAGE_COUNT, formatSizeMiB, parsePoolAttributes, parseStorageArg, storageHooks } from "./storage";
-export type { StorageDetails, StorageInfo, StoragePoolInfo, StorageType } from "./storage";
+export {
+  MAX_STORAGE_COUNT,
+  STORAGE_DEVICE_PATTERN,
+  formatSizeMiB,
+  locationOfWork,
+  parsePoolAttributes,
+  parseStorageArg,
+  storageHooks,
+} from "./storage";
+export type {
+  DeviceMatch,
+  MachineVolumeWork,
+  StorageDetails,
+  StorageInfo,
+  StoragePoolInfo,
+  StorageType,
+} from "./storage";
 export * from "./limits";
 export * from "./ports";
 export * from "./debug-log";

@@ -249,6 +249,13 @@ export interface StoragePoolContract {
    * absent: none. The kind's volume broker is given a made pool's values (VolumeSpec.attributes).
    */
   attributes?: readonly StoragePoolAttribute[];
+  /**
+   * Its instances live on the machine they were first attached on, for good (a directory or a disk of
+   * an SSH host): kept, one can be attached only to a new unit on that machine.
+   */
+  machineBound?: true;
+  /** Its instances are the storage devices declared for their machine (`add-machine … --storage-device`), one each. */
+  declaredDevices?: true;
 }
 
 /** One attribute a pool type takes: its name, what it means, and the check of a value (its problem, or undefined). */
@@ -263,6 +270,26 @@ export const absolutePathProblem = (value: string): string | undefined =>
   /^\/[^\0\n]{0,4094}$/.test(value) && !value.split("/").includes("..")
     ? undefined
     : "must be an absolute path without '..', such as /srv/steward-storage";
+
+/**
+ * Storage on hosts Steward does not make (SSH hosts, machines added by hand): a directory per instance
+ * (`rootfs`), or a block device declared for the host (`device`); the host's agent mounts or makes it.
+ */
+const hostPools = [
+  {
+    name: "rootfs",
+    kinds: ["filesystem"],
+    machineBound: true,
+    attributes: [
+      {
+        name: "location",
+        description: "the directory on each host under which its instances' directories are made",
+        problem: absolutePathProblem,
+      },
+    ],
+  },
+  { name: "device", kinds: ["filesystem", "block"], machineBound: true, declaredDevices: true },
+] as const satisfies readonly StoragePoolContract[];
 
 /** "a, b and c", for messages. */
 export const listed = (words: readonly string[]): string =>
@@ -300,6 +327,8 @@ const manual = {
   instances: false,
   addMachines: "count",
   agentsStartedByHand: true,
+  // SSH hosts' directories (substrates/ssh/volumes.ts); devices are declared only for hosts added over SSH.
+  storagePools: [hostPools[0]],
   words: { thing: "machine", things: "machines", cloud: "machines added by hand" },
   flags: [],
   describe: () => "machines added by hand",
@@ -311,6 +340,8 @@ const ssh = {
   addMachines: "address",
   hostsControllers: true,
   credential: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"], requiredByModels: false },
+  // A directory on the host per instance, or a device declared for it (substrates/ssh/volumes.ts).
+  storagePools: hostPools,
   words: { thing: "host", things: "hosts", cloud: "SSH" },
   flags: [],
   cli: { flags: [], target: { word: "ssh", placeholder: "USER@HOST" } },

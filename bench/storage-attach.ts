@@ -7,9 +7,10 @@
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ModelStatus, StewardError } from "../api";
-import { ControllerClient, readOperatorDir, silentLogger } from "../api";
+import type { ModelStatus } from "../api";
+import { ControllerClient, StewardError, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
+import { benchStorageAttachSsh } from "./storage-attach-ssh";
 import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
@@ -54,21 +55,18 @@ export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
     for (let i = 0; i < RUNS; i++) {
       let t0 = Date.now();
       await client.removeUnit("storage", unit);
-      await until("the storage detached and kept", async () => {
-        const [s] = (await client.listStorage("storage")).storage;
-        return s?.status === "detached" && s.location === "" && s.unit === undefined ? true : undefined;
-      });
+      // Kept once it is off its machine: until then (listed detached already) it cannot be attached.
+      [unit] = await until("the storage detached and kept", () =>
+        client.addUnits("storage", "notebook", 1, undefined, ["data/0"]).then(
+          (r) => r.units as [string],
+          (err: unknown) => {
+            if (StewardError.isInstance(err) && err.reason === "storage-attached") return undefined;
+            throw err;
+          },
+        ),
+      );
       detach.push(Date.now() - t0);
       t0 = Date.now();
-      // Refused (storage-attached) while the broker's detach is still being reported (not visible in the listing): asked again.
-      [unit] = (
-        await until("add-unit --attach-storage accepted", () =>
-          client.addUnits("storage", "notebook", 1, undefined, ["data/0"]).catch((err: StewardError) => {
-            if (err.reason === "storage-attached") return undefined;
-            throw err;
-          }),
-        )
-      ).units as [string];
       await until(`${unit} to read the note`, async () =>
         unitMessage(await client.status("storage"), unit)?.includes("found") ? true : undefined,
       );
@@ -88,4 +86,5 @@ export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
     [`add-unit --attach-storage → hook reads data, median of ${RUNS} (ms)`]: median(attach),
     [`remove-unit → storage detached and kept, median of ${RUNS} (ms)`]: median(detach),
   });
+  await benchStorageAttachSsh(o);
 }

@@ -8,7 +8,7 @@
  */
 import type { Logger, ModelSubstrate } from "../../api";
 import { DEFAULT_SUBSTRATE } from "../../api";
-import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
+import type { MachineStorageFacts, VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
 import { substrateKind } from "../../substrates";
 import type { CredentialOps, ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
 import { handedOver, pendingVolumeWork, resolvePool } from "../state";
@@ -33,6 +33,26 @@ export interface StorageProvisionerOptions {
 export function holdsStorage(idx: ModelIndex, machine: string): boolean {
   for (const s of idx.storage.values()) if (s.machine === machine) return true;
   return false;
+}
+
+/**
+ * Where the operator wants instance `s` (operator.yaml `location`): that path when a unit has at most
+ * one instance of the store, else a directory per instance under it (`/srv/data/data-3`).
+ */
+function declaredLocation(cache: StateCache, idx: ModelIndex, s: StorageDoc): string | undefined {
+  const app = idx.apps.get(s.app);
+  const spec = app && cache.operators.get(app.operator.hash)?.meta.storage?.[s.name];
+  if (spec?.location === undefined) return undefined;
+  return spec.count.max <= 1 ? spec.location : `${spec.location.replace(/\/+$/, "")}/${s.id.replace("/", "-")}`;
+}
+
+/** A machine's declared storage devices and the machine-bound instances on it, as the cache has them. */
+function machineStorageFacts(cache: StateCache, model: string, machine: string): MachineStorageFacts {
+  const idx = cache.models.get(model);
+  const held: MachineStorageFacts["held"] = [];
+  for (const s of idx?.storage.values() ?? [])
+    if (s.boundTo === machine) held.push({ id: s.id, pool: s.pool, ...(s.handle ? { handle: s.handle } : {}) });
+  return { devices: idx?.machines.get(machine)?.storageDevices ?? [], held };
 }
 
 export class StorageProvisioner extends Reconciler {
@@ -76,7 +96,11 @@ export class StorageProvisioner extends Reconciler {
     if (!this.brokers.has(name))
       this.brokers.set(
         name,
-        substrateKind(name).volumes?.({ ...this.o.deps, openPlacement: (model) => this.openPlacement(model) }),
+        substrateKind(name).volumes?.({
+          ...this.o.deps,
+          openPlacement: (model) => this.openPlacement(model),
+          machineStorage: (model, machine) => machineStorageFacts(this.o.cache, model, machine),
+        }),
       );
     return this.brokers.get(name);
   }
@@ -95,8 +119,7 @@ export class StorageProvisioner extends Reconciler {
 
   private async act(broker: VolumeBroker, idx: ModelIndex, s: StorageDoc, work: "attach" | "detach" | "destroy") {
     const model = idx.uuid;
-    const location = this.o.cache.operators.get(idx.apps.get(s.app)?.operator.hash ?? "")?.meta.storage?.[s.name]
-      ?.location;
+    const location = declaredLocation(this.o.cache, idx, s);
     const substrate = idx.model?.placement.substrate ?? DEFAULT_SUBSTRATE;
     // A made pool cannot be removed while an instance names it; a model's pools travel with it.
     const pool = resolvePool(substrate, s.pool, idx.storagePools.get(s.pool));
@@ -110,22 +133,26 @@ export class StorageProvisioner extends Reconciler {
       attributes: pool.attributes,
       size: s.size,
       ...(s.handle ? { handle: s.handle } : {}),
-      ...(location ? { location } : {}),
+      ...(location !== undefined ? { location } : {}),
       ...(s.unit ? { unit: s.unit } : {}),
     };
     if (work === "attach") {
       const done = await broker.attach(v, { model, machine: s.machine! });
-      await this.o.ops.storage.attached(model, s.id, s.machine!, done);
-      this.o.log.info("attached storage", { model, storage: s.id, unit: s.unit, location: done.location });
+      const { revision } = await this.o.ops.storage.attached(model, s.id, s.machine!, done);
+      // The next attach on the machine must see this one's handle (a declared device it took).
+      await this.o.cache.waitForRevision(revision);
+      this.o.log.info("location" in done ? "attached storage" : "attached storage; its machine's agent does the rest", {
+        model,
+        storage: s.id,
+        unit: s.unit,
+        ...("location" in done ? { location: done.location } : {}),
+      });
     } else if (work === "detach") {
       const handle = await broker.detach(v, { model, machine: s.machine! });
       await this.o.ops.storage.detached(model, s.id, s.machine!, handle);
       this.o.log.info("detached storage, kept", { model, storage: s.id, machine: s.machine });
     } else {
-      if (s.machine !== undefined) {
-        const handle = await broker.detach(v, { model, machine: s.machine });
-        v.handle = handle;
-      }
+      // Detached first (pendingVolumeWork): only what is off every machine is destroyed.
       await broker.destroy(v);
       await this.o.ops.storage.destroyed(model, s.id);
       this.o.log.info("destroyed storage", { model, storage: s.id });

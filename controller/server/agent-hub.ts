@@ -14,6 +14,7 @@ import type {
   LogBatch,
   Logger,
   MigrationReport,
+  StorageOnMachineReport,
   TaskFinish,
   TransportLimits,
 } from "../../api";
@@ -383,6 +384,8 @@ export class AgentHub {
         const idx = cache.models.get(conn.model);
         if (idx?.machines.get(conn.machine)?.life !== "dying" || (idx.unitsByMachine.get(conn.machine)?.size ?? 0) > 0)
           throw new StewardError("invalid-request", `machine ${conn.machine} is not being removed, or still has units`);
+        if ([...idx.storage.values()].some((s) => s.machine === conn.machine))
+          throw new StewardError("invalid-request", `machine ${conn.machine} still holds storage being detached`);
         await ops.machines.finish(conn.model, conn.machine);
         return {};
       }
@@ -458,6 +461,17 @@ export class AgentHub {
       case "migration.report":
         await recordReport(this.deps.store, cache, conn.model, conn.machine, parsed.data as MigrationReport);
         return {};
+      case "storageOnMachine": {
+        const report = parsed.data as StorageOnMachineReport;
+        const s = cache.models.get(conn.model)?.storage.get(report.id);
+        if (s?.machine !== conn.machine)
+          throw new StewardError("forbidden", `storage ${report.id} is not on machine ${conn.machine}`);
+        const { revision } =
+          report.op === "attached"
+            ? await ops.storage.machineAttached(conn.model, conn.machine, report.id, report.location)
+            : await ops.storage.machineReleased(conn.model, conn.machine, report.id);
+        return settle(revision);
+      }
     }
     return {};
   }

@@ -9,7 +9,7 @@ export { UnitReportOps } from "./unit-report-ops";
 export { StorageOps, storageDirectives } from "./storage-ops";
 export type { StorageDoc, StoragePoolDoc } from "./storage-docs";
 export { poolInfos, resolvePool } from "./storage-pools";
-export { pendingVolumeWork, storageInfoOf } from "./storage-docs";
+export { machineStorageWork, pendingMachineWork, pendingVolumeWork, storageInfoOf } from "./storage-docs";
 export {
   DEFAULT_REGISTRATION_LIFETIME_MS,
   MAX_REGISTRATION_LIFETIME_MS,

@@ -6,7 +6,8 @@
  * destruction), and the volume broker's reports of what it has done.
  */
 import type { ModelSubstrate, OperatorMeta, StorageRequest, StorageType } from "../../api";
-import { StewardError, contractOf, formatSizeMiB, invalidRequest, notFound } from "../../api";
+import { DEFAULT_SUBSTRATE, StewardError, contractOf, formatSizeMiB, invalidRequest, notFound } from "../../api";
+import type { VolumeAttachment } from "../../substrates";
 import type { Compare, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { ApplicationDoc, StorageDirective } from "./documents";
@@ -177,6 +178,13 @@ export async function newUnitStorage(
         "attachStorage",
       );
     if (!attachable(s.doc)) throw notAttachable(s.doc, "attachStorage");
+    const bound = s.doc.boundTo;
+    if (bound !== undefined && placed[0]!.machine !== bound)
+      throw new StewardError(
+        "invalid-request",
+        `storage ${id} lives on machine ${bound} (${s.doc.pool} storage stays on its host): add the unit there (--to ${bound}, or leave --to out)`,
+        { reason: "storage-on-another-machine", details: { field: "to", machine: bound } },
+      );
     const unit = placed[0]!.unit;
     if (onPods && s.doc.lastUnit !== undefined && s.doc.lastUnit !== unit)
       throw new StewardError(
@@ -210,16 +218,35 @@ export async function newUnitStorage(
     }
   }
   const declared = (await readDoc(store, docs.operator, app.operator.hash))?.doc.meta.storage ?? {};
+  const substrate = (await readDoc(store, docs.model, uuid))?.doc.placement.substrate ?? DEFAULT_SUBSTRATE;
+  // Each pool (built-in, or made by a user) by name, as its type: whether its instances are devices or machine-bound.
+  const made = await readDocs(store, docs.storagePool, uuid);
+  const typeOf = (name: string) => resolvePool(substrate, name, made.find((p) => p.doc.name === name)?.doc)?.type;
+  const devicePools = [...(contractOf(substrate).storagePools ?? []), ...made.map((p) => p.doc)]
+    .filter((p) => typeOf(p.name)?.declaredDevices)
+    .map((p) => p.name);
+  const devices = new DeviceCount(store, uuid, new Set(devicePools));
   const seq = await store.get(keys.storageSeq(uuid));
   let next = Number(seq?.value ?? "0");
   compare.push(unchanged(keys.storageSeq(uuid), seq?.modRevision ?? 0));
+  const wanted = Object.values(directives).some((d) => d.count > 0) || attach.length > 0;
   for (const { unit, machine } of placed) {
+    // The model's substrate's broker makes its storage: it cannot reach a machine of another kind.
+    const other = wanted ? (await readDoc(store, docs.machine, uuid, machine))?.doc.substrate : undefined;
+    if (other !== undefined && other !== substrate)
+      throw refuse(
+        "storage-not-supported",
+        `${unit} would have storage on machine ${machine}, a ${other} machine, and this model's storage comes from the ${substrate} substrate's pools, which cannot reach it: place the unit on a ${substrate} machine, or deploy it in a model of substrate ${other}`,
+        "to",
+      );
     for (const [name, directive] of Object.entries(directives)) {
       const kept = given.get(unit)?.get(name) ?? [];
       for (const s of kept) {
         const { location: _, message: __, ...rest } = s;
         ops.push(put(docs.storage, uuid, s.id, { ...rest, status: "attached", unit, machine }));
       }
+      const pool = typeOf(directive.pool);
+      if (pool?.declaredDevices) await devices.take(machine, unit, name, directive.count - kept.length, compare);
       for (let i = kept.length; i < directive.count; i++) {
         const doc = newStorageDoc(
           `${name}/${next++}`,
@@ -229,7 +256,7 @@ export async function newUnitStorage(
           { unit, machine },
           createdAt,
         );
-        ops.push(put(docs.storage, uuid, doc.id, doc));
+        ops.push(put(docs.storage, uuid, doc.id, pool?.machineBound ? { ...doc, boundTo: machine } : doc));
       }
     }
   }
@@ -258,6 +285,52 @@ export function newStorageDoc(
     life: "alive",
     createdAt,
   };
+}
+
+/** The machine the first of the kept instances `ids` lives on, when one is machine-bound. */
+export async function boundMachineOf(store: Store, uuid: string, ids: readonly string[]): Promise<string | undefined> {
+  for (const id of ids) {
+    const bound = (await readDoc(store, docs.storage, uuid, id))?.doc.boundTo;
+    if (bound !== undefined) return bound;
+  }
+  return undefined;
+}
+
+/**
+ * The storage devices declared for machines (the `device` pool) that new instances take, one each:
+ * refused, naming the machine's devices, when it has too few free. An instance holds its device
+ * from its making until it is destroyed (kept, it stays on its machine).
+ */
+class DeviceCount {
+  private readonly taken = new Map<string, number>();
+  private held?: StorageDoc[];
+  constructor(
+    private readonly store: Store,
+    private readonly uuid: string,
+    /** The pools whose instances are declared devices. */
+    private readonly devicePools: ReadonlySet<string>,
+  ) {}
+
+  async take(machine: string, unit: string, name: string, n: number, compare: Compare[]): Promise<void> {
+    if (n <= 0) return;
+    const md = await readDoc(this.store, docs.machine, this.uuid, machine);
+    const declared = md?.doc.storageDevices ?? [];
+    this.held ??= (await readDocs(this.store, docs.storage, this.uuid)).map((s) => s.doc);
+    const inUse =
+      this.held.filter((s) => s.boundTo === machine && this.devicePools.has(s.pool)).length +
+      (this.taken.get(machine) ?? 0);
+    const free = declared.length - inUse;
+    if (free < n)
+      throw new StewardError(
+        "invalid-request",
+        declared.length === 0
+          ? `${unit} needs ${n} device${n === 1 ? "" : "s"} for storage "${name}", and no storage device is declared for machine ${machine}: declare one (add-machine ssh:… --storage-device /dev/…) or choose another pool or machine`
+          : `${unit} needs ${n} device${n === 1 ? "" : "s"} for storage "${name}", and machine ${machine} has ${Math.max(free, 0)} free of its ${declared.length} declared (${declared.join(", ")}): declare more (add-machine ssh:… --storage-device) or choose another machine`,
+        { reason: "storage-device-unavailable", details: { field: "storage", machine } },
+      );
+    this.taken.set(machine, (this.taken.get(machine) ?? 0) + n);
+    if (md) compare.push(unchanged(keys.machine(this.uuid, machine), md.rev));
+  }
 }
 
 /**
@@ -299,22 +372,29 @@ export async function destroyUnitStorageOps(
   return ops;
 }
 
-/** The volume broker's reports: each write checks the instance is as it was when the work was decided. */
+/**
+ * The volume broker's reports, and the machine agents' reports of their halves: each write checks the
+ * instance is as it was when the work was decided (a stale report changes nothing).
+ */
 export class StorageOps extends StoreTxns {
-  /** The broker attached `id` to its machine: the unit's hooks find it at `location`. */
-  attached(uuid: string, id: string, machine: string, done: { location: string; handle: Record<string, string> }) {
+  /**
+   * The broker attached `id` to its machine: the unit's hooks find it at `location`, or the machine's
+   * agent does the rest (`onMachine`) and reports the location ({@link machineAttached}).
+   */
+  attached(uuid: string, id: string, machine: string, done: VolumeAttachment) {
     return this.report(uuid, id, (s) => {
       if (s.status !== "attached" || s.machine !== machine) return undefined;
-      const { message: _, ...rest } = s;
-      return { ...rest, ...done };
+      const { message: _, onMachine: __, location: ___, ...rest } = s;
+      if ("location" in done) return { ...rest, location: done.location, handle: done.handle };
+      return { ...rest, handle: done.handle, machineWork: done.onMachine };
     });
   }
 
   /** The broker moved `id` off `machine` (kept, aside): it can be attached to another unit. */
   detached(uuid: string, id: string, machine: string, handle: Record<string, string>) {
     return this.report(uuid, id, (s) => {
-      if (s.status !== "detached" || s.machine !== machine) return undefined;
-      const { machine: _, message: __, ...rest } = s;
+      if (s.status !== "detached" || s.machine !== machine || s.onMachine) return undefined;
+      const { machine: _, machineWork: __, message: ___, ...rest } = s;
       return { ...rest, handle };
     });
   }
@@ -323,6 +403,24 @@ export class StorageOps extends StoreTxns {
   failed(uuid: string, id: string, message: string) {
     const text = message.length > 2000 ? `${message.slice(0, 1997)}...` : message;
     return this.report(uuid, id, (s) => (s.message === text ? undefined : { ...s, message: text }));
+  }
+
+  /** The agent of `machine` did its half of attaching `id` (agent method storageOnMachine): its unit finds it at `location`. */
+  machineAttached(uuid: string, machine: string, id: string, location: string) {
+    return this.report(uuid, id, (s) => {
+      if (s.status !== "attached" || s.machine !== machine || s.machineWork === undefined) return undefined;
+      if (s.onMachine?.location === location && s.location === location) return undefined;
+      return { ...s, onMachine: { location }, location };
+    });
+  }
+
+  /** The agent of `machine` undid its half for `id` (unmounted; deleted, when destroyed): the broker detaches it next. */
+  machineReleased(uuid: string, machine: string, id: string) {
+    return this.report(uuid, id, (s) => {
+      if (s.status !== "detached" || s.machine !== machine || !s.onMachine) return undefined;
+      const { onMachine: _, ...rest } = s;
+      return rest;
+    });
   }
 
   /** The broker destroyed `id`: its record goes. */
