@@ -327,7 +327,7 @@ const manual = {
   instances: false,
   addMachines: "count",
   agentsStartedByHand: true,
-  // SSH hosts' directories (substrates/ssh/volumes.ts); devices are declared only for hosts added over SSH.
+  // SSH hosts' directories (substrates/host-volumes.ts); devices are declared only for hosts added over SSH.
   storagePools: [hostPools[0]],
   words: { thing: "machine", things: "machines", cloud: "machines added by hand" },
   flags: [],
@@ -340,7 +340,7 @@ const ssh = {
   addMachines: "address",
   hostsControllers: true,
   credential: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"], requiredByModels: false },
-  // A directory on the host per instance, or a device declared for it (substrates/ssh/volumes.ts).
+  // A directory on the host per instance, or a device declared for it (substrates/host-volumes.ts).
   storagePools: hostPools,
   words: { thing: "host", things: "hosts", cloud: "SSH" },
   flags: [],

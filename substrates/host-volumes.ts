@@ -25,7 +25,7 @@ export class HostVolumes implements VolumeBroker {
 
   attach(v: VolumeSpec, m: MachineRef): Promise<VolumeAttachment> {
     // A kept instance is where it was: its host is checked when it is given to a unit (state).
-    if (v.pool === "device") return Promise.resolve(this.attachDevice(v, m));
+    if (v.poolType === "device") return Promise.resolve(this.attachDevice(v, m));
     const path =
       v.handle?.path ?? v.location ?? join(v.attributes.location ?? DEFAULT_STORAGE_ROOT, v.model, dirName(v.id));
     return Promise.resolve({ handle: { machine: m.machine, path }, onMachine: { mode: "directory", path } });

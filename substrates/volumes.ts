@@ -24,14 +24,12 @@ export interface VolumeSpec {
   pool: string;
   /** The pool's type: a built-in pool's own name, or the built-in pool a made pool is made from. */
   poolType: string;
-  /** A made pool's attributes, checked against what its type takes (`{}` for a built-in pool). */
+  /** A made pool's attributes, checked against what its type takes (`{}` for a built-in pool): kubernetes reads `storage-class`, rootfs `location`. */
   attributes: Record<string, string>;
   /** MiB */
   size: number;
   /** What the broker said of it last time (absent: it has never made it). */
   handle?: Record<string, string>;
-  /** The pool's attributes (`{}` for a built-in pool): kubernetes reads `storage-class`. */
-  attributes: Record<string, string>;
   /** The operator's declared `location`, if any, which a mount point should honour. */
   location?: string;
   /** The unit it is attached (or being attached) to: on pods, the unit number is the pod's ordinal. */
