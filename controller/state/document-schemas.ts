@@ -10,6 +10,7 @@ import {
   ARCHES,
   MAX_STORAGE_COUNT,
   MAX_STORAGE_MIB,
+  MachineVolumeWorkSchema,
   MODEL_SUBSTRATES,
   Name,
   STORAGE_TYPES,
@@ -167,6 +168,8 @@ const StorageSchema = z.strictObject({
   machine: MachineId.optional(),
   location: z.string().min(1).max(4096).optional(),
   handle: z.record(Text(64), Text(4096)).optional(),
+  machineWork: MachineVolumeWorkSchema.optional(),
+  onMachine: z.strictObject({ location: z.string().min(1).max(4096) }).optional(),
   life: Life,
   createdAt: Timestamp,
 });
