@@ -49,6 +49,7 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     }
     if (!spec.issueEnrolment) throw new Error("aws machines enrol themselves: the spec needs issueEnrolment");
     const plan = await this.plan(p, spec.constraints ?? {});
+    const zone = spec.storageHandles?.find((h) => h.zone)?.zone;
     // Stopped before EC2 was asked: nothing made, no token spent.
     opts.signal?.throwIfAborted();
     const token = await spec.issueEnrolment();
@@ -58,6 +59,8 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     const launched = await this.ec2.launch(p, {
       instanceType: plan.instanceType,
       ...(plan.rootVolume ? { rootVolume: plan.rootVolume } : {}),
+      // Kept EBS volumes attach only within their zone (volumes.ts records it in their handles).
+      ...(zone ? { zone } : {}),
       n: Number(spec.machine),
       name: `steward-${spec.machine}-${spec.model.slice(0, 8)}`,
       tags: { [TAGS.model]: spec.model, [TAGS.machine]: spec.machine },
