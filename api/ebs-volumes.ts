@@ -49,6 +49,8 @@ export interface EbsVolumeOptions {
   kmsKeyId?: string;
 }
 
+/** "a gp3", "an io2": the article a volume type's name takes. */
+const a = (volumeType: string): string => `${/^[aeio]/.test(volumeType) ? "an" : "a"} ${volumeType}`;
 const whole = (v: string): number | undefined => (/^[0-9]{1,9}$/.test(v) ? Number(v) : undefined);
 
 /**
@@ -74,13 +76,13 @@ export function ebsVolumeOf(
   const [min, max] = type.sizeGiB;
   if (sizeGiB < min || sizeGiB > max)
     return {
-      problem: `${sizeGiB}G is outside what a ${volumeType} EBS volume can be (${min}G to ${max}G)`,
+      problem: `${sizeGiB}G is outside what ${a(volumeType)} EBS volume can be (${min}G to ${max}G)`,
     };
   const volume: EbsVolumeOptions = { volumeType, sizeGiB, encrypted: false };
   if (attributes.iops !== undefined) {
     const iops = whole(attributes.iops);
     if (iops === undefined) return { problem: `iops "${attributes.iops}" is not a whole number` };
-    if (!type.iops) return { problem: `a ${volumeType} EBS volume takes no iops (gp3, io1 and io2 do)` };
+    if (!type.iops) return { problem: `${a(volumeType)} EBS volume takes no iops (gp3, io1 and io2 do)` };
     const [lo, hi] = type.iops.range;
     if (iops < lo || iops > hi) return { problem: `iops=${iops} is outside ${volumeType}'s ${lo} to ${hi}` };
     if (iops > sizeGiB * type.iops.perGiB)
@@ -89,11 +91,11 @@ export function ebsVolumeOf(
       };
     volume.iops = iops;
   } else if (type.iops && type.iops.default === undefined)
-    return { problem: `a ${volumeType} EBS volume needs iops (from ${type.iops.range[0]} to ${type.iops.range[1]})` };
+    return { problem: `${a(volumeType)} EBS volume needs iops (from ${type.iops.range[0]} to ${type.iops.range[1]})` };
   if (attributes.throughput !== undefined) {
     const throughput = whole(attributes.throughput);
     if (throughput === undefined) return { problem: `throughput "${attributes.throughput}" is not a whole number` };
-    if (!type.throughput) return { problem: `a ${volumeType} EBS volume takes no throughput (gp3 does)` };
+    if (!type.throughput) return { problem: `${a(volumeType)} EBS volume takes no throughput (gp3 does)` };
     const [lo, hi] = type.throughput;
     if (throughput < lo || throughput > hi)
       return { problem: `throughput=${throughput} is outside ${volumeType}'s ${lo} to ${hi} MiB/s` };

@@ -10,6 +10,7 @@
  * at deploy, naming the rule, with nothing made.
  */
 import test from "ava";
+import { RunInstancesCommand } from "@aws-sdk/client-ec2";
 import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,14 +18,16 @@ import type { StorageInfo } from "../api";
 import { ControllerClient, contractOf, ebsVolumeOf, silentLogger } from "../api";
 import { saveClientConfig } from "../cli";
 import { Controller, initControllerDir } from "../controller";
+import type { VolumeSpec } from "../substrates";
 import { aws as awsKind } from "../substrates";
 import { fakeEc2Boot } from "./harness/cloud-init";
 import type { FakeEc2Boot } from "./harness/cloud-init";
 import { cliRunner } from "./harness/cli";
 import { operatorsDir } from "./harness/controller";
+import type { EbsDisks } from "./harness/ebs-disks";
+import { ebsDisks } from "./harness/ebs-disks";
 import { eventually } from "./harness/eventually";
-import { FakeEc2 } from "./harness/fake-ec2";
-import type { TestHost } from "./harness/hosts";
+import { FakeEc2, ec2ClientFor } from "./harness/fake-ec2";
 import { TestLab } from "./harness/hosts";
 
 const root = process.getuid?.() === 0;
@@ -42,33 +45,15 @@ let dir: string;
 let steward: ReturnType<typeof cliRunner>;
 /** The notebook operator without its `location`: its volume is mounted under the host's private /var/lib/steward. */
 let notebook: string;
-/** The loop device of each attached volume, and the host it is plugged into. */
-const plugged = new Map<string, { host: TestHost; loop: string }>();
+/** Volumes seen by the instances' hosts as loop devices. */
+let disks: EbsDisks;
 
 test.before(async () => {
   if (!root) return;
   lab = await TestLab.create(0);
   boot = fakeEc2Boot(lab);
-  fake = new FakeEc2({
-    region,
-    credentials: awsKey,
-    boot,
-    // The volume appears on the instance as EC2 shows it to a Nitro instance's Linux.
-    onAttach: async (v, i) => {
-      const host = boot.hosts.get(i.id)!.host;
-      // One file per volume: what was written on it is there wherever it is attached next.
-      const { loop } = await host.plugDisk(v.sizeGiB * 1024, [awsKind.nitroDeviceName(v.id)], {
-        file: join(dir, "ebs", `${v.id}.img`),
-      });
-      plugged.set(v.id, { host, loop });
-    },
-    onDetach: async (v) => {
-      const p = plugged.get(v.id);
-      if (!p) return;
-      await p.host.unplugDisk(p.loop);
-      plugged.delete(v.id);
-    },
-  });
+  disks = ebsDisks(boot, () => dir);
+  fake = new FakeEc2({ region, credentials: awsKey, boot, onAttach: disks.onAttach, onDetach: disks.onDetach });
   const ec2 = await fake.start();
   dir = await mkdtemp(join(tmpdir(), "steward-storage-aws-"));
   notebook = join(dir, "notebook");
@@ -154,6 +139,130 @@ test("the ebs pool's rules: sizes, IOPS and throughput by volume type, as EC2 ta
   t.regex(problem(1024, { colour: "red" })!, /takes no attribute colour/);
 });
 
+test("the EBS broker: each step may be repeated after a crash half-way; a volume of another zone is refused, naming both", async (t) => {
+  // No test hosts here: instances "boot" at once, and nothing is mounted (the agents' half is not run).
+  const ec2 = new FakeEc2({
+    region,
+    credentials: awsKey,
+    volumeTransitionMs: 20,
+    boot: async () => ({ privateIp: "10.0.0.9", stop: async () => undefined }),
+  });
+  const endpoint = await ec2.start();
+  const sdk = ec2ClientFor(ec2);
+  t.teardown(async () => {
+    sdk.destroy();
+    broker.close();
+    await ec2.stop();
+  });
+  const controllerUuid = "5e1f0000-0000-4000-8000-000000000001";
+  const model = "0dd5eed0-0000-4000-8000-000000000002";
+  const placement = {
+    settings: {
+      region,
+      imageId: "ami-0123456789abcdef0",
+      instanceType: "t3.small",
+      endpoint: endpoint.endpoint,
+      endpointCaCert: endpoint.caCert,
+    },
+    controllerUuid,
+    credentials: awsKey,
+  };
+  for (const [machine, zone] of [
+    ["0", "a"],
+    ["1", "b"],
+  ])
+    await sdk.send(
+      new RunInstancesCommand({
+        ImageId: "ami-0123456789abcdef0",
+        MinCount: 1,
+        MaxCount: 1,
+        Placement: { AvailabilityZone: `${region}${zone}` },
+        TagSpecifications: [
+          {
+            ResourceType: "instance",
+            Tags: Object.entries({
+              "steward:controller": controllerUuid,
+              "steward:model": model,
+              "steward:machine": machine!,
+            }).map(([Key, Value]) => ({ Key, Value })),
+          },
+        ],
+      }),
+    );
+  await eventually("running", () => ec2.instances().every((i) => i.state === "running"));
+  const broker = new awsKind.EbsVolumes({ machinesDir: "", placement: async () => placement as never });
+  const spec = (id: string, over: Partial<VolumeSpec> = {}): VolumeSpec => ({
+    model,
+    id,
+    kind: "block",
+    pool: "ebs",
+    size: 1024,
+    attributes: {},
+    ...over,
+  });
+  const on = (machine: string) => ({ model, machine });
+  const count = (action: string) => ec2.calls.filter((c) => c.action === action).length;
+
+  const first = await broker.attach(spec("data/0"), on("0"));
+  // Its answer lost (a crash before it was recorded): asked again, the same volume, attached once.
+  const again = await broker.attach(spec("data/0"), on("0"));
+  t.deepEqual(again, first);
+  t.is(count("CreateVolume"), 1);
+  t.is(count("AttachVolume"), 1);
+  const volumeId = first.handle.volumeId!;
+  t.deepEqual(first.handle, { volumeId, zone: `${region}a`, device: "/dev/sdf" });
+  t.deepEqual("onMachine" in first && first.onMachine, {
+    mode: "device",
+    device: { byId: [`nvme-Amazon_Elastic_Block_Store_${volumeId.replace("-", "")}`], path: "/dev/xvdf" },
+    kind: "block",
+  });
+  const tags = ec2.volumes().find((v) => v.id === volumeId)!.tags;
+  t.like(tags, { "steward:controller": controllerUuid, "steward:model": model, "steward:storage": "data/0" });
+  // The next one on the instance takes the next free device name; a pool's attributes make the volume.
+  const second = await broker.attach(
+    spec("data/1", { kind: "filesystem", size: 4096, attributes: { "volume-type": "io2", iops: "4000" } }),
+    on("0"),
+  );
+  t.is(second.handle.device, "/dev/sdg");
+  t.like("onMachine" in second && second.onMachine, { mountPoint: "/var/lib/steward/storage/data-1" });
+  t.like(
+    ec2.volumes().find((v) => v.id === second.handle.volumeId),
+    { volumeType: "io2", iops: 4000, sizeGiB: 4 },
+  );
+  const located = await broker.attach(spec("data/2", { kind: "filesystem", location: "/srv/db" }), on("0"));
+  t.like("onMachine" in located && located.onMachine, { mountPoint: "/srv/db" });
+  // What EC2 would refuse is refused before anything is made.
+  await t.throwsAsync(broker.attach(spec("data/3", { attributes: { "volume-type": "gp9" } }), on("0")), {
+    message: /storage data\/3 cannot be an EBS volume: volume-type "gp9" is not an EBS volume type/,
+  });
+  t.is(count("CreateVolume"), 3);
+
+  // Detached (twice: the second finds nothing to do), kept, with its zone in its handle.
+  const kept = await broker.detach(spec("data/0", { handle: first.handle }), on("0"));
+  t.deepEqual(kept, { volumeId, zone: `${region}a` });
+  t.deepEqual(await broker.detach(spec("data/0", { handle: kept }), on("0")), kept);
+  t.is(count("DetachVolume"), 1);
+  t.like(
+    ec2.volumes().find((v) => v.id === volumeId),
+    { state: "available" },
+  );
+  // Machine 1's instance is in another zone: refused, naming both.
+  await t.throwsAsync(broker.attach(spec("data/0", { handle: kept }), on("1")), {
+    message: new RegExp(
+      `storage data/0 is EBS volume ${volumeId} in ${region}a, and machine 1's instance i-\\w+ is in ${region}b`,
+    ),
+  });
+  t.is(count("AttachVolume"), 3);
+
+  // Destroyed (twice: the second finds it gone); a handle naming a volume EC2 lost is said, not made again empty.
+  await broker.destroy(spec("data/0", { handle: kept }));
+  await eventually("deleted", () => !ec2.volumes().some((v) => v.id === volumeId));
+  await broker.destroy(spec("data/0", { handle: kept }));
+  t.is(count("DeleteVolume"), 1);
+  await t.throwsAsync(broker.attach(spec("data/0", { handle: kept }), on("0")), { message: /which EC2 no longer has/ });
+  t.is(count("CreateVolume"), 3);
+});
+
 aws("an EBS volume a volume type cannot have is refused at deploy, naming the rule, with nothing made", async (t) => {
   const before = fake.calls.length;
   const huge = await steward("deploy", notebook, "nb", "--storage", "data=ebs,17T");
@@ -196,7 +305,7 @@ aws(
     // On the instance: its own filesystem, mounted where the hooks were told, with the note in it.
     const host0 = boot.hosts.get(instance0.id)!.host;
     const mounted = (await host0.exec(`findmnt -no FSTYPE,SOURCE ${MOUNT}`)).stdout.trim().split(/\s+/);
-    t.deepEqual(mounted, ["ext4", plugged.get(volume!.id)!.loop]);
+    t.deepEqual(mounted, ["ext4", disks.plugged.get(volume!.id)!.loop]);
     t.is((await host0.exec(`cat ${MOUNT}/note`)).stdout, "written by nb/0\n");
 
     // The unit goes, and its machine: the volume is detached and kept (the instance terminated).

@@ -86,8 +86,11 @@ export class StorageProvisioner extends Reconciler {
   protected override signature(): string {
     const parts: string[] = [];
     for (const idx of this.o.cache.models.values())
-      for (const s of idx.storage.values())
-        parts.push(`${idx.uuid}/${s.id}/${pendingVolumeWork(s) ?? ""}/${s.machine ?? ""}`);
+      for (const s of idx.storage.values()) {
+        // A cloud machine's instance coming up is what an attach waiting for it waits for.
+        const instance = s.machine !== undefined ? idx.machineInstall.get(s.machine)?.instance?.state : undefined;
+        parts.push(`${idx.uuid}/${s.id}/${pendingVolumeWork(s) ?? ""}/${s.machine ?? ""}/${instance ?? ""}`);
+      }
     return parts.sort().join(",");
   }
 
