@@ -27,16 +27,48 @@ export const EBS_VOLUME_TYPES: Readonly<Record<string, EbsVolumeType>> = {
 /** The volume type of an `ebs` pool that says none. */
 export const EBS_DEFAULT_VOLUME_TYPE = "gp3";
 
-/** The attributes an `ebs` pool takes, with what each says. */
-export const EBS_POOL_ATTRIBUTES: readonly { name: string; description: string }[] = [
+/** "a gp3", "an io2": the article a volume type's name takes. */
+const a = (volumeType: string): string => `${/^[aeio]/.test(volumeType) ? "an" : "a"} ${volumeType}`;
+const whole = (v: string): number | undefined => (/^[0-9]{1,9}$/.test(v) ? Number(v) : undefined);
+
+/**
+ * The attributes an `ebs` pool takes, with what each says and the check of a value alone (the shape
+ * of a pool type's attributes in the contract); what they say together, and of a size, is
+ * {@link ebsVolumeOf}'s to check.
+ */
+export const EBS_POOL_ATTRIBUTES: readonly {
+  name: string;
+  description: string;
+  problem(value: string): string | undefined;
+}[] = [
   {
     name: "volume-type",
     description: `the EBS volume type: ${Object.keys(EBS_VOLUME_TYPES).join(", ")} (default ${EBS_DEFAULT_VOLUME_TYPE})`,
+    problem: (v) =>
+      Object.hasOwn(EBS_VOLUME_TYPES, v)
+        ? undefined
+        : `is not an EBS volume type (${Object.keys(EBS_VOLUME_TYPES).join(", ")})`,
   },
-  { name: "iops", description: "provisioned IOPS (gp3: 3000-16000; io1 and io2, where it is required: from 100)" },
-  { name: "throughput", description: "provisioned throughput in MiB/s (gp3: 125-1000)" },
-  { name: "encrypted", description: "true to encrypt the volume (default false)" },
-  { name: "kms-key-id", description: "the KMS key that encrypts it (with encrypted=true; default: AWS's EBS key)" },
+  {
+    name: "iops",
+    description: "provisioned IOPS (gp3: 3000-16000; io1 and io2, where it is required: from 100)",
+    problem: (v) => (whole(v) !== undefined ? undefined : "is not a whole number of IOPS"),
+  },
+  {
+    name: "throughput",
+    description: "provisioned throughput in MiB/s (gp3: 125-1000)",
+    problem: (v) => (whole(v) !== undefined ? undefined : "is not a whole number of MiB/s"),
+  },
+  {
+    name: "encrypted",
+    description: "true to encrypt the volume (default false)",
+    problem: (v) => (v === "true" || v === "false" ? undefined : "is neither true nor false"),
+  },
+  {
+    name: "kms-key-id",
+    description: "the KMS key that encrypts it (with encrypted=true; default: AWS's EBS key)",
+    problem: (v) => (/^[\x21-\x7e]{1,2048}$/.test(v) ? undefined : "is not a KMS key id, ARN or alias"),
+  },
 ];
 
 /** What CreateVolume is asked for an instance. */
@@ -48,10 +80,6 @@ export interface EbsVolumeOptions {
   encrypted: boolean;
   kmsKeyId?: string;
 }
-
-/** "a gp3", "an io2": the article a volume type's name takes. */
-const a = (volumeType: string): string => `${/^[aeio]/.test(volumeType) ? "an" : "a"} ${volumeType}`;
-const whole = (v: string): number | undefined => (/^[0-9]{1,9}$/.test(v) ? Number(v) : undefined);
 
 /**
  * The volume an instance of `sizeMiB` gets from a pool with `attributes` (sizes round up to whole
@@ -66,12 +94,14 @@ export function ebsVolumeOf(
     return {
       problem: `the ebs pool takes no attribute ${unknown.join(", ")} (it takes ${EBS_POOL_ATTRIBUTES.map((a) => a.name).join(", ")})`,
     };
+  for (const attribute of EBS_POOL_ATTRIBUTES) {
+    const value = attributes[attribute.name];
+    const problem = value === undefined ? undefined : attribute.problem(value);
+    if (problem) return { problem: `${attribute.name} "${value}" ${problem}` };
+  }
   const volumeType = attributes["volume-type"] ?? EBS_DEFAULT_VOLUME_TYPE;
-  const type = Object.hasOwn(EBS_VOLUME_TYPES, volumeType) ? EBS_VOLUME_TYPES[volumeType] : undefined;
-  if (!type)
-    return {
-      problem: `volume-type "${volumeType}" is not an EBS volume type (${Object.keys(EBS_VOLUME_TYPES).join(", ")})`,
-    };
+  // Checked above: a known type.
+  const type = EBS_VOLUME_TYPES[volumeType]!;
   const sizeGiB = Math.ceil(sizeMiB / 1024);
   const [min, max] = type.sizeGiB;
   if (sizeGiB < min || sizeGiB > max)
@@ -80,8 +110,7 @@ export function ebsVolumeOf(
     };
   const volume: EbsVolumeOptions = { volumeType, sizeGiB, encrypted: false };
   if (attributes.iops !== undefined) {
-    const iops = whole(attributes.iops);
-    if (iops === undefined) return { problem: `iops "${attributes.iops}" is not a whole number` };
+    const iops = whole(attributes.iops)!;
     if (!type.iops) return { problem: `${a(volumeType)} EBS volume takes no iops (gp3, io1 and io2 do)` };
     const [lo, hi] = type.iops.range;
     if (iops < lo || iops > hi) return { problem: `iops=${iops} is outside ${volumeType}'s ${lo} to ${hi}` };
@@ -93,18 +122,14 @@ export function ebsVolumeOf(
   } else if (type.iops && type.iops.default === undefined)
     return { problem: `${a(volumeType)} EBS volume needs iops (from ${type.iops.range[0]} to ${type.iops.range[1]})` };
   if (attributes.throughput !== undefined) {
-    const throughput = whole(attributes.throughput);
-    if (throughput === undefined) return { problem: `throughput "${attributes.throughput}" is not a whole number` };
+    const throughput = whole(attributes.throughput)!;
     if (!type.throughput) return { problem: `${a(volumeType)} EBS volume takes no throughput (gp3 does)` };
     const [lo, hi] = type.throughput;
     if (throughput < lo || throughput > hi)
       return { problem: `throughput=${throughput} is outside ${volumeType}'s ${lo} to ${hi} MiB/s` };
     volume.throughput = throughput;
   }
-  const encrypted = attributes.encrypted;
-  if (encrypted !== undefined && encrypted !== "true" && encrypted !== "false")
-    return { problem: `encrypted "${encrypted}" is neither true nor false` };
-  volume.encrypted = encrypted === "true";
+  volume.encrypted = attributes.encrypted === "true";
   if (attributes["kms-key-id"] !== undefined) {
     if (!volume.encrypted) return { problem: "kms-key-id is given, but encrypted is not true" };
     volume.kmsKeyId = attributes["kms-key-id"];

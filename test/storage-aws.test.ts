@@ -15,7 +15,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StorageInfo } from "../api";
-import { ControllerClient, contractOf, ebsVolumeOf, silentLogger } from "../api";
+import { ControllerClient, EBS_POOL_ATTRIBUTES, contractOf, ebsVolumeOf, silentLogger } from "../api";
 import { saveClientConfig } from "../cli";
 import { Controller, initControllerDir } from "../controller";
 import type { VolumeSpec } from "../substrates";
@@ -137,6 +137,19 @@ test("the ebs pool's rules: sizes, IOPS and throughput by volume type, as EC2 ta
   t.regex(problem(1024, { throughput: "2000" })!, /throughput=2000 is outside gp3's 125 to 1000/);
   t.regex(problem(1024, { "kms-key-id": "k" })!, /encrypted is not true/);
   t.regex(problem(1024, { colour: "red" })!, /takes no attribute colour/);
+  t.regex(problem(1024, { encrypted: "yes" })!, /encrypted "yes" is neither true nor false/);
+  t.regex(problem(1024, { iops: "lots" })!, /iops "lots" is not a whole number of IOPS/);
+  // Each attribute's value alone, as a pool made of the ebs type is checked when it is made.
+  t.deepEqual(
+    EBS_POOL_ATTRIBUTES.map((a) => [a.name, a.problem("gp3") === undefined]),
+    [
+      ["volume-type", true],
+      ["iops", false],
+      ["throughput", false],
+      ["encrypted", false],
+      ["kms-key-id", true],
+    ],
+  );
 });
 
 test("the EBS broker: each step may be repeated after a crash half-way; a volume of another zone is refused, naming both", async (t) => {
