@@ -274,6 +274,15 @@ test("the EBS broker: each step may be repeated after a crash half-way; a volume
   t.is(count("DeleteVolume"), 1);
   await t.throwsAsync(broker.attach(spec("data/0", { handle: kept }), on("0")), { message: /which EC2 no longer has/ });
   t.is(count("CreateVolume"), 3);
+
+  // A model migrated to another controller: its volumes are taken over with its instances.
+  const machines = new awsKind.AwsMachines();
+  t.teardown(() => machines.close());
+  const adopter = "5e1f0000-0000-4000-8000-00000000000a";
+  t.is(await machines.adopt({ ...placement, controllerUuid: adopter }, model, controllerUuid), 2);
+  const modelVolumes = ec2.volumes().filter((v) => v.tags["steward:model"] === model);
+  t.is(modelVolumes.length, 2);
+  t.true(modelVolumes.every((v) => v.tags["steward:controller"] === adopter));
 });
 
 aws("an EBS volume a volume type cannot have is refused at deploy, naming the rule, with nothing made", async (t) => {

@@ -219,7 +219,7 @@ export class Ec2 {
     }
   }
 
-  /** Sets `tags` on instances `ids` (existing keys are overwritten, as EC2's CreateTags does). */
+  /** Sets `tags` on resources `ids`, instances or volumes (existing keys are overwritten, as EC2's CreateTags does). */
   async tag(p: AwsPlacement, ids: string[], tags: Record<string, string>): Promise<void> {
     if (ids.length === 0) return;
     const { CreateTagsCommand } = loadSdk();

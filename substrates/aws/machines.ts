@@ -13,6 +13,7 @@ import type { Arch, Constraints } from "../../api/core";
 import { formatSize, hasConstraints, invalidRequest } from "../../api/core";
 import type { MachineBroker, MachineSpec, MachineTarget, Progress, StartedMachine } from "../brokers";
 import { enrolmentUserData } from "../cloud-init";
+import { Ebs } from "./ebs";
 import type { AwsInstance, AwsPlacement } from "./ec2";
 import { Ec2, LIVE_STATES, TAGS } from "./ec2";
 import { hardwareOf, instanceTypeFor, instanceTypeInfo } from "./instance-types";
@@ -131,17 +132,18 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
   }
 
   /**
-   * A model migrated here from the controller `fromController`: its instances, tagged as that
-   * controller's, are tagged as this one's (`p.controllerUuid`), so it finds them as its own and the
-   * source, which lists only its own, can no longer touch them (Juju's AdoptResources). Returns how many.
+   * A model migrated here from the controller `fromController`: its instances and its storage's EBS
+   * volumes, tagged as that controller's, are tagged as this one's (`p.controllerUuid`), so it finds
+   * them as its own and the source, which lists only its own, can no longer touch them (Juju's
+   * AdoptResources). Returns how many instances.
    */
   async adopt(p: AwsPlacement, model: string, fromController: string): Promise<number> {
-    const theirs = await this.ec2.instances({ ...p, controllerUuid: fromController }, { [TAGS.model]: model });
-    await this.ec2.tag(
-      p,
-      theirs.map((i) => i.id),
-      { [TAGS.controller]: p.controllerUuid },
-    );
+    const from = { ...p, controllerUuid: fromController };
+    const theirs = await this.ec2.instances(from, { [TAGS.model]: model });
+    const volumes = await new Ebs(this.ec2).tagged(from, { [TAGS.model]: model });
+    await this.ec2.tag(p, [...theirs.map((i) => i.id), ...volumes.map((v) => v.id)], {
+      [TAGS.controller]: p.controllerUuid,
+    });
     return theirs.length;
   }
 
