@@ -85,6 +85,9 @@ export function storageDirectives(
         "storage-out-of-range",
         `storage "${name}": ${formatSizeMiB(size)} is below the operator's minimum-size ${formatSizeMiB(spec.minimumSize)}`,
       );
+    // What the pool's volumes cannot be (an EBS volume type's sizes): refused now rather than left waiting.
+    const problem = pool.problem?.(size, {});
+    if (problem) throw refuse("storage-out-of-range", `storage "${name}": pool "${pool.name}": ${problem}`);
     out[name] = { pool: pool.name, size, count };
   }
   return out;
