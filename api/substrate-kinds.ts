@@ -9,7 +9,7 @@
  * is `substrates/<kind>/`, found through `substrates/registry.ts`.
  */
 import type { StorageType } from "./storage";
-import { ebsVolumeOf } from "./ebs-volumes";
+import { EBS_POOL_ATTRIBUTES, ebsVolumeOf } from "./ebs-volumes";
 
 /**
  * Where a model's machines come from (as a Juju model records its cloud): `local` starts agent
@@ -433,6 +433,7 @@ const aws = {
     {
       name: "ebs",
       kinds: ["filesystem", "block"],
+      attributes: EBS_POOL_ATTRIBUTES,
       problem: (size, attributes) => {
         const v = ebsVolumeOf(size, attributes);
         return "problem" in v ? v.problem : undefined;

@@ -30,8 +30,6 @@ export interface VolumeSpec {
   size: number;
   /** What the broker said of it last time (absent: it has never made it). */
   handle?: Record<string, string>;
-  /** The pool's attributes (`{}` for a built-in pool): kubernetes reads `storage-class`. */
-  attributes: Record<string, string>;
   /** The operator's declared `location`, if any, which a mount point should honour. */
   location?: string;
   /** The unit it is attached (or being attached) to: on pods, the unit number is the pod's ordinal. */

@@ -209,6 +209,7 @@ test("the EBS broker: each step may be repeated after a crash half-way; a volume
     id,
     kind: "block",
     pool: "ebs",
+    poolType: "ebs",
     size: 1024,
     attributes: {},
     ...over,

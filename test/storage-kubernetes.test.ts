@@ -167,6 +167,7 @@ test.serial("a storage class the cluster lacks: nothing is made, and the unit's 
         id: "data/0",
         kind: "filesystem",
         pool: "fast",
+        poolType: "kubernetes",
         size: 32,
         attributes: { "storage-class": "fast" },
         unit: "shelf/0",

@@ -68,7 +68,7 @@ export function storageDirectives(
         "storage-pool-unknown",
         `storage "${name}": pool "${req.pool}" is neither one of the ${substrate} substrate's pools (${pools.map((p) => p.name).join(", ")}) nor one made in the model (steward storage-pools)`,
       );
-    const pool = { name: poolName, kinds: resolved.type.kinds };
+    const pool = { name: poolName, kinds: resolved.type.kinds, problem: resolved.type.problem };
     if (!pool.kinds.includes(spec.type))
       throw refuse(
         "storage-not-supported",
@@ -86,7 +86,7 @@ export function storageDirectives(
         `storage "${name}": ${formatSizeMiB(size)} is below the operator's minimum-size ${formatSizeMiB(spec.minimumSize)}`,
       );
     // What the pool's volumes cannot be (an EBS volume type's sizes): refused now rather than left waiting.
-    const problem = pool.problem?.(size, {});
+    const problem = pool.problem?.(size, resolved.attributes);
     if (problem) throw refuse("storage-out-of-range", `storage "${name}": pool "${pool.name}": ${problem}`);
     out[name] = { pool: pool.name, size, count };
   }
