@@ -39,7 +39,7 @@ export type {
   TaskFinish,
   UnitStorageView,
 } from "./agent-protocol";
-export { formatSizeMiB, parseStorageArg, storageHooks } from "./storage";
+export { formatSizeMiB, parseSizeMiB, parseStorageArg, storageHooks } from "./storage";
 export type { StorageType } from "./storage";
 export * from "./limits";
 export * from "./ports";
