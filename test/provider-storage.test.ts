@@ -141,6 +141,14 @@ test.serial(
       JSON.stringify(quiet),
     );
 
+    // A part the program no longer gives goes back to the operator's default (count: its minimum, 1).
+    const dropped = await engine.up(program(2, { size: "256M" }));
+    t.deepEqual([dropped.errors, dropped.updated, dropped.replaced], [[], ["notebook"], []]);
+    t.deepEqual((await tc.admin.getApplication("vault", "notebook")).storage, {
+      data: { pool: "local", size: 256, count: 1 },
+    });
+    t.is((await storageOf()).length, 4, "the units keep their instances");
+
     // The controller refuses what the operator does not allow, as at deploy, naming the rule.
     const refused = await tc.admin
       .updateApplication("vault", "notebook", { storage: { data: { count: 5 } } })
