@@ -301,6 +301,12 @@ export const ErrorReasons = {
     about:
       "the storage instance is attached to a unit (or still being detached or destroyed): it cannot be attached to another",
   },
+  "storage-kept-for-unit-number": {
+    code: "invalid-request",
+    retryable: false,
+    about:
+      "on a substrate whose units are pods (kubernetes), kept storage is a claim of one pod ordinal: it comes back only to the new unit with its unit number",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

@@ -213,4 +213,6 @@ export interface StorageInfo {
   status: "attached" | "detached";
   /** Where the unit's hooks find it (a directory; a device path for block storage). */
   location: string;
+  /** Why attaching, detaching or destroying it has not worked yet (absent when nothing is wrong). */
+  message?: string;
 }

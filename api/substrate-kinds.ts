@@ -493,6 +493,9 @@ const kubernetes = {
     shown: ["context", "server"],
     requiredByModels: true,
   },
+  // A PersistentVolumeClaim per instance (substrates/kubernetes/storage-claims.ts); a pool's
+  // `storage-class` attribute names its StorageClass, else the cluster's default class.
+  storagePools: [{ name: "kubernetes", kinds: ["filesystem"] }],
   words: { thing: "pod", things: "pods", cloud: "Kubernetes" },
   flags: kubernetesFlags.map((f) => f.name),
   cli: { flags: kubernetesFlags, target: { word: "kubernetes", aliases: ["k8s"], placeholder: "CONTEXT" } },

@@ -31,6 +31,7 @@ import { benchKubernetesPods } from "./kubernetes-pods";
 import { benchKubernetesController } from "./kubernetes-controller";
 import { benchUpgradeController } from "./upgrade-controller";
 import { benchStorageAttach } from "./storage-attach";
+import { benchStorageAttachKubernetes } from "./storage-attach-kubernetes";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -70,7 +71,16 @@ const all: Record<string, Benchmark> = {
     smoke: () => benchKubernetesController({ runs: 1 }),
   },
   "upgrade-controller": { full: () => benchUpgradeController(), smoke: () => benchUpgradeController({ size: 1 }) },
-  "storage-attach": { full: () => benchStorageAttach(), smoke: () => benchStorageAttach({ size: 1 }) },
+  "storage-attach": {
+    full: async () => {
+      await benchStorageAttach();
+      await benchStorageAttachKubernetes();
+    },
+    smoke: async () => {
+      await benchStorageAttach({ size: 1 });
+      await benchStorageAttachKubernetes({ size: 1 });
+    },
+  },
 };
 
 /**

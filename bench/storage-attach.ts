@@ -7,7 +7,7 @@
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ModelStatus } from "../api";
+import type { ModelStatus, StewardError } from "../api";
 import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
 import type { BenchOptions } from "./util";
@@ -60,7 +60,15 @@ export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
       });
       detach.push(Date.now() - t0);
       t0 = Date.now();
-      [unit] = (await client.addUnits("storage", "notebook", 1, undefined, ["data/0"])).units as [string];
+      // Refused (storage-attached) while the broker's detach is still being reported (not visible in the listing): asked again.
+      [unit] = (
+        await until("add-unit --attach-storage accepted", () =>
+          client.addUnits("storage", "notebook", 1, undefined, ["data/0"]).catch((err: StewardError) => {
+            if (err.reason === "storage-attached") return undefined;
+            throw err;
+          }),
+        )
+      ).units as [string];
       await until(`${unit} to read the note`, async () =>
         unitMessage(await client.status("storage"), unit)?.includes("found") ? true : undefined,
       );

@@ -142,12 +142,30 @@ export interface ApplicationPods<Placement> extends PodTarget<Placement> {
   replicas: number;
   /** The operator's workload containers, run beside the agent (none when absent). */
   containers?: Record<string, WorkloadContainer>;
+  /** The stores each unit has (operator.yaml `storage:`), mounted in each unit's pod (none when absent). */
+  storage?: PodStorage[];
   /**
    * The units' agent configurations by unit number, given those the substrate holds for the
    * application now (empty when none); asked only while it has units, and written before the pods
    * that read them when they differ from those held.
    */
   agentConfigs(held: ReadonlyMap<number, string>): Promise<ReadonlyMap<number, string>>;
+}
+
+/** A store every unit of an application has, as its pod mounts it (issue 32). */
+export interface PodStorage {
+  /** The store's name in operator.yaml (`data`). */
+  name: string;
+  /** Instances each unit has. */
+  count: number;
+  /** MiB, each. */
+  size: number;
+  /** Where the operator wants it (absent: the substrate's default place). */
+  location?: string;
+  /** Whether a unit may have more than one instance (each then goes under `location`, by its place in the unit). */
+  multiple: boolean;
+  /** The pool's attributes (kubernetes: `storage-class`). */
+  attributes: Record<string, string>;
 }
 
 /** What {@link ApplicationBroker.ensureApplication} changed of the pods' owner (a StatefulSet). */

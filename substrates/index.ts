@@ -17,6 +17,7 @@ export type {
   MachineTarget,
   ModelPodsRemoval,
   PodProbeSettings,
+  PodStorage,
   PodTarget,
   Progress,
   ReplicaHost,

@@ -20,6 +20,12 @@ export interface VolumeSpec {
   size: number;
   /** What the broker said of it last time (absent: it has never made it). */
   handle?: Record<string, string>;
+  /** The pool's attributes (`{}` for a built-in pool): kubernetes reads `storage-class`. */
+  attributes: Record<string, string>;
+  /** The operator's declared `location`, if any, which a mount point should honour. */
+  location?: string;
+  /** The unit it is attached (or being attached) to: on pods, the unit number is the pod's ordinal. */
+  unit?: string;
 }
 
 export interface VolumeBroker {
@@ -35,4 +41,9 @@ export interface VolumeBroker {
 export interface VolumeDeps {
   /** Where the controller keeps its local machines' directories (`<dir>/<model>/<machine>/`). */
   machinesDir: string;
+  /**
+   * The model's placement on its substrate, opened from its settings and credential (the kind's
+   * `placement`): for kinds whose volumes are made where the model's credential reaches (kubernetes).
+   */
+  openPlacement?(model: string): Promise<unknown>;
 }

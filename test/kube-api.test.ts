@@ -414,7 +414,8 @@ test("typed objects: a StatefulSet's status and its pods' phase and IPs read as 
   t.true(pods.items.every((p) => /^127\.1\./.test(p.status?.podIP ?? "")));
   const claim = await kube.create(R.persistentVolumeClaims, {
     metadata: { name: "c" },
-    spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+    // No class (""), so no provisioner binds it: the test writes its status itself, as a controller would.
+    spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } }, storageClassName: "" },
   });
   t.is(claim.status?.phase, "Pending");
   const bound = await kube.replace(

@@ -219,7 +219,8 @@ test.serial(
       nobody.stderr,
       new RegExp(
         "Missing: create namespaces, get namespaces default, get/create/update/delete secrets in namespace default, get/create/delete services in namespace default, " +
-          "get/list/create/patch/delete statefulsets\\.apps in namespace default, patch statefulsets\\.apps/scale in namespace default, list pods in namespace default\\.",
+          "get/list/create/patch/delete statefulsets\\.apps in namespace default, patch statefulsets\\.apps/scale in namespace default, list pods in namespace default, " +
+          "get/list/update/delete persistentvolumeclaims in namespace default\\.",
       ),
     );
     t.false(await stored("nobody"));

@@ -41,6 +41,7 @@ async function layout(own: string[], theirs: string[]) {
     kind: "filesystem",
     pool: "local",
     size: 64,
+    attributes: {},
     ...(handleDir ? { handle: { dir: handleDir } } : {}),
   });
   return { dir, model, mine, source, broker, spec };

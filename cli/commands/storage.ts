@@ -38,7 +38,7 @@ export default class StorageCommand extends ModelCommand {
           s.pool,
           formatSizeMiB(s.size),
           s.status === "attached" && !s.location ? "attaching" : s.status,
-          s.location,
+          s.location || (s.message ?? ""),
         ]),
       ),
     );

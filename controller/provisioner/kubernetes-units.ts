@@ -9,7 +9,8 @@
  *
  * The pod is the unit's machine: a machine made for a unit records its pod (name, phase, IP) as
  * its instance, and is finished as soon as its unit is gone (its pod goes with it).
- * An operator's workload containers are part of each pod (the broker places them).
+ * An operator's workload containers are part of each pod (the broker places them), and so is each
+ * unit's storage: a claim per instance, which the StatefulSet keeps when the unit goes.
  * Pods of applications and models that are gone are removed (a model's whole space only when it
  * was made for the model).
  *
@@ -29,9 +30,9 @@
  * flight, and an aborted call is not told as a cluster failure. The broker writes each object
  * whole, so the next leader's pass converges from whatever the aborted one left.
  */
-import type { AgentConfig, DebugLogRecord, Logger, LogRecordLevel, ModelSubstrate } from "../../api";
+import type { AgentConfig, DebugLogRecord, Logger, LogRecordLevel, ModelSubstrate, StorageSpec } from "../../api";
 import { StewardError, agentConfigText, contractOf, parseAgentConfig } from "../../api";
-import type { ApplicationBroker, PodProbeSettings } from "../../substrates";
+import type { ApplicationBroker, PodProbeSettings, PodStorage } from "../../substrates";
 import { substrateKind } from "../../substrates";
 import { credentialMatches } from "../security/credentials";
 import type {
@@ -42,6 +43,7 @@ import type {
   ModelIndex,
   StateCache,
   StateOps,
+  StorageDirective,
 } from "../state";
 import { handedOver, migrationActive } from "../state";
 import { unitNumber } from "../state/agent-views";
@@ -303,7 +305,9 @@ export class KubernetesProvisioner extends Reconciler {
     signal: AbortSignal,
   ): Promise<void> {
     const replicas = units.length === 0 ? 0 : Math.max(...units.map((u) => u.ordinal)) + 1;
-    const containers = this.o.cache.operators.get(idx.apps.get(app)?.operator.hash ?? "")?.meta.containers;
+    const meta = this.o.cache.operators.get(idx.apps.get(app)?.operator.hash ?? "")?.meta;
+    const containers = meta?.containers;
+    const storage = podStorageOf(idx.apps.get(app)?.storage, meta?.storage);
     const done = await broker.ensureApplication(
       {
         model: idx.uuid,
@@ -311,6 +315,7 @@ export class KubernetesProvisioner extends Reconciler {
         app,
         replicas,
         ...(containers ? { containers } : {}),
+        ...(storage.length ? { storage } : {}),
         agentConfigs: (held) => this.agentConfigsOf(idx, app, units, held),
       },
       { signal },
@@ -421,6 +426,30 @@ export class KubernetesProvisioner extends Reconciler {
       for (const app of done.applications)
         this.o.log.info("deleted a removed application's objects", { app, namespace });
   }
+}
+
+/**
+ * The stores each unit of an application has, as its pods mount them: the application's storage
+ * directives (pool, size, count) with the operator's location. Built-in pools have no attributes
+ * (a `kubernetes` pool's claims take the cluster's default class).
+ */
+function podStorageOf(
+  directives: Record<string, StorageDirective> | undefined,
+  declared: Record<string, StorageSpec> | undefined,
+): PodStorage[] {
+  return Object.entries(directives ?? {})
+    .filter(([, d]) => d.count > 0)
+    .map(([name, d]) => {
+      const spec = declared?.[name];
+      return {
+        name,
+        count: d.count,
+        size: d.size,
+        ...(spec?.location ? { location: spec.location } : {}),
+        multiple: (spec?.count.max ?? 1) > 1,
+        attributes: {},
+      };
+    });
 }
 
 /** An agent configuration in the Secret (undefined when it is not one). */

@@ -10,7 +10,7 @@ import type { Logger, ModelSubstrate } from "../../api";
 import { DEFAULT_SUBSTRATE } from "../../api";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
 import { substrateKind } from "../../substrates";
-import type { ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
+import type { CredentialOps, ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
 import { handedOver, pendingVolumeWork } from "../state";
 import { Reconciler } from "../workers";
 
@@ -18,7 +18,10 @@ export interface StorageProvisionerOptions {
   cache: StateCache;
   ops: StateOps;
   log: Logger;
+  /** What brokers are given; `openPlacement` is filled in from `credentials`. */
   deps: VolumeDeps;
+  /** Opens a model's credential, for brokers that reach the model's cloud or cluster (kubernetes). */
+  credentials?: CredentialOps;
   /**
    * How often due work is tried again (an attach waits for its machine's agent to start), in ms.
    * @default 2000
@@ -63,25 +66,47 @@ export class StorageProvisioner extends Reconciler {
         if (!work) continue;
         const broker = this.brokerOf(substrate);
         if (!broker) continue;
-        await this.act(broker, idx.uuid, s, work).catch((err: unknown) => this.tell(idx.uuid, s, work, err));
+        await this.act(broker, idx, s, work).catch((err: unknown) => this.tell(idx.uuid, s, work, err));
       }
     }
   }
 
   private brokerOf(substrate: ModelSubstrate | undefined): VolumeBroker | undefined {
     const name = substrate ?? DEFAULT_SUBSTRATE;
-    if (!this.brokers.has(name)) this.brokers.set(name, substrateKind(name).volumes?.(this.o.deps));
+    if (!this.brokers.has(name))
+      this.brokers.set(
+        name,
+        substrateKind(name).volumes?.({ ...this.o.deps, openPlacement: (model) => this.openPlacement(model) }),
+      );
     return this.brokers.get(name);
   }
 
-  private async act(broker: VolumeBroker, model: string, s: StorageDoc, work: "attach" | "detach" | "destroy") {
+  /** The model's placement on its substrate, from its settings and its credential opened. */
+  private async openPlacement(uuid: string): Promise<unknown> {
+    const m = this.o.cache.models.get(uuid)?.model;
+    if (!m) throw new Error(`model ${uuid} is gone`);
+    const { substrate, credential, settings } = m.placement;
+    const kind = substrateKind(substrate);
+    if (!kind.placement) throw new Error(`the ${substrate} substrate has no placement`);
+    if (!credential || !this.o.credentials) throw new Error(`model ${m.name} has no ${substrate} credential`);
+    const attributes = await this.o.credentials.open(credential, substrate as never);
+    return kind.placement({ settings, controllerUuid: this.o.cache.controller?.uuid ?? "" }, attributes);
+  }
+
+  private async act(broker: VolumeBroker, idx: ModelIndex, s: StorageDoc, work: "attach" | "detach" | "destroy") {
+    const model = idx.uuid;
+    const location = this.o.cache.operators.get(idx.apps.get(s.app)?.operator.hash ?? "")?.meta.storage?.[s.name]
+      ?.location;
     const v: VolumeSpec = {
       model,
       id: s.id,
       kind: s.kind,
       pool: s.pool,
       size: s.size,
+      attributes: {},
       ...(s.handle ? { handle: s.handle } : {}),
+      ...(location ? { location } : {}),
+      ...(s.unit ? { unit: s.unit } : {}),
     };
     if (work === "attach") {
       const done = await broker.attach(v, { model, machine: s.machine! });
@@ -103,11 +128,15 @@ export class StorageProvisioner extends Reconciler {
     this.told.delete(`${model}/${s.id}`);
   }
 
-  private tell(model: string, s: StorageDoc, work: string, err: unknown): void {
+  /** Said once per new failure, in the log and on the instance (`steward storage` shows it). */
+  private async tell(model: string, s: StorageDoc, work: string, err: unknown): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
     const key = `${model}/${s.id}`;
     if (this.told.get(key) === message) return;
     this.told.set(key, message);
     this.o.log.warn(`could not ${work} storage; will retry`, { model, storage: s.id, err: message });
+    await this.o.ops.storage
+      .failed(model, s.id, `could not ${work}: ${message}; retrying`)
+      .catch((e: unknown) => this.o.log.warn("could not record a storage failure", { storage: s.id, err: String(e) }));
   }
 }

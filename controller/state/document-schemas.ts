@@ -167,6 +167,8 @@ const StorageSchema = z.strictObject({
   machine: MachineId.optional(),
   location: z.string().min(1).max(4096).optional(),
   handle: z.record(Text(64), Text(4096)).optional(),
+  lastUnit: UnitName.optional(),
+  message: Text(2048).optional(),
   life: Life,
   createdAt: Timestamp,
 });

@@ -29,6 +29,13 @@ export interface StorageDoc {
   location?: string;
   /** What the substrate's volume broker knows it by (local: its directory), once made. */
   handle?: Record<string, string>;
+  /**
+   * The unit it was last attached to (kept storage). On substrates whose units are pods, unit
+   * numbers come back (they are pod ordinals) and so does this: a new unit of that name takes it.
+   */
+  lastUnit?: string;
+  /** Why the volume broker's last try at its work failed (cleared once the work is done). */
+  message?: string;
   /** `dying`: `remove-unit --destroy-storage` (or `remove-storage`): the broker destroys it, then the document goes. */
   life: "alive" | "dying";
   createdAt: string;
@@ -46,6 +53,7 @@ export function storageInfoOf(d: StorageDoc): StorageInfo {
     size: d.size,
     status: d.status,
     location: d.location ?? "",
+    ...(d.message ? { message: d.message } : {}),
   };
 }
 

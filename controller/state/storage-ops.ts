@@ -107,6 +107,11 @@ export function changedStorageDirectives(
  * Adds to a transaction being built the storage of new units `placed` of `app`: the kept instances
  * `attach` names (checked: this application's, detached and moved off their machine, within the
  * count), then new instances up to each store's count. Nothing is written when a check fails.
+ *
+ * On a substrate whose units are pods (kubernetes), a kept instance is a claim of one pod ordinal,
+ * which the pod of that ordinal mounts again: a new unit with the number of the unit it was last
+ * attached to takes it back by itself (an application scaled to 0 and back keeps its data), and it
+ * can be given to no other unit.
  */
 export async function newUnitStorage(
   store: Store,
@@ -124,7 +129,40 @@ export async function newUnitStorage(
     throw invalidRequest(`--attach-storage gives storage to one new unit; ${placed.length} were asked for`, {
       field: "attachStorage",
     });
-  const given = new Map<string, StorageDoc[]>();
+  const model = await readDoc(store, docs.model, uuid);
+  const onPods = contractOf(model?.doc.placement.substrate).provisions === "pods";
+  /** Kept instances each new unit takes, by unit and store name. */
+  const given = new Map<string, Map<string, StorageDoc[]>>();
+  const give = (unit: string, s: StorageDoc, field: string): void => {
+    const directive = directives[s.name];
+    if (!directive)
+      throw refuse(
+        "storage-out-of-range",
+        `storage ${s.id} is "${s.name}" storage, which the units of ${app.name} no longer have (its operator does not declare it)`,
+        field,
+      );
+    const byName = given.get(unit) ?? new Map<string, StorageDoc[]>();
+    given.set(unit, byName);
+    const list = byName.get(s.name) ?? [];
+    if (list.some((k) => k.id === s.id)) return;
+    list.push(s);
+    byName.set(s.name, list);
+    const max = Math.max(directive.count, 1);
+    if (list.length > max)
+      throw refuse(
+        "storage-out-of-range",
+        `${list.length} instances of storage "${s.name}" for one unit, above the ${max} each unit of ${app.name} has`,
+        field,
+      );
+  };
+  const notYet = (s: StorageDoc): string | undefined =>
+    s.life !== "alive"
+      ? "being destroyed"
+      : s.status === "attached"
+        ? `attached to ${s.unit}`
+        : s.machine !== undefined
+          ? `still being detached from machine ${s.machine}`
+          : undefined;
   for (const id of new Set(attach)) {
     const s = await readDoc(store, docs.storage, uuid, id);
     if (!s) throw notFound("storage", id);
@@ -134,36 +172,43 @@ export async function newUnitStorage(
         `storage ${id} belongs to application ${s.doc.app}; it can be attached only to units of ${s.doc.app}`,
         "attachStorage",
       );
-    if (s.doc.status !== "detached" || s.doc.machine !== undefined || s.doc.life !== "alive") {
-      const now =
-        s.doc.life !== "alive"
-          ? "being destroyed"
-          : s.doc.status === "attached"
-            ? `attached to ${s.doc.unit}`
-            : `still being detached from machine ${s.doc.machine}`;
+    const now = notYet(s.doc);
+    if (now !== undefined)
       throw new StewardError("conflict", `storage ${id} is ${now}: only detached storage can be attached`, {
         reason: "storage-attached",
         details: { field: "attachStorage", id },
       });
-    }
-    const directive = directives[s.doc.name];
-    if (!directive)
-      throw refuse(
-        "storage-out-of-range",
-        `storage ${id} is "${s.doc.name}" storage, which the units of ${app.name} no longer have (its operator does not declare it)`,
-        "attachStorage",
+    const unit = placed[0]!.unit;
+    if (onPods && s.doc.lastUnit !== undefined && s.doc.lastUnit !== unit)
+      throw new StewardError(
+        "invalid-request",
+        `storage ${id} is kept in the claim of ${s.doc.lastUnit}'s pod, which only the pod with that number mounts; the new unit would be ${unit}: remove units down to ${s.doc.lastUnit}'s number first, or attach it when a new ${s.doc.lastUnit} is added`,
+        { reason: "storage-kept-for-unit-number", details: { field: "attachStorage", id } },
       );
-    const list = given.get(s.doc.name) ?? [];
-    list.push(s.doc);
-    given.set(s.doc.name, list);
-    const max = Math.max(directive.count, 1);
-    if (list.length > max)
-      throw refuse(
-        "storage-out-of-range",
-        `${list.length} instances of storage "${s.doc.name}" for one unit, above the ${max} each unit of ${app.name} has`,
-        "attachStorage",
-      );
+    give(unit, s.doc, "attachStorage");
     compare.push(unchanged(keys.storage(uuid, id), s.rev));
+  }
+  if (onPods) {
+    const newUnits = new Set(placed.map((p) => p.unit));
+    for (const s of await readDocs(store, docs.storage, uuid)) {
+      if (s.doc.app !== app.name || s.doc.lastUnit === undefined || !newUnits.has(s.doc.lastUnit)) continue;
+      if (s.doc.status === "attached") continue;
+      const now = notYet(s.doc);
+      // Its claim is still there and would be mounted by the new unit's pod: wait until it is settled.
+      if (now !== undefined)
+        throw new StewardError(
+          "conflict",
+          `storage ${s.doc.id} of the previous ${s.doc.lastUnit} is ${now}: add the unit once it is done`,
+          { reason: "storage-attached", details: { field: "attachStorage", id: s.doc.id } },
+        );
+      // A store the units no longer have, or more than they have: left kept.
+      const directive = directives[s.doc.name];
+      const taken = given.get(s.doc.lastUnit)?.get(s.doc.name) ?? [];
+      if (!directive || (taken.length >= Math.max(directive.count, 1) && !taken.some((k) => k.id === s.doc.id)))
+        continue;
+      give(s.doc.lastUnit, s.doc, "attachStorage");
+      compare.push(unchanged(s.key, s.rev));
+    }
   }
   const declared = (await readDoc(store, docs.operator, app.operator.hash))?.doc.meta.storage ?? {};
   const seq = await store.get(keys.storageSeq(uuid));
@@ -171,9 +216,9 @@ export async function newUnitStorage(
   compare.push(unchanged(keys.storageSeq(uuid), seq?.modRevision ?? 0));
   for (const { unit, machine } of placed) {
     for (const [name, directive] of Object.entries(directives)) {
-      const kept = given.get(name) ?? [];
+      const kept = given.get(unit)?.get(name) ?? [];
       for (const s of kept) {
-        const { location: _, ...rest } = s;
+        const { location: _, message: __, ...rest } = s;
         ops.push(put(docs.storage, uuid, s.id, { ...rest, status: "attached", unit, machine }));
       }
       for (let i = kept.length; i < directive.count; i++) {
@@ -214,7 +259,9 @@ export async function unitGoneStorageOps(
     if (s.doc.unit !== unit) continue;
     const { unit: _, location: __, ...rest } = s.doc;
     compare.push(unchanged(s.key, s.rev));
-    ops.push(putBack(s, { ...rest, status: "detached", ...(destroy ? { life: "dying" as const } : {}) }));
+    ops.push(
+      putBack(s, { ...rest, status: "detached", lastUnit: unit, ...(destroy ? { life: "dying" as const } : {}) }),
+    );
   }
   return ops;
 }
@@ -239,18 +286,26 @@ export async function destroyUnitStorageOps(
 export class StorageOps extends StoreTxns {
   /** The broker attached `id` to its machine: the unit's hooks find it at `location`. */
   attached(uuid: string, id: string, machine: string, done: { location: string; handle: Record<string, string> }) {
-    return this.report(uuid, id, (s) =>
-      s.status === "attached" && s.machine === machine ? { ...s, ...done } : undefined,
-    );
+    return this.report(uuid, id, (s) => {
+      if (s.status !== "attached" || s.machine !== machine) return undefined;
+      const { message: _, ...rest } = s;
+      return { ...rest, ...done };
+    });
   }
 
   /** The broker moved `id` off `machine` (kept, aside): it can be attached to another unit. */
   detached(uuid: string, id: string, machine: string, handle: Record<string, string>) {
     return this.report(uuid, id, (s) => {
       if (s.status !== "detached" || s.machine !== machine) return undefined;
-      const { machine: _, ...rest } = s;
+      const { machine: _, message: __, ...rest } = s;
       return { ...rest, handle };
     });
+  }
+
+  /** The broker's work on `id` failed (it tries again): the instance says why, where users look. */
+  failed(uuid: string, id: string, message: string) {
+    const text = message.length > 2000 ? `${message.slice(0, 1997)}...` : message;
+    return this.report(uuid, id, (s) => (s.message === text ? undefined : { ...s, message: text }));
   }
 
   /** The broker destroyed `id`: its record goes. */

@@ -2,7 +2,8 @@
  * The kubernetes kind's pod broker (substrates/brokers.ts `ApplicationBroker`): a model's namespace
  * and, per application, the objects of unit-pods.ts: a Secret with one agent configuration per unit
  * (written before the pods that read it), the Services, and a StatefulSet with one pod per unit
- * (unit N = pod N). The controller's pod provisioner decides what should exist; this writes it.
+ * (unit N = pod N), with a claim per storage instance of each unit (storage-claims.ts). The
+ * controller's pod provisioner decides what should exist; this writes it.
  *
  * Each object is written whole (or patched to its wanted form), and every call carries the caller's
  * signal, so a pass cut short (a deposed leader's) is finished by the next. No object names the
@@ -24,7 +25,9 @@ import { KubeApi, isAlreadyExists, isNotFound } from "./kube-api";
 import type { KubeConnection } from "./kubeconfig";
 import type { Pod, StatefulSet } from "./resources";
 import { KUBE_RESOURCES as R } from "./resources";
+import { CLAIM_ROLE_LABEL, checkStorageClass, claimNameOf } from "./storage-claims";
 import {
+  AGENT_STATE_TEMPLATE,
   LABELS,
   TEMPLATE_HASH,
   agentsSecretManifest,
@@ -75,6 +78,11 @@ export class KubernetesApplicationPods implements ApplicationBroker<KubernetesPl
     const { namespace } = placement;
     const api = this.api(placement);
     const names = { model, namespace, app };
+    const have = await api.find(R.statefulSets, app, { namespace, signal });
+    // A StorageClass the cluster lacks: refused before anything is made (claim templates never change after).
+    if (!have)
+      for (const s of spec.storage ?? [])
+        await checkStorageClass(api, s.attributes, { signal, server: placement.connection.server });
     // Units first get their agent configuration, then their pods.
     if (replicas > 0) await this.writeAgentConfigs(spec, o);
     for (const svc of serviceManifests(names)) {
@@ -87,13 +95,17 @@ export class KubernetesApplicationPods implements ApplicationBroker<KubernetesPl
       agentImage: this.settings.agentImage,
       ...(this.settings.probes ? { probes: this.settings.probes } : {}),
       ...(spec.containers ? { containers: spec.containers } : {}),
+      ...(spec.storage?.length ? { storage: spec.storage } : {}),
     });
-    const have = await api.find(R.statefulSets, app, { namespace, signal });
     if (!have) {
       await api.create(R.statefulSets, want, { signal });
       return { change: "made" };
     }
     const hash = want.metadata!.annotations![TEMPLATE_HASH];
+    const from = have.spec?.replicas ?? 0;
+    // Ordinals joining the set: a claim of the agent's state left there is a removed unit's (see dropAgentState).
+    if (replicas > from) await this.dropAgentState(api, namespace, app, from, replicas, signal);
+    let done: ApplicationPodsChange = { change: "none" };
     if (have.metadata?.annotations?.[TEMPLATE_HASH] !== hash) {
       await api.patch<StatefulSet>(
         R.statefulSets,
@@ -101,13 +113,32 @@ export class KubernetesApplicationPods implements ApplicationBroker<KubernetesPl
         { metadata: { annotations: { [TEMPLATE_HASH]: hash } }, spec: { replicas, template: want.spec!.template } },
         { namespace, type: "merge", fieldManager: FIELD_MANAGER, signal },
       );
-      return { change: "template" };
-    }
-    if (have.spec?.replicas !== replicas) {
+      done = { change: "template" };
+    } else if (from !== replicas) {
       await api.scale(R.statefulSets, app, replicas, { namespace, signal });
-      return { change: "scaled", from: have.spec?.replicas };
+      done = { change: "scaled", from: have.spec?.replicas };
     }
-    return { change: "none" };
+    if (replicas < from) await this.dropAgentState(api, namespace, app, replicas, from, signal);
+    return done;
+  }
+
+  /**
+   * Deletes the agent-state claims of ordinals `from` ≤ N < `to`: the set keeps every claim when it
+   * scales down (so that a unit's storage outlives it, storage-claims.ts), but a removed unit's hook
+   * state must not greet a later unit that gets its number. Its storage claims stay, kept.
+   */
+  private async dropAgentState(
+    api: KubeApi,
+    namespace: string,
+    app: string,
+    from: number,
+    to: number,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    for (let n = from; n < to; n++)
+      await api
+        .delete(R.persistentVolumeClaims, claimNameOf(AGENT_STATE_TEMPLATE, app, n), { namespace, signal })
+        .catch(alreadyGone);
   }
 
   /** The application's Secret: read, the caller's configurations asked from what it holds, written when they differ. */
@@ -165,6 +196,14 @@ export class KubernetesApplicationPods implements ApplicationBroker<KubernetesPl
     for (const svc of serviceManifests({ model, namespace, app }))
       await api.delete(R.services, svc.metadata!.name!, { namespace, signal }).catch(alreadyGone);
     await api.delete(R.secrets, agentsSecretName(app), { namespace, signal }).catch(alreadyGone);
+    // The agents' state goes with the application; its storage claims stay, kept (their instances outlive it).
+    const claims = await api.list(R.persistentVolumeClaims, {
+      namespace,
+      labelSelector: `${selectorOf(model, app)},${CLAIM_ROLE_LABEL}=agent-state`,
+      signal,
+    });
+    for (const c of claims.items)
+      await api.delete(R.persistentVolumeClaims, c.metadata!.name!, { namespace, signal }).catch(alreadyGone);
   }
 
   /** The namespace goes when it was made for the model (its label says so), else the model's objects in it. */

@@ -30,6 +30,8 @@ export const MODEL_NAMESPACE_RIGHTS: readonly ResourceAttributes[] = [
   ...["get", "list", "create", "patch", "delete"].map((verb) => ({ verb, group: "apps", resource: "statefulsets" })),
   { verb: "patch", group: "apps", resource: "statefulsets", subresource: "scale" },
   { verb: "list", resource: "pods" },
+  // Units' storage is claims of their StatefulSet (storage-claims.ts): marked, kept, destroyed; agents' state claims deleted.
+  ...["get", "list", "update", "delete"].map((verb) => ({ verb, resource: "persistentvolumeclaims" })),
 ];
 
 /** The namespace itself: looked up on every pass, made when missing, deleted with the model when Steward made it. */

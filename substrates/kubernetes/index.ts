@@ -110,6 +110,15 @@ export type {
   KubernetesControllerSeed,
 } from "./controller-bootstrap";
 export { KubernetesApplicationPods } from "./application-pods";
+export { KubernetesVolumes } from "./volumes";
+export {
+  DEFAULT_STORAGE_ROOT,
+  STORAGE_CLASS_ATTRIBUTE,
+  STORAGE_ID_ANNOTATION,
+  claimNameOf,
+  storageMountPath,
+  storageTemplateName,
+} from "./storage-claims";
 export type { KubernetesPlacement } from "./application-pods";
 export { WORKLOAD_VOLUME, workloadPodParts } from "./workload-pods";
 export type { WorkloadPodParts } from "./workload-pods";

@@ -1,7 +1,7 @@
 /**
  * The kubernetes substrate kind's runtime half (substrates/kind.ts): a model's units are pods, made
  * by its pod broker (application-pods.ts) in the model's namespace on the cluster its credential
- * reaches (the placement); what the kind says itself is whether a cluster credential and a model's
+ * reaches (the placement), and their storage as the StatefulSet's claims (volumes.ts); what the kind says itself is whether a cluster credential and a model's
  * namespace can be used (cluster-checks.ts), and, for a controller that runs here, its own
  * StatefulSet's pods as replica hosts (replica-hosts.ts).
  */
@@ -16,6 +16,7 @@ import { checkClusterCredential, checkModelCluster } from "./cluster-checks";
 import { CONTROLLER_API_PORT, clientServiceDnsName } from "./controller-pods";
 import { connectionOfCredential } from "./kubeconfig";
 import { PodReplicaHosts } from "./replica-hosts";
+import { KubernetesVolumes } from "./volumes";
 
 export const kind: SubstrateKind<
   KubernetesModelSettings,
@@ -30,6 +31,7 @@ export const kind: SubstrateKind<
     return { connection: connectionOfCredential(credential), namespace: settings.namespace };
   },
   pods: (settings) => new KubernetesApplicationPods(settings),
+  volumes: (deps) => new KubernetesVolumes(deps),
   checkCredential: (name, attributes) => checkClusterCredential(name, attributes),
   checkPlacement: (credential, attributes, settings) => checkModelCluster(credential, attributes, settings.namespace),
   replicaHosts: (deps) => new PodReplicaHosts(deps),

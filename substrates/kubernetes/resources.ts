@@ -33,6 +33,7 @@ export const KUBE_RESOURCES = {
   serviceAccounts: resource<KubeObject>("", "serviceaccounts", "ServiceAccount"),
   pods: resource<Pod>("", "pods", "Pod"),
   persistentVolumeClaims: resource<PersistentVolumeClaim>("", "persistentvolumeclaims", "PersistentVolumeClaim"),
+  storageClasses: resource<StorageClass>("storage.k8s.io", "storageclasses", "StorageClass", false),
   statefulSets: resource<StatefulSet>("apps", "statefulsets", "StatefulSet"),
   endpointSlices: resource<EndpointSlice>("discovery.k8s.io", "endpointslices", "EndpointSlice"),
   leases: resource<KubeObject>("coordination.k8s.io", "leases", "Lease"),
@@ -206,6 +207,11 @@ export interface PersistentVolumeClaim extends KubeObject {
     volumeName?: string;
   } & Open;
   status?: { phase?: "Pending" | "Bound" | "Lost"; capacity?: Record<string, string> } & Open;
+}
+export interface StorageClass extends KubeObject {
+  provisioner?: string;
+  reclaimPolicy?: "Delete" | "Retain";
+  volumeBindingMode?: "Immediate" | "WaitForFirstConsumer";
 }
 export interface StatefulSet extends KubeObject {
   spec?: {

@@ -18,7 +18,9 @@
 import { createHash } from "node:crypto";
 import { POD_HEALTH_PORT, POD_LIVENESS_PATH, POD_READINESS_PATH, podAgentConfigKey } from "../../api/core";
 import type { WorkloadContainer } from "../../api/core";
+import type { PodStorage } from "../brokers";
 import type { Namespace, PodProbeSettings, Secret, Service, StatefulSet } from "./resources";
+import { CLAIM_ROLE_LABEL, storageParts } from "./storage-claims";
 import { STEWARD_USER, workloadPodParts } from "./workload-pods";
 
 /** Labels every object made for a model carries (how the provisioner finds its own). */
@@ -34,6 +36,8 @@ export const TEMPLATE_HASH = "steward.io/template-hash";
 /** Where the agent keeps its state in the pod (the claim) and reads its configuration (the Secret). */
 export const POD_PATHS = { agentDir: "/var/lib/steward/agent", configs: "/etc/steward/agents" } as const;
 export const AGENT_CONTAINER = "steward-agent";
+/** The claim template of the agent's state (`agent-state-<app>-<N>`). */
+export const AGENT_STATE_TEMPLATE = "agent-state";
 
 /** Juju's defaults: liveness every 5 s, timeout 1 s, 3 failures; startup every 1 s, 30 failures. */
 export const DEFAULT_POD_PROBES: PodProbeSettings = {
@@ -57,6 +61,8 @@ export interface UnitPodsSpec {
   terminationGracePeriodSeconds?: number;
   /** The operator's workload containers (workload-pods.ts); none when absent. */
   containers?: Record<string, WorkloadContainer>;
+  /** The stores each unit has (storage-claims.ts); none when absent. */
+  storage?: PodStorage[];
 }
 
 const labelsOf = (model: string, app?: string): Record<string, string> => ({
@@ -117,6 +123,11 @@ export function statefulSetManifest(s: UnitPodsSpec): StatefulSet {
     ...p,
   });
   const workload = workloadPodParts(s.agentImage, s.containers, probes);
+  const storage = storageParts(s.storage ?? [], labels);
+  const withStorage = <C extends { name: string; image: string }>(c: C): C =>
+    storage.mounts.length
+      ? { ...c, volumeMounts: [...((c as { volumeMounts?: unknown[] }).volumeMounts ?? []), ...storage.mounts] }
+      : c;
   const template = {
     metadata: { labels },
     spec: {
@@ -147,12 +158,13 @@ export function statefulSetManifest(s: UnitPodsSpec): StatefulSet {
             { name: "agent-state", mountPath: POD_PATHS.agentDir },
             { name: "agent-configs", mountPath: POD_PATHS.configs, readOnly: true },
             ...workload.agentMounts,
+            ...storage.mounts,
           ],
           startupProbe: probe(POD_LIVENESS_PATH, probes.startup),
           livenessProbe: probe(POD_LIVENESS_PATH, probes.liveness),
           readinessProbe: probe(POD_READINESS_PATH, probes.readiness),
         },
-        ...workload.containers,
+        ...workload.containers.map(withStorage),
       ],
     },
   };
@@ -170,12 +182,15 @@ export function statefulSetManifest(s: UnitPodsSpec): StatefulSet {
       template,
       volumeClaimTemplates: [
         {
-          metadata: { name: "agent-state", labels },
+          metadata: { name: AGENT_STATE_TEMPLATE, labels: { ...labels, [CLAIM_ROLE_LABEL]: "agent-state" } },
           spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: s.stateSize ?? "64Mi" } } },
         },
+        ...storage.templates,
       ],
-      // A removed unit's hook state must not greet a later unit that gets its number.
-      persistentVolumeClaimRetentionPolicy: { whenScaled: "Delete", whenDeleted: "Delete" },
+      // The storage's claims outlive their pods and units (storage-claims.ts). A removed unit's
+      // agent-state claim is deleted by the pod broker instead: its hook state must not greet a
+      // later unit that gets its number.
+      persistentVolumeClaimRetentionPolicy: { whenScaled: "Retain", whenDeleted: "Retain" },
     },
   };
 }

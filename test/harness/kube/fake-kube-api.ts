@@ -8,7 +8,8 @@
  *
  * What it serves, following the Kubernetes API concepts page (kubernetes.io/docs/reference/using-api/api-concepts):
  * - core/v1 namespaces, services, secrets, configmaps, serviceaccounts, pods (+ `/status`),
- *   persistentvolumeclaims (+ `/status`); apps/v1 statefulsets (+ `/status`, `/scale` as an
+ *   persistentvolumeclaims and persistentvolumes (+ `/status`); storage.k8s.io/v1 storageclasses
+ *   (a default one, `standard`); apps/v1 statefulsets (+ `/status`, `/scale` as an
  *   autoscaling/v1 Scale); discovery.k8s.io/v1 endpointslices; coordination.k8s.io/v1 leases;
  *   rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles, clusterrolebindings (enforced:
  *   rbac.ts); `serviceaccounts/{name}/token` (TokenRequest, service-account-tokens.ts);
@@ -34,13 +35,17 @@
  *   writes, deletion and garbage collection in state.ts; pods admitted by the ServiceAccount plugin
  *   (service-account-admission.ts).
  * - A scheduler (binds every new pod to the kubelet's node), a kubelet behind a seam (kubelet.ts),
- *   the StatefulSet controller (statefulset-controller.ts), the EndpointSlice controller
+ *   the StatefulSet controller (statefulset-controller.ts), the persistent volume controller and a
+ *   host-path provisioner (persistentvolume-controller.ts), the EndpointSlice controller
  *   (endpointslice-controller.ts), the disruption controller (disruption.ts), and the ServiceAccount
  *   and root CA publisher controllers (service-account-controllers.ts).
  * Not modelled: other admission plugins (see state.ts), protobuf and CBOR (JSON only), the legacy
  * `/watch/` paths, Table output, `resourceVersionMatch=Exact` other than for the current version.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer } from "node:https";
 import type { Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -58,6 +63,7 @@ import type { DeleteOptions, PatchType, PropagationPolicy, StoreEvent } from "./
 import { DisruptionController, evict } from "./disruption";
 import { EndpointSliceController } from "./endpointslice-controller";
 import { StatefulSetController } from "./statefulset-controller";
+import { DEFAULT_CLASS_ANNOTATION, FAKE_PROVISIONER, PersistentVolumeController } from "./persistentvolume-controller";
 import { AUTHENTICATED, MASTERS, authorize, forbiddenError, resourceAttributes } from "./rbac";
 import type { RequestAttributes, UserInfo } from "./rbac";
 import { ServiceAccountControllers } from "./service-account-controllers";
@@ -88,6 +94,10 @@ export interface FakeKubeApiOptions {
   statefulSetController?: boolean;
   /** Run the EndpointSlice controller. @default true */
   endpointSliceController?: boolean;
+  /** Where the host-path provisioner makes its volumes (the node's disk). @default a new directory under the system's temporary directory */
+  volumesDir?: string;
+  /** Make the default StorageClass `standard` (host-path, Delete, Immediate), as kind and minikube clusters have one. @default true */
+  defaultStorageClass?: boolean;
   /** @default "127.0.0.1"; "0.0.0.0" lets pods reach it too, as `kubernetes.default.svc` ({@link FakeKubeApi.inClusterUrl}). */
   listen?: string;
 }
@@ -134,6 +144,7 @@ export class FakeKubeApi {
   private controller?: StatefulSetController;
   private endpoints?: EndpointSliceController;
   private disruption?: DisruptionController;
+  private volumes?: PersistentVolumeController;
   private unsubscribe?: () => void;
 
   private constructor(private readonly o: FakeKubeApiOptions) {
@@ -206,6 +217,19 @@ export class FakeKubeApi {
     if (this.o.statefulSetController !== false) this.controller = new StatefulSetController(this.state);
     if (this.o.endpointSliceController !== false) this.endpoints = new EndpointSliceController(this.state);
     this.disruption = new DisruptionController(this.state);
+    this.volumes = new PersistentVolumeController(
+      this.state,
+      this.o.volumesDir ?? mkdtempSync(join(tmpdir(), "fake-kube-volumes-")),
+    );
+    if (this.o.defaultStorageClass !== false)
+      this.state.create(STORAGE_CLASSES, undefined, {
+        apiVersion: "storage.k8s.io/v1",
+        kind: "StorageClass",
+        metadata: { name: "standard", annotations: { [DEFAULT_CLASS_ANNOTATION]: "true" } },
+        provisioner: FAKE_PROVISIONER,
+        reclaimPolicy: "Delete",
+        volumeBindingMode: "Immediate",
+      });
   }
 
   /** Watch streams open now. */
@@ -250,6 +274,7 @@ export class FakeKubeApi {
     this.controller?.stop();
     this.endpoints?.stop();
     this.disruption?.stop();
+    this.volumes?.stop();
     this.serviceAccounts?.stop();
     for (const w of this.watches) w.end();
     this.watches.clear();
@@ -661,6 +686,7 @@ export class FakeKubeApi {
 
 const PODS = kindFor("", "v1", "pods")!;
 const SERVICE_ACCOUNTS = kindFor("", "v1", "serviceaccounts")!;
+const STORAGE_CLASSES = kindFor("storage.k8s.io", "v1", "storageclasses")!;
 const SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
 
 /** A list item as the real server writes it: without apiVersion and kind. */

@@ -18,10 +18,12 @@ import { Scale } from "kubernetes-models/autoscaling/v1";
 import { Lease } from "kubernetes-models/coordination.k8s.io/v1";
 import { EndpointSlice } from "kubernetes-models/discovery.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { StorageClass } from "kubernetes-models/storage.k8s.io/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import {
   ConfigMap,
   Namespace,
+  PersistentVolume,
   PersistentVolumeClaim,
   Pod,
   Secret,
@@ -469,6 +471,58 @@ export const KINDS: KindInfo[] = [
               "FieldValueForbidden",
             ),
           ];
+    },
+  },
+  {
+    group: "",
+    version: "v1",
+    kind: "PersistentVolume",
+    plural: "persistentvolumes",
+    singular: "persistentvolume",
+    namespaced: false,
+    model: PersistentVolume as unknown as Model,
+    status: true,
+    scale: false,
+    generation: false,
+    nameRule: "subdomain",
+    prepare(o) {
+      if (o.spec) {
+        o.spec.volumeMode ??= "Filesystem";
+        // A volume made by hand is kept when its claim goes; a provisioned one has its class's policy.
+        o.spec.persistentVolumeReclaimPolicy ??= "Retain";
+      }
+      o.status ??= { phase: "Pending" };
+    },
+    checkUpdate(old, next) {
+      const masked = (s: Record<string, any>): string =>
+        strip({ ...s, claimRef: undefined, persistentVolumeReclaimPolicy: undefined, capacity: undefined });
+      return masked(old.spec) === masked(next.spec)
+        ? []
+        : [cause("spec.persistentvolumesource", "Forbidden: spec.persistentvolumesource is immutable after creation")];
+    },
+  },
+  {
+    group: "storage.k8s.io",
+    version: "v1",
+    kind: "StorageClass",
+    plural: "storageclasses",
+    singular: "storageclass",
+    namespaced: false,
+    model: StorageClass as unknown as Model,
+    status: false,
+    scale: false,
+    generation: false,
+    nameRule: "subdomain",
+    prepare(o) {
+      o.reclaimPolicy ??= "Delete";
+      o.volumeBindingMode ??= "Immediate";
+    },
+    checkUpdate(old, next) {
+      return (["provisioner", "parameters", "reclaimPolicy", "volumeBindingMode"] as const).flatMap((f) =>
+        strip(old[f]) === strip(next[f])
+          ? []
+          : [cause(f, `Forbidden: updates to ${f} are forbidden.`, "FieldValueForbidden")],
+      );
     },
   },
   {

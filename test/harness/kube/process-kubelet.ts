@@ -22,7 +22,8 @@
  *   projected (secret, configMap and downwardAPI sources, and serviceAccountToken: a token for the
  *   pod's ServiceAccount bound to the pod, asked of the API server and written again at the
  *   periodic sync once older than 80 % of its lifetime or 24 hours, as the kubelet rotates them),
- *   persistentVolumeClaim (a directory per claim uid: a claim deleted and made again starts empty);
+ *   persistentVolumeClaim (the host path of the volume the claim is bound to, once it is bound: a
+ *   claim deleted and made again gets a new, empty volume; persistentvolume-controller.ts);
  * - the API server's address in each container's environment (`KUBERNETES_SERVICE_HOST`,
  *   `KUBERNETES_SERVICE_PORT`, from the Service `kubernetes` in `default`, as "Accessing the
  *   Kubernetes API from a Pod" describes): its cluster IP, or, the fake having no kube-proxy to
@@ -676,11 +677,7 @@ export class ProcessKubelet implements Kubelet {
   private async volume(p: RunningPod, name: string): Promise<string> {
     const v = (p.pod.spec?.volumes ?? []).find((x: { name: string }) => x.name === name);
     if (!v) throw new Error(`volume ${name} is mounted but not declared in the pod`);
-    if (v.persistentVolumeClaim) {
-      const claim = this.host!.read("persistentvolumeclaims", p.namespace, v.persistentVolumeClaim.claimName);
-      if (!claim) throw new Error(`persistentvolumeclaim "${v.persistentVolumeClaim.claimName}" not found`);
-      return join(this.o.dataDir, "claims", claim.metadata.uid!);
-    }
+    if (v.persistentVolumeClaim) return this.claimVolume(p, v.persistentVolumeClaim.claimName);
     const dir = join(p.dir, "volumes", name);
     if (v.emptyDir) return dir;
     if (v.secret || v.configMap) {
@@ -694,6 +691,25 @@ export class ProcessKubelet implements Kubelet {
     throw new Error(
       `volume ${name}: only emptyDir, secret, configMap, projected and persistentVolumeClaim are supported by the fake kubelet`,
     );
+  }
+
+  /**
+   * The directory of the volume a claim is bound to (its host path, on this node), once it is bound:
+   * as the kubelet, a pod whose claim is not bound yet waits (ContainerCreating), here up to a minute.
+   */
+  private async claimVolume(p: RunningPod, claimName: string): Promise<string> {
+    for (let waited = 0; ; waited += 100) {
+      const claim = this.host!.read("persistentvolumeclaims", p.namespace, claimName);
+      if (!claim) throw new Error(`persistentvolumeclaim "${claimName}" not found`);
+      const pv =
+        claim.status?.phase === "Bound" && claim.spec?.volumeName
+          ? this.host!.read("persistentvolumes", "", claim.spec.volumeName)
+          : undefined;
+      const path: string | undefined = pv?.spec?.hostPath?.path ?? pv?.spec?.local?.path;
+      if (path) return path;
+      if (waited >= 60_000) throw new Error(`persistentvolumeclaim "${claimName}" is not bound to a volume`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   /** `KUBERNETES_SERVICE_HOST` and `_PORT` (and the other variables of a Service) for the `kubernetes` Service, if there is one. */

@@ -19,7 +19,8 @@
  *   deletes dependents (by ownerReferences uid) after the owner, Foreground before it (finalizer
  *   `foregroundDeletion`), Orphan strips their ownerReferences; a namespace is Terminating until
  *   everything in it is gone.
- * - admission: a new pod goes through the ServiceAccount plugin (service-account-admission.ts).
+ * - admission: a new pod goes through the ServiceAccount plugin (service-account-admission.ts), a
+ *   new claim through DefaultStorageClass (persistentvolume-controller.ts).
  * Not modelled: managedFields and apply conflicts (server-side apply merges the applied object into
  * the live one and creates it if absent, without field ownership), strategic merge patch, other
  * admission plugins (quotas, limit ranges), unknown-field
@@ -31,6 +32,7 @@ import { KINDS, apiVersionOf, checkCommon, kindFor, stable, validateScale, valid
 import type { KindInfo, KubeObject } from "./kinds";
 import { jsonPatch, mergePatch } from "./patch";
 import { admitServiceAccount } from "./service-account-admission";
+import { admitDefaultStorageClass } from "./persistentvolume-controller";
 import { selectorString } from "./selectors";
 import {
   KubeStatusError,
@@ -81,6 +83,7 @@ export interface ApiStateOptions {
 
 const NAMESPACES = kindFor("", "v1", "namespaces")!;
 const PODS = kindFor("", "v1", "pods")!;
+const PVCS = kindFor("", "v1", "persistentvolumeclaims")!;
 const GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
 const now = (ms = Date.now()): string => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z");
 const keyOf = (ns: string | undefined, name: string): string => (ns ? `${ns}/${name}` : name);
@@ -168,6 +171,7 @@ export class ApiState {
     }
     // Admission, after the namespace's and before storage's checks (as kube-apiserver orders them).
     if (k === PODS) admitServiceAccount(this, ns!, obj);
+    if (k === PVCS) admitDefaultStorageClass(this, obj);
     if (m.name && this.find(k, ns, m.name)) throw alreadyExists(k, m.name);
     for (const f of [
       "uid",

@@ -21,8 +21,8 @@
  * - status as the controller computes it: `replicas` (pods created, terminating ones included),
  *   `readyReplicas`, `availableReplicas` (ready for minReadySeconds), `currentReplicas` and
  *   `updatedReplicas` (by revision), `currentRevision`, `updateRevision`, `observedGeneration`.
- * Claims are bound at once (phase Bound, a volume name), as a dynamic provisioner with Immediate
- * binding would. Not modelled: ControllerRevision objects (the revision is a hash of the template,
+ * Claims are made here and bound by the persistent volume controller (persistentvolume-controller.ts);
+ * a claim already there by its name (made beforehand, or kept) is used as it is. Not modelled: ControllerRevision objects (the revision is a hash of the template,
  * and the templates of revisions seen are kept in memory instead), adoption of orphaned pods,
  * maxUnavailable.
  */
@@ -206,7 +206,8 @@ export class StatefulSetController {
     const claimName = `${tpl.metadata.name}-${set}-${ord}`;
     if (this.state.find(PVCS, ns, claimName)) return;
     const whenDeleted = sts.spec.persistentVolumeClaimRetentionPolicy?.whenDeleted === "Delete";
-    const created = this.state.create(PVCS, ns, {
+    // The persistent volume controller binds it (persistentvolume-controller.ts).
+    this.state.create(PVCS, ns, {
       metadata: {
         name: claimName,
         namespace: ns,
@@ -226,15 +227,6 @@ export class StatefulSetController {
           : {}),
       },
       spec: tpl.spec,
-    });
-    // The provisioner: a volume for the claim at once.
-    this.state.mutate(PVCS, ns, claimName, created.metadata.uid!, (c) => {
-      c.spec.volumeName = `pvc-${c.metadata.uid}`;
-    });
-    this.state.updateStatus(PVCS, ns, claimName, created.metadata.uid!, (s, c) => {
-      s.phase = "Bound";
-      s.accessModes = c.spec?.accessModes ?? ["ReadWriteOnce"];
-      if (c.spec?.resources?.requests?.storage) s.capacity = { storage: c.spec.resources.requests.storage };
     });
   }
 

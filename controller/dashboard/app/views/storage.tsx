@@ -54,6 +54,7 @@ export function StorageTable({
             </td>
             <td class="message">
               {s.location || <span class="muted">{s.status === "attached" ? "being attached…" : "on no machine"}</span>}
+              {s.message ? <div class="field-problem">{s.message}</div> : null}
             </td>
           </tr>
         ))}
