@@ -45,6 +45,7 @@ export {
   MAX_STORAGE_COUNT,
   STORAGE_DEVICE_PATTERN,
   formatSizeMiB,
+  parseSizeMiB,
   locationOfWork,
   parsePoolAttributes,
   parseStorageArg,

@@ -112,6 +112,24 @@ export function notAttachable(s: StorageDoc, field: string): StewardError {
 }
 
 /**
+ * An application's storage directives after a change (`updateApplication`'s `storage`, as Juju's
+ * `refresh --storage`): each part a request gives replaces the application's, the rest stays, and the
+ * whole is checked as at deploy. It applies to units added from now on; instances keep their pool and size.
+ */
+export function changedStorageDirectives(
+  meta: OperatorMeta,
+  substrate: ModelSubstrate,
+  current: Record<string, StorageDirective> | undefined,
+  change: Record<string, StorageRequest>,
+): Record<string, StorageDirective> | undefined {
+  const requests: Record<string, StorageRequest> = {};
+  for (const [name, d] of Object.entries(current ?? {}))
+    if (name in (meta.storage ?? {})) requests[name] = { pool: d.pool, size: d.size, count: d.count };
+  for (const [name, r] of Object.entries(change)) requests[name] = { ...requests[name], ...r };
+  return storageDirectives(meta, substrate, requests);
+}
+
+/**
  * Adds to a transaction being built the storage of new units `placed` of `app`: the kept instances
  * `attach` names (checked: this application's, detached and moved off their machine, within the
  * count), then new instances up to each store's count. Nothing is written when a check fails.
