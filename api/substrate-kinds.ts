@@ -439,6 +439,8 @@ const vsphere = {
   },
   replicaHosts: "instances",
   locatedBy: ["url", "datacenter"],
+  // A VMDK per instance, added to the VM (substrates/vsphere/volumes.ts); attributes datastore, provisioning.
+  storagePools: [{ name: "vsphere", kinds: ["filesystem", "block"] }],
   hostsControllers: true,
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;

@@ -65,7 +65,13 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
         log,
         enabled: o.local.enabled,
       }),
-      new StorageProvisioner({ cache, ops, log, deps: { machinesDir: join(dataDir, dataFiles.machines) } }),
+      new StorageProvisioner({
+        cache,
+        ops,
+        log,
+        credentials,
+        deps: { machinesDir: join(dataDir, dataFiles.machines) },
+      }),
       new CloudProvisioner({
         cache,
         ops,

@@ -29,10 +29,17 @@ export interface VolumeBroker {
   detach(v: VolumeSpec, machine: MachineRef): Promise<Record<string, string>>;
   /** Destroys the (detached) instance and its data. Already gone: nothing to do. */
   destroy(v: VolumeSpec): Promise<void>;
+  /** Closes what it keeps open (a cloud's connections); called when its provisioner stops. */
+  close?(): void;
 }
 
 /** What a kind's volume broker may need of the controller that runs it. */
 export interface VolumeDeps {
   /** Where the controller keeps its local machines' directories (`<dir>/<model>/<machine>/`). */
   machinesDir: string;
+  /**
+   * The model's placement, as its kind's `placement` makes it from the model's settings and its credential
+   * opened (a cloud's broker calls the cloud with it). Rejects when the model is gone or has no credential.
+   */
+  placement?(model: string): Promise<unknown>;
 }

@@ -10,7 +10,7 @@ import type { Logger, ModelSubstrate } from "../../api";
 import { DEFAULT_SUBSTRATE } from "../../api";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
 import { substrateKind } from "../../substrates";
-import type { ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
+import type { CredentialOps, ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
 import { handedOver, pendingVolumeWork } from "../state";
 import { Reconciler } from "../workers";
 
@@ -18,7 +18,10 @@ export interface StorageProvisionerOptions {
   cache: StateCache;
   ops: StateOps;
   log: Logger;
+  /** What brokers are given; the models' placements are added here (from the cache and `credentials`). */
   deps: VolumeDeps;
+  /** Opens the models' credentials, for the brokers of clouds (absent: their placements cannot be had). */
+  credentials?: CredentialOps;
   /**
    * How often due work is tried again (an attach waits for its machine's agent to start), in ms.
    * @default 2000
@@ -39,8 +42,33 @@ export class StorageProvisioner extends Reconciler {
   /** Work that failed, by instance, with what was said: told once, not every pass. */
   private readonly told = new Map<string, string>();
 
+  private readonly deps: VolumeDeps;
+
   constructor(private readonly o: StorageProvisionerOptions) {
     super({ cache: o.cache, log: o.log, failure: "storage provisioner pass failed", pollMs: o.pollMs ?? 2000 });
+    this.deps = { ...o.deps, placement: (model) => this.placementOf(model) };
+  }
+
+  /** A model's placement as its kind makes it: its settings and its credential, opened. */
+  private async placementOf(model: string): Promise<unknown> {
+    const doc = this.o.cache.models.get(model)?.model;
+    if (!doc) throw new Error(`model ${model} is gone`);
+    const { substrate, credential, settings } = doc.placement;
+    const kind = substrateKind(substrate);
+    if (!kind.placement) throw new Error(`${substrate} models have no placement`);
+    if (!credential || !this.o.credentials) throw new Error(`model ${doc.name} has no ${substrate} credential`);
+    return kind.placement(
+      { settings, controllerUuid: this.o.cache.controller?.uuid ?? "" },
+      await this.o.credentials.open(credential, substrate as never),
+    );
+  }
+
+  override async run(signal: AbortSignal): Promise<void> {
+    try {
+      await super.run(signal);
+    } finally {
+      for (const b of this.brokers.values()) b?.close?.();
+    }
   }
 
   /** Only storage records (and the machines they wait for) matter. */
@@ -70,7 +98,7 @@ export class StorageProvisioner extends Reconciler {
 
   private brokerOf(substrate: ModelSubstrate | undefined): VolumeBroker | undefined {
     const name = substrate ?? DEFAULT_SUBSTRATE;
-    if (!this.brokers.has(name)) this.brokers.set(name, substrateKind(name).volumes?.(this.o.deps));
+    if (!this.brokers.has(name)) this.brokers.set(name, substrateKind(name).volumes?.(this.deps));
     return this.brokers.get(name);
   }
 

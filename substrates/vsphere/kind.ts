@@ -2,11 +2,13 @@
 import type { VsphereModelSettings } from "../../api/core";
 import { SUBSTRATE_CONTRACTS } from "../../api/core";
 import type { SubstrateKind } from "../kind";
+import type { VolumeBroker } from "../volumes";
 import { vsphereHosting } from "./bootstrap";
 import type { VspherePlacement } from "./machines";
 import { VsphereMachines, vsphereCredentialsOf } from "./machines";
 import { InstanceReplicaHosts } from "../replica-hosts";
 import { vsphereReplicaInstances } from "./replica-instances";
+import { VsphereVolumes } from "./volumes";
 
 export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement, VsphereModelSettings, VsphereModelSettings> = {
   contract: SUBSTRATE_CONTRACTS.vsphere,
@@ -27,6 +29,13 @@ export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement, Vsphere
       adopt: (p, model, from) => m.adopt(p, model, from),
       close: () => m.close(),
     };
+  },
+  volumes(deps) {
+    const placement = deps.placement;
+    if (!placement) throw new Error("vsphere storage needs the models' placements (VolumeDeps.placement)");
+    return new VsphereVolumes({
+      placement: (model) => placement(model) as Promise<VspherePlacement>,
+    }) as unknown as VolumeBroker;
   },
   replicaHosts: (deps) => new InstanceReplicaHosts(deps, vsphereReplicaInstances()),
 };
