@@ -201,4 +201,6 @@ export interface StorageInfo {
   status: "attached" | "detached";
   /** Where the unit's hooks find it (a directory; a device path for block storage). */
   location: string;
+  /** Why its substrate could not do what it needs yet (it keeps trying): a datastore or volume refused. */
+  error?: string;
 }

@@ -43,3 +43,14 @@ export interface VolumeDeps {
    */
   placement?(model: string): Promise<unknown>;
 }
+
+/**
+ * Thrown by a broker when the machine is not ready for the instance yet (its VM or its agent not
+ * up): tried again on the next pass, and not shown as the instance's error.
+ */
+export class VolumeNotReady extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "VolumeNotReady";
+  }
+}

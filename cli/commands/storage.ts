@@ -29,16 +29,19 @@ export default class StorageCommand extends ModelCommand {
       this.out("No storage.");
       return 0;
     }
+    // What a substrate refused (a datastore that does not exist), while it keeps trying.
+    const errors = storage.some((s) => s.error);
     this.context.stdout.write(
       table(
-        ["Storage", "Unit", "Pool", "Size", "Status", "Location"],
+        ["Storage", "Unit", "Pool", "Size", "Status", "Location", ...(errors ? ["Message"] : [])],
         storage.map((s) => [
           s.id,
           s.unit ?? `(${s.app})`,
           s.pool,
           formatSizeMiB(s.size),
-          s.status === "attached" && !s.location ? "attaching" : s.status,
+          s.error ? "error" : s.status === "attached" && !s.location ? "attaching" : s.status,
           s.location,
+          ...(errors ? [s.error ?? ""] : []),
         ]),
       ),
     );

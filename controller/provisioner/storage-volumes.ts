@@ -9,7 +9,7 @@
 import type { Logger, ModelSubstrate } from "../../api";
 import { DEFAULT_SUBSTRATE } from "../../api";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
-import { substrateKind } from "../../substrates";
+import { VolumeNotReady, substrateKind } from "../../substrates";
 import type { CredentialOps, ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
 import { handedOver, pendingVolumeWork } from "../state";
 import { Reconciler } from "../workers";
@@ -131,11 +131,18 @@ export class StorageProvisioner extends Reconciler {
     this.told.delete(`${model}/${s.id}`);
   }
 
-  private tell(model: string, s: StorageDoc, work: string, err: unknown): void {
+  /** A failure is logged and recorded on the instance (`steward storage` shows it) once per reason. */
+  private async tell(model: string, s: StorageDoc, work: string, err: unknown): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
     const key = `${model}/${s.id}`;
-    if (this.told.get(key) === message) return;
+    // Waiting for its machine is no error.
+    if (err instanceof VolumeNotReady) return;
+    if (this.told.get(key) === message && s.error === message) return;
+    if (this.told.get(key) !== message)
+      this.o.log.warn(`could not ${work} storage; will retry`, { model, storage: s.id, err: message });
     this.told.set(key, message);
-    this.o.log.warn(`could not ${work} storage; will retry`, { model, storage: s.id, err: message });
+    await this.o.ops.storage
+      .failed(model, s.id, work, message)
+      .catch((e: unknown) => this.o.log.warn("could not record a storage error", { model, storage: s.id, err: e }));
   }
 }

@@ -169,6 +169,7 @@ const StorageSchema = z.strictObject({
   handle: z.record(Text(64), Text(4096)).optional(),
   life: Life,
   createdAt: Timestamp,
+  error: Text(4096).optional(),
 });
 
 /** Each exported kind's schema (registry.ts takes them from here by kind). */

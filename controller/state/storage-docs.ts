@@ -32,6 +32,8 @@ export interface StorageDoc {
   /** `dying`: `remove-unit --destroy-storage` (or `remove-storage`): the broker destroys it, then the document goes. */
   life: "alive" | "dying";
   createdAt: string;
+  /** Why the volume broker's last try at its work failed (it tries again); gone once the work is done. */
+  error?: string;
 }
 
 /** The instance as the API shows it. */
@@ -46,6 +48,7 @@ export function storageInfoOf(d: StorageDoc): StorageInfo {
     size: d.size,
     status: d.status,
     location: d.location ?? "",
+    ...(d.error ? { error: d.error } : {}),
   };
 }
 

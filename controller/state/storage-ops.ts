@@ -12,6 +12,7 @@ import { unchanged } from "../store";
 import type { ApplicationDoc, StorageDirective } from "./documents";
 import { keys } from "./keys";
 import type { StorageDoc } from "./storage-docs";
+import { pendingVolumeWork } from "./storage-docs";
 import { del, docs, put, putBack, readDoc, readDocs } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
@@ -155,7 +156,7 @@ export async function newUnitStorage(
     for (const [name, directive] of Object.entries(directives)) {
       const kept = given.get(name) ?? [];
       for (const s of kept) {
-        const { location: _, ...rest } = s;
+        const { location: _, error: __, ...rest } = s;
         ops.push(put(docs.storage, uuid, s.id, { ...rest, status: "attached", unit, machine }));
       }
       for (let i = kept.length; i < directive.count; i++) {
@@ -194,7 +195,7 @@ export async function unitGoneStorageOps(
   const ops: Op[] = [];
   for (const s of await readDocs(store, docs.storage, uuid)) {
     if (s.doc.unit !== unit) continue;
-    const { unit: _, location: __, ...rest } = s.doc;
+    const { unit: _, location: __, error: ___, ...rest } = s.doc;
     compare.push(unchanged(s.key, s.rev));
     ops.push(putBack(s, { ...rest, status: "detached", ...(destroy ? { life: "dying" as const } : {}) }));
   }
@@ -222,7 +223,7 @@ export class StorageOps extends StoreTxns {
   /** The broker attached `id` to its machine: the unit's hooks find it at `location`. */
   attached(uuid: string, id: string, machine: string, done: { location: string; handle: Record<string, string> }) {
     return this.report(uuid, id, (s) =>
-      s.status === "attached" && s.machine === machine ? { ...s, ...done } : undefined,
+      s.status === "attached" && s.machine === machine ? { ...withoutError(s), ...done } : undefined,
     );
   }
 
@@ -230,9 +231,20 @@ export class StorageOps extends StoreTxns {
   detached(uuid: string, id: string, machine: string, handle: Record<string, string>) {
     return this.report(uuid, id, (s) => {
       if (s.status !== "detached" || s.machine !== machine) return undefined;
-      const { machine: _, ...rest } = s;
+      const { machine: _, ...rest } = withoutError(s);
       return { ...rest, handle };
     });
+  }
+
+  /**
+   * The broker could not do `work` for `id` (it tries again): why, for `steward storage`. Written only
+   * while that is still the work due, and only when the reason changed.
+   */
+  failed(uuid: string, id: string, work: string, error: string) {
+    const why = error.slice(0, 4096);
+    return this.report(uuid, id, (s) =>
+      pendingVolumeWork(s) === work && s.error !== why ? { ...s, error: why } : undefined,
+    );
   }
 
   /** The broker destroyed `id`: its record goes. */
@@ -261,4 +273,10 @@ export class StorageOps extends StoreTxns {
       };
     });
   }
+}
+
+/** The instance without a broker's error: its work is done. */
+function withoutError(s: StorageDoc): StorageDoc {
+  const { error: _, ...rest } = s;
+  return rest;
 }

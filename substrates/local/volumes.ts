@@ -9,6 +9,7 @@ import { chown, lstat, mkdir, realpath, rename, rm, stat } from "node:fs/promise
 import { dirname, join } from "node:path";
 import type { MachineRef } from "../brokers";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../volumes";
+import { VolumeNotReady } from "../volumes";
 
 /** `data/0` as one path part. */
 const dirName = (id: string): string => id.replace("/", "-");
@@ -31,7 +32,8 @@ export class LocalVolumes implements VolumeBroker {
     const machineDir = join(await this.modelDir(v), m.machine);
     // The machine's directory is made (and given to its agent's user) when its agent first starts.
     const owner = await stat(machineDir).catch(() => undefined);
-    if (!owner) throw new Error(`machine ${m.machine}'s directory is not there yet; its agent has not started`);
+    if (!owner)
+      throw new VolumeNotReady(`machine ${m.machine}'s directory is not there yet; its agent has not started`);
     const target = await this.attachedDir(v, m);
     await mkdir(join(machineDir, "storage"), { recursive: true, mode: 0o700 });
     await chown(join(machineDir, "storage"), owner.uid, owner.gid);

@@ -18,6 +18,7 @@
 import type { StorageType } from "../../api/core";
 import type { MachineRef } from "../brokers";
 import type { VolumeSpec } from "../volumes";
+import { VolumeNotReady } from "../volumes";
 import type { VspherePlacement } from "./machines";
 import { VsphereMachines } from "./machines";
 import { MoRef, Typed, VsphereFault, child, isFault, moRefOf, textAt } from "./soap";
@@ -171,7 +172,7 @@ export class VsphereVolumes {
 
   private async vmOf(p: VspherePlacement, model: string, machine: string): Promise<MoRef> {
     const vm = await this.machines.machineVmOf(p, model, machine);
-    if (!vm) throw new Error(`machine ${machine} has no VM (yet)`);
+    if (!vm) throw new VolumeNotReady(`machine ${machine} has no VM yet`);
     return new MoRef("VirtualMachine", vm.id);
   }
 
