@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { ModelStatus } from "../api";
 import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
+import { benchStorageAttachVsphere } from "./storage-attach-vsphere";
 import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
@@ -80,4 +81,5 @@ export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
     [`add-unit --attach-storage → hook reads data, median of ${RUNS} (ms)`]: median(attach),
     [`remove-unit → storage detached and kept, median of ${RUNS} (ms)`]: median(detach),
   });
+  await benchStorageAttachVsphere({ size: o.size === undefined ? 3 : Math.min(o.size, 3) });
 }

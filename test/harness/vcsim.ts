@@ -15,18 +15,27 @@
  * nobody can reach the image's host key), the rest in the background. A VM
  * powered off has its host killed (and booted again, without cloud-init, if powered on again, as a
  * disk keeps what cloud-init did); a VM destroyed has its host killed for good.
+ *
+ * Disks added to a VM after it booted (storage instances' VMDKs) appear in its guest as a real disk
+ * would: the bridge reads the VM's devices as vcsim lists them, and plugs each such disk into the VM's
+ * test host (TestHost.plugDisk: a loop device) backed by the VMDK's own `-flat.vmdk` file in vcsim's
+ * datastore directory (grown to the disk's capacity), so its data lives on the datastore, follows the
+ * file from VM to VM and goes when vSphere deletes the file. With `disk.EnableUUID` TRUE in the VM's
+ * configuration the guest names it by the disk's UUID (`backing.uuid`, else VirtualDiskManager's
+ * QueryVirtualDiskUuid), as udev does for a VMware disk: `/dev/disk/by-id/wwn-0x<32 hex digits>` and
+ * `scsi-3<…>`; without it, no by-id name. A disk taken off the VM is unplugged.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCertificateAuthority, issueServerCertificate } from "../../controller";
 import { vsphere } from "../../substrates";
 
 type MoRef = vsphere.MoRef;
-const { VimClient, optionValues, xsdString } = vsphere;
+const { MoRef, VimClient, child, moRefOf, optionValues, textAt, xsdString } = vsphere;
 import { bootCloudInit } from "./cloud-init";
 import type { TestHost, TestLab } from "./hosts";
 
@@ -51,6 +60,10 @@ export interface BridgedVm {
   cloudInitDoneAt?: number;
   error?: Error;
   state: "running" | "off" | "destroyed";
+  /** The VM's own disks when it booted (its template's): not plugged. */
+  bootDisks: Set<string>;
+  /** Disks added since, plugged into the host: by datastore path, their loop device. */
+  disks: Map<string, string>;
 }
 
 export interface GuestBridge {
@@ -187,6 +200,16 @@ async function prepareTemplate(client: vsphere.VimClient): Promise<void> {
   await client.runTask("Rename_Task", vm, { newName: TEMPLATE });
 }
 
+/** The files of a VM's file-backed disks, as vcsim lists its devices. */
+function diskFiles(o: vsphere.ObjectContent): Set<string> {
+  const out = new Set<string>();
+  for (const d of o.props.get("config.hardware.device")?.children ?? []) {
+    const file = textAt(d, "backing/fileName");
+    if (d.xsiType === "VirtualDisk" && file) out.add(file);
+  }
+  return out;
+}
+
 /** The FAKE guest side of vcsim's VMs (see the module comment). */
 class Bridge implements GuestBridge {
   readonly vms = new Map<string, BridgedVm>();
@@ -222,6 +245,7 @@ class Bridge implements GuestBridge {
       "runtime.powerState",
       "config.extraConfig",
       "guest.ipAddress",
+      "config.hardware.device",
     ]);
     const present = new Set<string>();
     for (const o of seen) {
@@ -230,6 +254,7 @@ class Bridge implements GuestBridge {
       present.add(id);
       const on = o.props.get("runtime.powerState")?.text === "poweredOn";
       const known = this.vms.get(id);
+      if (known) await this.syncDisks(o, known);
       if (known) {
         if (!on && known.state === "running") {
           known.state = "off";
@@ -246,17 +271,67 @@ class Bridge implements GuestBridge {
       const config = optionValues(o.props.get("config.extraConfig"));
       const userData = config.get("guestinfo.userdata");
       if (userData === undefined) continue;
-      await this.boot(o.obj, userData, config.get("guestinfo.userdata.encoding"));
+      await this.boot(o.obj, userData, config.get("guestinfo.userdata.encoding"), diskFiles(o));
     }
     for (const b of this.vms.values()) {
       if (b.state !== "destroyed" && !present.has(b.vm)) {
         b.state = "destroyed";
         await b.host.kill();
+        for (const loop of b.disks.values()) await b.host.unplugDisk(loop).catch(() => undefined);
+        b.disks.clear();
       }
     }
   }
 
-  private async boot(vm: MoRef, userData: string, encoding: string | undefined): Promise<void> {
+  /** Plugs the disks added to the VM into its host, and unplugs those taken off (see the module comment). */
+  private async syncDisks(o: vsphere.ObjectContent, vm: BridgedVm): Promise<void> {
+    const listed = new Map<string, vsphere.XmlNode>();
+    for (const d of o.props.get("config.hardware.device")?.children ?? []) {
+      const file = textAt(d, "backing/fileName");
+      if (d.xsiType === "VirtualDisk" && file && !vm.bootDisks.has(file)) listed.set(file, d);
+    }
+    for (const [file, loop] of vm.disks)
+      if (!listed.has(file)) {
+        await vm.host.unplugDisk(loop);
+        vm.disks.delete(file);
+      }
+    const byUuid = /^true$/i.test(optionValues(o.props.get("config.extraConfig")).get("disk.EnableUUID") ?? "");
+    for (const [file, d] of listed) {
+      if (vm.disks.has(file) || vm.state !== "running") continue;
+      const flat = (await this.localPath(file)).replace(/\.vmdk$/, "-flat.vmdk");
+      const capacity = Number(textAt(d, "capacityInKB") ?? 0) * 1024;
+      const size = (await stat(flat)).size;
+      if (size < capacity) await truncate(flat, capacity);
+      const uuid = textAt(d, "backing/uuid") ?? (await this.diskUuid(file));
+      const hex = uuid.replace(/[^0-9a-f]/gi, "").toLowerCase();
+      const names = byUuid ? [`wwn-0x${hex}`, `scsi-3${hex}`] : [];
+      const { loop } = await vm.host.plugDisk(Math.ceil(Math.max(size, capacity) / 2 ** 20), names, { file: flat });
+      vm.disks.set(file, loop);
+    }
+  }
+
+  /** Where vcsim keeps a datastore path's file: its datastore's `info.url` directory. */
+  private async localPath(file: string): Promise<string> {
+    const m = /^\[([^\]]+)\]\s*(.*)$/.exec(file);
+    if (!m) throw new Error(`not a datastore path: ${file}`);
+    const sc = await this.client.serviceContent();
+    const stores = await this.client.propertiesUnder(sc.rootFolder, "Datastore", ["name", "info.url"]);
+    const url = stores.find((ds) => ds.props.get("name")?.text === m[1])?.props.get("info.url")?.text;
+    if (!url) throw new Error(`vcsim has no datastore ${m[1]}`);
+    return join(url, m[2]!);
+  }
+
+  /** A disk's UUID as vSphere's disk manager tells it (vcsim leaves `backing.uuid` unset). */
+  private async diskUuid(file: string): Promise<string> {
+    const content = (
+      await this.client.call("RetrieveServiceContent", new MoRef("ServiceInstance", "ServiceInstance"))
+    )[0];
+    const manager = moRefOf(child(content, "virtualDiskManager"))!;
+    const datacenter = (await this.client.findByInventoryPath(DATACENTER))!;
+    return textAt((await this.client.call("QueryVirtualDiskUuid", manager, { name: file, datacenter }))[0]) ?? "";
+  }
+
+  private async boot(vm: MoRef, userData: string, encoding: string | undefined, bootDisks: Set<string>): Promise<void> {
     const seenAt = Date.now();
     const host = await this.lab.addHost();
     const entry: BridgedVm = {
@@ -266,6 +341,8 @@ class Bridge implements GuestBridge {
       bootedAt: Date.now(),
       cloudInit: Promise.resolve(),
       state: "running",
+      bootDisks,
+      disks: new Map(),
     };
     this.vms.set(vm.value, entry);
     let bytes: Buffer | undefined;
@@ -299,6 +376,7 @@ class Bridge implements GuestBridge {
     await this.loop;
     for (const b of this.vms.values()) {
       await b.host.kill().catch(() => undefined);
+      for (const loop of b.disks.values()) await b.host.unplugDisk(loop).catch(() => undefined);
       await b.cloudInit;
     }
   }
