@@ -24,6 +24,7 @@ import { forwardingLogger } from "./forwarding-logger";
 import { HookToolServer } from "./hook-tools/server";
 import { LogForwarder } from "./log-forwarder";
 import { MachineLock } from "./machine-lock";
+import { MachineStorage } from "./machine-storage";
 import { OperatorStore } from "./operators";
 import { StatusReporter } from "./status-reporter";
 import { unitAddress } from "./unit-address";
@@ -102,6 +103,8 @@ export class Agent {
   private readonly minion: MigrationMinion;
   /** The migration this agent switched controllers for (the source's later views are ignored). */
   private switchedFor?: string;
+  /** The machine halves of its units' storage attachments (mounts, directories). */
+  private readonly storage: MachineStorage;
 
   protected constructor(
     private readonly dir: string,
@@ -140,6 +143,7 @@ export class Agent {
       },
     });
     this.reporter = new StatusReporter(this.conn, log);
+    this.storage = new MachineStorage({ report: (r) => this.conn.call("storageOnMachine", r), log });
     this.tools = new HookToolServer(dir);
     this.hookProcesses = new HookProcessRecord(dir, log);
     this.operators = new OperatorStore(
@@ -253,6 +257,7 @@ export class Agent {
       return;
     this.view = view;
     this.minion.onView(view.migration);
+    this.storage.update(view.machineStorage);
     const addrs = view.controllerAddresses;
     if (addrs.length > 0 && addrs.join(",") !== this.cfg.controllerAddresses.join(",")) {
       this.cfg = { ...this.cfg, controllerAddresses: addrs };
@@ -426,6 +431,7 @@ export class Agent {
     if (this.state !== "RUNNING") return;
     this.state = "STOPPING";
     this.workloads?.stop();
+    this.storage.close();
     for (const u of this.uniters.values()) u.close();
     this.forwarder.close();
     this.minion.close();

@@ -15,6 +15,8 @@ export { bundleFilePath, unpackBundle } from "./operators";
 export type { UnitLocalState, HookSpec, HookKind } from "./unit-state";
 export { runTool, tools } from "./hook-tools/tools";
 export type { HookContext, ToolResult } from "./hook-tools/tools";
+export { MachineStorage } from "./machine-storage";
+export type { MachineStorageOptions } from "./machine-storage";
 export { LogForwarder } from "./log-forwarder";
 export type { LogForwarderOptions } from "./log-forwarder";
 export { LineSplitter, failureTail } from "./hook-output";

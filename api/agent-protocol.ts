@@ -11,6 +11,8 @@ import { isNormalisedPort } from "./ports";
 import { LOG_BATCH_MAX_RECORDS, LOG_LEVELS, LOG_MESSAGE_MAX_CHARS } from "./debug-log";
 import type { MigrationView } from "./migration";
 import { MIGRATION_PHASES } from "./migration";
+import type { MachineVolumeWork } from "./storage";
+import { STORAGE_TYPES } from "./storage";
 
 export const AGENT_PROTOCOL_VERSION = 1;
 
@@ -95,7 +97,48 @@ export interface AgentView {
   restore?: { epoch: string; revision: number; taskSeq: number };
   /** Present while the model is being migrated to another controller (api/migration.ts). */
   migration?: MigrationView;
+  /** The machine halves of storage attachments this machine's agent does (agent/machine-storage.ts); absent when none. */
+  machineStorage?: MachineStorageWork[];
 }
+
+/**
+ * One storage instance's machine half, as its machine's agent is told it. `attach`: do `work` (for
+ * every instance attached on the machine, so a reboot mounts them again) and report the location;
+ * `release`: undo it (unmount) since its unit went, and with `destroy` delete a directory instance
+ * too (only the agent can reach it); report it released.
+ */
+export interface MachineStorageWork {
+  /** `data/0` */
+  id: string;
+  op: "attach" | "release";
+  work: MachineVolumeWork;
+  destroy?: true;
+}
+
+/** An absolute path without `..`, NUL or newlines, as locations, mount points and devices are. */
+const AbsolutePath = z
+  .string()
+  .max(4096)
+  .regex(/^\/[^\0\n]*$/, { message: "must be an absolute path" })
+  .refine((p) => !p.split("/").includes(".."), { message: "must not contain '..'" });
+/** A name under /dev/disk/by-id: one path part. */
+const ByIdName = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[^/\0\n]+$/, { message: "must be a name under /dev/disk/by-id" })
+  .refine((n) => n !== "." && n !== "..", { message: "must be a name under /dev/disk/by-id" });
+
+/** api/storage.ts's {@link MachineVolumeWork} checked (storage documents). */
+export const MachineVolumeWorkSchema = z.discriminatedUnion("mode", [
+  z.strictObject({ mode: z.literal("directory"), path: AbsolutePath }),
+  z.strictObject({
+    mode: z.literal("device"),
+    device: z.strictObject({ byId: z.array(ByIdName).max(16).optional(), path: AbsolutePath.optional() }),
+    kind: z.enum(STORAGE_TYPES),
+    mountPoint: AbsolutePath.optional(),
+  }),
+]);
 
 export type AgentFrame =
   | { t: "req"; id: number; method: string; params: unknown }
@@ -197,6 +240,13 @@ export const TaskFinish = z.strictObject({
 });
 export type TaskFinish = z.infer<typeof TaskFinish>;
 
+/** The agent's report of a storage instance's machine half (MachineStorageWork): done, with where the unit finds it, or undone. */
+export const StorageOnMachineReport = z.discriminatedUnion("op", [
+  z.strictObject({ id: z.string().max(128), op: z.literal("attached"), location: AbsolutePath }),
+  z.strictObject({ id: z.string().max(128), op: z.literal("released") }),
+]);
+export type StorageOnMachineReport = z.infer<typeof StorageOnMachineReport>;
+
 /** Methods an agent may call, with their parameter schemas. */
 export const agentMethods = {
   "unit.status": UnitStatusReport,
@@ -226,5 +276,7 @@ export const agentMethods = {
     ok: z.boolean(),
     reason: z.string().max(1024).optional(),
   }),
+  /** The machine half of a storage instance on the agent's machine is done or undone (StorageOps.machineAttached/-Released). */
+  storageOnMachine: StorageOnMachineReport,
 } as const;
 export type AgentMethod = keyof typeof agentMethods;

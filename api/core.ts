@@ -38,9 +38,11 @@ export type {
   QueuedAction,
   TaskFinish,
   UnitStorageView,
+  MachineStorageWork,
+  StorageOnMachineReport,
 } from "./agent-protocol";
-export { formatSizeMiB, parseStorageArg, storageHooks } from "./storage";
-export type { StorageType } from "./storage";
+export { formatSizeMiB, locationOfWork, parseStorageArg, storageHooks } from "./storage";
+export type { DeviceMatch, MachineVolumeWork, StorageType } from "./storage";
 export * from "./limits";
 export * from "./ports";
 export * from "./debug-log";

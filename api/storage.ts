@@ -204,3 +204,28 @@ export interface StorageInfo {
   /** Why its substrate could not do what it needs yet (it keeps trying): a datastore or volume refused. */
   error?: string;
 }
+
+/**
+ * Where a device shows up on a machine: names under `/dev/disk/by-id` tried in order, then `path`.
+ * Not there yet, the agent tries again (a cloud's volume appears some time after its attach call).
+ */
+export interface DeviceMatch {
+  byId?: string[];
+  path?: string;
+}
+
+/**
+ * The machine half of an attachment (issue 32): what a machine's agent does once the substrate's
+ * volume broker has done its half, since the controller has no way into a machine but its agent.
+ * `directory`: a directory made at `path` (the location). `device`, kind `filesystem`: ext4 made on
+ * the device once (only when it holds no filesystem) and mounted at `mountPoint` (the location);
+ * kind `block`: the device's path is the location.
+ */
+export type MachineVolumeWork =
+  { mode: "directory"; path: string } | { mode: "device"; device: DeviceMatch; kind: StorageType; mountPoint?: string };
+
+/** Where the unit finds an instance once its machine half is done, when the work alone says it. */
+export function locationOfWork(work: MachineVolumeWork): string | undefined {
+  if (work.mode === "directory") return work.path;
+  return work.kind === "filesystem" ? work.mountPoint : undefined;
+}

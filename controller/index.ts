@@ -66,10 +66,13 @@ export {
   StateOps,
   buildAgentView,
   keys,
+  machineStorageWork,
+  pendingMachineWork,
+  pendingVolumeWork,
   requestKeys,
   runInRequest,
 } from "./state";
-export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, UnitDoc } from "./state";
+export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, StorageDoc, UnitDoc } from "./state";
 // The registry of document kinds (state/registry.ts), for tests and the export format's tools.
 export {
   EXPORTED_KINDS,

@@ -4,8 +4,14 @@
  * machine where the unit's hooks find it, moves it off again (kept: never deleted) and destroys it
  * when asked. The controller's storage provisioner decides what should be where from the store; a
  * broker only does it, idempotently (each call may be repeated after a crash half-way).
+ *
+ * On machines the controller cannot reach but through their agents (SSH hosts, cloud instances), an
+ * attachment has two halves: the broker does the substrate's (a cloud volume made and attached to the
+ * instance; an SSH host's declared device chosen) and answers what remains as `onMachine` work, which
+ * the machine's agent does (finds the device, formats it once, mounts it; or makes the directory)
+ * and reports with the location (agent/machine-storage.ts).
  */
-import type { StorageType } from "../api/core";
+import type { MachineVolumeWork, StorageType } from "../api/core";
 import type { MachineRef } from "./brokers";
 
 /** One storage instance, as a broker is given it. */
@@ -20,11 +26,23 @@ export interface VolumeSpec {
   size: number;
   /** What the broker said of it last time (absent: it has never made it). */
   handle?: Record<string, string>;
+  /** The pool's attributes (`{}` for a kind's built-in pools). */
+  attributes: Record<string, string>;
+  /** Where the operator wants it mounted (operator.yaml `location`), which a mount point should honour. */
+  location?: string;
 }
 
+/**
+ * What an attach did: the instance is where the unit's hooks find it (`location`), or the substrate's
+ * half is done and the machine's agent does `onMachine` (the location comes from its report).
+ */
+export type VolumeAttachment =
+  | { location: string; handle: Record<string, string> }
+  | { handle: Record<string, string>; onMachine: MachineVolumeWork };
+
 export interface VolumeBroker {
-  /** Makes the instance (if not made) and attaches it to `machine`: where the unit's hooks find it, and its new handle. */
-  attach(v: VolumeSpec, machine: MachineRef): Promise<{ location: string; handle: Record<string, string> }>;
+  /** Makes the instance (if not made) and attaches it to `machine`: where the unit's hooks find it (or what the machine's agent still does), and its new handle. */
+  attach(v: VolumeSpec, machine: MachineRef): Promise<VolumeAttachment>;
   /** Moves the instance off `machine`, keeping its data: its handle now. Already off: nothing to do. */
   detach(v: VolumeSpec, machine: MachineRef): Promise<Record<string, string>>;
   /** Destroys the (detached) instance and its data. Already gone: nothing to do. */

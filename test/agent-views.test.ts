@@ -10,7 +10,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentView } from "../api";
-import type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, UnitDoc } from "../controller";
+import type {
+  ApplicationDoc,
+  MachineDoc,
+  ModelDoc,
+  OperatorDoc,
+  RelationDoc,
+  StorageDoc,
+  UnitDoc,
+} from "../controller";
 import { AgentViewRound, EmbeddedStore, StateCache, buildAgentView, keys } from "../controller";
 import { eventually } from "./harness/eventually";
 
@@ -123,6 +131,40 @@ test("a round's view text equals the plain view, machine by machine", async (t) 
   await put(keys.taskQueue(M, "web/0", 12), { id: 12, action: "backup", params: {}, state: "running" });
   await put(keys.taskQueue(M, "web/0", 30), { id: 30, action: "backup", params: {}, state: "pending" });
   await put(keys.taskQueue(M, "web/0", 25), { id: 25, action: "restart", params: {}, state: "pending" });
+  // Storage: one mounted by machine 0's agent, one it must release and delete, one attached by its broker alone.
+  const storage = (id: string, over: Partial<StorageDoc>): StorageDoc => ({
+    id,
+    name: "data",
+    app: "web",
+    kind: "filesystem",
+    pool: "rootfs",
+    size: 64,
+    status: "attached",
+    life: "alive",
+    createdAt: at,
+    ...over,
+  });
+  await put(
+    keys.storage(M, "data/0"),
+    storage("data/0", {
+      unit: "web/0",
+      machine: "0",
+      machineWork: { mode: "device", device: { byId: ['virtio-"quoted"'] }, kind: "filesystem", mountPoint: "/srv/d" },
+      onMachine: { location: "/srv/d" },
+      location: "/srv/d",
+    }),
+  );
+  await put(
+    keys.storage(M, "data/1"),
+    storage("data/1", {
+      status: "detached",
+      machine: "0",
+      life: "dying",
+      machineWork: { mode: "directory", path: "/var/lib/steward/storage/m/data-1" },
+      onMachine: { location: "/var/lib/steward/storage/m/data-1" },
+    }),
+  );
+  await put(keys.storage(M, "data/2"), storage("data/2", { unit: "web/1", machine: "1", location: "/x" }));
 
   const cache = await StateCache.start(store, (err) => t.fail(err.message));
   t.teardown(() => cache.stop());
@@ -131,7 +173,8 @@ test("a round's view text equals the plain view, machine by machine", async (t) 
     () =>
       (cache.models.get(M)?.units.size ?? 0) === units.length &&
       cache.models.get(M)?.leaderData.size === 1 &&
-      cache.models.get(M)?.taskQueue.get("web/0")?.size === 4,
+      cache.models.get(M)?.taskQueue.get("web/0")?.size === 4 &&
+      cache.models.get(M)?.storage.size === 3,
   );
   const idx = cache.models.get(M)!;
   const addresses = ["127.0.0.1:17070", "[::1]:17070"];
@@ -174,4 +217,13 @@ test("a round's view text equals the plain view, machine by machine", async (t) 
   t.deepEqual([view.updateStatusInterval, view.retryHooks, view.leadershipLeaseSeconds], [42, false, 30]);
   t.deepEqual(view.controllerAddresses, addresses);
   t.is((JSON.parse(round.text(idx, "2")) as AgentView).machine.life, "dying");
+  t.deepEqual(
+    view.machineStorage?.map((w) => [w.id, w.op, w.destroy ?? false]),
+    [
+      ["data/0", "attach", false],
+      ["data/1", "release", true],
+    ],
+    "the machine halves of its storage",
+  );
+  t.false("machineStorage" in (JSON.parse(round.text(idx, "1")) as AgentView), "none where the broker did it all");
 });

@@ -84,7 +84,7 @@ withVcsim(
       kind: "filesystem",
       mountPoint: `/var/lib/steward/storage/${model}/data-0`,
     });
-    t.regex(made.onMachine.device.byId![0]!, /^wwn-0x[0-9a-f]{32}$/);
+    t.regex(byIdNamesOf(made.handle.uuid!)[0]!, /^wwn-0x[0-9a-f]{32}$/);
 
     // Again (a crash before the answer was recorded): the same disk, not a second one.
     const again = await b.attach(spec, { model, machine: "0" });

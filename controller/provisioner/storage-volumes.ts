@@ -35,6 +35,17 @@ export function holdsStorage(idx: ModelIndex, machine: string): boolean {
   return false;
 }
 
+/**
+ * Where the operator wants instance `s` (operator.yaml `location`): that path when a unit has at most
+ * one instance of the store, else a directory per instance under it (`/srv/data/data-3`).
+ */
+function declaredLocation(cache: StateCache, idx: ModelIndex, s: StorageDoc): string | undefined {
+  const app = idx.apps.get(s.app);
+  const spec = app && cache.operators.get(app.operator.hash)?.meta.storage?.[s.name];
+  if (spec?.location === undefined) return undefined;
+  return spec.count.max <= 1 ? spec.location : `${spec.location.replace(/\/+$/, "")}/${s.id.replace("/", "-")}`;
+}
+
 export class StorageProvisioner extends Reconciler {
   readonly name = "storage-provisioner";
   /** Brokers by substrate kind, made on first use. */
@@ -91,7 +102,7 @@ export class StorageProvisioner extends Reconciler {
         if (!work) continue;
         const broker = this.brokerOf(substrate);
         if (!broker) continue;
-        await this.act(broker, idx.uuid, s, work).catch((err: unknown) => this.tell(idx.uuid, s, work, err));
+        await this.act(broker, idx, s, work).catch((err: unknown) => this.tell(idx.uuid, s, work, err));
       }
     }
   }
@@ -102,7 +113,9 @@ export class StorageProvisioner extends Reconciler {
     return this.brokers.get(name);
   }
 
-  private async act(broker: VolumeBroker, model: string, s: StorageDoc, work: "attach" | "detach" | "destroy") {
+  private async act(broker: VolumeBroker, idx: ModelIndex, s: StorageDoc, work: "attach" | "detach" | "destroy") {
+    const model = idx.uuid;
+    const location = declaredLocation(this.o.cache, idx, s);
     const v: VolumeSpec = {
       model,
       id: s.id,
@@ -110,20 +123,25 @@ export class StorageProvisioner extends Reconciler {
       pool: s.pool,
       size: s.size,
       ...(s.handle ? { handle: s.handle } : {}),
+      // User-made pools' attributes are not kept yet: the built-in pools have none.
+      attributes: {},
+      ...(location !== undefined ? { location } : {}),
     };
     if (work === "attach") {
       const done = await broker.attach(v, { model, machine: s.machine! });
       await this.o.ops.storage.attached(model, s.id, s.machine!, done);
-      this.o.log.info("attached storage", { model, storage: s.id, unit: s.unit, location: done.location });
+      this.o.log.info("location" in done ? "attached storage" : "attached storage; its machine's agent does the rest", {
+        model,
+        storage: s.id,
+        unit: s.unit,
+        ...("location" in done ? { location: done.location } : {}),
+      });
     } else if (work === "detach") {
       const handle = await broker.detach(v, { model, machine: s.machine! });
       await this.o.ops.storage.detached(model, s.id, s.machine!, handle);
       this.o.log.info("detached storage, kept", { model, storage: s.id, machine: s.machine });
     } else {
-      if (s.machine !== undefined) {
-        const handle = await broker.detach(v, { model, machine: s.machine });
-        v.handle = handle;
-      }
+      // Detached first (pendingVolumeWork): only what is off every machine is destroyed.
       await broker.destroy(v);
       await this.o.ops.storage.destroyed(model, s.id);
       this.o.log.info("destroyed storage", { model, storage: s.id });

@@ -14,6 +14,7 @@ import type {
   LogBatch,
   Logger,
   MigrationReport,
+  StorageOnMachineReport,
   TaskFinish,
   TransportLimits,
 } from "../../api";
@@ -454,6 +455,17 @@ export class AgentHub {
       case "migration.report":
         await recordReport(this.deps.store, cache, conn.model, conn.machine, parsed.data as MigrationReport);
         return {};
+      case "storageOnMachine": {
+        const report = parsed.data as StorageOnMachineReport;
+        const s = cache.models.get(conn.model)?.storage.get(report.id);
+        if (s?.machine !== conn.machine)
+          throw new StewardError("forbidden", `storage ${report.id} is not on machine ${conn.machine}`);
+        const { revision } =
+          report.op === "attached"
+            ? await ops.storage.machineAttached(conn.model, conn.machine, report.id, report.location)
+            : await ops.storage.machineReleased(conn.model, conn.machine, report.id);
+        return settle(revision);
+      }
     }
     return {};
   }

@@ -9,6 +9,7 @@ import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import type { ModelIndex, StateCache } from "./cache";
 import { effectiveConfig } from "./config";
 import { migrationView } from "./migration-phases";
+import { machineStorageWork } from "./storage-docs";
 
 export function unitNumber(name: string): number {
   return Number(name.slice(name.lastIndexOf("/") + 1));
@@ -76,11 +77,13 @@ export function buildAgentView(
       ...unitStorage(idx, u.name),
     };
   });
+  const machineStorage = machineStorageWork(idx.storage, machineId);
   return {
     ...viewHead(cache, idx, leadershipLeaseSeconds),
     machine: { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" },
     units,
     controllerAddresses,
+    ...(machineStorage ? { machineStorage } : {}),
   };
 }
 
@@ -100,7 +103,7 @@ export class AgentViewRound {
     controllerAddresses: readonly string[],
     private readonly leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS,
   ) {
-    this.tail = `,"controllerAddresses":${JSON.stringify(controllerAddresses)}}`;
+    this.tail = `,"controllerAddresses":${JSON.stringify(controllerAddresses)}`;
   }
 
   /** The machine's view: the same text as `JSON.stringify(buildAgentView(…))` with this round's arguments. */
@@ -116,7 +119,9 @@ export class AgentViewRound {
         `${storageText(idx, u.name)}}`;
     }
     const machine = { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" };
-    return `${this.head(idx)},"machine":${JSON.stringify(machine)},"units":[${units}]${this.tail}`;
+    const machineStorage = machineStorageWork(idx.storage, machineId);
+    const storage = machineStorage ? `,"machineStorage":${JSON.stringify(machineStorage)}` : "";
+    return `${this.head(idx)},"machine":${JSON.stringify(machine)},"units":[${units}]${this.tail}${storage}}`;
   }
 
   /** `"operator":…,"config":…` of an application's units. */

@@ -8,7 +8,7 @@ export { MachineOps } from "./machine-ops";
 export { UnitReportOps } from "./unit-report-ops";
 export { StorageOps, storageDirectives } from "./storage-ops";
 export type { StorageDoc } from "./storage-docs";
-export { pendingVolumeWork, storageInfoOf } from "./storage-docs";
+export { machineStorageWork, pendingMachineWork, pendingVolumeWork, storageInfoOf } from "./storage-docs";
 export {
   DEFAULT_REGISTRATION_LIFETIME_MS,
   MAX_REGISTRATION_LIFETIME_MS,

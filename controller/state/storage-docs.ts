@@ -4,7 +4,7 @@
  * (attached to a unit or detached and kept) and what the substrate's volume broker still has to do
  * (make it, move it to a unit's machine, move it aside, destroy it) are both read from it.
  */
-import type { StorageInfo, StorageType } from "../../api";
+import type { MachineStorageWork, MachineVolumeWork, StorageInfo, StorageType } from "../../api";
 
 export interface StorageDoc {
   /** `data/0`: the store's name in operator.yaml and a number unique in the model. */
@@ -25,10 +25,14 @@ export interface StorageDoc {
    * instance that still names one is being detached; the machine waits for it before it goes).
    */
   machine?: string;
-  /** Where the unit's hooks find it, once the broker has attached it (absent: being attached). */
+  /** Where the unit's hooks find it, once the broker (or, with `machineWork`, the machine's agent) has attached it (absent: being attached). */
   location?: string;
   /** What the substrate's volume broker knows it by (local: its directory), once made. */
   handle?: Record<string, string>;
+  /** The machine half of the attachment, as the broker answered it: the machine's agent does it (absent: the broker did it all). */
+  machineWork?: MachineVolumeWork;
+  /** The machine's agent has done `machineWork` (mounted, made the directory): where the unit finds it. */
+  onMachine?: { location: string };
   /** `dying`: `remove-unit --destroy-storage` (or `remove-storage`): the broker destroys it, then the document goes. */
   life: "alive" | "dying";
   createdAt: string;
@@ -60,10 +64,46 @@ export function storageIdsOf(storage: ReadonlyMap<string, StorageDoc>, unit: str
   return ids.sort();
 }
 
-/** What the volume broker still has to do for `d`, if anything. */
+/**
+ * What the volume broker still has to do for `d`, if anything. While the machine's agent has its half
+ * to do (see {@link pendingMachineWork}) the broker waits: it detaches only what the agent released.
+ */
 export function pendingVolumeWork(d: StorageDoc): "attach" | "detach" | "destroy" | undefined {
-  if (d.life === "dying" && d.status === "detached") return "destroy";
-  if (d.status === "attached" && d.location === undefined) return "attach";
-  if (d.status === "detached" && d.machine !== undefined) return "detach";
-  return undefined;
+  if (d.status === "detached") {
+    if (d.machine === undefined) return d.life === "dying" ? "destroy" : undefined;
+    return d.onMachine ? undefined : "detach";
+  }
+  return d.location === undefined && d.machineWork === undefined ? "attach" : undefined;
+}
+
+/** What the agent of `d`'s machine still has to do for it, if anything: its half of an attach, or undo it. */
+export function pendingMachineWork(d: StorageDoc): "attach" | "release" | undefined {
+  if (d.machine === undefined || d.machineWork === undefined) return undefined;
+  if (d.status === "attached") return d.onMachine ? undefined : "attach";
+  return d.onMachine ? "release" : undefined;
+}
+
+/**
+ * What the agent of `machine` is told to do for storage: the machine half of every instance attached
+ * there (done already or not: an agent that starts again after a reboot mounts them again) and of
+ * every instance it must release; sorted by id. Undefined when there is none.
+ */
+export function machineStorageWork(
+  storage: ReadonlyMap<string, StorageDoc>,
+  machine: string,
+): MachineStorageWork[] | undefined {
+  if (storage.size === 0) return undefined;
+  const out: MachineStorageWork[] = [];
+  for (const d of storage.values()) {
+    if (d.machine !== machine || d.machineWork === undefined) continue;
+    if (d.status === "attached") out.push({ id: d.id, op: "attach", work: d.machineWork });
+    else if (d.onMachine)
+      out.push({
+        id: d.id,
+        op: "release",
+        work: d.machineWork,
+        ...(d.life === "dying" ? { destroy: true as const } : {}),
+      });
+  }
+  return out.length > 0 ? out.sort((a, b) => a.id.localeCompare(b.id)) : undefined;
 }

@@ -7,6 +7,7 @@
  */
 import type { ModelSubstrate, OperatorMeta, StorageRequest } from "../../api";
 import { StewardError, contractOf, formatSizeMiB, invalidRequest, notFound } from "../../api";
+import type { VolumeAttachment } from "../../substrates";
 import type { Compare, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { ApplicationDoc, StorageDirective } from "./documents";
@@ -218,20 +219,29 @@ export async function destroyUnitStorageOps(
   return ops;
 }
 
-/** The volume broker's reports: each write checks the instance is as it was when the work was decided. */
+/**
+ * The volume broker's reports, and the machine agents' reports of their halves: each write checks the
+ * instance is as it was when the work was decided (a stale report changes nothing).
+ */
 export class StorageOps extends StoreTxns {
-  /** The broker attached `id` to its machine: the unit's hooks find it at `location`. */
-  attached(uuid: string, id: string, machine: string, done: { location: string; handle: Record<string, string> }) {
-    return this.report(uuid, id, (s) =>
-      s.status === "attached" && s.machine === machine ? { ...withoutError(s), ...done } : undefined,
-    );
+  /**
+   * The broker attached `id` to its machine: the unit's hooks find it at `location`, or the machine's
+   * agent does the rest (`onMachine`) and reports the location ({@link machineAttached}).
+   */
+  attached(uuid: string, id: string, machine: string, done: VolumeAttachment) {
+    return this.report(uuid, id, (s) => {
+      if (s.status !== "attached" || s.machine !== machine) return undefined;
+      if ("location" in done) return { ...withoutError(s), location: done.location, handle: done.handle };
+      const { onMachine: _, location: __, ...rest } = withoutError(s);
+      return { ...rest, handle: done.handle, machineWork: done.onMachine };
+    });
   }
 
   /** The broker moved `id` off `machine` (kept, aside): it can be attached to another unit. */
   detached(uuid: string, id: string, machine: string, handle: Record<string, string>) {
     return this.report(uuid, id, (s) => {
-      if (s.status !== "detached" || s.machine !== machine) return undefined;
-      const { machine: _, ...rest } = withoutError(s);
+      if (s.status !== "detached" || s.machine !== machine || s.onMachine) return undefined;
+      const { machine: _, machineWork: __, ...rest } = withoutError(s);
       return { ...rest, handle };
     });
   }
@@ -245,6 +255,24 @@ export class StorageOps extends StoreTxns {
     return this.report(uuid, id, (s) =>
       pendingVolumeWork(s) === work && s.error !== why ? { ...s, error: why } : undefined,
     );
+  }
+
+  /** The agent of `machine` did its half of attaching `id` (agent method storageOnMachine): its unit finds it at `location`. */
+  machineAttached(uuid: string, machine: string, id: string, location: string) {
+    return this.report(uuid, id, (s) => {
+      if (s.status !== "attached" || s.machine !== machine || s.machineWork === undefined) return undefined;
+      if (s.onMachine?.location === location && s.location === location) return undefined;
+      return { ...s, onMachine: { location }, location };
+    });
+  }
+
+  /** The agent of `machine` undid its half for `id` (unmounted; deleted, when destroyed): the broker detaches it next. */
+  machineReleased(uuid: string, machine: string, id: string) {
+    return this.report(uuid, id, (s) => {
+      if (s.status !== "detached" || s.machine !== machine || !s.onMachine) return undefined;
+      const { onMachine: _, ...rest } = s;
+      return rest;
+    });
   }
 
   /** The broker destroyed `id`: its record goes. */

@@ -2,7 +2,6 @@
 import type { VsphereModelSettings } from "../../api/core";
 import { SUBSTRATE_CONTRACTS } from "../../api/core";
 import type { SubstrateKind } from "../kind";
-import type { VolumeBroker } from "../volumes";
 import { vsphereHosting } from "./bootstrap";
 import type { VspherePlacement } from "./machines";
 import { VsphereMachines, vsphereCredentialsOf } from "./machines";
@@ -33,9 +32,7 @@ export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement, Vsphere
   volumes(deps) {
     const placement = deps.placement;
     if (!placement) throw new Error("vsphere storage needs the models' placements (VolumeDeps.placement)");
-    return new VsphereVolumes({
-      placement: (model) => placement(model) as Promise<VspherePlacement>,
-    }) as unknown as VolumeBroker;
+    return new VsphereVolumes({ placement: (model) => placement(model) as Promise<VspherePlacement> });
   },
   replicaHosts: (deps) => new InstanceReplicaHosts(deps, vsphereReplicaInstances()),
 };

@@ -15,9 +15,9 @@
  * the instance is first attached to, where the model's VMs are) and `provisioning` (`thin`, the default,
  * or `thick`).
  */
-import type { StorageType } from "../../api/core";
+import type { MachineVolumeWork } from "../../api/core";
 import type { MachineRef } from "../brokers";
-import type { VolumeSpec } from "../volumes";
+import type { VolumeBroker, VolumeSpec } from "../volumes";
 import { VolumeNotReady } from "../volumes";
 import type { VspherePlacement } from "./machines";
 import { VsphereMachines } from "./machines";
@@ -33,29 +33,22 @@ export interface VsphereVolumeDeps {
   placement(model: string): Promise<VspherePlacement>;
 }
 
-/** An instance as this broker reads it (the seam's VolumeSpec, with a pool's attributes and the operator's location). */
-type Spec = VolumeSpec & { attributes?: Record<string, string>; location?: string };
-/** What the machine's agent does with the disk (the seam's MachineVolumeWork, device mode). */
-interface DeviceWork {
-  mode: "device";
-  device: { byId?: string[]; path?: string };
-  kind: StorageType;
-  mountPoint?: string;
-}
-
-export class VsphereVolumes {
+export class VsphereVolumes implements VolumeBroker {
   private readonly machines = new VsphereMachines();
 
   constructor(private readonly deps: VsphereVolumeDeps) {}
 
-  async attach(v: Spec, m: MachineRef): Promise<{ handle: Record<string, string>; onMachine: DeviceWork }> {
+  async attach(
+    v: VolumeSpec,
+    m: MachineRef,
+  ): Promise<{ handle: Record<string, string>; onMachine: MachineVolumeWork }> {
     const p = await this.deps.placement(v.model);
     const vc = this.machines.clientOf(p);
     const dc = await this.machines.datacenterRef(p);
     const vm = await this.vmOf(p, v.model, m.machine);
     const props = await vc.propertiesOf(vm, ["config.hardware.device", "config.files.vmPathName"]);
     if (!props) throw new Error(`machine ${m.machine}'s VM ${vm.value} is gone`);
-    const attributes = v.attributes ?? {};
+    const attributes = v.attributes;
     const provisioning = attributes.provisioning ?? "thin";
     if (!(PROVISIONING as readonly string[]).includes(provisioning))
       throw new Error(`vsphere pool attribute provisioning must be thin or thick, not ${JSON.stringify(provisioning)}`);
@@ -131,7 +124,7 @@ export class VsphereVolumes {
     };
   }
 
-  async detach(v: Spec, m: MachineRef): Promise<Record<string, string>> {
+  async detach(v: VolumeSpec, m: MachineRef): Promise<Record<string, string>> {
     const handle = v.handle ?? {};
     const file = handle.file;
     if (!file) return handle; // never made
@@ -146,7 +139,7 @@ export class VsphereVolumes {
     return handle;
   }
 
-  async destroy(v: Spec): Promise<void> {
+  async destroy(v: VolumeSpec): Promise<void> {
     const file = v.handle?.file;
     if (!file) return; // never made
     const p = await this.deps.placement(v.model);

@@ -1,9 +1,11 @@
 /**
  * Test hosts: each one a network namespace joined by veth to a bridge that has no uplink and no
  * default route, running its own sshd (own host key) as the child of PID 1 in its own PID, UTS and
- * mount namespaces, with private /opt/steward, /var/lib/steward, /etc/steward and /tmp, so what an
- * installer writes on one host is invisible on another. Killing a host kills everything in it;
- * cutting its link is a partition; restarting it is a reboot (same disks, same host key).
+ * mount namespaces, with private /opt/steward, /var/lib/steward, /etc/steward, /dev/disk and /tmp, so
+ * what an installer writes on one host is invisible on another. Killing a host kills everything in it;
+ * cutting its link is a partition; restarting it is a reboot (same disks, same host key). A disk
+ * plugged into a host ({@link TestHost.plugDisk}) is a loop device over a sparse file, named in that
+ * host's /dev/disk/by-id as a cloud's volume would be on its instance.
  *
  * Needs root, iproute2, util-linux and openssh-server (test/harness/setup-host.sh installs them).
  * Only these hosts' addresses are ever dialled.
@@ -11,7 +13,7 @@
 import { execFile, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, readdir, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -28,8 +30,17 @@ export interface TestHostOptions {
   noNode?: boolean;
 }
 
+/** A disk plugged into a test host: the loop device, the file behind it and its names in /dev/disk/by-id. */
+export interface PluggedDisk {
+  loop: string;
+  file: string;
+  byId: string[];
+}
+
 export class TestHost {
   private proc?: ChildProcess;
+  /** Disks plugged in, by loop device. */
+  readonly disks = new Map<string, PluggedDisk>();
   constructor(
     readonly lab: TestLab,
     readonly index: number,
@@ -149,6 +160,50 @@ export class TestHost {
     return this.opts.noNode === true;
   }
 
+  /** The host's private /dev/disk, as a directory of the lab. */
+  get devDiskDir(): string {
+    return join(this.dir, "dev-disk");
+  }
+
+  /**
+   * Plugs a disk into the host: a sparse file of `sizeMiB` (or `o.file` as it is, when it exists:
+   * a volume that moves between hosts keeps its data) on a loop device, named `byIdNames` in the
+   * host's /dev/disk/by-id. Loop devices are the machine's, so the node is `/dev/loopN` everywhere.
+   */
+  async plugDisk(
+    sizeMiB: number,
+    byIdNames: string[],
+    o: { file?: string } = {},
+  ): Promise<{ loop: string; file: string }> {
+    const file = o.file ?? join(this.lab.dir, "disks", `${this.name}-${randomBytes(4).toString("hex")}.img`);
+    await mkdir(join(file, ".."), { recursive: true, mode: 0o700 });
+    if (!(await stat(file).catch(() => undefined))) await run("truncate", ["-s", `${sizeMiB}M`, file]);
+    const loop = (await run("losetup", ["-f", "--show", file])).stdout.trim();
+    const byId = join(this.devDiskDir, "by-id");
+    await mkdir(byId, { recursive: true, mode: 0o755 });
+    for (const name of byIdNames) {
+      await rm(join(byId, name), { force: true });
+      await symlink(loop, join(byId, name));
+    }
+    this.disks.set(loop, { loop, file, byId: byIdNames });
+    return { loop, file };
+  }
+
+  /**
+   * Unplugs a disk: its by-id names go, and its loop device is detached once nothing in the host has
+   * it mounted (`losetup -d` on a device in use detaches it when its last user lets go). Its file stays.
+   */
+  async unplugDisk(loop: string): Promise<void> {
+    const disk = this.disks.get(loop);
+    if (!disk) return;
+    for (const name of disk.byId) {
+      const link = join(this.devDiskDir, "by-id", name);
+      if ((await readlink(link).catch(() => undefined)) === loop) await rm(link, { force: true });
+    }
+    this.disks.delete(loop);
+    await run("losetup", ["-d", loop]).catch(() => undefined);
+  }
+
   /**
    * What cloud-init's ssh module does before sshd starts (test/harness/cloud-init.ts): another
    * ed25519 host key and keys authorized for this host's users (on top of the lab's client key).
@@ -214,7 +269,8 @@ export class TestLab {
   private async prepare(): Promise<void> {
     await mkdir(join(this.dir, "keys"), { recursive: true, mode: 0o755 });
     await chmod(LAB_ROOT, 0o755);
-    for (const d of ["/run/sshd", "/opt/steward", "/var/lib/steward", "/etc/steward"])
+    // /dev/disk: where each host's private one is mounted (this machine has no udev to make one).
+    for (const d of ["/run/sshd", "/opt/steward", "/var/lib/steward", "/etc/steward", "/dev/disk"])
       await mkdir(d, { recursive: true });
     await run("ssh-keygen", [
       "-q",
@@ -253,7 +309,8 @@ export class TestLab {
     const name = `host-${index}`;
     const ip = `${this.subnet}.${10 + index}`;
     const dir = join(this.dir, name);
-    for (const d of ["opt", "var", "etc", "etc/boot.d"]) await mkdir(join(dir, d), { recursive: true, mode: 0o755 });
+    for (const d of ["opt", "var", "etc", "etc/boot.d", "dev-disk/by-id"])
+      await mkdir(join(dir, d), { recursive: true, mode: 0o755 });
     await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "ssh_host_ed25519_key")]);
     const pub = (await readFile(join(dir, "ssh_host_ed25519_key.pub"), "utf8")).split(" ")[1]!;
     const fingerprint =
@@ -286,6 +343,7 @@ export class TestLab {
         `mount --bind ${join(dir, "opt")} /opt/steward`,
         `mount --bind ${join(dir, "var")} /var/lib/steward`,
         `mount --bind ${join(dir, "etc")} /etc/steward`,
+        `mount --bind ${join(dir, "dev-disk")} /dev/disk`,
         "mount -t tmpfs tmpfs /tmp",
         // /run starts empty at every boot, as on a real host (agents tell reboots by it).
         "mount -t tmpfs tmpfs /run",
@@ -315,6 +373,8 @@ export class TestLab {
   /** Tears everything down, even after a failed test. */
   async close(): Promise<void> {
     for (const h of this.hosts) await h.kill().catch(() => undefined);
+    // Killed hosts' mounts are gone with their namespaces: their loop devices can go.
+    for (const h of this.hosts) for (const loop of [...h.disks.keys()]) await h.unplugDisk(loop).catch(() => undefined);
     for (const h of this.hosts) await run("ip", ["netns", "del", h.netns]).catch(() => undefined);
     await run("ip", ["link", "del", this.bridge]).catch(() => undefined);
     await removeDir(this.dir);
@@ -364,7 +424,12 @@ async function pruneStaleLabs(): Promise<void> {
   for (const d of await readdir(LAB_ROOT).catch(() => [] as string[])) {
     if (!/^st[0-9a-f]{4}$/.test(d) || namespaces.includes(`${d}-h`)) continue;
     const age = Date.now() - (await stat(join(LAB_ROOT, d))).mtimeMs;
-    if (age > 600_000) await removeDir(join(LAB_ROOT, d)).catch(() => undefined);
+    if (age <= 600_000) continue;
+    // Disks its hosts had plugged: loop devices over its files.
+    for (const line of (await sh("losetup -a").catch(() => "")).split("\n"))
+      if (line.includes(`${join(LAB_ROOT, d)}/`))
+        await run("losetup", ["-d", line.split(":")[0]!]).catch(() => undefined);
+    await removeDir(join(LAB_ROOT, d)).catch(() => undefined);
   }
 }
 
