@@ -113,14 +113,18 @@ run(
     );
     const [first] = await storage();
     t.like(first, { id: "data/0", unit: "notebook/0", pool: "vsphere", size: 64, status: "attached" });
-    t.is(first!.location, "/srv/notebook", "mounted where the operator asked");
+    t.is(
+      first!.location,
+      "/srv/notebook/data-0",
+      "mounted where the operator asked (a directory per instance: it may have two)",
+    );
     const machine0 = (await unit("notebook/0"))!.machine!;
     const vm0 = (await vmOfMachine(machine0))!;
     const file = (await filesOn(vm0)).find((f) => f.includes("/data-0.vmdk"));
     t.truthy(file, "vcsim lists the instance's VMDK on the unit's VM");
     const guest = vc.bridge!.vms.get(vm0)!.host;
     t.regex(
-      (await guest.exec("findmnt -n -o FSTYPE /srv/notebook")).stdout,
+      (await guest.exec("findmnt -n -o FSTYPE /srv/notebook/data-0")).stdout,
       /ext4/,
       "an ext4 disk mounted in the guest",
     );
@@ -157,7 +161,12 @@ run(
     const vm1 = (await vmOfMachine(machine1))!;
     t.not(vm1, vm0, "another VM");
     t.true((await filesOn(vm1)).includes(file!), "vcsim lists the same VMDK on the new VM");
-    t.like((await storage())[0], { id: "data/0", unit: next, status: "attached", location: "/srv/notebook" });
+    // What the new guest mounted is that VMDK's own file (the bridge's loop device over it).
+    const guest1 = vc.bridge!.vms.get(vm1)!.host;
+    const source = (await guest1.exec("findmnt -n -o SOURCE /srv/notebook/data-0")).stdout.trim();
+    t.regex(source, /^\/dev\/loop\d+$/);
+    t.regex((await guest1.exec(`losetup -n -O BACK-FILE ${source}`)).stdout, /\/data-0-flat\.vmdk\s*$/);
+    t.like((await storage())[0], { id: "data/0", unit: next, status: "attached", location: "/srv/notebook/data-0" });
 
     // Destroyed with its unit: the file goes from the datastore.
     await client.removeUnit("vault", next!, false, true);
