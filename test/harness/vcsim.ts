@@ -16,8 +16,9 @@
  * powered off has its host killed (and booted again, without cloud-init, if powered on again, as a
  * disk keeps what cloud-init did); a VM destroyed has its host killed for good.
  *
- * Disks added to a VM after it booted (storage instances' VMDKs) appear in its guest as a real disk
- * would: the bridge reads the VM's devices as vcsim lists them, and plugs each such disk into the VM's
+ * Disks of a VM other than its own (those in its folder, cloned from the template with it: the root
+ * disk), such as storage instances' VMDKs, appear in its guest as a real disk would, whether added
+ * before it booted or after: the bridge reads the VM's devices as vcsim lists them, and plugs each such disk into the VM's
  * test host (TestHost.plugDisk: a loop device) backed by the VMDK's own `-flat.vmdk` file in vcsim's
  * datastore directory (grown to the disk's capacity), so its data lives on the datastore, follows the
  * file from VM to VM and goes when vSphere deletes the file. With `disk.EnableUUID` TRUE in the VM's
@@ -60,9 +61,7 @@ export interface BridgedVm {
   cloudInitDoneAt?: number;
   error?: Error;
   state: "running" | "off" | "destroyed";
-  /** The VM's own disks when it booted (its template's): not plugged. */
-  bootDisks: Set<string>;
-  /** Disks added since, plugged into the host: by datastore path, their loop device. */
+  /** Its other disks than its own (see the module comment), plugged into the host: by datastore path, their loop device. */
   disks: Map<string, string>;
 }
 
@@ -200,16 +199,6 @@ async function prepareTemplate(client: vsphere.VimClient): Promise<void> {
   await client.runTask("Rename_Task", vm, { newName: TEMPLATE });
 }
 
-/** The files of a VM's file-backed disks, as vcsim lists its devices. */
-function diskFiles(o: vsphere.ObjectContent): Set<string> {
-  const out = new Set<string>();
-  for (const d of o.props.get("config.hardware.device")?.children ?? []) {
-    const file = textAt(d, "backing/fileName");
-    if (d.xsiType === "VirtualDisk" && file) out.add(file);
-  }
-  return out;
-}
-
 /** The FAKE guest side of vcsim's VMs (see the module comment). */
 class Bridge implements GuestBridge {
   readonly vms = new Map<string, BridgedVm>();
@@ -246,6 +235,7 @@ class Bridge implements GuestBridge {
       "config.extraConfig",
       "guest.ipAddress",
       "config.hardware.device",
+      "config.files.vmPathName",
     ]);
     const present = new Set<string>();
     for (const o of seen) {
@@ -271,7 +261,8 @@ class Bridge implements GuestBridge {
       const config = optionValues(o.props.get("config.extraConfig"));
       const userData = config.get("guestinfo.userdata");
       if (userData === undefined) continue;
-      await this.boot(o.obj, userData, config.get("guestinfo.userdata.encoding"), diskFiles(o));
+      await this.boot(o.obj, userData, config.get("guestinfo.userdata.encoding"));
+      await this.syncDisks(o, this.vms.get(id)!);
     }
     for (const b of this.vms.values()) {
       if (b.state !== "destroyed" && !present.has(b.vm)) {
@@ -283,12 +274,14 @@ class Bridge implements GuestBridge {
     }
   }
 
-  /** Plugs the disks added to the VM into its host, and unplugs those taken off (see the module comment). */
+  /** Plugs the VM's disks other than its own into its host, and unplugs those taken off (see the module comment). */
   private async syncDisks(o: vsphere.ObjectContent, vm: BridgedVm): Promise<void> {
+    // The VM's own folder: `[ds] name/` of `[ds] name/name.vmx`.
+    const own = (textAt(o.props.get("config.files.vmPathName")) ?? "").replace(/[^/\]]*$/, "");
     const listed = new Map<string, vsphere.XmlNode>();
     for (const d of o.props.get("config.hardware.device")?.children ?? []) {
       const file = textAt(d, "backing/fileName");
-      if (d.xsiType === "VirtualDisk" && file && !vm.bootDisks.has(file)) listed.set(file, d);
+      if (d.xsiType === "VirtualDisk" && file && !(own && file.startsWith(own))) listed.set(file, d);
     }
     for (const [file, loop] of vm.disks)
       if (!listed.has(file)) {
@@ -331,7 +324,7 @@ class Bridge implements GuestBridge {
     return textAt((await this.client.call("QueryVirtualDiskUuid", manager, { name: file, datacenter }))[0]) ?? "";
   }
 
-  private async boot(vm: MoRef, userData: string, encoding: string | undefined, bootDisks: Set<string>): Promise<void> {
+  private async boot(vm: MoRef, userData: string, encoding: string | undefined): Promise<void> {
     const seenAt = Date.now();
     const host = await this.lab.addHost();
     const entry: BridgedVm = {
@@ -341,7 +334,6 @@ class Bridge implements GuestBridge {
       bootedAt: Date.now(),
       cloudInit: Promise.resolve(),
       state: "running",
-      bootDisks,
       disks: new Map(),
     };
     this.vms.set(vm.value, entry);
