@@ -278,7 +278,9 @@ export class Agent {
         uniter.vanish().catch((err: unknown) => this.log.warn("cleanup of removed unit failed", { unit: name, err }));
       }
     }
-    if (view.machine.life === "dying" && view.units.length === 0 && this.uniters.size === 0) this.uninstall();
+    // Storage it must still release (unmount, delete) keeps it until it has.
+    if (view.machine.life === "dying" && view.units.length === 0 && this.uniters.size === 0 && !view.machineStorage)
+      this.uninstall();
     if (this.firstView) {
       this.firstView = false;
       this.cleanOrphans(wanted).catch((err: unknown) => this.log.warn("orphan cleanup failed", { err }));

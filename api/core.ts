@@ -41,7 +41,7 @@ export type {
   MachineStorageWork,
   StorageOnMachineReport,
 } from "./agent-protocol";
-export { formatSizeMiB, locationOfWork, parseStorageArg, storageHooks } from "./storage";
+export { STORAGE_DEVICE_PATTERN, formatSizeMiB, locationOfWork, parseStorageArg, storageHooks } from "./storage";
 export type { DeviceMatch, MachineVolumeWork, StorageType } from "./storage";
 export * from "./limits";
 export * from "./ports";

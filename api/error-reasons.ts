@@ -301,6 +301,24 @@ export const ErrorReasons = {
     about:
       "the storage instance is attached to a unit (or still being detached or destroyed): it cannot be attached to another",
   },
+  "storage-on-another-machine": {
+    code: "invalid-request",
+    retryable: false,
+    about:
+      "the storage instance lives on one machine (an SSH host's directory or disk): it can be attached only to a unit on that machine",
+  },
+  "storage-device-unavailable": {
+    code: "invalid-request",
+    retryable: false,
+    about:
+      "the machine has no free storage device for the device pool: declare one (add-machine ssh:… --storage-device /dev/…) or choose another machine",
+  },
+  "machine-holds-storage": {
+    code: "conflict",
+    retryable: false,
+    about:
+      "kept storage lives on the machine (an SSH host's directory or disk): removing the machine would lose it; attach it to a unit there or destroy it first",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

@@ -20,7 +20,7 @@ import { parseConstraints } from "./constraints";
 import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { operatorHashProblem } from "./operator";
-import { MAX_STORAGE_COUNT, MAX_STORAGE_ENTRIES, MAX_STORAGE_MIB } from "./storage";
+import { MAX_STORAGE_COUNT, MAX_STORAGE_ENTRIES, MAX_STORAGE_MIB, STORAGE_DEVICE_PATTERN } from "./storage";
 import { REPLICA_SETTINGS_SCHEMAS, settingsSchemaOf } from "./substrate-settings";
 
 export {
@@ -454,6 +454,12 @@ export const EnableHaRequest = z.strictObject({
     .optional(),
   maxReplacementsPerHour: z.number().int().min(0).max(60).optional(),
 });
+/** A block device declared for a host's storage: an absolute path under /dev. */
+export const StorageDevicePath = z
+  .string()
+  .max(255)
+  .regex(STORAGE_DEVICE_PATTERN, { message: "must be a device path under /dev, such as /dev/sdb" })
+  .refine((p) => !p.split("/").includes(".."), { message: "must be a device path under /dev, such as /dev/sdb" });
 export const AddMachineRequest = z.strictObject({
   /**
    * A kind its contract says takes added machines (`addMachines`): a kind on the controller's host
@@ -465,6 +471,8 @@ export const AddMachineRequest = z.strictObject({
     .default(DEFAULT_SUBSTRATE),
   count: z.number().int().min(1).max(10000).default(1),
   ssh: SshTargetSchema.optional(),
+  /** With `ssh`: block devices of the host its units' storage may have (the `device` pool), e.g. /dev/sdb. */
+  storageDevices: z.array(StorageDevicePath).max(32).optional(),
   /** aws and vsphere machines: merged over the model's. */
   constraints: ConstraintsText.optional(),
 });

@@ -229,3 +229,6 @@ export function locationOfWork(work: MachineVolumeWork): string | undefined {
   if (work.mode === "directory") return work.path;
   return work.kind === "filesystem" ? work.mountPoint : undefined;
 }
+
+/** A block device declared for a host's storage (`add-machine ssh:… --storage-device /dev/sdb`). */
+export const STORAGE_DEVICE_PATTERN = /^\/dev\/[A-Za-z0-9._:+-][A-Za-z0-9._:+/-]{0,200}$/;

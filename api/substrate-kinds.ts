@@ -244,7 +244,23 @@ export interface SubstrateContract<Settings = unknown> {
 export interface StoragePoolContract {
   name: string;
   kinds: readonly StorageType[];
+  /**
+   * Its instances live on the machine they were first attached on, for good (a directory or a disk of
+   * an SSH host): kept, one can be attached only to a new unit on that machine.
+   */
+  machineBound?: true;
+  /** Its instances are the storage devices declared for their machine (`add-machine … --storage-device`), one each. */
+  declaredDevices?: true;
 }
+
+/**
+ * Storage on hosts Steward does not make (SSH hosts, machines added by hand): a directory per instance
+ * (`rootfs`), or a block device declared for the host (`device`); the host's agent mounts or makes it.
+ */
+const hostPools = [
+  { name: "rootfs", kinds: ["filesystem"], machineBound: true },
+  { name: "device", kinds: ["filesystem", "block"], machineBound: true, declaredDevices: true },
+] as const satisfies readonly StoragePoolContract[];
 
 /** "a, b and c", for messages. */
 export const listed = (words: readonly string[]): string =>
@@ -269,6 +285,8 @@ const manual = {
   instances: false,
   addMachines: "count",
   agentsStartedByHand: true,
+  // SSH hosts' directories (substrates/ssh/volumes.ts); devices are declared only for hosts added over SSH.
+  storagePools: [hostPools[0]],
   words: { thing: "machine", things: "machines", cloud: "machines added by hand" },
   flags: [],
   describe: () => "machines added by hand",
@@ -280,6 +298,8 @@ const ssh = {
   addMachines: "address",
   hostsControllers: true,
   credential: { required: ["user", "private-key"], optional: ["passphrase"], shown: ["user"], requiredByModels: false },
+  // A directory on the host per instance, or a device declared for it (substrates/ssh/volumes.ts).
+  storagePools: hostPools,
   words: { thing: "host", things: "hosts", cloud: "SSH" },
   flags: [],
   cli: { flags: [], target: { word: "ssh", placeholder: "USER@HOST" } },

@@ -60,6 +60,17 @@ export interface VolumeDeps {
    * opened (a cloud's broker calls the cloud with it). Rejects when the model is gone or has no credential.
    */
   placement?(model: string): Promise<unknown>;
+  /**
+   * The storage devices declared for a machine (`add-machine … --storage-device`) and the instances
+   * that live on it for good (machine-bound pools) with their handles: which devices are free.
+   */
+  machineStorage?: (model: string, machine: string) => MachineStorageFacts;
+}
+
+/** What a machine has of storage: its declared devices, and the machine-bound instances on it. */
+export interface MachineStorageFacts {
+  devices: string[];
+  held: { id: string; pool: string; handle?: Record<string, string> }[];
 }
 
 /**

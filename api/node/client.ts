@@ -385,8 +385,13 @@ export class ControllerClient extends ControllerTransport {
     } as BodyOf<typeof routes.addMachines>);
   }
   /** Checks the host at once and installs an agent there in the background (see machine status). */
-  addSshMachine(model: string, ssh: SshMachineRequest): Promise<{ machines: { id: string; hostKey: string }[] }> {
-    return this.call(routes.addMachines, { model }, { substrate: "ssh", ssh }) as Promise<{
+  addSshMachine(
+    model: string,
+    ssh: SshMachineRequest,
+    o: { storageDevices?: string[] } = {},
+  ): Promise<{ machines: { id: string; hostKey: string }[] }> {
+    const devices = o.storageDevices?.length ? { storageDevices: o.storageDevices } : {};
+    return this.call(routes.addMachines, { model }, { substrate: "ssh", ssh, ...devices }) as Promise<{
       machines: { id: string; hostKey: string }[];
     }>;
   }

@@ -1,5 +1,5 @@
 import { Command, Option, UsageError } from "clipanion";
-import { StewardError, contractNamed, kindsWhere, substratesWhere } from "../../api/core";
+import { STORAGE_DEVICE_PATTERN, StewardError, contractNamed, kindsWhere, substratesWhere } from "../../api/core";
 import { ModelCommand } from "../base-command";
 import { withConstraintsFlag } from "../cloud-options";
 import { table } from "../../api/core";
@@ -39,6 +39,10 @@ export default class AddMachineCommand extends withConstraintsFlag(ModelCommand)
         "$0 add-machine ssh:ops@db1 ssh:ops@db2 ssh:ops@db3 --key-file ops.key --trust-on-first-use",
       ],
       [
+        "A host whose second disk is for units' storage (the device pool)",
+        "$0 add-machine ssh:root@10.0.0.6 --key-file k --host-key SHA256:… --storage-device /dev/sdb",
+      ],
+      [
         "Through a bastion",
         "$0 add-machine ssh:root@10.1.0.7 --key-file k --host-key SHA256:… --jump ops@bastion --jump-host-key SHA256:…",
       ],
@@ -69,6 +73,9 @@ export default class AddMachineCommand extends withConstraintsFlag(ModelCommand)
   tofu = Option.Boolean("--trust-on-first-use", false, {
     description: "Accept and record the host key the host offers this time",
   });
+  storageDevice = Option.Array("--storage-device", [], {
+    description: "A block device of the ssh: host(s) for units' storage (the device pool), e.g. /dev/sdb; repeatable",
+  });
   jump = Option.String("--jump", { description: "Reach the hosts through this bastion, user@host[:port] (same key)" });
   jumpHostKey = Option.String("--jump-host-key", { description: "The bastion's pinned host key, SHA256:…" });
   timeout = Option.String("--timeout", "10m", {
@@ -84,6 +91,8 @@ export default class AddMachineCommand extends withConstraintsFlag(ModelCommand)
       if (this.targets.length > 1) throw new UsageError(`give "${first}" alone (use -n for several machines)`);
       const n = this.count;
       const constraints = this.constraintsText();
+      if (this.storageDevice.length > 0)
+        throw new UsageError(`--storage-device declares a device of an ssh: host; ${first} machines take none`);
       if (constraints && !kind.constraintsProblem)
         throw new UsageError(
           `--constraints are for ${sized} machines, which Steward provisions; ${first} machines are what they are`,
@@ -115,6 +124,9 @@ export default class AddMachineCommand extends withConstraintsFlag(ModelCommand)
       throw new UsageError(
         "the host keys are not pinned: pass --host-key SHA256:… for each host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on it), or --trust-on-first-use to record what the hosts offer now",
       );
+    for (const d of this.storageDevice)
+      if (!STORAGE_DEVICE_PATTERN.test(d) || d.split("/").includes(".."))
+        throw new UsageError(`--storage-device "${d}" is not a device path under /dev, such as /dev/sdb`);
     const privateKey = await this.readKey();
     const jump = this.parseJump();
     const passphrase = this.passphraseEnv ? this.context.env[this.passphraseEnv] : undefined;
@@ -126,15 +138,19 @@ export default class AddMachineCommand extends withConstraintsFlag(ModelCommand)
     await Promise.all(
       specs.map(async (spec, i) => {
         try {
-          const res = await client.addSshMachine(model, {
-            host: spec.host,
-            port,
-            user: spec.user,
-            privateKey,
-            ...(passphrase ? { passphrase } : {}),
-            ...(jump ? { jump } : {}),
-            ...(this.hostKey[i] ? { hostKey: this.hostKey[i] } : { trustOnFirstUse: true }),
-          });
+          const res = await client.addSshMachine(
+            model,
+            {
+              host: spec.host,
+              port,
+              user: spec.user,
+              privateKey,
+              ...(passphrase ? { passphrase } : {}),
+              ...(jump ? { jump } : {}),
+              ...(this.hostKey[i] ? { hostKey: this.hostKey[i] } : { trustOnFirstUse: true }),
+            },
+            { storageDevices: this.storageDevice },
+          );
           const m = res.machines[0]!;
           this.progress(`${spec.host}: machine ${m.id}, host key ${m.hostKey}${this.tofu ? " (recorded)" : ""}`);
           added.push({ spec, id: m.id });

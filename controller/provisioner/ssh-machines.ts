@@ -79,17 +79,18 @@ export class SshProvisioner implements Worker {
     uuid: string,
     substrate: ModelSubstrate,
     target: ssh.SshTarget & { port: number },
+    storageDevices?: string[],
   ): Promise<{ id: string; hostKey: string; created: boolean }> {
     const signal = this.accepting();
     const broker = this.brokerOf(substrate);
     // Refuses unsupported hosts and missing sudo before anything is recorded.
     const hostKey = await broker.admit!(target, { attempts: 3 });
-    const m = await this.o.ops.machines.addSsh(uuid, substrate, {
-      host: target.host,
-      port: target.port,
-      user: target.user,
-      hostKey,
-    });
+    const m = await this.o.ops.machines.addSsh(
+      uuid,
+      substrate,
+      { host: target.host, port: target.port, user: target.user, hostKey },
+      storageDevices,
+    );
     await this.o.cache.waitForRevision(m.revision);
     this.accepting();
     await this.o.ops.machines.setInstall(uuid, m.id, { state: "installing", step: "queued" });

@@ -8,7 +8,7 @@
  */
 import type { Logger, ModelSubstrate } from "../../api";
 import { DEFAULT_SUBSTRATE } from "../../api";
-import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
+import type { MachineStorageFacts, VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
 import { VolumeNotReady, substrateKind } from "../../substrates";
 import type { CredentialOps, ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
 import { handedOver, pendingVolumeWork } from "../state";
@@ -46,6 +46,15 @@ function declaredLocation(cache: StateCache, idx: ModelIndex, s: StorageDoc): st
   return spec.count.max <= 1 ? spec.location : `${spec.location.replace(/\/+$/, "")}/${s.id.replace("/", "-")}`;
 }
 
+/** A machine's declared storage devices and the machine-bound instances on it, as the cache has them. */
+function machineStorageFacts(cache: StateCache, model: string, machine: string): MachineStorageFacts {
+  const idx = cache.models.get(model);
+  const held: MachineStorageFacts["held"] = [];
+  for (const s of idx?.storage.values() ?? [])
+    if (s.boundTo === machine) held.push({ id: s.id, pool: s.pool, ...(s.handle ? { handle: s.handle } : {}) });
+  return { devices: idx?.machines.get(machine)?.storageDevices ?? [], held };
+}
+
 export class StorageProvisioner extends Reconciler {
   readonly name = "storage-provisioner";
   /** Brokers by substrate kind, made on first use. */
@@ -57,7 +66,11 @@ export class StorageProvisioner extends Reconciler {
 
   constructor(private readonly o: StorageProvisionerOptions) {
     super({ cache: o.cache, log: o.log, failure: "storage provisioner pass failed", pollMs: o.pollMs ?? 2000 });
-    this.deps = { ...o.deps, placement: (model) => this.placementOf(model) };
+    this.deps = {
+      ...o.deps,
+      placement: (model) => this.placementOf(model),
+      machineStorage: (model, machine) => machineStorageFacts(this.o.cache, model, machine),
+    };
   }
 
   /** A model's placement as its kind makes it: its settings and its credential, opened. */
@@ -129,7 +142,9 @@ export class StorageProvisioner extends Reconciler {
     };
     if (work === "attach") {
       const done = await broker.attach(v, { model, machine: s.machine! });
-      await this.o.ops.storage.attached(model, s.id, s.machine!, done);
+      const { revision } = await this.o.ops.storage.attached(model, s.id, s.machine!, done);
+      // The next attach on the machine must see this one's handle (a declared device it took).
+      await this.o.cache.waitForRevision(revision);
       this.o.log.info("location" in done ? "attached storage" : "attached storage; its machine's agent does the rest", {
         model,
         storage: s.id,

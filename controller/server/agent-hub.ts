@@ -384,6 +384,8 @@ export class AgentHub {
         const idx = cache.models.get(conn.model);
         if (idx?.machines.get(conn.machine)?.life !== "dying" || (idx.unitsByMachine.get(conn.machine)?.size ?? 0) > 0)
           throw new StewardError("invalid-request", `machine ${conn.machine} is not being removed, or still has units`);
+        if ([...idx.storage.values()].some((s) => s.machine === conn.machine))
+          throw new StewardError("invalid-request", `machine ${conn.machine} still holds storage being detached`);
         await ops.machines.finish(conn.model, conn.machine);
         return {};
       }

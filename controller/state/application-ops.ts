@@ -37,7 +37,13 @@ import { docs, put, putBack } from "./doc-kinds";
 import { aliveModel } from "./model-ops";
 import { StoreTxns } from "./txn";
 import type { OperatorOps } from "./operator-ops";
-import { destroyUnitStorageOps, newUnitStorage, storageDirectives, unitGoneStorageOps } from "./storage-ops";
+import {
+  boundMachineOf,
+  destroyUnitStorageOps,
+  newUnitStorage,
+  storageDirectives,
+  unitGoneStorageOps,
+} from "./storage-ops";
 
 export class ApplicationOps extends StoreTxns {
   constructor(
@@ -248,7 +254,9 @@ export class ApplicationOps extends StoreTxns {
       if (a.doc.life !== "alive") throw invalidRequest(`application ${appName} is being removed`);
       const compare: Compare[] = [unchanged(keys.model(uuid), m.rev), unchanged(keys.app(uuid, appName), a.rev)];
       const ops: Op[] = [];
-      const placed = await this.placeUnits(uuid, a.doc, count, to, compare, ops);
+      // Storage that lives on one machine brings its new unit there.
+      const bound = to.length === 0 && count === 1 ? await boundMachineOf(this.store, uuid, attachStorage) : undefined;
+      const placed = await this.placeUnits(uuid, a.doc, count, bound !== undefined ? [bound] : to, compare, ops);
       await newUnitStorage(this.store, uuid, a.doc, placed, attachStorage, compare, ops, this.stamp());
       ops.push(put(docs.app, uuid, appName, a.doc));
       return { compare, ops, result: { units: placed.map((p) => p.unit) } };

@@ -14,6 +14,7 @@ import {
   MODEL_SUBSTRATES,
   Name,
   STORAGE_TYPES,
+  StorageDevicePath,
   UserName,
   isNormalisedPort,
   settingsSchemaOf,
@@ -83,6 +84,7 @@ const MachineSchema = z.strictObject({
   ssh: z
     .strictObject({ host: Text(255), port: z.number().int().min(1).max(65535), user: Text(64), hostKey: Text(128) })
     .optional(),
+  storageDevices: z.array(StorageDevicePath).max(32).optional(),
   constraints: Constraints.optional(),
   // Checked against this controller's directories by the import (local-dir.ts rule, given as ImportDeps.checkLocalDir).
   localDir: z.string().min(1).max(4096).optional(),
@@ -166,6 +168,7 @@ const StorageSchema = z.strictObject({
   status: z.enum(["attached", "detached"]),
   unit: UnitName.optional(),
   machine: MachineId.optional(),
+  boundTo: MachineId.optional(),
   location: z.string().min(1).max(4096).optional(),
   handle: z.record(Text(64), Text(4096)).optional(),
   machineWork: MachineVolumeWorkSchema.optional(),

@@ -215,6 +215,8 @@ export interface MachineDoc {
   createdAt: string;
   /** SSH machines: where, as whom, and the host key pinned (recorded on first use if asked). */
   ssh?: { host: string; port: number; user: string; hostKey: string };
+  /** SSH machines: the block devices declared for its units' storage (`add-machine --storage-device`; the `device` pool). */
+  storageDevices?: string[];
   /** Cloud machines: what it must have, fixed when it is made (the model's, its application's or its own merged). */
   constraints?: Constraints;
   /** A local machine that came by migration: the directory its agent runs in, under the source controller's (the agent stays where it is). */

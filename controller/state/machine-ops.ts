@@ -87,6 +87,7 @@ export class MachineOps extends StoreTxns {
     uuid: string,
     substrate: Substrate,
     ssh: { host: string; port: number; user: string; hostKey: string },
+    storageDevices?: string[],
   ): Promise<{ id: string; created: boolean; revision: number }> {
     return this.retry<{ id: string; created: boolean }>(`add machine ${ssh.host}`, async () => {
       if (contractOf(substrate).addMachines !== "address")
@@ -104,11 +105,25 @@ export class MachineOps extends StoreTxns {
             "forbidden",
             `${ssh.host} is machine ${same.doc.id} with host key ${same.doc.ssh!.hostKey}, but it now offers ${ssh.hostKey}; if the host was reinstalled, remove the machine and add it again`,
           );
-        return { compare: [], ops: [], result: { id: same.doc.id, created: false } };
+        // Devices declared again replace those declared before (one may be declared once the host has it).
+        if (storageDevices === undefined || sameList(same.doc.storageDevices ?? [], storageDevices))
+          return { compare: [], ops: [], result: { id: same.doc.id, created: false } };
+        return {
+          compare: [unchanged(same.key, same.rev)],
+          ops: [putBack(same, { ...same.doc, storageDevices })],
+          result: { id: same.doc.id, created: false },
+        };
       }
       const seq = await this.store.get(keys.machineSeq(uuid));
       const id = seq?.value ?? "0";
-      const doc: MachineDoc = { id, substrate, life: "alive", createdAt: this.stamp(), ssh };
+      const doc: MachineDoc = {
+        id,
+        substrate,
+        life: "alive",
+        createdAt: this.stamp(),
+        ssh,
+        ...(storageDevices?.length ? { storageDevices } : {}),
+      };
       return {
         compare: [
           unchanged(keys.model(uuid), m.rev),
@@ -160,11 +175,24 @@ export class MachineOps extends StoreTxns {
           { details: { units: units.map((u) => u.doc.name) } },
         );
       }
+      // Kept storage that lives on the machine (an SSH host's directory or disk) would be lost with it.
+      const kept = (await this.getAll(docs.storage, uuid)).filter(
+        (s) => s.doc.boundTo === id && s.doc.status === "detached" && s.doc.life === "alive",
+      );
+      if (kept.length > 0 && !force) {
+        const ids = kept.map((s) => s.doc.id);
+        throw new StewardError(
+          "conflict",
+          `machine ${id} holds kept storage ${ids.join(", ")}, which lives there and would be lost with it: attach it to a new unit there (add-unit APP --attach-storage ${ids[0]}) and remove that unit with --destroy-storage, or use --force to remove the machine and forget the storage (its data stays on the host)`,
+          { reason: "machine-holds-storage", details: { storage: ids } },
+        );
+      }
       const compare: Compare[] = [
         unchanged(keys.machine(uuid, id), md.rev),
         ...units.map((u) => unchanged(u.key, u.rev)),
+        ...kept.map((s) => unchanged(s.key, s.rev)),
       ];
-      const ops: Op[] = [];
+      const ops: Op[] = kept.map((s) => ({ type: "delete" as const, key: s.key }));
       for (const u of units) {
         ops.push(
           { type: "delete", key: u.key },
@@ -214,3 +242,6 @@ export class MachineOps extends StoreTxns {
     });
   }
 }
+
+const sameList = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((x, i) => x === b[i]);

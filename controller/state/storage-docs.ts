@@ -25,6 +25,8 @@ export interface StorageDoc {
    * instance that still names one is being detached; the machine waits for it before it goes).
    */
   machine?: string;
+  /** A machine-bound pool's instance (an SSH host's directory or disk): the machine it lives on, for good. */
+  boundTo?: string;
   /** Where the unit's hooks find it, once the broker (or, with `machineWork`, the machine's agent) has attached it (absent: being attached). */
   location?: string;
   /** What the substrate's volume broker knows it by (local: its directory), once made. */

@@ -6,7 +6,7 @@
  * destruction), and the volume broker's reports of what it has done.
  */
 import type { ModelSubstrate, OperatorMeta, StorageRequest } from "../../api";
-import { StewardError, contractOf, formatSizeMiB, invalidRequest, notFound } from "../../api";
+import { DEFAULT_SUBSTRATE, StewardError, contractOf, formatSizeMiB, invalidRequest, notFound } from "../../api";
 import type { VolumeAttachment } from "../../substrates";
 import type { Compare, Op, Store } from "../store";
 import { unchanged } from "../store";
@@ -130,6 +130,13 @@ export async function newUnitStorage(
         details: { field: "attachStorage", id },
       });
     }
+    const bound = s.doc.boundTo;
+    if (bound !== undefined && placed[0]!.machine !== bound)
+      throw new StewardError(
+        "invalid-request",
+        `storage ${id} lives on machine ${bound} (${s.doc.pool} storage stays on its host): add the unit there (--to ${bound}, or leave --to out)`,
+        { reason: "storage-on-another-machine", details: { field: "to", machine: bound } },
+      );
     const directive = directives[s.doc.name];
     if (!directive)
       throw refuse(
@@ -150,6 +157,9 @@ export async function newUnitStorage(
     compare.push(unchanged(keys.storage(uuid, id), s.rev));
   }
   const declared = (await readDoc(store, docs.operator, app.operator.hash))?.doc.meta.storage ?? {};
+  const substrate = (await readDoc(store, docs.model, uuid))?.doc.placement.substrate ?? DEFAULT_SUBSTRATE;
+  const pools = contractOf(substrate).storagePools ?? [];
+  const devices = new DeviceCount(store, uuid, new Set(pools.filter((p) => p.declaredDevices).map((p) => p.name)));
   const seq = await store.get(keys.storageSeq(uuid));
   let next = Number(seq?.value ?? "0");
   compare.push(unchanged(keys.storageSeq(uuid), seq?.modRevision ?? 0));
@@ -160,6 +170,8 @@ export async function newUnitStorage(
         const { location: _, error: __, ...rest } = s;
         ops.push(put(docs.storage, uuid, s.id, { ...rest, status: "attached", unit, machine }));
       }
+      const pool = pools.find((p) => p.name === directive.pool);
+      if (pool?.declaredDevices) await devices.take(machine, unit, name, directive.count - kept.length, compare);
       for (let i = kept.length; i < directive.count; i++) {
         const id = `${name}/${next++}`;
         const doc: StorageDoc = {
@@ -172,6 +184,7 @@ export async function newUnitStorage(
           status: "attached",
           unit,
           machine,
+          ...(pool?.machineBound ? { boundTo: machine } : {}),
           life: "alive",
           createdAt,
         };
@@ -180,6 +193,52 @@ export async function newUnitStorage(
     }
   }
   ops.push({ type: "put", key: keys.storageSeq(uuid), value: String(next) });
+}
+
+/** The machine the first of the kept instances `ids` lives on, when one is machine-bound. */
+export async function boundMachineOf(store: Store, uuid: string, ids: readonly string[]): Promise<string | undefined> {
+  for (const id of ids) {
+    const bound = (await readDoc(store, docs.storage, uuid, id))?.doc.boundTo;
+    if (bound !== undefined) return bound;
+  }
+  return undefined;
+}
+
+/**
+ * The storage devices declared for machines (the `device` pool) that new instances take, one each:
+ * refused, naming the machine's devices, when it has too few free. An instance holds its device
+ * from its making until it is destroyed (kept, it stays on its machine).
+ */
+class DeviceCount {
+  private readonly taken = new Map<string, number>();
+  private held?: StorageDoc[];
+  constructor(
+    private readonly store: Store,
+    private readonly uuid: string,
+    /** The pools whose instances are declared devices. */
+    private readonly devicePools: ReadonlySet<string>,
+  ) {}
+
+  async take(machine: string, unit: string, name: string, n: number, compare: Compare[]): Promise<void> {
+    if (n <= 0) return;
+    const md = await readDoc(this.store, docs.machine, this.uuid, machine);
+    const declared = md?.doc.storageDevices ?? [];
+    this.held ??= (await readDocs(this.store, docs.storage, this.uuid)).map((s) => s.doc);
+    const inUse =
+      this.held.filter((s) => s.boundTo === machine && this.devicePools.has(s.pool)).length +
+      (this.taken.get(machine) ?? 0);
+    const free = declared.length - inUse;
+    if (free < n)
+      throw new StewardError(
+        "invalid-request",
+        declared.length === 0
+          ? `${unit} needs ${n} device${n === 1 ? "" : "s"} for storage "${name}", and no storage device is declared for machine ${machine}: declare one (add-machine ssh:… --storage-device /dev/…) or choose another pool or machine`
+          : `${unit} needs ${n} device${n === 1 ? "" : "s"} for storage "${name}", and machine ${machine} has ${Math.max(free, 0)} free of its ${declared.length} declared (${declared.join(", ")}): declare more (add-machine ssh:… --storage-device) or choose another machine`,
+        { reason: "storage-device-unavailable", details: { field: "storage", machine } },
+      );
+    this.taken.set(machine, (this.taken.get(machine) ?? 0) + n);
+    if (md) compare.push(unchanged(keys.machine(this.uuid, machine), md.rev));
+  }
 }
 
 /**

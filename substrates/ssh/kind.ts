@@ -1,5 +1,6 @@
 /** The ssh substrate kind's runtime half (substrates/kind.ts): hosts added by address, checked first (facts.ts), agents installed over SSH (machines.ts). */
 import { SUBSTRATE_CONTRACTS } from "../../api/core";
+import { HostVolumes } from "../host-volumes";
 import type { SubstrateKind } from "../kind";
 import type { SshControllerRecord, SshControllerSettings } from "./controller-hosting";
 import { sshHosting } from "./controller-hosting";
@@ -19,4 +20,6 @@ export const kind: SubstrateKind<unknown, SshTarget, SshControllerSettings, SshC
       close: () => undefined,
     };
   },
+  // A directory or a declared device on the host, made or mounted by its agent (host-volumes.ts).
+  volumes: (deps) => new HostVolumes(deps),
 };

@@ -1,7 +1,7 @@
 /**
  * Test hosts: each one a network namespace joined by veth to a bridge that has no uplink and no
  * default route, running its own sshd (own host key) as the child of PID 1 in its own PID, UTS and
- * mount namespaces, with private /opt/steward, /var/lib/steward, /etc/steward, /dev/disk and /tmp, so
+ * mount namespaces, with private /opt/steward, /var/lib/steward, /etc/steward, /srv, /dev/disk and /tmp, so
  * what an installer writes on one host is invisible on another. Killing a host kills everything in it;
  * cutting its link is a partition; restarting it is a reboot (same disks, same host key). A disk
  * plugged into a host ({@link TestHost.plugDisk}) is a loop device over a sparse file, named in that
@@ -270,7 +270,7 @@ export class TestLab {
     await mkdir(join(this.dir, "keys"), { recursive: true, mode: 0o755 });
     await chmod(LAB_ROOT, 0o755);
     // /dev/disk: where each host's private one is mounted (this machine has no udev to make one).
-    for (const d of ["/run/sshd", "/opt/steward", "/var/lib/steward", "/etc/steward", "/dev/disk"])
+    for (const d of ["/run/sshd", "/opt/steward", "/var/lib/steward", "/etc/steward", "/dev/disk", "/srv"])
       await mkdir(d, { recursive: true });
     await run("ssh-keygen", [
       "-q",
@@ -309,7 +309,7 @@ export class TestLab {
     const name = `host-${index}`;
     const ip = `${this.subnet}.${10 + index}`;
     const dir = join(this.dir, name);
-    for (const d of ["opt", "var", "etc", "etc/boot.d", "dev-disk/by-id"])
+    for (const d of ["opt", "var", "etc", "etc/boot.d", "srv", "dev-disk/by-id"])
       await mkdir(join(dir, d), { recursive: true, mode: 0o755 });
     await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "ssh_host_ed25519_key")]);
     const pub = (await readFile(join(dir, "ssh_host_ed25519_key.pub"), "utf8")).split(" ")[1]!;
@@ -344,6 +344,8 @@ export class TestLab {
         `mount --bind ${join(dir, "var")} /var/lib/steward`,
         `mount --bind ${join(dir, "etc")} /etc/steward`,
         `mount --bind ${join(dir, "dev-disk")} /dev/disk`,
+        // Where operators put their storage (notebook: /srv/notebook): a host's own, as a machine's disk is.
+        `mount --bind ${join(dir, "srv")} /srv`,
         "mount -t tmpfs tmpfs /tmp",
         // /run starts empty at every boot, as on a real host (agents tell reboots by it).
         "mount -t tmpfs tmpfs /run",

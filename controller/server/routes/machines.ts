@@ -24,7 +24,7 @@ export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {
           `substrate "${body.substrate}" needs "ssh": {host, user, privateKey, hostKey or trustOnFirstUse}`,
           { details: { field: "ssh" } },
         );
-      const m = await deps.ssh.add(idx.uuid, body.substrate, body.ssh);
+      const m = await deps.ssh.add(idx.uuid, body.substrate, body.ssh, body.storageDevices);
       reply.code(m.created ? 201 : 200);
       return { machines: [{ id: m.id, hostKey: m.hostKey }] };
     }
@@ -33,6 +33,12 @@ export function registerMachineRoutes(route: Route, deps: HttpApiDeps): void {
         "invalid-request",
         `"ssh" is only for substrate ${kindsWhere((k) => k.addMachines === "address")}`,
         { details: { field: "ssh" } },
+      );
+    if (body.storageDevices)
+      throw new StewardError(
+        "invalid-request",
+        `storage devices are declared only for hosts added by address (${kindsWhere((k) => k.addMachines === "address")})`,
+        { details: { field: "storageDevices" } },
       );
     const res = await ops.machines.add(idx.uuid, body.substrate, body.count, body.constraints);
     await settled(res.revision);
