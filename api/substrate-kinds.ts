@@ -251,6 +251,18 @@ export interface StoragePoolContract {
   machineBound?: true;
   /** Its instances are the storage devices declared for their machine (`add-machine … --storage-device`), one each. */
   declaredDevices?: true;
+  /**
+   * The attributes a pool users make of this type takes (`create-storage-pool NAME TYPE key=value`);
+   * absent: none. The kind's volume broker is given a made pool's values (VolumeSpec.attributes).
+   */
+  attributes?: readonly StoragePoolAttribute[];
+}
+
+/** One attribute a pool type takes: its name, what it means, and the check of a value (its problem, or undefined). */
+export interface StoragePoolAttribute {
+  name: string;
+  description: string;
+  problem(value: string): string | undefined;
 }
 
 /**
@@ -460,7 +472,29 @@ const vsphere = {
   replicaHosts: "instances",
   locatedBy: ["url", "datacenter"],
   // A VMDK per instance, added to the VM (substrates/vsphere/volumes.ts); attributes datastore, provisioning.
-  storagePools: [{ name: "vsphere", kinds: ["filesystem", "block"] }],
+  storagePools: [
+    {
+      name: "vsphere",
+      kinds: ["filesystem", "block"],
+      attributes: [
+        {
+          name: "datastore",
+          description:
+            "the datastore new instances' VMDKs go to (default: the datastore of the VM an instance is first attached to)",
+          // A datastore path's name part: `[name] folder/file.vmdk` cannot hold a bracket.
+          problem: (v) =>
+            /^[^[\]\0\n]{1,255}$/.test(v) && v.trim() === v
+              ? undefined
+              : "must be a datastore's name, such as datastore1 (no brackets)",
+        },
+        {
+          name: "provisioning",
+          description: "how new VMDKs are provisioned: thin (the default) or thick",
+          problem: (v) => (v === "thin" || v === "thick" ? undefined : "must be thin or thick"),
+        },
+      ],
+    },
+  ],
   hostsControllers: true,
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;

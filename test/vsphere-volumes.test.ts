@@ -7,6 +7,7 @@
  */
 import test from "ava";
 import { randomUUID } from "node:crypto";
+import { SUBSTRATE_CONTRACTS } from "../api";
 import { vsphere } from "../substrates";
 import type { Vcsim } from "./harness/vcsim";
 import { startVcsim, vcsimAvailable } from "./harness/vcsim";
@@ -158,4 +159,17 @@ withVcsim("a datastore that does not exist: refused by vSphere, nothing made", a
   t.regex(bad?.message ?? "", /provisioning must be thin or thick/);
   t.deepEqual(await disksOn(vm), before);
   b.close();
+});
+
+test("the vsphere pool's attributes, as create-storage-pool checks them: a datastore's name, thin or thick", (t) => {
+  const pool = SUBSTRATE_CONTRACTS.vsphere.storagePools[0];
+  t.deepEqual(pool.kinds, ["filesystem", "block"]);
+  const check = (name: string, value: string): string | undefined =>
+    pool.attributes.find((a) => a.name === name)!.problem(value);
+  t.is(check("datastore", "LocalDS_0"), undefined);
+  t.is(check("datastore", "vsan Datastore"), undefined);
+  t.regex(check("datastore", "[LocalDS_0]") ?? "", /datastore's name/);
+  t.regex(check("datastore", "") ?? "", /datastore's name/);
+  t.is(check("provisioning", "thick"), undefined);
+  t.regex(check("provisioning", "sparse") ?? "", /thin or thick/);
 });
