@@ -191,10 +191,18 @@ run(
     );
     const mine = async (): Promise<StorageInfo> => (await storage()).find((s) => s.app === "ledger")!;
     const id = (await mine()).id;
-    const vm0 = (await vmOfMachine((await ledger("ledger/0"))!.machine))!;
+    const ledgerMachine = (await ledger("ledger/0"))!.machine;
+    const vm0 = (await vmOfMachine(ledgerMachine))!;
     const file = (await filesOn(vm0)).find((f) => f.endsWith(`/${id.replace("/", "-")}.vmdk`))!;
     await client.removeUnit("vault", "ledger/0");
-    await eventually("the storage kept", async () => (await mine()).status === "detached", 120_000, 250);
+    // Kept once off the VM, which goes then (status says detached at once: being detached, until then).
+    await eventually(
+      "the storage kept and the VM gone",
+      async () =>
+        (await mine()).status === "detached" && (await client.status("vault")).machines[ledgerMachine] === undefined,
+      120_000,
+      250,
+    );
     t.true(await onDatastore(file));
     const content = (
       await vc.client.call("RetrieveServiceContent", new MoRef("ServiceInstance", "ServiceInstance"))
