@@ -519,6 +519,30 @@ const vsphere = {
   },
   replicaHosts: "instances",
   locatedBy: ["url", "datacenter"],
+  // A VMDK per instance, added to the VM (substrates/vsphere/volumes.ts); attributes datastore, provisioning.
+  storagePools: [
+    {
+      name: "vsphere",
+      kinds: ["filesystem", "block"],
+      attributes: [
+        {
+          name: "datastore",
+          description:
+            "the datastore new instances' VMDKs go to (default: the datastore of the VM an instance is first attached to)",
+          // A datastore path's name part: `[name] folder/file.vmdk` cannot hold a bracket.
+          problem: (v) =>
+            /^[^[\]\0\n]{1,255}$/.test(v) && v.trim() === v
+              ? undefined
+              : "must be a datastore's name, such as datastore1 (no brackets)",
+        },
+        {
+          name: "provisioning",
+          description: "how new VMDKs are provisioned: thin (the default) or thick",
+          problem: (v) => (v === "thin" || v === "thick" ? undefined : "must be thin or thick"),
+        },
+      ],
+    },
+  ],
   hostsControllers: true,
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;

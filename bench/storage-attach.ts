@@ -13,6 +13,7 @@ import { ControllerClient, StewardError, readOperatorDir, silentLogger } from ".
 import { Controller, initControllerDir } from "../controller";
 import { benchStorageAttachSsh } from "./storage-attach-ssh";
 import { benchStorageAttachAws } from "./storage-attach-aws";
+import { benchStorageAttachVsphere } from "./storage-attach-vsphere";
 import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
@@ -91,4 +92,5 @@ export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
   // The other substrates' cases, each in a file of its own.
   await benchStorageAttachSsh(o);
   await benchStorageAttachAws(o);
+  await benchStorageAttachVsphere({ size: o.size === undefined ? 3 : Math.min(o.size, 3) });
 }

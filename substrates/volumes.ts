@@ -76,3 +76,14 @@ export interface MachineStorageFacts {
   devices: string[];
   held: { id: string; pool: string; handle?: Record<string, string> }[];
 }
+
+/**
+ * Thrown by a broker when the machine is not ready for the instance yet (its VM or its agent not
+ * up): tried again on the next pass, and not shown as the instance's error.
+ */
+export class VolumeNotReady extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "VolumeNotReady";
+  }
+}

@@ -9,7 +9,7 @@
 import type { Logger, ModelSubstrate } from "../../api";
 import { DEFAULT_SUBSTRATE } from "../../api";
 import type { MachineStorageFacts, VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
-import { substrateKind } from "../../substrates";
+import { VolumeNotReady, substrateKind } from "../../substrates";
 import type { CredentialOps, ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
 import { handedOver, pendingVolumeWork, resolvePool } from "../state";
 import { Reconciler } from "../workers";
@@ -176,11 +176,15 @@ export class StorageProvisioner extends Reconciler {
   private async tell(model: string, s: StorageDoc, work: string, err: unknown): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
     const key = `${model}/${s.id}`;
-    if (this.told.get(key) === message) return;
+    // Waiting for its machine is no error.
+    if (err instanceof VolumeNotReady) return;
+    const text = `could not ${work}: ${message}; retrying`;
+    if (this.told.get(key) === message && s.message === text) return;
+    if (this.told.get(key) !== message)
+      this.o.log.warn(`could not ${work} storage; will retry`, { model, storage: s.id, err: message });
     this.told.set(key, message);
-    this.o.log.warn(`could not ${work} storage; will retry`, { model, storage: s.id, err: message });
     await this.o.ops.storage
-      .failed(model, s.id, `could not ${work}: ${message}; retrying`)
+      .failed(model, s.id, work, text)
       .catch((e: unknown) => this.o.log.warn("could not record a storage failure", { storage: s.id, err: String(e) }));
   }
 }

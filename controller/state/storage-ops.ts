@@ -14,6 +14,7 @@ import type { ApplicationDoc, StorageDirective } from "./documents";
 import { keys } from "./keys";
 import type { StorageDoc, StoragePoolDoc } from "./storage-docs";
 import { resolvePool } from "./storage-pools";
+import { pendingVolumeWork } from "./storage-docs";
 import { del, docs, put, putBack, readDoc, readDocs } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
@@ -420,10 +421,15 @@ export class StorageOps extends StoreTxns {
     });
   }
 
-  /** The broker's work on `id` failed (it tries again): the instance says why, where users look. */
-  failed(uuid: string, id: string, message: string) {
+  /**
+   * The broker could not do `work` for `id` (it tries again): why, for `steward storage`. Written only
+   * while that is still the work due, and only when the reason changed.
+   */
+  failed(uuid: string, id: string, work: string, message: string) {
     const text = message.length > 2000 ? `${message.slice(0, 1997)}...` : message;
-    return this.report(uuid, id, (s) => (s.message === text ? undefined : { ...s, message: text }));
+    return this.report(uuid, id, (s) =>
+      pendingVolumeWork(s) === work && s.message !== text ? { ...s, message: text } : undefined,
+    );
   }
 
   /** The agent of `machine` did its half of attaching `id` (agent method storageOnMachine): its unit finds it at `location`. */

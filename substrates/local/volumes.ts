@@ -23,6 +23,7 @@ import { basename, dirname, isAbsolute, join, normalize } from "node:path";
 import { AGENT_CONFIG_FILE } from "../../api/core";
 import type { MachineRef } from "../brokers";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../volumes";
+import { VolumeNotReady } from "../volumes";
 
 const MODEL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -54,7 +55,7 @@ export class LocalVolumes implements VolumeBroker {
     // The machine's directory is made (and given to its agent's user) when its agent first starts.
     const owner = machineDir && (await stat(machineDir).catch(() => undefined));
     if (!machineDir || !owner)
-      throw new Error(`machine ${m.machine}'s directory is not there yet; its agent has not started`);
+      throw new VolumeNotReady(`machine ${m.machine}'s directory is not there yet; its agent has not started`);
     const placed = this.placedDir(v);
     if (placed !== undefined) {
       await ownedDirectory(dirname(dirname(placed)), "the pool's location");
