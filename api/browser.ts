@@ -23,3 +23,5 @@ export { NAME_PATTERN } from "./names";
 export { methodOf, pathOf, routes } from "./routes";
 export type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteSpec } from "./routes";
 export * from "./registration";
+export type { StorageInfo, StorageDirectiveView, StorageType } from "./storage";
+export { formatSizeMiB } from "./storage";

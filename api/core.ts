@@ -45,6 +45,7 @@ export {
   MAX_STORAGE_COUNT,
   STORAGE_DEVICE_PATTERN,
   formatSizeMiB,
+  parseSizeMiB,
   locationOfWork,
   parsePoolAttributes,
   parseStorageArg,
@@ -58,6 +59,8 @@ export type {
   StoragePoolInfo,
   StorageType,
 } from "./storage";
+export { EBS_DEFAULT_VOLUME_TYPE, EBS_POOL_ATTRIBUTES, EBS_VOLUME_TYPES, ebsVolumeOf } from "./ebs-volumes";
+export type { EbsVolumeOptions } from "./ebs-volumes";
 export * from "./limits";
 export * from "./ports";
 export * from "./debug-log";

@@ -15,9 +15,10 @@ import type {
   UnitDetails,
   UnitStatusView,
 } from "./status";
+import type { StorageInfo } from "./storage";
 import type { ControllerOverview, ModelSummary } from "./wire";
 
-/** `models`, `controller`, `model:<name>`, or `unit:<model>/<app>/<n>`. */
+/** `models`, `controller`, `model:<name>`, `storage:<model>` (its storage instances), or `unit:<model>/<app>/<n>`. */
 export type LiveTopic = string;
 
 /** Most topics one feed follows at once. */
@@ -49,24 +50,29 @@ export type LiveMessage =
   | { topic: LiveTopic; status: ModelStatus }
   | { topic: LiveTopic; patch: ModelPatch }
   | { topic: LiveTopic; unit: UnitDetails }
+  /** The model's storage instances, attached and kept (detached), whole each time the list changes. */
+  | { topic: LiveTopic; storage: StorageInfo[] }
   /** The topic cannot be followed (no such model or unit, no access); the others go on. */
   | { topic: LiveTopic; error: WireError }
   /** The feed was refused as a whole (a malformed request). */
   | { error: WireError };
 
-/** The topic's parts, or undefined when it is not one of the four forms. */
+/** The topic's parts, or undefined when it is not one of the five forms. */
 export function parseLiveTopic(
   topic: unknown,
 ):
   | { kind: "models" }
   | { kind: "controller" }
   | { kind: "model"; model: string }
+  | { kind: "storage"; model: string }
   | { kind: "unit"; model: string; unit: string }
   | undefined {
   if (typeof topic !== "string" || topic.length > 200) return undefined;
   if (topic === "models" || topic === "controller") return { kind: topic };
   const model = /^model:([^/]+)$/.exec(topic);
   if (model) return { kind: "model", model: model[1]! };
+  const storage = /^storage:([^/]+)$/.exec(topic);
+  if (storage) return { kind: "storage", model: storage[1]! };
   const unit = /^unit:([^/]+)\/([^/]+\/\d+)$/.exec(topic);
   if (unit) return { kind: "unit", model: unit[1]!, unit: unit[2]! };
   return undefined;

@@ -288,7 +288,8 @@ export const ErrorReasons = {
   "storage-out-of-range": {
     code: "invalid-request",
     retryable: false,
-    about: "a storage size or count is outside what the operator declares (minimum-size, multiple.range)",
+    about:
+      "a storage size or count is outside what the operator declares (minimum-size, multiple.range), or a size outside what the pool's volumes can be (an EBS volume type's sizes)",
   },
   "storage-of-another-application": {
     code: "invalid-request",

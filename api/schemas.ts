@@ -367,6 +367,8 @@ export const UpdateApplicationRequest = z.strictObject({
   operator: OperatorHash.optional(),
   /** For machines made for its units from now on (`set-constraints`); "" clears them. */
   constraints: ConstraintsText.optional(),
+  /** For units added from now on: pool, size (MiB) and count per store, each part given replacing the application's. */
+  storage: StorageRequests.optional(),
 });
 export const AddUnitsRequest = z.strictObject({
   count: z.number().int().min(1).max(10000).default(1),

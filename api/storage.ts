@@ -185,6 +185,18 @@ export function parseStorageArg(text: string): { name: string; request: StorageR
   return { name, request };
 }
 
+/**
+ * What each new unit of an application gets of one store (`steward deploy --storage`, the Pulumi
+ * `Application`'s `storage`): the pool, the size in MiB and the count. A change applies to units added
+ * after it; the instances units have keep their pool and size.
+ */
+export interface StorageDirectiveView {
+  pool: string;
+  /** MiB */
+  size: number;
+  count: number;
+}
+
 /** One storage instance as the API shows it (`steward storage`, status, the agent's storage-get). */
 export interface StorageInfo {
   /** `data/0` */

@@ -9,6 +9,7 @@
  * is `substrates/<kind>/`, found through `substrates/registry.ts`.
  */
 import type { StorageType } from "./storage";
+import { EBS_POOL_ATTRIBUTES, ebsVolumeOf } from "./ebs-volumes";
 
 /**
  * Where a model's machines come from (as a Juju model records its cloud): `local` starts agent
@@ -256,6 +257,11 @@ export interface StoragePoolContract {
   machineBound?: true;
   /** Its instances are the storage devices declared for their machine (`add-machine … --storage-device`), one each. */
   declaredDevices?: true;
+  /**
+   * Why the pool cannot give an instance of `size` MiB with `attributes` (the limits of a cloud's
+   * volumes), or undefined when it can; checked when storage is asked for, before anything is made.
+   */
+  problem?(size: number, attributes: Readonly<Record<string, string>>): string | undefined;
 }
 
 /** One attribute a pool type takes: its name, what it means, and the check of a value (its problem, or undefined). */
@@ -422,6 +428,18 @@ const aws = {
   replicaHosts: "instances",
   locatedBy: ["region", "endpoint"],
   hostsControllers: true,
+  // An EBS volume per instance in the instance's zone (substrates/aws/volumes.ts); attributes in api/ebs-volumes.ts.
+  storagePools: [
+    {
+      name: "ebs",
+      kinds: ["filesystem", "block"],
+      attributes: EBS_POOL_ATTRIBUTES,
+      problem: (size, attributes) => {
+        const v = ebsVolumeOf(size, attributes);
+        return "problem" in v ? v.problem : undefined;
+      },
+    },
+  ],
   // Settings not yet checked (from flags) may lack the instance type, which defaults to t3.small.
   describe: (s) => `${s.region}, ${s.instanceType ?? "t3.small"}`,
 } satisfies SubstrateContract<AwsModelSettings>;
@@ -501,6 +519,30 @@ const vsphere = {
   },
   replicaHosts: "instances",
   locatedBy: ["url", "datacenter"],
+  // A VMDK per instance, added to the VM (substrates/vsphere/volumes.ts); attributes datastore, provisioning.
+  storagePools: [
+    {
+      name: "vsphere",
+      kinds: ["filesystem", "block"],
+      attributes: [
+        {
+          name: "datastore",
+          description:
+            "the datastore new instances' VMDKs go to (default: the datastore of the VM an instance is first attached to)",
+          // A datastore path's name part: `[name] folder/file.vmdk` cannot hold a bracket.
+          problem: (v) =>
+            /^[^[\]\0\n]{1,255}$/.test(v) && v.trim() === v
+              ? undefined
+              : "must be a datastore's name, such as datastore1 (no brackets)",
+        },
+        {
+          name: "provisioning",
+          description: "how new VMDKs are provisioned: thin (the default) or thick",
+          problem: (v) => (v === "thin" || v === "thick" ? undefined : "must be thin or thick"),
+        },
+      ],
+    },
+  ],
   hostsControllers: true,
   describe: (s) => `${s.datacenter}, template ${s.template}`,
 } satisfies SubstrateContract<VsphereModelSettings>;

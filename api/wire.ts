@@ -5,6 +5,7 @@
 import type { ActionSpec } from "./actions";
 import type { ConfigOption } from "./config-values";
 import type { Registration } from "./registration";
+import type { StorageDirectiveView } from "./storage";
 import type { ReplicaSettingsInputByKind, ReplicaSubstrate } from "./substrate-kinds";
 import type { CredentialSubstrate } from "./substrates";
 
@@ -83,6 +84,8 @@ export interface ApplicationInfo {
   actions: Record<string, ActionSpec>;
   /** Constraints for the machines made for its units (Juju's syntax). */
   constraints?: string;
+  /** What each new unit gets of each store its operator declares (absent: it declares none). */
+  storage?: Record<string, StorageDirectiveView>;
 }
 /** What every user sees of the controller (`GET /v1/controller`): who it is, and how to reach and recognise it. */
 export interface ControllerOverview {

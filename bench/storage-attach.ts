@@ -2,7 +2,8 @@
  * Storage that outlives its units (issue 32), on the local substrate with real agent processes: how
  * long from `add-unit --attach-storage data/0` until the new unit's storage-attached hook has read
  * what the previous unit wrote (the notebook operator's status says so), and from `remove-unit`
- * until the storage is detached and kept. One instance is passed from unit to unit `size` times.
+ * until the storage is detached and kept. One instance is passed from unit to unit `size` times. The
+ * aws case (an EBS volume, each unit on a new instance) is in storage-attach-aws.ts.
  */
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +12,8 @@ import type { ModelStatus } from "../api";
 import { ControllerClient, StewardError, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
 import { benchStorageAttachSsh } from "./storage-attach-ssh";
+import { benchStorageAttachAws } from "./storage-attach-aws";
+import { benchStorageAttachVsphere } from "./storage-attach-vsphere";
 import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
@@ -86,5 +89,8 @@ export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
     [`add-unit --attach-storage → hook reads data, median of ${RUNS} (ms)`]: median(attach),
     [`remove-unit → storage detached and kept, median of ${RUNS} (ms)`]: median(detach),
   });
+  // The other substrates' cases, each in a file of its own.
   await benchStorageAttachSsh(o);
+  await benchStorageAttachAws(o);
+  await benchStorageAttachVsphere({ size: o.size === undefined ? 3 : Math.min(o.size, 3) });
 }

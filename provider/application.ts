@@ -23,6 +23,14 @@ export interface ApplicationArgs {
    * added by a larger `units`), as `steward constraints` does; machines that exist keep theirs.
    */
   constraints?: pulumi.Input<string>;
+  /**
+   * Storage for its units, per store its operator declares (`{data: {pool: "local", size: "10G", count: 2}}`),
+   * each part optional: left out, the model's first pool, the operator's minimum-size and its minimum
+   * count, as `steward deploy --storage`. A change is an update that applies to units added after it
+   * (as Juju's storage directives): the storage of units that exist keeps its pool and size, and the
+   * application is never replaced for it, which would destroy its data. A pool left out later stays.
+   */
+  storage?: pulumi.Input<Record<string, pulumi.Input<ApplicationStorageArgs>>>;
   /** `active`: wait until every unit is active/idle (and fail with a table of those that are not). @default "active" */
   waitFor?: pulumi.Input<"active" | "none">;
   /** How long create and update wait for the units. @default `customTimeouts.create` (or `.update`), else 600 */
@@ -35,6 +43,16 @@ export interface ApplicationArgs {
   adopt?: pulumi.Input<boolean>;
 }
 
+/** One store's storage for an application's units. */
+export interface ApplicationStorageArgs {
+  /** A pool of the model's substrate (`local`, …). @default the substrate's first pool */
+  pool?: pulumi.Input<string>;
+  /** `"512M"`, `"10G"`, or a number of MiB. @default the operator's minimum-size */
+  size?: pulumi.Input<string | number>;
+  /** Instances per unit, within the operator's `multiple.range`. @default its minimum */
+  count?: pulumi.Input<number>;
+}
+
 /** An operator deployed to units in a model. */
 export class Application extends pulumi.dynamic.Resource {
   declare readonly name: pulumi.Output<string>;
@@ -45,6 +63,8 @@ export class Application extends pulumi.dynamic.Resource {
   declare readonly unitNames: pulumi.Output<string[]>;
   declare readonly operatorVersion: pulumi.Output<string>;
   declare readonly status: pulumi.Output<string>;
+  /** What the controller gives each new unit of each store: pool, size (MiB) and count. */
+  declare readonly storageDirectives: pulumi.Output<Record<string, { pool: string; size: number; count: number }>>;
   declare readonly connection: pulumi.Output<ControllerConnection>;
 
   constructor(name: string, args: ApplicationArgs, opts?: pulumi.CustomResourceOptions) {
@@ -65,6 +85,7 @@ export class Application extends pulumi.dynamic.Resource {
         operatorVersion: undefined,
         status: undefined,
         configDefaults: undefined,
+        storageDirectives: undefined,
         connection: pulumi.secret(args.model.connection),
         model: args.model.name,
         name: args.name ?? name,
@@ -73,6 +94,7 @@ export class Application extends pulumi.dynamic.Resource {
         ...(args.machines !== undefined ? { machines: args.machines } : {}),
         config: args.config ?? {},
         ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
+        ...(args.storage !== undefined ? { storage: args.storage } : {}),
         waitFor: args.waitFor ?? "active",
         timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 600),
         deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),

@@ -31,7 +31,7 @@ export type VsphereMachineArgs = CloudMachineArgs<"vsphere">;
 export type AwsModelArgs = SettingsArgs<"aws">;
 export type VsphereModelArgs = SettingsArgs<"vsphere">;
 export { Application } from "./application";
-export type { ApplicationArgs } from "./application";
+export type { ApplicationArgs, ApplicationStorageArgs } from "./application";
 export { Integration } from "./integration";
 export type { IntegrationArgs, IntegrationEnd } from "./integration";
 export type { ControllerConnection, SshHost, ReplicaCount } from "./connection";

@@ -33,6 +33,11 @@ export interface MachineSpec<Placement = undefined> extends MachineTarget<Placem
   waitForLogin?(): Promise<void>;
   /** What the machine must at least have (a cloud sizes its instance or VM by them; one that cannot honour them says so before it makes anything). */
   constraints?: Constraints;
+  /**
+   * The handles (../volumes.ts) of kept storage instances to be attached to it: a cloud places it
+   * where they can be attached (an EBS volume's zone).
+   */
+  storageHandles?: readonly Record<string, string>[];
 }
 
 /** The agent configuration a broker writes for `spec`, with the credential it was issued. */

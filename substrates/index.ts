@@ -49,6 +49,7 @@ export { handOverReplicaCloud, settleController } from "./settle-controller";
 export type { BootstrapOptions } from "./settle-controller";
 export type { Attributes, CloudInstance, InstanceBroker, MachineHost, MachinesOfKind, SubstrateKind } from "./kind";
 export type { MachineStorageFacts, VolumeAttachment, VolumeBroker, VolumeDeps, VolumeSpec } from "./volumes";
+export { VolumeNotReady } from "./volumes";
 export type { ReplicaHostDeps, ReplicaHostsOfKind } from "./replica-hosts";
 export { CONTROLLER_HOSTING, SUBSTRATES, UNRECORDED_HOSTING, hostingOf, substrateKind } from "./registry";
 export {

@@ -51,6 +51,8 @@ export interface VolumeBroker {
   detach(v: VolumeSpec, machine: MachineRef): Promise<Record<string, string>>;
   /** Destroys the (detached) instance and its data. Already gone: nothing to do. */
   destroy(v: VolumeSpec): Promise<void>;
+  /** Closes what it keeps open (a cloud's connections); called when its provisioner stops. */
+  close?(): void;
 }
 
 /** What a kind's volume broker may need of the controller that runs it. */
@@ -58,10 +60,10 @@ export interface VolumeDeps {
   /** Where the controller keeps its local machines' directories (`<dir>/<model>/<machine>/`). */
   machinesDir: string;
   /**
-   * The model's placement on its substrate, opened from its settings and credential (the kind's
-   * `placement`): for kinds whose volumes are made where the model's credential reaches (kubernetes).
+   * The model's placement, as its kind's `placement` makes it from the model's settings and its credential
+   * opened (a cloud's broker calls the cloud with it). Rejects when the model is gone or has no credential.
    */
-  openPlacement?(model: string): Promise<unknown>;
+  placement?(model: string): Promise<unknown>;
   /**
    * The storage devices declared for a machine (`add-machine … --storage-device`) and the instances
    * that live on it for good (machine-bound pools) with their handles: which devices are free.
@@ -73,4 +75,15 @@ export interface VolumeDeps {
 export interface MachineStorageFacts {
   devices: string[];
   held: { id: string; pool: string; handle?: Record<string, string> }[];
+}
+
+/**
+ * Thrown by a broker when the machine is not ready for the instance yet (its VM or its agent not
+ * up): tried again on the next pass, and not shown as the instance's error.
+ */
+export class VolumeNotReady extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "VolumeNotReady";
+  }
 }

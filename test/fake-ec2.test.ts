@@ -9,17 +9,22 @@ import type { BinaryLike, Hash, Hmac } from "node:crypto";
 import { Agent, request } from "node:https";
 import { gzipSync } from "node:zlib";
 import {
+  AttachVolumeCommand,
   CreateTagsCommand,
+  CreateVolumeCommand,
+  DeleteVolumeCommand,
   DescribeAvailabilityZonesCommand,
   DescribeInstancesCommand,
+  DescribeVolumesCommand,
+  DetachVolumeCommand,
   EC2Client,
   RunInstancesCommand,
   TerminateInstancesCommand,
 } from "@aws-sdk/client-ec2";
-import type { RunInstancesCommandInput } from "@aws-sdk/client-ec2";
+import type { CreateVolumeCommandInput, RunInstancesCommandInput, Volume } from "@aws-sdk/client-ec2";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { FakeEc2, ec2ClientFor } from "./harness/fake-ec2";
-import type { FakeInstance } from "./harness/fake-ec2";
+import type { FakeEc2Options, FakeInstance } from "./harness/fake-ec2";
 import { CLOUD_INIT_OUTPUT_LOG, fakeEc2Boot, parseCloudConfig, runCloudInit } from "./harness/cloud-init";
 import { SUDO_USER, TestLab } from "./harness/hosts";
 import { ssh, sshBootstrapUserData } from "../substrates";
@@ -32,7 +37,10 @@ const root = process.getuid?.() === 0;
 const asRoot = root ? test.serial : test.skip; // skipped only without root: test hosts need namespaces
 
 /** A started fake whose instances boot when the test says so; closed when the test ends. */
-async function fake(t: ExecutionContext): Promise<{
+async function fake(
+  t: ExecutionContext,
+  more: Pick<FakeEc2Options, "onAttach" | "onDetach" | "volumeTransitionMs"> = {},
+): Promise<{
   ec2: FakeEc2;
   client: EC2Client;
   booted: Map<string, () => void>;
@@ -43,6 +51,7 @@ async function fake(t: ExecutionContext): Promise<{
   const ec2 = new FakeEc2({
     region,
     credentials,
+    ...more,
     boot: (i: FakeInstance) =>
       new Promise((resolve) =>
         booted.set(i.id, () =>
@@ -397,6 +406,321 @@ test("unknown or malformed ids and images get EC2's error codes", async (t) => {
     (await failure(client.send(new DescribeInstancesCommand({ Filters: [{ Name: "flavour", Values: ["x"] }] })))).name,
     "InvalidParameterValue",
   );
+});
+
+/** A running instance of `fake` in `zone`. */
+async function runningIn(
+  f: Awaited<ReturnType<typeof fake>>,
+  zone: string,
+  over: Partial<RunInstancesCommandInput> = {},
+): Promise<string> {
+  const id = (await f.client.send(launch({ Placement: { AvailabilityZone: zone }, ...over }))).Instances![0]!
+    .InstanceId!;
+  f.booted.get(id)!();
+  await eventually("running", () => f.ec2.instances().find((i) => i.id === id)?.state === "running");
+  return id;
+}
+const volume = (over: Partial<CreateVolumeCommandInput> = {}): CreateVolumeCommand =>
+  new CreateVolumeCommand({ AvailabilityZone: `${region}a`, Size: 1, VolumeType: "gp3", ...over });
+async function describeVolume(client: EC2Client, id: string): Promise<Volume> {
+  return (await client.send(new DescribeVolumesCommand({ VolumeIds: [id] }))).Volumes![0]!;
+}
+/** Waits for the volume's state (and its attachment's, if given). */
+const volumeIn = (client: EC2Client, id: string, state: string, attachment?: string): Promise<Volume> =>
+  eventually(`${id} ${state}${attachment ? `/${attachment}` : ""}`, async () => {
+    const v = await describeVolume(client, id);
+    return v.State === state && v.Attachments?.[0]?.State === attachment ? v : undefined;
+  });
+
+test("CreateVolume: creating, then available, with the type, size, IOPS, throughput, encryption and tags asked; a ClientToken gives the same volume", async (t) => {
+  const { ec2, client } = await fake(t);
+  const out = await client.send(
+    volume({
+      Size: 20,
+      Iops: 4000,
+      Throughput: 250,
+      Encrypted: true,
+      KmsKeyId: "alias/steward",
+      TagSpecifications: [{ ResourceType: "volume", Tags: [{ Key: "steward:storage", Value: "data/0" }] }],
+      ClientToken: "vol-token-1",
+    }),
+  );
+  t.regex(out.VolumeId!, /^vol-[0-9a-f]{17}$/);
+  t.is(out.State, "creating");
+  t.like(out, { Size: 20, VolumeType: "gp3", Iops: 4000, Throughput: 250, Encrypted: true, KmsKeyId: "alias/steward" });
+  t.is(out.AvailabilityZone, `${region}a`);
+  t.deepEqual(out.Tags, [{ Key: "steward:storage", Value: "data/0" }]);
+  const available = await volumeIn(client, out.VolumeId!, "available");
+  t.deepEqual(available.Attachments, []);
+  t.true(available.CreateTime instanceof Date);
+  // The same request with the same token: the same volume, not a second one; changed: refused.
+  const again = await client.send(
+    volume({
+      Size: 20,
+      Iops: 4000,
+      Throughput: 250,
+      Encrypted: true,
+      KmsKeyId: "alias/steward",
+      TagSpecifications: [{ ResourceType: "volume", Tags: [{ Key: "steward:storage", Value: "data/0" }] }],
+      ClientToken: "vol-token-1",
+    }),
+  );
+  t.is(again.VolumeId, out.VolumeId);
+  t.is(
+    (await failure(client.send(volume({ Size: 21, ClientToken: "vol-token-1" })))).name,
+    "IdempotentParameterMismatch",
+  );
+  // Defaults: gp2 without a type; gp3 gets 3000 IOPS and 125 MiB/s; not encrypted.
+  const plain = await client.send(new CreateVolumeCommand({ AvailabilityZone: `${region}b`, Size: 1 }));
+  t.like(plain, { VolumeType: "gp2", Encrypted: false });
+  t.is(plain.Iops, undefined);
+  t.like(await client.send(volume()), { Iops: 3000, Throughput: 125 });
+  t.like(await client.send(volume({ VolumeType: "io2", Size: 4, Iops: 4000 })), { Iops: 4000, VolumeType: "io2" });
+  const made = ec2.volumes().length;
+
+  // Each misuse with EC2's code, and nothing made.
+  const refused: [Partial<CreateVolumeCommandInput>, string, RegExp][] = [
+    [{ AvailabilityZone: undefined }, "MissingParameter", /AvailabilityZone/],
+    [{ AvailabilityZone: "us-east-1a" }, "InvalidZone.NotFound", /us-east-1a/],
+    [{ Size: undefined }, "MissingParameter", /size/],
+    [{ SnapshotId: "snap-0123456789abcdef0" }, "InvalidSnapshot.NotFound", /snap-/],
+    [{ VolumeType: "gp9" as never }, "InvalidParameterValue", /volumeType is invalid/],
+    [{ Size: 16385 }, "InvalidParameterValue", /too large for volume type gp3; maximum is 16384GiB/],
+    [{ VolumeType: "st1", Size: 100 }, "InvalidParameterValue", /too small for volume type st1; minimum is 125GiB/],
+    [{ VolumeType: "standard", Size: 1025 }, "InvalidParameterValue", /maximum is 1024GiB/],
+    [{ VolumeType: "io2", Size: 65537, Iops: 100 }, "InvalidParameterValue", /maximum is 65536GiB/],
+    [{ VolumeType: "gp2", Iops: 3000 }, "InvalidParameterCombination", /iops is not supported for gp2/],
+    [{ VolumeType: "io1", Size: 10 }, "MissingParameter", /iops must be specified for io1/],
+    [
+      { VolumeType: "io1", Size: 10, Iops: 1000 },
+      "InvalidParameterValue",
+      /ratio of 100\.0 is too high; maximum is 50/,
+    ],
+    [{ Iops: 20000, Size: 100 }, "InvalidParameterValue", /iops of 20000 is out of range for gp3/],
+    [{ VolumeType: "st1", Size: 125, Throughput: 200 }, "InvalidParameterCombination", /throughput/],
+    [{ Throughput: 2000 }, "InvalidParameterValue", /Throughput of 2000/],
+    [{ KmsKeyId: "alias/x" }, "InvalidParameterDependency", /KmsKeyId requires the parameter Encrypted/],
+    [
+      { TagSpecifications: [{ ResourceType: "instance", Tags: [{ Key: "a", Value: "b" }] }] },
+      "InvalidParameterValue",
+      /'instance' is not a valid taggable resource type/,
+    ],
+  ];
+  for (const [over, code, message] of refused) {
+    const err = await failure(client.send(volume(over)));
+    t.is(err.name, code, JSON.stringify(over));
+    t.regex(err.message, message);
+    t.is(err.status, 400);
+  }
+  t.is(ec2.volumes().length, made, "no volume made by a refused request");
+});
+
+test("AttachVolume and DetachVolume: attaching, attached once the instance sees it, detaching, available once it lets go; each misuse with EC2's code", async (t) => {
+  const seen: string[] = [];
+  let busy = false;
+  const f = await fake(t, {
+    onAttach: async (v, i) => {
+      seen.push(`attach ${v.id} ${i.id} ${v.attachment!.device}`);
+    },
+    onDetach: async (v, i, o) => {
+      if (busy) throw new Error("target is busy");
+      seen.push(`detach ${v.id} ${i.id} force=${o.force} terminated=${o.terminated}`);
+    },
+  });
+  const { client } = f;
+  const instance = await runningIn(f, `${region}a`);
+  const other = await runningIn(f, `${region}a`);
+  const elsewhere = await runningIn(f, `${region}b`);
+  const id = (await client.send(volume())).VolumeId!;
+  // Not available yet: EC2 says so; callers wait for the state.
+  t.is(
+    (await failure(client.send(new AttachVolumeCommand({ VolumeId: id, InstanceId: instance, Device: "/dev/sdf" }))))
+      .name,
+    "IncorrectState",
+  );
+  await volumeIn(client, id, "available");
+  const zone = await failure(
+    client.send(new AttachVolumeCommand({ VolumeId: id, InstanceId: elsewhere, Device: "/dev/sdf" })),
+  );
+  t.is(zone.name, "InvalidVolume.ZoneMismatch");
+  t.regex(zone.message, new RegExp(`${id}.*same availability zone.*${elsewhere}`));
+  // The root volume is /dev/xvda: /dev/sda is the same attachment point.
+  const root = await failure(
+    client.send(new AttachVolumeCommand({ VolumeId: id, InstanceId: instance, Device: "/dev/sda" })),
+  );
+  t.is(root.name, "InvalidParameterValue");
+  t.regex(root.message, /Attachment point \/dev\/sda is already in use/);
+  t.regex(
+    (await failure(client.send(new AttachVolumeCommand({ VolumeId: id, InstanceId: instance, Device: "floppy" }))))
+      .message,
+    /Attachment point floppy is not valid/,
+  );
+  t.is(
+    (await failure(client.send(new DetachVolumeCommand({ VolumeId: id })))).name,
+    "IncorrectState",
+    "not attached: nothing to detach",
+  );
+
+  const attaching = await client.send(
+    new AttachVolumeCommand({ VolumeId: id, InstanceId: instance, Device: "/dev/sdf" }),
+  );
+  t.like(attaching, { VolumeId: id, InstanceId: instance, Device: "/dev/sdf", State: "attaching" });
+  const attached = await volumeIn(client, id, "in-use", "attached");
+  t.like(attached.Attachments![0], { InstanceId: instance, Device: "/dev/sdf", DeleteOnTermination: false });
+  t.deepEqual(seen, [`attach ${id} ${instance} /dev/sdf`]);
+  const mapping = (await client.send(new DescribeInstancesCommand({ InstanceIds: [instance] }))).Reservations![0]!
+    .Instances![0]!.BlockDeviceMappings!;
+  t.deepEqual(
+    mapping.map((m) => [m.DeviceName, m.Ebs?.Status]),
+    [
+      ["/dev/xvda", "attached"],
+      ["/dev/sdf", "attached"],
+    ],
+    "the instance lists it beside its root volume",
+  );
+  t.is(mapping[1]!.Ebs?.VolumeId, id);
+  // In use: not attached twice, not deleted; its device name taken (/dev/xvdf is /dev/sdf).
+  t.is(
+    (await failure(client.send(new AttachVolumeCommand({ VolumeId: id, InstanceId: other, Device: "/dev/sdg" })))).name,
+    "VolumeInUse",
+  );
+  t.is((await failure(client.send(new DeleteVolumeCommand({ VolumeId: id })))).name, "VolumeInUse");
+  const second = (await client.send(volume())).VolumeId!;
+  await volumeIn(client, second, "available");
+  t.regex(
+    (
+      await failure(
+        client.send(new AttachVolumeCommand({ VolumeId: second, InstanceId: instance, Device: "/dev/xvdf" })),
+      )
+    ).message,
+    /Attachment point \/dev\/xvdf is already in use/,
+  );
+  t.is(
+    (await failure(client.send(new DetachVolumeCommand({ VolumeId: id, InstanceId: other })))).name,
+    "InvalidAttachment.NotFound",
+  );
+
+  // Still in use on the instance (mounted): detaching until it lets go, as on EC2.
+  busy = true;
+  const detaching = await client.send(new DetachVolumeCommand({ VolumeId: id, InstanceId: instance }));
+  t.like(detaching, { VolumeId: id, State: "detaching" });
+  await new Promise((r) => setTimeout(r, 300));
+  t.like((await describeVolume(client, id)).Attachments![0], { State: "detaching" });
+  busy = false;
+  await client.send(new DetachVolumeCommand({ VolumeId: id, Force: true }));
+  const free = await volumeIn(client, id, "available");
+  t.deepEqual(free.Attachments, []);
+  t.is(seen.at(-1), `detach ${id} ${instance} force=true terminated=false`);
+  // Free again: it attaches elsewhere in its zone.
+  await client.send(new AttachVolumeCommand({ VolumeId: id, InstanceId: other, Device: "/dev/sdf" }));
+  await volumeIn(client, id, "in-use", "attached");
+
+  // A pending instance takes no volume.
+  const pending = (await client.send(launch({ Placement: { AvailabilityZone: `${region}a` } }))).Instances![0]!
+    .InstanceId!;
+  t.is(
+    (await failure(client.send(new AttachVolumeCommand({ VolumeId: second, InstanceId: pending, Device: "/dev/sdh" }))))
+      .name,
+    "IncorrectInstanceState",
+  );
+});
+
+test("DeleteVolume: deleting, then gone; DescribeVolumes by id, by filters and by pages", async (t) => {
+  // Slow enough state changes that "deleting" is seen before the volume is gone.
+  const { ec2, client } = await fake(t, { volumeTransitionMs: 1000 });
+  const ids: string[] = [];
+  for (const [n, zone] of ["a", "b", "a", "c", "a", "b"].entries())
+    ids.push(
+      (
+        await client.send(
+          volume({
+            AvailabilityZone: `${region}${zone}`,
+            Size: n + 1,
+            TagSpecifications: [{ ResourceType: "volume", Tags: [{ Key: "steward:storage", Value: `data/${n}` }] }],
+          }),
+        )
+      ).VolumeId!,
+    );
+  for (const id of ids) await volumeIn(client, id, "available");
+  const byFilter = async (Name: string, Values: string[]) =>
+    (await client.send(new DescribeVolumesCommand({ Filters: [{ Name, Values }] }))).Volumes!.map((v) => v.VolumeId);
+  t.deepEqual(await byFilter("availability-zone", [`${region}a`]), [ids[0], ids[2], ids[4]]);
+  t.deepEqual(await byFilter("tag:steward:storage", ["data/1"]), [ids[1]]);
+  t.deepEqual(await byFilter("tag:steward:storage", ["data/*"]), ids);
+  t.deepEqual(await byFilter("volume-id", [ids[3]!]), [ids[3]]);
+  t.deepEqual(await byFilter("status", ["in-use"]), []);
+  t.deepEqual(await byFilter("attachment.instance-id", ["i-0123456789abcdef0"]), []);
+  t.is((await failure(byFilter("colour", ["red"]))).name, "InvalidParameterValue");
+  const first = await client.send(new DescribeVolumesCommand({ MaxResults: 5 }));
+  const rest = await client.send(new DescribeVolumesCommand({ MaxResults: 5, NextToken: first.NextToken }));
+  t.deepEqual(
+    [...first.Volumes!, ...rest.Volumes!].map((v) => v.VolumeId),
+    ids,
+  );
+  t.is(
+    (await failure(client.send(new DescribeVolumesCommand({ VolumeIds: [ids[0]!], MaxResults: 5 })))).name,
+    "InvalidParameterCombination",
+  );
+  t.is((await failure(client.send(new DescribeVolumesCommand({ MaxResults: 501 })))).name, "InvalidParameterValue");
+
+  await client.send(new DeleteVolumeCommand({ VolumeId: ids[0] }));
+  t.is((await describeVolume(client, ids[0]!)).State, "deleting");
+  await client.send(new DeleteVolumeCommand({ VolumeId: ids[0] }));
+  const gone = await eventually("deleted", async () => {
+    const err = await failure(client.send(new DescribeVolumesCommand({ VolumeIds: [ids[0]!] }))).catch(() => undefined);
+    return err;
+  });
+  t.deepEqual([gone.name, gone.message], ["InvalidVolume.NotFound", `The volume '${ids[0]}' does not exist.`]);
+  t.is((await failure(client.send(new DeleteVolumeCommand({ VolumeId: ids[0] })))).name, "InvalidVolume.NotFound");
+  t.is((await failure(client.send(new DeleteVolumeCommand({ VolumeId: "disk-1" })))).name, "InvalidVolumeID.Malformed");
+  t.is(ec2.volumes().length, 5);
+  // CreateTags takes volume ids too.
+  await client.send(new CreateTagsCommand({ Resources: [ids[1]!], Tags: [{ Key: "role", Value: "db" }] }));
+  t.deepEqual(await byFilter("tag:role", ["db"]), [ids[1]]);
+});
+
+test("terminating an instance deletes its DeleteOnTermination volumes and detaches the others, which are kept", async (t) => {
+  const detached: string[] = [];
+  const f = await fake(t, {
+    onDetach: async (v, _i, o) => {
+      detached.push(`${v.id} terminated=${o.terminated}`);
+    },
+  });
+  const { ec2, client } = f;
+  const instance = await runningIn(f, `${region}c`, {
+    BlockDeviceMappings: [{ DeviceName: "/dev/sdb", Ebs: { VolumeSize: 2, DeleteOnTermination: false } }],
+    TagSpecifications: [{ ResourceType: "volume", Tags: [{ Key: "launched", Value: "yes" }] }],
+  });
+  const launched = (
+    await client.send(new DescribeVolumesCommand({ Filters: [{ Name: "attachment.instance-id", Values: [instance] }] }))
+  ).Volumes!;
+  t.deepEqual(
+    launched.map((v) => [
+      v.Attachments![0]!.Device,
+      v.Size,
+      v.Attachments![0]!.DeleteOnTermination,
+      v.Tags?.[0]?.Value,
+    ]),
+    [
+      ["/dev/xvda", 8, true, "yes"],
+      ["/dev/sdb", 2, false, "yes"],
+    ],
+  );
+  const data = (await client.send(volume({ AvailabilityZone: `${region}c` }))).VolumeId!;
+  await volumeIn(client, data, "available");
+  await client.send(new AttachVolumeCommand({ VolumeId: data, InstanceId: instance, Device: "/dev/sdf" }));
+  await volumeIn(client, data, "in-use", "attached");
+  await client.send(new TerminateInstancesCommand({ InstanceIds: [instance] }));
+  await eventually("terminated", () => ec2.instances().find((i) => i.id === instance)?.state === "terminated");
+  const left = new Map(ec2.volumes().map((v) => [v.id, v]));
+  t.false(left.has(launched[0]!.VolumeId!), "the root volume went with the instance");
+  t.is(
+    left.get(launched[1]!.VolumeId!)?.state,
+    "available",
+    "a volume launched with DeleteOnTermination false is kept",
+  );
+  t.is(left.get(data)?.state, "available", "an attached volume is kept");
+  t.true(detached.includes(`${data} terminated=true`));
 });
 
 let lab: TestLab | undefined;

@@ -159,7 +159,7 @@ test.serial("a storage class the cluster lacks: nothing is made, and the unit's 
   );
   t.regex(refused?.message ?? "", /storage class "fast" does not exist on cluster .* \(it has: standard\)/);
   pods.close();
-  const volumes = substrateKind("kubernetes").volumes!({ machinesDir: "", openPlacement: async () => placement });
+  const volumes = substrateKind("kubernetes").volumes!({ machinesDir: "", placement: async () => placement });
   const attach = await t.throwsAsync(
     volumes.attach(
       {

@@ -284,11 +284,19 @@ export class ControllerClient extends ControllerTransport {
   getApplication(model: string, app: string): Promise<ApplicationInfo> {
     return this.call(routes.getApplication, { model, app });
   }
-  /** `constraints` (Juju's syntax; "" clears them) apply to machines made for its units from now on. */
+  /**
+   * `constraints` (Juju's syntax; "" clears them) apply to machines made for its units from now on,
+   * `storage` (pool, size in MiB, count per store; the parts given) to units added from now on.
+   */
   updateApplication(
     model: string,
     app: string,
-    req: { config?: Record<string, string | number | boolean | null>; operator?: string; constraints?: string },
+    req: {
+      config?: Record<string, string | number | boolean | null>;
+      operator?: string;
+      constraints?: string;
+      storage?: Record<string, StorageRequest>;
+    },
   ): Promise<ApplicationInfo> {
     return this.call(routes.updateApplication, { model, app }, req);
   }

@@ -29,16 +29,19 @@ export default class StorageCommand extends ModelCommand {
       this.out("No storage.");
       return 0;
     }
+    // What a substrate refused (a datastore or a storage class that does not exist), while it keeps trying.
+    const messages = storage.some((s) => s.message);
     this.context.stdout.write(
       table(
-        ["Storage", "Unit", "Pool", "Size", "Status", "Location"],
+        ["Storage", "Unit", "Pool", "Size", "Status", "Location", ...(messages ? ["Message"] : [])],
         storage.map((s) => [
           s.id,
           s.unit ?? `(${s.app})`,
           s.pool,
           formatSizeMiB(s.size),
           s.status === "attached" && !s.location ? "attaching" : s.status,
-          s.location || (s.message ?? ""),
+          s.location,
+          ...(messages ? [s.message ?? ""] : []),
         ]),
       ),
     );

@@ -13,7 +13,7 @@ import type WebSocket from "ws";
 import type { ApplicationStatusView, ControllerInfo, LiveTopic, Logger, ModelPatch, UnitDetails } from "../../api";
 import { MAX_LIVE_TOPICS, StewardError, WATCH_CLOSE_CODES, notFound, parseLiveTopic } from "../../api";
 import type { ModelIndex, StateCache, StatusParts } from "../state";
-import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus } from "../state";
+import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus, storageInfoOf } from "../state";
 import type { Principal } from "../access/auth";
 import { atTokenExpiry, authenticate, requireModelAccess, requireReadKept, requireUser } from "../access/auth";
 import { acceptAuthenticatedSocket } from "../server/accept-socket";
@@ -162,7 +162,7 @@ export class LiveFeedHub {
         JSON.stringify({
           error: {
             code: "invalid-request",
-            message: `send {"subscribe": [topics]}: at most ${MAX_LIVE_TOPICS} of "models", "controller", "model:<name>", "unit:<model>/<app>/<n>"`,
+            message: `send {"subscribe": [topics]}: at most ${MAX_LIVE_TOPICS} of "models", "controller", "model:<name>", "storage:<model>", "unit:<model>/<app>/<n>"`,
             details: {},
           },
         }),
@@ -194,6 +194,10 @@ export class LiveFeedHub {
           feed.topics.set(topic, { kind: "model", uuid: idx.uuid });
           this.groupOf(idx).feeds.add(feed);
           feed.send(`{"topic":${JSON.stringify(topic)},"status":${renderModelStatus(this.o.cache, idx)}}`);
+        } else if (t.kind === "storage") {
+          const entry: TopicEntry = { kind: "storage", uuid: idx.uuid };
+          feed.topics.set(topic, entry);
+          this.sendStorage(feed, topic, entry, idx);
         } else {
           const entry: TopicEntry = { kind: "unit", uuid: idx.uuid, unit: t.unit };
           feed.topics.set(topic, entry);
@@ -270,9 +274,11 @@ export class LiveFeedHub {
       // Any change may move a model's counts or access: the list goes again if its text changed.
       if (feed.topics.has("models")) this.sendModels(feed);
       for (const [topic, entry] of feed.topics) {
-        if (entry.kind !== "unit" || !changed.has(entry.uuid!)) continue;
+        if ((entry.kind !== "unit" && entry.kind !== "storage") || !changed.has(entry.uuid!)) continue;
         const idx = this.o.cache.models.get(entry.uuid!);
-        if (idx?.model) this.sendUnit(feed, topic, entry, idx);
+        if (!idx?.model) continue;
+        if (entry.kind === "unit") this.sendUnit(feed, topic, entry, idx);
+        else this.sendStorage(feed, topic, entry, idx);
       }
     }
     if (changed.has(CLUSTER_CHANGED)) this.refreshController();
@@ -342,6 +348,17 @@ export class LiveFeedHub {
     if (text === feed.lastModels) return;
     feed.lastModels = text;
     feed.send(`{"topic":"models","models":${text}}`);
+  }
+
+  /** The model's storage instances, sent when the list (or any instance's unit, status or location) changed. */
+  private sendStorage(feed: Feed, topic: LiveTopic, entry: TopicEntry, idx: ModelIndex): void {
+    const list = [...idx.storage.values()]
+      .map(storageInfoOf)
+      .sort((a, b) => a.name.localeCompare(b.name) || storageNo(a.id) - storageNo(b.id));
+    const text = JSON.stringify(list);
+    if (text === entry.last) return;
+    entry.last = text;
+    feed.send(`{"topic":${JSON.stringify(topic)},"storage":${text}}`);
   }
 
   private sendUnit(feed: Feed, topic: LiveTopic, entry: TopicEntry, idx: ModelIndex): void {
@@ -472,3 +489,5 @@ function diffByIdentity<V>(prev: Map<string, V>, next: Map<string, V>): Record<s
   for (const k of prev.keys()) if (!next.has(k)) (out ??= {})[k] = null;
   return out;
 }
+
+const storageNo = (id: string): number => Number(id.slice(id.indexOf("/") + 1));

@@ -32,6 +32,7 @@ import { unchanged } from "../store";
 import { Reconciler } from "../workers";
 import type { Cloud, CloudInstance } from "./clouds";
 import { clouds } from "./clouds";
+import { holdsStorage } from "./storage-volumes";
 import { waitForAgentLogin } from "./wait-for-login";
 
 export interface CloudProvisionerOptions {
@@ -102,7 +103,8 @@ export class CloudProvisioner extends Reconciler {
   protected override signature(): string {
     const parts: string[] = [];
     for (const idx of this.cloudModels())
-      for (const m of idx.machines.values()) parts.push(`${idx.uuid}/${m.id}/${m.life}`);
+      for (const m of idx.machines.values())
+        parts.push(`${idx.uuid}/${m.id}/${m.life}${holdsStorage(idx, m.id) ? "/storage" : ""}`);
     return parts.sort().join(",");
   }
 
@@ -159,6 +161,8 @@ export class CloudProvisioner extends Reconciler {
       const inst = newest.get(m.id);
       const install = idx.machineInstall.get(m.id);
       if (m.life !== "alive") {
+        // Its storage comes off first (storage-volumes.ts): a destroyed VM takes its disks along.
+        if (holdsStorage(idx, m.id)) continue;
         if (inst && !cloud.gone(inst.state))
           await cloud.broker.stopMachine({ model: idx.uuid, machine: m.id, placement }, { signal });
         if (signal.aborted) return;
@@ -252,6 +256,7 @@ export class CloudProvisioner extends Reconciler {
             issueCredential: () => this.o.ops.machines.issueCredential(uuid, machine),
             issueEnrolment: () => this.o.enrolments.issue(uuid, machine),
             ...(doc?.constraints ? { constraints: doc.constraints } : {}),
+            ...storageHandlesOf(idx, machine),
             waitForLogin: () =>
               waitForAgentLogin(this.o.cache, uuid, machine, {
                 timeoutMs: this.o.loginTimeoutMs ?? 900_000,
@@ -314,6 +319,13 @@ export class CloudProvisioner extends Reconciler {
       .setInstall(uuid, machine, next)
       .catch((err: unknown) => this.o.log.warn("could not record provisioning progress", { machine, err }));
   }
+}
+
+/** The handles of the storage made before the machine that is to be attached to it (kept storage given to its unit). */
+function storageHandlesOf(idx: ModelIndex, machine: string): { storageHandles?: Record<string, string>[] } {
+  const handles: Record<string, string>[] = [];
+  for (const s of idx.storage.values()) if (s.machine === machine && s.handle) handles.push(s.handle);
+  return handles.length > 0 ? { storageHandles: handles } : {};
 }
 
 function recordOf(i: CloudInstance): InstanceRecord {

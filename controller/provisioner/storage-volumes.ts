@@ -9,7 +9,7 @@
 import type { Logger, ModelSubstrate } from "../../api";
 import { DEFAULT_SUBSTRATE } from "../../api";
 import type { MachineStorageFacts, VolumeBroker, VolumeDeps, VolumeSpec } from "../../substrates";
-import { substrateKind } from "../../substrates";
+import { VolumeNotReady, substrateKind } from "../../substrates";
 import type { CredentialOps, ModelIndex, StateCache, StateOps, StorageDoc } from "../state";
 import { handedOver, pendingVolumeWork, resolvePool } from "../state";
 import { Reconciler } from "../workers";
@@ -18,9 +18,9 @@ export interface StorageProvisionerOptions {
   cache: StateCache;
   ops: StateOps;
   log: Logger;
-  /** What brokers are given; `openPlacement` is filled in from `credentials`. */
+  /** What brokers are given; the models' placements are added here (from the cache and `credentials`). */
   deps: VolumeDeps;
-  /** Opens a model's credential, for brokers that reach the model's cloud or cluster (kubernetes). */
+  /** Opens the models' credentials, for the brokers of clouds (absent: their placements cannot be had). */
   credentials?: CredentialOps;
   /**
    * How often due work is tried again (an attach waits for its machine's agent to start), in ms.
@@ -62,16 +62,48 @@ export class StorageProvisioner extends Reconciler {
   /** Work that failed, by instance, with what was said: told once, not every pass. */
   private readonly told = new Map<string, string>();
 
+  private readonly deps: VolumeDeps;
+
   constructor(private readonly o: StorageProvisionerOptions) {
     super({ cache: o.cache, log: o.log, failure: "storage provisioner pass failed", pollMs: o.pollMs ?? 2000 });
+    this.deps = {
+      ...o.deps,
+      placement: (model) => this.placementOf(model),
+      machineStorage: (model, machine) => machineStorageFacts(this.o.cache, model, machine),
+    };
+  }
+
+  /** A model's placement as its kind makes it: its settings and its credential, opened. */
+  private async placementOf(model: string): Promise<unknown> {
+    const doc = this.o.cache.models.get(model)?.model;
+    if (!doc) throw new Error(`model ${model} is gone`);
+    const { substrate, credential, settings } = doc.placement;
+    const kind = substrateKind(substrate);
+    if (!kind.placement) throw new Error(`${substrate} models have no placement`);
+    if (!credential || !this.o.credentials) throw new Error(`model ${doc.name} has no ${substrate} credential`);
+    return kind.placement(
+      { settings, controllerUuid: this.o.cache.controller?.uuid ?? "" },
+      await this.o.credentials.open(credential, substrate as never),
+    );
+  }
+
+  override async run(signal: AbortSignal): Promise<void> {
+    try {
+      await super.run(signal);
+    } finally {
+      for (const b of this.brokers.values()) b?.close?.();
+    }
   }
 
   /** Only storage records (and the machines they wait for) matter. */
   protected override signature(): string {
     const parts: string[] = [];
     for (const idx of this.o.cache.models.values())
-      for (const s of idx.storage.values())
-        parts.push(`${idx.uuid}/${s.id}/${pendingVolumeWork(s) ?? ""}/${s.machine ?? ""}`);
+      for (const s of idx.storage.values()) {
+        // A cloud machine's instance coming up is what an attach waiting for it waits for.
+        const instance = s.machine !== undefined ? idx.machineInstall.get(s.machine)?.instance?.state : undefined;
+        parts.push(`${idx.uuid}/${s.id}/${pendingVolumeWork(s) ?? ""}/${s.machine ?? ""}/${instance ?? ""}`);
+      }
     return parts.sort().join(",");
   }
 
@@ -93,28 +125,8 @@ export class StorageProvisioner extends Reconciler {
 
   private brokerOf(substrate: ModelSubstrate | undefined): VolumeBroker | undefined {
     const name = substrate ?? DEFAULT_SUBSTRATE;
-    if (!this.brokers.has(name))
-      this.brokers.set(
-        name,
-        substrateKind(name).volumes?.({
-          ...this.o.deps,
-          openPlacement: (model) => this.openPlacement(model),
-          machineStorage: (model, machine) => machineStorageFacts(this.o.cache, model, machine),
-        }),
-      );
+    if (!this.brokers.has(name)) this.brokers.set(name, substrateKind(name).volumes?.(this.deps));
     return this.brokers.get(name);
-  }
-
-  /** The model's placement on its substrate, from its settings and its credential opened. */
-  private async openPlacement(uuid: string): Promise<unknown> {
-    const m = this.o.cache.models.get(uuid)?.model;
-    if (!m) throw new Error(`model ${uuid} is gone`);
-    const { substrate, credential, settings } = m.placement;
-    const kind = substrateKind(substrate);
-    if (!kind.placement) throw new Error(`the ${substrate} substrate has no placement`);
-    if (!credential || !this.o.credentials) throw new Error(`model ${m.name} has no ${substrate} credential`);
-    const attributes = await this.o.credentials.open(credential, substrate as never);
-    return kind.placement({ settings, controllerUuid: this.o.cache.controller?.uuid ?? "" }, attributes);
   }
 
   private async act(broker: VolumeBroker, idx: ModelIndex, s: StorageDoc, work: "attach" | "detach" | "destroy") {
@@ -164,11 +176,15 @@ export class StorageProvisioner extends Reconciler {
   private async tell(model: string, s: StorageDoc, work: string, err: unknown): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
     const key = `${model}/${s.id}`;
-    if (this.told.get(key) === message) return;
+    // Waiting for its machine is no error.
+    if (err instanceof VolumeNotReady) return;
+    const text = `could not ${work}: ${message}; retrying`;
+    if (this.told.get(key) === message && s.message === text) return;
+    if (this.told.get(key) !== message)
+      this.o.log.warn(`could not ${work} storage; will retry`, { model, storage: s.id, err: message });
     this.told.set(key, message);
-    this.o.log.warn(`could not ${work} storage; will retry`, { model, storage: s.id, err: message });
     await this.o.ops.storage
-      .failed(model, s.id, `could not ${work}: ${message}; retrying`)
+      .failed(model, s.id, work, text)
       .catch((e: unknown) => this.o.log.warn("could not record a storage failure", { storage: s.id, err: String(e) }));
   }
 }

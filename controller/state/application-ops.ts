@@ -39,6 +39,7 @@ import { StoreTxns } from "./txn";
 import type { OperatorOps } from "./operator-ops";
 import {
   boundMachineOf,
+  changedStorageDirectives,
   destroyUnitStorageOps,
   newUnitStorage,
   storageDirectives,
@@ -276,6 +277,8 @@ export class ApplicationOps extends StoreTxns {
       config?: Record<string, string | number | boolean | null>;
       operator?: string;
       constraints?: Constraints | undefined;
+      /** For units added from now on: the parts given replace the application's (as deploy's `--storage`). */
+      storage?: Record<string, StorageRequest>;
     },
     charge?: OperatorCharge,
   ): Promise<{ revision: number; changed: boolean }> {
@@ -327,13 +330,25 @@ export class ApplicationOps extends StoreTxns {
           checkMachineConstraints(model.doc, mergeConstraints(model.doc.constraints, patch.constraints));
           constraints = hasConstraints(patch.constraints) ? patch.constraints : undefined;
         }
+        let storage = a.doc.storage;
+        if (patch.storage !== undefined) {
+          model ??= await aliveModel(this.store, uuid);
+          storage = changedStorageDirectives(meta, model.doc.placement.substrate, a.doc.storage, patch.storage);
+        }
         const changed =
           operator.hash !== a.doc.operator.hash ||
           JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config)) ||
-          formatConstraints(constraints ?? {}) !== formatConstraints(a.doc.constraints ?? {});
+          formatConstraints(constraints ?? {}) !== formatConstraints(a.doc.constraints ?? {}) ||
+          JSON.stringify(storage ?? {}) !== JSON.stringify(a.doc.storage ?? {});
         if (!changed) return { compare: [], ops: [], result: { changed } };
-        const { constraints: _, ...rest } = a.doc;
-        const doc: ApplicationDoc = { ...rest, operator, config: next, ...(constraints ? { constraints } : {}) };
+        const { constraints: _, storage: __, ...rest } = a.doc;
+        const doc: ApplicationDoc = {
+          ...rest,
+          operator,
+          config: next,
+          ...(constraints ? { constraints } : {}),
+          ...(storage ? { storage } : {}),
+        };
         if (operator.hash !== a.doc.operator.hash) doc.operatorRevision = (a.doc.operatorRevision ?? 1) + 1;
         // Checked against the model's constraints as they are: a change of those meanwhile retries.
         const compare: Compare[] = [

@@ -178,6 +178,7 @@ const StorageSchema = z.strictObject({
   onMachine: z.strictObject({ location: z.string().min(1).max(4096) }).optional(),
   life: Life,
   createdAt: Timestamp,
+  error: Text(4096).optional(),
 });
 
 const StoragePoolSchema = z.strictObject({

@@ -14,6 +14,7 @@ import type { ApplicationDoc, StorageDirective } from "./documents";
 import { keys } from "./keys";
 import type { StorageDoc, StoragePoolDoc } from "./storage-docs";
 import { resolvePool } from "./storage-pools";
+import { pendingVolumeWork } from "./storage-docs";
 import { del, docs, put, putBack, readDoc, readDocs } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 
@@ -68,7 +69,7 @@ export function storageDirectives(
         "storage-pool-unknown",
         `storage "${name}": pool "${req.pool}" is neither one of the ${substrate} substrate's pools (${pools.map((p) => p.name).join(", ")}) nor one made in the model (steward storage-pools)`,
       );
-    const pool = { name: poolName, kinds: resolved.type.kinds };
+    const pool = { name: poolName, kinds: resolved.type.kinds, problem: resolved.type.problem };
     if (!pool.kinds.includes(spec.type))
       throw refuse(
         "storage-not-supported",
@@ -85,6 +86,9 @@ export function storageDirectives(
         "storage-out-of-range",
         `storage "${name}": ${formatSizeMiB(size)} is below the operator's minimum-size ${formatSizeMiB(spec.minimumSize)}`,
       );
+    // What the pool's volumes cannot be (an EBS volume type's sizes): refused now rather than left waiting.
+    const problem = pool.problem?.(size, resolved.attributes);
+    if (problem) throw refuse("storage-out-of-range", `storage "${name}": pool "${pool.name}": ${problem}`);
     out[name] = { pool: pool.name, size, count };
   }
   return out;
@@ -106,6 +110,24 @@ export function notAttachable(s: StorageDoc, field: string): StewardError {
     reason: "storage-attached",
     details: { field, id: s.id },
   });
+}
+
+/**
+ * An application's storage directives after a change (`updateApplication`'s `storage`, as Juju's
+ * `refresh --storage`): each part a request gives replaces the application's, the rest stays, and the
+ * whole is checked as at deploy. It applies to units added from now on; instances keep their pool and size.
+ */
+export function changedStorageDirectives(
+  meta: OperatorMeta,
+  substrate: ModelSubstrate,
+  current: Record<string, StorageDirective> | undefined,
+  change: Record<string, StorageRequest>,
+): Record<string, StorageDirective> | undefined {
+  const requests: Record<string, StorageRequest> = {};
+  for (const [name, d] of Object.entries(current ?? {}))
+    if (name in (meta.storage ?? {})) requests[name] = { pool: d.pool, size: d.size, count: d.count };
+  for (const [name, r] of Object.entries(change)) requests[name] = { ...requests[name], ...r };
+  return storageDirectives(meta, substrate, requests);
 }
 
 /**
@@ -399,10 +421,15 @@ export class StorageOps extends StoreTxns {
     });
   }
 
-  /** The broker's work on `id` failed (it tries again): the instance says why, where users look. */
-  failed(uuid: string, id: string, message: string) {
+  /**
+   * The broker could not do `work` for `id` (it tries again): why, for `steward storage`. Written only
+   * while that is still the work due, and only when the reason changed.
+   */
+  failed(uuid: string, id: string, work: string, message: string) {
     const text = message.length > 2000 ? `${message.slice(0, 1997)}...` : message;
-    return this.report(uuid, id, (s) => (s.message === text ? undefined : { ...s, message: text }));
+    return this.report(uuid, id, (s) =>
+      pendingVolumeWork(s) === work && s.message !== text ? { ...s, message: text } : undefined,
+    );
   }
 
   /** The agent of `machine` did its half of attaching `id` (agent method storageOnMachine): its unit finds it at `location`. */

@@ -18,6 +18,8 @@ import {
 import type { AppliedChange, ApplicationStatusView, ControllerClient, UnitStatusView } from "../../api/core";
 import type { ControllerConnection } from "../connection";
 import { Failures } from "./checks";
+import type { StorageArgs, StorageDirective } from "./storage-args";
+import { checkStorageArgs, observedStorage, sameStorage, storageChange, storageRequests } from "./storage-args";
 import { changed, clientFor, isConflict, isNotFound, modelStatus, PartialFailure, until } from "./session";
 import { isUnknown, plain, sameConfig, sameSet, sameValue } from "./values";
 
@@ -34,6 +36,8 @@ export interface ApplicationInputs {
   config: Record<string, ConfigValue>;
   /** For the machines made for its units (Juju's syntax), merged over the model's; a change applies to machines made after it. */
   constraints?: string;
+  /** Per store the operator declares: pool, size and count for its units; a change applies to units added after it. */
+  storage?: StorageArgs;
   waitFor: "active" | "none";
   timeoutSeconds: number;
   deleteTimeoutSeconds: number;
@@ -48,6 +52,8 @@ export interface ApplicationOutputs extends ApplicationInputs {
   status: string;
   /** The operator's defaults, so a key set to its default and a key left out compare equal. */
   configDefaults: Record<string, ConfigValue>;
+  /** What the controller gives each new unit of each store, as last seen (refresh compares with it). */
+  storageDirectives?: Record<string, StorageDirective>;
 }
 
 export const applicationProvider = {
@@ -70,9 +76,12 @@ export const applicationProvider = {
       if (typeof news.units === "number" && news.units !== news.machines.length)
         f.add("units", `is ${news.units} but machines lists ${news.machines.length}: give one or the other`);
     }
+    let operatorRead = false;
     if (!isUnknown(news.operator) && news.operator && !isUnknown(news.operator.path)) {
       try {
         const { meta } = await readOperatorDir(news.operator.path);
+        operatorRead = true;
+        checkStorageArgs(f, news.storage, meta);
         for (const [k, v] of Object.entries(news.config ?? {})) {
           if (isUnknown(v)) continue;
           const opt = meta.config[k];
@@ -90,6 +99,7 @@ export const applicationProvider = {
         f.add("operator", (e as Error).message);
       }
     }
+    if (!operatorRead) checkStorageArgs(f, news.storage, undefined);
     if (typeof news.constraints === "string") {
       try {
         parseConstraints(news.constraints);
@@ -111,6 +121,8 @@ export const applicationProvider = {
       olds.units !== news.units ||
       (news.machines !== undefined && !sameSet(olds.machines, news.machines)) ||
       normalConstraints(olds.constraints) !== normalConstraints(news.constraints) ||
+      // An update: storage directives apply to units added after the change (never a replace, which would destroy data).
+      !sameStorage(olds.storage, news.storage) ||
       !sameConfig(effective(olds.config, olds.configDefaults), effective(news.config, olds.configDefaults)) ||
       !sameValue(olds.connection, news.connection) ||
       olds.waitFor !== news.waitFor ||
@@ -133,6 +145,7 @@ export const applicationProvider = {
         config: inputs.config,
         ...(inputs.machines ? { to: inputs.machines } : {}),
         ...(inputs.constraints ? { constraints: inputs.constraints } : {}),
+        ...(inputs.storage ? { storage: storageRequests(inputs.storage) } : {}),
       });
     } catch (e) {
       if (!isConflict(e)) throw e;
@@ -208,13 +221,18 @@ async function converge(
   // Before scaling: machines made for new units get the new constraints.
   const constraints =
     normalConstraints(olds.constraints) !== normalConstraints(news.constraints) ? (news.constraints ?? "") : undefined;
+  // Before scaling too: units added by this update get the new storage directives; units that exist keep theirs.
+  const storage = sameStorage(olds.storage, news.storage)
+    ? undefined
+    : storageChange(olds.storage, news.storage, (await readOperatorDir(news.operator.path)).meta);
   let applying: AppliedChange | undefined;
-  if (upgrade || Object.keys(patch).length > 0 || constraints !== undefined) {
+  if (upgrade || Object.keys(patch).length > 0 || constraints !== undefined || storage) {
     applying = changeOf(
       await client.updateApplication(news.model, news.name, {
         ...(upgrade ? { operator: upgrade } : {}),
         ...(Object.keys(patch).length > 0 ? { config: patch } : {}),
         ...(constraints !== undefined ? { constraints } : {}),
+        ...(storage ? { storage } : {}),
       }),
     );
   }
@@ -274,7 +292,7 @@ async function settle(
     configDefaults: {},
   };
   // What the program asked for is what the state keeps as inputs; the observed scale goes out as outputs.
-  const result = plain({ ...outs, ...withoutDrift(inputs), uid });
+  const result = plain({ ...outs, ...withoutDrift(inputs), storage: inputs.storage, uid });
   if (failure) throw new PartialFailure(id, result, [`application "${inputs.name}": ${failure.message}`]);
   return result;
 }
@@ -312,13 +330,19 @@ async function observe(
   // The operator's defaults: known already when the operator is the one last seen (a refresh of
   // many applications then costs one status request), else asked for.
   const known = (base as Partial<ApplicationOutputs>).configDefaults;
+  const recorded = (base as Partial<ApplicationOutputs>).storageDirectives;
   let configDefaults: Record<string, ConfigValue> = {};
-  if (known && base.operator.hash === app.operator.hash) configDefaults = known;
-  else {
+  let storageDirectives = recorded;
+  const knownDefaults = known && base.operator.hash === app.operator.hash;
+  // Storage directives are not in the status: asked for whenever the program or the state has some.
+  if (!knownDefaults || base.storage !== undefined || recorded !== undefined) {
     const info = await clientFor(base.connection).getApplication(base.model, base.name);
-    for (const [k, o] of Object.entries(info.configSchema))
-      if (o.default !== undefined) configDefaults[k] = o.default as ConfigValue;
+    storageDirectives = info.storage ?? {};
+    if (!knownDefaults)
+      for (const [k, o] of Object.entries(info.configSchema))
+        if (o.default !== undefined) configDefaults[k] = o.default as ConfigValue;
   }
+  if (knownDefaults) configDefaults = known;
   // Report keys the program sets, and any other key that differs from its default (set by hand).
   const config: Record<string, ConfigValue> = {};
   for (const [k, v] of Object.entries(app.config))
@@ -337,6 +361,8 @@ async function observe(
     operatorVersion: app.operator.version,
     status: app.status.current,
     configDefaults,
+    storage: observedStorage(base.storage, recorded, storageDirectives ?? {}),
+    storageDirectives: storageDirectives ?? {},
   };
 }
 
@@ -369,7 +395,15 @@ function effective(
 
 /** Inputs only (no observed outputs): a read's `inputs`. */
 function inputsOf(o: ApplicationOutputs): ApplicationInputs {
-  const { uid: _u, unitNames: _n, operatorVersion: _v, status: _s, configDefaults: _d, ...inputs } = o;
+  const {
+    uid: _u,
+    unitNames: _n,
+    operatorVersion: _v,
+    status: _s,
+    configDefaults: _d,
+    storageDirectives: _sd,
+    ...inputs
+  } = o;
   return inputs;
 }
 

@@ -55,6 +55,8 @@ export const TAGS = {
   model: "steward:model",
   machine: "steward:machine",
   replica: "steward:replica",
+  /** A storage instance's volume: its id in the model (`data/0`). */
+  storage: "steward:storage",
 };
 /** What marks a controller replica's instance, whoever launched it (the quorum keeper, or `steward bootstrap aws:…`). */
 export const REPLICA_TAGS: Readonly<Record<string, string>> = { [TAGS.replica]: "replicas" };
@@ -67,7 +69,7 @@ export const GONE_STATES = new Set(["shutting-down", "terminated"]);
 // eslint-disable-next-line @typescript-eslint/consistent-type-imports
 type Ec2Sdk = typeof import("@aws-sdk/client-ec2");
 let sdk: Ec2Sdk | undefined;
-const loadSdk = (): Ec2Sdk => {
+export const loadSdk = (): Ec2Sdk => {
   // The SDK's version is the one our lockfile pins; its warning about future releases needing
   // Node 22 would only land in every controller log (the SDK's own switch turns it off).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
@@ -78,8 +80,8 @@ export class Ec2 {
   private readonly clients = new Map<string, EC2Client>();
   private readonly zones = new Map<string, Promise<string[]>>();
 
-  /** One client per region, endpoint and key (reused: each holds a connection pool). */
-  private client(p: AwsPlacement): EC2Client {
+  /** One client per region, endpoint and key (reused: each holds a connection pool); ebs.ts calls it too. */
+  client(p: AwsPlacement): EC2Client {
     const key = [
       p.settings.region,
       p.settings.endpoint ?? "",
@@ -107,7 +109,8 @@ export class Ec2 {
 
   /**
    * Launches one instance tagged with the controller and `tags`, in the `n`-th subnet (or zone) in
-   * turn. `idempotencyKey` makes EC2 launch it once however often the call is retried.
+   * turn, or in `zone` when the model has no subnets. `idempotencyKey` makes EC2 launch it once
+   * however often the call is retried.
    */
   async launch(
     p: AwsPlacement,
@@ -119,11 +122,13 @@ export class Ec2 {
       idempotencyKey: string;
       instanceType?: string;
       rootVolume?: { deviceName: string; sizeGiB: number };
+      /** The zone it should be in (where the volumes it is to have are); with subnets, the n-th subnet is taken all the same. */
+      zone?: string;
       /** Aborts the request (a launch EC2 took anyway is found by its tags, or answered again for its idempotency key). */
       signal?: AbortSignal;
     },
   ): Promise<AwsInstance> {
-    const where = await this.placementFor(p, o.n);
+    const where = o.zone && !p.settings.subnetIds?.length ? { zone: o.zone } : await this.placementFor(p, o.n);
     const { RunInstancesCommand } = loadSdk();
     const tags = { Name: o.name, [TAGS.controller]: p.controllerUuid, ...o.tags };
     const res = await this.client(p).send(
@@ -214,7 +219,7 @@ export class Ec2 {
     }
   }
 
-  /** Sets `tags` on instances `ids` (existing keys are overwritten, as EC2's CreateTags does). */
+  /** Sets `tags` on resources `ids`, instances or volumes (existing keys are overwritten, as EC2's CreateTags does). */
   async tag(p: AwsPlacement, ids: string[], tags: Record<string, string>): Promise<void> {
     if (ids.length === 0) return;
     const { CreateTagsCommand } = loadSdk();

@@ -1,4 +1,4 @@
-/** The aws substrate kind's runtime half (substrates/kind.ts): EC2 instances for a model's machines. */
+/** The aws substrate kind's runtime half (substrates/kind.ts): EC2 instances for a model's machines, EBS volumes for their storage. */
 import type { AwsModelSettings } from "../../api/core";
 import { SUBSTRATE_CONTRACTS } from "../../api/core";
 import type { SubstrateKind } from "../kind";
@@ -9,6 +9,7 @@ import { instanceTypeFor } from "./instance-types";
 import { AwsMachines } from "./machines";
 import { InstanceReplicaHosts } from "../replica-hosts";
 import { awsReplicaInstances } from "./replica-instances";
+import { EbsVolumes } from "./volumes";
 
 export const kind: SubstrateKind<AwsModelSettings, AwsPlacement, AwsModelSettings, AwsModelSettings> = {
   contract: SUBSTRATE_CONTRACTS.aws,
@@ -30,6 +31,8 @@ export const kind: SubstrateKind<AwsModelSettings, AwsPlacement, AwsModelSetting
     };
   },
   replicaHosts: (deps) => new InstanceReplicaHosts(deps, awsReplicaInstances()),
+  // An EBS volume per storage instance, in its instance's zone.
+  volumes: (deps) => new EbsVolumes(deps),
   // Throws, saying what the largest types are, when nothing fits.
   checkConstraints: (settings, c) => {
     instanceTypeFor(c, settings.instanceType);

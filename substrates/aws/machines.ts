@@ -13,6 +13,7 @@ import type { Arch, Constraints } from "../../api/core";
 import { formatSize, hasConstraints, invalidRequest } from "../../api/core";
 import type { MachineBroker, MachineSpec, MachineTarget, Progress, StartedMachine } from "../brokers";
 import { enrolmentUserData } from "../cloud-init";
+import { Ebs } from "./ebs";
 import type { AwsInstance, AwsPlacement } from "./ec2";
 import { Ec2, LIVE_STATES, TAGS } from "./ec2";
 import { hardwareOf, instanceTypeFor, instanceTypeInfo } from "./instance-types";
@@ -49,6 +50,7 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     }
     if (!spec.issueEnrolment) throw new Error("aws machines enrol themselves: the spec needs issueEnrolment");
     const plan = await this.plan(p, spec.constraints ?? {});
+    const zone = spec.storageHandles?.find((h) => h.zone)?.zone;
     // Stopped before EC2 was asked: nothing made, no token spent.
     opts.signal?.throwIfAborted();
     const token = await spec.issueEnrolment();
@@ -58,6 +60,8 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
     const launched = await this.ec2.launch(p, {
       instanceType: plan.instanceType,
       ...(plan.rootVolume ? { rootVolume: plan.rootVolume } : {}),
+      // Kept EBS volumes attach only within their zone (volumes.ts records it in their handles).
+      ...(zone ? { zone } : {}),
       n: Number(spec.machine),
       name: `steward-${spec.machine}-${spec.model.slice(0, 8)}`,
       tags: { [TAGS.model]: spec.model, [TAGS.machine]: spec.machine },
@@ -128,17 +132,18 @@ export class AwsMachines implements MachineBroker<AwsPlacement> {
   }
 
   /**
-   * A model migrated here from the controller `fromController`: its instances, tagged as that
-   * controller's, are tagged as this one's (`p.controllerUuid`), so it finds them as its own and the
-   * source, which lists only its own, can no longer touch them (Juju's AdoptResources). Returns how many.
+   * A model migrated here from the controller `fromController`: its instances and its storage's EBS
+   * volumes, tagged as that controller's, are tagged as this one's (`p.controllerUuid`), so it finds
+   * them as its own and the source, which lists only its own, can no longer touch them (Juju's
+   * AdoptResources). Returns how many instances.
    */
   async adopt(p: AwsPlacement, model: string, fromController: string): Promise<number> {
-    const theirs = await this.ec2.instances({ ...p, controllerUuid: fromController }, { [TAGS.model]: model });
-    await this.ec2.tag(
-      p,
-      theirs.map((i) => i.id),
-      { [TAGS.controller]: p.controllerUuid },
-    );
+    const from = { ...p, controllerUuid: fromController };
+    const theirs = await this.ec2.instances(from, { [TAGS.model]: model });
+    const volumes = await new Ebs(this.ec2).tagged(from, { [TAGS.model]: model });
+    await this.ec2.tag(p, [...theirs.map((i) => i.id), ...volumes.map((v) => v.id)], {
+      [TAGS.controller]: p.controllerUuid,
+    });
     return theirs.length;
   }
 

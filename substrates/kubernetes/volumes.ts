@@ -23,8 +23,8 @@ export class KubernetesVolumes implements VolumeBroker {
 
   /** A client for the model's cluster, for one call's length. */
   private async withApi<T>(model: string, fn: (api: KubeApi, p: KubernetesPlacement) => Promise<T>): Promise<T> {
-    if (!this.deps.openPlacement) throw new Error("the controller gives the kubernetes volume broker no placement");
-    const placement = (await this.deps.openPlacement(model)) as KubernetesPlacement;
+    if (!this.deps.placement) throw new Error("the controller gives the kubernetes volume broker no placement");
+    const placement = (await this.deps.placement(model)) as KubernetesPlacement;
     const api = new KubeApi(placement.connection);
     try {
       return await fn(api, placement);

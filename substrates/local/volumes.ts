@@ -9,11 +9,23 @@
  * instance at `<location>/<model>/data-0`, attached or kept: nothing moves, the machine's directory
  * only names it. The controller runs this as root and hands the directory to an agent's user, so the
  * location must be root's alone (a directory, not a link, writable by no one else).
+ *
+ * A model that came by migration from another local controller on this host keeps its machines
+ * where that controller started them (agent-processes.ts), and so its storage: an instance is found
+ * where its handle says, when that is a storage directory of this model under some local
+ * controller's machines directory (checked: an imported handle names no other path), is kept aside
+ * in that same model directory, and moves into this controller's tree when a machine of its own
+ * takes it. Both controllers' directories must be on one file system (a rename across two fails, and
+ * is retried, with the reason in the controller's log).
  */
 import { chown, lchown, lstat, mkdir, realpath, rename, rm, stat } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, isAbsolute, join, normalize } from "node:path";
+import { AGENT_CONFIG_FILE } from "../../api/core";
 import type { MachineRef } from "../brokers";
 import type { VolumeBroker, VolumeDeps, VolumeSpec } from "../volumes";
+import { VolumeNotReady } from "../volumes";
+
+const MODEL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** `data/0` as one path part. */
 const dirName = (id: string): string => id.replace("/", "-");
@@ -39,10 +51,11 @@ export class LocalVolumes implements VolumeBroker {
   }
 
   async attach(v: VolumeSpec, m: MachineRef): Promise<{ location: string; handle: Record<string, string> }> {
-    const machineDir = join(await this.modelDir(v), m.machine);
+    const machineDir = await this.machineDir(v, m);
     // The machine's directory is made (and given to its agent's user) when its agent first starts.
-    const owner = await stat(machineDir).catch(() => undefined);
-    if (!owner) throw new Error(`machine ${m.machine}'s directory is not there yet; its agent has not started`);
+    const owner = machineDir && (await stat(machineDir).catch(() => undefined));
+    if (!machineDir || !owner)
+      throw new VolumeNotReady(`machine ${m.machine}'s directory is not there yet; its agent has not started`);
     const placed = this.placedDir(v);
     if (placed !== undefined) {
       await ownedDirectory(dirname(dirname(placed)), "the pool's location");
@@ -55,11 +68,11 @@ export class LocalVolumes implements VolumeBroker {
       await lchown(placed, owner.uid, owner.gid);
       return { location: placed, handle: { dir: placed } };
     }
-    const target = await this.attachedDir(v, m);
+    const target = join(machineDir, "storage", dirName(v.id));
     await mkdir(join(machineDir, "storage"), { recursive: true, mode: 0o700 });
     await chown(join(machineDir, "storage"), owner.uid, owner.gid);
     if (!(await exists(target))) {
-      const from = v.handle?.dir;
+      const from = storagePlace(v)?.dir;
       if (from !== undefined && from !== target && (await exists(from))) await rename(from, target);
       else await mkdir(target, { mode: 0o700 });
     }
@@ -71,10 +84,14 @@ export class LocalVolumes implements VolumeBroker {
     // A location pool's instance stays where it is.
     const placed = this.placedDir(v);
     if (placed !== undefined) return { dir: placed };
-    const kept = await this.keptDir(v);
-    const attached = await this.attachedDir(v, m);
+    const place = storagePlace(v);
+    // Attached under this controller's directory, or (a migrated model) where its handle says.
+    let attached = await this.attachedDir(v, m);
+    if (!(await exists(attached)) && place?.machine === m.machine && (await exists(place.dir))) attached = place.dir;
     // Never attached there (its unit went first): it stays where it was.
-    if (!(await exists(attached))) return v.handle ?? { dir: kept };
+    if (!(await exists(attached))) return v.handle ?? { dir: await this.keptDir(v) };
+    // Kept beside the machines it was among: the same file system, and the same tree a migrated model runs in.
+    const kept = join(dirname(dirname(dirname(attached))), "kept-storage", dirName(v.id));
     await mkdir(dirname(kept), { recursive: true, mode: 0o700 });
     // A kept directory of the same id cannot be there: an instance is in one place at a time.
     await rename(attached, kept);
@@ -87,11 +104,43 @@ export class LocalVolumes implements VolumeBroker {
       await rm(placed, { recursive: true, force: true });
       return;
     }
-    const modelDir = await this.modelDir(v);
-    // Only ever inside the model's directory, whatever a handle says.
-    for (const dir of new Set([await this.keptDir(v), ...(v.handle?.dir ? [v.handle.dir] : [])]))
-      if (dir.startsWith(modelDir + "/")) await rm(dir, { recursive: true, force: true });
+    // Only ever this instance's own directories, whatever a handle says.
+    for (const dir of new Set([await this.keptDir(v), ...(storagePlace(v) ? [storagePlace(v)!.dir] : [])]))
+      await rm(dir, { recursive: true, force: true });
   }
+
+  /**
+   * Machine `m`'s directory: under this controller's, or, for a machine that came by migration, the
+   * one beside where the instance's handle says it is (its agent's configuration there).
+   */
+  private async machineDir(v: VolumeSpec, m: MachineRef): Promise<string | undefined> {
+    const own = join(await this.modelDir(v), m.machine);
+    if (await exists(own)) return own;
+    const place = storagePlace(v);
+    if (!place) return undefined;
+    const theirs = join(place.modelDir, m.machine);
+    return (await exists(join(theirs, AGENT_CONFIG_FILE))) ? theirs : undefined;
+  }
+}
+
+/**
+ * Where the instance's handle says it is, when that is one of this instance's own places in some
+ * local controller's machines directory (named by the model's uuid): `<machines>/<model>/<machine>/storage/<data-0>`
+ * (attached) or `<machines>/<model>/kept-storage/<data-0>`. Anything else (an imported handle naming
+ * another path) is not followed: nothing is moved from, or deleted at, a path that is not storage.
+ */
+export function storagePlace(v: VolumeSpec): { dir: string; modelDir: string; machine?: string } | undefined {
+  const dir = v.handle?.dir;
+  if (dir === undefined || !isAbsolute(dir) || normalize(dir) !== dir || basename(dir) !== dirName(v.id))
+    return undefined;
+  const parent = dirname(dir);
+  const kept = basename(parent) === "kept-storage";
+  if (!kept && basename(parent) !== "storage") return undefined;
+  const modelDir = kept ? dirname(parent) : dirname(dirname(parent));
+  if (basename(modelDir) !== v.model || !MODEL_UUID.test(v.model)) return undefined;
+  if (kept) return { dir, modelDir };
+  const machine = basename(dirname(parent));
+  return /^[0-9]+$/.test(machine) ? { dir, modelDir, machine } : undefined;
 }
 
 /**

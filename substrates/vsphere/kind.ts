@@ -7,6 +7,7 @@ import type { VspherePlacement } from "./machines";
 import { VsphereMachines, vsphereCredentialsOf } from "./machines";
 import { InstanceReplicaHosts } from "../replica-hosts";
 import { vsphereReplicaInstances } from "./replica-instances";
+import { VsphereVolumes } from "./volumes";
 
 export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement, VsphereModelSettings, VsphereModelSettings> = {
   contract: SUBSTRATE_CONTRACTS.vsphere,
@@ -27,6 +28,11 @@ export const kind: SubstrateKind<VsphereModelSettings, VspherePlacement, Vsphere
       adopt: (p, model, from) => m.adopt(p, model, from),
       close: () => m.close(),
     };
+  },
+  volumes(deps) {
+    const placement = deps.placement;
+    if (!placement) throw new Error("vsphere storage needs the models' placements (VolumeDeps.placement)");
+    return new VsphereVolumes({ placement: (model) => placement(model) as Promise<VspherePlacement> });
   },
   replicaHosts: (deps) => new InstanceReplicaHosts(deps, vsphereReplicaInstances()),
 };

@@ -34,7 +34,8 @@ import { constraintsProblem, invalidRequest } from "../../api/core";
 import type { MachineBroker, MachineSpec, MachineTarget, Progress, StartedMachine } from "../brokers";
 import { enrolmentUserData } from "../cloud-init";
 import type { ObjectContent, VsphereConnectionOptions } from "./soap";
-import { MoRef, VimClient, isFault, moRefOf, optionValues, xsdString } from "./soap";
+import { MoRef, Typed, VimClient, isFault, moRefOf, optionValues, xsdString } from "./soap";
+import { disksOf, isStorageDisk } from "./disks";
 
 /** A model's vSphere settings (the API's), and for a self-signed test simulator only: accept any certificate. */
 export type VsphereSettings = VsphereModelSettings & { insecure?: boolean };
@@ -66,6 +67,8 @@ export const EXTRA_CONFIG = {
   userDataEncoding: "guestinfo.userdata.encoding",
   metadata: "guestinfo.metadata",
   metadataEncoding: "guestinfo.metadata.encoding",
+  /** The disks' SCSI identifiers are their UUIDs: how the guest finds a storage instance's disk (volumes.ts). */
+  diskUuids: "disk.EnableUUID",
 } as const;
 
 /** Controller replicas' VMs are named and marked as the machines of a pseudo-model of this name. */
@@ -195,6 +198,8 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
       [EXTRA_CONFIG.userDataEncoding]: "gzip+base64",
       [EXTRA_CONFIG.metadata]: metadata.toString("base64"),
       [EXTRA_CONFIG.metadataEncoding]: "gzip+base64",
+      // The guest's Linux names its disks by their UUIDs only with this on (volumes.ts byIdNamesOf).
+      [EXTRA_CONFIG.diskUuids]: "TRUE",
     }).map(([key, value]) => ({ key, value: xsdString(value) }));
     opts.progress?.(`cloning ${p.settings.template} to VM ${name}`);
     const vm = moRefOf(
@@ -356,11 +361,48 @@ export class VsphereMachines implements MachineBroker<VspherePlacement> {
             if (!isFault(err, "InvalidPowerState")) throw err; // already off
           });
         }
+        // vSphere deletes every disk of a VM it destroys: storage instances' disks come off first (kept).
+        await this.removeDisks(p, ref, isStorageDisk);
         await vc.runTask("Destroy_Task", ref, {}, taskOpts);
       } catch (err) {
         if (!isFault(err, "ManagedObjectNotFound")) throw err; // destroyed meanwhile
       }
     }
+  }
+
+  /** Takes the VM's disks whose file `which` picks off the VM, keeping their files (no fileOperation). */
+  async removeDisks(p: VspherePlacement, vm: MoRef, which: (file: string) => boolean): Promise<number> {
+    const vc = this.client(p);
+    const props = await vc.propertiesOf(vm, ["config.hardware.device"]);
+    const disks = disksOf(props?.get("config.hardware.device")).filter((d) => which(d.file));
+    if (disks.length === 0) return 0;
+    // VirtualDeviceConfigSpec `remove` without fileOperation `destroy`: the VMDK stays on its datastore.
+    const deviceChange = disks.map((d) => ({
+      operation: "remove",
+      device: new Typed("VirtualDisk", {
+        key: d.key,
+        backing: new Typed("VirtualDiskFlatVer2BackingInfo", { fileName: d.file, diskMode: "persistent" }),
+        controllerKey: d.controllerKey,
+        unitNumber: d.unitNumber,
+      }),
+    }));
+    await vc.runTask("ReconfigVM_Task", vm, { spec: { deviceChange } });
+    return disks.length;
+  }
+
+  /** A client for the placement's vCenter (shared, kept with its session). */
+  clientOf(p: VspherePlacement): VimClient {
+    return this.client(p);
+  }
+
+  /** The placement's datacenter. */
+  async datacenterRef(p: VspherePlacement): Promise<MoRef> {
+    return (await this.datacenter(p)).ref;
+  }
+
+  /** The machine's VM (powered on ones first), if any. */
+  async machineVmOf(p: VspherePlacement, model: string, machine: string): Promise<VsphereVm | undefined> {
+    return this.machineVm(p, await this.datacenter(p), model, machine);
   }
 
   /** The model's VMs (of this controller), newest first. */

@@ -31,18 +31,25 @@
  *   AMI id is an x86_64 EBS image with root device /dev/xvda and an 8 GiB gp3 root snapshot (as
  *   Amazon Linux 2023's are); with it, only those images exist (RunInstances of another is
  *   InvalidAMIID.NotFound).
+ * - EBS volumes (fake-ec2-volumes.ts, which says what it models): CreateVolume, AttachVolume,
+ *   DetachVolume, DeleteVolume, DescribeVolumes; the volumes an instance is launched with are volumes
+ *   too (tagged by a TagSpecification of ResourceType volume); CreateTags takes volume ids. An attached
+ *   volume appears on the instance through the `onAttach` callback (e.g. a loop device on its test host).
  * Not modelled: VPCs, subnets and security groups as resources (ids are recorded, not checked),
  * stop/start, public addresses, other actions (InvalidAction). Parameters it does not know are
  * accepted and ignored; every accepted call is in {@link FakeEc2.calls} for assertions.
  * Instances "boot" through the `boot` callback (e.g. a test host running the user data).
  */
-import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Agent } from "node:https";
 import type { AddressInfo } from "node:net";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { createCertificateAuthority, issueServerCertificate } from "../../controller";
+import { Ec2Error, esc, filtered, hex17, list, paged, structs } from "./fake-ec2-query";
+import type { FakeEbsOptions, FakeEbsVolume } from "./fake-ec2-volumes";
+import { FakeEbs, VOLUME_SIZES, badVolumeType } from "./fake-ec2-volumes";
 
 export type FakeInstanceState = "pending" | "running" | "shutting-down" | "terminated";
 /** An AMI as DescribeImages answers it. */
@@ -53,7 +60,7 @@ export interface FakeImage {
   rootDeviceType: "ebs" | "instance-store";
   rootSnapshotGiB?: number;
 }
-/** An EBS volume attached to an instance. */
+/** An EBS volume an instance is launched with (its block device mapping). */
 export interface FakeVolume {
   deviceName: string;
   volumeId: string;
@@ -67,7 +74,10 @@ export interface FakeInstance {
   instanceType: string;
   zone: string;
   subnetId?: string;
-  /** The image's root device (EBS images) and every volume attached at launch, root first. */
+  /**
+   * The image's root device (EBS images) and every volume attached at launch, root first (as
+   * launched: DescribeVolumes and {@link FakeEc2.volumes} show them as they are now, with those attached since).
+   */
   rootDeviceName?: string;
   volumes: FakeVolume[];
   securityGroupIds: string[];
@@ -93,6 +103,12 @@ export interface FakeEc2Options {
   listen?: string;
   /** The images that exist (see the module comment for the default). */
   images?: FakeImage[];
+  /** How long an EBS volume's state change takes, in ms (fake-ec2-volumes.ts). @default 50 */
+  volumeTransitionMs?: number;
+  /** An attached volume appears on the instance (e.g. a loop device on its test host, under the name Nitro gives it). */
+  onAttach?: FakeEbsOptions["onAttach"];
+  /** A volume being detached leaves the instance; rejects while the instance still uses it. */
+  onDetach?: FakeEbsOptions["onDetach"];
 }
 
 const VERSION = "2016-11-15";
@@ -105,16 +121,6 @@ const DEFAULT_IMAGE: Omit<FakeImage, "id"> = {
   rootDeviceType: "ebs",
   rootSnapshotGiB: 8,
 };
-/** Volume sizes EC2 accepts, by type (GiB; EbsBlockDevice.VolumeSize). */
-const VOLUME_SIZES: Record<string, [number, number]> = {
-  gp2: [1, 16384],
-  gp3: [1, 16384],
-  io1: [4, 16384],
-  io2: [4, 16384],
-  st1: [125, 16384],
-  sc1: [125, 16384],
-  standard: [1, 1024],
-};
 const STATE_CODES: Record<FakeInstanceState, number> = { pending: 0, running: 16, "shutting-down": 32, terminated: 48 };
 /** DescribeInstances filters other than tag:<key>, and the values of an instance each one matches. */
 const FILTERS = new Map<string, (i: FakeInstance) => string[]>([
@@ -123,16 +129,6 @@ const FILTERS = new Map<string, (i: FakeInstance) => string[]>([
   ["availability-zone", (i) => [i.zone]],
   ["tag-key", (i) => Object.keys(i.tags)],
 ]);
-
-class Ec2Error extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly status = 400,
-  ) {
-    super(message);
-  }
-}
 
 export class FakeEc2 {
   readonly calls: { action: string; params: Record<string, string> }[] = [];
@@ -146,11 +142,19 @@ export class FakeEc2 {
   private readonly background = new Set<Promise<void>>();
   private server?: ReturnType<typeof createServer>;
   private nextZone = 0;
+  private readonly ebs: FakeEbs;
   endpoint = "";
   caCert = "";
 
   constructor(private readonly o: FakeEc2Options) {
     this.zones = o.zones ?? ["a", "b", "c"].map((z) => `${o.region}${z}`);
+    this.ebs = new FakeEbs({
+      zones: this.zones,
+      instance: (id) => this.find([id])[0]!,
+      ...(o.volumeTransitionMs !== undefined ? { transitionMs: o.volumeTransitionMs } : {}),
+      ...(o.onAttach ? { onAttach: o.onAttach } : {}),
+      ...(o.onDetach ? { onDetach: o.onDetach } : {}),
+    });
   }
   get region(): string {
     return this.o.region;
@@ -183,10 +187,16 @@ export class FakeEc2 {
     await Promise.all([...this.booting.values()].map((b) => b.done));
     await Promise.all([...this.background]);
     await Promise.all(this.all.filter((i) => i.state !== "terminated").map((i) => this.shutDown(i)));
+    await this.ebs.settle();
   }
 
   instances(): FakeInstance[] {
     return [...this.all];
+  }
+
+  /** The EBS volumes not yet deleted (those instances were launched with included). */
+  volumes(): FakeEbsVolume[] {
+    return this.ebs.all();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -316,14 +326,29 @@ export class FakeEc2 {
       const ids = list(p, "ResourceId");
       if (ids.length === 0)
         throw new Ec2Error("MissingParameter", "The request must contain the parameter resourceIdSet");
-      const instances = this.find(ids);
-      for (const t of structs(p, "Tag")) {
+      const volumeIds = ids.filter((id) => id.startsWith("vol-"));
+      const instances = this.find(ids.filter((id) => !id.startsWith("vol-")));
+      this.ebs.find(volumeIds);
+      const tags = structs(p, "Tag");
+      for (const t of tags) {
         if (!t.Key) throw new Ec2Error("InvalidParameterValue", "Tag keys must not be empty");
         for (const i of instances) i.tags[t.Key] = t.Value ?? "";
       }
+      this.ebs.tag(volumeIds, tags);
       return "<return>true</return>";
     },
+    ...this.ebsActions(),
   };
+
+  /** The EBS actions (fake-ec2-volumes.ts), each run by the volumes of this endpoint. */
+  private ebsActions(): Record<string, (p: Record<string, string>) => string> {
+    return Object.fromEntries(
+      ["CreateVolume", "AttachVolume", "DetachVolume", "DeleteVolume", "DescribeVolumes"].map((a) => [
+        a,
+        (p: Record<string, string>) => this.ebs.actions[a]!(p),
+      ]),
+    );
+  }
 
   private runInstances(p: Record<string, string>): string {
     const imageId = p.ImageId;
@@ -362,9 +387,11 @@ export class FakeEc2 {
       if (seen) return this.reservationXml(seen.reservationId, false);
     }
     const tags: Record<string, string> = {};
+    const volumeTags: Record<string, string> = {};
     for (const spec of structs(p, "TagSpecification")) {
-      if (spec.ResourceType !== "instance") continue; // volumes, network interfaces…: not modelled
-      for (const t of structs(spec, "Tag")) if (t.Key) tags[t.Key] = t.Value ?? "";
+      const into = spec.ResourceType === "instance" ? tags : spec.ResourceType === "volume" ? volumeTags : undefined;
+      if (!into) continue; // network interfaces, launch templates…: not modelled
+      for (const t of structs(spec, "Tag")) if (t.Key) into[t.Key] = t.Value ?? "";
     }
     const reservationId = `r-${hex17()}`;
     const launched = Array.from({ length: max }, (): FakeInstance => ({
@@ -386,6 +413,7 @@ export class FakeEc2 {
     if (clientToken !== undefined) this.byToken.set(clientToken, { fingerprint, reservationId });
     for (const i of launched) {
       this.all.push(i);
+      this.ebs.launched(i, i.volumes, volumeTags);
       this.boot(i);
     }
     return this.reservationXml(reservationId, false);
@@ -429,6 +457,7 @@ export class FakeEc2 {
       b.stopped = true;
       await b.handle.stop().catch(() => undefined);
     }
+    await this.ebs.terminated(i);
     i.state = "terminated";
   }
 
@@ -448,47 +477,9 @@ export class FakeEc2 {
 
   private describeInstances(p: Record<string, string>): string {
     const ids = list(p, "InstanceId");
-    let found = ids.length > 0 ? this.find(ids) : [...this.all];
-    for (const f of structs(p, "Filter")) {
-      const name = f.Name ?? "";
-      const values = list(f, "Value").map(wildcard);
-      const tagKey = name.startsWith("tag:") ? name.slice(4) : undefined;
-      const field =
-        tagKey !== undefined
-          ? (i: FakeInstance) => (Object.hasOwn(i.tags, tagKey) ? [i.tags[tagKey]!] : [])
-          : FILTERS.get(name);
-      if (!field) throw new Ec2Error("InvalidParameterValue", `The filter '${name}' is invalid`);
-      found = found.filter((i) => field(i).some((v) => values.some((re) => re.test(v))));
-    }
-    let start = 0,
-      end = found.length;
-    if (p.MaxResults !== undefined) {
-      if (ids.length > 0)
-        throw new Ec2Error(
-          "InvalidParameterCombination",
-          "The parameter instancesSet cannot be used with the parameter maxResults",
-        );
-      const max = Number(p.MaxResults);
-      if (!Number.isInteger(max) || max < 5 || max > 1000)
-        throw new Ec2Error(
-          "InvalidParameterValue",
-          `Value ( ${p.MaxResults} ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.`,
-        );
-      if (p.NextToken !== undefined) {
-        start = Number(
-          Buffer.from(p.NextToken, "base64url")
-            .toString()
-            .replace(/^offset:/, ""),
-        );
-        if (!Number.isInteger(start) || start < 0 || start > found.length)
-          throw new Ec2Error("InvalidPaginationToken", "The specified pagination token is not valid or is expired.");
-      }
-      end = Math.min(found.length, start + max);
-    }
-    const page = found.slice(start, end);
+    const found = filtered(ids.length > 0 ? this.find(ids) : [...this.all], p, FILTERS);
+    const { page, next } = paged(found, p, { min: 5, max: 1000, idsGiven: ids.length > 0, idsParam: "instancesSet" });
     const reservations = [...new Set(page.map((i) => i.reservationId))].map((r) => this.reservationXml(r, true, page));
-    const next =
-      end < found.length ? `<nextToken>${Buffer.from(`offset:${end}`).toString("base64url")}</nextToken>` : "";
     return `<reservationSet>${reservations.join("")}</reservationSet>${next}`;
   }
 
@@ -518,7 +509,7 @@ export class FakeEc2 {
   private reservationXml(reservationId: string, asItem: boolean, among: FakeInstance[] = this.all): string {
     const items = this.all
       .filter((i) => i.reservationId === reservationId)
-      .map((i, n) => (among.includes(i) ? instanceXml(i, n, this.o.region) : ""));
+      .map((i, n) => (among.includes(i) ? instanceXml(i, n, this.o.region, this.ebs.attachedTo(i.id)) : ""));
     const xml = `<reservationId>${reservationId}</reservationId><ownerId>${OWNER_ID}</ownerId><groupSet/><instancesSet>${items.join("")}</instancesSet>`;
     return asItem ? `<item>${xml}</item>` : xml;
   }
@@ -553,11 +544,7 @@ function launchVolumes(image: FakeImage, mappings: Record<string, string>[]): Om
     const root = image.rootDeviceType === "ebs" && deviceName === image.rootDeviceName ? out[0] : undefined;
     const volumeType = m["Ebs.VolumeType"] ?? root?.volumeType ?? "gp2";
     const range = VOLUME_SIZES[volumeType];
-    if (!range)
-      throw new Ec2Error(
-        "InvalidParameterValue",
-        `Value (${volumeType}) for parameter volumeType is invalid. Valid values are ${Object.keys(VOLUME_SIZES).join(", ")}.`,
-      );
+    if (!range) throw badVolumeType(volumeType);
     const given = m["Ebs.VolumeSize"];
     const size = given === undefined ? root?.sizeGiB : Number(given);
     if (size === undefined)
@@ -594,7 +581,7 @@ function imageXml(i: FakeImage): string {
   );
 }
 
-function instanceXml(i: FakeInstance, launchIndex: number, region: string): string {
+function instanceXml(i: FakeInstance, launchIndex: number, region: string, volumes: FakeEbsVolume[]): string {
   const opt = (tag: string, v: string | undefined) => (v === undefined ? "" : `<${tag}>${esc(v)}</${tag}>`);
   return (
     "<item>" +
@@ -622,7 +609,7 @@ function instanceXml(i: FakeInstance, launchIndex: number, region: string): stri
       i.rootDeviceName
         ? `<rootDeviceType>ebs</rootDeviceType><rootDeviceName>${esc(i.rootDeviceName)}</rootDeviceName>`
         : "<rootDeviceType>instance-store</rootDeviceType>",
-      `<blockDeviceMapping>${i.volumes.map((v) => `<item><deviceName>${esc(v.deviceName)}</deviceName><ebs><volumeId>${v.volumeId}</volumeId><status>attached</status><attachTime>${i.launchTime.toISOString()}</attachTime><deleteOnTermination>${v.deleteOnTermination}</deleteOnTermination></ebs></item>`).join("")}</blockDeviceMapping>`,
+      `<blockDeviceMapping>${volumes.map(({ id, attachment: a }) => `<item><deviceName>${esc(a!.device)}</deviceName><ebs><volumeId>${id}</volumeId><status>${a!.state}</status><attachTime>${a!.attachTime.toISOString()}</attachTime><deleteOnTermination>${a!.deleteOnTermination}</deleteOnTermination></ebs></item>`).join("")}</blockDeviceMapping>`,
       opt("clientToken", i.clientToken),
     ].join("") +
     "</item>"
@@ -630,8 +617,6 @@ function instanceXml(i: FakeInstance, launchIndex: number, region: string): stri
 }
 
 const stateXml = (s: FakeInstanceState): string => `<code>${STATE_CODES[s]}</code><name>${s}</name>`;
-const esc = (s: string): string => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
-const hex17 = (): string => randomBytes(9).toString("hex").slice(0, 17);
 const sha256 = (d: string | Buffer): string => createHash("sha256").update(d).digest("hex");
 const hmac = (key: string | Buffer, data: string): Buffer => createHmac("sha256", key).update(data, "utf8").digest();
 
@@ -700,27 +685,6 @@ function canonicalQuery(rawQuery: string): string {
     .join("&");
 }
 
-/** `Name.1`, `Name.2`… in index order. */
-function list(p: Record<string, string>, name: string): string[] {
-  return Object.entries(p)
-    .flatMap(([k, v]) => {
-      const m = new RegExp(`^${name}\\.(\\d+)$`).exec(k);
-      return m ? [[Number(m[1]), v] as const] : [];
-    })
-    .sort((a, b) => a[0] - b[0])
-    .map(([, v]) => v);
-}
-
-/** `Name.N.Field…` grouped by N, in index order, each with its fields relative to `Name.N.`. */
-function structs(p: Record<string, string>, name: string): Record<string, string>[] {
-  const groups = new Map<number, Record<string, string>>();
-  for (const [k, v] of Object.entries(p)) {
-    const m = new RegExp(`^${name}\\.(\\d+)\\.(.+)$`).exec(k);
-    if (m) groups.set(Number(m[1]), { ...groups.get(Number(m[1])), [m[2]!]: v });
-  }
-  return [...groups.entries()].sort((a, b) => a[0] - b[0]).map(([, g]) => g);
-}
-
 function count(p: Record<string, string>, name: "MinCount" | "MaxCount"): number {
   if (p[name] === undefined) throw new Ec2Error("MissingParameter", `The request must contain the parameter ${name}`);
   const n = Number(p[name]);
@@ -735,15 +699,4 @@ function count(p: Record<string, string>, name: "MinCount" | "MaxCount"): number
       `You have requested more instances (${n}) than your current instance limit of 20 allows for the specified instance type.`,
     );
   return n;
-}
-
-/** EC2 filter values: `*` matches any run of characters, `?` exactly one. */
-function wildcard(v: string): RegExp {
-  return new RegExp(
-    `^${v
-      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
-      .replace(/\*/g, ".*")
-      .replace(/\?/g, ".")}$`,
-    "s",
-  );
 }

@@ -15,18 +15,28 @@
  * nobody can reach the image's host key), the rest in the background. A VM
  * powered off has its host killed (and booted again, without cloud-init, if powered on again, as a
  * disk keeps what cloud-init did); a VM destroyed has its host killed for good.
+ *
+ * Disks of a VM other than its own (those in its folder, cloned from the template with it: the root
+ * disk), such as storage instances' VMDKs, appear in its guest as a real disk would, whether added
+ * before it booted or after: the bridge reads the VM's devices as vcsim lists them, and plugs each such disk into the VM's
+ * test host (TestHost.plugDisk: a loop device) backed by the VMDK's own `-flat.vmdk` file in vcsim's
+ * datastore directory (grown to the disk's capacity), so its data lives on the datastore, follows the
+ * file from VM to VM and goes when vSphere deletes the file. With `disk.EnableUUID` TRUE in the VM's
+ * configuration the guest names it by the disk's UUID (`backing.uuid`, else VirtualDiskManager's
+ * QueryVirtualDiskUuid), as udev does for a VMware disk: `/dev/disk/by-id/wwn-0x<32 hex digits>` and
+ * `scsi-3<…>`; without it, no by-id name. A disk taken off the VM is unplugged.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCertificateAuthority, issueServerCertificate } from "../../controller";
 import { vsphere } from "../../substrates";
 
 type MoRef = vsphere.MoRef;
-const { VimClient, optionValues, xsdString } = vsphere;
+const { MoRef, VimClient, child, moRefOf, optionValues, textAt, xsdString } = vsphere;
 import { bootCloudInit } from "./cloud-init";
 import type { TestHost, TestLab } from "./hosts";
 
@@ -51,6 +61,8 @@ export interface BridgedVm {
   cloudInitDoneAt?: number;
   error?: Error;
   state: "running" | "off" | "destroyed";
+  /** Its other disks than its own (see the module comment), plugged into the host: by datastore path, their loop device. */
+  disks: Map<string, string>;
 }
 
 export interface GuestBridge {
@@ -222,6 +234,8 @@ class Bridge implements GuestBridge {
       "runtime.powerState",
       "config.extraConfig",
       "guest.ipAddress",
+      "config.hardware.device",
+      "config.files.vmPathName",
     ]);
     const present = new Set<string>();
     for (const o of seen) {
@@ -230,6 +244,7 @@ class Bridge implements GuestBridge {
       present.add(id);
       const on = o.props.get("runtime.powerState")?.text === "poweredOn";
       const known = this.vms.get(id);
+      if (known) await this.syncDisks(o, known);
       if (known) {
         if (!on && known.state === "running") {
           known.state = "off";
@@ -247,13 +262,66 @@ class Bridge implements GuestBridge {
       const userData = config.get("guestinfo.userdata");
       if (userData === undefined) continue;
       await this.boot(o.obj, userData, config.get("guestinfo.userdata.encoding"));
+      await this.syncDisks(o, this.vms.get(id)!);
     }
     for (const b of this.vms.values()) {
       if (b.state !== "destroyed" && !present.has(b.vm)) {
         b.state = "destroyed";
         await b.host.kill();
+        for (const loop of b.disks.values()) await b.host.unplugDisk(loop).catch(() => undefined);
+        b.disks.clear();
       }
     }
+  }
+
+  /** Plugs the VM's disks other than its own into its host, and unplugs those taken off (see the module comment). */
+  private async syncDisks(o: vsphere.ObjectContent, vm: BridgedVm): Promise<void> {
+    // The VM's own folder: `[ds] name/` of `[ds] name/name.vmx`.
+    const own = (textAt(o.props.get("config.files.vmPathName")) ?? "").replace(/[^/\]]*$/, "");
+    const listed = new Map<string, vsphere.XmlNode>();
+    for (const d of o.props.get("config.hardware.device")?.children ?? []) {
+      const file = textAt(d, "backing/fileName");
+      if (d.xsiType === "VirtualDisk" && file && !(own && file.startsWith(own))) listed.set(file, d);
+    }
+    for (const [file, loop] of vm.disks)
+      if (!listed.has(file)) {
+        await vm.host.unplugDisk(loop);
+        vm.disks.delete(file);
+      }
+    const byUuid = /^true$/i.test(optionValues(o.props.get("config.extraConfig")).get("disk.EnableUUID") ?? "");
+    for (const [file, d] of listed) {
+      if (vm.disks.has(file) || vm.state !== "running") continue;
+      const flat = (await this.localPath(file)).replace(/\.vmdk$/, "-flat.vmdk");
+      const capacity = Number(textAt(d, "capacityInKB") ?? 0) * 1024;
+      const size = (await stat(flat)).size;
+      if (size < capacity) await truncate(flat, capacity);
+      const uuid = textAt(d, "backing/uuid") ?? (await this.diskUuid(file));
+      const hex = uuid.replace(/[^0-9a-f]/gi, "").toLowerCase();
+      const names = byUuid ? [`wwn-0x${hex}`, `scsi-3${hex}`] : [];
+      const { loop } = await vm.host.plugDisk(Math.ceil(Math.max(size, capacity) / 2 ** 20), names, { file: flat });
+      vm.disks.set(file, loop);
+    }
+  }
+
+  /** Where vcsim keeps a datastore path's file: its datastore's `info.url` directory. */
+  private async localPath(file: string): Promise<string> {
+    const m = /^\[([^\]]+)\]\s*(.*)$/.exec(file);
+    if (!m) throw new Error(`not a datastore path: ${file}`);
+    const sc = await this.client.serviceContent();
+    const stores = await this.client.propertiesUnder(sc.rootFolder, "Datastore", ["name", "info.url"]);
+    const url = stores.find((ds) => ds.props.get("name")?.text === m[1])?.props.get("info.url")?.text;
+    if (!url) throw new Error(`vcsim has no datastore ${m[1]}`);
+    return join(url, m[2]!);
+  }
+
+  /** A disk's UUID as vSphere's disk manager tells it (vcsim leaves `backing.uuid` unset). */
+  private async diskUuid(file: string): Promise<string> {
+    const content = (
+      await this.client.call("RetrieveServiceContent", new MoRef("ServiceInstance", "ServiceInstance"))
+    )[0];
+    const manager = moRefOf(child(content, "virtualDiskManager"))!;
+    const datacenter = (await this.client.findByInventoryPath(DATACENTER))!;
+    return textAt((await this.client.call("QueryVirtualDiskUuid", manager, { name: file, datacenter }))[0]) ?? "";
   }
 
   private async boot(vm: MoRef, userData: string, encoding: string | undefined): Promise<void> {
@@ -266,6 +334,7 @@ class Bridge implements GuestBridge {
       bootedAt: Date.now(),
       cloudInit: Promise.resolve(),
       state: "running",
+      disks: new Map(),
     };
     this.vms.set(vm.value, entry);
     let bytes: Buffer | undefined;
@@ -299,6 +368,7 @@ class Bridge implements GuestBridge {
     await this.loop;
     for (const b of this.vms.values()) {
       await b.host.kill().catch(() => undefined);
+      for (const loop of b.disks.values()) await b.host.unplugDisk(loop).catch(() => undefined);
       await b.cloudInit;
     }
   }

@@ -8,6 +8,7 @@ import type {
   LiveMessage,
   ModelStatus,
   ModelSummary,
+  StorageInfo,
   UnitDetails,
   WireError,
 } from "../../../api/browser";
@@ -20,6 +21,8 @@ export interface LiveState {
   controller?: ControllerOverview;
   status: Map<string, ModelStatus>;
   units: Map<string, UnitDetails>;
+  /** Each followed model's storage instances, by model name. */
+  storage: Map<string, StorageInfo[]>;
   errors: Map<string, WireError>;
   /** When the last message arrived (performance.now()), for the live indicator and the benchmark. */
   lastMessageAt: number;
@@ -30,6 +33,7 @@ export class LiveClient {
     connected: false,
     status: new Map(),
     units: new Map(),
+    storage: new Map(),
     errors: new Map(),
     lastMessageAt: 0,
   };
@@ -92,6 +96,7 @@ export class LiveClient {
     this.state.errors.delete(topic);
     if (topic.startsWith("model:")) this.state.status.delete(topic.slice(6));
     if (topic.startsWith("unit:")) this.state.units.delete(topic.slice(5));
+    if (topic.startsWith("storage:")) this.state.storage.delete(topic.slice(8));
   }
 
   private receive(msg: LiveMessage): void {
@@ -111,6 +116,7 @@ export class LiveClient {
       const doc = this.state.status.get(name);
       if (doc) this.state.status.set(name, applyModelPatch(doc, msg.patch));
     } else if ("unit" in msg) this.state.units.set(topic.slice(5), msg.unit);
+    else if ("storage" in msg) this.state.storage.set(topic.slice(8), msg.storage);
     if (!("error" in msg)) this.state.errors.delete(topic);
     this.changed();
   }

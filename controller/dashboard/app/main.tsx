@@ -26,10 +26,11 @@ function topicsOf(r: Route): string[] {
     case "models":
       return ["models"];
     case "model":
+      return ["models", `model:${r.model}`, `storage:${r.model}`];
     case "application":
       return ["models", `model:${r.model}`];
     case "unit":
-      return ["models", `unit:${r.model}/${r.unit}`];
+      return ["models", `unit:${r.model}/${r.unit}`, `storage:${r.model}`];
     case "controller":
       return ["models", "controller"];
     case "console":
@@ -83,7 +84,7 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
       body = modelError ? (
         <p class="error-note">{modelError.message}</p>
       ) : (
-        <ModelView name={route.model} status={s.status.get(route.model)} />
+        <ModelView name={route.model} status={s.status.get(route.model)} storage={s.storage.get(route.model)} />
       );
       break;
     case "application":
@@ -99,6 +100,7 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
           model={route.model}
           unit={route.unit}
           details={s.units.get(`${route.model}/${route.unit}`)}
+          storage={s.storage.get(route.model)?.filter((x) => x.unit === route.unit)}
           error={s.errors.get(`unit:${route.model}/${route.unit}`)}
           canWrite={canWrite}
         />

@@ -66,6 +66,7 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
         .map((u) => u.name)
         .sort(),
       ...(hasConstraints(a.constraints) ? { constraints: formatConstraints(a.constraints) } : {}),
+      ...(a.storage ? { storage: a.storage } : {}),
     };
   };
 

@@ -1,9 +1,10 @@
 /** A model as `steward status` shows it: applications, units, machines and integrations, filtered as you type. */
 import { useMemo, useState } from "preact/hooks";
-import type { ModelStatus, UnitStatusView, WorkloadStatus } from "../../../../api/browser";
+import type { ModelStatus, StorageInfo, UnitStatusView, WorkloadStatus } from "../../../../api/browser";
 import { workloadSeverity } from "../../../../api/browser";
 import { href } from "../router";
 import { Ago, Badge, Empty, Section } from "../ui";
+import { StorageTable } from "./storage";
 
 const FILTERS: (WorkloadStatus | "all" | "attention")[] = [
   "all",
@@ -22,7 +23,16 @@ const byUnitNumber = (a: string, b: string): number => {
   return aa === ba ? an - bn : aa.localeCompare(ba);
 };
 
-export function ModelView({ name, status }: { name: string; status: ModelStatus | undefined }) {
+export function ModelView({
+  name,
+  status,
+  storage,
+}: {
+  name: string;
+  status: ModelStatus | undefined;
+  /** Its storage instances, attached and kept (the live feed's `storage:<model>`). */
+  storage: StorageInfo[] | undefined;
+}) {
   const [search, setSearch] = useState("");
   const [filter, setFilter] = useState<(typeof FILTERS)[number]>("all");
   const units = useMemo(() => {
@@ -254,6 +264,9 @@ export function ModelView({ name, status }: { name: string; status: ModelStatus 
           )}
         </Section>
       </div>
+      <Section title="Storage">
+        <StorageTable model={name} storage={storage} none="No storage: no operator here declares any." />
+      </Section>
     </div>
   );
 }

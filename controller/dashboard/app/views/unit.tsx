@@ -9,6 +9,7 @@ import type {
   DebugLogRecord,
   OperationInfo,
   StatusLogEntry,
+  StorageInfo,
   UnitDetails,
   WireError,
 } from "../../../../api/browser";
@@ -17,6 +18,7 @@ import { call, seg } from "../http";
 import { href } from "../router";
 import { ActionButton, Ago, Badge, Bag, Empty, ErrorNote, Section } from "../ui";
 import { RunAction } from "./run-action";
+import { StorageTable } from "./storage";
 
 async function readLog(model: string, unit: string): Promise<DebugLogRecord[]> {
   const res = await fetch(`/v1/models/${seg(model)}/logs?include=${seg(unit)}&lines=200&tail=false`, {
@@ -34,12 +36,15 @@ export function UnitView({
   model,
   unit,
   details,
+  storage,
   error,
   canWrite,
 }: {
   model: string;
   unit: string;
   details: UnitDetails | undefined;
+  /** The storage instances attached to it (the live feed's `storage:<model>`, narrowed to the unit). */
+  storage: StorageInfo[] | undefined;
   error?: WireError;
   canWrite: boolean;
 }) {
@@ -120,6 +125,9 @@ export function UnitView({
           <pre class="output">{details.failure.output || "(the hook printed nothing)"}</pre>
         </section>
       ) : null}
+      <Section title="Storage">
+        <StorageTable model={model} storage={storage} none="No storage is attached to this unit." showUnit={false} />
+      </Section>
       <Section title="Relation data">
         {details.integrations.length === 0 ? (
           <Empty>This unit is in no integration.</Empty>
