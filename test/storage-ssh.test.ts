@@ -187,6 +187,16 @@ ssh("storage on SSH hosts: a directory and a declared device outlive their units
   t.is((await a.exec("ls /srv/notebook/data-0")).code, 2, "the directory is gone");
   t.is((await a.exec("findmnt /srv/notebook/data-1")).code, 1);
   t.is((await a.exec(`blkid -p ${mounted[0]}`)).code, 2, "the device holds no filesystem");
+
+  // A pool made from device (create-storage-pool) takes a declared device as the built-in one does.
+  await client.createStoragePool(M, "disks", "device");
+  await client.deploy(M, { name: "made", operator: op.hash, units: 1, to: [ma], storage: { data: { pool: "disks" } } });
+  await noted("made", "made/0", "data/2 new: written by made/0");
+  t.is(
+    (await a.exec("findmnt -n -o SOURCE,FSTYPE /srv/notebook/data-2")).stdout.trim(),
+    `${mounted[0]} ext4`,
+    "the made pool's instance is the freed device, made ext4 again",
+  );
 });
 
 test("add-machine refuses a storage device that is not a /dev path, and one for a machine it does not install", async (t) => {
