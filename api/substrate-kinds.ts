@@ -599,7 +599,24 @@ const kubernetes = {
   },
   // A PersistentVolumeClaim per instance (substrates/kubernetes/storage-claims.ts); a pool's
   // `storage-class` attribute names its StorageClass, else the cluster's default class.
-  storagePools: [{ name: "kubernetes", kinds: ["filesystem"] }],
+  // A claim of the application's StatefulSet per instance (substrates/kubernetes/volumes.ts).
+  storagePools: [
+    {
+      name: "kubernetes",
+      kinds: ["filesystem"],
+      attributes: [
+        {
+          name: "storage-class",
+          description: "the StorageClass of its claims (default: the cluster's default class)",
+          // A StorageClass's name is a DNS subdomain (RFC 1123).
+          problem: (v) =>
+            v.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(v)
+              ? undefined
+              : "must be a StorageClass's name (lower-case letters, digits, '-' and '.'), such as fast-ssd",
+        },
+      ],
+    },
+  ],
   words: { thing: "pod", things: "pods", cloud: "Kubernetes" },
   flags: kubernetesFlags.map((f) => f.name),
   cli: { flags: kubernetesFlags, target: { word: "kubernetes", aliases: ["k8s"], placeholder: "CONTEXT" } },

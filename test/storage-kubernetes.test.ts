@@ -211,6 +211,34 @@ test.serial("a storage class the cluster lacks: nothing is made, and the unit's 
   );
   const [s] = await storageOf("bare2");
   t.is(s?.message, undefined, "the message cleared once attached");
+
+  // A pool made with a class the cluster lacks: its storage-class reaches the claims' check, nothing is made.
+  await tc.admin.createModel("bare3", { updateStatusInterval: 300 }, "kubernetes", { credential: "lab" });
+  const bad = await t.throwsAsync(
+    tc.admin.createStoragePool("bare3", "odd", "kubernetes", { "storage-class": "No_Such" }),
+  );
+  t.is(
+    (bad as { reason?: string } | undefined)?.reason,
+    "storage-pool-attribute",
+    "a class name Kubernetes cannot have is refused when the pool is made",
+  );
+  await tc.admin.createStoragePool("bare3", "fast", "kubernetes", { "storage-class": "fast" });
+  await tc.admin.deploy("bare3", {
+    name: "shelf",
+    operator: await tc.upload(join(fixturesDir, "operators", "shelf")),
+    units: 1,
+    storage: { data: { pool: "fast" } },
+  });
+  const fast = await eventually(
+    "the made pool's storage to say why",
+    async () => {
+      const [x] = await storageOf("bare3");
+      return x?.message ? x : undefined;
+    },
+    60_000,
+  );
+  t.regex(fast.message ?? "", /storage class "fast" does not exist/);
+  t.falsy(await kube.find(R.statefulSets, "shelf", { namespace: "bare3" }), "no StatefulSet for the made pool");
 });
 
 test.serial(

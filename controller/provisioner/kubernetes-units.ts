@@ -307,7 +307,7 @@ export class KubernetesProvisioner extends Reconciler {
     const replicas = units.length === 0 ? 0 : Math.max(...units.map((u) => u.ordinal)) + 1;
     const meta = this.o.cache.operators.get(idx.apps.get(app)?.operator.hash ?? "")?.meta;
     const containers = meta?.containers;
-    const storage = podStorageOf(idx.apps.get(app)?.storage, meta?.storage);
+    const storage = podStorageOf(idx, idx.apps.get(app)?.storage, meta?.storage);
     const done = await broker.ensureApplication(
       {
         model: idx.uuid,
@@ -430,10 +430,11 @@ export class KubernetesProvisioner extends Reconciler {
 
 /**
  * The stores each unit of an application has, as its pods mount them: the application's storage
- * directives (pool, size, count) with the operator's location. Built-in pools have no attributes
- * (a `kubernetes` pool's claims take the cluster's default class).
+ * directives (pool, size, count) with the operator's location and the pool's attributes (a built-in
+ * pool has none: its claims take the cluster's default class; a made one may name a `storage-class`).
  */
 function podStorageOf(
+  idx: ModelIndex,
   directives: Record<string, StorageDirective> | undefined,
   declared: Record<string, StorageSpec> | undefined,
 ): PodStorage[] {
@@ -447,7 +448,7 @@ function podStorageOf(
         size: d.size,
         ...(spec?.location ? { location: spec.location } : {}),
         multiple: (spec?.count.max ?? 1) > 1,
-        attributes: {},
+        attributes: idx.storagePools.get(d.pool)?.attributes ?? {},
       };
     });
 }
