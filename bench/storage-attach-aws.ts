@@ -18,19 +18,10 @@ import { ebsDisks } from "../test/harness/ebs-disks";
 import { FakeEc2 } from "../test/harness/fake-ec2";
 import { TestLab } from "../test/harness/hosts";
 import type { BenchOptions } from "./util";
-import { median, report, sleep } from "./util";
+import { median, report, until } from "./util";
 
 const region = "eu-west-1";
 const credentials = { accessKeyId: "AKIAFAKEBENCH0000002", secretAccessKey: "fake-secret-for-the-storage-bench-0002" };
-
-/** Polls `fn` every 100 ms until it answers, for at most `ms`. */
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 240_000): Promise<T> {
-  for (const deadline = Date.now() + ms; ; await sleep(100)) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`aws storage bench: timed out waiting for ${what}`);
-  }
-}
 
 /** `size`: hand-overs of the volume from one unit to the next (default 5). */
 export async function benchStorageAttachAws(o: BenchOptions = {}): Promise<void> {

@@ -7,12 +7,12 @@
  * `remove-unit` until the storage is detached and kept.
  */
 import { join } from "node:path";
-import type { StewardError, UnitStatusView } from "../api";
+import type { UnitStatusView } from "../api";
 import { fixturesDir } from "../test/harness/controller";
 import { eventually } from "../test/harness/eventually";
 import { startKubeLab } from "../test/harness/kube/lab";
 import type { BenchOptions } from "./util";
-import { median, report } from "./util";
+import { median, report, unlessStorageAttached, until } from "./util";
 
 /** `size`: scale-downs to 0 and back (default 5). */
 export async function benchStorageAttachKubernetes(o: BenchOptions = {}): Promise<void> {
@@ -46,16 +46,7 @@ export async function benchStorageAttachKubernetes(o: BenchOptions = {}): Promis
       detach.push(performance.now() - t0);
       t0 = performance.now();
       // Refused (storage-attached) while the kept storage's detach is still being reported: asked again.
-      await eventually(
-        "add-unit accepted",
-        () =>
-          tc.admin.addUnits("bench", "shelf", 1).catch((err: StewardError) => {
-            if (err.reason === "storage-attached") return undefined;
-            throw err;
-          }),
-        30_000,
-        50,
-      );
+      await until("add-unit accepted", () => unlessStorageAttached(() => tc.admin.addUnits("bench", "shelf", 1)));
       await tc.waitForUnits("bench", saying(/attach found written by shelf\/0/), "shelf/0 to find the marker", 120_000);
       attach.push(performance.now() - t0);
     }

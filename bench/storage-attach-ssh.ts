@@ -8,19 +8,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus } from "../api";
-import { ControllerClient, StewardError, readOperatorDir, silentLogger } from "../api";
+import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
 import { TestLab } from "../test/harness/hosts";
 import type { BenchOptions } from "./util";
-import { median, report, sleep } from "./util";
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 120_000): Promise<T> {
-  for (const deadline = Date.now() + ms; ; await sleep(100)) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`ssh storage bench: timed out waiting for ${what}`);
-  }
-}
+import { median, report, until, unlessStorageAttached } from "./util";
 
 const message = (s: ModelStatus, app: string, unit: string): string | undefined =>
   s.applications[app]?.units[unit]?.workload.message;
@@ -75,15 +67,10 @@ export async function benchStorageAttachSsh(o: BenchOptions = {}): Promise<void>
       for (let i = 0; i < RUNS; i++) {
         await client.removeUnit("storage", unit);
         // Kept once its host's agent has released it (unmounted) and it is off the machine.
-        const t0 = await until(`${id} kept`, () =>
-          client.addUnits("storage", pool, 1, undefined, [id!]).then(
-            (r) => ({ at: Date.now(), unit: r.units[0]! }),
-            (err: unknown) => {
-              if (StewardError.isInstance(err) && err.reason === "storage-attached") return undefined;
-              throw err;
-            },
-          ),
-        );
+        const t0 = await until(`${id} kept`, async () => {
+          const added = await unlessStorageAttached(() => client.addUnits("storage", pool, 1, undefined, [id!]));
+          return added && { at: Date.now(), unit: added.units[0]! };
+        });
         unit = t0.unit;
         await until(`${unit} to read the note`, async () =>
           message(await client.status("storage"), pool, unit)?.includes("found") ? true : undefined,

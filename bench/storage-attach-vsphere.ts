@@ -16,15 +16,7 @@ import { Controller, initControllerDir } from "../controller";
 import { TestLab } from "../test/harness/hosts";
 import { startVcsim, vcsimAvailable } from "../test/harness/vcsim";
 import type { BenchOptions } from "./util";
-import { median, report, sleep } from "./util";
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 240_000): Promise<T> {
-  for (const deadline = Date.now() + ms; ; await sleep(100)) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`vsphere storage bench: timed out waiting for ${what}`);
-  }
-}
+import { median, report, until } from "./util";
 
 const unitMessage = (s: ModelStatus, unit: string): string | undefined =>
   s.applications.notebook?.units[unit]?.workload.message;

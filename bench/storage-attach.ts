@@ -9,22 +9,13 @@ import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus } from "../api";
-import { ControllerClient, StewardError, readOperatorDir, silentLogger } from "../api";
+import { ControllerClient, readOperatorDir, silentLogger } from "../api";
 import { Controller, initControllerDir } from "../controller";
 import { benchStorageAttachSsh } from "./storage-attach-ssh";
 import { benchStorageAttachAws } from "./storage-attach-aws";
 import { benchStorageAttachVsphere } from "./storage-attach-vsphere";
 import type { BenchOptions } from "./util";
-import { median, report, sleep } from "./util";
-
-/** Polls `fn` every 100 ms until it answers, for at most `ms`. */
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 120_000): Promise<T> {
-  for (const deadline = Date.now() + ms; ; await sleep(100)) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`storage bench: timed out waiting for ${what}`);
-  }
-}
+import { median, report, until, unlessStorageAttached } from "./util";
 
 const unitMessage = (s: ModelStatus, unit: string): string | undefined =>
   s.applications.notebook?.units[unit]?.workload.message;
@@ -59,15 +50,11 @@ export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
       let t0 = Date.now();
       await client.removeUnit("storage", unit);
       // Kept once it is off its machine: until then (listed detached already) it cannot be attached.
-      [unit] = await until("the storage detached and kept", () =>
-        client.addUnits("storage", "notebook", 1, undefined, ["data/0"]).then(
-          (r) => r.units as [string],
-          (err: unknown) => {
-            if (StewardError.isInstance(err) && err.reason === "storage-attached") return undefined;
-            throw err;
-          },
-        ),
-      );
+      [unit] = (
+        await until("the storage detached and kept", () =>
+          unlessStorageAttached(() => client.addUnits("storage", "notebook", 1, undefined, ["data/0"])),
+        )
+      ).units as [string];
       detach.push(Date.now() - t0);
       t0 = Date.now();
       await until(`${unit} to read the note`, async () =>

@@ -1,5 +1,6 @@
 /** Small helpers shared by the benchmarks: statistics, process memory, temp controllers. */
 import { readFile } from "node:fs/promises";
+import { StewardError } from "../api";
 
 export function percentile(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);
@@ -20,6 +21,28 @@ export interface BenchOptions {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` every 100 ms until it answers (what it throws ends the wait at once), for at most `ms`. */
+export async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 240_000): Promise<T> {
+  for (const deadline = Date.now() + ms; ; await sleep(100)) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
+  }
+}
+
+/**
+ * What `call` answers, or undefined while it is refused because storage it names is still attached or
+ * being detached (a removed unit's storage is kept only once it is off its machine): for {@link until}.
+ */
+export async function unlessStorageAttached<T>(call: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call();
+  } catch (err) {
+    if (StewardError.isInstance(err) && err.reason === "storage-attached") return undefined;
+    throw err;
+  }
+}
 
 export function report(name: string, figures: Record<string, string | number>): void {
   process.stdout.write(`\n${name}\n`);
