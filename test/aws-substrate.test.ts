@@ -18,7 +18,7 @@ import type { FakeEc2Boot } from "./harness/cloud-init";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { migrateAndWait } from "./harness/migration";
-import { FakeEc2 } from "./harness/fake-ec2";
+import { FakeEc2, createModelOnFake } from "./harness/fake-ec2";
 import { TestLab } from "./harness/hosts";
 import { rawRequest } from "./harness/http";
 import { saveClientConfig } from "../cli";
@@ -43,27 +43,14 @@ test.before(async () => {
   lab = await TestLab.create(0);
   boot = fakeEc2Boot(lab);
   fake = new FakeEc2({ region, credentials: awsKey, boot });
-  const ec2 = await fake.start();
+  await fake.start();
   dir = await mkdtemp(join(tmpdir(), "steward-aws-"));
   const init = await initControllerDir({ dataDir: dir, name: "aws", listen: { host: `${lab.subnet}.1`, port: 0 } });
   caCert = init.caCert;
   controller = await Controller.start({ dataDir: dir, log: silentLogger, cloudPollIntervalMs: 500 });
   adminPassword = init.adminPassword!;
   client = new ControllerClient({ addresses: controller.apiAddresses, caCert, user: "admin", password: adminPassword });
-  await client.putCredential("prod", "aws", {
-    "access-key-id": awsKey.accessKeyId,
-    "secret-access-key": awsKey.secretAccessKey,
-  });
-  await client.createModel("shop", undefined, "aws", {
-    credential: "prod",
-    settings: {
-      region,
-      imageId: "ami-0123456789abcdef0",
-      instanceType: "t3.small",
-      endpoint: ec2.endpoint,
-      endpointCaCert: ec2.caCert,
-    },
-  });
+  await createModelOnFake(fake, client, "shop");
 });
 test.after.always(async () => {
   client?.close();

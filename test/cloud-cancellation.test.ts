@@ -18,7 +18,7 @@ import { Controller, initControllerDir } from "../controller";
 import { fakeEc2Boot } from "./harness/cloud-init";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
-import { FakeEc2 } from "./harness/fake-ec2";
+import { FakeEc2, createModelOnFake } from "./harness/fake-ec2";
 import { TestLab } from "./harness/hosts";
 
 const root = process.getuid?.() === 0;
@@ -62,7 +62,7 @@ async function freePort(host: string): Promise<number> {
 
 aws("a leader stopped while its instance boots leaves the machine to the next, which resumes it", async (t) => {
   t.timeout(300_000);
-  const ec2 = await fake.start();
+  await fake.start();
   const host = `${lab.subnet}.1`;
   const init = await initControllerDir({ dataDir: dir, name: "cancel", listen: { host, port: await freePort(host) } });
   const start = async (): Promise<ControllerClient> => {
@@ -75,20 +75,7 @@ aws("a leader stopped while its instance boots leaves the machine to the next, w
     });
   };
   let client = await start();
-  await client.putCredential("prod", "aws", {
-    "access-key-id": awsKey.accessKeyId,
-    "secret-access-key": awsKey.secretAccessKey,
-  });
-  await client.createModel("shop", undefined, "aws", {
-    credential: "prod",
-    settings: {
-      region,
-      imageId: "ami-0123456789abcdef0",
-      instanceType: "t3.small",
-      endpoint: ec2.endpoint,
-      endpointCaCert: ec2.caCert,
-    },
-  });
+  await createModelOnFake(fake, client, "shop");
   const op = await client.uploadOperator((await readOperatorDir(join(operatorsDir, "motd"))).bundle);
   await client.deploy("shop", { name: "motd", operator: op.hash, units: 1 });
   const machine = async (c: ControllerClient): Promise<MachineInfo | undefined> => (await c.listMachines("shop"))[0];

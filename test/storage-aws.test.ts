@@ -27,7 +27,7 @@ import { operatorsDir } from "./harness/controller";
 import type { EbsDisks } from "./harness/ebs-disks";
 import { ebsDisks } from "./harness/ebs-disks";
 import { eventually } from "./harness/eventually";
-import { FakeEc2, ec2ClientFor } from "./harness/fake-ec2";
+import { FakeEc2, createModelOnFake, ec2ClientFor } from "./harness/fake-ec2";
 import { TestLab } from "./harness/hosts";
 
 const root = process.getuid?.() === 0;
@@ -54,7 +54,7 @@ test.before(async () => {
   boot = fakeEc2Boot(lab);
   disks = ebsDisks(boot, () => dir);
   fake = new FakeEc2({ region, credentials: awsKey, boot, onAttach: disks.onAttach, onDetach: disks.onDetach });
-  const ec2 = await fake.start();
+  await fake.start();
   dir = await mkdtemp(join(tmpdir(), "steward-storage-aws-"));
   notebook = join(dir, "notebook");
   await cp(join(operatorsDir, "notebook"), notebook, { recursive: true });
@@ -72,20 +72,7 @@ test.before(async () => {
     user: "admin",
     password: init.adminPassword!,
   });
-  await client.putCredential("prod", "aws", {
-    "access-key-id": awsKey.accessKeyId,
-    "secret-access-key": awsKey.secretAccessKey,
-  });
-  await client.createModel("data", undefined, "aws", {
-    credential: "prod",
-    settings: {
-      region,
-      imageId: "ami-0123456789abcdef0",
-      instanceType: "t3.small",
-      endpoint: ec2.endpoint,
-      endpointCaCert: ec2.caCert,
-    },
-  });
+  await createModelOnFake(fake, client, "data");
   const home = join(dir, "cli-home");
   await saveClientConfig(home, {
     current: "t",

@@ -46,6 +46,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Agent } from "node:https";
 import type { AddressInfo } from "node:net";
 import { EC2Client } from "@aws-sdk/client-ec2";
+import type { ControllerClient } from "../../api";
 import { createCertificateAuthority, issueServerCertificate } from "../../controller";
 import { Ec2Error, esc, filtered, hex17, list, paged, structs } from "./fake-ec2-query";
 import type { FakeEbsOptions, FakeEbsVolume } from "./fake-ec2-volumes";
@@ -523,6 +524,33 @@ export function ec2ClientFor(fake: FakeEc2, credentials = fake.credentials): EC2
     endpoint: fake.endpoint,
     credentials,
     requestHandler: { httpsAgent: new Agent({ ca: fake.caCert }) },
+  });
+}
+
+/**
+ * An aws model `model` of a Steward controller on the (started) fake: the fake's key stored as the
+ * controller's credential `credential`, and the model's settings pointing at the fake's endpoint.
+ */
+export async function createModelOnFake(
+  fake: FakeEc2,
+  client: ControllerClient,
+  model: string,
+  credential = "prod",
+): Promise<void> {
+  if (!fake.endpoint) throw new Error("FakeEc2 is not started");
+  await client.putCredential(credential, "aws", {
+    "access-key-id": fake.credentials.accessKeyId,
+    "secret-access-key": fake.credentials.secretAccessKey,
+  });
+  await client.createModel(model, undefined, "aws", {
+    credential,
+    settings: {
+      region: fake.region,
+      imageId: "ami-0123456789abcdef0",
+      instanceType: "t3.small",
+      endpoint: fake.endpoint,
+      endpointCaCert: fake.caCert,
+    },
   });
 }
 
