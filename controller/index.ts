@@ -71,6 +71,7 @@ export {
   pendingVolumeWork,
   requestKeys,
   runInRequest,
+  storageDirectives,
 } from "./state";
 export type { ApplicationDoc, MachineDoc, ModelDoc, OperatorDoc, RelationDoc, StorageDoc, UnitDoc } from "./state";
 // The registry of document kinds (state/registry.ts), for tests and the export format's tools.

@@ -3,7 +3,7 @@
  * with its field and line), the hooks a store brings, sizes, count ranges and `--storage` requests.
  */
 import test from "ava";
-import type { Bundle } from "../api";
+import type { Bundle, ModelSubstrate, StewardError } from "../api";
 import {
   contractOf,
   parseCountRange,
@@ -13,6 +13,7 @@ import {
   parseStorageArg,
   validateBundle,
 } from "../api";
+import { storageDirectives } from "../controller";
 import { operatorYamlWith, yamlProblem as problem } from "./harness/operators";
 
 const yaml = operatorYamlWith("storage");
@@ -103,4 +104,31 @@ test("create-storage-pool's key=value attributes, and what a local pool's locati
   t.is(location.problem("/srv/fast"), undefined);
   for (const bad of ["srv/fast", "/srv/../etc", "", "/a\nb"])
     t.regex(location.problem(bad) ?? "", /absolute path/, bad);
+});
+
+test("deploy's storage directives: a shared or read-only store, or block storage on a filesystem pool, is refused naming the rule", (t) => {
+  const meta = (entry: string) => parseOperatorYaml(yaml(`  data:\n${entry}`));
+  const refusal = (entry: string, substrate: ModelSubstrate = "local") => {
+    try {
+      storageDirectives(meta(entry), substrate);
+      return undefined;
+    } catch (err) {
+      return err as StewardError;
+    }
+  };
+  t.deepEqual(storageDirectives(meta("    type: filesystem\n    minimum-size: 64M\n"), "local"), {
+    data: { pool: "local", size: 64, count: 1 },
+  });
+  const shared = refusal("    type: filesystem\n    shared: true\n");
+  t.is(shared?.reason, "storage-not-supported");
+  t.regex(shared?.message ?? "", /storage "data" is shared, and pool "local" cannot share an instance/);
+  const readOnly = refusal("    type: filesystem\n    read-only: true\n", "ssh");
+  t.is(readOnly?.reason, "storage-not-supported");
+  t.regex(
+    readOnly?.message ?? "",
+    /storage "data" is read-only, and pool "rootfs" cannot attach an instance read-only/,
+  );
+  const block = refusal("    type: block\n");
+  t.is(block?.reason, "storage-not-supported");
+  t.regex(block?.message ?? "", /storage "data" is block storage, and pool "local" gives filesystem storage only/);
 });

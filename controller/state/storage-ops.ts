@@ -80,6 +80,12 @@ export function storageDirectives(
         "storage-not-supported",
         `storage "${name}" is shared, and pool "${pool.name}" cannot share an instance between units`,
       );
+    // Mounted read-only, an instance no unit shares would have no writer: refused rather than mounted writable.
+    if (spec.readOnly)
+      throw refuse(
+        "storage-not-supported",
+        `storage "${name}" is read-only, and pool "${pool.name}" cannot attach an instance read-only (its pools give each unit storage of its own, to write)`,
+      );
     const size = req.size ?? spec.minimumSize;
     if (size < spec.minimumSize)
       throw refuse(
