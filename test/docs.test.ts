@@ -197,6 +197,14 @@ test("the README opens with the two commands, and stays short", (t) => {
   t.false(readme.includes("shared/DESIGN.md"), "no path outside the repository");
 });
 
+test("npx steward, as the README shows it, runs the built CLI: its bin is executable and starts with node's shebang", (t) => {
+  const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as { bin: Record<string, string> };
+  const bin = join(repo, pkg.bin.steward!);
+  // npm exec runs a project's own bin through the shell: without the execute bit a fresh clone gets "Permission denied".
+  t.not(statSync(bin).mode & 0o111, 0, `${pkg.bin.steward} is executable after npm run build`);
+  t.true(readFileSync(bin, "utf8").startsWith("#!/usr/bin/env node\n"));
+});
+
 test("every page of docs/ opens with its title and is linked from the README", (t) => {
   const readme = readFileSync(join(repo, "README.md"), "utf8");
   for (const file of pages().slice(1)) {
