@@ -11,11 +11,11 @@
 import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ControllerClient, readOperatorDir, silentLogger } from "../api";
-import { Controller, initControllerDir } from "../controller";
+import { readOperatorDir } from "../api";
 import { fakeEc2Boot } from "../test/harness/cloud-init";
+import { startTestController } from "../test/harness/controller";
 import { ebsDisks } from "../test/harness/ebs-disks";
-import { FakeEc2 } from "../test/harness/fake-ec2";
+import { FakeEc2, createModelOnFake } from "../test/harness/fake-ec2";
 import { TestLab } from "../test/harness/hosts";
 import type { BenchOptions } from "./util";
 import { median, report, until } from "./util";
@@ -35,32 +35,15 @@ export async function benchStorageAttachAws(o: BenchOptions = {}): Promise<void>
   const boot = fakeEc2Boot(lab);
   const disks = ebsDisks(boot, () => dir);
   const fake = new FakeEc2({ region, credentials, boot, onAttach: disks.onAttach, onDetach: disks.onDetach });
-  const ec2 = await fake.start();
-  const init = await initControllerDir({
-    dataDir: join(dir, "c"),
-    name: "bench",
-    listen: { host: `${lab.subnet}.1`, port: 0 },
-  });
-  const c = await Controller.start({ dataDir: join(dir, "c"), log: silentLogger, cloudPollIntervalMs: 500 });
-  const client = new ControllerClient({
-    addresses: c.apiAddresses,
-    caCert: init.caCert,
-    user: "admin",
-    password: init.adminPassword!,
-  });
+  await fake.start();
+  const tc = await startTestController({ listenHost: `${lab.subnet}.1`, cloudPollIntervalMs: 500 });
+  const client = tc.admin;
   const attach: number[] = [];
   const detach: number[] = [];
   const message = async (unit: string) =>
     (await client.status("storage")).applications.notebook?.units[unit]?.workload.message;
   try {
-    await client.putCredential("bench", "aws", {
-      "access-key-id": credentials.accessKeyId,
-      "secret-access-key": credentials.secretAccessKey,
-    });
-    await client.createModel("storage", undefined, "aws", {
-      credential: "bench",
-      settings: { region, imageId: "ami-0123456789abcdef0", endpoint: ec2.endpoint, endpointCaCert: ec2.caCert },
-    });
+    await createModelOnFake(fake, client, "storage", "bench");
     // The notebook operator without its location: the volume is mounted in the host's private /var/lib/steward.
     const notebook = join(dir, "notebook");
     await cp(join(__dirname, "..", "..", "operators", "notebook"), notebook, { recursive: true });
@@ -97,8 +80,7 @@ export async function benchStorageAttachAws(o: BenchOptions = {}): Promise<void>
       (await client.listStorage("storage")).storage.length === 0 ? true : undefined,
     );
   } finally {
-    client.close();
-    await c.stop();
+    await tc.close();
     await fake.stop();
     await lab.close();
     await rm(dir, { recursive: true, force: true });

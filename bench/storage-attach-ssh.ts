@@ -4,12 +4,10 @@
  * for a `rootfs` directory and for a `device` (a loop disk declared for the host, mounted by its
  * agent), each instance handed from unit to unit `size` times. Needs root (test hosts, loop devices).
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus } from "../api";
-import { ControllerClient, readOperatorDir, silentLogger } from "../api";
-import { Controller, initControllerDir } from "../controller";
+import { readOperatorDir } from "../api";
+import { startTestController } from "../test/harness/controller";
 import { TestLab } from "../test/harness/hosts";
 import type { BenchOptions } from "./util";
 import { median, report, until, unlessStorageAttached } from "./util";
@@ -25,15 +23,8 @@ export async function benchStorageAttachSsh(o: BenchOptions = {}): Promise<void>
   }
   const RUNS = o.size ?? 5;
   const lab = await TestLab.create(1);
-  const dir = await mkdtemp(join(tmpdir(), "steward-bench-storage-ssh-"));
-  const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: `${lab.subnet}.1`, port: 0 } });
-  const c = await Controller.start({ dataDir: dir, log: silentLogger });
-  const client = new ControllerClient({
-    addresses: c.apiAddresses,
-    caCert: init.caCert,
-    user: "admin",
-    password: init.adminPassword!,
-  });
+  const tc = await startTestController({ listenHost: `${lab.subnet}.1` });
+  const client = tc.admin;
   const times: Record<string, number[]> = { rootfs: [], device: [] };
   try {
     const host = lab.hosts[0]!;
@@ -83,10 +74,8 @@ export async function benchStorageAttachSsh(o: BenchOptions = {}): Promise<void>
       (await client.listStorage("storage")).storage.length === 0 ? true : undefined,
     );
   } finally {
-    client.close();
-    await c.stop();
+    await tc.close();
     await lab.close();
-    await rm(dir, { recursive: true, force: true });
   }
   report("storage on an SSH test host (one instance handed from unit to unit, notebook operator)", {
     [`rootfs: add-unit --attach-storage → hook reads data, median of ${RUNS} (ms)`]: median(times.rootfs!),

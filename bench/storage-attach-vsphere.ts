@@ -7,12 +7,10 @@
  * attach, its mount by the agent, the hook), and from `remove-unit` until the VMDK is off the VM, kept,
  * and the VM destroyed. Needs root (test hosts, loop devices) and vcsim.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus } from "../api";
-import { ControllerClient, readOperatorDir, silentLogger } from "../api";
-import { Controller, initControllerDir } from "../controller";
+import { readOperatorDir } from "../api";
+import { startTestController } from "../test/harness/controller";
 import { TestLab } from "../test/harness/hosts";
 import { startVcsim, vcsimAvailable } from "../test/harness/vcsim";
 import type { BenchOptions } from "./util";
@@ -30,15 +28,8 @@ export async function benchStorageAttachVsphere(o: BenchOptions = {}): Promise<v
   const RUNS = o.size ?? 3;
   const lab = await TestLab.create(0);
   const vc = await startVcsim(lab);
-  const dir = await mkdtemp(join(tmpdir(), "steward-bench-vsphere-storage-"));
-  const init = await initControllerDir({ dataDir: dir, name: "bench", listen: { host: `${lab.subnet}.1`, port: 0 } });
-  const c = await Controller.start({ dataDir: dir, log: silentLogger, cloudPollIntervalMs: 500 });
-  const client = new ControllerClient({
-    addresses: c.apiAddresses,
-    caCert: init.caCert,
-    user: "admin",
-    password: init.adminPassword!,
-  });
+  const tc = await startTestController({ listenHost: `${lab.subnet}.1`, cloudPollIntervalMs: 500 });
+  const client = tc.admin;
   const attach: number[] = [];
   const detach: number[] = [];
   try {
@@ -79,11 +70,9 @@ export async function benchStorageAttachVsphere(o: BenchOptions = {}): Promise<v
       Object.keys((await client.status("storage")).machines).length === 0 ? true : undefined,
     );
   } finally {
-    client.close();
-    await c.stop();
+    await tc.close();
     await vc.stop();
     await lab.close();
-    await rm(dir, { recursive: true, force: true });
   }
   report("storage on vsphere (one VMDK handed from unit to unit, a new VM each, on vcsim with test-host guests)", {
     [`add-unit --attach-storage → hook reads data, median of ${RUNS} (ms)`]: median(attach),

@@ -5,12 +5,10 @@
  * until the storage is detached and kept. One instance is passed from unit to unit `size` times. The
  * aws case (an EBS volume, each unit on a new instance) is in storage-attach-aws.ts.
  */
-import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus } from "../api";
-import { ControllerClient, readOperatorDir, silentLogger } from "../api";
-import { Controller, initControllerDir } from "../controller";
+import { readOperatorDir } from "../api";
+import { startTestController } from "../test/harness/controller";
 import { benchStorageAttachSsh } from "./storage-attach-ssh";
 import { benchStorageAttachAws } from "./storage-attach-aws";
 import { benchStorageAttachVsphere } from "./storage-attach-vsphere";
@@ -23,18 +21,8 @@ const unitMessage = (s: ModelStatus, unit: string): string | undefined =>
 /** `size`: hand-overs of the instance from one unit to the next (default 5). */
 export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
   const RUNS = o.size ?? 5;
-  const dir = await mkdtemp(join(tmpdir(), "steward-bench-storage-"));
-  // Passable by the agents' user when run as root: their directories are in `agents/`.
-  await chmod(dir, 0o711);
-  const dataDir = join(dir, "c");
-  const init = await initControllerDir({ dataDir, name: "bench", listen: { host: "127.0.0.1", port: 0 } });
-  const c = await Controller.start({ dataDir, log: silentLogger, localMachines: { agentsDir: join(dir, "agents") } });
-  const client = new ControllerClient({
-    addresses: c.apiAddresses,
-    caCert: init.caCert,
-    user: "admin",
-    password: init.adminPassword!,
-  });
+  const tc = await startTestController();
+  const client = tc.admin;
   const attach: number[] = [];
   const detach: number[] = [];
   try {
@@ -68,9 +56,8 @@ export async function benchStorageAttach(o: BenchOptions = {}): Promise<void> {
       Object.keys((await client.status("storage")).machines).length === 0 ? true : undefined,
     );
   } finally {
-    client.close();
-    await c.stop();
-    await rm(dir, { recursive: true, force: true });
+    // Stops the controller and any agent a failed run left behind.
+    await tc.close();
   }
   report("storage on the local substrate (one instance handed from unit to unit, notebook operator)", {
     [`add-unit --attach-storage → hook reads data, median of ${RUNS} (ms)`]: median(attach),

@@ -137,7 +137,9 @@ test.serial(
       async () => !lab.api.state.find(VOLUMES, undefined, pv!.metadata.name!) && !(await exists(volumeDir)),
       30_000,
     );
-    t.pass();
+    t.deepEqual(await storageOf("vault"), [], "no storage left in the model");
+    t.falsy(await kube.find(R.persistentVolumeClaims, "storage-data-0-shelf-0", { namespace: "vault" }), "no claim");
+    t.false(await exists(volumeDir), "the volume's directory on the node is gone");
   },
 );
 

@@ -57,6 +57,8 @@ export async function startTestController(
     substrate?: ControllerConfig["substrate"];
     /** Local machines' settings; agents' directories (when agents run as another user) are in the test's directory. */
     localMachines?: ControllerOptions["localMachines"];
+    /** How often cloud instances are listed (a fake cloud's instances change in a tick). */
+    cloudPollIntervalMs?: number;
   } = {},
 ): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
@@ -84,6 +86,7 @@ export async function startTestController(
     ...(opts.failedLogins ? { failedLogins: opts.failedLogins } : {}),
     ...(opts.consoles ? { consoles: opts.consoles } : {}),
     ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}),
+    ...(opts.cloudPollIntervalMs ? { cloudPollIntervalMs: opts.cloudPollIntervalMs } : {}),
     localMachines: { agentsDir: join(dir, "agents"), ...opts.localMachines },
   });
   const addresses = controller.apiAddresses;
