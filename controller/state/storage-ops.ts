@@ -100,19 +100,19 @@ export function storageDirectives(
   return out;
 }
 
+/** What keeps `s` from being attached (destroyed, attached, or still on a machine), or undefined when nothing does. */
+function busyWith(s: StorageDoc): string | undefined {
+  if (s.life !== "alive") return "being destroyed";
+  if (s.status === "attached") return `attached to ${s.unit}`;
+  return s.machine !== undefined ? `still being detached from machine ${s.machine}` : undefined;
+}
+
 /** Whether `s` may be attached to a unit: detached, moved off its machine, and not being destroyed. */
-export const attachable = (s: StorageDoc): boolean =>
-  s.status === "detached" && s.machine === undefined && s.life === "alive";
+export const attachable = (s: StorageDoc): boolean => busyWith(s) === undefined;
 
 /** The refusal of attaching `s`, which is not {@link attachable}, saying what it is doing. */
 export function notAttachable(s: StorageDoc, field: string): StewardError {
-  const now =
-    s.life !== "alive"
-      ? "being destroyed"
-      : s.status === "attached"
-        ? `attached to ${s.unit}`
-        : `still being detached from machine ${s.machine}`;
-  return new StewardError("conflict", `storage ${s.id} is ${now}: only detached storage can be attached`, {
+  return new StewardError("conflict", `storage ${s.id} is ${busyWith(s)}: only detached storage can be attached`, {
     reason: "storage-attached",
     details: { field, id: s.id },
   });
@@ -188,14 +188,6 @@ export async function newUnitStorage(
         field,
       );
   };
-  const notYet = (s: StorageDoc): string | undefined =>
-    s.life !== "alive"
-      ? "being destroyed"
-      : s.status === "attached"
-        ? `attached to ${s.unit}`
-        : s.machine !== undefined
-          ? `still being detached from machine ${s.machine}`
-          : undefined;
   for (const id of new Set(attach)) {
     const s = await readDoc(store, docs.storage, uuid, id);
     if (!s) throw notFound("storage", id);
@@ -228,7 +220,7 @@ export async function newUnitStorage(
     for (const s of await readDocs(store, docs.storage, uuid)) {
       if (s.doc.app !== app.name || s.doc.lastUnit === undefined || !newUnits.has(s.doc.lastUnit)) continue;
       if (s.doc.status === "attached") continue;
-      const now = notYet(s.doc);
+      const now = busyWith(s.doc);
       // Its claim is still there and would be mounted by the new unit's pod: wait until it is settled.
       if (now !== undefined)
         throw new StewardError(
