@@ -13,6 +13,7 @@ import type { MigrationView } from "./migration";
 import { MIGRATION_PHASES } from "./migration";
 import type { MachineVolumeWork } from "./storage";
 import { MAX_STORAGE_COUNT, STORAGE_TYPES } from "./storage";
+import { ROTATE_POLICIES, SECRET_ID_PATTERN, SECRET_LIMITS } from "./secrets";
 
 export const AGENT_PROTOCOL_VERSION = 1;
 
@@ -53,6 +54,31 @@ export interface UnitView {
   actions?: QueuedAction[];
   /** Storage attached to this unit, by id; absent when it has none. */
   storage?: UnitStorageView[];
+  /** The secrets this unit may read (it owns them, its application does, or they were granted to it), by uri; absent when none. */
+  secrets?: UnitSecretView[];
+}
+
+/**
+ * A secret as one unit sees it: never its values (`secret.get` asks for them, and the controller
+ * checks the unit may read them then). What is here decides the unit's secret hooks.
+ */
+export interface UnitSecretView {
+  /** `secret:<id>` */
+  uri: string;
+  /** The label this unit knows it by: the owner's label, or the one this unit gave it as a consumer. */
+  label?: string;
+  /** This unit manages it: it owns it, or its application does and it is the leader. Absent: it reads it only. */
+  owner?: true;
+  /** The newest revision. */
+  latest: number;
+  /** The revision this unit tracks as a consumer (absent: it has not read it yet). */
+  tracked?: number;
+  /** Owner only: rotation fell due at this time (a later time when it is due again after a rotate hook set no new revision). */
+  rotateDue?: string;
+  /** Owner only: revisions whose expiry has passed. */
+  expired?: number[];
+  /** Owner only: revisions older than the latest that no consumer tracks any more (its secret-remove hooks). */
+  obsolete?: number[];
 }
 
 /**
@@ -184,6 +210,60 @@ const Port = z.string().max(16).refine(isNormalisedPort, {
   message: "must be a port such as 80/tcp, 53/udp, 8000-8010/tcp or icmp, with ports in 1-65535",
 });
 
+const SecretUriSchema = z
+  .string()
+  .max(64)
+  .refine((u) => u.startsWith("secret:") && SECRET_ID_PATTERN.test(u.slice(7)), { message: "must be secret:<id>" });
+/** Keys and values are checked by api/secrets.ts secretContentProblem where they are applied (it names the limit). */
+const SecretContentSchema = z.record(z.string().max(64), z.string().max(SECRET_LIMITS.contentBytes));
+const SecretMeta = {
+  label: z.string().min(1).max(SECRET_LIMITS.labelChars).optional(),
+  description: z.string().max(SECRET_LIMITS.descriptionChars).optional(),
+  /** RFC 3339; `null` clears an expiry (set only). */
+  expireAt: z.string().max(40).nullable().optional(),
+  rotate: z.enum(ROTATE_POLICIES).optional(),
+};
+/**
+ * One secret change a hook made (the secret-* tools), applied with the hook's other writes or not at
+ * all. `add` carries the id the agent made; `track` is a consumer moving to a revision (`secret-get
+ * --refresh`, or its first read) and naming it with its own label.
+ */
+export const SecretChangeSchema = z.discriminatedUnion("op", [
+  z.strictObject({
+    op: z.literal("add"),
+    uri: SecretUriSchema,
+    owner: z.enum(["application", "unit"]),
+    content: SecretContentSchema,
+    ...SecretMeta,
+  }),
+  z.strictObject({
+    op: z.literal("set"),
+    uri: SecretUriSchema,
+    content: SecretContentSchema.optional(),
+    ...SecretMeta,
+  }),
+  z.strictObject({
+    op: z.literal("grant"),
+    uri: SecretUriSchema,
+    relationId: z.number().int(),
+    unit: z.string().max(128).optional(),
+  }),
+  z.strictObject({
+    op: z.literal("revoke"),
+    uri: SecretUriSchema,
+    relationId: z.number().int(),
+    unit: z.string().max(128).optional(),
+  }),
+  z.strictObject({ op: z.literal("remove"), uri: SecretUriSchema, revision: z.number().int().min(1).optional() }),
+  z.strictObject({
+    op: z.literal("track"),
+    uri: SecretUriSchema,
+    revision: z.number().int().min(1),
+    label: z.string().min(1).max(SECRET_LIMITS.labelChars).optional(),
+  }),
+]);
+export type SecretChange = z.infer<typeof SecretChangeSchema>;
+
 export const HookCommit = z.strictObject({
   unit: z.string(),
   relations: z
@@ -197,6 +277,8 @@ export const HookCommit = z.strictObject({
   storage: z
     .record(z.string().regex(/^[a-z][a-z0-9-]{0,62}$/), z.number().int().min(1).max(MAX_STORAGE_COUNT))
     .optional(),
+  /** The secret-* tools' changes, in the order the hook made them. */
+  secrets: z.array(SecretChangeSchema).max(100).optional(),
 });
 export type HookCommit = z.infer<typeof HookCommit>;
 
@@ -253,6 +335,20 @@ export const StorageOnMachineReport = z.discriminatedUnion("op", [
 ]);
 export type StorageOnMachineReport = z.infer<typeof StorageOnMachineReport>;
 
+/**
+ * `secret-get`: one revision's values, for a unit that may read the secret (refused otherwise).
+ * `tracked`: the revision the unit tracks (the latest on a first read); `latest`: the newest
+ * (`--peek`, `--refresh`, and an owner's read); `revision`: that one (an owner's secret-remove hook).
+ * Answers `{uri, revision, values}`; the move to a revision is the hook's `track` change.
+ */
+export const SecretGet = z.strictObject({
+  unit: z.string(),
+  uri: SecretUriSchema,
+  which: z.enum(["tracked", "latest"]).default("tracked"),
+  revision: z.number().int().min(1).optional(),
+});
+export type SecretGet = z.infer<typeof SecretGet>;
+
 /** Methods an agent may call, with their parameter schemas. */
 export const agentMethods = {
   "unit.status": UnitStatusReport,
@@ -286,5 +382,8 @@ export const agentMethods = {
   }),
   /** The machine half of a storage instance on the agent's machine is done or undone (StorageOps.machineAttached/-Released). */
   storageOnMachine: StorageOnMachineReport,
+  "secret.get": SecretGet,
+  /** `secret-info-get`: an owned secret's metadata (api/secrets.ts SecretInfo). */
+  "secret.info": z.strictObject({ unit: z.string(), uri: SecretUriSchema }),
 } as const;
 export type AgentMethod = keyof typeof agentMethods;

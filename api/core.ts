@@ -40,7 +40,11 @@ export type {
   UnitStorageView,
   MachineStorageWork,
   StorageOnMachineReport,
+  UnitSecretView,
+  SecretChange,
+  SecretGet,
 } from "./agent-protocol";
+export * from "./secrets";
 export {
   MAX_STORAGE_COUNT,
   STORAGE_DEVICE_PATTERN,

@@ -341,6 +341,24 @@ export const ErrorReasons = {
     about:
       "kept storage lives on the machine (an SSH host's directory or disk): removing the machine would lose it; attach it to a unit there or destroy it first",
   },
+  "secret-too-large": {
+    code: "quota-exceeded",
+    retryable: false,
+    about:
+      "a secret's content may be at most 64 KiB and 64 keys (api/secrets.ts SECRET_LIMITS); split it or store a reference",
+  },
+  "secret-revisions-full": {
+    code: "quota-exceeded",
+    retryable: false,
+    about:
+      "the secret holds as many revisions as it may (SECRET_LIMITS.revisions): remove revisions no consumer tracks (secret-remove --revision, remove-secret --revision) first",
+  },
+  "secret-not-readable": {
+    code: "forbidden",
+    retryable: false,
+    about:
+      "the unit or user may not read the secret: it is neither its owner nor granted it (or its grant ended with its relation)",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

@@ -14,6 +14,7 @@ export type { ColumnTable } from "./status-columns";
 export * from "./operator";
 export * from "./actions";
 export * from "./storage";
+export * from "./secrets";
 export * from "./ebs-volumes";
 export { readOperatorDir } from "./node/operator-dir";
 export * from "./agent-protocol";

@@ -11,6 +11,7 @@ import type { OperationInfo, RunActionResult, TaskInfo } from "./actions";
 import type { DebugLogRecord } from "./debug-log";
 import type { ControllerHello, MigrationArrivalInfo, MigrationInfo } from "./migration";
 import type { Bundle } from "./operator";
+import type { RevealedSecret, SecretInfo } from "./secrets";
 import type { StorageDetails, StorageInfo, StoragePoolInfo } from "./storage";
 import type * as Schemas from "./schemas";
 import type { ModelStatus, StatusLogEntry, UnitDetails } from "./status";
@@ -554,6 +555,80 @@ export const routes = {
     params: { pool: param("Name", "storage pool") },
     status: 204,
     response: answer<void>(),
+  },
+
+  // --- secrets (api/secrets.ts) ---
+  /** Every secret of the model (operators' and users'), metadata only: owner, revisions, grants, who tracks which revision. */
+  listSecrets: {
+    method: "GET",
+    path: "/v1/models/:model/secrets",
+    access: "model:read",
+    status: 200,
+    response: answer<{ secrets: SecretInfo[] }>(),
+  },
+  /**
+   * One secret by name or uri. With `reveal=true` its values (of `revision`, else the latest) too:
+   * only for the user who made it or a superuser (403 otherwise); never recorded for replays.
+   */
+  showSecret: {
+    method: "GET",
+    path: "/v1/models/:model/secrets/:secret",
+    access: "model:read",
+    params: { secret: param("SecretRef", "secret") },
+    query: ["reveal", "revision"],
+    status: 200,
+    secretAnswer: true,
+    response: answer<SecretInfo | RevealedSecret>(),
+  },
+  /** A user secret (owned by the model); 201 with its uri, 200 when the same name holds the same values. */
+  addSecret: {
+    method: "POST",
+    path: "/v1/models/:model/secrets",
+    access: "model:write",
+    body: "AddSecretRequest",
+    what: "secret",
+    status: 201,
+    response: answer<{ uri: string; revision: number }>(),
+  },
+  updateSecret: {
+    method: "PATCH",
+    path: "/v1/models/:model/secrets/:secret",
+    access: "model:write",
+    params: { secret: param("SecretRef", "secret") },
+    body: "UpdateSecretRequest",
+    what: "secret update",
+    status: 200,
+    response: answer<{ uri: string; revision: number }>(),
+  },
+  /** A user secret, or one revision of it (`revision`); consumers reading it then fail their secret-get. */
+  removeSecret: {
+    method: "DELETE",
+    path: "/v1/models/:model/secrets/:secret",
+    access: "model:write",
+    params: { secret: param("SecretRef", "secret") },
+    query: ["revision"],
+    status: 204,
+    response: answer<void>(),
+  },
+  grantSecret: {
+    method: "POST",
+    path: "/v1/models/:model/secrets/:secret/grant",
+    access: "model:write",
+    params: { secret: param("SecretRef", "secret") },
+    body: "SecretAppsRequest",
+    what: "secret grant",
+    status: 200,
+    response: answer<SecretInfo>(),
+  },
+  revokeSecret: {
+    method: "POST",
+    path: "/v1/models/:model/secrets/:secret/revoke",
+    access: "model:write",
+    params: { secret: param("SecretRef", "secret") },
+    body: "SecretAppsRequest",
+    what: "secret revoke",
+    status: 200,
+    response: answer<SecretInfo>(),
   },
 
   // --- units ---

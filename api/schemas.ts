@@ -19,6 +19,7 @@ import type { Constraints } from "./constraints";
 import { parseConstraints } from "./constraints";
 import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
+import { SECRET_LIMITS, SECRET_NAME_PATTERN } from "./secrets";
 import { operatorHashProblem } from "./operator";
 import {
   MAX_POOL_ATTRIBUTES,
@@ -600,3 +601,36 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
     })
     .join("; ");
 }
+
+/** A user secret named by its name or its `secret:<id>` (path parameter). */
+export const SecretRef = z
+  .string()
+  .max(64)
+  .regex(/^(?:secret:[0-9a-v]{20}|[a-z][a-z0-9-]{0,62})$/, { message: "must be a secret's name or its secret:<id>" });
+/** Keys and values are checked by api/secrets.ts secretContentProblem (it names the 64 KiB limit). */
+const SecretValues = z.record(z.string().max(64), z.string().max(SECRET_LIMITS.contentBytes));
+/** `steward add-secret NAME key=value…`: a user secret, owned by the model. */
+export const AddSecretRequest = z.strictObject({
+  name: z
+    .string()
+    .max(63)
+    .regex(SECRET_NAME_PATTERN, { message: `must be ${nameRule}` }),
+  values: SecretValues,
+  description: z.string().max(SECRET_LIMITS.descriptionChars).optional(),
+});
+/** `steward update-secret`: new values make a new revision; a name or description alone does not. */
+export const UpdateSecretRequest = z
+  .strictObject({
+    values: SecretValues.optional(),
+    name: z
+      .string()
+      .max(63)
+      .regex(SECRET_NAME_PATTERN, { message: `must be ${nameRule}` })
+      .optional(),
+    description: z.string().max(SECRET_LIMITS.descriptionChars).optional(),
+  })
+  .refine((r) => r.values !== undefined || r.name !== undefined || r.description !== undefined, {
+    message: "give new values, a new name or a description",
+  });
+/** `grant-secret` / `revoke-secret`: applications of the model. */
+export const SecretAppsRequest = z.strictObject({ apps: z.array(Name).min(1).max(100) });
