@@ -50,7 +50,10 @@ export class HookSecrets implements SecretAccess {
     const sv = this.list().find((s) => s.uri === uri);
     if (sv?.owner) return this.fetch(uri, "latest");
     const before = this.read.get(uri);
-    if (before && !how.peek && !how.refresh && how.label === undefined) return before;
+    if (before && !how.peek && !how.refresh) {
+      if (how.label !== undefined) this.track(uri, before.revision, how.label);
+      return before;
+    }
     const got = await this.fetch(uri, how.peek || how.refresh ? "latest" : "tracked");
     if (how.peek) return got;
     // A first read, a refresh or a consumer's label moves the unit's tracked revision (the controller records it with the commit).

@@ -375,8 +375,9 @@ export async function runTool(ctx: HookContext, name: string, args: string[], io
       if (!kind)
         return misuse(
           name,
-          spec.sensitive && !/^--?[a-z][a-z-]{0,30}$/.test(flag)
-            ? `argument ${i + 1} is not a flag it takes`
+          // A secret tool's argument may be a value: say where it is and what is known, never what it says.
+          spec.sensitive
+            ? `argument ${i + 1} is not a flag it takes (${Object.keys(spec.flags).join(", ")})`
             : `unknown flag ${flag}`,
           spec.usage,
         );
