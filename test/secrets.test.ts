@@ -144,22 +144,31 @@ test.serial(
   },
 );
 
-test.serial("rotation fires on the test schedule, and its hook publishes a new revision", async (t) => {
-  const record = await recordDir();
-  const model = "rotation";
-  await tc.admin.createModel(model);
-  await tc.admin.deploy(model, {
-    name: "db",
-    operator: dbOp,
-    units: 1,
-    config: { "record-dir": record, rotate: "hourly" },
-  });
-  const added = await eventOf(record, "db/0", "added");
-  const first = await eventOf(record, "db/0", "rotated", 60_000);
-  const second = await eventOf(record, "db/0", "rotated", 60_000, 1);
-  t.not(first[2], added[3]);
-  t.not(second[2], first[2]);
-});
+test.serial(
+  "rotation fires on the test schedule; its hook publishes a new revision, which the consumer follows",
+  async (t) => {
+    const record = await recordDir();
+    const model = "rotation";
+    await tc.admin.createModel(model);
+    await tc.admin.deploy(model, {
+      name: "db",
+      operator: dbOp,
+      units: 1,
+      config: { "record-dir": record, rotate: "hourly" },
+    });
+    await tc.admin.deploy(model, { name: "app", operator: clientOp, units: 1, config: { "record-dir": record } });
+    await tc.admin.integrate(model, "app", "db");
+    const added = await eventOf(record, "db/0", "added");
+    const first = await eventOf(record, "db/0", "rotated", 60_000);
+    const second = await eventOf(record, "db/0", "rotated", 60_000, 1);
+    t.not(first[2], added[3]);
+    t.not(second[2], first[2]);
+    // Each new revision reaches the consumer with secret-changed, and it reads it with --refresh.
+    const changed = await eventOf(record, "app/0", "changed", 60_000);
+    const rotated = (await events(record)).filter((e) => e[0] === "db/0" && e[1] === "rotated").map((e) => e[2]);
+    t.true(rotated.includes(changed[2]), "the consumer read a rotated revision");
+  },
+);
 
 test.serial("an expired revision runs the owner's secret-expired hook once", async (t) => {
   const record = await recordDir();
