@@ -12,7 +12,7 @@ import type { ModelIndex, StateCache } from "./cache";
 import { docs, put } from "./doc-kinds";
 import { keys } from "./keys";
 import type { SecretDoc } from "./secret-docs";
-import { ROTATE_RETRY_SECONDS } from "./secret-docs";
+import { ROTATE_RETRY_SECONDS, sameGrant } from "./secret-docs";
 import { StoreTxns } from "./txn";
 
 /** Whether `doc` has something for the schedule to do at `now` (ms), as the cache shows the model. */
@@ -49,18 +49,29 @@ export class SecretSchedule extends StoreTxns {
     let changed = 0;
     for (const idx of cache.models.values()) {
       if (idx.secrets.size === 0 || idx.model?.life !== "alive") continue;
-      for (const doc of [...idx.secrets.values()]) {
+      for (const id of [...idx.secrets.keys()]) {
         if (signal?.aborted) return changed;
-        if (!secretNeedsTending(idx, doc, now)) continue;
-        if (await this.tend(idx, doc.id)) changed++;
+        // As the cache holds it now (earlier writes of this pass may have moved it on).
+        const doc = idx.secrets.get(id);
+        if (!doc || !secretNeedsTending(idx, doc, now)) continue;
+        if (await this.tend(idx, doc)) changed++;
       }
     }
     return changed;
   }
 
-  /** Applies what is due to one secret (read again from the store, and written under a compare). */
-  private async tend(idx: ModelIndex, id: string): Promise<boolean> {
+  /**
+   * Applies what is due to one secret (read again from the store, and written under a compare). What
+   * outlived its subject is judged on `cached`, the document as the cache holds it beside the units,
+   * applications and relations it shows: the fresh read may name a unit the cache has not seen yet.
+   */
+  private async tend(idx: ModelIndex, cached: SecretDoc): Promise<boolean> {
     const uuid = idx.uuid;
+    const id = cached.id;
+    const goneConsumers = new Set(Object.keys(cached.consumers).filter((u) => !idx.units.has(u)));
+    const goneGrants = cached.grants.filter(
+      (g) => !idx.apps.has(g.app) || (g.relationId !== undefined && !idx.relations.has(g.relationId)),
+    );
     const res = await this.retry(`tend secret ${id}`, async () => {
       const read = await this.get(docs.secret, uuid, id);
       if (!read) return { compare: [], ops: [], result: { changed: false } };
@@ -68,7 +79,7 @@ export class SecretSchedule extends StoreTxns {
       const compare = [unchanged(keys.secret(uuid, id), read.rev)];
       const nowMs = this.now().getTime();
       const stamp = new Date(nowMs).toISOString();
-      if (stale(idx, doc) === "owner") {
+      if (stale(idx, cached) === "owner") {
         // Confirmed in the store, under a compare: the owner is really gone.
         const o = doc.owner;
         const ownerKey =
@@ -98,14 +109,12 @@ export class SecretSchedule extends StoreTxns {
         }
       }
       for (const unit of Object.keys(doc.consumers)) {
-        if (!idx.units.has(unit)) {
+        if (goneConsumers.has(unit)) {
           delete doc.consumers[unit];
           dirty = true;
         }
       }
-      const grants = doc.grants.filter(
-        (g) => idx.apps.has(g.app) && (g.relationId === undefined || idx.relations.has(g.relationId)),
-      );
+      const grants = doc.grants.filter((g) => !goneGrants.some((x) => sameGrant(x, g)));
       if (grants.length !== doc.grants.length) {
         doc.grants = grants;
         dirty = true;
