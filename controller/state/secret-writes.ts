@@ -68,6 +68,8 @@ export class SecretWrites {
   private readonly entries = new Map<string, Entry>();
   private readonly revisionOps: Op[] = [];
   private allRead?: Map<string, SecretDoc>;
+  /** The model's secret sequence as read, once something that must be unique or counted was decided. */
+  private seq?: { value: number; rev: number };
 
   constructor(
     private readonly store: Store,
@@ -99,8 +101,16 @@ export class SecretWrites {
     return e.doc;
   }
 
-  /** Every secret of the model as changed so far (read once; for names, labels and the model's count). */
+  /**
+   * Every secret of the model as changed so far (read once; for names, labels and the model's count).
+   * What is decided on it (a name or label free, room left) holds at the write: the write bumps the
+   * model's secret sequence under a compare, so two such decisions never both pass.
+   */
   async all(): Promise<SecretDoc[]> {
+    if (!this.seq) {
+      const kv = await this.store.get(keys.secretSeq(this.uuid));
+      this.seq = { value: Number(kv?.value ?? "0"), rev: kv?.modRevision ?? 0 };
+    }
     if (!this.allRead) {
       this.allRead = new Map((await readDocs(this.store, docs.secret, this.uuid)).map((r) => [r.doc.id, r.doc]));
     }
@@ -205,6 +215,10 @@ export class SecretWrites {
 
   /** The compares and writes of everything changed (a user secret's untracked old revisions pruned). */
   emit(compare: Compare[], ops: Op[]): void {
+    if (this.seq && [...this.entries.values()].some((e) => e.changed)) {
+      compare.push(unchanged(keys.secretSeq(this.uuid), this.seq.rev));
+      ops.push({ type: "put", key: keys.secretSeq(this.uuid), value: String(this.seq.value + 1) });
+    }
     for (const [id, e] of this.entries) {
       compare.push(unchanged(e.key, e.rev));
       if (!e.changed) continue;
