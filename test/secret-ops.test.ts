@@ -18,6 +18,7 @@ import type { SecretDoc } from "../controller";
 import {
   AgentViewRound,
   EmbeddedStore,
+  KIND,
   RelationOps,
   Sealer,
   SecretOps,
@@ -122,6 +123,10 @@ test("the leader adds an application's secret, sets revisions; values are sealed
   t.is(s.secret(uri)!.latest, 2);
   t.deepEqual(await s.secrets.values(s.uuid, doc.id, 2), { password: "hunter2-second" });
 
+  // What an export carries of it (the metadata) passes the strict schema an import checks.
+  const checked = KIND.secret.schema!.safeParse(s.secret(uri));
+  t.true(checked.success, JSON.stringify(checked.error?.issues));
+
   // Nothing in the store holds a value in the clear.
   const all = (await s.store.range("/")).kvs.map((kv) => kv.value).join("\n");
   t.false(all.includes("hunter2"), "values are sealed at rest");
@@ -195,6 +200,7 @@ test("who may read: owner side, a grant over a live relation, not another applic
   // Tracking: the consumer names it with its own label; another application may not.
   await s.commit("app/0", [{ op: "track", uri, revision: 1, label: "database" }]);
   t.deepEqual(s.viewOf("app/0"), [{ uri, label: "database", latest: 1, tracked: 1 }]);
+  t.true(KIND.secret.schema!.safeParse(s.secret(uri)).success, "grants and consumers pass the import's schema");
   const stranger = await t.throwsAsync<StewardError>(s.commit("other/0", [{ op: "track", uri, revision: 1 }]));
   t.is(stranger?.reason, "secret-not-readable");
   t.is(stranger?.code, "forbidden");
@@ -256,6 +262,10 @@ test("user secrets: add (again is a no-op), update makes revisions, untracked ol
 
   // The consumer tracks 1; an update makes 2; 1 stays while tracked, and goes once app/0 moves on.
   await s.commit("app/0", [{ op: "track", uri: added.uri, revision: 1 }]);
+  t.true(
+    KIND.secret.schema!.safeParse(s.secret(added.uri)).success,
+    "a user secret's metadata passes the import's schema",
+  );
   const same = await s.secrets.updateUserSecret(s.uuid, "api-key", { values: { key: "k-one" } });
   t.is(same.secretRevision, 1, "the same values make no revision");
   const up = await s.secrets.updateUserSecret(s.uuid, added.uri, { values: { key: "k-two" }, description: "d" });
