@@ -225,6 +225,10 @@ test("who may read: owner side, a grant over a live relation, not another applic
   t.is(s.viewOf("app/0"), undefined);
   const ended = await t.throwsAsync<StewardError>(s.commit("app/0", [{ op: "track", uri, revision: 2 }]));
   t.is(ended?.reason, "secret-not-readable");
+  // Once every unit has left it the relation goes, and the grant made over it with it.
+  t.true(await s.relations.finishRelation(s.uuid, 0));
+  await s.cache.catchUp();
+  t.deepEqual(s.secret(uri)!.grants, []);
 
   // A unit-owned secret: only that unit sees it (as in Juju), and only it manages it.
   const mine = s.newUri();
