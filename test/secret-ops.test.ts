@@ -122,6 +122,9 @@ test("the leader adds an application's secret, sets revisions; values are sealed
   await s.commit("db/0", [{ op: "set", uri, content: { password: "hunter2-second" } }]);
   t.is(s.secret(uri)!.latest, 2);
   t.deepEqual(await s.secrets.values(s.uuid, doc.id, 2), { password: "hunter2-second" });
+  // The same values again (a config-changed hook setting what it set before) make no revision.
+  await s.commit("db/0", [{ op: "set", uri, content: { password: "hunter2-second" }, description: "kept" }]);
+  t.deepEqual([s.secret(uri)!.latest, s.secret(uri)!.description], [2, "kept"]);
 
   // What an export carries of it (the metadata) passes the strict schema an import checks.
   const checked = KIND.secret.schema!.safeParse(s.secret(uri));
