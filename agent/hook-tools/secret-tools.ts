@@ -148,16 +148,9 @@ async function contentOf(tool: string, flags: Flags, words: string[], io: ToolIO
   const values: Record<string, string> = {};
   const file = flags["--file"];
   if (typeof file === "string") {
-    const yaml = require("yaml") as typeof Yaml;
     const source = file === "-" ? "the standard input" : file.slice(0, 200);
-    let doc: unknown;
-    try {
-      doc = yaml.parse(file === "-" ? stdinText(tool, io) : await fileText(tool, file, io, "--file"));
-    } catch (err) {
-      if (err instanceof ToolError) throw err;
-      // Not the parser's message: it quotes the text, which may be values.
-      throw new ToolError(refuse(tool, `${source} is not YAML or JSON`));
-    }
+    const text = file === "-" ? stdinText(tool, io) : await fileText(tool, file, io, "--file");
+    const doc = parsedMap(tool, source, text);
     if (doc === null || typeof doc !== "object" || Array.isArray(doc))
       throw new ToolError(refuse(tool, `${source} must hold a map of keys to values`));
     for (const [k, v] of Object.entries(doc as Record<string, unknown>)) {
@@ -177,6 +170,32 @@ async function contentOf(tool: string, flags: Flags, words: string[], io: ToolIO
     values[w.slice(0, eq)] = w.slice(eq + 1);
   }
   return values;
+}
+
+/**
+ * `--file`'s map: JSON, which every agent reads, else YAML where the agent carries the yaml package
+ * (the agent bundle leaves it out to stay small: a machine agent installed over SSH or cloud-init
+ * has only JSON). Never the parser's message: it quotes the text, which may be values.
+ */
+function parsedMap(tool: string, source: string, text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    // not JSON: YAML, if this agent can read it
+  }
+  let yaml: typeof Yaml;
+  try {
+    yaml = require("yaml") as typeof Yaml;
+  } catch {
+    throw new ToolError(
+      refuse(tool, `${source} is not JSON (this agent reads YAML only where the yaml package is installed)`),
+    );
+  }
+  try {
+    return yaml.parse(text) as unknown;
+  } catch {
+    throw new ToolError(refuse(tool, `${source} is not YAML or JSON`));
+  }
 }
 
 /** Content checked against the limits, or a refusal naming the one it breaks. */
@@ -240,7 +259,7 @@ export const secretTools: Record<string, ToolSpec> = {
     usage:
       "secret-add [--owner application|unit] [--label L] [--description D] [--expire TIME|DURATION] [--rotate POLICY] [--file F] key=value… | key#file=PATH…",
     summary:
-      "add a secret owned by the application (the leader only) or this unit, and print its uri; values from key=value, key#file=PATH (relative to the hook's directory) or --file F (a YAML or JSON map; --file - reads it from standard input, which keeps values out of the process list); the secret is made with the hook's commit",
+      "add a secret owned by the application (the leader only) or this unit, and print its uri; values from key=value, key#file=PATH (relative to the hook's directory) or --file F (a JSON map, or YAML where the agent has the yaml package; --file - reads it from standard input, which keeps values out of the process list); the secret is made with the hook's commit",
     flags: { "--owner": "value", ...META_FLAGS },
     sensitive: true,
     async run(ctx, f, pos, io): Promise<ToolResult> {
