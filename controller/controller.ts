@@ -67,6 +67,7 @@ import { ConsoleSessionHub, findCli } from "./dashboard/console-sessions";
 import type { ConsoleSessionOptions } from "./dashboard/console-sessions";
 import { registerDashboard } from "./dashboard/static-routes";
 import { Sealer } from "./security/sealing";
+import { migrationKeysForDataDir } from "./security/transfer-sealing";
 import {
   ActionOps,
   CLUSTER_CHANGED,
@@ -472,6 +473,7 @@ export class Controller {
       leadershipLeaseSeconds,
       operatorQuotaBytes: this.operatorStorage.quotaBytes,
       checkLocalDir,
+      sealer,
     });
     registerMigrationSourceRoutes(http, { cache, store: this.store, sealer });
     const staging = new MigrationStaging({
@@ -481,7 +483,9 @@ export class Controller {
         leaseSeconds: leadershipLeaseSeconds,
         putOperator: (b) => ops.operators.upload(b, { quotaBytes: this.operatorStorage.quotaBytes }),
         checkLocalDir,
+        sealer,
       },
+      migrationKeys: await migrationKeysForDataDir(dataDir),
     });
     registerMigrationTargetRoutes(http, {
       cache,

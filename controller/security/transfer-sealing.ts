@@ -28,7 +28,10 @@ import {
   randomBytes,
   timingSafeEqual,
 } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { StewardError } from "../../api";
+import { dataFiles } from "../config";
 import type { ScryptParams } from "./passphrase-key";
 import { SCRYPT, derivePassphraseKey, scryptCostProblem } from "./passphrase-key";
 
@@ -144,6 +147,15 @@ export function migrationKeyPair(caKeyPem: string, id: string): { privateKey: Ke
   const raw = Buffer.from(hkdfSync("sha256", Buffer.from(caKeyPem), Buffer.from(id), "steward migration key v1", 32));
   const privateKey = privateKeyOf(raw);
   return { privateKey, publicKey: b64u(rawPublicKey(createPublicKey(privateKey))) };
+}
+
+/** A migration's key pair, by migration id. */
+export type MigrationKeys = (id: string) => { privateKey: KeyObject; publicKey: string };
+
+/** The migration keys of the controller whose data directory is `dataDir` (reads its CA key). */
+export async function migrationKeysForDataDir(dataDir: string): Promise<MigrationKeys> {
+  const caKeyPem = await readFile(join(dataDir, dataFiles.caKey), "utf8");
+  return (id) => migrationKeyPair(caKeyPem, id);
 }
 
 /** The sealer that opens what {@link sealerToPublicKey} sealed to `privateKey`'s public key. */
