@@ -77,7 +77,9 @@ export type KindName =
   | "imported-revisions"
   | "storage"
   | "storage-pool"
-  | "unit-hook-state";
+  | "unit-hook-state"
+  | "secret"
+  | "secret-revision";
 
 export interface KindSpec {
   name: KindName;
@@ -226,6 +228,15 @@ export const KINDS: readonly KindSpec[] = [
   kind("leader", ["models", MODEL, "leaders", ID], true, S["leader"]),
   kind("leader-data", ["models", MODEL, "leader-data", ID], true, S["leader-data"]),
   kind("task-queue", ["models", MODEL, "task-queue", ID], true, S["task-queue"]),
+  // Secrets (issue 33): metadata by id, cached for agent views; each revision's content apart, sealed, never cached.
+  kind("secret", ["models", MODEL, "secrets", ID], true, S["secret"]),
+  kind(
+    "secret-revision",
+    ["models", MODEL, "secret-revisions", ID],
+    false,
+    "sealed with the source controller's key: an export carries each revision's content sealed anew for its reader, not these keys",
+    true,
+  ),
   // Written by an import (imported-revisions.ts); an export carries the versions it holds in its own form.
   kind(
     "imported-revisions",
