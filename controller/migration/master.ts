@@ -336,7 +336,7 @@ export class MigrationMaster implements Worker {
       if (contractOf(machine.substrate).onControllerHost && !machine.localDir)
         machine.localDir = join(this.o.machinesDir, m.model, machine.id);
     }
-    if (version < MODEL_EXPORT_VERSION || countSecretValues(doc.documents) === 0) return exportForReader(doc, version);
+    if (version < MODEL_EXPORT_VERSION || countSecretValues(doc) === 0) return exportForReader(doc, version);
     const key = await this.target(m).call<{ kind: string; publicKey: string }>(
       "GET",
       `/v1/migrations/${m.id}/sealing-key`,

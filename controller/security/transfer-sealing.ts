@@ -35,11 +35,10 @@ import { dataFiles } from "../config";
 import type { ScryptParams } from "./passphrase-key";
 import { SCRYPT, derivePassphraseKey, scryptCostProblem } from "./passphrase-key";
 
-/** How the secret values of an export are sealed; `none`: they were left out (`--without-secret-values`). */
+/** How the secret values of an export are sealed. */
 export type TransferSealing =
   | { kind: "x25519"; recipient: string; ephemeral: string }
-  | { kind: "passphrase"; kdf: ScryptParams & { name: "scrypt"; salt: string }; keyCheck: string }
-  | { kind: "none" };
+  | { kind: "passphrase"; kdf: ScryptParams & { name: "scrypt"; salt: string }; keyCheck: string };
 
 const VERSION = "t1";
 const IV_BYTES = 12;

@@ -80,15 +80,8 @@ export {
   upgradeModelExport,
 } from "./model-format";
 export type { ModelExport, WrittenModelExport } from "./model-format";
-export {
-  SEALED_SECRET_FIELDS,
-  SECRET_KINDS,
-  countSecretValues,
-  openImportSecrets,
-  resealSecretValues,
-  sealExportSecrets,
-} from "./secret-transfer";
-export type { SealedField, SecretDestination, ValueCipher } from "./secret-transfer";
+export { countSecretValues, importSecretRevisions, sealExportSecrets } from "./secret-transfer";
+export type { ExportSealing, ExportSecrets, SecretDestination, ValueCipher } from "./secret-transfer";
 export { exportModel } from "./model-export";
 export { modelDocOf, settingsOf } from "./model-placement";
 export { replicaCloudDocOf } from "./replica-placement";

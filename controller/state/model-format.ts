@@ -15,9 +15,9 @@
  * unknown kinds, and one that dropped them would lose track of volumes that hold users' data. Pools
  * came after instances but before any controller that reads v4 was released, so they are v4 too.
  *
- * Version 5 is version 4 that may carry secrets (issue 33): their documents, each revision's value
- * sealed for the reader (a migration target's key or a passphrase), and a `secrets` section saying
- * how (secret-transfer.ts). A reader of v4 or before is sent its version only while the model has no
+ * Version 5 is version 4 that may carry secrets (issue 33): their documents (kind `secret`), and a
+ * `secrets` section with each revision's content sealed for the reader (a migration target's key or
+ * a passphrase) and how (secret-transfer.ts). A reader of v4 or before is sent its version only while the model has no
  * secrets; with any, the export is refused before anything moves (the reader could not open them).
  *
  * Written back ({@link exportForReader}): a controller of the previous build reads v1 and v2 only and
@@ -32,12 +32,11 @@
  */
 import type { Bundle } from "../../api";
 import { StewardError, describeIssues } from "../../api";
-import type { TransferSealing } from "../security/transfer-sealing";
 import type { ModelDoc } from "./documents";
 import { previousModelShapeOf } from "./model-placement";
 import type { KindName, KindSpec } from "./registry";
 import { EXPORTED_KINDS, KIND, classifyKey, keyOf } from "./registry";
-import { SECRET_KINDS } from "./secret-transfer";
+import type { ExportSecrets } from "./secret-transfer";
 
 export const MODEL_EXPORT_FORMAT = "steward-model";
 export const MODEL_EXPORT_VERSION = 5;
@@ -65,8 +64,8 @@ export interface ModelExport {
   operators: Record<string, Bundle>;
   /** What the document names but does not carry: the sealed credential (add it on the target first). */
   references: { credential?: string };
-  /** How the secrets' values are sealed for the reader; absent when the model has none (secret-transfer.ts). */
-  secrets?: { sealing: TransferSealing };
+  /** The secrets' revisions' content, sealed for the reader, and how; absent when the model has none (secret-transfer.ts). */
+  secrets?: ExportSecrets;
 }
 
 /** An export as written for a reader of an older version (`version` below the current one). */
@@ -92,10 +91,13 @@ export function exportVersionFor(reads: number | undefined): number {
  * (model-placement.ts). Reading it back ({@link upgradeModelExport}) gives `doc` again.
  */
 export function exportForReader(doc: ModelExport, version: number): WrittenModelExport {
+  // Every export leaves through here: values still sealed with this controller's key never do.
+  if (doc.secrets?.sealing.kind === "controller")
+    throw new Error("an export's secret values must be sealed for its reader before it is written (sealExportSecrets)");
   if (version === MODEL_EXPORT_VERSION) return doc;
   if (version !== 2 && version !== 3 && version !== 4)
     throw new Error(`model export version ${version} is not written by this controller`);
-  const secrets = SECRET_KINDS.flatMap((k) => Object.keys(doc.documents[k] ?? {}));
+  const secrets = Object.keys(doc.documents.secret ?? {});
   if (secrets.length > 0)
     throw new StewardError(
       "invalid-request",
@@ -265,8 +267,16 @@ export function checkModelExport(doc: Record<string, unknown>): ModelExport {
 
 const B64URL_32 = /^[A-Za-z0-9_-]{43}$/;
 
-/** The `secrets` section: how the values are sealed, in one of the shapes security/transfer-sealing.ts writes. */
+/** The `secrets` section: sealed values by `<id>/<revision>`, and how they are sealed, in a shape security/transfer-sealing.ts writes. */
 function checkSecretsSection(secrets: unknown): void {
+  const revisions = isObject(secrets) ? secrets.revisions : undefined;
+  if (
+    !isObject(revisions) ||
+    !Object.entries(revisions).every(
+      ([ref, v]) => /^[0-9a-v]{20}\/[1-9][0-9]{0,15}$/.test(ref) && typeof v === "string" && v.length <= 200_000,
+    )
+  )
+    throw bad(`"secrets.revisions" must map "<secret id>/<revision>" to a sealed value`);
   const sealing = isObject(secrets) ? secrets.sealing : undefined;
   const ok =
     isObject(sealing) &&
@@ -278,7 +288,6 @@ function checkSecretsSection(secrets: unknown): void {
       (sealing.kind === "passphrase" &&
         isObject(sealing.kdf) &&
         sealing.kdf.name === "scrypt" &&
-        typeof sealing.keyCheck === "string") ||
-      sealing.kind === "none");
-  if (!ok) throw bad(`"secrets" must be {sealing: {kind: "x25519" | "passphrase", ...}}`);
+        typeof sealing.keyCheck === "string"));
+  if (!ok) throw bad(`"secrets.sealing" must be {kind: "x25519" | "passphrase", ...}`);
 }

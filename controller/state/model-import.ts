@@ -28,7 +28,7 @@ import type { ModelExport } from "./model-format";
 import { upgradeModelExport } from "./model-format";
 import type { TransferSealing } from "../security/transfer-sealing";
 import type { ValueCipher } from "./secret-transfer";
-import { openImportSecrets } from "./secret-transfer";
+import { importSecretRevisions } from "./secret-transfer";
 import type { KindName } from "./registry";
 import { KIND, keyOf, storedValue } from "./registry";
 import { decode, docs, put } from "./doc-kinds";
@@ -93,7 +93,8 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
   if (model.life !== "alive") throw bad(`the model is ${String(model.life)}: only a living model can be imported`);
   checkReferences(doc);
   await checkLocalDirs(deps.checkLocalDir, doc);
-  doc = await openImportSecrets(doc, deps.sealer, opts.openSecrets);
+  // Opened and sealed with this controller's key before anything is written (a wrong passphrase writes nothing).
+  const secretRevisions = await importSecretRevisions(doc, uuid, deps.sealer, opts.openSecrets);
 
   // Clear refusals before anything is written; the transaction's compares hold the line against races.
   if (await store.get(keys.modelName(model.name))) throw alreadyExists("model", model.name);
@@ -121,6 +122,7 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
   const origin: ImportedRevisionsDoc = { sourceRevision: doc.versions.revision, versions: doc.versions.bags };
   ops.push(put(docs.importedRevisions, uuid, origin));
   ops.push(put(docs.modelName, model.name, uuid));
+  ops.push(...secretRevisions);
 
   const { credential, substrate } = model.placement;
   if (credential) {

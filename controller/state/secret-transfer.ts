@@ -1,20 +1,25 @@
 /**
- * Secret values as a model export carries them (issue 33). In the store each revision's content is
- * sealed with the controller's own key (`secret/<id>/<rev>`), which no other controller holds; an
- * export leaves with every such value opened and sealed again for its reader (a migration target's
- * X25519 key, or a file's passphrase: security/transfer-sealing.ts), and says how in its `secrets`
- * section. The import opens each with the reader's key and seals it with its own before anything is
- * written. So no value is in the clear in an export file, a migration's stream or its staged copy,
- * and none opens with the store of the controller it came from.
+ * Secret values as a model export carries them (issue 33). In the store each revision's content is a
+ * `secret-revision` document sealed with the controller's own key (`secret/<id>/<rev>`), which no
+ * other controller holds, so the registry does not export those keys. An export carries each
+ * revision's content instead in its `secrets` section, opened and sealed again for its reader (a
+ * migration target's X25519 key, or a file's passphrase: security/transfer-sealing.ts), with how it
+ * was sealed. The import opens each with the reader's key and seals it with its own before the
+ * model's one transaction. So no value is in the clear in an export file, a migration's stream or its
+ * staged copy, and none opens with the store of the controller it came from.
  *
- * {@link SEALED_SECRET_FIELDS} names where sealed values sit in the exported documents: the kinds
- * the secrets' documents are stored as (registry.ts) and the field of each.
+ * Between reading the store and leaving, an export's section is sealed `{kind: "controller"}` (this
+ * controller's key): {@link sealExportSecrets} turns it into the reader's, and exportForReader
+ * (model-format.ts) refuses to write out one still sealed so.
  */
 import { StewardError } from "../../api";
+import type { Op } from "../store";
 import type { TransferSealing } from "../security/transfer-sealing";
 import { sealerForPassphrase, sealerToPublicKey } from "../security/transfer-sealing";
+import { docs, put } from "./doc-kinds";
 import type { ModelExport } from "./model-format";
-import type { KindName } from "./registry";
+import type { SecretDoc } from "./secret-docs";
+import { revisionPurpose } from "./secret-docs";
 
 /** Seals and opens values bound to a purpose: the controller's Sealer, or a transfer sealer. */
 export interface ValueCipher {
@@ -22,105 +27,99 @@ export interface ValueCipher {
   open(purpose: string, sealed: string): string;
 }
 
-/** Where one kind of exported document holds a sealed value. */
-export interface SealedField {
-  kind: KindName;
-  /** The document's sealed value (undefined: this one holds none). */
-  get(doc: Record<string, unknown>): string | undefined;
-  /** The document with `sealed` in place of its value. */
-  set(doc: Record<string, unknown>, sealed: string): Record<string, unknown>;
-  /** What the value was sealed for (its additional data), from the document's id and content. */
-  purpose(id: string, doc: Record<string, unknown>): string;
-}
+/** How an export's secret values are sealed: for its reader, or (only inside this controller) with its own key. */
+export type ExportSealing = TransferSealing | { kind: "controller" };
 
-/** The exported kinds that hold sealed secret values (filled as the secrets' documents are stored: state/secret-docs). */
-export const SEALED_SECRET_FIELDS: SealedField[] = [];
-/** Every exported kind that belongs to secrets (values or not): a reader of an export version before 5 has none of them. */
-export const SECRET_KINDS: KindName[] = [];
+/** The `secrets` section: each revision's content (`<id>/<revision>` → sealed), and how it is sealed. */
+export interface ExportSecrets {
+  sealing: ExportSealing;
+  revisions: Record<string, string>;
+}
 
 /** Where an export's secret values go: to a migration target's key, or to a passphrase. */
 export type SecretDestination = { kind: "x25519"; publicKey: string } | { kind: "passphrase"; passphrase: string };
 
-type Documents = ModelExport["documents"];
-
-/** How many sealed values `documents` hold. */
-export function countSecretValues(documents: Documents): number {
-  let n = 0;
-  for (const f of SEALED_SECRET_FIELDS)
-    for (const doc of Object.values(documents[f.kind] ?? {})) if (f.get(doc as Record<string, unknown>)) n++;
-  return n;
+/** How many secret revisions' contents `doc` carries. */
+export function countSecretValues(doc: Pick<ModelExport, "secrets">): number {
+  return Object.keys(doc.secrets?.revisions ?? {}).length;
 }
 
-/** How many secret documents `documents` hold (any kind of {@link SECRET_KINDS}). */
-export function countSecretDocuments(documents: Documents): number {
-  return SECRET_KINDS.reduce((n, k) => n + Object.keys(documents[k] ?? {}).length, 0);
+/** `"<id>/<revision>"` → [id, revision], or undefined when it is not one. */
+function revisionRef(ref: string): [string, number] | undefined {
+  const m = /^([0-9a-v]{20})\/([1-9][0-9]{0,15})$/.exec(ref);
+  return m ? [m[1]!, Number(m[2])] : undefined;
 }
 
-/** `documents` with every sealed value opened by `from` and sealed again by `to` (new objects: the input is not changed). */
-export function resealSecretValues(documents: Documents, from: ValueCipher, to: ValueCipher): Documents {
-  const out: Documents = { ...documents };
-  for (const f of SEALED_SECRET_FIELDS) {
-    const group = documents[f.kind];
-    if (!group) continue;
-    const next: Record<string, unknown> = {};
-    for (const [id, value] of Object.entries(group)) {
-      const doc = value as Record<string, unknown>;
-      const sealed = f.get(doc);
-      if (sealed === undefined) {
-        next[id] = doc;
-        continue;
-      }
-      const purpose = f.purpose(id, doc);
-      next[id] = f.set(doc, to.seal(purpose, from.open(purpose, sealed)));
-    }
-    out[f.kind] = next;
+/** `revisions` opened by `from` and sealed again by `to`, each under its own purpose. */
+function reseal(revisions: Record<string, string>, from: ValueCipher, to: ValueCipher): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [ref, sealed] of Object.entries(revisions)) {
+    const r = revisionRef(ref);
+    if (!r) throw new StewardError("invalid-request", `model export: secrets.revisions has a bad reference`);
+    const purpose = revisionPurpose(r[0], r[1]);
+    out[ref] = to.seal(purpose, from.open(purpose, sealed));
   }
   return out;
 }
 
 /**
  * `doc` (as exportModel read it: values sealed with this controller's key, `own`) ready to leave:
- * its values sealed for `to`, and its `secrets` section saying how. A model without secret values
- * leaves as it is; one with them and no destination is refused, naming what to do.
+ * its values sealed for `to`. A model without secret values leaves as it is; one with them and no
+ * destination is refused, naming what to do.
  */
 export async function sealExportSecrets(
   doc: ModelExport,
   own: ValueCipher,
   to: SecretDestination | undefined,
 ): Promise<ModelExport> {
-  const count = countSecretValues(doc.documents);
-  if (count === 0) return doc;
+  const count = countSecretValues(doc);
+  if (count === 0 || doc.secrets?.sealing.kind !== "controller") {
+    const { secrets: _none, ...rest } = doc;
+    return count === 0 ? rest : doc;
+  }
   if (!to)
     throw new StewardError(
       "invalid-request",
-      `the model holds ${count} secret revision${count === 1 ? "" : "s"}, whose values an export carries sealed to a passphrase: export it with one (steward export-model --passphrase-env VAR or --passphrase-file FILE)`,
+      `the model holds ${count} secret revision${count === 1 ? "" : "s"}, whose values an export carries only sealed to a passphrase: export it with one (steward export-model --passphrase-env VAR, --passphrase-file FILE or --passphrase)`,
       { details: { field: "passphrase", secrets: count } },
     );
   const { sealer, sealing } =
     to.kind === "x25519" ? sealerToPublicKey(to.publicKey) : await sealerForPassphrase(to.passphrase);
-  return { ...doc, documents: resealSecretValues(doc.documents, own, sealer), secrets: { sealing } };
+  return { ...doc, secrets: { sealing, revisions: reseal(doc.secrets.revisions, own, sealer) } };
 }
 
 /**
- * The import's side: `doc`'s values opened with the reader's key (`opener` makes it from the
- * export's `secrets.sealing`) and sealed with this controller's (`own`). An export with values but
- * no way to open them is refused before anything is written.
+ * The import's side: the writes of `doc`'s secret revisions, each opened with the reader's key
+ * (`opener` makes it from the export's sealing) and sealed with this controller's (`own`), for model
+ * `uuid`. Refused before anything is written when they cannot be opened, when a revision a secret
+ * lists has no content, or when content belongs to no secret.
  */
-export async function openImportSecrets(
+export async function importSecretRevisions(
   doc: ModelExport,
+  uuid: string,
   own: ValueCipher | undefined,
   opener: ((sealing: TransferSealing) => Promise<ValueCipher> | ValueCipher) | undefined,
-): Promise<ModelExport> {
-  const count = countSecretValues(doc.documents);
-  if (count === 0) return doc;
+): Promise<Op[]> {
+  const bad = (what: string, details: Record<string, unknown> = {}): StewardError =>
+    new StewardError("invalid-request", `model export: ${what}`, { details: { field: "export", ...details } });
+  const secrets = (doc.documents.secret ?? {}) as Record<string, SecretDoc>;
+  const revisions = doc.secrets?.revisions ?? {};
+  const want = new Set(Object.values(secrets).flatMap((s) => s.revisions.map((r) => `${s.id}/${r.revision}`)));
+  for (const [id, s] of Object.entries(secrets)) if (s.id !== id) throw bad(`secret "${id}" is malformed`);
+  const missing = [...want].filter((ref) => !(ref in revisions));
+  if (missing.length > 0)
+    throw bad(`secret revision ${missing[0]} has no content in the export's secrets section`, {
+      missing: missing.length,
+    });
+  const stray = Object.keys(revisions).filter((ref) => !want.has(ref));
+  if (stray.length > 0)
+    throw bad(`secrets.revisions holds content of a revision no secret lists (${stray[0]!.slice(0, 40)})`);
+  const count = want.size;
+  if (count === 0) return [];
   const sealing = doc.secrets?.sealing;
-  if (!sealing || sealing.kind === "none")
-    throw new StewardError(
-      "invalid-request",
-      `model export: it holds ${count} secret value${count === 1 ? "" : "s"} but does not say how they are sealed for transfer`,
-      { details: { field: "export" } },
-    );
-  if (!own) throw new StewardError("invalid-request", "model export: this controller cannot seal secret values");
+  if (!sealing || sealing.kind === "controller")
+    throw bad(`its ${count} secret value${count === 1 ? " is" : "s are"} not sealed for transfer`);
+  if (!own) throw bad("this controller cannot seal secret values");
   if (!opener)
     throw new StewardError(
       "invalid-request",
@@ -129,6 +128,9 @@ export async function openImportSecrets(
         : "model export: its secret values are sealed to a migration target's key; only that migration imports them",
       { details: { field: "passphrase", secrets: count } },
     );
-  const from = await opener(sealing);
-  return { ...doc, documents: resealSecretValues(doc.documents, from, own) };
+  const resealed = reseal(revisions, await opener(sealing), own);
+  return Object.entries(resealed).map(([ref, sealed]) => {
+    const [id, revision] = revisionRef(ref)!;
+    return put(docs.secretRevision, uuid, id, revision, { sealed });
+  });
 }
