@@ -27,6 +27,7 @@ export async function readPassphrase(
   what = "backup",
 ): Promise<string> {
   if (o.passphraseEnv && o.passphraseFile) throw new UsageError("give --passphrase-env or --passphrase-file, not both");
+  const a = /^[aeiou]/.test(what) ? "an" : "a";
   let passphrase: string;
   if (o.passphraseEnv) {
     passphrase = ctx.env[o.passphraseEnv] ?? "";
@@ -41,12 +42,12 @@ export async function readPassphrase(
     const stdin = ctx.stdin as Input;
     if (!stdin.isTTY || !stdin.setRawMode)
       throw new UsageError(
-        `a ${what} passphrase is needed: --passphrase-env VAR or --passphrase-file FILE (no terminal to ask on)`,
+        `${a} ${what} passphrase is needed: --passphrase-env VAR or --passphrase-file FILE (no terminal to ask on)`,
       );
     passphrase = await promptHidden(stdin, ctx.stderr, `${what[0]!.toUpperCase()}${what.slice(1)} passphrase: `);
     if (confirm && (await promptHidden(stdin, ctx.stderr, "Again: ")) !== passphrase)
       throw new UsageError("the passphrases differ");
   }
-  if (passphrase.length < 8) throw new UsageError(`a ${what} passphrase must be at least 8 characters`);
+  if (passphrase.length < 8) throw new UsageError(`${a} ${what} passphrase must be at least 8 characters`);
   return passphrase;
 }
