@@ -33,7 +33,7 @@ function topicsOf(r: Route): string[] {
     case "unit":
       return ["models", `unit:${r.model}/${r.unit}`, `storage:${r.model}`];
     case "secrets":
-      return ["models"];
+      return ["models", `secrets:${r.model}`];
     case "controller":
       return ["models", "controller"];
     case "console":
@@ -110,7 +110,13 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
       );
       break;
     case "secrets":
-      body = <SecretsView model={route.model} />;
+      body = (
+        <SecretsView
+          model={route.model}
+          secrets={s.secrets.get(route.model)}
+          error={s.errors.get(`secrets:${route.model}`)}
+        />
+      );
       break;
     case "controller":
       body = <ControllerView info={s.controller} />;

@@ -4,41 +4,28 @@
  * which revision (Juju #21499). A value shows only on an explicit "Reveal", which asks the controller
  * (`showSecret` with `reveal`): it answers only the secret's maker or a superuser, and anyone else
  * sees its refusal. A revealed value lives in this row's state until "Hide" or leaving the page.
+ * The list follows the live feed's `secrets:<model>` topic (metadata only: the feed never has a value).
  */
-import { useEffect, useState } from "preact/hooks";
-import type { RevealedSecret, SecretInfo } from "../../../../api/browser";
+import { useState } from "preact/hooks";
+import type { RevealedSecret, SecretInfo, WireError } from "../../../../api/browser";
 import { routes } from "../../../../api/browser";
 import { call } from "../http";
 import { href } from "../router";
-import { ActionButton, Ago, Bag, Empty, ErrorNote, Section } from "../ui";
+import { ActionButton, Ago, Bag, Empty, Section } from "../ui";
 
-/** How often the list is read again while shown (secrets have no live-feed topic: they change seldom). */
-const REFRESH_MS = 5000;
-
-export function SecretsView({ model }: { model: string }) {
-  const [secrets, setSecrets] = useState<SecretInfo[] | undefined>(undefined);
-  const [error, setError] = useState<unknown>(undefined);
-  useEffect(() => {
-    let stopped = false;
-    const read = (): void => {
-      call(routes.listSecrets, { model }).then(
-        (r) => {
-          if (stopped) return;
-          setSecrets(
-            [...r.secrets].sort((a, b) => (a.name ?? a.label ?? a.uri).localeCompare(b.name ?? b.label ?? b.uri)),
-          );
-          setError(undefined);
-        },
-        (err: unknown) => !stopped && setError(err),
-      );
-    };
-    read();
-    const timer = setInterval(read, REFRESH_MS);
-    return () => {
-      stopped = true;
-      clearInterval(timer);
-    };
-  }, [model]);
+export function SecretsView({
+  model,
+  secrets: live,
+  error,
+}: {
+  model: string;
+  /** The live feed's `secrets:<model>`: the list, whole, whenever it changes. */
+  secrets: SecretInfo[] | undefined;
+  error: WireError | undefined;
+}) {
+  const secrets = live
+    ? [...live].sort((a, b) => (a.name ?? a.label ?? a.uri).localeCompare(b.name ?? b.label ?? b.uri))
+    : undefined;
   return (
     <div class="stack">
       <div class="page-head">
@@ -51,7 +38,7 @@ export function SecretsView({ model }: { model: string }) {
           who made the secret or a superuser.
         </p>
       </div>
-      <ErrorNote error={error} />
+      {error ? <p class="error-note">{error.message}</p> : null}
       <Section title={secrets ? `Secrets (${secrets.length})` : "Secrets"}>
         {!secrets ? (
           error ? null : (
