@@ -70,3 +70,48 @@ test("a model with secrets exports only sealed to a passphrase, and imports only
     content: { revision: 1, values: { token: TOKEN } },
   });
 });
+
+test("a tampered secrets section is refused whole: content missing, moved to another revision, stray, or not sealed for transfer", async (t) => {
+  await a.admin.createModel("tamper");
+  await a.admin.call(routes.addSecret, { model: "tamper" }, { name: "one", values: { token: "first-value" } });
+  await a.admin.call(routes.updateSecret, { model: "tamper", secret: "one" }, { values: { token: "second-value" } });
+  await a.admin.call(routes.addSecret, { model: "tamper" }, { name: "two", values: { token: "other-value" } });
+  const pass = "a long export passphrase";
+  const doc = (await a.admin.call(routes.exportModelSealed, { model: "tamper" }, { passphrase: pass })) as unknown as {
+    secrets: { sealing: unknown; revisions: Record<string, string> };
+  };
+  const refs = Object.keys(doc.secrets.revisions).sort();
+  t.is(refs.length, 2, "each revision travels (a user secret's untracked older one was pruned)");
+  const variant = (f: (d: typeof doc) => void): unknown => {
+    const d = structuredClone(doc);
+    f(d);
+    return { passphrase: pass, export: d };
+  };
+  const cases: [string, unknown, RegExp][] = [
+    ["missing", variant((d) => delete d.secrets.revisions[refs[0]!]), /has no content/],
+    [
+      "moved",
+      variant((d) => {
+        [d.secrets.revisions[refs[0]!], d.secrets.revisions[refs[1]!]] = [
+          d.secrets.revisions[refs[1]!]!,
+          d.secrets.revisions[refs[0]!]!,
+        ];
+      }),
+      /does not open/,
+    ],
+    ["stray", variant((d) => (d.secrets.revisions["0123456789abcdefghij/1"] = "t1.abc")), /no secret lists/],
+    ["own key", variant((d) => (d.secrets.sealing = { kind: "controller" })), /secrets.sealing/],
+  ];
+  for (const [what, body, message] of cases) {
+    const err = await t.throwsAsync(b.admin.call(routes.importModel, {}, body as never), undefined, what);
+    t.regex(err!.message, message, what);
+  }
+  t.false(
+    (await b.admin.listModels()).some((m) => m.name === "tamper"),
+    "nothing imported",
+  );
+  await b.admin.call(routes.importModel, {}, variant(() => undefined) as never);
+  t.like(await b.admin.call(routes.showSecret, { model: "tamper", secret: "one" }, undefined, { reveal: "true" }), {
+    content: { revision: 2, values: { token: "second-value" } },
+  });
+});
