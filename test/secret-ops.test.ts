@@ -18,6 +18,7 @@ import type { SecretDoc } from "../controller";
 import {
   AgentViewRound,
   EmbeddedStore,
+  KIND,
   RelationOps,
   Sealer,
   SecretOps,
@@ -121,6 +122,13 @@ test("the leader adds an application's secret, sets revisions; values are sealed
   await s.commit("db/0", [{ op: "set", uri, content: { password: "hunter2-second" } }]);
   t.is(s.secret(uri)!.latest, 2);
   t.deepEqual(await s.secrets.values(s.uuid, doc.id, 2), { password: "hunter2-second" });
+  // The same values again (a config-changed hook setting what it set before) make no revision.
+  await s.commit("db/0", [{ op: "set", uri, content: { password: "hunter2-second" }, description: "kept" }]);
+  t.deepEqual([s.secret(uri)!.latest, s.secret(uri)!.description], [2, "kept"]);
+
+  // What an export carries of it (the metadata) passes the strict schema an import checks.
+  const checked = KIND.secret.schema!.safeParse(s.secret(uri));
+  t.true(checked.success, JSON.stringify(checked.error?.issues));
 
   // Nothing in the store holds a value in the clear.
   const all = (await s.store.range("/")).kvs.map((kv) => kv.value).join("\n");
@@ -195,6 +203,7 @@ test("who may read: owner side, a grant over a live relation, not another applic
   // Tracking: the consumer names it with its own label; another application may not.
   await s.commit("app/0", [{ op: "track", uri, revision: 1, label: "database" }]);
   t.deepEqual(s.viewOf("app/0"), [{ uri, label: "database", latest: 1, tracked: 1 }]);
+  t.true(KIND.secret.schema!.safeParse(s.secret(uri)).success, "grants and consumers pass the import's schema");
   const stranger = await t.throwsAsync<StewardError>(s.commit("other/0", [{ op: "track", uri, revision: 1 }]));
   t.is(stranger?.reason, "secret-not-readable");
   t.is(stranger?.code, "forbidden");
@@ -219,6 +228,10 @@ test("who may read: owner side, a grant over a live relation, not another applic
   t.is(s.viewOf("app/0"), undefined);
   const ended = await t.throwsAsync<StewardError>(s.commit("app/0", [{ op: "track", uri, revision: 2 }]));
   t.is(ended?.reason, "secret-not-readable");
+  // Once every unit has left it the relation goes, and the grant made over it with it.
+  t.true(await s.relations.finishRelation(s.uuid, 0));
+  await s.cache.catchUp();
+  t.deepEqual(s.secret(uri)!.grants, []);
 
   // A unit-owned secret: only that unit sees it (as in Juju), and only it manages it.
   const mine = s.newUri();
@@ -256,6 +269,10 @@ test("user secrets: add (again is a no-op), update makes revisions, untracked ol
 
   // The consumer tracks 1; an update makes 2; 1 stays while tracked, and goes once app/0 moves on.
   await s.commit("app/0", [{ op: "track", uri: added.uri, revision: 1 }]);
+  t.true(
+    KIND.secret.schema!.safeParse(s.secret(added.uri)).success,
+    "a user secret's metadata passes the import's schema",
+  );
   const same = await s.secrets.updateUserSecret(s.uuid, "api-key", { values: { key: "k-one" } });
   t.is(same.secretRevision, 1, "the same values make no revision");
   const up = await s.secrets.updateUserSecret(s.uuid, added.uri, { values: { key: "k-two" }, description: "d" });
@@ -365,7 +382,7 @@ test("rotation falls due on the short schedule, and again while the owner sets n
   t.true(Date.parse(s.secret(uri)!.nextRotateAt!) > Date.now());
 });
 
-test("secrets of a removed owner go, and consumers and grants of removed units and relations with them", async (t) => {
+test("secrets of a removed owner go, and consumers, grants and user secrets' revisions only removed units tracked", async (t) => {
   const s = await setup(t);
   const owned = s.newUri();
   const shared = s.newUri();
@@ -375,6 +392,17 @@ test("secrets of a removed owner go, and consumers and grants of removed units a
     { op: "grant", uri: shared, relationId: 0 },
   ]);
   await s.commit("app/0", [{ op: "track", uri: shared, revision: 1 }]);
+  // A user secret app/0 tracks at revision 1, updated to 2: 1 stays while app/0 tracks it.
+  const user = await s.secrets.addUserSecret(s.uuid, "admin", { name: "token", values: { token: "t1" } });
+  await s.cache.waitForRevision((await s.secrets.grantApps(s.uuid, "token", ["app"], true)).revision);
+  await s.commit("app/0", [{ op: "track", uri: user.uri, revision: 1 }]);
+  await s.cache.waitForRevision(
+    (await s.secrets.updateUserSecret(s.uuid, "token", { values: { token: "t2" } })).revision,
+  );
+  t.deepEqual(
+    s.secret(user.uri)!.revisions.map((r) => r.revision),
+    [1, 2],
+  );
   // db/1 and app/0 go, and relation 0.
   await s.store.txn({
     success: [
@@ -390,4 +418,11 @@ test("secrets of a removed owner go, and consumers and grants of removed units a
   t.deepEqual((await s.store.range(keys.secretRevisionsOf(s.uuid, owned.slice(7)))).kvs, [], "with its content");
   t.deepEqual(s.secret(shared)!.consumers, {});
   t.deepEqual(s.secret(shared)!.grants, []);
+  t.deepEqual(
+    s.secret(user.uri)!.revisions.map((r) => r.revision),
+    [2],
+    "the user secret's revision only the removed unit tracked is pruned",
+  );
+  t.deepEqual(s.secret(user.uri)!.grants, [{ app: "app" }], "a grant to an application still there stays");
+  t.is(await s.store.get(keys.secretRevision(s.uuid, user.uri.slice(7), 1)), undefined);
 });

@@ -3,18 +3,21 @@
  * same again 200; show and list carry metadata and never a value; reveal is for the user who made the
  * secret or a superuser (403 secret-not-readable for another writer of the model); grants name the
  * model's applications; update makes a revision only from new values; limits are refused with their
- * reason; remove ends it.
+ * reason; remove ends it. And the controller's test schedule (secretRotateSeconds) reaches its leader's
+ * schedule: an operator's secret rotating hourly falls due within seconds, in its owner's pushed view.
  */
 import test from "ava";
-import type { RevealedSecret, SecretInfo, StewardError } from "../api";
-import { routes } from "../api";
+import WebSocket from "ws";
+import type { AgentView, RevealedSecret, SecretInfo, StewardError } from "../api";
+import { CONTROLLER_TLS_NAME, routes } from "../api";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
+import { eventually } from "./harness/eventually";
 import { recorderVariant } from "./harness/operators";
 
 let tc: TestController;
 test.before(async () => {
-  tc = await startTestController();
+  tc = await startTestController({ secretRotateSeconds: 1 });
 });
 test.after.always(async () => {
   await tc?.close();
@@ -129,4 +132,67 @@ test("user secrets: add, show without values, reveal for its maker or a superuse
   await bob.call(routes.removeSecret, { model: "vault", secret: "api-key" });
   const gone = await t.throwsAsync<StewardError>(carol.call(routes.showSecret, { model: "vault", secret: "api-key" }));
   t.is(gone?.code, "not-found");
+});
+
+test("on the test schedule an operator's secret falls due for rotation within seconds, in its owner's view", async (t) => {
+  const { uuid } = await tc.admin.createModel("rotating", undefined, "ssh");
+  const [m] = (await tc.admin.addMachines("rotating", "manual", 1)).machines;
+  await tc.admin.deploy("rotating", {
+    name: "db",
+    operator: await tc.upload(await recorderVariant({})),
+    units: 1,
+    to: [m!.id],
+  });
+  // A bare agent of the machine: it keeps the last view pushed and makes calls.
+  let view: AgentView | undefined;
+  let n = 0;
+  const answers = new Map<number, (f: { result?: unknown; error?: unknown }) => void>();
+  const ws = new WebSocket(`wss://${tc.addresses[0]}/v1/agent`, {
+    ca: tc.caCert,
+    servername: CONTROLLER_TLS_NAME,
+    headers: { authorization: `Agent ${uuid}/${m!.id}/${m!.credential!}` },
+  } as WebSocket.ClientOptions);
+  t.teardown(() => ws.close());
+  ws.on("message", (d: Buffer) => {
+    const f = JSON.parse(d.toString()) as {
+      t: string;
+      id: number;
+      data?: AgentView;
+      result?: unknown;
+      error?: unknown;
+    };
+    if (f.t === "push") view = f.data;
+    else if (f.t === "res") answers.get(f.id)?.(f);
+  });
+  await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+  const call = (method: string, params: unknown) =>
+    new Promise<{ result?: unknown; error?: unknown }>((resolve) => {
+      answers.set(++n, resolve);
+      ws.send(JSON.stringify({ t: "req", id: n, method, params }));
+    });
+  await eventually("a view", () => view?.units.length === 1);
+  t.deepEqual((await call("leader.claim", { unit: "db/0" })).result, { leader: true });
+  const uri = "secret:cs1k4tb5h0ut5tqbqq20";
+  const added = await call("hook.commit", {
+    unit: "db/0",
+    relations: [],
+    secrets: [{ op: "add", uri, owner: "application", rotate: "hourly", content: { password: "p1" } }],
+  });
+  t.is(added.error, undefined);
+  const due = await eventually(
+    "rotation due in the owner's view",
+    () => view?.units[0]?.secrets?.[0]?.rotateDue,
+    15_000,
+  );
+  t.true(Date.parse(due) <= Date.now());
+  // A new revision ends it.
+  await call("hook.commit", {
+    unit: "db/0",
+    relations: [],
+    secrets: [{ op: "set", uri, content: { password: "p2" } }],
+  });
+  await eventually(
+    "no longer due",
+    () => view?.units[0]?.secrets?.[0]?.latest === 2 && !view.units[0].secrets[0].rotateDue,
+  );
 });

@@ -65,6 +65,7 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.taskSeq(M), "task-seq", M, ""],
   [keys.operatorSeq(M), "operator-seq", M, ""],
   [keys.storageSeq(M), "storage-seq", M, ""],
+  [keys.secretSeq(M), "secret-seq", M, ""],
   [keys.storage(M, "data/0"), "storage", M, "data/0"],
   [keys.secret(M, "cs1k4tb5h0ut5tqbqq10"), "secret", M, "cs1k4tb5h0ut5tqbqq10"],
   [keys.secretRevision(M, "cs1k4tb5h0ut5tqbqq10", 3), "secret-revision", M, "cs1k4tb5h0ut5tqbqq10/3"],

@@ -59,6 +59,8 @@ export const keys = {
   secretsOf: (m: string) => p("secret", m),
   secretRevision: (m: string, id: string, revision: number) => k("secret-revision", m, `${id}/${revision}`),
   secretRevisionsOf: (m: string, id: string) => `${p("secret-revision", m)}${id}/`,
+  /** Written by every secret addition, rename and relabel of the model: they are checked one at a time. */
+  secretSeq: (m: string) => k("secret-seq", m),
   taskQueue: (m: string, unit: string, id: number) => k("task-queue", m, `${unit}/${sortableId(id)}`),
   taskQueueOf: (m: string, unit: string) => `${p("task-queue", m)}${unit}/`,
   /** Not cached: task records carry results and logs that only show-task reads. */

@@ -79,7 +79,8 @@ export type KindName =
   | "storage-pool"
   | "unit-hook-state"
   | "secret"
-  | "secret-revision";
+  | "secret-revision"
+  | "secret-seq";
 
 export interface KindSpec {
   name: KindName;
@@ -206,6 +207,12 @@ export const KINDS: readonly KindSpec[] = [
     ["models", MODEL, "seq", "operators"],
     false,
     "orders the model's operator quota checks (each writes it), so two deploys cannot both pass one; starts afresh anywhere",
+  ),
+  kind(
+    "secret-seq",
+    ["models", MODEL, "seq", "secrets"],
+    false,
+    "orders the model's secret additions and renames (each writes it), so two cannot both take one name or the last place; starts afresh anywhere",
   ),
   kind("machine", ["models", MODEL, "machines", ID], true, S["machine"]),
   kind("machine-info", ["models", MODEL, "machine-info", ID], true, S["machine-info"], true),

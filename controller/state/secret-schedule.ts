@@ -4,7 +4,8 @@
  * retry interval while the owner sets no new revision; an expiry that has passed is written down, so
  * the owner's agent view is pushed again and its secret-expired hook runs; and what outlived its
  * subject goes, as in Juju: secrets whose owning application or unit is gone, consumers that are
- * gone, grants to applications that are gone or over relations that ended.
+ * gone (and a user secret's revisions only they tracked), grants to applications that are gone or over
+ * relations that ended.
  */
 import type { Store } from "../store";
 import { unchanged } from "../store";
@@ -12,13 +13,15 @@ import type { ModelIndex, StateCache } from "./cache";
 import { docs, put } from "./doc-kinds";
 import { keys } from "./keys";
 import type { SecretDoc } from "./secret-docs";
-import { ROTATE_RETRY_SECONDS } from "./secret-docs";
+import { ROTATE_RETRY_SECONDS, obsoleteRevisions, sameGrant } from "./secret-docs";
 import { StoreTxns } from "./txn";
 
 /** Whether `doc` has something for the schedule to do at `now` (ms), as the cache shows the model. */
 export function secretNeedsTending(idx: ModelIndex, doc: SecretDoc, now: number): boolean {
   if (doc.nextRotateAt !== undefined && Date.parse(doc.nextRotateAt) <= now) return true;
   if (doc.revisions.some((r) => !r.expired && r.expireAt !== undefined && Date.parse(r.expireAt) <= now)) return true;
+  // A user secret's revision left untracked by a consumer that went (the others went as they were written).
+  if (doc.owner.kind === "model" && obsoleteRevisions(doc).length > 0) return true;
   return stale(idx, doc) !== undefined;
 }
 
@@ -49,18 +52,29 @@ export class SecretSchedule extends StoreTxns {
     let changed = 0;
     for (const idx of cache.models.values()) {
       if (idx.secrets.size === 0 || idx.model?.life !== "alive") continue;
-      for (const doc of [...idx.secrets.values()]) {
+      for (const id of [...idx.secrets.keys()]) {
         if (signal?.aborted) return changed;
-        if (!secretNeedsTending(idx, doc, now)) continue;
-        if (await this.tend(idx, doc.id)) changed++;
+        // As the cache holds it now (earlier writes of this pass may have moved it on).
+        const doc = idx.secrets.get(id);
+        if (!doc || !secretNeedsTending(idx, doc, now)) continue;
+        if (await this.tend(idx, doc)) changed++;
       }
     }
     return changed;
   }
 
-  /** Applies what is due to one secret (read again from the store, and written under a compare). */
-  private async tend(idx: ModelIndex, id: string): Promise<boolean> {
+  /**
+   * Applies what is due to one secret (read again from the store, and written under a compare). What
+   * outlived its subject is judged on `cached`, the document as the cache holds it beside the units,
+   * applications and relations it shows: the fresh read may name a unit the cache has not seen yet.
+   */
+  private async tend(idx: ModelIndex, cached: SecretDoc): Promise<boolean> {
     const uuid = idx.uuid;
+    const id = cached.id;
+    const goneConsumers = new Set(Object.keys(cached.consumers).filter((u) => !idx.units.has(u)));
+    const goneGrants = cached.grants.filter(
+      (g) => !idx.apps.has(g.app) || (g.relationId !== undefined && !idx.relations.has(g.relationId)),
+    );
     const res = await this.retry(`tend secret ${id}`, async () => {
       const read = await this.get(docs.secret, uuid, id);
       if (!read) return { compare: [], ops: [], result: { changed: false } };
@@ -68,7 +82,7 @@ export class SecretSchedule extends StoreTxns {
       const compare = [unchanged(keys.secret(uuid, id), read.rev)];
       const nowMs = this.now().getTime();
       const stamp = new Date(nowMs).toISOString();
-      if (stale(idx, doc) === "owner") {
+      if (stale(idx, cached) === "owner") {
         // Confirmed in the store, under a compare: the owner is really gone.
         const o = doc.owner;
         const ownerKey =
@@ -98,21 +112,32 @@ export class SecretSchedule extends StoreTxns {
         }
       }
       for (const unit of Object.keys(doc.consumers)) {
-        if (!idx.units.has(unit)) {
+        if (goneConsumers.has(unit)) {
           delete doc.consumers[unit];
           dirty = true;
         }
       }
-      const grants = doc.grants.filter(
-        (g) => idx.apps.has(g.app) && (g.relationId === undefined || idx.relations.has(g.relationId)),
-      );
+      const grants = doc.grants.filter((g) => !goneGrants.some((x) => sameGrant(x, g)));
       if (grants.length !== doc.grants.length) {
         doc.grants = grants;
         dirty = true;
       }
+      // A user secret's revisions nobody tracks any more go (Juju's auto-prune), their content with them.
+      const pruned = doc.owner.kind === "model" ? obsoleteRevisions(doc) : [];
+      if (pruned.length > 0) {
+        doc.revisions = doc.revisions.filter((r) => !pruned.includes(r.revision));
+        dirty = true;
+      }
       if (!dirty) return { compare: [], ops: [], result: { changed: false } };
       doc.updatedAt = stamp;
-      return { compare, ops: [put(docs.secret, uuid, id, doc)], result: { changed: true } };
+      return {
+        compare,
+        ops: [
+          put(docs.secret, uuid, id, doc),
+          ...pruned.map((r) => ({ type: "delete" as const, key: keys.secretRevision(uuid, id, r) })),
+        ],
+        result: { changed: true },
+      };
     });
     return res.changed;
   }

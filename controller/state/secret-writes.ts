@@ -67,7 +67,11 @@ interface Entry {
 export class SecretWrites {
   private readonly entries = new Map<string, Entry>();
   private readonly revisionOps: Op[] = [];
+  /** Values sealed in this transaction, by `<id>/<revision>` (a later set in the same hook compares with them). */
+  private readonly sealedHere = new Map<string, Record<string, string>>();
   private allRead?: Map<string, SecretDoc>;
+  /** The model's secret sequence as read, once something that must be unique or counted was decided. */
+  private seq?: { value: number; rev: number };
 
   constructor(
     private readonly store: Store,
@@ -99,8 +103,16 @@ export class SecretWrites {
     return e.doc;
   }
 
-  /** Every secret of the model as changed so far (read once; for names, labels and the model's count). */
+  /**
+   * Every secret of the model as changed so far (read once; for names, labels and the model's count).
+   * What is decided on it (a name or label free, room left) holds at the write: the write bumps the
+   * model's secret sequence under a compare, so two such decisions never both pass.
+   */
   async all(): Promise<SecretDoc[]> {
+    if (!this.seq) {
+      const kv = await this.store.get(keys.secretSeq(this.uuid));
+      this.seq = { value: Number(kv?.value ?? "0"), rev: kv?.modRevision ?? 0 };
+    }
     if (!this.allRead) {
       this.allRead = new Map((await readDocs(this.store, docs.secret, this.uuid)).map((r) => [r.doc.id, r.doc]));
     }
@@ -205,6 +217,10 @@ export class SecretWrites {
 
   /** The compares and writes of everything changed (a user secret's untracked old revisions pruned). */
   emit(compare: Compare[], ops: Op[]): void {
+    if (this.seq && [...this.entries.values()].some((e) => e.changed)) {
+      compare.push(unchanged(keys.secretSeq(this.uuid), this.seq.rev));
+      ops.push({ type: "put", key: keys.secretSeq(this.uuid), value: String(this.seq.value + 1) });
+    }
     for (const [id, e] of this.entries) {
       compare.push(unchanged(e.key, e.rev));
       if (!e.changed) continue;
@@ -226,7 +242,24 @@ export class SecretWrites {
     }
   }
 
+  /**
+   * Whether `values` are what `doc`'s latest revision holds (a hook that sets the same values again,
+   * as config-changed hooks do, makes no revision: else revisions would pile up to the limit).
+   */
+  async sameAsLatest(doc: SecretDoc, values: Record<string, string>): Promise<boolean> {
+    let latest = this.sealedHere.get(`${doc.id}/${doc.latest}`);
+    if (!latest) {
+      const r = await readDoc(this.store, docs.secretRevision, this.uuid, doc.id, doc.latest);
+      if (!r) return false;
+      latest = this.sealer.openJson<Record<string, string>>(revisionPurpose(doc.id, doc.latest), r.doc.sealed);
+    }
+    const a = Object.keys(latest).sort();
+    const b = Object.keys(values).sort();
+    return a.length === b.length && a.every((k, i) => k === b[i] && latest[k] === values[k]);
+  }
+
   private sealRevision(id: string, revision: number, values: Record<string, string>): void {
+    this.sealedHere.set(`${id}/${revision}`, values);
     this.revisionOps.push(
       put(docs.secretRevision, this.uuid, id, revision, {
         sealed: this.sealer.sealJson(revisionPurpose(id, revision), values),
