@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { routes } from "../api";
 import { saveClientConfig } from "../cli";
+import type { ModelExport } from "../controller";
+import { exportForReader } from "../controller";
 import { cliRunner } from "./harness/cli";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
@@ -110,6 +112,14 @@ test("a tampered secrets section is refused whole: content missing, moved to ano
     (await b.admin.listModels()).some((m) => m.name === "tamper"),
     "nothing imported",
   );
+
+  // A reader of format 4 or before has no secrets: refused (a migration to one fails, saying so); and
+  // nothing leaves still sealed with the controller's own key.
+  const written = doc as unknown as ModelExport;
+  t.throws(() => exportForReader(written, 4), { message: /the model has secrets .*upgrade it first/ });
+  t.throws(() => exportForReader({ ...written, secrets: { ...doc.secrets, sealing: { kind: "controller" } } }, 5), {
+    message: /must be sealed for its reader/,
+  });
   await b.admin.call(routes.importModel, {}, variant(() => undefined) as never);
   t.like(await b.admin.call(routes.showSecret, { model: "tamper", secret: "one" }, undefined, { reveal: "true" }), {
     content: { revision: 2, values: { token: "second-value" } },

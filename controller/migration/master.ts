@@ -336,14 +336,21 @@ export class MigrationMaster implements Worker {
       if (contractOf(machine.substrate).onControllerHost && !machine.localDir)
         machine.localDir = join(this.o.machinesDir, m.model, machine.id);
     }
-    if (version < MODEL_EXPORT_VERSION || countSecretValues(doc) === 0) return exportForReader(doc, version);
-    const key = await this.target(m).call<{ kind: string; publicKey: string }>(
-      "GET",
-      `/v1/migrations/${m.id}/sealing-key`,
-    );
-    if (key.kind !== "x25519") throw new AbortMigration(`the target offers a ${key.kind} key to seal secrets to`);
-    doc = await sealExportSecrets(doc, this.o.sealer, { kind: "x25519", publicKey: key.publicKey });
-    return exportForReader(doc, version);
+    if (version === MODEL_EXPORT_VERSION && countSecretValues(doc) > 0) {
+      const key = await this.target(m).call<{ kind: string; publicKey: string }>(
+        "GET",
+        `/v1/migrations/${m.id}/sealing-key`,
+      );
+      if (key.kind !== "x25519") throw new AbortMigration(`the target offers a ${key.kind} key to seal secrets to`);
+      doc = await sealExportSecrets(doc, this.o.sealer, { kind: "x25519", publicKey: key.publicKey });
+    }
+    try {
+      return exportForReader(doc, version);
+    } catch (err) {
+      // What the target's format cannot carry (secrets, storage) will not change by retrying: the move fails, saying why.
+      if (StewardError.isInstance(err) && err.code === "invalid-request") throw new AbortMigration(err.message);
+      throw err;
+    }
   }
 
   /** The model leaves this controller: every record of it in one transaction with the move to DONE; its machines are the target's now. */
