@@ -25,3 +25,4 @@ export type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteSpec } from "./routes";
 export * from "./registration";
 export type { StorageInfo, StorageDirectiveView, StorageType } from "./storage";
 export { formatSizeMiB } from "./storage";
+export type { RevealedSecret, SecretGrantInfo, SecretInfo, SecretRevisionInfo } from "./secrets";

@@ -16,9 +16,13 @@ import type {
   UnitStatusView,
 } from "./status";
 import type { StorageInfo } from "./storage";
+import type { SecretInfo } from "./secrets";
 import type { ControllerOverview, ModelSummary } from "./wire";
 
-/** `models`, `controller`, `model:<name>`, `storage:<model>` (its storage instances), or `unit:<model>/<app>/<n>`. */
+/**
+ * `models`, `controller`, `model:<name>`, `storage:<model>` (its storage instances), `secrets:<model>`
+ * (its secrets' metadata, never values), or `unit:<model>/<app>/<n>`.
+ */
 export type LiveTopic = string;
 
 /** Most topics one feed follows at once. */
@@ -52,12 +56,14 @@ export type LiveMessage =
   | { topic: LiveTopic; unit: UnitDetails }
   /** The model's storage instances, attached and kept (detached), whole each time the list changes. */
   | { topic: LiveTopic; storage: StorageInfo[] }
+  /** The model's secrets as `steward secrets` lists them (metadata only), whole each time the list changes. */
+  | { topic: LiveTopic; secrets: SecretInfo[] }
   /** The topic cannot be followed (no such model or unit, no access); the others go on. */
   | { topic: LiveTopic; error: WireError }
   /** The feed was refused as a whole (a malformed request). */
   | { error: WireError };
 
-/** The topic's parts, or undefined when it is not one of the five forms. */
+/** The topic's parts, or undefined when it is not one of the six forms. */
 export function parseLiveTopic(
   topic: unknown,
 ):
@@ -65,6 +71,7 @@ export function parseLiveTopic(
   | { kind: "controller" }
   | { kind: "model"; model: string }
   | { kind: "storage"; model: string }
+  | { kind: "secrets"; model: string }
   | { kind: "unit"; model: string; unit: string }
   | undefined {
   if (typeof topic !== "string" || topic.length > 200) return undefined;
@@ -73,6 +80,8 @@ export function parseLiveTopic(
   if (model) return { kind: "model", model: model[1]! };
   const storage = /^storage:([^/]+)$/.exec(topic);
   if (storage) return { kind: "storage", model: storage[1]! };
+  const secrets = /^secrets:([^/]+)$/.exec(topic);
+  if (secrets) return { kind: "secrets", model: secrets[1]! };
   const unit = /^unit:([^/]+)\/([^/]+\/\d+)$/.exec(topic);
   if (unit) return { kind: "unit", model: unit[1]!, unit: unit[2]! };
   return undefined;

@@ -399,7 +399,29 @@ export const routes = {
       documents: Record<string, Record<string, unknown>>;
     }>(),
   },
-  /** The body is an export (checked whole by the import, not by a schema here). */
+  /**
+   * As exportModel, for a model that holds secrets: their values sealed to `passphrase` (scrypt), which
+   * is never stored or logged. A GET export of such a model is refused, naming this.
+   */
+  exportModelSealed: {
+    method: "POST",
+    path: "/v1/models/:model/export",
+    access: "model:admin",
+    body: "ExportModelRequest",
+    what: "model export request",
+    status: 200,
+    raw: true,
+    secretAnswer: true,
+    response: answer<{
+      version: number;
+      source: { revision: number };
+      documents: Record<string, Record<string, unknown>>;
+    }>(),
+  },
+  /**
+   * The body is an export (checked whole by the import, not by a schema here), or, for an export whose
+   * secrets are sealed to a passphrase, `{passphrase, export}`.
+   */
   importModel: {
     method: "POST",
     path: "/v1/models/import",
@@ -776,6 +798,18 @@ export const routes = {
     rawBody: true,
     status: 201,
     response: answer<{ id: string; model: string; bytes: number }>(),
+  },
+  /**
+   * The X25519 public key the source seals the model's secret values to for this migration (the
+   * target derives its private key from its own CA key and the id: security/transfer-sealing.ts).
+   */
+  migrationSealingKey: {
+    method: "GET",
+    path: "/v1/migrations/:id/sealing-key",
+    access: "superuser",
+    params: { id: migrationId },
+    status: 200,
+    response: answer<{ kind: "x25519"; publicKey: string }>(),
   },
   migrationState: {
     method: "GET",

@@ -535,6 +535,13 @@ export const StatusSetParams = z.strictObject({
   message: z.string().max(1024).default(""),
 });
 
+/** `POST /v1/models/<model>/export`: the passphrase the export's secret values are sealed to (never stored or logged). */
+export const ExportModelRequest = z.strictObject({
+  passphrase: z.string().min(8, "an export passphrase must be at least 8 characters").max(1024),
+  /** The newest export format the reader takes (an older controller's), default this one's. */
+  version: z.number().int().min(1).max(1000).optional(),
+});
+
 /** `POST /v1/backups`: the passphrase the backup is encrypted with (never stored or logged). */
 export const CreateBackupRequest = z.strictObject({
   passphrase: z.string().min(8, "a backup passphrase must be at least 8 characters").max(1024),

@@ -67,6 +67,7 @@ import { ConsoleSessionHub, findCli } from "./dashboard/console-sessions";
 import type { ConsoleSessionOptions } from "./dashboard/console-sessions";
 import { registerDashboard } from "./dashboard/static-routes";
 import { Sealer } from "./security/sealing";
+import { migrationKeysForDataDir } from "./security/transfer-sealing";
 import {
   ActionOps,
   CLUSTER_CHANGED,
@@ -485,6 +486,7 @@ export class Controller {
       leadershipLeaseSeconds,
       operatorQuotaBytes: this.operatorStorage.quotaBytes,
       checkLocalDir,
+      sealer,
     });
     registerMigrationSourceRoutes(http, { cache, store: this.store, sealer });
     const staging = new MigrationStaging({
@@ -494,7 +496,9 @@ export class Controller {
         leaseSeconds: leadershipLeaseSeconds,
         putOperator: (b) => ops.operators.upload(b, { quotaBytes: this.operatorStorage.quotaBytes }),
         checkLocalDir,
+        sealer,
       },
+      migrationKeys: await migrationKeysForDataDir(dataDir),
     });
     registerMigrationTargetRoutes(http, {
       cache,

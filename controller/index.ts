@@ -14,6 +14,15 @@ export type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 export { addressPrefix } from "./server/address-prefix";
 export { MAX_TOKEN_LIFETIME_MS, credentialMatches, signToken, verifyToken } from "./security/credentials";
 export { Sealer } from "./security/sealing";
+export {
+  TransferSealer,
+  migrationKeyPair,
+  sealerForPassphrase,
+  sealerFromPassphrase,
+  sealerFromPrivateKey,
+  sealerToPublicKey,
+} from "./security/transfer-sealing";
+export type { TransferSealing } from "./security/transfer-sealing";
 export { sendText } from "./server/ws-frames";
 // For tests of the wire error: the handler every route's errors go through.
 export { installErrorHandling } from "./server/http-api";

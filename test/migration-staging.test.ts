@@ -12,7 +12,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StewardError } from "../api";
 import type { ModelExport } from "../controller";
-import { EmbeddedStore, MODEL_EXPORT_FORMAT, MODEL_EXPORT_VERSION, MigrationStaging, keys } from "../controller";
+import {
+  EmbeddedStore,
+  MODEL_EXPORT_FORMAT,
+  MODEL_EXPORT_VERSION,
+  MigrationStaging,
+  keys,
+  migrationKeyPair,
+} from "../controller";
 
 let dir: string;
 let store: EmbeddedStore;
@@ -24,6 +31,7 @@ test.before(async () => {
   staging = new MigrationStaging({
     store,
     importDeps: { store, leaseSeconds: 60, putOperator: async () => undefined, checkLocalDir: async () => undefined },
+    migrationKeys: (id) => migrationKeyPair("a test CA key", id),
   });
 });
 test.after.always(async () => {

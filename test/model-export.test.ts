@@ -118,7 +118,7 @@ test("a model exported from one controller and imported into another carries on 
   t.log(
     `export: ${json.length} bytes JSON, ${gzipSync(json).length} gzipped, ${exportMs} ms, ${Object.values(doc.documents).reduce((n, g) => n + Object.keys(g).length, 0)} documents`,
   );
-  t.is(doc.version, 4);
+  t.is(doc.version, 5);
   t.truthy(doc.documents["leader-data"]?.prov, "leader data travels");
   t.truthy(
     doc.documents.leader?.prov && !("lease" in (doc.documents.leader.prov as object)),

@@ -172,7 +172,7 @@ test.serial("refusals name what is wrong, write nothing, and the controller keep
     [
       "a future version",
       { ...fresh(), version: 99 },
-      /format version 99 is newer than this controller reads \(1 to 4\)/,
+      /format version 99 is newer than this controller reads \(1 to 5\)/,
     ],
     ["a version that is not a number", { ...fresh(), version: "2" }, /"version" must be a whole number/],
     [
@@ -479,7 +479,7 @@ test.serial("export needs admin on the model, import a superuser", async (t) => 
   t.is((exp as { code: string }).code, "forbidden");
   await a.admin.grant("plain", "writer", "admin");
   const doc = await writer.call<Doc>("GET", "/v1/models/plain/export");
-  t.is(doc.version, 4);
+  t.is(doc.version, 5);
   const imp = await writer
     .call("POST", "/v1/models/import?name=by-writer", doc)
     .catch((e: unknown) => e as { code: string });

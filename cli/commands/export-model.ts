@@ -5,6 +5,7 @@ import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
 import { routes } from "../../api/core";
 import { isWholeNumber } from "../validators";
+import { passphraseOptions, readPassphrase } from "../read-passphrase";
 
 export default class ExportModelCommand extends ControllerCommand {
   static override paths = [["export-model"]];
@@ -17,9 +18,18 @@ export default class ExportModelCommand extends ControllerCommand {
       agents' credential hashes and the operators its applications use. A sealed cloud credential is
       named, never written: add it to the controller you import into first. The file is gzipped JSON.
       Needs admin access to the model.
+
+      A model that holds secrets is exported only with a passphrase (\`--passphrase-env VAR\`,
+      \`--passphrase-file FILE\` or \`--passphrase\` to be asked): their values are written sealed to
+      it (scrypt, AES-256-GCM), never in the clear, and import-model asks for it. Without one, the
+      export of such a model is refused.
     `,
     examples: [
       ["Export model demo", "$0 export-model demo -o demo.steward.gz"],
+      [
+        "A model with secrets, the passphrase in $EXPORT_PASSPHRASE",
+        "$0 export-model demo -o demo.steward.gz --passphrase-env EXPORT_PASSPHRASE",
+      ],
       [
         "For a controller of the previous release (reads format 2)",
         "$0 export-model demo -o demo.steward.gz --format-version 2",
@@ -35,15 +45,30 @@ export default class ExportModelCommand extends ControllerCommand {
     validator: isWholeNumber(1),
   });
 
+  passphraseEnv = passphraseOptions("export").passphraseEnv;
+  passphraseFile = passphraseOptions("export").passphraseFile;
+  askPassphrase = Option.Boolean("--passphrase", false, {
+    description: "Ask for the passphrase the model's secret values are sealed to",
+  });
+
   async run(): Promise<number> {
+    const sealed = this.askPassphrase || this.passphraseEnv !== undefined || this.passphraseFile !== undefined;
+    const passphrase = sealed ? await readPassphrase(this.context, this, true, "export") : undefined;
     const client = await this.connect();
     const started = Date.now();
-    const doc = await client.call(
-      routes.exportModel,
-      { model: this.name },
-      undefined,
-      this.formatVersion === undefined ? {} : { version: this.formatVersion },
-    );
+    const doc =
+      passphrase === undefined
+        ? await client.call(
+            routes.exportModel,
+            { model: this.name },
+            undefined,
+            this.formatVersion === undefined ? {} : { version: this.formatVersion },
+          )
+        : await client.call(
+            routes.exportModelSealed,
+            { model: this.name },
+            { passphrase, ...(this.formatVersion === undefined ? {} : { version: Number(this.formatVersion) }) },
+          );
     const json = JSON.stringify(doc);
     const gz = gzipSync(json);
     await writeFile(resolve(this.context.cwd, this.output), gz, { mode: 0o600 });

@@ -4,6 +4,7 @@ import { gunzipSync } from "node:zlib";
 import { Command, Option, UsageError } from "clipanion";
 import { ControllerCommand } from "../base-command";
 import { routes } from "../../api/core";
+import { passphraseOptions, readPassphrase } from "../read-passphrase";
 
 /** The controller takes at most this much JSON (MAX_MODEL_EXPORT_BYTES): refuse sooner, and do not inflate a gzip bomb past it. */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
@@ -21,6 +22,8 @@ export default class ImportModelCommand extends ControllerCommand {
       agents, pointed at this controller, log in with the credentials they have and carry on where
       they were: no hook runs again. Access of users this controller does not have is dropped (the
       answer names them). An older file format is upgraded on the way in. Needs a superuser.
+      An export whose secrets are sealed to a passphrase needs it (\`--passphrase-env VAR\`,
+      \`--passphrase-file FILE\`, or asked): a wrong one is refused and nothing is imported.
     `,
     examples: [
       ["Import a model", "$0 import-model demo.steward.gz"],
@@ -30,6 +33,8 @@ export default class ImportModelCommand extends ControllerCommand {
 
   file = Option.String({ required: true, name: "file" });
   name = Option.String("--name", { description: "Name the model this instead of its exported name" });
+  passphraseEnv = passphraseOptions("export").passphraseEnv;
+  passphraseFile = passphraseOptions("export").passphraseFile;
 
   async run(): Promise<number> {
     const bytes = await readFile(resolve(this.context.cwd, this.file));
@@ -49,8 +54,14 @@ export default class ImportModelCommand extends ControllerCommand {
     } catch (err) {
       throw new UsageError(`${this.file} is not a model export: ${(err as Error).message}`);
     }
+    // Secret values sealed to a passphrase (export-model --passphrase…): the controller opens them with it.
+    const sealing = (doc as { secrets?: { sealing?: { kind?: string } } } | null)?.secrets?.sealing;
+    const body =
+      sealing?.kind === "passphrase"
+        ? { passphrase: await readPassphrase(this.context, this, false, "export"), export: doc }
+        : doc;
     const client = await this.connect();
-    const res = await client.call(routes.importModel, {}, doc, { name: this.name || undefined });
+    const res = await client.call(routes.importModel, {}, body, { name: this.name || undefined });
     const count = Object.values(res.documents).reduce((a, b) => a + b, 0);
     this.out(
       `Model "${res.name}" (${res.uuid}) imported: ${count} documents, ${res.documents.unit ?? 0} units${res.fromVersion < 2 ? ` (upgraded from format version ${res.fromVersion})` : ""}.`,

@@ -13,16 +13,9 @@
  * The header is read before anything is verified, so its scrypt cost is capped at what this code
  * writes: a forged header must not make a restore derive a key with gigabytes of memory.
  */
-import {
-  createCipheriv,
-  createDecipheriv,
-  createHash,
-  createHmac,
-  randomBytes,
-  scrypt,
-  timingSafeEqual,
-} from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { StewardError } from "../../api";
+import { SCRYPT, derivePassphraseKey, scryptCostProblem } from "../security/passphrase-key";
 
 export const BACKUP_MAGIC = "STEWARD-BACKUP\n";
 /** The file format this code writes and the only one it reads. */
@@ -30,8 +23,6 @@ export const BACKUP_FORMAT_VERSION = 1;
 const CHUNK_BYTES = 1024 * 1024;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-/** scrypt cost: 2^17 × 8 × 128 B = 128 MiB and ~0.3 s, as OWASP suggests for scrypt. */
-const SCRYPT = { N: 1 << 17, r: 8, p: 1 };
 const MAX_HEADER_BYTES = 64 * 1024;
 
 /** What a backup says about itself in the clear (nothing secret: names, sizes, the KDF's salt). */
@@ -57,17 +48,7 @@ export class BackupFileError extends StewardError {
   }
 }
 
-function derive(passphrase: string, kdf: BackupHeader["kdf"]): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(
-      passphrase.normalize("NFC"),
-      Buffer.from(kdf.salt, "base64"),
-      32,
-      { N: kdf.N, r: kdf.r, p: kdf.p, maxmem: 256 * kdf.N * kdf.r + 1024 * 1024 },
-      (err, key) => (err ? reject(err) : resolve(key)),
-    );
-  });
-}
+const derive = derivePassphraseKey;
 
 const keyCheck = (key: Buffer): Buffer => createHmac("sha256", key).update("steward backup key check").digest();
 
@@ -143,21 +124,6 @@ export function readBackupHeader(file: Buffer): { header: BackupHeader; headerBy
       `the backup file's header asks for scrypt ${costProblem}; Steward writes N=${SCRYPT.N}, r=${SCRYPT.r}, p=${SCRYPT.p} and derives no key above that (the file was not made by Steward, or its header was altered)`,
     );
   return { header, headerBytes, bodyOffset: magic.length + 4 + hlen };
-}
-
-/** Why the header's scrypt parameters are not ones to derive a key with (above what {@link sealBackup} writes), if they are not. */
-function scryptCostProblem(kdf: { N?: unknown; r?: unknown; p?: unknown; salt?: unknown }): string | undefined {
-  const show = (v: unknown): string => String(v).slice(0, 24);
-  const shown = `N=${show(kdf.N)}, r=${show(kdf.r)}, p=${show(kdf.p)}`;
-  const { N, r, p } = kdf;
-  if (typeof kdf.salt !== "string") return `${shown} without a salt`;
-  if (!Number.isSafeInteger(N) || !Number.isSafeInteger(r) || !Number.isSafeInteger(p))
-    return `${shown}, not whole numbers`;
-  const [n, rr, pp] = [N as number, r as number, p as number];
-  if (n > SCRYPT.N || rr > SCRYPT.r || pp > SCRYPT.p)
-    return `${shown} (${Math.round((128 * n * rr) / 2 ** 20)} MiB of memory, ${pp}× the work)`;
-  if (n < 2 || (n & (n - 1)) !== 0 || rr < 1 || pp < 1) return `${shown}, not valid scrypt parameters`;
-  return undefined;
 }
 
 /** Decrypts a backup file; a wrong passphrase, an altered or a truncated file each throws a {@link BackupFileError} saying which. */

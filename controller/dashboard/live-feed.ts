@@ -13,7 +13,14 @@ import type WebSocket from "ws";
 import type { ApplicationStatusView, ControllerInfo, LiveTopic, Logger, ModelPatch, UnitDetails } from "../../api";
 import { MAX_LIVE_TOPICS, StewardError, WATCH_CLOSE_CODES, notFound, parseLiveTopic } from "../../api";
 import type { ModelIndex, StateCache, StatusParts } from "../state";
-import { CLUSTER_CHANGED, buildUnitDetails, modelStatusParts, renderModelStatus, storageInfoOf } from "../state";
+import {
+  CLUSTER_CHANGED,
+  buildUnitDetails,
+  modelStatusParts,
+  renderModelStatus,
+  secretInfoOf,
+  storageInfoOf,
+} from "../state";
 import type { Principal } from "../access/auth";
 import { atTokenExpiry, authenticate, requireModelAccess, requireReadKept, requireUser } from "../access/auth";
 import { acceptAuthenticatedSocket } from "../server/accept-socket";
@@ -162,7 +169,7 @@ export class LiveFeedHub {
         JSON.stringify({
           error: {
             code: "invalid-request",
-            message: `send {"subscribe": [topics]}: at most ${MAX_LIVE_TOPICS} of "models", "controller", "model:<name>", "storage:<model>", "unit:<model>/<app>/<n>"`,
+            message: `send {"subscribe": [topics]}: at most ${MAX_LIVE_TOPICS} of "models", "controller", "model:<name>", "storage:<model>", "secrets:<model>", "unit:<model>/<app>/<n>"`,
             details: {},
           },
         }),
@@ -194,10 +201,11 @@ export class LiveFeedHub {
           feed.topics.set(topic, { kind: "model", uuid: idx.uuid });
           this.groupOf(idx).feeds.add(feed);
           feed.send(`{"topic":${JSON.stringify(topic)},"status":${renderModelStatus(this.o.cache, idx)}}`);
-        } else if (t.kind === "storage") {
-          const entry: TopicEntry = { kind: "storage", uuid: idx.uuid };
+        } else if (t.kind === "storage" || t.kind === "secrets") {
+          const entry: TopicEntry = { kind: t.kind, uuid: idx.uuid };
           feed.topics.set(topic, entry);
-          this.sendStorage(feed, topic, entry, idx);
+          if (t.kind === "storage") this.sendStorage(feed, topic, entry, idx);
+          else this.sendSecrets(feed, topic, entry, idx);
         } else {
           const entry: TopicEntry = { kind: "unit", uuid: idx.uuid, unit: t.unit };
           feed.topics.set(topic, entry);
@@ -274,11 +282,12 @@ export class LiveFeedHub {
       // Any change may move a model's counts or access: the list goes again if its text changed.
       if (feed.topics.has("models")) this.sendModels(feed);
       for (const [topic, entry] of feed.topics) {
-        if ((entry.kind !== "unit" && entry.kind !== "storage") || !changed.has(entry.uuid!)) continue;
+        if (!["unit", "storage", "secrets"].includes(entry.kind) || !changed.has(entry.uuid!)) continue;
         const idx = this.o.cache.models.get(entry.uuid!);
         if (!idx?.model) continue;
         if (entry.kind === "unit") this.sendUnit(feed, topic, entry, idx);
-        else this.sendStorage(feed, topic, entry, idx);
+        else if (entry.kind === "storage") this.sendStorage(feed, topic, entry, idx);
+        else this.sendSecrets(feed, topic, entry, idx);
       }
     }
     if (changed.has(CLUSTER_CHANGED)) this.refreshController();
@@ -359,6 +368,15 @@ export class LiveFeedHub {
     if (text === entry.last) return;
     entry.last = text;
     feed.send(`{"topic":${JSON.stringify(topic)},"storage":${text}}`);
+  }
+
+  /** The model's secrets' metadata (never a value: the cache holds none), sent when the list changed. */
+  private sendSecrets(feed: Feed, topic: LiveTopic, entry: TopicEntry, idx: ModelIndex): void {
+    const list = [...idx.secrets.values()].map(secretInfoOf).sort((a, b) => a.uri.localeCompare(b.uri));
+    const text = JSON.stringify(list);
+    if (text === entry.last) return;
+    entry.last = text;
+    feed.send(`{"topic":${JSON.stringify(topic)},"secrets":${text}}`);
   }
 
   private sendUnit(feed: Feed, topic: LiveTopic, entry: TopicEntry, idx: ModelIndex): void {

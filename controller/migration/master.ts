@@ -23,6 +23,8 @@ import {
   exportForReader,
   exportModel,
   exportVersionFor,
+  countSecretValues,
+  sealExportSecrets,
   keys,
   migrationActive,
   modelDeletes,
@@ -325,15 +327,30 @@ export class MigrationMaster implements Worker {
 
   /**
    * The export in format `version`, with each local machine's directory, so the target supervises the
-   * agent where it runs.
+   * agent where it runs, and its secret values sealed to the key the target gives this migration (a
+   * target whose format has no secrets is refused by exportForReader when the model holds any).
    */
   private async exportForTarget(m: MigrationDoc, version: number): Promise<WrittenModelExport> {
-    const doc = await exportModel(this.o.store, m.model);
+    let doc = await exportModel(this.o.store, m.model);
     for (const machine of Object.values(doc.documents.machine ?? {}) as MachineDoc[]) {
       if (contractOf(machine.substrate).onControllerHost && !machine.localDir)
         machine.localDir = join(this.o.machinesDir, m.model, machine.id);
     }
-    return exportForReader(doc, version);
+    if (version === MODEL_EXPORT_VERSION && countSecretValues(doc) > 0) {
+      const key = await this.target(m).call<{ kind: string; publicKey: string }>(
+        "GET",
+        `/v1/migrations/${m.id}/sealing-key`,
+      );
+      if (key.kind !== "x25519") throw new AbortMigration(`the target offers a ${key.kind} key to seal secrets to`);
+      doc = await sealExportSecrets(doc, this.o.sealer, { kind: "x25519", publicKey: key.publicKey });
+    }
+    try {
+      return exportForReader(doc, version);
+    } catch (err) {
+      // What the target's format cannot carry (secrets, storage) will not change by retrying: the move fails, saying why.
+      if (StewardError.isInstance(err) && err.code === "invalid-request") throw new AbortMigration(err.message);
+      throw err;
+    }
   }
 
   /** The model leaves this controller: every record of it in one transaction with the move to DONE; its machines are the target's now. */

@@ -5,6 +5,9 @@
  * in another that only holds while the model is not live. So a target that crashes mid-import
  * leaves a staged copy that blocks nothing: a retry replaces it, and one left without heartbeats is
  * purged (Juju #20361 left an "importing" model that blocked every later migration).
+ *
+ * Secret values arrive sealed to this migration's key ({@link MigrationStaging.sealingKey}), are
+ * staged so, and are opened and sealed with this controller's own key only in the activation.
  */
 import { createHash } from "node:crypto";
 import { StewardError, notFound } from "../../api";
@@ -31,6 +34,8 @@ import {
 } from "../state";
 import { CHUNK_BYTES } from "../state/keys";
 import type { Op, Store } from "../store";
+import type { MigrationKeys } from "../security/transfer-sealing";
+import { sealerFromPrivateKey } from "../security/transfer-sealing";
 import { absent, unchanged } from "../store";
 
 /** Chunks written per transaction while staging (each at most CHUNK_BYTES; etcd takes 10 MiB a request here). */
@@ -46,7 +51,12 @@ export class MigrationStaging {
   /** The last staged export parsed, for agents' validations (a thousand agents must not each parse megabytes). */
   private parsed?: { id: string; rev: number; doc: ModelExport };
 
-  constructor(private readonly o: { store: Store; importDeps: ImportDeps }) {}
+  constructor(private readonly o: { store: Store; importDeps: ImportDeps; migrationKeys: MigrationKeys }) {}
+
+  /** The public key the source seals migration `id`'s secret values to (the same on every replica). */
+  sealingKey(id: string): string {
+    return this.o.migrationKeys(id).publicKey;
+  }
 
   /** Stages `text` (an export's JSON) for migration `id`, replacing any earlier staging of it or of the same model. */
   async stage(id: string, source: string, text: string, now = new Date()): Promise<MigrationStageDoc> {
@@ -152,6 +162,7 @@ export class MigrationStaging {
         ...(left ? [{ type: "delete" as const, key: left.key }] : []),
       ],
       refusedBecause: "the staged import was aborted meanwhile",
+      openSecrets: (sealing) => sealerFromPrivateKey(this.o.migrationKeys(id).privateKey, sealing),
     });
     this.parsed = undefined;
     return { model, activated: true, result };

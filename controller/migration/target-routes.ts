@@ -5,6 +5,7 @@
  * - `GET  /v1/migrations/hello` → who this controller is (agents check it at QUIESCE, TLS-pinned to its CA) and
  *   the newest model export format it reads (the source writes that one)
  * - `POST /v1/migrations/<id>/stage?source=<uuid>` with the export as body → staged, nothing live
+ * - `GET  /v1/migrations/<id>/sealing-key` → the X25519 public key the source seals secret values to (one per migration)
  * - `GET  /v1/migrations/<id>?model=<uuid>` → `{state: staged | active | unknown}`
  * - `POST /v1/migrations/<id>/validate` (`Authorization: Agent …`, `{units}`) → the agent's machine as staged matches
  *   (bad credentials never spend the agents' budget; a source that keeps sending them gets 429)
@@ -74,6 +75,11 @@ export function registerMigrationTargetRoutes(app: FastifyInstance, deps: Target
     },
     { bodyLimit: MAX_MODEL_EXPORT_BYTES },
   );
+
+  route(routes.migrationSealingKey, async ({ params: { id } }) => ({
+    kind: "x25519" as const,
+    publicKey: staging.sealingKey(id),
+  }));
 
   route(routes.migrationState, async ({ params: { id }, query }) => ({
     state: await staging.state(id, query.model === undefined ? undefined : modelOf(query.model)),

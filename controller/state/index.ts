@@ -80,6 +80,8 @@ export {
   upgradeModelExport,
 } from "./model-format";
 export type { ModelExport, WrittenModelExport } from "./model-format";
+export { countSecretValues, importSecretRevisions, sealExportSecrets } from "./secret-transfer";
+export type { ExportSealing, ExportSecrets, SecretDestination, ValueCipher } from "./secret-transfer";
 export { exportModel } from "./model-export";
 export { modelDocOf, settingsOf } from "./model-placement";
 export { replicaCloudDocOf } from "./replica-placement";

@@ -40,8 +40,14 @@ export async function exportModel(store: Store, uuid: string, now = new Date()):
 
   const documents: ModelExport["documents"] = {};
   const bags: Record<string, number> = {};
+  // Each secret revision's content, still sealed with this controller's key: sealExportSecrets seals it for the reader.
+  const secretRevisions: Record<string, string> = {};
   for (const kv of kvs) {
     const c = classifyKey(kv.key);
+    if (c?.model === uuid && c.kind.name === "secret-revision") {
+      secretRevisions[c.id] = decode(docs.secretRevision, kv.value).sealed;
+      continue;
+    }
     if (!c || c.model !== uuid || c.kind.exported !== true) continue;
     let doc = JSON.parse(kv.value) as unknown;
     const name: KindName = c.kind.name;
@@ -67,6 +73,9 @@ export async function exportModel(store: Store, uuid: string, now = new Date()):
     versions: { revision: servedVersion(origin, "", res.revision), bags },
     operators: await readOperators(store, [...new Set(apps.map((a) => a.operator.hash))]),
     references: { ...(model.placement.credential ? { credential: model.placement.credential } : {}) },
+    ...(Object.keys(secretRevisions).length > 0
+      ? { secrets: { sealing: { kind: "controller" as const }, revisions: secretRevisions } }
+      : {}),
   };
 }
 

@@ -15,6 +15,11 @@
  * unknown kinds, and one that dropped them would lose track of volumes that hold users' data. Pools
  * came after instances but before any controller that reads v4 was released, so they are v4 too.
  *
+ * Version 5 is version 4 that may carry secrets (issue 33): their documents (kind `secret`), and a
+ * `secrets` section with each revision's content sealed for the reader (a migration target's key or
+ * a passphrase) and how (secret-transfer.ts). A reader of v4 or before is sent its version only while the model has no
+ * secrets; with any, the export is refused before anything moves (the reader could not open them).
+ *
  * Written back ({@link exportForReader}): a controller of the previous build reads v1 and v2 only and
  * refuses v3 ("newer than this controller reads"), so a migration to one (its hello names no
  * `modelExport`) sends v2, the model document in its previous shape; nothing else differs. A reader
@@ -31,9 +36,10 @@ import type { ModelDoc } from "./documents";
 import { previousModelShapeOf } from "./model-placement";
 import type { KindName, KindSpec } from "./registry";
 import { EXPORTED_KINDS, KIND, classifyKey, keyOf } from "./registry";
+import type { ExportSecrets } from "./secret-transfer";
 
 export const MODEL_EXPORT_FORMAT = "steward-model";
-export const MODEL_EXPORT_VERSION = 4;
+export const MODEL_EXPORT_VERSION = 5;
 /** The newest version a controller that does not say (the previous build: its hello has no `modelExport`) reads. */
 export const PREVIOUS_BUILD_MODEL_EXPORT_VERSION = 2;
 /** The oldest version this controller writes. */
@@ -58,6 +64,8 @@ export interface ModelExport {
   operators: Record<string, Bundle>;
   /** What the document names but does not carry: the sealed credential (add it on the target first). */
   references: { credential?: string };
+  /** The secrets' revisions' content, sealed for the reader, and how; absent when the model has none (secret-transfer.ts). */
+  secrets?: ExportSecrets;
 }
 
 /** An export as written for a reader of an older version (`version` below the current one). */
@@ -78,14 +86,26 @@ export function exportVersionFor(reads: number | undefined): number {
 }
 
 /**
- * `doc` (current) written as `version`: v3 is v4 without storage (refused when the model has any:
+ * `doc` (current) written as `version`: v4 is v5 without secrets (refused when the model has any), v3 is v4 without storage (refused when the model has any:
  * the reader could not keep it), v2 is v3 with the model document in its previous shape
  * (model-placement.ts). Reading it back ({@link upgradeModelExport}) gives `doc` again.
  */
 export function exportForReader(doc: ModelExport, version: number): WrittenModelExport {
+  // Every export leaves through here: values still sealed with this controller's key never do.
+  if (doc.secrets?.sealing.kind === "controller")
+    throw new Error("an export's secret values must be sealed for its reader before it is written (sealExportSecrets)");
   if (version === MODEL_EXPORT_VERSION) return doc;
-  if (version !== 2 && version !== 3)
+  if (version !== 2 && version !== 3 && version !== 4)
     throw new Error(`model export version ${version} is not written by this controller`);
+  const secrets = Object.keys(doc.documents.secret ?? {});
+  if (secrets.length > 0)
+    throw new StewardError(
+      "invalid-request",
+      `the model has secrets (${secrets.length} documents) and the other controller reads model exports up to version ${version}, which carry none: upgrade it first, so that the secrets move with the model`,
+      { details: { field: "export", version, secrets: secrets.length } },
+    );
+  const { secrets: _none, ...withoutSecrets } = doc;
+  if (version === 4) return { ...withoutSecrets, version };
   const storage = [...Object.keys(doc.documents.storage ?? {}), ...Object.keys(doc.documents["storage-pool"] ?? {})];
   if (storage.length > 0)
     throw new StewardError(
@@ -93,10 +113,10 @@ export function exportForReader(doc: ModelExport, version: number): WrittenModel
       `the model has storage (${storage.slice(0, 3).join(", ")}${storage.length > 3 ? ", …" : ""}) and the other controller reads model exports up to version ${version}, which carry none: upgrade it first, so that the storage records move with the model`,
       { details: { field: "export", version, storage: storage.length } },
     );
-  if (version === 3) return { ...doc, version };
+  if (version === 3) return { ...withoutSecrets, version };
   const model = doc.documents.model?.[""] as ModelDoc | undefined;
   return {
-    ...doc,
+    ...withoutSecrets,
     version,
     documents: { ...doc.documents, ...(model ? { model: { "": previousModelShapeOf(model) } } : {}) },
   };
@@ -237,9 +257,37 @@ export function checkModelExport(doc: Record<string, unknown>): ModelExport {
   ) {
     throw bad(`"versions" must be {revision: number, bags: {id: number}}`);
   }
+  if (doc.secrets !== undefined) checkSecretsSection(doc.secrets);
   for (const [hash, bundle] of Object.entries(doc.operators as Record<string, unknown>)) {
     if (!isObject(bundle) || !Array.isArray(bundle.files))
       throw bad(`operators["${hash.slice(0, 80)}"] is not an operator bundle`);
   }
   return doc as unknown as ModelExport;
+}
+
+const B64URL_32 = /^[A-Za-z0-9_-]{43}$/;
+
+/** The `secrets` section: sealed values by `<id>/<revision>`, and how they are sealed, in a shape security/transfer-sealing.ts writes. */
+function checkSecretsSection(secrets: unknown): void {
+  const revisions = isObject(secrets) ? secrets.revisions : undefined;
+  if (
+    !isObject(revisions) ||
+    !Object.entries(revisions).every(
+      ([ref, v]) => /^[0-9a-v]{20}\/[1-9][0-9]{0,15}$/.test(ref) && typeof v === "string" && v.length <= 200_000,
+    )
+  )
+    throw bad(`"secrets.revisions" must map "<secret id>/<revision>" to a sealed value`);
+  const sealing = isObject(secrets) ? secrets.sealing : undefined;
+  const ok =
+    isObject(sealing) &&
+    ((sealing.kind === "x25519" &&
+      typeof sealing.recipient === "string" &&
+      B64URL_32.test(sealing.recipient) &&
+      typeof sealing.ephemeral === "string" &&
+      B64URL_32.test(sealing.ephemeral)) ||
+      (sealing.kind === "passphrase" &&
+        isObject(sealing.kdf) &&
+        sealing.kdf.name === "scrypt" &&
+        typeof sealing.keyCheck === "string"));
+  if (!ok) throw bad(`"secrets.sealing" must be {kind: "x25519" | "passphrase", ...}`);
 }

@@ -12,6 +12,9 @@
  * local machine's directory passes this controller's rule (ImportDeps.checkLocalDir), and access
  * for a user this controller does not have is dropped (it would go to whoever later gets the name).
  * A copy under a new name beside its original gets an identity of its own (see {@link asCopy}).
+ *
+ * Secret values arrive sealed for this controller's import (a migration's key, a file's passphrase)
+ * and are sealed with this controller's own key before the transaction (secret-transfer.ts).
  */
 import { randomUUID } from "node:crypto";
 import type { Bundle } from "../../api";
@@ -23,6 +26,9 @@ import type { ImportedRevisionsDoc } from "./imported-revisions";
 import { keys } from "./keys";
 import type { ModelExport } from "./model-format";
 import { upgradeModelExport } from "./model-format";
+import type { TransferSealing } from "../security/transfer-sealing";
+import type { ValueCipher } from "./secret-transfer";
+import { importSecretRevisions } from "./secret-transfer";
 import type { KindName } from "./registry";
 import { KIND, keyOf, storedValue } from "./registry";
 import { decode, docs, put } from "./doc-kinds";
@@ -38,6 +44,8 @@ export interface ImportDeps {
   leaseSeconds: number;
   /** The problem with a local machine's directory named by the file, if any (substrates/local/dir-rule.ts). */
   checkLocalDir: (dir: string, model: string, machine: string) => Promise<string | undefined>;
+  /** This controller's sealer (security/sealing.ts): imported secret values are sealed with it. */
+  sealer?: ValueCipher;
 }
 
 export interface ImportResult {
@@ -66,6 +74,8 @@ export interface ImportOptions {
   alsoDo?: Op[];
   /** Why the transaction can fail besides the name or uuid being taken, for the error. */
   refusedBecause?: string;
+  /** Opens the export's secret values, given how they are sealed (a passphrase's, a migration key's). */
+  openSecrets?: (sealing: TransferSealing) => Promise<ValueCipher> | ValueCipher;
 }
 
 export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOptions = {}): Promise<ImportResult> {
@@ -83,6 +93,8 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
   if (model.life !== "alive") throw bad(`the model is ${String(model.life)}: only a living model can be imported`);
   checkReferences(doc);
   await checkLocalDirs(deps.checkLocalDir, doc);
+  // Opened and sealed with this controller's key before anything is written (a wrong passphrase writes nothing).
+  const secretRevisions = await importSecretRevisions(doc, uuid, deps.sealer, opts.openSecrets);
 
   // Clear refusals before anything is written; the transaction's compares hold the line against races.
   if (await store.get(keys.modelName(model.name))) throw alreadyExists("model", model.name);
@@ -110,6 +122,7 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
   const origin: ImportedRevisionsDoc = { sourceRevision: doc.versions.revision, versions: doc.versions.bags };
   ops.push(put(docs.importedRevisions, uuid, origin));
   ops.push(put(docs.modelName, model.name, uuid));
+  ops.push(...secretRevisions);
 
   const { credential, substrate } = model.placement;
   if (credential) {

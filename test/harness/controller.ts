@@ -3,6 +3,7 @@
  * local substrate starting real agent processes. `close()` stops it and reaps every process it
  * started, so a failed test leaves nothing behind.
  */
+import { appendFileSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -61,6 +62,8 @@ export async function startTestController(
     cloudPollIntervalMs?: number;
     /** Seconds every secret rotate policy stands for (and the rotate retry): rotations within seconds. */
     secretRotateSeconds?: number;
+    /** Writes the controller's log (debug level) to this file, as a bootstrapped controller's controller.log (leak scans read it). */
+    logFile?: string;
   } = {},
 ): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
@@ -75,7 +78,11 @@ export async function startTestController(
     ...(opts.store ? { store: opts.store } : {}),
   });
   // STEWARD_TEST_LOG=1 shows the controller's log on stderr (for debugging a test).
-  const log = process.env.STEWARD_TEST_LOG ? createLogger({ fields: { component: "test-controller" } }) : silentLogger;
+  const log = opts.logFile
+    ? createLogger({ level: "debug", write: (line) => appendFileSync(opts.logFile!, `${line}\n`) })
+    : process.env.STEWARD_TEST_LOG
+      ? createLogger({ fields: { component: "test-controller" } })
+      : silentLogger;
   const controller = await Controller.start({
     dataDir,
     log,

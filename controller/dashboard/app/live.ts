@@ -8,6 +8,7 @@ import type {
   LiveMessage,
   ModelStatus,
   ModelSummary,
+  SecretInfo,
   StorageInfo,
   UnitDetails,
   WireError,
@@ -23,6 +24,8 @@ export interface LiveState {
   units: Map<string, UnitDetails>;
   /** Each followed model's storage instances, by model name. */
   storage: Map<string, StorageInfo[]>;
+  /** Each followed model's secrets (metadata only), by model name. */
+  secrets: Map<string, SecretInfo[]>;
   errors: Map<string, WireError>;
   /** When the last message arrived (performance.now()), for the live indicator and the benchmark. */
   lastMessageAt: number;
@@ -34,6 +37,7 @@ export class LiveClient {
     status: new Map(),
     units: new Map(),
     storage: new Map(),
+    secrets: new Map(),
     errors: new Map(),
     lastMessageAt: 0,
   };
@@ -97,6 +101,7 @@ export class LiveClient {
     if (topic.startsWith("model:")) this.state.status.delete(topic.slice(6));
     if (topic.startsWith("unit:")) this.state.units.delete(topic.slice(5));
     if (topic.startsWith("storage:")) this.state.storage.delete(topic.slice(8));
+    if (topic.startsWith("secrets:")) this.state.secrets.delete(topic.slice(8));
   }
 
   private receive(msg: LiveMessage): void {
@@ -117,6 +122,7 @@ export class LiveClient {
       if (doc) this.state.status.set(name, applyModelPatch(doc, msg.patch));
     } else if ("unit" in msg) this.state.units.set(topic.slice(5), msg.unit);
     else if ("storage" in msg) this.state.storage.set(topic.slice(8), msg.storage);
+    else if ("secrets" in msg) this.state.secrets.set(topic.slice(8), msg.secrets);
     if (!("error" in msg)) this.state.errors.delete(topic);
     this.changed();
   }

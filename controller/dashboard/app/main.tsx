@@ -16,6 +16,7 @@ import { ControllerView } from "./views/controller";
 import { LoginView } from "./views/login";
 import { ModelView } from "./views/model";
 import { ModelsView } from "./views/models";
+import { SecretsView } from "./views/secrets";
 import { UnitView } from "./views/unit";
 import { ControllerSwitcher } from "./switcher";
 
@@ -31,6 +32,8 @@ function topicsOf(r: Route): string[] {
       return ["models", `model:${r.model}`];
     case "unit":
       return ["models", `unit:${r.model}/${r.unit}`, `storage:${r.model}`];
+    case "secrets":
+      return ["models", `secrets:${r.model}`];
     case "controller":
       return ["models", "controller"];
     case "console":
@@ -106,6 +109,15 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
         />
       );
       break;
+    case "secrets":
+      body = (
+        <SecretsView
+          model={route.model}
+          secrets={s.secrets.get(route.model)}
+          error={s.errors.get(`secrets:${route.model}`)}
+        />
+      );
+      break;
     case "controller":
       body = <ControllerView info={s.controller} />;
       break;
@@ -126,7 +138,11 @@ function Dashboard({ session, onEnded }: { session: SessionInfo; onEnded: () => 
         </a>
         <ControllerSwitcher current={session.controller} />
         <nav class="nav">
-          {nav({ view: "models" }, "Models", ["models", "model", "application", "unit"].includes(route.view))}
+          {nav(
+            { view: "models" },
+            "Models",
+            ["models", "model", "application", "unit", "secrets"].includes(route.view),
+          )}
           {nav({ view: "controller" }, "Controller", route.view === "controller")}
           {nav({ view: "console", ...(modelName ? { model: modelName } : {}) }, "Console", inConsole)}
         </nav>

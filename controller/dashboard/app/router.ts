@@ -4,6 +4,8 @@ export type Route =
   | { view: "model"; model: string }
   | { view: "application"; model: string; app: string }
   | { view: "unit"; model: string; unit: string }
+  /** The model's secrets: metadata, and a value on an explicit reveal. */
+  | { view: "secrets"; model: string }
   | { view: "controller" }
   /** The console starts in `model`, the one the page showed when it was opened. */
   | { view: "console"; model?: string };
@@ -26,6 +28,7 @@ export function parseRoute(hash: string): Route {
   if (first === "models" && model) {
     if (kind === "applications" && a) return { view: "application", model, app: a };
     if (kind === "units" && a && b) return { view: "unit", model, unit: `${a}/${b}` };
+    if (kind === "secrets") return { view: "secrets", model };
     return { view: "model", model };
   }
   return { view: "models" };
@@ -42,6 +45,8 @@ export function href(r: Route): string {
       return `#/models/${e(r.model)}/applications/${e(r.app)}`;
     case "unit":
       return `#/models/${e(r.model)}/units/${r.unit.split("/").map(e).join("/")}`;
+    case "secrets":
+      return `#/models/${e(r.model)}/secrets`;
     case "controller":
       return "#/controller";
     case "console":

@@ -90,6 +90,9 @@ export function ModelView({
           <span class="muted">
             {units.length} units · {Object.keys(status.machines).length} machines
           </span>
+          <a href={href({ view: "secrets", model: name })} data-secrets-link>
+            Secrets
+          </a>
         </div>
       </div>
       <div class="toolbar">
