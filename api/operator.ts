@@ -16,7 +16,7 @@ import type { StorageSpec } from "./storage";
 import { parseStorageSection, storageHooks } from "./storage";
 
 import type { ConfigOption, ConfigOptionType } from "./config-values";
-import { checkConfigValue } from "./config-values";
+import { CONFIG_OPTION_TYPES, checkConfigValue } from "./config-values";
 export { checkConfigValue, coerceConfigText } from "./config-values";
 export type { ConfigOption, ConfigOptionType } from "./config-values";
 export interface Endpoint {
@@ -199,13 +199,15 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
       for (const k of Object.keys(d))
         if (!["type", "default", "description"].includes(k))
           fail(["config", key, k], "is not a known option field (known: type, default, description)");
-      if (!["string", "int", "float", "boolean"].includes(d.type as string))
-        fail(["config", key, "type"], "must be one of string, int, float, boolean");
+      if (!CONFIG_OPTION_TYPES.includes(d.type as ConfigOptionType))
+        fail(["config", key, "type"], `must be one of ${CONFIG_OPTION_TYPES.join(", ")}`);
       const opt: ConfigOption = {
         type: d.type as ConfigOptionType,
         description: typeof d.description === "string" ? d.description : "",
       };
       if (d.default !== undefined && d.default !== null) {
+        if (opt.type === "secret")
+          fail(["config", key, "default"], "a secret option has no default: users set it to their secret's uri");
         const problem = checkConfigValue(opt.type, d.default);
         if (problem) fail(["config", key, "default"], problem);
         opt.default = d.default as string | number | boolean;

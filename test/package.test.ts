@@ -322,7 +322,7 @@ test.serial(
     // What stored providers load: each kind's module, and the one providers written before 0.1.0's
     // package layout named (refresh and destroy run the code in the state).
     const projectRequire = createRequire(join(project, "index.js"));
-    for (const kind of ["controller", "model", "machine", "application", "integration"]) {
+    for (const kind of ["controller", "model", "machine", "application", "integration", "secret"]) {
       t.is(typeof projectRequire(`steward/dynamic/${kind}`)[`${kind}Provider`].read, "function", kind);
       t.is(
         typeof projectRequire("steward/dist/provider/impl").providers[kind].read,
