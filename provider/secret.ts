@@ -15,7 +15,11 @@ export interface SecretArgs {
    */
   values: pulumi.Input<Record<string, pulumi.Input<string>>>;
   description?: pulumi.Input<string>;
-  /** Applications whose units may read it (`secret-get`), such as one whose config option of type secret holds `uri`. */
+  /**
+   * Applications whose units may read it (`secret-get`). An `Application` whose config option of type
+   * secret holds `uri` needs not be here (it depends on this resource, so it could not be): it grants
+   * itself the secret before its units read their config.
+   */
   grants?: pulumi.Input<pulumi.Input<string>[]>;
   /** Take over a secret of this name that already exists with other values (they are replaced) instead of failing. */
   adopt?: pulumi.Input<boolean>;
@@ -26,8 +30,8 @@ export interface SecretArgs {
  * through a config option of type `secret`:
  *
  * ```ts
- * const token = new Secret("api-token", { model, values: { token: cfg.requireSecret("token") }, grants: ["web"] });
- * new Application("web", { model, operator: "./operators/web", config: { "api-key": token.uri } });
+ * const token = new Secret("api-token", { model, values: { token: cfg.requireSecret("token") } });
+ * new Application("web", { model, operator: "./operators/web", config: { "api-key": token.uri } });  // granted
  * ```
  *
  * The state holds no value in the clear: the values are an encrypted input only, and a salted hash
@@ -41,6 +45,8 @@ export class Secret extends pulumi.dynamic.Resource {
   /** The latest revision. */
   declare readonly revision: pulumi.Output<number>;
   declare readonly grants: pulumi.Output<string[]>;
+  /** Every application that may read it: `grants`, Applications using it in config, grants made by hand. */
+  declare readonly readers: pulumi.Output<string[]>;
   declare readonly connection: pulumi.Output<ControllerConnection>;
 
   constructor(name: string, args: SecretArgs, opts?: pulumi.CustomResourceOptions) {
@@ -50,6 +56,7 @@ export class Secret extends pulumi.dynamic.Resource {
       {
         uri: undefined,
         revision: undefined,
+        readers: undefined,
         valuesHash: undefined,
         salt: undefined,
         connection: pulumi.secret(args.model.connection),

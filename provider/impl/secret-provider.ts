@@ -20,7 +20,10 @@ export interface SecretInputs {
   /** Kept secret in the state's inputs; never copied to the outputs. */
   values: Record<string, string>;
   description?: string;
-  /** Applications whose units may read it. */
+  /**
+   * Applications this resource lets read it. Others may be granted too (by hand, or an Application
+   * whose config option of type secret names it grants itself): they are `readers`, not revoked.
+   */
   grants: string[];
   adopt: boolean;
 }
@@ -28,6 +31,8 @@ export interface SecretInputs {
 export interface SecretOutputs extends Omit<SecretInputs, "values"> {
   /** `secret:<id>`: what an Application's config option of type secret takes. */
   uri: string;
+  /** Every application that may read it (the `grants` and any other), as last seen. */
+  readers: string[];
   /** The controller's latest revision, as this stack last set or saw it. */
   revision: number;
   /** sha256 of `salt` and the values (an encrypted output): a changed value is a diff without keeping the value. */
@@ -106,11 +111,11 @@ export const secretProvider = {
         ...(inputs.description !== undefined ? { description: inputs.description } : {}),
       });
     }
-    const info = await setGrants(client, inputs.model, made.uri, inputs.grants);
+    const info = await setGrants(client, inputs.model, made.uri, inputs.grants, []);
     const salt = randomBytes(16).toString("hex");
     return {
       id: `${inputs.model}/${made.uri}`,
-      outs: outputsOf(inputs, made.uri, info?.latestRevision ?? made.revision, salt),
+      outs: outputsOf(inputs, made.uri, info.latestRevision, appGrants(info), salt),
     };
   },
 
@@ -125,7 +130,9 @@ export const secretProvider = {
     const outs: SecretOutputs = {
       ...props,
       name: info.name ?? props.name,
-      grants: appGrants(info),
+      // A grant this resource made and someone revoked shows here; one made elsewhere in `readers` only.
+      grants: props.grants.filter((a) => appGrants(info).includes(a)),
+      readers: appGrants(info),
       revision: info.latestRevision,
       // A revision this stack did not make: someone set other values; the next up sets the program's again.
       valuesHash: info.latestRevision === props.revision ? props.valuesHash : CHANGED_OUTSIDE,
@@ -141,19 +148,17 @@ export const secretProvider = {
     const values = valuesChanged(olds, news.values);
     const renamed = olds.name !== news.name;
     const described = (olds.description ?? "") !== (news.description ?? "");
-    let revision = olds.revision;
     if (values || renamed || described) {
-      const done = await client.updateSecret(news.model, olds.uri, {
+      await client.updateSecret(news.model, olds.uri, {
         ...(values ? { values: news.values } : {}),
         ...(renamed ? { name: news.name } : {}),
         ...(described ? { description: news.description ?? "" } : {}),
       });
-      revision = done.revision;
     }
     const info = await setGrants(client, news.model, olds.uri, news.grants, olds.grants);
     // A new salt with new values: the old hash says nothing about them.
     const salt = values ? randomBytes(16).toString("hex") : olds.salt;
-    return { outs: outputsOf(news, olds.uri, info?.latestRevision ?? revision, salt) };
+    return { outs: outputsOf(news, olds.uri, info.latestRevision, appGrants(info), salt) };
   },
 
   async delete(_id: string, props: SecretOutputs) {
@@ -177,24 +182,37 @@ function appGrants(info: SecretInfo): string[] {
   ].sort();
 }
 
-/** Grants `want` and revokes what `had` (or, at create, what the controller has) holds beyond it. */
+/** Grants what `want` adds to `had` and revokes what `had` holds beyond it; answers the secret as it then is. */
 async function setGrants(
   client: ControllerClient,
   model: string,
   uri: string,
   want: string[],
-  had?: string[],
-): Promise<SecretInfo | undefined> {
-  const current = had ?? appGrants(await client.showSecret(model, uri));
-  const add = want.filter((a) => !current.includes(a));
-  const drop = current.filter((a) => !want.includes(a));
+  had: string[],
+): Promise<SecretInfo> {
+  const add = want.filter((a) => !had.includes(a));
+  const drop = had.filter((a) => !want.includes(a));
   let info: SecretInfo | undefined;
   if (add.length > 0) info = await client.grantSecret(model, uri, add);
   if (drop.length > 0) info = await client.revokeSecret(model, uri, drop);
-  return info;
+  return info ?? client.showSecret(model, uri);
 }
 
-function outputsOf(inputs: SecretInputs, uri: string, revision: number, salt: string): SecretOutputs {
+function outputsOf(
+  inputs: SecretInputs,
+  uri: string,
+  revision: number,
+  readers: string[],
+  salt: string,
+): SecretOutputs {
   const { values, ...rest } = inputs;
-  return plain({ ...rest, grants: [...rest.grants].sort(), uri, revision, salt, valuesHash: valuesHash(salt, values) });
+  return plain({
+    ...rest,
+    grants: [...rest.grants].sort(),
+    readers,
+    uri,
+    revision,
+    salt,
+    valuesHash: valuesHash(salt, values),
+  });
 }
