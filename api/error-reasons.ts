@@ -359,6 +359,12 @@ export const ErrorReasons = {
     about:
       "the unit or user may not read the secret: it is neither its owner nor granted it (or its grant ended with its relation)",
   },
+  "model-secrets-full": {
+    code: "quota-exceeded",
+    retryable: false,
+    about:
+      "the model holds as many secrets as it may (SECRET_LIMITS.perModel): remove secrets it no longer needs first",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

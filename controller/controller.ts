@@ -75,6 +75,7 @@ import {
   EnrolmentOps,
   LeadershipOps,
   RelationOps,
+  SecretOps,
   StateCache,
   StateOps,
   UserOps,
@@ -113,6 +114,11 @@ export interface ControllerOptions {
    * @default 10000
    */
   cloudPollIntervalMs?: number;
+  /**
+   * Seconds every secret rotate policy stands for, and the retry of a rotation its hook did not
+   * make (tests: rotation within seconds). @default each policy's own interval (hourly: 3600 s …), retry 300 s
+   */
+  secretRotateSeconds?: number;
   /** Overrides the configured listen port (0: any free port). */
   port?: number;
   /**
@@ -371,9 +377,15 @@ export class Controller {
         void this.standDown("the cluster removed it (replaced while away)");
     });
     const ops = new StateOps(this.store);
-    const relations = new RelationOps(this.store);
-    const leadership = new LeadershipOps(this.store);
     const sealer = await Sealer.forDataDir(dataDir);
+    const secretRotateSeconds = this.opts.secretRotateSeconds;
+    const secrets = new SecretOps(
+      this.store,
+      sealer,
+      secretRotateSeconds ? { rotateSeconds: secretRotateSeconds } : {},
+    );
+    const relations = new RelationOps(this.store, undefined, secrets);
+    const leadership = new LeadershipOps(this.store);
     const credentials = new CredentialOps(this.store, sealer);
     const leadershipLeaseSeconds =
       this.opts.leadershipLeaseSeconds ?? this.config.leadershipLeaseSeconds ?? DEFAULT_LEADERSHIP_LEASE_SECONDS;
@@ -444,6 +456,7 @@ export class Controller {
       ops,
       relations,
       credentials,
+      secrets,
       ssh,
       cluster,
       log: this.log,
@@ -525,6 +538,7 @@ export class Controller {
       controllerAddresses: () => this.addresses,
       transport,
       logs,
+      secrets,
     }));
     const watchHub = new StatusWatchHub(cache, transport);
     const liveFeeds = new LiveFeedHub({
@@ -604,6 +618,7 @@ export class Controller {
           membership,
           local: { host: machineHost, enabled: localPolicy.enabled },
           ...(this.opts.cloudPollIntervalMs ? { cloudPollIntervalMs: this.opts.cloudPollIntervalMs } : {}),
+          ...(secretRotateSeconds ? { secretRotateSeconds } : {}),
           ...(this.opts.kubernetes ? { kubernetes: this.opts.kubernetes } : {}),
           unusedOperatorGraceSeconds: this.operatorStorage.unusedGraceSeconds,
         }),

@@ -89,6 +89,9 @@ export {
   scopeId,
 } from "./state";
 export { CredentialOps, exportModel, importModel, modelDocOf, replicaCloudDocOf, upgradeModelExport } from "./state";
+// Secrets (state/secret-*.ts), for tests and the export of sealed content.
+export { RelationOps, SecretOps, SecretSchedule, revisionPurpose, secretInfoOf } from "./state";
+export type { SecretDoc, SecretRevisionDoc } from "./state";
 // Backups (controller/backup/), for tests and benchmarks.
 export {
   BACKUP_FORMAT_VERSION,

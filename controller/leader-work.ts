@@ -1,7 +1,7 @@
 /**
  * What the elected leader runs, one term at a time (controller.ts hands this to leaderScoped): the
- * provisioners of each substrate, the cleaner, the request-record sweeper, the migration master and
- * the staging purge, and with etcd the quorum keeper with its replica hosts. Each is made afresh per
+ * provisioners of each substrate, the cleaner, the request-record sweeper, the secrets' schedule, the
+ * migration master and the staging purge, and with etcd the quorum keeper with its replica hosts. Each is made afresh per
  * term from the term's fenced store, so nothing a deposed leader began can write after it.
  */
 import { join } from "node:path";
@@ -21,7 +21,7 @@ import { StorageProvisioner } from "./provisioner/storage-volumes";
 import type { Sealer } from "./security/sealing";
 import type { ModelLogs } from "./state/model-logs";
 import type { StateCache } from "./state";
-import { CredentialOps, EnrolmentOps, RelationOps, StateOps, sweepRequestRecords } from "./state";
+import { CredentialOps, EnrolmentOps, RelationOps, SecretSchedule, StateOps, sweepRequestRecords } from "./state";
 import type { Store } from "./store";
 import type { EtcdStore } from "./store/etcd";
 import type { Worker } from "./workers";
@@ -43,6 +43,8 @@ export interface LeaderWorkOptions {
   /** Machines on this controller's host: where their agents go, and whether it makes them. */
   local: { host: MachineHost; enabled: boolean };
   cloudPollIntervalMs?: number;
+  /** The controller's test schedule of secrets (ControllerOptions.secretRotateSeconds). */
+  secretRotateSeconds?: number;
   kubernetes?: Pick<KubernetesProvisionerOptions, "pollIntervalMs" | "probes">;
   /** Seconds an unused operator is kept before the cleaner collects it. */
   unusedOperatorGraceSeconds: number;
@@ -102,6 +104,13 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
         failure: "sweeping old request records failed; will retry",
         failureLevel: "warn",
       }),
+      // Rotations due, expiries passed, secrets whose owner went: every few seconds (every second on a test schedule).
+      periodic(
+        "secret-schedule",
+        o.secretRotateSeconds ? 1000 : 10_000,
+        (signal) => new SecretSchedule(fenced, o.secretRotateSeconds).pass(cache, signal),
+        { log, failure: "tending secrets failed; will retry", failureLevel: "warn" },
+      ),
       new MigrationMaster({ store: fenced, cache, sealer, log, machinesDir: join(dataDir, dataFiles.machines) }),
       stagingPurge(o.staging, log),
     ];

@@ -187,6 +187,46 @@ test("an agent may act only for units on its own machine", async (t) => {
   t.regex(String(wrong?.message), /401/);
 });
 
+test("secret.get answers values only to units that may read: another application's agent gets 403", async (t) => {
+  const { uuid } = await tc.admin.createModel("secrets");
+  const [m1, m2] = (await tc.admin.addMachines("secrets", "manual", 2)).machines;
+  const op = await tc.upload(await recorderVariant({}));
+  await tc.admin.deploy("secrets", { name: "pg", operator: op, units: 1, to: [m1!.id] });
+  await tc.admin.deploy("secrets", { name: "other", operator: op, units: 1, to: [m2!.id] });
+  const owner = await simulatedAgent(uuid, m1!.id, m1!.credential!);
+  t.teardown(owner.close);
+  const stranger = await simulatedAgent(uuid, m2!.id, m2!.credential!);
+  t.teardown(stranger.close);
+  await eventually("both views", () => owner.view()?.units.length === 1 && stranger.view()?.units.length === 1);
+  t.deepEqual(await owner.call("leader.claim", { unit: "pg/0" }), { leader: true });
+  const uri = "secret:cs1k4tb5h0ut5tqbqq10";
+  await owner.call("hook.commit", {
+    unit: "pg/0",
+    relations: [],
+    secrets: [{ op: "add", uri, owner: "application", label: "creds", content: { password: "s3cr3t-value" } }],
+  });
+  t.deepEqual(await owner.call("secret.get", { unit: "pg/0", uri }), {
+    uri,
+    revision: 1,
+    values: { password: "s3cr3t-value" },
+  });
+  t.like(await owner.call<{ owner: string }>("secret.info", { unit: "pg/0", uri }), { owner: "application:pg" });
+  const seen = await eventually("the owner's view lists it", () => owner.view()?.units[0]?.secrets);
+  t.deepEqual(seen, [{ uri, label: "creds", owner: true, latest: 1 }]);
+  t.is(stranger.view()?.units[0]?.secrets, undefined, "the other application's view does not list it");
+
+  const refused = await t.throwsAsync<StewardError>(stranger.call("secret.get", { unit: "other/0", uri }));
+  t.is(refused?.code, "forbidden");
+  t.is(refused?.reason, "secret-not-readable");
+  t.false(refused!.message.includes("s3cr3t"), "the refusal carries no value");
+  // Nor by naming the owner's unit, which is not on its machine.
+  const notMine = await t.throwsAsync<StewardError>(stranger.call("secret.get", { unit: "pg/0", uri }));
+  t.is(notMine?.code, "forbidden");
+  t.regex(notMine!.message, /not on machine/);
+  const info = await t.throwsAsync<StewardError>(stranger.call("secret.info", { unit: "other/0", uri }));
+  t.is(info?.code, "forbidden");
+});
+
 test("status history keeps each change once, the newest 50, each message cut at 256 characters", async (t) => {
   const { uuid } = await tc.admin.createModel("history");
   const [m] = (await tc.admin.addMachines("history", "manual", 1)).machines;

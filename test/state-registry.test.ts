@@ -65,7 +65,10 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.taskSeq(M), "task-seq", M, ""],
   [keys.operatorSeq(M), "operator-seq", M, ""],
   [keys.storageSeq(M), "storage-seq", M, ""],
+  [keys.secretSeq(M), "secret-seq", M, ""],
   [keys.storage(M, "data/0"), "storage", M, "data/0"],
+  [keys.secret(M, "cs1k4tb5h0ut5tqbqq10"), "secret", M, "cs1k4tb5h0ut5tqbqq10"],
+  [keys.secretRevision(M, "cs1k4tb5h0ut5tqbqq10", 3), "secret-revision", M, "cs1k4tb5h0ut5tqbqq10/3"],
   [keys.relation(M, 4), "relation", M, "4"],
   [keys.scope(M, 4, "web/1"), "scope", M, "4/web/1"],
   [keys.unitBag(M, 4, "web/1"), "relation-data", M, "4/unit/web/1"],
@@ -137,6 +140,9 @@ test("split ids, prefixes, and what an export carries", (t) => {
   t.false(exported.has("presence"));
   t.true(exported.has("leader") && exported.has("relation-data") && exported.has("task-seq"));
   t.true(exported.has("storage") && exported.has("storage-seq"), "storage outlives units, and moves with its model");
+  t.true(exported.has("secret"), "secrets' metadata moves with its model");
+  t.false(exported.has("secret-revision"), "sealed content is carried re-sealed, never as the source's keys");
+  t.false(KIND["secret-revision"].cached, "values are never kept in the state cache");
   t.is(new Set(KINDS.map((k) => k.name)).size, KINDS.length);
 });
 

@@ -14,15 +14,30 @@ import type {
   LogBatch,
   Logger,
   MigrationReport,
+  SecretGet,
+  SecretInfo,
   StorageOnMachineReport,
   TaskFinish,
   TransportLimits,
 } from "../../api";
-import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues } from "../../api";
+import { StewardError, TRANSPORT_LIMITS, agentMethods, describeIssues, notFound, secretIdOf } from "../../api";
 import type { Store } from "../store";
 import { unchanged } from "../store";
-import type { ActionOps, LeadershipOps, ModelIndex, RelationOps, StateCache, StateOps } from "../state";
-import { AgentViewRound, CLUSTER_CHANGED, docs, keys, movedError, readDoc, recordReport } from "../state";
+import type { ActionOps, LeadershipOps, ModelIndex, RelationOps, SecretOps, StateCache, StateOps } from "../state";
+import {
+  AgentViewRound,
+  CLUSTER_CHANGED,
+  docs,
+  keys,
+  manages,
+  mayRead,
+  movedError,
+  ownerSide,
+  readDoc,
+  recordReport,
+  secretInfoOf,
+  secretRefusal,
+} from "../state";
 import type { PresenceDoc } from "../state";
 import { credentialMatchesKept } from "../security/credentials";
 import { authenticate } from "../access/auth";
@@ -51,6 +66,8 @@ export interface AgentHubDeps {
   transport?: Partial<TransportLimits>;
   /** Where agents' log records go, for `steward debug-log`. */
   logs?: ModelLogs;
+  /** Opens secrets' values for `secret.get` (absent: refused). */
+  secrets?: SecretOps;
 }
 
 interface AgentConnection {
@@ -461,6 +478,11 @@ export class AgentHub {
       case "migration.report":
         await recordReport(this.deps.store, cache, conn.model, conn.machine, parsed.data as MigrationReport);
         return {};
+      // Values leave only in the answer: never in a log line or an error (errors name uris and revisions only).
+      case "secret.get":
+        return this.secretGet(conn, parsed.data as SecretGet);
+      case "secret.info":
+        return this.secretInfo(conn, p.unit, p.uri as string);
       case "storageOnMachine": {
         const report = parsed.data as StorageOnMachineReport;
         const s = cache.models.get(conn.model)?.storage.get(report.id);
@@ -499,6 +521,46 @@ export class AgentHub {
       records.push({ ...r, machine: conn.machine });
     }
     this.deps.logs.append(conn.model, records);
+  }
+
+  /**
+   * `secret-get`: one revision's values, for a unit of this machine that may read the secret (it owns
+   * it, its application does, or it or its application was granted it over a live relation or by a
+   * user); a consumer reads the revision it tracks (the latest before its first), or the latest.
+   */
+  private async secretGet(
+    conn: AgentConnection,
+    q: SecretGet,
+  ): Promise<{ uri: string; revision: number; values: Record<string, string> }> {
+    const unit = this.ownUnit(conn, q.unit);
+    const idx = this.deps.cache.models.get(conn.model)!;
+    const doc = idx.secrets.get(secretIdOf(q.uri) ?? "");
+    if (!doc) throw notFound("secret", q.uri);
+    const me = { name: q.unit, app: unit.app };
+    if (!mayRead(doc, me, (id) => idx.relations.get(id)?.life === "alive"))
+      throw secretRefusal.notReadable(q.unit, q.uri);
+    const tracked = doc.consumers[q.unit]?.revision;
+    let revision = q.which === "latest" ? doc.latest : (tracked ?? doc.latest);
+    if (q.revision !== undefined) {
+      // A given revision: the owner's side (its secret-remove hook), or a consumer's own tracked one.
+      if (!ownerSide(doc, me) && q.revision !== tracked)
+        throw secretRefusal.notReadable(q.unit, `${q.uri} revision ${q.revision}`);
+      revision = q.revision;
+    }
+    const secrets = this.deps.secrets;
+    if (!secrets) throw new StewardError("unavailable", "this controller replica does not serve secrets");
+    return { uri: q.uri, revision, values: await secrets.values(conn.model, doc.id, revision) };
+  }
+
+  /** `secret-info-get`: the metadata of a secret the unit manages (it owns it, or leads the owning application). */
+  private secretInfo(conn: AgentConnection, unitName: string, uri: string): SecretInfo {
+    const unit = this.ownUnit(conn, unitName);
+    const idx = this.deps.cache.models.get(conn.model)!;
+    const doc = idx.secrets.get(secretIdOf(uri) ?? "");
+    if (!doc) throw notFound("secret", uri);
+    if (!manages(doc, { name: unitName, app: unit.app }, (app) => idx.leaders.get(app)?.unit))
+      throw new StewardError("forbidden", `${unitName} does not own ${uri}: only its owner reads its metadata`);
+    return secretInfoOf(doc);
   }
 
   private ownUnit(conn: AgentConnection, unit: string): { app: string } {

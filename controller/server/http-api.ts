@@ -19,6 +19,7 @@ import { registerModelRoutes } from "./routes/models";
 import { registerSessionRoutes } from "./routes/session";
 import { registerUnitRoutes } from "./routes/units";
 import { registerStorageRoutes } from "./routes/storage";
+import { registerSecretRoutes } from "./routes/secrets";
 import { registerUserRoutes } from "./routes/users";
 
 export type { HttpApiDeps } from "./routes/deps";
@@ -56,6 +57,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   registerApplicationRoutes(route, deps);
   registerUnitRoutes(route, deps);
   registerStorageRoutes(route, deps);
+  registerSecretRoutes(route, deps);
   registerMachineRoutes(route, deps);
 }
 

@@ -1,15 +1,18 @@
 /**
- * What each machine's agent is told (api's AgentView): its units, their config, leadership and
- * integrations, and the controller's addresses. {@link AgentViewRound} makes it as the JSON text
+ * What each machine's agent is told (api's AgentView): its units, their config, leadership,
+ * integrations, storage and the secrets they may read (never their values), and the controller's addresses. {@link AgentViewRound} makes it as the JSON text
  * that is pushed; {@link buildAgentView} as objects, the plain form the text must equal.
  */
-import type { AgentView, QueuedAction, RelationView, UnitStorageView, UnitView } from "../../api";
+import type { AgentView, QueuedAction, RelationView, UnitSecretView, UnitStorageView, UnitView } from "../../api";
+import { secretUri } from "../../api";
 import type { ApplicationDoc, UnitDoc } from "./documents";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import type { ModelIndex, StateCache } from "./cache";
 import { effectiveConfig } from "./config";
 import { migrationView } from "./migration-phases";
 import { machineStorageWork } from "./storage-docs";
+import type { SecretDoc } from "./secret-docs";
+import { expiredRevisions, grantFor, manages, obsoleteRevisions, ownerSide } from "./secret-docs";
 
 export function unitNumber(name: string): number {
   return Number(name.slice(name.lastIndexOf("/") + 1));
@@ -59,7 +62,9 @@ export function buildAgentView(
   machineId: string,
   controllerAddresses: string[],
   leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS,
+  now = Date.now(),
 ): AgentView {
+  const byApp = idx.secrets.size > 0 ? secretsByApp(idx) : undefined;
   const units: UnitView[] = unitsOnMachine(idx, machineId).map(({ unit: u, app }) => {
     const leader = idx.leaders.get(u.app);
     return {
@@ -75,6 +80,7 @@ export function buildAgentView(
       ...(u.resolve ? { resolve: u.resolve } : {}),
       ...queuedActions(idx, u.name),
       ...unitStorage(idx, u.name),
+      ...unitSecrets(idx, byApp, u, now),
     };
   });
   const machineStorage = machineStorageWork(idx.storage, machineId);
@@ -96,12 +102,16 @@ export function buildAgentView(
 export class AgentViewRound {
   private readonly appParts = new Map<ApplicationDoc, string>();
   private readonly heads = new Map<ModelIndex, string>();
+  /** Each model's secrets by the applications that may see them, made once per round. */
+  private readonly secretIndex = new Map<ModelIndex, Map<string, SecretDoc[]>>();
   private readonly tail: string;
 
   constructor(
     private readonly cache: StateCache,
     controllerAddresses: readonly string[],
     private readonly leadershipLeaseSeconds = DEFAULT_LEADERSHIP_LEASE_SECONDS,
+    /** The time expiries are judged at (ms), one for the round. */
+    private readonly now = Date.now(),
   ) {
     this.tail = `,"controllerAddresses":${JSON.stringify(controllerAddresses)}`;
   }
@@ -109,6 +119,7 @@ export class AgentViewRound {
   /** The machine's view: the same text as `JSON.stringify(buildAgentView(…))` with this round's arguments. */
   text(idx: ModelIndex, machineId: string): string {
     let units = "";
+    const byApp = this.secretsOf(idx);
     for (const { unit: u, app } of unitsOnMachine(idx, machineId)) {
       const leader = idx.leaders.get(u.app);
       units +=
@@ -116,12 +127,20 @@ export class AgentViewRound {
         `,"leader":${leader?.unit === u.name},"leaderKnown":${leader !== undefined},"leaderSettingsVersion":${idx.leaderData.get(u.app)?.rev ?? 0}` +
         `,"relations":${JSON.stringify(relationsOf(idx, u.app, u.name))}${u.resolve ? `,"resolve":${JSON.stringify(u.resolve)}` : ""}` +
         `${idx.taskQueue.has(u.name) ? `,"actions":${JSON.stringify(queuedActions(idx, u.name).actions)}` : ""}` +
-        `${storageText(idx, u.name)}}`;
+        `${storageText(idx, u.name)}${byApp ? secretsText(idx, byApp, u, this.now) : ""}}`;
     }
     const machine = { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" };
     const machineStorage = machineStorageWork(idx.storage, machineId);
     const storage = machineStorage ? `,"machineStorage":${JSON.stringify(machineStorage)}` : "";
     return `${this.head(idx)},"machine":${JSON.stringify(machine)},"units":[${units}]${this.tail}${storage}}`;
+  }
+
+  /** The model's secrets by application (undefined when it has none: views then carry no field). */
+  private secretsOf(idx: ModelIndex): Map<string, SecretDoc[]> | undefined {
+    if (idx.secrets.size === 0) return undefined;
+    let byApp = this.secretIndex.get(idx);
+    if (!byApp) this.secretIndex.set(idx, (byApp = secretsByApp(idx)));
+    return byApp;
   }
 
   /** `"operator":…,"config":…` of an application's units. */
@@ -168,6 +187,73 @@ function storageText(idx: ModelIndex, unit: string): string {
   if (idx.storage.size === 0) return "";
   const { storage } = unitStorage(idx, unit);
   return storage ? `,"storage":${JSON.stringify(storage)}` : "";
+}
+
+/**
+ * The model's secrets by the applications whose units may see them (the owning application, the
+ * owning unit's, and every application granted it), each list in uri order: a unit's secrets are then
+ * found among its application's few, not among the model's all.
+ */
+function secretsByApp(idx: ModelIndex): Map<string, SecretDoc[]> {
+  const out = new Map<string, SecretDoc[]>();
+  const ids = [...idx.secrets.keys()].sort();
+  for (const id of ids) {
+    const doc = idx.secrets.get(id)!;
+    const apps = new Set<string>();
+    const o = doc.owner;
+    if (o.kind === "application") apps.add(o.app);
+    else if (o.kind === "unit") apps.add(o.unit.slice(0, o.unit.lastIndexOf("/")));
+    for (const g of doc.grants) apps.add(g.app);
+    for (const app of apps) {
+      const list = out.get(app);
+      if (list) list.push(doc);
+      else out.set(app, [doc]);
+    }
+  }
+  return out;
+}
+
+/**
+ * The secrets `unit` may see (none: no field, so views without secrets read as before): never values;
+ * for the unit that manages one (its owner, or its application's leader) what its secret-rotate,
+ * secret-expired and secret-remove hooks need; for a consumer the revision it tracks.
+ */
+function unitSecrets(
+  idx: ModelIndex,
+  byApp: Map<string, SecretDoc[]> | undefined,
+  unit: UnitDoc,
+  now: number,
+): { secrets?: UnitSecretView[] } {
+  const candidates = byApp?.get(unit.app);
+  if (!candidates) return {};
+  const alive = (id: number): boolean => idx.relations.get(id)?.life === "alive";
+  const out: UnitSecretView[] = [];
+  for (const doc of candidates) {
+    const side = ownerSide(doc, unit);
+    if (!side && !grantFor(doc, unit, alive)) continue;
+    const owner = manages(doc, unit, (app) => idx.leaders.get(app)?.unit);
+    const consumer = doc.consumers[unit.name];
+    const label = side ? doc.label : consumer?.label;
+    const expired = owner ? expiredRevisions(doc, now) : [];
+    const obsolete = owner ? obsoleteRevisions(doc) : [];
+    out.push({
+      uri: secretUri(doc.id),
+      ...(label !== undefined ? { label } : {}),
+      ...(owner ? { owner: true as const } : {}),
+      latest: doc.latest,
+      ...(consumer ? { tracked: consumer.revision } : {}),
+      ...(owner && doc.rotateDueAt !== undefined ? { rotateDue: doc.rotateDueAt } : {}),
+      ...(expired.length > 0 ? { expired } : {}),
+      ...(obsolete.length > 0 ? { obsolete } : {}),
+    });
+  }
+  return out.length > 0 ? { secrets: out } : {};
+}
+
+/** `,"secrets":[…]` of a unit that may see secrets, as {@link unitSecrets} gives it. */
+function secretsText(idx: ModelIndex, byApp: Map<string, SecretDoc[]>, unit: UnitDoc, now: number): string {
+  const { secrets } = unitSecrets(idx, byApp, unit, now);
+  return secrets ? `,"secrets":${JSON.stringify(secrets)}` : "";
 }
 
 /** Queued actions a view carries: the agent runs them one at a time, and the next come as these finish. */

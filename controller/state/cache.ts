@@ -39,6 +39,7 @@ import type {
 import type { ImportOrigin } from "./imported-revisions";
 import { servedVersion } from "./imported-revisions";
 import type { StorageDoc, StoragePoolDoc } from "./storage-docs";
+import type { SecretDoc } from "./secret-docs";
 import { CACHED_PREFIXES } from "./keys";
 import { KIND, keyOf } from "./registry";
 import { classifyKey, queueId, scopeId } from "./registry";
@@ -81,6 +82,8 @@ export interface ModelIndex {
   storage: Map<string, StorageDoc>;
   /** Storage pools users made, by name (the substrate's built-in ones are its contract's). */
   storagePools: Map<string, StoragePoolDoc>;
+  /** Secrets' metadata by id (their content is never cached). */
+  secrets: Map<string, SecretDoc>;
   appStatus: Map<string, StatusInfo<WorkloadStatus>>;
   /** Actions queued per unit, by task id. */
   taskQueue: Map<string, Map<number, QueuedTaskDoc>>;
@@ -425,6 +428,9 @@ export class StateCache {
       case "storage-pool":
         set(idx.storagePools, id, docOf(name));
         break;
+      case "secret":
+        set(idx.secrets, id, docOf(name));
+        break;
       case "app-status":
         set(idx.appStatus, id, docOf(name));
         break;
@@ -477,6 +483,7 @@ export class StateCache {
         ports: new Map(),
         storage: new Map(),
         storagePools: new Map(),
+        secrets: new Map(),
         appStatus: new Map(),
         taskQueue: new Map(),
         revision: this.revision,

@@ -57,6 +57,7 @@ import type { ReportDoc } from "./migration-reports";
 import type { ResponseRecordDoc } from "./request-records";
 import { requestKeys } from "./request-records";
 import type { StorageDoc, StoragePoolDoc } from "./storage-docs";
+import type { SecretDoc, SecretRevisionDoc } from "./secret-docs";
 import type { KindName } from "./registry";
 import { KIND, keyOf, storedValue } from "./registry";
 import { keys } from "./keys";
@@ -141,6 +142,9 @@ export const docs = {
   storage: bind<StorageDoc>()("storage", keys.storage, keys.storageOf),
   /** Storage pools users made, by name. */
   storagePool: bind<StoragePoolDoc>()("storage-pool", keys.storagePool, keys.storagePoolsOf),
+  /** Secrets' metadata by id; their revisions' sealed content apart (never cached). */
+  secret: bind<SecretDoc>()("secret", keys.secret, keys.secretsOf),
+  secretRevision: bind<SecretRevisionDoc>()("secret-revision", keys.secretRevision, keys.secretRevisionsOf),
   unitFailure: bind<UnitFailureDoc>()("unit-failure", keys.unitFailure),
   /** The ports a unit opened, sorted. */
   ports: bind<string[]>()("ports", keys.ports),

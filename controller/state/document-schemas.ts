@@ -11,6 +11,10 @@ import {
   MAX_STORAGE_COUNT,
   MAX_STORAGE_MIB,
   MachineVolumeWorkSchema,
+  ROTATE_POLICIES,
+  SECRET_ID_PATTERN,
+  SECRET_LIMITS,
+  SECRET_NAME_PATTERN,
   MODEL_SUBSTRATES,
   Name,
   STORAGE_TYPES,
@@ -188,6 +192,41 @@ const StoragePoolSchema = z.strictObject({
   createdAt: Timestamp,
 });
 
+const Revision = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const SecretLabel = z.string().min(1).max(SECRET_LIMITS.labelChars);
+/** A secret's metadata (secret-docs.ts); its revisions' content is not here (sealed apart, not exported as keys). */
+const SecretSchema = z.strictObject({
+  id: z.string().regex(SECRET_ID_PATTERN, { message: "must be 20 base32hex characters" }),
+  owner: z.discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("application"), app: Name }),
+    z.strictObject({ kind: z.literal("unit"), unit: UnitName }),
+    z.strictObject({ kind: z.literal("model") }),
+  ]),
+  name: z.string().regex(SECRET_NAME_PATTERN).optional(),
+  label: SecretLabel.optional(),
+  description: Text(SECRET_LIMITS.descriptionChars).optional(),
+  rotate: z.enum(ROTATE_POLICIES),
+  nextRotateAt: Timestamp.optional(),
+  rotateDueAt: Timestamp.optional(),
+  latest: Revision,
+  revisions: z
+    .array(
+      z.strictObject({
+        revision: Revision,
+        createdAt: Timestamp,
+        expireAt: Timestamp.optional(),
+        expired: z.literal(true).optional(),
+      }),
+    )
+    .min(1)
+    .max(SECRET_LIMITS.revisions),
+  grants: z.array(z.strictObject({ app: Name, unit: UnitName.optional(), relationId: Count.optional() })).max(10_000),
+  consumers: z.record(UnitName, z.strictObject({ revision: Revision, label: SecretLabel.optional() })),
+  createdBy: UserName.optional(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
 /** Each exported kind's schema (registry.ts takes them from here by kind). */
 export const DOCUMENT_SCHEMAS = {
   "model": ModelSchema,
@@ -217,6 +256,7 @@ export const DOCUMENT_SCHEMAS = {
   }),
   "storage": StorageSchema,
   "storage-pool": StoragePoolSchema,
+  "secret": SecretSchema,
   "unit-status": z.strictObject({
     workload: statusInfo(WorkloadStatus),
     agent: statusInfo(z.enum(["allocating", "executing", "idle", "error"])),

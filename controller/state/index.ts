@@ -40,6 +40,21 @@ export {
 } from "./request-records";
 export type { ResponseRecordDoc } from "./request-records";
 export { CredentialOps } from "./credential-ops";
+export { SecretOps, secretByRef } from "./secret-ops";
+export type { AddUserSecret, SecretOpsOptions, UpdateUserSecret } from "./secret-ops";
+export { SecretSchedule, secretNeedsTending } from "./secret-schedule";
+export type { SecretDoc, SecretRevisionDoc } from "./secret-docs";
+export {
+  ROTATE_RETRY_SECONDS,
+  expiredRevisions,
+  manages,
+  mayRead,
+  obsoleteRevisions,
+  ownerSide,
+  revisionPurpose,
+  secretInfoOf,
+} from "./secret-docs";
+export { secretRefusal } from "./secret-writes";
 export { ActionOps } from "./action-ops";
 export type { CredentialInput } from "./credential-ops";
 export { ENROLMENT_LIFETIME_MS, EnrolmentOps, replicaDataPurpose } from "./enrolment-ops";

@@ -54,6 +54,13 @@ export const keys = {
   storagePool: (m: string, name: string) => k("storage-pool", m, name),
   storagePoolsOf: (m: string) => p("storage-pool", m),
   operatorSeq: (m: string) => k("operator-seq", m),
+  /** Secrets by id (the 20 characters of `secret:<id>`), and each revision's sealed content by `<id>/<revision>`. */
+  secret: (m: string, id: string) => k("secret", m, id),
+  secretsOf: (m: string) => p("secret", m),
+  secretRevision: (m: string, id: string, revision: number) => k("secret-revision", m, `${id}/${revision}`),
+  secretRevisionsOf: (m: string, id: string) => `${p("secret-revision", m)}${id}/`,
+  /** Written by every secret addition, rename and relabel of the model: they are checked one at a time. */
+  secretSeq: (m: string) => k("secret-seq", m),
   taskQueue: (m: string, unit: string, id: number) => k("task-queue", m, `${unit}/${sortableId(id)}`),
   taskQueueOf: (m: string, unit: string) => `${p("task-queue", m)}${unit}/`,
   /** Not cached: task records carry results and logs that only show-task reads. */

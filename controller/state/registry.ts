@@ -77,7 +77,10 @@ export type KindName =
   | "imported-revisions"
   | "storage"
   | "storage-pool"
-  | "unit-hook-state";
+  | "unit-hook-state"
+  | "secret"
+  | "secret-revision"
+  | "secret-seq";
 
 export interface KindSpec {
   name: KindName;
@@ -205,6 +208,12 @@ export const KINDS: readonly KindSpec[] = [
     false,
     "orders the model's operator quota checks (each writes it), so two deploys cannot both pass one; starts afresh anywhere",
   ),
+  kind(
+    "secret-seq",
+    ["models", MODEL, "seq", "secrets"],
+    false,
+    "orders the model's secret additions and renames (each writes it), so two cannot both take one name or the last place; starts afresh anywhere",
+  ),
   kind("machine", ["models", MODEL, "machines", ID], true, S["machine"]),
   kind("machine-info", ["models", MODEL, "machine-info", ID], true, S["machine-info"], true),
   kind("machine-install", ["models", MODEL, "machine-install", ID], true, S["machine-install"], true),
@@ -226,6 +235,15 @@ export const KINDS: readonly KindSpec[] = [
   kind("leader", ["models", MODEL, "leaders", ID], true, S["leader"]),
   kind("leader-data", ["models", MODEL, "leader-data", ID], true, S["leader-data"]),
   kind("task-queue", ["models", MODEL, "task-queue", ID], true, S["task-queue"]),
+  // Secrets (issue 33): metadata by id, cached for agent views; each revision's content apart, sealed, never cached.
+  kind("secret", ["models", MODEL, "secrets", ID], true, S["secret"]),
+  kind(
+    "secret-revision",
+    ["models", MODEL, "secret-revisions", ID],
+    false,
+    "sealed with the source controller's key: an export carries each revision's content sealed anew for its reader, not these keys",
+    true,
+  ),
   // Written by an import (imported-revisions.ts); an export carries the versions it holds in its own form.
   kind(
     "imported-revisions",

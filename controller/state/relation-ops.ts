@@ -1,16 +1,17 @@
 /**
  * Integrations: creating them by matching endpoints, ending them, units entering and leaving them,
- * and the atomic commit of what a hook wrote (relation data, ports, scope) at the hook's end.
+ * and the atomic commit of what a hook wrote (relation data, ports, scope, storage, secrets) at the hook's end.
  */
 import type { HookCommit, OperatorMeta } from "../../api";
 import { DATABAG_LIMIT_BYTES, StewardError, alreadyExists, invalidRequest, notFound } from "../../api";
-import type { Compare, Op } from "../store";
+import type { Compare, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { ApplicationDoc, DataBag, RelationDoc, RelationEndpoint, UnitDoc } from "./documents";
 import { keys } from "./keys";
 import { docs, put } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 import { addedStorageOps } from "./storage-attachments";
+import type { SecretOps } from "./secret-ops";
 
 interface Candidate {
   a: RelationEndpoint;
@@ -18,6 +19,15 @@ interface Candidate {
 }
 
 export class RelationOps extends StoreTxns {
+  /** `secrets`: what applies a hook's secret changes (it holds the controller's sealer); without it a commit with some is refused. */
+  constructor(
+    store: Store,
+    now?: () => Date,
+    private readonly secrets?: SecretOps,
+  ) {
+    super(store, now);
+  }
+
   /**
    * Integrates two applications. `refA`/`refB` are `app` or `app:endpoint`; endpoints are matched by
    * interface, a provider with a requirer. No match or more than one is an error that lists them.
@@ -190,6 +200,11 @@ export class RelationOps extends StoreTxns {
       // `storage-add`: made with the rest of the hook's writes, or not at all.
       if (c.storage && Object.keys(c.storage).length > 0)
         await addedStorageOps(this.store, uuid, u, c.storage, compare, ops, this.stamp());
+      // The secret-* tools' changes: with the rest, or not at all.
+      if (c.secrets && c.secrets.length > 0) {
+        if (!this.secrets) throw new StewardError("internal", "this controller process does not apply secret changes");
+        await this.secrets.hookChanges(uuid, u, c.secrets, compare, ops);
+      }
       return { compare, ops, result: {} };
     });
     return res.revision;

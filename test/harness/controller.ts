@@ -59,6 +59,8 @@ export async function startTestController(
     localMachines?: ControllerOptions["localMachines"];
     /** How often cloud instances are listed (a fake cloud's instances change in a tick). */
     cloudPollIntervalMs?: number;
+    /** Seconds every secret rotate policy stands for (and the rotate retry): rotations within seconds. */
+    secretRotateSeconds?: number;
   } = {},
 ): Promise<TestController> {
   const dir = await mkdtemp(join(tmpdir(), "steward-t-"));
@@ -87,6 +89,7 @@ export async function startTestController(
     ...(opts.consoles ? { consoles: opts.consoles } : {}),
     ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}),
     ...(opts.cloudPollIntervalMs ? { cloudPollIntervalMs: opts.cloudPollIntervalMs } : {}),
+    ...(opts.secretRotateSeconds ? { secretRotateSeconds: opts.secretRotateSeconds } : {}),
     localMachines: { agentsDir: join(dir, "agents"), ...opts.localMachines },
   });
   const addresses = controller.apiAddresses;

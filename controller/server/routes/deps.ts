@@ -5,7 +5,7 @@
 import type { Logger } from "../../../api";
 import type { ClusterControl } from "../../cluster";
 import type { SshProvisioner } from "../../provisioner/ssh-machines";
-import type { CredentialOps, OperatorQuotas, RelationOps, StateCache, StateOps, UserOps } from "../../state";
+import type { CredentialOps, OperatorQuotas, RelationOps, SecretOps, StateCache, StateOps, UserOps } from "../../state";
 import type { LocalMachinePolicy } from "../../access/controller-host";
 import type { FailedLoginLimiterOptions } from "../failed-login-limiter";
 
@@ -16,6 +16,8 @@ export interface HttpApiDeps {
   users: UserOps;
   relations: RelationOps;
   credentials: CredentialOps;
+  /** Secrets: users' own, and opening values for a reveal (state/secret-ops.ts). */
+  secrets: SecretOps;
   ssh: SshProvisioner;
   cluster: ClusterControl;
   log: Logger;
