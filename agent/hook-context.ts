@@ -1,10 +1,12 @@
 /**
  * {@link HookRunContext} is what the tools of one running hook act on. Relation data, port
- * changes and storage-add requests are buffered here and sent as one commit when the hook succeeds; reads of the unit's own
- * databags see the hook's pending writes, as in Juju.
+ * changes, storage-add requests and secret changes (hook-secrets.ts) are buffered here and sent as
+ * one commit when the hook succeeds; reads of the unit's own databags and secrets see the hook's
+ * pending writes, as in Juju.
  */
 import type { HookCommit, LogRecordLevel, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
+import { HookSecrets } from "./hook-secrets";
 import type { HookContext, WorkloadAccess } from "./hook-tools/tools";
 import type { ActionRun } from "./action-run";
 import type { Readiness } from "./readiness";
@@ -40,6 +42,7 @@ export class HookRunContext implements HookContext {
   readonly storageId?: string;
   readonly action?: ActionRun;
   readonly workload?: WorkloadAccess;
+  readonly secrets: HookSecrets;
   private readonly writes = new Map<string, { relationId: number; app: boolean; set: Record<string, string | null> }>();
   private readonly opened = new Set<string>();
   private readonly closed = new Set<string>();
@@ -51,6 +54,7 @@ export class HookRunContext implements HookContext {
     if (d.action) this.action = d.action;
     if (d.hook.storageId) this.storageId = d.hook.storageId;
     if (d.workload) this.workload = d.workload;
+    this.secrets = new HookSecrets(d.unit, d.view, (method, params) => d.conn.call(method, params));
     if (d.hook.relationId !== undefined) {
       const vr = d.view().relations.find((r) => r.id === d.hook.relationId);
       this.relation = {
@@ -156,6 +160,7 @@ export class HookRunContext implements HookContext {
 
   /** Everything this hook wrote, as one commit (entering `enterScope` relations with it). */
   commit(enterScope: number[]): HookCommit {
+    const secrets = this.secrets.pending();
     return {
       unit: this.unit,
       relations: [...this.writes.values()],
@@ -164,11 +169,12 @@ export class HookRunContext implements HookContext {
         : {}),
       enterScope,
       ...(Object.keys(this.storageAdds).length > 0 ? { storage: { ...this.storageAdds } } : {}),
+      ...(secrets ? { secrets } : {}),
     };
   }
 
   /** Whether the commit has anything for the controller. */
   static isEmpty(c: HookCommit): boolean {
-    return c.relations.length === 0 && !c.ports && c.enterScope.length === 0 && !c.storage;
+    return c.relations.length === 0 && !c.ports && c.enterScope.length === 0 && !c.storage && !c.secrets;
   }
 }

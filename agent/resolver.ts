@@ -18,15 +18,20 @@
  * - a unit removed → every relation departed and broken (peer relations last), then
  *   `<name>-storage-detaching` for each attached instance, then stop → remove;
  * - on Kubernetes, once started, `<container>-workload-ready` for each workload container whose
- *   supervisor answers and has not had it (a restarted container's new supervisor has it again).
+ *   supervisor answers and has not had it (a restarted container's new supervisor has it again);
+ * - secrets (issue 33), once the unit has started, after leadership and before everything else
+ *   (Juju's order): `secret-rotate` for an owner whose rotation fell due (once per due time),
+ *   `secret-expired` once per expired revision, `secret-changed` for a consumer tracking an older
+ *   revision than the latest (once per latest revision), `secret-remove` for an owner once per
+ *   revision no consumer tracks any more.
  *
  * Where Juju is vague we chose: leadership must be decided before a new unit's config-changed, so
  * the deploy order above always holds; JUJU_DEPARTING_UNIT-style `departingUnit` names the remote
  * unit when it leaves or the integration ends, and the unit itself when it is the one going.
  */
-import type { QueuedAction, RelationView, UnitView } from "../api/core";
+import type { QueuedAction, RelationView, UnitSecretView, UnitView } from "../api/core";
 import { configHash, workloadReadyHook } from "../api/core";
-import type { HookKind, HookSpec, RelationLocalState, UnitLocalState } from "./unit-state";
+import type { HookKind, HookSpec, RelationLocalState, SecretLocalState, UnitLocalState } from "./unit-state";
 
 export type Decision =
   | { kind: "run"; hook: HookSpec }
@@ -128,9 +133,11 @@ export function nextHook(view: UnitView, s: UnitLocalState, o: ResolveOptions): 
   if (s.leaderSettingsVersion === -1 && !view.leaderKnown) return { kind: "idle" };
   if (!view.leader && s.leaderSettingsVersion !== view.leaderSettingsVersion)
     return { kind: "run", hook: simple("leader-settings-changed") };
+  const rebooted = s.started && o.bootId !== undefined && s.bootId !== undefined && s.bootId !== o.bootId;
+  const secret = s.started && !rebooted ? secretHook(view, s) : undefined;
+  if (secret) return secret;
   if (s.operatorHash !== view.operator.hash) return { kind: "run", hook: simple("upgrade") };
-  if (s.started && o.bootId !== undefined && s.bootId !== undefined && s.bootId !== o.bootId)
-    return { kind: "run", hook: simple("start") };
+  if (rebooted) return { kind: "run", hook: simple("start") };
   if (s.configHash !== configHash(view.config) || (o.address !== undefined && s.address !== o.address))
     return { kind: "run", hook: simple("config-changed") };
   if (!s.started) return { kind: "run", hook: simple("start") };
@@ -169,6 +176,69 @@ function storageDecision(view: UnitView, s: UnitLocalState): Decision | undefine
   if (!s.installed && storage.some((v) => v.location === undefined)) return { kind: "idle" };
   const next = storage.find((v) => v.location !== undefined && !seen.has(v.id));
   return next ? { kind: "run", hook: storageHook("storage-attached", next.id) } : undefined;
+}
+
+/** A secret hook for `sv`, told the secret's uri and label (its revision or due time in `extra`). */
+function secretRun(kind: HookKind, sv: UnitSecretView, extra: Partial<HookSpec>): Decision {
+  return {
+    kind: "run",
+    hook: {
+      kind,
+      name: kind,
+      secretUri: sv.uri,
+      ...(sv.label !== undefined ? { secretLabel: sv.label } : {}),
+      ...extra,
+    },
+  };
+}
+
+/** The next secret hook of a started unit: each kind for every secret (by uri) before the next kind. */
+function secretHook(view: UnitView, s: UnitLocalState): Decision | undefined {
+  const secrets = [...(view.secrets ?? [])].sort((a, b) => a.uri.localeCompare(b.uri));
+  const seen = (uri: string): SecretLocalState => s.secrets?.[uri] ?? {};
+  for (const sv of secrets)
+    if (sv.owner && sv.rotateDue !== undefined && seen(sv.uri).rotated !== sv.rotateDue)
+      return secretRun("secret-rotate", sv, { secretDue: sv.rotateDue });
+  for (const sv of secrets) {
+    const revision = sv.owner ? sv.expired?.find((r) => !seen(sv.uri).expired?.includes(r)) : undefined;
+    if (revision !== undefined) return secretRun("secret-expired", sv, { secretRevision: revision });
+  }
+  for (const sv of secrets)
+    if (!sv.owner && sv.tracked !== undefined && sv.tracked < sv.latest && seen(sv.uri).changed !== sv.latest)
+      return secretRun("secret-changed", sv, { secretRevision: sv.latest });
+  for (const sv of secrets) {
+    const revision = sv.owner ? sv.obsolete?.find((r) => !seen(sv.uri).removed?.includes(r)) : undefined;
+    if (revision !== undefined) return secretRun("secret-remove", sv, { secretRevision: revision });
+  }
+  return undefined;
+}
+
+/**
+ * What the unit remembers of its secret hooks once `hook` committed: the hook's own mark, kept only
+ * for secrets (and revisions) the view still has, so the record does not grow with every revision.
+ */
+function secretsAfter(s: UnitLocalState, hook: HookSpec, view: UnitView): Record<string, SecretLocalState> | undefined {
+  const all: Record<string, SecretLocalState> = { ...s.secrets };
+  const uri = hook.secretUri;
+  if (uri !== undefined) {
+    const mine = { ...all[uri] };
+    const rev = hook.secretRevision;
+    if (hook.kind === "secret-rotate" && hook.secretDue !== undefined) mine.rotated = hook.secretDue;
+    if (hook.kind === "secret-changed" && rev !== undefined) mine.changed = rev;
+    if (hook.kind === "secret-expired" && rev !== undefined) mine.expired = [...(mine.expired ?? []), rev];
+    if (hook.kind === "secret-remove" && rev !== undefined) mine.removed = [...(mine.removed ?? []), rev];
+    all[uri] = mine;
+  }
+  const kept: Record<string, SecretLocalState> = {};
+  for (const sv of view.secrets ?? []) {
+    const mine = all[sv.uri];
+    if (!mine) continue;
+    const next: SecretLocalState = { ...mine };
+    if (mine.expired) next.expired = mine.expired.filter((r) => sv.expired?.includes(r));
+    if (mine.removed) next.removed = mine.removed.filter((r) => sv.obsolete?.includes(r));
+    kept[sv.uri] = next;
+  }
+  return Object.keys(kept).length > 0 ? kept : undefined;
 }
 
 /** The next relation hook for a started unit: per relation, pending changed → departed → broken → app changed → joined → changed. */
@@ -289,6 +359,16 @@ export function commitHook(
     case "relation-broken":
       if (rel) rel.broken = true;
       break;
+    case "secret-changed":
+    case "secret-rotate":
+    case "secret-expired":
+    case "secret-remove":
+      break; // below, with every hook: the record of secrets the view no longer has is dropped
+  }
+  if (s.secrets !== undefined || hook.secretUri !== undefined) {
+    const secrets = secretsAfter(s, hook, view);
+    if (secrets) next.secrets = secrets;
+    else delete next.secrets;
   }
   // A unit started before boots were recorded belongs to the boot it is first seen in.
   if (next.started && next.bootId === undefined) next.bootId = machine.bootId;

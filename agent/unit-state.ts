@@ -21,6 +21,10 @@ export type HookKind =
   | "workload-ready"
   | "storage-attached"
   | "storage-detaching"
+  | "secret-changed"
+  | "secret-rotate"
+  | "secret-expired"
+  | "secret-remove"
   | "relation-created"
   | "relation-joined"
   | "relation-changed"
@@ -43,6 +47,25 @@ export interface HookSpec {
   supervisor?: string;
   /** A storage hook's instance (`data/0`). */
   storageId?: string;
+  /** A secret hook's secret (`secret:<id>`) and the label the unit knows it by. */
+  secretUri?: string;
+  secretLabel?: string;
+  /** secret-changed: the latest revision it was decided on; secret-expired/-remove: the revision concerned. */
+  secretRevision?: number;
+  /** secret-rotate: the due time it was decided on (a later due time runs it again). */
+  secretDue?: string;
+}
+
+/** What the unit's secret hooks have seen of one secret (absent fields: none of that hook yet). */
+export interface SecretLocalState {
+  /** The latest revision a secret-changed hook ran for. */
+  changed?: number;
+  /** The rotation due time a secret-rotate hook ran for. */
+  rotated?: string;
+  /** Revisions whose secret-expired hook ran. */
+  expired?: number[];
+  /** Revisions whose secret-remove hook ran. */
+  removed?: number[];
 }
 
 /** A relation the unit has entered (after its relation-created hook). */
@@ -102,6 +125,8 @@ export interface UnitLocalState {
   workloadReady?: Record<string, string>;
   /** Storage instances whose `<name>-storage-attached` has run and whose `-storage-detaching` has not (absent: none ever). */
   storage?: string[];
+  /** Per secret uri, the secret hooks that ran (absent: none ever); forgotten once the view no longer has the secret. */
+  secrets?: Record<string, SecretLocalState>;
 }
 
 export const initialUnitState = (): UnitLocalState => ({

@@ -736,6 +736,12 @@ export class Uniter {
     }
     if (hook.container) env.STEWARD_WORKLOAD_CONTAINER = hook.container;
     if (hook.storageId) env.STEWARD_STORAGE_ID = hook.storageId;
+    if (hook.secretUri) {
+      env.STEWARD_SECRET_ID = hook.secretUri;
+      if (hook.secretLabel) env.STEWARD_SECRET_LABEL = hook.secretLabel;
+      if (hook.secretRevision !== undefined && (hook.name === "secret-expired" || hook.name === "secret-remove"))
+        env.STEWARD_SECRET_REVISION = String(hook.secretRevision);
+    }
     return env;
   }
 

@@ -2,7 +2,7 @@
  * What every hook tool is built from: the context it acts on (the running hook's unit) and the
  * shape of its answer (exit 0 on success, 1 on a refusal, 2 on misuse).
  */
-import type { UnitView } from "../../api/core";
+import type { SecretChange, SecretInfo, UnitSecretView, UnitView } from "../../api/core";
 import type { ActionRun } from "../action-run";
 import type { Readiness } from "../readiness";
 import type { SupervisorClient } from "../workload/supervisor-client";
@@ -48,6 +48,30 @@ export interface HookContext {
   action?: ActionRun;
   /** The pod's workload containers (Kubernetes only; absent elsewhere): what the container-* tools drive. */
   workload?: WorkloadAccess;
+  /** The unit's secrets, as the secret-* tools read and change them (absent: no hook to commit with). */
+  secrets?: SecretAccess;
+}
+
+/** One revision of a secret's values, as a hook reads it. */
+export interface SecretRead {
+  revision: number;
+  values: Record<string, string>;
+}
+
+/** A hook's view of its unit's secrets: changes are buffered for the hook's commit, and read back by the hook itself. */
+export interface SecretAccess {
+  /** What the unit sees of its secrets (never values), with this hook's own adds, labels and removals. */
+  list(): UnitSecretView[];
+  /**
+   * `secret-get`: the owner reads the latest (or this hook's own pending content); a consumer its
+   * tracked revision (the latest on a first read, which it then tracks), `peek` the latest without
+   * tracking it, `refresh` the latest and tracks it; `label` names the secret for this consumer.
+   */
+  get(uri: string, how?: { peek?: boolean; refresh?: boolean; label?: string }): Promise<SecretRead>;
+  /** `secret-info-get`: an owned secret's metadata. */
+  info(uri: string): Promise<SecretInfo>;
+  /** Buffers a change for the hook's commit. */
+  change(c: SecretChange): void;
 }
 
 export interface WorkloadAccess {
@@ -67,6 +91,8 @@ export interface ToolSpec {
   usage: string;
   summary: string;
   flags: Record<string, "bool" | "value">;
+  /** Its arguments may hold secret values: misuse messages never repeat an argument that is not a flag's name. */
+  sensitive?: true;
   run(ctx: HookContext, flags: Flags, positional: string[], io: ToolIO): Promise<ToolResult>;
 }
 

@@ -9,9 +9,10 @@ import type { Flags, HookContext, ToolIO, ToolResult, ToolSpec } from "./tool-sp
 import { ToolError, json, misuse, ok, refuse } from "./tool-spec";
 import { actionTools } from "./action-tools";
 import { containerTools } from "./container-tools";
+import { secretTools } from "./secret-tools";
 import { storageTools } from "./storage-tools";
 
-export type { HookContext, ToolIO, ToolResult, WorkloadAccess } from "./tool-spec";
+export type { HookContext, SecretAccess, SecretRead, ToolIO, ToolResult, WorkloadAccess } from "./tool-spec";
 
 const WORKLOAD = ["active", "blocked", "maintenance", "waiting"];
 const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"];
@@ -346,6 +347,7 @@ export const tools: Record<string, ToolSpec> = {
   ...actionTools,
   ...containerTools,
   ...storageTools,
+  ...secretTools,
 };
 
 /** Parses a tool's arguments against its flags and runs it. */
@@ -370,7 +372,15 @@ export async function runTool(ctx: HookContext, name: string, args: string[], io
         ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)]
         : [a, undefined];
       const kind = spec.flags[flag];
-      if (!kind) return misuse(name, `unknown flag ${flag}`, spec.usage);
+      if (!kind)
+        return misuse(
+          name,
+          // A secret tool's argument may be a value: say where it is and what is known, never what it says.
+          spec.sensitive
+            ? `argument ${i + 1} is not a flag it takes (${Object.keys(spec.flags).join(", ")})`
+            : `unknown flag ${flag}`,
+          spec.usage,
+        );
       if (kind === "bool") flags[flag] = true;
       else {
         const v = inline ?? args[++i];
