@@ -52,6 +52,8 @@ export const UNIT_HOOKS = [
   "leader-elected",
   "leader-settings-changed",
 ] as const;
+/** The secret hooks (api/secrets.ts): any operator may receive them, as `hooks/<name>` or through dispatch. */
+export const SECRET_HOOKS = ["secret-changed", "secret-rotate", "secret-expired", "secret-remove"] as const;
 export const RELATION_HOOK_SUFFIXES = [
   "relation-created",
   "relation-joined",
@@ -317,7 +319,7 @@ function aliasLimitError(file: string): OperatorInvalidError {
 
 /** Every hook name this operator may carry. */
 export function knownHookNames(meta: OperatorMeta): Set<string> {
-  const names = new Set<string>(UNIT_HOOKS);
+  const names = new Set<string>([...UNIT_HOOKS, ...SECRET_HOOKS]);
   for (const ep of [...Object.keys(meta.provides), ...Object.keys(meta.requires), ...Object.keys(meta.peers)]) {
     for (const suffix of RELATION_HOOK_SUFFIXES) names.add(`${ep}-${suffix}`);
   }

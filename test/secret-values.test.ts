@@ -9,7 +9,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
-import { checkConfigValue, parseOperatorYaml } from "../api";
+import type { Bundle } from "../api";
+import { checkConfigValue, parseOperatorYaml, validateBundle } from "../api";
 import type { StewardContext } from "../cli";
 import { carriesSecretValues, parseValuesText, readSecretValues, restrictedRefusal } from "../cli";
 import { operatorYamlWith, yamlProblem } from "./harness/operators";
@@ -131,6 +132,17 @@ test("config option type secret: declared without a default, its value a secret 
     7,
   ])
     t.regex(checkConfigValue("secret", bad) ?? "", /must be a secret's uri, secret:<20 characters>/, String(bad));
+});
+
+test("an operator may have hooks/secret-changed and the other secret hooks as files", (t) => {
+  const file = (path: string, content: string, mode = 0o755): Bundle["files"][number] => ({
+    path,
+    mode,
+    content: Buffer.from(content).toString("base64"),
+  });
+  const meta = file("operator.yaml", 'name: op\nversion: "1"\n', 0o644);
+  for (const hook of ["secret-changed", "secret-rotate", "secret-expired", "secret-remove"])
+    t.is(validateBundle({ files: [meta, file(`hooks/${hook}`, "#!/bin/sh\n")] }).name, "op", hook);
 });
 
 test("the web console takes no values (they would pass through the controller host) and no key#file or stdin", (t) => {
