@@ -207,10 +207,13 @@ test.serial(
       "shop/0 to ask for its api-key",
       90_000,
     );
-    // Not a uri: refused by type. A uri before the grant: the operator cannot read it.
+    // Not a uri: refused by type; a uri of no secret of the model: refused too.
     const bad = await live("config", "shop", "api-key=payments");
     t.is(bad.code, 1);
     t.regex(bad.stderr, /must be a secret's uri, secret:<20 characters>/);
+    const unknown = await live("config", "shop", "api-key=secret:0000000000000000000v");
+    t.is(unknown.code, 1);
+    t.regex(unknown.stderr, /this model has no secret secret:0000000000000000000v \(steward secrets lists them/);
     const granted = await live("grant-secret", "payments", "shop");
     t.is(granted.code, 0, granted.stderr);
     t.regex(granted.stdout, new RegExp(`shop may read payments \\(${uri}\\)`));
