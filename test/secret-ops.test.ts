@@ -122,6 +122,9 @@ test("the leader adds an application's secret, sets revisions; values are sealed
   await s.commit("db/0", [{ op: "set", uri, content: { password: "hunter2-second" } }]);
   t.is(s.secret(uri)!.latest, 2);
   t.deepEqual(await s.secrets.values(s.uuid, doc.id, 2), { password: "hunter2-second" });
+  // The same values again (a config-changed hook setting what it set before) make no revision.
+  await s.commit("db/0", [{ op: "set", uri, content: { password: "hunter2-second" }, description: "kept" }]);
+  t.deepEqual([s.secret(uri)!.latest, s.secret(uri)!.description], [2, "kept"]);
 
   // What an export carries of it (the metadata) passes the strict schema an import checks.
   const checked = KIND.secret.schema!.safeParse(s.secret(uri));
@@ -225,6 +228,10 @@ test("who may read: owner side, a grant over a live relation, not another applic
   t.is(s.viewOf("app/0"), undefined);
   const ended = await t.throwsAsync<StewardError>(s.commit("app/0", [{ op: "track", uri, revision: 2 }]));
   t.is(ended?.reason, "secret-not-readable");
+  // Once every unit has left it the relation goes, and the grant made over it with it.
+  t.true(await s.relations.finishRelation(s.uuid, 0));
+  await s.cache.catchUp();
+  t.deepEqual(s.secret(uri)!.grants, []);
 
   // A unit-owned secret: only that unit sees it (as in Juju), and only it manages it.
   const mine = s.newUri();
@@ -375,7 +382,7 @@ test("rotation falls due on the short schedule, and again while the owner sets n
   t.true(Date.parse(s.secret(uri)!.nextRotateAt!) > Date.now());
 });
 
-test("secrets of a removed owner go, and consumers and grants of removed units and relations with them", async (t) => {
+test("secrets of a removed owner go, and consumers, grants and user secrets' revisions only removed units tracked", async (t) => {
   const s = await setup(t);
   const owned = s.newUri();
   const shared = s.newUri();
@@ -385,6 +392,17 @@ test("secrets of a removed owner go, and consumers and grants of removed units a
     { op: "grant", uri: shared, relationId: 0 },
   ]);
   await s.commit("app/0", [{ op: "track", uri: shared, revision: 1 }]);
+  // A user secret app/0 tracks at revision 1, updated to 2: 1 stays while app/0 tracks it.
+  const user = await s.secrets.addUserSecret(s.uuid, "admin", { name: "token", values: { token: "t1" } });
+  await s.cache.waitForRevision((await s.secrets.grantApps(s.uuid, "token", ["app"], true)).revision);
+  await s.commit("app/0", [{ op: "track", uri: user.uri, revision: 1 }]);
+  await s.cache.waitForRevision(
+    (await s.secrets.updateUserSecret(s.uuid, "token", { values: { token: "t2" } })).revision,
+  );
+  t.deepEqual(
+    s.secret(user.uri)!.revisions.map((r) => r.revision),
+    [1, 2],
+  );
   // db/1 and app/0 go, and relation 0.
   await s.store.txn({
     success: [
@@ -400,4 +418,11 @@ test("secrets of a removed owner go, and consumers and grants of removed units a
   t.deepEqual((await s.store.range(keys.secretRevisionsOf(s.uuid, owned.slice(7)))).kvs, [], "with its content");
   t.deepEqual(s.secret(shared)!.consumers, {});
   t.deepEqual(s.secret(shared)!.grants, []);
+  t.deepEqual(
+    s.secret(user.uri)!.revisions.map((r) => r.revision),
+    [2],
+    "the user secret's revision only the removed unit tracked is pruned",
+  );
+  t.deepEqual(s.secret(user.uri)!.grants, [{ app: "app" }], "a grant to an application still there stays");
+  t.is(await s.store.get(keys.secretRevision(s.uuid, user.uri.slice(7), 1)), undefined);
 });

@@ -532,6 +532,8 @@ export class AgentHub {
     conn: AgentConnection,
     q: SecretGet,
   ): Promise<{ uri: string; revision: number; values: Record<string, string> }> {
+    // Checked against the store as it is now: a revoke another replica just took must already hold.
+    await this.deps.cache.catchUp();
     const unit = this.ownUnit(conn, q.unit);
     const idx = this.deps.cache.models.get(conn.model)!;
     const doc = idx.secrets.get(secretIdOf(q.uri) ?? "");

@@ -8,7 +8,7 @@ import type { Compare, Op, Store } from "../store";
 import { unchanged } from "../store";
 import type { ApplicationDoc, DataBag, RelationDoc, RelationEndpoint, UnitDoc } from "./documents";
 import { keys } from "./keys";
-import { docs, put } from "./doc-kinds";
+import { docs, put, putBack } from "./doc-kinds";
 import { StoreTxns } from "./txn";
 import { addedStorageOps } from "./storage-attachments";
 import type { SecretOps } from "./secret-ops";
@@ -224,19 +224,24 @@ export class RelationOps extends StoreTxns {
     return res.revision;
   }
 
-  /** Deletes a dying relation once every unit has left it. */
+  /** Deletes a dying relation once every unit has left it, and the secret grants made over it. */
   async finishRelation(uuid: string, id: number): Promise<boolean> {
     const r = await this.get(docs.relation, uuid, id);
     if (!r || r.doc.life !== "dying") return false;
     const scope = await this.store.range(keys.scopePrefix(uuid, id));
     if (scope.kvs.length > 0) return false;
+    // Secrets granted over it: the grants end with it (reads refuse them already; this drops them).
+    const granted = (await this.getAll(docs.secret, uuid)).filter((s) => s.doc.grants.some((g) => g.relationId === id));
     const res = await this.store.txn({
       // No unit can enter meanwhile: entering checks, under a compare, that the relation is alive.
-      compare: [unchanged(keys.relation(uuid, id), r.rev)],
+      compare: [unchanged(keys.relation(uuid, id), r.rev), ...granted.map((s) => unchanged(s.key, s.rev))],
       success: [
         { type: "delete", key: keys.relation(uuid, id) },
         { type: "deletePrefix", prefix: keys.relationDataPrefix(uuid, id) },
         { type: "deletePrefix", prefix: keys.scopePrefix(uuid, id) },
+        ...granted.map((s) =>
+          putBack(s, { ...s.doc, grants: s.doc.grants.filter((g) => g.relationId !== id), updatedAt: this.stamp() }),
+        ),
       ],
     });
     return res.succeeded;

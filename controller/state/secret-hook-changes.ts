@@ -103,7 +103,9 @@ export async function applySecretChanges(
         }
         if (c.description !== undefined) doc.description = c.description;
         if (c.rotate !== undefined) w.setRotate(doc, c.rotate);
-        if (c.content !== undefined) w.addRevision(doc, c.content, expireAt ?? undefined);
+        // The same values again make no revision (and do not count as a rotation).
+        const fresh = c.content !== undefined && !(await w.sameAsLatest(doc, c.content));
+        if (fresh) w.addRevision(doc, c.content!, expireAt ?? undefined);
         else if (expireAt !== undefined) {
           // No new content: the expiry is the latest revision's.
           const latest = doc.revisions.find((r) => r.revision === doc.latest)!;

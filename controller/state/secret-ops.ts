@@ -11,6 +11,7 @@ import type { SecretChange } from "../../api";
 import { StewardError, invalidRequest, newSecretId, notFound, secretIdOf, secretUri } from "../../api";
 import type { Sealer } from "../security/sealing";
 import type { Compare, Op, Store } from "../store";
+import { unchanged } from "../store";
 import type { Read } from "./doc-kinds";
 import { docs } from "./doc-kinds";
 import type { UnitDoc } from "./documents";
@@ -21,7 +22,6 @@ import { applySecretChanges } from "./secret-hook-changes";
 import { SecretWrites } from "./secret-writes";
 import { StoreTxns } from "./txn";
 import { keys } from "./keys";
-import { unchanged } from "../store";
 
 export interface SecretOpsOptions {
   /** Every rotate policy's interval and the rotate retry, in seconds (tests: rotation within seconds). */

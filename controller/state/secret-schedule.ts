@@ -4,7 +4,8 @@
  * retry interval while the owner sets no new revision; an expiry that has passed is written down, so
  * the owner's agent view is pushed again and its secret-expired hook runs; and what outlived its
  * subject goes, as in Juju: secrets whose owning application or unit is gone, consumers that are
- * gone, grants to applications that are gone or over relations that ended.
+ * gone (and a user secret's revisions only they tracked), grants to applications that are gone or over
+ * relations that ended.
  */
 import type { Store } from "../store";
 import { unchanged } from "../store";
@@ -12,13 +13,15 @@ import type { ModelIndex, StateCache } from "./cache";
 import { docs, put } from "./doc-kinds";
 import { keys } from "./keys";
 import type { SecretDoc } from "./secret-docs";
-import { ROTATE_RETRY_SECONDS, sameGrant } from "./secret-docs";
+import { ROTATE_RETRY_SECONDS, obsoleteRevisions, sameGrant } from "./secret-docs";
 import { StoreTxns } from "./txn";
 
 /** Whether `doc` has something for the schedule to do at `now` (ms), as the cache shows the model. */
 export function secretNeedsTending(idx: ModelIndex, doc: SecretDoc, now: number): boolean {
   if (doc.nextRotateAt !== undefined && Date.parse(doc.nextRotateAt) <= now) return true;
   if (doc.revisions.some((r) => !r.expired && r.expireAt !== undefined && Date.parse(r.expireAt) <= now)) return true;
+  // A user secret's revision left untracked by a consumer that went (the others went as they were written).
+  if (doc.owner.kind === "model" && obsoleteRevisions(doc).length > 0) return true;
   return stale(idx, doc) !== undefined;
 }
 
@@ -119,9 +122,22 @@ export class SecretSchedule extends StoreTxns {
         doc.grants = grants;
         dirty = true;
       }
+      // A user secret's revisions nobody tracks any more go (Juju's auto-prune), their content with them.
+      const pruned = doc.owner.kind === "model" ? obsoleteRevisions(doc) : [];
+      if (pruned.length > 0) {
+        doc.revisions = doc.revisions.filter((r) => !pruned.includes(r.revision));
+        dirty = true;
+      }
       if (!dirty) return { compare: [], ops: [], result: { changed: false } };
       doc.updatedAt = stamp;
-      return { compare, ops: [put(docs.secret, uuid, id, doc)], result: { changed: true } };
+      return {
+        compare,
+        ops: [
+          put(docs.secret, uuid, id, doc),
+          ...pruned.map((r) => ({ type: "delete" as const, key: keys.secretRevision(uuid, id, r) })),
+        ],
+        result: { changed: true },
+      };
     });
     return res.changed;
   }

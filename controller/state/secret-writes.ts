@@ -67,6 +67,8 @@ interface Entry {
 export class SecretWrites {
   private readonly entries = new Map<string, Entry>();
   private readonly revisionOps: Op[] = [];
+  /** Values sealed in this transaction, by `<id>/<revision>` (a later set in the same hook compares with them). */
+  private readonly sealedHere = new Map<string, Record<string, string>>();
   private allRead?: Map<string, SecretDoc>;
   /** The model's secret sequence as read, once something that must be unique or counted was decided. */
   private seq?: { value: number; rev: number };
@@ -240,7 +242,24 @@ export class SecretWrites {
     }
   }
 
+  /**
+   * Whether `values` are what `doc`'s latest revision holds (a hook that sets the same values again,
+   * as config-changed hooks do, makes no revision: else revisions would pile up to the limit).
+   */
+  async sameAsLatest(doc: SecretDoc, values: Record<string, string>): Promise<boolean> {
+    let latest = this.sealedHere.get(`${doc.id}/${doc.latest}`);
+    if (!latest) {
+      const r = await readDoc(this.store, docs.secretRevision, this.uuid, doc.id, doc.latest);
+      if (!r) return false;
+      latest = this.sealer.openJson<Record<string, string>>(revisionPurpose(doc.id, doc.latest), r.doc.sealed);
+    }
+    const a = Object.keys(latest).sort();
+    const b = Object.keys(values).sort();
+    return a.length === b.length && a.every((k, i) => k === b[i] && latest[k] === values[k]);
+  }
+
   private sealRevision(id: string, revision: number, values: Record<string, string>): void {
+    this.sealedHere.set(`${id}/${revision}`, values);
     this.revisionOps.push(
       put(docs.secretRevision, this.uuid, id, revision, {
         sealed: this.sealer.sealJson(revisionPurpose(id, revision), values),
