@@ -86,8 +86,7 @@ export class HookSecrets implements SecretAccess {
         ],
       };
     }
-    const answer = await this.call<SecretInfo | { info: SecretInfo }>("secret.info", { unit: this.unit, uri });
-    return "info" in answer ? answer.info : answer;
+    return this.call<SecretInfo>("secret.info", { unit: this.unit, uri });
   }
 
   change(c: SecretChange): void {

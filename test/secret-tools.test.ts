@@ -166,6 +166,12 @@ test("values come from key#file=PATH relative to the hook's directory and from -
   const missing = await runTool(ctx, "secret-add", ["blob#file=nope"], { cwd: dir });
   t.is(missing.code, 1);
   t.regex(missing.stderr!, /cannot read nope \(the value of blob\): ENOENT/);
+  const piped = await runTool(ctx, "secret-set", [OWNED, "--file", "-"], { stdin: `password: ${VALUE}\n` });
+  t.is(piped.code, 0, piped.stderr);
+  t.like(pending()[1], { op: "set", uri: OWNED, content: { password: VALUE } });
+  const garbled = await runTool(ctx, "secret-set", [OWNED, "--file", "-"], { stdin: `password: [${VALUE}\n` });
+  t.is(garbled.code, 1);
+  t.is(garbled.stderr, "secret-set: the standard input is not YAML or JSON\n");
   await writeFile(join(dir, "list.json"), "[1,2]");
   t.regex((await runTool(ctx, "secret-add", ["--file", "list.json"], { cwd: dir })).stderr!, /must hold a map/);
 });

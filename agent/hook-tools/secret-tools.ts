@@ -125,6 +125,20 @@ async function fileText(tool: string, path: string, io: ToolIO, what: string): P
   return readFile(full, "utf8");
 }
 
+/** `--file -`: the map on the hook's standard input (kept out of argv, which other users' `ps` shows). */
+function stdinText(tool: string, io: ToolIO): string {
+  const text = io.stdin ?? "";
+  const size = Buffer.byteLength(text);
+  if (size > 2 * SECRET_LIMITS.contentBytes)
+    throw new ToolError(
+      refuse(
+        tool,
+        `the standard input is ${size} bytes: a secret's content may be at most ${SECRET_LIMITS.contentBytes} bytes (64 KiB)`,
+      ),
+    );
+  return text;
+}
+
 /**
  * The content a tool is given: `--file F` (a YAML or JSON map of keys to strings), then each
  * `key=value` or `key#file=PATH` (a later key wins). Misuse messages name the argument's position,
@@ -135,18 +149,20 @@ async function contentOf(tool: string, flags: Flags, words: string[], io: ToolIO
   const file = flags["--file"];
   if (typeof file === "string") {
     const yaml = require("yaml") as typeof Yaml;
+    const source = file === "-" ? "the standard input" : file.slice(0, 200);
     let doc: unknown;
     try {
-      doc = yaml.parse(await fileText(tool, file, io, "--file"));
+      doc = yaml.parse(file === "-" ? stdinText(tool, io) : await fileText(tool, file, io, "--file"));
     } catch (err) {
       if (err instanceof ToolError) throw err;
-      throw new ToolError(refuse(tool, `${file.slice(0, 200)} is not YAML or JSON`));
+      // Not the parser's message: it quotes the text, which may be values.
+      throw new ToolError(refuse(tool, `${source} is not YAML or JSON`));
     }
     if (doc === null || typeof doc !== "object" || Array.isArray(doc))
-      throw new ToolError(refuse(tool, `${file.slice(0, 200)} must hold a map of keys to values`));
+      throw new ToolError(refuse(tool, `${source} must hold a map of keys to values`));
     for (const [k, v] of Object.entries(doc as Record<string, unknown>)) {
       if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean")
-        throw new ToolError(refuse(tool, `the value of ${k.slice(0, 80)} in ${file.slice(0, 200)} must be a string`));
+        throw new ToolError(refuse(tool, `the value of ${k.slice(0, 80)} in ${source} must be a string`));
       values[k] = String(v);
     }
   }
@@ -224,7 +240,7 @@ export const secretTools: Record<string, ToolSpec> = {
     usage:
       "secret-add [--owner application|unit] [--label L] [--description D] [--expire TIME|DURATION] [--rotate POLICY] [--file F] key=value… | key#file=PATH…",
     summary:
-      "add a secret owned by the application (the leader only) or this unit, and print its uri; values from key=value, key#file=PATH (relative to the hook's directory) or --file F (a YAML or JSON map); the secret is made with the hook's commit",
+      "add a secret owned by the application (the leader only) or this unit, and print its uri; values from key=value, key#file=PATH (relative to the hook's directory) or --file F (a YAML or JSON map; --file - reads it from standard input, which keeps values out of the process list); the secret is made with the hook's commit",
     flags: { "--owner": "value", ...META_FLAGS },
     sensitive: true,
     async run(ctx, f, pos, io): Promise<ToolResult> {

@@ -8,6 +8,8 @@ import { connect } from "node:net";
 
 /** Tools that take their input on stdin when not given a file (the agent cannot read the hook's stdin itself). */
 const READS_STDIN = new Set(["container-layer-set"]);
+/** Tools that read stdin only when told `--file -` (a secret's values kept out of argv, which `ps` shows). */
+const READS_STDIN_ON_DASH = new Set(["secret-add", "secret-set"]);
 /** As MAX_TOOL_STDIN in server.ts (not imported: this client stays bare). */
 const MAX_STDIN = 1024 * 1024;
 
@@ -39,7 +41,11 @@ async function readStdin(): Promise<string | undefined> {
 const fileIndex = args.findIndex((a) => a === "--file" || a === "-f");
 const fileGiven =
   (fileIndex >= 0 && args[fileIndex + 1] !== "-") || args.some((a) => /^(--file|-f)=./.test(a) && !/=-$/.test(a));
-const wantsStdin = READS_STDIN.has(tool!) && !args.includes("--help") && !args.includes("-h") && !fileGiven;
+const dashGiven = (fileIndex >= 0 && args[fileIndex + 1] === "-") || args.some((a) => /^(--file|-f)=-$/.test(a));
+const wantsStdin =
+  !args.includes("--help") &&
+  !args.includes("-h") &&
+  ((READS_STDIN.has(tool!) && !fileGiven) || (READS_STDIN_ON_DASH.has(tool!) && dashGiven));
 void (wantsStdin ? readStdin() : Promise.resolve(undefined)).then((stdin) => {
   const sock = connect(socketPath!);
   let buf = "";
