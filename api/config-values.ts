@@ -3,8 +3,14 @@
  * controller and the dashboard's config editor (browser-safe).
  */
 import { CONFIG_VALUE_LIMIT_BYTES } from "./limits";
+import { SECRET_URI_PREFIX, secretIdOf } from "./secrets";
 
-export type ConfigOptionType = "string" | "int" | "float" | "boolean";
+/**
+ * `secret`: the uri of a user secret (`secret:<id>`, `steward add-secret`), which the operator reads
+ * with `secret-get "$(config-get KEY)"` once the user granted it to the application (`grant-secret`).
+ */
+export type ConfigOptionType = "string" | "int" | "float" | "boolean" | "secret";
+export const CONFIG_OPTION_TYPES: readonly ConfigOptionType[] = ["string", "int", "float", "boolean", "secret"];
 export interface ConfigOption {
   type: ConfigOptionType;
   default?: string | number | boolean;
@@ -31,6 +37,11 @@ export function checkConfigValue(type: ConfigOptionType, value: unknown): string
         : `must be a number, got ${describe(value)}`;
     case "boolean":
       return typeof value === "boolean" ? undefined : `must be true or false, got ${describe(value)}`;
+    case "secret":
+      // The uri is not secret (the values stay sealed), so it may be shown in the message.
+      return typeof value === "string" && value.startsWith(SECRET_URI_PREFIX) && secretIdOf(value) !== undefined
+        ? undefined
+        : `must be a secret's uri, secret:<20 characters> (steward add-secret prints it; steward secrets lists them), got ${describe(value)}`;
   }
 }
 

@@ -16,7 +16,7 @@ import type { StorageSpec } from "./storage";
 import { parseStorageSection, storageHooks } from "./storage";
 
 import type { ConfigOption, ConfigOptionType } from "./config-values";
-import { checkConfigValue } from "./config-values";
+import { CONFIG_OPTION_TYPES, checkConfigValue } from "./config-values";
 export { checkConfigValue, coerceConfigText } from "./config-values";
 export type { ConfigOption, ConfigOptionType } from "./config-values";
 export interface Endpoint {
@@ -52,6 +52,8 @@ export const UNIT_HOOKS = [
   "leader-elected",
   "leader-settings-changed",
 ] as const;
+/** The secret hooks (api/secrets.ts): any operator may receive them, as `hooks/<name>` or through dispatch. */
+export const SECRET_HOOKS = ["secret-changed", "secret-rotate", "secret-expired", "secret-remove"] as const;
 export const RELATION_HOOK_SUFFIXES = [
   "relation-created",
   "relation-joined",
@@ -199,13 +201,15 @@ export function parseOperatorYaml(text: string, file = "operator.yaml"): Operato
       for (const k of Object.keys(d))
         if (!["type", "default", "description"].includes(k))
           fail(["config", key, k], "is not a known option field (known: type, default, description)");
-      if (!["string", "int", "float", "boolean"].includes(d.type as string))
-        fail(["config", key, "type"], "must be one of string, int, float, boolean");
+      if (!CONFIG_OPTION_TYPES.includes(d.type as ConfigOptionType))
+        fail(["config", key, "type"], `must be one of ${CONFIG_OPTION_TYPES.join(", ")}`);
       const opt: ConfigOption = {
         type: d.type as ConfigOptionType,
         description: typeof d.description === "string" ? d.description : "",
       };
       if (d.default !== undefined && d.default !== null) {
+        if (opt.type === "secret")
+          fail(["config", key, "default"], "a secret option has no default: users set it to their secret's uri");
         const problem = checkConfigValue(opt.type, d.default);
         if (problem) fail(["config", key, "default"], problem);
         opt.default = d.default as string | number | boolean;
@@ -315,7 +319,7 @@ function aliasLimitError(file: string): OperatorInvalidError {
 
 /** Every hook name this operator may carry. */
 export function knownHookNames(meta: OperatorMeta): Set<string> {
-  const names = new Set<string>(UNIT_HOOKS);
+  const names = new Set<string>([...UNIT_HOOKS, ...SECRET_HOOKS]);
   for (const ep of [...Object.keys(meta.provides), ...Object.keys(meta.requires), ...Object.keys(meta.peers)]) {
     for (const suffix of RELATION_HOOK_SUFFIXES) names.add(`${ep}-${suffix}`);
   }

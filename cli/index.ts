@@ -13,6 +13,7 @@ export { planChanges, describePlan } from "./plan";
 export { formatStatusTabular } from "./status-format";
 export { withHeartbeat } from "./heartbeat";
 export { nearest } from "./usage-problem";
+export { carriesSecretValues, parseValuesText, readSecretValues } from "./secret-values";
 export { dataDirOf, loadClientConfig, saveClientConfig, stewardHome, upgradeEntry } from "./client-config";
 export type { ClientConfig, ControllerEntry } from "./client-config";
 export { startLocalController } from "../substrates";

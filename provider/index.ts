@@ -1,6 +1,6 @@
 /**
  * @module provider
- * Steward's Pulumi resources: `Controller`, `Model`, `Machine`, `Application` and `Integration`.
+ * Steward's Pulumi resources: `Controller`, `Model`, `Machine`, `Application`, `Integration` and `Secret`.
  * Each is a dynamic resource whose serialized provider only names the implementation (impl/), so
  * the state holds no client and no secret; credentials travel as secret inputs and outputs.
  *
@@ -34,6 +34,8 @@ export { Application } from "./application";
 export type { ApplicationArgs, ApplicationStorageArgs } from "./application";
 export { Integration } from "./integration";
 export type { IntegrationArgs, IntegrationEnd } from "./integration";
+export { Secret } from "./secret";
+export type { SecretArgs } from "./secret";
 export type { ControllerConnection, SshHost, ReplicaCount } from "./connection";
 export { shims } from "./shim";
 /** The implementations the provider process runs, for benchmarks that call them directly. */

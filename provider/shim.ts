@@ -45,6 +45,7 @@ export const shims = {
   machine: shim("machine"),
   application: shim("application"),
   integration: shim("integration"),
+  secret: shim("secret"),
   kubernetesSeed: shim("kubernetesSeed"),
   kubernetesController: shim("kubernetesController"),
 };

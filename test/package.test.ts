@@ -87,7 +87,7 @@ const TSCONFIG = {
 
 /** The user's program: every resource, typed outputs, the client entry. */
 const PROGRAM = `import * as pulumi from "@pulumi/pulumi";
-import { Application, Controller, Integration, Machine, Model } from "steward";
+import { Application, Controller, Integration, Machine, Model, Secret } from "steward";
 import type { ControllerArgs, ControllerConnection, SshHost } from "steward";
 import { ControllerClient, StewardError } from "steward/client";
 import type { ModelStatus } from "steward/client";
@@ -126,6 +126,11 @@ export function kubeController(kubeconfig: pulumi.Input<string>): { ctl: Kuberne
   const m = new Model("pods", { connection: k.connection, substrate: "kubernetes", credential: k.clusterCredential, kubernetes: { namespace: "pods" } });
   return { ctl: k, model: m };
 }
+export function apiToken(m: Model): { token: Secret; app: Application } {
+  const token = new Secret("api-token", { model: m, values: { token: cfg.requireSecret("token") }, grants: ["web"] });
+  const uri: pulumi.Output<string> = token.uri;
+  return { token, app: new Application("api", { model: m, operator: "./operators/api", config: { "api-key": uri } }) };
+}
 export async function unitCount(client: ControllerClient): Promise<number> {
   try {
     const s: ModelStatus = await client.status("shop");
@@ -146,8 +151,9 @@ const WRONG = [
   `new Machine("x1", { model, substrate: "local", privateKey: "k" });`,
   `new Integration("i1", { endpoints: [{ application: model }, { application: model }] });`,
   `new KubernetesController("k1", { replicas: 3 });`,
+  `new Secret("s1", { model, values: "token=abc" });`,
 ];
-const WRONG_PROGRAM = `import { Application, Controller, Integration, Machine, Model } from "steward";
+const WRONG_PROGRAM = `import { Application, Controller, Integration, Machine, Model, Secret } from "steward";
 import { KubernetesController } from "steward/kubernetes";
 const ctl = new Controller("ctl", { substrate: "local" });
 const model = new Model("m", { connection: ctl.connection });
@@ -322,7 +328,7 @@ test.serial(
     // What stored providers load: each kind's module, and the one providers written before 0.1.0's
     // package layout named (refresh and destroy run the code in the state).
     const projectRequire = createRequire(join(project, "index.js"));
-    for (const kind of ["controller", "model", "machine", "application", "integration"]) {
+    for (const kind of ["controller", "model", "machine", "application", "integration", "secret"]) {
       t.is(typeof projectRequire(`steward/dynamic/${kind}`)[`${kind}Provider`].read, "function", kind);
       t.is(
         typeof projectRequire("steward/dist/provider/impl").providers[kind].read,

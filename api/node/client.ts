@@ -13,6 +13,7 @@ import type { ErrorCode } from "../errors";
 import { StewardError, errorFromWire } from "../errors";
 import type { Bundle } from "../operator";
 import type { StorageDetails, StorageInfo, StoragePoolInfo, StorageRequest } from "../storage";
+import type { RevealedSecret, SecretInfo } from "../secrets";
 import type { ActionValue, OperationInfo, RunActionResult, TaskInfo } from "../actions";
 import type { ModelStatus, StatusFilter, StatusLogEntry, UnitDetails } from "../status";
 import type { DebugLogRecord } from "../debug-log";
@@ -360,6 +361,55 @@ export class ControllerClient extends ControllerTransport {
   }
   removeStoragePool(model: string, pool: string): Promise<void> {
     return this.call(routes.removeStoragePool, { model, pool });
+  }
+
+  // --- secrets (user secrets: owned by the model; operators' secrets are listed and shown too) ---
+  /** Every secret of the model, metadata only: owner, revisions, grants, who tracks which revision. */
+  listSecrets(model: string): Promise<{ secrets: SecretInfo[] }> {
+    return this.call(routes.listSecrets, { model });
+  }
+  /** One secret by name or `secret:<id>`, metadata only. */
+  showSecret(model: string, secret: string): Promise<SecretInfo> {
+    return this.call(routes.showSecret, { model, secret }) as Promise<SecretInfo>;
+  }
+  /** One secret with the values of `revision` (default: the latest): for its creator or a superuser only. */
+  revealSecret(model: string, secret: string, revision?: number): Promise<RevealedSecret> {
+    return this.call(routes.showSecret, { model, secret }, undefined, {
+      reveal: true,
+      revision,
+    }) as Promise<RevealedSecret>;
+  }
+  /** A user secret named `name`; answers its uri and revision (1, or the existing one when it holds the same values). */
+  addSecret(
+    model: string,
+    name: string,
+    values: Record<string, string>,
+    description?: string,
+  ): Promise<{ uri: string; revision: number }> {
+    return this.call(
+      routes.addSecret,
+      { model },
+      { name, values, ...(description !== undefined ? { description } : {}) },
+    );
+  }
+  /** New values make a new revision; a new name or description alone does not. */
+  updateSecret(
+    model: string,
+    secret: string,
+    change: { values?: Record<string, string>; name?: string; description?: string },
+  ): Promise<{ uri: string; revision: number }> {
+    return this.call(routes.updateSecret, { model, secret }, change);
+  }
+  /** A user secret, or only one of its revisions. */
+  removeSecret(model: string, secret: string, revision?: number): Promise<void> {
+    return this.call(routes.removeSecret, { model, secret }, undefined, { revision });
+  }
+  /** Lets the applications' units read it (`secret-get`), e.g. through a config option of type secret. */
+  grantSecret(model: string, secret: string, apps: string[]): Promise<SecretInfo> {
+    return this.call(routes.grantSecret, { model, secret }, { apps });
+  }
+  revokeSecret(model: string, secret: string, apps: string[]): Promise<SecretInfo> {
+    return this.call(routes.revokeSecret, { model, secret }, { apps });
   }
 
   updateModel(

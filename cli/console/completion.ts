@@ -1,7 +1,8 @@
 /**
  * Tab completion for the console and for shells (`steward completion`): command names, each
  * command's options (read from its declarations by command-spec.ts, so a new option completes without
- * more code), and the names a command takes: models, controllers, applications and units.
+ * more code), and the names a command takes: models, controllers, applications and units (the
+ * applications grant-secret and revoke-secret name after the secret).
  */
 import { COMMAND_NAMES, loadCommand } from "../command-names";
 import type { CommandName } from "../command-names";
@@ -81,5 +82,8 @@ export async function completeWords(
   else if (command === "wait-for" && words.length === 1) candidates = ["model", "application", "unit"];
   else if (command === "wait-for" && words[1] === "model") candidates = await soft(sources.models());
   else if (TAKES_ENTITIES.has(command)) candidates = await soft(sources.entities());
+  // After the secret, the applications it is granted to or taken from.
+  else if ((command === "grant-secret" || command === "revoke-secret") && words.length >= 2)
+    candidates = (await soft(sources.entities())).filter((e) => !e.includes("/"));
   return [...new Set(candidates)].filter((c) => c.startsWith(current)).sort();
 }

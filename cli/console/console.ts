@@ -18,6 +18,7 @@ import { loadClientConfig, stewardHome } from "../client-config";
 import { COMMAND_NAMES } from "../command-names";
 import { didYouMean, nearest } from "../usage-problem";
 import { completeWords } from "./completion";
+import { carriesSecretValues } from "../secret-values";
 import { restrictedRefusal } from "./restricted";
 import { ControllerSources } from "./sources";
 import type { WebTerminal } from "./web-terminal";
@@ -270,7 +271,9 @@ class Console {
   private async saveHistory(newestFirst: string[]): Promise<void> {
     const path = join(this.home, HISTORY_FILE);
     await mkdir(this.home, { recursive: true, mode: 0o700 }).catch(() => undefined);
-    await writeFile(path, [...newestFirst].reverse().join("\n") + "\n", { mode: 0o600 }).catch(() => undefined);
+    // A line that gave a secret's values on its command line is not written down.
+    const kept = newestFirst.filter((line) => !carriesSecretValues(line));
+    await writeFile(path, [...kept].reverse().join("\n") + "\n", { mode: 0o600 }).catch(() => undefined);
     await chmod(path, 0o600).catch(() => undefined);
   }
 }

@@ -55,6 +55,14 @@ export const WEB_CONSOLE_COMMANDS: Partial<
   "storage-pools": {},
   "create-storage-pool": {},
   "remove-storage-pool": {},
+  "secrets": {},
+  "show-secret": {},
+  "grant-secret": {},
+  "revoke-secret": {},
+  "remove-secret": {},
+  // Values typed here would pass through this host's process list: only a new name or description.
+  "add-secret": { refuseWord: secretValueWord },
+  "update-secret": { refuseWord: secretValueWord },
   "config": {},
   "constraints": {},
   "remove-application": {},
@@ -92,6 +100,14 @@ export const WEB_CONSOLE_COMMANDS: Partial<
 };
 
 const OWN_MACHINE = "needs the steward CLI on your own machine";
+
+/** A secret's values (`key=value`, `key#file=PATH`, `-` for standard input) are not taken in the web console. */
+function secretValueWord(word: string): string | undefined {
+  if (word === "-") return "standard input is this console's keyboard; give values from a file with the CLI";
+  if (/^[^-][^=]*=/.test(word) || word.includes("#file="))
+    return "a secret's values would pass through the controller host's process list and files; give them from a file or standard input with the CLI";
+  return undefined;
+}
 
 /** Why each command outside the allow-list is refused. */
 const REFUSED: Record<string, string> = {

@@ -29,6 +29,7 @@ import type {
 } from "./documents";
 import { unitNumber } from "./agent-views";
 import { checkConfigTotal, configError, validateConfig } from "./config";
+import { checkConfigSecrets } from "./config-secrets";
 import { checkMachineConstraints } from "./constraints";
 import type { OperatorCharge } from "./operator-quotas";
 import { keys } from "./keys";
@@ -79,6 +80,7 @@ export class ApplicationOps extends StoreTxns {
         { field: "operator" },
       );
     const config = checkConfigTotal(validateConfig(op.doc.meta, req.config ?? {}, req.name), req.name);
+    await checkConfigSecrets(this.store, uuid, op.doc.meta, config, req.name);
     if (req.to && req.to.length > req.units)
       throw invalidRequest(
         `"to" names ${req.to.length} machines for ${req.units} units; give at most one machine per unit`,
@@ -320,6 +322,7 @@ export class ApplicationOps extends StoreTxns {
           } else sets[k] = v;
         }
         Object.assign(next, validateConfig(meta, sets, appName));
+        await checkConfigSecrets(this.store, uuid, meta, sets, appName);
         // Values the new operator no longer declares are dropped rather than refused, so upgrades that rename options work.
         for (const k of Object.keys(next)) if (!(k in meta.config)) delete next[k];
         checkConfigTotal(next, appName);

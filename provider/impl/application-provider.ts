@@ -137,13 +137,15 @@ export const applicationProvider = {
     const hash = await uploadOperator(client, inputs.operator);
     const uid = randomUUID();
     const id = `${inputs.model}/${inputs.name}/${uid.slice(0, 8)}`;
+    // Secrets its config names are granted before any unit reads config: deployed without units first.
+    const secrets = await configSecrets(inputs, inputs.config);
     try {
       await client.deploy(inputs.model, {
         name: inputs.name,
         operator: hash,
-        units: inputs.units,
+        units: secrets.length > 0 ? 0 : inputs.units,
         config: inputs.config,
-        ...(inputs.machines ? { to: inputs.machines } : {}),
+        ...(inputs.machines && secrets.length === 0 ? { to: inputs.machines } : {}),
         ...(inputs.constraints ? { constraints: inputs.constraints } : {}),
         ...(inputs.storage ? { storage: storageRequests(inputs.storage) } : {}),
       });
@@ -155,7 +157,12 @@ export const applicationProvider = {
         );
       const have = await observe(inputs, undefined);
       if (!have) throw e;
+      await grantSecrets(client, inputs, secrets);
       return { id, outs: await converge(client, id, { ...have, ...withoutDrift(inputs), uid }, inputs) };
+    }
+    if (secrets.length > 0) {
+      await grantSecrets(client, inputs, secrets);
+      await scale(client, inputs, inputs.machines !== undefined);
     }
     changed(inputs.connection, inputs.model);
     return { id, outs: await settle(client, id, inputs, uid) };
@@ -225,6 +232,8 @@ async function converge(
   const storage = sameStorage(olds.storage, news.storage)
     ? undefined
     : storageChange(olds.storage, news.storage, (await readOperatorDir(news.operator.path)).meta);
+  // Before the config that names them: the units read a secret option's secret as soon as it is set.
+  await grantSecrets(client, news, await configSecrets(news, patch));
   let applying: AppliedChange | undefined;
   if (upgrade || Object.keys(patch).length > 0 || constraints !== undefined || storage) {
     applying = changeOf(
@@ -239,6 +248,22 @@ async function converge(
   await scale(client, news, olds.machines !== undefined || news.machines !== undefined);
   changed(news.connection, news.model);
   return settle(client, id, news, olds.uid, applying);
+}
+
+/**
+ * The secret uris `config` gives the operator's options of type `secret`. The application is granted
+ * each (grantSecret is idempotent): a Secret resource cannot list an Application that depends on it
+ * through its `uri`, so using a user secret in config is what lets the application read it.
+ */
+async function configSecrets(i: ApplicationInputs, config: Record<string, ConfigValue | null>): Promise<string[]> {
+  const named = Object.entries(config).filter(([, v]) => typeof v === "string" && v.startsWith("secret:"));
+  if (named.length === 0) return [];
+  const { meta } = await readOperatorDir(i.operator.path);
+  return [...new Set(named.filter(([k]) => meta.config[k]?.type === "secret").map(([, v]) => v as string))];
+}
+
+async function grantSecrets(client: ControllerClient, i: ApplicationInputs, uris: string[]): Promise<void> {
+  for (const uri of uris) await client.grantSecret(i.model, uri, [i.name]);
 }
 
 /** Adds or removes units to reach `units` (or one per listed machine). */

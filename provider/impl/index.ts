@@ -10,13 +10,21 @@ import type * as pulumi from "@pulumi/pulumi";
 import type * as Session from "./session";
 
 export type ResourceKind =
-  "controller" | "model" | "machine" | "application" | "integration" | "kubernetesSeed" | "kubernetesController";
+  | "controller"
+  | "model"
+  | "machine"
+  | "application"
+  | "integration"
+  | "secret"
+  | "kubernetesSeed"
+  | "kubernetesController";
 export const RESOURCE_KINDS: readonly ResourceKind[] = [
   "controller",
   "model",
   "machine",
   "application",
   "integration",
+  "secret",
   "kubernetesSeed",
   "kubernetesController",
 ];

@@ -300,8 +300,9 @@ function ConfigEditor({
                 />
               ) : (
                 <input
-                  type={opt.type === "string" ? "text" : "number"}
+                  type={opt.type === "string" || opt.type === "secret" ? "text" : "number"}
                   step={opt.type === "float" ? "any" : "1"}
+                  placeholder={opt.type === "secret" ? "secret:… (steward secrets lists them)" : undefined}
                   name={k}
                   value={String(v)}
                   readOnly={!canWrite}
