@@ -334,6 +334,19 @@ test("the agent view's secrets: the same text from both builders, and only where
     { op: "add", uri: b, owner: "unit", label: "b", content: { two: "2" } },
   ]);
   await s.commit("app/0", [{ op: "track", uri: a, revision: 1, label: "theirs" }]);
+  // Seen alike by every unit of an application (the round's shared text), but its leader's: an
+  // application's secret granted to app over the relation, and a user's granted to app.
+  const c = s.newUri();
+  await s.commit("db/0", [
+    { op: "add", uri: c, owner: "application", label: 'c "quoted" \u2028', content: { three: "3" } },
+    { op: "set", uri: c, content: { three: "4" } },
+    { op: "grant", uri: c, relationId: 0 },
+  ]);
+  await s.commit("db/1", [{ op: "track", uri: c, revision: 2 }]);
+  await s.commit("app/0", [{ op: "track", uri: c, revision: 1, label: "c-theirs" }]);
+  const user = await s.secrets.addUserSecret(s.uuid, "admin", { name: "token", values: { token: "t1" } });
+  await s.cache.waitForRevision((await s.secrets.grantApps(s.uuid, "token", ["app"], true)).revision);
+  await s.commit("app/0", [{ op: "track", uri: user.uri, revision: 1 }]);
   await new Promise((r) => setTimeout(r, 2100));
   const now = Date.now();
   const round = new AgentViewRound(s.cache, ["10.0.0.1:17070"], 60, now);
@@ -353,6 +366,41 @@ test("the agent view's secrets: the same text from both builders, and only where
   t.deepEqual(
     db0.find((v) => v.uri === b),
     { uri: b, label: "b", owner: true, latest: 1 },
+  );
+  const unitView = (unit: string) =>
+    (JSON.parse(round.text(s.idx(), s.machineOf(unit))) as AgentView).units.find((u) => u.name === unit)!.secrets!;
+  t.deepEqual(
+    db0.find((v) => v.uri === c),
+    { uri: c, label: 'c "quoted" \u2028', owner: true, latest: 2 },
+    "the leader manages it (revision 1 is tracked by app/0, so not obsolete)",
+  );
+  t.deepEqual(
+    unitView("db/1").find((v) => v.uri === c),
+    { uri: c, label: 'c "quoted" \u2028', latest: 2, tracked: 2 },
+  );
+  t.deepEqual(
+    unitView("app/0").filter((v) => v.uri === c || v.uri === user.uri),
+    [
+      { uri: c, label: "c-theirs", latest: 2, tracked: 1 },
+      { uri: user.uri, latest: 1, tracked: 1 },
+    ].sort((x, y) => x.uri.localeCompare(y.uri)),
+  );
+  // A grant whose relation ended shows nothing.
+  await s.cache.waitForRevision(
+    await s.store.put(
+      docs.relation.key(s.uuid, 0),
+      JSON.stringify({ ...JSON.parse((await s.store.get(docs.relation.key(s.uuid, 0)))!.value), life: "dying" }),
+    ),
+  );
+  const after = new AgentViewRound(s.cache, ["10.0.0.1:17070"], 60, now);
+  for (const machine of machines)
+    t.is(
+      after.text(s.idx(), machine),
+      JSON.stringify(buildAgentView(s.cache, s.idx(), machine, ["10.0.0.1:17070"], 60, now)),
+    );
+  t.deepEqual(
+    (JSON.parse(after.text(s.idx(), s.machineOf("app/0"))) as AgentView).units[0]!.secrets!.map((v) => v.uri),
+    [user.uri],
   );
 });
 
