@@ -365,6 +365,12 @@ export const ErrorReasons = {
     about:
       "the model holds as many secrets as it may (SECRET_LIMITS.perModel): remove secrets it no longer needs first",
   },
+  "secret-metadata-full": {
+    code: "quota-exceeded",
+    retryable: false,
+    about:
+      "the secret's metadata (its consumers and their labels, grants, revisions) would pass SECRET_LIMITS.metadataBytes: consumers' shorter labels (or none), grants to applications rather than to each unit, or removing old revisions make room",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

@@ -43,6 +43,14 @@ export const SECRET_LIMITS = {
   perModel: 10_000,
   labelChars: 128,
   descriptionChars: 1024,
+  /**
+   * The bytes of one secret's metadata document as stored (its consumers and their labels, grants,
+   * revisions, description): a write that would grow it past this is refused (`secret-metadata-full`).
+   * A third under the store's 1.5 MiB value limit, so that what only the controller adds (the expiry
+   * worker's marks) and a document at the bound always fit. About 5,000 consumers with 128-character
+   * labels (and 40-character application names), or 16,000 with none, fit in it.
+   */
+  metadataBytes: 1024 * 1024,
 } as const;
 
 /** Keys as Juju takes them: lower case letters, digits and single hyphens, at least 3 characters. */

@@ -32,6 +32,7 @@ import { benchKubernetesController } from "./kubernetes-controller";
 import { benchUpgradeController } from "./upgrade-controller";
 import { benchStorageAttach } from "./storage-attach";
 import { benchStorageAttachKubernetes } from "./storage-attach-kubernetes";
+import { benchSecrets } from "./secrets";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -71,6 +72,7 @@ const all: Record<string, Benchmark> = {
     smoke: () => benchKubernetesController({ runs: 1 }),
   },
   "upgrade-controller": { full: () => benchUpgradeController(), smoke: () => benchUpgradeController({ size: 1 }) },
+  secrets: { full: () => benchSecrets(), smoke: () => benchSecrets({ size: 50, calls: 20, userCalls: 5 }) },
   "storage-attach": {
     full: async () => {
       await benchStorageAttach();

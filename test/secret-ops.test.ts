@@ -19,6 +19,7 @@ import {
   AgentViewRound,
   EmbeddedStore,
   KIND,
+  MAX_VALUE_BYTES,
   RelationOps,
   Sealer,
   SecretOps,
@@ -333,6 +334,19 @@ test("the agent view's secrets: the same text from both builders, and only where
     { op: "add", uri: b, owner: "unit", label: "b", content: { two: "2" } },
   ]);
   await s.commit("app/0", [{ op: "track", uri: a, revision: 1, label: "theirs" }]);
+  // Seen alike by every unit of an application (the round's shared text), but its leader's: an
+  // application's secret granted to app over the relation, and a user's granted to app.
+  const c = s.newUri();
+  await s.commit("db/0", [
+    { op: "add", uri: c, owner: "application", label: 'c "quoted" \u2028', content: { three: "3" } },
+    { op: "set", uri: c, content: { three: "4" } },
+    { op: "grant", uri: c, relationId: 0 },
+  ]);
+  await s.commit("db/1", [{ op: "track", uri: c, revision: 2 }]);
+  await s.commit("app/0", [{ op: "track", uri: c, revision: 1, label: "c-theirs" }]);
+  const user = await s.secrets.addUserSecret(s.uuid, "admin", { name: "token", values: { token: "t1" } });
+  await s.cache.waitForRevision((await s.secrets.grantApps(s.uuid, "token", ["app"], true)).revision);
+  await s.commit("app/0", [{ op: "track", uri: user.uri, revision: 1 }]);
   await new Promise((r) => setTimeout(r, 2100));
   const now = Date.now();
   const round = new AgentViewRound(s.cache, ["10.0.0.1:17070"], 60, now);
@@ -352,6 +366,41 @@ test("the agent view's secrets: the same text from both builders, and only where
   t.deepEqual(
     db0.find((v) => v.uri === b),
     { uri: b, label: "b", owner: true, latest: 1 },
+  );
+  const unitView = (unit: string) =>
+    (JSON.parse(round.text(s.idx(), s.machineOf(unit))) as AgentView).units.find((u) => u.name === unit)!.secrets!;
+  t.deepEqual(
+    db0.find((v) => v.uri === c),
+    { uri: c, label: 'c "quoted" \u2028', owner: true, latest: 2 },
+    "the leader manages it (revision 1 is tracked by app/0, so not obsolete)",
+  );
+  t.deepEqual(
+    unitView("db/1").find((v) => v.uri === c),
+    { uri: c, label: 'c "quoted" \u2028', latest: 2, tracked: 2 },
+  );
+  t.deepEqual(
+    unitView("app/0").filter((v) => v.uri === c || v.uri === user.uri),
+    [
+      { uri: c, label: "c-theirs", latest: 2, tracked: 1 },
+      { uri: user.uri, latest: 1, tracked: 1 },
+    ].sort((x, y) => x.uri.localeCompare(y.uri)),
+  );
+  // A grant whose relation ended shows nothing.
+  await s.cache.waitForRevision(
+    await s.store.put(
+      docs.relation.key(s.uuid, 0),
+      JSON.stringify({ ...JSON.parse((await s.store.get(docs.relation.key(s.uuid, 0)))!.value), life: "dying" }),
+    ),
+  );
+  const after = new AgentViewRound(s.cache, ["10.0.0.1:17070"], 60, now);
+  for (const machine of machines)
+    t.is(
+      after.text(s.idx(), machine),
+      JSON.stringify(buildAgentView(s.cache, s.idx(), machine, ["10.0.0.1:17070"], 60, now)),
+    );
+  t.deepEqual(
+    (JSON.parse(after.text(s.idx(), s.machineOf("app/0"))) as AgentView).units[0]!.secrets!.map((v) => v.uri),
+    [user.uri],
   );
 });
 
@@ -425,4 +474,63 @@ test("secrets of a removed owner go, and consumers, grants and user secrets' rev
   );
   t.deepEqual(s.secret(user.uri)!.grants, [{ app: "app" }], "a grant to an application still there stays");
   t.is(await s.store.get(keys.secretRevision(s.uuid, user.uri.slice(7), 1)), undefined);
+});
+
+test("a secret's metadata is bounded: consumers' labels count against it, a write past it is refused before anything is written", async (t) => {
+  const s = await setup(t);
+  // The bound leaves room under the store's value limit for what only the controller adds.
+  t.true(SECRET_LIMITS.metadataBytes + 256 * 1024 < MAX_VALUE_BYTES);
+  const uri = s.newUri();
+  const id = uri.slice("secret:".length);
+  await s.commit("db/0", [
+    { op: "add", uri, owner: "application", content: { password: "p" } },
+    { op: "grant", uri, relationId: 0 },
+  ]);
+  const stored = async () => (await s.store.get(keys.secret(s.uuid, id)))!;
+  /** Stores the secret with as many more consumers (units that read it before) as fit in `target` bytes, each with a 128-character label. */
+  const withConsumers = async (target: number) => {
+    const doc = JSON.parse((await stored()).value) as SecretDoc;
+    const label = "l".repeat(SECRET_LIMITS.labelChars);
+    for (let i = 0; ; i++) {
+      doc.consumers[`a-long-application-name-of-forty-chars-x/${i}`] = { revision: 1, label };
+      if (Buffer.byteLength(JSON.stringify(doc)) <= target) continue;
+      delete doc.consumers[`a-long-application-name-of-forty-chars-x/${i}`];
+      break;
+    }
+    // To the byte: a description fills what one more consumer would not.
+    delete doc.description;
+    doc.description = "d".repeat(target - Buffer.byteLength(JSON.stringify(doc)) - ',"description":""'.length);
+    t.is(Buffer.byteLength(JSON.stringify(doc)), target);
+    await s.cache.waitForRevision(await s.store.put(keys.secret(s.uuid, id), JSON.stringify(doc)));
+    return doc;
+  };
+  // Thousands of consumers with the longest labels: what the bound is for.
+  const near = await withConsumers(SECRET_LIMITS.metadataBytes - 60);
+  t.true(Object.keys(near.consumers).length > 4000, `${Object.keys(near.consumers).length} consumers`);
+  const before = (await stored()).modRevision;
+
+  // app/0 reading it with a 128-character label would pass the bound: refused, with what takes the room.
+  const long = await t.throwsAsync<StewardError>(
+    s.commit("app/0", [{ op: "track", uri, revision: 1, label: "m".repeat(SECRET_LIMITS.labelChars) }]),
+  );
+  t.is(long?.reason, "secret-metadata-full");
+  t.is(long?.code, "quota-exceeded");
+  t.regex(
+    long!.message,
+    /metadata would be \d+ bytes .* more than the 1048576 a secret may hold \(consumers: \d+, grants: 1, revisions: 1\): consumers' labels count against it/,
+  );
+  t.is((await stored()).modRevision, before, "nothing was written");
+  t.false("app/0" in s.secret(uri)!.consumers);
+  // Without a label it fits.
+  await s.commit("app/0", [{ op: "track", uri, revision: 1 }]);
+  t.deepEqual(s.secret(uri)!.consumers["app/0"], { revision: 1 });
+  t.true((await stored()).value.length <= SECRET_LIMITS.metadataBytes);
+
+  // A document already past the bound (written before it existed) may still shrink, not grow.
+  await withConsumers(SECRET_LIMITS.metadataBytes + 1000);
+  await t.throwsAsync(s.commit("app/0", [{ op: "track", uri, revision: 1, label: "grows-it" }]), {
+    message: /metadata would be/,
+  });
+  await s.commit("db/0", [{ op: "revoke", uri, relationId: 0 }]);
+  t.deepEqual(s.secret(uri)!.grants, []);
 });

@@ -102,8 +102,8 @@ export function buildAgentView(
 export class AgentViewRound {
   private readonly appParts = new Map<ApplicationDoc, string>();
   private readonly heads = new Map<ModelIndex, string>();
-  /** Each model's secrets by the applications that may see them, made once per round. */
-  private readonly secretIndex = new Map<ModelIndex, Map<string, SecretDoc[]>>();
+  /** Each model's secrets by the applications that may see them, as text parts, made once per round. */
+  private readonly secretIndex = new Map<ModelIndex, Map<string, SecretPart[]>>();
   private readonly tail: string;
 
   constructor(
@@ -127,7 +127,7 @@ export class AgentViewRound {
         `,"leader":${leader?.unit === u.name},"leaderKnown":${leader !== undefined},"leaderSettingsVersion":${idx.leaderData.get(u.app)?.rev ?? 0}` +
         `,"relations":${JSON.stringify(relationsOf(idx, u.app, u.name))}${u.resolve ? `,"resolve":${JSON.stringify(u.resolve)}` : ""}` +
         `${idx.taskQueue.has(u.name) ? `,"actions":${JSON.stringify(queuedActions(idx, u.name).actions)}` : ""}` +
-        `${storageText(idx, u.name)}${byApp ? secretsText(idx, byApp, u, this.now) : ""}}`;
+        `${storageText(idx, u.name)}${byApp ? secretsText(idx, byApp.get(u.app), u, this.now) : ""}}`;
     }
     const machine = { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" };
     const machineStorage = machineStorageWork(idx.storage, machineId);
@@ -135,11 +135,20 @@ export class AgentViewRound {
     return `${this.head(idx)},"machine":${JSON.stringify(machine)},"units":[${units}]${this.tail}${storage}}`;
   }
 
-  /** The model's secrets by application (undefined when it has none: views then carry no field). */
-  private secretsOf(idx: ModelIndex): Map<string, SecretDoc[]> | undefined {
+  /** The model's secrets by application as text parts (undefined when it has none: views then carry no field). */
+  private secretsOf(idx: ModelIndex): Map<string, SecretPart[]> | undefined {
     if (idx.secrets.size === 0) return undefined;
     let byApp = this.secretIndex.get(idx);
-    if (!byApp) this.secretIndex.set(idx, (byApp = secretsByApp(idx)));
+    if (!byApp) {
+      byApp = new Map();
+      const alive = (id: number): boolean => idx.relations.get(id)?.life === "alive";
+      for (const [app, list] of secretsByApp(idx))
+        byApp.set(
+          app,
+          list.map((doc) => secretPart(doc, app, alive)),
+        );
+      this.secretIndex.set(idx, byApp);
+    }
     return byApp;
   }
 
@@ -226,34 +235,94 @@ function unitSecrets(
 ): { secrets?: UnitSecretView[] } {
   const candidates = byApp?.get(unit.app);
   if (!candidates) return {};
-  const alive = (id: number): boolean => idx.relations.get(id)?.life === "alive";
   const out: UnitSecretView[] = [];
   for (const doc of candidates) {
-    const side = ownerSide(doc, unit);
-    if (!side && !grantFor(doc, unit, alive)) continue;
-    const owner = manages(doc, unit, (app) => idx.leaders.get(app)?.unit);
-    const consumer = doc.consumers[unit.name];
-    const label = side ? doc.label : consumer?.label;
-    const expired = owner ? expiredRevisions(doc, now) : [];
-    const obsolete = owner ? obsoleteRevisions(doc) : [];
-    out.push({
-      uri: secretUri(doc.id),
-      ...(label !== undefined ? { label } : {}),
-      ...(owner ? { owner: true as const } : {}),
-      latest: doc.latest,
-      ...(consumer ? { tracked: consumer.revision } : {}),
-      ...(owner && doc.rotateDueAt !== undefined ? { rotateDue: doc.rotateDueAt } : {}),
-      ...(expired.length > 0 ? { expired } : {}),
-      ...(obsolete.length > 0 ? { obsolete } : {}),
-    });
+    const view = unitSecretView(idx, doc, unit, now);
+    if (view) out.push(view);
   }
   return out.length > 0 ? { secrets: out } : {};
 }
 
-/** `,"secrets":[…]` of a unit that may see secrets, as {@link unitSecrets} gives it. */
-function secretsText(idx: ModelIndex, byApp: Map<string, SecretDoc[]>, unit: UnitDoc, now: number): string {
-  const { secrets } = unitSecrets(idx, byApp, unit, now);
-  return secrets ? `,"secrets":${JSON.stringify(secrets)}` : "";
+/** What `unit` sees of `doc`, or undefined when it may not see it. */
+function unitSecretView(idx: ModelIndex, doc: SecretDoc, unit: UnitDoc, now: number): UnitSecretView | undefined {
+  const side = ownerSide(doc, unit);
+  if (!side && !grantFor(doc, unit, (id) => idx.relations.get(id)?.life === "alive")) return undefined;
+  const owner = manages(doc, unit, (app) => idx.leaders.get(app)?.unit);
+  const consumer = doc.consumers[unit.name];
+  const label = side ? doc.label : consumer?.label;
+  const expired = owner ? expiredRevisions(doc, now) : [];
+  const obsolete = owner ? obsoleteRevisions(doc) : [];
+  return {
+    uri: secretUri(doc.id),
+    ...(label !== undefined ? { label } : {}),
+    ...(owner ? { owner: true as const } : {}),
+    latest: doc.latest,
+    ...(consumer ? { tracked: consumer.revision } : {}),
+    ...(owner && doc.rotateDueAt !== undefined ? { rotateDue: doc.rotateDueAt } : {}),
+    ...(expired.length > 0 ? { expired } : {}),
+    ...(obsolete.length > 0 ? { obsolete } : {}),
+  };
+}
+
+/**
+ * One secret as the units of one application see it, made once per round. Most of them see it alike
+ * (through their application: it owns the secret, or was granted it), and differ only in what they
+ * track and the label they gave it: their text is made from `head` and `latest`, not object by
+ * object. A unit the secret singles out (its owning unit, a unit it was granted to, the leader that
+ * manages it) gets {@link unitSecretView}'s.
+ */
+interface SecretPart {
+  doc: SecretDoc;
+  /** Every unit of the application sees it alike, but for `manager` (undefined: each unit is looked at alone). */
+  alike?: {
+    /** `{"uri":…` */
+    head: string;
+    /** `,"label":…` of the owner's label, for units on the owner's side ("" without one); undefined: a consumer's own. */
+    ownerLabel?: string;
+    /** `,"latest":N` */
+    latest: string;
+    /** The application whose leader manages it: its units get {@link unitSecretView}'s. */
+    managedBy?: string;
+  };
+  /** No unit of the application sees it (neither owner nor granted through the application, nor a unit of it). */
+  hidden?: true;
+}
+
+function secretPart(doc: SecretDoc, app: string, alive: (id: number) => boolean): SecretPart {
+  if (doc.owner.kind === "unit" || doc.grants.some((g) => g.unit !== undefined)) return { doc };
+  const side = doc.owner.kind === "application" && doc.owner.app === app;
+  if (!side && !doc.grants.some((g) => g.app === app && (g.relationId === undefined || alive(g.relationId))))
+    return { doc, hidden: true };
+  return {
+    doc,
+    alike: {
+      head: `{"uri":${JSON.stringify(secretUri(doc.id))}`,
+      ...(side ? { ownerLabel: doc.label !== undefined ? `,"label":${JSON.stringify(doc.label)}` : "" } : {}),
+      latest: `,"latest":${doc.latest}`,
+      ...(side ? { managedBy: app } : {}),
+    },
+  };
+}
+
+/** `,"secrets":[…]` of a unit that may see secrets: the text of {@link unitSecrets}'s, made from the round's parts. */
+function secretsText(idx: ModelIndex, parts: SecretPart[] | undefined, unit: UnitDoc, now: number): string {
+  if (!parts) return "";
+  let out = "";
+  for (const { doc, alike, hidden } of parts) {
+    if (hidden) continue;
+    let text: string | undefined;
+    if (alike && (alike.managedBy === undefined || idx.leaders.get(alike.managedBy)?.unit !== unit.name)) {
+      const consumer = doc.consumers[unit.name];
+      const label =
+        alike.ownerLabel ?? (consumer?.label !== undefined ? `,"label":${JSON.stringify(consumer.label)}` : "");
+      text = `${alike.head}${label}${alike.latest}${consumer ? `,"tracked":${consumer.revision}` : ""}}`;
+    } else {
+      const view = unitSecretView(idx, doc, unit, now);
+      text = view && JSON.stringify(view);
+    }
+    if (text !== undefined) out += out ? `,${text}` : text;
+  }
+  return out ? `,"secrets":[${out}]` : "";
 }
 
 /** Queued actions a view carries: the agent runs them one at a time, and the next come as these finish. */

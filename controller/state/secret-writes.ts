@@ -2,8 +2,8 @@
  * The working set of one transaction's secret changes (a user's request, or every secret-* change of
  * one hook): each secret read once, changed in memory as the changes come, and written once, with a
  * compare on every revision read, so that the whole is applied or nothing is. New revisions are sealed
- * here; the limits (content size, revisions per secret, secrets per model) are refused here with the
- * reason that names them. A user secret's revisions that nobody tracks any more go as it is written
+ * here; the limits (content size, revisions per secret, secrets per model, the metadata document's
+ * bytes) are refused here with the reason that names them. A user secret's revisions that nobody tracks any more go as it is written
  * (Juju's auto-prune).
  */
 import type { SecretOwner } from "../../api";
@@ -30,6 +30,14 @@ export const secretRefusal = {
       "quota-exceeded",
       `the model holds ${SECRET_LIMITS.perModel} secrets, as many as a model may: remove secrets it no longer needs first`,
       { reason: "model-secrets-full" },
+    ),
+  metadataFull: (doc: SecretDoc, bytes: number) =>
+    new StewardError(
+      "quota-exceeded",
+      `${secretUri(doc.id)}'s metadata would be ${bytes} bytes with this change, more than the ${SECRET_LIMITS.metadataBytes} a secret may hold ` +
+        `(consumers: ${Object.keys(doc.consumers).length}, grants: ${doc.grants.length}, revisions: ${doc.revisions.length}): ` +
+        `consumers' labels count against it, so shorter labels (or none) let more units read it; grants to an application rather than to each of its units, or fewer revisions, make room too`,
+      { reason: "secret-metadata-full", details: { bytes, limit: SECRET_LIMITS.metadataBytes } },
     ),
   notReadable: (who: string, uri: string) =>
     new StewardError("forbidden", `${who} may not read ${uri}: it neither owns it nor was granted it`, {
@@ -58,6 +66,8 @@ interface Entry {
   key: string;
   /** The store revision it was read at (0: absent). */
   rev: number;
+  /** The bytes of its document as read (0: absent): one already past the metadata bound may still shrink. */
+  bytes: number;
   doc: SecretDoc | undefined;
   changed: boolean;
   /** The store held it, and it is removed: its revisions go too. */
@@ -94,6 +104,7 @@ export class SecretWrites {
       e = {
         key: keys.secret(this.uuid, id),
         rev: read?.rev ?? 0,
+        bytes: read ? Buffer.byteLength(put(docs.secret, this.uuid, id, read.doc).value) : 0,
         doc: read?.doc,
         changed: false,
         removed: false,
@@ -215,7 +226,12 @@ export class SecretWrites {
     e.changed = true;
   }
 
-  /** The compares and writes of everything changed (a user secret's untracked old revisions pruned). */
+  /**
+   * The compares and writes of everything changed (a user secret's untracked old revisions pruned).
+   * A document that would grow past SECRET_LIMITS.metadataBytes is refused here, before anything is
+   * written: thousands of consumers with long labels would otherwise reach the store's value limit,
+   * and every later write of the secret (a revision, a grant, the schedule's) would fail on it.
+   */
   emit(compare: Compare[], ops: Op[]): void {
     if (this.seq && [...this.entries.values()].some((e) => e.changed)) {
       compare.push(unchanged(keys.secretSeq(this.uuid), this.seq.rev));
@@ -232,7 +248,10 @@ export class SecretWrites {
         continue;
       }
       if (e.doc.owner.kind === "model") for (const r of obsoleteRevisions(e.doc)) this.dropRevision(e.doc, r);
-      ops.push(put(docs.secret, this.uuid, id, e.doc));
+      const op = put(docs.secret, this.uuid, id, e.doc);
+      const bytes = Buffer.byteLength(op.value);
+      if (bytes > SECRET_LIMITS.metadataBytes && bytes > e.bytes) throw secretRefusal.metadataFull(e.doc, bytes);
+      ops.push(op);
     }
     // A removed secret's revisions went with its prefix.
     for (const op of this.revisionOps) {
