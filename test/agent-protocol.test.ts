@@ -3,12 +3,14 @@
  * what a hook commits is checked there too (leadership, sizes, ownership), all or nothing.
  */
 import test from "ava";
-import WebSocket from "ws";
-import type { AgentView, StewardError } from "../api";
-import { CONTROLLER_TLS_NAME, errorFromWire } from "../api";
+import type { StewardError } from "../api";
+import { CONTROLLER_TLS_NAME } from "../api";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
+import WebSocket from "ws";
 import { eventually } from "./harness/eventually";
+import type { SimulatedAgent } from "./harness/simulated-agent";
+import { simulatedAgent as simulatedAgentOf } from "./harness/simulated-agent";
 import { recorderVariant } from "./harness/operators";
 
 let tc: TestController;
@@ -19,56 +21,9 @@ test.after.always(async () => {
   await tc?.close();
 });
 
-/** A minimal agent: connects with a machine credential, keeps the latest view, makes calls. */
-async function simulatedAgent(
-  model: string,
-  machine: string,
-  credential: string,
-): Promise<{
-  view: () => AgentView | undefined;
-  call: <T>(method: string, params: unknown) => Promise<T>;
-  close: () => void;
-}> {
-  let view: AgentView | undefined;
-  let id = 0;
-  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
-  const ws = new WebSocket(`wss://${tc.addresses[0]}/v1/agent`, {
-    ca: tc.caCert,
-    servername: CONTROLLER_TLS_NAME,
-    headers: { authorization: `Agent ${model}/${machine}/${credential}` },
-  } as WebSocket.ClientOptions);
-  ws.on("message", (d: Buffer) => {
-    const f = JSON.parse(d.toString()) as {
-      t: string;
-      id: number;
-      topic?: string;
-      data?: AgentView;
-      result?: unknown;
-      error?: never;
-    };
-    if (f.t === "push") view = f.data;
-    else if (f.t === "res") {
-      const p = pending.get(f.id)!;
-      pending.delete(f.id);
-      if (f.error) p.reject(errorFromWire(f.error, 400));
-      else p.resolve(f.result);
-    }
-  });
-  await new Promise((resolve, reject) => {
-    ws.once("open", resolve);
-    ws.once("error", reject);
-  });
-  return {
-    view: () => view,
-    call: <T>(method: string, params: unknown) =>
-      new Promise<T>((resolve, reject) => {
-        const n = ++id;
-        pending.set(n, { resolve: resolve as (v: unknown) => void, reject });
-        ws.send(JSON.stringify({ t: "req", id: n, method, params }));
-      }),
-    close: () => ws.close(),
-  };
-}
+/** A simulated agent (harness/simulated-agent.ts) of this file's controller. */
+const simulatedAgent = (model: string, machine: string, credential: string): Promise<SimulatedAgent> =>
+  simulatedAgentOf(tc, model, machine, credential);
 
 test("hook commits are checked by the controller and applied all or nothing", async (t) => {
   const { uuid } = await tc.admin.createModel("proto");

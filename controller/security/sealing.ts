@@ -32,32 +32,18 @@ export class Sealer {
   }
 
   seal(purpose: string, plaintext: string): string {
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", this.key, iv);
-    cipher.setAAD(Buffer.from(purpose));
-    const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
-    return `${VERSION}.${Buffer.concat([iv, body, cipher.getAuthTag()]).toString("base64url")}`;
+    return aeadSeal(this.key, VERSION, purpose, plaintext);
   }
 
   /** Throws when `sealed` was not sealed by this controller for `purpose`, or was altered. */
   open(purpose: string, sealed: string): string {
-    const [version, b64] = sealed.split(".");
-    const raw = Buffer.from(b64 ?? "", "base64url");
-    if (version !== VERSION || raw.length < IV_BYTES + TAG_BYTES)
-      throw new Error(`sealed ${purpose} is not in a format this controller knows`);
-    const decipher = createDecipheriv("aes-256-gcm", this.key, raw.subarray(0, IV_BYTES));
-    decipher.setAAD(Buffer.from(purpose));
-    decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
-    try {
-      return Buffer.concat([
-        decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)),
-        decipher.final(),
-      ]).toString("utf8");
-    } catch {
+    const opened = aeadOpen(this.key, VERSION, purpose, sealed);
+    if (opened === FORMAT) throw new Error(`sealed ${purpose} is not in a format this controller knows`);
+    if (opened === ALTERED)
       throw new Error(
         `sealed ${purpose} does not open with this controller's key (altered, or sealed by another controller)`,
       );
-    }
+    return opened.plaintext;
   }
 
   sealJson(purpose: string, value: unknown): string {
@@ -66,5 +52,43 @@ export class Sealer {
 
   openJson<T>(purpose: string, sealed: string): T {
     return JSON.parse(this.open(purpose, sealed)) as T;
+  }
+}
+
+/** {@link aeadOpen}'s answers when a value does not open: not `<version>.…` at all, or altered (or another key's). */
+export const FORMAT = "format";
+export const ALTERED = "altered";
+
+/** AES-256-GCM of `plaintext` under `key`, bound to `purpose` (additional data): `<version>.<iv, body, tag as base64url>`. */
+export function aeadSeal(key: Buffer, version: string, purpose: string, plaintext: string): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv("aes-256-gcm", key, iv);
+  cipher.setAAD(Buffer.from(purpose));
+  const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
+  return `${version}.${Buffer.concat([iv, body, cipher.getAuthTag()]).toString("base64url")}`;
+}
+
+/** What {@link aeadSeal} sealed under `key` for `purpose`, or why it does not open. */
+export function aeadOpen(
+  key: Buffer,
+  version: string,
+  purpose: string,
+  sealed: unknown,
+): { plaintext: string } | typeof FORMAT | typeof ALTERED {
+  const [v, b64] = typeof sealed === "string" ? sealed.split(".") : [];
+  const raw = Buffer.from(b64 ?? "", "base64url");
+  if (v !== version || raw.length < IV_BYTES + TAG_BYTES) return FORMAT;
+  const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, IV_BYTES));
+  decipher.setAAD(Buffer.from(purpose));
+  decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
+  try {
+    return {
+      plaintext: Buffer.concat([
+        decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)),
+        decipher.final(),
+      ]).toString("utf8"),
+    };
+  } catch {
+    return ALTERED;
   }
 }

@@ -17,8 +17,6 @@
  */
 import type { KeyObject } from "node:crypto";
 import {
-  createCipheriv,
-  createDecipheriv,
   createHmac,
   createPrivateKey,
   createPublicKey,
@@ -34,6 +32,7 @@ import { StewardError } from "../../api";
 import { dataFiles } from "../config";
 import type { ScryptParams } from "./passphrase-key";
 import { SCRYPT, derivePassphraseKey, scryptCostProblem } from "./passphrase-key";
+import { ALTERED, FORMAT, aeadOpen, aeadSeal } from "./sealing";
 
 /** How the secret values of an export are sealed. */
 export type TransferSealing =
@@ -41,8 +40,6 @@ export type TransferSealing =
   | { kind: "passphrase"; kdf: ScryptParams & { name: "scrypt"; salt: string }; keyCheck: string };
 
 const VERSION = "t1";
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
 const X25519_BYTES = 32;
 /** PKCS#8 DER of an X25519 private key, up to its 32 raw bytes (RFC 8410). */
 const X25519_PKCS8_PREFIX = Buffer.from("302e020100300506032b656e04220420", "hex");
@@ -61,32 +58,19 @@ export class TransferSealer {
   constructor(private readonly key: Buffer) {}
 
   seal(purpose: string, plaintext: string): string {
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", this.key, iv);
-    cipher.setAAD(Buffer.from(purpose));
-    const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
-    return `${VERSION}.${Buffer.concat([iv, body, cipher.getAuthTag()]).toString("base64url")}`;
+    return aeadSeal(this.key, VERSION, purpose, plaintext);
   }
 
   /** Throws a {@link TransferSealError} when `sealed` was not sealed under this key for `purpose`, or was altered. */
   open(purpose: string, sealed: string): string {
-    const [version, b64] = typeof sealed === "string" ? sealed.split(".") : [];
-    const raw = Buffer.from(b64 ?? "", "base64url");
-    if (version !== VERSION || raw.length < IV_BYTES + TAG_BYTES)
+    const opened = aeadOpen(this.key, VERSION, purpose, sealed);
+    if (opened === FORMAT)
       throw new TransferSealError(`the sealed value of ${purpose} is not in a format this controller knows`);
-    const decipher = createDecipheriv("aes-256-gcm", this.key, raw.subarray(0, IV_BYTES));
-    decipher.setAAD(Buffer.from(purpose));
-    decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
-    try {
-      return Buffer.concat([
-        decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)),
-        decipher.final(),
-      ]).toString("utf8");
-    } catch {
+    if (opened === ALTERED)
       throw new TransferSealError(
         `the sealed value of ${purpose} does not open: it was altered, moved, or sealed for another reader`,
       );
-    }
+    return opened.plaintext;
   }
 }
 
