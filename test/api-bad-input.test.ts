@@ -181,7 +181,7 @@ test("an invalid operator.yaml is refused naming the field and line", async (t) 
   );
   const err = await t.throwsAsync<StewardError>(readOperatorDir(dir));
   t.is(err?.code, "operator-invalid");
-  t.is(err?.message, 'operator.yaml:5: "config.message.type" must be one of string, int, float, boolean');
+  t.is(err?.message, 'operator.yaml:5: "config.message.type" must be one of string, int, float, boolean, secret');
   const unknown = await brokenOperator((d) =>
     writeFile(join(d, "operator.yaml"), 'name: motd\nversion: "1"\nsumary: typo\n'),
   );
