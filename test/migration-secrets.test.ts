@@ -8,13 +8,13 @@
  * ones arrive on the target, as the move itself needs no agent of theirs. Then the same with live
  * agents and hooks (the secret-db / secret-client fixture pair on local machines): they stay through
  * the move, no hook runs for it, and on the target the owner publishes a new revision which the
- * consumer reads with secret-changed.
+ * consumer reads with secret-changed; the model's log, carried along, holds no value.
  */
 import test from "ava";
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { MigrationInfo, RevealedSecret, StewardError } from "../api";
+import type { DebugLogRecord, MigrationInfo, RevealedSecret, StewardError } from "../api";
 import { routes } from "../api";
 import type { Store } from "../controller";
 import { keys } from "../controller";
@@ -206,6 +206,9 @@ test.serial(
     );
     const before = await quietHooks(record);
     t.true((before["app/0"] ?? []).includes("database-relation-changed"), JSON.stringify(before));
+    const first = (
+      (await a.admin.call(routes.showSecret, { model, secret: uri }, undefined, { reveal: "true" })) as RevealedSecret
+    ).content.values.password!;
 
     const done = await migrateAndWait(a.admin, model, {
       name: "b",
@@ -291,7 +294,20 @@ test.serial(
     t.is(listed.code, 0, listed.stderr);
     t.log(listed.stdout);
     t.log(JSON.stringify(after));
-    t.false(listed.stdout.includes(revealed.content.values.password!), "the list shows no value");
+    const second = revealed.content.values.password!;
+    t.false(listed.stdout.includes(second), "the list shows no value");
+
+    // The model's log, carried to the target by the move and added to there, holds neither value.
+    const logs: DebugLogRecord[] = [];
+    await b.admin.debugLog(model, { replay: true, tail: false }, (r) => logs.push(r));
+    t.true(
+      logs.some((r) => r.unit === "app/0" && Date.parse(r.ts) < Date.parse(done.history[0]!.at)),
+      "logs from before the move",
+    );
+    t.false(
+      logs.some((r) => r.message.includes(first) || r.message.includes(second)),
+      "the target's debug-log holds no value",
+    );
   },
 );
 
