@@ -6,21 +6,26 @@
  * directories and logs, in the debug-log stream, in `steward status --format json`, in an export file
  * (sealed to a passphrase) or in a backup file. The export imports on another controller with its
  * passphrase (a wrong one is refused, a GET export refused), and the backup restored onto a fresh
- * data directory opens them again (it carries the CA key the sealing key derives from).
+ * data directory opens them again (it carries the CA key the sealing key derives from). Then the same
+ * scan after real hooks (the secret-db / secret-client fixture pair on local machines) added, read
+ * and published a new revision of a secret: its values, learnt by revealing each revision, are
+ * nowhere either.
  */
 import test from "ava";
+import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { DebugLogRecord, StewardError } from "../api";
+import type { DebugLogRecord, RevealedSecret, StewardError } from "../api";
 import { routes } from "../api";
 import { saveClientConfig } from "../cli";
 import { Sealer, keys, openBackup, parseSnapshot, restoreControllerDir, revisionPurpose } from "../controller";
 import { cliRunner } from "./harness/cli";
 import type { TestController } from "./harness/controller";
-import { allReady, startTestController } from "./harness/controller";
+import { allReady, fixturesDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { recordDir, recorderVariant } from "./harness/operators";
+import { secretEventOf } from "./harness/secret-fixtures";
 import type { SimulatedAgent } from "./harness/simulated-agent";
 import { simulatedAgent } from "./harness/simulated-agent";
 
@@ -46,10 +51,10 @@ const forms = (v: string): string[] => [
   Buffer.from(v).toString("hex"),
 ];
 
-/** Where in `text` (named `where`) any value shows, as "where: value form". */
-function leaks(where: string, text: string | Buffer): string[] {
+/** Where in `text` (named `where`) any of `values` shows, as "where: value form". */
+function leaks(where: string, text: string | Buffer, values: string[] = VALUES): string[] {
   const s = typeof text === "string" ? text : text.toString("latin1");
-  return VALUES.flatMap((v) =>
+  return values.flatMap((v) =>
     forms(v)
       .filter((f) => s.includes(f))
       .map((f) => `${where}: ${f.slice(0, 40)}`),
@@ -64,6 +69,45 @@ async function filesUnder(dir: string): Promise<string[]> {
     else if (e.isFile()) out.push(p);
   }
   return out;
+}
+
+/** The leaks of `values` in every file under `dirs` and in each of `texts` (named by their keys), and the files read. */
+async function scan(
+  values: string[],
+  dirs: string[],
+  texts: Record<string, string>,
+): Promise<{ found: string[]; files: string[] }> {
+  const files = (await Promise.all(dirs.map(filesUnder))).flat();
+  const found: string[] = [];
+  // (A file may go between the listing and the read: a running hook's record.)
+  for (const f of files) found.push(...leaks(f, await readFile(f).catch(() => Buffer.alloc(0)), values));
+  for (const [where, text] of Object.entries(texts)) found.push(...leaks(where, text, values));
+  return { found, files };
+}
+
+/** `steward status --format json` of `model`, as the CLI prints it. */
+async function statusJson(model: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  await saveClientConfig(work, {
+    current: "t",
+    controllers: {
+      t: { addresses: tc.addresses, caCert: tc.caCert, user: "admin", password: tc.adminPassword, currentModel: model },
+    },
+  });
+  return cliRunner(work, work)("status", "--format", "json");
+}
+
+/** The model's debug-log stream, replayed from the start, for a second after its first record. */
+async function debugLogOf(model: string): Promise<DebugLogRecord[]> {
+  const records: DebugLogRecord[] = [];
+  const stop = new AbortController();
+  const streamed = tc.admin
+    .debugLog(model, { replay: true }, (r) => records.push(r), { signal: stop.signal })
+    .catch(() => undefined);
+  await eventually("debug-log records", () => records.length > 0, 30_000);
+  await new Promise((r) => setTimeout(r, 1000));
+  stop.abort();
+  await streamed;
+  return records;
 }
 
 let work: string;
@@ -176,42 +220,21 @@ test.serial(
     await writeFile(backupFile, Buffer.concat(parts));
 
     // The status as the CLI prints it, and the model's debug-log.
-    await saveClientConfig(work, {
-      current: "t",
-      controllers: {
-        t: {
-          addresses: tc.addresses,
-          caCert: tc.caCert,
-          user: "admin",
-          password: tc.adminPassword,
-          currentModel: "vault",
-        },
-      },
-    });
-    const status = await cliRunner(work, work)("status", "--format", "json");
+    const status = await statusJson("vault");
     t.is(status.code, 0, status.stderr);
     t.regex(status.stdout, /"web\/0"/);
-    const records: DebugLogRecord[] = [];
-    const stop = new AbortController();
-    const streamed = tc.admin
-      .debugLog("vault", { replay: true }, (r) => records.push(r), { signal: stop.signal })
-      .catch(() => undefined);
-    await eventually("debug-log records", () => records.length > 0, 30_000);
-    await new Promise((r) => setTimeout(r, 1000));
-    stop.abort();
-    await streamed;
+    const records = await debugLogOf("vault");
 
     // The scan: every file under the test's directory (controller data, store, agents' directories and logs), the log, the export, the backup.
-    const files = [...(await filesUnder(tc.dir)), ...(await filesUnder(work))];
+    const { found, files } = await scan(VALUES, [tc.dir, work], {
+      "status --format json": status.stdout + status.stderr,
+      "debug-log": JSON.stringify(records),
+    });
     t.true(files.some((f) => f.endsWith("controller.log")));
     t.true(
       files.some((f) => f.includes(join(tc.dir, "agents"))),
       "the agents' directories are scanned",
     );
-    const found: string[] = [];
-    for (const f of files) found.push(...leaks(f, await readFile(f).catch(() => Buffer.alloc(0))));
-    found.push(...leaks("status --format json", status.stdout + status.stderr));
-    found.push(...leaks("debug-log", JSON.stringify(records)));
     t.deepEqual(found, [], "no value anywhere");
     t.true(leaks("a reveal", JSON.stringify(revealed)).length > 0, "the scan finds a value where there is one");
     const logged = await readFile(logFile, "utf8");
@@ -264,5 +287,81 @@ test.serial(
     });
     const elsewhere = await Sealer.forDataDir(join(other.dir, "c"));
     t.throws(() => elsewhere.open(revisionPurpose(apiKey, 2), content), { message: /does not open/ });
+  },
+);
+
+test.serial(
+  "with real hooks: a secret the secret-db / secret-client pair added, read and gave a new revision is in no file, log, stream or status",
+  async (t) => {
+    t.timeout(240_000);
+    const model = "hooks";
+    const record = await recordDir();
+    await tc.admin.createModel(model);
+    const dbOp = await tc.upload(join(fixturesDir, "operators", "secret-db"));
+    const appOp = await tc.upload(join(fixturesDir, "operators", "secret-client"));
+    await tc.admin.deploy(model, { name: "db", operator: dbOp, units: 1, config: { "record-dir": record } });
+    await tc.admin.deploy(model, { name: "app", operator: appOp, units: 1, config: { "record-dir": record } });
+    await tc.admin.integrate(model, "app", "db");
+    const hashOf = (v: string): string => createHash("sha256").update(v).digest("hex").slice(0, 16);
+    const reveal = async (uri: string, revision: number): Promise<RevealedSecret> =>
+      (await tc.admin.call(routes.showSecret, { model, secret: uri }, undefined, {
+        reveal: "true",
+        revision: String(revision),
+      })) as RevealedSecret;
+
+    // Revision 1, added by db's leader-elected and read by app's relation hook: revealed before it
+    // goes (nobody tracks it once app moved on, and db's secret-remove hook removes it).
+    const added = await secretEventOf(record, "db/0", "added");
+    const uri = added[2]!;
+    t.is((await secretEventOf(record, "app/0", "read"))[2], added[3]);
+    const first = await reveal(uri, 1);
+    t.is(hashOf(first.content.values.password!), added[3], "revealed what the owner added");
+
+    // Revision 2, published by db's config-changed (secret-set --file -), read by app's secret-changed.
+    await tc.admin.updateApplication(model, "db", { config: { generation: 1 } });
+    const set = await secretEventOf(record, "db/0", "set");
+    t.is((await secretEventOf(record, "app/0", "changed"))[2], set[2]);
+    const second = await reveal(uri, 2);
+    t.is(hashOf(second.content.values.password!), set[2], "revealed what the owner set");
+    await secretEventOf(record, "db/0", "removed");
+    await tc.waitForUnits(
+      model,
+      (units) =>
+        units.length === 2 &&
+        units.every((u) => u.agent.current === "idle") &&
+        units.find((u) => u.name === "app/0")?.workload.message === `read ${set[2]}`,
+      "both units idle, app/0 showing the hash of revision 2",
+      60_000,
+    );
+
+    const values = [first.content.values.password!, second.content.values.password!];
+    const status = await statusJson(model);
+    t.is(status.code, 0, status.stderr);
+    t.regex(status.stdout, /"app\/0"/);
+    const records = await debugLogOf(model);
+    t.true(
+      records.some((r) => r.unit === "app/0"),
+      "the consumer's hooks logged",
+    );
+    const { found, files } = await scan(values, [tc.dir, work, record], {
+      "status --format json": status.stdout + status.stderr,
+      "debug-log": JSON.stringify(records),
+    });
+    // The controller's data directory and log, each agent's directory: its log, each unit's state and hooks.log.
+    t.true(files.some((f) => f.endsWith("controller.log")));
+    t.true(files.some((f) => f.startsWith(join(tc.dir, "c", "store"))));
+    for (const unit of ["db-0", "app-0"])
+      for (const file of ["state.json", "hooks.log"])
+        t.true(
+          files.some((f) => f.startsWith(join(tc.dir, "agents")) && f.endsWith(join("units", unit, file))),
+          `${unit}'s ${file} is scanned`,
+        );
+    t.true(files.filter((f) => f.startsWith(join(tc.dir, "agents")) && f.endsWith("agent.log")).length >= 2);
+    t.true(files.some((f) => f === join(record, "hooks.log")));
+    t.deepEqual(found, [], "no value anywhere");
+    t.true(leaks("a reveal", JSON.stringify(second), values).length > 0, "the scan finds a value where there is one");
+    t.log(
+      `scanned ${files.length} files, ${records.length} debug-log records, ${status.stdout.length} bytes of status`,
+    );
   },
 );

@@ -16,6 +16,7 @@ import type { TestController } from "./harness/controller";
 import { fixturesDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { recordDir } from "./harness/operators";
+import { secretEventOf as eventOf, secretEvents as events } from "./harness/secret-fixtures";
 
 /** Every rotation policy lasts this long here (and the controller looks every second). */
 const ROTATE_SECONDS = 4;
@@ -30,25 +31,6 @@ test.before(async () => {
 test.after.always(async () => {
   await tc?.close();
 });
-
-/** The events recorded so far: "<unit> <event> <detail…>" lines, split. */
-async function events(record: string): Promise<string[][]> {
-  const text = await readFile(join(record, "hooks.log"), "utf8").catch(() => "");
-  return text
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => l.split(" "));
-}
-
-/** Waits for an event of `unit` matching `match` (after the first `skip` such events) and returns it. */
-async function eventOf(record: string, unit: string, event: string, timeoutMs = 60_000, skip = 0): Promise<string[]> {
-  return eventually(
-    `${unit} ${event}${skip ? ` (#${skip + 1})` : ""}`,
-    async () => (await events(record)).filter((e) => e[0] === unit && e[1] === event)[skip],
-    timeoutMs,
-    200,
-  );
-}
 
 /** Every file under `dir` (as far as this process may read), for the leak scan. */
 async function filesUnder(dir: string): Promise<string[]> {
