@@ -31,7 +31,6 @@ import {
   keys,
 } from "../controller";
 import { operatorsDir } from "./harness/controller";
-import { eventually } from "./harness/eventually";
 
 const sealerKey = () =>
   generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
@@ -407,26 +406,24 @@ test("the agent view's secrets: the same text from both builders, and only where
 test("rotation falls due on the short schedule, and again while the owner sets no new revision", async (t) => {
   const s = await setup(t, { rotateSeconds: 1 });
   const uri = s.newUri();
-  // The schedule's clock stands still until the secret is checked as not due (a loaded machine may take a second).
-  let clock: number | undefined = Date.now();
+  // The schedule runs on a clock the test moves (a loaded machine may take seconds between two lines).
+  let clock = Date.now();
   await s.commit("db/0", [{ op: "add", uri, owner: "application", rotate: "monthly", content: { pass: "p1" } }]);
-  const schedule = new SecretSchedule(s.store, 1, () => new Date(clock ?? Date.now()));
-  t.is(await schedule.pass(s.cache), 0, "not due yet");
-  clock = undefined;
-  t.is(s.viewOf("db/0")?.[0]?.rotateDue, undefined);
-  const first = await eventually("rotation falls due", async () => {
+  const schedule = new SecretSchedule(s.store, 1, () => new Date(clock));
+  const passAt = async (at: number): Promise<string | undefined> => {
+    clock = at;
     await schedule.pass(s.cache);
     await s.cache.catchUp();
     return s.viewOf("db/0")?.[0]?.rotateDue;
-  });
+  };
+  t.is(await passAt(clock), undefined, "not due yet");
+  // Past the 1 s interval (counted from the commit, which came after the clock was read).
+  const first = (await passAt(Date.now() + 1500))!;
+  t.is(first, new Date(clock).toISOString(), "due when the schedule saw it");
   t.is(s.viewOf("db/1")?.[0]?.rotateDue, undefined, "only the owner (the leader) is told");
-  // The rotate hook set no new revision: due again later, with a later time (so the hook runs again).
-  const again = await eventually("due again", async () => {
-    await schedule.pass(s.cache);
-    await s.cache.catchUp();
-    const due = s.viewOf("db/0")?.[0]?.rotateDue;
-    return due !== undefined && due > first ? due : undefined;
-  });
+  t.is(await passAt(clock + 500), first, "not due again before the retry interval");
+  // The rotate hook set no new revision: due again after the retry, with a later time (so the hook runs again).
+  const again = (await passAt(clock + 1000))!;
   t.true(again > first);
   // A new revision ends it, and the next rotation is a whole interval away.
   await s.commit("db/0", [{ op: "set", uri, content: { pass: "p2" } }]);
