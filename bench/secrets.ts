@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newSecretId, readOperatorDir, routes } from "../api";
 import type { SecretDoc } from "../controller";
-import { AgentViewRound, EmbeddedStore, StateCache, StateOps, docs, keys } from "../controller";
+import { AgentViewRound, EmbeddedStore, StateCache, StateOps, keys } from "../controller";
+import { pgRelation, putRelation } from "../test/harness/state";
 import { benchController, deploySimulated } from "./bench-controller";
 import type { SimAgent } from "./sim-agent";
 import type { BenchOptions } from "./util";
@@ -48,19 +49,7 @@ async function benchPushRound(units: number): Promise<void> {
       if (done === 0)
         await ops.applications.deploy(uuid, { name: "app", operator: hash, units: Math.min(1000, units) });
       else await ops.applications.addUnits(uuid, "app", Math.min(1000, units - done));
-    await store.put(
-      docs.relation.key(uuid, 0),
-      JSON.stringify({
-        id: 0,
-        key: "app:db db:db",
-        endpoints: [
-          { app: "db", endpoint: "db", role: "provider", interface: "pg" },
-          { app: "app", endpoint: "db", role: "requirer", interface: "pg" },
-        ],
-        life: "alive",
-        createdAt: "2026-01-01T00:00:00Z",
-      }),
-    );
+    await putRelation(store, uuid, 0, pgRelation("db", "app"));
     await cache.catchUp();
     const idx = cache.models.get(uuid)!;
     const machines = [...new Set([...idx.units.values()].map((u) => u.machine))];

@@ -13,7 +13,8 @@ import type { MigrationInfo, UnitStatusView } from "../api";
 import { ControllerClient, StewardError, silentLogger } from "../api";
 import { loadClientConfig, saveClientConfig } from "../cli";
 import { Controller } from "../controller";
-import { cliRunner } from "./harness/cli";
+import type { cliRunner } from "./harness/cli";
+import { cliOnControllers } from "./harness/cli";
 import type { TestController } from "./harness/controller";
 import { allReady, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
@@ -45,14 +46,7 @@ case "$(config-get label)" in slow*) if [ "$hook" = "config-changed" ]; then sle
 test.before(async () => {
   [a, b] = await Promise.all([startTestController(), startTestController()]);
   work = a.dir;
-  await saveClientConfig(work, {
-    current: "a",
-    controllers: {
-      a: { addresses: a.addresses, caCert: a.caCert, user: "admin", password: a.adminPassword, currentModel: "shop" },
-      b: { addresses: b.addresses, caCert: b.caCert, user: "admin", password: b.adminPassword },
-    },
-  });
-  steward = cliRunner(work, work);
+  steward = await cliOnControllers(work, { a, b }, { currentModel: "shop" });
   peerOp = await slowPeer();
 });
 // The target first: it supervises the moved agents, which run under the source's directory.

@@ -10,10 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { routes } from "../api";
-import { saveClientConfig } from "../cli";
 import type { ModelExport } from "../controller";
 import { exportForReader } from "../controller";
-import { cliRunner } from "./harness/cli";
+import type { cliRunner } from "./harness/cli";
+import { cliOnControllers } from "./harness/cli";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
 
@@ -26,14 +26,7 @@ const TOKEN = `export-token-${Math.random().toString(36).slice(2, 10)}`;
 test.before(async () => {
   [a, b] = await Promise.all([startTestController(), startTestController()]);
   work = await mkdtemp(join(tmpdir(), "steward-exp-sec-"));
-  await saveClientConfig(work, {
-    current: "a",
-    controllers: {
-      a: { addresses: a.addresses, caCert: a.caCert, user: "admin", password: a.adminPassword },
-      b: { addresses: b.addresses, caCert: b.caCert, user: "admin", password: b.adminPassword },
-    },
-  });
-  steward = cliRunner(work, work);
+  steward = await cliOnControllers(work, { a, b });
   await writeFile(join(work, "pass"), "a long export passphrase\n");
   await writeFile(join(work, "wrong"), "not the export passphrase\n");
 });

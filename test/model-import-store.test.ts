@@ -7,13 +7,10 @@
  * before placements (format v2) reads as that build's model document, and back unchanged.
  */
 import test from "ava";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { MODEL_SUBSTRATES, Name, UserName, readOperatorDir, settingsSchemaOf } from "../api";
 import {
-  EmbeddedStore,
   EtcdStore,
   StateCache,
   StateOps,
@@ -26,17 +23,11 @@ import {
 } from "../controller";
 import { operatorsDir } from "./harness/controller";
 import { haveEtcd, startEtcd } from "./harness/etcd";
+import { storeWithCache } from "./harness/state";
 
 async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
-  const dir = await mkdtemp(join(tmpdir(), "steward-imp-store-"));
-  const store = await EmbeddedStore.open({ dir });
-  const cache = await StateCache.start(store, () => undefined);
+  const { store, cache } = await storeWithCache(t, "imp-store");
   const ops = new StateOps(store);
-  t.teardown(async () => {
-    cache.stop();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
   const deps = {
     store,
     leaseSeconds: 60,

@@ -14,8 +14,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { CONTROLLER_TLS_NAME } from "../api";
-import { saveClientConfig } from "../cli";
-import { cliRunner } from "./harness/cli";
+import type { cliRunner } from "./harness/cli";
+import { cliOnControllers } from "./harness/cli";
 import type { TestController } from "./harness/controller";
 import { allReady, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
@@ -39,14 +39,7 @@ let exported: Doc;
 test.before(async () => {
   [a, b] = await Promise.all([startTestController(), startTestController()]);
   work = await mkdtemp(join(tmpdir(), "steward-imp-"));
-  await saveClientConfig(work, {
-    current: "a",
-    controllers: {
-      a: { addresses: a.addresses, caCert: a.caCert, user: "admin", password: a.adminPassword },
-      b: { addresses: b.addresses, caCert: b.caCert, user: "admin", password: b.adminPassword },
-    },
-  });
-  steward = cliRunner(work, work);
+  steward = await cliOnControllers(work, { a, b });
   // Two units of a peer application: unit and application databags, a leader, leader data, a port.
   const dir = await recorderVariant({ name: "peer", peers: { ring: "ring" } });
   await writeFile(

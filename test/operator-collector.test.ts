@@ -3,27 +3,19 @@
  * it deletes, what it keeps, and that a deploy racing a deletion wins.
  */
 import test from "ava";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readOperatorDir, silentLogger } from "../api";
-import { EmbeddedStore, OperatorCollector, StateCache, StateOps, keys } from "../controller";
+import { OperatorCollector, StateOps, keys } from "../controller";
 import { operatorsDir } from "./harness/controller";
+import { storeWithCache } from "./harness/state";
 
 const HOUR = 3600_000;
 
 async function setup(t: { teardown(fn: () => Promise<void> | void): void }) {
-  const dir = await mkdtemp(join(tmpdir(), "steward-collector-"));
-  const store = await EmbeddedStore.open({ dir });
-  const cache = await StateCache.start(store, () => undefined);
+  const { store, cache } = await storeWithCache(t, "collector");
   const ops = new StateOps(store);
   let now = Date.now();
   const collector = new OperatorCollector(cache, ops, silentLogger, { graceMs: HOUR, now: () => now });
-  t.teardown(async () => {
-    cache.stop();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
   const { bundle } = await readOperatorDir(join(operatorsDir, "motd"));
   return {
     store,

@@ -8,16 +8,14 @@
  */
 import test from "ava";
 import * as pulumi from "@pulumi/pulumi";
-import { join } from "node:path";
 import { ControllerClient } from "../api";
 import { Controller, Model } from "../provider";
 import type { ControllerConnection } from "../provider";
 import { fakeEc2Boot } from "./harness/cloud-init";
 import { FakeEc2 } from "./harness/fake-ec2";
 import { TestLab } from "./harness/hosts";
-import { MiniEngine } from "./harness/pulumi-engine";
+import { providerTestBed } from "./harness/provider-bed";
 
-const repo = join(__dirname, "..", "..");
 const root = process.getuid?.() === 0;
 const asRoot = root ? test.serial : test.skip; // test hosts need namespaces
 const REGION = "eu-west-1";
@@ -26,21 +24,17 @@ const awsKey = { accessKeyId: "AKIAFAKEEC2PROVIDER1", secretAccessKey: "fake-sec
 
 let lab: TestLab;
 let fake: FakeEc2;
-let engine: MiniEngine;
-
-test.before(async () => {
-  if (!root) return;
-  lab = await TestLab.create(0);
-  fake = new FakeEc2({ region: REGION, credentials: awsKey, boot: fakeEc2Boot(lab), listen: `${lab.subnet}.1` });
-  await fake.start();
-  engine = new MiniEngine(repo);
-  await engine.start();
-});
-test.after.always(async () => {
-  await engine?.destroy().catch(() => undefined);
-  engine?.stop();
-  await fake?.stop().catch(() => undefined);
-  await lab?.close();
+const { engine } = providerTestBed(test, {
+  when: root,
+  setUp: async () => {
+    lab = await TestLab.create(0);
+    fake = new FakeEc2({ region: REGION, credentials: awsKey, boot: fakeEc2Boot(lab), listen: `${lab.subnet}.1` });
+    await fake.start();
+  },
+  tearDown: async () => {
+    await fake?.stop().catch(() => undefined);
+    await lab?.close();
+  },
 });
 
 const stack = (instanceType: string) => (): void => {

@@ -8,12 +8,9 @@
  * check, naming the property, before anything is made.
  */
 import test from "ava";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TerminateInstancesCommand } from "@aws-sdk/client-ec2";
-import { ControllerClient, silentLogger } from "../api";
-import { Controller, initControllerDir } from "../controller";
+import type { ControllerClient } from "../api";
 import type { ControllerConnection, ModelArgs } from "../provider";
 import { Application, Machine, Model, implementations } from "../provider";
 import { fakeEc2Boot } from "./harness/cloud-init";
@@ -21,9 +18,8 @@ import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { FakeEc2, ec2ClientFor } from "./harness/fake-ec2";
 import { TestLab } from "./harness/hosts";
-import { MiniEngine } from "./harness/pulumi-engine";
+import { providerTestBed } from "./harness/provider-bed";
 
-const repo = join(__dirname, "..", "..");
 const root = process.getuid?.() === 0;
 const asRoot = root ? test.serial : test.skip; // test hosts need namespaces
 const region = "eu-west-1";
@@ -31,43 +27,32 @@ const awsKey = { accessKeyId: "AKIAFAKEEC2MACHINES1", secretAccessKey: "fake-sec
 
 let lab: TestLab;
 let fake: FakeEc2;
-let engine: MiniEngine;
-let controller: Controller;
 let connection: ControllerConnection;
 let client: ControllerClient;
-let dir: string;
 
-test.before(async () => {
-  if (!root) return;
-  lab = await TestLab.create(0);
-  fake = new FakeEc2({ region, credentials: awsKey, boot: fakeEc2Boot(lab) });
-  await fake.start();
-  dir = await mkdtemp(join(tmpdir(), "steward-machine-cloud-"));
-  const init = await initControllerDir({ dataDir: dir, name: "mc", listen: { host: `${lab.subnet}.1`, port: 0 } });
-  controller = await Controller.start({ dataDir: dir, log: silentLogger, cloudPollIntervalMs: 500 });
-  connection = {
-    addresses: controller.apiAddresses,
-    caCert: init.caCert,
-    user: "admin",
-    password: init.adminPassword!,
-  };
-  client = new ControllerClient({ ...connection });
-  await client.putCredential("prod", "aws", {
-    "access-key-id": awsKey.accessKeyId,
-    "secret-access-key": awsKey.secretAccessKey,
-  });
-  engine = new MiniEngine(repo);
-  await engine.start();
+// The controller listens on the test hosts' bridge, which the instances' agents reach it on.
+const bed = providerTestBed(test, {
+  when: root,
+  setUp: async () => {
+    lab = await TestLab.create(0);
+    fake = new FakeEc2({ region, credentials: awsKey, boot: fakeEc2Boot(lab) });
+    await fake.start();
+  },
+  controller: () => ({ listenHost: `${lab.subnet}.1`, cloudPollIntervalMs: 500 }),
+  afterStart: async () => {
+    connection = bed.connection();
+    client = bed.controller.admin;
+    await client.putCredential("prod", "aws", {
+      "access-key-id": awsKey.accessKeyId,
+      "secret-access-key": awsKey.secretAccessKey,
+    });
+  },
+  tearDown: async () => {
+    await fake?.stop().catch(() => undefined);
+    await lab?.close();
+  },
 });
-test.after.always(async () => {
-  await engine?.destroy().catch(() => undefined);
-  engine?.stop();
-  client?.close();
-  await controller?.stop().catch(() => undefined);
-  await fake?.stop().catch(() => undefined);
-  await lab?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+const { engine } = bed;
 
 const stack =
   (constraints: string, more: { model?: string; app?: string } = {}) =>

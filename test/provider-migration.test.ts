@@ -6,42 +6,27 @@
 import test from "ava";
 import { join } from "node:path";
 import { StewardError } from "../api";
-import type { ControllerConnection } from "../provider";
 import { Application, Model } from "../provider";
 import type { TestController } from "./harness/controller";
-import { fixturesDir, startTestController } from "./harness/controller";
+import { fixturesDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
-import { MiniEngine } from "./harness/pulumi-engine";
 import { recordDir, sequences } from "./harness/operators";
+import { providerTestBed } from "./harness/provider-bed";
 
-const repo = join(__dirname, "..", "..");
-let a: TestController;
-let b: TestController;
-let engine: MiniEngine;
 let rec: string;
-
-test.before(async () => {
-  [a, b] = await Promise.all([startTestController(), startTestController()]);
-  rec = await recordDir();
-  engine = new MiniEngine(repo);
-  await engine.start();
+// Two controllers, "a" and "b", the model moves between; the stack is left as it is after the test.
+const bed = providerTestBed(test, {
+  controllers: 2,
+  destroy: false,
+  setUp: async () => {
+    rec = await recordDir();
+  },
 });
-test.after.always(async () => {
-  engine?.stop();
-  await b?.close();
-  await a?.close();
-});
-
-const connectionOf = (c: TestController): ControllerConnection => ({
-  addresses: c.addresses,
-  caCert: c.caCert,
-  user: "admin",
-  password: c.adminPassword,
-});
+const { engine, connection } = bed;
 
 function program(on: TestController): () => void {
   return () => {
-    const model = new Model("moving", { connection: connectionOf(on) });
+    const model = new Model("moving", { connection: connection(on) });
     new Application("rec", {
       model,
       operator: join(fixturesDir, "operators", "recorder"),
@@ -54,6 +39,7 @@ function program(on: TestController): () => void {
 
 test("a Model pointed at another controller is migrated there: an update, not a replacement, with no hook run again", async (t) => {
   t.timeout(300_000);
+  const [a, b] = bed.controllers as [TestController, TestController];
   const first = await engine.up(program(a));
   t.deepEqual(first.errors, []);
   const uuid = engine.get("moving")!.outputs.uuid as string;

@@ -11,34 +11,13 @@ import test from "ava";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { StewardError } from "../api";
-import type { ControllerConnection } from "../provider";
 import { Application, Model, Secret } from "../provider";
-import type { TestController } from "./harness/controller";
-import { fixturesDir, startTestController } from "./harness/controller";
+import { fixturesDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
-import { MiniEngine } from "./harness/pulumi-engine";
+import { providerTestBed } from "./harness/provider-bed";
 
-const repo = join(__dirname, "..", "..");
-let tc: TestController;
-let engine: MiniEngine;
-
-test.before(async () => {
-  tc = await startTestController();
-  engine = new MiniEngine(repo);
-  await engine.start();
-});
-test.after.always(async () => {
-  await engine?.destroy().catch(() => undefined);
-  engine?.stop();
-  await tc?.close();
-});
-
-const connection = (): ControllerConnection => ({
-  addresses: tc.addresses,
-  caCert: tc.caCert,
-  user: "admin",
-  password: tc.adminPassword,
-});
+const bed = providerTestBed(test, { controllers: 1 });
+const { engine, connection } = bed;
 const apiClient = join(fixturesDir, "operators", "api-client");
 const TOKEN_1 = "tok-1-c0ffee-d00d-4b1d";
 const TOKEN_2 = "tok-2-feed-face-9e77";
@@ -60,7 +39,7 @@ function program(token: string): () => void {
 }
 
 const clientMessage = async (): Promise<string | undefined> =>
-  (await tc.admin.status("vault")).applications.client?.units["client/0"]?.workload.message;
+  (await bed.controller.admin.status("vault")).applications.client?.units["client/0"]?.workload.message;
 
 test.serial("check refuses bad names and values naming the field, never the value; nothing is created", async (t) => {
   const r = await engine.up(() => {
@@ -93,13 +72,13 @@ test.serial(
     const stored = engine.get("api-token")!;
     const uri = stored.outputs.uri as string;
     t.regex(uri, /^secret:[0-9a-v]{20}$/);
-    const info = await tc.admin.showSecret("vault", "api-token");
+    const info = await bed.controller.admin.showSecret("vault", "api-token");
     t.like(info, { uri, name: "api-token", owner: "model", latestRevision: 1, description: "the payments token" });
     t.deepEqual(info.grants.map((g) => g.app).sort(), ["client", "watcher"], "the Application granted itself");
     t.deepEqual(stored.outputs.readers, ["watcher"], "as the Secret saw them when made: client granted itself after");
     t.deepEqual(stored.outputs.grants, ["watcher"]);
     t.is(await clientMessage(), `token sha256 ${hashOf(TOKEN_1)}`, "the operator read the token through its config");
-    t.deepEqual((await tc.admin.revealSecret("vault", "api-token")).content.values, { token: TOKEN_1 });
+    t.deepEqual((await bed.controller.admin.revealSecret("vault", "api-token")).content.values, { token: TOKEN_1 });
 
     // What the engine would write: the values only as an encrypted input, never an output.
     const state = engine.persistedState();
@@ -130,8 +109,8 @@ test.serial(
     t.false(engine.persistedState().includes(TOKEN_2));
 
     // By hand: new values (revision 3) and watcher's grant revoked; refresh shows both, the next up undoes them.
-    await tc.admin.updateSecret("vault", "api-token", { values: { token: "set-by-hand-1234" } });
-    await tc.admin.revokeSecret("vault", "api-token", ["watcher"]);
+    await bed.controller.admin.updateSecret("vault", "api-token", { values: { token: "set-by-hand-1234" } });
+    await bed.controller.admin.revokeSecret("vault", "api-token", ["watcher"]);
     const { drifted } = await engine.refresh();
     const props = drifted.find((d) => d.name === "api-token")?.properties ?? [];
     t.true(props.includes("revision") && props.includes("valuesHash"), props.join(", "));
@@ -139,7 +118,7 @@ test.serial(
     const back = await engine.up(program(TOKEN_2));
     t.deepEqual(back.errors, []);
     t.true(back.updated.includes("api-token"));
-    const after = await tc.admin.revealSecret("vault", "api-token");
+    const after = await bed.controller.admin.revealSecret("vault", "api-token");
     t.deepEqual(after.content.values, { token: TOKEN_2 }, "the program's values again");
     t.is(after.latestRevision, 4);
     t.deepEqual(after.grants.map((g) => g.app).sort(), ["client", "watcher"]);
@@ -156,11 +135,11 @@ test.serial("a Secret left out of the program is removed from the model", async 
   });
   t.deepEqual(r.errors, []);
   t.deepEqual(r.deleted.sort(), ["api-token", "client"]);
-  const gone = await tc.admin.showSecret("vault", "api-token").then(
+  const gone = await bed.controller.admin.showSecret("vault", "api-token").then(
     () => undefined,
     (e: StewardError) => e,
   );
   t.is(gone?.code, "not-found");
-  t.deepEqual((await tc.admin.listSecrets("vault")).secrets, []);
+  t.deepEqual((await bed.controller.admin.listSecrets("vault")).secrets, []);
   await engine.destroy();
 });

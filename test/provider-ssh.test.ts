@@ -6,33 +6,28 @@
  */
 import test from "ava";
 import * as pulumi from "@pulumi/pulumi";
-import { join } from "node:path";
 import { ControllerClient } from "../api";
 import { bareMetal } from "../examples/bare-metal/stack";
 import type { ControllerConnection, SshHost } from "../provider";
+import { operatorsDir } from "./harness/controller";
 import type { TestHost } from "./harness/hosts";
 import { TestLab } from "./harness/hosts";
 import { eventually } from "./harness/eventually";
-import { MiniEngine } from "./harness/pulumi-engine";
+import { providerTestBed } from "./harness/provider-bed";
 
-const repo = join(__dirname, "..", "..");
 const root = process.getuid?.() === 0;
 const ssh = root ? test.serial : test.skip; // namespaces and sshd need root
 
 let lab: TestLab;
-let engine: MiniEngine;
-
-test.before(async () => {
-  if (!root) return;
-  // Hosts 1-3: controller replicas; 4: a spare; 5 and 6: workers.
-  lab = await TestLab.create(6);
-  engine = new MiniEngine(repo);
-  await engine.start();
-});
-test.after.always(async () => {
-  await engine?.destroy().catch(() => undefined);
-  engine?.stop();
-  await lab?.close();
+const { engine } = providerTestBed(test, {
+  when: root,
+  setUp: async () => {
+    // Hosts 1-3: controller replicas; 4: a spare; 5 and 6: workers.
+    lab = await TestLab.create(6);
+  },
+  tearDown: async () => {
+    await lab?.close();
+  },
 });
 
 const sshHost = (h: TestHost): SshHost => ({ host: h.ip, hostKey: h.hostKeyFingerprint });
@@ -42,7 +37,7 @@ const stack = (controllers: number, spares: number) => () => {
     spares: lab.hosts.slice(3, 3 + spares).map(sshHost),
     workers: lab.hosts.slice(4, 6).map(sshHost),
     privateKey: pulumi.secret(lab.clientKey),
-    operatorsDir: join(repo, "operators"),
+    operatorsDir,
   });
 };
 

@@ -9,34 +9,13 @@ import test from "ava";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { StorageInfo } from "../api";
-import type { ControllerConnection } from "../provider";
 import { Application, Model } from "../provider";
 import type { ApplicationStorageArgs } from "../provider";
-import type { TestController } from "./harness/controller";
-import { operatorsDir, startTestController } from "./harness/controller";
-import { MiniEngine } from "./harness/pulumi-engine";
+import { operatorsDir } from "./harness/controller";
+import { providerTestBed } from "./harness/provider-bed";
 
-const repo = join(__dirname, "..", "..");
-let tc: TestController;
-let engine: MiniEngine;
-
-test.before(async () => {
-  tc = await startTestController();
-  engine = new MiniEngine(repo);
-  await engine.start();
-});
-test.after.always(async () => {
-  await engine?.destroy().catch(() => undefined);
-  engine?.stop();
-  await tc?.close();
-});
-
-const connection = (): ControllerConnection => ({
-  addresses: tc.addresses,
-  caCert: tc.caCert,
-  user: "admin",
-  password: tc.adminPassword,
-});
+const bed = providerTestBed(test, { controllers: 1 });
+const { engine, connection } = bed;
 
 function program(units: number, data: ApplicationStorageArgs | undefined): () => void {
   return () => {
@@ -52,7 +31,7 @@ function program(units: number, data: ApplicationStorageArgs | undefined): () =>
 }
 
 const storageOf = async (): Promise<StorageInfo[]> =>
-  (await tc.admin.listStorage("vault")).storage.sort((a, b) => a.id.localeCompare(b.id));
+  (await bed.controller.admin.listStorage("vault")).storage.sort((a, b) => a.id.localeCompare(b.id));
 
 test.serial("bad storage comes back from check naming the field; nothing is created", async (t) => {
   const r = await engine.up(() => {
@@ -116,12 +95,12 @@ test.serial(
       "written by notebook/0\n",
       "the first unit's storage kept its data",
     );
-    t.deepEqual((await tc.admin.getApplication("vault", "notebook")).storage, {
+    t.deepEqual((await bed.controller.admin.getApplication("vault", "notebook")).storage, {
       data: { pool: "local", size: 256, count: 2 },
     });
 
     // Changed outside the program: refresh reports it, and up puts it back.
-    await tc.admin.updateApplication("vault", "notebook", { storage: { data: { size: 512, count: 1 } } });
+    await bed.controller.admin.updateApplication("vault", "notebook", { storage: { data: { size: 512, count: 1 } } });
     const refreshed = await engine.refresh();
     const drift = refreshed.drifted.find((d) => d.name === "notebook");
     t.truthy(drift, JSON.stringify(refreshed));
@@ -132,7 +111,7 @@ test.serial(
     const back = await engine.up(program(2, { size: "256M", count: 2 }));
     t.deepEqual(back.errors, []);
     t.deepEqual([back.updated, back.replaced], [["notebook"], []]);
-    t.deepEqual((await tc.admin.getApplication("vault", "notebook")).storage, {
+    t.deepEqual((await bed.controller.admin.getApplication("vault", "notebook")).storage, {
       data: { pool: "local", size: 256, count: 2 },
     });
     const quiet = await engine.refresh();
@@ -144,13 +123,13 @@ test.serial(
     // A part the program no longer gives goes back to the operator's default (count: its minimum, 1).
     const dropped = await engine.up(program(2, { size: "256M" }));
     t.deepEqual([dropped.errors, dropped.updated, dropped.replaced], [[], ["notebook"], []]);
-    t.deepEqual((await tc.admin.getApplication("vault", "notebook")).storage, {
+    t.deepEqual((await bed.controller.admin.getApplication("vault", "notebook")).storage, {
       data: { pool: "local", size: 256, count: 1 },
     });
     t.is((await storageOf()).length, 4, "the units keep their instances");
 
     // The controller refuses what the operator does not allow, as at deploy, naming the rule.
-    const refused = await tc.admin
+    const refused = await bed.controller.admin
       .updateApplication("vault", "notebook", { storage: { data: { count: 5 } } })
       .catch((e: { reason?: string }) => e);
     t.is((refused as { reason?: string }).reason, "storage-out-of-range");

@@ -9,38 +9,32 @@
  */
 import test from "ava";
 import * as pulumi from "@pulumi/pulumi";
-import { join } from "node:path";
 import { ControllerClient } from "../api";
 import { Controller, Model, implementations } from "../provider";
 import type { ControllerConnection } from "../provider";
 import { vsphere } from "../substrates";
 import { TestLab } from "./harness/hosts";
-import { MiniEngine } from "./harness/pulumi-engine";
+import { providerTestBed } from "./harness/provider-bed";
 import type { Vcsim } from "./harness/vcsim";
 import { startVcsim } from "./harness/vcsim";
 
 const { optionValues } = vsphere;
 
-const repo = join(__dirname, "..", "..");
 const root = process.getuid?.() === 0;
 const asRoot = root ? test.serial : test.skip; // test hosts need namespaces
 
 let lab: TestLab;
 let vc: Vcsim;
-let engine: MiniEngine;
-
-test.before(async () => {
-  if (!root) return;
-  lab = await TestLab.create(0);
-  vc = await startVcsim(lab, { listen: `${lab.subnet}.1` });
-  engine = new MiniEngine(repo);
-  await engine.start();
-});
-test.after.always(async () => {
-  await engine?.destroy().catch(() => undefined);
-  engine?.stop();
-  await vc?.stop().catch(() => undefined);
-  await lab?.close();
+const { engine } = providerTestBed(test, {
+  when: root,
+  setUp: async () => {
+    lab = await TestLab.create(0);
+    vc = await startVcsim(lab, { listen: `${lab.subnet}.1` });
+  },
+  tearDown: async () => {
+    await vc?.stop().catch(() => undefined);
+    await lab?.close();
+  },
 });
 
 /** The simulator's VMs marked with a controller: their ids, states, addresses and models. */

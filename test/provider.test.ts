@@ -16,13 +16,23 @@ import { cliRunner } from "./harness/cli";
 import { fixturesDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { recordDir } from "./harness/operators";
-import { MiniEngine } from "./harness/pulumi-engine";
 import { killProcessesUnder } from "./harness/processes";
+import { providerTestBed, repoDir } from "./harness/provider-bed";
 
-const repo = join(__dirname, "..", "..");
 let dir: string;
-let engine: MiniEngine;
 let helloDir: string;
+const { engine } = providerTestBed(test, {
+  setUp: async () => {
+    dir = await mkdtemp(join(tmpdir(), "steward-pulumi-"));
+    helloDir = join(dir, "hello-http");
+    await cp(join(repoDir, "operators", "hello-http"), helloDir, { recursive: true });
+  },
+  tearDown: async () => {
+    if (!dir) return;
+    await killProcessesUnder(dir);
+    await rm(dir, { recursive: true, force: true });
+  },
+});
 
 interface Shape {
   webUnits: number;
@@ -44,7 +54,7 @@ function program(s: Shape): () => void {
     });
     const checker = new Application("checker", {
       model,
-      operator: join(repo, "operators", "http-checker"),
+      operator: join(repoDir, "operators", "http-checker"),
       timeoutSeconds: 90,
     });
     new Integration("web-checker", {
@@ -78,20 +88,6 @@ async function modelStatus(): Promise<ModelStatus> {
     client.close();
   }
 }
-
-test.before(async () => {
-  dir = await mkdtemp(join(tmpdir(), "steward-pulumi-"));
-  helloDir = join(dir, "hello-http");
-  await cp(join(repo, "operators", "hello-http"), helloDir, { recursive: true });
-  engine = new MiniEngine(repo);
-  await engine.start();
-});
-test.after.always(async () => {
-  await engine?.destroy().catch(() => undefined);
-  engine?.stop();
-  await killProcessesUnder(dir);
-  await rm(dir, { recursive: true, force: true });
-});
 
 test.serial("bad arguments come back from check as failures naming the field; nothing is created", async (t) => {
   const r = await engine.up(() => {
@@ -180,7 +176,7 @@ test.serial(
       }),
       { mode: 0o600 },
     );
-    const steward = cliRunner(home, repo);
+    const steward = cliRunner(home, repoDir);
     const add = await steward("add-unit", "-m", "pm", "web");
     t.is(add.code, 0, add.stderr);
     const cfg = await steward("config", "-m", "pm", "web", "port=0", "greeting=by hand");

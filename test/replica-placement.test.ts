@@ -9,21 +9,10 @@
  * by the replica cloud's kind (and, on Kubernetes, the client Service's address clients are given).
  */
 import test from "ava";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { REPLICA_SUBSTRATES, ReplicaCloudRequest, SUBSTRATE_CONTRACTS, describeIssues } from "../api";
-import {
-  CloudReplicaHosts,
-  EmbeddedStore,
-  StateCache,
-  KIND,
-  clusterAddresses,
-  keys,
-  replicaCloudDocOf,
-  storedValue,
-} from "../controller";
+import { CloudReplicaHosts, KIND, clusterAddresses, keys, replicaCloudDocOf, storedValue } from "../controller";
 import { SUBSTRATES } from "../substrates";
+import { storeWithCache } from "./harness/state";
 
 const AWS = { region: "eu-west-1", imageId: "ami-0123456789abcdef0", instanceType: "t3.small" };
 const VSPHERE = { url: "https://vcenter.example.com/sdk", datacenter: "DC1", template: "debian-12" };
@@ -89,14 +78,7 @@ test("a stored replica cloud of the shape before placements reads as a placement
   t.deepEqual(stored.vsphere, VSPHERE);
   t.deepEqual(replicaCloudDocOf(JSON.parse(JSON.stringify(stored))), current);
 
-  const dir = await mkdtemp(join(tmpdir(), "steward-replica-placement-"));
-  const store = await EmbeddedStore.open({ dir });
-  const cache = await StateCache.start(store, () => undefined);
-  t.teardown(async () => {
-    cache.stop();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { store, cache } = await storeWithCache(t, "replica-placement");
   await store.put(
     keys.clusterReplicaCloud,
     JSON.stringify({ substrate: "vsphere", credential: "lab", vsphere: VSPHERE }),
@@ -106,17 +88,10 @@ test("a stored replica cloud of the shape before placements reads as a placement
 });
 
 test("the keeper's replica cloud broker is the kind's: available once a cloud is set, and the Service address comes from the kind", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "steward-replica-hosts-"));
-  const store = await EmbeddedStore.open({ dir });
-  const cache = await StateCache.start(store, () => undefined);
+  const { store, cache } = await storeWithCache(t, "replica-hosts");
   // Only what choosing a broker reads is real here (the cache); launching a host is cloud-replicas.test.ts's.
   const hosts = new CloudReplicaHosts({ cache } as ConstructorParameters<typeof CloudReplicaHosts>[0]);
-  t.teardown(async () => {
-    hosts.close();
-    cache.stop();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  t.teardown(() => hosts.close()); // before the cache stops: ava runs a test's clean-ups last registered first
   t.regex(hosts.unavailable() ?? "", /no cloud is set for replicas/);
   t.deepEqual(clusterAddresses(cache, ["10.0.0.1:17070"]), ["10.0.0.1:17070"]);
   await store.put(keys.clusterReplicaCloud, JSON.stringify({ substrate: "aws", credential: "prod", aws: AWS }));

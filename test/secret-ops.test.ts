@@ -9,42 +9,31 @@
  */
 import test from "ava";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentView, SecretChange, StewardError, UnitSecretView } from "../api";
 import { SECRET_LIMITS, newSecretId, readOperatorDir, secretUri } from "../api";
 import type { SecretDoc } from "../controller";
 import {
   AgentViewRound,
-  EmbeddedStore,
   KIND,
   MAX_VALUE_BYTES,
   RelationOps,
   Sealer,
   SecretOps,
   SecretSchedule,
-  StateCache,
   StateOps,
   buildAgentView,
-  docs,
   keys,
 } from "../controller";
 import { operatorsDir } from "./harness/controller";
+import { pgRelation, putRelation, storeWithCache } from "./harness/state";
 
 const sealerKey = () =>
   generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
 
 /** A model with db (db/0 leads, db/1), app (app/0) integrated with db as relation 0, and other (other/0). */
 async function setup(t: { teardown(fn: () => Promise<void> | void): void }, opts: { rotateSeconds?: number } = {}) {
-  const dir = await mkdtemp(join(tmpdir(), "steward-secrets-"));
-  const store = await EmbeddedStore.open({ dir });
-  const cache = await StateCache.start(store, () => undefined);
-  t.teardown(async () => {
-    cache.stop();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { store, cache } = await storeWithCache(t, "secrets");
   const ops = new StateOps(store);
   const sealer = Sealer.fromCaKey(sealerKey());
   const secrets = new SecretOps(store, sealer, opts);
@@ -60,19 +49,7 @@ async function setup(t: { teardown(fn: () => Promise<void> | void): void }, opts
   ] as const)
     await ops.applications.deploy(uuid, { name, operator: hash, units });
   await store.put(keys.leader(uuid, "db"), JSON.stringify({ unit: "db/0", since: "2026-01-01T00:00:00Z", lease: "x" }));
-  await store.put(
-    docs.relation.key(uuid, 0),
-    JSON.stringify({
-      id: 0,
-      key: "app:db db:db",
-      endpoints: [
-        { app: "db", endpoint: "db", role: "provider", interface: "pg" },
-        { app: "app", endpoint: "db", role: "requirer", interface: "pg" },
-      ],
-      life: "alive",
-      createdAt: "2026-01-01T00:00:00Z",
-    }),
-  );
+  await putRelation(store, uuid, 0, pgRelation("db", "app"));
   await cache.catchUp();
   const idx = () => cache.models.get(uuid)!;
   const machineOf = (unit: string) => idx().units.get(unit)!.machine;
@@ -222,8 +199,7 @@ test("who may read: owner side, a grant over a live relation, not another applic
   t.deepEqual(s.viewOf("db/0"), [{ uri, label: "db-pass", owner: true, latest: 2 }]);
 
   // The relation ends: the grant ends with it (at once for reads, before any clean-up).
-  const rel = s.idx().relations.get(0)!;
-  await s.store.put(docs.relation.key(s.uuid, 0), JSON.stringify({ ...rel, life: "dying" }));
+  await putRelation(s.store, s.uuid, 0, pgRelation("db", "app"), "dying");
   await s.cache.catchUp();
   t.is(s.viewOf("app/0"), undefined);
   const ended = await t.throwsAsync<StewardError>(s.commit("app/0", [{ op: "track", uri, revision: 2 }]));
@@ -385,12 +361,7 @@ test("the agent view's secrets: the same text from both builders, and only where
     ].sort((x, y) => x.uri.localeCompare(y.uri)),
   );
   // A grant whose relation ended shows nothing.
-  await s.cache.waitForRevision(
-    await s.store.put(
-      docs.relation.key(s.uuid, 0),
-      JSON.stringify({ ...JSON.parse((await s.store.get(docs.relation.key(s.uuid, 0)))!.value), life: "dying" }),
-    ),
-  );
+  await s.cache.waitForRevision(await putRelation(s.store, s.uuid, 0, pgRelation("db", "app"), "dying"));
   const after = new AgentViewRound(s.cache, ["10.0.0.1:17070"], 60, now);
   for (const machine of machines)
     t.is(

@@ -8,8 +8,6 @@
  */
 import test from "ava";
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SubstrateContract } from "../api";
 import {
@@ -21,10 +19,8 @@ import {
   settingsSchemaOf,
 } from "../api";
 import {
-  EmbeddedStore,
   MODEL_EXPORT_FORMAT,
   MODEL_EXPORT_VERSION,
-  StateCache,
   KIND,
   StateOps,
   exportModel,
@@ -36,6 +32,7 @@ import {
 } from "../controller";
 import type { MachineHost } from "../substrates";
 import { SUBSTRATES } from "../substrates";
+import { storeWithCache } from "./harness/state";
 
 /** A machine host no broker made here uses (none starts a machine). */
 const NO_HOST: MachineHost = {
@@ -203,14 +200,7 @@ test("a model is stored in both shapes during the upgrade window: the previous b
 });
 
 test("an export of the previous build (version 2, the model without a placement) imports, and the model is stored with one", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "steward-kinds-"));
-  const store = await EmbeddedStore.open({ dir });
-  const cache = await StateCache.start(store, () => undefined);
-  t.teardown(async () => {
-    cache.stop();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { store } = await storeWithCache(t, "kinds");
   const ops = new StateOps(store);
   // The credential it names, here first (as an import needs; its sealed attributes are not read).
   await store.put(

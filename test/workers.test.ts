@@ -10,19 +10,19 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "../api";
-import type { Leadership, Store, Worker } from "../controller";
+import type { Leadership, StateCache, Store, Worker } from "../controller";
 import {
   EmbeddedStore,
   LeaderElection,
   REPLICAS_PREFIX,
   Reconciler,
-  StateCache,
   WorkerGroup,
   aborted,
   leaderScoped,
   service,
 } from "../controller";
 import { eventually } from "./harness/eventually";
+import { storeWithCache } from "./harness/state";
 
 const tick = (ms = 20): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -111,14 +111,7 @@ test("on abort a reconciler waits for the pass in flight and starts none after i
 });
 
 test("a reconciler on a real cache runs when its signature moves, not on every change", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "steward-workers-"));
-  const store = await EmbeddedStore.open({ dir });
-  const cache = await StateCache.start(store, () => undefined);
-  t.teardown(async () => {
-    cache.stop();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { store, cache } = await storeWithCache(t, "workers");
   const probe = new Probe({ cache });
   probe.sig = () => [...cache.replicas.keys()].sort().join(",");
   const ctl = new AbortController();

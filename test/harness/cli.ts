@@ -1,6 +1,8 @@
 /** Runs the `steward` CLI in-process with captured output and its own STEWARD_HOME. */
 import { PassThrough, Readable } from "node:stream";
-import { runCli } from "../../cli";
+import { runCli, saveClientConfig } from "../../cli";
+import type { TestController } from "./controller";
+import { adminConnection } from "./controller";
 
 export interface CliResult {
   code: number;
@@ -30,6 +32,31 @@ export function cliRunner(home: string, cwd: string, input?: string): (...args: 
     });
     return { code, stdout: out, stderr: err };
   };
+}
+
+/**
+ * The CLI with its home at `home` (and working there) knowing each of `controllers` by its name, as its
+ * admin; the first is the current one, with `currentModel` if given.
+ */
+export async function cliOnControllers(
+  home: string,
+  controllers: Record<string, TestController>,
+  opts: { currentModel?: string } = {},
+): Promise<ReturnType<typeof cliRunner>> {
+  const names = Object.keys(controllers);
+  await saveClientConfig(home, {
+    current: names[0]!,
+    controllers: Object.fromEntries(
+      names.map((name, i) => [
+        name,
+        {
+          ...adminConnection(controllers[name]!),
+          ...(i === 0 && opts.currentModel ? { currentModel: opts.currentModel } : {}),
+        },
+      ]),
+    ),
+  });
+  return cliRunner(home, home);
 }
 
 function withoutSteward(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

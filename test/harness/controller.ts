@@ -142,6 +142,16 @@ export async function startTestController(
   return tc;
 }
 
+/** How to reach `tc` as its admin: a program's Model takes it as its connection, the CLI as a controller entry. */
+export const adminConnection = (
+  tc: TestController,
+): { addresses: string[]; caCert: string; user: "admin"; password: string } => ({
+  addresses: tc.addresses,
+  caCert: tc.caCert,
+  user: "admin",
+  password: tc.adminPassword,
+});
+
 export const allReady =
   (n: number) =>
   (units: UnitStatusView[]): boolean =>
