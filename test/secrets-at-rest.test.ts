@@ -13,7 +13,7 @@
  */
 import test from "ava";
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DebugLogRecord, RevealedSecret, StewardError } from "../api";
@@ -25,7 +25,7 @@ import type { TestController } from "./harness/controller";
 import { allReady, fixturesDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { recordDir, recorderVariant } from "./harness/operators";
-import { secretEventOf } from "./harness/secret-fixtures";
+import { filesUnder, secretEventOf } from "./harness/secret-fixtures";
 import type { SimulatedAgent } from "./harness/simulated-agent";
 import { simulatedAgent } from "./harness/simulated-agent";
 
@@ -59,16 +59,6 @@ function leaks(where: string, text: string | Buffer, values: string[] = VALUES):
       .filter((f) => s.includes(f))
       .map((f) => `${where}: ${f.slice(0, 40)}`),
   );
-}
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await filesUnder(p)));
-    else if (e.isFile()) out.push(p);
-  }
-  return out;
 }
 
 /** The leaks of `values` in every file under `dirs` and in each of `texts` (named by their keys), and the files read. */

@@ -7,7 +7,7 @@
  * the owner's hooks; and no value reaches the agents' files or debug-log.
  */
 import { createHash } from "node:crypto";
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import test from "ava";
 import type { DebugLogRecord, RevealedSecret } from "../api";
@@ -16,7 +16,7 @@ import type { TestController } from "./harness/controller";
 import { fixturesDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import { recordDir } from "./harness/operators";
-import { secretEventOf as eventOf, secretEvents as events } from "./harness/secret-fixtures";
+import { filesUnder, secretEventOf as eventOf, secretEvents as events } from "./harness/secret-fixtures";
 
 /** Every rotation policy lasts this long here (and the controller looks every second). */
 const ROTATE_SECONDS = 4;
@@ -31,17 +31,6 @@ test.before(async () => {
 test.after.always(async () => {
   await tc?.close();
 });
-
-/** Every file under `dir` (as far as this process may read), for the leak scan. */
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await filesUnder(p)));
-    else if (e.isFile()) out.push(p);
-  }
-  return out;
-}
 
 test.serial(
   "the provider adds and grants, the consumer reads; a new revision reaches it with secret-changed; others are refused",

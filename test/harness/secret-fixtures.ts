@@ -1,9 +1,10 @@
 /**
  * Reading what the secret-db / secret-client fixture operators record in <record-dir>/hooks.log:
  * "<unit> <event> <detail…>" lines (hashes of values, never values), and "<unit> hook <name>" for
- * every hook run, so a test can tell that none re-ran (a migration's, say).
+ * every hook run, so a test can tell that none re-ran (a migration's, say); and every file under a
+ * directory, for the leak scans.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually } from "./eventually";
 
@@ -37,5 +38,16 @@ export async function hooksRun(record: string): Promise<Record<string, string[]>
   const out: Record<string, string[]> = {};
   for (const [unit, event, hook] of await secretEvents(record))
     if (event === "hook" && hook !== "update-status") (out[unit!] ??= []).push(hook!);
+  return out;
+}
+
+/** Every file under `dir` (as far as this process may read), for the leak scans. */
+export async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await filesUnder(p)));
+    else if (e.isFile()) out.push(p);
+  }
   return out;
 }
