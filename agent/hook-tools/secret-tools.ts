@@ -368,38 +368,14 @@ export const secretTools: Record<string, ToolSpec> = {
       return ok(format === "json" ? json(uris) : uris.map((u) => `${u}\n`).join(""));
     },
   },
-  "secret-grant": {
-    usage: "secret-grant secret:<id>|--label L --relation ID [--unit U]",
-    summary:
-      "let the other side of relation ID (its application, or only unit U of it) read a secret this unit manages; the grant ends with the relation. Made with the hook's commit",
-    flags: { "--label": "value", "--relation": "value", "-r": "value", "--unit": "value" },
-    async run(ctx, f, pos): Promise<ToolResult> {
-      const t = owned(ctx, "secret-grant", f, pos, this.usage);
-      if (t.rest.length > 0) return misuse("secret-grant", "takes one secret", this.usage);
-      secretsOf(ctx, "secret-grant").change({
-        op: "grant",
-        uri: t.uri,
-        ...grantTarget(ctx, "secret-grant", f, this.usage),
-      });
-      return ok();
-    },
-  },
-  "secret-revoke": {
-    usage: "secret-revoke secret:<id>|--label L --relation ID [--unit U]",
-    summary:
-      "take back what secret-grant gave over relation ID (to its application, or to unit U); made with the hook's commit",
-    flags: { "--label": "value", "--relation": "value", "-r": "value", "--unit": "value" },
-    async run(ctx, f, pos): Promise<ToolResult> {
-      const t = owned(ctx, "secret-revoke", f, pos, this.usage);
-      if (t.rest.length > 0) return misuse("secret-revoke", "takes one secret", this.usage);
-      secretsOf(ctx, "secret-revoke").change({
-        op: "revoke",
-        uri: t.uri,
-        ...grantTarget(ctx, "secret-revoke", f, this.usage),
-      });
-      return ok();
-    },
-  },
+  "secret-grant": grantTool(
+    "grant",
+    "let the other side of relation ID (its application, or only unit U of it) read a secret this unit manages; the grant ends with the relation. Made with the hook's commit",
+  ),
+  "secret-revoke": grantTool(
+    "revoke",
+    "take back what secret-grant gave over relation ID (to its application, or to unit U); made with the hook's commit",
+  ),
   "secret-remove": {
     usage: "secret-remove secret:<id>|--label L [--revision N]",
     summary:
@@ -420,3 +396,19 @@ export const secretTools: Record<string, ToolSpec> = {
     },
   },
 };
+
+/** secret-grant and secret-revoke: one secret this unit manages, a relation and maybe one unit on its other side. */
+function grantTool(op: "grant" | "revoke", summary: string): ToolSpec {
+  const tool = `secret-${op}`;
+  return {
+    usage: `${tool} secret:<id>|--label L --relation ID [--unit U]`,
+    summary,
+    flags: { "--label": "value", "--relation": "value", "-r": "value", "--unit": "value" },
+    async run(ctx, f, pos): Promise<ToolResult> {
+      const t = owned(ctx, tool, f, pos, this.usage);
+      if (t.rest.length > 0) return misuse(tool, "takes one secret", this.usage);
+      secretsOf(ctx, tool).change({ op, uri: t.uri, ...grantTarget(ctx, tool, f, this.usage) });
+      return ok();
+    },
+  };
+}
