@@ -110,13 +110,23 @@ export interface ReplicaHostBroker<H extends ReplicaHost = ReplicaHost> {
    * of or be using (an instance launched for it; not a spare, which the next leader may have taken).
    */
   abandon?(host: H): Promise<void>;
-  /** The replica at `address` is out of the etcd cluster for good: a cloud terminates its instance. */
-  retire?(address: string): Promise<void>;
+  /**
+   * The replica is out of the etcd cluster for good: a cloud terminates the instance it was recorded
+   * with. True once nothing of it runs (none recorded, or the cloud says it is gone); false while its
+   * termination is not yet seen, so the keeper asks again on a later pass.
+   */
+  retire?(replica: RetiredReplica): Promise<boolean>;
   /**
    * Whether a replica (its host, the instance it was recorded with, when it was added) is known lost
    * for good: a pod made again on a new, empty claim. The keeper then replaces it without waiting `replaceAfter`.
    */
   lost?(replica: { host: string; instance?: { id: string }; addedAt: string }): Promise<boolean>;
+}
+
+/** A replica removed for good, as the keeper recorded it: its host and the cloud instance it ran on. */
+export interface RetiredReplica {
+  host: string;
+  instance?: { id: string };
 }
 
 /** How often the kubelet probes a unit pod's container, how long it waits, and after how many failures it acts (per probe kind). */

@@ -22,6 +22,7 @@ export type {
   Progress,
   ReplicaHost,
   ReplicaHostBroker,
+  RetiredReplica,
   StartedMachine,
   UnitPod,
   UnitPodSettings,

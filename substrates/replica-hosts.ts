@@ -14,7 +14,7 @@
  */
 import type { Logger } from "../api/core";
 import { sleep } from "../api/core";
-import type { Progress, ReplicaHost, ReplicaHostBroker } from "./brokers";
+import type { Progress, ReplicaHost, ReplicaHostBroker, RetiredReplica } from "./brokers";
 import { replicaUserData } from "./cloud-init";
 import { enrolmentFiles } from "./controller-files";
 import type { Attributes } from "./kind";
@@ -160,13 +160,20 @@ export class InstanceReplicaHosts<Settings> implements ReplicaHostBroker<CloudHo
     await host.cloud.terminate([host.instance.id]);
   }
 
-  async retire(address: string): Promise<void> {
+  /**
+   * By the instance id the replica was recorded with, not by looking its address up among the live
+   * instances: a lookup that comes back empty (a cloud answering late, a placement read mid-change)
+   * must not count as "nothing to end". Done only once the cloud says the instance is gone.
+   */
+  async retire(replica: RetiredReplica): Promise<boolean> {
+    if (!replica.instance) return true;
     const cloud = await this.instances();
-    if (!cloud) return;
-    const mine = (await cloud.live()).filter((i) => i.address === address).map((i) => i.id);
-    if (mine.length === 0) return;
-    await cloud.terminate(mine);
-    this.d.log.info("terminated the instance of a replaced replica", { address, instances: mine.join(",") });
+    if (!cloud) return false;
+    const { id } = replica.instance;
+    if ((await cloud.state(id)).gone) return true;
+    await cloud.terminate([id]);
+    this.d.log.info("terminating the instance of a replaced replica", { address: replica.host, instance: id });
+    return false;
   }
 
   close(): void {

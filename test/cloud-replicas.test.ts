@@ -254,7 +254,15 @@ ha("a lost replica is replaced by a new cloud instance that installs itself and 
     () => fake.instances().find((i) => i.id === instance.id)?.state === "terminated",
     60_000,
     500,
-  );
+  ).catch(async (err: unknown) => {
+    t.log(
+      "instance states:",
+      fake.instances().map((i) => `${i.id} ${i.privateIp ?? ""} ${i.state}`),
+    );
+    t.log("EC2 calls:", fake.calls.map((c) => c.action).join(" "));
+    t.log(JSON.stringify(await cluster(), null, 1));
+    throw err;
+  });
   await writer.stop();
   await assertNothingLost(t);
   t.true(acked.length > 0, "writes went on");

@@ -6,9 +6,10 @@
  *   back to a pool (the next leader may be using it); only what no other leader can know of is
  *   abandoned (a launched instance is terminated). Seen under load on Kubernetes and EC2: two
  *   leaders' passes overlapped and a fourth replica appeared;
- * - a removed replica's host is retired (its instance terminated) even when the first try fails: the
- *   keeper tries again on later passes until it succeeds, and leaves alone a host a member uses
- *   again. Seen under load on EC2: one refused call left a replaced replica's instance running.
+ * - a removed replica's host is retired (its instance terminated) even when the first try fails or
+ *   the termination is not seen finished: the keeper tries again on later passes until the cloud
+ *   says the instance is gone, and leaves alone a host a member uses again. Seen under load on EC2:
+ *   one refused call left a replaced replica's instance running.
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
@@ -27,7 +28,7 @@ type MemberState = "member" | "removed";
 async function keeperOnOneVoter(
   t: ExecutionContext,
   wanted: number,
-  members: Record<string, [string, MemberState]>,
+  members: Record<string, [string, MemberState, string?]>,
   hosts: ConstructorParameters<typeof QuorumKeeper>[0]["hosts"],
   intervalMs: number,
 ): Promise<{ keeper: QuorumKeeper; membership: ReturnType<EtcdStore["membership"]> }> {
@@ -48,11 +49,18 @@ async function keeperOnOneVoter(
     "/cluster/config",
     JSON.stringify({ replicas: wanted, replaceAfterSeconds: 300, maxReplacementsPerHour: 2 }),
   );
-  for (const [given, [host, state]] of Object.entries(members)) {
+  for (const [given, [host, state, instance]] of Object.entries(members)) {
     const name = given === "self" ? self!.name : given;
     await store.put(
       keys.clusterMember(name),
-      JSON.stringify({ name, host, apiPort: 17070, state, addedAt: new Date().toISOString() }),
+      JSON.stringify({
+        name,
+        host,
+        apiPort: 17070,
+        state,
+        addedAt: new Date().toISOString(),
+        ...(instance ? { instance: { id: instance } } : {}),
+      }),
     );
   }
   const cache = await StateCache.start(store, () => undefined);
@@ -114,18 +122,20 @@ async function keeperOnOneVoter(
 );
 
 (haveEtcd ? test : test.skip)(
-  "a removed replica's host is retired on a later pass when the first try fails; a host in use again is not",
+  "a removed replica's instance is retired on later passes until the cloud says it is gone; a host in use again is not",
   async (t) => {
     const retires: string[] = [];
+    // The cloud's answers for i-gone, in turn: refused, still shutting down, gone.
+    const answers = [() => Promise.reject(new Error("RequestLimitExceeded")), () => false, () => true];
     // One voter present and one wanted: nothing to change, so each pass only reports (and retires).
     const { keeper } = await keeperOnOneVoter(
       t,
       1,
       {
         self: ["127.0.0.1", "member"],
-        "r-gone": ["10.9.9.1", "removed"],
+        "r-gone": ["10.9.9.1", "removed", "i-gone"],
         // An address a removed replica had, given to a replica that is a member now.
-        "r-old": ["10.9.9.2", "removed"],
+        "r-old": ["10.9.9.2", "removed", "i-old"],
         "r-new": ["10.9.9.2", "member"],
       },
       {
@@ -135,9 +145,9 @@ async function keeperOnOneVoter(
         async joined() {},
         async failed() {},
         async release() {},
-        async retire(host) {
-          retires.push(host);
-          if (retires.length === 1) throw new Error("RequestLimitExceeded");
+        async retire(replica) {
+          retires.push(`${replica.host}/${replica.instance?.id ?? ""}`);
+          return (answers[retires.length - 1] ?? (() => true))();
         },
       },
       100,
@@ -148,9 +158,13 @@ async function keeperOnOneVoter(
       leading.abort();
       await running;
     });
-    await eventually("the host retired on a second try", async () => retires.length >= 2 || undefined, 20_000, 50);
-    // Several more passes: a host retired is not asked again.
+    await eventually("the instance seen gone", async () => retires.length >= 3 || undefined, 20_000, 50);
+    // Several more passes: an instance seen gone is not asked about again.
     await new Promise((r) => setTimeout(r, 1000));
-    t.deepEqual(retires, ["10.9.9.1", "10.9.9.1"], "tried until it succeeded, then not again; 10.9.9.2 never");
+    t.deepEqual(
+      retires,
+      ["10.9.9.1/i-gone", "10.9.9.1/i-gone", "10.9.9.1/i-gone"],
+      "tried until the cloud said it was gone, then not again; 10.9.9.2 never",
+    );
   },
 );

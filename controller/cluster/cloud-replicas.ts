@@ -8,7 +8,14 @@
  * makes a host, is the kind's own business: nothing here names one.
  */
 import type { Logger, ReplicaSubstrate } from "../../api";
-import type { Progress, ReplicaHost, ReplicaHostBroker, ReplicaHostDeps, ReplicaHostsOfKind } from "../../substrates";
+import type {
+  Progress,
+  ReplicaHost,
+  ReplicaHostBroker,
+  ReplicaHostDeps,
+  ReplicaHostsOfKind,
+  RetiredReplica,
+} from "../../substrates";
 import { substrateKind } from "../../substrates";
 import type { ControllerConfig } from "../config";
 import type { Sealer } from "../security/sealing";
@@ -116,8 +123,8 @@ export class CloudReplicaHosts implements ReplicaHostBroker<OwnedHost> {
     await host.owned!.owner.abandon?.(host.owned!.host);
   }
 
-  async retire(address: string): Promise<void> {
-    await this.current()?.retire?.(address);
+  async retire(replica: RetiredReplica): Promise<boolean> {
+    return (await this.current()?.retire?.(replica)) ?? true;
   }
 
   async lost(replica: { host: string; instance?: { id: string }; addedAt: string }): Promise<boolean> {

@@ -56,7 +56,7 @@ export class QuorumKeeper extends Reconciler {
   /** When this leader first saw each voter gone (a new leader starts counting afresh: conservative). */
   private goneSince = new Map<string, number>();
   private readonly learnerSince = new Map<string, number>();
-  /** Hosts of removed replicas whose cloud instance this leader has retired (or found none of). */
+  /** Removed replicas (retiredKey) whose cloud instance this leader has seen gone, or that had none. */
   private readonly retired = new Set<string>();
 
   constructor(private readonly o: QuorumKeeperOptions) {
@@ -176,37 +176,39 @@ export class QuorumKeeper extends Reconciler {
       reason: lost ? "its volume was lost; replaced" : `gone for ${goneFor} s; replaced`,
     });
     // Out of the cluster for good: a cloud instance it ran on can go (it could not rejoin anyway).
-    const host = this.o.cache.clusterMembers.get(name)?.host;
-    if (host) await this.retire(host);
+    const removed = this.o.cache.clusterMembers.get(name);
+    if (removed) await this.retire(removed);
     await this.update({ replacements: [...recent, new Date().toISOString()] });
     await this.report("acting", `${name} removed; a replacement is installed next`, true);
   }
 
   /**
-   * Retires the host of every replica removed for good that is not retired yet, on each pass that
-   * changes nothing else: a cloud call refused under load, or a leader deposed between the removal
-   * and the call, would otherwise leave its instance running for nothing. A host a member still
-   * uses (an address given to a new replica) is left alone.
+   * Retires every replica removed for good whose instance is not seen gone yet, on each pass that
+   * changes nothing else: a cloud call refused under load, a termination not finished yet, or a
+   * leader deposed between the removal and the call would otherwise leave its instance running for
+   * nothing. A host or instance a member still uses (an address given to a new replica) is left alone.
    */
   private async retireRemoved(signal: AbortSignal): Promise<void> {
     if (!this.o.hosts.retire) return;
     const members = [...this.o.cache.clusterMembers.values()];
-    const inUse = new Set(members.filter((m) => m.state !== "removed").map((m) => m.host));
+    const live = members.filter((m) => m.state !== "removed");
+    const inUse = new Set([...live.map((m) => m.host), ...live.flatMap((m) => (m.instance ? [m.instance.id] : []))]);
     for (const m of members) {
-      if (m.state !== "removed" || inUse.has(m.host) || this.retired.has(m.host)) continue;
+      if (m.state !== "removed" || inUse.has(m.host) || (m.instance && inUse.has(m.instance.id))) continue;
+      if (this.retired.has(retiredKey(m))) continue;
       stillLeading(signal);
-      await this.retire(m.host);
+      await this.retire(m);
     }
   }
 
-  private async retire(host: string): Promise<void> {
+  private async retire(m: MemberDoc): Promise<void> {
     if (!this.o.hosts.retire) return;
     try {
-      await this.o.hosts.retire(host);
-      this.retired.add(host);
+      if (await this.o.hosts.retire({ host: m.host, ...(m.instance ? { instance: m.instance } : {}) }))
+        this.retired.add(retiredKey(m));
     } catch (err) {
       this.o.log.warn("could not retire the replaced replica's host; tried again on a later pass", {
-        host,
+        host: m.host,
         err: (err as Error).message,
       });
     }
@@ -335,3 +337,6 @@ export class QuorumKeeper extends Reconciler {
     await this.update({ state, message, history });
   }
 }
+
+/** A removed replica's host and instance: a host given to a new replica later is another retirement. */
+const retiredKey = (m: MemberDoc): string => `${m.host}/${m.instance?.id ?? ""}`;

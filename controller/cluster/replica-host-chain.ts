@@ -2,7 +2,7 @@
  * Where the quorum keeper gets replica hosts: from the first broker that has one (the spare pool
  * first: hosts someone set aside on purpose; then a cloud). Each host goes back to its own broker.
  */
-import type { Progress, ReplicaHost, ReplicaHostBroker } from "../../substrates";
+import type { Progress, ReplicaHost, ReplicaHostBroker, RetiredReplica } from "../../substrates";
 
 interface Owned {
   host: ReplicaHost;
@@ -53,8 +53,10 @@ export class ReplicaHostChain implements ReplicaHostBroker<ReplicaHost & { owned
     await host.owned!.owner.abandon?.(host.owned!.host);
   }
 
-  async retire(address: string): Promise<void> {
-    for (const b of this.brokers) await b.retire?.(address);
+  async retire(replica: RetiredReplica): Promise<boolean> {
+    let done = true;
+    for (const b of this.brokers) if (b.retire && !(await b.retire(replica))) done = false;
+    return done;
   }
 
   async lost(replica: { host: string; instance?: { id: string }; addedAt: string }): Promise<boolean> {
