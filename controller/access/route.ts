@@ -47,8 +47,12 @@ export interface RouteCall<R extends RouteSpec> {
   params: ParamsOf<R>;
   body: ParsedBodyOf<R>;
   query: QueryIn<R>;
-  /** Waits until this replica's cache has seen `revision`: a read right after a write sees it. */
-  settled(revision: number): Promise<void>;
+  /**
+   * Waits until this replica's cache has seen `revision`: a read right after a write sees it. Resolves
+   * with the route's model as the cache holds it now: a resync meanwhile replaces the index `model`
+   * gave, and that one lacks the write (seen under load: "application not found" right after a deploy).
+   */
+  settled(revision: number): Promise<ModelFor<R>>;
 }
 
 /** The answer, or the reply when the handler answered through it (raw routes, a HEAD, another status). */
@@ -93,7 +97,10 @@ export function routeOn(app: FastifyInstance, cache: StateCache): Route {
           params,
           body,
           query: req.query ?? {},
-          settled: (revision: number) => cache.waitForRevision(revision),
+          settled: async (revision: number) => {
+            await cache.waitForRevision(revision);
+            return who.model && (cache.models.get(who.model.uuid) ?? who.model);
+          },
         };
         return handler(call as unknown as RouteCall<typeof spec>);
       },

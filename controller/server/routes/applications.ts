@@ -101,15 +101,16 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
     checkMachinesForUnits(principal, idx, body.units, body.to, "units");
     // ops.deploy refuses an existing name itself: here it would also refuse the retry of a deploy that worked.
     const res = await ops.applications.deploy(idx.uuid, body, chargeOf(principal));
-    await settled(res.revision);
-    return appInfo(idx, body.name);
+    return appInfo(await settled(res.revision), body.name);
   });
 
   route(routes.getApplication, async ({ model: idx, params: { app } }) => appInfo(idx, app));
 
   route(routes.updateApplication, async ({ principal, model: idx, params: { app }, body, settled }) => {
-    await settled((await ops.applications.update(idx.uuid, app, body, chargeOf(principal))).revision);
-    return appInfo(idx, app);
+    return appInfo(
+      await settled((await ops.applications.update(idx.uuid, app, body, chargeOf(principal))).revision),
+      app,
+    );
   });
 
   route(routes.removeApplication, async ({ model: idx, params: { app }, query, settled }) => {

@@ -51,8 +51,8 @@ export function registerModelRoutes(route: Route, deps: HttpApiDeps): void {
   });
 
   route(routes.updateModel, async ({ model: idx, body, settled }) => {
-    await settled((await ops.models.updateConfig(idx.uuid, body.config, body.constraints)).revision);
-    const now = cache.models.get(idx.uuid)?.model;
+    const now = (await settled((await ops.models.updateConfig(idx.uuid, body.config, body.constraints)).revision))
+      .model;
     return {
       name: idx.model!.name,
       config: now?.config ?? {},
