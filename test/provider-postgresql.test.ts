@@ -53,7 +53,7 @@ function client(): ControllerClient {
 async function psqlOnClient(service: string, sql: string): Promise<{ code: number; stdout: string }> {
   const host = lab.hosts[4]!;
   const file = (await host.exec("ls /var/lib/steward/agents/*/units/app-0/data/pg_service.conf")).stdout.trim();
-  return host.exec(`PGSERVICEFILE=${file} psql -X -A -t -v ON_ERROR_STOP=1 service=${service} -c "${sql}"`);
+  return host.exec(`PGSERVICEFILE=${file} timeout 60 psql -X -w -A -t -v ON_ERROR_STOP=1 service=${service} -c "${sql}"`);
 }
 
 ssh(
