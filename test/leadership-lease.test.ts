@@ -149,11 +149,11 @@ test("claims answer the application's lease; a longer one applies at the next re
   const first = await leaderDoc();
   t.is(first.leaseSeconds, 5);
 
-  await tc.admin.updateApplication("lease-claims", "db", { leadershipLease: 20 });
-  t.deepEqual(await agent.call<Claim>("leader.claim", { unit: "db/0" }), { leader: true, leaseSeconds: 20 });
+  await tc.admin.updateApplication("lease-claims", "db", { leadershipLease: 8 });
+  t.deepEqual(await agent.call<Claim>("leader.claim", { unit: "db/0" }), { leader: true, leaseSeconds: 8 });
   const grown = await leaderDoc();
   t.not(grown.lease, first.lease, "a longer lease is a new store lease, taken at once");
-  t.is(grown.leaseSeconds, 20);
+  t.is(grown.leaseSeconds, 8);
   t.is(grown.since, first.since, "the same leadership");
 
   await tc.admin.updateApplication("lease-claims", "db", { leadershipLease: 6 });
@@ -163,9 +163,31 @@ test("claims answer the application's lease; a longer one applies at the next re
     "the shorter lease is what is promised from now on",
   );
   const shrinking = await leaderDoc();
-  t.is(shrinking.lease, grown.lease, "the longer store lease lives on: it promised 20 s to earlier claims");
+  t.is(shrinking.lease, grown.lease, "the longer store lease lives on: it promised 8 s to earlier claims");
   t.truthy(shrinking.shrinkAt);
-  t.true(Date.parse(shrinking.shrinkAt!) >= Date.now() + 15_000, "not before the last 20 s promise has run out");
+  t.true(Date.parse(shrinking.shrinkAt!) >= Date.now() + 7_000, "not before the last 8 s promise has run out");
+  t.deepEqual(await agent.call<Claim>("leader.claim", { unit: "db/0" }), { leader: true, leaseSeconds: 6 });
+  t.is((await leaderDoc()).lease, grown.lease, "renewals until then keep the longer lease alive");
+
+  // Once shrinkAt has passed, the next renewal takes a lease of the shorter length.
+  await tc.admin.updateApplication("lease-claims", "db", { leadershipLease: 5 });
+  const back = { ...(await leaderDoc()) };
+  await eventually(
+    "the shrink done at a renewal after shrinkAt",
+    async () => {
+      await agent.call<Claim>("leader.claim", { unit: "db/0" });
+      const doc = await leaderDoc();
+      return doc.lease !== back.lease ? doc : undefined;
+    },
+    40_000,
+    500,
+  ).then((doc) => {
+    t.is(doc.leaseSeconds, 5);
+    t.is(doc.shrinkAt, undefined);
+    t.true(Date.now() >= Date.parse(back.shrinkAt!), "not before shrinkAt");
+  });
+  t.deepEqual(await agent.call<Claim>("leader.claim", { unit: "db/0" }), { leader: true, leaseSeconds: 5 });
+  t.false((await agent.call<Claim>("leader.claim", { unit: "db/1" })).leader);
 });
 
 /**
