@@ -36,3 +36,4 @@ export type { ExecResult, PingResult, PullResult, ReplanResult, ServiceInfo } fr
 export { installSupervisor } from "./workload/install";
 export { UnitLeadership, answerWaitMs, leaderAt } from "./leadership";
 export type { LeaseRecord, UnitLeadershipDeps } from "./leadership";
+export { HookToolServer, OUTSIDE_HOOK_TOOLS } from "./hook-tools/server";

@@ -21,8 +21,9 @@
  *
  * Claims go one at a time per unit (renewals and is-leader calls share the one in flight), so
  * replies arrive in the order their claims were sent and the newest reply is the newest record. A
- * claim that got no reply leaves the record as it was: the controller only ever lengthens a lease
- * it promised, or promises a shorter one for a new one taken no earlier (leadership-ops.ts).
+ * claim that got no reply leaves the record as it was: whatever the controller did with it, it never
+ * ends a store lease before an earlier promise of it has run out (a shorter application lease waits
+ * for the longer one's promises: leadership-ops.ts).
  *
  * Renewal: while the view says this unit leads, it claims again half a lease after the last claim
  * was sent (the lease being the one last granted, or its application's when shorter); when the view

@@ -11,7 +11,7 @@
  * is idempotent (same data, same ports, same scope), so operators see at most a repeated hook,
  * never a lost one.
  */
-import { appendFile, mkdir, readFile, rm } from "node:fs/promises";
+import { appendFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { randomUUID } from "node:crypto";
 import type { AgentLogRecord, AgentView, Logger, QueuedAction, UnitView } from "../api/core";
@@ -113,6 +113,12 @@ export class Uniter {
   private intervalS = 300;
   /** Claims and renews the unit's leadership, and answers is-leader by the local guarantee (leadership.ts). */
   readonly leadership: UnitLeadership;
+  /**
+   * The unit's context for the read-only tools its processes may run outside hooks (hook-tools/server.ts);
+   * kept in the unit's directory, so processes its hooks left running keep it when the agent restarts.
+   */
+  private unitContextId = "";
+  private unregisterUnitContext?: () => void;
   private readonly abort = new AbortController();
   readonly unitDir: string;
   /** Resolves when the unit is gone (dead and cleaned up). */
@@ -140,6 +146,7 @@ export class Uniter {
     if (deps.hookStateInController) await u.takeBackHookState();
     u.state = await loadUnitState(u.unitDir);
     await mkdir(join(u.unitDir, "data"), { recursive: true, mode: 0o700 });
+    await u.registerUnitContext();
     u.intervalS = deps.settings().updateStatusInterval;
     // A unit started by an earlier incarnation of the agent runs no start hook now, the only other
     // place the timer is armed: arm it here, or update-status never runs after a restart.
@@ -173,6 +180,31 @@ export class Uniter {
     }
     if (!this.closed) this.leadership.follow(view);
     this.kick();
+  }
+
+  /** What a process a hook left running may ask outside hooks (is-leader, leader-get, config-get, status-get). */
+  private async registerUnitContext(): Promise<void> {
+    const file = join(this.unitDir, "unit-context");
+    this.unitContextId = (await readFile(file, "utf8").catch(() => "")).trim();
+    if (!/^[0-9a-f-]{36}$/.test(this.unitContextId)) {
+      this.unitContextId = randomUUID();
+      await writeFile(file, this.unitContextId, { mode: 0o600 });
+    }
+    const ctx = new HookRunContext({
+      unit: this.name,
+      hook: { name: "" },
+      view: () => this.view,
+      state: () => this.state,
+      conn: this.d.conn,
+      leadership: this.leadership,
+      reporter: this.d.reporter,
+      log: this.d.log,
+      appendLog: () => undefined,
+      forwardLog: () => undefined,
+      onWorkloadStatus: () => undefined,
+      ...this.readinessDeps(),
+    });
+    this.unregisterUnitContext = this.d.tools.registerUnit(this.unitContextId, ctx);
   }
 
   // --- the loop ---
@@ -698,6 +730,7 @@ export class Uniter {
       STEWARD_OPERATOR_DIR: operatorDir,
       STEWARD_UNIT_DATA: join(this.unitDir, "data"),
       STEWARD_CONTEXT_ID: contextId,
+      STEWARD_UNIT_CONTEXT_ID: this.unitContextId,
       STEWARD_AGENT_SOCKET: this.d.tools.socketPath,
       STEWARD_API_ADDRESSES: this.d.controllerAddresses().join(" "),
       STEWARD_UNIT_ADDRESS: address,
@@ -771,6 +804,7 @@ export class Uniter {
     clearTimeout(this.retryTimer);
     clearTimeout(this.updateStatusTimer);
     this.leadership.close();
+    this.unregisterUnitContext?.();
   }
 
   /** Stops driving the unit (agent shutdown); a running hook is killed and will run again on restart. */

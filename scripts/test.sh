@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # `npm test` runs this, then every benchmark once at a small size (package.json). Here: build and lint
 # side by side (lint reads the sources, not dist/), then the two test lanes one after the other: the
-# main lane (ava, two at a time) and the serial lane (HA and cloud bootstraps, whose elections and
-# timers want the machine to themselves). Each step prints how long it took, so CI's time can be
-# kept in view lane by lane.
+# main lane (ava, two at a time) and the serial lane (HA and cloud bootstraps, and the never-two-leaders
+# test, whose elections and timers want the machine to themselves). Each step prints how long it took,
+# so CI's time can be kept in view lane by lane.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SERIAL_LANE=(dist/test/ha.test.js dist/test/cloud-replicas.test.js dist/test/aws-bootstrap.test.js
-  dist/test/vsphere-bootstrap.test.js dist/test/upgrade-ha.test.js)
+  dist/test/vsphere-bootstrap.test.js dist/test/upgrade-ha.test.js dist/test/leadership-ssh.test.js)
 
 timed() {
   local name=$1 start=$SECONDS

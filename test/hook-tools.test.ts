@@ -1,7 +1,11 @@
 /** Argument handling of the hook tools (the end-to-end path is in agent-lifecycle.test.ts). */
 import test from "ava";
 import type { UnitView } from "../api";
-import { runTool } from "../agent";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { HookToolServer, runTool } from "../agent";
 import type { HookContext } from "../agent";
 
 /**
@@ -13,6 +17,7 @@ function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookC
   sets: unknown[];
   ports: string[];
   readinessSaid: [boolean, string][];
+  resigned: (string | undefined)[];
 } {
   const view: UnitView = {
     name: "web/0",
@@ -41,6 +46,7 @@ function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookC
     sets: [] as unknown[],
     ports: [] as string[],
     readinessSaid: [] as [boolean, string][],
+    resigned: [] as (string | undefined)[],
     unit: "web/0",
     hook: over.relationHook ? "db-relation-changed" : "install",
     ...(over.relationHook ? { relation: { id: 4, endpoint: "db", remoteUnit: "pg/0", remoteApp: "pg" } } : {}),
@@ -57,6 +63,9 @@ function context(over: { leader?: boolean; relationHook?: boolean } = {}): HookC
     },
     log: () => undefined,
     isLeader: async () => over.leader ?? false,
+    async resignLeadership(to?: string) {
+      ctx.resigned.push(to);
+    },
     leaderGet: async () => ({ secret: "s3" }),
     async leaderSet() {
       /* not under test */
@@ -279,4 +288,56 @@ test("readiness-get prints the unit's readiness as text or JSON", async (t) => {
   });
   t.is((await runTool(ctx, "readiness-get", ["--format", "yaml"])).code, 2);
   t.is((await runTool(ctx, "readiness-get", ["extra"])).code, 2);
+});
+
+/** Runs a tool's wrapper as a hook (or a process a hook left behind) would, with `env`. */
+function runWrapper(
+  server: HookToolServer,
+  tool: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      join(server.toolsDir, tool),
+      args,
+      { env: { PATH: process.env.PATH, STEWARD_AGENT_SOCKET: server.socketPath, ...env } },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+test("outside a hook, a unit's processes may run only the reading tools, through the unit's context", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-tools-"));
+  const server = new HookToolServer(dir);
+  t.teardown(async () => {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  await server.start();
+  const ctx = context({ leader: true });
+  server.registerUnit("unit-ctx", ctx);
+  // A tracer a hook started: the hook's own context is gone, its unit's is not.
+  const env = { STEWARD_CONTEXT_ID: "hook-that-ended", STEWARD_UNIT_CONTEXT_ID: "unit-ctx" };
+  const leader = await runWrapper(server, "is-leader", [], env);
+  t.deepEqual([leader.code, leader.stdout], [0, "true\n"], leader.stderr);
+  t.is((await runWrapper(server, "config-get", ["port"], env)).stdout, "80\n");
+  const set = await runWrapper(server, "leader-set", ["a=b"], env);
+  t.is(set.code, 2);
+  t.regex(set.stderr, /tools work only inside a running hook, but for is-leader, leader-get, config-get, status-get/);
+  t.is((await runWrapper(server, "leader-resign", [], env)).code, 2, "resigning is for hooks");
+  t.is((await runWrapper(server, "is-leader", [], { STEWARD_UNIT_CONTEXT_ID: "another" })).code, 2);
+  t.deepEqual(ctx.resigned, []);
+});
+
+test("leader-resign gives leadership up, to the unit --to names; a bad unit name is misuse", async (t) => {
+  const ctx = context({ leader: true });
+  t.is((await runTool(ctx, "leader-resign", ["--to", "web/2"])).code, 0);
+  t.is((await runTool(ctx, "leader-resign", [])).code, 0);
+  t.deepEqual(ctx.resigned, ["web/2", undefined]);
+  const bad = await runTool(ctx, "leader-resign", ["--to", "web"]);
+  t.is(bad.code, 2);
+  t.regex(bad.stderr!, /"web" is not a unit name such as web\/1/);
+  t.is((await runTool(ctx, "leader-resign", ["web/1"])).code, 2, "the unit goes with --to");
 });

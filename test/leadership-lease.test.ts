@@ -6,6 +6,7 @@
  * hands leadership over. The agent's is-leader rule is driven by a clock the test moves.
  */
 import test from "ava";
+import type { ExecutionContext } from "ava";
 import type { StewardError } from "../api";
 import { LEADERSHIP_LEASE, formatLeaseSeconds, parseLeadershipLease } from "../api";
 import { UnitLeadership, answerWaitMs, leaderAt } from "../agent";
@@ -14,6 +15,9 @@ import { keys } from "../controller";
 import type { TestController } from "./harness/controller";
 import { startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import { haveEtcd, startEtcd } from "./harness/etcd";
+import type { TestEtcd } from "./harness/etcd";
+import { randomBytes } from "node:crypto";
 import type { SimulatedAgent } from "./harness/simulated-agent";
 import { simulatedAgent } from "./harness/simulated-agent";
 import { recorderVariant } from "./harness/operators";
@@ -39,7 +43,9 @@ async function deployed(
   app: string,
   units: number,
   leadershipLease?: string | number,
+  on: TestController = tc,
 ): Promise<{ uuid: string; agent: SimulatedAgent }> {
+  const tc = on;
   const { uuid } = await tc.admin.createModel(model);
   const [m] = (await tc.admin.addMachines(model, "manual", 1)).machines;
   const op = await tc.upload(await recorderVariant({ peers: { peer: "rec-peer" } }));
@@ -143,11 +149,11 @@ test("claims answer the application's lease; a longer one applies at the next re
   const first = await leaderDoc();
   t.is(first.leaseSeconds, 5);
 
-  await tc.admin.updateApplication("lease-claims", "db", { leadershipLease: 20 });
-  t.deepEqual(await agent.call<Claim>("leader.claim", { unit: "db/0" }), { leader: true, leaseSeconds: 20 });
+  await tc.admin.updateApplication("lease-claims", "db", { leadershipLease: 8 });
+  t.deepEqual(await agent.call<Claim>("leader.claim", { unit: "db/0" }), { leader: true, leaseSeconds: 8 });
   const grown = await leaderDoc();
   t.not(grown.lease, first.lease, "a longer lease is a new store lease, taken at once");
-  t.is(grown.leaseSeconds, 20);
+  t.is(grown.leaseSeconds, 8);
   t.is(grown.since, first.since, "the same leadership");
 
   await tc.admin.updateApplication("lease-claims", "db", { leadershipLease: 6 });
@@ -157,9 +163,75 @@ test("claims answer the application's lease; a longer one applies at the next re
     "the shorter lease is what is promised from now on",
   );
   const shrinking = await leaderDoc();
-  t.is(shrinking.lease, grown.lease, "the longer store lease lives on: it promised 20 s to earlier claims");
+  t.is(shrinking.lease, grown.lease, "the longer store lease lives on: it promised 8 s to earlier claims");
   t.truthy(shrinking.shrinkAt);
-  t.true(Date.parse(shrinking.shrinkAt!) >= Date.now() + 15_000, "not before the last 20 s promise has run out");
+  t.true(Date.parse(shrinking.shrinkAt!) >= Date.now() + 7_000, "not before the last 8 s promise has run out");
+  t.deepEqual(await agent.call<Claim>("leader.claim", { unit: "db/0" }), { leader: true, leaseSeconds: 6 });
+  t.is((await leaderDoc()).lease, grown.lease, "renewals until then keep the longer lease alive");
+
+  // Once shrinkAt has passed, the next renewal takes a lease of the shorter length.
+  await tc.admin.updateApplication("lease-claims", "db", { leadershipLease: 5 });
+  const back = { ...(await leaderDoc()) };
+  await eventually(
+    "the shrink done at a renewal after shrinkAt",
+    async () => {
+      await agent.call<Claim>("leader.claim", { unit: "db/0" });
+      const doc = await leaderDoc();
+      return doc.lease !== back.lease ? doc : undefined;
+    },
+    40_000,
+    500,
+  ).then((doc) => {
+    t.is(doc.leaseSeconds, 5);
+    t.is(doc.shrinkAt, undefined);
+    t.true(Date.now() >= Date.parse(back.shrinkAt!), "not before shrinkAt");
+  });
+  t.deepEqual(await agent.call<Claim>("leader.claim", { unit: "db/0" }), { leader: true, leaseSeconds: 5 });
+  t.false((await agent.call<Claim>("leader.claim", { unit: "db/1" })).leader);
+});
+
+/**
+ * The leader's renewals stop (its agent is gone): the store drops the key once the lease runs out,
+ * the other units' views say nobody leads, and the first to claim leads. Timed from the last renewal.
+ */
+async function dropsAndMoves(t: ExecutionContext, on: TestController, model: string): Promise<void> {
+  const LEASE_S = 5;
+  const { agent } = await deployed(model, "db", 2, LEASE_S, on);
+  t.teardown(agent.close);
+  t.true((await agent.call<Claim>("leader.claim", { unit: "db/0" })).leader);
+  const renewed = performance.now();
+  t.false((await agent.call<Claim>("leader.claim", { unit: "db/1" })).leader, "held while the lease runs");
+  await eventually("db/1 sees the leader", () =>
+    agent.view()?.units[1]?.leader === false && agent.view()!.units[1]!.leaderKnown ? true : undefined,
+  );
+  const unknownAt = await eventually(
+    "the views say nobody leads",
+    () => (agent.view()?.units[1]?.leaderKnown === false ? performance.now() : undefined),
+    30_000,
+    10,
+  );
+  t.true((await agent.call<Claim>("leader.claim", { unit: "db/1" })).leader, "the first to claim after it leads");
+  const movedAt = performance.now();
+  t.log(
+    `${on === tc ? "embedded" : "etcd"}: lease ${LEASE_S} s; key gone ${((unknownAt - renewed) / 1000).toFixed(2)} s after the last renewal, new leader ${((movedAt - renewed) / 1000).toFixed(2)} s after it`,
+  );
+}
+
+test("a leader that stops renewing loses its key when the lease runs out, and another unit claims (embedded store)", (t) =>
+  dropsAndMoves(t, tc, "lease-drop"));
+
+(haveEtcd ? test : test.skip)("the same on the etcd store", async (t) => {
+  let etcd: TestEtcd | undefined;
+  let onEtcd: TestController | undefined;
+  t.teardown(async () => {
+    await onEtcd?.close();
+    await etcd?.stop();
+  });
+  etcd = await startEtcd();
+  onEtcd = await startTestController({
+    store: { backend: "etcd", endpoints: [etcd.endpoint], prefix: `/ld-${randomBytes(3).toString("hex")}` },
+  });
+  await dropsAndMoves(t, onEtcd, "lease-drop");
 });
 
 test("leader-resign hands leadership over: --to names who may claim for one lease; without it anyone but the resigner", async (t) => {

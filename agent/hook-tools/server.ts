@@ -1,6 +1,11 @@
 /**
  * The agent's hook-tool socket. A hook's tools name their context (the running hook); only contexts
  * registered for the duration of a hook are answered, so a stray process cannot act for a unit.
+ *
+ * Outside a hook, a process a hook started (a workload's watchdog, a tracer) may still ask what only
+ * reads: the tools in {@link OUTSIDE_HOOK_TOOLS}, through its unit's context (`STEWARD_UNIT_CONTEXT_ID`,
+ * given to every hook and living as long as the unit's uniter). A database primary's watchdog asks
+ * `is-leader` this way, and stops accepting writes once it answers false while cut off.
  */
 import { createHash } from "node:crypto";
 import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
@@ -15,8 +20,13 @@ import { runTool, tools } from "./tools";
 export const MAX_TOOL_STDIN = 1024 * 1024;
 const MAX_TOOL_REQUEST = 2 * MAX_TOOL_STDIN;
 
+/** Tools a unit's processes may run outside a hook: they only read (is-leader's claim renews, as inside a hook). */
+export const OUTSIDE_HOOK_TOOLS: ReadonlySet<string> = new Set(["is-leader", "leader-get", "config-get", "status-get"]);
+
 export class HookToolServer {
   private readonly contexts = new Map<string, HookContext>();
+  /** Each unit's context for tools run outside a hook (OUTSIDE_HOOK_TOOLS only). */
+  private readonly unitContexts = new Map<string, HookContext>();
   private server?: Server;
   readonly socketPath: string;
   readonly toolsDir: string;
@@ -74,12 +84,21 @@ export class HookToolServer {
   }
 
   private async answer(line: string): Promise<{ code: number; stdout?: string; stderr?: string }> {
-    const req = JSON.parse(line) as { context?: string; tool?: string; args?: unknown; cwd?: unknown; stdin?: unknown };
-    const ctx = req.context ? this.contexts.get(req.context) : undefined;
+    const req = JSON.parse(line) as {
+      context?: string;
+      unitContext?: string;
+      tool?: string;
+      args?: unknown;
+      cwd?: unknown;
+      stdin?: unknown;
+    };
+    let ctx = req.context ? this.contexts.get(req.context) : undefined;
+    if (!ctx && typeof req.unitContext === "string" && OUTSIDE_HOOK_TOOLS.has(String(req.tool)))
+      ctx = this.unitContexts.get(req.unitContext);
     if (!ctx)
       return {
         code: 2,
-        stderr: `${req.tool}: no hook is running with this context (tools work only inside a running hook)\n`,
+        stderr: `${req.tool}: no hook is running with this context (tools work only inside a running hook, but for ${[...OUTSIDE_HOOK_TOOLS].join(", ")})\n`,
       };
     const args = Array.isArray(req.args) ? req.args.map(String) : [];
     return runTool(ctx, String(req.tool), args, {
@@ -91,6 +110,12 @@ export class HookToolServer {
   register(id: string, ctx: HookContext): () => void {
     this.contexts.set(id, ctx);
     return () => this.contexts.delete(id);
+  }
+
+  /** A unit's context for the read-only tools its processes run outside hooks (see the header). */
+  registerUnit(id: string, ctx: HookContext): () => void {
+    this.unitContexts.set(id, ctx);
+    return () => this.unitContexts.delete(id);
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,8 @@
  * The client every hook tool runs (`status-set`, `config-get`, …): sends its name and arguments to
  * the agent's socket and prints what comes back. Deliberately imports nothing but `net`, so a tool
  * call costs one bare Node start. It sends the hook's working directory (tools resolve relative
- * paths against it) and, for the tools that read it, its standard input.
+ * paths against it) and, for the tools that read it, its standard input. A process a hook left
+ * running still has its unit's context (STEWARD_UNIT_CONTEXT_ID) for the few tools allowed outside hooks.
  */
 import { connect } from "node:net";
 
@@ -16,7 +17,8 @@ const MAX_STDIN = 1024 * 1024;
 const [tool, ...args] = process.argv.slice(2);
 const socketPath = process.env.STEWARD_AGENT_SOCKET;
 const context = process.env.STEWARD_CONTEXT_ID;
-if (!socketPath || !context || !tool) {
+const unitContext = process.env.STEWARD_UNIT_CONTEXT_ID;
+if (!socketPath || !(context || unitContext) || !tool) {
   process.stderr.write(
     `${tool ?? "hook tool"}: must be run from a hook (STEWARD_AGENT_SOCKET and STEWARD_CONTEXT_ID are not set)\n`,
   );
@@ -51,7 +53,14 @@ void (wantsStdin ? readStdin() : Promise.resolve(undefined)).then((stdin) => {
   let buf = "";
   sock.on("connect", () =>
     sock.write(
-      JSON.stringify({ context, tool, args, cwd: process.cwd(), ...(stdin !== undefined ? { stdin } : {}) }) + "\n",
+      JSON.stringify({
+        context,
+        ...(unitContext ? { unitContext } : {}),
+        tool,
+        args,
+        cwd: process.cwd(),
+        ...(stdin !== undefined ? { stdin } : {}),
+      }) + "\n",
     ),
   );
   sock.on("data", (d: Buffer) => {

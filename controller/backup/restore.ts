@@ -108,7 +108,8 @@ export function restoredKeys(
   header: Pick<BackupHeader, "id">,
 ): { kvs: KeyValue[]; leases: { id: string; ttl: number }[]; epoch: RestoreEpochDoc } {
   const kvs: KeyValue[] = [];
-  const leases = new Set<string>();
+  /** Each leader's lease: at least as long as it was granted (its agent counts on it), the default at least. */
+  const leases = new Map<string, number>();
   const taskSeqs: Record<string, number> = {};
   let previous: KeyValue | undefined;
   for (const kv of backedUp) {
@@ -122,7 +123,8 @@ export function restoredKeys(
     if (kv.lease) {
       // Only unit leadership is worth keeping on a lease; anything else leased belonged to the old replicas.
       if (c?.kind.name !== "leader") continue;
-      leases.add(kv.lease);
+      const granted = (JSON.parse(kv.value) as { leaseSeconds?: number }).leaseSeconds ?? 0;
+      leases.set(kv.lease, Math.max(leases.get(kv.lease) ?? 0, granted, DEFAULT_LEADERSHIP_LEASE_SECONDS));
     }
     kvs.push(kv);
   }
@@ -142,7 +144,7 @@ export function restoredKeys(
     modRevision: revision + 1,
     version: (previous?.version ?? 0) + 1,
   });
-  return { kvs, leases: [...leases].map((id) => ({ id, ttl: DEFAULT_LEADERSHIP_LEASE_SECONDS })), epoch };
+  return { kvs, leases: [...leases].map(([id, ttl]) => ({ id, ttl })), epoch };
 }
 
 /**

@@ -113,11 +113,11 @@ export class LeadershipOps extends StoreTxns {
       return held;
     }
     // Shorter: the longer store lease lives on until every promise it made has run out.
-    if (shrinkAt !== undefined && Date.now() >= Date.parse(shrinkAt))
+    if (shrinkAt !== undefined && this.now().getTime() >= Date.parse(shrinkAt))
       return (await this.swap(uuid, app, cur, want)) ? want : undefined;
     await this.store.keepAlive(cur.doc.lease);
     if (shrinkAt === undefined) {
-      const at = new Date(Date.now() + held * 1000 + CLOCK_SKEW_MS).toISOString();
+      const at = new Date(this.now().getTime() + held * 1000 + CLOCK_SKEW_MS).toISOString();
       const res = await this.store.txn({
         compare: [unchanged(key, cur.rev)],
         success: [{ ...put(docs.leader, uuid, app, { ...rest, shrinkAt: at }), lease: cur.doc.lease }],

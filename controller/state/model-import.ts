@@ -151,9 +151,12 @@ export async function importModel(deps: ImportDeps, raw: unknown, opts: ImportOp
         let v = value;
         if (kind === "model") v = model;
         if (kind === "leader") {
-          const lease = await store.grantLease(deps.leaseSeconds);
+          // At least as long as what the source granted (its agents count on it from their last renewal), and recorded.
+          const { shrinkAt: _, ...leader } = value as LeaderDoc;
+          const seconds = Math.max(leader.leaseSeconds ?? deps.leaseSeconds, deps.leaseSeconds);
+          const lease = await store.grantLease(seconds);
           leases.push(lease.id);
-          v = { ...(value as Omit<LeaderDoc, "lease">), lease: lease.id };
+          v = { ...leader, lease: lease.id, leaseSeconds: seconds };
           ops.push({ type: "put", key: keyOf(KIND.leader, uuid, id), value: JSON.stringify(v), lease: lease.id });
         } else {
           ops.push({ type: "put", key: keyOf(KIND[kind], uuid, id), value: storedValue(KIND[kind], v) });
