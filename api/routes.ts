@@ -485,12 +485,13 @@ export const routes = {
     status: 200,
     response: answer<ApplicationInfo>(),
   },
+  /** `destroyStorage`: its units' storage is destroyed once detached, instead of kept. */
   removeApplication: {
     method: "DELETE",
     path: "/v1/models/:model/applications/:app",
     access: "model:write",
     params: app,
-    query: force,
+    query: ["force", "destroyStorage"],
     status: 202,
     response: answer<void>(),
   },

@@ -45,6 +45,11 @@ export interface ApplicationArgs {
   deleteTimeoutSeconds?: pulumi.Input<number>;
   /** On destroy, remove without hooks when the units are not gone in time. @default false */
   forceDelete?: pulumi.Input<boolean>;
+  /**
+   * On destroy, destroy the units' storage and its data too. Kept by default, detached, as Juju keeps
+   * it: a machine that holds kept storage is not removed (say so here to let a whole stack go). @default false
+   */
+  destroyStorageOnDelete?: pulumi.Input<boolean>;
   /** Take over an application of this name that already exists instead of failing. */
   adopt?: pulumi.Input<boolean>;
 }
@@ -106,6 +111,7 @@ export class Application extends pulumi.dynamic.Resource {
         timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 600),
         deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),
         forceDelete: args.forceDelete ?? false,
+        destroyStorageOnDelete: args.destroyStorageOnDelete ?? false,
         adopt: args.adopt ?? false,
       },
       withSecretOutputs(opts, ["connection"]),

@@ -122,3 +122,31 @@ test("a note written into storage by one unit is read by the next unit it is att
   t.false(await exists(again!.location));
   t.false(await exists(keptDir));
 });
+
+test("remove-application keeps its units' storage, detached; with --destroy-storage the storage and its data go too", async (t) => {
+  await tc.admin.createModel("apps-storage");
+  const op = await tc.upload(join(operatorsDir, "notebook"));
+  for (const name of ["kept", "gone"]) await tc.admin.deploy("apps-storage", { name, operator: op, units: 1 });
+  await tc.waitForUnits(
+    "apps-storage",
+    (units) => units.length === 2 && units.every((u) => /^data\/\d+ new: written by /.test(u.workload.message)),
+    "both units to write their notes",
+    60_000,
+  );
+  const before = await storageOf("apps-storage");
+  const gone = before.find((s) => s.app === "gone")!;
+
+  await tc.admin.removeApplication("apps-storage", "kept");
+  await tc.admin.removeApplication("apps-storage", "gone", false, true);
+  const after = await eventually(
+    "both applications gone, their storage settled",
+    async () => {
+      const s = await storageOf("apps-storage");
+      const apps = Object.keys((await tc.admin.status("apps-storage")).applications);
+      return apps.length === 0 && s.length === 1 && s[0]!.status === "detached" ? s : undefined;
+    },
+    60_000,
+  );
+  t.like(after[0], { app: "kept", status: "detached" }, "the storage of the application removed plainly is kept");
+  t.false(await exists(gone.location), "the destroyed storage's data is gone");
+});

@@ -305,8 +305,12 @@ export class ControllerClient extends ControllerTransport {
   ): Promise<ApplicationInfo> {
     return this.call(routes.updateApplication, { model, app }, req);
   }
-  removeApplication(model: string, app: string, force = false): Promise<void> {
-    return this.call(routes.removeApplication, { model, app }, undefined, { force: force || undefined });
+  /** `destroyStorage`: its units' storage is destroyed once detached, instead of kept. */
+  removeApplication(model: string, app: string, force = false, destroyStorage = false): Promise<void> {
+    return this.call(routes.removeApplication, { model, app }, undefined, {
+      force: force || undefined,
+      destroyStorage: destroyStorage || undefined,
+    });
   }
   /** `attachStorage`: kept storage instances of the application (`data/0`) for the one new unit. */
   addUnits(

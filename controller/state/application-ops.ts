@@ -375,7 +375,11 @@ export class ApplicationOps extends StoreTxns {
       }),
     );
   }
-  async remove(uuid: string, appName: string, force: boolean): Promise<{ revision: number }> {
+  /**
+   * Removes an application (its units tear down first, unless `force`). Its units' storage is kept,
+   * detached, unless `destroyStorage`: then each instance is destroyed once detached.
+   */
+  async remove(uuid: string, appName: string, force: boolean, destroyStorage = false): Promise<{ revision: number }> {
     return this.retry(`remove ${appName}`, async () => {
       const a = await this.get(docs.app, uuid, appName);
       if (!a) throw notFound("application", appName);
@@ -392,7 +396,7 @@ export class ApplicationOps extends StoreTxns {
       // Its integrations end with it: the other side departs and breaks them, then they are deleted.
       for (const r of relations) if (r.doc.life === "alive") ops.push(putBack(r, { ...r.doc, life: "dying" }));
       if (force || units.length === 0) {
-        for (const u of units) ops.push(...(await this.unitGoneOps(uuid, u.doc, compare)));
+        for (const u of units) ops.push(...(await this.unitGoneOps(uuid, u.doc, compare, destroyStorage)));
         ops.push(
           { type: "delete", key: keys.app(uuid, appName) },
           { type: "delete", key: keys.leaderData(uuid, appName) },
@@ -403,6 +407,8 @@ export class ApplicationOps extends StoreTxns {
       } else {
         ops.push(put(docs.app, uuid, appName, { ...a.doc, life: "dying" }));
         for (const u of units) if (u.doc.life === "alive") ops.push(putBack(u, { ...u.doc, life: "dying" }));
+        if (destroyStorage)
+          for (const u of units) ops.push(...(await destroyUnitStorageOps(this.store, uuid, u.doc.name, compare)));
       }
       return { compare, ops, result: {} };
     });

@@ -45,6 +45,8 @@ export interface ApplicationInputs {
   timeoutSeconds: number;
   deleteTimeoutSeconds: number;
   forceDelete: boolean;
+  /** On delete, the units' storage is destroyed too (kept, detached, otherwise). Absent in state from before it. */
+  destroyStorageOnDelete?: boolean;
   adopt: boolean;
 }
 export interface ApplicationOutputs extends ApplicationInputs {
@@ -136,7 +138,8 @@ export const applicationProvider = {
       olds.waitFor !== news.waitFor ||
       olds.timeoutSeconds !== news.timeoutSeconds ||
       olds.deleteTimeoutSeconds !== news.deleteTimeoutSeconds ||
-      olds.forceDelete !== news.forceDelete;
+      olds.forceDelete !== news.forceDelete ||
+      (olds.destroyStorageOnDelete ?? false) !== (news.destroyStorageOnDelete ?? false);
     return { changes, replaces, deleteBeforeReplace: true };
   },
 
@@ -192,7 +195,7 @@ export const applicationProvider = {
   async delete(_id: string, props: ApplicationOutputs) {
     const client = clientFor(props.connection);
     try {
-      await client.removeApplication(props.model, props.name);
+      await client.removeApplication(props.model, props.name, false, props.destroyStorageOnDelete ?? false);
     } catch (e) {
       if (isNotFound(e)) return;
       throw e;
@@ -215,7 +218,7 @@ export const applicationProvider = {
           `${(e as Error).message}; set forceDelete: true to remove it without its hooks`,
         );
       }
-      await client.removeApplication(props.model, props.name, true);
+      await client.removeApplication(props.model, props.name, true, props.destroyStorageOnDelete ?? false);
       await until(`application "${props.name}" to be removed by force`, 60_000, gone);
     }
   },
@@ -467,6 +470,7 @@ function withoutDrift(i: ApplicationInputs): Partial<ApplicationInputs> {
     timeoutSeconds: i.timeoutSeconds,
     deleteTimeoutSeconds: i.deleteTimeoutSeconds,
     forceDelete: i.forceDelete,
+    ...(i.destroyStorageOnDelete !== undefined ? { destroyStorageOnDelete: i.destroyStorageOnDelete } : {}),
     adopt: i.adopt,
     ...("__provider" in i ? { __provider: i.__provider } : {}),
   } as Partial<ApplicationInputs>;

@@ -115,7 +115,9 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
   });
 
   route(routes.removeApplication, async ({ model: idx, params: { app }, query, settled }) => {
-    await settled((await ops.applications.remove(idx.uuid, app, flag(query, "force"))).revision);
+    await settled(
+      (await ops.applications.remove(idx.uuid, app, flag(query, "force"), flag(query, "destroyStorage"))).revision,
+    );
   });
 
   route(routes.addUnits, async ({ principal, model: idx, params: { app }, body, settled }) => {
