@@ -3,7 +3,8 @@
  * real sshd test hosts: one controller replica, three postgresql units with pgdata storage and a 10 s
  * leadership lease, and the postgresql-client operator integrated with them. `up` returns with every
  * unit active; the client's libpq service file reaches the primary (a write there is read back from a
- * standby, so replication runs); a second `up` changes nothing; destroy leaves no PostgreSQL running.
+ * standby, so replication runs); a second `up` changes nothing; destroy (the example's
+ * destroyDataOnDelete) leaves no PostgreSQL running and no volume behind.
  */
 import test from "ava";
 import * as pulumi from "@pulumi/pulumi";
@@ -41,6 +42,7 @@ const stack = () => () => {
     privateKey: pulumi.secret(lab.clientKey),
     operatorsDir,
     pgdataMiB: 256,
+    destroyDataOnDelete: true,
   });
 };
 
@@ -53,7 +55,9 @@ function client(): ControllerClient {
 async function psqlOnClient(service: string, sql: string): Promise<{ code: number; stdout: string }> {
   const host = lab.hosts[4]!;
   const file = (await host.exec("ls /var/lib/steward/agents/*/units/app-0/data/pg_service.conf")).stdout.trim();
-  return host.exec(`PGSERVICEFILE=${file} timeout 60 psql -X -w -A -t -v ON_ERROR_STOP=1 service=${service} -c "${sql}"`);
+  return host.exec(
+    `PGSERVICEFILE=${file} timeout 60 psql -X -w -A -t -v ON_ERROR_STOP=1 service=${service} -c "${sql}"`,
+  );
 }
 
 ssh(

@@ -12,6 +12,7 @@ const out = postgresqlStack({
   privateKey: config.requireSecret("privateKey"),
   operatorsDir: config.get("operatorsDir") ?? join(dirname(require.resolve("steward/package.json")), "operators"),
   ...(config.get("database") ? { database: config.get("database")! } : {}),
+  destroyDataOnDelete: config.getBoolean("destroyDataOnDelete") ?? false,
 });
 
 export const addresses = out.addresses;

@@ -23,6 +23,11 @@ export interface PostgresqlSettings {
   database?: string;
   /** Size of each unit's pgdata volume, MiB. @default 1024 */
   pgdataMiB?: number;
+  /**
+   * Whether `pulumi destroy` destroys the database's volumes too. Kept by default: the data outlives
+   * the stack, and its machines stay until it is dealt with (steward storage). @default false
+   */
+  destroyDataOnDelete?: boolean;
 }
 
 export function postgresqlStack(s: PostgresqlSettings) {
@@ -32,7 +37,8 @@ export function postgresqlStack(s: PostgresqlSettings) {
     replicas: s.controllers.length as 1 | 3 | 5 | 7,
     privateKey: s.privateKey,
   });
-  const model = new Model("data", { connection: controller.connection });
+  // Substrate ssh: the units' pgdata volumes come from their own hosts (the local substrate's pools cannot reach them).
+  const model = new Model("data", { connection: controller.connection, substrate: "ssh" });
   const dbMachines = s.databaseHosts.map(
     (host, i) => new Machine(`db-${i}`, { model, ssh: host, privateKey: s.privateKey }),
   );
@@ -45,6 +51,7 @@ export function postgresqlStack(s: PostgresqlSettings) {
     // A primary whose agent is gone is replaced about one lease later (the default, 60 s, is Juju's).
     leadershipLease: "10s",
     config: { "synchronous-standbys": 1 },
+    destroyStorageOnDelete: s.destroyDataOnDelete ?? false,
   });
   const app = new Application("app", {
     model,
