@@ -391,3 +391,60 @@ ssh(
     primary = to;
   },
 );
+
+ssh(
+  "the primary and a standby lost at once: the last standby is blocked, not promoted, until it can learn the lost standby's position",
+  async (t) => {
+    t.timeout(900_000);
+    if (!primary) return t.fail("no cluster from the first tests");
+    const lostPrimary = primary;
+    const [lostStandby, last] = [...hostOf.keys()].filter((u) => u !== primary) as [string, string];
+    // Both standbys synchronous candidates first (a unit that rejoined is added once it streams).
+    const pw = await action("pg/leader", "get-password", { username: "operator" });
+    const su = { user: "operator", password: String(pw.results.password), database: "postgres" };
+    await eventually(
+      "both standbys in synchronous_standby_names",
+      async () =>
+        /^ANY 1 \("pg_\d", "pg_\d"\)$/.test(
+          (await sql({ host: addressOf(primary), port: 5432 }, su, "SHOW synchronous_standby_names"))[0] ?? "",
+        ),
+      60_000,
+      500,
+    );
+    await Promise.all([hostOf.get(lostPrimary)!.kill(), hostOf.get(lostStandby)!.kill()]);
+    // ANY 1 of two standbys: the one lost may hold a commit the last one lacks, so the last must not promote.
+    const held = await eventually(
+      `${last} blocked`,
+      async () => {
+        const m = (await messages())[last] ?? "";
+        return m.startsWith("blocked failover held") ? m : undefined;
+      },
+      120_000,
+      250,
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}; units: ${JSON.stringify(await messages())}`);
+    });
+    t.regex(held, new RegExp(`the positions of ${lostStandby} are unknown`));
+    t.deepEqual(
+      await sql({ host: addressOf(last), port: 5432 }, creds, "SELECT pg_is_in_recovery()"),
+      ["t"],
+      `${last} is still a standby`,
+    );
+    // The lost standby comes back: its position is known, the last unit promotes; then the old primary rejoins.
+    await hostOf.get(lostStandby)!.start();
+    t.is(await cluster(1, 240_000, [lostPrimary], last), last);
+    await hostOf.get(lostPrimary)!.start();
+    t.is(await cluster(2, 300_000, [], last), last);
+    const at = await eventually(
+      "the client's db.json names it",
+      async () => {
+        const c = await dbJson();
+        return c && c.host === addressOf(last) ? c : undefined;
+      },
+      60_000,
+      250,
+    );
+    t.deepEqual(await sql(at, creds, "SELECT note FROM ledger WHERE id = 6001"), ["on the target"], "no commit lost");
+    primary = last;
+  },
+);
