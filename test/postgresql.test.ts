@@ -448,3 +448,20 @@ ssh(
     primary = last;
   },
 );
+
+ssh("a setting only a restart applies (max-connections) reaches every unit, which come back active", async (t) => {
+  t.timeout(600_000);
+  if (!primary) return t.fail("no cluster from the first tests");
+  await client.updateApplication(M, "pg", { config: { "max-connections": 120 } });
+  for (const u of hostOf.keys())
+    await eventually(
+      `${u} restarted with max_connections 120`,
+      async () => (await sql({ host: addressOf(u), port: 5432 }, creds, "SHOW max_connections"))[0] === "120",
+      120_000,
+      500,
+    );
+  t.is(await cluster(2, 120_000, [], primary), primary);
+  const at = (await dbJson())!;
+  await sql(at, creds, "INSERT INTO ledger VALUES (7000, 'after the restart')");
+  t.deepEqual(await sql(at, creds, "SELECT note FROM ledger WHERE id = 7000"), ["after the restart"]);
+});

@@ -52,11 +52,7 @@ function reconcileFollower(ctx) {
     upstream: { host, port, slot: ctx.appName },
   });
   writeOwned(join(p.data, "standby.signal"), "");
-  let settling = changed;
-  if (!pg.running()) {
-    pg.start();
-    settling = true;
-  } else if (changed) pg.reload();
+  const settling = pg.apply(changed) || changed;
   t.openPort(ctx.port);
   // A moment for the WAL receiver to connect after a start or a new upstream; otherwise no waiting:
   // a hook that waits here delays the next one (a new primary to follow).

@@ -136,6 +136,25 @@ class Pg {
     if (this.running()) this.run("pg_ctl", ["-D", this.p.data, "reload"]);
   }
 
+  /**
+   * Applies a configuration just written: starts the server, or reloads it, and restarts it when a
+   * setting that only a restart applies changed (port, max_connections, shared_buffers…).
+   * Returns true when it started or restarted.
+   */
+  apply(changed) {
+    if (!this.running()) {
+      this.start();
+      return true;
+    }
+    if (!changed) return false;
+    this.reload();
+    sleepMs(300); // the postmaster reads the files on SIGHUP, after pg_ctl has returned
+    if (this.value("SELECT count(*) FROM pg_settings WHERE pending_restart") === "0") return false;
+    this.stop("fast");
+    this.start();
+    return true;
+  }
+
   inRecovery() {
     return this.value("SELECT pg_is_in_recovery()") === "t";
   }
@@ -173,6 +192,10 @@ class Pg {
       return "";
     }
   }
+}
+
+function sleepMs(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /** LSN text (0/3000060) to a BigInt, for comparing positions. */

@@ -55,9 +55,7 @@ function reconcilePrimary(ctx) {
     appName: ctx.appName,
     sync,
   });
-  if (pg.running()) {
-    if (changed) pg.reload();
-  } else pg.start();
+  pg.apply(changed);
   ensureSlots(pg, all);
   t.openPort(ctx.port);
   const timeline = Number.parseInt(pg.value("SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)"), 16);
