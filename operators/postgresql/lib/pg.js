@@ -5,7 +5,7 @@
 // standard input, so a password in it never shows in the process list.
 "use strict";
 const { execFileSync, spawnSync } = require("node:child_process");
-const { existsSync, readFileSync } = require("node:fs");
+const { existsSync, readFileSync, readlinkSync, rmSync } = require("node:fs");
 const { join } = require("node:path");
 const { BIN } = require("./paths");
 
@@ -30,6 +30,7 @@ class Pg {
       throw new Error(
         `${program} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout || "").trim().slice(-800)}`,
       );
+    this.lastStderr = r.stderr;
     return r.stdout;
   }
 
@@ -87,11 +88,31 @@ class Pg {
 
   running() {
     if (!this.initialized()) return false;
+    this.clearStalePid();
     return (
       spawnSync("runuser", ["-u", "postgres", "--", join(BIN, "pg_ctl"), "status", "-D", this.p.data], {
         cwd: this.p.base,
       }).status === 0
     );
+  }
+
+  /**
+   * A postmaster.pid left by a server that died with its machine names a pid that, after the reboot,
+   * may be another process's (a fresh PID namespace counts from 1): pg_ctl would signal it and
+   * postgres refuse to start. A pid that is not a postgres whose working directory is this data
+   * directory is stale, and its file goes.
+   */
+  clearStalePid() {
+    const pidFile = join(this.p.data, "postmaster.pid");
+    if (!existsSync(pidFile)) return;
+    const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+    let ours = false;
+    try {
+      ours = readlinkSync(`/proc/${pid}/exe`).startsWith(BIN) && readlinkSync(`/proc/${pid}/cwd`) === this.p.data;
+    } catch {
+      ours = false;
+    }
+    if (!ours) rmSync(pidFile, { force: true });
   }
 
   /** Whether the data directory says it is a standby (standby.signal), whatever the server is doing. */
@@ -113,6 +134,25 @@ class Pg {
 
   reload() {
     if (this.running()) this.run("pg_ctl", ["-D", this.p.data, "reload"]);
+  }
+
+  /**
+   * Applies a configuration just written: starts the server, or reloads it, and restarts it when a
+   * setting that only a restart applies changed (port, max_connections, shared_buffers…).
+   * Returns true when it started or restarted.
+   */
+  apply(changed) {
+    if (!this.running()) {
+      this.start();
+      return true;
+    }
+    if (!changed) return false;
+    this.reload();
+    sleepMs(300); // the postmaster reads the files on SIGHUP, after pg_ctl has returned
+    if (this.value("SELECT count(*) FROM pg_settings WHERE pending_restart") === "0") return false;
+    this.stop("fast");
+    this.start();
+    return true;
   }
 
   inRecovery() {
@@ -152,6 +192,10 @@ class Pg {
       return "";
     }
   }
+}
+
+function sleepMs(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /** LSN text (0/3000060) to a BigInt, for comparing positions. */
