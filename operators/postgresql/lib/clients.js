@@ -6,7 +6,7 @@
 "use strict";
 const t = require("./tools");
 const { lit, ident } = require("./pg");
-const { newPassword } = require("./passwords");
+const { newPassword, scramVerifier } = require("./passwords");
 
 /** Serves every client relation; returns the leader data to set (secret uris per relation). */
 function serveClients(ctx, all) {
@@ -46,8 +46,8 @@ function serveClients(ctx, all) {
 function ensureRole(pg, user, password, fresh) {
   const exists = pg.value(`SELECT 1 FROM pg_roles WHERE rolname = ${lit(user)}`) === "1";
   if (exists && !fresh) return;
-  // The password goes on psql's standard input, never in argv.
-  pg.sql(`${exists ? "ALTER" : "CREATE"} ROLE ${ident(user)} LOGIN PASSWORD ${lit(password)}`);
+  // Its SCRAM verifier goes on psql's standard input: the password itself never reaches the server.
+  pg.sql(`${exists ? "ALTER" : "CREATE"} ROLE ${ident(user)} LOGIN PASSWORD ${lit(scramVerifier(password))}`);
 }
 
 function ensureDatabase(pg, database, user) {

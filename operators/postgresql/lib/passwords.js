@@ -2,7 +2,7 @@
 // secret that the first leader creates; its uri is in leader data, and every unit of the
 // application reads it (an application's units read its secrets). They never reach argv or a log.
 "use strict";
-const { randomBytes } = require("node:crypto");
+const { createHash, createHmac, pbkdf2Sync, randomBytes } = require("node:crypto");
 const t = require("./tools");
 
 const LABEL = "cluster-passwords";
@@ -42,4 +42,18 @@ function execSleep(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-module.exports = { ensurePasswords, readPasswords, newPassword, sleep: execSleep };
+/**
+ * A password as PostgreSQL stores it, SCRAM-SHA-256 (RFC 7677; 4096 iterations, its default): roles
+ * are given this verifier, never the password, so a server log that shows the statement (one that
+ * failed, or log_statement) cannot show the password. The passwords made here are ASCII, which
+ * SASLprep leaves as they are.
+ */
+function scramVerifier(password, salt = randomBytes(16), iterations = 4096) {
+  const salted = pbkdf2Sync(password, salt, iterations, 32, "sha256");
+  const hmac = (key, text) => createHmac("sha256", key).update(text).digest();
+  const storedKey = createHash("sha256").update(hmac(salted, "Client Key")).digest();
+  const serverKey = hmac(salted, "Server Key");
+  return `SCRAM-SHA-256$${iterations}:${salt.toString("base64")}$${storedKey.toString("base64")}:${serverKey.toString("base64")}`;
+}
+
+module.exports = { ensurePasswords, readPasswords, newPassword, scramVerifier, sleep: execSleep };

@@ -7,7 +7,7 @@ const t = require("./tools");
 const { pgName } = require("./paths");
 const { lit } = require("./pg");
 const { renderConf, writePgpass } = require("./conf");
-const { ensurePasswords } = require("./passwords");
+const { ensurePasswords, scramVerifier } = require("./passwords");
 const { peers, publishSelf } = require("./peers");
 const { primaryStatus } = require("./status");
 
@@ -102,7 +102,8 @@ function bootstrap(ctx, passwords) {
 
 function setRolePasswords(pg, passwords) {
   pg.sql(
-    `ALTER ROLE operator PASSWORD ${lit(passwords.operator)}; ALTER ROLE replication PASSWORD ${lit(passwords.replication)};`,
+    `ALTER ROLE operator PASSWORD ${lit(scramVerifier(passwords.operator))}; ` +
+      `ALTER ROLE replication PASSWORD ${lit(scramVerifier(passwords.replication))};`,
   );
 }
 
