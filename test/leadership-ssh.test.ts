@@ -14,13 +14,11 @@
  * failover figures of docs/benchmarks.md.
  */
 import test from "ava";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ModelStatus, UnitStatusView } from "../api";
-import { ControllerClient, readOperatorDir, silentLogger } from "../api";
-import { Controller, initControllerDir } from "../controller";
-import { fixturesDir } from "./harness/controller";
+import type { ControllerClient, ModelStatus, UnitStatusView } from "../api";
+import { readOperatorDir } from "../api";
+import type { TestController } from "./harness/controller";
+import { fixturesDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import type { TestHost } from "./harness/hosts";
 import { TestLab } from "./harness/hosts";
@@ -35,29 +33,19 @@ const APP = "trace";
 const TRACE_DIR = "/tmp/leader-trace";
 
 let lab: TestLab;
-let controller: Controller;
+let tc: TestController;
 let client: ControllerClient;
-let dir: string;
 
 test.before(async () => {
   if (!root) return;
   lab = await TestLab.create(3);
-  dir = await mkdtemp(join(tmpdir(), "steward-leadership-ssh-"));
-  const init = await initControllerDir({ dataDir: dir, name: "ld", listen: { host: `${lab.subnet}.1`, port: 0 } });
-  controller = await Controller.start({ dataDir: dir, log: silentLogger });
-  client = new ControllerClient({
-    addresses: controller.apiAddresses,
-    caCert: init.caCert,
-    user: "admin",
-    password: init.adminPassword!,
-  });
+  tc = await startTestController({ listenHost: `${lab.subnet}.1` });
+  client = tc.admin;
   await client.createModel(M, undefined, "ssh");
 });
 test.after.always(async () => {
-  client?.close();
-  await controller?.stop().catch(() => undefined);
+  await tc?.close();
   await lab?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 /** One is-leader call as a tracer wrote it. */
@@ -176,13 +164,7 @@ ssh(
   "never two leaders: the leader cut off for 30 s, a leader's agent killed; then failover and leader-resign timed",
   async (t) => {
     t.timeout(20 * 60_000);
-    const target = (h: TestHost) => ({
-      host: h.ip,
-      user: "root",
-      privateKey: lab.clientKey,
-      hostKey: h.hostKeyFingerprint,
-    });
-    for (const h of lab.hosts) await client.addSshMachine(M, target(h));
+    for (const h of lab.hosts) await client.addSshMachine(M, lab.sshTarget(h));
     const machines = await Promise.all(lab.hosts.map(installed));
     const op = await readOperatorDir(join(fixturesDir, "operators", "leader-trace"));
     await client.uploadOperator(op.bundle);

@@ -9,15 +9,13 @@
  */
 import test from "ava";
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { TaskInfo, UnitStatusView } from "../api";
-import { ControllerClient, readOperatorDir, silentLogger } from "../api";
-import { Controller, initControllerDir } from "../controller";
+import type { ControllerClient, TaskInfo, UnitStatusView } from "../api";
+import { readOperatorDir } from "../api";
 import { eventually } from "./harness/eventually";
-import { fixturesDir, operatorsDir } from "./harness/controller";
+import type { TestController } from "./harness/controller";
+import { fixturesDir, operatorsDir, startTestController } from "./harness/controller";
 import type { TestHost } from "./harness/hosts";
 import { TestLab } from "./harness/hosts";
 
@@ -29,9 +27,8 @@ const ssh = root ? test.serial : test.skip; // namespaces and sshd need root
 const LEASE_S = 10;
 
 let lab: TestLab;
-let controller: Controller;
+let tc: TestController;
 let client: ControllerClient;
-let dir: string;
 const M = "pg";
 /** Unit name -> test host. */
 const hostOf = new Map<string, TestHost>();
@@ -48,30 +45,15 @@ interface DbJson {
 test.before(async () => {
   if (!root) return;
   lab = await TestLab.create(4);
-  dir = await mkdtemp(join(tmpdir(), "steward-postgresql-"));
-  const init = await initControllerDir({ dataDir: dir, name: "st", listen: { host: `${lab.subnet}.1`, port: 0 } });
-  controller = await Controller.start({ dataDir: dir, log: silentLogger });
-  client = new ControllerClient({
-    addresses: controller.apiAddresses,
-    caCert: init.caCert,
-    user: "admin",
-    password: init.adminPassword!,
-  });
+  tc = await startTestController({ listenHost: `${lab.subnet}.1` });
+  client = tc.admin;
   await client.createModel(M, { updateStatusInterval: 5 }, "ssh");
 });
 test.after.always(async () => {
-  client?.close();
-  await controller?.stop().catch(() => undefined);
+  await tc?.close();
   await lab?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const target = (h: TestHost) => ({
-  host: h.ip,
-  user: "root",
-  privateKey: lab.clientKey,
-  hostKey: h.hostKeyFingerprint,
-});
 const installed = (h: TestHost) =>
   eventually(
     `${h.name} installed`,
@@ -171,7 +153,7 @@ ssh(
     t.timeout(900_000);
     const machines = await Promise.all(
       lab.hosts.map(async (h) => {
-        await client.addSshMachine(M, target(h));
+        await client.addSshMachine(M, lab.sshTarget(h));
         return installed(h);
       }),
     );
@@ -224,6 +206,12 @@ ssh(
       .runAction(M, ["pg/leader"], "get-password", { username: "relation_1" })
       .catch((e: Error) => e);
     t.true(refused instanceof Error, "get-password takes only the cluster's own users");
+    // Roles get SCRAM verifiers, so no server log can show a password, whatever it logs.
+    for (const [u, h] of hostOf) {
+      const log = (await h.exec("cat /srv/postgresql/postgresql.log")).stdout;
+      for (const secret of [su.password, creds.password])
+        t.false(log.includes(secret), `${u}'s server log holds no password`);
+    }
 
     await sql(creds, creds, "CREATE TABLE ledger (id int PRIMARY KEY, note text)");
     for (let i = 1; i <= 20; i++) {

@@ -12,12 +12,12 @@ import test from "ava";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { StewardError, StorageInfo, UnitStatusView } from "../api";
-import { ControllerClient, readOperatorDir, silentLogger } from "../api";
-import { Controller, initControllerDir } from "../controller";
+import type { ControllerClient, StewardError, StorageInfo, UnitStatusView } from "../api";
+import { readOperatorDir } from "../api";
 import { cliRunner } from "./harness/cli";
 import { eventually } from "./harness/eventually";
-import { operatorsDir } from "./harness/controller";
+import type { TestController } from "./harness/controller";
+import { operatorsDir, startTestController } from "./harness/controller";
 import type { TestHost } from "./harness/hosts";
 import { TestLab } from "./harness/hosts";
 
@@ -25,38 +25,22 @@ const root = process.getuid?.() === 0;
 const ssh = root ? test.serial : test.skip; // namespaces, sshd and loop devices need root
 
 let lab: TestLab;
-let controller: Controller;
+let tc: TestController;
 let client: ControllerClient;
-let dir: string;
 const M = "hosts";
 
 test.before(async () => {
   if (!root) return;
   lab = await TestLab.create(2);
-  dir = await mkdtemp(join(tmpdir(), "steward-storage-ssh-"));
-  const init = await initControllerDir({ dataDir: dir, name: "st", listen: { host: `${lab.subnet}.1`, port: 0 } });
-  controller = await Controller.start({ dataDir: dir, log: silentLogger });
-  client = new ControllerClient({
-    addresses: controller.apiAddresses,
-    caCert: init.caCert,
-    user: "admin",
-    password: init.adminPassword!,
-  });
+  tc = await startTestController({ listenHost: `${lab.subnet}.1` });
+  client = tc.admin;
   await client.createModel(M, undefined, "ssh");
 });
 test.after.always(async () => {
-  client?.close();
-  await controller?.stop().catch(() => undefined);
+  await tc?.close();
   await lab?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const target = (h: TestHost) => ({
-  host: h.ip,
-  user: "root",
-  privateKey: lab.clientKey,
-  hostKey: h.hostKeyFingerprint,
-});
 const storageOf = async (id: string): Promise<StorageInfo | undefined> =>
   (await client.listStorage(M)).storage.find((s) => s.id === id);
 const unitsOf = async (app: string): Promise<Record<string, UnitStatusView>> =>
@@ -100,13 +84,13 @@ const installed = (h: TestHost) =>
 ssh("storage on SSH hosts: a directory and a declared device outlive their units", async (t) => {
   t.timeout(600_000);
   const [a, b] = lab.hosts as [TestHost, TestHost];
-  const bad = await refusal(client.addSshMachine(M, target(a), { storageDevices: ["sdb"] }));
+  const bad = await refusal(client.addSshMachine(M, lab.sshTarget(a), { storageDevices: ["sdb"] }));
   t.is(bad.code, "invalid-request");
   t.regex(bad.message, /device path under \/dev/);
 
   await a.plugDisk(64, ["stw-disk-1"]);
-  await client.addSshMachine(M, target(a), { storageDevices: ["/dev/disk/by-id/stw-disk-1"] });
-  await client.addSshMachine(M, target(b));
+  await client.addSshMachine(M, lab.sshTarget(a), { storageDevices: ["/dev/disk/by-id/stw-disk-1"] });
+  await client.addSshMachine(M, lab.sshTarget(b));
   const [ma, mb] = await Promise.all([installed(a), installed(b)]);
   const op = await readOperatorDir(join(operatorsDir, "notebook"));
   await client.uploadOperator(op.bundle);

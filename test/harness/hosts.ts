@@ -372,6 +372,11 @@ export class TestLab {
     return host;
   }
 
+  /** How a controller reaches `host` over SSH: as root, with the lab's client key, its host key pinned. */
+  sshTarget(host: TestHost): { host: string; user: string; privateKey: string; hostKey: string } {
+    return { host: host.ip, user: "root", privateKey: this.clientKey, hostKey: host.hostKeyFingerprint };
+  }
+
   /** Tears everything down, even after a failed test. */
   async close(): Promise<void> {
     for (const h of this.hosts) await h.kill().catch(() => undefined);
