@@ -8,6 +8,7 @@ import type { HookCommit, LogRecordLevel, Logger, UnitView } from "../api/core";
 import type { ControllerConnection } from "./connection";
 import { HookSecrets } from "./hook-secrets";
 import type { HookContext, WorkloadAccess } from "./hook-tools/tools";
+import type { UnitLeadership } from "./leadership";
 import type { ActionRun } from "./action-run";
 import type { Readiness } from "./readiness";
 import type { StatusReporter } from "./status-reporter";
@@ -22,6 +23,8 @@ export interface HookRunDeps {
   view: () => UnitView;
   state: () => UnitLocalState;
   conn: ControllerConnection;
+  /** The unit's leadership: is-leader and leader-resign go through it (leadership.ts). */
+  leadership: UnitLeadership;
   reporter: StatusReporter;
   log: Logger;
   appendLog: (line: string) => void;
@@ -93,8 +96,12 @@ export class HookRunContext implements HookContext {
     this.d.appendLog(`${new Date().toISOString()} ${level} ${message}`);
   }
 
-  async isLeader(): Promise<boolean> {
-    return (await this.d.conn.call<{ leader: boolean }>("leader.claim", { unit: this.unit })).leader;
+  isLeader(): Promise<boolean> {
+    return this.d.leadership.isLeader();
+  }
+
+  resignLeadership(to?: string): Promise<void> {
+    return this.d.leadership.resign(to);
   }
 
   async leaderGet(): Promise<Record<string, string>> {

@@ -34,3 +34,5 @@ export { LayerError, checkLayer, splitCommand } from "./workload/layer";
 export type { Layer, ServiceSpec } from "./workload/layer";
 export type { ExecResult, PingResult, PullResult, ReplanResult, ServiceInfo } from "./workload/protocol";
 export { installSupervisor } from "./workload/install";
+export { UnitLeadership, answerWaitMs, leaderAt } from "./leadership";
+export type { LeaseRecord, UnitLeadershipDeps } from "./leadership";

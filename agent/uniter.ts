@@ -25,6 +25,7 @@ import type { HookResult, HookRun } from "./hook-runner";
 import { failureTail } from "./hook-output";
 import { runHook } from "./hook-runner";
 import type { HookToolServer } from "./hook-tools/server";
+import { UnitLeadership } from "./leadership";
 import type { MachineLock } from "./machine-lock";
 import type { OperatorStore } from "./operators";
 import type { Decision } from "./resolver";
@@ -110,8 +111,8 @@ export class Uniter {
   /** The operator and config hash last reported applied (with idle). */
   private reportedApplied: string | undefined;
   private intervalS = 300;
-  private leaderTimer?: NodeJS.Timeout;
-  private claiming = false;
+  /** Claims and renews the unit's leadership, and answers is-leader by the local guarantee (leadership.ts). */
+  readonly leadership: UnitLeadership;
   private readonly abort = new AbortController();
   readonly unitDir: string;
   /** Resolves when the unit is gone (dead and cleaned up). */
@@ -126,6 +127,12 @@ export class Uniter {
     this.view = view;
     this.unitDir = unitDirOf(d.agentDir, view.name);
     this.done = new Promise((r) => (this.markDone = r));
+    this.leadership = new UnitLeadership({
+      unit: view.name,
+      call: (method, params) => d.conn.call(method, params),
+      leaseSeconds: () => this.view.leadershipLeaseSeconds ?? d.settings().leadershipLeaseSeconds,
+      onError: (err) => d.log.debug("leadership claim failed; will try again", { unit: this.name, err }),
+    });
   }
 
   static async start(view: UnitView, deps: UniterDeps): Promise<Uniter> {
@@ -164,38 +171,8 @@ export class Uniter {
       this.intervalS = updateStatusInterval;
       this.scheduleUpdateStatus();
     }
-    this.tendLeadership();
+    if (!this.closed) this.leadership.follow(view);
     this.kick();
-  }
-
-  // --- leadership ---
-
-  /** Claims leadership when nobody holds it; renews it at half the lease while this unit holds it. */
-  private tendLeadership(): void {
-    if (this.closed || this.view.life !== "alive") {
-      clearInterval(this.leaderTimer);
-      this.leaderTimer = undefined;
-      return;
-    }
-    if (!this.view.leaderKnown) this.claim();
-    if (this.view.leader && !this.leaderTimer) {
-      this.leaderTimer = setInterval(() => this.claim(), (this.d.settings().leadershipLeaseSeconds * 1000) / 2);
-      this.leaderTimer.unref();
-    } else if (!this.view.leader && this.leaderTimer) {
-      clearInterval(this.leaderTimer);
-      this.leaderTimer = undefined;
-    }
-  }
-
-  private claim(): void {
-    if (this.claiming || this.closed) return;
-    this.claiming = true;
-    this.d.conn
-      .call("leader.claim", { unit: this.name })
-      .catch((err: unknown) => this.d.log.debug("leadership claim failed; will try again", { unit: this.name, err }))
-      .finally(() => {
-        this.claiming = false;
-      });
   }
 
   // --- the loop ---
@@ -323,6 +300,7 @@ export class Uniter {
       view: () => this.view,
       state: () => this.state,
       conn: this.d.conn,
+      leadership: this.leadership,
       reporter: this.d.reporter,
       log: this.d.log,
       appendLog: (line) => {
@@ -433,6 +411,7 @@ export class Uniter {
       view: () => this.view,
       state: () => this.state,
       conn: this.d.conn,
+      leadership: this.leadership,
       reporter: this.d.reporter,
       log: this.d.log,
       appendLog: (line) => {
@@ -791,7 +770,7 @@ export class Uniter {
     this.closed = true;
     clearTimeout(this.retryTimer);
     clearTimeout(this.updateStatusTimer);
-    clearInterval(this.leaderTimer);
+    this.leadership.close();
   }
 
   /** Stops driving the unit (agent shutdown); a running hook is killed and will run again on restart. */

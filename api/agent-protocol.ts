@@ -41,6 +41,8 @@ export interface UnitView {
   operator: { hash: string; name: string; version: string };
   /** The effective config: operator defaults overlaid with the values set on the application. */
   config: Record<string, string | number | boolean>;
+  /** Its application's own leadership lease in seconds; absent: the view's `leadershipLeaseSeconds`. */
+  leadershipLeaseSeconds?: number;
   /** This unit holds its application's leadership. */
   leader: boolean;
   /** Some unit of the application holds leadership (false while it is being decided). */
@@ -113,7 +115,7 @@ export interface AgentView {
   updateStatusInterval: number;
   /** Whether failed hooks are retried automatically (else they wait for `steward resolve`). */
   retryHooks: boolean;
-  /** Seconds a leadership claim lasts; agents renew at half of it. */
+  /** Seconds a leadership claim lasts unless the unit's application has its own; agents renew at half of it. */
   leadershipLeaseSeconds: number;
   units: UnitView[];
   controllerAddresses: string[];
@@ -357,7 +359,10 @@ export const agentMethods = {
   "machine.info": MachineInfoReport,
   /** The agent is uninstalling itself from its dying machine. */
   "machine.dead": z.strictObject({}),
+  /** Claims or renews leadership; answers `{leader, leaseSeconds?}`: held for `leaseSeconds` from when the claim was sent. */
   "leader.claim": UnitOnly,
+  /** leader-resign: the leader gives leadership up now; for one lease period only `to` may claim (without it, anyone but the resigner). */
+  "leader.resign": z.strictObject({ unit: z.string(), to: z.string().max(128).optional() }),
   "leader.get": UnitOnly,
   "leader.set": LeaderSet,
   "app.status": AppStatusReport,

@@ -70,6 +70,7 @@ export * from "./ports";
 export * from "./debug-log";
 export * from "./substrates";
 export * from "./constraints";
+export * from "./leadership";
 export { AGENT_CONFIG_FILE, agentConfigText, parseAgentConfig } from "./agent-config";
 export type { AgentConfig } from "./agent-config";
 export * from "./kubernetes-pods";

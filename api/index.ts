@@ -38,6 +38,7 @@ export * from "./kubernetes-pods";
 export * from "./workload-containers";
 export * from "./substrates";
 export * from "./constraints";
+export * from "./leadership";
 export * from "./dashboard";
 export * from "./routes";
 export * from "./registration";

@@ -21,6 +21,7 @@ import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { SECRET_LIMITS, SECRET_NAME_PATTERN } from "./secrets";
 import { operatorHashProblem } from "./operator";
+import { LeadershipLeaseSchema } from "./leadership";
 import {
   MAX_POOL_ATTRIBUTES,
   MAX_STORAGE_COUNT,
@@ -362,6 +363,8 @@ export const DeployRequest = z.strictObject({
   constraints: ConstraintsText.optional(),
   /** Pool, size (MiB) and count of each store the operator declares (default: its first pool, minimum size and count). */
   storage: StorageRequests.optional(),
+  /** Its units' leadership lease: seconds or a duration (`10s`), 5 s to 1 h (api/leadership.ts); absent: the controller's. */
+  leadershipLease: LeadershipLeaseSchema.optional(),
 });
 export const UpdateApplicationRequest = z.strictObject({
   config: ConfigPatch.optional(),
@@ -370,6 +373,8 @@ export const UpdateApplicationRequest = z.strictObject({
   constraints: ConstraintsText.optional(),
   /** For units added from now on: pool, size (MiB) and count per store, each part given replacing the application's. */
   storage: StorageRequests.optional(),
+  /** Its units' leadership lease from the next claim or renewal on; null: back to the controller's. */
+  leadershipLease: LeadershipLeaseSchema.nullable().optional(),
 });
 export const AddUnitsRequest = z.strictObject({
   count: z.number().int().min(1).max(10000).default(1),

@@ -59,6 +59,8 @@ export interface ApplicationStatusView {
   config: Record<string, string | number | boolean>;
   /** The change its units are to apply (absent from older controllers): see {@link hasApplied}. */
   wanted?: AppliedChange;
+  /** Its own leadership lease in seconds, when it has one (absent: the controller's). */
+  leadershipLeaseSeconds?: number;
 }
 
 export interface MachineStatusView {

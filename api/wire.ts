@@ -86,6 +86,8 @@ export interface ApplicationInfo {
   constraints?: string;
   /** What each new unit gets of each store its operator declares (absent: it declares none). */
   storage?: Record<string, StorageDirectiveView>;
+  /** Its own leadership lease in seconds (absent: the controller's, 60 s unless configured). */
+  leadershipLeaseSeconds?: number;
 }
 /** What every user sees of the controller (`GET /v1/controller`): who it is, and how to reach and recognise it. */
 export interface ControllerOverview {

@@ -76,6 +76,7 @@ export const COMMAND_NAMES = [
   "remove-secret",
   "config",
   "constraints",
+  "leadership-lease",
   "refresh",
   "remove-application",
   "integrate",

@@ -1,6 +1,6 @@
 /** `steward status` in the shape Juju users read at a glance (coloured by status on a terminal, as Juju does). */
 import type { ModelStatus } from "../api/core";
-import { byName, sanitizeForTerminal, table } from "../api/core";
+import { byName, formatLeaseSeconds, sanitizeForTerminal, table } from "../api/core";
 import { paint, statusColour } from "./colour";
 
 export function formatStatusTabular(s: ModelStatus, opts: { colour?: boolean } = {}): string {
@@ -20,9 +20,11 @@ export function formatStatusTabular(s: ModelStatus, opts: { colour?: boolean } =
   if (s.model.status.message) parts.push(`${sanitizeForTerminal(s.model.status.message)}\n`);
   const apps = Object.values(s.applications).sort((a, b) => byName(a.name, b.name));
   if (apps.length > 0) {
+    // An application with its own leadership lease shows it; models without any keep the narrower table.
+    const leased = apps.some((a) => a.leadershipLeaseSeconds !== undefined);
     parts.push(
       table(
-        ["App", "Version", "Status", "Scale", "Operator", "Rev", "Message"],
+        ["App", "Version", "Status", "Scale", "Operator", "Rev", ...(leased ? ["Lease"] : []), "Message"],
         apps.map((a) => {
           const ready = Object.values(a.units).filter(
             (u) => u.agent.current === "idle" || u.agent.current === "executing",
@@ -34,6 +36,9 @@ export function formatStatusTabular(s: ModelStatus, opts: { colour?: boolean } =
             ready === a.scale ? String(a.scale) : `${ready}/${a.scale}`,
             a.operator.name,
             a.operator.revision === undefined ? "" : String(a.operator.revision),
+            ...(leased
+              ? [a.leadershipLeaseSeconds === undefined ? "" : formatLeaseSeconds(a.leadershipLeaseSeconds)]
+              : []),
             a.status.message,
           ];
         }),

@@ -5,6 +5,7 @@
  */
 import { UsageError } from "clipanion";
 import * as t from "typanion";
+import { parseLeadershipLease } from "../api/core";
 import { parseDuration } from "./wait";
 
 /** What every `--timeout` and other duration option accepts, for help texts. */
@@ -23,6 +24,20 @@ export function isDuration(): t.StrictValidator<unknown, number> {
       }
       if (!state?.coercions || !state.coercion) return fail(state, "Unbound coercion result");
       state.coercions.push([state.p ?? ".", state.coercion.bind(null, ms)]);
+      return true;
+    },
+  });
+}
+
+/** A leadership lease (`10s`, `1m`, a bare number of seconds; 5 s to 1 h), coerced to whole seconds. */
+export function isLeadershipLease(): t.StrictValidator<unknown, number> {
+  return t.makeValidator<unknown, number>({
+    test: (value, state): value is number => {
+      const parsed = parseLeadershipLease(value);
+      if (!parsed.ok) return fail(state, parsed.message);
+      if (typeof value === "number") return true;
+      if (!state?.coercions || !state.coercion) return fail(state, "Unbound coercion result");
+      state.coercions.push([state.p ?? ".", state.coercion.bind(null, parsed.seconds)]);
       return true;
     },
   });

@@ -31,6 +31,12 @@ export interface ApplicationArgs {
    * application is never replaced for it, which would destroy its data. A pool left out later stays.
    */
   storage?: pulumi.Input<Record<string, pulumi.Input<ApplicationStorageArgs>>>;
+  /**
+   * Its units' leadership lease: seconds, or a duration such as `"10s"` or `"1m"` (5 s to 1 h). A
+   * leader whose agent dies is replaced about one lease later, so a database primary wants it short.
+   * A change is an update that applies at each unit's next claim or renewal. @default the controller's (60 s)
+   */
+  leadershipLease?: pulumi.Input<number | string>;
   /** `active`: wait until every unit is active/idle (and fail with a table of those that are not). @default "active" */
   waitFor?: pulumi.Input<"active" | "none">;
   /** How long create and update wait for the units. @default `customTimeouts.create` (or `.update`), else 600 */
@@ -95,6 +101,7 @@ export class Application extends pulumi.dynamic.Resource {
         config: args.config ?? {},
         ...(args.constraints !== undefined ? { constraints: args.constraints } : {}),
         ...(args.storage !== undefined ? { storage: args.storage } : {}),
+        ...(args.leadershipLease !== undefined ? { leadershipLease: args.leadershipLease } : {}),
         waitFor: args.waitFor ?? "active",
         timeoutSeconds: waitSeconds(args.timeoutSeconds, opts, ["create", "update"], 600),
         deleteTimeoutSeconds: waitSeconds(args.deleteTimeoutSeconds, opts, ["delete"], 600),

@@ -38,9 +38,13 @@ test("hook commits are checked by the controller and applied all or nothing", as
   const peer = view.units[0]!.relations[0]!;
   t.is(peer.role, "peer");
 
-  t.deepEqual(await agent.call("leader.claim", { unit: "p/0" }), { leader: true });
+  t.deepEqual(await agent.call("leader.claim", { unit: "p/0" }), { leader: true, leaseSeconds: 60 });
   t.deepEqual(await agent.call("leader.claim", { unit: "p/1" }), { leader: false });
-  t.deepEqual(await agent.call("leader.claim", { unit: "p/0" }), { leader: true }, "the holder renews");
+  t.deepEqual(
+    await agent.call("leader.claim", { unit: "p/0" }),
+    { leader: true, leaseSeconds: 60 },
+    "the holder renews",
+  );
 
   // Both units enter the peer relation.
   for (const unit of ["p/0", "p/1"]) await agent.call("hook.commit", { unit, relations: [], enterScope: [peer.id] });
@@ -153,7 +157,7 @@ test("secret.get answers values only to units that may read: another application
   const stranger = await simulatedAgent(uuid, m2!.id, m2!.credential!);
   t.teardown(stranger.close);
   await eventually("both views", () => owner.view()?.units.length === 1 && stranger.view()?.units.length === 1);
-  t.deepEqual(await owner.call("leader.claim", { unit: "pg/0" }), { leader: true });
+  t.deepEqual(await owner.call("leader.claim", { unit: "pg/0" }), { leader: true, leaseSeconds: 60 });
   const uri = "secret:cs1k4tb5h0ut5tqbqq10";
   await owner.call("hook.commit", {
     unit: "pg/0",

@@ -69,7 +69,7 @@ test.serial(
 
     // pg's leader adds the application's secret and grants it over the integration; a user adds one too.
     const pg0 = await agentOn(a, uuid, m1!);
-    t.deepEqual(await pg0.call("leader.claim", { unit: "pg/0" }), { leader: true });
+    t.deepEqual(await pg0.call("leader.claim", { unit: "pg/0" }), { leader: true, leaseSeconds: 60 });
     await pg0.call("hook.commit", {
       unit: "pg/0",
       relations: [],
@@ -146,7 +146,7 @@ test.serial(
     });
     const pg = await agentOn(b, uuid, m3!);
     const [pgUnit] = pg.view()!.units.map((u) => u.name);
-    t.deepEqual(await pg.call("leader.claim", { unit: pgUnit }), { leader: true });
+    t.deepEqual(await pg.call("leader.claim", { unit: pgUnit }), { leader: true, leaseSeconds: 60 });
     await pg.call("hook.commit", {
       unit: pgUnit,
       relations: [],

@@ -38,6 +38,8 @@ interface Shape {
   webUnits: number;
   greeting?: string;
   broken?: boolean;
+  /** The web application's leadership lease. */
+  lease?: string;
 }
 
 /** The stack under test: a local controller, a model, a web app and a checker integrated with it. */
@@ -50,6 +52,7 @@ function program(s: Shape): () => void {
       operator: helloDir,
       units: s.webUnits,
       config: s.greeting ? { greeting: s.greeting } : {},
+      ...(s.lease ? { leadershipLease: s.lease } : {}),
       timeoutSeconds: 90,
     });
     const checker = new Application("checker", {
@@ -158,6 +161,25 @@ test.serial("scaling and a config change are updates, not replacements", async (
   const web = (await modelStatus()).applications.web!;
   t.is(Object.keys(web.units).length, 3);
   t.is(web.config.greeting, "hello");
+});
+
+test.serial("a leadership lease is an update, and leaving it out goes back to the controller's", async (t) => {
+  t.timeout(180_000);
+  const bad = await engine.up(program({ webUnits: 3, greeting: "hello", lease: "2s" }));
+  t.regex(
+    bad.errors.map((e) => e.message).join("\n"),
+    /leadershipLease: 2s is too short: the minimum leadership lease is 5s/,
+  );
+  t.deepEqual([bad.updated, bad.replaced], [[], []]);
+  const r = await engine.up(program({ webUnits: 3, greeting: "hello", lease: "10s" }));
+  t.deepEqual(r.errors, []);
+  t.deepEqual([r.updated, r.replaced], [["web"], []]);
+  t.is((await modelStatus()).applications.web!.leadershipLeaseSeconds, 10);
+  const same = await engine.up(program({ webUnits: 3, greeting: "hello", lease: "10s" }));
+  t.deepEqual([same.updated, same.replaced], [[], []], "nothing changed");
+  const back = await engine.up(program({ webUnits: 3, greeting: "hello" }));
+  t.deepEqual([back.updated, back.replaced], [["web"], []]);
+  t.is((await modelStatus()).applications.web!.leadershipLeaseSeconds, undefined);
 });
 
 test.serial(

@@ -171,7 +171,7 @@ test("on the test schedule an operator's secret falls due for rotation within se
       ws.send(JSON.stringify({ t: "req", id: n, method, params }));
     });
   await eventually("a view", () => view?.units.length === 1);
-  t.deepEqual((await call("leader.claim", { unit: "db/0" })).result, { leader: true });
+  t.deepEqual((await call("leader.claim", { unit: "db/0" })).result, { leader: true, leaseSeconds: 60 });
   const uri = "secret:cs1k4tb5h0ut5tqbqq20";
   const added = await call("hook.commit", {
     unit: "db/0",

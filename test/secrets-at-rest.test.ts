@@ -139,7 +139,7 @@ test.serial(
     });
     pg = await simulatedAgent(tc, uuid, m!.id, m!.credential!);
     await eventually("pg/0's view", () => pg!.view()?.units.length === 1);
-    t.deepEqual(await pg.call("leader.claim", { unit: "pg/0" }), { leader: true });
+    t.deepEqual(await pg.call("leader.claim", { unit: "pg/0" }), { leader: true, leaseSeconds: 60 });
     await pg.call("hook.commit", {
       unit: "pg/0",
       relations: [],

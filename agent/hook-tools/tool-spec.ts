@@ -28,8 +28,13 @@ export interface HookContext {
   setAppStatus(status: string, message: string): Promise<void>;
   setVersion(version: string): Promise<void>;
   log(level: string, message: string): void;
-  /** Asks the controller (and renews leadership when held). */
+  /**
+   * Asks the controller (and renews leadership when held); true only while at least half the lease
+   * of leadership is guaranteed, answered from the unit's last renewal when the controller is out of reach.
+   */
   isLeader(): Promise<boolean>;
+  /** leader-resign: gives leadership up now (only `to` may claim for the next lease period, or anyone but this unit); absent: not offered. */
+  resignLeadership?(to?: string): Promise<void>;
   leaderGet(): Promise<Record<string, string>>;
   leaderSet(patch: Record<string, string | null>): Promise<void>;
   /** A databag as this hook sees it (its own pending writes included). */

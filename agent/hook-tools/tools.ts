@@ -181,11 +181,27 @@ export const tools: Record<string, ToolSpec> = {
   },
   "is-leader": {
     usage: "is-leader [--format text|json]",
-    summary: "print true if this unit leads its application (and keeps leadership for at least 30 s more), else false",
+    summary:
+      "print true if this unit leads its application and keeps leadership for at least half its leadership lease more (30 s with the default 60 s lease), else false; when the controller cannot be reached, true only while the unit's last renewal still guarantees that",
     flags: { "--format": "value" },
     async run(ctx, f) {
       const leader = await ctx.isLeader();
       return ok(f["--format"] === "json" ? json(leader) : `${leader}\n`);
+    },
+  },
+  "leader-resign": {
+    usage: "leader-resign [--to UNIT]",
+    summary:
+      "give up leadership now (leader only), for a planned switchover that does not wait for the lease to run out: is-leader answers false from now on; for the next lease period only UNIT (a live unit of this application) may take leadership, or without --to any unit but this one",
+    flags: { "--to": "value" },
+    async run(ctx, f, pos) {
+      if (pos.length > 0) return misuse("leader-resign", "takes no arguments but --to UNIT", this.usage);
+      const to = f["--to"] === undefined ? undefined : String(f["--to"]);
+      if (to !== undefined && !/^[a-z][a-z0-9-]*\/\d+$/.test(to))
+        return misuse("leader-resign", `"${to}" is not a unit name such as ${ctx.view().app}/1`, this.usage);
+      if (!ctx.resignLeadership) return refuse("leader-resign", "this agent cannot resign leadership here");
+      await ctx.resignLeadership(to);
+      return ok();
     },
   },
   "leader-get": {

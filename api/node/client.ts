@@ -278,6 +278,8 @@ export class ControllerClient extends ControllerTransport {
       constraints?: string;
       /** Pool, size (MiB) and count per store the operator declares (`--storage data=local,1G,2`). */
       storage?: Record<string, StorageRequest>;
+      /** Its units' leadership lease: seconds or a duration (`10s`), 5 s to 1 h; absent: the controller's. */
+      leadershipLease?: number | string;
     },
   ): Promise<ApplicationInfo> {
     return this.call(routes.deploy, { model }, req);
@@ -287,7 +289,8 @@ export class ControllerClient extends ControllerTransport {
   }
   /**
    * `constraints` (Juju's syntax; "" clears them) apply to machines made for its units from now on,
-   * `storage` (pool, size in MiB, count per store; the parts given) to units added from now on.
+   * `storage` (pool, size in MiB, count per store; the parts given) to units added from now on,
+   * `leadershipLease` (seconds or a duration; null: the controller's) at each unit's next claim or renewal.
    */
   updateApplication(
     model: string,
@@ -297,6 +300,7 @@ export class ControllerClient extends ControllerTransport {
       operator?: string;
       constraints?: string;
       storage?: Record<string, StorageRequest>;
+      leadershipLease?: number | string | null;
     },
   ): Promise<ApplicationInfo> {
     return this.call(routes.updateApplication, { model, app }, req);

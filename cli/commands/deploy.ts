@@ -1,9 +1,15 @@
 import { Command, Option } from "clipanion";
 import { resolve } from "node:path";
-import { coerceConfigText, parseStorageArg, readOperatorDir, waitForModelReady } from "../../api/core";
+import {
+  coerceConfigText,
+  formatLeaseSeconds,
+  parseStorageArg,
+  readOperatorDir,
+  waitForModelReady,
+} from "../../api/core";
 import { ModelCommand, parseAssignments } from "../base-command";
 import { withConstraintsFlag } from "../cloud-options";
-import { DURATION_HELP, isDuration, isWholeNumber } from "../validators";
+import { DURATION_HELP, isDuration, isLeadershipLease, isWholeNumber } from "../validators";
 
 export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
   static override paths = [["deploy"]];
@@ -18,6 +24,11 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
 
       In an aws or vsphere model, \`--constraints\` (Juju's syntax) say what the machines made for
       its units must have, merged over the model's constraints.
+
+      \`--leadership-lease\` gives its units a leadership lease of their own (5s to 1h; the
+      controller's is 60s): a leader whose agent dies is replaced about one lease later, and a leader
+      keeps leadership for half the lease after each renewal. A database primary wants it short.
+      Change it later with \`steward leadership-lease\`.
     `,
     examples: [
       ["Deploy hello-http with two units", "$0 deploy ./operators/hello-http -n 2"],
@@ -37,6 +48,10 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
         "Give each unit two 1 GiB stores of its operator's data storage",
         "$0 deploy ./operators/notebook --storage data=local,1G,2",
       ],
+      [
+        "Three database units whose leader fails over after about 10 seconds",
+        "$0 deploy ./operators/postgresql -n 3 --leadership-lease 10s",
+      ],
     ],
   });
 
@@ -47,6 +62,10 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
   to = Option.String("--to", { description: "Comma-separated machine ids, one per unit" });
   storage = Option.Array("--storage", [], {
     description: "Storage as name=pool,size,count, any part optional (e.g. data=local,1G,2; repeatable)",
+  });
+  leadershipLease = Option.String("--leadership-lease", {
+    description: "The units' leadership lease: a duration from 5s to 1h (default: the controller's, 60s)",
+    validator: isLeadershipLease(),
   });
   wait = Option.Boolean("--wait", false, { description: "Wait until every unit is active/idle" });
   timeout = Option.String("--timeout", "10m", {
@@ -87,10 +106,11 @@ export default class DeployCommand extends withConstraintsFlag(ModelCommand) {
       ...(to ? { to } : {}),
       ...(constraints ? { constraints } : {}),
       ...(Object.keys(storage).length > 0 ? { storage } : {}),
+      ...(this.leadershipLease !== undefined ? { leadershipLease: this.leadershipLease } : {}),
     });
     await this.rememberOperatorSource(model, name, dir);
     this.out(
-      `Deployed "${name}" (${op.meta.name} ${op.meta.version}) with ${app.units.length} unit${app.units.length === 1 ? "" : "s"}: ${app.units.join(", ") || "none"}${app.constraints ? ` (constraints ${app.constraints})` : ""}.`,
+      `Deployed "${name}" (${op.meta.name} ${op.meta.version}) with ${app.units.length} unit${app.units.length === 1 ? "" : "s"}: ${app.units.join(", ") || "none"}${app.constraints ? ` (constraints ${app.constraints})` : ""}${app.leadershipLeaseSeconds !== undefined ? ` (leadership lease ${formatLeaseSeconds(app.leadershipLeaseSeconds)})` : ""}.`,
     );
     if (this.wait) {
       await waitForModelReady(client, model, {

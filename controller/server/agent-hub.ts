@@ -409,10 +409,26 @@ export class AgentHub {
       case "unit.resolved":
         return settle((await ops.applications.unitResolved(conn.model, conn.machine, p.unit)).revision);
       case "leader.claim": {
-        const leader = await leadership.claim(conn.model, conn.machine, p.unit, this.deps.leadershipLeaseSeconds);
+        const claimed = await leadership.claim(
+          conn.model,
+          conn.machine,
+          p.unit,
+          this.leaseOf(conn, p.unit),
+          this.deps.leadershipLeaseSeconds,
+        );
         await cache.waitForRevision(await this.deps.store.currentRevision());
-        return { leader };
+        return claimed;
       }
+      case "leader.resign":
+        return settle(
+          await leadership.resign(
+            conn.model,
+            conn.machine,
+            p.unit,
+            this.leaseOf(conn, p.unit),
+            p.to as string | undefined,
+          ),
+        );
       case "unit.hook-state.put": {
         this.ownUnit(conn, p.unit);
         // Only while the unit exists: a late copy must not outlive the unit's removal.
@@ -563,6 +579,15 @@ export class AgentHub {
     if (!manages(doc, { name: unitName, app: unit.app }, (app) => idx.leaders.get(app)?.unit))
       throw new StewardError("forbidden", `${unitName} does not own ${uri}: only its owner reads its metadata`);
     return secretInfoOf(doc);
+  }
+
+  /** The leadership lease of `unit`'s application (seconds): its own, else the controller's. */
+  private leaseOf(conn: AgentConnection, unit: string): number {
+    const idx = this.deps.cache.models.get(conn.model);
+    const app = idx?.units.get(unit)?.app;
+    return (
+      (app !== undefined ? idx?.apps.get(app)?.leadershipLeaseSeconds : undefined) ?? this.deps.leadershipLeaseSeconds
+    );
   }
 
   private ownUnit(conn: AgentConnection, unit: string): { app: string } {

@@ -73,6 +73,7 @@ export function buildAgentView(
       life: u.life,
       operator: app.operator,
       config: effectiveConfig(cache.operators.get(app.operator.hash)?.meta, app.config),
+      ...(app.leadershipLeaseSeconds !== undefined ? { leadershipLeaseSeconds: app.leadershipLeaseSeconds } : {}),
       leader: leader?.unit === u.name,
       leaderKnown: leader !== undefined,
       leaderSettingsVersion: idx.leaderData.get(u.app)?.rev ?? 0,
@@ -152,12 +153,14 @@ export class AgentViewRound {
     return byApp;
   }
 
-  /** `"operator":…,"config":…` of an application's units. */
+  /** `"operator":…,"config":…` (and its own leadership lease) of an application's units. */
   private appPart(app: ApplicationDoc): string {
     let part = this.appParts.get(app);
     if (part === undefined) {
       const config = effectiveConfig(this.cache.operators.get(app.operator.hash)?.meta, app.config);
-      part = `"operator":${JSON.stringify(app.operator)},"config":${JSON.stringify(config)}`;
+      const lease =
+        app.leadershipLeaseSeconds !== undefined ? `,"leadershipLeaseSeconds":${app.leadershipLeaseSeconds}` : "";
+      part = `"operator":${JSON.stringify(app.operator)},"config":${JSON.stringify(config)}${lease}`;
       this.appParts.set(app, part);
     }
     return part;

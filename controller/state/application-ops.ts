@@ -70,6 +70,8 @@ export class ApplicationOps extends StoreTxns {
       constraints?: Constraints | undefined;
       /** Deploy's `--storage`: pool, size and count per store the operator declares. */
       storage?: Record<string, StorageRequest>;
+      /** Its units' leadership lease in seconds (checked by the request schema); absent: the controller's. */
+      leadershipLease?: number;
     },
     charge?: OperatorCharge,
   ): Promise<{ units: string[]; revision: number }> {
@@ -116,6 +118,7 @@ export class ApplicationOps extends StoreTxns {
           createdAt: this.stamp(),
           ...(hasConstraints(req.constraints) ? { constraints: req.constraints } : {}),
           ...(storage ? { storage } : {}),
+          ...(req.leadershipLease !== undefined ? { leadershipLeaseSeconds: req.leadershipLease } : {}),
         };
         // Checked whether or not this deploy makes machines: later add-units will.
         checkMachineConstraints(m.doc, mergeConstraints(m.doc.constraints, app.constraints));
@@ -281,6 +284,8 @@ export class ApplicationOps extends StoreTxns {
       constraints?: Constraints | undefined;
       /** For units added from now on: the parts given replace the application's (as deploy's `--storage`). */
       storage?: Record<string, StorageRequest>;
+      /** Its units' leadership lease in seconds from the next claim or renewal on; null: the controller's again. */
+      leadershipLease?: number | null;
     },
     charge?: OperatorCharge,
   ): Promise<{ revision: number; changed: boolean }> {
@@ -338,19 +343,23 @@ export class ApplicationOps extends StoreTxns {
           model ??= await aliveModel(this.store, uuid);
           storage = changedStorageDirectives(meta, model.doc.placement.substrate, a.doc.storage, patch.storage);
         }
+        const lease =
+          patch.leadershipLease === undefined ? a.doc.leadershipLeaseSeconds : (patch.leadershipLease ?? undefined);
         const changed =
+          lease !== a.doc.leadershipLeaseSeconds ||
           operator.hash !== a.doc.operator.hash ||
           JSON.stringify(sortKeys(next)) !== JSON.stringify(sortKeys(a.doc.config)) ||
           formatConstraints(constraints ?? {}) !== formatConstraints(a.doc.constraints ?? {}) ||
           JSON.stringify(storage ?? {}) !== JSON.stringify(a.doc.storage ?? {});
         if (!changed) return { compare: [], ops: [], result: { changed } };
-        const { constraints: _, storage: __, ...rest } = a.doc;
+        const { constraints: _, storage: __, leadershipLeaseSeconds: ___, ...rest } = a.doc;
         const doc: ApplicationDoc = {
           ...rest,
           operator,
           config: next,
           ...(constraints ? { constraints } : {}),
           ...(storage ? { storage } : {}),
+          ...(lease !== undefined ? { leadershipLeaseSeconds: lease } : {}),
         };
         if (operator.hash !== a.doc.operator.hash) doc.operatorRevision = (a.doc.operatorRevision ?? 1) + 1;
         // Checked against the model's constraints as they are: a change of those meanwhile retries.

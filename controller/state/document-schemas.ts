@@ -8,6 +8,7 @@
 import { z } from "zod";
 import {
   ARCHES,
+  LEADERSHIP_LEASE,
   MAX_STORAGE_COUNT,
   MAX_STORAGE_MIB,
   MachineVolumeWorkSchema,
@@ -129,6 +130,7 @@ const ApplicationSchema = z.strictObject({
       }),
     )
     .optional(),
+  leadershipLeaseSeconds: z.number().int().min(LEADERSHIP_LEASE.minSeconds).max(LEADERSHIP_LEASE.maxSeconds).optional(),
 });
 
 const Endpoint = z.strictObject({
@@ -278,7 +280,13 @@ export const DOCUMENT_SCHEMAS = {
   "scope": z.strictObject({ since: Timestamp }),
   "relation-data": Bag,
   // The lease is the source store's and is not exported; the import grants one of its own.
-  "leader": z.strictObject({ unit: UnitName, since: Timestamp, lease: Text(128).optional() }),
+  "leader": z.strictObject({
+    unit: UnitName,
+    since: Timestamp,
+    lease: Text(128).optional(),
+    leaseSeconds: z.number().int().min(1).max(LEADERSHIP_LEASE.maxSeconds).optional(),
+    shrinkAt: Timestamp.optional(),
+  }),
   "leader-data": Bag,
   "task-queue": z.strictObject({
     id: Count,

@@ -142,6 +142,8 @@ export interface ApplicationDoc {
   constraints?: Constraints;
   /** What storage each new unit gets, by store name (deploy's `--storage`, or the operator's minimum). */
   storage?: Record<string, StorageDirective>;
+  /** Its units' leadership lease in seconds (api/leadership.ts); absent: the controller's. */
+  leadershipLeaseSeconds?: number;
 }
 /** The storage a unit of an application gets of one store (issue 32). */
 export interface StorageDirective {
@@ -279,6 +281,19 @@ export interface LeaderDoc {
   unit: string;
   since: string;
   lease: string;
+  /** The TTL `lease` was granted with (absent: written before it was recorded, the controller's then). */
+  leaseSeconds?: number;
+  /**
+   * A shorter application lease was asked for: renewals promise the shorter one from then on, and
+   * `lease` is swapped for a shorter one at this time, once every promise of the longer one has run out.
+   */
+  shrinkAt?: string;
+}
+/** leader-resign's hand-over (leadership-ops.ts): for one lease period only `to` may claim, or anyone but `from`. */
+export interface LeaderHandoverDoc {
+  from: string;
+  to?: string;
+  at: string;
 }
 
 /**

@@ -44,6 +44,7 @@ export const keys = {
   relationDataPrefix: (m: string, id: number) => `${p("relation-data", m)}${id}/`,
   leader: (m: string, app: string) => k("leader", m, app),
   leaderData: (m: string, app: string) => k("leader-data", m, app),
+  leaderHandover: (m: string, app: string) => k("leader-handover", m, app),
   ports: (m: string, unit: string) => k("ports", m, unit),
   /** Task and operation ids share one sequence per model, as in Juju. */
   taskSeq: (m: string) => k("task-seq", m),

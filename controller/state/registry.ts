@@ -66,6 +66,7 @@ export type KindName =
   | "relation-data"
   | "leader"
   | "leader-data"
+  | "leader-handover"
   | "ports"
   | "app-status"
   | "access"
@@ -234,6 +235,14 @@ export const KINDS: readonly KindSpec[] = [
   kind("relation-data", ["models", MODEL, "relation-data", ID], true, S["relation-data"]),
   kind("leader", ["models", MODEL, "leaders", ID], true, S["leader"]),
   kind("leader-data", ["models", MODEL, "leader-data", ID], true, S["leader-data"]),
+  // leader-resign's word on who may claim next, bound to a lease of one lease period (leadership-ops.ts).
+  kind(
+    "leader-handover",
+    ["models", MODEL, "leader-handovers", ID],
+    false,
+    "lasts one leadership lease: a migrated model's units claim leadership afresh",
+    true,
+  ),
   kind("task-queue", ["models", MODEL, "task-queue", ID], true, S["task-queue"]),
   // Secrets (issue 33): metadata by id, cached for agent views; each revision's content apart, sealed, never cached.
   kind("secret", ["models", MODEL, "secrets", ID], true, S["secret"]),

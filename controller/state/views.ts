@@ -107,6 +107,7 @@ export function applicationStatusView(
     units: Object.fromEntries(listed.map((u) => [u.name, u])),
     config,
     wanted: { operator: app.operator.hash, config: configHash(config) },
+    ...(app.leadershipLeaseSeconds !== undefined ? { leadershipLeaseSeconds: app.leadershipLeaseSeconds } : {}),
   };
 }
 

@@ -12,6 +12,7 @@ import {
   formatConstraints,
   notReadyError,
   parseConstraints,
+  parseLeadershipLease,
   readOperatorDir,
   waitForModelReady,
 } from "../../api/core";
@@ -38,6 +39,8 @@ export interface ApplicationInputs {
   constraints?: string;
   /** Per store the operator declares: pool, size and count for its units; a change applies to units added after it. */
   storage?: StorageArgs;
+  /** Its units' leadership lease: seconds or a duration (`"10s"`); absent: the controller's. A change applies at the next renewal. */
+  leadershipLease?: number | string;
   waitFor: "active" | "none";
   timeoutSeconds: number;
   deleteTimeoutSeconds: number;
@@ -100,6 +103,10 @@ export const applicationProvider = {
       }
     }
     if (!operatorRead) checkStorageArgs(f, news.storage, undefined);
+    if (news.leadershipLease !== undefined && !isUnknown(news.leadershipLease)) {
+      const lease = parseLeadershipLease(news.leadershipLease);
+      if (!lease.ok) f.add("leadershipLease", lease.message);
+    }
     if (typeof news.constraints === "string") {
       try {
         parseConstraints(news.constraints);
@@ -121,6 +128,7 @@ export const applicationProvider = {
       olds.units !== news.units ||
       (news.machines !== undefined && !sameSet(olds.machines, news.machines)) ||
       normalConstraints(olds.constraints) !== normalConstraints(news.constraints) ||
+      leaseSeconds(olds.leadershipLease) !== leaseSeconds(news.leadershipLease) ||
       // An update: storage directives apply to units added after the change (never a replace, which would destroy data).
       !sameStorage(olds.storage, news.storage) ||
       !sameConfig(effective(olds.config, olds.configDefaults), effective(news.config, olds.configDefaults)) ||
@@ -148,6 +156,9 @@ export const applicationProvider = {
         ...(inputs.machines && secrets.length === 0 ? { to: inputs.machines } : {}),
         ...(inputs.constraints ? { constraints: inputs.constraints } : {}),
         ...(inputs.storage ? { storage: storageRequests(inputs.storage) } : {}),
+        ...(leaseSeconds(inputs.leadershipLease) !== undefined
+          ? { leadershipLease: leaseSeconds(inputs.leadershipLease)! }
+          : {}),
       });
     } catch (e) {
       if (!isConflict(e)) throw e;
@@ -232,16 +243,19 @@ async function converge(
   const storage = sameStorage(olds.storage, news.storage)
     ? undefined
     : storageChange(olds.storage, news.storage, (await readOperatorDir(news.operator.path)).meta);
+  const lease = leaseSeconds(news.leadershipLease);
+  const leaseChange = leaseSeconds(olds.leadershipLease) !== lease ? (lease ?? null) : undefined;
   // Before the config that names them: the units read a secret option's secret as soon as it is set.
   await grantSecrets(client, news, await configSecrets(news, patch));
   let applying: AppliedChange | undefined;
-  if (upgrade || Object.keys(patch).length > 0 || constraints !== undefined || storage) {
+  if (upgrade || Object.keys(patch).length > 0 || constraints !== undefined || storage || leaseChange !== undefined) {
     applying = changeOf(
       await client.updateApplication(news.model, news.name, {
         ...(upgrade ? { operator: upgrade } : {}),
         ...(Object.keys(patch).length > 0 ? { config: patch } : {}),
         ...(constraints !== undefined ? { constraints } : {}),
         ...(storage ? { storage } : {}),
+        ...(leaseChange !== undefined ? { leadershipLease: leaseChange } : {}),
       }),
     );
   }
@@ -375,8 +389,14 @@ async function observe(
   const units = Object.values(app.units)
     .filter((u) => u.life === "alive")
     .sort((a, b) => unitNo(a.name) - unitNo(b.name));
+  // The program's own words when they mean what the controller has ("1m" for 60), else what it has (drift).
+  const { leadershipLease: _asked, ...rest } = base;
+  const lease = app.leadershipLeaseSeconds;
+  const leadershipLease =
+    lease === undefined ? undefined : leaseSeconds(base.leadershipLease) === lease ? base.leadershipLease : lease;
   return {
-    ...base,
+    ...rest,
+    ...(leadershipLease !== undefined ? { leadershipLease } : {}),
     operator: { path: base.operator.path, hash: app.operator.hash },
     units: units.length,
     ...(base.machines !== undefined ? { machines: units.map((u) => u.machine) } : {}),
@@ -400,6 +420,13 @@ async function uploadOperator(client: ControllerClient, operator: { path: string
     );
   if (!(await client.hasOperator(hash))) await client.uploadOperator(bundle);
   return hash;
+}
+
+/** A leadership lease as seconds (`"1m"` is 60); undefined when absent (or not a lease: check said so). */
+function leaseSeconds(lease: number | string | undefined): number | undefined {
+  if (lease === undefined) return undefined;
+  const parsed = parseLeadershipLease(lease);
+  return parsed.ok ? parsed.seconds : undefined;
 }
 
 /** Constraints as what they mean (`mem=4096` is `mem=4G`). */

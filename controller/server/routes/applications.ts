@@ -67,6 +67,7 @@ export function registerApplicationRoutes(route: Route, deps: HttpApiDeps): void
         .sort(),
       ...(hasConstraints(a.constraints) ? { constraints: formatConstraints(a.constraints) } : {}),
       ...(a.storage ? { storage: a.storage } : {}),
+      ...(a.leadershipLeaseSeconds !== undefined ? { leadershipLeaseSeconds: a.leadershipLeaseSeconds } : {}),
     };
   };
 
