@@ -10,6 +10,8 @@ need=()
 command -v etcd >/dev/null || need+=(etcd-server etcd-client)
 command -v sudo >/dev/null || need+=(sudo)
 command -v ip >/dev/null || need+=(iproute2)
+# PostgreSQL 15 for the postgresql operator's tests (test/postgresql.test.ts): the operator's units run it.
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 # The container images (test/images.test.ts): buildah builds them (chroot isolation, vfs: no runtime
 # or daemon needed), the agent image's /bin/sh is a static busybox, and the test pushes them to a

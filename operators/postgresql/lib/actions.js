@@ -1,0 +1,146 @@
+// Day-2 actions: get-primary, get-password, switchover (planned, no lost commit), backup and
+// restore. Each runs on one unit, never beside a hook of it.
+"use strict";
+const { cpSync, existsSync, readdirSync, rmSync } = require("node:fs");
+const { join } = require("node:path");
+const t = require("./tools");
+const { hookContext, prepareDirs } = require("./cluster");
+const { lsn } = require("./pg");
+const { owner } = require("./conf");
+const { readPasswords, sleep } = require("./passwords");
+const { peers } = require("./peers");
+const { splitAddress, setAside, writeEpoch } = require("./follower");
+
+const actions = {
+  "get-primary"(ctx) {
+    if (!ctx.ld.primary) return t.actionFail("there is no primary yet");
+    t.actionSet({ primary: ctx.ld.primary, endpoint: ctx.ld["primary-address"] });
+  },
+
+  /** Only the cluster's own users (the enum in operator.yaml): client users' passwords are theirs. */
+  "get-password"(ctx) {
+    const { username } = t.actionGet();
+    const passwords = readPasswords(ctx.ld, 5_000);
+    if (!passwords) return t.actionFail("the cluster's passwords are not readable yet");
+    if (!(username in passwords)) return t.actionFail(`no password for ${username}: operator or replication`);
+    t.actionSet({ username, password: passwords[username] });
+  },
+
+  /**
+   * On the leader: the primary stops (a fast shutdown sends every WAL record, its shutdown
+   * checkpoint last, to the standbys streaming from it), the target is waited for until it has
+   * received past that checkpoint, and leadership goes to it (leader-resign --to); its
+   * leader-elected promotes it, and this unit's next hook rejoins it as a standby.
+   */
+  switchover(ctx) {
+    const { pg, ld, unit } = ctx;
+    if (!ctx.leader || ld.primary !== unit)
+      return t.actionFail(`${unit} is not the primary (${ld.primary}): run it on the leader`);
+    const { to } = t.actionGet();
+    const streaming = new Map(
+      pg
+        .sql("SELECT application_name, flush_lsn FROM pg_stat_replication WHERE state = 'streaming'")
+        .map((r) => [r[0], r[1]]),
+    );
+    const candidates = peers().filter((x) => streaming.has(ctx.appNameOf(x.unit)));
+    const target = to
+      ? candidates.find((x) => x.unit === to)
+      : candidates.sort((a, b) =>
+          lsn(streaming.get(ctx.appNameOf(b.unit))) > lsn(streaming.get(ctx.appNameOf(a.unit))) ? 1 : -1,
+        )[0];
+    if (!target)
+      return t.actionFail(to ? `${to} is not a streaming standby of ${unit}` : `no streaming standby of ${unit}`);
+    t.actionLog(`stopping the primary ${unit}; ${target.unit} takes over`);
+    const t0 = Date.now();
+    pg.stop("fast");
+    const end = pg.controlCheckpointLsn();
+    const until = Date.now() + 30_000;
+    for (;;) {
+      let got = "";
+      try {
+        got = pg.remote(target.host, target.port, "SELECT pg_last_wal_receive_lsn()")[0]?.[0] ?? "";
+      } catch {
+        // Unreachable this instant: try again until the deadline.
+      }
+      if (lsn(got) > lsn(end)) break;
+      if (Date.now() > until) {
+        pg.start();
+        return t.actionFail(`${target.unit} did not receive up to ${end} in 30 s; ${unit} is primary again`);
+      }
+      sleep(100);
+    }
+    try {
+      t.tool("leader-resign", ["--to", target.unit]);
+    } catch (err) {
+      pg.start();
+      return t.actionFail(
+        `leader-resign failed (${String(err.message).trim().slice(0, 300)}); ${unit} is primary again`,
+      );
+    }
+    t.actionSet({ from: unit, to: target.unit, lsn: end, "stopped-ms": String(Date.now() - t0) });
+  },
+
+  backup(ctx) {
+    const { pg, p } = ctx;
+    if (!pg.running()) return t.actionFail("the server is not running");
+    const id = new Date()
+      .toISOString()
+      .replace(/[-:]/g, "")
+      .replace(/\.\d+Z$/, "Z");
+    const dir = join(p.backups, id);
+    pg.run("pg_basebackup", [
+      "-h",
+      p.run,
+      "-p",
+      String(ctx.port),
+      "-U",
+      "postgres",
+      "-D",
+      dir,
+      "-X",
+      "stream",
+      "-c",
+      "fast",
+    ]);
+    t.actionSet({ id, path: dir });
+  },
+
+  /**
+   * On the leader: the primary's data becomes the backup's (the current data is set aside as
+   * data.old), it starts on it, and the restore epoch in leader data goes up, which makes every
+   * standby clone it again (their data is of a history the restore left).
+   */
+  restore(ctx) {
+    const { pg, p, ld, unit } = ctx;
+    if (!ctx.leader || ld.primary !== unit) return t.actionFail(`${unit} is not the primary: run it on the leader`);
+    const { backup } = t.actionGet();
+    const src = join(p.backups, String(backup));
+    if (!/^[0-9TZ]+$/.test(String(backup)) || !existsSync(join(src, "PG_VERSION"))) {
+      const known = existsSync(p.backups) ? readdirSync(p.backups).join(", ") : "";
+      return t.actionFail(`no backup ${backup} on ${unit} (have: ${known || "none"})`);
+    }
+    pg.stop("fast");
+    setAside(p);
+    cpSync(src, p.data, { recursive: true });
+    const { uid, gid } = owner();
+    require("node:child_process").execFileSync("chown", ["-R", `${uid}:${gid}`, p.data]);
+    rmSync(join(p.data, "standby.signal"), { force: true });
+    const epoch = String(Number(ld["restore-epoch"] || 0) + 1);
+    writeEpoch(p, epoch);
+    t.leaderSet({ "restore-epoch": epoch });
+    prepareDirs(p);
+    require("./primary").reconcilePrimary({ ...ctx, ld: t.leaderGet() });
+    t.actionSet({ restored: backup, epoch });
+  },
+};
+
+function runAction(name) {
+  const ctx = hookContext();
+  ctx.appNameOf = (u) => u.replace(/[^a-z0-9]/g, "_");
+  const act = actions[name];
+  if (!act) return t.actionFail(`unknown action ${name}`);
+  if (!ctx.p && name !== "get-primary" && name !== "get-password") return t.actionFail("no pgdata storage yet");
+  return act(ctx);
+}
+
+module.exports = { runAction, splitAddress };

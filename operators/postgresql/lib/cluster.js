@@ -1,0 +1,57 @@
+// The one reconcile every hook runs: from what the unit is (leader or not), the leader data and the
+// peers, make the local server what it should be. The leader is the primary (bootstrapping the
+// cluster, or promoting itself after a failover: failover.js); every other unit is a standby of the
+// primary named in leader data (cloning, following a new primary, or rejoining after it was
+// primary: follower.js). A unit that is not the leader never runs as a primary.
+"use strict";
+const { chownSync, chmodSync, existsSync, mkdirSync } = require("node:fs");
+const { join } = require("node:path");
+const t = require("./tools");
+const { BIN, unitPaths, pgName } = require("./paths");
+const { Pg } = require("./pg");
+const { owner } = require("./conf");
+
+/** What every part of a hook needs to know, read once. */
+function hookContext() {
+  const config = t.config();
+  const p = unitPaths();
+  const unit = process.env.STEWARD_UNIT_NAME;
+  return {
+    unit,
+    appName: pgName(unit),
+    address: process.env.STEWARD_UNIT_ADDRESS,
+    port: Number(config.port),
+    config,
+    p,
+    pg: p ? new Pg(p, Number(config.port)) : undefined,
+    leader: t.isLeader(),
+    ld: t.leaderGet(),
+  };
+}
+
+/** The storage location and its directories, postgres's (0700). */
+function prepareDirs(p) {
+  const { uid, gid } = owner();
+  for (const d of [p.base, p.run, p.backups]) {
+    mkdirSync(d, { recursive: true, mode: 0o700 });
+    chownSync(d, uid, gid);
+    chmodSync(d, 0o700);
+  }
+}
+
+function reconcile() {
+  if (!existsSync(join(BIN, "postgres"))) {
+    t.status("blocked", `PostgreSQL 15 is not installed (${BIN}); the install hook installs postgresql-15`);
+    return;
+  }
+  const ctx = hookContext();
+  if (!ctx.p) {
+    t.status("waiting", "waiting for the pgdata storage");
+    return;
+  }
+  prepareDirs(ctx.p);
+  if (ctx.leader) require("./primary").reconcilePrimary(ctx);
+  else require("./follower").reconcileFollower(ctx);
+}
+
+module.exports = { reconcile, hookContext, prepareDirs };

@@ -1,0 +1,169 @@
+// Control of the local PostgreSQL server and SQL, local or remote: the server and its tools run as
+// the OS user postgres (runuser); hooks talk to the local server over its own socket directory as
+// postgres (peer authentication) and to other units over the network as the superuser `operator`,
+// whose password libpq reads from the passfile (never from argv or the environment). SQL goes on
+// standard input, so a password in it never shows in the process list.
+"use strict";
+const { execFileSync, spawnSync } = require("node:child_process");
+const { existsSync, readFileSync } = require("node:fs");
+const { join } = require("node:path");
+const { BIN } = require("./paths");
+
+class Pg {
+  /** @param p unit paths; @param port the local server's port */
+  constructor(p, port) {
+    this.p = p;
+    this.port = port;
+  }
+
+  /** Runs a PostgreSQL program as postgres; returns stdout. Throws with its stderr on failure. */
+  run(program, args, { input = "", timeoutMs = 600_000 } = {}) {
+    const r = spawnSync("runuser", ["-u", "postgres", "--", join(BIN, program), ...args], {
+      encoding: "utf8",
+      input,
+      cwd: this.p.base,
+      env: { ...process.env, PGPASSFILE: this.p.pgpass, PGCONNECT_TIMEOUT: "5" },
+      timeout: timeoutMs,
+      maxBuffer: 16 << 20,
+    });
+    if (r.status !== 0)
+      throw new Error(
+        `${program} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout || "").trim().slice(-800)}`,
+      );
+    return r.stdout;
+  }
+
+  /** SQL on the local server as postgres; rows as arrays of fields (unaligned, |-separated). */
+  sql(sql, { db = "postgres", timeoutMs } = {}) {
+    const out = this.run(
+      "psql",
+      [
+        "-h",
+        this.p.run,
+        "-p",
+        String(this.port),
+        "-U",
+        "postgres",
+        "-d",
+        db,
+        "-XAtq",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-f",
+        "-",
+      ],
+      { input: sql, ...(timeoutMs ? { timeoutMs } : {}) },
+    );
+    return out
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.split("|"));
+  }
+
+  /** One value from the local server. */
+  value(sql, opts) {
+    return this.sql(sql, opts)[0]?.[0];
+  }
+
+  /** SQL on another unit's server as operator, over the network; throws when unreachable. */
+  remote(host, port, sql, { timeoutS = 3 } = {}) {
+    const conninfo = `host=${host} port=${port} user=operator dbname=postgres connect_timeout=${timeoutS} application_name=steward-operator`;
+    const out = execFileSync(join(BIN, "psql"), ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], {
+      encoding: "utf8",
+      input: sql,
+      env: { ...process.env, PGPASSFILE: this.p.pgpass },
+      stdio: ["pipe", "pipe", "pipe"],
+      timeout: (timeoutS + 10) * 1000,
+    });
+    return out
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.split("|"));
+  }
+
+  initialized() {
+    return existsSync(join(this.p.data, "PG_VERSION"));
+  }
+
+  running() {
+    if (!this.initialized()) return false;
+    return (
+      spawnSync("runuser", ["-u", "postgres", "--", join(BIN, "pg_ctl"), "status", "-D", this.p.data], {
+        cwd: this.p.base,
+      }).status === 0
+    );
+  }
+
+  /** Whether the data directory says it is a standby (standby.signal), whatever the server is doing. */
+  standbySignal() {
+    return existsSync(join(this.p.data, "standby.signal"));
+  }
+
+  /** Starts the server and waits until it takes connections (a standby: until it is consistent). */
+  start() {
+    if (this.running()) return;
+    // pg_ctl detaches the server in its own session: it outlives the hook and the hook's process group.
+    this.run("pg_ctl", ["-D", this.p.data, "-l", this.p.log, "-w", "-t", "300", "start"]);
+  }
+
+  stop(mode = "fast") {
+    if (!this.running()) return;
+    this.run("pg_ctl", ["-D", this.p.data, "-m", mode, "-w", "-t", "120", "stop"]);
+  }
+
+  reload() {
+    if (this.running()) this.run("pg_ctl", ["-D", this.p.data, "reload"]);
+  }
+
+  inRecovery() {
+    return this.value("SELECT pg_is_in_recovery()") === "t";
+  }
+
+  /** "Database cluster state" of pg_controldata: "shut down", "in production", "in archive recovery"… */
+  clusterState() {
+    const out = this.run("pg_controldata", ["-D", this.p.data]);
+    return /^Database cluster state:\s*(.*)$/m.exec(out)?.[1]?.trim() ?? "unknown";
+  }
+
+  /** The timeline the data directory is on (pg_controldata's latest checkpoint's). */
+  controlTimeline() {
+    const out = this.run("pg_controldata", ["-D", this.p.data]);
+    return Number(/^Latest checkpoint's TimeLineID:\s*(\d+)/m.exec(out)?.[1] ?? 0);
+  }
+
+  /** Where the last checkpoint ends (after a clean shutdown: the end of the WAL this server wrote). */
+  controlCheckpointLsn() {
+    const out = this.run("pg_controldata", ["-D", this.p.data]);
+    return /^Latest checkpoint location:\s*(\S+)/m.exec(out)?.[1];
+  }
+
+  /** Crash recovery and a clean shutdown in single-user mode (pg_rewind needs a cleanly stopped target). */
+  recoverSingleUser() {
+    this.run("postgres", ["--single", "-D", this.p.data, "-c", "archive_mode=off", "postgres"], {
+      input: "",
+      timeoutMs: 600_000,
+    });
+  }
+
+  serverLogTail(lines = 5) {
+    try {
+      return readFileSync(this.p.log, "utf8").trim().split("\n").slice(-lines).join(" / ");
+    } catch {
+      return "";
+    }
+  }
+}
+
+/** LSN text (0/3000060) to a BigInt, for comparing positions. */
+const lsn = (text) => {
+  if (!text) return 0n;
+  const [hi, lo] = text.split("/");
+  return (BigInt(`0x${hi}`) << 32n) + BigInt(`0x${lo}`);
+};
+
+/** Single-quoted SQL literal. */
+const lit = (s) => `'${String(s).replace(/'/g, "''")}'`;
+/** Double-quoted SQL identifier. */
+const ident = (s) => `"${String(s).replace(/"/g, '""')}"`;
+
+module.exports = { Pg, lsn, lit, ident };

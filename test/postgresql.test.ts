@@ -1,0 +1,284 @@
+/**
+ * The postgresql operator (issue 34) on real sshd test hosts with a real controller, real agents and
+ * real PostgreSQL 15: three units reach active (one primary, two synchronous standbys); the
+ * pg-client fixture gets a database, a user and its password (a secret), and can write and read; a
+ * row written on the primary is on both standbys, which refuse writes. Killing the primary's host
+ * makes another unit primary with every committed row, and the client's db.json follows it; the old
+ * primary's host comes back and it rejoins as a standby (pg_rewind). get-password reads the secret.
+ * A switchover to a named unit (leader-resign) runs when the agent has that tool.
+ */
+import test from "ava";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { TaskInfo, UnitStatusView } from "../api";
+import { ControllerClient, readOperatorDir, silentLogger } from "../api";
+import { Controller, initControllerDir } from "../controller";
+import { eventually } from "./harness/eventually";
+import { fixturesDir, operatorsDir } from "./harness/controller";
+import type { TestHost } from "./harness/hosts";
+import { TestLab } from "./harness/hosts";
+
+const run = promisify(execFile);
+const PSQL = "/usr/lib/postgresql/15/bin/psql";
+const root = process.getuid?.() === 0;
+const ssh = root ? test.serial : test.skip; // namespaces and sshd need root
+/** A short unit-leadership lease: a lost primary's leadership is claimable 10 s after its last renewal. */
+const LEASE_S = 10;
+
+let lab: TestLab;
+let controller: Controller;
+let client: ControllerClient;
+let dir: string;
+const M = "pg";
+/** Unit name -> test host. */
+const hostOf = new Map<string, TestHost>();
+
+interface DbJson {
+  host: string;
+  port: number;
+  database: string;
+  user: string;
+  password: string;
+  readOnly: string[];
+}
+
+test.before(async () => {
+  if (!root) return;
+  lab = await TestLab.create(4);
+  dir = await mkdtemp(join(tmpdir(), "steward-postgresql-"));
+  const init = await initControllerDir({ dataDir: dir, name: "st", listen: { host: `${lab.subnet}.1`, port: 0 } });
+  controller = await Controller.start({ dataDir: dir, log: silentLogger, leadershipLeaseSeconds: LEASE_S });
+  client = new ControllerClient({
+    addresses: controller.apiAddresses,
+    caCert: init.caCert,
+    user: "admin",
+    password: init.adminPassword!,
+  });
+  await client.createModel(M, { updateStatusInterval: 5 }, "ssh");
+});
+test.after.always(async () => {
+  client?.close();
+  await controller?.stop().catch(() => undefined);
+  await lab?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const target = (h: TestHost) => ({
+  host: h.ip,
+  user: "root",
+  privateKey: lab.clientKey,
+  hostKey: h.hostKeyFingerprint,
+});
+const installed = (h: TestHost) =>
+  eventually(
+    `${h.name} installed`,
+    async () => {
+      const m = (await client.listMachines(M)).find((x) => x.address === h.ip);
+      if (m?.install?.state === "failed") throw new Error(m.install.step);
+      return m?.status === "started" ? m.id : undefined;
+    },
+    240_000,
+    250,
+  );
+const unitsOf = async (app: string): Promise<Record<string, UnitStatusView>> =>
+  (await client.status(M)).applications[app]?.units ?? {};
+/** The pg units' workload messages, by unit. */
+const messages = async (): Promise<Record<string, string>> =>
+  Object.fromEntries(
+    Object.entries(await unitsOf("pg")).map(([u, s]) => [u, `${s.workload.current} ${s.workload.message}`]),
+  );
+/** Waits for one active primary and `standbys` active standbys (among units not in `except`); the primary's name. */
+const cluster = (standbys: number, timeoutMs = 300_000, except: string[] = []) =>
+  eventually(
+    `a primary and ${standbys} standbys`,
+    async () => {
+      const m = Object.entries(await messages()).filter(([u]) => !except.includes(u));
+      const primaries = m.filter(([, s]) => s === "active primary");
+      const streaming = m.filter(([, s]) => /^active standby, lag \d+ bytes$/.test(s));
+      return primaries.length === 1 && streaming.length === standbys ? primaries[0]![0] : undefined;
+    },
+    timeoutMs,
+    500,
+  ).catch(async (err: Error) => {
+    throw new Error(`${err.message}; units: ${JSON.stringify(await messages())}`);
+  });
+
+/** Runs SQL with psql from this machine (the test's side of the bridge); rows of |-separated fields. */
+async function sql(
+  at: { host: string; port: number },
+  who: { user: string; password: string; database: string },
+  query: string,
+): Promise<string[]> {
+  const conninfo = `host=${at.host} port=${at.port} user=${who.user} dbname=${who.database} connect_timeout=3`;
+  const { stdout } = await run(PSQL, ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c", query], {
+    env: { ...process.env, PGPASSWORD: who.password },
+    timeout: 20_000,
+  });
+  return stdout.split("\n").filter(Boolean);
+}
+const endpoint = (hostPort: string) => {
+  const i = hostPort.lastIndexOf(":");
+  return { host: hostPort.slice(0, i), port: Number(hostPort.slice(i + 1)) };
+};
+
+/** The client's db.json, read on its host. */
+async function dbJson(): Promise<DbJson | undefined> {
+  const h = lab.hosts[3]!;
+  const r = await h.exec("cat $(find /var/lib/steward -name db.json -path '*/units/app-0/*' 2>/dev/null | head -n 1)");
+  return r.code === 0 && r.stdout.trim() ? (JSON.parse(r.stdout) as DbJson) : undefined;
+}
+
+const waitTask = (id: number, timeoutMs = 120_000): Promise<TaskInfo> =>
+  eventually(
+    `task ${id} finished`,
+    async () => {
+      const task = await client.task(M, id);
+      return task.status !== "pending" && task.status !== "running" ? task : undefined;
+    },
+    timeoutMs,
+    250,
+  );
+const action = async (unit: string, name: string, params: Record<string, string> = {}): Promise<TaskInfo> => {
+  const r = await client.runAction(M, [unit], name, params);
+  return waitTask(r.tasks[0]!.id);
+};
+
+/** Whether `unit`'s address is the one in an endpoint. */
+const addressOf = (unit: string) => hostOf.get(unit)!.ip;
+
+let primary = "";
+let creds: DbJson;
+const committed: number[] = [];
+
+ssh(
+  "three units: a primary and two synchronous standbys; the client gets a database and can write and read",
+  async (t) => {
+    t.timeout(900_000);
+    const machines = await Promise.all(
+      lab.hosts.map(async (h) => {
+        await client.addSshMachine(M, target(h));
+        return installed(h);
+      }),
+    );
+    const pg = await readOperatorDir(join(operatorsDir, "postgresql"));
+    const pgClient = await readOperatorDir(join(fixturesDir, "operators", "pg-client"));
+    await client.uploadOperator(pg.bundle);
+    await client.uploadOperator(pgClient.bundle);
+    const t0 = Date.now();
+    await client.deploy(M, { name: "pg", operator: pg.hash, units: 3, to: machines.slice(0, 3) });
+    await client.deploy(M, { name: "app", operator: pgClient.hash, units: 1, to: [machines[3]!] });
+    await client.integrate(M, "app", "pg");
+    for (const [u, s] of Object.entries(await unitsOf("pg"))) hostOf.set(u, lab.hosts[machines.indexOf(s.machine!)]!);
+    primary = await cluster(2);
+    t.log(`deploy to 1 primary + 2 streaming standbys: ${Date.now() - t0} ms; primary ${primary}`);
+
+    // Both standbys are read-only endpoints once they stream (the leader republishes as they do).
+    creds = await eventually(
+      "the client's db.json with both standbys",
+      async () => {
+        const c = await dbJson();
+        return c?.readOnly.length === 2 ? c : undefined;
+      },
+      120_000,
+      500,
+    );
+    t.is(creds.database, "app");
+    t.is(creds.host, addressOf(primary), "the client is given the primary's address");
+    t.is(creds.readOnly.length, 2, "and both standbys' as read-only endpoints");
+    t.regex(creds.user, /^relation_\d+$/);
+    // Synchronous: ANY 1 of the two standbys.
+    const operator = await action(`pg/leader`, "get-password", { username: "operator" });
+    t.is(operator.status, "completed", operator.message);
+    const su = { user: "operator", password: String(operator.results.password), database: "postgres" };
+    t.true(su.password.length >= 24);
+    const sync = await sql(creds, su, "SHOW synchronous_standby_names");
+    t.regex(sync[0]!, /^ANY 1 \("pg_\d", "pg_\d"\)$/);
+    t.deepEqual(
+      await sql(creds, su, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'"),
+      ["2"],
+      "two standbys stream",
+    );
+    // A password nobody may read through the action.
+    const refused = await client
+      .runAction(M, ["pg/leader"], "get-password", { username: "relation_1" })
+      .catch((e: Error) => e);
+    t.true(refused instanceof Error, "get-password takes only the cluster's own users");
+
+    await sql(creds, creds, "CREATE TABLE ledger (id int PRIMARY KEY, note text)");
+    for (let i = 1; i <= 20; i++) {
+      await sql(creds, creds, `INSERT INTO ledger VALUES (${i}, 'row ${i}')`);
+      committed.push(i);
+    }
+    t.deepEqual(await sql(creds, creds, "SELECT count(*) FROM ledger"), ["20"]);
+
+    // Every committed row reaches both standbys, which refuse writes.
+    for (const ro of creds.readOnly) {
+      const at = endpoint(ro);
+      await eventually(
+        `rows on ${ro}`,
+        async () => (await sql(at, creds, "SELECT count(*) FROM ledger"))[0] === "20",
+        30_000,
+      );
+      const write = await sql(at, creds, "INSERT INTO ledger VALUES (999, 'no')").catch((e: Error) => e);
+      t.true(write instanceof Error, `${ro} refuses a write`);
+      t.regex(String((write as Error).message), /read-only transaction/);
+    }
+  },
+);
+
+ssh(
+  "the primary's host killed: another unit becomes primary with every committed row; the client follows",
+  async (t) => {
+    t.timeout(900_000);
+    if (!primary) return t.fail("no cluster from the first test");
+    const old = primary;
+    const oldHost = hostOf.get(old)!;
+    const t0 = Date.now();
+    await oldHost.kill();
+    primary = await cluster(1, 240_000, [old]);
+    const promoted = Date.now() - t0;
+    t.not(primary, old);
+    const moved = await eventually(
+      "the client's db.json names the new primary",
+      async () => {
+        const c = await dbJson();
+        return c && c.host === addressOf(primary) ? c : undefined;
+      },
+      120_000,
+      250,
+    );
+    const followed = Date.now() - t0;
+    await eventually(
+      "writes accepted on the new primary",
+      async () => {
+        await sql(moved, moved, `INSERT INTO ledger VALUES (${committed.length + 1}, 'after failover')`);
+        committed.push(committed.length + 1);
+        return true;
+      },
+      60_000,
+      250,
+    );
+    t.log(
+      `primary ${old} killed: ${primary} active primary after ${promoted} ms, client's db.json after ${followed} ms, writes after ${Date.now() - t0} ms`,
+    );
+    const rows = (await sql(moved, moved, "SELECT id FROM ledger ORDER BY id")).map(Number);
+    t.deepEqual(rows, committed, "every committed row is on the new primary");
+
+    // The old primary's host comes back: it rejoins as a standby of the new primary (pg_rewind).
+    await oldHost.start();
+    await cluster(2, 300_000);
+    const again = await cluster(2, 10_000);
+    t.is(again, primary, "the primary stays");
+    const back = { host: oldHost.ip, port: 5432 };
+    await eventually(
+      `every row on the old primary ${old}`,
+      async () => (await sql(back, moved, "SELECT count(*) FROM ledger"))[0] === String(committed.length),
+      60_000,
+    );
+    const write = await sql(back, moved, "INSERT INTO ledger VALUES (1000, 'no')").catch((e: Error) => e);
+    t.true(write instanceof Error, "the old primary, now a standby, refuses writes");
+  },
+);
