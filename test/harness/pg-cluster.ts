@@ -6,12 +6,13 @@
  * killing the primary's host never takes the writer's address book with it.
  *
  * {@link PgCluster.settle} is the check after a fault: writes flowing again, every unit back to
- * active with one primary, every acknowledged commit on the primary (and, once caught up, on every
+ * active with one primary and every standby streaming from it, every acknowledged commit on the primary (and, once caught up, on every
  * standby), and the timeline evidence read from every unit showing no two primaries at once.
  *
  * Needs root (network namespaces) and PostgreSQL 15 (setup-host.sh installs both).
  */
 import { join } from "node:path";
+import { Client } from "pg";
 import type { TaskInfo, UnitStatusView } from "../../api";
 import { unitIsReady } from "../../api";
 import { eventually } from "./eventually";
@@ -48,7 +49,12 @@ export interface FaultReport {
   unavailableMs: number;
   /** Writes that failed or timed out in that time. */
   failedWrites: number;
-  /** From the fault until every unit was active again with one primary (ms). */
+  /**
+   * From the fault until the writer was first sent to the primary it ended on (its db.json changed),
+   * when that is another unit than before the fault (ms).
+   */
+  toldMs?: number;
+  /** From the fault until every unit was active again with one primary and every standby streaming (ms). */
   settledMs: number;
   primary: string;
   acknowledged: number;
@@ -60,6 +66,7 @@ export interface FaultReport {
 }
 
 export class PgCluster {
+  private operatorPassword?: string;
   private constructor(
     readonly lab: TestLab,
     readonly tc: TestController,
@@ -198,12 +205,12 @@ export class PgCluster {
     });
   }
 
-  /** Runs `switchover` (to `to`, or the operator's choice) on the leader and waits for it to finish. */
-  async switchover(to?: string): Promise<TaskInfo> {
-    const run = await this.tc.admin.runAction(this.model, [`${PG_APP}/leader`], "switchover", to ? { to } : {});
+  /** Runs `action` on the leader and waits for it to finish (completed, or throws). */
+  async leaderAction(action: string, params: Record<string, string> = {}): Promise<TaskInfo> {
+    const run = await this.tc.admin.runAction(this.model, [`${PG_APP}/leader`], action, params);
     const id = run.tasks[0]!.id;
     const task = await eventually(
-      `switchover task ${id}`,
+      `${action} task ${id}`,
       async () => {
         const t = await this.tc.admin.task(this.model, id);
         return t.status !== "pending" && t.status !== "running" ? t : undefined;
@@ -211,8 +218,56 @@ export class PgCluster {
       180_000,
       250,
     );
-    if (task.status !== "completed") throw new Error(`switchover ${task.status}: ${task.message} ${task.output}`);
+    if (task.status !== "completed") throw new Error(`${action} ${task.status}: ${task.message} ${task.output}`);
     return task;
+  }
+
+  /**
+   * Waits until the primary's `pg_stat_replication` shows every other unit streaming: what units'
+   * statuses say can lag (a unit's last report stands until its agent is seen gone), the server does not.
+   */
+  async allStreaming(primary: { host: string; port: number }, timeoutMs = 120_000): Promise<void> {
+    this.operatorPassword ??= String(
+      (await this.leaderAction("get-password", { username: "operator" })).results.password,
+    );
+    const want = this.unitHosts.size - 1;
+    let seen = "";
+    await eventually(
+      `${want} standbys streaming`,
+      async () => {
+        const c = new Client({
+          host: primary.host,
+          port: primary.port,
+          user: "operator",
+          password: this.operatorPassword,
+          database: "postgres",
+          connectionTimeoutMillis: 3000,
+          query_timeout: 5000,
+        });
+        c.on("error", () => undefined);
+        try {
+          await c.connect();
+          const rows = (
+            await c.query<{ name: string }>(
+              "SELECT application_name AS name FROM pg_stat_replication WHERE state = 'streaming'",
+            )
+          ).rows;
+          seen = rows.map((r) => r.name).join(", ");
+          return rows.length === want;
+        } finally {
+          await c.end().catch(() => undefined);
+        }
+      },
+      timeoutMs,
+      1000,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message} (streaming: ${seen || "none"})`);
+    });
+  }
+
+  /** Runs `switchover` (to `to`, or the operator's choice) on the leader and waits for it to finish. */
+  switchover(to?: string): Promise<TaskInfo> {
+    return this.leaderAction("switchover", to ? { to } : {});
   }
 
   /** Each unit's pg_controldata and timeline history files, read on its host. */
@@ -244,7 +299,6 @@ export class PgCluster {
   async settle(ledger: PgLedger, fault: string, faultAt: number): Promise<FaultReport> {
     await ledger.ackAfter(Date.now(), 300_000);
     await this.allActive();
-    const settledAt = Date.now();
     // The client's address follows the primary (relation data after a failover): wait until it does.
     const primary = await eventually(
       "the client's address pointing at the primary",
@@ -255,6 +309,8 @@ export class PgCluster {
       120_000,
       500,
     );
+    await this.allStreaming(primary.address);
+    const settledAt = Date.now();
     await ledger.ackAfter(Date.now(), 120_000);
     const unavailableMs = ledger.longestGap(faultAt, settledAt);
     const failedWrites = ledger.failures.filter((f) => f.sentAt >= faultAt && f.sentAt <= settledAt).length;
@@ -279,9 +335,12 @@ export class PgCluster {
       });
       if (behind !== "none") standbysBehind.push(behind);
     }
+    const told = ledger.connects.find((x) => x.at >= faultAt && x.target.startsWith(`${primary.host.ip}:`));
+    const before = ledger.acks.filter((a) => a.at < faultAt).at(-1)?.server;
     return {
       fault,
       unavailableMs,
+      ...(told && before !== primary.host.ip ? { toldMs: told.at - faultAt } : {}),
       failedWrites,
       settledMs: settledAt - faultAt,
       primary: primary.unit,
@@ -305,6 +364,7 @@ const describe = (units: UnitStatusView[]): string =>
 export function formatFault(r: FaultReport): string {
   return (
     `${r.fault}: writes unavailable ${(r.unavailableMs / 1000).toFixed(2)} s (${r.failedWrites} failed), ` +
+    (r.toldMs !== undefined ? `client sent to the new primary after ${(r.toldMs / 1000).toFixed(1)} s, ` : "") +
     `settled in ${(r.settledMs / 1000).toFixed(1)} s, primary ${r.primary}, ${r.acknowledged} acknowledged, ` +
     `${r.missing.length} lost`
   );

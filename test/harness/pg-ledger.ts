@@ -93,6 +93,8 @@ const SYNC_REP_CANCELLED = /synchronous replication/i;
 export class PgLedger {
   readonly acks: LedgerAck[] = [];
   readonly failures: LedgerFailure[] = [];
+  /** Every connection attempt: when, and to which `host:port` `address()` named. */
+  readonly connects: { at: number; target: string }[] = [];
   private readonly o: Required<PgLedgerOptions>;
   private client?: Client;
   private target?: string;
@@ -249,6 +251,7 @@ export class PgLedger {
   private async connect(): Promise<Client> {
     const address = await this.o.address();
     this.target = `${address.host}:${address.port}`;
+    this.connects.push({ at: Date.now(), target: this.target });
     const client = new Client({
       ...address,
       connectionTimeoutMillis: this.o.connectTimeoutMs,
