@@ -52,10 +52,15 @@ function reconcileFollower(ctx) {
     upstream: { host, port, slot: ctx.appName },
   });
   writeOwned(join(p.data, "standby.signal"), "");
-  if (!pg.running()) pg.start();
-  else if (changed) pg.reload();
+  let settling = changed;
+  if (!pg.running()) {
+    pg.start();
+    settling = true;
+  } else if (changed) pg.reload();
   t.openPort(ctx.port);
-  standbyStatus(pg, primary);
+  // A moment for the WAL receiver to connect after a start or a new upstream; otherwise no waiting:
+  // a hook that waits here delays the next one (a new primary to follow).
+  standbyStatus(pg, primary, settling ? 10_000 : 0);
   publishSelf(ctx.address, ctx.port, "standby");
 }
 

@@ -12,7 +12,7 @@ function primaryStatus(pg) {
 }
 
 /** A standby's status; waits up to `waitMs` for its WAL receiver to stream. Returns true when streaming. */
-function standbyStatus(pg, primary, waitMs = 15_000) {
+function standbyStatus(pg, primary, waitMs = 0) {
   const until = Date.now() + waitMs;
   let receiver;
   for (;;) {
@@ -26,7 +26,7 @@ function standbyStatus(pg, primary, waitMs = 15_000) {
   }
   let lag = "?";
   try {
-    const head = pg.remote(primary.host, primary.port, "SELECT pg_current_wal_lsn()")[0]?.[0];
+    const head = pg.remote(primary.host, primary.port, "SELECT pg_current_wal_lsn()", { timeoutS: 2 })[0]?.[0];
     const mine = pg.value("SELECT pg_last_wal_replay_lsn()");
     const d = lsn(head) - lsn(mine);
     lag = String(d < 0n ? 0n : d);
