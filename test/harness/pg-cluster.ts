@@ -14,7 +14,6 @@
 import { join } from "node:path";
 import { Client } from "pg";
 import type { TaskInfo, UnitStatusView } from "../../api";
-import { unitIsReady } from "../../api";
 import { eventually } from "./eventually";
 import { fixturesDir, operatorsDir, startTestController } from "./controller";
 import type { TestController } from "./controller";
@@ -182,27 +181,46 @@ export class PgCluster {
     return { unit: s.name, host: this.unitHosts.get(s.name)! };
   }
 
-  /** Waits until every unit (postgresql and client) is active/idle and exactly one reports primary. */
+  /** Waits until every unit (postgresql and client) is active with its agent there, and exactly one reports primary. */
   async allActive(timeoutMs = 300_000): Promise<void> {
     let last = "";
+    let failed: string[] = [];
     await eventually(
-      "every unit active/idle with one primary",
+      "every unit active with one primary",
       async () => {
         const s = await this.tc.admin.status(this.model);
         const all = Object.values(s.applications).flatMap((a) => Object.values(a.units));
         const pg = Object.values(s.applications[PG_APP]?.units ?? {});
         last = describe(all);
+        failed = all.filter((u) => u.workload.current !== "active").map((u) => u.name);
+        // Active, its agent there (idle or running update-status, every 5 s here): allStreaming checks the rest.
         return (
           all.length === pg.length + 1 &&
-          all.every(unitIsReady) &&
+          all.every(
+            (u) => u.workload.current === "active" && u.agent.current !== "lost" && u.agent.current !== "error",
+          ) &&
           pg.filter((u) => /^primary\b/.test(u.workload.message)).length === 1
         );
       },
       timeoutMs,
       500,
-    ).catch((err: Error) => {
-      throw new Error(`${err.message}; last seen: ${last}`);
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}; last seen: ${last}${await this.hookLogs(failed)}`);
     });
+  }
+
+  /** The end of each unit's hook log and server log, read on its host: why a hook failed. */
+  private async hookLogs(units: string[]): Promise<string> {
+    let out = "";
+    for (const unit of units) {
+      const host = this.unitHosts.get(unit) ?? this.clientHost;
+      const log = await host.exec(`tail -n 30 /var/lib/steward/agents/*/units/${unit.replace("/", "-")}/hooks.log`);
+      out += `\n--- ${unit}'s hooks.log (end) ---\n${log.stdout}`;
+      // The operator keeps the server's log on its storage (operators/postgresql/lib/paths.js).
+      const server = await host.exec("tail -n 15 /srv/postgresql/postgresql.log");
+      if (server.code === 0) out += `--- ${unit}'s postgresql.log (end) ---\n${server.stdout}`;
+    }
+    return out;
   }
 
   /** Runs `action` on the leader and waits for it to finish (completed, or throws). */
