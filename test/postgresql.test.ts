@@ -104,8 +104,19 @@ const cluster = (standbys: number, timeoutMs = 300_000, except: string[] = [], w
     timeoutMs,
     500,
   ).catch(async (err: Error) => {
-    throw new Error(`${err.message}; units: ${JSON.stringify(await messages())}`);
+    throw new Error(`${err.message}; units: ${JSON.stringify(await messages())}\n${await serverLogs()}`);
   });
+
+/** The end of every unit's server log and what its last rejoin did, for a failure's message. */
+const serverLogs = async (): Promise<string> =>
+  (
+    await Promise.all(
+      [...hostOf].map(
+        async ([u, h]) =>
+          `${u}: ${(await h.exec("tail -n 15 /srv/postgresql/postgresql.log; cat /srv/postgresql/rejoin.log")).stdout}`,
+      ),
+    )
+  ).join("\n");
 
 /** Runs SQL with psql from this machine (the test's side of the bridge); rows of |-separated fields. */
 async function sql(
@@ -288,7 +299,12 @@ ssh(
       `every row on the old primary ${old}`,
       async () => (await sql(back, moved, "SELECT count(*) FROM ledger"))[0] === String(committed.length),
       60_000,
-    );
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}\n${await serverLogs()}`);
+    });
+    const rejoined = (await oldHost.exec("cat /srv/postgresql/rejoin.log")).stdout;
+    t.regex(rejoined, /pg_rewind: .*Done!/, "rewound (its crash recovery wrote past the new timeline's fork)");
+    t.log(rejoined.trim());
     const write = await sql(back, moved, "INSERT INTO ledger VALUES (1000, 'no')").catch((e: Error) => e);
     t.true(write instanceof Error, "the old primary, now a standby, refuses writes");
   },
@@ -298,7 +314,7 @@ ssh("backup, then restore: the primary goes back to the backup and the standbys 
   t.timeout(600_000);
   if (!primary) return t.fail("no cluster from the first tests");
   const backup = await action("pg/leader", "backup");
-  t.is(backup.status, "completed", backup.message);
+  t.is(backup.status, "completed", `${backup.message}: ${backup.output}`);
   const id = String(backup.results.id);
   t.regex(id, /^\d{8}T\d{6}Z$/);
   const before = committed.length;
@@ -308,7 +324,7 @@ ssh("backup, then restore: the primary goes back to the backup and the standbys 
     "INSERT INTO ledger VALUES (5000, 'after the backup')",
   );
   const restored = await action("pg/leader", "restore", { backup: id });
-  t.is(restored.status, "completed", restored.message);
+  t.is(restored.status, "completed", `${restored.message}: ${restored.output}`);
   await cluster(2, 300_000);
   const at = (await dbJson())!;
   t.deepEqual(
@@ -342,9 +358,22 @@ ssh(
     const to = [...hostOf.keys()].find((u) => u !== primary)!;
     const at = (await dbJson())!;
     await sql(at, creds, "INSERT INTO ledger VALUES (6000, 'before the switchover')");
+    // Writes on the target, tried all along: how long no primary took them.
+    const target = { host: addressOf(to), port: 5432 };
     const t0 = Date.now();
-    const done = await action("pg/leader", "switchover", { to });
-    t.is(done.status, "completed", done.message);
+    const queued = await client.runAction(M, ["pg/leader"], "switchover", { to });
+    const accepted = eventually(
+      "writes accepted on the target",
+      () => sql(target, creds, "INSERT INTO ledger VALUES (6001, 'on the target')").then(() => Date.now()),
+      120_000,
+      50,
+    );
+    const done = await waitTask(queued.tasks[0]!.id);
+    t.is(done.status, "completed", `${done.message}: ${done.output}`);
+    t.log(
+      `switchover to ${to}: the old primary stopped ${done.results["stopped-ms"]} ms before it handed over; ` +
+        `writes accepted on the target ${(await accepted) - t0} ms after the action was queued`,
+    );
     t.is(await cluster(2, 120_000, [], to), to);
     const moved = await eventually(
       "the client's db.json names the target",
@@ -355,14 +384,67 @@ ssh(
       60_000,
       250,
     );
-    await eventually(
-      "writes accepted on the target",
-      () => sql(moved, creds, "SELECT 1").then(() => true),
-      30_000,
-      100,
-    );
-    t.log(`switchover to ${to}: ${Date.now() - t0} ms to a primary taking writes`);
-    t.deepEqual(await sql(moved, creds, "SELECT note FROM ledger WHERE id = 6000"), ["before the switchover"]);
+    t.deepEqual(await sql(moved, creds, "SELECT note FROM ledger WHERE id IN (6000, 6001) ORDER BY id"), [
+      "before the switchover",
+      "on the target",
+    ]);
     primary = to;
+  },
+);
+
+ssh(
+  "the primary and a standby lost at once: the last standby is blocked, not promoted, until it can learn the lost standby's position",
+  async (t) => {
+    t.timeout(900_000);
+    if (!primary) return t.fail("no cluster from the first tests");
+    const lostPrimary = primary;
+    const [lostStandby, last] = [...hostOf.keys()].filter((u) => u !== primary) as [string, string];
+    // Both standbys synchronous candidates first (a unit that rejoined is added once it streams).
+    const pw = await action("pg/leader", "get-password", { username: "operator" });
+    const su = { user: "operator", password: String(pw.results.password), database: "postgres" };
+    await eventually(
+      "both standbys in synchronous_standby_names",
+      async () =>
+        /^ANY 1 \("pg_\d", "pg_\d"\)$/.test(
+          (await sql({ host: addressOf(primary), port: 5432 }, su, "SHOW synchronous_standby_names"))[0] ?? "",
+        ),
+      60_000,
+      500,
+    );
+    await Promise.all([hostOf.get(lostPrimary)!.kill(), hostOf.get(lostStandby)!.kill()]);
+    // ANY 1 of two standbys: the one lost may hold a commit the last one lacks, so the last must not promote.
+    const held = await eventually(
+      `${last} blocked`,
+      async () => {
+        const m = (await messages())[last] ?? "";
+        return m.startsWith("blocked failover held") ? m : undefined;
+      },
+      120_000,
+      250,
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}; units: ${JSON.stringify(await messages())}`);
+    });
+    t.regex(held, new RegExp(`the positions of ${lostStandby} are unknown`));
+    t.deepEqual(
+      await sql({ host: addressOf(last), port: 5432 }, creds, "SELECT pg_is_in_recovery()"),
+      ["t"],
+      `${last} is still a standby`,
+    );
+    // The lost standby comes back: its position is known, the last unit promotes; then the old primary rejoins.
+    await hostOf.get(lostStandby)!.start();
+    t.is(await cluster(1, 240_000, [lostPrimary], last), last);
+    await hostOf.get(lostPrimary)!.start();
+    t.is(await cluster(2, 300_000, [], last), last);
+    const at = await eventually(
+      "the client's db.json names it",
+      async () => {
+        const c = await dbJson();
+        return c && c.host === addressOf(last) ? c : undefined;
+      },
+      60_000,
+      250,
+    );
+    t.deepEqual(await sql(at, creds, "SELECT note FROM ledger WHERE id = 6001"), ["on the target"], "no commit lost");
+    primary = last;
   },
 );

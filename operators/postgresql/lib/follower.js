@@ -4,7 +4,7 @@
 // started as its standby. A unit without data clones the primary with pg_basebackup, on a physical
 // slot of its own; a running standby follows a new primary by changing primary_conninfo (a reload).
 "use strict";
-const { existsSync, readFileSync, renameSync, rmSync, writeFileSync } = require("node:fs");
+const { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 const t = require("./tools");
 const { lit } = require("./pg");
@@ -108,8 +108,15 @@ function rejoin(ctx, primary) {
   t.status("maintenance", `rejoining as a standby of ${primary.unit} (pg_rewind)`);
   pg.stop("fast");
   const state = pg.clusterState();
+  const note = (line) => appendFileSync(join(p.base, "rejoin.log"), `${new Date().toISOString()} ${line}\n`);
+  note(
+    `rejoining ${primary.unit} at ${primary.host}:${primary.port}; cluster state "${state}", timeline ${pg.controlTimeline()}`,
+  );
   if (state !== "shut down" && state !== "shut down in recovery") pg.recoverSingleUser();
   try {
+    // The source's control file must show its new timeline (a promotion writes it at its first
+    // checkpoint), or pg_rewind finds "no rewind required" and this unit diverges.
+    pg.remote(primary.host, primary.port, "CHECKPOINT", { timeoutS: 5 });
     const out = pg.run("pg_rewind", [
       "-D",
       p.data,
@@ -118,7 +125,9 @@ function rejoin(ctx, primary) {
       "--no-ensure-shutdown",
     ]);
     t.log(`${unit}: pg_rewind onto ${primary.unit}: ${out.trim().split("\n").pop()}`);
+    note(`pg_rewind: ${`${out}\n${pg.lastStderr}`.trim().replace(/\n/g, " / ")}`);
   } catch (err) {
+    note(`pg_rewind failed, cloning again: ${String(err.message)}`);
     t.log(`${unit}: pg_rewind failed; cloning again: ${String(err.message).slice(0, 400)}`, "WARNING");
     setAside(p);
     clone(ctx, primary);

@@ -5,7 +5,7 @@
 // standard input, so a password in it never shows in the process list.
 "use strict";
 const { execFileSync, spawnSync } = require("node:child_process");
-const { existsSync, readFileSync } = require("node:fs");
+const { existsSync, readFileSync, readlinkSync, rmSync } = require("node:fs");
 const { join } = require("node:path");
 const { BIN } = require("./paths");
 
@@ -30,6 +30,7 @@ class Pg {
       throw new Error(
         `${program} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout || "").trim().slice(-800)}`,
       );
+    this.lastStderr = r.stderr;
     return r.stdout;
   }
 
@@ -87,11 +88,31 @@ class Pg {
 
   running() {
     if (!this.initialized()) return false;
+    this.clearStalePid();
     return (
       spawnSync("runuser", ["-u", "postgres", "--", join(BIN, "pg_ctl"), "status", "-D", this.p.data], {
         cwd: this.p.base,
       }).status === 0
     );
+  }
+
+  /**
+   * A postmaster.pid left by a server that died with its machine names a pid that, after the reboot,
+   * may be another process's (a fresh PID namespace counts from 1): pg_ctl would signal it and
+   * postgres refuse to start. A pid that is not a postgres whose working directory is this data
+   * directory is stale, and its file goes.
+   */
+  clearStalePid() {
+    const pidFile = join(this.p.data, "postmaster.pid");
+    if (!existsSync(pidFile)) return;
+    const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+    let ours = false;
+    try {
+      ours = readlinkSync(`/proc/${pid}/exe`).startsWith(BIN) && readlinkSync(`/proc/${pid}/cwd`) === this.p.data;
+    } catch {
+      ours = false;
+    }
+    if (!ours) rmSync(pidFile, { force: true });
   }
 
   /** Whether the data directory says it is a standby (standby.signal), whatever the server is doing. */

@@ -16,6 +16,7 @@ function reconcilePrimary(ctx) {
   const secret = ensurePasswords(ld);
   writePgpass(p, secret.passwords);
   const patch = { passwords: secret.uri };
+  let promoted = false;
   if (!pg.initialized()) {
     if (ld.primary && ld.primary !== unit) {
       t.leaderSet(patch);
@@ -29,6 +30,7 @@ function reconcilePrimary(ctx) {
     bootstrap(ctx, secret.passwords);
   } else if (pg.standbySignal() || (pg.running() && pg.inRecovery())) {
     if (!require("./failover").failover(ctx)) return;
+    promoted = true;
   } else if (secret.created) {
     // Data but a new secret (the old one was lost): the roles take the new passwords.
     pg.start();
@@ -66,8 +68,12 @@ function reconcilePrimary(ctx) {
     "sync-standbys": sync.units.join(","),
     "sync-n": String(sync.n),
   });
-  Object.assign(patch, require("./clients").serveClients(ctx, all));
+  // At once: the standbys follow the new primary (and writes are acknowledged again) from here.
   t.leaderSet(changedOnly(ld, patch));
+  // pg_rewind reads the new timeline from the control file, which a promotion updates only at its
+  // next checkpoint: until then an old primary would be told "no rewind required" and diverge.
+  if (promoted) pg.sql("CHECKPOINT");
+  t.leaderSet(changedOnly({ ...ld, ...patch }, require("./clients").serveClients(ctx, all)));
   publishSelf(ctx.address, ctx.port, "primary");
   primaryStatus(pg);
 }
@@ -125,9 +131,12 @@ function ensureSlots(pg, all) {
   const have = new Set(pg.sql("SELECT slot_name FROM pg_replication_slots").map((r) => r[0]));
   for (const name of all.map((x) => pgName(x.unit)))
     if (!have.has(name))
-      pg.sql(
-        `SELECT pg_create_physical_replication_slot(${lit(name)}, true) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = ${lit(name)})`,
-      );
+      try {
+        pg.sql(`SELECT pg_create_physical_replication_slot(${lit(name)}, true)`);
+      } catch (err) {
+        // The standby made it itself a moment ago (it does, before cloning).
+        if (!/already exists/.test(String(err.message))) throw err;
+      }
 }
 
 /** The departing unit's slot, unless a standby is streaming on it. */
