@@ -33,6 +33,7 @@ import { benchUpgradeController } from "./upgrade-controller";
 import { benchStorageAttach } from "./storage-attach";
 import { benchStorageAttachKubernetes } from "./storage-attach-kubernetes";
 import { benchSecrets } from "./secrets";
+import { benchPostgresqlFailover } from "./postgresql-failover";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -73,6 +74,10 @@ const all: Record<string, Benchmark> = {
   },
   "upgrade-controller": { full: () => benchUpgradeController(), smoke: () => benchUpgradeController({ size: 1 }) },
   secrets: { full: () => benchSecrets(), smoke: () => benchSecrets({ size: 50, calls: 20, userCalls: 5 }) },
+  "postgresql-failover": {
+    full: () => benchPostgresqlFailover(),
+    smoke: () => benchPostgresqlFailover({ size: 1 }),
+  },
   "storage-attach": {
     full: async () => {
       await benchStorageAttach();
@@ -90,6 +95,7 @@ const all: Record<string, Benchmark> = {
  * benchmark not listed counts as short.
  */
 const SMOKE_SECONDS: Record<string, number> = {
+  "postgresql-failover": 60,
   "ha-host-failover": 150,
   "aws-replicas": 130,
   "upgrade-controller": 120,
