@@ -72,7 +72,14 @@ function innerPatterns(room) {
 }
 
 /** devDependencies that check our fakes and manifests in tests; the product's Kubernetes client stays dependency-free. */
-const TEST_ONLY = ["@kubernetes/client-node", "@kubernetes/client-node/*", "kubernetes-models", "kubernetes-models/*"];
+const TEST_ONLY = [
+  "@kubernetes/client-node",
+  "@kubernetes/client-node/*",
+  "kubernetes-models",
+  "kubernetes-models/*",
+  "pg",
+  "pg/*",
+];
 /** `../x`, `../../x`, `../../../x`; from a subfolder of the same top-level folder (api/node), one level fewer is ours. */
 const upTo = (folder, depth = 0) => ["..", "../..", "../../.."].slice(depth).map((up) => `${up}/${folder}`);
 
@@ -136,7 +143,7 @@ function importRules(folder, depth = 0, inner = []) {
                 {
                   group: TEST_ONLY,
                   message:
-                    "Test-only devDependency: product code talks to Kubernetes through substrates/kubernetes (dependency-free).",
+                    "Test-only devDependency: product code talks to Kubernetes through substrates/kubernetes (dependency-free); pg is the PostgreSQL proof's ledger client.",
                 },
               ]
             : []),

@@ -1,7 +1,7 @@
 /**
  * The postgresql operator (issue 34) on real sshd test hosts with a real controller, real agents and
  * real PostgreSQL 15: three units reach active (one primary, two synchronous standbys); the
- * pg-client fixture gets a database, a user and its password (a secret), and can write and read; a
+ * postgresql-client operator gets a database, a user and its password (a secret), and can write and read; a
  * row written on the primary is on both standbys, which refuse writes. Killing the primary's host
  * makes another unit primary with every committed row, and the client's db.json follows it; the old
  * primary's host comes back and it rejoins as a standby (pg_rewind). get-password reads the secret.
@@ -15,7 +15,7 @@ import type { ControllerClient, TaskInfo, UnitStatusView } from "../api";
 import { readOperatorDir } from "../api";
 import { eventually } from "./harness/eventually";
 import type { TestController } from "./harness/controller";
-import { fixturesDir, operatorsDir, startTestController } from "./harness/controller";
+import { operatorsDir, startTestController } from "./harness/controller";
 import type { TestHost } from "./harness/hosts";
 import { TestLab } from "./harness/hosts";
 
@@ -158,7 +158,7 @@ ssh(
       }),
     );
     const pg = await readOperatorDir(join(operatorsDir, "postgresql"));
-    const pgClient = await readOperatorDir(join(fixturesDir, "operators", "pg-client"));
+    const pgClient = await readOperatorDir(join(operatorsDir, "postgresql-client"));
     await client.uploadOperator(pg.bundle);
     await client.uploadOperator(pgClient.bundle);
     const t0 = Date.now();

@@ -1,7 +1,7 @@
 /**
  * A highly available PostgreSQL under Steward on SSH test hosts, with a client writing through the
  * `database` relation: what the fault test and the failover benchmark both stand up, fault and check.
- * Three hosts run the `postgresql` units (the leader is the primary), a fourth the `pg-client` fixture
+ * Three hosts run the `postgresql` units (the leader is the primary), a fourth `operators/postgresql-client`
  * (it writes the connection it is given to `db.json`, which the ledger re-reads on every reconnect), so
  * killing the primary's host never takes the writer's address book with it.
  *
@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { Client } from "pg";
 import type { TaskInfo, UnitStatusView } from "../../api";
 import { eventually } from "./eventually";
-import { fixturesDir, operatorsDir, startTestController } from "./controller";
+import { operatorsDir, startTestController } from "./controller";
 import type { TestController } from "./controller";
 import { TestLab } from "./hosts";
 import type { TestHost } from "./hosts";
@@ -87,12 +87,7 @@ export class PgCluster {
       await client.createModel(model, { updateStatusInterval: 5 }, "ssh");
       const machines = await Promise.all(
         lab.hosts.map(async (h) => {
-          await client.addSshMachine(model, {
-            host: h.ip,
-            user: "root",
-            privateKey: lab.clientKey,
-            hostKey: h.hostKeyFingerprint,
-          });
+          await client.addSshMachine(model, lab.sshTarget(h));
           return eventually(
             `${h.name} installed`,
             async () => {
@@ -106,7 +101,7 @@ export class PgCluster {
         }),
       );
       const pgOp = await tc.upload(join(operatorsDir, "postgresql"));
-      const clientOp = await tc.upload(join(fixturesDir, "operators", "pg-client"));
+      const clientOp = await tc.upload(join(operatorsDir, "postgresql-client"));
       await client.deploy(model, {
         name: PG_APP,
         operator: pgOp,

@@ -291,7 +291,7 @@ function destroy(client: Client): void {
   client.end().catch(() => undefined);
 }
 
-/** Reads what the pg-client fixture wrote to its `db.json` (`database` or `db`, `user` or `username`). */
+/** Reads what operators/postgresql-client wrote to its `db.json` (`database` or `db`, `user` or `username`). */
 export function addressFromDbJson(text: string): PgAddress {
   const j = JSON.parse(text) as Record<string, unknown>;
   const str = (...keys: string[]): string => {
