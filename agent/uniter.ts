@@ -191,18 +191,11 @@ export class Uniter {
       await writeFile(file, this.unitContextId, { mode: 0o600 });
     }
     const ctx = new HookRunContext({
-      unit: this.name,
+      ...this.contextDeps(),
       hook: { name: "" },
-      view: () => this.view,
-      state: () => this.state,
-      conn: this.d.conn,
-      leadership: this.leadership,
-      reporter: this.d.reporter,
-      log: this.d.log,
       appendLog: () => undefined,
       forwardLog: () => undefined,
       onWorkloadStatus: () => undefined,
-      ...this.readinessDeps(),
     });
     this.unregisterUnitContext = this.d.tools.registerUnit(this.unitContextId, ctx);
   }
@@ -326,26 +319,7 @@ export class Uniter {
         : {}),
       agent: { current: "executing", message: `running ${hook.name} hook` },
     });
-    const ctx = new HookRunContext({
-      unit: this.name,
-      hook,
-      view: () => this.view,
-      state: () => this.state,
-      conn: this.d.conn,
-      leadership: this.leadership,
-      reporter: this.d.reporter,
-      log: this.d.log,
-      appendLog: (line) => {
-        appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined);
-      },
-      forwardLog: (level, message) => this.forward(hook.name, "operator", level, message),
-      onWorkloadStatus: (status, message) => {
-        this.state.statusSet = true;
-        this.state.workload = { status, message };
-      },
-      ...this.readinessDeps(),
-      ...(this.d.workloads ? { workload: this.d.workloads } : {}),
-    });
+    const ctx = new HookRunContext({ ...this.runDeps(hook.name), hook });
     const contextId = randomUUID();
     const unregister = this.d.tools.register(contextId, ctx);
     // The address this hook is told is the one its commit records (config-changed runs again if it moves).
@@ -436,27 +410,7 @@ export class Uniter {
     this.d.reporter.post(this.name, { agent: { current: "executing", message: `running action ${task.action}` } });
     const action = new ActionRun(task);
     const label = `action ${task.action}`;
-    const ctx = new HookRunContext({
-      unit: this.name,
-      hook: { name: task.action },
-      action,
-      view: () => this.view,
-      state: () => this.state,
-      conn: this.d.conn,
-      leadership: this.leadership,
-      reporter: this.d.reporter,
-      log: this.d.log,
-      appendLog: (line) => {
-        appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined);
-      },
-      forwardLog: (level, message) => this.forward(label, "operator", level, message),
-      onWorkloadStatus: (status, message) => {
-        this.state.statusSet = true;
-        this.state.workload = { status, message };
-      },
-      ...this.readinessDeps(),
-      ...(this.d.workloads ? { workload: this.d.workloads } : {}),
-    });
+    const ctx = new HookRunContext({ ...this.runDeps(label), hook: { name: task.action }, action });
     const contextId = randomUUID();
     const unregister = this.d.tools.register(contextId, ctx);
     let result: HookResult;
@@ -613,6 +567,36 @@ export class Uniter {
   /** The unit's readiness (readiness.ts): what /readyz of a pod's agent answers. */
   readiness(): Readiness {
     return unitReadiness(this.name, this.state, this.d.bootId);
+  }
+
+  /** What every tool context of this unit shares: a hook's, an action's, and the one outside hooks. */
+  private contextDeps(): Omit<HookRunDeps, "hook" | "action" | "appendLog" | "forwardLog" | "onWorkloadStatus"> {
+    return {
+      unit: this.name,
+      view: () => this.view,
+      state: () => this.state,
+      conn: this.d.conn,
+      leadership: this.leadership,
+      reporter: this.d.reporter,
+      log: this.d.log,
+      ...this.readinessDeps(),
+    };
+  }
+
+  /** A hook's or an action's (`label` in debug-log): its output to hooks.log, its status-set kept in the unit's state. */
+  private runDeps(label: string): Omit<HookRunDeps, "hook" | "action"> {
+    return {
+      ...this.contextDeps(),
+      appendLog: (line) => {
+        appendFile(join(this.unitDir, "hooks.log"), line + "\n").catch(() => undefined);
+      },
+      forwardLog: (level, message) => this.forward(label, "operator", level, message),
+      onWorkloadStatus: (status, message) => {
+        this.state.statusSet = true;
+        this.state.workload = { status, message };
+      },
+      ...(this.d.workloads ? { workload: this.d.workloads } : {}),
+    };
   }
 
   private readinessDeps(): Pick<HookRunDeps, "readiness" | "onReadiness"> {

@@ -21,7 +21,7 @@ import type { TestController } from "./harness/controller";
 import { fixturesDir, startTestController } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import type { TestHost } from "./harness/hosts";
-import { TestLab } from "./harness/hosts";
+import { TestLab, sshMachineStarted } from "./harness/hosts";
 
 const root = process.getuid?.() === 0;
 const ssh = root ? test.serial : test.skip; // namespaces and sshd need root
@@ -126,17 +126,7 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-const installed = (h: TestHost): Promise<string> =>
-  eventually(
-    `${h.name} installed`,
-    async () => {
-      const m = (await client.listMachines(M)).find((x) => x.address === h.ip);
-      if (m?.install?.state === "failed") throw new Error(m.install.step);
-      return m?.status === "started" ? m.id : undefined;
-    },
-    240_000,
-    250,
-  );
+const installed = (h: TestHost): Promise<string> => sshMachineStarted(client, M, h);
 const allTracing = (): Promise<unknown> =>
   eventually(
     "every unit active and tracing",

@@ -17,7 +17,7 @@ import { eventually } from "./harness/eventually";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 import type { TestHost } from "./harness/hosts";
-import { TestLab } from "./harness/hosts";
+import { TestLab, sshMachineStarted } from "./harness/hosts";
 
 const run = promisify(execFile);
 const PSQL = "/usr/lib/postgresql/15/bin/psql";
@@ -54,17 +54,7 @@ test.after.always(async () => {
   await lab?.close();
 });
 
-const installed = (h: TestHost) =>
-  eventually(
-    `${h.name} installed`,
-    async () => {
-      const m = (await client.listMachines(M)).find((x) => x.address === h.ip);
-      if (m?.install?.state === "failed") throw new Error(m.install.step);
-      return m?.status === "started" ? m.id : undefined;
-    },
-    240_000,
-    250,
-  );
+const installed = (h: TestHost): Promise<string> => sshMachineStarted(client, M, h);
 const unitsOf = async (app: string): Promise<Record<string, UnitStatusView>> =>
   (await client.status(M)).applications[app]?.units ?? {};
 /** The pg units' workload messages, by unit. */

@@ -19,7 +19,7 @@ import { eventually } from "./harness/eventually";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 import type { TestHost } from "./harness/hosts";
-import { TestLab } from "./harness/hosts";
+import { TestLab, sshMachineStarted } from "./harness/hosts";
 
 const root = process.getuid?.() === 0;
 const ssh = root ? test.serial : test.skip; // namespaces, sshd and loop devices need root
@@ -69,17 +69,7 @@ const attachKept = (app: string, id: string) =>
     60_000,
     250,
   );
-const installed = (h: TestHost) =>
-  eventually(
-    `${h.name} installed`,
-    async () => {
-      const m = (await client.listMachines(M)).find((x) => x.address === h.ip);
-      if (m?.install?.state === "failed") throw new Error(m.install.step);
-      return m?.status === "started" ? m.id : undefined;
-    },
-    240_000,
-    250,
-  );
+const installed = (h: TestHost): Promise<string> => sshMachineStarted(client, M, h);
 
 ssh("storage on SSH hosts: a directory and a declared device outlive their units", async (t) => {
   t.timeout(600_000);

@@ -17,6 +17,8 @@ import { chmod, mkdir, readFile, readdir, readlink, rm, stat, symlink, writeFile
 import { connect } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import type { ControllerClient } from "../../api";
+import { eventually } from "./eventually";
 
 const run = promisify(execFile);
 const sh = async (cmd: string): Promise<string> => (await run("sh", ["-c", cmd])).stdout;
@@ -463,4 +465,26 @@ async function freeSubnet(): Promise<string> {
     if (!used.includes(`${candidate}.`)) return candidate;
   }
   throw new Error("no free test subnet in 10.231.0.0/16");
+}
+
+/**
+ * Waits until `host`, added to `model` as an SSH machine, has its agent installed and started, and
+ * resolves with the machine's id; an install that failed fails the wait at once, naming its step.
+ */
+export function sshMachineStarted(
+  client: Pick<ControllerClient, "listMachines">,
+  model: string,
+  host: TestHost,
+  timeoutMs = 240_000,
+): Promise<string> {
+  return eventually(
+    `${host.name} installed`,
+    async () => {
+      const m = (await client.listMachines(model)).find((x) => x.address === host.ip);
+      if (m?.install?.state === "failed") throw new Error(`${host.name}: ${m.install.step}`);
+      return m?.status === "started" ? m.id : undefined;
+    },
+    timeoutMs,
+    250,
+  );
 }

@@ -17,7 +17,7 @@ import type { TaskInfo, UnitStatusView } from "../../api";
 import { eventually } from "./eventually";
 import { operatorsDir, startTestController } from "./controller";
 import type { TestController } from "./controller";
-import { TestLab } from "./hosts";
+import { TestLab, sshMachineStarted } from "./hosts";
 import type { TestHost } from "./hosts";
 import type { PgAddress, PgLedger } from "./pg-ledger";
 import { addressFromDbJson } from "./pg-ledger";
@@ -88,16 +88,7 @@ export class PgCluster {
       const machines = await Promise.all(
         lab.hosts.map(async (h) => {
           await client.addSshMachine(model, lab.sshTarget(h));
-          return eventually(
-            `${h.name} installed`,
-            async () => {
-              const m = (await client.listMachines(model)).find((x) => x.address === h.ip);
-              if (m?.install?.state === "failed") throw new Error(`${h.name}: ${m.install.step}`);
-              return m?.status === "started" ? m.id : undefined;
-            },
-            300_000,
-            250,
-          );
+          return sshMachineStarted(client, model, h, 300_000);
         }),
       );
       const pgOp = await tc.upload(join(operatorsDir, "postgresql"));
