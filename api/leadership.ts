@@ -2,10 +2,9 @@
  * Unit leadership's lease, per application (DESIGN.md §5): how long a claim lasts. Agents renew at
  * half of it, so a leader is guaranteed leadership for half the lease after any successful claim.
  * A database primary wants it short (fast failover), most operators keep the default. Given in
- * seconds or as a duration (`10s`, `1m`); browser-safe, shared by the API, the CLI and the provider.
+ * seconds or as a duration (`10s`, `1m`); browser-safe, shared by the API, the CLI and the provider,
+ * and free of zod (its request schema is in schemas.ts), so the agent's bundle stays small.
  */
-import { z } from "zod";
-
 export const LEADERSHIP_LEASE = {
   /** What an application without its own lease gets (Juju's 60 s claim, 30 s guarantee). */
   defaultSeconds: 60,
@@ -53,14 +52,6 @@ export function parseLeadershipLease(value: unknown): { ok: true; seconds: numbe
     };
   return { ok: true, seconds };
 }
-
-/** A leadership lease in a request: seconds or a duration, checked and turned into seconds. */
-export const LeadershipLeaseSchema = z.union([z.number(), z.string().max(32)]).transform((v, ctx) => {
-  const parsed = parseLeadershipLease(v);
-  if (parsed.ok) return parsed.seconds;
-  ctx.addIssue({ code: "custom", message: parsed.message });
-  return z.NEVER;
-});
 
 /** `10s`, `1m`, `1m30s`: how status and the CLI show a lease. */
 export function formatLeaseSeconds(seconds: number): string {

@@ -21,7 +21,7 @@ import { StewardError, invalidRequest } from "./errors";
 import { NAME_PATTERN } from "./names";
 import { SECRET_LIMITS, SECRET_NAME_PATTERN } from "./secrets";
 import { operatorHashProblem } from "./operator";
-import { LeadershipLeaseSchema } from "./leadership";
+import { parseLeadershipLease } from "./leadership";
 import {
   MAX_POOL_ATTRIBUTES,
   MAX_STORAGE_COUNT,
@@ -30,6 +30,14 @@ import {
   STORAGE_DEVICE_PATTERN,
 } from "./storage";
 import { REPLICA_SETTINGS_SCHEMAS, settingsSchemaOf } from "./substrate-settings";
+
+/** A leadership lease in a request: seconds or a duration, checked and turned into seconds. */
+const LeadershipLeaseSchema = z.union([z.number(), z.string().max(32)]).transform((v, ctx) => {
+  const parsed = parseLeadershipLease(v);
+  if (parsed.ok) return parsed.seconds;
+  ctx.addIssue({ code: "custom", message: parsed.message });
+  return z.NEVER;
+});
 
 export {
   AwsModelSettingsSchema,
