@@ -115,6 +115,18 @@ async function dbJson(): Promise<DbJson | undefined> {
   return r.code === 0 && r.stdout.trim() ? (JSON.parse(r.stdout) as DbJson) : undefined;
 }
 
+/** Waits until the client's db.json names `unit`'s address (the relation data followed a new primary). */
+const dbJsonNaming = (unit: string, what: string, timeoutMs = 60_000): Promise<DbJson> =>
+  eventually(
+    `the client's db.json names ${what}`,
+    async () => {
+      const c = await dbJson();
+      return c && c.host === addressOf(unit) ? c : undefined;
+    },
+    timeoutMs,
+    250,
+  );
+
 const waitTask = (id: number, timeoutMs = 120_000): Promise<TaskInfo> =>
   eventually(
     `task ${id} finished`,
@@ -237,15 +249,7 @@ ssh(
     primary = await cluster(1, 240_000, [old]);
     const promoted = Date.now() - t0;
     t.not(primary, old);
-    const moved = await eventually(
-      "the client's db.json names the new primary",
-      async () => {
-        const c = await dbJson();
-        return c && c.host === addressOf(primary) ? c : undefined;
-      },
-      120_000,
-      250,
-    );
+    const moved = await dbJsonNaming(primary, "the new primary", 120_000);
     const followed = Date.now() - t0;
     await eventually(
       "writes accepted on the new primary",
@@ -347,15 +351,7 @@ ssh(
         `writes accepted on the target ${(await accepted) - t0} ms after the action was queued`,
     );
     t.is(await cluster(2, 120_000, [], to), to);
-    const moved = await eventually(
-      "the client's db.json names the target",
-      async () => {
-        const c = await dbJson();
-        return c && c.host === addressOf(to) ? c : undefined;
-      },
-      60_000,
-      250,
-    );
+    const moved = await dbJsonNaming(to, "the target");
     t.deepEqual(await sql(moved, creds, "SELECT note FROM ledger WHERE id IN (6000, 6001) ORDER BY id"), [
       "before the switchover",
       "on the target",
@@ -407,15 +403,7 @@ ssh(
     t.is(await cluster(1, 240_000, [lostPrimary], last), last);
     await hostOf.get(lostPrimary)!.start();
     t.is(await cluster(2, 300_000, [], last), last);
-    const at = await eventually(
-      "the client's db.json names it",
-      async () => {
-        const c = await dbJson();
-        return c && c.host === addressOf(last) ? c : undefined;
-      },
-      60_000,
-      250,
-    );
+    const at = await dbJsonNaming(last, "it");
     t.deepEqual(await sql(at, creds, "SELECT note FROM ledger WHERE id = 6001"), ["on the target"], "no commit lost");
     primary = last;
   },
