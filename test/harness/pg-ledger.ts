@@ -180,9 +180,11 @@ export class PgLedger {
     c.on("error", () => undefined);
     await c.connect();
     try {
+      // The acknowledged set is taken before the SELECT: the writer goes on meanwhile, and a commit
+      // acknowledged after the query's snapshot is not missing, only not yet visible to it.
+      const acked = new Set(this.acks.map((a) => a.seq));
       const rows = (await c.query<{ seq: string }>(`SELECT seq FROM ${this.o.table}`)).rows;
       const present = new Set(rows.map((r) => Number(r.seq)));
-      const acked = new Set(this.acks.map((a) => a.seq));
       return {
         acknowledged: acked.size,
         missing: [...acked].filter((s) => !present.has(s)).sort((a, b) => a - b),
