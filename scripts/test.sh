@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# `npm test` runs this, then every benchmark once at a small size (package.json). Here: build and lint
-# side by side (lint reads the sources, not dist/), then the two test lanes one after the other: the
-# main lane (ava, two at a time) and the serial lane (HA and cloud bootstraps, and the never-two-leaders
-# test, whose elections and timers want the machine to themselves). Each step prints how long it took,
-# so CI's time can be kept in view lane by lane.
+# `npm test` runs this. Here: build and lint side by side (lint reads the sources, not dist/), then the
+# main lane (ava, two files at a time), then the serial lane (HA and cloud bootstraps, and the
+# never-two-leaders test: one test at a time, their elections and timers never beside each other) with
+# the benchmark smoke beside it in two lanes (every benchmark once at a small size, so none rots; most
+# of both is waiting on leases and SSH, and one after the other they took 12 of CI's 31 minutes). The
+# smoke's output is printed whole after the serial lane's. Each step prints how long it took, so CI's
+# time can be kept in view lane by lane.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,5 +38,20 @@ fi
 echo "[npm test] build and lint took $((SECONDS - start)) s"
 
 timed "main lane" npx ava
-timed "serial lane" npx ava --serial --concurrency=1 "${SERIAL_LANE[@]}"
-echo "[npm test] build, lint and tests took $SECONDS s"
+
+bench_log=$(mktemp)
+trap 'rm -f "$lint_log" "$bench_log"' EXIT
+start=$SECONDS
+BENCH_SMOKE_LANES=2 node dist/bench/run.js --smoke > "$bench_log" 2>&1 &
+bench_pid=$!
+serial_status=0
+timed "serial lane" npx ava --serial --concurrency=1 "${SERIAL_LANE[@]}" || serial_status=$?
+bench_status=0
+wait "$bench_pid" || bench_status=$?
+cat "$bench_log"
+echo "[npm test] serial lane and benchmark smoke took $((SECONDS - start)) s"
+if [ "$serial_status" -ne 0 ] || [ "$bench_status" -ne 0 ]; then
+  echo "[npm test] failed: serial lane exit $serial_status, benchmark smoke exit $bench_status" >&2
+  exit 1
+fi
+echo "[npm test] build, lint, tests and benchmark smoke took $SECONDS s"
