@@ -5,9 +5,8 @@
 // runuser, SQL and passwords on stdin with --stdin), the files the server reads are pushed there
 // (container-push, then given to postgres), and the server is the supervisor's `postgres` service
 // (a layer, container-start) rather than pg_ctl start, so the supervisor restarts it when it
-// crashes. pg_ctl still stops and reloads it: the supervisor's SIGTERM is PostgreSQL's smart
-// shutdown, which waits for every client to leave. On machines nothing here is used (podWorkload()
-// is undefined) and lib/pg.js runs the programs on the machine itself.
+// crashes; pg_ctl stops it (in the mode asked) and reloads it. On machines nothing here is used
+// (podWorkload() is undefined) and lib/pg.js runs the programs on the machine itself.
 "use strict";
 const { spawnSync } = require("node:child_process");
 const { mkdtempSync, rmSync, writeFileSync } = require("node:fs");
@@ -73,14 +72,25 @@ function execStatus(command, { input, timeoutMs = 120_000, workdir } = {}) {
 /** Whether a path exists in the container. */
 const existsIn = (path) => execStatus(["test", "-e", path], { timeoutMs: 30_000 }).status === 0;
 
-/** The layer of the container: PostgreSQL in the foreground as postgres, its output appended to the unit's log. */
+/**
+ * The layer of the container: PostgreSQL as postgres, its output appended to the unit's log. The
+ * supervisor stops a service (and a pod's deletion its container) with SIGTERM, which is PostgreSQL's
+ * smart shutdown: it waits for every client to leave, until the SIGKILL after the grace period, and
+ * the server then crashed. The official image says STOPSIGNAL SIGINT for that reason; here a small
+ * shell turns SIGTERM into SIGINT, a fast shutdown, and exits with the server's status.
+ */
 function serverLayer(p) {
-  const cmd = `exec runuser -u postgres -- ${BIN}/postgres -D '${p.data}' >>'${p.log}' 2>&1`;
+  const server = `setpriv --reuid=postgres --regid=postgres --init-groups ${BIN}/postgres -D '${p.data}' >>'${p.log}' 2>&1`;
+  const script = [
+    `${server} & pid=$!`,
+    `trap 'kill -INT "$pid" 2>/dev/null' TERM INT`,
+    'while :; do wait "$pid"; rc=$?; kill -0 "$pid" 2>/dev/null || exit "$rc"; done',
+  ].join("\n");
   return JSON.stringify({
     summary: "PostgreSQL 15 of the postgresql operator",
     services: {
       [SERVICE]: {
-        command: ["/bin/sh", "-c", cmd],
+        command: ["/bin/sh", "-c", script],
         startup: "disabled",
         // pg_ctl stop ends it with 0: stopped on purpose. A crash is restarted by the supervisor.
         "on-success": "ignore",
