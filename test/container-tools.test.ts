@@ -144,6 +144,19 @@ test("container-exec prints the output and exits with the command's code; past -
   t.is((await runTool(ctx, "container-exec", ["app", "--timeout", "0", "--", "true"])).code, 2);
 });
 
+test("container-exec --stdin gives the command the hook's input; without it the command reads nothing", async (t) => {
+  const input = "SELECT 'secret';\n";
+  const fed = await runTool(ctx, "container-exec", ["app", "--stdin", "--", "cat"], { stdin: input });
+  t.deepEqual(fed, { code: 0, stdout: input, stderr: "" });
+  // A command's own -h after -- is its own (psql -h HOST): the input still goes with --stdin.
+  const own = await runTool(ctx, "container-exec", ["app", "--stdin", "--", "sh", "-c", "cat", "-h"], {
+    stdin: input,
+  });
+  t.is(own.stdout, input);
+  const unfed = await runTool(ctx, "container-exec", ["app", "--", "cat"], { stdin: input });
+  t.deepEqual(unfed, { code: 0, stdout: "", stderr: "" });
+});
+
 test("container-push and container-pull copy files with their mode", async (t) => {
   writeFileSync(join(dir, "conf.ini"), "port=8080\n");
   const dest = join(dir, "in-container", "etc", "app.ini");

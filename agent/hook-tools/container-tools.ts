@@ -186,10 +186,10 @@ export const containerTools: Record<string, ToolSpec> = {
     },
   },
   "container-exec": {
-    usage: "container-exec CONTAINER [--timeout SECONDS] [--workdir DIR] -- COMMAND [ARG...]",
-    summary: `run a command in a workload container (no shell) and print its output; exits with the command's exit code (124 when it outlives --timeout, default ${DEFAULT_EXEC_TIMEOUT_MS / 1000} s)`,
-    flags: { "--timeout": "value", "--workdir": "value" },
-    async run(ctx, f, pos) {
+    usage: "container-exec CONTAINER [--timeout SECONDS] [--workdir DIR] [--stdin] -- COMMAND [ARG...]",
+    summary: `run a command in a workload container (no shell) and print its output; exits with the command's exit code (124 when it outlives --timeout, default ${DEFAULT_EXEC_TIMEOUT_MS / 1000} s); --stdin gives it the hook's standard input (SQL, a password: never argv)`,
+    flags: { "--timeout": "value", "--workdir": "value", "--stdin": "bool" },
+    async run(ctx, f, pos, io) {
       const [container, ...command] = pos;
       if (command.length === 0)
         return misuse("container-exec", "name the container and the command to run (after --)", this.usage);
@@ -208,7 +208,13 @@ export const containerTools: Record<string, ToolSpec> = {
       const timeoutMs = Math.round(seconds * 1000);
       const r = await call("container-exec", () =>
         sup.call<ExecResult>(
-          { op: "exec", command, timeoutMs, ...(typeof wd === "string" ? { workingDir: wd } : {}) },
+          {
+            op: "exec",
+            command,
+            timeoutMs,
+            ...(typeof wd === "string" ? { workingDir: wd } : {}),
+            ...(f["--stdin"] ? { stdin: io.stdin ?? "" } : {}),
+          },
           timeoutMs + 15_000,
         ),
       );

@@ -11,6 +11,8 @@ import { connect } from "node:net";
 const READS_STDIN = new Set(["container-layer-set"]);
 /** Tools that read stdin only when told `--file -` (a secret's values kept out of argv, which `ps` shows). */
 const READS_STDIN_ON_DASH = new Set(["secret-add", "secret-set"]);
+/** Tools that pass stdin on only when told `--stdin` (before `--`): container-exec, whose command may not read it. */
+const READS_STDIN_ON_FLAG = new Set(["container-exec"]);
 /** As MAX_TOOL_STDIN in server.ts (not imported: this client stays bare). */
 const MAX_STDIN = 1024 * 1024;
 
@@ -44,10 +46,14 @@ const fileIndex = args.findIndex((a) => a === "--file" || a === "-f");
 const fileGiven =
   (fileIndex >= 0 && args[fileIndex + 1] !== "-") || args.some((a) => /^(--file|-f)=./.test(a) && !/=-$/.test(a));
 const dashGiven = (fileIndex >= 0 && args[fileIndex + 1] === "-") || args.some((a) => /^(--file|-f)=-$/.test(a));
+/** The tool's own arguments: what follows `--` is a command's (container-exec), whose -h is not a plea for help. */
+const ownArgs = args.includes("--") ? args.slice(0, args.indexOf("--")) : args;
 const wantsStdin =
-  !args.includes("--help") &&
-  !args.includes("-h") &&
-  ((READS_STDIN.has(tool!) && !fileGiven) || (READS_STDIN_ON_DASH.has(tool!) && dashGiven));
+  !ownArgs.includes("--help") &&
+  !ownArgs.includes("-h") &&
+  ((READS_STDIN.has(tool!) && !fileGiven) ||
+    (READS_STDIN_ON_DASH.has(tool!) && dashGiven) ||
+    (READS_STDIN_ON_FLAG.has(tool!) && ownArgs.includes("--stdin")));
 void (wantsStdin ? readStdin() : Promise.resolve(undefined)).then((stdin) => {
   const sock = connect(socketPath!);
   let buf = "";

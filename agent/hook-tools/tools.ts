@@ -374,7 +374,9 @@ export async function runTool(ctx: HookContext, name: string, args: string[], io
       code: 2,
       stderr: `${name}: not a hook tool this agent provides (available: ${Object.keys(tools).join(", ")})\n`,
     };
-  if (args.includes("--help") || args.includes("-h")) return ok(`usage: ${spec.usage}\n\n${spec.summary}\n`);
+  // What follows `--` is a command's (container-exec … -- psql -h HOST), not a plea for help.
+  const own = args.includes("--") ? args.slice(0, args.indexOf("--")) : args;
+  if (own.includes("--help") || own.includes("-h")) return ok(`usage: ${spec.usage}\n\n${spec.summary}\n`);
   const flags: Flags = {};
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {

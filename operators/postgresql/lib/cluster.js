@@ -10,6 +10,7 @@ const t = require("./tools");
 const { BIN, unitPaths, pgName } = require("./paths");
 const { Pg } = require("./pg");
 const { owner } = require("./conf");
+const { podWorkload, ContainerPg, prepareDirsIn, existsIn, CONTAINER } = require("./workload");
 
 /** What every part of a hook needs to know, read once. */
 function hookContext() {
@@ -23,7 +24,8 @@ function hookContext() {
     port: Number(config.port),
     config,
     p,
-    pg: p ? new Pg(p, Number(config.port)) : undefined,
+    // On a Kubernetes pod the server runs in the postgresql workload container (workload.js).
+    pg: p ? new (podWorkload() ? ContainerPg : Pg)(p, Number(config.port)) : undefined,
     leader: t.isLeader(),
     ld: t.leaderGet(),
   };
@@ -31,6 +33,7 @@ function hookContext() {
 
 /** The storage location and its directories, postgres's (0700). */
 function prepareDirs(p) {
+  if (podWorkload()) return prepareDirsIn(p);
   const { uid, gid } = owner();
   for (const d of [p.base, p.run, p.backups]) {
     mkdirSync(d, { recursive: true, mode: 0o700 });
@@ -40,8 +43,18 @@ function prepareDirs(p) {
 }
 
 function reconcile() {
-  if (!existsSync(join(BIN, "postgres"))) {
-    t.status("blocked", `PostgreSQL 15 is not installed (${BIN}); the install hook installs postgresql-15`);
+  const pod = podWorkload();
+  if (pod && !pod.ready) {
+    t.status("waiting", `waiting for the ${CONTAINER} container's supervisor`);
+    return;
+  }
+  if (pod ? !existsIn(join(BIN, "postgres")) : !existsSync(join(BIN, "postgres"))) {
+    t.status(
+      "blocked",
+      pod
+        ? `the ${CONTAINER} container's image has no PostgreSQL 15 (${BIN}): use a postgres:15 image (operator.yaml containers:)`
+        : `PostgreSQL 15 is not installed (${BIN}); the install hook installs postgresql-15`,
+    );
     return;
   }
   const ctx = hookContext();

@@ -14,6 +14,8 @@ const owner = () => {
 
 /** Writes a file as postgres's (mode 0600) when its content differs; true when it changed. */
 function writeOwned(path, content) {
+  const pod = require("./workload");
+  if (pod.podWorkload()) return pod.writeOwnedIn(path, content);
   if (existsSync(path) && readFileSync(path, "utf8") === content) return false;
   const tmp = `${path}.tmp`;
   writeFileSync(tmp, content, { mode: 0o600 });

@@ -9,6 +9,11 @@ const t = require("./tools");
 const { BIN } = require("./paths");
 
 function install() {
+  if (require("./workload").podWorkload()) {
+    // On Kubernetes the postgresql container's image brings PostgreSQL: nothing to install here.
+    t.status("maintenance", "waiting for the postgresql container");
+    return;
+  }
   if (!existsSync(join(BIN, "postgres"))) {
     t.status("maintenance", "installing postgresql-15");
     mkdirSync("/etc/postgresql-common", { recursive: true });

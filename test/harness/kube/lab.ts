@@ -43,7 +43,8 @@ export const LAB_PROBES: kubernetes.PodProbeSettings = {
 /** A workload image for test operators' `containers:` (any command: the supervisor replaces its entrypoint). */
 export const LAB_WORKLOAD_IMAGE = "steward-test/workload";
 
-export async function startKubeLab(): Promise<KubeLab> {
+/** @param o.images more images the kubelet runs (a test's workload images). */
+export async function startKubeLab(o: { images?: Record<string, ImageSpec> } = {}): Promise<KubeLab> {
   const dir = await mkdtemp(join(tmpdir(), "steward-kube-lab-"));
   const image = DEFAULT_AGENT_IMAGE.replace(/:[^:/]+$/, "");
   const kubelet = new ProcessKubelet({
@@ -57,6 +58,7 @@ export async function startKubeLab(): Promise<KubeLab> {
           "echo the workload image's own entrypoint ran: the supervisor should have replaced it >&2; exit 1",
         ],
       },
+      ...o.images,
     },
     restartBackoff: { initialMs: 500, maxMs: 5000 },
     maxGraceSeconds: 10,

@@ -509,7 +509,28 @@ export class ProcessKubelet implements Kubelet {
     this.pods.delete(p.uid);
   }
 
+  /**
+   * Pulls of `image` (as a container names it) fail until the returned function is called, as when
+   * the node cannot reach its registry: a container that needs it waits in ErrImagePull, then
+   * ImagePullBackOff, and starts at the first attempt after. Containers already running go on.
+   */
+  withholdImage(image: string): () => void {
+    this.withheld.add(image);
+    return () => void this.withheld.delete(image);
+  }
+  private readonly withheld = new Set<string>();
+
   private async spawnContainer(p: RunningPod, c: Container): Promise<ChildProcess | undefined> {
+    if (this.withheld.has(c.spec.image)) {
+      c.state = {
+        waiting: {
+          reason: "ErrImagePull",
+          message: `failed to pull image "${c.spec.image}": the registry did not answer`,
+        },
+      };
+      this.publish(p);
+      return undefined;
+    }
     const image =
       this.o.images[c.spec.image] ?? this.o.images[c.spec.image.replace(/(@sha256:[0-9a-f]+|:[^/:]+)$/, "")];
     if (!image) {

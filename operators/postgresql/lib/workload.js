@@ -1,0 +1,232 @@
+// PostgreSQL in the unit's `postgresql` workload container (Kubernetes), driven through the
+// container's supervisor. On a pod the hooks run in the agent's container, which has no PostgreSQL
+// and may not read or write the postgres-owned data directory (on a real cluster it runs as another
+// user): every program runs in the workload container (container-exec, as postgres through
+// runuser, SQL and passwords on stdin with --stdin), the files the server reads are pushed there
+// (container-push, then given to postgres), and the server is the supervisor's `postgres` service
+// (a layer, container-start) rather than pg_ctl start, so the supervisor restarts it when it
+// crashes; pg_ctl stops it (in the mode asked) and reloads it. On machines nothing here is used
+// (podWorkload() is undefined) and lib/pg.js runs the programs on the machine itself.
+"use strict";
+const { spawnSync } = require("node:child_process");
+const { mkdtempSync, rmSync, writeFileSync } = require("node:fs");
+const { join } = require("node:path");
+const { Pg } = require("./pg");
+const { BIN } = require("./paths");
+
+/** The workload container's name in operator.yaml. */
+const CONTAINER = "postgresql";
+const SERVICE = "postgres";
+
+/** A hook tool's run: {status, stdout, stderr} (never throws). */
+function toolRun(args, { input = "", timeoutMs = 600_000 } = {}) {
+  const r = spawnSync(args[0], args.slice(1), {
+    encoding: "utf8",
+    input,
+    timeout: timeoutMs + 20_000,
+    maxBuffer: 16 << 20,
+  });
+  return { status: r.status ?? -1, stdout: r.stdout ?? "", stderr: r.stderr || (r.error ? String(r.error) : "") };
+}
+
+let cached;
+/**
+ * Whether this unit's PostgreSQL lives in a workload container: undefined on a machine (the tools say
+ * the unit has no workload containers), else {ready} (ready: its supervisor answers). Asked once per hook.
+ */
+function podWorkload() {
+  if (cached !== undefined) return cached || undefined;
+  const r = toolRun(["container-services", CONTAINER, "--format", "json"], { timeoutMs: 30_000 });
+  if (r.status === 0) cached = { ready: true, services: JSON.parse(r.stdout || "[]") };
+  else if (/has no workload containers/.test(r.stderr)) cached = false;
+  else cached = { ready: false, reason: r.stderr.trim() };
+  return cached || undefined;
+}
+
+/** Runs a command in the container as root (no shell); throws with its stderr when it fails. */
+function exec(command, { input, timeoutMs = 120_000, workdir } = {}) {
+  const r = execStatus(command, { input, timeoutMs, workdir });
+  if (r.status !== 0)
+    throw new Error(
+      `${command[0]} in the ${CONTAINER} container failed (${r.status}): ${(r.stderr || r.stdout).trim().slice(-800)}`,
+    );
+  return r.stdout;
+}
+
+function execStatus(command, { input, timeoutMs = 120_000, workdir } = {}) {
+  return toolRun(
+    [
+      "container-exec",
+      CONTAINER,
+      "--timeout",
+      String(Math.ceil(timeoutMs / 1000)),
+      ...(workdir ? ["--workdir", workdir] : []),
+      ...(input !== undefined ? ["--stdin"] : []),
+      "--",
+      ...command,
+    ],
+    { input: input ?? "", timeoutMs },
+  );
+}
+
+/** Whether a path exists in the container. */
+const existsIn = (path) => execStatus(["test", "-e", path], { timeoutMs: 30_000 }).status === 0;
+
+/**
+ * The layer of the container: PostgreSQL as postgres, its output appended to the unit's log. The
+ * supervisor stops a service (and a pod's deletion its container) with SIGTERM, which is PostgreSQL's
+ * smart shutdown: it waits for every client to leave, until the SIGKILL after the grace period, and
+ * the server then crashed. The official image says STOPSIGNAL SIGINT for that reason; here a small
+ * shell turns SIGTERM into SIGINT, a fast shutdown, and exits with the server's status.
+ */
+function serverLayer(p) {
+  const server = `setpriv --reuid=postgres --regid=postgres --init-groups ${BIN}/postgres -D '${p.data}' >>'${p.log}' 2>&1`;
+  const script = [
+    `${server} & pid=$!`,
+    `trap 'kill -INT "$pid" 2>/dev/null' TERM INT`,
+    'while :; do wait "$pid"; rc=$?; kill -0 "$pid" 2>/dev/null || exit "$rc"; done',
+  ].join("\n");
+  return JSON.stringify({
+    summary: "PostgreSQL 15 of the postgresql operator",
+    services: {
+      [SERVICE]: {
+        command: ["/bin/sh", "-c", script],
+        startup: "disabled",
+        // pg_ctl stop ends it with 0: stopped on purpose. A crash is restarted by the supervisor.
+        "on-success": "ignore",
+        "on-failure": "restart",
+        "kill-delay": "60s",
+      },
+    },
+  });
+}
+
+/** A file postgres reads, written in the container when its content differs (0600, postgres's); true when it changed. */
+function writeOwnedIn(path, content) {
+  const have = execStatus(["cat", path], { timeoutMs: 30_000 });
+  if (have.status === 0 && have.stdout === content) return false;
+  // Staged in the unit's own data directory (0700) only for as long as the push takes.
+  const dir = mkdtempSync(join(process.env.STEWARD_UNIT_DATA || "/tmp", ".push-"));
+  try {
+    const local = join(dir, "file");
+    writeFileSync(local, content, { mode: 0o600 });
+    const r = toolRun(["container-push", CONTAINER, local, `${path}.tmp`, "--mode", "0600"], { timeoutMs: 60_000 });
+    if (r.status !== 0) throw new Error(`container-push ${path}: ${r.stderr.trim()}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  exec(["/bin/sh", "-c", 'chown postgres:postgres "$1" && mv -f "$1" "$2"', "sh", `${path}.tmp`, path]);
+  return true;
+}
+
+/** The unit's directories on its storage, postgres's (0700), made in the container. */
+function prepareDirsIn(p) {
+  exec(["install", "-d", "-m", "0700", "-o", "postgres", "-g", "postgres", p.base, p.run, p.backups]);
+}
+
+/** The local server of a unit whose PostgreSQL runs in its workload container. */
+class ContainerPg extends Pg {
+  run(program, args, { input = "", timeoutMs = 600_000 } = {}) {
+    const r = execStatus(
+      [
+        "env",
+        `PGPASSFILE=${this.p.pgpass}`,
+        "PGCONNECT_TIMEOUT=5",
+        "runuser",
+        "-u",
+        "postgres",
+        "--",
+        join(BIN, program),
+        ...args,
+      ],
+      { input, timeoutMs, workdir: this.p.base },
+    );
+    if (r.status !== 0)
+      throw new Error(`${program} failed (${r.status}): ${(r.stderr || r.stdout || "").trim().slice(-800)}`);
+    this.lastStderr = r.stderr;
+    return r.stdout;
+  }
+
+  /** SQL on another unit's server as operator, from the container (the agent's container has no psql). */
+  remote(host, port, sql, { timeoutS = 3 } = {}) {
+    const conninfo = `host=${host} port=${port} user=operator dbname=postgres connect_timeout=${timeoutS} application_name=steward-operator`;
+    const out = this.run("psql", ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], {
+      input: sql,
+      timeoutMs: (timeoutS + 10) * 1000,
+    });
+    return out
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.split("|"));
+  }
+
+  initialized() {
+    return existsIn(join(this.p.data, "PG_VERSION"));
+  }
+
+  standbySignal() {
+    return existsIn(join(this.p.data, "standby.signal"));
+  }
+
+  /** The supervisor's view of the service: active, inactive, backoff, error. */
+  serviceState() {
+    const r = toolRun(["container-services", CONTAINER, "--format", "json"], { timeoutMs: 30_000 });
+    if (r.status !== 0) return "unknown";
+    return JSON.parse(r.stdout || "[]").find((s) => s.name === SERVICE)?.current ?? "inactive";
+  }
+
+  running() {
+    if (!this.initialized()) return false;
+    if (this.serviceState() !== "active") {
+      this.clearStalePid();
+      return false;
+    }
+    return (
+      execStatus(["runuser", "-u", "postgres", "--", join(BIN, "pg_ctl"), "status", "-D", this.p.data]).status === 0
+    );
+  }
+
+  /**
+   * Called when the supervisor's service is not running: only the supervisor starts a postmaster in
+   * this container, so a postmaster.pid is a dead server's (a previous container's, whose PIDs mean
+   * nothing here; postgres --single and pg_rewind would refuse it).
+   */
+  clearStalePid() {
+    exec(["rm", "-f", join(this.p.data, "postmaster.pid")]);
+  }
+
+  start() {
+    if (this.running()) return;
+    const layer = toolRun(["container-layer-set", CONTAINER], { input: serverLayer(this.p), timeoutMs: 60_000 });
+    if (layer.status !== 0) throw new Error(`container-layer-set: ${layer.stderr.trim()}`);
+    const started = toolRun(["container-start", CONTAINER, SERVICE], { timeoutMs: 330_000 });
+    if (started.status !== 0) throw new Error(`container-start ${SERVICE}: ${started.stderr.trim()}`);
+    // As pg_ctl -w: until it takes connections (a standby: until it is consistent), or 300 s.
+    const until = Date.now() + 300_000;
+    for (;;) {
+      const ready = execStatus([join(BIN, "pg_isready"), "-q", "-h", this.p.run, "-p", String(this.port)]);
+      if (ready.status === 0) return;
+      const state = this.serviceState();
+      if (state === "error" || state === "inactive" || Date.now() > until)
+        throw new Error(`the postgres service did not come up (${state}): ${this.serverLogTail()}`);
+      sleepMs(300);
+    }
+  }
+
+  stop(mode = "fast") {
+    if (this.running()) this.run("pg_ctl", ["-D", this.p.data, "-m", mode, "-w", "-t", "120", "stop"]);
+    // Its exit (0) left the service inactive; one in back-off must not start again either.
+    if (this.serviceState() !== "inactive") toolRun(["container-stop", CONTAINER, SERVICE], { timeoutMs: 330_000 });
+  }
+
+  serverLogTail(lines = 5) {
+    const r = execStatus(["tail", "-n", String(lines), this.p.log], { timeoutMs: 30_000 });
+    return r.status === 0 ? r.stdout.trim().split("\n").join(" / ") : "";
+  }
+}
+
+function sleepMs(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+module.exports = { CONTAINER, podWorkload, ContainerPg, writeOwnedIn, prepareDirsIn, existsIn, exec };
