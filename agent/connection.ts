@@ -6,7 +6,15 @@
 import WebSocket from "ws";
 import type { AgentFrame, AgentView, Logger } from "../api/core";
 import type { MigrationTarget } from "../api/core";
-import { CONTROLLER_TLS_NAME, StewardError, TRANSPORT_LIMITS, errorFromWire, isModelMoved } from "../api/core";
+import {
+  CONTROLLER_TLS_NAME,
+  STEWARD_VERSION,
+  StewardError,
+  TRANSPORT_LIMITS,
+  VERSION_HEADER,
+  errorFromWire,
+  isModelMoved,
+} from "../api/core";
 
 export interface ConnectionOptions {
   addresses: () => string[];
@@ -115,7 +123,10 @@ export class ControllerConnection {
         return;
       }
       const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt++) * (0.5 + Math.random() / 2);
-      this.o.log.warn("cannot reach any controller; retrying", { in_ms: Math.round(delay), err });
+      // Not a fault of the network: said as the error it is, and tried again (the controller may be upgraded).
+      if (StewardError.isInstance(err) && err.reason === "version-incompatible")
+        this.o.log.error(`${err.message}; trying again`, { in_ms: Math.round(delay) });
+      else this.o.log.warn("cannot reach any controller; retrying", { in_ms: Math.round(delay), err });
       this.reconnectTimer = setTimeout(() => this.connectLoop(), delay);
     });
   }
@@ -143,7 +154,7 @@ export class ControllerConnection {
             const ws = new WebSocket(`wss://${addr}/v1/agent`, {
               ca: this.o.caCert(),
               servername: CONTROLLER_TLS_NAME,
-              headers: { authorization: `Agent ${this.o.authorization}` },
+              headers: { authorization: `Agent ${this.o.authorization}`, [VERSION_HEADER]: STEWARD_VERSION },
               handshakeTimeout: 10_000,
             } as WebSocket.ClientOptions);
             sockets.push(ws);
@@ -168,11 +179,11 @@ export class ControllerConnection {
                 `controller ${addr} refused the agent with HTTP ${res.statusCode}`,
               );
               if (res.statusCode === 401) refused = lastErr as StewardError;
-              if (res.statusCode !== 410) {
+              if (res.statusCode !== 410 && res.statusCode !== 400) {
                 ws.terminate();
                 return;
               }
-              // 410: the model moved; the body says where.
+              // 410: the model moved, the body says where; 400: refused, the body says why (this agent's version).
               const chunks: Buffer[] = [];
               res.on("data", (c: Buffer) => {
                 if (chunks.length < 64) chunks.push(c);
@@ -182,7 +193,12 @@ export class ControllerConnection {
                   const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
                     details?: Record<string, unknown>;
                   };
-                  if (isModelMoved(body.details)) lastErr = new ModelMovedAway(body.details.target);
+                  if (res.statusCode === 400) {
+                    const why = errorFromWire(body, 400);
+                    lastErr = new StewardError(why.code, `controller ${addr} refused the agent: ${why.message}`, {
+                      ...(why.reason ? { reason: why.reason } : {}),
+                    });
+                  } else if (isModelMoved(body.details)) lastErr = new ModelMovedAway(body.details.target);
                 } catch {
                   /* not an answer of ours: an ordinary failure */
                 }

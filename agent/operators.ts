@@ -8,7 +8,9 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { Bundle } from "../api/core";
 import {
   CONTROLLER_TLS_NAME,
+  STEWARD_VERSION,
   StewardError,
+  VERSION_HEADER,
   bundleHash,
   bundlePathProblem,
   errorFromWire,
@@ -131,7 +133,7 @@ export class OperatorStore {
               method: "GET",
               ca: this.caCert(),
               servername: CONTROLLER_TLS_NAME,
-              headers: { authorization: `Agent ${this.authorization}` },
+              headers: { authorization: `Agent ${this.authorization}`, [VERSION_HEADER]: STEWARD_VERSION },
               timeout: 60_000,
             },
             (res) => {

@@ -84,4 +84,3 @@ export { answer, methodOf, pathOf, routes } from "./routes";
 export type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteAccess, RouteName, RouteSpec } from "./routes";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions, MovedTo } from "./node/client";
-export const STEWARD_VERSION = "0.1.0";

@@ -371,6 +371,12 @@ export const ErrorReasons = {
     about:
       "the secret's metadata (its consumers and their labels, grants, revisions) would pass SECRET_LIMITS.metadataBytes: consumers' shorter labels (or none), grants to applications rather than to each unit, or removing old revisions make room",
   },
+  "version-incompatible": {
+    code: "invalid-request",
+    retryable: false,
+    about:
+      "the client's or agent's Steward version is outside the controller's compatibility window (api/versions.ts versionProblem): the message names both versions and what to upgrade",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

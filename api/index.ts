@@ -24,7 +24,6 @@ export * from "./versions";
 export type { ControllerInit, ControllerInitResult } from "./controller-init";
 export { ControllerClient, splitAddress } from "./node/client";
 export type { ControllerClientOptions } from "./node/client";
-export { STEWARD_VERSION } from "./core";
 export * from "./log";
 export * from "./limits";
 export * from "./ports";

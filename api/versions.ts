@@ -1,4 +1,8 @@
-/** Steward versions (MAJOR.MINOR.PATCH), as upgrades and migrations compare them. */
+/** Steward versions (MAJOR.MINOR.PATCH), as upgrades and migrations compare them, and which work together. */
+
+/** This build's version: what the CLI, the controller and the agent say they are. */
+export const STEWARD_VERSION = "0.1.0";
+
 export interface Version {
   major: number;
   minor: number;
@@ -26,4 +30,38 @@ export function samePatchLine(a: string, b: string): boolean {
 export function olderMinor(a: string, b: string): boolean {
   const [x, y] = [parseVersion(a), parseVersion(b)];
   return x !== undefined && y !== undefined && (x.major - y.major || x.minor - y.minor) < 0;
+}
+
+/** Who talks to a controller: a client (the CLI, the Pulumi provider, scripts) or a machine's or pod's agent. */
+export type ControllerPeer = "client" | "agent";
+
+/**
+ * The compatibility window, the one policy both sides enforce: a client works with controllers one
+ * minor version older or newer; an agent works with a controller of its own minor version or one
+ * newer (a controller is upgraded before its agents, never after). Patch versions never matter;
+ * different major versions never work together. Returns why `theirs` (the peer's version) and
+ * `controller` cannot work together, naming both and what to upgrade, or undefined when they can.
+ */
+export function versionProblem(peer: ControllerPeer, theirs: string, controller: string): string | undefined {
+  const [p, c] = [parseVersion(theirs), parseVersion(controller)];
+  const who = peer === "client" ? "client" : "agent";
+  if (!p) return `the ${who} sent version "${theirs.slice(0, 40)}", which is not MAJOR.MINOR.PATCH`;
+  if (!c) return `the controller sent version "${controller.slice(0, 40)}", which is not MAJOR.MINOR.PATCH`;
+  const line = (v: Version, minor: number): string => `${v.major}.${minor}`;
+  const pair = `${who} ${theirs} and controller ${controller}`;
+  if (p.major !== c.major)
+    return `${pair} differ in major version, and those never work together: use a ${who} of ${c.major}.${c.minor}`;
+  const ahead = p.minor - c.minor;
+  if (peer === "client") {
+    if (ahead > 1)
+      return `${pair} are ${ahead} minor versions apart (clients work with controllers at most one apart): use a client of ${line(c, c.minor)} or ${line(c, c.minor + 1)}, or upgrade the controller`;
+    if (ahead < -1)
+      return `${pair} are ${-ahead} minor versions apart (clients work with controllers at most one apart): upgrade the client to ${line(c, c.minor - 1)} or later`;
+    return undefined;
+  }
+  if (ahead > 0)
+    return `${pair}: an agent may not be newer than its controller (upgrade the controller first, then the agents)`;
+  if (ahead < -1)
+    return `${pair}: an agent works with a controller at most one minor version newer; upgrade the agent to ${line(c, c.minor - 1)} or later`;
+  return undefined;
 }

@@ -207,6 +207,11 @@ export const ADDRESSES_HEADER = "steward-addresses";
  * 503); the controller answers a retry with what the first try did. See controller/server/idempotency.ts.
  */
 export const REQUEST_ID_HEADER = "steward-request-id";
+/**
+ * Clients and agents name their Steward version on every request, and the controller its own on every
+ * answer, so that each side can refuse a peer outside the compatibility window (api/versions.ts).
+ */
+export const VERSION_HEADER = "steward-version";
 /** The one-time token a cloud instance enrols its agent with (`POST /v1/enrol`). */
 export const ENROLMENT_HEADER = "steward-enrolment";
 /** Set on an answer the controller recorded for an earlier try of the same request. */

@@ -50,6 +50,7 @@ import type { FailedLoginLimiterOptions } from "./server/failed-login-limiter";
 import type { LoginLimiterOptions } from "./access/login-limiter";
 import { LoginLimiter } from "./access/login-limiter";
 import { installErrorHandling, installWriteGuard, registerHttpApi } from "./server/http-api";
+import { installVersionCheck } from "./server/version-check";
 import { installIdempotency } from "./server/idempotency";
 import { registerDebugLog } from "./server/debug-log-route";
 import { registerActionRoutes } from "./server/action-routes";
@@ -413,6 +414,7 @@ export class Controller {
     this.workers.add(service("http-server", () => http.close()));
     applyServerLimits(http, transport);
     installErrorHandling(http, this.log);
+    installVersionCheck(http);
     http.addHook("onRoute", (r) => {
       for (const method of [r.method].flat()) this.routes.push({ method, url: r.url });
     });

@@ -10,7 +10,8 @@ import { Agent, request } from "node:https";
 import { StewardError, errorFromWire, isUnavailable } from "../errors";
 import type { AnswerOf, BodyOf, ParamsOf, QueryOf, RouteSpec, SchemaName } from "../routes";
 import { methodOf, pathOf, routes } from "../routes";
-import { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, MUTATING_METHODS, REQUEST_ID_HEADER } from "../wire";
+import { ADDRESSES_HEADER, CONTROLLER_TLS_NAME, MUTATING_METHODS, REQUEST_ID_HEADER, VERSION_HEADER } from "../wire";
+import { STEWARD_VERSION, versionProblem } from "../versions";
 import type { ModelMoved } from "../migration";
 import { isModelMoved } from "../migration";
 
@@ -276,7 +277,7 @@ export class ControllerTransport {
   ): Promise<T> {
     const [host, port] = splitAddress(address);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const headers: Record<string, string> = { accept: "application/json" };
+    const headers: Record<string, string> = { accept: "application/json", [VERSION_HEADER]: STEWARD_VERSION };
     if (payload) {
       headers["content-type"] = "application/json";
       headers["content-length"] = String(payload.length);
@@ -302,6 +303,13 @@ export class ControllerTransport {
           res.on("error", reject);
           res.on("end", () => {
             this.follow(address, res.headers[ADDRESSES_HEADER]);
+            // An older controller may not know this client's version is outside the window: check its own.
+            const theirs = res.headers[VERSION_HEADER];
+            const problem = typeof theirs === "string" ? versionProblem("client", STEWARD_VERSION, theirs) : undefined;
+            if (problem) {
+              reject(new StewardError("invalid-request", problem, { reason: "version-incompatible" }));
+              return;
+            }
             const text = Buffer.concat(chunks).toString("utf8");
             let parsed: unknown = undefined;
             try {
@@ -349,6 +357,7 @@ export class ControllerTransport {
     const [host, port] = splitAddress(this.list[this.preferred]!);
     const headers: Record<string, string> = {
       accept: "application/x-ndjson",
+      [VERSION_HEADER]: STEWARD_VERSION,
       ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
     };
     return new Promise<void>((resolve, reject) => {

@@ -1,5 +1,5 @@
 import { Command } from "clipanion";
-import { ControllerClient, STEWARD_VERSION, routes } from "../../api/core";
+import { ControllerClient, STEWARD_VERSION, StewardError, routes } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 
 export default class VersionCommand extends ControllerCommand {
@@ -8,7 +8,7 @@ export default class VersionCommand extends ControllerCommand {
     category: "Getting started",
     description: "show the version of this client and of the current controller",
     details:
-      "Prints this client's version and, when a controller is selected and answers, the version it reports (its health check needs no login).",
+      "Prints this client's version and, when a controller is selected and answers, the version it reports (its health check needs no login), or why the two cannot work together: a client works with controllers one minor version older or newer (README, Versions that work together).",
     examples: [
       ["Show versions", "$0 version"],
       ["And of the controller called prod", "$0 version -c prod"],
@@ -31,7 +31,9 @@ export default class VersionCommand extends ControllerCommand {
       const health = await client.call(routes.health, {});
       this.out(`controller "${name}" ${health.version ?? "(version not reported)"}`);
     } catch (err) {
-      this.out(`controller "${name}" did not answer: ${(err as Error).message}`);
+      if (StewardError.isInstance(err) && err.reason === "version-incompatible")
+        this.out(`controller "${name}" answered, but ${err.message}`);
+      else this.out(`controller "${name}" did not answer: ${(err as Error).message}`);
     } finally {
       client.close();
     }

@@ -15,6 +15,7 @@ import { StewardError } from "../../api";
 import { answerRaw, shown } from "./raw-answer";
 import type { OwnOrigins } from "./own-origins";
 import { readSessionCookie } from "../access/session-cookie";
+import { versionRefusal } from "./version-check";
 
 /** An endpoint family and what its path names (the watched model). */
 export type UpgradeTarget =
@@ -42,6 +43,8 @@ export function routeUpgrade(routes: UpgradeRoutes, req: IncomingMessage, socket
   socket.on("error", () => undefined);
   try {
     const target = parseUpgradeTarget(req.url ?? "");
+    const refusal = versionRefusal(req.headers, req.url ?? "");
+    if (refusal) throw refusal;
     if (!req.headers.authorization && readSessionCookie(req.headers) && !routes.origins.allows(req.headers.origin)) {
       throw new StewardError(
         "forbidden",

@@ -62,6 +62,8 @@ export async function startTestController(
     cloudPollIntervalMs?: number;
     /** Seconds every secret rotate policy stands for (and the rotate retry): rotations within seconds. */
     secretRotateSeconds?: number;
+    /** The agent script local machines run (default this build's bundle): another release's, to test versions. */
+    agentEntry?: string;
     /** Writes the controller's log (debug level) to this file, as a bootstrapped controller's controller.log (leak scans read it). */
     logFile?: string;
   } = {},
@@ -97,6 +99,7 @@ export async function startTestController(
     ...(opts.kubernetes ? { kubernetes: opts.kubernetes } : {}),
     ...(opts.cloudPollIntervalMs ? { cloudPollIntervalMs: opts.cloudPollIntervalMs } : {}),
     ...(opts.secretRotateSeconds ? { secretRotateSeconds: opts.secretRotateSeconds } : {}),
+    ...(opts.agentEntry ? { agentEntry: opts.agentEntry } : {}),
     localMachines: { agentsDir: join(dir, "agents"), ...opts.localMachines },
   });
   const addresses = controller.apiAddresses;

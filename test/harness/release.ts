@@ -1,6 +1,6 @@
 /**
  * Another Steward release for upgrade tests: this build, copied (hard links, cheap) with its version
- * changed wherever the build holds it (the compiled api/core.js and every bundle), so its CLI, its
+ * changed wherever the build holds it (the compiled api/versions.js and every bundle), so its CLI, its
  * controller bundle and its health answers all say the new version, as a real patch release would.
  * `broken` gives it a controller that exits before serving (a release that fails its health gate).
  */
@@ -13,7 +13,7 @@ import { STEWARD_VERSION } from "../../api";
 
 const run = promisify(execFile);
 const DIST = join(__dirname, "..", "..");
-const VERSIONED = ["api/core.js", "controller-bundle/main.js", "cli-bundle/main.js", "agent-bundle/main.js"];
+const VERSIONED = ["api/versions.js", "controller-bundle/main.js", "cli-bundle/main.js", "agent-bundle/main.js"];
 
 export interface Release {
   dir: string;
@@ -23,15 +23,17 @@ export interface Release {
   close(): Promise<void>;
 }
 
-/** `bump`: "patch" (0.1.0 → 0.1.1, or `by` more), "minor" (→ 0.2.0). */
+/** `bump`: "patch" (0.1.0 → 0.1.1, or `by` more), "minor" (→ 0.2.0); or exactly `version` (older ones too). */
 export async function makeRelease(o: {
-  bump: "patch" | "minor";
+  bump?: "patch" | "minor";
   by?: number;
+  version?: string;
   broken?: boolean;
   env?: NodeJS.ProcessEnv;
 }): Promise<Release> {
   const [major, minor, patch] = STEWARD_VERSION.split(".").map(Number) as [number, number, number];
-  const version = o.bump === "patch" ? `${major}.${minor}.${patch + (o.by ?? 1)}` : `${major}.${minor + 1}.0`;
+  const version =
+    o.version ?? (o.bump === "patch" ? `${major}.${minor}.${patch + (o.by ?? 1)}` : `${major}.${minor + 1}.0`);
   const root = await mkdtemp(join(tmpdir(), "steward-release-"));
   const dist = join(root, "dist");
   await run("cp", ["-al", DIST, dist]);
