@@ -2,7 +2,8 @@
  * PostgreSQL under Steward (issue 34): how long a client writing a row every 50 ms through the
  * `database` relation cannot write when the primary's host is killed (a standby is promoted once the
  * dead unit's leadership lease runs out; the host then comes back and rejoins as a standby) and during
- * a planned switchover, median and max over `size` trials of each, with a 10 s unit-leadership lease;
+ * a planned switchover, and an operator refresh to another version (a rolling restart: standbys one at
+ * a time, the primary after a switchover; a broken order fails the run), median and max over `size` trials of each, with a 10 s unit-leadership lease;
  * and how many acknowledged commits were lost (must be 0) or showed signs of two primaries at once.
  * Target (the issue): primary killed ≤ 15 s, switchover ≤ 3 s. Three postgresql units and the client on
  * SSH test hosts, as in test/postgresql-faults.test.ts.
@@ -13,6 +14,7 @@ import { PgCluster } from "../test/harness/pg-cluster";
 import type { FaultReport } from "../test/harness/pg-cluster";
 import { PgLedger } from "../test/harness/pg-ledger";
 import { localPostgresAvailable } from "../test/harness/pg-server";
+import { observeRoll, refreshOperator } from "../test/harness/pg-rolling";
 import type { BenchOptions } from "./util";
 import { median, report, sleep } from "./util";
 
@@ -34,7 +36,13 @@ export async function benchPostgresqlFailover(o: PgFailoverOptions = {}): Promis
   const lease = o.leaseSeconds ?? 10;
   const cluster = await PgCluster.start({ leaseSeconds: lease });
   const ledger = PgLedger.start({ address: () => cluster.address(), intervalMs: 50 });
-  const results: Record<"killed" | "switchover", FaultReport[]> = { killed: [], switchover: [] };
+  const results: Record<"killed" | "switchover" | "refresh", FaultReport[]> = {
+    killed: [],
+    switchover: [],
+    refresh: [],
+  };
+  /** What a rolling restart did out of its promised order (must stay empty). */
+  const rollProblems: string[] = [];
   /** Why the trials stopped early: a cluster that did not come back is itself the finding. */
   let broken: string | undefined;
   try {
@@ -55,6 +63,14 @@ export async function benchPostgresqlFailover(o: PgFailoverOptions = {}): Promis
         const switchedAt = Date.now();
         await cluster.switchover(to);
         results.switchover.push(await cluster.settle(ledger, "switchover", switchedAt));
+
+        // A refresh to another operator version: a rolling restart (the primary switches over last).
+        await sleep(1000);
+        const refreshedAt = Date.now();
+        const roll = await observeRoll(cluster, () => refreshOperator(cluster, `15.1.0-bench.${trial + 1}`));
+        const refreshed = await cluster.settle(ledger, "operator refresh", refreshedAt);
+        rollProblems.push(...roll.problems.map((p) => `trial ${trial + 1}: ${p}`));
+        results.refresh.push(refreshed);
       } catch (err) {
         broken = `trial ${trial + 1}: ${(err as Error).message}`;
       }
@@ -66,10 +82,11 @@ export async function benchPostgresqlFailover(o: PgFailoverOptions = {}): Promis
   const s = (ms: number): string => (ms / 1000).toFixed(2);
   const stat = (f: (v: number[]) => number, v: number[]): string => (v.length ? s(f(v)) : "n/a");
   const max = (v: number[]): number => Math.max(...v);
-  const all = [...results.killed, ...results.switchover];
+  const all = [...results.killed, ...results.switchover, ...results.refresh];
   const told = results.killed.flatMap((r) => r.toldMs ?? []);
   const killed = results.killed.map((r) => r.unavailableMs);
   const switched = results.switchover.map((r) => r.unavailableMs);
+  const refreshed = results.refresh.map((r) => r.unavailableMs);
   const lost = all.reduce((n, r) => n + r.missing.length, 0);
   const behind = all.reduce((n, r) => n + r.standbysBehind.length, 0);
   const splitBrains = all.filter((r) => r.timelines.problems.length > 0).length;
@@ -85,17 +102,25 @@ export async function benchPostgresqlFailover(o: PgFailoverOptions = {}): Promis
       ),
       "switchover: writes unavailable median (s)": stat(median, switched),
       "switchover: writes unavailable max (s)": stat(max, switched),
-      "trials completed": `${Math.min(results.killed.length, results.switchover.length)} of ${TRIALS}`,
+      "operator refresh (rolling restart): writes unavailable median (s)": stat(median, refreshed),
+      "operator refresh (rolling restart): writes unavailable max (s)": stat(max, refreshed),
+      "operator refresh: trigger to all active again median (s)": stat(
+        median,
+        results.refresh.map((r) => r.settledMs),
+      ),
+      "trials completed": `${Math.min(results.killed.length, results.switchover.length, results.refresh.length)} of ${TRIALS}`,
       "acknowledged commits (all trials)": String(all.at(-1)?.acknowledged ?? 0),
       "acknowledged commits lost (must be 0)": String(lost),
       "standbys lacking an acknowledged commit after 60 s (must be 0)": String(behind),
       "trials with signs of two primaries (must be 0)": String(splitBrains),
+      "rolling restarts out of order (must be 0)": String(rollProblems.length),
     },
   );
   for (const r of all)
     for (const p of [...r.missing.map((m) => `seq ${m} lost`), ...r.standbysBehind, ...r.timelines.problems])
       process.stdout.write(`  ${r.fault}: ${p}\n`);
+  for (const p of rollProblems) process.stdout.write(`  operator refresh: ${p}\n`);
   if (broken) process.stdout.write(`  the cluster did not come back: ${broken}\n`);
   // Not a timing: a broken guarantee or a cluster that does not recover fails the run (and the suite's smoke).
-  if (lost + behind + splitBrains > 0 || broken) process.exitCode = 1;
+  if (lost + behind + splitBrains + rollProblems.length > 0 || broken) process.exitCode = 1;
 }

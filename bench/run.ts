@@ -95,7 +95,7 @@ const all: Record<string, Benchmark> = {
  * benchmark not listed counts as short.
  */
 const SMOKE_SECONDS: Record<string, number> = {
-  "postgresql-failover": 60,
+  "postgresql-failover": 80,
   "ha-host-failover": 150,
   "aws-replicas": 130,
   "upgrade-controller": 120,

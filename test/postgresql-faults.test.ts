@@ -3,7 +3,8 @@
  * row every 50 ms through the `database` relation (reconnecting to whatever primary its relation data
  * names) and keeping a ledger of acknowledged commits, and faults one after another: the primary's
  * host killed and brought back, the primary cut off for 30 s and healed, a standby killed, every host
- * of the model restarted at once, a planned switchover. After each: writes accepted again, every unit
+ * of the model restarted at once, a planned switchover, an operator refresh to another version (a
+ * rolling restart: standbys one at a time, the primary after a switchover). After each: writes accepted again, every unit
  * back to active with one primary, every acknowledged commit on the primary and every standby, and
  * no sign of two primaries accepting writes at once in the timeline histories, the units' control
  * data or the ledger. What each fault cost the writer is logged, never asserted (bench/postgresql-failover
@@ -15,6 +16,7 @@ import type { FaultReport } from "./harness/pg-cluster";
 import { PgCluster, formatFault } from "./harness/pg-cluster";
 import { PgLedger } from "./harness/pg-ledger";
 import { localPostgresAvailable } from "./harness/pg-server";
+import { formatRoll, observeRoll, refreshOperator } from "./harness/pg-rolling";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -91,6 +93,17 @@ test.serial("no acknowledged commit is lost and no two primaries write, through 
     await c.switchover(target);
     const report = await c.settle(l, `switchover to ${target}`, at);
     t.is(report.primary, target, "the named unit is the primary");
+    assertClean(t, report);
+  }
+
+  // An operator refresh to another version: a rolling restart, standbys one at a time, then the
+  // primary after a switchover to a restarted standby.
+  {
+    const at = Date.now();
+    const roll = await observeRoll(c, () => refreshOperator(c, "15.1.0-refreshed"));
+    const report = await c.settle(l, "operator refresh", at);
+    t.log(formatRoll(roll));
+    t.deepEqual(roll.problems, [], "operator refresh: the rolling restart broke its order");
     assertClean(t, report);
   }
 

@@ -231,42 +231,46 @@ export class PgCluster {
    * statuses say can lag (a unit's last report stands until its agent is seen gone), the server does not.
    */
   async allStreaming(primary: { host: string; port: number }, timeoutMs = 120_000): Promise<void> {
-    this.operatorPassword ??= String(
-      (await this.leaderAction("get-password", { username: "operator" })).results.password,
-    );
     const want = this.unitHosts.size - 1;
     let seen = "";
     await eventually(
       `${want} standbys streaming`,
       async () => {
-        const c = new Client({
-          host: primary.host,
-          port: primary.port,
-          user: "operator",
-          password: this.operatorPassword,
-          database: "postgres",
-          connectionTimeoutMillis: 3000,
-          query_timeout: 5000,
-        });
-        c.on("error", () => undefined);
-        try {
-          await c.connect();
-          const rows = (
-            await c.query<{ name: string }>(
-              "SELECT application_name AS name FROM pg_stat_replication WHERE state = 'streaming'",
-            )
-          ).rows;
-          seen = rows.map((r) => r.name).join(", ");
-          return rows.length === want;
-        } finally {
-          await c.end().catch(() => undefined);
-        }
+        const rows = await this.query<{ name: string }>(
+          primary,
+          "SELECT application_name AS name FROM pg_stat_replication WHERE state = 'streaming'",
+        );
+        seen = rows.map((r) => r.name).join(", ");
+        return rows.length === want;
       },
       timeoutMs,
       1000,
     ).catch((err: Error) => {
       throw new Error(`${err.message} (streaming: ${seen || "none"})`);
     });
+  }
+
+  /** A query on one unit's server as the superuser `operator` (its password read once with get-password). */
+  async query<R extends object>(at: { host: string; port?: number }, sql: string): Promise<R[]> {
+    this.operatorPassword ??= String(
+      (await this.leaderAction("get-password", { username: "operator" })).results.password,
+    );
+    const c = new Client({
+      host: at.host,
+      port: at.port ?? 5432,
+      user: "operator",
+      password: this.operatorPassword,
+      database: "postgres",
+      connectionTimeoutMillis: 3000,
+      query_timeout: 5000,
+    });
+    c.on("error", () => undefined);
+    try {
+      await c.connect();
+      return (await c.query<R>(sql)).rows;
+    } finally {
+      await c.end().catch(() => undefined);
+    }
   }
 
   /** Runs `switchover` (to `to`, or the operator's choice) on the leader and waits for it to finish. */

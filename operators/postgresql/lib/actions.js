@@ -5,10 +5,9 @@ const { cpSync, existsSync, readdirSync, rmSync } = require("node:fs");
 const { join } = require("node:path");
 const t = require("./tools");
 const { hookContext, prepareDirs } = require("./cluster");
-const { lsn } = require("./pg");
 const { owner } = require("./conf");
-const { readPasswords, sleep } = require("./passwords");
-const { peers } = require("./peers");
+const { readPasswords } = require("./passwords");
+const { switchOver, streamingStandbys } = require("./switchover");
 const { splitAddress, setAside, writeEpoch } = require("./follower");
 
 const actions = {
@@ -26,58 +25,23 @@ const actions = {
     t.actionSet({ username, password: passwords[username] });
   },
 
-  /**
-   * On the leader: the primary stops (a fast shutdown sends every WAL record, its shutdown
-   * checkpoint last, to the standbys streaming from it), the target is waited for until it has
-   * received past that checkpoint, and leadership goes to it (leader-resign --to); its
-   * leader-elected promotes it, and this unit's next hook rejoins it as a standby.
-   */
+  /** On the leader: a planned change of primary (switchover.js), to `to` or the most advanced standby. */
   switchover(ctx) {
-    const { pg, ld, unit } = ctx;
+    const { ld, unit } = ctx;
     if (!ctx.leader || ld.primary !== unit)
       return t.actionFail(`${unit} is not the primary (${ld.primary}): run it on the leader`);
     const { to } = t.actionGet();
-    const streaming = new Map(
-      pg
-        .sql("SELECT application_name, flush_lsn FROM pg_stat_replication WHERE state = 'streaming'")
-        .map((r) => [r[0], r[1]]),
-    );
-    const candidates = peers().filter((x) => streaming.has(ctx.appNameOf(x.unit)));
-    const target = to
-      ? candidates.find((x) => x.unit === to)
-      : candidates.sort((a, b) =>
-          lsn(streaming.get(ctx.appNameOf(b.unit))) > lsn(streaming.get(ctx.appNameOf(a.unit))) ? 1 : -1,
-        )[0];
+    const candidates = streamingStandbys(ctx.pg);
+    const target = to ? candidates.find((x) => x.unit === to) : candidates[0];
     if (!target)
       return t.actionFail(to ? `${to} is not a streaming standby of ${unit}` : `no streaming standby of ${unit}`);
     t.actionLog(`stopping the primary ${unit}; ${target.unit} takes over`);
-    const t0 = Date.now();
-    pg.stop("fast");
-    const end = pg.controlCheckpointLsn();
-    const until = Date.now() + 30_000;
-    for (;;) {
-      let got = "";
-      try {
-        got = pg.remote(target.host, target.port, "SELECT pg_last_wal_receive_lsn()")[0]?.[0] ?? "";
-      } catch {
-        // Unreachable this instant: try again until the deadline.
-      }
-      if (lsn(got) > lsn(end)) break;
-      if (Date.now() > until) {
-        pg.start();
-        return t.actionFail(`${target.unit} did not receive up to ${end} in 30 s; ${unit} is primary again`);
-      }
-      sleep(100);
-    }
     try {
-      t.tool("leader-resign", ["--to", target.unit]);
+      const done = switchOver(ctx, target);
+      t.actionSet({ from: unit, to: target.unit, lsn: done.lsn, "stopped-ms": String(done.stoppedMs) });
     } catch (err) {
-      pg.start();
-      return t.actionFail(
-        `leader-resign failed (${String(err.message).trim().slice(0, 300)}); ${unit} is primary again`,
-      );
+      return t.actionFail(String(err.message));
     }
-    t.actionSet({ from: unit, to: target.unit, lsn: end, "stopped-ms": String(Date.now() - t0) });
   },
 
   backup(ctx) {
@@ -136,7 +100,6 @@ const actions = {
 
 function runAction(name) {
   const ctx = hookContext();
-  ctx.appNameOf = (u) => u.replace(/[^a-z0-9]/g, "_");
   const act = actions[name];
   if (!act) return t.actionFail(`unknown action ${name}`);
   if (!ctx.p && name !== "get-primary" && name !== "get-password") return t.actionFail("no pgdata storage yet");

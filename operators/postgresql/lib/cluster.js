@@ -65,6 +65,7 @@ function reconcile() {
   prepareDirs(ctx.p);
   if (ctx.leader) require("./primary").reconcilePrimary(ctx);
   else require("./follower").reconcileFollower(ctx);
+  require("./rolling").rollingRestart(ctx);
 }
 
 module.exports = { reconcile, hookContext, prepareDirs };

@@ -125,6 +125,7 @@ class Pg {
     if (this.running()) return;
     // pg_ctl detaches the server in its own session: it outlives the hook and the hook's process group.
     this.run("pg_ctl", ["-D", this.p.data, "-l", this.p.log, "-w", "-t", "300", "start"]);
+    require("./stamp").noteStarted(this.p);
   }
 
   stop(mode = "fast") {
@@ -137,9 +138,10 @@ class Pg {
   }
 
   /**
-   * Applies a configuration just written: starts the server, or reloads it, and restarts it when a
-   * setting that only a restart applies changed (port, max_connections, shared_buffers…).
-   * Returns true when it started or restarted.
+   * Applies a configuration just written: starts the server, or reloads it. A new port restarts it
+   * at once (standbys reach the primary on the port leader data names); any other setting that only
+   * a restart applies (max_connections, shared_buffers…) waits for the unit's turn in the rolling
+   * restart (rolling.js). Returns true when it started or restarted.
    */
   apply(changed) {
     if (!this.running()) {
@@ -149,7 +151,7 @@ class Pg {
     if (!changed) return false;
     this.reload();
     sleepMs(300); // the postmaster reads the files on SIGHUP, after pg_ctl has returned
-    if (this.value("SELECT count(*) FROM pg_settings WHERE pending_restart") === "0") return false;
+    if (this.value("SELECT count(*) FROM pg_settings WHERE pending_restart AND name = 'port'") === "0") return false;
     this.stop("fast");
     this.start();
     return true;
