@@ -95,6 +95,7 @@ function renderConf(p, o) {
     "host all all ::/0 scram-sha-256",
   ];
   const a = writeOwned(join(p.data, "postgresql.conf"), lines.join("\n") + "\n");
+  require("./stamp").noteRendered(p, lines.join("\n"));
   const b = writeOwned(join(p.data, "pg_hba.conf"), hba.join("\n") + "\n");
   // ALTER SYSTEM is never used; a copied auto.conf must not override what is rendered here.
   const c = writeOwned(join(p.data, "postgresql.auto.conf"), "# Not used: see postgresql.conf.\n");

@@ -31,28 +31,37 @@ function operatorVersion() {
   return m ? m[1] : "unknown";
 }
 
-/** "<operator version> <hash of the restart settings>" of the postgresql.conf now in the data directory. */
-function wantedStamp(p) {
-  const conf = join(p.data, "postgresql.conf");
-  const text = existsSync(conf) ? readFileSync(conf, "utf8") : "";
-  const lines = text
+/**
+ * Both stamps are kept in the unit's own data directory (STEWARD_UNIT_DATA), which its agent may always
+ * read and write: in a pod, the PostgreSQL data directory belongs to the workload container's postgres
+ * and may not be readable from the agent's container.
+ */
+const own = (p, name) => join(process.env.STEWARD_UNIT_DATA || p.base, name);
+
+/** Called by conf.js with every postgresql.conf it renders: the hash of its restart-only settings. */
+function noteRendered(p, confText) {
+  const lines = confText
     .split("\n")
     .filter((l) => RESTART_SETTINGS.includes(l.split("=")[0].trim()))
     .sort();
-  const hash = createHash("sha256").update(lines.join("\n")).digest("hex").slice(0, 12);
-  return `${operatorVersion()} ${hash}`;
+  writeFileSync(own(p, "rendered-with"), createHash("sha256").update(lines.join("\n")).digest("hex").slice(0, 12));
 }
 
-const stampFile = (p) => join(p.base, "started-with");
+/** "<operator version> <hash of the restart settings>" of the postgresql.conf rendered last. */
+function wantedStamp(p) {
+  const file = own(p, "rendered-with");
+  return `${operatorVersion()} ${existsSync(file) ? readFileSync(file, "utf8").trim() : "none"}`;
+}
 
 /** Called after the server started: it runs what is rendered now. */
 function noteStarted(p) {
-  writeFileSync(stampFile(p), `${wantedStamp(p)}\n`);
+  writeFileSync(own(p, "started-with"), `${wantedStamp(p)}\n`);
 }
 
 /** What the running server was started with ("" when unknown: started by an operator before stamps). */
 function startedWith(p) {
-  return existsSync(stampFile(p)) ? readFileSync(stampFile(p), "utf8").trim() : "";
+  const file = own(p, "started-with");
+  return existsSync(file) ? readFileSync(file, "utf8").trim() : "";
 }
 
-module.exports = { operatorVersion, wantedStamp, noteStarted, startedWith, RESTART_SETTINGS };
+module.exports = { operatorVersion, wantedStamp, noteRendered, noteStarted, startedWith, RESTART_SETTINGS };

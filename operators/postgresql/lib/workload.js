@@ -205,7 +205,10 @@ class ContainerPg extends Pg {
     const until = Date.now() + 300_000;
     for (;;) {
       const ready = execStatus([join(BIN, "pg_isready"), "-q", "-h", this.p.run, "-p", String(this.port)]);
-      if (ready.status === 0) return;
+      if (ready.status === 0) {
+        require("./stamp").noteStarted(this.p);
+        return;
+      }
       const state = this.serviceState();
       if (state === "error" || state === "inactive" || Date.now() > until)
         throw new Error(`the postgres service did not come up (${state}): ${this.serverLogTail()}`);
