@@ -213,3 +213,32 @@ ssh(
     t.true(refused instanceof Error, "a verify-ca client is refused once the server takes no TLS");
   },
 );
+
+ssh("the client's relation removed: its user and database are dropped", async (t) => {
+  t.timeout(600_000);
+  const addr = await cluster.address();
+  const primary = await cluster.primary();
+  const at = { host: primary.host.ip, port: addr.port };
+  t.deepEqual(await sql(at, su, `SELECT count(*) FROM pg_roles WHERE rolname = '${addr.user}'`), ["1"]);
+  await admin().removeIntegration(M(), `${CLIENT_APP}:database`, `${PG_APP}:database`);
+  await eventually(
+    `${addr.user} and ${addr.database} dropped`,
+    async () =>
+      (
+        await sql(
+          at,
+          su,
+          `SELECT (SELECT count(*) FROM pg_roles WHERE rolname = '${addr.user}') + (SELECT count(*) FROM pg_database WHERE datname = '${addr.database}')`,
+        )
+      )[0] === "0",
+    120_000,
+    500,
+  );
+  t.deepEqual(
+    await sql(at, su, "SELECT count(*) FROM pg_database WHERE datname = 'postgres'"),
+    ["1"],
+    "the cluster's own database stays",
+  );
+  const login = await sql(at, addr, "SELECT 1").catch((e: Error) => e);
+  t.true(login instanceof Error, "the client's user cannot log in");
+});

@@ -22,6 +22,7 @@ function serveClients(ctx, all) {
   // tls "true" when the server takes TLS, and its CA (a certificate: not secret) to verify it by.
   const tlsNow = tlsState(ctx.p);
   const tlsData = { tls: String(tlsNow.on), "tls-ca": tlsNow.on && tlsNow.ca ? tlsNow.ca : "" };
+  require("./client-cleanup").dropBrokenClients(ctx);
   for (const rel of t.relationIds("database")) {
     const id = rel.split(":")[1];
     const database = t.relationGet(rel, undefined, true).database;
