@@ -214,6 +214,80 @@ ssh(
   },
 );
 
+ssh(
+  "watchdog: a primary cut off from the controller stops taking writes with no hook there, and rejoins as a standby",
+  async (t) => {
+    t.timeout(900_000);
+    const old = await cluster.primary();
+    const at = await cluster.address();
+    t.is(at.host, old.host.ip);
+    await eventually(
+      "the watchdog running on the primary",
+      async () => (await old.host.exec("kill -0 $(cat /srv/postgresql/watchdog.pid)")).code === 0,
+      30_000,
+      500,
+    );
+    const t0 = Date.now();
+    await old.host.cut();
+    // Nothing reaches it: look from inside the host.
+    const stopped = await eventually(
+      "the watchdog stopped the cut-off primary",
+      async () => {
+        const r = await old.host.exec("grep 'stopped the primary' /srv/postgresql/watchdog.log");
+        return r.code === 0 ? r.stdout.trim() : undefined;
+      },
+      60_000,
+      250,
+    );
+    const stoppedMs = Date.now() - t0;
+    t.regex(stopped, /is-leader answered false|no is-leader answer/);
+    // A fast shutdown refuses new connections and ends sessions at once (its postmaster may linger
+    // while its walsenders try to reach standbys it cannot, until the watchdog makes it immediate).
+    const refused = await eventually(
+      "the old primary refusing connections",
+      async () => {
+        const r = await old.host.exec(
+          `runuser -u postgres -- ${PG_BIN}/psql -h /srv/postgresql/run -XAtq -c 'SELECT 1' postgres 2>&1`,
+        );
+        return r.code !== 0 ? r.stdout.trim() : undefined;
+      },
+      5_000,
+      100,
+    );
+    t.log(`the old primary's answer to a new session: ${refused}`);
+    await eventually(
+      "its server gone",
+      async () => (await old.host.exec("test -e /srv/postgresql/data/postmaster.pid")).code !== 0,
+      60_000,
+      250,
+    );
+    t.log(`primary ${old.unit} cut off: stopped by its watchdog ${stoppedMs} ms later (${stopped})`);
+    const next = await eventually(
+      "another unit primary",
+      async () => {
+        const p = await cluster.primary().catch(() => undefined);
+        return p && p.unit !== old.unit ? p : undefined;
+      },
+      240_000,
+      500,
+    );
+    await old.host.restore();
+    await cluster.allActive();
+    const now = await eventually(
+      "the client following the new primary",
+      async () => {
+        const a = await cluster.address();
+        return a.host === next.host.ip ? a : undefined;
+      },
+      120_000,
+      500,
+    );
+    await cluster.allStreaming(now);
+    const was = (await cluster.pgUnits()).find((u) => u.name === old.unit)!;
+    t.regex(was.workload.message, /^standby/, `${old.unit} rejoined as a standby`);
+  },
+);
+
 ssh("the client's relation removed: its user and database are dropped", async (t) => {
   t.timeout(600_000);
   const addr = await cluster.address();

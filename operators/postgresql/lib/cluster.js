@@ -50,6 +50,7 @@ function reconcile() {
     return;
   }
   prepareDirs(ctx.p);
+  require("./watchdog").ensureWatchdog(ctx.p);
   const tls = require("./tls").ensureTls(ctx.p, ctx.config);
   if (ctx.leader) require("./primary").reconcilePrimary(ctx);
   else require("./follower").reconcileFollower(ctx);
