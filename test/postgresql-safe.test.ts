@@ -215,6 +215,48 @@ ssh(
 );
 
 ssh(
+  "restore on the leader of a backup taken on a standby: fetched from it, data back to the backup point",
+  async (t) => {
+    t.timeout(900_000);
+    const addr = await cluster.address();
+    await sql(addr, addr, "CREATE TABLE IF NOT EXISTS kept (id int PRIMARY KEY)");
+    await sql(addr, addr, "INSERT INTO kept SELECT g FROM generate_series(1, 100) g ON CONFLICT DO NOTHING");
+    const standby = await cluster.standby();
+    // The standby has every commit (synchronous to ANY 1: wait until it applied them).
+    await eventually(
+      `the rows on ${standby.unit}`,
+      async () => (await sql({ ...addr, host: standby.host.ip }, addr, "SELECT count(*) FROM kept"))[0] === "100",
+      60_000,
+      500,
+    );
+    const backup = await action(standby.unit, "backup");
+    t.is(backup.status, "completed", `${backup.message}: ${backup.output}`);
+    const id = String(backup.results.id);
+    await sql(addr, addr, "INSERT INTO kept VALUES (1000)");
+    const leader = (await cluster.primary()).unit;
+    t.not(leader, standby.unit);
+    const t0 = Date.now();
+    const restored = await action(`${PG_APP}/leader`, "restore", { backup: id });
+    t.is(restored.status, "completed", `${restored.message}: ${restored.output}`);
+    t.is(restored.results["fetched-from"], standby.unit, "the leader fetched it from the standby that took it");
+    t.log(
+      `restore of ${id} from ${standby.unit} on ${leader}: ${restored.results["fetched-bytes"]} bytes fetched, ${Date.now() - t0} ms`,
+    );
+    await cluster.allActive();
+    const at = await cluster.address();
+    t.deepEqual(
+      await sql(at, addr, "SELECT count(*), max(id) FROM kept"),
+      ["100|100"],
+      "the row written after the backup is gone",
+    );
+    await cluster.allStreaming(at);
+    const missing = await action(`${PG_APP}/leader`, "restore", { backup: "20000101T000000Z" });
+    t.is(missing.status, "failed");
+    t.regex(missing.message, /no backup 20000101T000000Z/);
+  },
+);
+
+ssh(
   "watchdog: a primary cut off from the controller stops taking writes with no hook there, and rejoins as a standby",
   async (t) => {
     t.timeout(900_000);
