@@ -79,9 +79,15 @@ const actions = {
     if (!ctx.leader || ld.primary !== unit) return t.actionFail(`${unit} is not the primary: run it on the leader`);
     const { backup } = t.actionGet();
     const src = join(p.backups, String(backup));
-    if (!/^[0-9TZ]+$/.test(String(backup)) || !existsSync(join(src, "PG_VERSION"))) {
+    const valid = /^[0-9TZ]+$/.test(String(backup));
+    // Taken on another unit: fetched from it first (backup-fetch.js).
+    if (valid && !existsSync(join(src, "PG_VERSION"))) {
+      const got = require("./backup-fetch").fetchBackup(p, String(backup), t.actionLog);
+      if (got) t.actionSet({ "fetched-from": got.from, "fetched-bytes": String(got.bytes) });
+    }
+    if (!valid || !existsSync(join(src, "PG_VERSION"))) {
       const known = existsSync(p.backups) ? readdirSync(p.backups).join(", ") : "";
-      return t.actionFail(`no backup ${backup} on ${unit} (have: ${known || "none"})`);
+      return t.actionFail(`no backup ${backup} on ${unit} or a peer that answered (${unit} has: ${known || "none"})`);
     }
     pg.stop("fast");
     setAside(p);

@@ -7,6 +7,7 @@
 const t = require("./tools");
 const { lit, ident } = require("./pg");
 const { newPassword, scramVerifier } = require("./passwords");
+const { tlsState } = require("./tls");
 
 /** Serves every client relation; returns the leader data to set (secret uris per relation). */
 function serveClients(ctx, all) {
@@ -18,6 +19,10 @@ function serveClients(ctx, all) {
     .map((x) => `${x.host}:${x.port}`)
     .sort()
     .join(",");
+  // tls "true" when the server takes TLS, and its CA (a certificate: not secret) to verify it by.
+  const tlsNow = tlsState(ctx.p);
+  const tlsData = { tls: String(tlsNow.on), "tls-ca": tlsNow.on && tlsNow.ca ? tlsNow.ca : "" };
+  require("./client-cleanup").dropBrokenClients(ctx);
   for (const rel of t.relationIds("database")) {
     const id = rel.split(":")[1];
     const database = t.relationGet(rel, undefined, true).database;
@@ -35,7 +40,7 @@ function serveClients(ctx, all) {
     }
     ensureRole(pg, user, values.password, fresh);
     ensureDatabase(pg, database, user);
-    const want = { "secret-user": uri, endpoints, "read-only-endpoints": readOnly, database };
+    const want = { "secret-user": uri, endpoints, "read-only-endpoints": readOnly, database, ...tlsData };
     const cur = t.relationGet(rel, process.env.STEWARD_APPLICATION_NAME, true);
     if (Object.entries(want).some(([k, v]) => (cur[k] ?? "") !== v)) t.relationSet(rel, want, true);
   }

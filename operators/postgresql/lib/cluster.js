@@ -63,9 +63,13 @@ function reconcile() {
     return;
   }
   prepareDirs(ctx.p);
+  require("./watchdog").ensureWatchdog(ctx.p);
+  const tls = require("./tls").ensureTls(ctx.p, ctx.config);
   if (ctx.leader) require("./primary").reconcilePrimary(ctx);
   else require("./follower").reconcileFollower(ctx);
   require("./rolling").rollingRestart(ctx);
+  // After the role's own status: a tls secret that cannot be used is what the user must fix.
+  if (tls.problem) t.status("blocked", tls.problem);
 }
 
 module.exports = { reconcile, hookContext, prepareDirs };

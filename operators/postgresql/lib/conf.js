@@ -6,6 +6,7 @@
 const { chownSync, existsSync, readFileSync, renameSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 const { execFileSync } = require("node:child_process");
+const tls = require("./tls");
 
 const owner = () => {
   const id = (flag) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim());
@@ -63,6 +64,7 @@ function renderConf(p, o) {
     "log_connections = off",
     "datestyle = 'iso, mdy'",
     "timezone = 'UTC'",
+    ...tls.serverLines(p),
   ];
   if (o.sync && o.sync.n > 0 && o.sync.names.length > 0)
     lines.push(
@@ -80,6 +82,7 @@ function renderConf(p, o) {
       "keepalives_idle=5",
       "keepalives_interval=2",
       "keepalives_count=3",
+      ...tls.clientWords(p),
     ].join(" ");
     lines.push(`primary_conninfo = ${gq(conninfo)}`);
     lines.push(`primary_slot_name = ${gq(o.upstream.slot ?? "")}`);
