@@ -8,7 +8,7 @@ const { hookContext, prepareDirs } = require("./cluster");
 const { owner } = require("./conf");
 const { readPasswords } = require("./passwords");
 const { switchOver, streamingStandbys } = require("./switchover");
-const { splitAddress, setAside, writeEpoch } = require("./follower");
+const { splitAddress, writeEpoch } = require("./follower");
 
 const actions = {
   "get-primary"(ctx) {
@@ -90,7 +90,7 @@ const actions = {
       return t.actionFail(`no backup ${backup} on ${unit} or a peer that answered (${unit} has: ${known || "none"})`);
     }
     pg.stop("fast");
-    setAside(p);
+    pg.setAsideData();
     cpSync(src, p.data, { recursive: true });
     const { uid, gid } = owner();
     require("node:child_process").execFileSync("chown", ["-R", `${uid}:${gid}`, p.data]);

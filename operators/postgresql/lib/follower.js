@@ -4,7 +4,7 @@
 // started as its standby. A unit without data clones the primary with pg_basebackup, on a physical
 // slot of its own; a running standby follows a new primary by changing primary_conninfo (a reload).
 "use strict";
-const { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } = require("node:fs");
+const { appendFileSync, existsSync, readFileSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 const t = require("./tools");
 const { lit } = require("./pg");
@@ -39,7 +39,7 @@ function reconcileFollower(ctx) {
   if (pg.initialized() && epochOf(p) !== epoch) {
     t.log(`${unit}: the primary was restored from a backup (epoch ${epoch}): cloning again`);
     pg.stop("immediate");
-    setAside(p);
+    pg.setAsideData();
   }
   if (!pg.initialized()) clone(ctx, primary);
   else if (!pg.standbySignal()) rejoin(ctx, primary);
@@ -69,7 +69,7 @@ function clone(ctx, primary) {
   const { pg, p } = ctx;
   t.status("waiting", `cloning ${primary.unit} (${primary.host}:${primary.port})`);
   publishSelf(ctx.address, ctx.port, "cloning");
-  rmSync(p.data, { recursive: true, force: true });
+  pg.removeData();
   // Its slot on the primary first, so the WAL it needs after the backup is kept until it streams.
   const slot = lit(ctx.appName);
   try {
@@ -125,16 +125,9 @@ function rejoin(ctx, primary) {
   } catch (err) {
     note(`pg_rewind failed, cloning again: ${String(err.message)}`);
     t.log(`${unit}: pg_rewind failed; cloning again: ${String(err.message).slice(0, 400)}`, "WARNING");
-    setAside(p);
+    pg.setAsideData();
     clone(ctx, primary);
   }
-}
-
-/** Moves the data directory out of the way (kept as data.old until the next one is set aside). */
-function setAside(p) {
-  const old = `${p.data}.old`;
-  rmSync(old, { recursive: true, force: true });
-  if (existsSync(p.data)) renameSync(p.data, old);
 }
 
 const epochFile = (p) => join(p.base, "restore-epoch");
@@ -143,4 +136,4 @@ const writeEpoch = (p, epoch) => {
   if (epochOf(p) !== epoch) writeFileSync(epochFile(p), `${epoch}\n`);
 };
 
-module.exports = { reconcileFollower, splitAddress, setAside, writeEpoch };
+module.exports = { reconcileFollower, splitAddress, writeEpoch };

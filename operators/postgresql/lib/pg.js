@@ -5,7 +5,7 @@
 // standard input, so a password in it never shows in the process list.
 "use strict";
 const { execFileSync, spawnSync } = require("node:child_process");
-const { existsSync, readFileSync, readlinkSync, rmSync } = require("node:fs");
+const { existsSync, readFileSync, readlinkSync, renameSync, rmSync } = require("node:fs");
 const { join } = require("node:path");
 const { BIN } = require("./paths");
 
@@ -118,6 +118,22 @@ class Pg {
   /** Whether the data directory says it is a standby (standby.signal), whatever the server is doing. */
   standbySignal() {
     return existsSync(join(this.p.data, "standby.signal"));
+  }
+
+  /**
+   * Moves the data directory out of the way (kept as data.old until the next one is set aside) before
+   * a clone or a restore. A method, not the hook's own fs calls: in a pod the directory is the
+   * workload container's postgres's (lib/workload.js).
+   */
+  setAsideData() {
+    const old = `${this.p.data}.old`;
+    rmSync(old, { recursive: true, force: true });
+    if (existsSync(this.p.data)) renameSync(this.p.data, old);
+  }
+
+  /** Removes the data directory (a clone writes a new one). */
+  removeData() {
+    rmSync(this.p.data, { recursive: true, force: true });
   }
 
   /** Starts the server and waits until it takes connections (a standby: until it is consistent). */

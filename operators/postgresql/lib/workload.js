@@ -168,6 +168,16 @@ class ContainerPg extends Pg {
     return existsIn(join(this.p.data, "standby.signal"));
   }
 
+  setAsideData() {
+    const old = `${this.p.data}.old`;
+    exec(["rm", "-rf", old]);
+    if (existsIn(this.p.data)) exec(["mv", "-T", this.p.data, old]);
+  }
+
+  removeData() {
+    exec(["rm", "-rf", this.p.data]);
+  }
+
   /** The supervisor's view of the service: active, inactive, backoff, error. */
   serviceState() {
     const r = toolRun(["container-services", CONTAINER, "--format", "json"], { timeoutMs: 30_000 });
