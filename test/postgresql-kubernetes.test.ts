@@ -11,20 +11,17 @@
  * the committed row is there, and the replacement pod, let go, rejoins as a standby.
  */
 import test from "ava";
-import { execFile } from "node:child_process";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import type { UnitStatusView } from "../api";
 import { kubernetes } from "../substrates";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import { hostAndPort as endpoint, psqlAt as sql } from "./harness/pg-server";
 import type { KubeLab } from "./harness/kube/lab";
 import { startKubeLab } from "./harness/kube/lab";
 
-const run = promisify(execFile);
 const R = kubernetes.KUBE_RESOURCES;
 const BIN = "/usr/lib/postgresql/15/bin";
-const PSQL = `${BIN}/psql`;
 const root = process.getuid?.() === 0;
 const kube = root ? test.serial : test.skip; // network namespaces and runuser need root
 const M = "pgk";
@@ -88,24 +85,6 @@ const cluster = (standbys: number, timeoutMs: number, except: string[] = []): Pr
   ).catch(async (err: Error) => {
     throw new Error(`${err.message}; units: ${JSON.stringify(await messages())}\n${await serverLogs()}`);
   });
-
-/** SQL with psql from this machine to a pod's address; rows of |-separated fields. */
-async function sql(
-  at: { host: string; port: number },
-  who: { user: string; password: string; database: string },
-  query: string,
-): Promise<string[]> {
-  const conninfo = `host=${at.host} port=${at.port} user=${who.user} dbname=${who.database} connect_timeout=3`;
-  const { stdout } = await run(PSQL, ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c", query], {
-    env: { ...process.env, PGPASSWORD: who.password },
-    timeout: 20_000,
-  });
-  return stdout.split("\n").filter(Boolean);
-}
-const endpoint = (hostPort: string): { host: string; port: number } => {
-  const i = hostPort.lastIndexOf(":");
-  return { host: hostPort.slice(0, i), port: Number(hostPort.slice(i + 1)) };
-};
 
 /** The client's db.json, read in its pod's agent container. */
 async function dbJson(): Promise<DbJson | undefined> {

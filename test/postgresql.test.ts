@@ -8,19 +8,16 @@
  * A switchover to a named unit (leader-resign) runs when the agent has that tool.
  */
 import test from "ava";
-import { execFile } from "node:child_process";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import type { ControllerClient, TaskInfo, UnitStatusView } from "../api";
 import { readOperatorDir } from "../api";
 import { eventually } from "./harness/eventually";
+import { hostAndPort as endpoint, psqlAt as sql } from "./harness/pg-server";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
 import type { TestHost } from "./harness/hosts";
 import { TestLab, sshMachineStarted } from "./harness/hosts";
 
-const run = promisify(execFile);
-const PSQL = "/usr/lib/postgresql/15/bin/psql";
 const root = process.getuid?.() === 0;
 const ssh = root ? test.serial : test.skip; // namespaces and sshd need root
 /** The application's unit-leadership lease: a lost primary's leadership is claimable 10 s after its last renewal. */
@@ -89,24 +86,6 @@ const serverLogs = async (): Promise<string> =>
       ),
     )
   ).join("\n");
-
-/** Runs SQL with psql from this machine (the test's side of the bridge); rows of |-separated fields. */
-async function sql(
-  at: { host: string; port: number },
-  who: { user: string; password: string; database: string },
-  query: string,
-): Promise<string[]> {
-  const conninfo = `host=${at.host} port=${at.port} user=${who.user} dbname=${who.database} connect_timeout=3`;
-  const { stdout } = await run(PSQL, ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c", query], {
-    env: { ...process.env, PGPASSWORD: who.password },
-    timeout: 20_000,
-  });
-  return stdout.split("\n").filter(Boolean);
-}
-const endpoint = (hostPort: string) => {
-  const i = hostPort.lastIndexOf(":");
-  return { host: hostPort.slice(0, i), port: Number(hostPort.slice(i + 1)) };
-};
 
 /** The client's db.json, read on its host. */
 async function dbJson(): Promise<DbJson | undefined> {

@@ -24,6 +24,26 @@ import type { PgAddress } from "./pg-ledger";
 const run = promisify(execFile);
 export const PG_BIN = "/usr/lib/postgresql/15/bin";
 
+/** SQL with psql from this machine to a server at `at` as `who`; rows of |-separated fields. */
+export async function psqlAt(
+  at: { host: string; port: number },
+  who: { user: string; password: string; database: string },
+  query: string,
+): Promise<string[]> {
+  const conninfo = `host=${at.host} port=${at.port} user=${who.user} dbname=${who.database} connect_timeout=3`;
+  const { stdout } = await run(join(PG_BIN, "psql"), ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c", query], {
+    env: { ...process.env, PGPASSWORD: who.password },
+    timeout: 20_000,
+  });
+  return stdout.split("\n").filter(Boolean);
+}
+
+/** "host:port" (an IPv6 host keeps its colons) as {host, port}. */
+export function hostAndPort(hostPort: string): { host: string; port: number } {
+  const i = hostPort.lastIndexOf(":");
+  return { host: hostPort.slice(0, i), port: Number(hostPort.slice(i + 1)) };
+}
+
 /** Whether a local server can be started here (root, and the binaries present). */
 export async function localPostgresAvailable(): Promise<boolean> {
   if (process.getuid?.() !== 0) return false;
