@@ -10,14 +10,13 @@ import test from "ava";
 import type { ExecutionContext } from "ava";
 import { PgLedger } from "./harness/pg-ledger";
 import type { LedgerAck } from "./harness/pg-ledger";
-import { LocalPostgres, localPostgresAvailable } from "./harness/pg-server";
+import { LocalPostgres, localPostgresPresent } from "./harness/pg-server";
 import { checkOnePrimaryAtATime, parseControlData, parseHistory, parseLsn } from "./harness/pg-timelines";
 import type { UnitTimelines } from "./harness/pg-timelines";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-/** Runs `fn` against a fresh local server (skipped, with a pass saying why, where one cannot run). */
+/** Runs `fn` against a fresh local server. */
 const realPg = test.macro(async (t, fn: (t: ExecutionContext, pg: LocalPostgres) => Promise<void>) => {
-  if (!(await localPostgresAvailable())) return t.pass("needs root and PostgreSQL 15 (setup-host.sh installs it)");
   const pg = await LocalPostgres.start();
   try {
     await fn(t, pg);
@@ -25,8 +24,10 @@ const realPg = test.macro(async (t, fn: (t: ExecutionContext, pg: LocalPostgres)
     await pg.close();
   }
 });
+/** Skipped only where a server cannot run: not root, or no PostgreSQL 15 (setup-host.sh installs it). */
+const pgTest = localPostgresPresent() ? test : test.skip;
 
-test("the ledger sees a crash as an outage, and every acknowledged commit survives it", realPg, async (t, pg) => {
+pgTest("the ledger sees a crash as an outage, and every acknowledged commit survives it", realPg, async (t, pg) => {
   const ledger = PgLedger.start({ address: () => pg.address, intervalMs: 20, statementTimeoutMs: 1000 });
   try {
     await ledger.firstAck();
@@ -61,7 +62,7 @@ test("the ledger sees a crash as an outage, and every acknowledged commit surviv
   }
 });
 
-test("a commit held back by a synchronous standby that never answers is not acknowledged", realPg, async (t, pg) => {
+pgTest("a commit held back by a synchronous standby that never answers is not acknowledged", realPg, async (t, pg) => {
   const ledger = PgLedger.start({ address: () => pg.address, intervalMs: 50, statementTimeoutMs: 500 });
   try {
     await ledger.firstAck();
@@ -91,7 +92,7 @@ test("a commit held back by a synchronous standby that never answers is not ackn
   }
 });
 
-test("the verification names an acknowledged row that is gone", realPg, async (t, pg) => {
+pgTest("the verification names an acknowledged row that is gone", realPg, async (t, pg) => {
   const ledger = PgLedger.start({ address: () => pg.address, intervalMs: 20 });
   try {
     await ledger.firstAck();
@@ -108,7 +109,7 @@ test("the verification names an acknowledged row that is gone", realPg, async (t
   }
 });
 
-test("an acknowledgement records the server and the timeline it was written on", realPg, async (t, pg) => {
+pgTest("an acknowledgement records the server and the timeline it was written on", realPg, async (t, pg) => {
   const ledger = PgLedger.start({ address: () => pg.address });
   try {
     const first = await ledger.firstAck();
@@ -120,7 +121,7 @@ test("an acknowledgement records the server and the timeline it was written on",
   }
 });
 
-test(
+pgTest(
   "the timeline check reads a real failover as clean, and the old primary back as a second one",
   realPg,
   async (t, a) => {

@@ -16,6 +16,8 @@ import type { UnitStatusView } from "../api";
 import { kubernetes } from "../substrates";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
+import type { ClientDbJson } from "./harness/pg-units";
+import { dbJsonWithStandbys, primaryAndStandbys, workloadMessages } from "./harness/pg-units";
 import { hostAndPort as endpoint, psqlAt as sql } from "./harness/pg-server";
 import type { KubeLab } from "./harness/kube/lab";
 import { startKubeLab } from "./harness/kube/lab";
@@ -27,15 +29,6 @@ const kube = root ? test.serial : test.skip; // network namespaces and runuser n
 const M = "pgk";
 /** The application's unit-leadership lease. */
 const LEASE_S = 10;
-
-interface DbJson {
-  host: string;
-  port: number;
-  database: string;
-  user: string;
-  password: string;
-  readOnly: string[];
-}
 
 let lab: KubeLab;
 test.before(async () => {
@@ -49,10 +42,7 @@ test.after.always(async () => {
 
 const unitsOf = async (app: string): Promise<Record<string, UnitStatusView>> =>
   (await lab.tc.admin.status(M)).applications[app]?.units ?? {};
-const messages = async (): Promise<Record<string, string>> =>
-  Object.fromEntries(
-    Object.entries(await unitsOf("pg")).map(([u, s]) => [u, `${s.workload.current} ${s.workload.message}`]),
-  );
+const messages = async (): Promise<Record<string, string>> => workloadMessages(await unitsOf("pg"));
 const podOf = (unit: string): string => unit.replace("/", "-");
 
 /** The end of every unit's server log (in its postgresql container), for a failure's message. */
@@ -72,35 +62,23 @@ const serverLogs = async (): Promise<string> =>
 
 /** Waits for one active primary and `standbys` streaming standbys (among units not in `except`); the primary. */
 const cluster = (standbys: number, timeoutMs: number, except: string[] = []): Promise<string> =>
-  eventually(
-    `a primary and ${standbys} standbys`,
-    async () => {
-      const m = Object.entries(await messages()).filter(([u]) => !except.includes(u));
-      const primaries = m.filter(([, s]) => s === "active primary");
-      const streaming = m.filter(([, s]) => /^active standby, lag \d+ bytes$/.test(s));
-      return primaries.length === 1 && streaming.length === standbys ? primaries[0]![0] : undefined;
-    },
-    timeoutMs,
-    500,
-  ).catch(async (err: Error) => {
-    throw new Error(`${err.message}; units: ${JSON.stringify(await messages())}\n${await serverLogs()}`);
-  });
+  primaryAndStandbys({ messages, logs: serverLogs, standbys, timeoutMs, except });
 
 /** The client's db.json, read in its pod's agent container. */
-async function dbJson(): Promise<DbJson | undefined> {
+async function dbJson(): Promise<ClientDbJson | undefined> {
   const r = await lab.kubelet.exec(M, "app-0", "steward-agent", [
     "sh",
     "-c",
     "cat $(find /var/lib/steward/agent -name db.json -path '*app-0*' 2>/dev/null | head -n 1)",
   ]);
-  return r.code === 0 && r.stdout.trim() ? (JSON.parse(r.stdout) as DbJson) : undefined;
+  return r.code === 0 && r.stdout.trim() ? (JSON.parse(r.stdout) as ClientDbJson) : undefined;
 }
 
 const podIp = async (pod: string): Promise<string | undefined> =>
   (await lab.kube.get(R.pods, pod, { namespace: M })).status?.podIP;
 
 let primary = "";
-let creds: DbJson;
+let creds: ClientDbJson;
 
 kube(
   "three units in postgresql containers: a primary and two streaming standbys; the client's row is read on a standby",
@@ -128,15 +106,7 @@ kube(
     const ps = await lab.kubelet.exec(M, podOf(primary), "postgresql", ["ps", "-o", "user=,args=", "-C", "postgres"]);
     t.regex(ps.stdout, /^postgres\s+\S*postgres -D \/srv\/postgresql\/data/m, ps.stdout + ps.stderr);
 
-    creds = await eventually(
-      "the client's db.json with both standbys",
-      async () => {
-        const c = await dbJson();
-        return c?.readOnly.length === 2 ? c : undefined;
-      },
-      120_000,
-      500,
-    );
+    creds = await dbJsonWithStandbys(dbJson, 2);
     t.is(creds.host, (await podIp(podOf(primary))) ?? "(no pod IP)", "the client is given the primary's pod address");
     t.is(creds.database, "app");
 

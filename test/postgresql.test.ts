@@ -12,6 +12,8 @@ import { join } from "node:path";
 import type { ControllerClient, TaskInfo, UnitStatusView } from "../api";
 import { readOperatorDir } from "../api";
 import { eventually } from "./harness/eventually";
+import type { ClientDbJson } from "./harness/pg-units";
+import { dbJsonWithStandbys, primaryAndStandbys, workloadMessages } from "./harness/pg-units";
 import { hostAndPort as endpoint, psqlAt as sql } from "./harness/pg-server";
 import type { TestController } from "./harness/controller";
 import { operatorsDir, startTestController } from "./harness/controller";
@@ -30,15 +32,6 @@ const M = "pg";
 /** Unit name -> test host. */
 const hostOf = new Map<string, TestHost>();
 
-interface DbJson {
-  host: string;
-  port: number;
-  database: string;
-  user: string;
-  password: string;
-  readOnly: string[];
-}
-
 test.before(async () => {
   if (!root) return;
   lab = await TestLab.create(4);
@@ -55,26 +48,10 @@ const installed = (h: TestHost): Promise<string> => sshMachineStarted(client, M,
 const unitsOf = async (app: string): Promise<Record<string, UnitStatusView>> =>
   (await client.status(M)).applications[app]?.units ?? {};
 /** The pg units' workload messages, by unit. */
-const messages = async (): Promise<Record<string, string>> =>
-  Object.fromEntries(
-    Object.entries(await unitsOf("pg")).map(([u, s]) => [u, `${s.workload.current} ${s.workload.message}`]),
-  );
+const messages = async (): Promise<Record<string, string>> => workloadMessages(await unitsOf("pg"));
 /** Waits for one active primary (`want`, when given) and `standbys` active standbys (among units not in `except`); the primary's name. */
-const cluster = (standbys: number, timeoutMs = 300_000, except: string[] = [], want?: string) =>
-  eventually(
-    `a primary and ${standbys} standbys`,
-    async () => {
-      const m = Object.entries(await messages()).filter(([u]) => !except.includes(u));
-      const primaries = m.filter(([, s]) => s === "active primary");
-      const streaming = m.filter(([, s]) => /^active standby, lag \d+ bytes$/.test(s));
-      const ok = primaries.length === 1 && streaming.length === standbys && (!want || primaries[0]![0] === want);
-      return ok ? primaries[0]![0] : undefined;
-    },
-    timeoutMs,
-    500,
-  ).catch(async (err: Error) => {
-    throw new Error(`${err.message}; units: ${JSON.stringify(await messages())}\n${await serverLogs()}`);
-  });
+const cluster = (standbys: number, timeoutMs = 300_000, except: string[] = [], want?: string): Promise<string> =>
+  primaryAndStandbys({ messages, logs: serverLogs, standbys, timeoutMs, except, ...(want ? { want } : {}) });
 
 /** The end of every unit's server log and what its last rejoin did, for a failure's message. */
 const serverLogs = async (): Promise<string> =>
@@ -88,14 +65,14 @@ const serverLogs = async (): Promise<string> =>
   ).join("\n");
 
 /** The client's db.json, read on its host. */
-async function dbJson(): Promise<DbJson | undefined> {
+async function dbJson(): Promise<ClientDbJson | undefined> {
   const h = lab.hosts[3]!;
   const r = await h.exec("cat $(find /var/lib/steward -name db.json -path '*/units/app-0/*' 2>/dev/null | head -n 1)");
-  return r.code === 0 && r.stdout.trim() ? (JSON.parse(r.stdout) as DbJson) : undefined;
+  return r.code === 0 && r.stdout.trim() ? (JSON.parse(r.stdout) as ClientDbJson) : undefined;
 }
 
 /** Waits until the client's db.json names `unit`'s address (the relation data followed a new primary). */
-const dbJsonNaming = (unit: string, what: string, timeoutMs = 60_000): Promise<DbJson> =>
+const dbJsonNaming = (unit: string, what: string, timeoutMs = 60_000): Promise<ClientDbJson> =>
   eventually(
     `the client's db.json names ${what}`,
     async () => {
@@ -125,7 +102,7 @@ const action = async (unit: string, name: string, params: Record<string, string>
 const addressOf = (unit: string) => hostOf.get(unit)!.ip;
 
 let primary = "";
-let creds: DbJson;
+let creds: ClientDbJson;
 const committed: number[] = [];
 
 ssh(
@@ -157,15 +134,7 @@ ssh(
     t.log(`deploy to 1 primary + 2 streaming standbys: ${Date.now() - t0} ms; primary ${primary}`);
 
     // Both standbys are read-only endpoints once they stream (the leader republishes as they do).
-    creds = await eventually(
-      "the client's db.json with both standbys",
-      async () => {
-        const c = await dbJson();
-        return c?.readOnly.length === 2 ? c : undefined;
-      },
-      120_000,
-      500,
-    );
+    creds = await dbJsonWithStandbys(dbJson, 2);
     t.is(creds.database, "app");
     t.is(creds.host, addressOf(primary), "the client is given the primary's address");
     t.is(creds.readOnly.length, 2, "and both standbys' as read-only endpoints");

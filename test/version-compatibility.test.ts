@@ -178,19 +178,21 @@ test("an older controller (a release with a lower version, bootstrapped) works w
   }
 });
 
-test("agents of other versions: an older one runs its unit, a newer one is refused and its log says why", async (t) => {
-  const recorder = join(fixturesDir, "operators", "recorder");
-  const newer = await release(v(1));
-  const other = await startTestController({ agentEntry: join(newer.dir, "agent-bundle", "main.js") });
+/** A controller of this build whose local machines run `agents`' agent, one recorder unit deployed in `model`; closed after `fn`. */
+async function withAgentsOf(agents: Release, model: string, fn: (tc: TestController) => Promise<void>): Promise<void> {
+  const tc = await startTestController({ agentEntry: join(agents.dir, "agent-bundle", "main.js") });
   try {
-    await other.admin.createModel("newer-agents");
-    const op = await other.upload(recorder);
-    await other.admin.deploy("newer-agents", {
-      name: "rec",
-      operator: op,
-      units: 1,
-      config: { "record-dir": await recordDir() },
-    });
+    await tc.admin.createModel(model);
+    const op = await tc.upload(join(fixturesDir, "operators", "recorder"));
+    await tc.admin.deploy(model, { name: "rec", operator: op, units: 1, config: { "record-dir": await recordDir() } });
+    await fn(tc);
+  } finally {
+    await tc.close();
+  }
+}
+
+test("agents of other versions: an older one runs its unit, a newer one is refused and its log says why", async (t) => {
+  await withAgentsOf(await release(v(1)), "newer-agents", async (other) => {
     const uuid = (await other.admin.listModels()).find((m) => m.name === "newer-agents")!.uuid;
     const log = join(other.dir, "c", "machines", uuid, "0", "agent.log");
     const said = await eventually(
@@ -210,24 +212,10 @@ test("agents of other versions: an older one runs its unit, a newer one is refus
       units.some((u) => u.agent.current === "idle"),
       "no unit of a refused agent runs",
     );
-  } finally {
-    await other.close();
-  }
+  });
   if (MINOR === 0) return t.log("no older minor version than this build's to run an older agent");
-  const older = await release(v(-1));
-  const third = await startTestController({ agentEntry: join(older.dir, "agent-bundle", "main.js") });
-  try {
-    await third.admin.createModel("older-agents");
-    const op = await third.upload(recorder);
-    await third.admin.deploy("older-agents", {
-      name: "rec",
-      operator: op,
-      units: 1,
-      config: { "record-dir": await recordDir() },
-    });
+  await withAgentsOf(await release(v(-1)), "older-agents", async (third) => {
     const status = await third.waitForUnits("older-agents", allReady(1), "the older agent's unit active", 60_000);
     t.is(Object.keys(status.applications.rec!.units).length, 1);
-  } finally {
-    await third.close();
-  }
+  });
 });

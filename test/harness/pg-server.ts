@@ -44,9 +44,14 @@ export function hostAndPort(hostPort: string): { host: string; port: number } {
   return { host: hostPort.slice(0, i), port: Number(hostPort.slice(i + 1)) };
 }
 
-/** Whether a local server can be started here (root, and the binaries present). */
+/** Whether root and the PostgreSQL binaries are here (synchronous: to choose `test` or `test.skip`). */
+export function localPostgresPresent(): boolean {
+  return process.getuid?.() === 0 && existsSync(join(PG_BIN, "postgres"));
+}
+
+/** Whether a local server can be started here (root, and the binaries present and running). */
 export async function localPostgresAvailable(): Promise<boolean> {
-  if (process.getuid?.() !== 0) return false;
+  if (!localPostgresPresent()) return false;
   return run(join(PG_BIN, "postgres"), ["--version"]).then(
     () => true,
     () => false,

@@ -4,7 +4,7 @@
 // whose password libpq reads from the passfile (never from argv or the environment). SQL goes on
 // standard input, so a password in it never shows in the process list.
 "use strict";
-const { execFileSync, spawnSync } = require("node:child_process");
+const { spawnSync } = require("node:child_process");
 const { existsSync, readFileSync, readlinkSync, renameSync, rmSync } = require("node:fs");
 const { join } = require("node:path");
 const { BIN } = require("./paths");
@@ -66,15 +66,15 @@ class Pg {
     return this.sql(sql, opts)[0]?.[0];
   }
 
-  /** SQL on another unit's server as operator, over the network; throws when unreachable. */
+  /**
+   * SQL on another unit's server as operator, over the network (psql through run(), so from the
+   * workload container in a pod); throws when unreachable.
+   */
   remote(host, port, sql, { timeoutS = 3 } = {}) {
     const conninfo = `host=${host} port=${port} user=operator dbname=postgres connect_timeout=${timeoutS} application_name=steward-operator`;
-    const out = execFileSync(join(BIN, "psql"), ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], {
-      encoding: "utf8",
+    const out = this.run("psql", ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], {
       input: sql,
-      env: { ...process.env, PGPASSFILE: this.p.pgpass },
-      stdio: ["pipe", "pipe", "pipe"],
-      timeout: (timeoutS + 10) * 1000,
+      timeoutMs: (timeoutS + 10) * 1000,
     });
     return out
       .split("\n")

@@ -147,19 +147,6 @@ class ContainerPg extends Pg {
     return r.stdout;
   }
 
-  /** SQL on another unit's server as operator, from the container (the agent's container has no psql). */
-  remote(host, port, sql, { timeoutS = 3 } = {}) {
-    const conninfo = `host=${host} port=${port} user=operator dbname=postgres connect_timeout=${timeoutS} application_name=steward-operator`;
-    const out = this.run("psql", ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], {
-      input: sql,
-      timeoutMs: (timeoutS + 10) * 1000,
-    });
-    return out
-      .split("\n")
-      .filter((l) => l !== "")
-      .map((l) => l.split("|"));
-  }
-
   initialized() {
     return existsIn(join(this.p.data, "PG_VERSION"));
   }
