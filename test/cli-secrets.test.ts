@@ -235,8 +235,18 @@ test.serial(
       "shop/0 to read the token",
       90_000,
     );
-    const list = await live("secrets");
-    t.regex(list.stdout, new RegExp(`^${uri}\\s+payments\\s+model\\s+1\\s+never\\s+shop\\s+1: shop/0\\s*$`, "m"));
+    // status-set acts at once; the tracked revision is recorded with the hook's commit, a moment later.
+    const trackingFirst = new RegExp(`^${uri}\\s+payments\\s+model\\s+1\\s+never\\s+shop\\s+1: shop/0\\s*$`, "m");
+    const list = await eventually(
+      "shop/0 tracking revision 1",
+      async () => {
+        const r = await live("secrets");
+        return trackingFirst.test(r.stdout) ? r : undefined;
+      },
+      30_000,
+      500,
+    );
+    t.regex(list.stdout, trackingFirst);
 
     // A new revision: the unit gets secret-changed and moves to it; the list says who tracks which.
     const updated = await (await as("admin", `token=${TOKEN_2}\n`))("update-secret", "payments", "-", "-m", "live");
