@@ -51,7 +51,8 @@ export async function runHook(r: HookRun): Promise<HookResult> {
 
   const log = await open(r.logPath, "a", 0o600);
   try {
-    await log.write(`--- ${new Date().toISOString()} running ${r.hook}\n`);
+    const startedAt = Date.now();
+    await log.write(`--- ${new Date(startedAt).toISOString()} running ${r.hook}\n`);
     const child = spawn(command, [], {
       cwd: r.operatorDir,
       env: { ...r.env, STEWARD_DISPATCH_PATH: `${folder}/${r.hook}` },
@@ -99,7 +100,10 @@ export async function runHook(r: HookRun): Promise<HookResult> {
     lines.stdout.end();
     lines.stderr.end();
     r.signal?.removeEventListener("abort", killGroup);
-    await log.write(`--- ${r.hook} exited ${exitCode}\n`);
+    // When and how long: a slow hook delays every event queued behind it on the unit.
+    await log.write(
+      `--- ${new Date().toISOString()} ${r.hook} exited ${exitCode} after ${Date.now() - startedAt} ms\n`,
+    );
     return { ran: true, exitCode, tail: tail.trim() };
   } finally {
     await log.close();

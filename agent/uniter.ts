@@ -716,6 +716,7 @@ export class Uniter {
       STEWARD_CONTEXT_ID: contextId,
       STEWARD_UNIT_CONTEXT_ID: this.unitContextId,
       STEWARD_AGENT_SOCKET: this.d.tools.socketPath,
+      STEWARD_TOOLS_MODULE: this.d.tools.clientModule,
       STEWARD_API_ADDRESSES: this.d.controllerAddresses().join(" "),
       STEWARD_UNIT_ADDRESS: address,
     };

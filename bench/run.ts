@@ -34,6 +34,7 @@ import { benchStorageAttach } from "./storage-attach";
 import { benchStorageAttachKubernetes } from "./storage-attach-kubernetes";
 import { benchSecrets } from "./secrets";
 import { benchPostgresqlFailover } from "./postgresql-failover";
+import { benchHookTools } from "./hook-tools";
 
 interface Benchmark {
   /** At the size its figures are quoted for. */
@@ -62,6 +63,7 @@ const all: Record<string, Benchmark> = {
   "provider-up": { full: () => benchProviderUp(), smoke: () => benchProviderUp({ size: 1 }) },
   "etcd-snapshot": { full: () => benchEtcdSnapshot(), smoke: () => benchEtcdSnapshot({ size: 2000 }) },
   "cli-startup": { full: () => benchCliStartup(), smoke: () => benchCliStartup({ runs: 3 }) },
+  "hook-tools": { full: () => benchHookTools(), smoke: () => benchHookTools({ size: 5 }) },
   "dashboard-live": { full: () => benchDashboardLive(), smoke: () => benchDashboardLive({ size: 20, trials: 3 }) },
   migration: { full: () => benchMigration(), smoke: () => benchMigration({ size: 20 }) },
   "provider-load": { full: () => benchProviderLoad(), smoke: () => benchProviderLoad({ size: 1 }) },
@@ -142,11 +144,24 @@ async function smokeInLanes(names: string[], lanes: number): Promise<boolean> {
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(
+      `usage: node dist/bench/run.js [--smoke] [NAME...]\n\n` +
+        `Runs the benchmarks and prints their figures (all of them without NAME). --smoke runs each once,\n` +
+        `small, as npm test does (BENCH_SMOKE_LANES=N at a time, default 3).\n\n` +
+        `Benchmarks: ${Object.keys(all).join(", ")}\n`,
+    );
+    return;
+  }
   const smoke = args.includes("--smoke");
   const names = args.filter((a) => a !== "--smoke");
   const chosen = names.length > 0 ? names : Object.keys(all);
   for (const name of chosen)
-    if (!all[name]) throw new Error(`unknown benchmark "${name}" (known: ${Object.keys(all).join(", ")})`);
+    if (!all[name]) {
+      process.stderr.write(`unknown benchmark "${name}" (known: ${Object.keys(all).join(", ")}); --help says more\n`);
+      process.exitCode = 2;
+      return;
+    }
   const lanes = Number(process.env.BENCH_SMOKE_LANES ?? 3);
   if (smoke && chosen.length > 1 && lanes > 1) {
     const t0 = performance.now();

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HookToolServer, runTool } from "../agent";
-import type { HookContext } from "../agent";
+import type { HookContext, SecretAccess } from "../agent";
 
 /**
  * A stand-in for the agent side of a running hook: these tests check argument handling only; the
@@ -340,4 +340,99 @@ test("leader-resign gives leadership up, to the unit --to names; a bad unit name
   t.is(bad.code, 2);
   t.regex(bad.stderr!, /"web" is not a unit name such as web\/1/);
   t.is((await runTool(ctx, "leader-resign", ["web/1"])).code, 2, "the unit goes with --to");
+});
+
+/**
+ * Runs `calls` in-process in a Node process of its own, as a Node operator would
+ * (`require(STEWARD_TOOLS_MODULE).runTool`), with `env`; returns each call's outcome.
+ */
+function runInProcess(
+  server: HookToolServer,
+  calls: { tool: string; args: string[]; input?: string }[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }[]> {
+  const script = `
+    const { runTool } = require(process.env.STEWARD_TOOLS_MODULE);
+    const calls = JSON.parse(require("node:fs").readFileSync(0, "utf8"));
+    process.stdout.write(JSON.stringify(calls.map((c) => runTool(c.tool, c.args, { input: c.input }))));`;
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      process.execPath,
+      ["-e", script],
+      { env: { PATH: process.env.PATH, STEWARD_TOOLS_MODULE: server.clientModule, ...env }, maxBuffer: 8 << 20 },
+      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(JSON.parse(stdout))),
+    );
+    child.stdin!.end(JSON.stringify(calls));
+  });
+}
+
+test("a Node operator's in-process tool calls answer exactly as the programs do, input included", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "steward-tools-"));
+  const server = new HookToolServer(dir);
+  t.teardown(async () => {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  await server.start();
+  // Secret access that is never reached: the input is refused first.
+  const ctx: HookContext = { ...context({ leader: true, relationHook: true }), secrets: {} as SecretAccess };
+  server.register("hook-ctx", ctx);
+  server.registerUnit("unit-ctx", ctx);
+  const env = { STEWARD_AGENT_SOCKET: server.socketPath, STEWARD_CONTEXT_ID: "hook-ctx" };
+  const calls = [
+    { tool: "config-get", args: ["port"] },
+    { tool: "config-get", args: ["--format", "json"] },
+    { tool: "relation-get", args: ["-", "pg/0"] },
+    { tool: "status-set", args: ["exploded", "no"] },
+    { tool: "open-port", args: ["--bogus"] },
+    { tool: "is-leader", args: [] },
+  ];
+  const inProcess = await runInProcess(server, calls, env);
+  const programs = await Promise.all(calls.map((c) => runWrapper(server, c.tool, c.args, env)));
+  t.deepEqual(inProcess, programs);
+  t.deepEqual(inProcess[0], { code: 0, stdout: "80\n", stderr: "" });
+  t.is(inProcess[3]!.code, 2, "a refused status is misuse, as from the program");
+  // A tool no wrapper exists for: the agent names the ones it has.
+  const [unknown] = await runInProcess(server, [{ tool: "no-such-tool", args: [] }], env);
+  t.is(unknown!.code, 2);
+  t.regex(unknown!.stderr, /no-such-tool: not a hook tool this agent provides \(available: status-set/);
+
+  // Input reaches the tool only where the program would read stdin: the refusal names its size.
+  const big = "k: " + "v".repeat(200_000);
+  const [withInput, argvOnly] = await runInProcess(
+    server,
+    [
+      { tool: "secret-add", args: ["--file", "-"], input: big },
+      { tool: "secret-add", args: ["a=b"], input: big },
+    ],
+    env,
+  );
+  t.is(withInput!.code, 1);
+  t.regex(withInput!.stderr, new RegExp(`the standard input is ${Buffer.byteLength(big)} bytes`));
+  t.notRegex(argvOnly!.stderr, /standard input/);
+
+  // A process a hook left running: only the reading tools, as for the programs.
+  const outside = { STEWARD_AGENT_SOCKET: server.socketPath, STEWARD_UNIT_CONTEXT_ID: "unit-ctx" };
+  const [leader, set] = await runInProcess(
+    server,
+    [
+      { tool: "is-leader", args: [] },
+      { tool: "leader-set", args: ["a=b"] },
+    ],
+    outside,
+  );
+  t.deepEqual(leader, { code: 0, stdout: "true\n", stderr: "" });
+  t.is(set!.code, 2);
+  t.regex(set!.stderr, /tools work only inside a running hook/);
+
+  // No hook at all, or no agent behind the socket: misuse, never a throw or a hang.
+  const [none] = await runInProcess(server, [{ tool: "is-leader", args: [] }], {});
+  t.is(none!.code, 2);
+  t.regex(none!.stderr, /must be run from a hook/);
+  const [gone] = await runInProcess(server, [{ tool: "is-leader", args: [] }], {
+    STEWARD_AGENT_SOCKET: join(dir, "no-agent.sock"),
+    STEWARD_CONTEXT_ID: "hook-ctx",
+  });
+  t.is(gone!.code, 2);
+  t.regex(gone!.stderr, /is-leader: cannot reach the agent: .*ENOENT/);
 });

@@ -30,6 +30,8 @@ export class HookToolServer {
   private server?: Server;
   readonly socketPath: string;
   readonly toolsDir: string;
+  /** The client every wrapper runs, which Node operators may also require to call tools in-process. */
+  readonly clientModule = join(__dirname, "tool-client.js");
 
   constructor(agentDir: string) {
     // Unix socket paths are limited to ~107 bytes; deep agent directories fall back to a short path.
@@ -75,11 +77,14 @@ export class HookToolServer {
   /** One small shell wrapper per tool, so hooks find them on PATH in any language. */
   private async writeToolWrappers(): Promise<void> {
     await mkdir(this.toolsDir, { recursive: true });
-    const client = join(__dirname, "tool-client.js");
     for (const name of Object.keys(tools)) {
-      await writeFile(join(this.toolsDir, name), `#!/bin/sh\nexec '${process.execPath}' '${client}' ${name} "$@"\n`, {
-        mode: 0o755,
-      });
+      await writeFile(
+        join(this.toolsDir, name),
+        `#!/bin/sh\nexec '${process.execPath}' '${this.clientModule}' ${name} "$@"\n`,
+        {
+          mode: 0o755,
+        },
+      );
     }
   }
 
