@@ -90,9 +90,12 @@ function failover(ctx) {
       sleep(250);
     }
   }
-  // Stop streaming from anyone, then promote (everything received is replayed first).
-  renderConf(p, { address: ctx.address, port: ctx.port, config: ctx.config, appName: ctx.appName });
-  pg.reload();
+  // Stop streaming from anyone, then promote (everything received is replayed first). Synchronous
+  // from its first commit as primary: the standbys it waits for are in force before the promotion
+  // (a standby ignores them until then), so no commit is acknowledged on this unit alone.
+  const sync = require("./primary").publishSyncStandbys(ctx, peers());
+  renderConf(p, { address: ctx.address, port: ctx.port, config: ctx.config, appName: ctx.appName, sync });
+  pg.reloadAndWait();
   pg.sql("SELECT pg_promote(true, 120)", { timeoutMs: 180_000 });
   t.log(
     `${unit}: promoted after ${old || "no primary"} (positions: ${[...positions].map(([u, l]) => `${u} ${l}`).join(", ")}` +

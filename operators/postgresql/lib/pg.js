@@ -154,6 +154,31 @@ class Pg {
   }
 
   /**
+   * Reloads and returns once the server has read the files: pg_ctl returns before the postmaster
+   * handles its SIGHUP, and a hook that goes on to publish a synchronous-standby set, or to promote,
+   * counts on it being in force.
+   */
+  reloadAndWait() {
+    const loaded = () => this.value("SELECT pg_conf_load_time()");
+    const before = loaded();
+    this.reload();
+    const until = Date.now() + 10_000;
+    while (loaded() === before) {
+      if (Date.now() > until) throw new Error("the server did not read its configuration within 10 s of a reload");
+      sleepMs(20);
+    }
+  }
+
+  /** The port the running server took (postmaster.pid's fourth line), or undefined. */
+  runningPort() {
+    try {
+      return Number(readFileSync(join(this.p.data, "postmaster.pid"), "utf8").split("\n")[3]) || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * Applies a configuration just written: starts the server, or reloads it. A new port restarts it
    * at once (standbys reach the primary on the port leader data names); any other setting that only
    * a restart applies (max_connections, shared_buffers…) waits for the unit's turn in the rolling
@@ -165,9 +190,10 @@ class Pg {
       return true;
     }
     if (!changed) return false;
-    this.reload();
-    sleepMs(300); // the postmaster reads the files on SIGHUP, after pg_ctl has returned
-    if (this.value("SELECT count(*) FROM pg_settings WHERE pending_restart AND name = 'port'") === "0") return false;
+    if (this.runningPort() === this.port) {
+      this.reloadAndWait();
+      return false;
+    }
     this.stop("fast");
     this.start();
     return true;

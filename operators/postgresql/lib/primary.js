@@ -11,18 +11,18 @@ const { ensurePasswords, scramVerifier } = require("./passwords");
 const { peers, publishSelf } = require("./peers");
 const { primaryStatus } = require("./status");
 
-function reconcilePrimary(ctx) {
-  const { pg, p, ld, unit } = ctx;
-  const secret = ensurePasswords(ld);
+function reconcilePrimary(hookCtx) {
+  let ctx = hookCtx;
+  const { pg, p, unit } = ctx;
+  const secret = ensurePasswords(ctx.ld);
   writePgpass(p, secret.passwords);
   const patch = { passwords: secret.uri };
-  let promoted = false;
   if (!pg.initialized()) {
-    if (ld.primary && ld.primary !== unit) {
+    if (ctx.ld.primary && ctx.ld.primary !== unit) {
       t.leaderSet(patch);
       t.status(
         "blocked",
-        `leader without data: ${ld.primary} was the primary and this unit never cloned it; it will not start an empty primary`,
+        `leader without data: ${ctx.ld.primary} was the primary and this unit never cloned it; it will not start an empty primary`,
       );
       return;
     }
@@ -30,24 +30,15 @@ function reconcilePrimary(ctx) {
     bootstrap(ctx, secret.passwords);
   } else if (pg.standbySignal() || (pg.running() && pg.inRecovery())) {
     if (!require("./failover").failover(ctx)) return;
-    promoted = true;
+    // It published the synchronous standbys it promoted with.
+    ctx = { ...ctx, ld: t.leaderGet() };
   } else if (secret.created) {
     // Data but a new secret (the old one was lost): the roles take the new passwords.
     pg.start();
     setRolePasswords(pg, secret.passwords);
   }
   const all = peers();
-  const sync = syncStandbys(ctx, all);
-  // Published before postgres uses a larger set (and after it uses a smaller one), so leader data
-  // never names fewer synchronous standbys than the server waits for: a failover counts on it.
-  const published = (ld["sync-standbys"] || "").split(",").filter(Boolean);
-  const grown = sync.names.some((n) => !published.includes(n)) || sync.n > Number(ld["sync-n"] || 0);
-  if (grown)
-    t.leaderSet({
-      ...patch,
-      "sync-standbys": [...new Set([...published, ...sync.units])].join(","),
-      "sync-n": String(Math.max(sync.n, Number(ld["sync-n"] || 0))),
-    });
+  const sync = publishSyncStandbys(ctx, all, patch);
   const changed = renderConf(p, {
     address: ctx.address,
     port: ctx.port,
@@ -67,11 +58,9 @@ function reconcilePrimary(ctx) {
     "sync-n": String(sync.n),
   });
   // At once: the standbys follow the new primary (and writes are acknowledged again) from here.
-  t.leaderSet(changedOnly(ld, patch));
-  // pg_rewind reads the new timeline from the control file, which a promotion updates only at its
-  // next checkpoint: until then an old primary would be told "no rewind required" and diverge.
-  if (promoted) pg.sql("CHECKPOINT");
-  t.leaderSet(changedOnly({ ...ld, ...patch }, require("./clients").serveClients(ctx, all)));
+  t.leaderSet(changedOnly(ctx.ld, patch));
+  // No CHECKPOINT for the old primary's pg_rewind here: it asks for one itself (follower.js rejoin).
+  t.leaderSet(changedOnly({ ...ctx.ld, ...patch }, require("./clients").serveClients(ctx, all)));
   publishSelf(ctx.address, ctx.port, "primary");
   primaryStatus(pg);
 }
@@ -105,6 +94,25 @@ function setRolePasswords(pg, passwords) {
     `ALTER ROLE operator PASSWORD ${lit(scramVerifier(passwords.operator))}; ` +
       `ALTER ROLE replication PASSWORD ${lit(scramVerifier(passwords.replication))};`,
   );
+}
+
+/**
+ * The synchronous standbys ({@link syncStandbys}), published in leader data (with `patch`) before
+ * postgres uses a larger set, and after it uses a smaller one, so leader data never names fewer
+ * than the server waits for: a failover counts on it.
+ */
+function publishSyncStandbys(ctx, all, patch = {}) {
+  const { ld } = ctx;
+  const sync = syncStandbys(ctx, all);
+  const published = (ld["sync-standbys"] || "").split(",").filter(Boolean);
+  const grown = sync.names.some((n) => !published.includes(n)) || sync.n > Number(ld["sync-n"] || 0);
+  if (grown)
+    t.leaderSet({
+      ...patch,
+      "sync-standbys": [...new Set([...published, ...sync.units])].join(","),
+      "sync-n": String(Math.max(sync.n, Number(ld["sync-n"] || 0))),
+    });
+  return sync;
 }
 
 /**
@@ -146,4 +154,4 @@ function dropSlot(pg, unit) {
   );
 }
 
-module.exports = { reconcilePrimary, ensureSlots, dropSlot, syncStandbys };
+module.exports = { reconcilePrimary, ensureSlots, dropSlot, syncStandbys, publishSyncStandbys };

@@ -10,7 +10,8 @@
 // commits waiting for a standby are never acknowledged; immediate if that hangs). The unit's next hook rejoins it as a
 // standby (follower.js), or starts it again when it still leads. What it does goes to watchdog.log.
 "use strict";
-const { spawn, execFileSync } = require("node:child_process");
+const { spawn } = require("node:child_process");
+const { runTool } = require("./tools");
 const { appendFileSync, existsSync, openSync, readFileSync, readlinkSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 
@@ -81,15 +82,8 @@ function primaryPid(data) {
 
 /** "true", "false", or undefined when the agent did not answer. */
 function isLeader() {
-  try {
-    return execFileSync("is-leader", [], {
-      encoding: "utf8",
-      timeout: 10_000,
-      stdio: ["ignore", "pipe", "pipe"],
-    }).trim();
-  } catch {
-    return undefined;
-  }
+  const r = runTool("is-leader", [], { timeoutMs: 10_000 });
+  return r.status === 0 ? r.stdout.trim() : undefined;
 }
 
 function watch(base) {

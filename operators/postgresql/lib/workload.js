@@ -8,11 +8,11 @@
 // crashes; pg_ctl stops it (in the mode asked) and reloads it. On machines nothing here is used
 // (podWorkload() is undefined) and lib/pg.js runs the programs on the machine itself.
 "use strict";
-const { spawnSync } = require("node:child_process");
 const { mkdtempSync, rmSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 const { Pg } = require("./pg");
 const { BIN } = require("./paths");
+const { runTool } = require("./tools");
 
 /** The workload container's name in operator.yaml. */
 const CONTAINER = "postgresql";
@@ -20,13 +20,7 @@ const SERVICE = "postgres";
 
 /** A hook tool's run: {status, stdout, stderr} (never throws). */
 function toolRun(args, { input = "", timeoutMs = 600_000 } = {}) {
-  const r = spawnSync(args[0], args.slice(1), {
-    encoding: "utf8",
-    input,
-    timeout: timeoutMs + 20_000,
-    maxBuffer: 16 << 20,
-  });
-  return { status: r.status ?? -1, stdout: r.stdout ?? "", stderr: r.stderr || (r.error ? String(r.error) : "") };
+  return runTool(args[0], args.slice(1), { input, timeoutMs: timeoutMs + 20_000 });
 }
 
 let cached;
@@ -190,6 +184,11 @@ class ContainerPg extends Pg {
    */
   clearStalePid() {
     exec(["rm", "-f", join(this.p.data, "postmaster.pid")]);
+  }
+
+  runningPort() {
+    const r = execStatus(["cat", join(this.p.data, "postmaster.pid")], { timeoutMs: 30_000 });
+    return r.status === 0 ? Number(r.stdout.split("\n")[3]) || undefined : undefined;
   }
 
   start() {
