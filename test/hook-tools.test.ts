@@ -1,5 +1,6 @@
 /** Argument handling of the hook tools (the end-to-end path is in agent-lifecycle.test.ts). */
 import test from "ava";
+import type { ExecutionContext } from "ava";
 import type { UnitView } from "../api";
 import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -290,6 +291,18 @@ test("readiness-get prints the unit's readiness as text or JSON", async (t) => {
   t.is((await runTool(ctx, "readiness-get", ["extra"])).code, 2);
 });
 
+/** A real tool server on its socket in a directory of its own, closed when the test ends. */
+async function startToolServer(t: ExecutionContext): Promise<{ server: HookToolServer; dir: string }> {
+  const dir = await mkdtemp(join(tmpdir(), "steward-tools-"));
+  const server = new HookToolServer(dir);
+  t.teardown(async () => {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  await server.start();
+  return { server, dir };
+}
+
 /** Runs a tool's wrapper as a hook (or a process a hook left behind) would, with `env`. */
 function runWrapper(
   server: HookToolServer,
@@ -309,13 +322,7 @@ function runWrapper(
 }
 
 test("outside a hook, a unit's processes may run only the reading tools, through the unit's context", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "steward-tools-"));
-  const server = new HookToolServer(dir);
-  t.teardown(async () => {
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  await server.start();
+  const { server } = await startToolServer(t);
   const ctx = context({ leader: true });
   server.registerUnit("unit-ctx", ctx);
   // A tracer a hook started: the hook's own context is gone, its unit's is not.
@@ -367,13 +374,7 @@ function runInProcess(
 }
 
 test("a Node operator's in-process tool calls answer exactly as the programs do, input included", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "steward-tools-"));
-  const server = new HookToolServer(dir);
-  t.teardown(async () => {
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  await server.start();
+  const { server, dir } = await startToolServer(t);
   // Secret access that is never reached: the input is refused first.
   const ctx: HookContext = { ...context({ leader: true, relationHook: true }), secrets: {} as SecretAccess };
   server.register("hook-ctx", ctx);
