@@ -8,7 +8,10 @@
  * postgresql-client application gets its credentials; a row written on the primary (on its pod's
  * address) is read on a standby. Then the primary's pod is deleted and its replacement held back
  * (its agent image cannot be pulled) until a standby has been promoted: writes are accepted again,
- * the committed row is there, and the replacement pod, let go, rejoins as a standby. Last, the backup
+ * the committed row is there, and the replacement pod, let go, rejoins as a standby. The storage is
+ * mounted read-only in the agent's container (a harness option of the fake kubelet): on a real
+ * cluster the agent runs as another user than postgres, so the operator must read and write it only
+ * in the postgresql container. Last, the backup
  * and restore actions, whose files are the workload container's: the leader restores its own backup,
  * then one a standby took, which it fetches from that standby's server; each time a row written
  * after the backup is gone and the standbys clone the restored primary again.
@@ -26,6 +29,9 @@ import type { KubeLab } from "./harness/kube/lab";
 import { startKubeLab } from "./harness/kube/lab";
 
 const R = kubernetes.KUBE_RESOURCES;
+const { AGENT_CONTAINER } = kubernetes;
+/** The pgdata storage's location (operator.yaml), in both containers. */
+const STORAGE = "/srv/postgresql";
 const BIN = "/usr/lib/postgresql/15/bin";
 const root = process.getuid?.() === 0;
 const kube = root ? test.serial : test.skip; // network namespaces and runuser need root
@@ -37,7 +43,12 @@ let lab: KubeLab;
 test.before(async () => {
   if (!root) return;
   // The official image's entrypoint (docker-entrypoint.sh) is never run: the supervisor replaces it.
-  lab = await startKubeLab({ images: { postgres: { entrypoint: [`${BIN}/postgres`] } } });
+  lab = await startKubeLab({
+    images: { postgres: { entrypoint: [`${BIN}/postgres`] } },
+    // As on a cluster where the agent's user (10001) may not write the postgres-owned storage: every
+    // write there goes through the postgresql container, or the test fails.
+    readOnlyMounts: [{ container: AGENT_CONTAINER, mountPath: STORAGE }],
+  });
 });
 test.after.always(async () => {
   await lab?.close();
@@ -105,6 +116,10 @@ kube(
       ((pgContainer?.volumeMounts ?? []) as { mountPath: string }[]).some((m) => m.mountPath === "/srv/postgresql"),
       "the pgdata storage is mounted in the postgresql container",
     );
+    // The agent's container reads the storage but cannot write it: everything the operator wrote
+    // there went through the postgresql container.
+    const probe = await lab.kubelet.exec(M, podOf(primary), AGENT_CONTAINER, ["touch", `${STORAGE}/agent-probe`]);
+    t.regex(probe.stderr, /Read-only file system/, `the agent's container wrote the storage: ${probe.code}`);
     // The server is the supervisor's service in the workload container, running as postgres.
     const ps = await lab.kubelet.exec(M, podOf(primary), "postgresql", ["ps", "-o", "user=,args=", "-C", "postgres"]);
     t.regex(ps.stdout, /^postgres\s+\S*postgres -D \/srv\/postgresql\/data/m, ps.stdout + ps.stderr);

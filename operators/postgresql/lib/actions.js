@@ -92,7 +92,7 @@ const actions = {
     pg.setAsideData();
     pg.restoreBackup(id);
     const epoch = String(Number(ld["restore-epoch"] || 0) + 1);
-    writeEpoch(p, epoch);
+    writeEpoch(pg, epoch);
     t.leaderSet({ "restore-epoch": epoch });
     prepareDirs(p);
     require("./primary").reconcilePrimary({ ...ctx, ld: t.leaderGet() });

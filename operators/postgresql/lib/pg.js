@@ -6,6 +6,7 @@
 "use strict";
 const { execFileSync, spawnSync } = require("node:child_process");
 const {
+  appendFileSync,
   closeSync,
   cpSync,
   existsSync,
@@ -16,6 +17,7 @@ const {
   readlinkSync,
   renameSync,
   rmSync,
+  writeFileSync,
   writeSync,
 } = require("node:fs");
 const { join } = require("node:path");
@@ -149,6 +151,21 @@ class Pg {
   /** Removes the data directory (a clone writes a new one). */
   removeData() {
     rmSync(this.p.data, { recursive: true, force: true });
+  }
+
+  /** A small file of the operator's own at the top of the unit's storage (restore-epoch), or undefined. */
+  readNote(name) {
+    const file = join(this.p.base, name);
+    return existsSync(file) ? readFileSync(file, "utf8") : undefined;
+  }
+
+  writeNote(name, text) {
+    writeFileSync(join(this.p.base, name), text);
+  }
+
+  /** Appends to a log of the operator's own there (rejoin.log). */
+  appendNote(name, text) {
+    appendFileSync(join(this.p.base, name), text);
   }
 
   /** Whether backup `id` is on this unit's storage, whole (a fetch in progress has no such name). */

@@ -165,6 +165,19 @@ class ContainerPg extends Pg {
     exec(["rm", "-rf", this.p.data]);
   }
 
+  readNote(name) {
+    const r = execStatus(["cat", join(this.p.base, name)], { timeoutMs: 30_000 });
+    return r.status === 0 ? r.stdout : undefined;
+  }
+
+  writeNote(name, text) {
+    exec(["/bin/sh", "-c", 'cat >"$1.tmp" && mv -f "$1.tmp" "$1"', "sh", join(this.p.base, name)], { input: text });
+  }
+
+  appendNote(name, text) {
+    exec(["/bin/sh", "-c", 'cat >>"$1"', "sh", join(this.p.base, name)], { input: text });
+  }
+
   hasBackup(id) {
     return existsIn(join(this.p.backups, id, "PG_VERSION"));
   }
