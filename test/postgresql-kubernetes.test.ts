@@ -8,7 +8,13 @@
  * postgresql-client application gets its credentials; a row written on the primary (on its pod's
  * address) is read on a standby. Then the primary's pod is deleted and its replacement held back
  * (its agent image cannot be pulled) until a standby has been promoted: writes are accepted again,
- * the committed row is there, and the replacement pod, let go, rejoins as a standby.
+ * the committed row is there, and the replacement pod, let go, rejoins as a standby. The storage is
+ * mounted read-only in the agent's container (a harness option of the fake kubelet): on a real
+ * cluster the agent runs as another user than postgres, so the operator must read and write it only
+ * in the postgresql container. Last, the backup
+ * and restore actions, whose files are the workload container's: the leader restores its own backup,
+ * then one a standby took, which it fetches from that standby's server; each time a row written
+ * after the backup is gone and the standbys clone the restored primary again.
  */
 import test from "ava";
 import { join } from "node:path";
@@ -17,12 +23,15 @@ import { kubernetes } from "../substrates";
 import { operatorsDir } from "./harness/controller";
 import { eventually } from "./harness/eventually";
 import type { ClientDbJson } from "./harness/pg-units";
-import { dbJsonWithStandbys, primaryAndStandbys, workloadMessages } from "./harness/pg-units";
+import { dbJsonWithStandbys, finishedAction, primaryAndStandbys, workloadMessages } from "./harness/pg-units";
 import { hostAndPort as endpoint, psqlAt as sql } from "./harness/pg-server";
 import type { KubeLab } from "./harness/kube/lab";
 import { startKubeLab } from "./harness/kube/lab";
 
 const R = kubernetes.KUBE_RESOURCES;
+const { AGENT_CONTAINER } = kubernetes;
+/** The pgdata storage's location (operator.yaml), in both containers. */
+const STORAGE = "/srv/postgresql";
 const BIN = "/usr/lib/postgresql/15/bin";
 const root = process.getuid?.() === 0;
 const kube = root ? test.serial : test.skip; // network namespaces and runuser need root
@@ -34,7 +43,12 @@ let lab: KubeLab;
 test.before(async () => {
   if (!root) return;
   // The official image's entrypoint (docker-entrypoint.sh) is never run: the supervisor replaces it.
-  lab = await startKubeLab({ images: { postgres: { entrypoint: [`${BIN}/postgres`] } } });
+  lab = await startKubeLab({
+    images: { postgres: { entrypoint: [`${BIN}/postgres`] } },
+    // As on a cluster where the agent's user (10001) may not write the postgres-owned storage: every
+    // write there goes through the postgresql container, or the test fails.
+    readOnlyMounts: [{ container: AGENT_CONTAINER, mountPath: STORAGE }],
+  });
 });
 test.after.always(async () => {
   await lab?.close();
@@ -102,6 +116,10 @@ kube(
       ((pgContainer?.volumeMounts ?? []) as { mountPath: string }[]).some((m) => m.mountPath === "/srv/postgresql"),
       "the pgdata storage is mounted in the postgresql container",
     );
+    // The agent's container reads the storage but cannot write it: everything the operator wrote
+    // there went through the postgresql container.
+    const probe = await lab.kubelet.exec(M, podOf(primary), AGENT_CONTAINER, ["touch", `${STORAGE}/agent-probe`]);
+    t.regex(probe.stderr, /Read-only file system/, `the agent's container wrote the storage: ${probe.code}`);
     // The server is the supervisor's service in the workload container, running as postgres.
     const ps = await lab.kubelet.exec(M, podOf(primary), "postgresql", ["ps", "-o", "user=,args=", "-C", "postgres"]);
     t.regex(ps.stdout, /^postgres\s+\S*postgres -D \/srv\/postgresql\/data/m, ps.stdout + ps.stderr);
@@ -194,3 +212,97 @@ kube(
     );
   },
 );
+
+const action = (unit: string, name: string, params: Record<string, string> = {}) =>
+  finishedAction(lab.tc.admin, M, unit, name, params);
+
+/** The ledger's rows on the primary, then on every standby once each has cloned the restored primary. */
+async function ledgerEverywhere(): Promise<string[]> {
+  await cluster(2, 300_000);
+  const at = await dbJsonWithStandbys(dbJson, 2);
+  const rows = await sql(at, at, "SELECT id FROM ledger ORDER BY id");
+  for (const ro of at.readOnly)
+    await eventually(
+      `${ro} has the restored primary's rows`,
+      async () => {
+        const seen = await sql(endpoint(ro), at, "SELECT id FROM ledger ORDER BY id").catch(() => []);
+        return seen.join() === rows.join() ? seen : undefined;
+      },
+      120_000,
+      500,
+    );
+  return rows;
+}
+
+kube("restore of the leader's own backup: the row written after it is gone, the standbys clone it again", async (t) => {
+  t.timeout(900_000);
+  if (!primary) return t.fail("no cluster from the first tests");
+  const backup = await action("pg/leader", "backup");
+  t.is(backup.status, "completed", `${backup.message}: ${backup.output}`);
+  const id = String(backup.results.id);
+  // Taken in the postgresql container, as postgres, on the unit's storage.
+  const owned = await lab.kubelet.exec(M, podOf(primary), "postgresql", [
+    "stat",
+    "-c",
+    "%U",
+    `/srv/postgresql/backups/${id}`,
+  ]);
+  t.is(owned.stdout.trim(), "postgres", owned.stderr);
+  const at = (await dbJson())!;
+  await sql(at, at, "INSERT INTO ledger VALUES (3, 'after the backup')");
+  const t0 = Date.now();
+  const restored = await action("pg/leader", "restore", { backup: id });
+  t.is(restored.status, "completed", `${restored.message}: ${restored.output}`);
+  t.is(restored.results["fetched-from"], undefined, "the leader's own backup is not fetched");
+  t.deepEqual(await ledgerEverywhere(), ["1", "2"], "the row written after the backup is gone");
+  const data = await lab.kubelet.exec(M, podOf(primary), "postgresql", ["stat", "-c", "%U %a", "/srv/postgresql/data"]);
+  t.is(data.stdout.trim(), "postgres 700", "the restored data directory is postgres's");
+  t.log(`restore of ${id} on ${primary}, standbys cloned again: ${Date.now() - t0} ms`);
+
+  const missing = await action("pg/leader", "restore", { backup: "20000101T000000Z" });
+  t.is(missing.status, "failed");
+  t.regex(missing.message, new RegExp(`no backup 20000101T000000Z .*has: .*${id}`));
+});
+
+kube("restore on the leader of a backup a standby took: fetched from its server into the leader's pod", async (t) => {
+  t.timeout(900_000);
+  if (!primary) return t.fail("no cluster from the first tests");
+  const standby = Object.entries(await messages()).find(([, m]) => /^active standby/.test(m))?.[0];
+  if (!standby) return t.fail(`no streaming standby: ${JSON.stringify(await messages())}`);
+  const at = (await dbJson())!;
+  await eventually(
+    `the ledger's rows on ${standby}`,
+    async () => {
+      const ip = await podIp(podOf(standby));
+      const rows = await sql({ host: ip!, port: 5432 }, at, "SELECT count(*) FROM ledger").catch(() => []);
+      return rows[0] === "2" ? rows : undefined;
+    },
+    60_000,
+    500,
+  );
+  const backup = await action(standby, "backup");
+  t.is(backup.status, "completed", `${backup.message}: ${backup.output}`);
+  const id = String(backup.results.id);
+  await sql(at, at, "INSERT INTO ledger VALUES (4, 'after the standby backup')");
+  const t0 = Date.now();
+  const restored = await action("pg/leader", "restore", { backup: id });
+  t.is(restored.status, "completed", `${restored.message}: ${restored.output}`);
+  t.is(restored.results["fetched-from"], standby, "fetched from the standby that took it");
+  // Every file of the backup arrived whole: the same files with the same content as the standby's.
+  const sums = async (pod: string): Promise<string> =>
+    (
+      await lab.kubelet.exec(M, pod, "postgresql", [
+        "sh",
+        "-c",
+        `cd /srv/postgresql/backups/${id} && find . -type f -exec sha256sum {} + | sort -k 2`,
+      ])
+    ).stdout;
+  const theirs = await sums(podOf(standby));
+  t.regex(theirs, /\.\/PG_VERSION\n/);
+  t.is(await sums(podOf(primary)), theirs, "the fetched backup is the standby's, file for file");
+  t.true(Number(restored.results["fetched-bytes"]) > 0);
+  t.deepEqual(await ledgerEverywhere(), ["1", "2"], "the row written after the backup is gone");
+  t.log(
+    `restore of ${id} fetched from ${standby} on ${primary} (${String(restored.results["fetched-bytes"])} bytes), standbys cloned again: ${Date.now() - t0} ms`,
+  );
+});

@@ -4,7 +4,7 @@
  * and the client's db.json (operators/postgresql-client) listing the standbys. Each test says how it
  * reads the statuses, the servers' logs and the db.json on its substrate.
  */
-import type { UnitStatusView } from "../../api";
+import type { ControllerClient, TaskInfo, UnitStatusView } from "../../api";
 import { eventually } from "./eventually";
 
 /** The client's db.json, as operators/postgresql-client writes it. */
@@ -63,5 +63,26 @@ export function dbJsonWithStandbys(
     },
     120_000,
     500,
+  );
+}
+
+/** Runs action `name` on `unit` (`pg/leader` too) and waits until its task has finished, however it ended. */
+export async function finishedAction(
+  admin: ControllerClient,
+  model: string,
+  unit: string,
+  name: string,
+  params: Record<string, string> = {},
+  timeoutMs = 300_000,
+): Promise<TaskInfo> {
+  const id = (await admin.runAction(model, [unit], name, params)).tasks[0]!.id;
+  return eventually(
+    `${name} on ${unit} (task ${id}) finished`,
+    async () => {
+      const task = await admin.task(model, id);
+      return task.status !== "pending" && task.status !== "running" ? task : undefined;
+    },
+    timeoutMs,
+    250,
   );
 }

@@ -1,11 +1,9 @@
 // Day-2 actions: get-primary, get-password, switchover (planned, no lost commit), backup and
 // restore. Each runs on one unit, never beside a hook of it.
 "use strict";
-const { cpSync, existsSync, readdirSync, rmSync } = require("node:fs");
 const { join } = require("node:path");
 const t = require("./tools");
 const { hookContext, prepareDirs } = require("./cluster");
-const { owner } = require("./conf");
 const { readPasswords } = require("./passwords");
 const { switchOver, streamingStandbys } = require("./switchover");
 const { splitAddress, writeEpoch } = require("./follower");
@@ -78,25 +76,23 @@ const actions = {
     const { pg, p, ld, unit } = ctx;
     if (!ctx.leader || ld.primary !== unit) return t.actionFail(`${unit} is not the primary: run it on the leader`);
     const { backup } = t.actionGet();
-    const src = join(p.backups, String(backup));
-    const valid = /^[0-9TZ]+$/.test(String(backup));
-    // Taken on another unit: fetched from it first (backup-fetch.js).
-    if (valid && !existsSync(join(src, "PG_VERSION"))) {
-      const got = require("./backup-fetch").fetchBackup(p, String(backup), t.actionLog);
+    const id = String(backup);
+    const valid = /^[0-9TZ]+$/.test(id);
+    // Taken on another unit: fetched from it first (backup-fetch.js). The storage is read and written
+    // through pg only: in a pod it is the workload container's (lib/workload.js).
+    if (valid && !pg.hasBackup(id)) {
+      const got = require("./backup-fetch").fetchBackup(pg, p, id, t.actionLog);
       if (got) t.actionSet({ "fetched-from": got.from, "fetched-bytes": String(got.bytes) });
     }
-    if (!valid || !existsSync(join(src, "PG_VERSION"))) {
-      const known = existsSync(p.backups) ? readdirSync(p.backups).join(", ") : "";
+    if (!valid || !pg.hasBackup(id)) {
+      const known = pg.backupNames().join(", ");
       return t.actionFail(`no backup ${backup} on ${unit} or a peer that answered (${unit} has: ${known || "none"})`);
     }
     pg.stop("fast");
     pg.setAsideData();
-    cpSync(src, p.data, { recursive: true });
-    const { uid, gid } = owner();
-    require("node:child_process").execFileSync("chown", ["-R", `${uid}:${gid}`, p.data]);
-    rmSync(join(p.data, "standby.signal"), { force: true });
+    pg.restoreBackup(id);
     const epoch = String(Number(ld["restore-epoch"] || 0) + 1);
-    writeEpoch(p, epoch);
+    writeEpoch(pg, epoch);
     t.leaderSet({ "restore-epoch": epoch });
     prepareDirs(p);
     require("./primary").reconcilePrimary({ ...ctx, ld: t.leaderGet() });

@@ -5,43 +5,26 @@
 // pg_read_binary_file reads its files, in batches. Nothing new listens, no SSH key or file server is
 // shared between units, and it works as well from a standby (those functions only read). Why not a
 // peer relation announcement: relation data is small and not for files; the units would still need
-// a channel for the bytes, and the server they run is one already.
+// a channel for the bytes, and the server they run is one already. Every read and write of the
+// storage goes through the unit's Pg (lib/pg.js; lib/workload.js on a pod, where psql and the files
+// are the workload container's).
 "use strict";
-const { execFileSync } = require("node:child_process");
-const { closeSync, mkdirSync, openSync, renameSync, rmSync, writeSync } = require("node:fs");
 const { join } = require("node:path");
-const { BIN } = require("./paths");
-const { lit } = require("./pg");
+const { lit, FETCH_BATCH_BYTES: BATCH } = require("./pg");
 const { peers } = require("./peers");
 
-/** At most this many bytes of a file per row, and this many per query (hex doubles them on the wire). */
+/** At most this many bytes of a file per row, and BATCH per query (hex doubles them on the wire). */
 const SEGMENT = 8 << 20;
-const BATCH = 32 << 20;
 
-/** SQL on a peer as operator with room for big answers; rows of |-separated fields. */
-function query(p, peer, sql) {
-  const conninfo = `host=${peer.host} port=${peer.port} user=operator dbname=postgres connect_timeout=5 application_name=steward-backup-fetch`;
-  const out = execFileSync(join(BIN, "psql"), ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], {
-    encoding: "utf8",
-    input: sql,
-    env: { ...process.env, PGPASSFILE: p.pgpass },
-    stdio: ["pipe", "pipe", "pipe"],
-    timeout: 600_000,
-    maxBuffer: 4 * BATCH,
-  });
-  return out
-    .split("\n")
-    .filter((l) => l !== "")
-    .map((l) => l.split("|"));
-}
+const conninfoOf = (peer) =>
+  `host=${peer.host} port=${peer.port} user=operator dbname=postgres connect_timeout=5 application_name=steward-backup-fetch`;
 
 /** The peer holding backup `id` and the directory it is in there, or undefined. */
-function findBackup(p, id, log) {
+function findBackup(pg, id, log) {
   for (const peer of peers().filter((x) => x.host && x.port)) {
     try {
-      const dir = query(
-        p,
-        peer,
+      const dir = pg.peerQuery(
+        conninfoOf(peer),
         `SELECT d FROM (SELECT regexp_replace(current_setting('data_directory'), '/[^/]+$', '') || '/backups/' || ${lit(id)} AS d) x ` +
           `WHERE (pg_stat_file(d || '/PG_VERSION', true)).size IS NOT NULL`,
       )[0]?.[0];
@@ -54,11 +37,10 @@ function findBackup(p, id, log) {
 }
 
 /** Every file and directory under `dir` on the peer: [{path, isdir, size}], paths relative. */
-function listing(p, peer, dir) {
+function listing(pg, peer, dir) {
   const d = lit(dir);
-  const rows = query(
-    p,
-    peer,
+  const rows = pg.peerQuery(
+    conninfoOf(peer),
     `WITH RECURSIVE t(path, isdir, size) AS (
        SELECT ''::text, true, 0::bigint
        UNION ALL
@@ -71,7 +53,8 @@ function listing(p, peer, dir) {
      SELECT path, isdir, size FROM t WHERE path <> '' ORDER BY path`,
   );
   return rows.map(([path, isdir, size]) => {
-    if (path.split("/").some((part) => part === ".." || part === "") || path.startsWith("/"))
+    // A newline would end a line of the pod's list of files (lib/workload.js): no backup has one.
+    if (path.split("/").some((part) => part === ".." || part === "") || path.startsWith("/") || /[\n\r]/.test(path))
       throw new Error(`${peer.unit} listed an unexpected path in the backup: ${JSON.stringify(path)}`);
     return { path, isdir: isdir === "t", size: Number(size) };
   });
@@ -79,24 +62,20 @@ function listing(p, peer, dir) {
 
 /**
  * Fetches backup `id` from the peer that has it into `p.backups/<id>` (through `<id>.partial`, so a
- * fetch cut short is never taken for a backup). Returns where it came from, or undefined when no
- * peer has it.
+ * fetch cut short is never taken for a backup), with the unit's Pg `pg`. Returns where it came
+ * from, or undefined when no peer has it.
  */
-function fetchBackup(p, id, log = () => undefined) {
-  const found = findBackup(p, id, log);
+function fetchBackup(pg, p, id, log = () => undefined) {
+  const found = findBackup(pg, id, log);
   if (!found) return undefined;
   const { peer, dir } = found;
-  const entries = listing(p, peer, dir);
+  const entries = listing(pg, peer, dir);
   const partial = join(p.backups, `${id}.partial`);
-  rmSync(partial, { recursive: true, force: true });
-  mkdirSync(partial, { mode: 0o700 });
-  for (const e of entries.filter((x) => x.isdir)) mkdirSync(join(partial, e.path), { recursive: true, mode: 0o700 });
+  pg.startFetch(partial, entries);
   const segments = [];
-  for (const e of entries.filter((x) => !x.isdir)) {
-    closeSync(openSync(join(partial, e.path), "w", 0o600));
+  for (const e of entries.filter((x) => !x.isdir))
     for (let off = 0; off < e.size; off += SEGMENT)
       segments.push({ path: e.path, off, len: Math.min(SEGMENT, e.size - off) });
-  }
   let bytes = 0;
   for (let i = 0; i < segments.length;) {
     const batch = [];
@@ -105,24 +84,9 @@ function fetchBackup(p, id, log = () => undefined) {
       size += segments[i].len;
       batch.push(segments[i++]);
     }
-    const values = batch.map((s, k) => `(${k}, ${lit(s.path)}, ${s.off}::bigint, ${s.len}::bigint)`).join(", ");
-    const rows = query(
-      p,
-      peer,
-      `SELECT k, encode(pg_read_binary_file(${lit(dir)} || '/' || path, off, len), 'hex') FROM (VALUES ${values}) v(k, path, off, len) ORDER BY k`,
-    );
-    for (const [k, hex] of rows) {
-      const s = batch[Number(k)];
-      const buf = Buffer.from(hex ?? "", "hex");
-      const fd = openSync(join(partial, s.path), "r+");
-      writeSync(fd, buf, 0, buf.length, s.off);
-      closeSync(fd);
-      bytes += buf.length;
-    }
+    bytes += pg.fetchBatch(conninfoOf(peer), dir, partial, batch);
   }
-  execFileSync("chown", ["-R", "postgres:postgres", partial]);
-  rmSync(join(p.backups, id), { recursive: true, force: true });
-  renameSync(partial, join(p.backups, id));
+  pg.finishFetch(partial, id);
   log(`fetched backup ${id} from ${peer.unit} (${entries.length} entries, ${bytes} bytes)`);
   return { from: peer.unit, bytes };
 }

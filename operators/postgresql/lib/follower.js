@@ -4,7 +4,6 @@
 // started as its standby. A unit without data clones the primary with pg_basebackup, on a physical
 // slot of its own; a running standby follows a new primary by changing primary_conninfo (a reload).
 "use strict";
-const { appendFileSync, existsSync, readFileSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 const t = require("./tools");
 const { lit } = require("./pg");
@@ -36,14 +35,14 @@ function reconcileFollower(ctx) {
   const [host, port] = splitAddress(ld["primary-address"]);
   const primary = { unit: ld.primary, host, port };
   const epoch = ld["restore-epoch"] || "0";
-  if (pg.initialized() && epochOf(p) !== epoch) {
+  if (pg.initialized() && epochOf(pg) !== epoch) {
     t.log(`${unit}: the primary was restored from a backup (epoch ${epoch}): cloning again`);
     pg.stop("immediate");
     pg.setAsideData();
   }
   if (!pg.initialized()) clone(ctx, primary);
   else if (!pg.standbySignal()) rejoin(ctx, primary);
-  writeEpoch(p, epoch);
+  writeEpoch(pg, epoch);
   const changed = renderConf(p, {
     address: ctx.address,
     port: ctx.port,
@@ -104,7 +103,7 @@ function rejoin(ctx, primary) {
   t.status("maintenance", `rejoining as a standby of ${primary.unit} (pg_rewind)`);
   pg.stop("fast");
   const state = pg.clusterState();
-  const note = (line) => appendFileSync(join(p.base, "rejoin.log"), `${new Date().toISOString()} ${line}\n`);
+  const note = (line) => pg.appendNote("rejoin.log", `${new Date().toISOString()} ${line}\n`);
   note(
     `rejoining ${primary.unit} at ${primary.host}:${primary.port}; cluster state "${state}", timeline ${pg.controlTimeline()}`,
   );
@@ -130,10 +129,10 @@ function rejoin(ctx, primary) {
   }
 }
 
-const epochFile = (p) => join(p.base, "restore-epoch");
-const epochOf = (p) => (existsSync(epochFile(p)) ? readFileSync(epochFile(p), "utf8").trim() : "0");
-const writeEpoch = (p, epoch) => {
-  if (epochOf(p) !== epoch) writeFileSync(epochFile(p), `${epoch}\n`);
+/** The restore epoch this unit's data is of, in its storage (through pg: a pod's is the workload container's). */
+const epochOf = (pg) => pg.readNote("restore-epoch")?.trim() || "0";
+const writeEpoch = (pg, epoch) => {
+  if (epochOf(pg) !== epoch) pg.writeNote("restore-epoch", `${epoch}\n`);
 };
 
 module.exports = { reconcileFollower, splitAddress, writeEpoch };

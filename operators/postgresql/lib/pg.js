@@ -4,10 +4,27 @@
 // whose password libpq reads from the passfile (never from argv or the environment). SQL goes on
 // standard input, so a password in it never shows in the process list.
 "use strict";
-const { spawnSync } = require("node:child_process");
-const { existsSync, readFileSync, readlinkSync, renameSync, rmSync } = require("node:fs");
+const { execFileSync, spawnSync } = require("node:child_process");
+const {
+  appendFileSync,
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} = require("node:fs");
 const { join } = require("node:path");
 const { BIN } = require("./paths");
+
+/** The most bytes backup-fetch.js asks in one batch. */
+const FETCH_BATCH_BYTES = 32 << 20;
 
 class Pg {
   /** @param p unit paths; @param port the local server's port */
@@ -136,6 +153,95 @@ class Pg {
     rmSync(this.p.data, { recursive: true, force: true });
   }
 
+  /** A small file of the operator's own at the top of the unit's storage (restore-epoch), or undefined. */
+  readNote(name) {
+    const file = join(this.p.base, name);
+    return existsSync(file) ? readFileSync(file, "utf8") : undefined;
+  }
+
+  writeNote(name, text) {
+    writeFileSync(join(this.p.base, name), text);
+  }
+
+  /** Appends to a log of the operator's own there (rejoin.log). */
+  appendNote(name, text) {
+    appendFileSync(join(this.p.base, name), text);
+  }
+
+  /** Whether backup `id` is on this unit's storage, whole (a fetch in progress has no such name). */
+  hasBackup(id) {
+    return existsSync(join(this.p.backups, id, "PG_VERSION"));
+  }
+
+  /** What the backups directory holds, for an error message. */
+  backupNames() {
+    return existsSync(this.p.backups) ? readdirSync(this.p.backups) : [];
+  }
+
+  /** Backup `id` becomes the data directory (set aside before), postgres's, and not a standby's. */
+  restoreBackup(id) {
+    cpSync(join(this.p.backups, id), this.p.data, { recursive: true });
+    const { uid, gid } = require("./conf").owner();
+    execFileSync("chown", ["-R", `${uid}:${gid}`, this.p.data]);
+    rmSync(join(this.p.data, "standby.signal"), { force: true });
+  }
+
+  /**
+   * SQL on a peer as operator (backup-fetch.js), with room for a batch's answer; rows of
+   * |-separated fields. psql runs as the hook's user, the password from the unit's passfile.
+   */
+  peerQuery(conninfo, sql) {
+    const out = execFileSync(join(BIN, "psql"), ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], {
+      encoding: "utf8",
+      input: sql,
+      env: { ...process.env, PGPASSFILE: this.p.pgpass },
+      stdio: ["pipe", "pipe", "pipe"],
+      timeout: 600_000,
+      maxBuffer: 4 * FETCH_BATCH_BYTES,
+    });
+    return out
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.split("|"));
+  }
+
+  /** A fetch's directory `partial` made anew with the backup's directories and (empty) files. */
+  startFetch(partial, entries) {
+    rmSync(partial, { recursive: true, force: true });
+    mkdirSync(partial, { mode: 0o700 });
+    for (const e of entries.filter((x) => x.isdir)) mkdirSync(join(partial, e.path), { recursive: true, mode: 0o700 });
+    for (const e of entries.filter((x) => !x.isdir)) closeSync(openSync(join(partial, e.path), "w", 0o600));
+  }
+
+  /**
+   * Reads one batch of `segments` ({path, off, len}) of the files under `dir` on the peer at
+   * `conninfo` (a query, hex) into the same files under `partial`; returns the bytes written.
+   */
+  fetchBatch(conninfo, dir, partial, segments) {
+    const values = segments.map((s, k) => `(${k}, ${lit(s.path)}, ${s.off}::bigint, ${s.len}::bigint)`).join(", ");
+    const rows = this.peerQuery(
+      conninfo,
+      `SELECT k, encode(pg_read_binary_file(${lit(dir)} || '/' || path, off, len), 'hex') FROM (VALUES ${values}) v(k, path, off, len) ORDER BY k`,
+    );
+    let bytes = 0;
+    for (const [k, hex] of rows) {
+      const s = segments[Number(k)];
+      const buf = Buffer.from(hex ?? "", "hex");
+      const fd = openSync(join(partial, s.path), "r+");
+      writeSync(fd, buf, 0, buf.length, s.off);
+      closeSync(fd);
+      bytes += buf.length;
+    }
+    return bytes;
+  }
+
+  /** A whole fetch becomes backup `id`, postgres's. */
+  finishFetch(partial, id) {
+    execFileSync("chown", ["-R", "postgres:postgres", partial]);
+    rmSync(join(this.p.backups, id), { recursive: true, force: true });
+    renameSync(partial, join(this.p.backups, id));
+  }
+
   /** Starts the server and waits until it takes connections (a standby: until it is consistent). */
   start() {
     if (this.running()) return;
@@ -254,4 +360,4 @@ const lit = (s) => `'${String(s).replace(/'/g, "''")}'`;
 /** Double-quoted SQL identifier. */
 const ident = (s) => `"${String(s).replace(/"/g, '""')}"`;
 
-module.exports = { Pg, lsn, lit, ident };
+module.exports = { Pg, lsn, lit, ident, FETCH_BATCH_BYTES };

@@ -37,6 +37,10 @@ function runningPid(base) {
 
 /** From a hook: starts the watchdog unless it runs (a refreshed operator's new file starts a new one). */
 function ensureWatchdog(p) {
+  // In a pod the server runs in the workload container, out of this process's sight (the pid file's
+  // pid and /proc are that container's), and its own files would be written to the claim from the
+  // agent's container: not started there (README: Limits).
+  if (require("./workload").podWorkload()) return;
   if (runningPid(p.base)) return;
   stopOther(p.base);
   const env = { ...process.env };

@@ -10,7 +10,7 @@
 "use strict";
 const { mkdtempSync, rmSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
-const { Pg } = require("./pg");
+const { Pg, lit } = require("./pg");
 const { BIN } = require("./paths");
 const { runTool } = require("./tools");
 
@@ -157,6 +157,117 @@ class ContainerPg extends Pg {
 
   removeData() {
     exec(["rm", "-rf", this.p.data]);
+  }
+
+  readNote(name) {
+    const r = execStatus(["cat", join(this.p.base, name)], { timeoutMs: 30_000 });
+    return r.status === 0 ? r.stdout : undefined;
+  }
+
+  writeNote(name, text) {
+    exec(["/bin/sh", "-c", 'cat >"$1.tmp" && mv -f "$1.tmp" "$1"', "sh", join(this.p.base, name)], { input: text });
+  }
+
+  appendNote(name, text) {
+    exec(["/bin/sh", "-c", 'cat >>"$1"', "sh", join(this.p.base, name)], { input: text });
+  }
+
+  hasBackup(id) {
+    return existsIn(join(this.p.backups, id, "PG_VERSION"));
+  }
+
+  backupNames() {
+    const r = execStatus(["ls", "-1", this.p.backups], { timeoutMs: 30_000 });
+    return r.status === 0 ? r.stdout.split("\n").filter(Boolean) : [];
+  }
+
+  restoreBackup(id) {
+    const script = 'cp -a "$1" "$2" && chown -R postgres:postgres "$2" && rm -f "$2/standby.signal"';
+    exec(["/bin/sh", "-c", script, "sh", join(this.p.backups, id), this.p.data], { timeoutMs: 600_000 });
+  }
+
+  /** psql in the container (its answer at most the 1 MiB an exec keeps: backup-fetch's listings are far smaller). */
+  peerQuery(conninfo, sql) {
+    return this.run("psql", ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], { input: sql })
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.split("|"));
+  }
+
+  /** As postgres, from a list on standard input ("d PATH" / "f PATH" lines: paths have no newline). */
+  startFetch(partial, entries) {
+    const list = [...entries.filter((e) => e.isdir), ...entries.filter((e) => !e.isdir)]
+      .map((e) => `${e.isdir ? "d" : "f"} ${e.path}\n`)
+      .join("");
+    const script = [
+      'rm -rf "$1" "$1.segments" && mkdir -m 0700 "$1" "$1.segments" && cd "$1" || exit 1',
+      'while IFS= read -r line; do p="./${line#? }"',
+      '  case "$line" in d*) mkdir -p -m 0700 "$p" ;; *) : >"$p" && chmod 0600 "$p" ;; esac || exit 1',
+      "done",
+    ].join("\n");
+    exec(["runuser", "-u", "postgres", "--", "/bin/sh", "-c", script, "sh", partial], {
+      input: list,
+      timeoutMs: 300_000,
+    });
+  }
+
+  /**
+   * The bytes never pass through the agent (an exec's output is cut at 1 MiB): per batch, psql in the
+   * container writes each segment, base64, to a file of its own (\g), and the shell decodes it into
+   * place. Each segment's decoded size is checked against what was asked.
+   */
+  fetchBatch(conninfo, dir, partial, segments) {
+    // The list goes in argv and the queries on stdin (at most 1 MiB): a batch of many small files in parts.
+    if (segments.length > 500)
+      return (
+        this.fetchBatch(conninfo, dir, partial, segments.slice(0, 500)) +
+        this.fetchBatch(conninfo, dir, partial, segments.slice(500))
+      );
+    // One query a segment, each to the file named by its index in the batch.
+    const sql = segments.map(
+      (s, k) =>
+        `SELECT encode(pg_read_binary_file(${lit(`${dir}/${s.path}`)}, ${s.off}, ${s.len}), 'base64') \\g ${k}\n`,
+    );
+    const script = [
+      'bin="$1" conninfo="$2" files="$3"; shift 3',
+      '"$bin/psql" -XAtq -v ON_ERROR_STOP=1 -d "$conninfo" -f - || exit 1',
+      "k=0",
+      "while [ $# -gt 0 ]; do",
+      '  base64 -d "$k" >seg && dd if=seg of="$files/$1" bs=1M seek="$2" oflag=seek_bytes conv=notrunc status=none || exit 1',
+      '  wc -c <seg; rm -f "$k" seg; k=$((k + 1)); shift 2',
+      "done",
+    ].join("\n");
+    const out = exec(
+      [
+        "env",
+        `PGPASSFILE=${this.p.pgpass}`,
+        "PGCONNECT_TIMEOUT=5",
+        "runuser",
+        "-u",
+        "postgres",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+        "sh",
+        BIN,
+        conninfo,
+        partial,
+        ...segments.flatMap((s) => [s.path, String(s.off)]),
+      ],
+      { input: sql.join(""), timeoutMs: 600_000, workdir: `${partial}.segments` },
+    );
+    const sizes = out.split("\n").filter(Boolean).map(Number);
+    segments.forEach((s, k) => {
+      if (sizes[k] !== s.len)
+        throw new Error(`fetching ${s.path} at ${s.off}: ${sizes[k] ?? "no"} bytes came of the ${s.len} asked`);
+    });
+    return segments.reduce((n, s) => n + s.len, 0);
+  }
+
+  finishFetch(partial, id) {
+    const script = 'rm -rf "$1.segments" && chown -R postgres:postgres "$1" && rm -rf "$2" && mv -T "$1" "$2"';
+    exec(["/bin/sh", "-c", script, "sh", partial, join(this.p.backups, id)], { timeoutMs: 300_000 });
   }
 
   /** The supervisor's view of the service: active, inactive, backoff, error. */

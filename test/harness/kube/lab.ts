@@ -22,7 +22,7 @@ import { startTestController } from "../controller";
 import { FakeKubeApi } from "./fake-kube-api";
 import type { FakeKubeApiOptions } from "./fake-kube-api";
 import { ProcessKubelet } from "./process-kubelet";
-import type { ImageSpec } from "./process-kubelet";
+import type { ImageSpec, ProcessKubeletOptions } from "./process-kubelet";
 
 export interface KubeLab {
   api: FakeKubeApi;
@@ -43,8 +43,13 @@ export const LAB_PROBES: kubernetes.PodProbeSettings = {
 /** A workload image for test operators' `containers:` (any command: the supervisor replaces its entrypoint). */
 export const LAB_WORKLOAD_IMAGE = "steward-test/workload";
 
-/** @param o.images more images the kubelet runs (a test's workload images). */
-export async function startKubeLab(o: { images?: Record<string, ImageSpec> } = {}): Promise<KubeLab> {
+/**
+ * @param o.images more images the kubelet runs (a test's workload images);
+ * @param o.readOnlyMounts mounts the kubelet makes read-only (ProcessKubeletOptions.readOnlyMounts).
+ */
+export async function startKubeLab(
+  o: { images?: Record<string, ImageSpec>; readOnlyMounts?: ProcessKubeletOptions["readOnlyMounts"] } = {},
+): Promise<KubeLab> {
   const dir = await mkdtemp(join(tmpdir(), "steward-kube-lab-"));
   const image = DEFAULT_AGENT_IMAGE.replace(/:[^:/]+$/, "");
   const kubelet = new ProcessKubelet({
@@ -62,6 +67,7 @@ export async function startKubeLab(o: { images?: Record<string, ImageSpec> } = {
     },
     restartBackoff: { initialMs: 500, maxMs: 5000 },
     maxGraceSeconds: 10,
+    ...(o.readOnlyMounts ? { readOnlyMounts: o.readOnlyMounts } : {}),
   });
   let api: FakeKubeApi | undefined;
   let tc: TestController | undefined;

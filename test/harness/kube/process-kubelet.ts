@@ -80,6 +80,12 @@ export interface ProcessKubeletOptions {
   secretRefreshMs?: number;
   /** The cluster domain (the real kubelet's --cluster-domain). @default "cluster.local" */
   clusterDomain?: string;
+  /**
+   * Volume mounts made read-only whatever the pod says, by container name and mountPath. Not a
+   * kubelet setting: a test's stand-in for a cluster where that container's user may not write there
+   * (this fake runs every container as root, ignoring securityContext), to show it never does.
+   */
+  readOnlyMounts?: { container: string; mountPath: string }[];
 }
 
 const PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -689,7 +695,8 @@ export class ProcessKubelet implements Kubelet {
       const src = join(await this.volume(p, m.name), m.subPath ?? "");
       await mkdir(src, { recursive: true });
       steps.push(`mkdir -p ${quote(m.mountPath)}`, `mount --bind ${quote(src)} ${quote(m.mountPath)}`);
-      if (m.readOnly) steps.push(`mount -o remount,bind,ro ${quote(m.mountPath)}`);
+      const forced = this.o.readOnlyMounts?.some((r) => r.container === c.spec.name && r.mountPath === m.mountPath);
+      if (m.readOnly || forced) steps.push(`mount -o remount,bind,ro ${quote(m.mountPath)}`);
     }
     return steps;
   }
