@@ -4,11 +4,12 @@
  * Kubernetes documentation says a kubelet does: init containers first, the downward API and
  * secrets in the environment, volumes shared within a pod, pod IPs of their own, readiness gating
  * Ready, liveness restarting a container, back-off after a crash, SIGTERM on deletion, claims
- * that outlive their pods, and a pod's ServiceAccount token (mounted, rotated) and API address.
+ * that outlive their pods (given the pod's fsGroup), and a pod's ServiceAccount token (mounted, rotated)
+ * and API address.
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, mkdtemp, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { get } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +18,7 @@ import type { KubeObject } from "./harness/kube";
 import { kubernetes } from "../substrates";
 import { publishApiServer } from "./harness/kube/lab";
 import { ProcessKubelet } from "./harness/kube/process-kubelet";
+import { applyVolumeOwnership } from "./harness/kube/volume-ownership";
 import { eventually } from "./harness/eventually";
 
 const loadClient = () => import("@kubernetes/client-node");
@@ -448,4 +450,40 @@ test("a pod's ServiceAccount: its token, the CA and its namespace mounted, the A
       10_000,
     ),
   );
+});
+
+test("a claim's volume is given the pod's fsGroup as the kubelet documents it: group rw, setgid directories, OnRootMismatch skipping a root that matches", async (t) => {
+  const root = await mkdtemp(join(tmpdir(), "steward-fsgroup-"));
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  await mkdir(join(root, "data"), { mode: 0o700 });
+  await writeFile(join(root, "data", "PG_VERSION"), "15\n", { mode: 0o600 });
+  await writeFile(join(root, "run.sh"), "#!/bin/sh\n", { mode: 0o700 });
+  await symlink("/etc/hostname", join(root, "link"));
+  await chmod(root, 0o700);
+  const mode = async (path: string): Promise<number> => (await stat(path)).mode & 0o7777;
+  const gid = async (path: string): Promise<number> => (await stat(path)).gid;
+
+  await applyVolumeOwnership(root, undefined);
+  t.is(await mode(join(root, "data")), 0o700, "no fsGroup: left as it is");
+
+  await applyVolumeOwnership(root, { fsGroup: 4242 });
+  t.is(await mode(root), 0o2770);
+  t.is(await mode(join(root, "data")), 0o2770, "directories: group rwx and setgid, OR'd with their mode");
+  t.is(await mode(join(root, "data", "PG_VERSION")), 0o660, "files: group rw");
+  t.is(await mode(join(root, "run.sh")), 0o760, "files gain group rw, never exec");
+  t.is(await gid(join(root, "data", "PG_VERSION")), 4242);
+  t.not((await lstat(join(root, "link"))).gid, 4242, "symbolic links are skipped");
+
+  // The workload puts its modes back; OnRootMismatch leaves them when the root already matches.
+  await chmod(join(root, "data"), 0o700);
+  await applyVolumeOwnership(root, { fsGroup: 4242, fsGroupChangePolicy: "OnRootMismatch" });
+  t.is(await mode(join(root, "data")), 0o700);
+  // Always (the default) walks the volume again at every mount.
+  await applyVolumeOwnership(root, { fsGroup: 4242, fsGroupChangePolicy: "Always" });
+  t.is(await mode(join(root, "data")), 0o2770);
+  // A root that does not match: OnRootMismatch walks it too.
+  await chmod(join(root, "data"), 0o700);
+  await chmod(root, 0o700);
+  await applyVolumeOwnership(root, { fsGroup: 4242, fsGroupChangePolicy: "OnRootMismatch" });
+  t.is(await mode(join(root, "data")), 0o2770);
 });

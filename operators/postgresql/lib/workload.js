@@ -113,9 +113,20 @@ function writeOwnedIn(path, content) {
   return true;
 }
 
-/** The unit's directories on its storage, postgres's (0700), made in the container. */
+/**
+ * The unit's directories on its storage, postgres's (0700), made in the container, and the modes
+ * PostgreSQL insists on put back. A kubelet that applies the pod's fsGroup to the volume (every mount,
+ * by default) gives every file group read-write and every directory setgid: the server then refuses
+ * its data directory (0700 or 0750 only) and a TLS key others may read, and libpq ignores the passfile.
+ */
 function prepareDirsIn(p) {
-  exec(["install", "-d", "-m", "0700", "-o", "postgres", "-g", "postgres", p.base, p.run, p.backups]);
+  const script = [
+    'install -d -m 0700 -o postgres -g postgres "$1" "$2" "$3"',
+    // (chmod keeps a directory's setgid unless told: g-s.)
+    'if [ -d "$4" ]; then chmod 0700 "$4" && chmod g-s "$4"; fi',
+    'for f in "$5" "$6"; do if [ -f "$f" ]; then chmod 0600 "$f"; fi; done',
+  ].join(" && ");
+  exec(["/bin/sh", "-c", script, "sh", p.base, p.run, p.backups, p.data, p.pgpass, join(p.base, "tls", "server.key")]);
 }
 
 /** The local server of a unit whose PostgreSQL runs in its workload container. */

@@ -23,7 +23,8 @@
  *   pod's ServiceAccount bound to the pod, asked of the API server and written again at the
  *   periodic sync once older than 80 % of its lifetime or 24 hours, as the kubelet rotates them),
  *   persistentVolumeClaim (the host path of the volume the claim is bound to, once it is bound: a
- *   claim deleted and made again gets a new, empty volume; persistentvolume-controller.ts);
+ *   claim deleted and made again gets a new, empty volume; persistentvolume-controller.ts), its
+ *   ownership set to the pod's fsGroup at each pod's mount (volume-ownership.ts);
  * - the API server's address in each container's environment (`KUBERNETES_SERVICE_HOST`,
  *   `KUBERNETES_SERVICE_PORT`, from the Service `kubernetes` in `default`, as "Accessing the
  *   Kubernetes API from a Pod" describes): its cluster IP, or, the fake having no kube-proxy to
@@ -51,6 +52,7 @@ import type { Kubelet, KubeletHost } from "./kubelet";
 import { setCondition } from "./kubelet";
 import { podDnsFiles } from "./pod-dns";
 import { PodNetwork } from "./pod-network";
+import { applyVolumeOwnership } from "./volume-ownership";
 import type { ProbeSpec } from "./probes";
 import { scheduleProbe } from "./probes";
 
@@ -162,6 +164,8 @@ class RunningPod {
   dnsFiles: string[] = [];
   /** Projected ServiceAccount tokens written, by file: when each was issued and expires (ms). */
   readonly tokens = new Map<string, { issued: number; expires: number }>();
+  /** Claims whose volume's ownership was set for this pod (once per pod, as at its mount): by claim name. */
+  readonly ownedClaims = new Map<string, Promise<void>>();
   constructor(
     readonly pod: KubeObject,
     readonly dir: string,
@@ -734,7 +738,12 @@ export class ProcessKubelet implements Kubelet {
           ? this.host!.read("persistentvolumes", "", claim.spec.volumeName)
           : undefined;
       const path: string | undefined = pv?.spec?.hostPath?.path ?? pv?.spec?.local?.path;
-      if (path) return path;
+      if (path) {
+        if (!p.ownedClaims.has(claimName))
+          p.ownedClaims.set(claimName, applyVolumeOwnership(path, p.pod.spec?.securityContext));
+        await p.ownedClaims.get(claimName);
+        return path;
+      }
       if (waited >= 60_000) throw new Error(`persistentvolumeclaim "${claimName}" is not bound to a volume`);
       await new Promise((r) => setTimeout(r, 100));
     }
