@@ -13,9 +13,18 @@ import { existsSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { hostname, release } from "node:os";
 import { join } from "node:path";
-import type { AgentView, Logger, MigrationTarget } from "../api/core";
+import type { AgentReleaseTarget, AgentView, Bundle, Logger, MigrationTarget } from "../api/core";
 import { HANDED_OVER_PHASES, STEWARD_VERSION, createLogger } from "../api/core";
 import { MigrationMinion } from "./migration-minion";
+import {
+  chooseForNextStart,
+  confirmRelease,
+  pruneReleases,
+  readReleaseState,
+  recordReleaseFailure,
+  stageRelease,
+} from "./agent-release";
+import { getFromController } from "./controller-get";
 import type { AgentConfig } from "./config";
 import { readAgentConfig, saveAgentConfig } from "./config";
 import { ControllerConnection } from "./connection";
@@ -54,6 +63,11 @@ export interface AgentOptions {
   wedgedAfterMs?: number;
   /** Where the pod's workload containers' supervisors listen (Kubernetes pods with workload containers). */
   workloadSockets?: string;
+  /**
+   * Called once another agent release was chosen and this agent stopped (agent-release.ts): the
+   * process exits, to be started again on it. @default nothing (the agent stays stopped)
+   */
+  onReleaseChosen?: () => void;
 }
 
 /** An answer of a probe: whether, and if not why. */
@@ -73,6 +87,7 @@ const WEDGED_AFTER_MS = 15 * 60_000;
 interface AgentSettings {
   pod: boolean;
   wedgedAfterMs: number;
+  onReleaseChosen?: () => void;
 }
 
 export class Agent {
@@ -105,6 +120,8 @@ export class Agent {
   private switchedFor?: string;
   /** The machine halves of its units' storage attachments (mounts, directories). */
   private readonly storage: MachineStorage;
+  /** The agent release being moved to (`version#attempt`), while it is staged and switched to. */
+  private releasing?: string;
 
   protected constructor(
     private readonly dir: string,
@@ -160,6 +177,7 @@ export class Agent {
     const agent = new Agent(opts.dir, cfg, log, {
       pod: opts.pod ?? false,
       wedgedAfterMs: opts.wedgedAfterMs ?? WEDGED_AFTER_MS,
+      ...(opts.onReleaseChosen ? { onReleaseChosen: opts.onReleaseChosen } : {}),
     });
     agent.bootId = opts.bootId ?? (await currentBootId());
     if (agent.settings.pod) agent.remembered = await rememberedUnits(opts.dir);
@@ -236,18 +254,81 @@ export class Agent {
   }
 
   private onConnected(): void {
-    // The address reported is the one hooks get as STEWARD_UNIT_ADDRESS (where units serve), so
-    // status shows where they can be reached; on every connection, as it can change.
-    this.conn
-      .call("machine.info", {
+    void this.reportMachine();
+    this.reporter.flush();
+    this.forwarder.flush();
+  }
+
+  /**
+   * The address reported is the one hooks get as STEWARD_UNIT_ADDRESS (where units serve), so
+   * status shows where they can be reached; on every connection, as it can change. Reported, it
+   * also ends this release's trial (agent-release.ts), if it is on one.
+   */
+  private async reportMachine(): Promise<void> {
+    try {
+      const failed = this.settings.pod ? undefined : (await readReleaseState(this.dir)).failed;
+      await this.conn.call("machine.info", {
         hostname: hostname(),
         address: unitAddress(this.conn),
         os: `${process.platform} ${release()}`,
         agentVersion: STEWARD_VERSION,
-      })
-      .catch((err: unknown) => this.log.warn("could not report machine info", { err }));
-    this.reporter.flush();
-    this.forwarder.flush();
+        ...(failed ? { agentUpgradeFailure: failed } : {}),
+      });
+      if (this.settings.pod) return;
+      const trial = await confirmRelease(this.dir, STEWARD_VERSION);
+      if (trial) {
+        this.log.info("agent release confirmed: it came up and reported", { version: STEWARD_VERSION });
+        await pruneReleases(this.dir);
+      }
+    } catch (err) {
+      this.log.warn("could not report machine info", { err });
+    }
+  }
+
+  /**
+   * Moves to the release the controller names for this machine, if it is not this one and has not
+   * failed at this attempt: staged first (hooks go on), then chosen while holding the machine lock,
+   * so no hook is running when the agent stops to be started on it.
+   */
+  private async followRelease(target: AgentReleaseTarget | undefined): Promise<void> {
+    if (!target || target.version === STEWARD_VERSION || this.settings.pod) return;
+    const key = `${target.version}#${target.attempt}`;
+    if (this.releasing === key) return;
+    this.releasing = key;
+    try {
+      const failed = (await readReleaseState(this.dir)).failed;
+      if (failed?.version === target.version && failed.attempt === target.attempt) return;
+      await stageRelease(this.dir, target.version, target.hash, () =>
+        getFromController<Bundle>({
+          addresses: this.cfg.controllerAddresses,
+          caCert: this.cfg.caCert,
+          authorization: `${this.cfg.model}/${this.cfg.machine}/${this.cfg.credential}`,
+          path: `/v1/agent-releases/${encodeURIComponent(target.version)}`,
+          what: `agent release ${target.version}`,
+          reason: "agent-release-download-failed",
+        }),
+      );
+      this.log.info("staged agent release; switching once no hook runs", { version: target.version });
+      await this.lock.run(async () => {
+        if (this.state !== "RUNNING") return;
+        await chooseForNextStart(this.dir, {
+          version: target.version,
+          attempt: target.attempt,
+          trialMs: target.trialSeconds * 1000,
+        });
+        this.log.info("switching to agent release; restarting", { version: target.version, from: STEWARD_VERSION });
+        await this.stop();
+      });
+      this.settings.onReleaseChosen?.();
+    } catch (err) {
+      this.log.warn("could not move to agent release", { version: target.version, err });
+      await recordReleaseFailure(this.dir, {
+        version: target.version,
+        attempt: target.attempt,
+        message: `could not stage it: ${(err as Error).message}`.slice(0, 1024),
+      }).catch(() => undefined);
+      void this.reportMachine();
+    }
   }
 
   private onView(view: AgentView): void {
@@ -257,6 +338,7 @@ export class Agent {
       return;
     this.view = view;
     this.minion.onView(view.migration);
+    void this.followRelease(view.machine.agentRelease);
     this.storage.update(view.machineStorage);
     const addrs = view.controllerAddresses;
     if (addrs.length > 0 && addrs.join(",") !== this.cfg.controllerAddresses.join(",")) {

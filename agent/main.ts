@@ -4,14 +4,16 @@
  * `main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N]` (pod-agent.ts), and as the
  * pod's init container `main.js --install-supervisor DIR` (workload/install.ts).
  */
+import type { Logger } from "../api/core";
 import { createLogger } from "../api/core";
-import { POD_HEALTH_PORT } from "../api/core";
+import { POD_HEALTH_PORT, STEWARD_VERSION } from "../api/core";
 import { Agent } from "./agent";
+import { chooseRelease, rollBackIfOnTrial } from "./agent-release";
 import { PodAgent, podIdentity } from "./pod-agent";
 import { installSupervisor } from "./workload/install";
 
 const USAGE =
-  "usage: agent/main.js --dir DIR\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N] [--workload-sockets DIR]\n       agent/main.js --install-supervisor DIR\n";
+  "usage: agent/main.js --dir DIR\n       agent/main.js version\n       agent/main.js --pod --dir DIR --configs CONFIG_DIR [--health-port N] [--workload-sockets DIR]\n       agent/main.js --install-supervisor DIR\n";
 
 function option(args: string[], flag: string, env: string): string | undefined {
   const i = args.indexOf(flag);
@@ -20,6 +22,11 @@ function option(args: string[], flag: string, env: string): string | undefined {
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
+  // What the controller asks of a release it is given, as of its own bundle (substrates bundleVersion).
+  if (args[0] === "version") {
+    process.stdout.write(JSON.stringify({ version: STEWARD_VERSION }) + "\n");
+    return;
+  }
   const into = option(args, "--install-supervisor", "STEWARD_INSTALL_SUPERVISOR");
   if (into) {
     const placed = await installSupervisor(into);
@@ -61,7 +68,9 @@ async function main(): Promise<void> {
     });
     stop = () => podAgent.stop();
   } else {
-    const agent = await Agent.start({ dir, log });
+    if (await loadChosenRelease(dir, log)) return;
+    // Started again by what keeps it running (systemd, the local provisioner), on the chosen release.
+    const agent = await Agent.start({ dir, log, onReleaseChosen: () => process.exit(0) });
     stop = () => agent.stop();
   }
   let stopping = false;
@@ -75,6 +84,37 @@ async function main(): Promise<void> {
       );
     });
   }
+}
+
+/**
+ * A machine agent runs the release `steward upgrade-model` chose (agent-release.ts) when it is not
+ * this one: loaded into this process, where it decides again and runs itself. While it is on trial
+ * this entry's watchdog takes it back if it has not reported in time (its own code may be what fails).
+ */
+async function loadChosenRelease(dir: string, log: Logger): Promise<boolean> {
+  const choice = await chooseRelease(dir, STEWARD_VERSION);
+  if (choice.rolledBack)
+    log.warn("went back to the previous agent release", {
+      version: choice.rolledBack.version,
+      why: choice.rolledBack.message,
+    });
+  if (!choice.entry) return false;
+  if (choice.trialLeftMs !== undefined) {
+    const version = choice.version!;
+    setTimeout(() => {
+      void rollBackIfOnTrial(dir, version).then((undone) => {
+        if (!undone) return;
+        log.warn("the new agent release did not report in time; going back to the previous one", { version });
+        process.exit(75);
+      });
+    }, choice.trialLeftMs);
+  }
+  log.info("loading the chosen agent release", {
+    entry: choice.entry,
+    ...(choice.trialLeftMs !== undefined ? { trialMs: choice.trialLeftMs } : {}),
+  });
+  require(choice.entry);
+  return true;
 }
 
 main().catch((err: unknown) => {

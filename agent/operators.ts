@@ -2,22 +2,11 @@
  * Operator content on the machine: fetched once per content hash, verified against that hash, and
  * unpacked atomically into `<agent-dir>/operators/<hash>/`, shared by every unit that runs it.
  */
-import { request } from "node:https";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import type { Bundle } from "../api/core";
-import {
-  CONTROLLER_TLS_NAME,
-  STEWARD_VERSION,
-  StewardError,
-  VERSION_HEADER,
-  bundleHash,
-  bundlePathProblem,
-  errorFromWire,
-  fileDirectoryClash,
-  operatorHashProblem,
-  splitAddress,
-} from "../api/core";
+import { StewardError, bundleHash, bundlePathProblem, fileDirectoryClash, operatorHashProblem } from "../api/core";
+import { getFromController } from "./controller-get";
 
 /** An operator that could not be made ready on this machine; the message names the problem. */
 export class OperatorUnpackError extends StewardError {
@@ -119,45 +108,13 @@ export class OperatorStore {
     return dir;
   }
 
-  private async fetch(hash: string): Promise<Bundle> {
-    let lastErr: unknown;
-    for (const address of this.addresses()) {
-      try {
-        return await new Promise<Bundle>((resolve, reject) => {
-          const [host, port] = splitAddress(address);
-          const req = request(
-            {
-              host,
-              port,
-              path: `/v1/operators/${hash}`,
-              method: "GET",
-              ca: this.caCert(),
-              servername: CONTROLLER_TLS_NAME,
-              headers: { authorization: `Agent ${this.authorization}`, [VERSION_HEADER]: STEWARD_VERSION },
-              timeout: 60_000,
-            },
-            (res) => {
-              const chunks: Buffer[] = [];
-              res.on("data", (c: Buffer) => chunks.push(c));
-              res.on("end", () => {
-                const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as unknown;
-                if ((res.statusCode ?? 500) >= 400) reject(errorFromWire(body, res.statusCode ?? 500));
-                else resolve(body as Bundle);
-              });
-              res.on("error", reject);
-            },
-          );
-          req.on("timeout", () => req.destroy(new Error("operator download timed out")));
-          req.on("error", reject);
-          req.end();
-        });
-      } catch (err) {
-        lastErr = err;
-        if (StewardError.isInstance(err) && err.code === "not-found") throw err;
-      }
-    }
-    throw new StewardError("unavailable", `could not download operator ${hash}: ${(lastErr as Error)?.message}`, {
-      cause: lastErr,
+  private fetch(hash: string): Promise<Bundle> {
+    return getFromController<Bundle>({
+      addresses: this.addresses(),
+      caCert: this.caCert(),
+      authorization: this.authorization,
+      path: `/v1/operators/${hash}`,
+      what: `operator ${hash}`,
       reason: "operator-download-failed",
     });
   }

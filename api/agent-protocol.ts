@@ -106,11 +106,25 @@ export interface QueuedAction {
   params: Record<string, string | number | boolean>;
 }
 
+/**
+ * The agent release `steward upgrade-model` asked this machine to run: the agent downloads it
+ * (`GET /v1/agent-releases/:version`), checks it against `hash`, and switches when idle. Each
+ * request is a new `attempt`: a release that failed is not tried again until the next one.
+ */
+export interface AgentReleaseTarget {
+  version: string;
+  /** The release's content hash (api/operator.ts bundleHash of its files). */
+  hash: string;
+  attempt: number;
+  /** How long the new agent has to come up and report before it is taken back, in seconds. */
+  trialSeconds: number;
+}
+
 /** Everything one machine agent needs to know; pushed whole whenever any of it changes. */
 export interface AgentView {
   model: { uuid: string; name: string };
   /** When the machine is being removed, an agent that installed itself uninstalls itself. */
-  machine: { id: string; life: "alive" | "dying" };
+  machine: { id: string; life: "alive" | "dying"; agentRelease?: AgentReleaseTarget };
   /** Seconds between update-status hooks. */
   updateStatusInterval: number;
   /** Whether failed hooks are retried automatically (else they wait for `steward resolve`). */
@@ -199,6 +213,10 @@ export const MachineInfoReport = z.strictObject({
   address: z.string().max(255),
   os: z.string().max(255),
   agentVersion: z.string().max(64),
+  /** The last agent release this machine went back from, and why (agent-release.ts). */
+  agentUpgradeFailure: z
+    .strictObject({ version: z.string().max(64), attempt: z.number().int().min(1), message: z.string().max(1024) })
+    .optional(),
 });
 
 /** Relation and leader data values are strings, as in Juju; `null` deletes a key. */

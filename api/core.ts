@@ -31,6 +31,7 @@ export * from "./registration";
 export type {
   AgentFrame,
   AgentView,
+  AgentReleaseTarget,
   UnitView,
   RelationView,
   UnitStatusReport,

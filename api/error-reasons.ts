@@ -377,6 +377,29 @@ export const ErrorReasons = {
     about:
       "the client's or agent's Steward version is outside the controller's compatibility window (api/versions.ts versionProblem): the message names both versions and what to upgrade",
   },
+  "agent-release-mismatch": {
+    code: "invalid-request",
+    retryable: false,
+    about:
+      "an agent release arrived with content other than the hash the controller named for it: the agent refuses to run it and stays on its release",
+  },
+  "agent-release-download-failed": {
+    code: "unavailable",
+    retryable: true,
+    about: "no controller address answered the agent's download of an agent release: it tries again on the next view",
+  },
+  "agent-release-unknown": {
+    code: "not-found",
+    retryable: false,
+    about:
+      "the controller holds no agent release of that version: it holds the one of its own release and those given to it (steward upgrade-model names them)",
+  },
+  "agent-upgrade-failed": {
+    code: "unavailable",
+    retryable: false,
+    about:
+      "a machine's new agent did not come up and report in time and went back to its release: the message says which machine and why; steward upgrade-model run again retries it",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

@@ -16,6 +16,8 @@ import type { StorageDetails, StorageInfo, StoragePoolInfo } from "./storage";
 import type * as Schemas from "./schemas";
 import type { ModelStatus, StatusLogEntry, UnitDetails } from "./status";
 import type {
+  AgentReleaseInfo,
+  AgentUpgradeStarted,
   ApplicationInfo,
   BackupRecord,
   ControllerInfo,
@@ -903,6 +905,33 @@ export const routes = {
     access: "superuser",
     status: 200,
     response: answer<{ removed: string }>(),
+  },
+
+  // --- agent releases: what `steward upgrade-model` moves machine agents to ---
+  listAgentReleases: {
+    method: "GET",
+    path: "/v1/agent-releases",
+    access: "user",
+    status: 200,
+    response: answer<{ releases: AgentReleaseInfo[] }>(),
+  },
+  /** The release's files, as an operator bundle is served (agents check them against the hash their view names). */
+  getAgentRelease: {
+    method: "GET",
+    path: "/v1/agent-releases/:version",
+    access: "user-or-agent",
+    status: 200,
+    response: answer<Bundle>(),
+  },
+  /** Asks these machines' agents to move to a release the controller holds (each a new attempt). */
+  upgradeAgents: {
+    method: "POST",
+    path: "/v1/models/:model/agent-upgrade",
+    access: "model:admin",
+    body: "AgentUpgradeRequest",
+    what: "agent upgrade",
+    status: 200,
+    response: answer<AgentUpgradeStarted>(),
   },
 
   // --- enrolment: what a cloud instance calls while cloud-init sets it up ---

@@ -336,6 +336,14 @@ export const BundleFile = z.strictObject({
 });
 export const OperatorBundle = z.strictObject({ files: z.array(BundleFile).min(1).max(2000) });
 
+/** `steward upgrade-model`: these machines' agents are to move to agent release `to`. */
+export const AgentUpgradeRequest = z.strictObject({
+  to: z.string().regex(/^\d+\.\d+\.\d+$/, { message: "must be a version such as 0.1.2" }),
+  machines: z.array(MachineId).min(1).max(1000),
+  /** How long each new agent has to come up and report before it goes back, in seconds. @default 120 */
+  trialSeconds: z.number().int().min(5).max(3600).optional(),
+});
+
 /** An operator's content hash; an old-format hash is refused with a message saying to re-upload. */
 const OperatorHash = z.string().superRefine((v, ctx) => {
   const problem = operatorHashProblem(v);

@@ -77,6 +77,10 @@ export interface MachineStatusView {
   constraints?: string;
   /** What it has, where the substrate says (same syntax). */
   hardware?: string;
+  /** The Steward version its agent runs, as it last reported (absent until it has). */
+  agentVersion?: string;
+  /** The agent release it was asked to move to (`steward upgrade-model`), while it does not run it. */
+  agentUpgrade?: { to: string; attempt: number; failed?: string };
 }
 
 export interface IntegrationStatusView {

@@ -45,6 +45,22 @@ export interface CredentialSummary {
   /** Live models made with it. */
   models: string[];
 }
+/** An agent release the controller holds: its own release's, or one given to it. */
+export interface AgentReleaseInfo {
+  version: string;
+  /** Content hash of its files (api/operator.ts bundleHash), what agents check the download against. */
+  hash: string;
+  /** It is the release the controller itself runs. */
+  own: boolean;
+}
+
+/** What `POST /v1/models/:model/agent-upgrade` set: each machine's new attempt at release `to`. */
+export interface AgentUpgradeStarted {
+  to: string;
+  hash: string;
+  machines: { id: string; attempt: number }[];
+}
+
 export interface MachineInfo {
   id: string;
   substrate: string;

@@ -53,6 +53,7 @@ export const COMMAND_NAMES = [
   "diff",
   "destroy-model",
   "export-model",
+  "upgrade-model",
   "import-model",
   "migrate",
   "show-migration",

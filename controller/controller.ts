@@ -11,7 +11,7 @@
 import { X509Certificate, randomUUID } from "node:crypto";
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { networkInterfaces } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import Fastify from "fastify";
 import type { Logger, TransportLimits } from "../api";
 import {
@@ -98,6 +98,7 @@ import {
 } from "./migration";
 import { WorkerGroup, leaderScoped, periodic, service } from "./workers";
 import { leaderWork } from "./leader-work";
+import { AgentReleases } from "./server/agent-releases";
 
 export type ControllerState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED" | "FAILED";
 
@@ -111,6 +112,12 @@ export interface ControllerOptions {
    * @default the agent bundle (dist/agent-bundle/main.js), the same file SSH installs ship
    */
   agentEntry?: string;
+  /**
+   * Agent bundles of other releases it holds for `steward upgrade-model` (directories holding an
+   * agent bundle: main.js, tool-client.js, supervisor.js), beside its own release's.
+   * @default none
+   */
+  agentReleases?: string[];
   /**
    * How often the leader lists cloud instances to record their state, in ms.
    * @default 10000
@@ -471,6 +478,7 @@ export class Controller {
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
       localMachines: localPolicy,
+      agentReleases: new AgentReleases({ own: dirname(AGENT_BUNDLE.main), given: this.opts.agentReleases ?? [] }),
     });
     const logs = new ModelLogs();
     // A destroyed model's records go with it.

@@ -41,7 +41,7 @@ export type {
 } from "./controller-hosting";
 export type { HostingKind, HostingSettings, RecordedHosting, RecordedSettings } from "./registry";
 export type { ReplicaStep, ReplicaUpgrade, ReplicaUpgradeContext, ReplicaUpgrader, SshAccess } from "./replica-upgrade";
-export { controllerBundleVersion } from "./replica-upgrade";
+export { bundleVersion, controllerBundleVersion } from "./replica-upgrade";
 export type { LocalControllerSettings } from "./local/controller-hosting";
 export type { SshControllerSettings } from "./ssh/controller-hosting";
 export type { KubernetesControllerSettings } from "./kubernetes/controller-bootstrap";

@@ -21,6 +21,8 @@ import type { CredentialSubstrate, ModelSubstrate } from "../substrates";
 import { WATCH_CLOSE_CODES } from "../status";
 import { expandStatusColumns } from "../status-columns";
 import type {
+  AgentReleaseInfo,
+  AgentUpgradeStarted,
   ApplicationInfo,
   ReplicaCloudSetting,
   ControllerInfo,
@@ -496,6 +498,17 @@ export class ControllerClient extends ControllerTransport {
   }
   listMachines(model: string): Promise<MachineInfo[]> {
     return this.call(routes.listMachines, { model });
+  }
+  /** The agent releases the controller holds (`steward upgrade-model`). */
+  async listAgentReleases(): Promise<AgentReleaseInfo[]> {
+    return (await this.call(routes.listAgentReleases, {})).releases;
+  }
+  /** Asks machines' agents to move to agent release `to` (each one a new attempt). */
+  upgradeAgents(
+    model: string,
+    body: { to: string; machines: string[]; trialSeconds?: number },
+  ): Promise<AgentUpgradeStarted> {
+    return this.call(routes.upgradeAgents, { model }, body);
   }
   removeMachine(model: string, id: string, force = false): Promise<void> {
     return this.call(routes.removeMachine, { model, id }, undefined, { force: force || undefined });

@@ -15,6 +15,7 @@ import { registerApplicationRoutes } from "./routes/applications";
 import { registerControllerRoutes } from "./routes/controller";
 import type { HttpApiDeps } from "./routes/deps";
 import { registerMachineRoutes } from "./routes/machines";
+import { registerAgentReleaseRoutes } from "./routes/agent-releases";
 import { registerModelRoutes } from "./routes/models";
 import { registerSessionRoutes } from "./routes/session";
 import { registerUnitRoutes } from "./routes/units";
@@ -59,6 +60,7 @@ export function registerHttpApi(app: FastifyInstance, deps: HttpApiDeps): void {
   registerStorageRoutes(route, deps);
   registerSecretRoutes(route, deps);
   registerMachineRoutes(route, deps);
+  registerAgentReleaseRoutes(route, deps);
 }
 
 /**

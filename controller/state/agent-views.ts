@@ -5,7 +5,7 @@
  */
 import type { AgentView, QueuedAction, RelationView, UnitSecretView, UnitStorageView, UnitView } from "../../api";
 import { secretUri } from "../../api";
-import type { ApplicationDoc, UnitDoc } from "./documents";
+import type { ApplicationDoc, MachineDoc, UnitDoc } from "./documents";
 import { DEFAULT_LEADERSHIP_LEASE_SECONDS, modelSettings } from "./documents";
 import type { ModelIndex, StateCache } from "./cache";
 import { effectiveConfig } from "./config";
@@ -87,10 +87,19 @@ export function buildAgentView(
   const machineStorage = machineStorageWork(idx.storage, machineId);
   return {
     ...viewHead(cache, idx, leadershipLeaseSeconds),
-    machine: { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" },
+    machine: machineHead(idx.machines.get(machineId), machineId),
     units,
     controllerAddresses,
     ...(machineStorage ? { machineStorage } : {}),
+  };
+}
+
+/** The machine's own part of its view: its life, and the agent release it is asked to run. */
+function machineHead(m: MachineDoc | undefined, id: string): AgentView["machine"] {
+  return {
+    id,
+    life: m?.life ?? "dying",
+    ...(m?.agentRelease ? { agentRelease: m.agentRelease } : {}),
   };
 }
 
@@ -130,7 +139,7 @@ export class AgentViewRound {
         `${idx.taskQueue.has(u.name) ? `,"actions":${JSON.stringify(queuedActions(idx, u.name).actions)}` : ""}` +
         `${storageText(idx, u.name)}${byApp ? secretsText(idx, byApp.get(u.app), u, this.now) : ""}}`;
     }
-    const machine = { id: machineId, life: idx.machines.get(machineId)?.life ?? "dying" };
+    const machine = machineHead(idx.machines.get(machineId), machineId);
     const machineStorage = machineStorageWork(idx.storage, machineId);
     const storage = machineStorage ? `,"machineStorage":${JSON.stringify(machineStorage)}` : "";
     return `${this.head(idx)},"machine":${JSON.stringify(machine)},"units":[${units}]${this.tail}${storage}}`;

@@ -93,6 +93,14 @@ const MachineSchema = z.strictObject({
   constraints: Constraints.optional(),
   // Checked against this controller's directories by the import (local-dir.ts rule, given as ImportDeps.checkLocalDir).
   localDir: z.string().min(1).max(4096).optional(),
+  agentRelease: z
+    .strictObject({
+      version: Text(64),
+      hash: Text(128),
+      attempt: z.number().int().min(1),
+      trialSeconds: z.number().int().min(1).max(86_400),
+    })
+    .optional(),
 });
 
 const Instance = z.strictObject({
@@ -244,6 +252,9 @@ export const DOCUMENT_SCHEMAS = {
     os: Text(255),
     agentVersion: Text(64),
     firstSeen: Timestamp,
+    agentUpgradeFailure: z
+      .strictObject({ version: Text(64), attempt: z.number().int().min(1), message: Text(1024) })
+      .optional(),
   }),
   "machine-install": MachineInstallSchema,
   "app": ApplicationSchema,

@@ -223,6 +223,8 @@ export interface MachineDoc {
   constraints?: Constraints;
   /** A local machine that came by migration: the directory its agent runs in, under the source controller's (the agent stays where it is). */
   localDir?: string;
+  /** The agent release `steward upgrade-model` asked this machine's agent to run (api/agent-protocol.ts). */
+  agentRelease?: { version: string; hash: string; attempt: number; trialSeconds: number };
 }
 /** Progress of installing a machine's agent (SSH machines) or of launching its instance (clouds). */
 export interface MachineInstallDoc {
@@ -248,6 +250,8 @@ export interface MachineInfoDoc {
   os: string;
   agentVersion: string;
   firstSeen: string;
+  /** The last agent release the agent went back from, and why. */
+  agentUpgradeFailure?: { version: string; attempt: number; message: string };
 }
 export interface AccessDoc {
   access: "read" | "write" | "admin";

@@ -204,6 +204,32 @@ export class MachineOps extends StoreTxns {
       return { compare, ops, result: {} };
     });
   }
+  /**
+   * Asks machines' agents to move to agent release `release` (`steward upgrade-model`): each one's
+   * request becomes a new attempt, so one that failed is tried again. Every machine must be alive.
+   */
+  async setAgentRelease(
+    uuid: string,
+    ids: string[],
+    release: { version: string; hash: string; trialSeconds: number },
+  ): Promise<{ machines: { id: string; attempt: number }[]; revision: number }> {
+    return this.retry(`agent release ${release.version}`, async () => {
+      const found = await Promise.all(ids.map(async (id) => ({ id, md: await this.get(docs.machine, uuid, id) })));
+      for (const { id, md } of found) {
+        if (!md) throw notFound("machine", id);
+        if (md.doc.life !== "alive")
+          throw invalidRequest(`machine ${id} is being removed: leave it out of the upgrade`, { field: "machines" });
+      }
+      const machines = found.map(({ id, md }) => ({ id, attempt: (md!.doc.agentRelease?.attempt ?? 0) + 1 }));
+      return {
+        compare: found.map(({ id, md }) => unchanged(keys.machine(uuid, id), md!.rev)),
+        ops: found.map(({ id, md }, i) =>
+          put(docs.machine, uuid, id, { ...md!.doc, agentRelease: { ...release, attempt: machines[i]!.attempt } }),
+        ),
+        result: { machines },
+      };
+    });
+  }
   /** Deletes a dying machine's documents once its agent is stopped (called by the substrate). */
   async finish(uuid: string, id: string): Promise<void> {
     const md = await this.get(docs.machine, uuid, id);
@@ -233,7 +259,13 @@ export class MachineOps extends StoreTxns {
   async setInfo(
     uuid: string,
     machine: string,
-    info: { hostname: string; address: string; os: string; agentVersion: string },
+    info: {
+      hostname: string;
+      address: string;
+      os: string;
+      agentVersion: string;
+      agentUpgradeFailure?: { version: string; attempt: number; message: string };
+    },
   ): Promise<void> {
     const old = await this.get(docs.machineInfo, uuid, machine);
     await this.store.txn({

@@ -12,7 +12,7 @@ import type {
   WorkloadStatus,
 } from "../../api";
 import { configHash, contractOf, formatConstraints, hasConstraints, notFound } from "../../api";
-import type { ApplicationDoc, MachineDoc, RelationDoc, UnitDoc } from "./documents";
+import type { ApplicationDoc, MachineDoc, MachineInfoDoc, RelationDoc, UnitDoc } from "./documents";
 import { workloadSeverity } from "../../api";
 import { migrationActive } from "./migration-phases";
 import type { ModelIndex, StateCache } from "./cache";
@@ -157,7 +157,18 @@ export function machineStatusView(idx: ModelIndex, m: MachineDoc): MachineStatus
       : {}),
     ...(hasConstraints(m.constraints) ? { constraints: formatConstraints(m.constraints) } : {}),
     ...(hasConstraints(install?.hardware) ? { hardware: formatConstraints(install.hardware) } : {}),
+    ...(info?.agentVersion ? { agentVersion: info.agentVersion } : {}),
+    ...agentUpgradeOf(m, info),
   };
+}
+
+/** The agent release a machine was asked to move to, while its agent does not report running it. */
+function agentUpgradeOf(m: MachineDoc, info: MachineInfoDoc | undefined): Pick<MachineStatusView, "agentUpgrade"> {
+  const want = m.agentRelease;
+  if (!want || info?.agentVersion === want.version) return {};
+  const failure = info?.agentUpgradeFailure;
+  const failed = failure?.version === want.version && failure.attempt === want.attempt ? failure.message : undefined;
+  return { agentUpgrade: { to: want.version, attempt: want.attempt, ...(failed ? { failed } : {}) } };
 }
 
 export function modelStatusHeader(cache: StateCache, idx: ModelIndex): ModelStatus["model"] {

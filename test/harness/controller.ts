@@ -64,6 +64,8 @@ export async function startTestController(
     secretRotateSeconds?: number;
     /** The agent script local machines run (default this build's bundle): another release's, to test versions. */
     agentEntry?: string;
+    /** Agent bundles of other releases the controller holds (`steward upgrade-model` moves agents to them). */
+    agentReleases?: string[];
     /** Writes the controller's log (debug level) to this file, as a bootstrapped controller's controller.log (leak scans read it). */
     logFile?: string;
   } = {},
@@ -100,6 +102,7 @@ export async function startTestController(
     ...(opts.cloudPollIntervalMs ? { cloudPollIntervalMs: opts.cloudPollIntervalMs } : {}),
     ...(opts.secretRotateSeconds ? { secretRotateSeconds: opts.secretRotateSeconds } : {}),
     ...(opts.agentEntry ? { agentEntry: opts.agentEntry } : {}),
+    ...(opts.agentReleases ? { agentReleases: opts.agentReleases } : {}),
     localMachines: { agentsDir: join(dir, "agents"), ...opts.localMachines },
   });
   const addresses = controller.apiAddresses;

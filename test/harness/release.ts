@@ -2,7 +2,8 @@
  * Another Steward release for upgrade tests: this build, copied (hard links, cheap) with its version
  * changed wherever the build holds it (the compiled api/versions.js and every bundle), so its CLI, its
  * controller bundle and its health answers all say the new version, as a real patch release would.
- * `broken` gives it a controller that exits before serving (a release that fails its health gate).
+ * `broken` gives it a controller that exits before serving (a release that fails its health gate);
+ * `brokenAgent` an agent that exits as it starts (a release that never reports, so agents go back).
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, symlink, unlink, writeFile } from "node:fs/promises";
@@ -29,6 +30,7 @@ export async function makeRelease(o: {
   by?: number;
   version?: string;
   broken?: boolean;
+  brokenAgent?: boolean;
   env?: NodeJS.ProcessEnv;
 }): Promise<Release> {
   const [major, minor, patch] = STEWARD_VERSION.split(".").map(Number) as [number, number, number];
@@ -51,6 +53,14 @@ export async function makeRelease(o: {
         /^(#!.*\n)?/,
         (shebang) =>
           `${shebang}if (process.argv.includes("--data-dir") && !process.argv.includes("init")) { process.stderr.write("this release is broken on purpose (test)\\n"); process.exit(3); }\n`,
+      );
+    }
+    if (o.brokenAgent && rel === "agent-bundle/main.js") {
+      // Still answers `main.js version`; dies when started (or loaded by another release's entry) to run.
+      text = text.replace(
+        /^(#!.*\n)?/,
+        (shebang) =>
+          `${shebang}if (process.argv.includes("--dir")) { process.stderr.write("this agent release is broken on purpose (test)\\n"); process.exit(3); }\n`,
       );
     }
     // A hard link shares its content with this build: a new file, not a write through the link.

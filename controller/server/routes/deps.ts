@@ -8,6 +8,7 @@ import type { SshProvisioner } from "../../provisioner/ssh-machines";
 import type { CredentialOps, OperatorQuotas, RelationOps, SecretOps, StateCache, StateOps, UserOps } from "../../state";
 import type { LocalMachinePolicy } from "../../access/controller-host";
 import type { FailedLoginLimiterOptions } from "../failed-login-limiter";
+import type { AgentReleases } from "../agent-releases";
 
 export interface HttpApiDeps {
   cache: StateCache;
@@ -37,4 +38,6 @@ export interface HttpApiDeps {
   failedLogins?: FailedLoginLimiterOptions;
   /** Whether this controller makes local machines, and how many its host takes. */
   localMachines: LocalMachinePolicy;
+  /** The agent releases it holds for `steward upgrade-model`. */
+  agentReleases: AgentReleases;
 }

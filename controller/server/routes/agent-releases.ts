@@ -1,0 +1,48 @@
+/**
+ * Agent releases (`steward upgrade-model`): those the controller holds, one release's files for an
+ * agent that moves to it, and a model's machines asked to move to one.
+ */
+import { STEWARD_VERSION, StewardError, contractOf, invalidRequest, routes, versionProblem } from "../../../api";
+import type { Route } from "../../access/route";
+import type { HttpApiDeps } from "./deps";
+
+/** How long a new agent has to come up and report before it goes back, unless the request says. */
+const DEFAULT_TRIAL_SECONDS = 120;
+
+export function registerAgentReleaseRoutes(route: Route, deps: HttpApiDeps): void {
+  const { ops, agentReleases } = deps;
+
+  route(routes.listAgentReleases, async () => ({ releases: await agentReleases.list() }));
+
+  route(routes.getAgentRelease, async ({ params: { version } }) => (await agentReleases.get(version)).bundle);
+
+  route(routes.upgradeAgents, async ({ model: idx, body, settled }) => {
+    // Agents may run their controller's minor version or one older, never a newer one.
+    const problem = versionProblem("agent", body.to, STEWARD_VERSION);
+    if (problem) throw invalidRequest(`agent release ${body.to}: ${problem}`, { field: "to" });
+    const release = (await agentReleases.get(body.to)).info;
+    for (const id of body.machines) {
+      const m = idx.machines.get(id);
+      if (!m) continue; // the state op answers not-found
+      const c = contractOf(m.substrate);
+      if (c.provisions === "pods")
+        throw invalidRequest(
+          `machine ${id} is a ${m.substrate} pod: its agent is the StatefulSet's image, which upgrade-model does not roll yet`,
+          { field: "machines" },
+        );
+      if (c.agentsStartedByHand)
+        throw new StewardError(
+          "invalid-request",
+          `machine ${id}'s agent was started by hand (${m.substrate}): nothing would start it again on the new release; install ${body.to} there yourself`,
+          { details: { field: "machines" } },
+        );
+    }
+    const res = await ops.machines.setAgentRelease(idx.uuid, body.machines, {
+      version: release.version,
+      hash: release.hash,
+      trialSeconds: body.trialSeconds ?? DEFAULT_TRIAL_SECONDS,
+    });
+    await settled(res.revision);
+    return { to: release.version, hash: release.hash, machines: res.machines };
+  });
+}

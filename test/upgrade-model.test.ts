@@ -1,0 +1,158 @@
+/**
+ * `steward upgrade-model` on the local substrate, with real agent processes: the controller holds
+ * releases made from this build with other versions (test/harness/release.ts); the agents download
+ * one, switch to it and report it, one machine per application at a time with the leader's machine
+ * last, and their units run no install or start again. An agent release that dies as it starts is
+ * taken back by the agent itself, and the upgrade stops there with a message that says so. A dry
+ * run prints the plan and changes nothing; wrong arguments are refused with what to give instead.
+ */
+import test from "ava";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ModelStatus } from "../api";
+import { STEWARD_VERSION, StewardError } from "../api";
+import { cliOnControllers } from "./harness/cli";
+import type { CliResult } from "./harness/cli";
+import type { TestController } from "./harness/controller";
+import { allReady, fixturesDir, startTestController } from "./harness/controller";
+import { hooksByUnit, recordDir } from "./harness/operators";
+import type { Release } from "./harness/release";
+import { makeRelease } from "./harness/release";
+
+const MODEL = "rolling";
+let tc: TestController;
+let home: string;
+let records: string;
+let steward: (...args: string[]) => Promise<CliResult>;
+let patch: Release;
+let broken: Release;
+
+test.before(async () => {
+  patch = await makeRelease({ bump: "patch" });
+  broken = await makeRelease({ bump: "patch", by: 2, brokenAgent: true });
+  // Agents run as another user where tests run as root: they must read the releases the controller serves from.
+  for (const r of [patch, broken]) await chmod(join(r.dir, ".."), 0o755);
+  tc = await startTestController({
+    agentReleases: [join(patch.dir, "agent-bundle"), join(broken.dir, "agent-bundle")],
+  });
+  home = await mkdtemp(join(tmpdir(), "steward-upgrade-model-"));
+  steward = await cliOnControllers(home, { here: tc }, { currentModel: MODEL });
+  await tc.admin.createModel(MODEL);
+  records = await recordDir();
+  const op = await tc.upload(join(fixturesDir, "operators", "recorder"));
+  await tc.admin.deploy(MODEL, { name: "rec", operator: op, units: 2, config: { "record-dir": records } });
+  await tc.waitForUnits(MODEL, allReady(2), "both recorder units active", 90_000);
+});
+
+test.after.always(async () => {
+  await tc?.close();
+  for (const r of [patch, broken]) await r?.close();
+  if (home) await rm(home, { recursive: true, force: true });
+  if (records) await rm(records, { recursive: true, force: true });
+});
+
+/** Each machine's agent version, by machine id. */
+const versions = (s: ModelStatus): Record<string, string | undefined> =>
+  Object.fromEntries(Object.values(s.machines).map((m) => [m.id, m.agentVersion]));
+
+/** The machine that runs the application's leader. */
+const leaderMachine = (s: ModelStatus): string =>
+  Object.values(s.applications.rec!.units).find((u) => u.leader)!.machine;
+
+test.serial("wrong arguments are refused, saying what to give", async (t) => {
+  const batch = await steward("upgrade-model", "--batch", "0");
+  t.not(batch.code, 0);
+  t.regex(batch.stderr, /--batch 0: give a whole number of machines, 1 or more/);
+  const to = await steward("upgrade-model", "--to", "latest");
+  t.not(to.code, 0);
+  t.regex(to.stderr, /--to latest: give a version such as \d+\.\d+\.\d+/);
+  const unknown = await steward("upgrade-model", "--to", "0.1.77");
+  t.not(unknown.code, 0);
+  t.regex(
+    unknown.stderr,
+    new RegExp(`holds no agent release 0\\.1\\.77: it holds .*${patch.version.replace(/\./g, "\\.")}`),
+  );
+  // The controller refuses an agent newer than itself in minor version, whatever the client says.
+  const [major, minor] = STEWARD_VERSION.split(".").map(Number) as [number, number];
+  const err = await tc.admin.upgradeAgents(MODEL, { to: `${major}.${minor + 1}.0`, machines: ["0"] }).catch((e) => e);
+  t.true(StewardError.isInstance(err), String(err));
+  t.regex((err as Error).message, /an agent may not be newer than its controller/);
+  const noMachine = await tc.admin.upgradeAgents(MODEL, { to: patch.version, machines: ["99"] }).catch((e) => e);
+  t.regex((noMachine as Error).message, /machine.*99/);
+  const s = await tc.admin.status(MODEL);
+  t.false(
+    Object.values(s.machines).some((m) => m.agentUpgrade),
+    "no refused request asked any machine to move",
+  );
+});
+
+test.serial("--dry-run prints the plan, the leader's machine last, and changes nothing", async (t) => {
+  const before = await tc.admin.status(MODEL);
+  const leader = leaderMachine(before);
+  const other = Object.keys(before.machines).find((id) => id !== leader)!;
+  const r = await steward("upgrade-model", "--to", patch.version, "--dry-run");
+  t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, new RegExp(`wave 1: machine ${other}: ${STEWARD_VERSION} -> ${patch.version} \\(rec\\)`));
+  t.regex(
+    r.stdout,
+    new RegExp(`wave 2: machine ${leader}: ${STEWARD_VERSION} -> ${patch.version} \\(rec; leader of rec\\)`),
+  );
+  t.regex(r.stdout, /Dry run: nothing was changed/);
+  const after = await tc.admin.status(MODEL);
+  t.deepEqual(versions(after), versions(before));
+  t.false(Object.values(after.machines).some((m) => m.agentUpgrade));
+});
+
+test.serial(
+  "the agents move to a release the controller holds, one at a time, and no unit runs install or start again",
+  async (t) => {
+    const before = await tc.admin.status(MODEL);
+    const leader = leaderMachine(before);
+    const other = Object.keys(before.machines).find((id) => id !== leader)!;
+    const hooksBefore = await hooksByUnit(records);
+    const r = await steward("upgrade-model", "--to", patch.version, "--trial", "60s");
+    t.is(r.code, 0, r.stderr + r.stdout);
+    t.regex(r.stderr, new RegExp(`Wave 1 of 2: machine ${other}\\n[^]*Wave 2 of 2: machine ${leader}\\n`));
+    t.regex(r.stdout, new RegExp(`2 machine agents moved to ${patch.version.replace(/\./g, "\\.")}`));
+    const after = await tc.waitForUnits(MODEL, allReady(2), "both units active after the upgrade", 60_000);
+    t.deepEqual(versions(after), { [leader]: patch.version, [other]: patch.version });
+    t.false(
+      Object.values(after.machines).some((m) => m.agentUpgrade),
+      "status shows no upgrade left",
+    );
+    const hooks = await hooksByUnit(records);
+    for (const [unit, ran] of hooks) {
+      const count = (h: string, list: string[]): number => list.filter((x) => x === h).length;
+      const earlier = hooksBefore.get(unit) ?? [];
+      t.is(count("install", ran), count("install", earlier), `${unit} ran install again`);
+      t.is(count("start", ran), count("start", earlier), `${unit} ran start again`);
+      t.is(count("install", ran), 1);
+    }
+    const again = await steward("upgrade-model", "--to", patch.version);
+    t.is(again.code, 0, again.stderr);
+    t.regex(again.stdout, /already runs .*nothing to do/);
+  },
+);
+
+test.serial(
+  "a release whose agent dies as it starts is taken back by the agent, and the upgrade stops there",
+  async (t) => {
+    const before = await tc.admin.status(MODEL);
+    const leader = leaderMachine(before);
+    const other = Object.keys(before.machines).find((id) => id !== leader)!;
+    const r = await steward("upgrade-model", "--to", broken.version, "--trial", "60s");
+    t.not(r.code, 0);
+    t.regex(
+      r.stderr,
+      new RegExp(
+        `stopped at machine ${other}: the agent of ${broken.version.replace(/\./g, "\\.")} stopped before it reported`,
+      ),
+    );
+    t.regex(r.stderr, /run the same steward upgrade-model again: it resumes/);
+    const after = await tc.waitForUnits(MODEL, allReady(2), "both units active on the release they ran", 60_000);
+    t.deepEqual(versions(after), { [leader]: patch.version, [other]: patch.version }, "both run the release before");
+    t.regex(after.machines[other]!.agentUpgrade?.failed ?? "", /went back to the release before/);
+    t.is(after.machines[leader]!.agentUpgrade, undefined, "the leader's machine was never asked");
+  },
+);
