@@ -126,16 +126,22 @@ export async function startTestController(
       return (await admin.uploadOperator(op.bundle)).hash;
     },
     async waitForUnits(model, predicate, what, timeoutMs = 30_000) {
+      let seen: UnitStatusView[] = [];
       return eventually(
         what,
         async () => {
           const s = await admin.status(model);
           const units = Object.values(s.applications).flatMap((a) => Object.values(a.units));
+          seen = units;
           return predicate(units, s) ? s : undefined;
         },
         timeoutMs,
         150,
-      );
+      ).catch((err: Error) => {
+        // What the units said last: why a wait timed out, without a second run to find out.
+        const last = seen.map((u) => `${u.name}: ${u.agent.current} / ${u.workload.current} "${u.workload.message}"`);
+        throw new Error(`${err.message}; the units last said: ${last.join("; ") || "(no units)"}`);
+      });
     },
     async close() {
       for (const c of clients) c.close();
