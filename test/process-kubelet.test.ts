@@ -384,8 +384,9 @@ test("a pod's ServiceAccount: its token, the CA and its namespace mounted, the A
     maxGraceSeconds: 2,
     secretRefreshMs: 300,
   });
-  // Tokens live 3 s here (kube-apiserver's maximum lowered): the kubelet renews them after 80 %.
-  const api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0", serviceAccountTokenMaxSeconds: 3 });
+  // Tokens live 8 s here (kube-apiserver's maximum lowered): the kubelet renews them after 80 %, so a
+  // periodic sync late by up to 1.6 s on a busy machine still finds the token valid (3 s left 0.6 s).
+  const api = await FakeKubeApi.start({ kubelet, listen: "0.0.0.0", serviceAccountTokenMaxSeconds: 8 });
   const kube = new kubernetes.KubeApi(kubernetes.parseKubeconfig(api.kubeconfig()));
   t.teardown(async () => {
     kube.close();
@@ -414,7 +415,8 @@ test("a pod's ServiceAccount: its token, the CA and its namespace mounted, the A
   });
 
   const lines = async (): Promise<string[]> => (await kubelet.logs("shop", "client", "c")).split("\n").filter(Boolean);
-  await eventually("the pod's calls answered", async () => (await lines()).length >= 3, 20_000);
+  // Generous: a pod's first Node start on a machine that is also running two CPU burners took over 20 s.
+  await eventually("the pod's calls answered", async () => (await lines()).length >= 3, 90_000);
   const exec = async (cmd: string[]): Promise<string> => (await kubelet.exec("shop", "client", "c", cmd)).stdout.trim();
   t.is(await exec(["cat", "/var/run/secrets/kubernetes.io/serviceaccount/namespace"]), "shop");
   t.is(await exec(["cat", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"]), api.caCert.trim());
@@ -423,7 +425,7 @@ test("a pod's ServiceAccount: its token, the CA and its namespace mounted, the A
   await eventually(
     "three tokens in turn",
     async () => new Set((await lines()).map((l) => l.split(" ")[1])).size >= 3,
-    20_000,
+    60_000,
   );
   t.deepEqual(
     (await lines()).filter((l) => !l.startsWith("200 ")),

@@ -129,23 +129,17 @@ function prepareDirsIn(p) {
   exec(["/bin/sh", "-c", script, "sh", p.base, p.run, p.backups, p.data, p.pgpass, join(p.base, "tls", "server.key")]);
 }
 
+/** A command's start that runs the rest as postgres, with the unit's passfile for libpq. */
+const asPostgres = (p) => ["env", `PGPASSFILE=${p.pgpass}`, "PGCONNECT_TIMEOUT=5", "runuser", "-u", "postgres", "--"];
+
 /** The local server of a unit whose PostgreSQL runs in its workload container. */
 class ContainerPg extends Pg {
   run(program, args, { input = "", timeoutMs = 600_000 } = {}) {
-    const r = execStatus(
-      [
-        "env",
-        `PGPASSFILE=${this.p.pgpass}`,
-        "PGCONNECT_TIMEOUT=5",
-        "runuser",
-        "-u",
-        "postgres",
-        "--",
-        join(BIN, program),
-        ...args,
-      ],
-      { input, timeoutMs, workdir: this.p.base },
-    );
+    const r = execStatus([...asPostgres(this.p), join(BIN, program), ...args], {
+      input,
+      timeoutMs,
+      workdir: this.p.base,
+    });
     if (r.status !== 0)
       throw new Error(`${program} failed (${r.status}): ${(r.stderr || r.stdout || "").trim().slice(-800)}`);
     this.lastStderr = r.stderr;
@@ -250,13 +244,7 @@ class ContainerPg extends Pg {
     ].join("\n");
     const out = exec(
       [
-        "env",
-        `PGPASSFILE=${this.p.pgpass}`,
-        "PGCONNECT_TIMEOUT=5",
-        "runuser",
-        "-u",
-        "postgres",
-        "--",
+        ...asPostgres(this.p),
         "/bin/sh",
         "-c",
         script,
