@@ -57,8 +57,12 @@ const versions = (s: ModelStatus): Record<string, string | undefined> =>
   Object.fromEntries(Object.values(s.machines).map((m) => [m.id, m.agentVersion]));
 
 /** The machine that runs the application's leader. */
-const leaderMachine = (s: ModelStatus): string =>
-  Object.values(s.applications.rec!.units).find((u) => u.leader)!.machine;
+/** The model's status, with the leader's machine and the other one. */
+async function machinesNow(): Promise<{ before: ModelStatus; leader: string; other: string }> {
+  const before = await tc.admin.status(MODEL);
+  const leader = Object.values(before.applications.rec!.units).find((u) => u.leader)!.machine;
+  return { before, leader, other: Object.keys(before.machines).find((id) => id !== leader)! };
+}
 
 test.serial("wrong arguments are refused, saying what to give", async (t) => {
   const batch = await steward("upgrade-model", "--batch", "0");
@@ -88,9 +92,7 @@ test.serial("wrong arguments are refused, saying what to give", async (t) => {
 });
 
 test.serial("--dry-run prints the plan, the leader's machine last, and changes nothing", async (t) => {
-  const before = await tc.admin.status(MODEL);
-  const leader = leaderMachine(before);
-  const other = Object.keys(before.machines).find((id) => id !== leader)!;
+  const { before, leader, other } = await machinesNow();
   const r = await steward("upgrade-model", "--to", patch.version, "--dry-run");
   t.is(r.code, 0, r.stderr);
   t.regex(r.stdout, new RegExp(`wave 1: machine ${other}: ${STEWARD_VERSION} -> ${patch.version} \\(rec\\)`));
@@ -107,9 +109,7 @@ test.serial("--dry-run prints the plan, the leader's machine last, and changes n
 test.serial(
   "the agents move to a release the controller holds, one at a time, and no unit runs install or start again",
   async (t) => {
-    const before = await tc.admin.status(MODEL);
-    const leader = leaderMachine(before);
-    const other = Object.keys(before.machines).find((id) => id !== leader)!;
+    const { leader, other } = await machinesNow();
     const hooksBefore = await hooksByUnit(records);
     const r = await steward("upgrade-model", "--to", patch.version, "--trial", "60s");
     t.is(r.code, 0, r.stderr + r.stdout);
@@ -138,9 +138,7 @@ test.serial(
 test.serial(
   "a release whose agent dies as it starts is taken back by the agent, and the upgrade stops there",
   async (t) => {
-    const before = await tc.admin.status(MODEL);
-    const leader = leaderMachine(before);
-    const other = Object.keys(before.machines).find((id) => id !== leader)!;
+    const { leader, other } = await machinesNow();
     const r = await steward("upgrade-model", "--to", broken.version, "--trial", "60s");
     t.not(r.code, 0);
     t.regex(

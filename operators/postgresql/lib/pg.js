@@ -72,10 +72,7 @@ class Pg {
       ],
       { input: sql, ...(timeoutMs ? { timeoutMs } : {}) },
     );
-    return out
-      .split("\n")
-      .filter((l) => l !== "")
-      .map((l) => l.split("|"));
+    return rowsOf(out);
   }
 
   /** One value from the local server. */
@@ -93,10 +90,7 @@ class Pg {
       input: sql,
       timeoutMs: (timeoutS + 10) * 1000,
     });
-    return out
-      .split("\n")
-      .filter((l) => l !== "")
-      .map((l) => l.split("|"));
+    return rowsOf(out);
   }
 
   initialized() {
@@ -199,10 +193,7 @@ class Pg {
       timeout: 600_000,
       maxBuffer: 4 * FETCH_BATCH_BYTES,
     });
-    return out
-      .split("\n")
-      .filter((l) => l !== "")
-      .map((l) => l.split("|"));
+    return rowsOf(out);
   }
 
   /** A fetch's directory `partial` made anew with the backup's directories and (empty) files. */
@@ -357,7 +348,14 @@ const lsn = (text) => {
 
 /** Single-quoted SQL literal. */
 const lit = (s) => `'${String(s).replace(/'/g, "''")}'`;
+/** psql's unaligned, tuples-only output (-XAt) as rows of |-separated fields. */
+const rowsOf = (out) =>
+  out
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => l.split("|"));
+
 /** Double-quoted SQL identifier. */
 const ident = (s) => `"${String(s).replace(/"/g, '""')}"`;
 
-module.exports = { Pg, lsn, lit, ident, FETCH_BATCH_BYTES };
+module.exports = { Pg, lsn, lit, ident, rowsOf, FETCH_BATCH_BYTES };

@@ -10,7 +10,7 @@
 "use strict";
 const { mkdtempSync, rmSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
-const { Pg, lit } = require("./pg");
+const { Pg, lit, rowsOf } = require("./pg");
 const { BIN } = require("./paths");
 const { runTool } = require("./tools");
 
@@ -63,6 +63,12 @@ function execStatus(command, { input, timeoutMs = 120_000, workdir } = {}) {
   );
 }
 
+/** A file's content in the container, or undefined when it cannot be read. */
+function readIn(path) {
+  const r = execStatus(["cat", path], { timeoutMs: 30_000 });
+  return r.status === 0 ? r.stdout : undefined;
+}
+
 /** Whether a path exists in the container. */
 const existsIn = (path) => execStatus(["test", "-e", path], { timeoutMs: 30_000 }).status === 0;
 
@@ -97,8 +103,7 @@ function serverLayer(p) {
 
 /** A file postgres reads, written in the container when its content differs (0600, postgres's); true when it changed. */
 function writeOwnedIn(path, content) {
-  const have = execStatus(["cat", path], { timeoutMs: 30_000 });
-  if (have.status === 0 && have.stdout === content) return false;
+  if (readIn(path) === content) return false;
   // Staged in the unit's own data directory (0700) only for as long as the push takes.
   const dir = mkdtempSync(join(process.env.STEWARD_UNIT_DATA || "/tmp", ".push-"));
   try {
@@ -165,8 +170,7 @@ class ContainerPg extends Pg {
   }
 
   readNote(name) {
-    const r = execStatus(["cat", join(this.p.base, name)], { timeoutMs: 30_000 });
-    return r.status === 0 ? r.stdout : undefined;
+    return readIn(join(this.p.base, name));
   }
 
   writeNote(name, text) {
@@ -193,10 +197,7 @@ class ContainerPg extends Pg {
 
   /** psql in the container (its answer at most the 1 MiB an exec keeps: backup-fetch's listings are far smaller). */
   peerQuery(conninfo, sql) {
-    return this.run("psql", ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], { input: sql })
-      .split("\n")
-      .filter((l) => l !== "")
-      .map((l) => l.split("|"));
+    return rowsOf(this.run("psql", ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-f", "-"], { input: sql }));
   }
 
   /** As postgres, from a list on standard input ("d PATH" / "f PATH" lines: paths have no newline). */
@@ -297,8 +298,7 @@ class ContainerPg extends Pg {
   }
 
   runningPort() {
-    const r = execStatus(["cat", join(this.p.data, "postmaster.pid")], { timeoutMs: 30_000 });
-    return r.status === 0 ? Number(r.stdout.split("\n")[3]) || undefined : undefined;
+    return Number(readIn(join(this.p.data, "postmaster.pid"))?.split("\n")[3]) || undefined;
   }
 
   start() {
