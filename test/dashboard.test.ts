@@ -9,7 +9,7 @@ import { X509Certificate } from "node:crypto";
 import { chmod, cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import type { TestController } from "./harness/controller";
 import { allReady, operatorsDir, startTestController } from "./harness/controller";
 import { cspViolations, launchBrowser, logInThroughPage, openDashboard } from "./harness/browser";
@@ -51,6 +51,26 @@ test.after.always(async () => {
 });
 
 const address = (): string => tc.addresses[0]!;
+
+/**
+ * Waits until the console pane's screen matches `pattern`. A long line wraps mid-word at the terminal's width, and
+ * the rows read back one per line, so the rows are also matched joined; a timeout shows what the screen held.
+ */
+async function terminalShows(page: Page, pattern: RegExp, what: string): Promise<void> {
+  let last = "";
+  try {
+    await eventually(
+      what,
+      async () => {
+        last = await page.locator(".terminal .xterm-rows").innerText();
+        return pattern.test(last) || pattern.test(last.replace(/\n/g, ""));
+      },
+      60_000,
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; the screen showed:\n${last}`);
+  }
+}
 
 test.serial(
   "log in; the model shows its units; a config change made with the CLI appears without a reload",
@@ -211,13 +231,12 @@ test.serial("the console opened from a model's page starts in that model", async
   await page.click("a.nav-link:has-text('Console')");
   t.regex(page.url(), /#\/console\/shop$/);
   await page.waitForSelector(".terminal .xterm");
-  const screen = (): Promise<string> => page.locator(".terminal .xterm-rows").innerText();
-  await eventually("the prompt in model shop", async () => /steward test:shop> *$/m.test(await screen()), 60_000);
+  await terminalShows(page, /steward test:shop> *$/m, "the prompt in model shop");
   t.is(await page.locator("select.model-pick").inputValue(), "shop", "the page still shows the model");
   await page.click(".terminal");
   await page.keyboard.type("status");
   await page.keyboard.press("Enter");
-  await eventually("status of shop, no -m", async () => /board\/0\*?\s+\w+/.test(await screen()), 60_000);
+  await terminalShows(page, /board\/0\*?\s+\w+/, "status of shop, no -m");
   t.deepEqual(d.problems, []);
   await d.context.close();
 });
@@ -230,28 +249,19 @@ test.serial(
     await logInThroughPage(page, "viewer", viewerPassword);
     await page.click("a.nav-link:has-text('Console')");
     await page.waitForSelector(".terminal .xterm");
-    const screen = (): Promise<string> => page.locator(".terminal .xterm-rows").innerText();
-    await eventually("the console's prompt", async () => /steward test> *$/m.test(await screen()), 60_000);
+    await terminalShows(page, /steward test> *$/m, "the console's prompt");
     await page.click(".terminal");
     await page.keyboard.type("status -m shop");
     await page.keyboard.press("Enter");
-    await eventually(
-      "status in the pane",
-      async () => /board\/0\*?\s+(active|error|maintenance)/.test(await screen()),
-      60_000,
-    );
+    await terminalShows(page, /board\/0\*?\s+(active|error|maintenance)/, "status in the pane");
     await d.screenshot("console");
     // The viewer may read but not write; the console says so rather than doing it.
     await page.keyboard.type("config board message=from-the-viewer -m shop");
     await page.keyboard.press("Enter");
-    await eventually("the refusal", async () => /viewer has read access to model shop/.test(await screen()), 60_000);
+    await terminalShows(page, /viewer has read access to model shop/, "the refusal");
     await page.keyboard.type("deploy ./somewhere -m shop");
     await page.keyboard.press("Enter");
-    await eventually(
-      "deploy refused in the web console",
-      async () => /local files|your own machine/.test(await screen()),
-      60_000,
-    );
+    await terminalShows(page, /deploy needs the steward CLI on your own machine/, "deploy refused in the web console");
     t.not((await tc.admin.status("shop")).applications.board!.config.message, "from-the-viewer");
     t.deepEqual(await cspViolations(page), [], "xterm's styles go through constructable sheets, not inline styles");
     t.deepEqual(d.problems, []);
