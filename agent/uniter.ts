@@ -182,7 +182,7 @@ export class Uniter {
     this.kick();
   }
 
-  /** What a process a hook left running may ask outside hooks (is-leader, leader-get, config-get, status-get). */
+  /** What a process a hook left running may run outside hooks (OUTSIDE_HOOK_TOOLS: reading, and stopping its workload's services). */
   private async registerUnitContext(): Promise<void> {
     const file = join(this.unitDir, "unit-context");
     this.unitContextId = (await readFile(file, "utf8").catch(() => "")).trim();
@@ -580,6 +580,7 @@ export class Uniter {
       reporter: this.d.reporter,
       log: this.d.log,
       ...this.readinessDeps(),
+      ...(this.d.workloads ? { workload: this.d.workloads } : {}),
     };
   }
 
@@ -595,7 +596,6 @@ export class Uniter {
         this.state.statusSet = true;
         this.state.workload = { status, message };
       },
-      ...(this.d.workloads ? { workload: this.d.workloads } : {}),
     };
   }
 

@@ -321,7 +321,7 @@ function runWrapper(
   });
 }
 
-test("outside a hook, a unit's processes may run only the reading tools, through the unit's context", async (t) => {
+test("outside a hook, a unit's processes may run only the reading tools and container-stop, through the unit's context", async (t) => {
   const { server } = await startToolServer(t);
   const ctx = context({ leader: true });
   server.registerUnit("unit-ctx", ctx);
@@ -332,8 +332,17 @@ test("outside a hook, a unit's processes may run only the reading tools, through
   t.is((await runWrapper(server, "config-get", ["port"], env)).stdout, "80\n");
   const set = await runWrapper(server, "leader-set", ["a=b"], env);
   t.is(set.code, 2);
-  t.regex(set.stderr, /tools work only inside a running hook, but for is-leader, leader-get, config-get, status-get/);
+  t.regex(
+    set.stderr,
+    /tools work only inside a running hook, but for is-leader, leader-get, config-get, status-get, container-services, container-stop/,
+  );
   t.is((await runWrapper(server, "leader-resign", [], env)).code, 2, "resigning is for hooks");
+  // Its own workload's services may be stopped (this unit has none: the tool itself answers), never started or run in.
+  const stop = await runWrapper(server, "container-stop", ["db", "postgres"], env);
+  t.is(stop.code, 1, stop.stderr);
+  t.regex(stop.stderr, /container-stop: web\/0 has no workload containers/);
+  for (const tool of ["container-start", "container-restart", "container-exec", "container-push"])
+    t.is((await runWrapper(server, tool, ["db", "--", "sh"], env)).code, 2, `${tool} is for hooks`);
   t.is((await runWrapper(server, "is-leader", [], { STEWARD_UNIT_CONTEXT_ID: "another" })).code, 2);
   t.deepEqual(ctx.resigned, []);
 });

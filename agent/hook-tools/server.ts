@@ -3,9 +3,10 @@
  * registered for the duration of a hook are answered, so a stray process cannot act for a unit.
  *
  * Outside a hook, a process a hook started (a workload's watchdog, a tracer) may still ask what only
- * reads: the tools in {@link OUTSIDE_HOOK_TOOLS}, through its unit's context (`STEWARD_UNIT_CONTEXT_ID`,
- * given to every hook and living as long as the unit's uniter). A database primary's watchdog asks
- * `is-leader` this way, and stops accepting writes once it answers false while cut off.
+ * reads, and stop its own workload's services: the tools in {@link OUTSIDE_HOOK_TOOLS}, through its
+ * unit's context (`STEWARD_UNIT_CONTEXT_ID`, given to every hook and living as long as the unit's
+ * uniter). A database primary's watchdog asks `is-leader` this way, and stops accepting writes once it
+ * answers false while cut off (on a pod, by stopping the server's service in its workload container).
  */
 import { createHash } from "node:crypto";
 import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
@@ -20,8 +21,18 @@ import { runTool, tools } from "./tools";
 export const MAX_TOOL_STDIN = 1024 * 1024;
 const MAX_TOOL_REQUEST = 2 * MAX_TOOL_STDIN;
 
-/** Tools a unit's processes may run outside a hook: they only read (is-leader's claim renews, as inside a hook). */
-export const OUTSIDE_HOOK_TOOLS: ReadonlySet<string> = new Set(["is-leader", "leader-get", "config-get", "status-get"]);
+/**
+ * Tools a unit's processes may run outside a hook: they read (is-leader's claim renews, as inside a
+ * hook), or stop the unit's own workload services, which nothing outside a hook could start again.
+ */
+export const OUTSIDE_HOOK_TOOLS: ReadonlySet<string> = new Set([
+  "is-leader",
+  "leader-get",
+  "config-get",
+  "status-get",
+  "container-services",
+  "container-stop",
+]);
 
 export class HookToolServer {
   private readonly contexts = new Map<string, HookContext>();
