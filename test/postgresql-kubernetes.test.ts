@@ -17,6 +17,8 @@
  * after the backup is gone and the standbys clone the restored primary again.
  */
 import test from "ava";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UnitStatusView } from "../api";
 import { kubernetes } from "../substrates";
@@ -27,6 +29,7 @@ import { dbJsonWithStandbys, finishedAction, primaryAndStandbys, workloadMessage
 import { hostAndPort as endpoint, psqlAt as sql } from "./harness/pg-server";
 import type { KubeLab } from "./harness/kube/lab";
 import { startKubeLab } from "./harness/kube/lab";
+import { makeTestCertificates } from "./harness/test-certificates";
 
 const R = kubernetes.KUBE_RESOURCES;
 const { AGENT_CONTAINER } = kubernetes;
@@ -306,3 +309,178 @@ kube("restore on the leader of a backup a standby took: fetched from its server 
     `restore of ${id} fetched from ${standby} on ${primary} (${String(restored.results["fetched-bytes"])} bytes), standbys cloned again: ${Date.now() - t0} ms`,
   );
 });
+
+/** SQL as postgres over the server's socket, in a unit's postgresql container. */
+async function localSql(pod: string, query: string): Promise<string> {
+  const r = await lab.kubelet.exec(M, pod, "postgresql", [
+    "runuser",
+    "-u",
+    "postgres",
+    "--",
+    `${BIN}/psql`,
+    "-h",
+    "/srv/postgresql/run",
+    "-XAtq",
+    "-c",
+    query,
+    "postgres",
+  ]);
+  if (r.code !== 0) throw new Error(`psql in ${pod}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+kube(
+  "tls on pods: the secret's certificate is written in the postgresql containers; the client verifies the primary, standbys stream over TLS; unset, ssl is off",
+  async (t) => {
+    t.timeout(900_000);
+    if (!primary) return t.fail("no cluster from the first tests");
+    const certs = await makeTestCertificates(await mkdtemp(join(tmpdir(), "pgk-tls-")));
+    const { admin } = lab.tc;
+    const secret = await admin.addSecret(M, "pg-tls", {
+      certificate: certs.certPem,
+      "private-key": certs.keyPem,
+      "ca-certificate": certs.caPem,
+    });
+    await admin.grantSecret(M, secret.uri, ["pg"]);
+    const t0 = Date.now();
+    await admin.updateApplication(M, "pg", { config: { tls: secret.uri } });
+    const at = await eventually(
+      "the client's db.json with sslmode verify-ca",
+      async () => {
+        const c = await dbJson();
+        return c?.sslmode === "verify-ca" ? c : undefined;
+      },
+      180_000,
+      500,
+    );
+    const now = await cluster(2, 300_000);
+    const verify = `sslmode=verify-ca sslrootcert=${certs.caFile}`;
+    t.deepEqual(
+      await eventually(
+        "a verify-ca connection to the primary",
+        () => sql(at, at, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", verify),
+        60_000,
+        500,
+      ),
+      ["t"],
+    );
+    await eventually(
+      "both standbys streaming over TLS",
+      async () =>
+        (await localSql(
+          podOf(now),
+          "SELECT count(*) FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid) WHERE s.ssl AND r.state = 'streaming'",
+        )) === "2",
+      120_000,
+      500,
+    );
+    for (const pod of ["pg-0", "pg-1", "pg-2"]) {
+      const key = await lab.kubelet.exec(M, pod, "postgresql", [
+        "stat",
+        "-c",
+        "%a %U",
+        "/srv/postgresql/tls/server.key",
+      ]);
+      t.is(key.stdout.trim(), "600 postgres", `${pod}: ${key.stderr}`);
+    }
+    t.log(`tls set → verify-ca connections to the primary of 3 pods after ${Date.now() - t0} ms`);
+
+    await admin.updateApplication(M, "pg", { config: { tls: null } });
+    await eventually(
+      "ssl off on the primary",
+      async () => (await localSql(podOf(now), "SHOW ssl")) === "off",
+      180_000,
+      500,
+    );
+    const gone = await lab.kubelet.exec(M, podOf(now), "postgresql", ["test", "-e", "/srv/postgresql/tls"]);
+    t.not(gone.code, 0, "tls/ is removed from the storage");
+    await cluster(2, 300_000);
+  },
+);
+
+/** What a pod's PostgreSQL watchdog wrote (in its agent container: the unit's own directory). */
+const watchdogLog = async (pod: string): Promise<string> =>
+  (
+    await lab.kubelet.exec(M, pod, AGENT_CONTAINER, [
+      "sh",
+      "-c",
+      "cat $(find /var/lib/steward -name watchdog.log 2>/dev/null | head -n 1)",
+    ])
+  ).stdout;
+
+kube(
+  "the primary's pod cut off from the controller: its watchdog stops the server within the lease; healed, it rejoins as a standby",
+  async (t) => {
+    t.timeout(900_000);
+    if (!primary) return t.fail("no cluster from the first tests");
+    const old = await cluster(2, 300_000);
+    const oldPod = podOf(old);
+    const at = (await dbJson())!;
+    const oldAddress = { host: (await podIp(oldPod))!, port: 5432 };
+    t.regex(await watchdogLog(oldPod), /watching the postgresql container's/, "the primary's watchdog runs");
+    const rewinds = async (): Promise<number> =>
+      (
+        (await lab.kubelet.exec(M, oldPod, "postgresql", ["cat", "/srv/postgresql/rejoin.log"])).stdout.match(
+          /pg_rewind/g,
+        ) ?? []
+      ).length;
+    const rewindsBefore = await rewinds();
+    const others = [0, 1, 2].map((i) => `pg-${i}`).filter((p) => p !== oldPod);
+    const stops = async (pod: string): Promise<number> =>
+      ((await watchdogLog(pod)).match(/stopped the primary/g) ?? []).length;
+    const stopsBefore = await Promise.all(others.map(stops));
+
+    // Only the controller is out of reach: clients, the other pods and the kubelet still reach the pod.
+    const heal = await lab.kubelet.cutOff(M, oldPod, lab.tc.addresses);
+    const t0 = Date.now();
+    let stopped = 0;
+    let next = "";
+    try {
+      await eventually(
+        `${old}'s server to stop taking connections while cut off`,
+        async () => {
+          const r = await lab.kubelet.exec(M, oldPod, "postgresql", [
+            `${BIN}/pg_isready`,
+            "-h",
+            "/srv/postgresql/run",
+            "-p",
+            "5432",
+          ]);
+          return r.code !== 0;
+        },
+        120_000,
+        250,
+      ).catch(async (err: Error) => {
+        const agent = await lab.kubelet.exec(M, oldPod, AGENT_CONTAINER, [
+          "sh",
+          "-c",
+          "cat $(find /var/lib/steward -name postgresql-role | head -n 1); echo; ip rule list",
+        ]);
+        const log = (await lab.kubelet.logs(M, oldPod, AGENT_CONTAINER)).split("\n").slice(-15).join("\n");
+        throw new Error(
+          `${err.message}\nwatchdog.log: ${await watchdogLog(oldPod)}\nrole, rules: ${agent.stdout}${agent.stderr}\nagent: ${log}`,
+        );
+      });
+      stopped = Date.now() - t0;
+      const refused = await sql(oldAddress, at, "INSERT INTO ledger VALUES (10, 'to the cut-off primary')").catch(
+        (e: Error) => e,
+      );
+      t.true(refused instanceof Error, "the cut-off old primary takes no write");
+      t.regex(
+        await watchdogLog(oldPod),
+        /stopped the primary \(the postgres service \(active\)\): (is-leader answered false|no is-leader answer)/,
+      );
+      next = await cluster(1, 240_000, [old]);
+      t.not(next, old, "another unit leads and is the primary meanwhile");
+    } finally {
+      await heal();
+    }
+    const back = await cluster(2, 300_000);
+    t.is(back, next, "the primary stays where it moved");
+    t.true((await rewinds()) > rewindsBefore, `${old} rejoined through pg_rewind`);
+    t.deepEqual(await Promise.all(others.map(stops)), stopsBefore, "the standbys' watchdogs stopped nothing");
+    t.log(
+      `${old} cut off from the controller: its server stopped after ${stopped} ms (lease ${LEASE_S} s); ${next} primary; ${old} streaming again after ${Date.now() - t0} ms`,
+    );
+  },
+);

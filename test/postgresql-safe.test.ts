@@ -8,18 +8,16 @@
  * relation removed, after which its user and database are gone.
  */
 import test from "ava";
-import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import type { TaskInfo } from "../api";
 import { eventually } from "./harness/eventually";
 import { CLIENT_APP, PG_APP, PgCluster } from "./harness/pg-cluster";
 import type { PgAddress } from "./harness/pg-ledger";
-import { PG_BIN } from "./harness/pg-server";
+import { PG_BIN, psqlAt } from "./harness/pg-server";
+import { makeTestCertificates } from "./harness/test-certificates";
 
-const run = promisify(execFile);
 const root = process.getuid?.() === 0;
 const ssh = root ? test.serial : test.skip; // namespaces and sshd need root
 
@@ -45,20 +43,7 @@ test.after.always(async () => {
 const M = () => cluster.model;
 const admin = () => cluster.tc.admin;
 
-/** Runs SQL with psql from this machine; `extra` conninfo words (sslmode…). Rows of |-separated fields. */
-async function sql(
-  at: { host: string; port: number },
-  who: { user: string; password: string; database: string },
-  query: string,
-  extra = "",
-): Promise<string[]> {
-  const conninfo = `host=${at.host} port=${at.port} user=${who.user} dbname=${who.database} connect_timeout=3 ${extra}`;
-  const { stdout } = await run(`${PG_BIN}/psql`, ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c", query], {
-    env: { ...process.env, PGPASSWORD: who.password },
-    timeout: 20_000,
-  });
-  return stdout.split("\n").filter(Boolean);
-}
+const sql = psqlAt;
 
 const action = async (unit: string, name: string, params: Record<string, string> = {}): Promise<TaskInfo> => {
   const r = await admin().runAction(M(), [unit], name, params);
@@ -85,54 +70,11 @@ ssh(
   "tls: a secret's certificate turns ssl on; a client verifies it (verify-ca); a bad secret blocks; unset turns it off",
   async (t) => {
     t.timeout(900_000);
-    const o = (...args: string[]) => run("openssl", args, { cwd: tmp });
-    await o(
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      "ca.key",
-      "-out",
-      "ca.crt",
-      "-subj",
-      "/CN=test-ca",
-      "-days",
-      "2",
-    );
-    await o(
-      "req",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      "server.key",
-      "-out",
-      "server.csr",
-      "-subj",
-      "/CN=postgresql",
-    );
-    await o(
-      "x509",
-      "-req",
-      "-in",
-      "server.csr",
-      "-CA",
-      "ca.crt",
-      "-CAkey",
-      "ca.key",
-      "-CAcreateserial",
-      "-out",
-      "server.crt",
-      "-days",
-      "2",
-    );
-    const pem = (f: string) => readFile(join(tmp, f), "utf8");
+    const certs = await makeTestCertificates(tmp);
     const good = await admin().addSecret(M(), "pg-tls", {
-      certificate: await pem("server.crt"),
-      "private-key": await pem("server.key"),
-      "ca-certificate": await pem("ca.crt"),
+      certificate: certs.certPem,
+      "private-key": certs.keyPem,
+      "ca-certificate": certs.caPem,
     });
     await admin().grantSecret(M(), good.uri, [PG_APP]);
     const t0 = Date.now();
@@ -145,10 +87,10 @@ ssh(
       120_000,
       500,
     );
-    t.is((await clientFile("ca.crt")).trim(), (await pem("ca.crt")).trim(), "the client holds the server's CA");
+    t.is((await clientFile("ca.crt")).trim(), certs.caPem.trim(), "the client holds the server's CA");
     t.log(`tls set → the client's service file says verify-ca after ${Date.now() - t0} ms`);
     const addr: PgAddress = await cluster.address();
-    const verify = `sslmode=verify-ca sslrootcert=${join(tmp, "ca.crt")}`;
+    const verify = `sslmode=verify-ca sslrootcert=${certs.caFile}`;
     t.deepEqual(
       await eventually(
         "a verify-ca connection",

@@ -29,8 +29,10 @@ export async function psqlAt(
   at: { host: string; port: number },
   who: { user: string; password: string; database: string },
   query: string,
+  /** More conninfo words (sslmode=…). */
+  extra = "",
 ): Promise<string[]> {
-  const conninfo = `host=${at.host} port=${at.port} user=${who.user} dbname=${who.database} connect_timeout=3`;
+  const conninfo = `host=${at.host} port=${at.port} user=${who.user} dbname=${who.database} connect_timeout=3 ${extra}`;
   const { stdout } = await run(join(PG_BIN, "psql"), ["-XAtq", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c", query], {
     env: { ...process.env, PGPASSWORD: who.password },
     timeout: 20_000,

@@ -15,6 +15,8 @@ export interface ClientDbJson {
   user: string;
   password: string;
   readOnly: string[];
+  /** What the client's libpq is told (prefer, require, verify-ca). */
+  sslmode?: string;
 }
 
 /** The units' workload status and message ("active primary"), by unit. */

@@ -4,12 +4,12 @@
 // primary named in leader data (cloning, following a new primary, or rejoining after it was
 // primary: follower.js). A unit that is not the leader never runs as a primary.
 "use strict";
-const { chownSync, chmodSync, existsSync, mkdirSync } = require("node:fs");
+const { existsSync } = require("node:fs");
 const { join } = require("node:path");
 const t = require("./tools");
 const { BIN, unitPaths, pgName } = require("./paths");
 const { Pg } = require("./pg");
-const { owner } = require("./conf");
+const { ownedDir } = require("./conf");
 const { podWorkload, ContainerPg, prepareDirsIn, existsIn, CONTAINER } = require("./workload");
 
 /** What every part of a hook needs to know, read once. */
@@ -34,12 +34,7 @@ function hookContext() {
 /** The storage location and its directories, postgres's (0700). */
 function prepareDirs(p) {
   if (podWorkload()) return prepareDirsIn(p);
-  const { uid, gid } = owner();
-  for (const d of [p.base, p.run, p.backups]) {
-    mkdirSync(d, { recursive: true, mode: 0o700 });
-    chownSync(d, uid, gid);
-    chmodSync(d, 0o700);
-  }
+  for (const d of [p.base, p.run, p.backups]) ownedDir(d);
 }
 
 function reconcile() {

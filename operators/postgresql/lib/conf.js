@@ -3,7 +3,16 @@
 // written again on every change (pg_basebackup and pg_rewind copy the source's, which names the
 // source's address): nothing is edited in place, and ALTER SYSTEM is not used.
 "use strict";
-const { chownSync, existsSync, readFileSync, renameSync, writeFileSync } = require("node:fs");
+const {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} = require("node:fs");
 const { join } = require("node:path");
 const { execFileSync } = require("node:child_process");
 const tls = require("./tls");
@@ -24,6 +33,23 @@ function writeOwned(path, content) {
   chownSync(tmp, uid, gid);
   renameSync(tmp, path);
   return true;
+}
+
+/** A directory postgres's and 0700 (made in the workload container on a pod: the agent's may not write the storage). */
+function ownedDir(path) {
+  const pod = require("./workload");
+  if (pod.podWorkload()) return pod.exec(["install", "-d", "-m", "0700", "-o", "postgres", "-g", "postgres", path]);
+  mkdirSync(path, { recursive: true, mode: 0o700 });
+  const { uid, gid } = owner();
+  chownSync(path, uid, gid);
+  chmodSync(path, 0o700);
+}
+
+/** Removes a file or directory of the unit's storage, if there (in the workload container on a pod). */
+function removeOwned(path) {
+  const pod = require("./workload");
+  if (pod.podWorkload()) pod.exec(["rm", "-rf", path]);
+  else rmSync(path, { recursive: true, force: true });
 }
 
 /** A conninfo value, quoted as libpq wants. */
@@ -114,4 +140,4 @@ function writePgpass(p, passwords) {
   );
 }
 
-module.exports = { renderConf, writePgpass, writeOwned, owner };
+module.exports = { renderConf, writePgpass, writeOwned, owner, ownedDir, removeOwned };

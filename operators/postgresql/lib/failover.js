@@ -96,6 +96,7 @@ function failover(ctx) {
   const sync = require("./primary").publishSyncStandbys(ctx, peers());
   renderConf(p, { address: ctx.address, port: ctx.port, config: ctx.config, appName: ctx.appName, sync });
   pg.reloadAndWait();
+  require("./watchdog").markRole("primary");
   pg.sql("SELECT pg_promote(true, 120)", { timeoutMs: 180_000 });
   t.log(
     `${unit}: promoted after ${old || "no primary"} (positions: ${[...positions].map(([u, l]) => `${u} ${l}`).join(", ")}` +

@@ -11,6 +11,7 @@ const { renderConf, writePgpass, writeOwned } = require("./conf");
 const { readPasswords } = require("./passwords");
 const { publishSelf } = require("./peers");
 const { standbyStatus } = require("./status");
+const { markRole } = require("./watchdog");
 
 function reconcileFollower(ctx) {
   const { pg, p, ld, unit } = ctx;
@@ -19,6 +20,8 @@ function reconcileFollower(ctx) {
     pg.stop("fast");
     t.log(`${unit}: stopped the server: it ran as a primary and ${unit} is not the leader`, "WARNING");
   }
+  // From here it runs as a standby or not at all: its watchdog (on a pod) need not stop it.
+  markRole("standby");
   if (!ld.primary || ld.primary === unit) {
     t.status(
       "waiting",

@@ -10,6 +10,7 @@ const { renderConf, writePgpass } = require("./conf");
 const { ensurePasswords, scramVerifier } = require("./passwords");
 const { peers, publishSelf } = require("./peers");
 const { primaryStatus } = require("./status");
+const { markRole } = require("./watchdog");
 
 function reconcilePrimary(hookCtx) {
   let ctx = hookCtx;
@@ -32,10 +33,13 @@ function reconcilePrimary(hookCtx) {
     if (!require("./failover").failover(ctx)) return;
     // It published the synchronous standbys it promoted with.
     ctx = { ...ctx, ld: t.leaderGet() };
-  } else if (secret.created) {
-    // Data but a new secret (the old one was lost): the roles take the new passwords.
-    pg.start();
-    setRolePasswords(pg, secret.passwords);
+  } else {
+    markRole("primary");
+    if (secret.created) {
+      // Data but a new secret (the old one was lost): the roles take the new passwords.
+      pg.start();
+      setRolePasswords(pg, secret.passwords);
+    }
   }
   const all = peers();
   const sync = publishSyncStandbys(ctx, all, patch);
@@ -83,6 +87,7 @@ function bootstrap(ctx, passwords) {
     "--locale=C.UTF-8",
   ]);
   renderConf(p, { address: ctx.address, port: ctx.port, config: ctx.config, appName: ctx.appName });
+  markRole("primary");
   pg.start();
   pg.sql("CREATE ROLE operator SUPERUSER LOGIN; CREATE ROLE replication REPLICATION LOGIN;");
   setRolePasswords(pg, passwords);

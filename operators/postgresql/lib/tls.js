@@ -4,9 +4,13 @@
 // pg_basebackup and pg_rewind never copy a key to another unit), postgres's and 0600. A secret
 // that cannot be read or is not a matching certificate and key changes nothing on disk: the unit is
 // blocked with the reason, and the last good files (or none: ssl off) stay in use.
+//
+// On a Kubernetes pod the files are written in the postgresql container (the agent's container may
+// not read or write the storage), and what is in place is recorded in the unit's own directory
+// (STEWARD_UNIT_DATA), which the agent's container may read, rather than read back from the storage.
 "use strict";
 const { X509Certificate, createPrivateKey } = require("node:crypto");
-const { existsSync, mkdirSync, readFileSync, rmSync, chownSync, chmodSync } = require("node:fs");
+const { existsSync, readFileSync, renameSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 const t = require("./tools");
 
@@ -54,9 +58,11 @@ function problemOf(values) {
 function ensureTls(p, config) {
   const f = files(p);
   const uri = config.tls;
+  // Required here, not at the top: conf.js requires this file for its lines.
+  const { writeOwned, ownedDir, removeOwned } = require("./conf");
   if (!uri) {
-    rmSync(tlsDir(p), { recursive: true, force: true });
-    return { on: false };
+    if (tlsState(p).on || !onPod()) removeOwned(tlsDir(p));
+    return recorded(p, { on: false });
   }
   const current = () => tlsState(p);
   const values = t.secretGet(uri, { refresh: true });
@@ -67,22 +73,36 @@ function ensureTls(p, config) {
     };
   const problem = problemOf(values);
   if (problem) return { ...current(), problem: `tls: secret ${uri} ${problem}` };
-  // Required here, not at the top: conf.js requires this file for its lines.
-  const { writeOwned, owner } = require("./conf");
-  mkdirSync(tlsDir(p), { recursive: true, mode: 0o700 });
-  const { uid, gid } = owner();
-  chownSync(tlsDir(p), uid, gid);
-  chmodSync(tlsDir(p), 0o700);
+  ownedDir(tlsDir(p));
   const pem = (s) => (s.endsWith("\n") ? s : `${s}\n`);
   writeOwned(f.cert, pem(values.certificate));
   writeOwned(f.key, pem(values["private-key"]));
   if (values["ca-certificate"]) writeOwned(f.ca, pem(values["ca-certificate"]));
-  else rmSync(f.ca, { force: true });
-  return { on: true, ca: values["ca-certificate"] ? pem(values["ca-certificate"]) : undefined };
+  else removeOwned(f.ca);
+  return recorded(p, { on: true, ca: values["ca-certificate"] ? pem(values["ca-certificate"]) : undefined });
 }
 
-/** What is in place on disk (what ensureTls left): {on, ca}. */
+const onPod = () => Boolean(require("./workload").podWorkload());
+const recordFile = () => join(process.env.STEWARD_UNIT_DATA || "", "tls-state.json");
+
+/** On a pod, what ensureTls put in place, recorded for tlsState; `state` returned. */
+function recorded(p, state) {
+  if (onPod()) {
+    writeFileSync(`${recordFile()}.tmp`, JSON.stringify(state));
+    renameSync(`${recordFile()}.tmp`, recordFile());
+  }
+  return state;
+}
+
+/** What is in place (what ensureTls left): {on, ca}. */
 function tlsState(p) {
+  if (onPod()) {
+    try {
+      return JSON.parse(readFileSync(recordFile(), "utf8"));
+    } catch {
+      return { on: false };
+    }
+  }
   const f = files(p);
   if (!existsSync(f.cert) || !existsSync(f.key)) return { on: false };
   return { on: true, ca: existsSync(f.ca) ? readFileSync(f.ca, "utf8") : undefined };

@@ -6,13 +6,31 @@
 // runs as a primary and, if so, asks `is-leader` through the unit's own tool context
 // (STEWARD_UNIT_CONTEXT_ID). The agent answers false once another unit could have claimed the
 // lease (agent/leadership.ts), even while it cannot reach the controller; on false, or when no
-// answer comes for ERROR_GRACE_MS, it stops the server at once (a fast shutdown: sessions end,
-// commits waiting for a standby are never acknowledged; immediate if that hangs). The unit's next hook rejoins it as a
-// standby (follower.js), or starts it again when it still leads. What it does goes to watchdog.log.
+// answer comes for ERROR_GRACE_MS, it stops the server at once: commits waiting for a standby are
+// never acknowledged. The unit's next hook rejoins it as a standby (follower.js), or starts it again
+// when it still leads. What it does goes to watchdog.log.
+//
+// On a machine it finds the server itself: a postmaster whose data directory has no standby.signal,
+// stopped with a signal (a fast shutdown; immediate if that hangs). On a Kubernetes pod the server
+// runs in the postgresql container, out of this process's sight (it runs in the agent's container,
+// which may not even read the data directory): the hooks record the role they gave the server
+// (markRole: "primary" before it starts or is promoted as one, "standby" once it no longer runs as
+// one), the running state comes from `container-services`, and the stop is `container-stop` of
+// the server's service (the shell there turns it into a fast shutdown; the supervisor kills it after
+// its kill-delay). Both tools are allowed outside hooks through the unit's context. Its files are
+// then in the unit's agent-side directory (STEWARD_UNIT_DATA), not on the claim.
 "use strict";
 const { spawn } = require("node:child_process");
 const { runTool } = require("./tools");
-const { appendFileSync, existsSync, openSync, readFileSync, readlinkSync, writeFileSync } = require("node:fs");
+const {
+  appendFileSync,
+  existsSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  writeFileSync,
+} = require("node:fs");
 const { join } = require("node:path");
 
 const BIN = "/usr/lib/postgresql/15/bin";
@@ -21,8 +39,16 @@ const INTERVAL_MS = 1000;
 const ERROR_GRACE_MS = 5000;
 /** A fast shutdown still under way after this long becomes an immediate one. */
 const IMMEDIATE_AFTER_MS = 10_000;
+/** The pod's workload container and the server's service in it (workload.js). */
+const CONTAINER = "postgresql";
+const SERVICE = "postgres";
 
 const pidFile = (base) => join(base, "watchdog.pid");
+const roleFile = () => join(process.env.STEWARD_UNIT_DATA || "", "postgresql-role");
+const onPod = () => Boolean(require("./workload").podWorkload());
+
+/** Where the watchdog keeps its files: the storage on a machine, the agent's unit directory on a pod. */
+const baseOf = (p) => (onPod() ? process.env.STEWARD_UNIT_DATA : p.base);
 
 /** The pid in the file if it is this file's watchdog for `base`, running; else undefined. */
 function runningPid(base) {
@@ -37,22 +63,16 @@ function runningPid(base) {
 
 /** From a hook: starts the watchdog unless it runs (a refreshed operator's new file starts a new one). */
 function ensureWatchdog(p) {
-  // In a pod the server runs in the workload container, out of this process's sight (the pid file's
-  // pid and /proc are that container's), and its own files would be written to the claim from the
-  // agent's container: not started there (README: Limits).
-  if (require("./workload").podWorkload()) return;
-  if (runningPid(p.base)) return;
-  stopOther(p.base);
+  const base = baseOf(p);
+  if (!base || runningPid(base)) return;
+  stopOther(base);
   const env = { ...process.env };
   // Its hook's context ends with the hook; the unit's context lasts as long as the unit.
   delete env.STEWARD_CONTEXT_ID;
-  const out = openSync(join(p.base, "watchdog.log"), "a");
-  const child = spawn(process.execPath, [__filename, p.base], {
-    detached: true,
-    stdio: ["ignore", out, out],
-    env,
-  });
-  writeFileSync(pidFile(p.base), `${child.pid}\n`);
+  const out = openSync(join(base, "watchdog.log"), "a");
+  const args = onPod() ? [__filename, base, "pod", p.data] : [__filename, base];
+  const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", out, out], env });
+  writeFileSync(pidFile(base), `${child.pid}\n`);
   child.unref();
 }
 
@@ -69,7 +89,25 @@ function stopOther(base) {
 
 /** The stop and remove hooks: the unit goes, its watchdog too. */
 function stopWatchdog(p) {
-  stopOther(p.base);
+  const base = baseOf(p);
+  if (base) stopOther(base);
+}
+
+/**
+ * On a pod, what the hook made the server: "primary" is recorded before it starts or is promoted as
+ * one, "standby" only once it does not run as one. A role recorded wrongly towards "primary" costs a
+ * standby a needless stop; towards "standby" it would leave a primary unwatched, hence the order.
+ */
+function markRole(role) {
+  if (!onPod() || !process.env.STEWARD_UNIT_DATA) return;
+  const file = roleFile();
+  try {
+    if (readFileSync(file, "utf8") === role) return;
+  } catch {
+    // Not recorded yet.
+  }
+  writeFileSync(`${file}.tmp`, role);
+  renameSync(`${file}.tmp`, file);
 }
 
 /** The postmaster's pid when the server in `data` runs as a primary (no standby.signal), else undefined. */
@@ -90,17 +128,67 @@ function isLeader() {
   return r.status === 0 ? r.stdout.trim() : undefined;
 }
 
-function watch(base) {
-  const data = join(base, "data");
-  const note = (line) => appendFileSync(join(base, "watchdog.log"), `${new Date().toISOString()} ${line}\n`);
-  note(`watching ${data} (pid ${process.pid})`);
-  let lastAnswer = Date.now();
+/** A machine's server: the postmaster found through its pid file, signalled. */
+function machineServer(data) {
   let stopped = 0;
   let stoppedAt = 0;
+  return {
+    /** Something to stop when the unit is not the leader, or undefined. */
+    primary: () => primaryPid(data),
+    stop(pid) {
+      if (stopped !== pid) {
+        process.kill(pid, "SIGINT"); // a fast shutdown: new connections refused, sessions ended at once
+        stopped = pid;
+        stoppedAt = Date.now();
+        return `stopped the primary (postmaster ${pid})`;
+      }
+      // A fast shutdown waits for its walsenders to send the last WAL to standbys it may not reach
+      // (wal_sender_timeout); it takes no writes meanwhile, but an immediate one ends it (the next
+      // start recovers from the WAL on disk).
+      if (Date.now() - stoppedAt > IMMEDIATE_AFTER_MS) process.kill(pid, "SIGQUIT");
+      return undefined;
+    },
+  };
+}
+
+/** A pod's server: the postgres service of the postgresql container, while the hooks' role says primary. */
+function podServer() {
+  return {
+    primary() {
+      let role;
+      try {
+        role = readFileSync(roleFile(), "utf8");
+      } catch {
+        return undefined;
+      }
+      if (role !== "primary") return undefined;
+      const r = runTool("container-services", [CONTAINER, "--format", "json"], { timeoutMs: 10_000 });
+      // Unknown counts as running: a primary must not go unwatched because its supervisor was slow.
+      const state =
+        r.status === 0
+          ? (JSON.parse(r.stdout || "[]").find((s) => s.name === SERVICE)?.current ?? "inactive")
+          : "unknown";
+      // In back-off the supervisor would start it again: stopped too.
+      return state === "inactive" || state === "error" ? undefined : `the ${SERVICE} service (${state})`;
+    },
+    stop(what) {
+      const r = runTool("container-stop", [CONTAINER, SERVICE], { timeoutMs: 90_000 });
+      if (r.status !== 0) throw new Error(r.stderr.trim() || `container-stop exited ${r.status}`);
+      return `stopped the primary (${what})`;
+    },
+  };
+}
+
+function watch(base, mode, data) {
+  const note = (line) => appendFileSync(join(base, "watchdog.log"), `${new Date().toISOString()} ${line}\n`);
+  const server = mode === "pod" ? podServer() : machineServer(join(base, "data"));
+  note(`watching ${mode === "pod" ? `the ${CONTAINER} container's ${data}` : join(base, "data")} (pid ${process.pid})`);
+  let lastAnswer = Date.now();
+  let lastProblem = "";
   const tick = () => {
-    if (!existsSync(base)) return process.exit(0); // the storage is gone: so is the unit
-    const pid = primaryPid(data);
-    if (!pid) {
+    if (!existsSync(base)) return process.exit(0); // the storage (or the unit's directory) is gone: so is the unit
+    const primary = server.primary();
+    if (!primary) {
       lastAnswer = Date.now();
       return;
     }
@@ -112,25 +200,19 @@ function watch(base) {
     if (answer === undefined && Date.now() - lastAnswer < ERROR_GRACE_MS) return;
     const why = answer === "false" ? "is-leader answered false" : `no is-leader answer for ${ERROR_GRACE_MS} ms`;
     try {
-      if (stopped !== pid) {
-        process.kill(pid, "SIGINT"); // a fast shutdown: new connections refused, sessions ended at once
-        note(`stopped the primary (postmaster ${pid}): ${why}`);
-        stopped = pid;
-        stoppedAt = Date.now();
-      } else if (Date.now() - stoppedAt > IMMEDIATE_AFTER_MS) {
-        // A fast shutdown waits for its walsenders to send the last WAL to standbys it may not reach
-        // (wal_sender_timeout); it takes no writes meanwhile, but an immediate one ends it (the next
-        // start recovers from the WAL on disk).
-        process.kill(pid, "SIGQUIT");
-      }
+      const did = server.stop(primary);
+      if (did) note(`${did}: ${why}`);
     } catch (err) {
-      note(`could not stop the primary (postmaster ${pid}): ${err.message}`);
+      // Said once, not every second, while it stays the same.
+      const problem = `could not stop the primary (${primary}): ${err.message}`;
+      if (problem !== lastProblem) note(problem);
+      lastProblem = problem;
     }
     lastAnswer = Date.now();
   };
   setInterval(tick, INTERVAL_MS);
 }
 
-if (require.main === module) watch(process.argv[2]);
+if (require.main === module) watch(process.argv[2], process.argv[3] || "machine", process.argv[4]);
 
-module.exports = { ensureWatchdog, stopWatchdog };
+module.exports = { ensureWatchdog, stopWatchdog, markRole };

@@ -320,6 +320,30 @@ export class ProcessKubelet implements Kubelet {
     );
   }
 
+  /**
+   * Cuts a pod off from TCP `addresses` ("host:port"), as a partition between its node and those
+   * servers would: its packets to them are refused in its network namespace, while everything else
+   * (the kubelet's exec and probes, other pods, clients) still reaches it. Returns the heal.
+   */
+  async cutOff(namespace: string, pod: string, addresses: readonly string[]): Promise<() => Promise<void>> {
+    const netns = this.find(namespace, pod)?.netns;
+    if (!netns) throw new Error(`pod ${namespace}/${pod} has no network namespace (not running)`);
+    const rules = addresses.map((a) => {
+      const at = a.lastIndexOf(":");
+      return ["to", `${a.slice(0, at)}/32`, "ipproto", "tcp", "dport", a.slice(at + 1), "prohibit"];
+    });
+    const ip = (args: string[]): Promise<void> =>
+      new Promise((resolve, reject) =>
+        execFile("ip", ["-n", netns, "rule", ...args], (err, _out, stderr) =>
+          err ? reject(new Error(`ip -n ${netns} rule ${args.join(" ")}: ${stderr || err.message}`)) : resolve(),
+        ),
+      );
+    for (const r of rules) await ip(["add", ...r]);
+    return async () => {
+      for (const r of rules) await ip(["del", ...r]).catch(() => undefined); // gone with the pod
+    };
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.syncTimer);
