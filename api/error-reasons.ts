@@ -392,7 +392,7 @@ export const ErrorReasons = {
     code: "not-found",
     retryable: false,
     about:
-      "the controller holds no agent release of that version: it holds the one of its own release and those given to it (steward upgrade-model names them)",
+      "the controller holds no agent release of that version: it holds the one of its own release and the signed ones of its release source it verified (steward upgrade-model names them, and why a release there was refused)",
   },
   "agent-upgrade-failed": {
     code: "unavailable",

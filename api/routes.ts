@@ -28,6 +28,7 @@ import type {
   MachineInfo,
   ModelSummary,
   Registered,
+  RefusedRelease,
   SessionInfo,
   UserInfo,
 } from "./wire";
@@ -913,7 +914,7 @@ export const routes = {
     path: "/v1/agent-releases",
     access: "user",
     status: 200,
-    response: answer<{ releases: AgentReleaseInfo[] }>(),
+    response: answer<{ releases: AgentReleaseInfo[]; refused?: RefusedRelease[] }>(),
   },
   /** The release's files, as an operator bundle is served (agents check them against the hash their view names). */
   getAgentRelease: {

@@ -45,13 +45,19 @@ export interface CredentialSummary {
   /** Live models made with it. */
   models: string[];
 }
-/** An agent release the controller holds: its own release's, or one given to it. */
+/** An agent release the controller holds: its own release's, or a signed one from its release source. */
 export interface AgentReleaseInfo {
   version: string;
   /** Content hash of its files (api/operator.ts bundleHash), what agents check the download against. */
   hash: string;
   /** It is the release the controller itself runs. */
   own: boolean;
+}
+
+/** A release in the controller's release source that it will not use, and why (its signature or files). */
+export interface RefusedRelease {
+  version: string;
+  reason: string;
 }
 
 /** What `POST /v1/models/:model/agent-upgrade` set: each machine's new attempt at release `to`. */

@@ -20,6 +20,8 @@ export interface InitControllerOptions extends ControllerInit {
   ca?: { certPem: string; keyPem: string };
   /** Kubernetes models' settings (the agent image), for a controller bootstrapped on Kubernetes. */
   kubernetes?: PodModelsConfig;
+  /** Where its signed releases are, and the keys trusted to sign them. */
+  releases?: ControllerConfig["releases"];
 }
 
 export async function initControllerDir(o: InitControllerOptions): Promise<ControllerInitResult> {
@@ -64,6 +66,7 @@ export async function initControllerDir(o: InitControllerOptions): Promise<Contr
     ...(o.instance ? { instance: { id: o.instance } } : {}),
     ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}),
     ...(o.substrate ? { substrate: o.substrate } : {}),
+    ...(o.releases ? { releases: o.releases } : {}),
   };
   // Written last: its presence marks a complete directory, so an interrupted init is redone.
   await writeFile(configPath, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });

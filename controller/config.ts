@@ -4,9 +4,10 @@
  * `machines/` (local substrate), `api-address` (written once listening).
  */
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import { STEWARD_VERSION, StewardError } from "../api";
 import { dataFiles } from "../substrates";
+import { releaseKeyProblem } from "./releases/release-keys";
 import type { PodProbeSettings } from "../substrates";
 
 /** The controller's settings for models whose units are pods: their agent image and the agent container's probes. */
@@ -72,6 +73,13 @@ export interface ControllerConfig {
   substrate?: "local" | "remote";
   /** Local machines: agent processes on this controller's host (see {@link LocalMachinesConfig}). */
   localMachines?: LocalMachinesConfig;
+  /**
+   * Signed releases this controller offers (`steward upgrade-model`; nothing is applied on its own):
+   * `source`, a directory of `<version>/` release directories (controller/releases), and `keys`, the
+   * ed25519 public keys (`ed25519:…`) trusted to sign them. A release signed by no trusted key, or
+   * whose files differ from its manifest, is listed as refused and never used.
+   */
+  releases?: { source?: string; keys?: string[] };
 }
 
 /**
@@ -147,5 +155,22 @@ export async function readControllerConfig(dataDir: string): Promise<ControllerC
       `${path} not found: ${dataDir} is not a controller data directory (create one with steward bootstrap)`,
     );
   });
-  return JSON.parse(text) as ControllerConfig;
+  const config = JSON.parse(text) as ControllerConfig;
+  const releases = config.releases;
+  if (releases) {
+    const wrong = (why: string): never => {
+      throw new StewardError("invalid-request", `${path}: releases: ${why}`);
+    };
+    if (releases.source !== undefined && (typeof releases.source !== "string" || !isAbsolute(releases.source)))
+      wrong("source must be the absolute path of a directory of releases");
+    if (releases.keys !== undefined && !Array.isArray(releases.keys))
+      wrong("keys must be a list of ed25519:… public keys");
+    for (const key of releases.keys ?? []) {
+      const problem = releaseKeyProblem(String(key));
+      if (problem) wrong(`keys: ${problem}`);
+    }
+    if (releases.source && !releases.keys?.length)
+      wrong("a source needs keys: a release is used only when signed by a key this controller trusts");
+  }
+  return config;
 }

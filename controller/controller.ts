@@ -113,12 +113,6 @@ export interface ControllerOptions {
    */
   agentEntry?: string;
   /**
-   * Agent bundles of other releases it holds for `steward upgrade-model` (directories holding an
-   * agent bundle: main.js, tool-client.js, supervisor.js), beside its own release's.
-   * @default none
-   */
-  agentReleases?: string[];
-  /**
    * How often the leader lists cloud instances to record their state, in ms.
    * @default 10000
    */
@@ -478,7 +472,12 @@ export class Controller {
       ...(this.opts.tokenLifetimeSeconds ? { tokenLifetimeMs: this.opts.tokenLifetimeSeconds * 1000 } : {}),
       ...(this.opts.failedLogins ? { failedLogins: this.opts.failedLogins } : {}),
       localMachines: localPolicy,
-      agentReleases: new AgentReleases({ own: dirname(AGENT_BUNDLE.main), given: this.opts.agentReleases ?? [] }),
+      agentReleases: new AgentReleases({
+        own: dirname(AGENT_BUNDLE.main),
+        ...(this.config.releases?.source
+          ? { source: { dir: this.config.releases.source, keys: this.config.releases.keys ?? [] } }
+          : {}),
+      }),
     });
     const logs = new ModelLogs();
     // A destroyed model's records go with it.

@@ -41,6 +41,16 @@ export {
   readControllerConfig,
 } from "./config";
 export type { ControllerConfig } from "./config";
+// Signed releases (releases/), and the release source a controller serves agent releases from.
+export {
+  ReleaseRefused,
+  generateReleaseKey,
+  releaseKeyProblem,
+  signManifest,
+  signRelease,
+  verifyRelease,
+} from "./releases";
+export { AgentReleases } from "./server/agent-releases";
 // Kept here for tests and benchmarks; the CLI and the provider take them from substrates.
 import { kubernetes } from "../substrates";
 export {

@@ -7,7 +7,7 @@
  * run prints the plan and changes nothing; wrong arguments are refused with what to give instead.
  */
 import test from "ava";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { appendFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus } from "../api";
@@ -18,9 +18,13 @@ import type { TestController } from "./harness/controller";
 import { allReady, fixturesDir, startTestController } from "./harness/controller";
 import { hooksByUnit, recordDir } from "./harness/operators";
 import type { Release } from "./harness/release";
-import { makeRelease } from "./harness/release";
+import { makeRelease, publishAgentRelease } from "./harness/release";
+import { generateReleaseKey } from "../controller";
 
 const MODEL = "rolling";
+/** Releases in the source the controller must refuse. */
+const TAMPERED = "0.1.90";
+const UNTRUSTED = "0.1.91";
 let tc: TestController;
 let home: string;
 let records: string;
@@ -31,12 +35,16 @@ let broken: Release;
 test.before(async () => {
   patch = await makeRelease({ bump: "patch" });
   broken = await makeRelease({ bump: "patch", by: 2, brokenAgent: true });
-  // Agents run as another user where tests run as root: they must read the releases the controller serves from.
-  for (const r of [patch, broken]) await chmod(join(r.dir, ".."), 0o755);
-  tc = await startTestController({
-    agentReleases: [join(patch.dir, "agent-bundle"), join(broken.dir, "agent-bundle")],
-  });
   home = await mkdtemp(join(tmpdir(), "steward-upgrade-model-"));
+  // The controller's release source: both signed by the key it trusts; one more signed by it and
+  // changed afterwards, and one signed by a key it does not trust.
+  const source = join(home, "releases");
+  const key = generateReleaseKey();
+  for (const r of [patch, broken]) await publishAgentRelease(r, source, key.privateKeyPem);
+  const tampered = await publishAgentRelease(patch, source, key.privateKeyPem, TAMPERED);
+  await appendFile(join(tampered, "agent-bundle", "main.js"), "\n// changed after signing\n");
+  await publishAgentRelease(patch, source, generateReleaseKey().privateKeyPem, UNTRUSTED);
+  tc = await startTestController({ releases: { source, keys: [key.publicKey] } });
   steward = await cliOnControllers(home, { here: tc }, { currentModel: MODEL });
   await tc.admin.createModel(MODEL);
   records = await recordDir();
@@ -90,6 +98,40 @@ test.serial("wrong arguments are refused, saying what to give", async (t) => {
     "no refused request asked any machine to move",
   );
 });
+
+test.serial(
+  "releases signed by a key it trusts are held; one changed after signing, or signed by another key, is refused and never served",
+  async (t) => {
+    const { releases, refused } = await tc.admin.listAgentReleases();
+    t.deepEqual(releases.map((r) => r.version).sort(), [STEWARD_VERSION, patch.version, broken.version].sort());
+    t.deepEqual(
+      refused.map((r) => r.version),
+      [TAMPERED, UNTRUSTED],
+    );
+    t.regex(
+      refused[0]!.reason,
+      /release 0\.1\.90 is refused: agent-bundle\/main\.js is \d+ bytes, its manifest says \d+/,
+    );
+    t.regex(
+      refused[1]!.reason,
+      /release 0\.1\.91 is refused: it is signed by ed25519:\S+, which this controller does not trust/,
+    );
+    t.notRegex(JSON.stringify(refused), new RegExp(home), "the controller's paths are not shown");
+    const cli = await steward("upgrade-model", "--to", UNTRUSTED);
+    t.not(cli.code, 0);
+    t.regex(cli.stderr, /holds no agent release 0\.1\.91: .*which this controller does not trust/);
+    const shown = await steward("show-controller");
+    t.regex(
+      shown.stdout,
+      new RegExp(
+        `Agent releases \\(steward upgrade-model\\): ${STEWARD_VERSION.replace(/\./g, "\\.")} \\(its own\\), `,
+      ),
+    );
+    t.regex(shown.stdout, /^ {2}refused 0\.1\.90: release 0\.1\.90 is refused: /m);
+    const direct = await tc.admin.upgradeAgents(MODEL, { to: TAMPERED, machines: ["0"] }).catch((e: Error) => e);
+    t.regex(String(direct), /holds no agent release 0\.1\.90/);
+  },
+);
 
 test.serial("--dry-run prints the plan, the leader's machine last, and changes nothing", async (t) => {
   const { before, leader, other } = await machinesNow();

@@ -34,6 +34,7 @@ import type {
   MachineInfo,
   ModelSummary,
   Registered,
+  RefusedRelease,
   SessionInfo,
   SpareHost,
   SshMachineRequest,
@@ -499,9 +500,10 @@ export class ControllerClient extends ControllerTransport {
   listMachines(model: string): Promise<MachineInfo[]> {
     return this.call(routes.listMachines, { model });
   }
-  /** The agent releases the controller holds (`steward upgrade-model`). */
-  async listAgentReleases(): Promise<AgentReleaseInfo[]> {
-    return (await this.call(routes.listAgentReleases, {})).releases;
+  /** The agent releases the controller holds (`steward upgrade-model`), and those of its source it refused, with why. */
+  async listAgentReleases(): Promise<{ releases: AgentReleaseInfo[]; refused: RefusedRelease[] }> {
+    const r = await this.call(routes.listAgentReleases, {});
+    return { releases: r.releases, refused: r.refused ?? [] };
   }
   /** Asks machines' agents to move to agent release `to` (each one a new attempt). */
   upgradeAgents(

@@ -13,7 +13,8 @@ export default class ShowControllerCommand extends ControllerCommand {
       spare hosts, what the quorum keeper is doing, with its recent steps, and the last in-place
       upgrade (steward upgrade-controller), replica by replica. Without a majority the answer comes from the
       replica reached alone and says so. Users who are not controller superusers see the controller's
-      name, version, addresses and CA fingerprint only.
+      name, version, addresses and CA fingerprint only. Last, the agent releases it holds for steward
+      upgrade-model, and those of its release source it refused, with why.
     `,
     examples: [
       ["Show the current controller", "$0 show-controller"],
@@ -24,7 +25,8 @@ export default class ShowControllerCommand extends ControllerCommand {
   format = Option.String("--format", "tabular", { description: "tabular or json" });
 
   async run(): Promise<number> {
-    const info = await (await this.connect()).controllerOverview();
+    const client = await this.connect();
+    const info = await client.controllerOverview();
     if (this.format === "json") {
       this.out(JSON.stringify(info, null, 2));
       return 0;
@@ -34,6 +36,7 @@ export default class ShowControllerCommand extends ControllerCommand {
       this.out(`Addresses: ${info.addresses.join(", ")}`);
       this.out(`CA fingerprint (SHA-256): ${info.caFingerprint}`);
       this.out("The replicas, the store's members and the quorum keeper are shown to controller superusers.");
+      await this.releases(client);
       return 0;
     }
     const c = info.cluster;
@@ -83,6 +86,17 @@ export default class ShowControllerCommand extends ControllerCommand {
           `  ${r.name}${r.host ? ` (${r.host})` : ""}: ${r.state} at ${r.version}${r.message ? `: ${r.message}` : ""}`,
         );
     }
+    await this.releases(client);
     return 0;
+  }
+
+  /** The agent releases it holds and those it refused (a controller that predates them shows none). */
+  private async releases(client: Awaited<ReturnType<ControllerCommand["connect"]>>): Promise<void> {
+    const r = await client.listAgentReleases().catch(() => undefined);
+    if (!r) return;
+    this.out(
+      `Agent releases (steward upgrade-model): ${r.releases.map((x) => `${x.version}${x.own ? " (its own)" : ""}`).join(", ")}`,
+    );
+    for (const x of r.refused) this.out(`  refused ${x.version}: ${x.reason}`);
   }
 }

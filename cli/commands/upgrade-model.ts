@@ -53,14 +53,16 @@ export default class UpgradeModelCommand extends ModelCommand {
       throw new UsageError("--trial must be from 5s to 1h: long enough for an agent to start and log in");
     const client = await this.connect();
     const model = await this.model();
-    const releases = await client.listAgentReleases();
+    const { releases, refused } = await client.listAgentReleases();
     const to = this.to ?? releases.find((r) => r.own)?.version ?? STEWARD_VERSION;
-    if (!releases.some((r) => r.version === to))
+    if (!releases.some((r) => r.version === to)) {
+      const why = refused.find((r) => r.version === to)?.reason;
       throw new StewardError(
         "not-found",
-        `the controller holds no agent release ${to}: it holds ${releases.map((r) => r.version).join(", ")}`,
+        `the controller holds no agent release ${to}: it holds ${releases.map((r) => r.version).join(", ")}${why ? `; ${why}` : ""}`,
         { reason: "agent-release-unknown" },
       );
+    }
     const plan = planModelUpgrade(await client.status(model), to, batch);
     this.printPlan(model, plan, batch);
     if (this.dryRun) {

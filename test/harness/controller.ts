@@ -64,8 +64,8 @@ export async function startTestController(
     secretRotateSeconds?: number;
     /** The agent script local machines run (default this build's bundle): another release's, to test versions. */
     agentEntry?: string;
-    /** Agent bundles of other releases the controller holds (`steward upgrade-model` moves agents to them). */
-    agentReleases?: string[];
+    /** Where its signed releases are and the keys it trusts (`steward upgrade-model` moves agents to them). */
+    releases?: ControllerConfig["releases"];
     /** Writes the controller's log (debug level) to this file, as a bootstrapped controller's controller.log (leak scans read it). */
     logFile?: string;
   } = {},
@@ -80,6 +80,7 @@ export async function startTestController(
     listen: { host: opts.listenHost ?? "127.0.0.1", port: 0 },
     substrate: opts.substrate ?? "local",
     ...(opts.store ? { store: opts.store } : {}),
+    ...(opts.releases ? { releases: opts.releases } : {}),
   });
   // STEWARD_TEST_LOG=1 shows the controller's log on stderr (for debugging a test).
   const log = opts.logFile
@@ -102,7 +103,6 @@ export async function startTestController(
     ...(opts.cloudPollIntervalMs ? { cloudPollIntervalMs: opts.cloudPollIntervalMs } : {}),
     ...(opts.secretRotateSeconds ? { secretRotateSeconds: opts.secretRotateSeconds } : {}),
     ...(opts.agentEntry ? { agentEntry: opts.agentEntry } : {}),
-    ...(opts.agentReleases ? { agentReleases: opts.agentReleases } : {}),
     localMachines: { agentsDir: join(dir, "agents"), ...opts.localMachines },
   });
   const addresses = controller.apiAddresses;

@@ -6,11 +6,12 @@
  * `brokenAgent` an agent that exits as it starts (a release that never reports, so agents go back).
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, symlink, unlink, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { STEWARD_VERSION } from "../../api";
+import { signRelease } from "../../controller";
 
 const run = promisify(execFile);
 const DIST = join(__dirname, "..", "..");
@@ -89,4 +90,23 @@ export async function makeRelease(o: {
       await rm(root, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Puts `r`'s agent bundle (its .js files) into the release source `source` as a signed release
+ * directory, `<version>/agent-bundle/`, manifest and signature beside it: what a publisher's source
+ * holds. `version` signs it as another version (the directory is named after it). Returns the directory.
+ */
+export async function publishAgentRelease(
+  r: Release,
+  source: string,
+  privateKeyPem: string,
+  version = r.version,
+): Promise<string> {
+  const dir = join(source, version);
+  await mkdir(join(dir, "agent-bundle"), { recursive: true });
+  for (const name of await readdir(join(r.dir, "agent-bundle")))
+    if (name.endsWith(".js")) await copyFile(join(r.dir, "agent-bundle", name), join(dir, "agent-bundle", name));
+  await signRelease(dir, version, privateKeyPem);
+  return dir;
 }

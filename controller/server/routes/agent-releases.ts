@@ -12,7 +12,10 @@ const DEFAULT_TRIAL_SECONDS = 120;
 export function registerAgentReleaseRoutes(route: Route, deps: HttpApiDeps): void {
   const { ops, agentReleases } = deps;
 
-  route(routes.listAgentReleases, async () => ({ releases: await agentReleases.list() }));
+  route(routes.listAgentReleases, async () => {
+    const refused = await agentReleases.refused();
+    return { releases: await agentReleases.list(), ...(refused.length ? { refused } : {}) };
+  });
 
   route(routes.getAgentRelease, async ({ params: { version } }) => (await agentReleases.get(version)).bundle);
 
