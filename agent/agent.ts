@@ -210,6 +210,11 @@ export class Agent {
    * machine lock for longer than any may run. Never whether the controller can be reached: a
    * workload must not be restarted because its controller is away (juju#21512).
    */
+  /** The controller removed this (pod's) machine: the agent idles, and its pod may take another machine's. */
+  get machineRemoved(): boolean {
+    return this.ended;
+  }
+
   liveness(): ProbeAnswer {
     if (this.ended) return { ok: true, reason: "this machine was removed; the agent idles until its pod is deleted" };
     if (this.state !== "RUNNING") return { ok: false, reason: `the agent is ${this.state.toLowerCase()}` };
@@ -502,7 +507,7 @@ export class Agent {
     this.uninstalling = true;
     for (const u of this.uniters.values()) u.close();
     this.conn.close();
-    this.log.info(`${why}; the agent idles until its pod is deleted`);
+    this.log.info(`${why}; the agent idles until its pod is deleted or given the next unit of its number`);
   }
 
   /** Detached: the script stops this agent's service, and with it this process. */

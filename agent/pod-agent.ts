@@ -114,6 +114,9 @@ export class PodAgent {
   private stopped = false;
   private wake?: () => void;
   private startup: Promise<void> = Promise.resolve();
+  /** Watches for this pod's next machine once its machine is removed (see followRemovals). */
+  private following?: Promise<void>;
+  private failed = "";
   private readonly health: HealthServer;
   /** The port the probes are served on. */
   port = 0;
@@ -146,6 +149,8 @@ export class PodAgent {
   }
 
   private checks(): HealthChecks {
+    const failed = this.failed;
+    if (failed) return { live: () => ({ ok: false, reason: failed }), ready: () => ({ ok: false, reason: failed }) };
     const agent = this.agent;
     if (agent) return { live: () => agent.liveness(), ready: () => agent.readiness() };
     // Waiting for a configuration is what a pod does before its unit exists: alive, not ready.
@@ -156,6 +161,46 @@ export class PodAgent {
   }
 
   private async configureAndStart(): Promise<void> {
+    const first = await this.startFor(undefined);
+    // Not awaited: `started` is the first agent's start. A failure later fails the liveness probe,
+    // so the kubelet starts the container again rather than leave the pod idle for good.
+    if (first)
+      this.following = this.followRemovals(first).catch((err: unknown) => {
+        this.failed = `could not start the agent for this pod's next machine: ${(err as Error).message}`;
+        this.o.log.error(this.failed);
+      });
+  }
+
+  /**
+   * A pod may outlive its machine: when the unit of its number is removed and a new one added before
+   * the StatefulSet deleted the pod (a scale down and up that its controller saw as one, here or on
+   * any cluster), the pod stays and the provisioner writes the new machine's configuration to this
+   * pod's key. So once this agent's machine is removed, the mounted key is watched, and a
+   * configuration for another machine starts that machine's agent here.
+   */
+  private async followRemovals(first: AgentConfig): Promise<void> {
+    let current = first;
+    while (!this.stopped) {
+      await this.pause();
+      if (!this.agent?.machineRemoved) continue;
+      const ended = this.agent;
+      const next = await this.startFor(current, async () => {
+        await ended.stop();
+        this.agent = undefined;
+      });
+      if (!next) return;
+      current = next;
+    }
+  }
+
+  /**
+   * Waits for this pod's mounted configuration (one for another machine than `previous`, when
+   * given), then runs `before` and starts its agent; the configuration, or undefined once stopped.
+   */
+  private async startFor(
+    previous: AgentConfig | undefined,
+    before?: () => Promise<void>,
+  ): Promise<AgentConfig | undefined> {
     const path = join(this.o.configDir, podAgentConfigKey(this.o.pod.ordinal));
     this.waitingFor = `reading ${path}`;
     let said = "";
@@ -165,25 +210,24 @@ export class PodAgent {
       let why: string;
       try {
         mounted = await readMounted(path);
-        if (mounted) break;
-        why = `waiting for ${path} (the provisioner writes it to the application's Secret before it scales up)`;
+        if (mounted && !(previous && mounted.model === previous.model && mounted.machine === previous.machine)) break;
+        why = mounted
+          ? `machine ${mounted.machine} was removed: waiting for ${path} to name the next unit's machine`
+          : `waiting for ${path} (the provisioner writes it to the application's Secret before it scales up)`;
+        mounted = undefined;
       } catch (err) {
         why = `${(err as Error).message}; waiting for a good one`;
       }
-      this.waitingFor = why;
-      if (why !== said) {
+      // An idle pod's wait for its next unit is no problem: not logged, and its probes say the machine was removed.
+      if (!previous) {
+        this.waitingFor = why;
+        if (why !== said) this.o.log.warn(why); // once per distinct reason, not every second
         said = why;
-        this.o.log.warn(why);
-      } // once per distinct reason, not every second
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.o.pollMs ?? 1000);
-        this.wake = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
+      }
+      await this.pause();
     }
-    if (this.stopped || !mounted) return;
+    if (this.stopped || !mounted) return undefined;
+    await before?.();
     this.waitingFor = `starting the agent for machine ${mounted.machine}`;
     const adopted = await adoptMountedConfig(this.o.dir, mounted);
     this.o.log.info(
@@ -200,12 +244,25 @@ export class PodAgent {
       ...(this.o.workloadSockets ? { workloadSockets: this.o.workloadSockets } : {}),
     });
     if (this.stopped) await this.agent.stop();
+    return mounted;
+  }
+
+  /** A poll interval, cut short by stop(). */
+  private pause(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, this.o.pollMs ?? 1000);
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
     await this.started.catch(() => undefined);
+    await this.following?.catch(() => undefined);
     await this.agent?.stop();
     await this.health.close();
   }

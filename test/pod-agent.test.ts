@@ -253,6 +253,37 @@ test.serial(
   },
 );
 
+test.serial(
+  "a pod whose machine was removed takes the next machine mounted for its number (a scale down and up its StatefulSet saw as one), without a restart",
+  async (t) => {
+    const pod = await newPod("next");
+    const cfg = await modelWithUnit("pod-next", pod);
+    await mount(pod, 0, cfg);
+    const running = runPod(pod, "db-0", "uid-next");
+    t.teardown(() => running.stop());
+    await tc.waitForUnits("pod-next", allReady(1), "db/0 active");
+    await tc.admin.removeUnit("pod-next", "db/0");
+    await tc.waitForUnits("pod-next", (units) => units.length === 0, "db/0 gone");
+    await tc.admin.removeMachine("pod-next", cfg.machine);
+    await eventually(
+      "the agent idles, its machine removed",
+      async () => /the agent idles/.test(await running.log()),
+      30_000,
+    );
+
+    // The provisioner gives this pod's number to a new unit on a new machine: its configuration is mounted in place.
+    const [next] = (await tc.admin.addMachines("pod-next", "manual", 1)).machines;
+    await tc.admin.addUnits("pod-next", "db", 1, [next!.id]);
+    const from = (await hooksRun(pod)).length;
+    await mount(pod, 0, { ...cfg, machine: next!.id, credential: next!.credential! });
+    await tc.waitForUnits("pod-next", allReady(1), "db/1 active on the same pod");
+    t.deepEqual(Object.keys((await tc.admin.status("pod-next")).applications.db!.units), ["db/1"]);
+    t.true((await hooksRun(pod)).slice(from).includes("install"), "the new unit was installed");
+    t.is(JSON.parse(await readFile(join(pod.dir, AGENT_CONFIG_FILE), "utf8")).machine, next!.id);
+    t.is(running.child.exitCode, null, "the same container runs on");
+  },
+);
+
 test("the claim's configuration is kept for the same machine, credential and controller; one pinning another CA (the model migrated) gives way to the mounted one", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "steward-adopt-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));

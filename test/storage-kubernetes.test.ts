@@ -34,6 +34,18 @@ test.after.always(async () => {
 });
 
 const storageOf = async (model: string): Promise<StorageInfo[]> => (await lab.tc.admin.listStorage(model)).storage;
+
+/** A pod as the API and its kubelet see it, for a failure's message: its status and its agent's last lines. */
+async function podState(namespace: string, pod: string): Promise<string> {
+  const p = await lab.kube.find(R.pods, pod, { namespace });
+  const set = await lab.kube.find(R.statefulSets, pod.replace(/-\d+$/, ""), { namespace });
+  const log = (await lab.kubelet.logs(namespace, pod, kubernetes.AGENT_CONTAINER)).split("\n").slice(-12).join("\n");
+  return [
+    `statefulset: ${JSON.stringify({ spec: set?.spec?.replicas, status: set?.status })}`,
+    `pod ${pod}: ${p ? JSON.stringify({ uid: p.metadata.uid, deletion: p.metadata.deletionTimestamp, status: p.status }) : "none"}`,
+    `agent's log:\n${log}`,
+  ].join("\n");
+}
 const exists = async (path: string): Promise<boolean> => (await stat(path).catch(() => undefined)) !== undefined;
 const saying =
   (unit: string, message: RegExp) =>
@@ -272,12 +284,16 @@ test.serial(
     await eventually(`${second} detached`, detached(second), 60_000);
     const back = await addWith([second]);
     t.deepEqual((back as { units: string[] }).units, ["shelf/1"]);
-    await tc.waitForUnits(
-      "pair",
-      saying("shelf/1", /^start 1: attach found written by shelf\/1; marker written by shelf\/1$/),
-      "shelf/1 back on its claim",
-      90_000,
-    );
+    await tc
+      .waitForUnits(
+        "pair",
+        saying("shelf/1", /^start 1: attach found written by shelf\/1; marker written by shelf\/1$/),
+        "shelf/1 back on its claim",
+        90_000,
+      )
+      .catch(async (err: Error) => {
+        throw new Error(`${err.message}\n${await podState("pair", "shelf-1")}`);
+      });
 
     // Both removed: shelf/1's storage cannot go to the next unit, which is number 0.
     await tc.admin.removeUnit("pair", "shelf/1");
