@@ -914,7 +914,8 @@ export const routes = {
     path: "/v1/agent-releases",
     access: "user",
     status: 200,
-    response: answer<{ releases: AgentReleaseInfo[]; refused?: RefusedRelease[] }>(),
+    /** `problem`: why the release source could not be read at the last look. */
+    response: answer<{ releases: AgentReleaseInfo[]; refused?: RefusedRelease[]; problem?: string }>(),
   },
   /** The release's files, as an operator bundle is served (agents check them against the hash their view names). */
   getAgentRelease: {

@@ -119,6 +119,8 @@ export interface ControllerOverview {
   addresses: string[];
   /** SHA-256 fingerprint of the CA clients pin (`AB:CD:…`, as `openssl x509 -fingerprint -sha256` prints it). */
   caFingerprint: string;
+  /** Signed releases it holds that are newer than its own version, oldest first (nothing is applied on its own). */
+  available?: string[];
 }
 /** What a superuser sees: the overview and the cluster's layout. */
 export interface ControllerInfo extends ControllerOverview {

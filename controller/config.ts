@@ -77,16 +77,29 @@ export interface ControllerConfig {
    * Signed releases this controller offers (`steward upgrade-model`; nothing is applied on its own):
    * `source`, a directory of `<version>/` release directories (controller/releases), and `keys`, the
    * ed25519 public keys (`ed25519:…`) trusted to sign them. A release signed by no trusted key, or
-   * whose files differ from its manifest, is listed as refused and never used.
+   * whose files differ from its manifest, is listed as refused and never used. The leader looks at
+   * the source every `pollSeconds` (default 60) and holds what it verified in the store, for every replica.
    */
-  releases?: { source?: string; keys?: string[] };
+  releases?: { source?: string; keys?: string[]; pollSeconds?: number };
 }
+
+/** How often the leader looks at the release source when controller.json does not say. */
+export const DEFAULT_RELEASE_POLL_SECONDS = 60;
 
 /**
  * Local machines run on the controller's host, beside its CA key and store: a superuser's
  * development substrate, so only superusers make them, and a controller not bootstrapped locally
  * makes none unless turned on here.
  */
+/** The release source controller.json names, with the keys it trusts and how often the leader looks. */
+export function releaseSourceOf(
+  config: ControllerConfig,
+): { dir: string; keys: string[]; pollSeconds: number } | undefined {
+  const r = config.releases;
+  if (!r?.source) return undefined;
+  return { dir: r.source, keys: r.keys ?? [], pollSeconds: r.pollSeconds ?? DEFAULT_RELEASE_POLL_SECONDS };
+}
+
 export interface LocalMachinesConfig {
   /** Allow local machines on a controller that was not bootstrapped locally. @default false (true on a local controller) */
   enabled?: boolean;
@@ -169,6 +182,9 @@ export async function readControllerConfig(dataDir: string): Promise<ControllerC
       const problem = releaseKeyProblem(String(key));
       if (problem) wrong(`keys: ${problem}`);
     }
+    const poll = releases.pollSeconds;
+    if (poll !== undefined && !(Number.isInteger(poll) && poll >= 1 && poll <= 86_400))
+      wrong("pollSeconds must be a whole number of seconds from 1 to 86400");
     if (releases.source && !releases.keys?.length)
       wrong("a source needs keys: a release is used only when signed by a key this controller trusts");
   }

@@ -42,7 +42,15 @@ import {
 } from "./cluster";
 import type { HaPending, ReplicaDoc } from "./cluster";
 import type { ControllerConfig, LocalMachinesConfig, OperatorStorageConfig } from "./config";
-import { AGENT_BUNDLE, CLI_BUNDLE, cliEntry, dataFiles, isLocalController, readControllerConfig } from "./config";
+import {
+  AGENT_BUNDLE,
+  CLI_BUNDLE,
+  cliEntry,
+  dataFiles,
+  isLocalController,
+  readControllerConfig,
+  releaseSourceOf,
+} from "./config";
 import type { MachineHost } from "../substrates";
 import { DEFAULT_AGENT_USER, defaultAgentsDir, localDirRule } from "../substrates";
 import { AgentHub } from "./server/agent-hub";
@@ -77,6 +85,7 @@ import {
   EnrolmentOps,
   LeadershipOps,
   RelationOps,
+  ReleaseOps,
   SecretOps,
   StateCache,
   StateOps,
@@ -99,6 +108,7 @@ import {
 import { WorkerGroup, leaderScoped, periodic, service } from "./workers";
 import { leaderWork } from "./leader-work";
 import { AgentReleases } from "./server/agent-releases";
+import { ReleaseSource } from "./releases/release-source";
 
 export type ControllerState = "INITIALIZED" | "RUNNING" | "STOPPING" | "STOPPED" | "FAILED";
 
@@ -455,6 +465,7 @@ export class Controller {
       enabled: isLocalController(this.config) || this.localMachines.enabled === true,
       maxPerHost: this.localMachines.maxPerHost ?? DEFAULT_LOCAL_MACHINES_PER_HOST,
     };
+    const releaseSource = releaseSourceOf(this.config);
     registerHttpApi(http, {
       cache,
       ops,
@@ -474,9 +485,9 @@ export class Controller {
       localMachines: localPolicy,
       agentReleases: new AgentReleases({
         own: dirname(AGENT_BUNDLE.main),
-        ...(this.config.releases?.source
-          ? { source: { dir: this.config.releases.source, keys: this.config.releases.keys ?? [] } }
-          : {}),
+        ops: new ReleaseOps(this.store),
+        cache,
+        ...(releaseSource ? { source: new ReleaseSource(releaseSource, new ReleaseOps(this.store)) } : {}),
       }),
     });
     const logs = new ModelLogs();

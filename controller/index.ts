@@ -51,6 +51,8 @@ export {
   verifyRelease,
 } from "./releases";
 export { AgentReleases } from "./server/agent-releases";
+export { ReleaseSource } from "./releases/release-source";
+export { ReleaseOps } from "./state";
 // Kept here for tests and benchmarks; the CLI and the provider take them from substrates.
 import { kubernetes } from "../substrates";
 export {

@@ -10,7 +10,7 @@ import type { MachineHost } from "../substrates";
 import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, QuorumKeeper, ReplicaHostChain, SparePool } from "./cluster";
 import type { ControllerConfig } from "./config";
-import { DEFAULT_AGENT_IMAGE, dataFiles } from "./config";
+import { DEFAULT_AGENT_IMAGE, dataFiles, releaseSourceOf } from "./config";
 import type { MigrationStaging } from "./migration";
 import { MigrationMaster, stagingPurge } from "./migration";
 import { CloudProvisioner } from "./provisioner/cloud-machines";
@@ -21,7 +21,17 @@ import { StorageProvisioner } from "./provisioner/storage-volumes";
 import type { Sealer } from "./security/sealing";
 import type { ModelLogs } from "./state/model-logs";
 import type { StateCache } from "./state";
-import { CredentialOps, EnrolmentOps, RelationOps, SecretSchedule, StateOps, sweepRequestRecords } from "./state";
+import {
+  CredentialOps,
+  EnrolmentOps,
+  RelationOps,
+  ReleaseOps,
+  SecretSchedule,
+  StateOps,
+  sweepRequestRecords,
+} from "./state";
+import type { ReleaseSourceConfig } from "./releases/release-source";
+import { ReleaseSource } from "./releases/release-source";
 import type { Store } from "./store";
 import type { EtcdStore } from "./store/etcd";
 import type { Worker } from "./workers";
@@ -114,6 +124,8 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
       new MigrationMaster({ store: fenced, cache, sealer, log, machinesDir: join(dataDir, dataFiles.machines) }),
       stagingPurge(o.staging, log),
     ];
+    const source = releaseSourceOf(o.config);
+    if (source) work.push(releaseSourcePoll(source, new ReleaseOps(fenced), log));
     if (!o.membership) return work;
     const replicaCloud = new CloudReplicaHosts({
       cache,
@@ -135,4 +147,27 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
     // The hosts' clients close once the keeper's last pass has ended.
     return [...work, withCleanup(keeper, () => replicaCloud.close())];
   };
+}
+
+/**
+ * The leader's look at the release source every poll interval (the first at once): verified
+ * releases are held in the store for every replica, and what it refused is recorded for replicas
+ * that have no source of their own to look at.
+ */
+function releaseSourcePoll(
+  config: ReleaseSourceConfig & { pollSeconds: number },
+  ops: ReleaseOps,
+  log: Logger,
+): Worker {
+  const source = new ReleaseSource(config, ops);
+  return periodic(
+    "release-source",
+    config.pollSeconds * 1000,
+    async () => {
+      const { held, refused, problem } = await source.look();
+      for (const version of held) log.info("release verified and held", { version });
+      await ops.recordSource({ refused, ...(problem ? { problem } : {}) });
+    },
+    { log, failure: "looking at the release source failed; will retry", failureLevel: "warn", immediately: true },
+  );
 }

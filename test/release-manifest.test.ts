@@ -14,7 +14,9 @@ import { promisify } from "node:util";
 import { STEWARD_VERSION } from "../api";
 import {
   AgentReleases,
+  ReleaseOps,
   ReleaseRefused,
+  ReleaseSource,
   generateReleaseKey,
   readControllerConfig,
   releaseKeyProblem,
@@ -23,6 +25,8 @@ import {
   verifyRelease,
 } from "../controller";
 import { AGENT_BUNDLE } from "../substrates";
+import { eventually } from "./harness/eventually";
+import { storeWithCache } from "./harness/state";
 
 const run = promisify(execFile);
 const key = generateReleaseKey();
@@ -183,42 +187,77 @@ test("public keys are checked, and controller.json's release settings with them"
   await t.throwsAsync(readControllerConfig(dataDir), { message: /releases: a source needs keys/ });
   await write({ source: "relative/dir", keys: [key.publicKey] });
   await t.throwsAsync(readControllerConfig(dataDir), { message: /source must be the absolute path/ });
+  await write({ source: "/srv/releases", keys: [key.publicKey], pollSeconds: 0.5 });
+  await t.throwsAsync(readControllerConfig(dataDir), {
+    message: /pollSeconds must be a whole number of seconds from 1 to 86400/,
+  });
   await write({ source: "/srv/releases", keys: [key.publicKey] });
   t.deepEqual((await readControllerConfig(dataDir)).releases, { source: "/srv/releases", keys: [key.publicKey] });
 });
 
-test("the release source: verified releases are served, refused ones listed with why and not served, a new one seen at once", async (t) => {
+test("the release source: verified releases are held in the store and served by every replica, refused ones listed with why, a new one seen at once", async (t) => {
+  const { store, cache } = await storeWithCache(t, "releases");
   const source = join(root, "source");
   await release(source, "0.1.50");
   await release(source, "0.1.51", other.privateKeyPem);
   await mkdir(join(source, ".0.1.53-copying"), { recursive: true }); // a release still being copied in
-  const releases = new AgentReleases({
-    own: dirname(AGENT_BUNDLE.main),
-    source: { dir: source, keys: [key.publicKey] },
-  });
+  const ops = new ReleaseOps(store);
+  const own = dirname(AGENT_BUNDLE.main);
+  const look = new ReleaseSource({ dir: source, keys: [key.publicKey] }, ops);
+  // One replica has the source; another, on a host without it, shares only the store.
+  const withSource = new AgentReleases({ own, ops, cache, source: look });
+  const without = () => new AgentReleases({ own, ops, cache });
+  const listed = await withSource.list();
   t.deepEqual(
-    (await releases.list()).map((r) => [r.version, r.own]),
+    listed.releases.map((r) => [r.version, r.own]),
     [
       [STEWARD_VERSION, true],
       ["0.1.50", false],
     ],
   );
-  const served = await releases.get("0.1.50");
-  t.deepEqual(served.bundle.files.map((f) => f.path).sort(), ["main.js", "tool-client.js"]);
-  const refused = await releases.refused();
   t.deepEqual(
-    refused.map((r) => r.version),
+    listed.refused.map((r) => r.version),
     ["0.1.51"],
   );
-  t.notRegex(refused[0]!.reason, new RegExp(root), "no path of the controller's in what users see");
-  await t.throwsAsync(releases.get("0.1.51"), {
+  t.notRegex(listed.refused[0]!.reason, new RegExp(root), "no path of the controller's in what users see");
+  const served = await withSource.get("0.1.50");
+  t.deepEqual(served.bundle.files.map((f) => f.path).sort(), ["main.js", "tool-client.js"]);
+  t.deepEqual(
+    (await without().get("0.1.50")).bundle,
+    served.bundle,
+    "the replica without the source serves the same bytes",
+  );
+  await t.throwsAsync(withSource.get("0.1.51"), {
     message: /holds no agent release 0\.1\.51 .*; release 0\.1\.51 is refused: it is signed by/,
   });
+  // What the leader's look recorded is what a replica without the source lists.
+  await ops.recordSource(await look.look());
+  await eventually("the record in the cache", async () => (cache.releaseSource ? true : undefined), 5000, 20);
+  t.deepEqual(
+    (await without().list()).refused.map((r) => r.version),
+    ["0.1.51"],
+  );
+  t.deepEqual(cache.releases.get("0.1.50")?.hash, served.info.hash);
+
+  // Held releases outlive their copy in the source; a different release under a held version is refused.
+  await rm(join(source, "0.1.50"), { recursive: true });
+  t.deepEqual((await without().get("0.1.50")).bundle, served.bundle);
+  await release(source, "0.1.50");
+  await appendFile(join(source, "0.1.50", "agent-bundle", "main.js"), "// a second build under the same version\n");
+  await signRelease(join(source, "0.1.50"), "0.1.50", key.privateKeyPem);
   await release(source, "0.1.52");
+  const again = await withSource.list();
   t.true(
-    (await releases.list()).some((r) => r.version === "0.1.52"),
+    again.releases.some((r) => r.version === "0.1.52"),
     "a release put in the source later is held at once",
   );
+  t.regex(
+    again.refused.find((r) => r.version === "0.1.50")?.reason ?? "",
+    /release 0\.1\.50 in the source is not the release 0\.1\.50 this controller holds .*: a version is never replaced/,
+  );
+  t.deepEqual((await without().get("0.1.50")).bundle, served.bundle, "the release held is still the one served");
+  const gone = await new ReleaseSource({ dir: join(root, "no-such-source"), keys: [key.publicKey] }, ops).look();
+  t.is(gone.problem, "the release source cannot be read (ENOENT)");
 });
 
 test("the publisher's tool makes a key and signs a release that a controller trusting its key accepts", async (t) => {

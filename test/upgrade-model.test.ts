@@ -7,15 +7,16 @@
  * run prints the plan and changes nothing; wrong arguments are refused with what to give instead.
  */
 import test from "ava";
-import { appendFile, mkdtemp, rm } from "node:fs/promises";
+import { appendFile, mkdtemp, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelStatus } from "../api";
-import { STEWARD_VERSION, StewardError } from "../api";
+import { STEWARD_VERSION, StewardError, compareVersions } from "../api";
 import { cliOnControllers } from "./harness/cli";
 import type { CliResult } from "./harness/cli";
 import type { TestController } from "./harness/controller";
 import { allReady, fixturesDir, startTestController } from "./harness/controller";
+import { eventually } from "./harness/eventually";
 import { hooksByUnit, recordDir } from "./harness/operators";
 import type { Release } from "./harness/release";
 import { makeRelease, publishAgentRelease } from "./harness/release";
@@ -31,6 +32,8 @@ let records: string;
 let steward: (...args: string[]) => Promise<CliResult>;
 let patch: Release;
 let broken: Release;
+let source: string;
+const key = generateReleaseKey();
 
 test.before(async () => {
   patch = await makeRelease({ bump: "patch" });
@@ -38,13 +41,13 @@ test.before(async () => {
   home = await mkdtemp(join(tmpdir(), "steward-upgrade-model-"));
   // The controller's release source: both signed by the key it trusts; one more signed by it and
   // changed afterwards, and one signed by a key it does not trust.
-  const source = join(home, "releases");
-  const key = generateReleaseKey();
+  source = join(home, "releases");
   for (const r of [patch, broken]) await publishAgentRelease(r, source, key.privateKeyPem);
   const tampered = await publishAgentRelease(patch, source, key.privateKeyPem, TAMPERED);
   await appendFile(join(tampered, "agent-bundle", "main.js"), "\n// changed after signing\n");
   await publishAgentRelease(patch, source, generateReleaseKey().privateKeyPem, UNTRUSTED);
-  tc = await startTestController({ releases: { source, keys: [key.publicKey] } });
+  // The leader looks at the source every second (60 by default).
+  tc = await startTestController({ releases: { source, keys: [key.publicKey], pollSeconds: 1 } });
   steward = await cliOnControllers(home, { here: tc }, { currentModel: MODEL });
   await tc.admin.createModel(MODEL);
   records = await recordDir();
@@ -130,6 +133,39 @@ test.serial(
     t.regex(shown.stdout, /^ {2}refused 0\.1\.90: release 0\.1\.90 is refused: /m);
     const direct = await tc.admin.upgradeAgents(MODEL, { to: TAMPERED, machines: ["0"] }).catch((e: Error) => e);
     t.regex(String(direct), /holds no agent release 0\.1\.90/);
+  },
+);
+
+test.serial(
+  "the leader looks at the source on its own: a release copied in is held and shown as available, nothing applied",
+  async (t) => {
+    const version = "0.1.60";
+    // Copied in under a dot name (looks pass it by), then renamed whole into place, as docs/upgrades.md says.
+    const copied = await publishAgentRelease(patch, join(source, ".copying"), key.privateKeyPem, version);
+    await rename(copied, join(source, version));
+    // No request asks for it: only the leader's poll can hold it (GET /v1/controller reads what is held).
+    const info = await eventually(
+      `${version} available`,
+      async () => {
+        const o = await tc.admin.controllerOverview();
+        return o.available?.includes(version) ? o : undefined;
+      },
+      30_000,
+      250,
+    );
+    t.deepEqual(info.available, [...(info.available ?? [])].sort(compareVersions), "oldest first");
+    const shown = await steward("show-controller");
+    t.regex(
+      shown.stdout,
+      new RegExp(
+        `${version.replace(/\./g, "\\.")} available: steward upgrade-model --to ${version.replace(/\./g, "\\.")}`,
+      ),
+    );
+    const s = await tc.admin.status(MODEL);
+    t.false(
+      Object.values(s.machines).some((m) => m.agentVersion === version || m.agentUpgrade),
+      "no machine was asked to move",
+    );
   },
 );
 

@@ -500,10 +500,13 @@ export class ControllerClient extends ControllerTransport {
   listMachines(model: string): Promise<MachineInfo[]> {
     return this.call(routes.listMachines, { model });
   }
-  /** The agent releases the controller holds (`steward upgrade-model`), and those of its source it refused, with why. */
-  async listAgentReleases(): Promise<{ releases: AgentReleaseInfo[]; refused: RefusedRelease[] }> {
+  /**
+   * The agent releases the controller holds (`steward upgrade-model`), those of its source it
+   * refused, with why, and why its source could not be read (`problem`) if it could not.
+   */
+  async listAgentReleases(): Promise<{ releases: AgentReleaseInfo[]; refused: RefusedRelease[]; problem?: string }> {
     const r = await this.call(routes.listAgentReleases, {});
-    return { releases: r.releases, refused: r.refused ?? [] };
+    return { releases: r.releases, refused: r.refused ?? [], ...(r.problem ? { problem: r.problem } : {}) };
   }
   /** Asks machines' agents to move to agent release `to` (each one a new attempt). */
   upgradeAgents(

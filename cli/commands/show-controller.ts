@@ -13,8 +13,10 @@ export default class ShowControllerCommand extends ControllerCommand {
       spare hosts, what the quorum keeper is doing, with its recent steps, and the last in-place
       upgrade (steward upgrade-controller), replica by replica. Without a majority the answer comes from the
       replica reached alone and says so. Users who are not controller superusers see the controller's
-      name, version, addresses and CA fingerprint only. Last, the agent releases it holds for steward
-      upgrade-model, and those of its release source it refused, with why.
+      name, version, addresses and CA fingerprint only. Last, the releases newer than the controller
+      that it verified and holds ("0.2.0 available": nothing is applied on its own), the agent
+      releases it holds for steward upgrade-model, those of its release source it refused, with why,
+      and why the source could not be read if it could not.
     `,
     examples: [
       ["Show the current controller", "$0 show-controller"],
@@ -36,7 +38,7 @@ export default class ShowControllerCommand extends ControllerCommand {
       this.out(`Addresses: ${info.addresses.join(", ")}`);
       this.out(`CA fingerprint (SHA-256): ${info.caFingerprint}`);
       this.out("The replicas, the store's members and the quorum keeper are shown to controller superusers.");
-      await this.releases(client);
+      await this.releases(client, info.available);
       return 0;
     }
     const c = info.cluster;
@@ -86,17 +88,25 @@ export default class ShowControllerCommand extends ControllerCommand {
           `  ${r.name}${r.host ? ` (${r.host})` : ""}: ${r.state} at ${r.version}${r.message ? `: ${r.message}` : ""}`,
         );
     }
-    await this.releases(client);
+    await this.releases(client, info.available);
     return 0;
   }
 
-  /** The agent releases it holds and those it refused (a controller that predates them shows none). */
-  private async releases(client: Awaited<ReturnType<ControllerCommand["connect"]>>): Promise<void> {
+  /** Releases available, those held and refused (a controller that predates them shows none). */
+  private async releases(
+    client: Awaited<ReturnType<ControllerCommand["connect"]>>,
+    available: string[] | undefined,
+  ): Promise<void> {
+    if (available?.length)
+      this.out(
+        `${available.join(", ")} available: steward upgrade-model --to ${available[available.length - 1]} moves a model's agents to it`,
+      );
     const r = await client.listAgentReleases().catch(() => undefined);
     if (!r) return;
     this.out(
       `Agent releases (steward upgrade-model): ${r.releases.map((x) => `${x.version}${x.own ? " (its own)" : ""}`).join(", ")}`,
     );
     for (const x of r.refused) this.out(`  refused ${x.version}: ${x.reason}`);
+    if (r.problem) this.out(`  release source: ${r.problem}`);
   }
 }

@@ -106,6 +106,8 @@ function manifestProblem(m: unknown): string | undefined {
 
 export interface VerifiedRelease {
   manifest: ReleaseManifest;
+  /** The SHA-256 of manifest.json's bytes: what was signed, so what names this release exactly. */
+  manifestSha256: string;
   /** The verified bytes of the files `keep` asked for, by path. */
   files: Map<string, Buffer>;
 }
@@ -170,5 +172,5 @@ export async function verifyRelease(
       );
     if (content) files.set(f.path, content);
   }
-  return { manifest, files };
+  return { manifest, manifestSha256: sha256(manifestBytes), files };
 }

@@ -4,7 +4,7 @@
  * the replica cloud) is for superusers; every other user sees the controller's overview.
  */
 import type { ControllerInfo, ControllerOverview, ModelSummary } from "../../api";
-import { STEWARD_VERSION, describePlacement, formatConstraints, hasConstraints } from "../../api";
+import { STEWARD_VERSION, compareVersions, describePlacement, parseVersion, formatConstraints, hasConstraints } from "../../api";
 import type { ClusterControl } from "../cluster";
 import type { StateCache } from "../state";
 import { modelSettings } from "../state";
@@ -13,12 +13,16 @@ import { modelAccess } from "../access/auth";
 
 /** What every user sees of the controller: who it is, and how to reach and recognise it. */
 export function controllerOverview(cache: StateCache, addresses: string[], caFingerprint: string): ControllerOverview {
+  const available = [...cache.releases.keys()]
+    .filter((v) => parseVersion(v) && compareVersions(v, STEWARD_VERSION) > 0)
+    .sort(compareVersions);
   return {
     name: cache.controller?.name ?? "",
     uuid: cache.controller?.uuid ?? "",
     version: STEWARD_VERSION,
     addresses,
     caFingerprint,
+    ...(available.length ? { available } : {}),
   };
 }
 
@@ -30,6 +34,7 @@ export function overviewOf(info: ControllerInfo): ControllerOverview {
     version: info.version,
     addresses: info.addresses,
     caFingerprint: info.caFingerprint,
+    ...(info.available ? { available: info.available } : {}),
   };
 }
 

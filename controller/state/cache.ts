@@ -32,6 +32,8 @@ import type {
   PresenceDoc,
   QueuedTaskDoc,
   RelationDoc,
+  ReleaseDoc,
+  ReleaseSourceDoc,
   UnitDoc,
   UnitStatusDoc,
   UserDoc,
@@ -130,6 +132,9 @@ export class StateCache {
   /** The last in-place upgrade's progress (steward upgrade-controller). */
   upgrade?: ControllerUpgrade;
   replicaCloud?: ReplicaCloudDoc;
+  /** Signed releases held for every replica, by version, and what the release source's last look refused. */
+  readonly releases = new Map<string, ReleaseDoc>();
+  releaseSource?: ReleaseSourceDoc;
   /** Each model's last migration, by model uuid (kept after the model moved: redirects read it). */
   readonly migrations = new Map<string, MigrationDoc>();
   revision = 0;
@@ -204,6 +209,8 @@ export class StateCache {
     this.keeper = undefined;
     this.upgrade = undefined;
     this.replicaCloud = undefined;
+    this.releases.clear();
+    this.releaseSource = undefined;
     this.migrations.clear();
   }
 
@@ -322,6 +329,13 @@ export class StateCache {
         return CLUSTER_CHANGED;
       case "cluster-replica-cloud":
         this.replicaCloud = docOf(name);
+        return CLUSTER_CHANGED;
+      // The controller's view shows the releases available.
+      case "release":
+        set(this.releases, id, docOf(name));
+        return CLUSTER_CHANGED;
+      case "release-source":
+        this.releaseSource = docOf(name);
         return CLUSTER_CHANGED;
       // A migration changes what the model's agents are told (pause, report, switch).
       case "migration":

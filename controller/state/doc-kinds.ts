@@ -43,6 +43,8 @@ import type {
   QueuedTaskDoc,
   RegistrationDoc,
   RelationDoc,
+  ReleaseDoc,
+  ReleaseSourceDoc,
   RestoreEpochDoc,
   RevokedTokenDoc,
   StatusHistoryDoc,
@@ -124,6 +126,8 @@ export const docs = {
   /** A request's kept answer (request-records.ts); its steps are plain strings. */
   requestResponse: bind<ResponseRecordDoc>()("request-record", requestKeys.response),
   backup: bind<BackupRecord>()("backup", keys.backup, () => keys.backupsPrefix),
+  release: bind<ReleaseDoc>()("release", keys.release, () => keys.releasesPrefix),
+  releaseSource: bind<ReleaseSourceDoc>()("release-source", () => keys.releaseSource),
 
   // one model's
   model: bind<ModelDoc>()("model", keys.model),

@@ -127,6 +127,26 @@ export interface OperatorUploadDoc {
   hash: string;
   startedAt: string;
 }
+/**
+ * A signed release the controller verified and holds for every replica (controller/releases/): its
+ * agent bundle is stored in chunks under `/blobs/releases/<version>/<hash>/`, the document last.
+ */
+export interface ReleaseDoc {
+  version: string;
+  /** The content hash of its agent bundle (api/operator.ts bundleHash), checked again on every read. */
+  hash: string;
+  bytes: number;
+  chunks: number;
+  /** When its publisher signed it (its manifest's `created`), and the SHA-256 of the manifest signed. */
+  signedAt: string;
+  manifest: string;
+  heldAt: string;
+}
+/** What the last look at the release source found wrong: releases refused and why, or why it could not be read. */
+export interface ReleaseSourceDoc {
+  refused: { version: string; reason: string }[];
+  problem?: string;
+}
 export interface ApplicationDoc {
   name: string;
   operator: { hash: string; name: string; version: string };

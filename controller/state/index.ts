@@ -3,6 +3,7 @@ export type { ModelIndex, CacheListener } from "./cache";
 export { StateOps, modelDeletes } from "./operations";
 export { ModelOps } from "./model-ops";
 export { OperatorOps } from "./operator-ops";
+export { ReleaseOps } from "./release-ops";
 export { ApplicationOps } from "./application-ops";
 export { MachineOps } from "./machine-ops";
 export { UnitReportOps } from "./unit-report-ops";

@@ -108,6 +108,13 @@ export const keys = {
   backupsPrefix: p("backup", ""),
   backup: (id: string) => k("backup", "", id),
   backupChunksPrefix: p("backup-chunk", ""),
+  /** Releases held (controller/releases/), by version; their bundle's chunks by version and content hash. */
+  release: (version: string) => k("release", "", version),
+  releasesPrefix: p("release", ""),
+  releaseChunk: (version: string, hash: string, i: number) => k("release-chunk", "", `${version}/${hash}/${i}`),
+  releaseChunks: (version: string, hash: string) => `${p("release-chunk", "")}${version}/${hash}/`,
+  /** What the last look at the release source refused, or why it could not be read. */
+  releaseSource: k("release-source", ""),
   /** The controller leader's campaign key (cluster/leader-election.ts). */
   clusterLeader: k("cluster-leader", ""),
   /** Each replica's lease-bound presence, by replica id (cluster/replicas.ts). */

@@ -34,6 +34,9 @@ export type KindName =
   | "restore-epoch"
   | "backup"
   | "backup-chunk"
+  | "release"
+  | "release-chunk"
+  | "release-source"
   | "cluster-leader"
   | "cluster-replica"
   | "cluster-member"
@@ -164,6 +167,10 @@ export const KINDS: readonly KindSpec[] = [
   kind("restore-epoch", ["controller", "restore"], true, CONTROLLER_WIDE),
   kind("backup", ["backups", ID], false, CONTROLLER_WIDE),
   kind("backup-chunk", ["blobs", "backups", ID], false, CONTROLLER_WIDE),
+  // Signed releases the controller verified (controller/releases/), held for every replica; their files under /blobs/.
+  kind("release", ["releases", ID], true, CONTROLLER_WIDE),
+  kind("release-chunk", ["blobs", "releases", ID], false, CONTROLLER_WIDE),
+  kind("release-source", ["controller", "release-source"], true, CONTROLLER_WIDE),
   kind("cluster-leader", ["cluster", "leader"], true, CONTROLLER_WIDE),
   kind("cluster-replica", ["cluster", "replicas", ID], true, CONTROLLER_WIDE),
   kind("cluster-member", ["cluster", "members", ID], true, CONTROLLER_WIDE),

@@ -101,17 +101,17 @@ export abstract class Reconciler implements Worker {
   }
 }
 
-/** A worker that runs `pass` every `everyMs` (the first after one interval), one at a time. */
+/** A worker that runs `pass` every `everyMs` (the first after one interval, or at once if `immediately`), one at a time. */
 export function periodic(
   name: string,
   everyMs: number,
   pass: (signal: AbortSignal) => Promise<unknown>,
-  o: { log: Logger; failure: string; failureLevel?: "warn" | "error" },
+  o: { log: Logger; failure: string; failureLevel?: "warn" | "error"; immediately?: boolean },
 ): Worker {
   return new (class extends Reconciler {
     readonly name = name;
     protected async reconcile(signal: AbortSignal): Promise<void> {
       await pass(signal);
     }
-  })({ ...o, pollMs: everyMs, immediately: false });
+  })({ ...o, pollMs: everyMs, immediately: o.immediately ?? false });
 }

@@ -13,8 +13,8 @@ export function registerAgentReleaseRoutes(route: Route, deps: HttpApiDeps): voi
   const { ops, agentReleases } = deps;
 
   route(routes.listAgentReleases, async () => {
-    const refused = await agentReleases.refused();
-    return { releases: await agentReleases.list(), ...(refused.length ? { refused } : {}) };
+    const { releases, refused, problem } = await agentReleases.list();
+    return { releases, ...(refused.length ? { refused } : {}), ...(problem ? { problem } : {}) };
   });
 
   route(routes.getAgentRelease, async ({ params: { version } }) => (await agentReleases.get(version)).bundle);

@@ -17,6 +17,7 @@ export function ControllerView({ info }: { info: ControllerOverview | undefined 
           <p class="muted">
             version {info.version} · {info.addresses.join(", ")}
           </p>
+          <Available versions={info.available} />
         </div>
         <Section title="Certificate authority">
           <p>
@@ -46,6 +47,7 @@ export function ControllerView({ info }: { info: ControllerOverview | undefined 
           {c.raftTerm !== undefined ? ` · raft term ${c.raftTerm}` : ""} · {info.addresses.join(", ")}
         </p>
         {c.degraded ? <p class="error-note">{c.degraded}</p> : null}
+        <Available versions={info.available} />
       </div>
       <Section title="Replicas">
         <table class="grid">
@@ -218,5 +220,15 @@ export function ControllerView({ info }: { info: ControllerOverview | undefined 
         </Section>
       ) : null}
     </div>
+  );
+}
+
+/** Verified releases newer than the controller's own: shown, never applied on their own. */
+function Available({ versions }: { versions: string[] | undefined }) {
+  if (!versions?.length) return null;
+  return (
+    <p data-releases-available>
+      {versions.join(", ")} available · <code>steward upgrade-model --to {versions[versions.length - 1]}</code>
+    </p>
   );
 }

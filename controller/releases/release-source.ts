@@ -1,0 +1,142 @@
+/**
+ * A controller's release source: a directory holding one signed release directory per version
+ * (release-manifest.ts). A look verifies each version the store does not hold yet against the keys
+ * the controller trusts and holds it in the store (state/release-ops.ts), so every replica serves
+ * it, including replicas whose host has no copy of the source. The leader looks every poll
+ * interval and records what it refused; a replica also looks when asked for a release it does not
+ * hold, so one copied in is usable at once. Nothing found is ever applied on its own.
+ */
+import { createHash } from "node:crypto";
+import { readFile, readdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { Bundle, RefusedRelease } from "../../api";
+import { STEWARD_VERSION } from "../../api";
+import type { ReleaseDoc, ReleaseOps } from "../state";
+import { MANIFEST, ReleaseRefused, verifyRelease } from "./release-manifest";
+
+/** Where a release keeps its agent bundle. */
+export const AGENT_DIR = "agent-bundle";
+/** How long a refused release is left alone before it is verified again (it may have been half copied). */
+const RETRY_REFUSED_MS = 60_000;
+
+export interface ReleaseSourceConfig {
+  dir: string;
+  /** The public keys (`ed25519:…`) trusted to sign releases. */
+  keys: readonly string[];
+}
+
+/** What one look did (`held`: the versions it verified and held) and found wrong: releases refused, each with why, or why the source could not be read. */
+export interface SourceLook {
+  held: string[];
+  refused: RefusedRelease[];
+  problem?: string;
+}
+
+export class ReleaseSource {
+  private readonly refusedAt = new Map<string, RefusedRelease & { at: number }>();
+  private looking?: Promise<SourceLook>;
+
+  constructor(
+    private readonly config: ReleaseSourceConfig,
+    private readonly ops: ReleaseOps,
+  ) {}
+
+  /** One look at the source; callers arriving while one runs share it. */
+  look(): Promise<SourceLook> {
+    this.looking ??= this.lookOnce().finally(() => (this.looking = undefined));
+    return this.looking;
+  }
+
+  private async lookOnce(): Promise<SourceLook> {
+    let names: string[];
+    try {
+      names = await readdir(this.config.dir);
+    } catch (err) {
+      // Named by its error code only: those who read it need not learn the controller's paths.
+      return {
+        held: [],
+        refused: this.stillRefused(new Set()),
+        problem: `the release source cannot be read (${code(err)})`,
+      };
+    }
+    const held = new Map((await this.ops.all()).map((d) => [d.version, d]));
+    // A name starting with "." is a release still being copied in (renamed into place when whole).
+    const versions = names.filter((v) => !v.startsWith(".") && v !== STEWARD_VERSION).sort();
+    const newlyHeld: string[] = [];
+    for (const version of versions) {
+      if (Date.now() - (this.refusedAt.get(version)?.at ?? 0) < RETRY_REFUSED_MS) continue;
+      const doc = held.get(version);
+      const why = doc ? await this.replacedInSource(doc) : await this.holdFromSource(version);
+      if (why) {
+        this.refusedAt.set(version, { version: version.slice(0, 40), reason: why, at: Date.now() });
+        continue;
+      }
+      this.refusedAt.delete(version);
+      if (!doc) newlyHeld.push(version);
+    }
+    return { held: newlyHeld, refused: this.stillRefused(new Set(versions)) };
+  }
+
+  /** Verifies release `version` and holds it; answers why it was refused, if it was. */
+  private async holdFromSource(version: string): Promise<string | undefined> {
+    let release: Awaited<ReturnType<typeof verifiedAgentRelease>>;
+    try {
+      release = await verifiedAgentRelease(join(this.config.dir, version), version, this.config.keys);
+    } catch (err) {
+      if (err instanceof ReleaseRefused) return err.message;
+      return `release ${version.slice(0, 40)} cannot be read (${code(err)})`;
+    }
+    const doc = await this.ops.hold(version, release.bundle, release.signed);
+    return doc.manifest === release.signed.manifest ? undefined : replaced(doc);
+  }
+
+  /**
+   * Why the source's copy of held release `doc` is refused: it was signed again (its manifest is not
+   * the one held), so what users read in the source is not what is served. Its files are not read
+   * again: what is held was verified, and is what is served.
+   */
+  private async replacedInSource(doc: ReleaseDoc): Promise<string | undefined> {
+    const manifest = await readFile(join(this.config.dir, doc.version, MANIFEST)).catch(() => undefined);
+    if (!manifest || sha256(manifest) === doc.manifest) return undefined;
+    return replaced(doc);
+  }
+
+  /** The refusals of versions still in the source (`present`; all of them when it could not be read). */
+  private stillRefused(present: Set<string>): RefusedRelease[] {
+    for (const v of this.refusedAt.keys()) if (present.size && !present.has(v)) this.refusedAt.delete(v);
+    return [...this.refusedAt.values()].map(({ version, reason }) => ({ version, reason }));
+  }
+}
+
+const replaced = (doc: ReleaseDoc): string =>
+  `release ${doc.version} in the source is not the release ${doc.version} this controller holds (signed ${doc.signedAt}): a version is never replaced, publish the change as a new version`;
+
+const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
+
+/** The agent bundle of a signed release (its agent-bundle/ files), once the release is verified. */
+async function verifiedAgentRelease(
+  dir: string,
+  version: string,
+  keys: readonly string[],
+): Promise<{ bundle: Bundle; signed: { at: string; manifest: string } }> {
+  // Named by version only: the refusal is shown to users, who need not learn the controller's paths.
+  const { manifest, manifestSha256, files } = await verifyRelease(dir, keys, {
+    version,
+    label: `release ${version}`,
+    keep: (p) => new RegExp(`^${AGENT_DIR}/[^/]+\\.js$`).test(p),
+  });
+  if (!files.has(`${AGENT_DIR}/main.js`))
+    throw new ReleaseRefused(`release ${version} is refused: it has no agent bundle`);
+  const bundle: Bundle = {
+    files: [...files].map(([path, content]) => ({
+      path: path.slice(AGENT_DIR.length + 1),
+      mode: 0o644,
+      content: content.toString("base64"),
+    })),
+  };
+  return { bundle, signed: { at: manifest.created, manifest: manifestSha256 } };
+}
+
+function code(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code ?? "unreadable";
+}
