@@ -30,6 +30,7 @@ import { benchMigration } from "./migration";
 import { benchKubernetesPods } from "./kubernetes-pods";
 import { benchKubernetesController } from "./kubernetes-controller";
 import { benchUpgradeController } from "./upgrade-controller";
+import { benchUpgradeModel } from "./upgrade-model";
 import { benchStorageAttach } from "./storage-attach";
 import { benchStorageAttachKubernetes } from "./storage-attach-kubernetes";
 import { benchSecrets } from "./secrets";
@@ -75,6 +76,7 @@ const all: Record<string, Benchmark> = {
     smoke: () => benchKubernetesController({ runs: 1 }),
   },
   "upgrade-controller": { full: () => benchUpgradeController(), smoke: () => benchUpgradeController({ size: 1 }) },
+  "upgrade-model": { full: () => benchUpgradeModel(), smoke: () => benchUpgradeModel({ size: 2, batch: 1 }) },
   secrets: { full: () => benchSecrets(), smoke: () => benchSecrets({ size: 50, calls: 20, userCalls: 5 }) },
   "postgresql-failover": {
     full: () => benchPostgresqlFailover(),
