@@ -8,7 +8,8 @@ import type { Logger } from "../api/core";
 import { createLogger } from "../api/core";
 import { POD_HEALTH_PORT, STEWARD_VERSION } from "../api/core";
 import { Agent } from "./agent";
-import { chooseRelease, rollBackIfOnTrial } from "./agent-release";
+import { chooseRelease } from "./agent-release";
+import { isReleaseWatchdog, runReleaseWatchdog, startReleaseWatchdog } from "./release-watchdog";
 import { PodAgent, podIdentity } from "./pod-agent";
 import { installSupervisor } from "./workload/install";
 
@@ -89,7 +90,8 @@ async function main(): Promise<void> {
 /**
  * A machine agent runs the release `steward upgrade-model` chose (agent-release.ts) when it is not
  * this one: loaded into this process, where it decides again and runs itself. While it is on trial
- * this entry's watchdog takes it back if it has not reported in time (its own code may be what fails).
+ * this entry's watchdog (a worker thread: release-watchdog.ts) takes it back if it has not reported in
+ * time (its own code may be what fails, even by never letting the main thread run again).
  */
 async function loadChosenRelease(dir: string, log: Logger): Promise<boolean> {
   const choice = await chooseRelease(dir, STEWARD_VERSION);
@@ -99,16 +101,8 @@ async function loadChosenRelease(dir: string, log: Logger): Promise<boolean> {
       why: choice.rolledBack.message,
     });
   if (!choice.entry) return false;
-  if (choice.trialLeftMs !== undefined) {
-    const version = choice.version!;
-    setTimeout(() => {
-      void rollBackIfOnTrial(dir, version).then((undone) => {
-        if (!undone) return;
-        log.warn("the new agent release did not report in time; going back to the previous one", { version });
-        process.exit(75);
-      });
-    }, choice.trialLeftMs);
-  }
+  if (choice.trialLeftMs !== undefined)
+    startReleaseWatchdog(__filename, { dir, version: choice.version!, ms: choice.trialLeftMs });
   log.info("loading the chosen agent release", {
     entry: choice.entry,
     ...(choice.trialLeftMs !== undefined ? { trialMs: choice.trialLeftMs } : {}),
@@ -117,7 +111,9 @@ async function loadChosenRelease(dir: string, log: Logger): Promise<boolean> {
   return true;
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`agent failed to start: ${(err as Error).message}\n`);
-  process.exitCode = 1;
-});
+if (isReleaseWatchdog()) void runReleaseWatchdog();
+else
+  main().catch((err: unknown) => {
+    process.stderr.write(`agent failed to start: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  });

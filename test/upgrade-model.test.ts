@@ -3,7 +3,8 @@
  * releases made from this build with other versions (test/harness/release.ts); the agents download
  * one, switch to it and report it, one machine per application at a time with the leader's machine
  * last, and their units run no install or start again. An agent release that dies as it starts is
- * taken back by the agent itself, and the upgrade stops there with a message that says so. A dry
+ * taken back by the agent itself, and the upgrade stops there with a message that says so; so is one
+ * that hangs as it starts (a watchdog thread takes it back at the trial's deadline). A dry
  * run prints the plan and changes nothing; wrong arguments are refused with what to give instead.
  */
 import test from "ava";
@@ -32,17 +33,19 @@ let records: string;
 let steward: (...args: string[]) => Promise<CliResult>;
 let patch: Release;
 let broken: Release;
+let hanging: Release;
 let source: string;
 const key = generateReleaseKey();
 
 test.before(async () => {
   patch = await makeRelease({ bump: "patch" });
   broken = await makeRelease({ bump: "patch", by: 2, brokenAgent: true });
+  hanging = await makeRelease({ bump: "patch", by: 3, hangingAgent: true });
   home = await mkdtemp(join(tmpdir(), "steward-upgrade-model-"));
   // The controller's release source: both signed by the key it trusts; one more signed by it and
   // changed afterwards, and one signed by a key it does not trust.
   source = join(home, "releases");
-  for (const r of [patch, broken]) await publishAgentRelease(r, source, key.privateKeyPem);
+  for (const r of [patch, broken, hanging]) await publishAgentRelease(r, source, key.privateKeyPem);
   const tampered = await publishAgentRelease(patch, source, key.privateKeyPem, TAMPERED);
   await appendFile(join(tampered, "agent-bundle", "main.js"), "\n// changed after signing\n");
   await publishAgentRelease(patch, source, generateReleaseKey().privateKeyPem, UNTRUSTED);
@@ -58,7 +61,7 @@ test.before(async () => {
 
 test.after.always(async () => {
   await tc?.close();
-  for (const r of [patch, broken]) await r?.close();
+  for (const r of [patch, broken, hanging]) await r?.close();
   if (home) await rm(home, { recursive: true, force: true });
   if (records) await rm(records, { recursive: true, force: true });
 });
@@ -106,7 +109,10 @@ test.serial(
   "releases signed by a key it trusts are held; one changed after signing, or signed by another key, is refused and never served",
   async (t) => {
     const { releases, refused } = await tc.admin.listAgentReleases();
-    t.deepEqual(releases.map((r) => r.version).sort(), [STEWARD_VERSION, patch.version, broken.version].sort());
+    t.deepEqual(
+      releases.map((r) => r.version).sort(),
+      [STEWARD_VERSION, patch.version, broken.version, hanging.version].sort(),
+    );
     t.deepEqual(
       refused.map((r) => r.version),
       [TAMPERED, UNTRUSTED],
@@ -229,6 +235,24 @@ test.serial(
     const after = await tc.waitForUnits(MODEL, allReady(2), "both units active on the release they ran", 60_000);
     t.deepEqual(versions(after), { [leader]: patch.version, [other]: patch.version }, "both run the release before");
     t.regex(after.machines[other]!.agentUpgrade?.failed ?? "", /went back to the release before/);
+    t.is(after.machines[leader]!.agentUpgrade, undefined, "the leader's machine was never asked");
+  },
+);
+
+test.serial(
+  "a release whose agent hangs as it starts, its main thread never free again, is taken back at the trial's deadline",
+  async (t) => {
+    const { leader, other } = await machinesNow();
+    const r = await steward("upgrade-model", "--to", hanging.version, "--trial", "10s", "--timeout", "2m");
+    t.not(r.code, 0);
+    t.regex(
+      r.stderr,
+      new RegExp(
+        `stopped at machine ${other}: the agent of ${hanging.version.replace(/\./g, "\\.")} did not report to the controller by `,
+      ),
+    );
+    const after = await tc.waitForUnits(MODEL, allReady(2), "both units active on the release they ran", 60_000);
+    t.deepEqual(versions(after), { [leader]: patch.version, [other]: patch.version }, "both run the release before");
     t.is(after.machines[leader]!.agentUpgrade, undefined, "the leader's machine was never asked");
   },
 );

@@ -3,7 +3,9 @@
  * changed wherever the build holds it (the compiled api/versions.js and every bundle), so its CLI, its
  * controller bundle and its health answers all say the new version, as a real patch release would.
  * `broken` gives it a controller that exits before serving (a release that fails its health gate);
- * `brokenAgent` an agent that exits as it starts (a release that never reports, so agents go back).
+ * `brokenAgent` an agent that exits as it starts (a release that never reports, so agents go back);
+ * `hangingAgent` one that busy-loops as it starts: it never reports and never dies, and blocks the
+ * main thread of the process that loaded it.
  */
 import { execFile } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, symlink, unlink, writeFile } from "node:fs/promises";
@@ -32,6 +34,7 @@ export async function makeRelease(o: {
   version?: string;
   broken?: boolean;
   brokenAgent?: boolean;
+  hangingAgent?: boolean;
   env?: NodeJS.ProcessEnv;
 }): Promise<Release> {
   const [major, minor, patch] = STEWARD_VERSION.split(".").map(Number) as [number, number, number];
@@ -62,6 +65,14 @@ export async function makeRelease(o: {
         /^(#!.*\n)?/,
         (shebang) =>
           `${shebang}if (process.argv.includes("--dir")) { process.stderr.write("this agent release is broken on purpose (test)\\n"); process.exit(3); }\n`,
+      );
+    }
+    if (o.hangingAgent && rel === "agent-bundle/main.js") {
+      // Still answers `main.js version`; started to run (or loaded by another release's entry), it never returns.
+      text = text.replace(
+        /^(#!.*\n)?/,
+        (shebang) =>
+          `${shebang}if (process.argv.includes("--dir") && require("node:worker_threads").isMainThread) for (;;);\n`,
       );
     }
     // A hard link shares its content with this build: a new file, not a write through the link.
