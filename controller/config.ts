@@ -8,6 +8,7 @@ import { isAbsolute, join } from "node:path";
 import { STEWARD_VERSION, StewardError } from "../api";
 import { dataFiles } from "../substrates";
 import { releaseKeyProblem } from "./releases/release-keys";
+import type { ReleaseSourceConfig } from "./releases/release-source";
 import type { PodProbeSettings } from "../substrates";
 
 /** The controller's settings for models whose units are pods: their agent image and the agent container's probes. */
@@ -75,12 +76,13 @@ export interface ControllerConfig {
   localMachines?: LocalMachinesConfig;
   /**
    * Signed releases this controller offers (`steward upgrade-model`; nothing is applied on its own):
-   * `source`, a directory of `<version>/` release directories (controller/releases), and `keys`, the
+   * `source`, a directory of `<version>/` release directories (controller/releases) or the
+   * `https://` URL of a release index (with `caFile`, the CAs trusted for it), and `keys`, the
    * ed25519 public keys (`ed25519:…`) trusted to sign them. A release signed by no trusted key, or
    * whose files differ from its manifest, is listed as refused and never used. The leader looks at
    * the source every `pollSeconds` (default 60) and holds what it verified in the store, for every replica.
    */
-  releases?: { source?: string; keys?: string[]; pollSeconds?: number };
+  releases?: { source?: string; keys?: string[]; pollSeconds?: number; caFile?: string };
 }
 
 /** How often the leader looks at the release source when controller.json does not say. */
@@ -91,13 +93,32 @@ export const DEFAULT_RELEASE_POLL_SECONDS = 60;
  * development substrate, so only superusers make them, and a controller not bootstrapped locally
  * makes none unless turned on here.
  */
-/** The release source controller.json names, with the keys it trusts and how often the leader looks. */
+/**
+ * The release source controller.json names, with the keys it trusts and how often the leader looks;
+ * an HTTPS source is mirrored into the data directory's `release-mirror/`.
+ */
 export function releaseSourceOf(
   config: ControllerConfig,
-): { dir: string; keys: string[]; pollSeconds: number } | undefined {
+  dataDir: string,
+): (ReleaseSourceConfig & { pollSeconds: number }) | undefined {
   const r = config.releases;
   if (!r?.source) return undefined;
-  return { dir: r.source, keys: r.keys ?? [], pollSeconds: r.pollSeconds ?? DEFAULT_RELEASE_POLL_SECONDS };
+  const common = { keys: r.keys ?? [], pollSeconds: r.pollSeconds ?? DEFAULT_RELEASE_POLL_SECONDS };
+  if (sourceKind(r.source) === "directory") return { dir: r.source, ...common };
+  return {
+    dir: join(dataDir, dataFiles.releaseMirror),
+    https: { url: r.source, ...(r.caFile ? { caFile: r.caFile } : {}) },
+    ...common,
+  };
+}
+
+function sourceKind(source: string): "directory" | "https" | undefined {
+  if (isAbsolute(source)) return "directory";
+  try {
+    return new URL(source).protocol === "https:" ? "https" : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface LocalMachinesConfig {
@@ -174,8 +195,12 @@ export async function readControllerConfig(dataDir: string): Promise<ControllerC
     const wrong = (why: string): never => {
       throw new StewardError("invalid-request", `${path}: releases: ${why}`);
     };
-    if (releases.source !== undefined && (typeof releases.source !== "string" || !isAbsolute(releases.source)))
-      wrong("source must be the absolute path of a directory of releases");
+    if (releases.source !== undefined && !(typeof releases.source === "string" && sourceKind(releases.source)))
+      wrong("source must be the absolute path of a directory of releases, or the https:// URL of a release index");
+    if (releases.caFile !== undefined && !(typeof releases.caFile === "string" && isAbsolute(releases.caFile)))
+      wrong("caFile must be the absolute path of a PEM file of CA certificates");
+    if (releases.caFile !== undefined && sourceKind(releases.source ?? "") !== "https")
+      wrong("caFile is for an https:// source");
     if (releases.keys !== undefined && !Array.isArray(releases.keys))
       wrong("keys must be a list of ed25519:… public keys");
     for (const key of releases.keys ?? []) {

@@ -465,7 +465,7 @@ export class Controller {
       enabled: isLocalController(this.config) || this.localMachines.enabled === true,
       maxPerHost: this.localMachines.maxPerHost ?? DEFAULT_LOCAL_MACHINES_PER_HOST,
     };
-    const releaseSource = releaseSourceOf(this.config);
+    const releaseSource = releaseSourceOf(this.config, dataDir);
     registerHttpApi(http, {
       cache,
       ops,

@@ -124,7 +124,7 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
       new MigrationMaster({ store: fenced, cache, sealer, log, machinesDir: join(dataDir, dataFiles.machines) }),
       stagingPurge(o.staging, log),
     ];
-    const source = releaseSourceOf(o.config);
+    const source = releaseSourceOf(o.config, dataDir);
     if (source) work.push(releaseSourcePoll(source, new ReleaseOps(fenced), log));
     if (!o.membership) return work;
     const replicaCloud = new CloudReplicaHosts({

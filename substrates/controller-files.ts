@@ -32,6 +32,8 @@ export const dataFiles = {
   stoodDown: "stood-down",
   /** The dashboard's consoles' temporary STEWARD_HOMEs (0700; emptied when the controller starts). */
   consoles: "consoles",
+  /** The copy of an https:// release source's releases, verified from there (controller/releases/https-mirror.ts). */
+  releaseMirror: "release-mirror",
 };
 
 /**

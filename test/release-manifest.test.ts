@@ -8,6 +8,8 @@
 import test from "ava";
 import { execFile } from "node:child_process";
 import { appendFile, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { createServer as createHttpsServer } from "node:https";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -17,7 +19,9 @@ import {
   ReleaseOps,
   ReleaseRefused,
   ReleaseSource,
+  createCertificateAuthority,
   generateReleaseKey,
+  issueServerCertificate,
   readControllerConfig,
   releaseKeyProblem,
   signManifest,
@@ -187,6 +191,12 @@ test("public keys are checked, and controller.json's release settings with them"
   await t.throwsAsync(readControllerConfig(dataDir), { message: /releases: a source needs keys/ });
   await write({ source: "relative/dir", keys: [key.publicKey] });
   await t.throwsAsync(readControllerConfig(dataDir), { message: /source must be the absolute path/ });
+  await write({ source: "http://releases.example/", keys: [key.publicKey] });
+  await t.throwsAsync(readControllerConfig(dataDir), {
+    message: /source must be the absolute path of a directory of releases, or the https:\/\/ URL of a release index/,
+  });
+  await write({ source: "/srv/releases", keys: [key.publicKey], caFile: "/etc/ca.pem" });
+  await t.throwsAsync(readControllerConfig(dataDir), { message: /caFile is for an https:\/\/ source/ });
   await write({ source: "/srv/releases", keys: [key.publicKey], pollSeconds: 0.5 });
   await t.throwsAsync(readControllerConfig(dataDir), {
     message: /pollSeconds must be a whole number of seconds from 1 to 86400/,
@@ -258,6 +268,78 @@ test("the release source: verified releases are held in the store and served by 
   t.deepEqual((await without().get("0.1.50")).bundle, served.bundle, "the release held is still the one served");
   const gone = await new ReleaseSource({ dir: join(root, "no-such-source"), keys: [key.publicKey] }, ops).look();
   t.is(gone.problem, "the release source cannot be read (ENOENT)");
+});
+
+test("an HTTPS source: releases its index lists are fetched, only once signed by a trusted key, and verified as a directory's", async (t) => {
+  const { store } = await storeWithCache(t, "https-releases");
+  const served = join(root, "served");
+  await release(served, "0.1.70");
+  await release(served, "0.1.71", other.privateKeyPem);
+  await release(served, "0.1.72");
+  await appendFile(join(served, "0.1.72", "agent-bundle", "main.js"), "// changed on the server after signing\n");
+  await writeFile(
+    join(served, "index.json"),
+    JSON.stringify({ format: "steward-release-index/1", releases: ["0.1.70", "0.1.71", "0.1.72"] }),
+  );
+  const ca = await createCertificateAuthority("release-server");
+  const cert = await issueServerCertificate(ca, ["127.0.0.1"]);
+  const asked: string[] = [];
+  let missingIndex = false;
+  const server = createHttpsServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
+    asked.push(req.url!);
+    const path = join(served, decodeURIComponent(req.url!));
+    if (missingIndex || !path.startsWith(served)) return void res.writeHead(404).end();
+    readFile(path).then(
+      (b) => res.writeHead(200).end(b),
+      () => res.writeHead(404).end(),
+    );
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const caFile = join(root, "release-ca.pem");
+  await writeFile(caFile, ca.certPem);
+  const ops = new ReleaseOps(store);
+  const source = (o: { caFile?: string }) =>
+    new ReleaseSource({ dir: join(root, "mirror"), keys: [key.publicKey], https: { url, ...o } }, ops);
+
+  const untrusting = await source({}).look();
+  t.regex(
+    untrusting.problem ?? "",
+    /the release index at https:\/\/127\.0\.0\.1:\d+ cannot be read: \/index\.json: [A-Z_]+/,
+  );
+  t.deepEqual(untrusting.held, [], "nothing is fetched from a server whose certificate is not trusted");
+
+  const look = await source({ caFile }).look();
+  t.is(look.problem, undefined);
+  t.deepEqual(look.held, ["0.1.70"]);
+  t.deepEqual(
+    look.refused.map((r) => r.version),
+    ["0.1.71", "0.1.72"],
+  );
+  t.regex(
+    look.refused[0]!.reason,
+    /release 0\.1\.71 is refused: it is signed by ed25519:\S+, which this controller does not trust/,
+  );
+  t.regex(
+    look.refused[1]!.reason,
+    /release 0\.1\.72 is refused: agent-bundle\/main\.js on the server is larger than the \d+ bytes its manifest says/,
+  );
+  t.deepEqual(
+    asked.filter((p) => p.startsWith("/0.1.71/")).sort(),
+    ["/0.1.71/manifest.json", "/0.1.71/manifest.sig"],
+    "no file of a release signed by an untrusted key is downloaded",
+  );
+  const bundle = await ops.bundle((await ops.find("0.1.70"))!);
+  t.is(
+    Buffer.from(bundle.files.find((f) => f.path === "main.js")!.content, "base64").toString(),
+    'console.log("agent 0.1.70");\n',
+  );
+
+  missingIndex = true;
+  const gone = await source({ caFile }).look();
+  t.regex(gone.problem ?? "", /cannot be read: \/index\.json: HTTP 404/);
+  t.true((await ops.versions()).includes("0.1.70"), "what was held stays held");
 });
 
 test("the publisher's tool makes a key and signs a release that a controller trusting its key accepts", async (t) => {

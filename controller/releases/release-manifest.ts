@@ -17,9 +17,12 @@ export const MANIFEST_FORMAT = "steward-release/1";
 export const MANIFEST = "manifest.json";
 export const SIGNATURE = "manifest.sig";
 /** A manifest larger than this is not read (a release has tens of files). */
-const MAX_MANIFEST_BYTES = 1 << 20;
+export const MAX_MANIFEST_BYTES = 1 << 20;
+/** A signature file larger than this is not read. */
+export const MAX_SIGNATURE_BYTES = 4096;
 const MAX_FILES = 10_000;
-const VERSION = /^\d{1,6}\.\d{1,6}\.\d{1,6}(-[0-9A-Za-z.-]{1,40})?$/;
+export const RELEASE_VERSION = /^\d{1,6}\.\d{1,6}\.\d{1,6}(-[0-9A-Za-z.-]{1,40})?$/;
+
 /** Relative, `/`-separated, plain names: no `.` or `..` segment, nothing a shell or URL would read twice. */
 const PATH = /^(?!.*(^|\/)\.\.?(\/|$))[A-Za-z0-9._-]{1,100}(\/[A-Za-z0-9._-]{1,100}){0,8}$/;
 const SHA256 = /^[0-9a-f]{64}$/;
@@ -65,7 +68,7 @@ async function sha256Of(path: string): Promise<string> {
 
 /** Writes `dir`'s manifest (every file below it) for `version`, signed with `privateKeyPem`. */
 export async function signRelease(dir: string, version: string, privateKeyPem: string): Promise<ReleaseManifest> {
-  if (!VERSION.test(version)) throw new Error(`"${version}" is not a release version (MAJOR.MINOR.PATCH)`);
+  if (!RELEASE_VERSION.test(version)) throw new Error(`"${version}" is not a release version (MAJOR.MINOR.PATCH)`);
   const files: ReleaseFile[] = [];
   for (const path of await filesBelow(dir)) {
     if (!PATH.test(path)) throw new Error(`${path}: a release's file names are letters, digits, ".", "_" and "-"`);
@@ -81,12 +84,12 @@ export async function signRelease(dir: string, version: string, privateKeyPem: s
 }
 
 /** Why `m` is not a manifest, or undefined. */
-function manifestProblem(m: unknown): string | undefined {
+export function manifestProblem(m: unknown): string | undefined {
   if (typeof m !== "object" || m === null) return "manifest.json is not a JSON object";
   const o = m as Partial<ReleaseManifest>;
   if (o.format !== MANIFEST_FORMAT)
     return `manifest.json's format is ${JSON.stringify(o.format)}, not ${MANIFEST_FORMAT}`;
-  if (typeof o.version !== "string" || !VERSION.test(o.version))
+  if (typeof o.version !== "string" || !RELEASE_VERSION.test(o.version))
     return "manifest.json's version is not MAJOR.MINOR.PATCH";
   if (!Array.isArray(o.files) || o.files.length > MAX_FILES)
     return `manifest.json's files is not a list of at most ${MAX_FILES}`;
@@ -135,7 +138,7 @@ export async function verifyRelease(
     return readFile(join(dir, file));
   };
   const manifestBytes = await read(MANIFEST, MAX_MANIFEST_BYTES);
-  const signature = (await read(SIGNATURE, 4096)).toString("utf8");
+  const signature = (await read(SIGNATURE, MAX_SIGNATURE_BYTES)).toString("utf8");
   const bad = signatureProblem(manifestBytes, signature, trusted);
   if (bad) refuse(bad);
   let parsed: unknown;

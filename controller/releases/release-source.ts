@@ -12,6 +12,8 @@ import { join } from "node:path";
 import type { Bundle, RefusedRelease } from "../../api";
 import { STEWARD_VERSION } from "../../api";
 import type { ReleaseDoc, ReleaseOps } from "../state";
+import type { HttpsSourceConfig } from "./https-mirror";
+import { HttpsMirror } from "./https-mirror";
 import { MANIFEST, ReleaseRefused, verifyRelease } from "./release-manifest";
 
 /** Where a release keeps its agent bundle. */
@@ -20,9 +22,12 @@ export const AGENT_DIR = "agent-bundle";
 const RETRY_REFUSED_MS = 60_000;
 
 export interface ReleaseSourceConfig {
+  /** The directory of releases; for an HTTPS source, the local mirror of it. */
   dir: string;
   /** The public keys (`ed25519:…`) trusted to sign releases. */
   keys: readonly string[];
+  /** An HTTPS source, copied into `dir` before each look (https-mirror.ts). */
+  https?: HttpsSourceConfig;
 }
 
 /** What one look did (`held`: the versions it verified and held) and found wrong: releases refused, each with why, or why the source could not be read. */
@@ -35,11 +40,14 @@ export interface SourceLook {
 export class ReleaseSource {
   private readonly refusedAt = new Map<string, RefusedRelease & { at: number }>();
   private looking?: Promise<SourceLook>;
+  private readonly mirror?: HttpsMirror;
 
   constructor(
     private readonly config: ReleaseSourceConfig,
     private readonly ops: ReleaseOps,
-  ) {}
+  ) {
+    if (config.https) this.mirror = new HttpsMirror(config.https, config.dir, config.keys);
+  }
 
   /** One look at the source; callers arriving while one runs share it. */
   look(): Promise<SourceLook> {
@@ -48,6 +56,12 @@ export class ReleaseSource {
   }
 
   private async lookOnce(): Promise<SourceLook> {
+    const held = new Map((await this.ops.all()).map((d) => [d.version, d]));
+    const recentlyRefused = [...this.refusedAt.values()].filter((r) => Date.now() - r.at < RETRY_REFUSED_MS);
+    const synced = await this.mirror?.sync(new Set([...held.keys(), ...recentlyRefused.map((r) => r.version)]));
+    const fetching = synced?.problem;
+    // Refused as they were fetched (a file larger than its manifest says): not mirrored, so not verified below.
+    for (const r of synced?.refused ?? []) this.refusedAt.set(r.version, { ...r, at: Date.now() });
     let names: string[];
     try {
       names = await readdir(this.config.dir);
@@ -56,10 +70,9 @@ export class ReleaseSource {
       return {
         held: [],
         refused: this.stillRefused(new Set()),
-        problem: `the release source cannot be read (${code(err)})`,
+        problem: fetching ?? `the release source cannot be read (${code(err)})`,
       };
     }
-    const held = new Map((await this.ops.all()).map((d) => [d.version, d]));
     // A name starting with "." is a release still being copied in (renamed into place when whole).
     const versions = names.filter((v) => !v.startsWith(".") && v !== STEWARD_VERSION).sort();
     const newlyHeld: string[] = [];
@@ -74,7 +87,12 @@ export class ReleaseSource {
       this.refusedAt.delete(version);
       if (!doc) newlyHeld.push(version);
     }
-    return { held: newlyHeld, refused: this.stillRefused(new Set(versions)) };
+    // Those refused as they were fetched are not in the mirror, but still in the source.
+    const present = new Set([
+      ...versions,
+      ...(synced ? [...recentlyRefused, ...synced.refused].map((r) => r.version) : []),
+    ]);
+    return { held: newlyHeld, refused: this.stillRefused(present), ...(fetching ? { problem: fetching } : {}) };
   }
 
   /** Verifies release `version` and holds it; answers why it was refused, if it was. */
@@ -104,7 +122,9 @@ export class ReleaseSource {
   /** The refusals of versions still in the source (`present`; all of them when it could not be read). */
   private stillRefused(present: Set<string>): RefusedRelease[] {
     for (const v of this.refusedAt.keys()) if (present.size && !present.has(v)) this.refusedAt.delete(v);
-    return [...this.refusedAt.values()].map(({ version, reason }) => ({ version, reason }));
+    return [...this.refusedAt.values()]
+      .map(({ version, reason }) => ({ version, reason }))
+      .sort((a, b) => a.version.localeCompare(b.version));
   }
 }
 
