@@ -400,6 +400,12 @@ export const ErrorReasons = {
     about:
       "a machine's new agent did not come up and report in time and went back to its release: the message says which machine and why; steward upgrade-model run again retries it",
   },
+  "agent-upgrade-in-progress": {
+    code: "conflict",
+    retryable: false,
+    about:
+      "a machine of the model is still moving to another agent release (another steward upgrade-model may be running): let it end, or finish that upgrade, before moving agents to a third release",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

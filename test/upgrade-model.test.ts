@@ -256,3 +256,35 @@ test.serial(
     t.is(after.machines[leader]!.agentUpgrade, undefined, "the leader's machine was never asked");
   },
 );
+
+test.serial(
+  "moving agents to another release is refused while a machine of the model still moves to one",
+  async (t) => {
+    const { leader, other } = await machinesNow();
+    // The other machine is asked to move to a release whose agent dies as it starts: it goes back within seconds.
+    await tc.admin.upgradeAgents(MODEL, { to: broken.version, machines: [other], trialSeconds: 30 });
+    const err = (await tc.admin.upgradeAgents(MODEL, { to: STEWARD_VERSION, machines: [leader] }).catch((e) => e)) as
+      StewardError | undefined;
+    t.true(err instanceof StewardError, "refused");
+    t.is(err?.reason, "agent-upgrade-in-progress");
+    t.regex(
+      err?.message ?? "",
+      new RegExp(
+        `machine ${other} is still moving to agent release ${broken.version.replace(/\./g, "\\.")} \\(attempt \\d+\\): another steward upgrade-model may be running`,
+      ),
+    );
+    const cli = await steward("upgrade-model", "--to", STEWARD_VERSION);
+    t.not(cli.code, 0);
+    t.regex(cli.stderr, /is still moving to agent release/);
+    // Once that move has ended (the agent went back), another is accepted.
+    await eventually(
+      "the other machine's move ended",
+      async () => ((await tc.admin.status(MODEL)).machines[other]?.agentUpgrade?.failed ? true : undefined),
+      90_000,
+      250,
+    );
+    const accepted = await tc.admin.upgradeAgents(MODEL, { to: patch.version, machines: [leader] });
+    t.is(accepted.to, patch.version);
+    await tc.waitForUnits(MODEL, allReady(2), "both units active on the release they ran", 60_000);
+  },
+);

@@ -99,7 +99,17 @@ function machineHead(m: MachineDoc | undefined, id: string): AgentView["machine"
   return {
     id,
     life: m?.life ?? "dying",
-    ...(m?.agentRelease ? { agentRelease: m.agentRelease } : {}),
+    // What the agent needs of the request, field by field: agents of the previous release read the view too.
+    ...(m?.agentRelease
+      ? {
+          agentRelease: {
+            version: m.agentRelease.version,
+            hash: m.agentRelease.hash,
+            attempt: m.agentRelease.attempt,
+            trialSeconds: m.agentRelease.trialSeconds,
+          },
+        }
+      : {}),
   };
 }
 

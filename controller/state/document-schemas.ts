@@ -99,6 +99,7 @@ const MachineSchema = z.strictObject({
       hash: Text(128),
       attempt: z.number().int().min(1),
       trialSeconds: z.number().int().min(1).max(86_400),
+      requestedAt: Timestamp.optional(),
     })
     .optional(),
 });

@@ -244,7 +244,7 @@ export interface MachineDoc {
   /** A local machine that came by migration: the directory its agent runs in, under the source controller's (the agent stays where it is). */
   localDir?: string;
   /** The agent release `steward upgrade-model` asked this machine's agent to run (api/agent-protocol.ts). */
-  agentRelease?: { version: string; hash: string; attempt: number; trialSeconds: number };
+  agentRelease?: { version: string; hash: string; attempt: number; trialSeconds: number; requestedAt?: string };
 }
 /** Progress of installing a machine's agent (SSH machines) or of launching its instance (clouds). */
 export interface MachineInstallDoc {

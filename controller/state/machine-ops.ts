@@ -224,7 +224,10 @@ export class MachineOps extends StoreTxns {
       return {
         compare: found.map(({ id, md }) => unchanged(keys.machine(uuid, id), md!.rev)),
         ops: found.map(({ id, md }, i) =>
-          put(docs.machine, uuid, id, { ...md!.doc, agentRelease: { ...release, attempt: machines[i]!.attempt } }),
+          put(docs.machine, uuid, id, {
+            ...md!.doc,
+            agentRelease: { ...release, attempt: machines[i]!.attempt, requestedAt: this.stamp() },
+          }),
         ),
         result: { machines },
       };

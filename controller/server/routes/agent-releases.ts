@@ -4,10 +4,13 @@
  */
 import { STEWARD_VERSION, StewardError, contractOf, invalidRequest, routes, versionProblem } from "../../../api";
 import type { Route } from "../../access/route";
+import type { ModelIndex } from "../../state";
 import type { HttpApiDeps } from "./deps";
 
 /** How long a new agent has to come up and report before it goes back, unless the request says. */
 const DEFAULT_TRIAL_SECONDS = 120;
+/** Past its trial, how long a machine asked to move counts as still moving (downloading, waiting for a long hook). */
+const MOVE_GRACE_MS = 15 * 60_000;
 
 export function registerAgentReleaseRoutes(route: Route, deps: HttpApiDeps): void {
   const { ops, agentReleases } = deps;
@@ -40,6 +43,7 @@ export function registerAgentReleaseRoutes(route: Route, deps: HttpApiDeps): voi
           { details: { field: "machines" } },
         );
     }
+    refuseAnotherMove(idx, body.to);
     const res = await ops.machines.setAgentRelease(idx.uuid, body.machines, {
       version: release.version,
       hash: release.hash,
@@ -48,4 +52,29 @@ export function registerAgentReleaseRoutes(route: Route, deps: HttpApiDeps): voi
     await settled(res.revision);
     return { to: release.version, hash: release.hash, machines: res.machines };
   });
+}
+
+/**
+ * Refuses to move machines to `to` while another machine of the model is still moving to another
+ * release: two upgrade-model runs at once would otherwise leave the model split between releases
+ * neither asked for. A machine counts as moving from its request until it reports the release,
+ * goes back from it, or its trial and a grace period have passed (an agent that is down for good
+ * must not block every later upgrade).
+ */
+function refuseAnotherMove(idx: ModelIndex, to: string): void {
+  for (const m of idx.machines.values()) {
+    const want = m.agentRelease;
+    if (!want || want.version === to || m.life !== "alive") continue;
+    const info = idx.machineInfo.get(m.id);
+    const failure = info?.agentUpgradeFailure;
+    if (info?.agentVersion === want.version || (failure?.version === want.version && failure.attempt === want.attempt))
+      continue;
+    if (want.requestedAt && Date.now() - Date.parse(want.requestedAt) > want.trialSeconds * 1000 + MOVE_GRACE_MS)
+      continue;
+    throw new StewardError(
+      "conflict",
+      `machine ${m.id} is still moving to agent release ${want.version} (attempt ${want.attempt}): another steward upgrade-model may be running. Let it end, or run steward upgrade-model --to ${want.version} to finish that one, before moving agents to ${to}`,
+      { reason: "agent-upgrade-in-progress", details: { machine: m.id, version: want.version } },
+    );
+  }
 }
