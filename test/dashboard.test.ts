@@ -1,15 +1,18 @@
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core) against a real
  * controller and real agents: logging in, live changes without reloads, config edited in the page
- * reaching the units, a read-only user, a failed hook's output, and no Content-Security-Policy
+ * reaching the units, the controller view (with a newer signed release shown as available), a
+ * read-only user, a failed hook's output, and no Content-Security-Policy
  * violation anywhere. Screenshots of the main views go to dist/test-artifacts/dashboard.
  */
 import test from "ava";
 import { X509Certificate } from "node:crypto";
-import { chmod, cp, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
+import { STEWARD_VERSION } from "../api";
+import { generateReleaseKey, signRelease } from "../controller";
 import type { TestController } from "./harness/controller";
 import { allReady, operatorsDir, startTestController } from "./harness/controller";
 import { cspViolations, launchBrowser, logInThroughPage, openDashboard } from "./harness/browser";
@@ -17,7 +20,20 @@ import { eventually } from "./harness/eventually";
 
 let tc: TestController;
 let browser: Browser;
+let releases: string;
 const viewerPassword = "viewer-password-1";
+/** A signed release newer than this build, in the controller's release source: shown as available. */
+const NEWER = STEWARD_VERSION.replace(/\d+$/, (p) => String(Number(p) + 9));
+
+/** A release source holding a small signed release `version` (an agent bundle only), and the key it trusts. */
+async function releaseSource(version: string): Promise<{ source: string; keys: string[] }> {
+  const source = await mkdtemp(join(tmpdir(), "steward-dash-releases-"));
+  const key = generateReleaseKey();
+  await mkdir(join(source, version, "agent-bundle"), { recursive: true });
+  await writeFile(join(source, version, "agent-bundle", "main.js"), `console.log("agent ${version}");\n`);
+  await signRelease(join(source, version), version, key.privateKeyPem);
+  return { source, keys: [key.publicKey] };
+}
 
 /** motd, but its config-changed refuses a message that starts with "fail:" and says why. */
 async function failingMotd(): Promise<string> {
@@ -37,7 +53,9 @@ async function failingMotd(): Promise<string> {
 }
 
 test.before(async () => {
-  tc = await startTestController();
+  const source = await releaseSource(NEWER);
+  releases = source.source;
+  tc = await startTestController({ releases: source });
   await tc.admin.createModel("shop");
   await tc.admin.createUser("viewer", viewerPassword);
   await tc.admin.grant("shop", "viewer", "read");
@@ -48,6 +66,7 @@ test.before(async () => {
 test.after.always(async () => {
   await browser?.close();
   await tc?.close();
+  if (releases) await rm(releases, { recursive: true, force: true });
 });
 
 const address = (): string => tc.addresses[0]!;
@@ -134,6 +153,8 @@ test.serial("a config edit made in the page reaches the units; the controller vi
   await page.goto(`https://${address()}/#/controller`);
   await page.waitForSelector("h1:has-text('Controller test')");
   await page.waitForSelector("tr[data-replica] td code");
+  // The release the leader verified from its source, offered and not applied.
+  await page.waitForSelector(`[data-releases-available]:has-text("${NEWER} available")`);
   await d.screenshot("controller");
   t.deepEqual(await cspViolations(page), []);
   t.deepEqual(d.problems, []);
@@ -171,6 +192,7 @@ test.serial(
     await page.waitForSelector("h1:has-text('Controller test')");
     t.is(await page.locator("[data-ca-fingerprint]").textContent(), new X509Certificate(tc.caCert).fingerprint256);
     t.is(await page.locator("tr[data-replica]").count(), 0);
+    t.regex((await page.locator("[data-releases-available]").textContent()) ?? "", new RegExp(`${NEWER} available`));
     // Without the CSRF token, even an admin's session cannot write.
     const admin = await openDashboard(browser, address());
     await logInThroughPage(admin.page, "admin", tc.adminPassword);
