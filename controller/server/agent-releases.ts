@@ -9,6 +9,7 @@ import { readFile, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentReleaseInfo, Bundle, RefusedRelease } from "../../api";
 import { STEWARD_VERSION, StewardError, bundleHash } from "../../api";
+import { RELEASE_VERSION } from "../releases/release-manifest";
 import type { ReleaseSource } from "../releases/release-source";
 import type { ReleaseDoc, ReleaseOps, StateCache } from "../state";
 
@@ -59,7 +60,8 @@ export class AgentReleases {
     if (version === own.info.version) return own;
     let doc = await this.o.ops.find(version);
     let look;
-    if (!doc && this.o.source) {
+    // Only a name a release could have sends this replica to its source (a look may fetch over HTTPS).
+    if (!doc && this.o.source && RELEASE_VERSION.test(version)) {
       look = await this.o.source.look();
       doc = await this.o.ops.find(version);
     }
