@@ -18,6 +18,7 @@ import type { ModelStatus, StatusLogEntry, UnitDetails } from "./status";
 import type {
   AgentReleaseInfo,
   AgentUpgradeStarted,
+  ReleaseKeys,
   ApplicationInfo,
   BackupRecord,
   ControllerInfo,
@@ -924,6 +925,23 @@ export const routes = {
     access: "user-or-agent",
     status: 200,
     response: answer<Bundle>(),
+  },
+  /** The keys trusted to sign releases, and where that set comes from (controller.json until a superuser changes it). */
+  getReleaseKeys: {
+    method: "GET",
+    path: "/v1/controller/release-keys",
+    access: "superuser",
+    status: 200,
+    response: answer<ReleaseKeys>(),
+  },
+  changeReleaseKeys: {
+    method: "POST",
+    path: "/v1/controller/release-keys",
+    access: "superuser",
+    body: "ReleaseKeysChange",
+    what: "release keys change",
+    status: 200,
+    response: answer<ReleaseKeys>(),
   },
   /** Asks these machines' agents to move to a release the controller holds (each a new attempt). */
   upgradeAgents: {

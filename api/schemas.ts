@@ -344,6 +344,19 @@ export const AgentUpgradeRequest = z.strictObject({
   trialSeconds: z.number().int().min(5).max(3600).optional(),
 });
 
+/** A change to the keys trusted to sign releases: those to trust, and those to trust no longer. */
+const ReleaseKey = z.string().regex(/^ed25519:[A-Za-z0-9_-]{43}$/, {
+  message: "must be a release public key, ed25519: and 43 base64url characters (release-tool.js keygen prints one)",
+});
+export const ReleaseKeysChange = z
+  .strictObject({
+    trust: z.array(ReleaseKey).max(16).optional(),
+    distrust: z.array(ReleaseKey).max(16).optional(),
+  })
+  .refine((c) => (c.trust?.length ?? 0) + (c.distrust?.length ?? 0) > 0, {
+    message: "give keys to trust or to distrust",
+  });
+
 /** An operator's content hash; an old-format hash is refused with a message saying to re-upload. */
 const OperatorHash = z.string().superRefine((v, ctx) => {
   const problem = operatorHashProblem(v);

@@ -60,6 +60,12 @@ export interface RefusedRelease {
   reason: string;
 }
 
+/** The keys a controller trusts to sign releases: controller.json's, until a superuser changed them (`changed`). */
+export interface ReleaseKeys {
+  keys: string[];
+  changed?: { by: string; at: string };
+}
+
 /** What `POST /v1/models/:model/agent-upgrade` set: each machine's new attempt at release `to`. */
 export interface AgentUpgradeStarted {
   to: string;

@@ -22,6 +22,7 @@ export const COMMAND_NAMES = [
   "enable-ha",
   "add-spare",
   "set-replica-cloud",
+  "release-keys",
   "upgrade-controller",
   "login",
   "logout",

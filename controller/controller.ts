@@ -487,7 +487,16 @@ export class Controller {
         own: dirname(AGENT_BUNDLE.main),
         ops: new ReleaseOps(this.store),
         cache,
-        ...(releaseSource ? { source: new ReleaseSource(releaseSource, new ReleaseOps(this.store)) } : {}),
+        bootstrapKeys: this.config.releases?.keys ?? [],
+        ...(releaseSource
+          ? {
+              source: new ReleaseSource(
+                releaseSource,
+                new ReleaseOps(this.store),
+                () => cache.releaseKeys?.keys ?? releaseSource.keys,
+              ),
+            }
+          : {}),
       }),
     });
     const logs = new ModelLogs();

@@ -125,7 +125,8 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
       stagingPurge(o.staging, log),
     ];
     const source = releaseSourceOf(o.config, dataDir);
-    if (source) work.push(releaseSourcePoll(source, new ReleaseOps(fenced), log));
+    if (source)
+      work.push(releaseSourcePoll(source, new ReleaseOps(fenced), () => cache.releaseKeys?.keys ?? source.keys, log));
     if (!o.membership) return work;
     const replicaCloud = new CloudReplicaHosts({
       cache,
@@ -157,9 +158,10 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
 function releaseSourcePoll(
   config: ReleaseSourceConfig & { pollSeconds: number },
   ops: ReleaseOps,
+  trusted: () => readonly string[],
   log: Logger,
 ): Worker {
-  const source = new ReleaseSource(config, ops);
+  const source = new ReleaseSource(config, ops, trusted);
   return periodic(
     "release-source",
     config.pollSeconds * 1000,

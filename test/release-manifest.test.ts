@@ -215,8 +215,8 @@ test("the release source: verified releases are held in the store and served by 
   const own = dirname(AGENT_BUNDLE.main);
   const look = new ReleaseSource({ dir: source, keys: [key.publicKey] }, ops);
   // One replica has the source; another, on a host without it, shares only the store.
-  const withSource = new AgentReleases({ own, ops, cache, source: look });
-  const without = () => new AgentReleases({ own, ops, cache });
+  const withSource = new AgentReleases({ own, ops, cache, bootstrapKeys: [key.publicKey], source: look });
+  const without = () => new AgentReleases({ own, ops, cache, bootstrapKeys: [key.publicKey] });
   const listed = await withSource.list();
   t.deepEqual(
     listed.releases.map((r) => [r.version, r.own]),

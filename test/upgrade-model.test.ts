@@ -288,3 +288,51 @@ test.serial(
     await tc.waitForUnits(MODEL, allReady(2), "both units active on the release they ran", 60_000);
   },
 );
+
+test.serial(
+  "release keys rotate: a new key trusted makes its releases usable at once, the old one distrusted withdraws its releases, the last is kept",
+  async (t) => {
+    const shown = await steward("release-keys");
+    t.is(shown.code, 0, shown.stderr);
+    t.regex(shown.stdout, /Release keys trusted \(as in controller\.json\):\n {2}ed25519:/);
+    const last = await steward("release-keys", "--distrust", key.publicKey);
+    t.not(last.code, 0);
+    t.regex(last.stderr, /that would leave no key trusted: trust the new key before distrusting the last one/);
+    const bad = await steward("release-keys", "--trust", "ed25519:short");
+    t.not(bad.code, 0);
+    t.regex(bad.stderr, /trust.*must be a release public key/);
+
+    // A release signed with a new key is refused until that key is trusted; then it is used at once.
+    const next = generateReleaseKey();
+    const rotated = "0.1.80";
+    await publishAgentRelease(patch, source, next.privateKeyPem, rotated);
+    t.regex(
+      (await tc.admin.listAgentReleases()).refused.find((r) => r.version === rotated)?.reason ?? "",
+      /which this controller does not trust/,
+    );
+    const trusted = await steward("release-keys", "--trust", next.publicKey);
+    t.is(trusted.code, 0, trusted.stderr);
+    t.regex(trusted.stdout, /changed by admin at /);
+    t.true(
+      (await tc.admin.listAgentReleases()).releases.some((r) => r.version === rotated),
+      "held once its key is trusted",
+    );
+
+    // The old key distrusted: the releases it signed are no longer offered, and say why.
+    t.is((await steward("release-keys", "--distrust", key.publicKey)).code, 0);
+    const after = await tc.admin.listAgentReleases();
+    t.false(after.releases.some((r) => r.version === patch.version));
+    t.regex(
+      after.refused.find((r) => r.version === patch.version)?.reason ?? "",
+      /signed by ed25519:\S+, which this controller no longer trusts/,
+    );
+    const move = await tc.admin.upgradeAgents(MODEL, { to: patch.version, machines: ["0"] }).catch((e: Error) => e);
+    t.regex(String(move), /no longer trusts/);
+    const overview = await tc.admin.controllerOverview();
+    t.false(overview.available?.includes(patch.version) ?? false, "not shown as available");
+    t.true(overview.available?.includes(rotated) ?? false);
+    // Trusted again, they are offered again.
+    t.is((await steward("release-keys", "--trust", key.publicKey)).code, 0);
+    t.true((await tc.admin.listAgentReleases()).releases.some((r) => r.version === patch.version));
+  },
+);

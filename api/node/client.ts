@@ -35,6 +35,7 @@ import type {
   ModelSummary,
   Registered,
   RefusedRelease,
+  ReleaseKeys,
   SessionInfo,
   SpareHost,
   SshMachineRequest,
@@ -507,6 +508,14 @@ export class ControllerClient extends ControllerTransport {
   async listAgentReleases(): Promise<{ releases: AgentReleaseInfo[]; refused: RefusedRelease[]; problem?: string }> {
     const r = await this.call(routes.listAgentReleases, {});
     return { releases: r.releases, refused: r.refused ?? [], ...(r.problem ? { problem: r.problem } : {}) };
+  }
+  /** The keys the controller trusts to sign releases (superusers). */
+  releaseKeys(): Promise<ReleaseKeys> {
+    return this.call(routes.getReleaseKeys, {});
+  }
+  /** Trusts more release keys, or fewer (superusers); answers the keys trusted now. */
+  changeReleaseKeys(change: { trust?: string[]; distrust?: string[] }): Promise<ReleaseKeys> {
+    return this.call(routes.changeReleaseKeys, {}, change);
   }
   /** Asks machines' agents to move to agent release `to` (each one a new attempt). */
   upgradeAgents(

@@ -52,7 +52,7 @@ export class HttpsMirror {
   constructor(
     private readonly source: HttpsSourceConfig,
     private readonly dir: string,
-    private readonly keys: readonly string[],
+    private readonly trusted: () => readonly string[],
   ) {
     this.base = new URL(source.url.endsWith("/") ? source.url : `${source.url}/`);
   }
@@ -104,7 +104,7 @@ export class HttpsMirror {
     try {
       await writeFile(join(tmp, MANIFEST), manifestBytes);
       await writeFile(join(tmp, SIGNATURE), signature);
-      const manifest = signedManifest(manifestBytes, signature, this.keys, version);
+      const manifest = signedManifest(manifestBytes, signature, this.trusted(), version);
       for (const f of manifest?.files ?? []) {
         const content = await this.get(`${version}/${f.path}`, f.size).catch((err: Error) => {
           if (!(err instanceof TooLarge)) throw err;

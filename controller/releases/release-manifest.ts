@@ -111,6 +111,8 @@ export interface VerifiedRelease {
   manifest: ReleaseManifest;
   /** The SHA-256 of manifest.json's bytes: what was signed, so what names this release exactly. */
   manifestSha256: string;
+  /** The trusted key that signed it. */
+  signedBy: string;
   /** The verified bytes of the files `keep` asked for, by path. */
   files: Map<string, Buffer>;
 }
@@ -175,5 +177,6 @@ export async function verifyRelease(
       );
     if (content) files.set(f.path, content);
   }
-  return { manifest, manifestSha256: sha256(manifestBytes), files };
+  const signedBy = (JSON.parse(signature) as ReleaseSignature).key;
+  return { manifest, manifestSha256: sha256(manifestBytes), signedBy, files };
 }

@@ -40,13 +40,16 @@ export interface SourceLook {
 export class ReleaseSource {
   private readonly refusedAt = new Map<string, RefusedRelease & { at: number }>();
   private looking?: Promise<SourceLook>;
+  private keysSeen?: string;
   private readonly mirror?: HttpsMirror;
 
+  /** `trusted`: the keys trusted now (a superuser may change them: `steward release-keys`); default `config.keys`. */
   constructor(
     private readonly config: ReleaseSourceConfig,
     private readonly ops: ReleaseOps,
+    private readonly trusted: () => readonly string[] = () => config.keys,
   ) {
-    if (config.https) this.mirror = new HttpsMirror(config.https, config.dir, config.keys);
+    if (config.https) this.mirror = new HttpsMirror(config.https, config.dir, trusted);
   }
 
   /** One look at the source; callers arriving while one runs share it. */
@@ -56,6 +59,10 @@ export class ReleaseSource {
   }
 
   private async lookOnce(): Promise<SourceLook> {
+    // Keys changed since the last look: what they refused may verify now, at once.
+    const keys = this.trusted().join(",");
+    if (keys !== this.keysSeen) this.refusedAt.clear();
+    this.keysSeen = keys;
     const held = new Map((await this.ops.all()).map((d) => [d.version, d]));
     const recentlyRefused = [...this.refusedAt.values()].filter((r) => Date.now() - r.at < RETRY_REFUSED_MS);
     const synced = await this.mirror?.sync(new Set([...held.keys(), ...recentlyRefused.map((r) => r.version)]));
@@ -79,7 +86,9 @@ export class ReleaseSource {
     for (const version of versions) {
       if (Date.now() - (this.refusedAt.get(version)?.at ?? 0) < RETRY_REFUSED_MS) continue;
       const doc = held.get(version);
-      const why = doc ? await this.replacedInSource(doc) : await this.holdFromSource(version);
+      const why = doc
+        ? (distrusted(doc, this.trusted()) ?? (await this.replacedInSource(doc)))
+        : await this.holdFromSource(version);
       if (why) {
         this.refusedAt.set(version, { version: version.slice(0, 40), reason: why, at: Date.now() });
         continue;
@@ -99,7 +108,7 @@ export class ReleaseSource {
   private async holdFromSource(version: string): Promise<string | undefined> {
     let release: Awaited<ReturnType<typeof verifiedAgentRelease>>;
     try {
-      release = await verifiedAgentRelease(join(this.config.dir, version), version, this.config.keys);
+      release = await verifiedAgentRelease(join(this.config.dir, version), version, this.trusted());
     } catch (err) {
       if (err instanceof ReleaseRefused) return err.message;
       return `release ${version.slice(0, 40)} cannot be read (${code(err)})`;
@@ -128,6 +137,13 @@ export class ReleaseSource {
   }
 }
 
+/** Why held release `doc` is no longer served: the key that signed it is no longer trusted. */
+export function distrusted(doc: ReleaseDoc, trusted: readonly string[]): string | undefined {
+  // Releases held before their signer was recorded were verified against the keys trusted then.
+  if (!doc.signedBy || trusted.includes(doc.signedBy)) return undefined;
+  return `release ${doc.version} is signed by ${doc.signedBy}, which this controller no longer trusts (steward release-keys)`;
+}
+
 const replaced = (doc: ReleaseDoc): string =>
   `release ${doc.version} in the source is not the release ${doc.version} this controller holds (signed ${doc.signedAt}): a version is never replaced, publish the change as a new version`;
 
@@ -138,9 +154,9 @@ async function verifiedAgentRelease(
   dir: string,
   version: string,
   keys: readonly string[],
-): Promise<{ bundle: Bundle; signed: { at: string; manifest: string } }> {
+): Promise<{ bundle: Bundle; signed: { at: string; by: string; manifest: string } }> {
   // Named by version only: the refusal is shown to users, who need not learn the controller's paths.
-  const { manifest, manifestSha256, files } = await verifyRelease(dir, keys, {
+  const { manifest, manifestSha256, signedBy, files } = await verifyRelease(dir, keys, {
     version,
     label: `release ${version}`,
     keep: (p) => new RegExp(`^${AGENT_DIR}/[^/]+\\.js$`).test(p),
@@ -154,7 +170,7 @@ async function verifiedAgentRelease(
       content: content.toString("base64"),
     })),
   };
-  return { bundle, signed: { at: manifest.created, manifest: manifestSha256 } };
+  return { bundle, signed: { at: manifest.created, by: signedBy, manifest: manifestSha256 } };
 }
 
 function code(err: unknown): string {

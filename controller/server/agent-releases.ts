@@ -7,11 +7,12 @@
  */
 import { readFile, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { AgentReleaseInfo, Bundle, RefusedRelease } from "../../api";
+import type { AgentReleaseInfo, Bundle, RefusedRelease, ReleaseKeys } from "../../api";
 import { STEWARD_VERSION, StewardError, bundleHash } from "../../api";
 import { RELEASE_VERSION } from "../releases/release-manifest";
 import type { ReleaseSource } from "../releases/release-source";
-import type { ReleaseDoc, ReleaseOps, StateCache } from "../state";
+import { distrusted } from "../releases/release-source";
+import type { ReleaseDoc, ReleaseKeysDoc, ReleaseOps, StateCache } from "../state";
 
 /** How many stored releases' files are kept in memory (each an agent bundle, under 1 MB). */
 const KEPT_BUNDLES = 4;
@@ -36,20 +37,51 @@ export class AgentReleases {
       own: string;
       ops: ReleaseOps;
       cache: StateCache;
+      /** The keys controller.json trusts: those trusted until a superuser changes them (cache.releaseKeys). */
+      bootstrapKeys: readonly string[];
       source?: ReleaseSource;
     },
   ) {}
+
+  /** The keys trusted now. */
+  trusted(): readonly string[] {
+    return this.o.cache.releaseKeys?.keys ?? this.o.bootstrapKeys;
+  }
+
+  /** The keys trusted now, and who changed them last (none: controller.json's). */
+  async keys(): Promise<ReleaseKeys> {
+    return keysOf(await this.o.ops.keys(), this.o.bootstrapKeys);
+  }
+
+  /**
+   * Trusts more keys, or fewer: releases held that a key no longer trusted signed stop being
+   * served (and are listed as refused, saying so) until it is trusted again.
+   */
+  async changeKeys(change: { trust?: string[]; distrust?: string[] }, by: string): Promise<ReleaseKeys> {
+    const doc = await this.o.ops.changeKeys(
+      this.o.bootstrapKeys,
+      { trust: change.trust ?? [], distrust: change.distrust ?? [] },
+      by,
+    );
+    return keysOf(doc, this.o.bootstrapKeys);
+  }
 
   /** Every release held, its own first; with a source, looked at first (so one just copied in is listed). */
   async list(): Promise<{ releases: AgentReleaseInfo[]; refused: RefusedRelease[]; problem?: string }> {
     const look = await this.o.source?.look();
     const own = (await this.ownRelease()).info;
-    const stored = (await this.o.ops.all()).map(infoOf);
+    const docs = await this.o.ops.all();
+    const stored = docs.filter((d) => !distrusted(d, this.trusted())).map(infoOf);
     // A replica without the source answers what the leader's last look recorded.
     const found = look ?? this.o.cache.releaseSource;
+    const refused = [...(found?.refused ?? [])];
+    for (const d of docs) {
+      const why = distrusted(d, this.trusted());
+      if (why && !refused.some((r) => r.version === d.version)) refused.push({ version: d.version, reason: why });
+    }
     return {
       releases: [own, ...stored.filter((r) => r.version !== own.version)],
-      refused: found?.refused ?? [],
+      refused,
       ...(found?.problem ? { problem: found.problem } : {}),
     };
   }
@@ -65,6 +97,12 @@ export class AgentReleases {
       look = await this.o.source.look();
       doc = await this.o.ops.find(version);
     }
+    const untrusted = doc ? distrusted(doc, this.trusted()) : undefined;
+    if (doc && untrusted)
+      throw new StewardError("not-found", `this controller serves no agent release ${doc.version}: ${untrusted}`, {
+        reason: "agent-release-unknown",
+        details: { version: doc.version },
+      });
     if (!doc) {
       const refused = (look ?? this.o.cache.releaseSource)?.refused.find((r) => r.version === version.slice(0, 40));
       const held = [own.info.version, ...(await this.o.ops.versions())];
@@ -94,6 +132,9 @@ export class AgentReleases {
     return this.own;
   }
 }
+
+const keysOf = (doc: ReleaseKeysDoc | undefined, bootstrap: readonly string[]): ReleaseKeys =>
+  doc ? { keys: doc.keys, changed: { by: doc.changedBy, at: doc.changedAt } } : { keys: [...bootstrap] };
 
 const infoOf = (d: ReleaseDoc): AgentReleaseInfo => ({ version: d.version, hash: d.hash, own: false });
 

@@ -4,8 +4,16 @@
  * the replica cloud) is for superusers; every other user sees the controller's overview.
  */
 import type { ControllerInfo, ControllerOverview, ModelSummary } from "../../api";
-import { STEWARD_VERSION, compareVersions, describePlacement, parseVersion, formatConstraints, hasConstraints } from "../../api";
+import {
+  STEWARD_VERSION,
+  compareVersions,
+  describePlacement,
+  parseVersion,
+  formatConstraints,
+  hasConstraints,
+} from "../../api";
 import type { ClusterControl } from "../cluster";
+import { distrusted } from "../releases/release-source";
 import type { StateCache } from "../state";
 import { modelSettings } from "../state";
 import type { Principal } from "../access/auth";
@@ -13,7 +21,11 @@ import { modelAccess } from "../access/auth";
 
 /** What every user sees of the controller: who it is, and how to reach and recognise it. */
 export function controllerOverview(cache: StateCache, addresses: string[], caFingerprint: string): ControllerOverview {
-  const available = [...cache.releases.keys()]
+  // Keys a superuser changed rule out releases signed by one no longer trusted (before, every held one was verified).
+  const trusted = cache.releaseKeys?.keys;
+  const available = [...cache.releases.values()]
+    .filter((d) => !trusted || !distrusted(d, trusted))
+    .map((d) => d.version)
     .filter((v) => parseVersion(v) && compareVersions(v, STEWARD_VERSION) > 0)
     .sort(compareVersions);
   return {

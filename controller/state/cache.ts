@@ -33,6 +33,7 @@ import type {
   QueuedTaskDoc,
   RelationDoc,
   ReleaseDoc,
+  ReleaseKeysDoc,
   ReleaseSourceDoc,
   UnitDoc,
   UnitStatusDoc,
@@ -135,6 +136,8 @@ export class StateCache {
   /** Signed releases held for every replica, by version, and what the release source's last look refused. */
   readonly releases = new Map<string, ReleaseDoc>();
   releaseSource?: ReleaseSourceDoc;
+  /** The keys trusted to sign releases, once a superuser changed them. */
+  releaseKeys?: ReleaseKeysDoc;
   /** Each model's last migration, by model uuid (kept after the model moved: redirects read it). */
   readonly migrations = new Map<string, MigrationDoc>();
   revision = 0;
@@ -211,6 +214,7 @@ export class StateCache {
     this.replicaCloud = undefined;
     this.releases.clear();
     this.releaseSource = undefined;
+    this.releaseKeys = undefined;
     this.migrations.clear();
   }
 
@@ -336,6 +340,9 @@ export class StateCache {
         return CLUSTER_CHANGED;
       case "release-source":
         this.releaseSource = docOf(name);
+        return CLUSTER_CHANGED;
+      case "release-keys":
+        this.releaseKeys = docOf(name);
         return CLUSTER_CHANGED;
       // A migration changes what the model's agents are told (pause, report, switch).
       case "migration":

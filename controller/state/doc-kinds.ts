@@ -44,6 +44,7 @@ import type {
   RegistrationDoc,
   RelationDoc,
   ReleaseDoc,
+  ReleaseKeysDoc,
   ReleaseSourceDoc,
   RestoreEpochDoc,
   RevokedTokenDoc,
@@ -128,6 +129,7 @@ export const docs = {
   backup: bind<BackupRecord>()("backup", keys.backup, () => keys.backupsPrefix),
   release: bind<ReleaseDoc>()("release", keys.release, () => keys.releasesPrefix),
   releaseSource: bind<ReleaseSourceDoc>()("release-source", () => keys.releaseSource),
+  releaseKeys: bind<ReleaseKeysDoc>()("release-keys", () => keys.releaseKeys),
 
   // one model's
   model: bind<ModelDoc>()("model", keys.model),

@@ -137,10 +137,17 @@ export interface ReleaseDoc {
   hash: string;
   bytes: number;
   chunks: number;
-  /** When its publisher signed it (its manifest's `created`), and the SHA-256 of the manifest signed. */
+  /** When its publisher signed it (its manifest's `created`), with which key, and the SHA-256 of the manifest signed. */
   signedAt: string;
+  signedBy: string;
   manifest: string;
   heldAt: string;
+}
+/** The keys trusted to sign releases, as a superuser last set them (`steward release-keys`). */
+export interface ReleaseKeysDoc {
+  keys: string[];
+  changedBy: string;
+  changedAt: string;
 }
 /** What the last look at the release source found wrong: releases refused and why, or why it could not be read. */
 export interface ReleaseSourceDoc {

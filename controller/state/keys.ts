@@ -115,6 +115,7 @@ export const keys = {
   releaseChunks: (version: string, hash: string) => `${p("release-chunk", "")}${version}/${hash}/`,
   /** What the last look at the release source refused, or why it could not be read. */
   releaseSource: k("release-source", ""),
+  releaseKeys: k("release-keys", ""),
   /** The controller leader's campaign key (cluster/leader-election.ts). */
   clusterLeader: k("cluster-leader", ""),
   /** Each replica's lease-bound presence, by replica id (cluster/replicas.ts). */

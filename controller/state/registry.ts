@@ -37,6 +37,7 @@ export type KindName =
   | "release"
   | "release-chunk"
   | "release-source"
+  | "release-keys"
   | "cluster-leader"
   | "cluster-replica"
   | "cluster-member"
@@ -171,6 +172,8 @@ export const KINDS: readonly KindSpec[] = [
   kind("release", ["releases", ID], true, CONTROLLER_WIDE),
   kind("release-chunk", ["blobs", "releases", ID], false, CONTROLLER_WIDE),
   kind("release-source", ["controller", "release-source"], true, CONTROLLER_WIDE),
+  // The keys trusted to sign releases, once a superuser changed them (controller.json holds the first set).
+  kind("release-keys", ["controller", "release-keys"], true, CONTROLLER_WIDE),
   kind("cluster-leader", ["cluster", "leader"], true, CONTROLLER_WIDE),
   kind("cluster-replica", ["cluster", "replicas", ID], true, CONTROLLER_WIDE),
   kind("cluster-member", ["cluster", "members", ID], true, CONTROLLER_WIDE),

@@ -5,9 +5,9 @@
  * makes it visible (a reader never finds half a release); a version once held is never replaced.
  */
 import type { Bundle } from "../../api";
-import { StewardError, bundleHash } from "../../api";
-import { absent } from "../store";
-import type { ReleaseDoc, ReleaseSourceDoc } from "./documents";
+import { StewardError, bundleHash, invalidRequest } from "../../api";
+import { absent, unchanged } from "../store";
+import type { ReleaseDoc, ReleaseKeysDoc, ReleaseSourceDoc } from "./documents";
 import { docs, put } from "./doc-kinds";
 import { CHUNK_BYTES, keys } from "./keys";
 import { StoreTxns } from "./txn";
@@ -17,7 +17,11 @@ export class ReleaseOps extends StoreTxns {
    * Holds `bundle` as release `version` unless a release of that version is held already: answers
    * the one held, which may differ from `bundle` (the caller says so: a version is never replaced).
    */
-  async hold(version: string, bundle: Bundle, signed: { at: string; manifest: string }): Promise<ReleaseDoc> {
+  async hold(
+    version: string,
+    bundle: Bundle,
+    signed: { at: string; by: string; manifest: string },
+  ): Promise<ReleaseDoc> {
     const held = await this.get(docs.release, version);
     if (held) return held.doc;
     const hash = bundleHash(bundle);
@@ -37,6 +41,7 @@ export class ReleaseOps extends StoreTxns {
       bytes: data.length,
       chunks,
       signedAt: signed.at,
+      signedBy: signed.by,
       manifest: signed.manifest,
       heldAt: this.stamp(),
     };
@@ -83,6 +88,37 @@ export class ReleaseOps extends StoreTxns {
         `release ${doc.version}'s stored files do not match the hash it was held under`,
       );
     return bundle;
+  }
+
+  async keys(): Promise<ReleaseKeysDoc | undefined> {
+    return (await this.get(docs.releaseKeys))?.doc;
+  }
+
+  /**
+   * Trusts the keys in `trust` and no longer those in `distrust`, starting from the set last stored
+   * (`bootstrap`, controller.json's, before any change). Refuses a change that leaves no key.
+   */
+  async changeKeys(
+    bootstrap: readonly string[],
+    change: { trust: readonly string[]; distrust: readonly string[] },
+    by: string,
+  ): Promise<ReleaseKeysDoc> {
+    const { revision: _, ...doc } = await this.retry("change release keys", async () => {
+      const stored = await this.get(docs.releaseKeys);
+      const now = stored?.doc.keys ?? bootstrap;
+      const trusted = [...new Set([...now, ...change.trust])].filter((k) => !change.distrust.includes(k));
+      if (trusted.length === 0)
+        throw invalidRequest("that would leave no key trusted: trust the new key before distrusting the last one", {
+          field: "distrust",
+        });
+      const doc: ReleaseKeysDoc = { keys: trusted, changedBy: by, changedAt: this.stamp() };
+      return {
+        compare: [stored ? unchanged(keys.releaseKeys, stored.rev) : absent(keys.releaseKeys)],
+        ops: [put(docs.releaseKeys, doc)],
+        result: doc,
+      };
+    });
+    return doc;
   }
 
   /** Records what a look at the source found wrong, when it differs from what is recorded. */

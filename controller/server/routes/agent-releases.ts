@@ -4,6 +4,7 @@
  */
 import { STEWARD_VERSION, StewardError, contractOf, invalidRequest, routes, versionProblem } from "../../../api";
 import type { Route } from "../../access/route";
+import { releaseKeyProblem } from "../../releases/release-keys";
 import type { ModelIndex } from "../../state";
 import type { HttpApiDeps } from "./deps";
 
@@ -18,6 +19,16 @@ export function registerAgentReleaseRoutes(route: Route, deps: HttpApiDeps): voi
   route(routes.listAgentReleases, async () => {
     const { releases, refused, problem } = await agentReleases.list();
     return { releases, ...(refused.length ? { refused } : {}), ...(problem ? { problem } : {}) };
+  });
+
+  route(routes.getReleaseKeys, () => agentReleases.keys());
+
+  route(routes.changeReleaseKeys, async ({ body, principal }) => {
+    for (const key of [...(body.trust ?? []), ...(body.distrust ?? [])]) {
+      const problem = releaseKeyProblem(key);
+      if (problem) throw invalidRequest(problem, { field: body.trust?.includes(key) ? "trust" : "distrust" });
+    }
+    return agentReleases.changeKeys(body, principal.user);
   });
 
   route(routes.getAgentRelease, async ({ params: { version } }) => (await agentReleases.get(version)).bundle);
