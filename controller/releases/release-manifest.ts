@@ -58,7 +58,7 @@ async function filesBelow(dir: string, sub = ""): Promise<string[]> {
   return out;
 }
 
-const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
+export const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
 
 async function sha256Of(path: string): Promise<string> {
   const h = createHash("sha256");

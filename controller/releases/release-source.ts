@@ -6,7 +6,6 @@
  * interval and records what it refused; a replica also looks when asked for a release it does not
  * hold, so one copied in is usable at once. Nothing found is ever applied on its own.
  */
-import { createHash } from "node:crypto";
 import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Bundle, RefusedRelease } from "../../api";
@@ -14,7 +13,7 @@ import { STEWARD_VERSION } from "../../api";
 import type { ReleaseDoc, ReleaseOps } from "../state";
 import type { HttpsSourceConfig } from "./https-mirror";
 import { HttpsMirror } from "./https-mirror";
-import { MANIFEST, ReleaseRefused, verifyRelease } from "./release-manifest";
+import { MANIFEST, ReleaseRefused, sha256, verifyRelease } from "./release-manifest";
 
 /** Where a release keeps its agent bundle. */
 export const AGENT_DIR = "agent-bundle";
@@ -146,8 +145,6 @@ export function distrusted(doc: ReleaseDoc, trusted: readonly string[]): string 
 
 const replaced = (doc: ReleaseDoc): string =>
   `release ${doc.version} in the source is not the release ${doc.version} this controller holds (signed ${doc.signedAt}): a version is never replaced, publish the change as a new version`;
-
-const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
 
 /** The agent bundle of a signed release (its agent-bundle/ files), once the release is verified. */
 async function verifiedAgentRelease(
