@@ -406,6 +406,12 @@ export const ErrorReasons = {
     about:
       "a machine of the model is still moving to another agent release (another steward upgrade-model may be running): let it end, or finish that upgrade, before moving agents to a third release",
   },
+  "store-format-unreadable": {
+    code: "unavailable",
+    retryable: false,
+    about:
+      "a controller replica's release cannot read the store's format (the store was migrated by a newer release, or is older than this release reads): the replica refuses to start rather than misread it; run the release the message names",
+  },
 } as const satisfies Record<string, ErrorReasonSpec>;
 export type ErrorReason = keyof typeof ErrorReasons;
 

@@ -3,6 +3,28 @@
 /** This build's version: what the CLI, the controller and the agent say they are. */
 export const STEWARD_VERSION = "0.1.0";
 
+/**
+ * The format of the store this build writes: the shape of every kind of document it holds. A
+ * controller of this build upgrades an older store to it in place (its leader migrates the
+ * documents once every replica runs a build that reads this format), and a store of a newer format
+ * than its own is one a build refuses to start on rather than misread.
+ */
+export const STORE_FORMAT = 2;
+/** The oldest store format this build reads (and migrates from): a store older still goes by model migration. */
+export const OLDEST_STORE_FORMAT = 1;
+
+/** Whether a store of `format` is one this build reads (absent: written before formats were reported, 1). */
+export const readsStoreFormat = (format = 1): boolean => format >= OLDEST_STORE_FORMAT && format <= STORE_FORMAT;
+
+/** Why this build cannot run on a store of `format` (naming both and what to run instead), or undefined. */
+export function storeFormatProblem(format: number): string | undefined {
+  if (readsStoreFormat(format)) return undefined;
+  const reads = `this release (${STEWARD_VERSION}) reads store formats ${OLDEST_STORE_FORMAT} to ${STORE_FORMAT}`;
+  if (format > STORE_FORMAT)
+    return `the store is at format ${format}, written by a newer release, and ${reads}: run the release the controller was upgraded to (steward upgrade-controller with that release's steward resumes an upgrade)`;
+  return `the store is at format ${format}, older than ${reads}: upgrade through an intermediate release, or move the models to a new controller by migration`;
+}
+
 export interface Version {
   major: number;
   minor: number;
@@ -24,6 +46,12 @@ export function compareVersions(a: string, b: string): number {
 export function samePatchLine(a: string, b: string): boolean {
   const [x, y] = [parseVersion(a)!, parseVersion(b)!];
   return x.major === y.major && x.minor === y.minor;
+}
+
+/** Whether `to` is the next minor version after `from` in the same major (0.1.4 → 0.2.0 or 0.2.3). */
+export function nextMinor(from: string, to: string): boolean {
+  const [x, y] = [parseVersion(from)!, parseVersion(to)!];
+  return x.major === y.major && y.minor === x.minor + 1;
 }
 
 /** Whether `a` is older than `b` in major.minor (a patch apart is no matter); false when either does not parse. */

@@ -131,8 +131,36 @@ export interface ControllerOverview {
 /** What a superuser sees: the overview and the cluster's layout. */
 export interface ControllerInfo extends ControllerOverview {
   /** Replicas that are up now (their presence in the store). */
-  replicas: { id: string; addresses: string[]; leader: boolean; since: string; version?: string }[];
+  replicas: {
+    id: string;
+    addresses: string[];
+    leader: boolean;
+    since: string;
+    version?: string;
+    /** The newest store format the replica's release reads (absent: a release before store formats, 1). */
+    storeFormat?: number;
+  }[];
   cluster: ClusterInfo;
+  /** The store's format, and its migration to a newer one when one ran (absent from controllers before store formats). */
+  store?: StoreFormatInfo;
+}
+/**
+ * The format of a controller's store (api STORE_FORMAT): a release that writes a newer one migrates
+ * the store in place once every replica runs it (its leader rewrites what changed shape).
+ */
+export interface StoreFormatInfo {
+  format: number;
+  migration?: {
+    from: number;
+    to: number;
+    /** Absent while it waits. */
+    startedAt?: string;
+    /** Documents rewritten so far. */
+    rewritten: number;
+    doneAt?: string;
+    /** Set while it has not started: why (a replica still runs a release that does not read the new format). */
+    waitsFor?: string;
+  };
 }
 /** Whether a `GET /v1/controller` answer holds the cluster's layout (superusers' answers do). */
 export function showsCluster(info: ControllerOverview): info is ControllerInfo {

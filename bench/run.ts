@@ -31,6 +31,7 @@ import { benchKubernetesPods } from "./kubernetes-pods";
 import { benchKubernetesController } from "./kubernetes-controller";
 import { benchUpgradeController } from "./upgrade-controller";
 import { benchUpgradeModel } from "./upgrade-model";
+import { benchStoreMigration } from "./store-migration";
 import { benchStorageAttach } from "./storage-attach";
 import { benchStorageAttachKubernetes } from "./storage-attach-kubernetes";
 import { benchSecrets } from "./secrets";
@@ -77,6 +78,7 @@ const all: Record<string, Benchmark> = {
   },
   "upgrade-controller": { full: () => benchUpgradeController(), smoke: () => benchUpgradeController({ size: 1 }) },
   "upgrade-model": { full: () => benchUpgradeModel(), smoke: () => benchUpgradeModel({ size: 2, batch: 1 }) },
+  "store-migration": { full: () => benchStoreMigration(), smoke: () => benchStoreMigration({ size: 50 }) },
   secrets: { full: () => benchSecrets(), smoke: () => benchSecrets({ size: 50, calls: 20, userCalls: 5 }) },
   "postgresql-failover": {
     full: () => benchPostgresqlFailover(),

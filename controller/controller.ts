@@ -22,8 +22,10 @@ import {
   DEFAULT_OPERATOR_USER_QUOTA_BYTES,
   DEFAULT_UNUSED_OPERATOR_GRACE_SECONDS,
   STEWARD_VERSION,
+  STORE_FORMAT,
   StewardError,
   createLogger,
+  storeFormatProblem,
 } from "../api";
 import {
   ClusterControl,
@@ -374,6 +376,9 @@ export class Controller {
         "invalid-request",
         `the store in ${dataDir} holds no controller: it was not initialised (steward bootstrap)`,
       );
+    // A store this build cannot read is refused before anything reads it, rather than misread.
+    const unreadable = storeFormatProblem(cache.controller.schemaVersion);
+    if (unreadable) throw new StewardError("unavailable", unreadable, { reason: "store-format-unreadable" });
     const own = cache.clusterMembers.get(this.replicaId);
     if (own?.state === "removed") {
       await markStoodDown(
@@ -386,8 +391,12 @@ export class Controller {
     // Only a replica that runs its own etcd member can have moved (an external etcd has none).
     if (membership && this.config.member) await publishPeerAddress(this.store, membership, this.config, this.log);
     cache.subscribe((changed) => {
-      if (changed.has(CLUSTER_CHANGED) && cache.clusterMembers.get(this.replicaId)?.state === "removed")
+      if (!changed.has(CLUSTER_CHANGED)) return;
+      if (cache.clusterMembers.get(this.replicaId)?.state === "removed")
         void this.standDown("the cluster removed it (replaced while away)");
+      const format = cache.controller?.schemaVersion;
+      const problem = format === undefined ? undefined : storeFormatProblem(format);
+      if (problem) this.fail(new StewardError("unavailable", problem, { reason: "store-format-unreadable" }));
     });
     const ops = new StateOps(this.store);
     const sealer = await Sealer.forDataDir(dataDir);
@@ -639,6 +648,7 @@ export class Controller {
       leaderScoped(
         election,
         leaderWork({
+          replica: this.replicaId,
           dataDir,
           config: this.config,
           cache,
@@ -679,6 +689,7 @@ export class Controller {
         addresses: this.ownAddresses,
         since: new Date().toISOString(),
         version: STEWARD_VERSION,
+        storeFormat: STORE_FORMAT,
       } satisfies ReplicaDoc),
       { lease: this.leaseId },
     );

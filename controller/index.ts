@@ -110,6 +110,8 @@ export {
   scopeId,
 } from "./state";
 export { CredentialOps, exportModel, importModel, modelDocOf, replicaCloudDocOf, upgradeModelExport } from "./state";
+// The store's migration to this build's format (state/store-migration.ts), for tests.
+export { StoreMigrator, migrationWaitsFor } from "./state";
 // Secrets (state/secret-*.ts), for tests and the export of sealed content.
 export { RelationOps, SecretOps, SecretSchedule, revisionPurpose, secretInfoOf } from "./state";
 export type { SecretDoc, SecretRevisionDoc } from "./state";

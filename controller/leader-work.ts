@@ -1,11 +1,13 @@
 /**
  * What the elected leader runs, one term at a time (controller.ts hands this to leaderScoped): the
  * provisioners of each substrate, the cleaner, the request-record sweeper, the secrets' schedule, the
- * migration master and the staging purge, and with etcd the quorum keeper with its replica hosts. Each is made afresh per
- * term from the term's fenced store, so nothing a deposed leader began can write after it.
+ * migration master, the staging purge, the store's migration to this build's format, and with etcd
+ * the quorum keeper with its replica hosts. Each is made afresh per term from the term's fenced
+ * store, so nothing a deposed leader began can write after it.
  */
 import { join } from "node:path";
 import type { Logger } from "../api";
+import { STORE_FORMAT } from "../api";
 import type { MachineHost } from "../substrates";
 import { Cleaner } from "./cleaner";
 import { CloudReplicaHosts, QuorumKeeper, ReplicaHostChain, SparePool } from "./cluster";
@@ -28,6 +30,8 @@ import {
   ReleaseOps,
   SecretSchedule,
   StateOps,
+  StoreMigrator,
+  migrationWaitsFor,
   sweepRequestRecords,
 } from "./state";
 import type { ReleaseSourceConfig } from "./releases/release-source";
@@ -38,6 +42,8 @@ import type { Worker } from "./workers";
 import { periodic, withCleanup } from "./workers";
 
 export interface LeaderWorkOptions {
+  /** This replica's id (the store migration's record names who worked on it). */
+  replica: string;
   dataDir: string;
   config: ControllerConfig;
   cache: StateCache;
@@ -123,6 +129,7 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
       ),
       new MigrationMaster({ store: fenced, cache, sealer, log, machinesDir: join(dataDir, dataFiles.machines) }),
       stagingPurge(o.staging, log),
+      storeMigration(new StoreMigrator(fenced, o.replica), cache, log),
     ];
     const source = releaseSourceOf(o.config, dataDir);
     if (source)
@@ -148,6 +155,35 @@ export function leaderWork(o: LeaderWorkOptions): (fenced: Store) => Worker[] {
     // The hosts' clients close once the keeper's last pass has ended.
     return [...work, withCleanup(keeper, () => replicaCloud.close())];
   };
+}
+
+/**
+ * The store's migration to this build's format, once every replica reads it and the upgrade that
+ * brought them has ended (store-migration.ts says why it waits): checked every few seconds. One the
+ * previous leader began is resumed at once (no replica of an older build can start on it any more);
+ * nothing to do on a store already at the format.
+ */
+function storeMigration(migrator: StoreMigrator, cache: StateCache, log: Logger): Worker {
+  let waiting: string | undefined;
+  return periodic(
+    "store-migration",
+    5_000,
+    async (signal) => {
+      const format = cache.controller?.schemaVersion;
+      const unfinished = cache.storeMigration && !cache.storeMigration.doneAt;
+      if (format === undefined || (format >= STORE_FORMAT && !unfinished)) return;
+      const waitsFor = unfinished ? undefined : migrationWaitsFor(cache);
+      if (waitsFor) {
+        if (waitsFor !== waiting) log.info("the store's migration waits", { from: format, to: STORE_FORMAT, waitsFor });
+        waiting = waitsFor;
+        return;
+      }
+      log.info("migrating the store", { from: format, to: STORE_FORMAT });
+      const { migration, rewritten } = await migrator.run(signal);
+      if (migration) log.info("the store is migrated", { to: migration.to, rewritten });
+    },
+    { log, failure: "migrating the store failed; will retry", failureLevel: "warn", immediately: true },
+  );
 }
 
 /**

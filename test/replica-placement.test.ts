@@ -74,7 +74,7 @@ test("a stored replica cloud of the shape before placements reads as a placement
   const current = { substrate: "vsphere", credential: "lab", settings: VSPHERE } as const;
   t.deepEqual(replicaCloudDocOf(current), current);
   // Stored in both shapes for the previous build's replicas during a rolling upgrade; read back as the placement.
-  const stored = JSON.parse(storedValue(KIND["cluster-replica-cloud"], current)) as Record<string, unknown>;
+  const stored = JSON.parse(storedValue(KIND["cluster-replica-cloud"], current, 1)) as Record<string, unknown>;
   t.deepEqual(stored.vsphere, VSPHERE);
   t.deepEqual(replicaCloudDocOf(JSON.parse(JSON.stringify(stored))), current);
 

@@ -46,6 +46,7 @@ const cases: [string, string, string | undefined, string][] = [
   [keys.releaseChunk("0.2.0", "sha256-ab", 1), "release-chunk", undefined, "0.2.0/sha256-ab/1"],
   [keys.releaseSource, "release-source", undefined, ""],
   [keys.releaseKeys, "release-keys", undefined, ""],
+  [keys.storeMigration, "store-migration", undefined, ""],
   [`${keys.requestsPrefix}r-1/response`, "request-record", undefined, "r-1/response"],
   [keys.clusterConfig, "cluster-config", undefined, ""],
   [keys.clusterMember("r1"), "cluster-member", undefined, "r1"],

@@ -179,7 +179,8 @@ test("a model document of the shape before placements reads as one placement", (
 
 test("a model is stored in both shapes during the upgrade window: the previous build reads its old fields, this one the placement", (t) => {
   const doc = modelDocOf(OLD_AWS_MODEL);
-  const stored = JSON.parse(storedValue(KIND.model, doc)) as Record<string, unknown>;
+  // Format 1: a store some replica of the previous build may still read.
+  const stored = JSON.parse(storedValue(KIND.model, doc, 1)) as Record<string, unknown>;
   // What the previous build reads (substrate, credential, the bag named after the kind) is all there.
   t.is(stored.substrate, "aws");
   t.is(stored.credential, "prod");
@@ -193,10 +194,13 @@ test("a model is stored in both shapes during the upgrade window: the previous b
     storedValue(
       KIND.model,
       modelDocOf({ ...OLD_AWS_MODEL, substrate: "local", credential: undefined, aws: undefined }),
+      1,
     ),
   ) as Record<string, unknown>;
   t.is(local.substrate, "local");
   t.false("local" in local);
+  // Once the store is migrated to format 2 no replica reads the old fields: the placement alone is stored.
+  t.deepEqual(JSON.parse(storedValue(KIND.model, doc, 2)), doc);
 });
 
 test("an export of the previous build (version 2, the model without a placement) imports, and the model is stored with one", async (t) => {

@@ -1,9 +1,11 @@
 /**
- * `steward upgrade-controller` on a 3-replica controller installed over SSH on real sshd test hosts
- * (each replica a controller plus its etcd member), driven by the CLI of a real second release of
- * this build, with a writer creating models the whole time: a dry run changes nothing; a release that
- * fails its health gate is rolled back on the first replica and nothing else is touched; the good
- * release goes replica by replica, the leader last, and no acknowledged write is lost.
+ * `steward upgrade-controller` across a minor version on a 3-replica controller installed over SSH on
+ * real sshd test hosts (each replica a controller plus its etcd member): bootstrapped by an older
+ * release (this build with a minor version less and the previous store format, made by the release
+ * harness), upgraded by this build's CLI, with a writer creating models the whole time. A dry run
+ * changes nothing; a release that fails its health gate is rolled back on the first replica and
+ * nothing else is touched (nor the store's format); the good release goes replica by replica, the
+ * leader last, then its leader migrates the store, and no acknowledged write is lost.
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
@@ -11,7 +13,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ClusterInfo } from "../api";
-import { ControllerClient, STEWARD_VERSION } from "../api";
+import { ControllerClient, STEWARD_VERSION, STORE_FORMAT } from "../api";
 import { loadClientConfig } from "../cli";
 import { cliRunner } from "./harness/cli";
 import { eventually } from "./harness/eventually";
@@ -30,13 +32,25 @@ let caCert: string;
 let password: string;
 const releases: Release[] = [];
 const acked: string[] = [];
+/** The release the controller is bootstrapped with: a minor version older, writing the previous store format. */
+let older: Release;
+/** This build's CLI, which upgrades it. */
+let steward: ReturnType<typeof cliRunner>;
 
 test.before(async () => {
   if (!root) return;
   lab = await TestLab.create(3);
   home = await mkdtemp(join(tmpdir(), "steward-upgrade-ha-"));
   process.env.UPGRADE_TEST_SSH_KEY = lab.clientKey;
-  const boot = await cliRunner(home, home)(
+  const [major, minor] = STEWARD_VERSION.split(".").map(Number) as [number, number];
+  older = await makeRelease({
+    version: minor > 0 ? `${major}.${minor - 1}.7` : "0.0.7",
+    storeFormat: STORE_FORMAT - 1,
+  });
+  releases.push(older);
+  steward = cliRunner(home, home);
+  const boot = await older.steward(
+    home,
     "bootstrap",
     lab.hosts.map((h) => `ssh:root@${h.ip}`).join(","),
     "up",
@@ -133,13 +147,12 @@ async function assertNothingLost(t: ExecutionContext): Promise<void> {
   );
 }
 
-ha("--dry-run on three replicas prints the order, the leader last, and changes nothing", async (t) => {
-  const c = await healthyAt(t, STEWARD_VERSION);
-  const patch = await makeRelease({ bump: "patch" });
-  releases.push(patch);
+ha("--dry-run on three replicas prints the order, the leader last, then the store, and changes nothing", async (t) => {
+  const c = await healthyAt(t, older.version);
   const before = await launchScripts();
-  const r = await patch.steward(home, ...upgradeArgs(), "--dry-run");
+  const r = await steward(...upgradeArgs(), "--dry-run");
   t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, new RegExp(`then the store: format ${STORE_FORMAT - 1} -> ${STORE_FORMAT}`));
   const leader = c.members.find((m) => m.leader)!;
   const lines = r.stdout.split("\n").filter((l) => /^\s+\d\. /.test(l));
   t.is(lines.length, 3, r.stdout);
@@ -153,7 +166,7 @@ ha(
   async (t) => {
     // Staging 16 MiB on three hosts over SSH takes up to a minute on a loaded machine, then a 20 s gate and the rollback.
     t.timeout(300_000);
-    const broken = await makeRelease({ bump: "patch", broken: true });
+    const broken = await makeRelease({ version: STEWARD_VERSION, broken: true });
     releases.push(broken);
     const before = await launchScripts();
     const writer = startWriter("rb");
@@ -163,8 +176,8 @@ ha(
       `writer during the failed upgrade: ${w.writes} writes, ${w.failures} failed calls, longest gap ${w.longestGapMs} ms`,
     );
     t.not(r.code, 0);
-    t.regex(r.stderr, new RegExp(`rolled back to ${STEWARD_VERSION} and is healthy again`), r.stderr);
-    await healthyAt(t, STEWARD_VERSION);
+    t.regex(r.stderr, new RegExp(`rolled back to ${older.version} and is healthy again`), r.stderr);
+    await healthyAt(t, older.version);
     t.deepEqual(await launchScripts(), before, "every replica runs the release it ran before");
     const u = (await client.controllerInfo()).cluster.upgrade!;
     t.is(u.state, "failed");
@@ -172,20 +185,20 @@ ha(
       u.replicas.map((x) => x.state),
       ["rolled-back", "pending", "pending"],
     );
+    t.is((await client.controllerInfo()).store?.format, STORE_FORMAT - 1, "the store is not migrated");
     await assertNothingLost(t);
   },
 );
 
 ha(
-  "the patch release upgrades the replicas one by one, the leader last, with writes going on and none lost",
+  "the next minor release upgrades the replicas one by one, the leader last, then the store, with writes going on and none lost",
   async (t) => {
     t.timeout(300_000);
-    const c0 = await healthyAt(t, STEWARD_VERSION);
+    const c0 = await healthyAt(t, older.version);
     const leader = c0.members.find((m) => m.leader)!;
-    const patch = releases[0]!;
     const writer = startWriter("up");
     const t0 = Date.now();
-    const r = await patch.steward(home, ...upgradeArgs());
+    const r = await steward(...upgradeArgs());
     const upgradeS = (Date.now() - t0) / 1000;
     const w = await writer.stop();
     t.log(
@@ -195,10 +208,17 @@ ha(
     const order = r.stderr.split("\n").filter((l) => l.startsWith("Replica "));
     t.is(order.length, 3, r.stderr);
     t.true(order[2]!.includes(leader.name) && order[2]!.includes("the leader"), "the leader goes last");
-    await healthyAt(t, patch.version);
-    const u = (await client.controllerInfo()).cluster.upgrade!;
+    await healthyAt(t, STEWARD_VERSION);
+    const info = await client.controllerInfo();
+    const u = info.cluster.upgrade!;
     t.is(u.state, "done");
-    t.true(u.replicas.every((x) => x.state === "upgraded" && x.version === patch.version));
+    t.true(u.replicas.every((x) => x.state === "upgraded" && x.version === STEWARD_VERSION));
+    // The leader migrated the store once the upgrade had ended, not while a replica could still go back.
+    const m = info.store?.migration;
+    t.is(info.store?.format, STORE_FORMAT);
+    t.truthy(m?.doneAt, r.stderr);
+    t.true(Date.parse(m!.startedAt!) >= Date.parse(u.finishedAt!), `${m?.startedAt} after ${u.finishedAt}`);
+    t.regex(r.stderr, new RegExp(`Store format ${STORE_FORMAT}: migrated from ${STORE_FORMAT - 1}`));
     t.true(w.writes > 0);
     t.is(w.failures, 0, "no write failed: the client's failover covered every restart");
     await assertNothingLost(t);
@@ -212,7 +232,7 @@ ha(
         `${h.name} keeps the release it ran before and no older one (the failed release is gone): ${kept.stdout}`,
       );
     }
-    const again = await patch.steward(home, ...upgradeArgs());
-    t.regex(again.stdout, new RegExp(`already at ${patch.version}`));
+    const again = await steward(...upgradeArgs());
+    t.regex(again.stdout, new RegExp(`already at ${STEWARD_VERSION}`));
   },
 );

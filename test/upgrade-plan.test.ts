@@ -5,7 +5,7 @@
 import test from "ava";
 import type { ExecutionContext } from "ava";
 import type { ClusterInfo, ControllerInfo, ControllerUpgrade } from "../api";
-import { StewardError } from "../api";
+import { STORE_FORMAT, StewardError } from "../api";
 import { planUpgrade, unsupportedReplicas } from "../cli";
 import { CONTROLLER_HOSTING, kubernetes } from "../substrates";
 
@@ -84,9 +84,24 @@ test("followers first by name, the leader last", (t) => {
   t.is(plan.from, "0.1.0");
 });
 
-test("a minor or major step is refused: it goes by migration", (t) => {
-  refusal(t, () => planUpgrade(info(three()), "0.2.0"), /a minor\/major upgrade goes by migration/);
+test("a major step, or more than one minor, is refused: it goes by migration", (t) => {
+  refusal(t, () => planUpgrade(info(three()), "0.3.0"), /more than one minor version, goes by migration/);
   refusal(t, () => planUpgrade(info(three()), "1.0.0"), /--via-migration TARGET/);
+});
+
+test("the next minor goes in place when this release reads the store's format, and the plan says it migrates the store", (t) => {
+  const older = info(three().map((m) => ({ ...m, version: "0.0.4" })));
+  const plan = planUpgrade({ ...older, store: { format: STORE_FORMAT - 1 } }, "0.1.0");
+  t.is(plan.steps.length, 3);
+  t.is(plan.storeFrom, STORE_FORMAT - 1);
+  // A controller from before store formats reports none: format 1.
+  t.is(planUpgrade(older, "0.1.0").storeFrom, 1);
+  t.is(planUpgrade({ ...info(three()), store: { format: STORE_FORMAT } }, "0.1.1").storeFrom, undefined);
+  refusal(
+    t,
+    () => planUpgrade({ ...older, store: { format: STORE_FORMAT + 1 } }, "0.1.0"),
+    new RegExp(`store is at format ${STORE_FORMAT + 1}, which 0\\.1\\.0 does not migrate`),
+  );
 });
 
 test("a client older than any replica is refused", (t) => {

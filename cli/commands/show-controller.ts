@@ -1,6 +1,7 @@
 import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
 import { showsCluster, table } from "../../api/core";
+import { storeFormatLine } from "../upgrade/store-migration";
 
 export default class ShowControllerCommand extends ControllerCommand {
   static override paths = [["show-controller"]];
@@ -88,6 +89,7 @@ export default class ShowControllerCommand extends ControllerCommand {
           `  ${r.name}${r.host ? ` (${r.host})` : ""}: ${r.state} at ${r.version}${r.message ? `: ${r.message}` : ""}`,
         );
     }
+    if (info.store) this.out(storeFormatLine(info.store));
     await this.releases(client, info.available);
     return 0;
   }

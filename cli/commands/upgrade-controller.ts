@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
 import type * as Substrates from "../../substrates";
-import { ControllerClient, STEWARD_VERSION, StewardError } from "../../api/core";
+import { ControllerClient, STEWARD_VERSION, STORE_FORMAT, StewardError } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 import type { ControllerEntry } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
@@ -9,13 +9,14 @@ import { DURATION_HELP, isDuration } from "../validators";
 import { planUpgrade, unsupportedReplicas } from "../upgrade/plan";
 import type { UpgradePlan } from "../upgrade/plan";
 import { runUpgrade } from "../upgrade/run-upgrade";
+import { storeFormatLine, waitForStoreMigration } from "../upgrade/store-migration";
 import { upgradeViaMigration } from "../upgrade/via-migration";
 
 export default class UpgradeControllerCommand extends ControllerCommand {
   static override paths = [["upgrade-controller"]];
   static override usage = Command.Usage({
     category: "Controllers",
-    description: "upgrade the controller in place to this client's patch version",
+    description: "upgrade the controller in place to this client's version (a patch, or the next minor)",
     details: `
       Brings the controller to the version of this \`steward\`, which carries the new controller
       release: one replica at a time, followers first and the leader last (so leadership moves
@@ -24,8 +25,11 @@ export default class UpgradeControllerCommand extends ControllerCommand {
       next one is touched; quorum holds throughout. A replica that fails this is rolled back to the
       release it ran, and the upgrade stops there.
 
-      Only patch versions are applied in place (0.1.0 to 0.1.3). A new minor or major version goes
-      by migration: bootstrap a new controller and move the models to it
+      A patch version (0.1.0 to 0.1.3) and the next minor version (0.1.3 to 0.2.0) are applied in
+      place. Across a minor version the new release may store documents in a newer format: once
+      every replica runs it, the leader migrates the store (the command waits for that; the
+      previous release then refuses to start on it rather than misread it). A major version, or
+      more than one minor at once, goes by migration: bootstrap a new controller and move the models to it
       (\`--via-migration TARGET\`: every model moved there, one at a time, stopping at the first
       that does not move; run it again to move the rest). Refused too: an older client, a replica that is
       down or still joining, and an upgrade to another version left unfinished.
@@ -176,6 +180,7 @@ export default class UpgradeControllerCommand extends ControllerCommand {
             finishedAt: new Date().toISOString(),
           });
         await upgrade?.upToDate?.((l) => this.progress(l), this.dryRun);
+        if (plan.storeFrom !== undefined && !this.dryRun) await this.storeMigrated(client);
         this.out(`Controller "${name}" is already at ${to}: nothing to do.`);
         return 0;
       }
@@ -205,6 +210,7 @@ export default class UpgradeControllerCommand extends ControllerCommand {
         if (follow) await this.keepAddresses(name, reachable!);
       }
       await upgrade.finish?.((l) => this.progress(l));
+      if (plan.storeFrom !== undefined) await this.storeMigrated(client);
       this.out(`Controller "${name}" upgraded to ${to} in ${((Date.now() - t0) / 1000).toFixed(1)} s.`);
       return 0;
     } finally {
@@ -222,6 +228,16 @@ export default class UpgradeControllerCommand extends ControllerCommand {
         `  ${i + 1}. ${s.name}${s.host ? ` on ${s.host}` : ""}: ${s.version} -> ${plan.to}${s.leader ? ` (the leader${ordered ? "" : ", last"})` : ""}`,
       );
     for (const s of plan.done) this.out(`  -  ${s.name}${s.host ? ` on ${s.host}` : ""}: already at ${plan.to}`);
+    if (plan.storeFrom !== undefined)
+      this.out(
+        `  then the store: format ${plan.storeFrom} -> ${STORE_FORMAT}, migrated by the leader once every replica runs ${plan.to} (the previous release then refuses to start on it)`,
+      );
+  }
+
+  /** Waits for the leader's migration of the store (it starts once the last replica runs the new release). */
+  private async storeMigrated(client: ControllerClient): Promise<void> {
+    const store = await waitForStoreMigration(client, this.timeout, (l) => this.progress(l));
+    this.progress(storeFormatLine(store));
   }
 
   /** Points the entry at where the replicas are now (read again: the file may have changed since this run began). */

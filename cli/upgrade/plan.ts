@@ -1,11 +1,22 @@
 /**
  * What `steward upgrade-controller` will do, decided from the controller's own answer before
  * anything changes: which replicas to upgrade and in which order (followers first, the leader last,
- * so leadership moves once), or why it refuses (a minor or major step, an older CLI, an unhealthy
+ * so leadership moves once), or why it refuses (a major step or more than one minor, a store this
+ * release cannot read, an older CLI, an unhealthy
  * cluster, an upgrade in flight or one to another version left unfinished).
  */
 import type { ControllerInfo, ControllerUpgrade } from "../../api/core";
-import { StewardError, UPGRADE_RECORD_STALE_MS, compareVersions, parseVersion, samePatchLine } from "../../api/core";
+import {
+  OLDEST_STORE_FORMAT,
+  STORE_FORMAT,
+  StewardError,
+  UPGRADE_RECORD_STALE_MS,
+  compareVersions,
+  nextMinor,
+  parseVersion,
+  readsStoreFormat,
+  samePatchLine,
+} from "../../api/core";
 import type { ControllerHosting, ReplicaStep } from "../../substrates";
 
 export type { ReplicaStep };
@@ -20,13 +31,15 @@ export interface UpgradePlan {
   done: ReplicaStep[];
   /** Set when this run resumes the recorded upgrade. */
   resumes?: ControllerUpgrade;
+  /** The store's format now, when older than `to` writes: its leader migrates it once every replica runs `to`. */
+  storeFrom?: number;
 }
 
 /** A `running` record not written for this long is an upgrade whose runner died: a re-run resumes it. */
 export const STALE_RECORD_MS = UPGRADE_RECORD_STALE_MS;
 
 const MIGRATION_HINT =
-  "a minor/major upgrade goes by migration: bootstrap a new controller at the new version and `steward upgrade-controller --via-migration TARGET`";
+  "a major upgrade, or one of more than one minor version, goes by migration: bootstrap a new controller at the new version and `steward upgrade-controller --via-migration TARGET`";
 
 export function planUpgrade(info: ControllerInfo, to: string, now = Date.now()): UpgradePlan {
   const c = info.cluster;
@@ -44,12 +57,19 @@ export function planUpgrade(info: ControllerInfo, to: string, now = Date.now()):
         "invalid-request",
         `this client is older (${to}) than replica ${r.name} (${r.version}): upgrade with a steward of the version you want, not an older one`,
       );
-    if (!samePatchLine(r.version, to))
+    if (!samePatchLine(r.version, to) && !nextMinor(r.version, to))
       throw new StewardError(
         "invalid-request",
         `the controller runs ${r.version} and this client ${to}: ${MIGRATION_HINT}`,
       );
   }
+  // Across a minor version the new release migrates the store: it must read the format it is at.
+  const format = info.store?.format ?? 1;
+  if (replicas.some((r) => !samePatchLine(r.version, to)) && !readsStoreFormat(format))
+    throw new StewardError(
+      "invalid-request",
+      `the controller's store is at format ${format}, which ${to} does not migrate (it reads formats ${OLDEST_STORE_FORMAT} to ${STORE_FORMAT}): ${MIGRATION_HINT}`,
+    );
   const record = c.upgrade;
   const steps = order(replicas.filter((r) => r.version !== to));
   const done = replicas.filter((r) => r.version === to);
@@ -78,6 +98,7 @@ export function planUpgrade(info: ControllerInfo, to: string, now = Date.now()):
     to,
     steps,
     done,
+    ...(format < STORE_FORMAT ? { storeFrom: format } : {}),
     ...(record && record.state !== "done" && record.to === to ? { resumes: record } : {}),
   };
 }

@@ -15,13 +15,13 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { StewardError } from "../../api";
+import { OLDEST_STORE_FORMAT, STEWARD_VERSION, STORE_FORMAT, StewardError, readsStoreFormat } from "../../api";
 import type { ControllerConfig } from "../config";
 import { dataFiles } from "../config";
 import type { KeyValue } from "../store";
 import { writeEmbeddedStore } from "../store";
 import type { RestoreEpochDoc } from "../state";
-import { DEFAULT_LEADERSHIP_LEASE_SECONDS, KIND, classifyKey, decode, docs, keyOf } from "../state";
+import { DEFAULT_LEADERSHIP_LEASE_SECONDS, KIND, classifyKey, decode, docs, keyOf, keys } from "../state";
 import type { BackupHeader } from "./backup-cipher";
 import { openBackup } from "./backup-cipher";
 import type { Snapshot } from "./snapshot";
@@ -65,6 +65,7 @@ export async function restoreControllerDir(o: RestoreOptions): Promise<RestoreRe
   const snap = parseSnapshot(plain);
   if (snap.manifest.revision !== header.revision || snap.manifest.controller.uuid !== header.controller.uuid)
     throw new StewardError("invalid-request", "the backup's header and archive disagree (altered)");
+  refuseUnreadableStore(snap.kvs, header.stewardVersion);
   await clearDataDir(o.dataDir, o.force ?? false);
 
   const { caCert, caKey } = snap.secrets;
@@ -167,4 +168,15 @@ async function clearDataDir(dir: string, force: boolean): Promise<void> {
     );
   for (const e of entries) if (e !== dataFiles.machines) await rm(join(dir, e), { recursive: true, force: true });
   await mkdir(dir, { recursive: true, mode: 0o700 });
+}
+
+/** A backup of a store in a format this release does not read is refused before anything is written: it would not start on it. */
+function refuseUnreadableStore(kvs: KeyValue[], takenBy: string): void {
+  const info = kvs.find((kv) => kv.key === keys.controller);
+  const format = info ? decode(docs.controller, info.value).schemaVersion : undefined;
+  if (format === undefined || readsStoreFormat(format)) return;
+  throw new StewardError(
+    "invalid-request",
+    `the backup's store is at format ${format} (taken by ${takenBy}), and this release (${STEWARD_VERSION}) reads store formats ${OLDEST_STORE_FORMAT} to ${STORE_FORMAT}: restore it with the steward of the release that took it, or a newer one`,
+  );
 }

@@ -3,9 +3,10 @@
  * dashboard's live feed can both use them. The cluster's layout (replica and etcd hosts, spares,
  * the replica cloud) is for superusers; every other user sees the controller's overview.
  */
-import type { ControllerInfo, ControllerOverview, ModelSummary } from "../../api";
+import type { ControllerInfo, ControllerOverview, ModelSummary, StoreFormatInfo } from "../../api";
 import {
   STEWARD_VERSION,
+  STORE_FORMAT,
   compareVersions,
   describePlacement,
   parseVersion,
@@ -15,7 +16,7 @@ import {
 import type { ClusterControl } from "../cluster";
 import { distrusted } from "../releases/release-source";
 import type { StateCache } from "../state";
-import { modelSettings } from "../state";
+import { migrationWaitsFor, modelSettings } from "../state";
 import type { Principal } from "../access/auth";
 import { modelAccess } from "../access/auth";
 
@@ -65,7 +66,28 @@ export async function describeController(
       .map((r) => ({ ...r, leader: leader === r.id }))
       .sort((a, b) => a.since.localeCompare(b.since)),
     cluster: info,
+    ...(cache.controller ? { store: storeFormatOf(cache) } : {}),
   };
+}
+
+/** The store's format; its migration when one ran, or why the one this release wants waits. */
+function storeFormatOf(cache: StateCache): StoreFormatInfo {
+  const format = cache.controller!.schemaVersion;
+  const m = cache.storeMigration;
+  // A record's migration is the one that brought the store to its format (it bumps both at once).
+  if (m && m.to === format)
+    return {
+      format,
+      migration: {
+        from: m.from,
+        to: m.to,
+        startedAt: m.startedAt,
+        rewritten: m.rewritten,
+        ...(m.doneAt ? { doneAt: m.doneAt } : {}),
+      },
+    };
+  const waitsFor = format < STORE_FORMAT ? migrationWaitsFor(cache) : undefined;
+  return waitsFor ? { format, migration: { from: format, to: STORE_FORMAT, rewritten: 0, waitsFor } } : { format };
 }
 
 /** The models the user has some access to, by name. */

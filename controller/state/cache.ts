@@ -35,6 +35,7 @@ import type {
   ReleaseDoc,
   ReleaseKeysDoc,
   ReleaseSourceDoc,
+  StoreMigrationDoc,
   UnitDoc,
   UnitStatusDoc,
   UserDoc,
@@ -48,6 +49,7 @@ import { KIND, keyOf } from "./registry";
 import { classifyKey, queueId, scopeId } from "./registry";
 import type { BoundKindName, DocOfKind } from "./doc-kinds";
 import { decode, decodeKind, docs } from "./doc-kinds";
+import { useStoreFormat } from "./store-format-in-use";
 
 /** A databag as kept: `rev` is the version served to agents, `modRevision` the store's. */
 export interface VersionedBag {
@@ -132,6 +134,8 @@ export class StateCache {
   keeper?: KeeperDoc;
   /** The last in-place upgrade's progress (steward upgrade-controller). */
   upgrade?: ControllerUpgrade;
+  /** The leader's migration of the store to this build's format, when one ran. */
+  storeMigration?: StoreMigrationDoc;
   replicaCloud?: ReplicaCloudDoc;
   /** Signed releases held for every replica, by version, and what the release source's last look refused. */
   readonly releases = new Map<string, ReleaseDoc>();
@@ -211,6 +215,7 @@ export class StateCache {
     this.haConfig = undefined;
     this.keeper = undefined;
     this.upgrade = undefined;
+    this.storeMigration = undefined;
     this.replicaCloud = undefined;
     this.releases.clear();
     this.releaseSource = undefined;
@@ -284,9 +289,14 @@ export class StateCache {
     };
     const name = c.kind.name;
     switch (name) {
+      // Its format decides which shapes this replica writes (store-format-in-use.ts).
       case "controller-info":
         this.controller = docOf(name);
-        return undefined;
+        if (this.controller) useStoreFormat(this.controller.schemaVersion);
+        return CLUSTER_CHANGED;
+      case "store-migration":
+        this.storeMigration = docOf(name);
+        return CLUSTER_CHANGED;
       case "restore-epoch":
         this.restore = docOf(name);
         return CLUSTER_CHANGED;

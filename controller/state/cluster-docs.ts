@@ -28,6 +28,8 @@ export interface ReplicaDoc {
   addresses: string[];
   since: string;
   version?: string;
+  /** The newest store format its build reads (api STORE_FORMAT); absent: a build before formats, 1. */
+  storeFormat?: number;
 }
 /** The controller leader, as its campaign key holds it. */
 export interface ControllerLeaderDoc {

@@ -23,7 +23,24 @@ export interface ControllerDoc {
   uuid: string;
   name: string;
   createdAt: string;
+  /** The store's format (api STORE_FORMAT): what the documents' shapes are; a build refuses a newer one. */
   schemaVersion: number;
+}
+/**
+ * `/controller/store-migration`: the leader's migration of the store from format `from` to `to`
+ * (store-format.ts), written as it starts (with the controller document's bump to `to`), as it goes and
+ * when it is done; a new leader resumes one without `doneAt`.
+ */
+export interface StoreMigrationDoc {
+  from: number;
+  to: number;
+  startedAt: string;
+  /** Documents rewritten so far. */
+  rewritten: number;
+  /** The replica that last worked on it. */
+  replica: string;
+  updatedAt: string;
+  doneAt?: string;
 }
 /**
  * `/controller/restore`, written by a restore: the store went back to `revision`. etcd 3.4 cannot
@@ -373,7 +390,6 @@ export interface MigrationArrivalDoc {
   adoptedAt?: string;
 }
 
-export const SCHEMA_VERSION = 1;
 /** How long a leadership claim lasts; agents renew at half of it, so leadership is guaranteed for 30 s. */
 export const DEFAULT_LEADERSHIP_LEASE_SECONDS = 60;
 export const DEFAULT_UPDATE_STATUS_INTERVAL = 300;

@@ -4,6 +4,8 @@ export { StateOps, modelDeletes } from "./operations";
 export { ModelOps } from "./model-ops";
 export { OperatorOps } from "./operator-ops";
 export { ReleaseOps } from "./release-ops";
+export { StoreMigrator, migrationWaitsFor } from "./store-migration";
+export { storeFormatInUse, useStoreFormat } from "./store-format-in-use";
 export { ApplicationOps } from "./application-ops";
 export { MachineOps } from "./machine-ops";
 export { UnitReportOps } from "./unit-report-ops";

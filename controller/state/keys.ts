@@ -116,6 +116,7 @@ export const keys = {
   /** What the last look at the release source refused, or why it could not be read. */
   releaseSource: k("release-source", ""),
   releaseKeys: k("release-keys", ""),
+  storeMigration: k("store-migration", ""),
   /** The controller leader's campaign key (cluster/leader-election.ts). */
   clusterLeader: k("cluster-leader", ""),
   /** Each replica's lease-bound presence, by replica id (cluster/replicas.ts). */

@@ -8,10 +8,10 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Store } from "../store";
+import { STORE_FORMAT } from "../../api";
 import { absent } from "../store";
 import { hashPassword, newSecret } from "../security/credentials";
 import type { UserDoc } from "./documents";
-import { SCHEMA_VERSION } from "./documents";
 import { ApplicationOps } from "./application-ops";
 import { docs, put } from "./doc-kinds";
 import { keys } from "./keys";
@@ -76,7 +76,7 @@ export class StateOps extends StoreTxns {
           uuid,
           name,
           createdAt: this.stamp(),
-          schemaVersion: SCHEMA_VERSION,
+          schemaVersion: STORE_FORMAT,
         }),
         { type: "put", key: keys.tokenKey, value: JSON.stringify(newSecret(32)) },
         put(docs.user, "admin", admin),

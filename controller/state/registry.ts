@@ -10,6 +10,7 @@ import type { z } from "zod";
 import { DOCUMENT_SCHEMAS as S } from "./document-schemas";
 import { modelDocOf, storedModelDocOf } from "./model-placement";
 import { replicaCloudDocOf, storedReplicaCloudOf } from "./replica-placement";
+import { storeFormatInUse } from "./store-format-in-use";
 
 /** A path segment: a literal, the model's uuid, or the document's id (the rest of the key, slashes included). */
 type Segment = string | typeof MODEL | typeof ID;
@@ -46,6 +47,7 @@ export type KindName =
   | "cluster-keeper"
   | "cluster-replica-cloud"
   | "cluster-upgrade"
+  | "store-migration"
   | "migration"
   | "migration-report"
   | "migration-stage"
@@ -114,6 +116,12 @@ export interface KindSpec {
    * in both shapes (the previous build ignores the new field, `upgrade` drops the old ones on read).
    */
   encode?: (doc: never) => unknown;
+  /**
+   * The store format (api STORE_FORMAT) from which `encode` is no longer applied: once a store is
+   * migrated to it, no replica that reads the previous shape can be running, and the migration
+   * rewrites the kind's documents in their current shape alone.
+   */
+  encodeBefore?: number;
 }
 
 /** `exported` is the schema of an exported kind's documents, or why the kind is not exported. */
@@ -186,8 +194,11 @@ export const KINDS: readonly KindSpec[] = [
     version: 2,
     upgrade: replicaCloudDocOf,
     encode: storedReplicaCloudOf,
+    encodeBefore: 2,
   },
   kind("cluster-upgrade", ["cluster", "upgrade"], true, CONTROLLER_WIDE),
+  // The leader's migration of the store to a newer format (store-format.ts), kept once done for show-controller.
+  kind("store-migration", ["controller", "store-migration"], true, CONTROLLER_WIDE),
   // Model migration (controller/migration/): by model uuid, so the record outlives the model it moved (redirects).
   kind("migration", ["migrations", ID], true, "the source's record of moving the model; the target keeps none"),
   kind("migration-report", ["migration-reports", ID], false, "agents' answers to one migration of the source"),
@@ -206,7 +217,13 @@ export const KINDS: readonly KindSpec[] = [
   ),
 
   // Version 2: one `placement` {substrate, credential, settings} instead of substrate, credential and a bag per kind.
-  { ...kind("model", ["models", MODEL], true, S["model"]), version: 2, upgrade: modelDocOf, encode: storedModelDocOf },
+  {
+    ...kind("model", ["models", MODEL], true, S["model"]),
+    version: 2,
+    upgrade: modelDocOf,
+    encode: storedModelDocOf,
+    encodeBefore: 2,
+  },
   kind("access", ["models", MODEL, "access", ID], true, S["access"], true),
   // Sequences travel so that ids are never reused: agents remember relation ids and the last task id they ran.
   kind("machine-seq", ["models", MODEL, "seq", "machine"], false, S["machine-seq"]),
@@ -307,9 +324,13 @@ export function keyOf(spec: KindSpec, model: string, id = ""): string {
   return "/" + spec.path.map((s) => (s === MODEL ? model : s === ID ? id : s)).join("/");
 }
 
-/** What the store holds for `doc` of kind `spec`: its JSON, in both shapes when the kind has an `encode`. */
-export function storedValue(spec: KindSpec, doc: unknown): string {
-  return JSON.stringify(spec.encode ? spec.encode(doc as never) : doc);
+/**
+ * What the store holds for `doc` of kind `spec`: its JSON, in both shapes when the kind has an
+ * `encode` and the store's `format` (by default the one this process's store is at) still wants both.
+ */
+export function storedValue(spec: KindSpec, doc: unknown, format = storeFormatInUse()): string {
+  const both = spec.encode && format < (spec.encodeBefore ?? Infinity);
+  return JSON.stringify(both ? spec.encode!(doc as never) : doc);
 }
 
 /** The prefix under which every document of `spec` in `model` lives (for a range read). */

@@ -5,14 +5,15 @@
  * `broken` gives it a controller that exits before serving (a release that fails its health gate);
  * `brokenAgent` an agent that exits as it starts (a release that never reports, so agents go back);
  * `hangingAgent` one that busy-loops as it starts: it never reports and never dies, and blocks the
- * main thread of the process that loaded it.
+ * main thread of the process that loaded it. `storeFormat` makes an older release's store format
+ * (with a lower `version`: the release before a store migration).
  */
 import { execFile } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { STEWARD_VERSION } from "../../api";
+import { STEWARD_VERSION, STORE_FORMAT } from "../../api";
 import { signRelease } from "../../controller";
 
 const run = promisify(execFile);
@@ -35,6 +36,8 @@ export async function makeRelease(o: {
   broken?: boolean;
   brokenAgent?: boolean;
   hangingAgent?: boolean;
+  /** The store format the release writes and reads up to (api STORE_FORMAT): lower for an older release's. */
+  storeFormat?: number;
   env?: NodeJS.ProcessEnv;
 }): Promise<Release> {
   const [major, minor, patch] = STEWARD_VERSION.split(".").map(Number) as [number, number, number];
@@ -51,6 +54,11 @@ export async function makeRelease(o: {
     let text = await readFile(path, "utf8");
     if (!text.includes(from)) throw new Error(`${rel} does not hold ${from}: the release harness needs updating`);
     text = text.replace(from, `STEWARD_VERSION = ${JSON.stringify(version)};`);
+    if (o.storeFormat !== undefined) {
+      const format = `STORE_FORMAT = ${STORE_FORMAT};`;
+      if (!text.includes(format)) throw new Error(`${rel} does not hold ${format}: the release harness needs updating`);
+      text = text.replace(format, `STORE_FORMAT = ${o.storeFormat};`);
+    }
     if (o.broken && rel === "controller-bundle/main.js") {
       // Still answers `main.js version`; dies when started to serve.
       text = text.replace(
