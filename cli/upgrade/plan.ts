@@ -2,8 +2,8 @@
  * What `steward upgrade-controller` will do, decided from the controller's own answer before
  * anything changes: which replicas to upgrade and in which order (followers first, the leader last,
  * so leadership moves once), or why it refuses (a major step or more than one minor, a store this
- * release cannot read, an older CLI, an unhealthy
- * cluster, an upgrade in flight or one to another version left unfinished).
+ * release cannot read, an older CLI, an unhealthy cluster, an upgrade in flight or one to another
+ * version left unfinished).
  */
 import type { ControllerInfo, ControllerUpgrade } from "../../api/core";
 import {

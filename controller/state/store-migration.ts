@@ -3,8 +3,8 @@
  * once every replica runs a build that reads that format, so no replica is left that would misread
  * what it writes. It first bumps the controller document's format (replicas then stop writing the
  * previous shapes, and a replica of an older build refuses to start on the store), then rewrites
- * every document of a kind whose stored shape changed, a page at a time, each write compared with
- * the revision it read (a document changed meanwhile is read again, never overwritten). A leader
+ * every document of a kind whose stored shape changed, 64 to a transaction, each compared with the
+ * revision it read (a document changed meanwhile is read again, never overwritten). A leader
  * that dies part way leaves the record without `doneAt`: the next one resumes from the start of its
  * scan, which skips what is already in the current shape.
  */
