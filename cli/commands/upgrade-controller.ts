@@ -65,12 +65,14 @@ export default class UpgradeControllerCommand extends ControllerCommand {
     description: "Print the plan (replica order, versions) and change nothing",
   });
   timeout = Option.String("--timeout", "10m", {
-    description: "How long each replica may take to come back healthy: " + DURATION_HELP,
+    description:
+      "How long each replica may take to come back healthy (and the store to be migrated, across a minor version): " +
+      DURATION_HELP,
     validator: isDuration(),
   });
   viaMigration = Option.String("--via-migration", {
     description:
-      "Upgrade to a new minor or major version: move every model to the controller TARGET (this client's name for it), one at a time",
+      "Upgrade to a new major version (or more than one minor on): move every model to the controller TARGET (this client's name for it), one at a time",
   });
   keyFile = Option.String("--key-file", { description: "SSH replicas: private key file for their hosts" });
   keyEnv = Option.String("--key-env", {
