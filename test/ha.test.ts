@@ -180,8 +180,8 @@ async function boot(t: ExecutionContext, h: TestHost): Promise<void> {
   );
 }
 
-const leaderHost = (c: ClusterInfo): TestHost =>
-  replicaHosts().find((h) => h.ip === c.members.find((m) => m.leader)!.host)!;
+/** The host of the controller leader: any lab host, since the spare (host 4) becomes a replica when one is lost for good. */
+const leaderHost = (c: ClusterInfo): TestHost => lab.hosts.find((h) => h.ip === c.members.find((m) => m.leader)!.host)!;
 
 ha("enable-ha grows a single embedded-store replica to three over SSH; nothing written before is lost", async (t) => {
   const [h1, h2, h3] = replicaHosts() as [TestHost, TestHost, TestHost];
