@@ -377,8 +377,8 @@ export class Controller {
         `the store in ${dataDir} holds no controller: it was not initialised (steward bootstrap)`,
       );
     // A store this build cannot read is refused before anything reads it, rather than misread.
-    const unreadable = storeFormatProblem(cache.controller.schemaVersion);
-    if (unreadable) throw new StewardError("unavailable", unreadable, { reason: "store-format-unreadable" });
+    const unreadable = unreadableStore(cache.controller.schemaVersion);
+    if (unreadable) throw unreadable;
     const own = cache.clusterMembers.get(this.replicaId);
     if (own?.state === "removed") {
       await markStoodDown(
@@ -394,9 +394,8 @@ export class Controller {
       if (!changed.has(CLUSTER_CHANGED)) return;
       if (cache.clusterMembers.get(this.replicaId)?.state === "removed")
         void this.standDown("the cluster removed it (replaced while away)");
-      const format = cache.controller?.schemaVersion;
-      const problem = format === undefined ? undefined : storeFormatProblem(format);
-      if (problem) this.fail(new StewardError("unavailable", problem, { reason: "store-format-unreadable" }));
+      const unreadable = cache.controller && unreadableStore(cache.controller.schemaVersion);
+      if (unreadable) this.fail(unreadable);
     });
     const ops = new StateOps(this.store);
     const sealer = await Sealer.forDataDir(dataDir);
@@ -802,6 +801,12 @@ export class Controller {
       .catch(() => undefined)
       .finally(() => this.settle.reject(err));
   }
+}
+
+/** The error a replica stops with on a store format its release does not read, or undefined. */
+function unreadableStore(format: number): StewardError | undefined {
+  const problem = storeFormatProblem(format);
+  return problem ? new StewardError("unavailable", problem, { reason: "store-format-unreadable" }) : undefined;
 }
 
 const exists = (path: string): Promise<boolean> =>

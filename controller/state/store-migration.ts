@@ -11,7 +11,7 @@
 import { STORE_FORMAT } from "../../api";
 import type { KeyValue, Op, Store } from "../store";
 import { unchanged } from "../store";
-import type { ControllerDoc, StoreMigrationDoc } from "./documents";
+import type { StoreMigrationDoc } from "./documents";
 import type { ControllerUpgrade } from "../../api";
 import type { MemberDoc, ReplicaDoc } from "./cluster-docs";
 import { decode, docs, put } from "./doc-kinds";
@@ -102,7 +102,7 @@ export class StoreMigrator {
         this.store.get(keys.storeMigration),
       ]);
       if (!info) return undefined;
-      const controller = decode(docs.controller, info.value) as ControllerDoc;
+      const controller = decode(docs.controller, info.value);
       const current = existing ? decode(docs.storeMigration, existing.value) : undefined;
       if (controller.schemaVersion >= to) return current?.to === controller.schemaVersion ? current : undefined;
       const record: StoreMigrationDoc = {
