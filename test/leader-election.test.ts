@@ -5,6 +5,7 @@
  */
 import test from "ava";
 import { randomBytes } from "node:crypto";
+import type { StewardError } from "../api";
 import { silentLogger } from "../api";
 import { EtcdStore, LeaderElection } from "../controller";
 import type { TestEtcdMember } from "./harness/etcd";
@@ -69,6 +70,55 @@ import { eventually } from "./harness/eventually";
       await election.stop();
       await store.close();
       await Promise.all(members.map((m) => m.stop()));
+    }
+  },
+);
+
+(haveEtcd ? test.serial : test.skip)(
+  "a term's fenced writes fail once it ends, even when the same replica is elected again at once",
+  async (t) => {
+    const [member] = (await startEtcdCluster(1)) as [TestEtcdMember];
+    const store = await EtcdStore.connect({
+      endpoints: [member.endpoint],
+      prefix: `/le-${randomBytes(3).toString("hex")}`,
+    });
+    let elected = 0;
+    const election = new LeaderElection({
+      store,
+      replicaId: "r0",
+      addresses: () => [],
+      log: silentLogger,
+      ttlSeconds: 1,
+      onElected: () => {
+        elected++;
+      },
+    });
+    try {
+      election.start();
+      await eventually("elected", async () => (election.isLeader ? true : undefined), 15_000, 50);
+      const firstTerm = election.fenced();
+      await firstTerm.put("/work", "first term");
+      // The term's lease lapses (as when renewals stall under load): the next renewal deposes, and
+      // the key, gone with the lease, is won again by the same replica.
+      const claim = await store.get("/cluster/leader");
+      await store.revokeLease(claim!.lease!);
+      await eventually(
+        "elected again",
+        async () => (elected === 2 && election.isLeader ? true : undefined),
+        15_000,
+        50,
+      );
+      const late = await firstTerm.put("/work", "the first term, late").then(
+        () => undefined,
+        (err: StewardError) => err,
+      );
+      t.is(late?.reason, "not-leader", "the ended term's write is refused");
+      await election.fenced().put("/work", "second term");
+      t.is((await store.get("/work"))?.value, "second term");
+    } finally {
+      await election.stop();
+      await store.close();
+      await member.stop();
     }
   },
 );

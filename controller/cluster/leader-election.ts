@@ -3,7 +3,7 @@
  * bound to a short lease (1 s with etcd, see timing.ts), renewed four times per TTL by its holder. The others watch the key and
  * campaign when it goes. The leader fences itself on its own clock: if no renewal has succeeded
  * for most of the TTL it stops leading before the store could have handed leadership on; and
- * every leader-only write carries {@link LeaderElection.fence}, so a deposed leader's write fails.
+ * every leader-only write is fenced on its term ({@link LeaderElection.fenced}), so a deposed leader's write fails.
  *
  * A campaign sent while etcd has no leader would hang until the store's 5 s deadline; each attempt
  * therefore gives up after {@link CAMPAIGN_ATTEMPT_MS} and the next follows at once (a short pause),
@@ -11,7 +11,7 @@
  */
 import type { Logger } from "../../api";
 import { keys } from "../state";
-import type { Compare, Store, Watcher } from "../store";
+import type { Store, Watcher } from "../store";
 import { absent } from "../store";
 import type { Leadership } from "../workers";
 import { fencedStore } from "./fenced-store";
@@ -85,20 +85,23 @@ export class LeaderElection implements Leadership {
     return () => this.listeners.delete(listener);
   }
 
-  /** The store with every write fenced on this election (see fenced-store.ts). */
+  /**
+   * The store with every write fenced on this term (see fenced-store.ts): on the campaign key this
+   * replica holds now. A pass of a term that ended still drains after a quick re-election (a lease
+   * not renewed in time under load, won again a second later); its writes must fail, not pass on the
+   * new term's key.
+   */
   fenced(): Store {
-    return fencedStore(this.o.store, () => this.fence());
+    const term = this.leading ? this.createRevision : -1;
+    return fencedStore(this.o.store, () => [
+      { key: LEADER_KEY, target: "createRevision", value: this.leading && this.createRevision === term ? term : -1 },
+    ]);
   }
 
   private tell(leading: boolean): void {
     if (leading) this.o.onElected?.();
     else this.o.onDeposed?.();
     for (const l of [...this.listeners]) l(leading);
-  }
-
-  /** Compares every leader-only write must carry: our campaign key is still ours. */
-  fence(): Compare[] {
-    return [{ key: LEADER_KEY, target: "createRevision", value: this.leading ? this.createRevision : -1 }];
   }
 
   private campaign(): void {
