@@ -121,13 +121,17 @@ export async function benchAwsReplicas(o: BenchOptions = {}): Promise<void> {
       lossToVoters.push((doneAt - lostAt) / 1000);
       if (removal) removalToVoters.push((doneAt - Date.parse(removal.at)) / 1000);
     }
+    const launches = fake.calls.filter((c) => c.action === "RunInstances").length;
+    // More launches than replacements: the keeper's own account of why (a launch given up, a leader deposed).
+    if (launches > trials + 1)
+      for (const e of (await cluster())?.keeper.history ?? []) process.stdout.write(`  keeper ${e.at} ${e.message}\n`);
     report(
       `HA: a replica's instance terminated, replaced by a new instance (fake EC2; replaceAfter ${REPLACE_AFTER_S} s, ${trials} trials)`,
       {
         "terminated to 3 healthy voters: median (s)": median(lossToVoters).toFixed(1),
         "terminated to 3 healthy voters: max (s)": Math.max(...lossToVoters).toFixed(1),
         "keeper's removal to 3 healthy voters: median (s)": median(removalToVoters).toFixed(1),
-        "instances launched": fake.calls.filter((c) => c.action === "RunInstances").length,
+        "instances launched": launches,
       },
     );
   } finally {

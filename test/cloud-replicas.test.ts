@@ -134,6 +134,33 @@ test.afterEach.always(async () => {
   await Promise.all(writers.splice(0).map((w) => w.stop()));
 });
 
+/**
+ * Every instance launched runs a voter or is terminated. One launch per replacement is the rule, but
+ * not a promise: a leader deposed while its instance boots (a 1 s lease whose renewals stalled on a
+ * loaded machine) terminates it, since the next leader cannot know of it, and that leader launches
+ * another. What must never happen is an instance left running for nothing.
+ */
+async function noInstanceLeft(t: ExecutionContext, when: string): Promise<void> {
+  const voting = async (): Promise<Set<string>> =>
+    new Set((await cluster())?.members.flatMap((m) => (m.hasVote && m.instance ? [m.instance.id] : [])) ?? []);
+  const stray = async (): Promise<string[]> => {
+    const used = await voting();
+    return fake
+      .instances()
+      .filter((i) => i.state !== "terminated" && !used.has(i.id))
+      .map((i) => i.id);
+  };
+  await eventually(
+    `no stray instance ${when}`,
+    async () => ((await stray()).length === 0 ? true : undefined),
+    60_000,
+    500,
+  ).catch(() => undefined);
+  const launched = fake.calls.filter((c) => c.action === "RunInstances").length;
+  t.log(`${when}: ${launched} instance(s) launched in all`);
+  t.deepEqual(await stray(), [], `every instance runs a voter or is terminated ${when}`);
+}
+
 async function assertNothingLost(t: ExecutionContext): Promise<void> {
   const present = new Set((await client.listModels()).map((m) => m.name));
   t.deepEqual(
@@ -238,7 +265,7 @@ ha("a lost replica is replaced by a new cloud instance that installs itself and 
     first.members.some((m) => m.host === h3.ip && m.state === "removed"),
     "the lost replica was removed from etcd",
   );
-  t.is(fake.calls.filter((c) => c.action === "RunInstances").length, 1, "one instance launched");
+  await noInstanceLeft(t, "after the first replacement");
   const show = await steward("show-controller");
   t.regex(show.stdout, new RegExp(instance.id), "show-controller names the replica's instance");
 
@@ -266,7 +293,7 @@ ha("a lost replica is replaced by a new cloud instance that installs itself and 
   await writer.stop();
   await assertNothingLost(t);
   t.true(acked.length > 0, "writes went on");
-  t.is(fake.calls.filter((c) => c.action === "RunInstances").length, 2, "one instance per replacement");
+  await noInstanceLeft(t, "after the second replacement");
 });
 
 ha(

@@ -229,6 +229,8 @@ export class QuorumKeeper extends Reconciler {
         signal,
       );
     } catch (err) {
+      // Deposed while getting it: the next term says what it does; this one can write nothing more.
+      if (signal.aborted) throw err;
       return this.report("blocked", (err as Error).message, true);
     }
     let added: AddedMember;
