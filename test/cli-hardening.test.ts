@@ -124,6 +124,7 @@ test.serial("deploy --wait fails at once on a failed hook when the model does no
   t.regex(r.stderr, /steward resolve rec\/0/);
   t.regex(r.stderr, /^Unit\s+Workload\s+Agent\s+Message$/m);
   t.regex(r.stderr, /^rec\/0\s+error\s+error\s+hook failed: "install"$/m);
+  t.regex(r.stderr, /^rec\/0's "install" hook printed:\n {2}failing install on purpose$/m, "and why: its output");
   noStack(t, r);
   await steward("destroy-model", "noretry", "--yes", "--force", "--no-wait");
 });

@@ -79,6 +79,7 @@ export async function waitForModelReady(client: ControllerClient, model: string,
         `${failed.map((u) => u.name).join(", ")} failed a hook and model "${model}" does not retry hooks (automatically-retry-hooks=false): fix the cause, then run steward resolve ${first}`,
         o.ready,
         { code: "unavailable", reason: "units-failed" },
+        await hookOutputs(client, model, failed),
       );
     }
     await new Promise((r) => setTimeout(r, o.intervalMs ?? 300));
@@ -89,7 +90,29 @@ export async function waitForModelReady(client: ControllerClient, model: string,
     `timed out after ${Math.round(o.timeoutMs / 1000)} s waiting for units to be ${o.ready ? "ready" : "active/idle"}`,
     o.ready,
     { code: "deadline-exceeded" },
+    last ? await hookOutputs(client, model, unitsOf(last, o.apps)) : "",
   );
+}
+
+/** At most this many failed units have their hook's output fetched for an error message. */
+const FAILED_UNITS_SHOWN = 3;
+
+/**
+ * What the failed hooks of `units` printed last (`steward show-unit`'s failure), so the error says
+ * why and not only which hook: the first {@link FAILED_UNITS_SHOWN} units in error. A unit that
+ * cannot be read (gone, or the controller busy) is left out: the table already names it.
+ */
+export async function hookOutputs(client: ControllerClient, model: string, units: UnitStatusView[]): Promise<string> {
+  const failed = units.filter((u) => u.agent.current === "error").slice(0, FAILED_UNITS_SHOWN);
+  const shown = await Promise.all(
+    failed.map(async (u) => {
+      const failure = (await client.showUnit(model, u.name).catch(() => undefined))?.failure;
+      if (!failure) return "";
+      const output = failure.output ? failure.output.replace(/^/gm, "  ") : "  (it printed nothing)";
+      return `${u.name}'s "${failure.hook}" hook printed:\n${output}`;
+    }),
+  );
+  return shown.filter(Boolean).join("\n");
 }
 
 /** Whether the model's agents retry failed hooks by themselves (its `automatically-retry-hooks`). */
@@ -113,6 +136,7 @@ export function notReadyError(
   why: string,
   ready = unitIsReady,
   cause: { code: "deadline-exceeded" } | { code: "unavailable"; reason?: "units-failed" } = { code: "unavailable" },
+  hookOutput = "",
 ): StewardError {
   const applied = status ? appliedIn(status) : () => true;
   const notReady = status ? unitsOf(status, apps).filter((u) => !ready(u) || !applied(u)) : [];
@@ -124,7 +148,7 @@ export function notReadyError(
       ? u.workload.message || u.agent.message
       : `has not applied the change yet (${u.workload.message || u.agent.message})`,
   ]);
-  const message = `${why}; not ready:\n${table(["Unit", "Workload", "Agent", "Message"], rows)}`;
+  const message = `${why}; not ready:\n${table(["Unit", "Workload", "Agent", "Message"], rows)}${hookOutput ? `\n${hookOutput}` : ""}`;
   const details = { notReady: notReady.map((u) => u.name) };
   return cause.code === "deadline-exceeded"
     ? new StewardError("deadline-exceeded", message, { details })

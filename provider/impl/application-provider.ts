@@ -10,10 +10,12 @@ import {
   changeOf,
   checkConfigValue,
   formatConstraints,
+  hookOutputs,
   notReadyError,
   parseConstraints,
   parseLeadershipLease,
   readOperatorDir,
+  unitsOf,
   waitForModelReady,
 } from "../../api/core";
 import type { AppliedChange, ApplicationStatusView, ControllerClient, UnitStatusView } from "../../api/core";
@@ -216,6 +218,9 @@ export const applicationProvider = {
           status,
           [props.name],
           `${(e as Error).message}; set forceDelete: true to remove it without its hooks`,
+          undefined,
+          undefined,
+          status ? await hookOutputs(client, props.model, unitsOf(status, [props.name])) : "",
         );
       }
       await client.removeApplication(props.model, props.name, true, props.destroyStorageOnDelete ?? false);
