@@ -4,6 +4,7 @@
  * those added by one `add` stop together, and the layers stop in the reverse order they were added, so
  * what others use (the HTTP server, the hubs) is added first and outlives them.
  */
+import { setMaxListeners } from "node:events";
 import type { Logger } from "../../api";
 import type { Worker } from "./worker";
 
@@ -49,6 +50,9 @@ export class WorkerGroup {
     if (this.stopping)
       throw new Error(`worker group ${this.o.name} is stopping: ${workers.map((w) => w.name).join(", ")} not added`);
     const layer: Layer = { workers, ctl: new AbortController(), runs: [], ended: new Set() };
+    // Each worker of the layer waits on this one signal, and its pass in flight may too: more than
+    // Node's default of ten listeners is no leak for a large layer. Far more still would be one.
+    setMaxListeners(2 * workers.length + 10, layer.ctl.signal);
     this.layers.push(layer);
     if (this.started) this.startLayer(layer);
   }
