@@ -9,7 +9,9 @@
  * - a removed replica's host is retired (its instance terminated) even when the first try fails or
  *   the termination is not seen finished: the keeper tries again on later passes until the cloud
  *   says the instance is gone, and leaves alone a host a member uses again. Seen under load on EC2:
- *   one refused call left a replaced replica's instance running.
+ *   one refused call left a replaced replica's instance running;
+ * - a replica etcd no longer lists but still recorded as in the cluster (its leader removed it and was
+ *   deposed before recording so) is recorded as removed, and its instance retired.
  */
 import test from "ava";
 import type { ExecutionContext } from "ava";
@@ -28,7 +30,7 @@ type MemberState = "member" | "removed";
 async function keeperOnOneVoter(
   t: ExecutionContext,
   wanted: number,
-  members: Record<string, [string, MemberState, string?]>,
+  members: Record<string, [string, MemberState, string?, string?]>,
   hosts: ConstructorParameters<typeof QuorumKeeper>[0]["hosts"],
   intervalMs: number,
 ): Promise<{ keeper: QuorumKeeper; membership: ReturnType<EtcdStore["membership"]> }> {
@@ -49,7 +51,7 @@ async function keeperOnOneVoter(
     "/cluster/config",
     JSON.stringify({ replicas: wanted, replaceAfterSeconds: 300, maxReplacementsPerHour: 2 }),
   );
-  for (const [given, [host, state, instance]] of Object.entries(members)) {
+  for (const [given, [host, state, instance, memberId]] of Object.entries(members)) {
     const name = given === "self" ? self!.name : given;
     await store.put(
       keys.clusterMember(name),
@@ -60,6 +62,7 @@ async function keeperOnOneVoter(
         state,
         addedAt: new Date().toISOString(),
         ...(instance ? { instance: { id: instance } } : {}),
+        ...(memberId ? { memberId } : {}),
       }),
     );
   }
@@ -166,5 +169,45 @@ async function keeperOnOneVoter(
       ["10.9.9.1/i-gone", "10.9.9.1/i-gone", "10.9.9.1/i-gone"],
       "tried until the cloud said it was gone, then not again; 10.9.9.2 never",
     );
+  },
+);
+
+(haveEtcd ? test : test.skip)(
+  "a replica removed from etcd by a leader deposed before it recorded so is recorded as removed, and its instance retired",
+  async (t) => {
+    const retires: string[] = [];
+    const { keeper, membership } = await keeperOnOneVoter(
+      t,
+      1,
+      {
+        self: ["127.0.0.1", "member"],
+        // Added once (etcd gave it this id), then removed from etcd; its record was never updated.
+        "r-orphan": ["10.9.9.3", "member", "i-orphan", "8e9e05c52164694d"],
+      },
+      {
+        unavailable: () => undefined,
+        acquire: () => Promise.reject(new Error("no host is needed here")),
+        async start() {},
+        async joined() {},
+        async failed() {},
+        async release() {},
+        async retire(replica) {
+          retires.push(`${replica.host}/${replica.instance?.id ?? ""}`);
+          return true;
+        },
+      },
+      100,
+    );
+    const [self] = await membership.list();
+    t.not(self!.id, "8e9e05c52164694d");
+    const leading = new AbortController();
+    const running = keeper.run(leading.signal);
+    t.teardown(async () => {
+      leading.abort();
+      await running;
+    });
+    await eventually("the orphan's instance retired", async () => retires.length >= 1 || undefined, 20_000, 50);
+    t.deepEqual(retires, ["10.9.9.3/i-orphan"]);
+    t.is((await membership.list()).length, 1, "etcd's membership is left as it is");
   },
 );

@@ -94,6 +94,7 @@ export class QuorumKeeper extends Reconciler {
       replacements: this.o.cache.keeper?.replacements ?? [],
       noHost: this.o.hosts.unavailable(),
     };
+    await this.recordRemovedElsewhere(members.map((m) => m.member));
     const lost = new Set<string>();
     for (const m of lostCandidates(seen)) if (await this.knownLost(m.member)) lost.add(m.member.id);
     const action = decide({ ...seen, lost });
@@ -114,6 +115,24 @@ export class QuorumKeeper extends Reconciler {
         );
       case "grow":
         return this.grow(signal);
+    }
+  }
+
+  /**
+   * A replica etcd no longer lists whose record still says it is in the cluster: a leader removed it
+   * and was deposed before it could record so (its fenced write refused). Recorded as removed now,
+   * so that it is shown as such and its cloud instance is retired, not left running for nothing.
+   * Member ids are never reused, and a record carries one only once etcd has added the member.
+   */
+  private async recordRemovedElsewhere(listed: EtcdMemberInfo[]): Promise<void> {
+    const ids = new Set(listed.map((m) => m.id));
+    const names = new Set(listed.map((m) => m.name).filter(Boolean));
+    for (const d of this.o.cache.clusterMembers.values()) {
+      if (d.state === "removed" || d.memberId === undefined || ids.has(d.memberId) || names.has(d.name)) continue;
+      this.o.log.warn("a replica etcd no longer lists was still recorded in the cluster; recorded as removed", {
+        replica: d.name,
+      });
+      await this.markMember(d.name, { state: "removed", reason: "removed from etcd; replaced" });
     }
   }
 
