@@ -4,7 +4,7 @@
  * `machines/` (local substrate), `api-address` (written once listening).
  */
 import { readFile } from "node:fs/promises";
-import { isAbsolute, join } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import { STEWARD_VERSION, StewardError } from "../api";
 import { dataFiles } from "../substrates";
 import { releaseKeyProblem } from "./releases/release-keys";
@@ -81,6 +81,8 @@ export interface ControllerConfig {
    * ed25519 public keys (`ed25519:…`) trusted to sign them. A release signed by no trusted key, or
    * whose files differ from its manifest, is listed as refused and never used. The leader looks at
    * the source every `pollSeconds` (default 60) and holds what it verified in the store, for every replica.
+   * A relative `caFile` is in the data directory. Replicas added later get the keys, the poll interval and
+   * an HTTPS source with its CAs (replica-data.ts); a directory is on the first replica's host only.
    */
   releases?: { source?: string; keys?: string[]; pollSeconds?: number; caFile?: string };
 }
@@ -107,7 +109,7 @@ export function releaseSourceOf(
   if (sourceKind(r.source) === "directory") return { dir: r.source, ...common };
   return {
     dir: join(dataDir, dataFiles.releaseMirror),
-    https: { url: r.source, ...(r.caFile ? { caFile: r.caFile } : {}) },
+    https: { url: r.source, ...(r.caFile ? { caFile: resolve(dataDir, r.caFile) } : {}) },
     ...common,
   };
 }

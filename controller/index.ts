@@ -39,6 +39,7 @@ export {
   controllerFiles,
   dataFiles,
   readControllerConfig,
+  releaseSourceOf,
 } from "./config";
 export type { ControllerConfig } from "./config";
 // Signed releases (releases/), and the release source a controller serves agent releases from.
@@ -68,7 +69,14 @@ export {
 } from "../substrates";
 export { Supervisor } from "./supervisor";
 export type { SupervisorOptions } from "./supervisor";
-export { CloudReplicaHosts, LeaderElection, QuorumKeeper, REPLICAS_PREFIX, clusterAddresses } from "./cluster";
+export {
+  CloudReplicaHosts,
+  LeaderElection,
+  QuorumKeeper,
+  REPLICAS_PREFIX,
+  clusterAddresses,
+  replicaDataFiles,
+} from "./cluster";
 export type { LeaderElectionOptions } from "./cluster";
 // The quorum keeper's pure decision, for its table tests.
 export { decide as decideQuorumAction, lostCandidates, observeGone } from "./cluster/quorum-decision";

@@ -34,6 +34,8 @@ export const dataFiles = {
   consoles: "consoles",
   /** The copy of an https:// release source's releases, verified from there (controller/releases/https-mirror.ts). */
   releaseMirror: "release-mirror",
+  /** The CAs trusted for an https:// release source, as a replica added later gets them (controller.json names it). */
+  releaseSourceCa: "release-source-ca.pem",
 };
 
 /**

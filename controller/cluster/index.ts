@@ -5,6 +5,7 @@ export type { ReplicaDoc, LeaderDoc } from "./replicas";
 export { fencedStore } from "./fenced-store";
 export { EtcdMember, REMOVED_REASON, peerUrl, clientUrl } from "./etcd-member";
 export { QuorumKeeper } from "./quorum-keeper";
+export { replicaDataFiles } from "./replica-data";
 export { SparePool } from "./spare-pool";
 export { CloudReplicaHosts } from "./cloud-replicas";
 export { ReplicaHostChain } from "./replica-host-chain";

@@ -4,7 +4,7 @@
  * `initialCluster` says). Written over SSH for a spare host; sealed and collected by a cloud instance.
  */
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { ControllerConfig } from "../config";
 import { dataFiles } from "../config";
 
@@ -21,6 +21,7 @@ export async function replicaDataFiles(
   );
   const cert = await issueServerCertificate({ certPem: caCert!, keyPem: caKey! }, [host]);
   const own = o.config.member!;
+  const releases = await releasesForReplica(o);
   const config: ControllerConfig = {
     name: o.config.name,
     listen: { host: "0.0.0.0", port: o.config.listen.port },
@@ -30,6 +31,7 @@ export async function replicaDataFiles(
     ...(o.config.kubernetes ? { kubernetes: o.config.kubernetes } : {}),
     // What a superuser set for local machines holds on every replica (a replica's host is not local).
     ...(o.config.localMachines ? { localMachines: o.config.localMachines } : {}),
+    ...(releases ? { releases: releases.config } : {}),
     member: {
       name,
       host,
@@ -48,5 +50,31 @@ export async function replicaDataFiles(
     [dataFiles.serverCert]: cert.certPem,
     [dataFiles.serverKey]: cert.keyPem,
     [dataFiles.config]: JSON.stringify(config, null, 2) + "\n",
+    ...(releases?.caPem ? { [dataFiles.releaseSourceCa]: releases.caPem } : {}),
+  };
+}
+
+/**
+ * The release settings a new replica needs to hold and verify releases once it leads: the keys
+ * controller.json trusts and how often to look, always; the source when it is an HTTPS URL (every
+ * replica reaches it), with its CAs copied into the replica's data directory. A directory source is
+ * a path on the first replica's host only, so it is not passed on.
+ */
+async function releasesForReplica(o: {
+  dataDir: string;
+  config: ControllerConfig;
+}): Promise<{ config: NonNullable<ControllerConfig["releases"]>; caPem?: string } | undefined> {
+  const r = o.config.releases;
+  if (!r) return undefined;
+  const https = r.source?.startsWith("https://") ? r.source : undefined;
+  const caPem = https && r.caFile ? await readFile(resolve(o.dataDir, r.caFile), "utf8") : undefined;
+  return {
+    config: {
+      ...(r.keys ? { keys: r.keys } : {}),
+      ...(r.pollSeconds ? { pollSeconds: r.pollSeconds } : {}),
+      ...(https ? { source: https } : {}),
+      ...(caPem ? { caFile: dataFiles.releaseSourceCa } : {}),
+    },
+    ...(caPem ? { caPem } : {}),
   };
 }
