@@ -162,6 +162,15 @@ export interface StoreFormatInfo {
     waitsFor?: string;
   };
 }
+/** The store's format and its migration: done, under way, or waiting for a replica. */
+export function storeFormatLine(store: StoreFormatInfo): string {
+  const m = store.migration;
+  if (!m) return `Store format ${store.format}`;
+  if (m.waitsFor) return `Store format ${store.format}; its migration to ${m.to} waits: ${m.waitsFor}`;
+  return m.doneAt
+    ? `Store format ${store.format}: migrated from ${m.from} at ${m.doneAt}, ${m.rewritten} documents rewritten`
+    : `Store format ${store.format}: migrating from ${m.from} since ${m.startedAt}, ${m.rewritten} documents rewritten so far`;
+}
 /** Whether a `GET /v1/controller` answer holds the cluster's layout (superusers' answers do). */
 export function showsCluster(info: ControllerOverview): info is ControllerInfo {
   return "cluster" in info && "replicas" in info;

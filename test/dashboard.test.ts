@@ -11,7 +11,7 @@ import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/prom
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { STEWARD_VERSION } from "../api";
+import { STEWARD_VERSION, STORE_FORMAT } from "../api";
 import { generateReleaseKey, signRelease } from "../controller";
 import type { TestController } from "./harness/controller";
 import { allReady, operatorsDir, startTestController } from "./harness/controller";
@@ -155,6 +155,8 @@ test.serial("a config edit made in the page reaches the units; the controller vi
   await page.waitForSelector("tr[data-replica] td code");
   // The release the leader verified from its source, offered and not applied.
   await page.waitForSelector(`[data-releases-available]:has-text("${NEWER} available")`);
+  // A store bootstrapped by this release is in its format, with no migration.
+  t.is(await page.locator("[data-store-format]").textContent(), `Store format ${STORE_FORMAT}`);
   await d.screenshot("controller");
   t.deepEqual(await cspViolations(page), []);
   t.deepEqual(d.problems, []);
@@ -192,6 +194,7 @@ test.serial(
     await page.waitForSelector("h1:has-text('Controller test')");
     t.is(await page.locator("[data-ca-fingerprint]").textContent(), new X509Certificate(tc.caCert).fingerprint256);
     t.is(await page.locator("tr[data-replica]").count(), 0);
+    t.is(await page.locator("[data-store-format]").count(), 0);
     t.regex((await page.locator("[data-releases-available]").textContent()) ?? "", new RegExp(`${NEWER} available`));
     // Without the CSRF token, even an admin's session cannot write.
     const admin = await openDashboard(browser, address());

@@ -1,7 +1,6 @@
 import { Command, Option } from "clipanion";
 import { ControllerCommand } from "../base-command";
-import { showsCluster, table } from "../../api/core";
-import { storeFormatLine } from "../upgrade/store-migration";
+import { showsCluster, storeFormatLine, table } from "../../api/core";
 
 export default class ShowControllerCommand extends ControllerCommand {
   static override paths = [["show-controller"]];

@@ -1,6 +1,6 @@
 import { Command, Option, UsageError } from "clipanion";
 import type * as Substrates from "../../substrates";
-import { ControllerClient, STEWARD_VERSION, STORE_FORMAT, StewardError } from "../../api/core";
+import { ControllerClient, STEWARD_VERSION, STORE_FORMAT, StewardError, storeFormatLine } from "../../api/core";
 import { ControllerCommand } from "../base-command";
 import type { ControllerEntry } from "../client-config";
 import { readKubeconfig } from "../kubeconfig-file";
@@ -9,7 +9,7 @@ import { DURATION_HELP, isDuration } from "../validators";
 import { planUpgrade, unsupportedReplicas } from "../upgrade/plan";
 import type { UpgradePlan } from "../upgrade/plan";
 import { runUpgrade } from "../upgrade/run-upgrade";
-import { storeFormatLine, waitForStoreMigration } from "../upgrade/store-migration";
+import { waitForStoreMigration } from "../upgrade/store-migration";
 import { upgradeViaMigration } from "../upgrade/via-migration";
 
 export default class UpgradeControllerCommand extends ControllerCommand {

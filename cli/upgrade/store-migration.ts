@@ -39,13 +39,3 @@ export async function waitForStoreMigration(
     `every replica runs the new release, but the store's migration to format ${STORE_FORMAT} did not finish within ${Math.round(timeoutMs / 1000)} s (${why}); the leader goes on with it: steward show-controller shows it, and this command run again waits for it`,
   );
 }
-
-/** The store's format and its migration: done, under way, or waiting for a replica. */
-export function storeFormatLine(store: StoreFormatInfo): string {
-  const m = store.migration;
-  if (!m) return `Store format ${store.format}`;
-  if (m.waitsFor) return `Store format ${store.format}; its migration to ${m.to} waits: ${m.waitsFor}`;
-  return m.doneAt
-    ? `Store format ${store.format}: migrated from ${m.from} at ${m.doneAt}, ${m.rewritten} documents rewritten`
-    : `Store format ${store.format}: migrating from ${m.from} since ${m.startedAt}, ${m.rewritten} documents rewritten so far`;
-}

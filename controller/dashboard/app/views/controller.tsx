@@ -1,10 +1,11 @@
 /**
- * The controller: its replicas (and the version each runs), the etcd voters and leader, spare hosts or the replica
- * cloud, the quorum keeper's history, and the last in-place upgrade. Users other than superusers are sent only the
+ * The controller: its replicas (and the version each runs), the store's format (and its migration across a minor
+ * version), the etcd voters and leader, spare hosts or the replica cloud, the quorum keeper's history, and the last
+ * in-place upgrade. Users other than superusers are sent only the
  * overview (name, version, addresses, CA fingerprint): the cluster's layout is not theirs to see.
  */
 import type { ControllerOverview } from "../../../../api/browser";
-import { showsCluster } from "../../../../api/browser";
+import { showsCluster, storeFormatLine } from "../../../../api/browser";
 import { Ago, Badge, Empty, Section } from "../ui";
 
 export function ControllerView({ info }: { info: ControllerOverview | undefined }) {
@@ -47,6 +48,7 @@ export function ControllerView({ info }: { info: ControllerOverview | undefined 
           {c.raftTerm !== undefined ? ` · raft term ${c.raftTerm}` : ""} · {info.addresses.join(", ")}
         </p>
         {c.degraded ? <p class="error-note">{c.degraded}</p> : null}
+        {info.store ? <p data-store-format>{storeFormatLine(info.store)}</p> : null}
         <Available versions={info.available} />
       </div>
       <Section title="Replicas">
