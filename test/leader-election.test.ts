@@ -12,28 +12,36 @@ import type { TestEtcdMember } from "./harness/etcd";
 import { haveEtcd, startEtcdCluster } from "./harness/etcd";
 import { eventually } from "./harness/eventually";
 
+/** An election of replica r0 on a store of its own at `member`, counting how often it was elected. */
+async function electionOn(
+  member: TestEtcdMember,
+  ttlSeconds: number,
+): Promise<{ store: EtcdStore; election: LeaderElection; elected: { n: number } }> {
+  const store = await EtcdStore.connect({
+    endpoints: [member.endpoint],
+    prefix: `/le-${randomBytes(3).toString("hex")}`,
+  });
+  const elected = { n: 0 };
+  const election = new LeaderElection({
+    store,
+    replicaId: "r0",
+    addresses: () => [],
+    log: silentLogger,
+    ttlSeconds,
+    onElected: () => {
+      elected.n++;
+    },
+  });
+  return { store, election, elected };
+}
+
 (haveEtcd ? test.serial : test.skip)(
   "a campaign begun while etcd has no leader succeeds once etcd elects one again",
   async (t) => {
     const members: TestEtcdMember[] = await startEtcdCluster(3);
     const [m0, m1, m2] = members as [TestEtcdMember, TestEtcdMember, TestEtcdMember];
-    const store = await EtcdStore.connect({
-      endpoints: [m0.endpoint],
-      prefix: `/le-${randomBytes(3).toString("hex")}`,
-    });
-    let elected = 0;
     // A long TTL: its retry timer (one TTL) cannot be what elects us within the wait below.
-    const election = new LeaderElection({
-      store,
-      replicaId: "r0",
-      addresses: () => [],
-      log: silentLogger,
-      ttlSeconds: 60,
-      onElected: () => {
-        elected++;
-      },
-      onDeposed: () => undefined,
-    });
+    const { store, election, elected } = await electionOn(m0, 60);
     try {
       m1.freeze();
       m2.freeze();
@@ -52,7 +60,7 @@ import { eventually } from "./harness/eventually";
       );
       election.start();
       await new Promise((r) => setTimeout(r, 6000)); // longer than the store's 5 s deadline
-      t.is(elected, 0, "nobody can lead while etcd has no leader");
+      t.is(elected.n, 0, "nobody can lead while etcd has no leader");
       m1.thaw();
       m2.thaw();
       // The old code's first attempt hung for the store's 5 s deadline and the next waited for the
@@ -63,7 +71,7 @@ import { eventually } from "./harness/eventually";
         15_000,
         100,
       );
-      t.is(elected, 1);
+      t.is(elected.n, 1);
       const kv = await store.get("/cluster/leader");
       t.is((JSON.parse(kv!.value) as { replica: string }).replica, "r0");
     } finally {
@@ -78,21 +86,7 @@ import { eventually } from "./harness/eventually";
   "a term's fenced writes fail once it ends, even when the same replica is elected again at once",
   async (t) => {
     const [member] = (await startEtcdCluster(1)) as [TestEtcdMember];
-    const store = await EtcdStore.connect({
-      endpoints: [member.endpoint],
-      prefix: `/le-${randomBytes(3).toString("hex")}`,
-    });
-    let elected = 0;
-    const election = new LeaderElection({
-      store,
-      replicaId: "r0",
-      addresses: () => [],
-      log: silentLogger,
-      ttlSeconds: 1,
-      onElected: () => {
-        elected++;
-      },
-    });
+    const { store, election, elected } = await electionOn(member, 1);
     try {
       election.start();
       await eventually("elected", async () => (election.isLeader ? true : undefined), 15_000, 50);
@@ -104,7 +98,7 @@ import { eventually } from "./harness/eventually";
       await store.revokeLease(claim!.lease!);
       await eventually(
         "elected again",
-        async () => (elected === 2 && election.isLeader ? true : undefined),
+        async () => (elected.n === 2 && election.isLeader ? true : undefined),
         15_000,
         50,
       );

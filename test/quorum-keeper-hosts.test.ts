@@ -72,6 +72,28 @@ async function keeperOnOneVoter(
   return { keeper: new QuorumKeeper({ store, membership, cache, log: silentLogger, intervalMs, hosts }), membership };
 }
 
+/**
+ * A broker that gives no host and only retires: each replica asked about is pushed to `retires`
+ * (`host/instance`) and answered by `gone` (whether the cloud says its instance is gone).
+ */
+function retiringHosts(
+  retires: string[],
+  gone: () => boolean | Promise<boolean>,
+): ConstructorParameters<typeof QuorumKeeper>[0]["hosts"] {
+  return {
+    unavailable: () => undefined,
+    acquire: () => Promise.reject(new Error("no host is needed here")),
+    async start() {},
+    async joined() {},
+    async failed() {},
+    async release() {},
+    async retire(replica) {
+      retires.push(`${replica.host}/${replica.instance?.id ?? ""}`);
+      return gone();
+    },
+  };
+}
+
 (haveEtcd ? test : test.skip)(
   "a keeper deposed while it waited for a host adds no member, gives nothing back to the pool and abandons the host",
   async (t) => {
@@ -141,18 +163,7 @@ async function keeperOnOneVoter(
         "r-old": ["10.9.9.2", "removed", "i-old"],
         "r-new": ["10.9.9.2", "member"],
       },
-      {
-        unavailable: () => undefined,
-        acquire: () => Promise.reject(new Error("no host is needed here")),
-        async start() {},
-        async joined() {},
-        async failed() {},
-        async release() {},
-        async retire(replica) {
-          retires.push(`${replica.host}/${replica.instance?.id ?? ""}`);
-          return (answers[retires.length - 1] ?? (() => true))();
-        },
-      },
+      retiringHosts(retires, () => (answers[retires.length - 1] ?? (() => true))()),
       100,
     );
     const leading = new AbortController();
@@ -184,18 +195,7 @@ async function keeperOnOneVoter(
         // Added once (etcd gave it this id), then removed from etcd; its record was never updated.
         "r-orphan": ["10.9.9.3", "member", "i-orphan", "8e9e05c52164694d"],
       },
-      {
-        unavailable: () => undefined,
-        acquire: () => Promise.reject(new Error("no host is needed here")),
-        async start() {},
-        async joined() {},
-        async failed() {},
-        async release() {},
-        async retire(replica) {
-          retires.push(`${replica.host}/${replica.instance?.id ?? ""}`);
-          return true;
-        },
-      },
+      retiringHosts(retires, () => true),
       100,
     );
     const [self] = await membership.list();
