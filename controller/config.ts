@@ -81,7 +81,7 @@ export interface ControllerConfig {
    * ed25519 public keys (`ed25519:…`) trusted to sign them. A release signed by no trusted key, or
    * whose files differ from its manifest, is listed as refused and never used. The leader looks at
    * the source every `pollSeconds` (default 60) and holds what it verified in the store, for every replica.
-   * A relative `caFile` is in the data directory. Replicas added later get the keys, the poll interval and
+   * A `caFile` given as a file name alone is in the data directory. Replicas added later get the keys, the poll interval and
    * an HTTPS source with its CAs (replica-data.ts); a directory is on the first replica's host only.
    */
   releases?: { source?: string; keys?: string[]; pollSeconds?: number; caFile?: string };
@@ -114,7 +114,8 @@ export function releaseSourceOf(
   };
 }
 
-function sourceKind(source: string): "directory" | "https" | undefined {
+/** What kind of release source `source` names: an absolute directory, an https:// URL, or neither. */
+export function sourceKind(source: string): "directory" | "https" | undefined {
   if (isAbsolute(source)) return "directory";
   try {
     return new URL(source).protocol === "https:" ? "https" : undefined;
@@ -199,8 +200,12 @@ export async function readControllerConfig(dataDir: string): Promise<ControllerC
     };
     if (releases.source !== undefined && !(typeof releases.source === "string" && sourceKind(releases.source)))
       wrong("source must be the absolute path of a directory of releases, or the https:// URL of a release index");
-    if (releases.caFile !== undefined && !(typeof releases.caFile === "string" && isAbsolute(releases.caFile)))
-      wrong("caFile must be the absolute path of a PEM file of CA certificates");
+    // A plain file name is in the data directory (the copy a replica added later is given).
+    if (
+      releases.caFile !== undefined &&
+      !(typeof releases.caFile === "string" && (isAbsolute(releases.caFile) || /^[\w.-]+$/.test(releases.caFile)))
+    )
+      wrong("caFile must be the absolute path of a PEM file of CA certificates, or a file name in the data directory");
     if (releases.caFile !== undefined && sourceKind(releases.source ?? "") !== "https")
       wrong("caFile is for an https:// source");
     if (releases.keys !== undefined && !Array.isArray(releases.keys))

@@ -12,9 +12,16 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ControllerConfig } from "../controller";
-import { createCertificateAuthority, dataFiles, releaseSourceOf, replicaDataFiles } from "../controller";
+import {
+  createCertificateAuthority,
+  dataFiles,
+  generateReleaseKey,
+  readControllerConfig,
+  releaseSourceOf,
+  replicaDataFiles,
+} from "../controller";
 
-const KEY = "ed25519:MCowBQYDK2VwAyEAn8V0p6fA3t1q0nN7mD5dUq0uG2Bf1V9bO1R0yX6wz0M=";
+const KEY = generateReleaseKey().publicKey;
 
 async function firstReplica(
   t: ExecutionContext,
@@ -65,9 +72,13 @@ test("an HTTPS release source, its CAs, the keys and the poll interval go to a n
     caFile: dataFiles.releaseSourceCa,
   });
   t.is(files[dataFiles.releaseSourceCa], "-----BEGIN CERTIFICATE-----\nreleases\n-----END CERTIFICATE-----\n");
-  // On the new replica, the relative caFile is the copy in its data directory.
-  const source = releaseSourceOf(config, "/var/lib/steward/controller");
-  t.is(source?.https?.caFile, join("/var/lib/steward/controller", dataFiles.releaseSourceCa));
+  // On the new replica, the configuration is accepted and its caFile is the copy in its data directory.
+  const replicaDir = await mkdtemp(join(tmpdir(), "steward-replica-data-"));
+  t.teardown(() => rm(replicaDir, { recursive: true, force: true }));
+  await writeFile(join(replicaDir, dataFiles.config), files[dataFiles.config]!);
+  const read = await readControllerConfig(replicaDir);
+  const source = releaseSourceOf(read, replicaDir);
+  t.is(source?.https?.caFile, join(replicaDir, dataFiles.releaseSourceCa));
   t.deepEqual(source?.keys, [KEY]);
 });
 

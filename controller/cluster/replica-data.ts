@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { ControllerConfig } from "../config";
-import { dataFiles } from "../config";
+import { dataFiles, sourceKind } from "../config";
 
 export async function replicaDataFiles(
   o: { dataDir: string; config: ControllerConfig },
@@ -66,7 +66,7 @@ async function releasesForReplica(o: {
 }): Promise<{ config: NonNullable<ControllerConfig["releases"]>; caPem?: string } | undefined> {
   const r = o.config.releases;
   if (!r) return undefined;
-  const https = r.source?.startsWith("https://") ? r.source : undefined;
+  const https = r.source && sourceKind(r.source) === "https" ? r.source : undefined;
   const caPem = https && r.caFile ? await readFile(resolve(o.dataDir, r.caFile), "utf8") : undefined;
   return {
     config: {
